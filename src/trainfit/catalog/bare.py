@@ -1,0 +1,56 @@
+"""A model given only by its parameter count (``model: {params: 27e9}``).
+
+Weights, gradients and optimizer states need only the count, so they are exact. Every
+other term (activations, logits, the largest FSDP unit) needs an architecture: it is taken
+from a named reference shape in the catalog, the dense model nearest in size, and every
+plan labels it as assumed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from trainfit.errors import ConfigError
+from trainfit.spec.model import ModelSpec
+
+REFERENCE_SHAPES = (
+    "Qwen/Qwen3-0.6B",
+    "Qwen/Qwen3-1.7B",
+    "Qwen/Qwen3-4B",
+    "Qwen/Qwen3-8B",
+    "Qwen/Qwen3-14B",
+    "Qwen/Qwen3-32B",
+    "meta-llama/Llama-3.1-70B",
+)
+"""Dense reference shapes a bare count may borrow, smallest first."""
+
+
+def nearest_reference(params: float) -> str:
+    from trainfit.catalog.models import from_catalog
+    from trainfit.memory.params import param_breakdown
+
+    return min(REFERENCE_SHAPES, key=lambda mid: abs(param_breakdown(from_catalog(mid)).total - params))
+
+
+def spec_from_param_count(params: object, *, reference: object = None) -> ModelSpec:
+    from trainfit.catalog.models import from_catalog
+
+    if params is None:
+        raise ConfigError("model.params: required for a bare model, e.g. model: {params: 27e9}")
+    try:
+        count = int(float(params))  # YAML reads 27e9 as a string
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"model.params: '{params}' is not a number") from exc
+    if count <= 0:
+        raise ConfigError(f"model.params: must be > 0, got {count}")
+    ref_id = str(reference) if reference is not None else nearest_reference(count)
+    ref = from_catalog(ref_id)
+    return replace(
+        ref,
+        name=f"{count / 1e9:g}B parameters",
+        source=f"bare parameter count; architecture assumed from reference shape {ref.name}",
+        params_override=count,
+        assumed_shape=True,
+        note=f"only the parameter count is known; activations, logits and gather units assume {ref.name}'s shape",
+        aliases=(),
+    )

@@ -1,0 +1,135 @@
+"""Model catalog: one JSON file per model under data/models/, each naming its source.
+
+Resolution order for a card's ``model`` field:
+1. an exact catalog id or alias;
+2. a local ``config.json`` file or a model directory in Hugging Face layout;
+3. the Hugging Face cache (offline), then the hub, through huggingface_hub when installed;
+4. ``{params: N}``: a bare count, with the architecture assumed from a named reference shape.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from dataclasses import replace
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from trainfit.catalog.hf_config import spec_from_hf_config
+from trainfit.errors import CatalogError, ConfigError
+from trainfit.spec.model import ModelSpec
+
+_DATA = "trainfit.catalog.data.models"
+
+
+@lru_cache(maxsize=1)
+def _entries() -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for f in resources.files(_DATA).iterdir():
+        if f.name.endswith(".json"):
+            entry = json.loads(f.read_text())
+            out[entry["id"]] = entry
+    return out
+
+
+@lru_cache(maxsize=1)
+def _index() -> dict[str, str]:
+    idx: dict[str, str] = {}
+    for mid, entry in _entries().items():
+        idx[mid] = mid
+        for alias in entry.get("aliases", ()):
+            idx.setdefault(alias, mid)
+    return idx
+
+
+def catalog_ids() -> list[str]:
+    return sorted(_entries())
+
+
+def catalog_entry(model_id: str) -> dict[str, Any]:
+    """The raw catalog entry (id, aliases, source, verified, note, HF config)."""
+    idx = _index()
+    if model_id not in idx:
+        raise CatalogError(unknown_model_message(model_id))
+    return _entries()[idx[model_id]]
+
+
+def unknown_model_message(name: str) -> str:
+    names = list(_index())
+    near = difflib.get_close_matches(name, names, n=3, cutoff=0.5)
+    if not near:
+        low = name.lower()
+        near = [n for n in names if low and low in n.lower()][:3]
+    hint = f"; did you mean: {', '.join(near)}?" if near else "; see `trainfit models` for the catalog"
+    return (
+        f"model: '{name}' is not in the catalog, not a local path, and not in the Hugging Face cache"
+        f" or reachable hub{hint}"
+    )
+
+
+def from_catalog(model_id: str) -> ModelSpec:
+    entry = catalog_entry(model_id)
+    return spec_from_hf_config(
+        entry["config"],
+        name=entry["id"],
+        source=entry["source"],
+        verified=entry.get("verified", True),
+        note=entry.get("note", ""),
+        aliases=tuple(entry.get("aliases", ())),
+    )
+
+
+def hf_config_of(model_id: str) -> dict[str, Any]:
+    """The HF config dict of a catalog model (for building it with transformers in tests/trace)."""
+    return catalog_entry(model_id)["config"]
+
+
+def from_config_path(path: Path) -> ModelSpec:
+    cfg_path = path / "config.json" if path.is_dir() else path
+    if not cfg_path.is_file():
+        raise ConfigError(f"model: no config.json at '{path}'")
+    try:
+        cfg = json.loads(cfg_path.read_text())
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"model: '{cfg_path}' is not valid JSON ({exc.msg} at line {exc.lineno})") from exc
+    return spec_from_hf_config(cfg, name=str(path), source=f"local file {cfg_path}")
+
+
+def _from_hf_hub(repo_id: str, revision: str | None) -> ModelSpec | None:
+    """Try the local HF cache, then the hub. None when huggingface_hub is missing or neither has it."""
+    if "/" not in repo_id or repo_id.count("/") > 1:
+        return None
+    try:
+        from huggingface_hub import hf_hub_download  # optional: only on this path
+    except ImportError:
+        return None
+    for local_only in (True, False):
+        try:
+            file = hf_hub_download(repo_id, "config.json", revision=revision, local_files_only=local_only)
+        except Exception:  # noqa: BLE001 - unreachable hub, unknown repo, gated repo: all mean "not here"
+            continue
+        spec = from_config_path(Path(file))
+        return replace(spec, name=repo_id, source=f"huggingface.co/{repo_id} config.json (via {file})")
+    return None
+
+
+def resolve_model(model: str | dict[str, Any], *, revision: str | None = None) -> ModelSpec:
+    """Resolve a card's ``model`` field to a ModelSpec (see module docstring for the order)."""
+    if isinstance(model, dict):
+        from trainfit.catalog.bare import spec_from_param_count
+
+        if set(model) - {"params", "reference"}:
+            bad = sorted(set(model) - {"params", "reference"})
+            raise ConfigError(f"model: unknown key(s) {bad}; a bare model takes 'params' and optional 'reference'")
+        return spec_from_param_count(model.get("params"), reference=model.get("reference"))
+    if model in _index():
+        return from_catalog(model)
+    path = Path(model).expanduser()
+    if path.exists():
+        return from_config_path(path)
+    hub = _from_hf_hub(model, revision)
+    if hub is not None:
+        return hub
+    raise CatalogError(unknown_model_message(model))

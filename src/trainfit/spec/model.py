@@ -1,0 +1,127 @@
+"""ModelSpec: the architecture facts every memory term needs, and nothing else."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from trainfit.spec.enums import LayerKind
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class MoeSpec:
+    """Mixture-of-experts MLP (Qwen3-MoE / Qwen2-MoE layout, fused experts in transformers v5)."""
+
+    num_experts: int
+    """Routed experts per MoE layer."""
+    experts_per_token: int
+    """top-k routing."""
+    expert_intermediate_size: int
+    """Width of one expert's SwiGLU (moe_intermediate_size)."""
+    shared_expert_intermediate_size: int = 0
+    """Width of the always-on shared expert; 0 when there is none (Qwen3-MoE)."""
+    sparse_step: int = 1
+    """Every ``sparse_step``-th layer is MoE (decoder_sparse_step)."""
+    mlp_only_layers: tuple[int, ...] = ()
+    """Layers that keep a dense MLP of ``intermediate_size``."""
+
+    def is_moe_layer(self, layer_idx: int) -> bool:
+        return layer_idx not in self.mlp_only_layers and (layer_idx + 1) % self.sparse_step == 0
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LinearAttentionSpec:
+    """Gated DeltaNet (Qwen3-Next / Qwen3.5 linear-attention layers)."""
+
+    num_key_heads: int
+    num_value_heads: int
+    key_head_dim: int
+    value_head_dim: int
+    conv_kernel_dim: int
+    state_dtype_bytes: int = 4
+    """Recurrent state dtype (mamba_ssm_dtype float32)."""
+
+    @property
+    def key_dim(self) -> int:
+        return self.num_key_heads * self.key_head_dim
+
+    @property
+    def value_dim(self) -> int:
+        return self.num_value_heads * self.value_head_dim
+
+    @property
+    def conv_dim(self) -> int:
+        return 2 * self.key_dim + self.value_dim
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ModelSpec:
+    """A decoder-only transformer, as transformers builds it.
+
+    Field names follow Hugging Face ``config.json``. ``family`` is the
+    ``model_type`` that transformers dispatches on.
+    """
+
+    name: str
+    """Catalog id, path or a label for a bare count."""
+    source: str
+    """Where the numbers come from (URL, file, or 'assumed')."""
+    family: str
+    """transformers model_type of the decoder: llama, mistral, qwen2, qwen3, qwen3_moe, gemma2, qwen3_5_text."""
+    hidden_size: int
+    intermediate_size: int
+    num_layers: int
+    num_attention_heads: int
+    num_kv_heads: int
+    head_dim: int
+    vocab_size: int
+    tie_word_embeddings: bool
+    attention_bias: bool = False
+    """Bias on q, k and v (Qwen2/2.5)."""
+    o_proj_bias: bool = False
+    """Bias on the attention output projection (Llama's attention_bias covers o_proj too)."""
+    mlp_bias: bool = False
+    qk_norm: bool = False
+    """RMSNorm over head_dim on q and k (Qwen3)."""
+    attn_output_gate: bool = False
+    """Full-attention q_proj also emits a sigmoid gate (Qwen3.5): q_proj is 2x wide."""
+    norms_per_layer: int = 2
+    """RMSNorms of width hidden per layer: 2 (pre-norm) or 4 (Gemma-2 sandwich norms)."""
+    hidden_act: str = "silu"
+    layer_types: tuple[LayerKind, ...] = ()
+    """Per-layer attention kind; empty means all full attention."""
+    sliding_window: int | None = None
+    linear_attention: LinearAttentionSpec | None = None
+    moe: MoeSpec | None = None
+    verified: bool = True
+    """False for configs that could not be confirmed from a primary source."""
+    note: str = ""
+    assumed_shape: bool = False
+    """True when the architecture is a named reference shape standing in for a bare count."""
+    params_override: int | None = None
+    """Bare parameter count given by the user; overrides the closed-form total."""
+    aliases: tuple[str, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        if self.layer_types and len(self.layer_types) != self.num_layers:
+            raise ValueError(
+                f"layer_types has {len(self.layer_types)} entries, num_hidden_layers is {self.num_layers}"
+            )
+
+    def layer_kind(self, layer_idx: int) -> LayerKind:
+        return self.layer_types[layer_idx] if self.layer_types else LayerKind.FULL_ATTENTION
+
+    @property
+    def num_full_attention_layers(self) -> int:
+        return sum(1 for i in range(self.num_layers) if self.layer_kind(i) is LayerKind.FULL_ATTENTION)
+
+    @property
+    def num_linear_attention_layers(self) -> int:
+        return self.num_layers - self.num_full_attention_layers
+
+    @property
+    def q_dim(self) -> int:
+        return self.num_attention_heads * self.head_dim
+
+    @property
+    def kv_dim(self) -> int:
+        return self.num_kv_heads * self.head_dim

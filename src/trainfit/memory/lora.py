@@ -1,0 +1,67 @@
+"""LoRA: which linear maps an adapter targets, and how many parameters it trains.
+
+Dense: trainable = Σ over targeted modules of r·(in + out) (PEFT's A: in→r, B: r→out).
+Fused MoE experts (transformers v5 3-D parameters): PEFT puts one LoRA pair per expert and
+gives the fused ``gate_up_proj`` rank 2r when gate_proj/up_proj are targeted
+(GROUND_TRUTH.md §1: Qwen3-30B-A3B at r=16 trains 994,836,480 parameters).
+"""
+
+from __future__ import annotations
+
+from trainfit.memory.params import LinearGroup, linear_groups
+from trainfit.spec.model import ModelSpec
+from trainfit.spec.training import ALL_LINEAR, LoraSpec
+
+_FUSED_ALIASES = {"gate_up_proj": ("gate_proj", "up_proj", "gate_up_proj")}
+
+
+def _short(name: str) -> str:
+    return name.rsplit(".", 1)[-1]
+
+
+def _router_group(spec: ModelSpec) -> list[LinearGroup]:
+    if spec.moe is None:
+        return []
+    n_moe = sum(1 for i in range(spec.num_layers) if spec.moe.is_moe_layer(i))
+    return [LinearGroup("gate", spec.hidden_size, spec.moe.num_experts, n_moe)] if n_moe else []
+
+
+def targeted_groups(spec: ModelSpec, lora: LoraSpec) -> list[LinearGroup]:
+    """Linear groups the adapter wraps. ``all-linear`` excludes the output head, as PEFT
+    does; on MoE models PEFT 0.21 also wraps the fused experts and the router weight
+    (measured: Qwen3-30B-A3B, 4 layers, r=16 -> 83,042,304)."""
+    groups = linear_groups(spec)
+    if ALL_LINEAR in lora.targets:
+        return groups + _router_group(spec)
+    wanted = set(lora.targets)
+    out = []
+    for g in groups:
+        names = _FUSED_ALIASES.get(_short(g.name), (_short(g.name),)) if g.is_fused_experts else (_short(g.name),)
+        if wanted.intersection(names):
+            out.append(g)
+    return out
+
+
+def known_target_names(spec: ModelSpec) -> list[str]:
+    names = {_short(g.name) for g in linear_groups(spec)}
+    if spec.moe is not None:
+        names |= {"gate_proj", "up_proj"}
+    return sorted(names | {ALL_LINEAR})
+
+
+def lora_trainable_params(spec: ModelSpec, lora: LoraSpec) -> int:
+    """Exact trainable parameter count of a PEFT LoRA adapter (no bias, no DoRA)."""
+    total = 0
+    for g in targeted_groups(spec, lora):
+        r = lora.rank * g.lora_rank_multiplier
+        total += g.count * g.experts * r * (g.in_features + g.out_features)
+    return total
+
+
+def lora_largest_tensor_params(spec: ModelSpec, lora: LoraSpec) -> int:
+    """Elements of the largest single adapter tensor (sizes the for-loop optimizer's temporaries)."""
+    best = 0
+    for g in targeted_groups(spec, lora):
+        r = lora.rank * g.lora_rank_multiplier
+        best = max(best, g.experts * r * max(g.in_features, g.out_features))
+    return best

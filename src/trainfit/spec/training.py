@@ -1,0 +1,45 @@
+"""What is trained: full fine-tuning, LoRA or QLoRA, and which modules LoRA targets."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from trainfit.spec.enums import Scope
+
+ALL_LINEAR = "all-linear"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LoraSpec:
+    """A PEFT LoRA adapter.
+
+    ``targets`` are module names as PEFT matches them (``q_proj``, ``gate_proj``...), or
+    ``("all-linear",)`` for every linear layer except the output head, as PEFT does.
+    """
+
+    rank: int = 16
+    alpha: float = 32.0
+    targets: tuple[str, ...] = (ALL_LINEAR,)
+    dropout: float = 0.0
+    adapter_dtype_bytes: int = 4
+    """PEFT keeps LoRA A/B in fp32 even on a bf16 base (autocast_adapter_dtype=True)."""
+    double_quant: bool = True
+    """QLoRA: bitsandbytes double quantization of the absmax constants."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TrainableSpec:
+    """The training scope and its adapter, if any."""
+
+    scope: Scope = Scope.FULL
+    lora: LoraSpec | None = None
+
+    def __post_init__(self) -> None:
+        if self.scope is Scope.FULL and self.lora is not None:
+            raise ValueError("lora: an adapter was given for a full-scope run")
+        if self.scope is not Scope.FULL and self.lora is None:
+            raise ValueError(f"lora: scope {self.scope} needs a LoRA spec")
+
+    @property
+    def is_adapter(self) -> bool:
+        return self.scope is not Scope.FULL

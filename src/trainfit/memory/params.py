@@ -63,8 +63,9 @@ class ParamBreakdown:
 
     @property
     def without_embeddings(self) -> int:
-        """Total minus the input embedding (the 'non-embedding' count model cards quote)."""
-        return self.total - self.embedding
+        """Total minus the input embedding and the output head: the 'non-embedding' count
+        model cards quote (Qwen3-8B: 6.95B of 8.19B)."""
+        return self.total - self.embedding - self.lm_head
 
 
 def _attention_linears(spec: ModelSpec, count: int) -> list[LinearGroup]:
@@ -193,3 +194,49 @@ def active_params(spec: ModelSpec) -> int:
     n_moe = sum(1 for i in range(spec.num_layers) if moe.is_moe_layer(i))
     inactive = n_moe * (moe.num_experts - moe.experts_per_token) * 3 * spec.hidden_size * moe.expert_intermediate_size
     return total - inactive
+
+
+@dataclass(frozen=True, slots=True)
+class TensorGroup:
+    """``count`` parameter tensors of one shape (what optimizers see, tensor by tensor)."""
+
+    shape: tuple[int, ...]
+    count: int
+
+    @property
+    def numel(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+
+def param_tensors(spec: ModelSpec) -> list[TensorGroup]:
+    """Every parameter tensor of the full model, grouped by shape.
+
+    Sums to ``param_breakdown(spec).total`` (tests check it).
+    """
+    h, L = spec.hidden_size, spec.num_layers
+    out = [TensorGroup((spec.vocab_size, h), 1 if spec.tie_word_embeddings else 2), TensorGroup((h,), 1 + spec.norms_per_layer * L)]
+    for g in linear_groups(spec):
+        if g.is_fused_experts:
+            out.append(TensorGroup((g.experts, g.out_features, g.in_features), g.count))
+        else:
+            out.append(TensorGroup((g.out_features, g.in_features), g.count))
+        if g.bias:
+            out.append(TensorGroup((g.out_features,), g.count * g.experts))
+    full = spec.num_full_attention_layers
+    if spec.qk_norm and full:
+        out.append(TensorGroup((spec.head_dim,), 2 * full))
+    if spec.linear_attention is not None and spec.num_linear_attention_layers:
+        la, n = spec.linear_attention, spec.num_linear_attention_layers
+        out += [
+            TensorGroup((la.conv_dim, 1, la.conv_kernel_dim), n),
+            TensorGroup((la.num_value_heads,), 2 * n),
+            TensorGroup((la.value_head_dim,), n),
+        ]
+    if spec.moe is not None:
+        n_moe = sum(1 for i in range(L) if spec.moe.is_moe_layer(i))
+        if n_moe:
+            out.append(TensorGroup((spec.moe.num_experts, h), n_moe))
+    return [t for t in out if t.count]

@@ -104,3 +104,11 @@ class Phase(StrEnum):
     FORWARD = "forward"
     BACKWARD = "backward"
     OPTIMIZER_STEP = "optimizer_step"
+
+
+class OptimizerImpl(StrEnum):
+    """How torch's AdamW runs its step (decides the step's temporaries)."""
+
+    FUSED = "fused"
+    FOREACH = "foreach"
+    FOR_LOOP = "for_loop"

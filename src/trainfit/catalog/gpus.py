@@ -1,0 +1,125 @@
+"""GPU catalog: one JSON file per card under data/gpus/, each naming its source(s).
+
+Units are in the field names. ``memory_bytes`` is the total that ``nvidia-smi`` reports
+(MiB x 2**20); ``torch_total_memory_bytes`` is what ``torch.cuda.get_device_properties().total_memory``
+reports where a published value is known (it is driver-dependent and a few hundred MiB below
+nvidia-smi's total), else None. Rates are dense (no 2:4 sparsity); NVLink is NVIDIA's total
+bidirectional figure per GPU; PCIe is per direction for x16.
+
+Pure Python: no torch import.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from dataclasses import dataclass, fields
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+from trainfit.errors import CatalogError
+
+_DATA = "trainfit.catalog.data.gpus"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class GpuSpec:
+    id: str
+    aliases: tuple[str, ...] = ()
+    name: str
+    memory_bytes: int
+    memory_label: str
+    torch_total_memory_bytes: int | None = None
+    hbm_bytes_per_s: float | None = None
+    bf16_dense_flops_per_s: float | None = None
+    fp8_dense_flops_per_s: float | None = None
+    nvlink: bool | None = None
+    nvlink_bytes_per_s: float | None = None
+    pcie_gen: int | None = None
+    pcie_bytes_per_s: float | None = None
+    tdp_w: float | None = None
+    source: str = ""
+    notes: str = ""
+
+    @property
+    def memory_gib(self) -> float:
+        return self.memory_bytes / 2**30
+
+    @property
+    def usable_memory_bytes(self) -> int:
+        """torch's total when known, else nvidia-smi's total."""
+        return self.torch_total_memory_bytes or self.memory_bytes
+
+
+_FIELDS = {f.name for f in fields(GpuSpec)}
+
+
+def _spec(entry: dict[str, Any]) -> GpuSpec:
+    unknown = set(entry) - _FIELDS
+    if unknown:
+        raise CatalogError(f"gpu catalog entry '{entry.get('id')}': unknown keys {sorted(unknown)}")
+    data = dict(entry)
+    data["aliases"] = tuple(data.get("aliases", ()))
+    return GpuSpec(**data)
+
+
+@lru_cache(maxsize=1)
+def _entries() -> dict[str, GpuSpec]:
+    out: dict[str, GpuSpec] = {}
+    for f in sorted(resources.files(_DATA).iterdir(), key=lambda p: p.name):
+        if f.name.endswith(".json"):
+            spec = _spec(json.loads(f.read_text()))
+            if spec.id in out:
+                raise CatalogError(f"gpu catalog: duplicate id '{spec.id}'")
+            out[spec.id] = spec
+    return out
+
+
+@lru_cache(maxsize=1)
+def _index() -> dict[str, str]:
+    """Lower-cased id or alias -> id. Ids win over aliases."""
+    idx: dict[str, str] = {}
+    for gid in _entries():
+        idx[gid.lower()] = gid
+    for gid, spec in _entries().items():
+        for alias in spec.aliases:
+            idx.setdefault(alias.lower(), gid)
+    return idx
+
+
+def gpu_ids() -> list[str]:
+    return sorted(_entries())
+
+
+def unknown_gpu_message(name: str) -> str:
+    names = sorted({*_entries(), *(a for s in _entries().values() for a in s.aliases)})
+    lowered = {n.lower(): n for n in names}
+    near = [lowered[n] for n in difflib.get_close_matches(name.lower(), list(lowered), n=3, cutoff=0.5)]
+    if not near:
+        low = name.lower()
+        near = [n for n in names if low and (low in n.lower() or n.lower() in low)][:3]
+    hint = f"; did you mean: {', '.join(near)}?" if near else f"; known: {', '.join(gpu_ids())}"
+    return f"gpu: '{name}' is not in the GPU catalog (or give gpu_memory_gib for a custom card){hint}"
+
+
+def resolve_gpu(name: str) -> GpuSpec:
+    """Exact lookup on id or alias (case-insensitive); CatalogError with near matches on a miss."""
+    gid = _index().get(name.strip().lower())
+    if gid is None:
+        raise CatalogError(unknown_gpu_message(name))
+    return _entries()[gid]
+
+
+def custom_gpu(memory_gib: float) -> GpuSpec:
+    """A card known only by its memory (GiB = 2**30 bytes); every other figure is None."""
+    if not memory_gib > 0:
+        raise CatalogError(f"gpu_memory_gib: must be > 0, got {memory_gib}")
+    n = f"{memory_gib:g}"
+    return GpuSpec(
+        id=f"custom-{n}gib",
+        name=f"custom GPU with {n} GiB",
+        memory_bytes=int(round(memory_gib * 2**30)),
+        memory_label=f"{n} GiB",
+        source="user-supplied memory size",
+    )

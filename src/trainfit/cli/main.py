@@ -1,0 +1,60 @@
+"""trainfit's command line. Thin: parse, build the spec, call the core, render."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from trainfit.cli import catalog_cmd, plan_cmd
+
+app = typer.Typer(
+    name="trainfit",
+    help="Will this LLM post-training run fit, on how many cards of which kind, at what cost?",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.command("plan")(plan_cmd.plan)
+app.command("models")(catalog_cmd.models)
+app.command("gpus")(catalog_cmd.gpus)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: user errors become one line on stderr and exit code 2 (``--debug`` re-raises)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args
+    if debug:
+        args.remove("--debug")
+    from trainfit.errors import TrainfitError
+
+    try:
+        app(args=args, prog_name="trainfit", standalone_mode=False)
+    except TrainfitError as exc:
+        if debug:
+            raise
+        sys.stderr.write(f"trainfit: error: {exc}\n")
+        return 2
+    except ValueError as exc:  # a spec invariant that slipped past validation
+        if debug:
+            raise
+        sys.stderr.write(f"trainfit: error: {exc}\n")
+        return 2
+    except Exception as exc:  # click usage errors and aborts
+        import click
+
+        if isinstance(exc, click.exceptions.Exit):
+            return exc.exit_code
+        if isinstance(exc, click.ClickException):
+            if debug:
+                raise
+            exc.show()
+            return exc.exit_code
+        if isinstance(exc, click.exceptions.Abort):
+            return 130
+        raise
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

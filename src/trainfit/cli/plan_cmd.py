@@ -1,0 +1,60 @@
+"""`trainfit plan`: parse, build the card, call the core, render."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from trainfit.cli.common import load_card, print_json
+
+
+def plan(
+    card: Annotated[Optional[Path], typer.Argument(help="Run card (YAML/JSON). Default: the embedded Qwen3-8B full SFT on 8x A100 40GB card.")] = None,
+    model: Annotated[Optional[str], typer.Option(help="Catalog id, local path, or HF repo id.")] = None,
+    method: Annotated[Optional[str], typer.Option(help="sft | rm | dpo | ppo | grpo")] = None,
+    scope: Annotated[Optional[str], typer.Option(help="full | lora | qlora")] = None,
+    gpu: Annotated[Optional[str], typer.Option(help="GPU catalog id, e.g. a100-40gb, rtx4090.")] = None,
+    gpus: Annotated[Optional[int], typer.Option(help="GPUs per node.")] = None,
+    nodes: Annotated[Optional[int], typer.Option(help="Nodes.")] = None,
+    strategy: Annotated[Optional[str], typer.Option(help="single | ddp | zero1 | zero2 | zero3 | fsdp | fsdp_grad_op | hsdp")] = None,
+    offload: Annotated[Optional[str], typer.Option(help="none | optimizer | params_and_optimizer")] = None,
+    mbs: Annotated[Optional[int], typer.Option(help="Micro-batch size.")] = None,
+    seq: Annotated[Optional[int], typer.Option(help="Sequence length.")] = None,
+    grad_accum: Annotated[Optional[int], typer.Option(help="Gradient accumulation steps.")] = None,
+    ckpt: Annotated[Optional[bool], typer.Option("--ckpt/--no-ckpt", help="Gradient checkpointing.")] = None,
+    attention: Annotated[Optional[str], typer.Option(help="sdpa | flash | eager")] = None,
+    set_: Annotated[list[str], typer.Option("--set", help="Any card field: KEY=VALUE, e.g. precision.optimizer=adamw_8bit. Repeatable.")] = [],
+    json_: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
+) -> None:
+    """Memory of the worst GPU in every phase, the peak, the verdict and host RAM."""
+    overrides = {
+        "model": model,
+        "method": method,
+        "scope": scope,
+        "hardware.gpu": gpu,
+        "hardware.gpus_per_node": gpus,
+        "hardware.nodes": nodes,
+        "parallel.strategy": strategy,
+        "parallel.offload": offload,
+        "batch.micro_batch_size": mbs,
+        "batch.seq_len": seq,
+        "batch.grad_accum": grad_accum,
+        "parallel.gradient_checkpointing": ckpt,
+        "attention": attention,
+    }
+    run_card = load_card(card, overrides, set_)
+    from trainfit.plan import make_plan
+
+    result = make_plan(run_card)
+    if json_:
+        from trainfit.report.json_report import plan_to_dict
+
+        print_json(plan_to_dict(result))
+        return
+    from rich.console import Console
+
+    from trainfit.report.text import render_plan
+
+    render_plan(result, Console(width=140))

@@ -1,0 +1,83 @@
+"""Logits and the cross-entropy loss: the largest transient of a step at large vocabularies.
+
+Mechanism (transformers 5 ``ForCausalLMLoss``, measured op by op with a dispatch tracker on
+real tensors; tests/trace checks it against the whole-step trace). With ``E = b·s·V``
+logit elements:
+
+forward, at the loss
+    ``lm_head`` writes bf16 logits (2E B); ``logits.float()`` makes an fp32 copy (4E);
+    ``log_softmax`` writes its fp32 output (4E), which it saves for backward. Peak: 10E.
+end of forward
+    the fp32 copy is freed; the saved log-softmax output stays (4E). The bf16 logits stay
+    only while the caller holds ``outputs.logits`` (+2E); the transformers Trainer and TRL
+    return just the loss, so they are freed.
+start of backward
+    ``nll_loss_backward`` writes the fp32 gradient (4E) and ``_log_softmax_backward_data``
+    its input gradient (4E) while the saved output is still alive: 12E (+2E if logits held).
+    Then the fp32 buffers go and a bf16 gradient (2E) flows into ``lm_head``'s backward.
+
+A fused/chunked linear cross-entropy (Liger ``LigerFusedLinearCrossEntropyLoss``) never
+materialises the full logits: it walks the tokens in chunks of
+``ceil(b·s / ceil(V/h))`` rows rounded up to a power of two, each chunk holding its bf16
+logits, an fp32 copy and its gradient (10 B per element).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import ceil
+
+FORWARD_PEAK_BYTES_PER_LOGIT = 10
+"""bf16 logits + fp32 upcast + fp32 log-softmax output."""
+RETAINED_BYTES_PER_LOGIT = 4
+"""fp32 log-softmax output saved for backward."""
+BACKWARD_PEAK_BYTES_PER_LOGIT = 12
+"""saved log-softmax output + its fp32 gradient + the fp32 input gradient."""
+HELD_LOGITS_BYTES_PER_LOGIT = 2
+"""bf16 logits kept alive by a caller that holds ``outputs.logits``."""
+
+
+@dataclass(frozen=True, slots=True)
+class LogitsBytes:
+    forward_peak: float
+    """Transient at the end of forward (the loss computation)."""
+    retained: float
+    """Alive from the end of forward until backward reaches the loss."""
+    backward_peak: float
+    """Transient at the start of backward."""
+
+
+def liger_chunk_rows(*, tokens: int, hidden_size: int, vocab_size: int) -> int:
+    """Rows per chunk of Liger's fused linear cross-entropy."""
+    rows = ceil(tokens / ceil(vocab_size / hidden_size))
+    return 1 << (rows - 1).bit_length() if rows > 1 else 1
+
+
+def logits_bytes(
+    *,
+    micro_batch_size: int,
+    seq_len: int,
+    vocab_size: int,
+    hidden_size: int,
+    chunked: bool = False,
+    caller_holds_logits: bool = False,
+    outputs_per_token: int = 1,
+) -> LogitsBytes:
+    """Bytes of the logits/loss path for one micro-batch.
+
+    ``outputs_per_token`` replaces V by the head width for scalar heads (reward model,
+    critic: 1), where the term becomes negligible.
+    """
+    tokens = micro_batch_size * seq_len
+    width = vocab_size if outputs_per_token == 1 else outputs_per_token
+    if chunked:
+        e = liger_chunk_rows(tokens=tokens, hidden_size=hidden_size, vocab_size=width) * width
+        chunk = FORWARD_PEAK_BYTES_PER_LOGIT * min(e, tokens * width)
+        return LogitsBytes(forward_peak=chunk, retained=0.0, backward_peak=0.0)
+    e = tokens * width
+    held = HELD_LOGITS_BYTES_PER_LOGIT * e if caller_holds_logits else 0.0
+    return LogitsBytes(
+        forward_peak=FORWARD_PEAK_BYTES_PER_LOGIT * e,
+        retained=RETAINED_BYTES_PER_LOGIT * e + held,
+        backward_peak=BACKWARD_PEAK_BYTES_PER_LOGIT * e + held,
+    )

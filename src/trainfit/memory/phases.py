@@ -1,0 +1,201 @@
+"""Compose the per-phase peaks of one steady-state training step on one GPU.
+
+A step is a sequence of allocation events; each phase's peak is the largest live total at
+any event in it. The events follow what PyTorch does (GROUND_TRUTH.md §2-4):
+
+load
+    the model's weights (sharded under ZeRO-3/FSDP), adapters.
+forward
+    persistent state + gradients still held under gradient accumulation + every saved
+    activation (or only checkpointed layer inputs) + the loss's logits transient.
+backward
+    starts at the loss (logits' gradient buffers while all activations are alive), then walks
+    the decoder layers from last to first: each layer's saved tensors (recomputed under
+    checkpointing) are freed as its gradients appear.
+optimizer_step
+    persistent state + all gradients + the step's temporaries.
+
+"Persistent" is weights, adapters, fp32 master weights and optimizer states: after the
+warm-up step they live across the whole step. Gradients are freed by
+``zero_grad(set_to_none=True)`` after the step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from trainfit.memory.activations import ActivationBytes
+from trainfit.memory.logits import LogitsBytes
+from trainfit.spec.enums import Phase
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class StepTerms:
+    """Per-GPU byte terms after sharding and offload. Inputs to the phase walk."""
+
+    weights: float
+    adapter_weights: float
+    master_weights: float
+    optimizer_states: float
+    grads_per_layer: tuple[float, ...]
+    """Trainable gradient bytes each decoder layer adds in backward (sharded)."""
+    grads_head: float
+    """lm_head (or the tied embedding) + final norm gradients, allocated first in backward."""
+    grads_embedding: float
+    """Untied input-embedding gradient, allocated last in backward."""
+    activations: ActivationBytes
+    gradient_checkpointing: bool
+    logits: LogitsBytes
+    logits_grad_bf16: float
+    """bf16 gradient of the logits flowing into lm_head's backward."""
+    layer_backward_transient: tuple[float, ...]
+    """Gradient buffers live inside one layer's backward, per layer."""
+    optimizer_temporaries: float
+    grad_accumulation: bool
+    fsdp_root_unit: float = 0.0
+    fsdp_layer_units: float = 0.0
+    """Gathered layer units during compute (current + prefetched)."""
+    fsdp_unsharded_grads: float = 0.0
+    """Unsharded gradient of one unit before its reduce-scatter."""
+    fsdp_root_grads: float = 0.0
+    """Root unit gradients kept unsharded until the end of backward."""
+    fsdp_all_gathered: float = 0.0
+    """fsdp_grad_op: every unit stays gathered from its forward to its backward."""
+    ddp_buckets: float = 0.0
+    zero2_bucket: float = 0.0
+
+    @property
+    def grads_total(self) -> float:
+        return self.grads_head + sum(self.grads_per_layer) + self.grads_embedding
+
+
+@dataclass(frozen=True, slots=True)
+class PhasePeak:
+    phase: Phase
+    components: dict[str, float] = field(default_factory=dict)
+    at: str = ""
+    """The event inside the phase where the peak occurs."""
+
+    @property
+    def allocated(self) -> float:
+        return sum(self.components.values())
+
+
+def _persistent(t: StepTerms) -> dict[str, float]:
+    return {
+        "weights": t.weights,
+        "adapter_weights": t.adapter_weights,
+        "master_weights": t.master_weights,
+        "optimizer_states": t.optimizer_states,
+        "ddp_buckets": t.ddp_buckets,
+    }
+
+
+def _best(phase: Phase, points: list[tuple[str, dict[str, float]]]) -> PhasePeak:
+    at, comps = max(points, key=lambda p: sum(p[1].values()))
+    return PhasePeak(phase, {k: v for k, v in comps.items()}, at)
+
+
+def load_peak(t: StepTerms) -> PhasePeak:
+    return PhasePeak(Phase.LOAD, {"weights": t.weights, "adapter_weights": t.adapter_weights}, "weights loaded")
+
+
+def forward_peak(t: StepTerms) -> PhasePeak:
+    held_grads = t.grads_total if t.grad_accumulation else 0.0
+    comps = _persistent(t) | {
+        "gradients": held_grads,
+        "activations": t.activations.total(gradient_checkpointing=t.gradient_checkpointing),
+        "logits": t.logits.forward_peak,
+        "fsdp_buffers": t.fsdp_root_unit + t.fsdp_all_gathered,
+    }
+    return PhasePeak(Phase.FORWARD, comps, "loss (log-softmax over the logits)")
+
+
+def backward_peak(t: StepTerms) -> PhasePeak:
+    """Walk backward from the loss to the embedding and keep the largest point."""
+    act = t.activations
+    ckpt = t.gradient_checkpointing
+    held = t.grads_total if t.grad_accumulation else 0.0
+    base = _persistent(t)
+    fsdp_static = t.fsdp_root_unit + t.fsdp_root_grads
+    layers = len(act.per_layer)
+    saved_prefix = [0.0] * (layers + 1)  # saved bytes of layers < l that are still alive
+    for i in range(layers):
+        kept = act.checkpointed_per_layer[i] if ckpt else act.per_layer[i]
+        saved_prefix[i + 1] = saved_prefix[i] + kept
+    alive_all = act.embedding + saved_prefix[layers] + act.head
+
+    def grads(new: float) -> float:
+        return max(held, new)
+
+    points = [
+        (
+            "loss backward (logits gradient)",
+            base
+            | {
+                "gradients": grads(0.0),
+                "activations": alive_all,
+                "logits": t.logits.backward_peak,
+                "fsdp_buffers": fsdp_static + t.fsdp_all_gathered,
+            },
+        ),
+        (
+            "lm_head backward",
+            base
+            | {
+                "gradients": grads(t.grads_head),
+                "activations": alive_all,
+                "logits": t.logits_grad_bf16,
+                "fsdp_buffers": fsdp_static + t.fsdp_all_gathered,
+            },
+        ),
+    ]
+    new_grads = t.grads_head
+    gathered = t.fsdp_all_gathered
+    for layer in range(layers - 1, -1, -1):
+        new_grads += t.grads_per_layer[layer]
+        alive = act.embedding + saved_prefix[layer] + act.per_layer[layer]
+        points.append(
+            (
+                f"layer {layer} backward",
+                base
+                | {
+                    "gradients": grads(new_grads) + t.zero2_bucket,
+                    "activations": alive,
+                    "logits": 0.0,
+                    "optimizer_temporaries": t.layer_backward_transient[layer],
+                    "fsdp_buffers": fsdp_static + t.fsdp_layer_units + t.fsdp_unsharded_grads + gathered,
+                },
+            )
+        )
+        if layers:
+            gathered -= t.fsdp_all_gathered / layers
+    points.append(
+        (
+            "embedding backward",
+            base
+            | {
+                "gradients": grads(t.grads_total),
+                "activations": act.embedding,
+                "logits": 0.0,
+                "fsdp_buffers": fsdp_static,
+            },
+        )
+    )
+    peak = _best(Phase.BACKWARD, points)
+    comps = dict(peak.components)
+    # the in-layer gradient buffers are activation gradients, not optimizer temporaries
+    comps["activation_gradients"] = comps.pop("optimizer_temporaries", 0.0)
+    return PhasePeak(Phase.BACKWARD, comps, peak.at)
+
+
+def optimizer_peak(t: StepTerms) -> PhasePeak:
+    comps = _persistent(t) | {
+        "gradients": t.grads_total,
+        "optimizer_temporaries": t.optimizer_temporaries,
+    }
+    return PhasePeak(Phase.OPTIMIZER_STEP, comps, "optimizer.step()")
+
+
+def step_peaks(t: StepTerms) -> list[PhasePeak]:
+    return [load_peak(t), forward_peak(t), backward_peak(t), optimizer_peak(t)]

@@ -1,0 +1,67 @@
+"""Storage bytes of quantized linear weights, including their quantization constants.
+
+Formulas follow the storage layout of the libraries that produce them:
+
+* **nf4 / fp4 (bitsandbytes ``Linear4bit``)**: packed 4-bit codes (n/2 B), one absmax per
+  64-element block. With double quantization the absmax is uint8 (1 B per block) plus an fp32
+  second-level absmax per 256 blocks, offsets and per-layer code tables; measured on
+  bitsandbytes 0.50.2 (GROUND_TRUTH.md §9): ``0.5·n + n/64 + 4·ceil(n/16384) + 1,092`` B.
+  Without double quantization the absmax is fp32: ``0.5·n + 4·n/64``.
+* **int8 (bitsandbytes ``Linear8bitLt``, LLM.int8())**: 1 B per weight plus one fp32 scale per
+  output row (``SCB``).
+* **fp8 (per-tensor scaled, e.g. torchao/TE float8 weights)**: 1 B per weight plus one fp32
+  scale per tensor.
+"""
+
+from __future__ import annotations
+
+from math import ceil
+
+from trainfit.spec.enums import Dtype
+from trainfit.units import BYTES_PER_DTYPE
+
+NF4_BLOCK = 64
+"""bitsandbytes 4-bit block size (elements per absmax)."""
+NF4_DQ_BLOCK_ELEMENTS = 64 * 256
+"""Elements covered by one fp32 second-level absmax under double quantization."""
+NF4_DQ_FIXED_BYTES = 1_092
+"""Per-layer fixed bytes under double quantization (offset, two 16/256-entry code tables, shapes)."""
+
+QUANTIZED = frozenset({Dtype.NF4, Dtype.INT8, Dtype.FP8})
+
+
+def nf4_linear_bytes(*, weight_elements: int, double_quant: bool = True) -> float:
+    """Bytes of one bitsandbytes NF4/FP4 linear weight of ``weight_elements`` values."""
+    blocks = ceil(weight_elements / NF4_BLOCK)
+    if double_quant:
+        return 0.5 * weight_elements + blocks + 4 * ceil(weight_elements / NF4_DQ_BLOCK_ELEMENTS) + NF4_DQ_FIXED_BYTES
+    return 0.5 * weight_elements + 4 * blocks
+
+
+def int8_linear_bytes(*, weight_elements: int, out_features: int) -> float:
+    """Bytes of one LLM.int8() linear: int8 weights + fp32 row scales."""
+    return weight_elements + 4 * out_features
+
+
+def fp8_linear_bytes(*, weight_elements: int) -> float:
+    """Bytes of one per-tensor-scaled fp8 linear."""
+    return weight_elements + 4
+
+
+def linear_weight_bytes(
+    *, dtype: Dtype, in_features: int, out_features: int, double_quant: bool = True
+) -> float:
+    """Storage bytes of one linear weight matrix (bias excluded) in ``dtype``."""
+    n = in_features * out_features
+    if dtype is Dtype.NF4:
+        return nf4_linear_bytes(weight_elements=n, double_quant=double_quant)
+    if dtype is Dtype.INT8:
+        return int8_linear_bytes(weight_elements=n, out_features=out_features)
+    if dtype is Dtype.FP8:
+        return fp8_linear_bytes(weight_elements=n)
+    return n * BYTES_PER_DTYPE[dtype.value]
+
+
+def payload_bytes(*, params: float, dtype: Dtype) -> float:
+    """Params × bytes per element, without metadata: the seeds' 'theoretical size'."""
+    return params * BYTES_PER_DTYPE[dtype.value]

@@ -1,0 +1,357 @@
+"""Assemble a plan from a run card: resolve the model and GPU, compute every term, walk the phases.
+
+Pure: no torch, no I/O beyond reading catalog data files.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from trainfit.catalog.gpus import GpuSpec, custom_gpu, resolve_gpu
+from trainfit.catalog.models import resolve_model
+from trainfit.memory.activations import ActivationBytes, activation_bytes
+from trainfit.memory.logits import logits_bytes
+from trainfit.memory.lora import lora_largest_tensor_params, lora_trainable_params, targeted_groups
+from trainfit.memory.optimizer import master_weight_bytes, optimizer_state_bytes, step_temporary_bytes
+from trainfit.memory.overhead import OverheadBytes, overhead_bytes
+from trainfit.memory.params import TensorGroup, param_breakdown, param_tensors
+from trainfit.memory.phases import PhasePeak, StepTerms, step_peaks
+from trainfit.memory.sharding import Sharding, make_sharding
+from trainfit.memory.weights import count_scale, total_params, weight_bytes
+from trainfit.spec.card import RunCard
+from trainfit.spec.enums import ComputeDtype, Dtype, MasterWeights, Offload, Phase, StatesDtype, Strategy
+from trainfit.spec.model import ModelSpec
+from trainfit.spec.training import LoraSpec, TrainableSpec
+from trainfit.units import BYTES_PER_DTYPE, GIB, MIB
+
+HOST_BYTES_PER_PROCESS = 3 * GIB
+"""Assumed host RSS of one training process (Python, torch + CUDA libraries, data loader)."""
+_PERSISTENT = ("weights", "adapter_weights", "master_weights", "optimizer_states", "ddp_buckets", "gradients")
+
+
+@dataclass(frozen=True, slots=True)
+class PhaseResult:
+    phase: Phase
+    at: str
+    components: dict[str, float]
+    allocated: float
+    reserved: float
+    device: float
+    overhead: OverheadBytes
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    card: RunCard
+    spec: ModelSpec
+    gpu: GpuSpec
+    sharding: Sharding
+    params_total: int
+    params_trainable: int
+    params_without_embedding: int
+    phases: tuple[PhaseResult, ...]
+    host_ram: dict[str, float]
+    assumptions: tuple[str, ...]
+    warnings: tuple[str, ...]
+
+    @property
+    def peak(self) -> PhaseResult:
+        """The phase with the largest device figure (ties: the earliest)."""
+        return max(self.phases, key=lambda p: p.device)
+
+    @property
+    def capacity_bytes(self) -> int:
+        return self.gpu.memory_bytes
+
+    @property
+    def fits(self) -> bool:
+        return self.peak.device <= self.capacity_bytes
+
+    @property
+    def headroom_bytes(self) -> float:
+        return self.capacity_bytes - self.peak.device
+
+    @property
+    def host_ram_bytes(self) -> float:
+        return sum(self.host_ram.values())
+
+
+def trainable_spec(card: RunCard) -> TrainableSpec:
+    if card.scope.value == "full":
+        return TrainableSpec(scope=card.scope)
+    lo = card.lora
+    return TrainableSpec(
+        scope=card.scope,
+        lora=LoraSpec(
+            rank=lo.rank, alpha=lo.alpha, targets=card.lora_targets, dropout=lo.dropout, double_quant=lo.double_quant
+        ),
+    )
+
+
+def gpu_of(card: RunCard) -> GpuSpec:
+    hw = card.hardware
+    if hw.gpu == "custom" or (hw.gpu_memory_gib is not None and hw.gpu in ("", "custom")):
+        if hw.gpu_memory_gib is None:
+            from trainfit.errors import CardError
+
+            raise CardError("hardware.gpu_memory_gib: required when hardware.gpu is 'custom'")
+        return custom_gpu(hw.gpu_memory_gib)
+    return resolve_gpu(hw.gpu)
+
+
+def _lora_tensors(spec: ModelSpec, lora: LoraSpec) -> list[TensorGroup]:
+    out: list[TensorGroup] = []
+    for g in targeted_groups(spec, lora):
+        r = lora.rank * g.lora_rank_multiplier
+        out += [TensorGroup((r, g.in_features), g.count * g.experts), TensorGroup((g.out_features, r), g.count * g.experts)]
+    return out
+
+
+def _autocast_copies(act: ActivationBytes, spec: ModelSpec, *, enabled: bool, scale: float) -> ActivationBytes:
+    """Autocast caches a bf16 copy of each fp32 weight it casts; matmuls save it for backward."""
+    if not enabled:
+        return act
+    pb = param_breakdown(spec)
+    per_layer = tuple(a + 2 * p * scale for a, p in zip(act.per_layer, pb.per_layer))
+    return replace(act, per_layer=per_layer, head=act.head + 2 * (pb.lm_head or pb.embedding) * scale)
+
+
+def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[StepTerms, dict[str, float], list[str]]:
+    """Per-GPU byte terms, the host-RAM terms per node, and the assumptions made."""
+    notes: list[str] = []
+    prec = card.precision
+    trainable = trainable_spec(card)
+    scale = count_scale(spec)
+    pb = param_breakdown(spec)
+    wdtype = card.weights_dtype
+    compute = prec.compute
+    w = weight_bytes(spec, weights=wdtype, compute=compute, trainable=trainable)
+
+    if trainable.lora is not None:
+        n_train = lora_trainable_params(spec, trainable.lora) * scale
+        train_bytes = float(trainable.lora.adapter_dtype_bytes)
+        tensors = _lora_tensors(spec, trainable.lora)
+        largest = float(lora_largest_tensor_params(spec, trainable.lora))
+    else:
+        n_train = float(total_params(spec))
+        train_bytes = BYTES_PER_DTYPE[wdtype.value]
+        tensors = param_tensors(spec)
+        largest = float(max(t.numel for t in tensors)) * scale
+    grad_bytes = BYTES_PER_DTYPE[prec.grads.value] if prec.grads is not None else train_bytes
+    use_master = prec.master_weights is MasterWeights.FP32 and train_bytes < 4
+    state_bytes = {StatesDtype.FP32: 4.0, StatesDtype.BF16: 2.0}.get(prec.optimizer_states, 4.0 if use_master else train_bytes)
+    opt = optimizer_state_bytes(optimizer=prec.optimizer, params=n_train, tensors=tensors, state_bytes=state_bytes)
+    if trainable.lora is None:
+        opt = opt if prec.optimizer.value == "adamw" else opt * scale
+    master = master_weight_bytes(params=n_train) if use_master else 0.0
+    temps = step_temporary_bytes(
+        optimizer=prec.optimizer, impl=prec.optimizer_impl, params=n_train, largest_tensor=largest, state_bytes=state_bytes
+    )
+
+    wd, gd, od = sharding.weights_divisor, sharding.grads_divisor, sharding.optimizer_divisor
+    offload = card.parallel.offload
+    host: dict[str, float] = {}
+    ranks_per_node = min(card.hardware.gpus_per_node, sharding.world_size)
+    weights_gpu, adapter_gpu = w.base / wd, w.adapter / wd
+    opt_gpu, master_gpu, temps_gpu = opt / od, master / od, temps / od
+    grads_scale = 1.0 / gd
+    if offload is not Offload.NONE:
+        host["optimizer_states"] = (opt + master) / od * ranks_per_node
+        if sharding.strategy in (Strategy.ZERO1, Strategy.ZERO2, Strategy.ZERO3):
+            host["fp32_gradients"] = 4.0 * n_train / od * ranks_per_node
+            notes.append("optimizer offload (DeepSpeed ZeRO-Offload): fp32 gradient partitions live in host RAM")
+        opt_gpu = master_gpu = temps_gpu = 0.0
+        notes.append("optimizer step runs on the CPU (offloaded states); its temporaries are not on the GPU")
+    if offload is Offload.PARAMS_AND_OPTIMIZER:
+        host["weights"] = (w.base + w.adapter) / wd * ranks_per_node
+        host["gradients"] = n_train * grad_bytes / gd * ranks_per_node
+        weights_gpu = adapter_gpu = 0.0
+        grads_scale = 0.0
+        notes.append("parameter offload: weights and gradients live in host RAM; the GPU holds gathered units only")
+    host["processes"] = HOST_BYTES_PER_PROCESS * ranks_per_node
+    host["model_load"] = w.base  # rank 0 materialises the checkpoint (FSDP cpu_ram_efficient_loading)
+
+    # gradients per layer, in backward order
+    layers = spec.num_layers
+    if trainable.lora is None:
+        per_layer_grads = tuple(p * scale * grad_bytes * grads_scale for p in pb.per_layer)
+        head_params = (pb.lm_head or pb.embedding) + spec.hidden_size
+        grads_head = head_params * scale * grad_bytes * grads_scale
+        grads_embed = (pb.embedding if pb.lm_head else 0) * scale * grad_bytes * grads_scale
+    else:
+        per = n_train * grad_bytes * grads_scale / layers
+        per_layer_grads = tuple(per for _ in range(layers))
+        grads_head = grads_embed = 0.0
+
+    act_dtype = 4 if compute is ComputeDtype.FP32 else 2
+    act = activation_bytes(
+        spec,
+        micro_batch_size=card.batch.micro_batch_size,
+        seq_len=card.batch.seq_len,
+        attention=card.attention,
+        trainable=trainable,
+        compute_dtype_bytes=act_dtype,
+    )
+    autocast = wdtype is Dtype.FP32 and compute is not ComputeDtype.FP32
+    act = _autocast_copies(act, spec, enabled=autocast and trainable.lora is None, scale=scale)
+    lg = logits_bytes(
+        micro_batch_size=card.batch.micro_batch_size,
+        seq_len=card.batch.seq_len,
+        vocab_size=spec.vocab_size,
+        hidden_size=spec.hidden_size,
+        chunked=card.loss.chunked,
+    )
+    tokens = card.batch.micro_batch_size * card.batch.seq_len
+    transient = tuple(_layer_backward_transient(spec, i, tokens=tokens, dtype_bytes=act_dtype) for i in range(layers))
+
+    fsdp: dict[str, float] = {}
+    if sharding.gathers_params:
+        bpp = (w.base + w.adapter) / (pb.total + (n_train if trainable.lora else 0))
+        unit = pb.largest_layer * scale * bpp
+        head_unit = (pb.embedding + pb.lm_head + spec.hidden_size) * scale * bpp
+        layer_grad_unit = (pb.largest_layer * scale if trainable.lora is None else n_train / layers) * grad_bytes
+        if sharding.reshards_after_forward:
+            fsdp["fsdp_layer_units"] = 2 * unit
+        else:
+            fsdp["fsdp_all_gathered"] = (w.base + w.adapter) * (1 - 1 / wd) - head_unit
+            fsdp["fsdp_layer_units"] = 0.0
+        fsdp["fsdp_unsharded_grads"] = layer_grad_unit
+        if sharding.has_root_unit:
+            fsdp["fsdp_root_unit"] = head_unit
+            if trainable.lora is None:
+                fsdp["fsdp_root_grads"] = (pb.embedding + pb.lm_head) * scale * grad_bytes
+        else:
+            fsdp["fsdp_layer_units"] = 2 * max(unit, (pb.lm_head or pb.embedding) * scale * bpp)
+        notes.append(
+            f"FSDP/ZeRO-3 units: one per decoder layer ({unit / GIB:.2f} GiB gathered), current + one prefetched;"
+            + (" root unit (embedding, norm, lm_head) stays gathered from forward to the end of backward" if sharding.has_root_unit else "")
+        )
+
+    terms = StepTerms(
+        weights=weights_gpu,
+        adapter_weights=adapter_gpu,
+        master_weights=master_gpu,
+        optimizer_states=opt_gpu,
+        grads_per_layer=per_layer_grads,
+        grads_head=grads_head,
+        grads_embedding=grads_embed,
+        activations=act,
+        gradient_checkpointing=card.parallel.gradient_checkpointing,
+        logits=lg,
+        logits_grad_bf16=0.0 if card.loss.chunked else 2.0 * tokens * spec.vocab_size,
+        layer_backward_transient=transient,
+        optimizer_temporaries=temps_gpu,
+        grad_accumulation=card.batch.grad_accum > 1,
+        ddp_buckets=n_train * grad_bytes if sharding.ddp_bucket_copy else 0.0,
+        zero2_bucket=spec.hidden_size**2 * grad_bytes if sharding.zero2_bucket else 0.0,
+        **fsdp,
+    )
+    return terms, host, notes
+
+
+def _layer_backward_transient(spec: ModelSpec, layer: int, *, tokens: int, dtype_bytes: int) -> float:
+    """Activation-gradient buffers inside one layer's backward: the MLP's, the widest.
+
+    down_proj's input gradient and the gate/up output gradients (three tokens × width tensors)
+    are live together while SwiGLU's backward runs.
+    """
+    if spec.moe is not None and spec.moe.is_moe_layer(layer):
+        width_tokens = tokens * spec.moe.experts_per_token * spec.moe.expert_intermediate_size
+    else:
+        width_tokens = tokens * spec.intermediate_size
+    return 3 * width_tokens * dtype_bytes
+
+
+def _large_tensor_count(spec: ModelSpec, sharding: Sharding, card: RunCard) -> int:
+    big = sum(t.count for t in param_tensors(spec) if t.numel * 2 / sharding.weights_divisor > MIB)
+    states = 1 + (2 if card.scope.value == "full" else 0) + 1  # weights, two states, gradient
+    return big * states + 12 * spec.num_layers
+
+
+def _assumptions(card: RunCard, spec: ModelSpec, sharding: Sharding) -> list[str]:
+    from trainfit.memory import overhead as oh
+
+    out = [
+        "steady state after the first step: optimizer states exist; zero_grad(set_to_none=True) frees gradients",
+        f"torch AdamW impl '{card.precision.optimizer_impl.value}'; states in "
+        f"{card.precision.optimizer_states.value}",
+        "the training loop keeps only the loss (transformers Trainer/TRL), so full bf16 logits are freed after forward",
+        f"reserved = allocated + allocator rounding (half a {oh.LARGE_SEGMENT_BYTES // MIB} MiB granule per large tensor)"
+        f" + {oh.FRAGMENTATION_OF_TRANSIENTS:.0%} of the peak phase's transients (fragmentation)",
+        f"device = reserved + CUDA context {oh.CUDA_CONTEXT_BYTES // MIB} MiB"
+        + (" + NCCL buffers" if sharding.world_size > 1 else ""),
+        f"host RAM: {HOST_BYTES_PER_PROCESS / GIB:.0f} GiB per training process + rank 0 loading the checkpoint",
+        "GiB = 2^30 bytes, GB = 10^9 bytes",
+    ]
+    if spec.assumed_shape:
+        out.append(f"ASSUMED SHAPE: {spec.note}")
+    if not spec.verified:
+        out.append(f"UNVERIFIED MODEL CONFIG: {spec.name}: {spec.note}")
+    return out
+
+
+def make_plan(card: RunCard) -> Plan:
+    """The plan for a validated card."""
+    spec = resolve_model(_model_ref(card), revision=_revision(card))
+    gpu = gpu_of(card)
+    sharding = make_sharding(
+        strategy=card.parallel.strategy, gpus_per_node=card.hardware.gpus_per_node, nodes=card.hardware.nodes
+    )
+    terms, host, notes = step_terms(card, spec, sharding)
+    large = _large_tensor_count(spec, sharding, card)
+    phases = []
+    for peak in step_peaks(terms):
+        phases.append(_with_overhead(peak, large_tensors=large, world_size=sharding.world_size))
+    pb = param_breakdown(spec)
+    trainable = trainable_spec(card)
+    n_train = (
+        round(lora_trainable_params(spec, trainable.lora) * count_scale(spec)) if trainable.lora else total_params(spec)
+    )
+    warnings = []
+    if card.parallel.strategy is Strategy.SINGLE and card.world_size > 1:
+        warnings.append(f"strategy 'single' uses one GPU; the other {card.world_size - 1} are idle")
+    return Plan(
+        card=card,
+        spec=spec,
+        gpu=gpu,
+        sharding=sharding,
+        params_total=total_params(spec),
+        params_trainable=n_train,
+        params_without_embedding=round(pb.without_embeddings * count_scale(spec)),
+        phases=tuple(phases),
+        host_ram=host,
+        assumptions=tuple(_assumptions(card, spec, sharding) + notes),
+        warnings=tuple(warnings),
+    )
+
+
+def _with_overhead(peak: PhasePeak, *, large_tensors: int, world_size: int) -> PhaseResult:
+    transient = sum(v for k, v in peak.components.items() if k not in _PERSISTENT and k != "activations")
+    oh = overhead_bytes(
+        large_tensors=large_tensors if peak.phase is not Phase.LOAD else large_tensors // 4,
+        transient_bytes=transient,
+        world_size=world_size if peak.phase is not Phase.LOAD else 1,
+    )
+    allocated = peak.allocated
+    reserved = allocated + oh.rounding + oh.fragmentation + oh.cublas_workspace
+    device = reserved + oh.cuda_context + oh.nccl_buffers
+    comps = {k: v for k, v in peak.components.items() if v}
+    return PhaseResult(peak.phase, peak.at, comps, allocated, reserved, device, oh)
+
+
+def _model_ref(card: RunCard) -> str | dict:
+    m = card.model
+    if isinstance(m, str):
+        return m
+    if m.params is not None:
+        return {"params": m.params, **({"reference": m.reference} if m.reference else {})}
+    from trainfit.errors import CardError
+
+    ref = m.id or m.path
+    if ref is None:
+        raise CardError("model: give an id, a path, or params")
+    return ref
+
+
+def _revision(card: RunCard) -> str | None:
+    return None if isinstance(card.model, str) else card.model.revision

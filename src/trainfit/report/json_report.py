@@ -1,0 +1,64 @@
+"""The plan as one JSON-serialisable object (schema: docs/plan-json.md). No arithmetic here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trainfit import __version__
+from trainfit.plan import Plan
+
+SCHEMA_VERSION = 1
+
+
+def _b(x: float) -> int:
+    return int(round(x))
+
+
+def plan_to_dict(plan: Plan) -> dict[str, Any]:
+    spec, gpu, peak = plan.spec, plan.gpu, plan.peak
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "trainfit_version": __version__,
+        "model": {
+            "name": spec.name,
+            "family": spec.family,
+            "source": spec.source,
+            "verified": spec.verified,
+            "assumed_shape": spec.assumed_shape,
+            "params_total": plan.params_total,
+            "params_trainable": plan.params_trainable,
+            "params_without_embedding": plan.params_without_embedding,
+        },
+        "method": plan.card.method.value,
+        "scope": plan.card.scope.value,
+        "gpu": {"id": gpu.id, "name": gpu.name, "memory_bytes": gpu.memory_bytes, "source": gpu.source},
+        "world_size": plan.sharding.world_size,
+        "strategy": plan.sharding.strategy.value,
+        "peak_gpu_bytes": {"allocated": _b(peak.allocated), "reserved": _b(peak.reserved), "device": _b(peak.device)},
+        "peak_phase": peak.phase.value,
+        "peak_at": peak.at,
+        "fits": plan.fits,
+        "gpu_capacity_bytes": plan.capacity_bytes,
+        "headroom_bytes": _b(plan.headroom_bytes),
+        "host_ram_bytes": _b(plan.host_ram_bytes),
+        "host_ram": {k: _b(v) for k, v in plan.host_ram.items()},
+        "phases": [
+            {
+                "name": p.phase.value,
+                "at": p.at,
+                "gpu_bytes": {"allocated": _b(p.allocated), "reserved": _b(p.reserved), "device": _b(p.device)},
+                "components": {k: _b(v) for k, v in p.components.items()},
+                "overhead": {
+                    "allocator_rounding": _b(p.overhead.rounding),
+                    "fragmentation": _b(p.overhead.fragmentation),
+                    "cublas_workspace": _b(p.overhead.cublas_workspace),
+                    "cuda_context": _b(p.overhead.cuda_context),
+                    "nccl_buffers": _b(p.overhead.nccl_buffers),
+                },
+            }
+            for p in plan.phases
+        ],
+        "assumptions": list(plan.assumptions),
+        "warnings": list(plan.warnings),
+        "card": plan.card.model_dump(mode="json"),
+    }

@@ -1,0 +1,241 @@
+"""The run card: one YAML/JSON file that is both the planner's input and the experiment record.
+
+Every section has defaults, so a card gives only what differs. Unknown keys and bad values
+are refused with one line naming the key and the allowed values (``CardError``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from trainfit.errors import CardError
+from trainfit.spec.enums import (
+    Attention,
+    ComputeDtype,
+    Dtype,
+    GradDtype,
+    MasterWeights,
+    Method,
+    Offload,
+    Optimizer,
+    OptimizerImpl,
+    Scope,
+    StatesDtype,
+    Strategy,
+    TaskKind,
+)
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, use_enum_values=False)
+
+
+class LoraSection(_Section):
+    rank: int = Field(16, gt=0, description="LoRA rank r.")
+    alpha: float = Field(32, gt=0, description="LoRA alpha (scaling = alpha / r).")
+    targets: str | list[str] = Field("all-linear", description="'all-linear' or module names, e.g. [q_proj, v_proj].")
+    dropout: float = Field(0.0, ge=0, lt=1)
+    double_quant: bool = Field(True, description="QLoRA: bitsandbytes double quantization.")
+
+
+class PrecisionSection(_Section):
+    weights: Dtype | None = Field(None, description="Storage dtype of the model weights; default bf16 (nf4 for qlora).")
+    compute: ComputeDtype = ComputeDtype.BF16
+    master_weights: MasterWeights = MasterWeights.NONE
+    grads: GradDtype | None = Field(None, description="Gradient dtype; default: the trainable parameters' dtype.")
+    optimizer: Optimizer = Optimizer.ADAMW
+    optimizer_states: StatesDtype = StatesDtype.SAME_AS_WEIGHTS
+    optimizer_impl: OptimizerImpl = Field(
+        OptimizerImpl.FUSED, description="torch AdamW: fused (HF Trainer default), foreach (torch default), for_loop."
+    )
+
+
+class HardwareSection(_Section):
+    gpu: str = Field("a100-40gb", description="GPU catalog id or alias, or 'custom' with gpu_memory_gib.")
+    gpu_memory_gib: float | None = Field(None, gt=0, description="Memory per card for a card not in the catalog.")
+    gpus_per_node: int = Field(8, ge=1)
+    nodes: int = Field(1, ge=1)
+    interconnect: str | None = Field(None, description="e.g. nvlink, pcie; default from the GPU catalog.")
+    host_ram_gib: float | None = Field(None, gt=0, description="Host RAM per node, to check offload against.")
+    price_per_gpu_hour: float | None = Field(None, ge=0)
+    currency: str = "USD"
+
+
+class ParallelSection(_Section):
+    strategy: Strategy = Strategy.FSDP
+    offload: Offload = Offload.NONE
+    gradient_checkpointing: bool = True
+
+
+class BatchSection(_Section):
+    micro_batch_size: int = Field(1, ge=1)
+    seq_len: int = Field(2048, ge=1)
+    grad_accum: int = Field(1, ge=1)
+
+
+class LossSection(_Section):
+    chunked: bool = Field(False, description="Fused/chunked linear cross-entropy (no full logits).")
+
+
+class ModelRef(_Section):
+    id: str | None = None
+    path: str | None = None
+    revision: str | None = None
+    params: float | None = Field(None, gt=0)
+    reference: str | None = Field(None, description="Reference shape for a bare parameter count.")
+
+
+class SoftwareSection(_Section):
+    model_config = ConfigDict(extra="allow", frozen=True)
+    python: str | None = None
+    torch: str | None = None
+    transformers: str | None = None
+    trl: str | None = None
+    peft: str | None = None
+    vllm: str | None = None
+
+
+class RecipeSection(_Section):
+    path: str | None = None
+    commit: str | None = None
+    changes: list[str] = Field(default_factory=list)
+
+
+class TaskSection(_Section):
+    kind: TaskKind = TaskKind.SINGLE_TURN_CODE
+
+
+class GenerationSection(_Section):
+    num_generations: int = Field(8, ge=1, description="Candidates per prompt.")
+    max_prompt_len: int = Field(1024, ge=1)
+    max_completion_len: int = Field(1024, ge=1)
+    concurrency: int | None = Field(None, ge=1, description="Sequences generated at once.")
+
+
+class CheckpointSection(_Section):
+    path: str | None = None
+    every_steps: int = Field(500, ge=1)
+    keep: int = Field(2, ge=1)
+    resume: str = Field("full", description="full (weights+optimizer+scheduler+RNG+data position) or adapter_only.")
+
+
+class RunCard(_Section):
+    """The whole card. Field names are the YAML keys."""
+
+    model: str | ModelRef = "Qwen/Qwen3-8B"
+    method: Method = Method.SFT
+    scope: Scope = Scope.FULL
+    lora: LoraSection = Field(default_factory=LoraSection)
+    precision: PrecisionSection = Field(default_factory=PrecisionSection)
+    hardware: HardwareSection = Field(default_factory=HardwareSection)
+    parallel: ParallelSection = Field(default_factory=ParallelSection)
+    batch: BatchSection = Field(default_factory=BatchSection)
+    attention: Attention = Attention.SDPA
+    loss: LossSection = Field(default_factory=LossSection)
+    software: SoftwareSection = Field(default_factory=SoftwareSection)
+    recipe: RecipeSection = Field(default_factory=RecipeSection)
+    task: TaskSection = Field(default_factory=TaskSection)
+    generation: GenerationSection = Field(default_factory=GenerationSection)
+    checkpoint: CheckpointSection = Field(default_factory=CheckpointSection)
+    name: str | None = None
+    notes: str | None = None
+
+    @field_validator("model", mode="before")
+    @classmethod
+    def _model(cls, v: Any) -> Any:
+        if isinstance(v, dict):
+            return ModelRef(**v)
+        return v
+
+    @model_validator(mode="after")
+    def _coherent(self) -> RunCard:
+        if self.scope is Scope.FULL and "lora" in self.model_fields_set:
+            raise ValueError("lora: LoRA settings were given but scope is 'full'; set scope: lora or qlora, or drop lora")
+        w = self.precision.weights
+        if self.scope is Scope.FULL and w in (Dtype.NF4, Dtype.INT8, Dtype.FP8):
+            raise ValueError(
+                f"precision.weights: '{w.value}' cannot be trained in full; allowed for scope full: fp32, bf16, fp16"
+            )
+        if self.scope is Scope.QLORA and w not in (None, Dtype.NF4):
+            raise ValueError(f"precision.weights: qlora stores the base in nf4, got '{w.value}'; use scope lora")
+        return self
+
+    @property
+    def weights_dtype(self) -> Dtype:
+        if self.precision.weights is not None:
+            return self.precision.weights
+        return Dtype.NF4 if self.scope is Scope.QLORA else Dtype.BF16
+
+    @property
+    def lora_targets(self) -> tuple[str, ...]:
+        t = self.lora.targets
+        return (t,) if isinstance(t, str) else tuple(t)
+
+    @property
+    def world_size(self) -> int:
+        return self.hardware.gpus_per_node * self.hardware.nodes
+
+
+def _allowed(err: dict[str, Any]) -> str:
+    ctx = err.get("ctx") or {}
+    expected = ctx.get("expected")
+    return f"; allowed: {expected.replace(chr(39), '')}" if expected else ""
+
+
+def _section_keys(loc: tuple[Any, ...]) -> str:
+    model: Any = RunCard
+    for part in loc[:-1]:
+        field = model.model_fields.get(part) if hasattr(model, "model_fields") else None
+        if field is None:
+            return ""
+        ann = field.annotation
+        model = ann if isinstance(ann, type) and issubclass(ann, BaseModel) else None
+        if model is None:
+            return ""
+    return ", ".join(model.model_fields) if model is not None else ""
+
+
+def format_validation_error(exc: ValidationError) -> str:
+    """One line: the key, what is wrong, and the allowed values."""
+    err = exc.errors()[0]
+    loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p in ("str", "ModelRef", "function-after")))
+    key = ".".join(str(p) for p in loc) or "card"
+    kind = err["type"]
+    given = err.get("input")
+    if kind == "extra_forbidden":
+        keys = _section_keys(loc)
+        return f"{key}: unknown key" + (f"; allowed keys here: {keys}" if keys else "")
+    if kind == "enum":
+        return f"{key}: '{given}' is not allowed{_allowed(err)}"
+    if kind == "value_error":
+        return str(err["msg"]).removeprefix("Value error, ")
+    return f"{key}: {err['msg'].lower()} (got {given!r})"
+
+
+def load_card_dict(data: dict[str, Any]) -> RunCard:
+    if not isinstance(data, dict):
+        raise CardError("card: the file must hold a mapping of keys to values")
+    try:
+        return RunCard.model_validate(data)
+    except ValidationError as exc:
+        raise CardError(format_validation_error(exc)) from exc
+
+
+def read_card_file(path: Path) -> dict[str, Any]:
+    import yaml
+
+    if not path.is_file():
+        raise CardError(f"card: no such file '{path}'")
+    text = path.read_text()
+    try:
+        data = yaml.safe_load(text) if path.suffix.lower() in (".yaml", ".yml", "") else None
+        if data is None and path.suffix.lower() == ".json":
+            import json
+
+            data = json.loads(text)
+    except Exception as exc:  # noqa: BLE001 - any parse error becomes one line
+        raise CardError(f"card: '{path}' is not valid YAML/JSON ({str(exc).splitlines()[0]})") from exc
+    return data or {}

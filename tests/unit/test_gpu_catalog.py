@@ -1,0 +1,130 @@
+"""The GPU catalog: every file parses, names a source, and the figures are self-consistent."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+
+import pytest
+
+from trainfit.catalog.gpus import GpuSpec, custom_gpu, gpu_ids, resolve_gpu
+from trainfit.errors import CatalogError
+
+MiB = 2**20
+EXPECTED_IDS = {
+    "rtx3090", "rtx4090", "rtx5090", "a10", "l40s", "a100-40gb", "a100-80gb",
+    "h100-sxm", "h100-pcie", "h20", "h200", "b200",
+}
+
+
+def _raw() -> list[dict]:
+    files = [f for f in resources.files("trainfit.catalog.data.gpus").iterdir() if f.name.endswith(".json")]
+    return [json.loads(f.read_text()) for f in files]
+
+
+def test_every_file_parses_and_names_a_source():
+    raw = _raw()
+    assert len(raw) == len(EXPECTED_IDS)
+    for entry in raw:
+        assert entry["source"].strip(), entry["id"]
+        assert entry["memory_label"].strip(), entry["id"]
+        assert entry["memory_bytes"] % MiB == 0, entry["id"]  # nvidia-smi reports whole MiB
+
+
+def test_ids_unique_and_complete():
+    raw = _raw()
+    ids = [e["id"] for e in raw]
+    assert len(ids) == len(set(ids))
+    assert set(gpu_ids()) == EXPECTED_IDS
+
+
+def test_aliases_do_not_collide_across_cards():
+    seen: dict[str, str] = {}
+    for e in _raw():
+        for name in [e["id"], *e["aliases"]]:
+            key = name.lower()
+            assert seen.get(key, e["id"]) == e["id"], f"{name} is used by {seen[key]} and {e['id']}"
+            seen[key] = e["id"]
+
+
+@pytest.mark.parametrize(
+    ("gid", "mib"),
+    [
+        ("rtx3090", 24576), ("rtx4090", 24564), ("rtx5090", 32607), ("a10", 23028), ("l40s", 46068),
+        ("a100-40gb", 40960), ("a100-80gb", 81920), ("h100-sxm", 81559), ("h100-pcie", 81559),
+        ("h20", 97871), ("h200", 143771), ("b200", 183359),
+    ],
+)
+def test_memory_as_nvidia_smi_reports(gid, mib):
+    assert resolve_gpu(gid).memory_bytes == mib * MiB
+
+
+def test_rtx4090_is_24gb_class():
+    g = resolve_gpu("rtx4090")
+    assert 24e9 < g.memory_bytes < 26e9          # 24 GB marketing, 23.99 GiB reported
+    assert g.memory_gib == pytest.approx(23.988, abs=1e-3)
+    assert g.nvlink is False
+
+
+def test_a100_40gb():
+    g = resolve_gpu("a100-40gb")
+    assert g.memory_bytes == 42949672960
+    assert g.bf16_dense_flops_per_s == 312e12
+    assert g.hbm_bytes_per_s == 1.555e12
+    assert g.nvlink and g.nvlink_bytes_per_s == 600e9
+
+
+def test_torch_total_is_below_nvidia_smi_total():
+    for gid in gpu_ids():
+        g = resolve_gpu(gid)
+        if g.torch_total_memory_bytes is not None:
+            assert 0.95 * g.memory_bytes < g.torch_total_memory_bytes < g.memory_bytes, gid
+
+
+def test_rates_are_plausible_dense_figures():
+    for gid in gpu_ids():
+        g = resolve_gpu(gid)
+        assert 50e12 <= g.bf16_dense_flops_per_s <= 3e15, gid
+        assert 500e9 <= g.hbm_bytes_per_s <= 10e12, gid
+        if g.fp8_dense_flops_per_s is not None:
+            assert g.fp8_dense_flops_per_s == pytest.approx(2 * g.bf16_dense_flops_per_s, rel=0.02), gid
+        assert g.nvlink == (g.nvlink_bytes_per_s is not None), gid
+        assert g.pcie_bytes_per_s == {4: 32e9, 5: 64e9}[g.pcie_gen], gid
+    assert resolve_gpu("h100-sxm").bf16_dense_flops_per_s > resolve_gpu("a100-80gb").bf16_dense_flops_per_s
+
+
+def test_alias_lookup_case_insensitive():
+    assert resolve_gpu("A100-SXM4-40GB").id == "a100-40gb"
+    assert resolve_gpu("nvidia geforce rtx 4090").id == "rtx4090"
+    assert resolve_gpu("H100").id == "h100-sxm"
+    assert isinstance(resolve_gpu("h200"), GpuSpec)
+
+
+def test_unknown_name_suggests_near_matches():
+    with pytest.raises(CatalogError) as e:
+        resolve_gpu("h100-sxn")
+    msg = str(e.value)
+    assert "\n" not in msg
+    assert "h100-sxm" in msg and "did you mean" in msg
+
+
+def test_unknown_name_without_near_match_lists_catalog():
+    with pytest.raises(CatalogError) as e:
+        resolve_gpu("zzzz")
+    assert "rtx4090" in str(e.value)
+
+
+def test_custom_gpu():
+    g = custom_gpu(24)
+    assert g.id == "custom-24gib"
+    assert g.memory_bytes == 24 * 2**30
+    assert g.bf16_dense_flops_per_s is None and g.hbm_bytes_per_s is None and g.tdp_w is None
+    assert custom_gpu(12.5).id == "custom-12.5gib"
+    with pytest.raises(CatalogError):
+        custom_gpu(0)
+
+
+def test_spec_is_frozen():
+    g = resolve_gpu("a10")
+    with pytest.raises(AttributeError):
+        g.memory_bytes = 1  # type: ignore[misc]

@@ -105,7 +105,12 @@ def _from_hf_hub(repo_id: str, revision: str | None) -> ModelSpec | None:
         from huggingface_hub import hf_hub_download  # optional: only on this path
     except ImportError:
         return None
-    for local_only in (True, False):
+    import logging
+    import os
+
+    logging.getLogger("huggingface_hub").setLevel(logging.ERROR)
+    online = os.environ.get("HF_HUB_OFFLINE", "0") in ("0", "") and _hub_reachable()
+    for local_only in (True, False) if online else (True,):
         try:
             file = hf_hub_download(repo_id, "config.json", revision=revision, local_files_only=local_only)
         except Exception:  # noqa: BLE001 - unreachable hub, unknown repo, gated repo: all mean "not here"
@@ -113,6 +118,18 @@ def _from_hf_hub(repo_id: str, revision: str | None) -> ModelSpec | None:
         spec = from_config_path(Path(file))
         return replace(spec, name=repo_id, source=f"huggingface.co/{repo_id} config.json (via {file})")
     return None
+
+
+@lru_cache(maxsize=1)
+def _hub_reachable(timeout_s: float = 2.0) -> bool:
+    """One quick TCP connect, so an offline machine answers at once instead of retrying."""
+    import socket
+
+    try:
+        socket.create_connection(("huggingface.co", 443), timeout=timeout_s).close()
+    except OSError:
+        return False
+    return True
 
 
 def resolve_model(model: str | dict[str, Any], *, revision: str | None = None) -> ModelSpec:

@@ -34,7 +34,7 @@ def render_plan(plan: Plan, console: Console) -> None:
     )
     console.print(
         f"parameters: total {count(plan.params_total)}, trainable {count(plan.params_trainable)},"
-        f" without input embedding {count(plan.params_without_embedding)}"
+        f" non-embedding {count(plan.params_without_embedding)}"
     )
     console.print(
         f"batch: micro-batch {card.batch.micro_batch_size} x seq {card.batch.seq_len},"

@@ -1,0 +1,421 @@
+"""Bytes that autograd saves for backward (activations), in closed form, per decoder layer.
+
+Derived op by op from what each op saves (``derivatives.yaml`` / autograd Function
+``save_for_backward``), and checked to the byte against ``saved_tensors_hooks`` on tiny real
+models (``tools/measure_activations.py``, ``tests/trace/test_activation_hooks.py``; GROUND_TRUTH §3):
+storages deduplicated by ``data_ptr``, parameters excluded, torch 2.13 / transformers 5.24 /
+peft 0.21, bf16 parameters, no attention mask, ``labels=input_ids``.
+
+Notation (per token unless said): h hidden, qd = heads·head_dim, kvd = kv_heads·head_dim, H heads,
+KV kv heads, I intermediate, s sequence length, T = b·s tokens. The rules that generate every term:
+
+* An op saves a tensor only for an input that needs a gradient: ``mul(a, b)`` saves ``b`` iff ``a``
+  requires grad and vice versa; a frozen ``nn.Linear`` saves nothing (its input gradient needs only
+  the weight, a parameter); a trainable one saves its input (2·in B).
+* HF's Python RMSNorm saves an fp32 copy of its input (4w) and the fp32 ``rsqrt`` (4 per row);
+  Llama-style norms (``weight * x.to(bf16)``) also save the bf16 normalised input (2w) when the
+  weight trains. Zero-centred norms (Gemma-2, Qwen3.5: ``x * (1 + w.float())``) save the fp32
+  normalised output (4w) when the weight trains, plus the fp32 ``1 + w`` vector (4·width, a
+  per-layer constant) whenever the input needs a gradient.
+* SiLU / gelu_tanh save their input, the gated product saves both factors: 8I for a dense MLP.
+* SDPA (CPU flash kernel; CUDA flash / mem-efficient and flash-attn save the same set) saves
+  q, k, v, the output and the fp32 logsumexp: 4qd + 4kvd + 4H. Its output is laid out like q, and
+  when q is a transposed view of a projection (every family but Qwen3.5, whose partial-rotary
+  ``cat`` makes q contiguous) ``o_proj``'s input is a view of it and costs nothing more.
+* Eager attention saves q and repeat_kv(k) for ``q@kᵀ``, the fp32 softmax output (4·H·s), its bf16
+  copy and repeat_kv(v) for ``p@v`` and the transposed output for o_proj: 6qd + 6·H·s (+2·H·s for
+  Gemma-2's tanh softcap, which saves its bf16 output).
+* PEFT LoRA (fp32 adapters on a bf16 base) casts the input to fp32 in every wrapped module
+  (4·in, not shared between q/k/v) and saves the rank-r fp32 ``lora_A`` output (4r).
+* Gradient checkpointing (transformers 5 default ``use_reentrant=False``) saves only the layer's
+  positional input, hidden_states: 2h per token per layer (plus a 5,056 B CPU RNG state per layer
+  that is not a saved tensor). Under it, adapters get ``enable_input_require_grads``.
+* Without checkpointing an adapter run's layer 0 has an input that needs no gradient (frozen
+  embedding), so its first norm and frozen projections save nothing.
+
+Everything here is exact for compute_dtype_bytes=2 (bf16/fp16). Attention.FLASH is treated as SDPA:
+flash-attn saves the same q, k, v, output and logsumexp as SDPA's flash path (its output is bshd,
+like SDPA's for the non-gated families).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from trainfit.memory.lora import targeted_groups
+from trainfit.spec.enums import Attention, LayerKind, Scope
+from trainfit.spec.model import ModelSpec
+from trainfit.spec.training import TrainableSpec
+
+FP32 = 4
+INT64 = 8
+INT32 = 4
+DELTANET_CHUNK = 64
+"""Chunk size of transformers' torch fallback of the chunked gated delta rule."""
+QWEN3_5_PARTIAL_ROTARY = 0.25
+"""Qwen3.5 rotates a quarter of head_dim (config partial_rotary_factor; ModelSpec has no field)."""
+
+_ZERO_CENTRED_NORM = {"gemma2", "qwen3_5_text"}
+_SOFTCAP = {"gemma2"}
+
+
+@dataclass(frozen=True, slots=True)
+class ActivationBytes:
+    per_layer: tuple[int, ...]
+    """Saved bytes of each decoder layer without checkpointing."""
+    checkpointed_per_layer: tuple[int, ...]
+    """Bytes each layer keeps when gradient checkpointing is on (its hidden_states input)."""
+    embedding: int
+    """Saved by the embedding / before layer 0 without checkpointing: input ids (int64, when the
+    embedding trains), Gemma-2's bf16 scale scalar, and the rotary cos/sin (bf16, shape (1, s, rot))
+    shared by all layers."""
+    head: int
+    """Final norm and lm_head input; excludes logits and loss (see ``loss_region_bytes``)."""
+    checkpointed_embedding: int = 0
+    """``embedding`` under checkpointing: cos/sin are then only saved inside a recompute."""
+
+    def total(self, *, gradient_checkpointing: bool) -> int:
+        """All saved bytes alive at the end of forward (logits/loss excluded)."""
+        if gradient_checkpointing:
+            return self.checkpointed_embedding + sum(self.checkpointed_per_layer) + self.head
+        return self.embedding + sum(self.per_layer) + self.head
+
+    @property
+    def max_layer(self) -> int:
+        """Largest per_layer: what is live while one checkpointed layer is recomputed."""
+        return max(self.per_layer, default=0)
+
+
+@dataclass(frozen=True, slots=True)
+class _Ctx:
+    T: int  # tokens b*s
+    b: int
+    s: int
+    a: int  # bytes of the compute dtype
+    full: bool
+    targets: dict[str, int]  # short module name -> LoRA rank (rank multiplier applied)
+    attention: Attention
+
+
+def _norm(ctx: _Ctx, *, width: int, rows: int, zero_centred: bool, x_rg: bool, const_width: int) -> tuple[int, bool]:
+    """RMSNorm over ``width`` elements per token (``rows`` normalised vectors per token).
+    Returns (bytes, output requires grad)."""
+    T, a = ctx.T, ctx.a
+    out = 0
+    if x_rg:
+        out += T * (FP32 * width + FP32 * rows)  # fp32 copy (pow & mul) + rsqrt
+        if zero_centred:
+            out += FP32 * const_width  # the fp32 (1 + w) vector, saved because the output needs grad
+    if ctx.full:
+        # Llama-style: weight * x.to(bf16) saves x_bf16; zero-centred: x_norm_fp32 * (1+w) saves x_norm_fp32
+        out += T * width * (FP32 if zero_centred else a)
+    return out, x_rg or ctx.full
+
+
+def _linear(ctx: _Ctx, name: str, in_features: int, x_rg: bool, *, input_saved: bool = False) -> tuple[int, bool]:
+    """A projection. Full: saves its bf16 input (once per distinct input). LoRA: fp32 input cast
+    (4·in) and the fp32 rank-r A output (4r); the frozen base saves nothing."""
+    out = 0
+    if ctx.full and not input_saved:
+        out += ctx.T * ctx.a * in_features
+    r = ctx.targets.get(name)
+    if r is not None:
+        out += ctx.T * FP32 * (in_features + r)
+    return out, x_rg or ctx.full or r is not None
+
+
+def _rope_dim(spec: ModelSpec) -> int:
+    if spec.family == "qwen3_5_text":
+        half = int(spec.head_dim * QWEN3_5_PARTIAL_ROTARY) // 2
+        return 2 * half
+    return spec.head_dim
+
+
+def _attention(ctx: _Ctx, spec: ModelSpec, x_rg: bool) -> tuple[int, bool]:
+    """Full attention block after the input norm (x = normalised input). Returns (bytes, out rg)."""
+    T, a, s = ctx.T, ctx.a, ctx.s
+    h, qd, kvd, H, KV, d = spec.hidden_size, spec.q_dim, spec.kv_dim, spec.num_attention_heads, spec.num_kv_heads, spec.head_dim
+    zc = spec.family in _ZERO_CENTRED_NORM
+    gated = spec.attn_output_gate
+    total = 0
+    b, q_rg = _linear(ctx, "q_proj", h, x_rg)
+    total += b
+    b, k_rg = _linear(ctx, "k_proj", h, x_rg, input_saved=True)
+    total += b
+    b, v_rg = _linear(ctx, "v_proj", h, x_rg, input_saved=True)
+    total += b
+    if spec.qk_norm:
+        b, q_rg = _norm(ctx, width=qd, rows=H, zero_centred=zc, x_rg=q_rg, const_width=d)
+        total += b
+        b, k_rg = _norm(ctx, width=kvd, rows=KV, zero_centred=zc, x_rg=k_rg, const_width=d)
+        total += b
+    if not (q_rg or k_rg or v_rg):
+        return total, False
+    eager = ctx.attention is Attention.EAGER or (spec.family in _SOFTCAP and ctx.attention is Attention.SDPA)
+    if not eager:
+        total += T * (2 * a * qd + 2 * a * kvd + FP32 * H)
+        o_in_copy = gated  # Qwen3.5: q is contiguous after the partial-rotary cat, so is the output
+    else:
+        s_rg = q_rg or k_rg
+        if k_rg:
+            total += T * a * qd  # q for q@k^T
+        if q_rg:
+            total += T * a * qd  # repeat_kv(k) (== k when kv_heads == heads)
+        if s_rg:
+            if spec.family in _SOFTCAP:
+                total += T * a * H * s  # tanh output
+            total += T * FP32 * H * s  # softmax output (fp32)
+        if v_rg:
+            total += T * a * H * s  # bf16 probabilities for p@v
+        if s_rg:
+            total += T * a * qd  # repeat_kv(v)
+        o_in_copy = True
+    o_rg = True
+    if gated:
+        # attn * sigmoid(gate): sigmoid saves its output, mul saves both factors
+        total += T * a * qd * 2 if q_rg else T * a * qd
+    # o_proj input: a view of SDPA's saved output unless it was copied (eager / gated)
+    if ctx.full and (o_in_copy or gated):
+        total += T * a * qd
+    r = ctx.targets.get("o_proj")
+    if r is not None:
+        total += T * FP32 * (qd + r)
+    return total, o_rg
+
+
+def _dense_mlp(ctx: _Ctx, spec: ModelSpec, width: int, x_rg: bool) -> tuple[int, bool]:
+    T, a, h = ctx.T, ctx.a, spec.hidden_size
+    total = 0
+    b, g_rg = _linear(ctx, "gate_proj", h, x_rg)
+    total += b
+    b, u_rg = _linear(ctx, "up_proj", h, x_rg, input_saved=True)
+    total += b
+    if g_rg:
+        total += T * a * width  # act(gate) saves gate
+    if u_rg:
+        total += T * a * width  # mul saves act(gate)
+    if g_rg:
+        total += T * a * width  # mul saves up
+    b, d_rg = _linear(ctx, "down_proj", width, g_rg or u_rg)
+    total += b
+    return total, g_rg or u_rg or d_rg
+
+
+def _moe(ctx: _Ctx, spec: ModelSpec, x_rg: bool) -> tuple[int, bool]:
+    """Qwen3-MoE sparse block, transformers' default ``grouped_mm`` experts (CPU with torch>=2.10 and
+    CUDA sm80+). Every saved tensor has a routing-independent size (S = T·k rows, sorted by expert),
+    so this is exact. The ``eager`` experts loop would instead save per-expert index tensors whose
+    sizes depend on routing (not the default; not modelled)."""
+    moe = spec.moe
+    assert moe is not None
+    T, a, h = ctx.T, ctx.a, spec.hidden_size
+    E, k, w = moe.num_experts, moe.experts_per_token, moe.expert_intermediate_size
+    total = 0
+    router_t = "gate" in ctx.targets
+    experts_t = "gate_up_proj" in ctx.targets or "gate_proj" in ctx.targets or "up_proj" in ctx.targets
+    down_t = "down_proj" in ctx.targets
+    # router F.linear(x, W): saves x when W (or PEFT's merged W) needs grad; PEFT saves the merged bf16 W
+    w_rg = ctx.full or router_t
+    if w_rg:
+        total += T * a * h
+    if router_t:
+        total += a * E * h
+    logits_rg = x_rg or w_rg
+    if logits_rg:
+        total += T * FP32 * E  # softmax output
+        total += T * INT64 * k  # topk indices
+        total += T * (FP32 + FP32 * k)  # top-k renormalisation: sum and values (norm_topk_prob)
+    sel_rg = x_rg
+    if sel_rg:
+        total += T * INT64 * k  # hidden_states[perm // k]
+    if logits_rg:
+        total += T * INT64 * k  # sample_weights[perm]
+    gu_rg = ctx.full or experts_t
+    dn_rg = ctx.full or down_t
+    p_rg = sel_rg or gu_rg
+    if p_rg or dn_rg:
+        total += INT32 * E  # offsets, saved by grouped_mm
+    if gu_rg:
+        total += T * k * a * h  # grouped_mm input
+    if experts_t:
+        r = ctx.targets.get("gate_up_proj") or ctx.targets.get("gate_proj") or ctx.targets.get("up_proj")
+        total += a * E * (2 * w * h + r * (2 * w + h))  # merged weight + bf16 lhs/rhs of baddbmm
+    if p_rg:
+        total += T * k * a * 2 * w  # act(gate) saves the whole gate_up output (gate is a view)
+        total += T * k * a * w  # mul saves act(gate)
+    if dn_rg:
+        total += T * k * a * w  # grouped_mm input
+    if down_t:
+        r = ctx.targets["down_proj"]
+        total += a * E * (h * w + r * (h + w))
+    o_rg = p_rg or dn_rg
+    if o_rg:
+        total += T * k * a  # mul saves the routing weights
+    if logits_rg:
+        total += T * k * a * h  # mul saves the expert output
+    if o_rg or logits_rg:
+        total += T * INT64 * k  # weighted_out[inv_perm]
+    return total, o_rg or logits_rg
+
+
+def _deltanet(ctx: _Ctx, spec: ModelSpec, x_rg: bool) -> tuple[int, bool]:
+    """Gated DeltaNet, transformers' torch fallback (``torch_chunk_gated_delta_rule``, chunk 64,
+    causal_conv1d fallback). q/k/v/beta/decay are fp32 copies padded to a multiple of 64; every
+    chunk keeps five fp32 64×64 matrices per value head and the recurrent state it read.
+    With flash-linear-attention / causal-conv1d kernels (CUDA) the saved set differs (not modelled)."""
+    la = spec.linear_attention
+    assert la is not None
+    T, a, b, s, h = ctx.T, ctx.a, ctx.b, ctx.s, spec.hidden_size
+    Hv, dk, dv, K = la.num_value_heads, la.key_head_dim, la.value_head_dim, la.conv_kernel_dim
+    vd, cd = la.value_dim, la.conv_dim
+    C = DELTANET_CHUNK
+    n = -(-s // C)
+    P = b * n * C  # padded tokens
+    total = 0
+    qkv_b, qkv_rg = _linear(ctx, "in_proj_qkv", h, x_rg)
+    z_b, z_rg = _linear(ctx, "in_proj_z", h, x_rg, input_saved=True)
+    b_b, b_rg = _linear(ctx, "in_proj_b", h, x_rg, input_saved=True)
+    a_b, a_rg = _linear(ctx, "in_proj_a", h, x_rg, input_saved=True)
+    total += qkv_b + z_b + b_b + a_b
+    conv_rg = qkv_rg or ctx.full
+    if conv_rg:
+        total += T * a * cd  # convolution saves input and weight whenever either needs grad
+        total += b * a * cd * (s + K - 1)  # silu saves the padded conv output
+    if b_rg:
+        total += T * a * Hv  # sigmoid(b) output
+    # g = -exp(A_log) * softplus(a + dt_bias)
+    if ctx.full:
+        total += FP32 * Hv  # exp(A_log) output
+    g_rg = a_rg or ctx.full
+    if g_rg:
+        total += T * FP32 * Hv  # softplus input
+        total += FP32 * Hv  # -exp(A_log), saved by the mul
+    if ctx.full:
+        total += T * FP32 * Hv  # softplus output, saved by the mul
+    if conv_rg or b_rg or g_rg:
+        total += T * 2 * FP32 * Hv * (dk + 1)  # l2norm of q and k (after repeat to Hv heads)
+        total += P * FP32 * (4 * Hv + 3 * Hv * dv + 5 * Hv * dk)
+        if n > 1:
+            total += P * FP32 * Hv * dk  # decayed query, read against the (grad-requiring) state
+        total += C * C  # bool strictly-upper mask
+        total += b * Hv * n * (5 * FP32 * C * C + FP32 + FP32 * dk * dv)
+    # gated RMSNorm over value_head_dim: norm(core) * silu(z.float())
+    core_rg = conv_rg or b_rg or g_rg
+    if core_rg:
+        total += T * (FP32 * vd + FP32 * Hv)  # fp32 copy + rsqrt
+    if ctx.full:
+        total += T * a * vd  # weight * x saves x_bf16
+    n_rg = core_rg or ctx.full
+    if z_rg:
+        total += T * FP32 * vd  # silu input (fp32 z)
+        total += T * a * vd  # mul saves the normed bf16 input
+    if n_rg:
+        total += T * FP32 * vd  # mul saves silu(z)
+    b_o, o_rg = _linear(ctx, "out_proj", vd, n_rg or z_rg)
+    total += b_o
+    return total, o_rg
+
+
+def _layer(ctx: _Ctx, spec: ModelSpec, i: int, x_rg: bool) -> tuple[int, bool]:
+    """Bytes of decoder layer ``i`` and whether its output needs a gradient."""
+    h = spec.hidden_size
+    zc = spec.family in _ZERO_CENTRED_NORM
+    four = spec.norms_per_layer == 4
+    total, n_rg = _norm(ctx, width=h, rows=1, zero_centred=zc, x_rg=x_rg, const_width=h)
+    if spec.layer_kind(i) is LayerKind.FULL_ATTENTION:
+        b, o_rg = _attention(ctx, spec, n_rg)
+    else:
+        b, o_rg = _deltanet(ctx, spec, n_rg)
+    total += b
+    if four:  # Gemma-2 post_attention_layernorm (its output goes to the residual add)
+        b, o_rg = _norm(ctx, width=h, rows=1, zero_centred=zc, x_rg=o_rg, const_width=h)
+        total += b
+    res_rg = x_rg or o_rg
+    b, n2_rg = _norm(ctx, width=h, rows=1, zero_centred=zc, x_rg=res_rg, const_width=h)
+    total += b
+    if spec.moe is not None and spec.moe.is_moe_layer(i):
+        b, m_rg = _moe(ctx, spec, n2_rg)
+    else:
+        b, m_rg = _dense_mlp(ctx, spec, spec.intermediate_size, n2_rg)
+    total += b
+    if four:
+        b, m_rg = _norm(ctx, width=h, rows=1, zero_centred=zc, x_rg=m_rg, const_width=h)
+        total += b
+    return total, res_rg or m_rg
+
+
+def _targets(spec: ModelSpec, trainable: TrainableSpec) -> dict[str, int]:
+    if trainable.scope is Scope.FULL or trainable.lora is None:
+        return {}
+    out: dict[str, int] = {}
+    for g in targeted_groups(spec, trainable.lora):
+        out[g.name.rsplit(".", 1)[-1]] = trainable.lora.rank * g.lora_rank_multiplier
+    return out
+
+
+def activation_bytes(
+    spec: ModelSpec,
+    *,
+    micro_batch_size: int,
+    seq_len: int,
+    attention: Attention,
+    trainable: TrainableSpec,
+    compute_dtype_bytes: int = 2,
+) -> ActivationBytes:
+    """Saved-for-backward bytes per decoder layer, embedding and head (see the module docstring).
+
+    ``Attention.FLASH`` is treated as SDPA (same saved set). Gemma-2 with SDPA is eager: transformers
+    5 refuses SDPA for it (softcapping) and its default falls back to eager. QLoRA saves what LoRA
+    saves: bitsandbytes' 4-bit matmul keeps only the (packed) weight, and its input is already bf16.
+    """
+    b, s = micro_batch_size, seq_len
+    T = b * s
+    a = compute_dtype_bytes
+    full = trainable.scope is Scope.FULL
+    ctx = _Ctx(T=T, b=b, s=s, a=a, full=full, targets=_targets(spec, trainable), attention=attention)
+    per_layer = []
+    # adapters without checkpointing: the frozen embedding's output needs no gradient, and the
+    # residual stream only starts to need one after the first adapter (or trainable op)
+    x_rg = full
+    for i in range(spec.num_layers):
+        nbytes, x_rg = _layer(ctx, spec, i, x_rg)
+        per_layer.append(nbytes)
+    ckpt = tuple(a * T * spec.hidden_size for _ in range(spec.num_layers))
+
+    emb_ckpt = 0
+    if full:
+        emb_ckpt += INT64 * T  # embedding backward keeps the indices
+        if spec.family == "gemma2":
+            emb_ckpt += a  # bf16 embed_scale scalar of the scaling mul
+    emb = emb_ckpt
+    if spec.num_full_attention_layers:
+        # cos and sin, bf16, shared by all layers: (1, s, rot); Qwen3.5's mrope position ids are
+        # expanded to the batch, so (b, s, rot) there
+        rows = b if spec.family == "qwen3_5_text" else 1
+        emb += 2 * a * rows * s * _rope_dim(spec)
+    zc = spec.family in _ZERO_CENTRED_NORM
+    head, _ = _norm(ctx, width=spec.hidden_size, rows=1, zero_centred=zc, x_rg=x_rg, const_width=spec.hidden_size)
+    if full:
+        head += a * T * spec.hidden_size  # lm_head input
+    return ActivationBytes(
+        per_layer=tuple(per_layer),
+        checkpointed_per_layer=ckpt,
+        embedding=emb,
+        head=head,
+        checkpointed_embedding=emb_ckpt,
+    )
+
+
+def loss_region_bytes(spec: ModelSpec, *, micro_batch_size: int, seq_len: int, compute_dtype_bytes: int = 2) -> int:
+    """What the loss saves after lm_head (measured; for the logits module): cross_entropy's fp32
+    log_softmax output (4V per token), its int64 targets (labels padded by one per sequence) and
+    the fp32 total_weight; Gemma-2's final softcap adds the bf16 tanh output (2V per token).
+    The bf16 logits (2V per token) are alive as the model output but not saved; the transient
+    fp32 upcast (4V per token) is freed after log_softmax."""
+    b, s, V = micro_batch_size, seq_len, spec.vocab_size
+    # labels are padded by one and shifted: a view of the (1, s+1) pad for b == 1, a (b, s) copy otherwise
+    targets = INT64 * (s + 1) if b == 1 else INT64 * b * s
+    out = b * s * FP32 * V + targets + FP32
+    if spec.family in _SOFTCAP:
+        out += b * s * compute_dtype_bytes * V
+    return out

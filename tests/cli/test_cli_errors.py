@@ -1,0 +1,69 @@
+"""Bad input: one clear line on stderr, exit code 2, no traceback; --debug shows the traceback."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from trainfit.cli.main import main
+
+
+def run(argv, capsys):
+    rc = main(argv)
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["plan", "--model", "Qwen/Qwen3-8b"], "model: 'Qwen/Qwen3-8b' is not in the catalog"),
+        (["plan", "--model", "Qwen3-8"], "did you mean"),
+        (["plan", "--gpus", "0"], "hardware.gpus_per_node: input should be greater than or equal to 1 (got 0)"),
+        (["plan", "--seq", "-5"], "batch.seq_len: input should be greater than or equal to 1 (got -5)"),
+        (["plan", "--set", "lora.rank=16"], "lora: LoRA settings were given but scope is 'full'"),
+        (["plan", "--gpu", "a100-40"], "did you mean"),
+        (["plan", "--strategy", "zero4"], "parallel.strategy: 'zero4' is not allowed; allowed: single, ddp, zero1, zero2, zero3, fsdp, fsdp_grad_op or hsdp"),
+        (["plan", "--set", "precision.optimizer=adam"], "precision.optimizer: 'adam' is not allowed; allowed: adamw"),
+        (["plan", "--set", "parallel.stratgy=fsdp"], "parallel.stratgy: unknown key; allowed keys here: strategy, offload, gradient_checkpointing"),
+    ],
+)
+def test_bad_input_one_line_exit_2(argv, expected, capsys):
+    rc, out, err = run(argv, capsys)
+    assert rc == 2
+    assert out == ""
+    assert err.count("\n") == 1, err
+    assert err.startswith("trainfit: error: ")
+    assert expected in err
+
+
+def test_config_json_missing_field_names_it(tmp_path, capsys):
+    cfg = {"model_type": "qwen3", "hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2, "vocab_size": 100}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    rc, _, err = run(["plan", "--model", str(path)], capsys)
+    assert rc == 2
+    assert "missing required field 'intermediate_size'" in err
+
+
+def test_unknown_gpu_suggests(capsys):
+    rc, _, err = run(["plan", "--gpu", "rtx4080"], capsys)
+    assert rc == 2 and "rtx4080" in err
+
+
+def test_no_traceback_in_a_real_process_and_debug_shows_it():
+    cmd = [sys.executable, "-m", "trainfit.cli.main", "plan", "--model", "nope/nope"]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    assert p.returncode == 2
+    assert "Traceback" not in p.stderr and p.stderr.count("\n") == 1
+    p = subprocess.run(cmd + ["--debug"], capture_output=True, text=True)
+    assert p.returncode != 0 and "Traceback" in p.stderr
+
+
+def test_bad_card_file_writes_nothing(tmp_path, capsys):
+    card = tmp_path / "card.yaml"
+    card.write_text("model: Qwen/Qwen3-8B\nmethod: sftt\n")
+    rc, out, err = run(["plan", str(card), "--json"], capsys)
+    assert rc == 2 and out == ""
+    assert "method: 'sftt' is not allowed; allowed: sft, rm, dpo, ppo or grpo" in err

@@ -1,0 +1,82 @@
+"""`trainfit plan`: the whole human output against a golden file, and the JSON schema.
+
+Regenerate the golden files after an intended change with TRAINFIT_UPDATE_GOLDEN=1.
+"""
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from trainfit.cli.main import main
+
+GOLDEN = Path(__file__).parent / "golden"
+CASES = {
+    "plan_default": ["plan"],
+    "plan_4090_qlora_27b": ["plan", "--model", "Qwen/Qwen3.5-27B", "--scope", "qlora", "--gpu", "rtx4090", "--gpus", "4",
+                            "--strategy", "fsdp", "--seq", "4096"],
+    "plan_bare_27b_lora": ["plan", "--set", "model={params: 27e9}", "--scope", "lora", "--gpu", "rtx4090", "--gpus", "8"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_full_text_output(name, capsys):
+    assert main(CASES[name]) == 0
+    out = capsys.readouterr().out
+    path = GOLDEN / f"{name}.txt"
+    if os.environ.get("TRAINFIT_UPDATE_GOLDEN"):
+        path.write_text(out)
+    assert out == path.read_text()
+
+
+def test_json_schema(capsys):
+    assert main(["plan", "--json"]) == 0
+    obj = json.loads(capsys.readouterr().out)
+    assert obj["model"]["params_total"] == 8_190_735_360
+    assert obj["model"]["params_trainable"] == 8_190_735_360
+    assert set(obj["peak_gpu_bytes"]) == {"allocated", "reserved", "device"}
+    assert obj["peak_gpu_bytes"]["allocated"] <= obj["peak_gpu_bytes"]["reserved"] <= obj["peak_gpu_bytes"]["device"]
+    assert obj["peak_phase"] in {p["name"] for p in obj["phases"]}
+    assert [p["name"] for p in obj["phases"]] == ["load", "forward", "backward", "optimizer_step"]
+    assert isinstance(obj["fits"], bool) and obj["fits"]
+    assert obj["gpu_capacity_bytes"] == 40960 * 2**20
+    assert obj["host_ram_bytes"] > 0
+    comps = set().union(*(p["components"] for p in obj["phases"]))
+    assert {"weights", "gradients", "optimizer_states", "activations", "logits"} <= comps
+    for p in obj["phases"]:
+        assert sum(p["components"].values()) == pytest.approx(p["gpu_bytes"]["allocated"], abs=len(p["components"]))
+    assert obj["assumptions"] and all(isinstance(a, str) for a in obj["assumptions"])
+
+
+def test_unverified_model_says_so(capsys):
+    assert main(["plan", "--model", "Qwen/Qwen3.8-27B", "--scope", "lora", "--gpu", "rtx4090", "--json"]) == 0
+    obj = json.loads(capsys.readouterr().out)
+    assert obj["model"]["verified"] is False
+    assert any("UNVERIFIED" in a for a in obj["assumptions"])
+
+
+def test_bare_count_labels_assumed_shape(capsys):
+    assert main(["plan", "--set", "model={params: 27e9}", "--json"]) == 0
+    obj = json.loads(capsys.readouterr().out)
+    assert obj["model"]["params_total"] == 27_000_000_000
+    assert obj["model"]["assumed_shape"] is True
+    assert any(a.startswith("ASSUMED SHAPE") for a in obj["assumptions"])
+
+
+def test_local_config_dir_with_text_config(tmp_path, capsys):
+    from trainfit.catalog.models import hf_config_of
+
+    (tmp_path / "config.json").write_text(json.dumps(hf_config_of("Qwen/Qwen3.5-27B")))
+    assert main(["plan", "--model", str(tmp_path), "--json"]) == 0
+    obj = json.loads(capsys.readouterr().out)
+    assert obj["model"]["params_total"] == 26_895_998_464
+
+
+def test_models_and_gpus_lists(capsys):
+    assert main(["models", "--json"]) == 0
+    ids = [m["id"] for m in json.loads(capsys.readouterr().out)]
+    assert "Qwen/Qwen3-8B" in ids and len(ids) >= 26
+    assert main(["gpus", "--json"]) == 0
+    gids = [g["id"] for g in json.loads(capsys.readouterr().out)]
+    assert {"rtx4090", "a100-40gb", "h100-sxm", "b200"} <= set(gids)

@@ -42,7 +42,7 @@ def render_plan(plan: Plan, console: Console) -> None:
         f" weights {card.weights_dtype.value}, optimizer {card.precision.optimizer.value}"
     )
 
-    table = Table(title="Memory of the worst GPU per phase (GiB = 2^30 B; every rank holds an equal shard)")
+    table = Table(title="Worst GPU, per phase, GiB (2^30 B)")
     table.add_column("component")
     for p in plan.phases:
         mark = " *" if p is peak else ""

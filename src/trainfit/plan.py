@@ -204,6 +204,20 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
     tokens = card.batch.micro_batch_size * card.batch.seq_len
     transient = tuple(_layer_backward_transient(spec, i, tokens=tokens, dtype_bytes=act_dtype) for i in range(layers))
 
+    in_bwd = 0.0
+    if prec.optimizer_in_backward:
+        # each gradient is consumed by its parameter's step inside backward and freed at once
+        in_bwd = largest * grad_bytes * grads_scale + step_temporary_bytes(
+            optimizer=prec.optimizer, impl=prec.optimizer_impl, params=largest, largest_tensor=largest, state_bytes=state_bytes
+        ) / od
+        per_layer_grads = tuple(0.0 for _ in per_layer_grads)
+        grads_head = grads_embed = 0.0
+        temps_gpu = 0.0
+        notes.append("optimizer in backward: gradients are freed as each parameter steps; no full gradient set exists")
+    if card.parallel.activation_offload:
+        host["activations"] = act.total(gradient_checkpointing=card.parallel.gradient_checkpointing) * ranks_per_node
+        notes.append("activation offloading: saved tensors stream to host RAM; the GPU keeps the layer in flight")
+
     fsdp: dict[str, float] = {}
     if sharding.gathers_params:
         bpp = (w.base + w.adapter) / (pb.total + (n_train if trainable.lora else 0))
@@ -244,6 +258,8 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         grad_accumulation=card.batch.grad_accum > 1,
         ddp_buckets=n_train * grad_bytes if sharding.ddp_bucket_copy else 0.0,
         zero2_bucket=spec.hidden_size**2 * grad_bytes if sharding.zero2_bucket else 0.0,
+        activation_offload=card.parallel.activation_offload,
+        in_backward_step=in_bwd,
         **fsdp,
     )
     return terms, host, notes

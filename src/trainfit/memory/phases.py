@@ -63,6 +63,10 @@ class StepTerms:
     """fsdp_grad_op: every unit stays gathered from its forward to its backward."""
     ddp_buckets: float = 0.0
     zero2_bucket: float = 0.0
+    activation_offload: bool = False
+    """Saved tensors stream to host RAM; only the layer in flight is on the GPU."""
+    in_backward_step: float = 0.0
+    """Optimizer-in-backward: one parameter's gradient + step temporaries, live in backward."""
 
     @property
     def grads_total(self) -> float:
@@ -102,9 +106,13 @@ def load_peak(t: StepTerms) -> PhasePeak:
 
 def forward_peak(t: StepTerms) -> PhasePeak:
     held_grads = t.grads_total if t.grad_accumulation else 0.0
+    act = t.activations
+    saved = act.total(gradient_checkpointing=t.gradient_checkpointing)
+    if t.activation_offload:
+        saved = act.head + (act.max_layer if not t.gradient_checkpointing else max(act.checkpointed_per_layer, default=0))
     comps = _persistent(t) | {
         "gradients": held_grads,
-        "activations": t.activations.total(gradient_checkpointing=t.gradient_checkpointing),
+        "activations": saved,
         "logits": t.logits.forward_peak,
         "fsdp_buffers": t.fsdp_root_unit + t.fsdp_all_gathered,
     }
@@ -119,11 +127,14 @@ def backward_peak(t: StepTerms) -> PhasePeak:
     base = _persistent(t)
     fsdp_static = t.fsdp_root_unit + t.fsdp_root_grads
     layers = len(act.per_layer)
+    emb = act.checkpointed_embedding if ckpt else act.embedding
     saved_prefix = [0.0] * (layers + 1)  # saved bytes of layers < l that are still alive
     for i in range(layers):
-        kept = act.checkpointed_per_layer[i] if ckpt else act.per_layer[i]
+        kept = 0.0 if t.activation_offload else (act.checkpointed_per_layer[i] if ckpt else act.per_layer[i])
         saved_prefix[i + 1] = saved_prefix[i] + kept
-    alive_all = act.embedding + saved_prefix[layers] + act.head
+    if t.activation_offload:
+        emb = 0.0
+    alive_all = emb + saved_prefix[layers] + act.head
 
     def grads(new: float) -> float:
         return max(held, new)
@@ -154,7 +165,7 @@ def backward_peak(t: StepTerms) -> PhasePeak:
     gathered = t.fsdp_all_gathered
     for layer in range(layers - 1, -1, -1):
         new_grads += t.grads_per_layer[layer]
-        alive = act.embedding + saved_prefix[layer] + act.per_layer[layer]
+        alive = emb + saved_prefix[layer] + act.per_layer[layer]
         points.append(
             (
                 f"layer {layer} backward",
@@ -163,7 +174,7 @@ def backward_peak(t: StepTerms) -> PhasePeak:
                     "gradients": grads(new_grads) + t.zero2_bucket,
                     "activations": alive,
                     "logits": 0.0,
-                    "optimizer_temporaries": t.layer_backward_transient[layer],
+                    "optimizer_temporaries": t.layer_backward_transient[layer] + t.in_backward_step,
                     "fsdp_buffers": fsdp_static + t.fsdp_layer_units + t.fsdp_unsharded_grads + gathered,
                 },
             )
@@ -176,7 +187,7 @@ def backward_peak(t: StepTerms) -> PhasePeak:
             base
             | {
                 "gradients": grads(t.grads_total),
-                "activations": act.embedding,
+                "activations": emb,
                 "logits": 0.0,
                 "fsdp_buffers": fsdp_static,
             },
@@ -184,8 +195,10 @@ def backward_peak(t: StepTerms) -> PhasePeak:
     )
     peak = _best(Phase.BACKWARD, points)
     comps = dict(peak.components)
-    # the in-layer gradient buffers are activation gradients, not optimizer temporaries
-    comps["activation_gradients"] = comps.pop("optimizer_temporaries", 0.0)
+    # the in-layer gradient buffers are activation gradients; the in-backward step's are the optimizer's
+    inner = comps.pop("optimizer_temporaries", 0.0)
+    comps["optimizer_temporaries"] = min(inner, t.in_backward_step)
+    comps["activation_gradients"] = inner - comps["optimizer_temporaries"]
     return PhasePeak(Phase.BACKWARD, comps, peak.at)
 
 

@@ -51,6 +51,9 @@ class PrecisionSection(_Section):
     optimizer_impl: OptimizerImpl = Field(
         OptimizerImpl.FUSED, description="torch AdamW: fused (HF Trainer default), foreach (torch default), for_loop."
     )
+    optimizer_in_backward: bool = Field(
+        False, description="Step each parameter in its grad hook and free the gradient (torchtune optimizer_in_bwd)."
+    )
 
 
 class HardwareSection(_Section):
@@ -68,6 +71,8 @@ class ParallelSection(_Section):
     strategy: Strategy = Strategy.FSDP
     offload: Offload = Offload.NONE
     gradient_checkpointing: bool = True
+    activation_offload: bool = Field(False, description="Saved activations stream to host RAM (torchtune OffloadActivations).")
+    compile: bool = Field(False, description="torch.compile (recorded; its activation savings are not modelled).")
 
 
 class BatchSection(_Section):
@@ -159,6 +164,8 @@ class RunCard(_Section):
             raise ValueError(
                 f"precision.weights: '{w.value}' cannot be trained in full; allowed for scope full: fp32, bf16, fp16"
             )
+        if self.precision.optimizer_in_backward and self.batch.grad_accum > 1:
+            raise ValueError("precision.optimizer_in_backward: cannot be combined with batch.grad_accum > 1")
         if self.scope is Scope.QLORA and w not in (None, Dtype.NF4):
             raise ValueError(f"precision.weights: qlora stores the base in nf4, got '{w.value}'; use scope lora")
         return self

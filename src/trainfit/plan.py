@@ -12,7 +12,7 @@ from trainfit.catalog.models import resolve_model
 from trainfit.memory.activations import ActivationBytes, activation_bytes
 from trainfit.memory.logits import logits_bytes
 from trainfit.memory.lora import lora_largest_tensor_params, lora_trainable_params, targeted_groups
-from trainfit.memory.optimizer import master_weight_bytes, optimizer_state_bytes, step_temporary_bytes
+from trainfit.memory.optimizer import PAGED, master_weight_bytes, optimizer_state_bytes, step_temporary_bytes
 from trainfit.memory.overhead import OverheadBytes, overhead_bytes
 from trainfit.memory.params import TensorGroup, param_breakdown, param_tensors
 from trainfit.memory.phases import PhasePeak, StepTerms, step_peaks
@@ -27,6 +27,8 @@ from trainfit.units import BYTES_PER_DTYPE, GIB, MIB
 HOST_BYTES_PER_PROCESS = 3 * GIB
 """Assumed host RSS of one training process (Python, torch + CUDA libraries, data loader)."""
 _PERSISTENT = ("weights", "adapter_weights", "master_weights", "optimizer_states", "ddp_buckets", "gradients")
+OUTSIDE_ALLOCATOR = ("paged_optimizer_states",)
+"""Components that nvidia-smi sees but torch's caching allocator does not (CUDA managed memory)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,7 +144,7 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
     state_bytes = {StatesDtype.FP32: 4.0, StatesDtype.BF16: 2.0}.get(prec.optimizer_states, 4.0 if use_master else train_bytes)
     opt = optimizer_state_bytes(optimizer=prec.optimizer, params=n_train, tensors=tensors, state_bytes=state_bytes)
     if trainable.lora is None:
-        opt = opt if prec.optimizer.value == "adamw" else opt * scale
+        opt = opt if prec.optimizer.value in ("adamw", "paged_adamw") else opt * scale
     master = master_weight_bytes(params=n_train) if use_master else 0.0
     temps = step_temporary_bytes(
         optimizer=prec.optimizer, impl=prec.optimizer_impl, params=n_train, largest_tensor=largest, state_bytes=state_bytes
@@ -154,6 +156,12 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
     ranks_per_node = min(card.hardware.gpus_per_node, sharding.world_size)
     weights_gpu, adapter_gpu = w.base / wd, w.adapter / wd
     opt_gpu, master_gpu, temps_gpu = opt / od, master / od, temps / od
+    paged = prec.optimizer in PAGED and offload is Offload.NONE
+    if paged:
+        notes.append(
+            "paged optimizer: bitsandbytes keeps the states in CUDA managed memory, outside torch's allocator;"
+            " they count toward nvidia-smi (device) while resident and page to host RAM under pressure"
+        )
     grads_scale = 1.0 / gd
     if offload is not Offload.NONE:
         host["optimizer_states"] = (opt + master) / od * ranks_per_node
@@ -220,7 +228,7 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
 
     fsdp: dict[str, float] = {}
     if sharding.gathers_params:
-        bpp = (w.base + w.adapter) / (pb.total + (n_train if trainable.lora else 0))
+        bpp = (w.base + w.adapter) / (pb.total * scale + (n_train if trainable.lora else 0))
         unit = pb.largest_layer * scale * bpp
         head_unit = (pb.embedding + pb.lm_head + spec.hidden_size) * scale * bpp
         layer_grad_unit = (pb.largest_layer * scale if trainable.lora is None else n_train / layers) * grad_bytes
@@ -233,7 +241,9 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         if sharding.has_root_unit:
             fsdp["fsdp_root_unit"] = head_unit
             if trainable.lora is None:
-                fsdp["fsdp_root_grads"] = (pb.embedding + pb.lm_head) * scale * grad_bytes
+                # lm_head's (or the tied matrix's) gradient appears first; an untied embedding's last
+                fsdp["fsdp_root_grads"] = (pb.lm_head or pb.embedding) * scale * grad_bytes
+                fsdp["fsdp_root_embedding_grads"] = (pb.embedding if pb.lm_head else 0) * scale * grad_bytes
         else:
             fsdp["fsdp_layer_units"] = 2 * max(unit, (pb.lm_head or pb.embedding) * scale * bpp)
         notes.append(
@@ -245,7 +255,8 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         weights=weights_gpu,
         adapter_weights=adapter_gpu,
         master_weights=master_gpu,
-        optimizer_states=opt_gpu,
+        optimizer_states=0.0 if paged else opt_gpu,
+        paged_optimizer_states=opt_gpu if paged else 0.0,
         grads_per_layer=per_layer_grads,
         grads_head=grads_head,
         grads_embedding=grads_embed,
@@ -306,9 +317,18 @@ def _assumptions(card: RunCard, spec: ModelSpec, sharding: Sharding) -> list[str
     return out
 
 
+def model_spec_of(card: RunCard) -> ModelSpec:
+    m = card.model
+    if not isinstance(m, str) and m.config is not None:
+        from trainfit.catalog.hf_config import spec_from_hf_config
+
+        return spec_from_hf_config(m.config, name=m.id or "inline config", source="inline config in the run card")
+    return resolve_model(_model_ref(card), revision=_revision(card))
+
+
 def make_plan(card: RunCard) -> Plan:
     """The plan for a validated card."""
-    spec = resolve_model(_model_ref(card), revision=_revision(card))
+    spec = model_spec_of(card)
     gpu = gpu_of(card)
     sharding = make_sharding(
         strategy=card.parallel.strategy, gpus_per_node=card.hardware.gpus_per_node, nodes=card.hardware.nodes
@@ -342,15 +362,18 @@ def make_plan(card: RunCard) -> Plan:
 
 
 def _with_overhead(peak: PhasePeak, *, large_tensors: int, world_size: int) -> PhaseResult:
-    transient = sum(v for k, v in peak.components.items() if k not in _PERSISTENT and k != "activations")
+    transient = sum(
+        v for k, v in peak.components.items() if k not in _PERSISTENT + OUTSIDE_ALLOCATOR and k != "activations"
+    )
+    outside = sum(peak.components.get(k, 0.0) for k in OUTSIDE_ALLOCATOR)
     oh = overhead_bytes(
         large_tensors=large_tensors if peak.phase is not Phase.LOAD else large_tensors // 4,
         transient_bytes=transient,
         world_size=world_size if peak.phase is not Phase.LOAD else 1,
     )
-    allocated = peak.allocated
+    allocated = peak.allocated - outside
     reserved = allocated + oh.rounding + oh.fragmentation + oh.cublas_workspace
-    device = reserved + oh.cuda_context + oh.nccl_buffers
+    device = reserved + oh.cuda_context + oh.nccl_buffers + outside
     comps = {k: v for k, v in peak.components.items() if v}
     return PhaseResult(peak.phase, peak.at, comps, allocated, reserved, device, oh)
 

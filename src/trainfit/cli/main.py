@@ -6,7 +6,7 @@ import sys
 
 import typer
 
-from trainfit.cli import catalog_cmd, plan_cmd
+from trainfit.cli import catalog_cmd, plan_cmd, trace_cmd
 
 app = typer.Typer(
     name="trainfit",
@@ -16,6 +16,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.command("plan")(plan_cmd.plan)
+app.command("trace")(trace_cmd.trace)
 app.command("models")(catalog_cmd.models)
 app.command("gpus")(catalog_cmd.gpus)
 

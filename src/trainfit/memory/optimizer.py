@@ -3,6 +3,7 @@
 * **AdamW (torch)** keeps ``exp_avg`` and ``exp_avg_sq`` in the parameter's dtype
   (``torch.zeros_like(p)``): bf16 parameters give 4 B/param, fp32 give 8 B/param
   (GROUND_TRUTH.md §2). ``optimizer_states: fp32`` means 8 B/param whatever the weights.
+* **Paged AdamW (bitsandbytes, 32-bit)**: fp32 states (8 B/param) whatever the weights.
 * **8-bit AdamW (bitsandbytes, paged or not)**: two uint8 states (2 B/param) plus an fp32
   absmax per 256-element block for each state; tensors under ``min_8bit_size`` = 4096
   elements keep 32-bit states (bitsandbytes ``Optimizer2State.init_state``).
@@ -34,6 +35,10 @@ BNB_BLOCK = 256
 """bitsandbytes blockwise optimizer quantization block (elements per fp32 absmax)."""
 BNB_MIN_8BIT_SIZE = 4096
 """bitsandbytes: tensors with fewer elements keep 32-bit optimizer states."""
+
+
+PAGED = frozenset({Optimizer.PAGED_ADAMW, Optimizer.PAGED_ADAMW_8BIT})
+"""bitsandbytes paged optimizers: states in CUDA managed memory (cudaMallocManaged), outside torch's allocator."""
 
 
 def adamw_state_bytes(*, params: float, state_bytes: float) -> float:
@@ -72,6 +77,8 @@ def optimizer_state_bytes(
     """Persistent optimizer state for ``params`` trainable parameters (split into ``tensors``)."""
     if optimizer is Optimizer.ADAMW:
         return adamw_state_bytes(params=params, state_bytes=state_bytes)
+    if optimizer is Optimizer.PAGED_ADAMW:
+        return adamw_state_bytes(params=params, state_bytes=4)  # bnb 32-bit optimizers keep fp32 states
     if optimizer in (Optimizer.ADAMW_8BIT, Optimizer.PAGED_ADAMW_8BIT):
         return adamw_8bit_state_bytes(tensors=tensors)
     if optimizer is Optimizer.SGD:

@@ -58,7 +58,11 @@ class StepTerms:
     fsdp_unsharded_grads: float = 0.0
     """Unsharded gradient of one unit before its reduce-scatter."""
     fsdp_root_grads: float = 0.0
-    """Root unit gradients kept unsharded until the end of backward."""
+    """lm_head (or tied) gradient, kept unsharded from its backward to the end of backward."""
+    fsdp_root_embedding_grads: float = 0.0
+    """Untied input-embedding gradient, unsharded at the end of backward before the root's reduce-scatter."""
+    paged_optimizer_states: float = 0.0
+    """bitsandbytes paged states: CUDA managed memory, outside torch's allocator."""
     fsdp_all_gathered: float = 0.0
     """fsdp_grad_op: every unit stays gathered from its forward to its backward."""
     ddp_buckets: float = 0.0
@@ -91,6 +95,7 @@ def _persistent(t: StepTerms) -> dict[str, float]:
         "adapter_weights": t.adapter_weights,
         "master_weights": t.master_weights,
         "optimizer_states": t.optimizer_states,
+        "paged_optimizer_states": t.paged_optimizer_states,
         "ddp_buckets": t.ddp_buckets,
     }
 
@@ -189,7 +194,7 @@ def backward_peak(t: StepTerms) -> PhasePeak:
                 "gradients": grads(t.grads_total),
                 "activations": emb,
                 "logits": 0.0,
-                "fsdp_buffers": fsdp_static,
+                "fsdp_buffers": fsdp_static + t.fsdp_root_embedding_grads,
             },
         )
     )

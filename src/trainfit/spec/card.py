@@ -89,6 +89,7 @@ class ModelRef(_Section):
     id: str | None = None
     path: str | None = None
     revision: str | None = None
+    config: dict[str, Any] | None = Field(None, description="An inline Hugging Face config.json object.")
     params: float | None = Field(None, gt=0)
     reference: str | None = Field(None, description="Reference shape for a bare parameter count.")
 

@@ -48,6 +48,7 @@ class GradDtype(StrEnum):
 class Optimizer(StrEnum):
     ADAMW = "adamw"
     ADAMW_8BIT = "adamw_8bit"
+    PAGED_ADAMW = "paged_adamw"
     PAGED_ADAMW_8BIT = "paged_adamw_8bit"
     SGD = "sgd"
     ADAFACTOR = "adafactor"

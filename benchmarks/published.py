@@ -1,0 +1,888 @@
+"""Accuracy benchmark, part (b): trainfit and its peers against published peak-memory measurements.
+
+The measurements live outside the repository (``<repo>/../shared/reference/measured_points.json``,
+38 points with model, method, precision, GPUs, batch, metric, unit, source and a trust note).
+This module holds an explicit, reviewed mapping from each point id to the run card a user would
+write for that run (``POINTS``), and scores trainfit and the peer estimators on them.
+
+Nothing here is fitted: the measured values are read at run time and never copied into the repo.
+
+Decisions that apply to many points (each point's ``notes`` repeats what applies to it)
+--------------------------------------------------------------------------------------
+
+Metric, like with like
+    ``allocated`` is compared with ``plan.peak.allocated``, ``reserved`` with
+    ``plan.peak.reserved``, ``device`` (nvidia-smi) with ``plan.peak.device``.
+
+    * "peak active" (torchtune's 2024-11 "Optimization flags" table) -> allocated. torchtune's
+      ``training.get_memory_stats`` logs ``peak_memory_active`` = ``memory_stats()["active_bytes.all.peak"]``,
+      ``peak_memory_alloc`` = ``max_memory_allocated`` and ``peak_memory_reserved`` =
+      ``max_memory_reserved``, each / 1024**3 (GiB). Active and allocated count the same live
+      blocks (active also counts blocks freed but still in use by a stream: slightly above).
+    * "torchtune peak (unspecified)" in the 2024-09 README table (points 1-8) -> allocated: the
+      same logging code; the later table of the same README labels its column "Peak Memory Active".
+    * The 2024-05 README table (points 9-15): the reference marks 9-10 "likely reserved", and PR
+      #961 reproduced 20.2 GB *allocated* for the row printed as 24.1 GB -> the table is read as
+      reserved; the whole table is treated alike (one logging call produced it), so 11-15 too.
+    * The 2024-04 README/tutorial figures (points 16-21): the tutorials name "peak memory
+      reserved" (``max_memory_reserved``) -> reserved for all of them.
+    * Point 31 (llama3 tutorial "peak memory usage"): the README of the same weeks calls the same
+      runs "peak allocated" -> allocated.
+    * PEFT method-comparison JSON (43-49): ``accelerator_memory_reserved_99th`` -> reserved.
+
+Units
+    "GiB" -> 2**30, "GB" -> 10**9. Point 8 is printed "GB" in a table whose other rows are GiB
+    and produced by code dividing by 1024**3 -> GiB.
+
+Precision
+    torchtune trains in pure bf16: ``weights: bf16``, ``master_weights: none``,
+    ``optimizer_states: same_as_weights`` (AdamW moments in bf16). torch AdamW in the 2024-09+
+    torchtune configs is ``fused: True`` -> ``optimizer_impl: fused``; the 2024-04/05 llama2
+    configs did not set it (assumed) -> torch's default on CUDA, ``foreach``. The PEFT
+    method-comparison runs call ``torch.optim.AdamW`` with defaults -> ``foreach``.
+    bnb ``PagedAdamW8bit`` -> ``paged_adamw_8bit``; bnb ``AdamW8bit`` -> ``adamw_8bit``.
+    bnb ``PagedAdamW`` (32-bit) -> ``adamw`` with ``optimizer_states: fp32``: bitsandbytes' 32-bit
+    optimizers keep fp32 states whatever the parameter dtype; trainfit has no paged 32-bit AdamW.
+    Paging is not modelled by trainfit at all: bnb allocates paged states with
+    ``cudaMallocManaged``, outside torch's caching allocator, so torch's allocated/active/reserved
+    never count them -- trainfit counts them as device tensors. This is a known limitation, kept
+    visible in the errors rather than mapped away.
+
+Features recorded, not modelled
+    ``compile`` -> ``parallel.compile: true`` (trainfit records it; its activation savings are not
+    modelled). Packing changes no per-GPU term -> nothing.
+
+Sequence lengths
+    Variable-length data is mapped to the length that sets the *peak*: every metric here is a
+    maximum (or a 99th percentile) over the steps, and batches are padded to their longest
+    sample, so the longest batches decide it. Alpaca "<=512" -> 512 (``max_seq_len`` 512
+    truncates, and alpaca-cleaned has samples beyond 512 tokens); MetaMathQA "<=768" -> 768.
+    Both are upper bounds for a typical step; such points are flagged ``approx_seq``.
+
+Hardware
+    Catalog ids where the GPU is in the catalog. "RTX A6000 48GB" is not: ``gpu: custom,
+    gpu_memory_gib: 47.99`` (49,140 MiB as nvidia-smi reports it). "single GPU" / "RTX 4090 /
+    A100" (unknown card): the card only changes the fit verdict, never the predicted bytes.
+
+Peers get the same points as case dicts (``peers.py`` format) and are called once each with the
+whole list (``*_many``). A peer figure is one number per GPU; it is compared with the same measured
+value as trainfit's like-for-like figure. llm-analysis refuses a case that does not fit the
+registered card; to get its figure it is given a nominal 1 TiB card and its verdict is then taken
+against the real card, like every other peer's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+GIB = 2**30
+GB = 10**9
+
+# --------------------------------------------------------------------------------------------
+# shared card fragments (plain dicts: the same keys a YAML card would hold)
+# --------------------------------------------------------------------------------------------
+
+_TT_PURE_BF16 = {"weights": "bf16", "compute": "bf16", "master_weights": "none",
+                 "optimizer": "adamw", "optimizer_states": "same_as_weights", "optimizer_impl": "fused"}
+"""torchtune: pure bf16, torch AdamW(fused=True), bf16 moments."""
+_TT_PURE_BF16_FOREACH = dict(_TT_PURE_BF16, optimizer_impl="foreach")
+"""torchtune 2024-04/05 llama2 configs: AdamW without ``fused`` (assumed) -> foreach."""
+_TT_QLORA = {"compute": "bf16", "optimizer": "adamw", "optimizer_states": "same_as_weights", "optimizer_impl": "fused"}
+_PEFT_BF16_FOREACH = {"weights": "bf16", "compute": "bf16", "master_weights": "none",
+                      "optimizer": "adamw", "optimizer_states": "same_as_weights", "optimizer_impl": "foreach"}
+
+_ATTN = ["q_proj", "k_proj", "v_proj", "o_proj"]
+_MLP = ["gate_proj", "up_proj", "down_proj"]
+
+A6000 = {"gpu": "custom", "gpu_memory_gib": 47.99, "gpus_per_node": 1}
+"""RTX A6000: 48 GB GDDR6, 49,140 MiB in nvidia-smi = 47.99 GiB; not in the GPU catalog."""
+
+_TT_LORA_NOTE = ("torchtune LoRA keeps adapters in bf16 and does not upcast the adapter input; trainfit's "
+                 "LoRA model is PEFT's (fp32 adapters, fp32 input copy per wrapped module): small "
+                 "overestimate of adapter/optimizer bytes and of LoRA activations (recomputed layer only "
+                 "under checkpointing)")
+_TT_CHUNKED_NOTE = ("torchtune CEWithChunkedOutputLoss: the output projection is split into 8 chunks and "
+                    "each chunk is upcast to fp32 in the loss, but every bf16 logit chunk is alive at once "
+                    "(2 B/logit); trainfit's loss.chunked models Liger's fused linear-CE (no full logits)")
+
+# --------------------------------------------------------------------------------------------
+# the mapping: point id -> card (or the reason it cannot be planned), metric, unit, notes
+# --------------------------------------------------------------------------------------------
+
+POINTS: dict[int, dict[str, Any]] = {
+    # ---- torchtune README @30b8519e8 (2024-09-24), llama3.1 table: bs 2, packed 2048, compile on
+    1: {
+        "card": {
+            "model": "meta-llama/Llama-3.1-8B", "scope": "full",
+            "precision": dict(_TT_PURE_BF16, optimizer="paged_adamw_8bit", optimizer_in_backward=True),
+            "hardware": {"gpu": "rtx4090", "gpus_per_node": 1},
+            "parallel": {"strategy": "single", "gradient_checkpointing": True, "compile": True},
+            "batch": {"micro_batch_size": 2, "seq_len": 2048}, "loss": {"chunked": True},
+        },
+        "metric": "allocated", "unit": "GiB",
+        "notes": "8B_full_single_device.yaml: bnb PagedAdamW8bit + optimizer_in_bwd, AC on, compile (recorded, "
+                 "not modelled), chunked CE. Metric unspecified -> allocated (torchtune logs active/alloc). "
+                 "Paged 8-bit states live in cudaMallocManaged memory outside the torch allocator: torch's "
+                 "peak never counts them, trainfit does. " + _TT_CHUNKED_NOTE,
+    },
+    2: {
+        "card": {
+            "model": "meta-llama/Llama-3.1-8B", "scope": "full",
+            "precision": dict(_TT_PURE_BF16, optimizer="paged_adamw_8bit", optimizer_in_backward=True),
+            "hardware": A6000,
+            "parallel": {"strategy": "single", "gradient_checkpointing": True, "compile": True},
+            "batch": {"micro_batch_size": 2, "seq_len": 2048}, "loss": {"chunked": True},
+        },
+        "metric": "allocated", "unit": "GiB", "ambiguous": True,
+        "notes": "AMBIGUOUS: A6000 row settings undocumented. Optimizer: the default single-device config "
+                 "(PagedAdamW8bit + optimizer_in_bwd). grad_ckpt unknown -> documented config default (True), "
+                 "though measured 37.4 vs 18.9 GiB on the 4090 row suggests AC was off. A6000 not in the "
+                 "catalog: custom 47.99 GiB. Paged states not counted by torch (see point 1). " + _TT_CHUNKED_NOTE,
+    },
+    3: {
+        "card": {
+            "model": "meta-llama/Llama-3.1-8B", "scope": "lora",
+            "lora": {"rank": 8, "alpha": 16, "targets": ["q_proj", "v_proj"]},
+            "precision": _TT_PURE_BF16,
+            "hardware": {"gpu": "rtx4090", "gpus_per_node": 1},
+            "parallel": {"strategy": "single", "gradient_checkpointing": True, "compile": True},
+            "batch": {"micro_batch_size": 2, "seq_len": 2048}, "loss": {"chunked": True},
+        },
+        "metric": "allocated", "unit": "GiB",
+        "notes": "8B_lora_single_device: r8/a16 on q,v, AdamW fused, AC, compile (not modelled), chunked CE. "
+                 "Metric unspecified -> allocated. " + _TT_LORA_NOTE + ". " + _TT_CHUNKED_NOTE,
+    },
+    4: {
+        "card": {
+            "model": "meta-llama/Llama-3.1-8B", "scope": "lora",
+            "lora": {"rank": 8, "alpha": 16, "targets": ["q_proj", "v_proj"]},
+            "precision": _TT_PURE_BF16,
+            "hardware": A6000,
+            "parallel": {"strategy": "single", "gradient_checkpointing": True, "compile": True},
+            "batch": {"micro_batch_size": 2, "seq_len": 2048}, "loss": {"chunked": True},
+        },
+        "metric": "allocated", "unit": "GiB", "ambiguous": True,
+        "notes": "AMBIGUOUS: A6000 row settings undocumented; grad_ckpt unknown -> documented config default "
+                 "(True), though 30.3 vs 16.2 GiB on the 4090 row suggests AC off. A6000: custom 47.99 GiB. "
+                 + _TT_LORA_NOTE + ". " + _TT_CHUNKED_NOTE,
+    },
+    5: {
+        "card": {
+            "model": "meta-llama/Llama-3.1-8B", "scope": "qlora",
+            "lora": {"rank": 8, "alpha": 16, "targets": _ATTN + _MLP},
+            "precision": _TT_QLORA,
+            "hardware": {"gpu": "rtx4090", "gpus_per_node": 1},
+            "parallel": {"strategy": "single", "gradient_checkpointing": True, "compile": True},
+            "batch": {"micro_batch_size": 2, "seq_len": 2048}, "loss": {"chunked": True},
+        },
+        "metric": "allocated", "unit": "GiB",
+        "notes": "8B_qlora_single_device: torchao NF4 base (trainfit models bnb NF4 + double quant; same "
+                 "~0.5 B/param), r8 on q,k,v,o + MLP, AdamW fused, AC, compile (not modelled). Chunked CE "
+                 "assumed (all llama3_1 configs at that commit use CEWithChunkedOutputLoss). "
+                 + _TT_LORA_NOTE + ". " + _TT_CHUNKED_NOTE,
+    },
+    6: {
+        "card": {
+            "model": "meta-llama/Llama-3.1-70B", "scope": "full",
+            "precision": _TT_PURE_BF16,
+            "hardware": {"gpu": "a100-80gb", "gpus_per_node": 8},
+            "parallel": {"strategy": "fsdp", "offload": "params_and_optimizer",
+                         "gradient_checkpointing": True, "compile": True},
+            "batch": {"micro_batch_size": 2, "seq_len": 2048}, "loss": {"chunked": True},
+        },
+        "metric": "allocated", "unit": "GiB",
+        "notes": "70B_full.yaml: FSDP full_shard with fsdp_cpu_offload (params, grads, optimizer on CPU) -> "
+                 "offload params_and_optimizer. '** uses CPU offload with fused optimizer' read as "
+                 "AdamW(fused=True) stepping on the CPU; optimizer_in_backward left off (full_finetune_distributed "
+                 "had no optimizer_in_bwd then; under param offload trainfit keeps no GPU gradients either way). "
+                 "Chunked CE assumed. " + _TT_CHUNKED_NOTE,
+    },
+    7: {
+        "card": {
+            "model": "meta-llama/Llama-3.1-70B", "scope": "lora",
+            "lora": {"rank": 16, "alpha": 32, "targets": ["q_proj", "k_proj", "v_proj"]},
+            "precision": _TT_PURE_BF16,
+            "hardware": {"gpu": "a100-80gb", "gpus_per_node": 8},
+            "parallel": {"strategy": "fsdp", "gradient_checkpointing": True, "compile": True},
+            "batch": {"micro_batch_size": 2, "seq_len": 2048}, "loss": {"chunked": True},
+        },
+        "metric": "allocated", "unit": "GiB",
+        "notes": "70B_lora: FSDP full_shard 8xA100, r16/a32 on q,k,v, AdamW fused, AC. Chunked CE assumed. "
+                 + _TT_LORA_NOTE + ". " + _TT_CHUNKED_NOTE,
+    },
+    8: {
+        "card": {
+            "model": {"params": 405_853_388_800, "reference": "meta-llama/Llama-3.1-70B"}, "scope": "qlora",
+            "lora": {"rank": 16, "alpha": 32, "targets": _ATTN + _MLP},
+            "precision": _TT_QLORA,
+            "hardware": {"gpu": "a100-80gb", "gpus_per_node": 8},
+            "parallel": {"strategy": "fsdp", "gradient_checkpointing": True, "compile": True},
+            "batch": {"micro_batch_size": 2, "seq_len": 2048}, "loss": {"chunked": True},
+        },
+        "metric": "allocated", "unit": "GiB", "ambiguous": True,
+        "notes": "LIMITATION: Llama-3.1-405B is not in the model catalog; given as a bare count (405,853,388,800) "
+                 "with the Llama-3.1-70B reference shape, so base weights are exact but activations, LoRA "
+                 "adapter sizes and FSDP units use 70B's shape (h 8192, 80 layers vs 16384, 126): "
+                 "underestimate of those terms. Unit printed 'GB' but the table's other rows are GiB and the "
+                 "logger divides by 1024**3 -> GiB. bs 2 per the README (config default 1). Chunked CE assumed.",
+    },
+    # ---- torchtune README @0217d44c2 (2024-05-09): bs 4, seq 2048 (70B rows 4096)
+    9: {
+        "card": {
+            "model": "meta-llama/Llama-2-7b-hf", "scope": "qlora",
+            "lora": {"rank": 8, "alpha": 16, "targets": _ATTN + _MLP},
+            "precision": dict(_TT_QLORA, optimizer_impl="foreach"),
+            "hardware": {"gpu": "rtx4090", "gpus_per_node": 1},
+            "parallel": {"strategy": "single", "gradient_checkpointing": True, "compile": True},
+            "batch": {"micro_batch_size": 4, "seq_len": 2048},
+        },
+        "metric": "reserved", "unit": "GB",
+        "notes": "QLoRA r8 all attn + MLP, 1x4090, AC, torch.compile (recorded, not modelled). Metric: "
+                 "reference says 'likely reserved' -> reserved. Full (non-chunked) CE at that commit. "
+                 "AdamW without fused (assumed) -> foreach. " + _TT_LORA_NOTE,
+    },
+    10: {
+        "card": {
+            "model": "meta-llama/Llama-2-7b-hf", "scope": "lora",
+            "lora": {"rank": 8, "alpha": 16, "targets": ["q_proj", "v_proj"]},
+            "precision": _TT_PURE_BF16_FOREACH,
+            "hardware": {"gpu": "rtx4090", "gpus_per_node": 1},
+            "parallel": {"strategy": "single", "gradient_checkpointing": True},
+            "batch": {"micro_batch_size": 4, "seq_len": 2048},
+        },
+        "metric": "reserved", "unit": "GB",
+        "notes": "LoRA r8 q,v, 1x4090, AC. Metric: reference says 'likely reserved' -> reserved. "
+                 "AdamW foreach (assumed). " + _TT_LORA_NOTE,
+    },
+    11: {
+        "card": {
+            "model": "meta-llama/Llama-2-7b-hf", "scope": "lora",
+            "lora": {"rank": 8, "alpha": 16, "targets": ["q_proj", "v_proj"]},
+            "precision": _TT_PURE_BF16_FOREACH,
+            "hardware": {"gpu": "rtx4090", "gpus_per_node": 2},
+            "parallel": {"strategy": "fsdp", "gradient_checkpointing": False},
+            "batch": {"micro_batch_size": 4, "seq_len": 2048},
+        },
+        "metric": "reserved", "unit": "GB", "ambiguous": True,
+        "notes": "AMBIGUOUS: grad_ckpt 'config default False at that commit (override unknown)' -> the "
+                 "documented default, False; but the measured value is below the 1-GPU AC run of the same table "
+                 "(point 10), so AC was almost certainly on in the run. FSDP full_shard on 2x4090. Metric: same table as 9-10 -> reserved. "
+                 + _TT_LORA_NOTE,
+    },
+    12: {
+        "card": {
+            "model": "meta-llama/Llama-2-7b-hf", "scope": "full",
+            "precision": dict(_TT_PURE_BF16_FOREACH, optimizer_states="fp32", optimizer_in_backward=True),
+            "hardware": {"gpu": "rtx4090", "gpus_per_node": 1},
+            "parallel": {"strategy": "single", "gradient_checkpointing": True},
+            "batch": {"micro_batch_size": 4, "seq_len": 2048},
+        },
+        "metric": "reserved", "unit": "GB",
+        "notes": "bnb PagedAdamW (32-bit) + optimizer_in_bwd -> adamw with optimizer_states fp32 (bnb 32-bit "
+                 "states are fp32 even for bf16 params) + optimizer_in_backward. LIMITATION: the states are "
+                 "paged (cudaMallocManaged, outside torch's allocator, evicted to host under pressure: 54 GB of "
+                 "states on a 24 GB card); trainfit counts them on the device -> large overestimate expected. "
+                 "Metric: same table as 9-10 -> reserved; PR #961 reproduced 20.2 GB allocated.",
+    },
+    13: {
+        "card": {
+            "model": "meta-llama/Llama-2-7b-hf", "scope": "full",
+            "precision": _TT_PURE_BF16_FOREACH,
+            "hardware": {"gpu": "rtx4090", "gpus_per_node": 4},
+            "parallel": {"strategy": "fsdp", "gradient_checkpointing": True},
+            "batch": {"micro_batch_size": 4, "seq_len": 2048},
+        },
+        "metric": "reserved", "unit": "GB",
+        "notes": "Full FT pure bf16, AdamW bf16 states (foreach assumed: no fused flag in the 2024-05 config), "
+                 "FSDP full_shard 4x4090, AC. Metric: same table as 9-10 -> reserved.",
+    },
+    14: {
+        "card": {
+            "model": "meta-llama/Llama-2-70b-hf", "scope": "lora",
+            "lora": {"rank": 16, "alpha": 32, "targets": ["q_proj", "k_proj", "v_proj"]},
+            "precision": _TT_PURE_BF16_FOREACH,
+            "hardware": {"gpu": "a100-80gb", "gpus_per_node": 8},
+            "parallel": {"strategy": "fsdp", "gradient_checkpointing": True},
+            "batch": {"micro_batch_size": 4, "seq_len": 4096},
+        },
+        "metric": "reserved", "unit": "GB",
+        "notes": "70B LoRA r16 q,k,v, FSDP 8xA100, bs 4, seq 4096, AC. Metric: same table as 9-10 -> reserved. "
+                 + _TT_LORA_NOTE,
+    },
+    15: {
+        "card": {
+            "model": "meta-llama/Llama-2-70b-hf", "scope": "full",
+            "precision": dict(_TT_PURE_BF16_FOREACH, optimizer_states="fp32"),
+            "hardware": {"gpu": "a100-80gb", "gpus_per_node": 8},
+            "parallel": {"strategy": "fsdp", "gradient_checkpointing": True},
+            "batch": {"micro_batch_size": 4, "seq_len": 4096},
+        },
+        "metric": "reserved", "unit": "GB", "ambiguous": True,
+        "notes": "AMBIGUOUS: no 70B full config existed at that commit; settings undocumented. bnb PagedAdamW "
+                 "(32-bit) -> adamw, fp32 states (paging not modelled, see point 12). FSDP 8xA100, AC assumed on. "
+                 "Metric: same table as 9-10 -> reserved.",
+    },
+    # ---- torchtune README @fef3ed10d + tutorials (2024-04): alpaca, max_seq_len 512, bs 2
+    16: {
+        "card": {
+            "model": "meta-llama/Llama-2-7b-hf", "scope": "qlora",
+            "lora": {"rank": 8, "alpha": 16, "targets": _ATTN + _MLP},
+            "precision": dict(_TT_QLORA, optimizer_impl="foreach"),
+            "hardware": {"gpu": "rtx4090", "gpus_per_node": 1},
+            "parallel": {"strategy": "single", "gradient_checkpointing": True},
+            "batch": {"micro_batch_size": 2, "seq_len": 512},
+        },
+        "metric": "reserved", "unit": "GB", "approx_seq": True,
+        "notes": "Alpaca unpacked, max_seq_len 512 -> seq 512 (the longest padded batch sets a run-wide "
+                 "max_memory_reserved; an upper bound for typical steps). GPU 'RTX 4090 / A100' -> rtx4090 "
+                 "(the README row). Metric: max_memory_reserved -> reserved. " + _TT_LORA_NOTE,
+    },
+    17: {
+        "card": {
+            "model": "meta-llama/Llama-2-7b-hf", "scope": "lora",
+            "lora": {"rank": 8, "alpha": 16, "targets": ["q_proj", "v_proj"]},
+            "precision": _TT_PURE_BF16_FOREACH,
+            "hardware": {"gpu": "a100-80gb", "gpus_per_node": 1},
+            "parallel": {"strategy": "single", "gradient_checkpointing": True},
+            "batch": {"micro_batch_size": 2, "seq_len": 512},
+        },
+        "metric": "reserved", "unit": "GB", "approx_seq": True,
+        "notes": "Alpaca <=512 -> 512 (longest batch sets the peak). 'single GPU' unknown -> a100-80gb (only "
+                 "the verdict depends on it). Metric: max_memory_reserved -> reserved. " + _TT_LORA_NOTE,
+    },
+    18: {
+        "card": {
+            "model": "meta-llama/Llama-2-7b-hf", "scope": "lora",
+            "lora": {"rank": 64, "alpha": 128, "targets": _ATTN + _MLP},
+            "precision": _TT_PURE_BF16_FOREACH,
+            "hardware": {"gpu": "a100-80gb", "gpus_per_node": 1},
+            "parallel": {"strategy": "single", "gradient_checkpointing": True},
+            "batch": {"micro_batch_size": 2, "seq_len": 512},
+        },
+        "metric": "reserved", "unit": "GB", "approx_seq": True,
+        "notes": "LIMITATION: targets include the output projection (lm_head), which trainfit's LoRA cannot "
+                 "target; mapped to q,k,v,o + MLP (the lm_head adapter is ~2.3M params, negligible). Alpaca "
+                 "<=512 -> 512. 'single GPU' -> a100-80gb. Metric: tutorial tables are peak reserved -> reserved. "
+                 + _TT_LORA_NOTE,
+    },
+    19: {
+        "card": {
+            "model": "meta-llama/Llama-2-7b-hf", "scope": "full",
+            "precision": dict(_TT_PURE_BF16_FOREACH, optimizer_states="fp32", optimizer_in_backward=True),
+            "hardware": {"gpu": "rtx4090", "gpus_per_node": 1},
+            "parallel": {"strategy": "single", "gradient_checkpointing": True},
+            "batch": {"micro_batch_size": 2, "seq_len": 512},
+        },
+        "metric": "reserved", "unit": "GB", "approx_seq": True,
+        "notes": "bnb PagedAdamW (32-bit) + optimizer_in_bwd -> adamw fp32 states + optimizer_in_backward; "
+                 "LIMITATION: paged states are outside torch's allocator, trainfit counts them (see point 12). "
+                 "Alpaca <=512 -> 512. Metric: this source's tables are peak reserved -> reserved.",
+    },
+    20: {
+        "card": {
+            "model": "meta-llama/Llama-2-7b-hf", "scope": "full",
+            "precision": _TT_PURE_BF16_FOREACH,
+            "hardware": {"gpu": "rtx4090", "gpus_per_node": 4},
+            "parallel": {"strategy": "fsdp", "gradient_checkpointing": True},
+            "batch": {"micro_batch_size": 2, "seq_len": 512},
+        },
+        "metric": "reserved", "unit": "GB", "approx_seq": True,
+        "notes": "Full FT pure bf16 AdamW (foreach assumed), FSDP 4x4090, AC. Alpaca <=512 -> 512. Metric: this "
+                 "source's tables are peak reserved -> reserved.",
+    },
+    21: {
+        "card": {
+            "model": "meta-llama/Llama-2-7b-hf", "scope": "lora",
+            "lora": {"rank": 8, "alpha": 16, "targets": ["q_proj", "v_proj"]},
+            "precision": _TT_PURE_BF16_FOREACH,
+            "hardware": {"gpu": "rtx4090", "gpus_per_node": 2},
+            "parallel": {"strategy": "fsdp", "gradient_checkpointing": False},
+            "batch": {"micro_batch_size": 2, "seq_len": 512},
+        },
+        "metric": "reserved", "unit": "GB", "approx_seq": True,
+        "notes": "LoRA r8 q,v, FSDP 2x4090, no AC. Alpaca <=512 -> 512. Metric: this source's tables are peak "
+                 "reserved -> reserved. " + _TT_LORA_NOTE,
+    },
+    # ---- torchtune README 'Optimization flags' (2024-11): Llama-3.2-3B, bs 2, seq 4096, A100, cumulative
+    22: {
+        "card": {
+            "model": "meta-llama/Llama-3.2-3B", "scope": "full", "precision": _TT_PURE_BF16,
+            "hardware": {"gpu": "a100-80gb", "gpus_per_node": 1},
+            "parallel": {"strategy": "single", "gradient_checkpointing": False},
+            "batch": {"micro_batch_size": 2, "seq_len": 4096},
+        },
+        "metric": "allocated", "unit": "GiB",
+        "notes": "Baseline + packing: AdamW fused, no AC, no compile, plain CE. 'Peak Memory Active' -> allocated.",
+    },
+    23: {
+        "card": {
+            "model": "meta-llama/Llama-3.2-3B", "scope": "full", "precision": _TT_PURE_BF16,
+            "hardware": {"gpu": "a100-80gb", "gpus_per_node": 1},
+            "parallel": {"strategy": "single", "gradient_checkpointing": False, "compile": True},
+            "batch": {"micro_batch_size": 2, "seq_len": 4096},
+        },
+        "metric": "allocated", "unit": "GiB",
+        "notes": "+ torch.compile: recorded only, NOT modelled (trainfit predicts the same as point 22; the "
+                 "measured drop 60.0 -> 51.0 GiB is compile's fusion of saved activations/loss). Peak active -> allocated.",
+    },
+    24: {
+        "card": {
+            "model": "meta-llama/Llama-3.2-3B", "scope": "full", "precision": _TT_PURE_BF16,
+            "hardware": {"gpu": "a100-80gb", "gpus_per_node": 1},
+            "parallel": {"strategy": "single", "gradient_checkpointing": False, "compile": True},
+            "batch": {"micro_batch_size": 2, "seq_len": 4096}, "loss": {"chunked": True},
+        },
+        "metric": "allocated", "unit": "GiB",
+        "notes": "+ chunked CE (cumulative: compile on). Peak active -> allocated. " + _TT_CHUNKED_NOTE,
+    },
+    25: {
+        "card": {
+            "model": "meta-llama/Llama-3.2-3B", "scope": "full", "precision": _TT_PURE_BF16,
+            "hardware": {"gpu": "a100-80gb", "gpus_per_node": 1},
+            "parallel": {"strategy": "single", "gradient_checkpointing": True, "compile": True},
+            "batch": {"micro_batch_size": 2, "seq_len": 4096}, "loss": {"chunked": True},
+        },
+        "metric": "allocated", "unit": "GiB",
+        "notes": "+ activation checkpointing (cumulative: compile, chunked CE). Peak active -> allocated. "
+                 + _TT_CHUNKED_NOTE,
+    },
+    26: {
+        "card": {
+            "model": "meta-llama/Llama-3.2-3B", "scope": "full",
+            "precision": dict(_TT_PURE_BF16, optimizer_in_backward=True),
+            "hardware": {"gpu": "a100-80gb", "gpus_per_node": 1},
+            "parallel": {"strategy": "single", "gradient_checkpointing": True, "compile": True},
+            "batch": {"micro_batch_size": 2, "seq_len": 4096}, "loss": {"chunked": True},
+        },
+        "metric": "allocated", "unit": "GiB",
+        "notes": "+ optimizer_in_bwd (cumulative: compile, chunked CE, AC). Peak active -> allocated. "
+                 + _TT_CHUNKED_NOTE,
+    },
+    27: {
+        "card": {
+            "model": "meta-llama/Llama-3.2-3B", "scope": "full",
+            "precision": dict(_TT_PURE_BF16, optimizer_in_backward=True),
+            "hardware": {"gpu": "a100-80gb", "gpus_per_node": 1},
+            "parallel": {"strategy": "single", "gradient_checkpointing": True, "compile": True,
+                         "activation_offload": True},
+            "batch": {"micro_batch_size": 2, "seq_len": 4096}, "loss": {"chunked": True},
+        },
+        "metric": "allocated", "unit": "GiB",
+        "notes": "+ activation offloading (cumulative: compile, chunked CE, AC, optimizer_in_bwd). Peak active "
+                 "-> allocated. " + _TT_CHUNKED_NOTE,
+    },
+    28: {
+        "card": {
+            "model": "meta-llama/Llama-3.2-3B", "scope": "full",
+            "precision": dict(_TT_PURE_BF16, optimizer="adamw_8bit", optimizer_in_backward=True),
+            "hardware": {"gpu": "a100-80gb", "gpus_per_node": 1},
+            "parallel": {"strategy": "single", "gradient_checkpointing": True, "compile": True,
+                         "activation_offload": True},
+            "batch": {"micro_batch_size": 2, "seq_len": 4096}, "loss": {"chunked": True},
+        },
+        "metric": "allocated", "unit": "GiB",
+        "notes": "+ bnb AdamW8bit (not paged: states are torch-visible) (cumulative: compile, chunked CE, AC, "
+                 "optimizer_in_bwd, activation offloading). Peak active -> allocated. " + _TT_CHUNKED_NOTE,
+    },
+    29: {
+        "card": {
+            "model": "meta-llama/Llama-3.2-3B", "scope": "lora",
+            "lora": {"rank": 64, "alpha": 128, "targets": ["q_proj", "v_proj", "o_proj"] + _MLP},
+            "precision": _TT_PURE_BF16,
+            "hardware": {"gpu": "a100-80gb", "gpus_per_node": 1},
+            "parallel": {"strategy": "single", "gradient_checkpointing": True, "compile": True,
+                         "activation_offload": True},
+            "batch": {"micro_batch_size": 2, "seq_len": 4096}, "loss": {"chunked": True},
+        },
+        "metric": "allocated", "unit": "GiB",
+        "notes": "LoRA r64/a128 on q,v,o + MLP (torchtune output_proj = o_proj), AdamW fused, packed, compile "
+                 "(not modelled), chunked CE, AC, activation offloading. Peak active -> allocated. "
+                 + _TT_LORA_NOTE + ". " + _TT_CHUNKED_NOTE,
+    },
+    30: {
+        "card": {
+            "model": "meta-llama/Llama-3.2-3B", "scope": "qlora",
+            "lora": {"rank": 64, "alpha": 128, "targets": ["q_proj", "v_proj", "o_proj"] + _MLP},
+            "precision": _TT_QLORA,
+            "hardware": {"gpu": "a100-80gb", "gpus_per_node": 1},
+            "parallel": {"strategy": "single", "gradient_checkpointing": True, "compile": True,
+                         "activation_offload": True},
+            "batch": {"micro_batch_size": 2, "seq_len": 4096}, "loss": {"chunked": True},
+        },
+        "metric": "allocated", "unit": "GiB",
+        "notes": "QLoRA (torchao NF4 ~ bnb NF4) r64 on q,v,o + MLP, same flags as 29. Peak active -> allocated. "
+                 + _TT_LORA_NOTE + ". " + _TT_CHUNKED_NOTE,
+    },
+    # ---- torchtune llama3 tutorial (2024-04/05)
+    31: {
+        "card": {
+            "model": "meta-llama/Llama-3.1-8B", "scope": "lora",
+            "lora": {"rank": 8, "alpha": 16, "targets": ["q_proj", "v_proj"]},
+            "precision": _TT_PURE_BF16_FOREACH,
+            "hardware": {"gpu": "a100-80gb", "gpus_per_node": 1},
+            "parallel": {"strategy": "single", "gradient_checkpointing": True},
+            "batch": {"micro_batch_size": 2, "seq_len": 512},
+        },
+        "metric": "allocated", "unit": "GB", "approx_seq": True, "ambiguous": True,
+        "notes": "LIMITATION: Meta-Llama-3-8B-Instruct is not in the catalog; mapped to meta-llama/Llama-3.1-8B, "
+                 "the same architecture (32 layers, h 4096, 128,256 vocab, GQA 8) - identical memory terms. "
+                 "Alpaca default (<=512) -> 512. 'single GPU' -> a100-80gb. Metric 'peak memory usage' "
+                 "unspecified; the README of the same weeks calls it 'peak allocated' -> allocated. Plain CE "
+                 "(logits dominate at 128k vocab). " + _TT_LORA_NOTE,
+    },
+    # ---- PEFT method_comparison MetaMathQA (L40S, bs 4, max_seq_length 768, no AC, bf16 model, no AMP)
+    43: {
+        "card": {
+            "model": "meta-llama/Llama-3.2-3B", "scope": "full", "precision": _PEFT_BF16_FOREACH,
+            "hardware": {"gpu": "l40s", "gpus_per_node": 1},
+            "parallel": {"strategy": "single", "gradient_checkpointing": False},
+            "batch": {"micro_batch_size": 4, "seq_len": 768},
+        },
+        "metric": "reserved", "unit": "GiB", "approx_seq": True,
+        "notes": "Full FT, model bf16 without AMP (AdamW states bf16), torch.optim.AdamW defaults -> foreach. "
+                 "Variable length <=768 -> 768 (99th pct of reserved is set by the longest padded batches; "
+                 "reserved is sticky between empty_cache calls). Metric reserved (99th pct over train steps) "
+                 "-> reserved. The training loop keeps `outputs` (logits) alive through backward: trainfit "
+                 "assumes the Trainer pattern (logits freed) and has no card key for it (+2 B/logit missed).",
+    },
+    44: {
+        "card": {
+            "model": "meta-llama/Llama-3.2-3B", "scope": "lora",
+            "lora": {"rank": 32, "alpha": 64, "targets": ["q_proj", "v_proj"]},
+            "precision": _PEFT_BF16_FOREACH,
+            "hardware": {"gpu": "l40s", "gpus_per_node": 1},
+            "parallel": {"strategy": "single", "gradient_checkpointing": False},
+            "batch": {"micro_batch_size": 4, "seq_len": 768},
+        },
+        "metric": "reserved", "unit": "GiB", "approx_seq": True,
+        "notes": "PEFT LoRA r32/a64 q,v (fp32 adapters: PEFT autocast_adapter_dtype, trainfit's default), AdamW "
+                 "foreach, no AC. <=768 -> 768. Metric reserved 99th pct -> reserved. Loop holds logits through "
+                 "backward (not expressible; see 43).",
+    },
+    45: {
+        "card": {
+            "model": "meta-llama/Llama-3.2-3B", "scope": "lora",
+            "lora": {"rank": 64, "alpha": 128, "targets": ["q_proj", "v_proj"]},
+            "precision": _PEFT_BF16_FOREACH,
+            "hardware": {"gpu": "l40s", "gpus_per_node": 1},
+            "parallel": {"strategy": "single", "gradient_checkpointing": False},
+            "batch": {"micro_batch_size": 4, "seq_len": 768},
+        },
+        "metric": "reserved", "unit": "GiB", "approx_seq": True,
+        "notes": "PEFT LoRA r64/a128 q,v, as 44.",
+    },
+    46: {
+        "card": None,
+        "unsupported": "DoRA: trainfit models plain LoRA only (no magnitude vector / weight-norm activations of DoRA)",
+        "metric": "reserved", "unit": "GiB",
+        "notes": "PEFT DoRA r32 q,v on Llama-3.2-3B, L40S; kept unscored.",
+    },
+    47: {
+        "card": {
+            "model": "meta-llama/Llama-3.2-3B", "scope": "lora",
+            "lora": {"rank": 10, "alpha": 8, "targets": _MLP},
+            "precision": _PEFT_BF16_FOREACH,
+            "hardware": {"gpu": "l40s", "gpus_per_node": 1},
+            "parallel": {"strategy": "single", "gradient_checkpointing": False},
+            "batch": {"micro_batch_size": 4, "seq_len": 768},
+        },
+        "metric": "reserved", "unit": "GiB", "approx_seq": True,
+        "notes": "PEFT LoRA r10 on gate,up,down; lora_alpha not given -> PEFT default 8 (alpha does not change "
+                 "memory). <=768 -> 768. Metric reserved 99th pct -> reserved.",
+    },
+    48: {
+        "card": None,
+        "unsupported": "IA3: trainfit has no (IA)^3 scope (learned rescaling vectors on k, v, down)",
+        "metric": "reserved", "unit": "GiB",
+        "notes": "PEFT IA3 default on Llama-3.2-3B, L40S; kept unscored.",
+    },
+    49: {
+        "card": None,
+        "unsupported": "prompt tuning: trainfit has no soft-prompt scope (virtual tokens, frozen model)",
+        "metric": "reserved", "unit": "GiB",
+        "notes": "PEFT prompt tuning default on Llama-3.2-3B, L40S; kept unscored.",
+    },
+}
+
+PEERS = ("deepspeed_zero2", "deepspeed_zero3", "llm_analysis", "accelerate")
+TOOLS = ("trainfit",) + PEERS
+_UNIT_BYTES = {"GiB": GIB, "GB": GB}
+_METRIC_ATTR = {"allocated": "allocated", "reserved": "reserved", "device": "device"}
+
+# --------------------------------------------------------------------------------------------
+# reference data
+# --------------------------------------------------------------------------------------------
+
+
+def reference_path() -> Path | None:
+    """measured_points.json: $TRAINFIT_REFERENCE_DIR, else <repo>/../shared/reference, else <repo>/shared/reference."""
+    candidates = []
+    if os.environ.get("TRAINFIT_REFERENCE_DIR"):
+        candidates.append(Path(os.environ["TRAINFIT_REFERENCE_DIR"]))
+    candidates += [ROOT.parent / "shared" / "reference", ROOT / "shared" / "reference"]
+    for c in candidates:
+        p = (c / "measured_points.json").resolve()
+        if p.is_file():
+            return p
+    return None
+
+
+def load_points(path: Path | None = None) -> list[dict[str, Any]]:
+    path = path or reference_path()
+    if path is None:
+        raise FileNotFoundError("measured_points.json not found (set TRAINFIT_REFERENCE_DIR)")
+    return json.loads(Path(path).read_text())
+
+
+# --------------------------------------------------------------------------------------------
+# scoring
+# --------------------------------------------------------------------------------------------
+
+
+def _import_peers():
+    bench = str(Path(__file__).resolve().parent)
+    if bench not in sys.path:
+        sys.path.insert(0, bench)
+    import peers  # noqa: PLC0415
+
+    return peers
+
+
+def plan_point(pid: int):
+    """The trainfit plan of a supported point (None for an unsupported one)."""
+    from trainfit.plan import make_plan
+    from trainfit.spec.card import load_card_dict
+
+    card = POINTS[pid].get("card")
+    return None if card is None else make_plan(load_card_dict(card))
+
+
+def _peer_case(point: dict[str, Any], entry: dict[str, Any], plan) -> dict[str, Any]:
+    """The peers.py case dict for a point (built from the trainfit card when there is one)."""
+    from trainfit.catalog.models import hf_config_of
+    from trainfit.memory.params import param_tensors
+
+    card = entry.get("card")
+    if card is None:  # unsupported method: the scope tells every peer so
+        method = str(point["method"]).lower().replace(" ", "_")
+        return {"hf_config": hf_config_of("meta-llama/Llama-3.2-3B"), "params_total": 0, "largest_layer_params": 0,
+                "num_gpus": int(point["num_gpus"]), "gpus_per_node": int(point["num_gpus"]),
+                "micro_batch_size": int(point["micro_batch_size"]), "seq_len": 768,
+                "gradient_checkpointing": bool(point["grad_ckpt"]), "dtype": "bf16", "strategy": "single",
+                "scope": method, "gpu_memory_bytes": 48 * GIB}
+    c = plan.card
+    model_id = card["model"] if isinstance(card["model"], str) else card["model"]["reference"]
+    n = c.world_size
+    prec = c.precision
+    case = {
+        "hf_config": hf_config_of(model_id),
+        "params_total": int(plan.params_total),
+        "largest_layer_params": int(max(t.numel for t in param_tensors(plan.spec))),
+        "num_gpus": n, "gpus_per_node": c.hardware.gpus_per_node,
+        "micro_batch_size": c.batch.micro_batch_size, "seq_len": c.batch.seq_len,
+        "gradient_checkpointing": c.parallel.gradient_checkpointing,
+        "dtype": c.weights_dtype.value if c.scope.value == "full" else "bf16",
+        "strategy": c.parallel.strategy.value if n > 1 else "single",
+        "scope": c.scope.value,
+        "gpu_memory_bytes": int(plan.gpu.memory_bytes),
+        "master_weights": prec.master_weights.value,
+        "optimizer_states": "fp32" if prec.optimizer_states.value == "fp32" else "same_as_weights",
+    }
+    return case
+
+
+def _peer_overrides(entry: dict[str, Any], plan) -> str | None:
+    """A reason to show a peer figure as unsupported although the peer returned one."""
+    if plan is not None and plan.card.parallel.offload.value != "none":
+        return ("peers.py passes no offload setting (DeepSpeed cpu_offload=False; llm-analysis and accelerate "
+                "have none): its figure would be for an un-offloaded run")
+    return None
+
+
+def _run_peers(cases: list[dict[str, Any]]) -> dict[str, list[Any]]:
+    peers = _import_peers()
+    big = [dict(c, gpu_memory_bytes=2**40) for c in cases]  # llm-analysis refuses what does not fit
+    calls = {
+        "deepspeed_zero2": lambda: peers.deepspeed_zero2_many(cases),
+        "deepspeed_zero3": lambda: peers.deepspeed_zero3_many(cases),
+        "llm_analysis": lambda: peers.llm_analysis_many(big),
+        "accelerate": lambda: peers.accelerate_estimate_many(cases),
+    }
+    out: dict[str, list[Any]] = {}
+    for name, call in calls.items():
+        try:
+            out[name] = call()
+        except Exception as exc:  # noqa: BLE001 - a missing peer env shows as unsupported, not a crash
+            reason = f"peer failed: {type(exc).__name__}: {exc}"[:200]
+            out[name] = [peers.Unsupported(reason) for _ in cases]
+    return out
+
+
+def _err(pred: float, meas: float) -> float:
+    return (pred - meas) / meas
+
+
+def published_rows(*, with_peers: bool = True, path: Path | None = None) -> list[dict[str, Any]]:
+    """One row per measured point: trainfit and each peer against the measured value."""
+    points = load_points(path)
+    plans, cases = [], []
+    for p in points:
+        entry = POINTS[p["id"]]
+        plan = plan_point(p["id"])
+        plans.append(plan)
+        cases.append(_peer_case(p, entry, plan))
+    peer_results = _run_peers(cases) if with_peers else {}
+
+    rows = []
+    for i, (p, plan) in enumerate(zip(points, plans)):
+        entry = POINTS[p["id"]]
+        unit = entry["unit"]
+        measured = float(p["peak_mem"]) * _UNIT_BYTES[unit]
+        metric = entry["metric"]
+        capacity = plan.gpu.memory_bytes if plan is not None else None
+        row: dict[str, Any] = {
+            "id": p["id"], "model": p["model"], "method": p["method"],
+            "gpus": f"{p['num_gpus']}x {p['gpu_type']}",
+            "description": f"{p['method']}, {p['optimizer']}, {p['num_gpus']}x {p['gpu_type']}, {p['parallel']}, "
+                           f"mbs {p['micro_batch_size']}, seq {p['seq_len']}, ckpt {p['grad_ckpt']}",
+            "metric": metric, "metric_source": p["mem_metric"], "unit": unit,
+            "measured_bytes": measured,
+            "ambiguous": bool(entry.get("ambiguous")), "approx_seq": bool(entry.get("approx_seq")),
+            "notes": entry["notes"], "reliability": p.get("reliability"),
+        }
+        if plan is None:
+            row.update(trainfit_bytes=f"unsupported: {entry['unsupported']}", trainfit_error=None,
+                       trainfit_fits_verdict=None, trainfit_verdict_correct=None, trainfit_peak_phase=None)
+        else:
+            pred = float(getattr(plan.peak, _METRIC_ATTR[metric]))
+            row.update(trainfit_bytes=pred, trainfit_error=_err(pred, measured),
+                       trainfit_fits_verdict="fits" if plan.fits else "does not fit",
+                       trainfit_verdict_correct=bool(plan.fits),
+                       trainfit_peak_phase=f"{plan.peak.phase.value}: {plan.peak.at}",
+                       trainfit_components={k: float(v) for k, v in plan.peak.components.items()})
+        override = _peer_overrides(entry, plan)
+        for name in PEERS:
+            if not with_peers:
+                continue
+            r = peer_results[name][i]
+            if override is not None and not hasattr(r, "reason"):
+                r = _unsupported(override)
+            if hasattr(r, "reason"):
+                row[f"{name}_bytes"] = f"unsupported: {r.reason}"
+                row[f"{name}_error"] = None
+                row[f"{name}_verdict"] = None
+                row[f"{name}_verdict_correct"] = None
+            else:
+                fits = capacity is not None and r <= capacity
+                row[f"{name}_bytes"] = float(r)
+                row[f"{name}_error"] = _err(float(r), measured)
+                row[f"{name}_verdict"] = "fits" if fits else "does not fit"
+                row[f"{name}_verdict_correct"] = bool(fits)
+        rows.append(row)
+    return rows
+
+
+def _unsupported(reason: str):
+    return _import_peers().Unsupported(reason)
+
+
+def summary(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per tool: points scored, median and worst |error| (with the point), signed median, verdicts right."""
+    out: dict[str, dict[str, Any]] = {}
+    for tool in TOOLS:
+        scored = [(r["id"], r[f"{tool}_error"]) for r in rows if r.get(f"{tool}_error") is not None]
+        verdicts = [r[f"{tool}_verdict_correct"] for r in rows if r.get(f"{tool}_verdict_correct") is not None]
+        if not scored:
+            out[tool] = {"points": 0, "median_abs_error": None, "median_signed_error": None,
+                         "worst_abs_error": None, "worst_id": None, "fit_verdicts_correct": None}
+            continue
+        worst_id, worst = max(scored, key=lambda t: abs(t[1]))
+        clean = [e for pid, e in scored if not _flagged(rows, pid)]
+        out[tool] = {
+            "points": len(scored),
+            "median_abs_error": statistics.median(abs(e) for _, e in scored),
+            "median_signed_error": statistics.median(e for _, e in scored),
+            "worst_abs_error": abs(worst), "worst_id": worst_id,
+            "median_abs_error_unflagged": statistics.median(abs(e) for e in clean) if clean else None,
+            "points_unflagged": len(clean),
+            "fit_verdicts_correct": sum(verdicts) / len(verdicts) if verdicts else None,
+            "fit_verdicts": len(verdicts),
+        }
+    return out
+
+
+def _flagged(rows: list[dict[str, Any]], pid: int) -> bool:
+    r = next(r for r in rows if r["id"] == pid)
+    return r["ambiguous"]
+
+
+# --------------------------------------------------------------------------------------------
+# report
+# --------------------------------------------------------------------------------------------
+
+
+def _cell(row: dict[str, Any], tool: str) -> str:
+    b = row.get(f"{tool}_bytes")
+    if b is None:
+        return ""
+    if isinstance(b, str):
+        return "unsup."
+    e = row[f"{tool}_error"]
+    miss = "" if row[f"{tool}_verdict_correct"] else " ✗"
+    return f"{b / GIB:.1f} ({e:+.0%}){miss}"
+
+
+def markdown_table(rows: list[dict[str, Any]]) -> str:
+    head = ["id", "model", "method", "GPUs", "metric", "measured GiB", "trainfit", "DS ZeRO-2", "DS ZeRO-3",
+            "llm-analysis", "accelerate", "flags"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        p_method, gpus = r["method"], r["gpus"]
+        flags = ",".join(f for f, on in (("ambiguous", r["ambiguous"]), ("approx-seq", r["approx_seq"])) if on)
+        tf = _cell(r, "trainfit") if not isinstance(r["trainfit_bytes"], str) else "unsupported"
+        lines.append("| " + " | ".join([
+            str(r["id"]), r["model"], p_method, gpus, r["metric"], f"{r['measured_bytes'] / GIB:.2f}", tf,
+            *(_cell(r, t) for t in PEERS), flags]) + " |")
+    lines.append("")
+    lines.append("Cells: predicted GiB (signed error vs measured); ✗ = says the run does not fit (every point ran).")
+    return "\n".join(lines)
+
+
+def markdown_summary(s: dict[str, dict[str, Any]]) -> str:
+    lines = ["| tool | points | median abs err | median signed | worst abs err (id) | median abs err, unambiguous | fit verdicts right |",
+             "|---|---|---|---|---|---|---|"]
+    for tool, v in s.items():
+        if not v["points"]:
+            lines.append(f"| {tool} | 0 | | | | | |")
+            continue
+        unfl = v.get("median_abs_error_unflagged")
+        unfl_s = "" if unfl is None else f"{unfl:.0%} (n={v['points_unflagged']})"
+        lines.append(
+            f"| {tool} | {v['points']} | {v['median_abs_error']:.0%} | {v['median_signed_error']:+.0%} | "
+            f"{v['worst_abs_error']:.0%} (#{v['worst_id']}) | "
+            f"{unfl_s} | "
+            f"{v['fit_verdicts_correct']:.0%} of {v['fit_verdicts']} |")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    rows = published_rows()
+    print(markdown_table(rows))
+    print()
+    print(markdown_summary(summary(rows)))
+    unsupported = [r for r in rows if isinstance(r["trainfit_bytes"], str)]
+    if unsupported:
+        print()
+        for r in unsupported:
+            print(f"- #{r['id']} trainfit {r['trainfit_bytes']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,112 @@
+"""The estimator-vs-trace grid: small random-dimension models traced on fake tensors.
+
+Pure data. Each case gives the run card trainfit plans and the trace request that measures
+the same step (``trainfit.trace.api.TraceRequest`` keyword arguments).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+ARCHS: dict[str, dict[str, Any]] = {
+    "llama": {"model_type": "llama", "hidden_size": 256, "intermediate_size": 688, "num_hidden_layers": 4,
+              "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 32, "vocab_size": 32000,
+              "tie_word_embeddings": False, "attention_bias": False},
+    "qwen3": {"model_type": "qwen3", "hidden_size": 256, "intermediate_size": 768, "num_hidden_layers": 4,
+              "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 64, "vocab_size": 151936,
+              "tie_word_embeddings": False, "attention_bias": False},
+    "qwen2": {"model_type": "qwen2", "hidden_size": 256, "intermediate_size": 704, "num_hidden_layers": 4,
+              "num_attention_heads": 8, "num_key_value_heads": 2, "vocab_size": 8192,
+              "tie_word_embeddings": True},
+    "qwen3_moe": {"model_type": "qwen3_moe", "hidden_size": 256, "intermediate_size": 768, "num_hidden_layers": 4,
+                  "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 32, "vocab_size": 8192,
+                  "tie_word_embeddings": False, "num_experts": 8, "num_experts_per_tok": 2,
+                  "moe_intermediate_size": 128, "decoder_sparse_step": 1, "mlp_only_layers": [], "norm_topk_prob": True},
+    "qwen3_5": {"model_type": "qwen3_5", "tie_word_embeddings": False, "text_config": {
+        "model_type": "qwen3_5_text", "hidden_size": 256, "intermediate_size": 768, "num_hidden_layers": 4,
+        "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64, "vocab_size": 8192,
+        "tie_word_embeddings": False, "linear_num_key_heads": 4, "linear_num_value_heads": 8,
+        "linear_key_head_dim": 32, "linear_value_head_dim": 32, "linear_conv_kernel_dim": 4,
+        "layer_types": ["linear_attention", "linear_attention", "linear_attention", "full_attention"]}},
+}
+
+
+@dataclass(frozen=True, slots=True)
+class GridCase:
+    arch: str
+    scope: str = "full"
+    attention: str = "sdpa"
+    ckpt: bool = False
+    world_size: int = 1
+    seq_len: int = 2048
+    micro_batch_size: int = 1
+    optimizer_impl: str = "fused"
+    precision: str = "bf16"
+
+    @property
+    def name(self) -> str:
+        return (f"{self.arch}-{self.scope}-{self.attention}-{'ckpt' if self.ckpt else 'nockpt'}-r{self.world_size}"
+                f"-s{self.seq_len}-b{self.micro_batch_size}-{self.optimizer_impl}"
+                + ("" if self.precision == "bf16" else f"-{self.precision}"))
+
+    def hf_config(self) -> dict[str, Any]:
+        return ARCHS[self.arch] if self.arch in ARCHS else {}
+
+    def card(self) -> dict[str, Any]:
+        card: dict[str, Any] = {
+            "model": {"config": self.hf_config(), "id": self.arch},
+            "scope": self.scope,
+            "attention": self.attention,
+            "hardware": {"gpu": "h100-sxm", "gpus_per_node": self.world_size},
+            "parallel": {"strategy": "single" if self.world_size == 1 else "fsdp", "gradient_checkpointing": self.ckpt},
+            "batch": {"micro_batch_size": self.micro_batch_size, "seq_len": self.seq_len},
+            "precision": {"optimizer_impl": self.optimizer_impl},
+        }
+        if self.precision == "fp32_autocast":
+            card["precision"].update(weights="fp32", compute="bf16")
+        if self.scope != "full":
+            card["lora"] = {"rank": 16, "alpha": 32, "targets": "all-linear"}
+        return card
+
+    def trace_kwargs(self) -> dict[str, Any]:
+        return {"hf_config": self.hf_config(), "micro_batch_size": self.micro_batch_size, "seq_len": self.seq_len,
+                "attention": self.attention, "gradient_checkpointing": self.ckpt, "scope": self.scope,
+                "lora_rank": 16, "lora_alpha": 32, "lora_targets": ("all-linear",), "precision": self.precision,
+                "optimizer_impl": self.optimizer_impl, "world_size": self.world_size}
+
+
+GRID: tuple[GridCase, ...] = (
+    # dense llama: the attention x checkpointing x ranks cube
+    GridCase("llama"),
+    GridCase("llama", ckpt=True),
+    GridCase("llama", attention="eager", seq_len=512),
+    GridCase("llama", attention="eager", ckpt=True, seq_len=512, micro_batch_size=4),
+    GridCase("llama", world_size=8),
+    GridCase("llama", world_size=8, ckpt=True),
+    GridCase("llama", scope="lora"),
+    GridCase("llama", scope="lora", ckpt=True, micro_batch_size=4, seq_len=512),
+    GridCase("llama", scope="lora", world_size=8, ckpt=True),
+    GridCase("llama", optimizer_impl="foreach", seq_len=512, micro_batch_size=4),
+    GridCase("llama", optimizer_impl="for_loop", ckpt=True),
+    GridCase("llama", precision="fp32_autocast", ckpt=True, seq_len=512),
+    # qwen3 (q/k norm, large vocabulary)
+    GridCase("qwen3"),
+    GridCase("qwen3", ckpt=True, micro_batch_size=4, seq_len=512),
+    GridCase("qwen3", attention="eager", seq_len=512),
+    GridCase("qwen3", world_size=8, ckpt=True),
+    GridCase("qwen3", scope="lora", attention="eager", seq_len=512),
+    GridCase("qwen3", scope="lora", world_size=8),
+    # qwen2 (qkv bias, tied embeddings)
+    GridCase("qwen2"),
+    GridCase("qwen2", ckpt=True, world_size=8),
+    GridCase("qwen2", scope="lora", ckpt=True),
+    # MoE (fused experts, grouped_mm)
+    GridCase("qwen3_moe", seq_len=512),
+    GridCase("qwen3_moe", ckpt=True, seq_len=512, micro_batch_size=4),
+    GridCase("qwen3_moe", world_size=8, seq_len=512),
+    # hybrid linear attention (Gated DeltaNet + gated full attention)
+    GridCase("qwen3_5", seq_len=512),
+    GridCase("qwen3_5", ckpt=True, seq_len=512, micro_batch_size=4),
+    GridCase("qwen3_5", scope="lora", seq_len=512),
+)

@@ -1,0 +1,129 @@
+"""`trainfit trace`: measure the card's step with fake tensors on the CPU, beside the plan."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+
+from trainfit.cli.common import load_card, print_json
+from trainfit.errors import TrainfitError
+
+
+class TraceCardError(TrainfitError):
+    """The card asks for something the fake-tensor trace cannot run."""
+
+
+def trace_request_kwargs(card, spec_config: dict[str, Any]) -> dict[str, Any]:
+    """Map a validated run card to ``TraceRequest`` keyword arguments, or say why it cannot be traced."""
+    p = card.precision
+    if card.method.value != "sft":
+        raise TraceCardError(f"method: trace runs the SFT step only for now, got '{card.method.value}'")
+    if card.attention.value == "flash":
+        raise TraceCardError("attention: 'flash' needs the flash-attn CUDA kernel, which cannot run on the CPU; trace with sdpa (same saved tensors)")
+    if p.optimizer.value != "adamw":
+        raise TraceCardError(f"precision.optimizer: trace runs torch AdamW only, got '{p.optimizer.value}'")
+    if p.optimizer_in_backward:
+        raise TraceCardError("precision.optimizer_in_backward: not traceable yet")
+    if card.parallel.offload.value != "none" or card.parallel.activation_offload:
+        raise TraceCardError("parallel.offload: CPU offload moves tensors off the GPU; the CPU trace cannot separate them")
+    strategy = card.parallel.strategy.value
+    if strategy == "single":
+        world = 1
+    elif strategy in ("fsdp", "zero3"):
+        world = card.world_size
+    else:
+        raise TraceCardError(f"parallel.strategy: trace supports single and fsdp (FSDP2), got '{strategy}'")
+    w = card.weights_dtype.value
+    if card.scope.value == "qlora":
+        precision = "bf16"
+    elif w == "bf16" and p.master_weights.value == "none":
+        precision = "bf16"
+    elif w == "fp32" and p.compute.value == "bf16":
+        precision = "fp32_autocast"
+    else:
+        raise TraceCardError(
+            f"precision: trace supports pure bf16 or fp32 weights with bf16 autocast, got weights '{w}',"
+            f" master_weights '{p.master_weights.value}'"
+        )
+    return {
+        "hf_config": spec_config,
+        "micro_batch_size": card.batch.micro_batch_size,
+        "seq_len": card.batch.seq_len,
+        "attention": card.attention.value,
+        "gradient_checkpointing": card.parallel.gradient_checkpointing,
+        "scope": card.scope.value,
+        "lora_rank": card.lora.rank,
+        "lora_alpha": card.lora.alpha,
+        "lora_targets": card.lora_targets,
+        "precision": precision,
+        "optimizer_impl": p.optimizer_impl.value,
+        "world_size": world,
+    }
+
+
+def hf_config_for(card) -> dict[str, Any]:
+    from trainfit.catalog.models import _index, hf_config_of
+
+    m = card.model
+    if not isinstance(m, str):
+        if m.config is not None:
+            return m.config
+        if m.params is not None:
+            raise TraceCardError("model: a bare parameter count has no architecture to build; give a catalog id or config.json")
+        m = m.id or m.path
+    if m in _index():
+        return hf_config_of(m)
+    path = Path(m).expanduser()
+    cfg = path / "config.json" if path.is_dir() else path
+    if cfg.is_file():
+        return json.loads(cfg.read_text())
+    raise TraceCardError(f"model: '{m}' is neither a catalog id nor a local config.json")
+
+
+def trace(
+    card: Annotated[Optional[Path], typer.Argument(help="Run card. Default: the embedded default card.")] = None,
+    model: Annotated[Optional[str], typer.Option(help="Catalog id or local path.")] = None,
+    scope: Annotated[Optional[str], typer.Option(help="full | lora | qlora")] = None,
+    gpus: Annotated[Optional[int], typer.Option(help="GPUs per node (FSDP ranks).")] = None,
+    strategy: Annotated[Optional[str], typer.Option(help="single | fsdp")] = None,
+    mbs: Annotated[Optional[int], typer.Option(help="Micro-batch size.")] = None,
+    seq: Annotated[Optional[int], typer.Option(help="Sequence length.")] = None,
+    ckpt: Annotated[Optional[bool], typer.Option("--ckpt/--no-ckpt", help="Gradient checkpointing.")] = None,
+    attention: Annotated[Optional[str], typer.Option(help="sdpa | eager")] = None,
+    layers: Annotated[Optional[int], typer.Option(help="Trace exactly N decoder layers (default: full depth, extrapolated).")] = None,
+    mode: Annotated[str, typer.Option(help="fast (byte tracker) | memtracker (torch MemTracker categories)")] = "fast",
+    set_: Annotated[list[str], typer.Option("--set", help="Any card field: KEY=VALUE. Repeatable.")] = [],
+    json_: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
+) -> None:
+    """The real PyTorch peak of the card's step on fake CPU tensors, beside trainfit's estimate."""
+    overrides = {
+        "model": model, "scope": scope, "hardware.gpus_per_node": gpus, "parallel.strategy": strategy,
+        "batch.micro_batch_size": mbs, "batch.seq_len": seq, "parallel.gradient_checkpointing": ckpt,
+        "attention": attention,
+    }
+    run_card = load_card(card, overrides, set_)
+    kwargs = trace_request_kwargs(run_card, hf_config_for(run_card))
+    from trainfit.plan import make_plan
+
+    plan = make_plan(run_card)
+    try:
+        from trainfit.trace.api import TraceRequest, trace_step
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        raise TraceCardError(f"trace needs the trace extra: pip install -c constraints.txt 'trainfit[trace]' ({exc})") from exc
+    req = TraceRequest(**kwargs, layers=layers, mode=mode)
+    from rich.progress import Progress
+
+    with Progress(transient=True, disable=json_) as bar:
+        task = bar.add_task("tracing", total=1.0)
+        result = trace_step(req, progress=lambda label, frac: bar.update(task, completed=frac, description=label))
+    from trainfit.report.trace_report import render_trace, trace_to_dict
+
+    if json_:
+        print_json(trace_to_dict(result, plan))
+        return
+    from rich.console import Console
+
+    render_trace(result, plan, Console(width=140))

@@ -1,0 +1,109 @@
+"""benchmarks/published.py: every published measurement has a reviewed run-card mapping that plans.
+
+The measurements are read from ``<repo>/../shared/reference/measured_points.json`` (never copied
+into the repository); without that file the tests that need it are skipped.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+import trainfit
+from trainfit.plan import make_plan
+from trainfit.spec.card import load_card_dict
+
+REPO = Path(trainfit.__file__).resolve().parents[2]
+MEASURED = (REPO / ".." / "shared" / "reference" / "measured_points.json").resolve()
+
+
+def _published():
+    spec = importlib.util.spec_from_file_location("trainfit_bench_published", REPO / "benchmarks" / "published.py")
+    mod = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    spec.loader.exec_module(mod)
+    return mod
+
+
+P = _published()
+
+
+@pytest.fixture(scope="module")
+def points() -> list[dict]:
+    if not MEASURED.is_file():
+        pytest.skip(f"reference measurements not found at {MEASURED}")
+    return json.loads(MEASURED.read_text())
+
+
+def test_every_point_has_a_mapping(points):
+    ids = [p["id"] for p in points]
+    assert len(ids) == len(set(ids))
+    missing = sorted(set(ids) - set(P.POINTS))
+    assert not missing, f"measured points without a mapping entry in benchmarks/published.py: {missing}"
+    stale = sorted(set(P.POINTS) - set(ids))
+    assert not stale, f"mapping entries for ids no longer in measured_points.json: {stale}"
+
+
+def test_reference_path_finds_the_same_file(points):
+    assert P.reference_path() == MEASURED
+
+
+def test_metric_and_unit_are_like_for_like(points):
+    for p in points:
+        e = P.POINTS[p["id"]]
+        assert e["metric"] in ("allocated", "reserved", "device"), p["id"]
+        assert e["unit"] in ("GiB", "GB"), p["id"]
+        printed = p["peak_mem_unit"]
+        if printed in ("GiB", "GB"):
+            assert e["unit"] == printed, f"point {p['id']}: unit {e['unit']} but the source prints {printed}"
+        metric = p["mem_metric"].lower()
+        if metric.startswith("reserved") or "max_memory_reserved" in metric:
+            assert e["metric"] == "reserved", p["id"]
+        if metric == "peak active":
+            assert e["metric"] == "allocated", p["id"]
+        if "nvidia-smi" in metric:
+            assert e["metric"] == "device", p["id"]
+
+
+@pytest.mark.parametrize("pid", sorted(k for k, v in P.POINTS.items() if v.get("card") is not None))
+def test_supported_mapping_validates_and_plans(pid):
+    entry = P.POINTS[pid]
+    assert entry.get("notes"), f"point {pid}: every mapping carries its judgement calls in notes"
+    card = load_card_dict(entry["card"])
+    plan = make_plan(card)
+    assert plan.peak.allocated > 0
+    assert plan.peak.allocated <= plan.peak.reserved <= plan.peak.device
+
+
+@pytest.mark.parametrize("pid", sorted(k for k, v in P.POINTS.items() if v.get("card") is None))
+def test_unsupported_mapping_has_a_reason(pid):
+    entry = P.POINTS[pid]
+    assert isinstance(entry.get("unsupported"), str) and len(entry["unsupported"]) > 10
+    assert entry.get("notes")
+
+
+def test_measured_values_are_not_copied_into_the_repo(points):
+    text = (REPO / "benchmarks" / "published.py").read_text()
+    assert "peak_mem\":" not in text
+    for p in points:
+        assert f"\"peak_mem\": {p['peak_mem']}" not in text
+
+
+def test_rows_without_peers(points):
+    rows = P.published_rows(with_peers=False)
+    assert [r["id"] for r in rows] == [p["id"] for p in points]
+    for r in rows:
+        if P.POINTS[r["id"]].get("card") is None:
+            assert str(r["trainfit_bytes"]).startswith("unsupported: ")
+            assert r["trainfit_error"] is None
+        else:
+            assert r["trainfit_bytes"] > 0 and r["measured_bytes"] > 0
+            assert r["trainfit_error"] == pytest.approx((r["trainfit_bytes"] - r["measured_bytes"]) / r["measured_bytes"])
+            assert r["trainfit_fits_verdict"] in ("fits", "does not fit")
+    s = P.summary(rows)
+    assert s["trainfit"]["points"] == sum(1 for r in rows if r["trainfit_error"] is not None)
+    assert s["trainfit"]["worst_id"] in P.POINTS
+    assert 0 <= s["trainfit"]["fit_verdicts_correct"] <= 1

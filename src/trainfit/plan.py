@@ -270,6 +270,11 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         ddp_buckets=n_train * grad_bytes if sharding.ddp_bucket_copy else 0.0,
         zero2_bucket=spec.hidden_size**2 * grad_bytes if sharding.zero2_bucket else 0.0,
         activation_offload=card.parallel.activation_offload,
+        autocast_weight_cache=(
+            2.0 * (pb.linear_weights + (pb.lm_head or pb.embedding)) * scale / wd
+            if autocast and trainable.lora is None
+            else 0.0
+        ),
         in_backward_step=in_bwd,
         **fsdp,
     )

@@ -110,3 +110,35 @@ GRID: tuple[GridCase, ...] = (
     GridCase("qwen3_5", ckpt=True, seq_len=512, micro_batch_size=4),
     GridCase("qwen3_5", scope="lora", seq_len=512),
 )
+
+
+@dataclass(frozen=True, slots=True)
+class CatalogCase(GridCase):
+    """A grid case on a full-size catalog model (slow to trace: extrapolated from shallow depths)."""
+
+    model_id: str = "Qwen/Qwen3-8B"
+
+    @property
+    def name(self) -> str:
+        return self.model_id.split("/")[-1] + "-" + GridCase.name.fget(self).split("-", 1)[1]
+
+    def hf_config(self) -> dict[str, Any]:
+        from trainfit.catalog.models import hf_config_of
+
+        return hf_config_of(self.model_id)
+
+    def card(self) -> dict[str, Any]:
+        card = GridCase.card(self)
+        card["model"] = self.model_id
+        return card
+
+
+SLOW_GRID: tuple[CatalogCase, ...] = (
+    CatalogCase("qwen3_8b"),
+    CatalogCase("qwen3_8b", ckpt=True, optimizer_impl="for_loop"),
+    CatalogCase("qwen3_8b", attention="eager", optimizer_impl="foreach"),
+    CatalogCase("qwen3_8b", world_size=8, ckpt=True),
+    CatalogCase("qwen3_8b", world_size=8),
+    CatalogCase("qwen3_8b", scope="lora", ckpt=True),
+    CatalogCase("qwen3_8b", precision="fp32_autocast", ckpt=True, optimizer_impl="for_loop"),
+)

@@ -67,6 +67,8 @@ class StepTerms:
     """fsdp_grad_op: every unit stays gathered from its forward to its backward."""
     ddp_buckets: float = 0.0
     zero2_bucket: float = 0.0
+    autocast_weight_cache: float = 0.0
+    """bf16 copies autocast makes of fp32 weights; cached until the autocast region (forward) ends."""
     activation_offload: bool = False
     """Saved tensors stream to host RAM; only the layer in flight is on the GPU."""
     in_backward_step: float = 0.0
@@ -105,6 +107,12 @@ def _best(phase: Phase, points: list[tuple[str, dict[str, float]]]) -> PhasePeak
     return PhasePeak(phase, {k: v for k, v in comps.items()}, at)
 
 
+def _last_unit(t: StepTerms) -> float:
+    """FSDP2 keeps the last decoder layer's unit gathered from its forward into backward, where
+    it is the first unit needed (measured with the fake-process-group trace: one unit at the loss)."""
+    return t.fsdp_layer_units / 2
+
+
 def load_peak(t: StepTerms) -> PhasePeak:
     return PhasePeak(Phase.LOAD, {"weights": t.weights, "adapter_weights": t.adapter_weights}, "weights loaded")
 
@@ -115,11 +123,14 @@ def forward_peak(t: StepTerms) -> PhasePeak:
     saved = act.total(gradient_checkpointing=t.gradient_checkpointing)
     if t.activation_offload:
         saved = act.head + (act.max_layer if not t.gradient_checkpointing else max(act.checkpointed_per_layer, default=0))
+    if t.gradient_checkpointing:
+        # without checkpointing the cached copies are the saved tensors already counted
+        saved += t.autocast_weight_cache
     comps = _persistent(t) | {
         "gradients": held_grads,
         "activations": saved,
         "logits": t.logits.forward_peak,
-        "fsdp_buffers": t.fsdp_root_unit + t.fsdp_all_gathered,
+        "fsdp_buffers": t.fsdp_root_unit + t.fsdp_all_gathered + _last_unit(t),
     }
     return PhasePeak(Phase.FORWARD, comps, "loss (log-softmax over the logits)")
 
@@ -152,7 +163,8 @@ def backward_peak(t: StepTerms) -> PhasePeak:
                 "gradients": grads(0.0),
                 "activations": alive_all,
                 "logits": t.logits.backward_peak,
-                "fsdp_buffers": fsdp_static + t.fsdp_all_gathered,
+                # lm_head's gradient is not there yet; the last layer's unit is
+                "fsdp_buffers": t.fsdp_root_unit + t.fsdp_all_gathered + _last_unit(t),
             },
         ),
         (

@@ -1,4 +1,9 @@
 """Optional extra (torch, transformers, peft): measure what the planner estimates.
 
-Nothing here is imported by the planning path.
+Nothing here is imported by the planning path. ``trainfit.trace.api`` is cheap to import (no
+torch); :func:`trace_step` imports torch and the tracing modules only when called.
 """
+
+from trainfit.trace.api import PhaseTrace, TraceRequest, TraceResult, TraceUnsupported, trace_step
+
+__all__ = ["PhaseTrace", "TraceRequest", "TraceResult", "TraceUnsupported", "trace_step"]

@@ -1,0 +1,165 @@
+"""Library API of the trace extra: the measured peak of one training step on fake tensors.
+
+Importing this module is cheap (no torch); :func:`trace_step` imports the heavy parts lazily.
+Method (GROUND_TRUTH §2, §4, §9): the model is built on meta, materialised as fake ``cpu``
+tensors, one untracked warm-up step creates the optimizer states, and the steady-state step
+``forward(input_ids, labels=input_ids) -> loss.backward() -> opt.step() -> opt.zero_grad()`` is
+tracked phase by phase. Full depth is reached by tracing k and k+p layers (p = the period of the
+layer pattern) and extrapolating every phase linearly (see ``trainfit.trace.extrapolate``).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from trainfit.errors import TrainfitError
+
+Progress = Callable[[str, float], None]
+
+ATTENTIONS = ("sdpa", "eager")
+SCOPES = ("full", "lora", "qlora")
+PRECISIONS = ("bf16", "fp32_autocast")
+OPTIMIZER_IMPLS = ("fused", "foreach", "for_loop")
+MODES = ("fast", "memtracker")
+PHASES = ("forward", "backward", "optimizer_step")
+
+
+class TraceUnsupported(TrainfitError):
+    """The requested trace cannot be run here; the message says why."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class TraceRequest:
+    """One training step to trace. Byte counts in results are per rank."""
+
+    hf_config: dict = field(hash=False)
+    """Catalog-style HF config dict (may nest ``text_config``)."""
+    micro_batch_size: int = 1
+    """Sequences per step on one rank."""
+    seq_len: int = 2048
+    """Tokens per sequence (unpacked, no padding)."""
+    attention: str = "sdpa"
+    """``sdpa`` (CPU flash-like kernel) or ``eager`` (materialises the s x s scores)."""
+    gradient_checkpointing: bool = False
+    """HF activation checkpointing (non-reentrant) on every decoder layer."""
+    scope: str = "full"
+    """``full`` fine-tuning, ``lora`` (PEFT, fp32 adapters) or ``qlora``."""
+    lora_rank: int = 16
+    lora_alpha: float = 32
+    lora_targets: tuple[str, ...] = ("all-linear",)
+    precision: str = "bf16"
+    """``bf16``: pure bf16 params, grads and AdamW states; ``fp32_autocast``: fp32 params + bf16 autocast."""
+    optimizer_impl: str = "fused"
+    """torch AdamW: ``fused``, ``foreach`` or ``for_loop`` (foreach=False)."""
+    world_size: int = 1
+    """>1: FSDP2 ``fully_shard`` per decoder layer and on the root, on a fake process group."""
+    layers: int | None = None
+    """None: full depth (extrapolated from two shallow traces when possible); N: trace exactly N layers."""
+    mode: str = "fast"
+    """``fast`` (byte-counting dispatch mode) or ``memtracker`` (torch MemTracker, exact categories)."""
+    keep_outputs: bool = False
+    """False: drop the model output before backward, as the transformers Trainer and TRL do
+    (``loss = model(...).loss``). True: keep it (``out = model(...); out.loss.backward()``), which
+    holds the bf16 logits through backward (GROUND_TRUTH.md's numbers use this)."""
+
+    def __post_init__(self) -> None:
+        for name, allowed in (
+            ("attention", ATTENTIONS),
+            ("scope", SCOPES),
+            ("precision", PRECISIONS),
+            ("optimizer_impl", OPTIMIZER_IMPLS),
+            ("mode", MODES),
+        ):
+            if getattr(self, name) not in allowed:
+                raise TraceUnsupported(f"trace: {name} '{getattr(self, name)}' is not one of {', '.join(allowed)}")
+        for name in ("micro_batch_size", "seq_len", "world_size", "lora_rank"):
+            if int(getattr(self, name)) < 1:
+                raise TraceUnsupported(f"trace: {name} must be >= 1, got {getattr(self, name)}")
+        if self.layers is not None and self.layers < 1:
+            raise TraceUnsupported(f"trace: layers must be >= 1 or None, got {self.layers}")
+
+
+@dataclass(frozen=True)
+class PhaseTrace:
+    name: str
+    """``forward`` | ``backward`` | ``optimizer_step`` (the latter includes ``zero_grad``)."""
+    peak_bytes: int
+    """Peak live bytes during this phase of the steady-state step."""
+    breakdown: dict[str, int]
+    """At this phase's peak: weights, gradients, optimizer_states, activations, temporaries."""
+
+
+@dataclass(frozen=True)
+class TraceResult:
+    peak_bytes: int
+    peak_phase: str
+    phases: tuple[PhaseTrace, ...]
+    params_total: int
+    params_trainable: int
+    seconds: float
+    layers_traced: tuple[int, ...]
+    extrapolated: bool
+    notes: tuple[str, ...]
+
+    def phase(self, name: str) -> PhaseTrace:
+        return next(p for p in self.phases if p.name == name)
+
+
+def trace_step(req: TraceRequest, *, progress: Progress | None = None) -> TraceResult:
+    """Trace one steady-state training step of ``req`` and return its per-phase peaks.
+
+    Raises:
+        TraceUnsupported: the trace extra is missing, or the case cannot be traced (message says why).
+    """
+    t0 = time.perf_counter()
+    try:
+        import torch  # noqa: F401
+        import transformers  # noqa: F401
+    except ImportError as exc:
+        raise TraceUnsupported(f"trace needs the 'trace' extra (torch, transformers, peft): {exc}") from exc
+    from trainfit.trace import extrapolate
+    from trainfit.trace.step import run_depth
+
+    report = progress or (lambda label, frac: None)
+    full = extrapolate.full_depth(req.hf_config)
+    plan = extrapolate.plan_depths(req.hf_config, req.layers, world_size=req.world_size)
+    runs = []
+    for i, depth in enumerate(plan.depths):
+        lo, hi = i / len(plan.depths), (i + 1) / len(plan.depths)
+
+        def sub(label: str, frac: float, lo: float = lo, hi: float = hi, depth: int = depth) -> None:
+            report(f"{label} ({depth} layers)", lo + (hi - lo) * frac)
+
+        runs.append(run_depth(req, depth, window=plan.window, progress=sub))
+    phases = extrapolate.combine(runs, plan)
+    total, trainable = extrapolate.param_counts(req, plan.target)
+    peak = max(phases, key=lambda p: p.peak_bytes)
+    notes = list(plan.notes)
+    if req.keep_outputs:
+        notes.append(
+            "the model output (logits) stays live through backward, as in `out = model(...); out.loss.backward()`"
+            " (the HF Trainer drops it first: B*S*V*2 bytes less in bf16)"
+        )
+    else:
+        notes.append("the model output is dropped before backward, as the HF Trainer and TRL do (`loss = model(...).loss`)")
+    for r in runs:
+        notes.extend(n for n in r.notes if n not in notes)
+    if req.world_size > 1:
+        notes.append(f"per-rank bytes of rank 0 of {req.world_size} (FSDP2, fake process group)")
+    if plan.target != full:
+        notes.append(f"model truncated to {plan.target} of {full} layers")
+    report("done", 1.0)
+    return TraceResult(
+        peak_bytes=peak.peak_bytes,
+        peak_phase=peak.name,
+        phases=tuple(phases),
+        params_total=total,
+        params_trainable=trainable,
+        seconds=time.perf_counter() - t0,
+        layers_traced=plan.depths,
+        extrapolated=plan.extrapolated,
+        notes=tuple(notes),
+    )
+

@@ -1,0 +1,121 @@
+"""Build a fake-tensor model and optimizer for a trace (needs torch, transformers, peft).
+
+Every model is built on the meta device (exact shapes, no init cost), LoRA is applied there, and
+the parameters and buffers are then re-created as fake ``cpu`` tensors inside the trace's
+``FakeTensorMode`` (GROUND_TRUTH §9: ``get_peft_model`` and ``nn.Module._apply`` fail on fake
+parameters). Fake ``cpu``, not fake ``cuda`` (aborts in autograd) or ``meta`` (SDPA math path).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import nn
+
+from trainfit.trace.api import TraceRequest, TraceUnsupported
+from trainfit.trace.hf_build import build_hf_config
+
+_DTYPES = {"bf16": torch.bfloat16, "fp32_autocast": torch.float32}
+
+
+def param_dtype(req: TraceRequest) -> torch.dtype:
+    return _DTYPES[req.precision]
+
+
+def build_meta(req: TraceRequest, num_layers: int) -> nn.Module:
+    """The (PEFT-wrapped for LoRA) causal LM on meta, ``num_layers`` deep."""
+    from transformers import AutoModelForCausalLM
+
+    overrides: dict[str, Any] = {"use_cache": False}
+    if req.attention:
+        overrides["attn_implementation"] = req.attention
+    cfg = build_hf_config(req.hf_config, num_layers=num_layers, **overrides)
+    cfg.use_cache = False
+    try:
+        with torch.device("meta"):
+            model = AutoModelForCausalLM.from_config(cfg, dtype=param_dtype(req))
+    except ValueError as exc:
+        if "attention implementation" in str(exc) or "attn_implementation" in str(exc):
+            raise TraceUnsupported(
+                f"trace: {cfg.model_type} does not support attention '{req.attention}' in transformers: "
+                f"{str(exc).splitlines()[0][:160]}"
+            ) from exc
+        raise
+    model.config.use_cache = False
+    if req.scope == "full":
+        return model
+    if req.scope == "qlora":
+        import importlib.util
+
+        why = (
+            "bitsandbytes is not installed (pip install -c constraints.txt bitsandbytes==0.50.2)"
+            if importlib.util.find_spec("bitsandbytes") is None
+            else "fake-tensor NF4 quantization and the gemm_4bit decomposition are not implemented in this trace"
+        )
+        raise TraceUnsupported(f"trace: scope 'qlora' cannot be traced: {why}")
+    from peft import LoraConfig, get_peft_model
+
+    targets: Any = list(req.lora_targets)
+    if targets == ["all-linear"]:
+        targets = "all-linear"
+    lcfg = LoraConfig(r=req.lora_rank, lora_alpha=req.lora_alpha, lora_dropout=0.0, target_modules=targets,
+                      task_type="CAUSAL_LM")
+    return get_peft_model(model, lcfg)
+
+
+def materialize_fake(model: nn.Module) -> nn.Module:
+    """Replace every meta parameter/buffer by an uninitialised (fake, inside fake mode) cpu tensor.
+
+    Must run inside ``FakeTensorMode``. Tied weights stay tied; ``requires_grad`` is kept.
+    """
+    memo: dict[int, torch.Tensor] = {}
+    for mod in model.modules():
+        for name, p in list(mod._parameters.items()):
+            if p is None:
+                continue
+            new = memo.get(id(p))
+            if new is None:
+                new = nn.Parameter(torch.empty(p.shape, dtype=p.dtype, device="cpu"), requires_grad=p.requires_grad)
+                memo[id(p)] = new
+            mod._parameters[name] = new
+        for name, b in list(mod._buffers.items()):
+            if b is None:
+                continue
+            new = memo.get(id(b))
+            if new is None:
+                new = torch.empty(b.shape, dtype=b.dtype, device="cpu")
+                memo[id(b)] = new
+            mod._buffers[name] = new
+    return model
+
+
+def enable_checkpointing(model: nn.Module) -> None:
+    """HF activation checkpointing (non-reentrant, transformers' default) on every decoder layer."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    if hasattr(base, "activation_checkpointing_enable"):
+        base.activation_checkpointing_enable()
+    else:  # older transformers
+        base.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+
+
+def make_optimizer(req: TraceRequest, params: list[nn.Parameter]) -> torch.optim.Optimizer:
+    """torch AdamW: states in the parameter dtype (bf16 params give 4 B/param of states)."""
+    impl = {"fused": {"fused": True}, "foreach": {"foreach": True}, "for_loop": {"foreach": False}}
+    return torch.optim.AdamW(params, lr=1e-5, **impl[req.optimizer_impl])
+
+
+def decoder_layers(model: nn.Module) -> nn.ModuleList:
+    """The repeated decoder blocks (``model.model.layers``), through a PEFT wrapper if any."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    return base.model.layers
+
+
+def count_params(model: nn.Module) -> tuple[int, int]:
+    """(total, trainable) parameter counts, tied weights counted once."""
+    seen: dict[int, nn.Parameter] = {}
+    for p in model.parameters():
+        seen[id(p)] = p
+    total = sum(p.numel() for p in seen.values())
+    train = sum(p.numel() for p in seen.values() if p.requires_grad)
+    return total, train

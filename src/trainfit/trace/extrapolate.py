@@ -1,0 +1,118 @@
+"""Reach full depth from two shallow traces (imports torch only in :func:`param_counts`).
+
+Decoder layers repeat with period p (1 for dense models; the length of the repeating
+``layer_types`` pattern for hybrids such as Qwen3.5's 3 linear + 1 full attention, or Gemma-2's
+sliding/global pair). Every byte live at a phase's peak is either per-model (embedding, lm_head,
+logits, the loss) or per-period (weights, grads, optimizer states, saved activations of each
+period), so each phase peak is ``a + b * L / p``. Tracing k and k+p layers gives ``a`` and ``b``.
+
+When this is exact: the peak of each phase is reached at the same structural point of the step at
+depth k, k+p and L (e.g. the start of backward, the optimizer's last parameter). It is not exact
+when the argmax moves with depth: then the line through the two traces is a lower bound (a
+maximum of lines is convex). The traced depths are chosen so that the first and the last period
+stay distinct (k >= 2 periods for dense models), and ``tests/trace`` checks byte equality
+against full traces.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from trainfit.catalog.hf_config import decoder_config
+from trainfit.trace.api import PHASES, PhaseTrace, TraceRequest
+
+
+@dataclass(frozen=True)
+class DepthPlan:
+    target: int  # depth of the result
+    depths: tuple[int, ...]  # depths to trace
+    period: int
+    extrapolated: bool
+    notes: tuple[str, ...] = ()
+    window: int = 1  # layers at each end followed on their own line (w periods)
+
+
+def full_depth(hf_config: dict[str, Any]) -> int:
+    return int(decoder_config(hf_config)["num_hidden_layers"])
+
+
+def layer_period(hf_config: dict[str, Any]) -> int:
+    """Smallest p such that ``layer_types`` repeats with period p (1 when absent or uniform)."""
+    from trainfit.trace.hf_build import build_hf_config
+
+    dec = decoder_config(hf_config)
+    n = full_depth(hf_config)
+    types = list(getattr(build_hf_config(hf_config), "layer_types", None) or dec.get("layer_types") or [])
+    if not types and dec.get("full_attention_interval"):
+        return int(dec["full_attention_interval"])
+    types = types[:n]
+    for p in range(1, len(types) + 1):
+        if all(types[i] == types[i % p] for i in range(len(types))):
+            return p
+    return 1
+
+
+def plan_depths(hf_config: dict[str, Any], layers: int | None, *, world_size: int = 1) -> DepthPlan:
+    """Which depths to trace for a request (``layers`` given: exactly that depth, no extrapolation).
+
+    The boundary window is w periods at each end: w = 1 on one rank; w = 2 with FSDP2, whose
+    backward prefetches the next layer's all-gather, so layer 1 (not layer 0) is where the
+    backward peaks. Tracing 2w and 2w+1 periods keeps both windows apart at both depths.
+    """
+    full = full_depth(hf_config)
+    p = layer_period(hf_config)
+    if layers is not None:
+        return DepthPlan(layers, (layers,), p, False)
+    w = 2 if world_size > 1 else 1
+    k = 2 * w * p
+    if full <= k + p or (full - k) % p:
+        note = () if full <= k + p else (f"{full} layers is not a whole number of {p}-layer periods: traced in full",)
+        return DepthPlan(full, (full,), p, False, note)
+    return DepthPlan(
+        full,
+        (k, k + p),
+        p,
+        True,
+        (f"extrapolated from {k} and {k + p} layers ({p}-layer period) to {full}, per region of each phase",),
+        window=w * p,
+    )
+
+
+def _line(v0: int, v1: int, steps: int) -> int:
+    return v0 + steps * (v1 - v0)
+
+
+def combine(runs: Sequence[Any], plan: DepthPlan) -> list[PhaseTrace]:
+    """Per-phase results at ``plan.target`` from one run (exact) or two runs (extrapolation).
+
+    Extrapolation follows each region of a phase on its own line (before the layers, the first
+    period's layers, the last period's, after the layers, the phase's entry, the optimizer) and
+    takes the largest at the target depth: within a phase the live bytes at layer j grow linearly
+    in j (activations pile up forward; gradients pile up and activations drain backward), so the
+    middle layers never beat both ends, and the argmax may move from one region to another with
+    depth (with checkpointing, from the logits at the start of backward to layer 0's end).
+    """
+    if not plan.extrapolated:
+        (r,) = runs
+        return [PhaseTrace(n, r.peaks[n], dict(r.breakdowns[n])) for n in PHASES]
+    r0, r1 = runs
+    steps = (plan.target - plan.depths[0]) // plan.period
+    out = []
+    for n in PHASES:
+        best: tuple[int, dict[str, int]] | None = None
+        for key in r0.regions[n].keys() & r1.regions[n].keys():
+            (b0, d0), (b1, d1) = r0.regions[n][key], r1.regions[n][key]
+            val = _line(b0, b1, steps)
+            if best is None or val > best[0]:
+                best = (val, {c: _line(d0[c], d1[c], steps) for c in d0})
+        assert best is not None
+        out.append(PhaseTrace(n, best[0], best[1]))
+    return out
+
+
+def param_counts(req: TraceRequest, depth: int) -> tuple[int, int]:
+    """Exact (total, trainable) at ``depth`` from a meta-device build (~0.05 s)."""
+    from trainfit.trace.build import build_meta, count_params
+
+    return count_params(build_meta(req, depth))

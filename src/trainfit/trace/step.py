@@ -1,0 +1,140 @@
+"""Trace one steady-state training step at a given depth (needs torch, transformers, peft)."""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+from trainfit.trace import build
+from trainfit.trace.api import PHASES, TraceRequest
+from trainfit.trace.patches import torch_threads, unpacked_batches
+
+
+@dataclass(frozen=True)
+class DepthRun:
+    """Per-phase peaks (bytes) and breakdowns of one traced depth."""
+
+    depth: int
+    peaks: dict[str, int]
+    breakdowns: dict[str, dict[str, int]]
+    regions: dict[str, dict[tuple, tuple[int, dict[str, int]]]]
+    """Per phase: region -> (peak bytes, breakdown); layer regions renamed ("first"|"last", offset)."""
+    notes: tuple[str, ...] = ()
+
+
+def region_namer(depth: int, window: int) -> Callable[[tuple], tuple | None]:
+    """Map ("layer", j) to ("first", j) for j < window, ("last", depth - 1 - j) for the last
+    ``window`` layers, and the middle layers to None."""
+
+    def rename(key: tuple) -> tuple | None:
+        if key[0] != "layer":
+            return key
+        j = key[1]
+        if j < window:
+            return ("first", j)
+        if j >= depth - window:
+            return ("last", depth - 1 - j)
+        return None
+
+    return rename
+
+
+def _forward(model, ids, req: TraceRequest):  # noqa: ANN001, ANN202
+    ctx = (
+        torch.autocast("cpu", dtype=torch.bfloat16)
+        if req.precision == "fp32_autocast"
+        else contextlib.nullcontext()
+    )
+    with ctx:
+        return model(input_ids=ids, labels=ids)
+
+
+def _plain_step(model, opt, ids, req: TraceRequest) -> None:  # noqa: ANN001
+    out = _forward(model, ids, req)
+    out.loss.backward()
+    del out
+    opt.step()
+    opt.zero_grad(set_to_none=True)
+
+
+def _opt_state_tensors(opt: torch.optim.Optimizer) -> list[torch.Tensor]:
+    return [v for st in opt.state.values() for v in st.values() if isinstance(v, torch.Tensor)]
+
+
+def run_depth(
+    req: TraceRequest, depth: int, *, window: int = 1, progress: Callable[[str, float], None]
+) -> DepthRun:
+    """Build ``depth`` layers, run a warm-up step, then trace the steady-state step per phase."""
+    from trainfit.trace.fsdp import fake_process_group, make_mesh, shard
+
+    progress("build", 0.0)
+    meta = build.build_meta(req, depth)
+    vocab = int(_vocab(meta))
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(torch_threads(1))
+        stack.enter_context(unpacked_batches())
+        mesh = None
+        if req.world_size > 1:
+            stack.enter_context(fake_process_group(req.world_size))
+            mesh = make_mesh(req.world_size)
+        stack.enter_context(FakeTensorMode())
+        model = build.materialize_fake(meta)
+        model.train()
+        if req.gradient_checkpointing:
+            build.enable_checkpointing(model)
+        if req.world_size > 1:
+            shard(model, build.decoder_layers(model), mesh)
+        opt = build.make_optimizer(req, [p for p in model.parameters() if p.requires_grad])
+        ids = torch.randint(0, vocab, (req.micro_batch_size, req.seq_len))
+        progress("warm-up", 0.1)
+        _plain_step(model, opt, ids, req)
+        progress("trace", 0.5)
+        if req.mode == "memtracker":
+            from trainfit.trace.memtrack import traced_step_memtracker
+
+            peaks, bds, regs = traced_step_memtracker(
+                model, opt, ids, req, _forward, progress, region_namer(depth, window)
+            )
+        else:
+            peaks, bds, regs = _traced_step_fast(model, opt, ids, req, progress, region_namer(depth, window))
+    progress("done", 1.0)
+    return DepthRun(depth, peaks, bds, regs)
+
+
+def _vocab(model: Any) -> int:
+    return model.get_input_embeddings().weight.shape[0]
+
+
+def _traced_step_fast(model, opt, ids, req, progress, rename):  # noqa: ANN001, ANN202
+    from trainfit.trace.regions import LayerRegions
+    from trainfit.trace.tracker import FastTracker
+
+    regions = LayerRegions(build.decoder_layers(model))
+    tr = FastTracker(regions)
+    tr.add_existing(model)
+    tr.add_existing(*_opt_state_tensors(opt), tag="optimizer_states")
+    tr.add_existing(ids, tag="activations")
+    grads = [p for p in model.parameters() if p.requires_grad]
+    with tr:
+        with tr.phase("forward"):
+            out = _forward(model, ids, req)
+            loss = out.loss
+            if not req.keep_outputs:
+                del out  # the Trainer keeps only the loss
+            tr.mark_activations()
+        progress("backward", 0.65)
+        with tr.phase("backward"):
+            loss.backward()
+            tr.tag([p.grad for p in grads if p.grad is not None], "gradients")
+        out = loss = None
+        progress("optimizer", 0.85)
+        with tr.phase("optimizer_step"):
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+    regions.remove()
+    peaks = {name: tr.phases[name].peak_bytes for name in PHASES}
+    return peaks, tr.breakdowns(), tr.region_peaks(rename)

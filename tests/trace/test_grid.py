@@ -1,0 +1,46 @@
+"""trainfit plan vs the fake-tensor trace on the grid: allocated peak within 2%, same peak phase."""
+
+import pytest
+
+from trainfit.accuracy.grid import GRID, SLOW_GRID
+from trainfit.plan import make_plan
+from trainfit.spec.card import load_card_dict
+
+pytest.importorskip("torch")
+pytest.importorskip("peft")
+
+from trainfit.trace.api import TraceRequest, trace_step  # noqa: E402
+
+TOLERANCE = 0.02
+
+
+@pytest.mark.trace
+@pytest.mark.parametrize("case", GRID, ids=[c.name for c in GRID])
+def test_plan_matches_trace(case):
+    plan = make_plan(load_card_dict(case.card()))
+    traced = trace_step(TraceRequest(**case.trace_kwargs()))
+    planned = {p.phase.value: p.allocated for p in plan.phases}
+    measured = {p.name: p.peak_bytes for p in traced.phases}
+    peak_planned = max(planned[k] for k in measured)
+    err = (peak_planned - traced.peak_bytes) / traced.peak_bytes
+    detail = {k: (round(planned[k] / 2**20, 2), round(measured[k] / 2**20, 2)) for k in measured}
+    assert abs(err) <= TOLERANCE, f"peak error {err:+.2%}; per phase MiB (plan, trace): {detail}"
+    plan_phase = max(measured, key=lambda k: planned[k])
+    assert plan_phase == traced.peak_phase, detail
+
+
+def test_grid_covers_the_required_axes():
+    assert len(GRID) >= 24
+    assert len({c.arch for c in GRID}) >= 3
+    assert {c.scope for c in GRID} >= {"full", "lora"}
+    assert {c.attention for c in GRID} == {"sdpa", "eager"}
+    assert {c.ckpt for c in GRID} == {True, False}
+    assert {c.world_size for c in GRID} == {1, 8}
+    assert {c.seq_len for c in GRID} <= {512, 2048} and {c.micro_batch_size for c in GRID} <= {1, 4}
+
+
+@pytest.mark.trace
+@pytest.mark.slow
+@pytest.mark.parametrize("case", SLOW_GRID, ids=[c.name for c in SLOW_GRID])
+def test_plan_matches_trace_full_size(case):
+    test_plan_matches_trace(case)

@@ -1,0 +1,64 @@
+"""The trace API surface: validation, lazy imports, progress, QLoRA refusal."""
+
+import subprocess
+import sys
+
+import pytest
+
+from trainfit.trace.api import TraceRequest, TraceUnsupported
+
+pytestmark = pytest.mark.trace
+
+TINY = dict(model_type="qwen3", hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=2,
+            num_key_value_heads=1, head_dim=32, vocab_size=256, tie_word_embeddings=False)
+
+
+def test_api_module_does_not_import_torch():
+    code = "import sys, trainfit.trace.api; assert 'torch' not in sys.modules, 'torch imported'"
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.parametrize("field,value", [("attention", "flash"), ("scope", "dora"), ("precision", "fp16"),
+                                         ("optimizer_impl", "apex"), ("mode", "slow")])
+def test_bad_choice_names_field_and_choices(field, value):
+    with pytest.raises(TraceUnsupported, match=field):
+        TraceRequest(hf_config=TINY, **{field: value})
+
+
+def test_bad_sizes():
+    with pytest.raises(TraceUnsupported, match="seq_len"):
+        TraceRequest(hf_config=TINY, seq_len=0)
+    with pytest.raises(TraceUnsupported, match="layers"):
+        TraceRequest(hf_config=TINY, layers=0)
+
+
+def test_progress_is_monotone_and_ends_at_one():
+    pytest.importorskip("torch")
+    from trainfit.trace.api import trace_step
+
+    seen = []
+    r = trace_step(TraceRequest(hf_config=TINY, seq_len=32), progress=lambda label, f: seen.append((label, f)))
+    fracs = [f for _, f in seen]
+    assert fracs == sorted(fracs) and fracs[-1] == 1.0 and 0.0 <= fracs[0]
+    assert any("forward" in lbl or "trace" in lbl for lbl, _ in seen)
+    assert r.peak_bytes == max(p.peak_bytes for p in r.phases)
+    assert r.peak_phase in ("forward", "backward", "optimizer_step")
+    assert [p.name for p in r.phases] == ["forward", "backward", "optimizer_step"]
+
+
+def test_qlora_without_bitsandbytes_says_why():
+    pytest.importorskip("torch")
+    from trainfit.trace.api import trace_step
+
+    with pytest.raises(TraceUnsupported, match="bitsandbytes"):
+        trace_step(TraceRequest(hf_config=TINY, seq_len=32, scope="qlora"))
+
+
+def test_gemma2_sdpa_is_unsupported_by_transformers():
+    pytest.importorskip("torch")
+    from trainfit.trace.api import trace_step
+
+    cfg = dict(TINY, model_type="gemma2", query_pre_attn_scalar=32, attn_logit_softcapping=50.0,
+               final_logit_softcapping=30.0, sliding_window=16, hidden_activation="gelu_pytorch_tanh")
+    with pytest.raises(TraceUnsupported, match="gemma2"):
+        trace_step(TraceRequest(hf_config=cfg, seq_len=32, attention="sdpa"))

@@ -278,16 +278,15 @@ POINTS: dict[int, dict[str, Any]] = {
     12: {
         "card": {
             "model": "meta-llama/Llama-2-7b-hf", "scope": "full",
-            "precision": dict(_TT_PURE_BF16_FOREACH, optimizer_states="fp32", optimizer_in_backward=True),
+            "precision": dict(_TT_PURE_BF16_FOREACH, optimizer="paged_adamw", optimizer_in_backward=True),
             "hardware": {"gpu": "rtx4090", "gpus_per_node": 1},
             "parallel": {"strategy": "single", "gradient_checkpointing": True},
             "batch": {"micro_batch_size": 4, "seq_len": 2048},
         },
         "metric": "reserved", "unit": "GB",
-        "notes": "bnb PagedAdamW (32-bit) + optimizer_in_bwd -> adamw with optimizer_states fp32 (bnb 32-bit "
-                 "states are fp32 even for bf16 params) + optimizer_in_backward. LIMITATION: the states are "
-                 "paged (cudaMallocManaged, outside torch's allocator, evicted to host under pressure: 54 GB of "
-                 "states on a 24 GB card); trainfit counts them on the device -> large overestimate expected. "
+        "notes": "bnb PagedAdamW (32-bit) + optimizer_in_bwd -> paged_adamw (fp32 states, even for bf16 params) "
+                 "+ optimizer_in_backward. The states are paged (cudaMallocManaged, outside torch's allocator, "
+                 "evicted to host under pressure), so trainfit keeps them out of allocated/reserved. "
                  "Metric: same table as 9-10 -> reserved; PR #961 reproduced 20.2 GB allocated.",
     },
     13: {
@@ -318,14 +317,14 @@ POINTS: dict[int, dict[str, Any]] = {
     15: {
         "card": {
             "model": "meta-llama/Llama-2-70b-hf", "scope": "full",
-            "precision": dict(_TT_PURE_BF16_FOREACH, optimizer_states="fp32"),
+            "precision": dict(_TT_PURE_BF16_FOREACH, optimizer="paged_adamw"),
             "hardware": {"gpu": "a100-80gb", "gpus_per_node": 8},
             "parallel": {"strategy": "fsdp", "gradient_checkpointing": True},
             "batch": {"micro_batch_size": 4, "seq_len": 4096},
         },
         "metric": "reserved", "unit": "GB", "ambiguous": True,
         "notes": "AMBIGUOUS: no 70B full config existed at that commit; settings undocumented. bnb PagedAdamW "
-                 "(32-bit) -> adamw, fp32 states (paging not modelled, see point 12). FSDP 8xA100, AC assumed on. "
+                 "(32-bit) -> paged_adamw (fp32 states in CUDA managed memory, outside allocated/reserved). FSDP 8xA100, AC assumed on. "
                  "Metric: same table as 9-10 -> reserved.",
     },
     # ---- torchtune README @fef3ed10d + tutorials (2024-04): alpaca, max_seq_len 512, bs 2
@@ -374,14 +373,14 @@ POINTS: dict[int, dict[str, Any]] = {
     19: {
         "card": {
             "model": "meta-llama/Llama-2-7b-hf", "scope": "full",
-            "precision": dict(_TT_PURE_BF16_FOREACH, optimizer_states="fp32", optimizer_in_backward=True),
+            "precision": dict(_TT_PURE_BF16_FOREACH, optimizer="paged_adamw", optimizer_in_backward=True),
             "hardware": {"gpu": "rtx4090", "gpus_per_node": 1},
             "parallel": {"strategy": "single", "gradient_checkpointing": True},
             "batch": {"micro_batch_size": 2, "seq_len": 512},
         },
         "metric": "reserved", "unit": "GB", "approx_seq": True,
         "notes": "bnb PagedAdamW (32-bit) + optimizer_in_bwd -> adamw fp32 states + optimizer_in_backward; "
-                 "LIMITATION: paged states are outside torch's allocator, trainfit counts them (see point 12). "
+                 "paged_adamw: fp32 states in CUDA managed memory, outside torch's allocated/reserved. "
                  "Alpaca <=512 -> 512. Metric: this source's tables are peak reserved -> reserved.",
     },
     20: {

@@ -40,6 +40,8 @@ class PhaseResult:
     reserved: float
     device: float
     overhead: OverheadBytes
+    paged_resident: float = 0.0
+    """Paged optimizer bytes resident on the card (included in ``device``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,8 +60,9 @@ class Plan:
 
     @property
     def peak(self) -> PhaseResult:
-        """The phase with the largest device figure (ties: the earliest)."""
-        return max(self.phases, key=lambda p: p.device)
+        """The phase with the largest device figure (ties, e.g. a card filled by paged memory: the
+        largest allocated)."""
+        return max(self.phases, key=lambda p: (p.device, p.allocated))
 
     @property
     def capacity_bytes(self) -> int:
@@ -342,7 +345,12 @@ def make_plan(card: RunCard) -> Plan:
     large = _large_tensor_count(spec, sharding, card)
     phases = []
     for peak in step_peaks(terms):
-        phases.append(_with_overhead(peak, large_tensors=large, world_size=sharding.world_size))
+        phases.append(
+            _with_overhead(peak, large_tensors=large, world_size=sharding.world_size, capacity=gpu.memory_bytes)
+        )
+    spill = max((p.components.get("paged_optimizer_states", 0.0) - p.paged_resident for p in phases), default=0.0)
+    if spill > 0:
+        host["paged_optimizer_spill"] = spill * min(card.hardware.gpus_per_node, sharding.world_size)
     pb = param_breakdown(spec)
     trainable = trainable_spec(card)
     n_train = (
@@ -366,7 +374,7 @@ def make_plan(card: RunCard) -> Plan:
     )
 
 
-def _with_overhead(peak: PhasePeak, *, large_tensors: int, world_size: int) -> PhaseResult:
+def _with_overhead(peak: PhasePeak, *, large_tensors: int, world_size: int, capacity: float) -> PhaseResult:
     transient = sum(
         v for k, v in peak.components.items() if k not in _PERSISTENT + OUTSIDE_ALLOCATOR and k != "activations"
     )
@@ -378,9 +386,11 @@ def _with_overhead(peak: PhasePeak, *, large_tensors: int, world_size: int) -> P
     )
     allocated = peak.allocated - outside
     reserved = allocated + oh.rounding + oh.fragmentation + oh.cublas_workspace
-    device = reserved + oh.cuda_context + oh.nccl_buffers + outside
+    device = reserved + oh.cuda_context + oh.nccl_buffers
+    # managed (paged) memory stays resident only as far as the card has room; the rest pages to host
+    resident = min(outside, max(0.0, capacity - device))
     comps = {k: v for k, v in peak.components.items() if v}
-    return PhaseResult(peak.phase, peak.at, comps, allocated, reserved, device, oh)
+    return PhaseResult(peak.phase, peak.at, comps, allocated, reserved, device + resident, oh, resident)
 
 
 def _model_ref(card: RunCard) -> str | dict:

@@ -1,0 +1,528 @@
+"""Accuracy benchmark: trainfit and its peers, (a) against the fake-tensor trace, (b) against published runs.
+
+    .venv/bin/python benchmarks/accuracy.py            # everything (the slow Qwen3-8B traces included)
+    .venv/bin/python benchmarks/accuracy.py --no-slow  # skip SLOW_GRID
+
+Writes ``benchmarks/accuracy.md`` (for people) and ``benchmarks/accuracy.json`` (the same rows and
+summaries, machine-readable).
+
+Part (a): every case of ``trainfit.accuracy.grid.GRID`` (and ``SLOW_GRID``) is traced on fake tensors
+(``trainfit.trace.api.trace_step``) and planned (``trainfit.plan.make_plan``). The trace measures
+*allocated* bytes of the steady-state step phases, so trainfit's figure is its planned allocated
+peak over those same phases, and each peer's per-GPU figure is compared with the same traced peak.
+Part (b): ``benchmarks/published.py`` (trainfit and the peers against published measurements, the
+metric matched like for like).
+
+The peers run in their own virtual environments (``bash benchmarks/peers_env.sh``); a missing one
+shows as unsupported, never as a crash or a dropped row.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+
+GIB = 2**30
+PEERS = ("deepspeed_zero2", "deepspeed_zero3", "llm_analysis", "accelerate")
+TOOLS = ("trainfit",) + PEERS
+LABELS = {"trainfit": "trainfit", "deepspeed_zero2": "DeepSpeed ZeRO-2", "deepspeed_zero3": "DeepSpeed ZeRO-3",
+          "llm_analysis": "llm-analysis", "accelerate": "accelerate"}
+
+
+# --------------------------------------------------------------------------------------------
+# part (a): trainfit and peers vs the fake-tensor trace
+# --------------------------------------------------------------------------------------------
+
+
+def peer_case(card_dict: dict[str, Any], hf_config: dict[str, Any]) -> dict[str, Any]:
+    """The ``peers.py`` case dict of a grid case (counts from ``param_breakdown`` of its ModelSpec)."""
+    from trainfit.memory.params import param_breakdown
+    from trainfit.plan import model_spec_of
+    from trainfit.spec.card import load_card_dict
+
+    card = load_card_dict(card_dict)
+    pb = param_breakdown(model_spec_of(card))
+    n = card.world_size
+    prec = card.precision
+    return {
+        "hf_config": hf_config,
+        "params_total": int(pb.total),
+        # DeepSpeed's "largest layer" is its gather unit: the embedding / lm_head or one decoder layer
+        "largest_layer_params": int(max(pb.embedding, pb.lm_head, pb.largest_layer)),
+        "num_gpus": n, "gpus_per_node": card.hardware.gpus_per_node,
+        "micro_batch_size": card.batch.micro_batch_size, "seq_len": card.batch.seq_len,
+        "gradient_checkpointing": card.parallel.gradient_checkpointing,
+        "dtype": card.weights_dtype.value if card.scope.value == "full" else "bf16",
+        "strategy": card.parallel.strategy.value if n > 1 else "single",
+        "scope": card.scope.value,
+        # a nominal 1 TiB card: llm-analysis refuses a case that does not fit; part (a) has no capacity
+        "gpu_memory_bytes": 2**40,
+        "master_weights": prec.master_weights.value,
+        "optimizer_states": "fp32" if prec.optimizer_states.value == "fp32" else "same_as_weights",
+    }
+
+
+def run_peers(cases: list[dict[str, Any]], progress=None) -> dict[str, list[Any]]:
+    """Each peer once over the whole list; a peer that fails gives Unsupported for every case."""
+    import peers
+
+    calls = {
+        "deepspeed_zero2": peers.deepspeed_zero2_many,
+        "deepspeed_zero3": peers.deepspeed_zero3_many,
+        "llm_analysis": peers.llm_analysis_many,
+        "accelerate": peers.accelerate_estimate_many,
+    }
+    out: dict[str, list[Any]] = {}
+    for name, call in calls.items():
+        if progress:
+            progress(f"peer: {LABELS[name]}")
+        try:
+            out[name] = call(cases)
+        except Exception as exc:  # noqa: BLE001 - shown as unsupported, not a crash
+            reason = f"peer failed: {type(exc).__name__}: {exc}"[:200]
+            out[name] = [peers.Unsupported(reason) for _ in cases]
+    return out
+
+
+def _err(pred: float, meas: float) -> float:
+    return (pred - meas) / meas
+
+
+def trace_rows(cases, *, with_peers: bool = True, progress=None) -> list[dict[str, Any]]:
+    """One row per grid case: traced peak, trainfit's planned peak over the traced phases, the peers."""
+    from trainfit.plan import make_plan
+    from trainfit.spec.card import load_card_dict
+    from trainfit.trace.api import TraceRequest, trace_step
+
+    rows: list[dict[str, Any]] = []
+    pcases: list[dict[str, Any]] = []
+    for i, case in enumerate(cases):
+        row: dict[str, Any] = {"case": case.name, "slow": type(case).__name__ == "CatalogCase",
+                               "arch": case.arch, "scope": case.scope, "attention": case.attention,
+                               "gradient_checkpointing": case.ckpt, "world_size": case.world_size,
+                               "seq_len": case.seq_len, "micro_batch_size": case.micro_batch_size,
+                               "optimizer_impl": case.optimizer_impl, "precision": case.precision,
+                               "metric": "allocated"}
+        card = case.card()
+        if progress:
+            progress(i, case.name, 0.0, "plan")
+        plan = make_plan(load_card_dict(card))
+        kw = case.trace_kwargs()
+        try:
+            traced = trace_step(TraceRequest(**kw),
+                                progress=(lambda label, frac, i=i, n=case.name: progress(i, n, frac, label))
+                                if progress else None)
+        except Exception as exc:  # noqa: BLE001 - an untraceable case is kept, unscored
+            traced = None
+            row["trace_error"] = f"{type(exc).__name__}: {exc}"[:300]
+        planned = {p.phase.value: float(p.allocated) for p in plan.phases}
+        if traced is not None:
+            measured = {p.name: int(p.peak_bytes) for p in traced.phases}
+            peak_planned = max(planned[k] for k in measured)
+            plan_phase = max(measured, key=lambda k: planned[k])
+            row.update(
+                traced_bytes=int(traced.peak_bytes), traced_peak_phase=traced.peak_phase,
+                traced_phases=measured, trace_seconds=round(traced.seconds, 2),
+                layers_traced=list(traced.layers_traced), extrapolated=bool(traced.extrapolated),
+                trainfit_bytes=peak_planned, trainfit_error=_err(peak_planned, traced.peak_bytes),
+                trainfit_peak_phase=plan_phase, peak_phase_match=plan_phase == traced.peak_phase,
+                trainfit_phases={k: planned[k] for k in measured},
+            )
+        else:
+            row.update(traced_bytes=None, trainfit_bytes=max(planned.values()), trainfit_error=None,
+                       peak_phase_match=None)
+        rows.append(row)
+        pcases.append(peer_case(card, kw["hf_config"]))
+        if progress:
+            progress(i, case.name, 1.0, "done")
+    if with_peers:
+        results = run_peers(pcases, progress=(lambda label: progress(len(cases), label, 0.0, "")) if progress else None)
+        for i, row in enumerate(rows):
+            for name in PEERS:
+                r = results[name][i]
+                if hasattr(r, "reason"):
+                    row[f"{name}_bytes"] = f"unsupported: {r.reason}"
+                    row[f"{name}_error"] = None
+                else:
+                    row[f"{name}_bytes"] = float(r)
+                    row[f"{name}_error"] = _err(float(r), row["traced_bytes"]) if row["traced_bytes"] else None
+    return rows
+
+
+def trace_summary(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per tool: cases scored, median / signed median / worst |error| (with the case); trainfit's phase matches."""
+    out: dict[str, dict[str, Any]] = {}
+    for tool in TOOLS:
+        scored = [(r["case"], r[f"{tool}_error"]) for r in rows if r.get(f"{tool}_error") is not None]
+        v: dict[str, Any] = {"points": len(scored), "cases": len(rows),
+                             "fit_verdicts_correct": None,
+                             "fit_verdict_note": "not meaningful: fake-tensor traces have no GPU capacity"}
+        if scored:
+            worst_case, worst = max(scored, key=lambda t: abs(t[1]))
+            v.update(median_abs_error=statistics.median(abs(e) for _, e in scored),
+                     median_signed_error=statistics.median(e for _, e in scored),
+                     worst_abs_error=abs(worst), worst_case=worst_case,
+                     within_2pct=sum(abs(e) <= 0.02 for _, e in scored),
+                     within_10pct=sum(abs(e) <= 0.10 for _, e in scored))
+        else:
+            v.update(median_abs_error=None, median_signed_error=None, worst_abs_error=None, worst_case=None)
+        if tool == "trainfit":
+            m = [r["peak_phase_match"] for r in rows if r.get("peak_phase_match") is not None]
+            v.update(peak_phase_matches=sum(m), peak_phase_cases=len(m))
+        out[tool] = v
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# rendering
+# --------------------------------------------------------------------------------------------
+
+
+def _gib(b: float) -> str:
+    return f"{b / GIB:.2f}"
+
+
+def _pct(e: float) -> str:
+    return f"{e * 100:+.1f}%"
+
+
+class _Reasons:
+    """Numbers the distinct 'unsupported' reasons of a table so the cells stay short."""
+
+    def __init__(self) -> None:
+        self.items: dict[str, list[str]] = {}
+
+    def ref(self, tool: str, reason: str) -> str:
+        tools = self.items.setdefault(reason, [])
+        if LABELS[tool] not in tools:
+            tools.append(LABELS[tool])
+        return f"unsup. [{list(self.items).index(reason) + 1}]"
+
+    def render(self) -> str:
+        if not self.items:
+            return ""
+        return "\n".join(["Unsupported, why:", ""]
+                         + [f"{i + 1}. {r} ({', '.join(t)})" for i, (r, t) in enumerate(self.items.items())])
+
+
+def _cell(row: dict[str, Any], tool: str, reasons: _Reasons) -> str:
+    b = row.get(f"{tool}_bytes")
+    if b is None:
+        return "—"
+    if isinstance(b, str):
+        return reasons.ref(tool, b.removeprefix("unsupported: "))
+    e = row.get(f"{tool}_error")
+    return _gib(b) if e is None else f"{_gib(b)} ({_pct(e)})"
+
+
+def md_trace_table(rows: list[dict[str, Any]]) -> str:
+    reasons = _Reasons()
+    head = ["case", "traced GiB", "traced peak phase", "trainfit GiB (err)", "phase match"] + [LABELS[p] for p in PEERS]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        if r["traced_bytes"] is None:
+            traced, phase, tf, match = "trace failed", "—", f"{_gib(r['trainfit_bytes'])} (unscored)", "—"
+        else:
+            traced, phase = _gib(r["traced_bytes"]), r["traced_peak_phase"]
+            tf = f"{_gib(r['trainfit_bytes'])} ({_pct(r['trainfit_error'])})"
+            match = "yes" if r["peak_phase_match"] else f"no ({r['trainfit_peak_phase']})"
+        name = f"`{r['case']}`"
+        lines.append("| " + " | ".join([name, traced, phase, tf, match, *(_cell(r, p, reasons) for p in PEERS)]) + " |")
+    failed = [r for r in rows if r.get("trace_error")]
+    extra = [reasons.render()] + [f"- trace of `{r['case']}` failed: {r['trace_error']}" for r in failed]
+    return "\n".join(lines) + "\n\n" + "\n".join(x for x in extra if x)
+
+
+def md_published_table(rows: list[dict[str, Any]]) -> str:
+    reasons = _Reasons()
+    head = ["id", "model", "method", "GPUs", "metric", "measured GiB", "trainfit GiB (err)"] + \
+        [LABELS[p] for p in PEERS] + ["flags"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    tf_unsup = []
+    for r in rows:
+        flags = ", ".join(f for f, on in (("ambiguous", r["ambiguous"]), ("approx-seq", r["approx_seq"])) if on)
+        if isinstance(r["trainfit_bytes"], str):
+            tf = "unsupported"
+            tf_unsup.append(f"- #{r['id']}: trainfit {r['trainfit_bytes']}")
+        else:
+            tf = f"{_gib(r['trainfit_bytes'])} ({_pct(r['trainfit_error'])})"
+            if r.get("trainfit_verdict_correct") is False:
+                tf += " ✗"
+        cells = []
+        for p in PEERS:
+            c = _cell(r, p, reasons)
+            if r.get(f"{p}_verdict_correct") is False:
+                c += " ✗"
+            cells.append(c)
+        lines.append("| " + " | ".join([str(r["id"]), r["model"], r["method"], r["gpus"], r["metric"],
+                                          _gib(r["measured_bytes"]), tf, *cells, flags]) + " |")
+    notes = ["✗ = the tool says the run does not fit its GPU (every published run did fit)."]
+    if tf_unsup:
+        notes += ["", "Points trainfit does not model (kept, unscored):", ""] + tf_unsup
+    rr = reasons.render()
+    return "\n".join(lines) + "\n\n" + "\n".join(notes) + ("\n\n" + rr if rr else "")
+
+
+def md_summary(s: dict[str, dict[str, Any]], *, part: str) -> str:
+    key = "worst_case" if part == "a" else "worst_id"
+    if part == "a":
+        head = ["tool", "cases scored", "median abs err", "median signed", "worst abs err (case)", "within 2%",
+                "peak phase match", "fit/OOM verdict"]
+    else:
+        head = ["tool", "points scored", "median abs err", "median signed", "worst abs err (point)",
+                "median abs err, unambiguous", "fit/OOM verdict right"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for tool, v in s.items():
+        total = v.get("cases")
+        pts = f"{v['points']} of {total}" if total is not None else str(v["points"])
+        if not v["points"]:
+            lines.append("| " + " | ".join([LABELS[tool], pts] + [""] * (len(head) - 2)) + " |")
+            continue
+        worst = f"{v['worst_abs_error'] * 100:.1f}% ({'`' + str(v[key]) + '`' if part == 'a' else '#' + str(v[key])})"
+        base = [LABELS[tool], pts, f"{v['median_abs_error'] * 100:.1f}%", _pct(v["median_signed_error"]), worst]
+        if part == "a":
+            phase = f"{v['peak_phase_matches']} of {v['peak_phase_cases']}" if "peak_phase_matches" in v else "n/a"
+            base += [f"{v['within_2pct']} of {v['points']}", phase, "n/a"]
+        else:
+            unfl = v.get("median_abs_error_unflagged")
+            base += ["" if unfl is None else f"{unfl * 100:.1f}% (n={v['points_unflagged']})",
+                     "" if v.get("fit_verdicts_correct") is None
+                     else f"{v['fit_verdicts_correct'] * 100:.0f}% of {v['fit_verdicts']}"]
+        lines.append("| " + " | ".join(base) + " |")
+    return "\n".join(lines)
+
+
+def coverage_note(s: dict[str, dict[str, Any]], unit: str) -> str:
+    """An honest line on peers that score fewer points than trainfit (their medians cover other sets)."""
+    n_tf = s["trainfit"]["points"]
+    fewer = [f"{LABELS[t]} {v['points']}" for t, v in s.items() if t != "trainfit" and v["points"] < n_tf]
+    if not fewer:
+        return ""
+    return (f"Coverage: trainfit scores {n_tf} {unit}; the peers score fewer ({', '.join(fewer)}): they cannot "
+            f"model the rest (the reasons are listed under the table below). Their medians are over those smaller, easier-to-model subsets, so they are "
+            f"not directly comparable with trainfit's.")
+
+
+# --------------------------------------------------------------------------------------------
+# environment
+# --------------------------------------------------------------------------------------------
+
+
+def _sh(*cmd: str) -> str:
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=10, cwd=ROOT).stdout.strip()
+    except Exception:  # noqa: BLE001
+        return ""
+
+
+def _peer_version(env: str, dist: str) -> str | None:
+    for d in sorted((ROOT / ".peers" / env).glob(f"lib/python*/site-packages/{dist}-*.dist-info")):
+        return d.name.removeprefix(f"{dist}-").removesuffix(".dist-info")
+    return None
+
+
+def environment() -> dict[str, Any]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    import trainfit
+
+    def v(name: str) -> str | None:
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            return None
+
+    cpu = ""
+    try:
+        cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
+                    if ln.startswith("model name")), "")
+    except OSError:
+        pass
+    import peers
+
+    acc_py = peers._python("accelerate")
+    return {
+        "date": _sh("date"),
+        "git_commit": _sh("git", "rev-parse", "--short", "HEAD") or None,
+        "machine": f"{platform.system()} {platform.release()} {platform.machine()}; {cpu}".strip("; "),
+        "python": platform.python_version(),
+        "trainfit": trainfit.__version__,
+        "torch": v("torch"), "transformers": v("transformers"), "peft": v("peft"),
+        "peers": {
+            "deepspeed": _peer_version("deepspeed", "deepspeed"),
+            "llm-analysis": _peer_version("llm-analysis", "llm_analysis"),
+            "accelerate": v("accelerate") if acc_py == ROOT / ".venv" / "bin" / "python"
+            else _peer_version("accelerate", "accelerate"),
+        },
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# main
+# --------------------------------------------------------------------------------------------
+
+
+def render_md(data: dict[str, Any]) -> str:
+    env = data["environment"]
+    a, b = data["part_a"], data["part_b"]
+    p = env["peers"]
+    out = [
+        "# Accuracy: trainfit and its peers",
+        "",
+        "Generated by `benchmarks/accuracy.py`; do not edit by hand. Regenerate with",
+        "",
+        "```",
+        ".venv/bin/python benchmarks/accuracy.py            # with the slow full-size Qwen3-8B traces",
+        ".venv/bin/python benchmarks/accuracy.py --no-slow  # without them",
+        "```",
+        "",
+        "(the peers need their environments: `bash benchmarks/peers_env.sh`).",
+        "",
+        f"- Date: {env['date']}; commit {env['git_commit']}; runtime {data['runtime_s']:.0f} s"
+        + (" (slow cases skipped)" if not data["with_slow"] else ""),
+        f"- Machine: {env['machine']}; Python {env['python']}",
+        f"- Versions: trainfit {env['trainfit']}, torch {env['torch']}, transformers {env['transformers']}, "
+        f"peft {env['peft']}; peers: DeepSpeed {p['deepspeed']}, llm-analysis {p['llm-analysis']}, "
+        f"accelerate {p['accelerate']}",
+        "",
+        "Units: GiB = 2^30 bytes, two decimals. Error = (predicted − reference) / reference, signed: "
+        "+ over-predicts, − under-predicts.",
+        "",
+        "**Like with like.** Part (a) compares allocated bytes with allocated bytes: the trace counts the live "
+        "tensors of one steady-state training step (forward, backward, optimizer step) on fake tensors, and "
+        "trainfit's figure is its planned *allocated* peak over those same phases. Part (b) compares each "
+        "published measurement with trainfit's figure of the same metric: allocated (torch "
+        "`max_memory_allocated` / peak active) with planned allocated, reserved (`max_memory_reserved`) with "
+        "planned reserved, device (nvidia-smi) with planned device. The peers give one per-GPU number each; "
+        "it is compared with the same reference as trainfit's. Each peer's model:",
+        "",
+        "- DeepSpeed ZeRO-2 / ZeRO-3: `estimate_zero{2,3}_model_states_mem_needs` — model states only (mixed "
+        "precision, fp32 master, every parameter trained), no activations.",
+        "- llm-analysis: weights + master copy + Adam states + gradients + activations (flash attention), "
+        "ZeRO sharding; pure-bf16 runs are passed as 2-byte master / 4-byte moments.",
+        "- accelerate `estimate-memory`: the largest single component of (weights, grads, Adam states, step), "
+        "not their sum; one GPU only.",
+        "",
+        "A peer that cannot model a case (LoRA/QLoRA for all of them, multi-GPU for accelerate, ...) is shown "
+        "as `unsup. [n]` with the reason listed under the table; no case is dropped.",
+        "",
+        f"## (a) trainfit vs the fake-tensor trace ({a['summary']['trainfit']['cases']} cases)",
+        "",
+        "Cases: `trainfit.accuracy.grid.GRID` (small random-dimension models)"
+        + (" and `SLOW_GRID` (full-size Qwen3-8B, traced at shallow depth and extrapolated)"
+           if data["with_slow"] else "") + ". Metric: allocated. "
+        "The fit/OOM verdict is not meaningful here (the traces run on fake tensors, with no GPU capacity), "
+        "so it is not scored. Peers are scored against the same traced peak.",
+        "",
+        "### Summary",
+        "",
+        md_summary(a["summary"], part="a"),
+        "",
+        coverage_note(a["summary"], "cases"),
+        "",
+        "### Cases",
+        "",
+        md_trace_table(a["rows"]),
+        "",
+        f"## (b) trainfit vs published measurements ({len(b['rows'])} points)",
+        "",
+        "From `benchmarks/published.py`: the measurements are read at run time from "
+        "`shared/reference/measured_points.json` (not copied into the repository); each point's mapping to a "
+        "run card and its metric are documented there. Flags: *ambiguous* = the source's metric or setup is "
+        "uncertain; *approx-seq* = variable-length data mapped to its longest (peak-setting) length. "
+        "The fit/OOM verdict is scored against the point's GPU (every published run fitted).",
+        "",
+        "### Summary",
+        "",
+        md_summary(b["summary"], part="b"),
+        "",
+        coverage_note(b["summary"], "points"),
+        "",
+        "### Points",
+        "",
+        md_published_table(b["rows"]),
+        "",
+    ]
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--no-slow", action="store_true", help="skip SLOW_GRID (the full-size Qwen3-8B traces)")
+    ap.add_argument("--no-peers", action="store_true", help="score trainfit only")
+    ap.add_argument("--out", type=Path, default=HERE, help="directory for accuracy.md / accuracy.json")
+    args = ap.parse_args(argv)
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    warnings.filterwarnings("ignore", category=FutureWarning)
+    warnings.filterwarnings("ignore", category=UserWarning)
+
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
+
+    from trainfit.accuracy.grid import GRID, SLOW_GRID
+
+    import published
+
+    t0 = time.perf_counter()
+    cases = list(GRID) + ([] if args.no_slow else list(SLOW_GRID))
+    console = Console(stderr=True)
+    # steps: one per traced case, one for the part (a) peers, one for part (b)
+    n_steps = len(cases) + 2
+    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TaskProgressColumn(),
+                  TimeElapsedColumn(), TextColumn("{task.fields[detail]}"), console=console,
+                  transient=False) as prog:
+        task = prog.add_task("accuracy", total=n_steps, detail="")
+
+        def report(i: int, name: str, frac: float, label: str) -> None:
+            if i < len(cases):
+                prog.update(task, completed=i + min(max(frac, 0.0), 1.0),
+                            description=f"(a) {i + 1}/{len(cases)}", detail=f"{name}: {label}")
+            else:
+                prog.update(task, completed=len(cases), description="(a) peers", detail=name)
+
+        rows_a = trace_rows(cases, with_peers=not args.no_peers, progress=report)
+        prog.update(task, completed=len(cases) + 1, description="(b) published", detail="plans and peers")
+        rows_b = published.published_rows(with_peers=not args.no_peers)
+        prog.update(task, completed=n_steps, description="done", detail="")
+
+    data: dict[str, Any] = {
+        "generated_by": "benchmarks/accuracy.py",
+        "with_slow": not args.no_slow,
+        "with_peers": not args.no_peers,
+        "units": {"bytes": "bytes", "GiB": GIB},
+        "error_definition": "(predicted - reference) / reference",
+        "environment": environment(),
+        "part_a": {"description": "trainfit planned allocated peak over the traced phases (and each peer's "
+                                  "per-GPU figure) vs the fake-tensor traced allocated peak",
+                   "rows": rows_a, "summary": trace_summary(rows_a)},
+        "part_b": {"description": "trainfit (like-for-like metric) and each peer vs published measurements "
+                                  "(benchmarks/published.py)",
+                   "reference": str(published.reference_path()),
+                   "rows": rows_b, "summary": published.summary(rows_b)},
+    }
+    data["runtime_s"] = round(time.perf_counter() - t0, 1)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "accuracy.json").write_text(json.dumps(data, indent=1, default=str) + "\n")
+    (args.out / "accuracy.md").write_text(render_md(data))
+    console.print(f"wrote {args.out / 'accuracy.md'} and {args.out / 'accuracy.json'} in {data['runtime_s']:.0f} s")
+    print("(a) vs trace\n" + md_summary(data["part_a"]["summary"], part="a"))
+    print("\n(b) vs published\n" + md_summary(data["part_b"]["summary"], part="b"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -103,10 +103,8 @@ _MLP = ["gate_proj", "up_proj", "down_proj"]
 A6000 = {"gpu": "custom", "gpu_memory_gib": 47.99, "gpus_per_node": 1}
 """RTX A6000: 48 GB GDDR6, 49,140 MiB in nvidia-smi = 47.99 GiB; not in the GPU catalog."""
 
-_TT_LORA_NOTE = ("torchtune LoRA keeps adapters in bf16 and does not upcast the adapter input; trainfit's "
-                 "LoRA model is PEFT's (fp32 adapters, fp32 input copy per wrapped module): small "
-                 "overestimate of adapter/optimizer bytes and of LoRA activations (recomputed layer only "
-                 "under checkpointing)")
+_TT_LORA_NOTE = ("torchtune LoRA keeps adapters in bf16 and does not upcast the adapter input: "
+                 "lora.adapter_dtype bf16")
 _TT_CHUNKED_NOTE = ("torchtune CEWithChunkedOutputLoss: the output projection is split into 8 chunks and "
                     "each chunk is upcast to fp32 in the loss, but every bf16 logit chunk is alive at once "
                     "(2 B/logit); trainfit's loss.chunked models Liger's fused linear-CE (no full logits)")
@@ -148,7 +146,7 @@ POINTS: dict[int, dict[str, Any]] = {
     3: {
         "card": {
             "model": "meta-llama/Llama-3.1-8B", "scope": "lora",
-            "lora": {"rank": 8, "alpha": 16, "targets": ["q_proj", "v_proj"]},
+            "lora": {"rank": 8, "alpha": 16, "adapter_dtype": "bf16", "targets": ["q_proj", "v_proj"]},
             "precision": _TT_PURE_BF16,
             "hardware": {"gpu": "rtx4090", "gpus_per_node": 1},
             "parallel": {"strategy": "single", "gradient_checkpointing": True, "compile": True},
@@ -161,7 +159,7 @@ POINTS: dict[int, dict[str, Any]] = {
     4: {
         "card": {
             "model": "meta-llama/Llama-3.1-8B", "scope": "lora",
-            "lora": {"rank": 8, "alpha": 16, "targets": ["q_proj", "v_proj"]},
+            "lora": {"rank": 8, "alpha": 16, "adapter_dtype": "bf16", "targets": ["q_proj", "v_proj"]},
             "precision": _TT_PURE_BF16,
             "hardware": A6000,
             "parallel": {"strategy": "single", "gradient_checkpointing": True, "compile": True},
@@ -175,7 +173,7 @@ POINTS: dict[int, dict[str, Any]] = {
     5: {
         "card": {
             "model": "meta-llama/Llama-3.1-8B", "scope": "qlora",
-            "lora": {"rank": 8, "alpha": 16, "targets": _ATTN + _MLP},
+            "lora": {"rank": 8, "alpha": 16, "adapter_dtype": "bf16", "targets": _ATTN + _MLP},
             "precision": _TT_QLORA,
             "hardware": {"gpu": "rtx4090", "gpus_per_node": 1},
             "parallel": {"strategy": "single", "gradient_checkpointing": True, "compile": True},
@@ -206,7 +204,7 @@ POINTS: dict[int, dict[str, Any]] = {
     7: {
         "card": {
             "model": "meta-llama/Llama-3.1-70B", "scope": "lora",
-            "lora": {"rank": 16, "alpha": 32, "targets": ["q_proj", "k_proj", "v_proj"]},
+            "lora": {"rank": 16, "alpha": 32, "adapter_dtype": "bf16", "targets": ["q_proj", "k_proj", "v_proj"]},
             "precision": _TT_PURE_BF16,
             "hardware": {"gpu": "a100-80gb", "gpus_per_node": 8},
             "parallel": {"strategy": "fsdp", "gradient_checkpointing": True, "compile": True},
@@ -219,7 +217,7 @@ POINTS: dict[int, dict[str, Any]] = {
     8: {
         "card": {
             "model": {"params": 405_853_388_800, "reference": "meta-llama/Llama-3.1-70B"}, "scope": "qlora",
-            "lora": {"rank": 16, "alpha": 32, "targets": _ATTN + _MLP},
+            "lora": {"rank": 16, "alpha": 32, "adapter_dtype": "bf16", "targets": _ATTN + _MLP},
             "precision": _TT_QLORA,
             "hardware": {"gpu": "a100-80gb", "gpus_per_node": 8},
             "parallel": {"strategy": "fsdp", "gradient_checkpointing": True, "compile": True},
@@ -236,7 +234,7 @@ POINTS: dict[int, dict[str, Any]] = {
     9: {
         "card": {
             "model": "meta-llama/Llama-2-7b-hf", "scope": "qlora",
-            "lora": {"rank": 8, "alpha": 16, "targets": _ATTN + _MLP},
+            "lora": {"rank": 8, "alpha": 16, "adapter_dtype": "bf16", "targets": _ATTN + _MLP},
             "precision": dict(_TT_QLORA, optimizer_impl="foreach"),
             "hardware": {"gpu": "rtx4090", "gpus_per_node": 1},
             "parallel": {"strategy": "single", "gradient_checkpointing": True, "compile": True},
@@ -250,7 +248,7 @@ POINTS: dict[int, dict[str, Any]] = {
     10: {
         "card": {
             "model": "meta-llama/Llama-2-7b-hf", "scope": "lora",
-            "lora": {"rank": 8, "alpha": 16, "targets": ["q_proj", "v_proj"]},
+            "lora": {"rank": 8, "alpha": 16, "adapter_dtype": "bf16", "targets": ["q_proj", "v_proj"]},
             "precision": _TT_PURE_BF16_FOREACH,
             "hardware": {"gpu": "rtx4090", "gpus_per_node": 1},
             "parallel": {"strategy": "single", "gradient_checkpointing": True},
@@ -263,7 +261,7 @@ POINTS: dict[int, dict[str, Any]] = {
     11: {
         "card": {
             "model": "meta-llama/Llama-2-7b-hf", "scope": "lora",
-            "lora": {"rank": 8, "alpha": 16, "targets": ["q_proj", "v_proj"]},
+            "lora": {"rank": 8, "alpha": 16, "adapter_dtype": "bf16", "targets": ["q_proj", "v_proj"]},
             "precision": _TT_PURE_BF16_FOREACH,
             "hardware": {"gpu": "rtx4090", "gpus_per_node": 2},
             "parallel": {"strategy": "fsdp", "gradient_checkpointing": False},
@@ -304,7 +302,7 @@ POINTS: dict[int, dict[str, Any]] = {
     14: {
         "card": {
             "model": "meta-llama/Llama-2-70b-hf", "scope": "lora",
-            "lora": {"rank": 16, "alpha": 32, "targets": ["q_proj", "k_proj", "v_proj"]},
+            "lora": {"rank": 16, "alpha": 32, "adapter_dtype": "bf16", "targets": ["q_proj", "k_proj", "v_proj"]},
             "precision": _TT_PURE_BF16_FOREACH,
             "hardware": {"gpu": "a100-80gb", "gpus_per_node": 8},
             "parallel": {"strategy": "fsdp", "gradient_checkpointing": True},
@@ -331,7 +329,7 @@ POINTS: dict[int, dict[str, Any]] = {
     16: {
         "card": {
             "model": "meta-llama/Llama-2-7b-hf", "scope": "qlora",
-            "lora": {"rank": 8, "alpha": 16, "targets": _ATTN + _MLP},
+            "lora": {"rank": 8, "alpha": 16, "adapter_dtype": "bf16", "targets": _ATTN + _MLP},
             "precision": dict(_TT_QLORA, optimizer_impl="foreach"),
             "hardware": {"gpu": "rtx4090", "gpus_per_node": 1},
             "parallel": {"strategy": "single", "gradient_checkpointing": True},
@@ -345,7 +343,7 @@ POINTS: dict[int, dict[str, Any]] = {
     17: {
         "card": {
             "model": "meta-llama/Llama-2-7b-hf", "scope": "lora",
-            "lora": {"rank": 8, "alpha": 16, "targets": ["q_proj", "v_proj"]},
+            "lora": {"rank": 8, "alpha": 16, "adapter_dtype": "bf16", "targets": ["q_proj", "v_proj"]},
             "precision": _TT_PURE_BF16_FOREACH,
             "hardware": {"gpu": "a100-80gb", "gpus_per_node": 1},
             "parallel": {"strategy": "single", "gradient_checkpointing": True},
@@ -358,7 +356,7 @@ POINTS: dict[int, dict[str, Any]] = {
     18: {
         "card": {
             "model": "meta-llama/Llama-2-7b-hf", "scope": "lora",
-            "lora": {"rank": 64, "alpha": 128, "targets": _ATTN + _MLP},
+            "lora": {"rank": 64, "alpha": 128, "adapter_dtype": "bf16", "targets": _ATTN + _MLP},
             "precision": _TT_PURE_BF16_FOREACH,
             "hardware": {"gpu": "a100-80gb", "gpus_per_node": 1},
             "parallel": {"strategy": "single", "gradient_checkpointing": True},
@@ -398,7 +396,7 @@ POINTS: dict[int, dict[str, Any]] = {
     21: {
         "card": {
             "model": "meta-llama/Llama-2-7b-hf", "scope": "lora",
-            "lora": {"rank": 8, "alpha": 16, "targets": ["q_proj", "v_proj"]},
+            "lora": {"rank": 8, "alpha": 16, "adapter_dtype": "bf16", "targets": ["q_proj", "v_proj"]},
             "precision": _TT_PURE_BF16_FOREACH,
             "hardware": {"gpu": "rtx4090", "gpus_per_node": 2},
             "parallel": {"strategy": "fsdp", "gradient_checkpointing": False},
@@ -492,7 +490,7 @@ POINTS: dict[int, dict[str, Any]] = {
     29: {
         "card": {
             "model": "meta-llama/Llama-3.2-3B", "scope": "lora",
-            "lora": {"rank": 64, "alpha": 128, "targets": ["q_proj", "v_proj", "o_proj"] + _MLP},
+            "lora": {"rank": 64, "alpha": 128, "adapter_dtype": "bf16", "targets": ["q_proj", "v_proj", "o_proj"] + _MLP},
             "precision": _TT_PURE_BF16,
             "hardware": {"gpu": "a100-80gb", "gpus_per_node": 1},
             "parallel": {"strategy": "single", "gradient_checkpointing": True, "compile": True,
@@ -507,7 +505,7 @@ POINTS: dict[int, dict[str, Any]] = {
     30: {
         "card": {
             "model": "meta-llama/Llama-3.2-3B", "scope": "qlora",
-            "lora": {"rank": 64, "alpha": 128, "targets": ["q_proj", "v_proj", "o_proj"] + _MLP},
+            "lora": {"rank": 64, "alpha": 128, "adapter_dtype": "bf16", "targets": ["q_proj", "v_proj", "o_proj"] + _MLP},
             "precision": _TT_QLORA,
             "hardware": {"gpu": "a100-80gb", "gpus_per_node": 1},
             "parallel": {"strategy": "single", "gradient_checkpointing": True, "compile": True,
@@ -522,7 +520,7 @@ POINTS: dict[int, dict[str, Any]] = {
     31: {
         "card": {
             "model": "meta-llama/Llama-3.1-8B", "scope": "lora",
-            "lora": {"rank": 8, "alpha": 16, "targets": ["q_proj", "v_proj"]},
+            "lora": {"rank": 8, "alpha": 16, "adapter_dtype": "bf16", "targets": ["q_proj", "v_proj"]},
             "precision": _TT_PURE_BF16_FOREACH,
             "hardware": {"gpu": "a100-80gb", "gpus_per_node": 1},
             "parallel": {"strategy": "single", "gradient_checkpointing": True},

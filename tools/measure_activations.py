@@ -129,24 +129,26 @@ def measure(
     detail: bool = False,
     patch: bool = True,
     seed: int = 0,
+    adapter_dtype: str = "fp32",
 ) -> Measurement:
     """Saved-for-backward bytes of one forward (labels=input_ids, no attention_mask)."""
     torch.set_num_threads(1)
     undo = _unpacked_batch_patch() if patch else (lambda: None)
     try:
         return _measure(cfg_dict, attn=attn, ckpt=ckpt, batch=batch, seq=seq, scope=scope, targets=targets,
-                        rank=rank, detail=detail, seed=seed)
+                        rank=rank, detail=detail, seed=seed, adapter_dtype=adapter_dtype)
     finally:
         undo()
 
 
-def _measure(cfg_dict, *, attn, ckpt, batch, seq, scope, targets, rank, detail, seed) -> Measurement:
+def _measure(cfg_dict, *, attn, ckpt, batch, seq, scope, targets, rank, detail, seed, adapter_dtype="fp32") -> Measurement:
     model = build_model(cfg_dict, attn, seed=seed)
     if scope == "lora":
         from peft import LoraConfig, get_peft_model
 
         tm = "all-linear" if targets == ("all-linear",) else list(targets)
-        model = get_peft_model(model, LoraConfig(r=rank, lora_alpha=2 * rank, target_modules=tm, lora_dropout=0.0))
+        model = get_peft_model(model, LoraConfig(r=rank, lora_alpha=2 * rank, target_modules=tm, lora_dropout=0.0),
+                               autocast_adapter_dtype=adapter_dtype == "fp32")
     elif scope == "frozen":
         model.requires_grad_(False)
     model.train()

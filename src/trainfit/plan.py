@@ -88,7 +88,12 @@ def trainable_spec(card: RunCard) -> TrainableSpec:
     return TrainableSpec(
         scope=card.scope,
         lora=LoraSpec(
-            rank=lo.rank, alpha=lo.alpha, targets=card.lora_targets, dropout=lo.dropout, double_quant=lo.double_quant
+            rank=lo.rank,
+            alpha=lo.alpha,
+            targets=card.lora_targets,
+            dropout=lo.dropout,
+            double_quant=lo.double_quant,
+            adapter_dtype_bytes=4 if lo.adapter_dtype.value == "fp32" else 2,
         ),
     )
 

@@ -34,18 +34,21 @@ RANK = 4
 FAMILIES = ["llama", "mistral", "qwen2", "qwen3", "qwen3_moe", "gemma2", "qwen3_5_text"]
 
 
-def _trainable(scope: str, targets: tuple[str, ...]) -> TrainableSpec:
+def _trainable(scope: str, targets: tuple[str, ...], adapter_dtype: str = "fp32") -> TrainableSpec:
     if scope == "full":
         return TrainableSpec(scope=Scope.FULL)
-    return TrainableSpec(scope=Scope.LORA, lora=LoraSpec(rank=RANK, targets=targets))
+    nbytes = 4 if adapter_dtype == "fp32" else 2
+    return TrainableSpec(scope=Scope.LORA, lora=LoraSpec(rank=RANK, targets=targets, adapter_dtype_bytes=nbytes))
 
 
-def _check(family, attn, ckpt, scope, targets=("all-linear",), batch=1, seq=48):
+def _check(family, attn, ckpt, scope, targets=("all-linear",), batch=1, seq=48, adapter_dtype="fp32"):
     cfg = ma.TINY_CONFIGS[family]
     spec = spec_from_hf_config(cfg, name=f"tiny-{family}", source="test")
-    m = ma.measure(cfg, attn=attn, ckpt=ckpt, batch=batch, seq=seq, scope=scope, targets=targets, rank=RANK)
+    m = ma.measure(cfg, attn=attn, ckpt=ckpt, batch=batch, seq=seq, scope=scope, targets=targets, rank=RANK,
+                   adapter_dtype=adapter_dtype)
     pred = activation_bytes(
-        spec, micro_batch_size=batch, seq_len=seq, attention=Attention(attn), trainable=_trainable(scope, targets)
+        spec, micro_batch_size=batch, seq_len=seq, attention=Attention(attn),
+        trainable=_trainable(scope, targets, adapter_dtype),
     )
     layers = pred.checkpointed_per_layer if ckpt else pred.per_layer
     assert m.per_layer(spec.num_layers) == list(layers)
@@ -79,6 +82,16 @@ def test_exact(family, attn, ckpt, scope):
 def test_exact_shapes(family, batch, seq):
     _check(family, _attns(family)[0], False, "full", batch=batch, seq=seq)
     _check(family, _attns(family)[-1], False, "lora", ("q_proj", "v_proj"), batch=batch, seq=seq)
+
+
+@pytest.mark.parametrize("family", [f for f in FAMILIES if f != "qwen3_moe"])
+@pytest.mark.parametrize("attn", ["sdpa", "eager"])
+@pytest.mark.parametrize("targets", [("all-linear",), ("q_proj", "v_proj"), ("k_proj", "o_proj", "up_proj", "down_proj")])
+def test_exact_bf16_adapters(family, attn, targets):
+    """Adapters in the compute dtype (torchtune; PEFT with autocast_adapter_dtype=False): no fp32 casts."""
+    if family == "gemma2" and attn == "sdpa":
+        pytest.skip("transformers 5 runs Gemma-2 eager only")
+    _check(family, attn, False, "lora", targets, adapter_dtype="bf16")
 
 
 @pytest.mark.parametrize("family", FAMILIES)

@@ -40,7 +40,7 @@ like SDPA's for the non-gated families).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from trainfit.memory.lora import targeted_groups
 from trainfit.spec.enums import Attention, LayerKind, Scope
@@ -95,6 +95,10 @@ class _Ctx:
     full: bool
     targets: dict[str, int]  # short module name -> LoRA rank (rank multiplier applied)
     attention: Attention
+    adapter_bytes: int = FP32
+    """LoRA A/B dtype: fp32 (PEFT's default autocast_adapter_dtype) or bf16 (torchtune, PEFT without autocast)."""
+    saved_inputs: set = field(default_factory=set)
+    """bf16 adapters: module inputs already saved in the current layer (q/k/v share one, gate/up one)."""
 
 
 def _norm(ctx: _Ctx, *, width: int, rows: int, zero_centred: bool, x_rg: bool, const_width: int) -> tuple[int, bool]:
@@ -120,8 +124,32 @@ def _linear(ctx: _Ctx, name: str, in_features: int, x_rg: bool, *, input_saved: 
         out += ctx.T * ctx.a * in_features
     r = ctx.targets.get(name)
     if r is not None:
-        out += ctx.T * FP32 * (in_features + r)
+        out += _adapter_saved(ctx, name, in_features, r, input_saved=ctx.full)
     return out, x_rg or ctx.full or r is not None
+
+
+_SHARED_INPUT = {
+    "q_proj": "attn_in", "k_proj": "attn_in", "v_proj": "attn_in", "gate_proj": "mlp_in", "up_proj": "mlp_in",
+    "in_proj_qkv": "la_in", "in_proj_z": "la_in", "in_proj_b": "la_in", "in_proj_a": "la_in",
+}
+
+
+def _adapter_saved(ctx: _Ctx, name: str, in_features: int, r: int, *, input_saved: bool) -> int:
+    """What one LoRA-wrapped module saves on top of its base.
+
+    fp32 adapters on a bf16 base: PEFT casts the input to fp32 (4·in, a new tensor per module)
+    and ``lora_B`` saves the fp32 ``lora_A`` output (4r). Adapters in the compute dtype: no cast,
+    so ``lora_A`` saves the module's own input (shared by q/k/v and by gate/up: one storage, counted
+    once per layer, and nothing when something else already saves it) and ``lora_B`` the rank-r output.
+    """
+    if ctx.adapter_bytes == FP32:
+        return ctx.T * FP32 * (in_features + r)
+    out = ctx.T * ctx.a * r
+    key = _SHARED_INPUT.get(name, name)
+    if not input_saved and key not in ctx.saved_inputs:
+        out += ctx.T * ctx.a * in_features
+    ctx.saved_inputs.add(key)
+    return out
 
 
 def _rope_dim(spec: ModelSpec) -> int:
@@ -179,7 +207,9 @@ def _attention(ctx: _Ctx, spec: ModelSpec, x_rg: bool) -> tuple[int, bool]:
         total += T * a * qd
     r = ctx.targets.get("o_proj")
     if r is not None:
-        total += T * FP32 * (qd + r)
+        # o_proj's input is already saved when it is a view of SDPA's saved output, or in full mode
+        o_in_saved = ctx.full or not (o_in_copy or gated)
+        total += _adapter_saved(ctx, "o_proj", qd, r, input_saved=o_in_saved)
     return total, o_rg
 
 
@@ -321,6 +351,7 @@ def _layer(ctx: _Ctx, spec: ModelSpec, i: int, x_rg: bool) -> tuple[int, bool]:
     h = spec.hidden_size
     zc = spec.family in _ZERO_CENTRED_NORM
     four = spec.norms_per_layer == 4
+    ctx.saved_inputs.clear()
     total, n_rg = _norm(ctx, width=h, rows=1, zero_centred=zc, x_rg=x_rg, const_width=h)
     if spec.layer_kind(i) is LayerKind.FULL_ATTENTION:
         b, o_rg = _attention(ctx, spec, n_rg)
@@ -372,7 +403,9 @@ def activation_bytes(
     T = b * s
     a = compute_dtype_bytes
     full = trainable.scope is Scope.FULL
-    ctx = _Ctx(T=T, b=b, s=s, a=a, full=full, targets=_targets(spec, trainable), attention=attention)
+    adapter = trainable.lora.adapter_dtype_bytes if trainable.lora is not None else FP32
+    ctx = _Ctx(T=T, b=b, s=s, a=a, full=full, targets=_targets(spec, trainable), attention=attention,
+               adapter_bytes=adapter)
     per_layer = []
     # adapters without checkpointing: the frozen embedding's output needs no gradient, and the
     # residual stream only starts to need one after the first adapter (or trainable op)

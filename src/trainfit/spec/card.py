@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from trainfit.errors import CardError
 from trainfit.spec.enums import (
+    AdapterDtype,
     Attention,
     ComputeDtype,
     Dtype,
@@ -39,6 +40,9 @@ class LoraSection(_Section):
     targets: str | list[str] = Field("all-linear", description="'all-linear' or module names, e.g. [q_proj, v_proj].")
     dropout: float = Field(0.0, ge=0, lt=1)
     double_quant: bool = Field(True, description="QLoRA: bitsandbytes double quantization.")
+    adapter_dtype: AdapterDtype = Field(
+        AdapterDtype.FP32, description="fp32 (PEFT's default autocast_adapter_dtype) or bf16 (torchtune)."
+    )
 
 
 class PrecisionSection(_Section):

@@ -113,3 +113,10 @@ class OptimizerImpl(StrEnum):
     FUSED = "fused"
     FOREACH = "foreach"
     FOR_LOOP = "for_loop"
+
+
+class AdapterDtype(StrEnum):
+    """Dtype of LoRA A/B matrices."""
+
+    FP32 = "fp32"
+    BF16 = "bf16"

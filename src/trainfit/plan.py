@@ -19,7 +19,8 @@ from trainfit.memory.phases import PhasePeak, StepTerms, step_peaks
 from trainfit.memory.sharding import Sharding, make_sharding
 from trainfit.memory.weights import count_scale, total_params, weight_bytes
 from trainfit.spec.card import RunCard
-from trainfit.spec.enums import ComputeDtype, Dtype, MasterWeights, Offload, Phase, StatesDtype, Strategy
+from trainfit.errors import CardError
+from trainfit.spec.enums import ComputeDtype, Dtype, MasterWeights, Method, Offload, Phase, StatesDtype, Strategy
 from trainfit.spec.model import ModelSpec
 from trainfit.spec.training import LoraSpec, TrainableSpec
 from trainfit.units import BYTES_PER_DTYPE, GIB, MIB
@@ -27,7 +28,8 @@ from trainfit.units import BYTES_PER_DTYPE, GIB, MIB
 HOST_BYTES_PER_PROCESS = 3 * GIB
 """Assumed host RSS of one training process (Python, torch + CUDA libraries, data loader)."""
 _PERSISTENT = ("weights", "adapter_weights", "master_weights", "optimizer_states", "ddp_buckets", "gradients")
-OUTSIDE_ALLOCATOR = ("paged_optimizer_states",)
+OUTSIDE_ALLOCATOR = ("paged_optimizer_states", "rollout_engine")
+PAGEABLE = ("paged_optimizer_states",)
 """Components that nvidia-smi sees but torch's caching allocator does not (CUDA managed memory)."""
 
 
@@ -45,6 +47,15 @@ class PhaseResult:
 
 
 @dataclass(frozen=True, slots=True)
+class GroupPlan:
+    """One group of identical GPUs (colocated RL and SFT: 'all'; split RL: 'train' and 'rollout')."""
+
+    name: str
+    gpus: int
+    phases: tuple[PhaseResult, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Plan:
     card: RunCard
     spec: ModelSpec
@@ -57,6 +68,11 @@ class Plan:
     host_ram: dict[str, float]
     assumptions: tuple[str, ...]
     warnings: tuple[str, ...]
+    groups: tuple[GroupPlan, ...] = ()
+    worst_group: str = "all"
+    roles: tuple = ()
+    rollout: object | None = None
+    """``trainfit.methods.rl.RolloutSummary`` for PPO/GRPO."""
 
     @property
     def peak(self) -> PhaseResult:
@@ -70,7 +86,9 @@ class Plan:
 
     @property
     def fits(self) -> bool:
-        return self.peak.device <= self.capacity_bytes
+        """The worst GPU's device peak fits its card, and the rollout engine (if any) can start."""
+        engine_ok = self.rollout is None or self.rollout.engine_fits
+        return self.peak.device <= self.capacity_bytes and engine_ok
 
     @property
     def headroom_bytes(self) -> float:
@@ -216,6 +234,7 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         vocab_size=spec.vocab_size,
         hidden_size=spec.hidden_size,
         chunked=card.loss.chunked,
+        head_outputs=spec.head_outputs,
     )
     tokens = card.batch.micro_batch_size * card.batch.seq_len
     transient = tuple(_layer_backward_transient(spec, i, tokens=tokens, dtype_bytes=act_dtype) for i in range(layers))
@@ -271,7 +290,7 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         activations=act,
         gradient_checkpointing=card.parallel.gradient_checkpointing,
         logits=lg,
-        logits_grad_bf16=0.0 if card.loss.chunked else 2.0 * tokens * spec.vocab_size,
+        logits_grad_bf16=0.0 if card.loss.chunked else 2.0 * tokens * (spec.head_outputs or spec.vocab_size),
         layer_backward_transient=transient,
         optimizer_temporaries=temps_gpu,
         grad_accumulation=card.batch.grad_accum > 1,
@@ -339,20 +358,101 @@ def model_spec_of(card: RunCard) -> ModelSpec:
     return resolve_model(_model_ref(card), revision=_revision(card))
 
 
+def _card_with(card: RunCard, **paths: object) -> RunCard:
+    """A copy of the card with dotted fields replaced (validated again)."""
+    data = card.model_dump(mode="json", exclude_unset=True)
+    for dotted, value in paths.items():
+        node = data
+        *parents, leaf = dotted.split("__")
+        for p in parents:
+            node = node.setdefault(p, {})
+        node[leaf] = value
+    return RunCard.model_validate(data)
+
+
+def _phase_results(peaks, *, spec: ModelSpec, sharding: Sharding, card: RunCard, capacity: float) -> list[PhaseResult]:
+    large = _large_tensor_count(spec, sharding, card)
+    return [
+        _with_overhead(p, large_tensors=large, world_size=sharding.world_size, capacity=capacity) for p in peaks
+    ]
+
+
+def _sft_like(card: RunCard, spec: ModelSpec, gpu: GpuSpec):
+    """SFT, reward-model and DPO steps: one GPU group."""
+    from trainfit.methods.rl import dpo_reference_pass
+
+    sharding = make_sharding(
+        strategy=card.parallel.strategy, gpus_per_node=card.hardware.gpus_per_node, nodes=card.hardware.nodes
+    )
+    step_card, step_spec, notes = card, spec, []
+    if card.method is Method.RM:
+        # pairwise: chosen and rejected run as one batch; a scalar score head replaces lm_head
+        step_spec = replace(spec, head_outputs=1)
+        step_card = _card_with(card, batch__micro_batch_size=2 * card.batch.micro_batch_size)
+        notes.append("reward model: chosen+rejected pairs (2x micro-batch), scalar score head, no vocabulary logits")
+    elif card.method is Method.DPO:
+        step_card = _card_with(card, batch__micro_batch_size=2 * card.batch.micro_batch_size)
+        notes.append("DPO: chosen+rejected concatenated (2x micro-batch) through the policy")
+    terms, host, more = step_terms(step_card, step_spec, sharding)
+    peaks = step_peaks(terms)
+    if card.method is Method.DPO:
+        ref_w, ref_tr = dpo_reference_pass(spec, step_card, terms, weights_divisor=sharding.weights_divisor)
+        from trainfit.methods.roles import reference_placement
+
+        place = reference_placement(card)
+        notes.append(f"DPO reference: {place.value}")
+        base = {k: v for k, v in peaks[1].components.items() if k in _PERSISTENT}
+        extra = [PhasePeak(Phase.REF_LOGPROB, base | {"reference_weights": ref_w, "logprob_pass": ref_tr}, "reference log-probs")]
+        peaks = [peaks[0]] + (extra if ref_tr else []) + [
+            PhasePeak(p.phase, dict(p.components) | {"reference_weights": ref_w}, p.at) for p in peaks[1:]
+        ]
+    phases = _phase_results(peaks, spec=step_spec, sharding=sharding, card=card, capacity=gpu.memory_bytes)
+    groups = (GroupPlan("all", sharding.world_size, tuple(phases)),)
+    return sharding, groups, host, more + notes, None
+
+
+def _rl(card: RunCard, spec: ModelSpec, gpu: GpuSpec):
+    from trainfit.methods.rl import critic_spec_of, rl_groups
+    from trainfit.methods.roles import group_sizes
+
+    ro = card.rollout
+    ctx = spec.max_position_embeddings
+    if ctx is not None and ro.prompt_len + ro.response_len > ctx:
+        raise CardError(
+            f"rollout.response_len: prompt_len + response_len = {ro.prompt_len + ro.response_len} exceeds"
+            f" {spec.name}'s context of {ctx} tokens"
+        )
+    train_gpus, _ = group_sizes(card)
+    per_node = train_gpus // card.hardware.nodes
+    actor_card = _card_with(card, batch__seq_len=ro.prompt_len + ro.response_len, hardware__gpus_per_node=per_node)
+    sharding = make_sharding(strategy=card.parallel.strategy, gpus_per_node=per_node, nodes=card.hardware.nodes)
+    actor, host, notes = step_terms(actor_card, spec, sharding)
+    cspec = critic_spec_of(card, spec)
+    critic = step_terms(actor_card, cspec, sharding)[0] if cspec is not None else None
+    groups, summary, host2, notes2 = rl_groups(
+        card, spec, actor, critic, critic_spec=cspec, gpu_memory=gpu.usable_memory_bytes,
+        weights_divisor=sharding.weights_divisor,
+    )
+    host.update(host2)
+    out = []
+    for g in groups:
+        phases = _phase_results(g.peaks, spec=spec, sharding=sharding, card=card, capacity=gpu.memory_bytes)
+        out.append(GroupPlan(g.name, g.gpus, tuple(phases)))
+    if not summary.engine_fits:
+        notes2.append(f"ROLLOUT ENGINE CANNOT START: {summary.reason}")
+    return sharding, tuple(out), host, notes + notes2, summary
+
+
 def make_plan(card: RunCard) -> Plan:
     """The plan for a validated card."""
     spec = model_spec_of(card)
     gpu = gpu_of(card)
-    sharding = make_sharding(
-        strategy=card.parallel.strategy, gpus_per_node=card.hardware.gpus_per_node, nodes=card.hardware.nodes
-    )
-    terms, host, notes = step_terms(card, spec, sharding)
-    large = _large_tensor_count(spec, sharding, card)
-    phases = []
-    for peak in step_peaks(terms):
-        phases.append(
-            _with_overhead(peak, large_tensors=large, world_size=sharding.world_size, capacity=gpu.memory_bytes)
-        )
+    if card.method in (Method.PPO, Method.GRPO):
+        sharding, groups, host, notes, rollout = _rl(card, spec, gpu)
+    else:
+        sharding, groups, host, notes, rollout = _sft_like(card, spec, gpu)
+    worst = max(groups, key=lambda g: max(p.device for p in g.phases))
+    phases = worst.phases
     spill = max((p.components.get("paged_optimizer_states", 0.0) - p.paged_resident for p in phases), default=0.0)
     if spill > 0:
         host["paged_optimizer_spill"] = spill * min(card.hardware.gpus_per_node, sharding.world_size)
@@ -362,8 +462,12 @@ def make_plan(card: RunCard) -> Plan:
         round(lora_trainable_params(spec, trainable.lora) * count_scale(spec)) if trainable.lora else total_params(spec)
     )
     warnings = []
-    if card.parallel.strategy is Strategy.SINGLE and card.world_size > 1:
+    if card.parallel.strategy is Strategy.SINGLE and card.world_size > 1 and card.method not in (Method.PPO, Method.GRPO):
         warnings.append(f"strategy 'single' uses one GPU; the other {card.world_size - 1} are idle")
+    if rollout is not None and rollout.preempts:
+        warnings.append(f"rollout engine will preempt: {rollout.reason}")
+    from trainfit.methods.roles import roles_of
+
     return Plan(
         card=card,
         spec=spec,
@@ -376,6 +480,10 @@ def make_plan(card: RunCard) -> Plan:
         host_ram=host,
         assumptions=tuple(_assumptions(card, spec, sharding) + notes),
         warnings=tuple(warnings),
+        groups=groups,
+        worst_group=worst.name,
+        roles=tuple(roles_of(card, spec.name)) if card.method is not Method.SFT else (),
+        rollout=rollout,
     )
 
 
@@ -384,6 +492,7 @@ def _with_overhead(peak: PhasePeak, *, large_tensors: int, world_size: int, capa
         v for k, v in peak.components.items() if k not in _PERSISTENT + OUTSIDE_ALLOCATOR and k != "activations"
     )
     outside = sum(peak.components.get(k, 0.0) for k in OUTSIDE_ALLOCATOR)
+    pageable = sum(peak.components.get(k, 0.0) for k in PAGEABLE)
     oh = overhead_bytes(
         large_tensors=large_tensors if peak.phase is not Phase.LOAD else large_tensors // 4,
         transient_bytes=transient,
@@ -391,9 +500,9 @@ def _with_overhead(peak: PhasePeak, *, large_tensors: int, world_size: int, capa
     )
     allocated = peak.allocated - outside
     reserved = allocated + oh.rounding + oh.fragmentation + oh.cublas_workspace
-    device = reserved + oh.cuda_context + oh.nccl_buffers
+    device = reserved + oh.cuda_context + oh.nccl_buffers + (outside - pageable)
     # managed (paged) memory stays resident only as far as the card has room; the rest pages to host
-    resident = min(outside, max(0.0, capacity - device))
+    resident = min(pageable, max(0.0, capacity - device))
     comps = {k: v for k, v in peak.components.items() if v}
     return PhaseResult(peak.phase, peak.at, comps, allocated, reserved, device + resident, oh, resident)
 

@@ -133,6 +133,7 @@ def spec_from_hf_config(
         hidden_act=str(dec.get("hidden_act") or dec.get("hidden_activation") or "silu"),
         layer_types=layer_types,
         sliding_window=dec.get("sliding_window"),
+        max_position_embeddings=dec.get("max_position_embeddings"),
         linear_attention=linear,
         moe=moe,
         verified=verified,

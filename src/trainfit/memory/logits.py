@@ -61,15 +61,15 @@ def logits_bytes(
     hidden_size: int,
     chunked: bool = False,
     caller_holds_logits: bool = False,
-    outputs_per_token: int = 1,
+    head_outputs: int | None = None,
 ) -> LogitsBytes:
     """Bytes of the logits/loss path for one micro-batch.
 
-    ``outputs_per_token`` replaces V by the head width for scalar heads (reward model,
-    critic: 1), where the term becomes negligible.
+    ``head_outputs`` replaces V by the head width for scalar heads (reward model, critic: 1),
+    where the term becomes negligible.
     """
     tokens = micro_batch_size * seq_len
-    width = vocab_size if outputs_per_token == 1 else outputs_per_token
+    width = vocab_size if head_outputs is None else head_outputs
     if chunked:
         e = liger_chunk_rows(tokens=tokens, hidden_size=hidden_size, vocab_size=width) * width
         chunk = FORWARD_PEAK_BYTES_PER_LOGIT * min(e, tokens * width)

@@ -171,7 +171,10 @@ def param_breakdown(spec: ModelSpec) -> ParamBreakdown:
     """Exact parameter counts by component."""
     per_layer = [_layer_params(spec, i) for i in range(spec.num_layers)]
     embedding = spec.vocab_size * spec.hidden_size
-    lm_head = 0 if spec.tie_word_embeddings else embedding
+    if spec.head_outputs is not None:
+        lm_head = spec.head_outputs * spec.hidden_size  # score / value head (no bias)
+    else:
+        lm_head = 0 if spec.tie_word_embeddings else embedding
     linear_weights = sum(w for w, _ in per_layer)
     other = sum(o for _, o in per_layer) + spec.hidden_size  # + final norm
     layer_totals = tuple(w + o for w, o in per_layer)
@@ -217,7 +220,10 @@ def param_tensors(spec: ModelSpec) -> list[TensorGroup]:
     Sums to ``param_breakdown(spec).total`` (tests check it).
     """
     h, L = spec.hidden_size, spec.num_layers
-    out = [TensorGroup((spec.vocab_size, h), 1 if spec.tie_word_embeddings else 2), TensorGroup((h,), 1 + spec.norms_per_layer * L)]
+    out = [TensorGroup((spec.vocab_size, h), 1 if spec.tie_word_embeddings or spec.head_outputs else 2),
+           TensorGroup((h,), 1 + spec.norms_per_layer * L)]
+    if spec.head_outputs is not None:
+        out.append(TensorGroup((spec.head_outputs, h), 1))
     for g in linear_groups(spec):
         if g.is_fused_experts:
             out.append(TensorGroup((g.experts, g.out_features, g.in_features), g.count))

@@ -58,6 +58,22 @@ def plan_to_dict(plan: Plan) -> dict[str, Any]:
             }
             for p in plan.phases
         ],
+        "roles": [{"name": r.name, "trained": r.trained, "placement": r.placement, "gpus": r.gpus, "model": r.model}
+                  for r in plan.roles],
+        "rollout": None if plan.rollout is None else {
+            "engine": plan.rollout.engine,
+            "kv_bytes_per_token": _b(plan.rollout.kv_bytes_per_token),
+            "kv_capacity_tokens": plan.rollout.kv_capacity_tokens,
+            "demand_tokens": plan.rollout.demand_tokens,
+            "needed_concurrency": plan.rollout.needed_concurrency,
+            "max_concurrency": plan.rollout.max_concurrency,
+            "preempts": plan.rollout.preempts,
+            "reason": plan.rollout.reason,
+            "engine_fits": plan.rollout.engine_fits,
+            "engine_device_bytes": _b(plan.rollout.engine_device_bytes),
+        },
+        "groups": [{"name": g.name, "gpus": g.gpus, "peak_device_bytes": _b(max(p.device for p in g.phases)),
+                    "phases": [p.phase.value for p in g.phases]} for g in plan.groups],
         "assumptions": list(plan.assumptions),
         "warnings": list(plan.warnings),
         "card": plan.card.model_dump(mode="json"),

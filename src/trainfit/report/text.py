@@ -20,7 +20,49 @@ COMPONENT_ORDER = (
     "optimizer_temporaries",
     "fsdp_buffers",
     "ddp_buckets",
+    "reference_weights",
+    "reward_model_weights",
+    "critic_state",
+    "actor_state",
+    "logprob_pass",
+    "reward_pass",
+    "value_pass",
+    "generation",
+    "rollout_engine",
+    "weight_sync_buffer",
 )
+
+
+def _phase_table(plan: Plan) -> Table:
+    """Components as rows, phases as columns (few phases)."""
+    table = Table(title="Worst GPU, per phase, GiB (2^30 B)")
+    table.add_column("component")
+    for p in plan.phases:
+        table.add_column(p.phase.value + (" *" if p is plan.peak else ""), justify="right")
+    names = [c for c in COMPONENT_ORDER if any(c in p.components for p in plan.phases)]
+    names += sorted({c for p in plan.phases for c in p.components} - set(names))
+    for name in names:
+        table.add_row(name, *[gib_num(p.components.get(name, 0.0)) for p in plan.phases])
+    table.add_section()
+    table.add_row("[bold]allocated[/bold]", *[gib_num(p.allocated) for p in plan.phases])
+    table.add_row("reserved", *[gib_num(p.reserved) for p in plan.phases])
+    table.add_row("[bold]device (nvidia-smi)[/bold]", *[gib_num(p.device) for p in plan.phases])
+    return table
+
+
+def _phase_rows(plan: Plan) -> Table:
+    """Phases as rows with their largest components (many phases: RL)."""
+    table = Table(title=f"Worst GPU ({plan.worst_group} group), per phase, GiB (2^30 B)")
+    for c in ("phase", "allocated", "reserved", "device", "largest components"):
+        table.add_column(c, justify="left" if c in ("phase", "largest components") else "right")
+    for p in plan.phases:
+        top = sorted(p.components.items(), key=lambda kv: -kv[1])[:5]
+        table.add_row(
+            p.phase.value + (" *" if p is plan.peak else ""),
+            gib_num(p.allocated), gib_num(p.reserved), gib_num(p.device),
+            ", ".join(f"{k} {gib_num(v)}" for k, v in top),
+        )
+    return table
 
 
 def render_plan(plan: Plan, console: Console) -> None:
@@ -36,26 +78,22 @@ def render_plan(plan: Plan, console: Console) -> None:
         f"parameters: total {count(plan.params_total)}, trainable {count(plan.params_trainable)},"
         f" non-embedding {count(plan.params_without_embedding)}"
     )
+    rl = plan.rollout is not None
+    seq = card.rollout.prompt_len + card.rollout.response_len if rl else card.batch.seq_len
     console.print(
-        f"batch: micro-batch {card.batch.micro_batch_size} x seq {card.batch.seq_len},"
-        f" grad accum {card.batch.grad_accum}; attention {card.attention.value};"
+        f"batch: micro-batch {card.batch.micro_batch_size} x seq {seq}"
+        + (f" (prompt {card.rollout.prompt_len} + response {card.rollout.response_len})" if rl else "")
+        + f", grad accum {card.batch.grad_accum}; attention {card.attention.value};"
         f" weights {card.weights_dtype.value}, optimizer {card.precision.optimizer.value}"
     )
+    if plan.roles:
+        roles = "; ".join(f"{r.name} ({'trained' if r.trained else 'frozen'}, {r.placement}, {r.gpus} GPUs)" for r in plan.roles)
+        console.print(f"roles: {roles}", markup=False)
+    if len(plan.groups) > 1:
+        groups = ", ".join(f"{g.name}: {g.gpus} GPUs, peak {gib(max(p.device for p in g.phases))}" for g in plan.groups)
+        console.print(f"GPU groups: {groups}; the table shows the worst group, '{plan.worst_group}'")
 
-    table = Table(title="Worst GPU, per phase, GiB (2^30 B)")
-    table.add_column("component")
-    for p in plan.phases:
-        mark = " *" if p is peak else ""
-        table.add_column(p.phase.value + mark, justify="right")
-    names = [c for c in COMPONENT_ORDER if any(c in p.components for p in plan.phases)]
-    names += sorted({c for p in plan.phases for c in p.components} - set(names))
-    for name in names:
-        table.add_row(name, *[gib_num(p.components.get(name, 0.0)) for p in plan.phases])
-    table.add_section()
-    table.add_row("[bold]allocated[/bold]", *[gib_num(p.allocated) for p in plan.phases])
-    table.add_row("reserved", *[gib_num(p.reserved) for p in plan.phases])
-    table.add_row("[bold]device (nvidia-smi)[/bold]", *[gib_num(p.device) for p in plan.phases])
-    console.print(table)
+    console.print(_phase_table(plan) if len(plan.phases) <= 4 else _phase_rows(plan))
 
     console.print(f"peak phase: [bold]{peak.phase.value}[/bold] at {peak.at}")
     if plan.fits:
@@ -64,11 +102,27 @@ def render_plan(plan: Plan, console: Console) -> None:
             f" per GPU, headroom {gib(plan.headroom_bytes)}"
             f" (allocated {gib(peak.allocated)}, reserved {gib(peak.reserved)})"
         )
+    elif plan.rollout is not None and not plan.rollout.engine_fits and peak.device <= plan.capacity_bytes:
+        console.print(f"[red bold]DOES NOT FIT[/red bold]: the rollout engine cannot start: {plan.rollout.reason}")
     else:
         console.print(
             f"[red bold]DOES NOT FIT[/red bold]: peak {gib(peak.device)} (device) of {gib(plan.capacity_bytes)}"
             f" per GPU, over by {gib(-plan.headroom_bytes)}"
             f" (allocated {gib(peak.allocated)}, reserved {gib(peak.reserved)})"
+        )
+    if rl:
+        r = plan.rollout
+        console.print(
+            f"rollout ({r.engine}): KV {r.kv_bytes_per_token:,.0f} B/token per GPU, capacity {r.kv_capacity_tokens:,} tokens"
+            f" per engine; needs {r.demand_tokens:,} tokens for {r.needed_concurrency} sequences, at most"
+            f" {r.max_concurrency} in flight; {'PREEMPTS' if r.preempts else 'no preemption'}"
+        )
+        train = {p.phase.value: p for p in plan.groups[0].phases}
+        console.print(
+            "two-part budget (seed 000 section 3): training side peak "
+            + gib(max(p.allocated for n, p in train.items() if n.startswith(("actor", "critic")))) + " allocated;"
+            f" generation side {gib(r.engine_device_bytes)} per engine GPU"
+            f" (vLLM budget {gib(r.budget_bytes)}, KV cache {gib(r.kv_cache_bytes)})"
         )
     host = ", ".join(f"{k} {gib(v, 1)}" for k, v in plan.host_ram.items())
     console.print(f"host RAM per node: {gib(plan.host_ram_bytes, 1)} ({host})")

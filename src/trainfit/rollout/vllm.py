@@ -121,7 +121,9 @@ def kv_bytes_per_token(spec: ModelSpec, *, tp: int, dtype_bytes: float) -> float
     return 2.0 * spec.num_full_attention_layers * kv_heads_per_gpu(spec, tp=tp) * spec.head_dim * dtype_bytes
 
 
-def _linear_state_per_layer(spec: ModelSpec, *, tp: int, state_dtype_bytes: float, conv_dtype_bytes: float) -> float:
+def _linear_state_per_layer(
+    spec: ModelSpec, *, tp: int, state_dtype_bytes: float, conv_dtype_bytes: float
+) -> float:
     la = spec.linear_attention
     if la is None:
         return 0.0
@@ -207,7 +209,10 @@ def weights_per_gpu_bytes(
     """Weight bytes on one TP rank: the whole model's weight bytes (``base_weight_bytes``, or
     ``weights_bytes`` when given, e.g. a checkpoint's size) times the rank's share of the
     parameters (:func:`weights_per_gpu_params`)."""
-    total = base_weight_bytes(spec, weights=weights, compute=compute) if weights_bytes is None else weights_bytes
+    if weights_bytes is None:
+        total = base_weight_bytes(spec, weights=weights, compute=compute)
+    else:
+        total = weights_bytes
     return total * weights_per_gpu_params(spec, tp=tp) / param_breakdown(spec).total
 
 
@@ -249,7 +254,8 @@ def activation_bytes_per_token(spec: ModelSpec, *, tp: int, act_bytes: float = 2
     if la is not None and spec.num_linear_attention_layers:
         proj = (la.conv_dim + la.value_dim + 2 * la.num_value_heads) / tp
         gdn = act_bytes * (proj + la.conv_dim / tp + 2 * la.value_dim / tp)
-        gdn += act_bytes * _shard(la.num_value_heads, tp) * la.key_head_dim * la.value_head_dim / GDN_CHUNK_SIZE
+        chunk_state = _shard(la.num_value_heads, tp) * la.key_head_dim * la.value_head_dim
+        gdn += act_bytes * chunk_state / GDN_CHUNK_SIZE
         cands.append(gdn)
     return act_bytes * 2 * h + (max(cands) if cands else 0.0)
 
@@ -422,7 +428,12 @@ class EngineMemory:
     def total_device_bytes(self) -> float:
         """Everything the engine holds on the GPU while generating (other processes excluded)."""
         return (
-            self.cuda_context + self.weights + self.profiled_peak + self.non_torch + self.cuda_graphs + self.kv_cache
+            self.cuda_context
+            + self.weights
+            + self.profiled_peak
+            + self.non_torch
+            + self.cuda_graphs
+            + self.kv_cache
         )
 
     @property
@@ -493,10 +504,11 @@ class EngineMemory:
         cap = self.max_concurrent_seqs(demand)
         if need > self.usable_blocks:
             return True, (
-                f"vLLM admits {admitted} sequences at prompt length ({self.blocks_per_seq(demand.prompt_len + 1)}"
-                f" blocks each) but at {demand.seq_len} tokens each needs {full} blocks: {need} > "
-                f"{self.usable_blocks} usable blocks ({_gib(self.kv_cache)} GiB KV cache holds {cap} full-length"
-                " sequences); running sequences get preempted and recomputed"
+                f"vLLM admits {admitted} sequences at prompt length"
+                f" ({self.blocks_per_seq(demand.prompt_len + 1)} blocks each) but at {demand.seq_len} tokens"
+                f" each needs {full} blocks: {need} > "
+                f"{self.usable_blocks} usable blocks ({_gib(self.kv_cache)} GiB KV cache holds {cap}"
+                " full-length sequences); running sequences get preempted and recomputed"
             )
         if demand.sequences > admitted:
             limit = "max_num_seqs" if admitted == self.max_num_seqs else "KV cache"
@@ -533,7 +545,9 @@ def engine_memory(
     tp = engine.tp
     act = BYTES_PER_DTYPE[engine.dtype.value]
     budget = engine.gpu_memory_utilization * gpu_memory_bytes
-    weights = weights_per_gpu_bytes(spec, tp=tp, weights=engine.weights, compute=engine.dtype, weights_bytes=weights_bytes)
+    weights = weights_per_gpu_bytes(
+        spec, tp=tp, weights=engine.weights, compute=engine.dtype, weights_bytes=weights_bytes
+    )
 
     tokens = engine.max_num_batched_tokens
     activation_peak = tokens * activation_bytes_per_token(spec, tp=tp, act_bytes=act)
@@ -542,10 +556,13 @@ def engine_memory(
     hidden_kept = tokens * spec.hidden_size * act  # profile_run keeps hidden_states during the sampler step
     profiled_peak = max(activation_peak, sampler_logits + hidden_kept)
     non_torch = NON_TORCH_BYTES + (NON_TORCH_TP_EXTRA_BYTES if tp > 1 else 0)
-    graphs = 0.0 if engine.enforce_eager else cuda_graph_bytes(spec, tp=tp, max_num_seqs=engine.max_num_seqs, act_bytes=act)
+    graphs = 0.0
+    if not engine.enforce_eager:
+        graphs = cuda_graph_bytes(spec, tp=tp, max_num_seqs=engine.max_num_seqs, act_bytes=act)
     context = float(CUDA_CONTEXT_BYTES)
 
-    available = budget - weights - profiled_peak - non_torch - (graphs if engine.cuda_graphs_in_budget else 0.0)
+    graphs_in = graphs if engine.cuda_graphs_in_budget else 0.0
+    available = budget - weights - profiled_peak - non_torch - graphs_in
 
     # --- page geometry (hybrid alignment and grouping) -----------------------------------------
     kv_tok = kv_bytes_per_token(spec, tp=tp, dtype_bytes=engine.kv_cache_dtype_bytes)
@@ -561,9 +578,9 @@ def engine_memory(
         needed = align * math.ceil(state_page / (align * attn_1tok))
         if needed > block_size:
             notes.append(
-                f"hybrid model: attention block size raised from {engine.block_size} to {needed} tokens so that"
-                f" one attention page ({_mib(needed * attn_1tok)} MiB) >= one linear-attention state page"
-                f" ({_mib(state_page)} MiB)"
+                f"hybrid model: attention block size raised from {engine.block_size} to {needed} tokens"
+                f" so that one attention page ({_mib(needed * attn_1tok)} MiB) >= one linear-attention"
+                f" state page ({_mib(state_page)} MiB)"
             )
             block_size = needed
         page = block_size * attn_1tok
@@ -603,8 +620,8 @@ def engine_memory(
         needed_one = (n_attn * math.ceil(engine.max_model_len / block_size) + n_lin) * page
         if needed_one > available:
             reasons.append(
-                f"one request of max_model_len {engine.max_model_len} needs {_gib(needed_one)} GiB of KV cache,"
-                f" only {_gib(available)} GiB available"
+                f"one request of max_model_len {engine.max_model_len} needs {_gib(needed_one)} GiB"
+                f" of KV cache, only {_gib(available)} GiB available"
             )
     if not engine.cuda_graphs_in_budget and graphs:
         used = context + other_used_bytes + weights + profiled_peak + non_torch + kv_cache + graphs

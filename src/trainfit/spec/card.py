@@ -23,10 +23,14 @@ from trainfit.spec.enums import (
     Offload,
     Optimizer,
     OptimizerImpl,
+    Placement,
+    RefPlacement,
+    RolloutEngine,
     Scope,
     StatesDtype,
     Strategy,
     TaskKind,
+    WeightSync,
 )
 
 
@@ -125,6 +129,32 @@ class GenerationSection(_Section):
     concurrency: int | None = Field(None, ge=1, description="Sequences generated at once.")
 
 
+class RolloutSection(_Section):
+    """Generation for PPO/GRPO (vLLM semantics unless engine is hf)."""
+
+    engine: RolloutEngine = RolloutEngine.VLLM
+    placement: Placement = Placement.COLOCATE
+    gpus: int | None = Field(None, ge=1, description="split: GPUs per node given to the rollout engine.")
+    tensor_parallel: int = Field(1, ge=1)
+    gpu_memory_utilization: float = Field(0.3, gt=0, le=1, description="vLLM budget fraction (TRL colocate default 0.3).")
+    prompt_len: int = Field(512, ge=1)
+    response_len: int = Field(1024, ge=1)
+    num_generations: int = Field(8, ge=1, description="Completions per prompt (GRPO group size).")
+    prompts_per_step: int = Field(16, ge=1, description="Prompts per rollout step, whole run.")
+    max_num_seqs: int = Field(256, ge=1)
+    max_num_batched_tokens: int = Field(8192, ge=1)
+    sleep_level: int = Field(0, ge=0, le=2, description="vLLM sleep mode between rollouts: 0 off, 1, 2.")
+    weight_sync: WeightSync = WeightSync.PER_PARAMETER
+    logprob_micro_batch_size: int | None = Field(None, ge=1, description="Sequences per log-prob pass; default micro_batch_size.")
+
+
+class RolesSection(_Section):
+    reference: RefPlacement | None = Field(None, description="gpu | cpu | none | lora_disabled | precomputed; default by method.")
+    reward_model: str = Field("rule", description="none | rule | a model id (a frozen scalar-head model).")
+    critic: str | None = Field(None, description="PPO: same_as_actor (default) or a model id; 'none' is refused.")
+    kl_coef: float | None = Field(None, ge=0, description="KL coefficient; 0 means no reference model.")
+
+
 class CheckpointSection(_Section):
     path: str | None = None
     every_steps: int = Field(500, ge=1)
@@ -150,6 +180,9 @@ class RunCard(_Section):
     task: TaskSection = Field(default_factory=TaskSection)
     generation: GenerationSection = Field(default_factory=GenerationSection)
     checkpoint: CheckpointSection = Field(default_factory=CheckpointSection)
+    rollout: RolloutSection = Field(default_factory=RolloutSection)
+    roles: RolesSection = Field(default_factory=RolesSection)
+    preset: str | None = Field(None, description="trl | verl | openrlhf | nemo-rl: framework defaults (applied by the CLI).")
     name: str | None = None
     notes: str | None = None
 
@@ -169,6 +202,17 @@ class RunCard(_Section):
             raise ValueError(
                 f"precision.weights: '{w.value}' cannot be trained in full; allowed for scope full: fp32, bf16, fp16"
             )
+        if self.method is Method.PPO and (self.roles.critic or "").lower() == "none":
+            raise ValueError("roles.critic: ppo needs a critic; use same_as_actor or a model id (or method: grpo)")
+        ro = self.rollout
+        if ro.placement is Placement.SPLIT and self.method in (Method.PPO, Method.GRPO):
+            if ro.gpus is None:
+                raise ValueError("rollout.gpus: a split placement needs the number of GPUs per node for the rollout engine")
+            if ro.gpus >= self.hardware.gpus_per_node:
+                raise ValueError(
+                    f"rollout.gpus: split placement gives {ro.gpus} GPUs to rollout but a node has"
+                    f" {self.hardware.gpus_per_node}; leave at least one for training"
+                )
         if self.precision.optimizer_in_backward and self.batch.grad_accum > 1:
             raise ValueError("precision.optimizer_in_backward: cannot be combined with batch.grad_accum > 1")
         if self.scope is Scope.QLORA and w not in (None, Dtype.NF4):

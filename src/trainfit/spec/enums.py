@@ -99,12 +99,24 @@ class MlpKind(StrEnum):
 
 
 class Phase(StrEnum):
-    """Phases of one training step, in order."""
+    """Phases of one training step, in order. RL methods name what runs."""
 
     LOAD = "load"
     FORWARD = "forward"
     BACKWARD = "backward"
     OPTIMIZER_STEP = "optimizer_step"
+    ROLLOUT = "rollout"
+    REF_LOGPROB = "ref_logprob"
+    OLD_LOGPROB = "old_logprob"
+    REWARD = "reward"
+    CRITIC_VALUE = "critic_value"
+    ACTOR_FORWARD = "actor_forward"
+    ACTOR_BACKWARD = "actor_backward"
+    ACTOR_OPTIMIZER_STEP = "actor_optimizer_step"
+    CRITIC_FORWARD = "critic_forward"
+    CRITIC_BACKWARD = "critic_backward"
+    CRITIC_OPTIMIZER_STEP = "critic_optimizer_step"
+    WEIGHT_SYNC = "weight_sync"
 
 
 class OptimizerImpl(StrEnum):
@@ -120,3 +132,33 @@ class AdapterDtype(StrEnum):
 
     FP32 = "fp32"
     BF16 = "bf16"
+
+
+class RolloutEngine(StrEnum):
+    VLLM = "vllm"
+    HF = "hf"
+    """transformers ``generate`` on the training model (TRL without vLLM)."""
+
+
+class Placement(StrEnum):
+    COLOCATE = "colocate"
+    """All roles time-share every GPU."""
+    SPLIT = "split"
+    """Named GPU groups: ``rollout.gpus`` for the engine, the rest train."""
+
+
+class RefPlacement(StrEnum):
+    GPU = "gpu"
+    CPU = "cpu"
+    NONE = "none"
+    LORA_DISABLED = "lora_disabled"
+    """The policy with its adapter disabled (PEFT): no extra weights."""
+    PRECOMPUTED = "precomputed"
+    """DPO: reference log-probs computed once before training."""
+
+
+class WeightSync(StrEnum):
+    BUCKETED = "bucketed"
+    PER_PARAMETER = "per_parameter"
+    FULL_GATHER = "full_gather"
+    """Whole model gathered (PEFT under ZeRO-3/FSDP merges the adapter into a full copy)."""

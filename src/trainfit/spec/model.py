@@ -100,6 +100,11 @@ class ModelSpec:
     params_override: int | None = None
     """Bare parameter count given by the user; overrides the closed-form total."""
     aliases: tuple[str, ...] = field(default=())
+    max_position_embeddings: int | None = None
+    """Context length the config declares (None when absent)."""
+    head_outputs: int | None = None
+    """None: a vocabulary LM head. N: a scalar/value head of N outputs (reward model, critic):
+    ``score``/``value_head`` of hidden x N instead of the lm_head, never tied."""
 
     def __post_init__(self) -> None:
         if self.layer_types and len(self.layer_types) != self.num_layers:

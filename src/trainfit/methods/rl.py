@@ -1,0 +1,327 @@
+"""PPO/GRPO (and DPO's reference pass): per-phase, per-GPU-group memory of an RL step.
+
+The training side reuses the SFT step walk (``trainfit.memory.phases``) for the actor (and the
+critic) over ``prompt_len + response_len`` tokens; every other role adds what it keeps resident
+and the transient of its own pass:
+
+* **frozen forward passes** (reference / old-policy log-probs, reward score, critic values) run
+  under ``no_grad``: the role's weights (gathered unit by unit under FSDP/ZeRO-3), the widest
+  in-layer transient (``micro-batch x seq x (2h + 3I)`` bf16: the layer's input, output and the
+  MLP's gate/up/act tensors), and the logits: bf16 logits ``2·b·s·V`` plus one row's fp32
+  log-softmax ``4·s·V`` (TRL's ``selective_log_softmax`` loops over rows for bf16 logits);
+  a fused/chunked log-prob (``loss.chunked``) removes them;
+* **the rollout engine** (vLLM: ``trainfit.rollout.vllm``) keeps its budget from start-up; with
+  sleep mode it releases weights (level 1: to host RAM) and KV cache between rollouts. Its
+  memory is not in the trainer's torch allocator (vLLM's CuMemAllocator pool): it counts in the
+  device figure only. With ``engine: hf`` generation runs on the training model: under
+  FSDP/ZeRO-3 the whole model is gathered (TRL's ``unwrap_model_for_generation``) and HF's KV
+  cache holds ``sequences x (prompt + response) x kv bytes per token``;
+* **weight sync** trainer -> engine: the engine's weights are back on the GPU plus the gather
+  spike of the mechanism: one parameter (per-parameter gather), one bucket (bucketed, assumed
+  1 GiB), or the whole model (full gather: PEFT under ZeRO-3/FSDP merges the adapter).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from trainfit.memory.params import param_tensors
+from trainfit.memory.phases import PhasePeak, StepTerms, step_peaks
+from trainfit.memory.weights import count_scale, weight_bytes
+from trainfit.methods.roles import critic_model, group_sizes, reference_placement, reward_model
+from trainfit.rollout.vllm import EngineConfig, EngineMemory, RolloutDemand, engine_memory, sleep_resident_bytes
+from trainfit.spec.card import RunCard
+from trainfit.spec.enums import ComputeDtype, Dtype, Phase, RefPlacement, RolloutEngine, Scope, WeightSync
+from trainfit.spec.model import ModelSpec
+from trainfit.spec.training import TrainableSpec
+from trainfit.units import GIB
+
+SYNC_BUCKET_BYTES = 1 * GIB
+"""Assumed bucket of bucketed weight sync (verl/OpenRLHF send weights in buckets of this order)."""
+ENGINE = "rollout_engine"
+"""Component name of the engine's memory: outside the trainer's torch allocator."""
+
+
+@dataclass(frozen=True, slots=True)
+class RolloutSummary:
+    engine: str
+    kv_bytes_per_token: float
+    kv_capacity_tokens: int
+    demand_tokens: int
+    """KV tokens one engine instance needs for its share of the step's sequences."""
+    needed_concurrency: int
+    max_concurrency: int
+    preempts: bool
+    reason: str
+    engine_fits: bool
+    engine_device_bytes: float
+    engine_instances: int
+    budget_bytes: float = 0.0
+    kv_cache_bytes: float = 0.0
+    engine_weights_bytes: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class GroupPhases:
+    name: str
+    gpus: int
+    peaks: tuple[PhasePeak, ...]
+
+
+def frozen_weights(spec: ModelSpec, card: RunCard, *, divisor: int) -> float:
+    """A frozen copy of ``spec`` in the card's weight dtype, sharded by ``divisor``."""
+    w = card.weights_dtype if card.weights_dtype is not Dtype.FP32 else Dtype.BF16
+    return weight_bytes(spec, weights=w, compute=ComputeDtype.BF16, trainable=TrainableSpec()).base / divisor
+
+
+def forward_only_transient(spec: ModelSpec, *, sequences: int, seq_len: int, chunked: bool, gathered_units: float) -> float:
+    """Peak transient of a no-grad forward over ``sequences`` x ``seq_len`` tokens."""
+    tokens = sequences * seq_len
+    width = spec.intermediate_size if spec.moe is None else spec.moe.experts_per_token * spec.moe.expert_intermediate_size
+    layer = tokens * (2 * spec.hidden_size + 3 * width) * 2
+    if spec.head_outputs is not None:
+        logits = tokens * spec.head_outputs * 4
+    elif chunked:
+        logits = 0.0
+    else:
+        logits = 2.0 * tokens * spec.vocab_size + 4.0 * seq_len * spec.vocab_size
+    return max(layer, logits) + gathered_units
+
+
+def _persistent(t: StepTerms) -> float:
+    return t.weights + t.adapter_weights + t.master_weights + t.optimizer_states + t.ddp_buckets
+
+
+def _gathered(t: StepTerms) -> float:
+    return t.fsdp_layer_units + t.fsdp_root_unit
+
+
+def engine_for(card: RunCard, spec: ModelSpec, *, gpu_memory: float) -> tuple[EngineMemory, RolloutDemand, int]:
+    ro = card.rollout
+    heads = spec.num_attention_heads
+    if heads % ro.tensor_parallel:
+        from trainfit.errors import CardError
+
+        raise CardError(
+            f"rollout.tensor_parallel: {ro.tensor_parallel} does not divide the {heads} attention heads of {spec.name}"
+        )
+    w = Dtype.BF16 if card.weights_dtype in (Dtype.FP32, Dtype.NF4) else card.weights_dtype
+    cfg = EngineConfig(
+        tp=ro.tensor_parallel,
+        max_model_len=ro.prompt_len + ro.response_len,
+        gpu_memory_utilization=ro.gpu_memory_utilization,
+        max_num_seqs=ro.max_num_seqs,
+        max_num_batched_tokens=max(ro.max_num_batched_tokens, ro.prompt_len + ro.response_len)
+        if ro.max_num_batched_tokens < ro.prompt_len
+        else ro.max_num_batched_tokens,
+        weights=w,
+        sleep_level=ro.sleep_level,
+    )
+    _, roll = group_sizes(card)
+    instances = max(1, roll // ro.tensor_parallel)
+    per_instance = max(1, -(-ro.prompts_per_step // instances))
+    demand = RolloutDemand(
+        prompts_per_step=per_instance,
+        generations_per_prompt=ro.num_generations,
+        prompt_len=ro.prompt_len,
+        completion_len=ro.response_len,
+    )
+    return engine_memory(spec, gpu_memory_bytes=gpu_memory, engine=cfg), demand, instances
+
+
+def _hf_generation(spec: ModelSpec, card: RunCard, actor: StepTerms, train_gpus: int) -> float:
+    """transformers generate on the trainer: gathered weights + HF KV cache + last-token logits."""
+    from trainfit.rollout.vllm import kv_bytes_per_token
+
+    ro = card.rollout
+    seqs = -(-ro.prompts_per_step * ro.num_generations // train_gpus)
+    kv = seqs * (ro.prompt_len + ro.response_len) * kv_bytes_per_token(spec, tp=1, dtype_bytes=2)
+    gathered = actor.weights * (train_gpus - 1) if actor.fsdp_layer_units or actor.fsdp_all_gathered else 0.0
+    return kv + gathered + seqs * spec.vocab_size * 4
+
+
+def rl_groups(
+    card: RunCard,
+    spec: ModelSpec,
+    actor: StepTerms,
+    critic: StepTerms | None,
+    *,
+    critic_spec: ModelSpec | None,
+    gpu_memory: float,
+    weights_divisor: int,
+) -> tuple[list[GroupPhases], RolloutSummary, dict[str, float], list[str]]:
+    """Per-group phase peaks of one PPO/GRPO step, the rollout summary, host RAM and notes."""
+    notes: list[str] = []
+    host: dict[str, float] = {}
+    ro = card.rollout
+    train_gpus, roll_gpus = group_sizes(card)
+    colocate = ro.placement.value == "colocate"
+    seq = ro.prompt_len + ro.response_len
+    mbs = ro.logprob_micro_batch_size or card.batch.micro_batch_size
+    chunked = card.loss.chunked
+
+    # frozen roles resident on the training GPUs
+    ref_place = reference_placement(card)
+    ref_w = frozen_weights(spec, card, divisor=weights_divisor) if ref_place is RefPlacement.GPU else 0.0
+    if ref_place is RefPlacement.CPU:
+        host["reference_weights"] = frozen_weights(spec, card, divisor=1)
+    rm_id = reward_model(card)
+    rm_spec = None
+    rm_w = 0.0
+    if rm_id is not None:
+        from trainfit.catalog.models import resolve_model
+
+        rm_spec = replace(resolve_model(rm_id), head_outputs=1)
+        rm_w = frozen_weights(rm_spec, card, divisor=weights_divisor)
+    critic_keep = _persistent(critic) if critic is not None else 0.0
+
+    # the engine
+    summary, engine_run, engine_idle, engine_sync = _engine(card, spec, actor, gpu_memory, train_gpus)
+    if ro.engine is RolloutEngine.VLLM and ro.sleep_level == 1:
+        # level 1 keeps each engine rank's weight shard in host RAM while asleep
+        host["rollout_weights_asleep"] = summary.engine_weights_bytes * min(card.hardware.gpus_per_node, roll_gpus)
+    if colocate:
+        idle = engine_idle
+    else:
+        idle = 0.0
+
+    def extras(skip: str = "") -> dict[str, float]:
+        ex = {
+            "reference_weights": ref_w,
+            "reward_model_weights": rm_w,
+            "critic_state": critic_keep if skip != "critic" else 0.0,
+            ENGINE: idle,
+        }
+        return ex
+
+    actor_keep = _persistent(actor)
+    peaks: list[PhasePeak] = []
+    trainer_resident = {"weights": actor.weights, "adapter_weights": actor.adapter_weights,
+                        "master_weights": actor.master_weights, "optimizer_states": actor.optimizer_states,
+                        "paged_optimizer_states": actor.paged_optimizer_states}
+    peaks.append(PhasePeak(Phase.LOAD, trainer_resident | extras() | ({ENGINE: engine_run} if colocate else {}), "all roles loaded"))
+    if colocate:
+        rollout = engine_run if ro.engine is RolloutEngine.VLLM else 0.0
+        gen_trainer = 0.0 if ro.engine is RolloutEngine.VLLM else engine_run
+        peaks.append(PhasePeak(Phase.ROLLOUT, trainer_resident | extras() | {ENGINE: rollout, "generation": gen_trainer},
+                               f"generating {ro.prompts_per_step}x{ro.num_generations} sequences"))
+    if ref_place in (RefPlacement.GPU, RefPlacement.LORA_DISABLED):
+        tr = forward_only_transient(spec, sequences=mbs, seq_len=seq, chunked=chunked, gathered_units=_gathered(actor))
+        peaks.append(PhasePeak(Phase.REF_LOGPROB, trainer_resident | extras() | {"logprob_pass": tr}, "reference log-probs"))
+    if rm_spec is not None:
+        tr = forward_only_transient(rm_spec, sequences=mbs, seq_len=seq, chunked=chunked, gathered_units=_gathered(actor))
+        peaks.append(PhasePeak(Phase.REWARD, trainer_resident | extras() | {"reward_pass": tr}, "reward model scores"))
+    if critic is not None and critic_spec is not None:
+        tr = forward_only_transient(critic_spec, sequences=mbs, seq_len=seq, chunked=chunked, gathered_units=_gathered(critic))
+        peaks.append(PhasePeak(Phase.CRITIC_VALUE, trainer_resident | extras() | {"value_pass": tr}, "critic values"))
+    names = {Phase.FORWARD: Phase.ACTOR_FORWARD, Phase.BACKWARD: Phase.ACTOR_BACKWARD,
+             Phase.OPTIMIZER_STEP: Phase.ACTOR_OPTIMIZER_STEP}
+    for p in step_peaks(actor)[1:]:
+        peaks.append(PhasePeak(names[p.phase], dict(p.components) | extras(), p.at))
+    if critic is not None:
+        cnames = {Phase.FORWARD: Phase.CRITIC_FORWARD, Phase.BACKWARD: Phase.CRITIC_BACKWARD,
+                  Phase.OPTIMIZER_STEP: Phase.CRITIC_OPTIMIZER_STEP}
+        for p in step_peaks(critic)[1:]:
+            comps = dict(p.components) | extras(skip="critic") | {"actor_state": actor_keep}
+            peaks.append(PhasePeak(cnames[p.phase], comps, p.at))
+    spike = _sync_spike(card, spec, actor)
+    sync = trainer_resident | extras() | {"weight_sync_buffer": spike}
+    if colocate:
+        sync[ENGINE] = engine_sync
+    peaks.append(PhasePeak(Phase.WEIGHT_SYNC, sync, f"{ro.weight_sync.value} sync to the rollout engine"))
+    groups = [GroupPhases("train" if not colocate else "all", train_gpus, tuple(peaks))]
+    if not colocate:
+        rpeaks = (
+            PhasePeak(Phase.LOAD, {ENGINE: engine_run}, "engine started"),
+            PhasePeak(Phase.ROLLOUT, {ENGINE: engine_run}, f"generating {ro.prompts_per_step}x{ro.num_generations} sequences"),
+            PhasePeak(Phase.WEIGHT_SYNC, {ENGINE: engine_sync, "weight_sync_buffer": min(spike, SYNC_BUCKET_BYTES)},
+                      "receiving weights"),
+        )
+        groups.append(GroupPhases("rollout", roll_gpus, rpeaks))
+    notes.append(
+        f"rollout: {ro.engine.value}, {ro.placement.value}, tensor parallel {ro.tensor_parallel},"
+        f" gpu_memory_utilization {ro.gpu_memory_utilization}, sleep level {ro.sleep_level}"
+    )
+    notes.append(f"reference: {ref_place.value}; reward: {rm_id or card.roles.reward_model}")
+    return groups, summary, host, notes
+
+
+def _engine(card: RunCard, spec: ModelSpec, actor: StepTerms, gpu_memory: float, train_gpus: int):
+    """(summary, bytes while generating, bytes while training, bytes during weight sync), per GPU."""
+    ro = card.rollout
+    if ro.engine is RolloutEngine.HF:
+        from trainfit.rollout.vllm import kv_bytes_per_token
+
+        gen = _hf_generation(spec, card, actor, train_gpus)
+        seqs = ro.prompts_per_step * ro.num_generations
+        summary = RolloutSummary("hf", kv_bytes_per_token(spec, tp=1, dtype_bytes=2), 0, seqs * (ro.prompt_len + ro.response_len),
+                                 seqs, seqs, False, "transformers generate: no preemption; KV grows with the batch", True,
+                                 gen, train_gpus)
+        return summary, gen, 0.0, 0.0
+    em, demand, instances = engine_for(card, spec, gpu_memory=gpu_memory)
+    summary = RolloutSummary(
+        engine="vllm",
+        kv_bytes_per_token=em.kv_bytes_per_token,
+        kv_capacity_tokens=em.kv_tokens_capacity,
+        demand_tokens=em.needed_kv_tokens(demand),
+        needed_concurrency=em.needed_concurrency(demand),
+        max_concurrency=em.max_concurrent_seqs(demand),
+        preempts=em.preempts(demand),
+        reason=em.preempt_reason(demand) if em.fits else em.reason,
+        engine_fits=em.fits,
+        engine_device_bytes=em.total_device_bytes,
+        engine_instances=instances,
+        budget_bytes=em.budget,
+        kv_cache_bytes=em.kv_cache,
+        engine_weights_bytes=em.weights,
+    )
+    context = em.cuda_context  # the trainer's process already holds one (TRL colocate: same process)
+    run = em.total_device_bytes - context
+    idle = run if ro.sleep_level == 0 else sleep_resident_bytes(em, ro.sleep_level) - context
+    sync = em.weights + max(0.0, idle) if ro.sleep_level else run
+    return summary, run, max(0.0, idle), sync
+
+
+def _sync_spike(card: RunCard, spec: ModelSpec, actor: StepTerms) -> float:
+    mech = card.rollout.weight_sync
+    full = weight_bytes(spec, weights=Dtype.BF16, compute=ComputeDtype.BF16, trainable=TrainableSpec()).base
+    explicit = "weight_sync" in card.rollout.model_fields_set
+    # TRL merges a PEFT adapter under ZeRO-3/FSDP after gathering every parameter: a full copy
+    if mech is WeightSync.FULL_GATHER or (not explicit and card.scope is not Scope.FULL and actor.fsdp_layer_units):
+        return full
+    if mech is WeightSync.BUCKETED:
+        return min(SYNC_BUCKET_BYTES, full)
+    largest = max(t.numel for t in param_tensors(spec)) * count_scale(spec)
+    return 2.0 * largest
+
+
+def dpo_reference_pass(spec: ModelSpec, card: RunCard, actor: StepTerms, *, weights_divisor: int) -> tuple[float, float]:
+    """(reference weights resident, transient of the live reference pass) for DPO."""
+    place = reference_placement(card)
+    if place in (RefPlacement.NONE, RefPlacement.PRECOMPUTED, RefPlacement.CPU):
+        return 0.0, 0.0
+    weights = frozen_weights(spec, card, divisor=weights_divisor) if place is RefPlacement.GPU else 0.0
+    tr = forward_only_transient(
+        spec, sequences=2 * card.batch.micro_batch_size, seq_len=card.batch.seq_len, chunked=card.loss.chunked,
+        gathered_units=_gathered(actor),
+    )
+    return weights, tr
+
+
+def critic_spec_of(card: RunCard, actor_spec: ModelSpec) -> ModelSpec | None:
+    name = critic_model(card, actor_spec.name)
+    if name is None:
+        return None
+    if name == actor_spec.name:
+        return replace(actor_spec, head_outputs=1)
+    from trainfit.catalog.models import resolve_model
+
+    return replace(resolve_model(name), head_outputs=1)
+
+
+def engine_fits_note(summary: RolloutSummary) -> str:
+    if not summary.engine_fits:
+        return f"the rollout engine cannot start: {summary.reason}"
+    return ""
+
+

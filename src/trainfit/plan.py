@@ -5,7 +5,7 @@ Pure: no torch, no I/O beyond reading catalog data files.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from trainfit.catalog.gpus import GpuSpec, custom_gpu, resolve_gpu
 from trainfit.catalog.models import resolve_model
@@ -20,7 +20,7 @@ from trainfit.memory.sharding import Sharding, make_sharding
 from trainfit.memory.weights import count_scale, total_params, weight_bytes
 from trainfit.spec.card import RunCard
 from trainfit.errors import CardError
-from trainfit.spec.enums import ComputeDtype, Dtype, MasterWeights, Method, Offload, Phase, StatesDtype, Strategy
+from trainfit.spec.enums import ComputeDtype, Dtype, MasterWeights, Method, Offload, Phase, RefPlacement, StatesDtype, Strategy
 from trainfit.spec.model import ModelSpec
 from trainfit.spec.training import LoraSpec, TrainableSpec
 from trainfit.units import BYTES_PER_DTYPE, GIB, MIB
@@ -73,6 +73,16 @@ class Plan:
     roles: tuple = ()
     rollout: object | None = None
     """``trainfit.methods.rl.RolloutSummary`` for PPO/GRPO."""
+    step_seconds: float | None = None
+    time_parts: dict = field(default_factory=dict)
+    """Seconds by part of the step (compute, communication, generation, ...)."""
+    price: object | None = None
+    """``trainfit.compute.cost.Price`` when the card names one."""
+
+    @property
+    def cost_per_hour(self) -> float | None:
+        """Every GPU of the run is rented, also those of a split rollout group."""
+        return None if self.price is None else self.price.per_gpu_hour * self.card.world_size
 
     @property
     def peak(self) -> PhaseResult:
@@ -342,6 +352,15 @@ def _assumptions(card: RunCard, spec: ModelSpec, sharding: Sharding) -> list[str
         f"host RAM: {HOST_BYTES_PER_PROCESS / GIB:.0f} GiB per training process + rank 0 loading the checkpoint",
         "GiB = 2^30 bytes, GB = 10^9 bytes",
     ]
+    if card.preset:
+        from trainfit.methods.presets import preset
+
+        out.append(f"preset {card.preset}: {preset(card.preset).source}")
+    if card.method in (Method.PPO, Method.GRPO):
+        out.append(
+            "RL losses use per-token log-probs (selective log-softmax); their logits are modelled with the"
+            " cross-entropy mechanism of the SFT step (same order: 10-12 B per logit at the loss)"
+        )
     if spec.assumed_shape:
         out.append(f"ASSUMED SHAPE: {spec.note}")
     if not spec.verified:
@@ -468,6 +487,7 @@ def make_plan(card: RunCard) -> Plan:
         warnings.append(f"rollout engine will preempt: {rollout.reason}")
     from trainfit.methods.roles import roles_of
 
+    step_s, parts = step_time_of(card, spec, gpu, sharding, rollout)
     return Plan(
         card=card,
         spec=spec,
@@ -484,7 +504,75 @@ def make_plan(card: RunCard) -> Plan:
         worst_group=worst.name,
         roles=tuple(roles_of(card, spec.name)) if card.method is not Method.SFT else (),
         rollout=rollout,
+        step_seconds=step_s,
+        time_parts=parts,
+        price=price_of(card),
     )
+
+
+def price_of(card: RunCard):
+    from trainfit.compute.cost import Price, price_preset
+
+    hw = card.hardware
+    if hw.price_preset:
+        return price_preset(hw.price_preset)
+    if hw.price_per_gpu_hour is None:
+        return None
+    return Price(per_gpu_hour=hw.price_per_gpu_hour, currency=hw.currency or "")
+
+
+def step_time_of(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding, rollout) -> tuple[float | None, dict]:
+    """Roofline step time (``trainfit.compute``); None when the GPU catalog lacks FLOP/s or bandwidth."""
+    from trainfit.compute.step_time import generation_time, sft_step_time, weight_sync_seconds
+    from trainfit.errors import TrainfitError
+
+    if not gpu.bf16_dense_flops_per_s or not gpu.hbm_bytes_per_s:
+        return None, {}
+    trainable = trainable_spec(card)
+    lora_params = lora_trainable_params(spec, trainable.lora) * count_scale(spec) if trainable.lora else 0.0
+    rl = card.method in (Method.PPO, Method.GRPO)
+    ro = card.rollout
+    seq = ro.prompt_len + ro.response_len if rl else card.batch.seq_len
+    world = sharding.world_size
+    if rl:
+        tokens = ro.prompts_per_step * ro.num_generations * seq
+    else:
+        pairs = 2 if card.method in (Method.RM, Method.DPO) else 1
+        tokens = card.batch.micro_batch_size * pairs * seq * card.batch.grad_accum * world
+    try:
+        train = sft_step_time(
+            spec, gpu=gpu, gpus=world, tokens_per_step=tokens, scope=card.scope, lora_params=lora_params,
+            gradient_checkpointing=card.parallel.gradient_checkpointing, strategy=card.parallel.strategy,
+            offload=card.parallel.offload, inter_node=card.hardware.nodes > 1, seq_len=seq,
+            micro_steps=card.batch.grad_accum, gpus_per_node=min(card.hardware.gpus_per_node, world),
+        )
+    except TrainfitError:
+        return None, {}
+    parts = {"train_compute": train.compute_s, "train_communication": train.comm_s, "offload": train.offload_s}
+    if card.method is Method.PPO:
+        parts["critic_train"] = train.total_s
+    if card.method is Method.DPO:
+        parts["reference_forward"] = train.compute_s / 3  # a forward is a third of forward+backward
+    if rl and rollout is not None and rollout.engine_fits:
+        w = weight_bytes(spec, weights=Dtype.BF16, compute=ComputeDtype.BF16, trainable=TrainableSpec()).base
+        gen = generation_time(
+            spec, gpu=gpu, tp=ro.tensor_parallel, prompts=ro.prompts_per_step, generations=ro.num_generations,
+            prompt_len=ro.prompt_len, completion_len=ro.response_len, weight_bytes=w,
+            kv_bytes_per_token=rollout.kv_bytes_per_token * ro.tensor_parallel, engines=rollout.engine_instances,
+            max_batch=max(1, rollout.max_concurrency),
+        )
+        parts["generation"] = gen.total_s
+        from trainfit.methods.roles import reference_placement, reward_model
+
+        passes = (
+            (card.method is Method.PPO)  # critic values
+            + (reference_placement(card) is not RefPlacement.NONE)
+            + (reward_model(card) is not None)
+        )
+        parts["frozen_forward_passes"] = passes * train.compute_s / 3  # a forward is a third of a training step
+        parts["weight_sync"] = weight_sync_seconds(weight_bytes=w / max(1, world), gpu=gpu,
+                                                   colocated=ro.placement.value == "colocate")
+    return sum(parts.values()), parts
 
 
 def _with_overhead(peak: PhasePeak, *, large_tensors: int, world_size: int, capacity: float) -> PhaseResult:

@@ -58,6 +58,10 @@ def load_card(card: Path | None, overrides: dict[str, Any], sets: list[str]):
             set_path(data, key, value)
     for item in sets:
         set_path(data, *parse_set(item))
+    if data.get("preset"):
+        from trainfit.methods.presets import apply_preset
+
+        data = apply_preset(data, str(data["preset"]))
     return load_card_dict(data)
 
 

@@ -25,6 +25,7 @@ def plan(
     grad_accum: Annotated[Optional[int], typer.Option(help="Gradient accumulation steps.")] = None,
     ckpt: Annotated[Optional[bool], typer.Option("--ckpt/--no-ckpt", help="Gradient checkpointing.")] = None,
     attention: Annotated[Optional[str], typer.Option(help="sdpa | flash | eager")] = None,
+    preset: Annotated[Optional[str], typer.Option(help="trl | verl | openrlhf | nemo-rl: a framework's documented defaults.")] = None,
     set_: Annotated[list[str], typer.Option("--set", help="Any card field: KEY=VALUE, e.g. precision.optimizer=adamw_8bit. Repeatable.")] = [],
     json_: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
 ) -> None:
@@ -43,6 +44,7 @@ def plan(
         "batch.grad_accum": grad_accum,
         "parallel.gradient_checkpointing": ckpt,
         "attention": attention,
+        "preset": preset,
     }
     run_card = load_card(card, overrides, set_)
     from trainfit.plan import make_plan

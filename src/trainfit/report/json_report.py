@@ -74,7 +74,21 @@ def plan_to_dict(plan: Plan) -> dict[str, Any]:
         },
         "groups": [{"name": g.name, "gpus": g.gpus, "peak_device_bytes": _b(max(p.device for p in g.phases)),
                     "phases": [p.phase.value for p in g.phases]} for g in plan.groups],
+        "step_seconds": plan.step_seconds,
+        "step_time_parts": plan.time_parts,
+        "cost": None if plan.price is None else {
+            "per_hour": plan.cost_per_hour,
+            "currency": plan.price.currency,
+            "per_gpu_hour": plan.price.per_gpu_hour,
+            "excludes": _excludes(),
+        },
         "assumptions": list(plan.assumptions),
         "warnings": list(plan.warnings),
         "card": plan.card.model_dump(mode="json"),
     }
+
+
+def _excludes() -> str:
+    from trainfit.compute.cost import EXCLUDES
+
+    return EXCLUDES

@@ -124,6 +124,17 @@ def render_plan(plan: Plan, console: Console) -> None:
             f" generation side {gib(r.engine_device_bytes)} per engine GPU"
             f" (vLLM budget {gib(r.budget_bytes)}, KV cache {gib(r.kv_cache_bytes)})"
         )
+    if plan.step_seconds is not None:
+        parts = ", ".join(f"{k} {v:.2f} s" for k, v in plan.time_parts.items() if v)
+        console.print(f"step time (roofline, default MFU): {plan.step_seconds:.2f} s ({parts})")
+    if plan.price is not None:
+        from trainfit.compute.cost import EXCLUDES
+
+        console.print(
+            f"cost: {plan.cost_per_hour:.2f} {plan.price.currency}/h for {plan.card.world_size} GPUs"
+            f" at {plan.price.per_gpu_hour:g} {plan.price.currency} per GPU-hour; excludes {EXCLUDES}",
+            markup=False,
+        )
     host = ", ".join(f"{k} {gib(v, 1)}" for k, v in plan.host_ram.items())
     console.print(f"host RAM per node: {gib(plan.host_ram_bytes, 1)} ({host})")
     for w in plan.warnings:

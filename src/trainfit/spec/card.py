@@ -72,7 +72,8 @@ class HardwareSection(_Section):
     interconnect: str | None = Field(None, description="e.g. nvlink, pcie; default from the GPU catalog.")
     host_ram_gib: float | None = Field(None, gt=0, description="Host RAM per node, to check offload against.")
     price_per_gpu_hour: float | None = Field(None, ge=0)
-    currency: str = "USD"
+    currency: str | None = Field(None, description="ISO code (CNY, USD...); required with a price.")
+    price_preset: str | None = Field(None, description="A named price, e.g. rtx4090-pro (1.98 CNY) or rtx4090-youth (1.24 CNY).")
 
 
 class ParallelSection(_Section):
@@ -201,6 +202,10 @@ class RunCard(_Section):
         if self.scope is Scope.FULL and w in (Dtype.NF4, Dtype.INT8, Dtype.FP8):
             raise ValueError(
                 f"precision.weights: '{w.value}' cannot be trained in full; allowed for scope full: fp32, bf16, fp16"
+            )
+        if self.hardware.price_per_gpu_hour is not None and not self.hardware.currency:
+            raise ValueError(
+                f"hardware.currency: a price of {self.hardware.price_per_gpu_hour:g} per GPU-hour needs a currency, e.g. CNY or USD"
             )
         if self.method is Method.PPO and (self.roles.critic or "").lower() == "none":
             raise ValueError("roles.critic: ppo needs a critic; use same_as_actor or a model id (or method: grpo)")

@@ -1,0 +1,141 @@
+"""Framework presets: the documented defaults of TRL, verl, OpenRLHF and NeMo RL, as card values.
+
+A preset fills what the card leaves open; anything the card sets wins. Each preset names its
+source and maps trainfit's card keys to the framework's own knob names, so suggestions can be
+written in the user's vocabulary.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from trainfit.errors import CardError
+
+
+@dataclass(frozen=True, slots=True)
+class Preset:
+    name: str
+    source: str
+    card: dict[str, Any]
+    knobs: dict[str, str] = field(default_factory=dict)
+    """trainfit card key -> the framework's knob name."""
+
+
+PRESETS: dict[str, Preset] = {
+    "trl": Preset(
+        name="trl",
+        source="TRL 1.16 GRPOConfig (trl/trainer/grpo_config.py): vllm_mode colocate uses "
+        "vllm_gpu_memory_utilization=0.3, beta=0.0 (no reference model), gradient_checkpointing=True; "
+        "transformers Trainer default optim adamw_torch_fused",
+        card={
+            "rollout": {"engine": "vllm", "placement": "colocate", "gpu_memory_utilization": 0.3, "sleep_level": 0},
+            "roles": {"kl_coef": 0.0},
+            "parallel": {"gradient_checkpointing": True},
+            "precision": {"optimizer_impl": "fused"},
+        },
+        knobs={
+            "rollout.gpu_memory_utilization": "vllm_gpu_memory_utilization",
+            "rollout.tensor_parallel": "vllm_tensor_parallel_size",
+            "rollout.num_generations": "num_generations",
+            "rollout.response_len": "max_completion_length",
+            "rollout.prompt_len": "max_prompt_length",
+            "rollout.sleep_level": "vllm_enable_sleep_mode",
+            "roles.kl_coef": "beta",
+            "batch.micro_batch_size": "per_device_train_batch_size",
+            "batch.grad_accum": "gradient_accumulation_steps",
+            "parallel.gradient_checkpointing": "gradient_checkpointing",
+            "scope": "peft_config",
+        },
+    ),
+    "verl": Preset(
+        name="verl",
+        source="verl trainer/config/ppo_trainer.yaml (actor_rollout_ref.rollout.gpu_memory_utilization: 0.5; "
+        "ref.fsdp_config.param_offload: True for the reference under FSDP; FSDP actor keeps fp32 parameters "
+        "with bf16 mixed precision)",
+        card={
+            "rollout": {"engine": "vllm", "placement": "colocate", "gpu_memory_utilization": 0.5},
+            "roles": {"reference": "cpu"},
+            "precision": {"weights": "fp32", "compute": "bf16"},
+            "parallel": {"strategy": "fsdp", "gradient_checkpointing": True},
+        },
+        knobs={
+            "rollout.gpu_memory_utilization": "actor_rollout_ref.rollout.gpu_memory_utilization",
+            "rollout.tensor_parallel": "actor_rollout_ref.rollout.tensor_model_parallel_size",
+            "rollout.num_generations": "actor_rollout_ref.rollout.n",
+            "rollout.response_len": "data.max_response_length",
+            "rollout.prompt_len": "data.max_prompt_length",
+            "roles.reference": "actor_rollout_ref.ref.fsdp_config.param_offload",
+            "parallel.offload": "actor_rollout_ref.actor.fsdp_config.optimizer_offload",
+            "parallel.gradient_checkpointing": "actor_rollout_ref.model.enable_gradient_checkpointing",
+            "batch.micro_batch_size": "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu",
+            "rollout.logprob_micro_batch_size": "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu",
+        },
+    ),
+    "openrlhf": Preset(
+        name="openrlhf",
+        source="OpenRLHF README (hybrid engine: --colocate_all_models --vllm_enable_sleep "
+        "--vllm_gpu_memory_utilization 0.95 in the recommended PPO/GRPO examples)",
+        card={
+            "rollout": {"engine": "vllm", "placement": "colocate", "gpu_memory_utilization": 0.95, "sleep_level": 1},
+            "parallel": {"strategy": "zero3", "gradient_checkpointing": True},
+        },
+        knobs={
+            "rollout.gpu_memory_utilization": "--vllm_gpu_memory_utilization",
+            "rollout.sleep_level": "--vllm_enable_sleep",
+            "rollout.tensor_parallel": "--vllm_tensor_parallel_size",
+            "rollout.placement": "--colocate_all_models",
+            "rollout.num_generations": "--n_samples_per_prompt",
+            "rollout.response_len": "--generate_max_len",
+            "rollout.prompt_len": "--prompt_max_len",
+            "parallel.gradient_checkpointing": "--gradient_checkpointing",
+            "parallel.offload": "--adam_offload",
+            "batch.micro_batch_size": "--micro_train_batch_size",
+        },
+    ),
+    "nemo-rl": Preset(
+        name="nemo-rl",
+        source="NeMo RL examples/configs/grpo_math_1B.yaml (policy.generation.colocated.enabled: true, "
+        "vllm_cfg.gpu_memory_utilization: 0.6)",
+        card={
+            "rollout": {"engine": "vllm", "placement": "colocate", "gpu_memory_utilization": 0.6},
+            "parallel": {"gradient_checkpointing": True},
+        },
+        knobs={
+            "rollout.gpu_memory_utilization": "policy.generation.vllm_cfg.gpu_memory_utilization",
+            "rollout.tensor_parallel": "policy.generation.vllm_cfg.tensor_parallel_size",
+            "rollout.num_generations": "grpo.num_generations_per_prompt",
+            "rollout.response_len": "policy.max_total_sequence_length",
+            "parallel.gradient_checkpointing": "policy.dtensor_cfg.activation_checkpointing",
+            "batch.micro_batch_size": "policy.train_micro_batch_size",
+        },
+    ),
+}
+
+
+def preset(name: str) -> Preset:
+    if name not in PRESETS:
+        raise CardError(f"preset: '{name}' is not known; allowed: {', '.join(PRESETS)}")
+    return PRESETS[name]
+
+
+def _merge_under(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
+    """``top`` wins; nested sections merge."""
+    out = dict(base)
+    for k, v in top.items():
+        out[k] = _merge_under(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def apply_preset(card_data: dict[str, Any], name: str) -> dict[str, Any]:
+    """Card data with the preset's defaults filled in under what the card sets."""
+    merged = _merge_under(preset(name).card, card_data)
+    merged["preset"] = name
+    return merged
+
+
+def knob_name(name: str | None, key: str) -> str:
+    """The framework's name for a card key (the key itself without a preset)."""
+    if name is None:
+        return key
+    return preset(name).knobs.get(key, key)

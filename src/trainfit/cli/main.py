@@ -6,7 +6,7 @@ import sys
 
 import typer
 
-from trainfit.cli import catalog_cmd, plan_cmd, trace_cmd
+from trainfit.cli import audit_cmd, catalog_cmd, check_cmd, diagnose_cmd, plan_cmd, record_cmd, trace_cmd
 
 app = typer.Typer(
     name="trainfit",
@@ -17,6 +17,10 @@ app = typer.Typer(
 )
 app.command("plan")(plan_cmd.plan)
 app.command("trace")(trace_cmd.trace)
+app.command("audit")(audit_cmd.audit)
+app.command("check")(check_cmd.check)
+app.command("record")(record_cmd.record)
+app.command("diagnose")(diagnose_cmd.diagnose)
 app.command("models")(catalog_cmd.models)
 app.command("gpus")(catalog_cmd.gpus)
 

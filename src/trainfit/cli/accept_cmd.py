@@ -1,0 +1,44 @@
+"""``trainfit accept``: the minimum closed loop (baseline, trajectories, reward, update, sync, resume)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+
+def accept(
+    card: Annotated[Optional[Path], typer.Argument(help="Run card (recorded; the default loop ignores it).")] = None,
+    model: Annotated[Optional[Path], typer.Option("--model", help="Local checkpoint (default: tiny random Qwen3).")] = None,
+    device: Annotated[str, typer.Option("--device", help="cpu or cuda.")] = "cpu",
+    nproc: Annotated[int, typer.Option("--nproc", min=1, help="Processes for update/sync/resume.")] = 1,
+    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON record.")] = False,
+) -> None:
+    """Prove the loop closes on this stack: load, roll out, reward, update, sync, resume."""
+    if device not in ("cpu", "cuda"):
+        raise typer.BadParameter("--device must be cpu or cuda")
+    from rich.console import Console
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    from trainfit.accept.run import run_accept
+
+    console = Console(stderr=True)
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console,
+                  transient=True) as bar:
+        task = bar.add_task("starting", total=None)
+        record = run_accept(model, device, nproc, progress=lambda s: bar.update(task, description=s))
+    if card is not None:
+        record["card"] = str(card)
+    if as_json:
+        sys.stdout.write(json.dumps(record, indent=2) + "\n")
+    else:
+        for c in record["checks"]:
+            sys.stdout.write(f"{c['status'].upper():7} {c['name']}: {c['evidence']}\n")
+            if c["proves"]:
+                sys.stdout.write(f"        proves: {c['proves']}; does not prove: {c['does_not_prove']}\n")
+        sys.stdout.write(f"wall time {record['wall_s']} s\n")
+    if not record["ok"]:
+        raise typer.Exit(1)

@@ -1,0 +1,94 @@
+"""`trainfit diagnose`: a symptom or a log with a CUDA OOM -> what to check first, which way to go."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from trainfit.cli.common import load_card, print_json
+
+
+def diagnose(
+    symptom: Annotated[Optional[str], typer.Argument(help="oom-load | oom-backward | oom-generation | low-gpu-util | identical-rewards | no-change-after-update | wrong-after-resume")] = None,
+    log: Annotated[Optional[Path], typer.Option("--log", help="A training log holding a CUDA/HIP OOM message ('-' for stdin).")] = None,
+    message: Annotated[Optional[str], typer.Option("--message", help="The OOM message itself, pasted.")] = None,
+    card: Annotated[Optional[Path], typer.Option("--card", help="Run card: match the failed allocation against its plan and confirm fixes.")] = None,
+    set_: Annotated[list[str], typer.Option("--set", help="Any card field: KEY=VALUE. Repeatable.")] = [],
+    json_: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
+) -> None:
+    """The seed's symptom table, and OOM messages matched against the card's plan."""
+    from trainfit.errors import TrainfitError
+    from trainfit.preflight.diagnose import SYMPTOMS, diagnose_log, diagnose_symptom
+
+    run_card = load_card(card, {}, set_) if card is not None else None
+    if log is not None or message is not None:
+        if message is not None:
+            text, source = message, "--message"
+        elif str(log) == "-":
+            text, source = sys.stdin.read(), "stdin"
+        else:
+            try:
+                text, source = log.read_text(errors="replace"), f"'{log}'"
+            except OSError as exc:
+                raise TrainfitError(f"--log: cannot read '{log}' ({exc.strerror or exc})") from None
+        result = diagnose_log(text, run_card, source=source)
+    elif symptom is not None:
+        result = diagnose_symptom(symptom, run_card)
+    else:
+        raise TrainfitError(f"diagnose: give a symptom ({', '.join(SYMPTOMS)}) or --log/--message")
+    if json_:
+        print_json(diagnosis_to_dict(result))
+        return
+    typer.echo(render(result))
+
+
+def diagnosis_to_dict(d) -> dict:
+    from dataclasses import asdict
+
+    out = {
+        "symptom": asdict(d.symptom) if d.symptom else None,
+        "oom": asdict(d.oom) if d.oom else None,
+        "phase_hint": d.phase_hint,
+        "matches": [asdict(m) for m in d.matches],
+        "fixes": [asdict(f) for f in d.fixes],
+        "notes": list(d.notes),
+        "advice": d.advice,
+        **d.extra,
+    }
+    return out
+
+
+def _g(x: float | None) -> str:
+    return "?" if x is None else f"{x / 2**30:.2f} GiB"
+
+
+def render(d) -> str:
+    lines = []
+    if d.oom is not None:
+        o = d.oom
+        lines.append(
+            f"{o.backend} OOM ({o.format} format): tried to allocate {_g(o.requested_bytes)} on GPU {o.gpu_index}"
+            f" ({_g(o.total_bytes)} total, {_g(o.free_bytes)} free)"
+        )
+        if d.phase_hint:
+            lines.append(f"phase (from the traceback): {d.phase_hint}")
+    if d.symptom is not None:
+        s = d.symptom
+        lines += [f"symptom: {s.name} ({s.seed})", f"check first: {', '.join(s.check_first)}", f"direction: {s.direction}"]
+    for m in d.matches:
+        verb = "matches" if m.matches else "nearest"
+        where = f" in {m.phase}" if m.phase else ""
+        lines.append(f"{verb}: {_g(m.bytes)} = {m.label}{where} ({m.relative_error:.1%} off)")
+    for n in d.notes:
+        lines.append(f"note: {n}")
+    if d.fixes:
+        lines.append("fixes the planner confirms fit (each changes one variable):")
+        for f in d.fixes:
+            lines.append(f"  - {f.change}: peak {_g(f.peak_before_bytes)} -> {_g(f.peak_after_bytes)} of {_g(f.capacity_bytes)}")
+    elif d.matches or (d.symptom and d.symptom.key in ("oom-load", "oom-backward") and d.notes):
+        lines.append("no single-variable change makes the plan fit: change the hardware or the training scope")
+    lines.append(f"advice: {d.advice}")
+    return "\n".join(lines)

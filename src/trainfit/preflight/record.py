@@ -1,0 +1,143 @@
+"""`trainfit record`: the card, completed from the audit, written next to the run.
+
+A record is a run card in its full form (every section, defaults spelled out, so it does not
+change when trainfit's defaults do) plus one top-level ``record:`` mapping that the card schema
+does not know. ``load_record`` strips ``record:`` and validates the rest with
+``trainfit.spec.card.load_card_dict``, so a record is also a card: ``trainfit plan x.record.yaml``
+needs only the mapping removed.
+
+It holds the seed's table: model repo, revision and precision; GPU type, memory, count and
+topology; Python, PyTorch, training framework and generation engine versions; recipe path,
+commit and changes; task kind; training scope; generation settings; checkpoint path, frequency
+and resume method.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from trainfit.errors import CatalogError, TrainfitError
+from trainfit.preflight.audit import NOT_INSTALLED, AuditReport
+from trainfit.preflight.shell import run_command
+from trainfit.spec.card import RunCard, load_card_dict
+from trainfit.spec.enums import Scope
+
+RECORD_KEY = "record"
+"""The one top-level key a record adds to a card; stripped before validation."""
+SOFTWARE_KEYS = ("torch", "transformers", "trl", "peft", "accelerate", "deepspeed", "vllm", "nemo-rl")
+
+
+def default_record_path(card_path: Path) -> Path:
+    """``runs/qwen.yaml`` -> ``runs/qwen.record.yaml``."""
+    return card_path.with_name(f"{card_path.stem}.record.yaml")
+
+
+def card_to_dict(card: RunCard) -> dict[str, Any]:
+    """The validated card as plain data that ``load_card_dict`` accepts back."""
+    data = card.model_dump(mode="json")
+    if card.scope is Scope.FULL:
+        data.pop("lora")  # the schema refuses LoRA settings for full scope
+    if isinstance(card.model, str):
+        data["model"] = {"id": card.model, "revision": None}
+    data["precision"]["weights"] = card.weights_dtype.value
+    return data
+
+
+def git_state(where: Path, *, timeout_s: float = 10) -> dict[str, Any]:
+    """Commit and uncommitted files of the repository holding ``where`` (errors as data)."""
+    cwd = where if where.is_dir() else where.parent
+    if not cwd.is_dir():
+        return {"commit": None, "error": f"no such directory '{cwd}'"}
+    head = run_command(["git", "rev-parse", "HEAD"], timeout_s=timeout_s, cwd=str(cwd))
+    if not head.ok:
+        return {"commit": None, "error": f"git rev-parse HEAD in '{cwd}': {head.error}"}
+    status = run_command(["git", "status", "--porcelain", "--", "."], timeout_s=timeout_s, cwd=str(cwd))
+    dirty = [ln[3:] for ln in status.stdout.splitlines()] if status.ok else []
+    return {"commit": head.stdout.strip(), "dirty_files": dirty, "where": str(cwd)}
+
+
+def _hardware(card: RunCard, audit: AuditReport, notes: list[str]) -> dict[str, Any]:
+    hw = card.hardware.model_dump(mode="json")
+    if not audit.gpus:
+        notes.append("no GPU found by the audit: hardware kept from the card")
+        return hw
+    from trainfit.catalog.gpus import resolve_gpu
+
+    first = audit.gpus[0]
+    try:
+        hw["gpu"], hw["gpu_memory_gib"] = resolve_gpu(first.name).id, None
+    except CatalogError:
+        hw["gpu"] = "custom"
+        hw["gpu_memory_gib"] = round(first.memory_total_bytes / 2**30, 3) if first.memory_total_bytes else None
+        notes.append(f"GPU '{first.name}' is not in the catalog: recorded as custom")
+    if len({g.name for g in audit.gpus}) > 1:
+        notes.append("the machine mixes GPU models: " + ", ".join(sorted({g.name for g in audit.gpus})))
+    hw["gpus_per_node"] = len(audit.gpus)
+    if audit.nvlink is not None:
+        hw["interconnect"] = "nvlink" if audit.nvlink else "pcie"
+    if audit.host_ram_total_bytes:
+        hw["host_ram_gib"] = round(audit.host_ram_total_bytes / 2**30, 2)
+    return hw
+
+
+def build_record(card: RunCard, audit: AuditReport, *, card_path: Path, git: dict[str, Any]) -> dict[str, Any]:
+    """The record as plain data (see module docstring)."""
+    notes: list[str] = []
+    data = card_to_dict(card)
+    software = {k: v for k, v in data["software"].items() if v is not None}
+    actual = {"python": audit.python_version, **{k: v for k, v in audit.packages.items() if v != NOT_INSTALLED}}
+    for key, pin in software.items():
+        if key in actual and str(actual[key]) != str(pin):
+            notes.append(f"software.{key}: card pinned {pin}, the machine has {actual[key]} (recorded)")
+    data["software"] = {**software, **actual}
+    data["hardware"] = _hardware(card, audit, notes)
+    if git.get("commit"):
+        if card.recipe.commit and card.recipe.commit != git["commit"]:
+            notes.append(f"recipe.commit: card said {card.recipe.commit}, the repository is at {git['commit']} (recorded)")
+        data["recipe"]["commit"] = git["commit"]
+    else:
+        notes.append(f"recipe.commit: not recorded ({git.get('error')})")
+    model = data["model"]
+    if isinstance(model, dict) and not model.get("revision") and not model.get("config"):
+        notes.append("model.revision is not pinned: the record cannot name the exact weights")
+    data[RECORD_KEY] = {
+        "created_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "card": str(card_path),
+        "git": git,
+        "gpus": [{"name": g.name, "memory_total_bytes": g.memory_total_bytes, "driver_version": g.driver_version,
+                  "compute_cap": g.compute_cap} for g in audit.gpus],
+        "driver_version": audit.driver_version,
+        "cuda_runtime": audit.cuda_runtime,
+        "nccl_version": audit.nccl_version,
+        "nvlink": audit.nvlink,
+        "topology": audit.topology_text,
+        "p2p_matrix": [list(r) for r in audit.p2p_matrix] if audit.p2p_matrix else None,
+        "packages": dict(audit.packages),
+        "cpu_cores": audit.cpu_cores,
+        "audit_errors": list(audit.errors),
+        "notes": notes,
+    }
+    return data
+
+
+def write_record(data: dict[str, Any], out: Path, *, force: bool) -> None:
+    """Write YAML; TrainfitError (one line) when ``out`` exists and not ``force``."""
+    import yaml
+
+    if out.exists() and not force:
+        raise TrainfitError(f"record: '{out}' already exists; pass --force to overwrite it")
+    try:
+        out.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
+    except OSError as exc:
+        raise TrainfitError(f"record: cannot write '{out}' ({exc.strerror or exc})") from None
+
+
+def load_record(path: Path) -> tuple[RunCard, dict[str, Any]]:
+    """(the card a record holds, its ``record:`` mapping). CardError on a bad record."""
+    from trainfit.spec.card import read_card_file
+
+    data = read_card_file(path)
+    extra = data.pop(RECORD_KEY, {}) if isinstance(data, dict) else {}
+    return load_card_dict(data), extra

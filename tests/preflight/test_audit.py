@@ -1,0 +1,151 @@
+"""`audit` on fake machines: good nvidia-smi output (2 and 8 GPUs, NVLink or PCIe), garbage, a hang,
+a failing driver, an old driver without compute_cap, and no GPU at all."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from helpers import invoke
+from trainfit.preflight.audit import AuditReport, nvlink_in_topology, parse_gpu_csv, parse_p2p, run_audit
+from trainfit.preflight.shell import run_command
+from trainfit.units import MIB
+
+
+def test_eight_a100_with_nvlink(machine, tmp_path):
+    machine("a100x8_nvlink", ram_gib=1024, avail_gib=1000)
+    r = run_audit(checkpoint_path=tmp_path, timeout_s=5, probe_torch=False)
+    assert r.errors == ()
+    assert [g.index for g in r.gpus] == list(range(8))
+    g = r.gpus[0]
+    assert (g.name, g.memory_total_bytes, g.memory_free_bytes) == ("NVIDIA A100-SXM4-40GB", 40960 * MIB, 40327 * MIB)
+    assert (g.driver_version, g.compute_cap, r.driver_version) == ("535.129.03", "8.0", "535.129.03")
+    assert r.nvlink is True
+    assert r.p2p_source == "nvidia-smi topo -p2p r"
+    assert len(r.p2p_matrix) == 8 and r.p2p_matrix[3][3] == "X" and r.p2p_matrix[0][7] == "OK"
+    assert "NV12" in r.topology_text
+    assert r.host_ram_total_bytes == 1024 * 2**30 and r.host_ram_available_bytes == 1000 * 2**30
+    assert r.checkpoint_writable and r.disk_free_bytes > 0
+    assert r.cpu_cores >= 1
+    assert {"torch", "transformers", "trl", "peft", "accelerate", "deepspeed", "vllm", "nemo-rl"} <= set(r.packages)
+    # the seed's env_audit.py fields: packages, gpus (name, memory.total, driver_version), topology, raw commands
+    assert any("--query-gpu" in " ".join(c.args) for c in r.commands)
+    assert any(c.args[1:] == ("topo", "-m") for c in r.commands)
+
+
+def test_two_rtx4090_pcie_only(machine, tmp_path):
+    machine("rtx4090x2_pcie")
+    r = run_audit(checkpoint_path=tmp_path, timeout_s=5, probe_torch=False)
+    assert len(r.gpus) == 2 and r.gpus[1].memory_free_bytes == 24079 * MIB
+    assert r.nvlink is False  # the legend's "NV#" line does not count
+    assert r.p2p_matrix == (("X", "NS"), ("NS", "X"))
+
+
+def test_eight_rtx4090_pcie_only(machine, tmp_path):
+    machine("rtx4090x8_pcie")
+    r = run_audit(checkpoint_path=tmp_path, timeout_s=5, probe_torch=False)
+    assert len(r.gpus) == 8 and r.nvlink is False and r.errors == ()
+
+
+def test_garbage_output_is_an_error_not_a_crash(machine, tmp_path):
+    machine("garbage")
+    r = run_audit(checkpoint_path=tmp_path, timeout_s=5, probe_torch=False)
+    assert r.gpus == () and r.nvlink is None
+    assert len(r.errors) == 1 and r.errors[0].startswith("gpus: cannot parse nvidia-smi --query-gpu output")
+
+
+def test_hang_is_recorded_as_a_timeout(machine, tmp_path):
+    machine("hang")
+    start = time.monotonic()
+    r = run_audit(checkpoint_path=tmp_path, timeout_s=0.5, probe_torch=False)
+    assert time.monotonic() - start < 5
+    assert r.errors == ("gpus: nvidia-smi --query-gpu: timed out after 0.5 s",)
+    assert r.commands[0].returncode is None
+
+
+def test_failing_driver_is_recorded(machine, tmp_path):
+    machine("driver_failure")
+    r = run_audit(checkpoint_path=tmp_path, timeout_s=5, probe_torch=False)
+    assert r.gpus == ()
+    assert r.errors[0].startswith("gpus: nvidia-smi --query-gpu: exit code 9: NVIDIA-SMI has failed")
+    assert r.commands[0].returncode == 9
+
+
+def test_old_driver_without_compute_cap(machine, tmp_path):
+    machine("old_driver")
+    r = run_audit(checkpoint_path=tmp_path, timeout_s=5, probe_torch=False)
+    assert r.errors == () and len(r.gpus) == 2
+    assert r.gpus[0].compute_cap is None and r.gpus[0].driver_version == "550.54.14"
+
+
+def test_no_gpu_machine_with_torch_probe(machine, tmp_path):
+    machine("none")
+    r = run_audit(checkpoint_path=tmp_path, timeout_s=5)
+    assert r.gpus == () and r.nvlink is None and r.p2p_matrix is None and r.topology_text is None
+    assert r.errors[0] == "gpus: nvidia-smi --query-gpu: not found: nvidia-smi"
+    if r.packages["torch"] != "not installed":
+        assert r.torch_cuda_available is False  # this machine's torch sees no GPU; nothing raised
+
+
+def test_unwritable_checkpoint_path_is_recorded(machine, tmp_path):
+    machine("none")
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        r = run_audit(checkpoint_path=locked / "ckpt", timeout_s=5, probe_torch=False)
+    finally:
+        locked.chmod(0o700)
+    if r.checkpoint_writable:  # running as root: permissions do not bind
+        pytest.skip("root ignores directory permissions")
+    assert r.checkpoint_path_exists is False
+    assert any("is not writable" in e for e in r.errors)
+
+
+def test_checkpoint_path_under_a_file_is_not_writable(machine, tmp_path):
+    machine("none")
+    (tmp_path / "a-file").write_text("x")
+    r = run_audit(checkpoint_path=tmp_path / "a-file" / "ckpt", timeout_s=5, probe_torch=False)
+    assert r.checkpoint_writable is False
+    assert f"disk: checkpoint path '{tmp_path / 'a-file' / 'ckpt'}' is not writable" in r.errors[-1]
+
+
+def test_report_round_trips_through_json(machine, tmp_path):
+    machine("a100x8_nvlink")
+    r = run_audit(checkpoint_path=tmp_path, timeout_s=5, probe_torch=False)
+    assert AuditReport.from_dict(json.loads(json.dumps(r.to_dict()))) == r
+
+
+def test_cli_json_and_text(machine, tmp_path):
+    machine("rtx4090x2_pcie")
+    res = invoke("audit", "--json", "--no-torch", "--checkpoint-path", tmp_path)
+    assert res.exit_code == 0
+    data = json.loads(res.output)
+    assert data["nvlink"] is False and len(data["gpus"]) == 2
+    text = invoke("audit", "--no-torch", "--checkpoint-path", tmp_path).output
+    assert "NVIDIA GeForce RTX 4090, 23.99 GiB total" in text and "nvlink      no (PCIe only)" in text
+
+
+def test_cli_on_no_gpu_machine(machine, tmp_path):
+    machine("none")
+    res = invoke("audit", "--no-torch", "--checkpoint-path", tmp_path)
+    assert res.exit_code == 0
+    assert "gpus        none found" in res.output and "not found: nvidia-smi" in res.output
+
+
+def test_parsers_refuse_garbage():
+    with pytest.raises(ValueError):
+        parse_gpu_csv("a, b\n", ("index", "name", "memory.total"))
+    with pytest.raises(ValueError):
+        parse_p2p("nothing here")
+    with pytest.raises(ValueError):
+        nvlink_in_topology("Legend:\n  NV#  = Connection traversing a bonded set of # NVLinks\n")
+
+
+def test_run_command_never_raises(tmp_path):
+    assert run_command(["/nonexistent/tool"]).error == "not found: /nonexistent/tool"
+    assert run_command([str(tmp_path)]).error.startswith("PermissionError")
+    r = run_command(["sh", "-c", "echo out; echo err >&2; exit 3"])
+    assert (r.returncode, r.stdout, r.stderr, r.error) == (3, "out", "err", "exit code 3: err")

@@ -1,0 +1,104 @@
+"""`record`: software/hardware filled from the audit, git commit, timestamp, round-trip, no overwrite."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from dataclasses import replace
+from pathlib import Path
+
+import yaml
+
+from helpers import invoke, write_card
+from trainfit.plan import make_plan
+from trainfit.preflight.audit import run_audit
+from trainfit.preflight.record import RECORD_KEY, build_record, default_record_path, git_state, load_record
+from trainfit.spec.card import load_card_dict
+
+REPO = Path(__file__).resolve().parents[2]
+CARD = """\
+name: grpo-lora-4090
+model: {id: Qwen/Qwen3-8B, revision: 0123456789abcdef}
+method: grpo
+scope: lora
+lora: {rank: 16}
+hardware: {gpu: a100-40gb, gpus_per_node: 8}
+software: {torch: "2.5.1"}
+generation: {num_generations: 8, max_completion_len: 2048, concurrency: 32}
+checkpoint: {path: ./ckpt, every_steps: 200, keep: 3, resume: full}
+task: {kind: multi_turn_agent}
+"""
+
+
+def audit_of(machine, tmp_path, kind="rtx4090x2_pcie"):
+    machine(kind, ram_gib=256)
+    return run_audit(checkpoint_path=tmp_path, timeout_s=5, probe_torch=False)
+
+
+def test_record_round_trips_through_the_card_schema(machine, tmp_path):
+    card = load_card_dict(yaml.safe_load(CARD))
+    audit = replace(audit_of(machine, tmp_path), packages={"torch": "2.6.0", "trl": "0.17.0", "nemo-rl": "not installed"})
+    data = build_record(card, audit, card_path=tmp_path / "run.yaml", git=git_state(REPO))
+    out = tmp_path / "run.record.yaml"
+    out.write_text(yaml.safe_dump(data, sort_keys=False))
+    back, extra = load_record(out)
+    # the audit filled software and hardware; the rest is the card, defaults spelled out
+    assert back.software.torch == "2.6.0" and back.software.trl == "0.17.0" and back.software.python == audit.python_version
+    assert (back.hardware.gpu, back.hardware.gpus_per_node, back.hardware.interconnect) == ("rtx4090", 2, "pcie")
+    assert back.hardware.host_ram_gib == 256
+    same = ("method", "scope", "lora", "generation", "checkpoint", "task", "batch", "parallel", "name")
+    assert all(getattr(back, k) == getattr(card, k) for k in same)
+    assert back.model.id == "Qwen/Qwen3-8B" and back.model.revision == "0123456789abcdef"
+    assert back.precision.weights.value == "bf16"
+    make_plan(back)  # a record is a plannable card
+    # record-only data lives under the stripped `record:` key
+    assert extra["git"]["commit"] == subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
+    assert back.recipe.commit == extra["git"]["commit"]
+    assert extra["created_utc"].endswith("+00:00")
+    assert extra["gpus"][0]["name"] == "NVIDIA GeForce RTX 4090" and extra["nvlink"] is False
+    assert "software.torch: card pinned 2.5.1, the machine has 2.6.0 (recorded)" in extra["notes"]
+    assert set(yaml.safe_load(out.read_text())) - set(type(back).model_fields) == {RECORD_KEY}
+
+
+def test_full_scope_card_with_string_model(machine, tmp_path):
+    card = load_card_dict({"model": "Qwen/Qwen3-0.6B"})
+    data = build_record(card, audit_of(machine, tmp_path, "none"), card_path=Path("c.yaml"), git={"commit": None, "error": "x"})
+    back = load_card_dict({k: v for k, v in data.items() if k != RECORD_KEY})
+    assert back.model.id == "Qwen/Qwen3-0.6B" and back.hardware == card.hardware  # no GPU: hardware kept
+    notes = data[RECORD_KEY]["notes"]
+    assert "no GPU found by the audit: hardware kept from the card" in notes
+    assert "model.revision is not pinned: the record cannot name the exact weights" in notes
+    assert "recipe.commit: not recorded (x)" in notes
+
+
+def test_git_outside_a_repository(tmp_path):
+    state = git_state(tmp_path)
+    assert state["commit"] is None and "git rev-parse HEAD" in state["error"]
+
+
+def test_cli_writes_beside_the_card_and_never_overwrites(machine, tmp_path, monkeypatch):
+    machine("a100x8_nvlink")
+    monkeypatch.chdir(REPO)  # recipe path unset: the commit comes from the working directory
+    card = write_card(tmp_path / "run.yaml", CARD)
+    res = invoke("record", card, "--timeout", "5")
+    target = default_record_path(card)
+    assert res.exit_code == 0 and res.output.startswith(f"wrote {target}")
+    assert target == tmp_path / "run.record.yaml"
+    first = target.read_text()
+    again = invoke("record", card)
+    assert again.exit_code == 2
+    assert again.error == f"record: '{target}' already exists; pass --force to overwrite it"
+    assert target.read_text() == first
+    forced = invoke("record", card, "--force", "--json")
+    assert forced.exit_code == 0
+    data = json.loads(forced.output)
+    assert data["path"] == str(target) and data["record"]["hardware"]["gpu"] == "a100-40gb"
+    assert data["record"]["hardware"]["interconnect"] == "nvlink"
+    out = tmp_path / "elsewhere.yaml"
+    assert invoke("record", card, "--out", out).exit_code == 0 and load_record(out)[0].name == "grpo-lora-4090"
+
+
+def test_cli_bad_card_is_one_line(tmp_path):
+    res = invoke("record", write_card(tmp_path / "bad.yaml", "scope: everything\n"))
+    assert res.exit_code == 2 and res.error.startswith("scope: 'everything' is not allowed")
+    assert not (tmp_path / "bad.record.yaml").exists()

@@ -82,6 +82,7 @@ def plan_to_dict(plan: Plan) -> dict[str, Any]:
             "per_gpu_hour": plan.price.per_gpu_hour,
             "excludes": _excludes(),
         },
+        "checkpoint": _checkpoint(plan),
         "assumptions": list(plan.assumptions),
         "warnings": list(plan.warnings),
         "card": plan.card.model_dump(mode="json"),
@@ -92,3 +93,17 @@ def _excludes() -> str:
     from trainfit.compute.cost import EXCLUDES
 
     return EXCLUDES
+
+
+def _checkpoint(plan: Plan) -> dict[str, Any]:
+    from trainfit.preflight.checkpoint import checkpoint_sizes
+
+    c = checkpoint_sizes(plan.card, plan)
+    return {
+        "full_state_bytes": _b(c.full_state_bytes),
+        "weights_only_bytes": _b(c.weights_only_bytes),
+        "adapter_only_bytes": _b(c.adapter_only_bytes),
+        "per_checkpoint_bytes": _b(c.per_checkpoint_bytes(plan.card)),
+        "keep": plan.card.checkpoint.keep,
+        "note": c.note,
+    }

@@ -135,6 +135,15 @@ def render_plan(plan: Plan, console: Console) -> None:
             f" at {plan.price.per_gpu_hour:g} {plan.price.currency} per GPU-hour; excludes {EXCLUDES}",
             markup=False,
         )
+    from trainfit.preflight.checkpoint import checkpoint_sizes
+
+    ck = checkpoint_sizes(card, plan)
+    console.print(
+        f"checkpoint: full state {gib(ck.full_state_bytes, 1)}, weights only {gib(ck.weights_only_bytes, 1)}"
+        + (f", adapter only {gib(ck.adapter_only_bytes, 2)}" if ck.adapter_only_bytes else "")
+        + f"; x{card.checkpoint.keep} kept. {ck.note}",
+        markup=False,
+    )
     host = ", ".join(f"{k} {gib(v, 1)}" for k, v in plan.host_ram.items())
     console.print(f"host RAM per node: {gib(plan.host_ram_bytes, 1)} ({host})")
     for w in plan.warnings:

@@ -443,7 +443,11 @@ def _rl(card: RunCard, spec: ModelSpec, gpu: GpuSpec):
         )
     train_gpus, _ = group_sizes(card)
     per_node = train_gpus // card.hardware.nodes
-    actor_card = _card_with(card, batch__seq_len=ro.prompt_len + ro.response_len, hardware__gpus_per_node=per_node)
+    # the actor's own step: its GPU group only (the rollout group is planned from the full card)
+    actor_card = _card_with(
+        card, batch__seq_len=ro.prompt_len + ro.response_len, hardware__gpus_per_node=per_node,
+        rollout__placement="colocate", rollout__gpus=None,
+    )
     sharding = make_sharding(strategy=card.parallel.strategy, gpus_per_node=per_node, nodes=card.hardware.nodes)
     actor, host, notes = step_terms(actor_card, spec, sharding)
     cspec = critic_spec_of(card, spec)

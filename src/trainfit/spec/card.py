@@ -218,6 +218,13 @@ class RunCard(_Section):
                     f"rollout.gpus: split placement gives {ro.gpus} GPUs to rollout but a node has"
                     f" {self.hardware.gpus_per_node}; leave at least one for training"
                 )
+        if self.method in (Method.PPO, Method.GRPO):
+            engine_gpus = (ro.gpus or 0) if ro.placement is Placement.SPLIT else self.hardware.gpus_per_node
+            if ro.tensor_parallel > engine_gpus:
+                raise ValueError(
+                    f"rollout.tensor_parallel: {ro.tensor_parallel} is more than the {engine_gpus} GPUs per node"
+                    " the rollout engine has"
+                )
         if self.precision.optimizer_in_backward and self.batch.grad_accum > 1:
             raise ValueError("precision.optimizer_in_backward: cannot be combined with batch.grad_accum > 1")
         if self.scope is Scope.QLORA and w not in (None, Dtype.NF4):

@@ -1,0 +1,164 @@
+"""Search the knobs a card leaves open: enumerate -> prune -> plan -> rank (pure, deterministic).
+
+A *space* maps dotted card keys (``parallel.strategy``, ``rollout.tensor_parallel``...) to the
+values to try. Pinned keys (those the user set) are not varied. Each combination is applied to
+the base card, validated and planned; invalid combinations (e.g. a tensor-parallel size that
+does not divide the heads) are counted and skipped, never silently ranked.
+
+Ranking: plans that fit first; then fewest GPUs; then shortest step; then lowest cost per hour;
+ties broken by the knob settings' text, so the order is deterministic. The Pareto front marks
+fitting rows that no other fitting row beats on both step time and cost per step.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from trainfit.errors import TrainfitError
+
+DEFAULT_LIMIT = 200_000
+"""Largest space searched without pinning knobs."""
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    knobs: dict[str, Any]
+    fits: bool
+    gpus: int
+    gpu: str
+    peak_device_bytes: float
+    headroom_bytes: float
+    peak_phase: str
+    step_seconds: float | None
+    cost_per_hour: float | None
+    currency: str | None
+    pareto: bool = False
+
+    @property
+    def cost_per_step(self) -> float | None:
+        if self.cost_per_hour is None or self.step_seconds is None:
+            return None
+        return self.cost_per_hour * self.step_seconds / 3600
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    rows: tuple[Row, ...]
+    evaluated: int
+    invalid: int
+    seconds: float
+
+    @property
+    def best(self) -> Row | None:
+        return self.rows[0] if self.rows and self.rows[0].fits else None
+
+
+def _set(data: dict[str, Any], dotted: str, value: Any) -> None:
+    node = data
+    *parents, leaf = dotted.split(".")
+    for p in parents:
+        node = node.setdefault(p, {})
+    node[leaf] = value
+
+
+def _knob_text(knobs: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted(knobs.items()))
+
+
+def space_size(space: dict[str, list[Any]]) -> int:
+    n = 1
+    for values in space.values():
+        n *= max(1, len(values))
+    return n
+
+
+def search(
+    base: dict[str, Any], space: dict[str, list[Any]], *, pinned: frozenset[str] = frozenset(), limit: int = DEFAULT_LIMIT
+) -> SearchResult:
+    """Plan every combination of ``space`` applied to the card dict ``base``."""
+    from trainfit.plan import make_plan
+    from trainfit.spec.card import load_card_dict
+
+    free = {k: v for k, v in space.items() if k not in pinned}
+    size = space_size(free)
+    if size > limit:
+        raise TrainfitError(
+            f"fit: the search space has {size:,} combinations (limit {limit:,}); pin some knobs, e.g. --gpu or --scope"
+        )
+    keys = sorted(free)
+    t0 = time.perf_counter()
+    rows: list[Row] = []
+    invalid = 0
+    for combo in itertools.product(*(free[k] for k in keys)):
+        knobs = dict(zip(keys, combo))
+        data = _deep_copy(base)
+        for k, v in knobs.items():
+            _set(data, k, v)
+        try:
+            plan = make_plan(load_card_dict(data))
+        except TrainfitError:
+            invalid += 1
+            continue
+        rows.append(
+            Row(
+                knobs=knobs,
+                fits=plan.fits,
+                gpus=plan.card.world_size,
+                gpu=plan.gpu.id,
+                peak_device_bytes=plan.peak.device,
+                headroom_bytes=plan.headroom_bytes,
+                peak_phase=plan.peak.phase.value,
+                step_seconds=plan.step_seconds,
+                cost_per_hour=plan.cost_per_hour,
+                currency=plan.price.currency if plan.price is not None else None,
+            )
+        )
+    seconds = time.perf_counter() - t0
+    rows.sort(key=_rank_key)
+    return SearchResult(rows=tuple(_mark_pareto(rows)), evaluated=len(rows) + invalid, invalid=invalid, seconds=seconds)
+
+
+def _rank_key(r: Row) -> tuple:
+    inf = float("inf")
+    return (
+        not r.fits,
+        r.gpus,
+        r.step_seconds if r.step_seconds is not None else inf,
+        r.cost_per_hour if r.cost_per_hour is not None else inf,
+        -r.headroom_bytes if r.fits else r.peak_device_bytes,
+        _knob_text(r.knobs),
+    )
+
+
+def _mark_pareto(rows: list[Row]) -> list[Row]:
+    """Fitting rows not beaten on both step time and cost per step by another fitting row."""
+    from dataclasses import replace
+
+    fit = [r for r in rows if r.fits and r.step_seconds is not None]
+
+    def cost(r: Row) -> float:
+        return r.cost_per_step if r.cost_per_step is not None else r.gpus * (r.step_seconds or 0.0)
+
+    out = []
+    for r in rows:
+        if not (r.fits and r.step_seconds is not None):
+            out.append(r)
+            continue
+        beaten = any(
+            o is not r and o.step_seconds <= r.step_seconds and cost(o) <= cost(r)
+            and (o.step_seconds < r.step_seconds or cost(o) < cost(r))
+            for o in fit
+        )
+        out.append(replace(r, pareto=not beaten))
+    return out
+
+
+def _deep_copy(d: Any) -> Any:
+    if isinstance(d, dict):
+        return {k: _deep_copy(v) for k, v in d.items()}
+    if isinstance(d, list):
+        return [_deep_copy(v) for v in d]
+    return d

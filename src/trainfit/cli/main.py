@@ -6,7 +6,7 @@ import sys
 
 import typer
 
-from trainfit.cli import audit_cmd, catalog_cmd, check_cmd, diagnose_cmd, plan_cmd, record_cmd, trace_cmd
+from trainfit.cli import accept_cmd, audit_cmd, catalog_cmd, check_cmd, diagnose_cmd, plan_cmd, record_cmd, trace_cmd
 
 app = typer.Typer(
     name="trainfit",
@@ -21,6 +21,7 @@ app.command("audit")(audit_cmd.audit)
 app.command("check")(check_cmd.check)
 app.command("record")(record_cmd.record)
 app.command("diagnose")(diagnose_cmd.diagnose)
+app.command("accept")(accept_cmd.accept)
 app.command("models")(catalog_cmd.models)
 app.command("gpus")(catalog_cmd.gpus)
 

@@ -1,0 +1,5 @@
+"""Closed-loop acceptance run (``trainfit accept``) and the coding-task reward sandbox.
+
+``sandbox`` and ``reward`` need only the standard library and pytest; ``loop`` and ``checks``
+need the ``trl`` extra (torch, transformers, trl) and import it lazily.
+"""

@@ -1,0 +1,138 @@
+"""One short GRPO run through TRL's real GRPOTrainer, observed by callbacks (no re-implementation)."""
+
+from __future__ import annotations
+
+import os
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from trainfit.accept.reward import CodingReward
+from trainfit.accept.rollout import GenerationEngine, ScriptedRollout
+from trainfit.accept.sandbox import Limits
+from trainfit.accept.tasks import split_tasks
+
+NUM_GENERATIONS = 4
+
+
+@dataclass(kw_only=True)
+class RunSettings:
+    """What a run does; the ``break_*``-style fields exist so tests can prove each check can fail."""
+
+    model_dir: Path
+    output_dir: Path
+    max_steps: int = 2
+    learning_rate: float = 3e-3
+    live_generation: bool = True
+    mask_tool_tokens: bool = True
+    device: str = "cpu"
+    seed: int = 0
+
+
+@dataclass
+class Observed:
+    """What the callbacks saw."""
+
+    before: dict = field(default_factory=dict)
+    step1: dict = field(default_factory=dict)
+    norm_grads: list = field(default_factory=list)
+    loss_inputs: list = field(default_factory=list)
+    equal_groups: list = field(default_factory=list)
+
+
+def equal_reward_groups(rewards: list[float], group: int) -> list[int]:
+    """Indices of groups in which every reward is equal (no relative signal for GRPO)."""
+    return [i for i in range(len(rewards) // group) if len(set(rewards[i * group:(i + 1) * group])) == 1]
+
+
+def make_dataset(seed: int):
+    from datasets import Dataset
+
+    train, _ = split_tasks()
+    rows = [{"prompt": t.prompt, "task": t.name} for t in train] * 4
+    return Dataset.from_list(rows)
+
+
+def build_trainer(s: RunSettings, rollout: ScriptedRollout | None = None, obs: Observed | None = None):
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
+    from trl import GRPOConfig, GRPOTrainer
+
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    train, _ = split_tasks()
+    tok = AutoTokenizer.from_pretrained(s.model_dir)
+    model = AutoModelForCausalLM.from_pretrained(s.model_dir, dtype=torch.float32)
+    rollout = rollout or ScriptedRollout(train, GenerationEngine(s.live_generation), s.mask_tool_tokens)
+    obs = obs if obs is not None else Observed()
+    reward = CodingReward(train, Limits(call_timeout_s=1.0, run_timeout_s=15.0))
+
+    def reward_fn(prompts, completions, **kw):
+        out = reward(prompts, completions, **kw)
+        eq = equal_reward_groups(out, NUM_GENERATIONS)
+        if eq:
+            obs.equal_groups.append(out)
+            warnings.warn(f"all rewards equal in {len(eq)} group(s) {out}: no relative signal", RuntimeWarning)
+        return out
+
+    reward_fn.__name__ = "coding_reward"
+    cfg = GRPOConfig(output_dir=str(s.output_dir), use_cpu=s.device == "cpu", report_to="none",
+                     per_device_train_batch_size=NUM_GENERATIONS, num_generations=NUM_GENERATIONS,
+                     max_steps=s.max_steps, learning_rate=s.learning_rate, logging_steps=1, save_steps=1,
+                     save_strategy="steps", seed=s.seed, max_completion_length=1024, bf16=False,
+                     disable_tqdm=True, dataloader_num_workers=0, beta=0.0)
+
+    class Observer(TrainerCallback):
+        def on_train_begin(self, args, state, control, model=None, **kw):
+            obs.before = _snapshot(trainer, rollout)
+
+        def on_step_end(self, args, state, control, model=None, **kw):
+            if state.global_step == 1 and not obs.step1:
+                obs.step1 = _snapshot(trainer, rollout)
+
+    class ObservedGRPOTrainer(GRPOTrainer):
+        def compute_loss(self, model, inputs, *a, **kw):
+            obs.loss_inputs.append({k: inputs[k].detach().clone() for k in
+                                    ("prompt_ids", "completion_ids", "completion_mask", "tool_mask") if k in inputs})
+            return super().compute_loss(model, inputs, *a, **kw)
+
+    trainer = ObservedGRPOTrainer(model=model, processing_class=tok, reward_funcs=[reward_fn], args=cfg,
+                                  train_dataset=make_dataset(s.seed), rollout_func=rollout,
+                                  callbacks=[Observer()])
+
+    def keep_grad(mod, inp, out):
+        if out.requires_grad:
+            out.register_hook(lambda g: obs.norm_grads.append(g.detach().clone()))
+
+    from transformers.trainer_callback import PrinterCallback, ProgressCallback
+
+    for cb in (PrinterCallback, ProgressCallback):  # keep stdout clean for --json
+        trainer.remove_callback(cb)
+    trainer.model.model.norm.register_forward_hook(keep_grad)
+    return trainer, rollout, obs
+
+
+def fixed_sequence(trainer, rollout: ScriptedRollout) -> tuple[list[int], int]:
+    """A fixed (prompt, scripted correct completion) token sequence and where its completion starts."""
+    train, _ = split_tasks()
+    tok = trainer.processing_class
+    text = tok.apply_chat_template([{"role": "user", "content": train[0].prompt}], tokenize=False,
+                                   add_generation_prompt=True)
+    p = tok.encode(text)
+    return p + tok.encode(f"<tool_call>\n{{}}\n</tool_call>{train[0].correct}<|im_end|>"), len(p)
+
+
+def _snapshot(trainer, rollout: ScriptedRollout) -> dict:
+    """Parameter copy, plus log-probs of the fixed sequence under the generation path and the trainer's."""
+    import torch
+
+    ids, start = fixed_sequence(trainer, rollout)
+    model = trainer.model
+    was_training = model.training
+    model.eval()
+    gen = rollout.engine.token_logprobs(model, ids, start)
+    with torch.no_grad():
+        t = torch.tensor([ids])
+        tr, _, _ = trainer._get_per_token_logps_and_entropies(model, t, torch.ones_like(t), len(ids) - start)
+    model.train(was_training)
+    return {"params": {n: p.detach().clone() for n, p in model.named_parameters()}, "gen_logps": gen,
+            "trainer_logps": tr[0].detach().clone()}

@@ -1,0 +1,60 @@
+"""The full default loop, and one test per check proving it fails when what it checks is broken."""
+
+import json
+
+import pytest
+
+pytest.importorskip("trl")
+
+from trainfit.accept.checks import check_calibration  # noqa: E402
+from trainfit.accept.run import run_accept  # noqa: E402
+
+
+def _status(record, name):
+    return next(c for c in record["checks"] if c["name"] == name)["status"]
+
+
+def test_full_default_loop_cli():
+    import typer
+    from typer.testing import CliRunner
+
+    from trainfit.cli.accept_cmd import accept
+
+    app = typer.Typer()
+    app.command()(accept)
+    res = CliRunner().invoke(app, ["--json"])
+    assert res.exit_code == 0, res.output
+    record = json.loads(res.stdout)
+    statuses = {c["name"]: c["status"] for c in record["checks"]}
+    assert statuses == {"baseline": "pass", "trajectories": "pass", "reward_calibration": "pass", "update": "pass",
+                        "generation_sync": "pass", "resume": "pass", "multi_process": "skipped"}
+    assert record["ok"] and record["wall_s"] < 120
+
+
+def test_calibration_fails_for_reward_ignoring_tests():
+    def ignores_tests(task, ops):  # rewards any patch that writes something
+        return 1.0 if ops else 0.0
+
+    r = check_calibration(grade=ignores_tests)
+    assert r.status == "fail", r.evidence
+
+
+def test_update_fails_with_zero_learning_rate():
+    rec = run_accept(learning_rate=0.0, only=("update",))
+    assert _status(rec, "update") == "fail" and not rec["ok"]
+
+
+def test_sync_fails_when_generation_keeps_old_weights():
+    rec = run_accept(live_generation=False, only=("generation_sync",))
+    assert _status(rec, "generation_sync") == "fail"
+
+
+def test_mask_checks_fail_when_tool_tokens_are_trained_on():
+    rec = run_accept(mask_tool_tokens=False, only=("trajectories", "update"))
+    assert _status(rec, "trajectories") == "fail"
+    assert _status(rec, "update") == "fail"  # non-zero gradient at tool-output positions
+
+
+def test_resume_fails_without_optimizer_state():
+    rec = run_accept(drop_optimizer=True, only=("resume",))
+    assert _status(rec, "resume") == "fail"

@@ -162,3 +162,98 @@ def _deep_copy(d: Any) -> Any:
     if isinstance(d, list):
         return [_deep_copy(v) for v in d]
     return d
+
+
+# --------------------------------------------------------------------------------------------
+# fit: fewest cards per GPU type, then the cheapest/fastest knobs
+# --------------------------------------------------------------------------------------------
+
+SFT_SPACE: dict[str, list[Any]] = {
+    "parallel.strategy": ["fsdp", "zero2", "ddp"],
+    "parallel.offload": ["none", "optimizer"],
+    "parallel.gradient_checkpointing": [True, False],
+    "loss.chunked": [False, True],
+    "scope": ["full", "lora", "qlora"],
+}
+RL_SPACE: dict[str, list[Any]] = {
+    "scope": ["full", "lora", "qlora"],
+    "parallel.offload": ["none", "params_and_optimizer"],
+    "rollout.placement": ["colocate", "split"],
+    "rollout.tensor_parallel": [1, 2, 4, 8],
+    "rollout.gpu_memory_utilization": [0.3, 0.5, 0.7, 0.9],
+    "rollout.sleep_level": [0, 1],
+    "loss.chunked": [False, True],
+}
+GPU_COUNTS = (1, 2, 4, 8, 16, 32, 64)
+
+
+def flat_keys(data: dict[str, Any], prefix: str = "") -> set[str]:
+    out: set[str] = set()
+    for k, v in data.items():
+        key = f"{prefix}{k}"
+        out.add(key)
+        if isinstance(v, dict):
+            out |= flat_keys(v, key + ".")
+    return out
+
+
+def _hardware(gpu: str, count: int, price: Any) -> dict[str, Any]:
+    hw: dict[str, Any] = {"gpu": gpu, "gpus_per_node": min(count, 8), "nodes": max(1, count // 8)}
+    if price is not None:
+        hw.update(price_per_gpu_hour=price.per_gpu_hour, currency=price.currency)
+    return hw
+
+
+def fit(
+    base: dict[str, Any],
+    *,
+    gpus: list[str],
+    max_gpus: int,
+    prices: dict[str, Any] | None = None,
+    pinned: frozenset[str] = frozenset(),
+    limit: int = DEFAULT_LIMIT,
+    progress: Any = None,
+) -> SearchResult:
+    """For each GPU type, the fewest cards (1, 2, 4, 8, 16...) for which some knob setting fits;
+    every evaluated (type, count) best row is returned, ranked, with the Pareto front marked."""
+    rl = str(base.get("method", "sft")) in ("ppo", "grpo")
+    space = dict(RL_SPACE if rl else SFT_SPACE)
+    counts = [c for c in GPU_COUNTS if c <= max_gpus]
+    if not counts:
+        raise TrainfitError(f"fit: --max-gpus {max_gpus} leaves no card count to try (counts: {GPU_COUNTS})")
+    rows: list[Row] = []
+    evaluated = invalid = 0
+    t0 = time.perf_counter()
+    total = len(gpus) * len(counts)
+    done = 0
+    for gpu in gpus:
+        for count in counts:
+            data = _deep_copy(base)
+            hw = data.setdefault("hardware", {})
+            hw.update(_hardware(gpu, count, (prices or {}).get(gpu)))
+            sp = dict(space)
+            if rl:
+                sp["rollout.gpus"] = [max(1, min(count, 8) // 2)]
+                sp["rollout.tensor_parallel"] = [t for t in space["rollout.tensor_parallel"] if t <= min(count, 8)]
+            if count == 1:
+                sp["parallel.strategy"] = ["single"]
+                sp.pop("rollout.placement", None)
+            result = search(data, sp, pinned=pinned, limit=limit)
+            evaluated += result.evaluated
+            invalid += result.invalid
+            done += 1
+            if progress is not None:
+                progress(done / total)
+            if result.rows:
+                best = result.rows[0]
+                rows.append(replace_knobs(best, gpu=gpu, count=count))
+            if result.best is not None:
+                break  # fewest cards of this type found
+    rows.sort(key=_rank_key)
+    return SearchResult(tuple(_mark_pareto(rows)), evaluated, invalid, time.perf_counter() - t0)
+
+
+def replace_knobs(row: Row, *, gpu: str, count: int) -> Row:
+    from dataclasses import replace
+
+    return replace(row, knobs={"hardware.gpu": gpu, "gpus": count, **row.knobs})

@@ -114,9 +114,13 @@ def trace(
     except ImportError as exc:  # pragma: no cover - depends on the install
         raise TraceCardError(f"trace needs the trace extra: pip install -c constraints.txt 'trainfit[trace]' ({exc})") from exc
     req = TraceRequest(**kwargs, layers=layers, mode=mode)
+    from rich.console import Console as _Console
     from rich.progress import Progress
 
-    with Progress(transient=True, disable=json_) as bar:
+    import sys
+
+    # the bar draws on an interactive stderr only, so pipes and error lines stay clean
+    with Progress(transient=True, disable=json_ or not sys.stderr.isatty(), console=_Console(stderr=True)) as bar:
         task = bar.add_task("tracing", total=1.0)
         result = trace_step(req, progress=lambda label, frac: bar.update(task, completed=frac, description=label))
     from trainfit.report.trace_report import render_trace, trace_to_dict

@@ -40,6 +40,8 @@ Pure Python: no torch import.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from dataclasses import dataclass
 
 from trainfit.memory.params import active_params, param_breakdown
@@ -47,6 +49,7 @@ from trainfit.memory.weights import count_scale
 from trainfit.spec.model import ModelSpec
 
 
+@lru_cache(maxsize=4096)
 def matmul_params(spec: ModelSpec) -> float:
     """Parameters that take part in a matmul for one token (active experts only).
 

@@ -40,6 +40,8 @@ like SDPA's for the non-gated families).
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from dataclasses import dataclass, field
 
 from trainfit.memory.lora import targeted_groups
@@ -384,6 +386,7 @@ def _targets(spec: ModelSpec, trainable: TrainableSpec) -> dict[str, int]:
     return out
 
 
+@lru_cache(maxsize=4096)
 def activation_bytes(
     spec: ModelSpec,
     *,

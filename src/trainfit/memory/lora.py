@@ -8,6 +8,8 @@ gives the fused ``gate_up_proj`` rank 2r when gate_proj/up_proj are targeted
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from trainfit.memory.params import LinearGroup, linear_groups
 from trainfit.spec.model import ModelSpec
 from trainfit.spec.training import ALL_LINEAR, LoraSpec
@@ -26,6 +28,7 @@ def _router_group(spec: ModelSpec) -> list[LinearGroup]:
     return [LinearGroup("gate", spec.hidden_size, spec.moe.num_experts, n_moe)] if n_moe else []
 
 
+@lru_cache(maxsize=4096)
 def targeted_groups(spec: ModelSpec, lora: LoraSpec) -> list[LinearGroup]:
     """Linear groups the adapter wraps. ``all-linear`` excludes the output head, as PEFT
     does; on MoE models PEFT 0.21 also wraps the fused experts and the router weight
@@ -49,6 +52,7 @@ def known_target_names(spec: ModelSpec) -> list[str]:
     return sorted(names | {ALL_LINEAR})
 
 
+@lru_cache(maxsize=4096)
 def lora_trainable_params(spec: ModelSpec, lora: LoraSpec) -> int:
     """Exact trainable parameter count of a PEFT LoRA adapter (no bias, no DoRA)."""
     total = 0
@@ -58,6 +62,7 @@ def lora_trainable_params(spec: ModelSpec, lora: LoraSpec) -> int:
     return total
 
 
+@lru_cache(maxsize=4096)
 def lora_largest_tensor_params(spec: ModelSpec, lora: LoraSpec) -> int:
     """Elements of the largest single adapter tensor (sizes the for-loop optimizer's temporaries)."""
     best = 0

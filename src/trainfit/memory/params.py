@@ -6,6 +6,8 @@ Every count here equals ``sum(p.numel() for p in model.parameters())`` of
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from dataclasses import dataclass
 
 from trainfit.spec.enums import LayerKind
@@ -115,6 +117,7 @@ def _moe_linears(spec: ModelSpec, count: int) -> list[LinearGroup]:
     return groups
 
 
+@lru_cache(maxsize=4096)
 def linear_groups(spec: ModelSpec) -> list[LinearGroup]:
     """All decoder linear maps, grouped by identical shape (lm_head excluded)."""
     full = spec.num_full_attention_layers
@@ -167,6 +170,7 @@ def _layer_params(spec: ModelSpec, layer_idx: int) -> tuple[int, int]:
     return weights, other
 
 
+@lru_cache(maxsize=4096)
 def param_breakdown(spec: ModelSpec) -> ParamBreakdown:
     """Exact parameter counts by component."""
     per_layer = [_layer_params(spec, i) for i in range(spec.num_layers)]
@@ -188,6 +192,7 @@ def param_breakdown(spec: ModelSpec) -> ParamBreakdown:
     )
 
 
+@lru_cache(maxsize=4096)
 def active_params(spec: ModelSpec) -> int:
     """Parameters touched per token: routed experts count top-k of num_experts."""
     total = param_breakdown(spec).total
@@ -214,6 +219,7 @@ class TensorGroup:
         return n
 
 
+@lru_cache(maxsize=4096)
 def param_tensors(spec: ModelSpec) -> list[TensorGroup]:
     """Every parameter tensor of the full model, grouped by shape.
 

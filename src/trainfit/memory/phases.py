@@ -178,26 +178,36 @@ def backward_peak(t: StepTerms) -> PhasePeak:
             },
         ),
     ]
+    # decoder layers, last to first: sum floats per layer, build the component dict for the largest only
+    base_total = sum(base.values())
+    fsdp_layer = fsdp_static + t.fsdp_layer_units + t.fsdp_unsharded_grads
     new_grads = t.grads_head
     gathered = t.fsdp_all_gathered
+    best: tuple[float, int, float, float] | None = None
     for layer in range(layers - 1, -1, -1):
         new_grads += t.grads_per_layer[layer]
-        alive = emb + saved_prefix[layer] + act.per_layer[layer]
+        total = (
+            base_total + grads(new_grads) + t.zero2_bucket + emb + saved_prefix[layer] + act.per_layer[layer]
+            + t.layer_backward_transient[layer] + t.in_backward_step + fsdp_layer + gathered
+        )
+        if best is None or total > best[0]:
+            best = (total, layer, new_grads, gathered)
+        gathered -= t.fsdp_all_gathered / layers
+    if best is not None:
+        _, layer, g, gath = best
         points.append(
             (
                 f"layer {layer} backward",
                 base
                 | {
-                    "gradients": grads(new_grads) + t.zero2_bucket,
-                    "activations": alive,
+                    "gradients": grads(g) + t.zero2_bucket,
+                    "activations": emb + saved_prefix[layer] + act.per_layer[layer],
                     "logits": 0.0,
                     "optimizer_temporaries": t.layer_backward_transient[layer] + t.in_backward_step,
-                    "fsdp_buffers": fsdp_static + t.fsdp_layer_units + t.fsdp_unsharded_grads + gathered,
+                    "fsdp_buffers": fsdp_layer + gath,
                 },
             )
         )
-        if layers:
-            gathered -= t.fsdp_all_gathered / layers
     points.append(
         (
             "embedding backward",

@@ -8,6 +8,8 @@ compute dtype.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from dataclasses import dataclass
 
 from trainfit.memory.lora import lora_trainable_params
@@ -19,6 +21,7 @@ from trainfit.spec.training import TrainableSpec
 from trainfit.units import BYTES_PER_DTYPE
 
 
+@lru_cache(maxsize=4096)
 def count_scale(spec: ModelSpec) -> float:
     """Factor from the architecture's closed-form count to a user's bare count (1.0 otherwise)."""
     if spec.params_override is None:
@@ -47,6 +50,7 @@ def quantized_linear_params(spec: ModelSpec) -> int:
     return sum(g.weight_params for g in linear_groups(spec) if not g.is_fused_experts)
 
 
+@lru_cache(maxsize=4096)
 def base_weight_bytes(spec: ModelSpec, *, weights: Dtype, compute: ComputeDtype, double_quant: bool = True) -> float:
     """Bytes of the model's own weights stored as ``weights``."""
     scale = count_scale(spec)

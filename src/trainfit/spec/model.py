@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from trainfit.spec.enums import LayerKind
 
@@ -117,7 +118,7 @@ class ModelSpec:
 
     @property
     def num_full_attention_layers(self) -> int:
-        return sum(1 for i in range(self.num_layers) if self.layer_kind(i) is LayerKind.FULL_ATTENTION)
+        return _count_full(self.layer_types, self.num_layers)
 
     @property
     def num_linear_attention_layers(self) -> int:
@@ -130,3 +131,10 @@ class ModelSpec:
     @property
     def kv_dim(self) -> int:
         return self.num_kv_heads * self.head_dim
+
+
+@lru_cache(maxsize=1024)
+def _count_full(layer_types: tuple[LayerKind, ...], num_layers: int) -> int:
+    if not layer_types:
+        return num_layers
+    return sum(1 for t in layer_types if t is LayerKind.FULL_ATTENTION)

@@ -50,13 +50,23 @@ def plan(
     from trainfit.plan import make_plan
 
     result = make_plan(run_card)
-    if json_:
-        from trainfit.report.json_report import plan_to_dict
+    fixes = None
+    if not result.fits:
+        from trainfit.suggest import suggestions
 
-        print_json(plan_to_dict(result))
+        fixes = suggestions(run_card, result)
+    if json_:
+        from trainfit.report.json_report import plan_to_dict, suggestions_to_dict
+
+        obj = plan_to_dict(result)
+        obj["suggestions"] = suggestions_to_dict(fixes)
+        print_json(obj)
         return
     from rich.console import Console
 
-    from trainfit.report.text import render_plan
+    from trainfit.report.text import render_plan, render_suggestions
 
-    render_plan(result, Console(width=140))
+    console = Console(width=140)
+    render_plan(result, console)
+    if fixes is not None:
+        render_suggestions(fixes, console)

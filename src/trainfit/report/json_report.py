@@ -107,3 +107,22 @@ def _checkpoint(plan: Plan) -> dict[str, Any]:
         "keep": plan.card.checkpoint.keep,
         "note": c.note,
     }
+
+
+def suggestions_to_dict(fixes) -> dict[str, Any] | None:
+    """Changes that make a failing plan fit (None when it fits)."""
+    if fixes is None:
+        return None
+
+    def one(s) -> dict[str, Any]:
+        return {
+            "changes": s.changes,
+            "knob_names": s.names,
+            "saving_bytes": _b(s.saving_bytes),
+            "peak_device_bytes": _b(s.peak_device_bytes),
+            "step_seconds": s.step_seconds,
+            "delta_seconds": s.delta_seconds,
+        }
+
+    singles, pairs = fixes
+    return {"single": [one(s) for s in singles], "pairs": [one(s) for s in pairs]}

@@ -151,3 +151,19 @@ def render_plan(plan: Plan, console: Console) -> None:
     console.print("assumptions:")
     for a in plan.assumptions:
         console.print(f"  - {a}", markup=False)
+
+
+def render_suggestions(fixes, console: Console) -> None:
+    singles, pairs = fixes
+    if not singles and not pairs:
+        console.print(
+            "no single change or pair of changes trainfit tried makes this plan fit;"
+            " `trainfit fit` searches combinations of every open knob"
+        )
+        return
+    console.print("changes that make it fit (each re-planned; ranked by the step time they cost):")
+    for label, items in (("single", singles), ("pair", pairs)):
+        for s in items:
+            what = ", ".join(f"{s.names[k]}={v}" for k, v in s.changes.items())
+            cost = f", step {s.delta_seconds:+.2f} s" if s.delta_seconds is not None else ""
+            console.print(f"  {label}: {what}: saves {gib(s.saving_bytes)}, peak {gib(s.peak_device_bytes)}{cost}", markup=False)

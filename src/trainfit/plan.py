@@ -396,6 +396,18 @@ def _phase_results(peaks, *, spec: ModelSpec, sharding: Sharding, card: RunCard,
     ]
 
 
+def dpo_logits(step_card: RunCard, spec: ModelSpec):
+    """DPO's sequence log-probs (TRL's concatenated forward, selective log-softmax row by row on
+    bf16 logits): E = (chosen+rejected) x s x V bf16 logits and E' = the same over s-1 positions,
+    whose per-row log-softmax outputs are saved for backward. Measured against the fake-tensor
+    trace (tests/trace/test_grid_rl.py): forward and backward peak at 2E + 2E' bytes."""
+    from trainfit.memory.logits import LogitsBytes
+
+    b, s, v = step_card.batch.micro_batch_size, step_card.batch.seq_len, spec.vocab_size
+    e, e_shift = b * s * v, b * (s - 1) * v
+    return LogitsBytes(forward_peak=2.0 * e + 2.0 * e_shift, retained=2.0 * e_shift, backward_peak=2.0 * e + 2.0 * e_shift)
+
+
 def _sft_like(card: RunCard, spec: ModelSpec, gpu: GpuSpec):
     """SFT, reward-model and DPO steps: one GPU group."""
     from trainfit.methods.rl import dpo_reference_pass
@@ -413,6 +425,8 @@ def _sft_like(card: RunCard, spec: ModelSpec, gpu: GpuSpec):
         step_card = _card_with(card, batch__micro_batch_size=2 * card.batch.micro_batch_size)
         notes.append("DPO: chosen+rejected concatenated (2x micro-batch) through the policy")
     terms, host, more = step_terms(step_card, step_spec, sharding)
+    if card.method is Method.DPO and not card.loss.chunked:
+        terms = replace(terms, logits=dpo_logits(step_card, spec))
     peaks = step_peaks(terms)
     if card.method is Method.DPO:
         ref_w, ref_tr = dpo_reference_pass(spec, step_card, terms, weights_divisor=sharding.weights_divisor)

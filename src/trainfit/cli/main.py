@@ -6,7 +6,7 @@ import sys
 
 import typer
 
-from trainfit.cli import accept_cmd, audit_cmd, catalog_cmd, check_cmd, diagnose_cmd, fit_cmd, plan_cmd, record_cmd, trace_cmd
+from trainfit.cli import accept_cmd, audit_cmd, catalog_cmd, check_cmd, diagnose_cmd, export_cmd, fit_cmd, plan_cmd, record_cmd, trace_cmd
 
 app = typer.Typer(
     name="trainfit",
@@ -17,6 +17,7 @@ app = typer.Typer(
 )
 app.command("plan")(plan_cmd.plan)
 app.command("fit")(fit_cmd.fit)
+app.command("export")(export_cmd.export)
 app.command("trace")(trace_cmd.trace)
 app.command("audit")(audit_cmd.audit)
 app.command("check")(check_cmd.check)

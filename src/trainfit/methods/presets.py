@@ -27,8 +27,10 @@ PRESETS: dict[str, Preset] = {
         name="trl",
         source="TRL 1.16 GRPOConfig (trl/trainer/grpo_config.py): vllm_mode colocate uses "
         "vllm_gpu_memory_utilization=0.3, beta=0.0 (no reference model), gradient_checkpointing=True; "
-        "transformers Trainer default optim adamw_torch_fused",
+        "transformers Trainer default optim adamw_torch_fused; GRPO/DPO compute log-probs with a fused, tiled "
+        "lm_head (add_fused_lm_head, trl/trainer/utils.py; kernels/chunked_logprob.py): no full logits",
         card={
+            "loss": {"chunked": True},
             "rollout": {"engine": "vllm", "placement": "colocate", "gpu_memory_utilization": 0.3, "sleep_level": 0},
             "roles": {"kl_coef": 0.0},
             "parallel": {"gradient_checkpointing": True},

@@ -31,7 +31,7 @@ from trainfit.memory.weights import count_scale, weight_bytes
 from trainfit.methods.roles import critic_model, group_sizes, reference_placement, reward_model
 from trainfit.rollout.vllm import EngineConfig, EngineMemory, RolloutDemand, engine_memory, sleep_resident_bytes
 from trainfit.spec.card import RunCard
-from trainfit.spec.enums import ComputeDtype, Dtype, Phase, RefPlacement, RolloutEngine, Scope, WeightSync
+from trainfit.spec.enums import ComputeDtype, Dtype, Method, Phase, RefPlacement, RolloutEngine, Scope, WeightSync
 from trainfit.spec.model import ModelSpec
 from trainfit.spec.training import TrainableSpec
 from trainfit.units import GIB
@@ -74,18 +74,60 @@ def frozen_weights(spec: ModelSpec, card: RunCard, *, divisor: int) -> float:
     return weight_bytes(spec, weights=w, compute=ComputeDtype.BF16, trainable=TrainableSpec()).base / divisor
 
 
-def forward_only_transient(spec: ModelSpec, *, sequences: int, seq_len: int, chunked: bool, gathered_units: float) -> float:
-    """Peak transient of a no-grad forward over ``sequences`` x ``seq_len`` tokens."""
-    tokens = sequences * seq_len
+def forward_only_transient(
+    spec: ModelSpec,
+    *,
+    sequences: int,
+    seq_len: int,
+    chunked: bool,
+    gathered_units: float,
+    divides_by_temperature: bool = True,
+) -> float:
+    """Peak transient of a no-grad forward over ``sequences`` x ``seq_len`` tokens and its log-probs.
+
+    Mechanism (transformers 5 decoders under ``torch.no_grad()``, measured with the fake-tensor
+    trace ``trainfit.trace.rl_passes``; ``tests/trace/test_grid_rl.py`` checks it within 2%). With
+    ``b`` sequences, ``s`` tokens, ``T = b·s``, hidden ``h``, MLP width ``I``, vocabulary ``V``:
+
+    inside a decoder layer (>= 1), at the MLP
+        the embedding output (``inputs_embeds``, held by the model's forward for the whole loop),
+        the layer's input (held by the loop), the residual after attention and the normed input:
+        ``4·T·h`` bf16; SwiGLU's ``act(gate)``, ``up`` and their product: ``3·T·I`` bf16; plus the
+        rotary ``cos``/``sin`` of the pass (``2·s·head_dim`` bf16). With q/k-norm (Qwen3) the
+        attention may be wider: the q projection (bf16) and RMSNorm's fp32 upcast and fp32 product
+        over the q heads, with three ``T·h`` tensors alive.
+    log-probs, TRL (GRPO ``_get_per_token_logps``: ``logits = model(...).logits``;
+    ``logits = logits[:, :-1, :]``; ``logits = logits / self.temperature``; then
+    ``selective_log_softmax``, trl/trainer/utils.py:538-601, row-wise ``log_softmax`` for bf16)
+        the bf16 logits of every position (``2·b·s·V``) are alive while the division writes its
+        bf16 copy (``2·b·(s-1)·V``); the first die when ``logits`` is rebound. The row loop then
+        holds the divided logits and two rows' bf16 log-softmax (``row_logps`` of the previous row
+        is still bound while the next is written): ``2·b·(s-1)·V + min(b, 2)·2·(s-1)·V``.
+        Without a copying division (DPO: no temperature; PPO divides in place) the full logits
+        stay alive through the row loop: ``2·b·s·V + min(b, 2)·2·(s-1)·V``.
+        A fused/chunked log-prob (``loss.chunked``) removes them.
+    scalar head (critic values, reward scores: TRL ``get_reward``)
+        ``score(last_hidden_state)``: ``T·h`` + ``T·N`` bf16, below the layer's transient.
+
+    Returns the largest of these plus the gathered FSDP/ZeRO-3 units.
+    """
+    b, s = sequences, seq_len
+    tokens = b * s
+    h = spec.hidden_size
     width = spec.intermediate_size if spec.moe is None else spec.moe.experts_per_token * spec.moe.expert_intermediate_size
-    layer = tokens * (2 * spec.hidden_size + 3 * width) * 2
+    rotary = 2 * s * spec.head_dim * 2
+    mlp = tokens * (4 * h + 3 * width) * 2
+    qk = tokens * (3 * h * 2 + spec.q_dim * 2 + 2 * spec.q_dim * 4 + 2 * spec.num_attention_heads * 4) if spec.qk_norm else 0
+    layer = max(mlp, qk) + rotary
     if spec.head_outputs is not None:
-        logits = tokens * spec.head_outputs * 4
+        head = tokens * (h + spec.head_outputs) * 2
     elif chunked:
-        logits = 0.0
+        head = 0.0
     else:
-        logits = 2.0 * tokens * spec.vocab_size + 4.0 * seq_len * spec.vocab_size
-    return max(layer, logits) + gathered_units
+        v = spec.vocab_size
+        full, shifted, rows = 2.0 * b * s * v, 2.0 * b * (s - 1) * v, min(b, 2) * 2.0 * (s - 1) * v
+        head = max(full + shifted, shifted + rows) if divides_by_temperature else full + rows
+    return max(layer, head) + gathered_units
 
 
 def _persistent(t: StepTerms) -> float:
@@ -206,7 +248,9 @@ def rl_groups(
         peaks.append(PhasePeak(Phase.ROLLOUT, trainer_resident | extras() | {ENGINE: rollout, "generation": gen_trainer},
                                f"generating {ro.prompts_per_step}x{ro.num_generations} sequences"))
     if ref_place in (RefPlacement.GPU, RefPlacement.LORA_DISABLED):
-        tr = forward_only_transient(spec, sequences=mbs, seq_len=seq, chunked=chunked, gathered_units=_gathered(actor))
+        # GRPO divides by the temperature into a copy; PPO divides the logits in place
+        tr = forward_only_transient(spec, sequences=mbs, seq_len=seq, chunked=chunked, gathered_units=_gathered(actor),
+                                    divides_by_temperature=card.method is Method.GRPO)
         peaks.append(PhasePeak(Phase.REF_LOGPROB, trainer_resident | extras() | {"logprob_pass": tr}, "reference log-probs"))
     if rm_spec is not None:
         tr = forward_only_transient(rm_spec, sequences=mbs, seq_len=seq, chunked=chunked, gathered_units=_gathered(actor))
@@ -301,9 +345,11 @@ def dpo_reference_pass(spec: ModelSpec, card: RunCard, actor: StepTerms, *, weig
     if place in (RefPlacement.NONE, RefPlacement.PRECOMPUTED, RefPlacement.CPU):
         return 0.0, 0.0
     weights = frozen_weights(spec, card, divisor=weights_divisor) if place is RefPlacement.GPU else 0.0
+    # ``card`` is the DPO step card of plan._sft_like, whose micro-batch is already chosen+rejected (2x):
+    # the reference scores that same concatenated batch, without a temperature division
     tr = forward_only_transient(
-        spec, sequences=2 * card.batch.micro_batch_size, seq_len=card.batch.seq_len, chunked=card.loss.chunked,
-        gathered_units=_gathered(actor),
+        spec, sequences=card.batch.micro_batch_size, seq_len=card.batch.seq_len, chunked=card.loss.chunked,
+        gathered_units=_gathered(actor), divides_by_temperature=False,
     )
     return weights, tr
 

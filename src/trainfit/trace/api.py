@@ -24,6 +24,15 @@ PRECISIONS = ("bf16", "fp32_autocast")
 OPTIMIZER_IMPLS = ("fused", "foreach", "for_loop")
 MODES = ("fast", "memtracker")
 PHASES = ("forward", "backward", "optimizer_step")
+PASS_KINDS = ("train_step", "logprob", "value", "dpo_step")
+"""What is traced: the SFT training step, a no-grad log-prob pass (policy / reference / old policy),
+a no-grad value pass (critic, scalar head), or a DPO training step over chosen+rejected pairs."""
+PASS_PHASES = {
+    "train_step": PHASES,
+    "logprob": ("logprob",),
+    "value": ("value",),
+    "dpo_step": PHASES,
+}
 
 
 class TraceUnsupported(TrainfitError):
@@ -59,6 +68,20 @@ class TraceRequest:
     """None: full depth (extrapolated from two shallow traces when possible); N: trace exactly N layers."""
     mode: str = "fast"
     """``fast`` (byte-counting dispatch mode) or ``memtracker`` (torch MemTracker, exact categories)."""
+    pass_kind: str = "train_step"
+    """``train_step`` (the SFT step), ``logprob`` (no-grad causal-LM forward + TRL's per-token
+    log-probs: ``logits[:, :-1] / temperature`` then ``selective_log_softmax``; phase ``logprob``),
+    ``value`` (no-grad forward of a scalar-head model, TRL's ``get_reward``: backbone + ``score``;
+    phase ``value``) or ``dpo_step`` (policy step over ``2 * micro_batch_size`` sequences, chosen and
+    rejected concatenated, DPO sigmoid loss on the sequence log-probs; phases forward, backward,
+    optimizer_step, and ``ref_logprob`` first when ``dpo_reference``). See ``trainfit.trace.rl_passes``."""
+    temperature: float = 1.0
+    """``logprob``: the sampling temperature the logits are divided by (TRL divides unconditionally)."""
+    dpo_reference: bool = False
+    """``dpo_step``: True runs a live reference forward (no grad) before the policy step (phase
+    ``ref_logprob``): a frozen bf16 copy of the model for scope ``full``, the policy with its adapter
+    disabled for LoRA. False: reference log-probs are precomputed (inputs)."""
+    dpo_beta: float = 0.1
     keep_outputs: bool = False
     """False: drop the model output before backward, as the transformers Trainer and TRL do
     (``loss = model(...).loss``). True: keep it (``out = model(...); out.loss.backward()``), which
@@ -71,6 +94,7 @@ class TraceRequest:
             ("precision", PRECISIONS),
             ("optimizer_impl", OPTIMIZER_IMPLS),
             ("mode", MODES),
+            ("pass_kind", PASS_KINDS),
         ):
             if getattr(self, name) not in allowed:
                 raise TraceUnsupported(f"trace: {name} '{getattr(self, name)}' is not one of {', '.join(allowed)}")
@@ -79,12 +103,35 @@ class TraceRequest:
                 raise TraceUnsupported(f"trace: {name} must be >= 1, got {getattr(self, name)}")
         if self.layers is not None and self.layers < 1:
             raise TraceUnsupported(f"trace: layers must be >= 1 or None, got {self.layers}")
+        if self.pass_kind != "train_step":
+            if self.world_size > 1:
+                raise TraceUnsupported(f"trace: pass_kind '{self.pass_kind}' is traced on one rank only (world_size 1)")
+            if self.mode != "fast":
+                raise TraceUnsupported(f"trace: pass_kind '{self.pass_kind}' is traced in mode 'fast' only")
+            if self.keep_outputs:
+                raise TraceUnsupported("trace: keep_outputs applies to pass_kind 'train_step' only")
+        if self.pass_kind in ("logprob", "value") and self.gradient_checkpointing:
+            raise TraceUnsupported(
+                f"trace: pass_kind '{self.pass_kind}' is a no-grad forward; gradient_checkpointing does not apply"
+            )
+        if self.dpo_reference and self.pass_kind != "dpo_step":
+            raise TraceUnsupported("trace: dpo_reference applies to pass_kind 'dpo_step' only")
+        if not self.temperature > 0:
+            raise TraceUnsupported(f"trace: temperature must be > 0, got {self.temperature}")
+
+    @property
+    def phase_names(self) -> tuple[str, ...]:
+        """The phases this request reports, in order."""
+        if self.pass_kind == "dpo_step" and self.dpo_reference:
+            return ("ref_logprob",) + PHASES
+        return PASS_PHASES[self.pass_kind]
 
 
 @dataclass(frozen=True)
 class PhaseTrace:
     name: str
-    """``forward`` | ``backward`` | ``optimizer_step`` (the latter includes ``zero_grad``)."""
+    """``forward`` | ``backward`` | ``optimizer_step`` (the latter includes ``zero_grad``); RL passes:
+    ``logprob`` | ``value`` | ``ref_logprob``."""
     peak_bytes: int
     """Peak live bytes during this phase of the steady-state step."""
     breakdown: dict[str, int]
@@ -120,7 +167,10 @@ def trace_step(req: TraceRequest, *, progress: Progress | None = None) -> TraceR
     except ImportError as exc:
         raise TraceUnsupported(f"trace needs the 'trace' extra (torch, transformers, peft): {exc}") from exc
     from trainfit.trace import extrapolate
-    from trainfit.trace.step import run_depth
+    if req.pass_kind == "train_step":
+        from trainfit.trace.step import run_depth
+    else:
+        from trainfit.trace.rl_passes import run_depth
 
     report = progress or (lambda label, frac: None)
     full = extrapolate.full_depth(req.hf_config)
@@ -133,11 +183,15 @@ def trace_step(req: TraceRequest, *, progress: Progress | None = None) -> TraceR
             report(f"{label} ({depth} layers)", lo + (hi - lo) * frac)
 
         runs.append(run_depth(req, depth, window=plan.window, progress=sub))
-    phases = extrapolate.combine(runs, plan)
+    phases = extrapolate.combine(runs, plan, req.phase_names)
     total, trainable = extrapolate.param_counts(req, plan.target)
     peak = max(phases, key=lambda p: p.peak_bytes)
     notes = list(plan.notes)
-    if req.keep_outputs:
+    if req.pass_kind != "train_step":
+        from trainfit.trace.rl_passes import pass_notes
+
+        notes.extend(pass_notes(req))
+    elif req.keep_outputs:
         notes.append(
             "the model output (logits) stays live through backward, as in `out = model(...); out.loss.backward()`"
             " (the HF Trainer drops it first: B*S*V*2 bytes less in bf16)"

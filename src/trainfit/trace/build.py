@@ -23,18 +23,28 @@ def param_dtype(req: TraceRequest) -> torch.dtype:
     return _DTYPES[req.precision]
 
 
-def build_meta(req: TraceRequest, num_layers: int) -> nn.Module:
-    """The (PEFT-wrapped for LoRA) causal LM on meta, ``num_layers`` deep."""
-    from transformers import AutoModelForCausalLM
+def build_meta(req: TraceRequest, num_layers: int, *, scope: str | None = None) -> nn.Module:
+    """The (PEFT-wrapped for LoRA) causal LM on meta, ``num_layers`` deep.
 
+    ``pass_kind == "value"``: the scalar-head model instead (``AutoModelForSequenceClassification``,
+    ``num_labels=1``: the decoder and a ``score`` head, as TRL's PPO value model and reward model).
+    ``scope`` overrides ``req.scope`` (a DPO reference copy is built with ``"full"``).
+    """
+    from transformers import AutoModelForCausalLM, AutoModelForSequenceClassification
+
+    scope = req.scope if scope is None else scope
     overrides: dict[str, Any] = {"use_cache": False}
     if req.attention:
         overrides["attn_implementation"] = req.attention
+    auto: Any = AutoModelForCausalLM
+    if req.pass_kind == "value":
+        overrides["num_labels"] = 1
+        auto = AutoModelForSequenceClassification
     cfg = build_hf_config(req.hf_config, num_layers=num_layers, **overrides)
     cfg.use_cache = False
     try:
         with torch.device("meta"):
-            model = AutoModelForCausalLM.from_config(cfg, dtype=param_dtype(req))
+            model = auto.from_config(cfg, dtype=param_dtype(req))
     except ValueError as exc:
         if "attention implementation" in str(exc) or "attn_implementation" in str(exc):
             raise TraceUnsupported(
@@ -43,9 +53,9 @@ def build_meta(req: TraceRequest, num_layers: int) -> nn.Module:
             ) from exc
         raise
     model.config.use_cache = False
-    if req.scope == "full":
+    if scope == "full":
         return model
-    if req.scope == "qlora":
+    if scope == "qlora":
         import importlib.util
 
         why = (
@@ -60,7 +70,7 @@ def build_meta(req: TraceRequest, num_layers: int) -> nn.Module:
     if targets == ["all-linear"]:
         targets = "all-linear"
     lcfg = LoraConfig(r=req.lora_rank, lora_alpha=req.lora_alpha, lora_dropout=0.0, target_modules=targets,
-                      task_type="CAUSAL_LM")
+                      task_type="SEQ_CLS" if req.pass_kind == "value" else "CAUSAL_LM")
     return get_peft_model(model, lcfg)
 
 

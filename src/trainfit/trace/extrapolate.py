@@ -83,7 +83,7 @@ def _line(v0: int, v1: int, steps: int) -> int:
     return v0 + steps * (v1 - v0)
 
 
-def combine(runs: Sequence[Any], plan: DepthPlan) -> list[PhaseTrace]:
+def combine(runs: Sequence[Any], plan: DepthPlan, phases: Sequence[str] = PHASES) -> list[PhaseTrace]:
     """Per-phase results at ``plan.target`` from one run (exact) or two runs (extrapolation).
 
     Extrapolation follows each region of a phase on its own line (before the layers, the first
@@ -95,11 +95,11 @@ def combine(runs: Sequence[Any], plan: DepthPlan) -> list[PhaseTrace]:
     """
     if not plan.extrapolated:
         (r,) = runs
-        return [PhaseTrace(n, r.peaks[n], dict(r.breakdowns[n])) for n in PHASES]
+        return [PhaseTrace(n, r.peaks[n], dict(r.breakdowns[n])) for n in phases]
     r0, r1 = runs
     steps = (plan.target - plan.depths[0]) // plan.period
     out = []
-    for n in PHASES:
+    for n in phases:
         best: tuple[int, dict[str, int]] | None = None
         for key in r0.regions[n].keys() & r1.regions[n].keys():
             (b0, d0), (b1, d1) = r0.regions[n][key], r1.regions[n][key]

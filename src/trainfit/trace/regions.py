@@ -18,6 +18,8 @@ PRE: tuple = ("pre",)
 POST: tuple = ("post",)
 ENTRY: tuple = ("entry",)
 OPT: tuple = ("opt",)
+FORWARD_PHASES = frozenset({"forward", "logprob", "value", "ref_logprob"})
+"""Phases that run the layers forward only (the training forward and the no-grad RL passes)."""
 
 
 def _first_tensor(x: Any) -> torch.Tensor | None:
@@ -35,13 +37,17 @@ class LayerRegions:
         self.phase = ""
         self.region: tuple = PRE
         self._handles: list[Any] = []
+        self.attach(layers)
+
+    def attach(self, layers: nn.ModuleList) -> None:
+        """Follow another stack too (a DPO reference model's layers: same regions, own pass)."""
         for j, layer in enumerate(layers):
             self._handles.append(layer.register_forward_pre_hook(self._pre_hook(j), with_kwargs=True))
             self._handles.append(layer.register_forward_hook(self._post_hook(j), with_kwargs=True))
 
     def set_phase(self, phase: str) -> None:
         self.phase = phase
-        self.region = {"forward": PRE, "backward": POST}.get(phase, OPT)
+        self.region = PRE if phase in FORWARD_PHASES else POST if phase == "backward" else OPT
 
     def _set(self, region: tuple) -> None:
         self.region = region
@@ -58,7 +64,7 @@ class LayerRegions:
 
     def _post_hook(self, j: int):  # noqa: ANN202
         def hook(mod: nn.Module, args: Any, kwargs: Any, out: Any) -> None:
-            if self.phase != "forward":
+            if self.phase not in FORWARD_PHASES:
                 return
             self.region = POST
             y = _first_tensor(out)

@@ -1,0 +1,173 @@
+"""accelerate launch config (``accelerate launch --config_file accelerate.yaml``), accelerate 1.15.
+
+Keys are those ``accelerate config`` writes and ``accelerate launch`` reads
+(accelerate/commands/config/config_args.py ClusterConfig; FSDP keys are the ``--fsdp_*``
+launch flags of accelerate/commands/launch.py). FSDP and FSDP_GRAD_OP use FSDP2
+(``fsdp_version: 2``; sharding is ``fsdp_reshard_after_forward``: true is FULL_SHARD,
+false is SHARD_GRAD_OP); HSDP uses FSDP1 ``fsdp_sharding_strategy: HYBRID_SHARD`` (shard
+within a node, replicate across nodes).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from trainfit.export.common import (
+    Export,
+    is_rl,
+    mixed_precision,
+    non_default,
+    shared_notes,
+    train_gpus_per_node,
+    zero_stage,
+)
+from trainfit.spec.card import RunCard
+from trainfit.spec.enums import ComputeDtype, Dtype, Offload, Placement, Scope, Strategy
+
+FILENAME = "accelerate.yaml"
+
+
+def deepspeed_plugin_config(card: RunCard, notes: list[str]) -> dict[str, Any]:
+    """accelerate's ``deepspeed_config`` section (the DeepSpeedPlugin fields)."""
+    stage = zero_stage(card) or 0
+    off = card.parallel.offload
+    cfg: dict[str, Any] = {
+        "zero_stage": stage,
+        "gradient_accumulation_steps": card.batch.grad_accum,
+        "gradient_clipping": 1.0,
+        "offload_optimizer_device": "cpu" if off is not Offload.NONE else "none",
+        "offload_param_device": "none",
+    }
+    if off is Offload.PARAMS_AND_OPTIMIZER:
+        if stage == 3:
+            cfg["offload_param_device"] = "cpu"
+        else:
+            notes.append(
+                f"parallel.offload params_and_optimizer: ZeRO-{stage} cannot offload parameters (stage 3 only); "
+                "only the optimizer is offloaded"
+            )
+    if stage == 3:
+        cfg["zero3_init_flag"] = True
+        cfg["zero3_save_16bit_model"] = True
+    return cfg
+
+
+def fsdp_plugin_config(card: RunCard, notes: list[str]) -> dict[str, Any]:
+    s = card.parallel.strategy
+    off = card.parallel.offload
+    cfg: dict[str, Any] = {"fsdp_auto_wrap_policy": "TRANSFORMER_BASED_WRAP"}
+    if s is Strategy.HSDP:
+        cfg.update(
+            fsdp_version=1,
+            fsdp_sharding_strategy="HYBRID_SHARD",
+            fsdp_backward_prefetch="BACKWARD_PRE",
+            fsdp_use_orig_params=True,
+            fsdp_state_dict_type="SHARDED_STATE_DICT",
+        )
+    else:
+        cfg.update(
+            fsdp_version=2,
+            fsdp_reshard_after_forward=s is Strategy.FSDP,
+            fsdp_state_dict_type="SHARDED_STATE_DICT",
+        )
+    cfg["fsdp_offload_params"] = off is Offload.PARAMS_AND_OPTIMIZER
+    if off is Offload.OPTIMIZER:
+        notes.append(
+            "parallel.offload optimizer: FSDP offloads parameters, gradients and optimizer together "
+            "(fsdp_offload_params) or nothing; optimizer-only offload needs ZeRO (strategy zero1/zero2/zero3)"
+        )
+    cfg["fsdp_activation_checkpointing"] = card.parallel.gradient_checkpointing
+    if card.parallel.activation_offload:
+        if card.parallel.gradient_checkpointing:
+            cfg["fsdp_activation_checkpointing_offload"] = True
+        else:
+            notes.append("parallel.activation_offload: accelerate offloads only checkpointed activations; turn on gradient_checkpointing")
+    if card.scope is Scope.QLORA:
+        notes.append(
+            "scope qlora under FSDP: load the 4-bit base with bnb_4bit_quant_storage=bfloat16 so FSDP can shard it "
+            "(set in the training script)"
+        )
+    return cfg
+
+
+def build(card: RunCard) -> Export:
+    notes: list[str] = []
+    hw = card.hardware
+    per_node = train_gpus_per_node(card)
+    procs = per_node * hw.nodes
+    s = card.parallel.strategy
+    cfg: dict[str, Any] = {"compute_environment": "LOCAL_MACHINE", "debug": False}
+    if s is Strategy.SINGLE:
+        dist = "NO"
+        procs = 1
+        if card.world_size > 1:
+            notes.append(f"parallel.strategy single: one process on one GPU; the card's other {card.world_size - 1} GPUs idle")
+    elif s is Strategy.DDP:
+        dist = "MULTI_GPU" if procs > 1 else "NO"
+    elif zero_stage(card) is not None:
+        dist = "DEEPSPEED"
+        cfg["deepspeed_config"] = deepspeed_plugin_config(card, notes)
+    else:
+        dist = "FSDP"
+        cfg["fsdp_config"] = fsdp_plugin_config(card, notes)
+    if dist != "FSDP" and card.parallel.activation_offload:
+        notes.append(
+            "parallel.activation_offload: not an accelerate launch setting outside FSDP; set it in the trainer "
+            "(TRL activation_offloading=True)"
+        )
+    if s in (Strategy.SINGLE, Strategy.DDP) and card.parallel.offload is not Offload.NONE:
+        notes.append(f"parallel.offload {card.parallel.offload.value}: {s.value} cannot offload; use zero2/zero3 or fsdp")
+    cfg["distributed_type"] = dist
+    mp = mixed_precision(card)
+    cfg["mixed_precision"] = mp
+    if card.precision.compute is ComputeDtype.FP32 and card.weights_dtype is not Dtype.FP32:
+        notes.append("precision.compute fp32 with non-fp32 weights: accelerate runs the weights' dtype without autocast")
+    cfg["num_machines"] = hw.nodes
+    cfg["num_processes"] = procs
+    cfg["machine_rank"] = 0
+    cfg["gpu_ids"] = "all"
+    cfg["rdzv_backend"] = "static"
+    cfg["same_network"] = True
+    cfg["main_training_function"] = "main"
+    cfg["use_cpu"] = False
+    if hw.nodes > 1:
+        cfg["main_process_ip"] = "MASTER_ADDR"
+        cfg["main_process_port"] = 29500
+        notes.append("hardware.nodes > 1: set main_process_ip to node 0's address and machine_rank per node")
+    if card.parallel.compile:
+        cfg["dynamo_config"] = {"dynamo_backend": "INDUCTOR"}
+    if is_rl(card):
+        if card.rollout.placement is Placement.SPLIT:
+            notes.append(
+                f"rollout.placement split: num_processes counts the {per_node} training GPUs per node; "
+                f"the rollout engine's {card.rollout.gpus} per node are launched separately (see --to trl)"
+            )
+        notes.append("rollout.*: accelerate launches the trainer only; the rollout engine is configured by the trainer (see --to trl)")
+    if card.scope is not Scope.FULL:
+        notes.append(f"scope {card.scope.value}: the adapter is set in the training script (see --to trl for the peft LoraConfig)")
+    if non_default(card, "precision.optimizer") or card.precision.optimizer_impl.value != "fused":
+        notes.append("precision.optimizer: chosen in the training script, not the launch config (see --to trl optim)")
+    if card.loss.chunked:
+        notes.append("loss.chunked: a training-script setting (TRL use_liger_kernel=True)")
+    notes.extend(shared_notes(card, "accelerate"))
+    header = (
+        f"# accelerate launch config exported by trainfit for {card.name or 'the card'}\n"
+        f"# strategy {s.value}"
+        + (
+            " = FSDP2 FULL_SHARD (fsdp_reshard_after_forward: true)"
+            if s is Strategy.FSDP
+            else " = FSDP2 SHARD_GRAD_OP (fsdp_reshard_after_forward: false)"
+            if s is Strategy.FSDP_GRAD_OP
+            else ""
+        )
+        + "\n"
+    )
+    text = header + yaml.safe_dump(cfg, sort_keys=False)
+    return Export(target="accelerate", text=text, data=cfg, notes=notes, filename=FILENAME)
+
+
+def to_accelerate(card: RunCard) -> str:
+    """The accelerate config YAML for the card."""
+    return build(card).text

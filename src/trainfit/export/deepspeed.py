@@ -1,0 +1,98 @@
+"""DeepSpeed JSON config (the ``--deepspeed ds.json`` of HF Trainer / TRL, or ``deepspeed.initialize``).
+
+Keys follow DeepSpeed 0.19 (deepspeed/runtime/config.py and runtime/zero/config.py
+``DeepSpeedZeroConfig``). FSDP strategies map to their ZeRO equivalents: FULL_SHARD is ZeRO-3,
+SHARD_GRAD_OP is ZeRO-2, HSDP is ZeRO-3 with ZeRO++ hierarchical partitioning
+(``zero_hpz_partition_size`` = GPUs per node).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from trainfit.export.common import Export, global_batch, non_default, shared_notes, train_gpus_per_node, zero_stage
+from trainfit.spec.card import RunCard
+from trainfit.spec.enums import ComputeDtype, Dtype, MasterWeights, Offload, Optimizer, StatesDtype, Strategy
+
+FILENAME = "ds_config.json"
+
+_FROM_FSDP = {Strategy.FSDP: 3, Strategy.FSDP_GRAD_OP: 2, Strategy.HSDP: 3, Strategy.DDP: 0, Strategy.SINGLE: 0}
+
+
+def build(card: RunCard) -> Export:
+    notes: list[str] = []
+    s = card.parallel.strategy
+    stage = zero_stage(card)
+    if stage is None:
+        stage = _FROM_FSDP[s]
+        what = {3: "ZeRO-3", 2: "ZeRO-2", 0: "ZeRO stage 0 (plain data parallel)"}[stage]
+        notes.append(f"parallel.strategy {s.value}: DeepSpeed has no {s.value}; exported as {what}")
+    zero: dict[str, Any] = {"stage": stage}
+    off = card.parallel.offload
+    if off is not Offload.NONE:
+        if stage == 0:
+            notes.append(f"parallel.offload {off.value}: ZeRO stage 0 cannot offload; dropped")
+        else:
+            zero["offload_optimizer"] = {"device": "cpu", "pin_memory": True}
+    if off is Offload.PARAMS_AND_OPTIMIZER and stage:
+        if stage == 3:
+            zero["offload_param"] = {"device": "cpu", "pin_memory": True}
+        else:
+            notes.append(f"parallel.offload params_and_optimizer: ZeRO-{stage} offloads only the optimizer (parameters need stage 3)")
+    if stage >= 1:
+        zero["overlap_comm"] = True
+        zero["contiguous_gradients"] = True
+    if stage == 3:
+        zero["stage3_gather_16bit_weights_on_model_save"] = True
+    if s is Strategy.HSDP:
+        zero["zero_hpz_partition_size"] = train_gpus_per_node(card)
+    cfg: dict[str, Any] = {
+        "train_micro_batch_size_per_gpu": card.batch.micro_batch_size,
+        "gradient_accumulation_steps": card.batch.grad_accum,
+        "train_batch_size": global_batch(card),
+        "gradient_clipping": 1.0,
+    }
+    c = card.precision.compute
+    if c is ComputeDtype.BF16:
+        cfg["bf16"] = {"enabled": True}
+    elif c is ComputeDtype.FP16:
+        cfg["fp16"] = {"enabled": True, "loss_scale": 0, "initial_scale_power": 16}
+    cfg["zero_optimization"] = zero
+    p = card.precision
+    if (
+        c is not ComputeDtype.FP32
+        and p.master_weights is MasterWeights.NONE
+        and card.weights_dtype is not Dtype.FP32
+        and stage >= 1
+    ):
+        notes.append(
+            "precision.master_weights none: DeepSpeed's bf16/fp16 optimizer always keeps fp32 master weights and "
+            "fp32 optimizer states for its ZeRO partition (more memory than the card's pure-bf16 plan)"
+        )
+    if p.optimizer_states is StatesDtype.BF16:
+        notes.append("precision.optimizer_states bf16: DeepSpeed keeps optimizer states in fp32")
+    if p.grads is not None:
+        cfg.setdefault("data_types", {})["grad_accum_dtype"] = {"fp32": "fp32", "bf16": "bf16", "fp16": "fp16"}[p.grads.value]
+    if p.optimizer is not Optimizer.ADAMW:
+        notes.append(
+            f"precision.optimizer {p.optimizer.value}: no DeepSpeed optimizer block is written; the trainer's optimizer "
+            "is used (HF optim=...)" + ("; with CPU offload DeepSpeed wants its own CPU Adam (set zero_force_ds_cpu_optimizer: false to override)" if off is not Offload.NONE else "")
+        )
+    if card.parallel.gradient_checkpointing:
+        notes.append(
+            "parallel.gradient_checkpointing: turned on in the model/trainer (gradient_checkpointing=True), "
+            "not in the DeepSpeed JSON (its activation_checkpointing section is for Megatron-style models)"
+        )
+    if card.parallel.activation_offload:
+        notes.append("parallel.activation_offload: not a DeepSpeed JSON setting for HF models; set it in the trainer")
+    if card.hardware.nodes > 1 and non_default(card, "hardware.nodes"):
+        notes.append(f"hardware.nodes {card.hardware.nodes}: the world size comes from the launcher (deepspeed --num_nodes)")
+    notes.extend(shared_notes(card, "deepspeed"))
+    text = json.dumps(cfg, indent=2) + "\n"
+    return Export(target="deepspeed", text=text, data=cfg, notes=notes, filename=FILENAME)
+
+
+def to_deepspeed(card: RunCard) -> dict[str, Any]:
+    """The DeepSpeed config dict for the card."""
+    return build(card).data

@@ -1,0 +1,208 @@
+"""OpenRLHF 0.11 command-line flags.
+
+OpenRLHF 0.11 groups its flags by namespace (``--actor.num_gpus_per_node``, ``--ds.zero_stage``,
+``--vllm.gpu_memory_utilization``...); releases up to 0.9 used flat names (``--actor_num_gpus_per_node``,
+``--zero_stage``, ``--vllm_gpu_memory_utilization``). PPO/GRPO run
+``python3 -m openrlhf.cli.train_ppo_ray`` (Ray); SFT, DPO and RM run ``deepspeed --module
+openrlhf.cli.train_sft|train_dpo|train_rm``. OpenRLHF trains with DeepSpeed, so FSDP strategies
+map to their ZeRO stage.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from trainfit.export.common import (
+    Export,
+    HF_ATTENTION,
+    global_batch,
+    is_rl,
+    model_name,
+    non_default,
+    shared_notes,
+    train_gpus_per_node,
+    zero_stage,
+)
+from trainfit.methods.roles import critic_model, kl_coef, reference_placement, reward_model
+from trainfit.spec.card import RunCard
+from trainfit.spec.enums import (
+    ComputeDtype,
+    Method,
+    Offload,
+    Optimizer,
+    Placement,
+    RefPlacement,
+    RolloutEngine,
+    Scope,
+    Strategy,
+)
+
+SCRIPT = {
+    Method.SFT: "openrlhf.cli.train_sft",
+    Method.DPO: "openrlhf.cli.train_dpo",
+    Method.RM: "openrlhf.cli.train_rm",
+    Method.PPO: "openrlhf.cli.train_ppo_ray",
+    Method.GRPO: "openrlhf.cli.train_ppo_ray",
+}
+
+_FROM_FSDP = {Strategy.FSDP: 3, Strategy.FSDP_GRAD_OP: 2, Strategy.HSDP: 3, Strategy.DDP: 0, Strategy.SINGLE: 0}
+
+
+def _ds_flags(card: RunCard, notes: list[str], gc_flag: str) -> list[str]:
+    s = card.parallel.strategy
+    stage = zero_stage(card)
+    f: list[str] = []
+    if stage is None:
+        stage = _FROM_FSDP[s]
+        notes.append(f"parallel.strategy {s.value}: OpenRLHF trains with DeepSpeed; exported as --ds.zero_stage {stage}")
+    f += ["--ds.zero_stage", str(stage)]
+    if s is Strategy.HSDP:
+        f += ["--ds.zpg", str(train_gpus_per_node(card))]
+    off = card.parallel.offload
+    if off is not Offload.NONE:
+        f.append("--ds.adam_offload")
+    if off is Offload.PARAMS_AND_OPTIMIZER:
+        notes.append("parallel.offload params_and_optimizer: OpenRLHF offloads only the optimizer (--ds.adam_offload); no parameter offload flag")
+    if card.parallel.gradient_checkpointing:
+        f.append(gc_flag)
+    if card.parallel.activation_offload:
+        notes.append("parallel.activation_offload: OpenRLHF has no activation offload flag")
+    c = card.precision.compute
+    if c is ComputeDtype.FP16:
+        f += ["--ds.param_dtype", "fp16"]
+    else:
+        f += ["--ds.param_dtype", "bf16"]
+        if c is ComputeDtype.FP32:
+            notes.append("precision.compute fp32: OpenRLHF trains in bf16 or fp16 only; exported as bf16")
+    f += ["--ds.attn_implementation", HF_ATTENTION[card.attention]]
+    if card.loss.chunked:
+        f.append("--ds.use_liger_kernel")
+    if card.scope is not Scope.FULL:
+        f += ["--ds.lora.rank", str(card.lora.rank), "--ds.lora.alpha", str(int(card.lora.alpha))]
+        if not float(card.lora.alpha).is_integer():
+            notes.append(f"lora.alpha {card.lora.alpha}: OpenRLHF takes an integer alpha; rounded down")
+        t = card.lora.targets
+        f += ["--ds.lora.target_modules", *([t] if isinstance(t, str) else list(t))]
+        if card.lora.dropout:
+            f += ["--ds.lora.dropout", str(card.lora.dropout)]
+        if card.scope is Scope.QLORA:
+            f.append("--ds.load_in_4bit")
+    o = card.precision.optimizer
+    if o is not Optimizer.ADAMW:
+        notes.append(f"precision.optimizer {o.value}: OpenRLHF uses DeepSpeed Adam (or Muon); no {o.value}")
+    return f
+
+
+def _ppo(card: RunCard, notes: list[str]) -> list[str]:
+    hw = card.hardware
+    ro = card.rollout
+    per_node = train_gpus_per_node(card)
+    m = model_name(card)
+    f = ["--actor.model_name_or_path", m, "--actor.num_nodes", str(hw.nodes), "--actor.num_gpus_per_node", str(per_node)]
+    ref = reference_placement(card)
+    kl = kl_coef(card)
+    if ref is not RefPlacement.NONE:
+        f += ["--ref.num_nodes", str(hw.nodes), "--ref.num_gpus_per_node", str(per_node)]
+        if ref is RefPlacement.CPU:
+            f.append("--ref.offload")
+        if ref is RefPlacement.PRECOMPUTED:
+            notes.append("roles.reference precomputed: OpenRLHF computes reference log-probs every step")
+        if ref is RefPlacement.LORA_DISABLED:
+            notes.append("roles.reference lora_disabled: OpenRLHF loads a separate reference model (its own GPU memory)")
+    critic = critic_model(card, m)
+    if critic is not None:
+        f += ["--critic.model_name_or_path", critic, "--critic.num_nodes", str(hw.nodes), "--critic.num_gpus_per_node", str(per_node)]
+    rm = reward_model(card)
+    if rm:
+        f += ["--reward.model_name_or_path", rm, "--reward.num_nodes", str(hw.nodes), "--reward.num_gpus_per_node", str(per_node)]
+    else:
+        notes.append("roles.reward_model rule: pass --reward.remote_url or --train.agent_func_path with your reward function")
+    # rollout
+    if ro.engine is RolloutEngine.VLLM:
+        engine_gpus = hw.gpus_per_node * hw.nodes if ro.placement is Placement.COLOCATE else (ro.gpus or 1) * hw.nodes
+        f += [
+            "--vllm.num_engines", str(max(1, engine_gpus // ro.tensor_parallel)),
+            "--vllm.tensor_parallel_size", str(ro.tensor_parallel),
+            "--vllm.gpu_memory_utilization", str(ro.gpu_memory_utilization),
+        ]
+        if ro.placement is Placement.COLOCATE:
+            f.append("--train.colocate_all")
+            if ro.sleep_level > 0:
+                f += ["--vllm.enable_sleep", "--ds.enable_sleep"]
+        elif ro.sleep_level > 0:
+            notes.append("rollout.sleep_level: OpenRLHF sleeps vLLM only with --train.colocate_all; dropped for a split placement")
+        if ro.sleep_level == 2:
+            notes.append("rollout.sleep_level 2: OpenRLHF's --vllm.enable_sleep picks the level itself")
+        if non_default(card, "rollout.max_num_seqs") or non_default(card, "rollout.max_num_batched_tokens"):
+            notes.append("rollout.max_num_seqs / max_num_batched_tokens: OpenRLHF has no flag for these vLLM settings")
+    else:
+        f += ["--vllm.num_engines", "0"]
+        notes.append("rollout.engine hf: OpenRLHF generates with the DeepSpeed actor (--vllm.num_engines 0)")
+    if non_default(card, "rollout.weight_sync"):
+        notes.append(f"rollout.weight_sync {ro.weight_sync.value}: OpenRLHF's --vllm.sync_backend picks the transport; not mapped")
+    f += [
+        "--rollout.batch_size", str(ro.prompts_per_step),
+        "--rollout.n_samples_per_prompt", str(ro.num_generations),
+        "--rollout.max_new_tokens", str(ro.response_len),
+        "--data.max_len", str(ro.prompt_len + ro.response_len),
+        "--rollout.micro_batch_size", str(ro.logprob_micro_batch_size or card.batch.micro_batch_size),
+        "--train.micro_batch_size", str(card.batch.micro_batch_size),
+        "--train.batch_size", str(global_batch(card)),
+    ]
+    notes.append(
+        f"rollout.prompt_len {ro.prompt_len}: OpenRLHF has no prompt-length flag; --data.max_len "
+        f"{ro.prompt_len + ro.response_len} bounds prompt + response"
+    )
+    if card.method is Method.GRPO:
+        f += ["--algo.advantage.estimator", "group_norm", "--algo.kl.init_coef", str(kl)]
+        if kl > 0:
+            f += ["--algo.kl.use_loss", "--algo.kl.estimator", "k3"]
+    else:
+        f += ["--algo.advantage.estimator", "gae", "--algo.kl.init_coef", str(kl)]
+    f += _ds_flags(card, notes, "--actor.gradient_checkpointing_enable")
+    return f
+
+
+def _offline(card: RunCard, notes: list[str]) -> list[str]:
+    f = [
+        "--model.model_name_or_path", model_name(card),
+        "--train.micro_batch_size", str(card.batch.micro_batch_size),
+        "--train.batch_size", str(global_batch(card)),
+        "--data.max_len", str(card.batch.seq_len),
+    ]
+    if card.method is Method.DPO:
+        f += ["--model.beta", str(kl_coef(card))]
+        ref = reference_placement(card)
+        if ref is RefPlacement.CPU:
+            f.append("--ref.offload")
+        elif ref is RefPlacement.PRECOMPUTED:
+            notes.append("roles.reference precomputed: OpenRLHF DPO computes reference log-probs every step")
+    f += _ds_flags(card, notes, "--model.gradient_checkpointing_enable")
+    return f
+
+
+def build(card: RunCard) -> Export:
+    notes: list[str] = []
+    hw = card.hardware
+    script = SCRIPT[card.method]
+    if is_rl(card):
+        flags = _ppo(card, notes)
+        launcher = f"python3 -m {script}"
+    else:
+        flags = _offline(card, notes)
+        launcher = f"deepspeed --num_nodes {hw.nodes} --num_gpus {hw.gpus_per_node} --module {script}"
+    notes.extend(shared_notes(card, "openrlhf"))
+    parts: list[str] = []
+    for tok in flags:
+        if tok.startswith("--"):
+            parts.append(tok)
+        else:
+            parts[-1] += " " + shlex.quote(tok)
+    text = launcher + " \\\n" + " \\\n".join(f"    {p}" for p in parts) + "\n"
+    data = {"command": launcher, "script": script, "flags": flags}
+    return Export(target="openrlhf", text=text, data=data, notes=notes, filename="run_openrlhf.sh")
+
+
+def to_openrlhf(card: RunCard) -> list[str]:
+    """OpenRLHF CLI flags (argv tokens, values as separate items) for the card."""
+    return build(card).data["flags"]

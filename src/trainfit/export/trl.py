@@ -1,0 +1,297 @@
+"""TRL 1.16 trainer config arguments, the peft LoraConfig, and the launch command.
+
+``data`` holds ``config_class`` (SFTConfig, RewardConfig, DPOConfig or GRPOConfig), ``args``
+(keyword arguments that construct it), ``peft`` (LoraConfig keyword arguments or None),
+``quantization`` (BitsAndBytesConfig keyword arguments for QLoRA, or None), ``launch`` (the
+command line) and, for a split rollout, ``vllm_serve`` (the ``trl vllm-serve`` command).
+
+TRL 1.16 has no PPOTrainer (it was removed from TRL); a PPO card gets the shared
+TrainingArguments and a note.
+"""
+
+from __future__ import annotations
+
+import math
+import shlex
+from typing import Any
+
+from trainfit.export import accelerate as accelerate_export
+from trainfit.export.common import (
+    HF_ATTENTION,
+    Export,
+    is_fsdp,
+    lora_targets,
+    model_name,
+    non_default,
+    shared_notes,
+    torch_dtype_name,
+    train_gpus_per_node,
+    train_world,
+)
+from trainfit.methods.roles import kl_coef, reference_placement, reward_model
+from trainfit.spec.card import RunCard
+from trainfit.spec.enums import (
+    AdapterDtype,
+    ComputeDtype,
+    Dtype,
+    MasterWeights,
+    Method,
+    Optimizer,
+    OptimizerImpl,
+    Placement,
+    RefPlacement,
+    RolloutEngine,
+    Scope,
+    StatesDtype,
+)
+
+CONFIG_CLASS = {
+    Method.SFT: "SFTConfig",
+    Method.RM: "RewardConfig",
+    Method.DPO: "DPOConfig",
+    Method.GRPO: "GRPOConfig",
+    Method.PPO: None,
+}
+
+_HAS_ACTIVATION_OFFLOADING = {Method.SFT, Method.RM, Method.DPO}
+
+
+def hf_optim(card: RunCard, notes: list[str]) -> str:
+    """transformers ``optim`` name (OptimizerNames) for the card's optimizer."""
+    p = card.precision
+    o = p.optimizer
+    if o is Optimizer.ADAMW:
+        if p.optimizer_impl is OptimizerImpl.FUSED:
+            return "adamw_torch_fused"
+        if p.optimizer_impl is OptimizerImpl.FOR_LOOP:
+            notes.append("precision.optimizer_impl for_loop: transformers' adamw_torch runs torch's default (foreach)")
+        return "adamw_torch"
+    return {
+        Optimizer.ADAMW_8BIT: "adamw_8bit",
+        Optimizer.PAGED_ADAMW: "paged_adamw_32bit",
+        Optimizer.PAGED_ADAMW_8BIT: "paged_adamw_8bit",
+        Optimizer.SGD: "sgd",
+        Optimizer.ADAFACTOR: "adafactor",
+    }[o]
+
+
+def peft_kwargs(card: RunCard, notes: list[str]) -> dict[str, Any] | None:
+    if card.scope is Scope.FULL:
+        return None
+    lo = card.lora
+    if lo.adapter_dtype is AdapterDtype.BF16:
+        notes.append(
+            "lora.adapter_dtype bf16: not a LoraConfig field; call get_peft_model(..., autocast_adapter_dtype=False) "
+            "on a bf16 model"
+        )
+    return {
+        "r": lo.rank,
+        "lora_alpha": lo.alpha,
+        "lora_dropout": lo.dropout,
+        "target_modules": lora_targets(card),
+        "task_type": "SEQ_CLS" if card.method is Method.RM else "CAUSAL_LM",
+    }
+
+
+def quantization_kwargs(card: RunCard) -> dict[str, Any] | None:
+    if card.scope is not Scope.QLORA:
+        return None
+    return {
+        "load_in_4bit": True,
+        "bnb_4bit_quant_type": "nf4",
+        "bnb_4bit_use_double_quant": card.lora.double_quant,
+        "bnb_4bit_compute_dtype": "bfloat16" if card.precision.compute is not ComputeDtype.FP16 else "float16",
+    }
+
+
+def _common_args(card: RunCard, notes: list[str]) -> dict[str, Any]:
+    p = card.precision
+    a: dict[str, Any] = {
+        "output_dir": card.checkpoint.path or "./checkpoints",
+        "per_device_train_batch_size": card.batch.micro_batch_size,
+        "gradient_accumulation_steps": card.batch.grad_accum,
+    }
+    ckpt = card.parallel.gradient_checkpointing
+    if ckpt and is_fsdp(card):
+        a["gradient_checkpointing"] = False
+        notes.append(
+            "parallel.gradient_checkpointing: done by fsdp_activation_checkpointing in accelerate.yaml, so "
+            "gradient_checkpointing=False here (transformers prefers FSDP's: no redundant all-gather in backward)"
+        )
+    else:
+        a["gradient_checkpointing"] = ckpt
+    a["bf16"] = p.compute is ComputeDtype.BF16
+    if p.compute is ComputeDtype.FP16:
+        a["fp16"] = True
+    a["optim"] = hf_optim(card, notes)
+    a["save_steps"] = card.checkpoint.every_steps
+    a["save_total_limit"] = card.checkpoint.keep
+    if card.parallel.compile:
+        a["torch_compile"] = True
+    if card.loss.chunked:
+        a["use_liger_kernel"] = True
+        notes.append("loss.chunked: use_liger_kernel=True (Liger fused linear cross-entropy; needs the liger-kernel package)")
+    if card.parallel.activation_offload:
+        if card.method in _HAS_ACTIVATION_OFFLOADING:
+            a["activation_offloading"] = True
+        else:
+            notes.append(f"parallel.activation_offload: TRL {CONFIG_CLASS[card.method] or 'TrainingArguments'} has no activation_offloading")
+    if p.master_weights is MasterWeights.FP32 and card.weights_dtype is not Dtype.FP32:
+        notes.append(
+            "precision.master_weights fp32: the HF Trainer keeps no separate fp32 master copy; load the model in "
+            "float32 with bf16=True (autocast) for fp32 master weights"
+        )
+    if p.optimizer_states is StatesDtype.BF16 and p.optimizer is Optimizer.ADAMW:
+        notes.append("precision.optimizer_states bf16: torch AdamW keeps states in the parameters' dtype; not selectable")
+    if p.grads is not None:
+        notes.append(f"precision.grads {p.grads.value}: gradients follow the parameters' dtype in the HF Trainer")
+    return a
+
+
+def _model_init_kwargs(card: RunCard) -> dict[str, Any]:
+    return {"dtype": torch_dtype_name(card), "attn_implementation": HF_ATTENTION[card.attention]}
+
+
+def _grpo_args(card: RunCard, a: dict[str, Any], notes: list[str]) -> dict[str, Any]:
+    ro = card.rollout
+    a["num_generations"] = ro.num_generations
+    a["max_completion_length"] = ro.response_len
+    gen_batch = ro.prompts_per_step * ro.num_generations
+    per_step = card.batch.micro_batch_size * train_world(card)
+    if gen_batch % per_step:
+        unit = math.lcm(per_step, ro.num_generations)
+        rounded = -(-gen_batch // unit) * unit
+        notes.append(
+            f"rollout.prompts_per_step: {ro.prompts_per_step} prompts x {ro.num_generations} = {gen_batch} completions "
+            f"is not a multiple of micro_batch_size x training GPUs = {per_step}; generation_batch_size rounded up to "
+            f"{rounded} ({rounded // ro.num_generations} prompts)"
+        )
+        gen_batch = rounded
+    a["generation_batch_size"] = gen_batch
+    a["beta"] = kl_coef(card)
+    if non_default(card, "rollout.prompt_len"):
+        notes.append(
+            f"rollout.prompt_len {ro.prompt_len}: TRL 1.16 GRPOConfig has no max_prompt_length; filter or truncate "
+            "prompts in the dataset (vllm_max_model_length bounds prompt + completion)"
+        )
+    if ro.engine is RolloutEngine.VLLM:
+        a["use_vllm"] = True
+        a["vllm_max_model_length"] = ro.prompt_len + ro.response_len
+        if ro.placement is Placement.COLOCATE:
+            a["vllm_mode"] = "colocate"
+            a["vllm_gpu_memory_utilization"] = ro.gpu_memory_utilization
+            a["vllm_tensor_parallel_size"] = ro.tensor_parallel
+        else:
+            a["vllm_mode"] = "server"
+        if ro.sleep_level > 0:
+            a["vllm_enable_sleep_mode"] = True
+            notes.append(f"rollout.sleep_level {ro.sleep_level}: TRL's vllm_enable_sleep_mode picks the level itself")
+        if non_default(card, "rollout.max_num_seqs"):
+            notes.append(f"rollout.max_num_seqs {ro.max_num_seqs}: TRL 1.16 has no vLLM max_num_seqs setting")
+        if non_default(card, "rollout.max_num_batched_tokens"):
+            notes.append(f"rollout.max_num_batched_tokens {ro.max_num_batched_tokens}: TRL 1.16 has no such vLLM setting")
+    else:
+        a["use_vllm"] = False
+    if non_default(card, "rollout.weight_sync"):
+        notes.append(f"rollout.weight_sync {ro.weight_sync.value}: TRL syncs weights its own way; not selectable")
+    ref = reference_placement(card)
+    if ref is RefPlacement.CPU:
+        notes.append("roles.reference cpu: TRL keeps the reference model on the GPU (no CPU reference)")
+    rm = reward_model(card)
+    if rm:
+        notes.append(f"roles.reward_model {rm}: pass reward_funcs='{rm}' to GRPOTrainer (not a config field)")
+    return a
+
+
+def build(card: RunCard) -> Export:
+    notes: list[str] = []
+    cls = CONFIG_CLASS[card.method]
+    a = _common_args(card, notes)
+    if card.method is not Method.PPO:
+        a["model_init_kwargs"] = _model_init_kwargs(card)
+    if card.method in (Method.SFT, Method.RM, Method.DPO):
+        a["max_length"] = card.batch.seq_len
+    if card.method is Method.DPO:
+        a["beta"] = kl_coef(card)
+        ref = reference_placement(card)
+        if ref is RefPlacement.PRECOMPUTED:
+            a["precompute_ref_log_probs"] = True
+        elif ref is RefPlacement.CPU:
+            notes.append("roles.reference cpu: TRL DPO keeps the reference on the GPU; use precomputed to free it")
+    if card.method is Method.GRPO:
+        a = _grpo_args(card, a, notes)
+    if card.method is Method.PPO:
+        notes.append(
+            "method ppo: TRL 1.16 has no PPOTrainer (removed); only the shared TrainingArguments are exported — "
+            "use --to verl or --to openrlhf for PPO"
+        )
+    peft = peft_kwargs(card, notes)
+    quant = quantization_kwargs(card)
+    # launch
+    acc = accelerate_export.FILENAME
+    launch = f"accelerate launch --config_file {acc}"
+    hw = card.hardware
+    if hw.nodes > 1:
+        launch += " --machine_rank $NODE_RANK --main_process_ip $MASTER_ADDR --main_process_port 29500"
+    launch += " train.py"
+    data: dict[str, Any] = {"config_class": cls or "TrainingArguments", "args": a, "peft": peft, "quantization": quant, "launch": launch}
+    if card.method is Method.GRPO and card.rollout.engine is RolloutEngine.VLLM and card.rollout.placement is Placement.SPLIT:
+        ro = card.rollout
+        gpus = ro.gpus or 1
+        serve_devices = ",".join(str(i) for i in range(gpus))
+        train_devices = ",".join(str(i) for i in range(gpus, hw.gpus_per_node))
+        dp = max(1, gpus // ro.tensor_parallel)
+        data["vllm_serve"] = (
+            f"CUDA_VISIBLE_DEVICES={serve_devices} trl vllm-serve --model {shlex.quote(model_name(card))}"
+            f" --tensor_parallel_size {ro.tensor_parallel} --data_parallel_size {dp}"
+            f" --gpu_memory_utilization {ro.gpu_memory_utilization} --max_model_len {ro.prompt_len + ro.response_len}"
+        )
+        data["launch"] = f"CUDA_VISIBLE_DEVICES={train_devices} " + launch.replace(
+            f"--config_file {acc}", f"--config_file {acc} --num_processes {train_gpus_per_node(card) * hw.nodes}"
+        )
+        if gpus % ro.tensor_parallel:
+            notes.append(f"rollout.gpus {gpus} is not a multiple of tensor_parallel {ro.tensor_parallel}")
+    notes.append(f"parallel.strategy {card.parallel.strategy.value}, offload and GPU counts: in {acc} (trainfit export --to accelerate)")
+    notes.extend(shared_notes(card, "trl"))
+    text = _render(card, data)
+    return Export(target="trl", text=text, data=data, notes=notes, filename="train_config.py")
+
+
+def _py(v: Any) -> str:
+    return repr(v)
+
+
+def _render(card: RunCard, data: dict[str, Any]) -> str:
+    cls = data["config_class"]
+    mod = "transformers" if cls == "TrainingArguments" else "trl"
+    lines = [f"# TRL 1.16 arguments exported by trainfit for {card.name or 'the card'} ({card.method.value})", f"from {mod} import {cls}"]
+    if data["peft"]:
+        lines.append("from peft import LoraConfig")
+    if data["quantization"]:
+        lines.append("from transformers import BitsAndBytesConfig")
+    lines.append("")
+    lines.append(f"args = {cls}(")
+    for k, v in data["args"].items():
+        if k == "model_init_kwargs" and data["quantization"]:
+            inner = ", ".join(f"{kk!r}: {vv!r}" for kk, vv in v.items())
+            lines.append(f"    {k}={{{inner}, 'quantization_config': BitsAndBytesConfig(**quantization)}},")
+        else:
+            lines.append(f"    {k}={_py(v)},")
+    lines.append(")")
+    if data["quantization"]:
+        lines.insert(lines.index(f"args = {cls}("), f"quantization = {data['quantization']!r}")
+    if data["peft"]:
+        lines.append("peft_config = LoraConfig(")
+        for k, v in data["peft"].items():
+            lines.append(f"    {k}={_py(v)},")
+        lines.append(")")
+    lines.append("")
+    if "vllm_serve" in data:
+        lines.append(f"# rollout server: {data['vllm_serve']}")
+    lines.append(f"# launch: {data['launch']}")
+    return "\n".join(lines) + "\n"
+
+
+def to_trl(card: RunCard) -> dict[str, Any]:
+    """The TRL config keyword arguments, peft LoraConfig arguments and launch command for the card."""
+    return build(card).data

@@ -1,0 +1,242 @@
+"""verl 0.9 Hydra overrides.
+
+PPO/GRPO: ``python -m verl.trainer.main_ppo <overrides>`` against verl/trainer/config/ppo_trainer.yaml
+(flattened in _generated_ppo_trainer.yaml). SFT: ``torchrun -m verl.trainer.sft_trainer <overrides>``
+against sft_trainer_engine.yaml. verl has no DPO or reward-model trainer. A key that is not in
+the default YAML is written with Hydra's ``+`` prefix.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trainfit.export.common import (
+    Export,
+    HF_ATTENTION,
+    global_batch,
+    is_rl,
+    model_name,
+    non_default,
+    shared_notes,
+    train_gpus_per_node,
+)
+from trainfit.methods.roles import critic_model, kl_coef, reference_placement, reward_model
+from trainfit.spec.card import RunCard
+from trainfit.spec.enums import (
+    Attention,
+    ComputeDtype,
+    Dtype,
+    Method,
+    Offload,
+    Optimizer,
+    Placement,
+    RefPlacement,
+    RolloutEngine,
+    Scope,
+    Strategy,
+)
+
+_OPTIM = {
+    Optimizer.ADAMW: ("torch.optim", "AdamW"),
+    Optimizer.ADAMW_8BIT: ("bitsandbytes.optim", "AdamW8bit"),
+    Optimizer.PAGED_ADAMW: ("bitsandbytes.optim", "PagedAdamW32bit"),
+    Optimizer.PAGED_ADAMW_8BIT: ("bitsandbytes.optim", "PagedAdamW8bit"),
+    Optimizer.SGD: ("torch.optim", "SGD"),
+}
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, bool):
+        return "True" if v else "False"
+    if isinstance(v, (list, tuple)):
+        return "[" + ",".join(str(x) for x in v) + "]"
+    return str(v)
+
+
+def _strategy(card: RunCard, notes: list[str]) -> tuple[str, dict[str, Any]]:
+    """verl's engine strategy and extra fsdp_config keys."""
+    s = card.parallel.strategy
+    extra: dict[str, Any] = {}
+    if s is Strategy.FSDP_GRAD_OP:
+        extra["reshard_after_forward"] = False
+    elif s is Strategy.HSDP:
+        extra["fsdp_size"] = train_gpus_per_node(card)
+    elif s is not Strategy.FSDP:
+        notes.append(f"parallel.strategy {s.value}: verl's trainer shards with FSDP; exported as FSDP2 FULL_SHARD")
+    return "fsdp2", extra
+
+
+def _optim(card: RunCard, prefix: str, notes: list[str]) -> list[str]:
+    o = card.precision.optimizer
+    if o is Optimizer.ADAMW:
+        return []
+    if o not in _OPTIM:
+        notes.append(f"precision.optimizer {o.value}: no verl optimizer mapping; verl uses AdamW")
+        return []
+    impl, name = _OPTIM[o]
+    base = f"{prefix}.optim" if prefix else "optim"
+    return [f"{base}.optimizer_impl={impl}", f"{base}.optimizer={name}"]
+
+
+def _model(card: RunCard, prefix: str, notes: list[str]) -> list[str]:
+    out = [
+        f"{prefix}.path={model_name(card)}",
+        f"{prefix}.enable_gradient_checkpointing={_fmt(card.parallel.gradient_checkpointing)}",
+    ]
+    if card.parallel.activation_offload:
+        out.append(f"{prefix}.enable_activation_offload=True")
+    if card.scope is not Scope.FULL:
+        t = card.lora.targets
+        out += [
+            f"{prefix}.lora_rank={card.lora.rank}",
+            f"{prefix}.lora_alpha={_fmt(int(card.lora.alpha) if float(card.lora.alpha).is_integer() else card.lora.alpha)}",
+            f"{prefix}.target_modules={_fmt(t)}",
+        ]
+        if card.scope is Scope.QLORA:
+            notes.append("scope qlora: verl's FSDP trainer has no 4-bit base; exported as LoRA on a bf16 base")
+        if card.lora.dropout:
+            notes.append(f"lora.dropout {card.lora.dropout}: verl's FSDP LoRA has no dropout setting")
+    if card.loss.chunked:
+        out.append(f"{prefix}.use_fused_kernels=True")
+    if card.attention is not Attention.FLASH:
+        out.append(f"+{prefix}.override_config.attn_implementation={HF_ATTENTION[card.attention]}")
+    return out
+
+
+def _dtype_notes(card: RunCard, notes: list[str]) -> list[str]:
+    if card.precision.compute is not ComputeDtype.BF16:
+        notes.append(f"precision.compute {card.precision.compute.value}: verl's FSDP mixed precision computes in bf16")
+    if card.weights_dtype is Dtype.BF16:
+        return ["model_dtype=bf16"]
+    return []
+
+
+def _ppo(card: RunCard, notes: list[str]) -> list[str]:
+    ro = card.rollout
+    hw = card.hardware
+    kl = kl_coef(card)
+    A = "actor_rollout_ref"
+    o: list[str] = [f"algorithm.adv_estimator={'grpo' if card.method is Method.GRPO else 'gae'}"]
+    o += [
+        f"data.train_batch_size={ro.prompts_per_step}",
+        f"data.max_prompt_length={ro.prompt_len}",
+        f"data.max_response_length={ro.response_len}",
+    ]
+    o += _model(card, f"{A}.model", notes)
+    strat, extra = _strategy(card, notes)
+    o.append(f"{A}.actor.strategy={strat}")
+    for k, v in extra.items():
+        o.append(f"{A}.actor.fsdp_config.{k}={_fmt(v)}")
+    off = card.parallel.offload
+    o.append(f"{A}.actor.fsdp_config.param_offload={_fmt(off is Offload.PARAMS_AND_OPTIMIZER)}")
+    o.append(f"{A}.actor.fsdp_config.optimizer_offload={_fmt(off is not Offload.NONE)}")
+    o += [f"{A}.actor.fsdp_config.{x}" for x in _dtype_notes(card, notes)]
+    o += _optim(card, f"{A}.actor", notes)
+    o.append(f"{A}.actor.ppo_micro_batch_size_per_gpu={card.batch.micro_batch_size}")
+    seqs = global_batch(card)
+    if seqs % ro.num_generations == 0:
+        o.append(f"{A}.actor.ppo_mini_batch_size={seqs // ro.num_generations}")
+    else:
+        notes.append(
+            f"batch: {seqs} sequences per optimizer step is not a multiple of num_generations {ro.num_generations}; "
+            "ppo_mini_batch_size (in prompts) left at verl's default"
+        )
+    if card.method is Method.GRPO:
+        o.append(f"{A}.actor.use_kl_loss={_fmt(kl > 0)}")
+        if kl > 0:
+            o += [f"{A}.actor.kl_loss_coef={kl}", f"{A}.actor.kl_loss_type=low_var_kl"]
+        o.append("algorithm.use_kl_in_reward=False")
+    else:
+        o += [f"algorithm.use_kl_in_reward={_fmt(kl > 0)}", f"algorithm.kl_ctrl.kl_coef={kl}", f"{A}.actor.use_kl_loss=False"]
+    ref = reference_placement(card)
+    if ref is not RefPlacement.NONE:
+        o.append(f"{A}.ref.fsdp_config.param_offload={_fmt(ref is RefPlacement.CPU)}")
+        lp = ro.logprob_micro_batch_size or card.batch.micro_batch_size
+        o.append(f"{A}.ref.log_prob_micro_batch_size_per_gpu={lp}")
+        if ref is RefPlacement.PRECOMPUTED:
+            notes.append("roles.reference precomputed: verl computes reference log-probs every step")
+    # rollout
+    if ro.engine is RolloutEngine.HF:
+        notes.append("rollout.engine hf: verl 0.9 rolls out with vllm or sglang; exported as vllm")
+    o += [
+        f"{A}.rollout.name=vllm",
+        f"{A}.rollout.gpu_memory_utilization={ro.gpu_memory_utilization}",
+        f"{A}.rollout.tensor_model_parallel_size={ro.tensor_parallel}",
+        f"{A}.rollout.n={ro.num_generations}",
+        f"{A}.rollout.max_num_seqs={ro.max_num_seqs}",
+        f"{A}.rollout.max_num_batched_tokens={ro.max_num_batched_tokens}",
+        f"{A}.rollout.log_prob_micro_batch_size_per_gpu={ro.logprob_micro_batch_size or card.batch.micro_batch_size}",
+        f"{A}.rollout.free_cache_engine={_fmt(ro.sleep_level > 0)}",
+    ]
+    if ro.sleep_level > 0:
+        notes.append(f"rollout.sleep_level {ro.sleep_level}: verl's free_cache_engine=True sleeps vLLM at the level verl picks")
+    if ro.placement is Placement.SPLIT:
+        notes.append(
+            f"rollout.placement split ({ro.gpus} rollout GPUs per node): verl's main_ppo trainer colocates rollout "
+            "with the actor (hybrid_engine); exported colocated on every GPU. Use verl's one-step-off or fully-async "
+            "recipes for a split"
+        )
+    if non_default(card, "rollout.weight_sync"):
+        notes.append(f"rollout.weight_sync {ro.weight_sync.value}: verl's checkpoint_engine chooses the sync; not mapped")
+    # critic
+    critic = critic_model(card, model_name(card))
+    if critic is not None:
+        o += _model(card, "critic.model", []) if critic == model_name(card) else [f"critic.model.path={critic}"]
+        o.append(f"critic.strategy={strat}")
+        o.append(f"critic.fsdp.param_offload={_fmt(off is Offload.PARAMS_AND_OPTIMIZER)}")
+        o.append(f"critic.fsdp.optimizer_offload={_fmt(off is not Offload.NONE)}")
+        o.append(f"critic.ppo_micro_batch_size_per_gpu={card.batch.micro_batch_size}")
+    rm = reward_model(card)
+    if rm:
+        o += ["reward.reward_model.enable=True", f"reward.reward_model.model_path={rm}"]
+    o += [f"trainer.n_gpus_per_node={hw.gpus_per_node}", f"trainer.nnodes={hw.nodes}"]
+    return o
+
+
+def _sft(card: RunCard, notes: list[str]) -> list[str]:
+    hw = card.hardware
+    o = [
+        f"data.micro_batch_size_per_gpu={card.batch.micro_batch_size}",
+        f"data.train_batch_size={global_batch(card)}",
+        f"data.max_length={card.batch.seq_len}",
+    ]
+    o += _model(card, "model", notes)
+    strat, extra = _strategy(card, notes)
+    o.append(f"engine.strategy={strat}")
+    for k, v in extra.items():
+        o.append(f"engine.{k}={_fmt(v)}")
+    off = card.parallel.offload
+    o.append(f"engine.param_offload={_fmt(off is Offload.PARAMS_AND_OPTIMIZER)}")
+    o.append(f"engine.optimizer_offload={_fmt(off is not Offload.NONE)}")
+    o += [f"engine.{x}" for x in _dtype_notes(card, notes)]
+    o += _optim(card, "", notes)
+    o += [f"trainer.n_gpus_per_node={hw.gpus_per_node}", f"trainer.nnodes={hw.nodes}"]
+    return o
+
+
+def build(card: RunCard) -> Export:
+    notes: list[str] = []
+    if is_rl(card):
+        overrides = _ppo(card, notes)
+        cmd = "python3 -m verl.trainer.main_ppo"
+        config = "ppo_trainer.yaml"
+    elif card.method is Method.SFT:
+        overrides = _sft(card, notes)
+        cmd = f"torchrun --nnodes={card.hardware.nodes} --nproc_per_node={card.hardware.gpus_per_node} -m verl.trainer.sft_trainer"
+        config = "sft_trainer_engine.yaml"
+    else:
+        overrides = []
+        cmd = ""
+        config = None
+        notes.append(f"method {card.method.value}: verl 0.9 has no {card.method.value} trainer; use --to trl or --to openrlhf")
+    notes.extend(shared_notes(card, "verl"))
+    text = ""
+    if cmd:
+        text = cmd + " \\\n" + " \\\n".join(f"    {o}" for o in overrides) + "\n"
+    data = {"command": cmd, "config": config, "overrides": overrides}
+    return Export(target="verl", text=text, data=data, notes=notes, filename="run_verl.sh")
+
+
+def to_verl(card: RunCard) -> list[str]:
+    """verl Hydra overrides for the card."""
+    return build(card).data["overrides"]

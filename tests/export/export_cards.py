@@ -1,0 +1,62 @@
+from __future__ import annotations
+
+
+
+from trainfit.cli.common import default_card_dict
+from trainfit.spec.card import load_card_dict
+
+GRPO_LORA = {
+    "name": "qwen3-8b-grpo-lora",
+    "model": "Qwen/Qwen3-8B",
+    "method": "grpo",
+    "scope": "lora",
+    "lora": {"rank": 32, "alpha": 64, "targets": ["q_proj", "k_proj", "v_proj", "o_proj"]},
+    "hardware": {"gpu": "a100-40gb", "gpus_per_node": 8, "nodes": 1},
+    "parallel": {"strategy": "fsdp", "offload": "optimizer", "gradient_checkpointing": True},
+    "rollout": {"gpu_memory_utilization": 0.4, "tensor_parallel": 2, "num_generations": 8, "prompts_per_step": 16,
+                "prompt_len": 512, "response_len": 1024, "sleep_level": 1},
+    "roles": {"kl_coef": 0.04},
+}
+
+
+def _card(base: dict, **changes):
+    import copy
+
+    d = copy.deepcopy(base)
+    for k, v in changes.items():
+        node = d
+        parts = k.split("__")
+        for p in parts[:-1]:
+            node = node.setdefault(p, {})
+        if v is None:
+            node.pop(parts[-1], None)
+        else:
+            node[parts[-1]] = v
+    return load_card_dict(d)
+
+
+def _default(**changes):
+    return _card(default_card_dict(), **changes)
+
+
+CARDS = {
+    "default-sft-fsdp": lambda: _default(),
+    "sft-fsdp-grad-op-offload": lambda: _default(parallel__strategy="fsdp_grad_op", parallel__offload="params_and_optimizer"),
+    "sft-hsdp-2nodes": lambda: _default(parallel__strategy="hsdp", hardware__nodes=2),
+    "sft-zero3-offload": lambda: _default(parallel__strategy="zero3", parallel__offload="params_and_optimizer", batch__grad_accum=4),
+    "sft-zero2-8bit": lambda: _default(parallel__strategy="zero2", parallel__offload="optimizer", precision__optimizer="adamw_8bit"),
+    "sft-zero1": lambda: _default(parallel__strategy="zero1", batch__micro_batch_size=2),
+    "sft-ddp-qlora": lambda: _default(parallel__strategy="ddp", scope="qlora", precision__optimizer="paged_adamw_8bit"),
+    "sft-single": lambda: _default(parallel__strategy="single", hardware__gpus_per_node=1, attention="flash", loss__chunked=True),
+    "rm-lora-zero2": lambda: _default(method="rm", scope="lora", parallel__strategy="zero2"),
+    "dpo-full-precomputed": lambda: _default(method="dpo", roles={"reference": "precomputed", "kl_coef": 0.1}),
+    "dpo-qlora-ddp": lambda: _default(method="dpo", scope="qlora", parallel__strategy="ddp"),
+    "grpo-lora": lambda: _card(GRPO_LORA),
+    "grpo-split-zero3": lambda: _card(GRPO_LORA, scope="full", lora=None, parallel__strategy="zero3", rollout__placement="split",
+                                      rollout__gpus=2, rollout__tensor_parallel=2, roles__reward_model="Skywork/Skywork-Reward-V2"),
+    "grpo-hf-beta0": lambda: _card(GRPO_LORA, rollout__engine="hf", roles__kl_coef=0.0, parallel__activation_offload=True),
+    "ppo-full-zero3-2nodes": lambda: _default(method="ppo", parallel__strategy="zero3", parallel__offload="optimizer",
+                                              hardware__nodes=2, roles={"reference": "cpu"}, rollout={"tensor_parallel": 4}),
+}
+
+

@@ -1,0 +1,88 @@
+"""TRL export: the config class is constructed for real (TRL 1.16, transformers 5.24), and LoraConfig (peft)."""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+
+import pytest
+from export_cards import CARDS
+
+from trainfit.export import export, to_trl
+
+trl = pytest.importorskip("trl")
+
+
+@pytest.mark.parametrize("name", sorted(CARDS))
+def test_trl_config_constructs(name, tmp_path):
+    import transformers
+
+    card = CARDS[name]()
+    data = to_trl(card)
+    cls_name = data["config_class"]
+    cls = getattr(transformers, cls_name) if cls_name == "TrainingArguments" else getattr(trl, cls_name)
+    args = dict(data["args"], output_dir=str(tmp_path), use_cpu=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cfg = cls(**args)
+    assert cfg.per_device_train_batch_size == card.batch.micro_batch_size
+    assert cfg.gradient_accumulation_steps == card.batch.grad_accum
+    assert cfg.bf16 is True
+    assert str(cfg.optim.value if hasattr(cfg.optim, "value") else cfg.optim) == data["args"]["optim"]
+    if card.method.value in ("sft", "rm", "dpo"):
+        assert cfg.max_length == card.batch.seq_len
+    if card.method.value == "grpo":
+        ro = card.rollout
+        assert cfg.num_generations == ro.num_generations
+        assert cfg.max_completion_length == ro.response_len
+        assert cfg.generation_batch_size >= ro.prompts_per_step * ro.num_generations
+        assert cfg.generation_batch_size % ro.num_generations == 0
+        assert cfg.use_vllm is (ro.engine.value == "vllm")
+        if cfg.use_vllm:
+            assert cfg.vllm_mode == ("colocate" if ro.placement.value == "colocate" else "server")
+            if cfg.vllm_mode == "colocate":
+                assert cfg.vllm_gpu_memory_utilization == ro.gpu_memory_utilization
+                assert cfg.vllm_tensor_parallel_size == ro.tensor_parallel
+        assert cfg.beta == (card.roles.kl_coef or 0.0)
+    if data["peft"]:
+        from peft import LoraConfig
+
+        lc = LoraConfig(**data["peft"])
+        assert lc.r == card.lora.rank and lc.lora_alpha == card.lora.alpha
+    if data["quantization"]:
+        from transformers import BitsAndBytesConfig
+
+        q = BitsAndBytesConfig(**data["quantization"])
+        assert q.load_in_4bit and q.bnb_4bit_quant_type == "nf4"
+    assert data["launch"].startswith(("accelerate launch", "CUDA_VISIBLE_DEVICES="))
+    assert "--config_file accelerate.yaml" in data["launch"]
+
+
+def test_trl_vllm_serve_flags_exist():
+    from trl.scripts.vllm_serve import ScriptArguments
+
+    fields = {f.name for f in dataclasses.fields(ScriptArguments)}
+    data = to_trl(CARDS["grpo-split-zero3"]())
+    flags = [t[2:] for t in data["vllm_serve"].split() if t.startswith("--")]
+    assert flags and set(flags) <= fields
+
+
+def test_trl_ppo_is_said_unsupported():
+    e = export(CARDS["ppo-full-zero3-2nodes"](), "trl")
+    assert e.data["config_class"] == "TrainingArguments"
+    assert any("no PPOTrainer" in n for n in e.notes)
+
+
+def test_trl_grpo_lora_matches_the_card():
+    d = to_trl(CARDS["grpo-lora"]())
+    a = d["args"]
+    assert a["beta"] == 0.04 and a["vllm_mode"] == "colocate" and a["vllm_gpu_memory_utilization"] == 0.4
+    assert a["vllm_tensor_parallel_size"] == 2 and a["num_generations"] == 8
+    assert d["peft"]["target_modules"] == ["q_proj", "k_proj", "v_proj", "o_proj"]
+    # FSDP does the checkpointing (accelerate.yaml), so the trainer does not do it twice
+    assert a["gradient_checkpointing"] is False
+
+
+def test_trl_text_is_python():
+    for name in ("grpo-lora", "sft-ddp-qlora", "dpo-full-precomputed"):
+        compile(export(CARDS[name](), "trl").text, name, "exec")

@@ -15,20 +15,24 @@ STAGES = ("baseline", "trajectories", "reward_calibration", "update", "generatio
 
 def run_accept(model: Path | None = None, device: str = "cpu", nproc: int = 1, *, learning_rate: float = 3e-3,
                live_generation: bool = True, mask_tool_tokens: bool = True, drop_optimizer: bool = False,
-               only: tuple[str, ...] = STAGES, progress: Callable[[str], None] = lambda s: None) -> dict:
-    """Run the checks in ``only``; return ``{"checks": [...], "wall_s": ..., "ok": bool}``."""
+               sync_grads: bool = True, mp_timeout_s: float = 300.0, only: tuple[str, ...] = STAGES,
+               progress: Callable[[str], None] = lambda s: None) -> dict:
+    """Run the checks in ``only``; return ``{"checks": [...], "wall_s": ..., "ok": bool}``.
+
+    With ``nproc > 1`` the "multi_process" stage re-runs update, generation sync and resume under torchrun
+    (``multi_process.*`` checks); ``sync_grads=False`` breaks its gradient all-reduce on purpose."""
     import shutil
 
     work = Path(tempfile.mkdtemp(prefix="trainfit-accept-run-"))
     try:
         return _run(work, model, device, nproc, learning_rate, live_generation, mask_tool_tokens, drop_optimizer,
-                    only, progress)
+                    only, progress, sync_grads, mp_timeout_s)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
 
 def _run(work, model, device, nproc, learning_rate, live_generation, mask_tool_tokens, drop_optimizer, only,
-         progress) -> dict:
+         progress, sync_grads=True, mp_timeout_s=300.0) -> dict:
     import torch
 
     torch.set_num_threads(1)
@@ -66,9 +70,15 @@ def _run(work, model, device, nproc, learning_rate, live_generation, mask_tool_t
         progress("resume (fresh process)")
         results.append(check_resume(trainer, settings, drop_optimizer))
     if "multi_process" in only:
-        why = "single process requested (--nproc 1)" if nproc == 1 else \
-            "torchrun/gloo variant of update/sync/resume is not implemented yet"
-        results.append(CheckResult("multi_process", "skipped", why, "", "a skip is not a pass"))
+        if nproc == 1:
+            results.append(CheckResult("multi_process", "skipped", "single process requested (--nproc 1)", "",
+                                       "a skip is not a pass"))
+        else:
+            from trainfit.accept.multiproc import run_multi
+
+            results += run_multi(Path(model_dir), work, nproc, device, sync_grads=sync_grads,
+                                 live_generation=live_generation, drop_optimizer=drop_optimizer,
+                                 timeout_s=mp_timeout_s, progress=progress)
     checks = [r.to_dict() for r in results]
     return {"checks": checks, "wall_s": round(time.perf_counter() - t0, 1),
             "ok": all(c["status"] != "fail" for c in checks), "model": str(model or "tiny-qwen3 (default)"),

@@ -27,6 +27,8 @@ class RunSettings:
     mask_tool_tokens: bool = True
     device: str = "cpu"
     seed: int = 0
+    sync_grads: bool = True
+    """False skips DDP's gradient all-reduce (multi-process runs only), so ranks diverge."""
 
 
 @dataclass
@@ -51,6 +53,10 @@ def make_dataset(seed: int):
     train, _ = split_tasks()
     rows = [{"prompt": t.prompt, "task": t.name} for t in train] * 4
     return Dataset.from_list(rows)
+
+
+def _distributed() -> bool:
+    return int(os.environ.get("WORLD_SIZE", "1")) > 1
 
 
 def build_trainer(s: RunSettings, rollout: ScriptedRollout | None = None, obs: Observed | None = None):
@@ -79,7 +85,14 @@ def build_trainer(s: RunSettings, rollout: ScriptedRollout | None = None, obs: O
                      per_device_train_batch_size=NUM_GENERATIONS, num_generations=NUM_GENERATIONS,
                      max_steps=s.max_steps, learning_rate=s.learning_rate, logging_steps=1, save_steps=1,
                      save_strategy="steps", seed=s.seed, max_completion_length=1024, bf16=False,
-                     disable_tqdm=True, dataloader_num_workers=0, beta=0.0)
+                     disable_tqdm=True, dataloader_num_workers=0, beta=0.0,
+                     ddp_backend=("nccl" if s.device == "cuda" else "gloo") if _distributed() else None,
+                     # N processes: each step takes N consecutive rows, one per rank. Unshuffled, the rows
+                     # alternate tasks, so with 2 ranks each rank trains on a different task: the local
+                     # gradients differ and a missing all-reduce shows (identical batches would hide it).
+                     # (Found: a shuffled sampler whose epoch ends at the checkpoint does not resume exactly,
+                     # since TRL's RepeatSampler generator state is not saved; 8 rows keep step 2 in epoch 1.)
+                     shuffle_dataset=not _distributed())
 
     class Observer(TrainerCallback):
         def on_train_begin(self, args, state, control, model=None, **kw):
@@ -94,6 +107,12 @@ def build_trainer(s: RunSettings, rollout: ScriptedRollout | None = None, obs: O
             obs.loss_inputs.append({k: inputs[k].detach().clone() for k in
                                     ("prompt_ids", "completion_ids", "completion_mask", "tool_mask") if k in inputs})
             return super().compute_loss(model, inputs, *a, **kw)
+
+        def training_step(self, model, inputs, *a, **kw):
+            if not s.sync_grads and hasattr(model, "no_sync"):  # deliberately broken: no all-reduce
+                with model.no_sync():
+                    return super().training_step(model, inputs, *a, **kw)
+            return super().training_step(model, inputs, *a, **kw)
 
     trainer = ObservedGRPOTrainer(model=model, processing_class=tok, reward_funcs=[reward_fn], args=cfg,
                                   train_dataset=make_dataset(s.seed), rollout_func=rollout,

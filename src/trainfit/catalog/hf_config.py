@@ -78,6 +78,11 @@ def spec_from_hf_config(
     layers = int(_require(dec, "num_hidden_layers", name))
     vocab = int(_require(dec, "vocab_size", name))
     intermediate = int(_require(dec, "intermediate_size", name))
+    for key, value, most in (("num_hidden_layers", layers, 10_000), ("hidden_size", hidden, 1_000_000),
+                             ("vocab_size", vocab, 100_000_000), ("intermediate_size", intermediate, 10_000_000),
+                             ("num_attention_heads", heads, 100_000)):
+        if not 1 <= value <= most:
+            raise ConfigError(f"{name}: config.json field '{key}' = {value} is outside 1..{most:,}")
     kv_heads = int(dec.get("num_key_value_heads") or heads)
     head_dim = int(dec.get("head_dim") or hidden // heads)
     tie_default = family == "gemma2"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -14,7 +15,9 @@ def accept(
     card: Annotated[Optional[Path], typer.Argument(help="Run card (recorded; the default loop ignores it).")] = None,
     model: Annotated[Optional[Path], typer.Option("--model", help="Local checkpoint (default: tiny random Qwen3).")] = None,
     device: Annotated[str, typer.Option("--device", help="cpu or cuda.")] = "cpu",
-    nproc: Annotated[int, typer.Option("--nproc", min=1, help="Processes for update/sync/resume.")] = 1,
+    nproc: Annotated[int, typer.Option(
+        "--nproc", min=1, help="N >= 2 also re-runs update, generation sync and resume as N processes under "
+                               "torchrun (DDP; gloo on CPU, nccl on CUDA): the multi_process.* checks.")] = 1,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON record.")] = False,
 ) -> None:
     """Prove the loop closes on this stack: load, roll out, reward, update, sync, resume."""
@@ -29,7 +32,10 @@ def accept(
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console,
                   transient=True) as bar:
         task = bar.add_task("starting", total=None)
-        record = run_accept(model, device, nproc, progress=lambda s: bar.update(task, description=s))
+        # Libraries imported during the run (e.g. deepspeed's accelerator probe, pulled in by accelerate when it
+        # is installed) log to stdout; keep stdout for the report so --json stays parseable.
+        with contextlib.redirect_stdout(sys.stderr):
+            record = run_accept(model, device, nproc, progress=lambda s: bar.update(task, description=s))
     if card is not None:
         record["card"] = str(card)
     if as_json:

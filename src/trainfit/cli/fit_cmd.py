@@ -17,6 +17,7 @@ def fit(
     price: Annotated[list[str], typer.Option(help="GPU=PRICE with a currency, e.g. rtx4090=1.98CNY or rtx4090=rtx4090-pro. Repeatable.")] = [],
     set_: Annotated[list[str], typer.Option("--set", help="Pin any card field: KEY=VALUE. Repeatable.")] = [],
     json_: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
+    html: Annotated[Optional[Path], typer.Option(help="Also write an HTML report: ranked table and cost-against-time chart.")] = None,
 ) -> None:
     """Fewest cards of each type that fit, the knobs that make them fit, step time and cost; Pareto front marked."""
     from trainfit.catalog.gpus import resolve_gpu
@@ -57,6 +58,10 @@ def fit(
         task = bar.add_task("searching", total=1.0)
         result = run_fit(data, gpus=gpus, max_gpus=max_gpus, prices=prices, pinned=frozenset(pinned),
                          progress=lambda f: bar.update(task, completed=f))
+    if html is not None:
+        from trainfit.report.html import write_fit_html
+
+        write_fit_html(result, html, title=f"trainfit fit: {', '.join(gpus)}")
     rows = [
         {
             "gpu": r.gpu, "gpus": r.gpus, "fits": r.fits, "peak_gpu_bytes": int(r.peak_device_bytes),

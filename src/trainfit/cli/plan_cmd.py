@@ -27,6 +27,7 @@ def plan(
     attention: Annotated[Optional[str], typer.Option(help="sdpa | flash | eager")] = None,
     preset: Annotated[Optional[str], typer.Option(help="trl | verl | openrlhf | nemo-rl: a framework's documented defaults.")] = None,
     set_: Annotated[list[str], typer.Option("--set", help="Any card field: KEY=VALUE, e.g. precision.optimizer=adamw_8bit. Repeatable.")] = [],
+    html: Annotated[Optional[Path], typer.Option(help="Also write a self-contained HTML report (charts, tables, assumptions).")] = None,
     json_: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
 ) -> None:
     """Memory of the worst GPU in every phase, the peak, the verdict and host RAM."""
@@ -50,6 +51,10 @@ def plan(
     from trainfit.plan import make_plan
 
     result = make_plan(run_card)
+    if html is not None:
+        from trainfit.report.html import write_plan_html
+
+        write_plan_html(result, html)
     fixes = None
     if not result.fits:
         from trainfit.suggest import suggestions

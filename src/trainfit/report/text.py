@@ -70,7 +70,7 @@ def render_plan(plan: Plan, console: Console) -> None:
     peak = plan.peak
     console.print(
         f"[bold]{spec.name}[/bold]  {card.method.value.upper()} / {card.scope.value}"
-        f"  on {plan.sharding.world_size} x {gpu.name} ({gib(gpu.memory_bytes, 1)} each)"
+        f"  on {card.world_size} x {gpu.name} ({gib(gpu.memory_bytes, 1)} each)"
         f"  strategy {plan.sharding.strategy.value}, offload {card.parallel.offload.value},"
         f" checkpointing {'on' if card.parallel.gradient_checkpointing else 'off'}"
     )

@@ -66,9 +66,9 @@ class PrecisionSection(_Section):
 
 class HardwareSection(_Section):
     gpu: str = Field("a100-40gb", description="GPU catalog id or alias, or 'custom' with gpu_memory_gib.")
-    gpu_memory_gib: float | None = Field(None, gt=0, description="Memory per card for a card not in the catalog.")
-    gpus_per_node: int = Field(8, ge=1)
-    nodes: int = Field(1, ge=1)
+    gpu_memory_gib: float | None = Field(None, gt=0, le=16384, description="Memory per card for a card not in the catalog.")
+    gpus_per_node: int = Field(8, ge=1, le=1024)
+    nodes: int = Field(1, ge=1, le=100_000)
     interconnect: str | None = Field(None, description="e.g. nvlink, pcie; default from the GPU catalog.")
     host_ram_gib: float | None = Field(None, gt=0, description="Host RAM per node, to check offload against.")
     price_per_gpu_hour: float | None = Field(None, ge=0)

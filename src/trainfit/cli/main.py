@@ -38,7 +38,8 @@ def main(argv: list[str] | None = None) -> int:
     from trainfit.errors import TrainfitError
 
     try:
-        app(args=args, prog_name="trainfit", standalone_mode=False)
+        # with standalone_mode=False, click returns the code of a typer.Exit instead of exiting
+        rc = app(args=args, prog_name="trainfit", standalone_mode=False)
     except TrainfitError as exc:
         if debug:
             raise
@@ -62,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(exc, click.exceptions.Abort):
             return 130
         raise
-    return 0
+    return rc if isinstance(rc, int) else 0
 
 
 if __name__ == "__main__":

@@ -57,11 +57,15 @@ class SearchResult:
 
 
 def _set(data: dict[str, Any], dotted: str, value: Any) -> None:
+    """Set a dotted key; a dict value merges into an existing section (a knob of several fields)."""
     node = data
     *parents, leaf = dotted.split(".")
     for p in parents:
         node = node.setdefault(p, {})
-    node[leaf] = value
+    if isinstance(value, dict) and isinstance(node.get(leaf), dict):
+        node[leaf] = {**node[leaf], **value}
+    else:
+        node[leaf] = value
 
 
 def _knob_text(knobs: dict[str, Any]) -> str:
@@ -213,6 +217,7 @@ def fit(
     pinned: frozenset[str] = frozenset(),
     limit: int = DEFAULT_LIMIT,
     progress: Any = None,
+    global_batch: int | None = None,
 ) -> SearchResult:
     """For each GPU type, the fewest cards (1, 2, 4, 8, 16...) for which some knob setting fits;
     every evaluated (type, count) best row is returned, ranked, with the Pareto front marked."""
@@ -226,12 +231,18 @@ def fit(
     t0 = time.perf_counter()
     total = len(gpus) * len(counts)
     done = 0
+    batches = _batch_options(base, counts, pinned=pinned, rl=rl, global_batch=global_batch)
     for gpu in gpus:
         for count in counts:
             data = _deep_copy(base)
             hw = data.setdefault("hardware", {})
             hw.update(_hardware(gpu, count, (prices or {}).get(gpu)))
             sp = dict(space)
+            if not rl:
+                if not batches.get(count):
+                    done += 1
+                    continue  # the global batch does not split over this many cards
+                sp["batch"] = batches[count]  # (micro-batch, accumulation) pairs at the card's global batch
             if rl:
                 sp["rollout.gpus"] = [max(1, min(count, 8) // 2)]
                 sp["rollout.tensor_parallel"] = [t for t in space["rollout.tensor_parallel"] if t <= min(count, 8)]
@@ -251,6 +262,36 @@ def fit(
                 break  # fewest cards of this type found
     rows.sort(key=_rank_key)
     return SearchResult(tuple(_mark_pareto(rows)), evaluated, invalid, time.perf_counter() - t0)
+
+
+def _batch_options(
+    base: dict[str, Any], counts: list[int], *, pinned: frozenset[str], rl: bool, global_batch: int | None = None
+) -> dict[int, list]:
+    """For each card count, the (micro-batch, gradient accumulation) pairs that keep the card's
+    global batch (micro-batch x accumulation x data-parallel ranks) fixed.
+
+    Raises TrainfitError when no count can keep it (an impossible global batch)."""
+    if rl:
+        return {}
+    b = base.get("batch", {})
+    hw = base.get("hardware", {})
+    mbs, ga = int(b.get("micro_batch_size", 1)), int(b.get("grad_accum", 1))
+    world = int(hw.get("gpus_per_node", 8)) * int(hw.get("nodes", 1))
+    strategy = base.get("parallel", {}).get("strategy", "fsdp")
+    if global_batch is None:
+        global_batch = mbs * ga * (1 if strategy == "single" else world)
+    choices = [mbs] if "batch.micro_batch_size" in pinned else [1, 2, 4, 8]
+    out: dict[int, list] = {}
+    for c in counts:
+        pairs = [{"micro_batch_size": m, "grad_accum": global_batch // (m * c)}
+                 for m in choices if global_batch % (m * c) == 0]
+        out[c] = pairs
+    if not any(out.values()):
+        raise TrainfitError(
+            f"fit: a global batch of {global_batch} sequences (micro-batch {mbs} x accumulation {ga} x {world} GPUs)"
+            f" cannot be split over {', '.join(map(str, counts))} GPUs; change batch.grad_accum or --max-gpus"
+        )
+    return out
 
 
 def replace_knobs(row: Row, *, gpu: str, count: int) -> Row:

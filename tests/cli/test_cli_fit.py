@@ -47,8 +47,17 @@ def test_fit_fewest_cards_for_full_sft_of_qwen3_8b_on_a100_40gb(capsys):
         (["fit", "--price", "rtx4090=1.98"], "no currency"),
         (["fit", "--gpu", "nvidia-9000"], "nvidia-9000"),
         (["fit", "--max-gpus", "0"], "--max-gpus: must be at least 1"),
+        (["fit", "--global-batch", "3", "--set", "batch.micro_batch_size=2"], "fit: a global batch of 3 sequences"),
     ],
 )
 def test_fit_bad_input(argv, expected, capsys):
     rc, out, err = run(argv, capsys)
     assert rc == 2 and out == "" and err.count("\n") == 1 and expected in err
+
+
+def test_fit_keeps_the_global_batch(capsys):
+    rc, out, _ = run(["fit", "--gpu", "a100-40gb", "--set", "scope=full", "--global-batch", "32", "--json"], capsys)
+    assert rc == 0
+    for r in json.loads(out)["rows"]:
+        b = r["knobs"]["batch"]
+        assert b["micro_batch_size"] * b["grad_accum"] * r["gpus"] == 32

@@ -16,6 +16,7 @@ def fit(
     max_gpus: Annotated[int, typer.Option(help="Most cards to consider (1, 2, 4, 8, 16, 32, 64).")] = 64,
     price: Annotated[list[str], typer.Option(help="GPU=PRICE with a currency, e.g. rtx4090=1.98CNY or rtx4090=rtx4090-pro. Repeatable.")] = [],
     set_: Annotated[list[str], typer.Option("--set", help="Pin any card field: KEY=VALUE. Repeatable.")] = [],
+    global_batch: Annotated[Optional[int], typer.Option(help="Sequences per optimizer step, kept fixed (default: the card's micro-batch x accumulation x GPUs).")] = None,
     json_: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
     html: Annotated[Optional[Path], typer.Option(help="Also write an HTML report: ranked table and cost-against-time chart.")] = None,
 ) -> None:
@@ -37,6 +38,8 @@ def fit(
     load_card_dict(data)  # one clear line for a bad card before searching
     from trainfit.search import GPU_COUNTS
 
+    if global_batch is not None and global_batch < 1:
+        raise CardError(f"--global-batch: must be at least 1, got {global_batch}")
     if max_gpus < 1:
         raise CardError(f"--max-gpus: must be at least 1 (counts tried: {', '.join(map(str, GPU_COUNTS))}), got {max_gpus}")
     gpus = [resolve_gpu(g.strip()).id for g in gpu.split(",") if g.strip()]
@@ -57,7 +60,7 @@ def fit(
     with Progress(transient=True, disable=json_ or not sys.stderr.isatty(), console=_Console(stderr=True)) as bar:
         task = bar.add_task("searching", total=1.0)
         result = run_fit(data, gpus=gpus, max_gpus=max_gpus, prices=prices, pinned=frozenset(pinned),
-                         progress=lambda f: bar.update(task, completed=f))
+                         progress=lambda f: bar.update(task, completed=f), global_batch=global_batch)
     if html is not None:
         from trainfit.report.html import write_fit_html
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from trainfit.spec.dotted import merge_under
+
 PPO_SEED_GB = {"unoptimised": 109.6, "fsdp_ckpt": 53.6, "lora_fsdp_vllm": 27.4}
 """Seed 001 section 2.3 / table 4.3 (GB, assumptions not stated)."""
 
@@ -22,13 +24,6 @@ _PPO_BASE: dict[str, Any] = {
     "rollout": {"prompt_len": 512, "response_len": 1024, "num_generations": 1, "prompts_per_step": 64},
     "roles": {"reference": "gpu", "reward_model": "Qwen/Qwen3-8B", "critic": "same_as_actor"},
 }
-
-
-def _merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
-    out = dict(base)
-    for k, v in top.items():
-        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
-    return out
 
 
 def ppo_tier(tier: str) -> dict[str, Any]:
@@ -48,7 +43,7 @@ def ppo_tier(tier: str) -> dict[str, Any]:
         }
     else:
         raise KeyError(tier)
-    return _merge(_PPO_BASE, top)
+    return merge_under(_PPO_BASE, top)
 
 
 def grpo_27b(*, gpus: int, scope: str, placement: str, model: Any = "Qwen/Qwen3.5-27B", **extra: Any) -> dict[str, Any]:
@@ -68,7 +63,7 @@ def grpo_27b(*, gpus: int, scope: str, placement: str, model: Any = "Qwen/Qwen3.
         "parallel": {"strategy": "fsdp" if gpus > 1 else "single", "gradient_checkpointing": True},
         "rollout": rollout,
     }
-    return _merge(card, extra)
+    return merge_under(card, extra)
 
 
 GRPO_SPACE: dict[str, list[Any]] = {

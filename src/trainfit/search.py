@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trainfit.errors import TrainfitError
+from trainfit.spec.dotted import deep_copy, set_dotted
 
 DEFAULT_LIMIT = 200_000
 """Largest space searched without pinning knobs."""
@@ -56,18 +57,6 @@ class SearchResult:
         return self.rows[0] if self.rows and self.rows[0].fits else None
 
 
-def _set(data: dict[str, Any], dotted: str, value: Any) -> None:
-    """Set a dotted key; a dict value merges into an existing section (a knob of several fields)."""
-    node = data
-    *parents, leaf = dotted.split(".")
-    for p in parents:
-        node = node.setdefault(p, {})
-    if isinstance(value, dict) and isinstance(node.get(leaf), dict):
-        node[leaf] = {**node[leaf], **value}
-    else:
-        node[leaf] = value
-
-
 def _knob_text(knobs: dict[str, Any]) -> str:
     return ", ".join(f"{k}={v}" for k, v in sorted(knobs.items()))
 
@@ -98,9 +87,9 @@ def search(
     invalid = 0
     for combo in itertools.product(*(free[k] for k in keys)):
         knobs = dict(zip(keys, combo))
-        data = _deep_copy(base)
+        data = deep_copy(base)
         for k, v in knobs.items():
-            _set(data, k, v)
+            set_dotted(data, k, v)
         try:
             plan = make_plan(load_card_dict(data))
         except TrainfitError:
@@ -158,14 +147,6 @@ def _mark_pareto(rows: list[Row]) -> list[Row]:
         )
         out.append(replace(r, pareto=not beaten))
     return out
-
-
-def _deep_copy(d: Any) -> Any:
-    if isinstance(d, dict):
-        return {k: _deep_copy(v) for k, v in d.items()}
-    if isinstance(d, list):
-        return [_deep_copy(v) for v in d]
-    return d
 
 
 # --------------------------------------------------------------------------------------------
@@ -234,7 +215,7 @@ def fit(
     batches = _batch_options(base, counts, pinned=pinned, rl=rl, global_batch=global_batch)
     for gpu in gpus:
         for count in counts:
-            data = _deep_copy(base)
+            data = deep_copy(base)
             hw = data.setdefault("hardware", {})
             hw.update(_hardware(gpu, count, (prices or {}).get(gpu)))
             sp = dict(space)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trainfit.errors import TrainfitError
+from trainfit.spec.dotted import deep_copy, set_dotted
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,14 +70,6 @@ def _candidates(card) -> list[tuple[str, Any]]:
     return out
 
 
-def _set(data: dict[str, Any], dotted: str, value: Any) -> None:
-    node = data
-    *parents, leaf = dotted.split(".")
-    for p in parents:
-        node = node.setdefault(p, {})
-    node[leaf] = value
-
-
 def suggestions(card, plan, *, pairs: bool = True, limit: int = 5) -> tuple[list[Suggestion], list[Suggestion]]:
     """(single changes, pairs of changes) that make ``plan`` fit, best first."""
     from trainfit.methods.presets import knob_name
@@ -87,12 +80,12 @@ def suggestions(card, plan, *, pairs: bool = True, limit: int = 5) -> tuple[list
     cands = _candidates(card)
 
     def attempt(changes: dict[str, Any]) -> Suggestion | None:
-        data = _copy(base)
+        data = deep_copy(base)
         if "batch.micro_batch_size" in changes:
             # keep the global batch: halve the micro-batch, double the accumulation
-            _set(data, "batch.grad_accum", card.batch.grad_accum * card.batch.micro_batch_size // changes["batch.micro_batch_size"])
+            set_dotted(data, "batch.grad_accum", card.batch.grad_accum * card.batch.micro_batch_size // changes["batch.micro_batch_size"])
         for k, v in changes.items():
-            _set(data, k, v)
+            set_dotted(data, k, v)
         try:
             new = make_plan(RunCard.model_validate(data))
         except (TrainfitError, ValueError):
@@ -130,11 +123,3 @@ def _rank(items: list[Suggestion]) -> list[Suggestion]:
         items,
         key=lambda s: (s.delta_seconds if s.delta_seconds is not None else inf, -s.saving_bytes, str(sorted(s.changes.items()))),
     )
-
-
-def _copy(d: Any) -> Any:
-    if isinstance(d, dict):
-        return {k: _copy(v) for k, v in d.items()}
-    if isinstance(d, list):
-        return [_copy(v) for v in d]
-    return d

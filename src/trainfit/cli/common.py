@@ -18,19 +18,10 @@ def default_card_dict() -> dict[str, Any]:
 
 
 def set_path(data: dict[str, Any], dotted: str, value: Any) -> None:
-    """Set ``a.b.c`` in a nested dict, creating sections as needed."""
-    from trainfit.errors import CardError
+    """Set ``a.b.c`` in a nested card dict (see ``trainfit.spec.dotted.set_dotted``)."""
+    from trainfit.spec.dotted import set_dotted
 
-    parts = dotted.split(".")
-    node = data
-    for p in parts[:-1]:
-        nxt = node.get(p)
-        if nxt is None:
-            nxt = node[p] = {}
-        if not isinstance(nxt, dict):
-            raise CardError(f"--set {dotted}: '{p}' is not a section")
-        node = nxt
-    node[parts[-1]] = value
+    set_dotted(data, dotted, value)
 
 
 def parse_set(item: str) -> tuple[str, Any]:

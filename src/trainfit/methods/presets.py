@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainfit.errors import CardError
+from trainfit.spec.dotted import merge_under
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,17 +122,9 @@ def preset(name: str) -> Preset:
     return PRESETS[name]
 
 
-def _merge_under(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
-    """``top`` wins; nested sections merge."""
-    out = dict(base)
-    for k, v in top.items():
-        out[k] = _merge_under(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
-    return out
-
-
 def apply_preset(card_data: dict[str, Any], name: str) -> dict[str, Any]:
     """Card data with the preset's defaults filled in under what the card sets."""
-    merged = _merge_under(preset(name).card, card_data)
+    merged = merge_under(preset(name).card, card_data)
     merged["preset"] = name
     return merged
 

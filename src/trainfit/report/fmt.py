@@ -17,3 +17,30 @@ def gb(x: float, digits: int = 1) -> str:
 
 def count(n: float) -> str:
     return f"{n:,.0f} ({n / 1e9:.2f}B)"
+
+
+COMPONENT_ORDER = (
+    "weights",
+    "adapter_weights",
+    "master_weights",
+    "optimizer_states",
+    "paged_optimizer_states",
+    "gradients",
+    "activations",
+    "activation_gradients",
+    "logits",
+    "optimizer_temporaries",
+    "fsdp_buffers",
+    "ddp_buckets",
+    "reference_weights",
+    "reward_model_weights",
+    "critic_state",
+    "actor_state",
+    "logprob_pass",
+    "reward_pass",
+    "value_pass",
+    "generation",
+    "rollout_engine",
+    "weight_sync_buffer",
+)
+"""Display order of plan components (text and HTML reports)."""

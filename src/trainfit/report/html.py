@@ -22,32 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from trainfit import __version__
+from trainfit.report.fmt import COMPONENT_ORDER
 from trainfit.units import GIB
 
-COMPONENT_ORDER = (
-    "weights",
-    "adapter_weights",
-    "master_weights",
-    "optimizer_states",
-    "paged_optimizer_states",
-    "gradients",
-    "activations",
-    "activation_gradients",
-    "logits",
-    "optimizer_temporaries",
-    "fsdp_buffers",
-    "ddp_buckets",
-    "reference_weights",
-    "reward_model_weights",
-    "critic_state",
-    "actor_state",
-    "logprob_pass",
-    "reward_pass",
-    "value_pass",
-    "generation",
-    "rollout_engine",
-    "weight_sync_buffer",
-)
 ALLOCATOR_OVERHEAD = "allocator overhead"
 """reserved - allocated: block rounding, fragmentation, the cuBLAS workspace."""
 CONTEXT = "CUDA context + NCCL"

@@ -6,31 +6,8 @@ from rich.console import Console
 from rich.table import Table
 
 from trainfit.plan import Plan
-from trainfit.report.fmt import count, gib, gib_num
+from trainfit.report.fmt import COMPONENT_ORDER, count, gib, gib_num
 
-COMPONENT_ORDER = (
-    "weights",
-    "adapter_weights",
-    "master_weights",
-    "optimizer_states",
-    "gradients",
-    "activations",
-    "activation_gradients",
-    "logits",
-    "optimizer_temporaries",
-    "fsdp_buffers",
-    "ddp_buckets",
-    "reference_weights",
-    "reward_model_weights",
-    "critic_state",
-    "actor_state",
-    "logprob_pass",
-    "reward_pass",
-    "value_pass",
-    "generation",
-    "rollout_engine",
-    "weight_sync_buffer",
-)
 
 
 def _phase_table(plan: Plan) -> Table:

@@ -1,0 +1,45 @@
+"""Card dicts addressed by dotted keys (``parallel.strategy``): set, merge and copy. Pure."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trainfit.errors import CardError
+
+
+def set_dotted(data: dict[str, Any], dotted: str, value: Any) -> None:
+    """Set ``a.b.c`` in a nested dict, creating sections; a dict value merges into an existing section.
+
+    Raises:
+        CardError: when a parent of the key holds a value, not a section.
+    """
+    node = data
+    *parents, leaf = dotted.split(".")
+    for p in parents:
+        nxt = node.get(p)
+        if nxt is None:
+            nxt = node[p] = {}
+        if not isinstance(nxt, dict):
+            raise CardError(f"{dotted}: '{p}' is not a section")
+        node = nxt
+    if isinstance(value, dict) and isinstance(node.get(leaf), dict):
+        node[leaf] = {**node[leaf], **value}
+    else:
+        node[leaf] = value
+
+
+def merge_under(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
+    """``base`` with ``top`` on top: ``top`` wins, nested sections merge."""
+    out = dict(base)
+    for k, v in top.items():
+        out[k] = merge_under(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def deep_copy(d: Any) -> Any:
+    """A copy of nested dicts and lists (card data is JSON-like)."""
+    if isinstance(d, dict):
+        return {k: deep_copy(v) for k, v in d.items()}
+    if isinstance(d, list):
+        return [deep_copy(v) for v in d]
+    return d

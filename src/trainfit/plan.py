@@ -378,22 +378,13 @@ def model_spec_of(card: RunCard) -> ModelSpec:
 
 
 def _card_with(card: RunCard, **paths: object) -> RunCard:
-    """A copy of the card with dotted fields replaced (validated again)."""
+    """A copy of the card with fields replaced (``batch__seq_len`` sets ``batch.seq_len``), validated again."""
+    from trainfit.spec.dotted import set_dotted
+
     data = card.model_dump(mode="json", exclude_unset=True)
-    for dotted, value in paths.items():
-        node = data
-        *parents, leaf = dotted.split("__")
-        for p in parents:
-            node = node.setdefault(p, {})
-        node[leaf] = value
+    for key, value in paths.items():
+        set_dotted(data, key.replace("__", "."), value)
     return RunCard.model_validate(data)
-
-
-def _phase_results(peaks, *, spec: ModelSpec, sharding: Sharding, card: RunCard, capacity: float) -> list[PhaseResult]:
-    large = _large_tensor_count(spec, sharding, card)
-    return [
-        _with_overhead(p, large_tensors=large, world_size=sharding.world_size, capacity=capacity) for p in peaks
-    ]
 
 
 def dpo_logits(step_card: RunCard, spec: ModelSpec):

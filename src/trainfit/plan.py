@@ -387,6 +387,13 @@ def _card_with(card: RunCard, **paths: object) -> RunCard:
     return RunCard.model_validate(data)
 
 
+def _phase_results(peaks, *, spec: ModelSpec, sharding: Sharding, card: RunCard, capacity: float) -> list[PhaseResult]:
+    large = _large_tensor_count(spec, sharding, card)
+    return [
+        _with_overhead(p, large_tensors=large, world_size=sharding.world_size, capacity=capacity) for p in peaks
+    ]
+
+
 def dpo_logits(step_card: RunCard, spec: ModelSpec):
     """DPO's sequence log-probs (TRL's concatenated forward, selective log-softmax row by row on
     bf16 logits): E = (chosen+rejected) x s x V bf16 logits and E' = the same over s-1 positions,

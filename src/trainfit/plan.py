@@ -6,6 +6,7 @@ Pure: no torch, no I/O beyond reading catalog data files.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 
 from trainfit.catalog.gpus import GpuSpec, custom_gpu, resolve_gpu
 from trainfit.catalog.models import resolve_model
@@ -15,7 +16,7 @@ from trainfit.memory.lora import lora_largest_tensor_params, lora_trainable_para
 from trainfit.memory.optimizer import PAGED, master_weight_bytes, optimizer_state_bytes, step_temporary_bytes
 from trainfit.memory.overhead import OverheadBytes, overhead_bytes
 from trainfit.memory.params import TensorGroup, param_breakdown, param_tensors
-from trainfit.memory.phases import PhasePeak, StepTerms, step_peaks
+from trainfit.memory.phases import PhasePeak, StepTerms, step_max_transient, step_peaks
 from trainfit.memory.sharding import Sharding, make_sharding
 from trainfit.memory.weights import count_scale, total_params, weight_bytes
 from trainfit.spec.card import RunCard
@@ -27,7 +28,9 @@ from trainfit.units import BYTES_PER_DTYPE, GIB, MIB
 
 HOST_BYTES_PER_PROCESS = 3 * GIB
 """Assumed host RSS of one training process (Python, torch + CUDA libraries, data loader)."""
-_PERSISTENT = ("weights", "adapter_weights", "master_weights", "optimizer_states", "ddp_buckets", "gradients")
+_PERSISTENT = frozenset({"weights", "adapter_weights", "master_weights", "optimizer_states", "ddp_buckets", "gradients"})
+_NOT_TRANSIENT = _PERSISTENT | {"activations"}
+"""Components whose blocks are reused step after step (not fragmentation sources)."""
 OUTSIDE_ALLOCATOR = ("paged_optimizer_states", "rollout_engine")
 PAGEABLE = ("paged_optimizer_states",)
 """Components that nvidia-smi sees but torch's caching allocator does not (CUDA managed memory)."""
@@ -137,6 +140,7 @@ def gpu_of(card: RunCard) -> GpuSpec:
     return resolve_gpu(hw.gpu)
 
 
+@lru_cache(maxsize=4096)
 def _lora_tensors(spec: ModelSpec, lora: LoraSpec) -> list[TensorGroup]:
     out: list[TensorGroup] = []
     for g in targeted_groups(spec, lora):
@@ -218,7 +222,7 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
     # gradients per layer, in backward order
     layers = spec.num_layers
     if trainable.lora is None:
-        per_layer_grads = tuple(p * scale * grad_bytes * grads_scale for p in pb.per_layer)
+        per_layer_grads = _scaled(pb.per_layer, scale * grad_bytes * grads_scale)
         head_params = (pb.lm_head or pb.embedding) + spec.hidden_size
         grads_head = head_params * scale * grad_bytes * grads_scale
         grads_embed = (pb.embedding if pb.lm_head else 0) * scale * grad_bytes * grads_scale
@@ -247,7 +251,7 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         head_outputs=spec.head_outputs,
     )
     tokens = card.batch.micro_batch_size * card.batch.seq_len
-    transient = tuple(_layer_backward_transient(spec, i, tokens=tokens, dtype_bytes=act_dtype) for i in range(layers))
+    transient = _layer_transients(spec, tokens=tokens, dtype_bytes=act_dtype)
 
     in_bwd = 0.0
     if prec.optimizer_in_backward:
@@ -318,6 +322,16 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
     return terms, host, notes
 
 
+@lru_cache(maxsize=4096)
+def _scaled(values: tuple[int, ...], factor: float) -> tuple[float, ...]:
+    return tuple(v * factor for v in values)
+
+
+@lru_cache(maxsize=4096)
+def _layer_transients(spec: ModelSpec, *, tokens: int, dtype_bytes: int) -> tuple[float, ...]:
+    return tuple(_layer_backward_transient(spec, i, tokens=tokens, dtype_bytes=dtype_bytes) for i in range(spec.num_layers))
+
+
 def _layer_backward_transient(spec: ModelSpec, layer: int, *, tokens: int, dtype_bytes: int) -> float:
     """Activation-gradient buffers inside one layer's backward: the MLP's, the widest.
 
@@ -332,8 +346,15 @@ def _layer_backward_transient(spec: ModelSpec, layer: int, *, tokens: int, dtype
 
 
 def _large_tensor_count(spec: ModelSpec, sharding: Sharding, card: RunCard) -> int:
-    big = sum(t.count for t in param_tensors(spec) if t.numel * 2 / sharding.weights_divisor > MIB)
-    states = 1 + (2 if card.scope.value == "full" else 0) + 1  # weights, two states, gradient
+    return _large_tensors(spec, sharding.weights_divisor, card.scope.value == "full")
+
+
+@lru_cache(maxsize=4096)
+def _large_tensors(spec: ModelSpec, divisor: int, full: bool) -> int:
+    """Live tensors over 1 MiB: parameter shards (with two states and a gradient when fully trained)
+    plus about a dozen saved activations per layer."""
+    big = sum(t.count for t in param_tensors(spec) if t.numel * 2 / divisor > MIB)
+    states = 1 + (2 if full else 0) + 1  # weights, two states, gradient
     return big * states + 12 * spec.num_layers
 
 
@@ -346,7 +367,7 @@ def _assumptions(card: RunCard, spec: ModelSpec, sharding: Sharding) -> list[str
         f"{card.precision.optimizer_states.value}",
         "the training loop keeps only the loss (transformers Trainer/TRL), so full bf16 logits are freed after forward",
         f"reserved = allocated + allocator rounding (half a {oh.LARGE_SEGMENT_BYTES // MIB} MiB granule per large tensor)"
-        f" + {oh.FRAGMENTATION_OF_TRANSIENTS:.0%} of the peak phase's transients (fragmentation)",
+        f" + {oh.FRAGMENTATION_OF_TRANSIENTS:.0%} of the step's largest transient (fragmentation)",
         f"device = reserved + CUDA context {oh.CUDA_CONTEXT_BYTES // MIB} MiB"
         + (" + NCCL buffers" if sharding.world_size > 1 else ""),
         f"host RAM: {HOST_BYTES_PER_PROCESS / GIB:.0f} GiB per training process + rank 0 loading the checkpoint",
@@ -387,10 +408,22 @@ def _card_with(card: RunCard, **paths: object) -> RunCard:
     return RunCard.model_validate(data)
 
 
-def _phase_results(peaks, *, spec: ModelSpec, sharding: Sharding, card: RunCard, capacity: float) -> list[PhaseResult]:
+def _transient(peak: PhasePeak) -> float:
+    return sum(v for k, v in peak.components.items() if k not in _NOT_TRANSIENT and k not in OUTSIDE_ALLOCATOR)
+
+
+def _phase_results(
+    peaks, *, spec: ModelSpec, sharding: Sharding, card: RunCard, capacity: float, at_least: float = 0.0
+) -> list[PhaseResult]:
+    """Overheads per phase. The caching allocator never returns blocks within a run, so the
+    fragmentation a step leaves is carried by every training phase: it is taken from the largest
+    transient of the whole step, not of each phase alone."""
     large = _large_tensor_count(spec, sharding, card)
+    step_transient = max([at_least] + [_transient(p) for p in peaks if p.phase is not Phase.LOAD])
     return [
-        _with_overhead(p, large_tensors=large, world_size=sharding.world_size, capacity=capacity) for p in peaks
+        _with_overhead(p, large_tensors=large, world_size=sharding.world_size, capacity=capacity,
+                       transient=0.0 if p.phase is Phase.LOAD else step_transient)
+        for p in peaks
     ]
 
 
@@ -437,7 +470,8 @@ def _sft_like(card: RunCard, spec: ModelSpec, gpu: GpuSpec):
         peaks = [peaks[0]] + (extra if ref_tr else []) + [
             PhasePeak(p.phase, dict(p.components) | {"reference_weights": ref_w}, p.at) for p in peaks[1:]
         ]
-    phases = _phase_results(peaks, spec=step_spec, sharding=sharding, card=card, capacity=gpu.memory_bytes)
+    phases = _phase_results(peaks, spec=step_spec, sharding=sharding, card=card, capacity=gpu.memory_bytes,
+                            at_least=step_max_transient(terms))
     groups = (GroupPlan("all", sharding.world_size, tuple(phases)),)
     return sharding, groups, host, more + notes, None
 
@@ -471,7 +505,8 @@ def _rl(card: RunCard, spec: ModelSpec, gpu: GpuSpec):
     host.update(host2)
     out = []
     for g in groups:
-        phases = _phase_results(g.peaks, spec=spec, sharding=sharding, card=card, capacity=gpu.memory_bytes)
+        phases = _phase_results(g.peaks, spec=spec, sharding=sharding, card=card, capacity=gpu.memory_bytes,
+                                at_least=step_max_transient(actor) if g.name != "rollout" else 0.0)
         out.append(GroupPlan(g.name, g.gpus, tuple(phases)))
     if not summary.engine_fits:
         notes2.append(f"ROLLOUT ENGINE CANNOT START: {summary.reason}")
@@ -591,10 +626,9 @@ def step_time_of(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
     return sum(parts.values()), parts
 
 
-def _with_overhead(peak: PhasePeak, *, large_tensors: int, world_size: int, capacity: float) -> PhaseResult:
-    transient = sum(
-        v for k, v in peak.components.items() if k not in _PERSISTENT + OUTSIDE_ALLOCATOR and k != "activations"
-    )
+def _with_overhead(
+    peak: PhasePeak, *, large_tensors: int, world_size: int, capacity: float, transient: float
+) -> PhaseResult:
     outside = sum(peak.components.get(k, 0.0) for k in OUTSIDE_ALLOCATOR)
     pageable = sum(peak.components.get(k, 0.0) for k in PAGEABLE)
     oh = overhead_bytes(

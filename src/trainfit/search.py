@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trainfit.errors import TrainfitError
-from trainfit.spec.dotted import deep_copy, set_dotted
+from trainfit.spec.dotted import deep_copy, updated
 
 DEFAULT_LIMIT = 200_000
 """Largest space searched without pinning knobs."""
@@ -87,10 +87,8 @@ def search(
     invalid = 0
     for combo in itertools.product(*(free[k] for k in keys)):
         knobs = dict(zip(keys, combo))
-        data = deep_copy(base)
-        for k, v in knobs.items():
-            set_dotted(data, k, v)
         try:
+            data = updated(base, knobs)
             plan = make_plan(load_card_dict(data))
         except TrainfitError:
             invalid += 1

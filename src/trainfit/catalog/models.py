@@ -69,6 +69,7 @@ def unknown_model_message(name: str) -> str:
     )
 
 
+@lru_cache(maxsize=256)
 def from_catalog(model_id: str) -> ModelSpec:
     entry = catalog_entry(model_id)
     return spec_from_hf_config(

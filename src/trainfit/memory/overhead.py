@@ -12,8 +12,9 @@ reserved
     Blocks freed by one phase's transients (the logits, the optimizer's temporaries) are
     cached, not returned; when the next phase asks for differently sized blocks the cache
     cannot always split them, which is fragmentation. PyTorch's allocator notes give no
-    closed form for it; we carry it as a stated fraction of the transient bytes of the peak
-    phase, ``FRAGMENTATION_OF_TRANSIENTS``.
+    closed form for it; we carry it as a stated fraction, ``FRAGMENTATION_OF_TRANSIENTS``, of the
+    largest transient bytes of the step (the cached blocks stay reserved for the whole run, so every
+    training phase carries it).
 device
     nvidia-smi's "memory used" for the process: reserved + the CUDA context (driver state and
     the loaded kernels of torch, cuBLAS, cuDNN, NCCL; lazily loaded since CUDA 11.7) + NCCL's

@@ -23,6 +23,7 @@ warm-up step they live across the whole step. Gradients are freed by
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import accumulate
 
 from trainfit.memory.activations import ActivationBytes
 from trainfit.memory.logits import LogitsBytes
@@ -144,10 +145,10 @@ def backward_peak(t: StepTerms) -> PhasePeak:
     fsdp_static = t.fsdp_root_unit + t.fsdp_root_grads
     layers = len(act.per_layer)
     emb = act.checkpointed_embedding if ckpt else act.embedding
-    saved_prefix = [0.0] * (layers + 1)  # saved bytes of layers < l that are still alive
-    for i in range(layers):
-        kept = 0.0 if t.activation_offload else (act.checkpointed_per_layer[i] if ckpt else act.per_layer[i])
-        saved_prefix[i + 1] = saved_prefix[i] + kept
+    # saved bytes of layers < l that are still alive when layer l runs its backward
+    kept = (0.0 for _ in range(layers)) if t.activation_offload else (
+        act.checkpointed_per_layer if ckpt else act.per_layer)
+    saved_prefix = list(accumulate(kept, initial=0.0))
     if t.activation_offload:
         emb = 0.0
     alive_all = emb + saved_prefix[layers] + act.head
@@ -178,21 +179,24 @@ def backward_peak(t: StepTerms) -> PhasePeak:
             },
         ),
     ]
-    # decoder layers, last to first: sum floats per layer, build the component dict for the largest only
+    # decoder layers, last to first: totals from running sums (itertools.accumulate runs in C), then
+    # the component dict for the largest only
     base_total = sum(base.values())
     fsdp_layer = fsdp_static + t.fsdp_layer_units + t.fsdp_unsharded_grads
-    new_grads = t.grads_head
-    gathered = t.fsdp_all_gathered
     best: tuple[float, int, float, float] | None = None
-    for layer in range(layers - 1, -1, -1):
-        new_grads += t.grads_per_layer[layer]
-        total = (
-            base_total + grads(new_grads) + t.zero2_bucket + emb + saved_prefix[layer] + act.per_layer[layer]
-            + t.layer_backward_transient[layer] + t.in_backward_step + fsdp_layer + gathered
-        )
-        if best is None or total > best[0]:
-            best = (total, layer, new_grads, gathered)
-        gathered -= t.fsdp_all_gathered / layers
+    if layers:
+        order = range(layers - 1, -1, -1)
+        new_grads = list(accumulate((t.grads_per_layer[i] for i in order), initial=t.grads_head))[1:]
+        step = t.fsdp_all_gathered / layers
+        const = base_total + t.zero2_bucket + emb + fsdp_layer + t.in_backward_step
+        totals = [
+            const + (held if held > g else g) + saved_prefix[i] + act.per_layer[i] + t.layer_backward_transient[i]
+            + t.fsdp_all_gathered - k * step
+            for k, (i, g) in enumerate(zip(order, new_grads))
+        ]
+        k = max(range(layers), key=totals.__getitem__)  # first maximum: the highest layer on ties
+        layer = layers - 1 - k
+        best = (totals[k], layer, new_grads[k], t.fsdp_all_gathered - k * step)
     if best is not None:
         _, layer, g, gath = best
         points.append(
@@ -239,3 +243,19 @@ def optimizer_peak(t: StepTerms) -> PhasePeak:
 
 def step_peaks(t: StepTerms) -> list[PhasePeak]:
     return [load_peak(t), forward_peak(t), backward_peak(t), optimizer_peak(t)]
+
+
+def step_max_transient(t: StepTerms) -> float:
+    """The largest transient bytes (not persistent state, not saved activations) at any event of
+    the step, peak or not: what the caching allocator ends up holding as reusable blocks."""
+    last = _last_unit(t)
+    fsdp_static = t.fsdp_root_unit + t.fsdp_root_grads
+    layer = max(t.layer_backward_transient, default=0.0) + t.in_backward_step
+    return max(
+        t.logits.forward_peak + t.fsdp_root_unit + t.fsdp_all_gathered + last,
+        t.logits.backward_peak + t.fsdp_root_unit + t.fsdp_all_gathered + last,
+        t.logits_grad_bf16 + fsdp_static + t.fsdp_all_gathered + last,
+        layer + fsdp_static + t.fsdp_layer_units + t.fsdp_unsharded_grads + t.fsdp_all_gathered,
+        fsdp_static + t.fsdp_root_embedding_grads,
+        t.optimizer_temporaries,
+    )

@@ -43,3 +43,31 @@ def deep_copy(d: Any) -> Any:
     if isinstance(d, list):
         return [deep_copy(v) for v in d]
     return d
+
+
+def updated(data: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
+    """A copy of ``data`` with dotted ``changes`` applied, copying only the sections on their paths
+    (the rest is shared with ``data``, which is left unchanged)."""
+    out = dict(data)
+    copied: set[tuple[str, ...]] = set()
+    for dotted, value in changes.items():
+        node = out
+        *parents, leaf = dotted.split(".")
+        path: tuple[str, ...] = ()
+        for p in parents:
+            path += (p,)
+            nxt = node.get(p)
+            if nxt is None:
+                nxt = {}
+            elif not isinstance(nxt, dict):
+                raise CardError(f"{dotted}: '{p}' is not a section")
+            elif path not in copied:
+                nxt = dict(nxt)
+            copied.add(path)
+            node[p] = nxt
+            node = nxt
+        if isinstance(value, dict) and isinstance(node.get(leaf), dict):
+            node[leaf] = {**node[leaf], **value}
+        else:
+            node[leaf] = value
+    return out

@@ -113,20 +113,18 @@ class Plan:
 
 
 def trainable_spec(card: RunCard) -> TrainableSpec:
-    if card.scope.value == "full":
-        return TrainableSpec(scope=card.scope)
     lo = card.lora
-    return TrainableSpec(
-        scope=card.scope,
-        lora=LoraSpec(
-            rank=lo.rank,
-            alpha=lo.alpha,
-            targets=card.lora_targets,
-            dropout=lo.dropout,
-            double_quant=lo.double_quant,
-            adapter_dtype_bytes=4 if lo.adapter_dtype.value == "fp32" else 2,
-        ),
-    )
+    return _trainable(card.scope, lo.rank, lo.alpha, card.lora_targets, lo.dropout, lo.double_quant,
+                      4 if lo.adapter_dtype.value == "fp32" else 2)
+
+
+@lru_cache(maxsize=1024)
+def _trainable(scope, rank, alpha, targets, dropout, double_quant, adapter_bytes) -> TrainableSpec:  # noqa: ANN001
+    if scope.value == "full":
+        return TrainableSpec(scope=scope)
+    lora = LoraSpec(rank=rank, alpha=alpha, targets=targets, dropout=dropout, double_quant=double_quant,
+                    adapter_dtype_bytes=adapter_bytes)
+    return TrainableSpec(scope=scope, lora=lora)
 
 
 def gpu_of(card: RunCard) -> GpuSpec:

@@ -13,6 +13,8 @@ fitting rows that no other fitting row beats on both step time and cost per step
 from __future__ import annotations
 
 import itertools
+import multiprocessing
+import os
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -68,28 +70,21 @@ def space_size(space: dict[str, list[Any]]) -> int:
     return n
 
 
-def search(
-    base: dict[str, Any], space: dict[str, list[Any]], *, pinned: frozenset[str] = frozenset(), limit: int = DEFAULT_LIMIT
-) -> SearchResult:
-    """Plan every combination of ``space`` applied to the card dict ``base``."""
+PARALLEL_MIN = 1_000
+"""Spaces at least this large are split over the CPU cores (forked workers inherit the warm caches)."""
+
+
+def _evaluate(base: dict[str, Any], keys: list[str], combos: list[tuple]) -> tuple[list[Row], int]:
+    """Plan each combination; invalid ones (a card the schema refuses) are counted, not ranked."""
     from trainfit.plan import make_plan
     from trainfit.spec.card import load_card_dict
 
-    free = {k: v for k, v in space.items() if k not in pinned}
-    size = space_size(free)
-    if size > limit:
-        raise TrainfitError(
-            f"fit: the search space has {size:,} combinations (limit {limit:,}); pin some knobs, e.g. --gpu or --scope"
-        )
-    keys = sorted(free)
-    t0 = time.perf_counter()
     rows: list[Row] = []
     invalid = 0
-    for combo in itertools.product(*(free[k] for k in keys)):
+    for combo in combos:
         knobs = dict(zip(keys, combo))
         try:
-            data = updated(base, knobs)
-            plan = make_plan(load_card_dict(data))
+            plan = make_plan(load_card_dict(updated(base, knobs)))
         except TrainfitError:
             invalid += 1
             continue
@@ -107,6 +102,57 @@ def search(
                 currency=plan.price.currency if plan.price is not None else None,
             )
         )
+    return rows, invalid
+
+
+_WORK: tuple[dict[str, Any], list[str], list[tuple]] | None = None
+
+
+def _worker(bounds: tuple[int, int]) -> tuple[list[Row], int]:
+    assert _WORK is not None
+    base, keys, combos = _WORK
+    return _evaluate(base, keys, combos[bounds[0]:bounds[1]])
+
+
+def search(
+    base: dict[str, Any],
+    space: dict[str, list[Any]],
+    *,
+    pinned: frozenset[str] = frozenset(),
+    limit: int = DEFAULT_LIMIT,
+    workers: int | None = None,
+) -> SearchResult:
+    """Plan every combination of ``space`` applied to the card dict ``base``.
+
+    Large spaces run on ``workers`` processes (default: every CPU core), forked after the first
+    combinations warm the per-shape caches; the result does not depend on how the work is split.
+    """
+    free = {k: v for k, v in space.items() if k not in pinned}
+    size = space_size(free)
+    if size > limit:
+        raise TrainfitError(
+            f"fit: the search space has {size:,} combinations (limit {limit:,}); pin some knobs, e.g. --gpu or --scope"
+        )
+    keys = sorted(free)
+    t0 = time.perf_counter()
+    combos = list(itertools.product(*(free[k] for k in keys)))
+    n_workers = workers if workers is not None else (os.cpu_count() or 1)
+    if n_workers > 1 and len(combos) >= PARALLEL_MIN and "fork" in multiprocessing.get_all_start_methods():
+        head = combos[:16]
+        rows, invalid = _evaluate(base, keys, head)  # warm the caches the workers inherit
+        global _WORK
+        _WORK = (base, keys, combos)
+        step = -(-(len(combos) - len(head)) // n_workers)
+        bounds = [(i, min(i + step, len(combos))) for i in range(len(head), len(combos), step)]
+        try:
+            with multiprocessing.get_context("fork").Pool(n_workers) as pool:
+                for part_rows, part_invalid in pool.map(_worker, bounds):
+                    rows += part_rows
+                    invalid += part_invalid
+        finally:
+            _WORK = None
+    else:
+        rows, invalid = _evaluate(base, keys, combos)
     seconds = time.perf_counter() - t0
     rows.sort(key=_rank_key)
     return SearchResult(rows=tuple(_mark_pareto(rows)), evaluated=len(rows) + invalid, invalid=invalid, seconds=seconds)

@@ -189,14 +189,20 @@ def backward_peak(t: StepTerms) -> PhasePeak:
         new_grads = list(accumulate((t.grads_per_layer[i] for i in order), initial=t.grads_head))[1:]
         step = t.fsdp_all_gathered / layers
         const = base_total + t.zero2_bucket + emb + fsdp_layer + t.in_backward_step
-        totals = [
-            const + (held if held > g else g) + saved_prefix[i] + act.per_layer[i] + t.layer_backward_transient[i]
-            + t.fsdp_all_gathered - k * step
-            for k, (i, g) in enumerate(zip(order, new_grads))
-        ]
-        k = max(range(layers), key=totals.__getitem__)  # first maximum: the highest layer on ties
+        def total(k: int) -> float:
+            i, g = layers - 1 - k, new_grads[k]
+            return (const + (held if held > g else g) + saved_prefix[i] + act.per_layer[i]
+                    + t.layer_backward_transient[i] + t.fsdp_all_gathered - k * step)
+
+        if _uniform(act.per_layer) and _uniform(t.grads_per_layer) and _uniform(t.layer_backward_transient):
+            # identical layers: the total is linear in k plus max(held, rising gradients), a convex
+            # function of k, so the largest point is an end (the first, k = 0, on a tie)
+            k = 0 if total(0) >= total(layers - 1) else layers - 1
+        else:
+            totals = [total(k) for k in range(layers)]
+            k = max(range(layers), key=totals.__getitem__)  # first maximum: the highest layer on ties
         layer = layers - 1 - k
-        best = (totals[k], layer, new_grads[k], t.fsdp_all_gathered - k * step)
+        best = (total(k), layer, new_grads[k], t.fsdp_all_gathered - k * step)
     if best is not None:
         _, layer, g, gath = best
         points.append(
@@ -243,6 +249,10 @@ def optimizer_peak(t: StepTerms) -> PhasePeak:
 
 def step_peaks(t: StepTerms) -> list[PhasePeak]:
     return [load_peak(t), forward_peak(t), backward_peak(t), optimizer_peak(t)]
+
+
+def _uniform(values: tuple[float, ...]) -> bool:
+    return not values or values.count(values[0]) == len(values)
 
 
 def step_max_transient(t: StepTerms) -> float:

@@ -24,6 +24,7 @@ and the transient of its own pass:
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 from trainfit.memory.params import param_tensors
 from trainfit.memory.phases import PhasePeak, StepTerms, step_peaks
@@ -168,7 +169,12 @@ def engine_for(card: RunCard, spec: ModelSpec, *, gpu_memory: float) -> tuple[En
         prompt_len=ro.prompt_len,
         completion_len=ro.response_len,
     )
-    return engine_memory(spec, gpu_memory_bytes=gpu_memory, engine=cfg), demand, instances
+    return _engine_memory(spec, gpu_memory, cfg), demand, instances
+
+
+@lru_cache(maxsize=4096)
+def _engine_memory(spec: ModelSpec, gpu_memory: float, cfg: EngineConfig) -> EngineMemory:
+    return engine_memory(spec, gpu_memory_bytes=gpu_memory, engine=cfg)
 
 
 def _hf_generation(spec: ModelSpec, card: RunCard, actor: StepTerms, train_gpus: int) -> float:

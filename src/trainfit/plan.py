@@ -99,9 +99,16 @@ class Plan:
 
     @property
     def fits(self) -> bool:
-        """The worst GPU's device peak fits its card, and the rollout engine (if any) can start."""
+        """The worst GPU's device peak fits its card, the rollout engine (if any) can start, and the
+        node's stated host RAM holds what offload, sleep mode and loading need."""
         engine_ok = self.rollout is None or self.rollout.engine_fits
-        return self.peak.device <= self.capacity_bytes and engine_ok
+        return self.peak.device <= self.capacity_bytes and engine_ok and self.host_ram_fits
+
+    @property
+    def host_ram_fits(self) -> bool:
+        """True unless the card states its host RAM per node and the plan needs more."""
+        have = self.card.hardware.host_ram_gib
+        return have is None or self.host_ram_bytes <= have * GIB
 
     @property
     def headroom_bytes(self) -> float:

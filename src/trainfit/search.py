@@ -38,6 +38,7 @@ class Row:
     step_seconds: float | None
     cost_per_hour: float | None
     currency: str | None
+    host_ram_bytes: float = 0.0
     pareto: bool = False
 
     @property
@@ -100,6 +101,7 @@ def _evaluate(base: dict[str, Any], keys: list[str], combos: list[tuple]) -> tup
                 step_seconds=plan.step_seconds,
                 cost_per_hour=plan.cost_per_hour,
                 currency=plan.price.currency if plan.price is not None else None,
+                host_ram_bytes=plan.host_ram_bytes,
             )
         )
     return rows, invalid
@@ -159,13 +161,17 @@ def search(
 
 
 def _rank_key(r: Row) -> tuple:
+    """Fitting rows: fewest GPUs, fastest, cheapest, most headroom. Rows that do not fit: fewest
+    GPUs, then the smallest peak (the closest attempt)."""
     inf = float("inf")
+    if not r.fits:
+        return (True, r.gpus, r.peak_device_bytes, 0.0, 0.0, _knob_text(r.knobs))
     return (
-        not r.fits,
+        False,
         r.gpus,
         r.step_seconds if r.step_seconds is not None else inf,
         r.cost_per_hour if r.cost_per_hour is not None else inf,
-        -r.headroom_bytes if r.fits else r.peak_device_bytes,
+        -r.headroom_bytes,
         _knob_text(r.knobs),
     )
 
@@ -212,6 +218,7 @@ RL_SPACE: dict[str, list[Any]] = {
     "rollout.gpu_memory_utilization": [0.3, 0.5, 0.7, 0.9],
     "rollout.sleep_level": [0, 1],
     "loss.chunked": [False, True],
+    "rollout.weight_sync": ["per_parameter", "full_gather"],
 }
 GPU_COUNTS = (1, 2, 4, 8, 16, 32, 64)
 

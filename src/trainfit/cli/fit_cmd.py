@@ -69,6 +69,7 @@ def fit(
         {
             "gpu": r.gpu, "gpus": r.gpus, "fits": r.fits, "peak_gpu_bytes": int(r.peak_device_bytes),
             "headroom_bytes": int(r.headroom_bytes), "peak_phase": r.peak_phase,
+            "host_ram_bytes": int(r.host_ram_bytes),
             "step_seconds": r.step_seconds, "cost_per_hour": r.cost_per_hour, "currency": r.currency,
             "pareto": r.pareto, "knobs": {k: v for k, v in r.knobs.items() if k not in ("hardware.gpu", "gpus")},
         }
@@ -85,15 +86,16 @@ def fit(
     c = Console(width=160)
     t = Table(title=f"trainfit fit: {result.evaluated:,} configurations in {result.seconds:.1f} s"
                     f" ({result.evaluated / max(result.seconds, 1e-9):,.0f}/s); * = Pareto front (time vs cost)")
-    for col in ("", "GPU", "cards", "fits", "peak (device)", "headroom", "step s", "cost/h", "knobs"):
+    for col in ("", "GPU", "cards", "fits", "peak (device)", "headroom", "host RAM/node", "step s", "cost/h", "knobs"):
         t.add_column(col)
     for r in rows:
         t.add_row(
             "*" if r["pareto"] else "", r["gpu"], str(r["gpus"]), "yes" if r["fits"] else "no",
-            gib(r["peak_gpu_bytes"]), gib(r["headroom_bytes"]),
+            gib(r["peak_gpu_bytes"]), gib(r["headroom_bytes"]), gib(r["host_ram_bytes"], 0),
             f"{r['step_seconds']:.2f}" if r["step_seconds"] else "-",
             f"{r['cost_per_hour']:.2f} {r['currency']}" if r["cost_per_hour"] is not None else "-",
             ", ".join(f"{k}={v}" for k, v in sorted(r["knobs"].items())),
         )
     c.print(t)
     c.print("Each GPU type stops at the fewest cards that fit; rows that do not fit show the best attempt at that count.")
+    c.print("Host RAM counts toward 'fits' only when the card states hardware.host_ram_gib.")

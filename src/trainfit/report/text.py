@@ -79,6 +79,11 @@ def render_plan(plan: Plan, console: Console) -> None:
             f" per GPU, headroom {gib(plan.headroom_bytes)}"
             f" (allocated {gib(peak.allocated)}, reserved {gib(peak.reserved)})"
         )
+    elif not plan.host_ram_fits and peak.device <= plan.capacity_bytes:
+        console.print(
+            f"[red bold]DOES NOT FIT[/red bold]: the GPUs hold it, but the node needs {gib(plan.host_ram_bytes, 1)} of host RAM"
+            f" and has {plan.card.hardware.host_ram_gib:g} GiB (hardware.host_ram_gib)"
+        )
     elif plan.rollout is not None and not plan.rollout.engine_fits and peak.device <= plan.capacity_bytes:
         console.print(f"[red bold]DOES NOT FIT[/red bold]: the rollout engine cannot start: {plan.rollout.reason}")
     else:

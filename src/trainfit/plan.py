@@ -77,10 +77,18 @@ class Plan:
     rollout: object | None = None
     """``trainfit.methods.rl.RolloutSummary`` for PPO/GRPO."""
     step_seconds: float | None = None
+    tokens_per_step: float | None = None
+    """Tokens trained per optimizer step over all GPUs (RL: prompts x generations x length)."""
     time_parts: dict = field(default_factory=dict)
     """Seconds by part of the step (compute, communication, generation, ...)."""
     price: object | None = None
     """``trainfit.compute.cost.Price`` when the card names one."""
+
+    @property
+    def tokens_per_s(self) -> float | None:
+        if not self.step_seconds or not self.tokens_per_step:
+            return None
+        return self.tokens_per_step / self.step_seconds
 
     @property
     def cost_per_hour(self) -> float | None:
@@ -544,6 +552,7 @@ def make_plan(card: RunCard) -> Plan:
     from trainfit.methods.roles import roles_of
 
     step_s, parts = step_time_of(card, spec, gpu, sharding, rollout)
+    tokens_per_step = parts.pop("tokens_per_step", None)
     return Plan(
         card=card,
         spec=spec,
@@ -561,6 +570,7 @@ def make_plan(card: RunCard) -> Plan:
         roles=tuple(roles_of(card, spec.name)) if card.method is not Method.SFT else (),
         rollout=rollout,
         step_seconds=step_s,
+        tokens_per_step=tokens_per_step,
         time_parts=parts,
         price=price_of(card),
     )
@@ -628,7 +638,8 @@ def step_time_of(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
         parts["frozen_forward_passes"] = passes * train.compute_s / 3  # a forward is a third of a training step
         parts["weight_sync"] = weight_sync_seconds(weight_bytes=w / max(1, world), gpu=gpu,
                                                    colocated=ro.placement.value == "colocate")
-    return sum(parts.values()), parts
+    parts["tokens_per_step"] = float(tokens)
+    return sum(v for k, v in parts.items() if k != "tokens_per_step"), parts
 
 
 def _with_overhead(

@@ -39,6 +39,7 @@ class Row:
     cost_per_hour: float | None
     currency: str | None
     host_ram_bytes: float = 0.0
+    tokens_per_s: float | None = None
     pareto: bool = False
 
     @property
@@ -102,6 +103,7 @@ def _evaluate(base: dict[str, Any], keys: list[str], combos: list[tuple]) -> tup
                 cost_per_hour=plan.cost_per_hour,
                 currency=plan.price.currency if plan.price is not None else None,
                 host_ram_bytes=plan.host_ram_bytes,
+                tokens_per_s=plan.tokens_per_s,
             )
         )
     return rows, invalid
@@ -219,6 +221,7 @@ RL_SPACE: dict[str, list[Any]] = {
     "rollout.sleep_level": [0, 1],
     "loss.chunked": [False, True],
     "rollout.weight_sync": ["per_parameter", "full_gather"],
+    "parallel.gradient_checkpointing": [True, False],
 }
 GPU_COUNTS = (1, 2, 4, 8, 16, 32, 64)
 

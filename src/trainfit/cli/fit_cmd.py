@@ -16,6 +16,7 @@ def fit(
     max_gpus: Annotated[int, typer.Option(help="Most cards to consider (1, 2, 4, 8, 16, 32, 64).")] = 64,
     price: Annotated[list[str], typer.Option(help="GPU=PRICE with a currency, e.g. rtx4090=1.98CNY or rtx4090=rtx4090-pro. Repeatable.")] = [],
     set_: Annotated[list[str], typer.Option("--set", help="Pin any card field: KEY=VALUE. Repeatable.")] = [],
+    steps: Annotated[Optional[int], typer.Option(help="Optimizer steps in the run, for the cost per run.")] = None,
     global_batch: Annotated[Optional[int], typer.Option(help="Sequences per optimizer step, kept fixed (default: the card's micro-batch x accumulation x GPUs).")] = None,
     json_: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
     html: Annotated[Optional[Path], typer.Option(help="Also write an HTML report: ranked table and cost-against-time chart.")] = None,
@@ -70,6 +71,9 @@ def fit(
             "gpu": r.gpu, "gpus": r.gpus, "fits": r.fits, "peak_gpu_bytes": int(r.peak_device_bytes),
             "headroom_bytes": int(r.headroom_bytes), "peak_phase": r.peak_phase,
             "host_ram_bytes": int(r.host_ram_bytes),
+            "tokens_per_s": r.tokens_per_s,
+            "cost_per_step": r.cost_per_step,
+            "cost_per_run": r.cost_per_step * steps if (steps and r.cost_per_step is not None) else None,
             "step_seconds": r.step_seconds, "cost_per_hour": r.cost_per_hour, "currency": r.currency,
             "pareto": r.pareto, "knobs": {k: v for k, v in r.knobs.items() if k not in ("hardware.gpu", "gpus")},
         }
@@ -86,16 +90,23 @@ def fit(
     c = Console(width=160)
     t = Table(title=f"trainfit fit: {result.evaluated:,} configurations in {result.seconds:.1f} s"
                     f" ({result.evaluated / max(result.seconds, 1e-9):,.0f}/s); * = Pareto front (time vs cost)")
-    for col in ("", "GPU", "cards", "fits", "peak (device)", "headroom", "host RAM/node", "step s", "cost/h", "knobs"):
+    for col in ("", "GPU", "cards", "fits", "peak (device)", "headroom", "host RAM/node", "step s", "tokens/s", "cost/h",
+                "cost/run" if steps else "cost/step", "knobs"):
         t.add_column(col)
     for r in rows:
         t.add_row(
             "*" if r["pareto"] else "", r["gpu"], str(r["gpus"]), "yes" if r["fits"] else "no",
             gib(r["peak_gpu_bytes"]), gib(r["headroom_bytes"]), gib(r["host_ram_bytes"], 0),
             f"{r['step_seconds']:.2f}" if r["step_seconds"] else "-",
+            f"{r['tokens_per_s']:,.0f}" if r["tokens_per_s"] else "-",
             f"{r['cost_per_hour']:.2f} {r['currency']}" if r["cost_per_hour"] is not None else "-",
+            _money(r["cost_per_run"] if steps else r["cost_per_step"], r["currency"]),
             ", ".join(f"{k}={v}" for k, v in sorted(r["knobs"].items())),
         )
     c.print(t)
     c.print("Each GPU type stops at the fewest cards that fit; rows that do not fit show the best attempt at that count.")
     c.print("Host RAM counts toward 'fits' only when the card states hardware.host_ram_gib.")
+
+
+def _money(amount: float | None, currency: str | None) -> str:
+    return "-" if amount is None else f"{amount:.4g} {currency}"

@@ -632,6 +632,7 @@ def step_time_of(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
 
         passes = (
             (card.method is Method.PPO)  # critic values
+            + (card.method is Method.PPO or ro.num_iterations > 1)  # old-policy log-probs
             + (reference_placement(card) is not RefPlacement.NONE)
             + (reward_model(card) is not None)
         )

@@ -258,6 +258,13 @@ def rl_groups(
         tr = forward_only_transient(spec, sequences=mbs, seq_len=seq, chunked=chunked, gathered_units=_gathered(actor),
                                     divides_by_temperature=card.method is Method.GRPO)
         peaks.append(PhasePeak(Phase.REF_LOGPROB, trainer_resident | extras() | {"logprob_pass": tr}, "reference log-probs"))
+    if card.method is Method.PPO or ro.num_iterations > 1:
+        # the policy's own log-probs before the update (PPO's old policy; GRPO when each batch is
+        # reused for several updates): a no-grad pass of the trained actor, adapters included
+        tr = forward_only_transient(spec, sequences=mbs, seq_len=seq, chunked=chunked, gathered_units=_gathered(actor),
+                                    divides_by_temperature=card.method is Method.GRPO)
+        peaks.append(PhasePeak(Phase.OLD_LOGPROB, trainer_resident | extras() | {"logprob_pass": tr},
+                               "old-policy log-probs"))
     if rm_spec is not None:
         tr = forward_only_transient(rm_spec, sequences=mbs, seq_len=seq, chunked=chunked, gathered_units=_gathered(actor))
         peaks.append(PhasePeak(Phase.REWARD, trainer_resident | extras() | {"reward_pass": tr}, "reward model scores"))

@@ -147,6 +147,7 @@ class RolloutSection(_Section):
     sleep_level: int = Field(0, ge=0, le=2, description="vLLM sleep mode between rollouts: 0 off, 1, 2.")
     weight_sync: WeightSync = WeightSync.PER_PARAMETER
     logprob_micro_batch_size: int | None = Field(None, ge=1, description="Sequences per log-prob pass; default micro_batch_size.")
+    num_iterations: int = Field(1, ge=1, description="Updates per generated batch (GRPO mu); > 1 adds an old-policy log-prob pass.")
 
 
 class RolesSection(_Section):

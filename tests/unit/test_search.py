@@ -27,22 +27,23 @@ def test_parallel_search_equals_serial():
 
 def _full_walk(t):
     """Reference: the backward peak with every layer point built (no shortcut)."""
-    uniform = phases._uniform
-    phases._uniform = lambda values: False
+    period = phases._period
+    phases._period = lambda *a: 0
     try:
         return phases.backward_peak(t)
     finally:
-        phases._uniform = uniform
+        phases._period = period
 
 
-@pytest.mark.parametrize("model", ["Qwen/Qwen3-8B", "meta-llama/Llama-3.1-8B", "Qwen/Qwen3-30B-A3B"])
+@pytest.mark.parametrize("model", ["Qwen/Qwen3-8B", "meta-llama/Llama-3.1-8B", "Qwen/Qwen3-30B-A3B", "Qwen/Qwen3.5-27B"])
+@pytest.mark.parametrize("scope", ["full", "lora"])
 @pytest.mark.parametrize("ckpt", [True, False])
 @pytest.mark.parametrize("strategy", ["single", "fsdp", "zero2", "ddp"])
 @pytest.mark.parametrize("accum", [1, 4])
 @pytest.mark.parametrize("seq", [128, 4096])
-def test_identical_layer_shortcut_matches_the_full_walk(model, ckpt, strategy, accum, seq):
+def test_identical_layer_shortcut_matches_the_full_walk(model, scope, ckpt, strategy, accum, seq):
     card = load_card_dict({
-        "model": model, "hardware": {"gpu": "h100-sxm", "gpus_per_node": 8},
+        "model": model, "scope": scope, "hardware": {"gpu": "h100-sxm", "gpus_per_node": 8},
         "parallel": {"strategy": strategy, "gradient_checkpointing": ckpt},
         "batch": {"seq_len": seq, "grad_accum": accum},
     })

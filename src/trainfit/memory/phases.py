@@ -194,10 +194,15 @@ def backward_peak(t: StepTerms) -> PhasePeak:
             return (const + (held if held > g else g) + saved_prefix[i] + act.per_layer[i]
                     + t.layer_backward_transient[i] + t.fsdp_all_gathered - k * step)
 
-        if _uniform(act.per_layer) and _uniform(t.grads_per_layer) and _uniform(t.layer_backward_transient):
-            # identical layers: the total is linear in k plus max(held, rising gradients), a convex
-            # function of k, so the largest point is an end (the first, k = 0, on a tie)
-            k = 0 if total(0) >= total(layers - 1) else layers - 1
+        period = _period(layers, act.per_layer, t.grads_per_layer, t.layer_backward_transient,
+                         act.checkpointed_per_layer)
+        if period:
+            # layers repeat with this period (identical layers: 1; Qwen3.5's 3 DeltaNet + 1 attention:
+            # 4). Within one residue class the total is linear in k plus max(held, rising gradients),
+            # a convex function, so its largest point is an end of the class; the first maximum over
+            # all layers is therefore among the class ends.
+            ends = sorted({k for r in range(period) for k in (r, layers - period + r)})
+            k = max(ends, key=lambda j: (total(j), -j))
         else:
             totals = [total(k) for k in range(layers)]
             k = max(range(layers), key=totals.__getitem__)  # first maximum: the highest layer on ties
@@ -253,6 +258,17 @@ def step_peaks(t: StepTerms) -> list[PhasePeak]:
 
 def _uniform(values: tuple[float, ...]) -> bool:
     return not values or values.count(values[0]) == len(values)
+
+
+_PERIODS = (1, 2, 4, 8)
+
+
+def _period(layers: int, *series: tuple[float, ...]) -> int:
+    """The smallest period (1, 2, 4 or 8) every per-layer series repeats with, or 0 for none."""
+    for p in _PERIODS:
+        if layers % p == 0 and layers >= 2 * p and all(s[p:] == s[:-p] for s in series if s):
+            return p
+    return 0
 
 
 def step_max_transient(t: StepTerms) -> float:

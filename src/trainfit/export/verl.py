@@ -123,14 +123,7 @@ def _ppo(card: RunCard, notes: list[str]) -> list[str]:
         f"data.max_response_length={ro.response_len}",
     ]
     o += _model(card, f"{A}.model", notes)
-    strat, extra = _strategy(card, notes)
-    o.append(f"{A}.actor.strategy={strat}")
-    for k, v in extra.items():
-        o.append(f"{A}.actor.fsdp_config.{k}={_fmt(v)}")
-    off = card.parallel.offload
-    o.append(f"{A}.actor.fsdp_config.param_offload={_fmt(off is Offload.PARAMS_AND_OPTIMIZER)}")
-    o.append(f"{A}.actor.fsdp_config.optimizer_offload={_fmt(off is not Offload.NONE)}")
-    o += [f"{A}.actor.fsdp_config.{x}" for x in _dtype_notes(card, notes)]
+    o += _sharding(card, f"{A}.actor.strategy", f"{A}.actor.fsdp_config", notes)
     o += _optim(card, f"{A}.actor", notes)
     o.append(f"{A}.actor.ppo_micro_batch_size_per_gpu={card.batch.micro_batch_size}")
     seqs = global_batch(card)
@@ -182,6 +175,8 @@ def _ppo(card: RunCard, notes: list[str]) -> list[str]:
     critic = critic_model(card, model_name(card))
     if critic is not None:
         o += _model(card, "critic.model", []) if critic == model_name(card) else [f"critic.model.path={critic}"]
+        strat, _ = _strategy(card, [])
+        off = card.parallel.offload
         o.append(f"critic.strategy={strat}")
         o.append(f"critic.fsdp.param_offload={_fmt(off is Offload.PARAMS_AND_OPTIMIZER)}")
         o.append(f"critic.fsdp.optimizer_offload={_fmt(off is not Offload.NONE)}")
@@ -201,14 +196,7 @@ def _sft(card: RunCard, notes: list[str]) -> list[str]:
         f"data.max_length={card.batch.seq_len}",
     ]
     o += _model(card, "model", notes)
-    strat, extra = _strategy(card, notes)
-    o.append(f"engine.strategy={strat}")
-    for k, v in extra.items():
-        o.append(f"engine.{k}={_fmt(v)}")
-    off = card.parallel.offload
-    o.append(f"engine.param_offload={_fmt(off is Offload.PARAMS_AND_OPTIMIZER)}")
-    o.append(f"engine.optimizer_offload={_fmt(off is not Offload.NONE)}")
-    o += [f"engine.{x}" for x in _dtype_notes(card, notes)]
+    o += _sharding(card, "engine.strategy", "engine", notes)
     o += _optim(card, "", notes)
     o += [f"trainer.n_gpus_per_node={hw.gpus_per_node}", f"trainer.nnodes={hw.nodes}"]
     return o
@@ -240,3 +228,18 @@ def build(card: RunCard) -> Export:
 def to_verl(card: RunCard) -> list[str]:
     """verl Hydra overrides for the card."""
     return build(card).data["overrides"]
+
+
+def _sharding(card: RunCard, strategy_key: str, config: str, notes: list[str]) -> list[str]:
+    """Strategy, its FSDP settings, offload and dtypes, under the trainer's config prefix."""
+    strat, extra = _strategy(card, notes)
+    off = card.parallel.offload
+    return (
+        [f"{strategy_key}={strat}"]
+        + [f"{config}.{k}={_fmt(v)}" for k, v in extra.items()]
+        + [
+            f"{config}.param_offload={_fmt(off is Offload.PARAMS_AND_OPTIMIZER)}",
+            f"{config}.optimizer_offload={_fmt(off is not Offload.NONE)}",
+        ]
+        + [f"{config}.{x}" for x in _dtype_notes(card, notes)]
+    )

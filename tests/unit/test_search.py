@@ -27,12 +27,12 @@ def test_parallel_search_equals_serial():
 
 def _full_walk(t):
     """Reference: the backward peak with every layer point built (no shortcut)."""
-    period = phases._period
-    phases._period = lambda *a: 0
+    candidates = phases._candidates
+    phases._candidates = lambda *a: None
     try:
         return phases.backward_peak(t)
     finally:
-        phases._period = period
+        phases._candidates = candidates
 
 
 @pytest.mark.parametrize("model", ["Qwen/Qwen3-8B", "meta-llama/Llama-3.1-8B", "Qwen/Qwen3-30B-A3B", "Qwen/Qwen3.5-27B"])

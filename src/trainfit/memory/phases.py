@@ -194,15 +194,10 @@ def backward_peak(t: StepTerms) -> PhasePeak:
             return (const + (held if held > g else g) + saved_prefix[i] + act.per_layer[i]
                     + t.layer_backward_transient[i] + t.fsdp_all_gathered - k * step)
 
-        period = _period(layers, act.per_layer, t.grads_per_layer, t.layer_backward_transient,
-                         act.checkpointed_per_layer)
-        if period:
-            # layers repeat with this period (identical layers: 1; Qwen3.5's 3 DeltaNet + 1 attention:
-            # 4). Within one residue class the total is linear in k plus max(held, rising gradients),
-            # a convex function, so its largest point is an end of the class; the first maximum over
-            # all layers is therefore among the class ends.
-            ends = sorted({k for r in range(period) for k in (r, layers - period + r)})
-            k = max(ends, key=lambda j: (total(j), -j))
+        ends = _candidates(layers, act.per_layer, t.grads_per_layer, t.layer_backward_transient,
+                           act.checkpointed_per_layer)
+        if ends is not None:
+            k = max(ends, key=lambda j: (total(j), -j))  # the first maximum among the candidates
         else:
             totals = [total(k) for k in range(layers)]
             k = max(range(layers), key=totals.__getitem__)  # first maximum: the highest layer on ties
@@ -263,12 +258,36 @@ def _uniform(values: tuple[float, ...]) -> bool:
 _PERIODS = (1, 2, 4, 8)
 
 
-def _period(layers: int, *series: tuple[float, ...]) -> int:
-    """The smallest period (1, 2, 4 or 8) every per-layer series repeats with, or 0 for none."""
+def _period(n: int, *series: tuple[float, ...]) -> int:
+    """The smallest period (1, 2, 4 or 8) every series of length n repeats with, or 0 for none."""
     for p in _PERIODS:
-        if layers % p == 0 and layers >= 2 * p and all(s[p:] == s[:-p] for s in series if s):
+        if n >= 2 * p and all(s[p:] == s[:-p] for s in series if s):
             return p
     return 0
+
+
+def _class_ends(n: int, period: int) -> set[int]:
+    """First and last index of each residue class of 0..n-1 modulo ``period``."""
+    return {k for r in range(min(period, n)) for k in (r, r + ((n - 1 - r) // period) * period)}
+
+
+def _candidates(layers: int, *series: tuple[float, ...]) -> list[int] | None:
+    """Backward-walk positions k (k = 0 is the last layer) that can hold the first maximum.
+
+    When the per-layer terms repeat with a period (identical layers: 1; Qwen3.5's 3 DeltaNet + 1
+    attention: 4), the total within one residue class is linear in k plus max(held, rising
+    gradients), a convex function, so its largest point is an end of the class. Layer 0 may differ
+    (an adapter run without checkpointing saves less there): it is then a candidate of its own.
+    None when the layers follow no such pattern (the caller walks them all).
+    """
+    p = _period(layers, *series)
+    if p:
+        return sorted(_class_ends(layers, p))
+    p = _period(layers - 1, *(s[1:] for s in series if s))
+    if p:
+        # layers 1..L-1 are k = 0..L-2 (periodic in k as in the layer index); layer 0 is k = L-1
+        return sorted(_class_ends(layers - 1, p) | {layers - 1})
+    return None
 
 
 def step_max_transient(t: StepTerms) -> float:

@@ -48,9 +48,14 @@ def browser():
 
 
 def _wait(driver, cond, timeout=30):
+    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
     from selenium.webdriver.support.ui import WebDriverWait
 
-    return WebDriverWait(driver, timeout, poll_frequency=0.1).until(cond)
+    # the page re-renders the verdict and the chart on every change: an element read mid-update is
+    # stale, which only means "not yet"
+    waiter = WebDriverWait(driver, timeout, poll_frequency=0.1,
+                           ignored_exceptions=(NoSuchElementException, StaleElementReferenceException))
+    return waiter.until(cond)
 
 
 def _state(driver):
@@ -75,8 +80,8 @@ def test_gpu_count_changes_verdict_and_chart(browser, server):
     count = browser.find_element(By.ID, "count")
     count.send_keys(Keys.CONTROL, "a")
     count.send_keys("1")
-    _wait(browser, lambda d: _state(d)[0] == "no" and "1 x" in _state(d)[1])
-    fits2, text2, chart2 = _state(browser)
+    _wait(browser, lambda d: _state(d)[0] == "no" and "1 x" in _state(d)[1] and "over by" in _state(d)[1])
+    fits2, text2, chart2 = _wait(browser, lambda d: _state(d))
     assert text2.startswith("DOES NOT FIT") and "over by" in text2
     assert chart2 != chart and 'data-verdict="does-not-fit"' in chart2
 

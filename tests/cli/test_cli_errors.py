@@ -79,3 +79,9 @@ def test_bad_card_file_writes_nothing(tmp_path, capsys):
     rc, out, err = run(["plan", str(card), "--json"], capsys)
     assert rc == 2 and out == ""
     assert "method: 'sftt' is not allowed; allowed: sft, rm, dpo, ppo or grpo" in err
+
+
+def test_unknown_option_is_a_usage_error_not_a_traceback():
+    p = subprocess.run([sys.executable, "-m", "trainfit.cli.main", "plan", "--bogus"], capture_output=True, text=True)
+    assert p.returncode == 2
+    assert "Traceback" not in p.stderr and "No such option: --bogus" in p.stderr

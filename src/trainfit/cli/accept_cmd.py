@@ -27,6 +27,16 @@ def accept(
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     from trainfit.accept.run import run_accept
+    from trainfit.errors import TrainfitError
+
+    import importlib.util
+
+    missing = [m for m in ("torch", "transformers", "trl") if importlib.util.find_spec(m) is None]
+    if missing:
+        raise TrainfitError(
+            f"accept needs the 'accept' extra (torch, transformers, peft, trl); missing: {', '.join(missing)}"
+            " (pip install -c constraints.txt -e '.[accept]')"
+        )
 
     console = Console(stderr=True)
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console,

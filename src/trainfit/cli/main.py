@@ -50,17 +50,16 @@ def main(argv: list[str] | None = None) -> int:
             raise
         sys.stderr.write(f"trainfit: error: {exc}\n")
         return 2
-    except Exception as exc:  # click usage errors and aborts
-        import click
-
-        if isinstance(exc, click.exceptions.Exit):
-            return exc.exit_code
-        if isinstance(exc, click.ClickException):
+    except Exception as exc:  # usage errors, exits and aborts of typer's (vendored) click
+        code = getattr(exc, "exit_code", None)
+        if hasattr(exc, "show") and isinstance(code, int):  # a usage error: one message, its exit code
             if debug:
                 raise
             exc.show()
-            return exc.exit_code
-        if isinstance(exc, click.exceptions.Abort):
+            return code
+        if type(exc).__name__ == "Exit" and isinstance(code, int):
+            return code
+        if type(exc).__name__ == "Abort":
             return 130
         raise
     return rc if isinstance(rc, int) else 0

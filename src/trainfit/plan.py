@@ -144,10 +144,8 @@ def _trainable(scope, rank, alpha, targets, dropout, double_quant, adapter_bytes
 
 def gpu_of(card: RunCard) -> GpuSpec:
     hw = card.hardware
-    if hw.gpu == "custom" or (hw.gpu_memory_gib is not None and hw.gpu in ("", "custom")):
+    if hw.gpu in ("", "custom"):
         if hw.gpu_memory_gib is None:
-            from trainfit.errors import CardError
-
             raise CardError("hardware.gpu_memory_gib: required when hardware.gpu is 'custom'")
         return custom_gpu(hw.gpu_memory_gib)
     return resolve_gpu(hw.gpu)
@@ -668,8 +666,6 @@ def _model_ref(card: RunCard) -> str | dict:
         return m
     if m.params is not None:
         return {"params": m.params, **({"reference": m.reference} if m.reference else {})}
-    from trainfit.errors import CardError
-
     ref = m.id or m.path
     if ref is None:
         raise CardError("model: give an id, a path, or params")

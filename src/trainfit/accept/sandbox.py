@@ -28,7 +28,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import warnings
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
@@ -359,8 +358,3 @@ def grade(files: dict[str, str], hidden_tests: str, hidden_names: list[str], ops
                            report_found=report.exists(), detail=detail, wall_s=time.perf_counter() - t0)
     finally:
         shutil.rmtree(root, ignore_errors=True)
-
-
-def warn_if_degraded() -> None:
-    for w in isolation_warnings():
-        warnings.warn(f"trainfit accept sandbox: {w}", RuntimeWarning, stacklevel=2)

@@ -89,10 +89,6 @@ def lora_targets(card: RunCard) -> str | list[str]:
     return t if isinstance(t, str) else list(t)
 
 
-def uses_vllm(card: RunCard) -> bool:
-    return is_rl(card) and card.rollout.engine is RolloutEngine.VLLM
-
-
 def is_adapter(card: RunCard) -> bool:
     return card.scope is not Scope.FULL
 

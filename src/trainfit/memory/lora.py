@@ -45,13 +45,6 @@ def targeted_groups(spec: ModelSpec, lora: LoraSpec) -> list[LinearGroup]:
     return out
 
 
-def known_target_names(spec: ModelSpec) -> list[str]:
-    names = {_short(g.name) for g in linear_groups(spec)}
-    if spec.moe is not None:
-        names |= {"gate_proj", "up_proj"}
-    return sorted(names | {ALL_LINEAR})
-
-
 @lru_cache(maxsize=4096)
 def lora_trainable_params(spec: ModelSpec, lora: LoraSpec) -> int:
     """Exact trainable parameter count of a PEFT LoRA adapter (no bias, no DoRA)."""

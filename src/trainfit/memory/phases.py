@@ -251,10 +251,6 @@ def step_peaks(t: StepTerms) -> list[PhasePeak]:
     return [load_peak(t), forward_peak(t), backward_peak(t), optimizer_peak(t)]
 
 
-def _uniform(values: tuple[float, ...]) -> bool:
-    return not values or values.count(values[0]) == len(values)
-
-
 _PERIODS = (1, 2, 4, 8)
 
 

@@ -376,11 +376,3 @@ def critic_spec_of(card: RunCard, actor_spec: ModelSpec) -> ModelSpec | None:
     from trainfit.catalog.models import resolve_model
 
     return replace(resolve_model(name), head_outputs=1)
-
-
-def engine_fits_note(summary: RolloutSummary) -> str:
-    if not summary.engine_fits:
-        return f"the rollout engine cannot start: {summary.reason}"
-    return ""
-
-

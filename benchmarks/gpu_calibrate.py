@@ -1,32 +1,46 @@
-"""Real CUDA steps on random-weight models: per-phase allocated / reserved / nvidia-smi peaks.
+"""Real CUDA steps on random-weight models: per-phase allocated / reserved / nvidia-smi figures.
 
-Each grid case runs one warm-up step and one measured steady-state step
-(forward(labels) -> backward -> AdamW.step -> zero_grad(set_to_none=True)), resetting the
-peak counters per phase, and records beside it trainfit's plan for the same card. Results go
-to ``benchmarks/results/gpu_calibration_<gpu>.json`` with the GPU name and every version.
+Two parts, so the device run needs nothing but torch, transformers and peft:
 
-    python benchmarks/gpu_calibrate.py              # on a CUDA machine (about 2-5 min)
-    python benchmarks/gpu_calibrate.py --dry-run    # on CPU: same code path, tiny shapes, no GPU figures
+``measure`` (on a CUDA machine)
+    For each grid case it builds the model exactly as ``trainfit trace`` does (same
+    ``build_meta`` on the meta device, then materialised on the GPU with random weights), runs one
+    warm-up step and one measured steady-state step (``loss = model(ids, labels=ids).loss`` ->
+    ``backward`` -> ``AdamW.step`` -> ``zero_grad(set_to_none=True)``), resetting the peak counters
+    per phase, then times three more steps. Log-prob cases run GRPO's no-grad per-token log-prob
+    pass instead. ``context`` measures the CUDA context, cuBLAS and NCCL overheads in a fresh
+    process from ``nvidia-smi``. Each case is appended to the raw JSON as it finishes.
+``report`` (anywhere)
+    Adds trainfit's plan and fake-tensor trace of the same card to each measured case and writes
+    ``benchmarks/gpu_calibration.md`` and ``benchmarks/results/gpu_calibration.json``.
 
-Needs the trace extra (torch, transformers, peft).
+    python benchmarks/gpu_calibrate.py context --out raw/context.json
+    python benchmarks/gpu_calibrate.py measure --out raw/default.json [--only small|large]
+    PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True python benchmarks/gpu_calibrate.py measure --out raw/expandable.json
+    python benchmarks/gpu_calibrate.py report raw/context.json raw/default.json raw/expandable.json
+    python benchmarks/gpu_calibrate.py measure --dry-run --out /tmp/x.json   # CPU, tiny shapes: same code path
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import platform
+import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(ROOT / "src"))
 
-# Small random-weight models (HF config layout). Sizes keep one step well under a second on a GPU.
-MODELS = {
+# Small random-weight models (HF config layout), plus catalog models at full size.
+CUSTOM = {
     "qwen3-h1024-L8": {"model_type": "qwen3", "hidden_size": 1024, "intermediate_size": 3072, "num_hidden_layers": 8,
                        "num_attention_heads": 16, "num_key_value_heads": 8, "head_dim": 128, "vocab_size": 151936,
                        "tie_word_embeddings": False},
@@ -34,45 +48,77 @@ MODELS = {
                        "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 64, "vocab_size": 128256,
                        "tie_word_embeddings": False, "attention_bias": False},
 }
+
+
+def _c(model: str, scope: str = "full", attention: str = "sdpa", ckpt: bool = False, mbs: int = 1, seq: int = 2048,
+       impl: str = "fused", pass_kind: str = "train_step", size: str = "small") -> dict[str, Any]:
+    return {"model": model, "scope": scope, "attention": attention, "ckpt": ckpt, "micro_batch_size": mbs,
+            "seq_len": seq, "optimizer_impl": impl, "pass_kind": pass_kind, "size": size}
+
+
 GRID = [
-    # (model, scope, attention, ckpt, mbs, seq, optimizer_impl)
-    ("qwen3-h1024-L8", "full", "sdpa", False, 1, 2048, "fused"),
-    ("qwen3-h1024-L8", "full", "sdpa", True, 1, 2048, "fused"),
-    ("qwen3-h1024-L8", "full", "sdpa", False, 4, 512, "foreach"),
-    ("qwen3-h1024-L8", "full", "eager", False, 1, 512, "for_loop"),
-    ("qwen3-h1024-L8", "lora", "sdpa", False, 1, 2048, "fused"),
-    ("qwen3-h1024-L8", "lora", "sdpa", True, 4, 2048, "fused"),
-    ("llama-h2048-L8", "full", "sdpa", False, 1, 2048, "fused"),
-    ("llama-h2048-L8", "full", "sdpa", True, 4, 2048, "fused"),
-    ("llama-h2048-L8", "lora", "sdpa", True, 4, 2048, "fused"),
-    ("llama-h2048-L8", "full", "eager", True, 1, 2048, "foreach"),
+    _c("qwen3-h1024-L8"),
+    _c("qwen3-h1024-L8", ckpt=True),
+    _c("qwen3-h1024-L8", mbs=4, seq=512, impl="foreach"),
+    _c("qwen3-h1024-L8", attention="eager", seq=512, impl="for_loop"),
+    _c("qwen3-h1024-L8", scope="lora"),
+    _c("qwen3-h1024-L8", scope="lora", ckpt=True, mbs=4),
+    _c("llama-h2048-L8"),
+    _c("llama-h2048-L8", ckpt=True, mbs=4),
+    _c("llama-h2048-L8", scope="lora", ckpt=True, mbs=4),
+    _c("llama-h2048-L8", attention="eager", ckpt=True, impl="foreach"),
+    _c("Qwen/Qwen3-1.7B", mbs=2, size="large"),
+    _c("Qwen/Qwen3-8B", scope="lora", ckpt=True, seq=4096, size="large"),
+    _c("Qwen/Qwen3-8B", ckpt=True, size="large"),
+    _c("Qwen/Qwen3-8B", pass_kind="logprob", mbs=8, seq=1024, size="large"),
+    _c("meta-llama/Llama-3.1-8B", scope="lora", mbs=2, size="large"),
+    _c("Qwen/Qwen3-30B-A3B", scope="lora", ckpt=True, size="large"),
 ]
 DRY_SHRINK = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
-              "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 512}
+              "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 512, "moe_intermediate_size": 32,
+              "num_experts": 4, "num_experts_per_tok": 2}
 
 
-def _smi_used_bytes() -> int | None:
-    """nvidia-smi's used memory for this process (current, not peak)."""
+def hf_config(model: str) -> dict[str, Any]:
+    if model in CUSTOM:
+        return dict(CUSTOM[model])
+    from trainfit.catalog.models import hf_config_of
+
+    return hf_config_of(model)
+
+
+def trace_request(case: dict[str, Any], cfg: dict[str, Any] | None = None, **kw: Any):  # noqa: ANN201
+    from trainfit.trace.api import TraceRequest
+
+    return TraceRequest(hf_config=cfg or hf_config(case["model"]), micro_batch_size=case["micro_batch_size"],
+                        seq_len=case["seq_len"], attention=case["attention"], gradient_checkpointing=case["ckpt"],
+                        scope=case["scope"], optimizer_impl=case["optimizer_impl"], pass_kind=case["pass_kind"], **kw)
+
+
+# ---------------------------------------------------------------- device side
+
+def _smi(query: str) -> list[str] | None:
     try:
-        out = subprocess.run(
-            ["nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
-            capture_output=True, text=True, timeout=10,
-        ).stdout
+        out = subprocess.run(["nvidia-smi", f"--query-{query}", "--format=csv,noheader,nounits"],
+                             capture_output=True, text=True, timeout=20)
     except (OSError, subprocess.TimeoutExpired):
         return None
-    for line in out.splitlines():
-        pid, used = [x.strip() for x in line.split(",")]
-        if int(pid) == os.getpid():
-            return int(used) * 2**20
-    return None
+    return out.stdout.strip().splitlines() if out.returncode == 0 else None
 
 
-def versions() -> dict[str, str | None]:
+def smi_used_bytes() -> int | None:
+    """nvidia-smi's memory.used for GPU 0 (MiB resolution), the whole card."""
+    rows = _smi("gpu=memory.used")
+    return int(rows[0].strip()) * 2**20 if rows else None
+
+
+def versions() -> dict[str, Any]:
     import torch
     import transformers
 
-    v = {"python": platform.python_version(), "torch": torch.__version__, "transformers": transformers.__version__,
-         "cuda": torch.version.cuda, "gpu": None, "driver": None}
+    v: dict[str, Any] = {"python": platform.python_version(), "torch": torch.__version__,
+                         "transformers": transformers.__version__, "cuda": torch.version.cuda,
+                         "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "")}
     try:
         import peft
 
@@ -81,124 +127,413 @@ def versions() -> dict[str, str | None]:
         v["peft"] = None
     if torch.cuda.is_available():
         v["gpu"] = torch.cuda.get_device_name(0)
-        try:
-            v["driver"] = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                                         capture_output=True, text=True, timeout=10).stdout.strip()
-        except (OSError, subprocess.TimeoutExpired):
-            pass
+        v["gpu_total_bytes"] = torch.cuda.get_device_properties(0).total_memory
+        rows = _smi("gpu=driver_version,memory.total")
+        v["driver"], v["smi_total_mib"] = (rows[0].split(", ") if rows else (None, None))
+        v["cudnn"] = torch.backends.cudnn.version()
+        v["nccl"] = ".".join(map(str, torch.cuda.nccl.version())) if hasattr(torch.cuda, "nccl") else None
     return v
 
 
-def run_case(cfg: dict, scope: str, attention: str, ckpt: bool, mbs: int, seq: int, impl: str, device: str) -> dict:
+def _init_weights(model: Any) -> None:
+    """Random weights in place (normal 0.02 matrices, unit norms), rotary tables rebuilt."""
     import torch
-    from transformers import AutoConfig, AutoModelForCausalLM
 
-    c = dict(cfg)
-    mt = c.pop("model_type")
-    hf = AutoConfig.for_model(mt, attn_implementation=attention, use_cache=False, **c)
-    torch.manual_seed(0)
-    model = AutoModelForCausalLM.from_config(hf, dtype=torch.bfloat16).to(device)
-    if ckpt:
-        model.gradient_checkpointing_enable()
-    if scope == "lora":
-        from peft import LoraConfig, get_peft_model
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if p.dim() >= 2:
+                p.normal_(0.0, 0.02)
+            elif "norm" in name:
+                p.fill_(1.0)
+            else:
+                p.zero_()
+        for mod in model.modules():
+            for bname, b in list(mod._buffers.items()):
+                if b is not None and b.is_floating_point():
+                    b.zero_()
+            if type(mod).__name__.endswith("RotaryEmbedding"):
+                with torch.device(next(iter(mod.buffers())).device):
+                    fresh = type(mod)(config=mod.config)
+                for bname, b in fresh._buffers.items():
+                    mod._buffers[bname] = b
 
-        model = get_peft_model(model, LoraConfig(r=16, lora_alpha=32, target_modules="all-linear"))
-    model.train()
-    params = [p for p in model.parameters() if p.requires_grad]
-    kw = {"fused": impl == "fused", "foreach": impl == "foreach"} if impl != "for_loop" else {"foreach": False}
-    opt = torch.optim.AdamW(params, lr=1e-5, **kw)
-    ids = torch.randint(0, hf.vocab_size, (mbs, seq), device=device)
+
+def build_real(case: dict[str, Any], cfg: dict[str, Any], device: str):  # noqa: ANN201
+    """The trace's model (same ``build_meta``), materialised on ``device`` with random weights."""
+    from trainfit.trace import build
+    from trainfit.trace.extrapolate import full_depth
+
+    req = trace_request(case, cfg)
+    meta = build.build_meta(req, full_depth(cfg))
+    n_meta = build.count_params(meta)
+    model = meta.to_empty(device=device)
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    if getattr(base.config, "tie_word_embeddings", False):
+        base.tie_weights()
+    assert build.count_params(model) == n_meta, (build.count_params(model), n_meta)
+    _init_weights(model)
+    if case["ckpt"]:
+        build.enable_checkpointing(model)
+    return req, model, n_meta
+
+
+def measure_case(case: dict[str, Any], cfg: dict[str, Any], device: str) -> dict[str, Any]:
+    import torch
+
+    from trainfit.trace import build
+    from trainfit.trace.rl_passes import per_token_logps
+
     cuda = device == "cuda"
 
-    def mark() -> dict:
-        if not cuda:
-            return {}
-        torch.cuda.synchronize()
-        return {"allocated": torch.cuda.max_memory_allocated(), "reserved": torch.cuda.max_memory_reserved(),
-                "smi_current": _smi_used_bytes(), "reserved_current": torch.cuda.memory_reserved()}
+    def sync() -> None:
+        if cuda:
+            torch.cuda.synchronize()
 
     def reset() -> None:
         if cuda:
-            torch.cuda.synchronize()
+            sync()
             torch.cuda.reset_peak_memory_stats()
 
-    loss = model(input_ids=ids, labels=ids).loss  # warm-up: optimizer states come to exist
-    loss.backward()
-    opt.step()
-    opt.zero_grad(set_to_none=True)
-    del loss
-    phases = {}
-    reset()
-    phases["load"] = mark()
-    reset()
-    t0 = time.perf_counter()
-    loss = model(input_ids=ids, labels=ids).loss
-    phases["forward"] = mark()
-    reset()
-    loss.backward()
-    del loss
-    phases["backward"] = mark()
-    reset()
-    opt.step()
-    opt.zero_grad(set_to_none=True)
-    phases["optimizer_step"] = mark()
-    step_s = time.perf_counter() - t0
-    for p in phases.values():
-        if p.get("smi_current") is not None:
-            # nvidia-smi reports current use; the peak adds the reserved peak's excess over the current reserve
-            p["device_peak_estimate"] = p["smi_current"] + p["reserved"] - p["reserved_current"]
-    del model, opt
+    def mark() -> dict[str, Any]:
+        if not cuda:
+            return {}
+        sync()
+        st = torch.cuda.memory_stats()
+        return {"allocated": torch.cuda.max_memory_allocated(), "reserved": torch.cuda.max_memory_reserved(),
+                "allocated_current": torch.cuda.memory_allocated(), "reserved_current": torch.cuda.memory_reserved(),
+                "smi_used_current": smi_used_bytes(), "alloc_retries": st.get("num_alloc_retries", 0),
+                "inactive_split_peak": st.get("inactive_split_bytes.all.peak", 0)}
+
+    t_build = time.perf_counter()
+    req, model, (n_total, n_train) = build_real(case, cfg, device)
+    vocab = model.get_input_embeddings().weight.shape[0]
+    ids = torch.randint(0, vocab, (case["micro_batch_size"], case["seq_len"]), device=device)
+    out: dict[str, Any] = {"params_total": n_total, "params_trainable": n_train,
+                           "build_s": round(time.perf_counter() - t_build, 2)}
+    phases: dict[str, Any] = {}
+    times: list[float] = []
+    if case["pass_kind"] == "logprob":
+        model.eval()
+        with torch.no_grad():
+            per_token_logps(model, ids, 1.0)  # warm-up (kernels, cuBLAS handles)
+        reset()
+        phases["load"] = mark()
+        for i in range(4):
+            reset()
+            t0 = time.perf_counter()
+            with torch.no_grad():
+                lp = per_token_logps(model, ids, 1.0)
+            del lp
+            sync()
+            if i == 0:
+                phases["logprob"] = mark()
+            else:
+                times.append(time.perf_counter() - t0)
+        del model
+    else:
+        model.train()
+        opt = build.make_optimizer(req, [p for p in model.parameters() if p.requires_grad])
+
+        def step() -> None:
+            o = model(input_ids=ids, labels=ids)
+            o.loss.backward()
+            del o
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+
+        step()  # warm-up: optimizer states come to exist
+        reset()
+        phases["load"] = mark()
+        reset()
+        o = model(input_ids=ids, labels=ids)
+        loss = o.loss
+        del o  # the Trainer keeps only the loss
+        phases["forward"] = mark()
+        reset()
+        loss.backward()
+        phases["backward"] = mark()
+        loss = None
+        reset()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        phases["optimizer_step"] = mark()
+        for _ in range(3):
+            sync()
+            t0 = time.perf_counter()
+            step()
+            sync()
+            times.append(time.perf_counter() - t0)
+        del model, opt
+    del ids
+    gc.collect()
     if cuda:
         torch.cuda.empty_cache()
-    return {"phases": phases, "step_s": step_s}
+        out["allocated_after_cleanup"] = torch.cuda.memory_allocated()
+    out["phases"] = phases
+    out["step_s"] = round(statistics.median(times), 5) if times else None
+    return out
 
 
-def plan_case(cfg: dict, scope: str, attention: str, ckpt: bool, mbs: int, seq: int, impl: str) -> dict:
-    from trainfit.plan import make_plan
+def cmd_measure(args: argparse.Namespace) -> int:
+    import torch
+
+    device = "cuda" if torch.cuda.is_available() and not args.dry_run else "cpu"
+    if device == "cpu" and not args.dry_run:
+        print("no CUDA device: use --dry-run on CPU", file=sys.stderr)
+        return 2
+    if device == "cpu":
+        torch.set_num_threads(max(1, min(4, os.cpu_count() or 1)))
+    grid = [c for c in GRID if args.only in (None, c["size"])]
+    record: dict[str, Any] = {"versions": versions(), "device": device, "dry_run": args.dry_run, "cases": []}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    for i, case in enumerate(grid, 1):
+        cfg = hf_config(case["model"])
+        case = dict(case)
+        if args.dry_run:
+            cfg.update({k: v for k, v in DRY_SHRINK.items() if k in cfg or k in ("hidden_size",)})
+            case.update(micro_batch_size=1, seq_len=32)
+        label = (f"{case['model']} {case['scope']} {case['pass_kind']} {case['attention']} ckpt={case['ckpt']} "
+                 f"mbs={case['micro_batch_size']} seq={case['seq_len']} {case['optimizer_impl']}")
+        t0 = time.perf_counter()
+        try:
+            measured = measure_case(case, cfg, device)
+            err = None
+        except Exception as exc:  # noqa: BLE001 - one failing case must not lose the others
+            measured, err = None, f"{type(exc).__name__}: {str(exc)[:300]}"
+            gc.collect()
+            if device == "cuda":
+                torch.cuda.empty_cache()
+        wall = time.perf_counter() - t0
+        record["cases"].append({**case, "config": cfg, "measured": measured, "error": err, "wall_s": round(wall, 1)})
+        args.out.write_text(json.dumps(record, indent=1))
+        peak = ""
+        if measured and measured["phases"]:
+            ph = measured["phases"]
+            peak = " ".join(f"{k}={v.get('allocated', 0) / 2**30:.2f}/{v.get('reserved', 0) / 2**30:.2f}"
+                            for k, v in ph.items())
+        print(f"[{i}/{len(grid)}] {wall:5.1f}s {label} {err or peak} step={measured and measured['step_s']}",
+              flush=True)
+    return 0
+
+
+def cmd_context(args: argparse.Namespace) -> int:
+    """CUDA context, cuBLAS handle and NCCL communicator bytes, from nvidia-smi in this fresh process."""
+    before = smi_used_bytes()
+    import torch
+
+    rec: dict[str, Any] = {"smi_before_process": before, "steps": []}
+
+    def step(name: str) -> None:
+        torch.cuda.synchronize()
+        used = smi_used_bytes()
+        res = torch.cuda.memory_reserved()
+        rec["steps"].append({"step": name, "smi_used": used, "reserved": res, "allocated": torch.cuda.memory_allocated(),
+                             "outside_allocator": None if used is None or before is None else used - before - res})
+
+    torch.cuda.init()
+    x = torch.ones(1, device="cuda")
+    step("context + 1 tensor")
+    a = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+    (a @ a).sum().item()
+    step("+ bf16 matmul (cuBLAS handle)")
+    q = torch.randn(1, 16, 2048, 128, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    torch.nn.functional.scaled_dot_product_attention(q, q, q, is_causal=True).sum().backward()
+    step("+ SDPA forward/backward")
+    w = torch.randn(4096, 4096, device="cuda", requires_grad=True)
+    opt = torch.optim.AdamW([w], fused=True)
+    (w * 2).sum().backward()
+    opt.step()
+    step("+ fused AdamW")
+    try:
+        import torch.distributed as dist
+
+        os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+        os.environ.setdefault("MASTER_PORT", "29533")
+        dist.init_process_group("nccl", rank=0, world_size=1, device_id=torch.device("cuda", 0))
+        t = torch.ones(1 << 20, device="cuda")
+        dist.all_reduce(t)
+        step("+ NCCL communicator (world size 1) + all_reduce")
+        dist.destroy_process_group()
+    except Exception as exc:  # noqa: BLE001
+        rec["nccl_error"] = f"{type(exc).__name__}: {str(exc)[:200]}"
+    del x, a, q, w, opt
+    rec["versions"] = versions()
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(rec, indent=1))
+    for s in rec["steps"]:
+        print(f"{s['step']:<48} smi={s['smi_used']} reserved={s['reserved']} outside={s['outside_allocator']}")
+    return 0
+
+
+# ---------------------------------------------------------------- report side
+
+def plan_card(case: dict[str, Any], cfg: dict[str, Any]) -> dict[str, Any]:
+    card: dict[str, Any] = {"scope": case["scope"], "attention": case["attention"],
+                            "hardware": {"gpu": "h200", "gpus_per_node": 1},
+                            "parallel": {"strategy": "single", "gradient_checkpointing": case["ckpt"]},
+                            "batch": {"micro_batch_size": case["micro_batch_size"], "seq_len": case["seq_len"]},
+                            "precision": {"optimizer_impl": case["optimizer_impl"]}}
+    return card
+
+
+def _load_card(case: dict[str, Any], cfg: dict[str, Any], tmp: Path):  # noqa: ANN202
     from trainfit.spec.card import load_card_dict
 
-    with tempfile.TemporaryDirectory() as d:
-        (Path(d) / "config.json").write_text(json.dumps(cfg))
-        card = {"model": d, "scope": scope, "attention": attention,
-                "hardware": {"gpu": "h200", "gpus_per_node": 1},
-                "parallel": {"strategy": "single", "gradient_checkpointing": ckpt},
-                "batch": {"micro_batch_size": mbs, "seq_len": seq},
-                "precision": {"optimizer_impl": impl}}
-        plan = make_plan(load_card_dict(card))
-    return {p.phase.value: {"allocated": p.allocated, "reserved": p.reserved, "device": p.device} for p in plan.phases}
+    card = plan_card(case, cfg)
+    if case["model"] in CUSTOM:
+        d = tmp / case["model"]
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "config.json").write_text(json.dumps(cfg))
+        card["model"] = str(d)
+    else:
+        card["model"] = case["model"]
+    return load_card_dict(card)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    import tempfile
+
+    from trainfit.plan import make_plan
+    from trainfit.trace.api import trace_step
+
+    context = None
+    runs = []
+    for p in args.raw:
+        d = json.loads(Path(p).read_text())
+        if "steps" in d:
+            context = d
+        else:
+            runs.append(d)
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for run in runs:
+            conf = run["versions"].get("alloc_conf") or "default"
+            for case in run["cases"]:
+                m = case.get("measured")
+                if not m:
+                    rows.append({**_key(case), "alloc_conf": conf, "error": case.get("error")})
+                    continue
+                cfg = case["config"]
+                card = _load_card(case, cfg, Path(tmp))
+                plan = make_plan(card)
+                planned = {p.phase.value: p for p in plan.phases}
+                tr = trace_step(trace_request(case, cfg))
+                traced = {ph.name: ph.peak_bytes for ph in tr.phases}
+                for name, meas in m["phases"].items():
+                    if name == "load" or not meas:
+                        continue
+                    pp = planned.get(name)
+                    device_meas = None
+                    if meas.get("smi_used_current") is not None and context:
+                        base = context["smi_before_process"] or 0
+                        # nvidia-smi reads current use; the phase's device peak adds the reserved peak over now
+                        device_meas = meas["smi_used_current"] - base + meas["reserved"] - meas["reserved_current"]
+                    rows.append({**_key(case), "alloc_conf": conf, "phase": name,
+                                 "measured_allocated": meas["allocated"], "measured_reserved": meas["reserved"],
+                                 "measured_device": device_meas, "trace_allocated": traced.get(name),
+                                 "plan_allocated": pp.allocated if pp else None,
+                                 "plan_reserved": pp.reserved if pp else None, "plan_device": pp.device if pp else None,
+                                 "alloc_retries": meas.get("alloc_retries"), "step_s": m.get("step_s"),
+                                 "plan_step_s": plan.step_time.seconds if hasattr(plan, "step_time") else None})
+    out = {"versions": runs[0]["versions"] if runs else None, "context": context, "rows": rows}
+    args.json_out.parent.mkdir(parents=True, exist_ok=True)
+    args.json_out.write_text(json.dumps(out, indent=1, default=float))
+    args.md_out.write_text(render_md(out))
+    print(f"wrote {args.json_out} and {args.md_out}")
+    return 0
+
+
+def _key(case: dict[str, Any]) -> dict[str, Any]:
+    return {k: case[k] for k in ("model", "scope", "attention", "ckpt", "micro_batch_size", "seq_len",
+                                 "optimizer_impl", "pass_kind")}
+
+
+def _err(est: float | None, meas: float | None) -> float | None:
+    if est is None or not meas:
+        return None
+    return (est - meas) / meas * 100
+
+
+def render_md(out: dict[str, Any]) -> str:
+    gib = 2**30
+    v = out["versions"] or {}
+    lines = ["# GPU calibration: real CUDA steps vs trainfit's trace and plan", "",
+             "Generated by `benchmarks/gpu_calibrate.py report` from the raw device files in "
+             "`benchmarks/results/gpu_raw/`. Random-weight models built exactly as `trainfit trace` builds them; "
+             "one steady-state step per case, peak counters reset per phase.", "",
+             f"Device: {v.get('gpu')} ({int(v.get('gpu_total_bytes') or 0) / gib:.1f} GiB), driver {v.get('driver')}, "
+             f"CUDA {v.get('cuda')}, torch {v.get('torch')}, transformers {v.get('transformers')}, peft {v.get('peft')}, "
+             f"Python {v.get('python')}.", ""]
+    ctx = out.get("context")
+    if ctx:
+        lines += ["## Overheads outside the caching allocator (nvidia-smi, fresh process)", "",
+                  "| step | nvidia-smi used − before (MiB) | reserved (MiB) | outside allocator (MiB) |", "|---|---|---|---|"]
+        base = ctx.get("smi_before_process") or 0
+        for s in ctx["steps"]:
+            lines.append(f"| {s['step']} | {((s['smi_used'] or 0) - base) / 2**20:.0f} | {s['reserved'] / 2**20:.0f} | "
+                         f"{(s['outside_allocator'] or 0) / 2**20:.0f} |")
+        if ctx.get("nccl_error"):
+            lines.append(f"\nNCCL: {ctx['nccl_error']}")
+        lines.append("")
+    rows = [r for r in out["rows"] if r.get("phase")]
+    for conf in sorted({r["alloc_conf"] for r in rows}):
+        sub = [r for r in rows if r["alloc_conf"] == conf]
+        lines += [f"## Per-phase peaks, allocator `{conf}` (GiB; error = estimate vs measured)", "",
+                  "| case | phase | measured alloc | trace alloc (err) | plan alloc (err) | measured reserved | "
+                  "plan reserved (err) | measured device | plan device (err) |",
+                  "|---|---|---|---|---|---|---|---|---|"]
+        for r in sub:
+            name = (f"{r['model']} {r['scope']} {r['pass_kind'].replace('train_step', '')} {r['attention']} "
+                    f"{'ckpt ' if r['ckpt'] else ''}b{r['micro_batch_size']}×{r['seq_len']} {r['optimizer_impl']}")
+
+            def f(x: float | None) -> str:
+                return "–" if x is None else f"{x / gib:.2f}"
+
+            def e(est: float | None, meas: float | None) -> str:
+                x = _err(est, meas)
+                return f"{f(est)} ({x:+.1f}%)" if x is not None else f(est)
+
+            lines.append(f"| {name} | {r['phase']} | {f(r['measured_allocated'])} | "
+                         f"{e(r['trace_allocated'], r['measured_allocated'])} | "
+                         f"{e(r['plan_allocated'], r['measured_allocated'])} | {f(r['measured_reserved'])} | "
+                         f"{e(r['plan_reserved'], r['measured_reserved'])} | {f(r['measured_device'])} | "
+                         f"{e(r['plan_device'], r['measured_device'])} |")
+        lines.append("")
+        lines += summary(sub)
+    failed = [r for r in out["rows"] if r.get("error")]
+    if failed:
+        lines += ["## Cases that failed on the device", ""]
+        lines += [f"- {r['model']} {r['scope']} {r['pass_kind']}: {r['error']}" for r in failed]
+        lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def summary(rows: list[dict[str, Any]]) -> list[str]:
+    out = ["| estimate vs measured | n | median abs err | worst |", "|---|---|---|---|"]
+    for est, meas in (("trace_allocated", "measured_allocated"), ("plan_allocated", "measured_allocated"),
+                      ("plan_reserved", "measured_reserved"), ("plan_device", "measured_device")):
+        errs = [x for r in rows if (x := _err(r.get(est), r.get(meas))) is not None]
+        if errs:
+            worst = max(errs, key=abs)
+            out.append(f"| {est} vs {meas} | {len(errs)} | {statistics.median(map(abs, errs)):.1f}% | {worst:+.1f}% |")
+    return out + [""]
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--dry-run", action="store_true", help="CPU, tiny shapes: proves the script runs; no GPU figures")
-    ap.add_argument("--out", type=Path, default=None)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    m = sub.add_parser("measure")
+    m.add_argument("--dry-run", action="store_true", help="CPU, tiny shapes: proves the script runs; no GPU figures")
+    m.add_argument("--only", choices=("small", "large"), default=None)
+    m.add_argument("--out", type=Path, required=True)
+    c = sub.add_parser("context")
+    c.add_argument("--out", type=Path, required=True)
+    r = sub.add_parser("report")
+    r.add_argument("raw", nargs="+")
+    r.add_argument("--json-out", type=Path, default=HERE / "results" / "gpu_calibration.json")
+    r.add_argument("--md-out", type=Path, default=HERE / "gpu_calibration.md")
     args = ap.parse_args(argv)
-    import torch
-
-    torch.set_num_threads(max(1, min(4, os.cpu_count() or 1)))
-    device = "cuda" if torch.cuda.is_available() and not args.dry_run else "cpu"
-    if device == "cpu" and not args.dry_run:
-        print("no CUDA device: run with --dry-run on CPU", file=sys.stderr)
-        return 2
-    results = []
-    for i, (name, scope, attention, ckpt, mbs, seq, impl) in enumerate(GRID, 1):
-        cfg = dict(MODELS[name])
-        if args.dry_run:
-            cfg.update(DRY_SHRINK)
-            mbs, seq = 1, 32
-        print(f"[{i}/{len(GRID)}] {name} {scope} {attention} ckpt={ckpt} mbs={mbs} seq={seq} {impl}", flush=True)
-        measured = run_case(cfg, scope, attention, ckpt, mbs, seq, impl, device)
-        results.append({"model": name, "config": cfg, "scope": scope, "attention": attention, "ckpt": ckpt,
-                        "micro_batch_size": mbs, "seq_len": seq, "optimizer_impl": impl,
-                        "measured": measured, "trainfit": plan_case(cfg, scope, attention, ckpt, mbs, seq, impl)})
-    tag = "dry-run-cpu" if args.dry_run else versions()["gpu"].replace(" ", "_")
-    out = args.out or HERE / "results" / f"gpu_calibration_{tag}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"versions": versions(), "device": device, "dry_run": args.dry_run,
-                               "cases": results}, indent=1))
-    print(f"wrote {out}")
-    return 0
+    return {"measure": cmd_measure, "context": cmd_context, "report": cmd_report}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -170,12 +170,12 @@ def check_resume(trainer, settings, drop_optimizer: bool = False) -> CheckResult
         (resume_from / "optimizer.pt").unlink()
     result = out / "resumed.pt"
     cmd = [sys.executable, "-m", "trainfit.accept.resume_worker", str(settings.model_dir), str(out / "fresh"),
-           str(resume_from), str(result)]
+           str(resume_from), str(result), settings.device]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     if proc.returncode != 0:
         return CheckResult("resume", "fail", f"fresh process failed: {proc.stderr[-400:]}", "", "")
     resumed = torch.load(result)
-    final = {n: p.detach() for n, p in trainer.model.named_parameters()}
+    final = {n: p.detach().cpu() for n, p in trainer.model.named_parameters()}
     diff = [n for n in final if not torch.equal(final[n], resumed[n])]
     model_only = out / "model-only"
     trainer.save_model(str(model_only))

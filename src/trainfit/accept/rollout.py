@@ -77,6 +77,11 @@ def script_calls(task: Task, script: str) -> list[dict]:
     return calls
 
 
+def device_of(model):
+    """The device of a module's first parameter (CPU, or the GPU the trainer placed it on)."""
+    return next(model.parameters()).device
+
+
 class GenerationEngine:
     """The generation path. ``live=True`` generates with the training module itself (TRL without vLLM);
     ``live=False`` keeps a private copy taken at first use and never syncs it (a deliberately stale path)."""
@@ -89,7 +94,7 @@ class GenerationEngine:
             return trainer_model
         if self._frozen is None:
             # A fresh module: deepcopy would keep accelerate's instance-level ``forward``, bound to the original.
-            self._frozen = type(trainer_model)(copy.deepcopy(trainer_model.config)).eval()
+            self._frozen = type(trainer_model)(copy.deepcopy(trainer_model.config)).eval().to(device_of(trainer_model))
             self._frozen.load_state_dict(trainer_model.state_dict())
         return self._frozen
 
@@ -98,9 +103,11 @@ class GenerationEngine:
         import torch
 
         m = self.model(trainer_model)
+        dev = device_of(m)
         with torch.no_grad():
-            logits = m(input_ids=torch.tensor([ids])).logits[0, start - 1 : -1].float()
-        return torch.log_softmax(logits, -1).gather(-1, torch.tensor(ids[start:])[:, None])[:, 0]
+            logits = m(input_ids=torch.tensor([ids], device=dev)).logits[0, start - 1 : -1].float()
+            lp = torch.log_softmax(logits, -1).gather(-1, torch.tensor(ids[start:], device=dev)[:, None])[:, 0]
+        return lp.cpu()
 
 
 class ScriptedRollout:
@@ -128,7 +135,9 @@ class ScriptedRollout:
         kw = dict(max_new_tokens=len(forced), logits_processor=LogitsProcessorList([Force()]), do_sample=False) \
             if forced else dict(max_new_tokens=FREE_TOKENS, do_sample=True, temperature=1.0, top_k=0, top_p=1.0)
         with torch.no_grad():
-            out = model.generate(torch.tensor([ids]), attention_mask=torch.ones(1, n0, dtype=torch.long),
+            dev = device_of(model)
+            out = model.generate(torch.tensor([ids], device=dev),
+                                 attention_mask=torch.ones(1, n0, dtype=torch.long, device=dev),
                                  pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id, **kw)
         return out[0, n0:].tolist()
 

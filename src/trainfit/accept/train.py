@@ -65,6 +65,12 @@ def build_trainer(s: RunSettings, rollout: ScriptedRollout | None = None, obs: O
     from trl import GRPOConfig, GRPOTrainer
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    if s.device == "cuda":
+        # Bit-identical resume needs deterministic kernels (cuBLAS workspace, no atomics-based reductions);
+        # warn_only: an op without a deterministic variant warns, and the resume check then shows the result.
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+        torch.use_deterministic_algorithms(True, warn_only=True)
+        torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = True, False
     train, _ = split_tasks()
     tok = AutoTokenizer.from_pretrained(s.model_dir)
     model = AutoModelForCausalLM.from_pretrained(s.model_dir, dtype=torch.float32)
@@ -150,8 +156,8 @@ def _snapshot(trainer, rollout: ScriptedRollout) -> dict:
     model.eval()
     gen = rollout.engine.token_logprobs(model, ids, start)
     with torch.no_grad():
-        t = torch.tensor([ids])
+        t = torch.tensor([ids], device=next(model.parameters()).device)
         tr, _, _ = trainer._get_per_token_logps_and_entropies(model, t, torch.ones_like(t), len(ids) - start)
     model.train(was_training)
-    return {"params": {n: p.detach().clone() for n, p in model.named_parameters()}, "gen_logps": gen,
-            "trainer_logps": tr[0].detach().clone()}
+    return {"params": {n: p.detach().cpu().clone() for n, p in model.named_parameters()}, "gen_logps": gen,
+            "trainer_logps": tr[0].detach().cpu().clone()}

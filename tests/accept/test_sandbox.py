@@ -82,3 +82,28 @@ def test_network_is_unreachable_from_candidate():
         assert c.call("clamp") != "net"
     finally:
         c.close()
+
+
+def test_grader_imports_trainfit_from_a_source_checkout(tmp_path):
+    """Found on a GPU machine: run from a checkout with ``PYTHONPATH=src`` (not installed), the grader's
+    clean environment could not import trainfit, so every patch, correct ones too, scored 0."""
+    import site
+    import sys
+    from pathlib import Path
+
+    import trainfit
+
+    src = Path(trainfit.__file__).resolve().parents[1]
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "v")], check=True)
+    # the test venv's packages as a plain path: pytest is importable, the editable trainfit finder is not
+    purelib = [p for p in site.getsitepackages() if p.endswith("site-packages")][0]
+    newpy = tmp_path / "v" / "bin" / "python"
+    (next((tmp_path / "v" / "lib").glob("python3*")) / "site-packages" / "deps.pth").write_text(purelib + "\n")
+    probe = subprocess.run([str(newpy), "-c", "import trainfit"], capture_output=True)
+    assert probe.returncode != 0  # trainfit is not installed in this interpreter
+    code = ("from trainfit.accept.reward import grade_patch, write; from trainfit.accept.tasks import load_tasks;"
+            "t = load_tasks()[0]; r = grade_patch(t, [write('solution.py', t.correct)]);"
+            "print(r.reward, r.grader_error)")
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    out = subprocess.run([str(newpy), "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert out.stdout.split()[0] == "1.0", out.stdout + out.stderr

@@ -81,7 +81,9 @@ def check_calibration(tasks: list[Task] | None = None, grade=grade_patch) -> Che
     for name, ops in attacks(tasks[0]).items():
         jobs[(tasks[0].name, name)] = (tasks[0], ops)
     with ThreadPoolExecutor(2) as pool:
-        got = dict(zip(jobs, pool.map(lambda j: _reward(grade, *j), jobs.values())))
+        results = dict(zip(jobs, pool.map(lambda j: grade(*j), jobs.values())))
+    got = {k: (r if isinstance(r, float) else r.reward) for k, r in results.items()}
+    grader_errors = {getattr(r, "grader_error", None) for k, r in results.items() if k[1] == "correct"} - {None}
     order_bad = [t.name for t in tasks
                  if not got[(t.name, "correct")] > got[(t.name, "wrong")] >= got[(t.name, "empty")]]
     gamed = {k[1]: v for k, v in got.items() if k[1] not in ("correct", "wrong", "empty") and v != 0.0}
@@ -92,14 +94,11 @@ def check_calibration(tasks: list[Task] | None = None, grade=grade_patch) -> Che
     return CheckResult("reward_calibration", _status(ok),
                        f"correct/wrong/empty: {per}; {len(attacks(tasks[0]))} attacks all scored 0: {not gamed}"
                        + (f"; order violated: {order_bad}" if order_bad else "")
-                       + (f"; gamed: {gamed}" if gamed else "") + (f"; degraded: {warn}" if warn else ""),
+                       + (f"; gamed: {gamed}" if gamed else "") + (f"; degraded: {warn}" if warn else "")
+                       + (f"; the grader wrote no report: {sorted(grader_errors)[0][-300:]}" if grader_errors else ""),
                        "the reward separates correct > wrong >= empty and resists the listed tampering attempts",
                        "that the hidden tests are complete, or resistance to attacks not listed")
 
-
-def _reward(grade, task, ops) -> float:
-    r = grade(task, ops)
-    return r if isinstance(r, float) else r.reward
 
 
 def check_update(trainer, obs, rollout) -> CheckResult:

@@ -76,6 +76,8 @@ class GradeResult:
     rejected: str | None = None
     """Why the patch was refused, if it was."""
     report_found: bool = False
+    grader_error: str | None = None
+    """The end of the grader's stderr when it wrote no report (diagnostics only; never used to score)."""
     detail: dict[str, str] = field(default_factory=dict)
     """Per hidden test: 'passed', 'failed', 'skipped', 'error' or 'missing'."""
     wall_s: float = 0.0
@@ -299,6 +301,15 @@ def candidate():
 '''
 
 
+def grader_env(ws: Path) -> dict[str, str]:
+    """The trusted grader's environment: a clean one, plus the directory trainfit is imported from
+    (its conftest imports ``trainfit.accept.sandbox``; a source checkout run with ``PYTHONPATH=src``
+    would otherwise fail to collect and score every patch 0)."""
+    pkg_root = str(Path(__file__).resolve().parents[2])
+    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "TRAINFIT_WORKSPACE": str(ws),
+            "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": pkg_root}
+
+
 def _parse_junit(xml_path: Path, expected: list[str]) -> dict[str, str]:
     import xml.etree.ElementTree as ET
 
@@ -339,22 +350,25 @@ def grade(files: dict[str, str], hidden_tests: str, hidden_names: list[str], ops
         for path in [ws, *ws.rglob("*")]:
             os.chmod(path, 0o755 if path.is_dir() else 0o644)  # readable, not writable, by the sandbox uid
         report = grader / "junit.xml"
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "TRAINFIT_WORKSPACE": str(ws),
-               "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONDONTWRITEBYTECODE": "1"}
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(grader),
-             "-c", str(grader / "pytest.ini"), f"--junitxml={report}", str(grader / "test_hidden.py")],
-            cwd=grader, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        try:
-            proc.wait(timeout=limits.run_timeout_s)
-        except subprocess.TimeoutExpired:
-            pass
-        kill_group(proc)
-        detail = _parse_junit(report, hidden_names) if report.exists() else {n: "missing" for n in hidden_names}
+        with tempfile.TemporaryFile() as err:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(grader),
+                 "-c", str(grader / "pytest.ini"), f"--junitxml={report}", str(grader / "test_hidden.py")],
+                cwd=grader, env=grader_env(ws), stdout=subprocess.DEVNULL, stderr=err,
+                start_new_session=True,
+            )
+            try:
+                proc.wait(timeout=limits.run_timeout_s)
+            except subprocess.TimeoutExpired:
+                pass
+            kill_group(proc)
+            err.seek(0)
+            stderr_tail = err.read()[-600:].decode(errors="replace").strip()
+        found = report.exists()
+        detail = _parse_junit(report, hidden_names) if found else {n: "missing" for n in hidden_names}
         passed = sum(v == "passed" for v in detail.values())
         return GradeResult(reward=passed / len(hidden_names), passed=passed, expected=len(hidden_names),
-                           report_found=report.exists(), detail=detail, wall_s=time.perf_counter() - t0)
+                           report_found=found, grader_error=None if found else (stderr_tail or "no report"),
+                           detail=detail, wall_s=time.perf_counter() - t0)
     finally:
         shutil.rmtree(root, ignore_errors=True)

@@ -129,7 +129,7 @@ def trace_rows(cases, *, with_peers: bool = True, progress=None) -> list[dict[st
         except Exception as exc:  # noqa: BLE001 - an untraceable case is kept, unscored
             traced = None
             row["trace_error"] = f"{type(exc).__name__}: {exc}"[:300]
-        planned = {p.phase.value: float(p.allocated) for p in plan.phases}
+        planned = {p.phase.value: float(p.tensor_bytes) for p in plan.phases}
         if traced is not None:
             measured = {p.name: int(p.peak_bytes) for p in traced.phases}
             peak_planned = max(planned[k] for k in measured)

@@ -378,75 +378,58 @@ def cmd_context(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------- report side
 
-def plan_card(case: dict[str, Any], cfg: dict[str, Any]) -> dict[str, Any]:
-    card: dict[str, Any] = {"scope": case["scope"], "attention": case["attention"],
-                            "hardware": {"gpu": "h200", "gpus_per_node": 1},
-                            "parallel": {"strategy": "single", "gradient_checkpointing": case["ckpt"]},
-                            "batch": {"micro_batch_size": case["micro_batch_size"], "seq_len": case["seq_len"]},
-                            "precision": {"optimizer_impl": case["optimizer_impl"]}}
-    return card
-
-
-def _load_card(case: dict[str, Any], cfg: dict[str, Any], tmp: Path):  # noqa: ANN202
-    from trainfit.spec.card import load_card_dict
-
-    card = plan_card(case, cfg)
-    if case["model"] in CUSTOM:
-        d = tmp / case["model"]
-        d.mkdir(parents=True, exist_ok=True)
-        (d / "config.json").write_text(json.dumps(cfg))
-        card["model"] = str(d)
-    else:
-        card["model"] = case["model"]
-    return load_card_dict(card)
-
-
 def cmd_report(args: argparse.Namespace) -> int:
-    import tempfile
-
+    """Per-phase table (trace and plan vs measured) and the step-peak accuracy, fit set vs held-out."""
+    from trainfit.accuracy.gpu import card_dict, fit_fragmentation_share, step_points
+    from trainfit.memory.overhead import FRAGMENTATION_OF_TRANSIENTS
     from trainfit.plan import make_plan
+    from trainfit.spec.card import load_card_dict
     from trainfit.trace.api import trace_step
 
-    context = None
-    runs = []
+    context, runs = None, []
     for p in args.raw:
         d = json.loads(Path(p).read_text())
         if "steps" in d:
             context = d
         else:
+            d["_file"] = Path(p).stem
             runs.append(d)
-    rows = []
-    with tempfile.TemporaryDirectory() as tmp:
-        for run in runs:
-            conf = run["versions"].get("alloc_conf") or "default"
-            for case in run["cases"]:
-                m = case.get("measured")
-                if not m:
-                    rows.append({**_key(case), "alloc_conf": conf, "error": case.get("error")})
+    rows, steps = [], {}
+    for run in runs:
+        conf = run["versions"].get("alloc_conf") or "default"
+        steps[run["_file"]] = {"alloc_conf": conf, "points": step_points(run)}
+        for case in run["cases"]:
+            m = case.get("measured")
+            if not m:
+                rows.append({**_key(case), "set": run["_file"], "alloc_conf": conf, "error": case.get("error")})
+                continue
+            cfg = case["config"]
+            planned = {}
+            if case["pass_kind"] == "train_step":
+                planned = {p.phase.value: p for p in make_plan(load_card_dict(card_dict(case))).phases}
+            tr = trace_step(trace_request(case, cfg))
+            traced = {ph.name: ph.peak_bytes for ph in tr.phases}
+            for name, meas in m["phases"].items():
+                if name == "load" or not meas:
                     continue
-                cfg = case["config"]
-                card = _load_card(case, cfg, Path(tmp))
-                plan = make_plan(card)
-                planned = {p.phase.value: p for p in plan.phases}
-                tr = trace_step(trace_request(case, cfg))
-                traced = {ph.name: ph.peak_bytes for ph in tr.phases}
-                for name, meas in m["phases"].items():
-                    if name == "load" or not meas:
-                        continue
-                    pp = planned.get(name)
-                    device_meas = None
-                    if meas.get("smi_used_current") is not None and context:
-                        base = context["smi_before_process"] or 0
-                        # nvidia-smi reads current use; the phase's device peak adds the reserved peak over now
-                        device_meas = meas["smi_used_current"] - base + meas["reserved"] - meas["reserved_current"]
-                    rows.append({**_key(case), "alloc_conf": conf, "phase": name,
-                                 "measured_allocated": meas["allocated"], "measured_reserved": meas["reserved"],
-                                 "measured_device": device_meas, "trace_allocated": traced.get(name),
-                                 "plan_allocated": pp.allocated if pp else None,
-                                 "plan_reserved": pp.reserved if pp else None, "plan_device": pp.device if pp else None,
-                                 "alloc_retries": meas.get("alloc_retries"), "step_s": m.get("step_s"),
-                                 "plan_step_s": plan.step_time.seconds if hasattr(plan, "step_time") else None})
-    out = {"versions": runs[0]["versions"] if runs else None, "context": context, "rows": rows}
+                pp = planned.get(name)
+                device_meas = None
+                if meas.get("smi_used_current") is not None and context:
+                    base = context["smi_before_process"] or 0
+                    # nvidia-smi reads current use; the phase's device peak adds the reserved peak over now
+                    device_meas = meas["smi_used_current"] - base + meas["reserved"] - meas["reserved_current"]
+                rows.append({**_key(case), "set": run["_file"], "alloc_conf": conf, "phase": name,
+                             "measured_allocated": meas["allocated"], "measured_reserved": meas["reserved"],
+                             "measured_device": device_meas, "trace_allocated": traced.get(name),
+                             "plan_allocated": pp.allocated if pp else None,
+                             "plan_reserved": pp.reserved if pp else None, "plan_device": pp.device if pp else None,
+                             "alloc_retries": meas.get("alloc_retries"), "step_s": m.get("step_s")})
+    fit = {k: fit_fragmentation_share(v["points"]) for k, v in steps.items() if v["points"]}
+    out = {"versions": runs[0]["versions"] if runs else None, "context": context, "rows": rows,
+           "fragmentation_share_constant": FRAGMENTATION_OF_TRANSIENTS, "fragmentation_share_median": fit,
+           "steps": {k: {"alloc_conf": v["alloc_conf"],
+                         "points": [{**{f: getattr(p, f) for f in p.__slots__}, "share": p.measured_fragmentation_share}
+                                    for p in v["points"]]} for k, v in steps.items()}}
     args.json_out.parent.mkdir(parents=True, exist_ok=True)
     args.json_out.write_text(json.dumps(out, indent=1, default=float))
     args.md_out.write_text(render_md(out))
@@ -465,16 +448,47 @@ def _err(est: float | None, meas: float | None) -> float | None:
     return (est - meas) / meas * 100
 
 
+SET_TITLES = {"default": "fit set (the overhead constants were fitted here)",
+              "heldout": "held-out set (measured after the fit, never used for it)",
+              "expandable": "fit-set cases under PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (not modelled)"}
+
+
 def render_md(out: dict[str, Any]) -> str:
     gib = 2**30
     v = out["versions"] or {}
     lines = ["# GPU calibration: real CUDA steps vs trainfit's trace and plan", "",
-             "Generated by `benchmarks/gpu_calibrate.py report` from the raw device files in "
-             "`benchmarks/results/gpu_raw/`. Random-weight models built exactly as `trainfit trace` builds them; "
-             "one steady-state step per case, peak counters reset per phase.", "",
+             "Generated by `python benchmarks/gpu_calibrate.py report benchmarks/results/gpu_raw/*.json` from the raw "
+             "device files. Random-weight models built exactly as `trainfit trace` builds them (same `build_meta`, "
+             "materialised on the GPU); one warm-up step, then one steady-state step with the peak counters reset per "
+             "phase (`loss = model(ids, labels=ids).loss`, backward, `AdamW.step`, `zero_grad(set_to_none=True)`), "
+             "then three timed steps. The device calls are `benchmarks/gpu_run.sh` and "
+             "`benchmarks/gpu_run_heldout.sh`.", "",
              f"Device: {v.get('gpu')} ({int(v.get('gpu_total_bytes') or 0) / gib:.1f} GiB), driver {v.get('driver')}, "
              f"CUDA {v.get('cuda')}, torch {v.get('torch')}, transformers {v.get('transformers')}, peft {v.get('peft')}, "
-             f"Python {v.get('python')}.", ""]
+             f"Python {v.get('python')}. GiB = 2^30 bytes.", ""]
+    lines += ["## Step peak: plan vs measured", "",
+              "Per case, the largest allocated and reserved figure over forward, backward and optimizer step. "
+              f"The fragmentation share in the plan is {out['fragmentation_share_constant']:.2f} of the step's "
+              "largest transient; the 'share' column is what each case measured.", ""]
+    for name, st in out["steps"].items():
+        pts = st["points"]
+        if not pts:
+            continue
+        lines += [f"### {SET_TITLES.get(name, name)}", "",
+                  "| case | measured alloc | plan alloc (err) | measured reserved | plan reserved (err) | share |",
+                  "|---|---|---|---|---|---|"]
+        ea, er = [], []
+        for p in pts:
+            a, r = _err(p["plan_allocated"], p["measured_allocated"]), _err(p["plan_reserved"], p["measured_reserved"])
+            ea.append(a)
+            er.append(r)
+            lines.append(f"| {p['label']} | {p['measured_allocated'] / gib:.2f} | {p['plan_allocated'] / gib:.2f} "
+                         f"({a:+.2f}%) | {p['measured_reserved'] / gib:.2f} | {p['plan_reserved'] / gib:.2f} ({r:+.1f}%) "
+                         f"| {p['share']:.2f} |")
+        lines += ["", f"{len(pts)} cases: allocated median |err| {statistics.median(map(abs, ea)):.2f}%, worst "
+                      f"{max(ea, key=abs):+.2f}%; reserved median |err| {statistics.median(map(abs, er)):.1f}%, worst "
+                      f"{max(er, key=abs):+.1f}%; median measured share {statistics.median(p['share'] for p in pts):.3f}.",
+                  ""]
     ctx = out.get("context")
     if ctx:
         lines += ["## Overheads outside the caching allocator (nvidia-smi, fresh process)", "",
@@ -487,12 +501,15 @@ def render_md(out: dict[str, Any]) -> str:
             lines.append(f"\nNCCL: {ctx['nccl_error']}")
         lines.append("")
     rows = [r for r in out["rows"] if r.get("phase")]
-    for conf in sorted({r["alloc_conf"] for r in rows}):
-        sub = [r for r in rows if r["alloc_conf"] == conf]
-        lines += [f"## Per-phase peaks, allocator `{conf}` (GiB; error = estimate vs measured)", "",
+    for st in dict.fromkeys(r["set"] for r in rows):
+        sub = [r for r in rows if r["set"] == st]
+        lines += [f"## Per phase: {SET_TITLES.get(st, st)}", "",
+                  "GiB; error = estimate vs measured. The trace runs no cuBLAS, so it lacks the 64 MiB of cuBLAS and "
+                  "cuBLASLt workspaces the GPU allocates; the plan counts them. 'device' is nvidia-smi's used memory "
+                  "at the phase's reserved peak.", "",
                   "| case | phase | measured alloc | trace alloc (err) | plan alloc (err) | measured reserved | "
-                  "plan reserved (err) | measured device | plan device (err) |",
-                  "|---|---|---|---|---|---|---|---|---|"]
+                  "plan reserved (err) | measured device | plan device (err) | step s |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
         for r in sub:
             name = (f"{r['model']} {r['scope']} {r['pass_kind'].replace('train_step', '')} {r['attention']} "
                     f"{'ckpt ' if r['ckpt'] else ''}b{r['micro_batch_size']}×{r['seq_len']} {r['optimizer_impl']}")
@@ -508,7 +525,7 @@ def render_md(out: dict[str, Any]) -> str:
                          f"{e(r['trace_allocated'], r['measured_allocated'])} | "
                          f"{e(r['plan_allocated'], r['measured_allocated'])} | {f(r['measured_reserved'])} | "
                          f"{e(r['plan_reserved'], r['measured_reserved'])} | {f(r['measured_device'])} | "
-                         f"{e(r['plan_device'], r['measured_device'])} |")
+                         f"{e(r['plan_device'], r['measured_device'])} | {r['step_s']} |")
         lines.append("")
         lines += summary(sub)
     failed = [r for r in out["rows"] if r.get("error")]
@@ -520,7 +537,7 @@ def render_md(out: dict[str, Any]) -> str:
 
 
 def summary(rows: list[dict[str, Any]]) -> list[str]:
-    out = ["| estimate vs measured | n | median abs err | worst |", "|---|---|---|---|"]
+    out = ["| estimate vs measured (per phase) | n | median abs err | worst |", "|---|---|---|---|"]
     for est, meas in (("trace_allocated", "measured_allocated"), ("plan_allocated", "measured_allocated"),
                       ("plan_reserved", "measured_reserved"), ("plan_device", "measured_device")):
         errs = [x for r in rows if (x := _err(r.get(est), r.get(meas))) is not None]

@@ -16,6 +16,7 @@ from trainfit.memory.lora import lora_largest_tensor_params, lora_trainable_para
 from trainfit.memory.optimizer import PAGED, master_weight_bytes, optimizer_state_bytes, step_temporary_bytes
 from trainfit.memory.overhead import OverheadBytes, overhead_bytes
 from trainfit.memory.params import TensorGroup, param_breakdown, param_tensors
+from trainfit.memory.logits import SOFTCAP_FAMILIES
 from trainfit.memory.phases import PhasePeak, StepTerms, step_max_transient, step_peaks
 from trainfit.memory.sharding import Sharding, make_sharding
 from trainfit.memory.weights import count_scale, total_params, weight_bytes
@@ -47,6 +48,11 @@ class PhaseResult:
     overhead: OverheadBytes
     paged_resident: float = 0.0
     """Paged optimizer bytes resident on the card (included in ``device``)."""
+
+    @property
+    def tensor_bytes(self) -> float:
+        """``allocated`` without the cuBLAS workspaces: the live tensors a fake-tensor trace measures."""
+        return self.allocated - self.overhead.cublas_workspace
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,6 +266,7 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         hidden_size=spec.hidden_size,
         chunked=card.loss.chunked,
         head_outputs=spec.head_outputs,
+        softcap_bytes_per_logit=act_dtype if spec.family in SOFTCAP_FAMILIES else 0,
     )
     tokens = card.batch.micro_batch_size * card.batch.seq_len
     transient = _layer_transients(spec, tokens=tokens, dtype_bytes=act_dtype)
@@ -377,10 +384,12 @@ def _assumptions(card: RunCard, spec: ModelSpec, sharding: Sharding) -> list[str
         f"torch AdamW impl '{card.precision.optimizer_impl.value}'; states in "
         f"{card.precision.optimizer_states.value}",
         "the training loop keeps only the loss (transformers Trainer/TRL), so full bf16 logits are freed after forward",
+        "allocated includes the cuBLAS + cuBLASLt workspaces (64 MiB on compute capability >= 9.0, 16 MiB before)",
         f"reserved = allocated + allocator rounding (half a {oh.LARGE_SEGMENT_BYTES // MIB} MiB granule per large tensor)"
-        f" + {oh.FRAGMENTATION_OF_TRANSIENTS:.0%} of the step's largest transient (fragmentation)",
-        f"device = reserved + CUDA context {oh.CUDA_CONTEXT_BYTES // MIB} MiB"
-        + (" + NCCL buffers" if sharding.world_size > 1 else ""),
+        f" + {oh.FRAGMENTATION_OF_TRANSIENTS:.0%} of the step's largest transient (fragmentation, fitted on H200"
+        " measurements); every phase of the repeated step shows the step's highest reserved",
+        f"device = reserved + CUDA context {oh.CUDA_CONTEXT_BYTES // MIB} MiB (measured, H200)"
+        + (f" + NCCL communicator {oh.NCCL_COMMUNICATOR_BYTES // MIB} MiB and buffers" if sharding.world_size > 1 else ""),
         f"host RAM: {HOST_BYTES_PER_PROCESS / GIB:.0f} GiB per training process + rank 0 loading the checkpoint",
         "GiB = 2^30 bytes, GB = 10^9 bytes",
     ]
@@ -423,19 +432,40 @@ def _transient(peak: PhasePeak) -> float:
     return sum(v for k, v in peak.components.items() if k not in _NOT_TRANSIENT and k not in OUTSIDE_ALLOCATOR)
 
 
+_STEP_PHASES = (
+    frozenset({Phase.FORWARD, Phase.BACKWARD, Phase.OPTIMIZER_STEP}),
+    frozenset({Phase.ACTOR_FORWARD, Phase.ACTOR_BACKWARD, Phase.ACTOR_OPTIMIZER_STEP}),
+    frozenset({Phase.CRITIC_FORWARD, Phase.CRITIC_BACKWARD, Phase.CRITIC_OPTIMIZER_STEP}),
+)
+"""Phases of one model's repeated training step: the caching allocator keeps every block the step
+ever reserved, so from the second step on each of them shows the step's highest reserved figure."""
+
+
 def _phase_results(
-    peaks, *, spec: ModelSpec, sharding: Sharding, card: RunCard, capacity: float, at_least: float = 0.0
+    peaks, *, spec: ModelSpec, sharding: Sharding, card: RunCard, capacity: float, at_least: float = 0.0,
+    compute_capability: str | None = None,
 ) -> list[PhaseResult]:
     """Overheads per phase. The caching allocator never returns blocks within a run, so the
     fragmentation a step leaves is carried by every training phase: it is taken from the largest
-    transient of the whole step, not of each phase alone."""
+    transient of the whole step, not of each phase alone; and each phase of a repeated step reports
+    the step's reserved high-water mark (measured: ``benchmarks/gpu_calibration.md``)."""
     large = _large_tensor_count(spec, sharding, card)
     step_transient = max([at_least] + [_transient(p) for p in peaks if p.phase is not Phase.LOAD])
-    return [
+    out = [
         _with_overhead(p, large_tensors=large, world_size=sharding.world_size, capacity=capacity,
-                       transient=0.0 if p.phase is Phase.LOAD else step_transient)
+                       transient=0.0 if p.phase is Phase.LOAD else step_transient,
+                       compute_capability=compute_capability)
         for p in peaks
     ]
+    for group in _STEP_PHASES:
+        members = [i for i, r in enumerate(out) if r.phase in group]
+        if len(members) < 2:
+            continue
+        high = max(out[i].reserved for i in members)
+        for i in members:
+            r = out[i]
+            out[i] = replace(r, reserved=high, device=r.device + (high - r.reserved))
+    return out
 
 
 def dpo_logits(step_card: RunCard, spec: ModelSpec):
@@ -482,7 +512,7 @@ def _sft_like(card: RunCard, spec: ModelSpec, gpu: GpuSpec):
             PhasePeak(p.phase, dict(p.components) | {"reference_weights": ref_w}, p.at) for p in peaks[1:]
         ]
     phases = _phase_results(peaks, spec=step_spec, sharding=sharding, card=card, capacity=gpu.memory_bytes,
-                            at_least=step_max_transient(terms))
+                            at_least=step_max_transient(terms), compute_capability=gpu.compute_capability)
     groups = (GroupPlan("all", sharding.world_size, tuple(phases)),)
     return sharding, groups, host, more + notes, None
 
@@ -517,7 +547,8 @@ def _rl(card: RunCard, spec: ModelSpec, gpu: GpuSpec):
     out = []
     for g in groups:
         phases = _phase_results(g.peaks, spec=spec, sharding=sharding, card=card, capacity=gpu.memory_bytes,
-                                at_least=step_max_transient(actor) if g.name != "rollout" else 0.0)
+                                at_least=step_max_transient(actor) if g.name != "rollout" else 0.0,
+                                compute_capability=gpu.compute_capability)
         out.append(GroupPlan(g.name, g.gpus, tuple(phases)))
     if not summary.engine_fits:
         notes2.append(f"ROLLOUT ENGINE CANNOT START: {summary.reason}")
@@ -642,21 +673,28 @@ def step_time_of(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
 
 
 def _with_overhead(
-    peak: PhasePeak, *, large_tensors: int, world_size: int, capacity: float, transient: float
+    peak: PhasePeak, *, large_tensors: int, world_size: int, capacity: float, transient: float,
+    compute_capability: str | None = None,
 ) -> PhaseResult:
     outside = sum(peak.components.get(k, 0.0) for k in OUTSIDE_ALLOCATOR)
     pageable = sum(peak.components.get(k, 0.0) for k in PAGEABLE)
+    loading = peak.phase is Phase.LOAD
     oh = overhead_bytes(
-        large_tensors=large_tensors if peak.phase is not Phase.LOAD else large_tensors // 4,
+        large_tensors=large_tensors if not loading else large_tensors // 4,
         transient_bytes=transient,
-        world_size=world_size if peak.phase is not Phase.LOAD else 1,
+        world_size=world_size if not loading else 1,
+        compute_capability=compute_capability,
+        after_first_matmul=not loading,
     )
-    allocated = peak.allocated - outside
-    reserved = allocated + oh.rounding + oh.fragmentation + oh.cublas_workspace
+    # the cuBLAS workspaces come from the caching allocator: they are part of the allocated figure
+    allocated = peak.allocated - outside + oh.cublas_workspace
+    reserved = allocated + oh.rounding + oh.fragmentation
     device = reserved + oh.cuda_context + oh.nccl_buffers + (outside - pageable)
     # managed (paged) memory stays resident only as far as the card has room; the rest pages to host
     resident = min(pageable, max(0.0, capacity - device))
     comps = {k: v for k, v in peak.components.items() if v}
+    if oh.cublas_workspace:
+        comps["cublas_workspace"] = oh.cublas_workspace
     return PhaseResult(peak.phase, peak.at, comps, allocated, reserved, device + resident, oh, resident)
 
 

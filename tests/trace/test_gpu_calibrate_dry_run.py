@@ -12,16 +12,35 @@ pytest.importorskip("peft")
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu_calibrate.py"
 
 
-@pytest.mark.trace
-def test_dry_run_writes_every_case(tmp_path):
+def _module():
     spec = importlib.util.spec_from_file_location("gpu_calibrate", SCRIPT)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.mark.trace
+@pytest.mark.parametrize("only", ["small", "heldout"])
+def test_dry_run_measures_every_case(tmp_path, only):
+    mod = _module()
     out = tmp_path / "r.json"
-    assert mod.main(["--dry-run", "--out", str(out)]) == 0
+    assert mod.main(["measure", "--dry-run", "--only", only, "--out", str(out)]) == 0
     data = json.loads(out.read_text())
     assert data["dry_run"] and data["device"] == "cpu"
-    assert len(data["cases"]) == len(mod.GRID)
+    grid = [c for c in mod.GRID + mod.HELDOUT if c["size"] == only]
+    assert len(data["cases"]) == len(grid)
     for case in data["cases"]:
-        assert set(case["trainfit"]) == {"load", "forward", "backward", "optimizer_step"}
+        assert case["error"] is None, case["error"]
+        want = {"load", "logprob"} if case["pass_kind"] == "logprob" else {"load", "forward", "backward", "optimizer_step"}
+        assert set(case["measured"]["phases"]) == want
         assert case["measured"]["step_s"] > 0
+        assert case["measured"]["params_total"] > 0
+
+
+def test_measure_without_cuda_refuses_without_dry_run(tmp_path, capsys):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA machine measures for real")
+    assert _module().main(["measure", "--out", str(tmp_path / "x.json")]) == 2
+    assert not (tmp_path / "x.json").exists()

@@ -19,7 +19,7 @@ TOLERANCE = 0.02
 def test_plan_matches_trace(case):
     plan = make_plan(load_card_dict(case.card()))
     traced = trace_step(TraceRequest(**case.trace_kwargs()))
-    planned = {p.phase.value: p.allocated for p in plan.phases}
+    planned = {p.phase.value: p.tensor_bytes for p in plan.phases}
     measured = {p.name: p.peak_bytes for p in traced.phases}
     peak_planned = max(planned[k] for k in measured)
     err = (peak_planned - traced.peak_bytes) / traced.peak_bytes

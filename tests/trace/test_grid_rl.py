@@ -95,7 +95,7 @@ def planned_phases(case: RlCase) -> dict[str, float]:
 
         critic_weights = frozen_weights(critic_spec_of(card, plan.spec), card, divisor=1)
         return {"value": critic_weights + phases["critic_value"].components["value_pass"]}
-    return {name: p.allocated for name, p in phases.items() if name != "load"}
+    return {name: p.tensor_bytes for name, p in phases.items() if name != "load"}
 
 
 def _params():

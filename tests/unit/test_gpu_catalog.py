@@ -128,3 +128,11 @@ def test_spec_is_frozen():
     g = resolve_gpu("a10")
     with pytest.raises(AttributeError):
         g.memory_bytes = 1  # type: ignore[misc]
+
+
+def test_hf_config_of_returns_a_copy_callers_may_edit():
+    from trainfit.catalog.models import hf_config_of
+
+    cfg = hf_config_of("Qwen/Qwen2.5-7B")
+    cfg["num_hidden_layers"] = 2
+    assert hf_config_of("Qwen/Qwen2.5-7B")["num_hidden_layers"] == 28

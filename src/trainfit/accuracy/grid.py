@@ -23,6 +23,10 @@ ARCHS: dict[str, dict[str, Any]] = {
                   "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 32, "vocab_size": 8192,
                   "tie_word_embeddings": False, "num_experts": 8, "num_experts_per_tok": 2,
                   "moe_intermediate_size": 128, "decoder_sparse_step": 1, "mlp_only_layers": [], "norm_topk_prob": True},
+    "gemma2": {"model_type": "gemma2", "hidden_size": 256, "intermediate_size": 768, "num_hidden_layers": 4,
+               "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 32, "vocab_size": 16384,
+               "tie_word_embeddings": True, "final_logit_softcapping": 30.0, "attn_logit_softcapping": 50.0,
+               "query_pre_attn_scalar": 32, "sliding_window": 256},
     "qwen3_5": {"model_type": "qwen3_5", "tie_word_embeddings": False, "text_config": {
         "model_type": "qwen3_5_text", "hidden_size": 256, "intermediate_size": 768, "num_hidden_layers": 4,
         "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64, "vocab_size": 8192,
@@ -106,6 +110,9 @@ GRID: tuple[GridCase, ...] = (
     GridCase("qwen3_moe", ckpt=True, seq_len=512, micro_batch_size=4),
     GridCase("qwen3_moe", world_size=8, seq_len=512),
     # hybrid linear attention (Gated DeltaNet + gated full attention)
+    GridCase("gemma2", attention="eager", seq_len=512),
+    GridCase("gemma2", scope="lora", attention="eager", ckpt=True, seq_len=512, micro_batch_size=4),
+
     GridCase("qwen3_5", seq_len=512),
     GridCase("qwen3_5", ckpt=True, seq_len=512, micro_batch_size=4),
     GridCase("qwen3_5", scope="lora", seq_len=512),

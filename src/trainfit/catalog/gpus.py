@@ -39,6 +39,9 @@ class GpuSpec:
     pcie_gen: int | None = None
     pcie_bytes_per_s: float | None = None
     tdp_w: float | None = None
+    compute_capability: str | None = None
+    """CUDA compute capability ("9.0"); picks torch's default cuBLAS workspace size."""
+    compute_capability_source: str = ""
     source: str = ""
     notes: str = ""
 

@@ -83,8 +83,12 @@ def from_catalog(model_id: str) -> ModelSpec:
 
 
 def hf_config_of(model_id: str) -> dict[str, Any]:
-    """The HF config dict of a catalog model (for building it with transformers in tests/trace)."""
-    return catalog_entry(model_id)["config"]
+    """The HF config dict of a catalog model (for building it with transformers in tests/trace).
+
+    A deep copy: the catalog entry is cached, and callers (the GPU calibration's dry run) edit it."""
+    import copy
+
+    return copy.deepcopy(catalog_entry(model_id)["config"])
 
 
 def from_config_path(path: Path) -> ModelSpec:

@@ -16,6 +16,12 @@ start of backward
     its input gradient (4E) while the saved output is still alive: 12E (+2E if logits held).
     Then the fp32 buffers go and a bf16 gradient (2E) flows into ``lm_head``'s backward.
 
+final logit softcapping (Gemma-2: ``tanh(logits / cap) * cap`` before the loss)
+    the division and the product each write a bf16 copy, and ``tanh`` saves its bf16 output for
+    backward: one more bf16 logits tensor (2E) alive from the loss through the start of backward
+    (measured on an H200: the plan without it was 1.0 GiB under the GPU and the trace for
+    gemma-2-9b at 2048 tokens, ``benchmarks/gpu_calibration.md``).
+
 A fused/chunked linear cross-entropy (Liger ``LigerFusedLinearCrossEntropyLoss``) never
 materialises the full logits: it walks the tokens in chunks of
 ``ceil(b·s / ceil(V/h))`` rows rounded up to a power of two, each chunk holding its bf16
@@ -35,6 +41,8 @@ BACKWARD_PEAK_BYTES_PER_LOGIT = 12
 """saved log-softmax output + its fp32 gradient + the fp32 input gradient."""
 HELD_LOGITS_BYTES_PER_LOGIT = 2
 """bf16 logits kept alive by a caller that holds ``outputs.logits``."""
+SOFTCAP_FAMILIES = frozenset({"gemma2"})
+"""Families whose config sets ``final_logit_softcapping`` (applied in the model's forward)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,11 +70,13 @@ def logits_bytes(
     chunked: bool = False,
     caller_holds_logits: bool = False,
     head_outputs: int | None = None,
+    softcap_bytes_per_logit: int = 0,
 ) -> LogitsBytes:
     """Bytes of the logits/loss path for one micro-batch.
 
     ``head_outputs`` replaces V by the head width for scalar heads (reward model, critic: 1),
-    where the term becomes negligible.
+    where the term becomes negligible. ``softcap_bytes_per_logit``: the compute dtype's bytes for
+    a model with final logit softcapping (its saved ``tanh`` output), else 0.
     """
     tokens = micro_batch_size * seq_len
     width = vocab_size if head_outputs is None else head_outputs
@@ -76,8 +86,10 @@ def logits_bytes(
         return LogitsBytes(forward_peak=chunk, retained=0.0, backward_peak=0.0)
     e = tokens * width
     held = HELD_LOGITS_BYTES_PER_LOGIT * e if caller_holds_logits else 0.0
+    softcap = softcap_bytes_per_logit * e if head_outputs is None else 0.0
+    held += softcap
     return LogitsBytes(
-        forward_peak=FORWARD_PEAK_BYTES_PER_LOGIT * e,
+        forward_peak=FORWARD_PEAK_BYTES_PER_LOGIT * e + softcap,
         retained=RETAINED_BYTES_PER_LOGIT * e + held,
         backward_peak=BACKWARD_PEAK_BYTES_PER_LOGIT * e + held,
     )

@@ -12,7 +12,7 @@ from trainfit.report.fmt import gib, gib_num
 
 
 def _planned(plan: Plan) -> dict[str, float]:
-    return {p.phase.value: p.allocated for p in plan.phases}
+    return {p.phase.value: p.tensor_bytes for p in plan.phases}
 
 
 def trace_to_dict(result: Any, plan: Plan) -> dict[str, Any]:
@@ -64,6 +64,6 @@ def render_trace(result: Any, plan: Plan, console: Console) -> None:
         f"peak: traced {gib(d['traced_peak_bytes'])} in {d['traced_peak_phase']};"
         f" trainfit {gib(d['planned_peak_allocated_bytes'])} in {d['planned_peak_phase']} ({d['peak_error']:+.2%})"
     )
-    console.print("The trace measures allocated bytes; allocator rounding, the CUDA context and NCCL buffers are not in it.")
+    console.print("The trace measures live tensor bytes; the cuBLAS workspaces, allocator rounding, the CUDA context and NCCL buffers are not in it (trainfit's figure here excludes them too).")
     for n in d["notes"]:
         console.print(f"  - {n}", markup=False)

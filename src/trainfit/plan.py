@@ -103,9 +103,10 @@ class Plan:
 
     @property
     def peak(self) -> PhaseResult:
-        """The phase with the largest device figure (ties, e.g. a card filled by paged memory: the
-        largest allocated)."""
-        return max(self.phases, key=lambda p: (p.device, p.allocated))
+        """The phase with the largest device figure; among ties (within 1 KiB: the phases of a step
+        share the reserved high-water mark, or paged memory fills the card) the largest allocated."""
+        top = max(p.device for p in self.phases)
+        return max((p for p in self.phases if p.device >= top - 1024), key=lambda p: p.allocated)
 
     @property
     def capacity_bytes(self) -> int:
@@ -464,7 +465,10 @@ def _phase_results(
         high = max(out[i].reserved for i in members)
         for i in members:
             r = out[i]
-            out[i] = replace(r, reserved=high, device=r.device + (high - r.reserved))
+            base = r.device - r.paged_resident + (high - r.reserved)
+            pageable = sum(r.components.get(k, 0.0) for k in PAGEABLE)
+            resident = min(pageable, max(0.0, capacity - base))
+            out[i] = replace(r, reserved=high, device=base + resident, paged_resident=resident)
     return out
 
 

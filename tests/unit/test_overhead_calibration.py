@@ -40,7 +40,7 @@ def test_allocated_step_peak_matches_the_gpu(fit_points, heldout_points):
     for pts in (fit_points, heldout_points):
         errs = _errs(pts, "plan_allocated", "measured_allocated")
         assert statistics.median(map(abs, errs)) < 0.2
-        assert max(map(abs, errs)) < 4.5  # gemma-2 eager on the held-out set: -3.9%
+        assert max(map(abs, errs)) < 0.5  # worst: Qwen3-30B-A3B LoRA, -0.39%
 
 
 def test_reserved_step_peak_on_held_out_cases(heldout_points):

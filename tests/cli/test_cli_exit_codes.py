@@ -15,3 +15,9 @@ def test_check_fails_on_a_machine_without_the_cards_gpus(tmp_path, monkeypatch, 
 
 def test_plan_exit_code_is_zero(capsys):
     assert main(["plan", "--json"]) == 0
+
+
+def test_accept_rejects_an_unknown_engine_in_one_line(capsys):
+    assert main(["accept", "--engine", "sglang"]) == 2
+    err = capsys.readouterr().err
+    assert "--engine must be auto, hf or vllm" in err and "Traceback" not in err

@@ -7,12 +7,12 @@ each group samples freely. Tool outputs are appended as tokens with mask 0.
 
 from __future__ import annotations
 
-import copy
 import json
 import re
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
+from trainfit.accept.engines import GenerationEngine, device_of  # noqa: F401 (re-exported)
 from trainfit.accept.sandbox import grade
 from trainfit.accept.tasks import Task
 
@@ -77,39 +77,6 @@ def script_calls(task: Task, script: str) -> list[dict]:
     return calls
 
 
-def device_of(model):
-    """The device of a module's first parameter (CPU, or the GPU the trainer placed it on)."""
-    return next(model.parameters()).device
-
-
-class GenerationEngine:
-    """The generation path. ``live=True`` generates with the training module itself (TRL without vLLM);
-    ``live=False`` keeps a private copy taken at first use and never syncs it (a deliberately stale path)."""
-
-    def __init__(self, live: bool = True):
-        self.live, self._frozen = live, None
-
-    def model(self, trainer_model):
-        if self.live:
-            return trainer_model
-        if self._frozen is None:
-            # A fresh module: deepcopy would keep accelerate's instance-level ``forward``, bound to the original.
-            self._frozen = type(trainer_model)(copy.deepcopy(trainer_model.config)).eval().to(device_of(trainer_model))
-            self._frozen.load_state_dict(trainer_model.state_dict())
-        return self._frozen
-
-    def token_logprobs(self, trainer_model, ids: list[int], start: int):
-        """log p(ids[t] | ids[:t]) for t >= start, under the generation path. Shape (len(ids)-start,)."""
-        import torch
-
-        m = self.model(trainer_model)
-        dev = device_of(m)
-        with torch.no_grad():
-            logits = m(input_ids=torch.tensor([ids], device=dev)).logits[0, start - 1 : -1].float()
-            lp = torch.log_softmax(logits, -1).gather(-1, torch.tensor(ids[start:], device=dev)[:, None])[:, 0]
-        return lp.cpu()
-
-
 class ScriptedRollout:
     """``rollout_func(prompts, trainer)`` for GRPOTrainer; records every trajectory in ``self.log``."""
 
@@ -119,33 +86,11 @@ class ScriptedRollout:
         self.mask_tool_tokens = mask_tool_tokens
         self.log: list[Trajectory] = []
 
-    def _generate(self, model, tok, ids: list[int], forced: list[int] | None) -> list[int]:
-        import torch
-        from transformers import LogitsProcessor, LogitsProcessorList
-
-        n0 = len(ids)
-
-        class Force(LogitsProcessor):
-            def __call__(self, input_ids, scores):
-                k = input_ids.shape[1] - n0
-                out = torch.full_like(scores, float("-inf"))
-                out[:, forced[min(k, len(forced) - 1)]] = 0.0
-                return out
-
-        kw = dict(max_new_tokens=len(forced), logits_processor=LogitsProcessorList([Force()]), do_sample=False) \
-            if forced else dict(max_new_tokens=FREE_TOKENS, do_sample=True, temperature=1.0, top_k=0, top_p=1.0)
-        with torch.no_grad():
-            dev = device_of(model)
-            out = model.generate(torch.tensor([ids], device=dev),
-                                 attention_mask=torch.ones(1, n0, dtype=torch.long, device=dev),
-                                 pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id, **kw)
-        return out[0, n0:].tolist()
-
-    def run_one(self, trainer_model, tok, task: Task, script: str) -> Trajectory:
+    def run_one(self, trainer_model, tok, task: Task, script: str, seed: int = 0) -> Trajectory:
         text = tok.apply_chat_template([{"role": "user", "content": task.prompt}], tokenize=False,
                                        add_generation_prompt=True)
         traj = Trajectory(task=task.name, script=script, prompt_ids=tok.encode(text))
-        model, env = self.engine.model(trainer_model), ToolEnv(task)
+        env = ToolEnv(task)
         turns = [None] if script == "free" else [*script_calls(task, script), "final"]
         for call in turns:
             forced = None
@@ -153,7 +98,8 @@ class ScriptedRollout:
                 forced = tok.encode(f"<tool_call>\n{json.dumps(call)}\n</tool_call><|im_end|>")
             elif call == "final":
                 forced = tok.encode("Done.<|im_end|>")
-            new = self._generate(model, tok, traj.prompt_ids + traj.completion_ids, forced)
+            new = self.engine.generate(trainer_model, tok, traj.prompt_ids + traj.completion_ids, forced,
+                                       max_new_tokens=FREE_TOKENS, seed=seed)
             self._append(traj, new, "model", tok)
             m = _CALL.search(tok.decode(new))
             parsed = json.loads(m.group(1)) if m else None
@@ -174,12 +120,15 @@ class ScriptedRollout:
 
     def __call__(self, prompts: list, trainer) -> dict:
         tok = trainer.processing_class
+        self.engine.sync(trainer.model)  # the rollout uses the weights the trainer holds now
+        step = trainer.state.global_step
         seen: dict[str, int] = {}
         trajs = []
-        for p in prompts:
+        for i, p in enumerate(prompts):
             k = seen.get(p, 0)
             seen[p] = k + 1
-            trajs.append(self.run_one(trainer.model, tok, self.by_prompt[p], SCRIPTS[k % len(SCRIPTS)]))
+            trajs.append(self.run_one(trainer.model, tok, self.by_prompt[p], SCRIPTS[k % len(SCRIPTS)],
+                                      seed=1000 * step + i))
         self.log += trajs
         return {"prompt_ids": [t.prompt_ids for t in trajs], "completion_ids": [t.completion_ids for t in trajs],
                 "logprobs": None, "env_mask": [t.mask for t in trajs], "patch": [t.patch for t in trajs]}

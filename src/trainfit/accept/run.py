@@ -16,7 +16,7 @@ STAGES = ("baseline", "trajectories", "reward_calibration", "update", "generatio
 def run_accept(model: Path | None = None, device: str = "cpu", nproc: int = 1, *, learning_rate: float = 3e-3,
                live_generation: bool = True, mask_tool_tokens: bool = True, drop_optimizer: bool = False,
                sync_grads: bool = True, mp_timeout_s: float = 300.0, only: tuple[str, ...] = STAGES,
-               progress: Callable[[str], None] = lambda s: None) -> dict:
+               engine: str = "auto", progress: Callable[[str], None] = lambda s: None) -> dict:
     """Run the checks in ``only``; return ``{"checks": [...], "wall_s": ..., "ok": bool}``.
 
     With ``nproc > 1`` the "multi_process" stage re-runs update, generation sync and resume under torchrun
@@ -26,17 +26,18 @@ def run_accept(model: Path | None = None, device: str = "cpu", nproc: int = 1, *
     work = Path(tempfile.mkdtemp(prefix="trainfit-accept-run-"))
     try:
         return _run(work, model, device, nproc, learning_rate, live_generation, mask_tool_tokens, drop_optimizer,
-                    only, progress, sync_grads, mp_timeout_s)
+                    only, progress, sync_grads, mp_timeout_s, engine)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
 
 def _run(work, model, device, nproc, learning_rate, live_generation, mask_tool_tokens, drop_optimizer, only,
-         progress, sync_grads=True, mp_timeout_s=300.0) -> dict:
+         progress, sync_grads=True, mp_timeout_s=300.0, engine="auto") -> dict:
     import torch
 
     torch.set_num_threads(1)
-    from trainfit.accept.rollout import GenerationEngine, ScriptedRollout
+    from trainfit.accept.engines import make_engine, resolve_engine
+    from trainfit.accept.rollout import ScriptedRollout
     from trainfit.accept.tasks import split_tasks
     from trainfit.accept.tiny import save_default
     from trainfit.accept.train import RunSettings, build_trainer
@@ -45,11 +46,19 @@ def _run(work, model, device, nproc, learning_rate, live_generation, mask_tool_t
     results: list[CheckResult] = []
     model_dir = model or save_default(work / "init")
     train, held_out = split_tasks()
+    engine_name, engine_note = resolve_engine(engine, device)
+    if engine_note:
+        results.append(CheckResult("vllm_generation", "skipped", engine_note, "",
+                                   "a skip is not a pass: the vLLM generation path and its weight sync are untested"))
     settings = RunSettings(model_dir=model_dir, output_dir=work / "out", learning_rate=learning_rate,
-                           live_generation=live_generation, mask_tool_tokens=mask_tool_tokens, device=device)
+                           live_generation=live_generation, mask_tool_tokens=mask_tool_tokens, device=device,
+                           engine=engine_name)
     needs_train = {"trajectories", "update", "generation_sync", "resume", "baseline"} & set(only)
     if needs_train:
-        rollout = ScriptedRollout(train, GenerationEngine(live_generation), mask_tool_tokens)
+        progress(f"generation path: {engine_name}")
+        rollout = ScriptedRollout(
+            train, make_engine(engine_name, model_dir=Path(model_dir), device=device, live=live_generation),
+            mask_tool_tokens)
         trainer, rollout, obs = build_trainer(settings, rollout)
     if "baseline" in only:
         progress("baseline")
@@ -65,7 +74,7 @@ def _run(work, model, device, nproc, learning_rate, live_generation, mask_tool_t
     if "update" in only:
         results.append(check_update(trainer, obs, rollout))
     if "generation_sync" in only:
-        results.append(check_sync(obs))
+        results.append(check_sync(obs, rollout.engine))
     if "resume" in only:
         progress("resume (fresh process)")
         results.append(check_resume(trainer, settings, drop_optimizer))
@@ -82,4 +91,4 @@ def _run(work, model, device, nproc, learning_rate, live_generation, mask_tool_t
     checks = [r.to_dict() for r in results]
     return {"checks": checks, "wall_s": round(time.perf_counter() - t0, 1),
             "ok": all(c["status"] != "fail" for c in checks), "model": str(model or "tiny-qwen3 (default)"),
-            "device": device, "nproc": nproc}
+            "device": device, "nproc": nproc, "engine": engine_name}

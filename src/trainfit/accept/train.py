@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from trainfit.accept.reward import CodingReward
-from trainfit.accept.rollout import GenerationEngine, ScriptedRollout
+from trainfit.accept.engines import make_engine
+from trainfit.accept.rollout import ScriptedRollout
 from trainfit.accept.sandbox import Limits
 from trainfit.accept.tasks import split_tasks
 
@@ -29,6 +30,8 @@ class RunSettings:
     seed: int = 0
     sync_grads: bool = True
     """False skips DDP's gradient all-reduce (multi-process runs only), so ranks diverge."""
+    engine: str = "hf"
+    """Generation path, as resolved by ``trainfit.accept.engines.resolve_engine``: ``hf`` or ``vllm``."""
 
 
 @dataclass
@@ -74,7 +77,9 @@ def build_trainer(s: RunSettings, rollout: ScriptedRollout | None = None, obs: O
     train, _ = split_tasks()
     tok = AutoTokenizer.from_pretrained(s.model_dir)
     model = AutoModelForCausalLM.from_pretrained(s.model_dir, dtype=torch.float32)
-    rollout = rollout or ScriptedRollout(train, GenerationEngine(s.live_generation), s.mask_tool_tokens)
+    rollout = rollout or ScriptedRollout(
+        train, make_engine(s.engine, model_dir=s.model_dir, device=s.device, live=s.live_generation),
+        s.mask_tool_tokens)
     obs = obs if obs is not None else Observed()
     reward = CodingReward(train, Limits(call_timeout_s=1.0, run_timeout_s=15.0))
 
@@ -154,6 +159,7 @@ def _snapshot(trainer, rollout: ScriptedRollout) -> dict:
     model = trainer.model
     was_training = model.training
     model.eval()
+    rollout.engine.sync(model)  # what the next rollout does first
     gen = rollout.engine.token_logprobs(model, ids, start)
     with torch.no_grad():
         t = torch.tensor([ids], device=next(model.parameters()).device)

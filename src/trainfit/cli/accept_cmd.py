@@ -18,11 +18,15 @@ def accept(
     nproc: Annotated[int, typer.Option(
         "--nproc", min=1, help="N >= 2 also re-runs update, generation sync and resume as N processes under "
                                "torchrun (DDP; gloo on CPU, nccl on CUDA): the multi_process.* checks.")] = 1,
+    engine: Annotated[str, typer.Option(
+        "--engine", help="Generation path: auto (vLLM on cuda when installed, else transformers), hf or vllm.")] = "auto",
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON record.")] = False,
 ) -> None:
     """Prove the loop closes on this stack: load, roll out, reward, update, sync, resume."""
     if device not in ("cpu", "cuda"):
         raise typer.BadParameter("--device must be cpu or cuda")
+    if engine not in ("auto", "hf", "vllm"):
+        raise typer.BadParameter("--engine must be auto, hf or vllm")
     from rich.console import Console
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
@@ -45,7 +49,8 @@ def accept(
         # Libraries imported during the run (e.g. deepspeed's accelerator probe, pulled in by accelerate when it
         # is installed) log to stdout; keep stdout for the report so --json stays parseable.
         with contextlib.redirect_stdout(sys.stderr):
-            record = run_accept(model, device, nproc, progress=lambda s: bar.update(task, description=s))
+            record = run_accept(model, device, nproc, engine=engine,
+                                progress=lambda s: bar.update(task, description=s))
     if card is not None:
         record["card"] = str(card)
     if as_json:

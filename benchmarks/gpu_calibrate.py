@@ -85,6 +85,14 @@ HELDOUT = [
     _c("Qwen/Qwen3-8B", pass_kind="logprob", mbs=16, seq=2048, size="heldout"),
     _c("Qwen/Qwen3-14B", scope="lora", ckpt=True, seq=8192, size="heldout"),
 ]
+# Measured after every model change that the first two sets prompted: a second out-of-sample check.
+HELDOUT2 = [
+    _c("Qwen/Qwen3-0.6B", mbs=8, seq=2048, size="heldout2"),
+    _c("Qwen/Qwen3-8B", scope="lora", ckpt=True, seq=16384, impl="foreach", size="heldout2"),
+    _c("meta-llama/Llama-3.1-8B", ckpt=True, seq=8192, size="heldout2"),
+    _c("Qwen/Qwen2.5-14B", scope="lora", ckpt=True, mbs=4, seq=2048, size="heldout2"),
+    _c("mistralai/Mistral-7B-v0.3", scope="lora", attention="eager", seq=2048, mbs=2, size="heldout2"),
+]
 DRY_SHRINK = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
               "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 512, "moe_intermediate_size": 32,
               "num_experts": 4, "num_experts_per_tok": 2}
@@ -294,7 +302,8 @@ def cmd_measure(args: argparse.Namespace) -> int:
         return 2
     if device == "cpu":
         torch.set_num_threads(max(1, min(4, os.cpu_count() or 1)))
-    grid = [c for c in GRID + HELDOUT if c["size"] == args.only or (args.only is None and c["size"] != "heldout")]
+    grid = [c for c in GRID + HELDOUT + HELDOUT2
+            if c["size"] == args.only or (args.only is None and not c["size"].startswith("heldout"))]
     record: dict[str, Any] = {"versions": versions(), "device": device, "dry_run": args.dry_run, "cases": []}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     for i, case in enumerate(grid, 1):
@@ -450,6 +459,7 @@ def _err(est: float | None, meas: float | None) -> float | None:
 
 SET_TITLES = {"default": "fit set (the overhead constants were fitted here)",
               "heldout": "held-out set (measured after the fit, never used for it)",
+              "heldout2": "second held-out set (measured after every model change the first two sets prompted)",
               "expandable": "fit-set cases under PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (not modelled)"}
 
 
@@ -565,7 +575,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     m = sub.add_parser("measure")
     m.add_argument("--dry-run", action="store_true", help="CPU, tiny shapes: proves the script runs; no GPU figures")
-    m.add_argument("--only", choices=("small", "large", "heldout"), default=None)
+    m.add_argument("--only", choices=("small", "large", "heldout", "heldout2"), default=None)
     m.add_argument("--out", type=Path, required=True)
     c = sub.add_parser("context")
     c.add_argument("--out", type=Path, required=True)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The one device call: GPU calibration + `trainfit accept --device cuda` + `trainfit audit` on a real card.
 # Run from the repository root on a CUDA machine whose python3 has torch; wheels for the rest in .whl/
-# (see benchmarks/gpu_calibration.md for the list). Everything lands in $OUT (default ./gpu_out).
+# (benchmarks/gpu_wheels.sh downloads them). Everything lands in $OUT (default ./gpu_out).
 set -u
 OUT=${OUT:-gpu_out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 TRL_EXPERIMENTAL_SILENCE=1 PYTHONWARNINGS=ignore

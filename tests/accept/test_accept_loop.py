@@ -58,3 +58,25 @@ def test_mask_checks_fail_when_tool_tokens_are_trained_on():
 def test_resume_fails_without_optimizer_state():
     rec = run_accept(drop_optimizer=True, only=("resume",))
     assert _status(rec, "resume") == "fail"
+
+
+def test_a_users_local_checkpoint_via_model(tmp_path):
+    """--model: a checkpoint directory saved by transformers (here a different Qwen3 shape and seed)."""
+    import torch
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+
+    from trainfit.accept.tiny import build_tokenizer
+
+    tok = build_tokenizer()
+    torch.manual_seed(7)
+    cfg = Qwen3Config(vocab_size=len(tok), hidden_size=96, intermediate_size=192, num_hidden_layers=3,
+                      num_attention_heads=4, num_key_value_heads=2, head_dim=24, max_position_embeddings=2048,
+                      tie_word_embeddings=True, pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id)
+    model = Qwen3ForCausalLM(cfg)
+    model.generation_config.pad_token_id = tok.pad_token_id
+    model.save_pretrained(tmp_path / "ckpt")
+    tok.save_pretrained(tmp_path / "ckpt")
+    record = run_accept(tmp_path / "ckpt", only=("update", "generation_sync", "resume"))
+    assert record["model"] == str(tmp_path / "ckpt")
+    assert {c["name"]: c["status"] for c in record["checks"]} == {
+        "update": "pass", "generation_sync": "pass", "resume": "pass"}

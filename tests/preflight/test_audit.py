@@ -149,3 +149,15 @@ def test_run_command_never_raises(tmp_path):
     assert run_command([str(tmp_path)]).error.startswith("PermissionError")
     r = run_command(["sh", "-c", "echo out; echo err >&2; exit 3"])
     assert (r.returncode, r.stdout, r.stderr, r.error) == (3, "out", "err", "exit code 3: err")
+
+
+def test_real_h200_output(machine, tmp_path):
+    """Verbatim nvidia-smi output of a one-GPU H200 (driver 580), ANSI header underlines included."""
+    machine("h200x1_real", ram_gib=126, avail_gib=125)
+    r = run_audit(checkpoint_path=tmp_path, timeout_s=5, probe_torch=False)
+    assert r.errors == ()
+    g = r.gpus[0]
+    assert (g.name, g.memory_total_bytes, g.compute_cap, r.driver_version) == (
+        "NVIDIA H200", 143771 * MIB, "9.0", "580.159.04")
+    assert r.p2p_matrix == (("X",),) and r.nvlink is False
+    assert "\x1b" not in r.topology_text and r.topology_text.startswith("GPU0\tCPU Affinity")

@@ -147,10 +147,18 @@ def _mib(cell: str) -> int | None:
     return int(float(cell) * MIB)
 
 
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def strip_ansi(text: str) -> str:
+    """nvidia-smi underlines the header row of ``topo`` output with ANSI codes (seen on driver 580)."""
+    return _ANSI.sub("", text)
+
+
 def parse_p2p(text: str) -> tuple[tuple[str, ...], ...]:
     """``nvidia-smi topo -p2p r``: the GPU rows of the matrix (the legend is ignored)."""
     rows = []
-    for line in text.splitlines():
+    for line in strip_ansi(text).splitlines():
         cells = line.split()
         if cells and re.fullmatch(r"GPU\d+", cells[0]) and len(cells) > 1 and not cells[1].startswith("GPU"):
             rows.append(tuple(cells[1:]))
@@ -161,7 +169,7 @@ def parse_p2p(text: str) -> tuple[tuple[str, ...], ...]:
 
 def nvlink_in_topology(text: str) -> bool:
     """NV# entries in the GPU rows of ``nvidia-smi topo -m`` (the legend's 'NV#' does not count)."""
-    rows = [ln for ln in text.splitlines() if re.match(r"\s*GPU\d+\s", ln)]
+    rows = [ln for ln in strip_ansi(text).splitlines() if re.match(r"\s*GPU\d+\s", ln)]
     if not rows:
         raise ValueError("no GPU rows in the topology")
     return any(_NVLINK.search(r) for r in rows)
@@ -251,7 +259,7 @@ def run_audit(*, checkpoint_path: str | os.PathLike = ".", timeout_s: float = 10
         res = run_command(["nvidia-smi", "topo", "-m"], timeout_s=timeout_s)
         commands.append(res)
         if res.ok:
-            topo_text = res.stdout
+            topo_text = strip_ansi(res.stdout)
             try:
                 nvlink = nvlink_in_topology(res.stdout)
             except ValueError as exc:

@@ -105,8 +105,12 @@ class Plan:
     def peak(self) -> PhaseResult:
         """The phase with the largest device figure; among ties (within 1 KiB: the phases of a step
         share the reserved high-water mark, or paged memory fills the card) the largest allocated."""
-        top = max(p.device for p in self.phases)
-        return max((p for p in self.phases if p.device >= top - 1024), key=lambda p: p.allocated)
+        top = max(p.device for p in self.phases) - 1024
+        best = None
+        for p in self.phases:
+            if p.device >= top and (best is None or p.allocated > best.allocated):
+                best = p
+        return best
 
     @property
     def capacity_bytes(self) -> int:
@@ -465,10 +469,12 @@ def _phase_results(
         high = max(out[i].reserved for i in members)
         for i in members:
             r = out[i]
+            if r.reserved == high:
+                continue
             base = r.device - r.paged_resident + (high - r.reserved)
             pageable = sum(r.components.get(k, 0.0) for k in PAGEABLE)
-            resident = min(pageable, max(0.0, capacity - base))
-            out[i] = replace(r, reserved=high, device=base + resident, paged_resident=resident)
+            resident = min(pageable, max(0.0, capacity - base)) if pageable else 0.0
+            out[i] = PhaseResult(r.phase, r.at, r.components, r.allocated, high, base + resident, r.overhead, resident)
     return out
 
 

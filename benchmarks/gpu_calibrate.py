@@ -403,7 +403,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         else:
             d["_file"] = Path(p).stem
             runs.append(d)
-    rows, steps, times = [], {}, []
+    rows, steps, times, replay = [], {}, [], {}
     for run in runs:
         conf = run["versions"].get("alloc_conf") or "default"
         steps[run["_file"]] = {"alloc_conf": conf, "points": step_points(run)}
@@ -420,8 +420,10 @@ def cmd_report(args: argparse.Namespace) -> int:
                 if conf == "default" and m.get("step_s"):
                     times.append({"set": run["_file"], "label": label(case), "measured_s": m["step_s"],
                                   "plan_s": plan.step_seconds, "tokens": case["micro_batch_size"] * case["seq_len"]})
-            tr = trace_step(trace_request(case, cfg))
+            tr = trace_step(trace_request(case, cfg, replay_allocator=case["pass_kind"] == "train_step"))
             traced = {ph.name: ph.peak_bytes for ph in tr.phases}
+            if tr.reserved_bytes is not None:
+                replay[f"{run['_file']}|{label(case)}"] = tr.reserved_bytes
             for name, meas in m["phases"].items():
                 if name == "load" or not meas:
                     continue
@@ -441,7 +443,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     out = {"versions": runs[0]["versions"] if runs else None, "context": context, "rows": rows, "times": times,
            "fragmentation_share_constant": FRAGMENTATION_OF_TRANSIENTS, "fragmentation_share_median": fit,
            "steps": {k: {"alloc_conf": v["alloc_conf"],
-                         "points": [{**{f: getattr(p, f) for f in p.__slots__}, "share": p.measured_fragmentation_share}
+                         "points": [{**{f: getattr(p, f) for f in p.__slots__}, "share": p.measured_fragmentation_share,
+                                     "replay_reserved": replay.get(f"{k}|{p.label}")}
                                     for p in v["points"]]} for k, v in steps.items()}}
     args.json_out.parent.mkdir(parents=True, exist_ok=True)
     args.json_out.write_text(json.dumps(out, indent=1, default=float))
@@ -480,6 +483,15 @@ def render_md(out: dict[str, Any]) -> str:
              f"Device: {v.get('gpu')} ({int(v.get('gpu_total_bytes') or 0) / gib:.1f} GiB), driver {v.get('driver')}, "
              f"CUDA {v.get('cuda')}, torch {v.get('torch')}, transformers {v.get('transformers')}, peft {v.get('peft')}, "
              f"Python {v.get('python')}. GiB = 2^30 bytes.", ""]
+    lines += ["## The caching allocator, replayed", "",
+              "`trainfit trace --reserved` replays the traced step's allocation order (full depth, two steps) "
+              "through a model of PyTorch's CUDA caching allocator (`trainfit.memory.caching_allocator`: 512 B "
+              "rounding, small and large pools, best fit, the split and merge rules, 2 MiB / 20 MiB / rounded "
+              "segments). Nothing in it is fitted, so every set below is a test of it: reserved median error 0.0% "
+              "on the fit set, 0.6% and 1.9% on the held-out sets; the misses are the first case the device "
+              "process ran (-13.5%), Qwen3-0.6B at 16k tokens (-12.5%) and Llama-3.1-8B at 8k tokens (+5.8%). "
+              "It models the default allocator, not `expandable_segments` (last table). The planner, which never "
+              "imports torch, keeps the fitted share below.", ""]
     lines += ["## What the measurements changed in the model", "",
               "- **cuBLAS workspaces.** Every phase of every case allocated 64 MiB more than the fake-tensor trace "
               "(32 MiB cuBLAS + 32 MiB cuBLASLt on compute capability 9.0): the plan now counts them in allocated.",
@@ -506,20 +518,27 @@ def render_md(out: dict[str, Any]) -> str:
         if not pts:
             continue
         lines += [f"### {SET_TITLES.get(name, name)}", "",
-                  "| case | measured alloc | plan alloc (err) | measured reserved | plan reserved (err) | share |",
-                  "|---|---|---|---|---|---|"]
-        ea, er = [], []
+                  "| case | measured alloc | plan alloc (err) | measured reserved | plan reserved (err) | share | "
+                  "trace replay reserved (err) |",
+                  "|---|---|---|---|---|---|---|"]
+        ea, er, ey = [], [], []
         for p in pts:
             a, r = _err(p["plan_allocated"], p["measured_allocated"]), _err(p["plan_reserved"], p["measured_reserved"])
+            y = _err(p.get("replay_reserved"), p["measured_reserved"])
             ea.append(a)
             er.append(r)
+            if y is not None:
+                ey.append(y)
+            ytxt = f"{p['replay_reserved'] / gib:.2f} ({y:+.1f}%)" if y is not None else "–"
             lines.append(f"| {p['label']} | {p['measured_allocated'] / gib:.2f} | {p['plan_allocated'] / gib:.2f} "
                          f"({a:+.2f}%) | {p['measured_reserved'] / gib:.2f} | {p['plan_reserved'] / gib:.2f} ({r:+.1f}%) "
-                         f"| {p['share']:.2f} |")
+                         f"| {p['share']:.2f} | {ytxt} |")
         lines += ["", f"{len(pts)} cases: allocated median |err| {statistics.median(map(abs, ea)):.2f}%, worst "
                       f"{max(ea, key=abs):+.2f}%; reserved median |err| {statistics.median(map(abs, er)):.1f}%, worst "
-                      f"{max(er, key=abs):+.1f}%; median measured share {statistics.median(p['share'] for p in pts):.3f}.",
-                  ""]
+                      f"{max(er, key=abs):+.1f}%; median measured share {statistics.median(p['share'] for p in pts):.3f}."
+                  + (f" Trace replay of the caching allocator: reserved median |err| "
+                     f"{statistics.median(map(abs, ey)):.1f}%, worst {max(ey, key=abs):+.1f}% ({len(ey)} cases)."
+                     if ey else ""), ""]
     if out.get("times"):
         lines += ["## Step time: measured vs trainfit's roofline (default MFU 0.40)", "",
                   "Median of three timed steps after the warm-up, default allocator, one H200. The plan's time is "

@@ -95,6 +95,9 @@ def trace(
     attention: Annotated[Optional[str], typer.Option(help="sdpa | eager")] = None,
     layers: Annotated[Optional[int], typer.Option(help="Trace exactly N decoder layers (default: full depth, extrapolated).")] = None,
     mode: Annotated[str, typer.Option(help="fast (byte tracker) | memtracker (torch MemTracker categories)")] = "fast",
+    reserved: Annotated[bool, typer.Option(
+        "--reserved", help="Also predict reserved memory: replay the step's allocations through a model of the CUDA "
+                           "caching allocator (one GPU, train step; one more full-depth pass).")] = False,
     set_: Annotated[list[str], typer.Option("--set", help="Any card field: KEY=VALUE. Repeatable.")] = [],
     json_: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
 ) -> None:
@@ -113,7 +116,7 @@ def trace(
         from trainfit.trace.api import TraceRequest, trace_step
     except ImportError as exc:  # pragma: no cover - depends on the install
         raise TraceCardError(f"trace needs the trace extra: pip install -c constraints.txt 'trainfit[trace]' ({exc})") from exc
-    req = TraceRequest(**kwargs, layers=layers, mode=mode)
+    req = TraceRequest(**kwargs, layers=layers, mode=mode, replay_allocator=reserved)
     from rich.console import Console as _Console
     from rich.progress import Progress
 

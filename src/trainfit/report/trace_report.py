@@ -41,6 +41,9 @@ def trace_to_dict(result: Any, plan: Plan) -> dict[str, Any]:
         "layers_traced": list(result.layers_traced),
         "extrapolated": result.extrapolated,
         "phases": phases,
+        "replayed_reserved_bytes": getattr(result, "reserved_bytes", None),
+        "planned_reserved_bytes": int(round(max(p.reserved for p in plan.phases if p.phase.value in planned_names)))
+        if (planned_names := {p.name for p in result.phases} & set(planned)) else None,
         "notes": list(result.notes),
     }
 
@@ -64,6 +67,11 @@ def render_trace(result: Any, plan: Plan, console: Console) -> None:
         f"peak: traced {gib(d['traced_peak_bytes'])} in {d['traced_peak_phase']};"
         f" trainfit {gib(d['planned_peak_allocated_bytes'])} in {d['planned_peak_phase']} ({d['peak_error']:+.2%})"
     )
+    if d.get("replayed_reserved_bytes") is not None:
+        console.print(
+            f"reserved (allocation order replayed through the CUDA caching allocator): "
+            f"{gib(d['replayed_reserved_bytes'])}; trainfit's reserved estimate {gib(d['planned_reserved_bytes'])}"
+        )
     console.print("The trace measures live tensor bytes; the cuBLAS workspaces, allocator rounding, the CUDA context and NCCL buffers are not in it (trainfit's figure here excludes them too).")
     for n in d["notes"]:
         console.print(f"  - {n}", markup=False)

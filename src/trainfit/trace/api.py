@@ -82,6 +82,10 @@ class TraceRequest:
     ``ref_logprob``): a frozen bf16 copy of the model for scope ``full``, the policy with its adapter
     disabled for LoRA. False: reference log-probs are precomputed (inputs)."""
     dpo_beta: float = 0.1
+    replay_allocator: bool = False
+    """Also predict ``torch.cuda.max_memory_reserved``: replay the step's allocation order through a
+    model of the CUDA caching allocator (train steps, one rank, mode ``fast``). It needs the full
+    depth, so an extrapolated trace runs one more, full-depth, pass."""
     keep_outputs: bool = False
     """False: drop the model output before backward, as the transformers Trainer and TRL do
     (``loss = model(...).loss``). True: keep it (``out = model(...); out.loss.backward()``), which
@@ -114,6 +118,8 @@ class TraceRequest:
             raise TraceUnsupported(
                 f"trace: pass_kind '{self.pass_kind}' is a no-grad forward; gradient_checkpointing does not apply"
             )
+        if self.replay_allocator and (self.pass_kind != "train_step" or self.world_size > 1 or self.mode != "fast"):
+            raise TraceUnsupported("trace: --reserved (replay_allocator) needs one GPU (world_size 1), a train step and mode 'fast'")
         if self.dpo_reference and self.pass_kind != "dpo_step":
             raise TraceUnsupported("trace: dpo_reference applies to pass_kind 'dpo_step' only")
         if not self.temperature > 0:
@@ -149,6 +155,11 @@ class TraceResult:
     layers_traced: tuple[int, ...]
     extrapolated: bool
     notes: tuple[str, ...]
+    reserved_bytes: int | None = None
+    """``torch.cuda.max_memory_reserved`` of the repeated step predicted by replaying the traced
+    allocation order through a model of the CUDA caching allocator
+    (``trainfit.memory.caching_allocator``; includes 64 MiB of cuBLAS workspaces). Train steps on
+    one rank only; linear in depth between the two traced depths when extrapolated."""
 
     def phase(self, name: str) -> PhaseTrace:
         return next(p for p in self.phases if p.name == name)
@@ -204,6 +215,16 @@ def trace_step(req: TraceRequest, *, progress: Progress | None = None) -> TraceR
         notes.append(f"per-rank bytes of rank 0 of {req.world_size} (FSDP2, fake process group)")
     if plan.target != full:
         notes.append(f"model truncated to {plan.target} of {full} layers")
+    reserved = None
+    if req.replay_allocator:
+        if plan.extrapolated:  # the allocator's state is not linear in depth: replay the full model
+            full_run = run_depth(req, plan.target, window=plan.window,
+                                 progress=lambda label, frac: report(f"{label} (replay, {plan.target} layers)", 0.99))
+            reserved = full_run.reserved
+        else:
+            reserved = runs[0].reserved
+        notes.append(f"reserved: the allocation order of the {plan.target}-layer step replayed through a model of the"
+                     " CUDA caching allocator (default settings, one stream, two steps; cuBLAS workspaces included)")
     report("done", 1.0)
     return TraceResult(
         peak_bytes=peak.peak_bytes,
@@ -215,5 +236,6 @@ def trace_step(req: TraceRequest, *, progress: Progress | None = None) -> TraceR
         layers_traced=plan.depths,
         extrapolated=plan.extrapolated,
         notes=tuple(notes),
+        reserved_bytes=reserved,
     )
 

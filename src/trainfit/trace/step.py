@@ -24,6 +24,9 @@ class DepthRun:
     regions: dict[str, dict[tuple, tuple[int, dict[str, int]]]]
     """Per phase: region -> (peak bytes, breakdown); layer regions renamed ("first"|"last", offset)."""
     notes: tuple[str, ...] = ()
+    reserved: int | None = None
+    """The caching allocator's reserved high-water, replayed from the step's allocation order
+    (fast mode, one rank); None where it is not replayed."""
 
 
 def region_namer(depth: int, window: int) -> Callable[[tuple], tuple | None]:
@@ -96,13 +99,15 @@ def run_depth(
         if req.mode == "memtracker":
             from trainfit.trace.memtrack import traced_step_memtracker
 
+            reserved = None
             peaks, bds, regs = traced_step_memtracker(
                 model, opt, ids, req, _forward, progress, region_namer(depth, window)
             )
         else:
-            peaks, bds, regs = _traced_step_fast(model, opt, ids, req, progress, region_namer(depth, window))
+            peaks, bds, regs, reserved = _traced_step_fast(model, opt, ids, req, progress,
+                                                           region_namer(depth, window))
     progress("done", 1.0)
-    return DepthRun(depth, peaks, bds, regs)
+    return DepthRun(depth, peaks, bds, regs, reserved=reserved)
 
 
 def _vocab(model: Any) -> int:
@@ -137,4 +142,5 @@ def _traced_step_fast(model, opt, ids, req, progress, rename):  # noqa: ANN001, 
             opt.zero_grad(set_to_none=True)
     regions.remove()
     peaks = {name: tr.phases[name].peak_bytes for name in PHASES}
-    return peaks, tr.breakdowns(), tr.region_peaks(rename)
+    reserved = tr.replay_reserved() if req.replay_allocator else None
+    return peaks, tr.breakdowns(), tr.region_peaks(rename), reserved

@@ -222,6 +222,25 @@ class FastTracker(TorchDispatchMode):
         """Per phase: bytes by category at that phase's peak (rebuilt from the allocation log)."""
         return {name: self._breakdown_at(ph, ph.log_index) for name, ph in self.phases.items()}
 
+    def replay_reserved(self, *, workspace: tuple[int, ...] = (32 << 20, 32 << 20), steps: int = 2) -> int:
+        """The CUDA caching allocator's reserved high-water for this step repeated ``steps`` times
+        (``trainfit.memory.caching_allocator``): storages registered before the first phase are
+        allocated first (optimizer states at the first optimizer phase, as the first ``step()``
+        creates them), then every allocation and free of the traced step, in order."""
+        from trainfit.memory.caching_allocator import replay_steps
+
+        first = min((ph.start_log for ph in self.phases.values()), default=len(self._log))
+        persistent, states = [], []
+        for sign, info in self._log[:first]:
+            if sign > 0:
+                (states if info.tag == "optimizer_states" else persistent).append(info.nbytes)
+        events = [(sign, id(info), info.nbytes) for sign, info in self._log[first:]]
+        opt = self.phases.get("optimizer_step")
+        at = (opt.start_log - first) if opt is not None else len(events)
+        a = replay_steps(persistent=persistent, step_events=events, first_step_extra=states,
+                         first_step_extra_at=at, workspace=list(workspace), steps=steps)
+        return a.peak_reserved
+
     def region_peaks(self, rename: Any) -> dict[str, dict[tuple, tuple[int, dict[str, int]]]]:
         """Per phase, per region ``rename(key)`` (skipped when None): (peak bytes, breakdown at that peak)."""
         out: dict[str, dict[tuple, tuple[int, dict[str, int]]]] = {}

@@ -1,0 +1,158 @@
+"""A replay model of PyTorch's CUDA caching allocator: reserved bytes from an allocation sequence.
+
+Pure Python. Given the order in which tensors are allocated and freed (a fake-tensor trace records
+it), it replays the allocator's policy (c10/cuda/CUDACachingAllocator.cpp, default settings: no
+``expandable_segments``, no ``max_split_size_mb``, one stream) and reports the segments it had to
+``cudaMalloc``. Segments are never returned (no ``empty_cache``), so the reserved figure only grows.
+
+The policy modelled:
+
+* a request is rounded up to a multiple of 512 B (``kMinBlockSize``);
+* requests up to 1 MiB (``kSmallSize``) use the small pool, larger ones the large pool;
+* the smallest free block of the pool that is large enough is taken (best fit; ties by address);
+* a taken block is split when what remains is at least 512 B (small pool) or over 1 MiB (large
+  pool); the remainder stays free in the same segment;
+* with no fitting block a new segment is allocated: 2 MiB (``kSmallBuffer``) for small requests,
+  20 MiB (``kLargeBuffer``) for requests under 10 MiB (``kMinLargeAlloc``), else the request
+  rounded up to 2 MiB (``kRoundLarge``);
+* a freed block merges with free neighbours in its segment.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, insort
+from dataclasses import dataclass, field
+
+MIN_BLOCK = 512
+SMALL_SIZE = 1 << 20
+SMALL_BUFFER = 2 << 20
+LARGE_BUFFER = 20 << 20
+MIN_LARGE_ALLOC = 10 << 20
+ROUND_LARGE = 2 << 20
+
+
+def round_size(nbytes: int) -> int:
+    return MIN_BLOCK if nbytes < MIN_BLOCK else -(-nbytes // MIN_BLOCK) * MIN_BLOCK
+
+
+def segment_size(size: int) -> int:
+    if size <= SMALL_SIZE:
+        return SMALL_BUFFER
+    if size < MIN_LARGE_ALLOC:
+        return LARGE_BUFFER
+    return -(-size // ROUND_LARGE) * ROUND_LARGE
+
+
+@dataclass(eq=False, slots=True)
+class Block:
+    addr: int
+    size: int
+    small: bool
+    free: bool = True
+    prev: "Block | None" = None
+    next: "Block | None" = None
+
+
+@dataclass(slots=True)
+class CachingAllocator:
+    reserved: int = 0
+    allocated: int = 0
+    peak_reserved: int = 0
+    peak_allocated: int = 0
+    _free: dict[bool, list[tuple[int, int]]] = field(default_factory=lambda: {True: [], False: []})
+    _by_key: dict[tuple[bool, int, int], Block] = field(default_factory=dict)
+    _next_addr: int = 0
+
+    def _insert(self, b: Block) -> None:
+        insort(self._free[b.small], (b.size, b.addr))
+        self._by_key[(b.small, b.size, b.addr)] = b
+
+    def _remove(self, b: Block) -> None:
+        lst = self._free[b.small]
+        i = bisect_left(lst, (b.size, b.addr))
+        del lst[i]
+        del self._by_key[(b.small, b.size, b.addr)]
+
+    def malloc(self, nbytes: int) -> Block:
+        size = round_size(nbytes)
+        small = size <= SMALL_SIZE
+        lst = self._free[small]
+        i = bisect_left(lst, (size, -1))
+        if i < len(lst):
+            b = self._by_key[(small, *lst[i])]
+            self._remove(b)
+        else:
+            seg = segment_size(size)
+            b = Block(self._next_addr, seg, small)
+            self._next_addr += seg + ROUND_LARGE  # segments are never adjacent
+            self.reserved += seg
+            self.peak_reserved = max(self.peak_reserved, self.reserved)
+        rest = b.size - size
+        if (small and rest >= MIN_BLOCK) or (not small and rest > SMALL_SIZE):
+            r = Block(b.addr + size, rest, small, True, b, b.next)
+            if b.next is not None:
+                b.next.prev = r
+            b.next, b.size = r, size
+            self._insert(r)
+        b.free = False
+        self.allocated += b.size
+        self.peak_allocated = max(self.peak_allocated, self.allocated)
+        return b
+
+    def release(self, b: Block) -> None:
+        self.allocated -= b.size
+        b.free = True
+        p, n = b.prev, b.next
+        if p is not None and p.free:
+            self._remove(p)
+            p.size += b.size
+            p.next = n
+            if n is not None:
+                n.prev = p
+            b = p
+        if n is not None and n.free:
+            self._remove(n)
+            b.size += n.size
+            b.next = n.next
+            if n.next is not None:
+                n.next.prev = b
+        self._insert(b)
+
+
+def replay_steps(
+    *, persistent: list[int], step_events: list[tuple[int, int, int]], first_step_extra: list[int],
+    first_step_extra_at: int, workspace: list[int] = (), steps: int = 2,
+) -> CachingAllocator:
+    """Replay ``steps`` training steps and return the allocator (``reserved`` is the high-water).
+
+    ``persistent``: sizes alive before the first step (weights, inputs). ``workspace``: blocks the
+    first matmul allocates for good (cuBLAS/cuBLASLt). ``step_events``: ``(+1 | -1, key, nbytes)``
+    in order; every key allocated in a step is freed in it. ``first_step_extra``: sizes created
+    for good in the first step at event index ``first_step_extra_at`` (the optimizer states,
+    created by the first ``optimizer.step()``).
+    """
+    a = CachingAllocator()
+    for n in persistent:
+        if n:
+            a.malloc(n)
+    for n in workspace:
+        a.malloc(n)
+    for step in range(steps):
+        live: dict[int, Block] = {}
+        for i, (sign, key, n) in enumerate(step_events):
+            if step == 0 and i == first_step_extra_at:
+                for m in first_step_extra:
+                    if m:
+                        a.malloc(m)
+            if sign > 0:
+                if n:
+                    live[key] = a.malloc(n)
+            else:
+                blk = live.pop(key, None)
+                if blk is not None:
+                    a.release(blk)
+        if step == 0 and first_step_extra_at >= len(step_events):
+            for m in first_step_extra:
+                if m:
+                    a.malloc(m)
+    return a

@@ -1,0 +1,78 @@
+"""The caching-allocator model's policy, rule by rule (c10/cuda/CUDACachingAllocator.cpp defaults)."""
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from trainfit.memory.caching_allocator import (CachingAllocator, replay_steps, round_size, segment_size)
+
+MiB = 1 << 20
+
+
+def test_rounding_and_segment_sizes():
+    assert round_size(1) == 512 and round_size(513) == 1024
+    assert segment_size(512) == 2 * MiB and segment_size(MiB) == 2 * MiB  # small pool
+    assert segment_size(MiB + 512) == 20 * MiB and segment_size(10 * MiB - 512) == 20 * MiB
+    assert segment_size(10 * MiB) == 10 * MiB and segment_size(11 * MiB) == 12 * MiB  # 2 MiB granules
+
+
+def test_small_requests_share_a_2mib_segment():
+    a = CachingAllocator()
+    blocks = [a.malloc(1000) for _ in range(4)]
+    assert a.reserved == 2 * MiB and a.allocated == 4 * 1024
+    for b in blocks:
+        a.release(b)
+    assert a.allocated == 0 and a.reserved == 2 * MiB  # cached, never returned
+
+
+def test_freed_block_is_reused_and_split_best_fit():
+    a = CachingAllocator()
+    big = a.malloc(100 * MiB)
+    a.release(big)
+    x = a.malloc(60 * MiB)  # splits the cached 100 MiB block; no new segment
+    assert a.reserved == 100 * MiB and x.size == 60 * MiB
+    y = a.malloc(40 * MiB)  # the 40 MiB remainder fits exactly
+    assert a.reserved == 100 * MiB
+    z = a.malloc(1 * MiB + 1)  # nothing free: a 20 MiB segment for a mid-size request
+    assert a.reserved == 120 * MiB
+    for b in (x, y, z):
+        a.release(b)
+    w = a.malloc(100 * MiB)  # x and y merged back into one 100 MiB block
+    assert a.reserved == 120 * MiB and w.size == 100 * MiB
+
+
+def test_large_block_not_split_for_a_remainder_of_one_mib_or_less():
+    a = CachingAllocator()
+    b = a.malloc(21 * MiB)  # segment 22 MiB: the 1 MiB remainder stays with the block
+    assert a.reserved == 22 * MiB and b.size == 22 * MiB and a.allocated == 22 * MiB
+
+
+def test_fragmentation_the_mechanism():
+    """Two 40 MiB blocks freed apart cannot serve an 80 MiB request: a new segment is needed."""
+    a = CachingAllocator()
+    p1, keep, p2 = a.malloc(40 * MiB), a.malloc(40 * MiB), a.malloc(40 * MiB)
+    seg = a.reserved
+    a.release(p1)
+    a.release(p2)
+    a.malloc(80 * MiB)
+    assert a.reserved == seg + 80 * MiB and a.allocated == 120 * MiB
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.integers(1, 64 * MiB)), min_size=1, max_size=60))
+def test_invariants(ops):
+    a, live = CachingAllocator(), []
+    for alloc, n in ops:
+        if alloc or not live:
+            live.append(a.malloc(n))
+        else:
+            a.release(live.pop(0))
+        assert a.allocated <= a.reserved == a.peak_reserved
+        assert a.allocated == sum(b.size for b in live)
+
+
+def test_a_repeated_step_reaches_a_steady_state():
+    events = [(1, 1, 30 * MiB), (1, 2, 50 * MiB), (-1, 1, 30 * MiB), (1, 3, 70 * MiB), (-1, 2, 0), (-1, 3, 0)]
+    two = replay_steps(persistent=[100 * MiB], step_events=events, first_step_extra=[], first_step_extra_at=0)
+    five = replay_steps(persistent=[100 * MiB], step_events=events, first_step_extra=[], first_step_extra_at=0,
+                        steps=5)
+    assert two.peak_reserved == five.peak_reserved

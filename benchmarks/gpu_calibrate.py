@@ -93,6 +93,15 @@ HELDOUT2 = [
     _c("Qwen/Qwen2.5-14B", scope="lora", ckpt=True, mbs=4, seq=2048, size="heldout2"),
     _c("mistralai/Mistral-7B-v0.3", scope="lora", attention="eager", seq=2048, mbs=2, size="heldout2"),
 ]
+# Measured after the allocator replay was written: its out-of-sample check (it has no fitted constant).
+HELDOUT3 = [
+    _c("Qwen/Qwen3-4B", scope="lora", attention="eager", size="heldout3"),
+    _c("meta-llama/Llama-3.2-1B", ckpt=True, mbs=4, seq=4096, impl="foreach", size="heldout3"),
+    _c("Qwen/Qwen2.5-1.5B", mbs=2, seq=4096, impl="for_loop", size="heldout3"),
+    _c("Qwen/Qwen3-1.7B", scope="lora", ckpt=True, mbs=8, seq=1024, size="heldout3"),
+    _c("mistralai/Mistral-7B-v0.3", size="heldout3"),
+    _c("google/gemma-2-9b", attention="eager", ckpt=True, size="heldout3"),
+]
 DRY_SHRINK = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
               "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 512, "moe_intermediate_size": 32,
               "num_experts": 4, "num_experts_per_tok": 2}
@@ -302,7 +311,7 @@ def cmd_measure(args: argparse.Namespace) -> int:
         return 2
     if device == "cpu":
         torch.set_num_threads(max(1, min(4, os.cpu_count() or 1)))
-    grid = [c for c in GRID + HELDOUT + HELDOUT2
+    grid = [c for c in GRID + HELDOUT + HELDOUT2 + HELDOUT3
             if c["size"] == args.only or (args.only is None and not c["size"].startswith("heldout"))]
     record: dict[str, Any] = {"versions": versions(), "device": device, "dry_run": args.dry_run, "cases": []}
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -467,6 +476,7 @@ def _err(est: float | None, meas: float | None) -> float | None:
 SET_TITLES = {"default": "fit set (the overhead constants were fitted here)",
               "heldout": "held-out set (measured after the fit, never used for it)",
               "heldout2": "second held-out set (measured after every model change the first two sets prompted)",
+              "heldout3": "third held-out set (measured after the allocator replay was written)",
               "expandable": "fit-set cases under PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (not modelled)"}
 
 
@@ -620,7 +630,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     m = sub.add_parser("measure")
     m.add_argument("--dry-run", action="store_true", help="CPU, tiny shapes: proves the script runs; no GPU figures")
-    m.add_argument("--only", choices=("small", "large", "heldout", "heldout2"), default=None)
+    m.add_argument("--only", choices=("small", "large", "heldout", "heldout2", "heldout3"), default=None)
     m.add_argument("--out", type=Path, required=True)
     c = sub.add_parser("context")
     c.add_argument("--out", type=Path, required=True)

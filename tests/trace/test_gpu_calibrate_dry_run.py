@@ -20,14 +20,14 @@ def _module():
 
 
 @pytest.mark.trace
-@pytest.mark.parametrize("only", ["small", "heldout", "heldout2"])
+@pytest.mark.parametrize("only", ["small", "heldout", "heldout2", "heldout3"])
 def test_dry_run_measures_every_case(tmp_path, only):
     mod = _module()
     out = tmp_path / "r.json"
     assert mod.main(["measure", "--dry-run", "--only", only, "--out", str(out)]) == 0
     data = json.loads(out.read_text())
     assert data["dry_run"] and data["device"] == "cpu"
-    grid = [c for c in mod.GRID + mod.HELDOUT + mod.HELDOUT2 if c["size"] == only]
+    grid = [c for c in mod.GRID + mod.HELDOUT + mod.HELDOUT2 + mod.HELDOUT3 if c["size"] == only]
     assert len(data["cases"]) == len(grid)
     for case in data["cases"]:
         assert case["error"] is None, case["error"]

@@ -36,3 +36,18 @@ def test_replay_needs_one_rank_and_a_train_step():
 
     with pytest.raises(TraceUnsupported, match="--reserved"):
         TraceRequest(hf_config={}, world_size=8, replay_allocator=True)
+
+
+@pytest.mark.slow
+@pytest.mark.trace
+def test_replay_on_the_third_held_out_set():
+    """Measured after the replay was written (about 40 s: six full-depth traces, up to 9B)."""
+    raw = RAW.parent / "heldout3.json"
+    errs = []
+    for c in json.loads(raw.read_text())["cases"]:
+        req = TraceRequest(hf_config=c["config"], micro_batch_size=c["micro_batch_size"], seq_len=c["seq_len"],
+                           attention=c["attention"], gradient_checkpointing=c["ckpt"], scope=c["scope"],
+                           optimizer_impl=c["optimizer_impl"], replay_allocator=True)
+        measured = max(c["measured"]["phases"][p]["reserved"] for p in PHASES)
+        errs.append((trace_step(req).reserved_bytes - measured) / measured * 100)
+    assert len(errs) == 6 and max(map(abs, errs)) < 1.5, errs

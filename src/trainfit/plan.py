@@ -22,7 +22,8 @@ from trainfit.memory.sharding import Sharding, make_sharding
 from trainfit.memory.weights import count_scale, total_params, weight_bytes
 from trainfit.spec.card import RunCard
 from trainfit.errors import CardError
-from trainfit.spec.enums import ComputeDtype, Dtype, MasterWeights, Method, Offload, Phase, RefPlacement, StatesDtype, Strategy
+from trainfit.spec.enums import (Attention, ComputeDtype, Dtype, LayerKind, MasterWeights, Method, Offload, Phase,
+                                  RefPlacement, StatesDtype, Strategy)
 from trainfit.spec.model import ModelSpec
 from trainfit.spec.training import LoraSpec, TrainableSpec
 from trainfit.units import BYTES_PER_DTYPE, GIB, MIB
@@ -274,7 +275,15 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         softcap_bytes_per_logit=act_dtype if spec.family in SOFTCAP_FAMILIES else 0,
     )
     tokens = card.batch.micro_batch_size * card.batch.seq_len
-    transient = _layer_transients(spec, tokens=tokens, dtype_bytes=act_dtype)
+    from trainfit.memory import attention as attn
+
+    eager = card.attention is Attention.EAGER or (spec.family in SOFTCAP_FAMILIES and card.attention is Attention.SDPA)
+    scores = attn.score_elements(micro_batch_size=card.batch.micro_batch_size, seq_len=card.batch.seq_len,
+                                 heads=spec.num_attention_heads, eager=eager and spec.num_full_attention_layers > 0)
+    transient = _layer_transients(spec, tokens=tokens, dtype_bytes=act_dtype,
+                                  attention_bytes=attn.backward_transient_bytes(scores=scores, dtype_bytes=act_dtype))
+    attention_forward = attn.forward_transient_bytes(
+        scores=scores, gradient_checkpointing=card.parallel.gradient_checkpointing, dtype_bytes=act_dtype)
 
     in_bwd = 0.0
     if prec.optimizer_in_backward:
@@ -329,6 +338,7 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         logits=lg,
         logits_grad_bf16=0.0 if card.loss.chunked else 2.0 * tokens * (spec.head_outputs or spec.vocab_size),
         layer_backward_transient=transient,
+        attention_forward_transient=attention_forward,
         optimizer_temporaries=temps_gpu,
         grad_accumulation=card.batch.grad_accum > 1,
         ddp_buckets=n_train * grad_bytes if sharding.ddp_bucket_copy else 0.0,
@@ -351,8 +361,13 @@ def _scaled(values: tuple[int, ...], factor: float) -> tuple[float, ...]:
 
 
 @lru_cache(maxsize=4096)
-def _layer_transients(spec: ModelSpec, *, tokens: int, dtype_bytes: int) -> tuple[float, ...]:
-    return tuple(_layer_backward_transient(spec, i, tokens=tokens, dtype_bytes=dtype_bytes) for i in range(spec.num_layers))
+def _layer_transients(spec: ModelSpec, *, tokens: int, dtype_bytes: int, attention_bytes: float = 0.0) -> tuple[float, ...]:
+    """Per layer: the larger of the MLP's activation gradients and (full-attention layers with eager
+    attention) the attention backward's score-sized buffers; they do not overlap in time."""
+    return tuple(
+        max(_layer_backward_transient(spec, i, tokens=tokens, dtype_bytes=dtype_bytes),
+            attention_bytes if spec.layer_kind(i) is LayerKind.FULL_ATTENTION else 0.0)
+        for i in range(spec.num_layers))
 
 
 def _layer_backward_transient(spec: ModelSpec, layer: int, *, tokens: int, dtype_bytes: int) -> float:

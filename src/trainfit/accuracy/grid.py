@@ -111,6 +111,8 @@ GRID: tuple[GridCase, ...] = (
     GridCase("qwen3_moe", world_size=8, seq_len=512),
     # hybrid linear attention (Gated DeltaNet + gated full attention)
     GridCase("gemma2", attention="eager", seq_len=512),
+    GridCase("gemma2", attention="eager", ckpt=True),
+    GridCase("llama", attention="eager", ckpt=True, scope="lora"),
     GridCase("gemma2", scope="lora", attention="eager", ckpt=True, seq_len=512, micro_batch_size=4),
 
     GridCase("qwen3_5", seq_len=512),

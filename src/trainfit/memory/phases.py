@@ -74,6 +74,9 @@ class StepTerms:
     """Saved tensors stream to host RAM; only the layer in flight is on the GPU."""
     in_backward_step: float = 0.0
     """Optimizer-in-backward: one parameter's gradient + step temporaries, live in backward."""
+    attention_forward_transient: float = 0.0
+    """Eager attention: the score-sized tensors a full-attention layer holds at once in its forward,
+    beyond what it saves (``trainfit.memory.attention``); 0 for fused (SDPA/flash) attention."""
 
     @property
     def grads_total(self) -> float:
@@ -133,7 +136,11 @@ def forward_peak(t: StepTerms) -> PhasePeak:
         "logits": t.logits.forward_peak,
         "fsdp_buffers": t.fsdp_root_unit + t.fsdp_all_gathered + _last_unit(t),
     }
-    return PhasePeak(Phase.FORWARD, comps, "loss (log-softmax over the logits)")
+    loss_point = PhasePeak(Phase.FORWARD, comps, "loss (log-softmax over the logits)")
+    if t.attention_forward_transient and t.attention_forward_transient > t.logits.forward_peak:
+        scores = dict(comps, logits=0.0, attention_scores=t.attention_forward_transient)
+        return PhasePeak(Phase.FORWARD, scores, "last layer's attention (eager scores)")
+    return loss_point
 
 
 def backward_peak(t: StepTerms) -> PhasePeak:

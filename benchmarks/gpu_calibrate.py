@@ -518,12 +518,12 @@ def render_md(out: dict[str, Any]) -> str:
               "3.3-7.4% low, every case under: their shares (0.27-0.52, 2.46 for eager attention) sit above the "
               "fitted 0.19. The share is not a constant of the step's largest transient; the 0.19 was not refitted "
               "on these cases.",
-              "- **Planner gaps the third held-out set shows** (the trace is right in both): gemma-2-9b full "
-              "fine-tuning, eager attention with checkpointing, reads -3.1% allocated in backward. Tracing small "
-              "models shows the planner leaves out eager attention's score-sized intermediates when checkpointing "
-              "(about 10 x b*heads*seq^2 bytes in a layer's forward, 6 x in its backward, by the trace); that "
-              "explains about 0.4 GiB of the 2.2 GiB. The rest is suspected to be the second gradient of the tied "
-              "embedding (vocab x hidden, 1.7 GiB) before autograd accumulates it. Neither is modelled yet.",
+              "- **Eager attention's score-sized intermediates** (found by the third held-out set: gemma-2-9b "
+              "full fine-tuning, eager attention with checkpointing, read -3.1% allocated in backward): the planner "
+              "left out what eager attention holds besides its saved tensors; measured on the trace "
+              "(`trainfit.memory.attention`: 10 B per score in a checkpointed forward, 4 without, 6 in backward) and "
+              "now modelled; that case reads -2.8%. The rest (about 1.9 GiB) is suspected to be the second gradient "
+              "of the tied embedding (vocab x hidden) before autograd accumulates it: not modelled.",
               "- **Not modelled:** `expandable_segments:True` (its own table below: smaller fragmentation), "
               "and eager attention, whose fragmentation shares (1.24, 2.46) are the worst cases.", ""]
     lines += ["## Step peak: plan vs measured", "",

@@ -249,10 +249,16 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         head_params = (pb.lm_head or pb.embedding) + spec.hidden_size
         grads_head = head_params * scale * grad_bytes * grads_scale
         grads_embed = (pb.embedding if pb.lm_head else 0) * scale * grad_bytes * grads_scale
+        # tied embeddings: the embedding's backward writes a second vocab x hidden gradient while
+        # lm_head's is in .grad, and accumulating them makes a third (measured on the trace:
+        # +2 x vocab x hidden x grad bytes at the end of backward, unsharded runs)
+        tied_grad = 2 * pb.embedding * scale * grad_bytes if (not pb.lm_head and gd == 1
+                                                              and not prec.optimizer_in_backward) else 0.0
     else:
         per = n_train * grad_bytes * grads_scale / layers
         per_layer_grads = tuple(per for _ in range(layers))
         grads_head = grads_embed = 0.0
+        tied_grad = 0.0
 
     act_dtype = 4 if compute is ComputeDtype.FP32 else 2
     act = activation_bytes(
@@ -339,6 +345,7 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         logits_grad_bf16=0.0 if card.loss.chunked else 2.0 * tokens * (spec.head_outputs or spec.vocab_size),
         layer_backward_transient=transient,
         attention_forward_transient=attention_forward,
+        tied_embedding_grad_transient=tied_grad,
         optimizer_temporaries=temps_gpu,
         grad_accumulation=card.batch.grad_accum > 1,
         ddp_buckets=n_train * grad_bytes if sharding.ddp_bucket_copy else 0.0,

@@ -74,6 +74,9 @@ class StepTerms:
     """Saved tensors stream to host RAM; only the layer in flight is on the GPU."""
     in_backward_step: float = 0.0
     """Optimizer-in-backward: one parameter's gradient + step temporaries, live in backward."""
+    tied_embedding_grad_transient: float = 0.0
+    """Full fine-tuning with tied embeddings: the embedding backward's own gradient and the
+    accumulated sum, live at the end of backward beside lm_head's gradient."""
     attention_forward_transient: float = 0.0
     """Eager attention: the score-sized tensors a full-attention layer holds at once in its forward,
     beyond what it saves (``trainfit.memory.attention``); 0 for fused (SDPA/flash) attention."""
@@ -230,7 +233,7 @@ def backward_peak(t: StepTerms) -> PhasePeak:
             "embedding backward",
             base
             | {
-                "gradients": grads(t.grads_total),
+                "gradients": grads(t.grads_total) + t.tied_embedding_grad_transient,
                 "activations": emb,
                 "logits": 0.0,
                 "fsdp_buffers": fsdp_static + t.fsdp_root_embedding_grads,

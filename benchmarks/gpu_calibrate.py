@@ -518,12 +518,12 @@ def render_md(out: dict[str, Any]) -> str:
               "3.3-7.4% low, every case under: their shares (0.27-0.52, 2.46 for eager attention) sit above the "
               "fitted 0.19. The share is not a constant of the step's largest transient; the 0.19 was not refitted "
               "on these cases.",
-              "- **Eager attention's score-sized intermediates** (found by the third held-out set: gemma-2-9b "
-              "full fine-tuning, eager attention with checkpointing, read -3.1% allocated in backward): the planner "
-              "left out what eager attention holds besides its saved tensors; measured on the trace "
-              "(`trainfit.memory.attention`: 10 B per score in a checkpointed forward, 4 without, 6 in backward) and "
-              "now modelled; that case reads -2.8%. The rest (about 1.9 GiB) is suspected to be the second gradient "
-              "of the tied embedding (vocab x hidden) before autograd accumulates it: not modelled.",
+              "- **Two mechanisms found by the third held-out set** (gemma-2-9b full fine-tuning, eager attention "
+              "with checkpointing, read -3.1% allocated in backward; the trace was right), both measured on the "
+              "trace and now modelled: eager attention's score-sized intermediates (`trainfit.memory.attention`: "
+              "10 B per score in a checkpointed forward, 4 without, 6 in backward), and, with tied embeddings, the "
+              "embedding's own gradient and the accumulated sum at the end of backward (+2 x vocab x hidden x 2 B). "
+              "That case now reads within 0.5%.",
               "- **Not modelled:** `expandable_segments:True` (its own table below: smaller fragmentation), "
               "and eager attention, whose fragmentation shares (1.24, 2.46) are the worst cases.", ""]
     lines += ["## Step peak: plan vs measured", "",

@@ -3,14 +3,7 @@
 # Run from the repository root on a CUDA machine whose python3 has torch; wheels for the rest in .whl/
 # (benchmarks/gpu_wheels.sh downloads them). Everything lands in $OUT (default ./gpu_out).
 set -u
-OUT=${OUT:-gpu_out}; mkdir -p "$OUT"
-export PYTHONUNBUFFERED=1 TRL_EXPERIMENTAL_SILENCE=1 PYTHONWARNINGS=ignore
-if ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-  export PYTHONPATH=/tmp/site:$PWD/src
-else
-  export PYTHONPATH=$PWD/src
-fi
+. benchmarks/gpu_env.sh
 {
   date -u; nvidia-smi; python3 -c "import torch, transformers, peft, trl, datasets, pydantic; print('torch', torch.__version__, 'transformers', transformers.__version__, 'peft', peft.__version__, 'trl', trl.__version__, 'datasets', datasets.__version__)"
   echo "== audit"; timeout 60 python3 -m trainfit.cli.main audit --json > "$OUT/audit.json"; echo "audit rc=$?"
@@ -21,4 +14,4 @@ fi
   echo "== measure (expandable segments)"
   PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True timeout ${EXPANDABLE_S:-100} python3 benchmarks/gpu_calibrate.py measure --out "$OUT/expandable.json"; echo "expandable rc=$?"
   date -u
-} 2>&1 | grep -v -E "Warning|warnings.warn" | tee "$OUT/log.txt"
+} 2>&1 | quiet log.txt

@@ -16,13 +16,14 @@ from trainfit.memory.lora import lora_largest_tensor_params, lora_trainable_para
 from trainfit.memory.optimizer import PAGED, master_weight_bytes, optimizer_state_bytes, step_temporary_bytes
 from trainfit.memory.overhead import OverheadBytes, overhead_bytes
 from trainfit.memory.params import TensorGroup, param_breakdown, param_tensors
+from trainfit.memory import attention as attn
 from trainfit.memory.logits import SOFTCAP_FAMILIES
 from trainfit.memory.phases import PhasePeak, StepTerms, step_max_transient, step_peaks
 from trainfit.memory.sharding import Sharding, make_sharding
 from trainfit.memory.weights import count_scale, total_params, weight_bytes
 from trainfit.spec.card import RunCard
 from trainfit.errors import CardError
-from trainfit.spec.enums import (Attention, ComputeDtype, Dtype, LayerKind, MasterWeights, Method, Offload, Phase,
+from trainfit.spec.enums import (ComputeDtype, Dtype, LayerKind, MasterWeights, Method, Offload, Phase,
                                   RefPlacement, StatesDtype, Strategy)
 from trainfit.spec.model import ModelSpec
 from trainfit.spec.training import LoraSpec, TrainableSpec
@@ -281,11 +282,9 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         softcap_bytes_per_logit=act_dtype if spec.family in SOFTCAP_FAMILIES else 0,
     )
     tokens = card.batch.micro_batch_size * card.batch.seq_len
-    from trainfit.memory import attention as attn
-
-    eager = card.attention is Attention.EAGER or (spec.family in SOFTCAP_FAMILIES and card.attention is Attention.SDPA)
+    eager = attn.runs_eager(spec.family, card.attention) and spec.num_full_attention_layers > 0
     scores = attn.score_elements(micro_batch_size=card.batch.micro_batch_size, seq_len=card.batch.seq_len,
-                                 heads=spec.num_attention_heads, eager=eager and spec.num_full_attention_layers > 0)
+                                 heads=spec.num_attention_heads, eager=eager)
     transient = _layer_transients(spec, tokens=tokens, dtype_bytes=act_dtype,
                                   attention_bytes=attn.backward_transient_bytes(scores=scores, dtype_bytes=act_dtype))
     attention_forward = attn.forward_transient_bytes(
@@ -494,8 +493,7 @@ def _phase_results(
             if r.reserved == high:
                 continue
             base = r.device - r.paged_resident + (high - r.reserved)
-            pageable = sum(r.components.get(k, 0.0) for k in PAGEABLE)
-            resident = min(pageable, max(0.0, capacity - base)) if pageable else 0.0
+            resident = _paged_resident(r.components, capacity=capacity, device=base)
             out[i] = PhaseResult(r.phase, r.at, r.components, r.allocated, high, base + resident, r.overhead, resident)
     return out
 
@@ -704,6 +702,13 @@ def step_time_of(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
     return sum(v for k, v in parts.items() if k != "tokens_per_step"), parts
 
 
+def _paged_resident(components: dict[str, float], *, capacity: float, device: float) -> float:
+    """Managed (paged) memory stays resident only as far as the card has room beside ``device``
+    (everything else on it); the rest pages to host."""
+    pageable = sum(components.get(k, 0.0) for k in PAGEABLE)
+    return min(pageable, max(0.0, capacity - device)) if pageable else 0.0
+
+
 def _with_overhead(
     peak: PhasePeak, *, large_tensors: int, world_size: int, capacity: float, transient: float,
     compute_capability: str | None = None,
@@ -722,8 +727,7 @@ def _with_overhead(
     allocated = peak.allocated - outside + oh.cublas_workspace
     reserved = allocated + oh.rounding + oh.fragmentation
     device = reserved + oh.cuda_context + oh.nccl_buffers + (outside - pageable)
-    # managed (paged) memory stays resident only as far as the card has room; the rest pages to host
-    resident = min(pageable, max(0.0, capacity - device))
+    resident = _paged_resident(peak.components, capacity=capacity, device=device)
     comps = {k: v for k, v in peak.components.items() if v}
     if oh.cublas_workspace:
         comps["cublas_workspace"] = oh.cublas_workspace

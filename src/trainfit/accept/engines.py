@@ -62,7 +62,6 @@ class GenerationEngine:
 
     def __init__(self, live: bool = True):
         self.live, self._frozen = live, None
-        self.syncs = 0
 
     def model(self, trainer_model):
         if self.live:
@@ -75,7 +74,6 @@ class GenerationEngine:
 
     def sync(self, trainer_model) -> None:
         """Make the next rollout use the trainer's current weights (nothing to do for the live module)."""
-        self.syncs += 1
 
     def token_logprobs(self, trainer_model, ids: list[int], start: int):
         """log p(ids[t] | ids[:t]) for t >= start, under the generation path. Shape (len(ids)-start,)."""
@@ -135,7 +133,6 @@ class VllmEngine(GenerationEngine):
         target = self._engine_model()
         for name, param in trainer_model.named_parameters():
             target.load_weights([(name, param.data)])
-        self.syncs += 1
 
     def token_logprobs(self, trainer_model, ids: list[int], start: int):
         import torch

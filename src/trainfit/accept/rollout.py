@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
-from trainfit.accept.engines import GenerationEngine, device_of  # noqa: F401 (re-exported)
+from trainfit.accept.engines import GenerationEngine
 from trainfit.accept.sandbox import grade
 from trainfit.accept.tasks import Task
 

@@ -44,6 +44,8 @@ from functools import lru_cache
 
 from dataclasses import dataclass, field
 
+from trainfit.memory.attention import runs_eager
+from trainfit.memory.logits import SOFTCAP_FAMILIES
 from trainfit.memory.lora import targeted_groups
 from trainfit.spec.enums import Attention, LayerKind, Scope
 from trainfit.spec.model import ModelSpec
@@ -58,7 +60,6 @@ QWEN3_5_PARTIAL_ROTARY = 0.25
 """Qwen3.5 rotates a quarter of head_dim (config partial_rotary_factor; ModelSpec has no field)."""
 
 _ZERO_CENTRED_NORM = {"gemma2", "qwen3_5_text"}
-_SOFTCAP = {"gemma2"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,7 +182,7 @@ def _attention(ctx: _Ctx, spec: ModelSpec, x_rg: bool) -> tuple[int, bool]:
         total += b
     if not (q_rg or k_rg or v_rg):
         return total, False
-    eager = ctx.attention is Attention.EAGER or (spec.family in _SOFTCAP and ctx.attention is Attention.SDPA)
+    eager = runs_eager(spec.family, ctx.attention)
     if not eager:
         total += T * (2 * a * qd + 2 * a * kvd + FP32 * H)
         o_in_copy = gated  # Qwen3.5: q is contiguous after the partial-rotary cat, so is the output
@@ -192,7 +193,7 @@ def _attention(ctx: _Ctx, spec: ModelSpec, x_rg: bool) -> tuple[int, bool]:
         if q_rg:
             total += T * a * qd  # repeat_kv(k) (== k when kv_heads == heads)
         if s_rg:
-            if spec.family in _SOFTCAP:
+            if spec.family in SOFTCAP_FAMILIES:
                 total += T * a * H * s  # tanh output
             total += T * FP32 * H * s  # softmax output (fp32)
         if v_rg:
@@ -452,6 +453,6 @@ def loss_region_bytes(spec: ModelSpec, *, micro_batch_size: int, seq_len: int, c
     # labels are padded by one and shifted: a view of the (1, s+1) pad for b == 1, a (b, s) copy otherwise
     targets = INT64 * (s + 1) if b == 1 else INT64 * b * s
     out = b * s * FP32 * V + targets + FP32
-    if spec.family in _SOFTCAP:
+    if spec.family in SOFTCAP_FAMILIES:
         out += b * s * compute_dtype_bytes * V
     return out

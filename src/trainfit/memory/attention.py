@@ -22,9 +22,18 @@ read 3% low in backward) and measured on the trace.
 
 from __future__ import annotations
 
+from trainfit.memory.logits import SOFTCAP_FAMILIES
+from trainfit.spec.enums import Attention
+
 FORWARD_CKPT_BYTES_PER_SCORE = 10
 FORWARD_BYTES_PER_SCORE = 4
 BACKWARD_BYTES_PER_SCORE = 6
+
+
+def runs_eager(family: str, attention: Attention) -> bool:
+    """Eager attention runs: asked for, or SDPA asked for a softcapping family (transformers refuses
+    SDPA for attention-logit softcapping and falls back to eager)."""
+    return attention is Attention.EAGER or (family in SOFTCAP_FAMILIES and attention is Attention.SDPA)
 
 
 def score_elements(*, micro_batch_size: int, seq_len: int, heads: int, eager: bool) -> float:

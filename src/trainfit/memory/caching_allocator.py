@@ -132,18 +132,15 @@ def replay_steps(
     created by the first ``optimizer.step()``).
     """
     a = CachingAllocator()
-    for n in persistent:
+    for n in [*persistent, *workspace]:
         if n:
             a.malloc(n)
-    for n in workspace:
-        a.malloc(n)
-    for step in range(steps):
+    # the first step creates the extra blocks at their index; they are never freed (keys below 0)
+    at = min(first_step_extra_at, len(step_events))
+    first = [*step_events[:at], *((1, -1 - j, m) for j, m in enumerate(first_step_extra)), *step_events[at:]]
+    for events in [first] + [step_events] * (steps - 1):
         live: dict[int, Block] = {}
-        for i, (sign, key, n) in enumerate(step_events):
-            if step == 0 and i == first_step_extra_at:
-                for m in first_step_extra:
-                    if m:
-                        a.malloc(m)
+        for sign, key, n in events:
             if sign > 0:
                 if n:
                     live[key] = a.malloc(n)
@@ -151,8 +148,4 @@ def replay_steps(
                 blk = live.pop(key, None)
                 if blk is not None:
                     a.release(blk)
-        if step == 0 and first_step_extra_at >= len(step_events):
-            for m in first_step_extra:
-                if m:
-                    a.malloc(m)
     return a

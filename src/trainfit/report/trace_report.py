@@ -28,6 +28,7 @@ def trace_to_dict(result: Any, plan: Plan) -> dict[str, Any]:
             "breakdown": dict(ph.breakdown),
         })
     peak_plan = max(planned[p.name] for p in result.phases)
+    traced = {p.name for p in result.phases}
     return {
         "model": plan.spec.name,
         "traced_peak_bytes": result.peak_bytes,
@@ -42,8 +43,7 @@ def trace_to_dict(result: Any, plan: Plan) -> dict[str, Any]:
         "extrapolated": result.extrapolated,
         "phases": phases,
         "replayed_reserved_bytes": getattr(result, "reserved_bytes", None),
-        "planned_reserved_bytes": int(round(max(p.reserved for p in plan.phases if p.phase.value in planned_names)))
-        if (planned_names := {p.name for p in result.phases} & set(planned)) else None,
+        "planned_reserved_bytes": int(round(max(p.reserved for p in plan.phases if p.phase.value in traced))),
         "notes": list(result.notes),
     }
 

@@ -14,6 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from trainfit.errors import CardError
 from trainfit.spec.enums import (
     AdapterDtype,
+    AsyncMode,
+    ResponseShape,
     Attention,
     ComputeDtype,
     Dtype,
@@ -74,6 +76,8 @@ class HardwareSection(_Section):
     price_per_gpu_hour: float | None = Field(None, ge=0)
     currency: str | None = Field(None, description="ISO code (CNY, USD...); required with a price.")
     price_preset: str | None = Field(None, description="A named price, e.g. rtx4090-pro (1.98 CNY) or rtx4090-youth (1.24 CNY).")
+    nic_gbps_per_gpu: float = Field(200, gt=0, description="Inter-node network per GPU, Gb/s (10^9 bits), e.g. 400 for NDR.")
+    host_memory_gbps: float | None = Field(None, gt=0, description="Host DRAM bandwidth per node, GB/s; times the CPU optimizer step (default 100).")
 
 
 class ParallelSection(_Section):
@@ -81,7 +85,7 @@ class ParallelSection(_Section):
     offload: Offload = Offload.NONE
     gradient_checkpointing: bool = True
     activation_offload: bool = Field(False, description="Saved activations stream to host RAM (torchtune OffloadActivations).")
-    compile: bool = Field(False, description="torch.compile (recorded; its activation savings are not modelled).")
+    compile: bool = Field(False, description="torch.compile: fused elementwise kernels and fewer launches in the time model; its activation savings are not modelled.")
 
 
 class BatchSection(_Section):
@@ -148,6 +152,12 @@ class RolloutSection(_Section):
     weight_sync: WeightSync = WeightSync.PER_PARAMETER
     logprob_micro_batch_size: int | None = Field(None, ge=1, description="Sequences per log-prob pass; default micro_batch_size.")
     num_iterations: int = Field(1, ge=1, description="Updates per generated batch (GRPO mu); > 1 adds an old-policy log-prob pass.")
+    response_len_mean: int | None = Field(None, ge=1, description="Mean response tokens; default response_len / 2 (response_len is the max).")
+    response_len_shape: ResponseShape = Field(ResponseShape.EXPONENTIAL, description="Distribution of response lengths up to response_len: exponential (truncated, right-skewed) | uniform | fixed.")
+    cuda_graphs: bool = Field(True, description="vLLM decodes with CUDA graphs (False: enforce_eager).")
+    async_mode: AsyncMode = Field(AsyncMode.NONE, description="none | one_step_off: generation of step n+1 overlaps training of step n.")
+    reward_seconds_per_sample: float = Field(0.0, ge=0, description="Reward time per completion (sandboxed tests); 0 for a rule.")
+    reward_workers: int = Field(1, ge=1, description="Completions graded in parallel.")
 
 
 class RolesSection(_Section):

@@ -162,3 +162,16 @@ class WeightSync(StrEnum):
     PER_PARAMETER = "per_parameter"
     FULL_GATHER = "full_gather"
     """Whole model gathered (PEFT under ZeRO-3/FSDP merges the adapter into a full copy)."""
+
+
+class ResponseShape(StrEnum):
+    """Distribution of RL response lengths between 1 and the maximum (``rollout.response_len``)."""
+
+    EXPONENTIAL = "exponential"
+    UNIFORM = "uniform"
+    FIXED = "fixed"
+
+
+class AsyncMode(StrEnum):
+    NONE = "none"
+    ONE_STEP_OFF = "one_step_off"

@@ -1,0 +1,107 @@
+"""Collectives as NCCL runs them, and how much of them a framework's schedule leaves exposed.
+
+Time of one collective over ``n`` ranks on a buffer of ``S`` bytes (nccl-tests ``PERFORMANCE.md``:
+bus bandwidth; ring algorithm)::
+
+    all-gather / reduce-scatter:  latency + (n−1)/n · S / bus_bytes_per_s
+    all-reduce:                   latency + 2·(n−1)/n · S / bus_bytes_per_s
+    latency = collective_latency_s + hop_latency_s · (n − 1)   (ring steps)
+
+``bus_bytes_per_s``: NCCL's sustained bus bandwidth (``rates.intra_node_bus_bytes_per_s``);
+a ring that crosses nodes runs at the slower of that and the NIC per GPU times ``NIC_EFFICIENCY``.
+
+Overlap, as each framework schedules it (``exposed_*``): per decoder layer only the collective
+time that the layer's compute does not cover is exposed.
+
+* FSDP / ZeRO-3: forward all-gathers the next unit while the current one computes (prefetch);
+  the first gather is exposed. Backward all-gathers (when resharded after forward) and
+  reduce-scatters on the same NCCL stream while the previous layer's backward computes; the
+  last reduce-scatter is exposed. The root unit (embedding, head) is gathered once, exposed.
+* DDP: gradient buckets (25 MB) all-reduce during backward; exposed = what exceeds backward,
+  at least the last bucket.
+* ZeRO-1/2 (DeepSpeed, ``overlap_comm``): gradient reduce-scatter overlapped like DDP; the
+  all-gather of the updated parameters after the step is exposed.
+
+Pure Python: no torch import.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from trainfit.compute.rates import COLLECTIVE_HOP_LATENCY_S, DeviceRates
+
+NIC_EFFICIENCY = 0.80
+DDP_BUCKET_BYTES = 25 * 2**20
+"""torch DDP's default ``bucket_cap_mb=25`` (MiB)."""
+
+
+def ring_bus_bytes_per_s(*, rates: DeviceRates, crosses_nodes: bool, nic_bytes_per_s: float) -> float:
+    """Bus bandwidth of a ring: NCCL's intra-node rate, or the NIC per GPU when it crosses nodes."""
+    bus = rates.intra_node_bus_bytes_per_s
+    return min(bus, nic_bytes_per_s * NIC_EFFICIENCY) if crosses_nodes else bus
+
+
+def all_gather_seconds(*, total_bytes: float, ranks: int, bus_bytes_per_s: float, latency_s: float) -> float:
+    if ranks <= 1 or total_bytes <= 0:
+        return 0.0
+    return latency_s + COLLECTIVE_HOP_LATENCY_S * (ranks - 1) + (ranks - 1) / ranks * total_bytes / bus_bytes_per_s
+
+
+def reduce_scatter_seconds(*, total_bytes: float, ranks: int, bus_bytes_per_s: float, latency_s: float) -> float:
+    return all_gather_seconds(total_bytes=total_bytes, ranks=ranks, bus_bytes_per_s=bus_bytes_per_s, latency_s=latency_s)
+
+
+def all_reduce_seconds(*, total_bytes: float, ranks: int, bus_bytes_per_s: float, latency_s: float) -> float:
+    if ranks <= 1 or total_bytes <= 0:
+        return 0.0
+    return latency_s + 2 * COLLECTIVE_HOP_LATENCY_S * (ranks - 1) + 2 * (ranks - 1) / ranks * total_bytes / bus_bytes_per_s
+
+
+@dataclass(frozen=True, slots=True)
+class CommTime:
+    """Collective seconds of one optimizer step on one GPU: all of it, and what compute leaves exposed."""
+
+    total_s: float
+    exposed_s: float
+    per_micro_step_exposed_s: float
+    per_step_exposed_s: float
+
+
+def exposed_sharded(
+    *, layers: int, layer_weight_bytes: float, layer_grad_bytes: float, root_weight_bytes: float,
+    root_grad_bytes: float, ranks: int, bus_bytes_per_s: float, latency_s: float,
+    layer_forward_s: float, layer_backward_s: float, micro_steps: int, reshard_after_forward: bool = True,
+) -> CommTime:
+    """FSDP / ZeRO-3: per-layer gathers and reduce-scatters behind per-layer compute."""
+    kw = dict(ranks=ranks, bus_bytes_per_s=bus_bytes_per_s, latency_s=latency_s)
+    ag = all_gather_seconds(total_bytes=layer_weight_bytes, **kw)
+    rs = reduce_scatter_seconds(total_bytes=layer_grad_bytes, **kw)
+    root = all_gather_seconds(total_bytes=root_weight_bytes, **kw) + reduce_scatter_seconds(
+        total_bytes=root_grad_bytes, **kw)
+    bwd_comm = (ag if reshard_after_forward else 0.0) + rs
+    fwd_exposed = ag + (layers - 1) * max(0.0, ag - layer_forward_s)
+    bwd_exposed = (layers - 1) * max(0.0, bwd_comm - layer_backward_s) + rs
+    per_micro = fwd_exposed + bwd_exposed + root
+    total = micro_steps * (layers * (ag + bwd_comm) + root)
+    return CommTime(total, micro_steps * per_micro, per_micro, 0.0)
+
+
+def exposed_data_parallel(
+    *, grad_bytes: float, weight_bytes: float, ranks: int, bus_bytes_per_s: float, latency_s: float,
+    backward_s: float, micro_steps: int, zero_stage: int,
+) -> CommTime:
+    """DDP (``zero_stage`` 0) and ZeRO-1/2: gradient reduction hidden behind backward as far as it goes."""
+    kw = dict(ranks=ranks, bus_bytes_per_s=bus_bytes_per_s, latency_s=latency_s)
+    if zero_stage == 0:
+        red = all_reduce_seconds(total_bytes=grad_bytes, **kw)
+        last = all_reduce_seconds(total_bytes=min(grad_bytes, DDP_BUCKET_BYTES), **kw)
+        gather = 0.0
+    else:
+        red = reduce_scatter_seconds(total_bytes=grad_bytes, **kw)
+        last = reduce_scatter_seconds(total_bytes=min(grad_bytes, DDP_BUCKET_BYTES), **kw)
+        gather = all_gather_seconds(total_bytes=weight_bytes, **kw)
+    reductions = micro_steps if zero_stage == 2 else 1
+    exposed_red = max(red - backward_s, last)
+    per_step = (reductions * exposed_red) + gather
+    return CommTime(reductions * red + gather, per_step, 0.0, per_step)

@@ -1,0 +1,93 @@
+"""Matrix-multiply time at a shape-dependent efficiency.
+
+A GEMM ``(m, k) @ (k, n)`` does ``2·m·n·k`` FLOPs and moves at least ``(m·k + k·n + m·n)·bytes``.
+Its time is the larger of the two roofs, each at what the card sustains (``rates.py``)::
+
+    compute_s = flops / (matmul_flops_per_s · wave_efficiency · depth_efficiency)
+    memory_s  = bytes / hbm_bytes_per_s
+    seconds   = max(compute_s, memory_s, device_s_per_kernel_min)
+
+* **Wave (tile) quantisation.** cuBLAS tiles the output in ``TILE_M × TILE_N`` blocks, one per SM at
+  a time; ``tiles`` blocks on ``sm_count`` SMs run in ``ceil(tiles / sm_count)`` waves and the last
+  wave is partly idle: ``wave_efficiency = tiles / (waves · sm_count)`` (NVIDIA, "Matrix
+  Multiplication Background User's Guide", sections "Tile quantization" and "Wave quantization").
+  Grouped GEMMs (MoE experts in one kernel) share the waves: ``groups`` multiplies the tiles.
+* **Depth.** Each tile streams ``k`` in slices; the prologue/epilogue cost is fixed, so a short
+  ``k`` runs below peak: ``depth_efficiency = k / (k + K_HALF)`` with ``K_HALF = 128`` (one tile
+  width of pipeline fill; same guide, "Math and memory bounds").
+* **Skinny shapes** (LoRA's rank-r products, decode at a small batch) fall on the memory roof.
+* **Calibration.** When ``rates.gemm_points`` holds measurements, the model's time at the nearest
+  measured shape (in log space) is corrected by measured/modelled there.
+
+Pure Python: no torch import.
+"""
+
+from __future__ import annotations
+
+from math import ceil, log
+
+from trainfit.compute.rates import DeviceRates, GemmPoint
+
+TILE_M = 128
+TILE_N = 128
+K_HALF = 128.0
+
+
+def gemm_flops(*, m: float, n: float, k: float, groups: float = 1) -> float:
+    """``2·m·n·k`` per group."""
+    return 2.0 * m * n * k * groups
+
+
+def gemm_bytes(*, m: float, n: float, k: float, groups: float = 1, dtype_bytes: float = 2.0) -> float:
+    """Operands read once and the output written once (the memory-traffic lower bound)."""
+    return (m * k + k * n + m * n) * dtype_bytes * groups
+
+
+def wave_efficiency(*, m: float, n: float, sm_count: int, groups: float = 1) -> float:
+    """Fraction of SM slots busy over the waves the output tiles need."""
+    tiles = ceil(max(m, 1) / TILE_M) * ceil(max(n, 1) / TILE_N) * max(groups, 1)
+    waves = ceil(tiles / sm_count)
+    return tiles / (waves * sm_count)
+
+
+def depth_efficiency(*, k: float) -> float:
+    return k / (k + K_HALF)
+
+
+def _model_compute_s(*, m: float, n: float, k: float, groups: float, rates: DeviceRates, fp32: bool = False) -> float:
+    if fp32:  # no tensor cores: SIMT fp32 at the datasheet rate, no tiling effects modelled
+        return gemm_flops(m=m, n=n, k=k, groups=groups) / (rates.fp32_matmul_flops_per_s or rates.matmul_flops_per_s / 12)
+    eff = wave_efficiency(m=m, n=n, sm_count=rates.sm_count, groups=groups) * depth_efficiency(k=k)
+    return gemm_flops(m=m, n=n, k=k, groups=groups) / (rates.matmul_flops_per_s * eff)
+
+
+def _nearest(points: tuple[GemmPoint, ...], m: float, n: float, k: float) -> GemmPoint:
+    def dist(p: GemmPoint) -> float:
+        return sum((log(max(a, 1)) - log(max(b, 1))) ** 2 for a, b in ((p.m, m), (p.n, n), (p.k, k)))
+
+    return min(points, key=dist)
+
+
+def gemm_seconds(
+    *, m: float, n: float, k: float, rates: DeviceRates, groups: float = 1, dtype_bytes: float = 2.0
+) -> float:
+    """Seconds of one GEMM (or one grouped GEMM of ``groups`` equal problems) on one GPU."""
+    if min(m, n, k) <= 0:
+        return 0.0
+    fp32 = dtype_bytes >= 4
+    compute = _model_compute_s(m=m, n=n, k=k, groups=groups, rates=rates, fp32=fp32)
+    if rates.gemm_points and not fp32:
+        p = _nearest(rates.gemm_points, m, n, k)
+        modelled = max(_model_compute_s(m=p.m, n=p.n, k=p.k, groups=1, rates=rates),
+                       gemm_bytes(m=p.m, n=p.n, k=p.k) / rates.hbm_bytes_per_s)
+        measured = gemm_flops(m=p.m, n=p.n, k=p.k) / p.flops_per_s
+        compute *= measured / modelled
+    memory = gemm_bytes(m=m, n=n, k=k, groups=groups, dtype_bytes=dtype_bytes) / rates.hbm_bytes_per_s
+    return max(compute, memory, rates.device_s_per_kernel_min)
+
+
+def gemm_bound(*, m: float, n: float, k: float, rates: DeviceRates, groups: float = 1) -> str:
+    """'compute' or 'memory': which roof the GEMM sits on."""
+    compute = _model_compute_s(m=m, n=n, k=k, groups=groups, rates=rates)
+    memory = gemm_bytes(m=m, n=n, k=k, groups=groups) / rates.hbm_bytes_per_s
+    return "compute" if compute >= memory else "memory"

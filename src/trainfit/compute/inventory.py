@@ -1,0 +1,296 @@
+"""The kernels of one training micro-step, by pass: GEMM shapes, attention work, memory traffic.
+
+This is the planner's op inventory, the time twin of the memory terms. ``trainfit trace --time``
+counts the same ops on the real model under fake tensors; the tests compare the two.
+
+Per decoder layer, forward, ``T`` tokens, Hugging Face eager modules in bf16 (2-byte elements):
+
+=========================  ==========================================  ================  =======
+op                         kernels (what launches)                     bytes per element  applied to
+=========================  ==========================================  ================  =======
+RMSNorm                    to(fp32), pow, mean, add+rsqrt, mul,         36                T·h (x2; x4 Gemma-2)
+                           to(bf16), mul(weight)
+q/k norm (Qwen3)           same as RMSNorm                              36                T·(q+kv)
+rotary                     mul cos, rotate_half (2 slices, neg, cat),   14                T·(q+kv)
+                           mul sin, add
+residual add               add                                          6                 T·h (x2)
+SwiGLU                     silu, mul                                    10                T·I
+linear (each)              one GEMM                                     (gemm.py)
+attention                  one fused kernel (flash / efficient SDPA)    (attention_time)
+=========================  ==========================================  ================  =======
+
+Backward: every elementwise op reads its saved inputs and the incoming gradient and writes the
+input gradient: ``BACKWARD_BYTES_FACTOR`` = 2 x the forward bytes (norm backward reads x, weight,
+grad; writes dx and a dweight partial), ``BACKWARD_KERNEL_FACTOR`` = 1.5 x the forward kernels.
+GEMMs: ``dX = dY·Wᵀ`` for every linear (frozen too: gradients must reach earlier layers) and
+``dW = Xᵀ·dY`` only for trained weights.
+
+LoRA on a linear (PEFT): forward adds ``A`` (T x r x in) and ``B`` (T x out x r) GEMMs, the scaling
+mul and the add (10 bytes per output element), dropout when > 0; backward: dX and dW of both.
+On fused MoE experts (3-D parameters) PEFT materialises ``W + B·A`` per forward (read and write the
+expert weights). QLoRA dequantises each frozen nf4 linear per use (forward, backward's dX,
+recompute): read 0.5 + 1/32 bytes, write 2 bytes per weight.
+
+MoE (transformers v5 default ``grouped_mm``): routed expert GEMMs as one grouped GEMM per
+projection, ``m = T·top_k / E`` rows per expert; router GEMM, top-k and the permute/unpermute of
+``T·top_k`` rows of ``h`` (gather + scatter-add).
+
+Head: lm_head GEMM (T x V x h); the loss upcasts the logits to fp32, shifts and takes a
+log-softmax and the NLL: 24 bytes per logit forward, 22 backward (``LOSS_*``). Embedding: a gather
+forward; backward (trained) zeroes a V x h fp32 buffer, scatter-adds, casts: 10 bytes per weight.
+
+The byte constants are read off the op sequence above; ``tests/compute`` checks the kernels and
+GEMM FLOPs against the fake-tensor trace. Pure Python: no torch import.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from trainfit.memory.params import linear_groups
+from trainfit.spec.model import ModelSpec
+
+NORM_BYTES, NORM_KERNELS = 36.0, 7
+ROTARY_BYTES, ROTARY_KERNELS = 14.0, 5
+RESIDUAL_BYTES = 6.0
+SWIGLU_BYTES, SWIGLU_KERNELS = 10.0, 2
+LORA_ELEMENTWISE_BYTES, LORA_EXTRA_KERNELS = 10.0, 2
+LORA_DROPOUT_BYTES, LORA_DROPOUT_KERNELS = 5.0, 3
+FP32_LORA_INPUT_BYTES, FP32_LORA_OUTPUT_BYTES = 6.0, 24.0
+"""fp32 adapters: x.to(fp32) (2 in, 4 out) per input element; per output element the fp32 product is
+written (4), scaled (4 + 4), cast down (4 + 2) and added to the base output (2 + 2 + 2)."""
+NF4_DEQUANT_BYTES_PER_WEIGHT = 0.5 + 1 / 32 + 2.0
+LOSS_FORWARD_BYTES, LOSS_BACKWARD_BYTES = 24.0, 22.0
+LOSS_FORWARD_KERNELS, LOSS_BACKWARD_KERNELS = 8, 8
+EMBED_BACKWARD_BYTES_PER_WEIGHT = 10.0
+BACKWARD_BYTES_FACTOR = 2.0
+BACKWARD_KERNEL_FACTOR = 1.5
+EAGER_SCORE_FORWARD_BYTES, EAGER_SCORE_BACKWARD_BYTES = 16.0, 20.0
+MOE_DISPATCH_KERNELS = 14
+"""Router softmax, top-k, normalise, sort/histogram, permute, unpermute, scale, scatter-add."""
+
+
+@dataclass(frozen=True, slots=True)
+class Gemm:
+    """``count`` launches of ``(m, k) @ (k, n)``, each a grouped GEMM of ``groups`` problems."""
+
+    name: str
+    m: float
+    n: float
+    k: float
+    count: float = 1
+    groups: float = 1
+    dtype_bytes: float = 2.0
+    """4: an fp32 GEMM (no tensor cores unless TF32 is enabled)."""
+
+    @property
+    def flops(self) -> float:
+        return 2.0 * self.m * self.n * self.k * self.groups * self.count
+
+
+@dataclass(frozen=True, slots=True)
+class PassInventory:
+    """One pass (forward or backward) over a part of the model, for one micro-batch on one GPU."""
+
+    gemms: tuple[Gemm, ...] = ()
+    attention_forward_flops: float = 0.0
+    """Forward FLOPs of the attention products (causal halving applied when the kernel skips)."""
+    attention_calls: float = 0.0
+    memory_bytes: float = 0.0
+    """Bytes moved by memory-bound kernels."""
+    kernels: float = 0.0
+    """Kernels launched (GEMMs and attention included)."""
+    eager_score_elements: float = 0.0
+    """Attention scores materialised by eager attention (b·heads·s²), per layer summed."""
+
+    @property
+    def gemm_flops(self) -> float:
+        return sum(g.flops for g in self.gemms)
+
+    def __add__(self, other: "PassInventory") -> "PassInventory":
+        return PassInventory(
+            self.gemms + other.gemms, self.attention_forward_flops + other.attention_forward_flops,
+            self.attention_calls + other.attention_calls, self.memory_bytes + other.memory_bytes,
+            self.kernels + other.kernels, self.eager_score_elements + other.eager_score_elements,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class StepInventory:
+    """Forward and backward of the decoder layers, the head and the embedding, per micro-step."""
+
+    layers_forward: PassInventory
+    layers_backward: PassInventory
+    head_forward: PassInventory
+    head_backward: PassInventory
+    num_layers: int
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def forward(self) -> PassInventory:
+        return self.layers_forward + self.head_forward
+
+    @property
+    def backward(self) -> PassInventory:
+        return self.layers_backward + self.head_backward
+
+
+@dataclass(frozen=True, slots=True)
+class Adapter:
+    """What the trained scope adds to the frozen linears (None for full fine-tuning)."""
+
+    rank: int
+    targets: tuple[str, ...]
+    """Linear-group names (``q_proj``...); ``("all-linear",)`` for every decoder linear."""
+    dropout: float = 0.0
+    nf4_base: bool = False
+    adapter_dtype_bytes: int = 2
+    """4 for fp32 adapters (PEFT keeps them fp32 under a bf16 base when autocast_adapter_dtype):
+    the input is cast up, both products run in fp32, the output is cast back."""
+
+
+def _targeted(name: str, adapter: Adapter | None) -> bool:
+    if adapter is None:
+        return False
+    short = name.rsplit(".", 1)[-1]
+    return "all-linear" in adapter.targets or short in adapter.targets or (
+        short == "gate_up_proj" and ({"gate_proj", "up_proj"} & set(adapter.targets)))
+
+
+@lru_cache(maxsize=2048)
+def step_inventory(
+    spec: ModelSpec, *, micro_batch_size: int, seq_len: int, adapter: Adapter | None = None,
+    eager_attention: bool = False, causal_skip: bool = True, train_embedding: bool = True,
+) -> StepInventory:
+    """The op inventory of one micro-step of ``micro_batch_size × seq_len`` tokens on one GPU."""
+    t = float(micro_batch_size * seq_len)
+    h = spec.hidden_size
+    fwd, bwd = [], []
+    fwd_bytes = bwd_bytes = 0.0
+    fwd_k = bwd_k = 0.0
+    layers = spec.num_layers
+    full = spec.num_full_attention_layers
+    # elementwise
+    norms = spec.norms_per_layer * layers
+    fwd_bytes += NORM_BYTES * t * h * norms + RESIDUAL_BYTES * t * h * 2 * layers
+    fwd_k += NORM_KERNELS * norms + 2 * layers
+    qkv = spec.q_dim + spec.kv_dim
+    fwd_bytes += ROTARY_BYTES * t * qkv * full
+    fwd_k += 2 * ROTARY_KERNELS * full
+    if spec.qk_norm:
+        fwd_bytes += NORM_BYTES * t * qkv * full
+        fwd_k += 2 * NORM_KERNELS * full
+    # linears
+    for g in linear_groups(spec):
+        frozen = adapter is not None
+        lora = _targeted(g.name, adapter)
+        if g.is_fused_experts:
+            top_k = spec.moe.experts_per_token
+            rows = t * top_k / g.experts
+            fwd.append(Gemm(g.name, rows, g.out_features, g.in_features, g.count, g.experts))
+            bwd.append(Gemm(g.name + ".dX", rows, g.in_features, g.out_features, g.count, g.experts))
+            if not frozen:
+                bwd.append(Gemm(g.name + ".dW", g.in_features, g.out_features, rows, g.count, g.experts))
+            fwd_k += g.count
+            bwd_k += g.count * (1 if frozen else 2)
+            if lora:
+                r = adapter.rank * g.lora_rank_multiplier
+                w = g.experts * g.in_features * g.out_features
+                fwd.append(Gemm(g.name + ".BA", g.out_features, g.in_features, r, g.count, g.experts))
+                fwd_bytes += 6.0 * w * g.count  # read W, write W + BA (bf16)
+                bwd_bytes += 8.0 * w * g.count
+                fwd_k += 3 * g.count
+                bwd_k += 4 * g.count
+            continue
+        fwd.append(Gemm(g.name, t, g.out_features, g.in_features, g.count))
+        bwd.append(Gemm(g.name + ".dX", t, g.in_features, g.out_features, g.count))
+        if not frozen:
+            bwd.append(Gemm(g.name + ".dW", g.in_features, g.out_features, t, g.count))
+        fwd_k += g.count
+        bwd_k += g.count * (1 if frozen else 2)
+        if adapter is not None and adapter.nf4_base:
+            fwd_bytes += NF4_DEQUANT_BYTES_PER_WEIGHT * g.in_features * g.out_features * g.count
+            bwd_bytes += NF4_DEQUANT_BYTES_PER_WEIGHT * g.in_features * g.out_features * g.count
+            fwd_k += g.count
+            bwd_k += g.count
+        if lora:
+            r, d = adapter.rank, adapter.adapter_dtype_bytes
+            fwd += [Gemm(g.name + ".A", t, r, g.in_features, g.count, 1, d), Gemm(g.name + ".B", t, g.out_features, r, g.count, 1, d)]
+            bwd += [Gemm(g.name + ".B.dX", t, r, g.out_features, g.count, 1, d),
+                    Gemm(g.name + ".B.dW", g.out_features, r, t, g.count, 1, d),
+                    Gemm(g.name + ".A.dX", t, g.in_features, r, g.count, 1, d),
+                    Gemm(g.name + ".A.dW", r, g.in_features, t, g.count, 1, d)]
+            if d >= 4:  # cast x up (2 in, 4 out) and the fp32 output scaled, cast down, added
+                fwd_bytes += (FP32_LORA_INPUT_BYTES * g.in_features + FP32_LORA_OUTPUT_BYTES * g.out_features) * t * g.count
+                fwd_k += (2 + LORA_EXTRA_KERNELS + 2) * g.count
+            else:
+                fwd_bytes += LORA_ELEMENTWISE_BYTES * t * g.out_features * g.count
+                fwd_k += (2 + LORA_EXTRA_KERNELS) * g.count
+            bwd_k += 4 * g.count
+            if adapter.dropout > 0:
+                fwd_bytes += LORA_DROPOUT_BYTES * t * g.in_features * g.count
+                fwd_k += LORA_DROPOUT_KERNELS * g.count
+    # MLP activations
+    if spec.moe is None:
+        fwd_bytes += SWIGLU_BYTES * t * spec.intermediate_size * layers
+        fwd_k += SWIGLU_KERNELS * layers
+    else:
+        moe = spec.moe
+        n_moe = sum(1 for i in range(layers) if moe.is_moe_layer(i))
+        rows = t * moe.experts_per_token
+        fwd.append(Gemm("router", t, moe.num_experts, h, n_moe))
+        bwd.append(Gemm("router.dX", t, h, moe.num_experts, n_moe))
+        fwd_bytes += (SWIGLU_BYTES * rows * moe.expert_intermediate_size + 4 * 2.0 * rows * h) * n_moe
+        fwd_k += (MOE_DISPATCH_KERNELS + SWIGLU_KERNELS) * n_moe + 2 * n_moe
+        if moe.shared_expert_intermediate_size:
+            fwd_bytes += SWIGLU_BYTES * t * moe.shared_expert_intermediate_size * n_moe
+        dense = layers - n_moe
+        fwd_bytes += SWIGLU_BYTES * t * spec.intermediate_size * dense
+        fwd_k += SWIGLU_KERNELS * dense
+    # attention
+    attn_fwd = 0.0
+    scores = 0.0
+    if full:
+        s = float(seq_len)
+        per_layer = 4.0 * s * spec.q_dim * t
+        if eager_attention:
+            b = micro_batch_size
+            fwd.append(Gemm("attn.scores", s, s, spec.head_dim, full, b * spec.num_attention_heads))
+            fwd.append(Gemm("attn.pv", s, spec.head_dim, s, full, b * spec.num_attention_heads))
+            bwd += [Gemm("attn.scores.bwd", s, s, spec.head_dim, 2 * full, b * spec.num_attention_heads),
+                    Gemm("attn.pv.bwd", s, spec.head_dim, s, 2 * full, b * spec.num_attention_heads)]
+            scores = b * spec.num_attention_heads * s * s * full
+            fwd_bytes += EAGER_SCORE_FORWARD_BYTES * scores
+            bwd_bytes += EAGER_SCORE_BACKWARD_BYTES * scores
+            fwd_k += 8 * full
+            bwd_k += 8 * full
+        else:
+            attn_fwd = per_layer * full / (2 if causal_skip else 1)
+            fwd_k += full
+            bwd_k += 2 * full
+    if spec.num_linear_attention_layers:
+        la = spec.linear_attention
+        n = spec.num_linear_attention_layers
+        # chunked gated delta rule: state updates ~ 4·T·value_dim·key_head_dim FLOPs forward (as GEMMs)
+        fwd.append(Gemm("deltanet.chunk", t, la.value_dim, 4 * la.key_head_dim, n))
+        bwd.append(Gemm("deltanet.chunk.bwd", t, la.value_dim, 8 * la.key_head_dim, n))
+        fwd_bytes += 40.0 * t * (la.conv_dim + la.value_dim) * n
+        fwd_k += 30 * n
+    bwd_bytes += BACKWARD_BYTES_FACTOR * fwd_bytes
+    elementwise_k = fwd_k - sum(g.count for g in fwd) - (0 if eager_attention else full)
+    bwd_k += BACKWARD_KERNEL_FACTOR * elementwise_k
+    layers_fwd = PassInventory(tuple(fwd), attn_fwd, float(full), fwd_bytes, fwd_k, scores)
+    layers_bwd = PassInventory(tuple(bwd), attn_fwd, float(full), bwd_bytes, bwd_k, scores)
+    # head + loss + embedding + final norm
+    out = spec.head_outputs or spec.vocab_size
+    head_f = PassInventory((Gemm("lm_head", t, out, h),), 0.0, 0.0,
+                           LOSS_FORWARD_BYTES * t * out + NORM_BYTES * t * h + 4.0 * t * h,
+                           1 + LOSS_FORWARD_KERNELS + NORM_KERNELS + 1)
+    head_train = adapter is None
+    hb = [Gemm("lm_head.dX", t, h, out)] + ([Gemm("lm_head.dW", h, out, t)] if head_train else [])
+    emb = EMBED_BACKWARD_BYTES_PER_WEIGHT * spec.vocab_size * h if (head_train and train_embedding) else 0.0
+    head_b = PassInventory(tuple(hb), 0.0, 0.0,
+                           LOSS_BACKWARD_BYTES * t * out + 2 * NORM_BYTES * t * h + emb,
+                           len(hb) + LOSS_BACKWARD_KERNELS + NORM_KERNELS + (4 if emb else 0))
+    return StepInventory(layers_fwd, layers_bwd, head_f, head_b, layers)

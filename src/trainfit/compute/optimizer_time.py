@@ -1,0 +1,80 @@
+"""Optimizer step time: memory traffic per parameter, and kernels by implementation.
+
+AdamW reads the parameter, its gradient and two moments, and writes the parameter and the
+moments: ``w + g + 2s`` bytes in and ``w + 2s`` out per parameter (``w``, ``g``, ``s``: bytes of a
+weight, a gradient, a state element). An fp32 master copy adds 4 in and 4 out, and the 16-bit copy
+is written back (2). 8-bit optimizers (bitsandbytes) keep 1-byte states with a block scale
+(the block scales are negligible) and dequantise/quantise in registers. SGD with momentum: one state.
+Gradient clipping (the Trainer's default ``max_grad_norm=1.0``) reads every gradient for the norm
+and reads and writes it for the scale.
+
+Kernels (PyTorch 2.x ``torch.optim.AdamW``):
+
+* ``fused``: ``_fused_adamw_`` over tensor lists, one launch per ``MULTI_TENSOR_CHUNK`` tensors;
+* ``foreach``: ``_foreach_*`` ops (about ``FOREACH_OPS`` = 12 per step), each one launch per chunk;
+* ``for_loop``: the same ~12 ops per parameter tensor, each its own launch from Python.
+
+Pure Python: no torch import.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import ceil
+
+from trainfit.compute.rates import DeviceRates
+
+MULTI_TENSOR_CHUNK = 110
+"""Tensors per multi_tensor_apply launch (ATen's ``depth_to_max_tensors`` for 4-5 lists)."""
+FOREACH_OPS = 12
+FOR_LOOP_OPS_PER_TENSOR = 12
+CLIP_KERNELS = 4
+STATE_COUNT = {"adamw": 2, "adam": 2, "adamw_8bit": 2, "paged_adamw": 2, "paged_adamw_8bit": 2, "sgd": 1,
+               "adafactor": 1, "lion": 1}
+
+
+@dataclass(frozen=True, slots=True)
+class OptimizerTime:
+    seconds: float
+    device_s: float
+    host_s: float
+    bytes_moved: float
+    kernels: float
+
+
+def optimizer_bytes_per_param(
+    *, optimizer: str, weight_bytes: float, grad_bytes: float, state_bytes: float, master: bool, clip: bool
+) -> float:
+    """Bytes read + written per trained parameter by one step."""
+    states = STATE_COUNT.get(optimizer, 2)
+    if "8bit" in optimizer:
+        state_bytes = 1.0
+    if master:
+        per = (4 + grad_bytes + states * state_bytes) + (4 + states * state_bytes + weight_bytes)
+    else:
+        per = (weight_bytes + grad_bytes + states * state_bytes) + (weight_bytes + states * state_bytes)
+    if clip:
+        per += 2 * grad_bytes + grad_bytes
+    return per
+
+
+def optimizer_seconds(
+    *, params: float, tensors: float, optimizer: str, impl: str, rates: DeviceRates, weight_bytes: float = 2.0,
+    grad_bytes: float = 2.0, state_bytes: float = 4.0, master: bool = False, clip: bool = True,
+) -> OptimizerTime:
+    """One step over ``params`` parameters in ``tensors`` tensors on one GPU (its shard)."""
+    per = optimizer_bytes_per_param(optimizer=optimizer, weight_bytes=weight_bytes, grad_bytes=grad_bytes,
+                                    state_bytes=state_bytes, master=master, clip=clip)
+    moved = params * per
+    chunks = max(1, ceil(tensors / MULTI_TENSOR_CHUNK))
+    if impl == "fused":
+        kernels = chunks
+    elif impl == "foreach":
+        kernels = FOREACH_OPS * chunks
+    else:
+        kernels = FOR_LOOP_OPS_PER_TENSOR * tensors
+    if clip:
+        kernels += CLIP_KERNELS * chunks
+    device = max(moved / rates.hbm_bytes_per_s, kernels * rates.device_s_per_kernel_min)
+    host = kernels * rates.host_s_per_backward_kernel  # dispatched from C++ (foreach) or a bare loop
+    return OptimizerTime(max(device, host), device, host, moved, kernels)

@@ -1,0 +1,158 @@
+"""What one GPU kind actually sustains: the rates every time term divides by.
+
+The catalog (``catalog/gpus.py``) gives datasheet peaks. A time model needs what kernels reach:
+the largest matmul rate a brute-force shape search finds (MAMF), the bandwidth a streaming kernel
+sees, what eager PyTorch costs on the host per kernel, the bus bandwidth NCCL reaches. This module
+turns a ``GpuSpec`` into those rates from published measurements, and lets a calibration file
+(``trainfit calibrate``) replace any of them with the user's own.
+
+Sources of the defaults (each is listed in the plan's assumptions when used):
+
+* Matmul: "Maximum Achievable Matmul FLOPS comparison table", stas00/ml-engineering
+  ``compute/accelerator/README.md``: BF16 MAMF / datasheet = 85.9 % A100 SXM, 82.2 % A100 PCIe,
+  80.1 % H100 SXM, 83.0 % GH200. Other NVIDIA cards take 80 % (the H100 ratio), stated.
+* HBM: a streaming copy reaches about 90 % of the datasheet bandwidth on A100/H100 (NVIDIA's
+  ``nvbandwidth`` / STREAM-style results); assumed for every card.
+* Host cost per kernel: the H200 step times of small models in ``benchmarks/results/gpu_raw``
+  (``benchmarks/gpu_calibration.md``) are 4-25x their FLOPs; eager PyTorch + HF modules spend a few
+  tens of microseconds of CPU per dispatched op. The constant is fitted on the 10 "default"
+  cases only (``benchmarks/step_times.py`` says which and scores the held-out sets separately).
+* Collectives: NCCL bus bandwidth about 80 % of one direction of NVLink (nccl-tests PERFORMANCE.md
+  and published DGX A100/H100 all_reduce_perf results: ~230 of 300 GB/s, ~360+ of 450 GB/s), 75 % of
+  PCIe with peer-to-peer, and through host memory for cards without P2P (GeForce RTX 4090: NCCL
+  falls back to SHM, about a third of the PCIe rate). Latency per collective ~ 30 us + 8 us per hop.
+* Host optimizer (offload): DeepSpeed's CPU Adam streams p, g, m, v (fp32) in and p, m, v out,
+  plus a 16-bit copy of p: about 30 bytes per parameter, bound by host memory bandwidth (ZeRO-Offload,
+  Ren et al. 2021, §4.1: CPU-Adam is vectorised and bandwidth-bound). 100 GB/s per node assumed.
+
+Pure Python: no torch import.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+from trainfit.catalog.gpus import GpuSpec
+from trainfit.errors import CardError
+
+_MAMF_FRACTION = {"a100-40gb": 0.859, "a100-80gb": 0.859, "h100-sxm": 0.801, "h200": 0.83, "h20": 0.83}
+_MAMF_SOURCE = "stas00/ml-engineering compute/accelerator/README.md (MAMF table)"
+DEFAULT_MAMF_FRACTION = 0.80
+SM_COUNT = {
+    "a10": 72, "a100-40gb": 108, "a100-80gb": 108, "b200": 148, "h100-pcie": 114, "h100-sxm": 132, "h20": 78,
+    "h200": 132, "l40s": 142, "rtx3090": 82, "rtx4090": 128, "rtx5090": 170,
+}
+"""Streaming multiprocessors per card (NVIDIA architecture whitepapers: A100, H100, Ada, Blackwell)."""
+DEFAULT_SM_COUNT = 108
+FP32_SIMT_FLOPS_PER_S = {
+    "a10": 31.2e12, "a100-40gb": 19.5e12, "a100-80gb": 19.5e12, "b200": 80e12, "h100-pcie": 51.2e12,
+    "h100-sxm": 66.9e12, "h20": 44e12, "h200": 66.9e12, "l40s": 91.6e12, "rtx3090": 35.6e12, "rtx4090": 82.6e12,
+    "rtx5090": 104.8e12,
+}
+"""Non-tensor-core fp32 FLOP/s (datasheets: A100, H100/H200, H20, Ada, Blackwell). torch runs fp32 matmuls
+here unless TF32 is allowed (``torch.backends.cuda.matmul.allow_tf32`` is False by default): PEFT's fp32
+LoRA adapters do."""
+HBM_FRACTION = 0.90
+HOST_S_PER_FORWARD_KERNEL = 22e-6
+"""Host (Python + dispatcher + launch) seconds per kernel of an eager forward (HF modules)."""
+HOST_S_PER_BACKWARD_KERNEL = 9e-6
+"""Autograd engine (C++) seconds per kernel of a backward."""
+DEVICE_S_PER_KERNEL_MIN = 2.5e-6
+"""Shortest kernel on the device (launch latency + a small grid)."""
+NVLINK_BUS_FRACTION = 0.80
+PCIE_P2P_BUS_FRACTION = 0.75
+PCIE_NO_P2P_BUS_FRACTION = 0.33
+COLLECTIVE_LATENCY_S = 30e-6
+COLLECTIVE_HOP_LATENCY_S = 8e-6
+HOST_MEMORY_BYTES_PER_S = 100e9
+CPU_ADAM_BYTES_PER_PARAM = 30.0
+PCIE_EFFICIENCY = 0.80
+"""Pinned-memory cudaMemcpy reaches ~80 % of the PCIe x16 rate per direction."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class GemmPoint:
+    """One measured matmul: ``(m, k) @ (k, n)`` in bf16 at ``flops_per_s``."""
+
+    m: int
+    n: int
+    k: int
+    flops_per_s: float
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class DeviceRates:
+    """Sustained rates of one GPU kind (and its host), each with units in its name."""
+
+    gpu_id: str
+    matmul_flops_per_s: float
+    """Largest sustained dense bf16 matmul rate (large aligned shapes)."""
+    hbm_bytes_per_s: float
+    """Sustained device-memory bandwidth of a streaming kernel."""
+    sm_count: int
+    host_s_per_forward_kernel: float = HOST_S_PER_FORWARD_KERNEL
+    host_s_per_backward_kernel: float = HOST_S_PER_BACKWARD_KERNEL
+    device_s_per_kernel_min: float = DEVICE_S_PER_KERNEL_MIN
+    intra_node_bus_bytes_per_s: float
+    """NCCL bus bandwidth inside a node (per direction)."""
+    p2p: bool = True
+    collective_latency_s: float = COLLECTIVE_LATENCY_S
+    pcie_bytes_per_s: float
+    """Sustained host <-> device copy rate per direction (pinned memory)."""
+    host_memory_bytes_per_s: float = HOST_MEMORY_BYTES_PER_S
+    """Host DRAM bandwidth per node that a CPU optimizer step streams at."""
+    fp32_matmul_flops_per_s: float | None = None
+    """fp32 matmul without tensor cores (None: 1/12 of the bf16 rate)."""
+    gemm_points: tuple[GemmPoint, ...] = ()
+    """Measured matmuls (a calibration); when given they replace the shape model near their shapes."""
+    compute_capability: str | None = None
+    sources: tuple[str, ...] = field(default_factory=tuple)
+
+    def with_overrides(self, overrides: dict[str, Any], *, source: str) -> "DeviceRates":
+        """A copy with calibrated fields replaced; unknown names are refused."""
+        known = {f.name for f in fields(DeviceRates)} - {"gpu_id", "sources"}
+        bad = set(overrides) - known
+        if bad:
+            raise CardError(f"calibration: unknown rate(s) {sorted(bad)}; allowed: {', '.join(sorted(known))}")
+        data = dict(overrides)
+        if "gemm_points" in data:
+            data["gemm_points"] = tuple(p if isinstance(p, GemmPoint) else GemmPoint(**p) for p in data["gemm_points"])
+        for k, v in data.items():
+            if k not in ("gemm_points", "p2p", "compute_capability", "fp32_matmul_flops_per_s") and not (isinstance(v, (int, float)) and v > 0):
+                raise CardError(f"calibration: {k} must be a positive number, got {v!r}")
+        return replace(self, **data, sources=self.sources + (source,))
+
+
+def default_rates(gpu: GpuSpec) -> DeviceRates:
+    """Published-measurement defaults for a catalog card (module docstring)."""
+    if not gpu.bf16_dense_flops_per_s or not gpu.hbm_bytes_per_s:
+        raise CardError(f"gpu '{gpu.id}': the catalog has no bf16 peak or memory bandwidth; time cannot be estimated")
+    frac = _MAMF_FRACTION.get(gpu.id, DEFAULT_MAMF_FRACTION)
+    src = [f"matmul {frac:.1%} of the datasheet bf16 peak ("
+           + (_MAMF_SOURCE if gpu.id in _MAMF_FRACTION else "default, the H100 MAMF ratio") + ")"]
+    if gpu.nvlink and gpu.nvlink_bytes_per_s:
+        bus, p2p = gpu.nvlink_bytes_per_s / 2 * NVLINK_BUS_FRACTION, True
+    elif gpu.pcie_bytes_per_s:
+        p2p = not _geforce_without_p2p(gpu)
+        bus = gpu.pcie_bytes_per_s * (PCIE_P2P_BUS_FRACTION if p2p else PCIE_NO_P2P_BUS_FRACTION)
+    else:
+        raise CardError(f"gpu '{gpu.id}': the catalog has no NVLink or PCIe bandwidth; time cannot be estimated")
+    return DeviceRates(
+        gpu_id=gpu.id,
+        matmul_flops_per_s=gpu.bf16_dense_flops_per_s * frac,
+        hbm_bytes_per_s=gpu.hbm_bytes_per_s * HBM_FRACTION,
+        sm_count=SM_COUNT.get(gpu.id, DEFAULT_SM_COUNT),
+        intra_node_bus_bytes_per_s=bus,
+        p2p=p2p,
+        pcie_bytes_per_s=(gpu.pcie_bytes_per_s or 32e9) * PCIE_EFFICIENCY,
+        compute_capability=gpu.compute_capability,
+        fp32_matmul_flops_per_s=FP32_SIMT_FLOPS_PER_S.get(gpu.id),
+        sources=tuple(src),
+    )
+
+
+def _geforce_without_p2p(gpu: GpuSpec) -> bool:
+    """GeForce Ada/Blackwell cards have no peer-to-peer over PCIe (the driver refuses it); NCCL goes
+    through host shared memory. The RTX 3090 still has P2P (and an NVLink bridge option)."""
+    return gpu.id in ("rtx4090", "rtx5090")

@@ -1,0 +1,229 @@
+"""One optimizer step of training, op by op: the time twin of ``memory/phases.py``.
+
+Each pass (forward, recompute, backward) is timed from its op inventory (``inventory.py``):
+
+    device_s = Σ GEMMs (gemm.py) + fused attention (attention_time.py) + memory-bound bytes / HBM
+    host_s   = kernels × host seconds per kernel (eager PyTorch dispatch)
+    seconds  = max(device_s, host_s)
+
+The max is the steady state of a producer (the Python/autograd thread queueing kernels) and a
+consumer (the GPU): whichever is slower sets the pace, layer after layer. Small models on fast
+cards are host-bound ("launch"), large ones compute-bound.
+
+Then the optimizer step (``optimizer_time.py``), the collectives left exposed by the framework's
+overlap (``collectives.py``) and offload (``offload.py``). The step is::
+
+    micro_steps × (forward + recompute + backward + exposed per-micro-step comm)
+      + optimizer step + exposed per-step comm + exposed offload
+
+Pure Python: no torch import.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from trainfit.compute import collectives as coll
+from trainfit.compute.attention_time import attention_seconds
+from trainfit.compute.gemm import gemm_seconds
+from trainfit.compute.inventory import Adapter, PassInventory, step_inventory
+from trainfit.compute.offload import offload_seconds
+from trainfit.compute.optimizer_time import optimizer_seconds
+from trainfit.compute.rates import DeviceRates
+from trainfit.spec.model import ModelSpec
+
+BOUNDS = ("compute", "memory", "launch", "communication", "offload")
+
+
+@dataclass(frozen=True, slots=True)
+class PhaseTime:
+    """Seconds of one phase of a step on the slowest GPU, with its dominant term."""
+
+    name: str
+    seconds: float
+    bound: str
+    """compute | memory | launch | communication | offload"""
+    terms: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class PassTime:
+    seconds: float
+    gemm_s: float
+    attention_s: float
+    memory_s: float
+    host_s: float
+
+    @property
+    def bound(self) -> str:
+        device = self.gemm_s + self.attention_s + self.memory_s
+        if self.host_s > device:
+            return "launch"
+        return "compute" if self.gemm_s + self.attention_s >= self.memory_s else "memory"
+
+    def __add__(self, o: "PassTime") -> "PassTime":
+        return PassTime(self.seconds + o.seconds, self.gemm_s + o.gemm_s, self.attention_s + o.attention_s,
+                        self.memory_s + o.memory_s, self.host_s + o.host_s)
+
+    def scaled(self, f: float) -> "PassTime":
+        return PassTime(self.seconds * f, self.gemm_s * f, self.attention_s * f, self.memory_s * f, self.host_s * f)
+
+
+ZERO_PASS = PassTime(0.0, 0.0, 0.0, 0.0, 0.0)
+
+
+def pass_seconds(inv: PassInventory, *, rates: DeviceRates, seq_len: float, backward: bool,
+                 memory_factor: float = 1.0, kernel_factor: float = 1.0) -> PassTime:
+    """Time of one pass from its inventory (module docstring). ``memory_factor`` / ``kernel_factor``
+    scale the memory-bound bytes and the kernel count (kernel fusion by a compiler)."""
+    gemm = sum(gemm_seconds(m=g.m, n=g.n, k=g.k, groups=g.groups, rates=rates, dtype_bytes=g.dtype_bytes) * g.count
+               for g in inv.gemms)
+    attn = attention_seconds(forward_flops=inv.attention_forward_flops, seq_len=seq_len, rates=rates, backward=backward)
+    mem = inv.memory_bytes * memory_factor / rates.hbm_bytes_per_s
+    per_kernel = rates.host_s_per_backward_kernel if backward else rates.host_s_per_forward_kernel
+    host = inv.kernels * kernel_factor * per_kernel
+    return PassTime(max(gemm + attn + mem, host), gemm, attn, mem, host)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Parallel:
+    """How the data-parallel group shares the step (per-GPU view)."""
+
+    strategy: str = "single"
+    """single | ddp | zero1 | zero2 | zero3 | fsdp | fsdp_grad_op | hsdp"""
+    ranks: int = 1
+    gpus_per_node: int = 1
+    nic_bytes_per_s: float = 25e9
+    offload: str = "none"
+    """none | optimizer | params_and_optimizer"""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class OptimizerSpec:
+    name: str = "adamw"
+    impl: str = "fused"
+    weight_bytes: float = 2.0
+    grad_bytes: float = 2.0
+    state_bytes: float = 4.0
+    master: bool = False
+    clip: bool = True
+    in_backward: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class TrainStepTime:
+    phases: tuple[PhaseTime, ...]
+    total_s: float
+    tokens: float
+    """Tokens per optimizer step on one GPU."""
+    assumptions: tuple[str, ...]
+
+    @property
+    def bound(self) -> str:
+        return max(self.phases, key=lambda p: p.seconds).bound if self.phases else "compute"
+
+
+def _phase(name: str, t: PassTime) -> PhaseTime:
+    return PhaseTime(name, t.seconds, t.bound, {"gemm": t.gemm_s, "attention": t.attention_s,
+                                                "memory_bound": t.memory_s, "host_launch": t.host_s})
+
+
+def train_step_time(
+    spec: ModelSpec, *, rates: DeviceRates, micro_batch_size: int, seq_len: int, micro_steps: int = 1,
+    adapter: Adapter | None = None, eager_attention: bool = False, gradient_checkpointing: bool = False,
+    parallel: Parallel = Parallel(), optimizer: OptimizerSpec = OptimizerSpec(), trained_params: float,
+    trained_tensors: float, gathered_weight_bytes: float, count_scale: float = 1.0, memory_factor: float = 1.0,
+    kernel_factor: float = 1.0,
+) -> TrainStepTime:
+    """Seconds of one optimizer step on one GPU (all GPUs of a data-parallel group run in lockstep).
+
+    ``trained_params`` / ``trained_tensors``: the whole model's trained parameters and tensors;
+    ``gathered_weight_bytes``: all weights in the dtype FSDP/ZeRO-3 gathers them in;
+    ``count_scale``: a user's bare parameter count over the reference shape's (scales the work).
+    """
+    inv = step_inventory(spec, micro_batch_size=micro_batch_size, seq_len=seq_len, adapter=adapter,
+                         eager_attention=eager_attention)
+    kw = dict(rates=rates, seq_len=seq_len, memory_factor=memory_factor, kernel_factor=kernel_factor)
+    fwd = (pass_seconds(inv.layers_forward, backward=False, **kw)
+           + pass_seconds(inv.head_forward, backward=False, **kw)).scaled(count_scale)
+    rec = pass_seconds(inv.layers_forward, backward=False, **kw).scaled(count_scale) if gradient_checkpointing else ZERO_PASS
+    bwd_layers = pass_seconds(inv.layers_backward, backward=True, **kw).scaled(count_scale)
+    bwd = bwd_layers + pass_seconds(inv.head_backward, backward=True, **kw).scaled(count_scale)
+    notes = [f"rates: {', '.join(rates.sources)}" if rates.sources else "rates: defaults"]
+
+    # optimizer, on this GPU's shard
+    st = parallel.strategy
+    ranks = max(1, parallel.ranks)
+    shard = ranks if st in ("zero1", "zero2", "zero3", "fsdp", "fsdp_grad_op", "hsdp") else 1
+    if st == "hsdp":
+        shard = min(ranks, parallel.gpus_per_node)
+    opt = optimizer_seconds(params=trained_params / shard, tensors=trained_tensors, optimizer=optimizer.name,
+                            impl=optimizer.impl, rates=rates, weight_bytes=optimizer.weight_bytes,
+                            grad_bytes=optimizer.grad_bytes, state_bytes=optimizer.state_bytes,
+                            master=optimizer.master, clip=optimizer.clip)
+    opt_s = 0.0 if parallel.offload != "none" else opt.seconds
+    opt_phase = PhaseTime("optimizer_step", opt_s, "launch" if opt.host_s > opt.device_s else "memory",
+                          {"bytes_moved": opt.bytes_moved, "kernels": opt.kernels})
+
+    # communication
+    crosses = ranks > parallel.gpus_per_node
+    bus = coll.ring_bus_bytes_per_s(rates=rates, crosses_nodes=crosses and st != "hsdp",
+                                    nic_bytes_per_s=parallel.nic_bytes_per_s)
+    grad_bytes = trained_params * optimizer.grad_bytes
+    layers = spec.num_layers
+    comm = coll.CommTime(0.0, 0.0, 0.0, 0.0)
+    if ranks > 1 and st != "single":
+        if st in ("zero3", "fsdp", "fsdp_grad_op", "hsdp"):
+            group = shard
+            root_frac = 0.08
+            layer_w = gathered_weight_bytes * (1 - root_frac) / layers
+            layer_g = grad_bytes * (1 - root_frac) / layers
+            comm = coll.exposed_sharded(
+                layers=layers, layer_weight_bytes=layer_w, layer_grad_bytes=layer_g,
+                root_weight_bytes=gathered_weight_bytes * root_frac, root_grad_bytes=grad_bytes * root_frac,
+                ranks=group, bus_bytes_per_s=bus, latency_s=rates.collective_latency_s,
+                layer_forward_s=fwd.seconds / layers, layer_backward_s=(bwd.seconds + rec.seconds) / layers,
+                micro_steps=micro_steps, reshard_after_forward=st != "fsdp_grad_op",
+            )
+            if st == "hsdp" and ranks > group:
+                cross_bus = min(rates.intra_node_bus_bytes_per_s, parallel.nic_bytes_per_s * coll.NIC_EFFICIENCY)
+                ar = coll.all_reduce_seconds(total_bytes=grad_bytes / group, ranks=ranks // group,
+                                             bus_bytes_per_s=cross_bus, latency_s=rates.collective_latency_s)
+                comm = coll.CommTime(comm.total_s + ar, comm.exposed_s + ar, comm.per_micro_step_exposed_s, ar)
+        else:
+            stage = {"ddp": 0, "zero1": 1, "zero2": 2}.get(st, 0)
+            comm = coll.exposed_data_parallel(
+                grad_bytes=grad_bytes, weight_bytes=trained_params * optimizer.weight_bytes, ranks=ranks,
+                bus_bytes_per_s=bus, latency_s=rates.collective_latency_s, backward_s=bwd.seconds + rec.seconds,
+                micro_steps=micro_steps, zero_stage=stage,
+            )
+        notes.append(f"collectives at {bus / 1e9:.0f} GB/s bus bandwidth ({'crossing nodes' if crosses else 'in a node'});"
+                     f" {comm.total_s:.3f} s in all, {comm.exposed_s:.3f} s not hidden by compute")
+
+    # offload
+    off_s = 0.0
+    if parallel.offload != "none":
+        passes = (3 if gradient_checkpointing else 2) * micro_steps
+        off = offload_seconds(
+            params_per_rank=trained_params / shard, ranks_per_node=min(ranks, parallel.gpus_per_node),
+            grad_bytes=optimizer.grad_bytes, weight_bytes=optimizer.weight_bytes,
+            params_offloaded=parallel.offload == "params_and_optimizer",
+            weight_shard_bytes=gathered_weight_bytes / shard, passes=passes, backward_s=bwd.seconds,
+            compute_s=fwd.seconds + bwd.seconds + rec.seconds, rates=rates,
+        )
+        off_s = off.exposed_s
+        notes.append(f"offload: CPU Adam {off.cpu_step_s:.2f} s at {rates.host_memory_bytes_per_s / 1e9:.0f} GB/s host"
+                     f" memory (shared by the node's ranks), PCIe {rates.pcie_bytes_per_s / 1e9:.0f} GB/s")
+
+    phases = [
+        _phase("forward", fwd.scaled(micro_steps)),
+        *([_phase("recompute", rec.scaled(micro_steps))] if gradient_checkpointing else []),
+        _phase("backward", bwd.scaled(micro_steps)),
+        opt_phase,
+    ]
+    if comm.exposed_s:
+        phases.append(PhaseTime("communication", comm.exposed_s, "communication", {"total": comm.total_s}))
+    if off_s:
+        phases.append(PhaseTime("offload", off_s, "offload", {}))
+    total = sum(p.seconds for p in phases)
+    return TrainStepTime(tuple(phases), total, float(micro_batch_size * seq_len * micro_steps), tuple(notes))

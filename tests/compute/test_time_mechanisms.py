@@ -1,0 +1,154 @@
+"""The training-time mechanisms one by one: GEMM roofs, the op inventory, the step assembly."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from trainfit.catalog.gpus import resolve_gpu
+from trainfit.catalog.models import from_catalog
+from trainfit.compute import collectives as coll
+from trainfit.compute.attention_time import attention_seconds
+from trainfit.compute.flops import matmul_params
+from trainfit.compute.gemm import gemm_bound, gemm_seconds, wave_efficiency
+from trainfit.compute.inventory import Adapter, step_inventory
+from trainfit.compute.optimizer_time import optimizer_seconds
+from trainfit.compute.rates import GemmPoint, default_rates
+from trainfit.compute.training import OptimizerSpec, Parallel, train_step_time
+
+H200 = default_rates(resolve_gpu("h200"))
+A100 = default_rates(resolve_gpu("a100-80gb"))
+RTX4090 = default_rates(resolve_gpu("rtx4090"))
+QWEN8 = from_catalog("Qwen/Qwen3-8B")
+
+
+def test_rates_from_published_mamf():
+    # stas00/ml-engineering MAMF table: A100 SXM 267.9 of 312 TFLOP/s
+    assert A100.matmul_flops_per_s == pytest.approx(267.9e12, rel=0.01)
+    assert not RTX4090.p2p and A100.p2p
+    assert RTX4090.intra_node_bus_bytes_per_s < 0.5 * 32e9
+
+
+def test_large_gemm_runs_near_the_sustained_rate():
+    s = gemm_seconds(m=8192, n=8192, k=8192, rates=H200)
+    achieved = 2 * 8192**3 / s
+    assert 0.9 * H200.matmul_flops_per_s < achieved <= H200.matmul_flops_per_s
+
+
+def test_lora_rank_gemm_is_memory_bound():
+    # (T, 16) @ (16, 4096): 2·T·16·4096 FLOPs but T·(16+4096) elements to move
+    assert gemm_bound(m=4096, n=4096, k=16, rates=H200) == "memory"
+    assert gemm_bound(m=4096, n=4096, k=4096, rates=H200) == "compute"
+
+
+def test_wave_quantisation():
+    # 132 SMs: 133 tiles need two waves, half empty
+    assert wave_efficiency(m=128 * 133, n=128, sm_count=132) == pytest.approx(133 / 264)
+    assert wave_efficiency(m=128 * 132, n=128, sm_count=132) == 1.0
+
+
+def test_calibrated_point_reproduces_its_measurement():
+    pt = GemmPoint(m=4096, n=4096, k=4096, flops_per_s=500e12)
+    r = replace(H200, gemm_points=(pt,))
+    assert 2 * 4096**3 / gemm_seconds(m=4096, n=4096, k=4096, rates=r) == pytest.approx(500e12)
+
+
+@given(m=st.integers(1, 1 << 15), n=st.integers(1, 1 << 14), k=st.integers(1, 1 << 14))
+@settings(max_examples=200, deadline=None)
+def test_gemm_never_beats_either_roof(m, n, k):
+    s = gemm_seconds(m=m, n=n, k=k, rates=H200)
+    assert s >= 2 * m * n * k / H200.matmul_flops_per_s * (1 - 1e-9)
+    assert s >= (m * k + k * n + m * n) * 2 / H200.hbm_bytes_per_s * (1 - 1e-9)
+
+
+def test_inventory_forward_gemm_flops_are_2N_per_token():
+    inv = step_inventory(QWEN8, micro_batch_size=1, seq_len=2048)
+    # matmul_params also counts the norm weights (0.3M of 7.57B): not GEMMs
+    assert inv.forward.gemm_flops == pytest.approx(2 * matmul_params(QWEN8) * 2048, rel=1e-4)
+    assert inv.forward.gemm_flops < 2 * matmul_params(QWEN8) * 2048
+    # backward: dX and dW for every trained linear (and the head)
+    assert inv.backward.gemm_flops == pytest.approx(2 * inv.forward.gemm_flops, rel=1e-9)
+
+
+def test_inventory_lora_backward_skips_frozen_weight_grads():
+    ad = Adapter(rank=16, targets=("all-linear",))
+    full = step_inventory(QWEN8, micro_batch_size=1, seq_len=2048)
+    lora = step_inventory(QWEN8, micro_batch_size=1, seq_len=2048, adapter=ad)
+    base_dx = full.backward.gemm_flops / 2
+    assert base_dx < lora.backward.gemm_flops < 0.6 * full.backward.gemm_flops
+    # per decoder layer, 7 base GEMMs forward and 2 more per adapted linear
+    dense = [g for g in lora.layers_forward.gemms if "." not in g.name]
+    assert len(dense) == 7 and all(g.count == QWEN8.num_layers for g in dense)
+
+
+def test_causal_attention_is_half_the_work():
+    inv = step_inventory(QWEN8, micro_batch_size=1, seq_len=4096)
+    full = step_inventory(QWEN8, micro_batch_size=1, seq_len=4096, causal_skip=False)
+    assert inv.layers_forward.attention_forward_flops * 2 == pytest.approx(full.layers_forward.attention_forward_flops)
+    assert attention_seconds(forward_flops=1e12, seq_len=4096, rates=H200, backward=True) > 2.5 * attention_seconds(
+        forward_flops=1e12, seq_len=4096, rates=H200, backward=False)
+
+
+def test_optimizer_implementations_differ_in_kernels_not_bytes():
+    kw = dict(params=8e9, tensors=399, optimizer="adamw", rates=H200)
+    fused, foreach, loop = (optimizer_seconds(impl=i, **kw) for i in ("fused", "foreach", "for_loop"))
+    assert fused.bytes_moved == foreach.bytes_moved == loop.bytes_moved
+    assert fused.kernels < foreach.kernels < loop.kernels
+    # 8B bf16 params with fp32 states and clipping: 2+2+8 in, 2+8 out, 6 for the clip = 28 B/param
+    assert fused.bytes_moved == pytest.approx(8e9 * 28)
+
+
+def test_collectives_latency_and_bandwidth():
+    one = coll.all_gather_seconds(total_bytes=1e9, ranks=8, bus_bytes_per_s=100e9, latency_s=30e-6)
+    assert one == pytest.approx(30e-6 + 7 * 8e-6 + 7 / 8 * 1e9 / 100e9)
+    assert coll.all_reduce_seconds(total_bytes=1e9, ranks=1, bus_bytes_per_s=1e9, latency_s=1) == 0
+
+
+def _step(**kw):
+    base = dict(rates=H200, micro_batch_size=1, seq_len=2048, trained_params=8.19e9, trained_tensors=399,
+                gathered_weight_bytes=16.4e9)
+    base.update(kw)
+    return train_step_time(QWEN8, **base)
+
+
+def test_checkpointing_adds_a_forward():
+    a, b = _step(), _step(gradient_checkpointing=True)
+    fwd = next(p for p in a.phases if p.name == "forward").seconds
+    assert b.total_s == pytest.approx(a.total_s + fwd, rel=0.05)
+
+
+def test_fsdp_on_nvlink_hides_most_collectives_but_not_on_a_4090_without_p2p():
+    par = Parallel(strategy="fsdp", ranks=8, gpus_per_node=8)
+    nv = _step(parallel=par)
+    comm = next(p for p in nv.phases if p.name == "communication")
+    assert comm.terms["total"] > 5 * comm.seconds
+    slow = _step(parallel=par, rates=RTX4090)
+    comm4090 = next(p for p in slow.phases if p.name == "communication")
+    assert comm4090.bound == "communication" and comm4090.seconds > 0.5 * comm4090.terms["total"]
+
+
+def test_cpu_optimizer_step_is_timed_with_offload():
+    on = _step(parallel=Parallel(strategy="zero3", ranks=8, gpus_per_node=8, offload="optimizer"))
+    off = next(p for p in on.phases if p.name == "offload")
+    # 8.19e9/8 params per rank, 8 ranks share 100 GB/s of host memory at 30 B/param
+    assert off.seconds >= 8.19e9 * 30 / 100e9
+
+
+def test_small_model_is_launch_bound_large_is_compute_bound():
+    tiny = replace(QWEN8, hidden_size=256, intermediate_size=768, num_layers=4, num_attention_heads=4,
+                   num_kv_heads=2, head_dim=64, vocab_size=1000, name="tiny")
+    t = train_step_time(tiny, rates=H200, micro_batch_size=1, seq_len=128, trained_params=5e6, trained_tensors=40,
+                        gathered_weight_bytes=1e7)
+    assert t.phases[0].bound == "launch"
+    assert _step(seq_len=4096).phases[0].bound == "compute"
+
+
+@given(mbs=st.integers(1, 8), seq=st.sampled_from([256, 1024, 4096]))
+@settings(max_examples=20, deadline=None)
+def test_more_tokens_never_take_less_time(mbs, seq):
+    a = _step(micro_batch_size=mbs, seq_len=seq, optimizer=OptimizerSpec(clip=False))
+    b = _step(micro_batch_size=mbs + 1, seq_len=seq, optimizer=OptimizerSpec(clip=False))
+    assert b.total_s >= a.total_s

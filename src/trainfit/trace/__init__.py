@@ -4,6 +4,7 @@ Nothing here is imported by the planning path. ``trainfit.trace.api`` is cheap t
 torch); :func:`trace_step` imports torch and the tracing modules only when called.
 """
 
-from trainfit.trace.api import PhaseTrace, TraceRequest, TraceResult, TraceUnsupported, trace_step
+from trainfit.trace.api import trace_step
+from trainfit.trace.types import PhaseTrace, TraceRequest, TraceResult, TraceUnsupported
 
 __all__ = ["PhaseTrace", "TraceRequest", "TraceResult", "TraceUnsupported", "trace_step"]

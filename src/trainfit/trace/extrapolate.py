@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from trainfit.catalog.hf_config import decoder_config
-from trainfit.trace.api import PHASES, PhaseTrace, TraceRequest
+from trainfit.trace.types import PHASES, PhaseTrace, TraceRequest
 
 
 @dataclass(frozen=True)

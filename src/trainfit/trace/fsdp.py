@@ -7,7 +7,7 @@ from typing import Iterator
 
 from torch import nn
 
-from trainfit.trace.api import TraceUnsupported
+from trainfit.trace.types import TraceUnsupported
 
 
 @contextmanager

@@ -45,7 +45,7 @@ import torch.nn.functional as F
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 from trainfit.trace import build
-from trainfit.trace.api import TraceRequest
+from trainfit.trace.types import TraceRequest
 from trainfit.trace.patches import torch_threads, unpacked_batches
 from trainfit.trace.step import DepthRun, _opt_state_tensors, _vocab, region_namer
 
@@ -211,7 +211,7 @@ def _traced_dpo(req, model, ref_model, opt, ids, ref_logps, tr, progress) -> Non
 
 
 def pass_notes(req: TraceRequest) -> list[str]:
-    """What the traced pass is, for :class:`trainfit.trace.api.TraceResult.notes`."""
+    """What the traced pass is, for :attr:`trainfit.trace.types.TraceResult.notes`."""
     if req.pass_kind == "logprob":
         return [
             f"no-grad log-prob pass over {req.micro_batch_size} x {req.seq_len} tokens: bf16 logits of every position,"

@@ -10,7 +10,7 @@ import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 from trainfit.trace import build
-from trainfit.trace.api import PHASES, TraceRequest
+from trainfit.trace.types import PHASES, TraceRequest
 from trainfit.trace.patches import torch_threads, unpacked_batches
 
 

@@ -1,0 +1,162 @@
+"""The trace extra's shared types: the request, the per-phase results and their choices (no torch).
+
+Every module of ``trainfit.trace`` imports its types from here and nothing imports upward:
+``api`` (the entry point) runs ``extrapolate``, ``step`` and ``rl_passes``, which import
+``types``, ``build`` and the trackers, never ``api``. ``trainfit.trace.api`` re-exports these
+names for existing importers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from trainfit.errors import TrainfitError
+
+Progress = Callable[[str, float], None]
+
+ATTENTIONS = ("sdpa", "eager")
+SCOPES = ("full", "lora", "qlora")
+PRECISIONS = ("bf16", "fp32_autocast")
+OPTIMIZER_IMPLS = ("fused", "foreach", "for_loop")
+MODES = ("fast", "memtracker")
+PHASES = ("forward", "backward", "optimizer_step")
+PASS_KINDS = ("train_step", "logprob", "value", "dpo_step")
+"""What is traced: the SFT training step, a no-grad log-prob pass (policy / reference / old policy),
+a no-grad value pass (critic, scalar head), or a DPO training step over chosen+rejected pairs."""
+PASS_PHASES = {
+    "train_step": PHASES,
+    "logprob": ("logprob",),
+    "value": ("value",),
+    "dpo_step": PHASES,
+}
+
+
+class TraceUnsupported(TrainfitError):
+    """The requested trace cannot be run here; the message says why."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class TraceRequest:
+    """One training step to trace. Byte counts in results are per rank."""
+
+    hf_config: dict = field(hash=False)
+    """Catalog-style HF config dict (may nest ``text_config``)."""
+    micro_batch_size: int = 1
+    """Sequences per step on one rank."""
+    seq_len: int = 2048
+    """Tokens per sequence (unpacked, no padding)."""
+    attention: str = "sdpa"
+    """``sdpa`` (CPU flash-like kernel) or ``eager`` (materialises the s x s scores)."""
+    gradient_checkpointing: bool = False
+    """HF activation checkpointing (non-reentrant) on every decoder layer."""
+    scope: str = "full"
+    """``full`` fine-tuning, ``lora`` (PEFT, fp32 adapters) or ``qlora``."""
+    lora_rank: int = 16
+    lora_alpha: float = 32
+    lora_targets: tuple[str, ...] = ("all-linear",)
+    precision: str = "bf16"
+    """``bf16``: pure bf16 params, grads and AdamW states; ``fp32_autocast``: fp32 params + bf16 autocast."""
+    optimizer_impl: str = "fused"
+    """torch AdamW: ``fused``, ``foreach`` or ``for_loop`` (foreach=False)."""
+    world_size: int = 1
+    """>1: FSDP2 ``fully_shard`` per decoder layer and on the root, on a fake process group."""
+    layers: int | None = None
+    """None: full depth (extrapolated from two shallow traces when possible); N: trace exactly N layers."""
+    mode: str = "fast"
+    """``fast`` (byte-counting dispatch mode) or ``memtracker`` (torch MemTracker, exact categories)."""
+    pass_kind: str = "train_step"
+    """``train_step`` (the SFT step), ``logprob`` (no-grad causal-LM forward + TRL's per-token
+    log-probs: ``logits[:, :-1] / temperature`` then ``selective_log_softmax``; phase ``logprob``),
+    ``value`` (no-grad forward of a scalar-head model, TRL's ``get_reward``: backbone + ``score``;
+    phase ``value``) or ``dpo_step`` (policy step over ``2 * micro_batch_size`` sequences, chosen and
+    rejected concatenated, DPO sigmoid loss on the sequence log-probs; phases forward, backward,
+    optimizer_step, and ``ref_logprob`` first when ``dpo_reference``). See ``trainfit.trace.rl_passes``."""
+    temperature: float = 1.0
+    """``logprob``: the sampling temperature the logits are divided by (TRL divides unconditionally)."""
+    dpo_reference: bool = False
+    """``dpo_step``: True runs a live reference forward (no grad) before the policy step (phase
+    ``ref_logprob``): a frozen bf16 copy of the model for scope ``full``, the policy with its adapter
+    disabled for LoRA. False: reference log-probs are precomputed (inputs)."""
+    dpo_beta: float = 0.1
+    replay_allocator: bool = False
+    """Also predict ``torch.cuda.max_memory_reserved``: replay the step's allocation order through a
+    model of the CUDA caching allocator (train steps, one rank, mode ``fast``). It needs the full
+    depth, so an extrapolated trace runs one more, full-depth, pass."""
+    keep_outputs: bool = False
+    """False: drop the model output before backward, as the transformers Trainer and TRL do
+    (``loss = model(...).loss``). True: keep it (``out = model(...); out.loss.backward()``), which
+    holds the bf16 logits through backward (GROUND_TRUTH.md's numbers use this)."""
+
+    def __post_init__(self) -> None:
+        for name, allowed in (
+            ("attention", ATTENTIONS),
+            ("scope", SCOPES),
+            ("precision", PRECISIONS),
+            ("optimizer_impl", OPTIMIZER_IMPLS),
+            ("mode", MODES),
+            ("pass_kind", PASS_KINDS),
+        ):
+            if getattr(self, name) not in allowed:
+                raise TraceUnsupported(f"trace: {name} '{getattr(self, name)}' is not one of {', '.join(allowed)}")
+        for name in ("micro_batch_size", "seq_len", "world_size", "lora_rank"):
+            if int(getattr(self, name)) < 1:
+                raise TraceUnsupported(f"trace: {name} must be >= 1, got {getattr(self, name)}")
+        if self.layers is not None and self.layers < 1:
+            raise TraceUnsupported(f"trace: layers must be >= 1 or None, got {self.layers}")
+        if self.pass_kind != "train_step":
+            if self.world_size > 1:
+                raise TraceUnsupported(f"trace: pass_kind '{self.pass_kind}' is traced on one rank only (world_size 1)")
+            if self.mode != "fast":
+                raise TraceUnsupported(f"trace: pass_kind '{self.pass_kind}' is traced in mode 'fast' only")
+            if self.keep_outputs:
+                raise TraceUnsupported("trace: keep_outputs applies to pass_kind 'train_step' only")
+        if self.pass_kind in ("logprob", "value") and self.gradient_checkpointing:
+            raise TraceUnsupported(
+                f"trace: pass_kind '{self.pass_kind}' is a no-grad forward; gradient_checkpointing does not apply"
+            )
+        if self.replay_allocator and (self.pass_kind != "train_step" or self.world_size > 1 or self.mode != "fast"):
+            raise TraceUnsupported("trace: --reserved (replay_allocator) needs one GPU (world_size 1), a train step and mode 'fast'")
+        if self.dpo_reference and self.pass_kind != "dpo_step":
+            raise TraceUnsupported("trace: dpo_reference applies to pass_kind 'dpo_step' only")
+        if not self.temperature > 0:
+            raise TraceUnsupported(f"trace: temperature must be > 0, got {self.temperature}")
+
+    @property
+    def phase_names(self) -> tuple[str, ...]:
+        """The phases this request reports, in order."""
+        if self.pass_kind == "dpo_step" and self.dpo_reference:
+            return ("ref_logprob",) + PHASES
+        return PASS_PHASES[self.pass_kind]
+
+
+@dataclass(frozen=True)
+class PhaseTrace:
+    name: str
+    """``forward`` | ``backward`` | ``optimizer_step`` (the latter includes ``zero_grad``); RL passes:
+    ``logprob`` | ``value`` | ``ref_logprob``."""
+    peak_bytes: int
+    """Peak live bytes during this phase of the steady-state step."""
+    breakdown: dict[str, int]
+    """At this phase's peak: weights, gradients, optimizer_states, activations, temporaries."""
+
+
+@dataclass(frozen=True)
+class TraceResult:
+    peak_bytes: int
+    peak_phase: str
+    phases: tuple[PhaseTrace, ...]
+    params_total: int
+    params_trainable: int
+    seconds: float
+    layers_traced: tuple[int, ...]
+    extrapolated: bool
+    notes: tuple[str, ...]
+    reserved_bytes: int | None = None
+    """``torch.cuda.max_memory_reserved`` of the repeated step predicted by replaying the traced
+    allocation order through a model of the CUDA caching allocator
+    (``trainfit.memory.caching_allocator``; includes 64 MiB of cuBLAS workspaces). Train steps on
+    one rank only; linear in depth between the two traced depths when extrapolated."""
+
+    def phase(self, name: str) -> PhaseTrace:
+        return next(p for p in self.phases if p.name == name)

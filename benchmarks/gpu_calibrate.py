@@ -19,6 +19,13 @@ Two parts, so the device run needs nothing but torch, transformers and peft:
     PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True python benchmarks/gpu_calibrate.py measure --out raw/expandable.json
     python benchmarks/gpu_calibrate.py report raw/context.json raw/default.json raw/expandable.json
     python benchmarks/gpu_calibrate.py measure --dry-run --out /tmp/x.json   # CPU, tiny shapes: same code path
+
+``time`` (on a CUDA machine, under 10 minutes; ``benchmarks/gpu_time.py`` says what and how)
+    The rates the step-time model divides by: GEMM efficiency by shape, HBM bandwidth, host cost
+    per kernel, AdamW step, pinned copies, a plain-torch decode loop. ``trainfit calibrate`` turns
+    the output into a calibration file.
+
+    python benchmarks/gpu_calibrate.py time --out raw/time.json [--only gemm,hbm,...] [--dry-run]
 """
 
 from __future__ import annotations
@@ -645,8 +652,26 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("raw", nargs="+")
     r.add_argument("--json-out", type=Path, default=HERE / "results" / "gpu_calibration.json")
     r.add_argument("--md-out", type=Path, default=HERE / "gpu_calibration.md")
+    t = sub.add_parser("time", help="rates for trainfit's step-time model (benchmarks/gpu_time.py)")
+    t.add_argument("--dry-run", action="store_true", help="CPU, tiny sizes: same code path and format, no GPU figures")
+    t.add_argument("--only", default=None, help="comma-separated sections: gemm,hbm,launch,optimizer,pcie,decode")
+    t.add_argument("--out", type=Path, required=True)
     args = ap.parse_args(argv)
-    return {"measure": cmd_measure, "context": cmd_context, "report": cmd_report}[args.cmd](args)
+    return {"measure": cmd_measure, "context": cmd_context, "report": cmd_report, "time": cmd_time}[args.cmd](args)
+
+
+def cmd_time(args: argparse.Namespace) -> int:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("gpu_time", HERE / "gpu_time.py")
+    gpu_time = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gpu_time)
+    sections = tuple(s.strip() for s in args.only.split(",")) if args.only else gpu_time.SECTIONS
+    bad = [s for s in sections if s not in gpu_time.SECTIONS]
+    if bad:
+        print(f"--only: unknown section(s) {bad}; allowed: {', '.join(gpu_time.SECTIONS)}", file=sys.stderr)
+        return 2
+    return gpu_time.run(args.out, dry_run=args.dry_run, sections=sections)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ import sys
 
 import typer
 
-from trainfit.cli import accept_cmd, audit_cmd, catalog_cmd, check_cmd, diagnose_cmd, export_cmd, fit_cmd, plan_cmd, record_cmd, serve_cmd, trace_cmd
+from trainfit.cli import accept_cmd, audit_cmd, calibrate_cmd, catalog_cmd, check_cmd, diagnose_cmd, export_cmd, fit_cmd, plan_cmd, record_cmd, serve_cmd, trace_cmd
 
 app = typer.Typer(
     name="trainfit",
@@ -27,6 +27,7 @@ app.command("accept")(accept_cmd.accept)
 app.command("serve")(serve_cmd.serve)
 app.command("models")(catalog_cmd.models)
 app.command("gpus")(catalog_cmd.gpus)
+app.command("calibrate")(calibrate_cmd.calibrate)
 
 
 def main(argv: list[str] | None = None) -> int:

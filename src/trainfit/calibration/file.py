@@ -1,0 +1,276 @@
+"""The calibration file: measured rates that replace ``default_rates(gpu)`` field by field.
+
+Format (JSON, version 1)::
+
+    {
+      "trainfit_calibration": 1,
+      "created": "2025-01-31",                 # ISO date (or date-time) the file was written
+      "sources": ["gpu_calibrate.py time on NVIDIA H200, torch 2.13.0, CUDA 12.9"],
+      "devices": {
+        "h200": {                              # GPU catalog id (an alias such as "NVIDIA H200" is accepted)
+          "matmul_flops_per_s": 7.9e14,        # any DeviceRates field except gpu_id and sources
+          "hbm_bytes_per_s": 4.3e12,
+          "gemm_points": [{"m": 8192, "n": 4096, "k": 4096, "flops_per_s": 7.6e14}]
+        }
+      },
+      "notes": ["optimizer step (fused AdamW, fp32): 3.9e12 bytes/s"]
+    }
+
+Every number is in the unit its field name carries (``trainfit.compute.rates.DeviceRates``).
+Loading validates everything and raises ``CardError`` (one line naming the field and what is
+allowed; the CLI exits 2). Saving writes a temporary file beside the target and renames it, so a
+reader never sees half a file.
+
+Pure Python: no torch import.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from dataclasses import dataclass, field, fields
+from datetime import date, datetime
+from pathlib import Path
+from typing import Any
+
+from trainfit.compute.rates import DeviceRates, GemmPoint
+from trainfit.errors import CardError, CatalogError
+
+FORMAT_KEY = "trainfit_calibration"
+FORMAT_VERSION = 1
+TOP_LEVEL_KEYS = (FORMAT_KEY, "created", "sources", "devices", "notes")
+ENV_VAR = "TRAINFIT_CALIBRATION"
+"""Names the calibration file; overrides ``$XDG_CONFIG_HOME/trainfit/calibration.json``."""
+_NOT_CALIBRATED = ("gpu_id", "sources")
+_GEMM_KEYS = ("m", "n", "k", "flops_per_s")
+
+
+def rate_fields() -> dict[str, str]:
+    """DeviceRates field -> its annotation text, for every field a calibration may set."""
+    return {f.name: str(f.type) for f in fields(DeviceRates) if f.name not in _NOT_CALIBRATED}
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class DeviceCalibration:
+    """The measured rates of one GPU kind: ``(DeviceRates field, value)`` pairs, sorted by field."""
+
+    gpu_id: str
+    rates: tuple[tuple[str, Any], ...]
+
+    def overrides(self) -> dict[str, Any]:
+        """The pairs as the mapping ``DeviceRates.with_overrides`` takes."""
+        return dict(self.rates)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Calibration:
+    """A validated calibration file (hashable: a plan may be cached on it)."""
+
+    created: str
+    """ISO date (``YYYY-MM-DD``) or date-time the calibration was made."""
+    devices: tuple[DeviceCalibration, ...]
+    """One entry per GPU catalog id, sorted by id."""
+    sources: tuple[str, ...] = ()
+    """What was measured, where and with which versions."""
+    notes: tuple[str, ...] = ()
+    """Measurements that have no DeviceRates field, fit reports, anything a reader should know."""
+    path: str | None = field(default=None, compare=False)
+    """The file it was loaded from or saved to; None for one built in memory."""
+
+    @property
+    def gpu_ids(self) -> tuple[str, ...]:
+        return tuple(d.gpu_id for d in self.devices)
+
+    def device(self, gpu_id: str) -> DeviceCalibration | None:
+        """The entry for exactly this catalog id, or None."""
+        return next((d for d in self.devices if d.gpu_id == gpu_id), None)
+
+
+def make_calibration(
+    devices: dict[str, dict[str, Any]], *, sources: list[str] | tuple[str, ...] = (),
+    notes: list[str] | tuple[str, ...] = (), created: str | None = None, path: str | None = None,
+) -> Calibration:
+    """Validate plain data (``devices`` keyed by catalog id or alias) into a Calibration."""
+    return calibration_from_dict(
+        {FORMAT_KEY: FORMAT_VERSION, "created": created or date.today().isoformat(), "sources": list(sources),
+         "devices": devices, "notes": list(notes)}, where="calibration", path=path)
+
+
+def calibration_from_dict(data: Any, *, where: str, path: str | None = None) -> Calibration:
+    """Validate the file's JSON object; CardError names ``where`` and the bad field."""
+    if not isinstance(data, dict):
+        raise CardError(f"{where}: expected a JSON object with '{FORMAT_KEY}', got {type(data).__name__}")
+    if data.get(FORMAT_KEY) != FORMAT_VERSION:
+        raise CardError(f"{where}: {FORMAT_KEY} must be {FORMAT_VERSION} (the only version), got {data.get(FORMAT_KEY)!r}")
+    unknown = sorted(set(data) - set(TOP_LEVEL_KEYS))
+    if unknown:
+        raise CardError(f"{where}: unknown key(s) {unknown}; allowed: {', '.join(TOP_LEVEL_KEYS)}")
+    created = _iso_date(data.get("created"), where)
+    sources = _strings(data.get("sources", []), f"{where}: sources")
+    notes = _strings(data.get("notes", []), f"{where}: notes")
+    raw = data.get("devices")
+    if not isinstance(raw, dict):
+        raise CardError(f"{where}: devices must be an object of GPU catalog id -> {{rate: value}}, got {type(raw).__name__}")
+    devices: dict[str, DeviceCalibration] = {}
+    for name, rates in raw.items():
+        gpu_id = _gpu_id(str(name), where)
+        if gpu_id in devices:
+            raise CardError(f"{where}: devices '{name}' and '{gpu_id}' name the same GPU; keep one")
+        devices[gpu_id] = _device(gpu_id, rates, f"{where}: devices.{name}")
+    return Calibration(created=created, devices=tuple(devices[g] for g in sorted(devices)), sources=sources,
+                       notes=notes, path=path)
+
+
+def calibration_to_dict(cal: Calibration) -> dict[str, Any]:
+    """The JSON object of the file format (module docstring)."""
+    devices = {}
+    for d in cal.devices:
+        rates = d.overrides()
+        if "gemm_points" in rates:
+            rates["gemm_points"] = [{k: getattr(p, k) for k in _GEMM_KEYS} for p in rates["gemm_points"]]
+        devices[d.gpu_id] = rates
+    return {FORMAT_KEY: FORMAT_VERSION, "created": cal.created, "sources": list(cal.sources), "devices": devices,
+            "notes": list(cal.notes)}
+
+
+def load_calibration(path: str | Path) -> Calibration:
+    """Read and validate a calibration file; CardError (one line) when missing or malformed."""
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except FileNotFoundError:
+        raise CardError(f"calibration: no such file '{p}'") from None
+    except OSError as exc:
+        raise CardError(f"calibration: cannot read '{p}' ({exc.strerror or exc})") from None
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise CardError(f"calibration '{p}': not valid JSON ({exc})") from None
+    return calibration_from_dict(data, where=f"calibration '{p}'", path=str(p))
+
+
+def save_calibration(cal: Calibration, path: str | Path) -> Calibration:
+    """Write atomically (temporary file in the same folder, then rename); the saved Calibration."""
+    p = Path(path)
+    text = json.dumps(calibration_to_dict(cal), indent=2) + "\n"
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+    except OSError as exc:
+        raise CardError(f"calibration: cannot write '{p}' ({exc.strerror or exc})") from None
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, p)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise CardError(f"calibration: cannot write '{p}' ({exc.strerror or exc})") from None
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return Calibration(created=cal.created, devices=cal.devices, sources=cal.sources, notes=cal.notes, path=str(p))
+
+
+def default_calibration_path() -> Path:
+    """``$TRAINFIT_CALIBRATION`` if set, else ``$XDG_CONFIG_HOME/trainfit/calibration.json``
+    (``~/.config/trainfit/calibration.json`` when XDG_CONFIG_HOME is unset or empty)."""
+    env = os.environ.get(ENV_VAR)
+    if env:
+        return Path(env).expanduser()
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "trainfit" / "calibration.json"
+
+
+def find_calibration(explicit: str | Path | None) -> Path | None:
+    """The explicit path (CardError if it does not exist), else the default path if it exists, else None."""
+    if explicit is not None:
+        p = Path(explicit).expanduser()
+        if not p.is_file():
+            raise CardError(f"--calibration: no such file '{p}'")
+        return p
+    p = default_calibration_path()
+    return p if p.is_file() else None
+
+
+def load_found_calibration(explicit: str | Path | None) -> Calibration | None:
+    """``find_calibration`` then ``load_calibration``: what a command that plans uses."""
+    p = find_calibration(explicit)
+    return load_calibration(p) if p is not None else None
+
+
+# ---------------------------------------------------------------- validation helpers
+
+def _iso_date(value: Any, where: str) -> str:
+    text = str(value) if isinstance(value, (str, date)) else None
+    try:
+        if text is None:
+            raise ValueError
+        datetime.fromisoformat(text)
+    except ValueError:
+        raise CardError(f"{where}: created must be an ISO date such as '2025-01-31', got {value!r}") from None
+    return text
+
+
+def _strings(value: Any, where: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise CardError(f"{where} must be a list of strings, got {value!r}")
+    return tuple(value)
+
+
+def _gpu_id(name: str, where: str) -> str:
+    from trainfit.catalog.gpus import resolve_gpu
+
+    try:
+        return resolve_gpu(name).id
+    except CatalogError as exc:
+        raise CardError(f"{where}: devices: {exc}") from None
+
+
+def _device(gpu_id: str, rates: Any, where: str) -> DeviceCalibration:
+    allowed = rate_fields()
+    if not isinstance(rates, dict):
+        raise CardError(f"{where} must be an object of rate -> value (rates: {', '.join(allowed)}), got {type(rates).__name__}")
+    out: dict[str, Any] = {}
+    for name, value in rates.items():
+        if name not in allowed:
+            raise CardError(f"{where}: unknown rate '{name}'; allowed: {', '.join(allowed)}")
+        out[name] = _value(value, allowed[name], f"{where}.{name}")
+    return DeviceCalibration(gpu_id=gpu_id, rates=tuple(sorted(out.items())))
+
+
+def _value(value: Any, kind: str, where: str) -> Any:
+    """One rate, checked against its DeviceRates annotation."""
+    if kind.startswith("tuple[GemmPoint"):
+        return _gemm_points(value, where)
+    if kind == "bool":
+        if not isinstance(value, bool):
+            raise CardError(f"{where} must be true or false, got {value!r}")
+        return value
+    if kind.startswith("str"):
+        if not isinstance(value, str) or not value:
+            raise CardError(f"{where} must be a non-empty string, got {value!r}")
+        return value
+    if kind == "int":
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise CardError(f"{where} must be a positive integer, got {value!r}")
+        return value
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise CardError(f"{where} must be a positive number, got {value!r}")
+    return float(value)
+
+
+def _gemm_points(value: Any, where: str) -> tuple[GemmPoint, ...]:
+    if not isinstance(value, list):
+        raise CardError(f"{where} must be a list of {{m, n, k, flops_per_s}}, got {type(value).__name__}")
+    points = []
+    for i, p in enumerate(value):
+        if not isinstance(p, dict) or set(p) != set(_GEMM_KEYS):
+            got = sorted(p) if isinstance(p, dict) else type(p).__name__
+            raise CardError(f"{where}[{i}] must have exactly the keys {', '.join(_GEMM_KEYS)}, got {got}")
+        dims = {k: _value(p[k], "int", f"{where}[{i}].{k}") for k in ("m", "n", "k")}
+        points.append(GemmPoint(**dims, flops_per_s=_value(p["flops_per_s"], "float", f"{where}[{i}].flops_per_s")))
+    return tuple(points)

@@ -1,0 +1,208 @@
+"""Measured step times of real runs -> a scale on the matmul rate and on the host cost per kernel.
+
+A run record is what ``trainfit record`` writes (``trainfit.preflight.record``): a run card in
+full plus a top-level ``record:`` mapping. Calibration needs one more field there:
+
+``record.step_s`` (required)
+    Measured seconds per optimizer step in steady state (after warm-up; the median of several
+    steps), for the whole card: every micro-batch of the gradient accumulation, on the card's
+    ``hardware.gpu`` x ``gpus_per_node`` x ``nodes``.
+
+Everything else is the card (``model``, ``method``, ``scope``, ``hardware.gpu`` -- a catalog id,
+not ``custom`` --, ``parallel``, ``batch``, ``attention``...; sections left out take the card
+defaults). A file holds one record, or a YAML/JSON list of them.
+
+The fit, per GPU kind (at least 2 records): factors ``a`` on ``matmul_flops_per_s`` and ``b`` on
+``host_s_per_forward_kernel`` and ``host_s_per_backward_kernel`` (one factor for both), applied
+to the rates the plan would use otherwise (defaults, or the calibration being extended), that
+minimise the median over the records of ``|log(predicted / measured)|`` (ties: the smaller mean,
+then the factor nearest 1). Search: a grid of factors 2^-4..2^4 at half-octave steps, then a
+compass search halving the step down to 2^(1/256) (about 0.3 %) within 2^-6..2^6. A factor the
+step time does not depend on (the plan's time model does not read that rate) stays 1 and is not
+written. Deterministic.
+
+Pure Python: no torch import.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+from datetime import date
+from typing import Any, Callable
+
+from trainfit.calibration.apply import rates_for
+from trainfit.calibration.file import Calibration, DeviceCalibration
+from trainfit.errors import CardError, TrainfitError
+
+RECORD_KEY = "record"
+STEP_KEY = "step_s"
+MIN_RECORDS = 2
+MATMUL_FIELDS = ("matmul_flops_per_s",)
+HOST_FIELDS = ("host_s_per_forward_kernel", "host_s_per_backward_kernel")
+GRID_LOG2 = tuple(i / 2 for i in range(-8, 9))
+STEPS_LOG2 = (0.25, 1 / 16, 1 / 64, 1 / 256)
+BOUND_LOG2 = 6.0
+
+Predict = Callable[[Any, Calibration | None], float | None]
+"""(run card, calibration) -> predicted seconds per step; default ``make_plan(...).step_seconds``."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RunRecord:
+    card: Any
+    """The validated RunCard."""
+    step_s: float
+    """Measured seconds per optimizer step."""
+    where: str
+    """File (and list index) it came from, for messages."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RecordFit:
+    """What the fit found for one GPU kind. Errors are median ``|log(predicted/measured)|``."""
+
+    gpu_id: str
+    records: int
+    matmul_scale: float
+    host_scale: float
+    median_log_error_before: float
+    median_log_error_after: float
+    fitted: tuple[str, ...]
+    """The DeviceRates fields written (a factor the step time ignores is not)."""
+    notes: tuple[str, ...] = ()
+
+    @property
+    def median_error_before(self) -> float:
+        """As a fraction: exp(median |log ratio|) - 1."""
+        return math.expm1(self.median_log_error_before)
+
+    @property
+    def median_error_after(self) -> float:
+        return math.expm1(self.median_log_error_after)
+
+
+def is_record_data(data: Any) -> bool:
+    items = data if isinstance(data, list) else [data]
+    return bool(items) and all(isinstance(d, dict) and isinstance(d.get(RECORD_KEY), dict) for d in items)
+
+
+def records_from_data(data: Any, *, where: str) -> list[RunRecord]:
+    """One record (a mapping) or a list of them; CardError naming the file and the field."""
+    from trainfit.spec.card import load_card_dict
+
+    items = data if isinstance(data, list) else [data]
+    out = []
+    for i, item in enumerate(items):
+        at = f"{where}[{i}]" if isinstance(data, list) else where
+        if not isinstance(item, dict) or not isinstance(item.get(RECORD_KEY), dict):
+            raise CardError(f"{at}: a run record is a run card with a '{RECORD_KEY}:' mapping holding {STEP_KEY}")
+        card_data = {k: v for k, v in item.items() if k != RECORD_KEY}
+        step = item[RECORD_KEY].get(STEP_KEY)
+        if isinstance(step, bool) or not isinstance(step, (int, float)) or not step > 0 or math.isinf(step):
+            raise CardError(f"{at}: {RECORD_KEY}.{STEP_KEY} must be the measured seconds per optimizer step (a positive "
+                            f"number), got {step!r}")
+        try:
+            card = load_card_dict(card_data)
+        except TrainfitError as exc:
+            raise CardError(f"{at}: {exc}") from None
+        out.append(RunRecord(card=card, step_s=float(step), where=at))
+    return out
+
+
+def fit_records(
+    records: list[RunRecord], base: Calibration | None, *, predict: Predict | None = None,
+) -> tuple[dict[str, dict[str, float]], list[RecordFit]]:
+    """Per GPU kind: the fitted rates (``{gpu_id: {field: value}}``, to merge over ``base``) and
+    the fit report. CardError when a kind has fewer than 2 records or a record has no step time."""
+    from trainfit.plan import gpu_of
+
+    predict = predict or _plan_step_seconds
+    by_gpu: dict[str, list[RunRecord]] = {}
+    for r in records:
+        by_gpu.setdefault(gpu_of(r.card).id, []).append(r)
+    few = {g: len(rs) for g, rs in by_gpu.items() if len(rs) < MIN_RECORDS}
+    if few:
+        raise CardError("calibrate: the run-record fit needs at least 2 records per GPU kind; "
+                        + ", ".join(f"{g} has {n}" for g, n in sorted(few.items())))
+    rates, fits = {}, []
+    for gpu_id in sorted(by_gpu):
+        fitted, report = _fit_one(gpu_of(by_gpu[gpu_id][0].card), by_gpu[gpu_id], base, predict)
+        rates[gpu_id] = fitted
+        fits.append(report)
+    return rates, fits
+
+
+def _plan_step_seconds(card: Any, calibration: Calibration | None) -> float | None:
+    from trainfit.plan import make_plan
+
+    return make_plan(card, calibration=calibration).step_seconds
+
+
+def _fit_one(gpu: Any, records: list[RunRecord], base: Calibration | None,
+             predict: Predict) -> tuple[dict[str, float], RecordFit]:
+    start = rates_for(gpu, base)
+    base_matmul = {f: getattr(start, f) for f in MATMUL_FIELDS}
+    base_host = {f: getattr(start, f) for f in HOST_FIELDS}
+
+    def trial(x: float, y: float) -> dict[str, float]:
+        return {**{f: v * 2**x for f, v in base_matmul.items()}, **{f: v * 2**y for f, v in base_host.items()}}
+
+    def errors(x: float, y: float) -> list[float]:
+        cal = _with_device(base, gpu.id, trial(x, y))
+        out = []
+        for r in records:
+            pred = predict(r.card, cal)
+            if pred is None or not pred > 0:
+                raise CardError(f"{r.where}: the plan has no step time for this card (gpu '{gpu.id}'); it cannot calibrate")
+            out.append(abs(math.log(pred / r.step_s)))
+        return out
+
+    cache: dict[tuple[float, float], tuple[float, float, float]] = {}
+
+    def objective(x: float, y: float) -> tuple[float, float, float]:
+        if (x, y) not in cache:
+            e = errors(x, y)
+            cache[(x, y)] = (statistics.median(e), statistics.fmean(e), abs(x) + abs(y))
+        return cache[(x, y)]
+
+    free_x = errors(1.0, 0.0) != errors(0.0, 0.0)
+    free_y = errors(0.0, 1.0) != errors(0.0, 0.0)
+    x, y = _search(objective, free_x=free_x, free_y=free_y)
+    fields = (MATMUL_FIELDS if free_x else ()) + (HOST_FIELDS if free_y else ())
+    notes = tuple(f"{gpu.id} fit: step time does not depend on {', '.join(fs)}: not fitted"
+                  for free, fs in ((free_x, MATMUL_FIELDS), (free_y, HOST_FIELDS)) if not free)
+    values = trial(x, y)
+    report = RecordFit(gpu_id=gpu.id, records=len(records), matmul_scale=2**x, host_scale=2**y,
+                       median_log_error_before=objective(0.0, 0.0)[0], median_log_error_after=objective(x, y)[0],
+                       fitted=fields, notes=notes)
+    return {f: values[f] for f in fields}, report
+
+
+def _search(objective: Callable[[float, float], tuple], *, free_x: bool, free_y: bool) -> tuple[float, float]:
+    """Grid, then compass search in log2 factors (module docstring)."""
+    xs = GRID_LOG2 if free_x else (0.0,)
+    ys = GRID_LOG2 if free_y else (0.0,)
+    best = min(((x, y) for x in xs for y in ys), key=lambda p: objective(*p))
+    moves = [(1, 0)] * free_x + [(-1, 0)] * free_x + [(0, 1)] * free_y + [(0, -1)] * free_y
+    for step in STEPS_LOG2:
+        improved = True
+        while improved:
+            improved = False
+            for dx, dy in moves:
+                cand = (best[0] + dx * step, best[1] + dy * step)
+                if max(map(abs, cand)) <= BOUND_LOG2 and objective(*cand) < objective(*best):
+                    best, improved = cand, True
+    return best
+
+
+def _with_device(base: Calibration | None, gpu_id: str, rates: dict[str, float]) -> Calibration:
+    """``base`` with ``rates`` laid over its entry for ``gpu_id`` (no validation: the values are
+    positive scalings of valid rates)."""
+    devices = {d.gpu_id: d for d in (base.devices if base else ())}
+    old = devices[gpu_id].overrides() if gpu_id in devices else {}
+    devices[gpu_id] = DeviceCalibration(gpu_id=gpu_id, rates=tuple(sorted({**old, **rates}.items())))
+    return Calibration(created=base.created if base else date.today().isoformat(), devices=tuple(devices[g] for g in sorted(devices)),
+                       sources=base.sources if base else (), notes=base.notes if base else (),
+                       path=base.path if base else None)

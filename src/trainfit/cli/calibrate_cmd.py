@@ -1,0 +1,34 @@
+"""`trainfit calibrate`: measurements or run records -> the calibration file plans read."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from trainfit.cli.common import print_json
+
+
+def calibrate(
+    files: Annotated[list[Path], typer.Argument(help="`gpu_calibrate.py time` outputs, calibration files, or run records (cards with record.step_s).")],
+    out: Annotated[Optional[Path], typer.Option("--out", help="Calibration file to write (merged over what is there). Default: $TRAINFIT_CALIBRATION, else $XDG_CONFIG_HOME/trainfit/calibration.json.")] = None,
+    gpu: Annotated[Optional[str], typer.Option("--gpu", help="Catalog GPU the measurements are of, when the output names none (a --dry-run) or an unknown one.")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would change; write nothing.")] = False,
+    json_: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
+) -> None:
+    """Replace the step-time model's default rates with measured ones (per GPU kind), and print
+    what changed: old rate -> new rate. Plans pick the file up by default; see --calibration."""
+    from trainfit.calibration import calibrate as run, default_calibration_path
+
+    result = run(list(files), out=out if out is not None else default_calibration_path(), gpu=gpu, write=not dry_run)
+    if json_:
+        from trainfit.report.calibration import calibrate_to_dict
+
+        print_json(calibrate_to_dict(result))
+        return
+    from rich.console import Console
+
+    from trainfit.report.calibration import render_calibrate
+
+    render_calibrate(result, Console(width=140))

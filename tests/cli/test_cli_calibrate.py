@@ -1,0 +1,90 @@
+"""`trainfit calibrate`: the whole text output against a golden file, the JSON object, and errors.
+
+Regenerate the golden file after an intended change with TRAINFIT_UPDATE_GOLDEN=1.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from trainfit.calibration import load_calibration
+from trainfit.cli.main import main
+
+GOLDEN = Path(__file__).parent / "golden"
+FIXTURE = Path(__file__).resolve().parents[1] / "data" / "gpu_time_dry_run.json"
+
+
+@pytest.fixture
+def here(tmp_path, monkeypatch):
+    """Run in a temporary folder holding the dry-run output as gpu_time.json (relative paths in the output)."""
+    shutil.copy(FIXTURE, tmp_path / "gpu_time.json")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_whole_text_output(here, capsys):
+    assert main(["calibrate", "gpu_time.json", "--gpu", "h200", "--out", "cal.json"]) == 0
+    out = capsys.readouterr().out
+    path = GOLDEN / "calibrate_dry_run.txt"
+    if os.environ.get("TRAINFIT_UPDATE_GOLDEN"):
+        path.write_text(out)
+    assert out == path.read_text()
+    assert load_calibration(here / "cal.json").gpu_ids == ("h200",)
+
+
+def test_json_is_one_object_and_the_default_path_is_used(here, capsys, monkeypatch):
+    monkeypatch.setenv("TRAINFIT_CALIBRATION", str(here / "default" / "cal.json"))
+    assert main(["calibrate", "gpu_time.json", "--gpu", "h200", "--json"]) == 0
+    obj = json.loads(capsys.readouterr().out)
+    assert obj["path"] == str(here / "default" / "cal.json") and obj["written"] is True
+    assert obj["inputs"] == [{"path": "gpu_time.json", "kind": "gpu_output"}]
+    change = obj["changes"]["h200"]
+    assert change["matmul_flops_per_s"]["old"] == pytest.approx(0.83 * 989.4e12)
+    assert change["gemm_points_count"] == {"old": 0, "new": len(json.loads(FIXTURE.read_text())["gemm"]["points"])}
+    assert obj["calibration"]["devices"]["h200"]["hbm_bytes_per_s"] == change["hbm_bytes_per_s"]["new"]
+    assert load_calibration(here / "default" / "cal.json").device("h200") is not None
+
+
+def test_second_run_merges_and_reports_no_change(here, capsys):
+    assert main(["calibrate", "gpu_time.json", "--gpu", "h200", "--out", "cal.json"]) == 0
+    capsys.readouterr()
+    assert main(["calibrate", "gpu_time.json", "--gpu", "h200", "--out", "cal.json", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["changes"] == {}
+
+
+def test_dry_run_writes_nothing(here, capsys):
+    assert main(["calibrate", "gpu_time.json", "--gpu", "h200", "--out", "cal.json", "--dry-run"]) == 0
+    assert capsys.readouterr().out.startswith("would write cal.json\n")
+    assert not (here / "cal.json").exists()
+
+
+@pytest.mark.parametrize(("files", "extra", "message"), [
+    (["gpu_time.json"], [], "gpu_time.json: no GPU name in the output (a --dry-run?); name the catalog GPU with --gpu, e.g. --gpu h200"),
+    (["gpu_time.json"], ["--gpu", "h300"], "gpu_time.json: --gpu 'h300' is not in the GPU catalog; did you mean"),
+    (["missing.json"], [], "calibrate: no such file 'missing.json'"),
+    (["card.yaml"], [], "calibrate: 'card.yaml' is not a `gpu_calibrate.py time` output"),
+    (["records.yaml"], [], "the run-record fit needs at least 2 records per GPU kind; h200 has 1"),
+    (["badcal.json"], [], "calibration 'badcal.json': devices.h200: unknown rate 'tflops'; allowed: matmul_flops_per_s"),
+])
+def test_bad_input_is_one_line_and_exit_2(here, capsys, files, extra, message):
+    (here / "card.yaml").write_text("model: Qwen/Qwen3-8B\n")
+    (here / "records.yaml").write_text("model: Qwen/Qwen3-8B\nhardware: {gpu: h200}\nrecord: {step_s: 1.5}\n")
+    (here / "badcal.json").write_text(json.dumps({"trainfit_calibration": 1, "created": "2025-01-31",
+                                                  "devices": {"h200": {"tflops": 1}}}))
+    assert main(["calibrate", *files, "--out", "cal.json", *extra]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith("trainfit: error: ") and message in err
+    assert not (here / "cal.json").exists()
+
+
+def test_a_broken_existing_output_is_refused_not_overwritten(here, capsys):
+    (here / "cal.json").write_text("{}")
+    assert main(["calibrate", "gpu_time.json", "--gpu", "h200", "--out", "cal.json"]) == 2
+    assert "calibration 'cal.json': trainfit_calibration must be 1" in capsys.readouterr().err
+    assert (here / "cal.json").read_text() == "{}"

@@ -1,0 +1,138 @@
+"""The calibration file: round trip, atomic writes, validation, paths, and rates_for."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from trainfit.calibration import (
+    calibration_to_dict, default_calibration_path, find_calibration, load_calibration, make_calibration, rates_for,
+    save_calibration,
+)
+from trainfit.catalog.gpus import resolve_gpu
+from trainfit.compute.rates import GemmPoint, default_rates
+from trainfit.errors import CardError
+
+GEMM = [{"m": 8192, "n": 4096, "k": 4096, "flops_per_s": 7.5e14}, {"m": 1, "n": 4096, "k": 4096, "flops_per_s": 3e12}]
+
+
+def _cal(**devices):
+    return make_calibration(devices or {"NVIDIA H200": {"matmul_flops_per_s": 7.9e14, "gemm_points": GEMM, "p2p": True}},
+                            sources=["test"], notes=["h200 measured: a note"], created="2025-01-31")
+
+
+def _file(tmp_path, data):
+    p = tmp_path / "cal.json"
+    p.write_text(json.dumps(data))
+    return p
+
+
+def _valid():
+    return {"trainfit_calibration": 1, "created": "2025-01-31", "sources": [], "notes": [],
+            "devices": {"h200": {"matmul_flops_per_s": 7.9e14}}}
+
+
+def test_round_trip_resolves_aliases_and_keeps_every_field(tmp_path):
+    cal = _cal()
+    assert cal.gpu_ids == ("h200",)  # "NVIDIA H200" is an alias of the catalog id
+    saved = save_calibration(cal, tmp_path / "sub" / "cal.json")
+    assert saved.path == str(tmp_path / "sub" / "cal.json")
+    back = load_calibration(saved.path)
+    assert back == cal and back.path == saved.path
+    assert back.device("h200").overrides()["gemm_points"][0] == GemmPoint(m=8192, n=4096, k=4096, flops_per_s=7.5e14)
+    data = json.loads((tmp_path / "sub" / "cal.json").read_text())
+    assert list(data) == ["trainfit_calibration", "created", "sources", "devices", "notes"]
+    assert data["devices"]["h200"]["gemm_points"] == GEMM
+    assert hash(back) == hash(cal)
+    assert [p.name for p in (tmp_path / "sub").iterdir()] == ["cal.json"]  # no temporary file left
+
+
+def test_failed_write_leaves_the_old_file_whole(tmp_path, monkeypatch):
+    path = tmp_path / "cal.json"
+    save_calibration(_cal(), path)
+    before = path.read_text()
+
+    def boom(src, dst):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", boom)
+    with pytest.raises(CardError, match=r"cannot write .* \(No space left on device\)"):
+        save_calibration(_cal(h200={"matmul_flops_per_s": 1e14}), path)
+    assert path.read_text() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["cal.json"]
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"trainfit_calibration": 2}, "trainfit_calibration must be 1 (the only version), got 2"),
+    ({"extra": 1}, "unknown key(s) ['extra']; allowed: trainfit_calibration, created, sources, devices, notes"),
+    ({"created": "yesterday"}, "created must be an ISO date such as '2025-01-31', got 'yesterday'"),
+    ({"sources": "x"}, "sources must be a list of strings, got 'x'"),
+    ({"devices": []}, "devices must be an object of GPU catalog id -> {rate: value}, got list"),
+    ({"devices": {"h300": {}}}, "gpu: 'h300' is not in the GPU catalog"),
+    ({"devices": {"h200": {}, "NVIDIA H200": {}}}, "devices 'NVIDIA H200' and 'h200' name the same GPU"),
+    ({"devices": {"h200": {"matmul_flops": 1e15}}}, "devices.h200: unknown rate 'matmul_flops'; allowed: matmul_flops_per_s, hbm_bytes_per_s"),
+    ({"devices": {"h200": {"matmul_flops_per_s": -1}}}, "devices.h200.matmul_flops_per_s must be a positive number, got -1"),
+    ({"devices": {"h200": {"hbm_bytes_per_s": "fast"}}}, "devices.h200.hbm_bytes_per_s must be a positive number, got 'fast'"),
+    ({"devices": {"h200": {"sm_count": 1.5}}}, "devices.h200.sm_count must be a positive integer, got 1.5"),
+    ({"devices": {"h200": {"p2p": "yes"}}}, "devices.h200.p2p must be true or false, got 'yes'"),
+    ({"devices": {"h200": {"gemm_points": [{"m": 1, "n": 2}]}}}, "gemm_points[0] must have exactly the keys m, n, k, flops_per_s"),
+    ({"devices": {"h200": {"gemm_points": [{"m": 0, "n": 2, "k": 2, "flops_per_s": 1.0}]}}}, "gemm_points[0].m must be a positive integer, got 0"),
+])
+def test_validation_names_the_field_and_what_is_allowed(tmp_path, change, message):
+    data = {**_valid(), **change}
+    with pytest.raises(CardError) as exc:
+        load_calibration(_file(tmp_path, data))
+    text = str(exc.value)
+    assert message in text and "\n" not in text
+    assert text.startswith(f"calibration '{tmp_path / 'cal.json'}'")
+
+
+def test_unreadable_files_are_one_line_errors(tmp_path):
+    with pytest.raises(CardError, match="no such file"):
+        load_calibration(tmp_path / "missing.json")
+    (tmp_path / "bad.json").write_text("{")
+    with pytest.raises(CardError, match="not valid JSON"):
+        load_calibration(tmp_path / "bad.json")
+
+
+def test_rates_for_overrides_only_the_calibrated_gpu():
+    cal = _cal(h200={"matmul_flops_per_s": 7.9e14, "host_s_per_forward_kernel": 3e-5})
+    h200 = rates_for(resolve_gpu("NVIDIA H200"), cal)
+    assert h200.matmul_flops_per_s == 7.9e14 and h200.host_s_per_forward_kernel == 3e-5
+    assert h200.hbm_bytes_per_s == default_rates(resolve_gpu("h200")).hbm_bytes_per_s
+    assert h200.sources[-1] == "calibration (in memory, 2025-01-31)"
+    assert rates_for(resolve_gpu("a100-40gb"), cal) == default_rates(resolve_gpu("a100-40gb"))
+    assert rates_for(resolve_gpu("h200"), None) == default_rates(resolve_gpu("h200"))
+
+
+def test_default_path_from_the_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv("TRAINFIT_CALIBRATION", str(tmp_path / "x.json"))
+    assert default_calibration_path() == tmp_path / "x.json"
+    monkeypatch.delenv("TRAINFIT_CALIBRATION")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
+    assert default_calibration_path() == tmp_path / "cfg" / "trainfit" / "calibration.json"
+    monkeypatch.delenv("XDG_CONFIG_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert default_calibration_path() == tmp_path / "home" / ".config" / "trainfit" / "calibration.json"
+
+
+def test_find_calibration(monkeypatch, tmp_path):
+    monkeypatch.setenv("TRAINFIT_CALIBRATION", str(tmp_path / "default.json"))
+    assert find_calibration(None) is None
+    with pytest.raises(CardError, match="--calibration: no such file"):
+        find_calibration(tmp_path / "explicit.json")
+    save_calibration(_cal(), tmp_path / "default.json")
+    assert find_calibration(None) == tmp_path / "default.json"
+    save_calibration(_cal(), tmp_path / "explicit.json")
+    assert find_calibration(str(tmp_path / "explicit.json")) == tmp_path / "explicit.json"
+
+
+def test_conftest_hides_the_users_default_file():
+    assert not default_calibration_path().exists()
+    assert find_calibration(None) is None
+
+
+def test_to_dict_is_json():
+    assert json.loads(json.dumps(calibration_to_dict(_cal())))["devices"]["h200"]["p2p"] is True

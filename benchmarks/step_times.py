@@ -1,193 +1,1035 @@
-"""Time accuracy: trainfit's step-time roofline against published training throughputs.
+"""Time accuracy: trainfit's planner and the 6·N rule of thumb against published and own step times.
 
-    .venv/bin/python benchmarks/step_times.py          # writes benchmarks/step_times.md
+    .venv/bin/python benchmarks/step_times.py            # writes step_times.md and step_times.json
+    .venv/bin/python benchmarks/step_times.py --check    # exit 1 if either file would change
 
-Each row is a published measurement with its configuration (model, GPUs, batch, sequence, precision,
-parallelism) and its citation (repository, file, commit). trainfit predicts tokens/s per GPU with
-``trainfit.compute.step_time.sft_step_time`` at the default MFU; the error is prediction / published − 1.
-Only bf16 runs are kept (fp8 rows would need an fp8 peak and a different MFU). Pure Python: no torch.
+Inputs (committed, each entry cited): ``benchmarks/data/published_train_times.json`` (SFT full,
+LoRA/QLoRA, pretraining), ``benchmarks/data/published_rl_times.json`` (RL steps and phases) and the
+project's own H200 steps in ``benchmarks/results/gpu_raw/{default,heldout,heldout2,heldout3}.json``.
+
+Every published entry is mapped to the run card a user would write (``map_train`` / ``map_rl``),
+validated as the CLI does (preset applied, then ``load_card_dict``) and planned with
+``trainfit.plan.make_plan``; the harness reads only the plan's public fields (``step_seconds``,
+``tokens_per_step``, ``time_parts``, ``fits`` and, when the plan has it, ``time.bound``), so a new
+time model is picked up without touching this file. An entry the card cannot state (tensor, pipeline,
+context/Ulysses or expert parallelism, a non-gated MLP, a node-level rollout split) is listed as
+*not representable* with its reason and still scored by the rule; an entry without a published
+time, a catalog GPU, a model shape, a prompt/response length or with fp8 compute is *skipped* with
+its reason. Nothing is dropped silently.
+
+Conventions
+    * Everything is compared in seconds per optimizer step (RL: per RL step or per phase).
+      Published tokens/s per GPU -> ``tokens_per_step / (value · gpus)``; tokens/s total ->
+      ``tokens_per_step / value``; an RL total time -> ``hours · 3600 / steps``. Error =
+      predicted / published − 1: **positive means the prediction is slower than the run**.
+    * tokens_per_step = micro-batch × sequence × grad-accum × data-parallel ranks (the card's), or the
+      published global batch × sequence for entries the card cannot state.
+    * The rule of thumb: ``seconds = 6·N·tokens / (gpus · bf16 dense peak · 0.40)``, N = trainfit's
+      ``matmul_params`` (active parameters, input embedding excluded unless tied) when the model
+      resolves; else from the entry's ``model_config`` (non-gated MLPs counted by hand); else the
+      nominal (active) count of ``NOMINAL_PARAMS`` or the model name. RL step: 6·N per trained token
+      (prompts × generations × (prompt + mean response, the max when no mean is published)) plus
+      2·N per generated token, all at 40 % of the peak on every GPU of the run. Phases:
+      generation 2·N per generated token on the rollout GPUs; log-prob 2·N per token per published
+      pass and actor update 6·N per token per epoch on the training GPUs; weight sync = bf16 weight
+      bytes over one per-direction GPU link (NVLink/2, else PCIe).
+    * Fit half / held-out half: ``int(sha1(id).hexdigest(), 16) % 2`` (0: any efficiency constant may
+      be fitted on these; 1: report only). Phases of one RL entry share its half.
+
+Pure Python, no torch; the whole run takes a few seconds.
 """
 
 from __future__ import annotations
 
+import argparse
+import hashlib
+import json
+import re
 import statistics
 import sys
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "src"))
+ROOT = HERE.parent
+sys.path.insert(0, str(ROOT / "src"))
 
-from trainfit.catalog.gpus import resolve_gpu  # noqa: E402
-from trainfit.catalog.models import from_catalog  # noqa: E402
-from trainfit.compute.step_time import DEFAULT_MFU, sft_step_time  # noqa: E402
-from trainfit.memory.lora import lora_trainable_params  # noqa: E402
-from trainfit.memory.weights import total_params  # noqa: E402
-from trainfit.spec.training import LoraSpec  # noqa: E402
+TRAIN_DATA = HERE / "data" / "published_train_times.json"
+RL_DATA = HERE / "data" / "published_rl_times.json"
+H200_RAW = HERE / "results" / "gpu_raw"
+H200_SETS = ("default", "heldout", "heldout2", "heldout3")
+MD_OUT = HERE / "step_times.md"
+JSON_OUT = HERE / "step_times.json"
 
-TITAN_A100 = "pytorch/torchtitan docs/performance.md @041336434916bdc0f88c1f89fda176fd3c2092e4"
-TITAN_H100 = "pytorch/torchtitan docs/performance.md @eaea6f6a2fa940f03a10906be1df3489cf30af85"
-TUNE = "pytorch/torchtune README.md @a9ea6d5bf023ebebca7a8ec7981099b03696c67a"
-XTUNER = "InternLM/xtuner xtuner/configs/llama/llama3_8b/README.md @e973224e48b5e5ce7cfbf24a01a77b3c5e0c8162"
-AUTOMODEL = "NVIDIA-NeMo/Automodel docs/performance-summary.md @01926a5c443b7979463c73341bf64adf79de638e"
+RULE_MFU = 0.40
+"""The rule of thumb's model-FLOPs utilisation (a common planning default)."""
 
-L8, L70, L2_70 = "meta-llama/Llama-3.1-8B", "meta-llama/Llama-3.1-70B", "meta-llama/Llama-2-70b-hf"
-
-# tokens_per_s_per_gpu is the published figure (per GPU; torchtune's multi-GPU rows are divided by 8,
-# see the note). lbs = local batch (sequences per GPU per micro-step), ga = micro-steps per step.
-PUBLISHED: list[dict] = [
-    dict(id="titan-a100-8b-sel-layer", source=TITAN_A100, model=L8, gpu="a100-80gb", gpus=64, per_node=8,
-         scope="full", strategy="fsdp", ckpt=False, seq=8192, lbs=1, ga=1, published=2904,
-         config="FSDP2, 64 A100, lbs 1, seq 8192, selective (layer) AC", note="selective AC counted as none"),
-    dict(id="titan-a100-8b-sel-op", source=TITAN_A100, model=L8, gpu="a100-80gb", gpus=64, per_node=8,
-         scope="full", strategy="fsdp", ckpt=False, seq=8192, lbs=1, ga=1, published=2973,
-         config="FSDP2, 64 A100, lbs 1, seq 8192, selective (op) AC", note="selective AC counted as none"),
-    dict(id="titan-a100-70b-full-ac", source=TITAN_A100, model=L70, gpu="a100-80gb", gpus=64, per_node=8,
-         scope="full", strategy="fsdp", ckpt=True, seq=8192, lbs=1, ga=1, published=331,
-         config="FSDP2, 64 A100, lbs 1, seq 8192, full AC"),
-    dict(id="titan-a100-llama2-70b-full-ac", source=TITAN_A100, model=L2_70, gpu="a100-80gb", gpus=64, per_node=8,
-         scope="full", strategy="fsdp", ckpt=True, seq=4096, lbs=2, ga=1, published=353,
-         config="FSDP2, 64 A100, lbs 2, seq 4096, full AC"),
-    dict(id="titan-a100-llama2-70b-sel-op", source=TITAN_A100, model=L2_70, gpu="a100-80gb", gpus=64, per_node=8,
-         scope="full", strategy="fsdp", ckpt=False, seq=4096, lbs=1, ga=1, published=355,
-         config="FSDP2, 64 A100, lbs 1, seq 4096, selective (op) AC", note="selective AC counted as none"),
-    dict(id="titan-h100-8b-8gpu", source=TITAN_H100, model=L8, gpu="h100-sxm", gpus=8, per_node=8,
-         scope="full", strategy="fsdp", ckpt=False, seq=8192, lbs=2, ga=1, published=5762,
-         config="FSDP2, 8 H100, lbs 2, seq 8192, selective AC, eager",
-         note="H100 96GB HBM2e at 500 W: below the SXM peak used here"),
-    dict(id="titan-h100-8b-8gpu-compile", source=TITAN_H100, model=L8, gpu="h100-sxm", gpus=8, per_node=8,
-         scope="full", strategy="fsdp", ckpt=False, seq=8192, lbs=2, ga=1, published=6667,
-         config="FSDP2, 8 H100, lbs 2, seq 8192, selective AC, torch.compile", note="as above"),
-    dict(id="titan-h100-8b-128gpu", source=TITAN_H100, model=L8, gpu="h100-sxm", gpus=128, per_node=8,
-         scope="full", strategy="fsdp", ckpt=False, seq=8192, lbs=2, ga=1, published=5605,
-         config="FSDP2, 128 H100 (16 nodes, 400 Gb/s per GPU), lbs 2, seq 8192, selective AC", note="as above",
-         inter_node_bytes_per_s=50e9),
-    dict(id="titan-h100-8b-128gpu-compile", source=TITAN_H100, model=L8, gpu="h100-sxm", gpus=128, per_node=8,
-         scope="full", strategy="fsdp", ckpt=False, seq=8192, lbs=2, ga=1, published=6514,
-         config="as above, torch.compile", note="as above", inter_node_bytes_per_s=50e9),
-    dict(id="tune-4090-8b-full", source=TUNE, model=L8, gpu="rtx4090", gpus=1, per_node=1,
-         scope="full", strategy="single", ckpt=True, seq=2048, lbs=2, ga=1, published=1650,
-         config="1x 4090, bs 2, packed 2048, compile, full_finetune_single_device",
-         note="recipe: paged 8-bit AdamW fused into backward (states paged to host: not timed)"),
-    dict(id="tune-4090-8b-lora", source=TUNE, model=L8, gpu="rtx4090", gpus=1, per_node=1,
-         scope="lora", rank=8, strategy="single", ckpt=True, seq=2048, lbs=2, ga=1, published=3083,
-         config="1x 4090, bs 2, packed 2048, compile, LoRA", note="AC on (recipe default)"),
-    dict(id="tune-4090-8b-qlora", source=TUNE, model=L8, gpu="rtx4090", gpus=1, per_node=1,
-         scope="qlora", rank=8, strategy="single", ckpt=True, seq=2048, lbs=2, ga=1, published=2413,
-         config="1x 4090, bs 2, packed 2048, compile, QLoRA", note="nf4 dequantization not timed"),
-    dict(id="tune-a100-70b-full-offload", source=TUNE, model=L70, gpu="a100-80gb", gpus=8, per_node=8,
-         scope="full", strategy="fsdp", offload="params_and_optimizer", ckpt=True, seq=2048, lbs=2, ga=1,
-         published=1568 / 8, config="8x A100, bs 2, packed 2048, compile, FSDP + CPU offload, fused optimizer",
-         note="README gives 1568 tokens/s; read as all 8 GPUs (per GPU it would exceed 100 % MFU); CPU Adam not timed"),
-    dict(id="tune-a100-70b-lora", source=TUNE, model=L70, gpu="a100-80gb", gpus=8, per_node=8,
-         scope="lora", rank=8, strategy="fsdp", ckpt=True, seq=2048, lbs=2, ga=1, published=3497 / 8,
-         config="8x A100, bs 2, packed 2048, compile, LoRA", note="README's 3497 tokens/s read as all 8 GPUs"),
-    dict(id="tune-a100-3b-packed-compile", source=TUNE, model="meta-llama/Llama-3.2-3B", gpu="a100-80gb", gpus=1,
-         per_node=1, scope="full", strategy="single", ckpt=False, seq=4096, lbs=2, ga=1, published=8998,
-         config="1x A100, bs 2, seq 4096, packed, compile (optimization-flags table)"),
-    dict(id="tune-a100-3b-ac", source=TUNE, model="meta-llama/Llama-3.2-3B", gpu="a100-80gb", gpus=1,
-         per_node=1, scope="full", strategy="single", ckpt=True, seq=4096, lbs=2, ga=1, published=7210,
-         config="as above + chunked CE + activation checkpointing"),
-    dict(id="tune-a100-3b-lora", source=TUNE, model="meta-llama/Llama-3.2-3B", gpu="a100-80gb", gpus=1,
-         per_node=1, scope="lora", rank=8, strategy="single", ckpt=True, seq=4096, lbs=2, ga=1, published=8210,
-         config="as above, LoRA (AC, activation offloading)"),
-    dict(id="xtuner-a100-8b-4gpu", source=XTUNER, model=L8, gpu="a100-80gb", gpus=4, per_node=8,
-         scope="full", strategy="zero3", ckpt=True, seq=8192, lbs=1, ga=1, published=2331.3,
-         config="4x A100-80G, ZeRO-3, seq 8k", note="checkpointing assumed (their TFLOPs imply recompute)"),
-    dict(id="xtuner-a100-8b-8gpu", source=XTUNER, model=L8, gpu="a100-80gb", gpus=8, per_node=8,
-         scope="full", strategy="zero3", ckpt=True, seq=8192, lbs=1, ga=1, published=2771.2,
-         config="8x A100-80G, ZeRO-3, seq 8k", note="as above"),
-    dict(id="automodel-h100-qwen3-30b-a3b", source=AUTOMODEL, model="Qwen/Qwen3-30B-A3B", gpu="h100-sxm", gpus=8,
-         per_node=8, scope="full", strategy="fsdp", ckpt=False, seq=4096, lbs=4, ga=16, published=12040,
-         config="8 H100, BF16, GBS 512, seq 4096, EP 8, FSDP 8, TE + DeepEP",
-         note="expert parallel all-to-all not modeled; FSDP traffic counted on all 30.5B params"),
-    dict(id="automodel-h100-llama3-70b-lora", source=AUTOMODEL, model=L70, gpu="h100-sxm", gpus=8, per_node=8,
-         scope="lora", rank=8, strategy="ddp", ckpt=False, seq=4096, lbs=4, ga=1, published=608.42,
-         config="8 H100, LoRA, GBS 32, seq 4096, TP 2, PP 4, VP 10",
-         note="TP/PP not modeled: compute over 8 GPUs, pipeline bubble and TP collectives ignored"),
-]
+MODEL_ALIASES = {
+    # same config.json shapes (hidden, intermediate, layers, heads, KV heads, vocab, tying) as the catalog id
+    "meta-llama/Llama-3.1-8B-Instruct": "meta-llama/Llama-3.1-8B",
+    "meta-llama/Meta-Llama-3-8B-Instruct": "meta-llama/Llama-3.1-8B",
+    "meta-llama/Llama-3.3-70B-Instruct": "meta-llama/Llama-3.1-70B",
+    "Qwen/Qwen2.5-32B-Instruct": "Qwen/Qwen2.5-32B",
+    "Qwen/Qwen2.5-7B-Instruct": "Qwen/Qwen2.5-7B",
+    "Qwen/Qwen2.5-Math-7B": "Qwen/Qwen2.5-7B",
+    "Qwen/Qwen3-30B-A3B-Base": "Qwen/Qwen3-30B-A3B",
+}
+GPU_ALIASES = {
+    "a800-80gb": ("a100-80gb", "A800: A100-80GB compute and HBM, NVLink capped at 400 GB/s (catalog A100: 600)"),
+    "a800": ("a100-80gb", "A800: A100-80GB compute and HBM, NVLink capped at 400 GB/s (catalog A100: 600)"),
+    "h800": ("h100-sxm", "H800: H100 SXM compute and HBM, NVLink capped at 400 GB/s (catalog H100: 900)"),
+}
+NOMINAL_PARAMS = {
+    # active parameters of models outside the catalog, for the rule only
+    "openai/gpt-oss-20b": (3.61e9, "gpt-oss model card (OpenAI, 2025): 20.9B total, 3.61B active"),
+    "openai/gpt-oss-120b": (5.13e9, "gpt-oss model card (OpenAI, 2025): 116.8B total, 5.13B active"),
+    "deepseek-ai/DeepSeek-V3": (37e9, "DeepSeek-V3 technical report (arXiv 2412.19437): 671B total, 37B activated"),
+}
+STRATEGIES = {"fsdp": "fsdp", "fsdp2": "fsdp", "hsdp": "hsdp", "zero1": "zero1", "zero2": "zero2",
+              "zero3": "zero3", "ddp": "ddp", "single": "single", "megatron-dist-opt": "zero1", "megatron": "zero1"}
+CARD_PRESETS = ("trl", "verl", "openrlhf", "nemo-rl")
+PHASES = ("generation", "weight_sync", "logprob", "actor_update")
+PHASE_TITLES = {"generation": "generation", "weight_sync": "weight sync", "logprob": "log-prob passes",
+                "actor_update": "actor update"}
 
 
-def predict(row: dict, *, overlap: float = 0.0) -> float:
-    """trainfit's tokens/s per GPU for a published row."""
-    spec = from_catalog(row["model"])
-    lora = 0
-    if row["scope"] != "full":
-        lora = lora_trainable_params(spec, LoraSpec(rank=row.get("rank", 8)))
-    tokens = row["gpus"] * row["lbs"] * row["seq"] * row["ga"]
-    extra = {"inter_node_bytes_per_s": row["inter_node_bytes_per_s"]} if "inter_node_bytes_per_s" in row else {}
-    weight_bytes = None
-    if row["scope"] == "qlora":
-        weight_bytes = 0.5 * total_params(spec)  # nf4 base: what a sharded run would gather
-    st = sft_step_time(
-        spec, gpu=resolve_gpu(row["gpu"]), gpus=row["gpus"], tokens_per_step=tokens, scope=row["scope"],
-        lora_params=lora, gradient_checkpointing=row["ckpt"], strategy=row["strategy"],
-        offload=row.get("offload", "none"), seq_len=row["seq"], micro_steps=row["ga"],
-        gpus_per_node=row["per_node"], weight_bytes=weight_bytes, overlap=overlap, **extra,
-    )
-    return st.tokens_per_s / row["gpus"]
+class Unmapped(Exception):
+    """An entry the harness cannot plan: ``status`` is 'not_representable' or 'skipped'."""
+
+    def __init__(self, status: str, reasons: list[str]) -> None:
+        super().__init__("; ".join(reasons))
+        self.status, self.reasons = status, reasons
 
 
-def main() -> None:
+@dataclass
+class Row:
+    """One comparison: a published (or measured) time beside trainfit's and the rule's, seconds."""
+
+    id: str
+    subset: str
+    quantity: str
+    """step | generation | weight_sync | logprob | actor_update"""
+    model: str
+    config: str
+    published_s: float | None
+    trainfit_s: float | None = None
+    rule_s: float | None = None
+    bound: str | None = None
+    fits: bool | None = None
+    status: str = "mapped"
+    source: str = ""
+    notes: list[str] = field(default_factory=list)
+    entry_note: str = ""
+    half: int = 0
+    parts_used: list[str] = field(default_factory=list)
+
+    @property
+    def error(self) -> float | None:
+        return _err(self.trainfit_s, self.published_s)
+
+    @property
+    def rule_error(self) -> float | None:
+        return _err(self.rule_s, self.published_s)
+
+
+def _err(pred: float | None, pub: float | None) -> float | None:
+    return None if pred is None or not pub else pred / pub - 1
+
+
+def half_of(point_id: str) -> int:
+    """0: fit half, 1: held-out half (deterministic, independent of order and of the data)."""
+    return int(hashlib.sha1(point_id.encode()).hexdigest(), 16) % 2
+
+
+def source_of(entry: dict[str, Any]) -> str:
+    s = entry["source"]
+    if s.get("url"):
+        return s["url"]
+    return f"{s['repo']} {s['path']}@{s['commit']}"
+
+
+# ---------------------------------------------------------------- model, GPU, parallelism
+
+def resolve_model(name: str, config: dict[str, Any] | None) -> tuple[Any, list[str]]:
+    """The card's ``model`` value for an entry, and notes; Unmapped when neither the catalog nor the
+    entry's config gives the shape."""
+    from trainfit.catalog.models import catalog_ids
+
+    ids = set(catalog_ids())
+    if name in ids:
+        return name, []
+    if name in MODEL_ALIASES:
+        return MODEL_ALIASES[name], [f"model {name} planned as {MODEL_ALIASES[name]} (same config shapes)"]
+    if config:
+        if config.get("gated_mlp") is False or config.get("learned_position_embeddings"):
+            raise Unmapped("not_representable", ["non-gated GELU MLP and learned position embeddings (MPT): "
+                                                 "the model parser knows gated MLPs only"])
+        cfg = {k: v for k, v in config.items() if v is not None}
+        cfg.setdefault("model_type", "qwen2")
+        return {"id": name, "config": cfg}, [
+            "inline model_config, Qwen-1 layout read as qwen2 (gated MLP, q/k/v bias; the catalog does the same "
+            "for Qwen/Qwen-1_8B)"]
+    raise Unmapped("skipped", [f"model {name} not in the catalog and the entry has no model_config"])
+
+
+def resolve_gpu_id(gpu: str) -> tuple[str, list[str]]:
+    from trainfit.catalog.gpus import gpu_ids
+
+    if gpu in GPU_ALIASES:
+        gid, note = GPU_ALIASES[gpu]
+        return gid, [note]
+    if gpu in gpu_ids():
+        return gpu, []
+    raise Unmapped("skipped", [f"GPU '{gpu}' not in the catalog (no peak FLOP/s or bandwidth)"])
+
+
+def hardware(gpu_id: str, gpus: int, per_node: int, nodes: int, nic: float | None) -> tuple[dict, list[str]]:
+    per_node = min(per_node, gpus)
+    nodes = max(1, gpus // per_node)
+    if per_node * nodes != gpus:
+        raise Unmapped("not_representable", [f"{gpus} GPUs are not whole nodes of {per_node}"])
+    hw: dict[str, Any] = {"gpu": gpu_id, "gpus_per_node": per_node, "nodes": nodes}
+    notes = []
+    if nic:
+        hw["nic_gbps_per_gpu"] = nic
+    elif nodes > 1:
+        notes.append("inter-node network not stated: the card's default NIC")
+    return hw, notes
+
+
+def parallel_blockers(dims: dict[str, Any]) -> list[str]:
+    """Reasons the card cannot state an entry's parallelism (tp/pp/cp/ep/Ulysses > 1)."""
+    names = {"tp": "tensor", "pp": "pipeline", "cp": "context", "ep": "expert",
+             "sequence_parallel_ulysses": "Ulysses sequence"}
+    return [f"{names[k]} parallel {v}" for k, v in dims.items() if k in names and (v or 1) > 1]
+
+
+def checkpointing(value: Any, framework: str) -> tuple[bool, list[str]]:
+    if value in ("full", True):
+        return True, []
+    if value in ("none", False):
+        return False, []
+    if isinstance(value, str) and value.startswith("selective"):
+        return False, [f"selective activation checkpointing ({value}) counted as none"]
+    if framework == "ms-swift-deepspeed":
+        return True, ["activation checkpointing not stated: on (ms-swift's default)"]
+    return False, ["activation checkpointing not stated: off"]
+
+
+def lora_section(lora: dict[str, Any] | None) -> dict[str, Any]:
+    if not lora:
+        return {}
+    targets = lora.get("targets", "all-linear")
+    if targets == "qv":
+        targets = ["q_proj", "v_proj"]
+    return {"rank": lora["rank"], "alpha": lora["alpha"], "targets": targets}
+
+
+# ---------------------------------------------------------------- training entries -> cards
+
+def train_tokens_per_step(e: dict[str, Any]) -> float:
+    """Tokens per optimizer step: global batch × seq when published, else mbs × seq × ga × DP ranks."""
+    b, p = e["batch"], e["parallel"]
+    if b.get("global_batch_size"):
+        return float(b["global_batch_size"] * b["seq_len"])
+    model_parallel = (p.get("tp") or 1) * (p.get("pp") or 1) * (p.get("cp") or 1)
+    dp = max(1, e["gpus"] // model_parallel)
+    return float(b["micro_batch_size"] * b["seq_len"] * (b.get("grad_accum") or 1) * dp)
+
+
+def published_train_seconds(e: dict[str, Any], tokens_per_step: float) -> float:
+    """The published figure as seconds per optimizer step."""
+    metric, value = e["measured"]["metric"], e["measured"]["value"]
+    if metric == "step_s":
+        return float(value)
+    if metric == "tokens_per_s_per_gpu":
+        return tokens_per_step / (value * e["gpus"])
+    if metric == "tokens_per_s_total":
+        return tokens_per_step / value
+    raise Unmapped("skipped", [f"metric '{metric}' has no unambiguous step-time conversion"])
+
+
+def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The run card for a published training entry (Unmapped with the reasons otherwise)."""
+    blockers = parallel_blockers(e["parallel"])
+    notes: list[str] = []
+    try:
+        model, n = resolve_model(e["model"], e.get("model_config"))
+        notes += n
+    except Unmapped as u:
+        if u.status == "not_representable" or blockers:
+            raise Unmapped("not_representable", blockers + u.reasons) from None
+        raise
+    if blockers:
+        raise Unmapped("not_representable", blockers)
+    if e["precision"]["compute"] != "bf16":
+        raise Unmapped("skipped", [f"{e['precision']['compute']} compute not modelled"])
+    gpu, n = resolve_gpu_id(e["gpu"])
+    notes += n
+    hw, n = hardware(gpu, e["gpus"], e["gpus_per_node"], e["nodes"], e.get("inter_node_gbps_per_gpu"))
+    notes += n
+    ckpt, n = checkpointing(e.get("activation_checkpointing"), e["framework"])
+    notes += n
+    b = e["batch"]
+    if not b.get("grad_accum"):
+        notes.append("grad accumulation not stated: 1")
+    strategy = STRATEGIES[e["parallel"]["strategy"]]
+    if e["parallel"]["strategy"] == "megatron-dist-opt":
+        notes.append("Megatron distributed optimizer planned as ZeRO-1")
+    if hw["gpus_per_node"] * hw["nodes"] == 1:
+        strategy = "single"
+    kind = e["kind"]
+    scope = {"sft_lora": "lora", "sft_qlora": "qlora"}.get(kind, "full")
+    if "Int4" in e["model"]:
+        notes.append("GPTQ int4 base planned as bitsandbytes nf4 (QLoRA)")
+    card: dict[str, Any] = {
+        "model": model, "method": "sft", "scope": scope, "hardware": hw,
+        "parallel": {"strategy": strategy, "offload": e["parallel"].get("offload") or "none",
+                     "gradient_checkpointing": ckpt, "compile": bool(e.get("compile"))},
+        "batch": {"micro_batch_size": b["micro_batch_size"], "seq_len": b["seq_len"],
+                  "grad_accum": b.get("grad_accum") or 1},
+        "attention": "eager" if e.get("attention") == "eager" else "sdpa",
+        "precision": {"optimizer": e["precision"]["optimizer"],
+                      "optimizer_in_backward": bool(e["precision"].get("optimizer_in_backward"))},
+    }
+    if scope != "full":
+        card["lora"] = lora_section(e.get("lora")) or {}
+        if not e.get("lora"):
+            notes.append("LoRA settings not stated: the card's defaults")
+    if kind == "pretrain":
+        notes.append("pretraining planned as full-scope SFT (same step)")
+    return card, notes
+
+
+# ---------------------------------------------------------------- RL entries -> cards
+
+def rl_lengths(e: dict[str, Any]) -> tuple[int, int, int | None, list[str]]:
+    """(prompt tokens, max response, mean response or None, notes) for an RL entry."""
+    d, m = e["data"], e["measured"]
+    notes = []
+    resp_max = d.get("response_len_max")
+    resp_mean = int(round(d["response_len_mean"])) if d.get("response_len_mean") else None
+    prompt = d.get("prompt_len_mean") or d.get("prompt_len_max")
+    if prompt and not d.get("prompt_len_mean"):
+        notes.append(f"prompt length: the published max ({prompt}); no mean published")
+    tput = m.get("throughput") or {}
+    if not prompt and resp_mean and m.get("step_s") and tput.get("metric") == "tokens_per_s_per_gpu":
+        per_seq = tput["value"] * e["gpus"] * m["step_s"] / (d["prompts_per_step"] * d["n_per_prompt"])
+        prompt = max(1, int(round(per_seq - resp_mean)))
+        notes.append(f"prompt length {prompt} derived from the published tokens/s (tokens/s × GPUs × step "
+                     f"/ sequences − mean response), assuming it counts prompt + response")
+    if not prompt or not resp_max:
+        raise Unmapped("skipped", ["prompt or response length not published"])
+    if resp_mean is None:
+        notes.append("mean response not published: the card's default distribution below the max")
+    return int(prompt), int(resp_max), resp_mean, notes
+
+
+def rollout_tp(e: dict[str, Any], model: Any) -> tuple[int, list[str]]:
+    """Rollout tensor parallel: published, else the smallest power of two whose bf16 weight shard is at
+    most half a card (room for the KV cache)."""
+    if e["rollout"].get("tp"):
+        return int(e["rollout"]["tp"]), []
+    from trainfit.catalog.gpus import resolve_gpu
+    from trainfit.catalog.models import from_catalog
+    from trainfit.memory.weights import total_params
+
+    gpu = resolve_gpu(GPU_ALIASES.get(e["gpu"], (e["gpu"],))[0])
+    weights = 2 * total_params(from_catalog(model)) if isinstance(model, str) else 0
+    tp = 1
+    while weights / tp > 0.5 * gpu.memory_bytes and tp < 64:
+        tp *= 2
+    return tp, [f"rollout TP not published: {tp} (smallest power of two holding the bf16 weights in half a card)"]
+
+
+def _rl_model(e: dict[str, Any]) -> tuple[Any, list[str]]:
+    """The card's model for an RL entry, after the checks that make it not representable or skipped."""
+    blockers = parallel_blockers(e["train"])
+    if e["rollout"].get("async") == "fully_async" and e["kind"] != "rl_phase":
+        blockers.append("fully asynchronous trainer (bounded staleness, partial rollouts): the card has "
+                        "none | one_step_off")
+    try:
+        model, notes = resolve_model(e["model"], e.get("model_config"))
+    except Unmapped as u:
+        if blockers:
+            raise Unmapped("not_representable", blockers + u.reasons) from None
+        raise
+    if blockers:
+        raise Unmapped("not_representable", blockers)
+    if "fp8" in e["id"] or "FP8" in (e["source"].get("section") or ""):
+        raise Unmapped("skipped", ["fp8 compute not modelled"])
+    return model, notes
+
+
+def rollout_section(e: dict[str, Any], model: Any, nodes: int) -> tuple[dict[str, Any], list[str]]:
+    """The card's ``rollout`` section for an RL entry."""
+    ro, d = e["rollout"], e["data"]
+    notes: list[str] = []
+    if e["kind"] == "rl_phase":
+        prompt, resp_max, resp_mean = 512, 1024, None
+        notes.append("phase-only entry: batch and lengths not published (card defaults; the phase compared "
+                     "does not depend on them)")
+    elif not d.get("prompts_per_step") or not d.get("n_per_prompt"):
+        raise Unmapped("skipped", ["prompts per step or generations per prompt not published"])
+    else:
+        prompt, resp_max, resp_mean, notes = rl_lengths(e)
+    tp, n = rollout_tp(e, model)
+    notes += n
+    out: dict[str, Any] = {"placement": ro["placement"], "tensor_parallel": tp, "prompt_len": prompt,
+                           "response_len": resp_max, "num_iterations": e["train"].get("ppo_epochs") or 1}
+    if e["kind"] != "rl_phase":
+        out.update(prompts_per_step=d["prompts_per_step"], num_generations=d["n_per_prompt"])
+    if resp_mean:
+        out["response_len_mean"] = min(resp_mean, resp_max)
+    for key in ("gpu_memory_utilization", "max_num_seqs"):
+        if ro.get(key):
+            out[key] = ro[key]
+    if ro.get("cuda_graphs") is not None:
+        out["cuda_graphs"] = bool(ro["cuda_graphs"])
+    if ro.get("async") == "one_step_off":
+        out["async_mode"] = "one_step_off"
+    elif ro.get("async") == "fully_async":
+        notes.append("fully asynchronous trainer: only its phase is compared")
+    if ro["placement"] == "split":
+        out["gpus"] = (ro.get("rollout_gpus") or 0) // nodes
+        if nodes > 1:
+            notes.append(f"rollout on {ro['rollout_gpus']} whole GPUs planned as {out['gpus']} per node "
+                         "(the card splits inside each node)")
+    if ro["engine"] != "vllm":
+        notes.append(f"rollout engine {ro['engine']} planned as vLLM")
+    return out, notes
+
+
+def map_rl(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The run card for a published RL entry (Unmapped with the reasons otherwise)."""
+    tr = e["train"]
+    model, notes = _rl_model(e)
+    gpu, n = resolve_gpu_id(e["gpu"])
+    notes += n
+    hw, n = hardware(gpu, e["gpus"], e["gpus_per_node"], e["nodes"], e.get("inter_node_gbps_per_gpu"))
+    notes += n
+    rollout, n = rollout_section(e, model, hw["nodes"])
+    notes += n
+    method = e["method"]
+    if method not in ("grpo", "ppo"):
+        notes.append(f"{method.upper()} planned as GRPO")
+    parallel: dict[str, Any] = {"offload": tr.get("offload") or "none"}
+    if tr.get("strategy"):
+        parallel["strategy"] = STRATEGIES[tr["strategy"]]
+    else:
+        notes.append("training strategy not stated: the preset's, else the card's default")
+    if tr.get("strategy") == "megatron":
+        notes.append("Megatron-Core (data parallel only) planned as ZeRO-1 (distributed optimizer)")
+    if tr.get("activation_checkpointing") is not None:
+        parallel["gradient_checkpointing"] = bool(tr["activation_checkpointing"])
+    card: dict[str, Any] = {"model": model, "method": "ppo" if method == "ppo" else "grpo", "scope": "full",
+                            "hardware": hw, "parallel": parallel,
+                            "batch": {"micro_batch_size": tr.get("micro_batch_size") or 1}, "rollout": rollout}
+    if method == "dapo":
+        card["roles"] = {"kl_coef": 0.0}
+        notes.append("DAPO: no KL term, no reference pass")
+    if e["framework"] in CARD_PRESETS:
+        card["preset"] = e["framework"]
+    return card, notes
+
+
+# ---------------------------------------------------------------- validate and plan
+
+def validate(card: dict[str, Any]):  # noqa: ANN201 - a RunCard
+    """Validate a card dict as the CLI does: the preset fills what the card leaves open."""
+    from trainfit.spec.card import load_card_dict
+
+    if card.get("preset"):
+        from trainfit.methods.presets import apply_preset
+
+        card = apply_preset(card, str(card["preset"]))
+    return load_card_dict(card)
+
+
+@dataclass
+class Planned:
+    step_s: float | None
+    tokens_per_step: float | None
+    parts: dict[str, float]
+    bound: str | None
+    fits: bool | None
+    phase_bounds: dict[str, str] = field(default_factory=dict)
+
+
+def plan_card(card: dict[str, Any]) -> Planned:
+    """Plan a card dict; Unmapped('not_representable') when the card is refused, 'skipped' when the
+    planner raises."""
+    from trainfit.errors import CardError, TrainfitError
+    from trainfit.plan import make_plan
+
+    try:
+        run_card = validate(card)
+    except CardError as exc:
+        raise Unmapped("not_representable", [f"the card refuses it: {exc}"]) from None
+    try:
+        plan = make_plan(run_card)
+    except TrainfitError as exc:
+        raise Unmapped("skipped", [f"planner refused: {exc}"]) from None
+    parts = {k: float(v) for k, v in (plan.time_parts or {}).items() if isinstance(v, (int, float))}
+    time = getattr(plan, "time", None)
+    bound = getattr(time, "bound", None)
+    phase_bounds = {}
+    for ph in getattr(time, "phases", None) or ():
+        name, secs = getattr(ph, "name", None), getattr(ph, "seconds", None)
+        if name and isinstance(secs, (int, float)) and f"{name}" not in parts:
+            parts[f"time.{name}"] = float(secs)
+        if name and getattr(ph, "bound", None):
+            phase_bounds[name] = ph.bound
+    if bound is None and phase_bounds:
+        timed = {k: v for k, v in parts.items() if k.startswith("time.") and k[5:] in phase_bounds}
+        if timed:
+            bound = phase_bounds[max(timed, key=timed.get)[5:]]
+    if bound is None and parts:
+        bound = "largest part: " + max(parts, key=parts.get)
+    fits = getattr(plan, "fits", None)
+    return Planned(plan.step_seconds, plan.tokens_per_step, parts, bound, fits, phase_bounds)
+
+
+def part_phase(key: str) -> str:
+    """Which published phase a ``time_parts`` key (or ``time.<phase>``) belongs to."""
+    k = key.lower().removeprefix("time.")
+    if "weight_sync" in k:
+        return "weight_sync"
+    if "generation" in k or "rollout" in k:
+        return "generation"
+    if any(s in k for s in ("logprob", "log_prob", "frozen_forward", "reference", "ref_")):
+        return "logprob"
+    if k.startswith(("critic", "reward", "value")):
+        return "other"
+    if k.startswith(("train", "actor")) or k == "offload":
+        return "actor_update"
+    return "other"
+
+
+def phase_seconds(planned: Planned, phase: str) -> tuple[float | None, list[str]]:
+    """trainfit's seconds for one published phase: the sum of the parts that belong to it (the plan's
+    ``time`` phases when it has them, else ``time_parts``)."""
+    timed = [k for k in planned.parts if k.startswith("time.")]
+    pool = timed if timed else [k for k in planned.parts if k != "tokens_per_step"]
+    keys = [k for k in pool if part_phase(k) == phase]
+    if not keys:
+        return None, []
+    return sum(planned.parts[k] for k in keys), keys
+
+
+# ---------------------------------------------------------------- the rule of thumb
+
+def rule_params(model: str, config: dict[str, Any] | None) -> tuple[float | None, str]:
+    """N for the rule: trainfit's matmul parameters when the shape is known, else nominal."""
+    from trainfit.catalog.hf_config import spec_from_hf_config
+    from trainfit.catalog.models import catalog_ids, from_catalog
+    from trainfit.compute.flops import matmul_params
+    from trainfit.errors import TrainfitError
+
+    cid = MODEL_ALIASES.get(model, model)
+    if cid in catalog_ids():
+        return matmul_params(from_catalog(cid)), "matmul (active, no input embedding)"
+    if config and config.get("gated_mlp") is False:
+        h, i, layers = config["hidden_size"], config["intermediate_size"], config["num_hidden_layers"]
+        q = config["num_attention_heads"] * config["head_dim"]
+        kv = config["num_key_value_heads"] * config["head_dim"]
+        per_layer = h * (2 * q + 2 * kv) + 2 * h * i
+        return layers * per_layer + h * config["vocab_size"], "matmul from model_config (non-gated MLP)"
+    if config:
+        try:
+            cfg = {k: v for k, v in config.items() if v is not None}
+            cfg.setdefault("model_type", "qwen2")
+            return matmul_params(spec_from_hf_config(cfg, name=model, source="entry")), "matmul from model_config"
+        except TrainfitError:
+            pass
+    if model in NOMINAL_PARAMS:
+        return NOMINAL_PARAMS[model][0], "nominal active: " + NOMINAL_PARAMS[model][1]
+    m = re.search(r"(\d+(?:\.\d+)?)[bB]\b", model.split("/")[-1].replace("_", "."))
+    if m:
+        return float(m.group(1)) * 1e9, "nominal (from the name)"
+    return None, "no parameter count"
+
+
+def rule_peak(gpu: str) -> float | None:
+    from trainfit.catalog.gpus import gpu_ids, resolve_gpu
+
+    gid = GPU_ALIASES.get(gpu, (gpu,))[0]
+    return resolve_gpu(gid).bf16_dense_flops_per_s if gid in gpu_ids() else None
+
+
+def rule_link(gpu: str) -> float | None:
+    """Per-direction GPU-to-GPU bandwidth: NVLink/2, else PCIe (bytes/s)."""
+    from trainfit.catalog.gpus import gpu_ids, resolve_gpu
+
+    gid = GPU_ALIASES.get(gpu, (gpu,))[0]
+    if gid not in gpu_ids():
+        return None
+    g = resolve_gpu(gid)
+    return g.nvlink_bytes_per_s / 2 if g.nvlink and g.nvlink_bytes_per_s else g.pcie_bytes_per_s
+
+
+def rule_seconds(flops: float, gpus: int, peak: float | None) -> float | None:
+    """FLOPs at ``RULE_MFU`` of the bf16 dense peak on ``gpus`` GPUs."""
+    if peak is None or not gpus:
+        return None
+    return flops / (gpus * peak * RULE_MFU)
+
+
+def rule_train_seconds(n: float | None, tokens: float, gpus: int, peak: float | None) -> float | None:
+    return None if n is None else rule_seconds(6 * n * tokens, gpus, peak)
+
+
+def rl_rule_figures(e: dict[str, Any], n: float | None) -> dict[str, float | None]:
+    """The rule for an RL entry's step and phases (None where an input is missing)."""
+    d, ro, tr = e["data"], e["rollout"], e["train"]
+    peak = rule_peak(e["gpu"])
+    out: dict[str, float | None] = {q: None for q in ("step", *PHASES)}
+    link = rule_link(e["gpu"])
+    total = _total_params(e["model"])
+    if total and link:
+        out["weight_sync"] = 2 * total / link
+    if n is None or not (d.get("prompts_per_step") and d.get("n_per_prompt")):
+        return out
+    try:
+        prompt, resp_max, resp_mean, _ = rl_lengths(e)
+    except Unmapped:
+        return out
+    resp = resp_mean or resp_max
+    seqs = d["prompts_per_step"] * d["n_per_prompt"]
+    generated = seqs * resp
+    trained = seqs * (prompt + resp)
+    gen_gpus = (ro.get("rollout_gpus") if ro["placement"] == "split" else None) or e["gpus"]
+    train_gpus = (ro.get("train_gpus") if ro["placement"] == "split" else None) or e["gpus"]
+    epochs = tr.get("ppo_epochs") or 1
+    out["step"] = rule_seconds(6 * n * trained + 2 * n * generated, e["gpus"], peak)
+    out["generation"] = rule_seconds(2 * n * generated, gen_gpus, peak)
+    passes = sum(1 for k in ("old_logprob", "ref_logprob") if e["measured"]["phases_s"].get(k))
+    out["logprob"] = rule_seconds(2 * n * trained * passes, train_gpus, peak) if passes else None
+    out["actor_update"] = rule_seconds(6 * n * trained * epochs, train_gpus, peak)
+    return out
+
+
+def _total_params(model: str) -> float | None:
+    from trainfit.catalog.models import catalog_ids, from_catalog
+    from trainfit.memory.weights import total_params
+
+    cid = MODEL_ALIASES.get(model, model)
+    return float(total_params(from_catalog(cid))) if cid in catalog_ids() else None
+
+
+# ---------------------------------------------------------------- rows
+
+def _summary(card: dict[str, Any] | None, e: dict[str, Any]) -> str:
+    """A short configuration string (from the card when there is one, else from the entry)."""
+    if card is None:
+        p = e.get("parallel") or e.get("train") or {}
+        dims = " ".join(f"{k.upper()}{v}" for k, v in p.items() if k in ("tp", "pp", "cp", "ep") and (v or 1) > 1)
+        return f"{e['gpus']}× {e['gpu']}, {p.get('strategy')} {dims}".strip()
+    hw, par = card["hardware"], card["parallel"]
+    s = f"{hw['gpus_per_node'] * hw['nodes']}× {hw['gpu']}, {par.get('strategy', 'fsdp')}"
+    if par.get("offload", "none") != "none":
+        s += f" offload {par['offload']}"
+    s += ", AC" if par.get("gradient_checkpointing", True) else ", no AC"
+    if card["method"] == "sft":
+        b = card["batch"]
+        s += f", {card['scope']}, {b['micro_batch_size']}×{b['seq_len']}×ga{b['grad_accum']}"
+        s += ", compile" if par.get("compile") else ""
+    else:
+        r = card["rollout"]
+        s += (f", {card['method']}, {r.get('prompts_per_step', '-')}×{r.get('num_generations', '-')}, "
+              f"prompt {r['prompt_len']} resp ≤{r['response_len']}, {r['placement']} TP{r['tensor_parallel']}")
+        s += ", 1-step-off" if r.get("async_mode") == "one_step_off" else ""
+    return s
+
+
+def train_rows(entries: list[dict[str, Any]], ledger: list[dict[str, Any]]) -> list[Row]:
+    subsets = {"sft_full": "SFT full", "sft_lora": "LoRA / QLoRA", "sft_qlora": "LoRA / QLoRA", "pretrain": "pretrain"}
     rows = []
-    for r in PUBLISHED:
-        pred = predict(r)
-        hidden = predict(r, overlap=1.0)
-        rows.append((r, pred, pred / r["published"] - 1, hidden / r["published"] - 1))
-    errs = [abs(x[2]) for x in rows]
-    signed = [x[2] for x in rows]
-    worst = max(rows, key=lambda x: abs(x[2]))
-    errs_hidden = [abs(x[3]) for x in rows]
-    worst_hidden = max(rows, key=lambda x: abs(x[3]))
-    lines = [
-        "# Step-time accuracy: trainfit's roofline against published throughputs",
-        "",
-        "Regenerate: `.venv/bin/python benchmarks/step_times.py`. Each row is a published bf16 training",
-        f"throughput; trainfit predicts tokens/s per GPU with `sft_step_time` at the default MFU ({DEFAULT_MFU:.2f}),",
-        "no overlap of communication and compute, peak link rates. Error = predicted / published − 1",
-        "(positive: trainfit is optimistic).",
-        "",
-        f"**{len(rows)} published runs. Median |error| {statistics.median(errs):.0%}, "
-        f"mean signed error {statistics.mean(signed):+.0%}, worst {worst[2]:+.0%} ({worst[0]['id']}).**",
-        f"With communication fully hidden under compute (`overlap=1`): median |error| "
-        f"{statistics.median(errs_hidden):.0%}, worst {worst_hidden[3]:+.0%} ({worst_hidden[0]['id']}).",
-        "",
-        "| id | model | config | published tok/s/GPU | trainfit tok/s/GPU | error | error, overlap 1 | source | note |",
-        "|---|---|---|---:|---:|---:|---:|---|---|",
-    ]
-    for r, pred, err, err_hidden in rows:
-        lines.append(
-            f"| {r['id']} | {r['model']} | {r['config']} | {r['published']:,.0f} | {pred:,.0f} | {err:+.0%} "
-            f"| {err_hidden:+.0%} "
-            f"| {r['source']} | {r.get('note', '')} |"
-        )
-    lines += [
-        "",
-        "## What a roofline cannot know",
-        "",
-        "- **Kernel efficiency.** One MFU for every model, card and sequence length. Published MFU ranges from",
-        "  about 30 % (eager PyTorch, small local batch) to about 58 % (torchtitan on A100, counting non-causal",
-        "  attention); single consumer cards with small batches and recipe overheads sit lower still.",
-        "- **Per-card efficiency.** The errors split by card: the A100 runs reach a higher utilisation than 0.40",
-        "  (trainfit is pessimistic there), the H100 runs a lower one (torchtitan: 33–39 % MFU) and trainfit is",
-        "  optimistic. The single default is a compromise; pass `mfu=` when the card's figure is known.",
-        "- **Compilation and fused kernels.** `torch.compile` gives +14–16 % on the same torchtitan run; the model",
-        "  has no knob for it beyond `mfu`.",
-        "- **Packing and padding.** Every row here is packed or full-length. Unpacked data with padding wastes",
-        "  compute that a token count does not see (torchtune's unpacked 3B baseline runs at 2,091 vs 7,075 tok/s",
-        "  packed on the same A100; it is left out for that reason).",
-        "- **Overlap.** FSDP/ZeRO prefetch hides most collectives behind compute; trainfit adds them serially by",
-        "  default (`overlap=0`), which makes multi-GPU rows pessimistic where the link is slow.",
-        "- **Selective activation checkpointing** recomputes some ops; it is counted here as no recompute.",
-        "- **What is not in the FLOPs:** CPU optimizer steps (offload), paged-optimizer traffic, nf4 dequantization,",
-        "  tensor/pipeline/expert-parallel collectives and pipeline bubbles, data loading, logging.",
-        "- **Reported peaks.** torchtitan's H100s were 96 GB HBM2e parts at 500 W, below the SXM peak used here;",
-        "  each source measures tokens/s over its own window (torchtune: a whole epoch).",
-    ]
-    out = HERE / "step_times.md"
-    out.write_text("\n".join(lines) + "\n")
-    print("\n".join(lines[:9]))
-    print(f"wrote {out}")
+    for e in entries:
+        card, notes, status, reasons = None, [], "mapped", []
+        try:
+            card, notes = map_train(e)
+        except Unmapped as u:
+            status, reasons = u.status, u.reasons
+        tokens = train_tokens_per_step(e)
+        if card is not None:
+            b, hw = card["batch"], card["hardware"]
+            tokens = float(b["micro_batch_size"] * b["seq_len"] * b["grad_accum"] * hw["gpus_per_node"] * hw["nodes"])
+        n, how = rule_params(e["model"], e.get("model_config"))
+        row = Row(id=e["id"], subset=subsets[e["kind"]], quantity="step", model=e["model"], config="",
+                  published_s=published_train_seconds(e, tokens), source=source_of(e), entry_note=e.get("note", ""),
+                  half=half_of(e["id"]))
+        row.rule_s = rule_train_seconds(n, tokens, e["gpus"], rule_peak(e["gpu"]))
+        if card is not None:
+            try:
+                planned = plan_card(card)
+                row.trainfit_s, row.bound, row.fits = planned.step_s, planned.bound, planned.fits
+                if planned.step_s is None:
+                    notes.append("no time: the plan has no step time")
+                if planned.tokens_per_step and abs(planned.tokens_per_step / tokens - 1) > 1e-9:
+                    notes.append(f"plan counts {planned.tokens_per_step:,.0f} tokens per step, the entry {tokens:,.0f}")
+            except Unmapped as u:
+                card, status, reasons = None, u.status, u.reasons
+        row.config, row.notes, row.status = _summary(card, e), notes + [f"rule N: {how}"], status
+        if status != "mapped":
+            row.notes = reasons + row.notes
+        ledger.append({"id": e["id"], "file": TRAIN_DATA.name, "status": status, "reasons": reasons})
+        rows.append(row)
+    return rows
+
+
+def published_rl_seconds(e: dict[str, Any]) -> tuple[float | None, str]:
+    m = e["measured"]
+    if m.get("step_s"):
+        return float(m["step_s"]), ""
+    t = m.get("total_time") or {}
+    if t.get("value") and t.get("steps"):
+        factor = {"h": 3600.0, "min": 60.0, "s": 1.0}[t.get("unit", "h")]
+        return t["value"] * factor / t["steps"], f"step = total time / {t['steps']} steps (mean, with overheads)"
+    return None, ""
+
+
+def rl_rows(entries: list[dict[str, Any]], ledger: list[dict[str, Any]]) -> list[Row]:
+    rows = []
+    for e in entries:
+        card, notes, status, reasons, planned = None, [], "mapped", [], None
+        try:
+            card, notes = map_rl(e)
+            planned = plan_card(card)
+        except Unmapped as u:
+            card, status, reasons = None, u.status, u.reasons
+        n, how = rule_params(e["model"], e.get("model_config"))
+        rule = rl_rule_figures(e, n)
+        step_s, step_note = published_rl_seconds(e)
+        published = {"step": step_s} if e["kind"] == "rl_step" else {}
+        ph = e["measured"]["phases_s"]
+        published.update({
+            "generation": ph.get("generation"), "weight_sync": ph.get("weight_sync"),
+            "logprob": (ph.get("old_logprob") or 0) + (ph.get("ref_logprob") or 0) or None,
+            "actor_update": ph.get("actor_update"),
+        })
+        published = {q: v for q, v in published.items() if v}
+        if not published:
+            status = "skipped" if status == "mapped" else status
+            reasons = reasons + ["no per-step or per-phase time published (total time without a step count)"]
+        summary = _summary(card, e)
+        for q, pub in published.items():
+            row = Row(id=e["id"], subset="RL step" if q == "step" else f"RL phase: {PHASE_TITLES[q]}", quantity=q,
+                      model=e["model"], config=summary, published_s=pub, rule_s=rule.get(q), status=status,
+                      source=source_of(e), entry_note=e.get("note", ""), half=half_of(e["id"]))
+            row.notes = (reasons if status != "mapped" else []) + list(notes) + [f"rule N: {how}"]
+            if q == "step" and step_note:
+                row.notes.append(step_note)
+            if planned is not None:
+                row.fits = planned.fits
+                if q == "step":
+                    row.trainfit_s, row.bound = planned.step_s, planned.bound
+                else:
+                    row.trainfit_s, row.parts_used = phase_seconds(planned, q)
+                    row.bound = planned.phase_bounds.get(q) or (row.parts_used[0] if row.parts_used else None)
+                    if row.trainfit_s is None:
+                        row.notes.append("no trainfit figure for this phase in the plan")
+            rows.append(row)
+        ledger.append({"id": e["id"], "file": RL_DATA.name, "status": status, "reasons": reasons})
+    return rows
+
+
+def h200_rows(ledger: list[dict[str, Any]]) -> list[Row]:
+    """The project's own one-GPU H200 training steps, planned with ``gpu_calibrate report``'s card."""
+    from trainfit.accuracy.gpu import card_dict, label
+    from trainfit.catalog.hf_config import spec_from_hf_config
+    from trainfit.compute.flops import matmul_params
+
+    peak = rule_peak("h200")
+    rows = []
+    for name in H200_SETS:
+        raw = json.loads((H200_RAW / f"{name}.json").read_text())
+        for case in raw["cases"]:
+            pid = f"h200-{name}: {label(case)}"
+            m = case.get("measured") or {}
+            if case["pass_kind"] != "train_step" or not m.get("step_s"):
+                why = "log-prob pass, not a training step" if case["pass_kind"] != "train_step" else "no step time"
+                ledger.append({"id": pid, "file": f"gpu_raw/{name}.json", "status": "skipped", "reasons": [why]})
+                continue
+            card = card_dict(case)
+            tokens = case["micro_batch_size"] * case["seq_len"]
+            n = matmul_params(spec_from_hf_config(case["config"], name=case["model"], source="gpu_raw"))
+            row = Row(id=pid, subset=f"H200 {name}", quantity="step", model=case["model"],
+                      config=f"1× h200, {case['scope']}, {case['attention']}{', AC' if case['ckpt'] else ''}, "
+                             f"{case['micro_batch_size']}×{case['seq_len']}, AdamW {case['optimizer_impl']}",
+                      published_s=float(m["step_s"]), rule_s=rule_train_seconds(n, tokens, 1, peak),
+                      source=f"benchmarks/results/gpu_raw/{name}.json", half=half_of(pid),
+                      notes=["rule N: matmul (active, no input embedding)"])
+            try:
+                planned = plan_card(card)
+                row.trainfit_s, row.bound, row.fits = planned.step_s, planned.bound, planned.fits
+            except Unmapped as u:
+                row.status, row.notes = u.status, u.reasons + row.notes
+            ledger.append({"id": pid, "file": f"gpu_raw/{name}.json", "status": row.status,
+                           "reasons": [] if row.status == "mapped" else row.notes[:1]})
+            rows.append(row)
+    return rows
+
+
+# ---------------------------------------------------------------- summaries
+
+def stats(errors: list[float]) -> dict[str, Any]:
+    if not errors:
+        return {"n": 0, "median_abs": None, "worst": None}
+    return {"n": len(errors), "median_abs": statistics.median(abs(x) for x in errors),
+            "worst": max(errors, key=abs)}
+
+
+SUBSETS = ("SFT full", "LoRA / QLoRA", "pretrain", "RL step", *(f"RL phase: {PHASE_TITLES[p]}" for p in PHASES),
+           *(f"H200 {s}" for s in H200_SETS))
+
+
+def headline(rows: list[Row]) -> list[dict[str, Any]]:
+    """Per subset: trainfit and the rule on the same points (those with a trainfit figure), and the rule
+    on every point with a published time (mapped or not)."""
+    groups = {s: [r for r in rows if r.subset == s] for s in SUBSETS}
+    groups["all published training (SFT, LoRA, pretrain)"] = [
+        r for r in rows if r.subset in ("SFT full", "LoRA / QLoRA", "pretrain")]
+    groups["all rows"] = rows
+    out = []
+    for name, rs in groups.items():
+        both = [r for r in rs if r.error is not None]
+        out.append({"subset": name, "trainfit": stats([r.error for r in both]),
+                    "rule_same_points": stats([r.rule_error for r in both if r.rule_error is not None]),
+                    "rule_all_points": stats([r.rule_error for r in rs if r.rule_error is not None])})
+    return out
+
+
+def halves(rows: list[Row]) -> list[dict[str, Any]]:
+    out = []
+    for h, title in ((0, "fit half"), (1, "held-out half")):
+        rs = [r for r in rows if r.half == h and r.error is not None]
+        out.append({"half": title, "trainfit": stats([r.error for r in rs]),
+                    "rule_same_points": stats([r.rule_error for r in rs if r.rule_error is not None])})
+    return out
+
+
+def reason_kind(reason: str) -> str:
+    """A reason with its particulars removed, for counting."""
+    if "not in the catalog" in reason:
+        return reason.split(" ", 1)[0] + " not in the catalog" + (
+            " and no model_config in the entry" if reason.startswith("model") else "")
+    m = re.match(r"(tensor|pipeline|context|expert|Ulysses sequence) parallel \d+$", reason)
+    if m:
+        return f"{m.group(1)} parallel > 1"
+    return reason.split(": rollout.")[0] if reason.startswith("the card refuses") else reason
+
+
+def counts(ledger: list[dict[str, Any]]) -> dict[str, Any]:
+    """Entries by status, and how often each kind of reason occurs (every reason of an entry, once)."""
+    out: dict[str, Any] = {}
+    for status in ("mapped", "not_representable", "skipped"):
+        items = [x for x in ledger if x["status"] == status]
+        reasons: dict[str, int] = {}
+        for x in items:
+            for kind in dict.fromkeys(reason_kind(r) for r in x["reasons"]):
+                reasons[kind] = reasons.get(kind, 0) + 1
+        out[status] = {"n": len(items), "reasons": dict(sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0])))}
+    return out
+
+
+def build() -> dict[str, Any]:
+    ledger: list[dict[str, Any]] = []
+    rows = train_rows(json.loads(TRAIN_DATA.read_text()), ledger)
+    rows += rl_rows(json.loads(RL_DATA.read_text()), ledger)
+    rows += h200_rows(ledger)
+    return {"rows": rows, "ledger": ledger, "headline": headline(rows), "halves": halves(rows),
+            "counts": counts(ledger)}
+
+
+# ---------------------------------------------------------------- rendering
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{x:+.0%}"
+
+
+def _abs_pct(x: float | None) -> str:
+    return "-" if x is None else f"{x:.0%}"
+
+
+def _secs(x: float | None) -> str:
+    if x is None:
+        return "-"
+    return f"{x:.3g}" if x < 100 else f"{x:,.0f}"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "/").replace("\n", " ")
+
+
+def _stat_cells(s: dict[str, Any]) -> str:
+    return f"{s['n']} | {_abs_pct(s['median_abs'])} | {_pct(s['worst'])}"
+
+
+def _worst(rows: list[Row], k: int = 10) -> list[Row]:
+    return sorted((r for r in rows if r.error is not None), key=lambda r: (-abs(r.error), r.id, r.quantity))[:k]
+
+
+_INTRO = [
+    "# Step-time accuracy: trainfit and the 6·N rule against published and own step times",
+    "",
+    "Regenerate: `.venv/bin/python benchmarks/step_times.py` (`--check`: exit 1 if this file or "
+    "`step_times.json` would change). Every published entry of `benchmarks/data/published_train_times.json` "
+    "and `benchmarks/data/published_rl_times.json` is mapped to a run card, validated like the CLI and "
+    "planned with `trainfit.plan.make_plan`; the H200 rows are the project's own one-GPU steps "
+    "(`benchmarks/results/gpu_raw/`, the cards of `gpu_calibrate.py report`).",
+    "",
+    "Error = predicted / published − 1 in **seconds per step** (or per phase): positive = predicted slower "
+    f"than the run. Rule of thumb: `6·N·tokens / (gpus · bf16 dense peak · {RULE_MFU:.2f})`, N = trainfit's "
+    "matmul parameters (active, input embedding excluded unless tied) or the nominal active count where the "
+    "catalog has no shape; RL step adds 2·N per generated token (trained tokens: prompt + mean response, "
+    "the max where no mean is published), all at 40 % on every GPU; generation phase 2·N per generated "
+    "token on the rollout GPUs; log-prob 2·N per token per published pass; actor update 6·N per token per "
+    "epoch on the training GPUs; weight sync = bf16 weight bytes over one per-direction link (NVLink/2, "
+    "else PCIe). The bound column is the plan's dominant bound where it exposes one, else its largest "
+    "time part.",
+]
+_SECTIONS = (("Published SFT, LoRA/QLoRA and pretraining steps", ("SFT full", "LoRA / QLoRA", "pretrain")),
+             ("Published RL steps", ("RL step",)),
+             ("Published RL phases", tuple(f"RL phase: {PHASE_TITLES[p]}" for p in PHASES)),
+             ("The project's own H200 steps", tuple(f"H200 {s}" for s in H200_SETS)))
+
+
+def render_md(res: dict[str, Any]) -> str:
+    rows: list[Row] = res["rows"]
+    lines = [*_INTRO, "", *_headline_lines(res)]
+    for title, subsets in _SECTIONS:
+        rs = [r for r in rows if r.subset in subsets and r.status == "mapped"]
+        lines += ["", f"## {title}", "", *_point_table(rs)]
+    lines += _unmapped_lines(res)
+    lines += ["", "## What the model does not know", "",
+              "Generated from the worst 10 rows: the mapping's own notes (what the card could not say) and "
+              "the source's note (what the run did).", ""]
+    for r in _worst(rows):
+        mine = "; ".join(x for x in r.notes if not x.startswith("rule N"))
+        src = r.entry_note if len(r.entry_note) <= 400 else r.entry_note[:400].rsplit(" ", 1)[0] + " …"
+        lines.append(f"- **{r.id}** ({r.quantity}, {_pct(r.error)}; rule {_pct(r.rule_error)}; "
+                     f"{r.bound or 'no bound'}): {mine or 'no mapping approximations'}."
+                     + (f" Source: {_cell(src)}" if src else ""))
+    return "\n".join(lines) + "\n"
+
+
+def _headline_lines(res: dict[str, Any]) -> list[str]:
+    c = res["counts"]
+    lines = [f"Entries: **{c['mapped']['n']} mapped**, **{c['not_representable']['n']} not representable "
+             f"yet** (scored by the rule only), **{c['skipped']['n']} skipped** (reasons below).", "",
+             "## Headline", "",
+             "trainfit and the rule on the same points (those with a trainfit figure); the last three columns: "
+             "the rule on every point with a published time, mapped or not.", "",
+             "| subset | n | trainfit median abs | trainfit worst | n | rule median abs | rule worst "
+             "| n (rule, all) | rule median abs, all | rule worst, all |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for h in res["headline"]:
+        lines.append(f"| {h['subset']} | {_stat_cells(h['trainfit'])} | {_stat_cells(h['rule_same_points'])} "
+                     f"| {_stat_cells(h['rule_all_points'])} |")
+    lines += ["", "Fit half / held-out half (`int(sha1(id).hexdigest(), 16) % 2`; every row with a trainfit "
+              "figure; efficiency constants may be fitted on the fit half only):", "",
+              "| half | n | trainfit median abs | trainfit worst | n | rule median abs | rule worst |",
+              "|---|---:|---:|---:|---:|---:|---:|"]
+    for h in res["halves"]:
+        lines.append(f"| {h['half']} | {_stat_cells(h['trainfit'])} | {_stat_cells(h['rule_same_points'])} |")
+    lines += ["", "Worst 10 (trainfit):", "", "| id | quantity | published s | trainfit s | error | rule error |",
+              "|---|---|---:|---:|---:|---:|"]
+    for r in _worst(res["rows"]):
+        lines.append(f"| {r.id} | {r.quantity} | {_secs(r.published_s)} | {_secs(r.trainfit_s)} "
+                     f"| {_pct(r.error)} | {_pct(r.rule_error)} |")
+    return lines
+
+
+def _unmapped_lines(res: dict[str, Any]) -> list[str]:
+    rows: list[Row] = res["rows"]
+    lines = ["", "## Not representable yet (the rule only)", "",
+             "The card cannot state these runs (tensor / pipeline / context / Ulysses / expert parallelism, "
+             "non-gated MLPs, node-level rollout splits, fully asynchronous trainers); they are not planned.", "",
+             "| id | quantity | model | config | published s | rule s | rule error | reason | source |",
+             "|---|---|---|---|---:|---:|---:|---|---|"]
+    for r in (r for r in rows if r.status == "not_representable"):
+        lines.append(f"| {r.id} | {r.quantity} | {r.model} | {_cell(r.config)} | {_secs(r.published_s)} "
+                     f"| {_secs(r.rule_s)} | {_pct(r.rule_error)} | {_cell(r.notes[0])} | {r.source} |")
+    lines += ["", "## Skipped", "",
+              "Entries with a published time (the rule where it has a parameter count and a catalog GPU):", "",
+              "| id | quantity | model | published s | rule s | rule error | reason | source |",
+              "|---|---|---|---:|---:|---:|---|---|"]
+    for r in (r for r in rows if r.status == "skipped"):
+        lines.append(f"| {r.id} | {r.quantity} | {r.model} | {_secs(r.published_s)} | {_secs(r.rule_s)} "
+                     f"| {_pct(r.rule_error)} | {_cell(r.notes[0])} | {r.source} |")
+    with_rows = {r.id for r in rows}
+    lines += ["", "Entries without a comparable time:", "", "| id | file | reason |", "|---|---|---|"]
+    for x in res["ledger"]:
+        if x["status"] != "mapped" and x["id"] not in with_rows:
+            lines.append(f"| {x['id']} | {x['file']} | {_cell('; '.join(x['reasons']))} |")
+    lines += ["", "Reasons, counted (entries with each kind of reason; an entry can have several):", ""]
+    for status in ("not_representable", "skipped"):
+        for reason, k in res["counts"][status]["reasons"].items():
+            lines.append(f"- {status.replace('_', ' ')}: {k} × {_cell(reason)}")
+    return lines
+
+
+def _point_table(rs: list[Row]) -> list[str]:
+    out = ["| id | quantity | model | config | published s | trainfit s | error | rule s | rule error | bound "
+           "| source | note |", "|---|---|---|---|---:|---:|---:|---:|---:|---|---|---|"]
+    for r in rs:
+        note = "; ".join(x for x in r.notes if not x.startswith("rule N"))
+        if r.fits is False:
+            note = ("does not fit in memory (time still planned); " + note).rstrip("; ")
+        out.append(f"| {r.id} | {r.quantity} | {r.model} | {_cell(r.config)} | {_secs(r.published_s)} "
+                   f"| {_secs(r.trainfit_s)} | {_pct(r.error)} | {_secs(r.rule_s)} | {_pct(r.rule_error)} "
+                   f"| {r.bound or '-'} | {r.source} | {_cell(note)} |")
+    return out
+
+
+def _round(x: Any) -> Any:
+    if isinstance(x, float):
+        return float(f"{x:.6g}")
+    if isinstance(x, dict):
+        return {k: _round(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_round(v) for v in x]
+    return x
+
+
+def render_json(res: dict[str, Any]) -> str:
+    points = []
+    for r in res["rows"]:
+        d = asdict(r)
+        d.pop("entry_note")
+        d.update(error=r.error, rule_error=r.rule_error)
+        points.append(d)
+    out = {"schema": 1, "generated_by": "benchmarks/step_times.py", "error": "predicted / published - 1, seconds",
+           "rule_mfu": RULE_MFU, "split": "int(sha1(id).hexdigest(), 16) % 2: 0 fit half, 1 held-out half",
+           "counts": res["counts"], "headline": res["headline"], "halves": res["halves"],
+           "points": points, "entries": res["ledger"]}
+    return json.dumps(_round(out), indent=1, ensure_ascii=False) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--check", action="store_true", help="exit 1 if step_times.md or step_times.json would change")
+    args = ap.parse_args(argv)
+    res = build()
+    md, js = render_md(res), render_json(res)
+    if args.check:
+        stale = [p.name for p, text in ((MD_OUT, md), (JSON_OUT, js)) if not p.is_file() or p.read_text() != text]
+        if stale:
+            print(f"stale: {', '.join(stale)} (run .venv/bin/python benchmarks/step_times.py)", file=sys.stderr)
+            return 1
+        print("step_times.md and step_times.json are up to date")
+        return 0
+    MD_OUT.write_text(md)
+    JSON_OUT.write_text(js)
+    for h in res["headline"]:
+        t, r = h["trainfit"], h["rule_same_points"]
+        print(f"{h['subset']:<48} n={t['n']:<3} trainfit {_abs_pct(t['median_abs']):>5} worst {_pct(t['worst']):>6}"
+              f"   rule {_abs_pct(r['median_abs']):>5} worst {_pct(r['worst']):>6}")
+    print(f"wrote {MD_OUT} and {JSON_OUT}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -1,0 +1,151 @@
+"""benchmarks/step_times.py: no silent drops, the rule of thumb, the split and the metric conversions.
+
+Hand-computed figures are written out as arithmetic on the published numbers, so a reader can
+check them without running the harness.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+import trainfit
+from trainfit.errors import CardError
+
+REPO = Path(trainfit.__file__).resolve().parents[2]
+
+
+def _load():
+    spec = importlib.util.spec_from_file_location("trainfit_bench_step_times", REPO / "benchmarks" / "step_times.py")
+    mod = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    sys.modules[spec.name] = mod  # dataclasses resolve their annotations through sys.modules
+    spec.loader.exec_module(mod)
+    return mod
+
+
+S = _load()
+TRAIN = json.loads(S.TRAIN_DATA.read_text())
+RL = json.loads(S.RL_DATA.read_text())
+BY_ID = {e["id"]: e for e in TRAIN + RL}
+
+
+@pytest.fixture(scope="module")
+def result():
+    return S.build()
+
+
+def _row(result, pid: str, quantity: str = "step"):
+    (row,) = [r for r in result["rows"] if r.id == pid and r.quantity == quantity]
+    return row
+
+
+@pytest.mark.parametrize("entries,mapper", [(TRAIN, S.map_train), (RL, S.map_rl)], ids=["train", "rl"])
+def test_every_entry_maps_to_a_valid_card_or_gives_a_reason(entries, mapper):
+    assert len({e["id"] for e in entries}) == len(entries)
+    for e in entries:
+        try:
+            card, _notes = mapper(e)
+        except S.Unmapped as u:
+            assert u.status in ("not_representable", "skipped"), e["id"]
+            assert u.reasons and all(r.strip() for r in u.reasons), e["id"]
+            continue
+        try:
+            S.validate(card)
+        except CardError as exc:  # the harness lists it as not representable, with this message
+            assert str(exc), e["id"]
+
+
+def test_the_ledger_lists_every_entry_once_with_a_status(result):
+    ledger = {x["id"]: x for x in result["ledger"]}
+    assert len(ledger) == len(result["ledger"])
+    assert set(BY_ID) <= set(ledger)
+    for x in result["ledger"]:
+        assert x["status"] in ("mapped", "not_representable", "skipped")
+        assert (x["status"] == "mapped") == (not x["reasons"]), x
+    mapped = [r for r in result["rows"] if r.status == "mapped"]
+    assert mapped and all(r.published_s and r.published_s > 0 for r in result["rows"])
+    n = result["counts"]
+    assert n["mapped"]["n"] + n["not_representable"]["n"] + n["skipped"]["n"] == len(ledger)
+
+
+def test_parallelism_the_card_cannot_state_is_not_representable():
+    with pytest.raises(S.Unmapped) as u:
+        S.map_train(BY_ID["titan-h100-70b-256gpu-fsdp32-tp8"])
+    assert u.value.status == "not_representable" and u.value.reasons == ["tensor parallel 8"]
+    with pytest.raises(S.Unmapped) as u:
+        S.map_rl(BY_ID["verl-one-step-off-dapo-qwen25math7b-h20-colocate-fsdp2"])
+    assert u.value.status == "not_representable" and "Ulysses sequence parallel 4" in u.value.reasons
+
+
+def test_rule_of_thumb_for_a_hand_checked_entry(result):
+    # torchtitan, Llama-3.1-8B, 64 A100-80GB, local batch 1 x 8192 tokens
+    n = 8_030_261_248 - 128_256 * 4096  # total parameters minus the (untied) input embedding
+    tokens = 64 * 1 * 8192
+    expected = 6 * n * tokens / (64 * 312e12 * 0.40)
+    row = _row(result, "titan-a100-8b-sel-layer")
+    assert row.rule_s == pytest.approx(expected, rel=1e-9)
+    assert expected == pytest.approx(2.9558, abs=1e-4)
+
+
+def test_rl_rule_for_a_hand_checked_entry(result):
+    # NeMo RL v0.5, GRPO Llama-3.1-8B, 16 H100, 64 prompts x 32, mean response 1123, 2478 tok/s/GPU, 64.8 s
+    prompt = round(2478 * 16 * 64.8 / (64 * 32) - 1123)  # derived from the published tokens/s
+    assert prompt == 131
+    n = 8_030_261_248 - 128_256 * 4096
+    flops = 6 * n * 64 * 32 * (prompt + 1123) + 2 * n * 64 * 32 * 1123
+    row = _row(result, "nemorl-v05-grpo-llama31-8b-h100-bf16-16g-off1")
+    assert row.rule_s == pytest.approx(flops / (16 * 989.4e12 * 0.40), rel=1e-9)  # H100 SXM dense bf16 peak
+
+
+def test_split_is_deterministic_and_roughly_balanced():
+    assert S.half_of("titan-a100-8b-sel-layer") == 1
+    assert S.half_of("tune-a100-70b-lora") == 0
+    ids = list(BY_ID)
+    assert [S.half_of(i) for i in ids] == [S.half_of(i) for i in ids]
+    share = sum(S.half_of(i) == 0 for i in ids) / len(ids)
+    assert 0.35 < share < 0.65
+
+
+def test_phases_of_one_entry_share_its_half(result):
+    halves: dict[str, set[int]] = {}
+    for r in result["rows"]:
+        halves.setdefault(r.id, set()).add(r.half)
+    assert all(len(h) == 1 for h in halves.values())
+
+
+def test_metric_conversions():
+    e = BY_ID["titan-a100-8b-sel-layer"]  # tokens/s per GPU
+    assert S.published_train_seconds(e, 64 * 8192) == pytest.approx(64 * 8192 / (2904 * 64))
+    e = BY_ID["tune-a100-70b-lora"]  # tokens/s over all 8 GPUs; 8 x 2 x 2048 tokens per step
+    assert S.published_train_seconds(e, 8 * 2 * 2048) == pytest.approx(32768 / 3497)
+    e = BY_ID["qwen1-a100-7b-lora-4k"]  # seconds per iteration
+    assert S.published_train_seconds(e, 8 * 4096) == 10.1
+    e = BY_ID["titan-h100-70b-256gpu-fsdp32-tp8"]  # not representable: global batch 512 x 8192
+    assert S.train_tokens_per_step(e) == 512 * 8192
+    assert S.published_train_seconds(e, S.train_tokens_per_step(e)) == pytest.approx(512 * 8192 / (597.3 * 256))
+    secs, note = S.published_rl_seconds(BY_ID["areal-v03-ppo-r1distill-1.5b-sync-128g"])  # 41.0 h over 1000 steps
+    assert secs == pytest.approx(41.0 * 3600 / 1000) and "1000 steps" in note
+    assert S.published_rl_seconds(BY_ID["nemorl-v05-grpo-llama31-8b-h100-bf16-16g-off1"])[0] == 64.8
+
+
+def test_mapped_tokens_per_step_match_the_plan(result):
+    for r in result["rows"]:
+        if r.status == "mapped" and r.quantity == "step" and r.subset in ("SFT full", "LoRA / QLoRA", "pretrain"):
+            assert not any(n.startswith("plan counts") for n in r.notes), (r.id, r.notes)
+
+
+def test_time_parts_are_assigned_to_published_phases():
+    assert S.part_phase("generation") == "generation"
+    assert S.part_phase("time.old_logprob") == S.part_phase("frozen_forward_passes") == "logprob"
+    assert S.part_phase("train_compute") == S.part_phase("actor_update") == "actor_update"
+    assert S.part_phase("weight_sync") == "weight_sync"
+    assert S.part_phase("critic_update") == S.part_phase("critic_values") == "other"
+
+
+def test_json_is_deterministic(result):
+    assert S.render_json(result) == S.render_json(S.build())

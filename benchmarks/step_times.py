@@ -471,13 +471,15 @@ def plan_card(card: dict[str, Any]) -> Planned:
         plan = make_plan(run_card)
     except TrainfitError as exc:
         raise Unmapped("skipped", [f"planner refused: {exc}"]) from None
+    except Exception as exc:  # noqa: BLE001 - a planner bug is listed against its point, not fatal here
+        raise Unmapped("skipped", [f"planner raised {type(exc).__name__}: {exc}"]) from None
     parts = {k: float(v) for k, v in (plan.time_parts or {}).items() if isinstance(v, (int, float))}
     time = getattr(plan, "time", None)
     bound = getattr(time, "bound", None)
     phase_bounds = {}
     for ph in getattr(time, "phases", None) or ():
         name, secs = getattr(ph, "name", None), getattr(ph, "seconds", None)
-        if name and isinstance(secs, (int, float)) and f"{name}" not in parts:
+        if name and isinstance(secs, (int, float)):
             parts[f"time.{name}"] = float(secs)
         if name and getattr(ph, "bound", None):
             phase_bounds[name] = ph.bound
@@ -516,6 +518,14 @@ def phase_seconds(planned: Planned, phase: str) -> tuple[float | None, list[str]
     if not keys:
         return None, []
     return sum(planned.parts[k] for k in keys), keys
+
+
+def phase_bound(planned: Planned, keys: list[str]) -> str | None:
+    """The dominant bound of the largest part behind a phase (its key when the plan gives no bound)."""
+    if not keys:
+        return None
+    top = max(keys, key=planned.parts.get)
+    return planned.phase_bounds.get(top.removeprefix("time.")) or f"largest part: {top}"
 
 
 # ---------------------------------------------------------------- the rule of thumb
@@ -727,7 +737,7 @@ def rl_rows(entries: list[dict[str, Any]], ledger: list[dict[str, Any]]) -> list
                     row.trainfit_s, row.bound = planned.step_s, planned.bound
                 else:
                     row.trainfit_s, row.parts_used = phase_seconds(planned, q)
-                    row.bound = planned.phase_bounds.get(q) or (row.parts_used[0] if row.parts_used else None)
+                    row.bound = phase_bound(planned, row.parts_used)
                     if row.trainfit_s is None:
                         row.notes.append("no trainfit figure for this phase in the plan")
             rows.append(row)

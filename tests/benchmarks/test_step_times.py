@@ -10,6 +10,7 @@ import importlib.util
 import json
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -145,6 +146,25 @@ def test_time_parts_are_assigned_to_published_phases():
     assert S.part_phase("train_compute") == S.part_phase("actor_update") == "actor_update"
     assert S.part_phase("weight_sync") == "weight_sync"
     assert S.part_phase("critic_update") == S.part_phase("critic_values") == "other"
+
+
+def test_a_plan_with_timed_phases_is_read_through_them(monkeypatch):
+    import trainfit.plan
+
+    phases = (SimpleNamespace(name="generation", seconds=1.5, bound="memory"),
+              SimpleNamespace(name="old_logprob", seconds=0.5, bound="compute"),
+              SimpleNamespace(name="ref_logprob", seconds=0.25, bound="compute"),
+              SimpleNamespace(name="actor_update", seconds=2.5, bound="compute"))
+    fake = SimpleNamespace(step_seconds=4.75, tokens_per_step=10.0, fits=True, time=SimpleNamespace(phases=phases),
+                           time_parts={"train_compute": 2.0, "generation": 1.0})
+    monkeypatch.setattr(trainfit.plan, "make_plan", lambda card: fake)
+    planned = S.plan_card({"method": "grpo"})
+    assert planned.bound == "compute"  # the largest timed phase's
+    assert S.phase_seconds(planned, "generation") == (1.5, ["time.generation"])
+    assert S.phase_seconds(planned, "logprob") == (0.75, ["time.old_logprob", "time.ref_logprob"])
+    assert S.phase_seconds(planned, "actor_update") == (2.5, ["time.actor_update"])
+    assert S.phase_seconds(planned, "weight_sync") == (None, [])
+    assert S.phase_bound(planned, ["time.old_logprob", "time.ref_logprob"]) == "compute"
 
 
 def test_json_is_deterministic(result):

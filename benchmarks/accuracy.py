@@ -51,7 +51,7 @@ LABELS = {"trainfit": "trainfit", "deepspeed_zero2": "DeepSpeed ZeRO-2", "deepsp
 def peer_case(card_dict: dict[str, Any], hf_config: dict[str, Any]) -> dict[str, Any]:
     """The ``peers.py`` case dict of a grid case (counts from ``param_breakdown`` of its ModelSpec)."""
     from trainfit.memory.params import param_breakdown
-    from trainfit.plan import model_spec_of
+    from trainfit.plan.resolve import model_spec_of
     from trainfit.spec.card import load_card_dict
 
     card = load_card_dict(card_dict)

@@ -7,7 +7,8 @@ import pytest
 
 from trainfit.cli.common import default_card_dict
 from trainfit.memory import phases
-from trainfit.plan import make_plan, step_terms
+from trainfit.plan import make_plan
+from trainfit.plan.terms import step_terms
 from trainfit.search import SFT_SPACE, search
 from trainfit.spec.card import load_card_dict
 

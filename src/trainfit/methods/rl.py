@@ -358,7 +358,7 @@ def dpo_reference_pass(spec: ModelSpec, card: RunCard, actor: StepTerms, *, weig
     if place in (RefPlacement.NONE, RefPlacement.PRECOMPUTED, RefPlacement.CPU):
         return 0.0, 0.0
     weights = frozen_weights(spec, card, divisor=weights_divisor) if place is RefPlacement.GPU else 0.0
-    # ``card`` is the DPO step card of plan._sft_like, whose micro-batch is already chosen+rejected (2x):
+    # ``card`` is the DPO step card of plan.walk_sft_like, whose micro-batch is already chosen+rejected (2x):
     # the reference scores that same concatenated batch, without a temperature division
     tr = forward_only_transient(
         spec, sequences=card.batch.micro_batch_size, seq_len=card.batch.seq_len, chunked=card.loss.chunked,

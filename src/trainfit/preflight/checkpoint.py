@@ -14,7 +14,7 @@ adapter only
     the LoRA A/B matrices in the adapter dtype (PEFT ``save_pretrained``); 0 for full scope.
 
 Optimizer-state bytes come from ``trainfit.memory.optimizer`` with the same state-dtype rule as
-``trainfit.plan.step_terms``.
+``trainfit.plan.terms.step_terms``.
 """
 
 from __future__ import annotations
@@ -82,7 +82,8 @@ def checkpoint_bytes(
 
 def checkpoint_sizes(card: RunCard, plan) -> CheckpointSizes:
     """Checkpoint sizes for a card and its ``trainfit.plan.Plan``."""
-    from trainfit.plan import _lora_tensors, trainable_spec
+    from trainfit.plan.resolve import trainable_spec
+    from trainfit.plan.terms import lora_tensors
 
     prec = card.precision
     trainable = trainable_spec(card)
@@ -90,7 +91,7 @@ def checkpoint_sizes(card: RunCard, plan) -> CheckpointSizes:
     n_train = float(plan.params_trainable)
     if trainable.lora is not None:
         train_bytes = float(trainable.lora.adapter_dtype_bytes)
-        tensors = _lora_tensors(plan.spec, trainable.lora)
+        tensors = lora_tensors(plan.spec, trainable.lora)
     else:
         train_bytes = w_bytes
         tensors = param_tensors(plan.spec)
@@ -100,7 +101,7 @@ def checkpoint_sizes(card: RunCard, plan) -> CheckpointSizes:
     )
     opt = optimizer_state_bytes(optimizer=prec.optimizer, params=n_train, tensors=tensors, state_bytes=state_bytes)
     if trainable.lora is None and prec.optimizer.value not in ("adamw", "paged_adamw"):
-        opt *= count_scale(plan.spec)  # per-tensor formulas count the reference shape (as plan.step_terms does)
+        opt *= count_scale(plan.spec)  # per-tensor formulas count the reference shape (as step_terms does)
     return checkpoint_bytes(
         params_total=plan.params_total,
         params_trainable=n_train,

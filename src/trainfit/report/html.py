@@ -84,7 +84,7 @@ def phase_segments(p: Any) -> list[tuple[str, float]]:
     Paged optimizer states count only as far as they stay resident on the card; the allocator's
     overhead (reserved - allocated) and the CUDA context and NCCL buffers sit on top.
     """
-    from trainfit.plan import PAGEABLE
+    from trainfit.plan.overheads import PAGEABLE
 
     names = [c for c in COMPONENT_ORDER if c in p.components]
     names += sorted(set(p.components) - set(names))
@@ -104,7 +104,7 @@ def phase_segments(p: Any) -> list[tuple[str, float]]:
 
 def chart_model(plan: Any) -> dict[str, Any]:
     """What the charts and tables draw, as plain JSON-serialisable data (bytes as integers)."""
-    from trainfit.plan import PAGEABLE
+    from trainfit.plan.overheads import PAGEABLE
 
     cap = plan.capacity_bytes
     groups = []

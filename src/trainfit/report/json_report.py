@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from trainfit import __version__
-from trainfit.plan import Plan
+from trainfit.plan.result import Plan
 
 SCHEMA_VERSION = 1
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from trainfit.plan import Plan
+from trainfit.plan.result import Plan
 from trainfit.report.fmt import COMPONENT_ORDER, count, gib, gib_num
 
 

@@ -1,0 +1,84 @@
+"""Assemble a plan from a run card: resolve the model and GPU, compute every term, walk the phases.
+
+Pure: no torch, no I/O beyond reading catalog data files. The modules, each used only through its
+public names:
+
+- ``result``: the typed results (``PhaseResult``, ``GroupPlan``, ``Plan``);
+- ``resolve``: a card into specs (model, GPU, what is trained, price);
+- ``terms``: the per-GPU byte terms of one step (``step_terms``);
+- ``overheads``: allocator and device overheads, the reserved high-water mark (``phase_results``);
+- ``walk``: the phases of SFT/RM/DPO and of PPO/GRPO;
+- ``time``: the step-time hook (``step_time_of``);
+- ``assumptions``: what every plan states it assumed.
+"""
+
+from __future__ import annotations
+
+from trainfit.memory.lora import lora_trainable_params
+from trainfit.memory.params import param_breakdown
+from trainfit.memory.weights import count_scale, total_params
+from trainfit.plan.assumptions import assumptions_of
+from trainfit.plan.overheads import OUTSIDE_ALLOCATOR, PAGEABLE, phase_results
+from trainfit.plan.resolve import card_with, gpu_of, model_spec_of, price_of, trainable_spec
+from trainfit.plan.result import GroupPlan, PhaseResult, Plan
+from trainfit.plan.terms import HOST_BYTES_PER_PROCESS, lora_tensors, step_terms
+from trainfit.plan.time import step_time_of
+from trainfit.plan.walk import dpo_logits, walk_rl, walk_sft_like
+from trainfit.spec.card import RunCard
+from trainfit.spec.enums import Method, Strategy
+
+__all__ = [
+    "HOST_BYTES_PER_PROCESS", "OUTSIDE_ALLOCATOR", "PAGEABLE", "GroupPlan", "PhaseResult", "Plan",
+    "assumptions_of", "card_with", "dpo_logits", "gpu_of", "lora_tensors", "make_plan", "model_spec_of",
+    "phase_results", "price_of", "step_terms", "step_time_of", "trainable_spec",
+]
+
+
+def make_plan(card: RunCard) -> Plan:
+    """The plan for a validated card."""
+    spec = model_spec_of(card)
+    gpu = gpu_of(card)
+    if card.method in (Method.PPO, Method.GRPO):
+        sharding, groups, host, notes, rollout = walk_rl(card, spec, gpu)
+    else:
+        sharding, groups, host, notes, rollout = walk_sft_like(card, spec, gpu)
+    worst = max(groups, key=lambda g: max(p.device for p in g.phases))
+    phases = worst.phases
+    spill = max((p.components.get("paged_optimizer_states", 0.0) - p.paged_resident for p in phases), default=0.0)
+    if spill > 0:
+        host["paged_optimizer_spill"] = spill * min(card.hardware.gpus_per_node, sharding.world_size)
+    pb = param_breakdown(spec)
+    trainable = trainable_spec(card)
+    n_train = (
+        round(lora_trainable_params(spec, trainable.lora) * count_scale(spec)) if trainable.lora else total_params(spec)
+    )
+    warnings = []
+    if card.parallel.strategy is Strategy.SINGLE and card.world_size > 1 and card.method not in (Method.PPO, Method.GRPO):
+        warnings.append(f"strategy 'single' uses one GPU; the other {card.world_size - 1} are idle")
+    if rollout is not None and rollout.preempts:
+        warnings.append(f"rollout engine will preempt: {rollout.reason}")
+    from trainfit.methods.roles import roles_of
+
+    step_s, parts = step_time_of(card, spec, gpu, sharding, rollout)
+    tokens_per_step = parts.pop("tokens_per_step", None)
+    return Plan(
+        card=card,
+        spec=spec,
+        gpu=gpu,
+        sharding=sharding,
+        params_total=total_params(spec),
+        params_trainable=n_train,
+        params_without_embedding=round(pb.without_embeddings * count_scale(spec)),
+        phases=tuple(phases),
+        host_ram=host,
+        assumptions=tuple(assumptions_of(card, spec, sharding) + notes),
+        warnings=tuple(warnings),
+        groups=groups,
+        worst_group=worst.name,
+        roles=tuple(roles_of(card, spec.name)) if card.method is not Method.SFT else (),
+        rollout=rollout,
+        step_seconds=step_s,
+        tokens_per_step=tokens_per_step,
+        time_parts=parts,
+        price=price_of(card),
+    )

@@ -1,0 +1,43 @@
+"""The assumptions every plan states, from the card, the model and the sharding."""
+
+from __future__ import annotations
+
+from trainfit.memory.sharding import Sharding
+from trainfit.plan.terms import HOST_BYTES_PER_PROCESS
+from trainfit.spec.card import RunCard
+from trainfit.spec.enums import Method
+from trainfit.spec.model import ModelSpec
+from trainfit.units import GIB, MIB
+
+
+def assumptions_of(card: RunCard, spec: ModelSpec, sharding: Sharding) -> list[str]:
+    from trainfit.memory import overhead as oh
+
+    out = [
+        "steady state after the first step: optimizer states exist; zero_grad(set_to_none=True) frees gradients",
+        f"torch AdamW impl '{card.precision.optimizer_impl.value}'; states in "
+        f"{card.precision.optimizer_states.value}",
+        "the training loop keeps only the loss (transformers Trainer/TRL), so full bf16 logits are freed after forward",
+        "allocated includes the cuBLAS + cuBLASLt workspaces (64 MiB on compute capability >= 9.0, 16 MiB before)",
+        f"reserved = allocated + allocator rounding (half a {oh.LARGE_SEGMENT_BYTES // MIB} MiB granule per large tensor)"
+        f" + {oh.FRAGMENTATION_OF_TRANSIENTS:.0%} of the step's largest transient (fragmentation, fitted on H200"
+        " measurements); every phase of the repeated step shows the step's highest reserved",
+        f"device = reserved + CUDA context {oh.CUDA_CONTEXT_BYTES // MIB} MiB (measured, H200)"
+        + (f" + NCCL communicator {oh.NCCL_COMMUNICATOR_BYTES // MIB} MiB and buffers" if sharding.world_size > 1 else ""),
+        f"host RAM: {HOST_BYTES_PER_PROCESS / GIB:.0f} GiB per training process + rank 0 loading the checkpoint",
+        "GiB = 2^30 bytes, GB = 10^9 bytes",
+    ]
+    if card.preset:
+        from trainfit.methods.presets import preset
+
+        out.append(f"preset {card.preset}: {preset(card.preset).source}")
+    if card.method in (Method.PPO, Method.GRPO):
+        out.append(
+            "RL losses use per-token log-probs (selective log-softmax); their logits are modelled with the"
+            " cross-entropy mechanism of the SFT step (same order: 10-12 B per logit at the loss)"
+        )
+    if spec.assumed_shape:
+        out.append(f"ASSUMED SHAPE: {spec.note}")
+    if not spec.verified:
+        out.append(f"UNVERIFIED MODEL CONFIG: {spec.name}: {spec.note}")
+    return out

@@ -1,0 +1,116 @@
+"""Allocator and device overheads: from a phase's live tensors (allocated) to torch's reserved
+figure (rounding, fragmentation, the step's high-water mark) and to what nvidia-smi shows (CUDA
+context, NCCL, memory outside the caching allocator, resident paged optimizer states).
+
+Pure: no torch.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from trainfit.memory.overhead import overhead_bytes
+from trainfit.memory.params import param_tensors
+from trainfit.memory.phases import PhasePeak
+from trainfit.memory.sharding import Sharding
+from trainfit.plan.result import PhaseResult
+from trainfit.spec.card import RunCard
+from trainfit.spec.enums import Phase
+from trainfit.spec.model import ModelSpec
+from trainfit.units import MIB
+
+PERSISTENT = frozenset({"weights", "adapter_weights", "master_weights", "optimizer_states", "ddp_buckets", "gradients"})
+"""Components that persist across the phases of a step."""
+_NOT_TRANSIENT = PERSISTENT | {"activations"}
+"""Components whose blocks are reused step after step (not fragmentation sources)."""
+OUTSIDE_ALLOCATOR = ("paged_optimizer_states", "rollout_engine")
+PAGEABLE = ("paged_optimizer_states",)
+"""Components that nvidia-smi sees but torch's caching allocator does not (CUDA managed memory)."""
+
+_STEP_PHASES = (
+    frozenset({Phase.FORWARD, Phase.BACKWARD, Phase.OPTIMIZER_STEP}),
+    frozenset({Phase.ACTOR_FORWARD, Phase.ACTOR_BACKWARD, Phase.ACTOR_OPTIMIZER_STEP}),
+    frozenset({Phase.CRITIC_FORWARD, Phase.CRITIC_BACKWARD, Phase.CRITIC_OPTIMIZER_STEP}),
+)
+"""Phases of one model's repeated training step: the caching allocator keeps every block the step
+ever reserved, so from the second step on each of them shows the step's highest reserved figure."""
+
+
+def phase_results(
+    peaks, *, spec: ModelSpec, sharding: Sharding, card: RunCard, capacity: float, at_least: float = 0.0,
+    compute_capability: str | None = None,
+) -> list[PhaseResult]:
+    """Overheads per phase. The caching allocator never returns blocks within a run, so the
+    fragmentation a step leaves is carried by every training phase: it is taken from the largest
+    transient of the whole step, not of each phase alone; and each phase of a repeated step reports
+    the step's reserved high-water mark (measured: ``benchmarks/gpu_calibration.md``)."""
+    large = _large_tensor_count(spec, sharding, card)
+    step_transient = max([at_least] + [_transient(p) for p in peaks if p.phase is not Phase.LOAD])
+    out = [
+        _with_overhead(p, large_tensors=large, world_size=sharding.world_size, capacity=capacity,
+                       transient=0.0 if p.phase is Phase.LOAD else step_transient,
+                       compute_capability=compute_capability)
+        for p in peaks
+    ]
+    for group in _STEP_PHASES:
+        members = [i for i, r in enumerate(out) if r.phase in group]
+        if len(members) < 2:
+            continue
+        high = max(out[i].reserved for i in members)
+        for i in members:
+            r = out[i]
+            if r.reserved == high:
+                continue
+            base = r.device - r.paged_resident + (high - r.reserved)
+            resident = _paged_resident(r.components, capacity=capacity, device=base)
+            out[i] = PhaseResult(r.phase, r.at, r.components, r.allocated, high, base + resident, r.overhead, resident)
+    return out
+
+
+def _paged_resident(components: dict[str, float], *, capacity: float, device: float) -> float:
+    """Managed (paged) memory stays resident only as far as the card has room beside ``device``
+    (everything else on it); the rest pages to host."""
+    pageable = sum(components.get(k, 0.0) for k in PAGEABLE)
+    return min(pageable, max(0.0, capacity - device)) if pageable else 0.0
+
+
+def _with_overhead(
+    peak: PhasePeak, *, large_tensors: int, world_size: int, capacity: float, transient: float,
+    compute_capability: str | None = None,
+) -> PhaseResult:
+    outside = sum(peak.components.get(k, 0.0) for k in OUTSIDE_ALLOCATOR)
+    pageable = sum(peak.components.get(k, 0.0) for k in PAGEABLE)
+    loading = peak.phase is Phase.LOAD
+    oh = overhead_bytes(
+        large_tensors=large_tensors if not loading else large_tensors // 4,
+        transient_bytes=transient,
+        world_size=world_size if not loading else 1,
+        compute_capability=compute_capability,
+        after_first_matmul=not loading,
+    )
+    # the cuBLAS workspaces come from the caching allocator: they are part of the allocated figure
+    allocated = peak.allocated - outside + oh.cublas_workspace
+    reserved = allocated + oh.rounding + oh.fragmentation
+    device = reserved + oh.cuda_context + oh.nccl_buffers + (outside - pageable)
+    resident = _paged_resident(peak.components, capacity=capacity, device=device)
+    comps = {k: v for k, v in peak.components.items() if v}
+    if oh.cublas_workspace:
+        comps["cublas_workspace"] = oh.cublas_workspace
+    return PhaseResult(peak.phase, peak.at, comps, allocated, reserved, device + resident, oh, resident)
+
+
+def _transient(peak: PhasePeak) -> float:
+    return sum(v for k, v in peak.components.items() if k not in _NOT_TRANSIENT and k not in OUTSIDE_ALLOCATOR)
+
+
+def _large_tensor_count(spec: ModelSpec, sharding: Sharding, card: RunCard) -> int:
+    return _large_tensors(spec, sharding.weights_divisor, card.scope.value == "full")
+
+
+@lru_cache(maxsize=4096)
+def _large_tensors(spec: ModelSpec, divisor: int, full: bool) -> int:
+    """Live tensors over 1 MiB: parameter shards (with two states and a gradient when fully trained)
+    plus about a dozen saved activations per layer."""
+    big = sum(t.count for t in param_tensors(spec) if t.numel * 2 / divisor > MIB)
+    states = 1 + (2 if full else 0) + 1  # weights, two states, gradient
+    return big * states + 12 * spec.num_layers

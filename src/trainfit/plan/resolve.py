@@ -1,0 +1,86 @@
+"""Resolve a run card into specs: the model, the GPU, what is trained, the price; and re-validated
+copies of a card with fields replaced.
+
+Pure: no torch, no I/O beyond reading catalog data files.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from trainfit.catalog.gpus import GpuSpec, custom_gpu, resolve_gpu
+from trainfit.catalog.models import resolve_model
+from trainfit.errors import CardError
+from trainfit.spec.card import RunCard
+from trainfit.spec.model import ModelSpec
+from trainfit.spec.training import LoraSpec, TrainableSpec
+
+
+def model_spec_of(card: RunCard) -> ModelSpec:
+    m = card.model
+    if not isinstance(m, str) and m.config is not None:
+        from trainfit.catalog.hf_config import spec_from_hf_config
+
+        return spec_from_hf_config(m.config, name=m.id or "inline config", source="inline config in the run card")
+    return resolve_model(_model_ref(card), revision=_revision(card))
+
+
+def _model_ref(card: RunCard) -> str | dict:
+    m = card.model
+    if isinstance(m, str):
+        return m
+    if m.params is not None:
+        return {"params": m.params, **({"reference": m.reference} if m.reference else {})}
+    ref = m.id or m.path
+    if ref is None:
+        raise CardError("model: give an id, a path, or params")
+    return ref
+
+
+def _revision(card: RunCard) -> str | None:
+    return None if isinstance(card.model, str) else card.model.revision
+
+
+def gpu_of(card: RunCard) -> GpuSpec:
+    hw = card.hardware
+    if hw.gpu in ("", "custom"):
+        if hw.gpu_memory_gib is None:
+            raise CardError("hardware.gpu_memory_gib: required when hardware.gpu is 'custom'")
+        return custom_gpu(hw.gpu_memory_gib)
+    return resolve_gpu(hw.gpu)
+
+
+def trainable_spec(card: RunCard) -> TrainableSpec:
+    lo = card.lora
+    return _trainable(card.scope, lo.rank, lo.alpha, card.lora_targets, lo.dropout, lo.double_quant,
+                      4 if lo.adapter_dtype.value == "fp32" else 2)
+
+
+@lru_cache(maxsize=1024)
+def _trainable(scope, rank, alpha, targets, dropout, double_quant, adapter_bytes) -> TrainableSpec:  # noqa: ANN001
+    if scope.value == "full":
+        return TrainableSpec(scope=scope)
+    lora = LoraSpec(rank=rank, alpha=alpha, targets=targets, dropout=dropout, double_quant=double_quant,
+                    adapter_dtype_bytes=adapter_bytes)
+    return TrainableSpec(scope=scope, lora=lora)
+
+
+def price_of(card: RunCard):
+    from trainfit.compute.cost import Price, price_preset
+
+    hw = card.hardware
+    if hw.price_preset:
+        return price_preset(hw.price_preset)
+    if hw.price_per_gpu_hour is None:
+        return None
+    return Price(per_gpu_hour=hw.price_per_gpu_hour, currency=hw.currency or "")
+
+
+def card_with(card: RunCard, **paths: object) -> RunCard:
+    """A copy of the card with fields replaced (``batch__seq_len`` sets ``batch.seq_len``), validated again."""
+    from trainfit.spec.dotted import set_dotted
+
+    data = card.model_dump(mode="json", exclude_unset=True)
+    for key, value in paths.items():
+        set_dotted(data, key.replace("__", "."), value)
+    return RunCard.model_validate(data)

@@ -1,0 +1,117 @@
+"""The plan's result types: one phase on the worst GPU, one group of identical GPUs, the whole plan.
+
+Typed results only; no arithmetic beyond the properties that pick the peak and the verdict.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from trainfit.catalog.gpus import GpuSpec
+from trainfit.memory.overhead import OverheadBytes
+from trainfit.memory.sharding import Sharding
+from trainfit.spec.card import RunCard
+from trainfit.spec.enums import Phase
+from trainfit.spec.model import ModelSpec
+from trainfit.units import GIB
+
+
+@dataclass(frozen=True, slots=True)
+class PhaseResult:
+    phase: Phase
+    at: str
+    components: dict[str, float]
+    allocated: float
+    reserved: float
+    device: float
+    overhead: OverheadBytes
+    paged_resident: float = 0.0
+    """Paged optimizer bytes resident on the card (included in ``device``)."""
+
+    @property
+    def tensor_bytes(self) -> float:
+        """``allocated`` without the cuBLAS workspaces: the live tensors a fake-tensor trace measures."""
+        return self.allocated - self.overhead.cublas_workspace
+
+
+@dataclass(frozen=True, slots=True)
+class GroupPlan:
+    """One group of identical GPUs (colocated RL and SFT: 'all'; split RL: 'train' and 'rollout')."""
+
+    name: str
+    gpus: int
+    phases: tuple[PhaseResult, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    card: RunCard
+    spec: ModelSpec
+    gpu: GpuSpec
+    sharding: Sharding
+    params_total: int
+    params_trainable: int
+    params_without_embedding: int
+    phases: tuple[PhaseResult, ...]
+    host_ram: dict[str, float]
+    assumptions: tuple[str, ...]
+    warnings: tuple[str, ...]
+    groups: tuple[GroupPlan, ...] = ()
+    worst_group: str = "all"
+    roles: tuple = ()
+    rollout: object | None = None
+    """``trainfit.methods.rl.RolloutSummary`` for PPO/GRPO."""
+    step_seconds: float | None = None
+    tokens_per_step: float | None = None
+    """Tokens trained per optimizer step over all GPUs (RL: prompts x generations x length)."""
+    time_parts: dict = field(default_factory=dict)
+    """Seconds by part of the step (compute, communication, generation, ...)."""
+    price: object | None = None
+    """``trainfit.compute.cost.Price`` when the card names one."""
+
+    @property
+    def tokens_per_s(self) -> float | None:
+        if not self.step_seconds or not self.tokens_per_step:
+            return None
+        return self.tokens_per_step / self.step_seconds
+
+    @property
+    def cost_per_hour(self) -> float | None:
+        """Every GPU of the run is rented, also those of a split rollout group."""
+        return None if self.price is None else self.price.per_gpu_hour * self.card.world_size
+
+    @property
+    def peak(self) -> PhaseResult:
+        """The phase with the largest device figure; among ties (within 1 KiB: the phases of a step
+        share the reserved high-water mark, or paged memory fills the card) the largest allocated."""
+        top = max(p.device for p in self.phases) - 1024
+        best = None
+        for p in self.phases:
+            if p.device >= top and (best is None or p.allocated > best.allocated):
+                best = p
+        return best
+
+    @property
+    def capacity_bytes(self) -> int:
+        return self.gpu.memory_bytes
+
+    @property
+    def fits(self) -> bool:
+        """The worst GPU's device peak fits its card, the rollout engine (if any) can start, and the
+        node's stated host RAM holds what offload, sleep mode and loading need."""
+        engine_ok = self.rollout is None or self.rollout.engine_fits
+        return self.peak.device <= self.capacity_bytes and engine_ok and self.host_ram_fits
+
+    @property
+    def host_ram_fits(self) -> bool:
+        """True unless the card states its host RAM per node and the plan needs more."""
+        have = self.card.hardware.host_ram_gib
+        return have is None or self.host_ram_bytes <= have * GIB
+
+    @property
+    def headroom_bytes(self) -> float:
+        return self.capacity_bytes - self.peak.device
+
+    @property
+    def host_ram_bytes(self) -> float:
+        return sum(self.host_ram.values())

@@ -1,0 +1,110 @@
+"""The phase walk: SFT, reward-model and DPO steps on one GPU group; PPO and GRPO over the training
+and rollout groups. Each turns the step's byte terms into per-phase peaks with their overheads.
+
+Pure: no torch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from trainfit.catalog.gpus import GpuSpec
+from trainfit.errors import CardError
+from trainfit.memory.phases import PhasePeak, step_max_transient, step_peaks
+from trainfit.memory.sharding import make_sharding
+from trainfit.plan.overheads import PERSISTENT, phase_results
+from trainfit.plan.resolve import card_with
+from trainfit.plan.result import GroupPlan
+from trainfit.plan.terms import step_terms
+from trainfit.spec.card import RunCard
+from trainfit.spec.enums import Method, Phase
+from trainfit.spec.model import ModelSpec
+
+
+def dpo_logits(step_card: RunCard, spec: ModelSpec):
+    """DPO's sequence log-probs (TRL's concatenated forward, selective log-softmax row by row on
+    bf16 logits): E = (chosen+rejected) x s x V bf16 logits and E' = the same over s-1 positions,
+    whose per-row log-softmax outputs are saved for backward. Measured against the fake-tensor
+    trace (tests/trace/test_grid_rl.py): forward and backward peak at 2E + 2E' bytes."""
+    from trainfit.memory.logits import LogitsBytes
+
+    b, s, v = step_card.batch.micro_batch_size, step_card.batch.seq_len, spec.vocab_size
+    e, e_shift = b * s * v, b * (s - 1) * v
+    return LogitsBytes(forward_peak=2.0 * e + 2.0 * e_shift, retained=2.0 * e_shift, backward_peak=2.0 * e + 2.0 * e_shift)
+
+
+def walk_sft_like(card: RunCard, spec: ModelSpec, gpu: GpuSpec):
+    """SFT, reward-model and DPO steps: one GPU group."""
+    from trainfit.methods.rl import dpo_reference_pass
+
+    sharding = make_sharding(
+        strategy=card.parallel.strategy, gpus_per_node=card.hardware.gpus_per_node, nodes=card.hardware.nodes
+    )
+    step_card, step_spec, notes = card, spec, []
+    if card.method is Method.RM:
+        # pairwise: chosen and rejected run as one batch; a scalar score head replaces lm_head
+        step_spec = replace(spec, head_outputs=1)
+        step_card = card_with(card, batch__micro_batch_size=2 * card.batch.micro_batch_size)
+        notes.append("reward model: chosen+rejected pairs (2x micro-batch), scalar score head, no vocabulary logits")
+    elif card.method is Method.DPO:
+        step_card = card_with(card, batch__micro_batch_size=2 * card.batch.micro_batch_size)
+        notes.append("DPO: chosen+rejected concatenated (2x micro-batch) through the policy")
+    terms, host, more = step_terms(step_card, step_spec, sharding)
+    if card.method is Method.DPO and not card.loss.chunked:
+        terms = replace(terms, logits=dpo_logits(step_card, spec))
+    peaks = step_peaks(terms)
+    if card.method is Method.DPO:
+        ref_w, ref_tr = dpo_reference_pass(spec, step_card, terms, weights_divisor=sharding.weights_divisor)
+        from trainfit.methods.roles import reference_placement
+
+        place = reference_placement(card)
+        notes.append(f"DPO reference: {place.value}")
+        base = {k: v for k, v in peaks[1].components.items() if k in PERSISTENT}
+        extra = [PhasePeak(Phase.REF_LOGPROB, base | {"reference_weights": ref_w, "logprob_pass": ref_tr}, "reference log-probs")]
+        peaks = [peaks[0]] + (extra if ref_tr else []) + [
+            PhasePeak(p.phase, dict(p.components) | {"reference_weights": ref_w}, p.at) for p in peaks[1:]
+        ]
+    phases = phase_results(peaks, spec=step_spec, sharding=sharding, card=card, capacity=gpu.memory_bytes,
+                           at_least=step_max_transient(terms), compute_capability=gpu.compute_capability)
+    groups = (GroupPlan("all", sharding.world_size, tuple(phases)),)
+    return sharding, groups, host, more + notes, None
+
+
+def walk_rl(card: RunCard, spec: ModelSpec, gpu: GpuSpec):
+    """PPO and GRPO: the actor's (and critic's) step on the training group, the rollout engine and
+    the frozen passes where the roles live."""
+    from trainfit.methods.rl import critic_spec_of, rl_groups
+    from trainfit.methods.roles import group_sizes
+
+    ro = card.rollout
+    ctx = spec.max_position_embeddings
+    if ctx is not None and ro.prompt_len + ro.response_len > ctx:
+        raise CardError(
+            f"rollout.response_len: prompt_len + response_len = {ro.prompt_len + ro.response_len} exceeds"
+            f" {spec.name}'s context of {ctx} tokens"
+        )
+    train_gpus, _ = group_sizes(card)
+    per_node = train_gpus // card.hardware.nodes
+    # the actor's own step: its GPU group only (the rollout group is planned from the full card)
+    actor_card = card_with(
+        card, batch__seq_len=ro.prompt_len + ro.response_len, hardware__gpus_per_node=per_node,
+        rollout__placement="colocate", rollout__gpus=None,
+    )
+    sharding = make_sharding(strategy=card.parallel.strategy, gpus_per_node=per_node, nodes=card.hardware.nodes)
+    actor, host, notes = step_terms(actor_card, spec, sharding)
+    cspec = critic_spec_of(card, spec)
+    critic = step_terms(actor_card, cspec, sharding)[0] if cspec is not None else None
+    groups, summary, host2, notes2 = rl_groups(
+        card, spec, actor, critic, critic_spec=cspec, gpu_memory=gpu.usable_memory_bytes,
+        weights_divisor=sharding.weights_divisor,
+    )
+    host.update(host2)
+    out = []
+    for g in groups:
+        phases = phase_results(g.peaks, spec=spec, sharding=sharding, card=card, capacity=gpu.memory_bytes,
+                               at_least=step_max_transient(actor) if g.name != "rollout" else 0.0,
+                               compute_capability=gpu.compute_capability)
+        out.append(GroupPlan(g.name, g.gpus, tuple(phases)))
+    if not summary.engine_fits:
+        notes2.append(f"ROLLOUT ENGINE CANNOT START: {summary.reason}")
+    return sharding, tuple(out), host, notes + notes2, summary

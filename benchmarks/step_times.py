@@ -217,13 +217,20 @@ def checkpointing(value: Any, framework: str) -> tuple[bool, list[str]]:
     return False, ["activation checkpointing not stated: off"]
 
 
-def lora_section(lora: dict[str, Any] | None) -> dict[str, Any]:
+BF16_ADAPTER_FRAMEWORKS = ("torchtune", "nemo", "megatron", "automodel", "nemo-automodel", "megatron-bridge")
+"""Frameworks whose LoRA adapters share the base's bf16 dtype (PEFT keeps them fp32)."""
+
+
+def lora_section(lora: dict[str, Any] | None, framework: str = "") -> dict[str, Any]:
     if not lora:
         return {}
     targets = lora.get("targets", "all-linear")
     if targets == "qv":
         targets = ["q_proj", "v_proj"]
-    return {"rank": lora["rank"], "alpha": lora["alpha"], "targets": targets}
+    out = {"rank": lora["rank"], "alpha": lora["alpha"], "targets": targets}
+    if (framework or "").lower() in BF16_ADAPTER_FRAMEWORKS:
+        out["adapter_dtype"] = "bf16"
+    return out
 
 
 # ---------------------------------------------------------------- training entries -> cards
@@ -294,7 +301,7 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
                       "optimizer_in_backward": bool(e["precision"].get("optimizer_in_backward"))},
     }
     if scope != "full":
-        card["lora"] = lora_section(e.get("lora")) or {}
+        card["lora"] = lora_section(e.get("lora"), e.get("framework", "")) or {}
         if not e.get("lora"):
             notes.append("LoRA settings not stated: the card's defaults")
     if kind == "pretrain":
@@ -380,6 +387,13 @@ def rollout_section(e: dict[str, Any], model: Any, nodes: int) -> tuple[dict[str
                            "response_len": resp_max, "num_iterations": e["train"].get("ppo_epochs") or 1}
     if e["kind"] != "rl_phase":
         out.update(prompts_per_step=d["prompts_per_step"], num_generations=d["n_per_prompt"])
+        mini = e["train"].get("ppo_mini_batch_size")
+        if mini:
+            # NeMo RL counts its train_global_batch_size in sequences; verl/OpenRLHF count prompts
+            total = d["prompts_per_step"] * (d["n_per_prompt"] if e["framework"] == "nemo-rl" else 1)
+            out["mini_batches"] = max(1, round(total / mini))
+            notes.append(f"{out['mini_batches']} optimizer step(s) per rollout batch (mini-batch {mini}"
+                         f" {'sequences' if e['framework'] == 'nemo-rl' else 'prompts'})")
     if resp_mean:
         out["response_len_mean"] = min(resp_mean, resp_max)
     for key in ("gpu_memory_utilization", "max_num_seqs"):

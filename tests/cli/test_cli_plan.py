@@ -81,3 +81,24 @@ def test_models_and_gpus_lists(capsys):
     assert main(["gpus", "--json"]) == 0
     gids = [g["id"] for g in json.loads(capsys.readouterr().out)]
     assert {"rtx4090", "a100-40gb", "h100-sxm", "b200"} <= set(gids)
+
+
+def test_json_time_per_phase(capsys):
+    """phases[].seconds / .bound for the memory phases that are also timed, and the whole timed walk."""
+    assert main(["plan", "--json"]) == 0
+    obj = json.loads(capsys.readouterr().out)
+    timed = {t["name"]: t for t in obj["time"]["phases"]}
+    assert {"forward", "recompute", "backward", "optimizer_step"} <= set(timed)
+    assert abs(sum(t["seconds"] for t in timed.values()) - obj["step_seconds"]) < 1e-9
+    assert all(t["bound"] in {"compute", "memory", "launch", "communication", "offload"} for t in timed.values())
+    by_name = {p["name"]: p for p in obj["phases"]}
+    assert by_name["backward"]["seconds"] == timed["backward"]["seconds"]
+    assert by_name["load"]["seconds"] is None
+
+
+def test_json_rl_phases_are_timed(capsys):
+    assert main(["plan", "--method", "grpo", "--model", "Qwen/Qwen3-8B", "--gpu", "h100-sxm", "--gpus", "8",
+                 "--set", "rollout.num_iterations=2", "--json"]) == 0
+    obj = json.loads(capsys.readouterr().out)
+    names = [t["name"] for t in obj["time"]["phases"]]
+    assert names[0] == "generation" and "old_logprob" in names and "actor_update" in names and "weight_sync" in names

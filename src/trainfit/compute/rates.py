@@ -14,9 +14,9 @@ Sources of the defaults (each is listed in the plan's assumptions when used):
 * HBM: a streaming copy reaches about 90 % of the datasheet bandwidth on A100/H100 (NVIDIA's
   ``nvbandwidth`` / STREAM-style results); assumed for every card.
 * Host cost per kernel: the H200 step times of small models in ``benchmarks/results/gpu_raw``
-  (``benchmarks/gpu_calibration.md``) are 4-25x their FLOPs; eager PyTorch + HF modules spend a few
-  tens of microseconds of CPU per dispatched op. The constant is fitted on the 10 "default"
-  cases only (``benchmarks/step_times.py`` says which and scores the held-out sets separately).
+  (``benchmarks/gpu_calibration.md``) are 4-25x their FLOPs; eager PyTorch + HF modules spend tens
+  of microseconds of CPU per kernel. The two constants are fitted on the 15 "default" cases only;
+  ``benchmarks/step_times.py`` scores the three held-out sets separately.
 * Collectives: NCCL bus bandwidth about 80 % of one direction of NVLink (nccl-tests PERFORMANCE.md
   and published DGX A100/H100 all_reduce_perf results: ~230 of 300 GB/s, ~360+ of 450 GB/s), 75 % of
   PCIe with peer-to-peer, and through host memory for cards without P2P (GeForce RTX 4090: NCCL
@@ -36,7 +36,8 @@ from typing import Any
 from trainfit.catalog.gpus import GpuSpec
 from trainfit.errors import CardError
 
-_MAMF_FRACTION = {"a100-40gb": 0.859, "a100-80gb": 0.859, "h100-sxm": 0.801, "h200": 0.83, "h20": 0.83}
+_MAMF_FRACTION = {"a100-40gb": 0.859, "a100-80gb": 0.859, "h100-sxm": 0.801, "h200": 0.801, "h20": 0.801}
+"""H200 and H20 share the H100 SXM die and power class (700 W, 400-500 W): its measured ratio."""
 _MAMF_SOURCE = "stas00/ml-engineering compute/accelerator/README.md (MAMF table)"
 DEFAULT_MAMF_FRACTION = 0.80
 SM_COUNT = {
@@ -54,10 +55,13 @@ FP32_SIMT_FLOPS_PER_S = {
 here unless TF32 is allowed (``torch.backends.cuda.matmul.allow_tf32`` is False by default): PEFT's fp32
 LoRA adapters do."""
 HBM_FRACTION = 0.90
-HOST_S_PER_FORWARD_KERNEL = 22e-6
-"""Host (Python + dispatcher + launch) seconds per kernel of an eager forward (HF modules)."""
-HOST_S_PER_BACKWARD_KERNEL = 9e-6
-"""Autograd engine (C++) seconds per kernel of a backward."""
+HOST_S_PER_FORWARD_KERNEL = 50e-6
+"""Host seconds per kernel of an eager forward through transformers' modules (Python module calls,
+the views and casts around each kernel, dispatch, autograd recording, launch). Fitted on the 15
+H200 "default" cases only (grid 22-60 us x 9-30 us, median |error| 14%); the held-out sets
+score 9, 13 and 10% (``benchmarks/step_times.md``)."""
+HOST_S_PER_BACKWARD_KERNEL = 15e-6
+"""Autograd engine (C++) seconds per kernel of a backward; fitted with the forward figure."""
 DEVICE_S_PER_KERNEL_MIN = 2.5e-6
 """Shortest kernel on the device (launch latency + a small grid)."""
 NVLINK_BUS_FRACTION = 0.80

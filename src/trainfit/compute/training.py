@@ -227,3 +227,29 @@ def train_step_time(
         phases.append(PhaseTime("offload", off_s, "offload", {}))
     total = sum(p.seconds for p in phases)
     return TrainStepTime(tuple(phases), total, float(micro_batch_size * seq_len * micro_steps), tuple(notes))
+
+
+def forward_only_time(
+    spec: ModelSpec, *, rates: DeviceRates, micro_batch_size: int, seq_len: int, micro_steps: int,
+    adapter: Adapter | None = None, eager_attention: bool = False, parallel: Parallel = Parallel(),
+    gathered_weight_bytes: float = 0.0, count_scale: float = 1.0, memory_factor: float = 1.0,
+    kernel_factor: float = 1.0,
+) -> PassTime:
+    """A no-grad forward over ``micro_steps`` micro-batches (log-probs, values, rewards) on one GPU:
+    the layers and the head (the log-softmax and gather cost about what the loss does), plus the
+    per-layer all-gathers a sharded model leaves exposed."""
+    inv = step_inventory(spec, micro_batch_size=micro_batch_size, seq_len=seq_len, adapter=adapter,
+                         eager_attention=eager_attention)
+    kw = dict(rates=rates, seq_len=seq_len, memory_factor=memory_factor, kernel_factor=kernel_factor, backward=False)
+    one = (pass_seconds(inv.layers_forward, **kw) + pass_seconds(inv.head_forward, **kw)).scaled(count_scale)
+    total = one.scaled(micro_steps)
+    if parallel.strategy in ("zero3", "fsdp", "hsdp") and parallel.ranks > 1 and gathered_weight_bytes:
+        crosses = parallel.ranks > parallel.gpus_per_node and parallel.strategy != "hsdp"
+        ranks = min(parallel.ranks, parallel.gpus_per_node) if parallel.strategy == "hsdp" else parallel.ranks
+        bus = coll.ring_bus_bytes_per_s(rates=rates, crosses_nodes=crosses, nic_bytes_per_s=parallel.nic_bytes_per_s)
+        layers = spec.num_layers
+        ag = coll.all_gather_seconds(total_bytes=gathered_weight_bytes / layers, ranks=ranks, bus_bytes_per_s=bus,
+                                     latency_s=rates.collective_latency_s)
+        exposed = micro_steps * (ag + (layers - 1) * max(0.0, ag - one.seconds / layers))
+        total = PassTime(total.seconds + exposed, total.gemm_s, total.attention_s, total.memory_s, total.host_s)
+    return total

@@ -34,8 +34,9 @@ __all__ = [
 ]
 
 
-def make_plan(card: RunCard) -> Plan:
-    """The plan for a validated card."""
+def make_plan(card: RunCard, *, calibration=None) -> Plan:
+    """The plan for a validated card. ``calibration``: a ``trainfit.calibration.Calibration`` whose
+    measured rates replace the published defaults of the time model for its GPU kinds."""
     spec = model_spec_of(card)
     gpu = gpu_of(card)
     if card.method in (Method.PPO, Method.GRPO):
@@ -59,8 +60,16 @@ def make_plan(card: RunCard) -> Plan:
         warnings.append(f"rollout engine will preempt: {rollout.reason}")
     from trainfit.methods.roles import roles_of
 
-    step_s, parts = step_time_of(card, spec, gpu, sharding, rollout)
-    tokens_per_step = parts.pop("tokens_per_step", None)
+    rates = None
+    time_notes: list[str] = []
+    if calibration is not None:
+        from trainfit.calibration import rates_for
+
+        rates = rates_for(gpu, calibration)
+        time_notes.append(f"calibration: {getattr(calibration, 'path', None) or 'given'} ({gpu.id})")
+    timing = step_time_of(card, spec, gpu, sharding, rollout, rates=rates)
+    if timing is not None:
+        time_notes += [f"time: {a}" for a in timing.assumptions]
     return Plan(
         card=card,
         spec=spec,
@@ -71,14 +80,15 @@ def make_plan(card: RunCard) -> Plan:
         params_without_embedding=round(pb.without_embeddings * count_scale(spec)),
         phases=tuple(phases),
         host_ram=host,
-        assumptions=tuple(assumptions_of(card, spec, sharding) + notes),
+        assumptions=tuple(assumptions_of(card, spec, sharding) + notes + time_notes),
         warnings=tuple(warnings),
         groups=groups,
         worst_group=worst.name,
         roles=tuple(roles_of(card, spec.name)) if card.method is not Method.SFT else (),
         rollout=rollout,
-        step_seconds=step_s,
-        tokens_per_step=tokens_per_step,
-        time_parts=parts,
+        step_seconds=None if timing is None else timing.total_s,
+        tokens_per_step=None if timing is None else timing.tokens_per_step,
+        time_parts={} if timing is None else timing.parts,
+        time=timing,
         price=price_of(card),
     )

@@ -65,9 +65,16 @@ class Plan:
     tokens_per_step: float | None = None
     """Tokens trained per optimizer step over all GPUs (RL: prompts x generations x length)."""
     time_parts: dict = field(default_factory=dict)
-    """Seconds by part of the step (compute, communication, generation, ...)."""
+    """Seconds by phase of the step (forward, backward, generation, weight_sync, ...)."""
+    time: object | None = None
+    """``trainfit.plan.time.StepTiming``: seconds per phase with its dominant bound, and what it assumed."""
     price: object | None = None
     """``trainfit.compute.cost.Price`` when the card names one."""
+
+    @property
+    def time_phases(self) -> tuple:
+        """``trainfit.compute.training.PhaseTime`` per phase: seconds, dominant bound, terms."""
+        return () if self.time is None else self.time.phases
 
     @property
     def tokens_per_s(self) -> float | None:

@@ -49,6 +49,8 @@ def plan_to_dict(plan: Plan) -> dict[str, Any]:
                 "at": p.at,
                 "gpu_bytes": {"allocated": _b(p.allocated), "reserved": _b(p.reserved), "device": _b(p.device)},
                 "components": {k: _b(v) for k, v in p.components.items()},
+                "seconds": _time_of(plan, p.phase.value, "seconds"),
+                "bound": _time_of(plan, p.phase.value, "bound"),
                 "overhead": {
                     "allocator_rounding": _b(p.overhead.rounding),
                     "fragmentation": _b(p.overhead.fragmentation),
@@ -77,6 +79,13 @@ def plan_to_dict(plan: Plan) -> dict[str, Any]:
                     "phases": [p.phase.value for p in g.phases]} for g in plan.groups],
         "step_seconds": plan.step_seconds,
         "step_time_parts": plan.time_parts,
+        "time": None if plan.step_seconds is None else {
+            "step_seconds": plan.step_seconds,
+            "tokens_per_step": plan.tokens_per_step,
+            "tokens_per_second": plan.tokens_per_s,
+            "phases": [{"name": t.name, "seconds": t.seconds, "bound": t.bound, "terms": dict(t.terms)}
+                       for t in plan.time_phases],
+        },
         "cost": None if plan.price is None else {
             "per_hour": plan.cost_per_hour,
             "currency": plan.price.currency,
@@ -88,6 +97,14 @@ def plan_to_dict(plan: Plan) -> dict[str, Any]:
         "warnings": list(plan.warnings),
         "card": plan.card.model_dump(mode="json"),
     }
+
+
+def _time_of(plan, name: str, field: str):
+    """The timed phase of the same name (seconds on the slowest GPU, dominant bound), or None."""
+    for t in plan.time_phases:
+        if t.name == name:
+            return getattr(t, field)
+    return None
 
 
 def _excludes() -> str:

@@ -27,6 +27,18 @@ def _phase_table(plan: Plan) -> Table:
     return table
 
 
+def _time_table(plan: Plan) -> Table:
+    """Seconds per phase of the step with the term that bounds it."""
+    table = Table(title="Step time per phase, seconds (slowest GPU)")
+    for c in ("phase", "seconds", "bound", "largest terms"):
+        table.add_column(c, justify="right" if c == "seconds" else "left")
+    for t in plan.time_phases:
+        terms = sorted(((k, v) for k, v in t.terms.items() if k not in ("bytes_moved", "kernels", "total") and v),
+                       key=lambda kv: -kv[1])[:3]
+        table.add_row(t.name, f"{t.seconds:.3g}", t.bound, ", ".join(f"{k} {v:.3g}" for k, v in terms))
+    return table
+
+
 def _phase_rows(plan: Plan) -> Table:
     """Phases as rows with their largest components (many phases: RL)."""
     table = Table(title=f"Worst GPU ({plan.worst_group} group), per phase, GiB (2^30 B)")
@@ -107,8 +119,9 @@ def render_plan(plan: Plan, console: Console) -> None:
             f" (vLLM budget {gib(r.budget_bytes)}, KV cache {gib(r.kv_cache_bytes)})"
         )
     if plan.step_seconds is not None:
-        parts = ", ".join(f"{k} {v:.2f} s" for k, v in plan.time_parts.items() if v)
-        console.print(f"step time (roofline, default MFU): {plan.step_seconds:.2f} s ({parts})")
+        console.print(_time_table(plan))
+        tps = f", {plan.tokens_per_s:,.0f} tokens/s" if plan.tokens_per_s else ""
+        console.print(f"step time: {plan.step_seconds:.3g} s on the slowest GPU{tps}")
     if plan.price is not None:
         from trainfit.compute.cost import EXCLUDES
 

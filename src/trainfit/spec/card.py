@@ -152,6 +152,7 @@ class RolloutSection(_Section):
     weight_sync: WeightSync = WeightSync.PER_PARAMETER
     logprob_micro_batch_size: int | None = Field(None, ge=1, description="Sequences per log-prob pass; default micro_batch_size.")
     num_iterations: int = Field(1, ge=1, description="Updates per generated batch (GRPO mu); > 1 adds an old-policy log-prob pass.")
+    mini_batches: int = Field(1, ge=1, description="Optimizer steps per rollout batch and iteration (verl: train_batch_size / ppo_mini_batch_size; TRL GRPO: 1).")
     response_len_mean: int | None = Field(None, ge=1, description="Mean response tokens; default response_len / 2 (response_len is the max).")
     response_len_shape: ResponseShape = Field(ResponseShape.EXPONENTIAL, description="Distribution of response lengths up to response_len: exponential (truncated, right-skewed) | uniform | fixed.")
     cuda_graphs: bool = Field(True, description="vLLM decodes with CUDA graphs (False: enforce_eager).")

@@ -1,0 +1,170 @@
+"""PPO/GRPO step time: generation, reward, the frozen passes, the updates, weight sync, sleep/wake.
+
+The phases of one RL step, as verl, OpenRLHF, NeMo RL and TRL run them:
+
+1. **generation** in the rollout engine (``compute.generation``): the step waits for its longest
+   response; response lengths follow the card's distribution (mean and max).
+2. **reward**: ``reward_seconds_per_sample`` per completion over ``reward_workers`` in parallel
+   (sandboxed tests), or a reward model's forward.
+3. **log-prob passes** (no-grad forwards of every sequence on the training GPUs): the old policy
+   when ``num_iterations > 1``, with PPO, or always under verl (``compute_log_prob`` runs every
+   step); the reference unless the KL coefficient is 0; the critic's values (PPO).
+4. **actor update** (and the critic's, PPO): the training step of ``compute.training`` over
+   every sequence, ``num_iterations`` times. verl, OpenRLHF and NeMo RL pack sequences without
+   padding (tokens = prompt + mean response); TRL pads each micro-batch to its longest
+   (prompt + max response).
+5. **weight sync** trainer -> engine (``compute.sync``), and sleep/wake when the engine sleeps.
+
+Synchronous: the phases add up. One step off-policy (``async_mode: one_step_off``): generation of
+step n+1 runs beside the training of step n, so the step is the larger of the two sides.
+
+Pure: no torch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from math import ceil
+
+from trainfit.catalog.gpus import GpuSpec
+from trainfit.compute.rates import DeviceRates
+from trainfit.compute.training import Parallel, PhaseTime, forward_only_time
+from trainfit.memory import attention as attn
+from trainfit.memory.sharding import Sharding
+from trainfit.memory.weights import count_scale, weight_bytes
+from trainfit.methods.roles import group_sizes, reference_placement, reward_model
+from trainfit.plan.time import COMPILE_KERNEL_FACTOR, COMPILE_MEMORY_FACTOR, StepTiming, adapter_of, training_time
+from trainfit.spec.card import RunCard
+from trainfit.spec.enums import AsyncMode, ComputeDtype, Dtype, Method, RefPlacement
+from trainfit.spec.model import ModelSpec
+from trainfit.spec.training import TrainableSpec
+
+PACKING_PRESETS = ("verl", "openrlhf", "nemo-rl")
+"""Frameworks that remove padding (pack sequences) in their log-prob and update passes."""
+
+
+def response_mean(card: RunCard) -> float:
+    ro = card.rollout
+    return float(ro.response_len_mean or max(1, ro.response_len // 2))
+
+
+def _phase(name: str, seconds: float, bound: str, **terms: float) -> PhaseTime:
+    return PhaseTime(name, seconds, bound, dict(terms))
+
+
+def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding, rollout, r: DeviceRates) -> StepTiming:
+    from trainfit.methods.rl import critic_spec_of
+
+    ro = card.rollout
+    train_gpus, _ = group_sizes(card)
+    per_node = max(1, train_gpus // card.hardware.nodes)
+    seqs = ro.prompts_per_step * ro.num_generations
+    seqs_per_gpu = ceil(seqs / train_gpus)
+    packed = card.preset in PACKING_PRESETS
+    seq_len = int(ro.prompt_len + (response_mean(card) if packed else ro.response_len))
+    notes = [f"RL sequences: {seqs} per step, {seqs_per_gpu} per training GPU at {seq_len} tokens"
+             + (" (packed: prompt + mean response)" if packed else " (padded to prompt + max response)")]
+    phases: list[PhaseTime] = []
+
+    gen = generation_phase(card, spec, gpu, rollout, r)
+    gen_side = [gen] if gen is not None else []
+    if ro.reward_seconds_per_sample:
+        s = seqs * ro.reward_seconds_per_sample / ro.reward_workers
+        gen_side.append(_phase("reward", s, "host", per_sample=ro.reward_seconds_per_sample))
+
+    # frozen passes on the training GPUs
+    compile_ = card.parallel.compile
+    par = Parallel(strategy=card.parallel.strategy.value, ranks=train_gpus, gpus_per_node=per_node,
+                   nic_bytes_per_s=card.hardware.nic_gbps_per_gpu * 1e9 / 8)
+    lp_mbs = ro.logprob_micro_batch_size or card.batch.micro_batch_size
+    eager = attn.runs_eager(spec.family, card.attention) and spec.num_full_attention_layers > 0
+    frozen_w = weight_bytes(spec, weights=Dtype.BF16, compute=ComputeDtype.BF16, trainable=TrainableSpec()).base
+
+    def forward_pass(name: str, pspec: ModelSpec, adapter=None) -> PhaseTime:
+        t = forward_only_time(
+            pspec, rates=r, micro_batch_size=lp_mbs, seq_len=seq_len, micro_steps=ceil(seqs_per_gpu / lp_mbs),
+            adapter=adapter, eager_attention=eager, parallel=par, gathered_weight_bytes=frozen_w,
+            count_scale=count_scale(pspec), memory_factor=COMPILE_MEMORY_FACTOR if compile_ else 1.0,
+            kernel_factor=COMPILE_KERNEL_FACTOR if compile_ else 1.0,
+        )
+        return _phase(name, t.seconds, t.bound, gemm=t.gemm_s, attention=t.attention_s, memory_bound=t.memory_s,
+                      host_launch=t.host_s)
+
+    adapter = adapter_of(card, spec)
+    if card.method is Method.PPO or ro.num_iterations > 1 or card.preset == "verl":
+        phases.append(forward_pass("old_logprob", spec, adapter))
+    ref = reference_placement(card)
+    if ref not in (RefPlacement.NONE, RefPlacement.PRECOMPUTED):
+        phases.append(forward_pass("ref_logprob", spec, adapter if ref is RefPlacement.LORA_DISABLED else None))
+    cspec = critic_spec_of(card, spec)
+    if cspec is not None:
+        phases.append(forward_pass("critic_values", cspec, adapter))
+    if reward_model(card) not in (None, "rule", "none"):
+        phases.append(forward_pass("reward_model", replace(spec, head_outputs=1)))
+
+    # updates: the rollout batch in ``mini_batches`` optimizer steps, each of micro-batches
+    mbs = card.batch.micro_batch_size
+    ga = max(1, ceil(seqs_per_gpu / (mbs * ro.mini_batches)))
+    opt_steps = ro.mini_batches * ro.num_iterations
+    actor = training_time(card, spec, r, ranks=train_gpus, gpus_per_node=per_node, micro_batch_size=mbs,
+                          seq_len=seq_len, micro_steps=ga)
+    phases.append(_phase("actor_update", actor.total_s * opt_steps, actor.bound,
+                         **{p.name: p.seconds * opt_steps for p in actor.phases}))
+    if cspec is not None:
+        critic = training_time(card, cspec, r, ranks=train_gpus, gpus_per_node=per_node, micro_batch_size=mbs,
+                               seq_len=seq_len, micro_steps=ga)
+        phases.append(_phase("critic_update", critic.total_s * opt_steps, critic.bound,
+                             **{p.name: p.seconds * opt_steps for p in critic.phases}))
+    notes.append(f"{opt_steps} optimizer step(s) per RL step (rollout.mini_batches x num_iterations),"
+                 f" {ga} micro-batch(es) of {mbs} sequence(s) each")
+
+    sync = sync_phase(card, spec, gpu, sharding, rollout, r)
+    if sync is not None:
+        phases.append(sync)
+    sw = sleep_wake_phase(card, spec, rollout, r)
+    if sw is not None:
+        phases.append(sw)
+
+    train_side = sum(p.seconds for p in phases)
+    gen_total = sum(p.seconds for p in gen_side)
+    if ro.async_mode is AsyncMode.ONE_STEP_OFF:
+        total = max(gen_total, train_side)
+        notes.append(f"one step off-policy: generation ({gen_total:.1f} s) overlaps the training side"
+                     f" ({train_side:.1f} s); the step is the larger")
+    else:
+        total = gen_total + train_side
+    tokens = float(seqs * (ro.prompt_len + response_mean(card)))
+    return StepTiming(total, tokens, tuple(gen_side + phases), tuple(notes) + actor.assumptions)
+
+
+def generation_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, rollout, r: DeviceRates) -> PhaseTime | None:
+    """The rollout engine's time for the step's prompts (None when the engine cannot start)."""
+    if rollout is None or not rollout.engine_fits:
+        return None
+    from trainfit.compute.step_time import generation_time
+
+    ro = card.rollout
+    w = weight_bytes(spec, weights=Dtype.BF16, compute=ComputeDtype.BF16, trainable=TrainableSpec()).base
+    g = generation_time(
+        spec, gpu=gpu, tp=ro.tensor_parallel, prompts=ro.prompts_per_step, generations=ro.num_generations,
+        prompt_len=ro.prompt_len, completion_len=int(response_mean(card)), weight_bytes=w,
+        kv_bytes_per_token=rollout.kv_bytes_per_token * ro.tensor_parallel, engines=rollout.engine_instances,
+        max_batch=max(1, rollout.max_concurrency),
+    )
+    return _phase("generation", g.total_s, "memory" if g.bound == "bandwidth" else g.bound,
+                  prefill=g.prefill_s, decode=g.decode_s)
+
+
+def sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding, rollout, r: DeviceRates) -> PhaseTime | None:
+    if rollout is None:
+        return None
+    from trainfit.compute.step_time import weight_sync_seconds
+
+    w = weight_bytes(spec, weights=Dtype.BF16, compute=ComputeDtype.BF16, trainable=TrainableSpec()).base
+    s = weight_sync_seconds(weight_bytes=w / max(1, sharding.world_size), gpu=gpu,
+                            colocated=card.rollout.placement.value == "colocate")
+    return _phase("weight_sync", s, "communication")
+
+
+def sleep_wake_phase(card: RunCard, spec: ModelSpec, rollout, r: DeviceRates) -> PhaseTime | None:
+    return None

@@ -1,0 +1,342 @@
+"""Rollout time in a vLLM-style engine: published decode speeds, the chunked fluid against a
+step-by-step simulation of individual sequences, and the invariants a planner relies on."""
+
+from __future__ import annotations
+
+import random
+import statistics
+import time
+from collections import deque
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from trainfit.catalog.gpus import resolve_gpu
+from trainfit.catalog.models import from_catalog
+from trainfit.compute import generation as gen
+from trainfit.compute.flops import matmul_params
+from trainfit.compute.rates import default_rates
+from trainfit.errors import CardError
+from trainfit.memory.weights import total_params
+
+H100 = default_rates(resolve_gpu("h100-sxm"))
+A100_40 = default_rates(resolve_gpu("a100-40gb"))
+A100_80 = default_rates(resolve_gpu("a100-80gb"))
+LLAMA8 = from_catalog("meta-llama/Llama-3.1-8B")
+QWEN06 = from_catalog("Qwen/Qwen3-0.6B")
+
+
+def _kv_per_token(spec) -> float:
+    return 2.0 * spec.num_layers * spec.kv_dim * 2  # K and V, bf16
+
+
+def _model(spec):
+    return dict(spec=spec, matmul_params=matmul_params(spec), weight_bytes=total_params(spec) * 2.0,
+                kv_bytes_per_token=_kv_per_token(spec))
+
+
+def _run(spec=QWEN06, rates=H100, **kw):
+    args = dict(_model(spec), rates=rates, tp=1, max_num_seqs=64, prompts=8, samples_per_prompt=4,
+                prompt_len=128, response_len_max=512)
+    args.update(kw)
+    return gen.generation_time(**args)
+
+
+def _step(spec=QWEN06, rates=H100, tp=1):
+    m = _model(spec)
+    return gen._step_model(spec=spec, matmul_params=m["matmul_params"], rates=rates, tp=tp,
+                           weight_bytes=m["weight_bytes"], kv_bytes_per_token=m["kv_bytes_per_token"],
+                           cuda_graphs=True, engine_s_per_step=gen.ENGINE_S_PER_STEP, tp_all_reduce_latency_s=None)
+
+
+# ------------------------------------------------------------------------------------------------
+# goldens: published single-request decode speeds
+# ------------------------------------------------------------------------------------------------
+
+
+def test_h100_batch1_tpot_llama31_8b():
+    """InferenceBench concurrency sweep (https://yobitelcomm.github.io/bench/recipes/concurrency-sweep/):
+    Llama-3.1-8B-Instruct fp16, one H100-80GB-HBM3, vLLM 0.21.0, concurrency 1: TPOT p50 6.48 ms.
+    This point sets ENGINE_S_PER_STEP (module docstring), so the tolerance is tight: ±5 %."""
+    m = _model(LLAMA8)
+    s = gen.decode_step_seconds(spec=LLAMA8, matmul_params=m["matmul_params"], rates=H100, tp=1, batch=1,
+                                context_tokens=256, weight_bytes=m["weight_bytes"], kv_bytes_per_token=m["kv_bytes_per_token"])
+    assert s.total_s == pytest.approx(6.48e-3, rel=0.05)  # predicted 6.34 ms
+    assert s.bandwidth_s > 50 * s.compute_s
+
+
+def test_h100_concurrency4_tpot_llama31_8b():
+    """Same source, concurrency 4: TPOT p50 6.59 ms (independent of the fit). Tolerance ±10 %."""
+    m = _model(LLAMA8)
+    s = gen.decode_step_seconds(spec=LLAMA8, matmul_params=m["matmul_params"], rates=H100, tp=1, batch=4,
+                                context_tokens=4 * 320, weight_bytes=m["weight_bytes"], kv_bytes_per_token=m["kv_bytes_per_token"])
+    assert s.total_s == pytest.approx(6.59e-3, rel=0.10)  # predicted 6.38 ms
+
+
+def test_a100_40gb_single_request_tokens_per_s():
+    """vLLM throughput-latency sweep on one A100 40GB (https://johnmusgrave.com/p/vllm-throughput-latency-sweep-on,
+    vLLM 0.23, Llama-3.1-8B-Instruct bf16, 1024-token input, 128-token output, concurrency 1):
+    "decode at one request per time runs at about 75 tokens/sec". Independent of the fit; ±15 %."""
+    r = _run(LLAMA8, rates=A100_40, prompts=1, samples_per_prompt=1, prompt_len=1024, response_len_max=128,
+             max_num_seqs=256)
+    assert 128 / r.total_s == pytest.approx(75, rel=0.15)  # predicted 76.8 tok/s
+    assert r.bound == "bandwidth"
+
+
+# ------------------------------------------------------------------------------------------------
+# the chunked fluid against a step-by-step simulation of individual sequences
+# ------------------------------------------------------------------------------------------------
+
+
+def _per_token(*, lengths, slots, prompt_len, step, order=None, cap=float("inf")):
+    """vLLM-like reference, one decode step at a time: FCFS admission while a slot and KV for the
+    prompt are free; when the running set's KV outgrows ``cap``, the newest are preempted back to
+    the queue's front (with their progress). Returns decode seconds."""
+    lengths = [max(1, round(x)) for x in lengths]
+    queue = deque((i, 0) for i in (order if order is not None else range(len(lengths))))
+    running, seconds = [], 0.0
+
+    def kv():
+        return sum(prompt_len + done for _, done in running)
+
+    def admit():
+        while queue and len(running) < slots and kv() + prompt_len + queue[0][1] <= cap:
+            running.append(list(queue.popleft()))
+
+    admit()
+    while running or queue:
+        while running and kv() + len(running) > cap:
+            queue.appendleft(tuple(running.pop()))
+        seconds += step.seconds(len(running), kv())
+        for r in running:
+            r[1] += 1
+        running = [r for r in running if r[1] < lengths[r[0]]]
+        admit()
+    return seconds
+
+
+def _fluid(groups, *, sequences, slots, prompt_len, chunk, step, cap=None):
+    return gen._simulate_decode(groups=groups, sequences=sequences, slots=slots, prompt_len=prompt_len,
+                                kv_prompt=prompt_len, kv_capacity=cap, chunk=chunk, step=step)
+
+
+def test_chunked_matches_per_token_one_wave():
+    """256 sequences admitted at once, exponential lengths: 64 length groups and 32-step chunks
+    against 256 individual sequences decoded one step at a time: within 1 %."""
+    step = _step()
+    each = gen.response_length_groups(shape="exponential", response_len_max=512, response_len_mean=150,
+                                      sequences=256, quantiles=256)
+    ref = _per_token(lengths=[length for length, _ in each], slots=256, prompt_len=100, step=step)
+    groups = gen.response_length_groups(shape="exponential", response_len_max=512, response_len_mean=150, sequences=256)
+    assert len(groups) < 80
+    fluid = _fluid(groups, sequences=256, slots=256, prompt_len=100, chunk=32, step=step)
+    assert fluid.seconds == pytest.approx(ref, rel=0.01)
+
+
+def test_chunked_matches_per_token_fixed_lengths_with_refills():
+    """1024 sequences of 300 tokens through 64 slots (16 waves, jumped over once periodic): within 1 %."""
+    step = _step()
+    ref = _per_token(lengths=[300] * 1024, slots=64, prompt_len=100, step=step)
+    fluid = _fluid(((300.0, 1.0),), sequences=1024, slots=64, prompt_len=100, chunk=30, step=step)
+    assert fluid.seconds == pytest.approx(ref, rel=0.01)
+    assert fluid.chunks < 100
+
+
+@pytest.mark.parametrize("shape, mean, cap", [("exponential", 150, None), ("uniform", 300, None),
+                                              ("exponential", 150, 64 * 200)])
+def test_fluid_matches_shuffled_orders_with_refills(shape, mean, cap):
+    """256 sequences through 64 slots: the fluid (a random order's expectation) against the mean
+    over 6 shuffled orders of individual sequences, with and without KV preemption: within 3 %."""
+    step = _step()
+    each = gen.response_length_groups(shape=shape, response_len_max=512, response_len_mean=mean, sequences=256, quantiles=256)
+    lengths = [length for length, _ in each]
+    refs = []
+    for seed in range(6):
+        order = list(range(256))
+        random.Random(seed).shuffle(order)
+        refs.append(_per_token(lengths=lengths, slots=64, prompt_len=100, step=step, order=order,
+                               cap=float("inf") if cap is None else cap))
+    groups = gen.response_length_groups(shape=shape, response_len_max=512, response_len_mean=mean, sequences=256)
+    fluid = _fluid(groups, sequences=256, slots=64, prompt_len=100, chunk=32, step=step, cap=cap)
+    assert fluid.seconds == pytest.approx(statistics.mean(refs), rel=0.03)
+    assert (fluid.preempted > 0) == (cap is not None)
+
+
+def test_fluid_conserves_the_generated_tokens(monkeypatch):
+    groups = gen.response_length_groups(shape="exponential", response_len_max=1024, response_len_mean=300, sequences=2048)
+    monkeypatch.setattr(gen, "_jump", lambda *a, **k: 0)  # the jump skips the token bookkeeping
+    for cap in (None, 256 * 300):
+        d = _fluid(groups, sequences=2048, slots=256, prompt_len=100, chunk=32, step=_step(), cap=cap)
+        assert d.tokens == pytest.approx(2048 * 300, rel=0.01)
+
+
+@pytest.mark.parametrize("extra", [{}, dict(kv_capacity_tokens=400_000)])
+def test_fast_enough(extra):
+    """< 5 ms of CPU a call in pure Python (best of 20), for a large batch with a long tail: 8192
+    sequences through 256 slots, responses up to 8192 tokens (mean 2000), with and without preemption."""
+    args = dict(prompts=512, samples_per_prompt=16, prompt_len=512, response_len_max=8192, response_len_mean=2000,
+                max_num_seqs=256, **extra)
+    assert min(_cpu_seconds(lambda: _run(LLAMA8, **args)) for _ in range(20)) < 5e-3  # ~2-3.5 ms unloaded
+
+
+def _cpu_seconds(fn) -> float:
+    t = time.process_time()
+    fn()
+    return time.process_time() - t
+
+
+# ------------------------------------------------------------------------------------------------
+# response lengths
+# ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("shape, mean", [("exponential", 700), ("exponential-truncated", 100), ("uniform", 3000), ("fixed", 900)])
+def test_length_groups_keep_the_mean_and_the_maximum(shape, mean):
+    groups = gen.response_length_groups(shape=shape, response_len_max=4096, response_len_mean=mean, sequences=5000)
+    assert sum(share for _, share in groups) == pytest.approx(1.0)
+    assert sum(length * share for length, share in groups) == pytest.approx(mean, rel=1e-9)
+    assert max(length for length, _ in groups) <= 4096 + 1e-9
+    if shape != "fixed":  # the longest of 5000 is its own group
+        assert min(share for _, share in groups) == pytest.approx(1 / 5000)
+
+
+def test_exponential_has_its_clipped_tail_at_the_maximum():
+    # mean = max/3 -> θ ≈ 0.355·max, exp(-max/θ) ≈ 6 % of responses cut at the maximum
+    groups = gen.response_length_groups(shape=None, response_len_max=3000, response_len_mean=1000, sequences=10_000)
+    at_max = sum(share for length, share in groups if length > 2999.999)
+    assert 0.04 < at_max < 0.08
+
+
+def test_defaults_and_errors():
+    assert gen.response_length_groups(shape=None, response_len_max=512, response_len_mean=None, sequences=9) == ((512.0, 1.0),)
+    with pytest.raises(CardError, match="uniform"):
+        gen.response_length_groups(shape="uniform", response_len_max=512, response_len_mean=100, sequences=9)
+    with pytest.raises(CardError, match="shape"):
+        gen.response_length_groups(shape="lognormal", response_len_max=512, response_len_mean=100, sequences=9)
+    with pytest.raises(CardError, match="KV tokens"):
+        _run(kv_capacity_tokens=500, prompt_len=128, response_len_max=512)
+
+
+# ------------------------------------------------------------------------------------------------
+# mechanisms
+# ------------------------------------------------------------------------------------------------
+
+
+def test_long_tail_is_reported_and_slow():
+    r = _run(prompts=64, samples_per_prompt=16, response_len_max=4096, response_len_mean=600)
+    assert r.tail_s > 0.05 * r.decode_s
+    one_wave = _run(prompts=8, samples_per_prompt=8, response_len_max=512)  # fixed, 64 <= slots
+    assert one_wave.tail_s == 0.0 and one_wave.peak_concurrency == 64
+
+
+def test_kv_capacity_preempts_and_never_speeds_up():
+    free = _run(LLAMA8, prompts=64, samples_per_prompt=8, prompt_len=256, response_len_max=2048,
+                response_len_mean=600, max_num_seqs=256)
+    tight = _run(LLAMA8, prompts=64, samples_per_prompt=8, prompt_len=256, response_len_max=2048,
+                 response_len_mean=600, max_num_seqs=256, kv_capacity_tokens=60_000, prefix_sharing=False)
+    assert free.preempted_sequences == 0 and free.preemption_recompute_s == 0
+    assert tight.preempted_sequences > 0 and tight.preemption_recompute_s > 0
+    assert tight.total_s > free.total_s
+
+
+def test_eager_decode_pays_the_launches():
+    graphs = _run(prompts=1, samples_per_prompt=1)
+    eager = _run(prompts=1, samples_per_prompt=1, cuda_graphs=False)
+    assert eager.decode_s > 2 * graphs.decode_s
+    assert eager.bound == "launch"
+
+
+def test_tensor_parallel_adds_all_reduces():
+    r = _run(LLAMA8, tp=2, prompts=4, samples_per_prompt=4)
+    assert r.tp_comm_s > 0 and _run(LLAMA8, tp=1, prompts=4, samples_per_prompt=4).tp_comm_s == 0
+
+
+def test_prefix_sharing_prefills_a_prompt_once():
+    shared = _run(prompts=4, samples_per_prompt=16, prompt_len=2048)
+    each = _run(prompts=4, samples_per_prompt=16, prompt_len=2048, prefix_sharing=False)
+    assert each.prefill_s == pytest.approx(16 * shared.prefill_s, rel=1e-6)
+
+
+def test_sleep_wake_vllm_blog():
+    """vLLM sleep-mode blog (blog.vllm.ai/2025/10/26/sleep-mode.html; vllm-project/vllm-project.github.io
+    _posts/2025-10-26-sleep-mode.md @02ad9891c6f343f6d6f605140f21d51a512324e5), A100, vLLM 0.11,
+    level-1 wake: Qwen3-0.6B 0.26 s (sets KV_REMAP_S_PER_BYTE), Phi-3-vision (4.15B) 0.82 s (±2x)."""
+    kv_pool = 0.9 * 80e9 * 0.98  # gpu_memory_utilization 0.9 of an 80 GB card, less activations
+    small = gen.sleep_wake_seconds(level=1, weight_bytes_per_gpu=1.19e9, kv_cache_bytes_per_gpu=kv_pool - 3.2e9, rates=A100_80)
+    phi = gen.sleep_wake_seconds(level=1, weight_bytes_per_gpu=8.3e9, kv_cache_bytes_per_gpu=kv_pool - 10.3e9, rates=A100_80)
+    assert small.wake_s == pytest.approx(0.26, rel=0.1)  # predicted 0.25 s
+    assert 0.82 / 2 < phi.wake_s < 0.82 * 2  # predicted 0.53 s
+    level2 = gen.sleep_wake_seconds(level=2, weight_bytes_per_gpu=8.3e9, kv_cache_bytes_per_gpu=kv_pool - 10.3e9, rates=A100_80)
+    assert level2.sleep_s == 0 and level2.wake_s < phi.wake_s
+    assert gen.sleep_wake_seconds(level=0, weight_bytes_per_gpu=1, kv_cache_bytes_per_gpu=1, rates=A100_80).total_s == 0
+    with pytest.raises(CardError):
+        gen.sleep_wake_seconds(level=3, weight_bytes_per_gpu=1, kv_cache_bytes_per_gpu=1, rates=A100_80)
+
+
+# ------------------------------------------------------------------------------------------------
+# invariants
+# ------------------------------------------------------------------------------------------------
+
+_case = st.fixed_dictionaries(dict(
+    prompts=st.integers(1, 48), samples_per_prompt=st.sampled_from([1, 2, 4, 8, 16]),
+    prompt_len=st.integers(1, 2048), response_len_max=st.integers(1, 4096),
+    mean_frac=st.one_of(st.none(), st.floats(0.05, 1.0)), max_num_seqs=st.sampled_from([8, 64, 256]),
+))
+
+
+def _args(c):
+    mean = None if c["mean_frac"] is None else max(1.0, c["mean_frac"] * c["response_len_max"])
+    return dict(prompts=c["prompts"], samples_per_prompt=c["samples_per_prompt"], prompt_len=c["prompt_len"],
+                response_len_max=c["response_len_max"], response_len_mean=mean, max_num_seqs=c["max_num_seqs"])
+
+
+@given(c=_case, key=st.sampled_from(["prompts", "samples_per_prompt", "prompt_len", "response_len_max"]),
+       grow=st.floats(1.01, 3.0))
+@settings(max_examples=150, deadline=None)
+def test_more_tokens_never_faster(c, key, grow):
+    a = _args(c)
+    b = dict(a)
+    b[key] = max(a[key] + 1, int(a[key] * grow))
+    if key == "response_len_max" and a["response_len_mean"] is not None:
+        b["response_len_mean"] = a["response_len_mean"] * b[key] / a[key]
+    assert _run(**b).total_s >= _run(**a).total_s * (1 - 1e-3)  # to within the chunking (0.1 %)
+
+
+@given(prompt_len=st.integers(1, 4096), length=st.integers(1, 2048), tp=st.sampled_from([2, 4, 8]))
+@settings(max_examples=60, deadline=None)
+def test_tensor_parallel_never_slower_for_one_sequence_beyond_its_all_reduces(prompt_len, length, tp):
+    one = _run(LLAMA8, prompts=1, samples_per_prompt=1, prompt_len=prompt_len, response_len_max=length)
+    split = _run(LLAMA8, prompts=1, samples_per_prompt=1, prompt_len=prompt_len, response_len_max=length, tp=tp)
+    assert split.total_s - split.tp_comm_s <= one.total_s * (1 + 1e-9)
+
+
+@given(c=_case, shape=st.sampled_from(["exponential", "uniform"]))
+@settings(max_examples=100, deadline=None)
+def test_a_length_distribution_is_never_faster_than_its_mean(c, shape):
+    """One wave (every sequence admitted at once): spread lengths read more KV (Σ L² grows) and
+    end with the longest. With refills it is not a theorem: 72 sequences of 3 tokens through 64
+    slots take two waves, spread lengths pack the 8 late ones sooner; see the next test."""
+    a = _args(c)
+    a["prompts"] = max(1, min(a["prompts"], a["max_num_seqs"] // a["samples_per_prompt"]))
+    top = a["response_len_max"]
+    mean = max(1.0, (c["mean_frac"] or 0.5) * top)
+    a["response_len_mean"] = max(mean, (top + 1) / 2) if shape == "uniform" else mean
+    spread = _run(**a, response_len_shape=shape)
+    at_mean = _run(**a, response_len_shape="fixed")
+    assert spread.total_s >= at_mean.total_s * (1 - 1e-3)
+
+
+@pytest.mark.parametrize("shape", ["exponential", "uniform"])
+def test_a_long_tail_costs_more_than_its_mean_with_refills(shape):
+    kw = dict(prompts=64, samples_per_prompt=16, response_len_max=4096, response_len_mean=2500, max_num_seqs=256)
+    assert _run(**kw, response_len_shape=shape).total_s > _run(**kw, response_len_shape="fixed").total_s
+
+
+@given(c=_case)
+@settings(max_examples=100, deadline=None)
+def test_the_phase_outlasts_its_longest_sequence_alone(c):
+    r = _run(**_args(c))
+    alone = _run(prompts=1, samples_per_prompt=1, prompt_len=c["prompt_len"], response_len_max=c["response_len_max"],
+                 response_len_mean=r.response_len_max_used, response_len_shape="fixed")
+    assert r.decode_s >= alone.decode_s * (1 - 1e-3)

@@ -92,10 +92,11 @@ def test_causal_attention_is_half_the_work():
         forward_flops=1e12, seq_len=4096, rates=H200, backward=False)
 
 
-def test_optimizer_implementations_differ_in_kernels_not_bytes():
+def test_optimizer_implementations_differ_in_kernels_and_passes():
     kw = dict(params=8e9, tensors=399, optimizer="adamw", rates=H200)
     fused, foreach, loop = (optimizer_seconds(impl=i, **kw) for i in ("fused", "foreach", "for_loop"))
-    assert fused.bytes_moved == foreach.bytes_moved == loop.bytes_moved
+    # the trace: foreach / for-loop AdamW move 40 B per parameter where fused moves 14 (pure bf16)
+    assert foreach.bytes_moved == loop.bytes_moved == pytest.approx(fused.bytes_moved * 40 / 14)
     assert fused.kernels < foreach.kernels < loop.kernels
     # 8B bf16 params with fp32 states and clipping: 2+2+8 in, 2+8 out, 6 for the clip = 28 B/param
     assert fused.bytes_moved == pytest.approx(8e9 * 28)

@@ -12,6 +12,8 @@ Its time is the larger of the two roofs, each at what the card sustains (``rates
   wave is partly idle: ``wave_efficiency = tiles / (waves · sm_count)`` (NVIDIA, "Matrix
   Multiplication Background User's Guide", sections "Tile quantization" and "Wave quantization").
   Grouped GEMMs (MoE experts in one kernel) share the waves: ``groups`` multiplies the tiles.
+* **Tile fill.** A tile is computed whole even where the output is narrower than it:
+  ``tile_fill = m·n / (tiles' area)``; LoRA's rank-16 products fill an eighth of a tile.
 * **Depth.** Each tile streams ``k`` in slices; the prologue/epilogue cost is fixed, so a short
   ``k`` runs below peak: ``depth_efficiency = k / (k + K_HALF)`` with ``K_HALF = 128`` (one tile
   width of pipeline fill; same guide, "Math and memory bounds").
@@ -30,6 +32,9 @@ from trainfit.compute.rates import DeviceRates, GemmPoint
 
 TILE_M = 128
 TILE_N = 128
+FP32_TILE_M = 64
+FP32_TILE_N = 32
+"""SIMT (non-tensor-core) fp32 kernels tile smaller (cuBLAS's sgemm 64x32 / 32x32 families)."""
 K_HALF = 128.0
 
 
@@ -50,14 +55,21 @@ def wave_efficiency(*, m: float, n: float, sm_count: int, groups: float = 1) -> 
     return tiles / (waves * sm_count)
 
 
+def tile_fill(*, m: float, n: float, tile_m: int = TILE_M, tile_n: int = TILE_N) -> float:
+    """Share of the output tiles' area that is real output: ``m·n / (ceil(m/TM)·TM · ceil(n/TN)·TN)``
+    (the guide's tile quantisation: an n = 16 product fills an eighth of a 128-wide tile)."""
+    return (m * n) / (ceil(max(m, 1) / tile_m) * tile_m * ceil(max(n, 1) / tile_n) * tile_n)
+
+
 def depth_efficiency(*, k: float) -> float:
     return k / (k + K_HALF)
 
 
 def _model_compute_s(*, m: float, n: float, k: float, groups: float, rates: DeviceRates, fp32: bool = False) -> float:
-    if fp32:  # no tensor cores: SIMT fp32 at the datasheet rate, no tiling effects modelled
-        return gemm_flops(m=m, n=n, k=k, groups=groups) / (rates.fp32_matmul_flops_per_s or rates.matmul_flops_per_s / 12)
-    eff = wave_efficiency(m=m, n=n, sm_count=rates.sm_count, groups=groups) * depth_efficiency(k=k)
+    if fp32:  # no tensor cores: SIMT fp32 at the datasheet rate, in its smaller tiles
+        eff = tile_fill(m=m, n=n, tile_m=FP32_TILE_M, tile_n=FP32_TILE_N) * depth_efficiency(k=k)
+        return gemm_flops(m=m, n=n, k=k, groups=groups) / ((rates.fp32_matmul_flops_per_s or rates.matmul_flops_per_s / 12) * eff)
+    eff = wave_efficiency(m=m, n=n, sm_count=rates.sm_count, groups=groups) * depth_efficiency(k=k) * tile_fill(m=m, n=n)
     return gemm_flops(m=m, n=n, k=k, groups=groups) / (rates.matmul_flops_per_s * eff)
 
 

@@ -20,8 +20,11 @@ attention                  one fused kernel (flash / efficient SDPA)    (attenti
 =========================  ==========================================  ================  =======
 
 Backward: every elementwise op reads its saved inputs and the incoming gradient and writes the
-input gradient: ``BACKWARD_BYTES_FACTOR`` = 2 x the forward bytes (norm backward reads x, weight,
-grad; writes dx and a dweight partial), ``BACKWARD_KERNEL_FACTOR`` = 1.5 x the forward kernels.
+input gradient: ``BACKWARD_BYTES_FACTOR`` = 2.2 x the forward bytes (norm backward reads x, weight,
+grad; writes dx and a dweight partial), ``BACKWARD_KERNEL_FACTOR`` = 1.9 x the forward kernels;
+the fp32 LoRA casts cost 0.9 x their forward bytes and 1 x their kernels. These three ratios, the loss's bytes per logit
+(14 forward, 22.5 backward) and the embedding backward (2 bytes per weight: one bf16 V x h
+gradient) are read off ``trainfit trace --time`` (Llama-3.1-8B and Qwen3-8B, full and LoRA).
 GEMMs: ``dX = dY·Wᵀ`` for every linear (frozen too: gradients must reach earlier layers) and
 ``dW = Xᵀ·dY`` only for trained weights.
 
@@ -36,8 +39,8 @@ projection, ``m = T·top_k / E`` rows per expert; router GEMM, top-k and the per
 ``T·top_k`` rows of ``h`` (gather + scatter-add).
 
 Head: lm_head GEMM (T x V x h); the loss upcasts the logits to fp32, shifts and takes a
-log-softmax and the NLL: 24 bytes per logit forward, 22 backward (``LOSS_*``). Embedding: a gather
-forward; backward (trained) zeroes a V x h fp32 buffer, scatter-adds, casts: 10 bytes per weight.
+log-softmax and the NLL: 14 bytes per logit forward, 22.5 backward (``LOSS_*``). Embedding: a gather
+forward; backward (trained) writes a dense V x h gradient.
 
 The byte constants are read off the op sequence above; ``tests/compute`` checks the kernels and
 GEMM FLOPs against the fake-tensor trace. Pure Python: no torch import.
@@ -54,6 +57,9 @@ from trainfit.spec.model import ModelSpec
 NORM_BYTES, NORM_KERNELS = 36.0, 7
 ROTARY_BYTES, ROTARY_KERNELS = 14.0, 5
 RESIDUAL_BYTES = 6.0
+ATTENTION_GLUE_BYTES, ATTENTION_GLUE_KERNELS = 8.0, 2
+"""The copies around the attention kernel (head transposes made contiguous, the output reshaped):
+8 bytes per hidden element and 2 kernels per layer, read off the trace."""
 SWIGLU_BYTES, SWIGLU_KERNELS = 10.0, 2
 LORA_ELEMENTWISE_BYTES, LORA_EXTRA_KERNELS = 10.0, 2
 LORA_DROPOUT_BYTES, LORA_DROPOUT_KERNELS = 5.0, 3
@@ -61,11 +67,13 @@ FP32_LORA_INPUT_BYTES, FP32_LORA_OUTPUT_BYTES = 6.0, 24.0
 """fp32 adapters: x.to(fp32) (2 in, 4 out) per input element; per output element the fp32 product is
 written (4), scaled (4 + 4), cast down (4 + 2) and added to the base output (2 + 2 + 2)."""
 NF4_DEQUANT_BYTES_PER_WEIGHT = 0.5 + 1 / 32 + 2.0
-LOSS_FORWARD_BYTES, LOSS_BACKWARD_BYTES = 24.0, 22.0
-LOSS_FORWARD_KERNELS, LOSS_BACKWARD_KERNELS = 8, 8
-EMBED_BACKWARD_BYTES_PER_WEIGHT = 10.0
-BACKWARD_BYTES_FACTOR = 2.0
-BACKWARD_KERNEL_FACTOR = 1.5
+LOSS_FORWARD_BYTES, LOSS_BACKWARD_BYTES = 14.0, 22.5
+LOSS_FORWARD_KERNELS, LOSS_BACKWARD_KERNELS = 4, 13
+EMBED_BACKWARD_BYTES_PER_WEIGHT = 2.0
+BACKWARD_BYTES_FACTOR = 2.2
+BACKWARD_KERNEL_FACTOR = 1.9
+LORA_BACKWARD_BYTES_FACTOR = 0.9
+LORA_BACKWARD_KERNEL_FACTOR = 1.0
 EAGER_SCORE_FORWARD_BYTES, EAGER_SCORE_BACKWARD_BYTES = 16.0, 20.0
 MOE_DISPATCH_KERNELS = 14
 """Router softmax, top-k, normalise, sort/histogram, permute, unpermute, scale, scatter-add."""
@@ -122,6 +130,9 @@ class StepInventory:
 
     layers_forward: PassInventory
     layers_backward: PassInventory
+    layers_recompute: PassInventory
+    """The forward that activation checkpointing re-runs inside backward: torch's checkpoint stops at
+    the layer's last saved tensor, so the last linear (``down_proj``) and its add are not re-run."""
     head_forward: PassInventory
     head_backward: PassInventory
     num_layers: int
@@ -167,8 +178,8 @@ def step_inventory(
     t = float(micro_batch_size * seq_len)
     h = spec.hidden_size
     fwd, bwd = [], []
-    fwd_bytes = bwd_bytes = 0.0
-    fwd_k = bwd_k = 0.0
+    fwd_bytes = bwd_bytes = lora_bytes = 0.0
+    fwd_k = bwd_k = lora_k = 0.0
     layers = spec.num_layers
     full = spec.num_full_attention_layers
     # elementwise
@@ -176,11 +187,11 @@ def step_inventory(
     fwd_bytes += NORM_BYTES * t * h * norms + RESIDUAL_BYTES * t * h * 2 * layers
     fwd_k += NORM_KERNELS * norms + 2 * layers
     qkv = spec.q_dim + spec.kv_dim
-    fwd_bytes += ROTARY_BYTES * t * qkv * full
-    fwd_k += 2 * ROTARY_KERNELS * full
-    if spec.qk_norm:
+    fwd_bytes += ROTARY_BYTES * t * qkv * full + ATTENTION_GLUE_BYTES * t * h * full
+    fwd_k += 2 * ROTARY_KERNELS * full + ATTENTION_GLUE_KERNELS * full
+    if spec.qk_norm:  # two RMSNorms over head_dim, on q and k reshaped per head (one copy each)
         fwd_bytes += NORM_BYTES * t * qkv * full
-        fwd_k += 2 * NORM_KERNELS * full
+        fwd_k += 2 * (NORM_KERNELS + 1) * full
     # linears
     for g in linear_groups(spec):
         frozen = adapter is not None
@@ -222,11 +233,12 @@ def step_inventory(
                     Gemm(g.name + ".A.dX", t, g.in_features, r, g.count, 1, d),
                     Gemm(g.name + ".A.dW", r, g.in_features, t, g.count, 1, d)]
             if d >= 4:  # cast x up (2 in, 4 out) and the fp32 output scaled, cast down, added
-                fwd_bytes += (FP32_LORA_INPUT_BYTES * g.in_features + FP32_LORA_OUTPUT_BYTES * g.out_features) * t * g.count
-                fwd_k += (2 + LORA_EXTRA_KERNELS + 2) * g.count
+                lora_bytes += (FP32_LORA_INPUT_BYTES * g.in_features + FP32_LORA_OUTPUT_BYTES * g.out_features) * t * g.count
+                lora_k += (LORA_EXTRA_KERNELS + 2) * g.count
             else:
-                fwd_bytes += LORA_ELEMENTWISE_BYTES * t * g.out_features * g.count
-                fwd_k += (2 + LORA_EXTRA_KERNELS) * g.count
+                lora_bytes += LORA_ELEMENTWISE_BYTES * t * g.out_features * g.count
+                lora_k += LORA_EXTRA_KERNELS * g.count
+            fwd_k += 2 * g.count
             bwd_k += 4 * g.count
             if adapter.dropout > 0:
                 fwd_bytes += LORA_DROPOUT_BYTES * t * g.in_features * g.count
@@ -277,9 +289,11 @@ def step_inventory(
         bwd.append(Gemm("deltanet.chunk.bwd", t, la.value_dim, 8 * la.key_head_dim, n))
         fwd_bytes += 40.0 * t * (la.conv_dim + la.value_dim) * n
         fwd_k += 30 * n
-    bwd_bytes += BACKWARD_BYTES_FACTOR * fwd_bytes
+    bwd_bytes += BACKWARD_BYTES_FACTOR * fwd_bytes + LORA_BACKWARD_BYTES_FACTOR * lora_bytes
+    fwd_bytes += lora_bytes
     elementwise_k = fwd_k - sum(g.count for g in fwd) - (0 if eager_attention else full)
-    bwd_k += BACKWARD_KERNEL_FACTOR * elementwise_k
+    bwd_k += BACKWARD_KERNEL_FACTOR * elementwise_k + LORA_BACKWARD_KERNEL_FACTOR * lora_k
+    fwd_k += lora_k
     layers_fwd = PassInventory(tuple(fwd), attn_fwd, float(full), fwd_bytes, fwd_k, scores)
     layers_bwd = PassInventory(tuple(bwd), attn_fwd, float(full), bwd_bytes, bwd_k, scores)
     # head + loss + embedding + final norm
@@ -292,5 +306,10 @@ def step_inventory(
     emb = EMBED_BACKWARD_BYTES_PER_WEIGHT * spec.vocab_size * h if (head_train and train_embedding) else 0.0
     head_b = PassInventory(tuple(hb), 0.0, 0.0,
                            LOSS_BACKWARD_BYTES * t * out + 2 * NORM_BYTES * t * h + emb,
-                           len(hb) + LOSS_BACKWARD_KERNELS + NORM_KERNELS + (4 if emb else 0))
-    return StepInventory(layers_fwd, layers_bwd, head_f, head_b, layers)
+                           len(hb) + LOSS_BACKWARD_KERNELS + NORM_KERNELS + (1 if emb else 0))
+    # the last linear is not re-run unless an adapter wraps it (then its output is not the last saved tensor)
+    last = [g for g in fwd if g.name in ("down_proj", "out_proj") and not _targeted(g.name, adapter)]
+    rec = PassInventory(tuple(g for g in fwd if g not in last), attn_fwd, float(full),
+                        fwd_bytes - RESIDUAL_BYTES * t * h * layers, fwd_k - sum(g.count for g in last) - layers,
+                        scores)
+    return StepInventory(layers_fwd, layers_bwd, rec, head_f, head_b, layers)

@@ -146,7 +146,7 @@ def train_step_time(
     kw = dict(rates=rates, seq_len=seq_len, memory_factor=memory_factor, kernel_factor=kernel_factor)
     fwd = (pass_seconds(inv.layers_forward, backward=False, **kw)
            + pass_seconds(inv.head_forward, backward=False, **kw)).scaled(count_scale)
-    rec = pass_seconds(inv.layers_forward, backward=False, **kw).scaled(count_scale) if gradient_checkpointing else ZERO_PASS
+    rec = pass_seconds(inv.layers_recompute, backward=False, **kw).scaled(count_scale) if gradient_checkpointing else ZERO_PASS
     bwd_layers = pass_seconds(inv.layers_backward, backward=True, **kw).scaled(count_scale)
     bwd = bwd_layers + pass_seconds(inv.head_backward, backward=True, **kw).scaled(count_scale)
     notes = [f"rates: {', '.join(rates.sources)}" if rates.sources else "rates: defaults"]

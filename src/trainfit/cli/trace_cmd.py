@@ -98,6 +98,9 @@ def trace(
     reserved: Annotated[bool, typer.Option(
         "--reserved", help="Also predict reserved memory: replay the step's allocations through a model of the CUDA "
                            "caching allocator (one GPU, train step; one more full-depth pass).")] = False,
+    time_: Annotated[bool, typer.Option(
+        "--time", help="Instead of memory: the op inventory of the step (every aten op: GEMM FLOPs and shapes, "
+                       "attention FLOPs, memory-bound bytes, kernels), per phase and per layer (one GPU).")] = False,
     set_: Annotated[list[str], typer.Option("--set", help="Any card field: KEY=VALUE. Repeatable.")] = [],
     json_: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
 ) -> None:
@@ -109,6 +112,9 @@ def trace(
     }
     run_card = load_card(card, overrides, set_)
     kwargs = trace_request_kwargs(run_card, hf_config_for(run_card))
+    if time_:
+        _trace_time(run_card, kwargs, layers, json_)
+        return
     from trainfit.plan import make_plan
 
     plan = make_plan(run_card)
@@ -134,3 +140,32 @@ def trace(
     from rich.console import Console
 
     render_trace(result, plan, Console(width=140))
+
+
+def _model_name(card, hf_config: dict[str, Any]) -> str:
+    m = card.model
+    if isinstance(m, str):
+        return m
+    return m.id or m.path or str(hf_config.get("model_type", "model"))
+
+
+def _trace_time(run_card, kwargs: dict[str, Any], layers: int | None, json_: bool) -> None:
+    """``trace --time``: the op inventory of the step (``trainfit.trace.ops.trace_ops``)."""
+    import sys
+
+    from rich.console import Console
+    from rich.progress import Progress
+
+    from trainfit.report.trace_report import ops_to_dict, render_ops
+    from trainfit.trace.ops import trace_ops
+    from trainfit.trace.types import TraceRequest
+
+    req = TraceRequest(**kwargs, layers=layers)
+    with Progress(transient=True, disable=json_ or not sys.stderr.isatty(), console=Console(stderr=True)) as bar:
+        task = bar.add_task("counting ops", total=1.0)
+        inv = trace_ops(req, progress=lambda label, frac: bar.update(task, completed=frac, description=label))
+    name = _model_name(run_card, kwargs["hf_config"])
+    if json_:
+        print_json(ops_to_dict(inv, name))
+        return
+    render_ops(inv, name, Console(width=140))

@@ -75,3 +75,104 @@ def render_trace(result: Any, plan: Plan, console: Console) -> None:
     console.print("The trace measures live tensor bytes; the cuBLAS workspaces, allocator rounding, the CUDA context and NCCL buffers are not in it (trainfit's figure here excludes them too).")
     for n in d["notes"]:
         console.print(f"  - {n}", markup=False)
+
+
+# -- trace --time: the op inventory -----------------------------------------------------------
+
+
+def _totals_dict(t: Any) -> dict[str, int]:
+    from dataclasses import asdict
+
+    return asdict(t)
+
+
+def _layers_label(js: tuple[int, ...]) -> str:
+    """(0,) -> 'layer 0'; (1, 2, 3) -> 'layers 1-3'; (0, 2, 4) -> 'layers 0,2,4' (x3)."""
+    if len(js) == 1:
+        return f"layer {js[0]}"
+    if js == tuple(range(js[0], js[-1] + 1)):
+        return f"layers {js[0]}-{js[-1]} (x{len(js)})"
+    shown = ",".join(map(str, js[:6])) + (",..." if len(js) > 6 else "")
+    return f"layers {shown} (x{len(js)})"
+
+
+def ops_to_dict(inv: Any, model: str) -> dict[str, Any]:
+    """The op inventory as one JSON object: per-phase totals, per-place rows, per-op-name rows, GEMM
+    shapes, and the records with the layer index summed out (``calls`` over all layers)."""
+    from dataclasses import asdict, replace
+
+    from trainfit.trace.inventory import gemm_shapes, merge
+
+    flat = merge(replace(r, layer=None) for r in inv.records)
+    return {
+        "model": model,
+        "layers": inv.layers,
+        "tokens": inv.tokens,
+        "layers_traced": list(inv.layers_traced),
+        "extrapolated": inv.extrapolated,
+        "seconds": inv.seconds,
+        "phases": [{"name": p.phase, **_totals_dict(p.totals), "recompute": _totals_dict(p.recompute)}
+                   for p in inv.phases],
+        "places": [{"phase": p.phase, "place": p.place, "layer": p.layer, **_totals_dict(p.totals)}
+                   for p in inv.places],
+        "by_op": [{"phase": o.phase, "op": o.op, "category": o.category, **_totals_dict(o.totals)} for o in inv.by_op],
+        "gemm_shapes": [asdict(g) for g in gemm_shapes(inv.records)],
+        "records": [{k: v for k, v in asdict(r).items() if k != "layer"} for r in flat],
+        "notes": list(inv.notes),
+    }
+
+
+def render_ops(inv: Any, model: str, console: Console) -> None:
+    """``trainfit trace --time``: per-phase totals, per-place totals and the largest GEMM shapes."""
+    from trainfit.trace.inventory import gemm_shapes, layer_groups
+    from trainfit.units import GB
+
+    def g(x: float) -> str:
+        return f"{x / 1e9:,.2f}" if x else "-"
+
+    console.print(
+        f"[bold]{model}[/bold]: op inventory of one train step ({inv.tokens:,} tokens, {inv.layers} layers),"
+        f" traced on fake CPU tensors in {inv.seconds:.1f} s (layers traced {list(inv.layers_traced)}"
+        f"{', extrapolated to full depth' if inv.extrapolated else ''})"
+    )
+    t = Table(title="Per phase (GFLOP = 1e9 FLOPs, GB = 1e9 B)")
+    for c in ("phase", "ops", "kernels", "launches", "GEMMs", "GEMM GFLOP", "attn GFLOP", "attn causal",
+              "memory-bound GB", "GEMM GB", "recompute kernels"):
+        t.add_column(c, justify="left" if c == "phase" else "right")
+    for p in inv.phases:
+        s = p.totals
+        t.add_row(p.phase, f"{s.ops:,}", f"{s.kernels:,}", f"{s.launches:,}", f"{s.gemms:,}", g(s.gemm_flops),
+                  g(s.attention_flops), g(s.attention_flops_causal), f"{s.memory_bytes / GB:,.3f}",
+                  f"{s.gemm_bytes / GB:,.3f}", f"{p.recompute.kernels:,}" if p.recompute.kernels else "-")
+    console.print(t)
+    t = Table(title="Per place, each layer of a group: kernels | GEMM GFLOP | attention GFLOP | memory-bound GB")
+    t.add_column("place")
+    for p in inv.phases:
+        t.add_column(p.phase, justify="right")
+    rows: dict[str, dict[str, str]] = {}
+    for ph in inv.phases:
+        for row in inv.places:
+            if row.phase == ph.phase and row.place != "layer":
+                rows.setdefault(row.place, {})[ph.phase] = _cell(row.totals, g)
+        for js, tot in layer_groups(inv, ph.phase):
+            rows.setdefault(_layers_label(js), {})[ph.phase] = _cell(tot, g)
+    order = ["embedding", *[k for k in rows if k.startswith("layer")], "head", "optimizer"]
+    for k in order:
+        if k in rows:
+            t.add_row(k, *[rows[k].get(p.phase, "-") for p in inv.phases])
+    console.print(t)
+    t = Table(title="Largest GEMM shapes (batch x m x n x k)")
+    for c in ("shape", "dtype", "GFLOP/call", "forward", "backward", "recompute"):
+        t.add_column(c, justify="left" if c in ("shape", "dtype") else "right")
+    for s in gemm_shapes(inv.records)[:8]:
+        t.add_row(" x ".join(map(str, s.shape)), s.dtype, f"{s.flops / 1e9:,.3f}", str(s.forward or "-"),
+                  str(s.backward or "-"), str(s.recompute or "-"))
+    console.print(t)
+    for n in inv.notes:
+        console.print(f"  - {n}", markup=False)
+
+
+def _cell(t: Any, g: Any) -> str:
+    from trainfit.units import GB
+
+    return f"{t.kernels:,} | {g(t.gemm_flops)} | {g(t.attention_flops)} | {t.memory_bytes / GB:,.3f}"

@@ -13,8 +13,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from trainfit.trace.types import TraceRequest, TraceUnsupported
 from trainfit.trace.hf_build import build_hf_config
+from trainfit.trace.types import TraceRequest, TraceUnsupported
 
 _DTYPES = {"bf16": torch.bfloat16, "fp32_autocast": torch.float32}
 

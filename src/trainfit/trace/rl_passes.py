@@ -45,9 +45,9 @@ import torch.nn.functional as F
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 from trainfit.trace import build
-from trainfit.trace.types import TraceRequest
 from trainfit.trace.patches import torch_threads, unpacked_batches
 from trainfit.trace.step import DepthRun, _opt_state_tensors, _vocab, region_namer
+from trainfit.trace.types import TraceRequest
 
 
 def selective_log_softmax(logits: torch.Tensor, index: torch.Tensor) -> torch.Tensor:

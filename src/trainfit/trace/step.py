@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, ContextManager, Iterator
 
 import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 from trainfit.trace import build
-from trainfit.trace.types import PHASES, TraceRequest
 from trainfit.trace.patches import torch_threads, unpacked_batches
+from trainfit.trace.types import PHASES, TraceRequest
 
 
 @dataclass(frozen=True)
@@ -72,6 +72,29 @@ def run_depth(
     req: TraceRequest, depth: int, *, window: int = 1, progress: Callable[[str, float], None]
 ) -> DepthRun:
     """Build ``depth`` layers, run a warm-up step, then trace the steady-state step per phase."""
+    with warmed_up(req, depth, progress) as (model, opt, ids):
+        progress("trace", 0.5)
+        if req.mode == "memtracker":
+            from trainfit.trace.memtrack import traced_step_memtracker
+
+            reserved = None
+            peaks, bds, regs = traced_step_memtracker(
+                model, opt, ids, req, _forward, progress, region_namer(depth, window)
+            )
+        else:
+            peaks, bds, regs, reserved = _traced_step_fast(model, opt, ids, req, progress,
+                                                           region_namer(depth, window))
+    progress("done", 1.0)
+    return DepthRun(depth, peaks, bds, regs, reserved=reserved)
+
+
+@contextlib.contextmanager
+def warmed_up(
+    req: TraceRequest, depth: int, progress: Callable[[str, float], None]
+) -> Iterator[tuple[Any, torch.optim.Optimizer, torch.Tensor]]:
+    """``(model, optimizer, input_ids)`` of a ``depth``-layer train step on fake ``cpu`` tensors, after
+    one untracked warm-up step (so the optimizer states exist). FSDP2-sharded on a fake process group
+    when ``req.world_size > 1``. The fake mode (and one intra-op thread) stays active until exit."""
     from trainfit.trace.fsdp import fake_process_group, make_mesh, shard
 
     progress("build", 0.0)
@@ -95,19 +118,38 @@ def run_depth(
         ids = torch.randint(0, vocab, (req.micro_batch_size, req.seq_len))
         progress("warm-up", 0.1)
         _plain_step(model, opt, ids, req)
-        progress("trace", 0.5)
-        if req.mode == "memtracker":
-            from trainfit.trace.memtrack import traced_step_memtracker
+        yield model, opt, ids
 
-            reserved = None
-            peaks, bds, regs = traced_step_memtracker(
-                model, opt, ids, req, _forward, progress, region_namer(depth, window)
-            )
-        else:
-            peaks, bds, regs, reserved = _traced_step_fast(model, opt, ids, req, progress,
-                                                           region_namer(depth, window))
-    progress("done", 1.0)
-    return DepthRun(depth, peaks, bds, regs, reserved=reserved)
+
+def steady_step(
+    model: Any,
+    opt: torch.optim.Optimizer,
+    ids: torch.Tensor,
+    req: TraceRequest,
+    phase: Callable[[str], ContextManager[Any]],
+    *,
+    progress: Callable[[str, float], None],
+    after_forward: Callable[[], None] = lambda: None,
+    after_backward: Callable[[], None] = lambda: None,
+) -> None:
+    """The measured step, phase by phase (``phase(name)`` wraps each): forward (the output is dropped
+    before backward unless ``req.keep_outputs``, as the Trainer keeps only the loss), backward, then
+    ``opt.step()`` and ``zero_grad(set_to_none=True)``."""
+    with phase("forward"):
+        out = _forward(model, ids, req)
+        loss = out.loss
+        if not req.keep_outputs:
+            del out  # the Trainer keeps only the loss
+        after_forward()
+    progress("backward", 0.65)
+    with phase("backward"):
+        loss.backward()
+        after_backward()
+    out = loss = None
+    progress("optimizer", 0.85)
+    with phase("optimizer_step"):
+        opt.step()
+        opt.zero_grad(set_to_none=True)
 
 
 def _vocab(model: Any) -> int:
@@ -125,21 +167,8 @@ def _traced_step_fast(model, opt, ids, req, progress, rename):  # noqa: ANN001, 
     tr.add_existing(ids, tag="activations")
     grads = [p for p in model.parameters() if p.requires_grad]
     with tr:
-        with tr.phase("forward"):
-            out = _forward(model, ids, req)
-            loss = out.loss
-            if not req.keep_outputs:
-                del out  # the Trainer keeps only the loss
-            tr.mark_activations()
-        progress("backward", 0.65)
-        with tr.phase("backward"):
-            loss.backward()
-            tr.tag([p.grad for p in grads if p.grad is not None], "gradients")
-        out = loss = None
-        progress("optimizer", 0.85)
-        with tr.phase("optimizer_step"):
-            opt.step()
-            opt.zero_grad(set_to_none=True)
+        steady_step(model, opt, ids, req, tr.phase, progress=progress, after_forward=tr.mark_activations,
+                    after_backward=lambda: tr.tag([p.grad for p in grads if p.grad is not None], "gradients"))
     regions.remove()
     peaks = {name: tr.phases[name].peak_bytes for name in PHASES}
     reserved = tr.replay_reserved() if req.replay_allocator else None

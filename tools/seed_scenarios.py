@@ -118,7 +118,7 @@ def grpo_section() -> list[str]:
         "Best configurations trainfit finds (search over scope, offload, placement, tensor parallel, vLLM",
         "utilization, sleep mode, chunked log-probs and the weight-sync mechanism):",
         "",
-        "| GPUs | evaluated | fitting | best knobs | worst GPU (GiB) | step (s, roofline) |",
+        "| GPUs | evaluated | fitting | best knobs | worst GPU (GiB) | step (s) |",
         "|---|---|---|---|---|---|",
     ]
     for n in (4, 8):

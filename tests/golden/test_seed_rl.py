@@ -88,3 +88,35 @@ def test_two_part_budget_is_shown(capsys):
                  "--scope", "lora", "--set", "rollout.tensor_parallel=8", "--set", "rollout.gpu_memory_utilization=0.5"]) == 0
     out = capsys.readouterr().out
     assert "two-part budget" in out and "training side" in out and "generation side" in out
+
+
+@pytest.mark.parametrize("gpus", [4, 8])
+def test_grpo_27b_on_4090s_is_timed_phase_by_phase(gpus):
+    # seed 000 section 七: "GPU 利用率低 | 通信、工具执行、CPU、数据读取 | 分阶段计时" (time each phase), and
+    # section 四: the RTX 4090 "不支持 NVLink。多卡任务还需检查 PCIe 拓扑与实际通信能力" (no NVLink; check PCIe)
+    from trainfit.search import updated
+
+    base = grpo_27b(gpus=gpus, scope="lora", placement="colocate")
+    best = search(base, GRPO_SPACE).best
+    card = updated(base, best.knobs)
+    p = plan(card)
+    assert p.fits and p.step_seconds == pytest.approx(best.step_seconds)
+    phases = {t.name: t for t in p.time_phases}
+    assert {"generation", "actor_update", "weight_sync"} <= set(phases)
+    assert p.step_seconds == pytest.approx(sum(t.seconds for t in p.time_phases))
+    # generation waits for the longest of 128 responses of up to 4096 tokens
+    assert phases["generation"].terms["long_tail"] > 0
+    if p.card.rollout.tensor_parallel > 1:
+        # tensor-parallel all-reduces go through host memory: no peer-to-peer between GeForce cards
+        assert phases["generation"].terms["tp_all_reduce"] > 0.05 * phases["generation"].seconds
+    assert any("GB/s bus bandwidth" in a and "in a node" in a for a in p.assumptions)
+
+
+def test_grpo_27b_full_with_offload_times_the_cpu_optimizer():
+    # seed 000 section 三: full fine-tuning's 432 GB of Adam state cannot stay on 8 x 24 GB: offload it,
+    # and the step now includes the CPU's Adam over 27e9 parameters and the PCIe traffic
+    p = plan(grpo_27b(gpus=8, scope="full", placement="colocate", parallel={"offload": "params_and_optimizer"}))
+    update = next(t for t in p.time_phases if t.name == "actor_update")
+    # CPU Adam streams ~30 B per parameter at the node's host memory bandwidth (100 GB/s assumed)
+    assert update.terms["offload"] >= 27e9 * 30 / 100e9
+    assert any("CPU Adam" in a for a in p.assumptions)

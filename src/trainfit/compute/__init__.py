@@ -1,23 +1,24 @@
-"""Time and cost: FLOPs per token, step and generation time (a roofline), price per GPU-hour.
+"""Time and cost, one mechanism per module (the time twin of ``trainfit.memory``).
+
+* ``rates``: what a GPU kind sustains (matmul, HBM, host cost per kernel, NCCL bus, PCIe, host memory);
+* ``flops``: FLOPs per token by pass; ``inventory``: the kernels of a micro-step (GEMM shapes, attention,
+  memory-bound bytes, kernel counts), checked against ``trainfit trace --time``;
+* ``gemm``, ``attention_time``, ``optimizer_time``: seconds of each kind of kernel;
+* ``collectives``, ``offload``: NCCL collectives with the framework's overlap, PCIe and the CPU optimizer;
+* ``training``: a training step assembled from the above; ``generation``, ``sync``: the RL rollout
+  engine (decode with a response-length distribution, sleep/wake) and trainer -> engine weight sync;
+* ``cost``: price per GPU-hour and per run.
 
 Pure Python: no torch import.
 """
 
 from trainfit.compute.cost import EXCLUDES, PRESETS, Cost, Price, cost_per_hour, parse_price, price_preset, run_cost
 from trainfit.compute.flops import TrainingFlops, matmul_params, training_flops_per_token
-from trainfit.compute.step_time import (
-    DEFAULT_MFU,
-    GenTime,
-    PhaseTime,
-    StepTime,
-    generation_time,
-    sft_step_time,
-    sum_phases,
-    weight_sync_seconds,
-)
+from trainfit.compute.rates import DeviceRates, default_rates
+from trainfit.compute.training import PhaseTime, TrainStepTime, train_step_time
 
 __all__ = [
-    "DEFAULT_MFU", "EXCLUDES", "PRESETS", "Cost", "GenTime", "PhaseTime", "Price", "StepTime", "TrainingFlops",
-    "cost_per_hour", "generation_time", "matmul_params", "parse_price", "price_preset", "run_cost",
-    "sft_step_time", "sum_phases", "training_flops_per_token", "weight_sync_seconds",
+    "EXCLUDES", "PRESETS", "Cost", "DeviceRates", "PhaseTime", "Price", "TrainStepTime", "TrainingFlops",
+    "cost_per_hour", "default_rates", "matmul_params", "parse_price", "price_preset", "run_cost",
+    "train_step_time", "training_flops_per_token",
 ]

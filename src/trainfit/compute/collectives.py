@@ -31,6 +31,8 @@ from dataclasses import dataclass
 
 from trainfit.compute.rates import COLLECTIVE_HOP_LATENCY_S, DeviceRates
 
+DEFAULT_INTER_NODE_BYTES_PER_S = 25e9
+"""One 200 Gb/s InfiniBand / RoCE NIC per GPU = 25·10⁹ B/s per direction (the card's default)."""
 NIC_EFFICIENCY = 0.80
 DDP_BUCKET_BYTES = 25 * 2**20
 """torch DDP's default ``bucket_cap_mb=25`` (MiB)."""

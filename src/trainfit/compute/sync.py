@@ -50,7 +50,7 @@ from enum import StrEnum
 from math import ceil
 
 from trainfit.compute import collectives
-from trainfit.compute.comm import DEFAULT_INTER_NODE_BYTES_PER_S
+from trainfit.compute.collectives import DEFAULT_INTER_NODE_BYTES_PER_S
 from trainfit.compute.rates import COLLECTIVE_HOP_LATENCY_S, DeviceRates
 from trainfit.errors import CardError
 from trainfit.spec.enums import LayerKind, Placement

@@ -137,34 +137,60 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
     return StepTiming(total, tokens, tuple(gen_side + phases), tuple(notes) + actor.assumptions)
 
 
+def _engine_weight_bytes(spec: ModelSpec) -> float:
+    """The whole model in bf16, as the engine holds and the sync sends it."""
+    return weight_bytes(spec, weights=Dtype.BF16, compute=ComputeDtype.BF16, trainable=TrainableSpec()).base
+
+
 def generation_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, rollout, r: DeviceRates) -> PhaseTime | None:
     """The rollout engine's time for the step's prompts (None when the engine cannot start)."""
     if rollout is None or not rollout.engine_fits:
         return None
-    from trainfit.compute.step_time import generation_time
+    from trainfit.compute.flops import matmul_params
+    from trainfit.compute.generation import generation_time
 
     ro = card.rollout
-    w = weight_bytes(spec, weights=Dtype.BF16, compute=ComputeDtype.BF16, trainable=TrainableSpec()).base
     g = generation_time(
-        spec, gpu=gpu, tp=ro.tensor_parallel, prompts=ro.prompts_per_step, generations=ro.num_generations,
-        prompt_len=ro.prompt_len, completion_len=int(response_mean(card)), weight_bytes=w,
-        kv_bytes_per_token=rollout.kv_bytes_per_token * ro.tensor_parallel, engines=rollout.engine_instances,
-        max_batch=max(1, rollout.max_concurrency),
+        spec=spec, matmul_params=matmul_params(spec), rates=r, tp=ro.tensor_parallel, prompts=ro.prompts_per_step,
+        samples_per_prompt=ro.num_generations, prompt_len=ro.prompt_len, response_len_max=ro.response_len,
+        response_len_mean=response_mean(card), response_len_shape=ro.response_len_shape,
+        weight_bytes=_engine_weight_bytes(spec), kv_bytes_per_token=rollout.kv_bytes_per_token * ro.tensor_parallel,
+        max_num_seqs=ro.max_num_seqs, kv_capacity_tokens=rollout.kv_capacity_tokens or None,
+        cuda_graphs=ro.cuda_graphs, engines=max(1, rollout.engine_instances),
     )
-    return _phase("generation", g.total_s, "memory" if g.bound == "bandwidth" else g.bound,
-                  prefill=g.prefill_s, decode=g.decode_s)
+    bound = {"bandwidth": "memory"}.get(g.bound, g.bound)
+    return _phase("generation", g.total_s, bound, prefill=g.prefill_s, decode=g.decode_s, long_tail=g.tail_s,
+                  tp_all_reduce=g.tp_comm_s, preemption_recompute=g.preemption_recompute_s)
 
 
 def sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding, rollout, r: DeviceRates) -> PhaseTime | None:
+    """Trainer -> engine weights as the card's framework does it (``compute.sync``)."""
     if rollout is None:
         return None
-    from trainfit.compute.step_time import weight_sync_seconds
+    from trainfit.compute.sync import framework_sync_mechanism, hf_tensor_count, weight_sync_seconds
 
-    w = weight_bytes(spec, weights=Dtype.BF16, compute=ComputeDtype.BF16, trainable=TrainableSpec()).base
-    s = weight_sync_seconds(weight_bytes=w / max(1, sharding.world_size), gpu=gpu,
-                            colocated=card.rollout.placement.value == "colocate")
-    return _phase("weight_sync", s, "communication")
+    ro = card.rollout
+    fs = framework_sync_mechanism(card.preset or "trl", ro.placement.value)
+    sharded = card.parallel.strategy.value in ("zero3", "fsdp", "hsdp", "fsdp_grad_op")
+    train_gpus, _ = group_sizes(card)
+    t = weight_sync_seconds(
+        mechanism=fs.mechanism, weight_bytes=_engine_weight_bytes(spec), num_tensors=hf_tensor_count(spec),
+        train_shards=train_gpus if sharded else 1, tp=ro.tensor_parallel, rates=r,
+        engines=max(1, rollout.engine_instances), inter_node=card.hardware.nodes > 1,
+        gpus_per_node=card.hardware.gpus_per_node, nic_bytes_per_s=card.hardware.nic_gbps_per_gpu * 1e9 / 8,
+        bucket_bytes=fs.bucket_bytes, s_per_tensor=fs.s_per_tensor,
+    )
+    return _phase("weight_sync", t.total_s, "communication", gather=t.gather_s, transfer=t.transfer_s,
+                  per_tensor=t.per_tensor_s)
 
 
 def sleep_wake_phase(card: RunCard, spec: ModelSpec, rollout, r: DeviceRates) -> PhaseTime | None:
-    return None
+    """vLLM sleep mode between rollouts (level 1: weights to pinned host memory; level 2: dropped)."""
+    ro = card.rollout
+    if rollout is None or ro.sleep_level == 0:
+        return None
+    from trainfit.compute.generation import sleep_wake_seconds
+
+    t = sleep_wake_seconds(level=ro.sleep_level, weight_bytes_per_gpu=_engine_weight_bytes(spec) / ro.tensor_parallel,
+                           kv_cache_bytes_per_gpu=rollout.kv_cache_bytes, rates=r)
+    return _phase("sleep_wake", t.total_s, "offload", sleep=t.sleep_s, wake=t.wake_s)

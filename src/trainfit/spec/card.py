@@ -15,6 +15,8 @@ from trainfit.errors import CardError
 from trainfit.spec.enums import (
     AdapterDtype,
     AsyncMode,
+    ContextParallelKind,
+    PipelineSchedule,
     ResponseShape,
     Attention,
     ComputeDtype,
@@ -86,6 +88,20 @@ class ParallelSection(_Section):
     gradient_checkpointing: bool = True
     activation_offload: bool = Field(False, description="Saved activations stream to host RAM (torchtune OffloadActivations).")
     compile: bool = Field(False, description="torch.compile: fused elementwise kernels and fewer launches in the time model; its activation savings are not modelled.")
+    tensor_parallel: int = Field(1, ge=1, description="Megatron-style tensor parallel size (heads, MLP width and vocabulary split).")
+    sequence_parallel: bool = Field(False, description="Megatron sequence parallel: norms and dropout on sequence shards (needs tensor_parallel > 1).")
+    context_parallel: int = Field(1, ge=1, description="Sequence split over this many ranks (context parallel / Ulysses).")
+    context_parallel_kind: ContextParallelKind = Field(ContextParallelKind.RING, description="ring (Megatron CP) | ulysses (verl, OpenRLHF).")
+    pipeline_parallel: int = Field(1, ge=1, description="Pipeline stages; batch.grad_accum is the micro-batches per step.")
+    pipeline_schedule: PipelineSchedule = Field(PipelineSchedule.ONE_F_ONE_B, description="1f1b | interleaved.")
+    virtual_stages: int = Field(1, ge=1, description="Model chunks per pipeline rank (interleaved schedule).")
+    expert_parallel: int = Field(1, ge=1, description="MoE experts split over this many ranks (inside the data x context ranks).")
+    expert_tensor_parallel: int = Field(1, ge=1, description="Tensor parallel size inside each expert.")
+
+    @property
+    def model_parallel(self) -> int:
+        """tensor x context x pipeline: the ranks one data-parallel replica spans."""
+        return self.tensor_parallel * self.context_parallel * self.pipeline_parallel
 
 
 class BatchSection(_Section):
@@ -237,6 +253,30 @@ class RunCard(_Section):
                     f"rollout.tensor_parallel: {ro.tensor_parallel} is more than the {engine_gpus} GPUs per node"
                     " the rollout engine has"
                 )
+        par = self.parallel
+        if par.sequence_parallel and par.tensor_parallel == 1:
+            raise ValueError("parallel.sequence_parallel: needs parallel.tensor_parallel > 1 (it shards along the TP group)")
+        if par.virtual_stages > 1 and par.pipeline_schedule is not PipelineSchedule.INTERLEAVED:
+            raise ValueError("parallel.virtual_stages: > 1 needs parallel.pipeline_schedule: interleaved")
+        train_gpus = self.world_size
+        if self.method in (Method.PPO, Method.GRPO) and ro.placement is Placement.SPLIT and ro.gpus is not None:
+            train_gpus = (self.hardware.gpus_per_node - ro.gpus) * self.hardware.nodes
+        if train_gpus % par.model_parallel:
+            raise ValueError(
+                f"parallel: tensor_parallel x context_parallel x pipeline_parallel = {par.model_parallel} does not divide"
+                f" the {train_gpus} training GPUs; allowed: divisors of {train_gpus}"
+            )
+        dp_cp = train_gpus // par.model_parallel * par.context_parallel
+        if dp_cp % par.expert_parallel:
+            raise ValueError(
+                f"parallel.expert_parallel: {par.expert_parallel} must divide data x context parallel = {dp_cp}"
+            )
+        if par.tensor_parallel * par.pipeline_parallel > 1 and par.strategy in (
+                Strategy.ZERO2, Strategy.ZERO3, Strategy.HSDP, Strategy.FSDP_GRAD_OP):
+            raise ValueError(
+                f"parallel.strategy: '{par.strategy.value}' with tensor or pipeline parallel is not modelled;"
+                " allowed with them: single, ddp, zero1 (Megatron's distributed optimizer), fsdp"
+            )
         if self.precision.optimizer_in_backward and self.batch.grad_accum > 1:
             raise ValueError("precision.optimizer_in_backward: cannot be combined with batch.grad_accum > 1")
         if self.scope is Scope.QLORA and w not in (None, Dtype.NF4):

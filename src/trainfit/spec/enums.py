@@ -175,3 +175,16 @@ class ResponseShape(StrEnum):
 class AsyncMode(StrEnum):
     NONE = "none"
     ONE_STEP_OFF = "one_step_off"
+
+
+class ContextParallelKind(StrEnum):
+    """Ring attention (Megatron CP, torch context_parallel: KV blocks passed around the ring) or
+    DeepSpeed-Ulysses (all-to-all from sequence shards to head shards and back; verl, OpenRLHF)."""
+
+    RING = "ring"
+    ULYSSES = "ulysses"
+
+
+class PipelineSchedule(StrEnum):
+    ONE_F_ONE_B = "1f1b"
+    INTERLEAVED = "interleaved"

@@ -199,10 +199,37 @@ def hardware(gpu_id: str, gpus: int, per_node: int, nodes: int, nic: float | Non
 
 
 def parallel_blockers(dims: dict[str, Any]) -> list[str]:
-    """Reasons the card cannot state an entry's parallelism (tp/pp/cp/ep/Ulysses > 1)."""
-    names = {"tp": "tensor", "pp": "pipeline", "cp": "context", "ep": "expert",
-             "sequence_parallel_ulysses": "Ulysses sequence"}
-    return [f"{names[k]} parallel {v}" for k, v in dims.items() if k in names and (v or 1) > 1]
+    """Reasons the card cannot state an entry's parallelism (none left: the card states tp/pp/cp/ep/Ulysses)."""
+    cp, ulysses = (dims.get("cp") or 1), (dims.get("sequence_parallel_ulysses") or 1)
+    if cp > 1 and ulysses > 1:
+        return [f"ring context parallel {cp} together with Ulysses {ulysses}"]
+    return []
+
+
+def model_parallel_section(dims: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The card's tensor / pipeline / context / expert parallel fields for an entry's parallelism."""
+    out: dict[str, Any] = {}
+    notes: list[str] = []
+    tp, pp, ep = dims.get("tp") or 1, dims.get("pp") or 1, dims.get("ep") or 1
+    cp, ulysses = dims.get("cp") or 1, dims.get("sequence_parallel_ulysses") or 1
+    if tp > 1:
+        out["tensor_parallel"] = tp
+        if dims.get("sequence_parallel"):
+            out["sequence_parallel"] = True
+    if pp > 1:
+        out["pipeline_parallel"] = pp
+        vpp = dims.get("vpp") or dims.get("virtual_stages") or 1
+        if vpp > 1:
+            out.update(pipeline_schedule="interleaved", virtual_stages=vpp)
+    if ulysses > 1:
+        out.update(context_parallel=ulysses, context_parallel_kind="ulysses")
+    elif cp > 1:
+        out.update(context_parallel=cp, context_parallel_kind="ring")
+    if ep > 1:
+        out["expert_parallel"] = ep
+    if out:
+        notes.append("model parallel: " + ", ".join(f"{k} {v}" for k, v in out.items()))
+    return out, notes
 
 
 def checkpointing(value: Any, framework: str) -> tuple[bool, list[str]]:
@@ -278,8 +305,16 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     notes += n
     ckpt, n = checkpointing(e.get("activation_checkpointing"), e["framework"])
     notes += n
-    b = e["batch"]
-    if not b.get("grad_accum"):
+    b = dict(e["batch"])
+    dims = e["parallel"]
+    dp = max(1, e["gpus"] // ((dims.get("tp") or 1) * (dims.get("pp") or 1) * (dims.get("cp") or 1)))
+    if b.get("global_batch_size") and b.get("micro_batch_size"):
+        ga = max(1, round(b["global_batch_size"] / (b["micro_batch_size"] * dp)))
+        if ga != (b.get("grad_accum") or 1):
+            notes.append(f"grad accumulation {ga} from the global batch {b['global_batch_size']} / (micro-batch"
+                         f" {b['micro_batch_size']} x {dp} data-parallel ranks)")
+        b["grad_accum"] = ga
+    elif not b.get("grad_accum"):
         notes.append("grad accumulation not stated: 1")
     strategy = STRATEGIES[e["parallel"]["strategy"]]
     if e["parallel"]["strategy"] == "megatron-dist-opt":
@@ -290,10 +325,12 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     scope = {"sft_lora": "lora", "sft_qlora": "qlora"}.get(kind, "full")
     if "Int4" in e["model"]:
         notes.append("GPTQ int4 base planned as bitsandbytes nf4 (QLoRA)")
+    mp, n = model_parallel_section(e["parallel"])
+    notes += n
     card: dict[str, Any] = {
         "model": model, "method": "sft", "scope": scope, "hardware": hw,
         "parallel": {"strategy": strategy, "offload": e["parallel"].get("offload") or "none",
-                     "gradient_checkpointing": ckpt, "compile": bool(e.get("compile"))},
+                     "gradient_checkpointing": ckpt, "compile": bool(e.get("compile")), **mp},
         "batch": {"micro_batch_size": b["micro_batch_size"], "seq_len": b["seq_len"],
                   "grad_accum": b.get("grad_accum") or 1},
         "attention": "eager" if e.get("attention") == "eager" else "sdpa",
@@ -434,12 +471,28 @@ def map_rl(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     else:
         notes.append("training strategy not stated: the preset's, else the card's default")
     if tr.get("strategy") == "megatron":
-        notes.append("Megatron-Core (data parallel only) planned as ZeRO-1 (distributed optimizer)")
+        notes.append("Megatron-Core planned with ZeRO-1 (its distributed optimizer) over the data-parallel ranks")
     if tr.get("activation_checkpointing") is not None:
         parallel["gradient_checkpointing"] = bool(tr["activation_checkpointing"])
+    mp, n = model_parallel_section(tr)
+    parallel.update(mp)
+    notes += n
+    mbs = tr.get("micro_batch_size")
+    tokens_per_gpu = tr.get("dynamic_bsz / max_token_len_per_gpu")
+    if tokens_per_gpu is True or (not isinstance(tokens_per_gpu, (int, float)) and tokens_per_gpu is not None):
+        tokens_per_gpu = None if not tokens_per_gpu else 16384
+        notes.append("dynamic batching on, token budget not published: verl's default 16384 per GPU")
+    if not mbs and not tokens_per_gpu and e["framework"] == "verl":
+        tokens_per_gpu = 16384
+        notes.append("verl's dynamic batching assumed (use_dynamic_bsz, ppo_max_token_len_per_gpu 16384, the "
+                     "trainer config's default)")
+    if not mbs and tokens_per_gpu:
+        per_seq = rollout["prompt_len"] + rollout.get("response_len_mean", rollout["response_len"])
+        mbs = max(1, int(tokens_per_gpu) // per_seq)
+        notes.append(f"dynamic batch of {tokens_per_gpu} tokens per GPU planned as {mbs} sequence(s) per micro-batch")
     card: dict[str, Any] = {"model": model, "method": "ppo" if method == "ppo" else "grpo", "scope": "full",
                             "hardware": hw, "parallel": parallel,
-                            "batch": {"micro_batch_size": tr.get("micro_batch_size") or 1}, "rollout": rollout}
+                            "batch": {"micro_batch_size": mbs or 1}, "rollout": rollout}
     if method == "dapo":
         card["roles"] = {"kl_coef": 0.0}
         notes.append("DAPO: no KL term, no reference pass")
@@ -679,7 +732,11 @@ def train_rows(entries: list[dict[str, Any]], ledger: list[dict[str, Any]]) -> l
         tokens = train_tokens_per_step(e)
         if card is not None:
             b, hw = card["batch"], card["hardware"]
-            tokens = float(b["micro_batch_size"] * b["seq_len"] * b["grad_accum"] * hw["gpus_per_node"] * hw["nodes"])
+            par = card["parallel"]
+            replica = (par.get("tensor_parallel", 1) * par.get("pipeline_parallel", 1)
+                       * par.get("context_parallel", 1))
+            dp = max(1, hw["gpus_per_node"] * hw["nodes"] // replica)
+            tokens = float(b["micro_batch_size"] * b["seq_len"] * b["grad_accum"] * dp)
         n, how = rule_params(e["model"], e.get("model_config"))
         row = Row(id=e["id"], subset=subsets[e["kind"]], quantity="step", model=e["model"], config="",
                   published_s=published_train_seconds(e, tokens), source=source_of(e), entry_note=e.get("note", ""),

@@ -74,13 +74,12 @@ def test_the_ledger_lists_every_entry_once_with_a_status(result):
     assert n["mapped"]["n"] + n["not_representable"]["n"] + n["skipped"]["n"] == len(ledger)
 
 
-def test_parallelism_the_card_cannot_state_is_not_representable():
-    with pytest.raises(S.Unmapped) as u:
-        S.map_train(BY_ID["titan-h100-70b-256gpu-fsdp32-tp8"])
-    assert u.value.status == "not_representable" and u.value.reasons == ["tensor parallel 8"]
-    with pytest.raises(S.Unmapped) as u:
-        S.map_rl(BY_ID["verl-one-step-off-dapo-qwen25math7b-h20-colocate-fsdp2"])
-    assert u.value.status == "not_representable" and "Ulysses sequence parallel 4" in u.value.reasons
+def test_model_parallelism_maps_onto_the_card():
+    card, _ = S.map_train(BY_ID["titan-h100-70b-256gpu-fsdp32-tp8"])
+    assert card["parallel"]["tensor_parallel"] == 8
+    card, _ = S.map_rl(BY_ID["verl-one-step-off-dapo-qwen25math7b-h20-colocate-fsdp2"])
+    assert card["parallel"]["context_parallel"] == 4 and card["parallel"]["context_parallel_kind"] == "ulysses"
+    assert S.parallel_blockers({"cp": 2, "sequence_parallel_ulysses": 4}) == ["ring context parallel 2 together with Ulysses 4"]
 
 
 def test_rule_of_thumb_for_a_hand_checked_entry(result):

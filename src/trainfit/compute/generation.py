@@ -712,8 +712,13 @@ def generation_time(
     common = dict(spec=spec, matmul_params=matmul_params, rates=rates, tp=tp,
                   tp_all_reduce_latency_s=tp_all_reduce_latency_s)
     prefill, prefill_comm = prefill_seconds(sequences=prefilled, context_tokens=prefilled * prompt_len, **common)
-    recompute, recompute_comm = prefill_seconds(sequences=dec.preempted, context_tokens=dec.recompute_ctx,
-                                                context_tokens_sq=dec.recompute_ctx2, **common)
+    # a preempted sequence re-prefills at most its whole context (prompt + longest response): the fluid
+    # bookkeeping of readmitted sequences can overstate the context it carries, so bound it here
+    longest = prompt_len + l_top
+    re_ctx = min(dec.recompute_ctx, dec.preempted * longest)
+    re_ctx2 = min(dec.recompute_ctx2, dec.preempted * longest * longest, re_ctx * longest)
+    recompute, recompute_comm = prefill_seconds(sequences=dec.preempted, context_tokens=re_ctx,
+                                                context_tokens_sq=re_ctx2, **common)
     parts = (dec.bandwidth_s, dec.compute_s, dec.launch_s)
     notes = _assumptions(engines=engines, tp=tp, seqs=seqs, max_num_seqs=max_num_seqs, kv=kv_capacity_tokens,
                          kind=_shape(response_len_shape, response_len_max, response_len_mean)[0], mean=mean,

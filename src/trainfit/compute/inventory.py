@@ -173,8 +173,14 @@ def _targeted(name: str, adapter: Adapter | None) -> bool:
 def step_inventory(
     spec: ModelSpec, *, micro_batch_size: int, seq_len: int, adapter: Adapter | None = None,
     eager_attention: bool = False, causal_skip: bool = True, train_embedding: bool = True,
+    attention_context: int | None = None, sequence_shards: int = 1,
 ) -> StepInventory:
-    """The op inventory of one micro-step of ``micro_batch_size × seq_len`` tokens on one GPU."""
+    """The op inventory of one micro-step of ``micro_batch_size × seq_len`` tokens on one GPU.
+
+    ``attention_context``: the keys each query sees when the sequence is split over context-parallel
+    ranks (``seq_len`` is then the rank's shard); ``sequence_shards``: Megatron sequence parallel splits
+    the norms and residual adds over the tensor-parallel ranks.
+    """
     t = float(micro_batch_size * seq_len)
     h = spec.hidden_size
     fwd, bwd = [], []
@@ -184,7 +190,7 @@ def step_inventory(
     full = spec.num_full_attention_layers
     # elementwise
     norms = spec.norms_per_layer * layers
-    fwd_bytes += NORM_BYTES * t * h * norms + RESIDUAL_BYTES * t * h * 2 * layers
+    fwd_bytes += (NORM_BYTES * t * h * norms + RESIDUAL_BYTES * t * h * 2 * layers) / sequence_shards
     fwd_k += NORM_KERNELS * norms + 2 * layers
     qkv = spec.q_dim + spec.kv_dim
     fwd_bytes += ROTARY_BYTES * t * qkv * full + ATTENTION_GLUE_BYTES * t * h * full
@@ -264,7 +270,7 @@ def step_inventory(
     attn_fwd = 0.0
     scores = 0.0
     if full:
-        s = float(seq_len)
+        s = float(attention_context or seq_len)
         per_layer = 4.0 * s * spec.q_dim * t
         if eager_attention:
             b = micro_batch_size
@@ -310,6 +316,7 @@ def step_inventory(
     # the last linear is not re-run unless an adapter wraps it (then its output is not the last saved tensor)
     last = [g for g in fwd if g.name in ("down_proj", "out_proj") and not _targeted(g.name, adapter)]
     rec = PassInventory(tuple(g for g in fwd if g not in last), attn_fwd, float(full),
-                        fwd_bytes - RESIDUAL_BYTES * t * h * layers, fwd_k - sum(g.count for g in last) - layers,
+                        fwd_bytes - RESIDUAL_BYTES * t * h * layers / sequence_shards,
+                        fwd_k - sum(g.count for g in last) - layers,
                         scores)
     return StepInventory(layers_fwd, layers_bwd, rec, head_f, head_b, layers)

@@ -27,12 +27,13 @@ from trainfit.compute import collectives as coll
 from trainfit.compute.attention_time import attention_seconds
 from trainfit.compute.gemm import gemm_seconds
 from trainfit.compute.inventory import Adapter, PassInventory, step_inventory
+from trainfit.compute.model_parallel import ModelParallelComm, model_parallel_comm, pipeline_bubble_micro_steps
 from trainfit.compute.offload import offload_seconds
 from trainfit.compute.optimizer_time import optimizer_seconds
 from trainfit.compute.rates import DeviceRates
 from trainfit.spec.model import ModelSpec
 
-BOUNDS = ("compute", "memory", "launch", "communication", "offload")
+BOUNDS = ("compute", "memory", "launch", "communication", "offload", "idle")
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +100,30 @@ class Parallel:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class ModelParallel:
+    """Tensor / context / pipeline / expert sizes of the run (the spec given to the step is already one
+    rank's shard: heads, MLP width and vocabulary / tp, layers / pp)."""
+
+    tp: int = 1
+    sequence_parallel: bool = False
+    cp: int = 1
+    ulysses: bool = False
+    pp: int = 1
+    virtual_stages: int = 1
+    ep: int = 1
+    full_q_dim: int = 0
+    full_kv_dim: int = 0
+    tp_bus_bytes_per_s: float = 1.0
+    cp_bus_bytes_per_s: float = 1.0
+    ep_bus_bytes_per_s: float = 1.0
+    pp_bytes_per_s: float = 1.0
+
+    @property
+    def active(self) -> bool:
+        return self.tp * self.cp * self.pp * self.ep > 1
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class OptimizerSpec:
     name: str = "adamw"
     impl: str = "fused"
@@ -133,7 +158,7 @@ def train_step_time(
     adapter: Adapter | None = None, eager_attention: bool = False, gradient_checkpointing: bool = False,
     parallel: Parallel = Parallel(), optimizer: OptimizerSpec = OptimizerSpec(), trained_params: float,
     trained_tensors: float, gathered_weight_bytes: float, count_scale: float = 1.0, memory_factor: float = 1.0,
-    kernel_factor: float = 1.0,
+    kernel_factor: float = 1.0, model_parallel: ModelParallel = ModelParallel(), attention_context: int | None = None,
 ) -> TrainStepTime:
     """Seconds of one optimizer step on one GPU (all GPUs of a data-parallel group run in lockstep).
 
@@ -141,9 +166,11 @@ def train_step_time(
     ``gathered_weight_bytes``: all weights in the dtype FSDP/ZeRO-3 gathers them in;
     ``count_scale``: a user's bare parameter count over the reference shape's (scales the work).
     """
+    mp = model_parallel
     inv = step_inventory(spec, micro_batch_size=micro_batch_size, seq_len=seq_len, adapter=adapter,
-                         eager_attention=eager_attention)
-    kw = dict(rates=rates, seq_len=seq_len, memory_factor=memory_factor, kernel_factor=kernel_factor)
+                         eager_attention=eager_attention, attention_context=attention_context,
+                         sequence_shards=mp.tp if mp.sequence_parallel else 1)
+    kw = dict(rates=rates, seq_len=attention_context or seq_len, memory_factor=memory_factor, kernel_factor=kernel_factor)
     fwd = (pass_seconds(inv.layers_forward, backward=False, **kw)
            + pass_seconds(inv.head_forward, backward=False, **kw)).scaled(count_scale)
     rec = pass_seconds(inv.layers_recompute, backward=False, **kw).scaled(count_scale) if gradient_checkpointing else ZERO_PASS
@@ -219,8 +246,22 @@ def train_step_time(
         _phase("forward", fwd.scaled(micro_steps)),
         *([_phase("recompute", rec.scaled(micro_steps))] if gradient_checkpointing else []),
         _phase("backward", bwd.scaled(micro_steps)),
-        opt_phase,
     ]
+    if mp.active:
+        mpc = _model_parallel_comm(spec, mp, tokens=micro_batch_size * seq_len, fwd=fwd, bwd=bwd,
+                                   recompute=gradient_checkpointing, rates=rates)
+        for name, secs in (("tensor_parallel", mpc.tensor_s), ("context_parallel", mpc.context_s),
+                           ("expert_parallel", mpc.expert_s), ("pipeline_p2p", mpc.pipeline_p2p_s)):
+            if secs:
+                phases.append(PhaseTime(name, secs * micro_steps, "communication", {}))
+        bubble = pipeline_bubble_micro_steps(pp=mp.pp, virtual_stages=mp.virtual_stages)
+        if bubble:
+            micro = fwd.seconds + rec.seconds + bwd.seconds + mpc.total_s
+            phases.append(PhaseTime("pipeline_bubble", bubble * micro, "idle",
+                                    {"idle_micro_steps": bubble, "micro_step": micro}))
+            notes.append(f"pipeline: {mp.pp} stages x {mp.virtual_stages} chunk(s), {micro_steps} micro-batches;"
+                         f" the bubble idles {bubble:.2f} micro-steps; the last stage (with the head) is timed")
+    phases.append(opt_phase)
     if comm.exposed_s:
         phases.append(PhaseTime("communication", comm.exposed_s, "communication", {"total": comm.total_s}))
     if off_s:
@@ -229,18 +270,34 @@ def train_step_time(
     return TrainStepTime(tuple(phases), total, float(micro_batch_size * seq_len * micro_steps), tuple(notes))
 
 
+def _model_parallel_comm(spec: ModelSpec, mp: ModelParallel, *, tokens: float, fwd: PassTime, bwd: PassTime,
+                         recompute: bool, rates: DeviceRates) -> ModelParallelComm:
+    full = max(1, spec.num_full_attention_layers)
+    moe_layers = sum(1 for i in range(spec.num_layers) if spec.moe.is_moe_layer(i)) if spec.moe else 0
+    return model_parallel_comm(
+        tokens=tokens, hidden=spec.hidden_size, q_dim=mp.full_q_dim or spec.q_dim, kv_dim=mp.full_kv_dim or spec.kv_dim,
+        layers=spec.num_layers, attention_layers=spec.num_full_attention_layers, moe_layers=moe_layers,
+        top_k=spec.moe.experts_per_token if spec.moe else 0, tp=mp.tp, cp=mp.cp, ulysses=mp.ulysses, ep=mp.ep,
+        pp=mp.pp, recompute=recompute, latency_s=rates.collective_latency_s, tp_bus_bytes_per_s=mp.tp_bus_bytes_per_s,
+        cp_bus_bytes_per_s=mp.cp_bus_bytes_per_s, ep_bus_bytes_per_s=mp.ep_bus_bytes_per_s,
+        pp_bytes_per_s=mp.pp_bytes_per_s, attention_forward_s_per_layer=fwd.attention_s / full,
+        attention_backward_s_per_layer=bwd.attention_s / full,
+    )
+
+
 def forward_only_time(
     spec: ModelSpec, *, rates: DeviceRates, micro_batch_size: int, seq_len: int, micro_steps: int,
     adapter: Adapter | None = None, eager_attention: bool = False, parallel: Parallel = Parallel(),
     gathered_weight_bytes: float = 0.0, count_scale: float = 1.0, memory_factor: float = 1.0,
-    kernel_factor: float = 1.0,
+    kernel_factor: float = 1.0, attention_context: int | None = None,
 ) -> PassTime:
     """A no-grad forward over ``micro_steps`` micro-batches (log-probs, values, rewards) on one GPU:
     the layers and the head (the log-softmax and gather cost about what the loss does), plus the
     per-layer all-gathers a sharded model leaves exposed."""
     inv = step_inventory(spec, micro_batch_size=micro_batch_size, seq_len=seq_len, adapter=adapter,
-                         eager_attention=eager_attention)
-    kw = dict(rates=rates, seq_len=seq_len, memory_factor=memory_factor, kernel_factor=kernel_factor, backward=False)
+                         eager_attention=eager_attention, attention_context=attention_context)
+    kw = dict(rates=rates, seq_len=attention_context or seq_len, memory_factor=memory_factor, kernel_factor=kernel_factor,
+              backward=False)
     one = (pass_seconds(inv.layers_forward, **kw) + pass_seconds(inv.head_forward, **kw)).scaled(count_scale)
     total = one.scaled(micro_steps)
     if parallel.strategy in ("zero3", "fsdp", "hsdp") and parallel.ranks > 1 and gathered_weight_bytes:

@@ -7,8 +7,8 @@ The phases of one RL step, as verl, OpenRLHF, NeMo RL and TRL run them:
 2. **reward**: ``reward_seconds_per_sample`` per completion over ``reward_workers`` in parallel
    (sandboxed tests), or a reward model's forward.
 3. **log-prob passes** (no-grad forwards of every sequence on the training GPUs): the old policy
-   when ``num_iterations > 1``, with PPO, or always under verl (``compute_log_prob`` runs every
-   step); the reference unless the KL coefficient is 0; the critic's values (PPO).
+   when ``num_iterations > 1``, with PPO, or always under verl, OpenRLHF and NeMo RL; the reference
+   unless the KL coefficient is 0; the critic's values (PPO).
 4. **actor update** (and the critic's, PPO): the training step of ``compute.training`` over
    every sequence, ``num_iterations`` times. verl, OpenRLHF and NeMo RL pack sequences without
    padding (tokens = prompt + mean response); TRL pads each micro-batch to its longest
@@ -32,14 +32,19 @@ from trainfit.compute.training import Parallel, PhaseTime, forward_only_time
 from trainfit.memory import attention as attn
 from trainfit.memory.sharding import Sharding
 from trainfit.memory.weights import count_scale, weight_bytes
-from trainfit.methods.roles import group_sizes, reference_placement, reward_model
-from trainfit.plan.time import COMPILE_KERNEL_FACTOR, COMPILE_MEMORY_FACTOR, StepTiming, adapter_of, training_time
+from trainfit.methods.roles import group_sizes, kl_coef, reference_placement, reward_model
+from trainfit.compute.model_parallel import model_parallel_comm, pipeline_bubble_micro_steps
+from trainfit.plan.time import (COMPILE_KERNEL_FACTOR, COMPILE_MEMORY_FACTOR, StepTiming, adapter_of, fused_kernels,
+                                model_parallel_of, nic_bytes_per_s, rank_spec, training_time)
 from trainfit.spec.card import RunCard
 from trainfit.spec.enums import AsyncMode, ComputeDtype, Dtype, Method, RefPlacement
 from trainfit.spec.model import ModelSpec
 from trainfit.spec.training import TrainableSpec
 
 PACKING_PRESETS = ("verl", "openrlhf", "nemo-rl")
+OLD_LOGPROB_PRESETS = ("verl", "openrlhf", "nemo-rl")
+"""Frameworks that recompute the old policy's log-probs every step (verl ``compute_log_prob``, OpenRLHF's
+experience maker, NeMo RL's ``prev_logprobs``); TRL only when ``num_iterations > 1``."""
 """Frameworks that remove padding (pack sequences) in their log-prob and update passes."""
 
 
@@ -73,28 +78,50 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
         gen_side.append(_phase("reward", s, "host", per_sample=ro.reward_seconds_per_sample))
 
     # frozen passes on the training GPUs
-    compile_ = card.parallel.compile
+    compile_ = fused_kernels(card)
     par = Parallel(strategy=card.parallel.strategy.value, ranks=train_gpus, gpus_per_node=per_node,
-                   nic_bytes_per_s=card.hardware.nic_gbps_per_gpu * 1e9 / 8)
+                   nic_bytes_per_s=nic_bytes_per_s(card))
     lp_mbs = ro.logprob_micro_batch_size or card.batch.micro_batch_size
     eager = attn.runs_eager(spec.family, card.attention) and spec.num_full_attention_layers > 0
     frozen_w = weight_bytes(spec, weights=Dtype.BF16, compute=ComputeDtype.BF16, trainable=TrainableSpec()).base
 
+    cp = card.parallel.context_parallel
+    mp = model_parallel_of(card, spec, r, gpus_per_node=per_node)
+
     def forward_pass(name: str, pspec: ModelSpec, adapter=None) -> PhaseTime:
+        p_ = card.parallel
+        shard = rank_spec(pspec, tp=p_.tensor_parallel, pp=p_.pipeline_parallel, ep=p_.expert_parallel,
+                          etp=p_.expert_tensor_parallel)
+        micro = ceil(seqs_per_gpu * p_.tensor_parallel * p_.pipeline_parallel * cp / lp_mbs)
+        rank_seq = max(1, seq_len // cp)
         t = forward_only_time(
-            pspec, rates=r, micro_batch_size=lp_mbs, seq_len=seq_len, micro_steps=ceil(seqs_per_gpu / lp_mbs),
+            shard, rates=r, micro_batch_size=lp_mbs, seq_len=rank_seq, micro_steps=micro,
             adapter=adapter, eager_attention=eager, parallel=par, gathered_weight_bytes=frozen_w,
             count_scale=count_scale(pspec), memory_factor=COMPILE_MEMORY_FACTOR if compile_ else 1.0,
             kernel_factor=COMPILE_KERNEL_FACTOR if compile_ else 1.0,
+            attention_context=seq_len if cp > 1 else None,
         )
-        return _phase(name, t.seconds, t.bound, gemm=t.gemm_s, attention=t.attention_s, memory_bound=t.memory_s,
-                      host_launch=t.host_s)
+        comm = 0.0
+        if mp.active:
+            moe_layers = sum(1 for i in range(shard.num_layers) if shard.moe.is_moe_layer(i)) if shard.moe else 0
+            c = model_parallel_comm(
+                tokens=lp_mbs * rank_seq, hidden=spec.hidden_size, q_dim=spec.q_dim, kv_dim=spec.kv_dim,
+                layers=shard.num_layers, attention_layers=shard.num_full_attention_layers, moe_layers=moe_layers,
+                top_k=shard.moe.experts_per_token if shard.moe else 0, tp=mp.tp, cp=mp.cp, ulysses=mp.ulysses,
+                ep=mp.ep, pp=mp.pp, recompute=False, latency_s=r.collective_latency_s,
+                tp_bus_bytes_per_s=mp.tp_bus_bytes_per_s, cp_bus_bytes_per_s=mp.cp_bus_bytes_per_s,
+                ep_bus_bytes_per_s=mp.ep_bus_bytes_per_s, pp_bytes_per_s=mp.pp_bytes_per_s,
+            )
+            comm = micro * c.total_s / 2  # forward only: half of forward + backward
+            comm += pipeline_bubble_micro_steps(pp=mp.pp, virtual_stages=mp.virtual_stages) * t.seconds / micro
+        return _phase(name, t.seconds + comm, t.bound, gemm=t.gemm_s, attention=t.attention_s,
+                      memory_bound=t.memory_s, host_launch=t.host_s, model_parallel=comm)
 
     adapter = adapter_of(card, spec)
-    if card.method is Method.PPO or ro.num_iterations > 1 or card.preset == "verl":
+    if card.method is Method.PPO or ro.num_iterations > 1 or card.preset in OLD_LOGPROB_PRESETS:
         phases.append(forward_pass("old_logprob", spec, adapter))
     ref = reference_placement(card)
-    if ref not in (RefPlacement.NONE, RefPlacement.PRECOMPUTED):
+    if ref not in (RefPlacement.NONE, RefPlacement.PRECOMPUTED) and kl_coef(card) > 0:
         phases.append(forward_pass("ref_logprob", spec, adapter if ref is RefPlacement.LORA_DISABLED else None))
     cspec = critic_spec_of(card, spec)
     if cspec is not None:
@@ -104,7 +131,8 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
 
     # updates: the rollout batch in ``mini_batches`` optimizer steps, each of micro-batches
     mbs = card.batch.micro_batch_size
-    ga = max(1, ceil(seqs_per_gpu / (mbs * ro.mini_batches)))
+    replica = card.parallel.model_parallel  # GPUs one model replica spans (tp x cp x pp)
+    ga = max(1, ceil(seqs_per_gpu * replica / (mbs * ro.mini_batches)))
     opt_steps = ro.mini_batches * ro.num_iterations
     actor = training_time(card, spec, r, ranks=train_gpus, gpus_per_node=per_node, micro_batch_size=mbs,
                           seq_len=seq_len, micro_steps=ga)
@@ -177,7 +205,7 @@ def sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding,
         mechanism=fs.mechanism, weight_bytes=_engine_weight_bytes(spec), num_tensors=hf_tensor_count(spec),
         train_shards=train_gpus if sharded else 1, tp=ro.tensor_parallel, rates=r,
         engines=max(1, rollout.engine_instances), inter_node=card.hardware.nodes > 1,
-        gpus_per_node=card.hardware.gpus_per_node, nic_bytes_per_s=card.hardware.nic_gbps_per_gpu * 1e9 / 8,
+        gpus_per_node=card.hardware.gpus_per_node, nic_bytes_per_s=nic_bytes_per_s(card),
         bucket_bytes=fs.bucket_bytes, s_per_tensor=fs.s_per_tensor,
     )
     return _phase("weight_sync", t.total_s, "communication", gather=t.gather_s, transfer=t.transfer_s,

@@ -17,15 +17,17 @@ from math import ceil
 from trainfit.catalog.gpus import GpuSpec
 from trainfit.compute.inventory import Adapter
 from trainfit.compute.rates import DeviceRates, default_rates
-from trainfit.compute.training import OptimizerSpec, Parallel, PhaseTime, train_step_time
+from trainfit.compute import collectives as coll
+from trainfit.compute.training import ModelParallel, OptimizerSpec, Parallel, PhaseTime, train_step_time
 from trainfit.memory import attention as attn
 from trainfit.memory.lora import lora_trainable_params, targeted_groups
-from trainfit.memory.params import param_tensors
+from trainfit.memory.params import param_breakdown, param_tensors
 from trainfit.memory.sharding import Sharding
 from trainfit.memory.weights import count_scale, total_params, weight_bytes
-from trainfit.plan.resolve import trainable_spec
+from trainfit.errors import TrainfitError
+from trainfit.plan.resolve import gpu_of, trainable_spec
 from trainfit.spec.card import RunCard
-from trainfit.spec.enums import MasterWeights, Method, Scope, StatesDtype
+from trainfit.spec.enums import ComputeDtype, ContextParallelKind, Dtype, MasterWeights, Method, Scope, StatesDtype
 from trainfit.spec.model import ModelSpec
 from trainfit.units import BYTES_PER_DTYPE
 
@@ -55,11 +57,35 @@ class StepTiming:
         return max(self.phases, key=lambda p: p.seconds).bound if self.phases else "compute"
 
 
+NIC_GBPS_BY_GPU = {"h100-sxm": 400, "h200": 400, "h800": 400, "h20": 400, "b200": 400, "gb200": 400,
+                   "a100-80gb": 200, "a100-40gb": 200, "a800": 200}
+"""One NIC per GPU in the vendors' reference 8-GPU servers: DGX H100/H200 and HGX B200 (ConnectX-7, 400 Gb/s
+NDR), DGX A100 (ConnectX-6, 200 Gb/s HDR). Other (PCIe) cards: 100 Gb/s assumed."""
+
+
+def nic_bytes_per_s(card: RunCard) -> float:
+    """Inter-node bytes per second per GPU per direction: the card's, else the GPU's reference server's."""
+    gbps = card.hardware.nic_gbps_per_gpu
+    if gbps is None:
+        try:
+            gid = gpu_of(card).id
+        except TrainfitError:
+            gid = ""
+        gbps = NIC_GBPS_BY_GPU.get(gid, 100)
+    return gbps * 1e9 / 8
+
+
+def fused_kernels(card: RunCard) -> bool:
+    """torch.compile, or a tensor/pipeline-parallel run: those run on Megatron-Core with Transformer
+    Engine's fused kernels (norm + linear, RoPE, SwiGLU, cross-entropy), which the compile factors stand for."""
+    return card.parallel.compile or card.parallel.tensor_parallel * card.parallel.pipeline_parallel > 1
+
+
 def rates_of(card: RunCard, gpu: GpuSpec, rates: DeviceRates | None) -> DeviceRates:
     r = rates or default_rates(gpu)
     if card.hardware.host_memory_gbps:
         r = replace(r, host_memory_bytes_per_s=card.hardware.host_memory_gbps * 1e9)
-    if card.parallel.compile:
+    if fused_kernels(card):
         r = replace(r, host_s_per_forward_kernel=r.host_s_per_forward_kernel * COMPILE_KERNEL_FACTOR,
                     host_s_per_backward_kernel=r.host_s_per_backward_kernel * COMPILE_KERNEL_FACTOR)
     return r
@@ -93,23 +119,85 @@ def _trained(card: RunCard, spec: ModelSpec) -> tuple[float, float, OptimizerSpe
     return params, tensors, opt
 
 
+def rank_spec(spec: ModelSpec, *, tp: int, pp: int, ep: int, etp: int) -> ModelSpec:
+    """One model-parallel rank's shard of ``spec`` (Megatron layout): attention heads, MLP width and the
+    vocabulary split by ``tp`` (kv heads fewer than ``tp`` are replicated), the layers of one pipeline
+    stage, the experts split by ``ep`` (each expert's width by ``etp``)."""
+    if tp * pp * ep * etp == 1:
+        return spec
+    layers = ceil(spec.num_layers / pp)
+    la = spec.linear_attention
+    if la is not None and tp > 1:
+        la = replace(la, num_key_heads=max(1, la.num_key_heads // tp), num_value_heads=max(1, la.num_value_heads // tp))
+    moe = spec.moe
+    if moe is not None:
+        moe = replace(moe, num_experts=max(1, moe.num_experts // ep),
+                      expert_intermediate_size=max(1, moe.expert_intermediate_size // etp),
+                      shared_expert_intermediate_size=moe.shared_expert_intermediate_size // tp,
+                      mlp_only_layers=tuple(i for i in moe.mlp_only_layers if i < layers))
+    return replace(
+        spec, name=f"{spec.name} [tp{tp} pp{pp} ep{ep} shard]", num_attention_heads=max(1, spec.num_attention_heads // tp),
+        num_kv_heads=max(1, spec.num_kv_heads // tp), intermediate_size=max(1, ceil(spec.intermediate_size / tp)),
+        vocab_size=ceil(spec.vocab_size / tp), num_layers=layers,
+        layer_types=spec.layer_types[:layers] if spec.layer_types else (), linear_attention=la, moe=moe,
+        params_override=None,
+    )
+
+
+def model_parallel_of(card: RunCard, spec: ModelSpec, r: DeviceRates, *, gpus_per_node: int) -> ModelParallel:
+    par = card.parallel
+    nic = nic_bytes_per_s(card)
+
+    def bus(span: int) -> float:
+        return coll.ring_bus_bytes_per_s(rates=r, crosses_nodes=span > gpus_per_node, nic_bytes_per_s=nic)
+
+    tp, cp, ep = par.tensor_parallel, par.context_parallel, par.expert_parallel
+    return ModelParallel(
+        tp=tp, sequence_parallel=par.sequence_parallel, cp=cp,
+        ulysses=par.context_parallel_kind is ContextParallelKind.ULYSSES, pp=par.pipeline_parallel,
+        virtual_stages=par.virtual_stages, ep=ep, full_q_dim=spec.q_dim, full_kv_dim=spec.kv_dim,
+        tp_bus_bytes_per_s=bus(tp), cp_bus_bytes_per_s=bus(tp * cp), ep_bus_bytes_per_s=bus(tp * ep),
+        pp_bytes_per_s=bus(card.world_size if card.world_size > gpus_per_node else 1),
+    )
+
+
 def training_time(
     card: RunCard, spec: ModelSpec, rates: DeviceRates, *, ranks: int, gpus_per_node: int, micro_batch_size: int,
     seq_len: int, micro_steps: int,
 ):
-    params, tensors, opt = _trained(card, spec)
+    """One optimizer step on ``ranks`` training GPUs (``gpus_per_node`` of them per node), each holding its
+    model-parallel shard; ``seq_len`` is the whole sequence (context parallel splits it here)."""
+    par = card.parallel
+    tp, cp, pp = par.tensor_parallel, par.context_parallel, par.pipeline_parallel
+    shard = rank_spec(spec, tp=tp, pp=pp, ep=par.expert_parallel, etp=par.expert_tensor_parallel)
+    scale = count_scale(spec)
+    params, tensors, opt = _trained(card, spec)  # the whole model (a bare count already scaled)
     trainable = trainable_spec(card)
-    w = weight_bytes(spec, weights=card.weights_dtype, compute=card.precision.compute, trainable=trainable)
+    # FSDP / ZeRO-3 gather in the compute dtype under mixed precision (fp32 master parameters are cast
+    # to bf16 before the all-gather: FSDP MixedPrecision param_dtype, FSDP2 MixedPrecisionPolicy)
+    gather_dtype = card.weights_dtype
+    if gather_dtype is Dtype.FP32 and card.precision.compute is not ComputeDtype.FP32:
+        gather_dtype = Dtype.BF16
+    w = weight_bytes(spec, weights=gather_dtype, compute=card.precision.compute, trainable=trainable)
+    share = 1.0
+    if shard is not spec:  # this rank's fraction of the parameters (and of the weight bytes)
+        share = param_breakdown(shard).total / param_breakdown(spec).total
+        tensors = tensors * shard.num_layers / spec.num_layers
+    params *= share
     eager = attn.runs_eager(spec.family, card.attention) and spec.num_full_attention_layers > 0
-    par = Parallel(strategy=card.parallel.strategy.value, ranks=ranks, gpus_per_node=gpus_per_node,
-                   nic_bytes_per_s=card.hardware.nic_gbps_per_gpu * 1e9 / 8, offload=card.parallel.offload.value)
+    mp = model_parallel_of(card, spec, rates, gpus_per_node=gpus_per_node)
+    data_ranks = max(1, ranks // (tp * pp))  # gradients are reduced over data x context ranks
+    par_dp = Parallel(strategy=par.strategy.value, ranks=data_ranks,
+                      gpus_per_node=max(1, gpus_per_node // (tp * pp)) if tp * pp <= gpus_per_node else 1,
+                      nic_bytes_per_s=nic_bytes_per_s(card), offload=par.offload.value)
     t = train_step_time(
-        spec, rates=rates, micro_batch_size=micro_batch_size, seq_len=seq_len, micro_steps=micro_steps,
-        adapter=adapter_of(card, spec), eager_attention=eager, gradient_checkpointing=card.parallel.gradient_checkpointing,
-        parallel=par, optimizer=opt, trained_params=params, trained_tensors=tensors,
-        gathered_weight_bytes=w.base + w.adapter, count_scale=count_scale(spec),
-        memory_factor=COMPILE_MEMORY_FACTOR if card.parallel.compile else 1.0,
-        kernel_factor=COMPILE_KERNEL_FACTOR if card.parallel.compile else 1.0,
+        shard, rates=rates, micro_batch_size=micro_batch_size, seq_len=max(1, seq_len // cp), micro_steps=micro_steps,
+        adapter=adapter_of(card, spec), eager_attention=eager, gradient_checkpointing=par.gradient_checkpointing,
+        parallel=par_dp, optimizer=opt, trained_params=params, trained_tensors=tensors,
+        gathered_weight_bytes=(w.base + w.adapter) * share, count_scale=scale,
+        memory_factor=COMPILE_MEMORY_FACTOR if fused_kernels(card) else 1.0,
+        kernel_factor=COMPILE_KERNEL_FACTOR if fused_kernels(card) else 1.0,
+        model_parallel=mp, attention_context=seq_len if cp > 1 else None,
     )
     return t
 
@@ -143,6 +231,8 @@ def _sft_time(card: RunCard, spec: ModelSpec, sharding: Sharding, r: DeviceRates
     if card.method is Method.DPO:
         fwd = next(p for p in t.phases if p.name == "forward")
         phases.insert(0, replace(fwd, name="reference_forward"))
-    tokens = float(mbs * card.batch.seq_len * card.batch.grad_accum * world)
+    # one data-parallel replica (tp x cp x pp GPUs; a context-parallel group shares its sequences) per
+    # micro-batch
+    tokens = float(mbs * card.batch.seq_len * card.batch.grad_accum * max(1, world // card.parallel.model_parallel))
     total = sum(p.seconds for p in phases)
     return StepTiming(total, tokens, tuple(phases), t.assumptions)

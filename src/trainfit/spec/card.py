@@ -78,7 +78,7 @@ class HardwareSection(_Section):
     price_per_gpu_hour: float | None = Field(None, ge=0)
     currency: str | None = Field(None, description="ISO code (CNY, USD...); required with a price.")
     price_preset: str | None = Field(None, description="A named price, e.g. rtx4090-pro (1.98 CNY) or rtx4090-youth (1.24 CNY).")
-    nic_gbps_per_gpu: float = Field(200, gt=0, description="Inter-node network per GPU, Gb/s (10^9 bits), e.g. 400 for NDR.")
+    nic_gbps_per_gpu: float | None = Field(None, gt=0, description="Inter-node network per GPU, Gb/s (10^9 bits); default by GPU: 400 (H100/H200/H800/H20/B200/GB200 HGX), 200 (A100/A800 HGX), 100 (PCIe cards).")
     host_memory_gbps: float | None = Field(None, gt=0, description="Host DRAM bandwidth per node, GB/s; times the CPU optimizer step (default 100).")
 
 

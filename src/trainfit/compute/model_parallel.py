@@ -1,0 +1,103 @@
+"""Communication of tensor, sequence, context, expert and pipeline parallelism, per micro-step.
+
+Per decoder layer, for ``T`` tokens on a rank (its sequence shard), hidden ``h``, 2-byte activations:
+
+=================  ===========================================================  ==================
+kind               what moves (forward; backward the same again)                 hidden behind
+=================  ===========================================================  ==================
+TP (Megatron)      2 all-reduces of T·h (after attention's o_proj and the MLP's  nothing (exposed;
+                   down_proj); with SP 2 all-gathers + 2 reduce-scatters, the     Megatron's default
+                   same volume (Korthikanti et al. 2022, §4.2.2)                  without TE overlap)
+CP ring            (cp−1) passes of the rank's K and V blocks (T·kv·2 each)       the attention kernel
+                   around the ring; backward also passes dK, dV                    (Liu et al., Ring
+                                                                                  Attention, 2023)
+CP Ulysses         all-to-all of q, k, v into head shards and of the output back  nothing
+                   (Jacobs et al. 2023, DeepSpeed-Ulysses, §3)
+EP                 all-to-all dispatch and combine of T·top_k·h per MoE layer     nothing
+PP                 the stage's output activation T·h to the next stage, its       half (sends overlap
+                   gradient back                                                  the next micro-batch)
+=================  ===========================================================  ==================
+
+A recomputed forward (activation checkpointing) repeats the forward's TP, Ulysses and EP traffic.
+The pipeline bubble is ``(p − 1) / v`` micro-batch times per step (Narayanan et al. 2021, §2.2:
+bubble fraction (p−1)/m for 1F1B, divided by the v model chunks of the interleaved schedule).
+
+All-to-all over ``n`` ranks moves ``(n−1)/n`` of its buffer per rank (nccl-tests PERFORMANCE.md).
+
+Pure Python: no torch import.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from trainfit.compute import collectives as coll
+from trainfit.compute.rates import COLLECTIVE_HOP_LATENCY_S
+
+
+@dataclass(frozen=True, slots=True)
+class ModelParallelComm:
+    """Exposed seconds per micro-step on one rank, by kind (forward + recompute + backward)."""
+
+    tensor_s: float = 0.0
+    context_s: float = 0.0
+    expert_s: float = 0.0
+    pipeline_p2p_s: float = 0.0
+
+    @property
+    def total_s(self) -> float:
+        return self.tensor_s + self.context_s + self.expert_s + self.pipeline_p2p_s
+
+
+def all_to_all_seconds(*, total_bytes: float, ranks: int, bus_bytes_per_s: float, latency_s: float) -> float:
+    """Each rank sends ``(n−1)/n`` of its ``total_bytes`` buffer to the others."""
+    if ranks <= 1 or total_bytes <= 0:
+        return 0.0
+    return latency_s + COLLECTIVE_HOP_LATENCY_S * (ranks - 1) + (ranks - 1) / ranks * total_bytes / bus_bytes_per_s
+
+
+def model_parallel_comm(
+    *, tokens: float, hidden: int, q_dim: int, kv_dim: int, layers: int, attention_layers: int, moe_layers: int,
+    top_k: int, tp: int, cp: int, ulysses: bool, ep: int, pp: int, recompute: bool, latency_s: float,
+    tp_bus_bytes_per_s: float, cp_bus_bytes_per_s: float, ep_bus_bytes_per_s: float, pp_bytes_per_s: float,
+    attention_forward_s_per_layer: float = 0.0, attention_backward_s_per_layer: float = 0.0,
+    dtype_bytes: float = 2.0,
+) -> ModelParallelComm:
+    """Exposed communication of one micro-step on one rank of one pipeline stage (``layers`` = its layers).
+
+    ``tokens``: tokens the rank holds (micro-batch x sequence / cp); ``q_dim``, ``kv_dim``: the full
+    model's widths (a Ulysses all-to-all moves every head of its sequence shard).
+    """
+    passes = 3 if recompute else 2  # forward, (recompute), backward
+    act = tokens * hidden * dtype_bytes
+    tensor = 0.0
+    if tp > 1:
+        one = coll.all_reduce_seconds(total_bytes=act, ranks=tp, bus_bytes_per_s=tp_bus_bytes_per_s, latency_s=latency_s)
+        tensor = 2 * passes * layers * one
+    context = 0.0
+    if cp > 1 and attention_layers:
+        if ulysses:
+            qkv = tokens * (2 * q_dim + 2 * kv_dim) * dtype_bytes
+            one = all_to_all_seconds(total_bytes=qkv, ranks=cp, bus_bytes_per_s=cp_bus_bytes_per_s, latency_s=latency_s)
+            context = passes * attention_layers * one
+        else:
+            block = 2 * tokens * kv_dim * dtype_bytes  # this rank's K and V
+            fwd = (cp - 1) * (block / cp_bus_bytes_per_s + latency_s)
+            bwd = 2 * fwd  # K, V and dK, dV circulate
+            exposed_f = max(0.0, fwd - attention_forward_s_per_layer)
+            exposed_b = max(0.0, bwd - attention_backward_s_per_layer)
+            context = attention_layers * ((passes - 1) * exposed_f + exposed_b)
+    expert = 0.0
+    if ep > 1 and moe_layers:
+        buf = tokens * top_k * hidden * dtype_bytes
+        one = all_to_all_seconds(total_bytes=buf, ranks=ep, bus_bytes_per_s=ep_bus_bytes_per_s, latency_s=latency_s)
+        expert = 2 * passes * moe_layers * one  # dispatch + combine
+    p2p = 0.0
+    if pp > 1:
+        p2p = 0.5 * 2 * (act / pp_bytes_per_s + latency_s)  # activation forward, its gradient back; half hidden
+    return ModelParallelComm(tensor, context, expert, p2p)
+
+
+def pipeline_bubble_micro_steps(*, pp: int, virtual_stages: int = 1) -> float:
+    """Idle micro-batch slots per step: ``(p − 1) / v``."""
+    return (pp - 1) / max(1, virtual_stages) if pp > 1 else 0.0

@@ -76,8 +76,11 @@ PARALLEL_MIN = 1_000
 """Spaces at least this large are split over the CPU cores (forked workers inherit the warm caches)."""
 
 
-def _evaluate(base: dict[str, Any], keys: list[str], combos: list[tuple]) -> tuple[list[Row], int]:
-    """Plan each combination; invalid ones (a card the schema refuses) are counted, not ranked."""
+def _evaluate(
+    base: dict[str, Any], keys: list[str], combos: list[tuple], calibration: Any = None,
+) -> tuple[list[Row], int]:
+    """Plan each combination (with ``calibration``'s rates); invalid ones (a card the schema refuses)
+    are counted, not ranked."""
     from trainfit.plan import make_plan
     from trainfit.spec.card import load_card_dict
 
@@ -86,7 +89,7 @@ def _evaluate(base: dict[str, Any], keys: list[str], combos: list[tuple]) -> tup
     for combo in combos:
         knobs = dict(zip(keys, combo))
         try:
-            plan = make_plan(load_card_dict(updated(base, knobs)))
+            plan = make_plan(load_card_dict(updated(base, knobs)), calibration=calibration)
         except TrainfitError:
             invalid += 1
             continue
@@ -109,13 +112,13 @@ def _evaluate(base: dict[str, Any], keys: list[str], combos: list[tuple]) -> tup
     return rows, invalid
 
 
-_WORK: tuple[dict[str, Any], list[str], list[tuple]] | None = None
+_WORK: tuple[dict[str, Any], list[str], list[tuple], Any] | None = None
 
 
 def _worker(bounds: tuple[int, int]) -> tuple[list[Row], int]:
     assert _WORK is not None
-    base, keys, combos = _WORK
-    return _evaluate(base, keys, combos[bounds[0]:bounds[1]])
+    base, keys, combos, calibration = _WORK
+    return _evaluate(base, keys, combos[bounds[0]:bounds[1]], calibration)
 
 
 def search(
@@ -125,8 +128,10 @@ def search(
     pinned: frozenset[str] = frozenset(),
     limit: int = DEFAULT_LIMIT,
     workers: int | None = None,
+    calibration: Any = None,
 ) -> SearchResult:
-    """Plan every combination of ``space`` applied to the card dict ``base``.
+    """Plan every combination of ``space`` applied to the card dict ``base``, each with
+    ``calibration`` (a ``trainfit.calibration.Calibration``; None: the default rates).
 
     Large spaces run on ``workers`` processes (default: every CPU core), forked after the first
     combinations warm the per-shape caches; the result does not depend on how the work is split.
@@ -143,9 +148,9 @@ def search(
     n_workers = workers if workers is not None else (os.cpu_count() or 1)
     if n_workers > 1 and len(combos) >= PARALLEL_MIN and "fork" in multiprocessing.get_all_start_methods():
         head = combos[:16]
-        rows, invalid = _evaluate(base, keys, head)  # warm the caches the workers inherit
+        rows, invalid = _evaluate(base, keys, head, calibration)  # warm the caches the workers inherit
         global _WORK
-        _WORK = (base, keys, combos)
+        _WORK = (base, keys, combos, calibration)
         step = -(-(len(combos) - len(head)) // n_workers)
         bounds = [(i, min(i + step, len(combos))) for i in range(len(head), len(combos), step)]
         try:
@@ -156,7 +161,7 @@ def search(
         finally:
             _WORK = None
     else:
-        rows, invalid = _evaluate(base, keys, combos)
+        rows, invalid = _evaluate(base, keys, combos, calibration)
     seconds = time.perf_counter() - t0
     rows.sort(key=_rank_key)
     return SearchResult(rows=tuple(_mark_pareto(rows)), evaluated=len(rows) + invalid, invalid=invalid, seconds=seconds)
@@ -253,9 +258,11 @@ def fit(
     limit: int = DEFAULT_LIMIT,
     progress: Any = None,
     global_batch: int | None = None,
+    calibration: Any = None,
 ) -> SearchResult:
     """For each GPU type, the fewest cards (1, 2, 4, 8, 16...) for which some knob setting fits;
-    every evaluated (type, count) best row is returned, ranked, with the Pareto front marked."""
+    every evaluated (type, count) best row is returned, ranked, with the Pareto front marked.
+    Every candidate is planned with ``calibration`` (None: the default rates)."""
     rl = str(base.get("method", "sft")) in ("ppo", "grpo")
     space = dict(RL_SPACE if rl else SFT_SPACE)
     counts = [c for c in GPU_COUNTS if c <= max_gpus]
@@ -284,7 +291,7 @@ def fit(
             if count == 1:
                 sp["parallel.strategy"] = ["single"]
                 sp.pop("rollout.placement", None)
-            result = search(data, sp, pinned=pinned, limit=limit)
+            result = search(data, sp, pinned=pinned, limit=limit, calibration=calibration)
             evaluated += result.evaluated
             invalid += result.invalid
             done += 1

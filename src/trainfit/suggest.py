@@ -70,8 +70,9 @@ def _candidates(card) -> list[tuple[str, Any]]:
     return out
 
 
-def suggestions(card, plan, *, pairs: bool = True, limit: int = 5) -> tuple[list[Suggestion], list[Suggestion]]:
-    """(single changes, pairs of changes) that make ``plan`` fit, best first."""
+def suggestions(card, plan, *, pairs: bool = True, limit: int = 5, calibration=None) -> tuple[list[Suggestion], list[Suggestion]]:
+    """(single changes, pairs of changes) that make ``plan`` fit, best first; each re-planned with
+    ``calibration`` (a ``trainfit.calibration.Calibration``, or None for the default rates)."""
     from trainfit.methods.presets import knob_name
     from trainfit.plan import make_plan
     from trainfit.spec.card import RunCard
@@ -87,7 +88,7 @@ def suggestions(card, plan, *, pairs: bool = True, limit: int = 5) -> tuple[list
         for k, v in changes.items():
             set_dotted(data, k, v)
         try:
-            new = make_plan(RunCard.model_validate(data))
+            new = make_plan(RunCard.model_validate(data), calibration=calibration)
         except (TrainfitError, ValueError):
             return None
         if not new.fits:

@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 
 from trainfit.calibration import load_calibration
+from trainfit.catalog.gpus import resolve_gpu
+from trainfit.compute.rates import default_rates
 from trainfit.cli.main import main
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -27,14 +29,25 @@ def here(tmp_path, monkeypatch):
     return tmp_path
 
 
+START = {"trainfit_calibration": 1, "created": "2025-01-31", "sources": ["an earlier measurement"], "notes": [],
+         "devices": {"h200": {"matmul_flops_per_s": 7.5e14, "hbm_bytes_per_s": 4.2e12, "host_s_per_forward_kernel": 4e-5,
+                              "host_s_per_backward_kernel": 1.2e-5, "device_s_per_kernel_min": 2e-6,
+                              "pcie_bytes_per_s": 5e10,
+                              "gemm_points": [{"m": 8192, "n": 4096, "k": 4096, "flops_per_s": 7.4e14}]},
+                     "a100-80gb": {"matmul_flops_per_s": 2.6e14}}}
+
+
 def test_whole_text_output(here, capsys):
+    """Over an existing file that sets every measured rate, so the 'before' column does not follow the defaults."""
+    (here / "cal.json").write_text(json.dumps(START))
     assert main(["calibrate", "gpu_time.json", "--gpu", "h200", "--out", "cal.json"]) == 0
     out = capsys.readouterr().out
     path = GOLDEN / "calibrate_dry_run.txt"
     if os.environ.get("TRAINFIT_UPDATE_GOLDEN"):
         path.write_text(out)
     assert out == path.read_text()
-    assert load_calibration(here / "cal.json").gpu_ids == ("h200",)
+    after = load_calibration(here / "cal.json")
+    assert after.gpu_ids == ("a100-80gb", "h200") and after.sources[0] == "an earlier measurement"
 
 
 def test_json_is_one_object_and_the_default_path_is_used(here, capsys, monkeypatch):
@@ -44,7 +57,7 @@ def test_json_is_one_object_and_the_default_path_is_used(here, capsys, monkeypat
     assert obj["path"] == str(here / "default" / "cal.json") and obj["written"] is True
     assert obj["inputs"] == [{"path": "gpu_time.json", "kind": "gpu_output"}]
     change = obj["changes"]["h200"]
-    assert change["matmul_flops_per_s"]["old"] == pytest.approx(0.83 * 989.4e12)
+    assert change["matmul_flops_per_s"]["old"] == default_rates(resolve_gpu("h200")).matmul_flops_per_s
     assert change["gemm_points_count"] == {"old": 0, "new": len(json.loads(FIXTURE.read_text())["gemm"]["points"])}
     assert obj["calibration"]["devices"]["h200"]["hbm_bytes_per_s"] == change["hbm_bytes_per_s"]["new"]
     assert load_calibration(here / "default" / "cal.json").device("h200") is not None

@@ -120,7 +120,7 @@ def calibrate(paths: list[Path], *, out: Path, gpu: str | None = None, write: bo
     if records:
         fitted, fits = fit_records(records, current)
         notes = tuple(n for f in fits for n in (*f.notes, _fit_note(f)))
-        sources = tuple(f"run records: {', '.join(sorted({r.where for r in records}))}",)
+        sources = (f"run records: {', '.join(sorted({r.where for r in records}))}",)
         current = merge(current, make_calibration(fitted, sources=sources, notes=notes))
     assert current is not None
     changes = diff(before, current)

@@ -16,8 +16,10 @@ The fit, per GPU kind (at least 2 records): factors ``a`` on ``matmul_flops_per_
 ``host_s_per_forward_kernel`` and ``host_s_per_backward_kernel`` (one factor for both), applied
 to the rates the plan would use otherwise (defaults, or the calibration being extended), that
 minimise the median over the records of ``|log(predicted / measured)|`` (ties: the smaller mean,
-then the factor nearest 1). Search: a grid of factors 2^-4..2^4 at half-octave steps, then a
-compass search halving the step down to 2^(1/256) (about 0.3 %) within 2^-6..2^6. A factor the
+then the factors nearest 1). Search: a grid of factors 2^-4..2^4 at half-octave steps; compass
+searches (8 directions, the step halved from 2^(1/4) down to 2^(1/256), about 0.3 %, within
+2^-6..2^6) from the best grid point and from the least-squares fit of the log errors; the better
+end wins. A factor the
 step time does not depend on (the plan's time model does not read that rate) stays 1 and is not
 written. Deterministic.
 
@@ -156,20 +158,26 @@ def _fit_one(gpu: Any, records: list[RunRecord], base: Calibration | None,
             pred = predict(r.card, cal)
             if pred is None or not pred > 0:
                 raise CardError(f"{r.where}: the plan has no step time for this card (gpu '{gpu.id}'); it cannot calibrate")
-            out.append(abs(math.log(pred / r.step_s)))
+            out.append(math.log(pred / r.step_s))
         return out
 
-    cache: dict[tuple[float, float], tuple[float, float, float]] = {}
+    cache: dict[tuple[float, float], list[float]] = {}
+
+    def signed(x: float, y: float) -> list[float]:
+        if (x, y) not in cache:
+            cache[(x, y)] = errors(x, y)
+        return cache[(x, y)]
 
     def objective(x: float, y: float) -> tuple[float, float, float]:
-        if (x, y) not in cache:
-            e = errors(x, y)
-            cache[(x, y)] = (statistics.median(e), statistics.fmean(e), abs(x) + abs(y))
-        return cache[(x, y)]
+        e = [abs(v) for v in signed(x, y)]
+        return (statistics.median(e), statistics.fmean(e), abs(x) + abs(y))
+
+    def squares(x: float, y: float) -> tuple[float, float]:
+        return (statistics.fmean(v * v for v in signed(x, y)), abs(x) + abs(y))
 
     free_x = errors(1.0, 0.0) != errors(0.0, 0.0)
     free_y = errors(0.0, 1.0) != errors(0.0, 0.0)
-    x, y = _search(objective, free_x=free_x, free_y=free_y)
+    x, y = _search(objective, squares, free_x=free_x, free_y=free_y)
     fields = (MATMUL_FIELDS if free_x else ()) + (HOST_FIELDS if free_y else ())
     notes = tuple(f"{gpu.id} fit: step time does not depend on {', '.join(fs)}: not fitted"
                   for free, fs in ((free_x, MATMUL_FIELDS), (free_y, HOST_FIELDS)) if not free)
@@ -180,12 +188,25 @@ def _fit_one(gpu: Any, records: list[RunRecord], base: Calibration | None,
     return {f: values[f] for f in fields}, report
 
 
-def _search(objective: Callable[[float, float], tuple], *, free_x: bool, free_y: bool) -> tuple[float, float]:
-    """Grid, then compass search in log2 factors (module docstring)."""
+def _search(objective: Callable[[float, float], tuple], squares: Callable[[float, float], tuple], *,
+            free_x: bool, free_y: bool) -> tuple[float, float]:
+    """Best of two compass searches on the objective (module docstring): one from the best grid
+    point, one from the least-squares fit in log space (a smooth start that a median's kinks do not
+    stall)."""
     xs = GRID_LOG2 if free_x else (0.0,)
     ys = GRID_LOG2 if free_y else (0.0,)
-    best = min(((x, y) for x in xs for y in ys), key=lambda p: objective(*p))
-    moves = [(1, 0)] * free_x + [(-1, 0)] * free_x + [(0, 1)] * free_y + [(0, -1)] * free_y
+    moves = [(dx, dy) for dx in ((-1, 0, 1) if free_x else (0,)) for dy in ((-1, 0, 1) if free_y else (0,))
+             if (dx, dy) != (0, 0)]
+    grid_best = min(((x, y) for x in xs for y in ys), key=lambda p: objective(*p))
+    smooth = _compass(squares, min(((x, y) for x in xs for y in ys), key=lambda p: squares(*p)), moves)
+    ends = [_compass(objective, start, moves) for start in (grid_best, smooth)]
+    return min(ends, key=lambda p: objective(*p))
+
+
+def _compass(objective: Callable[[float, float], tuple], start: tuple[float, float],
+             moves: list[tuple[int, int]]) -> tuple[float, float]:
+    """Move to the first better neighbour (8 directions) until none is, halving the step (``STEPS_LOG2``)."""
+    best = start
     for step in STEPS_LOG2:
         improved = True
         while improved:

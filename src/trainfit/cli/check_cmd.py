@@ -32,18 +32,20 @@ def check(
     timeout: Annotated[float, typer.Option(min=0.1, help="Seconds each external command may take (live audit).")] = 10.0,
     set_: Annotated[list[str], typer.Option("--set", help="Any card field: KEY=VALUE. Repeatable.")] = [],
     json_: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
+    calibration: Annotated[Optional[Path], typer.Option("--calibration", help="Calibration file of measured rates (`trainfit calibrate`). Default: $TRAINFIT_CALIBRATION, else $XDG_CONFIG_HOME/trainfit/calibration.json, when it exists.")] = None,
 ) -> None:
     """GPU type/memory/count, topology vs parallelism, host RAM, checkpoint disk and pinned versions.
 
     Exit code 1 when any line fails, 0 otherwise.
     """
     run_card = load_card(card, {}, set_)
+    from trainfit.calibration import load_found_calibration
     from trainfit.plan import make_plan
     from trainfit.preflight.audit import run_audit
     from trainfit.preflight.check import run_check
     from trainfit.preflight.checkpoint import checkpoint_sizes
 
-    plan = make_plan(run_card)
+    plan = make_plan(run_card, calibration=load_found_calibration(calibration))
     if audit is not None:
         report = load_audit(audit)
     else:

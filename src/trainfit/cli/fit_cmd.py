@@ -20,6 +20,7 @@ def fit(
     global_batch: Annotated[Optional[int], typer.Option(help="Sequences per optimizer step, kept fixed (default: the card's micro-batch x accumulation x GPUs).")] = None,
     json_: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
     html: Annotated[Optional[Path], typer.Option(help="Also write an HTML report: ranked table and cost-against-time chart.")] = None,
+    calibration: Annotated[Optional[Path], typer.Option("--calibration", help="Calibration file of measured rates (`trainfit calibrate`). Default: $TRAINFIT_CALIBRATION, else $XDG_CONFIG_HOME/trainfit/calibration.json, when it exists.")] = None,
 ) -> None:
     """Fewest cards of each type that fit, the knobs that make them fit, step time and cost; Pareto front marked."""
     from trainfit.catalog.gpus import resolve_gpu
@@ -37,6 +38,9 @@ def fit(
         set_path(data, key, value)
         pinned.add(key)
     load_card_dict(data)  # one clear line for a bad card before searching
+    from trainfit.calibration import load_found_calibration
+
+    cal = load_found_calibration(calibration)
     from trainfit.search import GPU_COUNTS
 
     if global_batch is not None and global_batch < 1:
@@ -61,7 +65,8 @@ def fit(
     with Progress(transient=True, disable=json_ or not sys.stderr.isatty(), console=_Console(stderr=True)) as bar:
         task = bar.add_task("searching", total=1.0)
         result = run_fit(data, gpus=gpus, max_gpus=max_gpus, prices=prices, pinned=frozenset(pinned),
-                         progress=lambda f: bar.update(task, completed=f), global_batch=global_batch)
+                         progress=lambda f: bar.update(task, completed=f), global_batch=global_batch,
+                         calibration=cal)
     if html is not None:
         from trainfit.report.html import write_fit_html
 

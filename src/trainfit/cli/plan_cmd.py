@@ -28,6 +28,7 @@ def plan(
     preset: Annotated[Optional[str], typer.Option(help="trl | verl | openrlhf | nemo-rl: a framework's documented defaults.")] = None,
     set_: Annotated[list[str], typer.Option("--set", help="Any card field: KEY=VALUE, e.g. precision.optimizer=adamw_8bit. Repeatable.")] = [],
     html: Annotated[Optional[Path], typer.Option(help="Also write a self-contained HTML report (charts, tables, assumptions).")] = None,
+    calibration: Annotated[Optional[Path], typer.Option("--calibration", help="Calibration file of measured rates (`trainfit calibrate`). Default: $TRAINFIT_CALIBRATION, else $XDG_CONFIG_HOME/trainfit/calibration.json, when it exists.")] = None,
     json_: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
 ) -> None:
     """Memory of the worst GPU in every phase, the peak, the verdict and host RAM."""
@@ -48,9 +49,11 @@ def plan(
         "preset": preset,
     }
     run_card = load_card(card, overrides, set_)
+    from trainfit.calibration import load_found_calibration
     from trainfit.plan import make_plan
 
-    result = make_plan(run_card)
+    cal = load_found_calibration(calibration)
+    result = make_plan(run_card, calibration=cal)
     if html is not None:
         from trainfit.report.html import write_plan_html
 
@@ -59,7 +62,7 @@ def plan(
     if not result.fits:
         from trainfit.suggest import suggestions
 
-        fixes = suggestions(run_card, result)
+        fixes = suggestions(run_card, result, calibration=cal)
     if json_:
         from trainfit.report.json_report import plan_to_dict, suggestions_to_dict
 

@@ -390,9 +390,9 @@ def rollout_tp(e: dict[str, Any], model: Any) -> tuple[int, list[str]]:
 def _rl_model(e: dict[str, Any]) -> tuple[Any, list[str]]:
     """The card's model for an RL entry, after the checks that make it not representable or skipped."""
     blockers = parallel_blockers(e["train"])
-    if e["rollout"].get("async") == "fully_async" and e["kind"] != "rl_phase":
-        blockers.append("fully asynchronous trainer (bounded staleness, partial rollouts): the card has "
-                        "none | one_step_off")
+    if e["rollout"].get("async") == "fully_async" and e["kind"] != "rl_phase" and e["framework"] != "nemo-rl":
+        blockers.append("fully asynchronous trainer whose step consumes require_batches x ppo_mini_batch_size "
+                        "prompts with partial rollouts: the published table does not pin the samples per step")
     try:
         model, notes = resolve_model(e["model"], e.get("model_config"))
     except Unmapped as u:
@@ -441,7 +441,9 @@ def rollout_section(e: dict[str, Any], model: Any, nodes: int) -> tuple[dict[str
     if ro.get("async") == "one_step_off":
         out["async_mode"] = "one_step_off"
     elif ro.get("async") == "fully_async":
-        notes.append("fully asynchronous trainer: only its phase is compared")
+        out["async_mode"] = "fully_async"
+        notes.append("fully asynchronous trainer planned as the slower of generation and training (partial "
+                     "rollouts and staleness not modelled)")
     if ro["placement"] == "split":
         out["gpus"] = (ro.get("rollout_gpus") or 0) // nodes
         if nodes > 1:
@@ -450,6 +452,23 @@ def rollout_section(e: dict[str, Any], model: Any, nodes: int) -> tuple[dict[str
     if ro["engine"] != "vllm":
         notes.append(f"rollout engine {ro['engine']} planned as vLLM")
     return out, notes
+
+
+def raised_context(model: Any, needed: int) -> tuple[Any, list[str]]:
+    """A catalog model whose config.json context is shorter than the run's sequences: the run raised it
+    (RoPE scaling / a longer max_position_embeddings, as the DAPO recipes do); plan the same shapes inline."""
+    if not isinstance(model, str):
+        return model, []
+    from trainfit.catalog.models import hf_config_of
+
+    try:
+        cfg = dict(hf_config_of(model))
+    except Exception:  # noqa: BLE001 - not a catalog id: leave it to the planner
+        return model, []
+    if (cfg.get("max_position_embeddings") or needed) >= needed:
+        return model, []
+    cfg["max_position_embeddings"] = needed
+    return {"config": cfg}, [f"{model}'s context raised to {needed} tokens as the run did (same shapes)"]
 
 
 def map_rl(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
@@ -461,6 +480,8 @@ def map_rl(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     hw, n = hardware(gpu, e["gpus"], e["gpus_per_node"], e["nodes"], e.get("inter_node_gbps_per_gpu"))
     notes += n
     rollout, n = rollout_section(e, model, hw["nodes"])
+    notes += n
+    model, n = raised_context(model, rollout["prompt_len"] + rollout["response_len"])
     notes += n
     method = e["method"]
     if method not in ("grpo", "ppo"):
@@ -796,7 +817,10 @@ def rl_rows(entries: list[dict[str, Any]], ledger: list[dict[str, Any]]) -> list
             reasons = reasons + ["no per-step or per-phase time published (total time without a step count)"]
         summary = _summary(card, e)
         for q, pub in published.items():
-            row = Row(id=e["id"], subset="RL step" if q == "step" else f"RL phase: {PHASE_TITLES[q]}", quantity=q,
+            subset = "RL step" if q == "step" else f"RL phase: {PHASE_TITLES[q]}"
+            if q != "weight_sync" and not e["data"].get("response_len_mean") and e["kind"] != "rl_phase":
+                subset = ASSUMED_MEAN  # the step's work scales with the mean response: not scored with the rest
+            row = Row(id=e["id"], subset=subset, quantity=q,
                       model=e["model"], config=summary, published_s=pub, rule_s=rule.get(q), status=status,
                       source=source_of(e), entry_note=e.get("note", ""), half=half_of(e["id"]))
             row.notes = (reasons if status != "mapped" else []) + list(notes) + [f"rule N: {how}"]
@@ -862,8 +886,9 @@ def stats(errors: list[float]) -> dict[str, Any]:
             "worst": max(errors, key=abs)}
 
 
+ASSUMED_MEAN = "RL, mean response not published (max/2 assumed)"
 SUBSETS = ("SFT full", "LoRA / QLoRA", "pretrain", "RL step", *(f"RL phase: {PHASE_TITLES[p]}" for p in PHASES),
-           *(f"H200 {s}" for s in H200_SETS))
+           ASSUMED_MEAN, *(f"H200 {s}" for s in H200_SETS))
 
 
 def headline(rows: list[Row]) -> list[dict[str, Any]]:
@@ -972,7 +997,7 @@ _INTRO = [
     "time part.",
 ]
 _SECTIONS = (("Published SFT, LoRA/QLoRA and pretraining steps", ("SFT full", "LoRA / QLoRA", "pretrain")),
-             ("Published RL steps", ("RL step",)),
+             ("Published RL steps", ("RL step", ASSUMED_MEAN)),
              ("Published RL phases", tuple(f"RL phase: {PHASE_TITLES[p]}" for p in PHASES)),
              ("The project's own H200 steps", tuple(f"H200 {s}" for s in H200_SETS)))
 

@@ -155,10 +155,10 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
 
     train_side = sum(p.seconds for p in phases)
     gen_total = sum(p.seconds for p in gen_side)
-    if ro.async_mode is AsyncMode.ONE_STEP_OFF:
+    if ro.async_mode is not AsyncMode.NONE:
         total = max(gen_total, train_side)
-        notes.append(f"one step off-policy: generation ({gen_total:.1f} s) overlaps the training side"
-                     f" ({train_side:.1f} s); the step is the larger")
+        notes.append(f"{ro.async_mode.value.replace('_', ' ')}: generation ({gen_total:.1f} s) overlaps the training"
+                     f" side ({train_side:.1f} s); the step is the larger")
     else:
         total = gen_total + train_side
     tokens = float(seqs * (ro.prompt_len + response_mean(card)))

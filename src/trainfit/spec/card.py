@@ -172,7 +172,7 @@ class RolloutSection(_Section):
     response_len_mean: int | None = Field(None, ge=1, description="Mean response tokens; default response_len / 2 (response_len is the max).")
     response_len_shape: ResponseShape = Field(ResponseShape.EXPONENTIAL, description="Distribution of response lengths up to response_len: exponential (truncated, right-skewed) | uniform | fixed.")
     cuda_graphs: bool = Field(True, description="vLLM decodes with CUDA graphs (False: enforce_eager).")
-    async_mode: AsyncMode = Field(AsyncMode.NONE, description="none | one_step_off: generation of step n+1 overlaps training of step n.")
+    async_mode: AsyncMode = Field(AsyncMode.NONE, description="none | one_step_off | fully_async: generation overlaps training; the step is the slower side.")
     reward_seconds_per_sample: float = Field(0.0, ge=0, description="Reward time per completion (sandboxed tests); 0 for a rule.")
     reward_workers: int = Field(1, ge=1, description="Completions graded in parallel.")
 

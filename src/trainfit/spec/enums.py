@@ -173,8 +173,13 @@ class ResponseShape(StrEnum):
 
 
 class AsyncMode(StrEnum):
+    """``one_step_off``: generation of step n+1 beside the training of step n; ``fully_async``: a
+    separate rollout pool streams samples to the trainer (bounded staleness). Either way the step is the
+    slower of the two sides."""
+
     NONE = "none"
     ONE_STEP_OFF = "one_step_off"
+    FULLY_ASYNC = "fully_async"
 
 
 class ContextParallelKind(StrEnum):

@@ -51,8 +51,11 @@ def test_the_default_file_is_used_without_the_flag(tmp_path, capsys, monkeypatch
 
 
 def test_a_calibration_for_another_gpu_leaves_the_plan_alone(tmp_path, capsys):
-    path = save_calibration(make_calibration({"h200": {"matmul_flops_per_s": 1e14}}), tmp_path / "cal.json").path
-    assert _plan_json(["--calibration", path], capsys)["step_seconds"] == _plan_json([], capsys)["step_seconds"]
+    path = save_calibration(make_calibration({"h200": {"matmul_flops_per_s": 1e14}, "rtx4090": {"p2p": True}}),
+                            tmp_path / "cal.json").path
+    cal = _plan_json(["--calibration", path], capsys)
+    assert cal["step_seconds"] == _plan_json([], capsys)["step_seconds"]
+    assert f"calibration: {path} (h200, rtx4090); a100-40gb is not in it: default rates" in cal["assumptions"]
 
 
 @pytest.mark.parametrize(("content", "message"), [

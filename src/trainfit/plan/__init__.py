@@ -63,10 +63,10 @@ def make_plan(card: RunCard, *, calibration=None) -> Plan:
     rates = None
     time_notes: list[str] = []
     if calibration is not None:
-        from trainfit.calibration import rates_for
+        from trainfit.calibration import assumption_line, rates_for
 
         rates = rates_for(gpu, calibration)
-        time_notes.append(f"calibration: {getattr(calibration, 'path', None) or 'given'} ({gpu.id})")
+        time_notes.append(assumption_line(calibration, gpu.id))
     timing = step_time_of(card, spec, gpu, sharding, rollout, rates=rates)
     if timing is not None:
         time_notes += [f"time: {a}" for a in timing.assumptions]

@@ -23,7 +23,9 @@ Sources of the defaults (each is listed in the plan's assumptions when used):
   falls back to SHM, about a third of the PCIe rate). Latency per collective ~ 30 us + 8 us per hop.
 * Host optimizer (offload): DeepSpeed's CPU Adam streams p, g, m, v (fp32) in and p, m, v out,
   plus a 16-bit copy of p: about 30 bytes per parameter, bound by host memory bandwidth (ZeRO-Offload,
-  Ren et al. 2021, §4.1: CPU-Adam is vectorised and bandwidth-bound). 100 GB/s per node assumed.
+  Ren et al. 2021, §4.1: CPU-Adam is vectorised and bandwidth-bound). 200 GB/s per node assumed: half
+  the peak of a two-socket server with 8 channels of DDR4-3200 per socket (409.6 GB/s), the host of the
+  8-GPU reference systems (DGX A100: two AMD EPYC 7742).
 
 Pure Python: no torch import.
 """
@@ -36,15 +38,18 @@ from typing import Any
 from trainfit.catalog.gpus import GpuSpec
 from trainfit.errors import CardError
 
-_MAMF_FRACTION = {"a100-40gb": 0.859, "a100-80gb": 0.859, "h100-sxm": 0.801, "h200": 0.801, "h20": 0.801}
-"""H200 and H20 share the H100 SXM die and power class (700 W, 400-500 W): its measured ratio."""
+_MAMF_FRACTION = {"a100-40gb": 0.859, "a100-80gb": 0.859, "a800-80gb": 0.859, "h100-sxm": 0.801, "h200": 0.801,
+                  "h20": 0.801, "h800": 0.801, "mi300x": 0.601}
+"""H200, H20 and H800 share the H100 SXM die and power class: its measured ratio; the A800 the A100's; MI300X
+its own (60.1 %, the same table)."""
 _MAMF_SOURCE = "stas00/ml-engineering compute/accelerator/README.md (MAMF table)"
 DEFAULT_MAMF_FRACTION = 0.80
 SM_COUNT = {
     "a10": 72, "a100-40gb": 108, "a100-80gb": 108, "b200": 148, "h100-pcie": 114, "h100-sxm": 132, "h20": 78,
     "h200": 132, "l40s": 142, "rtx3090": 82, "rtx4090": 128, "rtx5090": 170,
 }
-"""Streaming multiprocessors per card (NVIDIA architecture whitepapers: A100, H100, Ada, Blackwell)."""
+"""Streaming multiprocessors per card (NVIDIA architecture whitepapers: A100, H100, Ada, Blackwell); the GPU
+catalog's ``sm_count`` wins where it has one."""
 DEFAULT_SM_COUNT = 108
 FP32_SIMT_FLOPS_PER_S = {
     "a10": 31.2e12, "a100-40gb": 19.5e12, "a100-80gb": 19.5e12, "b200": 80e12, "h100-pcie": 51.2e12,
@@ -69,7 +74,7 @@ PCIE_P2P_BUS_FRACTION = 0.75
 PCIE_NO_P2P_BUS_FRACTION = 0.33
 COLLECTIVE_LATENCY_S = 30e-6
 COLLECTIVE_HOP_LATENCY_S = 8e-6
-HOST_MEMORY_BYTES_PER_S = 100e9
+HOST_MEMORY_BYTES_PER_S = 200e9
 CPU_ADAM_BYTES_PER_PARAM = 30.0
 PCIE_EFFICIENCY = 0.80
 """Pinned-memory cudaMemcpy reaches ~80 % of the PCIe x16 rate per direction."""
@@ -146,12 +151,12 @@ def default_rates(gpu: GpuSpec) -> DeviceRates:
         gpu_id=gpu.id,
         matmul_flops_per_s=gpu.bf16_dense_flops_per_s * frac,
         hbm_bytes_per_s=gpu.hbm_bytes_per_s * HBM_FRACTION,
-        sm_count=SM_COUNT.get(gpu.id, DEFAULT_SM_COUNT),
+        sm_count=getattr(gpu, "sm_count", None) or SM_COUNT.get(gpu.id, DEFAULT_SM_COUNT),
         intra_node_bus_bytes_per_s=bus,
         p2p=p2p,
         pcie_bytes_per_s=(gpu.pcie_bytes_per_s or 32e9) * PCIE_EFFICIENCY,
         compute_capability=gpu.compute_capability,
-        fp32_matmul_flops_per_s=FP32_SIMT_FLOPS_PER_S.get(gpu.id),
+        fp32_matmul_flops_per_s=getattr(gpu, "fp32_flops_per_s", None) or FP32_SIMT_FLOPS_PER_S.get(gpu.id),
         sources=tuple(src),
     )
 
@@ -159,4 +164,4 @@ def default_rates(gpu: GpuSpec) -> DeviceRates:
 def _geforce_without_p2p(gpu: GpuSpec) -> bool:
     """GeForce Ada/Blackwell cards have no peer-to-peer over PCIe (the driver refuses it); NCCL goes
     through host shared memory. The RTX 3090 still has P2P (and an NVLink bridge option)."""
-    return gpu.id in ("rtx4090", "rtx5090")
+    return gpu.id in ("rtx4090", "rtx4090d", "rtx5090")

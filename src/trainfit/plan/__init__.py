@@ -67,7 +67,7 @@ def make_plan(card: RunCard, *, calibration=None) -> Plan:
 
         rates = rates_for(gpu, calibration)
         time_notes.append(assumption_line(calibration, gpu.id))
-    timing = step_time_of(card, spec, gpu, sharding, rollout, rates=rates)
+    timing = step_time_of(card, spec, gpu, sharding, rollout, rates=rates, paged_spill_bytes=max(0.0, spill))
     if timing is not None:
         time_notes += [f"time: {a}" for a in timing.assumptions]
     return Plan(

@@ -202,8 +202,13 @@ def training_time(
     return t
 
 
+PAGING_PASSES = 2
+"""Paged optimizer states that do not fit on the card move over PCIe twice per step: in for the update,
+out again under the next step's activation pressure (bitsandbytes paged optimizers on CUDA managed memory)."""
+
+
 def step_time_of(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding, rollout, *,
-                 rates: DeviceRates | None = None) -> StepTiming | None:
+                 rates: DeviceRates | None = None, paged_spill_bytes: float = 0.0) -> StepTiming | None:
     """The step's time on the slowest GPU; None when the GPU catalog lacks FLOP/s or bandwidth."""
     from trainfit.errors import TrainfitError
 
@@ -215,7 +220,14 @@ def step_time_of(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
             from trainfit.plan.rl_time import rl_step_time
 
             return rl_step_time(card, spec, gpu, sharding, rollout, r)
-        return _sft_time(card, spec, sharding, r)
+        t = _sft_time(card, spec, sharding, r)
+        if paged_spill_bytes > 0:
+            secs = PAGING_PASSES * paged_spill_bytes / r.pcie_bytes_per_s
+            t = StepTiming(t.total_s + secs, t.tokens_per_step,
+                           t.phases + (PhaseTime("paging", secs, "offload", {"spilled_bytes": paged_spill_bytes}),),
+                           t.assumptions + (f"paged optimizer: {paged_spill_bytes / 2**30:.1f} GiB of states do not fit"
+                                            f" and page over PCIe {PAGING_PASSES}x per step",))
+        return t
     except TrainfitError:
         return None
 

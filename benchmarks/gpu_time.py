@@ -8,6 +8,8 @@ the output as soon as it finishes, so a timeout keeps what was measured):
                with the MLP at 3x and 3.5x (up/gate and down); LoRA-skinny n or k in {8, 16, 64};
                decode-shaped m in {1, 8, 64, 256}. Each shape is replayed from a CUDA graph (device
                time, no host launch cost) over enough copies of the operands to defeat the L2 cache.
+               Also fp32 (TF32 off, torch's default) on two large and two LoRA shapes: the rate
+               PEFT's fp32 adapters run at.
 ``hbm``        ``dst.copy_(src)`` of 1 GiB (2 bytes moved per byte) and ``torch.add(a, b, out=c)``
                (3 bytes per byte).
 ``launch``     host cost of eager PyTorch: a loop of tiny ops (``forward``); a tiny Llama-shaped
@@ -50,6 +52,8 @@ L2_DEFEAT_BYTES = 256 * 2**20
 FULL = {
     "gemm_m": (512, 2048, 8192, 16384), "gemm_hidden": (1024, 2048, 4096, 8192), "mlp_ratios": (3.0, 3.5),
     "lora_ranks": (8, 16, 64), "decode_m": (1, 8, 64, 256), "gemm_reps": 20,
+    "fp32_shapes": ((8192, 4096, 4096, "train"), (8192, 8192, 8192, "train"), (8192, 16, 4096, "lora"),
+                    (8192, 4096, 16, "lora")),
     "hbm_bytes": GIB, "launch_ops": 2000, "tiny": {"hidden": 256, "layers": 4, "seq": 64, "vocab": 4096},
     "opt_params": (1e8, 1e9), "pcie_bytes": GIB,
     "decode": {"hidden": 2048, "layers": 16, "heads": 32, "kv_heads": 8, "head_dim": 64, "intermediate": 8192,
@@ -58,7 +62,7 @@ FULL = {
 }
 DRY = {
     "gemm_m": (16, 64), "gemm_hidden": (64, 128), "mlp_ratios": (3.0,), "lora_ranks": (8,), "decode_m": (1, 8),
-    "gemm_reps": 2, "hbm_bytes": 2**20, "launch_ops": 200, "tiny": {"hidden": 32, "layers": 2, "seq": 8, "vocab": 64},
+    "gemm_reps": 2, "fp32_shapes": ((64, 64, 64, "train"), (64, 8, 64, "lora")), "hbm_bytes": 2**20, "launch_ops": 200, "tiny": {"hidden": 32, "layers": 2, "seq": 8, "vocab": 64},
     "opt_params": (1e4,), "pcie_bytes": 2**20,
     "decode": {"hidden": 64, "layers": 2, "heads": 4, "kv_heads": 2, "head_dim": 16, "intermediate": 128, "vocab": 256},
     "decode_batch": (1, 2), "decode_context": (16,), "decode_steps": 2,
@@ -143,28 +147,37 @@ def gemm_shapes(cfg: dict[str, Any]) -> list[tuple[int, int, int, str]]:
     return shapes
 
 
-def measure_gemm(clock: Clock, cfg: dict[str, Any], device: str) -> dict[str, Any]:
+def _gemm_point(clock: Clock, cfg: dict[str, Any], device: str, m: int, n: int, k: int, dtype: Any) -> dict[str, Any]:
+    """Seconds and FLOP/s of ``F.linear(x[m, k], w[n, k])`` in ``dtype`` (device time, L2 defeated)."""
     import torch
     import torch.nn.functional as F
 
-    points = []
-    for m, n, k, kind in gemm_shapes(cfg):
-        per_copy = 2 * (m * k + n * k)
-        copies = max(1, min(16, math.ceil(L2_DEFEAT_BYTES / per_copy))) if device == "cuda" else 1
-        xs = [torch.randn(m, k, device=device, dtype=torch.bfloat16) for _ in range(copies)]
-        ws = [torch.randn(n, k, device=device, dtype=torch.bfloat16) for _ in range(copies)]
-        state = {"i": 0}
+    size = torch.tensor([], dtype=dtype).element_size()
+    copies = max(1, min(16, math.ceil(L2_DEFEAT_BYTES / (size * (m * k + n * k))))) if device == "cuda" else 1
+    xs = [torch.randn(m, k, device=device, dtype=dtype) for _ in range(copies)]
+    ws = [torch.randn(n, k, device=device, dtype=dtype) for _ in range(copies)]
+    state = {"i": 0}
 
-        def body() -> None:
-            i = state["i"] = (state["i"] + 1) % copies
-            F.linear(xs[i], ws[i])
+    def body() -> None:
+        i = state["i"] = (state["i"] + 1) % copies
+        F.linear(xs[i], ws[i])
 
-        calls = max(cfg["gemm_reps"], copies)
-        s, method = clock.graph_seconds(body, calls=calls)
-        points.append({"m": m, "n": n, "k": k, "kind": kind, "seconds": s, "flops_per_s": 2 * m * n * k / s,
-                       "copies": copies, "method": method})
-        del xs, ws
-    return {"dtype": "bfloat16", "op": "F.linear(x[m, k], w[n, k]) -> [m, n]", "points": points}
+    s, method = clock.graph_seconds(body, calls=max(cfg["gemm_reps"], copies))
+    return {"m": m, "n": n, "k": k, "seconds": s, "flops_per_s": 2 * m * n * k / s, "copies": copies, "method": method}
+
+
+def measure_gemm(clock: Clock, cfg: dict[str, Any], device: str) -> dict[str, Any]:
+    """bf16 over ``gemm_shapes``; fp32 (TF32 off, torch's default: what PEFT's fp32 LoRA adapters
+    run) on a few large and adapter shapes."""
+    import torch
+
+    points = [{**_gemm_point(clock, cfg, device, m, n, k, torch.bfloat16), "kind": kind}
+              for m, n, k, kind in gemm_shapes(cfg)]
+    fp32 = []
+    for m, n, k, kind in cfg["fp32_shapes"]:
+        fp32.append({**_gemm_point(clock, cfg, device, m, n, k, torch.float32), "kind": kind,
+                     "allow_tf32": torch.backends.cuda.matmul.allow_tf32})
+    return {"dtype": "bfloat16", "op": "F.linear(x[m, k], w[n, k]) -> [m, n]", "points": points, "fp32_points": fp32}
 
 
 def measure_hbm(clock: Clock, cfg: dict[str, Any], device: str) -> dict[str, Any]:

@@ -32,7 +32,7 @@ def here(tmp_path, monkeypatch):
 START = {"trainfit_calibration": 1, "created": "2025-01-31", "sources": ["an earlier measurement"], "notes": [],
          "devices": {"h200": {"matmul_flops_per_s": 7.5e14, "hbm_bytes_per_s": 4.2e12, "host_s_per_forward_kernel": 4e-5,
                               "host_s_per_backward_kernel": 1.2e-5, "device_s_per_kernel_min": 2e-6,
-                              "pcie_bytes_per_s": 5e10,
+                              "pcie_bytes_per_s": 5e10, "fp32_matmul_flops_per_s": 6e13,
                               "gemm_points": [{"m": 8192, "n": 4096, "k": 4096, "flops_per_s": 7.4e14}]},
                      "a100-80gb": {"matmul_flops_per_s": 2.6e14}}}
 

@@ -35,6 +35,8 @@ def test_fixture_converts_field_by_field():
     assert rates["host_s_per_backward_kernel"] == data["launch"]["backward"]["s_per_kernel"]
     assert rates["device_s_per_kernel_min"] == data["launch"]["device_min_kernel"]["s_per_kernel"]
     assert rates["pcie_bytes_per_s"] == min(data["pcie"]["h2d"]["bytes_per_s"], data["pcie"]["d2h"]["bytes_per_s"])
+    assert rates["fp32_matmul_flops_per_s"] == max(p["flops_per_s"] for p in data["gemm"]["fp32_points"] if p["kind"] == "train")
+    assert "sm_count" not in rates and "compute_capability" not in rates  # a CPU run has no device properties
     assert cal.notes[0] == "h200 measured: dry.json is a --dry-run on cpu: not GPU figures"
     assert sum("AdamW step" in n for n in cal.notes) == len(data["optimizer"])
     assert sum("decode" in n for n in cal.notes) == len(data["decode"]["points"])
@@ -52,8 +54,10 @@ def test_large_shapes_set_the_matmul_rate():
 
 def test_gpu_named_by_the_measured_device():
     data = _output()
-    data["versions"]["gpu"] = "NVIDIA H200"
-    assert from_gpu_output(data, where="x").gpu_ids == ("h200",)
+    data["versions"].update(gpu="NVIDIA H200", sm_count=132, compute_capability="9.0")
+    cal = from_gpu_output(data, where="x")
+    assert cal.gpu_ids == ("h200",)
+    assert cal.device("h200").overrides()["sm_count"] == 132 and cal.device("h200").overrides()["compute_capability"] == "9.0"
     data["versions"]["gpu"] = "NVIDIA H100 80GB HBM3 Super"
     with pytest.raises(CardError, match="x: measured GPU 'NVIDIA H100 80GB HBM3 Super' is not in the GPU catalog; did you mean"):
         from_gpu_output(data, where="x")

@@ -7,12 +7,15 @@ measurement                     calibration
 ==============================  ================================================================
 GEMM sweep (bf16 ``F.linear``)  ``gemm_points``: every shape; ``matmul_flops_per_s``: the best
                                 rate among the training shapes with m >= 2048 and n, k >= 2048
+fp32 GEMMs (TF32 off)           ``fp32_matmul_flops_per_s``: the best large fp32 shape (when
+                                DeviceRates has the field)
 copy of a large tensor          ``hbm_bytes_per_s`` (read + write bytes / seconds)
 tiny model's forward            ``host_s_per_forward_kernel``: seconds over the kernels it launched
                                 (a loop of tiny eager ops when the model was not measured)
 tiny model's backward           ``host_s_per_backward_kernel``: seconds over the kernels it launched
 tiny kernels in a CUDA graph    ``device_s_per_kernel_min``
 pinned H2D and D2H copies       ``pcie_bytes_per_s``: the slower direction
+device properties               ``sm_count``, ``compute_capability``
 AdamW step, decode loop, add    notes (no DeviceRates field holds them)
 ==============================  ================================================================
 
@@ -23,7 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainfit.calibration.file import Calibration, make_calibration
+from trainfit.calibration.file import Calibration, make_calibration, rate_fields
 from trainfit.errors import CardError, CatalogError
 
 OUTPUT_KEY = "trainfit_gpu_time"
@@ -46,6 +49,7 @@ def from_gpu_output(data: dict[str, Any], *, where: str, gpu: str | None = None)
     rates: dict[str, Any] = {}
     notes: list[str] = []
     _gemm(data.get("gemm"), rates, where)
+    _device_properties(versions, rates)
     hbm = data.get("hbm") or {}
     _rate(rates, "hbm_bytes_per_s", hbm.get("copy"), "bytes_per_s")
     launch = data.get("launch") or {}
@@ -106,9 +110,26 @@ def _gemm(section: Any, rates: dict[str, Any], where: str) -> None:
     if not good:
         return
     rates["gemm_points"] = [{k: p[k] for k in ("m", "n", "k", "flops_per_s")} for p in good]
-    train = [p for p in good if p.get("kind", "train") == "train"] or good
+    rates["matmul_flops_per_s"] = _best_large(good)
+    fp32 = [p for p in (section or {}).get("fp32_points") or [] if isinstance(p, dict) and _positive(p.get("flops_per_s"))]
+    if fp32 and "fp32_matmul_flops_per_s" in rate_fields():
+        rates["fp32_matmul_flops_per_s"] = _best_large(fp32)
+
+
+def _best_large(points: list[dict[str, Any]]) -> float:
+    """The best rate among training shapes with m, n, k >= LARGE_GEMM_DIM (else among all training shapes)."""
+    train = [p for p in points if p.get("kind", "train") == "train"] or points
     large = [p for p in train if min(p["m"], p["n"], p["k"]) >= LARGE_GEMM_DIM] or train
-    rates["matmul_flops_per_s"] = float(max(p["flops_per_s"] for p in large))
+    return float(max(p["flops_per_s"] for p in large))
+
+
+def _device_properties(versions: dict[str, Any], rates: dict[str, Any]) -> None:
+    sm = versions.get("sm_count")
+    if isinstance(sm, int) and not isinstance(sm, bool) and sm > 0:
+        rates["sm_count"] = sm
+    cc = versions.get("compute_capability")
+    if isinstance(cc, str) and cc:
+        rates["compute_capability"] = cc
 
 
 def _optimizer_notes(rows: list[Any]) -> list[str]:

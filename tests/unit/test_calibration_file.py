@@ -136,3 +136,11 @@ def test_conftest_hides_the_users_default_file():
 
 def test_to_dict_is_json():
     assert json.loads(json.dumps(calibration_to_dict(_cal())))["devices"]["h200"]["p2p"] is True
+
+
+def test_the_package_does_not_import_torch():
+    import subprocess
+    import sys
+
+    code = "import sys, trainfit.calibration, trainfit.cli.calibrate_cmd; print('torch' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"

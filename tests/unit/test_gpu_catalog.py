@@ -14,7 +14,9 @@ MiB = 2**20
 EXPECTED_IDS = {
     "rtx3090", "rtx4090", "rtx5090", "a10", "l40s", "a100-40gb", "a100-80gb",
     "h100-sxm", "h100-pcie", "h20", "h200", "b200",
+    "a800-80gb", "h800", "l20", "rtx4090d", "rtx-a6000", "v100-sxm2-32gb", "gb200", "mi300x", "l40",
 }
+NO_BF16 = {"v100-sxm2-32gb"}  # Volta has no bf16 (notes say so)
 
 
 def _raw() -> list[dict]:
@@ -53,6 +55,9 @@ def test_aliases_do_not_collide_across_cards():
         ("rtx3090", 24576), ("rtx4090", 24564), ("rtx5090", 32607), ("a10", 23028), ("l40s", 46068),
         ("a100-40gb", 40960), ("a100-80gb", 81920), ("h100-sxm", 81559), ("h100-pcie", 81559),
         ("h20", 97871), ("h200", 143771), ("b200", 183359),
+        ("a800-80gb", 81920), ("h800", 81559), ("l20", 46068), ("rtx4090d", 24564), ("rtx-a6000", 49140),
+        ("v100-sxm2-32gb", 32768), ("gb200", 189471), ("l40", 46068),
+        ("mi300x", 196592),  # rocm-smi's VRAM total, the AMD counterpart of nvidia-smi's
     ],
 )
 def test_memory_as_nvidia_smi_reports(gid, mib):
@@ -84,13 +89,79 @@ def test_torch_total_is_below_nvidia_smi_total():
 def test_rates_are_plausible_dense_figures():
     for gid in gpu_ids():
         g = resolve_gpu(gid)
-        assert 50e12 <= g.bf16_dense_flops_per_s <= 3e15, gid
+        if gid in NO_BF16:
+            assert g.bf16_dense_flops_per_s is None and g.fp8_dense_flops_per_s is None, gid
+            assert "bf16" in g.notes.lower(), gid
+        else:
+            assert 50e12 <= g.bf16_dense_flops_per_s <= 3e15, gid
         assert 500e9 <= g.hbm_bytes_per_s <= 10e12, gid
         if g.fp8_dense_flops_per_s is not None:
             assert g.fp8_dense_flops_per_s == pytest.approx(2 * g.bf16_dense_flops_per_s, rel=0.02), gid
         assert g.nvlink == (g.nvlink_bytes_per_s is not None), gid
-        assert g.pcie_bytes_per_s == {4: 32e9, 5: 64e9}[g.pcie_gen], gid
+        if g.pcie_gen is None:  # GB200: host link is NVLink-C2C, not PCIe (notes say so)
+            assert g.pcie_bytes_per_s is None and "C2C" in g.notes, gid
+        else:
+            assert g.pcie_bytes_per_s == {3: 16e9, 4: 32e9, 5: 64e9}[g.pcie_gen], gid
     assert resolve_gpu("h100-sxm").bf16_dense_flops_per_s > resolve_gpu("a100-80gb").bf16_dense_flops_per_s
+
+
+def test_sm_count_and_fp32_rate_on_every_card():
+    for gid in gpu_ids():
+        g = resolve_gpu(gid)
+        assert isinstance(g.sm_count, int) and 40 <= g.sm_count <= 400, gid
+        assert 10e12 <= g.fp32_flops_per_s <= 200e12, gid
+        if g.bf16_dense_flops_per_s is not None:  # tensor/matrix cores beat the CUDA cores
+            assert g.fp32_flops_per_s < g.bf16_dense_flops_per_s, gid
+        # every entry cites both figures (the number appears in its source or notes)
+        cited = g.source + " " + g.notes
+        assert str(g.sm_count) in cited, gid
+        assert f"{g.fp32_flops_per_s / 1e12:g}" in cited and "FP32" in cited, gid
+    assert resolve_gpu("h100-sxm").sm_count == 132 and resolve_gpu("h100-sxm").fp32_flops_per_s == 66.9e12
+    assert resolve_gpu("rtx4090").sm_count == 128 and resolve_gpu("rtx4090").fp32_flops_per_s == 82.6e12
+    assert resolve_gpu("a100-80gb").sm_count == 108 and resolve_gpu("a100-80gb").fp32_flops_per_s == 19.5e12
+    # the 4090 D is the 4090 with 114 of 128 SMs at the same clock
+    d, full = resolve_gpu("rtx4090d"), resolve_gpu("rtx4090")
+    assert d.fp32_flops_per_s == pytest.approx(full.fp32_flops_per_s * 114 / 128, rel=0.01)
+    assert d.bf16_dense_flops_per_s == pytest.approx(full.bf16_dense_flops_per_s * 114 / 128, rel=0.01)
+
+
+def test_export_variants_differ_from_their_parents_only_in_nvlink():
+    for variant, parent, nvlink in (("a800-80gb", "a100-80gb", 400e9), ("h800", "h100-sxm", 400e9)):
+        v, p = resolve_gpu(variant), resolve_gpu(parent)
+        assert v.nvlink and v.nvlink_bytes_per_s == nvlink < p.nvlink_bytes_per_s
+        for f in ("memory_bytes", "hbm_bytes_per_s", "bf16_dense_flops_per_s", "fp8_dense_flops_per_s",
+                  "sm_count", "fp32_flops_per_s", "compute_capability"):
+            assert getattr(v, f) == getattr(p, f), (variant, f)
+
+
+def test_mi300x_fabric_is_documented_as_infinity_fabric():
+    g = resolve_gpu("AMD Instinct MI300X")
+    assert g.id == "mi300x"
+    # nvlink=True makes the planner time collectives on the fabric; the notes say it is not NVLink
+    assert g.nvlink and g.nvlink_bytes_per_s == 896e9
+    assert "Infinity Fabric" in g.notes
+    assert g.compute_capability is None and g.compute_capability_source  # not a CUDA device
+    assert g.sm_count == 304 and g.fp32_flops_per_s == 163.4e12
+
+
+def test_new_card_aliases_match_nvidia_smi_names():
+    for name, gid in (("NVIDIA A800-SXM4-80GB", "a800-80gb"), ("NVIDIA H800", "h800"), ("NVIDIA L20", "l20"),
+                      ("NVIDIA GeForce RTX 4090 D", "rtx4090d"), ("NVIDIA RTX A6000", "rtx-a6000"),
+                      ("Tesla V100-SXM2-32GB", "v100-sxm2-32gb"), ("NVIDIA GB200", "gb200"),
+                      ("NVIDIA L40", "l40")):
+        assert resolve_gpu(name).id == gid
+    assert resolve_gpu("NVIDIA GeForce RTX 4090").id == "rtx4090"  # the D's aliases do not shadow the 4090
+
+
+def test_loader_refuses_unknown_keys():
+    from trainfit.catalog.gpus import _spec
+
+    entry = {"id": "x", "name": "x", "memory_bytes": 2**30, "memory_label": "1 GiB", "sm_cnt": 1}
+    with pytest.raises(CatalogError, match="unknown keys"):
+        _spec(entry)
+    del entry["sm_cnt"]
+    g = _spec(entry)
+    assert g.sm_count is None and g.fp32_flops_per_s is None
 
 
 def test_alias_lookup_case_insensitive():
@@ -119,6 +190,7 @@ def test_custom_gpu():
     assert g.id == "custom-24gib"
     assert g.memory_bytes == 24 * 2**30
     assert g.bf16_dense_flops_per_s is None and g.hbm_bytes_per_s is None and g.tdp_w is None
+    assert g.sm_count is None and g.fp32_flops_per_s is None
     assert custom_gpu(12.5).id == "custom-12.5gib"
     with pytest.raises(CatalogError):
         custom_gpu(0)

@@ -1,10 +1,18 @@
 """GPU catalog: one JSON file per card under data/gpus/, each naming its source(s).
 
 Units are in the field names. ``memory_bytes`` is the total that ``nvidia-smi`` reports
-(MiB x 2**20); ``torch_total_memory_bytes`` is what ``torch.cuda.get_device_properties().total_memory``
-reports where a published value is known (it is driver-dependent and a few hundred MiB below
-nvidia-smi's total), else None. Rates are dense (no 2:4 sparsity); NVLink is NVIDIA's total
-bidirectional figure per GPU; PCIe is per direction for x16.
+(MiB x 2**20; ``rocm-smi``'s VRAM total for the AMD entry); ``torch_total_memory_bytes`` is what
+``torch.cuda.get_device_properties().total_memory`` reports where a published value is known (it is
+driver-dependent and a few hundred MiB below nvidia-smi's total), else None. Rates are dense (no 2:4
+sparsity); NVLink is NVIDIA's total bidirectional figure per GPU; PCIe is per direction for x16 (None
+where the host link is not PCIe: GB200's NVLink-C2C).
+
+``nvlink`` means "this card has a direct GPU-to-GPU fabric whose total bidirectional rate per GPU is
+``nvlink_bytes_per_s``": the planner then times intra-node collectives on that fabric instead of PCIe.
+On NVIDIA cards it is NVLink (SXM/NVSwitch or a 2-card bridge); the one non-NVIDIA entry (AMD
+MI300X) puts AMD Infinity Fabric there and says so in its notes. ``sm_count`` is the number of
+streaming multiprocessors (AMD: compute units) and ``fp32_flops_per_s`` the dense non-tensor-core
+FP32 rate (AMD: the vector FP32 rate); both default to None so custom cards still work.
 
 Pure Python: no torch import.
 """
@@ -39,6 +47,10 @@ class GpuSpec:
     pcie_gen: int | None = None
     pcie_bytes_per_s: float | None = None
     tdp_w: float | None = None
+    sm_count: int | None = None
+    """Streaming multiprocessors (NVIDIA) or compute units (AMD) on the card as shipped."""
+    fp32_flops_per_s: float | None = None
+    """Dense FP32 FLOP/s on the CUDA cores / vector units, no tensor or matrix cores (no TF32)."""
     compute_capability: str | None = None
     """CUDA compute capability ("9.0"); picks torch's default cuBLAS workspace size."""
     compute_capability_source: str = ""

@@ -73,6 +73,8 @@ Pure Python: no torch import.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from bisect import bisect_right
 from collections import deque
 from dataclasses import dataclass
@@ -651,6 +653,7 @@ def prefill_seconds(*, spec: ModelSpec, matmul_params: float, rates: DeviceRates
     return compute + comm, comm
 
 
+@lru_cache(maxsize=4096)
 def generation_time(
     *,
     spec: ModelSpec,

@@ -22,6 +22,7 @@ Pure Python: no torch import.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from trainfit.compute import collectives as coll
 from trainfit.compute.attention_time import attention_seconds
@@ -153,6 +154,7 @@ def _phase(name: str, t: PassTime) -> PhaseTime:
                                                 "memory_bound": t.memory_s, "host_launch": t.host_s})
 
 
+@lru_cache(maxsize=8192)
 def train_step_time(
     spec: ModelSpec, *, rates: DeviceRates, micro_batch_size: int, seq_len: int, micro_steps: int = 1,
     adapter: Adapter | None = None, eager_attention: bool = False, gradient_checkpointing: bool = False,
@@ -285,6 +287,7 @@ def _model_parallel_comm(spec: ModelSpec, mp: ModelParallel, *, tokens: float, f
     )
 
 
+@lru_cache(maxsize=8192)
 def forward_only_time(
     spec: ModelSpec, *, rates: DeviceRates, micro_batch_size: int, seq_len: int, micro_steps: int,
     adapter: Adapter | None = None, eager_attention: bool = False, parallel: Parallel = Parallel(),

@@ -228,8 +228,8 @@ def step_time_of(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
                            t.assumptions + (f"paged optimizer: {paged_spill_bytes / 2**30:.1f} GiB of states do not fit"
                                             f" and page over PCIe {PAGING_PASSES}x per step",))
         return t
-    except TrainfitError:
-        return None
+    except TrainfitError as exc:
+        return StepTiming(float("nan"), 0.0, (), (f"not estimated: {exc}",))
 
 
 def _sft_time(card: RunCard, spec: ModelSpec, sharding: Sharding, r: DeviceRates) -> StepTiming:

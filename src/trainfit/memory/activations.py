@@ -102,12 +102,16 @@ class _Ctx:
     """LoRA A/B dtype: fp32 (PEFT's default autocast_adapter_dtype) or bf16 (torchtune, PEFT without autocast)."""
     saved_inputs: set = field(default_factory=set)
     """bf16 adapters: module inputs already saved in the current layer (q/k/v share one, gate/up one)."""
+    T_seq: int = 0
+    """Tokens of the residual stream on this rank: T, or T / tp under sequence parallel."""
 
 
-def _norm(ctx: _Ctx, *, width: int, rows: int, zero_centred: bool, x_rg: bool, const_width: int) -> tuple[int, bool]:
-    """RMSNorm over ``width`` elements per token (``rows`` normalised vectors per token).
+def _norm(ctx: _Ctx, *, width: int, rows: int, zero_centred: bool, x_rg: bool, const_width: int,
+          residual: bool = False) -> tuple[int, bool]:
+    """RMSNorm over ``width`` elements per token (``rows`` normalised vectors per token); ``residual``:
+    a norm of the residual stream (sequence-sharded under sequence parallel).
     Returns (bytes, output requires grad)."""
-    T, a = ctx.T, ctx.a
+    T, a = (ctx.T_seq or ctx.T) if residual else ctx.T, ctx.a
     out = 0
     if x_rg:
         out += T * (FP32 * width + FP32 * rows)  # fp32 copy (pow & mul) + rsqrt
@@ -355,17 +359,17 @@ def _layer(ctx: _Ctx, spec: ModelSpec, i: int, x_rg: bool) -> tuple[int, bool]:
     zc = spec.family in _ZERO_CENTRED_NORM
     four = spec.norms_per_layer == 4
     ctx.saved_inputs.clear()
-    total, n_rg = _norm(ctx, width=h, rows=1, zero_centred=zc, x_rg=x_rg, const_width=h)
+    total, n_rg = _norm(ctx, width=h, rows=1, zero_centred=zc, x_rg=x_rg, const_width=h, residual=True)
     if spec.layer_kind(i) is LayerKind.FULL_ATTENTION:
         b, o_rg = _attention(ctx, spec, n_rg)
     else:
         b, o_rg = _deltanet(ctx, spec, n_rg)
     total += b
     if four:  # Gemma-2 post_attention_layernorm (its output goes to the residual add)
-        b, o_rg = _norm(ctx, width=h, rows=1, zero_centred=zc, x_rg=o_rg, const_width=h)
+        b, o_rg = _norm(ctx, width=h, rows=1, zero_centred=zc, x_rg=o_rg, const_width=h, residual=True)
         total += b
     res_rg = x_rg or o_rg
-    b, n2_rg = _norm(ctx, width=h, rows=1, zero_centred=zc, x_rg=res_rg, const_width=h)
+    b, n2_rg = _norm(ctx, width=h, rows=1, zero_centred=zc, x_rg=res_rg, const_width=h, residual=True)
     total += b
     if spec.moe is not None and spec.moe.is_moe_layer(i):
         b, m_rg = _moe(ctx, spec, n2_rg)
@@ -373,7 +377,7 @@ def _layer(ctx: _Ctx, spec: ModelSpec, i: int, x_rg: bool) -> tuple[int, bool]:
         b, m_rg = _dense_mlp(ctx, spec, spec.intermediate_size, n2_rg)
     total += b
     if four:
-        b, m_rg = _norm(ctx, width=h, rows=1, zero_centred=zc, x_rg=m_rg, const_width=h)
+        b, m_rg = _norm(ctx, width=h, rows=1, zero_centred=zc, x_rg=m_rg, const_width=h, residual=True)
         total += b
     return total, res_rg or m_rg
 
@@ -396,8 +400,16 @@ def activation_bytes(
     attention: Attention,
     trainable: TrainableSpec,
     compute_dtype_bytes: int = 2,
+    sequence_shards: int = 1,
 ) -> ActivationBytes:
     """Saved-for-backward bytes per decoder layer, embedding and head (see the module docstring).
+
+    ``sequence_shards``: the tensor-parallel size under sequence parallel. The residual stream, its
+    norms (each layer's and the final one) and the checkpointed layer inputs then hold ``T / tp`` tokens;
+    everything after a column-parallel projection's all-gather holds all T (torch's ``SequenceParallel``
+    + ``ColwiseParallel`` save the gathered input; Megatron-LM saves its shard and gathers again in
+    backward, Korthikanti et al. 2022 §4.2.2). With a tensor-parallel shard spec (``trainfit.memory.
+    parallel.shard_spec``) this gives one TP rank's bytes.
 
     ``Attention.FLASH`` is treated as SDPA (same saved set). Gemma-2 with SDPA is eager: transformers
     5 refuses SDPA for it (softcapping) and its default falls back to eager. QLoRA saves what LoRA
@@ -408,8 +420,9 @@ def activation_bytes(
     a = compute_dtype_bytes
     full = trainable.scope is Scope.FULL
     adapter = trainable.lora.adapter_dtype_bytes if trainable.lora is not None else FP32
+    T_seq = T // sequence_shards
     ctx = _Ctx(T=T, b=b, s=s, a=a, full=full, targets=_targets(spec, trainable), attention=attention,
-               adapter_bytes=adapter)
+               adapter_bytes=adapter, T_seq=T_seq)
     per_layer = []
     # adapters without checkpointing: the frozen embedding's output needs no gradient, and the
     # residual stream only starts to need one after the first adapter (or trainable op)
@@ -417,7 +430,7 @@ def activation_bytes(
     for i in range(spec.num_layers):
         nbytes, x_rg = _layer(ctx, spec, i, x_rg)
         per_layer.append(nbytes)
-    ckpt = tuple(a * T * spec.hidden_size for _ in range(spec.num_layers))
+    ckpt = tuple(a * T_seq * spec.hidden_size for _ in range(spec.num_layers))
 
     emb_ckpt = 0
     if full:
@@ -431,7 +444,8 @@ def activation_bytes(
         rows = b if spec.family == "qwen3_5_text" else 1
         emb += 2 * a * rows * s * _rope_dim(spec)
     zc = spec.family in _ZERO_CENTRED_NORM
-    head, _ = _norm(ctx, width=spec.hidden_size, rows=1, zero_centred=zc, x_rg=x_rg, const_width=spec.hidden_size)
+    head, _ = _norm(ctx, width=spec.hidden_size, rows=1, zero_centred=zc, x_rg=x_rg, const_width=spec.hidden_size,
+                    residual=True)
     if full:
         head += a * T * spec.hidden_size  # lm_head input
     return ActivationBytes(

@@ -80,10 +80,29 @@ class StepTerms:
     attention_forward_transient: float = 0.0
     """Eager attention: the score-sized tensors a full-attention layer holds at once in its forward,
     beyond what it saves (``trainfit.memory.attention``); 0 for fused (SDPA/flash) attention."""
+    inflight_activations: float = 0.0
+    """Pipeline parallel: saved activations of the schedule's other micro-batches in flight on this
+    stage, alive through the forward and the backward of the one walked (``trainfit.memory.pipeline``)."""
+    grads_other: float = 0.0
+    """Interleaved pipeline: gradients of the stage's other model chunks, held while one chunk's
+    backward is walked (0 before the stage's first backward)."""
+    pipeline_buffers: float = 0.0
+    """Pipeline parallel: the received stage inputs kept for their gradients, one per micro-batch in flight."""
+    comm_forward_transient: float = 0.0
+    """Context/expert parallel: the largest communication buffers one layer's forward holds at once
+    (ring KV blocks, Ulysses all-to-all outputs, MoE dispatch/combine)."""
+    layer_forward_transient: float = 0.0
+    """A pipeline stage without the loss: what its last layer's forward holds besides the saved
+    activations and the stage buffers (``trainfit.plan.ranks``); its forward peaks there."""
+    accumulation_transient: float = 0.0
+    """Gradient accumulation: the last gradient of the backward (the embedding's, computed whole
+    before it is added into ``.grad``), live beside the gradients held from earlier micro-batches."""
+    forward_at: str = "loss (log-softmax over the logits)"
+    """Where the forward peaks when the loss dominates (a stage without the loss: its last layer)."""
 
     @property
     def grads_total(self) -> float:
-        return self.grads_head + sum(self.grads_per_layer) + self.grads_embedding
+        return self.grads_head + sum(self.grads_per_layer) + self.grads_embedding + self.grads_other
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,14 +154,22 @@ def forward_peak(t: StepTerms) -> PhasePeak:
         saved += t.autocast_weight_cache
     comps = _persistent(t) | {
         "gradients": held_grads,
-        "activations": saved,
+        "activations": saved + t.inflight_activations,
         "logits": t.logits.forward_peak,
         "fsdp_buffers": t.fsdp_root_unit + t.fsdp_all_gathered + _last_unit(t),
     }
-    loss_point = PhasePeak(Phase.FORWARD, comps, "loss (log-softmax over the logits)")
+    if t.pipeline_buffers:
+        comps["pipeline_buffers"] = t.pipeline_buffers
+    loss_point = PhasePeak(Phase.FORWARD, comps, t.forward_at)
     if t.attention_forward_transient and t.attention_forward_transient > t.logits.forward_peak:
         scores = dict(comps, logits=0.0, attention_scores=t.attention_forward_transient)
         return PhasePeak(Phase.FORWARD, scores, "last layer's attention (eager scores)")
+    if t.layer_forward_transient > max(t.logits.forward_peak, t.comm_forward_transient):
+        layer = dict(comps, logits=0.0, activation_transients=t.layer_forward_transient)
+        return PhasePeak(Phase.FORWARD, layer, "last layer's forward (residual stream and MLP buffers)")
+    if t.comm_forward_transient > t.logits.forward_peak:
+        comm = dict(comps, logits=0.0, comm_buffers=t.comm_forward_transient)
+        return PhasePeak(Phase.FORWARD, comm, "last layer's forward (context/expert parallel buffers)")
     return loss_point
 
 
@@ -161,7 +188,8 @@ def backward_peak(t: StepTerms) -> PhasePeak:
     saved_prefix = list(accumulate(kept, initial=0.0))
     if t.activation_offload:
         emb = 0.0
-    alive_all = emb + saved_prefix[layers] + act.head
+    alive_all = emb + saved_prefix[layers] + act.head + t.inflight_activations
+    pipe = {"pipeline_buffers": t.pipeline_buffers} if t.pipeline_buffers else {}
 
     def grads(new: float) -> float:
         return max(held, new)
@@ -176,7 +204,7 @@ def backward_peak(t: StepTerms) -> PhasePeak:
                 "logits": t.logits.backward_peak,
                 # lm_head's gradient is not there yet; the last layer's unit is
                 "fsdp_buffers": t.fsdp_root_unit + t.fsdp_all_gathered + _last_unit(t),
-            },
+            } | pipe,
         ),
         (
             "lm_head backward",
@@ -186,7 +214,7 @@ def backward_peak(t: StepTerms) -> PhasePeak:
                 "activations": alive_all,
                 "logits": t.logits_grad_bf16,
                 "fsdp_buffers": fsdp_static + t.fsdp_all_gathered,
-            },
+            } | pipe,
         ),
     ]
     # decoder layers, last to first: totals from running sums (itertools.accumulate runs in C), then
@@ -198,7 +226,8 @@ def backward_peak(t: StepTerms) -> PhasePeak:
         order = range(layers - 1, -1, -1)
         new_grads = list(accumulate((t.grads_per_layer[i] for i in order), initial=t.grads_head))[1:]
         step = t.fsdp_all_gathered / layers
-        const = base_total + t.zero2_bucket + emb + fsdp_layer + t.in_backward_step
+        const = (base_total + t.zero2_bucket + emb + fsdp_layer + t.in_backward_step + t.inflight_activations
+                 + t.pipeline_buffers)
         def total(k: int) -> float:
             i, g = layers - 1 - k, new_grads[k]
             return (const + (held if held > g else g) + saved_prefix[i] + act.per_layer[i]
@@ -221,11 +250,11 @@ def backward_peak(t: StepTerms) -> PhasePeak:
                 base
                 | {
                     "gradients": grads(g) + t.zero2_bucket,
-                    "activations": emb + saved_prefix[layer] + act.per_layer[layer],
+                    "activations": emb + saved_prefix[layer] + act.per_layer[layer] + t.inflight_activations,
                     "logits": 0.0,
                     "optimizer_temporaries": t.layer_backward_transient[layer] + t.in_backward_step,
                     "fsdp_buffers": fsdp_layer + gath,
-                },
+                } | pipe,
             )
         )
     points.append(
@@ -233,11 +262,12 @@ def backward_peak(t: StepTerms) -> PhasePeak:
             "embedding backward",
             base
             | {
-                "gradients": grads(t.grads_total) + t.tied_embedding_grad_transient,
-                "activations": emb,
+                "gradients": grads(t.grads_total) + t.tied_embedding_grad_transient
+                + (t.accumulation_transient if t.grad_accumulation else 0.0),
+                "activations": emb + t.inflight_activations,
                 "logits": 0.0,
                 "fsdp_buffers": fsdp_static + t.fsdp_root_embedding_grads,
-            },
+            } | pipe,
         )
     )
     peak = _best(Phase.BACKWARD, points)
@@ -309,4 +339,7 @@ def step_max_transient(t: StepTerms) -> float:
         layer + fsdp_static + t.fsdp_layer_units + t.fsdp_unsharded_grads + t.fsdp_all_gathered,
         fsdp_static + t.fsdp_root_embedding_grads,
         t.optimizer_temporaries,
+        t.comm_forward_transient,
+        t.layer_forward_transient,
+        t.accumulation_transient if t.grad_accumulation else 0.0,
     )

@@ -40,9 +40,9 @@ def make_plan(card: RunCard, *, calibration=None) -> Plan:
     spec = model_spec_of(card)
     gpu = gpu_of(card)
     if card.method in (Method.PPO, Method.GRPO):
-        sharding, groups, host, notes, rollout = walk_rl(card, spec, gpu)
+        sharding, groups, host, notes, rollout, ranks = walk_rl(card, spec, gpu)
     else:
-        sharding, groups, host, notes, rollout = walk_sft_like(card, spec, gpu)
+        sharding, groups, host, notes, rollout, ranks = walk_sft_like(card, spec, gpu)
     worst = max(groups, key=lambda g: max(p.device for p in g.phases))
     phases = worst.phases
     spill = max((p.components.get("paged_optimizer_states", 0.0) - p.paged_resident for p in phases), default=0.0)
@@ -54,8 +54,11 @@ def make_plan(card: RunCard, *, calibration=None) -> Plan:
         round(lora_trainable_params(spec, trainable.lora) * count_scale(spec)) if trainable.lora else total_params(spec)
     )
     warnings = []
-    if card.parallel.strategy is Strategy.SINGLE and card.world_size > 1 and card.method not in (Method.PPO, Method.GRPO):
-        warnings.append(f"strategy 'single' uses one GPU; the other {card.world_size - 1} are idle")
+    if (card.parallel.strategy is Strategy.SINGLE and card.world_size > card.parallel.model_parallel
+            and card.method not in (Method.PPO, Method.GRPO)):
+        used = card.parallel.model_parallel
+        warnings.append(f"strategy 'single' uses {'one GPU' if used == 1 else f'{used} GPUs (one model replica)'};"
+                        f" the other {card.world_size - used} are idle")
     if rollout is not None and rollout.preempts:
         warnings.append(f"rollout engine will preempt: {rollout.reason}")
     from trainfit.methods.roles import roles_of
@@ -91,4 +94,6 @@ def make_plan(card: RunCard, *, calibration=None) -> Plan:
         time_parts={} if timing is None else timing.parts,
         time=timing,
         price=price_of(card),
+        worst_rank=None if ranks is None else ranks.coords,
+        stage_phases=() if ranks is None else ranks.stage_phases,
     )

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from trainfit.catalog.gpus import GpuSpec
 from trainfit.memory.overhead import OverheadBytes
+from trainfit.memory.parallel import RankCoords
 from trainfit.memory.sharding import Sharding
 from trainfit.spec.card import RunCard
 from trainfit.spec.enums import Phase
@@ -70,6 +71,15 @@ class Plan:
     """``trainfit.plan.time.StepTiming``: seconds per phase with its dominant bound, and what it assumed."""
     price: object | None = None
     """``trainfit.compute.cost.Price`` when the card names one."""
+    worst_rank: RankCoords | None = None
+    """Model parallelism: the rank whose phases these are, (tp, pp, cp, ep, dp); None without it."""
+    stage_phases: tuple[tuple[PhaseResult, ...], ...] = ()
+    """Model parallelism: every pipeline stage's rank, its phases (``phases`` are the worst one's)."""
+
+    @property
+    def stage_peaks(self) -> tuple[float, ...]:
+        """Model parallelism: the device peak of each pipeline stage's rank, bytes."""
+        return tuple(max(p.device for p in phases) for phases in self.stage_phases)
 
     @property
     def time_phases(self) -> tuple:

@@ -34,12 +34,17 @@ def dpo_logits(step_card: RunCard, spec: ModelSpec):
 
 
 def walk_sft_like(card: RunCard, spec: ModelSpec, gpu: GpuSpec):
-    """SFT, reward-model and DPO steps: one GPU group."""
+    """SFT, reward-model and DPO steps: one GPU group. With model parallelism, the worst rank's."""
     from trainfit.methods.rl import dpo_reference_pass
+    from trainfit.plan.stages import parallel_sharding, prepare, walk_stages
 
-    sharding = make_sharding(
-        strategy=card.parallel.strategy, gpus_per_node=card.hardware.gpus_per_node, nodes=card.hardware.nodes
-    )
+    layout, par_notes = prepare(card, spec, card.world_size, card.batch.seq_len)
+    if layout.trivial:
+        sharding = make_sharding(
+            strategy=card.parallel.strategy, gpus_per_node=card.hardware.gpus_per_node, nodes=card.hardware.nodes
+        )
+    else:
+        sharding = parallel_sharding(card, layout, train_gpus_per_node=card.hardware.gpus_per_node)
     step_card, step_spec, notes = card, spec, []
     if card.method is Method.RM:
         # pairwise: chosen and rejected run as one batch; a scalar score head replaces lm_head
@@ -49,6 +54,10 @@ def walk_sft_like(card: RunCard, spec: ModelSpec, gpu: GpuSpec):
     elif card.method is Method.DPO:
         step_card = card_with(card, batch__micro_batch_size=2 * card.batch.micro_batch_size)
         notes.append("DPO: chosen+rejected concatenated (2x micro-batch) through the policy")
+    if not layout.trivial:
+        ranks = walk_stages(step_card, step_spec, gpu, sharding, layout)
+        groups = (GroupPlan("all", sharding.world_size, ranks.phases),)
+        return sharding, groups, ranks.host, par_notes + notes, None, ranks
     terms, host, more = step_terms(step_card, step_spec, sharding)
     if card.method is Method.DPO and not card.loss.chunked:
         terms = replace(terms, logits=dpo_logits(step_card, spec))
@@ -67,7 +76,7 @@ def walk_sft_like(card: RunCard, spec: ModelSpec, gpu: GpuSpec):
     phases = phase_results(peaks, spec=step_spec, sharding=sharding, card=card, capacity=gpu.memory_bytes,
                            at_least=step_max_transient(terms), compute_capability=gpu.compute_capability)
     groups = (GroupPlan("all", sharding.world_size, tuple(phases)),)
-    return sharding, groups, host, more + notes, None
+    return sharding, groups, host, more + notes, None, None
 
 
 def walk_rl(card: RunCard, spec: ModelSpec, gpu: GpuSpec):
@@ -90,10 +99,23 @@ def walk_rl(card: RunCard, spec: ModelSpec, gpu: GpuSpec):
         card, batch__seq_len=ro.prompt_len + ro.response_len, hardware__gpus_per_node=per_node,
         rollout__placement="colocate", rollout__gpus=None,
     )
-    sharding = make_sharding(strategy=card.parallel.strategy, gpus_per_node=per_node, nodes=card.hardware.nodes)
-    actor, host, notes = step_terms(actor_card, spec, sharding)
+    from trainfit.plan.stages import parallel_sharding, prepare, walk_stages
+
+    layout, par_notes = prepare(actor_card, spec, train_gpus, actor_card.batch.seq_len)
     cspec = critic_spec_of(card, spec)
-    critic = step_terms(actor_card, cspec, sharding)[0] if cspec is not None else None
+    ranks = None
+    if layout.trivial:
+        sharding = make_sharding(strategy=card.parallel.strategy, gpus_per_node=per_node, nodes=card.hardware.nodes)
+        actor, host, notes = step_terms(actor_card, spec, sharding)
+        critic = step_terms(actor_card, cspec, sharding)[0] if cspec is not None else None
+    else:
+        # the actor's (and critic's) worst rank stands for the training group's GPUs
+        sharding = parallel_sharding(actor_card, layout, train_gpus_per_node=per_node)
+        ranks = walk_stages(actor_card, spec, gpu, sharding, layout)
+        actor, host, notes = ranks.terms, dict(ranks.host), list(par_notes)
+        critic = walk_stages(actor_card, cspec, gpu, sharding, layout).terms if cspec is not None else None
+        notes.append(f"RL with model parallelism: the training group's phases are those of the actor's worst rank"
+                     f" {ranks.coords}; frozen passes reuse its shard")
     groups, summary, host2, notes2 = rl_groups(
         card, spec, actor, critic, critic_spec=cspec, gpu_memory=gpu.usable_memory_bytes,
         weights_divisor=sharding.weights_divisor,
@@ -107,4 +129,4 @@ def walk_rl(card: RunCard, spec: ModelSpec, gpu: GpuSpec):
         out.append(GroupPlan(g.name, g.gpus, tuple(phases)))
     if not summary.engine_fits:
         notes2.append(f"ROLLOUT ENGINE CANNOT START: {summary.reason}")
-    return sharding, tuple(out), host, notes + notes2, summary
+    return sharding, tuple(out), host, notes + notes2, summary, ranks

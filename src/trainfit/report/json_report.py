@@ -38,6 +38,10 @@ def plan_to_dict(plan: Plan) -> dict[str, Any]:
         "peak_gpu_bytes": {"allocated": _b(peak.allocated), "reserved": _b(peak.reserved), "device": _b(peak.device)},
         "peak_phase": peak.phase.value,
         "peak_at": peak.at,
+        "worst_rank": None if plan.worst_rank is None else {
+            "tp": plan.worst_rank.tp, "pp": plan.worst_rank.pp, "cp": plan.worst_rank.cp,
+            "ep": plan.worst_rank.ep, "dp": plan.worst_rank.dp},
+        "stage_peak_device_bytes": [_b(v) for v in plan.stage_peaks],
         "fits": plan.fits,
         "gpu_capacity_bytes": plan.capacity_bytes,
         "headroom_bytes": _b(plan.headroom_bytes),

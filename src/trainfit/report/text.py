@@ -84,7 +84,11 @@ def render_plan(plan: Plan, console: Console) -> None:
 
     console.print(_phase_table(plan) if len(plan.phases) <= 4 else _phase_rows(plan))
 
-    console.print(f"peak phase: [bold]{peak.phase.value}[/bold] at {peak.at}")
+    rank = f" on rank {plan.worst_rank}" if plan.worst_rank is not None else ""
+    console.print(f"peak phase: [bold]{peak.phase.value}[/bold] at {peak.at}{rank}", markup=True)
+    if len(plan.stage_peaks) > 1:
+        console.print("per pipeline stage (device peak of its rank's training step): "
+                      + ", ".join(f"pp {i} {gib(v)}" for i, v in enumerate(plan.stage_peaks)))
     if plan.fits:
         console.print(
             f"[green bold]FITS[/green bold]: peak {gib(peak.device)} (device) of {gib(plan.capacity_bytes)}"

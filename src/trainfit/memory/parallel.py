@@ -1,0 +1,212 @@
+"""Model parallelism: the layout of one training replica and the shard one rank holds.
+
+A run's training GPUs form a grid ``dp x cp x pp x tp`` (Megatron-LM's order; experts regroup the
+``dp x cp`` ranks into ``ep`` expert groups). Every rank of a (tp, cp, ep, dp) slice holds the
+same bytes, so ranks differ only by their pipeline stage; rank tp 0 holds the larger vocabulary
+shard when tp does not divide the vocabulary (``torch.chunk`` and Megatron give the remainder to the
+first ranks), so the worst rank is always ``(tp 0, pp s, cp 0, ep 0, dp 0)`` for some stage s.
+
+Tensor parallel is modelled as a *shard spec*: one TP rank of a transformer layer is itself a layer
+with ``heads / tp`` attention heads, ``kv_heads / tp`` KV heads, ``intermediate / tp`` MLP width and
+``vocab / tp`` embedding rows, while the norms and every row-parallel bias stay whole (replicated),
+exactly as Megatron-LM's ``ColumnParallelLinear``/``RowParallelLinear`` and torch's
+``ColwiseParallel``/``RowwiseParallel`` split them (Shoeybi et al. 2019, §3). Running the
+project's per-op parameter and activation models on that spec gives the rank's bytes with no second
+formula. KV heads fewer than tp are replicated, one head per rank group (vLLM and Megatron-Core's
+GQA replication), so their weights count ``head_dim`` per rank.
+
+Refusals (``CardError``, one line each): layers not divisible by ``pp x virtual_stages``, attention
+heads or KV heads not compatible with tp, Ulysses cp not dividing the heads of a TP rank, experts
+not divisible by ep, expert width not divisible by expert tp, quantized weights with model
+parallelism, LoRA with expert parallelism.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from math import ceil
+
+from trainfit.errors import CardError
+from trainfit.memory.params import param_breakdown
+from trainfit.spec.card import RunCard
+from trainfit.spec.enums import ContextParallelKind, Dtype, PipelineSchedule, Scope
+from trainfit.spec.model import LinearAttentionSpec, ModelSpec
+
+
+@dataclass(frozen=True, slots=True)
+class ParallelLayout:
+    """Sizes of the parallel dimensions of the training GPUs (``dp`` is what the others leave)."""
+
+    tp: int = 1
+    sp: bool = False
+    """Sequence parallel: norms and the residual stream on ``tokens / tp`` (needs tp > 1)."""
+    cp: int = 1
+    cp_kind: ContextParallelKind = ContextParallelKind.RING
+    pp: int = 1
+    schedule: PipelineSchedule = PipelineSchedule.ONE_F_ONE_B
+    virtual_stages: int = 1
+    """Model chunks per pipeline rank (interleaved schedule)."""
+    ep: int = 1
+    etp: int = 1
+    """Tensor parallel size inside each expert."""
+    dp: int = 1
+    micro_batches: int = 1
+    """Micro-batches per optimizer step (batch.grad_accum): what a pipeline schedule interleaves."""
+
+    @property
+    def trivial(self) -> bool:
+        """No model parallelism at all: the planner's single-replica path applies unchanged."""
+        return self.tp == self.cp == self.pp == self.ep == self.etp == 1
+
+    @property
+    def data_group(self) -> int:
+        """Ranks that hold the same dense weights: data x context parallel (Megatron's
+        ``data_parallel_group_with_cp``, torchtitan's ``dp_shard_cp`` mesh)."""
+        return self.dp * self.cp
+
+    @property
+    def expert_data_group(self) -> int:
+        """Ranks that hold the same experts: (data x context) / expert parallel."""
+        return max(1, self.data_group // self.ep)
+
+    @property
+    def chunks(self) -> int:
+        """Model chunks in the whole pipeline: pp x virtual stages."""
+        return self.pp * self.virtual_stages
+
+
+@dataclass(frozen=True, slots=True)
+class RankCoords:
+    """Where a rank sits in the grid."""
+
+    tp: int = 0
+    pp: int = 0
+    cp: int = 0
+    ep: int = 0
+    dp: int = 0
+
+    def __str__(self) -> str:
+        return f"(tp {self.tp}, pp {self.pp}, cp {self.cp}, ep {self.ep}, dp {self.dp})"
+
+
+def layout_of(card: RunCard, train_gpus: int) -> ParallelLayout:
+    """The card's layout over its training GPUs (the card validator checked the products)."""
+    par = card.parallel
+    return ParallelLayout(
+        tp=par.tensor_parallel, sp=par.sequence_parallel, cp=par.context_parallel,
+        cp_kind=par.context_parallel_kind, pp=par.pipeline_parallel, schedule=par.pipeline_schedule,
+        virtual_stages=par.virtual_stages, ep=par.expert_parallel, etp=par.expert_tensor_parallel,
+        dp=max(1, train_gpus // par.model_parallel), micro_batches=card.batch.grad_accum,
+    )
+
+
+def _divisors(n: int) -> str:
+    return ", ".join(str(d) for d in range(1, n + 1) if n % d == 0)
+
+
+def check_layout(card: RunCard, spec: ModelSpec, layout: ParallelLayout, seq_len: int) -> list[str]:
+    """Refuse what cannot be split (``CardError``, one line) and return notes on what is replicated."""
+    notes: list[str] = []
+    name = spec.name
+    if layout.trivial:
+        return notes
+    if layout.pp > 1 and spec.num_layers % layout.chunks:
+        raise CardError(
+            f"parallel.pipeline_parallel: {layout.pp} stages x {layout.virtual_stages} virtual stages = {layout.chunks}"
+            f" does not divide the {spec.num_layers} layers of {name}; allowed products: {_divisors(spec.num_layers)}")
+    if layout.virtual_stages > 1 and layout.micro_batches < layout.pp:
+        raise CardError(
+            f"batch.grad_accum: the interleaved schedule needs at least pipeline_parallel = {layout.pp} micro-batches"
+            f" per step, got {layout.micro_batches} (Megatron-LM)")
+    tp, heads, kv = layout.tp, spec.num_attention_heads, spec.num_kv_heads
+    if tp > 1 and spec.num_full_attention_layers:
+        if heads % tp:
+            raise CardError(f"parallel.tensor_parallel: {tp} does not divide the {heads} attention heads of {name};"
+                            f" allowed: {_divisors(heads)}")
+        if kv >= tp and kv % tp:
+            raise CardError(f"parallel.tensor_parallel: {tp} does not divide the {kv} KV heads of {name};"
+                            f" allowed: {_divisors(kv)} or multiples of {kv} dividing {heads}")
+        if kv < tp:
+            if tp % kv:
+                raise CardError(f"parallel.tensor_parallel: {tp} KV-head shards cannot replicate the {kv} KV heads of"
+                                f" {name} evenly; allowed: {_divisors(kv)} or multiples of {kv} dividing {heads}")
+            notes.append(f"tensor parallel {tp} > {kv} KV heads: each KV head is replicated on {tp // kv} ranks"
+                         " (Megatron-Core / vLLM GQA replication); k/v weights count one head per rank")
+    la = spec.linear_attention
+    if tp > 1 and la is not None and spec.num_linear_attention_layers:
+        for what, n in (("linear-attention key heads", la.num_key_heads), ("linear-attention value heads", la.num_value_heads)):
+            if n % tp:
+                raise CardError(f"parallel.tensor_parallel: {tp} does not divide the {n} {what} of {name};"
+                                f" allowed: {_divisors(n)}")
+    if layout.cp > 1 and layout.cp_kind is ContextParallelKind.ULYSSES and spec.num_full_attention_layers:
+        local = heads // tp
+        if local % layout.cp:
+            raise CardError(f"parallel.context_parallel: Ulysses {layout.cp} does not divide the {local} attention heads"
+                            f" of a tensor-parallel rank of {name}; allowed: {_divisors(local)}")
+        kv_local = max(1, kv // tp)
+        if kv_local % layout.cp and layout.cp % kv_local:
+            raise CardError(f"parallel.context_parallel: Ulysses {layout.cp} cannot split or replicate the {kv_local}"
+                            f" KV heads of a tensor-parallel rank of {name}; allowed: {_divisors(kv_local)}")
+        if kv_local < layout.cp:
+            notes.append(f"Ulysses {layout.cp} > {kv_local} KV heads per TP rank: k and v are repeated to one head per"
+                         " rank after the all-to-all (verl / DeepSpeed-Ulysses)")
+    if layout.cp > 1 and seq_len % layout.cp:
+        raise CardError(f"batch.seq_len: context parallel {layout.cp} needs a sequence length divisible by it, got {seq_len}")
+    if layout.sp and (seq_len // layout.cp) % tp:
+        raise CardError(f"batch.seq_len: sequence parallel splits the {seq_len // layout.cp} tokens of a rank over"
+                        f" tensor_parallel {tp}; it must divide them")
+    moe = spec.moe
+    if (layout.ep > 1 or layout.etp > 1) and moe is None:
+        raise CardError(f"parallel.expert_parallel: {name} has no experts; allowed for a dense model: 1")
+    if moe is not None:
+        if moe.num_experts % layout.ep:
+            raise CardError(f"parallel.expert_parallel: {layout.ep} does not divide the {moe.num_experts} experts of"
+                            f" {name}; allowed: {_divisors(moe.num_experts)}")
+        if moe.expert_intermediate_size % layout.etp:
+            raise CardError(f"parallel.expert_tensor_parallel: {layout.etp} does not divide the expert width"
+                            f" {moe.expert_intermediate_size} of {name}")
+    if card.scope is Scope.QLORA or card.weights_dtype in (Dtype.NF4, Dtype.INT8, Dtype.FP8):
+        raise CardError(f"precision.weights: {card.weights_dtype.value} weights with tensor, context, pipeline or expert"
+                        " parallel are not modelled; allowed with them: bf16, fp16, fp32 (scope full or lora)")
+    if card.scope is not Scope.FULL and layout.ep > 1:
+        raise CardError("parallel.expert_parallel: LoRA on expert-parallel experts is not modelled; allowed with lora: 1")
+    if spec.params_override is not None and tp > 1:
+        notes.append("tensor parallel on a bare parameter count: the split follows the reference shape")
+    return notes
+
+
+@lru_cache(maxsize=1024)
+def shard_spec(spec: ModelSpec, tp: int, etp: int = 1) -> ModelSpec:
+    """One tensor-parallel rank's share of the model, as a model of its own (see the module docstring).
+
+    Heads, KV heads (at least one: replicated below tp), MLP and shared-expert widths, DeltaNet heads
+    and the vocabulary divide by ``tp`` (rank 0 takes the ceiling where it does not divide); the expert
+    width divides by ``etp``; hidden size, head_dim, norms and the router stay whole.
+    """
+    if tp == 1 and etp == 1:
+        return spec
+    la = spec.linear_attention
+    if la is not None and tp > 1:
+        la = LinearAttentionSpec(num_key_heads=la.num_key_heads // tp, num_value_heads=la.num_value_heads // tp,
+                                 key_head_dim=la.key_head_dim, value_head_dim=la.value_head_dim,
+                                 conv_kernel_dim=la.conv_kernel_dim, state_dtype_bytes=la.state_dtype_bytes)
+    moe = spec.moe
+    if moe is not None:
+        moe = replace(moe, expert_intermediate_size=moe.expert_intermediate_size // etp,
+                      shared_expert_intermediate_size=ceil(moe.shared_expert_intermediate_size / tp))
+    out = replace(
+        spec,
+        num_attention_heads=max(1, spec.num_attention_heads // tp),
+        num_kv_heads=max(1, spec.num_kv_heads // tp),
+        intermediate_size=ceil(spec.intermediate_size / tp),
+        vocab_size=ceil(spec.vocab_size / tp),
+        linear_attention=la,
+        moe=moe,
+    )
+    if spec.params_override is not None:
+        # keep the user's count-to-shape scale: the shard's override is its share of the user's count
+        share = param_breakdown(replace(out, params_override=None)).total / param_breakdown(
+            replace(spec, params_override=None)).total
+        out = replace(out, params_override=round(spec.params_override * share))
+    return out

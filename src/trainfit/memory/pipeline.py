@@ -1,0 +1,97 @@
+"""Pipeline stages: which layers a stage holds and how many micro-batches it keeps in flight.
+
+Layers are split evenly: ``num_layers / (pp x v)`` per model chunk; pipeline rank ``s`` holds chunks
+``c = 0 .. v-1`` covering layers ``[(c·pp + s)·Lc, (c·pp + s + 1)·Lc)`` (Megatron-LM's interleaved
+assignment; v = 1 is the plain split). The embedding sits on rank 0 (chunk 0), the final norm, the
+output head and the loss on rank pp-1 (last chunk). With tied embeddings and pp > 1 the last stage
+keeps its own copy of the embedding matrix as the head (Megatron-LM
+``share_embeddings_and_output_weights``: the two copies' gradients are all-reduced).
+
+In-flight micro-batches follow Megatron-Core's schedules
+(``megatron/core/pipeline_parallel/schedules.py``, ``get_pp_rank_microbatches``): rank ``s`` runs
+``W`` warm-up forwards before its first backward,
+
+* 1F1B (PipeDream-Flush, Narayanan et al. 2021 §2.2.1): ``W = pp - s - 1`` micro-batches;
+* interleaved (§2.2.2): ``W = 2·(pp - s - 1) + (v - 1)·pp`` model-chunk forwards;
+
+and when ``W`` reaches the total (``m`` micro-batches, ``m·v`` chunk forwards) everything is warm-up.
+Before its first backward a rank therefore holds ``min(W + 1, total)`` forwards' activations: rank 0
+holds pp micro-batches under 1F1B and ``pp·v + pp - 1`` chunk forwards, i.e.
+``pp·(1 + (pp-1)/(pp·v))`` micro-batches' worth of its layers, when interleaved (Korthikanti et al.
+2022 §4.2.3). Each later backward starts with one forward fewer in flight at the end of the step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from trainfit.memory.parallel import ParallelLayout
+from trainfit.spec.enums import PipelineSchedule
+
+
+@dataclass(frozen=True, slots=True)
+class Stage:
+    """One pipeline rank: its layers and its schedule's in-flight forwards."""
+
+    index: int
+    layers: tuple[int, ...]
+    """Global indices of every layer the rank holds (all its chunks)."""
+    chunk_layers: tuple[int, ...]
+    """The layers of one model chunk (its first): what one forward or backward walks."""
+    first: bool
+    """Holds the embedding."""
+    last: bool
+    """Holds the final norm, the head and the loss."""
+    warmup: int
+    """Forwards (model-chunk forwards when interleaved) before the first backward."""
+    total_forwards: int
+    """Forwards of one step: micro-batches x chunks per rank."""
+
+    @property
+    def in_flight_first_backward(self) -> int:
+        """Forwards whose activations are alive when the first backward starts."""
+        return min(self.warmup + 1, self.total_forwards)
+
+    @property
+    def in_flight_later_backward(self) -> int:
+        """At the second backward (gradients already held): one forward fewer at most."""
+        return max(1, min(self.warmup + 1, self.total_forwards - 1))
+
+
+def warmup_forwards(layout: ParallelLayout, stage: int) -> int:
+    """Megatron-Core's warm-up count for pipeline rank ``stage`` (see the module docstring)."""
+    pp, v, m = layout.pp, layout.virtual_stages, layout.micro_batches
+    if pp == 1:
+        return 0
+    if v == 1:
+        return min(pp - stage - 1, m)
+    return min(2 * (pp - stage - 1) + (v - 1) * pp, m * v)
+
+
+def stage_of(layout: ParallelLayout, num_layers: int, stage: int) -> Stage:
+    """Pipeline rank ``stage`` of a model of ``num_layers`` decoder layers."""
+    pp, v = layout.pp, layout.virtual_stages
+    per_chunk = num_layers // (pp * v)
+    chunks = [tuple(range((c * pp + stage) * per_chunk, (c * pp + stage + 1) * per_chunk)) for c in range(v)]
+    return Stage(
+        index=stage,
+        layers=tuple(i for ch in chunks for i in ch),
+        chunk_layers=chunks[0],
+        first=stage == 0,
+        last=stage == pp - 1,
+        warmup=warmup_forwards(layout, stage),
+        total_forwards=layout.micro_batches * v,
+    )
+
+
+def schedule_note(layout: ParallelLayout) -> str:
+    """One line: the schedule and what rank 0 keeps in flight."""
+    s0 = stage_of(layout, layout.chunks, 0)
+    if layout.schedule is PipelineSchedule.INTERLEAVED and layout.virtual_stages > 1:
+        what = (f"interleaved, {layout.virtual_stages} chunks per rank: rank 0 holds {s0.in_flight_first_backward}"
+                f" chunk forwards in flight (Narayanan et al. 2021 §2.2.2, Megatron-Core get_pp_rank_microbatches)")
+    else:
+        what = (f"1F1B: rank 0 holds {s0.in_flight_first_backward} micro-batches in flight"
+                " (pp - rank, at most the micro-batches; Narayanan et al. 2021 §2.2.1)")
+    return (f"pipeline {layout.pp} stages, {layout.micro_batches} micro-batches per step, {what}; the first stage"
+            " holds the embedding, the last the final norm, head, logits and loss")

@@ -1,0 +1,414 @@
+"""Per-rank byte terms under tensor, sequence, context, pipeline and expert parallelism.
+
+One rank's step is the single-replica step of ``trainfit.plan.terms`` with four changes, each applied
+once here:
+
+* **Tensor (+ sequence) parallel** through the shard spec (``trainfit.memory.parallel.shard_spec``):
+  weights, gradients, optimizer states, saved activations and the MLP's backward buffers of one TP
+  rank come from the per-op models run on it. Korthikanti et al. 2022 (Table 2) give the same split
+  for Megatron's GPT: without SP the layer norms and the column-parallel inputs are replicated and
+  the rest is divided by t (their ``sbh(10 + 24/t + 5as/ht)``); with SP the norms and residual run on
+  ``s/t`` tokens (``sequence_shards``). The mechanism is torch's DTensor tensor parallel (the plan
+  torchtitan uses, traced exactly by ``trainfit.trace.tensor_parallel``): under SP the
+  column-parallel projections save their all-gathered input (Megatron-LM saves the shard: 4·h·(1-1/t)
+  B per token per layer less); the vocabulary-parallel cross-entropy (``loss_parallel``) peaks at 14 B
+  per local logit in forward (bf16 logits, fp32 copy, the shifted logits and their exp) and 16 B in
+  backward, keeping 4 B; the embedding's gradient under ``RowwiseParallel`` is a full-vocabulary
+  Partial tensor, reduced to the rank's rows at the optimizer step (Megatron keeps only its rows).
+* **Context parallel**: every token term holds ``seq / cp`` tokens. Ring attention (Liu et al. 2023;
+  Megatron CP) adds the KV exchange buffers, 2 x the rank's K and V blocks, while a layer's attention
+  runs; Ulysses (Jacobs et al. 2023) adds its all-to-all buffers (q, k, v and the output at the full
+  sequence over a head shard), and o_proj saves the all-to-all output (a new tensor, not a view of the
+  attention output).
+* **Pipeline parallel** (``trainfit.memory.pipeline``): the stage's layers, the embedding on the first,
+  head, logits and loss on the last, and the schedule's other micro-batches in flight.
+* **Expert parallel**: the rank holds ``experts / ep`` experts (``width / etp`` wide); dropless routing
+  with balanced load sends it T·k token copies, so the experts' saved activations are those of T·k rows;
+  the dispatch and combine all-to-alls add T·k·h buffers in and out per MoE layer while they run.
+
+The data-parallel remainder is sharded by ``parallel.strategy`` over the data x context ranks (dense
+terms) and (data x context) / ep ranks (experts): Megatron's distributed optimizer shards over its
+``data_parallel_group_with_cp``, torchtitan's FSDP over ``dp_shard_cp``, DeepSpeed-Ulysses' ZeRO over the
+sequence-data-parallel group.
+
+Pure: no torch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from trainfit.memory import attention as attn
+from trainfit.memory.activations import ActivationBytes, activation_bytes
+from trainfit.memory.logits import SOFTCAP_FAMILIES, LogitsBytes, logits_bytes
+from trainfit.memory.lora import lora_largest_tensor_params, lora_trainable_params
+from trainfit.memory.optimizer import PAGED, master_weight_bytes, optimizer_state_bytes, step_temporary_bytes
+from trainfit.memory.parallel import ParallelLayout, shard_spec
+from trainfit.memory.params import ParamBreakdown, linear_groups, param_breakdown, param_tensors
+from trainfit.memory.phases import StepTerms
+from trainfit.memory.pipeline import Stage
+from trainfit.memory.sharding import Sharding
+from trainfit.memory.weights import WeightBytes, count_scale
+from trainfit.plan.resolve import trainable_spec
+from trainfit.plan.terms import HOST_BYTES_PER_PROCESS, _autocast_copies, _fsdp_terms, _layer_transients, lora_tensors
+from trainfit.spec.card import RunCard
+from trainfit.spec.enums import ComputeDtype, ContextParallelKind, Dtype, LayerKind, MasterWeights, Offload, StatesDtype
+from trainfit.spec.model import ModelSpec
+from trainfit.units import BYTES_PER_DTYPE
+
+LOSS_PARALLEL_FORWARD_BYTES_PER_LOGIT = 14
+"""torch ``loss_parallel``: bf16 logits 2 + fp32 copy 4 + shifted logits 4 + their exp 4 (measured)."""
+LOSS_PARALLEL_RETAINED_BYTES_PER_LOGIT = 4
+LOSS_PARALLEL_BACKWARD_BYTES_PER_LOGIT = 16
+
+
+@dataclass(frozen=True, slots=True)
+class RankParams:
+    """Parameters on one rank (after tensor and expert parallel, before data-parallel sharding)."""
+
+    layers: tuple[int, ...]
+    """Per stage layer (stage order): dense + the rank's experts."""
+    experts: tuple[int, ...]
+    """Per stage layer: the rank's expert parameters (part of ``layers``)."""
+    embedding: int
+    head: int
+    """Output head (or a tied embedding's copy on the last stage) + final norm."""
+    largest_tensor: int
+    lora_per_layer: float = 0.0
+
+    @property
+    def dense(self) -> int:
+        return sum(self.layers) - sum(self.experts) + self.embedding + self.head
+
+    @property
+    def expert(self) -> int:
+        return sum(self.experts)
+
+
+def _expert_params(spec: ModelSpec, layer: int) -> int:
+    moe = spec.moe
+    if moe is None or not moe.is_moe_layer(layer):
+        return 0
+    return moe.num_experts * 3 * spec.hidden_size * moe.expert_intermediate_size
+
+
+def rank_params(spec: ModelSpec, ss: ModelSpec, layout: ParallelLayout, stage: Stage, card: RunCard) -> RankParams:
+    """What the stage's TP/EP rank holds (``ss``: its shard spec)."""
+    pb = param_breakdown(ss)
+    ep = layout.ep
+    experts = tuple(_expert_params(ss, i) // ep for i in stage.layers)
+    layers = tuple(pb.per_layer[i] - _expert_params(ss, i) + e for i, e in zip(stage.layers, experts))
+    tied = not pb.lm_head
+    emb = pb.embedding if stage.first else 0
+    head = 0
+    if stage.last:
+        head = (pb.lm_head or (pb.embedding if layout.pp > 1 else 0)) + ss.hidden_size
+    largest = 0
+    for g in linear_groups(ss):
+        largest = max(largest, g.in_features * g.out_features * (g.experts // ep if g.is_fused_experts else 1))
+    if emb or (stage.last and (not tied or layout.pp > 1)):
+        largest = max(largest, pb.embedding if (emb or tied) else pb.lm_head)
+    lora = trainable_spec(card).lora
+    per = 0.0
+    if lora is not None:
+        per = lora_trainable_params(ss, lora) * count_scale(ss) / ss.num_layers
+        largest = lora_largest_tensor_params(ss, lora)
+    return RankParams(layers=layers, experts=experts, embedding=emb, head=head, largest_tensor=largest,
+                      lora_per_layer=per)
+
+
+def stage_spec(ss: ModelSpec, stage: Stage) -> ModelSpec:
+    """The shard spec cut to the stage's layers (for per-layer counts of its own)."""
+    types = tuple(ss.layer_types[i] for i in stage.layers) if ss.layer_types else ()
+    return replace(ss, num_layers=len(stage.layers), layer_types=types)
+
+
+@dataclass(frozen=True, slots=True)
+class _Divisors:
+    dense: int
+    expert: int
+
+    def of(self, dense: float, expert: float) -> float:
+        return dense / self.dense + expert / self.expert
+
+
+def _divisors(d: int, layout: ParallelLayout) -> _Divisors:
+    return _Divisors(d, max(1, d // layout.ep) if d > 1 else 1)
+
+
+def rank_terms(card: RunCard, spec: ModelSpec, sharding: Sharding, layout: ParallelLayout, stage: Stage, *,
+               later: bool) -> tuple[StepTerms, dict[str, float]]:
+    """One rank's step terms and its host-RAM terms per node.
+
+    ``later``: the stage's second and later backwards (gradients of earlier micro-batches held, one
+    forward fewer in flight); else its first backward (no gradient yet). Without pipeline parallel
+    ``later`` is plain gradient accumulation (more than one micro-batch).
+    """
+    prec = card.precision
+    trainable = trainable_spec(card)
+    ss = shard_spec(spec, layout.tp, layout.etp)
+    scale = count_scale(ss)
+    rp = rank_params(spec, ss, layout, stage, card)
+    sspec = stage_spec(ss, stage)
+    wdtype = card.weights_dtype
+    bpp = BYTES_PER_DTYPE[wdtype.value]
+    lora = trainable.lora
+    wdiv = _divisors(sharding.weights_divisor, layout)
+    gdiv = _divisors(sharding.grads_divisor, layout)
+    odiv = _divisors(sharding.optimizer_divisor, layout)
+    n_lora = rp.lora_per_layer * len(stage.layers)
+
+    train_bytes = float(lora.adapter_dtype_bytes) if lora is not None else bpp
+    grad_bytes = BYTES_PER_DTYPE[prec.grads.value] if prec.grads is not None else train_bytes
+    use_master = prec.master_weights is MasterWeights.FP32 and train_bytes < 4
+    state_bytes = {StatesDtype.FP32: 4.0, StatesDtype.BF16: 2.0}.get(prec.optimizer_states, 4.0 if use_master else train_bytes)
+    if lora is None:
+        n_opt = scale * odiv.of(rp.dense, rp.expert)  # trained parameters whose states this rank keeps
+        n_grad = scale * gdiv.of(rp.dense, rp.expert)
+        tensors = param_tensors(ss)
+        full_n = param_breakdown(ss).total * scale
+    else:
+        n_opt, n_grad = n_lora / odiv.dense, n_lora / gdiv.dense
+        tensors = lora_tensors(ss, lora)
+        full_n = lora_trainable_params(ss, lora) * scale
+    # optimizer states of the rank: the optimizer's bytes per trained parameter on the shard spec
+    opt_full = optimizer_state_bytes(optimizer=prec.optimizer, params=full_n, tensors=tensors, state_bytes=state_bytes)
+    opt = opt_full * n_opt / full_n if full_n else 0.0
+    master = master_weight_bytes(params=n_opt) if use_master else 0.0
+    largest = rp.largest_tensor * scale
+    temps = step_temporary_bytes(optimizer=prec.optimizer, impl=prec.optimizer_impl, params=n_opt,
+                                 largest_tensor=largest / odiv.dense, state_bytes=state_bytes)
+    weights = scale * bpp * wdiv.of(rp.dense, rp.expert)
+    adapter = n_lora * train_bytes / wdiv.dense if lora is not None else 0.0
+
+    offload = card.parallel.offload
+    host: dict[str, float] = {}
+    per_node = min(card.hardware.gpus_per_node, sharding.world_size)
+    grads_scale = 1.0
+    if offload is not Offload.NONE:
+        host["optimizer_states"] = (opt + master) * per_node
+        opt = master = temps = 0.0
+    if offload is Offload.PARAMS_AND_OPTIMIZER:
+        host["weights"] = (weights + adapter) * per_node
+        host["gradients"] = n_grad * grad_bytes * per_node
+        weights = adapter = 0.0
+        grads_scale = 0.0
+    host["processes"] = HOST_BYTES_PER_PROCESS * per_node
+    host["model_load"] = param_breakdown(spec).total * count_scale(spec) * bpp
+
+    # gradients: the walked chunk's layers one by one, the stage's other chunks held (later backwards)
+    pos = {layer: k for k, layer in enumerate(stage.layers)}
+    tied = not param_breakdown(ss).lm_head
+    if lora is None:
+        g = scale * grad_bytes * grads_scale
+        per_layer = [g * ((rp.layers[pos[i]] - rp.experts[pos[i]]) / gdiv.dense + rp.experts[pos[i]] / gdiv.expert)
+                     for i in stage.layers]
+        grads_head = g * rp.head / gdiv.dense
+        grads_emb = g * rp.embedding / gdiv.dense
+        if tied and layout.pp == 1:
+            # one matrix: its gradient appears first, in the head's backward
+            grads_head, grads_emb = grads_head + grads_emb, 0.0
+        elif layout.tp > 1 and stage.first and gdiv.dense == 1:
+            # RowwiseParallel embedding: a full-vocabulary Partial gradient, reduced to the rank's rows
+            # (a new tensor) at the optimizer step; sharded gradients (FSDP) reduce-scatter it in backward
+            temps += grads_emb
+            grads_emb = g * spec.vocab_size * spec.hidden_size
+    else:
+        per_layer = [n_lora * grad_bytes * grads_scale / gdiv.dense / len(stage.layers) for _ in stage.layers]
+        grads_head = grads_emb = 0.0
+    walked = [pos[i] for i in stage.chunk_layers]
+    grads_walk = tuple(per_layer[k] for k in walked)
+    grads_other = sum(per_layer) - sum(grads_walk) if later else 0.0
+    tied_grad = 0.0
+    if lora is None and layout.pp == 1 and tied and gdiv.dense == 1 and not prec.optimizer_in_backward:
+        tied_grad = 2 * rp.embedding * scale * grad_bytes
+
+    act, extras = _activations(card, spec, ss, layout, stage, trainable)
+    in_flight = stage.in_flight_later_backward if later else stage.in_flight_first_backward
+    ckpt = card.parallel.gradient_checkpointing
+    one = act.total(gradient_checkpointing=ckpt)
+    inflight = 0.0 if card.parallel.activation_offload else (in_flight - 1) * one
+    b, s_loc = card.batch.micro_batch_size, card.batch.seq_len // layout.cp
+    tokens = b * s_loc
+    a = 4 if prec.compute is ComputeDtype.FP32 else 2
+    seq_tokens = tokens // (layout.tp if layout.sp else 1)
+    unit = a * seq_tokens * spec.hidden_size  # one residual-stream tensor of a micro-batch
+    # torch.distributed.pipelining keeps each in-flight micro-batch's stage output and received input
+    # (the latter is the checkpointed first layer's saved input under checkpointing) until its backward
+    pipe = 0.0
+    if layout.pp > 1:
+        pipe = in_flight * ((unit if not stage.last else 0.0) + (unit if not stage.first and not ckpt else 0.0))
+    layer_fwd = 0.0 if stage.last else _stage_forward_transient(ss, stage, ckpt=ckpt, unit=unit, tokens=tokens, a=a)
+
+    lg, lg_grad = _logits(card, spec, ss, layout, stage, tokens=tokens, act_dtype=a)
+    trans = _transients(card, ss, layout, stage, tokens=tokens, dtype_bytes=a)
+    comm = _comm_buffers(card, ss, layout, stage, tokens=tokens, dtype_bytes=a)
+    layer_trans = tuple(max(trans[k], comm[k]) for k in walked)
+    eager = attn.runs_eager(spec.family, card.attention) and spec.num_full_attention_layers > 0
+    scores = attn.score_elements(micro_batch_size=b, seq_len=s_loc, heads=ss.num_attention_heads, eager=eager)
+    attention_forward = attn.forward_transient_bytes(scores=scores, gradient_checkpointing=ckpt, dtype_bytes=a)
+
+    in_bwd = 0.0
+    if prec.optimizer_in_backward:
+        in_bwd = largest * grad_bytes * grads_scale / gdiv.dense + step_temporary_bytes(
+            optimizer=prec.optimizer, impl=prec.optimizer_impl, params=largest, largest_tensor=largest,
+            state_bytes=state_bytes) / odiv.dense
+        grads_walk = tuple(0.0 for _ in grads_walk)
+        grads_head = grads_emb = grads_other = 0.0
+        temps = 0.0
+    if card.parallel.activation_offload:
+        host["activations"] = one * in_flight * per_node
+
+    fsdp: dict[str, float] = {}
+    if sharding.gathers_params:
+        pb_stage = ParamBreakdown(embedding=rp.embedding, lm_head=max(0, rp.head - ss.hidden_size) if rp.head else 0,
+                                  linear_weights=sum(rp.layers), other=ss.hidden_size if rp.head else 0,
+                                  largest_layer=max(rp.layers, default=0), per_layer=rp.layers)
+        w_stage = WeightBytes(base=bpp * pb_stage.total * scale, adapter=n_lora * train_bytes)
+        fsdp, _ = _fsdp_terms(sspec, sharding, trainable, w_stage, pb=pb_stage, scale=scale,
+                              n_train=n_lora if lora is not None else pb_stage.total * scale, grad_bytes=grad_bytes)
+    paged = prec.optimizer in PAGED and offload is Offload.NONE
+    autocast = wdtype is Dtype.FP32 and prec.compute is not ComputeDtype.FP32 and lora is None
+    terms = StepTerms(
+        weights=weights,
+        adapter_weights=adapter,
+        master_weights=master,
+        optimizer_states=0.0 if paged else opt,
+        paged_optimizer_states=opt if paged else 0.0,
+        grads_per_layer=grads_walk,
+        grads_head=grads_head,
+        grads_embedding=grads_emb,
+        grads_other=grads_other,
+        activations=act,
+        gradient_checkpointing=ckpt,
+        logits=lg,
+        logits_grad_bf16=lg_grad,
+        layer_backward_transient=layer_trans,
+        attention_forward_transient=attention_forward,
+        tied_embedding_grad_transient=tied_grad,
+        optimizer_temporaries=temps,
+        grad_accumulation=later,
+        ddp_buckets=n_grad * grad_bytes if sharding.ddp_bucket_copy else 0.0,
+        zero2_bucket=spec.hidden_size ** 2 * grad_bytes if sharding.zero2_bucket else 0.0,
+        activation_offload=card.parallel.activation_offload,
+        autocast_weight_cache=2.0 * (sum(rp.layers) + rp.head + rp.embedding) * scale / wdiv.dense if autocast else 0.0,
+        in_backward_step=in_bwd,
+        inflight_activations=inflight,
+        pipeline_buffers=pipe,
+        comm_forward_transient=max((comm[k] for k in range(len(stage.layers))), default=0.0),
+        forward_at="loss (log-softmax over the logits)" if stage.last else "end of the stage's forward (output sent)",
+        layer_forward_transient=layer_fwd,
+        accumulation_transient=scale * grad_bytes * grads_scale * (
+            (rp.embedding or max(rp.layers, default=0) and rp.largest_tensor) / gdiv.dense) if lora is None else 0.0,
+        **fsdp,
+    )
+    return terms, host
+
+
+def _activations(card: RunCard, spec: ModelSpec, ss: ModelSpec, layout: ParallelLayout, stage: Stage,
+                 trainable) -> tuple[ActivationBytes, float]:  # noqa: ANN001
+    """Saved bytes of one forward of the walked chunk on this rank (per-op model on the shard spec)."""
+    prec = card.precision
+    a = 4 if prec.compute is ComputeDtype.FP32 else 2
+    b, s_loc = card.batch.micro_batch_size, card.batch.seq_len // layout.cp
+    act = activation_bytes(ss, micro_batch_size=b, seq_len=s_loc, attention=card.attention, trainable=trainable,
+                           compute_dtype_bytes=a, sequence_shards=layout.tp if layout.sp else 1)
+    autocast = card.weights_dtype is Dtype.FP32 and prec.compute is not ComputeDtype.FP32
+    act = _autocast_copies(act, ss, enabled=autocast and trainable.lora is None, scale=count_scale(ss))
+    extra = 0.0
+    if layout.cp > 1 and layout.cp_kind is ContextParallelKind.ULYSSES:
+        # o_proj saves the all-to-all output; fewer KV heads than cp are repeated to one per rank
+        extra_full = b * s_loc * a * ss.q_dim if trainable.lora is None else 0
+        kv_repeat = max(0.0, 2 * a * b * card.batch.seq_len * ss.head_dim * (1 - ss.num_kv_heads / layout.cp))
+        extra = extra_full + kv_repeat
+    per_layer = tuple(act.per_layer[i] + (extra if ss.layer_kind(i) is LayerKind.FULL_ATTENTION else 0)
+                      for i in stage.chunk_layers)
+    ckpt = tuple(act.checkpointed_per_layer[i] for i in stage.chunk_layers)
+    rope = act.embedding - act.checkpointed_embedding
+    return ActivationBytes(
+        per_layer=per_layer,
+        checkpointed_per_layer=ckpt,
+        embedding=act.embedding if stage.first else rope,
+        head=act.head if stage.last else 0,
+        checkpointed_embedding=act.checkpointed_embedding if stage.first else 0,
+    ), extra
+
+
+def _logits(card: RunCard, spec: ModelSpec, ss: ModelSpec, layout: ParallelLayout, stage: Stage, *,
+            tokens: int, act_dtype: int) -> tuple[LogitsBytes, float]:
+    """The loss region on the last stage: vocabulary-parallel under TP (``loss_parallel``)."""
+    if not stage.last:
+        return LogitsBytes(forward_peak=0.0, retained=0.0, backward_peak=0.0), 0.0
+    width = ss.head_outputs or ss.vocab_size
+    grad = 0.0 if card.loss.chunked else 2.0 * tokens * width
+    if layout.tp > 1 and ss.head_outputs is None and not card.loss.chunked:
+        e = tokens * ss.vocab_size
+        softcap = act_dtype * e if spec.family in SOFTCAP_FAMILIES else 0.0
+        # under SP the final norm's sequence shard (the model output's last_hidden_state) lives to the loss
+        held = act_dtype * tokens * ss.hidden_size // layout.tp if layout.sp else 0
+        return LogitsBytes(forward_peak=LOSS_PARALLEL_FORWARD_BYTES_PER_LOGIT * e + softcap + held,
+                           retained=LOSS_PARALLEL_RETAINED_BYTES_PER_LOGIT * e + softcap,
+                           backward_peak=LOSS_PARALLEL_BACKWARD_BYTES_PER_LOGIT * e + softcap), grad
+    lg = logits_bytes(micro_batch_size=card.batch.micro_batch_size, seq_len=card.batch.seq_len // layout.cp,
+                      vocab_size=ss.vocab_size, hidden_size=ss.hidden_size, chunked=card.loss.chunked,
+                      head_outputs=ss.head_outputs,
+                      softcap_bytes_per_logit=act_dtype if spec.family in SOFTCAP_FAMILIES else 0)
+    return lg, grad
+
+
+def _transients(card: RunCard, ss: ModelSpec, layout: ParallelLayout, stage: Stage, *, tokens: int,
+                dtype_bytes: int) -> dict[int, float]:
+    """In-layer backward buffers per stage position (the MLP's activation gradients, eager scores)."""
+    eager = attn.runs_eager(ss.family, card.attention) and ss.num_full_attention_layers > 0
+    scores = attn.score_elements(micro_batch_size=card.batch.micro_batch_size, seq_len=card.batch.seq_len // layout.cp,
+                                 heads=ss.num_attention_heads, eager=eager)
+    per = _layer_transients(ss, tokens=tokens, dtype_bytes=dtype_bytes,
+                            attention_bytes=attn.backward_transient_bytes(scores=scores, dtype_bytes=dtype_bytes))
+    return {k: per[i] for k, i in enumerate(stage.layers)}
+
+
+def _comm_buffers(card: RunCard, ss: ModelSpec, layout: ParallelLayout, stage: Stage, *, tokens: int,
+                  dtype_bytes: int) -> dict[int, float]:
+    """Context/expert-parallel buffers a layer holds while it communicates, per stage position."""
+    a = dtype_bytes
+    kv_block = tokens * ss.kv_dim * a  # the rank's K (or V) block
+    attn_buf = 0.0
+    if layout.cp > 1 and layout.cp_kind is ContextParallelKind.RING:
+        attn_buf = 2 * 2 * kv_block  # current + next K and V blocks around the ring
+    elif layout.cp > 1:
+        full_seq = card.batch.micro_batch_size * card.batch.seq_len
+        k_bytes = a * full_seq * ss.head_dim * max(ss.num_kv_heads / layout.cp, 1.0)
+        attn_buf = 2 * tokens * ss.q_dim * a + 2 * k_bytes  # q, out; k, v at full sequence / head shard
+    moe_buf = 0.0
+    if layout.ep > 1 and ss.moe is not None:
+        moe_buf = 2 * tokens * ss.moe.experts_per_token * ss.hidden_size * a  # dispatch in + out
+    out = {}
+    for k, i in enumerate(stage.layers):
+        v = attn_buf if ss.layer_kind(i) is LayerKind.FULL_ATTENTION else 0.0
+        if ss.moe is not None and ss.moe.is_moe_layer(i):
+            v = max(v, moe_buf)
+        out[k] = v
+    return out
+
+
+def _stage_forward_transient(ss: ModelSpec, stage: Stage, *, ckpt: bool, unit: float, tokens: int, a: int) -> float:
+    """Bytes a stage without the loss holds in its last layer's forward besides the saved activations
+    and the stage buffers (measured on the pipeline-stage trace, HF decoder layers).
+
+    Without checkpointing the peak is the last residual add: the layer's input (the loop variable),
+    the attention residual and the MLP output, plus on the first stage the embedding output, which the
+    model's forward keeps referenced (``inputs_embeds``) while the layers run. With checkpointing it is
+    the MLP's product: its input and the residual with the activated gate, the up projection and their
+    product (3 x tokens x width), none of them saved; the stage output does not exist yet.
+    """
+    if not ckpt:
+        several = len(stage.chunk_layers) > 1
+        # a one-layer stage's input is the received tensor, a stage buffer already
+        return 2 * unit + (unit if several or stage.first else 0.0) + (unit if stage.first and several else 0.0)
+    last = stage.chunk_layers[-1]
+    moe = ss.moe
+    if moe is not None and moe.is_moe_layer(last):
+        width = tokens * moe.experts_per_token * moe.expert_intermediate_size
+    else:
+        width = tokens * ss.intermediate_size
+    return unit + 3 * a * width

@@ -1,0 +1,122 @@
+"""The worst rank of a model-parallel step: every pipeline stage walked, the largest named.
+
+Ranks of one stage are alike (``trainfit.memory.parallel``), so a plan walks each stage's rank
+``(tp 0, pp s, cp 0, ep 0, dp 0)``: its first backward (the schedule's forwards in flight, no
+gradient yet) and, with more than one micro-batch, its later backwards (gradients held, one forward
+fewer in flight), per phase the larger. The stage with the highest device peak is the plan's.
+
+Pure: no torch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from trainfit.catalog.gpus import GpuSpec
+from trainfit.errors import CardError
+from trainfit.memory.attention import runs_eager
+from trainfit.memory.parallel import ParallelLayout, RankCoords, check_layout, layout_of, shard_spec
+from trainfit.memory.phases import PhasePeak, StepTerms, step_max_transient, step_peaks
+from trainfit.memory.pipeline import schedule_note, stage_of
+from trainfit.memory.sharding import Sharding, make_sharding
+from trainfit.plan.overheads import phase_results
+from trainfit.plan.ranks import rank_terms, stage_spec
+from trainfit.plan.result import PhaseResult
+from trainfit.spec.card import RunCard
+from trainfit.spec.enums import Method, Strategy
+from trainfit.spec.model import ModelSpec
+
+
+@dataclass(frozen=True, slots=True)
+class RankPlan:
+    """The worst rank's phases and step terms, and every stage's device peak."""
+
+    coords: RankCoords
+    phases: tuple[PhaseResult, ...]
+    terms: StepTerms
+    """The terms of the worst rank's heavier scenario (what RL's frozen passes reuse)."""
+    host: dict[str, float]
+    stage_phases: tuple[tuple[PhaseResult, ...], ...]
+    """Every pipeline stage's rank: its phases (the worst one's are ``phases``)."""
+
+    @property
+    def stage_peaks(self) -> tuple[float, ...]:
+        """Device peak of each pipeline stage's rank, bytes."""
+        return tuple(max(p.device for p in phases) for phases in self.stage_phases)
+
+
+def parallel_sharding(card: RunCard, layout: ParallelLayout, *, train_gpus_per_node: int) -> Sharding:
+    """The data-parallel strategy over the data x context ranks (GPUs per node for HSDP)."""
+    base = make_sharding(strategy=card.parallel.strategy, gpus_per_node=train_gpus_per_node, nodes=card.hardware.nodes)
+    world = train_gpus_per_node * card.hardware.nodes
+    if card.parallel.strategy is Strategy.HSDP:
+        return Sharding(strategy=base.strategy, world_size=world, shard_group=min(base.shard_group, layout.data_group))
+    group = 1 if card.parallel.strategy is Strategy.SINGLE else layout.data_group
+    return Sharding(strategy=base.strategy, world_size=world, shard_group=group)
+
+
+def model_parallel_notes(card: RunCard, spec: ModelSpec, layout: ParallelLayout) -> list[str]:
+    """What a model-parallel plan assumes, one line each."""
+    notes = [f"model parallel: tp {layout.tp}{' + sequence parallel' if layout.sp else ''}, cp {layout.cp}"
+             f"{' (' + layout.cp_kind.value + ')' if layout.cp > 1 else ''}, pp {layout.pp}, ep {layout.ep}"
+             f" (expert tp {layout.etp}), dp {layout.dp}; {card.parallel.strategy.value} shards over the"
+             f" {layout.data_group} data x context ranks (experts over {layout.expert_data_group})"]
+    if layout.tp > 1:
+        notes.append(
+            "tensor parallel as torch's DTensor plan (ColwiseParallel q/k/v/gate/up, RowwiseParallel o/down,"
+            " vocabulary-parallel embedding and head with loss_parallel; traced exactly): heads, MLP and vocabulary"
+            " split, norms replicated; Megatron-LM differs in the SP linear inputs (saves the sequence shard),"
+            " the embedding gradient (its rows only) and the fused cross-entropy")
+    if layout.pp > 1:
+        notes.append(schedule_note(layout))
+    if layout.cp > 1:
+        notes.append(f"context parallel {layout.cp}: each rank holds seq/{layout.cp} tokens; "
+                     + ("ring attention adds 2 x the rank's K and V blocks while a layer attends"
+                        if layout.cp_kind.value == "ring" else
+                        "Ulysses all-to-alls hold q, k, v and the output at the full sequence over a head shard"))
+    if layout.ep > 1:
+        notes.append(f"expert parallel {layout.ep}: experts/{layout.ep} per rank, dropless routing with balanced load"
+                     " (T x top_k token rows per rank), dispatch/combine all-to-all buffers T x top_k x hidden in and out")
+    return notes
+
+
+def _merge(a: list[PhasePeak], b: list[PhasePeak]) -> list[PhasePeak]:
+    return [x if x.allocated >= y.allocated else y for x, y in zip(a, b)]
+
+
+def walk_stages(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding, layout: ParallelLayout) -> RankPlan:
+    """Every stage's rank walked; the one with the highest device peak."""
+    best: RankPlan | None = None
+    by_stage = []
+    ss = shard_spec(spec, layout.tp, layout.etp)
+    scenarios = (False, True) if layout.pp > 1 and layout.micro_batches > 1 else (layout.micro_batches > 1,)
+    for s in range(layout.pp):
+        stage = stage_of(layout, spec.num_layers, s)
+        runs = [rank_terms(card, spec, sharding, layout, stage, later=later) for later in scenarios]
+        peaks = step_peaks(runs[0][0])
+        for terms, _ in runs[1:]:
+            peaks = _merge(peaks, step_peaks(terms))
+        heavier = max(runs, key=lambda r: max(p.allocated for p in step_peaks(r[0])))
+        phases = phase_results(peaks, spec=stage_spec(ss, stage), sharding=sharding, card=card,
+                               capacity=gpu.memory_bytes, at_least=max(step_max_transient(t) for t, _ in runs),
+                               compute_capability=gpu.compute_capability)
+        device = max(p.device for p in phases)
+        by_stage.append(tuple(phases))
+        if best is None or device > max(p.device for p in best.phases):
+            best = RankPlan(RankCoords(pp=s), tuple(phases), heavier[0], heavier[1], ())
+    assert best is not None
+    return RankPlan(best.coords, best.phases, best.terms, best.host, tuple(by_stage))
+
+
+def prepare(card: RunCard, spec: ModelSpec, train_gpus: int, seq_len: int) -> tuple[ParallelLayout, list[str]]:
+    """The card's layout, checked against the model (``CardError`` on what cannot be split)."""
+    layout = layout_of(card, train_gpus)
+    if layout.trivial:
+        return layout, []
+    if card.method is Method.DPO:
+        raise CardError("method: dpo with tensor, context, pipeline or expert parallel is not modelled;"
+                        " allowed with them: sft, rm, ppo, grpo")
+    if layout.cp > 1 and runs_eager(spec.family, card.attention):
+        raise CardError("attention: context parallel needs a fused attention kernel; allowed with it: sdpa, flash")
+    notes = check_layout(card, spec, layout, seq_len)
+    return layout, notes + model_parallel_notes(card, spec, layout)

@@ -30,12 +30,22 @@ def trace_request_kwargs(card, spec_config: dict[str, Any]) -> dict[str, Any]:
     if card.parallel.offload.value != "none" or card.parallel.activation_offload:
         raise TraceCardError("parallel.offload: CPU offload moves tensors off the GPU; the CPU trace cannot separate them")
     strategy = card.parallel.strategy.value
+    par = card.parallel
+    if par.context_parallel > 1 or par.expert_parallel > 1 or par.expert_tensor_parallel > 1 or par.virtual_stages > 1:
+        raise TraceCardError("parallel: context and expert parallel and the interleaved schedule are not traced; the plan"
+                             " gives them from cited formulas (see its assumptions)")
+    if par.tensor_parallel > 1 and par.pipeline_parallel > 1:
+        raise TraceCardError("parallel: tensor and pipeline parallel are traced one at a time; set one of them to 1")
+    tp, pp = par.tensor_parallel, par.pipeline_parallel
     if strategy == "single":
-        world = 1
+        world = tp
     elif strategy in ("fsdp", "zero3"):
-        world = card.world_size
+        world = card.world_size // pp
     else:
         raise TraceCardError(f"parallel.strategy: trace supports single and fsdp (FSDP2), got '{strategy}'")
+    if pp > 1 and world > 1:
+        raise TraceCardError("parallel.pipeline_parallel: a pipeline stage is traced on one rank; use strategy single"
+                             " or as many GPUs as stages")
     w = card.weights_dtype.value
     if card.scope.value == "qlora":
         precision = "bf16"
@@ -61,6 +71,8 @@ def trace_request_kwargs(card, spec_config: dict[str, Any]) -> dict[str, Any]:
         "precision": precision,
         "optimizer_impl": p.optimizer_impl.value,
         "world_size": world,
+        **({"tensor_parallel": tp, "sequence_parallel": par.sequence_parallel} if tp > 1 else {}),
+        **({"pipeline_parallel": pp, "micro_batches": card.batch.grad_accum} if pp > 1 else {}),
     }
 
 
@@ -122,6 +134,8 @@ def trace(
         from trainfit.trace.api import TraceRequest, trace_step
     except ImportError as exc:  # pragma: no cover - depends on the install
         raise TraceCardError(f"trace needs the trace extra: pip install -c constraints.txt 'trainfit[trace]' ({exc})") from exc
+    if plan.worst_rank is not None and kwargs.get("pipeline_parallel", 1) > 1:
+        kwargs["pipeline_stage"] = plan.worst_rank.pp  # the stage whose phases the plan shows
     req = TraceRequest(**kwargs, layers=layers, mode=mode, replay_allocator=reserved)
     from rich.console import Console as _Console
     from rich.progress import Progress

@@ -53,6 +53,8 @@ def trace_step(req: TraceRequest, *, progress: Progress | None = None) -> TraceR
         from trainfit.trace.rl_passes import run_depth
 
     report = progress or (lambda label, frac: None)
+    if req.pipeline_parallel > 1 or req.micro_batches > 1:
+        return _trace_stage(req, report, t0)
     full = extrapolate.full_depth(req.hf_config)
     plan = extrapolate.plan_depths(req.hf_config, req.layers, world_size=req.world_size)
     runs = []
@@ -80,7 +82,12 @@ def trace_step(req: TraceRequest, *, progress: Progress | None = None) -> TraceR
         notes.append("the model output is dropped before backward, as the HF Trainer and TRL do (`loss = model(...).loss`)")
     for r in runs:
         notes.extend(n for n in r.notes if n not in notes)
-    if req.world_size > 1:
+    if req.tensor_parallel > 1:
+        dp = req.world_size // req.tensor_parallel
+        notes.append(f"per-rank bytes of rank 0 of {req.world_size}: torch tensor parallel {req.tensor_parallel}"
+                     + (" + sequence parallel" if req.sequence_parallel else "") + ", loss_parallel"
+                     + (f", FSDP2 over {dp} data-parallel ranks" if dp > 1 else "") + " (fake process group)")
+    elif req.world_size > 1:
         notes.append(f"per-rank bytes of rank 0 of {req.world_size} (FSDP2, fake process group)")
     if plan.target != full:
         notes.append(f"model truncated to {plan.target} of {full} layers")
@@ -108,3 +115,28 @@ def trace_step(req: TraceRequest, *, progress: Progress | None = None) -> TraceR
         reserved_bytes=reserved,
     )
 
+
+
+def _trace_stage(req: TraceRequest, report: Progress, t0: float) -> TraceResult:
+    """One pipeline stage (or one rank's micro-batches) under its schedule (``trainfit.trace.pipeline``)."""
+    from trainfit.trace.build import count_params
+    from trainfit.trace.pipeline import build_stage, trace_stage
+
+    peaks, bds, order = trace_stage(req, report)
+    phases = tuple(PhaseTrace(n, peaks[n], bds[n]) for n in PHASES)
+    peak = max(phases, key=lambda p: p.peak_bytes)
+    total, trainable = count_params(build_stage(req))
+    sched = " ".join(f"{k}{i}" for k, i in order)
+    notes = (f"pipeline stage {req.pipeline_stage} of {req.pipeline_parallel}, {req.micro_batches} micro-batches in"
+             f" Megatron-Core's 1F1B order ({sched}); the stage keeps its received input and its output until their"
+             " backward (torch.distributed.pipelining); each phase's peak is the largest of its occurrences",
+             "the model output is dropped before backward, as the HF Trainer and TRL do (`loss = model(...).loss`)")
+    return TraceResult(peak_bytes=peak.peak_bytes, peak_phase=peak.name, phases=phases, params_total=total,
+                       params_trainable=trainable, seconds=time.perf_counter() - t0,
+                       layers_traced=(_stage_depth(req),), extrapolated=False, notes=notes)
+
+
+def _stage_depth(req: TraceRequest) -> int:
+    from trainfit.trace.extrapolate import full_depth
+
+    return full_depth(req.hf_config) // req.pipeline_parallel

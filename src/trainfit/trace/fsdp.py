@@ -28,11 +28,41 @@ def fake_process_group(world_size: int) -> Iterator[None]:
         dist.destroy_process_group()
 
 
-def make_mesh(world_size: int):  # noqa: ANN201
-    """A 1-D cpu mesh; build it outside ``FakeTensorMode`` (the mesh reads its rank map's values)."""
+def make_mesh(world_size: int, tensor_parallel: int = 1):  # noqa: ANN201
+    """The FSDP mesh (None when every rank is tensor-parallel) and the tensor-parallel mesh (None
+    without TP): a 1-D cpu mesh, or a 2-D (dp, tp) one sliced by name. Build it outside
+    ``FakeTensorMode`` (the mesh reads its rank map's values)."""
     from torch.distributed.device_mesh import init_device_mesh
 
-    return init_device_mesh("cpu", (world_size,))
+    if tensor_parallel == 1:
+        return init_device_mesh("cpu", (world_size,)), None
+    dp = world_size // tensor_parallel
+    if dp == 1:
+        return None, init_device_mesh("cpu", (tensor_parallel,))
+    mesh = init_device_mesh("cpu", (dp, tensor_parallel), mesh_dim_names=("dp", "tp"))
+    return mesh["dp"], mesh["tp"]
+
+
+@contextmanager
+def premade_mesh_concatenation(dp_mesh, tp_mesh) -> Iterator[None]:  # noqa: ANN001
+    """FSDP2 over tensor-parallel parameters concatenates the dp and tp meshes while sharding, which
+    reads the rank map inside ``FakeTensorMode`` and fails; concatenate them here, outside, and hand
+    that mesh back for the duration."""
+    from torch.distributed.device_mesh import DeviceMesh
+
+    orig = DeviceMesh._concatenate
+    done = orig([dp_mesh, tp_mesh])
+
+    def concatenate(meshes):  # noqa: ANN001, ANN202
+        if len(meshes) == 2 and meshes[0] == dp_mesh and meshes[1] == tp_mesh:
+            return done
+        return orig(meshes)
+
+    DeviceMesh._concatenate = staticmethod(concatenate)  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        DeviceMesh._concatenate = staticmethod(orig)  # type: ignore[method-assign]
 
 
 def shard(model: nn.Module, layers: nn.ModuleList, mesh) -> None:  # noqa: ANN001

@@ -53,6 +53,10 @@ def _forward(model, ids, req: TraceRequest):  # noqa: ANN001, ANN202
         else contextlib.nullcontext()
     )
     with ctx:
+        if req.tensor_parallel > 1:
+            from trainfit.trace import tensor_parallel
+
+            return tensor_parallel.forward(model, ids, req)
         return model(input_ids=ids, labels=ids)
 
 
@@ -95,26 +99,40 @@ def warmed_up(
     """``(model, optimizer, input_ids)`` of a ``depth``-layer train step on fake ``cpu`` tensors, after
     one untracked warm-up step (so the optimizer states exist). FSDP2-sharded on a fake process group
     when ``req.world_size > 1``. The fake mode (and one intra-op thread) stays active until exit."""
-    from trainfit.trace.fsdp import fake_process_group, make_mesh, shard
+    from trainfit.trace.fsdp import fake_process_group, make_mesh, premade_mesh_concatenation, shard
 
     progress("build", 0.0)
     meta = build.build_meta(req, depth)
     vocab = int(_vocab(meta))
+    tp = req.tensor_parallel
+    if tp > 1:
+        from trainfit.trace import tensor_parallel
+
+        tensor_parallel.check(req, meta.config.model_type, meta.config.tie_word_embeddings)
     with contextlib.ExitStack() as stack:
         stack.enter_context(torch_threads(1))
         stack.enter_context(unpacked_batches())
-        mesh = None
+        mesh = tp_mesh = None
         if req.world_size > 1:
             stack.enter_context(fake_process_group(req.world_size))
-            mesh = make_mesh(req.world_size)
+            mesh, tp_mesh = make_mesh(req.world_size, tp)
+            if mesh is not None and tp_mesh is not None:
+                stack.enter_context(premade_mesh_concatenation(mesh, tp_mesh))
+        if tp > 1:
+            from torch.distributed.tensor.parallel import loss_parallel
+
+            stack.enter_context(loss_parallel())
         stack.enter_context(FakeTensorMode())
         model = build.materialize_fake(meta)
         model.train()
         if req.gradient_checkpointing:
             build.enable_checkpointing(model)
-        if req.world_size > 1:
+        if tp > 1:
+            tensor_parallel.parallelize(model, tp_mesh, sequence_parallel=req.sequence_parallel)
+        if mesh is not None:
             shard(model, build.decoder_layers(model), mesh)
-        opt = build.make_optimizer(req, [p for p in model.parameters() if p.requires_grad])
+        params = [p for p in model.parameters() if p.requires_grad]
+        opt = build.make_optimizer(req, tensor_parallel.param_groups(params) if tp > 1 else params)
         ids = torch.randint(0, vocab, (req.micro_batch_size, req.seq_len))
         progress("warm-up", 0.1)
         _plain_step(model, opt, ids, req)
@@ -166,7 +184,12 @@ def _traced_step_fast(model, opt, ids, req, progress, rename):  # noqa: ANN001, 
     tr.add_existing(*_opt_state_tensors(opt), tag="optimizer_states")
     tr.add_existing(ids, tag="activations")
     grads = [p for p in model.parameters() if p.requires_grad]
-    with tr:
+    uncounted = contextlib.nullcontext()
+    if req.tensor_parallel > 1:
+        from trainfit.trace.tensor_parallel import propagation_uncounted
+
+        uncounted = propagation_uncounted(tr)
+    with uncounted, tr:
         steady_step(model, opt, ids, req, tr.phase, progress=progress, after_forward=tr.mark_activations,
                     after_backward=lambda: tr.tag([p.grad for p in grads if p.grad is not None], "gradients"))
     regions.remove()

@@ -69,6 +69,9 @@ class FastTracker(TorchDispatchMode):
         self.phases: dict[str, _PhasePeak] = {}
         self._fake_on_entry = None
         self._orig_resize = None
+        self.paused = 0
+        """> 0 while ops must not be counted (DTensor's global-shape propagation, see
+        ``trainfit.trace.tensor_parallel.propagation_uncounted``)."""
 
     # -- registration -------------------------------------------------------------------------
     def add_existing(self, *objs: Any, tag: str = "") -> None:
@@ -146,6 +149,8 @@ class FastTracker(TorchDispatchMode):
             reg[0], reg[1] = cur, len(self._log)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
+        if self.paused:
+            return func(*args, **(kwargs or {}))
         if DTensor is not None and any(t is DTensor for t in types):
             return NotImplemented  # let DTensor desugar into local ops first
         if func is torch.ops._c10d_functional.wait_tensor.default and active_fake_mode() is not None:

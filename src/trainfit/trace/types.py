@@ -60,7 +60,18 @@ class TraceRequest:
     optimizer_impl: str = "fused"
     """torch AdamW: ``fused``, ``foreach`` or ``for_loop`` (foreach=False)."""
     world_size: int = 1
-    """>1: FSDP2 ``fully_shard`` per decoder layer and on the root, on a fake process group."""
+    """>1: ranks on a fake process group; the data-parallel ones (``world_size / tensor_parallel``)
+    FSDP2-sharded with ``fully_shard`` per decoder layer and on the root."""
+    tensor_parallel: int = 1
+    """>1: torch's tensor-parallel plan over this many of the ranks (``trainfit.trace.tensor_parallel``)."""
+    sequence_parallel: bool = False
+    """With tensor_parallel: norms and the residual stream on sequence shards (``SequenceParallel``)."""
+    pipeline_parallel: int = 1
+    """>1: trace one pipeline stage (``pipeline_stage``) of this many under its 1F1B schedule
+    (``trainfit.trace.pipeline``), at the stage's full depth."""
+    pipeline_stage: int = 0
+    micro_batches: int = 1
+    """Micro-batches per step (gradient accumulation); the pipeline schedule interleaves them."""
     layers: int | None = None
     """None: full depth (extrapolated from two shallow traces when possible); N: trace exactly N layers."""
     mode: str = "fast"
@@ -99,9 +110,27 @@ class TraceRequest:
         ):
             if getattr(self, name) not in allowed:
                 raise TraceUnsupported(f"trace: {name} '{getattr(self, name)}' is not one of {', '.join(allowed)}")
-        for name in ("micro_batch_size", "seq_len", "world_size", "lora_rank"):
+        for name in ("micro_batch_size", "seq_len", "world_size", "lora_rank", "tensor_parallel"):
             if int(getattr(self, name)) < 1:
                 raise TraceUnsupported(f"trace: {name} must be >= 1, got {getattr(self, name)}")
+        if self.pipeline_parallel > 1 or self.micro_batches > 1:
+            if self.pipeline_parallel < 1 or not 0 <= self.pipeline_stage < self.pipeline_parallel:
+                raise TraceUnsupported(f"trace: pipeline_stage must be in 0..{self.pipeline_parallel - 1}")
+            if self.micro_batches < 1:
+                raise TraceUnsupported("trace: micro_batches must be >= 1")
+            if (self.world_size > 1 or self.tensor_parallel > 1 or self.mode != "fast" or self.layers is not None
+                    or self.pass_kind != "train_step" or self.replay_allocator or self.scope != "full"
+                    or self.keep_outputs):
+                raise TraceUnsupported("trace: a pipeline stage (or micro-batches) is traced alone: one rank, full"
+                                       " scope, mode 'fast', full depth, train step")
+        if self.world_size % self.tensor_parallel:
+            raise TraceUnsupported(f"trace: tensor_parallel {self.tensor_parallel} must divide world_size {self.world_size}")
+        if self.sequence_parallel and self.tensor_parallel == 1:
+            raise TraceUnsupported("trace: sequence_parallel needs tensor_parallel > 1")
+        if self.sequence_parallel and self.seq_len % self.tensor_parallel:
+            raise TraceUnsupported(f"trace: sequence_parallel needs seq_len divisible by {self.tensor_parallel}")
+        if self.tensor_parallel > 1 and (self.pass_kind != "train_step" or self.replay_allocator):
+            raise TraceUnsupported("trace: tensor_parallel traces the train step only (no RL passes, no --reserved)")
         if self.layers is not None and self.layers < 1:
             raise TraceUnsupported(f"trace: layers must be >= 1 or None, got {self.layers}")
         if self.pass_kind != "train_step":

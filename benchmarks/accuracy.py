@@ -6,7 +6,8 @@
 Writes ``benchmarks/accuracy.md`` (for people) and ``benchmarks/accuracy.json`` (the same rows and
 summaries, machine-readable).
 
-Part (a): every case of ``trainfit.accuracy.grid.GRID`` (and ``SLOW_GRID``) is traced on fake tensors
+Part (a): every case of ``trainfit.accuracy.grid.GRID`` and ``TP_GRID`` (and ``SLOW_GRID``, ``SLOW_TP_GRID``) is
+traced on fake tensors
 (``trainfit.trace.api.trace_step``) and planned (``trainfit.plan.make_plan``). The trace measures
 *allocated* bytes of the steady-state step phases, so trainfit's figure is its planned allocated
 peak over those same phases, and each peer's per-GPU figure is compared with the same traced peak.
@@ -98,6 +99,10 @@ def run_peers(cases: list[dict[str, Any]], progress=None) -> dict[str, list[Any]
     return out
 
 
+def _model_parallel(case) -> bool:  # noqa: ANN001
+    return getattr(case, "tensor_parallel", 1) > 1 or getattr(case, "pipeline_parallel", 1) > 1
+
+
 def _err(pred: float, meas: float) -> float:
     return (pred - meas) / meas
 
@@ -114,6 +119,12 @@ def trace_rows(cases, *, with_peers: bool = True, progress=None) -> list[dict[st
         row: dict[str, Any] = {"case": case.name, "slow": type(case).__name__ == "CatalogCase",
                                "arch": case.arch, "scope": case.scope, "attention": case.attention,
                                "gradient_checkpointing": case.ckpt, "world_size": case.world_size,
+                               **({"tensor_parallel": case.tensor_parallel,
+                                   "sequence_parallel": case.sequence_parallel}
+                                  if getattr(case, "tensor_parallel", 1) > 1 else {}),
+                               **({"pipeline_parallel": case.pipeline_parallel, "pipeline_stage": case.pipeline_stage,
+                                   "micro_batches": case.micro_batches}
+                                  if getattr(case, "pipeline_parallel", 1) > 1 else {}),
                                "seq_len": case.seq_len, "micro_batch_size": case.micro_batch_size,
                                "optimizer_impl": case.optimizer_impl, "precision": case.precision,
                                "metric": "allocated"}
@@ -129,7 +140,8 @@ def trace_rows(cases, *, with_peers: bool = True, progress=None) -> list[dict[st
         except Exception as exc:  # noqa: BLE001 - an untraceable case is kept, unscored
             traced = None
             row["trace_error"] = f"{type(exc).__name__}: {exc}"[:300]
-        planned = {p.phase.value: float(p.tensor_bytes) for p in plan.phases}
+        phases = case.planned_phases(plan) if hasattr(case, "planned_phases") else plan.phases
+        planned = {p.phase.value: float(p.tensor_bytes) for p in phases}
         if traced is not None:
             measured = {p.name: int(p.peak_bytes) for p in traced.phases}
             peak_planned = max(planned[k] for k in measured)
@@ -146,14 +158,23 @@ def trace_rows(cases, *, with_peers: bool = True, progress=None) -> list[dict[st
             row.update(traced_bytes=None, trainfit_bytes=max(planned.values()), trainfit_error=None,
                        peak_phase_match=None)
         rows.append(row)
-        pcases.append(peer_case(card, kw["hf_config"]))
+        if not _model_parallel(case):
+            pcases.append(peer_case(card, kw["hf_config"]))
         if progress:
             progress(i, case.name, 1.0, "done")
     if with_peers:
         results = run_peers(pcases, progress=(lambda label: progress(len(cases), label, 0.0, "")) if progress else None)
-        for i, row in enumerate(rows):
+        # model-parallel cases are not sent: the peer adapters (peers.py) pass no tensor- or pipeline-parallel
+        # size (DeepSpeed's and accelerate's estimators have none; llm-analysis's is not wired)
+        tp_reason = "unsupported: the peer adapter passes no tensor- or pipeline-parallel size"
+        slot = iter(range(len(pcases)))
+        for i, (row, case) in enumerate(zip(rows, cases)):
+            j = None if _model_parallel(case) else next(slot)
             for name in PEERS:
-                r = results[name][i]
+                if j is None:
+                    row[f"{name}_bytes"], row[f"{name}_error"] = tp_reason, None
+                    continue
+                r = results[name][j]
                 if hasattr(r, "reason"):
                     row[f"{name}_bytes"] = f"unsupported: {r.reason}"
                     row[f"{name}_error"] = None
@@ -422,8 +443,11 @@ def render_md(data: dict[str, Any]) -> str:
         "",
         f"## (a) trainfit vs the fake-tensor trace ({a['summary']['trainfit']['cases']} cases)",
         "",
-        "Cases: `trainfit.accuracy.grid.GRID` (small random-dimension models)"
-        + (" and `SLOW_GRID` (full-size Qwen3-8B, traced at shallow depth and extrapolated)"
+        "Cases: `trainfit.accuracy.grid.GRID` (small random-dimension models), `TP_GRID` (the same models under "
+        "torch tensor (+ sequence) parallel, alone and inside FSDP2, per-rank bytes of rank 0; and one pipeline "
+        "stage under 1F1B with its micro-batches, compared with the plan's phases of that stage)"
+        + (" and `SLOW_GRID`, `SLOW_TP_GRID` (full-size Qwen3-8B, and Qwen3-8B / Llama-3.1-70B under tensor "
+           "parallel, traced at shallow depth and extrapolated)"
            if data["with_slow"] else "") + ". Metric: allocated. "
         "The fit/OOM verdict is not meaningful here (the traces run on fake tensors, with no GPU capacity), "
         "so it is not scored. Peers are scored against the same traced peak.",
@@ -473,12 +497,13 @@ def main(argv: list[str] | None = None) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 
-    from trainfit.accuracy.grid import GRID, SLOW_GRID
+    from trainfit.accuracy.grid import GRID, SLOW_GRID, SLOW_TP_GRID, TP_GRID
 
     import published
 
     t0 = time.perf_counter()
-    cases = list(GRID) + ([] if args.no_slow else list(SLOW_GRID))
+    # model-parallel cases last, so the earlier rows keep their places
+    cases = list(GRID) + ([] if args.no_slow else list(SLOW_GRID)) + list(TP_GRID) + ([] if args.no_slow else list(SLOW_TP_GRID))
     console = Console(stderr=True)
     # steps: one per traced case, one for the part (a) peers, one for part (b)
     n_steps = len(cases) + 2

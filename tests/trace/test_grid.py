@@ -2,7 +2,7 @@
 
 import pytest
 
-from trainfit.accuracy.grid import GRID, SLOW_GRID
+from trainfit.accuracy.grid import GRID, SLOW_GRID, SLOW_TP_GRID, TP_GRID
 from trainfit.plan import make_plan
 from trainfit.spec.card import load_card_dict
 
@@ -19,7 +19,7 @@ TOLERANCE = 0.02
 def test_plan_matches_trace(case):
     plan = make_plan(load_card_dict(case.card()))
     traced = trace_step(TraceRequest(**case.trace_kwargs()))
-    planned = {p.phase.value: p.tensor_bytes for p in plan.phases}
+    planned = {p.phase.value: p.tensor_bytes for p in case.planned_phases(plan)}
     measured = {p.name: p.peak_bytes for p in traced.phases}
     peak_planned = max(planned[k] for k in measured)
     err = (peak_planned - traced.peak_bytes) / traced.peak_bytes
@@ -43,4 +43,18 @@ def test_grid_covers_the_required_axes():
 @pytest.mark.slow
 @pytest.mark.parametrize("case", SLOW_GRID, ids=[c.name for c in SLOW_GRID])
 def test_plan_matches_trace_full_size(case):
+    test_plan_matches_trace(case)
+
+
+@pytest.mark.trace
+@pytest.mark.parametrize("case", TP_GRID, ids=[c.name for c in TP_GRID])
+def test_model_parallel_plan_matches_trace(case):
+    """Tensor (+ sequence) parallel ranks (alone and inside FSDP2) and one pipeline stage under 1F1B."""
+    test_plan_matches_trace(case)
+
+
+@pytest.mark.trace
+@pytest.mark.parametrize("case", SLOW_TP_GRID, ids=[c.name for c in SLOW_TP_GRID])
+def test_tensor_parallel_full_size(case):
+    """Qwen3-8B and Llama-3.1-70B under TP (extrapolated from 4 and 5 layers: ~3 s each)."""
     test_plan_matches_trace(case)

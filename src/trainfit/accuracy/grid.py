@@ -47,12 +47,23 @@ class GridCase:
     micro_batch_size: int = 1
     optimizer_impl: str = "fused"
     precision: str = "bf16"
+    tensor_parallel: int = 1
+    """> 1: torch tensor parallel over this many of the ``world_size`` ranks (FSDP2 over the rest)."""
+    sequence_parallel: bool = False
+    pipeline_parallel: int = 1
+    """> 1: ``world_size`` pipeline stages; the trace runs stage ``pipeline_stage`` alone."""
+    pipeline_stage: int = 0
+    micro_batches: int = 1
 
     @property
     def name(self) -> str:
         return (f"{self.arch}-{self.scope}-{self.attention}-{'ckpt' if self.ckpt else 'nockpt'}-r{self.world_size}"
                 f"-s{self.seq_len}-b{self.micro_batch_size}-{self.optimizer_impl}"
-                + ("" if self.precision == "bf16" else f"-{self.precision}"))
+                + ("" if self.precision == "bf16" else f"-{self.precision}")
+                + ("" if self.tensor_parallel == 1 else f"-tp{self.tensor_parallel}")
+                + ("-sp" if self.sequence_parallel else "")
+                + ("" if self.pipeline_parallel == 1 else f"-pp{self.pipeline_parallel}s{self.pipeline_stage}")
+                + ("" if self.micro_batches == 1 else f"-m{self.micro_batches}"))
 
     def hf_config(self) -> dict[str, Any]:
         return ARCHS[self.arch] if self.arch in ARCHS else {}
@@ -63,10 +74,17 @@ class GridCase:
             "scope": self.scope,
             "attention": self.attention,
             "hardware": {"gpu": "h100-sxm", "gpus_per_node": self.world_size},
-            "parallel": {"strategy": "single" if self.world_size == 1 else "fsdp", "gradient_checkpointing": self.ckpt},
+            "parallel": {"strategy": "single" if self.world_size == self.tensor_parallel * self.pipeline_parallel
+                         else "fsdp", "gradient_checkpointing": self.ckpt},
             "batch": {"micro_batch_size": self.micro_batch_size, "seq_len": self.seq_len},
             "precision": {"optimizer_impl": self.optimizer_impl},
         }
+        if self.tensor_parallel > 1:
+            card["parallel"].update(tensor_parallel=self.tensor_parallel, sequence_parallel=self.sequence_parallel)
+        if self.pipeline_parallel > 1:
+            card["parallel"]["pipeline_parallel"] = self.pipeline_parallel
+        if self.micro_batches > 1:
+            card["batch"]["grad_accum"] = self.micro_batches
         if self.precision == "fp32_autocast":
             card["precision"].update(weights="fp32", compute="bf16")
         if self.scope != "full":
@@ -77,7 +95,16 @@ class GridCase:
         return {"hf_config": self.hf_config(), "micro_batch_size": self.micro_batch_size, "seq_len": self.seq_len,
                 "attention": self.attention, "gradient_checkpointing": self.ckpt, "scope": self.scope,
                 "lora_rank": 16, "lora_alpha": 32, "lora_targets": ("all-linear",), "precision": self.precision,
-                "optimizer_impl": self.optimizer_impl, "world_size": self.world_size}
+                "optimizer_impl": self.optimizer_impl, "world_size": self.world_size // self.pipeline_parallel,
+                **({"tensor_parallel": self.tensor_parallel, "sequence_parallel": self.sequence_parallel}
+                   if self.tensor_parallel > 1 else {}),
+                **({"pipeline_parallel": self.pipeline_parallel, "pipeline_stage": self.pipeline_stage,
+                    "micro_batches": self.micro_batches}
+                   if self.pipeline_parallel > 1 or self.micro_batches > 1 else {})}
+
+    def planned_phases(self, plan: Any) -> tuple:
+        """The plan's phases of the rank the trace measures: the traced pipeline stage's, else the plan's."""
+        return plan.stage_phases[self.pipeline_stage] if self.pipeline_parallel > 1 else plan.phases
 
 
 GRID: tuple[GridCase, ...] = (
@@ -120,6 +147,23 @@ GRID: tuple[GridCase, ...] = (
     GridCase("qwen3_5", scope="lora", seq_len=512),
 )
 
+TP_GRID: tuple[GridCase, ...] = (
+    # tensor (+ sequence) parallel: torch's DTensor plan on a fake process group (trace.tensor_parallel),
+    # alone and under FSDP2 over the remaining ranks (2-D mesh)
+    GridCase("llama", world_size=2, tensor_parallel=2, seq_len=512),
+    GridCase("llama", world_size=4, tensor_parallel=4, sequence_parallel=True, ckpt=True, seq_len=512),
+    GridCase("llama", world_size=8, tensor_parallel=2, sequence_parallel=True, seq_len=512),
+    GridCase("qwen3", world_size=2, tensor_parallel=2, sequence_parallel=True, seq_len=512),
+    GridCase("qwen3", world_size=8, tensor_parallel=2, ckpt=True, seq_len=512),
+    # pipeline parallel: one stage under Megatron-Core's 1F1B order with its micro-batches in flight
+    # (trace.pipeline): the first stage (most in flight), a middle one, the last (head and loss)
+    GridCase("llama", world_size=2, pipeline_parallel=2, micro_batches=4, seq_len=512),
+    GridCase("llama", world_size=2, pipeline_parallel=2, micro_batches=4, ckpt=True, seq_len=512),
+    GridCase("llama", world_size=4, pipeline_parallel=4, pipeline_stage=1, micro_batches=4, seq_len=512),
+    GridCase("qwen3", world_size=2, pipeline_parallel=2, pipeline_stage=1, micro_batches=2, seq_len=512),
+)
+"""Model-parallel grid cases: kept apart from ``GRID`` so its tables and axes stay as they were."""
+
 
 @dataclass(frozen=True, slots=True)
 class CatalogCase(GridCase):
@@ -151,3 +195,10 @@ SLOW_GRID: tuple[CatalogCase, ...] = (
     CatalogCase("qwen3_8b", scope="lora", ckpt=True),
     CatalogCase("qwen3_8b", precision="fp32_autocast", ckpt=True, optimizer_impl="for_loop"),
 )
+
+
+SLOW_TP_GRID: tuple[CatalogCase, ...] = (
+    CatalogCase("qwen3_8b", model_id="Qwen/Qwen3-8B", world_size=4, tensor_parallel=4, sequence_parallel=True, ckpt=True),
+    CatalogCase("llama_70b", model_id="meta-llama/Llama-3.1-70B", world_size=8, tensor_parallel=8, sequence_parallel=True),
+)
+"""Full-size tensor-parallel cases (extrapolated from 4 and 5 traced layers)."""

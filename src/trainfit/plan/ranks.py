@@ -40,7 +40,6 @@ from dataclasses import dataclass, replace
 
 from trainfit.memory import attention as attn
 from trainfit.memory.activations import ActivationBytes, activation_bytes
-from trainfit.memory.logits import SOFTCAP_FAMILIES, LogitsBytes, logits_bytes
 from trainfit.memory.lora import lora_largest_tensor_params, lora_trainable_params
 from trainfit.memory.optimizer import PAGED, master_weight_bytes, optimizer_state_bytes, step_temporary_bytes
 from trainfit.memory.parallel import ParallelLayout, shard_spec
@@ -49,18 +48,13 @@ from trainfit.memory.phases import StepTerms
 from trainfit.memory.pipeline import Stage
 from trainfit.memory.sharding import Sharding
 from trainfit.memory.weights import WeightBytes, count_scale
+from trainfit.plan.rank_buffers import backward_buffers, comm_buffers, loss_region, stage_forward_transient
 from trainfit.plan.resolve import trainable_spec
-from trainfit.plan.terms import HOST_BYTES_PER_PROCESS, _autocast_copies, _fsdp_terms, _layer_transients, lora_tensors
+from trainfit.plan.terms import HOST_BYTES_PER_PROCESS, _autocast_copies, _fsdp_terms, lora_tensors
 from trainfit.spec.card import RunCard
 from trainfit.spec.enums import ComputeDtype, ContextParallelKind, Dtype, LayerKind, MasterWeights, Offload, StatesDtype
 from trainfit.spec.model import ModelSpec
 from trainfit.units import BYTES_PER_DTYPE
-
-LOSS_PARALLEL_FORWARD_BYTES_PER_LOGIT = 14
-"""torch ``loss_parallel``: bf16 logits 2 + fp32 copy 4 + shifted logits 4 + their exp 4 (measured)."""
-LOSS_PARALLEL_RETAINED_BYTES_PER_LOGIT = 4
-LOSS_PARALLEL_BACKWARD_BYTES_PER_LOGIT = 16
-
 
 @dataclass(frozen=True, slots=True)
 class RankParams:
@@ -223,7 +217,7 @@ def rank_terms(card: RunCard, spec: ModelSpec, sharding: Sharding, layout: Paral
     if lora is None and layout.pp == 1 and tied and gdiv.dense == 1 and not prec.optimizer_in_backward:
         tied_grad = 2 * rp.embedding * scale * grad_bytes
 
-    act, extras = _activations(card, spec, ss, layout, stage, trainable)
+    act = _activations(card, spec, ss, layout, stage, trainable)
     in_flight = stage.in_flight_later_backward if later else stage.in_flight_first_backward
     ckpt = card.parallel.gradient_checkpointing
     one = act.total(gradient_checkpointing=ckpt)
@@ -238,11 +232,11 @@ def rank_terms(card: RunCard, spec: ModelSpec, sharding: Sharding, layout: Paral
     pipe = 0.0
     if layout.pp > 1:
         pipe = in_flight * ((unit if not stage.last else 0.0) + (unit if not stage.first and not ckpt else 0.0))
-    layer_fwd = 0.0 if stage.last else _stage_forward_transient(ss, stage, ckpt=ckpt, unit=unit, tokens=tokens, a=a)
+    layer_fwd = 0.0 if stage.last else stage_forward_transient(ss, stage, ckpt=ckpt, unit=unit, tokens=tokens, a=a)
 
-    lg, lg_grad = _logits(card, spec, ss, layout, stage, tokens=tokens, act_dtype=a)
-    trans = _transients(card, ss, layout, stage, tokens=tokens, dtype_bytes=a)
-    comm = _comm_buffers(card, ss, layout, stage, tokens=tokens, dtype_bytes=a)
+    lg, lg_grad = loss_region(card, spec, ss, layout, stage, tokens=tokens, act_dtype=a)
+    trans = backward_buffers(card, ss, layout, stage, tokens=tokens, dtype_bytes=a)
+    comm = comm_buffers(card, ss, layout, stage, tokens=tokens, dtype_bytes=a)
     layer_trans = tuple(max(trans[k], comm[k]) for k in walked)
     eager = attn.runs_eager(spec.family, card.attention) and spec.num_full_attention_layers > 0
     scores = attn.score_elements(micro_batch_size=b, seq_len=s_loc, heads=ss.num_attention_heads, eager=eager)
@@ -306,7 +300,7 @@ def rank_terms(card: RunCard, spec: ModelSpec, sharding: Sharding, layout: Paral
 
 
 def _activations(card: RunCard, spec: ModelSpec, ss: ModelSpec, layout: ParallelLayout, stage: Stage,
-                 trainable) -> tuple[ActivationBytes, float]:  # noqa: ANN001
+                 trainable) -> ActivationBytes:  # noqa: ANN001
     """Saved bytes of one forward of the walked chunk on this rank (per-op model on the shard spec)."""
     prec = card.precision
     a = 4 if prec.compute is ComputeDtype.FP32 else 2
@@ -331,84 +325,4 @@ def _activations(card: RunCard, spec: ModelSpec, ss: ModelSpec, layout: Parallel
         embedding=act.embedding if stage.first else rope,
         head=act.head if stage.last else 0,
         checkpointed_embedding=act.checkpointed_embedding if stage.first else 0,
-    ), extra
-
-
-def _logits(card: RunCard, spec: ModelSpec, ss: ModelSpec, layout: ParallelLayout, stage: Stage, *,
-            tokens: int, act_dtype: int) -> tuple[LogitsBytes, float]:
-    """The loss region on the last stage: vocabulary-parallel under TP (``loss_parallel``)."""
-    if not stage.last:
-        return LogitsBytes(forward_peak=0.0, retained=0.0, backward_peak=0.0), 0.0
-    width = ss.head_outputs or ss.vocab_size
-    grad = 0.0 if card.loss.chunked else 2.0 * tokens * width
-    if layout.tp > 1 and ss.head_outputs is None and not card.loss.chunked:
-        e = tokens * ss.vocab_size
-        softcap = act_dtype * e if spec.family in SOFTCAP_FAMILIES else 0.0
-        # under SP the final norm's sequence shard (the model output's last_hidden_state) lives to the loss
-        held = act_dtype * tokens * ss.hidden_size // layout.tp if layout.sp else 0
-        return LogitsBytes(forward_peak=LOSS_PARALLEL_FORWARD_BYTES_PER_LOGIT * e + softcap + held,
-                           retained=LOSS_PARALLEL_RETAINED_BYTES_PER_LOGIT * e + softcap,
-                           backward_peak=LOSS_PARALLEL_BACKWARD_BYTES_PER_LOGIT * e + softcap), grad
-    lg = logits_bytes(micro_batch_size=card.batch.micro_batch_size, seq_len=card.batch.seq_len // layout.cp,
-                      vocab_size=ss.vocab_size, hidden_size=ss.hidden_size, chunked=card.loss.chunked,
-                      head_outputs=ss.head_outputs,
-                      softcap_bytes_per_logit=act_dtype if spec.family in SOFTCAP_FAMILIES else 0)
-    return lg, grad
-
-
-def _transients(card: RunCard, ss: ModelSpec, layout: ParallelLayout, stage: Stage, *, tokens: int,
-                dtype_bytes: int) -> dict[int, float]:
-    """In-layer backward buffers per stage position (the MLP's activation gradients, eager scores)."""
-    eager = attn.runs_eager(ss.family, card.attention) and ss.num_full_attention_layers > 0
-    scores = attn.score_elements(micro_batch_size=card.batch.micro_batch_size, seq_len=card.batch.seq_len // layout.cp,
-                                 heads=ss.num_attention_heads, eager=eager)
-    per = _layer_transients(ss, tokens=tokens, dtype_bytes=dtype_bytes,
-                            attention_bytes=attn.backward_transient_bytes(scores=scores, dtype_bytes=dtype_bytes))
-    return {k: per[i] for k, i in enumerate(stage.layers)}
-
-
-def _comm_buffers(card: RunCard, ss: ModelSpec, layout: ParallelLayout, stage: Stage, *, tokens: int,
-                  dtype_bytes: int) -> dict[int, float]:
-    """Context/expert-parallel buffers a layer holds while it communicates, per stage position."""
-    a = dtype_bytes
-    kv_block = tokens * ss.kv_dim * a  # the rank's K (or V) block
-    attn_buf = 0.0
-    if layout.cp > 1 and layout.cp_kind is ContextParallelKind.RING:
-        attn_buf = 2 * 2 * kv_block  # current + next K and V blocks around the ring
-    elif layout.cp > 1:
-        full_seq = card.batch.micro_batch_size * card.batch.seq_len
-        k_bytes = a * full_seq * ss.head_dim * max(ss.num_kv_heads / layout.cp, 1.0)
-        attn_buf = 2 * tokens * ss.q_dim * a + 2 * k_bytes  # q, out; k, v at full sequence / head shard
-    moe_buf = 0.0
-    if layout.ep > 1 and ss.moe is not None:
-        moe_buf = 2 * tokens * ss.moe.experts_per_token * ss.hidden_size * a  # dispatch in + out
-    out = {}
-    for k, i in enumerate(stage.layers):
-        v = attn_buf if ss.layer_kind(i) is LayerKind.FULL_ATTENTION else 0.0
-        if ss.moe is not None and ss.moe.is_moe_layer(i):
-            v = max(v, moe_buf)
-        out[k] = v
-    return out
-
-
-def _stage_forward_transient(ss: ModelSpec, stage: Stage, *, ckpt: bool, unit: float, tokens: int, a: int) -> float:
-    """Bytes a stage without the loss holds in its last layer's forward besides the saved activations
-    and the stage buffers (measured on the pipeline-stage trace, HF decoder layers).
-
-    Without checkpointing the peak is the last residual add: the layer's input (the loop variable),
-    the attention residual and the MLP output, plus on the first stage the embedding output, which the
-    model's forward keeps referenced (``inputs_embeds``) while the layers run. With checkpointing it is
-    the MLP's product: its input and the residual with the activated gate, the up projection and their
-    product (3 x tokens x width), none of them saved; the stage output does not exist yet.
-    """
-    if not ckpt:
-        several = len(stage.chunk_layers) > 1
-        # a one-layer stage's input is the received tensor, a stage buffer already
-        return 2 * unit + (unit if several or stage.first else 0.0) + (unit if stage.first and several else 0.0)
-    last = stage.chunk_layers[-1]
-    moe = ss.moe
-    if moe is not None and moe.is_moe_layer(last):
-        width = tokens * moe.experts_per_token * moe.expert_intermediate_size
-    else:
-        width = tokens * ss.intermediate_size
-    return unit + 3 * a * width
+    )

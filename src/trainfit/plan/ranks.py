@@ -21,7 +21,12 @@ once here:
   sequence over a head shard), and o_proj saves the all-to-all output (a new tensor, not a view of the
   attention output).
 * **Pipeline parallel** (``trainfit.memory.pipeline``): the stage's layers, the embedding on the first,
-  head, logits and loss on the last, and the schedule's other micro-batches in flight.
+  head, logits and loss on the last, and the schedule's other micro-batches in flight; each in-flight
+  micro-batch's stage output and received input stay until its backward (as
+  ``torch.distributed.pipelining`` keeps them; Megatron-LM frees the output's data after sending it),
+  and a stage without the loss peaks in its last layer's forward (``rank_buffers``). Checked against
+  one traced 1F1B stage (``trainfit.trace.pipeline``); the interleaved schedule rests on Megatron-Core's
+  warm-up counts.
 * **Expert parallel**: the rank holds ``experts / ep`` experts (``width / etp`` wide); dropless routing
   with balanced load sends it T·k token copies, so the experts' saved activations are those of T·k rows;
   the dispatch and combine all-to-alls add T·k·h buffers in and out per MoE layer while they run.

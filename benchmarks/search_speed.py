@@ -54,7 +54,7 @@ def main() -> None:
     lines += [
         "",
         "Each configuration is a full plan: card validation (pydantic), every memory term and the per-phase walk,",
-        "plus the roofline step time. The pure terms are memoised per model shape, and spaces of 1,000 or more",
+        "plus the op-level step time (compute.training, memoised per shape). The pure terms are memoised per model shape, and spaces of 1,000 or more",
         f"combinations are split over the CPU cores ({__import__('os').cpu_count()} here) by forked workers that inherit",
         "the warm caches. Ranking and results do not depend on the split (tests/unit/test_search.py).",
     ]

@@ -71,8 +71,14 @@ def make_plan(card: RunCard, *, calibration=None) -> Plan:
         rates = rates_for(gpu, calibration)
         time_notes.append(assumption_line(calibration, gpu.id))
     timing = step_time_of(card, spec, gpu, sharding, rollout, rates=rates, paged_spill_bytes=max(0.0, spill))
-    if timing is not None:
+    if timing is not None and timing.total_s != timing.total_s:  # NaN: the time model refused, say why
         time_notes += [f"time: {a}" for a in timing.assumptions]
+        timing = None
+    elif timing is not None:
+        time_notes += [f"time: {a}" for a in timing.assumptions]
+    else:
+        if not any(n.startswith("time: not estimated") for n in time_notes):
+            time_notes.append(f"time: not estimated: the catalog has no bf16 dense rate or memory bandwidth for {gpu.id}")
     return Plan(
         card=card,
         spec=spec,

@@ -27,8 +27,16 @@ def _check(rec, name):
     return next(c for c in rec["checks"] if c["name"] == name)
 
 
+def _crashed(rec) -> bool:
+    """A torchrun worker killed by a signal (seen once under a loaded 2-core CI: SIGABRT in gloo's
+    rendezvous), as opposed to a check that ran and failed."""
+    return any(c["status"] == "fail" and "signal" in c["evidence"].lower() for c in rec["checks"])
+
+
 def test_nproc2_update_sync_resume_pass_under_torchrun():
     rec = run_accept(nproc=2, only=("multi_process",))
+    if _crashed(rec):  # one retry for an infrastructure crash; a failed check is never retried
+        rec = run_accept(nproc=2, only=("multi_process",))
     assert _statuses(rec) == {n: "pass" for n in multiproc.NAMES}, rec["checks"]
     upd = _check(rec, "multi_process.update")["evidence"]
     assert "gloo" in upd and "DistributedDataParallel" in upd and "(different)" in upd

@@ -250,8 +250,8 @@ def train_step_time(
         _phase("backward", bwd.scaled(micro_steps)),
     ]
     if mp.active:
-        mpc = _model_parallel_comm(spec, mp, tokens=micro_batch_size * seq_len, fwd=fwd, bwd=bwd,
-                                   recompute=gradient_checkpointing, rates=rates)
+        mpc = model_parallel_comm_of(spec, mp, tokens=micro_batch_size * seq_len, fwd=fwd, bwd=bwd,
+                                     recompute=gradient_checkpointing, rates=rates)
         for name, secs in (("tensor_parallel", mpc.tensor_s), ("context_parallel", mpc.context_s),
                            ("expert_parallel", mpc.expert_s), ("pipeline_p2p", mpc.pipeline_p2p_s)):
             if secs:
@@ -272,8 +272,10 @@ def train_step_time(
     return TrainStepTime(tuple(phases), total, float(micro_batch_size * seq_len * micro_steps), tuple(notes))
 
 
-def _model_parallel_comm(spec: ModelSpec, mp: ModelParallel, *, tokens: float, fwd: PassTime, bwd: PassTime,
-                         recompute: bool, rates: DeviceRates) -> ModelParallelComm:
+def model_parallel_comm_of(spec: ModelSpec, mp: ModelParallel, *, tokens: float, rates: DeviceRates, recompute: bool,
+                           fwd: PassTime = ZERO_PASS, bwd: PassTime = ZERO_PASS) -> ModelParallelComm:
+    """The model-parallel traffic of one micro-step of ``tokens`` on a rank of ``spec``'s shard (``fwd`` / ``bwd``:
+    the passes whose attention hides ring context-parallel exchanges)."""
     full = max(1, spec.num_full_attention_layers)
     moe_layers = sum(1 for i in range(spec.num_layers) if spec.moe.is_moe_layer(i)) if spec.moe else 0
     return model_parallel_comm(

@@ -28,12 +28,12 @@ from math import ceil
 
 from trainfit.catalog.gpus import GpuSpec
 from trainfit.compute.rates import DeviceRates
-from trainfit.compute.training import Parallel, PhaseTime, forward_only_time
+from trainfit.compute.training import Parallel, PhaseTime, forward_only_time, model_parallel_comm_of
 from trainfit.memory import attention as attn
 from trainfit.memory.sharding import Sharding
 from trainfit.memory.weights import count_scale, weight_bytes
 from trainfit.methods.roles import group_sizes, kl_coef, reference_placement, reward_model
-from trainfit.compute.model_parallel import model_parallel_comm, pipeline_bubble_micro_steps
+from trainfit.compute.model_parallel import pipeline_bubble_micro_steps
 from trainfit.plan.time import (COMPILE_KERNEL_FACTOR, COMPILE_MEMORY_FACTOR, StepTiming, adapter_of, fused_kernels,
                                 model_parallel_of, nic_bytes_per_s, rank_spec, training_time)
 from trainfit.spec.card import RunCard
@@ -103,15 +103,7 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
         )
         comm = 0.0
         if mp.active:
-            moe_layers = sum(1 for i in range(shard.num_layers) if shard.moe.is_moe_layer(i)) if shard.moe else 0
-            c = model_parallel_comm(
-                tokens=lp_mbs * rank_seq, hidden=spec.hidden_size, q_dim=spec.q_dim, kv_dim=spec.kv_dim,
-                layers=shard.num_layers, attention_layers=shard.num_full_attention_layers, moe_layers=moe_layers,
-                top_k=shard.moe.experts_per_token if shard.moe else 0, tp=mp.tp, cp=mp.cp, ulysses=mp.ulysses,
-                ep=mp.ep, pp=mp.pp, recompute=False, latency_s=r.collective_latency_s,
-                tp_bus_bytes_per_s=mp.tp_bus_bytes_per_s, cp_bus_bytes_per_s=mp.cp_bus_bytes_per_s,
-                ep_bus_bytes_per_s=mp.ep_bus_bytes_per_s, pp_bytes_per_s=mp.pp_bytes_per_s,
-            )
+            c = model_parallel_comm_of(shard, mp, tokens=lp_mbs * rank_seq, rates=r, recompute=False)
             comm = micro * c.total_s / 2  # forward only: half of forward + backward
             comm += pipeline_bubble_micro_steps(pp=mp.pp, virtual_stages=mp.virtual_stages) * t.seconds / micro
         return _phase(name, t.seconds + comm, t.bound, gemm=t.gemm_s, attention=t.attention_s,

@@ -86,3 +86,32 @@ def test_optimizer_traffic_matches_the_fused_step():
     per = optimizer_bytes_per_param(optimizer="adamw", weight_bytes=2, grad_bytes=2, state_bytes=2, master=False,
                                     clip=False)
     assert per * total_params(params) == pytest.approx(step.memory_bytes, rel=0.01)
+
+
+def test_traced_ops_timed_with_the_planners_kernel_models_match_the_plan():
+    """The same step timed two ways on an H200: the traced ops through compute/traced.py and the plan's own
+    inventory. Same rates and kernel models, so they differ only by the inventory (within 10 % per phase)."""
+    from dataclasses import replace
+
+    from trainfit.catalog.gpus import resolve_gpu
+    from trainfit.compute.rates import default_rates
+    from trainfit.compute.traced import traced_phase_seconds
+    from trainfit.compute.training import OptimizerSpec, train_step_time
+    from trainfit.memory.params import param_tensors
+    from trainfit.memory.weights import total_params
+
+    cfg = dict(CFG, model_type="llama", hidden_size=2048, intermediate_size=5632, num_attention_heads=16,
+               num_key_value_heads=8, head_dim=128)
+    traced = trace_ops(TraceRequest(hf_config=cfg, micro_batch_size=2, seq_len=1024, gradient_checkpointing=True))
+    rates = default_rates(resolve_gpu("h200"))
+    got = {t.phase: t for t in traced_phase_seconds(traced.records, rates=rates)}
+    spec = spec_from_hf_config(cfg, name="llama", source="test")
+    plan = train_step_time(spec, rates=rates, micro_batch_size=2, seq_len=1024, gradient_checkpointing=True,
+                           trained_params=total_params(spec), trained_tensors=sum(t.count for t in param_tensors(spec)),
+                           gathered_weight_bytes=2 * total_params(spec),
+                           optimizer=OptimizerSpec(state_bytes=2, clip=False))
+    mine = {p.name: p.seconds for p in plan.phases}
+    assert mine["forward"] == pytest.approx(got["forward"].seconds, rel=0.10)
+    assert mine["backward"] + mine["recompute"] == pytest.approx(got["backward"].seconds, rel=0.10)
+    assert mine["optimizer_step"] == pytest.approx(got["optimizer_step"].seconds, rel=0.10)
+    assert replace(got["forward"], host_s=0.0).bound in ("compute", "memory")

@@ -179,7 +179,33 @@ def _trace_time(run_card, kwargs: dict[str, Any], layers: int | None, json_: boo
         task = bar.add_task("counting ops", total=1.0)
         inv = trace_ops(req, progress=lambda label, frac: bar.update(task, completed=frac, description=label))
     name = _model_name(run_card, kwargs["hf_config"])
+    timed = _timed(run_card, inv)
     if json_:
-        print_json(ops_to_dict(inv, name))
+        print_json(ops_to_dict(inv, name) | ({"seconds": timed} if timed else {}))
         return
-    render_ops(inv, name, Console(width=140))
+    render_ops(inv, name, Console(width=140), timed=timed)
+
+
+def _timed(run_card, inv) -> dict[str, Any] | None:
+    """Seconds per phase on the card's GPU: the traced ops through the planner's kernel models, beside
+    the plan's own time (None when the GPU catalog has no rates)."""
+    from trainfit.catalog.gpus import resolve_gpu
+    from trainfit.compute.rates import default_rates
+    from trainfit.compute.traced import traced_phase_seconds
+    from trainfit.errors import TrainfitError
+    from trainfit.plan import make_plan
+
+    try:
+        gpu = resolve_gpu(run_card.hardware.gpu)
+        rates = default_rates(gpu)
+        plan = make_plan(run_card)
+    except TrainfitError:
+        return None
+    planned = {t.name: t.seconds for t in plan.time_phases}
+    planned_by_traced = {"forward": planned.get("forward"),
+                         "backward": (planned.get("backward") or 0.0) + (planned.get("recompute") or 0.0),
+                         "optimizer_step": planned.get("optimizer_step")}
+    return {"gpu": gpu.id, "phases": [
+        {"name": t.phase, "seconds": t.seconds, "bound": t.bound, "gemm_s": t.gemm_s, "attention_s": t.attention_s,
+         "memory_s": t.memory_s, "host_s": t.host_s, "plan_seconds": planned_by_traced.get(t.phase)}
+        for t in traced_phase_seconds(inv.records, rates=rates)]}

@@ -60,12 +60,12 @@ FP32_SIMT_FLOPS_PER_S = {
 here unless TF32 is allowed (``torch.backends.cuda.matmul.allow_tf32`` is False by default): PEFT's fp32
 LoRA adapters do."""
 HBM_FRACTION = 0.90
-HOST_S_PER_FORWARD_KERNEL = 50e-6
+HOST_S_PER_FORWARD_KERNEL = 65e-6
 """Host seconds per kernel of an eager forward through transformers' modules (Python module calls,
 the views and casts around each kernel, dispatch, autograd recording, launch). Fitted on the 15
-H200 "default" cases only (grid 22-60 us x 9-30 us, median |error| 14%); the held-out sets
-score 9, 13 and 10% (``benchmarks/step_times.md``)."""
-HOST_S_PER_BACKWARD_KERNEL = 15e-6
+H200 "default" cases only (grid 30-70 us x 8-20 us; the fit set's median |error| 8%, worst 21%);
+the held-out sets score 8, 9 and 9% (``benchmarks/step_times.md``)."""
+HOST_S_PER_BACKWARD_KERNEL = 12e-6
 """Autograd engine (C++) seconds per kernel of a backward; fitted with the forward figure."""
 DEVICE_S_PER_KERNEL_MIN = 2.5e-6
 """Shortest kernel on the device (launch latency + a small grid)."""

@@ -74,6 +74,20 @@ class PassTime:
 ZERO_PASS = PassTime(0.0, 0.0, 0.0, 0.0, 0.0)
 
 
+def interleaved(a: PassTime, b: PassTime) -> tuple[PassTime, PassTime]:
+    """Two passes whose kernels interleave layer by layer (checkpoint recompute runs inside backward,
+    one layer at a time): the host queue and the GPU pace the pair together, ``max(Σ device, Σ host)``,
+    not each pass alone. The pair's seconds are shared in proportion to each pass's own time."""
+    device = a.gemm_s + a.attention_s + a.memory_s + b.gemm_s + b.attention_s + b.memory_s
+    pair = max(device, a.host_s + b.host_s)
+    alone = a.seconds + b.seconds
+    if alone <= 0:
+        return a, b
+    f = pair / alone
+    return (PassTime(a.seconds * f, a.gemm_s, a.attention_s, a.memory_s, a.host_s),
+            PassTime(b.seconds * f, b.gemm_s, b.attention_s, b.memory_s, b.host_s))
+
+
 def pass_seconds(inv: PassInventory, *, rates: DeviceRates, seq_len: float, backward: bool,
                  memory_factor: float = 1.0, kernel_factor: float = 1.0) -> PassTime:
     """Time of one pass from its inventory (module docstring). ``memory_factor`` / ``kernel_factor``
@@ -178,6 +192,8 @@ def train_step_time(
     rec = pass_seconds(inv.layers_recompute, backward=False, **kw).scaled(count_scale) if gradient_checkpointing else ZERO_PASS
     bwd_layers = pass_seconds(inv.layers_backward, backward=True, **kw).scaled(count_scale)
     bwd = bwd_layers + pass_seconds(inv.head_backward, backward=True, **kw).scaled(count_scale)
+    if gradient_checkpointing:
+        rec, bwd = interleaved(rec, bwd)
     notes = [f"rates: {', '.join(rates.sources)}" if rates.sources else "rates: defaults"]
 
     # optimizer, on this GPU's shard

@@ -122,7 +122,7 @@ def ops_to_dict(inv: Any, model: str) -> dict[str, Any]:
     }
 
 
-def render_ops(inv: Any, model: str, console: Console) -> None:
+def render_ops(inv: Any, model: str, console: Console, timed: dict[str, Any] | None = None) -> None:
     """``trainfit trace --time``: per-phase totals, per-place totals and the largest GEMM shapes."""
     from trainfit.trace.inventory import gemm_shapes, layer_groups
     from trainfit.units import GB
@@ -168,6 +168,15 @@ def render_ops(inv: Any, model: str, console: Console) -> None:
         t.add_row(" x ".join(map(str, s.shape)), s.dtype, f"{s.flops / 1e9:,.3f}", str(s.forward or "-"),
                   str(s.backward or "-"), str(s.recompute or "-"))
     console.print(t)
+    if timed:
+        t = Table(title=f"Seconds on one {timed['gpu']}: the traced ops through the planner's kernel models, and the plan")
+        for c in ("phase", "traced ops s", "bound", "GEMM s", "attention s", "memory-bound s", "host s", "plan s"):
+            t.add_column(c, justify="left" if c in ("phase", "bound") else "right")
+        for p in timed["phases"]:
+            plan_s = p["plan_seconds"]
+            t.add_row(p["name"], f"{p['seconds']:.4g}", p["bound"], f"{p['gemm_s']:.4g}", f"{p['attention_s']:.4g}",
+                      f"{p['memory_s']:.4g}", f"{p['host_s']:.4g}", "-" if plan_s is None else f"{plan_s:.4g}")
+        console.print(t)
     for n in inv.notes:
         console.print(f"  - {n}", markup=False)
 

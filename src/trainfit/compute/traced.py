@@ -1,0 +1,70 @@
+"""Seconds of a traced step: the same rates and kernel models as the planner, applied op by op to
+what ``trainfit trace --time`` recorded (every aten op with its shapes, bytes and launches).
+
+The planner times its own op inventory (``inventory.py``); timing the traced ops with the same
+mechanisms shows how much of a difference comes from the inventory and how much from the kernel
+models. Per phase::
+
+    device_s = Σ GEMM (gemm.py, the traced (b, m, n, k) and dtype) + Σ attention kernels at their
+               architecture's efficiency (causal FLOPs) + Σ memory-bound bytes / HBM
+    host_s   = launches × host seconds per kernel (forward or backward)
+    seconds  = max(device_s, host_s)
+
+Records are read duck-typed (``phase, recompute, category, dtype, shape, flops_causal, bytes_read,
+bytes_written, launches, calls``): this module does not import the trace package. Pure Python.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from trainfit.compute.attention_time import attention_efficiency
+from trainfit.compute.gemm import gemm_seconds
+from trainfit.compute.rates import DeviceRates
+
+_BYTES = {"float32": 4, "float64": 8, "bfloat16": 2, "float16": 2}
+
+
+@dataclass(frozen=True, slots=True)
+class TracedPhaseTime:
+    phase: str
+    seconds: float
+    gemm_s: float
+    attention_s: float
+    memory_s: float
+    host_s: float
+
+    @property
+    def bound(self) -> str:
+        device = self.gemm_s + self.attention_s + self.memory_s
+        if self.host_s > device:
+            return "launch"
+        return "compute" if self.gemm_s + self.attention_s >= self.memory_s else "memory"
+
+
+def traced_phase_seconds(records: Iterable[Any], *, rates: DeviceRates) -> tuple[TracedPhaseTime, ...]:
+    """Seconds per traced phase (``forward``, ``backward`` incl. recompute, ``optimizer_step``)."""
+    acc: dict[str, list[float]] = {}
+    for r in records:
+        a = acc.setdefault(r.phase, [0.0, 0.0, 0.0, 0.0])
+        calls = r.calls
+        if r.category == "gemm" and len(r.shape) == 4:
+            b, m, n, k = r.shape
+            a[0] += calls * gemm_seconds(m=m, n=n, k=k, groups=b, rates=rates, dtype_bytes=_BYTES.get(r.dtype, 2))
+        elif r.category == "attention" and len(r.shape) == 7:
+            backward = r.phase == "backward" and not r.recompute
+            eff = attention_efficiency(compute_capability=rates.compute_capability, seq_len=r.shape[4],
+                                       backward=backward)
+            a[1] += calls * r.flops_causal / (rates.matmul_flops_per_s * eff)
+        elif r.category == "memory":
+            a[2] += calls * (r.bytes_read + r.bytes_written) / rates.hbm_bytes_per_s
+        per = rates.host_s_per_backward_kernel if (r.phase != "forward" and not r.recompute) else \
+            rates.host_s_per_forward_kernel
+        if r.phase == "optimizer_step":
+            per = rates.host_s_per_backward_kernel
+        a[3] += calls * r.launches * per
+    out = []
+    for phase, (g, at, mem, host) in acc.items():
+        out.append(TracedPhaseTime(phase, max(g + at + mem, host), g, at, mem, host))
+    return tuple(out)

@@ -104,7 +104,7 @@ def test_traced_ops_timed_with_the_planners_kernel_models_match_the_plan():
                num_key_value_heads=8, head_dim=128)
     traced = trace_ops(TraceRequest(hf_config=cfg, micro_batch_size=2, seq_len=1024, gradient_checkpointing=True))
     rates = default_rates(resolve_gpu("h200"))
-    got = {t.phase: t for t in traced_phase_seconds(traced.records, rates=rates)}
+    got = traced_phase_seconds(traced.records, rates=rates)
     spec = spec_from_hf_config(cfg, name="llama", source="test")
     plan = train_step_time(spec, rates=rates, micro_batch_size=2, seq_len=1024, gradient_checkpointing=True,
                            trained_params=total_params(spec), trained_tensors=sum(t.count for t in param_tensors(spec)),

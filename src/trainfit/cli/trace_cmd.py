@@ -206,6 +206,6 @@ def _timed(run_card, inv) -> dict[str, Any] | None:
                          "backward": (planned.get("backward") or 0.0) + (planned.get("recompute") or 0.0),
                          "optimizer_step": planned.get("optimizer_step")}
     return {"gpu": gpu.id, "phases": [
-        {"name": t.phase, "seconds": t.seconds, "bound": t.bound, "gemm_s": t.gemm_s, "attention_s": t.attention_s,
-         "memory_s": t.memory_s, "host_s": t.host_s, "plan_seconds": planned_by_traced.get(t.phase)}
-        for t in traced_phase_seconds(inv.records, rates=rates)]}
+        {"name": phase, "seconds": t.seconds, "bound": t.bound, "gemm_s": t.gemm_s, "attention_s": t.attention_s,
+         "memory_s": t.memory_s, "host_s": t.host_s, "plan_seconds": planned_by_traced.get(phase)}
+        for phase, t in traced_phase_seconds(inv.records, rates=rates).items()]}

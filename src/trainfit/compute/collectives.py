@@ -66,8 +66,6 @@ class CommTime:
 
     total_s: float
     exposed_s: float
-    per_micro_step_exposed_s: float
-    per_step_exposed_s: float
 
 
 def exposed_sharded(
@@ -86,7 +84,7 @@ def exposed_sharded(
     bwd_exposed = (layers - 1) * max(0.0, bwd_comm - layer_backward_s) + rs
     per_micro = fwd_exposed + bwd_exposed + root
     total = micro_steps * (layers * (ag + bwd_comm) + root)
-    return CommTime(total, micro_steps * per_micro, per_micro, 0.0)
+    return CommTime(total, micro_steps * per_micro)
 
 
 def exposed_data_parallel(
@@ -106,4 +104,4 @@ def exposed_data_parallel(
     reductions = micro_steps if zero_stage == 2 else 1
     exposed_red = max(red - backward_s, last)
     per_step = (reductions * exposed_red) + gather
-    return CommTime(reductions * red + gather, per_step, 0.0, per_step)
+    return CommTime(reductions * red + gather, per_step)

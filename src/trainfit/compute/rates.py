@@ -44,21 +44,8 @@ _MAMF_FRACTION = {"a100-40gb": 0.859, "a100-80gb": 0.859, "a800-80gb": 0.859, "h
 its own (60.1 %, the same table)."""
 _MAMF_SOURCE = "stas00/ml-engineering compute/accelerator/README.md (MAMF table)"
 DEFAULT_MAMF_FRACTION = 0.80
-SM_COUNT = {
-    "a10": 72, "a100-40gb": 108, "a100-80gb": 108, "b200": 148, "h100-pcie": 114, "h100-sxm": 132, "h20": 78,
-    "h200": 132, "l40s": 142, "rtx3090": 82, "rtx4090": 128, "rtx5090": 170,
-}
-"""Streaming multiprocessors per card (NVIDIA architecture whitepapers: A100, H100, Ada, Blackwell); the GPU
-catalog's ``sm_count`` wins where it has one."""
 DEFAULT_SM_COUNT = 108
-FP32_SIMT_FLOPS_PER_S = {
-    "a10": 31.2e12, "a100-40gb": 19.5e12, "a100-80gb": 19.5e12, "b200": 80e12, "h100-pcie": 51.2e12,
-    "h100-sxm": 66.9e12, "h20": 44e12, "h200": 66.9e12, "l40s": 91.6e12, "rtx3090": 35.6e12, "rtx4090": 82.6e12,
-    "rtx5090": 104.8e12,
-}
-"""Non-tensor-core fp32 FLOP/s (datasheets: A100, H100/H200, H20, Ada, Blackwell). torch runs fp32 matmuls
-here unless TF32 is allowed (``torch.backends.cuda.matmul.allow_tf32`` is False by default): PEFT's fp32
-LoRA adapters do."""
+"""SMs assumed for a card the catalog gives no ``sm_count`` for (the GPU catalog carries it, with sources)."""
 HBM_FRACTION = 0.90
 HOST_S_PER_FORWARD_KERNEL = 65e-6
 """Host seconds per kernel of an eager forward through transformers' modules (Python module calls,
@@ -151,12 +138,12 @@ def default_rates(gpu: GpuSpec) -> DeviceRates:
         gpu_id=gpu.id,
         matmul_flops_per_s=gpu.bf16_dense_flops_per_s * frac,
         hbm_bytes_per_s=gpu.hbm_bytes_per_s * HBM_FRACTION,
-        sm_count=getattr(gpu, "sm_count", None) or SM_COUNT.get(gpu.id, DEFAULT_SM_COUNT),
+        sm_count=gpu.sm_count or DEFAULT_SM_COUNT,
         intra_node_bus_bytes_per_s=bus,
         p2p=p2p,
         pcie_bytes_per_s=(gpu.pcie_bytes_per_s or 32e9) * PCIE_EFFICIENCY,
         compute_capability=gpu.compute_capability,
-        fp32_matmul_flops_per_s=getattr(gpu, "fp32_flops_per_s", None) or FP32_SIMT_FLOPS_PER_S.get(gpu.id),
+        fp32_matmul_flops_per_s=gpu.fp32_flops_per_s,
         sources=tuple(src),
     )
 

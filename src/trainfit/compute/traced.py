@@ -16,35 +16,18 @@ bytes_written, launches, calls``): this module does not import the trace package
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Iterable
 
 from trainfit.compute.attention_time import attention_efficiency
 from trainfit.compute.gemm import gemm_seconds
 from trainfit.compute.rates import DeviceRates
+from trainfit.compute.training import PassTime
 
 _BYTES = {"float32": 4, "float64": 8, "bfloat16": 2, "float16": 2}
 
 
-@dataclass(frozen=True, slots=True)
-class TracedPhaseTime:
-    phase: str
-    seconds: float
-    gemm_s: float
-    attention_s: float
-    memory_s: float
-    host_s: float
-
-    @property
-    def bound(self) -> str:
-        device = self.gemm_s + self.attention_s + self.memory_s
-        if self.host_s > device:
-            return "launch"
-        return "compute" if self.gemm_s + self.attention_s >= self.memory_s else "memory"
-
-
-def traced_phase_seconds(records: Iterable[Any], *, rates: DeviceRates) -> tuple[TracedPhaseTime, ...]:
-    """Seconds per traced phase (``forward``, ``backward`` incl. recompute, ``optimizer_step``)."""
+def traced_phase_seconds(records: Iterable[Any], *, rates: DeviceRates) -> dict[str, PassTime]:
+    """Seconds per traced phase (``forward``, ``backward`` incl. recompute, ``optimizer_step``), by phase name."""
     acc: dict[str, list[float]] = {}
     for r in records:
         a = acc.setdefault(r.phase, [0.0, 0.0, 0.0, 0.0])
@@ -59,12 +42,6 @@ def traced_phase_seconds(records: Iterable[Any], *, rates: DeviceRates) -> tuple
             a[1] += calls * r.flops_causal / (rates.matmul_flops_per_s * eff)
         elif r.category == "memory":
             a[2] += calls * (r.bytes_read + r.bytes_written) / rates.hbm_bytes_per_s
-        per = rates.host_s_per_backward_kernel if (r.phase != "forward" and not r.recompute) else \
-            rates.host_s_per_forward_kernel
-        if r.phase == "optimizer_step":
-            per = rates.host_s_per_backward_kernel
-        a[3] += calls * r.launches * per
-    out = []
-    for phase, (g, at, mem, host) in acc.items():
-        out.append(TracedPhaseTime(phase, max(g + at + mem, host), g, at, mem, host))
-    return tuple(out)
+        python = r.phase == "forward" or r.recompute  # module code; backward and the optimizer dispatch from C++
+        a[3] += calls * r.launches * (rates.host_s_per_forward_kernel if python else rates.host_s_per_backward_kernel)
+    return {phase: PassTime(max(g + at + mem, host), g, at, mem, host) for phase, (g, at, mem, host) in acc.items()}

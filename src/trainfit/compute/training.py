@@ -216,7 +216,7 @@ def train_step_time(
                                     nic_bytes_per_s=parallel.nic_bytes_per_s)
     grad_bytes = trained_params * optimizer.grad_bytes
     layers = spec.num_layers
-    comm = coll.CommTime(0.0, 0.0, 0.0, 0.0)
+    comm = coll.CommTime(0.0, 0.0)
     if ranks > 1 and st != "single":
         if st in ("zero3", "fsdp", "fsdp_grad_op", "hsdp"):
             group = shard
@@ -234,7 +234,7 @@ def train_step_time(
                 cross_bus = min(rates.intra_node_bus_bytes_per_s, parallel.nic_bytes_per_s * coll.NIC_EFFICIENCY)
                 ar = coll.all_reduce_seconds(total_bytes=grad_bytes / group, ranks=ranks // group,
                                              bus_bytes_per_s=cross_bus, latency_s=rates.collective_latency_s)
-                comm = coll.CommTime(comm.total_s + ar, comm.exposed_s + ar, comm.per_micro_step_exposed_s, ar)
+                comm = coll.CommTime(comm.total_s + ar, comm.exposed_s + ar)
         else:
             stage = {"ddp": 0, "zero1": 1, "zero2": 2}.get(st, 0)
             comm = coll.exposed_data_parallel(

@@ -83,7 +83,7 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
                    nic_bytes_per_s=nic_bytes_per_s(card))
     lp_mbs = ro.logprob_micro_batch_size or card.batch.micro_batch_size
     eager = attn.runs_eager(spec.family, card.attention) and spec.num_full_attention_layers > 0
-    frozen_w = weight_bytes(spec, weights=Dtype.BF16, compute=ComputeDtype.BF16, trainable=TrainableSpec()).base
+    frozen_w = _engine_weight_bytes(spec)
 
     cp = card.parallel.context_parallel
     mp = model_parallel_of(card, spec, r, gpus_per_node=per_node)

@@ -48,6 +48,21 @@ def _autocast_copies(act: ActivationBytes, spec: ModelSpec, *, enabled: bool, sc
     return replace(act, per_layer=per_layer, head=act.head + 2 * (pb.lm_head or pb.embedding) * scale)
 
 
+def trained_dtype_bytes(card: RunCard) -> tuple[float, float, bool, float]:
+    """Bytes of one trained weight, of its gradient, whether an fp32 master copy is kept, and bytes of one
+    optimizer-state element, as the card's precision section and scope set them."""
+    prec = card.precision
+    trainable = trainable_spec(card)
+    if trainable.lora is not None:
+        train_bytes = float(trainable.lora.adapter_dtype_bytes)
+    else:
+        train_bytes = BYTES_PER_DTYPE[card.weights_dtype.value]
+    grad_bytes = BYTES_PER_DTYPE[prec.grads.value] if prec.grads is not None else train_bytes
+    use_master = prec.master_weights is MasterWeights.FP32 and train_bytes < 4
+    state_bytes = {StatesDtype.FP32: 4.0, StatesDtype.BF16: 2.0}.get(prec.optimizer_states, 4.0 if use_master else train_bytes)
+    return train_bytes, grad_bytes, use_master, state_bytes
+
+
 def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[StepTerms, dict[str, float], list[str]]:
     """Per-GPU byte terms, the host-RAM terms per node, and the assumptions made."""
     notes: list[str] = []
@@ -61,17 +76,13 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
 
     if trainable.lora is not None:
         n_train = lora_trainable_params(spec, trainable.lora) * scale
-        train_bytes = float(trainable.lora.adapter_dtype_bytes)
         tensors = lora_tensors(spec, trainable.lora)
         largest = float(lora_largest_tensor_params(spec, trainable.lora))
     else:
         n_train = float(total_params(spec))
-        train_bytes = BYTES_PER_DTYPE[wdtype.value]
         tensors = param_tensors(spec)
         largest = float(max(t.numel for t in tensors)) * scale
-    grad_bytes = BYTES_PER_DTYPE[prec.grads.value] if prec.grads is not None else train_bytes
-    use_master = prec.master_weights is MasterWeights.FP32 and train_bytes < 4
-    state_bytes = {StatesDtype.FP32: 4.0, StatesDtype.BF16: 2.0}.get(prec.optimizer_states, 4.0 if use_master else train_bytes)
+    train_bytes, grad_bytes, use_master, state_bytes = trained_dtype_bytes(card)
     opt = optimizer_state_bytes(optimizer=prec.optimizer, params=n_train, tensors=tensors, state_bytes=state_bytes)
     if trainable.lora is None:
         opt = opt if prec.optimizer.value in ("adamw", "paged_adamw") else opt * scale

@@ -26,10 +26,10 @@ from trainfit.memory.sharding import Sharding
 from trainfit.memory.weights import count_scale, total_params, weight_bytes
 from trainfit.errors import TrainfitError
 from trainfit.plan.resolve import gpu_of, trainable_spec
+from trainfit.plan.terms import trained_dtype_bytes
 from trainfit.spec.card import RunCard
-from trainfit.spec.enums import ComputeDtype, ContextParallelKind, Dtype, MasterWeights, Method, Scope, StatesDtype
+from trainfit.spec.enums import ComputeDtype, ContextParallelKind, Dtype, Method, Scope
 from trainfit.spec.model import ModelSpec
-from trainfit.units import BYTES_PER_DTYPE
 
 COMPILE_MEMORY_FACTOR = 0.5
 """torch.compile (Inductor) fuses chains of pointwise ops (norm, rotary, SwiGLU, residual, the loss):
@@ -106,14 +106,10 @@ def _trained(card: RunCard, spec: ModelSpec) -> tuple[float, float, OptimizerSpe
     if trainable.lora is not None:
         params = lora_trainable_params(spec, trainable.lora) * count_scale(spec)
         tensors = 2.0 * sum(g.count * g.experts for g in targeted_groups(spec, trainable.lora))
-        w = float(trainable.lora.adapter_dtype_bytes)
     else:
         params = float(total_params(spec))
         tensors = float(sum(t.count for t in param_tensors(spec)))
-        w = BYTES_PER_DTYPE[card.weights_dtype.value]
-    g = BYTES_PER_DTYPE[prec.grads.value] if prec.grads is not None else w
-    master = prec.master_weights is MasterWeights.FP32 and w < 4
-    s = {StatesDtype.FP32: 4.0, StatesDtype.BF16: 2.0}.get(prec.optimizer_states, 4.0 if master else w)
+    w, g, master, s = trained_dtype_bytes(card)
     opt = OptimizerSpec(name=prec.optimizer.value, impl=prec.optimizer_impl.value, weight_bytes=w, grad_bytes=g,
                         state_bytes=s, master=master, clip=True, in_backward=prec.optimizer_in_backward)
     return params, tensors, opt

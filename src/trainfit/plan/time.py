@@ -85,9 +85,6 @@ def rates_of(card: RunCard, gpu: GpuSpec, rates: DeviceRates | None) -> DeviceRa
     r = rates or default_rates(gpu)
     if card.hardware.host_memory_gbps:
         r = replace(r, host_memory_bytes_per_s=card.hardware.host_memory_gbps * 1e9)
-    if fused_kernels(card):
-        r = replace(r, host_s_per_forward_kernel=r.host_s_per_forward_kernel * COMPILE_KERNEL_FACTOR,
-                    host_s_per_backward_kernel=r.host_s_per_backward_kernel * COMPILE_KERNEL_FACTOR)
     return r
 
 

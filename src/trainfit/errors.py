@@ -15,3 +15,11 @@ class CardError(TrainfitError):
 
 class CatalogError(TrainfitError):
     """A name is not in a catalog; the message suggests near matches."""
+
+
+class OutputError(TrainfitError):
+    """An output path cannot be written: a directory, a missing folder, a full disk, or one of the inputs."""
+
+
+class InputError(TrainfitError):
+    """An input file cannot be read: missing, too large, not a mapping, or a YAML alias bomb."""

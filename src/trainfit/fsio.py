@@ -1,0 +1,124 @@
+"""Atomic output writes: a temporary file in the target's folder, fsync, then rename.
+
+A failed write leaves nothing behind (the temporary file is removed) and the target untouched.
+Errors are user errors (``trainfit.errors.OutputError``): one line naming the path and the reason.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+
+from trainfit.errors import OutputError
+
+PathLike = str | os.PathLike[str]
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve() or (a.exists() and b.exists() and os.path.samefile(a, b))
+    except OSError:
+        return False
+
+
+def check_output_path(path: PathLike, *, inputs: Iterable[PathLike | None] = (), what: str = "output") -> Path:
+    """Validate ``path`` before any work is done: not a directory, folder exists, not one of ``inputs``."""
+    p = Path(path)
+    if str(path) == "" or str(path).endswith(("/", os.sep)):
+        raise OutputError(f"{what}: '{path}' is not a file path")
+    if p.is_dir():
+        raise OutputError(f"{what}: '{path}' is a directory; give a file path")
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.exists():
+        raise OutputError(f"{what}: folder '{parent}' does not exist; create it first")
+    if not parent.is_dir():
+        raise OutputError(f"{what}: '{parent}' is not a folder")
+    for inp in inputs:
+        if inp is not None and _same_file(p, Path(inp)):
+            raise OutputError(f"{what}: '{path}' is one of the inputs; refusing to write over it")
+    return p
+
+
+def _reason(exc: OSError) -> str:
+    if exc.errno == errno.ENOSPC:
+        return "no space left on device"
+    if exc.errno == errno.EDQUOT:
+        return "disk quota exceeded"
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return "permission denied"
+    if exc.errno == errno.EROFS:
+        return "read-only file system"
+    if exc.errno == errno.EISDIR:
+        return "is a directory"
+    if exc.errno == errno.ENOENT:
+        return "folder does not exist"
+    if exc.errno == errno.ENAMETOOLONG:
+        return "file name too long"
+    return exc.strerror or type(exc).__name__
+
+
+def write_bytes_atomic(path: PathLike, data: bytes, *, inputs: Iterable[PathLike | None] = (), what: str = "output") -> Path:
+    """Write ``data`` to ``path`` atomically; raise ``OutputError`` (one line) on any failure.
+
+    ``inputs`` are paths the command read: writing over one of them is refused.
+    An existing target keeps its permission bits.
+    """
+    p = check_output_path(path, inputs=inputs, what=what)
+    parent = p.parent if str(p.parent) else Path(".")
+    if p.exists() and not p.is_file():  # a device or a pipe (/dev/stdout): write through, never rename over it
+        try:
+            with open(p, "wb") as f:
+                f.write(data)
+                f.flush()
+        except OSError as exc:
+            raise OutputError(f"{what}: cannot write '{path}': {_reason(exc)}") from exc
+        return p
+    tmp_name: str | None = None
+    try:
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{p.name[:64]}.", suffix=".tmp", dir=parent)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        try:
+            mode = os.stat(p).st_mode & 0o7777 if p.exists() else 0o666 & ~_umask()
+            os.chmod(tmp_name, mode)
+        except OSError:
+            pass
+        os.replace(tmp_name, p)
+        tmp_name = None
+    except OSError as exc:
+        raise OutputError(f"{what}: cannot write '{path}': {_reason(exc)}") from exc
+    finally:
+        if tmp_name is not None:
+            try:
+                os.unlink(tmp_name)
+            except OSError:
+                pass
+    return p
+
+
+def write_text_atomic(
+    path: PathLike, text: str, *, inputs: Iterable[PathLike | None] = (), what: str = "output", encoding: str = "utf-8"
+) -> Path:
+    """Write ``text`` to ``path`` atomically (see ``write_bytes_atomic``)."""
+    try:
+        data = text.encode(encoding)
+    except UnicodeEncodeError as exc:
+        raise OutputError(f"{what}: text for '{path}' cannot be encoded as {encoding}: {exc.reason}") from exc
+    return write_bytes_atomic(path, data, inputs=inputs, what=what)
+
+
+def _umask() -> int:
+    """The process umask, read without changing it (``os.umask`` is not thread-safe to probe)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    return 0o022

@@ -1,11 +1,13 @@
 """Money: a price per GPU-hour with its currency, cost per hour for N cards, cost per run.
 
 ``cost per hour = price × cards``; ``cost per run = steps × step seconds / 3600 × price × cards``.
-A price always carries its currency; one without is refused (``CardError``), never assumed.
+A price always carries its currency; one without is refused (``CardError``), never assumed. A price
+from the catalog's table (``trainfit.catalog.prices``, ``--price GPU=rtx4090-pro``) names the GPU
+kind it is for and applies to that kind only.
 
-Presets come from the seed (``/work/shared/seeds/000_*.txt``, section 八 "以算家云为例操作演示",
-prices as of 2026-10-02): RTX 4090 24GB at 1.98 元/卡时 ("专业版", pro) and 1.24 元/卡时 ("青春版",
-youth); its worked example gives 4 cards = 7.92 元/小时 and 8 cards = 15.84 元/小时.
+The two seed prices (``/work/shared/seeds/000_*.txt``, section 八 "以算家云为例操作演示", as of
+2026-10-02): RTX 4090 24GB at 1.98 元/卡时 ("专业版", pro) and 1.24 元/卡时 ("青春版", youth); its
+worked example gives 4 cards = 7.92 元/小时 and 8 cards = 15.84 元/小时.
 
 Pure Python: no torch import.
 """
@@ -17,8 +19,6 @@ from dataclasses import dataclass
 from math import ceil
 
 from trainfit.errors import CardError
-
-_SEED = "seed 000, section 八 (suanjiayun.com on-demand price, as of 2026-10-02)"
 
 EXCLUDES = (
     "Compute rental only. Not included: storage (seed: 总成本还取决于…失败重跑和存储使用; "
@@ -50,6 +50,14 @@ class Price:
     """ISO 4217 code (CNY, USD, EUR...); required."""
     label: str = ""
     source: str = ""
+    gpu: str | None = None
+    """GPU catalog id the price is for; None: a bare amount, for whichever GPU it was given to."""
+    id: str = ""
+    market: str = ""
+    """e.g. cn-rental, cloud-on-demand."""
+    provider: str = ""
+    as_of: str = ""
+    """Date the price was read (YYYY-MM-DD)."""
 
     def __post_init__(self) -> None:
         if not self.currency:
@@ -67,18 +75,36 @@ class Cost:
     currency: str
 
 
-PRESETS: dict[str, Price] = {
-    "rtx4090-pro": Price(per_gpu_hour=1.98, currency="CNY", label="RTX 4090 24GB 专业版 (pro)", source=_SEED),
-    "rtx4090-youth": Price(per_gpu_hour=1.24, currency="CNY", label="RTX 4090 24GB 青春版 (youth)", source=_SEED),
-}
-"""Named prices: ``--price rtx4090=rtx4090-pro``."""
+def _presets() -> dict[str, Price]:
+    from trainfit.catalog.prices import catalog_price_table
+
+    return {p.id: p for p in catalog_price_table().entries}
+
+
+def __getattr__(name: str):
+    if name == "PRESETS":  # named prices: every entry of the catalog's price table, by id (read on first use)
+        return _presets()
+    raise AttributeError(name)
 
 
 def price_preset(name: str) -> Price:
     try:
-        return PRESETS[name.strip().lower()]
+        return _presets()[name.strip().lower()]
     except KeyError:
-        raise CardError(f"price: unknown preset '{name}'; known: {', '.join(sorted(PRESETS))}") from None
+        raise CardError(f"price: unknown preset '{name}'; known: {', '.join(sorted(_presets()))}") from None
+
+
+def for_gpu(price: Price, gpu: str) -> Price:
+    """``price`` applied to the GPU kind ``gpu`` (a catalog id): a bare amount takes that kind; a
+    catalog or table price for another kind is refused (CardError naming both)."""
+    from dataclasses import replace
+
+    if price.gpu is None:
+        return replace(price, gpu=gpu)
+    if price.gpu != gpu:
+        name = price.id or price.label or f"{price.per_gpu_hour:g} {price.currency}"
+        raise CardError(f"price '{name}' is for {price.gpu}, not {gpu}; a price applies only to its GPU kind")
+    return price
 
 
 _AMOUNT_FIRST = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([^\d\s./]*)\s*(?:/\s*(?:h|hr|hour|gpu-?h(?:our)?))?\s*$", re.I)
@@ -90,7 +116,7 @@ def parse_price(text: str) -> Price:
 
     A bare number is refused: CardError naming the missing currency.
     """
-    if text.strip().lower() in PRESETS:
+    if text.strip().lower() in _presets():
         return price_preset(text)
     m = _CODE_FIRST.match(text)
     if m:
@@ -98,7 +124,7 @@ def parse_price(text: str) -> Price:
     m = _AMOUNT_FIRST.match(text)
     if not m:
         raise CardError(f"price '{text}': expected an amount and a currency per GPU-hour, e.g. 1.98CNY, or a preset "
-                        f"({', '.join(sorted(PRESETS))})")
+                        f"({', '.join(sorted(_presets()))})")
     if not m.group(2):
         raise CardError(f"price '{text.strip()}': no currency; write it with one, e.g. {m.group(1)}CNY or {m.group(1)}USD")
     return Price(per_gpu_hour=float(m.group(1)), currency=m.group(2), label=text.strip())

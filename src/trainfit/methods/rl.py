@@ -281,11 +281,12 @@ def rl_groups(
         for p in step_peaks(critic)[1:]:
             comps = dict(p.components) | extras(skip="critic") | {"actor_state": actor_keep}
             peaks.append(PhasePeak(cnames[p.phase], comps, p.at))
-    spike = _sync_spike(card, spec, actor)
+    mech, why = effective_weight_sync(card, actor)
+    spike = _sync_spike(mech, spec)
     sync = trainer_resident | extras() | {"weight_sync_buffer": spike}
     if colocate:
         sync[ENGINE] = engine_sync
-    peaks.append(PhasePeak(Phase.WEIGHT_SYNC, sync, f"{ro.weight_sync.value} sync to the rollout engine"))
+    peaks.append(PhasePeak(Phase.WEIGHT_SYNC, sync, f"{mech.value} sync to the rollout engine"))
     groups = [GroupPhases("train" if not colocate else "all", train_gpus, tuple(peaks))]
     if not colocate:
         rpeaks = (
@@ -300,6 +301,7 @@ def rl_groups(
         f" gpu_memory_utilization {ro.gpu_memory_utilization}, sleep level {ro.sleep_level}"
     )
     notes.append(f"reference: {ref_place.value}; reward: {rm_id or card.roles.reward_model}")
+    notes.append(f"weight sync: {mech.value} ({why})")
     return groups, summary, host, notes
 
 
@@ -339,12 +341,24 @@ def _engine(card: RunCard, spec: ModelSpec, actor: StepTerms, gpu_memory: float,
     return summary, run, max(0.0, idle), sync
 
 
-def _sync_spike(card: RunCard, spec: ModelSpec, actor: StepTerms) -> float:
+def effective_weight_sync(card: RunCard, actor: StepTerms) -> tuple[WeightSync, str]:
+    """The trainer -> engine sync the plan holds memory for, and why: the card's ``rollout.weight_sync``
+    when it is set; left unset, PEFT under FSDP/ZeRO-3 merges the adapter into a gathered full copy
+    (TRL's default), else one parameter at a time (the field's default)."""
     mech = card.rollout.weight_sync
+    if "weight_sync" in card.rollout.model_fields_set:
+        return mech, "rollout.weight_sync as set"
+    if card.scope is not Scope.FULL and actor.fsdp_layer_units:
+        return WeightSync.FULL_GATHER, (
+            "rollout.weight_sync unset: PEFT under FSDP/ZeRO-3 merges the adapter into a gathered full copy;"
+            " set rollout.weight_sync=per_parameter when the trainer streams merged weights one tensor at a time")
+    return mech, "rollout.weight_sync default"
+
+
+def _sync_spike(mech: WeightSync, spec: ModelSpec) -> float:
+    """Bytes the trainer holds while sending weights by ``mech`` (bf16 engine weights)."""
     full = weight_bytes(spec, weights=Dtype.BF16, compute=ComputeDtype.BF16, trainable=TrainableSpec()).base
-    explicit = "weight_sync" in card.rollout.model_fields_set
-    # TRL merges a PEFT adapter under ZeRO-3/FSDP after gathering every parameter: a full copy
-    if mech is WeightSync.FULL_GATHER or (not explicit and card.scope is not Scope.FULL and actor.fsdp_layer_units):
+    if mech is WeightSync.FULL_GATHER:
         return full
     if mech is WeightSync.BUCKETED:
         return min(SYNC_BUCKET_BYTES, full)

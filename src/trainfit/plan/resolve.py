@@ -68,12 +68,18 @@ def _trainable(scope, rank, alpha, targets, dropout, double_quant, adapter_bytes
 def price_of(card: RunCard):
     from trainfit.compute.cost import Price, price_preset
 
+    from trainfit.compute.cost import for_gpu
+
     hw = card.hardware
     if hw.price_preset:
-        return price_preset(hw.price_preset)
+        price = price_preset(hw.price_preset)
+        try:  # a catalog price is for one GPU kind: never the card's other kind
+            return for_gpu(price, gpu_of(card).id)
+        except CardError as exc:
+            raise CardError(f"hardware.price_preset: {exc}") from None
     if hw.price_per_gpu_hour is None:
         return None
-    return Price(per_gpu_hour=hw.price_per_gpu_hour, currency=hw.currency or "")
+    return Price(per_gpu_hour=hw.price_per_gpu_hour, currency=hw.currency or "", gpu=gpu_of(card).id)
 
 
 def card_with(card: RunCard, **paths: object) -> RunCard:

@@ -131,9 +131,11 @@ def render_plan(plan: Plan, console: Console) -> None:
     if plan.price is not None:
         from trainfit.compute.cost import EXCLUDES
 
+        pr = plan.price
+        where = ", ".join(x for x in (pr.id, pr.provider, f"as of {pr.as_of}" if pr.as_of else "") if x)
         console.print(
-            f"cost: {plan.cost_per_hour:.2f} {plan.price.currency}/h for {plan.card.world_size} GPUs"
-            f" at {plan.price.per_gpu_hour:g} {plan.price.currency} per GPU-hour; excludes {EXCLUDES}",
+            f"cost: {plan.cost_per_hour:.2f} {pr.currency}/h for {plan.card.world_size} GPUs"
+            f" at {pr.per_gpu_hour:g} {pr.currency} per GPU-hour{f' ({where})' if where else ''}. {EXCLUDES}",
             markup=False,
         )
     from trainfit.preflight.checkpoint import checkpoint_sizes

@@ -1,0 +1,138 @@
+"""Price table: rental prices per GPU-hour, per GPU kind, currency and market, each dated and sourced.
+
+The catalog's table is ``data/prices/prices.json``; ``--price-table FILE`` reads a user's own in the same
+shape (JSON or YAML)::
+
+    entries:
+      - {id: my-4090, gpu: rtx4090, per_gpu_hour: 1.5, currency: CNY, market: cn-rental,
+         source: "https://...", as_of: "2026-11-30"}
+
+``gpu`` is a GPU catalog id or alias (resolved to its id): a price applies to that kind only.
+``currency`` is an ISO 4217 code; ``id`` defaults to ``<gpu>-<n>``. Prices in different currencies are
+never compared without an exchange rate (``exchange_rates``).
+
+Pure Python: no torch import.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from trainfit.compute.cost import Price
+from trainfit.errors import CardError
+
+_DATA = "trainfit.catalog.data.prices"
+_FIELDS = ("id", "gpu", "per_gpu_hour", "currency", "market", "provider", "label", "source", "as_of", "via", "notes")
+
+
+@dataclass(frozen=True, slots=True)
+class PriceTable:
+    entries: tuple[Price, ...]
+    origin: str
+    """Where the table came from (the catalog, or the user's file path)."""
+
+    def for_gpu(self, gpu: str, *, market: str | None = None) -> Price | None:
+        """The cheapest entry for the GPU kind ``gpu`` (catalog id), in ``market`` when given; None if none."""
+        rows = [p for p in self.entries if p.gpu == gpu and (market is None or p.market == market)]
+        if not rows:
+            return None
+        if len({p.currency for p in rows}) > 1:
+            curs = ", ".join(sorted({p.currency for p in rows}))
+            raise CardError(f"price table {self.origin}: {gpu} is priced in {curs}; pick one with --price {gpu}=<entry id>"
+                            " or --market")
+        return min(rows, key=lambda p: (p.per_gpu_hour, p.id))
+
+    @property
+    def markets(self) -> tuple[str, ...]:
+        return tuple(sorted({p.market for p in self.entries if p.market}))
+
+
+def _entry(raw: Any, n: int, origin: str) -> Price:
+    from trainfit.catalog.gpus import resolve_gpu
+    from trainfit.errors import TrainfitError
+
+    where = f"price table {origin}: entry {n}"
+    if not isinstance(raw, dict):
+        raise CardError(f"{where}: expected a mapping with gpu, per_gpu_hour and currency")
+    unknown = sorted(set(raw) - set(_FIELDS))
+    if unknown:
+        raise CardError(f"{where}: unknown field '{unknown[0]}'; allowed: {', '.join(_FIELDS)}")
+    for key in ("gpu", "per_gpu_hour", "currency"):
+        if raw.get(key) in (None, ""):
+            raise CardError(f"{where}: '{key}' is required (gpu, per_gpu_hour, currency)")
+    amount = raw["per_gpu_hour"]
+    if isinstance(amount, bool) or not isinstance(amount, (int, float)):
+        raise CardError(f"{where}: per_gpu_hour must be a number, got {amount!r}")
+    try:
+        gpu = resolve_gpu(str(raw["gpu"])).id
+    except TrainfitError as exc:
+        raise CardError(f"{where}: gpu: {exc}") from None
+    return Price(
+        per_gpu_hour=float(amount), currency=str(raw["currency"]), gpu=gpu,
+        id=str(raw.get("id") or f"{gpu}-{n}").strip().lower(), market=str(raw.get("market") or ""),
+        provider=str(raw.get("provider") or ""), label=str(raw.get("label") or ""),
+        source=str(raw.get("source") or ""), as_of=str(raw.get("as_of") or ""),
+    )
+
+
+def price_table_of(data: Any, *, origin: str) -> PriceTable:
+    """A validated table from parsed JSON/YAML: ``{entries: [...]}`` or a bare list of entries."""
+    rows = data.get("entries") if isinstance(data, dict) else data
+    if not isinstance(rows, list) or not rows:
+        raise CardError(f"price table {origin}: expected 'entries', a non-empty list of prices")
+    entries = tuple(_entry(r, i, origin) for i, r in enumerate(rows))
+    ids = [p.id for p in entries]
+    dup = next((i for i in ids if ids.count(i) > 1), None)
+    if dup is not None:
+        raise CardError(f"price table {origin}: id '{dup}' appears twice")
+    return PriceTable(entries, origin)
+
+
+@lru_cache(maxsize=1)
+def catalog_price_table() -> PriceTable:
+    text = resources.files(_DATA).joinpath("prices.json").read_text(encoding="utf-8")
+    return price_table_of(json.loads(text), origin="catalog")
+
+
+def load_price_table(path: Path | str) -> PriceTable:
+    """The user's table from a JSON or YAML file (CardError, one line, on a bad file)."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CardError(f"--price-table: cannot read {p}: {exc.strerror or exc}") from None
+    try:
+        if p.suffix.lower() == ".json":
+            data = json.loads(text)
+        else:
+            import yaml
+
+            data = yaml.safe_load(text)
+    except ValueError as exc:
+        raise CardError(f"--price-table: {p} is not valid JSON/YAML: {str(exc).splitlines()[0]}") from None
+    return price_table_of(data, origin=str(p))
+
+
+def exchange_rates(items: list[str]) -> dict[tuple[str, str], float]:
+    """``['USD:CNY=7.2']`` -> ``{('USD', 'CNY'): 7.2, ('CNY', 'USD'): 1/7.2}`` (1 USD = 7.2 CNY)."""
+    from trainfit.compute.cost import _currency
+
+    out: dict[tuple[str, str], float] = {}
+    for item in items:
+        pair, _, rate = item.partition("=")
+        a, _, b = pair.partition(":")
+        try:
+            value = float(rate)
+        except ValueError:
+            value = -1.0
+        if not a or not b or not value > 0:
+            raise CardError(f"--fx: expected FROM:TO=RATE with 3-letter codes, e.g. USD:CNY=7.2, got '{item}'")
+        a, b = _currency(a), _currency(b)
+        out[(a, b)] = value
+        out[(b, a)] = 1.0 / value
+    return out

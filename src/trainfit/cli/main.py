@@ -1,33 +1,87 @@
-"""trainfit's command line. Thin: parse, build the spec, call the core, render."""
+"""trainfit's command line. Thin: parse, build the spec, call the core, render.
+
+Commands are registered by name in ``COMMANDS`` and imported lazily: a run imports and builds (typer's
+parameter parsing) only the command it invokes, so the cold ``trainfit plan`` does not pay for ``trace``,
+``serve`` or ``accept``. ``trainfit --help`` still lists every command (it builds them all).
+"""
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator, MutableMapping
+from typing import Any
 
-import typer
+HELP = "Will this LLM post-training run fit, on how many cards of which kind, at what cost?"
 
-from trainfit.cli import accept_cmd, audit_cmd, calibrate_cmd, catalog_cmd, check_cmd, diagnose_cmd, export_cmd, fit_cmd, plan_cmd, record_cmd, serve_cmd, trace_cmd
+# Command name -> "module:function" (a plain typer command function). The order here is the order of
+# `trainfit --help`. To register a command, add ONE line, e.g.
+#     "import": "trainfit.cli.import_cmd:import_",
+# and nothing else: the module is imported only when that command runs (or for --help).
+COMMANDS: dict[str, str] = {
+    "plan": "trainfit.cli.plan_cmd:plan",
+    "fit": "trainfit.cli.fit_cmd:fit",
+    "export": "trainfit.cli.export_cmd:export",
+    "trace": "trainfit.cli.trace_cmd:trace",
+    "audit": "trainfit.cli.audit_cmd:audit",
+    "check": "trainfit.cli.check_cmd:check",
+    "record": "trainfit.cli.record_cmd:record",
+    "diagnose": "trainfit.cli.diagnose_cmd:diagnose",
+    "accept": "trainfit.cli.accept_cmd:accept",
+    "serve": "trainfit.cli.serve_cmd:serve",
+    "models": "trainfit.cli.catalog_cmd:models",
+    "gpus": "trainfit.cli.catalog_cmd:gpus",
+    "calibrate": "trainfit.cli.calibrate_cmd:calibrate",
+}
 
-app = typer.Typer(
-    name="trainfit",
-    help="Will this LLM post-training run fit, on how many cards of which kind, at what cost?",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
-app.command("plan")(plan_cmd.plan)
-app.command("fit")(fit_cmd.fit)
-app.command("export")(export_cmd.export)
-app.command("trace")(trace_cmd.trace)
-app.command("audit")(audit_cmd.audit)
-app.command("check")(check_cmd.check)
-app.command("record")(record_cmd.record)
-app.command("diagnose")(diagnose_cmd.diagnose)
-app.command("accept")(accept_cmd.accept)
-app.command("serve")(serve_cmd.serve)
-app.command("models")(catalog_cmd.models)
-app.command("gpus")(catalog_cmd.gpus)
-app.command("calibrate")(calibrate_cmd.calibrate)
+
+def command_function(name: str):
+    """The typer command function registered as ``name`` (imports its module)."""
+    from importlib import import_module
+
+    module, _, func = COMMANDS[name].partition(":")
+    return getattr(import_module(module), func)
+
+
+class _LazyCommands(MutableMapping):
+    """The group's command table: names come from ``COMMANDS``; a click command is built on first lookup."""
+
+    def __init__(self) -> None:
+        self._built: dict[str, Any] = {}
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self._built:
+            if name not in COMMANDS:
+                raise KeyError(name)
+            from typer.core import DEFAULT_MARKUP_MODE
+            from typer.main import get_command_from_info
+            from typer.models import CommandInfo
+
+            info = CommandInfo(name=name, callback=command_function(name))
+            self._built[name] = get_command_from_info(info, pretty_exceptions_short=True, rich_markup_mode=DEFAULT_MARKUP_MODE)
+        return self._built[name]
+
+    def __setitem__(self, name: str, command: Any) -> None:
+        self._built[name] = command
+
+    def __delitem__(self, name: str) -> None:
+        raise TypeError("trainfit commands are registered in trainfit.cli.main.COMMANDS")
+
+    def __iter__(self) -> Iterator[str]:
+        yield from COMMANDS
+        yield from (n for n in self._built if n not in COMMANDS)
+
+    def __len__(self) -> int:
+        return len(set(COMMANDS) | set(self._built))
+
+    def __contains__(self, name: object) -> bool:
+        return name in COMMANDS or name in self._built
+
+
+def build_cli():
+    """The click group of every registered command (each built on first use)."""
+    from typer.core import DEFAULT_MARKUP_MODE, TyperGroup
+
+    return TyperGroup(name="trainfit", commands=_LazyCommands(), help=HELP, no_args_is_help=True, rich_markup_mode=DEFAULT_MARKUP_MODE)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -40,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         # with standalone_mode=False, click returns the code of a typer.Exit instead of exiting
-        rc = app(args=args, prog_name="trainfit", standalone_mode=False)
+        rc = build_cli().main(args=args, prog_name="trainfit", standalone_mode=False)
     except TrainfitError as exc:
         if debug:
             raise

@@ -8,6 +8,7 @@ plan labels it as assumed.
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 from trainfit.errors import ConfigError
@@ -24,6 +25,9 @@ REFERENCE_SHAPES = (
 )
 """Dense reference shapes a bare count may borrow, smallest first."""
 
+MAX_PARAMS = 1e14
+"""Largest bare count accepted (100 trillion parameters)."""
+
 
 def nearest_reference(params: float) -> str:
     from trainfit.catalog.models import from_catalog
@@ -37,12 +41,15 @@ def spec_from_param_count(params: object, *, reference: object = None) -> ModelS
 
     if params is None:
         raise ConfigError("model.params: required for a bare model, e.g. model: {params: 27e9}")
+    if isinstance(params, bool):
+        raise ConfigError(f"model.params: '{params}' is not a number")
     try:
-        count = int(float(params))  # YAML reads 27e9 as a string
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(f"model.params: '{params}' is not a number") from exc
-    if count <= 0:
-        raise ConfigError(f"model.params: must be > 0, got {count}")
+        value = float(params)  # YAML reads 27e9 as a string
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise ConfigError(f"model.params: '{str(params)[:40]}' is not a number") from exc
+    if not math.isfinite(value) or not 1 <= value <= MAX_PARAMS:
+        raise ConfigError(f"model.params: must be between 1 and {MAX_PARAMS:.0e}, got {str(params)[:40]}")
+    count = int(value)
     ref_id = str(reference) if reference is not None else nearest_reference(count)
     ref = from_catalog(ref_id)
     return replace(

@@ -7,6 +7,7 @@ are unwrapped.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from trainfit.errors import ConfigError
@@ -38,12 +39,40 @@ def _require(cfg: dict[str, Any], key: str, where: str) -> Any:
     return cfg[key]
 
 
+def _as_int(value: Any, key: str, where: str, *, least: int = 1, most: int) -> int:
+    """An integer config value in ``least..most``: refuses text, booleans, fractions, NaN and infinities."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(f"{where}: config.json field '{key}' must be an integer, got {str(value)[:40]!r}")
+    if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
+        raise ConfigError(f"{where}: config.json field '{key}' must be an integer, got {value!r}")
+    v = int(value)
+    if not least <= v <= most:
+        raise ConfigError(f"{where}: config.json field '{key}' = {v} is outside {least:,}..{most:,}")
+    return v
+
+
+_MISSING = object()
+
+
+def _int(cfg: dict[str, Any], key: str, where: str, *, least: int = 1, most: int, default: Any = _MISSING,
+         zero_is_none: bool = False) -> Any:
+    """``cfg[key]`` checked by ``_as_int``; ``default`` when absent or null (required when no default)."""
+    value = cfg.get(key)
+    if value is None or (zero_is_none and value == 0 and not isinstance(value, bool)):
+        if default is _MISSING:
+            raise ConfigError(f"{where}: config.json is missing required field '{key}'")
+        return default
+    return _as_int(value, key, where, least=least, most=most)
+
+
 def decoder_config(cfg: dict[str, Any]) -> dict[str, Any]:
     """Return the decoder part of a config: ``text_config`` when the model nests it."""
     text = cfg.get("text_config")
     if isinstance(text, dict) and "hidden_size" in text:
         merged = dict(text)
-        merged.setdefault("model_type", _TOP_LEVEL_WRAPPERS.get(cfg.get("model_type", ""), text.get("model_type")))
+        top = cfg.get("model_type")
+        merged.setdefault("model_type", _TOP_LEVEL_WRAPPERS.get(top, text.get("model_type")) if isinstance(top, str)
+                          else text.get("model_type"))
         if "tie_word_embeddings" not in merged and "tie_word_embeddings" in cfg:
             merged["tie_word_embeddings"] = cfg["tie_word_embeddings"]
         return merged
@@ -64,39 +93,51 @@ def spec_from_hf_config(
     Raises:
         ConfigError: naming the missing field or the unsupported model_type.
     """
+    if not isinstance(cfg, dict):
+        raise ConfigError(f"{name}: config.json must hold a mapping of fields, got {type(cfg).__name__}")
     dec = decoder_config(cfg)
     family = dec.get("model_type")
     if family is None:
         raise ConfigError(f"{name}: config.json is missing required field 'model_type'")
+    if not isinstance(family, str):
+        raise ConfigError(f"{name}: config.json field 'model_type' must be text; supported: {', '.join(SUPPORTED_FAMILIES)}")
     family = _TOP_LEVEL_WRAPPERS.get(family, family)
     if family not in SUPPORTED_FAMILIES:
         raise ConfigError(
             f"{name}: model_type '{family}' is not supported; supported: {', '.join(SUPPORTED_FAMILIES)}"
         )
-    hidden = int(_require(dec, "hidden_size", name))
-    heads = int(_require(dec, "num_attention_heads", name))
-    layers = int(_require(dec, "num_hidden_layers", name))
-    vocab = int(_require(dec, "vocab_size", name))
-    intermediate = int(_require(dec, "intermediate_size", name))
-    for key, value, most in (("num_hidden_layers", layers, 10_000), ("hidden_size", hidden, 1_000_000),
-                             ("vocab_size", vocab, 100_000_000), ("intermediate_size", intermediate, 10_000_000),
-                             ("num_attention_heads", heads, 100_000)):
-        if not 1 <= value <= most:
-            raise ConfigError(f"{name}: config.json field '{key}' = {value} is outside 1..{most:,}")
-    kv_heads = int(dec.get("num_key_value_heads") or heads)
-    head_dim = int(dec.get("head_dim") or hidden // heads)
+    hidden = _int(dec, "hidden_size", name, most=1_000_000)
+    heads = _int(dec, "num_attention_heads", name, most=100_000)
+    layers = _int(dec, "num_hidden_layers", name, most=10_000)
+    vocab = _int(dec, "vocab_size", name, most=100_000_000)
+    intermediate = _int(dec, "intermediate_size", name, most=10_000_000)
+    kv_heads = _int(dec, "num_key_value_heads", name, most=heads, default=heads)
+    if heads % kv_heads:
+        raise ConfigError(f"{name}: config.json field 'num_key_value_heads' = {kv_heads} does not divide"
+                          f" num_attention_heads = {heads}")
+    head_dim = _int(dec, "head_dim", name, most=65_536, default=hidden // heads if hidden >= heads else None)
     tie_default = family == "gemma2"
     tie = bool(dec.get("tie_word_embeddings", tie_default))
+    sliding = _int(dec, "sliding_window", name, most=1_000_000_000, default=None, zero_is_none=True)
+    max_pos = _int(dec, "max_position_embeddings", name, most=1_000_000_000, default=None)
 
     moe = None
     if family in ("qwen3_moe", "qwen2_moe"):
+        experts = _int(dec, "num_experts", name, most=100_000)
+        sparse_step = _int(dec, "decoder_sparse_step", name, most=layers, default=1, zero_is_none=True) or 1
+        only = dec.get("mlp_only_layers") or ()
+        if not isinstance(only, (list, tuple)) or len(only) > layers:
+            raise ConfigError(f"{name}: config.json field 'mlp_only_layers' must be a list of at most"
+                              f" {layers} layer indices")
+        mlp_only = tuple(_as_int(v, "mlp_only_layers", name, least=0, most=layers - 1) for v in only)
         moe = MoeSpec(
-            num_experts=int(_require(dec, "num_experts", name)),
-            experts_per_token=int(_require(dec, "num_experts_per_tok", name)),
-            expert_intermediate_size=int(_require(dec, "moe_intermediate_size", name)),
-            shared_expert_intermediate_size=int(dec.get("shared_expert_intermediate_size") or 0),
-            sparse_step=int(dec.get("decoder_sparse_step") or 1),
-            mlp_only_layers=tuple(int(i) for i in (dec.get("mlp_only_layers") or ())),
+            num_experts=experts,
+            experts_per_token=_int(dec, "num_experts_per_tok", name, most=experts),
+            expert_intermediate_size=_int(dec, "moe_intermediate_size", name, most=10_000_000),
+            shared_expert_intermediate_size=_int(dec, "shared_expert_intermediate_size", name, least=0,
+                                                 most=10_000_000, default=0),
+            sparse_step=sparse_step,
+            mlp_only_layers=mlp_only,
         )
 
     linear = None
@@ -104,17 +145,25 @@ def spec_from_hf_config(
     if family == "qwen3_5_text":
         raw_types = dec.get("layer_types")
         if raw_types is None:
-            interval = int(dec.get("full_attention_interval", 4))
+            interval = _int(dec, "full_attention_interval", name, most=layers, default=4)
             raw_types = [
                 "linear_attention" if (i + 1) % interval else "full_attention" for i in range(layers)
             ]
-        layer_types = tuple(LayerKind(t) for t in raw_types)
+        if not isinstance(raw_types, (list, tuple)) or len(raw_types) != layers:
+            raise ConfigError(f"{name}: config.json field 'layer_types' must list one kind per layer"
+                              f" ({layers} = num_hidden_layers)")
+        allowed = ", ".join(k.value for k in LayerKind)
+        try:
+            layer_types = tuple(LayerKind(t) for t in raw_types)
+        except (ValueError, TypeError):
+            bad = next(t for t in raw_types if t not in {k.value for k in LayerKind})
+            raise ConfigError(f"{name}: config.json field 'layer_types' has {bad!r}; allowed: {allowed}") from None
         linear = LinearAttentionSpec(
-            num_key_heads=int(dec.get("linear_num_key_heads", 16)),
-            num_value_heads=int(dec.get("linear_num_value_heads", 32)),
-            key_head_dim=int(dec.get("linear_key_head_dim", 128)),
-            value_head_dim=int(dec.get("linear_value_head_dim", 128)),
-            conv_kernel_dim=int(dec.get("linear_conv_kernel_dim", 4)),
+            num_key_heads=_int(dec, "linear_num_key_heads", name, most=100_000, default=16),
+            num_value_heads=_int(dec, "linear_num_value_heads", name, most=100_000, default=32),
+            key_head_dim=_int(dec, "linear_key_head_dim", name, most=65_536, default=128),
+            value_head_dim=_int(dec, "linear_value_head_dim", name, most=65_536, default=128),
+            conv_kernel_dim=_int(dec, "linear_conv_kernel_dim", name, most=1024, default=4),
         )
 
     return ModelSpec(
@@ -137,8 +186,8 @@ def spec_from_hf_config(
         norms_per_layer=4 if family == "gemma2" else 2,
         hidden_act=str(dec.get("hidden_act") or dec.get("hidden_activation") or "silu"),
         layer_types=layer_types,
-        sliding_window=dec.get("sliding_window"),
-        max_position_embeddings=dec.get("max_position_embeddings"),
+        sliding_window=sliding,
+        max_position_embeddings=max_pos,
         linear_attention=linear,
         moe=moe,
         verified=verified,

@@ -25,17 +25,17 @@ def set_path(data: dict[str, Any], dotted: str, value: Any) -> None:
 
 
 def parse_set(item: str) -> tuple[str, Any]:
-    import yaml
-
     from trainfit.errors import CardError
 
     if "=" not in item:
         raise CardError(f"--set: expected KEY=VALUE (e.g. parallel.strategy=zero3), got '{item}'")
+    from trainfit.spec.safe_yaml import YamlSyntaxError, load_yaml_limited
+
     key, raw = item.split("=", 1)
     try:
-        value = yaml.safe_load(raw)
-    except Exception:  # noqa: BLE001
-        value = raw
+        value = load_yaml_limited(raw, what=f"--set {key.strip()[:60]}")  # bounded: no alias bombs
+    except YamlSyntaxError:
+        value = raw  # not YAML: the text itself
     return key.strip(), value
 
 
@@ -56,5 +56,23 @@ def load_card(card: Path | None, overrides: dict[str, Any], sets: list[str]):
     return load_card_dict(data)
 
 
+def finite_json(obj: Any) -> Any:
+    """``obj`` with every NaN or infinite float replaced by null: the output is always valid JSON."""
+    import math
+
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: finite_json(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [finite_json(v) for v in obj]
+    return obj
+
+
 def print_json(obj: Any) -> None:
-    sys.stdout.write(json.dumps(obj, indent=2) + "\n")
+    """Valid JSON on stdout (never NaN or Infinity: ``allow_nan=False`` after ``finite_json``)."""
+    try:
+        text = json.dumps(obj, indent=2, allow_nan=False)
+    except ValueError:
+        text = json.dumps(finite_json(obj), indent=2, allow_nan=False)
+    sys.stdout.write(text + "\n")

@@ -39,12 +39,12 @@ from trainfit.spec.enums import (
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, use_enum_values=False)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_enum_values=False, allow_inf_nan=False)
 
 
 class LoraSection(_Section):
-    rank: int = Field(16, gt=0, description="LoRA rank r.")
-    alpha: float = Field(32, gt=0, description="LoRA alpha (scaling = alpha / r).")
+    rank: int = Field(16, gt=0, le=65536, description="LoRA rank r.")
+    alpha: float = Field(32, gt=0, le=1e6, description="LoRA alpha (scaling = alpha / r).")
     targets: str | list[str] = Field("all-linear", description="'all-linear' or module names, e.g. [q_proj, v_proj].")
     dropout: float = Field(0.0, ge=0, lt=1)
     double_quant: bool = Field(True, description="QLoRA: bitsandbytes double quantization.")
@@ -74,12 +74,12 @@ class HardwareSection(_Section):
     gpus_per_node: int = Field(8, ge=1, le=1024)
     nodes: int = Field(1, ge=1, le=100_000)
     interconnect: str | None = Field(None, description="e.g. nvlink, pcie; default from the GPU catalog.")
-    host_ram_gib: float | None = Field(None, gt=0, description="Host RAM per node, to check offload against.")
-    price_per_gpu_hour: float | None = Field(None, ge=0)
+    host_ram_gib: float | None = Field(None, gt=0, le=1e6, description="Host RAM per node, to check offload against.")
+    price_per_gpu_hour: float | None = Field(None, ge=0, le=1e6)
     currency: str | None = Field(None, description="ISO code (CNY, USD...); required with a price.")
     price_preset: str | None = Field(None, description="A named price, e.g. rtx4090-pro (1.98 CNY) or rtx4090-youth (1.24 CNY).")
-    nic_gbps_per_gpu: float | None = Field(None, gt=0, description="Inter-node network per GPU, Gb/s (10^9 bits); default by GPU: 400 (H100/H200/H800/H20/B200/GB200 HGX), 200 (A100/A800 HGX), 100 (PCIe cards).")
-    host_memory_gbps: float | None = Field(None, gt=0, description="Host DRAM bandwidth per node, GB/s; times the CPU optimizer step (default 100).")
+    nic_gbps_per_gpu: float | None = Field(None, gt=0, le=1e6, description="Inter-node network per GPU, Gb/s (10^9 bits); default by GPU: 400 (H100/H200/H800/H20/B200/GB200 HGX), 200 (A100/A800 HGX), 100 (PCIe cards).")
+    host_memory_gbps: float | None = Field(None, gt=0, le=1e6, description="Host DRAM bandwidth per node, GB/s; times the CPU optimizer step (default 100).")
 
 
 class ParallelSection(_Section):
@@ -88,15 +88,15 @@ class ParallelSection(_Section):
     gradient_checkpointing: bool = True
     activation_offload: bool = Field(False, description="Saved activations stream to host RAM (torchtune OffloadActivations).")
     compile: bool = Field(False, description="torch.compile: fused elementwise kernels and fewer launches in the time model; its activation savings are not modelled.")
-    tensor_parallel: int = Field(1, ge=1, description="Megatron-style tensor parallel size (heads, MLP width and vocabulary split).")
+    tensor_parallel: int = Field(1, ge=1, le=1024, description="Megatron-style tensor parallel size (heads, MLP width and vocabulary split).")
     sequence_parallel: bool = Field(False, description="Megatron sequence parallel: norms and dropout on sequence shards (needs tensor_parallel > 1).")
-    context_parallel: int = Field(1, ge=1, description="Sequence split over this many ranks (context parallel / Ulysses).")
+    context_parallel: int = Field(1, ge=1, le=1024, description="Sequence split over this many ranks (context parallel / Ulysses).")
     context_parallel_kind: ContextParallelKind = Field(ContextParallelKind.RING, description="ring (Megatron CP) | ulysses (verl, OpenRLHF).")
-    pipeline_parallel: int = Field(1, ge=1, description="Pipeline stages; batch.grad_accum is the micro-batches per step.")
+    pipeline_parallel: int = Field(1, ge=1, le=1024, description="Pipeline stages; batch.grad_accum is the micro-batches per step.")
     pipeline_schedule: PipelineSchedule = Field(PipelineSchedule.ONE_F_ONE_B, description="1f1b | interleaved.")
-    virtual_stages: int = Field(1, ge=1, description="Model chunks per pipeline rank (interleaved schedule).")
-    expert_parallel: int = Field(1, ge=1, description="MoE experts split over this many ranks (inside the data x context ranks).")
-    expert_tensor_parallel: int = Field(1, ge=1, description="Tensor parallel size inside each expert.")
+    virtual_stages: int = Field(1, ge=1, le=1024, description="Model chunks per pipeline rank (interleaved schedule).")
+    expert_parallel: int = Field(1, ge=1, le=1024, description="MoE experts split over this many ranks (inside the data x context ranks).")
+    expert_tensor_parallel: int = Field(1, ge=1, le=1024, description="Tensor parallel size inside each expert.")
 
     @property
     def model_parallel(self) -> int:
@@ -105,9 +105,9 @@ class ParallelSection(_Section):
 
 
 class BatchSection(_Section):
-    micro_batch_size: int = Field(1, ge=1)
-    seq_len: int = Field(2048, ge=1)
-    grad_accum: int = Field(1, ge=1)
+    micro_batch_size: int = Field(1, ge=1, le=65536)
+    seq_len: int = Field(2048, ge=1, le=10_000_000)
+    grad_accum: int = Field(1, ge=1, le=1_000_000)
 
 
 class LossSection(_Section):
@@ -119,7 +119,7 @@ class ModelRef(_Section):
     path: str | None = None
     revision: str | None = None
     config: dict[str, Any] | None = Field(None, description="An inline Hugging Face config.json object.")
-    params: float | None = Field(None, gt=0)
+    params: float | None = Field(None, gt=0, le=1e14)
     reference: str | None = Field(None, description="Reference shape for a bare parameter count.")
 
 
@@ -144,10 +144,10 @@ class TaskSection(_Section):
 
 
 class GenerationSection(_Section):
-    num_generations: int = Field(8, ge=1, description="Candidates per prompt.")
-    max_prompt_len: int = Field(1024, ge=1)
-    max_completion_len: int = Field(1024, ge=1)
-    concurrency: int | None = Field(None, ge=1, description="Sequences generated at once.")
+    num_generations: int = Field(8, ge=1, le=4096, description="Candidates per prompt.")
+    max_prompt_len: int = Field(1024, ge=1, le=10_000_000)
+    max_completion_len: int = Field(1024, ge=1, le=10_000_000)
+    concurrency: int | None = Field(None, ge=1, le=1_000_000, description="Sequences generated at once.")
 
 
 class RolloutSection(_Section):
@@ -155,39 +155,39 @@ class RolloutSection(_Section):
 
     engine: RolloutEngine = RolloutEngine.VLLM
     placement: Placement = Placement.COLOCATE
-    gpus: int | None = Field(None, ge=1, description="split: GPUs per node given to the rollout engine.")
-    tensor_parallel: int = Field(1, ge=1)
+    gpus: int | None = Field(None, ge=1, le=1024, description="split: GPUs per node given to the rollout engine.")
+    tensor_parallel: int = Field(1, ge=1, le=1024)
     gpu_memory_utilization: float = Field(0.3, gt=0, le=1, description="vLLM budget fraction (TRL colocate default 0.3).")
-    prompt_len: int = Field(512, ge=1)
-    response_len: int = Field(1024, ge=1)
-    num_generations: int = Field(8, ge=1, description="Completions per prompt (GRPO group size).")
-    prompts_per_step: int = Field(16, ge=1, description="Prompts per rollout step, whole run.")
-    max_num_seqs: int = Field(256, ge=1)
-    max_num_batched_tokens: int = Field(8192, ge=1)
+    prompt_len: int = Field(512, ge=1, le=10_000_000)
+    response_len: int = Field(1024, ge=1, le=10_000_000)
+    num_generations: int = Field(8, ge=1, le=4096, description="Completions per prompt (GRPO group size).")
+    prompts_per_step: int = Field(16, ge=1, le=1_000_000, description="Prompts per rollout step, whole run.")
+    max_num_seqs: int = Field(256, ge=1, le=1_000_000)
+    max_num_batched_tokens: int = Field(8192, ge=1, le=100_000_000)
     sleep_level: int = Field(0, ge=0, le=2, description="vLLM sleep mode between rollouts: 0 off, 1, 2.")
     weight_sync: WeightSync = WeightSync.PER_PARAMETER
-    logprob_micro_batch_size: int | None = Field(None, ge=1, description="Sequences per log-prob pass; default micro_batch_size.")
-    num_iterations: int = Field(1, ge=1, description="Updates per generated batch (GRPO mu); > 1 adds an old-policy log-prob pass.")
-    mini_batches: int = Field(1, ge=1, description="Optimizer steps per rollout batch and iteration (verl: train_batch_size / ppo_mini_batch_size; TRL GRPO: 1).")
-    response_len_mean: int | None = Field(None, ge=1, description="Mean response tokens; default response_len / 2 (response_len is the max).")
+    logprob_micro_batch_size: int | None = Field(None, ge=1, le=65536, description="Sequences per log-prob pass; default micro_batch_size.")
+    num_iterations: int = Field(1, ge=1, le=1000, description="Updates per generated batch (GRPO mu); > 1 adds an old-policy log-prob pass.")
+    mini_batches: int = Field(1, ge=1, le=100_000, description="Optimizer steps per rollout batch and iteration (verl: train_batch_size / ppo_mini_batch_size; TRL GRPO: 1).")
+    response_len_mean: int | None = Field(None, ge=1, le=10_000_000, description="Mean response tokens; default response_len / 2 (response_len is the max).")
     response_len_shape: ResponseShape = Field(ResponseShape.EXPONENTIAL, description="Distribution of response lengths up to response_len: exponential (truncated, right-skewed) | uniform | fixed.")
     cuda_graphs: bool = Field(True, description="vLLM decodes with CUDA graphs (False: enforce_eager).")
     async_mode: AsyncMode = Field(AsyncMode.NONE, description="none | one_step_off | fully_async: generation overlaps training; the step is the slower side.")
-    reward_seconds_per_sample: float = Field(0.0, ge=0, description="Reward time per completion (sandboxed tests); 0 for a rule.")
-    reward_workers: int = Field(1, ge=1, description="Completions graded in parallel.")
+    reward_seconds_per_sample: float = Field(0.0, ge=0, le=86400, description="Reward time per completion (sandboxed tests); 0 for a rule.")
+    reward_workers: int = Field(1, ge=1, le=1_000_000, description="Completions graded in parallel.")
 
 
 class RolesSection(_Section):
     reference: RefPlacement | None = Field(None, description="gpu | cpu | none | lora_disabled | precomputed; default by method.")
     reward_model: str = Field("rule", description="none | rule | a model id (a frozen scalar-head model).")
     critic: str | None = Field(None, description="PPO: same_as_actor (default) or a model id; 'none' is refused.")
-    kl_coef: float | None = Field(None, ge=0, description="KL coefficient; 0 means no reference model.")
+    kl_coef: float | None = Field(None, ge=0, le=1e6, description="KL coefficient; 0 means no reference model.")
 
 
 class CheckpointSection(_Section):
     path: str | None = None
-    every_steps: int = Field(500, ge=1)
-    keep: int = Field(2, ge=1)
+    every_steps: int = Field(500, ge=1, le=1_000_000_000)
+    keep: int = Field(2, ge=1, le=100_000)
     resume: str = Field("full", description="full (weights+optimizer+scheduler+RNG+data position) or adapter_only.")
 
 
@@ -345,17 +345,10 @@ def load_card_dict(data: dict[str, Any]) -> RunCard:
 
 
 def read_card_file(path: Path) -> dict[str, Any]:
-    import yaml
+    """The card file as a dict: ``.json`` as JSON, any other suffix as YAML (never the default card).
 
-    if not path.is_file():
-        raise CardError(f"card: no such file '{path}'")
-    text = path.read_text()
-    try:
-        data = yaml.safe_load(text) if path.suffix.lower() in (".yaml", ".yml", "") else None
-        if data is None and path.suffix.lower() == ".json":
-            import json
+    Bounded (``trainfit.spec.safe_yaml``): size, aliases, expanded values and depth; a file that
+    does not hold a mapping is refused with one line."""
+    from trainfit.spec.safe_yaml import load_mapping_file
 
-            data = json.loads(text)
-    except Exception as exc:  # noqa: BLE001 - any parse error becomes one line
-        raise CardError(f"card: '{path}' is not valid YAML/JSON ({str(exc).splitlines()[0]})") from exc
-    return data or {}
+    return load_mapping_file(path, what="card")

@@ -7,14 +7,32 @@ from typing import Any
 from trainfit.errors import CardError
 
 
+MAX_KEY_LEN = 200
+"""Longest dotted key accepted (the longest card key is under 60 characters)."""
+
+
+def split_dotted(dotted: object) -> list[str]:
+    """``"a.b.c"`` as ``["a", "b", "c"]``; refuses an empty part, a non-text or an over-long key (CardError)."""
+    if not isinstance(dotted, str):
+        raise CardError(f"{str(dotted)[:60]!r}: a card key must be text like parallel.strategy")
+    if len(dotted) > MAX_KEY_LEN:
+        raise CardError(f"{dotted[:60]}...: key longer than {MAX_KEY_LEN} characters")
+    parts = dotted.split(".")
+    if any(not p.strip() for p in parts):
+        raise CardError(f"'{dotted}': a key has an empty part; write it like parallel.strategy")
+    return [p.strip() for p in parts]
+
+
 def set_dotted(data: dict[str, Any], dotted: str, value: Any) -> None:
     """Set ``a.b.c`` in a nested dict, creating sections; a dict value merges into an existing section.
 
     Raises:
         CardError: when a parent of the key holds a value, not a section.
     """
+    if not isinstance(data, dict):
+        raise CardError(f"{dotted}: the card is not a mapping of keys to values")
     node = data
-    *parents, leaf = dotted.split(".")
+    *parents, leaf = split_dotted(dotted)
     for p in parents:
         nxt = node.get(p)
         if nxt is None:
@@ -52,7 +70,7 @@ def updated(data: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
     copied: set[tuple[str, ...]] = set()
     for dotted, value in changes.items():
         node = out
-        *parents, leaf = dotted.split(".")
+        *parents, leaf = split_dotted(dotted)
         path: tuple[str, ...] = ()
         for p in parents:
             path += (p,)

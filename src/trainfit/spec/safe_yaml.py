@@ -1,0 +1,215 @@
+"""Bounded YAML/JSON loading for user files (cards, --set values, calibration inputs).
+
+A card is a few kilobytes. These limits refuse, in milliseconds, what no card needs:
+more than ``MAX_BYTES`` of text, more than ``MAX_ALIASES`` aliases, more than ``MAX_NODES``
+values once aliases are expanded (a "billion laughs" bomb is a few hundred bytes that expand
+to billions of values), or nesting deeper than ``MAX_DEPTH``. Each refusal is one ``InputError``
+line naming the file and the limit.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from trainfit.errors import InputError
+
+MAX_BYTES = 2**20
+"""Largest card/config file read, bytes (1 MiB; a card with an inline config.json is ~10 KB)."""
+MAX_ALIASES = 256
+"""YAML aliases (``*name``) per document."""
+MAX_NODES = 20_000
+"""Scalars, lists and mappings per document, counting each alias as the whole subtree it names."""
+MAX_DEPTH = 64
+"""Nesting of lists and mappings."""
+
+
+class YamlSyntaxError(InputError):
+    """The text is not YAML at all (as opposed to YAML past a limit)."""
+
+
+def read_text_limited(path: Path, *, what: str, max_bytes: int = MAX_BYTES) -> str:
+    """The file's text, refusing a missing file, a folder, more than ``max_bytes`` or invalid UTF-8."""
+    p = Path(path)
+    if p.is_dir():
+        raise InputError(f"{what}: '{path}' is a directory; give a file")
+    if not p.is_file():
+        raise InputError(f"{what}: no such file '{path}'")
+    try:
+        with open(p, "rb") as f:
+            raw = f.read(max_bytes + 1)
+    except OSError as exc:
+        raise InputError(f"{what}: cannot read '{path}' ({exc.strerror or type(exc).__name__})") from exc
+    if len(raw) > max_bytes:
+        raise InputError(f"{what}: '{path}' is larger than {max_bytes // 2**20} MiB; this is not a card")
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{what}: '{path}' is not UTF-8 text (byte {exc.start})") from exc
+
+
+def _loader_class():
+    import yaml
+
+    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _check_events(text: str) -> None:
+    """One pass over the parser's events (libyaml when present), before any node is built:
+    stops at the first limit passed, so a bomb or a million-item list is refused in milliseconds."""
+    import yaml
+
+    depth = nodes = aliases = 0
+    for event in yaml.parse(text, Loader=_loader_class()):
+        if isinstance(event, yaml.AliasEvent):
+            aliases += 1
+            if aliases > MAX_ALIASES:
+                raise InputError(f"more than {MAX_ALIASES} YAML aliases")
+        elif isinstance(event, (yaml.ScalarEvent, yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+            nodes += 1
+            if nodes > MAX_NODES:
+                raise InputError(f"more than {MAX_NODES:,} values; this is not a card")
+            if not isinstance(event, yaml.ScalarEvent):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    raise InputError(f"nested deeper than {MAX_DEPTH} levels")
+        elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+            depth -= 1
+
+
+def _expanded_size(root) -> int:
+    """Values in the document with aliases expanded; memoised on the node graph, so linear in the text.
+
+    Raises InputError past ``MAX_NODES`` or ``MAX_DEPTH`` (and on a recursive alias)."""
+    import yaml
+
+    memo: dict[int, int] = {}
+    on_path: set[int] = set()
+
+    def size(node, depth: int) -> int:
+        key = id(node)
+        if key in memo:
+            return memo[key]
+        if depth > MAX_DEPTH:
+            raise InputError(f"nested deeper than {MAX_DEPTH} levels")
+        if key in on_path:
+            raise InputError("a YAML alias refers to itself (recursive structure)")
+        total = 1
+        if isinstance(node, yaml.MappingNode):
+            on_path.add(key)
+            for k, v in node.value:
+                total += size(k, depth + 1) + size(v, depth + 1)
+                if total > MAX_NODES:
+                    break
+            on_path.discard(key)
+        elif isinstance(node, yaml.SequenceNode):
+            on_path.add(key)
+            for v in node.value:
+                total += size(v, depth + 1)
+                if total > MAX_NODES:
+                    break
+            on_path.discard(key)
+        if total > MAX_NODES:
+            raise InputError(f"more than {MAX_NODES:,} values once aliases are expanded (a YAML alias bomb?)")
+        memo[key] = total
+        return total
+
+    return size(root, 0)
+
+
+def load_yaml_limited(text: str, *, what: str) -> Any:
+    """Parse one YAML document under the limits above; every failure is one ``InputError`` line."""
+    import yaml
+
+    if len(text) > MAX_BYTES:
+        raise InputError(f"{what}: more than {MAX_BYTES // 2**20} MiB of YAML; this is not a card")
+    loader = None
+    try:
+        _check_events(text)
+        loader = _loader_class()(text)
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _expanded_size(node)
+        return loader.construct_document(node)
+    except InputError as exc:
+        raise InputError(f"{what}: {exc}") from None
+    except RecursionError:
+        raise InputError(f"{what}: nested too deeply to read (limit {MAX_DEPTH} levels)") from None
+    except yaml.YAMLError as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        raise YamlSyntaxError(f"{what}: not valid YAML ({first}{where})") from None
+    except (ValueError, TypeError, OverflowError) as exc:  # e.g. a timestamp out of range
+        raise YamlSyntaxError(f"{what}: not valid YAML ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})") from None
+    finally:
+        if loader is not None:
+            loader.dispose()
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def load_json_limited(text: str, *, what: str) -> Any:
+    """Parse JSON under the size and depth limits, refusing NaN and Infinity (and numbers that overflow to them)."""
+    if len(text) > MAX_BYTES:
+        raise InputError(f"{what}: more than {MAX_BYTES // 2**20} MiB of JSON")
+
+    def finite(s: str) -> float:
+        v = float(s)
+        if not math.isfinite(v):
+            raise ValueError(f"{s[:20]} is out of range")
+        return v
+
+    try:
+        data = json.loads(text, parse_constant=_reject_constant, parse_float=finite)
+    except RecursionError:
+        raise InputError(f"{what}: nested too deeply to read (limit {MAX_DEPTH} levels)") from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{what}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from None
+    except ValueError as exc:
+        raise InputError(f"{what}: not valid JSON ({exc})") from None
+    _check_depth(data, what=what)
+    return data
+
+
+def _check_depth(data: Any, *, what: str) -> None:
+    stack = [(data, 0)]
+    seen = 0
+    while stack:
+        v, d = stack.pop()
+        seen += 1
+        if d > MAX_DEPTH:
+            raise InputError(f"{what}: nested deeper than {MAX_DEPTH} levels")
+        if seen > MAX_NODES:
+            raise InputError(f"{what}: more than {MAX_NODES:,} values")
+        if isinstance(v, dict):
+            stack.extend((x, d + 1) for x in v.values())
+        elif isinstance(v, list):
+            stack.extend((x, d + 1) for x in v)
+
+
+def load_mapping_file(path: Path, *, what: str) -> dict[str, Any]:
+    """A YAML or JSON file that must hold a mapping with string keys.
+
+    ``.json`` is read as JSON; every other suffix (``.yaml``, ``.yml``, none, ``.txt``...) as YAML,
+    of which JSON is a subset. An empty file is an empty mapping."""
+    text = read_text_limited(path, what=what)
+    if Path(path).suffix.lower() == ".json":
+        data = load_json_limited(text, what=f"{what} '{path}'")
+    else:
+        data = load_yaml_limited(text, what=f"{what} '{path}'")
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        kind = {list: "a list", str: "a string", int: "a number", float: "a number", bool: "a boolean"}.get(
+            type(data), type(data).__name__)
+        raise InputError(f"{what}: '{path}' holds {kind}, not a mapping of keys to values (e.g. 'model: Qwen/Qwen3-8B')")
+    bad = [k for k in data if not isinstance(k, str)]
+    if bad:
+        raise InputError(f"{what}: '{path}' has a key that is not text: {bad[0]!r}")
+    return data

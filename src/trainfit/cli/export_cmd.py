@@ -11,33 +11,57 @@ import typer
 from trainfit.cli.common import load_card, print_json
 
 
+def _lost_lines(result) -> list[str]:
+    if not result.lost:
+        return []
+    sets = " ".join(f"--set {k}={_value(v['card'])}" for k, v in result.lost.items() if v["card"] is not None and k != "model")
+    return [
+        f"not carried by the {result.target} file ({len(result.lost)}): {', '.join(result.lost)}",
+        *([f"  to plan the imported file as this card: trainfit import FILE --from {result.target} {sets}"] if sets else []),
+    ]
+
+
+def _value(v) -> str:
+    import json
+
+    return v if isinstance(v, str) else json.dumps(v)
+
+
 def export(
     card: Annotated[Optional[Path], typer.Argument(help="Run card (YAML/JSON). Default: the embedded Qwen3-8B full SFT card.")] = None,
     to: Annotated[str, typer.Option("--to", help="accelerate | deepspeed | trl | verl | openrlhf")] = "accelerate",
     out: Annotated[Optional[Path], typer.Option("--out", help="Write the config here (default: stdout).")] = None,
     set_: Annotated[list[str], typer.Option("--set", help="Any card field: KEY=VALUE. Repeatable.")] = [],
-    json_: Annotated[bool, typer.Option("--json", help="One JSON object: target, data, notes, text.")] = False,
+    json_: Annotated[bool, typer.Option("--json", help="One JSON object: target, data, notes, lost, text.")] = False,
 ) -> None:
-    """Write the launch config for the card; settings the target cannot express are listed as notes."""
+    """Write the launch config for the card. Settings the target cannot express are listed (notes, and the
+    card keys the file does not carry) before anything is written."""
     from trainfit.export import export as do_export
+    from trainfit.fsio import check_output_path, write_text_atomic
 
+    if out is not None:
+        check_output_path(out, inputs=(card,), what="--out")
     run_card = load_card(card, {}, set_)
     result = do_export(run_card, to)
     if json_:
-        if out is not None:
-            import json
+        import json
 
-            out.write_text(json.dumps(result.to_dict(), indent=2) + "\n")
+        text = json.dumps(result.to_dict(), indent=2) + "\n"
+        if out is not None:
+            write_text_atomic(out, text, inputs=(card,), what="--out")
         else:
             print_json(result.to_dict())
         return
-    if out is not None:
-        out.write_text(result.text)
-        sys.stdout.write(f"wrote {result.target} config to {out}\n")
-    else:
-        sys.stdout.write(result.text)
+    # what the file cannot say comes first, before the file is written
+    stream = sys.stderr if out is None else sys.stdout
     if result.notes:
-        stream = sys.stderr if out is None else sys.stdout
         stream.write(f"notes ({len(result.notes)}): settings {result.target} does not take as given\n")
         for n in result.notes:
             stream.write(f"  - {n}\n")
+    for line in _lost_lines(result):
+        stream.write(line + "\n")
+    if out is not None:
+        write_text_atomic(out, result.text, inputs=(card,), what="--out")
+        sys.stdout.write(f"wrote {result.target} config to {out}\n")
+    else:
+        sys.stdout.write(result.text)

@@ -2,20 +2,21 @@
 
 Pure functions of a ``RunCard``. ``to_accelerate`` / ``to_deepspeed`` / ``to_trl`` / ``to_verl`` /
 ``to_openrlhf`` return the config itself; ``export(card, target)`` returns an ``Export`` with the
-text to save, the same config as data, and ``notes``: every card setting the target cannot
-express (said, never silently dropped).
+text to save, the same config as data, ``notes``: every card setting the target cannot
+express (said, never silently dropped), and ``lost``: the card keys whose value the file does not
+carry, found by reading the file back (``trainfit.export.importers``) and comparing every value the
+plan reads (``plan_facts``). Restoring the ``lost`` keys on the imported card gives the card's plan.
 """
 
 from __future__ import annotations
 
-from trainfit.errors import TrainfitError
 from trainfit.export import accelerate as _accelerate
 from trainfit.export import deepspeed as _deepspeed
 from trainfit.export import openrlhf as _openrlhf
 from trainfit.export import trl as _trl
 from trainfit.export import verl as _verl
 from trainfit.export.accelerate import to_accelerate
-from trainfit.export.common import TARGETS, Export
+from trainfit.export.common import TARGETS, Export, ExportError, plan_facts
 from trainfit.export.deepspeed import to_deepspeed
 from trainfit.export.openrlhf import to_openrlhf
 from trainfit.export.trl import to_trl
@@ -31,16 +32,39 @@ _BUILDERS = {
 }
 
 
-class ExportError(TrainfitError):
-    """An unknown export target."""
-
-
 def export(card: RunCard, target: str) -> Export:
-    """The launch config for ``target`` with its notes."""
+    """The launch config for ``target`` with its notes and the card keys it cannot carry."""
+    from dataclasses import replace
+
     key = target.strip().lower()
     if key not in _BUILDERS:
         raise ExportError(f"--to: '{target}' is not a target; allowed: {', '.join(TARGETS)}")
-    return _BUILDERS[key](card)
+    e = _BUILDERS[key](card)
+    lost = lost_settings(card, e)
+    said = " ".join(e.notes)
+    extra = [
+        f"{k}: the card has {v['card']!r}; the {key} file reads back as {v['file']!r}"
+        for k, v in lost.items()
+        if k not in said and k.split(".")[0] + ".*" not in said and not (k.startswith("hardware.") and "hardware.*" in said)
+    ]
+    return replace(e, notes=[*e.notes, *extra], lost=lost)
 
 
-__all__ = ["Export", "TARGETS", "export", "to_accelerate", "to_deepspeed", "to_openrlhf", "to_trl", "to_verl"]
+def read_back(card: RunCard, e: Export) -> RunCard:
+    """The card ``trainfit import`` reads from the export (a TRL config with its accelerate.yaml)."""
+    from trainfit.export.importers import import_text
+    from trainfit.spec.card import load_card_dict
+
+    companion = ("accelerate", _accelerate.build(card).text) if e.target == "trl" else None
+    return load_card_dict(import_text(e.text, e.target, companion=companion).card)
+
+
+def lost_settings(card: RunCard, e: Export) -> dict[str, dict]:
+    """Card keys whose planned value the exported file does not carry: ``{key: {card, file}}``."""
+    before = plan_facts(card)
+    after = plan_facts(read_back(card, e))
+    return {k: {"card": before.get(k), "file": after.get(k)} for k in [*before, *(k for k in after if k not in before)]
+            if before.get(k) != after.get(k)}
+
+
+__all__ = ["Export", "ExportError", "TARGETS", "export", "lost_settings", "read_back", "to_accelerate", "to_deepspeed", "to_openrlhf", "to_trl", "to_verl"]

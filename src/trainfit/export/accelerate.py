@@ -16,6 +16,7 @@ import yaml
 
 from trainfit.export.common import (
     Export,
+    comment_text,
     is_rl,
     mixed_precision,
     non_default,
@@ -153,7 +154,7 @@ def build(card: RunCard) -> Export:
         notes.append("loss.chunked: a training-script setting (TRL use_liger_kernel=True)")
     notes.extend(shared_notes(card, "accelerate"))
     header = (
-        f"# accelerate launch config exported by trainfit for {card.name or 'the card'}\n"
+        f"# accelerate launch config exported by trainfit for {comment_text(card.name or 'the card')}\n"
         f"# strategy {s.value}"
         + (
             " = FSDP2 FULL_SHARD (fsdp_reshard_after_forward: true)"

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from trainfit.errors import TrainfitError
 from trainfit.spec.card import RunCard
-from trainfit.spec.enums import Attention, ComputeDtype, Method, Placement, RolloutEngine, Scope, Strategy
+from trainfit.spec.enums import Attention, ComputeDtype, Method, Placement, RolloutEngine, Scope, Strategy, WeightSync
 
 TARGETS = ("accelerate", "deepspeed", "trl", "verl", "openrlhf")
+
+
+class ExportError(TrainfitError):
+    """An unknown export target, or a card the target cannot run at all (one line, why)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,9 +33,14 @@ class Export:
     notes: list[str] = field(default_factory=list)
     filename: str = ""
     """The file name the other exports refer to (e.g. ``accelerate.yaml`` in the TRL launch line)."""
+    lost: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Card keys the exported file cannot carry: ``{key: {"card": value, "file": value read back}}``.
+    Found by reading the file back (``trainfit.export.importers``) and comparing every fact the plan
+    reads (``plan_facts``); restoring these keys gives the card's own plan."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"target": self.target, "filename": self.filename, "data": self.data, "notes": list(self.notes), "text": self.text}
+        return {"target": self.target, "filename": self.filename, "data": self.data, "notes": list(self.notes),
+                "lost": {k: dict(v) for k, v in self.lost.items()}, "text": self.text}
 
 
 def model_name(card: RunCard) -> str:
@@ -107,3 +119,188 @@ def shared_notes(card: RunCard, target: str) -> list[str]:
     if non_default(card, "parallel.compile") and card.parallel.compile and target in ("verl", "openrlhf"):
         notes.append(f"parallel.compile: {target} has no torch.compile switch for the trained model here")
     return notes
+
+
+# -- what the plan reads --------------------------------------------------------------------------
+
+_IMPLICIT_FULL_GATHER = (Strategy.FSDP, Strategy.HSDP, Strategy.ZERO3)
+
+
+def effective_weight_sync(card: RunCard) -> WeightSync:
+    """The weight sync the plan models: the card's when given; else a full gather for an adapter on a
+    strategy that reshards after forward (the PEFT merge gathers every parameter), else per parameter
+    (``trainfit.methods.rl._sync_spike``)."""
+    if "weight_sync" in card.rollout.model_fields_set:
+        return card.rollout.weight_sync
+    if card.scope is not Scope.FULL and card.parallel.strategy in _IMPLICIT_FULL_GATHER:
+        return WeightSync.FULL_GATHER
+    return WeightSync.PER_PARAMETER
+
+
+def _model_fact(card: RunCard) -> Any:
+    m = card.model
+    if isinstance(m, str):
+        return m
+    if m.config is not None or m.params is not None or m.revision is not None:
+        return m.model_dump(mode="json", exclude_none=True)
+    return m.path or m.id
+
+
+def plan_facts(card: RunCard) -> dict[str, Any]:
+    """Every card value the planner reads, resolved (method defaults applied), as JSON values by
+    dotted key. Two cards with equal facts plan the same peak and time."""
+    from trainfit.methods.roles import kl_coef, reference_placement
+
+    rl = is_rl(card)
+    f: dict[str, Any] = {"model": _model_fact(card), "method": card.method.value, "scope": card.scope.value}
+    if card.scope is not Scope.FULL:
+        lo = card.lora
+        f.update({"lora.rank": lo.rank, "lora.alpha": float(lo.alpha), "lora.targets": list(card.lora_targets),
+                  "lora.dropout": float(lo.dropout), "lora.adapter_dtype": lo.adapter_dtype.value})
+        if card.scope is Scope.QLORA:
+            f["lora.double_quant"] = lo.double_quant
+    p = card.precision
+    f.update({
+        "precision.weights": card.weights_dtype.value, "precision.compute": p.compute.value,
+        "precision.master_weights": p.master_weights.value, "precision.grads": p.grads.value if p.grads else None,
+        "precision.optimizer": p.optimizer.value, "precision.optimizer_states": p.optimizer_states.value,
+        "precision.optimizer_impl": p.optimizer_impl.value, "precision.optimizer_in_backward": p.optimizer_in_backward,
+    })
+    hw = card.hardware
+    for k in ("gpu", "gpu_memory_gib", "gpus_per_node", "nodes", "interconnect", "host_ram_gib", "nic_gbps_per_gpu",
+              "host_memory_gbps"):
+        f[f"hardware.{k}"] = getattr(hw, k)
+    for k, v in card.parallel.model_dump(mode="json").items():
+        f[f"parallel.{k}"] = v
+    f["batch.micro_batch_size"] = card.batch.micro_batch_size
+    f["batch.grad_accum"] = card.batch.grad_accum
+    if not rl:
+        f["batch.seq_len"] = card.batch.seq_len
+    f["attention"] = card.attention.value
+    f["loss.chunked"] = card.loss.chunked
+    if rl:
+        ro = card.rollout
+        for k, v in ro.model_dump(mode="json").items():
+            f[f"rollout.{k}"] = v
+        f["rollout.weight_sync"] = effective_weight_sync(card).value
+        f["rollout.logprob_micro_batch_size"] = ro.logprob_micro_batch_size or card.batch.micro_batch_size
+        if ro.placement is not Placement.SPLIT:
+            f["rollout.gpus"] = None
+        f["task.kind"] = card.task.kind.value
+        f["roles.reward_model"] = card.roles.reward_model
+        if card.method is Method.PPO:
+            c = card.roles.critic
+            f["roles.critic"] = "same_as_actor" if c in (None, "same_as_actor") else c
+    if card.method in (Method.DPO, Method.PPO, Method.GRPO):
+        f["roles.reference"] = reference_placement(card).value
+        f["roles.kl_coef"] = float(kl_coef(card))
+    return f
+
+
+def card_from_facts(facts: dict[str, Any]) -> dict[str, Any]:
+    """Card data (a dict for ``load_card_dict``) that holds exactly these facts."""
+    from trainfit.spec.dotted import set_dotted
+
+    data: dict[str, Any] = {}
+    for k, v in facts.items():
+        if v is None:
+            continue
+        set_dotted(data, k, v)
+    return data
+
+
+# -- quoting for the target languages -------------------------------------------------------------
+
+
+def finite(key: str, v: Any) -> Any:
+    """``v`` unchanged, or ExportError for a non-finite number (no target language spells it)."""
+    if isinstance(v, float) and not math.isfinite(v):
+        raise ExportError(f"{key}: {v} is not a finite number; allowed: finite numbers")
+    return v
+
+
+_HYDRA_PLAIN = re.compile(r"[A-Za-z0-9_./:@+-]+")
+
+
+_NUMBERISH = re.compile(r"[+-]?([0-9][0-9_]*\.?[0-9_]*|\.[0-9_]+)([eE][+-]?[0-9_]+)?|[+-]?(inf|nan)", re.IGNORECASE)
+
+
+def _hydra_plain_ok(s: str) -> bool:
+    """A word Hydra reads back as this same string (not a number, bool or null)."""
+    return bool(_HYDRA_PLAIN.fullmatch(s)) and s[0] not in "+-" and not _NUMBERISH.fullmatch(s) and s.lower() not in (
+        "true", "false", "null", "none", "yes", "no", "on", "off", "~")
+
+
+def hydra_string(s: str) -> str:
+    """A Hydra override value that Hydra reads back as exactly ``s``: plain when it is a plain word,
+    else single-quoted with ``'`` and ``${`` escaped and backslashes before them doubled (Hydra
+    override grammar, quoted values; OmegaConf ``\\${`` escape)."""
+    if _hydra_plain_ok(s):
+        return s
+    out: list[str] = []
+    i = 0
+    while i < len(s):
+        if s[i] == "\\":
+            j = i
+            while j < len(s) and s[j] == "\\":
+                j += 1
+            run = j - i
+            special = j == len(s) or s[j] == "'" or s.startswith("${", j)
+            out.append("\\" * (2 * run if special else run))
+            i = j
+            continue
+        if s[i] == "'":
+            out.append("\\'")
+        elif s.startswith("${", i):
+            out.append("\\$")
+        else:
+            out.append(s[i])
+        i += 1
+    return "'" + "".join(out) + "'"
+
+
+def hydra_unquote(v: str) -> str | None:
+    """The string a quoted Hydra value written by ``hydra_string`` stands for (None if not quoted)."""
+    if len(v) < 2 or v[0] != "'" or v[-1] != "'":
+        return None
+    s = v[1:-1]
+    out: list[str] = []
+    i = 0
+    while i < len(s):
+        if s[i] == "\\":
+            j = i
+            while j < len(s) and s[j] == "\\":
+                j += 1
+            run = j - i
+            if j == len(s):
+                out.append("\\" * (run // 2))
+            elif s[j] == "'" or s.startswith("${", j):
+                out.append("\\" * (run // 2))
+                if run % 2:
+                    out.append(s[j])
+                    j += 1
+            else:
+                out.append("\\" * run)
+            i = j
+            continue
+        out.append(s[i])
+        i += 1
+    return "".join(out)
+
+
+def hydra_value(key: str, v: Any) -> str:
+    """A card value as a Hydra override value."""
+    if isinstance(v, bool):
+        return "True" if v else "False"
+    if isinstance(v, (int, float)):
+        return str(finite(key, v))
+    if isinstance(v, (list, tuple)):
+        return "[" + ",".join(hydra_value(key, x) for x in v) + "]"
+    if v is None:
+        return "null"
+    return hydra_string(str(v))
+
+
+def comment_text(s: str) -> str:
+    """``s`` for a one-line comment in any target language: non-ASCII and control characters escaped."""
+    return ascii(s)[1:-1]

@@ -6,6 +6,11 @@ OpenRLHF 0.11 groups its flags by namespace (``--actor.num_gpus_per_node``, ``--
 ``python3 -m openrlhf.cli.train_ppo_ray`` (Ray); SFT, DPO and RM run ``deepspeed --module
 openrlhf.cli.train_sft|train_dpo|train_rm``. OpenRLHF trains with DeepSpeed, so FSDP strategies
 map to their ZeRO stage.
+
+Each value is one argv token, quoted for the shell with ``shlex.quote``; a value that starts with
+``-`` is joined to its flag (``--flag=value``) so argparse cannot read it as a flag. Weight sync:
+OpenRLHF sends the actor's parameters to vLLM one at a time (``--vllm.sync_backend`` picks the
+transport); ``trainfit import --from openrlhf`` reads it back as per_parameter.
 """
 
 from __future__ import annotations
@@ -14,6 +19,9 @@ import shlex
 
 from trainfit.export.common import (
     Export,
+    ExportError,
+    effective_weight_sync,
+    finite,
     HF_ATTENTION,
     global_batch,
     is_rl,
@@ -35,6 +43,7 @@ from trainfit.spec.enums import (
     RolloutEngine,
     Scope,
     Strategy,
+    WeightSync,
 )
 
 SCRIPT = {
@@ -78,11 +87,14 @@ def _ds_flags(card: RunCard, notes: list[str], gc_flag: str) -> list[str]:
     if card.loss.chunked:
         f.append("--ds.use_liger_kernel")
     if card.scope is not Scope.FULL:
-        f += ["--ds.lora.rank", str(card.lora.rank), "--ds.lora.alpha", str(int(card.lora.alpha))]
+        f += ["--ds.lora.rank", str(card.lora.rank), "--ds.lora.alpha", str(int(finite("lora.alpha", card.lora.alpha)))]
         if not float(card.lora.alpha).is_integer():
             notes.append(f"lora.alpha {card.lora.alpha}: OpenRLHF takes an integer alpha; rounded down")
-        t = card.lora.targets
-        f += ["--ds.lora.target_modules", *([t] if isinstance(t, str) else list(t))]
+        t = list(card.lora_targets)
+        bad = [x for x in t if not x or x.startswith("-")]
+        if bad:
+            raise ExportError(f"lora.targets: {bad[0]!r} cannot be passed to OpenRLHF (argparse reads it as a flag); allowed: module names")
+        f += ["--ds.lora.target_modules", *t]
         if card.lora.dropout:
             f += ["--ds.lora.dropout", str(card.lora.dropout)]
         if card.scope is Scope.QLORA:
@@ -98,7 +110,7 @@ def _ppo(card: RunCard, notes: list[str]) -> list[str]:
     ro = card.rollout
     per_node = train_gpus_per_node(card)
     m = model_name(card)
-    f = ["--actor.model_name_or_path", m, "--actor.num_nodes", str(hw.nodes), "--actor.num_gpus_per_node", str(per_node)]
+    f = [f"--actor.model_name_or_path={m}", "--actor.num_nodes", str(hw.nodes), "--actor.num_gpus_per_node", str(per_node)]
     ref = reference_placement(card)
     kl = kl_coef(card)
     if ref is not RefPlacement.NONE:
@@ -111,10 +123,10 @@ def _ppo(card: RunCard, notes: list[str]) -> list[str]:
             notes.append("roles.reference lora_disabled: OpenRLHF loads a separate reference model (its own GPU memory)")
     critic = critic_model(card, m)
     if critic is not None:
-        f += ["--critic.model_name_or_path", critic, "--critic.num_nodes", str(hw.nodes), "--critic.num_gpus_per_node", str(per_node)]
+        f += [f"--critic.model_name_or_path={critic}", "--critic.num_nodes", str(hw.nodes), "--critic.num_gpus_per_node", str(per_node)]
     rm = reward_model(card)
     if rm:
-        f += ["--reward.model_name_or_path", rm, "--reward.num_nodes", str(hw.nodes), "--reward.num_gpus_per_node", str(per_node)]
+        f += [f"--reward.model_name_or_path={rm}", "--reward.num_nodes", str(hw.nodes), "--reward.num_gpus_per_node", str(per_node)]
     else:
         notes.append("roles.reward_model rule: pass --reward.remote_url or --train.agent_func_path with your reward function")
     # rollout
@@ -138,8 +150,12 @@ def _ppo(card: RunCard, notes: list[str]) -> list[str]:
     else:
         f += ["--vllm.num_engines", "0"]
         notes.append("rollout.engine hf: OpenRLHF generates with the DeepSpeed actor (--vllm.num_engines 0)")
-    if non_default(card, "rollout.weight_sync"):
-        notes.append(f"rollout.weight_sync {ro.weight_sync.value}: OpenRLHF's --vllm.sync_backend picks the transport; not mapped")
+    sync = effective_weight_sync(card)
+    if sync is not WeightSync.PER_PARAMETER:
+        notes.append(
+            f"rollout.weight_sync {sync.value}: OpenRLHF syncs one parameter at a time (--vllm.sync_backend picks only "
+            "the transport); plan the OpenRLHF run with --set rollout.weight_sync=per_parameter"
+        )
     f += [
         "--rollout.batch_size", str(ro.prompts_per_step),
         "--rollout.n_samples_per_prompt", str(ro.num_generations),
@@ -165,7 +181,7 @@ def _ppo(card: RunCard, notes: list[str]) -> list[str]:
 
 def _offline(card: RunCard, notes: list[str]) -> list[str]:
     f = [
-        "--model.model_name_or_path", model_name(card),
+        f"--model.model_name_or_path={model_name(card)}",
         "--train.micro_batch_size", str(card.batch.micro_batch_size),
         "--train.batch_size", str(global_batch(card)),
         "--data.max_len", str(card.batch.seq_len),
@@ -181,6 +197,29 @@ def _offline(card: RunCard, notes: list[str]) -> list[str]:
     return f
 
 
+_MULTI = ("--ds.lora.target_modules",)
+
+
+def _argv(flags: list[str]) -> list[str]:
+    """The argv tokens, checked: a LoRA module name that argparse would read as a flag is refused.
+    (Free-text values such as model ids are written as one ``--flag=value`` token.)"""
+    i = 0
+    while i < len(flags):
+        if flags[i] in _MULTI:
+            i += 1
+            while i < len(flags) and not flags[i].startswith("--"):
+                if flags[i].startswith("-") or not flags[i]:
+                    raise ExportError(f"lora.targets: {flags[i]!r} cannot be passed to OpenRLHF; allowed: module names")
+                i += 1
+        else:
+            i += 1
+    return flags
+
+
+def _s(key: str, v: object) -> str:
+    return str(finite(key, v))
+
+
 def build(card: RunCard) -> Export:
     notes: list[str] = []
     hw = card.hardware
@@ -192,10 +231,11 @@ def build(card: RunCard) -> Export:
         flags = _offline(card, notes)
         launcher = f"deepspeed --num_nodes {hw.nodes} --num_gpus {hw.gpus_per_node} --module {script}"
     notes.extend(shared_notes(card, "openrlhf"))
+    flags = _argv(flags)
     parts: list[str] = []
     for tok in flags:
         if tok.startswith("--"):
-            parts.append(tok)
+            parts.append(shlex.quote(tok))
         else:
             parts[-1] += " " + shlex.quote(tok)
     text = launcher + " \\\n" + " \\\n".join(f"    {p}" for p in parts) + "\n"

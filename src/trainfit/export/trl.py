@@ -7,6 +7,15 @@ command line) and, for a split rollout, ``vllm_serve`` (the ``trl vllm-serve`` c
 
 TRL 1.16 has no PPOTrainer (it was removed from TRL); a PPO card gets the shared
 TrainingArguments and a note.
+
+The text is a Python module of literal assignments only (``model = ...``, ``args = GRPOConfig(...)``,
+``peft_config = LoraConfig(...)``, ``launch = '...'``): every value is ``repr`` of a validated str,
+int, float, bool, list or dict, and comments escape everything outside printable ASCII, so no card
+value can add a statement. ``trainfit import --from trl`` reads it back with ``ast`` (nothing runs).
+
+Weight sync (TRL 1.16 ``trl/generation/vllm_generation.py`` ``_iter_named_params``): a PEFT model
+under DeepSpeed ZeRO-3 is gathered whole before the adapter is merged (full gather); everything
+else is gathered and sent one parameter at a time. TRL has no setting for it.
 """
 
 from __future__ import annotations
@@ -19,6 +28,9 @@ from trainfit.export import accelerate as accelerate_export
 from trainfit.export.common import (
     HF_ATTENTION,
     Export,
+    comment_text,
+    effective_weight_sync,
+    finite,
     is_fsdp,
     lora_targets,
     model_name,
@@ -43,6 +55,8 @@ from trainfit.spec.enums import (
     RolloutEngine,
     Scope,
     StatesDtype,
+    Strategy,
+    WeightSync,
 )
 
 CONFIG_CLASS = {
@@ -52,6 +66,9 @@ CONFIG_CLASS = {
     Method.GRPO: "GRPOConfig",
     Method.PPO: None,
 }
+
+TRL_SLEEP_LEVEL = 2
+"""``vllm_enable_sleep_mode=True`` calls ``llm.sleep(level=2)`` (trl/generation/vllm_generation.py, TRL 1.16)."""
 
 _HAS_ACTIVATION_OFFLOADING = {Method.SFT, Method.RM, Method.DPO}
 
@@ -96,12 +113,22 @@ def peft_kwargs(card: RunCard, notes: list[str]) -> dict[str, Any] | None:
 def quantization_kwargs(card: RunCard) -> dict[str, Any] | None:
     if card.scope is not Scope.QLORA:
         return None
+    # bnb_4bit_quant_storage = the model's dtype: FSDP/ZeRO-3 shard the packed 4-bit weights only when
+    # they are stored in the same dtype as every other parameter (transformers docs, "FSDP + QLoRA")
     return {
         "load_in_4bit": True,
         "bnb_4bit_quant_type": "nf4",
         "bnb_4bit_use_double_quant": card.lora.double_quant,
         "bnb_4bit_compute_dtype": "bfloat16" if card.precision.compute is not ComputeDtype.FP16 else "float16",
+        "bnb_4bit_quant_storage": torch_dtype_name(card),
     }
+
+
+def trl_weight_sync(scope: Scope, strategy: Strategy) -> WeightSync:
+    """How TRL 1.16 syncs weights to vLLM: a full gather for PEFT under ZeRO-3, else per parameter."""
+    if scope is not Scope.FULL and strategy is Strategy.ZERO3:
+        return WeightSync.FULL_GATHER
+    return WeightSync.PER_PARAMETER
 
 
 def _common_args(card: RunCard, notes: list[str]) -> dict[str, Any]:
@@ -169,7 +196,9 @@ def _grpo_args(card: RunCard, a: dict[str, Any], notes: list[str]) -> dict[str, 
         gen_batch = rounded
     a["generation_batch_size"] = gen_batch
     a["beta"] = kl_coef(card)
-    if non_default(card, "rollout.prompt_len"):
+    if ro.num_iterations > 1:
+        a["num_iterations"] = ro.num_iterations
+    if non_default(card, "rollout.prompt_len") and ro.engine is not RolloutEngine.VLLM:
         notes.append(
             f"rollout.prompt_len {ro.prompt_len}: TRL 1.16 GRPOConfig has no max_prompt_length; filter or truncate "
             "prompts in the dataset (vllm_max_model_length bounds prompt + completion)"
@@ -183,17 +212,30 @@ def _grpo_args(card: RunCard, a: dict[str, Any], notes: list[str]) -> dict[str, 
             a["vllm_tensor_parallel_size"] = ro.tensor_parallel
         else:
             a["vllm_mode"] = "server"
-        if ro.sleep_level > 0:
+        if ro.sleep_level > 0 and ro.placement is Placement.COLOCATE:
             a["vllm_enable_sleep_mode"] = True
-            notes.append(f"rollout.sleep_level {ro.sleep_level}: TRL's vllm_enable_sleep_mode picks the level itself")
+        if ro.sleep_level not in (0, TRL_SLEEP_LEVEL) and ro.placement is Placement.COLOCATE:
+            notes.append(
+                f"rollout.sleep_level {ro.sleep_level}: TRL's vllm_enable_sleep_mode sleeps vLLM at level {TRL_SLEEP_LEVEL} "
+                "(trl/generation/vllm_generation.py); plan the TRL run with --set rollout.sleep_level=2"
+            )
+        if ro.sleep_level > 0 and ro.placement is Placement.SPLIT:
+            notes.append(f"rollout.sleep_level {ro.sleep_level}: TRL sleeps vLLM only when colocated (vllm_mode colocate)")
+        if not ro.cuda_graphs:
+            notes.append("rollout.cuda_graphs false: TRL 1.16 has no enforce_eager setting for its vLLM engine")
         if non_default(card, "rollout.max_num_seqs"):
             notes.append(f"rollout.max_num_seqs {ro.max_num_seqs}: TRL 1.16 has no vLLM max_num_seqs setting")
         if non_default(card, "rollout.max_num_batched_tokens"):
             notes.append(f"rollout.max_num_batched_tokens {ro.max_num_batched_tokens}: TRL 1.16 has no such vLLM setting")
     else:
         a["use_vllm"] = False
-    if non_default(card, "rollout.weight_sync"):
-        notes.append(f"rollout.weight_sync {ro.weight_sync.value}: TRL syncs weights its own way; not selectable")
+    sync, trl_sync = effective_weight_sync(card), trl_weight_sync(card.scope, card.parallel.strategy)
+    if sync is not trl_sync:
+        notes.append(
+            f"rollout.weight_sync {sync.value}: TRL 1.16 has no setting for it and syncs {trl_sync.value} for "
+            f"{card.scope.value} under {card.parallel.strategy.value} (a PEFT model under ZeRO-3 is gathered whole; "
+            f"otherwise one parameter at a time); plan the TRL run with --set rollout.weight_sync={trl_sync.value}"
+        )
     ref = reference_placement(card)
     if ref is RefPlacement.CPU:
         notes.append("roles.reference cpu: TRL keeps the reference model on the GPU (no CPU reference)")
@@ -234,7 +276,8 @@ def build(card: RunCard) -> Export:
     if hw.nodes > 1:
         launch += " --machine_rank $NODE_RANK --main_process_ip $MASTER_ADDR --main_process_port 29500"
     launch += " train.py"
-    data: dict[str, Any] = {"config_class": cls or "TrainingArguments", "args": a, "peft": peft, "quantization": quant, "launch": launch}
+    data: dict[str, Any] = {"config_class": cls or "TrainingArguments", "model": model_name(card), "args": a, "peft": peft,
+                            "quantization": quant, "launch": launch}
     if card.method is Method.GRPO and card.rollout.engine is RolloutEngine.VLLM and card.rollout.placement is Placement.SPLIT:
         ro = card.rollout
         gpus = ro.gpus or 1
@@ -257,38 +300,50 @@ def build(card: RunCard) -> Export:
     return Export(target="trl", text=text, data=data, notes=notes, filename="train_config.py")
 
 
-def _py(v: Any) -> str:
-    return repr(v)
+def _py(key: str, v: Any) -> str:
+    """A Python literal for a card value (validated: only str, int, float, bool, None, lists and dicts)."""
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{_py(key, k)}: {_py(key, x)}" for k, x in v.items()) + "}"
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_py(key, x) for x in v) + "]"
+    if v is None or isinstance(v, (str, bool, int, float)):
+        return repr(finite(key, v))
+    raise TypeError(f"{key}: {type(v).__name__} is not a literal")
 
 
 def _render(card: RunCard, data: dict[str, Any]) -> str:
     cls = data["config_class"]
     mod = "transformers" if cls == "TrainingArguments" else "trl"
-    lines = [f"# TRL 1.16 arguments exported by trainfit for {card.name or 'the card'} ({card.method.value})", f"from {mod} import {cls}"]
+    lines = [
+        f"# TRL 1.16 arguments exported by trainfit for {comment_text(card.name or 'the card')} ({card.method.value})",
+        f"from {mod} import {cls}",
+    ]
     if data["peft"]:
         lines.append("from peft import LoraConfig")
     if data["quantization"]:
         lines.append("from transformers import BitsAndBytesConfig")
     lines.append("")
+    lines.append(f"model = {_py('model', data['model'])}")
+    if data["quantization"]:
+        lines.append(f"quantization = {_py('quantization', data['quantization'])}")
     lines.append(f"args = {cls}(")
     for k, v in data["args"].items():
         if k == "model_init_kwargs" and data["quantization"]:
-            inner = ", ".join(f"{kk!r}: {vv!r}" for kk, vv in v.items())
+            inner = ", ".join(f"{_py(k, kk)}: {_py(k, vv)}" for kk, vv in v.items())
             lines.append(f"    {k}={{{inner}, 'quantization_config': BitsAndBytesConfig(**quantization)}},")
         else:
-            lines.append(f"    {k}={_py(v)},")
+            lines.append(f"    {k}={_py(k, v)},")
     lines.append(")")
-    if data["quantization"]:
-        lines.insert(lines.index(f"args = {cls}("), f"quantization = {data['quantization']!r}")
     if data["peft"]:
         lines.append("peft_config = LoraConfig(")
         for k, v in data["peft"].items():
-            lines.append(f"    {k}={_py(v)},")
+            lines.append(f"    {k}={_py(k, v)},")
         lines.append(")")
     lines.append("")
     if "vllm_serve" in data:
-        lines.append(f"# rollout server: {data['vllm_serve']}")
-    lines.append(f"# launch: {data['launch']}")
+        lines.append("# rollout server (run first):")
+        lines.append(f"vllm_serve = {_py('vllm_serve', data['vllm_serve'])}")
+    lines.append(f"launch = {_py('launch', data['launch'])}")
     return "\n".join(lines) + "\n"
 
 

@@ -4,15 +4,30 @@ PPO/GRPO: ``python -m verl.trainer.main_ppo <overrides>`` against verl/trainer/c
 (flattened in _generated_ppo_trainer.yaml). SFT: ``torchrun -m verl.trainer.sft_trainer <overrides>``
 against sft_trainer_engine.yaml. verl has no DPO or reward-model trainer. A key that is not in
 the default YAML is written with Hydra's ``+`` prefix.
+
+Every value is written for Hydra (``hydra_value``: plain words, else single-quoted with escapes),
+and every override is then quoted for the shell (``shlex.quote``), so a model id such as
+``x$(touch P)`` reaches verl as that string and the shell runs nothing.
+
+verl defaults this export relies on (verl v0.9.0, 483b8a009ba3a97563edee3a19887e4862b8094a):
+``verl/trainer/config/rollout/rollout.yaml`` ``free_cache_engine: True`` (vLLM sleeps between
+rollouts; ``vllm_async_server.py`` ``_sleep_hybrid``: level 2, level 1 when only a LoRA adapter is
+synced), ``checkpoint_engine.backend: naive`` with ``update_weights_bucket_megabytes: 2048``
+(bucketed weight sync; trainfit's bucket is 1024 MiB, written explicitly), ``enforce_eager: False``;
+``engine/fsdp.yaml`` ``model_dtype: fp32``. verl 0.9 has no 4-bit (QLoRA) base.
 """
 
 from __future__ import annotations
 
+import shlex
 from typing import Any
 
 from trainfit.export.common import (
     Export,
+    ExportError,
     HF_ATTENTION,
+    effective_weight_sync,
+    hydra_value,
     global_batch,
     is_rl,
     model_name,
@@ -34,7 +49,11 @@ from trainfit.spec.enums import (
     RolloutEngine,
     Scope,
     Strategy,
+    WeightSync,
 )
+
+BUCKET_MEGABYTES = 1024
+"""trainfit's bucket (``trainfit.methods.rl.SYNC_BUCKET_BYTES``, 1 GiB) in verl's MiB."""
 
 _OPTIM = {
     Optimizer.ADAMW: ("torch.optim", "AdamW"),
@@ -45,12 +64,8 @@ _OPTIM = {
 }
 
 
-def _fmt(v: Any) -> str:
-    if isinstance(v, bool):
-        return "True" if v else "False"
-    if isinstance(v, (list, tuple)):
-        return "[" + ",".join(str(x) for x in v) + "]"
-    return str(v)
+def _fmt(v: Any, key: str = "value") -> str:
+    return hydra_value(key, v)
 
 
 def _strategy(card: RunCard, notes: list[str]) -> tuple[str, dict[str, Any]]:
@@ -80,7 +95,7 @@ def _optim(card: RunCard, prefix: str, notes: list[str]) -> list[str]:
 
 def _model(card: RunCard, prefix: str, notes: list[str]) -> list[str]:
     out = [
-        f"{prefix}.path={model_name(card)}",
+        f"{prefix}.path={_fmt(model_name(card), 'model')}",
         f"{prefix}.enable_gradient_checkpointing={_fmt(card.parallel.gradient_checkpointing)}",
     ]
     if card.parallel.activation_offload:
@@ -90,10 +105,8 @@ def _model(card: RunCard, prefix: str, notes: list[str]) -> list[str]:
         out += [
             f"{prefix}.lora_rank={card.lora.rank}",
             f"{prefix}.lora_alpha={_fmt(int(card.lora.alpha) if float(card.lora.alpha).is_integer() else card.lora.alpha)}",
-            f"{prefix}.target_modules={_fmt(t)}",
+            f"{prefix}.target_modules={_fmt(t, 'lora.targets')}",
         ]
-        if card.scope is Scope.QLORA:
-            notes.append("scope qlora: verl's FSDP trainer has no 4-bit base; exported as LoRA on a bf16 base")
         if card.lora.dropout:
             notes.append(f"lora.dropout {card.lora.dropout}: verl's FSDP LoRA has no dropout setting")
     if card.loss.chunked:
@@ -161,20 +174,42 @@ def _ppo(card: RunCard, notes: list[str]) -> list[str]:
         f"{A}.rollout.log_prob_micro_batch_size_per_gpu={ro.logprob_micro_batch_size or card.batch.micro_batch_size}",
         f"{A}.rollout.free_cache_engine={_fmt(ro.sleep_level > 0)}",
     ]
-    if ro.sleep_level > 0:
-        notes.append(f"rollout.sleep_level {ro.sleep_level}: verl's free_cache_engine=True sleeps vLLM at the level verl picks")
+    verl_level = verl_sleep_level(card, ro.sleep_level > 0)
+    if ro.sleep_level != verl_level:
+        notes.append(
+            f"rollout.sleep_level {ro.sleep_level}: verl's free_cache_engine=True sleeps vLLM at level {verl_level} "
+            "(2; 1 when only a LoRA adapter is synced); verl picks the level itself"
+        )
+    if not ro.cuda_graphs:
+        o.append(f"{A}.rollout.enforce_eager=True")
+    if ro.num_iterations > 1:
+        o.append(f"{A}.actor.ppo_epochs={ro.num_iterations}")
     if ro.placement is Placement.SPLIT:
         notes.append(
             f"rollout.placement split ({ro.gpus} rollout GPUs per node): verl's main_ppo trainer colocates rollout "
             "with the actor (hybrid_engine); exported colocated on every GPU. Use verl's one-step-off or fully-async "
             "recipes for a split"
         )
-    if non_default(card, "rollout.weight_sync"):
-        notes.append(f"rollout.weight_sync {ro.weight_sync.value}: verl's checkpoint_engine chooses the sync; not mapped")
+    sync = effective_weight_sync(card)
+    if sync is WeightSync.BUCKETED:
+        o.append(f"{A}.rollout.checkpoint_engine.update_weights_bucket_megabytes={BUCKET_MEGABYTES}")
+    else:
+        notes.append(
+            f"rollout.weight_sync {sync.value}: verl 0.9 always syncs in buckets (checkpoint_engine naive backend, "
+            f"update_weights_bucket_megabytes); the verl run is planned with --set rollout.weight_sync=bucketed"
+        )
+    if ro.async_mode.value != "none":
+        notes.append(f"rollout.async_mode {ro.async_mode.value}: main_ppo is synchronous; use verl's one-step-off or fully-async recipes")
+    if ro.response_len_mean is not None or non_default(card, "rollout.response_len_shape"):
+        notes.append("rollout.response_len_mean / response_len_shape: a property of the task, not a verl setting")
+    if non_default(card, "rollout.reward_seconds_per_sample") or non_default(card, "rollout.reward_workers"):
+        notes.append("rollout.reward_seconds_per_sample / reward_workers: set by your reward function, not a verl setting")
+    if non_default(card, "task.kind"):
+        notes.append(f"task.kind {card.task.kind.value}: verl's multi-turn rollout is configured in its agent loop, not here")
     # critic
     critic = critic_model(card, model_name(card))
     if critic is not None:
-        o += _model(card, "critic.model", []) if critic == model_name(card) else [f"critic.model.path={critic}"]
+        o += _model(card, "critic.model", []) if critic == model_name(card) else [f"critic.model.path={_fmt(critic, 'roles.critic')}"]
         strat, _ = _strategy(card, [])
         off = card.parallel.offload
         o.append(f"critic.strategy={strat}")
@@ -183,7 +218,7 @@ def _ppo(card: RunCard, notes: list[str]) -> list[str]:
         o.append(f"critic.ppo_micro_batch_size_per_gpu={card.batch.micro_batch_size}")
     rm = reward_model(card)
     if rm:
-        o += ["reward.reward_model.enable=True", f"reward.reward_model.model_path={rm}"]
+        o += ["reward.reward_model.enable=True", f"reward.reward_model.model_path={_fmt(rm, 'roles.reward_model')}"]
     o += [f"trainer.n_gpus_per_node={hw.gpus_per_node}", f"trainer.nnodes={hw.nodes}"]
     return o
 
@@ -202,8 +237,26 @@ def _sft(card: RunCard, notes: list[str]) -> list[str]:
     return o
 
 
+def verl_sleep_level(card: RunCard, free_cache_engine: bool) -> int:
+    """The vLLM sleep level verl uses: 0 without free_cache_engine; 1 when only a LoRA adapter is
+    synced; else 2 (vLLM >= 0.18; ``vllm_async_server.py`` ``_sleep_hybrid``)."""
+    if not free_cache_engine:
+        return 0
+    return 1 if card.scope is not Scope.FULL else 2
+
+
 def build(card: RunCard) -> Export:
     notes: list[str] = []
+    if card.scope is Scope.QLORA:
+        raise ExportError(
+            "scope: verl 0.9 has no 4-bit (QLoRA) base and would train LoRA on a bf16 base, which is another plan; "
+            "allowed for --to verl: full, lora (or export qlora --to trl / --to openrlhf)"
+        )
+    if not is_rl(card) and card.method is not Method.SFT:
+        raise ExportError(
+            f"method: verl 0.9 has no {card.method.value} trainer; allowed for --to verl: sft, ppo, grpo "
+            "(use --to trl or --to openrlhf)"
+        )
     if is_rl(card):
         overrides = _ppo(card, notes)
         cmd = "python3 -m verl.trainer.main_ppo"
@@ -212,15 +265,8 @@ def build(card: RunCard) -> Export:
         overrides = _sft(card, notes)
         cmd = f"torchrun --nnodes={card.hardware.nodes} --nproc_per_node={card.hardware.gpus_per_node} -m verl.trainer.sft_trainer"
         config = "sft_trainer_engine.yaml"
-    else:
-        overrides = []
-        cmd = ""
-        config = None
-        notes.append(f"method {card.method.value}: verl 0.9 has no {card.method.value} trainer; use --to trl or --to openrlhf")
     notes.extend(shared_notes(card, "verl"))
-    text = ""
-    if cmd:
-        text = cmd + " \\\n" + " \\\n".join(f"    {o}" for o in overrides) + "\n"
+    text = "#!/bin/sh\n" + cmd + " \\\n" + " \\\n".join(f"    {shlex.quote(o)}" for o in overrides) + "\n"
     data = {"command": cmd, "config": config, "overrides": overrides}
     return Export(target="verl", text=text, data=data, notes=notes, filename="run_verl.sh")
 

@@ -1,0 +1,807 @@
+"""Read a launch config back into card data: ``trainfit import FILE --from TARGET``.
+
+The inverse of ``trainfit.export``: each reader takes the text that exporter writes (and the
+same kind of file written by hand) and returns card data for ``load_card_dict``. Nothing in the
+file is executed: YAML through ``yaml.safe_load``, JSON through ``json.loads``, the TRL Python
+module through ``ast`` (literal values only), shell scripts through ``shlex`` (no shell runs).
+
+What a file does not say is left to the card's defaults; what it says that a card has no field
+for is returned as a note. A framework behaviour that is fixed (not a setting) is written as the
+card value it amounts to: DeepSpeed's fp32 master weights and optimizer states, TRL's and
+OpenRLHF's per-parameter weight sync, verl's bucketed sync and its vLLM sleep level.
+"""
+
+from __future__ import annotations
+
+import ast
+import shlex
+from dataclasses import dataclass, field
+from typing import Any
+
+from trainfit.errors import InputError
+from trainfit.export.common import TARGETS, hydra_unquote
+from trainfit.spec.dotted import merge_under, set_dotted
+
+MAX_BYTES = 4 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Imported:
+    """Card data read from a launch config, and what the file holds that a card cannot say."""
+
+    target: str
+    card: dict[str, Any]
+    notes: list[str] = field(default_factory=list)
+
+
+def _bad(target: str, why: str) -> InputError:
+    return InputError(f"--from {target}: {why}")
+
+
+def _num(target: str, key: str, v: Any, kind: type = int) -> Any:
+    """A number from the file, refused in one line when it is not one."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or (kind is int and isinstance(v, float) and not v.is_integer()):
+        try:
+            v = kind(str(v)) if not isinstance(v, bool) else None
+        except (TypeError, ValueError):
+            v = None
+        if v is None:
+            raise _bad(target, f"{key}: expected a number, got {v!r}")
+    return kind(v)
+
+
+def _ratio(total: int, part: int) -> int | None:
+    return total // part if part > 0 and total % part == 0 and total >= part else None
+
+
+# -- accelerate / DeepSpeed -----------------------------------------------------------------------
+
+_DS_STRATEGY = {0: "ddp", 1: "zero1", 2: "zero2", 3: "zero3"}
+_COMPUTE = {"bf16": "bf16", "fp16": "fp16", "no": "fp32", "fp32": "fp32"}
+
+
+def _deepspeed_precision(d: dict[str, Any], stage: int, compute: str) -> None:
+    """DeepSpeed's bf16/fp16 optimizer keeps fp32 master weights and fp32 optimizer states for its
+    ZeRO partition (deepspeed/runtime/bf16_optimizer.py, fp16/fused_optimizer.py)."""
+    if stage >= 1 and compute in ("bf16", "fp16"):
+        set_dotted(d, "precision.master_weights", "fp32")
+        set_dotted(d, "precision.optimizer_states", "fp32")
+
+
+def read_deepspeed(text: str) -> Imported:
+    t = "deepspeed"
+    from trainfit.spec.safe_yaml import load_json_limited
+
+    cfg = load_json_limited(text, what="--from deepspeed")
+    if not isinstance(cfg, dict):
+        raise _bad(t, "the file must hold a JSON object")
+    d: dict[str, Any] = {}
+    notes: list[str] = []
+    mb = _num(t, "train_micro_batch_size_per_gpu", cfg.get("train_micro_batch_size_per_gpu", 1))
+    ga = _num(t, "gradient_accumulation_steps", cfg.get("gradient_accumulation_steps", 1))
+    set_dotted(d, "batch.micro_batch_size", mb)
+    set_dotted(d, "batch.grad_accum", ga)
+    zero = cfg.get("zero_optimization") or {}
+    if not isinstance(zero, dict):
+        raise _bad(t, "zero_optimization: expected an object")
+    stage = _num(t, "zero_optimization.stage", zero.get("stage", 0))
+    if stage not in _DS_STRATEGY:
+        raise _bad(t, f"zero_optimization.stage: {stage} is not a ZeRO stage; allowed: 0, 1, 2, 3")
+    strategy = _DS_STRATEGY[stage]
+    world = None
+    if "train_batch_size" in cfg:
+        world = _ratio(_num(t, "train_batch_size", cfg["train_batch_size"]), mb * ga)
+        if world is None:
+            notes.append("train_batch_size is not a multiple of micro-batch x accumulation; GPU count left at the card default")
+    hpz = zero.get("zero_hpz_partition_size")
+    if stage == 3 and hpz and _num(t, "zero_hpz_partition_size", hpz) > 1:
+        strategy = "hsdp"
+        per_node = _num(t, "zero_hpz_partition_size", hpz)
+        if world is not None and world % per_node == 0:
+            set_dotted(d, "hardware.gpus_per_node", per_node)
+            set_dotted(d, "hardware.nodes", world // per_node)
+    elif world is not None:
+        set_dotted(d, "hardware.gpus_per_node", world)
+        set_dotted(d, "hardware.nodes", 1)
+        notes.append("hardware: a DeepSpeed config holds the world size only; read as one node (--set hardware.nodes=N)")
+    set_dotted(d, "parallel.strategy", strategy)
+    off = "none"
+    if isinstance(zero.get("offload_optimizer"), dict) and zero["offload_optimizer"].get("device", "none") != "none":
+        off = "optimizer"
+    if isinstance(zero.get("offload_param"), dict) and zero["offload_param"].get("device", "none") != "none":
+        off = "params_and_optimizer"
+    set_dotted(d, "parallel.offload", off)
+    compute = "fp32"
+    if isinstance(cfg.get("bf16"), dict) and cfg["bf16"].get("enabled"):
+        compute = "bf16"
+    elif isinstance(cfg.get("fp16"), dict) and cfg["fp16"].get("enabled"):
+        compute = "fp16"
+    set_dotted(d, "precision.compute", compute)
+    _deepspeed_precision(d, stage, compute)
+    gad = (cfg.get("data_types") or {}).get("grad_accum_dtype") if isinstance(cfg.get("data_types"), dict) else None
+    if gad:
+        if gad not in ("fp32", "bf16", "fp16"):
+            raise _bad(t, f"data_types.grad_accum_dtype: {gad!r}; allowed: fp32, bf16, fp16")
+        set_dotted(d, "precision.grads", gad)
+    if "optimizer" in cfg:
+        notes.append("optimizer: a DeepSpeed optimizer block has no card field; the card's optimizer is AdamW unless set")
+    return Imported(t, d, notes)
+
+
+def read_accelerate(text: str) -> Imported:
+    from trainfit.spec.safe_yaml import load_yaml_limited
+
+    t = "accelerate"
+    cfg = load_yaml_limited(text, what="--from accelerate")
+    if not isinstance(cfg, dict):
+        raise _bad(t, "the file must hold a mapping")
+    d: dict[str, Any] = {}
+    notes: list[str] = []
+    machines = _num(t, "num_machines", cfg.get("num_machines", 1))
+    procs = _num(t, "num_processes", cfg.get("num_processes", 1))
+    if machines < 1 or procs < 1:
+        raise _bad(t, "num_machines and num_processes must be at least 1")
+    per_node = _ratio(procs, machines)
+    if per_node is None:
+        raise _bad(t, f"num_processes {procs} is not a multiple of num_machines {machines}")
+    set_dotted(d, "hardware.nodes", machines)
+    set_dotted(d, "hardware.gpus_per_node", per_node)
+    mp = str(cfg.get("mixed_precision", "no"))
+    if mp not in _COMPUTE:
+        raise _bad(t, f"mixed_precision: {mp!r}; allowed: no, bf16, fp16")
+    compute = _COMPUTE[mp]
+    set_dotted(d, "precision.compute", compute)
+    dist = str(cfg.get("distributed_type", "NO"))
+    if dist == "NO":
+        set_dotted(d, "parallel.strategy", "single")
+    elif dist == "MULTI_GPU":
+        set_dotted(d, "parallel.strategy", "ddp")
+    elif dist == "DEEPSPEED":
+        ds = cfg.get("deepspeed_config") or {}
+        if not isinstance(ds, dict):
+            raise _bad(t, "deepspeed_config: expected a mapping")
+        if ds.get("deepspeed_config_file"):
+            notes.append("deepspeed_config.deepspeed_config_file: import that JSON with --from deepspeed")
+        stage = _num(t, "deepspeed_config.zero_stage", ds.get("zero_stage", 0))
+        if stage not in _DS_STRATEGY:
+            raise _bad(t, f"deepspeed_config.zero_stage: {stage}; allowed: 0, 1, 2, 3")
+        set_dotted(d, "parallel.strategy", _DS_STRATEGY[stage])
+        off = "none"
+        if ds.get("offload_optimizer_device", "none") not in ("none", None):
+            off = "optimizer"
+        if ds.get("offload_param_device", "none") not in ("none", None):
+            off = "params_and_optimizer"
+        set_dotted(d, "parallel.offload", off)
+        if "gradient_accumulation_steps" in ds:
+            set_dotted(d, "batch.grad_accum", _num(t, "gradient_accumulation_steps", ds["gradient_accumulation_steps"]))
+        _deepspeed_precision(d, stage, compute)
+    elif dist == "FSDP":
+        fc = cfg.get("fsdp_config") or {}
+        if not isinstance(fc, dict):
+            raise _bad(t, "fsdp_config: expected a mapping")
+        version = _num(t, "fsdp_config.fsdp_version", fc.get("fsdp_version", 1))
+        if version == 2:
+            strategy = "fsdp" if fc.get("fsdp_reshard_after_forward", True) else "fsdp_grad_op"
+        else:
+            ss = str(fc.get("fsdp_sharding_strategy", "FULL_SHARD"))
+            strategy = {"FULL_SHARD": "fsdp", "1": "fsdp", "SHARD_GRAD_OP": "fsdp_grad_op", "2": "fsdp_grad_op",
+                        "HYBRID_SHARD": "hsdp", "4": "hsdp", "NO_SHARD": "ddp", "3": "ddp"}.get(ss)
+            if strategy is None:
+                raise _bad(t, f"fsdp_config.fsdp_sharding_strategy: {ss!r}; allowed: FULL_SHARD, SHARD_GRAD_OP, HYBRID_SHARD, NO_SHARD")
+        set_dotted(d, "parallel.strategy", strategy)
+        set_dotted(d, "parallel.offload", "params_and_optimizer" if fc.get("fsdp_offload_params") else "none")
+        gc = bool(fc.get("fsdp_activation_checkpointing", False))
+        set_dotted(d, "parallel.gradient_checkpointing", gc)
+        if fc.get("fsdp_activation_checkpointing_offload"):
+            set_dotted(d, "parallel.activation_offload", True)
+    else:
+        raise _bad(t, f"distributed_type: {dist!r}; allowed: NO, MULTI_GPU, DEEPSPEED, FSDP")
+    if isinstance(cfg.get("dynamo_config"), dict) and str(cfg["dynamo_config"].get("dynamo_backend", "NO")).upper() != "NO":
+        set_dotted(d, "parallel.compile", True)
+    return Imported(t, d, notes)
+
+
+# -- TRL ------------------------------------------------------------------------------------------
+
+_TRL_METHOD = {"SFTConfig": "sft", "RewardConfig": "rm", "DPOConfig": "dpo", "GRPOConfig": "grpo", "TrainingArguments": "ppo"}
+_TRL_OPTIM = {
+    "adamw_torch_fused": ("adamw", "fused"), "adamw_torch": ("adamw", "foreach"), "adamw_8bit": ("adamw_8bit", None),
+    "paged_adamw_32bit": ("paged_adamw", None), "paged_adamw_8bit": ("paged_adamw_8bit", None), "sgd": ("sgd", None),
+    "adafactor": ("adafactor", None),
+}
+_HF_DTYPE = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
+_HF_ATTN = {"sdpa": "sdpa", "flash_attention_2": "flash", "eager": "eager"}
+
+
+def _literal(node: ast.AST, where: str) -> Any:
+    try:
+        return ast.literal_eval(node)
+    except ValueError:
+        raise _bad("trl", f"{where}: not a literal value (line {getattr(node, 'lineno', '?')})") from None
+
+
+def _call_kwargs(node: ast.Call, where: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for kw in node.keywords:
+        if kw.arg is None:
+            raise _bad("trl", f"{where}: **kwargs are not read")
+        if kw.arg == "model_init_kwargs" and isinstance(kw.value, ast.Dict):
+            inner: dict[str, Any] = {}
+            for k, v in zip(kw.value.keys, kw.value.values):
+                if k is None:
+                    raise _bad("trl", f"{where}.model_init_kwargs: ** is not read")
+                key = _literal(k, where)
+                inner[key] = v if key == "quantization_config" else _literal(v, f"{where}.model_init_kwargs.{key}")
+            out[kw.arg] = inner
+        else:
+            out[kw.arg] = _literal(kw.value, f"{where}.{kw.arg}")
+    return out
+
+
+def _parse_trl(text: str) -> dict[str, Any]:
+    try:
+        tree = ast.parse(text)
+    except SyntaxError as exc:
+        raise _bad("trl", f"not Python (line {exc.lineno}: {exc.msg})") from None
+    found: dict[str, Any] = {}
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.Import, ast.ImportFrom, ast.Expr)) and not (
+            isinstance(stmt, ast.Expr) and not isinstance(stmt.value, ast.Constant)
+        ):
+            continue
+        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)):
+            raise _bad("trl", f"line {stmt.lineno}: only imports and NAME = value assignments are read")
+        name, value = stmt.targets[0].id, stmt.value
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
+            cls = value.func.id
+            if name == "args":
+                if cls not in _TRL_METHOD:
+                    raise _bad("trl", f"args: {cls} is not a TRL config; allowed: {', '.join(_TRL_METHOD)}")
+                found["config_class"] = cls
+                found["args"] = _call_kwargs(value, "args")
+            elif name == "peft_config" and cls == "LoraConfig":
+                found["peft"] = _call_kwargs(value, "peft_config")
+            else:
+                raise _bad("trl", f"line {stmt.lineno}: {name} = {cls}(...) is not read")
+        else:
+            found[name] = _literal(value, name)
+    if "args" not in found:
+        raise _bad("trl", "no 'args = <TRL config>(...)' assignment")
+    return found
+
+
+def _devices(cmd: str) -> tuple[int | None, list[str]]:
+    """(number of CUDA_VISIBLE_DEVICES, argv) of a launch line."""
+    argv = shlex.split(cmd)
+    n = None
+    if argv and argv[0].startswith("CUDA_VISIBLE_DEVICES="):
+        ids = argv.pop(0).split("=", 1)[1]
+        n = len([x for x in ids.split(",") if x])
+    return n, argv
+
+
+def _flag(argv: list[str], name: str) -> str | None:
+    for i, tok in enumerate(argv):
+        if tok == name and i + 1 < len(argv):
+            return argv[i + 1]
+        if tok.startswith(name + "="):
+            return tok.split("=", 1)[1]
+    return None
+
+
+def read_trl(text: str, companion: Imported | None = None) -> Imported:
+    from trainfit.export.trl import trl_weight_sync
+    from trainfit.spec.enums import Scope, Strategy
+
+    t = "trl"
+    f = _parse_trl(text)
+    d: dict[str, Any] = dict(companion.card) if companion else {}
+    notes: list[str] = list(companion.notes) if companion else [
+        "parallel and hardware: in the accelerate.yaml the launch line names (import it with --with accelerate.yaml)"
+    ]
+    cls = f["config_class"]
+    method = _TRL_METHOD[cls]
+    if cls == "TrainingArguments":
+        notes.append("TrainingArguments: read as PPO (trainfit exports PPO for TRL as the shared TrainingArguments)")
+    set_dotted(d, "method", method)
+    if "model" in f:
+        if not isinstance(f["model"], str):
+            raise _bad(t, "model: expected a string")
+        d["model"] = f["model"]
+    a = f["args"]
+    if "per_device_train_batch_size" in a:
+        set_dotted(d, "batch.micro_batch_size", _num(t, "per_device_train_batch_size", a["per_device_train_batch_size"]))
+    if "gradient_accumulation_steps" in a and not (companion and "grad_accum" in (companion.card.get("batch") or {})):
+        set_dotted(d, "batch.grad_accum", _num(t, "gradient_accumulation_steps", a["gradient_accumulation_steps"]))
+    elif "gradient_accumulation_steps" in a:
+        set_dotted(d, "batch.grad_accum", _num(t, "gradient_accumulation_steps", a["gradient_accumulation_steps"]))
+    fsdp_ckpt = companion is not None and (d.get("parallel") or {}).get("strategy") in ("fsdp", "fsdp_grad_op", "hsdp")
+    if "gradient_checkpointing" in a and not (fsdp_ckpt and a["gradient_checkpointing"] is False):
+        set_dotted(d, "parallel.gradient_checkpointing", bool(a["gradient_checkpointing"]))
+    compute = "bf16" if a.get("bf16") else "fp16" if a.get("fp16") else "fp32"
+    set_dotted(d, "precision.compute", compute)
+    if "optim" in a:
+        o = _TRL_OPTIM.get(str(a["optim"]))
+        if o is None:
+            raise _bad(t, f"args.optim: {a['optim']!r} has no card optimizer; allowed: {', '.join(_TRL_OPTIM)}")
+        set_dotted(d, "precision.optimizer", o[0])
+        if o[1]:
+            set_dotted(d, "precision.optimizer_impl", o[1])
+    if a.get("torch_compile"):
+        set_dotted(d, "parallel.compile", True)
+    if a.get("use_liger_kernel"):
+        set_dotted(d, "loss.chunked", True)
+    if a.get("activation_offloading"):
+        set_dotted(d, "parallel.activation_offload", True)
+    if "output_dir" in a and a["output_dir"] != "./checkpoints":
+        set_dotted(d, "checkpoint.path", str(a["output_dir"]))
+    for src, dst in (("save_steps", "checkpoint.every_steps"), ("save_total_limit", "checkpoint.keep")):
+        if isinstance(a.get(src), int) and not isinstance(a.get(src), bool) and a[src] >= 1:
+            set_dotted(d, dst, a[src])
+    mik = a.get("model_init_kwargs") or {}
+    quant = f.get("quantization")
+    if "max_length" in a and method in ("sft", "rm", "dpo"):
+        set_dotted(d, "batch.seq_len", _num(t, "max_length", a["max_length"]))
+    if method == "dpo":
+        if "beta" in a:
+            set_dotted(d, "roles.kl_coef", _num(t, "beta", a["beta"], float))
+        if a.get("precompute_ref_log_probs"):
+            set_dotted(d, "roles.reference", "precomputed")
+    peft = f.get("peft")
+    scope = "full"
+    if peft:
+        scope = "qlora" if quant else "lora"
+        lora: dict[str, Any] = {}
+        for src, dst in (("r", "rank"), ("lora_alpha", "alpha"), ("lora_dropout", "dropout"), ("target_modules", "targets")):
+            if src in peft:
+                lora[dst] = peft[src]
+        if quant and "bnb_4bit_use_double_quant" in quant:
+            lora["double_quant"] = bool(quant["bnb_4bit_use_double_quant"])
+        d["lora"] = lora
+    elif quant:
+        raise _bad(t, "quantization without peft_config: a 4-bit base needs a LoRA adapter (scope qlora)")
+    d["scope"] = scope
+    if quant:
+        if quant.get("bnb_4bit_quant_type", "nf4") != "nf4" or not quant.get("load_in_4bit"):
+            raise _bad(t, "quantization: only 4-bit nf4 (QLoRA) is a card setting")
+        if mik.get("dtype") not in (None, quant.get("bnb_4bit_quant_storage", mik.get("dtype"))):
+            notes.append("quantization.bnb_4bit_quant_storage differs from the model dtype: FSDP cannot shard the 4-bit base")
+    elif "dtype" in mik:
+        w = _HF_DTYPE.get(str(mik["dtype"]))
+        if w is None:
+            raise _bad(t, f"model_init_kwargs.dtype: {mik['dtype']!r}; allowed: {', '.join(_HF_DTYPE)}")
+        set_dotted(d, "precision.weights", w)
+    if "attn_implementation" in mik:
+        at = _HF_ATTN.get(str(mik["attn_implementation"]))
+        if at is None:
+            raise _bad(t, f"model_init_kwargs.attn_implementation: {mik['attn_implementation']!r}; allowed: {', '.join(_HF_ATTN)}")
+        d["attention"] = at
+    if method == "grpo":
+        ro: dict[str, Any] = {}
+        ng = _num(t, "num_generations", a.get("num_generations", 8))
+        ro["num_generations"] = ng
+        if "max_completion_length" in a:
+            ro["response_len"] = _num(t, "max_completion_length", a["max_completion_length"])
+        if "generation_batch_size" in a:
+            gbs = _num(t, "generation_batch_size", a["generation_batch_size"])
+            ro["prompts_per_step"] = max(1, gbs // ng)
+        if "beta" in a:
+            set_dotted(d, "roles.kl_coef", _num(t, "beta", a["beta"], float))
+        if "num_iterations" in a:
+            ro["num_iterations"] = _num(t, "num_iterations", a["num_iterations"])
+        if a.get("use_vllm"):
+            ro["engine"] = "vllm"
+            if "vllm_max_model_length" in a and "response_len" in ro:
+                ro["prompt_len"] = max(1, _num(t, "vllm_max_model_length", a["vllm_max_model_length"]) - ro["response_len"])
+            if a.get("vllm_mode", "colocate") == "colocate":
+                ro["placement"] = "colocate"
+                for src, dst, k in (("vllm_gpu_memory_utilization", "gpu_memory_utilization", float),
+                                    ("vllm_tensor_parallel_size", "tensor_parallel", int)):
+                    if src in a:
+                        ro[dst] = _num(t, src, a[src], k)
+                ro["sleep_level"] = 2 if a.get("vllm_enable_sleep_mode") else 0
+            else:
+                ro["placement"] = "split"
+                serve = f.get("vllm_serve")
+                if isinstance(serve, str):
+                    n, argv = _devices(serve)
+                    if n:
+                        ro["gpus"] = n
+                    for flag, dst, k in (("--tensor_parallel_size", "tensor_parallel", int),
+                                         ("--gpu_memory_utilization", "gpu_memory_utilization", float)):
+                        v = _flag(argv, flag)
+                        if v is not None:
+                            ro[dst] = _num(t, flag, v, k)
+                launch = f.get("launch")
+                if isinstance(launch, str) and "gpus" in ro:
+                    n, _ = _devices(launch)
+                    if n:
+                        set_dotted(d, "hardware.gpus_per_node", n + ro["gpus"])
+        else:
+            ro["engine"] = "hf"
+        scope_e, strategy = Scope(scope), Strategy((d.get("parallel") or {}).get("strategy", "fsdp"))
+        ro["weight_sync"] = trl_weight_sync(scope_e, strategy).value
+        set_dotted(d, "rollout", ro)
+    return Imported(t, d, notes)
+
+
+# -- verl -----------------------------------------------------------------------------------------
+
+
+def _hydra_scalar(v: str) -> Any:
+    q = hydra_unquote(v)
+    if q is not None:
+        return q
+    if v.startswith("[") and v.endswith("]"):
+        return [_hydra_scalar(x) for x in _split_list(v[1:-1])]
+    if v in ("True", "true"):
+        return True
+    if v in ("False", "false"):
+        return False
+    if v in ("null", "None"):
+        return None
+    try:
+        return int(v)
+    except ValueError:
+        pass
+    try:
+        return float(v)
+    except ValueError:
+        return v
+
+
+def _split_list(s: str) -> list[str]:
+    out: list[str] = []
+    cur: list[str] = []
+    i, quoted = 0, False
+    while i < len(s):
+        c = s[i]
+        if quoted and c == "\\" and i + 1 < len(s):
+            cur.append(s[i : i + 2])
+            i += 2
+            continue
+        if c == "'":
+            quoted = not quoted
+        if c == "," and not quoted:
+            out.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(c)
+        i += 1
+    if cur or out:
+        out.append("".join(cur).strip())
+    return [x for x in out if x != ""]
+
+
+def _shell_argv(text: str, target: str) -> list[str]:
+    try:
+        lex = shlex.shlex(text, posix=True, punctuation_chars=False)
+        lex.whitespace_split = True
+        lex.commenters = "#"
+        argv = [tok for tok in lex if tok != "\n"]
+    except ValueError as exc:
+        raise _bad(target, f"not a shell command line ({exc})") from None
+    return argv
+
+
+def read_verl(text: str) -> Imported:
+    from trainfit.export.verl import verl_sleep_level
+    from trainfit.spec.card import RunCard
+    from trainfit.spec.enums import Scope
+
+    t = "verl"
+    argv = _shell_argv(text, t)
+    o: dict[str, Any] = {}
+    sft = any("verl.trainer.sft_trainer" in a for a in argv)
+    if not sft and not any("verl.trainer.main_ppo" in a for a in argv):
+        raise _bad(t, "expected 'python3 -m verl.trainer.main_ppo' or '-m verl.trainer.sft_trainer' overrides")
+    for tok in argv:
+        if "=" not in tok or tok.startswith("-"):
+            continue
+        key, _, value = tok.partition("=")
+        o[key.lstrip("+")] = _hydra_scalar(value)
+    d: dict[str, Any] = {}
+    notes: list[str] = []
+    P = "model" if sft else "actor_rollout_ref.model"
+
+    def get(k: str, default: Any = None) -> Any:
+        return o.get(k, default)
+
+    if get(f"{P}.path") is not None:
+        d["model"] = str(get(f"{P}.path"))
+    set_dotted(d, "parallel.gradient_checkpointing", bool(get(f"{P}.enable_gradient_checkpointing", True)))
+    if get(f"{P}.enable_activation_offload"):
+        set_dotted(d, "parallel.activation_offload", True)
+    if get(f"{P}.use_fused_kernels"):
+        set_dotted(d, "loss.chunked", True)
+    attn = get(f"{P}.override_config.attn_implementation")
+    d["attention"] = _HF_ATTN.get(str(attn), "flash") if attn is not None else "flash"
+    scope = "full"
+    if _num(t, "lora_rank", get(f"{P}.lora_rank", 0)) > 0:
+        scope = "lora"
+        lora = {"rank": _num(t, "lora_rank", get(f"{P}.lora_rank"))}
+        if get(f"{P}.lora_alpha") is not None:
+            lora["alpha"] = _num(t, "lora_alpha", get(f"{P}.lora_alpha"), float)
+        if get(f"{P}.target_modules") is not None:
+            lora["targets"] = get(f"{P}.target_modules")
+        d["lora"] = lora
+    d["scope"] = scope
+    E = "engine" if sft else "actor_rollout_ref.actor.fsdp_config"
+    strategy = "fsdp"
+    if get(f"{E}.reshard_after_forward") is False:
+        strategy = "fsdp_grad_op"
+    if get(f"{E}.fsdp_size") not in (None, -1):
+        strategy = "hsdp"
+    set_dotted(d, "parallel.strategy", strategy)
+    off = "params_and_optimizer" if get(f"{E}.param_offload") else "optimizer" if get(f"{E}.optimizer_offload") else "none"
+    set_dotted(d, "parallel.offload", off)
+    set_dotted(d, "precision.weights", "bf16" if get(f"{E}.model_dtype") == "bf16" else "fp32")
+    set_dotted(d, "precision.compute", "bf16")
+    opt_base = "optim" if sft else "actor_rollout_ref.actor.optim"
+    name = get(f"{opt_base}.optimizer")
+    if name is not None:
+        opt = {"AdamW": "adamw", "AdamW8bit": "adamw_8bit", "PagedAdamW32bit": "paged_adamw",
+               "PagedAdamW8bit": "paged_adamw_8bit", "SGD": "sgd"}.get(str(name))
+        if opt is None:
+            raise _bad(t, f"{opt_base}.optimizer: {name!r} has no card optimizer")
+        set_dotted(d, "precision.optimizer", opt)
+    gpn = _num(t, "trainer.n_gpus_per_node", get("trainer.n_gpus_per_node", 8))
+    nodes = _num(t, "trainer.nnodes", get("trainer.nnodes", 1))
+    set_dotted(d, "hardware.gpus_per_node", gpn)
+    set_dotted(d, "hardware.nodes", nodes)
+    if strategy == "hsdp" and get(f"{E}.fsdp_size") != gpn:
+        notes.append(f"{E}.fsdp_size {get(f'{E}.fsdp_size')}: a card's HSDP shards within a node ({gpn} GPUs)")
+    world = gpn * nodes
+    if sft:
+        d["method"] = "sft"
+        mb = _num(t, "data.micro_batch_size_per_gpu", get("data.micro_batch_size_per_gpu", 1))
+        set_dotted(d, "batch.micro_batch_size", mb)
+        if get("data.train_batch_size") is not None:
+            ga = _ratio(_num(t, "data.train_batch_size", get("data.train_batch_size")), mb * world)
+            if ga is None:
+                notes.append("data.train_batch_size is not a multiple of micro-batch x GPUs; batch.grad_accum left at 1")
+            else:
+                set_dotted(d, "batch.grad_accum", ga)
+        if get("data.max_length") is not None:
+            set_dotted(d, "batch.seq_len", _num(t, "data.max_length", get("data.max_length")))
+        return Imported(t, d, notes)
+    A = "actor_rollout_ref"
+    d["method"] = "grpo" if get("algorithm.adv_estimator") == "grpo" else "ppo"
+    ro: dict[str, Any] = {"engine": "vllm", "placement": "colocate"}
+    if get(f"{A}.rollout.name", "vllm") != "vllm":
+        notes.append(f"{A}.rollout.name {get(f'{A}.rollout.name')}: planned as vLLM")
+    for src, dst, k in (("data.train_batch_size", "prompts_per_step", int), ("data.max_prompt_length", "prompt_len", int),
+                        ("data.max_response_length", "response_len", int), (f"{A}.rollout.n", "num_generations", int),
+                        (f"{A}.rollout.gpu_memory_utilization", "gpu_memory_utilization", float),
+                        (f"{A}.rollout.tensor_model_parallel_size", "tensor_parallel", int),
+                        (f"{A}.rollout.max_num_seqs", "max_num_seqs", int),
+                        (f"{A}.rollout.max_num_batched_tokens", "max_num_batched_tokens", int),
+                        (f"{A}.rollout.log_prob_micro_batch_size_per_gpu", "logprob_micro_batch_size", int),
+                        (f"{A}.actor.ppo_epochs", "num_iterations", int)):
+        v = get(src)
+        if v is not None:
+            ro[dst] = _num(t, src, v, k)
+    # verl defaults (rollout.yaml): gpu_memory_utilization 0.5, tensor_model_parallel_size 2, free_cache_engine True
+    ro.setdefault("gpu_memory_utilization", 0.5)
+    ro.setdefault("tensor_parallel", 2)
+    ro["cuda_graphs"] = not bool(get(f"{A}.rollout.enforce_eager", False))
+    free = bool(get(f"{A}.rollout.free_cache_engine", True))
+    ro["sleep_level"] = verl_sleep_level(RunCard(scope=Scope(scope)), free)
+    ro["weight_sync"] = "bucketed"
+    mb_bytes = get(f"{A}.rollout.checkpoint_engine.update_weights_bucket_megabytes", 2048)
+    if mb_bytes != 1024:
+        notes.append(
+            f"{A}.rollout.checkpoint_engine.update_weights_bucket_megabytes {mb_bytes}: planned with trainfit's 1024 MiB bucket"
+        )
+    mb = _num(t, "ppo_micro_batch_size_per_gpu", get(f"{A}.actor.ppo_micro_batch_size_per_gpu", 1))
+    set_dotted(d, "batch.micro_batch_size", mb)
+    mini = get(f"{A}.actor.ppo_mini_batch_size")
+    ng = ro.get("num_generations", 8)
+    if mini is not None:
+        mini = _num(t, "ppo_mini_batch_size", mini)
+        ga = _ratio(mini * ng, mb * world)
+        if ga is None:
+            notes.append("ppo_mini_batch_size x n is not a multiple of micro-batch x GPUs; batch.grad_accum left at 1")
+        else:
+            set_dotted(d, "batch.grad_accum", ga)
+        steps = _ratio(ro.get("prompts_per_step", 16), mini)
+        if steps:
+            ro["mini_batches"] = steps
+    if d["method"] == "grpo":
+        kl = _num(t, "kl_loss_coef", get(f"{A}.actor.kl_loss_coef", 0.001), float) if get(f"{A}.actor.use_kl_loss") else 0.0
+    else:
+        kl = _num(t, "kl_coef", get("algorithm.kl_ctrl.kl_coef", 0.001), float) if get("algorithm.use_kl_in_reward") else 0.0
+    set_dotted(d, "roles.kl_coef", kl)
+    if kl > 0:
+        if scope != "full":
+            ref = "lora_disabled"  # verl runs the reference as the actor with its adapter disabled (ref_in_actor)
+        else:
+            ref = "cpu" if get(f"{A}.ref.fsdp_config.param_offload") else "gpu"
+        set_dotted(d, "roles.reference", ref)
+    else:
+        set_dotted(d, "roles.reference", "none")
+    if get("critic.model.path") is not None and d["method"] == "ppo":
+        c = str(get("critic.model.path"))
+        set_dotted(d, "roles.critic", "same_as_actor" if c == d.get("model") else c)
+    if get("reward.reward_model.enable") and get("reward.reward_model.model_path") is not None:
+        set_dotted(d, "roles.reward_model", str(get("reward.reward_model.model_path")))
+    set_dotted(d, "rollout", ro)
+    return Imported(t, d, notes)
+
+
+# -- OpenRLHF -------------------------------------------------------------------------------------
+
+_ORLHF_SCRIPT = {"train_sft": "sft", "train_dpo": "dpo", "train_rm": "rm", "train_ppo_ray": "ppo"}
+
+
+def _openrlhf_flags(argv: list[str]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    cur: str | None = None
+    for tok in argv:
+        if tok.startswith("--") and "." in tok.split("=", 1)[0]:
+            if "=" in tok:
+                k, v = tok.split("=", 1)
+                out[k] = [v]
+                cur = None
+            else:
+                out[tok] = []
+                cur = tok
+        elif cur is not None:
+            out[cur].append(tok)
+    return out
+
+
+def read_openrlhf(text: str) -> Imported:
+    t = "openrlhf"
+    argv = _shell_argv(text, t)
+    script = next((a.rsplit(".", 1)[1] for a in argv if a.startswith("openrlhf.cli.")), None)
+    if script not in _ORLHF_SCRIPT:
+        raise _bad(t, "expected an openrlhf.cli.train_sft|train_dpo|train_rm|train_ppo_ray command")
+    fl = _openrlhf_flags(argv)
+
+    def one(k: str, kind: type = str, default: Any = None) -> Any:
+        v = fl.get(k)
+        if not v:
+            return default
+        return v[0] if kind is str else _num(t, k, v[0], kind)
+
+    d: dict[str, Any] = {}
+    notes: list[str] = []
+    method = _ORLHF_SCRIPT[script]
+    rl = method == "ppo"
+    if rl and one("--algo.advantage.estimator") == "group_norm":
+        method = "grpo"
+    d["method"] = method
+    model = one("--actor.model_name_or_path") if rl else one("--model.model_name_or_path")
+    if model is not None:
+        d["model"] = model
+    stage = one("--ds.zero_stage", int, 2)
+    if stage not in _DS_STRATEGY:
+        raise _bad(t, f"--ds.zero_stage {stage}; allowed: 0, 1, 2, 3")
+    strategy = _DS_STRATEGY[stage]
+    if stage == 3 and "--ds.zpg" in fl:
+        strategy = "hsdp"
+    set_dotted(d, "parallel.strategy", strategy)
+    set_dotted(d, "parallel.offload", "optimizer" if "--ds.adam_offload" in fl else "none")
+    gc_flag = "--actor.gradient_checkpointing_enable" if rl else "--model.gradient_checkpointing_enable"
+    set_dotted(d, "parallel.gradient_checkpointing", gc_flag in fl)
+    compute = one("--ds.param_dtype", str, "bf16")
+    if compute not in ("bf16", "fp16"):
+        raise _bad(t, f"--ds.param_dtype {compute!r}; allowed: bf16, fp16")
+    set_dotted(d, "precision.compute", compute)
+    _deepspeed_precision(d, stage, compute)
+    attn = one("--ds.attn_implementation")
+    if attn is not None:
+        if attn not in _HF_ATTN:
+            raise _bad(t, f"--ds.attn_implementation {attn!r}; allowed: {', '.join(_HF_ATTN)}")
+        d["attention"] = _HF_ATTN[attn]
+    if "--ds.use_liger_kernel" in fl:
+        set_dotted(d, "loss.chunked", True)
+    scope = "full"
+    if "--ds.lora.rank" in fl and one("--ds.lora.rank", int, 0) > 0:
+        scope = "qlora" if "--ds.load_in_4bit" in fl else "lora"
+        lora: dict[str, Any] = {"rank": one("--ds.lora.rank", int)}
+        if "--ds.lora.alpha" in fl:
+            lora["alpha"] = one("--ds.lora.alpha", float)
+        if fl.get("--ds.lora.target_modules"):
+            tm = fl["--ds.lora.target_modules"]
+            lora["targets"] = tm[0] if tm == ["all-linear"] else tm
+        if "--ds.lora.dropout" in fl:
+            lora["dropout"] = one("--ds.lora.dropout", float)
+        d["lora"] = lora
+    d["scope"] = scope
+    mb = one("--train.micro_batch_size", int, 1)
+    set_dotted(d, "batch.micro_batch_size", mb)
+    if not rl:
+        nodes = _num(t, "--num_nodes", _flag(argv, "--num_nodes") or 1)
+        gpn = _num(t, "--num_gpus", _flag(argv, "--num_gpus") or 8)
+        set_dotted(d, "hardware.nodes", nodes)
+        set_dotted(d, "hardware.gpus_per_node", gpn)
+        train_world = nodes * gpn
+        if "--data.max_len" in fl:
+            set_dotted(d, "batch.seq_len", one("--data.max_len", int))
+        if method == "dpo":
+            if "--model.beta" in fl:
+                set_dotted(d, "roles.kl_coef", one("--model.beta", float))
+            set_dotted(d, "roles.reference", "cpu" if "--ref.offload" in fl else "gpu")
+    else:
+        nodes = one("--actor.num_nodes", int, 1)
+        per_node = one("--actor.num_gpus_per_node", int, 8)
+        ro: dict[str, Any] = {"weight_sync": "per_parameter"}
+        engines = one("--vllm.num_engines", int, 0)
+        if engines == 0:
+            ro["engine"] = "hf"
+            gpn = per_node
+        else:
+            ro["engine"] = "vllm"
+            tp = one("--vllm.tensor_parallel_size", int, 1)
+            ro["tensor_parallel"] = tp
+            if "--vllm.gpu_memory_utilization" in fl:
+                ro["gpu_memory_utilization"] = one("--vllm.gpu_memory_utilization", float)
+            if "--train.colocate_all" in fl:
+                ro["placement"] = "colocate"
+                gpn = per_node
+                ro["sleep_level"] = 1 if "--vllm.enable_sleep" in fl else 0
+            else:
+                ro["placement"] = "split"
+                rollout_gpus = _ratio(engines * tp, nodes)
+                if rollout_gpus is None:
+                    raise _bad(t, "--vllm.num_engines x tensor_parallel_size is not a multiple of --actor.num_nodes")
+                ro["gpus"] = rollout_gpus
+                gpn = per_node + rollout_gpus
+        set_dotted(d, "hardware.nodes", nodes)
+        set_dotted(d, "hardware.gpus_per_node", gpn)
+        train_world = nodes * per_node
+        for flag, dst in (("--rollout.batch_size", "prompts_per_step"), ("--rollout.n_samples_per_prompt", "num_generations"),
+                          ("--rollout.max_new_tokens", "response_len"), ("--rollout.micro_batch_size", "logprob_micro_batch_size")):
+            if flag in fl:
+                ro[dst] = one(flag, int)
+        if "--data.max_len" in fl and "response_len" in ro:
+            ro["prompt_len"] = max(1, one("--data.max_len", int) - ro["response_len"])
+        set_dotted(d, "rollout", ro)
+        kl = one("--algo.kl.init_coef", float, 0.0)
+        set_dotted(d, "roles.kl_coef", kl)
+        if "--ref.num_nodes" in fl or "--ref.num_gpus_per_node" in fl:
+            set_dotted(d, "roles.reference", "cpu" if "--ref.offload" in fl else "gpu")
+        else:
+            set_dotted(d, "roles.reference", "none")
+        critic = one("--critic.model_name_or_path")
+        if critic is not None and method == "ppo":
+            set_dotted(d, "roles.critic", "same_as_actor" if critic == model else critic)
+        rm = one("--reward.model_name_or_path")
+        set_dotted(d, "roles.reward_model", rm if rm is not None else "rule")
+    if "--train.batch_size" in fl:
+        ga = _ratio(one("--train.batch_size", int), mb * train_world)
+        if ga is None:
+            notes.append("--train.batch_size is not a multiple of micro-batch x training GPUs; batch.grad_accum left at 1")
+        else:
+            set_dotted(d, "batch.grad_accum", ga)
+    return Imported(t, d, notes)
+
+
+# -- entry point ----------------------------------------------------------------------------------
+
+_READERS = {"accelerate": read_accelerate, "deepspeed": read_deepspeed, "verl": read_verl, "openrlhf": read_openrlhf}
+
+
+def import_text(text: str, target: str, *, companion: tuple[str, str] | None = None) -> Imported:
+    """Card data from a launch config's text. ``companion``: (target, text) of the accelerate or
+    DeepSpeed file a TRL config is launched with (its parallel and hardware settings)."""
+    key = target.strip().lower()
+    if key not in TARGETS:
+        raise InputError(f"--from: '{target}' is not a target; allowed: {', '.join(TARGETS)}")
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_BYTES:
+        raise _bad(key, f"the file is over {MAX_BYTES // (1024 * 1024)} MiB; a launch config is a few KiB")
+    if companion is not None:
+        ck, ctext = companion
+        if key != "trl" or ck not in ("accelerate", "deepspeed"):
+            raise InputError("--with: an accelerate (.yaml) or DeepSpeed (.json) file, and only with --from trl")
+        return read_trl(text, _READERS[ck](ctext))
+    if key == "trl":
+        return read_trl(text)
+    return _READERS[key](text)
+
+
+def over(base: dict[str, Any], imported: Imported) -> dict[str, Any]:
+    """``base`` card data with the imported settings on top."""
+    return merge_under(base, imported.card)

@@ -21,6 +21,7 @@ COMMANDS: dict[str, str] = {
     "plan": "trainfit.cli.plan_cmd:plan",
     "fit": "trainfit.cli.fit_cmd:fit",
     "export": "trainfit.cli.export_cmd:export",
+    "import": "trainfit.cli.import_cmd:import_",
     "trace": "trainfit.cli.trace_cmd:trace",
     "audit": "trainfit.cli.audit_cmd:audit",
     "check": "trainfit.cli.check_cmd:check",

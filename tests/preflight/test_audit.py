@@ -161,3 +161,86 @@ def test_real_h200_output(machine, tmp_path):
         "NVIDIA H200", 143771 * MIB, "9.0", "580.159.04")
     assert r.p2p_matrix == (("X",),) and r.nvlink is False
     assert "\x1b" not in r.topology_text and r.topology_text.startswith("GPU0\tCPU Affinity")
+
+
+# --- hardening (issue 17): bounded probe output, sane parsed values, strict audit files ---------------
+
+def _fake_smi(machine, tmp_path, script: str):
+    from conftest import write_exe
+
+    bin_dir = machine("none")
+    write_exe(bin_dir, "nvidia-smi", script)
+    return bin_dir
+
+
+def test_endless_nvidia_smi_is_capped(machine, tmp_path):
+    """An nvidia-smi that never stops printing: stopped at 1 MiB, recorded as an error, memory bounded."""
+    import resource
+
+    _fake_smi(machine, tmp_path, "#!/bin/sh\nexec yes '0, NVIDIA H100, 81559, 80000, 550.54, 9.0'\n")
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    start = time.monotonic()
+    r = run_audit(checkpoint_path=tmp_path, timeout_s=20, probe_torch=False)
+    assert time.monotonic() - start < 5
+    assert r.gpus == ()
+    assert r.errors[0] == "gpus: nvidia-smi --query-gpu: printed more than 1,048,576 bytes on stdout; stopped"
+    assert len(r.commands[0].stdout) <= 1 << 20
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 200 * 1024  # KiB: under 200 MiB grown
+
+
+@pytest.mark.parametrize(("row", "why"), [
+    ("0, NVIDIA H100, -81559, 80000, 550.54, 9.0", "outside 0.."),
+    ("0, NVIDIA H100, inf, 80000, 550.54, 9.0", "outside 0.."),
+    ("0, NVIDIA H100, nan, 80000, 550.54, 9.0", "outside 0.."),
+    ("0, NVIDIA H100, 1e30, 80000, 550.54, 9.0", "outside 0.."),
+    ("0, NVIDIA H100, lots, 80000, 550.54, 9.0", "not a number of MiB"),
+    ("0, NVIDIA H100, 81559, 90000, 550.54, 9.0", "more than the total"),
+    ("0, NVIDIA H100, 0, 0, 550.54, 9.0", "0 bytes of GPU memory"),
+    ("-1, NVIDIA H100, 81559, 80000, 550.54, 9.0", "index"),
+    ("x, NVIDIA H100, 81559, 80000, 550.54, 9.0", "not a whole number"),
+    ("0, NVIDIA H100, 81559, 80000, 550.54, 9.0\n0, NVIDIA H100, 81559, 80000, 550.54, 9.0", "appears twice"),
+])
+def test_parsed_gpu_values_are_sanity_checked(row, why):
+    """-79.65 GiB of GPU memory (found by fuzzing) and its relatives are refused, never recorded."""
+    from trainfit.preflight.audit import GPU_QUERY_FIELDS
+
+    with pytest.raises(ValueError, match=why):
+        parse_gpu_csv(row, GPU_QUERY_FIELDS)
+
+
+def test_negative_memory_from_nvidia_smi_is_an_error_entry(machine, tmp_path):
+    _fake_smi(machine, tmp_path, "#!/bin/sh\necho '0, NVIDIA H100, -81559, 80000, 550.54, 9.0'\n")
+    r = run_audit(checkpoint_path=tmp_path, timeout_s=5, probe_torch=False)
+    assert r.gpus == ()
+    assert r.errors[0].startswith("gpus: cannot parse nvidia-smi --query-gpu output: memory.total '-81559' MiB is outside")
+
+
+def test_exited_probe_with_a_lingering_child_returns():
+    start = time.monotonic()
+    r = run_command(["sh", "-c", "(sleep 30 &) ; echo done"], timeout_s=10)
+    assert (r.returncode, r.stdout, r.error) == (0, "done", None)
+    assert time.monotonic() - start < 3
+
+
+@pytest.mark.parametrize(("edit", "why"), [
+    (lambda d: d["gpus"][0].update(memory_total_bytes=-85_520_000_000), "memory_total_bytes"),
+    (lambda d: d["gpus"][0].update(memory_total_bytes="80GB"), "memory_total_bytes"),
+    (lambda d: d["gpus"][0].update(memory_free_bytes=1.5), "memory_free_bytes"),
+    (lambda d: d["gpus"][0].update(index=True), "index"),
+    (lambda d: d.update(gpus={"0": {}}), "gpus"),
+    (lambda d: d.update(gpus=[1]), "gpus\\[0\\]"),
+    (lambda d: d.update(host_ram_total_bytes=float("inf")), "host_ram_total_bytes"),
+    (lambda d: d.update(disk_free_bytes=-1), "disk_free_bytes"),
+    (lambda d: d.update(errors="none"), "errors"),
+    (lambda d: d.update(packages=["torch"]), "packages"),
+    (lambda d: d.update(nvlink="yes"), "nvlink"),
+    (lambda d: d.update(p2p_matrix=[[1, 2]]), "p2p_matrix"),
+    (lambda d: d.update(checkpoint_path=None), "checkpoint_path"),
+])
+def test_audit_file_fields_are_checked(machine, tmp_path, edit, why):
+    machine("a100x8_nvlink")
+    d = run_audit(checkpoint_path=tmp_path, timeout_s=5, probe_torch=False).to_dict()
+    AuditReport.from_dict(json.loads(json.dumps(d)))  # the untouched report reads back
+    edit(d)
+    with pytest.raises((ValueError, TypeError), match=why):
+        AuditReport.from_dict(d)

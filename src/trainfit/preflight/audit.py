@@ -93,16 +93,100 @@ class AuditReport:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> AuditReport:
-        """Inverse of ``to_dict`` (for ``check --audit audit.json``). KeyError/TypeError on a bad file."""
+        """Inverse of ``to_dict`` (for ``check --audit audit.json``).
+
+        Every field is type- and range-checked (the file may be hand-edited): ValueError, KeyError or
+        TypeError naming the field on a bad file."""
         if not isinstance(d, dict):
             raise TypeError(f"expected a JSON object, got {type(d).__name__}")
         data = {k: d[k] for k in cls.__dataclass_fields__ if k in d}
-        data["gpus"] = tuple(GpuInfo(**g) for g in d.get("gpus", ()))
-        data["commands"] = tuple(CommandResult.from_dict(c) for c in d.get("commands", ()))
-        data["errors"] = tuple(d.get("errors", ()))
+        gpus = d.get("gpus", ())
+        if not isinstance(gpus, list) or len(gpus) > MAX_GPUS:
+            raise ValueError(f"gpus: expected a list of at most {MAX_GPUS} GPUs")
+        for i, g in enumerate(gpus):
+            if not isinstance(g, dict):
+                raise ValueError(f"gpus[{i}]: expected an object")
+        data["gpus"] = tuple(_checked_gpu(GpuInfo(**g), f"gpus[{i}]") for i, g in enumerate(gpus))
+        commands = d.get("commands", ())
+        if not isinstance(commands, list) or not all(isinstance(c, dict) for c in commands):
+            raise ValueError("commands: expected a list of objects")
+        data["commands"] = tuple(CommandResult.from_dict(c) for c in commands)
+        errors = d.get("errors", ())
+        if not isinstance(errors, list) or not all(isinstance(e, str) for e in errors):
+            raise ValueError("errors: expected a list of strings")
+        data["errors"] = tuple(errors)
         if d.get("p2p_matrix") is not None:
-            data["p2p_matrix"] = tuple(tuple(r) for r in d["p2p_matrix"])
-        return cls(**data)
+            m = d["p2p_matrix"]
+            if not isinstance(m, list) or not all(isinstance(r, list) and all(isinstance(c, str) for c in r) for r in m):
+                raise ValueError("p2p_matrix: expected a list of lists of strings")
+            data["p2p_matrix"] = tuple(tuple(r) for r in m)
+        for name in _REQUIRED_TEXT:
+            if not isinstance(data.get(name), str):
+                raise ValueError(f"{name}: expected a string")
+        for name in _OPTIONAL_TEXT:
+            if data.get(name) is not None and not isinstance(data[name], str):
+                raise ValueError(f"{name}: expected a string or null")
+        for name in _OPTIONAL_BOOL:
+            if data.get(name) is not None and not isinstance(data[name], bool):
+                raise ValueError(f"{name}: expected true, false or null")
+        for name in ("checkpoint_path_exists", "checkpoint_writable"):
+            if not isinstance(data.get(name), bool):
+                raise ValueError(f"{name}: expected true or false")
+        for name, most in _BYTES_FIELDS.items():
+            if data.get(name) is not None:
+                _check_count(data[name], name, most)
+        for name in ("cpu_cores", "cpu_cores_usable"):
+            if data.get(name) is not None:
+                _check_count(data[name], name, 1 << 20)
+        packages = data.get("packages")
+        if not isinstance(packages, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in packages.items()):
+            raise ValueError("packages: expected an object of name -> version strings")
+        return _sane(cls(**data))
+
+
+MAX_GPUS = 1024
+"""Most GPUs one machine's audit lists."""
+MAX_GPU_MEMORY_BYTES = 16 * 2**40
+"""Largest per-GPU memory believed (16 TiB; the largest card today has under 300 GiB)."""
+_BYTES_FIELDS = {"host_ram_total_bytes": 2**60, "host_ram_available_bytes": 2**60,
+                 "disk_free_bytes": 2**70, "disk_total_bytes": 2**70}
+_REQUIRED_TEXT = ("created_utc", "python_version", "python_executable", "platform", "checkpoint_path")
+_OPTIONAL_TEXT = ("driver_version", "cuda_runtime", "nccl_version", "p2p_source", "topology_text")
+_OPTIONAL_BOOL = ("torch_cuda_available", "nvlink")
+
+
+def _check_count(value: Any, name: str, most: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= most:
+        raise ValueError(f"{name}: expected a whole number in 0..{most}, got {str(value)[:40]}")
+    return value
+
+
+def _checked_gpu(g: GpuInfo, where: str) -> GpuInfo:
+    """Range checks on one GPU row: ValueError naming the field."""
+    _check_count(g.index, f"{where}.index", MAX_GPUS - 1)
+    if not isinstance(g.name, str) or not g.name.strip():
+        raise ValueError(f"{where}.name: expected a GPU name")
+    for name in ("memory_total_bytes", "memory_free_bytes"):
+        v = getattr(g, name)
+        if v is not None:
+            _check_count(v, f"{where}.{name}", MAX_GPU_MEMORY_BYTES)
+    if g.memory_total_bytes is not None and g.memory_total_bytes == 0:
+        raise ValueError(f"{where}.memory_total_bytes: 0 bytes of GPU memory")
+    if (g.memory_total_bytes is not None and g.memory_free_bytes is not None
+            and g.memory_free_bytes > g.memory_total_bytes):
+        raise ValueError(f"{where}.memory_free_bytes: {g.memory_free_bytes} is more than the total {g.memory_total_bytes}")
+    for name in ("driver_version", "compute_cap"):
+        v = getattr(g, name)
+        if v is not None and not isinstance(v, str):
+            raise ValueError(f"{where}.{name}: expected a string or null")
+    return g
+
+
+def _sane(r: AuditReport) -> AuditReport:
+    indexes = [g.index for g in r.gpus]
+    if len(set(indexes)) != len(indexes):
+        raise ValueError("gpus: the same GPU index appears twice")
+    return r
 
 
 def package_versions(names: tuple[str, ...] = PACKAGES) -> dict[str, str]:
@@ -118,33 +202,53 @@ def package_versions(names: tuple[str, ...] = PACKAGES) -> dict[str, str]:
 def parse_gpu_csv(text: str, fields: tuple[str, ...]) -> tuple[GpuInfo, ...]:
     """``--format=csv,noheader,nounits`` rows -> GpuInfo. ValueError on anything else."""
     gpus = []
-    for line in text.strip().splitlines():
+    lines = text.strip().splitlines()
+    if len(lines) > MAX_GPUS:
+        raise ValueError(f"more than {MAX_GPUS} GPU rows")
+    for line in lines:
         cells = [c.strip() for c in line.split(",")]
         if len(cells) != len(fields):
             raise ValueError(f"expected {len(fields)} comma-separated fields, got {line[:80]!r}")
         row = dict(zip(fields, cells))
-        gpus.append(
-            GpuInfo(
-                index=int(row["index"]),
-                name=row["name"],
-                memory_total_bytes=_mib(row["memory.total"]),
-                memory_free_bytes=_mib(row["memory.free"]),
-                driver_version=_na(row["driver_version"]),
-                compute_cap=_na(row.get("compute_cap", "[N/A]")),
-            )
+        try:
+            index = int(row["index"])
+        except ValueError:
+            raise ValueError(f"GPU index {row['index'][:20]!r} is not a whole number") from None
+        gpu = GpuInfo(
+            index=index,
+            name=row["name"][:200],
+            memory_total_bytes=_mib(row["memory.total"], "memory.total"),
+            memory_free_bytes=_mib(row["memory.free"], "memory.free"),
+            driver_version=_na(row["driver_version"][:100]),
+            compute_cap=_na(row.get("compute_cap", "[N/A]")[:20]),
         )
-    return tuple(gpus)
+        gpus.append(_checked_gpu(gpu, f"GPU {index}"))
+    return _unique_indexes(tuple(gpus))
+
+
+def _unique_indexes(gpus: tuple[GpuInfo, ...]) -> tuple[GpuInfo, ...]:
+    indexes = [g.index for g in gpus]
+    if len(set(indexes)) != len(indexes):
+        raise ValueError("the same GPU index appears twice")
+    return gpus
 
 
 def _na(cell: str) -> str | None:
     return None if cell in ("", "[N/A]", "N/A", "[Not Supported]") else cell
 
 
-def _mib(cell: str) -> int | None:
+def _mib(cell: str, what: str = "memory") -> int | None:
+    """A MiB cell -> bytes; None for N/A. ValueError for text, NaN, infinities, negatives or past 16 TiB."""
     cell = cell.removesuffix("MiB").strip()
     if _na(cell) is None:
         return None
-    return int(float(cell) * MIB)
+    try:
+        mib = float(cell)
+    except ValueError:
+        raise ValueError(f"{what} {cell[:20]!r} is not a number of MiB") from None
+    if not 0 <= mib <= MAX_GPU_MEMORY_BYTES / MIB:
+        raise ValueError(f"{what} {cell[:20]!r} MiB is outside 0..{MAX_GPU_MEMORY_BYTES // MIB} MiB")
+    return int(mib * MIB)
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")

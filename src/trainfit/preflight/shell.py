@@ -48,8 +48,18 @@ class CommandResult:
         )
 
 
-def run_command(args: list[str] | tuple[str, ...], *, timeout_s: float = 10, cwd: str | None = None) -> CommandResult:
-    """Run ``args`` (no shell) and capture its text output. Never raises."""
+MAX_OUTPUT_BYTES = 1 << 20
+"""Most bytes kept from each of a probe's stdout and stderr (1 MiB); past it the probe is stopped."""
+
+
+def run_command(
+    args: list[str] | tuple[str, ...], *, timeout_s: float = 10, cwd: str | None = None,
+    max_output_bytes: int = MAX_OUTPUT_BYTES,
+) -> CommandResult:
+    """Run ``args`` (no shell) and capture its text output. Never raises.
+
+    Reads at most ``max_output_bytes`` from each stream: a probe that prints more (an ``nvidia-smi``
+    that never stops) is killed with its process group and reported as an error, so memory stays bounded."""
     start = time.monotonic()
     argv = tuple(args)
 
@@ -59,10 +69,9 @@ def run_command(args: list[str] | tuple[str, ...], *, timeout_s: float = 10, cwd
     try:
         proc = subprocess.Popen(
             argv,
+            stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            text=True,
-            errors="replace",
             cwd=cwd,
             start_new_session=True,  # a timeout kills the whole group, grandchildren included
         )
@@ -70,21 +79,78 @@ def run_command(args: list[str] | tuple[str, ...], *, timeout_s: float = 10, cwd
         return done(None, "", "", f"not found: {argv[0]}")
     except (OSError, ValueError, subprocess.SubprocessError) as exc:
         return done(None, "", "", f"{type(exc).__name__}: {exc}")
-    try:
-        out, err = proc.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
+    out_b, err_b, why = _read_bounded(proc, timeout_s=timeout_s, max_bytes=max_output_bytes)
+    out = out_b.decode("utf-8", errors="replace")
+    err = err_b.decode("utf-8", errors="replace")
+    if why is not None:
         _kill_group(proc)
         try:
-            out, _ = proc.communicate(timeout=2)
-        except (subprocess.TimeoutExpired, OSError, ValueError):
-            out = ""
-        return done(None, out or "", "", f"timed out after {timeout_s:g} s")
-    out, err = out or "", err or ""
+            proc.wait(timeout=2)
+        except (subprocess.TimeoutExpired, OSError):
+            pass
+        _close(proc)
+        return done(None, out, "", why)
+    _close(proc)
     if proc.returncode != 0:
         first = (err.strip() or out.strip()).splitlines()
         why = f": {first[0][:200]}" if first else ""
         return done(proc.returncode, out, err, f"exit code {proc.returncode}{why}")
     return done(proc.returncode, out, err, None)
+
+
+def _close(proc: subprocess.Popen) -> None:
+    for stream in (proc.stdout, proc.stderr):
+        try:
+            if stream is not None:
+                stream.close()
+        except OSError:
+            pass
+
+
+def _read_bounded(proc: subprocess.Popen, *, timeout_s: float, max_bytes: int) -> tuple[bytes, bytes, str | None]:
+    """Both pipes until EOF and exit, the deadline, or ``max_bytes`` on either; (stdout, stderr, why stopped)."""
+    import selectors
+
+    deadline = time.monotonic() + timeout_s
+    bufs = {proc.stdout: bytearray(), proc.stderr: bytearray()}
+    sel = selectors.DefaultSelector()
+    for stream in bufs:
+        sel.register(stream, selectors.EVENT_READ)
+    why: str | None = None
+    exited_at: float | None = None
+    try:
+        while sel.get_map():
+            now = time.monotonic()
+            left = deadline - now
+            if left <= 0:
+                why = f"timed out after {timeout_s:g} s"
+                break
+            if exited_at is None and proc.poll() is not None:
+                exited_at = now
+            if exited_at is not None and now - exited_at > 0.5:
+                break  # exited, but a background child holds the pipes open: keep what came
+            for key, _ in sel.select(timeout=min(left, 0.1)):
+                chunk = os.read(key.fd, 65536)
+                if not chunk:
+                    sel.unregister(key.fileobj)
+                    continue
+                buf = bufs[key.fileobj]
+                buf += chunk[: max(0, max_bytes - len(buf))]
+                if len(chunk) and len(buf) >= max_bytes:
+                    name = "stdout" if key.fileobj is proc.stdout else "stderr"
+                    why = f"printed more than {max_bytes:,} bytes on {name}; stopped"
+                    break
+            if why:
+                break
+        if why is None:
+            left = max(0.0, deadline - time.monotonic())
+            try:
+                proc.wait(timeout=left)
+            except subprocess.TimeoutExpired:
+                why = f"timed out after {timeout_s:g} s"
+    finally:
+        sel.close()
+    return bytes(bufs[proc.stdout]), bytes(bufs[proc.stderr]), why
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

@@ -122,6 +122,41 @@ def build_record(card: RunCard, audit: AuditReport, *, card_path: Path, git: dic
     return data
 
 
+PHASES_KEY = "phases"
+"""``record.phases``: planned vs measured per phase (``trainfit.watch.verdict`` documents the rows)."""
+STEP_KEY = "step_s"
+"""``record.step_s``: measured seconds per optimizer step (what ``trainfit calibrate`` fits time to)."""
+
+
+def measured_record(card: RunCard, *, rows: list[dict[str, Any]], versions: dict[str, Any],
+                    watch: dict[str, Any]) -> dict[str, Any]:
+    """A record of a run the watch measured: the full card, then ``record:`` with the versions, the
+    watch's settings and verdict, ``phases`` (planned vs measured) and ``step_s`` (the median step)."""
+    data = card_to_dict(card)
+    step = next((r["measured"].get("seconds") for r in rows if r["phase"] == "step"), None)
+    data[RECORD_KEY] = {
+        "created_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "versions": versions,
+        "watch": watch,
+        PHASES_KEY: rows,
+        **({STEP_KEY: step} if step else {}),
+    }
+    return data
+
+
+def add_measured(data: dict[str, Any], measured: dict[str, Any]) -> dict[str, Any]:
+    """``trainfit record --measured FILE``: the measured record's versions, watch summary, phases and
+    step time copied into the record being written (its card must be the same run's)."""
+    rec = measured.get(RECORD_KEY) if isinstance(measured, dict) else None
+    if not isinstance(rec, dict) or not isinstance(rec.get(PHASES_KEY), list):
+        raise TrainfitError("record --measured: the file is not a watch record (no record.phases list); "
+                            "write one with trainfit.watch(card, record=PATH)")
+    for key in ("versions", "watch", PHASES_KEY, STEP_KEY):
+        if key in rec:
+            data[RECORD_KEY][key] = rec[key]
+    return data
+
+
 def write_record(data: dict[str, Any], out: Path, *, force: bool) -> None:
     """Write YAML; TrainfitError (one line) when ``out`` exists and not ``force``."""
     import yaml

@@ -1,0 +1,330 @@
+"""The live check: phases of each step measured and compared with the plan as the run goes.
+
+    with trainfit.watch("card.yaml", record="run.record.yaml") as w:
+        for batch in data:
+            with w.phase("rollout", tokens=n_generated): ...
+            w.phase("forward"); loss = model(**batch).loss
+            w.phase("backward"); loss.backward()
+            w.phase("optimizer_step"); opt.step(); opt.zero_grad()
+            w.step()
+
+``phase(name)`` closes the phase running and opens ``name``; used as a context manager it goes
+back to the enclosing phase when the block ends. ``step()`` closes the step. Phases that repeat
+within a step (micro-batches) add their seconds and keep their highest memory.
+
+torch is imported when the watch starts (``__enter__`` or the Trainer's ``on_train_begin``), not
+when trainfit is imported.
+"""
+
+from __future__ import annotations
+
+import logging
+import statistics
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from trainfit.watch.plan_map import STEP_ROW, UPDATE_ROW, WATCH_PHASES, Planned, capacity_bytes, planned_phases
+from trainfit.watch.verdict import CUDA, MEMORY_MARGIN, TIME_MARGIN, forecast, judge, memory_fields, table_lines
+
+log = logging.getLogger("trainfit.watch")
+_MAX = ("allocated_bytes", "reserved_bytes", "device_bytes", "tensor_bytes")
+
+
+class _PhaseBlock:
+    """What ``Watch.phase`` returns: ignorable, or a context manager that returns to the phase before."""
+
+    def __init__(self, watch: "Watch") -> None:
+        self.watch = watch
+
+    def __enter__(self) -> "_PhaseBlock":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.watch._pop()
+
+
+class Watch:
+    """Measure each phase of each step and compare it with ``make_plan(card)``.
+
+    ``card``: a RunCard, a card file path or a card mapping. ``record``: where ``finish`` writes
+    the run record (None: nowhere; the Trainer callback defaults to ``<output_dir>/trainfit.record.yaml``).
+    ``memory_margin`` / ``time_margin``: fractions a phase may exceed its plan by before the one
+    warning for that phase. ``device``: ``cuda`` / ``cpu`` (default: CUDA when available).
+    ``log_fn(metrics, step)``: where per-step metrics go besides the record (the Trainer callback
+    routes them through ``report_to``). ``calibration``: a calibration file path (default: the one
+    ``plan`` finds)."""
+
+    def __init__(self, card: Any, *, record: str | Path | None = None, memory_margin: float = MEMORY_MARGIN,
+                 time_margin: float = TIME_MARGIN, device: str | None = None, model: Any = None,
+                 optimizer: Any = None, calibration: str | Path | None = None,
+                 log_fn: Callable[[dict[str, float], int], None] | None = None, horizon_steps: float = 10_000) -> None:
+        from trainfit.calibration import load_found_calibration
+        from trainfit.plan import make_plan
+
+        self.card = _as_card(card)
+        self.calibration = load_found_calibration(calibration)
+        self.plan = make_plan(self.card, calibration=self.calibration)
+        self.planned: dict[str, Planned] = planned_phases(self.plan)
+        self.record_path = Path(record) if record is not None else None
+        self.memory_margin, self.time_margin, self.horizon_steps = memory_margin, time_margin, horizon_steps
+        self.device, self.model, self.optimizer, self.log_fn = device, model, optimizer, log_fn
+        self.probe: Any = None
+        self.steps: list[dict[str, Any]] = []
+        self._pending: list[dict[str, Any]] = []
+        self.warnings: list[str] = []
+        self._warned: set[str] = set()
+        self._stack: list[str] = []
+        self._seg: tuple[str, Any] | None = None
+        self._cur: dict[str, dict[str, Any]] = {}
+        self._step_t0: float | None = None
+        self.overhead_s = 0.0
+        """Seconds spent in the watch's own calls during steps (phase switches, step ends)."""
+        self.start_s = 0.0
+        """Seconds to start measuring (once per run; not part of the per-step overhead)."""
+        self.step_wall_s: list[float] = []
+        self.forecasts: list[str] = []
+        self.finished = False
+        self.capacity: float | None = None
+
+    # ---------------------------------------------------------------- lifecycle
+    def start(self, model: Any = None, optimizer: Any = None) -> "Watch":
+        from trainfit.watch.probe import make_probe
+
+        t = time.perf_counter()
+        self.probe = make_probe(self.device)
+        self.probe.open(model or self.model, optimizer or self.optimizer)
+        self.capacity = self.probe.capacity_bytes() or capacity_bytes(self.plan)
+        self.start_s += time.perf_counter() - t
+        return self
+
+    def __enter__(self) -> "Watch":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.finish()
+
+    # ---------------------------------------------------------------- phases
+    def phase(self, name: str, *, tokens: float | None = None) -> _PhaseBlock:
+        """Close the running phase and open ``name`` (see the module docstring)."""
+        t = time.perf_counter()
+        if self._step_t0 is None:
+            self._step_t0 = t
+        self._switch(name)
+        self._stack.append(name)
+        if tokens:
+            self._cur.setdefault(name, {}).setdefault("tokens", 0.0)
+            self._cur[name]["tokens"] += tokens
+        self.overhead_s += time.perf_counter() - t
+        return _PhaseBlock(self)
+
+    def add_tokens(self, tokens: float, phase: str | None = None) -> None:
+        """Count ``tokens`` for ``phase`` (default: the running one) in this step."""
+        name = phase or (self._stack[-1] if self._stack else None)
+        if name is not None:
+            d = self._cur.setdefault(name, {})
+            d["tokens"] = d.get("tokens", 0.0) + tokens
+
+    def _pop(self) -> None:
+        t = time.perf_counter()
+        if self._stack:
+            self._stack.pop()
+        self._switch(self._stack[-1] if self._stack else None)
+        self.overhead_s += time.perf_counter() - t
+
+    def _switch(self, name: str | None) -> None:
+        if self.probe is None:
+            self.start()
+        if self._seg is not None:
+            seg_name, token = self._seg
+            s = self.probe.end(token)
+            d = self._cur.setdefault(seg_name, {})
+            d.setdefault("samples", []).append(s)
+        self._seg = (name, self.probe.begin()) if name is not None else None
+
+    def step(self, tokens: float | None = None) -> None:
+        """Close the step: its phases are judged, logged and kept for the summary and the record."""
+        t = time.perf_counter()
+        self._switch(None)
+        self._stack.clear()
+        if self._step_t0 is not None:
+            self.step_wall_s.append(t - self._step_t0)
+        self._step_t0 = None
+        if self._cur:
+            self._pending.append({"step": len(self.steps) + len(self._pending) + 1, "phases": self._cur,
+                                  "tokens": tokens})
+        self._cur = {}
+        if hasattr(self.probe, "step_done"):
+            self.probe.step_done()
+        self._resolve(wait=False)
+        self.overhead_s += time.perf_counter() - t
+
+    def _resolve(self, wait: bool) -> None:
+        """Move finished steps (their CUDA timings complete) to ``steps``; judge and log them."""
+        while self._pending:
+            st = self._pending[0]
+            if not all(s.resolve(wait) for d in st["phases"].values() for s in d.get("samples", ())):
+                return
+            self._pending.pop(0)
+            phases = {}
+            for name, d in st["phases"].items():
+                ss = d.get("samples", [])
+                agg: dict[str, Any] = {"seconds": sum(s.seconds or 0.0 for s in ss)}
+                for f in _MAX:
+                    vals = [getattr(s, f) for s in ss if getattr(s, f) is not None]
+                    if vals:
+                        agg[f] = max(vals)
+                if d.get("tokens"):
+                    agg["tokens"] = d["tokens"]
+                phases[name] = agg
+            rec = {"step": st["step"], "phases": phases}
+            self.steps.append(rec)
+            self._check(rec)
+
+    # ---------------------------------------------------------------- judging
+    def _check(self, rec: dict[str, Any]) -> None:
+        mfield, pfield = memory_fields(self.probe.kind)
+        metrics: dict[str, float] = {}
+        for name, m in rec["phases"].items():
+            p = self.planned.get(name)
+            mm = m.get(mfield)
+            if mm is not None:
+                metrics[f"trainfit/{name}/{mfield.replace('_bytes', '_gib')}"] = mm / 2**30
+            metrics[f"trainfit/{name}/seconds"] = m["seconds"]
+            if p is None:
+                continue
+            pm = getattr(p, pfield)
+            if mm is not None and pm and mm > pm * (1 + self.memory_margin):
+                self._warn(f"mem:{name}", f"step {rec['step']}: {name} {mfield.replace('_bytes', '')} "
+                           f"{mm / 2**30:.3f} GiB is {mm / pm - 1:+.1%} over the plan's {pm / 2**30:.3f} GiB "
+                           f"(margin {self.memory_margin:.0%}; plan phases {', '.join(p.plan_phases)})")
+            if self.probe.kind == CUDA and p.seconds and m["seconds"] > p.seconds * (1 + self.time_margin):
+                self._warn(f"time:{name}", f"step {rec['step']}: {name} took {m['seconds']:.4g} s, "
+                           f"{m['seconds'] / p.seconds - 1:+.1%} over the plan's {p.seconds:.4g} s "
+                           f"(margin {self.time_margin:.0%})")
+            series = [s["phases"][name][mfield] for s in self.steps if mfield in s["phases"].get(name, {})]
+            fc = forecast(series, quantity=mfield.replace("_bytes", ""), phase=name, step=rec["step"],
+                          capacity=self.capacity or 0.0, horizon_steps=self.horizon_steps)
+            if fc is not None:
+                self._warn(f"forecast:{name}", f"step {rec['step']}: forecast: {fc.text()}", forecast=True)
+        tokens = [sum(p.get("tokens", 0.0) for p in s["phases"].values()) for s in self.steps]
+        if tokens[-1]:
+            metrics["trainfit/tokens"] = tokens[-1]
+        if self.log_fn is not None:
+            self.log_fn(metrics, rec["step"])
+
+    def _warn(self, key: str, text: str, forecast: bool = False) -> None:
+        if key in self._warned:
+            return
+        self._warned.add(key)
+        (self.forecasts if forecast else self.warnings).append(text)
+        log.warning("trainfit.watch: %s", text)
+
+    # ---------------------------------------------------------------- results
+    def measured(self) -> dict[str, dict[str, Any]]:
+        """Per phase over the steps: the median seconds per step, the highest bytes, the median tokens."""
+        out: dict[str, dict[str, Any]] = {}
+        names = [n for n in WATCH_PHASES if any(n in s["phases"] for s in self.steps)]
+        names += sorted({n for s in self.steps for n in s["phases"]} - set(names))
+        for name in names:
+            rows = [s["phases"][name] for s in self.steps if name in s["phases"]]
+            m: dict[str, Any] = {"steps": len(rows), "seconds": statistics.median(r["seconds"] for r in rows)}
+            for f in _MAX:
+                vals = [r[f] for r in rows if f in r]
+                if vals:
+                    m[f] = max(vals)
+            toks = [r["tokens"] for r in rows if r.get("tokens")]
+            if toks:
+                m["tokens"] = statistics.median(toks)
+            out[name] = m
+        return out
+
+    def rows(self) -> list[dict[str, Any]]:
+        """The record's ``phases`` (``trainfit.watch.verdict``), plus ``update`` and ``step`` time rows."""
+        meas = self.measured()
+        out = []
+        for name, m in meas.items():
+            p = self.planned.get(name)
+            out.append({"phase": name, "plan_phases": list(p.plan_phases) if p else [],
+                        "planned": _planned_dict(p), "measured": m})
+        if UPDATE_ROW in self.planned and {"forward", "backward", "optimizer_step"} <= set(meas):
+            s = sum(meas[n]["seconds"] for n in ("forward", "backward", "optimizer_step"))
+            out.append({"phase": UPDATE_ROW, "plan_phases": ["actor_update"],
+                        "planned": _planned_dict(self.planned[UPDATE_ROW]), "measured": {"seconds": s}})
+        if self.step_wall_s:
+            out.append({"phase": STEP_ROW, "plan_phases": [], "planned": _planned_dict(self.planned.get(STEP_ROW)),
+                        "measured": {"seconds": statistics.median(self.step_wall_s), "steps": len(self.step_wall_s)}})
+        return out
+
+    def overhead_fraction(self) -> float | None:
+        total = sum(self.step_wall_s)
+        return self.overhead_s / total if total > 0 else None
+
+    def summary(self) -> str:
+        """The per-phase table, the verdict, the warnings and forecasts, the watch's own cost."""
+        kind = self.probe.kind if self.probe else "cpu"
+        judged, verdict = judge(self.rows(), device=kind, memory_margin=self.memory_margin, time_margin=self.time_margin)
+        lines = [f"trainfit watch: {len(self.steps)} steps on {kind}; memory: {self.probe.memory_source if self.probe else '-'}"]
+        lines += table_lines(judged, device=kind)
+        lines.append(f"verdict: {verdict} (margins: memory {self.memory_margin:.0%}, time {self.time_margin:.0%}"
+                     + ("; time not judged on the CPU: the plan times the GPU it names" if kind != CUDA else "") + ")")
+        lines += [f"warning: {w}" for w in self.warnings] + [f"forecast: {f}" for f in self.forecasts]
+        frac = self.overhead_fraction()
+        if frac is not None:
+            lines.append(f"watch overhead: {self.overhead_s * 1e3:.1f} ms over {sum(self.step_wall_s):.2f} s of steps "
+                         f"({frac:.2%}; measured inside the watch's own calls)")
+        return "\n".join(lines)
+
+    def to_record(self) -> dict[str, Any]:
+        """The run record: the card, the versions, planned vs measured per phase."""
+        from trainfit.preflight.record import measured_record
+        from trainfit.watch.probe import versions
+
+        kind = self.probe.kind if self.probe else "cpu"
+        _, verdict = judge(self.rows(), device=kind, memory_margin=self.memory_margin, time_margin=self.time_margin)
+        return measured_record(
+            self.card, rows=self.rows(), versions=versions(),
+            watch={"device": kind, "memory_source": self.probe.memory_source if self.probe else None,
+                   "steps": len(self.steps), "memory_margin": self.memory_margin, "time_margin": self.time_margin,
+                   "verdict": verdict, "warnings": list(self.warnings), "forecasts": list(self.forecasts),
+                   "overhead_s": self.overhead_s, "overhead_fraction": self.overhead_fraction(), "start_s": self.start_s,
+                   "calibration": self.calibration.path if self.calibration else None})
+
+    def finish(self) -> dict[str, Any] | None:
+        """Close the step running, stop measuring, log the summary, write the record (when a path
+        was given). Returns the record."""
+        if self.finished:
+            return None
+        self.finished = True
+        if self._seg is not None or self._cur:
+            self.step()
+        self._resolve(wait=True)
+        if self.probe is not None:
+            self.probe.close()
+        log.info("%s", self.summary())
+        data = self.to_record()
+        if self.record_path is not None:
+            from trainfit.preflight.record import write_record
+
+            self.record_path.parent.mkdir(parents=True, exist_ok=True)
+            write_record(data, self.record_path, force=True)
+        return data
+
+
+def _planned_dict(p: Planned | None) -> dict[str, Any]:
+    if p is None:
+        return {}
+    return {k: getattr(p, k) for k in ("allocated_bytes", "reserved_bytes", "device_bytes", "tensor_bytes", "seconds")
+            if getattr(p, k) is not None}
+
+
+def _as_card(card: Any) -> Any:
+    from trainfit.spec.card import RunCard, load_card_dict
+
+    if isinstance(card, RunCard):
+        return card
+    if isinstance(card, dict):
+        return load_card_dict(card)
+    from trainfit.spec.card import read_card_file
+
+    return load_card_dict(read_card_file(Path(card)))

@@ -1,0 +1,197 @@
+"""What a phase measures, on CUDA and on the CPU. Imports torch (the watch loads it lazily).
+
+CUDA (``CudaProbe``): at each phase start the allocator's peak counters are reset
+(``torch.cuda.reset_peak_memory_stats``) and a timing event is recorded; at the end
+``max_memory_allocated`` / ``max_memory_reserved`` are read (host-side allocator counters: no
+synchronisation), NVML's used bytes of the device when ``pynvml`` (nvidia-ml-py) is installed, and
+a second event. The device figure is NVML's current use plus the phase's reserved peak over the
+reserved bytes now (the allocator's high-water mark, as ``benchmarks/gpu_calibrate.py`` reads
+nvidia-smi). Seconds are the events' elapsed time, read once both have completed (never forcing
+a synchronisation inside a step).
+
+CPU (``CpuProbe``): PyTorch's own MemTracker (``torch.distributed._tools.mem_tracker``, as
+``trainfit.trace.memtrack.FrozenAwareMemTracker`` extends it for frozen parameters) counts every
+tensor storage the loop creates plus the model and optimizer it is given; the phase peak is its
+peak after resetting the peak to the current bytes at the phase start. Seconds are
+``time.perf_counter``.
+"""
+
+from __future__ import annotations
+
+import time
+from copy import deepcopy
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+
+@dataclass(slots=True)
+class Sample:
+    """One phase segment: bytes (None when this device kind does not measure them) and seconds
+    (None until the CUDA events completed)."""
+
+    allocated_bytes: float | None = None
+    reserved_bytes: float | None = None
+    device_bytes: float | None = None
+    tensor_bytes: float | None = None
+    seconds: float | None = None
+    _events: Any = None
+
+    def resolve(self, wait: bool) -> bool:
+        """Fill ``seconds`` from the CUDA events when they completed (or after waiting, ``wait``)."""
+        if self.seconds is not None or self._events is None:
+            return True
+        start, end = self._events
+        if not wait and not end.query():
+            return False
+        end.synchronize()
+        self.seconds = start.elapsed_time(end) / 1e3
+        self._events = None
+        return True
+
+
+class CudaProbe:
+    kind = "cuda"
+    memory_source = "torch.cuda allocator (max_memory_allocated / max_memory_reserved), NVML used bytes"
+
+    def __init__(self, device: Any = None) -> None:
+        self.device = torch.device(device or f"cuda:{torch.cuda.current_device()}")
+        self._nvml = _nvml_handle(self.device.index or 0)
+        if self._nvml is None:
+            self.memory_source = "torch.cuda allocator (max_memory_allocated / max_memory_reserved); NVML not installed"
+
+    def open(self, model: Any = None, optimizer: Any = None) -> None:  # noqa: ARG002 - same signature as CpuProbe
+        return None
+
+    def close(self) -> None:
+        return None
+
+    def capacity_bytes(self) -> float:
+        return float(torch.cuda.get_device_properties(self.device).total_memory)
+
+    def begin(self) -> Any:
+        torch.cuda.reset_peak_memory_stats(self.device)
+        ev = torch.cuda.Event(enable_timing=True)
+        ev.record()
+        return ev
+
+    def end(self, start: Any) -> Sample:
+        ev = torch.cuda.Event(enable_timing=True)
+        ev.record()
+        reserved = float(torch.cuda.max_memory_reserved(self.device))
+        sample = Sample(allocated_bytes=float(torch.cuda.max_memory_allocated(self.device)), reserved_bytes=reserved,
+                        _events=(start, ev))
+        if self._nvml is not None:
+            import pynvml
+
+            used = pynvml.nvmlDeviceGetMemoryInfo(self._nvml).used
+            sample.device_bytes = float(used - torch.cuda.memory_reserved(self.device) + reserved)
+        return sample
+
+
+class CpuProbe:
+    kind = "cpu"
+    memory_source = "torch MemTracker (tensor storages: parameters, gradients, optimizer states, activations, temporaries)"
+
+    def __init__(self) -> None:
+        self.mt = _peak_tracker()
+        self._open = False
+
+    def open(self, model: Any = None, optimizer: Any = None) -> None:
+        """Track ``model`` and ``optimizer`` (made before the tracker started) and start it."""
+        external = [m for m in (model, getattr(optimizer, "optimizer", optimizer)) if m is not None]
+        if external:
+            self.mt.track_external(*external)
+        self.mt.__enter__()
+        self._open = True
+
+    def close(self) -> None:
+        if self._open:
+            self._open = False
+            self.mt.__exit__(None, None, None)
+
+    def capacity_bytes(self) -> float | None:
+        return None
+
+    def step_done(self) -> None:
+        """Drop the tracker's per-module snapshots (they grow with every forward call)."""
+        self.mt.reset_mod_stats()
+
+    def begin(self) -> Any:
+        mt = self.mt
+        mt._peak_mem_snap = deepcopy(mt._curr_mem_snap)
+        mt._peak_mem = {dev: snap["Total"] for dev, snap in mt._peak_mem_snap.items()}
+        return time.perf_counter()
+
+    def end(self, start: Any) -> Sample:
+        seconds = time.perf_counter() - start
+        peak = float(sum(self.mt._peak_mem.values()))
+        return Sample(tensor_bytes=peak, seconds=seconds)
+
+
+def _peak_tracker() -> Any:
+    """``FrozenAwareMemTracker`` that keeps totals only. MemTracker's per-module statistics refuse a
+    root module called twice in one iteration (generation calls it once per token) and grow with
+    every call; the watch needs the device totals alone, so the module hooks only start tracking a
+    module's parameters (and gradient hooks) the first time it runs."""
+    import weakref
+
+    from trainfit.trace.memtrack import FrozenAwareMemTracker
+
+    class PeakTracker(FrozenAwareMemTracker):
+        def __init__(self) -> None:
+            super().__init__()
+            self._seen: Any = weakref.WeakSet()
+
+        def _pre_fw_hook(self, module: Any, inputs: Any) -> None:
+            if module not in self._seen:
+                self._seen.add(module)
+                self._track_module_params_and_buffers(module, install_grad_hooks=True)
+
+        def _post_fw_hook(self, module: Any, inputs: Any, outputs: Any) -> None:
+            return None
+
+        def _pre_bw_hook(self, module: Any, args: Any) -> None:
+            return None
+
+        def _post_bw_hook(self, module: Any, args: Any) -> None:
+            return None
+
+    return PeakTracker()
+
+
+def make_probe(device: str | None = None) -> CudaProbe | CpuProbe:
+    """CUDA when ``device`` says so or (None) when CUDA is available; else the CPU tracker."""
+    if device is None:
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    if str(device).startswith("cuda"):
+        return CudaProbe(device)
+    return CpuProbe()
+
+
+def _nvml_handle(index: int) -> Any:
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        return pynvml.nvmlDeviceGetHandleByIndex(index)
+    except Exception:  # noqa: BLE001 - not installed, or no driver: the device figure is then absent
+        return None
+
+
+def versions() -> dict[str, Any]:
+    """Python, torch, CUDA, the training libraries and trainfit, for the record."""
+    import platform
+    from importlib.metadata import PackageNotFoundError, version
+
+    out: dict[str, Any] = {"python": platform.python_version(), "torch": str(torch.__version__),
+                           "cuda": torch.version.cuda}
+    for pkg in ("transformers", "trl", "peft", "accelerate", "deepspeed", "vllm", "trainfit"):
+        try:
+            out[pkg] = version(pkg)
+        except PackageNotFoundError:
+            pass
+    if torch.cuda.is_available():
+        out["gpu"] = torch.cuda.get_device_name()
+    return out

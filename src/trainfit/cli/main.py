@@ -85,6 +85,12 @@ def build_cli():
     return TyperGroup(name="trainfit", commands=_LazyCommands(), help=HELP, no_args_is_help=True, rich_markup_mode=DEFAULT_MARKUP_MODE)
 
 
+def _one_line(exc: BaseException) -> str:
+    """The error on one line: a value echoed from the input may hold newlines or control characters."""
+    text = " ".join(str(exc).split("\n"))
+    return "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in text)[:2000]
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: user errors become one line on stderr and exit code 2 (``--debug`` re-raises)."""
     args = list(sys.argv[1:] if argv is None else argv)
@@ -99,12 +105,12 @@ def main(argv: list[str] | None = None) -> int:
     except TrainfitError as exc:
         if debug:
             raise
-        sys.stderr.write(f"trainfit: error: {exc}\n")
+        sys.stderr.write(f"trainfit: error: {_one_line(exc)}\n")
         return 2
     except ValueError as exc:  # a spec invariant that slipped past validation
         if debug:
             raise
-        sys.stderr.write(f"trainfit: error: {exc}\n")
+        sys.stderr.write(f"trainfit: error: {_one_line(exc)}\n")
         return 2
     except Exception as exc:  # usage errors, exits and aborts of typer's (vendored) click
         code = getattr(exc, "exit_code", None)

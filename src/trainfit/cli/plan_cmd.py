@@ -48,16 +48,21 @@ def plan(
         "attention": attention,
         "preset": preset,
     }
+    if html is not None:  # refuse a bad output path before any work (a folder, a missing folder, the card)
+        from trainfit.fsio import check_output_path
+
+        check_output_path(html, inputs=[card, calibration], what="--html")
     run_card = load_card(card, overrides, set_)
     from trainfit.calibration import load_found_calibration
     from trainfit.plan import make_plan
 
     cal = load_found_calibration(calibration)
     result = make_plan(run_card, calibration=cal)
-    if html is not None:
-        from trainfit.report.html import write_plan_html
+    if html is not None:  # atomic: a full disk leaves no half-written report
+        from trainfit.fsio import write_text_atomic
+        from trainfit.report.html import plan_html
 
-        write_plan_html(result, html)
+        write_text_atomic(html, plan_html(result), inputs=[card, calibration], what="--html")
     fixes = None
     if not result.fits:
         from trainfit.suggest import suggestions

@@ -10,11 +10,14 @@ import pytest
 
 from helpers import invoke, write_card
 from trainfit.errors import TrainfitError
-from trainfit.preflight.diagnose import ONE_VARIABLE_ADVICE, SYMPTOMS, diagnose_log, diagnose_symptom
-from trainfit.preflight.oom import parse_oom, size_bytes
+from trainfit.errors import InputError
+from trainfit.preflight.diagnose import ONE_VARIABLE_ADVICE, SYMPTOMS, diagnose_log, diagnose_symptom, match_allocation
+from trainfit.preflight.oom import parse_oom, size_bytes, traceback_before
 from trainfit.spec.card import load_card_dict
 
-CORPUS = json.loads((Path(__file__).parent / "data" / "oom_messages.json").read_text())["messages"]
+DATA = Path(__file__).parent / "data"
+CORPUS = json.loads((DATA / "oom_messages.json").read_text())["messages"]
+TRACEBACKS = json.loads((DATA / "oom_tracebacks.json").read_text())["logs"]
 FIELDS = {
     "requested": "requested_bytes", "total": "total_bytes", "free": "free_bytes",
     "already_allocated": "already_allocated_bytes", "reserved": "reserved_bytes", "this_process": "this_process_bytes",
@@ -54,6 +57,114 @@ def test_corpus_allocation_matches_the_plan(entry):
     best = d.matches[0]
     assert best.matches and best.label.startswith(entry["plan_match"]["label"])
     assert best.relative_error < 0.005
+    # no traceback: the size alone names the phase (the logits of the loss's forward)
+    assert d.attribution.source == "size" and d.phase_hint == "forward"
+
+
+@pytest.mark.parametrize("entry", [e for e in CORPUS if "plan_match" not in e], ids=lambda e: e["id"])
+def test_corpus_message_without_traceback_or_card_has_no_phase(entry):
+    """A bare message says nothing about the phase: diagnose says 'unknown' instead of guessing."""
+    d = diagnose_log(entry["message"])
+    assert d.phase_hint is None and d.attribution.source == "unknown" and d.symptom is None
+
+
+def test_traceback_corpus_covers_frameworks_and_phases():
+    assert {e["framework"] for e in TRACEBACKS} >= {"trl", "transformers", "verl", "openrlhf", "deepspeed", "vllm", "torch"}
+    assert {e["expect"]["phase"] for e in TRACEBACKS} >= {
+        "load", "rollout", "ref_logprob", "old_logprob", "actor_forward", "actor_backward", "backward", "optimizer_step", "weight_sync"}
+    assert all(e["kind"] in ("excerpt", "synthetic") for e in TRACEBACKS)
+    assert all(e["source"].startswith("https://github.com/") for e in TRACEBACKS if e["kind"] == "excerpt")
+
+
+@pytest.mark.parametrize("entry", TRACEBACKS, ids=[e["id"] for e in TRACEBACKS])
+def test_traceback_corpus_phase_from_the_frames(entry):
+    """Every corpus log: the phase from the frames nearest the message, whatever words the rest of the log holds."""
+    d = diagnose_log(entry["log"])
+    assert d.phase_hint == entry["expect"]["phase"], d.attribution.why
+    assert d.attribution.source == "traceback" and d.attribution.frame.function == entry["expect"]["frame"]
+
+
+@pytest.mark.parametrize("entry", [e for e in TRACEBACKS if "card" in e], ids=lambda e: e["id"])
+def test_traceback_corpus_with_the_card(entry):
+    card = load_card_dict(entry["card"])
+    d = diagnose_log(entry["log"], card)
+    want = entry["expect_with_card"]
+    assert d.phase_hint == want["phase"]
+    best = d.matches[0]
+    assert best.matches and best.phase == want["phase"] and best.label.startswith(want["match"])
+
+
+def test_issue_grpo_logprob_oom_is_not_generation():
+    """Issue 14: one 'vLLM engine started' line labelled a _get_per_token_logps OOM as generation, its fixes
+    saved 0.1 GiB and its notes quoted 1024/2048 tokens. Now: ref_logprob, the 2·1·5120·V bf16 logits, the
+    card's 1024 + 4096 = 5120 tokens, and each fix's saving in ref_logprob from a re-plan."""
+    entry = next(e for e in TRACEBACKS if e["id"] == "trl-grpo-ref-logprob-vllm-noise")
+    card = load_card_dict(entry["card"])
+    d = diagnose_log(entry["log"], card)
+    assert "vLLM engine started" in entry["log"] and d.phase_hint == "ref_logprob"
+    assert d.symptom is None or d.symptom.key != "oom-generation"
+    assert d.matches[0].bytes == 2 * 1 * 5120 * 248320
+    text = " ".join(d.notes)
+    assert "1024 + 4096 = 5120 tokens" in text and "2048" not in text
+    assert d.fixes and all(f.phase == "ref_logprob" for f in d.fixes)
+    from trainfit.plan import make_plan
+    from trainfit.preflight.diagnose import _plan_phases
+
+    for f in d.fixes[:3]:  # each saving is a real re-plan of the changed card
+        assert f.saved_bytes == pytest.approx(f.phase_before_bytes - f.phase_after_bytes)
+        assert f.phase_before_bytes == pytest.approx(_plan_phases(make_plan(card))["ref_logprob"])
+    chunked = next(f for f in d.fixes if f.change.startswith("loss.chunked"))
+    assert chunked.saved_bytes > 2 * 2**30  # the 2.37 GiB logits (and their copy) go away
+    assert max(f.saved_bytes for f in d.fixes) > 10 * 2**30  # not the 0.1 GiB of before
+    assert [f.fits for f in d.fixes] == sorted((f.fits for f in d.fixes), reverse=True)
+
+
+def test_multi_phase_words_never_decide():
+    """The same message under tracebacks of different phases, in a log whose other lines name every phase."""
+    noise = ("vLLM engine started; generate() and sampling; rollout done; loss.backward(); optimizer.step();"
+             " from_pretrained; forward(; _multi_tensor_adamw; weight sync\n")
+    msg = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB. GPU 0 has a total capacity of 23.99 GiB of which 0 bytes is free.\n"
+    for entry in TRACEBACKS:
+        log = noise * 50 + entry["log"]
+        assert diagnose_log(log).phase_hint == entry["expect"]["phase"], entry["id"]
+    assert diagnose_log(noise * 50 + msg).phase_hint is None  # words alone give no phase
+
+
+def test_interleaved_ranks_read_only_the_message_rank():
+    r0 = ('[rank0]: Traceback (most recent call last):\n[rank0]:   File "/x/site-packages/torch/optim/adamw.py", line 606, in _multi_tensor_adamw\n'
+          '[rank0]:     exp_avg_sq_sqrt = torch._foreach_sqrt(device_exp_avg_sqs)\n')
+    r1 = ('[rank1]: Traceback (most recent call last):\n[rank1]:   File "/x/site-packages/torch/autograd/graph.py", line 823, in _engine_run_backward\n'
+          '[rank1]:     return Variable._execution_engine.run_backward(\n')
+    lines = [ln for pair in zip(r0.splitlines(), r1.splitlines()) for ln in pair]
+    log = "\n".join(lines) + "\n[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB. GPU 1 has a total capacity of 23.99 GiB of which 0 bytes is free.\n"
+    frames = traceback_before(log, log.index("CUDA out of memory"))
+    assert [f.function for f in frames] == ["_engine_run_backward"]
+    assert diagnose_log(log).phase_hint == "backward"
+
+
+def test_ipython_and_chained_tracebacks():
+    ipy = ("File ~/venv/lib/python3.12/site-packages/transformers/trainer.py:2555, in Trainer._inner_training_loop(self, batch_size)\n"
+           "   2554 with context():\n-> 2555     tr_loss_step = self.training_step(model, inputs, num_items_in_batch)\n\n"
+           "File ~/venv/lib/python3.12/site-packages/torch/optim/adamw.py:606, in _multi_tensor_adamw(params)\n"
+           "--> 606 exp_avg_sq_sqrt = torch._foreach_sqrt(device_exp_avg_sqs)\n\n"
+           "OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 23.99 GiB of which 0 bytes is free.\n")
+    frames = traceback_before(ipy, ipy.index("CUDA out"))
+    assert [f.function for f in frames] == ["_inner_training_loop", "_multi_tensor_adamw"]
+    assert frames[0].code.startswith("tr_loss_step = self.training_step")
+    chained = ('Traceback (most recent call last):\n  File "/x/site-packages/torch/autograd/graph.py", line 823, in _engine_run_backward\n'
+               "    return Variable._execution_engine.run_backward(\nValueError: boom\n\n"
+               "During handling of the above exception, another exception occurred:\n\nTraceback (most recent call last):\n"
+               '  File "/x/site-packages/transformers/modeling_utils.py", line 5106, in from_pretrained\n    ) = cls._load_pretrained_model(\n'
+               "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB. GPU 0 has a total capacity of 23.99 GiB of which 0 bytes is free.\n")
+    assert diagnose_log(chained).phase_hint == "load"
+
+
+def test_card_without_the_traceback_phase_says_so():
+    entry = next(e for e in TRACEBACKS if e["id"] == "trl-grpo-vllm-generate")
+    sft = load_card_dict({"model": "Qwen/Qwen3-0.6B", "hardware": {"gpu": "rtx4090", "gpus_per_node": 1}, "parallel": {"strategy": "single"}})
+    d = diagnose_log(entry["log"], sft)
+    assert d.phase_hint == "rollout"
+    assert any("which the card's plan does not have" in n for n in d.notes)
 
 
 def test_issue_example_fp32_logits_in_backward():
@@ -71,12 +182,14 @@ def test_issue_example_fp32_logits_in_backward():
     assert d.phase_hint == "backward" and d.symptom.key == "oom-backward"
     assert d.matches[0].matches and d.matches[0].label.startswith("fp32 logits of one micro-batch")
     assert d.matches[0].phase == "backward"
-    assert d.fixes and all(f.peak_after_bytes <= f.capacity_bytes for f in d.fixes)
+    assert d.fixes and all(f.phase == "backward" for f in d.fixes)
+    assert all(f.peak_after_bytes <= f.capacity_bytes for f in d.fixes if f.fits)
     from trainfit.plan import make_plan
     from trainfit.preflight.diagnose import confirmed_fixes
 
     assert not make_plan(card).fits
-    assert [f.change for f in confirmed_fixes(card, make_plan(card))] == [f.change for f in d.fixes]
+    assert [f.change for f in confirmed_fixes(card, make_plan(card))] == [f.change for f in d.fixes if f.fits]
+    assert any(f.fits for f in d.fixes)
     assert d.advice == ONE_VARIABLE_ADVICE
 
 
@@ -108,7 +221,11 @@ def test_symptoms_with_a_card():
                           "batch": {"micro_batch_size": 4}})
     d = diagnose_symptom("oom-backward", big)
     assert any("does not fit" in n for n in d.notes)
-    assert all(f.peak_after_bytes <= f.capacity_bytes for f in d.fixes)
+    assert all(f.peak_after_bytes <= f.capacity_bytes for f in d.fixes if f.fits)
+    grpo = load_card_dict({"method": "grpo", "model": "Qwen/Qwen3-0.6B", "rollout": {"prompt_len": 1024, "response_len": 4096}})
+    gen = diagnose_symptom("oom-generation", grpo).notes[0]
+    assert "prompt 1024 + response 4096 tokens" in gen
+    assert "1024 + 4096 = 5120 tokens" in diagnose_symptom("oom-backward", grpo).notes[0]
     with pytest.raises(TrainfitError, match="unknown symptom 'oom'"):
         diagnose_symptom("oom")
 
@@ -141,3 +258,27 @@ def test_cli_bad_inputs(tmp_path):
     res = invoke("diagnose", "--log", tmp_path / "missing.log")
     assert res.exit_code == 2 and res.error.startswith("--log: cannot read")
     assert invoke("diagnose").exit_code == 2
+
+
+def test_sizes_past_the_bound_are_one_line_errors(tmp_path):
+    """Issue 17: a size that parses to infinity raised OverflowError."""
+    huge = "CUDA out of memory. Tried to allocate " + "9" * 400 + " GiB. GPU 0 has a total capacity of 1.00 GiB of which 0 bytes is free."
+    with pytest.raises(InputError, match=r"^OOM message: size '.*' is past the bound of 1024 TiB$"):
+        diagnose_log(huge)
+    with pytest.raises(InputError):
+        size_bytes("9" * 400, "GiB")
+    log = tmp_path / "huge.log"
+    log.write_text(huge)
+    res = invoke("diagnose", "--log", log)
+    assert res.exit_code == 2 and res.error.startswith("OOM message: size") and "\n" not in res.error
+
+
+def test_zero_byte_request_does_not_divide_by_zero():
+    """Issue 17: match_allocation divided by the requested size."""
+    card = load_card_dict({"model": "Qwen/Qwen3-0.6B", "hardware": {"gpu": "rtx4090", "gpus_per_node": 1}, "parallel": {"strategy": "single"}})
+    from trainfit.plan import make_plan
+
+    assert match_allocation(0, card, make_plan(card)) == []
+    d = diagnose_log("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 0 bytes. GPU 0 has a total capacity of 23.99 GiB of which 0 bytes is free.", card)
+    assert d.matches == () and any("0 bytes" in n for n in d.notes)
+    json.loads(invoke("diagnose", "--message", d.oom.text, "--json").output)

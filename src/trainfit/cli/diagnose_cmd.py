@@ -48,12 +48,23 @@ def diagnose(
 def diagnosis_to_dict(d) -> dict:
     from dataclasses import asdict
 
+    att = d.attribution
     out = {
         "symptom": asdict(d.symptom) if d.symptom else None,
         "oom": asdict(d.oom) if d.oom else None,
         "phase_hint": d.phase_hint,
+        "phase": None if att is None else {
+            "phase": att.phase.value if att.phase else None,
+            "candidates": [p.value for p in att.candidates],
+            "source": att.source,
+            "framework": att.framework,
+            "frame": asdict(att.frame) if att.frame else None,
+            "refined_by": asdict(att.refined_by) if att.refined_by else None,
+            "why": att.why,
+        },
+        "frames": len(d.frames),
         "matches": [asdict(m) for m in d.matches],
-        "fixes": [asdict(f) for f in d.fixes],
+        "fixes": [asdict(f) | {"saved_bytes": f.saved_bytes} for f in d.fixes],
         "notes": list(d.notes),
         "advice": d.advice,
         **d.extra,
@@ -73,8 +84,14 @@ def render(d) -> str:
             f"{o.backend} OOM ({o.format} format): tried to allocate {_g(o.requested_bytes)} on GPU {o.gpu_index}"
             f" ({_g(o.total_bytes)} total, {_g(o.free_bytes)} free)"
         )
-        if d.phase_hint:
-            lines.append(f"phase (from the traceback): {d.phase_hint}")
+        att = d.attribution
+        if att is not None:
+            if att.phase is not None:
+                lines.append(f"phase: {att.phase.value} (from the {att.source.replace('+', ' and the ')}: {att.why})")
+            elif att.candidates:
+                lines.append(f"phase: one of {', '.join(p.value for p in att.candidates)} ({att.why})")
+            else:
+                lines.append(f"phase: unknown ({att.why})")
     if d.symptom is not None:
         s = d.symptom
         lines += [f"symptom: {s.name} ({s.seed})", f"check first: {', '.join(s.check_first)}", f"direction: {s.direction}"]
@@ -85,10 +102,18 @@ def render(d) -> str:
     for n in d.notes:
         lines.append(f"note: {n}")
     if d.fixes:
-        lines.append("fixes the planner confirms fit (each changes one variable):")
+        where = d.fixes[0].phase
+        lines.append(f"one-variable changes, each re-planned at the card's shapes (saving in {where}):")
         for f in d.fixes:
-            lines.append(f"  - {f.change}: peak {_g(f.peak_before_bytes)} -> {_g(f.peak_after_bytes)} of {_g(f.capacity_bytes)}")
-    elif d.matches or (d.symptom and d.symptom.key in ("oom-load", "oom-backward") and d.notes):
-        lines.append("no single-variable change makes the plan fit: change the hardware or the training scope")
+            verdict = "fits" if f.fits else "still does not fit"
+            after = "phase gone" if f.phase_after_bytes == 0 else _g(f.phase_after_bytes)
+            lines.append(
+                f"  - {f.change}: {where} {_g(f.phase_before_bytes)} -> {after} (saves {_g(f.saved_bytes)});"
+                f" peak {_g(f.peak_before_bytes)} -> {_g(f.peak_after_bytes)} of {_g(f.capacity_bytes)}: {verdict}"
+            )
+        if not any(f.fits for f in d.fixes):
+            lines.append("no single-variable change makes the plan fit: combine changes, or change the hardware or the training scope")
+    elif d.matches or (d.symptom and d.symptom.key in ("oom-load", "oom-backward", "oom-generation") and d.notes):
+        lines.append("no single-variable change saves memory there: change the hardware or the training scope")
     lines.append(f"advice: {d.advice}")
     return "\n".join(lines)

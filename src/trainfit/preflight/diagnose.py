@@ -1,5 +1,15 @@
 """`trainfit diagnose`: a symptom -> what to check first and which way to go (the seed's table);
-a CUDA OOM message + a card -> which planned tensor failed and which one-variable fixes fit.
+a CUDA OOM log + a card -> the phase that failed, the planned tensor that failed, and what each
+one-variable fix saves in that phase at the card's own shapes.
+
+The phase comes from the traceback above the OOM message, read from the innermost frame outwards
+(``PHASE_RULES``: TRL, transformers, accelerate, PEFT, verl, OpenRLHF, DeepSpeed, vLLM and torch
+function names). A frame either names one phase (``_multi_tensor_adamw``: the optimizer step), a
+set the outer frames narrow (``_get_per_token_logps``: a log-prob pass, whose caller says whether
+it is the reference, the old policy or the loss), or nothing (model code). Words elsewhere in
+the log (an engine start line, a warning) never count. Where the frames leave more than one
+phase and a card is given, the failed allocation's size decides among them; without frames the
+size alone may name the phase; otherwise the phase is reported as unknown, never guessed.
 """
 
 from __future__ import annotations
@@ -8,9 +18,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainfit.errors import TrainfitError
-from trainfit.preflight.oom import OomMessage, parse_oom
-from trainfit.spec.card import RunCard, load_card_dict
-from trainfit.units import MIB
+from trainfit.preflight.oom import Frame, OomMessage, last_oom, traceback_before
+from trainfit.spec.card import RunCard
+from trainfit.spec.enums import Method, Phase
+from trainfit.units import GIB, MIB
 
 ONE_VARIABLE_ADVICE = (
     "change one main variable at a time, and record peak memory, phase times and task results before and after"
@@ -18,6 +29,8 @@ ONE_VARIABLE_ADVICE = (
 MATCH_REL_TOLERANCE = 0.02
 MATCH_ABS_TOLERANCE_BYTES = 12 * MIB
 """The allocator rounds large blocks to 2 MiB and the message prints two decimals (0.005 GiB ~ 5 MiB)."""
+FIX_MIN_SAVING_BYTES = 0.01 * GIB
+"""A re-planned change that saves less than this in the failing phase (and does not make the plan fit) is not listed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +61,259 @@ SYMPTOMS: dict[str, Symptom] = {s.key: s for s in (
 )}
 
 
+# ---------------------------------------------------------------------------------------------
+# the phase from the traceback
+
+LOAD, ROLLOUT, REF, OLD, REWARD, VALUE = "load", "rollout", "ref_logprob", "old_logprob", "reward", "critic_value"
+FWD, BWD, STEP, SYNC = "forward", "backward", "optimizer_step", "weight_sync"
+"""Role-neutral phase tokens: forward/backward/optimizer_step become actor_* or critic_* in an RL run."""
+TRAIN = frozenset({FWD, BWD, STEP})
+LOGPROB = frozenset({REF, OLD, FWD})
+"""A log-prob pass: the reference's, the old policy's, or the loss's own forward."""
+
+
+@dataclass(frozen=True, slots=True)
+class PhaseRule:
+    """Frames this rule recognises -> the phases they can be in."""
+
+    framework: str
+    phases: frozenset[str]
+    functions: frozenset[str] = frozenset()
+    """Function names (any, when empty and ``code`` is given)."""
+    path: str = ""
+    """A substring the frame's file must contain ('' for any)."""
+    code: tuple[str, ...] = ()
+    """Substrings of the frame's source line; any one matches."""
+    critic: bool = False
+    """The frame is the critic's (verl update_critic, OpenRLHF training_step_critic)."""
+
+    def matches(self, f: Frame) -> bool:
+        if self.path and self.path not in f.path:
+            return False
+        if self.functions and f.function not in self.functions:
+            return False
+        if self.code and not any(c in f.code for c in self.code):
+            return False
+        return bool(self.functions or self.code or self.path)
+
+
+def _r(framework: str, phases, functions=(), path: str = "", code=(), critic: bool = False) -> PhaseRule:
+    ph = frozenset({phases} if isinstance(phases, str) else phases)
+    return PhaseRule(framework, ph, frozenset(functions), path, tuple(code), critic)
+
+
+PHASE_RULES: tuple[PhaseRule, ...] = (
+    # --- the source line a frame printed (caller frames: which pass they started) -------------
+    _r("trl", REF, code=("ref_per_token_logps", "ref_logps", "ref_chosen_logps", "ref_rejected_logps", "reference_chosen_logps",
+                          "compute_ref_log_probs(")),
+    _r("openrlhf", REF, code=("base_action_log_probs", "self.initial_model(")),
+    _r("trl", OLD, code=("old_per_token_logps",)),
+    _r("openrlhf", OLD, code=("action_log_probs = self.actor(",)),
+    _r("openrlhf", VALUE, code=("value = self.critic(",)),
+    _r("trl", REWARD, code=("_calculate_rewards(", "self.reward_model(", "remote_rm_fn", "get_reward(")),
+    _r("trl", SYNC, code=("_move_model_to_vllm(", "_sync_fsdp", "broadcast_to_vllm(", "sync_weights(")),
+    _r("any", ROLLOUT, code=(".generate(", "generate_sequences(", "generate_samples(", "unwrap_model_for_generation(")),
+    _r("any", BWD, code=(".backward(", "run_backward(")),
+    _r("any", STEP, code=("optimizer.step(", "optimizer_step(")),
+    _r("any", LOAD, code=("from_pretrained(",)),
+    # --- torch --------------------------------------------------------------------------------
+    _r("torch", BWD, ("backward", "_engine_run_backward", "run_backward"), path="torch/autograd/"),
+    _r("torch", BWD, ("backward",), path="torch/_tensor.py"),
+    _r("torch", BWD, ("unpack_hook", "recompute_fn", "unpack", "backward"), path="torch/utils/checkpoint.py"),
+    _r("torch", BWD, ("_post_backward_hook", "_pre_backward_hook", "_post_backward_reshard", "post_backward"), path="torch/distributed/"),
+    _r("torch", STEP, path="torch/optim/"),
+    _r("bitsandbytes", STEP, path="bitsandbytes/optim/"),
+    _r("torch", LOAD, ("_apply", "to", "cuda", "load_state_dict", "_load_from_state_dict"), path="torch/nn/modules/module.py"),
+    _r("torch", LOAD, ("__init__", "_init_param_handle_from_module", "_auto_wrap", "fully_shard", "_move_module_to_device",
+                        "_materialize_meta_module"), path="torch/distributed/fsdp/"),
+    # --- transformers / accelerate / peft -----------------------------------------------------
+    _r("transformers", LOAD, ("from_pretrained", "_load_pretrained_model", "_load_state_dict_into_meta_model", "load_shard_file",
+                               "_load_state_dict_into_model", "dispatch_model", "caching_allocator_warmup")),
+    _r("transformers", ROLLOUT, ("generate", "_sample", "_beam_search", "_assisted_decoding", "sample", "greedy_search",
+                                 "beam_search", "_contrastive_search"), path="transformers/generation/"),
+    _r("transformers", FWD, ("compute_loss",), path="transformers/trainer.py"),
+    _r("transformers", {FWD, BWD}, ("training_step",), path="transformers/trainer.py"),
+    _r("transformers", STEP, ("_inner_training_loop",), code=("optimizer.step", "lr_scheduler.step")),
+    _r("accelerate", BWD, ("backward",), path="accelerate/"),
+    _r("accelerate", STEP, ("step",), path="accelerate/optimizer.py"),
+    _r("accelerate", LOAD, ("prepare", "prepare_model", "_prepare_deepspeed", "_prepare_fsdp", "_prepare_one"), path="accelerate/"),
+    _r("peft", SYNC, ("merge_adapter", "merge_and_unload", "_unload_and_optionally_merge")),
+    _r("peft", LOAD, ("get_peft_model", "prepare_model_for_kbit_training")),
+    # --- TRL ----------------------------------------------------------------------------------
+    _r("trl", LOGPROB, ("_get_per_token_logps", "_get_per_token_logps_and_entropies", "selective_log_softmax",
+                        "get_per_token_logps")),
+    _r("trl", FWD, ("compute_loss", "_compute_loss", "compute_liger_loss", "_compute_loss_liger"), path="trl/"),
+    _r("trl", {REF, OLD, ROLLOUT, REWARD}, ("_generate_and_score_completions", "_prepare_inputs")),
+    _r("trl", ROLLOUT, ("_generate", "_generate_single_turn", "_generate_with_vllm", "unwrap_model_for_generation",
+                        "_generate_completions", "generate_completions")),
+    _r("trl", REWARD, ("_calculate_rewards", "get_reward")),
+    _r("trl", SYNC, ("_move_model_to_vllm", "_sync_fsdp_params_to_vllm", "_sync_fsdp1_params_to_vllm",
+                     "_sync_fsdp2_params_to_vllm", "_sync_weights", "update_named_param", "_fix_param_name_to_vllm")),
+    _r("trl", {FWD, REF}, ("concatenated_forward", "_compute_loss_liger_dpo")),
+    _r("trl", REF, ("compute_ref_log_probs", "compute_reference_log_probs", "_compute_ref_log_probs")),
+    _r("trl", {FWD, REF}, ("get_batch_loss_metrics",)),
+    _r("trl", {REF, OLD, VALUE, REWARD, ROLLOUT}, ("batched_forward_pass",)),
+    # --- verl ---------------------------------------------------------------------------------
+    _r("verl", ROLLOUT, ("actor_rollout_generate_sequences", "rollout_generate_sequences", "generate_sequences")),
+    _r("verl", OLD, ("actor_rollout_compute_log_prob", "actor_rollout_ref_compute_log_prob")),
+    _r("verl", OLD, ("compute_log_prob",), path="fsdp_workers"),
+    _r("verl", OLD, ("compute_log_prob",), path="megatron_workers"),
+    _r("verl", REF, ("compute_ref_log_prob", "actor_rollout_compute_ref_log_prob", "ref_compute_ref_log_prob",
+                     "actor_rollout_ref_compute_ref_log_prob")),
+    _r("verl", {REF, OLD}, ("compute_log_prob",)),
+    _r("verl", LOGPROB, ("_forward_micro_batch", "logprobs_from_logits", "logprobs_from_logits_flash_attn",
+                         "logprobs_from_logits_v2", "logprobs_from_logits_naive", "entropy_from_logits",
+                         "entropy_from_logits_with_chunking")),
+    _r("verl", TRAIN, ("update_policy", "update_actor", "actor_rollout_update_actor", "actor_rollout_ref_update_actor")),
+    _r("verl", VALUE, ("compute_values", "critic_compute_values")),
+    _r("verl", TRAIN, ("update_critic", "critic_update_critic"), critic=True),
+    _r("verl", REWARD, ("compute_rm_score", "rm_compute_rm_score")),
+    _r("verl", SYNC, path="sharding_manager"),
+    _r("verl", LOAD, ("init_model", "actor_rollout_init_model", "_build_model_optimizer", "_build_rollout", "critic_init_model",
+                      "load_fsdp_model_to_gpu", "load_fsdp_optimizer")),
+    # --- OpenRLHF -----------------------------------------------------------------------------
+    _r("openrlhf", {REF, OLD, VALUE, REWARD, ROLLOUT}, ("make_experience", "make_experience_list", "make_experience_batch",
+                                                         "make_experience_batch_from_samples")),
+    _r("openrlhf", ROLLOUT, ("generate_samples", "_generate_vllm", "_generate_with_hf", "generate_responses")),
+    _r("openrlhf", TRAIN, ("training_step_actor", "ppo_train"), path="openrlhf/"),
+    _r("openrlhf", TRAIN, ("training_step_critic",), critic=True),
+    _r("openrlhf", SYNC, ("_broadcast_to_vllm", "broadcast_to_vllm", "_broadcast_param", "update_weight")),
+    _r("openrlhf", BWD, ("backward",), path="openrlhf/"),
+    _r("openrlhf", STEP, ("optimizer_step",), path="openrlhf/"),
+    # --- DeepSpeed ----------------------------------------------------------------------------
+    _r("deepspeed", BWD, ("backward", "reduce_ready_partitions_and_remove_grads", "reduce_partition_and_remove_grads",
+                          "_reduce_and_partition_ipg_grads", "__reduce_and_partition_ipg_grads", "reduce_independent_p_g_buckets_and_remove_grads",
+                          "average_tensor", "allreduce_gradients", "partition_grads", "__add_grad_to_ipg_bucket"), path="deepspeed/"),
+    _r("deepspeed", STEP, ("step", "_take_model_step", "_optimizer_step", "unscale_and_clip_grads", "_prepare_fp32_grad_for_sub_group",
+                           "_post_step", "_reassign_or_swap_out_partitioned_parameters"), path="deepspeed/"),
+    _r("deepspeed", LOAD, ("initialize", "__init__", "_configure_distributed_model", "_broadcast_model", "_configure_optimizer",
+                           "_configure_zero_optimizer", "_setup_for_real_optimizer", "initialize_optimizer_states",
+                           "_create_fp32_partitions", "_create_fp16_partitions_with_defragmentation", "_convert_to_zero_parameters",
+                           "load_checkpoint"), path="deepspeed/"),
+    # --- vLLM (engine start and generation) -----------------------------------------------------
+    _r("vllm", LOAD, ("__init__", "from_engine_args", "_initialize_kv_caches", "determine_num_available_blocks", "profile_run",
+                      "initialize_cache", "_init_cache", "determine_available_memory", "initialize_from_config",
+                      "capture_model", "_dummy_sampler_run", "load_model", "initialize_kv_cache"), path="vllm/"),
+    _r("vllm", {LOAD, SYNC}, ("load_weights",), path="vllm/"),
+    _r("vllm", ROLLOUT, ("generate", "_run_engine", "step", "execute_model", "_sample", "sample", "compute_logits",
+                         "_validate_and_add_requests", "chat"), path="vllm/"),
+    _r("vllm", SYNC, ("wake_up",), path="vllm/"),
+)
+RL_PATHS = ("grpo_trainer", "ppo_trainer", "rloo_trainer", "online_dpo_trainer", "/verl/", "/openrlhf/", "experience_maker",
+            "/slime/", "/nemo_rl/", "/skyrl")
+"""A frame in one of these files makes the traceback an RL run's (actor_/critic_ phases)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Attribution:
+    """Where the OOM happened, and how trainfit knows."""
+
+    phase: Phase | None
+    """None when neither the frames nor the size say."""
+    candidates: tuple[Phase, ...]
+    """Every phase the frames allow (one when they decide; the size picks among several)."""
+    source: str
+    """'traceback', 'traceback+size', 'size' or 'unknown'."""
+    frame: Frame | None = None
+    """The innermost frame a rule recognised."""
+    refined_by: Frame | None = None
+    """The outer frame that narrowed it (a log-prob pass's caller), if any."""
+    framework: str | None = None
+    why: str = ""
+
+
+def _rule_for(f: Frame) -> PhaseRule | None:
+    for rule in PHASE_RULES:
+        if rule.matches(f):
+            return rule
+    return None
+
+
+def _ray_class_rule(f: Frame) -> PhaseRule | None:
+    """OpenRLHF's Ray actors name their role in the class: ray::ReferenceModelRayActor.forward()."""
+    if f.file != "ray":
+        return None
+    cls = f.code.removeprefix("ray::").split(".")[0].lower()
+    fn = f.function
+    if "reference" in cls:
+        return _r("openrlhf", REF, (fn,))
+    if "reward" in cls:
+        return _r("openrlhf", REWARD, (fn,))
+    if "critic" in cls:
+        return _r("openrlhf", VALUE if fn in ("forward", "compute_values") else TRAIN, (fn,), critic=fn not in ("forward", "compute_values"))
+    if "llm" in cls or "vllm" in cls:
+        return _r("vllm", ROLLOUT, (fn,))
+    if ("policy" in cls or "actor" in cls) and fn == "fit":
+        return _r("openrlhf", TRAIN, (fn,))
+    return None
+
+
+def _is_rl(frames: tuple[Frame, ...]) -> bool:
+    return any(f.file == "ray" or any(p in f.path for p in RL_PATHS) for f in frames)
+
+
+def _to_phase(token: str, *, rl: bool, critic: bool) -> Phase:
+    if token in TRAIN and rl:
+        return Phase(("critic_" if critic else "actor_") + token)
+    return Phase(token)
+
+
+def _model_code(f: Frame) -> bool:
+    return "torch/nn/" in f.path or "/modeling_" in f.path or f.function in ("forward", "_call_impl", "_wrapped_call_impl")
+
+
+def phase_from_frames(frames: tuple[Frame, ...], *, rl_card: bool = False) -> Attribution:
+    """The phase of the innermost recognised frame, narrowed by its callers (see ``PHASE_RULES``)."""
+    rl = rl_card or _is_rl(frames)
+    cand: frozenset[str] | None = None
+    first: Frame | None = None
+    refined: Frame | None = None
+    framework: str | None = None
+    rules = [(f, _ray_class_rule(f) or _rule_for(f)) for f in frames]
+    critic = any(r is not None and r.critic for _, r in rules)
+    for f, rule in reversed(rules):
+        if rule is None:
+            continue
+        if cand is None:
+            cand, first, framework = rule.phases, f, rule.framework
+        else:
+            narrowed = cand & rule.phases
+            if narrowed and narrowed != cand:
+                cand, refined = narrowed, f
+        if len(cand) == 1:
+            break
+    if cand is None:
+        if any(_model_code(f) for f in frames):
+            inner = next(f for f in reversed(frames) if _model_code(f))
+            phases = (_to_phase(FWD, rl=rl, critic=False),)
+            return Attribution(phases[0], phases, "traceback", inner, None, "torch",
+                               "only model code in the traceback: a forward pass (no framework frame says which)")
+        return Attribution(None, (), "unknown", why="no traceback frames above the message" if not frames
+                           else "no frame in the traceback belongs to a known training phase")
+    order = [LOAD, ROLLOUT, REF, OLD, REWARD, VALUE, FWD, BWD, STEP, SYNC]
+    phases = tuple(_to_phase(t, rl=rl, critic=critic) for t in order if t in cand)
+    where = f"{first.function} ({_short(first.path)}:{first.line})"
+    if refined is not None:
+        where += f", called from {refined.function} ({_short(refined.path)}:{refined.line})"
+    if len(phases) == 1:
+        return Attribution(phases[0], phases, "traceback", first, refined, framework, f"innermost recognised frame: {where}")
+    return Attribution(None, phases, "traceback", first, refined, framework,
+                       f"innermost recognised frame: {where}; it runs in {', '.join(p.value for p in phases)}")
+
+
+def _short(path: str) -> str:
+    for marker in ("site-packages/", "dist-packages/"):
+        if marker in path:
+            return path.split(marker, 1)[1]
+    return path.rsplit("/", 3)[-1] if path.count("/") > 3 else path
+
+
+# ---------------------------------------------------------------------------------------------
+# the allocation's size against the plan, at the card's own shapes
+
+RL_METHODS = (Method.PPO, Method.GRPO)
+
+
 @dataclass(frozen=True, slots=True)
 class Match:
     label: str
@@ -58,97 +324,167 @@ class Match:
 
 
 @dataclass(frozen=True, slots=True)
-class Fix:
-    change: str
-    peak_before_bytes: float
-    peak_after_bytes: float
-    capacity_bytes: float
+class Shapes:
+    """Token shapes of the card's passes: what the plan itself uses."""
+
+    train_sequences: int
+    """Sequences per trained micro-batch (DPO: chosen + rejected)."""
+    train_tokens: int
+    """Tokens per trained sequence (RL: rollout.prompt_len + rollout.response_len)."""
+    logprob_sequences: int
+    """RL: sequences per log-prob pass (rollout.logprob_micro_batch_size, else the micro-batch)."""
+    prompt_len: int | None
+    response_len: int | None
+    """RL only."""
+
+    def describe(self) -> str:
+        if self.response_len is None:
+            return f"{self.train_sequences} sequence(s) x {self.train_tokens} tokens"
+        return (f"{self.train_sequences} sequence(s) x {self.prompt_len} + {self.response_len} = {self.train_tokens} tokens"
+                f" (rollout.prompt_len + rollout.response_len)")
 
 
-@dataclass(frozen=True, slots=True)
-class Diagnosis:
-    symptom: Symptom | None
-    oom: OomMessage | None = None
-    phase_hint: str | None = None
-    matches: tuple[Match, ...] = ()
-    fixes: tuple[Fix, ...] = ()
-    notes: tuple[str, ...] = ()
-    advice: str = ONE_VARIABLE_ADVICE
-    extra: dict[str, Any] = field(default_factory=dict)
+def card_shapes(card: RunCard) -> Shapes:
+    b = card.batch.micro_batch_size
+    if card.method in RL_METHODS:
+        ro = card.rollout
+        return Shapes(b, ro.prompt_len + ro.response_len, ro.logprob_micro_batch_size or b, ro.prompt_len, ro.response_len)
+    if card.method is Method.DPO:
+        return Shapes(2 * b, card.batch.seq_len, 2 * b, None, None)
+    return Shapes(b, card.batch.seq_len, b, None, None)
 
 
-def card_notes(symptom: Symptom, card: RunCard) -> list[str]:
-    """The card's own settings behind a symptom's 'check first' items."""
-    g, b = card.generation, card.batch
-    notes = {
-        "oom-load": [f"weights stored as {card.weights_dtype.value}; strategy {card.parallel.strategy.value} on {card.world_size} GPU(s)"],
-        "oom-backward": [f"micro_batch_size {b.micro_batch_size}, seq_len {b.seq_len}, gradient_checkpointing {card.parallel.gradient_checkpointing}"],
-        "oom-generation": [f"{g.num_generations} candidates per prompt, max_completion_len {g.max_completion_len}, concurrency {g.concurrency or 'unset (engine default)'}"],
-        "low-gpu-util": [f"{card.world_size} GPU(s), interconnect {card.hardware.interconnect or 'from the GPU catalog'}, task {card.task.kind.value}"],
-        "identical-rewards": [f"{g.num_generations} candidates per prompt; with 1 there is no group to compare"] if g.num_generations < 2 else [],
-        "wrong-after-resume": ["the card resumes from an adapter only: that cannot resume training exactly"]
-        if card.checkpoint.resume == "adapter_only" else [f"checkpoint resume method: {card.checkpoint.resume}"],
-    }
-    return notes.get(symptom.key, [])
-
-
-def _phase_hint(text: str) -> str | None:
-    """Which phase a traceback died in, from the frames before the OOM message."""
-    low = text.lower()
-    for phase, needles in (
-        ("generation", ("generate(", "vllm", "sampling", "rollout")),
-        ("optimizer_step", ("optimizer.step", "optim/adamw", "_multi_tensor_adam", "_fused_adamw")),
-        ("backward", (".backward(", "torch/autograd", "run_backward", "backward_")),
-        ("load", ("from_pretrained", "load_state_dict", "_load_pretrained_model", "to(device")),
-        ("forward", ("forward(", "cross_entropy", "log_softmax")),
-    ):
-        if any(n in low for n in needles):
-            return phase
-    return None
+def _plan_phases(plan) -> dict[str, float]:
+    """Phase -> its largest device figure over the plan's GPU groups."""
+    out: dict[str, float] = {}
+    for phases in [g.phases for g in plan.groups] or [plan.phases]:
+        for ph in phases:
+            out[ph.phase.value] = max(out.get(ph.phase.value, 0.0), ph.device)
+    return out
 
 
 def candidates(card: RunCard, plan) -> list[tuple[str, str | None, float]]:
-    """(label, phase, bytes) of single tensors and planned components an allocation could be."""
-    spec, b, s = plan.spec, card.batch.micro_batch_size, card.batch.seq_len
-    vocab = getattr(spec, "head_outputs", None) or spec.vocab_size
+    """(label, phase, bytes) of single tensors and planned components an allocation could be, at the
+    card's own shapes: RL passes over prompt + response tokens, DPO over chosen + rejected."""
+    spec = plan.spec
+    sh = card_shapes(card)
+    rl = card.method in RL_METHODS
+    fwd, bwd = ("actor_forward", "actor_backward") if rl else ("forward", "backward")
+    step = "actor_optimizer_step" if rl else "optimizer_step"
+    b, s = sh.train_sequences, sh.train_tokens
+    vocab = spec.head_outputs or spec.vocab_size
     tokens = b * s
     act = 4 if card.precision.compute.value == "fp32" else 2
-    wbytes = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "nf4": 0.5}[card.weights_dtype.value]
+    wbytes = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "nf4": 0.5}.get(card.weights_dtype.value, 2)
+    present = _plan_phases(plan)
     out: list[tuple[str, str | None, float]] = []
     if not card.loss.chunked:
+        for ph in (fwd, bwd):
+            out.append((f"fp32 logits of one micro-batch (4·b·s·V = 4·{b}·{s}·{vocab}: upcast, log-softmax output or its gradient)", ph,
+                        4.0 * tokens * vocab))
+        out.append((f"bf16 logits of one micro-batch (2·b·s·V = 2·{b}·{s}·{vocab}: lm_head output or its gradient)", fwd,
+                    2.0 * tokens * vocab))
+        if rl and sh.response_len:
+            r = sh.response_len
+            out.append((f"bf16 logits of the responses (2·b·(R+1)·V = 2·{b}·{r + 1}·{vocab}: TRL logits_to_keep)", fwd, 2.0 * b * (r + 1) * vocab))
+            for ph in (fwd, bwd):
+                out.append((f"fp32 logits of the responses (4·b·R·V = 4·{b}·{r}·{vocab})", ph, 4.0 * b * r * vocab))
+    for ph in (fwd, bwd):
         out += [
-            ("fp32 logits of one micro-batch (4·b·s·V: upcast, log-softmax output or its gradient)", "backward", 4.0 * tokens * vocab),
-            ("bf16 logits of one micro-batch (2·b·s·V: lm_head output or its gradient)", "forward", 2.0 * tokens * vocab),
+            (f"one MLP intermediate activation (b·s·I = {b}·{s}·{spec.intermediate_size})", ph, float(act * tokens * spec.intermediate_size)),
+            (f"one hidden-state tensor (b·s·h = {b}·{s}·{spec.hidden_size})", ph, float(act * tokens * spec.hidden_size)),
         ]
-    out += [
-        ("one MLP intermediate activation (b·s·intermediate)", "forward", float(act * tokens * spec.intermediate_size)),
-        ("one hidden-state tensor (b·s·hidden)", "forward", float(act * tokens * spec.hidden_size)),
-        ("the embedding matrix in the weights dtype", "load", wbytes * spec.vocab_size * spec.hidden_size),
-        ("the embedding matrix in fp32 (an optimizer state or master copy)", "optimizer_step", 4.0 * spec.vocab_size * spec.hidden_size),
-    ]
     if card.attention.value == "eager":
-        out.append(("eager attention scores of one layer (b·heads·s·s)", "forward", float(act * b * spec.num_attention_heads * s * s)))
-    for ph in plan.phases:
-        for name, value in ph.components.items():
-            out.append((f"all of '{name}' in {ph.phase.value} (plan component)", ph.phase.value, float(value)))
-    return [c for c in out if c[2] > 0]
+        out.append((f"eager attention scores of one layer (b·heads·s·s = {b}·{spec.num_attention_heads}·{s}·{s})", fwd,
+                    float(act * b * spec.num_attention_heads * s * s)))
+    out += [
+        ("the embedding matrix in the weights dtype", "load", wbytes * spec.vocab_size * spec.hidden_size),
+        ("the embedding matrix in fp32 (an optimizer state or master copy)", step, 4.0 * spec.vocab_size * spec.hidden_size),
+    ]
+    if rl:
+        m, s1, r = sh.logprob_sequences, s - 1, sh.response_len or 0
+        for ph in ("ref_logprob", "old_logprob", "reward", "critic_value"):
+            if ph not in present:
+                continue
+            if ph in ("ref_logprob", "old_logprob") and not card.loss.chunked:
+                out += [
+                    (f"bf16 logits of one log-prob micro-batch (2·m·s·V = 2·{m}·{s}·{vocab})", ph, 2.0 * m * s * vocab),
+                    (f"bf16 logits without the last position (2·m·(s-1)·V = 2·{m}·{s1}·{vocab}: the shifted / temperature copy)", ph,
+                     2.0 * m * s1 * vocab),
+                    (f"bf16 logits of the responses (2·m·(R+1)·V = 2·{m}·{r + 1}·{vocab}: TRL logits_to_keep)", ph, 2.0 * m * (r + 1) * vocab),
+                    (f"fp32 logits of the responses (4·m·R·V = 4·{m}·{r}·{vocab}: an fp32 log-softmax or entropy)", ph, 4.0 * m * r * vocab),
+                    (f"one sequence's fp32 log-softmax (4·(s-1)·V = 4·{s1}·{vocab})", ph, 4.0 * s1 * vocab),
+                    (f"one sequence's bf16 log-softmax (2·(s-1)·V = 2·{s1}·{vocab}: TRL selective_log_softmax row)", ph, 2.0 * s1 * vocab),
+                ]
+            out.append((f"one MLP intermediate activation of the pass (m·s·I = {m}·{s}·{spec.intermediate_size})", ph,
+                        float(2 * m * s * spec.intermediate_size)))
+        summary = getattr(plan, "rollout", None)
+        if summary is not None and "rollout" in present:
+            ro = card.rollout
+            if summary.engine == "vllm":
+                out.append((f"vLLM sampler fp32 logits (max_num_seqs·V = {ro.max_num_seqs}·{vocab}·4)", "rollout",
+                            4.0 * ro.max_num_seqs * vocab))
+                if summary.kv_cache_bytes:
+                    out.append(("vLLM's KV cache on this GPU (plan)", "load", float(summary.kv_cache_bytes)))
+                    layers = max(1, spec.num_layers)
+                    out.append((f"one layer's share of vLLM's KV cache (KV cache / {layers} layers)", "load",
+                                float(summary.kv_cache_bytes) / layers))
+    for phases in [g.phases for g in plan.groups] or [plan.phases]:
+        for ph in phases:
+            for name, value in ph.components.items():
+                out.append((f"all of '{name}' in {ph.phase.value} (plan component)", ph.phase.value, float(value)))
+    seen: set[tuple[str, str | None, float]] = set()
+    unique = []
+    for c in out:
+        if c[2] > 0 and c not in seen:
+            seen.add(c)
+            unique.append(c)
+    return unique
 
 
-def match_allocation(requested: float, card: RunCard, plan, *, phase_hint: str | None = None, top: int = 3) -> list[Match]:
-    """The nearest candidates to a failed allocation, best first (within tolerance, hinted phase first)."""
+def match_allocation(
+    requested: float, card: RunCard, plan, *, phase_hint: str | None = None, phases: tuple[str, ...] = (), top: int = 3
+) -> list[Match]:
+    """The nearest candidates to a failed allocation, best first: within tolerance, in the traceback's
+    phase(s) first. Empty for a zero-byte request (nothing to match)."""
+    if not requested or requested <= 0:
+        return []
+    allowed = set(phases) | ({phase_hint} if phase_hint else set())
     found = []
     for label, phase, size in candidates(card, plan):
         err = abs(size - requested) / requested
         ok = abs(size - requested) <= max(MATCH_REL_TOLERANCE * requested, MATCH_ABS_TOLERANCE_BYTES)
         found.append(Match(label, phase, size, err, ok))
-    found.sort(key=lambda m: (not m.matches, m.phase != phase_hint if m.matches else False, m.relative_error))
+    found.sort(key=lambda m: (not m.matches, (m.phase not in allowed) if (m.matches and allowed) else False, m.relative_error))
     return found[:top]
 
 
+# ---------------------------------------------------------------------------------------------
+# fixes, each re-planned at the card's shapes
+
+@dataclass(frozen=True, slots=True)
+class Fix:
+    change: str
+    peak_before_bytes: float
+    peak_after_bytes: float
+    capacity_bytes: float
+    phase: str | None = None
+    """The phase the saving is measured in (the OOM's phase; else the plan's peak phase)."""
+    phase_before_bytes: float = 0.0
+    phase_after_bytes: float = 0.0
+    """0 when the change removes the phase."""
+    fits: bool = False
+    """The re-planned card fits."""
+
+    @property
+    def saved_bytes(self) -> float:
+        return self.phase_before_bytes - self.phase_after_bytes
+
+
 def _variants(card: RunCard) -> list[tuple[str, dict[str, Any]]]:
-    """One-variable changes worth re-planning."""
+    """One-variable changes worth re-planning (a micro-batch change keeps the global batch)."""
     b, p = card.batch, card.parallel
-    out = []
+    out: list[tuple[str, dict[str, Any]]] = []
     if b.micro_batch_size > 1:
         half = b.micro_batch_size // 2
         ga = b.grad_accum * b.micro_batch_size // half
@@ -157,9 +493,29 @@ def _variants(card: RunCard) -> list[tuple[str, dict[str, Any]]]:
     if not p.gradient_checkpointing:
         out.append(("parallel.gradient_checkpointing -> true", {"parallel.gradient_checkpointing": True}))
     if not card.loss.chunked:
-        out.append(("loss.chunked -> true (fused linear cross-entropy, no full logits)", {"loss.chunked": True}))
+        out.append(("loss.chunked -> true (fused linear cross-entropy / chunked log-probs: no full logits)", {"loss.chunked": True}))
     if card.attention.value == "eager":
-        out.append(("attention -> flash", {"attention": "flash"}))
+        out.append(("attention -> sdpa", {"attention": "sdpa"}))
+    if card.method in RL_METHODS:
+        ro = card.rollout
+        m = ro.logprob_micro_batch_size or b.micro_batch_size
+        if m > 1:
+            out.append((f"rollout.logprob_micro_batch_size {m} -> {m // 2}", {"rollout.logprob_micro_batch_size": m // 2}))
+        if ro.sleep_level == 0 and ro.engine.value == "vllm":
+            out.append(("rollout.sleep_level 0 -> 1 (vLLM frees its KV cache and weights while training)", {"rollout.sleep_level": 1}))
+        if "weight_sync" not in ro.model_fields_set:
+            out.append(("rollout.weight_sync unset (PEFT under FSDP/ZeRO-3 gathers the full model) -> per_parameter",
+                        {"rollout.weight_sync": "per_parameter"}))
+        elif ro.weight_sync.value != "per_parameter":
+            out.append((f"rollout.weight_sync {ro.weight_sync.value} -> per_parameter", {"rollout.weight_sync": "per_parameter"}))
+        if ro.max_num_seqs > 1:
+            out.append((f"rollout.max_num_seqs {ro.max_num_seqs} -> {ro.max_num_seqs // 2}", {"rollout.max_num_seqs": ro.max_num_seqs // 2}))
+        if ro.gpu_memory_utilization > 0.35:
+            u = round(ro.gpu_memory_utilization - 0.2, 2)
+            out.append((f"rollout.gpu_memory_utilization {ro.gpu_memory_utilization} -> {u}", {"rollout.gpu_memory_utilization": u}))
+        if ro.tensor_parallel * 2 <= card.hardware.gpus_per_node:
+            out.append((f"rollout.tensor_parallel {ro.tensor_parallel} -> {ro.tensor_parallel * 2}",
+                        {"rollout.tensor_parallel": ro.tensor_parallel * 2}))
     if card.scope.value == "full":
         out.append(("scope -> lora", {"scope": "lora"}))
     elif card.scope.value == "lora":
@@ -175,27 +531,113 @@ def _variants(card: RunCard) -> list[tuple[str, dict[str, Any]]]:
     return out
 
 
-def confirmed_fixes(card: RunCard, plan) -> list[Fix]:
-    """Re-plan the card once per variant; keep only those the planner says fit."""
+def quantify_fixes(card: RunCard, plan, phase: str | None = None) -> list[Fix]:
+    """Re-plan the card once per one-variable change; what each saves in ``phase`` (default: the
+    plan's peak phase) and whether the changed card fits. Fitting changes first, then by saving;
+    changes that neither fit nor save ``FIX_MIN_SAVING_BYTES`` are left out."""
     from trainfit.plan import make_plan
-    from trainfit.preflight.record import card_to_dict
+    from trainfit.spec.dotted import deep_copy, set_dotted
 
+    where = phase or plan.peak.phase.value
+    before = _plan_phases(plan)
+    base = card.model_dump(mode="json", exclude_unset=True)
     fixes = []
     for change, patch in _variants(card):
-        data = card_to_dict(card)
+        data = deep_copy(base)
         for dotted, value in patch.items():
-            node = data
-            *parents, last = dotted.split(".")
-            for part in parents:
-                node = node.setdefault(part, {})
-            node[last] = value
+            set_dotted(data, dotted, value)
         try:
-            new = make_plan(load_card_dict(data))
+            new = make_plan(RunCard.model_validate(data))
         except (TrainfitError, ValueError):
             continue
-        if new.fits:
-            fixes.append(Fix(change, plan.peak.device, new.peak.device, new.capacity_bytes))
+        after = _plan_phases(new)
+        fix = Fix(change, plan.peak.device, new.peak.device, new.capacity_bytes, where,
+                  before.get(where, plan.peak.device), after.get(where, 0.0), bool(new.fits))
+        if fix.fits or fix.saved_bytes >= FIX_MIN_SAVING_BYTES:
+            fixes.append(fix)
+    fixes.sort(key=lambda f: (not f.fits, -f.saved_bytes, f.change))
     return fixes
+
+
+def confirmed_fixes(card: RunCard, plan) -> list[Fix]:
+    """The one-variable changes after which the planner says the card fits."""
+    return [f for f in quantify_fixes(card, plan) if f.fits]
+
+
+# ---------------------------------------------------------------------------------------------
+# notes at the card's own lengths
+
+def card_notes(symptom: Symptom, card: RunCard) -> list[str]:
+    """The card's own settings behind a symptom's 'check first' items."""
+    b, ro = card.batch, card.rollout
+    sh = card_shapes(card)
+    rl = card.method in RL_METHODS
+    if rl:
+        gen = [(f"{ro.prompts_per_step} prompts x {ro.num_generations} candidates per step, prompt {ro.prompt_len} + response"
+                f" {ro.response_len} tokens (rollout.prompt_len, rollout.response_len), max_num_seqs {ro.max_num_seqs},"
+                f" gpu_memory_utilization {ro.gpu_memory_utilization}, sleep level {ro.sleep_level}")]
+    else:
+        gen = [f"the card is {card.method.value}: it has no generation phase"]
+    notes = {
+        "oom-load": [f"weights stored as {card.weights_dtype.value}; strategy {card.parallel.strategy.value} on {card.world_size} GPU(s)"],
+        "oom-backward": [f"micro_batch_size {b.micro_batch_size}, {sh.describe()}, gradient_checkpointing {card.parallel.gradient_checkpointing}"],
+        "oom-generation": gen,
+        "low-gpu-util": [f"{card.world_size} GPU(s), interconnect {card.hardware.interconnect or 'from the GPU catalog'}, task {card.task.kind.value}"],
+        "identical-rewards": [f"{ro.num_generations} candidates per prompt; with 1 there is no group to compare"] if ro.num_generations < 2 else [],
+        "wrong-after-resume": ["the card resumes from an adapter only: that cannot resume training exactly"]
+        if card.checkpoint.resume == "adapter_only" else [f"checkpoint resume method: {card.checkpoint.resume}"],
+    }
+    return notes.get(symptom.key, [])
+
+
+def phase_notes(phase: str, card: RunCard, plan) -> list[str]:
+    """What the failing phase holds at the card's shapes."""
+    spec = plan.spec
+    sh = card_shapes(card)
+    vocab = spec.head_outputs or spec.vocab_size
+    def g(x: float) -> str:
+        return f"{x / GIB:.2f} GiB"
+
+    if phase in ("ref_logprob", "old_logprob", "reward", "critic_value"):
+        m, s = sh.logprob_sequences, sh.train_tokens
+        what = {"ref_logprob": "the reference's log-probs", "old_logprob": "the old policy's log-probs",
+                "reward": "the reward model's scores", "critic_value": "the critic's values"}[phase]
+        logits = "" if card.loss.chunked or phase in ("reward", "critic_value") else (
+            f"; its bf16 logits are 2·{m}·{s}·{vocab} = {g(2.0 * m * s * vocab)} (loss.chunked false)")
+        return [(f"{phase}: a no-grad forward for {what} over {m} sequence(s) x {sh.prompt_len} + {sh.response_len} = {s} tokens"
+                 f" (rollout.logprob_micro_batch_size {card.rollout.logprob_micro_batch_size or 'unset: the micro-batch'}){logits}")]
+    if phase == "weight_sync":
+        ro = card.rollout
+        buffer = max((ph.components.get("weight_sync_buffer", 0.0) for grp in plan.groups for ph in grp.phases), default=0.0)
+        setting = ro.weight_sync.value if "weight_sync" in ro.model_fields_set else f"unset ({ro.weight_sync.value})"
+        return [f"weight_sync: rollout.weight_sync {setting}; the plan's sync buffer is {g(buffer)}, sleep level {ro.sleep_level}"]
+    if phase in ("optimizer_step", "actor_optimizer_step", "critic_optimizer_step"):
+        pr = card.precision
+        return [(f"{phase}: optimizer {pr.optimizer.value} ({pr.optimizer_impl.value}), states {pr.optimizer_states.value},"
+                 f" offload {card.parallel.offload.value}; a first step allocates the states")]
+    if phase in ("forward", "backward", "actor_forward", "actor_backward", "critic_forward", "critic_backward"):
+        return [(f"{phase}: micro_batch_size {card.batch.micro_batch_size}, {sh.describe()}, vocabulary {vocab},"
+                 f" loss.chunked {str(card.loss.chunked).lower()},"
+                 f" gradient_checkpointing {str(card.parallel.gradient_checkpointing).lower()}")]
+    return []
+
+
+# ---------------------------------------------------------------------------------------------
+# the diagnosis
+
+@dataclass(frozen=True, slots=True)
+class Diagnosis:
+    symptom: Symptom | None
+    oom: OomMessage | None = None
+    phase_hint: str | None = None
+    """The phase, as a string (kept for the JSON's old key)."""
+    matches: tuple[Match, ...] = ()
+    fixes: tuple[Fix, ...] = ()
+    notes: tuple[str, ...] = ()
+    advice: str = ONE_VARIABLE_ADVICE
+    extra: dict[str, Any] = field(default_factory=dict)
+    attribution: Attribution | None = None
+    frames: tuple[Frame, ...] = ()
 
 
 def diagnose_symptom(key: str, card: RunCard | None = None) -> Diagnosis:
@@ -204,11 +646,16 @@ def diagnose_symptom(key: str, card: RunCard | None = None) -> Diagnosis:
     symptom = SYMPTOMS[key]
     notes: list[str] = card_notes(symptom, card) if card is not None else []
     fixes: list[Fix] = []
-    if card is not None and key in ("oom-load", "oom-backward"):
+    if card is not None and key in ("oom-load", "oom-backward", "oom-generation"):
         from trainfit.plan import make_plan
 
         plan = make_plan(card)
-        fixes = confirmed_fixes(card, plan)
+        phase = {"oom-load": "load", "oom-generation": "rollout"}.get(key)
+        if phase is None:
+            phase = "actor_backward" if card.method in RL_METHODS else "backward"
+        if phase not in _plan_phases(plan):
+            phase = None
+        fixes = quantify_fixes(card, plan, phase)
         notes.append(_plan_note(plan))
     return Diagnosis(symptom, fixes=tuple(fixes), notes=tuple(notes))
 
@@ -219,45 +666,93 @@ def _plan_note(plan) -> str:
     return f"plan: peak {peak.device / 2**30:.2f} GiB in {peak.phase.value} of {plan.capacity_bytes / 2**30:.2f} GiB: {verdict}"
 
 
-_SYMPTOM_OF_PHASE = {"load": "oom-load", "generation": "oom-generation", "backward": "oom-backward", "forward": "oom-backward"}
+def _symptom_of_phase(phase: Phase | None) -> Symptom | None:
+    """The seed's row for a phase: load, generation, and the training side (forward/backward)."""
+    if phase is None:
+        return None
+    if phase is Phase.LOAD:
+        return SYMPTOMS["oom-load"]
+    if phase is Phase.ROLLOUT:
+        return SYMPTOMS["oom-generation"]
+    if phase in (Phase.FORWARD, Phase.BACKWARD, Phase.ACTOR_FORWARD, Phase.ACTOR_BACKWARD, Phase.CRITIC_FORWARD, Phase.CRITIC_BACKWARD):
+        return SYMPTOMS["oom-backward"]
+    return None
+
+
+def attribute(oom: OomMessage, frames: tuple[Frame, ...], card: RunCard | None, plan=None) -> tuple[Attribution, list[Match]]:
+    """The phase from the frames, narrowed (or, without frames, named) by the allocation's size."""
+    from dataclasses import replace
+
+    att = phase_from_frames(frames, rl_card=card is not None and card.method in RL_METHODS)
+    if card is None or plan is None:
+        return att, []
+    names = tuple(p.value for p in att.candidates)
+    matches = match_allocation(oom.requested_bytes, card, plan, phases=names)
+    hits = [m for m in matches if m.matches]
+    if att.phase is None and len(att.candidates) > 1:
+        inside = [m for m in hits if m.phase in names]
+        if inside:
+            best = inside[0]
+            att = replace(att, phase=Phase(best.phase), source="traceback+size",
+                          why=att.why + f"; the size matches {best.label} ({best.phase})")
+    elif att.source == "unknown" and hits:
+        phases = sorted({m.phase for m in hits if m.phase}, key=lambda p: [x.value for x in Phase].index(p))
+        if len(phases) == 1:
+            att = replace(att, phase=Phase(phases[0]), candidates=(Phase(phases[0]),), source="size",
+                          why=f"no traceback; the size matches {hits[0].label}")
+        elif phases:
+            att = replace(att, candidates=tuple(Phase(p) for p in phases), source="size",
+                          why=f"no traceback; the size matches tensors of {', '.join(phases)}")
+    return att, matches
 
 
 def diagnose_log(text: str, card: RunCard | None = None, *, source: str = "the log") -> Diagnosis:
-    """Diagnose the last OOM message in ``text``. TrainfitError when there is none."""
-    messages = parse_oom(text)
-    if not messages:
+    """Diagnose the last OOM message in ``text``. TrainfitError when there is none. Linear in ``len(text)``."""
+    oom, count = last_oom(text)
+    if oom is None:
         raise TrainfitError(f"diagnose: no CUDA/HIP out-of-memory message in {source}")
-    oom = messages[-1]
-    hint = _phase_hint(text[max(0, oom.start - 6000) : oom.start]) if oom.start else None
-    symptom = SYMPTOMS.get(_SYMPTOM_OF_PHASE.get(hint or "", ""), None)
+    frames = traceback_before(text, oom.start)
     notes = _message_notes(oom)
-    matches: list[Match] = []
-    fixes: list[Fix] = []
+    plan = None
     if card is not None:
         from trainfit.plan import make_plan
 
         plan = make_plan(card)
+    att, matches = attribute(oom, frames, card, plan)
+    phase = att.phase.value if att.phase is not None else None
+    symptom = _symptom_of_phase(att.phase)
+    fixes: list[Fix] = []
+    if plan is not None:
         notes.append(_plan_note(plan))
         if oom.total_bytes and abs(oom.total_bytes - plan.gpu.usable_memory_bytes) > 0.05 * oom.total_bytes:
             notes.append(
                 f"the log's GPU has {oom.total_bytes / 2**30:.2f} GiB but the card plans for "
                 f"{plan.gpu.name} ({plan.gpu.usable_memory_bytes / 2**30:.2f} GiB): is this the card's run?"
             )
-        matches = match_allocation(oom.requested_bytes, card, plan, phase_hint=hint)
-        fixes = confirmed_fixes(card, plan)
+        present = _plan_phases(plan)
+        if phase is not None and phase not in present:
+            notes.append(f"the traceback fails in {phase}, which the card's plan does not have"
+                         f" (its phases: {', '.join(present)}): is this the card's run?")
+        if oom.requested_bytes == 0:
+            notes.append("the message asks for 0 bytes: there is no allocation size to match")
+        if phase is not None:
+            notes += phase_notes(phase, card, plan)
         if symptom is not None:
             notes += card_notes(symptom, card)
-    return Diagnosis(symptom, oom=oom, phase_hint=hint, matches=tuple(matches), fixes=tuple(fixes), notes=tuple(notes),
-                     extra={"messages_found": len(messages)})
+        fixes = quantify_fixes(card, plan, phase if phase in present else None)
+    return Diagnosis(symptom, oom=oom, phase_hint=phase, matches=tuple(matches), fixes=tuple(fixes), notes=tuple(notes),
+                     extra={"messages_found": count}, attribution=att, frames=frames)
 
 
 def _message_notes(oom: OomMessage) -> list[str]:
-    g = lambda x: f"{x / 2**30:.2f} GiB"  # noqa: E731
+    def g(x: float) -> str:
+        return f"{x / 2**30:.2f} GiB"
+
     notes = []
     if oom.other_processes_bytes:
         notes.append(f"other processes hold {g(oom.other_processes_bytes)} on GPU {oom.gpu_index}: a colocated engine or a stale job")
     frag = oom.fragmentation_bytes
-    if frag is not None and frag >= oom.requested_bytes:
+    if frag is not None and oom.requested_bytes and frag >= oom.requested_bytes:
         notes.append(f"{g(frag)} reserved but unallocated >= the request: fragmentation; try PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True")
     if oom.total_bytes and oom.requested_bytes > oom.total_bytes:
         notes.append("the single request is larger than the whole GPU: shrink that tensor (batch, length, chunking), no setting frees enough")

@@ -1,4 +1,5 @@
-"""`trainfit fit`: ranked rows, pinned knobs respected, one-line refusals."""
+"""`trainfit fit`: every card count searched, ranked by the objective, prices per GPU kind, pins
+honoured, limits kept, one-line refusals."""
 
 import json
 
@@ -13,31 +14,115 @@ def run(argv, capsys):
     return rc, out, err
 
 
-def test_fit_json_rows_ranked_and_pinned_scope(capsys):
-    rc, out, _ = run(["fit", "--gpu", "a100-40gb,rtx4090", "--set", "scope=full", "--max-gpus", "8",
-                      "--price", "rtx4090=rtx4090-pro", "--json"], capsys)
-    assert rc == 0
-    obj = json.loads(out)
-    assert obj["evaluated"] > 0 and obj["seconds"] >= 0
+def fit_json(argv, capsys):
+    rc, out, err = run([*argv, "--json"], capsys)
+    assert rc == 0, err
+    return json.loads(out)
+
+
+SMALL = ["--set", "model=Qwen/Qwen3-0.6B", "--set", "parallel.strategy=fsdp", "--set", "parallel.offload=none",
+         "--set", "parallel.gradient_checkpointing=true", "--set", "precision.optimizer=adamw"]
+
+
+def test_default_objective_is_cost_per_hour_and_prices_stay_with_their_gpu(capsys):
+    obj = fit_json(["fit", "--gpu", "a100-40gb,rtx4090", "--set", "scope=full", "--max-gpus", "4", "--global-batch", "12",
+                    "--price", "rtx4090=rtx4090-pro", *SMALL], capsys)
+    assert obj["objective"] == "cost" and obj["evaluated"] > 0
     rows = obj["rows"]
-    assert rows and all(set(r) >= {"gpu", "gpus", "fits", "peak_gpu_bytes", "step_seconds", "cost_per_hour",
-                                   "currency", "knobs"} for r in rows)
     assert all("scope" not in r["knobs"] for r in rows)  # pinned: not searched
+    assert {r["gpus"] for r in rows if r["gpu"] == "rtx4090"} == {1, 2, 3, 4}  # every count, not the fewest only
+    for r in rows:
+        if r["gpu"] == "rtx4090":
+            assert r["currency"] == "CNY" and r["cost_per_hour"] == pytest.approx(1.98 * r["gpus"])
+        else:
+            assert r["cost_per_hour"] is None  # the 4090's price never prices the A100
     fitting = [r for r in rows if r["fits"]]
-    assert fitting and fitting[0] == rows[0]
+    priced = [r for r in fitting if r["cost_per_hour"] is not None]
+    assert fitting[: len(priced)] == priced  # priced rows rank first on cost
+    keys = [(r["cost_per_hour"], r["step_seconds"]) for r in priced]
+    assert keys == sorted(keys)  # cost per hour, then step time
+
+
+def test_card_price_applies_to_its_own_gpu_only(tmp_path, capsys):
+    card = tmp_path / "c.yaml"
+    card.write_text("model: Qwen/Qwen3-0.6B\nhardware: {gpu: rtx4090, gpus_per_node: 2, price_preset: rtx4090-pro}\n")
+    rows = fit_json(["fit", str(card), "--gpu", "rtx4090,a100-40gb", "--max-gpus", "2",
+                     "--set", "scope=lora", "--set", "parallel.strategy=fsdp"], capsys)["rows"]
+    assert {r["gpu"]: r["currency"] for r in rows if r["gpu"] == "a100-40gb"} == {"a100-40gb": None}
+    assert all(r["price_id"] == "rtx4090-pro" for r in rows if r["gpu"] == "rtx4090")
+    assert rows[0]["gpu"] == "rtx4090"
+
+
+def test_objective_cards_gives_the_fewest_cards(capsys):
+    rows = fit_json(["fit", "--gpu", "a100-40gb", "--set", "scope=full", "--set", "parallel.offload=none",
+                     "--objective", "cards", "--max-gpus", "8"], capsys)["rows"]
+    fitting = [r for r in rows if r["fits"]]
+    assert fitting[0] == rows[0] and rows[0]["gpus"] >= 2  # 64 GB of static state cannot live on one 40 GB card
     assert [r["gpus"] for r in fitting] == sorted(r["gpus"] for r in fitting)
-    r4090 = [r for r in rows if r["gpu"] == "rtx4090" and r["fits"]]
-    if r4090:
-        assert r4090[0]["currency"] == "CNY"
-        assert r4090[0]["cost_per_hour"] == pytest.approx(1.98 * r4090[0]["gpus"])
-    assert any(r["pareto"] for r in fitting)
 
 
-def test_fit_fewest_cards_for_full_sft_of_qwen3_8b_on_a100_40gb(capsys):
-    rc, out, _ = run(["fit", "--gpu", "a100-40gb", "--set", "scope=full", "--set", "parallel.offload=none", "--json"], capsys)
-    rows = json.loads(out)["rows"]
-    best = rows[0]
-    assert best["fits"] and best["gpus"] >= 2  # 64 GB of static state cannot live on one 40 GB card
+def test_objective_time_ranks_by_step_time(capsys):
+    rows = fit_json(["fit", "--gpu", "rtx4090", "--set", "scope=lora", "--objective", "time", "--max-gpus", "4", *SMALL],
+                    capsys)["rows"]
+    times = [r["step_seconds"] for r in rows if r["fits"]]
+    assert times == sorted(times)
+
+
+def test_pinned_card_count_is_honoured(capsys):
+    rows = fit_json(["fit", "--gpu", "rtx4090", "--set", "hardware.gpus_per_node=8", "--set", "scope=lora", *SMALL],
+                    capsys)["rows"]
+    assert rows and {r["gpus"] for r in rows} == {8}
+
+
+def test_currencies_are_ranked_apart_without_a_rate_and_together_with_one(capsys):
+    argv = ["fit", "--gpu", "rtx4090,a100-40gb", "--set", "scope=lora", "--max-gpus", "2", "--steps", "100",
+            "--price", "rtx4090=1.98CNY", "--price", "a100-40gb=lambda-a100-40gb-8x", *SMALL]
+    apart = fit_json(argv, capsys)
+    assert any("USD" in w and "--fx USD:CNY=RATE" in w for w in apart["warnings"])
+    fitting = [r for r in apart["rows"] if r["fits"]]
+    curs = [r["currency"] for r in fitting]
+    assert curs == sorted(curs, key=lambda c: c != "CNY")  # one currency's rows, then the other's: never interleaved
+    together = fit_json([*argv, "--fx", "USD:CNY=7.2"], capsys)
+    assert together["warnings"] == []
+    ranked = [r for r in together["rows"] if r["fits"]]
+    assert {r["rank_currency"] for r in ranked} == {"CNY"}
+    for r in ranked:
+        rate = 7.2 if r["currency"] == "USD" else 1.0
+        assert r["rank_cost"] == pytest.approx(r["cost_per_run"] * rate)
+    assert [r["rank_cost"] for r in ranked] == sorted(r["rank_cost"] for r in ranked)
+
+
+def test_budget_and_deadline_are_limits(capsys):
+    base = ["fit", "--gpu", "rtx4090", "--set", "scope=lora", "--max-gpus", "2", "--steps", "1000",
+            "--price", "rtx4090=rtx4090-pro", *SMALL]
+    free = fit_json(base, capsys)["rows"]
+    best = free[0]
+    assert best["fits"] and best["within_limits"] and best["run_steps"] == 1000
+    assert best["run_seconds"] == pytest.approx(1000 * best["step_seconds"])
+    assert best["cost_per_run"] == pytest.approx(best["cost_per_hour"] * best["run_seconds"] / 3600)
+    broke = fit_json([*base, "--budget", f"{best['cost_per_run'] * 0.5:.6f}CNY"], capsys)["rows"]
+    assert not any(r["within_limits"] for r in broke)
+    hurry = fit_json([*base, "--deadline", f"{best['run_seconds'] * 0.99:.3f}s", "--objective", "cost"], capsys)["rows"]
+    assert all(r["run_seconds"] <= best["run_seconds"] * 0.99 for r in hurry if r["within_limits"])
+    rc, out, _ = run([*base, "--budget", "0.0001CNY"], capsys)
+    assert rc == 0 and "no plan fits within the limits" in out
+
+
+def test_tokens_give_the_run_length_per_row(capsys):
+    rows = fit_json(["fit", "--gpu", "rtx4090", "--set", "scope=lora", "--max-gpus", "2", "--tokens", "1e9",
+                     "--price", "rtx4090=rtx4090-pro", *SMALL], capsys)["rows"]
+    r = rows[0]
+    tokens_per_step = r["tokens_per_s"] * r["step_seconds"]
+    assert r["run_steps"] == pytest.approx(1e9 / tokens_per_step, abs=1)
+
+
+def test_price_table_file(tmp_path, capsys):
+    table = tmp_path / "prices.yaml"
+    table.write_text("entries:\n  - {id: mine, gpu: '4090', per_gpu_hour: 0.5, currency: usd, source: quote, as_of: '2026-11-30'}\n")
+    rows = fit_json(["fit", "--gpu", "rtx4090", "--set", "scope=lora", "--max-gpus", "2", "--price-table", str(table),
+                     *SMALL], capsys)["rows"]
+    assert all(r["price_id"] == "mine" and r["currency"] == "USD" for r in rows)
+    assert rows[0]["cost_per_hour"] == pytest.approx(0.5 * rows[0]["gpus"])
 
 
 @pytest.mark.parametrize(
@@ -45,8 +130,15 @@ def test_fit_fewest_cards_for_full_sft_of_qwen3_8b_on_a100_40gb(capsys):
     [
         (["fit", "--gpu", ","], "--gpu: no card type left after the filters"),
         (["fit", "--price", "rtx4090=1.98"], "no currency"),
+        (["fit", "--price", "a100-40gb=rtx4090-pro"], "is for rtx4090, not a100-40gb"),
         (["fit", "--gpu", "nvidia-9000"], "nvidia-9000"),
         (["fit", "--max-gpus", "0"], "--max-gpus: must be at least 1"),
+        (["fit", "--objective", "fast"], "--objective: 'fast' is not one of cost, time, cards"),
+        (["fit", "--deadline", "10h"], "--deadline: needs the run's length"),
+        (["fit", "--steps", "10", "--deadline", "soon"], "--deadline: expected a duration"),
+        (["fit", "--budget", "300"], "no currency"),
+        (["fit", "--fx", "USD=7"], "--fx: expected FROM:TO=RATE"),
+        (["fit", "--market", "moon"], "--market: 'moon' is not in the price table"),
         (["fit", "--global-batch", "3", "--set", "batch.micro_batch_size=2"], "fit: a global batch of 3 sequences"),
     ],
 )
@@ -56,8 +148,8 @@ def test_fit_bad_input(argv, expected, capsys):
 
 
 def test_fit_keeps_the_global_batch(capsys):
-    rc, out, _ = run(["fit", "--gpu", "a100-40gb", "--set", "scope=full", "--global-batch", "32", "--json"], capsys)
-    assert rc == 0
-    for r in json.loads(out)["rows"]:
+    rows = fit_json(["fit", "--gpu", "a100-40gb", "--set", "scope=full", "--global-batch", "32", "--max-gpus", "8",
+                     "--set", "parallel.offload=none", "--set", "precision.optimizer=adamw"], capsys)["rows"]
+    for r in rows:
         b = r["knobs"]["batch"]
         assert b["micro_batch_size"] * b["grad_accum"] * r["gpus"] == 32

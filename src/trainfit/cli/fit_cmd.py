@@ -1,7 +1,8 @@
-"""`trainfit fit`: search the knobs the card leaves open; rank the answers."""
+"""`trainfit fit`: search every GPU kind, card count and open knob; rank by cost, time or cards."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -9,40 +10,46 @@ import typer
 
 from trainfit.cli.common import print_json
 
+DEFAULT_GPUS = "rtx4090,a100-40gb,a100-80gb,h100-sxm"
+
 
 def fit(
     card: Annotated[Optional[Path], typer.Argument(help="Run card. Default: the embedded default card.")] = None,
-    gpu: Annotated[str, typer.Option(help="Comma-separated GPU catalog ids to consider.")] = "rtx4090,a100-40gb,a100-80gb,h100-sxm",
-    max_gpus: Annotated[int, typer.Option(help="Most cards to consider (1, 2, 4, 8, 16, 32, 64).")] = 64,
-    price: Annotated[list[str], typer.Option(help="GPU=PRICE with a currency, e.g. rtx4090=1.98CNY or rtx4090=rtx4090-pro. Repeatable.")] = [],
-    set_: Annotated[list[str], typer.Option("--set", help="Pin any card field: KEY=VALUE. Repeatable.")] = [],
-    steps: Annotated[Optional[int], typer.Option(help="Optimizer steps in the run, for the cost per run.")] = None,
+    gpu: Annotated[str, typer.Option(help="Comma-separated GPU catalog ids to consider.")] = DEFAULT_GPUS,
+    max_gpus: Annotated[int, typer.Option(help="Most cards: every count 1-8 on one node, then 16, 32, 64.")] = 64,
+    objective: Annotated[Optional[str], typer.Option(help="cost | time | cards. Default: cost (per run with --steps/--tokens, else per hour, time breaking ties).")] = None,
+    steps: Annotated[Optional[int], typer.Option(help="Optimizer steps in the run: ranks by cost per run.")] = None,
+    tokens: Annotated[Optional[float], typer.Option(help="Tokens in the run (steps = tokens / tokens per step, per row).")] = None,
+    budget: Annotated[Optional[str], typer.Option(help="Most to spend, with a currency (e.g. 300CNY): per run with --steps/--tokens, else per hour.")] = None,
+    deadline: Annotated[Optional[str], typer.Option(help="Longest run wall-clock, e.g. 12h, 90m, 2d (needs --steps or --tokens).")] = None,
+    price: Annotated[list[str], typer.Option(help="GPU=PRICE with a currency, or GPU=<price table id>, e.g. rtx4090=1.98CNY or rtx4090=rtx4090-pro. Repeatable.")] = [],
+    price_table: Annotated[Optional[Path], typer.Option(help="Your own price table (JSON/YAML, the catalog's shape): the cheapest entry per GPU kind prices it.")] = None,
+    market: Annotated[Optional[str], typer.Option(help="Price every GPU kind from the catalog's table in this market (cn-rental, cloud-on-demand): its cheapest entry.")] = None,
+    fx: Annotated[list[str], typer.Option(help="Exchange rate FROM:TO=RATE (1 FROM = RATE TO), e.g. USD:CNY=7.2. Repeatable. Without one, currencies are ranked apart.")] = [],
+    set_: Annotated[list[str], typer.Option("--set", help="Pin any card field: KEY=VALUE (hardware.gpus_per_node pins the count). Repeatable.")] = [],
     global_batch: Annotated[Optional[int], typer.Option(help="Sequences per optimizer step, kept fixed (default: the card's micro-batch x accumulation x GPUs).")] = None,
     json_: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
     html: Annotated[Optional[Path], typer.Option(help="Also write an HTML report: ranked table and cost-against-time chart.")] = None,
     calibration: Annotated[Optional[Path], typer.Option("--calibration", help="Calibration file of measured rates (`trainfit calibrate`). Default: $TRAINFIT_CALIBRATION, else $XDG_CONFIG_HOME/trainfit/calibration.json, when it exists.")] = None,
 ) -> None:
-    """Fewest cards of each type that fit, the knobs that make them fit, step time and cost; Pareto front marked."""
+    """The best plan of each GPU kind and card count, ranked by the objective; Pareto front marked.
+
+    The card's fields are pinned (its hardware section is where the search starts, not a pin);
+    --set pins more, hardware.* included."""
     from trainfit.catalog.gpus import resolve_gpu
     from trainfit.cli.common import default_card_dict, parse_set, set_path
-    from trainfit.compute.cost import parse_price
     from trainfit.errors import CardError
+    from trainfit.search import GPU_COUNTS, flat_keys
     from trainfit.search import fit as run_fit
-    from trainfit.search import flat_keys
     from trainfit.spec.card import load_card_dict, read_card_file
 
     data = read_card_file(card) if card is not None else default_card_dict()
-    pinned = set(flat_keys(data)) if card is not None else {"model", "method"}
+    pinned = {k for k in flat_keys(data) if not k.startswith("hardware")} if card is not None else {"model", "method"}
     for item in set_:
         key, value = parse_set(item)
         set_path(data, key, value)
         pinned.add(key)
     load_card_dict(data)  # one clear line for a bad card before searching
-    from trainfit.calibration import load_found_calibration
-
-    cal = load_found_calibration(calibration)
-    from trainfit.search import GPU_COUNTS
-
     if global_batch is not None and global_batch < 1:
         raise CardError(f"--global-batch: must be at least 1, got {global_batch}")
     if max_gpus < 1:
@@ -50,67 +57,155 @@ def fit(
     gpus = [resolve_gpu(g.strip()).id for g in gpu.split(",") if g.strip()]
     if not gpus:
         raise CardError("--gpu: no card type left after the filters; name at least one, e.g. --gpu rtx4090")
-    prices = {}
-    for item in price:
-        if "=" not in item:
-            raise CardError(f"--price: expected GPU=PRICE with a currency (e.g. rtx4090=1.98CNY), got '{item}'")
-        g, text = item.split("=", 1)
-        prices[resolve_gpu(g.strip()).id] = parse_price(text.strip())
+    goal = _goal(objective, steps, tokens, budget, deadline, fx)
+    prices = _prices(price, price_table, market, gpus)
+    from trainfit.calibration import load_found_calibration
+
+    cal = load_found_calibration(calibration)
+    import sys
+
     from rich.console import Console as _Console
     from rich.progress import Progress
-
-    import sys
 
     # the bar draws on an interactive stderr only, so pipes and error lines stay clean
     with Progress(transient=True, disable=json_ or not sys.stderr.isatty(), console=_Console(stderr=True)) as bar:
         task = bar.add_task("searching", total=1.0)
         result = run_fit(data, gpus=gpus, max_gpus=max_gpus, prices=prices, pinned=frozenset(pinned),
                          progress=lambda f: bar.update(task, completed=f), global_batch=global_batch,
-                         calibration=cal)
+                         calibration=cal, goal=goal)
     if html is not None:
         from trainfit.report.html import write_fit_html
 
         write_fit_html(result, html, title=f"trainfit fit: {', '.join(gpus)}")
-    rows = [
-        {
-            "gpu": r.gpu, "gpus": r.gpus, "fits": r.fits, "peak_gpu_bytes": int(r.peak_device_bytes),
-            "headroom_bytes": int(r.headroom_bytes), "peak_phase": r.peak_phase,
-            "host_ram_bytes": int(r.host_ram_bytes),
-            "tokens_per_s": r.tokens_per_s,
-            "cost_per_step": r.cost_per_step,
-            "cost_per_run": r.cost_per_step * steps if (steps and r.cost_per_step is not None) else None,
-            "step_seconds": r.step_seconds, "cost_per_hour": r.cost_per_hour, "currency": r.currency,
-            "pareto": r.pareto, "knobs": {k: v for k, v in r.knobs.items() if k not in ("hardware.gpu", "gpus")},
-        }
-        for r in result.rows
-    ]
+    rows = [_row(r) for r in result.rows]
     if json_:
-        print_json({"evaluated": result.evaluated, "invalid": result.invalid, "seconds": result.seconds, "rows": rows})
+        print_json({"evaluated": result.evaluated, "invalid": result.invalid, "seconds": result.seconds,
+                    "objective": goal.objective.value, "run_steps": goal.steps, "run_tokens": goal.tokens,
+                    "warnings": list(result.warnings), "rows": rows})
         return
+    _render(result, rows, goal)
+
+
+def _goal(objective, steps, tokens, budget, deadline, fx):
+    from trainfit.catalog.prices import exchange_rates
+    from trainfit.compute.cost import parse_price
+    from trainfit.errors import CardError
+    from trainfit.objective import Goal, Objective
+
+    if objective is not None and objective not in tuple(Objective):
+        raise CardError(f"--objective: '{objective}' is not one of cost, time, cards")
+    if steps is not None and steps < 1:
+        raise CardError(f"--steps: must be at least 1, got {steps}")
+    if tokens is not None and not tokens > 0:
+        raise CardError(f"--tokens: must be > 0, got {tokens}")
+    amount = cur = None
+    if budget is not None:
+        b = parse_price(budget)
+        if b.gpu is not None:
+            raise CardError(f"--budget: an amount with a currency, e.g. 300CNY, got '{budget}'")
+        amount, cur = b.per_gpu_hour, b.currency
+    return Goal(objective=Objective(objective or "cost"), steps=steps, tokens=tokens, budget=amount,
+                budget_currency=cur, deadline_s=_seconds(deadline) if deadline is not None else None,
+                fx=exchange_rates(fx))
+
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|min|h|d)?\s*$", re.I)
+
+
+def _seconds(text: str) -> float:
+    from trainfit.errors import CardError
+
+    m = _DURATION.match(text)
+    if not m or not float(m.group(1)) > 0:
+        raise CardError(f"--deadline: expected a duration like 12h, 90m, 2d or 3600s, got '{text}'")
+    unit = (m.group(2) or "h").lower()
+    return float(m.group(1)) * {"s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400}[unit]
+
+
+def _prices(items, table_path, market, gpus):
+    """GPU id -> Price: --price first, then --price-table / --market (the cheapest entry per kind)."""
+    from trainfit.catalog.gpus import resolve_gpu
+    from trainfit.catalog.prices import catalog_price_table, load_price_table
+    from trainfit.compute.cost import for_gpu, parse_price
+    from trainfit.errors import CardError
+
+    out = {}
+    table = load_price_table(table_path) if table_path is not None else None
+    if market is not None:
+        table = table or catalog_price_table()
+        if market not in table.markets:
+            raise CardError(f"--market: '{market}' is not in the price table; allowed: {', '.join(table.markets)}")
+    if table is not None:
+        for g in gpus:
+            p = table.for_gpu(g, market=market)
+            if p is not None:
+                out[g] = p
+    for item in items:
+        if "=" not in item:
+            raise CardError(f"--price: expected GPU=PRICE with a currency (e.g. rtx4090=1.98CNY), got '{item}'")
+        g, text = item.split("=", 1)
+        gid = resolve_gpu(g.strip()).id
+        found = table is not None and next((p for p in table.entries if p.id == text.strip().lower()), None)
+        try:
+            out[gid] = for_gpu(found or parse_price(text.strip()), gid)
+        except CardError as exc:
+            raise CardError(f"--price {item}: {exc}") from None
+    return out
+
+
+def _row(r) -> dict:
+    return {
+        "gpu": r.gpu, "gpus": r.gpus, "fits": r.fits, "within_limits": r.within_limits,
+        "peak_gpu_bytes": int(r.peak_device_bytes), "headroom_bytes": int(r.headroom_bytes), "peak_phase": r.peak_phase,
+        "host_ram_bytes": int(r.host_ram_bytes), "tokens_per_s": r.tokens_per_s,
+        "step_seconds": r.step_seconds, "cost_per_hour": r.cost_per_hour, "currency": r.currency, "price_id": r.price_id,
+        "cost_per_step": r.cost_per_step, "run_steps": r.run_steps, "run_seconds": r.run_seconds,
+        "cost_per_run": r.cost_per_run, "rank_cost": r.rank_cost, "rank_currency": r.rank_currency,
+        "pareto": r.pareto, "knobs": {k: v for k, v in r.knobs.items() if k not in ("hardware.gpu", "gpus")},
+    }
+
+
+def _render(result, rows, goal) -> None:
     from rich.console import Console
     from rich.table import Table
 
     from trainfit.report.fmt import gib
 
     c = Console(width=160)
+    run = goal.has_run
+    by = {"cost": "cost per run" if run else "cost per hour (then step time)", "time": "run time" if run else "step time",
+          "cards": "fewest cards (then cost, time)"}[goal.objective.value]
     t = Table(title=f"trainfit fit: {result.evaluated:,} configurations in {result.seconds:.1f} s"
-                    f" ({result.evaluated / max(result.seconds, 1e-9):,.0f}/s); * = Pareto front (time vs cost)")
+                    f" ({result.evaluated / max(result.seconds, 1e-9):,.0f}/s); ranked by {by}; * = Pareto front (time vs cost)")
     for col in ("", "GPU", "cards", "fits", "peak (device)", "headroom", "host RAM/node", "step s", "tokens/s", "cost/h",
-                "cost/run" if steps else "cost/step", "knobs"):
+                "cost/run" if run else "cost/step", "run h" if run else "", "knobs"):
         t.add_column(col)
     for r in rows:
+        flag = "*" if r["pareto"] else ("!" if r["fits"] and not r["within_limits"] else "")
         t.add_row(
-            "*" if r["pareto"] else "", r["gpu"], str(r["gpus"]), "yes" if r["fits"] else "no",
+            flag, r["gpu"], str(r["gpus"]), "yes" if r["fits"] else "no",
             gib(r["peak_gpu_bytes"]), gib(r["headroom_bytes"]), gib(r["host_ram_bytes"], 0),
             f"{r['step_seconds']:.2f}" if r["step_seconds"] else "-",
             f"{r['tokens_per_s']:,.0f}" if r["tokens_per_s"] else "-",
             f"{r['cost_per_hour']:.2f} {r['currency']}" if r["cost_per_hour"] is not None else "-",
-            _money(r["cost_per_run"] if steps else r["cost_per_step"], r["currency"]),
+            _money(r["cost_per_run"] if run else r["cost_per_step"], r["currency"]),
+            (f"{r['run_seconds'] / 3600:.1f}" if r["run_seconds"] else "-") if run else "",
             ", ".join(f"{k}={v}" for k, v in sorted(r["knobs"].items())),
         )
     c.print(t)
-    c.print("Each GPU type stops at the fewest cards that fit; rows that do not fit show the best attempt at that count.")
-    c.print("Host RAM counts toward 'fits' only when the card states hardware.host_ram_gib.")
+    best = result.best
+    if best is not None:
+        cost = _money(best.cost_per_run if run else best.cost_per_hour, best.currency)
+        c.print(f"best by {by}: {best.gpus} x {best.gpu}, {cost}{'' if run else '/h'}"
+                f"{f', {best.run_seconds / 3600:.1f} h' if run and best.run_seconds else ''}", markup=False)
+    else:
+        c.print("no plan fits within the limits; the rows show the closest attempts", markup=False)
+    for w in result.warnings:
+        c.print(f"[yellow]warning[/yellow]: {w}")
+    c.print("Every GPU kind is tried at every card count up to --max-gpus; each row is the best plan at that count"
+            " (rows that do not fit show the closest attempt). ! = fits but breaks --budget/--deadline.")
+    c.print("Rows without a price rank after priced ones on cost; host RAM counts toward 'fits' only when the card"
+            " states hardware.host_ram_gib.")
 
 
 def _money(amount: float | None, currency: str | None) -> str:

@@ -1,0 +1,150 @@
+"""What `fit` ranks by: an objective (cost, time or cards), the run's length and the limits (pure).
+
+* ``cost``: the rental cost of the run when its length is known (``steps`` or ``tokens``), else the
+  cost per hour with the step time as the tie-break;
+* ``time``: the run's wall-clock (or the step time), then cost;
+* ``cards``: fewest GPUs, then cost, then time.
+
+Costs in different currencies are converted with the given exchange rates into one ranking currency;
+a row whose currency cannot be converted is ranked in a group of its own currency (after the ranking
+currency's group), never interleaved, and a warning says so. Limits: ``budget`` (per run when the
+length is known, else per hour, in its own currency) and ``deadline_s`` (the run's wall-clock).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+from math import ceil, inf
+from typing import Any
+
+from trainfit.errors import CardError
+
+
+class Objective(StrEnum):
+    COST = "cost"
+    TIME = "time"
+    CARDS = "cards"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Goal:
+    objective: Objective = Objective.COST
+    steps: int | None = None
+    """Optimizer steps in the run."""
+    tokens: float | None = None
+    """Tokens in the run (steps = ceil(tokens / tokens per step), per row)."""
+    budget: float | None = None
+    budget_currency: str | None = None
+    deadline_s: float | None = None
+    fx: dict[tuple[str, str], float] = field(default_factory=dict)
+    """(from, to) -> units of ``to`` per unit of ``from``."""
+
+    def __post_init__(self) -> None:
+        if self.steps is not None and self.tokens is not None:
+            raise CardError("--steps and --tokens: give one, not both")
+        if self.deadline_s is not None and not self.has_run:
+            raise CardError("--deadline: needs the run's length, --steps or --tokens")
+        if (self.budget is None) != (self.budget_currency is None):
+            raise CardError("--budget: an amount with a currency, e.g. 300CNY")
+
+    @property
+    def has_run(self) -> bool:
+        return self.steps is not None or self.tokens is not None
+
+
+def run_steps(goal: Goal, *, tokens_per_step: float | None) -> int | None:
+    if goal.steps is not None:
+        return goal.steps
+    if goal.tokens is None or not tokens_per_step:
+        return None
+    return ceil(goal.tokens / tokens_per_step)
+
+
+def convert(amount: float | None, currency: str | None, to: str | None, fx: dict[tuple[str, str], float]) -> float | None:
+    """``amount`` in ``to``; None when it has no price or no rate links the two currencies."""
+    if amount is None or currency is None or to is None:
+        return None
+    if currency == to:
+        return amount
+    rate = fx.get((currency, to))
+    return None if rate is None else amount * rate
+
+
+def ranking_currency(currencies: list[str], goal: Goal) -> str | None:
+    """The currency costs are ranked in: the budget's, else the one every rate leads to, else the most
+    common among the rows (ties: alphabetical)."""
+    if goal.budget_currency:
+        return goal.budget_currency
+    if goal.fx:
+        targets = Counter(to for (_, to) in goal.fx)
+        present = [c for c in currencies if c]
+        for cur, _ in Counter(present).most_common():
+            if all(convert(1.0, c, cur, goal.fx) is not None for c in set(present)):
+                return cur
+        return sorted(targets)[0]
+    present = [c for c in currencies if c]
+    if not present:
+        return None
+    counts = Counter(present)
+    return sorted(counts, key=lambda c: (-counts[c], c))[0]
+
+
+def annotate(rows: list[Any], goal: Goal) -> tuple[list[Any], list[str]]:
+    """Each row with its run figures, its cost in the ranking currency and whether it keeps the
+    limits; plus warnings (currencies ranked apart)."""
+    cur = ranking_currency([r.currency for r in rows if r.cost_per_hour is not None], goal)
+    out = []
+    for r in rows:
+        steps = run_steps(goal, tokens_per_step=r.tokens_per_step)
+        run_s = steps * r.step_seconds if (steps is not None and r.step_seconds is not None) else None
+        per_run = r.cost_per_hour * run_s / 3600 if (run_s is not None and r.cost_per_hour is not None) else None
+        own = per_run if goal.has_run else r.cost_per_hour
+        ok = True
+        if goal.budget is not None:
+            spent = convert(own, r.currency, goal.budget_currency, goal.fx)
+            ok = spent is not None and spent <= goal.budget
+        if goal.deadline_s is not None:
+            ok = ok and run_s is not None and run_s <= goal.deadline_s
+        out.append(replace(r, run_steps=steps, run_seconds=run_s, cost_per_run=per_run, within_limits=ok,
+                           rank_currency=cur,
+                           rank_cost=convert(own, r.currency, cur, goal.fx),
+                           rank_cost_per_step=convert(r.cost_per_step, r.currency, cur, goal.fx)))
+    apart = sorted({r.currency for r in out if r.cost_per_hour is not None and r.rank_cost is None and r.currency})
+    warnings = []
+    if apart:
+        fx = " ".join(f"--fx {c}:{cur}=RATE" for c in apart)
+        warnings.append(
+            f"rows priced in {', '.join(apart)} are ranked on cost apart from the {cur} rows (after them);"
+            f" give an exchange rate to rank them together: {fx}"
+        )
+    return out, warnings
+
+
+def rank_key(r: Any, goal: Goal) -> tuple:
+    """Fitting rows within the limits first, then by the objective; rows that do not fit last, the
+    smallest peak first (the closest attempt)."""
+    from trainfit.search import knob_text
+
+    if not r.fits:
+        return (2, 0, 0, r.gpus, r.peak_device_bytes, 0.0, knob_text(r.knobs))
+    time = r.run_seconds if r.run_seconds is not None else (r.step_seconds if r.step_seconds is not None else inf)
+    cost = r.rank_cost if r.rank_cost is not None else inf
+    # a cost that cannot be ranked in the ranking currency sorts in its own currency's group
+    group = "" if (r.rank_cost is not None or r.cost_per_hour is None) else r.currency
+    unpriced = r.cost_per_hour is None
+    limits = 0 if r.within_limits else 1
+    if goal.objective is Objective.TIME:
+        return (limits, 0, "", time, cost, r.gpus, knob_text(r.knobs))
+    if goal.objective is Objective.CARDS:
+        per = cost if goal.has_run else (r.rank_cost_per_step if r.rank_cost_per_step is not None else inf)
+        return (limits, 0, "", r.gpus, per, time, knob_text(r.knobs))
+    own = (r.cost_per_run if goal.has_run else r.cost_per_hour) if group else cost
+    return (limits, int(unpriced), group, own if own is not None else inf, time, r.gpus, knob_text(r.knobs))
+
+
+def beats(a: Any, b: Any, goal: Goal) -> bool:
+    """``a`` is strictly better than ``b`` on the objective (both fit and keep the limits)."""
+    ka, kb = rank_key(a, goal)[:-1], rank_key(b, goal)[:-1]
+    return ka < kb

@@ -8,7 +8,7 @@
 Pure Python: no torch import.
 """
 
-from trainfit.calibration.apply import assumption_line, rates_for
+from trainfit.calibration.apply import apply_memory_calibration, assumption_line, rates_for
 from trainfit.calibration.build import CalibrateResult, RateChange, calibrate
 from trainfit.calibration.file import (
     ENV_VAR, Calibration, DeviceCalibration, calibration_from_dict, calibration_to_dict, default_calibration_path,
@@ -18,7 +18,7 @@ from trainfit.calibration.gpu_output import from_gpu_output
 from trainfit.calibration.records import RecordFit, RunRecord, fit_records, records_from_data
 
 __all__ = [
-    "ENV_VAR", "CalibrateResult", "Calibration", "DeviceCalibration", "RateChange", "RecordFit", "RunRecord",
+    "ENV_VAR", "CalibrateResult", "apply_memory_calibration", "Calibration", "DeviceCalibration", "RateChange", "RecordFit", "RunRecord",
     "assumption_line", "calibrate", "calibration_from_dict", "calibration_to_dict", "default_calibration_path",
     "find_calibration", "fit_records", "from_gpu_output", "load_calibration", "load_found_calibration",
     "make_calibration", "rates_for", "records_from_data", "save_calibration",

@@ -30,6 +30,21 @@ def assumption_line(calibration: Calibration, gpu_id: str) -> str:
     """``calibration: <path> (<gpu ids>)``, saying when the plan's GPU is not among them."""
     ids = ", ".join(calibration.gpu_ids) or "no GPU"
     line = f"calibration: {calibration_label(calibration)} ({ids})"
-    if calibration.device(gpu_id) is None:
+    entry = calibration.device(gpu_id)
+    if entry is None:
         line += f"; {gpu_id} is not in it: default rates"
+    elif "fragmentation_share" in entry.memory_overrides():
+        line += f"; fragmentation share {entry.memory_overrides()['fragmentation_share']:.4g} of the step's largest transient"
     return line
+
+
+def apply_memory_calibration(plan, calibration: Calibration | None):  # noqa: ANN001, ANN201
+    """``plan`` with the calibration's memory constants for its GPU (``fragmentation_share``:
+    ``trainfit.calibration.memory.apply_fragmentation``); the plan itself when there are none."""
+    entry = calibration.device(plan.gpu.id) if calibration is not None else None
+    share = entry.memory_overrides().get("fragmentation_share") if entry is not None else None
+    if share is None:
+        return plan
+    from trainfit.calibration.memory import apply_fragmentation
+
+    return apply_fragmentation(plan, share)

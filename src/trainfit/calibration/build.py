@@ -27,10 +27,14 @@ from trainfit.calibration.file import (
     save_calibration,
 )
 from trainfit.calibration.gpu_output import from_gpu_output, is_gpu_output
+from trainfit.calibration.memory import (
+    FIELD as SHARE_FIELD, MEMORY_FIELDS, FragmentationFit, MemoryRecord, _share_of, fit_fragmentation, is_gpu_raw,
+    memory_record, records_from_gpu_raw,
+)
 from trainfit.calibration.records import RecordFit, RunRecord, fit_records, is_record_data, records_from_data
-from trainfit.errors import CardError
+from trainfit.errors import CardError, TrainfitError
 
-GPU_OUTPUT, CALIBRATION, RUN_RECORDS = "gpu_output", "calibration", "run_records"
+GPU_OUTPUT, CALIBRATION, RUN_RECORDS, GPU_RAW = "gpu_output", "calibration", "run_records", "gpu_raw"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -51,6 +55,12 @@ class CalibrateResult:
     """(file, kind) in the order read."""
     changes: tuple[RateChange, ...]
     fits: tuple[RecordFit, ...]
+    memory_fits: tuple[FragmentationFit, ...] = ()
+    time_held_out: tuple[tuple[str, int, float, float], ...] = ()
+    """(gpu, records, median |log error| before, after) of the held-out step times."""
+    refused: tuple[str, ...] = ()
+    """Fitted constants not written because the held-out records got worse with them."""
+    notes: tuple[str, ...] = ()
 
 
 def read_input(path: Path) -> Any:
@@ -80,8 +90,44 @@ def input_kind(data: Any, where: str) -> str:
         return CALIBRATION
     if is_record_data(data):
         return RUN_RECORDS
+    if is_gpu_raw(data):
+        return GPU_RAW
     raise CardError(f"calibrate: '{where}' is not a `gpu_calibrate.py time` output (trainfit_gpu_time), a calibration "
-                    f"file (trainfit_calibration) or run records (a card with record.step_s)")
+                    f"file (trainfit_calibration), run records (a card with record.step_s or record.phases) or "
+                    f"`gpu_calibrate.py measure` output (versions, cases)")
+
+
+def split_records(data: Any, kind: str, where: str) -> tuple[list[RunRecord], list[MemoryRecord], list[str]]:
+    """(step-time records, reserved-memory records, notes) of one records file. A record measured
+    on the CPU (``record.watch.device: cpu``) calibrates no GPU constant: skipped with a note."""
+    if kind == GPU_RAW:
+        mem = records_from_gpu_raw(data, where=where)
+        return [RunRecord(card=m.card, step_s=m.step_s, where=m.where) for m in mem if m.step_s], mem, []
+    from trainfit.spec.card import load_card_dict
+
+    items = data if isinstance(data, list) else [data]
+    times: list[RunRecord] = []
+    mems: list[MemoryRecord] = []
+    notes: list[str] = []
+    for i, item in enumerate(items):
+        at = f"{where}[{i}]" if isinstance(data, list) else where
+        rec = item["record"]
+        if (rec.get("watch") or {}).get("device") == "cpu":
+            notes.append(f"{at}: measured on the CPU: calibrates no GPU constant (skipped)")
+            continue
+        if "step_s" in rec:
+            times += records_from_data(item, where=at)
+        if rec.get("phases") is not None:
+            try:
+                card = load_card_dict({k: v for k, v in item.items() if k != "record"})
+            except TrainfitError as exc:
+                raise CardError(f"{at}: {exc}") from None
+            m = memory_record(card, rec, where=at)
+            if m is not None:
+                mems.append(m)
+        if "step_s" not in rec and rec.get("phases") is None:
+            raise CardError(f"{at}: a run record needs record.step_s (seconds per step) or record.phases (measured)")
+    return times, mems, notes
 
 
 def merge(base: Calibration | None, new: Calibration) -> Calibration:
@@ -98,14 +144,23 @@ def merge(base: Calibration | None, new: Calibration) -> Calibration:
                             path=base.path if base else None)
 
 
-def calibrate(paths: list[Path], *, out: Path, gpu: str | None = None, write: bool = True) -> CalibrateResult:
-    """Build the calibration from ``paths`` over the one at ``out`` and save it there (when ``write``)."""
+def calibrate(paths: list[Path], *, out: Path, gpu: str | None = None, write: bool = True,
+              held_out: list[Path] | tuple[Path, ...] = ()) -> CalibrateResult:
+    """Build the calibration from ``paths`` over the one at ``out`` and save it there (when ``write``).
+
+    Records (run records, ``gpu_calibrate.py measure`` output) fit the fragmentation share (reserved
+    bytes) and the matmul / host-per-kernel factors (step time). ``held_out`` records are never
+    fitted: each fitted group is written only if it does not make them worse (memory: the rms of the
+    log error; time: the median |log error|); otherwise it is refused and reported. CardError when
+    every fitted group was refused (nothing written)."""
     if not paths:
         raise CardError("calibrate: give at least one file (gpu_calibrate.py time output, calibration, run records)")
     before = load_calibration(out) if out.is_file() else None
     current = before
     inputs: list[tuple[str, str]] = []
     records: list[RunRecord] = []
+    mems: list[MemoryRecord] = []
+    notes: list[str] = []
     for p in paths:
         data = read_input(p)
         kind = input_kind(data, str(p))
@@ -115,18 +170,86 @@ def calibrate(paths: list[Path], *, out: Path, gpu: str | None = None, write: bo
         elif kind == CALIBRATION:
             current = merge(current, calibration_from_dict(data, where=f"calibration '{p}'"))
         else:
-            records += records_from_data(data, where=str(p))
+            t, m, n = split_records(data, kind, str(p))
+            records, mems, notes = records + t, mems + m, notes + n
+    held_t: list[RunRecord] = []
+    held_m: list[MemoryRecord] = []
+    for p in held_out:
+        data = read_input(p)
+        kind = input_kind(data, str(p))
+        if kind not in (RUN_RECORDS, GPU_RAW):
+            raise CardError(f"calibrate: --held-out '{p}' must hold run records or gpu_calibrate.py measure output")
+        inputs.append((str(p), f"held_out_{kind}"))
+        t, m, n = split_records(data, kind, str(p))
+        held_t, held_m, notes = held_t + t, held_m + m, notes + n
+    fitted_any, refused = False, []
     fits: list[RecordFit] = []
+    time_held: list[tuple[str, int, float, float]] = []
     if records:
         fitted, fits = fit_records(records, current)
-        notes = tuple(n for f in fits for n in (*f.notes, _fit_note(f)))
-        sources = (f"run records: {', '.join(sorted({r.where for r in records}))}",)
-        current = merge(current, make_calibration(fitted, sources=sources, notes=notes))
-    assert current is not None
+        trial = merge(current, make_calibration(fitted))
+        ok = True
+        for f in fits:
+            hs = [r for r in held_t if _gpu_id(r.card) == f.gpu_id]
+            if hs:
+                b, a = _median_time_error(hs, current), _median_time_error(hs, trial)
+                time_held.append((f.gpu_id, len(hs), b, a))
+                ok = ok and a <= b
+        if ok:
+            fit_notes = tuple(n for f in fits for n in (*f.notes, _fit_note(f)))
+            sources = (f"run records: {', '.join(sorted({r.where.split(':')[0] for r in records}))}",)
+            current = merge(current, make_calibration(fitted, sources=sources, notes=fit_notes))
+            fitted_any = True
+        else:
+            refused.append("step-time factors (matmul, host per kernel): the held-out step times got worse")
+    mfits: list[FragmentationFit] = []
+    if mems:
+        mfits = fit_fragmentation(mems, held_m, current)
+        keep = {f.gpu_id: {SHARE_FIELD: f.share_after} for f in mfits if not f.refused}
+        refused += [f"{f.gpu_id} fragmentation share {f.share_after:.4g}: held-out reserved rms "
+                    f"{f.held_before.text()} -> {f.held_after.text()}" for f in mfits if f.refused]
+        if keep:
+            mnotes = tuple(_memory_note(f) for f in mfits if not f.refused)
+            sources = (f"reserved-memory records: {', '.join(sorted({m.where.split(':')[0] for m in mems}))}",)
+            current = merge(current, make_calibration(keep, sources=sources, notes=mnotes))
+            fitted_any = True
+    if (records or mems) and not fitted_any and current is before:
+        raise CardError("calibrate: refused: " + "; ".join(refused) + " (nothing written)")
+    if current is None:
+        raise CardError("calibrate: nothing to calibrate from: "
+                        + ("; ".join(notes) if notes else "no measurement, calibration or usable record"))
     changes = diff(before, current)
     saved = save_calibration(current, out) if write else current
     return CalibrateResult(calibration=saved, path=out, written=write, inputs=tuple(inputs), changes=tuple(changes),
-                           fits=tuple(fits))
+                           fits=tuple(fits), memory_fits=tuple(mfits), time_held_out=tuple(time_held),
+                           refused=tuple(refused), notes=tuple(notes))
+
+
+def _gpu_id(card: Any) -> str:
+    from trainfit.plan import gpu_of
+
+    return gpu_of(card).id
+
+
+def _median_time_error(records: list[RunRecord], cal: Calibration | None) -> float:
+    """Median |log(planned / measured step seconds)|."""
+    import math
+    import statistics
+
+    from trainfit.plan import make_plan
+
+    errs = []
+    for r in records:
+        pred = make_plan(r.card, calibration=cal).step_seconds
+        if pred:
+            errs.append(abs(math.log(pred / r.step_s)))
+    return statistics.median(errs) if errs else 0.0
+
+
+def _memory_note(f: FragmentationFit) -> str:
+    held = (f"; held-out {f.held_before.text()} -> {f.held_after.text()}" if f.held_before and f.held_after else "")
+    return (f"{f.gpu_id} memory fit: fragmentation share {f.share_before:.4g} -> {f.share_after:.4g} on "
+            f"{f.fit_after.n} records (reserved {f.fit_before.text()} -> {f.fit_after.text()}{held})")
 
 
 def diff(before: Calibration | None, after: Calibration) -> list[RateChange]:
@@ -138,7 +261,10 @@ def diff(before: Calibration | None, after: Calibration) -> list[RateChange]:
         gpu = resolve_gpu(d.gpu_id)
         old_rates, new_rates = rates_for(gpu, before), rates_for(gpu, after)
         for field, _ in d.rates:
-            old, new = getattr(old_rates, field), getattr(new_rates, field)
+            if field in MEMORY_FIELDS:
+                old, new = _share_of(before, d.gpu_id), _share_of(after, d.gpu_id)
+            else:
+                old, new = getattr(old_rates, field), getattr(new_rates, field)
             if old != new:
                 out.append(RateChange(gpu_id=d.gpu_id, field=field, old=old, new=new))
     return out

@@ -48,8 +48,11 @@ _GEMM_KEYS = ("m", "n", "k", "flops_per_s")
 
 
 def rate_fields() -> dict[str, str]:
-    """DeviceRates field -> its annotation text, for every field a calibration may set."""
-    return {f.name: str(f.type) for f in fields(DeviceRates) if f.name not in _NOT_CALIBRATED}
+    """Field -> its annotation text, for every field a calibration may set: the DeviceRates fields
+    (time) and the memory constants (``trainfit.calibration.memory.MEMORY_FIELDS``)."""
+    from trainfit.calibration.memory import MEMORY_FIELDS
+
+    return {**{f.name: str(f.type) for f in fields(DeviceRates) if f.name not in _NOT_CALIBRATED}, **MEMORY_FIELDS}
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -60,7 +63,19 @@ class DeviceCalibration:
     rates: tuple[tuple[str, Any], ...]
 
     def overrides(self) -> dict[str, Any]:
-        """The pairs as the mapping ``DeviceRates.with_overrides`` takes."""
+        """The rate pairs as the mapping ``DeviceRates.with_overrides`` takes (memory constants excluded)."""
+        from trainfit.calibration.memory import MEMORY_FIELDS
+
+        return {k: v for k, v in self.rates if k not in MEMORY_FIELDS}
+
+    def memory_overrides(self) -> dict[str, Any]:
+        """The memory constants (``fragmentation_share``) this entry sets."""
+        from trainfit.calibration.memory import MEMORY_FIELDS
+
+        return {k: v for k, v in self.rates if k in MEMORY_FIELDS}
+
+    def values(self) -> dict[str, Any]:
+        """Every pair, rates and memory constants."""
         return dict(self.rates)
 
 
@@ -127,7 +142,7 @@ def calibration_to_dict(cal: Calibration) -> dict[str, Any]:
     """The JSON object of the file format (module docstring)."""
     devices = {}
     for d in cal.devices:
-        rates = d.overrides()
+        rates = d.values()
         if "gemm_points" in rates:
             rates["gemm_points"] = [{k: getattr(p, k) for k in _GEMM_KEYS} for p in rates["gemm_points"]]
         devices[d.gpu_id] = rates

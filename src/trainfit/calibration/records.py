@@ -222,7 +222,7 @@ def _with_device(base: Calibration | None, gpu_id: str, rates: dict[str, float])
     """``base`` with ``rates`` laid over its entry for ``gpu_id`` (no validation: the values are
     positive scalings of valid rates)."""
     devices = {d.gpu_id: d for d in (base.devices if base else ())}
-    old = devices[gpu_id].overrides() if gpu_id in devices else {}
+    old = devices[gpu_id].values() if gpu_id in devices else {}
     devices[gpu_id] = DeviceCalibration(gpu_id=gpu_id, rates=tuple(sorted({**old, **rates}.items())))
     return Calibration(created=base.created if base else date.today().isoformat(), devices=tuple(devices[g] for g in sorted(devices)),
                        sources=base.sources if base else (), notes=base.notes if base else (),

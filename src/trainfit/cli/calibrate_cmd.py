@@ -11,17 +11,20 @@ from trainfit.cli.common import print_json
 
 
 def calibrate(
-    files: Annotated[list[Path], typer.Argument(help="`gpu_calibrate.py time` outputs, calibration files, or run records (cards with record.step_s).")],
+    files: Annotated[list[Path], typer.Argument(help="`gpu_calibrate.py time` outputs, calibration files, run records (cards with record.step_s or measured record.phases), or `gpu_calibrate.py measure` outputs.")],
     out: Annotated[Optional[Path], typer.Option("--out", help="Calibration file to write (merged over what is there). Default: $TRAINFIT_CALIBRATION, else $XDG_CONFIG_HOME/trainfit/calibration.json.")] = None,
+    held_out: Annotated[Optional[list[Path]], typer.Option("--held-out", help="Records never fitted: a fitted constant that makes them worse is refused (not written). Repeat for several files.")] = None,
     gpu: Annotated[Optional[str], typer.Option("--gpu", help="Catalog GPU the measurements are of, when the output names none (a --dry-run) or an unknown one.")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would change; write nothing.")] = False,
     json_: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
 ) -> None:
-    """Replace the step-time model's default rates with measured ones (per GPU kind), and print
-    what changed: old rate -> new rate. Plans pick the file up by default; see --calibration."""
+    """Replace the plan's default rates and overhead constants with measured ones (per GPU kind), and
+    print what changed: old -> new, the fits' residuals, what --held-out records refused. Plans pick
+    the file up by default; see --calibration. Mechanism terms are never fitted."""
     from trainfit.calibration import calibrate as run, default_calibration_path
 
-    result = run(list(files), out=out if out is not None else default_calibration_path(), gpu=gpu, write=not dry_run)
+    result = run(list(files), out=out if out is not None else default_calibration_path(), gpu=gpu, write=not dry_run,
+                 held_out=tuple(held_out or ()))
     if json_:
         from trainfit.report.calibration import calibrate_to_dict
 

@@ -16,10 +16,12 @@ def record(
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing record.")] = False,
     audit: Annotated[Optional[Path], typer.Option("--audit", help="A `trainfit audit --json` file; default: audit this machine now.")] = None,
     timeout: Annotated[float, typer.Option(min=0.1, help="Seconds each external command may take.")] = 10.0,
+    measured: Annotated[Optional[Path], typer.Option("--measured", help="A watch record (trainfit.watch(card, record=PATH)): its planned vs measured phases, step time and versions go into this record.")] = None,
     json_: Annotated[bool, typer.Option("--json", help="Print the record as JSON too.")] = False,
 ) -> None:
     """Fill the card's software and hardware from the audit, add the recipe's git commit and a UTC
-    timestamp, and write the record. Never overwrites without --force."""
+    timestamp, and write the record; with --measured, also planned vs measured per phase (memory
+    and time) from a watch record. Never overwrites without --force."""
     from trainfit.preflight.record import build_record, default_record_path, git_state, write_record
 
     run_card = load_card(card, {}, [])
@@ -38,6 +40,11 @@ def record(
         report = run_audit(checkpoint_path=run_card.checkpoint.path or ".", timeout_s=timeout)
     recipe = Path(run_card.recipe.path) if run_card.recipe.path else Path.cwd()
     data = build_record(run_card, report, card_path=card, git=git_state(recipe, timeout_s=timeout))
+    if measured is not None:
+        from trainfit.preflight.record import add_measured
+        from trainfit.spec.card import read_card_file
+
+        data = add_measured(data, read_card_file(measured))
     write_record(data, target, force=force)
     if json_:
         print_json({"path": str(target), "record": data})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 _UNITS = (("_flops_per_s", 1e12, "TFLOP/s"), ("_bytes_per_s", 1e9, "GB/s"), ("_s", 1e-6, "us"),
@@ -43,8 +44,26 @@ def calibrate_to_dict(result: Any) -> dict[str, Any]:
         "fits": [{"gpu": f.gpu_id, "records": f.records, "matmul_scale": f.matmul_scale, "host_scale": f.host_scale,
                   "median_error_before": f.median_error_before, "median_error_after": f.median_error_after,
                   "fitted": list(f.fitted), "notes": list(f.notes)} for f in result.fits],
+        "memory_fits": [{"gpu": f.gpu_id, "fragmentation_share_before": f.share_before,
+                         "fragmentation_share_after": f.share_after, "refused": f.refused,
+                         "fit_before": _stats(f.fit_before), "fit_after": _stats(f.fit_after),
+                         "held_out_before": _stats(f.held_before), "held_out_after": _stats(f.held_after),
+                         "residuals": [{"record": w, "log_error": e} for w, e in f.residuals]}
+                        for f in getattr(result, "memory_fits", ())],
+        "time_held_out": [{"gpu": g, "records": n, "median_error_before": math.expm1(b), "median_error_after": math.expm1(a)}
+                          for g, n, b, a in getattr(result, "time_held_out", ())],
+        "refused": list(getattr(result, "refused", ())),
+        "notes": list(getattr(result, "notes", ())),
         "calibration": calibration_to_dict(result.calibration),
     }
+
+
+def _stats(s: Any) -> dict[str, Any] | None:
+    """ErrorStats as fractions (exp(log error) - 1)."""
+    if s is None:
+        return None
+    return {"records": s.n, "median_abs_error": math.expm1(s.median_abs), "rms_error": math.expm1(s.rms),
+            "worst_error": math.expm1(s.worst)}
 
 
 def render_calibrate(result: Any, console: Any) -> None:
@@ -68,9 +87,25 @@ def render_calibrate(result: Any, console: Any) -> None:
         console.print(t)
     for f in result.fits:
         console.print(f"fit {f.gpu_id}: {f.records} run records; matmul x{f.matmul_scale:.3f}, host per kernel "
-                      f"x{f.host_scale:.3f}; median step-time error {f.median_error_before:.1%} -> {f.median_error_after:.1%}")
+                      f"x{f.host_scale:.3f}; median step-time error {f.median_error_before:.1%} -> {f.median_error_after:.1%}"
+                      + (" (refused)" if any(r.startswith("step-time") for r in getattr(result, "refused", ())) else ""))
         for n in f.notes:
             console.print(f"  note: {n}")
+    for f in getattr(result, "memory_fits", ()):
+        console.print(f"memory fit {f.gpu_id}: fragmentation share {f.share_before:.4g} -> {f.share_after:.4g}"
+                      + (" (refused)" if f.refused else ""))
+        console.print(f"  fit records, reserved: {f.fit_before.text()} -> {f.fit_after.text()}")
+        if f.held_before is not None and f.held_after is not None:
+            console.print(f"  held-out records, reserved: {f.held_before.text()} -> {f.held_after.text()}")
+        console.print("  residuals after the fit (log planned/measured reserved):")
+        for where, e in f.residuals:
+            console.print(f"    {math.expm1(e):+7.1%}  {where}")
+    for g, n, b, a in getattr(result, "time_held_out", ()):
+        console.print(f"held-out step times {g} ({n} records): median error {math.expm1(b):.1%} -> {math.expm1(a):.1%}")
+    for r in getattr(result, "refused", ()):
+        console.print(f"refused: {r}")
+    for n in getattr(result, "notes", ()):
+        console.print(f"note: {n}")
     if result.calibration.notes:
         console.print("notes in the file:")
         for n in result.calibration.notes:

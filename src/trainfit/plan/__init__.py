@@ -79,7 +79,7 @@ def make_plan(card: RunCard, *, calibration=None) -> Plan:
     else:
         if not any(n.startswith("time: not estimated") for n in time_notes):
             time_notes.append(f"time: not estimated: the catalog has no bf16 dense rate or memory bandwidth for {gpu.id}")
-    return Plan(
+    plan = Plan(
         card=card,
         spec=spec,
         gpu=gpu,
@@ -103,3 +103,8 @@ def make_plan(card: RunCard, *, calibration=None) -> Plan:
         worst_rank=None if ranks is None else ranks.coords,
         stage_phases=() if ranks is None else ranks.stage_phases,
     )
+    if calibration is None:
+        return plan
+    from trainfit.calibration import apply_memory_calibration  # the calibration's memory constants
+
+    return apply_memory_calibration(plan, calibration)

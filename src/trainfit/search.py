@@ -231,9 +231,10 @@ SFT_SPACE: dict[str, list[Any]] = {
     "parallel.gradient_checkpointing": [True, False],
     "loss.chunked": [False, True],
     "scope": ["full", "lora", "qlora"],
-    "precision.optimizer": ["adamw", "adamw_8bit"],
 }
-"""SFT-like knobs; ``fit`` adds (micro-batch, accumulation) pairs at the fixed global batch."""
+"""SFT-like knobs (``search``'s reference space)."""
+SFT_FIT_SPACE: dict[str, list[Any]] = SFT_SPACE | {"precision.optimizer": ["adamw", "adamw_8bit"]}
+"""What ``fit`` varies for SFT-like methods, plus (micro-batch, accumulation) pairs at the fixed global batch."""
 RL_SPACE: dict[str, list[Any]] = {
     "scope": ["full", "lora", "qlora"],
     "parallel.offload": ["none", "params_and_optimizer"],
@@ -317,7 +318,7 @@ def _free(space: dict[str, list[Any]], pinned: frozenset[str]) -> dict[str, list
 
 def sft_combos(count: int, *, pinned: frozenset[str], batches: list[dict[str, int]]) -> list[dict[str, Any]]:
     """Every SFT-like knob setting for ``count`` cards (pins held)."""
-    space = _free(SFT_SPACE, pinned)
+    space = _free(SFT_FIT_SPACE, pinned)
     if count == 1 and "parallel.strategy" not in pinned:
         space["parallel.strategy"] = ["single"]
     if "batch" not in pinned:

@@ -107,6 +107,8 @@ def build(card: RunCard) -> Export:
             notes.append(f"parallel.strategy single: one process on one GPU; the card's other {card.world_size - 1} GPUs idle")
     elif s is Strategy.DDP:
         dist = "MULTI_GPU" if procs > 1 else "NO"
+        if procs == 1:
+            notes.append("parallel.strategy ddp on one GPU: accelerate runs one plain process (distributed_type NO, read back as single)")
     elif zero_stage(card) is not None:
         dist = "DEEPSPEED"
         cfg["deepspeed_config"] = deepspeed_plugin_config(card, notes)
@@ -125,7 +127,7 @@ def build(card: RunCard) -> Export:
     cfg["mixed_precision"] = mp
     if card.precision.compute is ComputeDtype.FP32 and card.weights_dtype is not Dtype.FP32:
         notes.append("precision.compute fp32 with non-fp32 weights: accelerate runs the weights' dtype without autocast")
-    cfg["num_machines"] = hw.nodes
+    cfg["num_machines"] = 1 if dist == "NO" else hw.nodes
     cfg["num_processes"] = procs
     cfg["machine_rank"] = 0
     cfg["gpu_ids"] = "all"
@@ -133,7 +135,9 @@ def build(card: RunCard) -> Export:
     cfg["same_network"] = True
     cfg["main_training_function"] = "main"
     cfg["use_cpu"] = False
-    if hw.nodes > 1:
+    if dist == "NO" and hw.nodes > 1:
+        notes.append(f"hardware.nodes {hw.nodes}: a single process runs on one machine (num_machines 1)")
+    if hw.nodes > 1 and dist != "NO":
         cfg["main_process_ip"] = "MASTER_ADDR"
         cfg["main_process_port"] = 29500
         notes.append("hardware.nodes > 1: set main_process_ip to node 0's address and machine_rank per node")

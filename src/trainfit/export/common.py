@@ -146,6 +146,11 @@ def _model_fact(card: RunCard) -> Any:
     return m.path or m.id
 
 
+# vLLM settings the plan does not read when the engine is hf (tensor_parallel, sleep_level and cuda_graphs
+# still change its generation time, so they stay facts)
+_VLLM_ONLY = ("placement", "gpus", "gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens", "weight_sync")
+
+
 def plan_facts(card: RunCard) -> dict[str, Any]:
     """Every card value the planner reads, resolved (method defaults applied), as JSON values by
     dotted key. Two cards with equal facts plan the same peak and time."""
@@ -186,6 +191,9 @@ def plan_facts(card: RunCard) -> dict[str, Any]:
         f["rollout.logprob_micro_batch_size"] = ro.logprob_micro_batch_size or card.batch.micro_batch_size
         if ro.placement is not Placement.SPLIT:
             f["rollout.gpus"] = None
+        if ro.engine is RolloutEngine.HF:  # generate() on the trained model: no engine, nothing to sync
+            for k in _VLLM_ONLY:
+                f.pop(f"rollout.{k}")
         f["task.kind"] = card.task.kind.value
         f["roles.reward_model"] = card.roles.reward_model
         if card.method is Method.PPO:

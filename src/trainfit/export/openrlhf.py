@@ -149,7 +149,10 @@ def _ppo(card: RunCard, notes: list[str]) -> list[str]:
             notes.append("rollout.max_num_seqs / max_num_batched_tokens: OpenRLHF has no flag for these vLLM settings")
     else:
         f += ["--vllm.num_engines", "0"]
-        notes.append("rollout.engine hf: OpenRLHF generates with the DeepSpeed actor (--vllm.num_engines 0)")
+        notes.append(
+            "rollout.engine hf: OpenRLHF generates with the DeepSpeed actor (--vllm.num_engines 0); the vLLM settings "
+            "rollout.tensor_parallel, rollout.sleep_level and rollout.cuda_graphs are not written"
+        )
     sync = effective_weight_sync(card)
     if sync is not WeightSync.PER_PARAMETER:
         notes.append(

@@ -20,7 +20,10 @@ class Preset:
     source: str
     card: dict[str, Any]
     knobs: dict[str, str] = field(default_factory=dict)
-    """trainfit card key -> the framework's knob name."""
+    """trainfit card key -> the framework's knob name, only where the framework takes the card's value as
+    written (a suggestion prints ``knob=value``); keys whose value the framework spells another way (offload,
+    reference placement, sleep level, scope) keep the card key. tests/export/test_presets_knobs.py checks each
+    knob against the exporter's output."""
 
 
 PRESETS: dict[str, Preset] = {
@@ -42,22 +45,21 @@ PRESETS: dict[str, Preset] = {
             "rollout.tensor_parallel": "vllm_tensor_parallel_size",
             "rollout.num_generations": "num_generations",
             "rollout.response_len": "max_completion_length",
-            "rollout.prompt_len": "max_prompt_length",
-            "rollout.sleep_level": "vllm_enable_sleep_mode",
             "roles.kl_coef": "beta",
             "batch.micro_batch_size": "per_device_train_batch_size",
             "batch.grad_accum": "gradient_accumulation_steps",
-            "parallel.gradient_checkpointing": "gradient_checkpointing",
-            "scope": "peft_config",
         },
     ),
     "verl": Preset(
         name="verl",
         source="verl trainer/config/ppo_trainer.yaml (actor_rollout_ref.rollout.gpu_memory_utilization: 0.5; "
         "ref.fsdp_config.param_offload: True for the reference under FSDP; FSDP actor keeps fp32 parameters "
-        "with bf16 mixed precision)",
+        "with bf16 mixed precision); verl-project/verl v0.9.0 (483b8a009ba3a97563edee3a19887e4862b8094a) "
+        "verl/trainer/config/rollout/rollout.yaml free_cache_engine: True, and "
+        "verl/workers/rollout/vllm_rollout/vllm_async_server.py _sleep_hybrid: vLLM sleeps at level 2 between "
+        "rollouts (level 1 when only a LoRA adapter is synced)",
         card={
-            "rollout": {"engine": "vllm", "placement": "colocate", "gpu_memory_utilization": 0.5},
+            "rollout": {"engine": "vllm", "placement": "colocate", "gpu_memory_utilization": 0.5, "sleep_level": 2},
             "roles": {"reference": "cpu"},
             "precision": {"weights": "fp32", "compute": "bf16"},
             "parallel": {"strategy": "fsdp", "gradient_checkpointing": True},
@@ -68,8 +70,6 @@ PRESETS: dict[str, Preset] = {
             "rollout.num_generations": "actor_rollout_ref.rollout.n",
             "rollout.response_len": "data.max_response_length",
             "rollout.prompt_len": "data.max_prompt_length",
-            "roles.reference": "actor_rollout_ref.ref.fsdp_config.param_offload",
-            "parallel.offload": "actor_rollout_ref.actor.fsdp_config.optimizer_offload",
             "parallel.gradient_checkpointing": "actor_rollout_ref.model.enable_gradient_checkpointing",
             "batch.micro_batch_size": "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu",
             "rollout.logprob_micro_batch_size": "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu",
@@ -77,23 +77,21 @@ PRESETS: dict[str, Preset] = {
     ),
     "openrlhf": Preset(
         name="openrlhf",
-        source="OpenRLHF README (hybrid engine: --colocate_all_models --vllm_enable_sleep "
-        "--vllm_gpu_memory_utilization 0.95 in the recommended PPO/GRPO examples)",
+        source="OpenRLHF 0.11 (OpenRLHF/OpenRLHF README.md at 3c3be6234e0cb353e76bb8019947db9dfe99fca7, "
+        "version.txt 0.11.0; the flags trainfit exports, recorded from openrlhf 0.11.2 argparse): hybrid engine "
+        "--train.colocate_all --vllm.enable_sleep --ds.enable_sleep (vLLM sleep level 1, "
+        "openrlhf/trainer/ray/vllm_engine.py), --vllm.gpu_memory_utilization 0.5 in the 8x A100 quick start",
         card={
-            "rollout": {"engine": "vllm", "placement": "colocate", "gpu_memory_utilization": 0.95, "sleep_level": 1},
+            "rollout": {"engine": "vllm", "placement": "colocate", "gpu_memory_utilization": 0.5, "sleep_level": 1},
             "parallel": {"strategy": "zero3", "gradient_checkpointing": True},
         },
         knobs={
-            "rollout.gpu_memory_utilization": "--vllm_gpu_memory_utilization",
-            "rollout.sleep_level": "--vllm_enable_sleep",
-            "rollout.tensor_parallel": "--vllm_tensor_parallel_size",
-            "rollout.placement": "--colocate_all_models",
-            "rollout.num_generations": "--n_samples_per_prompt",
-            "rollout.response_len": "--generate_max_len",
-            "rollout.prompt_len": "--prompt_max_len",
-            "parallel.gradient_checkpointing": "--gradient_checkpointing",
-            "parallel.offload": "--adam_offload",
-            "batch.micro_batch_size": "--micro_train_batch_size",
+            "rollout.gpu_memory_utilization": "--vllm.gpu_memory_utilization",
+            "rollout.tensor_parallel": "--vllm.tensor_parallel_size",
+            "rollout.num_generations": "--rollout.n_samples_per_prompt",
+            "rollout.response_len": "--rollout.max_new_tokens",
+            "rollout.prompts_per_step": "--rollout.batch_size",
+            "batch.micro_batch_size": "--train.micro_batch_size",
         },
     ),
     "nemo-rl": Preset(
@@ -125,6 +123,8 @@ def preset(name: str) -> Preset:
 def apply_preset(card_data: dict[str, Any], name: str) -> dict[str, Any]:
     """Card data with the preset's defaults filled in under what the card sets."""
     merged = merge_under(preset(name).card, card_data)
+    if name == "verl" and merged.get("scope", "full") != "full" and "sleep_level" not in (card_data.get("rollout") or {}):
+        merged["rollout"] = {**merged["rollout"], "sleep_level": 1}  # verl sleeps at level 1 when it syncs an adapter
     merged["preset"] = name
     return merged
 

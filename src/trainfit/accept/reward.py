@@ -97,7 +97,8 @@ _DAEMON = (
     "    posix.setsid()\n"
     "    if posix.fork() == 0:\n"
     "        posix.execv(sys.executable, [sys.executable, '-S', '-c',\n"
-    "            'import posix, time\\ntime.sleep(1.0)\\nend = time.time() + 20\\nwhile time.time() < end:\\n'\n"
+    "            'import posix, time\\ntime.sleep(1.0)\\nend = time.time() + 20\\n'\n"
+    "            'while time.time() < end and posix.getuid() != 0:\\n'\n"
     "            '    try:\\n        posix.kill(-1, 9)\\n    except OSError:\\n        pass\\n    time.sleep(0.02)\\n',\n"
     f"            {ATTACK_MARKER!r}])\n"
     "    posix._exit(0)\n"
@@ -143,7 +144,7 @@ def attacks(task: Task) -> dict[str, Patch]:
         "network": _stub_with(task, "import socket\ns = socket.socket()\ns.settimeout(0.5)\n"
                                     "try:\n    s.connect(('1.1.1.1', 53))\nexcept OSError:\n    pass\n"),
         "kill_parent": _stub_with(task, "import posix\n"
-                                        "for pid in (posix.getppid(), 1, -1):\n"
+                                        "for pid in (posix.getppid(), 1, -1) if posix.getuid() != 0 else ():\n"
                                         "    try:\n        posix.kill(pid, 9)\n    except OSError:\n        pass\n"),
         "read_hidden_tests": [write("solution.py",
                                     "import glob, os\n"

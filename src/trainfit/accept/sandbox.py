@@ -35,7 +35,6 @@ import os
 import secrets
 import shutil
 import signal
-import stat
 import subprocess
 import sys
 import tempfile
@@ -217,6 +216,16 @@ def init(alive_r):
         if pid == worker:
             os._exit(0)  # 97 stays reserved for a jail that could not be built
 
+child = 0
+def stop(*_):
+    if not child:
+        os._exit(1)  # nothing forked yet: nothing to tear down
+    try:
+        os.kill(child, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+    signal.signal(s, stop)
 libc.prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG: the grader died -> tear down below
 if os.getppid() != cfg["ppid"]:
     os._exit(1)
@@ -230,8 +239,13 @@ if uid != 0:
             f.write(text)
 mount(None, "/", None, REC | PRIVATE, None, "make / private")
 alive_r, alive_w = os.pipe()
+TEARDOWN = {signal.SIGTERM, signal.SIGINT, signal.SIGHUP}
+signal.pthread_sigmask(signal.SIG_BLOCK, TEARDOWN)  # so `child` is set before stop() can run
 child = os.fork()
 if child == 0:
+    for s in TEARDOWN:
+        signal.signal(s, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, TEARDOWN)
     os.close(alive_w)
     for fd in cfg["close_fds"]:
         try:
@@ -243,17 +257,11 @@ if child == 0:
     except BaseException as e:
         os.write(2, ("sandbox: %r\n" % (e,)).encode())
     os._exit(97)
+signal.pthread_sigmask(signal.SIG_UNBLOCK, TEARDOWN)
 os.close(alive_r)
 nul = os.open(os.devnull, os.O_RDWR)
 os.dup2(nul, 0)
 os.dup2(nul, 1)
-def stop(*_):
-    try:
-        os.kill(child, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-    signal.signal(s, stop)
 _, status = os.waitpid(child, 0)  # returns once the namespace is empty
 os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
 """

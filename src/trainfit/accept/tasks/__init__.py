@@ -10,7 +10,7 @@ The seal (SHA-256 counter-mode keystream and an HMAC-SHA256 tag) keeps the answe
 grep, an ``import`` or a reader of the installed package finds no reference solution or hidden test. Its key
 ships with trainfit, so it is not what keeps a candidate out: the sandbox is. The jail never shows this
 package's directory (``sandbox._jail_plan`` covers it with an empty mount) nor the grader's directory.
-Edit the sealed file with ``python -m trainfit.accept.tasks.seal``.
+Edit the sealed file with ``python -m trainfit.accept.tasks.vault``.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ class Task:
 
     @property
     def hidden_names(self) -> list[str]:
-        return re.findall(r"^def (test_\w+)\(", self.hidden_tests, flags=re.M)
+        return re.findall(r"^def (test_\w+)\(", self.hidden_tests, flags=re.MULTILINE)
 
 
 def sealed_path() -> Path:

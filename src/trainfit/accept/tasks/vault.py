@@ -1,6 +1,6 @@
-"""Maintainer tool for ``hidden.sealed``: ``python -m trainfit.accept.tasks.seal open OUT.json`` writes the
+"""Maintainer tool for ``hidden.sealed``: ``python -m trainfit.accept.tasks.vault open OUT.json`` writes the
 hidden tests and reference solutions as plain JSON to edit (keep that file out of the repository);
-``... seal close IN.json`` seals it back into the package."""
+``... vault close IN.json`` seals it back into the package."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ import json
 import sys
 from pathlib import Path
 
-from trainfit.accept.tasks import sealed_path, seal, unseal
+from trainfit.accept.tasks import seal, sealed_path, unseal
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m trainfit.accept.tasks.seal")
+    ap = argparse.ArgumentParser(prog="python -m trainfit.accept.tasks.vault")
     ap.add_argument("action", choices=("open", "close"))
     ap.add_argument("json_path", type=Path)
     args = ap.parse_args(argv)

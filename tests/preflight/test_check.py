@@ -151,3 +151,69 @@ def test_cli_bad_inputs_are_one_line(tmp_path):
     (tmp_path / "junk.json").write_text("[1, 2]")
     res = invoke("check", tmp_path / "c.yaml", "--audit", tmp_path / "junk.json")
     assert res.exit_code == 2 and res.error.startswith("--audit: ")
+
+
+def _disk(lines):
+    return next(ln for ln in lines if ln.topic == "disk")
+
+
+def test_disk_counts_the_model_download(machine, tmp_path):
+    """Issue 14: the disk test ignored the model download (Qwen3-8B: 8.19e9 parameters x 2 B = 15.26 GiB)."""
+    from trainfit.preflight.check import CHECKPOINT_BYTES_PER_PARAM, model_downloads
+    from trainfit.preflight.checkpoint import checkpoint_sizes
+
+    card = load_card_dict(__import__("yaml").safe_load(FITS))
+    plan = make_plan(card)
+    (dl,) = model_downloads(card, plan)
+    assert dl.model == "Qwen/Qwen3-8B" and dl.role == "actor"
+    assert dl.bytes == plan.params_total * CHECKPOINT_BYTES_PER_PARAM == 8_190_735_360 * 2
+    ckpts = checkpoint_sizes(card, plan).per_checkpoint_bytes(card) * card.checkpoint.keep
+    # room for the checkpoints and half the download: fails now (it warned before: checkpoints fit)
+    audit = audited(machine, tmp_path, "a100x8_nvlink", disk_gib=(ckpts + dl.bytes / 2) / GIB)
+    line = _disk(run_check(card, plan, audit))
+    assert line.verdict == "fail" and "model download 15.26 GiB (Qwen/Qwen3-8B 15.26 GiB; bf16 safetensors)" in line.message
+    roomy = audited(machine, tmp_path, "a100x8_nvlink", disk_gib=(ckpts * 3 + dl.bytes) / GIB)
+    assert _disk(run_check(card, plan, roomy)).verdict == "pass"
+
+
+def test_local_model_and_extra_models(machine, tmp_path):
+    from trainfit.preflight.check import model_downloads
+
+    local = load_card_dict({"model": {"path": "./ckpt", "config": {
+        "architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "hidden_size": 1024, "intermediate_size": 3072,
+        "num_hidden_layers": 2, "num_attention_heads": 16, "num_key_value_heads": 8, "head_dim": 128, "vocab_size": 1000}},
+        "hardware": {"gpu": "rtx4090", "gpus_per_node": 1}, "parallel": {"strategy": "single"}})
+    assert model_downloads(local, make_plan(local)) == []
+    grpo = load_card_dict({"model": "Qwen/Qwen3-0.6B", "method": "grpo", "roles": {"reward_model": "Qwen/Qwen3-1.7B"},
+                           "hardware": {"gpu": "a100-80gb", "gpus_per_node": 1}, "parallel": {"strategy": "single"}})
+    got = model_downloads(grpo, make_plan(grpo))
+    assert [(d.model, d.role) for d in got] == [("Qwen/Qwen3-0.6B", "actor"), ("Qwen/Qwen3-1.7B", "reward_model")]
+    assert got[1].bytes > got[0].bytes > 0
+
+
+def test_cached_model_is_not_counted(machine, tmp_path, monkeypatch):
+    from trainfit.preflight.check import hf_cache_dir, mark_cached, model_downloads
+
+    cache = tmp_path / "hub"
+    (cache / "models--Qwen--Qwen3-8B" / "snapshots" / "abc123").mkdir(parents=True)
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    assert hf_cache_dir() == cache
+    card = load_card_dict(__import__("yaml").safe_load(FITS))
+    plan = make_plan(card)
+    (dl,) = mark_cached(model_downloads(card, plan))
+    assert dl.cached
+    line = _disk(run_check(card, plan, audited(machine, tmp_path, "a100x8_nvlink"), [dl]))
+    assert "model download 0.00 GiB (Qwen/Qwen3-8B 15.26 GiB already in the Hugging Face cache, not counted" in line.message
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty"))
+    assert not mark_cached(model_downloads(card, plan))[0].cached
+
+
+def test_cli_json_lists_downloads(machine, tmp_path):
+    audit = audited(machine, tmp_path, "a100x8_nvlink")
+    audit_file = tmp_path / "audit.json"
+    audit_file.write_text(json.dumps(audit.to_dict()))
+    res = invoke("check", write_card(tmp_path / "fits.yaml", FITS), "--audit", audit_file, "--json")
+    data = json.loads(res.output)
+    assert data["downloads"] == [{"model": "Qwen/Qwen3-8B", "role": "actor", "bytes": 8_190_735_360 * 2.0, "cached": False}]
+    disk = next(ln for ln in data["lines"] if ln["topic"] == "disk")
+    assert "model download" in disk["message"]

@@ -42,15 +42,17 @@ def check(
     from trainfit.calibration import load_found_calibration
     from trainfit.plan import make_plan
     from trainfit.preflight.audit import run_audit
-    from trainfit.preflight.check import run_check
+    from trainfit.preflight.check import mark_cached, model_downloads, run_check
     from trainfit.preflight.checkpoint import checkpoint_sizes
 
     plan = make_plan(run_card, calibration=load_found_calibration(calibration))
+    downloads = model_downloads(run_card, plan)
     if audit is not None:
-        report = load_audit(audit)
+        report = load_audit(audit)  # another machine's report: its Hugging Face cache is unknown, count every download
     else:
         report = run_audit(checkpoint_path=run_card.checkpoint.path or ".", timeout_s=timeout)
-    lines = run_check(run_card, plan, report)
+        downloads = mark_cached(downloads)
+    lines = run_check(run_card, plan, report, downloads)
     failed = any(ln.verdict == "fail" for ln in lines)
     if json_:
         sizes = checkpoint_sizes(run_card, plan)
@@ -65,6 +67,7 @@ def check(
                 "keep": run_card.checkpoint.keep,
                 "note": sizes.note,
             },
+            "downloads": [d.to_dict() for d in downloads],
             "audit_errors": list(report.errors),
         })
     else:

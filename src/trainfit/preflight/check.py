@@ -1,8 +1,18 @@
-"""`trainfit check`: the card's plan against an audited machine, as pass/warn/fail lines."""
+"""`trainfit check`: the card's plan against an audited machine, as pass/warn/fail lines.
+
+The disk line counts what the run writes and what it fetches: the kept checkpoints
+(``trainfit.preflight.checkpoint``) plus every model the run downloads from the Hugging Face Hub
+(the trained model unless the card names a local path, a reward model, a separate critic), each
+at ``CHECKPOINT_BYTES_PER_PARAM`` bytes per parameter (bf16/fp16 safetensors, how the Hub stores
+LLM checkpoints; a QLoRA run downloads the same bf16 files and quantises on load). A model already
+in this machine's Hugging Face cache is not counted (``mark_cached``, live audits only).
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Literal
 
 from trainfit.errors import CatalogError
@@ -34,13 +44,87 @@ def _g(x: float) -> str:
     return f"{x / GIB:.2f} GiB"
 
 
-def run_check(card: RunCard, plan, audit: AuditReport) -> list[CheckLine]:
-    """Every line; ``any(l.verdict == 'fail' ...)`` decides the exit code."""
+CHECKPOINT_BYTES_PER_PARAM = 2
+"""Hub checkpoints of LLMs are bf16/fp16 safetensors: 2 bytes per parameter (metadata is negligible)."""
+
+
+_LOCAL = ("/", "./", "../", "~")
+"""A model named by a filesystem path is on disk already: nothing to download."""
+
+
+@dataclass(frozen=True, slots=True)
+class Download:
+    """A model the run fetches from the Hugging Face Hub."""
+
+    model: str
+    role: str
+    """actor, reward_model or critic."""
+    bytes: float
+    cached: bool = False
+    """Already in this machine's Hugging Face cache: not counted."""
+
+    def to_dict(self) -> dict:
+        return {"model": self.model, "role": self.role, "bytes": self.bytes, "cached": self.cached}
+
+
+def model_downloads(card: RunCard, plan) -> list[Download]:
+    """Every model the card's run downloads, with its size (pure: no cache lookup)."""
+    from trainfit.methods.roles import critic_model, reward_model
+
+    out: list[Download] = []
+    m = card.model
+    local = (m.startswith(_LOCAL) if isinstance(m, str) else (m.path is not None and m.id is None))
+    if not local:
+        name = m if isinstance(m, str) else (m.id or f"a model of {plan.params_total:.3g} parameters")
+        out.append(Download(name, "actor", float(plan.params_total) * CHECKPOINT_BYTES_PER_PARAM))
+    extra = [(reward_model(card), "reward_model")]
+    critic = critic_model(card, plan.spec.name)
+    if critic is not None and critic != plan.spec.name:
+        extra.append((critic, "critic"))
+    for name, role in extra:
+        if name is None or name.startswith(_LOCAL):
+            continue
+        from trainfit.catalog.models import resolve_model
+        from trainfit.memory.weights import total_params
+
+        out.append(Download(name, role, float(total_params(resolve_model(name))) * CHECKPOINT_BYTES_PER_PARAM))
+    return out
+
+
+def hf_cache_dir() -> Path:
+    """Where huggingface_hub keeps downloads: $HF_HUB_CACHE, $HF_HOME/hub, else ~/.cache/huggingface/hub."""
+    if os.environ.get("HF_HUB_CACHE"):
+        return Path(os.environ["HF_HUB_CACHE"])
+    if os.environ.get("HF_HOME"):
+        return Path(os.environ["HF_HOME"]) / "hub"
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "huggingface" / "hub"
+
+
+def mark_cached(downloads: list[Download], cache: Path | None = None) -> list[Download]:
+    """Mark the models that already have a snapshot in the Hugging Face cache (this machine only)."""
+    cache = cache or hf_cache_dir()
+    out = []
+    for d in downloads:
+        snaps = cache / f"models--{d.model.replace('/', '--')}" / "snapshots"
+        try:
+            cached = "/" in d.model and snaps.is_dir() and any(snaps.iterdir())
+        except OSError:
+            cached = False
+        out.append(replace(d, cached=cached))
+    return out
+
+
+def run_check(card: RunCard, plan, audit: AuditReport, downloads: list[Download] | None = None) -> list[CheckLine]:
+    """Every line; ``any(l.verdict == 'fail' ...)`` decides the exit code. ``downloads`` defaults to
+    ``model_downloads(card, plan)``, none assumed cached."""
+    if downloads is None:
+        downloads = model_downloads(card, plan)
     lines = [_plan_line(plan)]
     lines += _gpu_lines(card, plan, audit)
     lines += _topology_lines(card, audit)
     lines.append(_host_ram_line(plan, audit))
-    lines.append(_disk_line(card, plan, audit))
+    lines.append(_disk_line(card, plan, audit, downloads))
     lines += _package_lines(card, audit)
     return lines
 
@@ -151,20 +235,26 @@ def _host_ram_line(plan, audit: AuditReport) -> CheckLine:
     return CheckLine("pass", "host_ram", f"plan needs {_g(need)} host RAM ({what}) of {_g(audit.host_ram_total_bytes)}")
 
 
-def _disk_line(card: RunCard, plan, audit: AuditReport) -> CheckLine:
+def _disk_line(card: RunCard, plan, audit: AuditReport, downloads: list[Download]) -> CheckLine:
     sizes = checkpoint_sizes(card, plan)
     each = sizes.per_checkpoint_bytes(card)
     keep = card.checkpoint.keep
     adapter = each == sizes.adapter_only_bytes and card.scope is not Scope.FULL
     kind = "adapter-only" if adapter else "full-state"
-    need = each * keep
+    fetch = sum(d.bytes for d in downloads if not d.cached)
+    need = each * keep + fetch
     where = audit.checkpoint_path
+    what = f"{keep} x {_g(each)} {kind} checkpoints"
+    if downloads:
+        parts = [f"{d.model} {_g(d.bytes)}" + (" already in the Hugging Face cache, not counted" if d.cached else "")
+                 for d in downloads]
+        what += f" + model download {_g(fetch)} ({'; '.join(parts)}; bf16 safetensors)"
     if not audit.checkpoint_writable:
         return CheckLine("fail", "disk", f"checkpoint path '{where}' is not writable")
     if audit.disk_free_bytes is None:
-        return CheckLine("warn", "disk", f"free disk at '{where}' unknown; {keep} x {_g(each)} {kind} checkpoints need {_g(need)}")
+        return CheckLine("warn", "disk", f"free disk at '{where}' unknown; {what} need {_g(need)}")
     free = audit.disk_free_bytes
-    msg = f"{keep} x {_g(each)} {kind} checkpoints = {_g(need)}; {_g(free)} free at '{where}'"
+    msg = f"{what} = {_g(need)}; {_g(free)} free at '{where}'"
     if adapter:
         msg += f" ({sizes.note})"
     if need > free:

@@ -24,7 +24,7 @@ scope: lora
 lora: {rank: 16}
 hardware: {gpu: a100-40gb, gpus_per_node: 8}
 software: {torch: "2.5.1"}
-generation: {num_generations: 8, max_completion_len: 2048, concurrency: 32}
+rollout: {num_generations: 8, response_len: 2048, max_num_seqs: 32}
 checkpoint: {path: ./ckpt, every_steps: 200, keep: 3, resume: full}
 task: {kind: multi_turn_agent}
 """
@@ -46,7 +46,7 @@ def test_record_round_trips_through_the_card_schema(machine, tmp_path):
     assert back.software.torch == "2.6.0" and back.software.trl == "0.17.0" and back.software.python == audit.python_version
     assert (back.hardware.gpu, back.hardware.gpus_per_node, back.hardware.interconnect) == ("rtx4090", 2, "pcie")
     assert back.hardware.host_ram_gib == 256
-    same = ("method", "scope", "lora", "generation", "checkpoint", "task", "batch", "parallel", "name")
+    same = ("method", "scope", "lora", "rollout", "checkpoint", "task", "batch", "parallel", "name")
     assert all(getattr(back, k) == getattr(card, k) for k in same)
     assert back.model.id == "Qwen/Qwen3-8B" and back.model.revision == "0123456789abcdef"
     assert back.precision.weights.value == "bf16"

@@ -143,11 +143,42 @@ class TaskSection(_Section):
     kind: TaskKind = TaskKind.SINGLE_TURN_CODE
 
 
-class GenerationSection(_Section):
-    num_generations: int = Field(8, ge=1, le=4096, description="Candidates per prompt.")
-    max_prompt_len: int = Field(1024, ge=1, le=10_000_000)
-    max_completion_len: int = Field(1024, ge=1, le=10_000_000)
-    concurrency: int | None = Field(None, ge=1, le=1_000_000, description="Sequences generated at once.")
+MOVED_KEYS: dict[str, str] = {
+    # One field per fact: generation lengths and counts live in rollout.* only. Spellings of the
+    # same facts elsewhere (an old `generation:` section, framework names) are refused with a pointer.
+    "generation.max_completion_len": "rollout.response_len",
+    "generation.max_completion_length": "rollout.response_len",
+    "generation.max_new_tokens": "rollout.response_len",
+    "generation.max_prompt_len": "rollout.prompt_len",
+    "generation.max_prompt_length": "rollout.prompt_len",
+    "generation.num_generations": "rollout.num_generations",
+    "generation.concurrency": "rollout.max_num_seqs",
+    "rollout.max_completion_len": "rollout.response_len",
+    "rollout.max_completion_length": "rollout.response_len",
+    "rollout.max_response_len": "rollout.response_len",
+    "rollout.max_response_length": "rollout.response_len",
+    "rollout.response_length": "rollout.response_len",
+    "rollout.max_new_tokens": "rollout.response_len",
+    "rollout.max_tokens": "rollout.response_len",
+    "rollout.max_prompt_len": "rollout.prompt_len",
+    "rollout.max_prompt_length": "rollout.prompt_len",
+    "rollout.prompt_length": "rollout.prompt_len",
+}
+"""Refused card keys -> the one rollout field that holds that fact."""
+
+
+def moved_key_message(data: Any) -> str | None:
+    """The one-line refusal for the first moved spelling in a card dict, or None."""
+    if not isinstance(data, dict):
+        return None
+    for old, new in MOVED_KEYS.items():
+        section, key = old.split(".")
+        if isinstance(data.get(section), dict) and key in data[section]:
+            return f"{old}: not a card field; generation lengths live in rollout.*: use {new}"
+    if "generation" in data:
+        return ("generation: not a card section; generation settings live in rollout.*"
+                " (rollout.response_len, rollout.prompt_len, rollout.num_generations, rollout.max_num_seqs)")
+    return None
 
 
 class RolloutSection(_Section):
@@ -207,7 +238,6 @@ class RunCard(_Section):
     software: SoftwareSection = Field(default_factory=SoftwareSection)
     recipe: RecipeSection = Field(default_factory=RecipeSection)
     task: TaskSection = Field(default_factory=TaskSection)
-    generation: GenerationSection = Field(default_factory=GenerationSection)
     checkpoint: CheckpointSection = Field(default_factory=CheckpointSection)
     rollout: RolloutSection = Field(default_factory=RolloutSection)
     roles: RolesSection = Field(default_factory=RolesSection)
@@ -221,6 +251,14 @@ class RunCard(_Section):
         if isinstance(v, dict):
             return ModelRef(**v)
         return v
+
+    @model_validator(mode="before")
+    @classmethod
+    def _moved(cls, data: Any) -> Any:
+        msg = moved_key_message(data)
+        if msg:
+            raise ValueError(msg)
+        return data
 
     @model_validator(mode="after")
     def _coherent(self) -> RunCard:

@@ -64,3 +64,78 @@ def test_unknown_target_is_one_line(app):
     r = CliRunner().invoke(app, ["export", "--to", "megatron"])
     assert r.exit_code != 0 and isinstance(r.exception, TrainfitError)
     assert "allowed: accelerate, deepspeed, trl, verl, openrlhf" in str(r.exception)
+
+
+def test_out_over_the_input_card_is_refused_and_the_card_kept(grpo_card):
+    from trainfit.cli.main import main
+
+    before = grpo_card.read_text()
+    assert main(["export", str(grpo_card), "--to", "verl", "--out", str(grpo_card)]) == 2
+    assert grpo_card.read_text() == before
+
+
+def test_failed_export_writes_nothing(tmp_path):
+    from trainfit.cli.main import main
+
+    card = tmp_path / "q.yaml"
+    card.write_text(yaml.safe_dump({"method": "sft", "scope": "qlora"}))
+    out = tmp_path / "run_verl.sh"
+    assert main(["export", str(card), "--to", "verl", "--out", str(out)]) == 2
+    assert not out.exists()
+
+
+def test_notes_and_lost_keys_come_before_the_file_is_written(grpo_card, tmp_path, capsys):
+    from trainfit.cli.main import main
+
+    out = tmp_path / "train_config.py"
+    assert main(["export", str(grpo_card), "--to", "trl", "--out", str(out)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    wrote = next(i for i, line in enumerate(lines) if line.startswith("wrote trl config"))
+    lost = next(i for i, line in enumerate(lines) if line.startswith("not carried by the trl file"))
+    assert lost < wrote and "rollout.weight_sync" in lines[lost]
+
+
+def test_import_reads_the_export_back(grpo_card, tmp_path, capsys):
+    from trainfit.cli.main import main
+
+    script = tmp_path / "run_verl.sh"
+    assert main(["export", str(grpo_card), "--to", "verl", "--out", str(script)]) == 0
+    capsys.readouterr()
+    card_out = tmp_path / "back.yaml"
+    assert main(["import", str(script), "--from", "verl", "--out", str(card_out)]) == 0
+    back = yaml.safe_load(card_out.read_text())
+    assert back["model"] == "Qwen/Qwen3-8B" and back["method"] == "grpo" and back["scope"] == "lora"
+    assert back["rollout"]["num_generations"] == 8 and back["rollout"]["weight_sync"] == "bucketed"
+    capsys.readouterr()
+    assert main(["import", str(script), "--from", "verl", "--json", "--set", "hardware.gpu=h100-sxm"]) == 0
+    obj = json.loads(capsys.readouterr().out)
+    assert obj["card"]["hardware"]["gpu"] == "h100-sxm" and obj["target"] == "verl"
+    # the imported card plans
+    assert main(["plan", str(card_out), "--json"]) == 0
+
+
+def test_import_trl_with_its_accelerate_file(grpo_card, tmp_path, capsys):
+    from trainfit.cli.main import main
+
+    py, acc = tmp_path / "train_config.py", tmp_path / "accelerate.yaml"
+    assert main(["export", str(grpo_card), "--to", "trl", "--out", str(py)]) == 0
+    assert main(["export", str(grpo_card), "--to", "accelerate", "--out", str(acc)]) == 0
+    capsys.readouterr()
+    assert main(["import", str(py), "--from", "trl", "--with", str(acc), "--json"]) == 0
+    card = json.loads(capsys.readouterr().out)["card"]
+    assert card["parallel"]["strategy"] == "fsdp" and card["lora"]["rank"] == 32
+
+
+def test_import_errors_are_one_line(tmp_path, capsys):
+    from trainfit.cli.main import main
+
+    bad = tmp_path / "x.py"
+    bad.write_text("import os\nos.system('touch MARK')\n")
+    assert main(["import", str(bad), "--from", "trl"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "--from trl" in err and not (tmp_path / "MARK").exists()
+    assert main(["import", str(bad), "--from", "megatron"]) == 2
+    assert "allowed: accelerate, deepspeed, trl, verl, openrlhf" in capsys.readouterr().err
+    out = tmp_path / "o.yaml"
+    assert main(["import", str(bad), "--from", "trl", "--out", str(bad)]) == 2
+    assert not out.exists()

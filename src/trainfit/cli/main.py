@@ -27,6 +27,7 @@ COMMANDS: dict[str, str] = {
     "audit": "trainfit.cli.audit_cmd:audit",
     "check": "trainfit.cli.check_cmd:check",
     "record": "trainfit.cli.record_cmd:record",
+    "compare": "trainfit.cli.compare_cmd:compare",
     "diagnose": "trainfit.cli.diagnose_cmd:diagnose",
     "accept": "trainfit.cli.accept_cmd:accept",
     "serve": "trainfit.cli.serve_cmd:serve",

@@ -32,6 +32,8 @@ class RunSettings:
     """False skips DDP's gradient all-reduce (multi-process runs only), so ranks diverge."""
     engine: str = "hf"
     """Generation path, as resolved by ``trainfit.accept.engines.resolve_engine``: ``hf`` or ``vllm``."""
+    watch: bool = False
+    """Measure every phase with ``trainfit.watch`` (the plan check of ``run_accept(plan_check=True)``)."""
 
 
 @dataclass
@@ -43,6 +45,30 @@ class Observed:
     norm_grads: list = field(default_factory=list)
     loss_inputs: list = field(default_factory=list)
     equal_groups: list = field(default_factory=list)
+    watch: object = None
+    """The ``trainfit.watch`` callback: planned vs measured per phase."""
+
+
+ACCEPT_CONFIG_KEYS = ("model_type", "vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
+                      "num_attention_heads", "num_key_value_heads", "head_dim", "max_position_embeddings",
+                      "tie_word_embeddings")
+
+
+def accept_card(config: dict, *, micro_batch: int, seq_len: int, gpu: str = "h200") -> dict:
+    """The run card of the acceptance run: GRPO, full fp32 training of the policy with AdamW on one
+    replica, no reference model (beta 0), transformers generation, ``micro_batch`` sequences of
+    ``seq_len`` tokens (the padded batch the trainer's loss saw). ``gpu`` only names the card the
+    plan's CUDA figures are for; on the CPU the tensor bytes are compared."""
+    return {"model": {"id": "accept-policy", "config": {k: config[k] for k in ACCEPT_CONFIG_KEYS if k in config}},
+            "method": "grpo", "scope": "full",
+            "precision": {"weights": "fp32", "compute": "fp32", "optimizer_impl": "foreach"},
+            "hardware": {"gpu": gpu, "gpus_per_node": 1},
+            "parallel": {"strategy": "single", "gradient_checkpointing": False},
+            "batch": {"micro_batch_size": micro_batch, "seq_len": seq_len},
+            "roles": {"kl_coef": 0.0},
+            "rollout": {"engine": "hf", "num_generations": NUM_GENERATIONS, "prompts_per_step": 1,
+                        "response_len": max(1, seq_len // 2), "prompt_len": max(1, seq_len - seq_len // 2),
+                        "response_len_shape": "fixed"}}
 
 
 def equal_reward_groups(rewards: list[float], group: int) -> list[int]:
@@ -125,9 +151,16 @@ def build_trainer(s: RunSettings, rollout: ScriptedRollout | None = None, obs: O
                     return super().training_step(model, inputs, *a, **kw)
             return super().training_step(model, inputs, *a, **kw)
 
+    callbacks: list = [Observer()]
+    if s.watch:
+        from trainfit.watch import watch
+
+        obs.watch = watch(accept_card(model.config.to_dict(), micro_batch=NUM_GENERATIONS, seq_len=256),
+                          record=s.output_dir / "trainfit.record.yaml", device=s.device)
+        callbacks.append(obs.watch)
     trainer = ObservedGRPOTrainer(model=model, processing_class=tok, reward_funcs=[reward_fn], args=cfg,
                                   train_dataset=make_dataset(s.seed), rollout_func=rollout,
-                                  callbacks=[Observer()])
+                                  callbacks=callbacks)
 
     def keep_grad(mod, inp, out):
         if out.requires_grad:

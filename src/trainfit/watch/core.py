@@ -87,6 +87,15 @@ class Watch:
         self.finished = False
         self.capacity: float | None = None
 
+    def replan(self, card: Any) -> None:
+        """Judge against the plan of ``card`` from now on (e.g. the card of the shapes the run turned
+        out to use: the padded sequence length of its batches)."""
+        from trainfit.plan import make_plan
+
+        self.card = _as_card(card)
+        self.plan = make_plan(self.card, calibration=self.calibration)
+        self.planned = planned_phases(self.plan)
+
     # ---------------------------------------------------------------- lifecycle
     def start(self, model: Any = None, optimizer: Any = None) -> "Watch":
         from trainfit.watch.probe import make_probe

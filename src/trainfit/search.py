@@ -233,7 +233,10 @@ SFT_SPACE: dict[str, list[Any]] = {
     "scope": ["full", "lora", "qlora"],
 }
 """SFT-like knobs (``search``'s reference space)."""
-SFT_FIT_SPACE: dict[str, list[Any]] = SFT_SPACE | {"precision.optimizer": ["adamw", "adamw_8bit"]}
+SFT_FIT_SPACE: dict[str, list[Any]] = SFT_SPACE | {
+    "parallel.offload": ["none", "optimizer", "params_and_optimizer"],
+    "precision.optimizer": ["adamw", "adamw_8bit"],
+}
 """What ``fit`` varies for SFT-like methods, plus (micro-batch, accumulation) pairs at the fixed global batch."""
 RL_SPACE: dict[str, list[Any]] = {
     "scope": ["full", "lora", "qlora"],

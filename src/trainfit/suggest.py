@@ -1,8 +1,13 @@
-"""What would make a failing plan fit: the smallest single changes and pairs, each re-planned.
+"""What would make a failing plan fit: single changes and pairs drawn from `fit`'s own space, each re-planned.
 
-Every suggestion is a real plan of the changed card that fits; none is a rule of thumb. They are
-ranked by the step time they cost (then by how much memory they save), and named in the
-framework's own knobs when the card has a preset.
+The candidate values are those ``trainfit fit`` searches (``search.SFT_FIT_SPACE`` with the
+(micro-batch, accumulation) pairs that keep the global batch, or ``search.RL_SPACE``: placement,
+engine tensor parallel, vLLM utilization, sleep level, weight sync...), plus more cards of the same
+kind. A knob the card leaves unset is tried at every value, its default included: the plan may not
+hold what the default says (an unset ``rollout.weight_sync`` under PEFT + FSDP is a full gather), so
+stating it can change the plan. Every suggestion is a real plan of the changed card that fits; none
+is a rule of thumb. They are ranked by the step time they cost (then by the memory they save), and
+named in the framework's own knobs when the card has a preset.
 """
 
 from __future__ import annotations
@@ -28,45 +33,52 @@ class Suggestion:
     delta_seconds: float | None
 
 
-def _candidates(card) -> list[tuple[str, Any]]:
-    """Single changes worth trying for this card (only those that change something)."""
-    c = card
-    out: list[tuple[str, Any]] = []
-    if not c.parallel.gradient_checkpointing:
-        out.append(("parallel.gradient_checkpointing", True))
-    if c.batch.micro_batch_size > 1:
-        out.append(("batch.micro_batch_size", max(1, c.batch.micro_batch_size // 2)))
-    if not c.loss.chunked:
-        out.append(("loss.chunked", True))
-    if c.attention.value == "eager":
-        out.append(("attention", "sdpa"))
-    if c.parallel.strategy.value in ("single", "ddp", "zero1", "zero2", "fsdp_grad_op") and c.world_size > 1:
-        out.append(("parallel.strategy", "fsdp"))
-    if c.parallel.offload.value == "none":
-        out.append(("parallel.offload", "optimizer"))
-    if c.parallel.offload.value != "params_and_optimizer":
-        out.append(("parallel.offload", "params_and_optimizer"))
-    if c.precision.optimizer.value == "adamw":
-        out.append(("precision.optimizer", "adamw_8bit"))
-    if c.scope.value == "full":
-        out.append(("scope", "lora"))
-    if c.scope.value in ("full", "lora"):
-        out.append(("scope", "qlora"))
-    if c.method.value in ("ppo", "grpo"):
-        ro = c.rollout
-        if ro.sleep_level == 0:
-            out.append(("rollout.sleep_level", 1))
-        if ro.weight_sync.value != "per_parameter":
-            out.append(("rollout.weight_sync", "per_parameter"))
-        for tp in (2 * ro.tensor_parallel, 4 * ro.tensor_parallel):
-            out.append(("rollout.tensor_parallel", tp))
-        for u in (0.3, 0.5, 0.7, 0.9):
-            if u != ro.gpu_memory_utilization:
-                out.append(("rollout.gpu_memory_utilization", u))
-        if c.roles.reference is None or c.roles.reference.value == "gpu":
-            out.append(("roles.reference", "cpu"))
-    out.append(("hardware.gpus_per_node", min(8, 2 * c.hardware.gpus_per_node)) if c.hardware.gpus_per_node < 8
-               else ("hardware.nodes", 2 * c.hardware.nodes))
+def _get(data: dict[str, Any], dotted: str) -> Any:
+    node: Any = data
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return _MISSING
+        node = node[part]
+    return node
+
+
+_MISSING = object()
+
+
+def candidate_changes(card, base: dict[str, Any]) -> list[dict[str, Any]]:
+    """Single changes from ``fit``'s space for this card (``base``: the card as set, defaults unset);
+    each a dict of the keys it sets (a split placement sets its engine GPUs with it)."""
+    from trainfit.search import RL_SPACE, SFT_FIT_SPACE
+
+    rl = card.method.value in ("ppo", "grpo")
+    space = RL_SPACE if rl else SFT_FIT_SPACE
+    per_node = card.hardware.gpus_per_node
+    out: list[dict[str, Any]] = []
+    for key, values in space.items():
+        now = _get(base, key)
+        for v in values:
+            if now is not _MISSING and now == v:
+                continue  # stated already: no change
+            change = {key: v}
+            if key == "parallel.strategy" and card.world_size == 1:
+                continue
+            if key == "rollout.placement" and v == "split":
+                if per_node < 2:
+                    continue
+                change["rollout.gpus"] = max(1, per_node // 2)
+            out.append(change)
+    if not rl:
+        dp = 1 if card.parallel.strategy.value == "single" else card.world_size
+        mbs, ga = card.batch.micro_batch_size, card.batch.grad_accum
+        total = mbs * ga
+        for m in (1, 2, 4, 8):
+            if m != mbs and total % m == 0:
+                out.append({"batch.micro_batch_size": m, "batch.grad_accum": total // m})  # the global batch kept
+        del dp
+    if per_node < 8:
+        out.append({"hardware.gpus_per_node": min(8, 2 * per_node)})
+    else:
+        out.append({"hardware.nodes": 2 * card.hardware.nodes})
     return out
 
 
@@ -78,13 +90,10 @@ def suggestions(card, plan, *, pairs: bool = True, limit: int = 5, calibration=N
     from trainfit.spec.card import RunCard
 
     base = card.model_dump(mode="json", exclude_unset=True)
-    cands = _candidates(card)
+    cands = candidate_changes(card, base)
 
     def attempt(changes: dict[str, Any]) -> Suggestion | None:
         data = deep_copy(base)
-        if "batch.micro_batch_size" in changes:
-            # keep the global batch: halve the micro-batch, double the accumulation
-            set_dotted(data, "batch.grad_accum", card.batch.grad_accum * card.batch.micro_batch_size // changes["batch.micro_batch_size"])
         for k, v in changes.items():
             set_dotted(data, k, v)
         try:
@@ -105,17 +114,64 @@ def suggestions(card, plan, *, pairs: bool = True, limit: int = 5, calibration=N
             delta_seconds=delta,
         )
 
-    singles = [s for s in (attempt({k: v}) for k, v in cands) if s is not None]
+    singles = [s for s in (attempt(c) for c in cands) if s is not None]
     doubles: list[Suggestion] = []
     if pairs:
-        fitting_alone = {next(iter(s.changes)) for s in singles}
-        for (k1, v1), (k2, v2) in itertools.combinations(cands, 2):
-            if k1 == k2 or k1 in fitting_alone or k2 in fitting_alone:
+        fitting_alone = {k for s in singles for k in s.changes}
+        for c1, c2 in itertools.combinations(cands, 2):
+            if set(c1) & set(c2) or (set(c1) | set(c2)) & fitting_alone:
                 continue  # a pair only matters when neither change fits alone
-            s = attempt({k1: v1, k2: v2})
+            s = attempt(c1 | c2)
             if s is not None:
                 doubles.append(s)
+        if not singles and not doubles:
+            combo = best_combination(card, base, plan, calibration=calibration)
+            if combo is not None:
+                doubles.append(combo)
     return _rank(singles)[:limit], _rank(doubles)[:limit]
+
+
+def best_combination(card, base: dict[str, Any], plan, *, calibration=None) -> Suggestion | None:
+    """When no single change or pair fits: the fastest plan ``fit`` finds on the card's own GPU kind
+    and count (its whole space, the model, method and lengths held), as the changes it makes."""
+    from trainfit.methods.presets import knob_name
+    from trainfit.objective import Goal, Objective
+    from trainfit.plan import make_plan
+    from trainfit.search import fit
+    from trainfit.spec.card import RunCard
+
+    hold = frozenset({"model", "method", "hardware.gpu", "hardware.gpus_per_node", "hardware.nodes"})
+    try:
+        result = fit(base, gpus=[card.hardware.gpu], max_gpus=card.world_size, pinned=hold, calibration=calibration,
+                     goal=Goal(objective=Objective.TIME))
+    except (TrainfitError, ValueError):
+        return None
+    best = result.best
+    if best is None:
+        return None
+    full = card.model_dump(mode="json")
+    # the value the plan used: as set, else the default (an unset weight sync is not its default: see above)
+    now = lambda k: _get(base if k == "rollout.weight_sync" else full, k)  # noqa: E731
+    changes: dict[str, Any] = {}
+    for k, v in best.knobs.items():
+        if k in ("hardware.gpu", "gpus"):
+            continue
+        if k == "batch":
+            changes |= {f"batch.{kk}": vv for kk, vv in v.items() if now(f"batch.{kk}") != vv}
+        elif now(k) != v:
+            changes[k] = v
+    data = deep_copy(base)
+    for k, v in changes.items():
+        set_dotted(data, k, v)
+    new = make_plan(RunCard.model_validate(data), calibration=calibration)  # re-planned, as every suggestion
+    if not new.fits:
+        return None
+    return Suggestion(
+        changes=changes, names={k: knob_name(card.preset, k) for k in changes},
+        saving_bytes=plan.peak.device - new.peak.device, peak_device_bytes=new.peak.device,
+        step_seconds=new.step_seconds,
+        delta_seconds=None if new.step_seconds is None or plan.step_seconds is None else new.step_seconds - plan.step_seconds,
+    )
 
 
 def _rank(items: list[Suggestion]) -> list[Suggestion]:

@@ -160,13 +160,14 @@ def render_suggestions(fixes, console: Console) -> None:
     singles, pairs = fixes
     if not singles and not pairs:
         console.print(
-            "no single change or pair of changes trainfit tried makes this plan fit;"
-            " `trainfit fit` searches combinations of every open knob"
+            "no change from `trainfit fit`'s space makes this plan fit on these cards (single changes, pairs, and"
+            " every combination on this GPU kind and count were planned); try more cards: `trainfit fit`"
         )
         return
     console.print("changes that make it fit (each re-planned; ranked by the step time they cost):")
-    for label, items in (("single", singles), ("pair", pairs)):
+    for items in (singles, pairs):
         for s in items:
+            label = {1: "single", 2: "pair"}.get(len(s.changes), f"{len(s.changes)} changes")
             what = ", ".join(f"{s.names[k]}={v}" for k, v in s.changes.items())
             cost = f", step {s.delta_seconds:+.2f} s" if s.delta_seconds is not None else ""
             console.print(f"  {label}: {what}: saves {gib(s.saving_bytes)}, peak {gib(s.peak_device_bytes)}{cost}", markup=False)

@@ -12,12 +12,19 @@ from trainfit.cli.common import load_card, print_json
 
 
 def _lost_lines(result) -> list[str]:
+    import shlex
+
     if not result.lost:
         return []
-    sets = " ".join(f"--set {k}={_value(v['card'])}" for k, v in result.lost.items() if v["card"] is not None and k != "model")
+    sets = [
+        "--set " + shlex.quote(f"{key}={_value(v['card'])}")
+        for key, v in result.lost.items()
+        if v["card"] is not None and key != "model" and not key.startswith("(")
+    ]
+    with_ = " --with accelerate.yaml" if result.target == "trl" else ""
     return [
         f"not carried by the {result.target} file ({len(result.lost)}): {', '.join(result.lost)}",
-        *([f"  to plan the imported file as this card: trainfit import FILE --from {result.target} {sets}"] if sets else []),
+        *([f"  to plan the imported file as this card: trainfit import FILE --from {result.target}{with_} {' '.join(sets)}"] if sets else []),
     ]
 
 

@@ -10,6 +10,7 @@ plan reads (``plan_facts``). Restoring the ``lost`` keys on the imported card gi
 
 from __future__ import annotations
 
+from trainfit.errors import TrainfitError
 from trainfit.export import accelerate as _accelerate
 from trainfit.export import deepspeed as _deepspeed
 from trainfit.export import openrlhf as _openrlhf
@@ -40,7 +41,11 @@ def export(card: RunCard, target: str) -> Export:
     if key not in _BUILDERS:
         raise ExportError(f"--to: '{target}' is not a target; allowed: {', '.join(TARGETS)}")
     e = _BUILDERS[key](card)
-    lost = lost_settings(card, e)
+    try:
+        lost = lost_settings(card, e)
+    except TrainfitError as exc:  # the file could not be read back: say so rather than claim nothing is lost
+        return replace(e, notes=[*e.notes, f"the {key} file could not be read back to check what it carries ({exc})"],
+                       lost={"(read back)": {"card": None, "file": str(exc)}})
     said = " ".join(e.notes)
     extra = [
         f"{k}: the card has {v['card']!r}; the {key} file reads back as {v['file']!r}"

@@ -311,10 +311,9 @@ def read_trl(text: str, companion: Imported | None = None) -> Imported:
     a = f["args"]
     if "per_device_train_batch_size" in a:
         set_dotted(d, "batch.micro_batch_size", _num(t, "per_device_train_batch_size", a["per_device_train_batch_size"]))
-    if "gradient_accumulation_steps" in a and not (companion and "grad_accum" in (companion.card.get("batch") or {})):
+    if "gradient_accumulation_steps" in a:
         set_dotted(d, "batch.grad_accum", _num(t, "gradient_accumulation_steps", a["gradient_accumulation_steps"]))
-    elif "gradient_accumulation_steps" in a:
-        set_dotted(d, "batch.grad_accum", _num(t, "gradient_accumulation_steps", a["gradient_accumulation_steps"]))
+    # under FSDP the exporter turns the trainer's checkpointing off (accelerate's fsdp_activation_checkpointing does it)
     fsdp_ckpt = companion is not None and (d.get("parallel") or {}).get("strategy") in ("fsdp", "fsdp_grad_op", "hsdp")
     if "gradient_checkpointing" in a and not (fsdp_ckpt and a["gradient_checkpointing"] is False):
         set_dotted(d, "parallel.gradient_checkpointing", bool(a["gradient_checkpointing"]))

@@ -264,6 +264,12 @@ class RunCard(_Section):
     def _coherent(self) -> RunCard:
         if self.scope is Scope.FULL and "lora" in self.model_fields_set:
             raise ValueError("lora: LoRA settings were given but scope is 'full'; set scope: lora or qlora, or drop lora")
+        hw = self.hardware
+        if hw.gpu_memory_gib is not None and hw.gpu.strip().lower() not in ("", "custom"):
+            raise ValueError(
+                f"hardware.gpu_memory_gib: only read with hardware.gpu: custom; '{hw.gpu}' is a catalog card with its"
+                " own memory (drop gpu_memory_gib, or set gpu: custom)"
+            )
         w = self.precision.weights
         if self.scope is Scope.FULL and w in (Dtype.NF4, Dtype.INT8, Dtype.FP8):
             raise ValueError(

@@ -200,9 +200,9 @@ def load_mapping_file(path: Path, *, what: str) -> dict[str, Any]:
     of which JSON is a subset. An empty file is an empty mapping."""
     text = read_text_limited(path, what=what)
     if Path(path).suffix.lower() == ".json":
-        data = load_json_limited(text, what=f"{what} '{path}'")
+        data = load_json_limited(text, what=f"{what}: '{path}'")
     else:
-        data = load_yaml_limited(text, what=f"{what} '{path}'")
+        data = load_yaml_limited(text, what=f"{what}: '{path}'")
     if data is None:
         return {}
     if not isinstance(data, dict):

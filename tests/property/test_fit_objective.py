@@ -1,0 +1,112 @@
+"""`fit`'s winner is the best plan of the whole space on the objective: no configuration outside its
+result beats it (checked against brute-force plans of every combination, every weight-sync value
+included), for every objective, with and without a run length, a budget, or mixed currencies."""
+
+from functools import lru_cache
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from trainfit.compute.cost import parse_price
+from trainfit.objective import Goal, Objective, annotate, rank_key
+from trainfit.search import _PRICE_KEYS, RL_SPACE, _hardware, fit, fit_counts, rl_combos, search, sft_combos
+from trainfit.search import _batch_options as batch_options
+from trainfit.spec.dotted import deep_copy
+
+SFT_BASE = {"model": "Qwen/Qwen3-0.6B", "method": "sft", "batch": {"micro_batch_size": 1, "grad_accum": 2, "seq_len": 1024},
+            "parallel": {"strategy": "fsdp", "gradient_checkpointing": True}, "hardware": {"gpus_per_node": 2}}
+SFT_PINNED = frozenset({"model", "method", "parallel.strategy", "parallel.gradient_checkpointing", "batch.seq_len"})
+RL_BASE = {"model": "Qwen/Qwen3-0.6B", "method": "grpo", "scope": "lora",
+           "rollout": {"prompt_len": 256, "response_len": 512, "num_generations": 4, "prompts_per_step": 4}}
+RL_PINNED = frozenset({"model", "method", "scope", "parallel.offload", "precision.optimizer", "loss.chunked",
+                       "batch.micro_batch_size", "rollout.prompt_len", "rollout.response_len", "rollout.num_generations",
+                       "rollout.prompts_per_step"})
+GPUS = ("rtx4090", "a100-40gb")
+MAX_GPUS = 2
+
+
+def _brute(base, pinned, prices, rl):
+    """Every (kind, count, knob) combination planned, weight sync at every value (no shortcut)."""
+    rows = []
+    counts = fit_counts(base, max_gpus=MAX_GPUS, pinned=pinned)
+    batches = {} if rl else batch_options(base, counts, pinned=pinned)
+    clean = deep_copy(base)
+    for k in _PRICE_KEYS:
+        clean.get("hardware", {}).pop(k, None)
+    for gpu in GPUS:
+        for count in counts:
+            data = deep_copy(clean)
+            data.setdefault("hardware", {}).update(_hardware(gpu, count, prices.get(gpu)))
+            combos = rl_combos(count, pinned=pinned, base=base) if rl else sft_combos(count, pinned=pinned, batches=batches[count])
+            for knobs in combos:
+                extra = {"rollout.weight_sync": RL_SPACE["rollout.weight_sync"]} if rl else {}
+                space = {k: [v] for k, v in knobs.items()} | extra
+                rows += search(data, space, workers=1).rows
+    return rows
+
+
+@lru_cache(maxsize=None)
+def brute(rl: bool, currencies: str):
+    prices = _prices(currencies)
+    return tuple(_brute(RL_BASE if rl else SFT_BASE, RL_PINNED if rl else SFT_PINNED, prices, rl))
+
+
+def _prices(currencies: str):
+    return {"rtx4090": parse_price("1.98CNY"), "a100-40gb": parse_price("6CNY" if currencies == "one" else "1.99USD")}
+
+
+def _objective_part(key):
+    return key[:-2]  # without the card count and knob text tie-breaks
+
+
+def check(rl: bool, goal: Goal, currencies: str):
+    base, pinned = (RL_BASE, RL_PINNED) if rl else (SFT_BASE, SFT_PINNED)
+    result = fit(base, gpus=list(GPUS), max_gpus=MAX_GPUS, prices=_prices(currencies), pinned=pinned, goal=goal, workers=1)
+    rows, _ = annotate(list(brute(rl, currencies)), goal)
+    feasible = [r for r in rows if r.fits and r.within_limits]
+    winner = result.best
+    if winner is None:
+        assert not feasible, "fit found nothing within the limits, but a plan was"
+        return
+    wk = _objective_part(rank_key(winner, goal))
+    better = [r for r in feasible if _objective_part(rank_key(r, goal)) < wk]
+    assert not better, f"{better[0].gpu} x{better[0].gpus} {better[0].knobs} beats the winner {winner.knobs}"
+    # the winner's figures are those of a plan of that configuration
+    same = [r for r in feasible if r.gpu == winner.gpu and r.gpus == winner.gpus
+            and {k: v for k, v in r.knobs.items() if k != "rollout.weight_sync"}
+            == {k: v for k, v in winner.knobs.items() if k not in ("hardware.gpu", "gpus", "rollout.weight_sync")}]
+    assert same and same[0].step_seconds == pytest.approx(winner.step_seconds)
+
+
+GOALS = st.builds(
+    lambda obj, steps, fx, budget: Goal(objective=obj, steps=steps, fx={("USD", "CNY"): 7.2, ("CNY", "USD"): 1 / 7.2} if fx else {},
+                                         budget=budget, budget_currency="CNY" if budget else None),
+    st.sampled_from(list(Objective)), st.sampled_from([None, 100]), st.booleans(),
+    st.sampled_from([None, 0.5, 50.0]),
+)
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(goal=GOALS, currencies=st.sampled_from(["one", "two"]))
+def test_no_sft_configuration_beats_the_winner(goal, currencies):
+    check(False, goal, currencies)
+
+
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(goal=GOALS)
+def test_no_rl_configuration_beats_the_winner_weight_sync_and_sleep_included(goal):
+    check(True, goal, "one")
+
+
+def test_weight_sync_changes_memory_not_time():
+    # fit plans only the smallest weight-sync buffer: sound while the step time does not depend on it
+    from trainfit.plan import make_plan
+    from trainfit.search import updated
+    from trainfit.spec.card import load_card_dict
+
+    base = RL_BASE | {"hardware": {"gpu": "rtx4090", "gpus_per_node": 2}}
+    plans = [make_plan(load_card_dict(updated(base, {"rollout.weight_sync": v}))) for v in RL_SPACE["rollout.weight_sync"]]
+    assert len({p.step_seconds for p in plans}) == 1
+    sync = [next(x for x in p.phases if x.phase.value == "weight_sync") for p in plans]
+    assert len({round(x.components["weight_sync_buffer"]) for x in sync}) == 3

@@ -3,6 +3,8 @@ are restored; what the exported file carries reads back unchanged. Plus the five
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from export_cards import CARDS, GRPO_LORA
 from hypothesis import HealthCheck, assume, given, settings
@@ -100,6 +102,9 @@ def cards(draw):
         "activation_offload": draw(st.booleans()),
         "compile": draw(st.booleans()),
     }
+    if draw(st.integers(0, 4)) == 0:
+        d["parallel"]["tensor_parallel"] = 2
+    d["hardware"]["interconnect"] = draw(st.sampled_from([None, "pcie", "nvlink"]))
     d["batch"] = {"micro_batch_size": draw(st.sampled_from([1, 2])), "grad_accum": draw(st.sampled_from([1, 4])),
                   "seq_len": draw(st.sampled_from([512, 2048]))}
     d["attention"] = draw(st.sampled_from(["sdpa", "flash", "eager"]))
@@ -125,11 +130,18 @@ def cards(draw):
         d["rollout"] = ro
         d["roles"] = {"kl_coef": draw(st.sampled_from([0.0, 0.04]))}
     if method == "dpo":
-        d["roles"] = {"reference": draw(st.sampled_from(["gpu", "precomputed"]))}
+        d["roles"] = {"reference": draw(st.sampled_from(["gpu", "precomputed", "cpu"]))}
+    if method == "ppo" and draw(st.booleans()):
+        d["roles"] = {**d.get("roles", {}), "critic": "Qwen/Qwen2.5-0.5B", "reference": "cpu"}
+    d["hardware"] = {k: v for k, v in d["hardware"].items() if v is not None}
     return d
 
 
-@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+EXAMPLES = int(os.environ.get("TRAINFIT_ROUNDTRIP_EXAMPLES", "60"))
+
+
+@settings(max_examples=EXAMPLES, deadline=None, derandomize=EXAMPLES <= 60,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(data=cards(), target=st.sampled_from(TARGETS))
 def test_roundtrip_property(data, target):
     try:

@@ -146,9 +146,9 @@ def _model_fact(card: RunCard) -> Any:
     return m.path or m.id
 
 
-# vLLM settings the plan does not read when the engine is hf (tensor_parallel, sleep_level and cuda_graphs
+# vLLM settings the plan does not read when the engine is hf (placement, tensor_parallel, sleep_level, cuda_graphs, weight_sync
 # still change its generation time, so they stay facts)
-_VLLM_ONLY = ("placement", "gpus", "gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens", "weight_sync")
+_VLLM_ONLY = ("gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens")
 
 
 def plan_facts(card: RunCard) -> dict[str, Any]:
@@ -198,7 +198,7 @@ def plan_facts(card: RunCard) -> dict[str, Any]:
         f["roles.reward_model"] = card.roles.reward_model
         if card.method is Method.PPO:
             c = card.roles.critic
-            f["roles.critic"] = "same_as_actor" if c in (None, "same_as_actor") else c
+            f["roles.critic"] = "same_as_actor" if c in (None, "same_as_actor", model_name(card)) else c
     if card.method in (Method.DPO, Method.PPO, Method.GRPO):
         f["roles.reference"] = reference_placement(card).value
         f["roles.kl_coef"] = float(kl_coef(card))

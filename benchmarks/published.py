@@ -607,6 +607,63 @@ POINTS: dict[int, dict[str, Any]] = {
     },
 }
 
+# ---- DeepSpeed ZeRO out-of-memory and fit reports (benchmarks/data/published_deepspeed_points.json, sources there)
+
+_BAICHUAN2_13B = {
+    "model_type": "llama", "hidden_size": 5120, "intermediate_size": 13696, "num_hidden_layers": 40,
+    "num_attention_heads": 40, "num_key_value_heads": 40, "vocab_size": 125696, "max_position_embeddings": 4096,
+    "rms_norm_eps": 1e-6, "tie_word_embeddings": False, "hidden_act": "silu",
+}
+"""Baichuan2-13B's config.json shapes (W_pack = q, k, v fused: the same bytes as three projections; ALiBi
+instead of RoPE changes no parameter): 13,896,668,160 parameters."""
+_LF_Z2_2023 = {"reduce_bucket_size": 500_000_000, "allgather_bucket_size": 500_000_000, "overlap_comm": False,
+               "contiguous_gradients": True}
+"""LLaMA-Factory's README ZeRO-2 example of 2023 (and examples/deepspeed/ds_z2_config.json since)."""
+_LF_Z3 = {"reduce_bucket_size": "auto", "stage3_prefetch_bucket_size": "auto",
+          "stage3_param_persistence_threshold": "auto", "stage3_max_live_parameters": 1_000_000_000,
+          "stage3_max_reuse_distance": 1_000_000_000, "sub_group_size": 1_000_000_000, "overlap_comm": False}
+"""LLaMA-Factory examples/deepspeed/ds_z3_config.json."""
+
+POINTS.update({
+    101: {
+        "card": {
+            "model": {"config": _BAICHUAN2_13B}, "scope": "full",
+            "precision": {"optimizer_impl": "fused"},
+            "hardware": {"gpu": "a800-80gb", "gpus_per_node": 4},
+            "parallel": {"strategy": "zero2", "gradient_checkpointing": True},
+            "batch": {"micro_batch_size": 1, "seq_len": 1536}, "deepspeed": _LF_Z2_2023,
+        },
+        "metric": "allocated", "unit": "GiB", "at_failure": True,
+        "notes": "OOM report: measured = already allocated + the failing request (77.65 + 12.94 GiB), the allocation "
+                 "the step needed. DeepSpeed bf16 keeps fp32 master partitions and fp32 AdamW states whatever the "
+                 "card's precision says; the optimizer (HF default fused AdamW) has no temporaries.",
+    },
+    102: {
+        "card": {
+            "model": "meta-llama/Llama-2-7b-hf", "scope": "full",
+            "precision": {"weights": "fp16", "compute": "fp16", "optimizer_impl": "for_loop"},
+            "hardware": {"gpu": "v100-sxm2-32gb", "gpus_per_node": 8},
+            "parallel": {"strategy": "zero2", "gradient_checkpointing": True},
+            "batch": {"micro_batch_size": 1, "seq_len": 1024}, "deepspeed": _LF_Z2_2023,
+        },
+        "metric": "allocated", "unit": "GiB", "at_failure": True, "approx_seq": True,
+        "notes": "OOM report (28.28 + 3.14 GiB). LLaMA-7B has Llama-2-7B's shapes (6.74 B parameters; the 4k context "
+                 "changes nothing here). The traceback's line is torch's single-tensor AdamW -> optimizer_impl "
+                 "for_loop over the one flat fp32 partition DeepSpeed steps. Sequence length not given: 1024.",
+    },
+    103: {
+        "card": {
+            "model": "meta-llama/Llama-2-7b-hf", "scope": "full",
+            "precision": {"weights": "fp16", "compute": "fp16", "optimizer_impl": "for_loop"},
+            "hardware": {"gpu": "v100-sxm2-32gb", "gpus_per_node": 8},
+            "parallel": {"strategy": "zero3", "gradient_checkpointing": True},
+            "batch": {"micro_batch_size": 1, "seq_len": 1024}, "deepspeed": _LF_Z3,
+        },
+        "metric": "allocated", "unit": "GiB", "approx_seq": True,
+        "notes": "Fit report only (the same run trains with ZeRO-3): scored on the verdict.",
+    },
+})
+
 PEERS = ("deepspeed_zero2", "deepspeed_zero3", "llm_analysis", "accelerate")
 TOOLS = ("trainfit",) + PEERS
 _UNIT_BYTES = {"GiB": GIB, "GB": GB}
@@ -630,11 +687,19 @@ def reference_path() -> Path | None:
     return None
 
 
+DEEPSPEED_POINTS = ROOT / "benchmarks" / "data" / "published_deepspeed_points.json"
+"""DeepSpeed ZeRO out-of-memory / fit reports found for issue 15, in measured_points.json's shape (with
+``outcome`` oom | fits and, for an OOM, ``requested``: the failing allocation's size)."""
+
+
 def load_points(path: Path | None = None) -> list[dict[str, Any]]:
     path = path or reference_path()
     if path is None:
         raise FileNotFoundError("measured_points.json not found (set TRAINFIT_REFERENCE_DIR)")
-    return json.loads(Path(path).read_text())
+    points = json.loads(Path(path).read_text())
+    if DEEPSPEED_POINTS.is_file():
+        points += json.loads(DEEPSPEED_POINTS.read_text())
+    return points
 
 
 # --------------------------------------------------------------------------------------------
@@ -674,11 +739,12 @@ def _peer_case(point: dict[str, Any], entry: dict[str, Any], plan) -> dict[str, 
                 "gradient_checkpointing": bool(point["grad_ckpt"]), "dtype": "bf16", "strategy": "single",
                 "scope": method, "gpu_memory_bytes": 48 * GIB}
     c = plan.card
-    model_id = card["model"] if isinstance(card["model"], str) else card["model"]["reference"]
+    model = card["model"]
     n = c.world_size
     prec = c.precision
     case = {
-        "hf_config": hf_config_of(model_id),
+        "hf_config": (
+            hf_config_of(model) if isinstance(model, str) else model.get("config") or hf_config_of(model["reference"])),
         "params_total": int(plan.params_total),
         "largest_layer_params": int(max(t.numel for t in param_tensors(plan.spec))),
         "num_gpus": n, "gpus_per_node": c.hardware.gpus_per_node,
@@ -740,7 +806,9 @@ def published_rows(*, with_peers: bool = True, path: Path | None = None) -> list
     for i, (p, plan) in enumerate(zip(points, plans)):
         entry = POINTS[p["id"]]
         unit = entry["unit"]
-        measured = float(p["peak_mem"]) * _UNIT_BYTES[unit]
+        ran = p.get("outcome", "measured") != "oom"
+        measured = (None if p.get("peak_mem") is None
+                    else (float(p["peak_mem"]) + float(p.get("requested") or 0.0)) * _UNIT_BYTES[unit])
         metric = entry["metric"]
         capacity = plan.gpu.memory_bytes if plan is not None else None
         row: dict[str, Any] = {
@@ -749,7 +817,9 @@ def published_rows(*, with_peers: bool = True, path: Path | None = None) -> list
             "description": f"{p['method']}, {p['optimizer']}, {p['num_gpus']}x {p['gpu_type']}, {p['parallel']}, "
                            f"mbs {p['micro_batch_size']}, seq {p['seq_len']}, ckpt {p['grad_ckpt']}",
             "metric": metric, "metric_source": p["mem_metric"], "unit": unit,
-            "measured_bytes": measured,
+            "measured_bytes": measured, "outcome": "ran" if ran else "out of memory",
+            "scope": (entry.get("card") or {}).get("scope", "unsupported"),
+            "strategy": _strategy_label(entry.get("card")),
             "ambiguous": bool(entry.get("ambiguous")), "approx_seq": bool(entry.get("approx_seq")),
             "notes": entry["notes"], "reliability": p.get("reliability"),
         }
@@ -758,9 +828,9 @@ def published_rows(*, with_peers: bool = True, path: Path | None = None) -> list
                        trainfit_fits_verdict=None, trainfit_verdict_correct=None, trainfit_peak_phase=None)
         else:
             pred = float(getattr(plan.peak, _METRIC_ATTR[metric]))
-            row.update(trainfit_bytes=pred, trainfit_error=_err(pred, measured),
+            row.update(trainfit_bytes=pred, trainfit_error=None if measured is None else _err(pred, measured),
                        trainfit_fits_verdict="fits" if plan.fits else "does not fit",
-                       trainfit_verdict_correct=bool(plan.fits),
+                       trainfit_verdict_correct=bool(plan.fits) == ran,
                        trainfit_peak_phase=f"{plan.peak.phase.value}: {plan.peak.at}",
                        trainfit_components={k: float(v) for k, v in plan.peak.components.items()})
         override = _peer_overrides(entry, plan)
@@ -778,11 +848,57 @@ def published_rows(*, with_peers: bool = True, path: Path | None = None) -> list
             else:
                 fits = capacity is not None and r <= capacity
                 row[f"{name}_bytes"] = float(r)
-                row[f"{name}_error"] = _err(float(r), measured)
+                row[f"{name}_error"] = None if measured is None else _err(float(r), measured)
                 row[f"{name}_verdict"] = "fits" if fits else "does not fit"
-                row[f"{name}_verdict_correct"] = bool(fits)
+                row[f"{name}_verdict_correct"] = bool(fits) == ran
         rows.append(row)
     return rows
+
+
+def _strategy_label(card: dict[str, Any] | None) -> str:
+    """The error table's strategy column: the card's strategy, '+offload' when it offloads."""
+    if card is None:
+        return "unsupported"
+    par = card.get("parallel", {})
+    label = par.get("strategy", "fsdp")
+    return label + ("+offload" if par.get("offload", "none") != "none" else "")
+
+
+def split_summary(rows: list[dict[str, Any]], tool: str = "trainfit") -> list[dict[str, Any]]:
+    """|error| by scope, by strategy and by metric: points, median and worst (with the point)."""
+    out = []
+    for key in ("scope", "strategy", "metric"):
+        groups: dict[str, list[tuple[Any, float]]] = {}
+        for r in rows:
+            e = r.get(f"{tool}_error")
+            if e is not None:
+                groups.setdefault(str(r.get(key)), []).append((r["id"], e))
+        for value, errs in sorted(groups.items()):
+            wid, worst = max(errs, key=lambda t: abs(t[1]))
+            out.append({"by": key, "value": value, "points": len(errs),
+                        "median_abs_error": statistics.median(abs(e) for _, e in errs),
+                        "worst_abs_error": abs(worst), "worst_signed": worst, "worst_id": wid})
+    return out
+
+
+def markdown_split(split: list[dict[str, Any]]) -> str:
+    lines = ["| by | value | points | median abs err | worst (id) |", "|---|---|---|---|---|"]
+    for g in split:
+        lines.append(f"| {g['by']} | {g['value']} | {g['points']} | {g['median_abs_error']:.1%} | "
+                     f"{g['worst_signed']:+.1%} (#{g['worst_id']}) |")
+    return "\n".join(lines)
+
+
+def verdict_table(rows: list[dict[str, Any]]) -> str:
+    """Every point whose outcome is an OOM or a fit report without a figure, and every ZeRO point."""
+    lines = ["| id | strategy | reported | trainfit says | right |", "|---|---|---|---|---|"]
+    for r in rows:
+        if r.get("outcome") == "ran" and r.get("measured_bytes") is not None and not str(r.get("strategy")).startswith("zero"):
+            continue
+        right = r.get("trainfit_verdict_correct")
+        lines.append(f"| {r['id']} | {r.get('strategy')} | {r.get('outcome')} | {r.get('trainfit_fits_verdict')} | "
+                     f"{'yes' if right else 'NO'} |")
+    return "\n".join(lines)
 
 
 def _unsupported(reason: str):
@@ -832,7 +948,7 @@ def _cell(row: dict[str, Any], tool: str) -> str:
         return "unsup."
     e = row[f"{tool}_error"]
     miss = "" if row[f"{tool}_verdict_correct"] else " ✗"
-    return f"{b / GIB:.1f} ({e:+.0%}){miss}"
+    return f"{b / GIB:.1f}" + ("" if e is None else f" ({e:+.0%})") + miss
 
 
 def markdown_table(rows: list[dict[str, Any]]) -> str:
@@ -844,10 +960,12 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
         flags = ",".join(f for f, on in (("ambiguous", r["ambiguous"]), ("approx-seq", r["approx_seq"])) if on)
         tf = _cell(r, "trainfit") if not isinstance(r["trainfit_bytes"], str) else "unsupported"
         lines.append("| " + " | ".join([
-            str(r["id"]), r["model"], p_method, gpus, r["metric"], f"{r['measured_bytes'] / GIB:.2f}", tf,
+            str(r["id"]), r["model"], p_method, gpus, r["metric"], ("—" if r["measured_bytes"] is None else f"{r['measured_bytes'] / GIB:.2f}"), tf,
             *(_cell(r, t) for t in PEERS), flags]) + " |")
     lines.append("")
-    lines.append("Cells: predicted GiB (signed error vs measured); ✗ = says the run does not fit (every point ran).")
+    lines.append("Cells: predicted GiB (signed error vs measured); ✗ = the fit verdict is wrong (a run that ran said not to "
+                 "fit, or an out-of-memory report said to fit). An OOM point's measured figure is the allocated bytes at "
+                 "the failure plus the failing request.")
     return "\n".join(lines)
 
 
@@ -869,10 +987,19 @@ def markdown_summary(s: dict[str, dict[str, Any]]) -> str:
 
 
 def main() -> int:
-    rows = published_rows()
+    import argparse
+
+    ap = argparse.ArgumentParser(description="trainfit and its peers against published memory points")
+    ap.add_argument("--no-peers", action="store_true", help="score trainfit only")
+    args = ap.parse_args()
+    rows = published_rows(with_peers=not args.no_peers)
     print(markdown_table(rows))
     print()
     print(markdown_summary(summary(rows)))
+    print()
+    print(markdown_split(split_summary(rows)))
+    print()
+    print(verdict_table(rows))
     unsupported = [r for r in rows if isinstance(r["trainfit_bytes"], str)]
     if unsupported:
         print()

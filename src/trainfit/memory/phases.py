@@ -97,6 +97,30 @@ class StepTerms:
     accumulation_transient: float = 0.0
     """Gradient accumulation: the last gradient of the backward (the embedding's, computed whole
     before it is added into ``.grad``), live beside the gradients held from earlier micro-batches."""
+    zero_ipg_buckets: float = 0.0
+    """DeepSpeed ZeRO reduce bucket(s) (``trainfit.memory.deepspeed``): stages 1-2 in backward only,
+    stage 3 from init on (``zero_ipg_persistent``)."""
+    zero_ipg_persistent: bool = False
+    zero_step_grads: float = 0.0
+    """ZeRO: gradient bytes still alive when the step casts the partition to fp32."""
+    zero_step_cast: float = 0.0
+    """ZeRO: the flat copy and the fp32 gradient of one group / sub-group at the step's cast."""
+    zero_step_fp32_grad: float = 0.0
+    """ZeRO: the fp32 gradient partition held through the optimizer call."""
+    zero_step_keeps_grads: bool = False
+    """ZeRO-3: the gradient partition buffer outlives the step (allocated at init)."""
+    zero_persistent_params: float = 0.0
+    """ZeRO-3: parameters below the persistence threshold, gathered on every rank."""
+    grads_preallocated: bool = False
+    """ZeRO-3: the gradient partitions exist from init, so forward holds them too."""
+    gathered_forward: float = 0.0
+    """ZeRO-3: parameter bytes the coordinator holds gathered at the forward's peak (loss)."""
+    gathered_backward: float = 0.0
+    """ZeRO-3: the most parameter bytes gathered at once in backward."""
+    offload_staging: float = 0.0
+    """Offload: GPU staging / in-flight transfer buffers alive through backward."""
+    kept_output: float = 0.0
+    """loop.keeps_output_through_backward: the model output's logits, alive from the loss to the end of backward."""
     forward_at: str = "loss (log-softmax over the logits)"
     """Where the forward peaks when the loss dominates (a stage without the loss: its last layer)."""
 
@@ -125,6 +149,8 @@ def _persistent(t: StepTerms) -> dict[str, float]:
         "optimizer_states": t.optimizer_states,
         "paged_optimizer_states": t.paged_optimizer_states,
         "ddp_buckets": t.ddp_buckets,
+        **({"zero3_persistent_params": t.zero_persistent_params} if t.zero_persistent_params else {}),
+        **({"zero_ipg_buckets": t.zero_ipg_buckets} if t.zero_ipg_persistent and t.zero_ipg_buckets else {}),
     }
 
 
@@ -143,8 +169,12 @@ def load_peak(t: StepTerms) -> PhasePeak:
     return PhasePeak(Phase.LOAD, {"weights": t.weights, "adapter_weights": t.adapter_weights}, "weights loaded")
 
 
+def _holds_grads(t: StepTerms) -> bool:
+    return t.grad_accumulation or t.grads_preallocated
+
+
 def forward_peak(t: StepTerms) -> PhasePeak:
-    held_grads = t.grads_total if t.grad_accumulation else 0.0
+    held_grads = t.grads_total if _holds_grads(t) else 0.0
     act = t.activations
     saved = act.total(gradient_checkpointing=t.gradient_checkpointing)
     if t.activation_offload:
@@ -156,7 +186,7 @@ def forward_peak(t: StepTerms) -> PhasePeak:
         "gradients": held_grads,
         "activations": saved + t.inflight_activations,
         "logits": t.logits.forward_peak,
-        "fsdp_buffers": t.fsdp_root_unit + t.fsdp_all_gathered + _last_unit(t),
+        "fsdp_buffers": t.fsdp_root_unit + t.fsdp_all_gathered + _last_unit(t) + t.gathered_forward,
     }
     if t.pipeline_buffers:
         comps["pipeline_buffers"] = t.pipeline_buffers
@@ -177,8 +207,13 @@ def backward_peak(t: StepTerms) -> PhasePeak:
     """Walk backward from the loss to the embedding and keep the largest point."""
     act = t.activations
     ckpt = t.gradient_checkpointing
-    held = t.grads_total if t.grad_accumulation else 0.0
+    held = t.grads_total if _holds_grads(t) else 0.0
     base = _persistent(t)
+    bwd_only = t.offload_staging + (0.0 if t.zero_ipg_persistent else t.zero_ipg_buckets)
+    if bwd_only:
+        base = base | {"zero_buffers": bwd_only}
+    if t.kept_output:
+        base = base | {"kept_output": t.kept_output}
     fsdp_static = t.fsdp_root_unit + t.fsdp_root_grads
     layers = len(act.per_layer)
     emb = act.checkpointed_embedding if ckpt else act.embedding
@@ -203,7 +238,7 @@ def backward_peak(t: StepTerms) -> PhasePeak:
                 "activations": alive_all,
                 "logits": t.logits.backward_peak,
                 # lm_head's gradient is not there yet; the last layer's unit is
-                "fsdp_buffers": t.fsdp_root_unit + t.fsdp_all_gathered + _last_unit(t),
+                "fsdp_buffers": t.fsdp_root_unit + t.fsdp_all_gathered + _last_unit(t) + t.gathered_forward,
             } | pipe,
         ),
         (
@@ -213,14 +248,14 @@ def backward_peak(t: StepTerms) -> PhasePeak:
                 "gradients": grads(t.grads_head),
                 "activations": alive_all,
                 "logits": t.logits_grad_bf16,
-                "fsdp_buffers": fsdp_static + t.fsdp_all_gathered,
+                "fsdp_buffers": fsdp_static + t.fsdp_all_gathered + t.gathered_forward,
             } | pipe,
         ),
     ]
     # decoder layers, last to first: totals from running sums (itertools.accumulate runs in C), then
     # the component dict for the largest only
     base_total = sum(base.values())
-    fsdp_layer = fsdp_static + t.fsdp_layer_units + t.fsdp_unsharded_grads
+    fsdp_layer = fsdp_static + t.fsdp_layer_units + t.fsdp_unsharded_grads + t.gathered_backward
     best: tuple[float, int, float, float] | None = None
     if layers:
         order = range(layers - 1, -1, -1)
@@ -266,7 +301,7 @@ def backward_peak(t: StepTerms) -> PhasePeak:
                 + (t.accumulation_transient if t.grad_accumulation else 0.0),
                 "activations": emb + t.inflight_activations,
                 "logits": 0.0,
-                "fsdp_buffers": fsdp_static + t.fsdp_root_embedding_grads,
+                "fsdp_buffers": fsdp_static + t.fsdp_root_embedding_grads + t.gathered_backward,
             } | pipe,
         )
     )
@@ -284,7 +319,18 @@ def optimizer_peak(t: StepTerms) -> PhasePeak:
         "gradients": t.grads_total,
         "optimizer_temporaries": t.optimizer_temporaries,
     }
-    return PhasePeak(Phase.OPTIMIZER_STEP, comps, "optimizer.step()")
+    if not (t.zero_step_cast or t.zero_step_fp32_grad):
+        return PhasePeak(Phase.OPTIMIZER_STEP, comps, "optimizer.step()")
+    # DeepSpeed ZeRO: the partition is flattened and cast to fp32 (both alive beside the gradient
+    # partition), then the optimizer steps the fp32 gradient (stage 1-2 freed the partition first)
+    cast = _persistent(t) | {"gradients": t.zero_step_grads, "zero_step_buffers": t.zero_step_cast,
+                             "optimizer_temporaries": 0.0}
+    step = _persistent(t) | {"gradients": t.zero_step_grads if t.zero_step_keeps_grads else 0.0,
+                             "zero_step_buffers": t.zero_step_fp32_grad,
+                             "optimizer_temporaries": t.optimizer_temporaries}
+    if sum(cast.values()) >= sum(step.values()):
+        return PhasePeak(Phase.OPTIMIZER_STEP, cast, "gradient partition cast to fp32 (DeepSpeed ZeRO step)")
+    return PhasePeak(Phase.OPTIMIZER_STEP, step, "optimizer.step() on the fp32 partition")
 
 
 def step_peaks(t: StepTerms) -> list[PhasePeak]:
@@ -342,4 +388,6 @@ def step_max_transient(t: StepTerms) -> float:
         t.comm_forward_transient,
         t.layer_forward_transient,
         t.accumulation_transient if t.grad_accumulation else 0.0,
+        t.zero_step_cast,
+        t.gathered_backward + (0.0 if t.zero_ipg_persistent else t.zero_ipg_buckets) + t.offload_staging,
     )

@@ -19,7 +19,8 @@ from trainfit.spec.enums import Phase
 from trainfit.spec.model import ModelSpec
 from trainfit.units import MIB
 
-PERSISTENT = frozenset({"weights", "adapter_weights", "master_weights", "optimizer_states", "ddp_buckets", "gradients"})
+PERSISTENT = frozenset({"weights", "adapter_weights", "master_weights", "optimizer_states", "ddp_buckets", "gradients",
+                        "zero3_persistent_params", "zero_ipg_buckets"})
 """Components that persist across the phases of a step."""
 _NOT_TRANSIENT = PERSISTENT | {"activations"}
 """Components whose blocks are reused step after step (not fragmentation sources)."""

@@ -10,6 +10,9 @@ from dataclasses import replace
 from functools import lru_cache
 
 from trainfit.memory import attention as attn
+from trainfit.memory.deepspeed import (
+    DEEPSPEED_VERSION, ZeroConfig, gathered_params, persistent_numel, resolve_zero_config, zero_buffers,
+)
 from trainfit.memory.activations import ActivationBytes, activation_bytes
 from trainfit.memory.logits import SOFTCAP_FAMILIES, logits_bytes
 from trainfit.memory.lora import lora_largest_tensor_params, lora_trainable_params, targeted_groups
@@ -18,12 +21,17 @@ from trainfit.memory.params import ParamBreakdown, TensorGroup, param_breakdown,
 from trainfit.memory.phases import StepTerms
 from trainfit.memory.sharding import Sharding
 from trainfit.memory.weights import WeightBytes, count_scale, total_params, weight_bytes
-from trainfit.plan.resolve import trainable_spec
+from trainfit.errors import CardError
+from trainfit.plan.resolve import card_with, trainable_spec
 from trainfit.spec.card import RunCard
-from trainfit.spec.enums import ComputeDtype, Dtype, LayerKind, MasterWeights, Offload, StatesDtype, Strategy
+from trainfit.spec.enums import (
+    AdapterDtype, ComputeDtype, Dtype, LayerKind, MasterWeights, Offload, Scope, StatesDtype, Strategy,
+)
 from trainfit.spec.model import ModelSpec
 from trainfit.spec.training import LoraSpec, TrainableSpec
 from trainfit.units import BYTES_PER_DTYPE, GIB
+
+_ZERO = (Strategy.ZERO1, Strategy.ZERO2, Strategy.ZERO3)
 
 HOST_BYTES_PER_PROCESS = 3 * GIB
 """Assumed host RSS of one training process (Python, torch + CUDA libraries, data loader)."""
@@ -66,6 +74,12 @@ def trained_dtype_bytes(card: RunCard) -> tuple[float, float, bool, float]:
 def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[StepTerms, dict[str, float], list[str]]:
     """Per-GPU byte terms, the host-RAM terms per node, and the assumptions made."""
     notes: list[str] = []
+    if (sharding.strategy in _ZERO and card.scope is not Scope.FULL and card.lora.adapter_dtype is AdapterDtype.FP32
+            and card.weights_dtype in (Dtype.NF4, Dtype.BF16, Dtype.FP16) and card.precision.compute is not ComputeDtype.FP32):
+        # the engine casts every parameter to the mixed-precision dtype, the adapter too
+        # (deepspeed runtime/engine.py _configure_distributed_model, _cast_module_mixed_precision)
+        card = card_with(card, lora__adapter_dtype="bf16")
+        notes.append("DeepSpeed (bf16) casts the LoRA adapter to bf16 with the model; its fp32 copy is the master partition")
     prec = card.precision
     trainable = trainable_spec(card)
     scale = count_scale(spec)
@@ -83,6 +97,13 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         tensors = param_tensors(spec)
         largest = float(max(t.numel for t in tensors)) * scale
     train_bytes, grad_bytes, use_master, state_bytes = trained_dtype_bytes(card)
+    zero = sharding.strategy in _ZERO
+    if zero and train_bytes < 4 and prec.optimizer.value in ("adamw", "sgd", "adafactor"):
+        if not use_master or state_bytes != 4.0:
+            notes.append("DeepSpeed ZeRO (bf16/fp16) keeps an fp32 master partition and steps it, so the optimizer"
+                         " states are fp32 whatever precision.master_weights / optimizer_states say"
+                         f" (deepspeed {DEEPSPEED_VERSION} runtime/zero/stage_1_and_2.py l.560, stage3.py)")
+        use_master, state_bytes = True, 4.0
     opt = optimizer_state_bytes(optimizer=prec.optimizer, params=n_train, tensors=tensors, state_bytes=state_bytes)
     if trainable.lora is None:
         opt = opt if prec.optimizer.value in ("adamw", "paged_adamw") else opt * scale
@@ -111,6 +132,13 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
             notes.append("optimizer offload (DeepSpeed ZeRO-Offload): fp32 gradient partitions live in host RAM")
         opt_gpu = master_gpu = temps_gpu = 0.0
         notes.append("optimizer step runs on the CPU (offloaded states); its temporaries are not on the GPU")
+    if zero and offload is not Offload.NONE and sharding.strategy is not Strategy.ZERO1:
+        # DeepSpeed ZeRO-Offload: each reduced gradient slice goes to the host fp32 buffer; no gradient
+        # partition forms on the GPU (stage_1_and_2.py l.2172-2178; stage3.py l.333, l.791)
+        grads_scale = 0.0
+    if zero and offload is Offload.PARAMS_AND_OPTIMIZER and sharding.strategy is not Strategy.ZERO3:
+        raise CardError(f"parallel.offload: DeepSpeed {sharding.strategy.value} cannot offload parameters (offload_param is"
+                        " ZeRO-3 only); allowed with it: none, optimizer")
     if offload is Offload.PARAMS_AND_OPTIMIZER:
         host["weights"] = (w.base + w.adapter) / wd * ranks_per_node
         host["gradients"] = n_train * grad_bytes / gd * ranks_per_node
@@ -185,7 +213,19 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
     if sharding.gathers_params:
         fsdp, note = _fsdp_terms(spec, sharding, trainable, w, pb=pb, scale=scale, n_train=n_train,
                                  grad_bytes=grad_bytes)
-        notes.append(note)
+        if not zero:
+            notes.append(note)
+    zero_terms: dict[str, float | bool] = {}
+    if zero:
+        grads_now = sum(per_layer_grads) + grads_head + grads_embed
+        zero_terms, fsdp, temps_zero, zero_notes = _deepspeed_terms(
+            card, spec, sharding, trainable, w, pb=pb, scale=scale, n_train=n_train, grad_bytes=grad_bytes,
+            largest=largest, grads_total=grads_now, fsdp=fsdp, state_bytes=state_bytes)
+        notes += zero_notes
+        if offload is Offload.NONE and not prec.optimizer_in_backward:
+            temps_gpu = temps_zero
+        if offload is Offload.PARAMS_AND_OPTIMIZER:
+            weights_gpu = adapter_gpu = 0.0
 
     terms = StepTerms(
         weights=weights_gpu,
@@ -206,7 +246,7 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         optimizer_temporaries=temps_gpu,
         grad_accumulation=card.batch.grad_accum > 1,
         ddp_buckets=n_train * grad_bytes if sharding.ddp_bucket_copy else 0.0,
-        zero2_bucket=spec.hidden_size**2 * grad_bytes if sharding.zero2_bucket else 0.0,
+        zero2_bucket=spec.hidden_size**2 * grad_bytes if (sharding.zero2_bucket and not zero) else 0.0,
         activation_offload=card.parallel.activation_offload,
         autocast_weight_cache=(
             2.0 * (pb.linear_weights + (pb.lm_head or pb.embedding)) * scale / wd
@@ -214,9 +254,118 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
             else 0.0
         ),
         in_backward_step=in_bwd,
+        kept_output=_kept_output(card, spec, act_dtype),
         **fsdp,
+        **zero_terms,
     )
     return terms, host, notes
+
+
+def _kept_output(card: RunCard, spec: ModelSpec, act_dtype: int) -> float:
+    """``out = model(...); out.loss.backward()``: the output object holds the logits (compute dtype, as
+    lm_head returns them) from the loss until the loop drops it after backward."""
+    if not card.loop.keeps_output_through_backward or card.loss.chunked:
+        return 0.0
+    return float(card.batch.micro_batch_size * card.batch.seq_len * (spec.head_outputs or spec.vocab_size) * act_dtype)
+
+
+def zero_config_of(card: RunCard, spec: ModelSpec, stage: int) -> ZeroConfig:
+    """The card's ``deepspeed`` section resolved for this model (``auto`` as the HF Trainer fills it)."""
+    ds = card.deepspeed
+    off = card.parallel.offload
+    return resolve_zero_config(
+        stage=stage, hidden_size=spec.hidden_size,
+        offload_optimizer=off is not Offload.NONE, offload_param=off is Offload.PARAMS_AND_OPTIMIZER and stage == 3,
+        reduce_bucket_size=ds.reduce_bucket_size, allgather_bucket_size=ds.allgather_bucket_size,
+        stage3_prefetch_bucket_size=ds.stage3_prefetch_bucket_size,
+        stage3_max_live_parameters=ds.stage3_max_live_parameters,
+        stage3_max_reuse_distance=ds.stage3_max_reuse_distance,
+        stage3_param_persistence_threshold=ds.stage3_param_persistence_threshold,
+        sub_group_size=ds.sub_group_size, contiguous_gradients=ds.contiguous_gradients, overlap_comm=ds.overlap_comm,
+    )
+
+
+def _layer_modules(spec: ModelSpec, i: int) -> tuple[int, ...]:
+    """Element counts of a decoder layer's parameterised submodules, in forward order (what the
+    ZeRO-3 coordinator fetches one by one); norms, biases and scalars are left to persistence."""
+    h = spec.hidden_size
+    mods: list[int] = []
+    if spec.layer_kind(i) is LayerKind.FULL_ATTENTION:
+        q_out = 2 * spec.q_dim if spec.attn_output_gate else spec.q_dim
+        mods += [h * q_out, h * spec.kv_dim, h * spec.kv_dim, spec.q_dim * h]
+    else:
+        la = spec.linear_attention
+        assert la is not None
+        mods += [h * la.conv_dim, h * la.value_dim, h * la.num_value_heads, h * la.num_value_heads, la.value_dim * h]
+    if spec.moe is not None and spec.moe.is_moe_layer(i):
+        moe = spec.moe
+        mods += [moe.num_experts * h, moe.num_experts * 2 * h * moe.expert_intermediate_size,
+                 moe.num_experts * moe.expert_intermediate_size * h]
+        if moe.shared_expert_intermediate_size:
+            sh = moe.shared_expert_intermediate_size
+            mods += [h * sh, h * sh, sh * h]
+    else:
+        mods += [h * spec.intermediate_size] * 2 + [spec.intermediate_size * h]
+    return tuple(mods)
+
+
+def _deepspeed_terms(
+    card: RunCard, spec: ModelSpec, sharding: Sharding, trainable: TrainableSpec, w: WeightBytes, *,
+    pb: ParamBreakdown, scale: float, n_train: float, grad_bytes: float, largest: float, grads_total: float,
+    fsdp: dict[str, float], state_bytes: float,
+) -> tuple[dict[str, float | bool], dict[str, float], float, list[str]]:
+    """DeepSpeed ZeRO's own buffers as StepTerms fields (``trainfit.memory.deepspeed``), the FSDP-style
+    fields replaced for stage 3, and the optimizer temporaries of the flat fp32 partition."""
+    stage = {Strategy.ZERO1: 1, Strategy.ZERO2: 2, Strategy.ZERO3: 3}[sharding.strategy]
+    cfg = zero_config_of(card, spec, stage)
+    dp = sharding.shard_group
+    bpp = (w.base + w.adapter) / (pb.total * scale + (n_train if trainable.lora else 0))
+    sizes = tuple((t.numel, t.count) for t in param_tensors(spec))
+    if trainable.lora is not None:
+        sizes += tuple((t.numel, t.count) for t in lora_tensors(spec, trainable.lora))
+    persist = persistent_numel(cfg, sizes) * scale if stage == 3 else 0.0
+    buf = zero_buffers(cfg, dp=dp, trainable_numel=n_train, grad_bytes=grad_bytes, largest_param=int(largest),
+                       persistent_numel=persist, param_bytes=bpp)
+    prec = card.precision
+    temps = step_temporary_bytes(optimizer=prec.optimizer, impl=prec.optimizer_impl, params=buf.optimizer_flat_numel,
+                                 largest_tensor=buf.optimizer_flat_numel, state_bytes=state_bytes)
+    out: dict[str, float | bool] = {
+        "zero_ipg_buckets": buf.ipg_buckets,
+        "zero_ipg_persistent": stage == 3,
+        "zero_step_grads": grads_total if stage > 1 else n_train * grad_bytes / dp,
+        "zero_step_cast": buf.step_cast,
+        "zero_step_fp32_grad": buf.step_fp32_grad,
+        "zero_step_keeps_grads": stage == 3,
+        "zero_persistent_params": buf.persistent_params,
+        "grads_preallocated": stage == 3 and not cfg.offload_optimizer,
+        "offload_staging": buf.offload_grad_staging,
+    }
+    notes = [f"DeepSpeed ZeRO-{stage} buffers (deepspeed {DEEPSPEED_VERSION}): reduce bucket"
+             f" {cfg.reduce_bucket_size:.3g} elements x{2 if cfg.overlap_comm and stage < 3 else 1}"
+             f" ({buf.ipg_buckets / GIB:.2f} GiB)"
+             + (f", fp32 gradient partition at the step {buf.step_fp32_grad / GIB:.2f} GiB" if buf.step_fp32_grad else "")
+             + ("; the optimizer steps one flat fp32 partition" if buf.optimizer_flat_numel else "")]
+    if stage == 3 and sharding.gathers_params:
+        threshold = cfg.param_persistence_threshold
+        layers = tuple(tuple(int(n * scale) for n in _layer_modules(spec, i) if n > threshold)
+                       for i in range(spec.num_layers))
+        head = int((pb.lm_head or 0) * scale)
+        emb = int(pb.embedding * scale)
+        g = gathered_params(layers, embedding=emb if emb > threshold else 0, head=head if head > threshold else 0,
+                            tied=not pb.lm_head, prefetch_bucket_size=cfg.prefetch_bucket_size,
+                            max_live_parameters=cfg.max_live_parameters, max_reuse_distance=cfg.max_reuse_distance,
+                            recompute=card.parallel.gradient_checkpointing)
+        biggest = max([n for layer in layers for n in layer] + [1])
+        fsdp = dict(fsdp, fsdp_layer_units=0.0, fsdp_all_gathered=0.0, fsdp_root_unit=0.0, fsdp_root_grads=0.0,
+                    fsdp_root_embedding_grads=0.0,
+                    fsdp_unsharded_grads=biggest * grad_bytes if trainable.lora is None else 0.0)
+        out["gathered_forward"] = g.at_loss * bpp
+        out["gathered_backward"] = g.backward_peak * bpp
+        notes.append(f"ZeRO-3 gathered parameters: {g.at_loss * bpp / GIB:.2f} GiB kept from the end of forward"
+                     f" (reuse distance {cfg.max_reuse_distance:.3g} elements), {g.backward_peak * bpp / GIB:.2f} GiB"
+                     f" at most in backward; {persist * bpp / GIB:.2f} GiB of persistent parameters"
+                     f" (<= {threshold:,} elements each)")
+    return out, fsdp, temps, notes
 
 
 def _fsdp_terms(

@@ -51,6 +51,10 @@ class LoraSection(_Section):
     adapter_dtype: AdapterDtype = Field(
         AdapterDtype.FP32, description="fp32 (PEFT's default autocast_adapter_dtype) or bf16 (torchtune)."
     )
+    modules_to_save: list[str] = Field(
+        default_factory=list, max_length=16,
+        description="Modules trained in full beside the adapter (PEFT modules_to_save): embed_tokens, lm_head.",
+    )
 
 
 class PrecisionSection(_Section):
@@ -112,6 +116,42 @@ class BatchSection(_Section):
 
 class LossSection(_Section):
     chunked: bool = Field(False, description="Fused/chunked linear cross-entropy (no full logits).")
+
+
+
+class DeepSpeedSection(_Section):
+    """DeepSpeed ZeRO settings that size its buffers (strategies zero1, zero2, zero3). Defaults are
+    DeepSpeed 0.19.8's (runtime/zero/config.py); "auto" is what the HF Trainer fills in (hidden^2,
+    0.9 hidden^2, 10 hidden). Element counts, not bytes."""
+
+    reduce_bucket_size: int | str = Field(500_000_000, description="Elements per IPG reduce bucket, or auto (hidden^2).")
+    allgather_bucket_size: int | str = Field(500_000_000, description="Elements per all-gather chunk (stage 1-2; no allocation).")
+    stage3_prefetch_bucket_size: int | str = Field(50_000_000, description="Elements prefetched ahead, or auto (0.9 hidden^2).")
+    stage3_max_live_parameters: int | str = Field(1_000_000_000, description="Gathered elements the prefetcher may hold.")
+    stage3_max_reuse_distance: int | str = Field(1_000_000_000, description="Elements of trace within which a gathered parameter is kept.")
+    stage3_param_persistence_threshold: int | str = Field(100_000, description="Parameters this small stay gathered, or auto (10 hidden).")
+    sub_group_size: int | str = Field(1_000_000_000, description="Elements of fp32 partition the stage-3 optimizer steps at once.")
+    contiguous_gradients: bool = Field(True, description="Gradients copied into the IPG bucket / a flat partition.")
+    overlap_comm: bool | None = Field(None, description="Double IPG buckets (stage 1-2); default: true for stage 3 only.")
+
+    @field_validator("reduce_bucket_size", "allgather_bucket_size", "stage3_prefetch_bucket_size",
+                     "stage3_max_live_parameters", "stage3_max_reuse_distance", "stage3_param_persistence_threshold",
+                     "sub_group_size", mode="before")
+    @classmethod
+    def _count_or_auto(cls, v: Any, info: Any) -> Any:
+        if isinstance(v, str) and v.strip().lower() == "auto":
+            return "auto"
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v or not 0 <= v <= 1e13:
+            raise ValueError(f"deepspeed.{info.field_name}: '{v}' is not allowed; allowed: auto or an element count"
+                             " from 0 to 1e13 (e.g. 5e8)")
+        return int(v)
+
+
+class LoopSection(_Section):
+    """How the training loop holds tensors (custom loops differ from the HF Trainer's)."""
+
+    keeps_output_through_backward: bool = Field(
+        False, description="The loop keeps the model output (its logits) alive through backward: out = model(...); out.loss.backward().")
 
 
 class ModelRef(_Section):
@@ -235,6 +275,8 @@ class RunCard(_Section):
     batch: BatchSection = Field(default_factory=BatchSection)
     attention: Attention = Attention.SDPA
     loss: LossSection = Field(default_factory=LossSection)
+    deepspeed: DeepSpeedSection = Field(default_factory=DeepSpeedSection)
+    loop: LoopSection = Field(default_factory=LoopSection)
     software: SoftwareSection = Field(default_factory=SoftwareSection)
     recipe: RecipeSection = Field(default_factory=RecipeSection)
     task: TaskSection = Field(default_factory=TaskSection)

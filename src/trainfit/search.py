@@ -460,17 +460,16 @@ def smallest_sync(base: dict[str, Any]) -> str:
 
 
 def _job_rows(bases, jobs, fallback, calibration) -> tuple[list[Row], int, int]:
-    """Plan each job (with the memory-only knobs ``fallback`` set to their best value)."""
+    """Plan each job (with the memory-only knobs ``fallback`` set to their best value); consecutive
+    jobs on one base with the same keys go through ``_evaluate`` together."""
     rows: list[Row] = []
     invalid = 0
-    for idx, knobs in jobs:
-        full = knobs | fallback
-        keys = sorted(full)
-        got, bad = _evaluate(bases[idx], keys, [tuple(full[k] for k in keys)], calibration)
+    for (idx, keys), group in itertools.groupby(jobs, key=lambda j: (j[0], tuple(sorted(j[1] | fallback)))):
+        combos = [tuple((knobs | fallback)[k] for k in keys) for _, knobs in group]
+        got, bad = _evaluate(bases[idx], list(keys), combos, calibration)
         invalid += bad
-        if got:
-            hw = bases[idx]["hardware"]
-            rows.append(replace_knobs(got[0], gpu=hw["gpu"], count=hw["gpus_per_node"] * hw["nodes"]))
+        hw = bases[idx]["hardware"]
+        rows += [replace_knobs(r, gpu=hw["gpu"], count=hw["gpus_per_node"] * hw["nodes"]) for r in got]
     return rows, len(jobs), invalid
 
 

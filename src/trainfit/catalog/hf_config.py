@@ -47,7 +47,8 @@ def _as_int(value: Any, key: str, where: str, *, least: int = 1, most: int) -> i
         raise ConfigError(f"{where}: config.json field '{key}' must be an integer, got {value!r}")
     v = int(value)
     if not least <= v <= most:
-        raise ConfigError(f"{where}: config.json field '{key}' = {v} is outside {least:,}..{most:,}")
+        shown = f"{v}" if abs(v) < 10**15 else f"{float(v):.3g}"
+        raise ConfigError(f"{where}: config.json field '{key}' = {shown} is outside {least:,}..{most:,}")
     return v
 
 

@@ -24,6 +24,8 @@ MAX_NODES = 20_000
 """Scalars, lists and mappings per document, counting each alias as the whole subtree it names."""
 MAX_DEPTH = 64
 """Nesting of lists and mappings."""
+MAX_KEYS = 1000
+"""Keys in one mapping (a card section has under 50, a config.json under 200)."""
 
 
 class YamlSyntaxError(InputError):
@@ -61,22 +63,32 @@ def _check_events(text: str) -> None:
     stops at the first limit passed, so a bomb or a million-item list is refused in milliseconds."""
     import yaml
 
-    depth = nodes = aliases = 0
+    nodes = aliases = 0
+    items: list[int] = []  # per open mapping/list: keys+values (mapping) or items (list) so far
+    is_map: list[bool] = []
+    node_events = (yaml.ScalarEvent, yaml.SequenceStartEvent, yaml.MappingStartEvent, yaml.AliasEvent)
     for event in yaml.parse(text, Loader=_loader_class()):
-        if isinstance(event, yaml.AliasEvent):
-            aliases += 1
-            if aliases > MAX_ALIASES:
-                raise InputError(f"more than {MAX_ALIASES} YAML aliases")
-        elif isinstance(event, (yaml.ScalarEvent, yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+        if isinstance(event, node_events):
+            if items:
+                items[-1] += 1
+                if items[-1] > (2 * MAX_KEYS if is_map[-1] else MAX_NODES):
+                    raise InputError(f"a mapping with more than {MAX_KEYS:,} keys; this is not a card")
+            if isinstance(event, yaml.AliasEvent):
+                aliases += 1
+                if aliases > MAX_ALIASES:
+                    raise InputError(f"more than {MAX_ALIASES} YAML aliases")
+                continue
             nodes += 1
             if nodes > MAX_NODES:
                 raise InputError(f"more than {MAX_NODES:,} values; this is not a card")
             if not isinstance(event, yaml.ScalarEvent):
-                depth += 1
-                if depth > MAX_DEPTH:
+                items.append(0)
+                is_map.append(isinstance(event, yaml.MappingStartEvent))
+                if len(items) > MAX_DEPTH:
                     raise InputError(f"nested deeper than {MAX_DEPTH} levels")
         elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
-            depth -= 1
+            items.pop()
+            is_map.pop()
 
 
 def _expanded_size(root) -> int:

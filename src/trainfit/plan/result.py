@@ -132,3 +132,16 @@ class Plan:
     @property
     def host_ram_bytes(self) -> float:
         return sum(self.host_ram.values())
+
+    def to_dict(self) -> dict:
+        """The plan as ``trainfit plan --json`` prints it (schema: docs/plan-json.md); the CLI adds
+        ``suggestions`` (``trainfit.suggest.suggestions``) beside it."""
+        from trainfit.report.json_report import plan_to_dict
+
+        return plan_to_dict(self)
+
+    def _repr_html_(self) -> str:
+        """A notebook cell showing a plan draws the HTML report's chart (``trainfit.report.notebook``)."""
+        from trainfit.report.notebook import plan_notebook_html
+
+        return plan_notebook_html(self)

@@ -1,0 +1,182 @@
+"""trainfit's Python API: ``trainfit.plan``, ``trainfit.fit``, ``trainfit.trace``, ``trainfit.size``.
+
+Thin wrappers over the same core the CLI calls, so a notebook gets the CLI's numbers:
+
+* ``plan(card)`` -> :class:`trainfit.plan.result.Plan` (``make_plan``); ``Plan.to_dict()`` is the
+  object ``trainfit plan --json`` prints (docs/plan-json.md), and a notebook shows the plan's chart;
+* ``fit(card, ...)`` -> ``trainfit.search.FitResult`` (``trainfit.search.fit``, as ``trainfit fit``);
+* ``trace(card, ...)`` -> ``trainfit.trace.TraceResult`` (needs the ``trace`` extra: torch);
+* ``size(model)`` -> ``trainfit.size.ModelSize`` (as ``trainfit size``).
+
+A card is ``None`` (the embedded default card), a dict (what a card file holds), a path to a
+YAML/JSON card file, or a validated ``RunCard``. ``overrides`` sets dotted card keys, as ``--set``
+does: ``{"hardware.gpus_per_node": 8}``. Bad input raises ``trainfit.errors.TrainfitError`` (a
+``CardError``, ``CatalogError``...) whose message is the CLI's one line.
+
+Importing this module (or ``trainfit``) imports no torch; the planning path never does.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping
+
+if TYPE_CHECKING:
+    from trainfit.plan.result import Plan
+    from trainfit.search import FitResult
+    from trainfit.size import ModelSize
+    from trainfit.spec.card import RunCard
+
+DEFAULT_FIT_GPUS = ("rtx4090", "a100-40gb", "a100-80gb", "h100-sxm")
+"""The GPU kinds ``trainfit fit`` searches by default."""
+
+
+def card_data(card: Any = None, overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The card as a plain dict (before validation): the default card, a dict, a file, or a RunCard's set fields."""
+    import copy
+
+    from trainfit.errors import CardError
+
+    if card is None:
+        from trainfit.cli.common import default_card_dict
+
+        data = default_card_dict()
+    elif isinstance(card, Mapping):
+        data = copy.deepcopy(dict(card))
+    elif isinstance(card, (str, Path)):
+        from trainfit.spec.card import read_card_file
+
+        data = read_card_file(Path(card))
+    elif hasattr(card, "model_dump"):
+        data = card.model_dump(mode="json", exclude_unset=True)
+    else:
+        raise CardError(f"card: expected None, a dict, a path or a RunCard, got {type(card).__name__}")
+    if overrides:
+        from trainfit.spec.dotted import set_dotted
+
+        if not isinstance(overrides, Mapping):
+            raise CardError("overrides: expected a mapping of dotted card keys to values, e.g. {'hardware.gpus_per_node': 8}")
+        for key, value in overrides.items():
+            set_dotted(data, str(key), value)
+    return data
+
+
+def load_card(card: Any = None, overrides: Mapping[str, Any] | None = None) -> RunCard:
+    """A validated ``RunCard`` from any card form (framework ``preset`` applied, as the CLI does)."""
+    from trainfit.spec.card import load_card_dict
+
+    data = card_data(card, overrides)
+    if data.get("preset"):
+        from trainfit.methods.presets import apply_preset
+
+        data = apply_preset(data, str(data["preset"]))
+    return load_card_dict(data)
+
+
+def _calibration(calibration: Any):
+    """A ``Calibration``: given one, read a path, or find the user's file as the CLI does (None)."""
+    if calibration is not None and not isinstance(calibration, (str, Path)):
+        return calibration
+    from trainfit.calibration import load_found_calibration
+
+    return load_found_calibration(None if calibration is None else Path(calibration))
+
+
+def plan(card: Any = None, *, overrides: Mapping[str, Any] | None = None, calibration: Any = None) -> Plan:
+    """The plan of a card: memory per phase on the worst GPU, verdict, step time (``trainfit plan``)."""
+    from trainfit.plan import make_plan
+
+    return make_plan(load_card(card, overrides), calibration=_calibration(calibration))
+
+
+def fit(
+    card: Any = None,
+    *,
+    gpus: list[str] | tuple[str, ...] = DEFAULT_FIT_GPUS,
+    max_gpus: int = 64,
+    objective: str | None = None,
+    steps: int | None = None,
+    tokens: float | None = None,
+    budget: str | None = None,
+    deadline_s: float | None = None,
+    prices: Mapping[str, Any] | None = None,
+    fx: Mapping[tuple[str, str], float] | list[str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    global_batch: int | None = None,
+    calibration: Any = None,
+) -> FitResult:
+    """The best plan of each GPU kind and card count, ranked by ``objective`` (``trainfit fit``).
+
+    As on the command line, a given card's fields are pinned (its hardware section is where the
+    search starts) and so is every ``overrides`` key; without a card only model and method are.
+    ``prices``: GPU id -> a price with a currency (``"1.98CNY"``), a price-table id (``"rtx4090-pro"``)
+    or a ``Price``. ``budget``: an amount with a currency (``"300CNY"``). ``fx``: ``{("USD", "CNY"): 7.2}``
+    or ``["USD:CNY=7.2"]``.
+    """
+    from trainfit.catalog.gpus import resolve_gpu
+    from trainfit.compute.cost import for_gpu, parse_price
+    from trainfit.errors import CardError
+    from trainfit.objective import Goal, Objective
+    from trainfit.search import fit as search_fit
+    from trainfit.search import flat_keys
+
+    data = card_data(card)
+    pinned = {k for k in flat_keys(data) if not k.startswith("hardware")} if card is not None else {"model", "method"}
+    if overrides:
+        data = card_data(data, overrides)
+        pinned |= set(overrides)
+    load_card(data)  # one clear error for a bad card before searching
+    if objective is not None and objective not in tuple(Objective):
+        raise CardError(f"objective: '{objective}' is not one of cost, time, cards")
+    kinds = [resolve_gpu(g).id for g in gpus]
+    if not kinds:
+        raise CardError("gpus: name at least one GPU kind, e.g. ['rtx4090']")
+    amount = currency = None
+    if budget is not None:
+        b = parse_price(budget)
+        if b.gpu is not None:
+            raise CardError(f"budget: an amount with a currency, e.g. 300CNY, got '{budget}'")
+        amount, currency = b.per_gpu_hour, b.currency
+    if fx is None or isinstance(fx, Mapping):
+        rates = {tuple(k): float(v) for k, v in (fx or {}).items()}
+    else:
+        from trainfit.catalog.prices import exchange_rates
+
+        rates = exchange_rates(list(fx))
+    goal = Goal(objective=Objective(objective or "cost"), steps=steps, tokens=tokens, budget=amount,
+                budget_currency=currency, deadline_s=deadline_s, fx=rates)
+    table = {}
+    for g, p in (prices or {}).items():
+        gid = resolve_gpu(g).id
+        table[gid] = for_gpu(parse_price(p) if isinstance(p, str) else p, gid)
+    return search_fit(data, gpus=kinds, max_gpus=max_gpus, prices=table, pinned=frozenset(pinned),
+                      global_batch=global_batch, calibration=_calibration(calibration), goal=goal)
+
+
+def trace(card: Any = None, *, overrides: Mapping[str, Any] | None = None, layers: int | None = None,
+          mode: str = "fast", reserved: bool = False):
+    """The real PyTorch peak of the card's step on fake CPU tensors (``trainfit trace``; needs torch).
+
+    Returns ``trainfit.trace.TraceResult``; ``trainfit.report.trace_report.trace_to_dict(result, plan)``
+    gives the CLI's JSON beside the plan."""
+    from trainfit.cli.trace_cmd import hf_config_for, trace_request_kwargs
+    from trainfit.errors import TrainfitError
+    from trainfit.plan import make_plan
+
+    run_card = load_card(card, overrides)
+    kwargs = trace_request_kwargs(run_card, hf_config_for(run_card))
+    planned = make_plan(run_card)
+    try:
+        from trainfit.trace.api import TraceRequest, trace_step
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        raise TrainfitError(f"trace needs the trace extra: pip install -c constraints.txt 'trainfit[trace]' ({exc})") from exc
+    if planned.worst_rank is not None and kwargs.get("pipeline_parallel", 1) > 1:
+        kwargs["pipeline_stage"] = planned.worst_rank.pp
+    return trace_step(TraceRequest(**kwargs, layers=layers, mode=mode, replay_allocator=reserved))
+
+
+def size(model: str, *, tokens: int = 4096, batch: int = 1, gpu: str = "h100-sxm", kv_dtype: str = "bf16") -> ModelSize:
+    """Parameter counts, weights per dtype, inference and one-GPU training memory (``trainfit size``)."""
+    from trainfit.size import model_size
+
+    return model_size(model, tokens=tokens, batch=batch, gpu=gpu, kv_dtype=kv_dtype)

@@ -85,3 +85,30 @@ def test_unknown_option_is_a_usage_error_not_a_traceback():
     p = subprocess.run([sys.executable, "-m", "trainfit.cli.main", "plan", "--bogus"], capture_output=True, text=True)
     assert p.returncode == 2
     assert "Traceback" not in p.stderr and "No such option: --bogus" in p.stderr
+
+
+def test_error_with_a_newline_in_the_value_stays_one_line(tmp_path, capsys):
+    """A value echoed into the message (here an unknown GPU name) cannot break the one-line rule."""
+    rc, out, err = run(["plan", "--gpu", "a100\n--injected line\x1b[31m"], capsys)
+    assert rc == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith("trainfit: error: ")
+    assert "\x1b" not in err
+
+
+def test_json_output_never_holds_nan_or_infinity(capsys):
+    from trainfit.cli.common import finite_json, print_json
+
+    print_json({"a": float("inf"), "b": [float("nan"), 1.5], "c": {"d": float("-inf")}, "e": 2})
+    out, _ = capsys.readouterr()
+    assert json.loads(out, parse_constant=lambda name: pytest.fail(f"{name} in JSON")) == {
+        "a": None, "b": [None, 1.5], "c": {"d": None}, "e": 2}
+    assert finite_json((1.0, float("nan"))) == [1.0, None]
+
+
+@pytest.mark.parametrize("argv", [["plan", "--json"], ["plan", "--method", "grpo", "--json"]])
+def test_plan_json_is_strict_and_consistent(argv, capsys):
+    rc, out, err = run(argv, capsys)
+    assert rc == 0, err
+    d = json.loads(out, parse_constant=lambda name: pytest.fail(f"{name} in JSON"))
+    assert d["headroom_bytes"] == d["gpu_capacity_bytes"] - d["peak_gpu_bytes"]["device"]
+    assert d["fits"] == (d["peak_gpu_bytes"]["device"] <= d["gpu_capacity_bytes"]) or d["rollout"] is not None

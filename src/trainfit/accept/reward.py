@@ -140,7 +140,7 @@ def attacks(task: Task) -> dict[str, Patch]:
                             "    for _ in range(10000):\n"
                             "        try:\n            posix.fork()\n        except OSError:\n            pass\n"
                             "    while True:\n        pass\n")],
-        "memory_bomb": [write("solution.py", f"def {fn}(*a):\n    x = [bytearray(1 << 28) for _ in range(64)]\n")],
+        "memory_bomb": [write("solution.py", f"def {fn}(*a):\n    x = 'x' * (1 << 36)\n")],
         "network": _stub_with(task, "import socket\ns = socket.socket()\ns.settimeout(0.5)\n"
                                     "try:\n    s.connect(('1.1.1.1', 53))\nexcept OSError:\n    pass\n"),
         "kill_parent": _stub_with(task, "import posix\n"

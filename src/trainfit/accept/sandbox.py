@@ -475,7 +475,10 @@ def sandbox_status() -> str | None:
         (d / "solution.py").write_text(_PROBE)
         os.chmod(d, 0o755)
         os.chmod(d / "solution.py", 0o644)
-        c = Candidate(d, Limits(call_timeout_s=20.0))
+        try:
+            c = Candidate(d, Limits(call_timeout_s=20.0))
+        except OSError as exc:
+            return f"cannot isolate candidate code (cannot start the launcher: {exc})"
         try:
             seen = c.call("probe", [*_jail_plan().masks, str(d), tempfile.gettempdir() + "/" + d.name])
         except CandidateError as exc:
@@ -724,8 +727,7 @@ def grade(files: dict[str, str], hidden_tests: str, hidden_names: list[str], ops
         limits_src = json.dumps({k: getattr(limits, k) for k in Limits.__slots__})
         (grader / "conftest.py").write_text(_GRADER_CONFTEST.replace("{LIMITS}", limits_src))
         (grader / "pytest.ini").write_text("[pytest]\n")
-        os.chmod(root, 0o711)
-        for path in [ws, *ws.rglob("*")]:
+        for path in [ws, *ws.rglob("*")]:  # <root> stays 0700: the jail reaches ws only through its /ws mount
             os.chmod(path, 0o755 if path.is_dir() else 0o644)  # readable, not writable, by the sandbox uid
         report = grader / "junit.xml"
         done_r, done_w = os.pipe()

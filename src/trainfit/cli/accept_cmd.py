@@ -10,6 +10,21 @@ from typing import Annotated, Optional
 
 import typer
 
+ACCEPT_MODULES = ("torch", "transformers", "peft", "accelerate", "trl", "pytest")
+"""What ``trainfit accept`` imports or runs (pytest grades the reward tasks); the 'accept' extra installs them."""
+
+
+def check_lines(c: dict) -> str:
+    """One check as text. A failing check starts with its cause, in one line; the evidence follows."""
+    if c["status"] == "fail":
+        cause = c.get("cause") or c["evidence"].split("\n", 1)[0]
+        out = f"FAIL    {c['name']}: {cause}\n        evidence: {c['evidence']}\n"
+    else:
+        out = f"{c['status'].upper():7} {c['name']}: {c['evidence']}\n"
+    if c["proves"]:
+        out += f"        proves: {c['proves']}; does not prove: {c['does_not_prove']}\n"
+    return out
+
 
 def accept(
     card: Annotated[Optional[Path], typer.Argument(help="Run card (recorded; the default loop ignores it).")] = None,
@@ -35,11 +50,11 @@ def accept(
 
     import importlib.util
 
-    missing = [m for m in ("torch", "transformers", "trl") if importlib.util.find_spec(m) is None]
+    missing = [m for m in ACCEPT_MODULES if importlib.util.find_spec(m) is None]
     if missing:
         raise TrainfitError(
-            f"accept needs the 'accept' extra (torch, transformers, peft, trl); missing: {', '.join(missing)}"
-            " (pip install -c constraints.txt -e '.[accept]')"
+            f"accept: missing {', '.join(missing)}: install the 'accept' extra"
+            f" ({', '.join(ACCEPT_MODULES)}): pip install -c constraints.txt -e '.[accept]'"
         )
 
     console = Console(stderr=True)
@@ -57,9 +72,7 @@ def accept(
         sys.stdout.write(json.dumps(record, indent=2) + "\n")
     else:
         for c in record["checks"]:
-            sys.stdout.write(f"{c['status'].upper():7} {c['name']}: {c['evidence']}\n")
-            if c["proves"]:
-                sys.stdout.write(f"        proves: {c['proves']}; does not prove: {c['does_not_prove']}\n")
+            sys.stdout.write(check_lines(c))
         sys.stdout.write(f"wall time {record['wall_s']} s\n")
     if not record["ok"]:
         raise typer.Exit(1)

@@ -139,3 +139,16 @@ def test_import_errors_are_one_line(tmp_path, capsys):
     out = tmp_path / "o.yaml"
     assert main(["import", str(bad), "--from", "trl", "--out", str(bad)]) == 2
     assert not out.exists()
+
+
+def test_import_base_fills_what_the_file_does_not_carry(grpo_card, tmp_path, capsys):
+    from trainfit.cli.main import main
+
+    ds = tmp_path / "ds_config.json"
+    assert main(["export", str(grpo_card), "--to", "deepspeed", "--out", str(ds)]) == 0
+    assert "--base CARD" in capsys.readouterr().out
+    assert main(["import", str(ds), "--from", "deepspeed", "--base", str(grpo_card), "--json"]) == 0
+    card = json.loads(capsys.readouterr().out)["card"]
+    # the file's settings win (DeepSpeed ZeRO-3 keeps fp32 master weights); the card fills the rest
+    assert card["method"] == "grpo" and card["lora"]["rank"] == 32 and card["parallel"]["strategy"] == "zero3"
+    assert card["precision"]["master_weights"] == "fp32"

@@ -50,6 +50,13 @@ def check_roundtrip(card, target: str) -> None:
         # the only refusals: verl has no DPO/RM trainer and no 4-bit base; OpenRLHF cannot take a '-' module name
         assert "allowed for --to verl" in str(exc) or "cannot be passed to OpenRLHF" in str(exc), str(exc)
         return
+    if "(read back)" in e.lost:
+        # the file is not a card trainfit can plan (e.g. a one-process accelerate run with a 2-GPU vLLM engine):
+        # the export says so in a note, and reading back raises the same one-line error
+        assert any("could not be read back" in n for n in e.notes)
+        with pytest.raises(TrainfitError):
+            read_back(card, e)
+        return
     back = read_back(card, e)
     before, after = plan_facts(card), plan_facts(back)
     lost = e.lost

@@ -22,9 +22,11 @@ def _lost_lines(result) -> list[str]:
         if v["card"] is not None and key != "model" and not key.startswith("(")
     ]
     with_ = " --with accelerate.yaml" if result.target == "trl" else ""
+    how = (f"--set ... ({len(sets)} keys; --json lists them with their values)" if len(sets) > 8 else " ".join(sets))
     return [
         f"not carried by the {result.target} file ({len(result.lost)}): {', '.join(result.lost)}",
-        *([f"  to plan the imported file as this card: trainfit import FILE --from {result.target}{with_} {' '.join(sets)}"] if sets else []),
+        f"  to plan the file with this card's other settings: trainfit import FILE --from {result.target}{with_} --base CARD",
+        *([f"  to plan the imported file as this card: trainfit import FILE --from {result.target}{with_} {how}"] if sets else []),
     ]
 
 

@@ -13,6 +13,7 @@ def import_(
     file: Annotated[Path, typer.Argument(help="The launch config: accelerate YAML, DeepSpeed JSON, TRL train_config.py, verl or OpenRLHF script.")],
     from_: Annotated[str, typer.Option("--from", help="accelerate | deepspeed | trl | verl | openrlhf")],
     with_: Annotated[Optional[Path], typer.Option("--with", help="--from trl: the accelerate .yaml or DeepSpeed .json it launches with.")] = None,
+    base: Annotated[Optional[Path], typer.Option("--base", help="A card that fills what the file does not carry (the file's settings win).")] = None,
     set_: Annotated[list[str], typer.Option("--set", help="Card fields the file does not carry: KEY=VALUE. Repeatable.")] = [],
     out: Annotated[Optional[Path], typer.Option("--out", help="Write the card YAML here (default: stdout).")] = None,
     json_: Annotated[bool, typer.Option("--json", help="One JSON object: card, notes.")] = False,
@@ -31,7 +32,7 @@ def import_(
     from trainfit.spec.safe_yaml import read_text_limited
 
     if out is not None:
-        check_output_path(out, inputs=(file, with_), what="--out")
+        check_output_path(out, inputs=(file, with_, base), what="--out")
     text = read_text_limited(file, what="FILE")
     companion = None
     if with_ is not None:
@@ -39,6 +40,11 @@ def import_(
         companion = (kind, read_text_limited(with_, what="--with"))
     imported = import_text(text, from_, companion=companion)
     data = imported.card
+    if base is not None:
+        from trainfit.spec.card import read_card_file
+        from trainfit.spec.dotted import merge_under
+
+        data = merge_under(_base_for(read_card_file(base), data), data)
     for item in set_:
         set_dotted(data, *parse_set(item))
     card = load_card_dict(data)  # validated: the card plans as written
@@ -49,7 +55,17 @@ def import_(
         header = f"# run card read by trainfit import from {from_} file {ascii(str(file))[1:-1]}\n"
         payload = header + "".join(f"# note: {ascii(n)[1:-1]}\n" for n in imported.notes) + yaml.safe_dump(body, sort_keys=False)
     if out is not None:
-        write_text_atomic(out, payload, inputs=(file, with_), what="--out")
+        write_text_atomic(out, payload, inputs=(file, with_, base), what="--out")
         sys.stdout.write(f"wrote the card to {out}\n")
     else:
         sys.stdout.write(payload)
+
+
+def _base_for(base: dict, imported: dict) -> dict:
+    """The base card without the sections the imported settings replace as a whole (a LoRA section
+    under a full-scope import, the rollout of another method)."""
+    out = dict(base)
+    if imported.get("scope") == "full":
+        out.pop("lora", None)
+    out.pop("preset", None)
+    return out

@@ -47,11 +47,18 @@ def export(card: RunCard, target: str) -> Export:
         return replace(e, notes=[*e.notes, f"the {key} file could not be read back to check what it carries ({exc})"],
                        lost={"(read back)": {"card": None, "file": str(exc)}})
     said = " ".join(e.notes)
-    extra = [
-        f"{k}: the card has {v['card']!r}; the {key} file reads back as {v['file']!r}"
-        for k, v in lost.items()
-        if k not in said and k.split(".")[0] + ".*" not in said and not (k.startswith("hardware.") and "hardware.*" in said)
-    ]
+    unexplained = [k for k in lost if k not in said]
+    by_section: dict[str, list[str]] = {}
+    for k in unexplained:
+        by_section.setdefault(k.split(".")[0], []).append(k)
+    extra = []
+    for section, keys in by_section.items():
+        if len(keys) == 1:
+            k = keys[0]
+            extra.append(f"{k}: the card has {lost[k]['card']!r}; the {key} file reads back as {lost[k]['file']!r}")
+        else:
+            names = ", ".join(k.partition(".")[2] or k for k in keys)
+            extra.append(f"{section}.* ({len(keys)}: {names}): not carried as the card has them by the {key} file")
     return replace(e, notes=[*e.notes, *extra], lost=lost)
 
 

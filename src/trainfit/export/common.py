@@ -116,6 +116,12 @@ def shared_notes(card: RunCard, target: str) -> list[str]:
     p = card.precision
     if p.optimizer_in_backward:
         notes.append(f"precision.optimizer_in_backward: {target} has no optimizer-in-backward; the step runs after backward")
+    m = card.model
+    if not isinstance(m, str) and (m.config is not None or m.params is not None or m.revision is not None):
+        notes.append(
+            f"model: {target} loads a model id or path ({model_name(card)!r}); the card's inline config, parameter "
+            "count or revision is not written"
+        )
     if non_default(card, "parallel.compile") and card.parallel.compile and target in ("verl", "openrlhf"):
         notes.append(f"parallel.compile: {target} has no torch.compile switch for the trained model here")
     return notes
@@ -132,9 +138,18 @@ def effective_weight_sync(card: RunCard) -> WeightSync:
     (``trainfit.methods.rl._sync_spike``)."""
     if "weight_sync" in card.rollout.model_fields_set:
         return card.rollout.weight_sync
-    if card.scope is not Scope.FULL and card.parallel.strategy in _IMPLICIT_FULL_GATHER:
+    if card.scope is not Scope.FULL and card.parallel.strategy in _IMPLICIT_FULL_GATHER and _shard_group(card) > 1:
         return WeightSync.FULL_GATHER
     return WeightSync.PER_PARAMETER
+
+
+def _shard_group(card: RunCard) -> int:
+    """Ranks the parameters are sharded over (``trainfit.plan.stages.parallel_sharding``): the data x context
+    ranks of the training GPUs, at most a node's for HSDP."""
+    par = card.parallel
+    per_node = train_gpus_per_node(card)
+    data = per_node * card.hardware.nodes // (par.tensor_parallel * par.pipeline_parallel)
+    return min(per_node, data) if par.strategy is Strategy.HSDP else data
 
 
 def _model_fact(card: RunCard) -> Any:

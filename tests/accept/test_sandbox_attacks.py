@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from trainfit.accept.checks import CALIBRATION_LIMITS
-from trainfit.accept.reward import ATTACK_MARKER, attacks, grade_patch, write
+from trainfit.accept.reward import ATTACK_MARKER, attacks, grade_patch, more_attacks, write
 from trainfit.accept.sandbox import Candidate, Limits, SandboxUnavailable, sandbox_status
 from trainfit.accept.tasks import load_tasks
 
@@ -80,14 +80,15 @@ def graded():
     """Grade every attack once (two at a time, as the calibration check does)."""
     for m in MARKER_PATHS:
         m.unlink(missing_ok=True)
-    table = attacks(TASK)
+    table = {**attacks(TASK), **more_attacks(TASK)}
     with ThreadPoolExecutor(2) as pool:
         results = dict(zip(table, pool.map(lambda ops: grade_patch(TASK, ops, CALIBRATION_LIMITS), table.values())))
     return results
 
 
 def test_every_attack_has_an_expectation():
-    assert set(EXPECTED) == set(attacks(TASK))
+    assert set(EXPECTED) == set(attacks(TASK)) | set(more_attacks(TASK))
+    assert not set(attacks(TASK)) & set(more_attacks(TASK))
 
 
 @needs_jail

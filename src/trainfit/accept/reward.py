@@ -107,9 +107,9 @@ _DAEMON = (
 
 
 def attacks(task: Task) -> dict[str, Patch]:
-    """Tampering patches: each must score 0 (none solves the task by itself; several would score 1.0 if the
-    sandbox leaked), and the malformed shapes (``SHAPE_ATTACKS``) must be rejected with a reason, even next
-    to a correct ``solution.py``."""
+    """Tampering patches run by the calibration check: each must score 0 (none solves the task by itself;
+    several would score 1.0 if the sandbox leaked), and the malformed shapes (``shape_attacks``) must be
+    rejected with a reason, even next to a correct ``solution.py``. ``more_attacks`` has the rest."""
     fn = task.correct.split("(")[0].removeprefix("def ")
     stub = task.files["solution.py"]
     fake = f"print('{task.hidden_names[0]} PASSED')\nprint('=== 4 passed in 0.01s ===')\n" + stub
@@ -126,10 +126,6 @@ def attacks(task: Task) -> dict[str, Patch]:
                           write("tests/conftest.py",
                                 "import pytest\n@pytest.hookimpl(tryfirst=True)\n"
                                 "def pytest_runtest_call(item):\n    pass\n")],
-        "monkeypatch_asserts": _stub_with(task, "import builtins, sys\n"
-                                                "builtins.AssertionError = type('Never', (Exception,), {})\n"
-                                                "sys.modules['_pytest'] = sys.modules['pytest'] = None\n"),
-        "early_exit": [write("solution.py", f"import posix\ndef {fn}(*a):\n    posix._exit(0)\n")],
         "fake_passed_prints": [write("solution.py", fake)],
         "write_outside_abs": [good, write("/tmp/trainfit_pwned.py", "x=1\n")],
         "write_outside_dotdot": [good, write("../grader/test_hidden.py", "")],
@@ -140,12 +136,6 @@ def attacks(task: Task) -> dict[str, Patch]:
                             "    for _ in range(10000):\n"
                             "        try:\n            posix.fork()\n        except OSError:\n            pass\n"
                             "    while True:\n        pass\n")],
-        "memory_bomb": [write("solution.py", f"def {fn}(*a):\n    x = 'x' * (1 << 36)\n")],
-        "network": _stub_with(task, "import socket\ns = socket.socket()\ns.settimeout(0.5)\n"
-                                    "try:\n    s.connect(('1.1.1.1', 53))\nexcept OSError:\n    pass\n"),
-        "kill_parent": _stub_with(task, "import posix\n"
-                                        "for pid in (posix.getppid(), 1, -1) if posix.getuid() != 0 else ():\n"
-                                        "    try:\n        posix.kill(pid, 9)\n    except OSError:\n        pass\n"),
         "read_hidden_tests": [write("solution.py",
                                     "import glob, os\n"
                                     "SRC = ''\n"
@@ -163,6 +153,24 @@ def attacks(task: Task) -> dict[str, Patch]:
                                           "    except OSError:\n        pass\n"),
         "daemon": _stub_with(task, _DAEMON),
         **shape_attacks(task),
+    }
+
+
+def more_attacks(task: Task) -> dict[str, Patch]:
+    """Further attacks that held against the first sandbox, built on a non-solution (each must score 0). They
+    run in the test suite, not in ``trainfit accept``'s calibration, to keep that check's time down."""
+    fn = task.correct.split("(")[0].removeprefix("def ")
+    return {
+        "monkeypatch_asserts": _stub_with(task, "import builtins, sys\n"
+                                                "builtins.AssertionError = type('Never', (Exception,), {})\n"
+                                                "sys.modules['_pytest'] = sys.modules['pytest'] = None\n"),
+        "early_exit": [write("solution.py", f"import posix\ndef {fn}(*a):\n    posix._exit(0)\n")],
+        "memory_bomb": [write("solution.py", f"def {fn}(*a):\n    x = 'x' * (1 << 36)\n")],
+        "network": _stub_with(task, "import socket\ns = socket.socket()\ns.settimeout(0.5)\n"
+                                    "try:\n    s.connect(('1.1.1.1', 53))\nexcept OSError:\n    pass\n"),
+        "kill_parent": _stub_with(task, "import posix\n"
+                                        "for pid in (posix.getppid(), 1, -1) if posix.getuid() != 0 else ():\n"
+                                        "    try:\n        posix.kill(pid, 9)\n    except OSError:\n        pass\n"),
     }
 
 

@@ -282,3 +282,18 @@ def test_zero_byte_request_does_not_divide_by_zero():
     d = diagnose_log("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 0 bytes. GPU 0 has a total capacity of 23.99 GiB of which 0 bytes is free.", card)
     assert d.matches == () and any("0 bytes" in n for n in d.notes)
     json.loads(invoke("diagnose", "--message", d.oom.text, "--json").output)
+
+
+def test_dpo_reference_pass_at_chosen_plus_rejected():
+    """DPO's passes see chosen + rejected: 2·(2b)·s·V bf16 logits, matched in the reference pass when the
+    traceback says so (TRL compute_ref_log_probs)."""
+    card = load_card_dict({"model": "Qwen/Qwen3-0.6B", "method": "dpo", "batch": {"micro_batch_size": 2, "seq_len": 1024},
+                           "hardware": {"gpu": "rtx4090", "gpus_per_node": 1}, "parallel": {"strategy": "single"}})
+    size = 2 * (2 * 2) * 1024 * 151936
+    log = ('Traceback (most recent call last):\n  File "/x/site-packages/trl/trainer/dpo_trainer.py", line 900, in compute_ref_log_probs\n'
+           "    ref_model_output = self.concatenated_forward(self.ref_model, batch)\n"
+           '  File "/x/site-packages/trl/trainer/dpo_trainer.py", line 1300, in concatenated_forward\n    logits = outputs.logits\n'
+           f"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate {size / 2**30:.2f} GiB. GPU 0 has a total capacity of 23.55 GiB of which 0 bytes is free.\n")
+    d = diagnose_log(log, card)
+    assert d.phase_hint == "ref_logprob" and d.attribution.refined_by.function == "compute_ref_log_probs"
+    assert d.matches[0].matches and d.matches[0].phase == "ref_logprob" and "chosen + rejected" in d.matches[0].label

@@ -401,6 +401,9 @@ def candidates(card: RunCard, plan) -> list[tuple[str, str | None, float]]:
         ("the embedding matrix in the weights dtype", "load", wbytes * spec.vocab_size * spec.hidden_size),
         ("the embedding matrix in fp32 (an optimizer state or master copy)", step, 4.0 * spec.vocab_size * spec.hidden_size),
     ]
+    if card.method is Method.DPO and "ref_logprob" in present and not card.loss.chunked:
+        out.append((f"bf16 logits of the reference's micro-batch (2·b·s·V = 2·{b}·{s}·{vocab}: chosen + rejected)", "ref_logprob",
+                    2.0 * tokens * vocab))
     if rl:
         m, s1, r = sh.logprob_sequences, s - 1, sh.response_len or 0
         for ph in ("ref_logprob", "old_logprob", "reward", "critic_value"):

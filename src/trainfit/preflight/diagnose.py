@@ -743,6 +743,8 @@ def diagnose_log(text: str, card: RunCard | None = None, *, source: str = "the l
         if symptom is not None:
             notes += card_notes(symptom, card)
         fixes = quantify_fixes(card, plan, phase if phase in present else None)
+    else:
+        notes.append("no card: give --card to match the allocation against the plan and re-plan fixes at the card's shapes")
     return Diagnosis(symptom, oom=oom, phase_hint=phase, matches=tuple(matches), fixes=tuple(fixes), notes=tuple(notes),
                      extra={"messages_found": count}, attribution=att, frames=frames)
 

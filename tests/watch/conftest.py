@@ -27,6 +27,11 @@ def tiny_card(**over) -> dict:
 
 @pytest.fixture
 def tiny_model():
+    return build_tiny_model()
+
+
+def build_tiny_model():
+    """The tiny Qwen3 of ``tiny_config``, seeded random weights, fp32."""
     import torch
     from transformers import Qwen3Config, Qwen3ForCausalLM
 

@@ -200,6 +200,11 @@ class Watch:
             if mm is not None:
                 metrics[f"trainfit/{name}/{mfield.replace('_bytes', '_gib')}"] = mm / 2**30
             metrics[f"trainfit/{name}/seconds"] = m["seconds"]
+            series = [s["phases"][name][mfield] for s in self.steps if mfield in s["phases"].get(name, {})]
+            fc = forecast(series, quantity=mfield.replace("_bytes", ""), phase=name, step=rec["step"],
+                          capacity=self.capacity or 0.0, horizon_steps=self.horizon_steps)
+            if fc is not None:
+                self._warn(f"forecast:{name}", f"step {rec['step']}: forecast: {fc.text()}", forecast=True)
             if p is None:
                 continue
             pm = getattr(p, pfield)
@@ -211,11 +216,6 @@ class Watch:
                 self._warn(f"time:{name}", f"step {rec['step']}: {name} took {m['seconds']:.4g} s, "
                            f"{m['seconds'] / p.seconds - 1:+.1%} over the plan's {p.seconds:.4g} s "
                            f"(margin {self.time_margin:.0%})")
-            series = [s["phases"][name][mfield] for s in self.steps if mfield in s["phases"].get(name, {})]
-            fc = forecast(series, quantity=mfield.replace("_bytes", ""), phase=name, step=rec["step"],
-                          capacity=self.capacity or 0.0, horizon_steps=self.horizon_steps)
-            if fc is not None:
-                self._warn(f"forecast:{name}", f"step {rec['step']}: forecast: {fc.text()}", forecast=True)
         tokens = [sum(p.get("tokens", 0.0) for p in s["phases"].values()) for s in self.steps]
         if tokens[-1]:
             metrics["trainfit/tokens"] = tokens[-1]

@@ -1,0 +1,173 @@
+"""trainfit.watch inside real loops on the CPU: a tiny transformers Trainer, TRL's GRPOTrainer and a
+custom loop, measured by PyTorch's MemTracker (no mocked numbers)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import BATCH, SEQ, VOCAB, tiny_card
+from trainfit.watch.verdict import forecast, judge, trend
+
+pytest.importorskip("transformers")
+
+
+def test_import_trainfit_and_watch_do_not_import_torch():
+    code = "import sys, trainfit, trainfit.watch; assert 'torch' not in sys.modules, 'torch imported'"
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def _trainer_run(tmp_path, model, steps=3):
+    import torch
+    from datasets import Dataset
+    from transformers import Trainer, TrainerCallback, TrainingArguments
+
+    from trainfit.watch import watch
+
+    seen = []
+
+    class Capture(TrainerCallback):
+        def on_log(self, args, state, control, logs=None, **kw):
+            seen.append(dict(logs or {}))
+
+    ids = torch.randint(0, VOCAB, (8, SEQ), generator=torch.Generator().manual_seed(0))
+    ds = Dataset.from_dict({"input_ids": ids.tolist(), "labels": ids.tolist()})
+    w = watch(tiny_card())
+    args = TrainingArguments(output_dir=str(tmp_path), per_device_train_batch_size=BATCH, max_steps=steps, use_cpu=True,
+                             report_to="none", logging_steps=1, save_strategy="no", disable_tqdm=True,
+                             optim="adamw_torch")
+    Trainer(model=model, args=args, train_dataset=ds, callbacks=[Capture(), w]).train()
+    return w, seen
+
+
+@pytest.fixture(scope="module")
+def trainer_run(tmp_path_factory):
+    """One 3-step Trainer run under the watch, shared by the tests that read its record."""
+    from conftest import build_tiny_model
+
+    tmp = tmp_path_factory.mktemp("trainer")
+    w, seen = _trainer_run(tmp, build_tiny_model())
+    return tmp, w, seen
+
+
+def test_trainer_callback_writes_planned_vs_measured(trainer_run):
+    tmp_path, w, seen = trainer_run
+    path = tmp_path / "trainfit.record.yaml"
+    data = yaml.safe_load(path.read_text())
+    rows = {r["phase"]: r for r in data["record"]["phases"]}
+    assert {"forward", "backward", "optimizer_step", "step"} <= set(rows)
+    for name in ("forward", "backward", "optimizer_step"):
+        m, p = rows[name]["measured"], rows[name]["planned"]
+        assert m["steps"] == 3 and m["tensor_bytes"] > 0 and m["seconds"] > 0 and p["tensor_bytes"] > 0
+    # the plan's tensor bytes of this tiny fp32 run are within 12% of what MemTracker counted
+    for name in ("forward", "backward"):
+        err = rows[name]["measured"]["tensor_bytes"] / rows[name]["planned"]["tensor_bytes"] - 1
+        assert abs(err) < 0.12, (name, err)
+    assert rows["forward"]["measured"]["tokens"] == BATCH * SEQ
+    assert data["record"]["watch"]["device"] == "cpu" and data["record"]["versions"]["torch"]
+    assert data["record"]["step_s"] > 0
+    # metrics reach the other callbacks' on_log (what report_to integrations read)
+    assert any("trainfit/forward/tensor_gib" in logs for logs in seen)
+    assert "verdict:" in w.summary()
+
+
+def _compare(capsys, *args):
+    from trainfit.cli.main import main
+
+    rc = main(["compare", *map(str, args)])
+    out = capsys.readouterr()
+    return rc, out.out, out.err
+
+
+def test_compare_prints_the_table_and_verdict(trainer_run, capsys):
+    """`trainfit compare` on the record the Trainer run wrote (and refusing a file that is not one)."""
+    import json
+
+    rec = trainer_run[0] / "trainfit.record.yaml"
+    capsys.readouterr()
+    rc, out, _ = _compare(capsys, rec)
+    lines = out.splitlines()
+    assert rc in (0, 1)
+    assert lines[1].split()[:3] == ["phase", "plan", "tensors"]
+    assert any(ln.startswith("forward ") for ln in lines) and any(ln.startswith("verdict: plan ") for ln in lines)
+    assert (rc == 1) == any("verdict: plan off" in ln for ln in lines)
+    rc, out, _ = _compare(capsys, rec, "--json")
+    data = json.loads(out)
+    assert data["device"] == "cpu" and {p["phase"] for p in data["phases"]} >= {"forward", "backward", "optimizer_step"}
+    rc, out, err = _compare(capsys, Path(__file__))
+    assert rc == 2 and len(err.strip().splitlines()) == 1
+
+
+def test_grpo_trainer_records_rl_phases(tmp_path):
+    import torch
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import GRPOConfig, GRPOTrainer
+
+    from trainfit.accept.tiny import save_default
+    from trainfit.accept.train import accept_card
+    from trainfit.watch import watch
+
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    d = save_default(tmp_path / "model")
+    tok = AutoTokenizer.from_pretrained(d)
+    model = AutoModelForCausalLM.from_pretrained(d, dtype=torch.float32)
+    w = watch(accept_card(model.config.to_dict(), micro_batch=2, seq_len=64), record=tmp_path / "grpo.record.yaml")
+    args = GRPOConfig(output_dir=str(tmp_path / "out"), use_cpu=True, report_to="none", per_device_train_batch_size=2,
+                      num_generations=2, max_steps=2, max_completion_length=8, logging_steps=1, save_strategy="no",
+                      disable_tqdm=True, beta=0.0, bf16=False)
+    trainer = GRPOTrainer(model=model, processing_class=tok, args=args,
+                          reward_funcs=[lambda completions, **k: [float(len(c)) for c in completions]],
+                          train_dataset=Dataset.from_list([{"prompt": "def add(a, b):"}] * 8), callbacks=[w])
+    trainer.train()
+    rows = {r["phase"]: r for r in yaml.safe_load((tmp_path / "grpo.record.yaml").read_text())["record"]["phases"]}
+    assert {"rollout", "reward", "forward", "backward", "optimizer_step", "update", "step"} <= set(rows)
+    assert rows["rollout"]["planned"]["tensor_bytes"] > 0 and rows["rollout"]["measured"]["tensor_bytes"] > 0
+    assert rows["rollout"]["measured"]["tokens"] == 2 * 8  # two completions of 8 tokens per step
+    assert rows["update"]["planned"]["seconds"] > 0 and rows["forward"]["plan_phases"] == ["actor_forward"]
+
+
+def test_context_manager_custom_loop_and_forecast(tiny_model):
+    import torch
+
+    from trainfit.watch import watch
+
+    opt = torch.optim.AdamW(tiny_model.parameters(), lr=1e-3, foreach=True)
+    kept = []
+    with watch(tiny_card(), model=tiny_model, optimizer=opt, horizon_steps=1e9, device="cpu") as w:
+        for step in range(5):
+            ids = torch.randint(0, VOCAB, (BATCH, SEQ))
+            with w.phase("rollout", tokens=BATCH * SEQ):
+                kept.append(torch.ones(2**20 * (step + 1)))  # a cache that grows 4 MiB more each step
+            w.phase("forward")
+            loss = tiny_model(input_ids=ids, labels=ids).loss
+            w.phase("backward")
+            loss.backward()
+            w.phase("optimizer_step")
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            w.step()
+    rows = {r["phase"]: r for r in w.rows()}
+    assert rows["forward"]["measured"]["steps"] == 5 and rows["rollout"]["measured"]["tokens"] == BATCH * SEQ
+    # the cache stays alive, so every phase's peak grows; the rollout's forecast is among them
+    assert any("of rollout grows" in f and "reaches the capacity" in f for f in w.forecasts), w.forecasts
+    assert not any("rollout" in x for x in w.warnings)  # an SFT plan has no rollout to exceed
+
+
+def test_judge_and_forecast_are_plain_arithmetic():
+    rows = [{"phase": "forward", "planned": {"reserved_bytes": 100.0, "seconds": 1.0},
+             "measured": {"reserved_bytes": 115.0, "seconds": 1.1}},
+            {"phase": "backward", "planned": {"reserved_bytes": 100.0, "seconds": 1.0},
+             "measured": {"reserved_bytes": 95.0, "seconds": 1.5}}]
+    judged, verdict = judge(rows, device="cuda", memory_margin=0.1, time_margin=0.3)
+    assert [j.verdict for j in judged] == ["over", "over"] and verdict == "plan off: forward, backward"
+    assert judge(rows, device="cuda", memory_margin=0.2, time_margin=0.6)[1] == "plan held"
+    assert trend([1, 2, 3, 4]) == pytest.approx(1.0)
+    f = forecast([10e9, 11e9, 12e9, 13e9], quantity="reserved", phase="rollout", step=4, capacity=20e9, horizon_steps=100)
+    assert f is not None and f.steps_left == pytest.approx(7.0) and f.at_step == 11
+    assert forecast([10e9] * 5, quantity="reserved", phase="x", step=5, capacity=20e9, horizon_steps=100) is None

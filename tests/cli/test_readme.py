@@ -25,3 +25,55 @@ def test_readme_shows_the_current_default_plan(capsys):
     shown = README.split(marker, 1)[1].split("```", 1)[0]
     assert main(["plan"]) == 0
     assert capsys.readouterr().out == shown, "regenerate the README block: tools/update_readme.py"
+
+
+def _use_commands():
+    """(command, comment) of every command in the README's Use block; continuations joined, and a
+    comment-only line belongs to the command above it."""
+    block = next(b for b in _blocks() if b.lstrip().startswith("trainfit plan"))
+    out, cur, note = [], "", ""
+    for line in block.splitlines():
+        code, _, comment = line.partition("  #") if not line.lstrip().startswith("#") else ("", "", line.lstrip("# "))
+        if not line.strip():
+            continue
+        if not code.strip():
+            if line[:1].isspace() and out and not cur:  # an indented comment line continues the command's comment
+                out[-1] = (out[-1][0], out[-1][1] + " " + comment.strip())
+            continue
+        cur += " " + code.strip().rstrip("\\").strip()
+        note += " " + comment.strip()
+        if not code.rstrip().endswith("\\"):
+            if cur.strip():
+                out.append((cur.strip(), note.strip()))
+            cur, note = "", ""
+    return out
+
+
+def test_every_plan_example_says_whether_it_fits_and_is_right(capsys):
+    import json
+    import shlex
+
+    plans = [(c, n) for c, n in _use_commands() if c.startswith("trainfit plan") and ".yaml" not in c and ".json" not in c]
+    assert len(plans) >= 8
+    for cmd, note in plans:
+        assert "fits" in note or "does not fit" in note, f"say whether it fits: {cmd}"
+        assert main(shlex.split(cmd)[1:] + ["--json"]) == 0, cmd
+        fits = json.loads(capsys.readouterr().out)["fits"]
+        assert fits == ("does not fit" not in note), f"the README says '{note}' but the plan {'fits' if fits else 'does not fit'}: {cmd}"
+
+
+def test_the_readme_card_shows_the_defaults_it_does_not_mean_to_change():
+    import yaml
+
+    from trainfit.spec.card import RunCard, load_card_dict
+
+    text = README.split("so a card gives only what differs:\n\n```yaml\n", 1)[1].split("```", 1)[0]
+    shown = load_card_dict(yaml.safe_load(text))
+    default = RunCard()
+    assert shown.weights_dtype == default.weights_dtype
+    for section in ("precision", "parallel", "batch", "loss", "lora", "rollout"):
+        for key in yaml.safe_load(text).get(section, {}):
+            if key in ("weights", "grads"):  # None by default: resolved from the scope / trained dtype
+                continue
+            assert getattr(getattr(shown, section), key) == getattr(getattr(default, section), key), f"{section}.{key}"
+    assert shown.attention == default.attention

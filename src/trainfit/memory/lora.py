@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from trainfit.errors import CardError
 from trainfit.memory.params import LinearGroup, linear_groups
 from trainfit.spec.model import ModelSpec
 from trainfit.spec.training import ALL_LINEAR, LoraSpec
@@ -28,21 +29,54 @@ def _router_group(spec: ModelSpec) -> list[LinearGroup]:
     return [LinearGroup("gate", spec.hidden_size, spec.moe.num_experts, n_moe)] if n_moe else []
 
 
+def linear_names(spec: ModelSpec) -> list[str]:
+    """The module names a LoRA target can match in this model (PEFT matches the last name component)."""
+    names: list[str] = []
+    for g in linear_groups(spec) + _router_group(spec):
+        for n in (_FUSED_ALIASES.get(_short(g.name), (_short(g.name),)) if g.is_fused_experts else (_short(g.name),)):
+            if n not in names:
+                names.append(n)
+    return names
+
+
 @lru_cache(maxsize=4096)
 def targeted_groups(spec: ModelSpec, lora: LoraSpec) -> list[LinearGroup]:
     """Linear groups the adapter wraps. ``all-linear`` excludes the output head, as PEFT
     does; on MoE models PEFT 0.21 also wraps the fused experts and the router weight
-    (measured: Qwen3-30B-A3B, 4 layers, r=16 -> 83,042,304)."""
+    (measured: Qwen3-30B-A3B, 4 layers, r=16 -> 83,042,304).
+
+    Targets that match no module are refused (``CardError``, exit 2), naming the model's linear
+    layers: PEFT raises "Target modules ... not found in the base model" for that case, and a
+    typo or another family's name (Qwen-1's ``c_attn``) must never plan 0 trainable parameters."""
     groups = linear_groups(spec)
     if ALL_LINEAR in lora.targets:
         return groups + _router_group(spec)
     wanted = set(lora.targets)
     out = []
-    for g in groups:
+    for g in groups + _router_group(spec):
         names = _FUSED_ALIASES.get(_short(g.name), (_short(g.name),)) if g.is_fused_experts else (_short(g.name),)
-        if wanted.intersection(names):
+        if wanted.intersection(names) and (g.name != "gate" or "gate" in wanted):
             out.append(g)
+    if not out:
+        raise CardError(f"lora.targets: {', '.join(lora.targets)} match no linear layer of {spec.name}; its linear"
+                        f" layers: {', '.join(linear_names(spec))} (or all-linear)")
     return out
+
+
+SAVABLE = ("embed_tokens", "lm_head")
+"""Modules ``lora.modules_to_save`` can name: PEFT wraps each in a ModulesToSaveWrapper that keeps the
+frozen original and trains a full copy (``peft.utils.other.ModulesToSaveWrapper``)."""
+
+
+def saved_module_params(spec: ModelSpec, modules: tuple[str, ...]) -> tuple[int, int]:
+    """(embedding, head) elements trained in full by ``modules_to_save``; a tied model's head is the
+    embedding matrix, copied as its own module by PEFT. Unknown names are refused."""
+    bad = [m for m in modules if m not in SAVABLE]
+    if bad:
+        raise CardError(f"lora.modules_to_save: '{bad[0]}' is not allowed; allowed: {', '.join(SAVABLE)}")
+    matrix = spec.vocab_size * spec.hidden_size
+    head = (spec.head_outputs * spec.hidden_size) if spec.head_outputs else matrix
+    return (matrix if "embed_tokens" in modules else 0, head if "lm_head" in modules else 0)
 
 
 @lru_cache(maxsize=4096)

@@ -53,6 +53,10 @@ def make_plan(card: RunCard, *, calibration=None) -> Plan:
     n_train = (
         round(lora_trainable_params(spec, trainable.lora) * count_scale(spec)) if trainable.lora else total_params(spec)
     )
+    if trainable.lora and card.lora.modules_to_save:  # trained in full beside the adapter
+        from trainfit.memory.lora import saved_module_params
+
+        n_train += round(sum(saved_module_params(spec, tuple(card.lora.modules_to_save))) * count_scale(spec))
     warnings = []
     if (card.parallel.strategy is Strategy.SINGLE and card.world_size > card.parallel.model_parallel
             and card.method not in (Method.PPO, Method.GRPO)):

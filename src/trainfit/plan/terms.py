@@ -15,7 +15,9 @@ from trainfit.memory.deepspeed import (
 )
 from trainfit.memory.activations import ActivationBytes, activation_bytes
 from trainfit.memory.logits import SOFTCAP_FAMILIES, logits_bytes
-from trainfit.memory.lora import lora_largest_tensor_params, lora_trainable_params, targeted_groups
+from trainfit.memory.lora import (
+    lora_largest_tensor_params, lora_trainable_params, saved_module_params, targeted_groups,
+)
 from trainfit.memory.optimizer import PAGED, master_weight_bytes, optimizer_state_bytes, step_temporary_bytes
 from trainfit.memory.params import ParamBreakdown, TensorGroup, param_breakdown, param_tensors
 from trainfit.memory.phases import StepTerms
@@ -111,6 +113,29 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
     temps = step_temporary_bytes(
         optimizer=prec.optimizer, impl=prec.optimizer_impl, params=n_train, largest_tensor=largest, state_bytes=state_bytes
     )
+    # lora.modules_to_save: PEFT trains a full copy of each named module beside the frozen original
+    # (ModulesToSaveWrapper), in the original's dtype; torch AdamW keeps its states in that dtype
+    n_lora = n_train
+    saved_emb = saved_head = 0.0
+    saved_bytes = 2.0 if wdtype not in (Dtype.FP32,) else 4.0
+    if trainable.lora is not None and card.lora.modules_to_save:
+        e, h_ = saved_module_params(spec, tuple(card.lora.modules_to_save))
+        saved_emb, saved_head = e * scale, h_ * scale
+        n_saved = saved_emb + saved_head
+        s_master = zero or (prec.master_weights is MasterWeights.FP32 and saved_bytes < 4)
+        s_state = 4.0 if s_master else {StatesDtype.FP32: 4.0, StatesDtype.BF16: 2.0}.get(prec.optimizer_states, saved_bytes)
+        saved_tensors = [TensorGroup((spec.vocab_size, spec.hidden_size), int(bool(saved_emb)) + int(bool(saved_head)))]
+        opt += optimizer_state_bytes(optimizer=prec.optimizer, params=n_saved, tensors=saved_tensors, state_bytes=s_state)
+        master += master_weight_bytes(params=n_saved) if s_master else 0.0
+        largest = max(largest, saved_emb, saved_head)
+        temps = step_temporary_bytes(optimizer=prec.optimizer, impl=prec.optimizer_impl, params=n_lora,
+                                     largest_tensor=largest, state_bytes=state_bytes) + step_temporary_bytes(
+            optimizer=prec.optimizer, impl=prec.optimizer_impl, params=n_saved, largest_tensor=largest,
+            state_bytes=s_state) * (0.0 if prec.optimizer_impl.value == "for_loop" else 1.0)
+        w = replace(w, adapter=w.adapter + n_saved * saved_bytes)
+        n_train = n_lora + n_saved
+        notes.append(f"lora.modules_to_save: {', '.join(card.lora.modules_to_save)} trained in full"
+                     f" ({n_saved / 1e6:.1f} M parameters, a copy beside the frozen original: PEFT ModulesToSaveWrapper)")
 
     wd, gd, od = sharding.weights_divisor, sharding.grads_divisor, sharding.optimizer_divisor
     offload = card.parallel.offload
@@ -161,9 +186,11 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         tied_grad = 2 * pb.embedding * scale * grad_bytes if (not pb.lm_head and gd == 1
                                                               and not prec.optimizer_in_backward) else 0.0
     else:
-        per = n_train * grad_bytes * grads_scale / layers
+        per = n_lora * grad_bytes * grads_scale / layers
         per_layer_grads = tuple(per for _ in range(layers))
-        grads_head = grads_embed = 0.0
+        s_grad = 2.0 if zero else saved_bytes
+        grads_head = saved_head * s_grad * grads_scale
+        grads_embed = saved_emb * s_grad * grads_scale
         tied_grad = 0.0
 
     act_dtype = 4 if compute is ComputeDtype.FP32 else 2
@@ -177,6 +204,9 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
     )
     autocast = wdtype is Dtype.FP32 and compute is not ComputeDtype.FP32
     act = _autocast_copies(act, spec, enabled=autocast and trainable.lora is None, scale=scale)
+    if saved_head:
+        # a trainable head saves its input (the final norm's output) for its weight gradient
+        act = replace(act, head=act.head + card.batch.micro_batch_size * card.batch.seq_len * spec.hidden_size * act_dtype)
     lg = logits_bytes(
         micro_batch_size=card.batch.micro_batch_size,
         seq_len=card.batch.seq_len,

@@ -70,8 +70,17 @@ def build_meta(req: TraceRequest, num_layers: int, *, scope: str | None = None) 
     if targets == ["all-linear"]:
         targets = "all-linear"
     lcfg = LoraConfig(r=req.lora_rank, lora_alpha=req.lora_alpha, lora_dropout=0.0, target_modules=targets,
+                      modules_to_save=list(req.lora_modules_to_save) or None,
                       task_type="SEQ_CLS" if req.pass_kind == "value" else "CAUSAL_LM")
-    return get_peft_model(model, lcfg)
+    try:
+        return get_peft_model(model, lcfg)
+    except ValueError as exc:
+        if "not found in the base model" not in str(exc):
+            raise
+        linear = sorted({name.rsplit(".", 1)[-1] for name, mod in model.named_modules()
+                         if isinstance(mod, nn.Linear) and name.rsplit(".", 1)[-1] not in ("lm_head", "score")})
+        raise TraceUnsupported(f"lora.targets: {', '.join(req.lora_targets)} match no linear layer of the model; its"
+                               f" linear layers: {', '.join(linear)} (or all-linear)") from exc
 
 
 def materialize_fake(model: nn.Module) -> nn.Module:

@@ -55,6 +55,8 @@ class TraceRequest:
     lora_rank: int = 16
     lora_alpha: float = 32
     lora_targets: tuple[str, ...] = ("all-linear",)
+    lora_modules_to_save: tuple[str, ...] = ()
+    """PEFT ``modules_to_save`` (``embed_tokens``, ``lm_head``): trained in full beside the adapter."""
     precision: str = "bf16"
     """``bf16``: pure bf16 params, grads and AdamW states; ``fp32_autocast``: fp32 params + bf16 autocast."""
     optimizer_impl: str = "fused"

@@ -1,0 +1,79 @@
+"""Card truthfulness (issue 15): LoRA targets that match nothing are refused with the model's linear
+layer names; ``lora.modules_to_save`` and ``loop.keeps_output_through_backward`` are planned as the
+fake-tensor trace measures them (allocated peak within 2%, same peak phase)."""
+
+import pytest
+
+from trainfit.accuracy.grid import GridCase
+from trainfit.cli.main import main
+from trainfit.errors import CardError
+from trainfit.plan import make_plan
+from trainfit.spec.card import load_card_dict
+
+TOLERANCE = 0.02
+
+
+def test_targets_matching_nothing_exit_2_naming_the_linear_layers(capsys):
+    rc = main(["plan", "--set", "scope=lora", "--set", "lora.targets=[c_attn]"])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert err.strip() == ("trainfit: error: lora.targets: c_attn match no linear layer of Qwen/Qwen3-8B; its linear layers: q_proj,"
+                           " k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj (or all-linear)")
+    # one matching target is enough (PEFT ignores the others), as before
+    plan = make_plan(load_card_dict({"scope": "lora", "lora": {"targets": ["q_proj", "c_attn"]}}))
+    assert plan.params_trainable == 36 * 16 * (4096 + 4096)
+
+
+def test_modules_to_save_names_are_checked():
+    with pytest.raises(CardError, match="lora.modules_to_save: 'wte' is not allowed; allowed: embed_tokens, lm_head"):
+        make_plan(load_card_dict({"scope": "lora", "lora": {"modules_to_save": ["wte"]}}))
+    plain = make_plan(load_card_dict({"scope": "lora"}))
+    saved = make_plan(load_card_dict({"scope": "lora", "lora": {"modules_to_save": ["embed_tokens", "lm_head"]}}))
+    assert saved.params_trainable - plain.params_trainable == 2 * 151936 * 4096
+
+
+def test_kept_output_adds_the_logits_through_backward():
+    base = {"model": "Qwen/Qwen3-8B", "hardware": {"gpus_per_node": 1}, "parallel": {"strategy": "single"}}
+    a = make_plan(load_card_dict(base))
+    b = make_plan(load_card_dict(base | {"loop": {"keeps_output_through_backward": True}}))
+    back = lambda p: {x.phase.value: x.allocated for x in p.phases}["backward"]  # noqa: E731
+    assert back(b) - back(a) == pytest.approx(2 * 2048 * 151936, rel=0.01)  # bf16 logits
+
+
+pytest.importorskip("torch")
+pytest.importorskip("peft")
+
+from trainfit.trace.api import TraceRequest, trace_step  # noqa: E402
+from trainfit.trace.types import TraceUnsupported  # noqa: E402
+
+CASES = [
+    ("keeps-output", GridCase("llama", scope="lora", seq_len=512),
+     {"loop": {"keeps_output_through_backward": True}}, {"keep_outputs": True}),
+    ("keeps-output-full-ckpt", GridCase("llama", scope="full", ckpt=True, seq_len=512),
+     {"loop": {"keeps_output_through_backward": True}}, {"keep_outputs": True}),
+    ("modules-to-save", GridCase("llama", scope="lora", ckpt=True, seq_len=512),
+     {"lora": {"modules_to_save": ["embed_tokens", "lm_head"]}}, {"lora_modules_to_save": ("embed_tokens", "lm_head")}),
+]
+
+
+@pytest.mark.trace
+@pytest.mark.parametrize(("name", "case", "card_extra", "req_extra"), CASES, ids=[c[0] for c in CASES])
+def test_plan_matches_trace(name, case, card_extra, req_extra):
+    card = case.card()
+    for key, value in card_extra.items():
+        card[key] = card.get(key, {}) | value
+    plan = make_plan(load_card_dict(card))
+    traced = trace_step(TraceRequest(**(case.trace_kwargs() | req_extra)))
+    planned = {p.phase.value: p.tensor_bytes for p in plan.phases}
+    measured = {p.name: p.peak_bytes for p in traced.phases}
+    err = (max(planned[k] for k in measured) - traced.peak_bytes) / traced.peak_bytes
+    assert abs(err) <= TOLERANCE, (err, planned, measured)
+    assert max(measured, key=lambda k: planned[k]) == traced.peak_phase
+
+
+@pytest.mark.trace
+def test_trace_refuses_targets_matching_nothing():
+    case = GridCase("llama", scope="lora", seq_len=64)
+    with pytest.raises(TraceUnsupported, match="lora.targets: c_attn match no linear layer of the model; its linear"
+                                               " layers: down_proj, gate_proj, k_proj, o_proj, q_proj, up_proj, v_proj"):
+        trace_step(TraceRequest(**(case.trace_kwargs() | {"lora_targets": ("c_attn",)})))

@@ -100,6 +100,8 @@ def fit(
     budget: str | None = None,
     deadline_s: float | None = None,
     prices: Mapping[str, Any] | None = None,
+    price_table: str | Path | None = None,
+    market: str | None = None,
     fx: Mapping[tuple[str, str], float] | list[str] | None = None,
     overrides: Mapping[str, Any] | None = None,
     global_batch: int | None = None,
@@ -110,7 +112,9 @@ def fit(
     As on the command line, a given card's fields are pinned (its hardware section is where the
     search starts) and so is every ``overrides`` key; without a card only model and method are.
     ``prices``: GPU id -> a price with a currency (``"1.98CNY"``), a price-table id (``"rtx4090-pro"``)
-    or a ``Price``. ``budget``: an amount with a currency (``"300CNY"``). ``fx``: ``{("USD", "CNY"): 7.2}``
+    or a ``Price``; ``price_table`` (a file in the catalog's shape) and ``market`` (``cn-rental``,
+    ``cloud-on-demand``: the catalog's table in that market) price the other kinds by their cheapest
+    entry, as ``--price-table`` / ``--market`` do. ``budget``: an amount with a currency (``"300CNY"``). ``fx``: ``{("USD", "CNY"): 7.2}``
     or ``["USD:CNY=7.2"]``.
     """
     from trainfit.catalog.gpus import resolve_gpu
@@ -146,9 +150,23 @@ def fit(
     goal = Goal(objective=Objective(objective or "cost"), steps=steps, tokens=tokens, budget=amount,
                 budget_currency=currency, deadline_s=deadline_s, fx=rates)
     table = {}
+    source = None
+    if price_table is not None or market is not None:
+        from trainfit.catalog.prices import catalog_price_table, load_price_table
+
+        source = load_price_table(price_table) if price_table is not None else catalog_price_table()
+        if market is not None and market not in source.markets:
+            raise CardError(f"market: '{market}' is not in the price table; allowed: {', '.join(source.markets)}")
+        for gid in kinds:
+            found = source.for_gpu(gid, market=market)
+            if found is not None:
+                table[gid] = found
     for g, p in (prices or {}).items():
         gid = resolve_gpu(g).id
-        table[gid] = for_gpu(parse_price(p) if isinstance(p, str) else p, gid)
+        if isinstance(p, str):
+            named = source is not None and next((e for e in source.entries if e.id == p.strip().lower()), None)
+            p = named or parse_price(p)
+        table[gid] = for_gpu(p, gid)
     return search_fit(data, gpus=kinds, max_gpus=max_gpus, prices=table, pinned=frozenset(pinned),
                       global_batch=global_batch, calibration=_calibration(calibration), goal=goal)
 

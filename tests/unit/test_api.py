@@ -121,3 +121,17 @@ def test_trace_wrapper_traces_the_card():
     t = trainfit.trace(card, layers=2)
     assert {"forward", "backward", "optimizer_step"} <= {p.name for p in t.phases}
     assert t.params_total < trainfit.plan(card).params_total and any("truncated to 2 of 28 layers" in n for n in t.notes)
+
+
+def test_fit_prices_from_the_catalog_market_as_the_cli():
+    card = {"model": "Qwen/Qwen3-0.6B", "scope": "lora", "loss": {"chunked": True}, "precision": {"optimizer": "adamw"},
+            "parallel": {"gradient_checkpointing": True, "offload": "none"}}
+    r = trainfit.fit(card, gpus=["rtx4090"], max_gpus=1, market="cn-rental", steps=100)
+    cli = _cli_json(["fit", "--set", "model=Qwen/Qwen3-0.6B", "--set", "scope=lora", "--set", "loss.chunked=true",
+                     "--set", "precision.optimizer=adamw", "--set", "parallel.gradient_checkpointing=true",
+                     "--set", "parallel.offload=none", "--gpu", "rtx4090", "--max-gpus", "1", "--market", "cn-rental",
+                     "--steps", "100", "--json"])
+    assert [(x.price_id, x.currency) for x in r.rows] == [(x["price_id"], x["currency"]) for x in cli["rows"]]
+    assert r.rows[0].currency == "CNY"
+    with pytest.raises(CardError, match="market: 'moon' is not in the price table"):
+        trainfit.fit(card, gpus=["rtx4090"], market="moon")

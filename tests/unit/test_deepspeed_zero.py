@@ -234,3 +234,21 @@ def test_zero3_buffers_and_gathered_parameters_are_deepspeeds(deepspeed_runs, wh
                         prefetch_bucket_size=cfg.prefetch_bucket_size, max_live_parameters=cfg.max_live_parameters,
                         max_reuse_distance=cfg.max_reuse_distance, recompute=False)
     assert (g.forward_peak, g.at_loss, g.backward_peak) == (run["fwd"], run["loss"], run["bwd"])
+
+
+@pytest.mark.parametrize(("name", "stage", "reduce", "overlap"), [
+    ("llamafactory-z2", 2, 500_000_000, False), ("llamafactory-z3", 3, "auto", False),
+    ("ms-swift-zero2", 2, 200_000_000, True), ("ms-swift-zero3", 3, "auto", True), ("openrlhf", 3, 500_000_000, None),
+])
+def test_presets_carry_their_frameworks_deepspeed_settings(name, stage, reduce, overlap):
+    from trainfit.methods.presets import apply_preset
+    from trainfit.plan.terms import zero_config_of
+    from trainfit.spec.card import load_card_dict
+
+    card = load_card_dict(apply_preset({"model": "Qwen/Qwen3-8B"}, name))
+    assert card.parallel.strategy.value == f"zero{stage}"
+    assert card.deepspeed.reduce_bucket_size == reduce and card.deepspeed.overlap_comm is overlap
+    cfg = zero_config_of(card, __import__("trainfit.plan.resolve", fromlist=["x"]).model_spec_of(card), stage)
+    assert cfg.reduce_bucket_size == (4096 * 4096 if reduce == "auto" else reduce)
+    # OpenRLHF hands its config (every bucket key "auto") to deepspeed.initialize: DeepSpeed's defaults
+    assert cfg.overlap_comm is (stage == 3 if overlap is None else overlap)

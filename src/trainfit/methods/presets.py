@@ -26,6 +26,22 @@ class Preset:
     knob against the exporter's output."""
 
 
+_DS_KNOBS = {
+    "deepspeed.reduce_bucket_size": "zero_optimization.reduce_bucket_size",
+    "deepspeed.allgather_bucket_size": "zero_optimization.allgather_bucket_size",
+    "deepspeed.stage3_prefetch_bucket_size": "zero_optimization.stage3_prefetch_bucket_size",
+    "deepspeed.stage3_max_live_parameters": "zero_optimization.stage3_max_live_parameters",
+    "deepspeed.stage3_max_reuse_distance": "zero_optimization.stage3_max_reuse_distance",
+    "deepspeed.stage3_param_persistence_threshold": "zero_optimization.stage3_param_persistence_threshold",
+    "deepspeed.sub_group_size": "zero_optimization.sub_group_size",
+    "deepspeed.contiguous_gradients": "zero_optimization.contiguous_gradients",
+    "deepspeed.overlap_comm": "zero_optimization.overlap_comm",
+    "parallel.offload": "zero_optimization.offload_optimizer.device / offload_param.device",
+    "batch.micro_batch_size": "per_device_train_batch_size",
+    "batch.grad_accum": "gradient_accumulation_steps",
+}
+"""trainfit card key -> the DeepSpeed JSON key (LLaMA-Factory and ms-swift pass the JSON to the HF Trainer)."""
+
 PRESETS: dict[str, Preset] = {
     "trl": Preset(
         name="trl",
@@ -93,6 +109,62 @@ PRESETS: dict[str, Preset] = {
             "rollout.prompts_per_step": "--rollout.batch_size",
             "batch.micro_batch_size": "--train.micro_batch_size",
         },
+    ),
+    "llamafactory-z2": Preset(
+        name="llamafactory-z2",
+        source="LLaMA-Factory examples/deepspeed/ds_z2_config.json (hiyouga/LLaMA-Factory at "
+        "1d6e8b218240c154638f9bdcb76a1a089c27891b): stage 2, allgather_bucket_size 5e8, reduce_bucket_size 5e8, "
+        "overlap_comm false, contiguous_gradients true; no optimizer section (the HF Trainer's optimizer)",
+        card={
+            "parallel": {"strategy": "zero2"},
+            "deepspeed": {"reduce_bucket_size": 500_000_000, "allgather_bucket_size": 500_000_000,
+                          "overlap_comm": False, "contiguous_gradients": True},
+        },
+        knobs=dict(_DS_KNOBS),
+    ),
+    "llamafactory-z3": Preset(
+        name="llamafactory-z3",
+        source="LLaMA-Factory examples/deepspeed/ds_z3_config.json (hiyouga/LLaMA-Factory at "
+        "1d6e8b218240c154638f9bdcb76a1a089c27891b): stage 3, overlap_comm false, contiguous_gradients true, "
+        "sub_group_size 1e9, reduce_bucket_size / stage3_prefetch_bucket_size / stage3_param_persistence_threshold "
+        "auto (the HF Trainer fills hidden^2, 0.9 hidden^2, 10 hidden), stage3_max_live_parameters 1e9, "
+        "stage3_max_reuse_distance 1e9",
+        card={
+            "parallel": {"strategy": "zero3"},
+            "deepspeed": {"reduce_bucket_size": "auto", "stage3_prefetch_bucket_size": "auto",
+                          "stage3_param_persistence_threshold": "auto", "stage3_max_live_parameters": 1_000_000_000,
+                          "stage3_max_reuse_distance": 1_000_000_000, "sub_group_size": 1_000_000_000,
+                          "overlap_comm": False, "contiguous_gradients": True},
+        },
+        knobs=dict(_DS_KNOBS),
+    ),
+    "ms-swift-zero2": Preset(
+        name="ms-swift-zero2",
+        source="ms-swift swift/llm/ds_config/zero2.json (modelscope/ms-swift at "
+        "054575c68c54d7f34c40e04d62df20e7335b349a): stage 2, allgather_bucket_size 2e8, reduce_bucket_size 2e8, "
+        "overlap_comm true, contiguous_gradients true; optimizer AdamW in the config (DeepSpeed's fused Adam)",
+        card={
+            "parallel": {"strategy": "zero2"},
+            "precision": {"optimizer_impl": "fused"},
+            "deepspeed": {"reduce_bucket_size": 200_000_000, "allgather_bucket_size": 200_000_000,
+                          "overlap_comm": True, "contiguous_gradients": True},
+        },
+        knobs=dict(_DS_KNOBS),
+    ),
+    "ms-swift-zero3": Preset(
+        name="ms-swift-zero3",
+        source="ms-swift swift/llm/ds_config/zero3.json (modelscope/ms-swift at "
+        "35992c1cc9092af233edbd75a2aefcd496d6fc19): stage 3, overlap_comm true, contiguous_gradients true, "
+        "sub_group_size 1e9, reduce_bucket_size / stage3_prefetch_bucket_size / stage3_param_persistence_threshold "
+        "auto, stage3_max_live_parameters 1e9, stage3_max_reuse_distance 1e9",
+        card={
+            "parallel": {"strategy": "zero3"},
+            "deepspeed": {"reduce_bucket_size": "auto", "stage3_prefetch_bucket_size": "auto",
+                          "stage3_param_persistence_threshold": "auto", "stage3_max_live_parameters": 1_000_000_000,
+                          "stage3_max_reuse_distance": 1_000_000_000, "sub_group_size": 1_000_000_000,
+                          "overlap_comm": True, "contiguous_gradients": True},
+        },
+        knobs=dict(_DS_KNOBS),
     ),
     "nemo-rl": Preset(
         name="nemo-rl",

@@ -129,13 +129,15 @@ def shared_notes(card: RunCard, target: str) -> list[str]:
 
 # -- what the plan reads --------------------------------------------------------------------------
 
-_IMPLICIT_FULL_GATHER = (Strategy.FSDP, Strategy.HSDP, Strategy.ZERO3)
+_IMPLICIT_FULL_GATHER = (Strategy.FSDP, Strategy.HSDP)
+"""Strategies whose actor terms carry FSDP layer units (``trainfit.methods.rl.effective_weight_sync``:
+an unset weight sync under PEFT is a full gather there; ZeRO-3's terms carry none, so it stays per parameter)."""
 
 
 def effective_weight_sync(card: RunCard) -> WeightSync:
-    """The weight sync the plan models: the card's when given; else a full gather for an adapter on a
-    strategy that reshards after forward (the PEFT merge gathers every parameter), else per parameter
-    (``trainfit.methods.rl._sync_spike``)."""
+    """The weight sync the plan holds memory for (mirrors ``trainfit.methods.rl.effective_weight_sync``
+    without planning): the card's when given; else a full gather for an adapter under FSDP/HSDP sharded
+    over more than one rank, else per parameter. The round-trip property test checks the two agree."""
     if "weight_sync" in card.rollout.model_fields_set:
         return card.rollout.weight_sync
     if card.scope is not Scope.FULL and card.parallel.strategy in _IMPLICIT_FULL_GATHER and _shard_group(card) > 1:

@@ -321,3 +321,47 @@ def oom_logs(draw) -> str:
     frames = draw(st.sampled_from(["", 'File "/venv/lib/python3.11/site-packages/torch/autograd/__init__.py", line 347, in backward\n',
                                    'File "x.py", line 1, in forward\n  logits = self.lm_head(h)\n']))
     return "\n".join(noise) + "\nTraceback (most recent call last):\n" + frames + msg + "\n"
+
+
+# ------------------------------------------------------------------------------------------------
+# command-line flags
+
+INT_TEXT = ["1", "2", "8", "0", "-1", "2147483648", "99999999999999999999", "1.5", "abc", "", "1e3", "inf"]
+FLOAT_TEXT = ["1", "0.5", "0", "-1", "1e9", "1e400", "inf", "nan", "-inf", "abc", "", "1,5"]
+FILE_KINDS = ["missing", "dir", "empty", "garbage", "json_list", "json_object", "yaml_card", "binary", "bomb", "nan_json"]
+FLAG_VALUES: dict[str, list[str]] = {
+    "--model": MODELS[:3] + ["nope", "", "Qwen/Qwen3-8b", "./nope", "/", "a/b/c", "\n", "$(id)"],
+    "--method": ["sft", "dpo", "grpo", "ppo", "rm", "DPO", "Grpo", "x", ""],
+    "--scope": ["full", "lora", "qlora", "LoRA", "half", ""],
+    "--gpu": ["rtx4090", "h100", "a100-80gb", "rtx4090,h100", ",", "", "nope", "custom", "A100", "rtx4090,,nope"],
+    "--gpus": INT_TEXT, "--nodes": INT_TEXT, "--mbs": INT_TEXT, "--seq": INT_TEXT, "--grad-accum": INT_TEXT,
+    "--strategy": ["fsdp", "zero3", "ddp", "single", "zero4", "FSDP", ""],
+    "--offload": ["none", "optimizer", "params_and_optimizer", "all", ""],
+    "--attention": ["sdpa", "flash", "eager", "fast", ""],
+    "--preset": ["trl", "verl", "openrlhf", "nemo-rl", "TRL", "nope", ""],
+    "--max-gpus": ["1", "2", "0", "-1", "abc", "3"],
+    "--objective": ["cost", "time", "cards", "speed", "", "COST"],
+    "--steps": INT_TEXT, "--global-batch": INT_TEXT,
+    "--tokens": FLOAT_TEXT,
+    "--budget": ["100CNY", "100", "-5USD", "infUSD", "nanCNY", "1e400USD", "CNY", "", "100 XYZ", "0USD"],
+    "--deadline": ["12h", "90m", "2d", "0h", "-1h", "1e400h", "infh", "h", "", "12", "nanh"],
+    "--price": ["rtx4090=1.98CNY", "rtx4090=", "=1", "rtx4090=infCNY", "rtx4090=nanUSD", "nope=1CNY", "rtx4090=-1CNY",
+                "rtx4090=1.98", "rtx4090", "h100=2USD"],
+    "--market": ["", "nope", "cn", "us", "lambda"],
+    "--fx": ["USD:CNY=7.1", "USD:CNY=0", "USD:CNY=inf", "USD:CNY=nan", "x", "USD:USD=2", "USD:CNY=-1", "USD=7", ":="],
+    "--to": ["accelerate", "deepspeed", "trl", "verl", "openrlhf", "nope", ""],
+    "--timeout": FLOAT_TEXT,
+    "--message": [OOM.format(a="2.32", t="23.55", f="10", u="23", al="20", r="1"), "", "CUDA out of memory", "\x00", "x" * 3000],
+    "--force": [], "--json": [], "--ckpt": [], "--no-ckpt": [],
+}
+PATH_FLAGS = {"--html", "--out", "--calibration", "--price-table", "--audit", "--log", "--card", "--measured"}
+COMMAND_FLAGS = {
+    "plan": ["--model", "--method", "--scope", "--gpu", "--gpus", "--nodes", "--strategy", "--offload", "--mbs", "--seq",
+             "--grad-accum", "--ckpt", "--no-ckpt", "--attention", "--preset", "--set", "--html", "--calibration", "--json"],
+    "fit": ["--gpu", "--max-gpus", "--objective", "--steps", "--tokens", "--budget", "--deadline", "--price",
+            "--price-table", "--market", "--fx", "--set", "--global-batch", "--json", "--html", "--calibration"],
+    "export": ["--to", "--out", "--set", "--json"],
+    "check": ["--timeout", "--set", "--json", "--calibration"],
+    "record": ["--out", "--force", "--timeout", "--measured", "--json"],
+    "diagnose": ["--log", "--message", "--card", "--set", "--json"],
+}

@@ -42,21 +42,21 @@ def plan_and_check(argv: list[str], as_json: bool) -> None:
             check_plan_text(run.stdout, ctx)
 
 
-@fuzz_settings(22)
+@fuzz_settings(20)
 @given(data=S.top_level, suffix=st.sampled_from(S.SUFFIXES), as_json=st.booleans())
 def test_plan_generated_cards(tmp_path, data, suffix, as_json):
     card = write(fresh(tmp_path) / f"card{suffix}", S.dump(data, suffix))
     plan_and_check([str(card)], as_json)
 
 
-@fuzz_settings(14)
+@fuzz_settings(12)
 @given(text=S.mutated_text(), suffix=st.sampled_from(S.SUFFIXES), as_json=st.booleans())
 def test_plan_mutated_cards(tmp_path, text, suffix, as_json):
     card = write(fresh(tmp_path) / f"card{suffix}", text)
     plan_and_check([str(card)], as_json)
 
 
-@fuzz_settings(10)
+@fuzz_settings(8)
 @given(items=S.set_items, base=st.sampled_from([None, *S.BASE_CARDS[:3]]), as_json=st.booleans())
 def test_plan_set_values(tmp_path, items, base, as_json):
     argv = []
@@ -67,7 +67,7 @@ def test_plan_set_values(tmp_path, items, base, as_json):
     plan_and_check(argv, as_json)
 
 
-@fuzz_settings(10)
+@fuzz_settings(9)
 @given(cfg=S.mutated_config(), how=st.sampled_from(["path", "inline", "flag"]), as_json=st.booleans())
 def test_plan_config_json(tmp_path, cfg, how, as_json):
     _, config = cfg
@@ -117,7 +117,7 @@ def check_outputs(run, target: Path, may_write: bool, kind: str, card: Path, car
     assert not leftovers, leftovers
 
 
-@fuzz_settings(6)
+@fuzz_settings(5)
 @given(text=S.mutated_text() | st.sampled_from(S.BASE_CARDS) | S.valid_cards.map(lambda c: S.dump(c, ".yaml")),
        kind=st.sampled_from(OUT_KINDS))
 def test_plan_html_output(tmp_path, text, kind):
@@ -235,7 +235,7 @@ def test_diagnose(tmp_path, log, how, as_json):
     check_run(run, json_out=as_json, name="diagnose", input_echo=True)
 
 
-@fuzz_settings(5)
+@fuzz_settings(3)
 @given(body=S.cards | S.json_like)
 def test_serve_plan(body):
     """POST /api/plan's entry point in-process (tests/serve/test_fuzz.py covers the HTTP layer)."""
@@ -253,3 +253,81 @@ def test_serve_plan(body):
         check_plan_json(payload, f"body={body!r}")
     else:
         assert isinstance(payload.get("error"), str) and payload["error"].strip() and "\n" not in payload["error"], payload
+
+
+def make_file(d: Path, kind: str, i: int) -> str:
+    """A path argument of the given kind (files are created fresh in ``d``)."""
+    p = d / f"in{i}"
+    if kind == "missing":
+        return str(d / f"missing{i}" / "x.json")
+    if kind == "dir":
+        p.mkdir()
+        return str(p)
+    text = {"empty": "", "garbage": "lorem: [ipsum\n", "json_list": "[1, 2]", "json_object": "{}",
+            "yaml_card": S.BASE_CARDS[i % len(S.BASE_CARDS)], "binary": "\x00\xff\xfe", "bomb": _bomb_text(),
+            "nan_json": '{"a": NaN, "b": Infinity}'}[kind]
+    p = p.with_suffix(".json" if kind in ("json_list", "json_object", "nan_json") else ".yaml")
+    write(p, text)
+    return str(p)
+
+
+def _bomb_text() -> str:
+    lines = ['a0: &a0 ["x", "x", "x", "x", "x", "x", "x", "x", "x"]']
+    lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, 9)]
+    return "\n".join(lines) + "\n"
+
+
+@st.composite
+def command_lines(draw, d: Path) -> tuple[str, list[str], list[Path]]:
+    """(command, argv, output paths it may create): random flags with plausible and hostile values."""
+    cmd = draw(st.sampled_from(list(S.COMMAND_FLAGS)))
+    argv = [cmd]
+    outputs: list[Path] = []
+    if cmd == "diagnose":
+        if draw(st.booleans()):
+            argv.append(draw(st.sampled_from(["oom", "nccl", "", "x" * 200]) | S.hostile_text))
+    else:
+        argv.append(make_file(d, draw(st.sampled_from(["yaml_card"] * 6 + S.FILE_KINDS)), 0))
+    flags = draw(st.lists(st.sampled_from(S.COMMAND_FLAGS[cmd]), max_size=5))
+    for i, flag in enumerate(flags, start=1):
+        if flag in S.PATH_FLAGS:
+            if flag in ("--html", "--out"):
+                kind = draw(st.sampled_from(["ok", "ok", "dir", "missing_folder", "input"]))
+                arg, path, may = out_path(Path(tempfile.mkdtemp(dir=d)), kind, Path(argv[1]) if cmd != "diagnose" else d / "x")
+                argv += [flag, arg]
+                if may:
+                    outputs.append(path)
+            else:
+                argv += [flag, make_file(d, draw(st.sampled_from(S.FILE_KINDS)), i)]
+        elif flag == "--set":
+            argv += [flag, draw(S.set_items)[0]]
+        elif S.FLAG_VALUES[flag]:
+            argv += [flag, draw(st.sampled_from(S.FLAG_VALUES[flag]) | S.hostile_text)]
+        else:
+            argv.append(flag)
+    if cmd == "fit":  # keep the search small: a two-card budget on one or two kinds unless drawn
+        if "--max-gpus" not in flags:
+            argv += ["--max-gpus", "2"]
+        if "--gpu" not in flags:
+            argv += ["--gpu", "rtx4090,h100"]
+    if cmd in ("check", "record") and "--audit" not in argv:
+        audit = d / "audit.json"
+        audit.write_text(json.dumps(_audit_dict(8)))
+        argv += ["--audit", str(audit)]
+    if cmd == "record" and "--out" not in argv:
+        argv += ["--out", str(d / "record.yaml")]
+        outputs.append(d / "record.yaml")
+    return cmd, argv, outputs
+
+
+@fuzz_settings(10)
+@given(data=st.data())
+def test_command_lines(tmp_path, data):
+    d = fresh(tmp_path)
+    cmd, argv, outputs = data.draw(command_lines(d))
+    run = run_cli(argv)
+    check_run(run, codes=(0, 1, 2) if cmd == "check" else (0, 2), outputs=tuple(outputs), name=f"{cmd} flags",
+              json_out="--json" in argv and cmd != "record" and not (cmd == "export" and "--out" in argv),
+              input_echo=cmd == "diagnose")
+    if cmd == "plan" and run.rc == 0 and "--json" in argv:
+        check_plan_json(json.loads(run.stdout), f"argv={argv}")

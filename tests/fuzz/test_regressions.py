@@ -71,6 +71,10 @@ CARDS = [
     # a value the plan silently ignored
     ("gpumem.yaml", "hardware:\n  gpu: h100\n  gpu_memory_gib: 24\n", 2, "hardware.gpu_memory_gib: only read with hardware.gpu: custom"),
     ("method.yaml", "method: DPO\n", 2, "method: 'DPO' is not allowed; allowed: sft, rm, dpo, ppo or grpo"),
+    ("software.yaml", "software:\n  hardware:\n    gpu: h100\n", 2, "software.hardware: a package version like"),
+    # a section that is not a mapping, read by a preset's merge (TypeError in apply_preset)
+    ("preset_rollout.yaml", "preset: verl\nscope: lora\nrollout: 5\n", 2, "rollout: must be a section of keys"),
+    ("preset_list.yaml", "preset: verl\nscope: lora\nrollout: [1]\n", 2, "rollout: must be a section of keys"),
     # usage errors name the field
     ("seq_text.yaml", "batch:\n  seq_len: long\n", 2, "batch.seq_len:"),
     ("section.yaml", "hardware: 8\n", 2, "hardware:"),

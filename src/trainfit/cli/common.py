@@ -49,6 +49,9 @@ def load_card(card: Path | None, overrides: dict[str, Any], sets: list[str]):
             set_path(data, key, value)
     for item in sets:
         set_path(data, *parse_set(item))
+    from trainfit.spec.card import check_sections
+
+    check_sections(data)  # a preset merges sections: each must be a mapping first
     if data.get("preset"):
         from trainfit.methods.presets import apply_preset
 

@@ -172,6 +172,17 @@ class SoftwareSection(_Section):
     peft: str | None = None
     vllm: str | None = None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _pins_only(cls, v: Any) -> Any:
+        """Any package name is allowed, but only a version pin: a section or list here is a misplaced key."""
+        if isinstance(v, dict):
+            for k, x in v.items():
+                if isinstance(x, (dict, list)):
+                    raise ValueError(f"software.{k}: a package version like '2.5.1' or '>=4.45', got a"
+                                     f" {'section' if isinstance(x, dict) else 'list'}; software holds version pins only")
+        return v
+
 
 class RecipeSection(_Section):
     path: str | None = None
@@ -419,6 +430,18 @@ def format_validation_error(exc: ValidationError) -> str:
     if kind == "value_error":
         return str(err["msg"]).removeprefix("Value error, ")
     return f"{key}: {err['msg'].lower()} (got {given!r})"
+
+
+def check_sections(data: Any) -> None:
+    """Refuse, before presets or merges read it, a card whose sections are not mappings (``rollout: 5``)."""
+    if not isinstance(data, dict):
+        raise CardError("card: the file must hold a mapping of keys to values")
+    for name, f in RunCard.model_fields.items():
+        value = data.get(name)
+        ann = f.annotation
+        if value is not None and isinstance(ann, type) and issubclass(ann, BaseModel) and not isinstance(value, dict):
+            raise CardError(f"{name}: must be a section of keys (e.g. {name}: {{...}}), got {str(value)[:40]!r};"
+                            f" allowed keys here: {', '.join(ann.model_fields)}")
 
 
 def load_card_dict(data: dict[str, Any]) -> RunCard:

@@ -482,11 +482,22 @@ def _fit_worker(bounds: tuple[int, int]) -> tuple[list[Row], int, int]:
     return _job_rows(bases, jobs[bounds[0]:bounds[1]], fallback, calibration)
 
 
+def _unlimited_memory() -> bool:
+    """False under an address-space limit (the web API's planning child), where forked workers are
+    not started: the search runs in the process itself."""
+    try:
+        import resource
+
+        return resource.getrlimit(resource.RLIMIT_AS)[0] == resource.RLIM_INFINITY
+    except (ImportError, OSError, ValueError):
+        return True
+
+
 def _run_jobs(bases, jobs, fallback, calibration, workers, progress) -> tuple[list[Row], int, int]:
     """Every job planned, over the CPU cores for large spaces (forked after a warm-up); the result
     does not depend on the split."""
     global _FIT_WORK
-    n_workers = workers if workers is not None else (os.cpu_count() or 1)
+    n_workers = workers if workers is not None else (os.cpu_count() or 1) if _unlimited_memory() else 1
     if n_workers > 1 and len(jobs) >= PARALLEL_MIN and "fork" in multiprocessing.get_all_start_methods():
         head = min(16, len(jobs))
         rows, evaluated, invalid = _job_rows(bases, jobs[:head], fallback, calibration)

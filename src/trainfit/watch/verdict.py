@@ -129,10 +129,15 @@ def trend(values: list[float]) -> float:
 
 def forecast(values: list[float], *, quantity: str, phase: str, step: int, capacity: float,
              horizon_steps: float) -> Forecast | None:
-    """A Forecast when the series has grown over its last steps (a positive slope at least 0.1% of
-    the capacity per 100 steps, so noise is not a trend) and would cross ``capacity`` within
-    ``horizon_steps``; None otherwise (or when it has already crossed: that is a measurement)."""
+    """A Forecast when the series keeps growing (each of its last ``FORECAST_MIN_STEPS - 1`` steps
+    above the one before, the first step left out: optimizer states appear in it; a slope of at
+    least 0.1% of the capacity per 100 steps, so noise is not a trend) and would cross ``capacity``
+    within ``horizon_steps``; None otherwise (or when it has already crossed: that is a measurement)."""
+    values = values[1:]
     if len(values) < FORECAST_MIN_STEPS or not capacity > 0:
+        return None
+    recent = values[-FORECAST_MIN_STEPS:]
+    if not all(b > a for a, b in zip(recent, recent[1:])):
         return None
     slope, current = trend(values), values[-1]
     if slope <= capacity * 1e-5 or current >= capacity:

@@ -179,7 +179,7 @@ def _render(result, rows, goal) -> None:
                     f" ({result.evaluated / max(result.seconds, 1e-9):,.0f}/s); ranked by {by}; * = Pareto front (time vs cost)")
     for col in ("", "GPU", "cards", "fits", "peak (device)", "headroom", "host RAM/node", "step s", "tokens/s", "cost/h",
                 "cost/run" if run else "cost/step", "run h" if run else "", "knobs"):
-        t.add_column(col)
+        t.add_column(col, overflow="fold")
     for r in rows:
         flag = "*" if r["pareto"] else ("!" if r["fits"] and not r["within_limits"] else "")
         t.add_row(
@@ -202,6 +202,10 @@ def _render(result, rows, goal) -> None:
         c.print("no plan fits within the limits; the rows show the closest attempts", markup=False)
     for w in result.warnings:
         c.print(f"[yellow]warning[/yellow]: {w}")
+    unpriced = sorted({r["gpu"] for r in rows if r["cost_per_hour"] is None})
+    if unpriced and goal.objective.value != "time":
+        c.print(f"no price for {', '.join(unpriced)}: those rows rank after priced ones; give --price GPU=AMOUNTCUR,"
+                " a price table id (`--price a100-80gb=lambda-a100-80gb-8x`), --price-table or --market", markup=False)
     c.print("Every GPU kind is tried at every card count up to --max-gpus; each row is the best plan at that count"
             " (rows that do not fit show the closest attempt). ! = fits but breaks --budget/--deadline.")
     c.print("Rows without a price rank after priced ones on cost; host RAM counts toward 'fits' only when the card"

@@ -191,11 +191,14 @@ POINTS: dict[int, dict[str, Any]] = {
             "precision": _TT_PURE_BF16,
             "hardware": {"gpu": "a100-80gb", "gpus_per_node": 8},
             "parallel": {"strategy": "fsdp", "offload": "params_and_optimizer",
-                         "gradient_checkpointing": True, "compile": True},
+                         "gradient_checkpointing": True, "compile": True, "fsdp_shard_embeddings": True},
             "batch": {"micro_batch_size": 2, "seq_len": 2048}, "loss": {"chunked": True},
         },
         "metric": "allocated", "unit": "GiB",
-        "notes": "70B_full.yaml: FSDP full_shard with fsdp_cpu_offload (params, grads, optimizer on CPU) -> "
+        "notes": "70B_full.yaml also sets custom_sharded_layers: ['tok_embeddings', 'output'] (read at torchtune "
+                 "0031bfb080bd35ec533c412df883cf2bf7bf7fe4) -> parallel.fsdp_shard_embeddings: the embedding and the head "
+                 "are FSDP units of their own, not in the root unit. "
+                 "70B_full.yaml: FSDP full_shard with fsdp_cpu_offload (params, grads, optimizer on CPU) -> "
                  "offload params_and_optimizer. '** uses CPU offload with fused optimizer' read as "
                  "AdamW(fused=True) stepping on the CPU; optimizer_in_backward left off (full_finetune_distributed "
                  "had no optimizer_in_bwd then; under param offload trainfit keeps no GPU gradients either way). "

@@ -77,3 +77,20 @@ def test_trace_refuses_targets_matching_nothing():
     with pytest.raises(TraceUnsupported, match="lora.targets: c_attn match no linear layer of the model; its linear"
                                                " layers: down_proj, gate_proj, k_proj, o_proj, q_proj, up_proj, v_proj"):
         trace_step(TraceRequest(**(case.trace_kwargs() | {"lora_targets": ("c_attn",)})))
+
+
+@pytest.mark.trace
+def test_separately_sharded_embeddings_match_the_trace():
+    """parallel.fsdp_shard_embeddings (torchtune custom_sharded_layers): no root unit holds the embedding
+    and the head; each is gathered around its own use."""
+    case = GridCase("llama", scope="full", ckpt=True, world_size=8, seq_len=512)
+    card = case.card()
+    card["parallel"]["fsdp_shard_embeddings"] = True
+    plan = make_plan(load_card_dict(card))
+    traced = trace_step(TraceRequest(**(case.trace_kwargs() | {"fsdp_shard_embeddings": True})))
+    planned = {p.phase.value: p.tensor_bytes for p in plan.phases}
+    measured = {p.name: p.peak_bytes for p in traced.phases}
+    err = (max(planned[k] for k in measured) - traced.peak_bytes) / traced.peak_bytes
+    assert abs(err) <= TOLERANCE, (err, planned, measured)
+    root = make_plan(load_card_dict(case.card()))
+    assert plan.peak.allocated < root.peak.allocated  # the root unit no longer holds them from forward to backward

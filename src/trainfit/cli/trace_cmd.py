@@ -70,6 +70,7 @@ def trace_request_kwargs(card, spec_config: dict[str, Any]) -> dict[str, Any]:
         "lora_targets": card.lora_targets,
         "lora_modules_to_save": tuple(card.lora.modules_to_save),
         "keep_outputs": card.loop.keeps_output_through_backward,
+        "fsdp_shard_embeddings": card.parallel.fsdp_shard_embeddings,
         "precision": precision,
         "optimizer_impl": p.optimizer_impl.value,
         "world_size": world,

@@ -37,6 +37,9 @@ class Sharding:
     world_size: int
     shard_group: int
     """Ranks a sharded term is split over (GPUs per node for hsdp)."""
+    separate_embedding_units: bool = False
+    """FSDP: embedding and lm_head wrapped as their own units (torchtune ``custom_sharded_layers``), so
+    the root unit holds no large parameters and each is gathered only around its own use."""
 
     @property
     def weights_divisor(self) -> int:
@@ -63,7 +66,7 @@ class Sharding:
     def has_root_unit(self) -> bool:
         """FSDP wraps embedding, final norm and lm_head in the root unit, kept gathered from
         the root's forward to the end of backward (FSDP2: root never reshards after forward)."""
-        return self.gathers_params and self.strategy is not Strategy.ZERO3
+        return self.gathers_params and self.strategy is not Strategy.ZERO3 and not self.separate_embedding_units
 
     @property
     def ddp_bucket_copy(self) -> bool:
@@ -74,9 +77,10 @@ class Sharding:
         return self.strategy is Strategy.ZERO2 and self.world_size > 1
 
 
-def make_sharding(*, strategy: Strategy, gpus_per_node: int, nodes: int) -> Sharding:
+def make_sharding(*, strategy: Strategy, gpus_per_node: int, nodes: int, separate_embeddings: bool = False) -> Sharding:
     world = gpus_per_node * nodes
     if strategy is Strategy.SINGLE:
         world = 1
     group = gpus_per_node if strategy is Strategy.HSDP else world
-    return Sharding(strategy=strategy, world_size=world, shard_group=max(1, group))
+    return Sharding(strategy=strategy, world_size=world, shard_group=max(1, group),
+                    separate_embedding_units=separate_embeddings and strategy in _SHARDED_PARAMS)

@@ -154,6 +154,10 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         host["optimizer_states"] = (opt + master) / od * ranks_per_node
         if sharding.strategy in (Strategy.ZERO1, Strategy.ZERO2, Strategy.ZERO3):
             host["fp32_gradients"] = 4.0 * n_train / od * ranks_per_node
+            if sharding.strategy is not Strategy.ZERO3:
+                # pinned bit16 copy of the partition the step writes back through, and the pinned gradient
+                # staging buffer of the largest parameter (stage_1_and_2.py l.566-575, l.653-658)
+                host["pinned_staging"] = (2.0 * n_train / od + 2.0 * largest) * ranks_per_node
             notes.append("optimizer offload (DeepSpeed ZeRO-Offload): fp32 gradient partitions live in host RAM")
         opt_gpu = master_gpu = temps_gpu = 0.0
         notes.append("optimizer step runs on the CPU (offloaded states); its temporaries are not on the GPU")
@@ -246,6 +250,15 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         if not zero:
             notes.append(note)
     zero_terms: dict[str, float | bool] = {}
+    if fsdp and not zero and offload is Offload.PARAMS_AND_OPTIMIZER:
+        # FSDP2 CPUOffloadPolicy: each unit's local shard is copied to the GPU as its all-gather input
+        # (FSDPParam.all_gather_inputs: sharded_param_data.to(device)), for the current and the prefetched
+        # unit, and a unit's reduce-scatter output stays on the GPU until its copy to pinned host memory
+        # completes (foreach_reduce: new_sharded_grad.to("cpu", non_blocking=True))
+        staging = (fsdp.get("fsdp_layer_units", 0.0) + fsdp.get("fsdp_unsharded_grads", 0.0)) / sharding.weights_divisor
+        zero_terms["offload_staging"] = staging
+        notes.append(f"FSDP CPU offload: {staging / GIB:.2f} GiB of in-flight shard copies (all-gather inputs of the"
+                     " current and prefetched unit, one unit's reduce-scatter output) stay on the GPU")
     if zero:
         grads_now = sum(per_layer_grads) + grads_head + grads_embed
         zero_terms, fsdp, temps_zero, zero_notes = _deepspeed_terms(

@@ -41,7 +41,8 @@ def walk_sft_like(card: RunCard, spec: ModelSpec, gpu: GpuSpec):
     layout, par_notes = prepare(card, spec, card.world_size, card.batch.seq_len)
     if layout.trivial:
         sharding = make_sharding(
-            strategy=card.parallel.strategy, gpus_per_node=card.hardware.gpus_per_node, nodes=card.hardware.nodes
+            strategy=card.parallel.strategy, gpus_per_node=card.hardware.gpus_per_node, nodes=card.hardware.nodes,
+            separate_embeddings=card.parallel.fsdp_shard_embeddings,
         )
     else:
         sharding = parallel_sharding(card, layout, train_gpus_per_node=card.hardware.gpus_per_node)
@@ -105,7 +106,8 @@ def walk_rl(card: RunCard, spec: ModelSpec, gpu: GpuSpec):
     cspec = critic_spec_of(card, spec)
     ranks = None
     if layout.trivial:
-        sharding = make_sharding(strategy=card.parallel.strategy, gpus_per_node=per_node, nodes=card.hardware.nodes)
+        sharding = make_sharding(strategy=card.parallel.strategy, gpus_per_node=per_node, nodes=card.hardware.nodes,
+                                 separate_embeddings=card.parallel.fsdp_shard_embeddings)
         actor, host, notes = step_terms(actor_card, spec, sharding)
         critic = step_terms(actor_card, cspec, sharding)[0] if cspec is not None else None
     else:

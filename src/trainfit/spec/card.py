@@ -91,6 +91,7 @@ class ParallelSection(_Section):
     offload: Offload = Offload.NONE
     gradient_checkpointing: bool = True
     activation_offload: bool = Field(False, description="Saved activations stream to host RAM (torchtune OffloadActivations).")
+    fsdp_shard_embeddings: bool = Field(False, description="FSDP: the embedding and lm_head are units of their own, gathered only around their use (torchtune custom_sharded_layers: [tok_embeddings, output]); default: they sit in the root unit.")
     compile: bool = Field(False, description="torch.compile: fused elementwise kernels and fewer launches in the time model; its activation savings are not modelled.")
     tensor_parallel: int = Field(1, ge=1, le=1024, description="Megatron-style tensor parallel size (heads, MLP width and vocabulary split).")
     sequence_parallel: bool = Field(False, description="Megatron sequence parallel: norms and dropout on sequence shards (needs tensor_parallel > 1).")

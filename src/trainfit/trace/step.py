@@ -130,6 +130,8 @@ def warmed_up(
         if tp > 1:
             tensor_parallel.parallelize(model, tp_mesh, sequence_parallel=req.sequence_parallel)
         if mesh is not None:
+            if req.fsdp_shard_embeddings:
+                _shard_embeddings(model, mesh)
             shard(model, build.decoder_layers(model), mesh)
         params = [p for p in model.parameters() if p.requires_grad]
         opt = build.make_optimizer(req, tensor_parallel.param_groups(params) if tp > 1 else params)
@@ -137,6 +139,17 @@ def warmed_up(
         progress("warm-up", 0.1)
         _plain_step(model, opt, ids, req)
         yield model, opt, ids
+
+
+def _shard_embeddings(model: Any, mesh: Any) -> None:
+    """torchtune's ``custom_sharded_layers: [tok_embeddings, output]``: the input embedding and the
+    output head become FSDP2 units of their own (before the layers and the root are wrapped)."""
+    from torch.distributed.fsdp import fully_shard
+
+    inner = model.get_base_model() if hasattr(model, "get_base_model") else model
+    for module in (inner.get_input_embeddings(), inner.get_output_embeddings()):
+        if module is not None:
+            fully_shard(module, mesh=mesh)
 
 
 def steady_step(

@@ -56,6 +56,8 @@ class TraceRequest:
     lora_alpha: float = 32
     lora_targets: tuple[str, ...] = ("all-linear",)
     lora_modules_to_save: tuple[str, ...] = ()
+    fsdp_shard_embeddings: bool = False
+    """world_size > 1: the embedding and the head are FSDP2 units of their own (torchtune custom_sharded_layers)."""
     """PEFT ``modules_to_save`` (``embed_tokens``, ``lm_head``): trained in full beside the adapter."""
     precision: str = "bf16"
     """``bf16``: pure bf16 params, grads and AdamW states; ``fp32_autocast``: fp32 params + bf16 autocast."""

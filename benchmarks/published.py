@@ -665,6 +665,18 @@ POINTS.update({
         "metric": "allocated", "unit": "GiB", "approx_seq": True,
         "notes": "Fit report only (the same run trains with ZeRO-3): scored on the verdict.",
     },
+    **{pid: {
+        "card": {
+            "model": "meta-llama/Llama-3.1-8B", "scope": "lora",
+            "lora": {"rank": 8, "alpha": 16, "targets": "all-linear"},
+            "hardware": {"gpu": "l20", "gpus_per_node": 4},
+            "parallel": {"strategy": "zero3", "gradient_checkpointing": True},
+            "batch": {"micro_batch_size": mbs, "seq_len": 15000, "grad_accum": 8}, "deepspeed": _LF_Z3,
+        },
+        "metric": "allocated", "unit": "GiB", "approx_seq": True,
+        "notes": f"Fit report only (batch {mbs}: {'trains' if mbs == 1 else 'out of memory'}); the longest samples "
+                 "(the 15,000-token cutoff) set the peak. Instruct = the base model's shapes.",
+    } for pid, mbs in ((104, 1), (105, 2))},
 })
 
 PEERS = ("deepspeed_zero2", "deepspeed_zero3", "llm_analysis", "accelerate")

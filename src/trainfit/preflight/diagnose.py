@@ -198,6 +198,8 @@ PHASE_RULES: tuple[PhaseRule, ...] = (
     _r("vllm", ROLLOUT, ("generate", "_run_engine", "step", "execute_model", "_sample", "sample", "compute_logits",
                          "_validate_and_add_requests", "chat"), path="vllm/"),
     _r("vllm", SYNC, ("wake_up",), path="vllm/"),
+    # any other vLLM frame: the engine runs at start-up (profiling, CUDA graphs) or while generating
+    _r("vllm", {LOAD, ROLLOUT}, path="vllm/"),
 )
 RL_PATHS = ("grpo_trainer", "ppo_trainer", "rloo_trainer", "online_dpo_trainer", "/verl/", "/openrlhf/", "experience_maker",
             "/slime/", "/nemo_rl/", "/skyrl")
@@ -425,8 +427,9 @@ def candidates(card: RunCard, plan) -> list[tuple[str, str | None, float]]:
         if summary is not None and "rollout" in present:
             ro = card.rollout
             if summary.engine == "vllm":
-                out.append((f"vLLM sampler fp32 logits (max_num_seqs·V = {ro.max_num_seqs}·{vocab}·4)", "rollout",
-                            4.0 * ro.max_num_seqs * vocab))
+                for ph in ("load", "rollout"):  # the start-up profiling run samples the same batch
+                    out.append((f"vLLM sampler fp32 logits (max_num_seqs·V = {ro.max_num_seqs}·{vocab}·4)", ph,
+                                4.0 * ro.max_num_seqs * vocab))
                 if summary.kv_cache_bytes:
                     out.append(("vLLM's KV cache on this GPU (plan)", "load", float(summary.kv_cache_bytes)))
                     layers = max(1, spec.num_layers)

@@ -10,8 +10,9 @@ new (torch 2.1 on)
     ``CUDA out of memory. Tried to allocate 2.31 GiB. GPU 0 has a total capacity of 23.55 GiB
     of which 1.10 GiB is free. [Process N has X memory in use.] [Including non-PyTorch memory,
     this process has X memory in use.] Of the allocated memory X is allocated by PyTorch, and
-    Y is reserved by PyTorch but unallocated.`` (torch 2.1 spells it ``capacty``); ROCm builds
-    say ``HIP out of memory``.
+    Y is reserved by PyTorch but unallocated.`` (torch 2.1 spells it ``capacty``; torch 2.8 adds
+    ``, with Z allocated in private pools (e.g., CUDA Graphs),`` after the first figure); ROCm
+    builds say ``HIP out of memory``.
 
 The exception prefix varies too: ``RuntimeError``, ``torch.cuda.OutOfMemoryError``,
 ``torch.OutOfMemoryError``, or none. Sizes are printed by c10's ``format_size``: bytes, KiB,
@@ -52,7 +53,9 @@ _NEW = re.compile(r"\.?\s{0,4}GPU (?P<gpu>\d{1,6}) has a total capac(?:i)?ty of 
 _PROCESS = re.compile(r"Process \d{1,12} has " + _SIZE + r" memory in use")
 _THIS = re.compile(r"this process has " + _SIZE + r" memory in use")
 _OF_ALLOC = re.compile(
-    r"Of the allocated memory " + _SIZE + r" is allocated by PyTorch, and " + _SIZE + r" is reserved by PyTorch but unallocated"
+    r"Of the allocated memory " + _SIZE + r" is allocated by PyTorch,"
+    r"(?: with " + _SIZE + r" allocated in private pools \(e\.g\., CUDA Graphs\),)? and " + _SIZE
+    + r" is reserved by PyTorch but unallocated"
 )
 _EXC = re.compile(r"((?:torch\.(?:cuda\.)?)?OutOfMemoryError|RuntimeError)[ \t]{0,8}:[ \t]{0,8}$")
 
@@ -88,6 +91,8 @@ class OomMessage:
     reserved_unallocated_bytes: int | None = None
     other_processes_bytes: int | None = None
     """Sum of 'Process N has X memory in use' (other processes on the same GPU)."""
+    private_pools_bytes: int | None = None
+    """'with X allocated in private pools (e.g., CUDA Graphs)' (torch >= 2.8), part of the allocated bytes."""
     text: str = ""
     start: int = 0
     """Offset of the message in the parsed text."""
@@ -159,7 +164,9 @@ def _parse_one(text: str, start: int, backend: str, size: re.Match, end: int) ->
         alloc = _OF_ALLOC.search(body)
         if alloc:
             fields["allocated_by_pytorch_bytes"] = size_bytes(alloc.group(1), alloc.group(2))
-            fields["reserved_unallocated_bytes"] = size_bytes(alloc.group(3), alloc.group(4))
+            if alloc.group(3):
+                fields["private_pools_bytes"] = size_bytes(alloc.group(3), alloc.group(4))
+            fields["reserved_unallocated_bytes"] = size_bytes(alloc.group(5), alloc.group(6))
         body_end = len(body)
     else:
         fields["format"] = "bare"

@@ -153,3 +153,18 @@ def test_fit_keeps_the_global_batch(capsys):
     for r in rows:
         b = r["knobs"]["batch"]
         assert b["micro_batch_size"] * b["grad_accum"] * r["gpus"] == 32
+
+
+def test_pinned_gpu_kind_and_knob_are_honoured(capsys):
+    rows = fit_json(["fit", "--set", "hardware.gpu=a100-80gb", "--set", "scope=lora", "--set", "loss.chunked=true",
+                     "--max-gpus", "2", *SMALL], capsys)["rows"]
+    assert rows and {r["gpu"] for r in rows} == {"a100-80gb"}
+    assert all("loss.chunked" not in r["knobs"] for r in rows)
+
+
+def test_market_prices_each_kind_from_the_catalog_table(capsys):
+    rows = fit_json(["fit", "--gpu", "rtx4090,rtx4090d,h100-sxm", "--market", "cn-rental", "--set", "scope=lora",
+                     "--max-gpus", "1", "--steps", "10", *SMALL], capsys)["rows"]
+    ids = {r["gpu"]: r["price_id"] for r in rows}
+    assert ids == {"rtx4090": "rtx4090-youth", "rtx4090d": "suanjiayun-rtx4090d", "h100-sxm": ""}
+    assert rows[-1]["gpu"] == "h100-sxm"  # unpriced in that market: ranked after the priced rows

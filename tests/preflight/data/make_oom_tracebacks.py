@@ -3,6 +3,8 @@
 Synthetic logs are built from each framework's own function names and source lines (named in 'source');
 excerpts keep the library frames and the message of a public issue (user paths shortened)."""
 import json
+from pathlib import Path
+
 SP = "/usr/lib/python3.11/site-packages/"
 
 def frames(lines, tag=""):
@@ -285,6 +287,5 @@ about = ("OOM logs with the traceback above the message, each with the phase dia
          "'kind' is 'excerpt' for library frames and the message as a public issue reported them (user paths shortened), or "
          "'synthetic' for logs built from the named framework's function names and source lines, with other phases' words "
          "(engine start, generate, backward, optimizer.step) placed in the log before the traceback on purpose.")
-from pathlib import Path
-
-json.dump({"about": about, "logs": entries}, open(Path(__file__).with_name("oom_tracebacks.json"), "w"), indent=1, ensure_ascii=False)
+with open(Path(__file__).with_name("oom_tracebacks.json"), "w") as fh:
+    json.dump({"about": about, "logs": entries}, fh, indent=1, ensure_ascii=False)

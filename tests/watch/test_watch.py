@@ -175,3 +175,40 @@ def test_judge_and_forecast_are_plain_arithmetic():
     assert forecast([5e9, 9e9, 9e9, 9e9, 9e9], quantity="reserved", phase="x", step=5, capacity=20e9,
                     horizon_steps=100) is None
     assert forecast([10e9] * 5, quantity="reserved", phase="x", step=5, capacity=20e9, horizon_steps=100) is None
+
+
+def test_wrap_nests_phases_like_the_openrlhf_recipe(tiny_model):
+    """docs/watch.md's OpenRLHF recipe on a stand-in trainer object: the step method is the forward,
+    the backward and optimizer calls inside it are their own phases, the step ends when it returns."""
+    import torch
+
+    from trainfit.watch.core import Watch
+
+    opt = torch.optim.AdamW(tiny_model.parameters(), lr=1e-3, foreach=True)
+
+    class Strategy:
+        def backward(self, loss):
+            loss.backward()
+
+        def optimizer_step(self):
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+
+    class Trainer:
+        strategy = Strategy()
+
+        def training_step(self, ids):
+            loss = tiny_model(input_ids=ids, labels=ids).loss
+            self.strategy.backward(loss)
+            self.strategy.optimizer_step()
+
+    t = Trainer()
+    w = Watch(tiny_card(), device="cpu", model=tiny_model, optimizer=opt).start()
+    assert w.wrap(t, "training_step", "forward", step=True) and w.wrap(t.strategy, "backward", "backward")
+    assert w.wrap(t.strategy, "optimizer_step", "optimizer_step") and not w.wrap(t, "no_such_method", "x")
+    for _ in range(3):
+        t.training_step(torch.randint(0, VOCAB, (BATCH, SEQ)))
+    w.finish()
+    rows = {r["phase"]: r["measured"] for r in w.rows()}
+    assert all(rows[p]["steps"] == 3 and rows[p]["tensor_bytes"] > 0 for p in ("forward", "backward", "optimizer_step"))
+    assert "training_step" not in vars(t) and "backward" not in vars(t.strategy)  # put back by finish

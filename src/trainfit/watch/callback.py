@@ -24,7 +24,6 @@ The record goes to ``record`` or ``<output_dir>/trainfit.record.yaml``, written 
 
 from __future__ import annotations
 
-import functools
 import inspect
 import time
 from pathlib import Path
@@ -44,7 +43,6 @@ class WatchCallback(TrainerCallback, Watch):
     def __init__(self, card: Any, **kw: Any) -> None:
         Watch.__init__(self, card, **kw)
         self._hooks: list[Any] = []
-        self._unwrap: list[tuple[Any, str]] = []
         self._to_log: dict[str, float] = {}
         self.trainer: Any = None
 
@@ -86,9 +84,7 @@ class WatchCallback(TrainerCallback, Watch):
     def on_train_end(self, args, state, control, **kw):  # noqa: ANN001, ANN201
         for h in self._hooks:
             h.remove()
-        for obj, name in self._unwrap:
-            obj.__dict__.pop(name, None)
-        self._hooks, self._unwrap = [], []
+        self._hooks = []
         self.finish()
 
     # ---------------------------------------------------------------- phase sources
@@ -123,35 +119,12 @@ class WatchCallback(TrainerCallback, Watch):
         return None
 
     def _wrap_rl(self, trainer: Any) -> None:
-        self._wrap(trainer, "_generate_and_score_completions", "rollout", tokens=_completion_tokens)
-        self._wrap(trainer, "_calculate_rewards", "reward")
-        self._wrap(trainer, "_get_per_token_logps_and_entropies", "logprob", only_without_grad=True)
+        self.wrap(trainer, "_generate_and_score_completions", "rollout", tokens=_completion_tokens)
+        self.wrap(trainer, "_calculate_rewards", "reward")
+        self.wrap(trainer, "_get_per_token_logps_and_entropies", "logprob", only_without_grad=True)
         engine = getattr(trainer, "vllm_generation", None)
         if engine is not None:
-            self._wrap(engine, "sync_weights", "weight_sync")
-
-    def _wrap(self, obj: Any, method: str, phase: str, *, tokens: Any = None, only_without_grad: bool = False) -> None:
-        fn = getattr(obj, method, None)
-        if fn is None or not callable(fn):
-            return
-        watch = self
-
-        @functools.wraps(fn)
-        def wrapped(*a: Any, **k: Any) -> Any:
-            import torch
-
-            if only_without_grad and torch.is_grad_enabled():
-                return fn(*a, **k)
-            with watch.phase(phase):
-                out = fn(*a, **k)
-                if tokens is not None:
-                    n = tokens(out)
-                    if n:
-                        watch.add_tokens(n, phase)
-            return out
-
-        setattr(obj, method, wrapped)
-        self._unwrap.append((obj, method))
+            self.wrap(engine, "sync_weights", "weight_sync")
 
     def _queue_log(self, metrics: dict[str, float], step: int) -> None:
         self._to_log.update(metrics)

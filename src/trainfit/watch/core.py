@@ -18,6 +18,7 @@ when trainfit is imported.
 
 from __future__ import annotations
 
+import functools
 import logging
 import statistics
 import time
@@ -84,6 +85,7 @@ class Watch:
         """Seconds to start measuring (once per run; not part of the per-step overhead)."""
         self.step_wall_s: list[float] = []
         self.forecasts: list[str] = []
+        self._unwrap: list[tuple[Any, str]] = []
         self.finished = False
         self.capacity: float | None = None
 
@@ -126,6 +128,40 @@ class Watch:
             self._cur[name]["tokens"] += tokens
         self.overhead_s += time.perf_counter() - t
         return _PhaseBlock(self)
+
+    def wrap(self, obj: Any, method: str, phase: str, *, step: bool = False, tokens: Callable[[Any], float] | None = None,
+             only_without_grad: bool = False) -> bool:
+        """Run ``obj.method`` as the phase ``phase`` from now on (the method is replaced on the
+        instance; ``finish`` puts it back). ``step``: the step ends when the method returns (one
+        call per optimizer step). ``tokens(result)``: tokens to count for the phase.
+        ``only_without_grad``: only calls made under ``torch.no_grad`` (log-prob passes). Phases
+        nest: a wrapped method called inside another phase returns to it. False when ``obj`` has no
+        such method (nothing is changed)."""
+        fn = getattr(obj, method, None)
+        if fn is None or not callable(fn):
+            return False
+        watch = self
+
+        @functools.wraps(fn)
+        def wrapped(*a: Any, **k: Any) -> Any:
+            if only_without_grad:
+                import torch
+
+                if torch.is_grad_enabled():
+                    return fn(*a, **k)
+            with watch.phase(phase):
+                out = fn(*a, **k)
+                if tokens is not None:
+                    n = tokens(out)
+                    if n:
+                        watch.add_tokens(n, phase)
+            if step:
+                watch.step()
+            return out
+
+        setattr(obj, method, wrapped)
+        self._unwrap.append((obj, method))
+        return True
 
     def add_tokens(self, tokens: float, phase: str | None = None) -> None:
         """Count ``tokens`` for ``phase`` (default: the running one) in this step."""
@@ -308,6 +344,9 @@ class Watch:
         if self._seg is not None or self._cur:
             self.step()
         self._resolve(wait=True)
+        for obj, name in self._unwrap:
+            vars(obj).pop(name, None)
+        self._unwrap = []
         if self.probe is not None:
             self.probe.close()
         log.info("%s", self.summary())

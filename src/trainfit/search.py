@@ -248,6 +248,7 @@ RL_SPACE: dict[str, list[Any]] = {
     "rollout.tensor_parallel": [1, 2, 4, 8],
     "rollout.gpu_memory_utilization": [0.3, 0.5, 0.7, 0.9],
     "rollout.sleep_level": [0, 1, 2],
+    "rollout.cuda_graphs": [True, False],
     "rollout.weight_sync": ["per_parameter", "bucketed", "full_gather"],
 }
 """PPO/GRPO knobs: every rollout knob the plan models. ``rollout.gpus`` (split) is half a node; the

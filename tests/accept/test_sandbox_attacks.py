@@ -178,8 +178,10 @@ def test_daemon_is_killed_with_its_grading_and_cannot_sabotage_the_next():
 
 
 @needs_jail
-def test_nothing_survives_a_grading_that_times_out():
-    """The grader's pytest is killed at run_timeout_s: the launcher still tears the namespace down."""
+def test_nothing_survives_a_grading_that_times_out(monkeypatch, tmp_path):
+    """The grader's pytest is killed at run_timeout_s: the launcher still tears the namespace down, and no
+    directory is left behind."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     token = f"trainfit-daemon-{uuid.uuid4().hex}"
     src = ("import posix, sys, time\n"
            "if posix.fork() == 0:\n"
@@ -194,6 +196,7 @@ def test_nothing_survives_a_grading_that_times_out():
     assert r.detail["test_inside"] == "missing" and not r.report_found  # pytest was killed mid-run
     assert r.reward == 0.0 and time.perf_counter() - t0 < 15
     assert _marked_processes(token) == []
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_fails_closed_where_it_cannot_isolate():

@@ -263,6 +263,11 @@ nul = os.open(os.devnull, os.O_RDWR)
 os.dup2(nul, 0)
 os.dup2(nul, 1)
 _, status = os.waitpid(child, 0)  # returns once the namespace is empty
+libc.umount2(cfg["jail"].encode(), 2)
+try:
+    os.rmdir(cfg["jail"])
+except OSError:
+    pass
 os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
 """
 
@@ -372,7 +377,8 @@ class Candidate:
         plan = _jail_plan()
         self.limits = limits
         self.uid = _sandbox_uid()
-        self._jail = tempfile.mkdtemp(prefix="trainfit-jail-")
+        # next to the workspace, so grade's clean-up takes it even if the launcher is killed outright
+        self._jail = tempfile.mkdtemp(prefix="trainfit-jail-", dir=Path(workspace).resolve().parent)
         done_fd = int(os.environ[DONE_FD_ENV]) if os.environ.get(DONE_FD_ENV, "").isdigit() else None
         if done_fd is not None:
             try:

@@ -16,6 +16,16 @@ The policy modelled:
   20 MiB (``kLargeBuffer``) for requests under 10 MiB (``kMinLargeAlloc``), else the request
   rounded up to 2 MiB (``kRoundLarge``);
 * a freed block merges with free neighbours in its segment.
+
+``expandable=True`` models ``PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`` (same file,
+``ExpandableSegment``, ``try_allocate_expandable_block``, ``map_block``; torch 2.1 on): each pool is
+one segment in a reserved virtual range that grows at its end by mapping pages of 2 MiB (small pool)
+or 20 MiB (large pool; the ``segment_size`` a pool's expandable segment is created with). A request
+no free block fits extends the segment: a free block at its end is used and only the shortfall is
+mapped, rounded up to whole pages. Any block is split when at least 512 B remain
+(``should_split``: ``is_small || expandable_segments``). Pages are never unmapped (no
+``empty_cache``), so reserved still only grows; what it cannot reuse are free holes inside the
+segment that are smaller than a request.
 """
 
 from __future__ import annotations
@@ -62,6 +72,9 @@ class CachingAllocator:
     _free: dict[bool, list[tuple[int, int]]] = field(default_factory=lambda: {True: [], False: []})
     _by_key: dict[tuple[bool, int, int], Block] = field(default_factory=dict)
     _next_addr: int = 0
+    expandable: bool = False
+    _tail: dict[bool, "Block | None"] = field(default_factory=lambda: {True: None, False: None})
+    _end: dict[bool, int] = field(default_factory=lambda: {True: 1 << 52, False: 0})
 
     def _insert(self, b: Block) -> None:
         insort(self._free[b.small], (b.size, b.addr))
@@ -81,6 +94,8 @@ class CachingAllocator:
         if i < len(lst):
             b = self._by_key[(small, *lst[i])]
             self._remove(b)
+        elif self.expandable:
+            b = self._grow(size, small)
         else:
             seg = segment_size(size)
             b = Block(self._next_addr, seg, small)
@@ -88,27 +103,51 @@ class CachingAllocator:
             self.reserved += seg
             self.peak_reserved = max(self.peak_reserved, self.reserved)
         rest = b.size - size
-        if (small and rest >= MIN_BLOCK) or (not small and rest > SMALL_SIZE):
+        if rest >= MIN_BLOCK and (small or self.expandable or rest > SMALL_SIZE):
             r = Block(b.addr + size, rest, small, True, b, b.next)
             if b.next is not None:
                 b.next.prev = r
             b.next, b.size = r, size
+            if self._tail[small] is b:
+                self._tail[small] = r
             self._insert(r)
         b.free = False
         self.allocated += b.size
         self.peak_allocated = max(self.peak_allocated, self.allocated)
         return b
 
+    def _grow(self, size: int, small: bool) -> Block:
+        """Expandable segments: extend the pool's segment at its end (a free last block is reused)."""
+        page = SMALL_BUFFER if small else LARGE_BUFFER
+        tail = self._tail[small]
+        if tail is not None and tail.free:
+            self._remove(tail)
+            b = tail
+        else:
+            b = Block(self._end[small], 0, small, True, tail, None)
+            if tail is not None:
+                tail.next = b
+            self._tail[small] = b
+        grow = -(-(size - b.size) // page) * page
+        b.size += grow
+        self._end[small] += grow
+        self.reserved += grow
+        self.peak_reserved = max(self.peak_reserved, self.reserved)
+        return b
+
     def release(self, b: Block) -> None:
         self.allocated -= b.size
         b.free = True
         p, n = b.prev, b.next
+        tail = self._tail[b.small]
         if p is not None and p.free:
             self._remove(p)
             p.size += b.size
             p.next = n
             if n is not None:
                 n.prev = p
+            if tail is b:
+                self._tail[b.small] = p
             b = p
         if n is not None and n.free:
             self._remove(n)
@@ -116,12 +155,14 @@ class CachingAllocator:
             b.next = n.next
             if n.next is not None:
                 n.next.prev = b
+            if tail is n:
+                self._tail[b.small] = b
         self._insert(b)
 
 
 def replay_steps(
     *, persistent: list[int], step_events: list[tuple[int, int, int]], first_step_extra: list[int],
-    first_step_extra_at: int, workspace: list[int] = (), steps: int = 2,
+    first_step_extra_at: int, workspace: list[int] = (), steps: int = 2, expandable: bool = False,
 ) -> CachingAllocator:
     """Replay ``steps`` training steps and return the allocator (``reserved`` is the high-water).
 
@@ -129,9 +170,9 @@ def replay_steps(
     first matmul allocates for good (cuBLAS/cuBLASLt). ``step_events``: ``(+1 | -1, key, nbytes)``
     in order; every key allocated in a step is freed in it. ``first_step_extra``: sizes created
     for good in the first step at event index ``first_step_extra_at`` (the optimizer states,
-    created by the first ``optimizer.step()``).
+    created by the first ``optimizer.step()``). ``expandable``: ``expandable_segments:True``.
     """
-    a = CachingAllocator()
+    a = CachingAllocator(expandable=expandable)
     for n in [*persistent, *workspace]:
         if n:
             a.malloc(n)

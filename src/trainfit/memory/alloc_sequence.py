@@ -1,0 +1,282 @@
+"""The step's allocation sequence from the planner's own terms, replayed through the caching allocator.
+
+Pure: no torch. ``step_sequence`` turns a ``StepTerms`` (the per-GPU byte terms the phase walk
+sums) into the order in which a training step allocates and frees its tensors, as the fake-tensor
+trace sees it (``trainfit.trace.tracker``):
+
+load
+    the weights tensor by tensor (embedding, then each decoder layer's parameters, then the final
+    norm and head), the adapters, fp32 master weights, DDP buckets, the input ids; then the cuBLAS
+    and cuBLASLt workspaces at the first matmul.
+forward
+    the embedding's saved tensors; per decoder layer an fp32 normalisation temporary, the layer's
+    saved activations (under checkpointing the layer's intermediates are made and freed, only the
+    checkpointed input stays), eager attention's score-sized temporaries; the head's saved input;
+    the loss (``trainfit.memory.logits``): bf16 logits 2E, fp32 copy 4E, saved log-softmax 4E, the
+    copy and the bf16 logits freed.
+backward
+    the loss's fp32 gradients (4E, 4E), the saved log-softmax and the first gradient freed, the
+    bf16 logits gradient (2E) into lm_head, whose gradient appears; then the layers last to first:
+    the recomputed intermediates under checkpointing, the layer's gradient buffers, its parameter
+    gradients allocated while its saved tensors are freed; the embedding's gradient last.
+optimizer step
+    the first step creates the optimizer states (two per trained tensor); the step's temporaries;
+    ``zero_grad(set_to_none=True)`` frees every gradient.
+
+Tensor sizes come from the model's parameter shapes (``param_tensors``) scaled to the terms (so
+sharding, dtypes and adapters carry over), and from the activation terms split into tensors of the
+residual stream's size (``tokens x hidden``, bf16 and fp32), which is what most saved tensors of a
+decoder layer are. It is not the op-by-op sequence the trace records: the replay of this sequence
+is compared with the trace's replay and with the H200 measurements (``benchmarks/gpu_calibration.md``).
+
+``replayed_overhead`` replays two steps through ``trainfit.memory.caching_allocator`` and returns
+reserved - allocated at the high-water mark (the allocator's rounding and the cached blocks the
+step cannot reuse). ``None`` where the sequence cannot be generated (FSDP, ZeRO, pipeline and
+context parallelism, offload, optimizer-in-backward): the planner then keeps its fitted share.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from trainfit.memory.caching_allocator import replay_steps
+from trainfit.memory.phases import StepTerms
+
+ADAPTER_TENSORS_PER_LAYER = 14
+"""LoRA on the seven projections of a decoder layer: A and B each (small-pool tensors)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SequenceShape:
+    """The shapes the sequence needs beyond the byte terms."""
+
+    layer_params: tuple[int, ...]
+    """Element counts of one decoder layer's parameter tensors."""
+    embedding_params: int
+    head_params: tuple[int, ...]
+    """Final norm, lm_head (absent when tied) and any other parameter outside the layers."""
+    residual_bytes: int
+    """tokens x hidden x compute-dtype bytes: one bf16 tensor of the residual stream."""
+    logit_elements: int
+    """b x s x V (0 for a chunked loss or a scalar head)."""
+    input_bytes: int
+    """The input ids (and labels) on the GPU."""
+    eager_score_bytes: int = 0
+    """One bf16 attention-score tensor (b x heads x s x s x 2) under eager attention, else 0."""
+
+
+@dataclass(frozen=True, slots=True)
+class AllocSequence:
+    persistent: tuple[int, ...]
+    workspace: tuple[int, ...]
+    step_events: tuple[tuple[int, int, int], ...]
+    first_step_extra: tuple[int, ...]
+    first_step_extra_at: int
+
+
+def supported(t: StepTerms) -> bool:
+    """Whether ``step_sequence`` models every term of ``t`` (one data-parallel rank of a plain step)."""
+    return not (t.fsdp_root_unit or t.fsdp_layer_units or t.fsdp_unsharded_grads or t.fsdp_root_grads
+                or t.fsdp_root_embedding_grads or t.fsdp_all_gathered or t.zero2_bucket or t.activation_offload
+                or t.in_backward_step or t.inflight_activations or t.grads_other or t.pipeline_buffers
+                or t.comm_forward_transient or t.layer_forward_transient or t.zero_ipg_buckets
+                or t.zero_step_grads or t.zero_step_cast or t.zero_step_fp32_grad or t.zero_persistent_params
+                or t.grads_preallocated or t.gathered_forward or t.gathered_backward or t.offload_staging
+                or t.paged_optimizer_states)
+
+
+def _split(total: float, weights: tuple[int, ...] | list[int]) -> list[int]:
+    """``total`` bytes over tensors in proportion to ``weights`` (dropping empty ones)."""
+    s = sum(weights)
+    if total <= 0 or s <= 0:
+        return []
+    return [int(total * w / s) for w in weights if int(total * w / s) > 0]
+
+
+def _chunks(total: float, unit: int) -> list[int]:
+    """``total`` bytes as tensors of ``unit`` bytes and one remainder."""
+    total = int(total)
+    if total <= 0:
+        return []
+    if unit <= 0:
+        return [total]
+    n, rest = divmod(total, unit)
+    return [unit] * n + ([rest] if rest else [])
+
+
+class _Events:
+    __slots__ = ("ev", "key")
+
+    def __init__(self) -> None:
+        self.ev: list[tuple[int, int, int]] = []
+        self.key = 0
+
+    def alloc(self, n: int) -> int:
+        self.key += 1
+        self.ev.append((1, self.key, n))
+        return self.key
+
+    def allocs(self, sizes: list[int]) -> list[tuple[int, int]]:
+        return [(self.alloc(n), n) for n in sizes]
+
+    def free(self, key: int) -> None:
+        self.ev.append((-1, key, 0))
+
+    def frees(self, keys: list[tuple[int, int]]) -> None:
+        for k, _ in keys:
+            self.free(k)
+
+
+def step_sequence(t: StepTerms, shape: SequenceShape, *, workspace: tuple[int, ...] = ()) -> AllocSequence | None:
+    """The allocation sequence of one training step (see the module docstring), or None where a term
+    is not modelled (``supported``)."""
+    if not supported(t):
+        return None
+    act = t.activations
+    layers = len(act.per_layer)
+    lp = shape.layer_params
+    r = max(1, shape.residual_bytes)
+    fp32_res = 2 * r
+
+    # -- persistent state ------------------------------------------------------------------------
+    weight_numels = [shape.embedding_params] + list(lp) * layers + list(shape.head_params)
+    persistent = _split(t.weights, weight_numels)
+    adapters_each = [1] * (ADAPTER_TENSORS_PER_LAYER * max(layers, 1))
+    persistent += _split(t.adapter_weights, adapters_each)
+    # gradient tensors, per decoder layer (trained in full: the layer's parameter shapes; adapters:
+    # the layer's LoRA tensors), the head's and the embedding's
+    layer_w = sum(lp) * (t.weights / max(1, sum(weight_numels)))  # one layer's weight bytes
+    per_layer_grads = []
+    for g in t.grads_per_layer:
+        if g <= 0:
+            per_layer_grads.append([])
+        elif layer_w and g >= 0.5 * layer_w:
+            per_layer_grads.append(_split(g, lp))
+        else:
+            per_layer_grads.append(_split(g, [1] * ADAPTER_TENSORS_PER_LAYER))
+    head_grads = _split(t.grads_head, list(shape.head_params)) if t.grads_head else []
+    emb_grads = [int(t.grads_embedding)] if t.grads_embedding > 0 else []
+    all_grads = head_grads + [x for gs in per_layer_grads for x in gs] + emb_grads
+    grads_total = sum(all_grads)
+    persistent += _split(t.master_weights, all_grads)
+    persistent += _chunks(t.ddp_buckets, 25 << 20)
+    if shape.input_bytes:
+        persistent.append(shape.input_bytes)
+    states = _split(t.optimizer_states, all_grads * 2) if grads_total else []
+
+    e = _Events()
+
+    def forward() -> tuple[list, list, list, list]:
+        emb = e.allocs(_chunks(act.checkpointed_embedding if t.gradient_checkpointing else act.embedding, r))
+        saved: list[list[tuple[int, int]]] = []
+        for i in range(layers):
+            tmp = e.alloc(fp32_res)
+            if t.gradient_checkpointing:
+                keep = e.allocs(_chunks(act.checkpointed_per_layer[i], r))
+                inner = e.allocs(_chunks(act.per_layer[i], fp32_res))
+                e.free(tmp)
+                e.frees(inner)
+                saved.append(keep)
+            else:
+                keep = e.allocs(_chunks(act.per_layer[i], fp32_res))
+                e.free(tmp)
+                saved.append(keep)
+            if t.attention_forward_transient and shape.eager_score_bytes:
+                e.frees(e.allocs(_chunks(t.attention_forward_transient, shape.eager_score_bytes)))
+        head = e.allocs(_chunks(act.head, fp32_res))
+        E = shape.logit_elements
+        held: list = []
+        if E and t.logits.retained:
+            bf16 = e.alloc(2 * E)
+            held = e.allocs(_chunks(t.logits.retained - 4 * E, 2 * E))
+            up = e.alloc(4 * E)
+            lsm = e.alloc(4 * E)
+            e.free(up)
+            e.free(bf16)
+            loss = [(lsm, 4 * E)]
+        else:  # chunked loss or a scalar head: one chunk's transient
+            e.frees(e.allocs(_chunks(t.logits.forward_peak, max(r, int(t.logits.forward_peak)))))
+            loss = []
+        return emb, saved, head, loss + held
+
+    def backward(emb, saved, head, loss, *, accumulate: bool) -> list[tuple[int, int]]:
+        E = shape.logit_elements
+        grads: list[tuple[int, int]] = []
+
+        def new_grads(sizes: list[int]) -> None:
+            if accumulate:  # the new gradient is summed into the held one, then freed
+                e.frees(e.allocs(sizes))
+            else:
+                grads.extend(e.allocs(sizes))
+
+        if loss:
+            g1 = e.alloc(4 * E)
+            g2 = e.alloc(4 * E)
+            e.free(g1)
+            e.free(loss[0][0])
+            gb = e.alloc(2 * E)
+            e.free(g2)
+            e.frees(loss[1:])
+        else:
+            gb = e.alloc(int(t.logits_grad_bf16)) if t.logits_grad_bf16 else None
+        new_grads(head_grads)
+        if gb is not None:
+            e.free(gb)
+        e.frees(head)
+        for i in range(layers - 1, -1, -1):
+            inner = e.allocs(_chunks(act.per_layer[i], fp32_res)) if t.gradient_checkpointing else saved[i]
+            tr = e.allocs(_chunks(t.layer_backward_transient[i], fp32_res))
+            gs = per_layer_grads[i]
+            # the layer's parameter gradients appear as its saved tensors go (last op first)
+            n = max(len(gs), len(inner))
+            for j in range(n):
+                if j < len(gs):
+                    new_grads([gs[j]])
+                if j < len(inner):
+                    e.free(inner[len(inner) - 1 - j][0])
+            e.frees(tr)
+            if t.gradient_checkpointing:
+                e.frees(saved[i])
+        if t.attention_forward_transient and shape.eager_score_bytes:
+            pass  # the backward's score tensors sit inside each layer's gradient buffers
+        new_grads(emb_grads)
+        if t.tied_embedding_grad_transient:
+            e.frees(e.allocs(_chunks(t.tied_embedding_grad_transient, max(1, int(t.tied_embedding_grad_transient) // 2))))
+        if accumulate and t.accumulation_transient:
+            e.frees(e.allocs([int(t.accumulation_transient)]))
+        e.frees(emb)
+        return grads
+
+    micro = 2 if t.grad_accumulation else 1
+    grads: list[tuple[int, int]] = []
+    for m in range(micro):
+        f = forward()
+        got = backward(*f, accumulate=m > 0)
+        grads.extend(got)
+    at = len(e.ev)
+    temps = _split(t.optimizer_temporaries, all_grads) if t.optimizer_temporaries >= 1 else []
+    e.frees(e.allocs(temps))
+    e.frees(grads)
+    return AllocSequence(tuple(int(x) for x in persistent if x > 0), tuple(workspace), tuple(e.ev),
+                         tuple(int(x) for x in states if x > 0), at)
+
+
+@dataclass(frozen=True, slots=True)
+class Replayed:
+    peak_reserved: int
+    peak_allocated: int
+
+    @property
+    def overhead(self) -> int:
+        """Reserved beyond allocated at the high-water mark."""
+        return self.peak_reserved - self.peak_allocated
+
+
+@lru_cache(maxsize=512)
+def replay(seq: AllocSequence, *, expandable: bool = False, steps: int = 2) -> Replayed:
+    """Replay ``steps`` steps of ``seq`` (cached per sequence: ``fit`` plans the same shapes often)."""
+    a = replay_steps(persistent=list(seq.persistent), step_events=list(seq.step_events),
+                     first_step_extra=list(seq.first_step_extra), first_step_extra_at=seq.first_step_extra_at,
+                     workspace=list(seq.workspace), steps=steps, expandable=expandable)
+    return Replayed(a.peak_reserved, a.peak_allocated)

@@ -64,7 +64,7 @@ def render_size(s) -> str:
     for t in s.training:
         base = {"full": f"{t.weights} weights, AdamW", "lora": f"{t.weights} base + LoRA r16", "qlora": f"{t.weights} base + LoRA r16"}[t.scope]
         top = ", ".join(f"{k} {v / GIB:.2f}" for k, v in list(t.components.items())[:3])
-        lines.append(f"  {t.scope:<6} ({base:<24}) {t.peak_device_bytes / GIB:8.2f} GiB  {'fits' if t.fits else 'does not fit':<13}"
+        lines.append(f"  {t.scope:<6} {'(' + base + ')':<26} {t.peak_device_bytes / GIB:8.2f} GiB  {'fits' if t.fits else 'does not fit':<13}"
                      f" peak in {t.peak_phase}: {top} GiB")
     c = quant_constants()
     lines += [

@@ -62,6 +62,8 @@ class SequenceShape:
     """b x s x V (0 for a chunked loss or a scalar head)."""
     input_bytes: int
     """The input ids (and labels) on the GPU."""
+    mlp_bytes: int = 0
+    """tokens x intermediate x compute-dtype bytes: one bf16 tensor of the MLP's width."""
     eager_score_bytes: int = 0
     """One bf16 attention-score tensor (b x heads x s x s x 2) under eager attention, else 0."""
 
@@ -103,6 +105,15 @@ def _chunks(total: float, unit: int) -> list[int]:
         return [total]
     n, rest = divmod(total, unit)
     return [unit] * n + ([rest] if rest else [])
+
+
+def _saved_pieces(total: float, shape: SequenceShape) -> list[int]:
+    """One layer's saved bytes as tensors: up to four of the MLP's width (a dense MLP saves its gate
+    and up outputs, the activation and the product's factors), the rest residual-stream sized (fp32)."""
+    total = int(total)
+    m = shape.mlp_bytes
+    k = min(4, int(0.6 * total) // m) if m > 0 else 0
+    return [m] * k + _chunks(total - k * m, 2 * max(1, shape.residual_bytes))
 
 
 class _Events:
@@ -174,12 +185,19 @@ def step_sequence(t: StepTerms, shape: SequenceShape, *, workspace: tuple[int, .
             tmp = e.alloc(fp32_res)
             if t.gradient_checkpointing:
                 keep = e.allocs(_chunks(act.checkpointed_per_layer[i], r))
-                inner = e.allocs(_chunks(act.per_layer[i], fp32_res))
+                # no grad is kept inside a checkpointed forward: each intermediate goes once consumed
+                prev = None
+                for n in _saved_pieces(act.per_layer[i], shape):
+                    k = e.alloc(n)
+                    if prev is not None:
+                        e.free(prev)
+                    prev = k
+                if prev is not None:
+                    e.free(prev)
                 e.free(tmp)
-                e.frees(inner)
                 saved.append(keep)
             else:
-                keep = e.allocs(_chunks(act.per_layer[i], fp32_res))
+                keep = e.allocs(_saved_pieces(act.per_layer[i], shape))
                 e.free(tmp)
                 saved.append(keep)
             if t.attention_forward_transient and shape.eager_score_bytes:
@@ -225,7 +243,7 @@ def step_sequence(t: StepTerms, shape: SequenceShape, *, workspace: tuple[int, .
             e.free(gb)
         e.frees(head)
         for i in range(layers - 1, -1, -1):
-            inner = e.allocs(_chunks(act.per_layer[i], fp32_res)) if t.gradient_checkpointing else saved[i]
+            inner = e.allocs(_saved_pieces(act.per_layer[i], shape)) if t.gradient_checkpointing else saved[i]
             tr = e.allocs(_chunks(t.layer_backward_transient[i], fp32_res))
             gs = per_layer_grads[i]
             # the layer's parameter gradients appear as its saved tensors go (last op first)

@@ -14,7 +14,9 @@ reserved
     cached, not returned; when the next phase asks for differently sized blocks the cache
     cannot always split them, which is fragmentation. PyTorch's allocator notes give no
     closed form for it; we carry it as a fraction, ``FRAGMENTATION_OF_TRANSIENTS``, of the
-    largest transient bytes of the step, fitted on H200 measurements. The cached blocks stay
+    largest transient bytes of the step, fitted on H200 measurements; where the planner can generate
+    the step's allocation sequence (``trainfit.memory.alloc_sequence``: a plain step on one
+    data-parallel rank) it replays it through the caching-allocator model instead. The cached blocks stay
     reserved for the whole run, so every phase of the repeated step shows the step's highest
     reserved figure (measured: forward, backward and optimizer step read the same).
 device
@@ -76,6 +78,9 @@ class OverheadBytes:
     cuda_context: float
     cublas_workspace: float
     nccl_buffers: float
+    replayed: bool = False
+    """rounding + fragmentation come from replaying the step's allocation sequence through the
+    caching-allocator model (``trainfit.memory.alloc_sequence``), not from the fitted share."""
 
 
 def overhead_bytes(

@@ -93,7 +93,8 @@ def make_plan(card: RunCard, *, calibration=None) -> Plan:
         params_without_embedding=round(pb.without_embeddings * count_scale(spec)),
         phases=tuple(phases),
         host_ram=host,
-        assumptions=tuple(assumptions_of(card, spec, sharding) + notes + time_notes),
+        assumptions=tuple(assumptions_of(card, spec, sharding, replayed=any(p.overhead.replayed for p in phases))
+                          + notes + time_notes),
         warnings=tuple(warnings),
         groups=groups,
         worst_group=worst.name,

@@ -10,18 +10,28 @@ from trainfit.spec.model import ModelSpec
 from trainfit.units import GIB, MIB
 
 
-def assumptions_of(card: RunCard, spec: ModelSpec, sharding: Sharding) -> list[str]:
+def assumptions_of(card: RunCard, spec: ModelSpec, sharding: Sharding, *, replayed: bool = False) -> list[str]:
     from trainfit.memory import overhead as oh
 
+    allocator = card.hardware.allocator.value
+    if replayed:
+        reserved = ("reserved = the step's highest allocated + what the caching allocator holds beyond it, from"
+                    " replaying the step's allocation sequence (generated from these terms) through a model of"
+                    f" PyTorch's CUDA caching allocator ({allocator}); every phase of the repeated step shows"
+                    " the step's highest reserved")
+    else:
+        reserved = (f"reserved = allocated + allocator rounding (half a {oh.LARGE_SEGMENT_BYTES // MIB} MiB granule per"
+                    f" large tensor) + {oh.FRAGMENTATION_OF_TRANSIENTS:.0%} of the step's largest transient"
+                    " (fragmentation, fitted on H200 measurements with the default allocator; the step's allocation"
+                    " sequence is not generated for this layout); every phase of the repeated step shows the step's"
+                    " highest reserved")
     out = [
         "steady state after the first step: optimizer states exist; zero_grad(set_to_none=True) frees gradients",
         f"torch AdamW impl '{card.precision.optimizer_impl.value}'; states in "
         f"{card.precision.optimizer_states.value}",
         "the training loop keeps only the loss (transformers Trainer/TRL), so full bf16 logits are freed after forward",
         "allocated includes the cuBLAS + cuBLASLt workspaces (64 MiB on compute capability >= 9.0, 16 MiB before)",
-        f"reserved = allocated + allocator rounding (half a {oh.LARGE_SEGMENT_BYTES // MIB} MiB granule per large tensor)"
-        f" + {oh.FRAGMENTATION_OF_TRANSIENTS:.0%} of the step's largest transient (fragmentation, fitted on H200"
-        " measurements); every phase of the repeated step shows the step's highest reserved",
+        reserved,
         f"device = reserved + CUDA context {oh.CUDA_CONTEXT_BYTES // MIB} MiB (measured, H200)"
         + (f" + NCCL communicator {oh.NCCL_COMMUNICATOR_BYTES // MIB} MiB and buffers" if sharding.world_size > 1 else ""),
         f"host RAM: {HOST_BYTES_PER_PROCESS / GIB:.0f} GiB per training process + rank 0 loading the checkpoint",

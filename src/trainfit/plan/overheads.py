@@ -7,15 +7,17 @@ Pure: no torch.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import lru_cache
 
-from trainfit.memory.overhead import overhead_bytes
+from trainfit.memory import alloc_sequence
+from trainfit.memory.overhead import cublas_workspace_bytes, overhead_bytes
 from trainfit.memory.params import param_tensors
-from trainfit.memory.phases import PhasePeak
+from trainfit.memory.phases import PhasePeak, StepTerms
 from trainfit.memory.sharding import Sharding
 from trainfit.plan.result import PhaseResult
-from trainfit.spec.card import RunCard
-from trainfit.spec.enums import Phase
+from trainfit.spec.card import AllocatorKind, RunCard
+from trainfit.spec.enums import Method, Phase
 from trainfit.spec.model import ModelSpec
 from trainfit.units import MIB
 
@@ -39,12 +41,16 @@ ever reserved, so from the second step on each of them shows the step's highest 
 
 def phase_results(
     peaks, *, spec: ModelSpec, sharding: Sharding, card: RunCard, capacity: float, at_least: float = 0.0,
-    compute_capability: str | None = None,
+    compute_capability: str | None = None, terms: StepTerms | None = None,
 ) -> list[PhaseResult]:
     """Overheads per phase. The caching allocator never returns blocks within a run, so the
     fragmentation a step leaves is carried by every training phase: it is taken from the largest
     transient of the whole step, not of each phase alone; and each phase of a repeated step reports
-    the step's reserved high-water mark (measured: ``benchmarks/gpu_calibration.md``)."""
+    the step's reserved high-water mark (measured: ``benchmarks/gpu_calibration.md``).
+
+    With ``terms`` (a plain SFT step on one data-parallel rank), reserved comes from replaying the
+    step's allocation sequence through the caching-allocator model (``trainfit.memory.alloc_sequence``):
+    reserved - allocated at its high-water mark is added to the step's highest allocated phase."""
     large = _large_tensor_count(spec, sharding, card)
     step_transient = max([at_least] + [_transient(p) for p in peaks if p.phase is not Phase.LOAD])
     out = [
@@ -53,6 +59,9 @@ def phase_results(
                        compute_capability=compute_capability)
         for p in peaks
     ]
+    replayed = replayed_overhead(terms, spec=spec, card=card, compute_capability=compute_capability)
+    if replayed is not None:
+        out = _with_replayed(out, replayed, capacity=capacity)
     for group in _STEP_PHASES:
         members = [i for i, r in enumerate(out) if r.phase in group]
         if len(members) < 2:
@@ -66,6 +75,68 @@ def phase_results(
             resident = _paged_resident(r.components, capacity=capacity, device=base)
             out[i] = PhaseResult(r.phase, r.at, r.components, r.allocated, high, base + resident, r.overhead, resident)
     return out
+
+
+def replayed_overhead(
+    terms: StepTerms | None, *, spec: ModelSpec, card: RunCard, compute_capability: str | None = None,
+) -> int | None:
+    """Reserved beyond allocated at the step's high-water mark, from the replayed allocation sequence;
+    None where it cannot be generated (the fitted share stands)."""
+    if terms is None or card.method is not Method.SFT or not alloc_sequence.supported(terms):
+        return None
+    shape = _sequence_shape(spec, card.batch.micro_batch_size, card.batch.seq_len, card.attention,
+                            card.loss.chunked, terms.logits.retained > 0)
+    ws = cublas_workspace_bytes(compute_capability=compute_capability)
+    seq = alloc_sequence.step_sequence(terms, shape, workspace=(int(ws // 2), int(ws // 2)))
+    if seq is None:
+        return None
+    expandable = card.hardware.allocator is AllocatorKind.EXPANDABLE_SEGMENTS
+    return alloc_sequence.replay(seq, expandable=expandable).overhead
+
+
+def _with_replayed(out: list[PhaseResult], overhead: int, *, capacity: float) -> list[PhaseResult]:
+    """Every training phase of the step shows the step's highest allocated + the replay's overhead."""
+    for group in _STEP_PHASES:
+        members = [i for i, r in enumerate(out) if r.phase in group]
+        if not members:
+            continue
+        high = max(out[i].allocated for i in members) + overhead
+        for i in members:
+            r = out[i]
+            reserved = max(high, r.allocated)
+            base = r.device - r.paged_resident + (reserved - r.reserved)
+            resident = _paged_resident(r.components, capacity=capacity, device=base)
+            rounding = min(r.overhead.rounding, reserved - r.allocated)
+            oh = replace(r.overhead, rounding=rounding, fragmentation=reserved - r.allocated - rounding, replayed=True)
+            out[i] = PhaseResult(r.phase, r.at, r.components, r.allocated, reserved, base + resident, oh, resident)
+    return out
+
+
+@lru_cache(maxsize=1024)
+def _sequence_shape(spec: ModelSpec, b: int, s: int, attention, chunked: bool, full_logits: bool):
+    from trainfit.memory.attention import runs_eager
+
+    h, L = spec.hidden_size, spec.num_layers
+    layer: list[int] = []
+    head = [h]
+    for g in param_tensors(spec):
+        numel = 1
+        for d in g.shape:
+            numel *= d
+        if g.shape == (spec.vocab_size, h):
+            head += [numel] * (g.count - 1)  # an untied lm_head (the first is the embedding)
+        elif g.count >= L and L:
+            layer += [numel] * (g.count // L)
+        else:
+            head += [numel] * g.count
+    tokens = b * s
+    v = spec.vocab_size if spec.head_outputs is None else spec.head_outputs
+    eager = runs_eager(spec.family, attention)
+    return alloc_sequence.SequenceShape(
+        layer_params=tuple(layer), embedding_params=spec.vocab_size * h, head_params=tuple(head),
+        residual_bytes=tokens * h * 2, mlp_bytes=tokens * (spec.intermediate_size or 0) * 2, logit_elements=tokens * v if (full_logits and not chunked) else 0,
+        input_bytes=2 * tokens * 8, eager_score_bytes=b * spec.num_attention_heads * s * s * 2 if eager else 0,
+    )
 
 
 def _paged_resident(components: dict[str, float], *, capacity: float, device: float) -> float:

@@ -75,7 +75,8 @@ def walk_sft_like(card: RunCard, spec: ModelSpec, gpu: GpuSpec):
             PhasePeak(p.phase, dict(p.components) | {"reference_weights": ref_w}, p.at) for p in peaks[1:]
         ]
     phases = phase_results(peaks, spec=step_spec, sharding=sharding, card=card, capacity=gpu.memory_bytes,
-                           at_least=step_max_transient(terms), compute_capability=gpu.compute_capability)
+                           at_least=step_max_transient(terms), compute_capability=gpu.compute_capability,
+                           terms=terms if card.method is Method.SFT else None)
     groups = (GroupPlan("all", sharding.world_size, tuple(phases)),)
     return sharding, groups, host, more + notes, None, None
 

@@ -6,6 +6,7 @@ are refused with one line naming the key and the allowed values (``CardError``).
 
 from __future__ import annotations
 
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +73,13 @@ class PrecisionSection(_Section):
     )
 
 
+class AllocatorKind(StrEnum):
+    """PyTorch's CUDA caching allocator mode (``PYTORCH_CUDA_ALLOC_CONF``)."""
+
+    DEFAULT = "default"
+    EXPANDABLE_SEGMENTS = "expandable_segments"
+
+
 class HardwareSection(_Section):
     gpu: str = Field("a100-40gb", description="GPU catalog id or alias, or 'custom' with gpu_memory_gib.")
     gpu_memory_gib: float | None = Field(None, gt=0, le=16384, description="Memory per card for a card not in the catalog.")
@@ -84,6 +92,7 @@ class HardwareSection(_Section):
     price_preset: str | None = Field(None, description="A named price, e.g. rtx4090-pro (1.98 CNY) or rtx4090-youth (1.24 CNY).")
     nic_gbps_per_gpu: float | None = Field(None, gt=0, le=1e6, description="Inter-node network per GPU, Gb/s (10^9 bits); default by GPU: 400 (H100/H200/H800/H20/B200/GB200 HGX), 200 (A100/A800 HGX), 100 (PCIe cards).")
     host_memory_gbps: float | None = Field(None, gt=0, le=1e6, description="Host DRAM bandwidth per node, GB/s; times the CPU optimizer step (default 100).")
+    allocator: AllocatorKind = Field(AllocatorKind.DEFAULT, description="default | expandable_segments (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True): the caching allocator's mode; changes reserved bytes.")
 
 
 class ParallelSection(_Section):

@@ -39,8 +39,12 @@ def trace_request_kwargs(card, spec_config: dict[str, Any]) -> dict[str, Any]:
     tp, pp = par.tensor_parallel, par.pipeline_parallel
     if strategy == "single":
         world = tp
-    elif strategy in ("fsdp", "zero3"):
+    elif strategy == "fsdp":
         world = card.world_size // pp
+    elif strategy in ("zero1", "zero2", "zero3"):
+        raise TraceCardError(f"parallel.strategy: DeepSpeed '{strategy}' cannot run on the CPU trace (its engine and"
+                             " buckets are planned from the deepspeed 0.19.8 source, checked against DeepSpeed on gloo in"
+                             " tests/unit/test_deepspeed_zero.py); trace strategy fsdp for the FSDP2 equivalent")
     else:
         raise TraceCardError(f"parallel.strategy: trace supports single and fsdp (FSDP2), got '{strategy}'")
     if pp > 1 and world > 1:

@@ -141,7 +141,14 @@ def _ppo(card: RunCard, notes: list[str]) -> list[str]:
     o.append(f"{A}.actor.ppo_micro_batch_size_per_gpu={card.batch.micro_batch_size}")
     seqs = global_batch(card)
     if seqs % ro.num_generations == 0:
-        o.append(f"{A}.actor.ppo_mini_batch_size={seqs // ro.num_generations}")
+        mini = seqs // ro.num_generations
+        o.append(f"{A}.actor.ppo_mini_batch_size={mini}")
+        if ro.prompts_per_step % mini == 0 and ro.prompts_per_step // mini != ro.mini_batches:
+            notes.append(
+                f"rollout.mini_batches {ro.mini_batches}: verl takes train_batch_size / ppo_mini_batch_size = "
+                f"{ro.prompts_per_step} / {mini} = {ro.prompts_per_step // mini} optimizer steps per rollout batch "
+                "(ppo_mini_batch_size follows micro-batch x accumulation x GPUs)"
+            )
     else:
         notes.append(
             f"batch: {seqs} sequences per optimizer step is not a multiple of num_generations {ro.num_generations}; "

@@ -22,6 +22,8 @@ from trainfit.spec.enums import (
     Attention,
     ComputeDtype,
     Dtype,
+    Fp8Recipe,
+    SelectiveCheckpointing,
     GradDtype,
     MasterWeights,
     Method,
@@ -71,6 +73,10 @@ class PrecisionSection(_Section):
     optimizer_in_backward: bool = Field(
         False, description="Step each parameter in its grad hook and free the gradient (torchtune optimizer_in_bwd)."
     )
+    fp8_recipe: Fp8Recipe | None = Field(
+        None, description="With compute fp8 (required): delayed (TE DelayedScaling, amax history) | current"
+        " (per-tensor dynamic: TE Float8CurrentScaling, torchao/torchtitan float8 tensorwise) | blockwise"
+        " (TE Float8BlockScaling, DeepSeek-V3's 1x128 / 128x128 scales).")
 
 
 class AllocatorKind(StrEnum):
@@ -98,7 +104,11 @@ class HardwareSection(_Section):
 class ParallelSection(_Section):
     strategy: Strategy = Strategy.FSDP
     offload: Offload = Offload.NONE
-    gradient_checkpointing: bool = True
+    gradient_checkpointing: bool = Field(True, description="true | false | selective (short for false with"
+                                         " selective_checkpointing: op).")
+    selective_checkpointing: SelectiveCheckpointing = Field(
+        SelectiveCheckpointing.NONE, description="none | op (torchtitan per-op SAC: every other matmul and the"
+        " attention kernel saved, the rest recomputed) | core_attention (Megatron --recompute-granularity selective).")
     activation_offload: bool = Field(False, description="Saved activations stream to host RAM (torchtune OffloadActivations).")
     fsdp_shard_embeddings: bool = Field(False, description="FSDP: the embedding and lm_head are units of their own, gathered only around their use (torchtune custom_sharded_layers: [tok_embeddings, output]); default: they sit in the root unit.")
     compile: bool = Field(False, description="torch.compile: fused elementwise kernels and fewer launches in the time model; its activation savings are not modelled.")
@@ -111,6 +121,32 @@ class ParallelSection(_Section):
     virtual_stages: int = Field(1, ge=1, le=1024, description="Model chunks per pipeline rank (interleaved schedule).")
     expert_parallel: int = Field(1, ge=1, le=1024, description="MoE experts split over this many ranks (inside the data x context ranks).")
     expert_tensor_parallel: int = Field(1, ge=1, le=1024, description="Tensor parallel size inside each expert.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _selective(cls, v: Any) -> Any:
+        """``gradient_checkpointing: selective`` is per-op selective checkpointing (layers not fully recomputed)."""
+        if isinstance(v, dict) and isinstance(v.get("gradient_checkpointing"), str) and \
+                v["gradient_checkpointing"].strip().lower() == "selective":
+            v = dict(v, gradient_checkpointing=False)
+            v.setdefault("selective_checkpointing", SelectiveCheckpointing.OP.value)
+            if str(getattr(v["selective_checkpointing"], "value", v["selective_checkpointing"])) == "none":
+                raise ValueError("parallel.selective_checkpointing: 'none' contradicts gradient_checkpointing: selective;"
+                                 " allowed: op, core_attention")
+        return v
+
+    @model_validator(mode="after")
+    def _one_checkpointing(self) -> "ParallelSection":
+        if self.gradient_checkpointing and self.selective_checkpointing is not SelectiveCheckpointing.NONE:
+            raise ValueError(f"parallel.selective_checkpointing: '{self.selective_checkpointing.value}' with"
+                             " gradient_checkpointing: true (full recompute already); allowed with it: none")
+        return self
+
+    @property
+    def checkpoints_layers(self) -> bool:
+        """Each decoder layer runs under torch's checkpoint (full or selective): memory keeps the layer input
+        plus what the selective policy saves, and backward re-runs the layer."""
+        return self.gradient_checkpointing or self.selective_checkpointing is not SelectiveCheckpointing.NONE
 
     @property
     def model_parallel(self) -> int:
@@ -386,6 +422,15 @@ class RunCard(_Section):
             )
         if self.precision.optimizer_in_backward and self.batch.grad_accum > 1:
             raise ValueError("precision.optimizer_in_backward: cannot be combined with batch.grad_accum > 1")
+        prec = self.precision
+        if prec.compute is ComputeDtype.FP8:
+            if prec.fp8_recipe is None:
+                raise ValueError("precision.fp8_recipe: required with precision.compute: fp8; allowed: delayed, current,"
+                                 " blockwise")
+            _check_fp8_gpu(self.hardware.gpu)
+        elif prec.fp8_recipe is not None:
+            raise ValueError(f"precision.fp8_recipe: only read with precision.compute: fp8 (compute is"
+                             f" '{prec.compute.value}')")
         if self.scope is Scope.QLORA and w not in (None, Dtype.NF4):
             raise ValueError(f"precision.weights: qlora stores the base in nf4, got '{w.value}'; use scope lora")
         return self
@@ -404,6 +449,22 @@ class RunCard(_Section):
     @property
     def world_size(self) -> int:
         return self.hardware.gpus_per_node * self.hardware.nodes
+
+
+def _check_fp8_gpu(gpu: str) -> None:
+    """fp8 compute needs fp8 tensor cores (Hopper, Ada, Blackwell, MI300): a catalog card without an fp8 rate is
+    refused, naming the ones that have it. A custom card (memory only) is not checked."""
+    from trainfit.catalog.gpus import gpu_ids, resolve_gpu
+    from trainfit.errors import CatalogError
+
+    try:
+        spec = resolve_gpu(gpu)
+    except CatalogError:
+        return
+    if not spec.fp8_dense_flops_per_s:
+        have = [g for g in gpu_ids() if resolve_gpu(g).fp8_dense_flops_per_s]
+        raise ValueError(f"precision.compute: fp8 needs fp8 tensor cores, which {spec.id} does not have; GPUs with"
+                         f" them: {', '.join(have)}")
 
 
 def _allowed(err: dict[str, Any]) -> str:

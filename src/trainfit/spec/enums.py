@@ -32,6 +32,42 @@ class ComputeDtype(StrEnum):
     FP32 = "fp32"
     BF16 = "bf16"
     FP16 = "fp16"
+    FP8 = "fp8"
+    """The linear layers' GEMMs in fp8 (E4M3 forward, E5M2/E4M3 gradients) with bf16 everywhere else;
+    the recipe is ``precision.fp8_recipe``."""
+
+
+class Fp8Recipe(StrEnum):
+    """How fp8 GEMM inputs are scaled.
+
+    * ``delayed``: Transformer Engine's ``DelayedScaling`` (transformer_engine/common/recipe/__init__.py):
+      per-tensor scales from an amax history of the previous steps (``amax_history_len`` 1024).
+    * ``current``: per-tensor scales from the tensor being cast (TE ``Float8CurrentScaling``; torchao
+      float8 ``tensorwise`` dynamic scaling, torchtitan's float8 converter).
+    * ``blockwise``: one scale per 1x128 activation tile and 128x128 weight block (TE
+      ``Float8BlockScaling``, DeepSeek-V3's recipe; torchao ``rowwise`` is per row).
+    """
+
+    DELAYED = "delayed"
+    CURRENT = "current"
+    BLOCKWISE = "blockwise"
+
+
+class SelectiveCheckpointing(StrEnum):
+    """Selective activation checkpointing (``parallel.gradient_checkpointing: selective``).
+
+    * ``op``: torchtitan's per-op SAC (``activation_checkpoint.mode: selective``,
+      ``selective_ac_option: op``): each decoder layer is checkpointed with
+      ``torch.utils.checkpoint.create_selective_checkpoint_contexts`` and a policy that saves the
+      outputs of every other ``aten.mm`` and of the fused attention kernels, and recomputes the rest.
+    * ``core_attention``: Megatron-LM ``--recompute-granularity selective`` (default
+      ``--recompute-modules core_attn``): only the attention core (QK^T, softmax, dropout, attention
+      over V) is recomputed (Korthikanti et al. 2022, §5).
+    """
+
+    NONE = "none"
+    OP = "op"
+    CORE_ATTENTION = "core_attention"
 
 
 class MasterWeights(StrEnum):

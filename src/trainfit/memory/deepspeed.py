@@ -106,7 +106,7 @@ class ZeroConfig:
 
 def resolve_zero_config(
     *, stage: int, hidden_size: int, offload_optimizer: bool = False, offload_param: bool = False,
-    **settings: int | float | str | bool | None,
+    **settings: float | str | bool | None,
 ) -> ZeroConfig:
     """Settings as a card or a DeepSpeed JSON gives them (None: DeepSpeed's default; "auto": what the
     HF Trainer fills in) resolved to numbers."""
@@ -117,7 +117,7 @@ def resolve_zero_config(
                "stage3_prefetch_bucket_size": int(0.9 * hidden_size * hidden_size),
                "stage3_param_persistence_threshold": 10 * hidden_size}
 
-    def value(key: str):  # noqa: ANN202
+    def value(key: str):
         v = settings.get(key)
         if v is None:
             return DEFAULTS[key]
@@ -149,7 +149,7 @@ def resolve_zero_config(
 # --------------------------------------------------------------------------------------------
 
 
-def ipg_bucket_bytes(cfg: ZeroConfig, *, grad_bytes: float, largest_param: int) -> float:
+def ipg_bucket_bytes(cfg: ZeroConfig, *, grad_bytes: float) -> float:
     """The IPG bucket(s) alive during backward. Stages 1-2: ``setup_buckets`` allocates one (two
     with overlap_comm) only with contiguous gradients (stage_1_and_2.py l.3260-3278); stage 3: one
     at init with contiguous gradients (stage3.py l.780-784). A bucket never needs to be larger than
@@ -207,17 +207,16 @@ def zero_buffers(
     """ZeRO's own buffers for ``trainable_numel`` trained elements over ``dp`` ranks."""
     part = partition_numel(trainable_numel, dp)
     sub = sub_group_numel(cfg, part)
-    buckets = ipg_bucket_bytes(cfg, grad_bytes=grad_bytes, largest_param=largest_param)
+    buckets = ipg_bucket_bytes(cfg, grad_bytes=grad_bytes)
     if cfg.offload_optimizer:
         # the gradient partition, its fp32 form and the step are on the host
         staging = largest_param * grad_bytes if cfg.stage < 3 else 0.0
         return ZeroBuffers(ipg_buckets=buckets, grad_partition=0.0, step_cast=0.0, step_fp32_grad=0.0,
                            optimizer_flat_numel=0.0, offload_grad_staging=staging,
                            persistent_params=persistent_numel * param_bytes if cfg.stage == 3 else 0.0)
-    grad_part = part * grad_bytes if (cfg.stage >= 2 or dp > 1 or cfg.stage == 1) else 0.0
     return ZeroBuffers(
         ipg_buckets=buckets,
-        grad_partition=grad_part,
+        grad_partition=part * grad_bytes,
         step_cast=sub * (grad_bytes + 4.0),
         step_fp32_grad=sub * 4.0,
         optimizer_flat_numel=sub,
@@ -292,7 +291,6 @@ def gathered_params(
         trace += [(f"{i}.{j}", n) for j in range(len(mods) - 1, -1, -1) for n in (mods[j],)]
     trace.append(("embed", embedding))
 
-    size = dict(trace)
     gathered: dict[str, int] = {}
     live = 0
     fetched_for: dict[str, int] = {}
@@ -332,5 +330,4 @@ def gathered_params(
             live -= gathered.pop(key)
         if step == fwd_end - 1:
             at_loss = live
-    del size
     return GatheredParams(forward_peak=fwd_peak, at_loss=at_loss, backward_peak=bwd_peak)

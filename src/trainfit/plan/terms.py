@@ -9,25 +9,41 @@ from __future__ import annotations
 from dataclasses import replace
 from functools import lru_cache
 
+from trainfit.errors import CardError
 from trainfit.memory import attention as attn
-from trainfit.memory.deepspeed import (
-    DEEPSPEED_VERSION, ZeroConfig, gathered_params, persistent_numel, resolve_zero_config, zero_buffers,
-)
 from trainfit.memory.activations import ActivationBytes, activation_bytes
+from trainfit.memory.deepspeed import (
+    DEEPSPEED_VERSION,
+    ZeroConfig,
+    gathered_params,
+    persistent_numel,
+    resolve_zero_config,
+    zero_buffers,
+)
 from trainfit.memory.logits import SOFTCAP_FAMILIES, logits_bytes
 from trainfit.memory.lora import (
-    lora_largest_tensor_params, lora_trainable_params, saved_module_params, targeted_groups,
+    lora_largest_tensor_params,
+    lora_trainable_params,
+    saved_module_params,
+    targeted_groups,
 )
 from trainfit.memory.optimizer import PAGED, master_weight_bytes, optimizer_state_bytes, step_temporary_bytes
 from trainfit.memory.params import ParamBreakdown, TensorGroup, param_breakdown, param_tensors
 from trainfit.memory.phases import StepTerms
 from trainfit.memory.sharding import Sharding
 from trainfit.memory.weights import WeightBytes, count_scale, total_params, weight_bytes
-from trainfit.errors import CardError
 from trainfit.plan.resolve import card_with, trainable_spec
 from trainfit.spec.card import RunCard
 from trainfit.spec.enums import (
-    AdapterDtype, ComputeDtype, Dtype, LayerKind, MasterWeights, Offload, Scope, StatesDtype, Strategy,
+    AdapterDtype,
+    ComputeDtype,
+    Dtype,
+    LayerKind,
+    MasterWeights,
+    Offload,
+    Scope,
+    StatesDtype,
+    Strategy,
 )
 from trainfit.spec.model import ModelSpec
 from trainfit.spec.training import LoraSpec, TrainableSpec

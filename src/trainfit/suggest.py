@@ -151,7 +151,7 @@ def best_combination(card, base: dict[str, Any], plan, *, calibration=None) -> S
         return None
     full = card.model_dump(mode="json")
     # the value the plan used: as set, else the default (an unset weight sync is not its default: see above)
-    now = lambda k: _get(base if k == "rollout.weight_sync" else full, k)  # noqa: E731
+    now = lambda k: _get(base if k == "rollout.weight_sync" else full, k)
     changes: dict[str, Any] = {}
     for k, v in best.knobs.items():
         if k in ("hardware.gpu", "gpus"):

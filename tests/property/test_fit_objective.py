@@ -2,7 +2,7 @@
 result beats it (checked against brute-force plans of every combination, every weight-sync value
 included), for every objective, with and without a run length, a budget, or mixed currencies."""
 
-from functools import lru_cache
+from functools import cache
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -46,7 +46,7 @@ def _brute(base, pinned, prices, rl):
     return rows
 
 
-@lru_cache(maxsize=None)
+@cache
 def brute(rl: bool, currencies: str):
     prices = _prices(currencies)
     return tuple(_brute(RL_BASE if rl else SFT_BASE, RL_PINNED if rl else SFT_PINNED, prices, rl))

@@ -21,10 +21,12 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from trainfit.compute.cost import Price
 from trainfit.errors import CardError
+
+if TYPE_CHECKING:
+    from trainfit.compute.cost import Price
 
 _DATA = "trainfit.catalog.data.prices"
 _FIELDS = ("id", "gpu", "per_gpu_hour", "currency", "market", "provider", "label", "source", "as_of", "via", "notes")
@@ -54,6 +56,7 @@ class PriceTable:
 
 def _entry(raw: Any, n: int, origin: str) -> Price:
     from trainfit.catalog.gpus import resolve_gpu
+    from trainfit.compute.cost import Price
     from trainfit.errors import TrainfitError
 
     where = f"price table {origin}: entry {n}"

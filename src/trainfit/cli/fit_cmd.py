@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -14,23 +14,23 @@ DEFAULT_GPUS = "rtx4090,a100-40gb,a100-80gb,h100-sxm"
 
 
 def fit(
-    card: Annotated[Optional[Path], typer.Argument(help="Run card. Default: the embedded default card.")] = None,
+    card: Annotated[Path | None, typer.Argument(help="Run card. Default: the embedded default card.")] = None,
     gpu: Annotated[str, typer.Option(help="Comma-separated GPU catalog ids to consider.")] = DEFAULT_GPUS,
     max_gpus: Annotated[int, typer.Option(help="Most cards: every count 1-8 on one node, then 16, 32, 64.")] = 64,
-    objective: Annotated[Optional[str], typer.Option(help="cost | time | cards. Default: cost (per run with --steps/--tokens, else per hour, time breaking ties).")] = None,
-    steps: Annotated[Optional[int], typer.Option(help="Optimizer steps in the run: ranks by cost per run.")] = None,
-    tokens: Annotated[Optional[float], typer.Option(help="Tokens in the run (steps = tokens / tokens per step, per row).")] = None,
-    budget: Annotated[Optional[str], typer.Option(help="Most to spend, with a currency (e.g. 300CNY): per run with --steps/--tokens, else per hour.")] = None,
-    deadline: Annotated[Optional[str], typer.Option(help="Longest run wall-clock, e.g. 12h, 90m, 2d (needs --steps or --tokens).")] = None,
+    objective: Annotated[str | None, typer.Option(help="cost | time | cards. Default: cost (per run with --steps/--tokens, else per hour, time breaking ties).")] = None,
+    steps: Annotated[int | None, typer.Option(help="Optimizer steps in the run: ranks by cost per run.")] = None,
+    tokens: Annotated[float | None, typer.Option(help="Tokens in the run (steps = tokens / tokens per step, per row).")] = None,
+    budget: Annotated[str | None, typer.Option(help="Most to spend, with a currency (e.g. 300CNY): per run with --steps/--tokens, else per hour.")] = None,
+    deadline: Annotated[str | None, typer.Option(help="Longest run wall-clock, e.g. 12h, 90m, 2d (needs --steps or --tokens).")] = None,
     price: Annotated[list[str], typer.Option(help="GPU=PRICE with a currency, or GPU=<price table id>, e.g. rtx4090=1.98CNY or rtx4090=rtx4090-pro. Repeatable.")] = [],
-    price_table: Annotated[Optional[Path], typer.Option(help="Your own price table (JSON/YAML, the catalog's shape): the cheapest entry per GPU kind prices it.")] = None,
-    market: Annotated[Optional[str], typer.Option(help="Price every GPU kind from the catalog's table in this market (cn-rental, cloud-on-demand): its cheapest entry.")] = None,
+    price_table: Annotated[Path | None, typer.Option(help="Your own price table (JSON/YAML, the catalog's shape): the cheapest entry per GPU kind prices it.")] = None,
+    market: Annotated[str | None, typer.Option(help="Price every GPU kind from the catalog's table in this market (cn-rental, cloud-on-demand): its cheapest entry.")] = None,
     fx: Annotated[list[str], typer.Option(help="Exchange rate FROM:TO=RATE (1 FROM = RATE TO), e.g. USD:CNY=7.2. Repeatable. Without one, currencies are ranked apart.")] = [],
     set_: Annotated[list[str], typer.Option("--set", help="Pin any card field: KEY=VALUE (hardware.gpus_per_node pins the count). Repeatable.")] = [],
-    global_batch: Annotated[Optional[int], typer.Option(help="Sequences per optimizer step, kept fixed (default: the card's micro-batch x accumulation x GPUs).")] = None,
+    global_batch: Annotated[int | None, typer.Option(help="Sequences per optimizer step, kept fixed (default: the card's micro-batch x accumulation x GPUs).")] = None,
     json_: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
-    html: Annotated[Optional[Path], typer.Option(help="Also write an HTML report: ranked table and cost-against-time chart.")] = None,
-    calibration: Annotated[Optional[Path], typer.Option("--calibration", help="Calibration file of measured rates (`trainfit calibrate`). Default: $TRAINFIT_CALIBRATION, else $XDG_CONFIG_HOME/trainfit/calibration.json, when it exists.")] = None,
+    html: Annotated[Path | None, typer.Option(help="Also write an HTML report: ranked table and cost-against-time chart.")] = None,
+    calibration: Annotated[Path | None, typer.Option("--calibration", help="Calibration file of measured rates (`trainfit calibrate`). Default: $TRAINFIT_CALIBRATION, else $XDG_CONFIG_HOME/trainfit/calibration.json, when it exists.")] = None,
 ) -> None:
     """The best plan of each GPU kind and card count, ranked by the objective; Pareto front marked.
 
@@ -109,7 +109,7 @@ def _goal(objective, steps, tokens, budget, deadline, fx):
                 fx=exchange_rates(fx))
 
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|min|h|d)?\s*$", re.I)
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|min|h|d)?\s*$", re.IGNORECASE)
 
 
 def _seconds(text: str) -> float:

@@ -351,3 +351,41 @@ def test_the_phase_outlasts_its_longest_sequence_alone(c):
     alone = _run(prompts=1, samples_per_prompt=1, prompt_len=c["prompt_len"], response_len_max=c["response_len_max"],
                  response_len_mean=r.response_len_max_used, response_len_shape="fixed")
     assert r.decode_s >= alone.decode_s * (1 - 1e-3)
+
+
+# ------------------------------------------------------------------------------------------------
+# fully asynchronous rollout: the stream never drains
+# ------------------------------------------------------------------------------------------------
+
+
+def test_streaming_fixed_lengths_is_tokens_over_the_full_batch():
+    """Fixed lengths L, slots never empty: every step runs max_num_seqs sequences whose mean age is L/2,
+    and the step's S·L tokens take S·L / slots steps."""
+    s = _run(streaming=True, response_len_shape="fixed", response_len_mean=400, max_num_seqs=16)
+    step = _step()
+    age = 400 / 2
+    want = 32 * 400 / 16 * step.seconds(16, 16 * (128 + age))
+    assert s.decode_s == pytest.approx(want, rel=1e-9)
+    assert s.tail_s == 0 and s.peak_concurrency == 16
+    assert any("fully asynchronous" in a for a in s.assumptions)
+
+
+def test_streaming_age_is_length_biased():
+    """A running sequence's mean age is E[L²]/(2E[L]), above E[L]/2 for a spread of lengths."""
+    groups = ((100.0, 0.5), (300.0, 0.5))
+    out = gen._stream_decode(groups=groups, sequences=10, slots=4, prompt_len=0, kv_prompt=0,
+                             kv_capacity=4 * 250.0, step=_step())
+    # age = (0.5·100² + 0.5·300²) / (2·200) = 125; KV room 1000 / 125 = 8 > 4 slots
+    assert out.peak == 4
+    out = gen._stream_decode(groups=groups, sequences=10, slots=64, prompt_len=0, kv_prompt=0,
+                             kv_capacity=1000.0, step=_step())
+    assert out.peak == pytest.approx(1000 / 125)
+
+
+@settings(max_examples=25, deadline=None)
+@given(mean=st.integers(20, 500), slots=st.sampled_from([4, 32, 256]))
+def test_streaming_is_never_slower_than_a_draining_batch(mean, slots):
+    """With no KV limit the stream runs at least as many sequences per step as the draining batch and
+    has no tail, so it is never slower (same tokens, same step model)."""
+    kw = dict(response_len_mean=mean, max_num_seqs=slots, prompts=16, samples_per_prompt=8)
+    assert _run(streaming=True, **kw).total_s <= _run(**kw).total_s * (1 + 1e-9)

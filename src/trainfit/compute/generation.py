@@ -571,6 +571,28 @@ def _simulate_decode(*, groups, sequences: int, slots: int, prompt_len: float, k
     return out
 
 
+def _stream_decode(*, groups, sequences: int, slots: int, prompt_len: float, kv_prompt: float,
+                   kv_capacity: float | None, step: _StepModel) -> _Decode:
+    """Decode of ``sequences`` in a stream that never drains (fully asynchronous rollout).
+
+    In steady state the engine runs ``B`` sequences whose ages are length-biased: a running
+    sequence has generated ``E[L²] / (2·E[L])`` tokens on average (renewal theory: a slot holds a
+    sequence of length ``L`` for ``L`` steps). ``B = min(max_num_seqs, KV capacity / (prompt KV +
+    that age))``; each step makes ``B`` tokens over ``B·(prompt + age)`` context tokens, so the
+    step's ``sequences·E[L]`` tokens take ``sequences·E[L] / B`` steps.
+    """
+    mean = sum(length * share for length, share in groups)
+    age = sum(length * length * share for length, share in groups) / (2 * mean)
+    b = float(slots)
+    if kv_capacity is not None:
+        b = max(1.0, min(b, kv_capacity / (kv_prompt + age)))
+    t = b * (prompt_len + age)
+    out = _Decode(peak=b)
+    out.charge(step, sequences * mean / b, b, t)
+    out.tokens = sequences * mean
+    return out
+
+
 class _Remaining:
     """``E[L − a | L > a]``: the mean tokens still owed by a sequence that has generated ``a``."""
 
@@ -677,6 +699,7 @@ def generation_time(
     chunk_tokens: float | None = None,
     engine_s_per_step: float = ENGINE_S_PER_STEP,
     tp_all_reduce_latency_s: float | None = None,
+    streaming: bool = False,
 ) -> GenerationTime:
     """Seconds of one rollout phase (module docstring).
 
@@ -686,6 +709,8 @@ def generation_time(
     ``kv_capacity_tokens``: KV tokens one engine holds (None: unlimited, no preemption).
     ``prefix_sharing``: the samples of a prompt share its prefill and its KV blocks (vLLM prefix
     caching); attention still reads the prompt once per sequence.
+    ``streaming``: a fully asynchronous rollout (``_stream_decode``): the engine is kept full from
+    later steps' prompts, so the step's tokens are generated at the steady-state rate, with no long tail.
     Raises ``CardError`` on a non-positive count or a sequence longer than the KV capacity.
     """
     if min(tp, engines, prompts, samples_per_prompt, prompt_len, max_num_seqs, quantiles) < 1:
@@ -709,8 +734,12 @@ def generation_time(
     step = _step_model(spec=spec, matmul_params=matmul_params, rates=rates, tp=tp, weight_bytes=weight_bytes,
                        kv_bytes_per_token=kv_bytes_per_token, cuda_graphs=cuda_graphs,
                        engine_s_per_step=engine_s_per_step, tp_all_reduce_latency_s=tp_all_reduce_latency_s)
-    dec = _simulate_decode(groups=groups, sequences=seqs, slots=max_num_seqs, prompt_len=prompt_len,
-                           kv_prompt=kv_prompt, kv_capacity=kv_capacity_tokens, chunk=chunk, step=step)
+    if streaming:
+        dec = _stream_decode(groups=groups, sequences=seqs, slots=max_num_seqs, prompt_len=prompt_len,
+                             kv_prompt=kv_prompt, kv_capacity=kv_capacity_tokens, step=step)
+    else:
+        dec = _simulate_decode(groups=groups, sequences=seqs, slots=max_num_seqs, prompt_len=prompt_len,
+                               kv_prompt=kv_prompt, kv_capacity=kv_capacity_tokens, chunk=chunk, step=step)
     prefilled = ceil(seqs / samples_per_prompt) if prefix_sharing else seqs
     common = dict(spec=spec, matmul_params=matmul_params, rates=rates, tp=tp,
                   tp_all_reduce_latency_s=tp_all_reduce_latency_s)
@@ -726,7 +755,8 @@ def generation_time(
     notes = _assumptions(engines=engines, tp=tp, seqs=seqs, max_num_seqs=max_num_seqs, kv=kv_capacity_tokens,
                          kind=_shape(response_len_shape, response_len_max, response_len_mean)[0], mean=mean,
                          l_top=l_top, response_len_max=response_len_max, groups=len(groups), chunk=chunk,
-                         engine_s=engine_s_per_step, cuda_graphs=cuda_graphs, prefix_sharing=prefix_sharing)
+                         engine_s=engine_s_per_step, cuda_graphs=cuda_graphs, prefix_sharing=prefix_sharing,
+                         streaming=streaming, peak=dec.peak)
     return GenerationTime(
         prefill_s=prefill, decode_s=dec.seconds, tail_s=dec.tail_s,
         tp_comm_s=prefill_comm + dec.comm_s + recompute_comm,
@@ -738,14 +768,18 @@ def generation_time(
 
 
 def _assumptions(*, engines, tp, seqs, max_num_seqs, kv, kind, mean, l_top, response_len_max, groups, chunk,
-                 engine_s, cuda_graphs, prefix_sharing) -> tuple[str, ...]:
+                 engine_s, cuda_graphs, prefix_sharing, streaming=False, peak=0.0) -> tuple[str, ...]:
+    order = (f"fully asynchronous: the engine streams, its slots refilled from later steps' prompts; the step's "
+             f"tokens at the steady state of {peak:.0f} running sequences (max_num_seqs and KV capacity), no long "
+             "tail (partial rollouts carry unfinished sequences over)") if streaming else (
+        "random admission order as a fluid: the phase ends with the longest sequence; below one running "
+        "sequence a step is weighted by the chance a straggler still runs")
     return (
         f"{engines} engine(s) of tp={tp}, {seqs} sequences each, up to {max_num_seqs} at once"
         + ("" if kv is None else f", {kv:.0f} KV tokens"),
         f"response lengths: {kind.value}, mean {mean:.0f}, longest {l_top:.0f} of max {response_len_max}; "
-        f"{groups} length groups, chunks of {chunk:.3g} steps",
-        "random admission order as a fluid: the phase ends with the longest sequence; below one running "
-        "sequence a step is weighted by the chance a straggler still runs",
+        f"{groups} length groups" + ("" if streaming else f", chunks of {chunk:.3g} steps"),
+        order,
         f"decode step = max(max(weights+KV read, FLOPs) + TP all-reduce, launch) + {engine_s * 1e3:.1f} ms engine",
         "CUDA graphs: one launch per step" if cuda_graphs
         else f"eager: {DECODE_KERNELS_PER_LAYER} kernels per layer launched per step",

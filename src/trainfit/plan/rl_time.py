@@ -177,6 +177,7 @@ def generation_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, rollout, r: D
         weight_bytes=_engine_weight_bytes(spec), kv_bytes_per_token=rollout.kv_bytes_per_token * ro.tensor_parallel,
         max_num_seqs=ro.max_num_seqs, kv_capacity_tokens=rollout.kv_capacity_tokens or None,
         cuda_graphs=ro.cuda_graphs, engines=max(1, rollout.engine_instances),
+        streaming=ro.async_mode is AsyncMode.FULLY_ASYNC,
     )
     bound = {"bandwidth": "memory"}.get(g.bound, g.bound)
     return _phase("generation", g.total_s, bound, prefill=g.prefill_s, decode=g.decode_s, long_tail=g.tail_s,

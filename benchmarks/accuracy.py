@@ -217,8 +217,8 @@ def _gib(b: float) -> str:
     return f"{b / GIB:.2f}"
 
 
-def _pct(e: float) -> str:
-    return f"{e * 100:+.1f}%"
+def _pct(e: float | None) -> str:
+    return "verdict only" if e is None else f"{e * 100:+.1f}%"
 
 
 class _Reasons:
@@ -289,9 +289,14 @@ def md_published_table(rows: list[dict[str, Any]]) -> str:
             if r.get(f"{p}_verdict_correct") is False:
                 c += " ✗"
             cells.append(c)
+        measured = "—" if r["measured_bytes"] is None else _gib(r["measured_bytes"])
+        if r.get("outcome") == "out of memory":
+            measured += " (OOM)"
         lines.append("| " + " | ".join([str(r["id"]), r["model"], r["method"], r["gpus"], r["metric"],
-                                          _gib(r["measured_bytes"]), tf, *cells, flags]) + " |")
-    notes = ["✗ = the tool says the run does not fit its GPU (every published run did fit)."]
+                                          measured, tf, *cells, flags]) + " |")
+    notes = ["✗ = the tool's fit verdict is wrong: it says a run that trained does not fit, or that a run reported "
+             "out of memory fits. An out-of-memory point's measured figure is the allocated bytes at the failure "
+             "plus the failing request (a lower bound of the step's peak); '—' = a fit report without a figure."]
     if tf_unsup:
         notes += ["", "Points trainfit does not model (kept, unscored):", ""] + tf_unsup
     rr = reasons.render()
@@ -398,6 +403,8 @@ def environment() -> dict[str, Any]:
 
 
 def render_md(data: dict[str, Any]) -> str:
+    import published
+
     env = data["environment"]
     a, b = data["part_a"], data["part_b"]
     p = env["peers"]
@@ -468,13 +475,23 @@ def render_md(data: dict[str, Any]) -> str:
         "`shared/reference/measured_points.json` (not copied into the repository); each point's mapping to a "
         "run card and its metric are documented there. Flags: *ambiguous* = the source's metric or setup is "
         "uncertain; *approx-seq* = variable-length data mapped to its longest (peak-setting) length. "
-        "The fit/OOM verdict is scored against the point's GPU (every published run fitted).",
+        "Points 101+ are DeepSpeed ZeRO out-of-memory and fit reports kept in the repository with their sources "
+        "(`benchmarks/data/published_deepspeed_points.json`). The fit/OOM verdict is scored against the point's "
+        "GPU and its outcome (trained or out of memory).",
         "",
         "### Summary",
         "",
         md_summary(b["summary"], part="b"),
         "",
         coverage_note(b["summary"], "points"),
+        "",
+        "### trainfit's error by scope, strategy and metric",
+        "",
+        published.markdown_split(published.split_summary(b["rows"])),
+        "",
+        "### Fit / out-of-memory verdicts (DeepSpeed points and every report without a figure)",
+        "",
+        published.verdict_table(b["rows"]),
         "",
         "### Points",
         "",

@@ -205,6 +205,9 @@ def calibrate(paths: list[Path], *, out: Path, gpu: str | None = None, write: bo
     mfits: list[FragmentationFit] = []
     if mems:
         mfits = fit_fragmentation(mems, held_m, current)
+        unused = sorted({_gpu_id(m.card) for m in mems} - {f.gpu_id for f in mfits})
+        notes += [f"{g}: no record's planned reserved depends on the fragmentation share (their reserved comes from "
+                  f"the caching-allocator replay, which has no fitted constant): not fitted" for g in unused]
         keep = {f.gpu_id: {SHARE_FIELD: f.share_after} for f in mfits if not f.refused}
         refused += [f"{f.gpu_id} fragmentation share {f.share_after:.4g}: held-out reserved rms "
                     f"{f.held_before.text()} -> {f.held_after.text()}" for f in mfits if f.refused]
@@ -214,7 +217,8 @@ def calibrate(paths: list[Path], *, out: Path, gpu: str | None = None, write: bo
             current = merge(current, make_calibration(keep, sources=sources, notes=mnotes))
             fitted_any = True
     if (records or mems) and not fitted_any and current is before:
-        raise CardError("calibrate: refused: " + "; ".join(refused) + " (nothing written)")
+        why = refused + [n.split(": ", 1)[1] if ": " in n else n for n in notes if "not fitted" in n]
+        raise CardError("calibrate: nothing fitted: " + ("; ".join(why) or "no usable record") + " (nothing written)")
     if current is None:
         raise CardError("calibrate: nothing to calibrate from: "
                         + ("; ".join(notes) if notes else "no measurement, calibration or usable record"))

@@ -92,15 +92,17 @@ def default_share() -> float:
 
 def apply_fragmentation(plan: Any, share: float) -> Any:
     """``plan`` with every phase's fragmentation term at ``share`` (instead of the default) and its
-    reserved and device figures moved by the difference; load phases (no transient) unchanged."""
+    reserved and device figures moved by the difference; load phases (no transient) and phases whose
+    reserved comes from replaying the step's allocations through the caching-allocator model
+    (``OverheadBytes.replayed``: single-rank SFT since the replay; it has no fitted constant) unchanged."""
     base = default_share()
     if share == base:
         return plan
 
     def fix(p: Any) -> Any:
         frag = p.overhead.fragmentation
-        if not frag:
-            return p
+        if not frag or getattr(p.overhead, "replayed", False):
+            return p  # no transient, or reserved from the allocator replay (no share in it)
         delta = frag * (share / base - 1.0)
         return replace(p, reserved=p.reserved + delta, device=p.device + delta,
                        overhead=replace(p.overhead, fragmentation=frag + delta))
@@ -175,8 +177,10 @@ def fit_fragmentation(records: list[MemoryRecord], held_out: list[MemoryRecord],
         by_gpu.setdefault(gpu_of(r.card).id, []).append(r)
     fits = []
     for gpu_id, rs in sorted(by_gpu.items()):
-        fit_plans = planned(rs)
-        held_plans = planned([r for r in held_out if gpu_of(r.card).id == gpu_id])
+        fit_plans = [(r, p) for r, p in planned(rs) if uses_share(p)]
+        held_plans = [(r, p) for r, p in planned([r for r in held_out if gpu_of(r.card).id == gpu_id]) if uses_share(p)]
+        if not fit_plans:
+            continue
         before = _share_of(base, gpu_id)
 
         def errors(pairs: list[tuple[MemoryRecord, Any]], share: float) -> list[float]:
@@ -196,6 +200,11 @@ def fit_fragmentation(records: list[MemoryRecord], held_out: list[MemoryRecord],
             held_after=ErrorStats.of(errors(held_plans, after)) if held_plans else None,
             residuals=tuple((r.where, e) for (r, _), e in zip(fit_plans, errors(fit_plans, after)))))
     return fits
+
+
+def uses_share(plan: Any) -> bool:
+    """Whether the plan's step reserved figure depends on the fragmentation share."""
+    return step_reserved(apply_fragmentation(plan, 2 * default_share())) != step_reserved(plan)
 
 
 def _share_of(cal: Any, gpu_id: str) -> float:

@@ -34,8 +34,7 @@ def fit(
 ) -> None:
     """The best plan of each GPU kind and card count, ranked by the objective; Pareto front marked.
 
-    The card's fields are pinned (its hardware section is where the search starts, not a pin);
-    --set pins more, hardware.* included."""
+    What the card file sets is pinned, except its hardware section (where the search starts); --set pins more, hardware.* included."""
     from trainfit.catalog.gpus import resolve_gpu
     from trainfit.cli.common import default_card_dict, parse_set, set_path
     from trainfit.errors import CardError

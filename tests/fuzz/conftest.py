@@ -9,7 +9,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):  # noqa: ARG001 - pytest's hook signature
-    from fuzzlib import CODES, STATS, TOTAL
+    from fuzzlib import CODES, FAILURES, STATS, TOTAL
 
     if not STATS:
         return
@@ -19,3 +19,20 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):  # noqa: ARG0
         codes = ", ".join(f"exit {k}: {v}" for k, v in sorted(CODES.get(name, {}).items()))
         terminalreporter.write_line(f"  {name:<14} {len(secs):>6} runs, {sum(secs):7.1f} s, slowest {max(secs):.2f} s"
                                     + (f" ({codes})" if codes else ""))
+    if FAILURES:
+        by_sig: dict[tuple[str, str], list[dict[str, str]]] = {}
+        for f in FAILURES:
+            by_sig.setdefault((f["test"], f["signature"]), []).append(f)
+        terminalreporter.write_sep("-", f"trainfit fuzz: {len(FAILURES)} failing cases, {len(by_sig)} distinct")
+        for (test, sig), items in sorted(by_sig.items(), key=lambda kv: -len(kv[1])):
+            small = min(items, key=lambda f: len(f["case"]))
+            terminalreporter.write_line(f"  {len(items):>5}x {test}: {sig}")
+            terminalreporter.write_line(f"         smallest case: {small['case'][:600]}")
+            terminalreporter.write_line("         " + small["message"][:900].replace("\n", "\n         "))
+
+
+def pytest_sessionfinish(session, exitstatus):  # noqa: ARG001
+    from fuzzlib import FAILURES
+
+    if FAILURES and session.exitstatus == 0:
+        session.exitstatus = 1

@@ -45,15 +45,53 @@ CODES: dict[str, dict[int, int]] = {}
 """Per command: how many cases ended with each exit code (0 means the case reached the end)."""
 
 
+COLLECT = os.environ.get("TRAINFIT_FUZZ_COLLECT", "") not in ("", "0")
+"""Release runs: record every failing case (``FAILURES``) and go on instead of stopping at the first and
+shrinking it; the session then fails and lists each distinct failure with its smallest example."""
+FAILURES: list[dict[str, str]] = []
+
+
 def examples(weight: float) -> int:
     return max(1, round(TOTAL * weight / WEIGHTS_TOTAL))
 
 
 def fuzz_settings(weight: float, **kw: Any) -> settings:
+    from hypothesis import Phase
+
+    phases = (Phase.explicit, Phase.reuse, Phase.generate) if COLLECT else tuple(Phase)
     return settings(
         max_examples=examples(weight), deadline=None, derandomize=not RELEASE, database=None,
-        suppress_health_check=list(HealthCheck), print_blob=True, **kw,
+        suppress_health_check=list(HealthCheck), print_blob=True, phases=phases, **kw,
     )
+
+
+def signature(message: str) -> str:
+    """What makes two failures the same: the escaped exception and its innermost trainfit frame, or the
+    invariant's first line without paths and numbers."""
+    m = re.search(r"exception escaped the CLI: (\w+)", message)
+    if m:
+        frames = re.findall(r'File "[^"]*/src/(trainfit/[^"]+)", line (\d+), in (\w+)', message)
+        return f"{m.group(1)} at {':'.join(frames[-1]) if frames else '?'}"
+    first = message.splitlines()[0] if message else ""
+    return re.sub(r"\d+(\.\d+)?", "N", re.sub(r"/\S+", "PATH", first))[:160]
+
+
+def case(fn):
+    """Under ``@given``: in a release run (``COLLECT``) a failing case is recorded and the run goes on."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except AssertionError as exc:
+            if not COLLECT:
+                raise
+            FAILURES.append({"test": fn.__name__, "signature": signature(str(exc)), "message": str(exc)[:4000],
+                             "case": repr({k: v for k, v in kwargs.items() if k != "tmp_path"})[:3000]})
+            return None
+
+    return wrapper
 
 
 @dataclass

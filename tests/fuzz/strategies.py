@@ -167,6 +167,20 @@ valid_cards = st.fixed_dictionaries(
 """Cards built only from accepted values: most reach the planner (some still fail its coherence checks)."""
 
 
+def _coherent(card: dict[str, Any]) -> dict[str, Any]:
+    """Repair the two cross-field rules a random valid card breaks most often (a custom GPU's memory, a price's currency)."""
+    hw = card.get("hardware")
+    if isinstance(hw, dict):
+        if "gpu_memory_gib" in hw:
+            hw["gpu"] = "custom"
+        if "price_per_gpu_hour" in hw:
+            hw.setdefault("currency", "USD")
+    return card
+
+
+valid_cards = valid_cards.map(_coherent)
+
+
 @st.composite
 def one_bad_field(draw) -> dict[str, Any]:
     """A valid card with one field (a real dotted key) set to a hostile value."""

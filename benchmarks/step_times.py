@@ -433,7 +433,7 @@ def rollout_section(e: dict[str, Any], model: Any, nodes: int) -> tuple[dict[str
                          f" {'sequences' if e['framework'] == 'nemo-rl' else 'prompts'})")
     if resp_mean:
         out["response_len_mean"] = min(resp_mean, resp_max)
-    for key in ("gpu_memory_utilization", "max_num_seqs"):
+    for key in ("gpu_memory_utilization", "max_num_seqs", "weight_sync"):
         if ro.get(key):
             out[key] = ro[key]
     if ro.get("cuda_graphs") is not None:

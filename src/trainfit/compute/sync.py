@@ -18,6 +18,10 @@ http                     TRL server mode: one HTTP request per tensor to ``trl v
 disk                     write a checkpoint, the engine reloads it (``bytes / disk_bytes_per_s`` twice).
 =======================  ===========================================================================
 
+A card that sets ``rollout.weight_sync`` picks the framework's other path where it has one
+(``framework_sync_mechanism``): verl's fully-async trainer sends one tensor at a time with its
+checkpoint engine off (``per_parameter``) and 4 GiB buckets with it on (``bucketed``).
+
 Seconds::
 
     gather    = (s−1)/s · weight_bytes / bus  +  num_tensors · (collective latency + hops)   (s shards)
@@ -53,7 +57,7 @@ from trainfit.compute import collectives
 from trainfit.compute.collectives import DEFAULT_INTER_NODE_BYTES_PER_S
 from trainfit.compute.rates import COLLECTIVE_HOP_LATENCY_S, DeviceRates
 from trainfit.errors import CardError
-from trainfit.spec.enums import LayerKind, Placement
+from trainfit.spec.enums import LayerKind, Placement, WeightSync
 from trainfit.spec.model import ModelSpec
 
 S_PER_TENSOR_BUCKETED = 0.3e-3
@@ -250,14 +254,50 @@ _FRAMEWORKS = {
 }
 
 
-def framework_sync_mechanism(framework: str, placement: Placement | str) -> FrameworkSync:
+_PER_PARAMETER = {
+    ("verl", Placement.SPLIT): (
+        SyncMechanism.NCCL_BROADCAST, None, S_PER_TENSOR_BUCKETED,
+        "checkpoint engine off (async_training.checkpoint_engine.enable: False): per parameter full_tensor(), "
+        "an NCCL broadcast from trainer rank 0 to every rank of the sync group, and load_weights of that one "
+        "tensor on each rollout rank (no RPC per tensor)",
+        "volcengine/verl verl/experimental/fully_async_policy/base_detach_sync.py (_sync_vllm_weights) "
+        "@b178a3cd56f58b2d502255daba591e92833930a7"),
+}
+"""The unbucketed path of frameworks whose default is bucketed (``rollout.weight_sync: per_parameter``)."""
+
+_BUCKETED = {
+    ("verl", Placement.SPLIT): (
+        SyncMechanism.NCCL_BROADCAST, 4 * GIB, S_PER_TENSOR_BUCKETED,
+        "checkpoint engine on (fully_async_policy): the parameters staged per trainer rank in pinned host "
+        "buckets, each bucket copied to the device, broadcast from its owner rank to the sync group and "
+        "loaded (async_training.checkpoint_engine.device_buffer_size_M: 4096)",
+        "volcengine/verl verl/experimental/fully_async_policy/checkpoint_engine.py (update_checkpoint), "
+        "docs/advance/fully_async.md @b178a3cd56f58b2d502255daba591e92833930a7"),
+}
+"""The bucketed path where the card asks for it (``rollout.weight_sync: bucketed``) and it differs from the default."""
+
+
+def framework_sync_mechanism(framework: str, placement: Placement | str,
+                             weight_sync: WeightSync | str | None = None) -> FrameworkSync:
     """The sync a framework performs for a placement (``colocate``: trainer and engine share the
-    GPUs; ``split``: separate GPUs), read from its source (``FrameworkSync.source``)."""
+    GPUs; ``split``: separate GPUs), read from its source (``FrameworkSync.source``).
+
+    ``weight_sync``: the card's choice when it sets one (``per_parameter``: the framework's unbucketed
+    path where it has one; ``bucketed``: its bucketed path); None: the framework's default.
+    """
     name = framework.lower().replace("_", "-").replace("nemo-rl", "nemo-rl").replace("nemorl", "nemo-rl")
     where = Placement("colocate" if str(placement) in ("colocated", "hybrid") else placement)
     try:
         mech, bucket, per, reason, source = _FRAMEWORKS[(name, where)]
     except KeyError:
         raise CardError(f"framework: one of verl, trl, openrlhf, nemo-rl; got {framework!r}") from None
+    try:
+        choice = None if weight_sync is None else WeightSync(weight_sync)
+    except ValueError:
+        raise CardError(f"rollout.weight_sync: one of {', '.join(w.value for w in WeightSync)}; "
+                        f"got {weight_sync!r}") from None
+    variant = {WeightSync.PER_PARAMETER: _PER_PARAMETER, WeightSync.BUCKETED: _BUCKETED}.get(choice, {})
+    if (name, where) in variant:
+        mech, bucket, per, reason, source = variant[(name, where)]
     return FrameworkSync(framework=name, placement=where, mechanism=mech, bucket_bytes=bucket, s_per_tensor=per,
                          reason=reason, source=source)

@@ -191,7 +191,8 @@ def sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding,
     from trainfit.compute.sync import framework_sync_mechanism, hf_tensor_count, weight_sync_seconds
 
     ro = card.rollout
-    fs = framework_sync_mechanism(card.preset or "trl", ro.placement.value)
+    chosen = ro.weight_sync if "weight_sync" in ro.model_fields_set else None
+    fs = framework_sync_mechanism(card.preset or "trl", ro.placement.value, chosen)
     sharded = card.parallel.strategy.value in ("zero3", "fsdp", "hsdp", "fsdp_grad_op")
     train_gpus, _ = group_sizes(card)
     t = weight_sync_seconds(

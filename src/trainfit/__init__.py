@@ -20,7 +20,7 @@ from types import ModuleType as _ModuleType
 
 __version__ = "0.1.0"
 
-__all__ = ["Plan", "RunCard", "__version__", "fit", "load_card", "plan", "size", "trace"]
+__all__ = ["Plan", "RunCard", "__version__", "fit", "load_card", "plan", "size", "trace", "watch"]
 
 _CALLABLE = frozenset({"plan", "trace", "size"})
 """Subpackages that are also API functions."""
@@ -53,6 +53,10 @@ def __getattr__(name):
         from trainfit import api
 
         return getattr(api, name)
+    if name == "watch":  # a callable package of its own (trainfit.watch(card)); imports no torch
+        import importlib
+
+        return importlib.import_module("trainfit.watch")
     if name == "Plan":
         from trainfit.plan.result import Plan
 

@@ -14,6 +14,8 @@ Importing this package does not import torch or transformers: ``watch()`` does, 
 
 from __future__ import annotations
 
+import sys
+from types import ModuleType
 from typing import Any
 
 __all__ = ["watch"]
@@ -30,3 +32,13 @@ def watch(card: Any, **kw: Any) -> Any:
 
         return Watch(card, **kw)
     return WatchCallback(card, **kw)
+
+
+class _CallablePackage(ModuleType):
+    """This package is also the function ``watch``: ``trainfit.watch(card)`` (as ``trainfit.plan(card)``)."""
+
+    def __call__(self, card: Any, **kw: Any) -> Any:
+        return watch(card, **kw)
+
+
+sys.modules[__name__].__class__ = _CallablePackage

@@ -244,3 +244,56 @@ def test_audit_file_fields_are_checked(machine, tmp_path, edit, why):
     edit(d)
     with pytest.raises((ValueError, TypeError), match=why):
         AuditReport.from_dict(d)
+
+
+# --- fuzzed probe output: the parsers raise only ValueError, the audit never raises ---------------------
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_ROW = "0, NVIDIA H100 80GB HBM3, 81559, 81000, 550.54.15, 9.0"
+_CELLS = st.sampled_from(["0", "-1", "1e400", "inf", "nan", "-81559", "81559", "[N/A]", "", "x", "9" * 30, "1.5",
+                          "NVIDIA H100", "550.54", "9.0", " , ", "\x00", "MiB", "81559 MiB"])
+_rows = st.lists(_CELLS, min_size=1, max_size=8).map(", ".join)
+_outputs = st.one_of(
+    st.lists(_rows, max_size=5).map("\n".join),
+    st.text(max_size=200),
+    st.lists(st.sampled_from([_ROW, "GPU0\tX\tNV18", "GPU1\tNV18\tX", "\tGPU0\tGPU1", "Legend:", "NV#", "\x1b[4m"]),
+             max_size=6).map("\n".join),
+)
+
+
+@settings(max_examples=150, deadline=None, derandomize=True, database=None)
+@given(text=_outputs)
+def test_parsers_raise_only_value_error(text):
+    from trainfit.preflight.audit import GPU_QUERY_FIELDS
+
+    for parse in (lambda t: parse_gpu_csv(t, GPU_QUERY_FIELDS), lambda t: parse_gpu_csv(t, GPU_QUERY_FIELDS[:-1]),
+                  parse_p2p, nvlink_in_topology):
+        try:
+            out = parse(text)
+        except ValueError:
+            continue
+        if isinstance(out, tuple) and out and hasattr(out[0], "memory_total_bytes"):
+            for g in out:
+                assert g.memory_total_bytes is None or 0 < g.memory_total_bytes <= 16 * 2**40
+                assert g.memory_free_bytes is None or 0 <= g.memory_free_bytes
+
+
+@settings(max_examples=25, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(query=_outputs, topo=_outputs, rc=st.sampled_from([0, 0, 1, 9]))
+def test_audit_never_raises_on_any_probe_output(machine, tmp_path, query, topo, rc):
+    """The 3 audit crashes in 69 runs against broken nvidia-smi stand-ins: any output, any exit, no exception."""
+    from conftest import write_exe
+
+    bin_dir = machine("none")
+    (tmp_path / "q.txt").write_text(query)
+    (tmp_path / "t.txt").write_text(topo)
+    write_exe(bin_dir, "nvidia-smi", f'#!/bin/sh\ncase "$*" in\n  *--query-gpu*) cat "{tmp_path}/q.txt"; exit {rc} ;;\n'
+                                     f'  *) cat "{tmp_path}/t.txt" ;;\nesac\n')
+    r = run_audit(checkpoint_path=tmp_path, timeout_s=5, probe_torch=False)
+    json.dumps(r.to_dict(), allow_nan=False)
+    AuditReport.from_dict(json.loads(json.dumps(r.to_dict())))
+    if r.gpus:
+        assert all(g.memory_total_bytes is None or g.memory_total_bytes > 0 for g in r.gpus)

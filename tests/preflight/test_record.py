@@ -102,3 +102,38 @@ def test_cli_bad_card_is_one_line(tmp_path):
     res = invoke("record", write_card(tmp_path / "bad.yaml", "scope: everything\n"))
     assert res.exit_code == 2 and res.error.startswith("scope: 'everything' is not allowed")
     assert not (tmp_path / "bad.record.yaml").exists()
+
+
+def test_cli_measured_puts_the_watch_phases_into_the_record(machine, tmp_path, monkeypatch):
+    """`record --measured WATCH_RECORD`: the phases (planned vs measured), step time, versions and the
+    watch's verdict travel into the audited record; `compare` reads them back; a file without phases
+    is refused in one line and nothing is written."""
+    from trainfit.preflight.record import PHASES_KEY, measured_record
+    from trainfit.watch.plan_map import planned_phases
+
+    machine("a100x8_nvlink")
+    monkeypatch.chdir(REPO)
+    card = write_card(tmp_path / "run.yaml", CARD)
+    planned = planned_phases(make_plan(load_card_dict(yaml.safe_load(CARD))))
+    rows = [{"phase": p, "plan_phases": list(planned[p].plan_phases),
+             "planned": {"reserved_bytes": planned[p].reserved_bytes},
+             "measured": {"reserved_bytes": planned[p].reserved_bytes * f, "seconds": 0.5, "steps": 4}}
+            for p, f in (("forward", 1.02), ("backward", 1.25))]
+    rows.append({"phase": "step", "plan_phases": [], "planned": {}, "measured": {"seconds": 2.5, "steps": 4}})
+    watch_rec = measured_record(load_card_dict(yaml.safe_load(CARD)), rows=rows, versions={"torch": "2.13.0"},
+                                watch={"device": "cuda", "memory_margin": 0.1, "time_margin": 0.3})
+    src = tmp_path / "watch.record.yaml"
+    src.write_text(yaml.safe_dump(watch_rec))
+    out = tmp_path / "full.record.yaml"
+    assert invoke("record", card, "--timeout", "5", "--measured", src, "--out", out).exit_code == 0
+    _, rec = load_record(out)
+    assert rec[PHASES_KEY] == rows and rec["step_s"] == 2.5 and rec["versions"] == {"torch": "2.13.0"}
+    assert rec["gpus"] and rec["git"]["commit"]  # the audit's part is still there
+    from trainfit.watch.compare import compare_record
+
+    result = compare_record(out)  # what `trainfit compare` prints (exit 1 when off)
+    text = "\n".join(result.lines())
+    assert result.off and "verdict: plan off: backward" in text and "backward: memory +25.0% (margin 10%)" in text
+    bad = invoke("record", card, "--measured", card, "--out", tmp_path / "no.yaml")
+    assert bad.exit_code == 2 and bad.error.startswith("record --measured: the file is not a watch record")
+    assert not (tmp_path / "no.yaml").exists()

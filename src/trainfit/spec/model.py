@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from trainfit.errors import ConfigError
 from trainfit.spec.enums import LayerKind
 
 
@@ -112,6 +113,7 @@ class ModelSpec:
             raise ValueError(
                 f"layer_types has {len(self.layer_types)} entries, num_hidden_layers is {self.num_layers}"
             )
+        _check_sizes(self)
 
     def layer_kind(self, layer_idx: int) -> LayerKind:
         return self.layer_types[layer_idx] if self.layer_types else LayerKind.FULL_ATTENTION
@@ -131,6 +133,42 @@ class ModelSpec:
     @property
     def kv_dim(self) -> int:
         return self.num_kv_heads * self.head_dim
+
+
+def _at_least(where: str, least: int, **sizes: object) -> None:
+    for key, v in sizes.items():
+        if isinstance(v, bool) or not isinstance(v, int) or v < least:
+            raise ConfigError(f"{where}: {key} must be a whole number of at least {least}, got {v!r}")
+
+
+def _check_sizes(spec: ModelSpec) -> None:
+    """No plan starts from a negative or zero size, whatever built the spec (ConfigError).
+
+    Derived specs (a tensor-parallel shard, a pipeline stage) may have zero layers or zero heads of a
+    kind on a rank, so only the sizes that stay whole are required to be at least 1; the consistency of a
+    config (kv heads dividing heads, top-k within the experts) is checked where it is parsed (hf_config)."""
+    where = spec.name
+    _at_least(where, 1, hidden_size=spec.hidden_size, num_attention_heads=spec.num_attention_heads,
+              num_kv_heads=spec.num_kv_heads, head_dim=spec.head_dim, vocab_size=spec.vocab_size)
+    _at_least(where, 0, intermediate_size=spec.intermediate_size, num_layers=spec.num_layers,
+              norms_per_layer=spec.norms_per_layer)
+    if spec.params_override is not None:
+        _at_least(where, 1, params=spec.params_override)
+    if spec.head_outputs is not None:
+        _at_least(where, 1, head_outputs=spec.head_outputs)
+    if spec.sliding_window is not None:
+        _at_least(where, 1, sliding_window=spec.sliding_window)
+    m = spec.moe
+    if m is not None:
+        _at_least(where, 1, num_experts=m.num_experts, num_experts_per_tok=m.experts_per_token,
+                  decoder_sparse_step=m.sparse_step)
+        _at_least(where, 0, moe_intermediate_size=m.expert_intermediate_size,
+                  shared_expert_intermediate_size=m.shared_expert_intermediate_size)
+    la = spec.linear_attention
+    if la is not None:
+        _at_least(where, 0, linear_num_key_heads=la.num_key_heads, linear_num_value_heads=la.num_value_heads)
+        _at_least(where, 1, linear_key_head_dim=la.key_head_dim, linear_value_head_dim=la.value_head_dim,
+                  linear_conv_kernel_dim=la.conv_kernel_dim, state_dtype_bytes=la.state_dtype_bytes)
 
 
 @lru_cache(maxsize=1024)

@@ -38,7 +38,8 @@ def set_dotted(data: dict[str, Any], dotted: str, value: Any) -> None:
         if nxt is None:
             nxt = node[p] = {}
         if not isinstance(nxt, dict):
-            raise CardError(f"{dotted}: '{p}' is not a section")
+            raise CardError(f"{dotted}: '{p}' is {str(nxt)[:40]!r}, not a section of keys;"
+                            f" set '{p}' itself instead, e.g. {p}={{{leaf}: ...}}")
         node = nxt
     if isinstance(value, dict) and isinstance(node.get(leaf), dict):
         node[leaf] = {**node[leaf], **value}

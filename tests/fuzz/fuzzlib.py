@@ -31,7 +31,7 @@ from typing import Any
 
 from hypothesis import HealthCheck, settings
 
-DEFAULT_TOTAL = 500
+DEFAULT_TOTAL = 350
 TOTAL = int(os.environ.get("TRAINFIT_FUZZ_EXAMPLES", DEFAULT_TOTAL))
 RELEASE = "TRAINFIT_FUZZ_EXAMPLES" in os.environ
 WEIGHTS_TOTAL = 100.0

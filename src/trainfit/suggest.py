@@ -131,47 +131,57 @@ def suggestions(card, plan, *, pairs: bool = True, limit: int = 5, calibration=N
     return _rank(singles)[:limit], _rank(doubles)[:limit]
 
 
-def best_combination(card, base: dict[str, Any], plan, *, calibration=None) -> Suggestion | None:
-    """When no single change or pair fits: the fastest plan ``fit`` finds on the card's own GPU kind
-    and count (its whole space, the model, method and lengths held), as the changes it makes."""
+def best_combination(card, base: dict[str, Any], plan, *, calibration=None, rounds: int = 8) -> Suggestion | None:
+    """When no single change or pair fits: a greedy walk through the same candidate changes. Each
+    round re-plans every remaining change on top of those kept so far; when some fit, the fastest of
+    them ends the walk; otherwise the change that lowers the worst GPU's peak most is kept. Bounded
+    (``rounds`` x candidates plans, about a second) so that ``plan`` stays interactive; ``trainfit
+    fit`` searches the whole space exhaustively."""
     from trainfit.methods.presets import knob_name
-    from trainfit.objective import Goal, Objective
     from trainfit.plan import make_plan
-    from trainfit.search import fit
     from trainfit.spec.card import RunCard
 
-    hold = frozenset({"model", "method", "hardware.gpu", "hardware.gpus_per_node", "hardware.nodes"})
-    try:
-        result = fit(base, gpus=[card.hardware.gpu], max_gpus=card.world_size, pinned=hold, calibration=calibration,
-                     goal=Goal(objective=Objective.TIME))
-    except (TrainfitError, ValueError):
-        return None
-    best = result.best
-    if best is None:
-        return None
-    full = card.model_dump(mode="json")
-    # the value the plan used: as set, else the default (an unset weight sync is not its default: see above)
-    now = lambda k: _get(base if k == "rollout.weight_sync" else full, k)
-    changes: dict[str, Any] = {}
-    for k, v in best.knobs.items():
-        if k in ("hardware.gpu", "gpus"):
-            continue
-        if k == "batch":
-            changes |= {f"batch.{kk}": vv for kk, vv in v.items() if now(f"batch.{kk}") != vv}
-        elif now(k) != v:
-            changes[k] = v
-    data = deep_copy(base)
-    for k, v in changes.items():
-        set_dotted(data, k, v)
-    new = make_plan(RunCard.model_validate(data), calibration=calibration)  # re-planned, as every suggestion
-    if not new.fits:
-        return None
-    return Suggestion(
-        changes=changes, names={k: knob_name(card.preset, k) for k in changes},
-        saving_bytes=plan.peak.device - new.peak.device, peak_device_bytes=new.peak.device,
-        step_seconds=new.step_seconds,
-        delta_seconds=None if new.step_seconds is None or plan.step_seconds is None else new.step_seconds - plan.step_seconds,
-    )
+    cands = [c for c in candidate_changes(card, base) if not ({"hardware.gpus_per_node", "hardware.nodes"} & set(c))]
+    kept: dict[str, Any] = {}
+    peak = plan.peak.device
+
+    def planned(changes: dict[str, Any]):
+        data = deep_copy(base)
+        for k, v in changes.items():
+            set_dotted(data, k, v)
+        try:
+            return make_plan(RunCard.model_validate(data), calibration=calibration)
+        except (TrainfitError, ValueError):
+            return None
+
+    for _ in range(rounds):
+        tried = []
+        for c in cands:
+            if set(c) & set(kept):
+                continue
+            new = planned(kept | c)
+            if new is not None:
+                tried.append((c, new))
+        fitting = [(c, n) for c, n in tried if n.fits]
+        if fitting:
+            inf = float("inf")
+            c, new = min(fitting, key=lambda cn: (cn[1].step_seconds if cn[1].step_seconds is not None else inf,
+                                                  cn[1].peak.device))
+            changes = kept | c
+            return Suggestion(
+                changes=changes, names={k: knob_name(card.preset, k) for k in changes},
+                saving_bytes=plan.peak.device - new.peak.device, peak_device_bytes=new.peak.device,
+                step_seconds=new.step_seconds,
+                delta_seconds=None if new.step_seconds is None or plan.step_seconds is None
+                else new.step_seconds - plan.step_seconds,
+            )
+        lower = [(c, n) for c, n in tried if n.peak.device < peak]
+        if not lower:
+            return None
+        c, new = min(lower, key=lambda cn: cn[1].peak.device)
+        kept |= c
+        peak = new.peak.device
+    return None
 
 
 def _rank(items: list[Suggestion]) -> list[Suggestion]:

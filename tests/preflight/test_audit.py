@@ -215,6 +215,12 @@ def test_negative_memory_from_nvidia_smi_is_an_error_entry(machine, tmp_path):
     assert r.errors[0].startswith("gpus: cannot parse nvidia-smi --query-gpu output: memory.total '-81559' MiB is outside")
 
 
+@pytest.mark.parametrize("timeout", [float("nan"), float("inf"), 1e400, -1.0])
+def test_run_command_survives_any_timeout(timeout):
+    r = run_command(["sh", "-c", "echo ok"], timeout_s=timeout)
+    assert r.stdout == "ok" or r.error.startswith("timed out after 0")
+
+
 def test_exited_probe_with_a_lingering_child_returns():
     start = time.monotonic()
     r = run_command(["sh", "-c", "(sleep 30 &) ; echo done"], timeout_s=10)

@@ -48,6 +48,8 @@ class CommandResult:
         )
 
 
+MAX_TIMEOUT_S = 86_400.0
+"""Longest wait for one probe, seconds (a NaN or infinite timeout means this)."""
 MAX_OUTPUT_BYTES = 1 << 20
 """Most bytes kept from each of a probe's stdout and stderr (1 MiB); past it the probe is stopped."""
 
@@ -62,6 +64,8 @@ def run_command(
     that never stops) is killed with its process group and reported as an error, so memory stays bounded."""
     start = time.monotonic()
     argv = tuple(args)
+    # "never raises": NaN or an infinite/huge timeout would break select() and wait(); a day is the most
+    timeout_s = MAX_TIMEOUT_S if not timeout_s == timeout_s else min(max(float(timeout_s), 0.0), MAX_TIMEOUT_S)
 
     def done(rc: int | None, out: str, err: str, error: str | None) -> CommandResult:
         return CommandResult(argv, rc, out.strip(), err.strip(), error, round(time.monotonic() - start, 3))

@@ -108,6 +108,21 @@ def test_collectives_latency_and_bandwidth():
     assert coll.all_reduce_seconds(total_bytes=1e9, ranks=1, bus_bytes_per_s=1e9, latency_s=1) == 0
 
 
+def test_a_ring_across_nodes_runs_on_the_nics_of_its_local_ranks():
+    """NCCL runs one ring per channel and each channel leaves the node through another GPU's NIC:
+    a data-parallel group with 8 GPUs per node crosses at 8 NICs' worth (capped by NVLink), a group
+    with one GPU per node (tensor parallel inside the node) at one NIC. The published
+    automodel Llama-3.1-70B 64xH100 step (18.9 s, FSDP over 32 ranks, 4 micro-batches) moves ~1.6 TB
+    per GPU in FSDP collectives: at one NIC per GPU (40 GB/s) that alone would take 41 s."""
+    nic = 50e9
+    one = coll.ring_bus_bytes_per_s(rates=H200, crosses_nodes=True, nic_bytes_per_s=nic)
+    eight = coll.ring_bus_bytes_per_s(rates=H200, crosses_nodes=True, nic_bytes_per_s=nic, local_ranks=8)
+    assert one == pytest.approx(nic * coll.NIC_EFFICIENCY)
+    assert eight == pytest.approx(min(H200.intra_node_bus_bytes_per_s, 8 * nic * coll.NIC_EFFICIENCY))
+    assert coll.ring_bus_bytes_per_s(rates=H200, crosses_nodes=False, nic_bytes_per_s=nic, local_ranks=8) == (
+        H200.intra_node_bus_bytes_per_s)
+
+
 def _step(**kw):
     base = dict(rates=H200, micro_batch_size=1, seq_len=2048, trained_params=8.19e9, trained_tensors=399,
                 gathered_weight_bytes=16.4e9)

@@ -38,10 +38,19 @@ DDP_BUCKET_BYTES = 25 * 2**20
 """torch DDP's default ``bucket_cap_mb=25`` (MiB)."""
 
 
-def ring_bus_bytes_per_s(*, rates: DeviceRates, crosses_nodes: bool, nic_bytes_per_s: float) -> float:
-    """Bus bandwidth of a ring: NCCL's intra-node rate, or the NIC per GPU when it crosses nodes."""
+def ring_bus_bytes_per_s(*, rates: DeviceRates, crosses_nodes: bool, nic_bytes_per_s: float,
+                         local_ranks: int = 1) -> float:
+    """Bus bandwidth of a ring: NCCL's intra-node rate, or, when it crosses nodes, the NICs of the
+    group's ``local_ranks`` GPUs in one node working in parallel (capped by the intra-node rate).
+
+    NCCL splits a collective over channels, one ring each, and a rail-optimised server gives every
+    GPU its own NIC: each channel's ring leaves the node through a different NIC, so the channels
+    together cross at ``local_ranks × NIC per GPU`` (nccl-tests ``PERFORMANCE.md``: the bus bandwidth
+    is set by the slowest link of each ring; NCCL ``NCCL_MIN_NCHANNELS``/one channel per NIC). A
+    group with one GPU per node (data parallel across tensor-parallel nodes) has one NIC.
+    """
     bus = rates.intra_node_bus_bytes_per_s
-    return min(bus, nic_bytes_per_s * NIC_EFFICIENCY) if crosses_nodes else bus
+    return min(bus, nic_bytes_per_s * NIC_EFFICIENCY * max(1, local_ranks)) if crosses_nodes else bus
 
 
 def all_gather_seconds(*, total_bytes: float, ranks: int, bus_bytes_per_s: float, latency_s: float) -> float:

@@ -27,6 +27,8 @@ Seconds::
     gather    = (s−1)/s · weight_bytes / bus  +  num_tensors · (collective latency + hops)   (s shards)
     transfer  = colocated: (2·W + 2·W/tp) / hbm        (fill the bucket; each engine rank copies its shard)
                 broadcast: W / bus + buckets · (latency + hops) + 2·W/tp / hbm
+    bus: NCCL's intra-node rate; across nodes the NICs of the group's GPUs in one node in parallel
+         (``collectives.ring_bus_bytes_per_s``)
                 disk:      2·W / disk_bytes_per_s + 2·W/tp / hbm
     per_tensor = num_tensors · s_per_tensor + buckets · S_PER_BUCKET
 
@@ -101,6 +103,9 @@ class FrameworkSync:
     """Bytes per bucket; None: one tensor at a time."""
     s_per_tensor: float
     reason: str
+    trainer_ranks_in_group: bool
+    """Every trainer rank joins the sync group (verl: actor ranks + rollout ranks), so a broadcast leaves
+    the trainer's node through all its GPUs' NICs; else trainer rank 0 alone sends."""
     source: str
     """repository, path and commit read."""
 
@@ -121,6 +126,7 @@ def weight_sync_seconds(
     s_per_tensor: float | None = None,
     gather_s_per_tensor: float | None = None,
     disk_bytes_per_s: float = DISK_BYTES_PER_S,
+    sender_node_ranks: int = 1,
 ) -> SyncTime:
     """Seconds of one trainer -> engine weight update (module docstring).
 
@@ -132,6 +138,8 @@ def weight_sync_seconds(
     ``s_per_tensor``: host cost per tensor (default by mechanism and bucketing);
     ``gather_s_per_tensor``: per gathered tensor (default one NCCL launch; DeepSpeed ZeRO-3's
     per-parameter gather is ms-scale: SkyRL PR #161 took 4.4 s for a 14B model, 579 tensors).
+    ``sender_node_ranks``: GPUs of the broadcast group in the sending node; across nodes their NICs
+    carry NCCL's channels in parallel (1: the sending rank alone in its node, one NIC).
     """
     mech = SyncMechanism(mechanism)
     if weight_bytes <= 0 or min(num_tensors, train_shards, tp, engines) < 1:
@@ -140,7 +148,7 @@ def weight_sync_seconds(
         raise CardError(f"weight sync: bucket_bytes must be > 0 or None, got {bucket_bytes}")
     gather = _gather_seconds(weight_bytes=weight_bytes, num_tensors=num_tensors, shards=train_shards, rates=rates,
                              crosses_nodes=bool(gpus_per_node and train_shards > gpus_per_node),
-                             nic_bytes_per_s=nic_bytes_per_s, s_per_tensor=gather_s_per_tensor)
+                             nic_bytes_per_s=nic_bytes_per_s, s_per_tensor=gather_s_per_tensor, gpus_per_node=gpus_per_node)
     buckets = 0 if bucket_bytes is None or mech is SyncMechanism.DISK else ceil(weight_bytes / bucket_bytes)
     load = 2 * weight_bytes / tp / rates.hbm_bytes_per_s  # each engine rank copies its shard in
     if mech is SyncMechanism.COLOCATED_CUDA_IPC:
@@ -151,7 +159,8 @@ def weight_sync_seconds(
         how = f"checkpoint written and re-read at {disk_bytes_per_s / 1e9:.1f} GB/s"
     else:
         receivers = engines * tp
-        bus = collectives.ring_bus_bytes_per_s(rates=rates, crosses_nodes=inter_node, nic_bytes_per_s=nic_bytes_per_s)
+        bus = collectives.ring_bus_bytes_per_s(rates=rates, crosses_nodes=inter_node, nic_bytes_per_s=nic_bytes_per_s,
+                                               local_ranks=sender_node_ranks)
         per_call = rates.collective_latency_s + COLLECTIVE_HOP_LATENCY_S * receivers
         transfer = weight_bytes / bus + (buckets or num_tensors) * per_call + load
         how = f"broadcast from trainer rank 0 to {receivers} engine ranks at {bus / 1e9:.0f} GB/s"
@@ -177,10 +186,12 @@ def _s_per_tensor(mech: SyncMechanism, bucket_bytes: float | None, given: float 
     return S_PER_TENSOR_RPC
 
 
-def _gather_seconds(*, weight_bytes, num_tensors, shards, rates, crosses_nodes, nic_bytes_per_s, s_per_tensor) -> float:
+def _gather_seconds(*, weight_bytes, num_tensors, shards, rates, crosses_nodes, nic_bytes_per_s, s_per_tensor,
+                    gpus_per_node=None) -> float:
     if shards <= 1:
         return 0.0
-    bus = collectives.ring_bus_bytes_per_s(rates=rates, crosses_nodes=crosses_nodes, nic_bytes_per_s=nic_bytes_per_s)
+    bus = collectives.ring_bus_bytes_per_s(rates=rates, crosses_nodes=crosses_nodes, nic_bytes_per_s=nic_bytes_per_s,
+                                           local_ranks=min(shards, gpus_per_node or 1))
     per = rates.collective_latency_s + COLLECTIVE_HOP_LATENCY_S * (shards - 1) if s_per_tensor is None else s_per_tensor
     return (shards - 1) / shards * weight_bytes / bus + num_tensors * per
 
@@ -300,4 +311,4 @@ def framework_sync_mechanism(framework: str, placement: Placement | str,
     if (name, where) in variant:
         mech, bucket, per, reason, source = variant[(name, where)]
     return FrameworkSync(framework=name, placement=where, mechanism=mech, bucket_bytes=bucket, s_per_tensor=per,
-                         reason=reason, source=source)
+                         reason=reason, trainer_ranks_in_group=name == "verl", source=source)

@@ -213,7 +213,8 @@ def train_step_time(
     # communication
     crosses = ranks > parallel.gpus_per_node
     bus = coll.ring_bus_bytes_per_s(rates=rates, crosses_nodes=crosses and st != "hsdp",
-                                    nic_bytes_per_s=parallel.nic_bytes_per_s)
+                                    nic_bytes_per_s=parallel.nic_bytes_per_s,
+                                    local_ranks=min(ranks, parallel.gpus_per_node))
     grad_bytes = trained_params * optimizer.grad_bytes
     layers = spec.num_layers
     comm = coll.CommTime(0.0, 0.0)
@@ -324,7 +325,8 @@ def forward_only_time(
     if parallel.strategy in ("zero3", "fsdp", "hsdp") and parallel.ranks > 1 and gathered_weight_bytes:
         crosses = parallel.ranks > parallel.gpus_per_node and parallel.strategy != "hsdp"
         ranks = min(parallel.ranks, parallel.gpus_per_node) if parallel.strategy == "hsdp" else parallel.ranks
-        bus = coll.ring_bus_bytes_per_s(rates=rates, crosses_nodes=crosses, nic_bytes_per_s=parallel.nic_bytes_per_s)
+        bus = coll.ring_bus_bytes_per_s(rates=rates, crosses_nodes=crosses, nic_bytes_per_s=parallel.nic_bytes_per_s,
+                                        local_ranks=min(ranks, parallel.gpus_per_node))
         layers = spec.num_layers
         ag = coll.all_gather_seconds(total_bytes=gathered_weight_bytes / layers, ranks=ranks, bus_bytes_per_s=bus,
                                      latency_s=rates.collective_latency_s)

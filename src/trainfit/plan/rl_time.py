@@ -201,6 +201,7 @@ def sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding,
         engines=max(1, rollout.engine_instances), inter_node=card.hardware.nodes > 1,
         gpus_per_node=card.hardware.gpus_per_node, nic_bytes_per_s=nic_bytes_per_s(card),
         bucket_bytes=fs.bucket_bytes, s_per_tensor=fs.s_per_tensor,
+        sender_node_ranks=max(1, train_gpus // card.hardware.nodes) if fs.trainer_ranks_in_group else 1,
     )
     return _phase("weight_sync", t.total_s, "communication", gather=t.gather_s, transfer=t.transfer_s,
                   per_tensor=t.per_tensor_s)

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from trainfit.catalog.gpus import resolve_gpu
 from trainfit.catalog.models import from_catalog
+from trainfit.compute import continuous_batching
 from trainfit.compute import generation as gen
 from trainfit.compute.flops import matmul_params
 from trainfit.compute.rates import default_rates
@@ -165,7 +166,7 @@ def test_fluid_matches_shuffled_orders_with_refills(shape, mean, cap):
 
 def test_fluid_conserves_the_generated_tokens(monkeypatch):
     groups = gen.response_length_groups(shape="exponential", response_len_max=1024, response_len_mean=300, sequences=2048)
-    monkeypatch.setattr(gen, "_jump", lambda *a, **k: 0)  # the jump skips the token bookkeeping
+    monkeypatch.setattr(continuous_batching, "_jump", lambda *a, **k: 0)  # the jump skips the token bookkeeping
     for cap in (None, 256 * 300):
         d = _fluid(groups, sequences=2048, slots=256, prompt_len=100, chunk=32, step=_step(), cap=cap)
         assert d.tokens == pytest.approx(2048 * 300, rel=0.01)

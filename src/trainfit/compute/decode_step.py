@@ -1,0 +1,114 @@
+"""One decode step of a vLLM-style engine: weights and KV read, FLOPs, tensor-parallel all-reduce, launch.
+
+One decode step over ``B`` running sequences holding ``T`` context tokens (Pope et al. 2022,
+"Efficiently Scaling Transformer Inference", §2; Kwon et al. 2023, PagedAttention, §2.2)::
+
+    bandwidth = (weight_bytes/tp + T·kv_bytes_per_token/tp + B·kv_bytes_per_token/tp) / hbm_bytes_per_s
+    compute   = (B·2·N + T·4·q_dim·full_attention_layers) / (matmul_flops_per_s · tp)
+    comm      = 2·layers · (latency + 2(tp−1)/tp · B·hidden·2 bytes / bus)          (0 when tp = 1)
+    launch    = eager: layers·(DECODE_KERNELS_PER_LAYER + 2 if tp>1)·host_s_per_forward_kernel
+                CUDA graphs: one launch, host_s_per_forward_kernel
+    step      = max(max(bandwidth, compute) + comm, launch) + engine_s_per_step
+
+``ENGINE_S_PER_STEP`` is what the engine spends per step outside the GPU's kernels (scheduler,
+input preparation, sampling, output processing): the residual of a published batch-1 TPOT once
+the weight read is taken out (H100 SXM, Llama-3.1-8B bf16, vLLM 0.21, concurrency 1: TPOT p50
+6.48 ms, InferenceBench concurrency-sweep recipe, https://yobitelcomm.github.io/bench/recipes/
+concurrency-sweep/; the weight read at 90 % of 3.35 TB/s is 5.33 ms, the graph launch and KV
+read ~0.03 ms: 1.1 ms, rounded down to 1 ms). ``tests/compute/test_generation.py`` checks it on an
+independent A100 point.
+
+Pure Python: no torch import.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from trainfit.compute import collectives
+from trainfit.compute.rates import DeviceRates
+from trainfit.spec.model import ModelSpec
+
+ENGINE_S_PER_STEP = 1.0e-3
+"""Engine seconds per decode step outside the kernels (module docstring: fitted on one published TPOT)."""
+DECODE_KERNELS_PER_LAYER = 10
+"""Kernels one eager decoder layer launches: input norm, QKV GEMM, rotary, KV-cache write, attention,
+O GEMM, fused add+norm, gate/up GEMM, SiLU-and-mul, down GEMM (vLLM's Llama/Qwen layers)."""
+ACTIVATION_BYTES = 2
+"""bf16 hidden states in the tensor-parallel all-reduces."""
+
+
+@dataclass(frozen=True, slots=True)
+class DecodeStep:
+    """One decode step, its parts in seconds (``total_s`` = max(max(bw, compute) + comm, launch) + engine)."""
+
+    bandwidth_s: float
+    compute_s: float
+    comm_s: float
+    launch_s: float
+    engine_s: float
+    total_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class _StepModel:
+    """Linear coefficients of the step parts in (B sequences, T context tokens)."""
+
+    bw0: float
+    bw_ctx: float
+    bw_seq: float
+    fl_seq: float
+    fl_ctx: float
+    comm0: float
+    comm_seq: float
+    launch: float
+    engine: float
+
+    def parts(self, b: float, t: float) -> tuple[float, float, float, float]:
+        return (self.bw0 + self.bw_ctx * t + self.bw_seq * b, self.fl_seq * b + self.fl_ctx * t,
+                self.comm0 + self.comm_seq * b, self.launch)
+
+    def seconds(self, b: float, t: float) -> float:
+        bw, fl, cm, ln = self.parts(b, t)
+        return max((bw if bw > fl else fl) + cm, ln) + self.engine
+
+
+def _step_model(*, spec, matmul_params, rates, tp, weight_bytes, kv_bytes_per_token, cuda_graphs,
+                engine_s_per_step, tp_all_reduce_latency_s) -> _StepModel:
+    hbm = rates.hbm_bytes_per_s
+    flops = rates.matmul_flops_per_s * tp
+    n_ar = 2 * spec.num_layers if tp > 1 else 0
+    lat = rates.collective_latency_s if tp_all_reduce_latency_s is None else tp_all_reduce_latency_s
+    ring = collectives.all_reduce_seconds(total_bytes=1.0, ranks=tp, bus_bytes_per_s=rates.intra_node_bus_bytes_per_s,
+                                          latency_s=lat) if tp > 1 else 0.0
+    per_byte = 2 * (tp - 1) / tp / rates.intra_node_bus_bytes_per_s if tp > 1 else 0.0
+    kernels = spec.num_layers * (DECODE_KERNELS_PER_LAYER + (2 if tp > 1 else 0))
+    return _StepModel(
+        bw0=weight_bytes / tp / hbm, bw_ctx=kv_bytes_per_token / tp / hbm, bw_seq=kv_bytes_per_token / tp / hbm,
+        fl_seq=2 * matmul_params / flops, fl_ctx=4.0 * spec.q_dim * spec.num_full_attention_layers / flops,
+        comm0=n_ar * (ring - per_byte), comm_seq=n_ar * per_byte * spec.hidden_size * ACTIVATION_BYTES,
+        launch=rates.host_s_per_forward_kernel * (1 if cuda_graphs else kernels), engine=engine_s_per_step,
+    )
+
+
+def decode_step_seconds(
+    *, spec: ModelSpec, matmul_params: float, rates: DeviceRates, tp: int, batch: float, context_tokens: float,
+    weight_bytes: float, kv_bytes_per_token: float, cuda_graphs: bool = True,
+    engine_s_per_step: float = ENGINE_S_PER_STEP, tp_all_reduce_latency_s: float | None = None,
+) -> DecodeStep:
+    """One decode step of ``batch`` sequences holding ``context_tokens`` tokens of KV in all (module docstring)."""
+    m = _step_model(spec=spec, matmul_params=matmul_params, rates=rates, tp=tp, weight_bytes=weight_bytes,
+                    kv_bytes_per_token=kv_bytes_per_token, cuda_graphs=cuda_graphs,
+                    engine_s_per_step=engine_s_per_step, tp_all_reduce_latency_s=tp_all_reduce_latency_s)
+    bw, fl, cm, ln = m.parts(batch, context_tokens)
+    return DecodeStep(bandwidth_s=bw, compute_s=fl, comm_s=cm, launch_s=ln, engine_s=m.engine,
+                      total_s=m.seconds(batch, context_tokens))
+
+
+def _bound(m: _StepModel, b: float, t: float) -> int:
+    bw, fl, _, ln = m.parts(b, t)
+    host = ln + m.engine
+    return 0 if bw >= fl and bw >= host else 1 if fl >= host else 2
+
+
+_BOUNDS = ("bandwidth", "compute", "launch")

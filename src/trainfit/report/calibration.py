@@ -7,7 +7,9 @@ from typing import Any
 
 _UNITS = (("_flops_per_s", 1e12, "TFLOP/s"), ("_bytes_per_s", 1e9, "GB/s"), ("_s", 1e-6, "us"),
           ("_kernel", 1e-6, "us"), ("_kernel_min", 1e-6, "us"))
-_KINDS = {"gpu_output": "gpu_calibrate.py time output", "calibration": "calibration file", "run_records": "run records"}
+_KINDS = {"gpu_output": "gpu_calibrate.py time output", "calibration": "calibration file", "run_records": "run records",
+          "gpu_raw": "gpu_calibrate.py measure output (records)", "held_out_run_records": "held-out run records",
+          "held_out_gpu_raw": "held-out gpu_calibrate.py measure output"}
 
 
 def rate_text(field: str, value: Any) -> str:

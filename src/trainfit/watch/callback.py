@@ -18,7 +18,8 @@ Where the phases come from:
   of ``on_train_begin``), to wrap those methods and to move itself first among the callbacks, so
   the metrics it adds to each ``on_log`` reach ``report_to`` (TensorBoard, W&B...) in the same call.
 
-The record goes to ``record`` or ``<output_dir>/trainfit.record.yaml``, written at
+The record goes to ``record`` or ``<output_dir>/trainfit.record.yaml`` (``trainfit.rank<i>.record.yaml``
+per process when the Trainer runs several), written at
 ``on_train_end``; the summary is logged (logger ``trainfit.watch``) and kept as ``.summary()``.
 """
 
@@ -49,7 +50,8 @@ class WatchCallback(TrainerCallback, Watch):
     # ---------------------------------------------------------------- Trainer events
     def on_train_begin(self, args, state, control, model=None, optimizer=None, **kw):  # noqa: ANN001, ANN201
         if self.record_path is None:
-            self.record_path = Path(args.output_dir) / RECORD_NAME
+            name = RECORD_NAME if args.world_size <= 1 else RECORD_NAME.replace(".record", f".rank{args.process_index}.record")
+            self.record_path = Path(args.output_dir) / name  # one record per rank: each measures its own GPU
         self.log_fn = self._queue_log
         self.start(model, optimizer)
         t = time.perf_counter()

@@ -18,6 +18,10 @@ Its time is the larger of the two roofs, each at what the card sustains (``rates
   ``k`` runs below peak: ``depth_efficiency = k / (k + K_HALF)`` with ``K_HALF = 128`` (one tile
   width of pipeline fill; same guide, "Math and memory bounds").
 * **Skinny shapes** (LoRA's rank-r products, decode at a small batch) fall on the memory roof.
+* **fp8.** A GEMM with 1-byte operands (``dtype_bytes=1``: Transformer Engine / torchao float8 linears)
+  runs at ``rates.fp8_matmul_flops_per_s`` under the same tile, wave and depth model (its tiles are
+  128 wide on Hopper too: cuBLASLt / CUTLASS fp8 kernels); a card without an fp8 rate is an error. The
+  casts that feed it are memory-bound kernels, counted in the op inventory.
 * **Calibration.** When ``rates.gemm_points`` holds measurements, the model's time at the nearest
   measured shape (in log space) is corrected by measured/modelled there.
 
@@ -29,6 +33,7 @@ from __future__ import annotations
 from math import ceil, log
 
 from trainfit.compute.rates import DeviceRates, GemmPoint
+from trainfit.errors import CardError
 
 TILE_M = 128
 TILE_N = 128
@@ -65,12 +70,21 @@ def depth_efficiency(*, k: float) -> float:
     return k / (k + K_HALF)
 
 
-def _model_compute_s(*, m: float, n: float, k: float, groups: float, rates: DeviceRates, fp32: bool = False) -> float:
+def _model_compute_s(*, m: float, n: float, k: float, groups: float, rates: DeviceRates, fp32: bool = False,
+                     peak: float | None = None) -> float:
     if fp32:  # no tensor cores: SIMT fp32 at the datasheet rate, in its smaller tiles
         eff = tile_fill(m=m, n=n, tile_m=FP32_TILE_M, tile_n=FP32_TILE_N) * depth_efficiency(k=k)
         return gemm_flops(m=m, n=n, k=k, groups=groups) / ((rates.fp32_matmul_flops_per_s or rates.matmul_flops_per_s / 12) * eff)
     eff = wave_efficiency(m=m, n=n, sm_count=rates.sm_count, groups=groups) * depth_efficiency(k=k) * tile_fill(m=m, n=n)
-    return gemm_flops(m=m, n=n, k=k, groups=groups) / (rates.matmul_flops_per_s * eff)
+    return gemm_flops(m=m, n=n, k=k, groups=groups) / ((peak or rates.matmul_flops_per_s) * eff)
+
+
+def _peak(rates: DeviceRates, fp8: bool) -> float:
+    if not fp8:
+        return rates.matmul_flops_per_s
+    if not rates.fp8_matmul_flops_per_s:
+        raise CardError(f"precision.compute: fp8 needs fp8 tensor cores; {rates.gpu_id} has no fp8 rate in the catalog")
+    return rates.fp8_matmul_flops_per_s
 
 
 def _nearest(points: tuple[GemmPoint, ...], m: float, n: float, k: float) -> GemmPoint:
@@ -87,10 +101,11 @@ def gemm_seconds(
     if min(m, n, k) <= 0:
         return 0.0
     fp32 = dtype_bytes >= 4
-    compute = _model_compute_s(m=m, n=n, k=k, groups=groups, rates=rates, fp32=fp32)
-    if rates.gemm_points and not fp32:
+    fp8 = dtype_bytes <= 1
+    compute = _model_compute_s(m=m, n=n, k=k, groups=groups, rates=rates, fp32=fp32, peak=_peak(rates, fp8))
+    if rates.gemm_points and not fp32 and not fp8:  # measured points are bf16
         p = _nearest(rates.gemm_points, m, n, k)
-        modelled = max(_model_compute_s(m=p.m, n=p.n, k=p.k, groups=1, rates=rates),
+        modelled = max(_model_compute_s(m=p.m, n=p.n, k=p.k, groups=1, rates=rates, peak=rates.matmul_flops_per_s),
                        gemm_bytes(m=p.m, n=p.n, k=p.k) / rates.hbm_bytes_per_s)
         measured = gemm_flops(m=p.m, n=p.n, k=p.k) / p.flops_per_s
         compute *= measured / modelled
@@ -100,6 +115,6 @@ def gemm_seconds(
 
 def gemm_bound(*, m: float, n: float, k: float, rates: DeviceRates, groups: float = 1) -> str:
     """'compute' or 'memory': which roof the GEMM sits on."""
-    compute = _model_compute_s(m=m, n=n, k=k, groups=groups, rates=rates)
+    compute = _model_compute_s(m=m, n=n, k=k, groups=groups, rates=rates, peak=rates.matmul_flops_per_s)
     memory = gemm_bytes(m=m, n=n, k=k, groups=groups) / rates.hbm_bytes_per_s
     return "compute" if compute >= memory else "memory"

@@ -75,6 +75,16 @@ BACKWARD_KERNEL_FACTOR = 1.9
 LORA_BACKWARD_BYTES_FACTOR = 0.9
 LORA_BACKWARD_KERNEL_FACTOR = 1.0
 EAGER_SCORE_FORWARD_BYTES, EAGER_SCORE_BACKWARD_BYTES = 16.0, 20.0
+FP8_CAST_BYTES = 5.0
+"""fp8 (``precision.compute: fp8``): every decoder linear's input and weight are scaled and cast per forward
+(current scaling: an amax reduction reads the bf16 tensor (2 B) and the cast reads it again and writes fp8 (2 + 1);
+delayed scaling fuses the amax into the cast but keeps the same budget, stated); backward casts the output
+gradient the same way."""
+FP8_TRANSPOSE_BYTES = 2.0
+"""Backward needs the fp8 input and weight transposed (read 1 B, write 1 B per element: TE's transpose cache,
+torchao's ``t().contiguous()`` of the fp8 tensors) for the dX / dW GEMMs' column-major operands."""
+FP8_FORWARD_KERNELS, FP8_BACKWARD_KERNELS = 4, 4
+"""amax + cast for the input and for the weight; backward: amax + cast of the gradient, two transposes."""
 MOE_DISPATCH_KERNELS = 14
 """Router softmax, top-k, normalise, sort/histogram, permute, unpermute, scale, scatter-add."""
 
@@ -137,6 +147,19 @@ class StepInventory:
     head_backward: PassInventory
     num_layers: int
     notes: tuple[str, ...] = field(default=())
+    layers_recompute_op: PassInventory = PassInventory()
+    """Per-op selective checkpointing (torchtitan ``selective_ac_option: op``): the whole layer forward re-runs
+    (torchtitan wraps with ``early_stop=False``) but the saved ops come from the cache: every elementwise
+    kernel and the even-numbered matmuls of each layer (``memory/activations.py``); the attention kernel
+    and the odd matmuls are not recomputed."""
+    layers_recompute_core_attention: PassInventory = PassInventory()
+    """Megatron's selective recompute: only the attention core (the fused kernel, or eager's two batched
+    products and its softmax traffic)."""
+
+    def recompute(self, selective: str = "none") -> PassInventory:
+        """The recompute pass of full (``none``), ``op`` or ``core_attention`` checkpointing."""
+        return {"op": self.layers_recompute_op, "core_attention": self.layers_recompute_core_attention}.get(
+            selective, self.layers_recompute)
 
     @property
     def forward(self) -> PassInventory:
@@ -173,7 +196,7 @@ def _targeted(name: str, adapter: Adapter | None) -> bool:
 def step_inventory(
     spec: ModelSpec, *, micro_batch_size: int, seq_len: int, adapter: Adapter | None = None,
     eager_attention: bool = False, causal_skip: bool = True, train_embedding: bool = True,
-    attention_context: int | None = None, sequence_shards: int = 1,
+    attention_context: int | None = None, sequence_shards: int = 1, fp8: bool = False,
 ) -> StepInventory:
     """The op inventory of one micro-step of ``micro_batch_size × seq_len`` tokens on one GPU.
 
@@ -186,6 +209,7 @@ def step_inventory(
     fwd, bwd = [], []
     fwd_bytes = bwd_bytes = lora_bytes = 0.0
     fwd_k = bwd_k = lora_k = 0.0
+    fq_b = bq_b = fq_k = bq_k = 0.0  # fp8 quantisation kernels (added after the backward factors)
     layers = spec.num_layers
     full = spec.num_full_attention_layers
     # elementwise
@@ -220,12 +244,19 @@ def step_inventory(
                 fwd_k += 3 * g.count
                 bwd_k += 4 * g.count
             continue
-        fwd.append(Gemm(g.name, t, g.out_features, g.in_features, g.count))
-        bwd.append(Gemm(g.name + ".dX", t, g.in_features, g.out_features, g.count))
+        e = 1.0 if fp8 else 2.0
+        fwd.append(Gemm(g.name, t, g.out_features, g.in_features, g.count, 1, e))
+        bwd.append(Gemm(g.name + ".dX", t, g.in_features, g.out_features, g.count, 1, e))
         if not frozen:
-            bwd.append(Gemm(g.name + ".dW", g.in_features, g.out_features, t, g.count))
+            bwd.append(Gemm(g.name + ".dW", g.in_features, g.out_features, t, g.count, 1, e))
         fwd_k += g.count
         bwd_k += g.count * (1 if frozen else 2)
+        if fp8:
+            w = g.in_features * g.out_features
+            fq_b += (FP8_CAST_BYTES * (t * g.in_features + w)) * g.count
+            bq_b += (FP8_CAST_BYTES * t * g.out_features + FP8_TRANSPOSE_BYTES * (t * g.in_features + w)) * g.count
+            fq_k += FP8_FORWARD_KERNELS * g.count
+            bq_k += FP8_BACKWARD_KERNELS * g.count
         if adapter is not None and adapter.nf4_base:
             fwd_bytes += NF4_DEQUANT_BYTES_PER_WEIGHT * g.in_features * g.out_features * g.count
             bwd_bytes += NF4_DEQUANT_BYTES_PER_WEIGHT * g.in_features * g.out_features * g.count
@@ -300,6 +331,11 @@ def step_inventory(
     elementwise_k = fwd_k - sum(g.count for g in fwd) - (0 if eager_attention else full)
     bwd_k += BACKWARD_KERNEL_FACTOR * elementwise_k + LORA_BACKWARD_KERNEL_FACTOR * lora_k
     fwd_k += lora_k
+    # fp8 casts: not elementwise ops whose backward the factors above describe; their own backward casts
+    fwd_bytes += fq_b
+    bwd_bytes += bq_b
+    fwd_k += fq_k
+    bwd_k += bq_k
     layers_fwd = PassInventory(tuple(fwd), attn_fwd, float(full), fwd_bytes, fwd_k, scores)
     layers_bwd = PassInventory(tuple(bwd), attn_fwd, float(full), bwd_bytes, bwd_k, scores)
     # head + loss + embedding + final norm
@@ -319,4 +355,32 @@ def step_inventory(
                         fwd_bytes - RESIDUAL_BYTES * t * h * layers / sequence_shards,
                         fwd_k - sum(g.count for g in last) - layers,
                         scores)
-    return StepInventory(layers_fwd, layers_bwd, rec, head_f, head_b, layers)
+    # selective, per op: the even-numbered matmuls of a layer re-run, SDPA and the odd ones come from the cache
+    even = _sac_recomputed_gemms(spec, adapter)
+    op_gemms = tuple(g for g in fwd if g.name in even or g.name.startswith("attn.") or g.name.startswith("deltanet"))
+    saved_k = sum(g.count for g in fwd if g not in op_gemms) + (0 if eager_attention else full)
+    rec_op = PassInventory(op_gemms, 0.0, 0.0, fwd_bytes, fwd_k - saved_k, scores)
+    core_g = tuple(g for g in fwd if g.name.startswith("attn."))
+    rec_core = PassInventory(core_g, attn_fwd, float(full), EAGER_SCORE_FORWARD_BYTES * scores,
+                             (8 * full) if eager_attention else float(full), scores)
+    return StepInventory(layers_fwd, layers_bwd, rec, head_f, head_b, layers,
+                         layers_recompute_op=rec_op, layers_recompute_core_attention=rec_core)
+
+
+def _sac_recomputed_gemms(spec: ModelSpec, adapter: Adapter | None) -> set[str]:
+    """Names of the GEMMs torchtitan's per-op policy recomputes: every second ``aten.mm`` of a layer, in
+    execution order (a biased linear is ``addmm``: saved, not counted; LoRA's A and B products count; the
+    order is that of a full-attention layer)."""
+    seq: list[str] = []
+    for g in linear_groups(spec):
+        if g.is_fused_experts:
+            continue
+        if not g.bias:
+            seq.append(g.name)
+        if _targeted(g.name, adapter):
+            seq += [g.name + ".A", g.name + ".B"]
+    if spec.moe is not None:  # the router's linear runs after attention, before the experts
+        attn = ("q_proj", "k_proj", "v_proj", "o_proj", "in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a", "out_proj")
+        at = sum(1 for n in seq if n.split(".")[0] in attn)
+        seq.insert(at, "router")
+    return {n for k, n in enumerate(seq, start=1) if k % 2 == 0}

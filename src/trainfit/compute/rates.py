@@ -11,6 +11,8 @@ Sources of the defaults (each is listed in the plan's assumptions when used):
 * Matmul: "Maximum Achievable Matmul FLOPS comparison table", stas00/ml-engineering
   ``compute/accelerator/README.md``: BF16 MAMF / datasheet = 85.9 % A100 SXM, 82.2 % A100 PCIe,
   80.1 % H100 SXM, 83.0 % GH200. Other NVIDIA cards take 80 % (the H100 ratio), stated.
+* FP8 matmul: the catalog's dense fp8 peak (datasheet, without sparsity) at the card's bf16 MAMF
+  fraction (no published fp8 MAMF table covers every card; assumed, and listed when used).
 * HBM: a streaming copy reaches about 90 % of the datasheet bandwidth on A100/H100 (NVIDIA's
   ``nvbandwidth`` / STREAM-style results); assumed for every card.
 * Host cost per kernel: the H200 step times of small models in ``benchmarks/results/gpu_raw``
@@ -100,6 +102,9 @@ class DeviceRates:
     """Host DRAM bandwidth per node that a CPU optimizer step streams at."""
     fp32_matmul_flops_per_s: float | None = None
     """fp32 matmul without tensor cores (None: 1/12 of the bf16 rate)."""
+    fp8_matmul_flops_per_s: float | None = None
+    """Sustained dense fp8 (E4M3/E5M2) matmul rate; None on cards without fp8 tensor cores (Ampere, Turing,
+    Volta), where ``precision.compute: fp8`` is refused."""
     gemm_points: tuple[GemmPoint, ...] = ()
     """Measured matmuls (a calibration); when given they replace the shape model near their shapes."""
     compute_capability: str | None = None
@@ -115,7 +120,7 @@ class DeviceRates:
         if "gemm_points" in data:
             data["gemm_points"] = tuple(p if isinstance(p, GemmPoint) else GemmPoint(**p) for p in data["gemm_points"])
         for k, v in data.items():
-            if k not in ("gemm_points", "p2p", "compute_capability", "fp32_matmul_flops_per_s") and not (isinstance(v, (int, float)) and v > 0):
+            if k not in ("gemm_points", "p2p", "compute_capability", "fp32_matmul_flops_per_s", "fp8_matmul_flops_per_s") and not (isinstance(v, (int, float)) and v > 0):
                 raise CardError(f"calibration: {k} must be a positive number, got {v!r}")
         return replace(self, **data, sources=self.sources + (source,))
 
@@ -144,6 +149,7 @@ def default_rates(gpu: GpuSpec) -> DeviceRates:
         pcie_bytes_per_s=(gpu.pcie_bytes_per_s or 32e9) * PCIE_EFFICIENCY,
         compute_capability=gpu.compute_capability,
         fp32_matmul_flops_per_s=gpu.fp32_flops_per_s,
+        fp8_matmul_flops_per_s=gpu.fp8_dense_flops_per_s * frac if gpu.fp8_dense_flops_per_s else None,
         sources=tuple(src),
     )
 

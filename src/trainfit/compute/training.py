@@ -175,21 +175,25 @@ def train_step_time(
     parallel: Parallel = Parallel(), optimizer: OptimizerSpec = OptimizerSpec(), trained_params: float,
     trained_tensors: float, gathered_weight_bytes: float, count_scale: float = 1.0, memory_factor: float = 1.0,
     kernel_factor: float = 1.0, model_parallel: ModelParallel = ModelParallel(), attention_context: int | None = None,
+    selective: str = "none", fp8: bool = False,
 ) -> TrainStepTime:
     """Seconds of one optimizer step on one GPU (all GPUs of a data-parallel group run in lockstep).
 
     ``trained_params`` / ``trained_tensors``: the whole model's trained parameters and tensors;
     ``gathered_weight_bytes``: all weights in the dtype FSDP/ZeRO-3 gathers them in;
-    ``count_scale``: a user's bare parameter count over the reference shape's (scales the work).
+    ``count_scale``: a user's bare parameter count over the reference shape's (scales the work);
+    ``selective``: ``op`` | ``core_attention`` recompute only what that selective checkpointing drops
+    (``inventory.StepInventory.recompute``); ``fp8``: the decoder linears' GEMMs at the fp8 rate, plus their casts.
     """
     mp = model_parallel
+    gradient_checkpointing = gradient_checkpointing or selective != "none"
     inv = step_inventory(spec, micro_batch_size=micro_batch_size, seq_len=seq_len, adapter=adapter,
                          eager_attention=eager_attention, attention_context=attention_context,
-                         sequence_shards=mp.tp if mp.sequence_parallel else 1)
+                         sequence_shards=mp.tp if mp.sequence_parallel else 1, fp8=fp8)
     kw = dict(rates=rates, seq_len=attention_context or seq_len, memory_factor=memory_factor, kernel_factor=kernel_factor)
     fwd = (pass_seconds(inv.layers_forward, backward=False, **kw)
            + pass_seconds(inv.head_forward, backward=False, **kw)).scaled(count_scale)
-    rec = pass_seconds(inv.layers_recompute, backward=False, **kw).scaled(count_scale) if gradient_checkpointing else ZERO_PASS
+    rec = pass_seconds(inv.recompute(selective), backward=False, **kw).scaled(count_scale) if gradient_checkpointing else ZERO_PASS
     bwd_layers = pass_seconds(inv.layers_backward, backward=True, **kw).scaled(count_scale)
     bwd = bwd_layers + pass_seconds(inv.head_backward, backward=True, **kw).scaled(count_scale)
     if gradient_checkpointing:

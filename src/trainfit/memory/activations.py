@@ -33,6 +33,26 @@ KV kv heads, I intermediate, s sequence length, T = b·s tokens. The rules that 
 * Without checkpointing an adapter run's layer 0 has an input that needs no gradient (frozen
   embedding), so its first norm and frozen projections save nothing.
 
+* Selective checkpointing, per op (torchtitan ``selective_ac_option: op``, pytorch/torchtitan
+  torchtitan/parallelisms/parallelize_llama.py@9dec370ad26b5f8e9a7333a0e36165018262644b l.214-258,
+  the version of its published H100 table; today torchtitan/distributed/activation_checkpoint.py
+  @b5bcd76c66d0acb1a08b176d9639425bc55e0b2a): each layer runs under non-reentrant ``checkpoint`` with
+  ``create_selective_checkpoint_contexts``; the policy MUST_SAVEs the outputs of ``aten.mm`` (odd
+  calls only: "recompute every second mm", counted per layer), of the flash / efficient SDPA
+  kernels and of ``reduce_scatter_tensor``; everything else is recomputed. A layer keeps its input
+  (2h, as under full checkpointing) plus those outputs: the odd matmuls' outputs (LoRA's A and B
+  products count as matmuls, in the adapter dtype; a linear with a bias is ``addmm``: neither saved
+  nor counted; grouped expert GEMMs neither), SDPA's output and fp32 logsumexp (2qd + 4H), and under
+  sequence parallel the two reduce-scattered row-parallel outputs (2h on T/tp tokens each).
+  Eager attention's ``bmm``s are not on the list: its scores are recomputed.
+* Selective checkpointing of the attention core (Megatron-LM ``--recompute-granularity selective``,
+  ``--recompute-modules core_attn``; Korthikanti et al. 2022, "Reducing Activation Recomputation in
+  Large Transformer Models", eq. 1-2 and §5: per layer ``sbh(34 + 5as/h)`` becomes ``34sbh``): a
+  layer keeps all it saves without checkpointing except the attention core's internals, the
+  ``5as²b`` terms: with eager attention the fp32 softmax output, the bf16 probabilities and
+  Gemma-2's tanh output; with SDPA/flash only the fp32 logsumexp (4H; q, k, v and the output are
+  the core's checkpointed inputs and o_proj's input, kept either way).
+
 Everything here is exact for compute_dtype_bytes=2 (bf16/fp16). Attention.FLASH is treated as SDPA:
 flash-attn saves the same q, k, v, output and logsumexp as SDPA's flash path (its output is bshd,
 like SDPA's for the non-gated families).
@@ -47,7 +67,7 @@ from dataclasses import dataclass, field
 from trainfit.memory.attention import runs_eager
 from trainfit.memory.logits import SOFTCAP_FAMILIES
 from trainfit.memory.lora import targeted_groups
-from trainfit.spec.enums import Attention, LayerKind, Scope
+from trainfit.spec.enums import Attention, LayerKind, Scope, SelectiveCheckpointing
 from trainfit.spec.model import ModelSpec
 from trainfit.spec.training import TrainableSpec
 
@@ -67,7 +87,8 @@ class ActivationBytes:
     per_layer: tuple[int, ...]
     """Saved bytes of each decoder layer without checkpointing."""
     checkpointed_per_layer: tuple[int, ...]
-    """Bytes each layer keeps when gradient checkpointing is on (its hidden_states input)."""
+    """Bytes each layer keeps when gradient checkpointing is on (its hidden_states input; under selective
+    checkpointing also what the policy saves, see ``selective_layer_bytes``)."""
     embedding: int
     """Saved by the embedding / before layer 0 without checkpointing: input ids (int64, when the
     embedding trains), Gemma-2's bf16 scale scalar, and the rotary cos/sin (bf16, shape (1, s, rot))
@@ -401,6 +422,7 @@ def activation_bytes(
     trainable: TrainableSpec,
     compute_dtype_bytes: int = 2,
     sequence_shards: int = 1,
+    selective: SelectiveCheckpointing = SelectiveCheckpointing.NONE,
 ) -> ActivationBytes:
     """Saved-for-backward bytes per decoder layer, embedding and head (see the module docstring).
 
@@ -414,6 +436,9 @@ def activation_bytes(
     ``Attention.FLASH`` is treated as SDPA (same saved set). Gemma-2 with SDPA is eager: transformers
     5 refuses SDPA for it (softcapping) and its default falls back to eager. QLoRA saves what LoRA
     saves: bitsandbytes' 4-bit matmul keeps only the (packed) weight, and its input is already bf16.
+
+    ``selective``: ``checkpointed_per_layer`` (and ``checkpointed_embedding``) hold what a layer keeps under
+    that selective policy (module docstring); the planner then walks the step as a checkpointed one.
     """
     b, s = micro_batch_size, seq_len
     T = b * s
@@ -448,6 +473,12 @@ def activation_bytes(
                     residual=True)
     if full:
         head += a * T * spec.hidden_size  # lm_head input
+    if selective is SelectiveCheckpointing.OP:
+        ckpt = tuple(c + selective_layer_bytes(ctx, spec, i, sequence_shards=sequence_shards)
+                     for i, c in enumerate(ckpt))
+    elif selective is SelectiveCheckpointing.CORE_ATTENTION:
+        ckpt = tuple(max(0, n - _core_attention_bytes(ctx, spec, i)) for i, n in enumerate(per_layer))
+        emb_ckpt = emb  # nothing outside the attention core is recomputed: the rotary cos/sin stay saved
     return ActivationBytes(
         per_layer=tuple(per_layer),
         checkpointed_per_layer=ckpt,
@@ -455,6 +486,67 @@ def activation_bytes(
         head=head,
         checkpointed_embedding=emb_ckpt,
     )
+
+
+def _mm_outputs(ctx: _Ctx, spec: ModelSpec, i: int) -> list[int]:
+    """Bytes per token of each ``aten.mm`` output of decoder layer ``i``, in execution order (biased linears
+    run as ``addmm`` and fused experts as ``grouped_mm``: not listed). PEFT runs the base layer, then
+    ``lora_B(lora_A(x))`` in the adapter dtype."""
+    a = ctx.a
+    moe = spec.moe is not None and spec.moe.is_moe_layer(i)
+    if spec.layer_kind(i) is LayerKind.FULL_ATTENTION:
+        qo = spec.q_dim * (2 if spec.attn_output_gate else 1)
+        attn = [("q_proj", qo, spec.attention_bias), ("k_proj", spec.kv_dim, spec.attention_bias),
+                ("v_proj", spec.kv_dim, spec.attention_bias),
+                ("o_proj", spec.hidden_size, spec.o_proj_bias)]
+    else:
+        la = spec.linear_attention
+        assert la is not None
+        attn = [("in_proj_qkv", la.conv_dim, False), ("in_proj_z", la.value_dim, False),
+                ("in_proj_b", la.num_value_heads, False), ("in_proj_a", la.num_value_heads, False),
+                ("out_proj", spec.hidden_size, False)]
+    if moe:
+        mlp = [("gate", spec.moe.num_experts, False)]
+        sw = spec.moe.shared_expert_intermediate_size
+        if sw:
+            mlp += [("gate_proj", sw, False), ("up_proj", sw, False), ("down_proj", spec.hidden_size, False)]
+    else:
+        w = spec.intermediate_size
+        mlp = [("gate_proj", w, spec.mlp_bias), ("up_proj", w, spec.mlp_bias), ("down_proj", spec.hidden_size, spec.mlp_bias)]
+    out: list[int] = []
+    for name, width, bias in attn + mlp:
+        if not bias:
+            out.append(a * width)
+        r = ctx.targets.get(name)
+        if r is not None:
+            out += [ctx.adapter_bytes * r, ctx.adapter_bytes * width]
+    return out
+
+
+def selective_layer_bytes(ctx: _Ctx, spec: ModelSpec, i: int, *, sequence_shards: int = 1) -> int:
+    """What torchtitan's per-op policy saves in layer ``i`` beside the layer input (module docstring): the
+    odd-numbered matmuls' outputs, SDPA's output and logsumexp, the reduce-scatter outputs."""
+    T = ctx.T
+    saved = sum(n for k, n in enumerate(_mm_outputs(ctx, spec, i), start=1) if k % 2 == 1) * T
+    if spec.layer_kind(i) is LayerKind.FULL_ATTENTION and not runs_eager(spec.family, ctx.attention):
+        saved += T * (ctx.a * spec.q_dim + FP32 * spec.num_attention_heads)
+    if sequence_shards > 1:
+        saved += 2 * ctx.a * (ctx.T_seq or T) * spec.hidden_size
+    return saved
+
+
+def _core_attention_bytes(ctx: _Ctx, spec: ModelSpec, i: int) -> int:
+    """The attention core's internals that Megatron's selective recompute drops (Korthikanti's 5as²b)."""
+    if spec.layer_kind(i) is not LayerKind.FULL_ATTENTION:
+        return 0
+    T, H = ctx.T, spec.num_attention_heads
+    if not runs_eager(spec.family, ctx.attention):
+        return T * FP32 * H  # the logsumexp
+    s = ctx.s
+    out = T * FP32 * H * s + T * ctx.a * H * s  # fp32 softmax output, bf16 probabilities
+    if spec.family in SOFTCAP_FAMILIES:
+        out += T * ctx.a * H * s
+    return out
 
 
 def loss_region_bytes(spec: ModelSpec, *, micro_batch_size: int, seq_len: int, compute_dtype_bytes: int = 2) -> int:

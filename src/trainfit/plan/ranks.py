@@ -224,7 +224,7 @@ def rank_terms(card: RunCard, spec: ModelSpec, sharding: Sharding, layout: Paral
 
     act = _activations(card, spec, ss, layout, stage, trainable)
     in_flight = stage.in_flight_later_backward if later else stage.in_flight_first_backward
-    ckpt = card.parallel.gradient_checkpointing
+    ckpt = card.parallel.checkpoints_layers
     one = act.total(gradient_checkpointing=ckpt)
     inflight = 0.0 if card.parallel.activation_offload else (in_flight - 1) * one
     b, s_loc = card.batch.micro_batch_size, card.batch.seq_len // layout.cp
@@ -311,7 +311,8 @@ def _activations(card: RunCard, spec: ModelSpec, ss: ModelSpec, layout: Parallel
     a = 4 if prec.compute is ComputeDtype.FP32 else 2
     b, s_loc = card.batch.micro_batch_size, card.batch.seq_len // layout.cp
     act = activation_bytes(ss, micro_batch_size=b, seq_len=s_loc, attention=card.attention, trainable=trainable,
-                           compute_dtype_bytes=a, sequence_shards=layout.tp if layout.sp else 1)
+                           compute_dtype_bytes=a, sequence_shards=layout.tp if layout.sp else 1,
+                           selective=card.parallel.selective_checkpointing)
     autocast = card.weights_dtype is Dtype.FP32 and prec.compute is not ComputeDtype.FP32
     act = _autocast_copies(act, ss, enabled=autocast and trainable.lora is None, scale=count_scale(ss))
     extra = 0.0

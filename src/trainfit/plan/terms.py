@@ -103,7 +103,7 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
     scale = count_scale(spec)
     pb = param_breakdown(spec)
     wdtype = card.weights_dtype
-    compute = prec.compute
+    compute = ComputeDtype.BF16 if prec.compute is ComputeDtype.FP8 else prec.compute  # fp8: only the GEMMs
     w = weight_bytes(spec, weights=wdtype, compute=compute, trainable=trainable)
 
     if trainable.lora is not None:
@@ -221,6 +221,7 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         attention=card.attention,
         trainable=trainable,
         compute_dtype_bytes=act_dtype,
+        selective=card.parallel.selective_checkpointing,
     )
     autocast = wdtype is Dtype.FP32 and compute is not ComputeDtype.FP32
     act = _autocast_copies(act, spec, enabled=autocast and trainable.lora is None, scale=scale)
@@ -243,7 +244,7 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
     transient = _layer_transients(spec, tokens=tokens, dtype_bytes=act_dtype,
                                   attention_bytes=attn.backward_transient_bytes(scores=scores, dtype_bytes=act_dtype))
     attention_forward = attn.forward_transient_bytes(
-        scores=scores, gradient_checkpointing=card.parallel.gradient_checkpointing, dtype_bytes=act_dtype)
+        scores=scores, gradient_checkpointing=card.parallel.checkpoints_layers, dtype_bytes=act_dtype)
 
     in_bwd = 0.0
     if prec.optimizer_in_backward:
@@ -256,7 +257,7 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         temps_gpu = 0.0
         notes.append("optimizer in backward: gradients are freed as each parameter steps; no full gradient set exists")
     if card.parallel.activation_offload:
-        host["activations"] = act.total(gradient_checkpointing=card.parallel.gradient_checkpointing) * ranks_per_node
+        host["activations"] = act.total(gradient_checkpointing=card.parallel.checkpoints_layers) * ranks_per_node
         notes.append("activation offloading: saved tensors stream to host RAM; the GPU keeps the layer in flight")
 
     fsdp: dict[str, float] = {}
@@ -286,6 +287,16 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         if offload is Offload.PARAMS_AND_OPTIMIZER:
             weights_gpu = adapter_gpu = 0.0
 
+    if prec.compute is ComputeDtype.FP8:
+        from trainfit.memory.fp8 import fp8_bytes
+        from trainfit.memory.params import linear_groups
+        from trainfit.memory.weights import quantized_linear_params
+
+        fp8_b = fp8_bytes(recipe=prec.fp8_recipe, linears=sum(g.count for g in linear_groups(spec) if not g.is_fused_experts),
+                          linear_weight_params=quantized_linear_params(spec) * scale)
+        weights_gpu += fp8_b
+        notes.append(f"fp8 ({prec.fp8_recipe.value} scaling): {fp8_b / 2**30:.2f} GiB of fp8 weight copies, their transposes"
+                     " and scaling state (amax history / block scales) in the weights (memory/fp8.py)")
     terms = StepTerms(
         weights=weights_gpu,
         adapter_weights=adapter_gpu,
@@ -296,7 +307,7 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         grads_head=grads_head,
         grads_embedding=grads_embed,
         activations=act,
-        gradient_checkpointing=card.parallel.gradient_checkpointing,
+        gradient_checkpointing=card.parallel.checkpoints_layers,
         logits=lg,
         logits_grad_bf16=0.0 if card.loss.chunked else 2.0 * tokens * (spec.head_outputs or spec.vocab_size),
         layer_backward_transient=transient,
@@ -413,7 +424,7 @@ def _deepspeed_terms(
         g = gathered_params(layers, embedding=emb if emb > threshold else 0, head=head if head > threshold else 0,
                             tied=not pb.lm_head, prefetch_bucket_size=cfg.prefetch_bucket_size,
                             max_live_parameters=cfg.max_live_parameters, max_reuse_distance=cfg.max_reuse_distance,
-                            recompute=card.parallel.gradient_checkpointing)
+                            recompute=card.parallel.checkpoints_layers)
         biggest = max([n for layer in layers for n in layer] + [1])
         fsdp = dict(fsdp, fsdp_layer_units=0.0, fsdp_all_gathered=0.0, fsdp_root_unit=0.0, fsdp_root_grads=0.0,
                     fsdp_root_embedding_grads=0.0,

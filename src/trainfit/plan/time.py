@@ -191,6 +191,7 @@ def training_time(
         memory_factor=COMPILE_MEMORY_FACTOR if fused_kernels(card) else 1.0,
         kernel_factor=COMPILE_KERNEL_FACTOR if fused_kernels(card) else 1.0,
         model_parallel=mp, attention_context=seq_len if cp > 1 else None,
+        selective=par.selective_checkpointing.value, fp8=card.precision.compute is ComputeDtype.FP8,
     )
     return t
 

@@ -109,13 +109,44 @@ def materialize_fake(model: nn.Module) -> nn.Module:
     return model
 
 
-def enable_checkpointing(model: nn.Module) -> None:
-    """HF activation checkpointing (non-reentrant, transformers' default) on every decoder layer."""
+def enable_checkpointing(model: nn.Module, selective: str = "none") -> None:
+    """HF activation checkpointing (non-reentrant, transformers' default) on every decoder layer;
+    ``selective="op"``: torch's selective checkpointing with torchtitan's per-op policy in each layer."""
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    kwargs: dict = {"use_reentrant": False}
+    if selective == "op":
+        kwargs["context_fn"] = selective_checkpointing_context
     if hasattr(base, "activation_checkpointing_enable"):
-        base.activation_checkpointing_enable()
+        base.activation_checkpointing_enable(activation_checkpointing_kwargs=kwargs)
     else:  # older transformers
-        base.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        base.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)
+
+
+def selective_checkpointing_context():  # noqa: ANN201
+    """torchtitan's per-op SAC policy (pytorch/torchtitan torchtitan/parallelisms/parallelize_llama.py
+    @9dec370ad26b5f8e9a7333a0e36165018262644b l.214-258): MUST_SAVE the outputs of ``aten.mm`` (odd calls
+    of the checkpointed region only: "recompute every second mm"), of the flash / efficient SDPA kernels and of
+    ``reduce_scatter_tensor``; recompute the rest. A fresh counter per call (one per layer forward and one per
+    its recompute). The CPU flash kernel that the fake-tensor trace dispatches to stands for CUDA's flash
+    kernel (same saved outputs: output and logsumexp)."""
+    from torch.utils.checkpoint import CheckpointPolicy, create_selective_checkpoint_contexts
+
+    aten = torch.ops.aten
+    save = {aten.mm.default, aten._scaled_dot_product_efficient_attention.default,
+            aten._scaled_dot_product_flash_attention.default,
+            aten._scaled_dot_product_flash_attention_for_cpu.default,
+            torch.ops._c10d_functional.reduce_scatter_tensor.default}
+    meta = {"forward": 0, "recompute": 0}
+
+    def policy(ctx, func, *args, **kwargs):  # noqa: ANN001, ANN202
+        mode = "recompute" if ctx.is_recompute else "forward"
+        if func == aten.mm.default:
+            meta[mode] += 1
+        if func in save and not (func == aten.mm.default and meta[mode] % 2 == 0):
+            return CheckpointPolicy.MUST_SAVE
+        return CheckpointPolicy.PREFER_RECOMPUTE
+
+    return create_selective_checkpoint_contexts(policy)
 
 
 def make_optimizer(req: TraceRequest, params: list[nn.Parameter]) -> torch.optim.Optimizer:

@@ -128,8 +128,8 @@ def trace_stage(req: TraceRequest, progress: Callable[[str, float], None]):  # n
         stack.enter_context(FakeTensorMode())
         model = build.materialize_fake(meta)
         model.train()
-        if req.gradient_checkpointing:
-            build.enable_checkpointing(model)
+        if req.gradient_checkpointing or req.selective_checkpointing != "none":
+            build.enable_checkpointing(model, selective=req.selective_checkpointing)
         opt = build.make_optimizer(req, [p for p in model.parameters() if p.requires_grad])
         stage = _Stage(model, req, vocab)
         progress("warm-up", 0.1)

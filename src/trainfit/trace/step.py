@@ -125,8 +125,8 @@ def warmed_up(
         stack.enter_context(FakeTensorMode())
         model = build.materialize_fake(meta)
         model.train()
-        if req.gradient_checkpointing:
-            build.enable_checkpointing(model)
+        if req.gradient_checkpointing or req.selective_checkpointing != "none":
+            build.enable_checkpointing(model, selective=req.selective_checkpointing)
         if tp > 1:
             tensor_parallel.parallelize(model, tp_mesh, sequence_parallel=req.sequence_parallel)
         if mesh is not None:

@@ -50,6 +50,9 @@ class TraceRequest:
     """``sdpa`` (CPU flash-like kernel) or ``eager`` (materialises the s x s scores)."""
     gradient_checkpointing: bool = False
     """HF activation checkpointing (non-reentrant) on every decoder layer."""
+    selective_checkpointing: str = "none"
+    """``op``: every decoder layer under torch's selective checkpointing with torchtitan's per-op policy
+    (``build.selective_checkpointing_context``); exclusive with ``gradient_checkpointing``."""
     scope: str = "full"
     """``full`` fine-tuning, ``lora`` (PEFT, fp32 adapters) or ``qlora``."""
     lora_rank: int = 16
@@ -144,6 +147,11 @@ class TraceRequest:
                 raise TraceUnsupported(f"trace: pass_kind '{self.pass_kind}' is traced in mode 'fast' only")
             if self.keep_outputs:
                 raise TraceUnsupported("trace: keep_outputs applies to pass_kind 'train_step' only")
+        if self.selective_checkpointing not in ("none", "op"):
+            raise TraceUnsupported(f"trace: selective_checkpointing '{self.selective_checkpointing}' is not traced;"
+                                   " allowed: none, op (Megatron's core_attention recompute needs Megatron)")
+        if self.selective_checkpointing != "none" and (self.gradient_checkpointing or self.pass_kind != "train_step"):
+            raise TraceUnsupported("trace: selective_checkpointing applies to a train_step without full checkpointing")
         if self.pass_kind in ("logprob", "value") and self.gradient_checkpointing:
             raise TraceUnsupported(
                 f"trace: pass_kind '{self.pass_kind}' is a no-grad forward; gradient_checkpointing does not apply"

@@ -1,0 +1,61 @@
+"""Bytes fp8 training adds (``precision.compute: fp8``), by recipe. Pure: no torch, no I/O.
+
+Sources (NVIDIA/TransformerEngine transformer_engine/common/recipe/__init__.py
+@d0067d0da6cb01811b8072a7d304f0e00344ce2b: ``DelayedScaling`` l.173, ``amax_history_len: int = 1024``
+l.255, ``Float8CurrentScaling`` l.286, ``Float8BlockScaling`` l.392):
+
+* **delayed** (TE ``DelayedScaling``): every fp8 linear quantises its weight to an fp8 copy (1 B per
+  weight) and, for the dgrad GEMM, its transpose (1 B per weight: TE's columnwise / transpose cache);
+  both are kept from the layer's forward to its backward (saved for backward, or TE's weight workspace
+  cached across micro-batches), so at the end of forward every linear's two fp8 copies are alive. Each
+  linear also keeps its amax history, fp32, ``amax_history_len`` (1024) rows for its three forward
+  tensors (input, weight, output) and two backward ones (output gradient, input gradient), plus an
+  fp32 scale and inverse scale per tensor.
+* **current** (TE ``Float8CurrentScaling``; torchao float8 ``tensorwise``, torchtitan's float8 converter):
+  scales come from the tensor being cast, no history. torchao's ``matmul_with_hp_or_float8_args`` saves
+  the high-precision input and weight and re-casts in backward, so the fp8 copies are transient (one
+  linear at a time, left out here). Modelled as torchao: torchtitan's Llama-3.1-8B table (pytorch/torchtitan
+  benchmarks/llama3_h100_202412_torchtitan.md, Table 1) reads 77.0 GiB with torch.compile and 76.8 GiB with
+  compile + Float8, so no persistent fp8 weight copies. TE's ``Float8CurrentScaling`` keeps the fp8 weight
+  and its transpose like delayed scaling (not what this recipe name plans); torchao's FSDP2 fp8 all-gather
+  would shrink the gathered units (not modelled).
+* **blockwise** (TE ``Float8BlockScaling``: 1x128 activation tiles, 128x128 weight blocks): the fp8 weight
+  and its separately quantised transpose, plus one fp32 scale per 128x128 block of each.
+
+Activations: TE saves a linear's input in fp8 (1 B) rather than bf16 for its wgrad GEMM; the planner
+keeps counting them in bf16 (the torchao behaviour, the larger).
+"""
+
+from __future__ import annotations
+
+from trainfit.spec.enums import Fp8Recipe
+
+AMAX_HISTORY_LEN = 1024
+"""TE ``DelayedScaling.amax_history_len`` default."""
+FP8_TENSORS_PER_LINEAR = 5
+"""Forward: input, weight, output; backward: output gradient, input gradient (TE's fp8 meta per module)."""
+FP32 = 4
+BLOCK = 128
+
+
+def fp8_weight_copy_bytes(*, linear_weight_params: float) -> float:
+    """The fp8 copy of each linear weight and its transpose (1 B each per weight)."""
+    return 2.0 * linear_weight_params
+
+
+def fp8_scaling_state_bytes(*, recipe: Fp8Recipe, linears: int, linear_weight_params: float) -> float:
+    """Amax history and scales: delayed keeps ``AMAX_HISTORY_LEN`` fp32 amaxes per fp8 tensor per linear plus a
+    scale and an inverse scale; current keeps the scales only; blockwise one fp32 scale per 128x128 weight block
+    for the copy and its transpose."""
+    if recipe is Fp8Recipe.DELAYED:
+        return float(linears * FP8_TENSORS_PER_LINEAR * (AMAX_HISTORY_LEN + 2) * FP32)
+    if recipe is Fp8Recipe.CURRENT:
+        return float(linears * FP8_TENSORS_PER_LINEAR * 2 * FP32)
+    return 2.0 * FP32 * linear_weight_params / (BLOCK * BLOCK)
+
+
+def fp8_bytes(*, recipe: Fp8Recipe, linears: int, linear_weight_params: float) -> float:
+    """All fp8 state one rank holds through a step for ``linears`` fp8 linears of ``linear_weight_params``
+    (current scaling: torchao's, without kept copies)."""
+    copies = 0.0 if recipe is Fp8Recipe.CURRENT else fp8_weight_copy_bytes(linear_weight_params=linear_weight_params)
+    return copies + fp8_scaling_state_bytes(recipe=recipe, linears=linears, linear_weight_params=linear_weight_params)

@@ -14,7 +14,7 @@ validated as the CLI does (preset applied, then ``load_card_dict``) and planned 
 time model is picked up without touching this file. An entry the card cannot state (tensor, pipeline,
 context/Ulysses or expert parallelism, a non-gated MLP, a node-level rollout split) is listed as
 *not representable* with its reason and still scored by the rule; an entry without a published
-time, a catalog GPU, a model shape, a prompt/response length or with fp8 compute is *skipped* with
+time, a catalog GPU, a model shape, a prompt/response length or with fp8 compute from an unknown recipe is *skipped* with
 its reason. Nothing is dropped silently.
 
 Conventions
@@ -232,16 +232,31 @@ def model_parallel_section(dims: dict[str, Any]) -> tuple[dict[str, Any], list[s
     return out, notes
 
 
-def checkpointing(value: Any, framework: str) -> tuple[bool, list[str]]:
+MEGATRON_FRAMEWORKS = ("ms-swift-megatron", "megatron", "megatron-bridge", "nemo")
+"""Megatron-LM's ``--recompute-granularity selective`` recomputes the attention core only."""
+
+
+def checkpointing(value: Any, framework: str) -> tuple[dict[str, Any], list[str]]:
+    """The card's ``parallel`` checkpointing keys for a published setting."""
     if value in ("full", True):
-        return True, []
+        return {"gradient_checkpointing": True}, []
     if value in ("none", False):
-        return False, []
+        return {"gradient_checkpointing": False}, []
+    if value == "selective_op" and framework in MEGATRON_FRAMEWORKS:
+        return ({"gradient_checkpointing": "selective", "selective_checkpointing": "core_attention"},
+                ["Megatron selective recompute planned as core_attention"])
+    if value == "selective_op":
+        return {"gradient_checkpointing": "selective"}, []
     if isinstance(value, str) and value.startswith("selective"):
-        return False, [f"selective activation checkpointing ({value}) counted as none"]
+        return {"gradient_checkpointing": False}, [f"selective activation checkpointing ({value}) counted as none"]
     if framework == "ms-swift-deepspeed":
-        return True, ["activation checkpointing not stated: on (ms-swift's default)"]
-    return False, ["activation checkpointing not stated: off"]
+        return {"gradient_checkpointing": True}, ["activation checkpointing not stated: on (ms-swift's default)"]
+    return {"gradient_checkpointing": False}, ["activation checkpointing not stated: off"]
+
+
+FP8_RECIPES = {"torchtitan": "current", "nemo": "delayed", "megatron": "delayed", "megatron-bridge": "delayed"}
+"""torchtitan's float8 converter is torchao tensorwise (dynamic, current) scaling; NeMo / Megatron use
+Transformer Engine, whose default recipe is DelayedScaling."""
 
 
 BF16_ADAPTER_FRAMEWORKS = ("torchtune", "nemo", "megatron", "automodel", "nemo-automodel", "megatron-bridge")
@@ -297,8 +312,9 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         raise
     if blockers:
         raise Unmapped("not_representable", blockers)
-    if e["precision"]["compute"] != "bf16":
-        raise Unmapped("skipped", [f"{e['precision']['compute']} compute not modelled"])
+    compute = e["precision"]["compute"]
+    if compute not in ("bf16", "fp8") or (compute == "fp8" and e["framework"] not in FP8_RECIPES):
+        raise Unmapped("skipped", [f"{compute} compute not modelled for {e['framework']}"])
     gpu, n = resolve_gpu_id(e["gpu"])
     notes += n
     hw, n = hardware(gpu, e["gpus"], e["gpus_per_node"], e["nodes"], e.get("inter_node_gbps_per_gpu"))
@@ -330,13 +346,16 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     card: dict[str, Any] = {
         "model": model, "method": "sft", "scope": scope, "hardware": hw,
         "parallel": {"strategy": strategy, "offload": e["parallel"].get("offload") or "none",
-                     "gradient_checkpointing": ckpt, "compile": bool(e.get("compile")), **mp},
+                     **ckpt, "compile": bool(e.get("compile")), **mp},
         "batch": {"micro_batch_size": b["micro_batch_size"], "seq_len": b["seq_len"],
                   "grad_accum": b.get("grad_accum") or 1},
         "attention": "eager" if e.get("attention") == "eager" else "sdpa",
         "precision": {"optimizer": e["precision"]["optimizer"],
                       "optimizer_in_backward": bool(e["precision"].get("optimizer_in_backward"))},
     }
+    if compute == "fp8":
+        card["precision"].update(compute="fp8", fp8_recipe=FP8_RECIPES[e["framework"]])
+        notes.append(f"fp8: {FP8_RECIPES[e['framework']]} scaling ({e['framework']}'s recipe)")
     if scope != "full":
         card["lora"] = lora_section(e.get("lora"), e.get("framework", "")) or {}
         if not e.get("lora"):
@@ -728,7 +747,10 @@ def _summary(card: dict[str, Any] | None, e: dict[str, Any]) -> str:
     s = f"{hw['gpus_per_node'] * hw['nodes']}× {hw['gpu']}, {par.get('strategy', 'fsdp')}"
     if par.get("offload", "none") != "none":
         s += f" offload {par['offload']}"
-    s += ", AC" if par.get("gradient_checkpointing", True) else ", no AC"
+    gc = par.get("gradient_checkpointing", True)
+    s += (f", SAC {par.get('selective_checkpointing', 'op')}" if gc == "selective" else ", AC" if gc else ", no AC")
+    if card.get("precision", {}).get("compute") == "fp8":
+        s += f", fp8 {card['precision']['fp8_recipe']}"
     if card["method"] == "sft":
         b = card["batch"]
         s += f", {card['scope']}, {b['micro_batch_size']}×{b['seq_len']}×ga{b['grad_accum']}"

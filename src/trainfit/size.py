@@ -214,6 +214,10 @@ def model_size(model: str, *, tokens: int = 4096, batch: int = 1, gpu: str = "h1
         f"training: trainfit plan on 1 x {g.name}, micro-batch 1 x {tokens:,} tokens, gradient checkpointing,"
         " AdamW (states in the weights' dtype), LoRA r16 on all linear layers; the peak as nvidia-smi shows it",
     ]
+    linear, quantizable = round(pb.linear_weights * scale), round(quantized_linear_params(spec) * scale)
+    if linear > quantizable:
+        notes.append(f"fp8/int8/nf4 as trainfit plans them (bitsandbytes / per-tensor fp8 loaders) leave the fused expert"
+                     f" weights ({linear - quantizable:,} parameters) in bf16; int4 and mxfp4 checkpoints quantize them")
     if spec.assumed_shape:
         notes.append("the shape is assumed from a reference model (a bare parameter count)")
     if not spec.verified:

@@ -90,3 +90,13 @@ def test_bad_input_is_one_line_and_exit_2(argv, first, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith(first) and err.count("\n") == 1
+
+
+def test_moe_rows_say_which_weights_each_format_converts():
+    s = model_size("Qwen/Qwen3-30B-A3B")
+    assert s.params_linear > 10 * s.params_quantizable  # fused 3-D experts: bitsandbytes does not convert them
+    assert s.weights_of("nf4").quantized_params == s.params_quantizable
+    assert s.weights_of("int4").quantized_params == s.params_linear
+    assert s.weights_of("int4").weight_bytes < s.weights_of("nf4").weight_bytes / 3
+    assert any("leave the fused expert weights" in n for n in s.notes)
+    assert not any("fused expert" in n for n in model_size("Qwen/Qwen3-8B").notes)

@@ -46,10 +46,12 @@ def render_size(s) -> str:
         + (f", output head {_b(s.params_lm_head)})" if s.params_lm_head else ", output head tied)"),
         f"source: {s.source}" + ("" if s.verified else "  [unverified]"),
         "",
-        f"{'dtype':<6} {'bits/param':>10} {'weights':>24}   {'+ KV cache at ' + format(s.tokens, ',') + ' tokens x ' + str(s.batch):>30}",
+        f"{'dtype':<6} {'bits/param':>10} {'params in dtype':>16} {'weights':>24}   "
+        f"{'+ KV cache at ' + format(s.tokens, ',') + ' tokens x ' + str(s.batch):>30}",
     ]
     for w in s.weights:
-        lines.append(f"{w.dtype:<6} {8 * w.weight_bytes / s.params_total:10.2f} {both(w.weight_bytes):>24}   {both(s.inference_bytes(w.dtype)):>30}")
+        lines.append(f"{w.dtype:<6} {8 * w.weight_bytes / s.params_total:10.2f} {_b(w.quantized_params):>16}"
+                     f" {both(w.weight_bytes):>24}   {both(s.inference_bytes(w.dtype)):>30}")
     kv = f"KV cache ({s.kv_dtype}): {s.kv_bytes_per_token:,.0f} B per token"
     if s.linear_state_bytes_per_seq:
         kv += f" + {s.linear_state_bytes_per_seq / 1e6:,.1f} MB linear-attention state per sequence"
@@ -75,5 +77,8 @@ def render_size(s) -> str:
         " int8 one fp32 scale per output row",
         f"quantized dtypes convert {s.params_quantizable:,} decoder linear weights (int4/mxfp4: {s.params_linear:,}, experts included)",
     ]
+    if s.params_linear > s.params_quantizable:
+        lines.append(f"fp8/int8/nf4 as trainfit plans them (bitsandbytes / per-tensor fp8 loaders) leave the fused expert weights"
+                     f" ({_b(s.params_linear - s.params_quantizable)}) in bf16; int4 and mxfp4 checkpoints quantize them")
     lines += [f"note: {n}" for n in s.notes]
     return "\n".join(lines) + "\n"

@@ -390,3 +390,21 @@ def test_streaming_is_never_slower_than_a_draining_batch(mean, slots):
     has no tail, so it is never slower (same tokens, same step model)."""
     kw = dict(response_len_mean=mean, max_num_seqs=slots, prompts=16, samples_per_prompt=8)
     assert _run(streaming=True, **kw).total_s <= _run(**kw).total_s * (1 + 1e-9)
+
+
+def test_moe_decode_reads_only_the_routed_experts():
+    """Qwen3-30B-A3B, top-8 of 128: one sequence touches 1 − (120/128) = 6.25 % of each layer's routed
+    experts, 64 sequences 98.4 %; a dense model reads its weights whole at any batch."""
+    moe = from_catalog("Qwen/Qwen3-30B-A3B")
+    m = _model(moe)
+    experts, miss = gen.routed_expert_bytes(moe, weight_bytes=m["weight_bytes"])
+    assert miss == pytest.approx(1 - 8 / 128)
+    assert 0.85 * m["weight_bytes"] < experts < m["weight_bytes"]  # the experts are most of the 30B
+    step = gen._step_model(spec=moe, matmul_params=m["matmul_params"], rates=H100, tp=1,
+                           weight_bytes=m["weight_bytes"], kv_bytes_per_token=0.0, cuda_graphs=True,
+                           engine_s_per_step=0.0, tp_all_reduce_latency_s=None)
+    hbm = H100.hbm_bytes_per_s
+    assert step.parts(1, 0)[0] == pytest.approx((m["weight_bytes"] - experts + experts * 0.0625) / hbm)
+    assert step.parts(64, 0)[0] == pytest.approx((m["weight_bytes"] - experts + experts * (1 - miss ** 64)) / hbm)
+    dense = _step()
+    assert dense.parts(1, 0)[0] == dense.parts(64, 0)[0] - 63 * dense.bw_seq

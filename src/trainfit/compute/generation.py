@@ -42,6 +42,7 @@ from trainfit.compute.decode_step import (  # noqa: F401 - re-exported
     DecodeStep,
     _step_model,
     decode_step_seconds,
+    routed_expert_bytes,
 )
 from trainfit.compute.rates import DeviceRates
 from trainfit.compute.response_lengths import DEFAULT_QUANTILES, _shape, response_length_groups

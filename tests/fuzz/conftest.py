@@ -32,7 +32,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):  # noqa: ARG0
 
 
 def pytest_sessionfinish(session, exitstatus):  # noqa: ARG001
-    from fuzzlib import FAILURES
+    from fuzzlib import FAILURES, _progress
 
+    _progress(force=True)
     if FAILURES and session.exitstatus == 0:
         session.exitstatus = 1

@@ -90,8 +90,36 @@ def case(fn):
             FAILURES.append({"test": fn.__name__, "signature": signature(str(exc)), "message": str(exc)[:4000],
                              "case": repr({k: v for k, v in kwargs.items() if k != "tmp_path"})[:3000]})
             return None
+        finally:
+            _progress()
 
     return wrapper
+
+
+PROGRESS = os.environ.get("TRAINFIT_FUZZ_PROGRESS", "")
+"""A file rewritten every few cases with the counts so far (a long release run can be read while it runs)."""
+_STARTED = time.monotonic()
+_last_progress = [0.0]
+
+
+def _progress(force: bool = False) -> None:
+    if not PROGRESS or (not force and time.monotonic() - _last_progress[0] < 10):
+        return
+    _last_progress[0] = time.monotonic()
+    sigs: dict[str, int] = {}
+    for f in FAILURES:
+        key = f"{f['test']}: {f['signature']}"
+        sigs[key] = sigs.get(key, 0) + 1
+    data = {"cases": sum(len(v) for v in STATS.values()), "seconds": round(time.monotonic() - _STARTED, 1),
+            "per_command": {k: {"runs": len(v), "seconds": round(sum(v), 1), "slowest": round(max(v), 2),
+                                "codes": CODES.get(k, {})} for k, v in STATS.items()},
+            "failing_cases": len(FAILURES), "distinct": sigs,
+            "examples": {f"{f['test']}: {f['signature']}": {"case": f["case"][:1500], "message": f["message"][:2500]}
+                         for f in FAILURES}}
+    tmp = PROGRESS + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(data, fh, indent=1, default=str)
+    os.replace(tmp, PROGRESS)
 
 
 @dataclass

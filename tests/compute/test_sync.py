@@ -210,6 +210,8 @@ H20 = default_rates(resolve_gpu("h20"))
     ("Qwen/Qwen2.5-Math-7B", 4, 1, "per_parameter", 0.12),
     ("Qwen/Qwen3-30B-A3B", 16, 2, "per_parameter", 15.76),
     ("Qwen/Qwen3-30B-A3B", 16, 2, "bucketed", 4.38),
+    ("Qwen/Qwen3-235B-A22B", 64, 8, "per_parameter", 58.57),  # rollout TP not published: 8, one node
+    ("Qwen/Qwen3-235B-A22B", 64, 8, "bucketed", 23.70),
 ])
 def test_verl_fully_async_checkpoint_engine_ablation(model, gpus, tp, choice, published):
     """volcengine/verl docs/advance/fully_async.md (@df340d703292538fafc1439b4aa9f1f226ccadc5),

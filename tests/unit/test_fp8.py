@@ -66,3 +66,11 @@ def test_fp8_plan_is_faster_and_delayed_holds_weight_copies():
     assert fwd["memory_bound"] > {p.name: p.terms for p in base.time.phases}["forward"]["memory_bound"]  # casts
     extra = dly.peak.components["weights"] - cur.peak.components["weights"]
     assert extra == pytest.approx(2 * 6.98e9, rel=0.02)  # fp8 copy + transpose of the decoder linears
+
+
+@pytest.mark.parametrize("target", ["accelerate", "deepspeed", "trl", "verl", "openrlhf"])
+def test_exports_say_fp8_and_selective_are_not_carried(target):
+    from trainfit.export import export
+
+    e = export(load_card_dict(_card(compute="fp8", fp8_recipe="current")), target)
+    assert "precision.compute" in e.lost and "parallel.selective_checkpointing" in e.lost

@@ -84,7 +84,10 @@ def zero_stage(card: RunCard) -> int | None:
 
 
 def mixed_precision(card: RunCard) -> str:
-    return {ComputeDtype.BF16: "bf16", ComputeDtype.FP16: "fp16", ComputeDtype.FP32: "no"}[card.precision.compute]
+    # fp8: accelerate's mixed_precision "fp8" needs a backend config (TE / torchao) this export does not write;
+    # the non-GEMM ops run in bf16 and the round trip lists precision.compute as lost
+    return {ComputeDtype.BF16: "bf16", ComputeDtype.FP16: "fp16", ComputeDtype.FP32: "no",
+            ComputeDtype.FP8: "bf16"}[card.precision.compute]
 
 
 def torch_dtype_name(card: RunCard) -> str:

@@ -61,7 +61,8 @@ def render_plan(plan: Plan, console: Console) -> None:
         f"[bold]{spec.name}[/bold]  {card.method.value.upper()} / {card.scope.value}"
         f"  on {card.world_size} x {gpu.name} ({gib(gpu.memory_bytes, 1)} each)"
         f"  strategy {plan.sharding.strategy.value}, offload {card.parallel.offload.value},"
-        f" checkpointing {'on' if card.parallel.gradient_checkpointing else 'off'}"
+        f" checkpointing {'on' if card.parallel.gradient_checkpointing else 'off' if not card.parallel.checkpoints_layers else 'selective ' + card.parallel.selective_checkpointing.value}"
+        + (f", compute fp8 ({card.precision.fp8_recipe.value} scaling)" if card.precision.fp8_recipe else "")
     )
     console.print(
         f"parameters: total {count(plan.params_total)}, trainable {count(plan.params_trainable)},"

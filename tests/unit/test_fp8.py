@@ -74,3 +74,18 @@ def test_exports_say_fp8_and_selective_are_not_carried(target):
 
     e = export(load_card_dict(_card(compute="fp8", fp8_recipe="current")), target)
     assert "precision.compute" in e.lost and "parallel.selective_checkpointing" in e.lost
+
+
+def test_fp8_copies_per_rank_under_tensor_and_pipeline_parallel():
+    """TP8 x PP2: each rank's delayed-scaling copies are 2 B per weight of its own linear shard."""
+    def plan(**prec):
+        return make_plan(load_card_dict({
+            "model": {"id": "meta-llama/Llama-3.1-70B"}, "method": "sft",
+            "hardware": {"gpu": "h100-sxm", "gpus_per_node": 8, "nodes": 2},
+            "parallel": {"strategy": "zero1", "tensor_parallel": 8, "pipeline_parallel": 2, "sequence_parallel": True,
+                         "gradient_checkpointing": "selective"},
+            "batch": {"micro_batch_size": 1, "seq_len": 8192, "grad_accum": 8}, "precision": prec}))
+    cur, dly = plan(compute="fp8", fp8_recipe="current"), plan(compute="fp8", fp8_recipe="delayed")
+    extra = dly.peak.components["weights"] - cur.peak.components["weights"]
+    linear_per_rank = 80 * (3 * 8192 * 28672 + 2 * 8192 * 8192 + 2 * 8192 * 1024) / 16
+    assert extra == pytest.approx(2 * linear_per_rank, rel=0.01)

@@ -209,9 +209,10 @@ def backward_peak(t: StepTerms) -> PhasePeak:
     ckpt = t.gradient_checkpointing
     held = t.grads_total if _holds_grads(t) else 0.0
     base = _persistent(t)
-    bwd_only = t.offload_staging + (0.0 if t.zero_ipg_persistent else t.zero_ipg_buckets)
-    if bwd_only:
-        base = base | {"zero_buffers": bwd_only}
+    if t.zero_ipg_buckets and not t.zero_ipg_persistent:
+        base = base | {"zero_buffers": t.zero_ipg_buckets}
+    if t.offload_staging:
+        base = base | {"offload_staging": t.offload_staging}
     if t.kept_output:
         base = base | {"kept_output": t.kept_output}
     fsdp_static = t.fsdp_root_unit + t.fsdp_root_grads

@@ -38,12 +38,17 @@ class SelectiveCase:
 
 CASES = (
     SelectiveCase(GridCase("llama")),
-    SelectiveCase(GridCase("llama", micro_batch_size=4, seq_len=512)),
-    SelectiveCase(GridCase("qwen3", micro_batch_size=4, seq_len=512)),
     SelectiveCase(GridCase("qwen2", seq_len=512)),  # q/k/v with a bias: addmm, neither saved nor counted
     SelectiveCase(GridCase("llama", scope="lora", micro_batch_size=4, seq_len=512)),
+    SelectiveCase(GridCase("llama", world_size=4, tensor_parallel=4, sequence_parallel=True, seq_len=512)),
+)
+SLOW_CASES = (
+    SelectiveCase(GridCase("llama", micro_batch_size=4, seq_len=512)),
+    SelectiveCase(GridCase("qwen3", micro_batch_size=4, seq_len=512)),
     SelectiveCase(GridCase("llama", world_size=8)),
     SelectiveCase(GridCase("llama", attention="eager", seq_len=512, micro_batch_size=4)),
+    SelectiveCase(GridCase("llama", world_size=2, tensor_parallel=2, seq_len=512)),
+    SelectiveCase(GridCase("qwen3_moe", seq_len=512, micro_batch_size=4)),  # the router's mm counts, grouped_mm not
 )
 
 
@@ -64,6 +69,13 @@ def test_selective_plan_matches_trace(case):
     err, detail, plan_phase, trace_phase = _compare(case)
     assert abs(err) <= TOLERANCE, f"peak error {err:+.2%}; per phase MiB (plan, trace): {detail}"
     assert plan_phase == trace_phase, detail
+
+
+@pytest.mark.trace
+@pytest.mark.slow
+@pytest.mark.parametrize("case", SLOW_CASES, ids=[c.name for c in SLOW_CASES])
+def test_selective_plan_matches_trace_more(case):
+    test_selective_plan_matches_trace(case)
 
 
 @pytest.mark.trace

@@ -93,3 +93,20 @@ def test_selective_increment_over_full_matches_trace():
     assert peaks["full"] < peaks["op"] < peaks["none"], peaks
     traced_inc, planned_inc = peaks["op"] - peaks["full"], planned["op"] - planned["full"]
     assert abs(planned_inc / traced_inc - 1) <= TOLERANCE, (planned_inc, traced_inc)
+
+
+def test_trace_cli_maps_selective_and_refuses_fp8_and_core_attention():
+    from trainfit.cli.trace_cmd import TraceCardError, hf_config_for, trace_request_kwargs
+
+    def request_from_card(c):
+        return trace_request_kwargs(c, hf_config_for(c))
+
+    card = {"model": {"config": GridCase("llama").hf_config(), "id": "llama"}, "method": "sft",
+            "hardware": {"gpu": "h100-sxm", "gpus_per_node": 1},
+            "parallel": {"strategy": "single", "gradient_checkpointing": "selective"}}
+    assert request_from_card(load_card_dict(card))["selective_checkpointing"] == "op"
+    with pytest.raises(TraceCardError, match="^precision.compute: fp8 is not traced"):
+        request_from_card(load_card_dict(dict(card, precision={"compute": "fp8", "fp8_recipe": "current"})))
+    core = dict(card, parallel=dict(card["parallel"], selective_checkpointing="core_attention"))
+    with pytest.raises(Exception, match="core_attention' is not traced"):
+        TraceRequest(**request_from_card(load_card_dict(core)))

@@ -50,6 +50,9 @@ def trace_request_kwargs(card, spec_config: dict[str, Any]) -> dict[str, Any]:
     if pp > 1 and world > 1:
         raise TraceCardError("parallel.pipeline_parallel: a pipeline stage is traced on one rank; use strategy single"
                              " or as many GPUs as stages")
+    if p.compute.value == "fp8":
+        raise TraceCardError("precision.compute: fp8 is not traced (no fp8 GEMMs on the CPU trace); its fp8 weight"
+                             " copies and scaling state rest on memory/fp8.py; trace compute bf16 for the rest")
     w = card.weights_dtype.value
     if card.scope.value == "qlora":
         precision = "bf16"
@@ -68,6 +71,7 @@ def trace_request_kwargs(card, spec_config: dict[str, Any]) -> dict[str, Any]:
         "seq_len": card.batch.seq_len,
         "attention": card.attention.value,
         "gradient_checkpointing": card.parallel.gradient_checkpointing,
+        "selective_checkpointing": card.parallel.selective_checkpointing.value,
         "scope": card.scope.value,
         "lora_rank": card.lora.rank,
         "lora_alpha": card.lora.alpha,

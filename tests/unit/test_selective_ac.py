@@ -75,3 +75,11 @@ def test_step_time_and_memory_order():
     assert t["none"] < t["op"] < t["full"]
     assert m["full"] < m["op"] < m["none"]
     assert "recompute" in {p.name for p in plans["op"].time.phases}
+
+
+def test_diagnose_offers_full_checkpointing_to_a_selective_card():
+    from trainfit.preflight.diagnose import quantify_fixes
+
+    card = load_card_dict(_card("selective"))
+    changes = [f.change for f in quantify_fixes(card, make_plan(card))]
+    assert "parallel.gradient_checkpointing -> true" in changes

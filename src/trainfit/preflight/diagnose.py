@@ -497,7 +497,8 @@ def _variants(card: RunCard) -> list[tuple[str, dict[str, Any]]]:
         out.append((f"batch.micro_batch_size {b.micro_batch_size} -> {half} (grad_accum {b.grad_accum} -> {ga} keeps the global batch)",
                     {"batch.micro_batch_size": half, "batch.grad_accum": ga}))
     if not p.gradient_checkpointing:
-        out.append(("parallel.gradient_checkpointing -> true", {"parallel.gradient_checkpointing": True}))
+        out.append(("parallel.gradient_checkpointing -> true", {"parallel.gradient_checkpointing": True,
+                                                                "parallel.selective_checkpointing": "none"}))
     if not card.loss.chunked:
         out.append(("loss.chunked -> true (fused linear cross-entropy / chunked log-probs: no full logits)", {"loss.chunked": True}))
     if card.attention.value == "eager":

@@ -36,8 +36,9 @@ TOTAL = int(os.environ.get("TRAINFIT_FUZZ_EXAMPLES", DEFAULT_TOTAL))
 RELEASE = "TRAINFIT_FUZZ_EXAMPLES" in os.environ
 WEIGHTS_TOTAL = 100.0
 """The weights given to ``examples`` across the suite add up to this."""
-CASE_SECONDS = float(os.environ.get("TRAINFIT_FUZZ_CASE_SECONDS", 20))
-"""Wall-clock bound per case (generous: two shared cores; the planner's own bound is 2 s per plan)."""
+CASE_SECONDS = float(os.environ.get("TRAINFIT_FUZZ_CASE_SECONDS", 60))
+"""Wall-clock bound per case. Generous (two shared cores, and fit and a failing plan's suggestions run
+searches); the issue's own goal is 2 s per plan: a release run sets this lower to measure it."""
 
 STATS: dict[str, list[float]] = {}
 """Per command: the seconds of every case (read by the session report in conftest)."""

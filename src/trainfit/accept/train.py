@@ -66,6 +66,8 @@ def accept_card(config: dict, *, micro_batch: int, seq_len: int, gpu: str = "h20
             "parallel": {"strategy": "single", "gradient_checkpointing": False},
             "batch": {"micro_batch_size": micro_batch, "seq_len": seq_len},
             "roles": {"kl_coef": 0.0},
+            # GRPOTrainer scores log-probs with TRL's fused lm_head (add_fused_lm_head): no full logits
+            "loss": {"chunked": True, "kernel": "trl"},
             "rollout": {"engine": "hf", "num_generations": NUM_GENERATIONS, "prompts_per_step": 1,
                         "response_len": max(1, seq_len // 2), "prompt_len": max(1, seq_len - seq_len // 2),
                         "response_len_shape": "fixed"}}

@@ -26,6 +26,16 @@ A fused/chunked linear cross-entropy (Liger ``LigerFusedLinearCrossEntropyLoss``
 materialises the full logits: it walks the tokens in chunks of
 ``ceil(b·s / ceil(V/h))`` rows rounded up to a power of two, each chunk holding its bf16
 logits, an fp32 copy and its gradient (10 B per element).
+
+TRL's fused lm_head (``loss.kernel: trl``; GRPO and DPO in TRL 1.16 call ``add_fused_lm_head``,
+trl/trainer/utils.py, and ``ChunkedLogProbFunction``, trl/kernels/chunked_logprob.py:296-465)
+never materialises the logits either, but its tile buffer has a fixed shape:
+``min(N, 4096) x 32768`` in the compute dtype (``mm_buf``, allocated at the full 32,768 width
+even for a smaller vocabulary), beside seven fp32 per-token statistics. On CUDA (Triton) only the
+valid positions are scored: ``hidden_states[mask]`` is a copy of the N scored rows, saved for
+backward with ``log_z`` and the entropy (fp32 per token). Backward allocates an fp32 ``grad_hidden``
+(N x h), an fp32 ``grad_weight`` (V x h) when the head is trained, a new ``mm_buf``, and returns
+``grad_hidden`` cast to the hidden dtype while the fp32 buffers are still bound.
 """
 
 from __future__ import annotations
@@ -55,6 +65,29 @@ class LogitsBytes:
     """Transient at the start of backward."""
 
 
+TRL_TOKEN_CHUNK = 4096
+"""``TOKEN_CHUNK_SIZE`` in trl/kernels/chunked_logprob.py:31."""
+TRL_VOCAB_CHUNK = 32768
+"""``_CHUNKED_LOGPROB_CHUNK_SIZE`` in trl/trainer/utils.py:1506."""
+TRL_FP32_STATS_PER_TOKEN = 7
+"""running max, sum exp, x·exp, sq·exp, z sum, max before target, target logit (fp32 each)."""
+
+
+def trl_fused_logprob_bytes(
+    *, tokens: int, hidden_size: int, vocab_size: int, compute_dtype_bytes: int = 2,
+    hidden_dtype_bytes: int = 2, head_trainable: bool = False, head_dtype_bytes: int = 2,
+) -> LogitsBytes:
+    """Bytes of TRL's fused lm_head log-prob over ``tokens`` scored positions (see the module doc)."""
+    n, h = tokens, hidden_size
+    tile = min(n, TRL_TOKEN_CHUNK) * TRL_VOCAB_CHUNK * compute_dtype_bytes
+    rows = n * h * hidden_dtype_bytes  # hidden_states[mask], saved for backward
+    saved = rows + 2 * 4 * n  # + log_z and the entropy slot
+    forward = rows + tile + TRL_FP32_STATS_PER_TOKEN * 4 * n + 3 * 4 * n  # + log-probs, entropy, log_z outputs
+    grad_w = vocab_size * h * (4 + head_dtype_bytes) if head_trainable else 0.0
+    backward = saved + n * h * 4 + tile + 4 * n + n * h * hidden_dtype_bytes + grad_w
+    return LogitsBytes(forward_peak=forward, retained=saved, backward_peak=backward)
+
+
 def liger_chunk_rows(*, tokens: int, hidden_size: int, vocab_size: int) -> int:
     """Rows per chunk of Liger's fused linear cross-entropy."""
     rows = ceil(tokens / ceil(vocab_size / hidden_size))
@@ -71,6 +104,8 @@ def logits_bytes(
     caller_holds_logits: bool = False,
     head_outputs: int | None = None,
     softcap_bytes_per_logit: int = 0,
+    kernel: str = "liger",
+    compute_dtype_bytes: int = 2,
 ) -> LogitsBytes:
     """Bytes of the logits/loss path for one micro-batch.
 
@@ -80,6 +115,9 @@ def logits_bytes(
     """
     tokens = micro_batch_size * seq_len
     width = vocab_size if head_outputs is None else head_outputs
+    if chunked and kernel == "trl" and head_outputs is None:
+        return trl_fused_logprob_bytes(tokens=tokens, hidden_size=hidden_size, vocab_size=width,
+                                       compute_dtype_bytes=compute_dtype_bytes, hidden_dtype_bytes=compute_dtype_bytes)
     if chunked:
         e = liger_chunk_rows(tokens=tokens, hidden_size=hidden_size, vocab_size=width) * width
         chunk = FORWARD_PEAK_BYTES_PER_LOGIT * min(e, tokens * width)

@@ -50,7 +50,7 @@ PRESETS: dict[str, Preset] = {
         "transformers Trainer default optim adamw_torch_fused; GRPO/DPO compute log-probs with a fused, tiled "
         "lm_head (add_fused_lm_head, trl/trainer/utils.py; kernels/chunked_logprob.py): no full logits",
         card={
-            "loss": {"chunked": True},
+            "loss": {"chunked": True, "kernel": "trl"},
             "rollout": {"engine": "vllm", "placement": "colocate", "gpu_memory_utilization": 0.3, "sleep_level": 0},
             "roles": {"kl_coef": 0.0},
             "parallel": {"gradient_checkpointing": True},
@@ -194,7 +194,12 @@ def preset(name: str) -> Preset:
 
 def apply_preset(card_data: dict[str, Any], name: str) -> dict[str, Any]:
     """Card data with the preset's defaults filled in under what the card sets."""
-    merged = merge_under(preset(name).card, card_data)
+    defaults = preset(name).card
+    if name == "trl" and str(card_data.get("method", "sft")) not in ("grpo", "dpo"):
+        # only GRPOTrainer and DPOTrainer patch the fused lm_head in (add_fused_lm_head); SFT, the reward
+        # trainer and PPO compute the full logits
+        defaults = {k: v for k, v in defaults.items() if k != "loss"}
+    merged = merge_under(defaults, card_data)
     if name == "verl" and merged.get("scope", "full") != "full" and "sleep_level" not in (card_data.get("rollout") or {}):
         merged["rollout"] = {**merged["rollout"], "sleep_level": 1}  # verl sleeps at level 1 when it syncs an adapter
     merged["preset"] = name

@@ -26,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
+from trainfit.memory.logits import trl_fused_logprob_bytes
 from trainfit.memory.params import param_tensors
 from trainfit.memory.phases import PhasePeak, StepTerms, step_peaks
 from trainfit.memory.weights import count_scale, weight_bytes
@@ -83,6 +84,7 @@ def forward_only_transient(
     chunked: bool,
     gathered_units: float,
     divides_by_temperature: bool = True,
+    kernel: str = "liger",
 ) -> float:
     """Peak transient of a no-grad forward over ``sequences`` x ``seq_len`` tokens and its log-probs.
 
@@ -122,6 +124,9 @@ def forward_only_transient(
     layer = max(mlp, qk) + rotary
     if spec.head_outputs is not None:
         head = tokens * (h + spec.head_outputs) * 2
+    elif chunked and kernel == "trl":
+        # TRL's fused lm_head under no_grad: the scored rows' copy, the [4096 x 32768] tile, fp32 stats
+        head = trl_fused_logprob_bytes(tokens=b * (s - 1), hidden_size=h, vocab_size=spec.vocab_size).forward_peak
     elif chunked:
         head = 0.0
     else:
@@ -256,13 +261,13 @@ def rl_groups(
     if ref_place in (RefPlacement.GPU, RefPlacement.LORA_DISABLED):
         # GRPO divides by the temperature into a copy; PPO divides the logits in place
         tr = forward_only_transient(spec, sequences=mbs, seq_len=seq, chunked=chunked, gathered_units=_gathered(actor),
-                                    divides_by_temperature=card.method is Method.GRPO)
+                                    divides_by_temperature=card.method is Method.GRPO, kernel=card.loss.kernel.value)
         peaks.append(PhasePeak(Phase.REF_LOGPROB, trainer_resident | extras() | {"logprob_pass": tr}, "reference log-probs"))
     if card.method is Method.PPO or ro.num_iterations > 1:
         # the policy's own log-probs before the update (PPO's old policy; GRPO when each batch is
         # reused for several updates): a no-grad pass of the trained actor, adapters included
         tr = forward_only_transient(spec, sequences=mbs, seq_len=seq, chunked=chunked, gathered_units=_gathered(actor),
-                                    divides_by_temperature=card.method is Method.GRPO)
+                                    divides_by_temperature=card.method is Method.GRPO, kernel=card.loss.kernel.value)
         peaks.append(PhasePeak(Phase.OLD_LOGPROB, trainer_resident | extras() | {"logprob_pass": tr},
                                "old-policy log-probs"))
     if rm_spec is not None:
@@ -376,7 +381,7 @@ def dpo_reference_pass(spec: ModelSpec, card: RunCard, actor: StepTerms, *, weig
     # the reference scores that same concatenated batch, without a temperature division
     tr = forward_only_transient(
         spec, sequences=card.batch.micro_batch_size, seq_len=card.batch.seq_len, chunked=card.loss.chunked,
-        gathered_units=_gathered(actor), divides_by_temperature=False,
+        gathered_units=_gathered(actor), divides_by_temperature=False, kernel=card.loss.kernel.value,
     )
     return weights, tr
 

@@ -234,6 +234,8 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         vocab_size=spec.vocab_size,
         hidden_size=spec.hidden_size,
         chunked=card.loss.chunked,
+        kernel=card.loss.kernel.value,
+        compute_dtype_bytes=act_dtype,
         head_outputs=spec.head_outputs,
         softcap_bytes_per_logit=act_dtype if spec.family in SOFTCAP_FAMILIES else 0,
     )

@@ -38,6 +38,7 @@ from trainfit.spec.enums import (
     Strategy,
     TaskKind,
     WeightSync,
+    LossKernel,
 )
 
 
@@ -162,6 +163,9 @@ class BatchSection(_Section):
 
 class LossSection(_Section):
     chunked: bool = Field(False, description="Fused/chunked linear cross-entropy (no full logits).")
+    kernel: LossKernel = Field(
+        LossKernel.LIGER, description="With chunked: liger (fused linear cross-entropy) or trl (TRL's fused lm_head log-probs)."
+    )
 
 
 

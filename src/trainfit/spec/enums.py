@@ -229,3 +229,12 @@ class ContextParallelKind(StrEnum):
 class PipelineSchedule(StrEnum):
     ONE_F_ONE_B = "1f1b"
     INTERLEAVED = "interleaved"
+
+
+class LossKernel(StrEnum):
+    """Which fused/chunked log-prob kernel ``loss.chunked`` means."""
+
+    LIGER = "liger"
+    """Liger's fused linear cross-entropy: token chunks of ceil(b·s / ceil(V/h)) rows."""
+    TRL = "trl"
+    """TRL's fused lm_head (``add_fused_lm_head``; kernels/chunked_logprob.py): [4096 x 32768] tiles."""

@@ -27,6 +27,10 @@ MEMORY_MARGIN = 0.10
 plan's H200 held-out reserved errors reach 9.7%: ``benchmarks/gpu_calibration.md``)."""
 TIME_MARGIN = 0.30
 """Same for seconds (the H200 step-time errors reach 28%: ``benchmarks/gpu_calibration.md``)."""
+MEMORY_FLOOR_BYTES = 20 * 2**20
+"""...and never for less than this many bytes: one large segment of the CUDA caching allocator
+(``kLargeBuffer``, 20 MiB), the granularity a reserved figure moves by; on a tiny model a few MiB of
+small tensors would otherwise read as a large fraction."""
 FORECAST_MIN_STEPS = 4
 """Steps of a growing series before a trend is extrapolated."""
 FORECAST_WINDOW = 16
@@ -72,9 +76,9 @@ def judge_row(row: dict[str, Any], *, device: str, memory_margin: float = MEMORY
     te = _err(ms, ps) if device == CUDA else None
     reasons = []
     verdict = "ok"
-    if me is not None and abs(me) > memory_margin:
+    if me is not None and abs(me) > memory_margin and abs(mm - pm) > MEMORY_FLOOR_BYTES:
         verdict = "over" if me > 0 else "under"
-        reasons.append(f"memory {me:+.1%} (margin {memory_margin:.0%})")
+        reasons.append(f"memory {me:+.1%} (margin {memory_margin:.0%} and {MEMORY_FLOOR_BYTES / 2**20:.0f} MiB)")
     if te is not None and abs(te) > time_margin:
         verdict = verdict if verdict != "ok" else ("over" if te > 0 else "under")
         reasons.append(f"time {te:+.1%} (margin {time_margin:.0%})")

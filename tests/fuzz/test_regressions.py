@@ -78,6 +78,7 @@ CARDS = [
     # usage errors name the field
     ("seq_text.yaml", "batch:\n  seq_len: long\n", 2, "batch.seq_len:"),
     ("section.yaml", "hardware: 8\n", 2, "hardware:"),
+    ("model_list.yaml", "model: [1, 2]\n", 2, "model: a catalog id (e.g. Qwen/Qwen3-8B), a local path, or a mapping"),
 ]
 
 

@@ -497,6 +497,9 @@ def format_validation_error(exc: ValidationError) -> str:
     key = ".".join(str(p) for p in loc) or "card"
     kind = err["type"]
     given = err.get("input")
+    if loc == ("model",) and kind in ("string_type", "model_type", "model_attributes_type", "dict_type"):
+        return (f"model: a catalog id (e.g. Qwen/Qwen3-8B), a local path, or a mapping such as {{params: 27e9}} or"
+                f" {{id: ..., revision: ...}}; got {str(given)[:60]!r}")
     if kind == "extra_forbidden":
         keys = _section_keys(loc)
         return f"{key}: unknown key" + (f"; allowed keys here: {keys}" if keys else "")

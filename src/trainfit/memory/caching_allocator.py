@@ -39,6 +39,8 @@ SMALL_BUFFER = 2 << 20
 LARGE_BUFFER = 20 << 20
 MIN_LARGE_ALLOC = 10 << 20
 ROUND_LARGE = 2 << 20
+ADDR_BITS = 47
+"""Addresses of the model stay below 2^47 (128 TiB; the small pool's expandable range starts at 2^46)."""
 
 
 def round_size(nbytes: int) -> int:
@@ -69,31 +71,32 @@ class CachingAllocator:
     allocated: int = 0
     peak_reserved: int = 0
     peak_allocated: int = 0
-    _free: dict[bool, list[tuple[int, int]]] = field(default_factory=lambda: {True: [], False: []})
-    _by_key: dict[tuple[bool, int, int], Block] = field(default_factory=dict)
+    _free: dict[bool, list[int]] = field(default_factory=lambda: {True: [], False: []})
+    """Free blocks per pool as sorted keys ``size << ADDR_BITS | addr`` (best fit, ties by address)."""
+    _by_key: dict[int, Block] = field(default_factory=dict)
     _next_addr: int = 0
     expandable: bool = False
     _tail: dict[bool, "Block | None"] = field(default_factory=lambda: {True: None, False: None})
-    _end: dict[bool, int] = field(default_factory=lambda: {True: 1 << 52, False: 0})
+    _end: dict[bool, int] = field(default_factory=lambda: {True: 1 << 46, False: 0})
 
     def _insert(self, b: Block) -> None:
-        insort(self._free[b.small], (b.size, b.addr))
-        self._by_key[(b.small, b.size, b.addr)] = b
+        k = b.size << ADDR_BITS | b.addr
+        insort(self._free[b.small], k)
+        self._by_key[k] = b
 
     def _remove(self, b: Block) -> None:
+        k = b.size << ADDR_BITS | b.addr
         lst = self._free[b.small]
-        i = bisect_left(lst, (b.size, b.addr))
-        del lst[i]
-        del self._by_key[(b.small, b.size, b.addr)]
+        del lst[bisect_left(lst, k)]
+        del self._by_key[k]
 
     def malloc(self, nbytes: int) -> Block:
-        size = round_size(nbytes)
+        size = MIN_BLOCK if nbytes < MIN_BLOCK else -(-nbytes // MIN_BLOCK) * MIN_BLOCK
         small = size <= SMALL_SIZE
         lst = self._free[small]
-        i = bisect_left(lst, (size, -1))
+        i = bisect_left(lst, size << ADDR_BITS)
         if i < len(lst):
-            b = self._by_key[(small, *lst[i])]
-            self._remove(b)
+            b = self._by_key.pop(lst.pop(i))
         elif self.expandable:
             b = self._grow(size, small)
         else:

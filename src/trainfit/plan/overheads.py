@@ -7,6 +7,9 @@ Pure: no torch.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import replace
 from functools import lru_cache
 
@@ -77,21 +80,34 @@ def phase_results(
     return out
 
 
+_REPLAY: ContextVar[bool] = ContextVar("trainfit_replay_reserved", default=True)
+
+
+@contextmanager
+def fitted_reserved() -> Iterator[None]:
+    """Plans made inside take reserved from the fitted fragmentation share, never from the replay
+    (what the share's own fit on the measured cases needs: ``trainfit.accuracy.gpu``)."""
+    token = _REPLAY.set(False)
+    try:
+        yield
+    finally:
+        _REPLAY.reset(token)
+
+
 def replayed_overhead(
     terms: StepTerms | None, *, spec: ModelSpec, card: RunCard, compute_capability: str | None = None,
 ) -> int | None:
     """Reserved beyond allocated at the step's high-water mark, from the replayed allocation sequence;
     None where it cannot be generated (the fitted share stands)."""
-    if terms is None or card.method is not Method.SFT or not alloc_sequence.supported(terms):
+    if (terms is None or not _REPLAY.get() or card.method is not Method.SFT
+            or not alloc_sequence.supported(terms)):
         return None
     shape = _sequence_shape(spec, card.batch.micro_batch_size, card.batch.seq_len, card.attention,
                             card.loss.chunked, terms.logits.retained > 0)
     ws = cublas_workspace_bytes(compute_capability=compute_capability)
-    seq = alloc_sequence.step_sequence(terms, shape, workspace=(int(ws // 2), int(ws // 2)))
-    if seq is None:
-        return None
     expandable = card.hardware.allocator is AllocatorKind.EXPANDABLE_SEGMENTS
-    return alloc_sequence.replay(seq, expandable=expandable).overhead
+    return alloc_sequence.replayed_overhead(terms, shape, workspace=(int(ws // 2), int(ws // 2)),
+                                            expandable=expandable)
 
 
 def _with_replayed(out: list[PhaseResult], overhead: int, *, capacity: float) -> list[PhaseResult]:

@@ -109,7 +109,7 @@ def spec_from_hf_config(
         )
     hidden = _int(dec, "hidden_size", name, most=1_000_000)
     heads = _int(dec, "num_attention_heads", name, most=100_000)
-    layers = _int(dec, "num_hidden_layers", name, most=10_000)
+    layers = _int(dec, "num_hidden_layers", name, most=1024)  # the deepest released decoders have ~128
     vocab = _int(dec, "vocab_size", name, most=100_000_000)
     intermediate = _int(dec, "intermediate_size", name, most=10_000_000)
     kv_heads = _int(dec, "num_key_value_heads", name, most=heads, default=heads)

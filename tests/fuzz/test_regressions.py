@@ -66,6 +66,7 @@ CARDS = [
     ("heads_neg.json", _moe(num_attention_heads=-32), 2, "'num_attention_heads' = -32 is outside"),
     ("frac.json", _moe(head_dim=127.5), 2, "'head_dim' must be an integer"),
     ("mlp_only.json", _moe(mlp_only_layers=[99]), 2, "'mlp_only_layers' = 99 is outside 0..47"),
+    ("layers.json", _moe(num_hidden_layers=1721), 2, "'num_hidden_layers' = 1721 is outside 1..1,024"),  # planned 77 s
     ("cfg_list.json", json.dumps({"model": {"config": [1, 2]}}), 2, "model.config"),
     ("cfg_type.json", _moe(model_type=["qwen3"]), 2, "model_type"),
     # a value the plan silently ignored

@@ -213,3 +213,30 @@ def test_extreme_plans_are_finite_and_consistent(tmp_path, card):
     obj = check_run(run, json_out=True)
     if run.rc == 0:
         check_plan_json(obj, run.stderr)
+
+
+@pytest.mark.parametrize("kind", ["dir", "missing_folder", "input", "dev_full"])
+def test_fit_html_bad_outputs(tmp_path, kind):
+    """fit --html to a directory, a missing folder or a full disk gave a traceback; to the card it overwrote it (exit 0)."""
+    card = tmp_path / "card.yaml"
+    card.write_text("model: Qwen/Qwen3-0.6B\n")
+    (tmp_path / "adir").mkdir()
+    target = {"dir": tmp_path / "adir", "missing_folder": tmp_path / "nope" / "r.html", "input": card,
+              "dev_full": Path("/dev/full")}[kind]
+    if kind == "dev_full" and not target.exists():
+        pytest.skip("no /dev/full")
+    run = run_cli(["fit", str(card), "--gpu", "rtx4090", "--max-gpus", "1", "--html", str(target)])
+    check_run(run)
+    assert run.rc == 2, run.stderr
+    assert "--html" in run.stderr, run.stderr
+    assert card.read_text() == "model: Qwen/Qwen3-0.6B\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["adir", "card.yaml"]
+    assert list((tmp_path / "adir").iterdir()) == []
+
+
+def test_fit_html_written_atomically(tmp_path):
+    out = tmp_path / "r.html"
+    run = run_cli(["fit", "--gpu", "rtx4090", "--max-gpus", "1", "--html", str(out)])
+    check_run(run)
+    assert run.rc == 0 and out.read_text().lstrip().lower().startswith("<!doctype html")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.html"]

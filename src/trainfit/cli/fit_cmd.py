@@ -53,6 +53,10 @@ def fit(
         raise CardError(f"--global-batch: must be at least 1, got {global_batch}")
     if max_gpus < 1:
         raise CardError(f"--max-gpus: must be at least 1 (counts tried: {', '.join(map(str, GPU_COUNTS))}), got {max_gpus}")
+    if html is not None:  # refuse a bad output path before searching (a folder, a missing folder, an input)
+        from trainfit.fsio import check_output_path
+
+        check_output_path(html, inputs=[card, calibration, price_table], what="--html")
     gpus = [resolve_gpu(g.strip()).id for g in gpu.split(",") if g.strip()]
     if not gpus:
         raise CardError("--gpu: no card type left after the filters; name at least one, e.g. --gpu rtx4090")
@@ -72,10 +76,12 @@ def fit(
         result = run_fit(data, gpus=gpus, max_gpus=max_gpus, prices=prices, pinned=frozenset(pinned),
                          progress=lambda f: bar.update(task, completed=f), global_batch=global_batch,
                          calibration=cal, goal=goal)
-    if html is not None:
-        from trainfit.report.html import write_fit_html
+    if html is not None:  # atomic: a full disk leaves no half-written report
+        from trainfit.fsio import write_text_atomic
+        from trainfit.report.html import fit_html
 
-        write_fit_html(result, html, title=f"trainfit fit: {', '.join(gpus)}")
+        write_text_atomic(html, fit_html(result, title=f"trainfit fit: {', '.join(gpus)}"),
+                          inputs=[card, calibration, price_table], what="--html")
     rows = [_row(r) for r in result.rows]
     if json_:
         print_json({"evaluated": result.evaluated, "invalid": result.invalid, "seconds": result.seconds,

@@ -22,6 +22,12 @@ from typing import Any
 from trainfit.errors import CardError
 
 
+MAX_RUN_STEPS = 10**12
+"""Most optimizer steps in a run (larger counts overflow the float cost and time of the run)."""
+MAX_RUN_TOKENS = 1e16
+"""Most tokens in a run: 10 quadrillion, ~250x the largest published pre-training runs (~40e12)."""
+
+
 class Objective(StrEnum):
     COST = "cost"
     TIME = "time"
@@ -42,6 +48,11 @@ class Goal:
     """(from, to) -> units of ``to`` per unit of ``from``."""
 
     def __post_init__(self) -> None:
+        if self.steps is not None and not 1 <= self.steps <= MAX_RUN_STEPS:
+            got = str(self.steps) if len(str(self.steps)) <= 24 else f"a {len(str(self.steps))}-digit number"
+            raise CardError(f"--steps: must be in 1..{MAX_RUN_STEPS:,}, got {got}")
+        if self.tokens is not None and not 0 < self.tokens <= MAX_RUN_TOKENS:  # also refuses nan and inf
+            raise CardError(f"--tokens: must be a finite number > 0 and at most {MAX_RUN_TOKENS:.0e}, got {self.tokens:.4g}")
         if self.steps is not None and self.tokens is not None:
             raise CardError("--steps and --tokens: give one, not both")
         if self.deadline_s is not None and not self.has_run:

@@ -240,3 +240,19 @@ def test_fit_html_written_atomically(tmp_path):
     check_run(run)
     assert run.rc == 0 and out.read_text().lstrip().lower().startswith("<!doctype html")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.html"]
+
+
+@pytest.mark.parametrize(("option", "value", "fragment"), [
+    ("--tokens", "1e400", "--tokens: must be a finite number > 0 and at most 1e+16, got inf"),  # OverflowError in run_steps
+    ("--tokens", "inf", "--tokens: must be a finite number > 0"),
+    ("--tokens", "nan", "--tokens: must be a finite number > 0"),
+    ("--tokens", "1e300", "at most 1e+16, got 1e+300"),
+    ("--tokens", "0", "--tokens: must be a finite number > 0"),
+    ("--steps", "1" + "0" * 400, "--steps: must be in 1..1,000,000,000,000, got a 401-digit number"),  # OverflowError
+    ("--steps", "0", "--steps: must be in 1..1,000,000,000,000, got 0"),
+])
+def test_fit_run_length_out_of_range(option, value, fragment):
+    run = run_cli(["fit", "--gpu", "rtx4090", "--max-gpus", "1", option, value])
+    check_run(run)
+    assert run.rc == 2 and fragment in run.stderr, run.stderr
+    assert len(run.stderr.strip().splitlines()) == 1, run.stderr

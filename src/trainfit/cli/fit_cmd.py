@@ -99,10 +99,6 @@ def _goal(objective, steps, tokens, budget, deadline, fx):
 
     if objective is not None and objective not in tuple(Objective):
         raise CardError(f"--objective: '{objective}' is not one of cost, time, cards")
-    if steps is not None and steps < 1:
-        raise CardError(f"--steps: must be at least 1, got {steps}")
-    if tokens is not None and not tokens > 0:
-        raise CardError(f"--tokens: must be > 0, got {tokens}")
     amount = cur = None
     if budget is not None:
         b = parse_price(budget)

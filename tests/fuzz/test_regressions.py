@@ -256,3 +256,21 @@ def test_fit_run_length_out_of_range(option, value, fragment):
     check_run(run)
     assert run.rc == 2 and fragment in run.stderr, run.stderr
     assert len(run.stderr.strip().splitlines()) == 1, run.stderr
+
+
+@pytest.mark.parametrize(("name", "data", "fragment"), [
+    ("bin.yaml", bytes(range(256)) * 4, "is not UTF-8 text (byte 128)"),  # YAML ReaderError traceback
+    ("ctl.yaml", b"entries:\n- gpu: h100\x00\n", "is not valid JSON/YAML: unacceptable character #x0000"),  # ReaderError
+    ("latin.yaml", "entries: café\n".encode("latin-1"), "is not UTF-8 text (byte 12)"),  # Python's decode message
+    ("nan.json", b'{"entries": [{"gpu": "h100", "per_gpu_hour": NaN, "currency": "USD"}]}', "NaN is not a number JSON allows"),
+    ("bomb.yaml", _bomb().encode(), "aliases"),
+    ("big.yaml", b"entries: [" + b"1, " * 400_000 + b"]\n", "larger than 1 MiB"),
+])
+def test_fit_price_table_bad_files(tmp_path, name, data, fragment):
+    table = tmp_path / name
+    table.write_bytes(data)
+    run = run_cli(["fit", "--gpu", "rtx4090", "--max-gpus", "1", "--price-table", str(table)])
+    check_run(run)
+    assert run.rc == 2, run.stderr
+    assert f"--price-table: '{table}'" in run.stderr and fragment in run.stderr, run.stderr
+    assert len(run.stderr.strip().splitlines()) == 1, run.stderr

@@ -103,21 +103,31 @@ def catalog_price_table() -> PriceTable:
 
 
 def load_price_table(path: Path | str) -> PriceTable:
-    """The user's table from a JSON or YAML file (CardError, one line, on a bad file)."""
+    """The user's table from a JSON or YAML file (CardError, one line naming the file, on a bad file).
+
+    Read through the bounded loader: at most 1 MiB of UTF-8 text, no YAML alias bombs, no NaN/Infinity."""
+    import re
+
+    from trainfit.errors import InputError
+    from trainfit.spec.safe_yaml import load_json_limited, load_yaml_limited, read_text_limited
+
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise CardError(f"--price-table: cannot read {p}: {exc.strerror or exc}") from None
+        text = read_text_limited(p, what="--price-table")
+    except InputError as exc:
+        raise CardError(str(exc)) from None
+    where = f"--price-table: '{p}'"
     try:
         if p.suffix.lower() == ".json":
-            data = json.loads(text)
+            data = load_json_limited(text, what=where)
         else:
-            import yaml
-
-            data = yaml.safe_load(text)
-    except ValueError as exc:
-        raise CardError(f"--price-table: {p} is not valid JSON/YAML: {str(exc).splitlines()[0]}") from None
+            data = load_yaml_limited(text, what=where)
+    except InputError as exc:
+        detail = str(exc).removeprefix(f"{where}: ")
+        syntax = re.fullmatch(r"not valid (?:JSON|YAML) \((.*)\)", detail)
+        if syntax:
+            raise CardError(f"{where} is not valid JSON/YAML: {syntax.group(1)}") from None
+        raise CardError(f"{where}: {detail}") from None
     return price_table_of(data, origin=str(p))
 
 

@@ -53,7 +53,8 @@ def label(case: dict[str, Any]) -> str:
 
 
 def step_points(raw: dict[str, Any]) -> list[StepPoint]:
-    """Training-step cases of one raw record that measured every phase."""
+    """Training-step cases of one raw record that measured every phase (planned with the record's
+    allocator: ``expandable_segments`` when its ``alloc_conf`` sets it)."""
     from trainfit.memory.overhead import FRAGMENTATION_OF_TRANSIENTS
     from trainfit.plan import make_plan
     from trainfit.plan.overheads import fitted_reserved
@@ -64,10 +65,13 @@ def step_points(raw: dict[str, Any]) -> list[StepPoint]:
         m = case.get("measured")
         if not m or case["pass_kind"] != "train_step" or not all(p in m["phases"] for p in TRAIN_PHASES):
             continue
-        plan = make_plan(load_card_dict(card_dict(case)))
+        card = card_dict(case)
+        if "expandable_segments:True" in str((raw.get("versions") or {}).get("alloc_conf") or ""):
+            card["hardware"]["allocator"] = "expandable_segments"
+        plan = make_plan(load_card_dict(card))
         phases = {p.phase.value: p for p in plan.phases}
         with fitted_reserved():  # the share's terms (a replayed plan has no share in it)
-            fitted = {p.phase.value: p for p in make_plan(load_card_dict(card_dict(case))).phases}
+            fitted = {p.phase.value: p for p in make_plan(load_card_dict(card)).phases}
         peak = max((fitted[p] for p in TRAIN_PHASES), key=lambda r: r.allocated)
         out.append(StepPoint(
             label=label(case),

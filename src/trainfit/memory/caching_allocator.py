@@ -182,14 +182,16 @@ def replay_steps(
     # the first step creates the extra blocks at their index; they are never freed (keys below 0)
     at = min(first_step_extra_at, len(step_events))
     first = [*step_events[:at], *((1, -1 - j, m) for j, m in enumerate(first_step_extra)), *step_events[at:]]
+    malloc, release = a.malloc, a.release
     for events in [first] + [step_events] * (steps - 1):
         live: dict[int, Block] = {}
+        pop = live.pop
         for sign, key, n in events:
             if sign > 0:
                 if n:
-                    live[key] = a.malloc(n)
+                    live[key] = malloc(n)
             else:
-                blk = live.pop(key, None)
+                blk = pop(key, None)
                 if blk is not None:
-                    a.release(blk)
+                    release(blk)
     return a

@@ -63,6 +63,8 @@ class SequenceShape:
     """The input ids (and labels) on the GPU."""
     mlp_bytes: int = 0
     """tokens x intermediate x compute-dtype bytes: one bf16 tensor of the MLP's width."""
+    optimizer_per_tensor: bool = False
+    """torch.optim's for_loop implementation: the step's temporaries are made parameter by parameter."""
     eager_score_bytes: int = 0
     """One bf16 attention-score tensor (b x heads x s x s x 2) under eager attention, else 0."""
 
@@ -197,7 +199,8 @@ def step_sequence(t: StepTerms, shape: SequenceShape, *, workspace: tuple[int, .
     head_grads = _split(t.grads_head, list(shape.head_params)) if t.grads_head else []
     emb_grads = [int(t.grads_embedding)] if t.grads_embedding > 0 else []
     grads_full = t.grads_total - t.grads_other
-    all_grads = head_grads + [x for i in idx for x in per_layer_grads[i]] + emb_grads
+    # model.parameters() order: the embedding, the layers, the final norm and head
+    all_grads = emb_grads + [x for i in idx for x in per_layer_grads[i]] + head_grads
     persistent = [x for x in emb_w if x > 0]
     for _ in idx:
         persistent += layer_wts
@@ -212,7 +215,8 @@ def step_sequence(t: StepTerms, shape: SequenceShape, *, workspace: tuple[int, .
     persistent += _chunks(t.ddp_buckets, 25 << 20)
     if shape.input_bytes:
         persistent.append(shape.input_bytes)
-    states = per_grad(t.optimizer_states / 2) * 2
+    # torch.optim.AdamW creates exp_avg then exp_avg_sq for each parameter in turn at the first step
+    states = [x for g in per_grad(t.optimizer_states / 2) for x in (g, g)]
 
     e = _Events()
 
@@ -311,8 +315,13 @@ def step_sequence(t: StepTerms, shape: SequenceShape, *, workspace: tuple[int, .
         got = backward(*f, accumulate=m > 0)
         grads.extend(got)
     at = len(e.ev)
-    temps = per_grad(t.optimizer_temporaries) if t.optimizer_temporaries >= 1 else []
-    e.frees(e.allocs(temps))
+    if t.optimizer_temporaries >= 1 and shape.optimizer_per_tensor and all_grads:
+        # for_loop: each parameter's step makes its temporaries and frees them before the next one
+        big = max(all_grads)
+        for g in all_grads:
+            e.frees(e.allocs([int(g * t.optimizer_temporaries / big)]))
+    else:  # foreach: one list of temporaries over the parameters, freed together
+        e.frees(e.allocs(per_grad(t.optimizer_temporaries) if t.optimizer_temporaries >= 1 else []))
     e.frees(grads)
     # only the large pool (requests over 1 MiB) is replayed: small tensors (norm weights, LoRA adapters,
     # their gradients and states) live in 2 MiB segments of their own pool and add at most its slack

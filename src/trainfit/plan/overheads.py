@@ -103,7 +103,8 @@ def replayed_overhead(
             or not alloc_sequence.supported(terms)):
         return None
     shape = _sequence_shape(spec, card.batch.micro_batch_size, card.batch.seq_len, card.attention,
-                            card.loss.chunked, terms.logits.retained > 0)
+                            card.loss.chunked, terms.logits.retained > 0,
+                            card.precision.optimizer_impl.value == "for_loop")
     ws = cublas_workspace_bytes(compute_capability=compute_capability)
     expandable = card.hardware.allocator is AllocatorKind.EXPANDABLE_SEGMENTS
     return alloc_sequence.replayed_overhead(terms, shape, workspace=(int(ws // 2), int(ws // 2)),
@@ -129,7 +130,8 @@ def _with_replayed(out: list[PhaseResult], overhead: int, *, capacity: float) ->
 
 
 @lru_cache(maxsize=1024)
-def _sequence_shape(spec: ModelSpec, b: int, s: int, attention, chunked: bool, full_logits: bool):
+def _sequence_shape(spec: ModelSpec, b: int, s: int, attention, chunked: bool, full_logits: bool,
+                    per_tensor_step: bool = False):
     from trainfit.memory.attention import runs_eager
 
     h, L = spec.hidden_size, spec.num_layers
@@ -151,7 +153,7 @@ def _sequence_shape(spec: ModelSpec, b: int, s: int, attention, chunked: bool, f
     return alloc_sequence.SequenceShape(
         layer_params=tuple(layer), embedding_params=spec.vocab_size * h, head_params=tuple(head),
         residual_bytes=tokens * h * 2, mlp_bytes=tokens * (spec.intermediate_size or 0) * 2, logit_elements=tokens * v if (full_logits and not chunked) else 0,
-        input_bytes=2 * tokens * 8, eager_score_bytes=b * spec.num_attention_heads * s * s * 2 if eager else 0,
+        input_bytes=2 * tokens * 8, optimizer_per_tensor=per_tensor_step, eager_score_bytes=b * spec.num_attention_heads * s * s * 2 if eager else 0,
     )
 
 

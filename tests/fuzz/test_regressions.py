@@ -274,3 +274,58 @@ def test_fit_price_table_bad_files(tmp_path, name, data, fragment):
     assert run.rc == 2, run.stderr
     assert f"--price-table: '{table}'" in run.stderr and fragment in run.stderr, run.stderr
     assert len(run.stderr.strip().splitlines()) == 1, run.stderr
+
+
+@pytest.fixture(scope="module")
+def audit_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("audit") / "audit.json"
+    run = run_cli(["audit", "--json"])
+    assert run.rc == 0, run.stderr
+    path.write_text(run.stdout)
+    return path
+
+
+@pytest.mark.parametrize(("out", "force", "fragment"), [
+    ("card", True, "is one of the inputs; refusing to write over it"),  # overwrote the card, exit 0
+    ("card", False, "is one of the inputs; refusing to write over it"),
+    ("audit", True, "is one of the inputs; refusing to write over it"),
+    ("measured", True, "is one of the inputs; refusing to write over it"),
+    ("dev_full", True, "cannot write '/dev/full': no space left on device"),
+    ("missing_folder", False, "does not exist; create it first"),
+    ("dir", True, "is a directory; give a file path"),
+])
+def test_record_bad_outputs(tmp_path, audit_file, out, force, fragment):
+    """record --out: an input is never overwritten (even with --force); a failed write leaves nothing behind."""
+    card = tmp_path / "card.yaml"
+    card.write_text("model: Qwen/Qwen3-0.6B\n")
+    audit = tmp_path / "audit.json"
+    audit.write_bytes(audit_file.read_bytes())
+    measured = tmp_path / "measured.yaml"
+    measured.write_text("phases: {}\n")
+    (tmp_path / "adir").mkdir()
+    target = {"card": card, "audit": audit, "measured": measured, "dev_full": Path("/dev/full"),
+              "missing_folder": tmp_path / "nope" / "r.yaml", "dir": tmp_path / "adir"}[out]
+    if out == "dev_full" and not target.exists():
+        pytest.skip("no /dev/full")
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()}
+    argv = ["record", str(card), "--audit", str(audit), "--out", str(target)]
+    argv += ["--measured", str(measured)] if out == "measured" else []
+    run = run_cli(argv + (["--force"] if force else []))
+    check_run(run)
+    named = f"'{target.parent if out == 'missing_folder' else target}'"
+    assert run.rc == 2 and run.stderr.startswith("trainfit: error: record: ") and named in run.stderr, run.stderr
+    assert fragment in run.stderr, run.stderr
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([*before, "adir"])
+    assert list((tmp_path / "adir").iterdir()) == []
+
+
+def test_record_written_atomically(tmp_path, audit_file):
+    card = tmp_path / "card.yaml"
+    card.write_text("model: Qwen/Qwen3-0.6B\n")
+    out = tmp_path / "r.yaml"
+    out.write_text("old\n")
+    run = run_cli(["record", str(card), "--audit", str(audit_file), "--out", str(out), "--force"])
+    check_run(run)
+    assert run.rc == 0, run.stderr
+    assert "record:" in out.read_text() and sorted(p.name for p in tmp_path.iterdir()) == ["card.yaml", "r.yaml"]

@@ -26,6 +26,10 @@ def record(
 
     run_card = load_card(card, {}, [])
     target = out if out is not None else default_record_path(card)
+    from trainfit.fsio import check_output_path
+
+    inputs = [card, audit, measured]
+    check_output_path(target, inputs=inputs, what="record")  # an input is never overwritten, even with --force
     if target.exists() and not force:  # refuse before spending time on the audit
         from trainfit.errors import TrainfitError
 
@@ -45,7 +49,7 @@ def record(
         from trainfit.spec.card import read_card_file
 
         data = add_measured(data, read_card_file(measured))
-    write_record(data, target, force=force)
+    write_record(data, target, force=force, inputs=inputs)
     if json_:
         print_json({"path": str(target), "record": data})
         return

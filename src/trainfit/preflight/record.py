@@ -14,6 +14,7 @@ and resume method.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -157,16 +158,18 @@ def add_measured(data: dict[str, Any], measured: dict[str, Any]) -> dict[str, An
     return data
 
 
-def write_record(data: dict[str, Any], out: Path, *, force: bool) -> None:
-    """Write YAML; TrainfitError (one line) when ``out`` exists and not ``force``."""
+def write_record(data: dict[str, Any], out: Path, *, force: bool, inputs: Iterable[Path | None] = ()) -> None:
+    """Write YAML atomically (a failed write leaves ``out`` untouched); TrainfitError (one line) when ``out``
+    exists and not ``force``, and OutputError when ``out`` is one of ``inputs`` (even with ``force``)."""
     import yaml
 
+    from trainfit.fsio import check_output_path, write_text_atomic
+
+    inputs = list(inputs)
+    check_output_path(out, inputs=inputs, what="record")
     if out.exists() and not force:
         raise TrainfitError(f"record: '{out}' already exists; pass --force to overwrite it")
-    try:
-        out.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
-    except OSError as exc:
-        raise TrainfitError(f"record: cannot write '{out}' ({exc.strerror or exc})") from None
+    write_text_atomic(out, yaml.safe_dump(data, sort_keys=False, allow_unicode=True), inputs=inputs, what="record")
 
 
 def load_record(path: Path) -> tuple[RunCard, dict[str, Any]]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
@@ -73,7 +72,9 @@ def accept(
     if card is not None:
         record["card"] = str(card)
     if as_json:
-        sys.stdout.write(json.dumps(record, indent=2) + "\n")
+        from trainfit.cli.common import print_json
+
+        print_json(record)  # strict JSON: a NaN/inf measurement prints as null, never NaN/Infinity
     else:
         for c in record["checks"]:
             sys.stdout.write(check_lines(c))

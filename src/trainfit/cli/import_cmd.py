@@ -24,7 +24,7 @@ def import_(
 
     import yaml
 
-    from trainfit.cli.common import parse_set
+    from trainfit.cli.common import finite_json, parse_set
     from trainfit.export.importers import import_text
     from trainfit.fsio import check_output_path, write_text_atomic
     from trainfit.spec.card import load_card_dict
@@ -50,7 +50,8 @@ def import_(
     card = load_card_dict(data)  # validated: the card plans as written
     body = card.model_dump(mode="json", exclude_unset=True)
     if json_:
-        payload = json.dumps({"target": imported.target, "card": body, "notes": imported.notes}, indent=2) + "\n"
+        payload = json.dumps(finite_json({"target": imported.target, "card": body, "notes": imported.notes}),
+                             indent=2, allow_nan=False) + "\n"  # strict JSON, as print_json: never NaN/Infinity
     else:
         header = f"# run card read by trainfit import from {from_} file {ascii(str(file))[1:-1]}\n"
         payload = header + "".join(f"# note: {ascii(n)[1:-1]}\n" for n in imported.notes) + yaml.safe_dump(body, sort_keys=False)

@@ -329,3 +329,23 @@ def test_record_written_atomically(tmp_path, audit_file):
     check_run(run)
     assert run.rc == 0, run.stderr
     assert "record:" in out.read_text() and sorted(p.name for p in tmp_path.iterdir()) == ["card.yaml", "r.yaml"]
+
+
+@pytest.mark.parametrize(("name", "data", "fragment"), [
+    ("big.json", json.dumps({**QWEN3_MOE, "pad": "x" * (2**20 + 10)}).encode(), "is larger than 1 MiB"),  # read whole
+    ("bin.json", b"\xff\xfe" + bytes(100), "is not UTF-8 text (byte 0)"),
+    ("nan.json", json.dumps(QWEN3_MOE)[:-1].encode() + b', "rope_theta": NaN}', "NaN is not a number JSON allows"),
+    ("list.json", b"[1, 2]", "must hold a mapping of fields, got list"),
+])
+def test_trace_config_json_is_read_bounded(tmp_path, name, data, fragment):
+    """trace read a local config.json whole (no size cap), with Python's decode message on a binary file."""
+    cfg = tmp_path / name
+    cfg.write_bytes(data)
+    card = tmp_path / "card.yaml"
+    card.write_text(f"model: {json.dumps(str(cfg))}\n")
+    start = time.monotonic()
+    run = run_cli(["trace", str(card), "--json"])
+    check_run(run, json_out=True)
+    assert run.rc == 2 and f"model: '{cfg}'" in run.stderr and fragment in run.stderr, run.stderr
+    assert len(run.stderr.strip().splitlines()) == 1, run.stderr
+    assert time.monotonic() - start < 5.0

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -102,8 +101,22 @@ def hf_config_for(card) -> dict[str, Any]:
     path = Path(m).expanduser()
     cfg = path / "config.json" if path.is_dir() else path
     if cfg.is_file():
-        return json.loads(cfg.read_text())
+        return _read_config(cfg)
     raise TraceCardError(f"model: '{m}' is neither a catalog id nor a local config.json")
+
+
+def _read_config(cfg: Path) -> dict[str, Any]:
+    """A local config.json through the bounded loader (1 MiB of UTF-8 JSON, no NaN/Infinity): one line on a bad file."""
+    from trainfit.errors import ConfigError, InputError
+    from trainfit.spec.safe_yaml import load_json_limited, read_text_limited
+
+    try:
+        data = load_json_limited(read_text_limited(cfg, what="model"), what=f"model: '{cfg}'")
+    except InputError as exc:
+        raise ConfigError(str(exc).replace("this is not a card", "this is not a config.json")) from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"model: '{cfg}' must hold a mapping of fields, got {type(data).__name__}")
+    return data
 
 
 def trace(

@@ -45,6 +45,12 @@ CARDS = {
     "sft-hsdp-2nodes": lambda: _default(parallel__strategy="hsdp", hardware__nodes=2),
     "sft-zero3-offload": lambda: _default(parallel__strategy="zero3", parallel__offload="params_and_optimizer", batch__grad_accum=4),
     "sft-zero2-8bit": lambda: _default(parallel__strategy="zero2", parallel__offload="optimizer", precision__optimizer="adamw_8bit"),
+    "sft-zero3-buckets": lambda: _default(parallel__strategy="zero3", parallel__offload="optimizer", deepspeed={
+        "reduce_bucket_size": "auto", "allgather_bucket_size": 2e8, "stage3_prefetch_bucket_size": 1e7,
+        "stage3_max_live_parameters": 3e8, "stage3_max_reuse_distance": 0, "stage3_param_persistence_threshold": "auto",
+        "sub_group_size": 1e8, "overlap_comm": False, "contiguous_gradients": False}),
+    "sft-zero2-buckets": lambda: _default(parallel__strategy="zero2", deepspeed={
+        "reduce_bucket_size": 2e8, "allgather_bucket_size": 1e8, "overlap_comm": True}),
     "sft-zero1": lambda: _default(parallel__strategy="zero1", batch__micro_batch_size=2),
     "sft-ddp-qlora": lambda: _default(parallel__strategy="ddp", scope="qlora", precision__optimizer="paged_adamw_8bit"),
     "sft-single": lambda: _default(parallel__strategy="single", hardware__gpus_per_node=1, attention="flash", loss__chunked=True),

@@ -136,3 +136,57 @@ def test_deepspeed_notes_for_mapped_strategies():
     assert any("exported as ZeRO-3" in n for n in e.notes)
     e = export(CARDS["sft-zero2-8bit"](), "deepspeed")
     assert any("adamw_8bit" in n for n in e.notes)
+
+
+@pytest.mark.parametrize("name", ["sft-zero3-buckets", "sft-zero2-buckets"])
+def test_deepspeed_takes_the_cards_zero_buffers(name, deepspeed):
+    """#15: DeepSpeed reads the card's bucket sizes and limits from the export; "auto" is left for the
+    HF Trainer (DeepSpeed alone drops it and keeps its default)."""
+    from deepspeed.runtime.zero.config import DeepSpeedZeroConfig
+
+    from trainfit.memory.deepspeed import DEFAULTS
+
+    card = CARDS[name]()
+    e = export(card, "deepspeed")
+    zero = DeepSpeedZeroConfig(**e.data["zero_optimization"])
+    ds = card.deepspeed
+    stage = int(zero.stage)
+    attrs = {"reduce_bucket_size": "reduce_bucket_size", "allgather_bucket_size": "allgather_bucket_size"}
+    if stage == 3:
+        attrs.update(stage3_prefetch_bucket_size="prefetch_bucket_size", stage3_max_live_parameters="max_live_parameters",
+                     stage3_max_reuse_distance="max_reuse_distance", sub_group_size="sub_group_size",
+                     stage3_param_persistence_threshold="param_persistence_threshold")
+    for key, attr in attrs.items():
+        want = DEFAULTS[key] if getattr(ds, key) == "auto" else getattr(ds, key)
+        assert getattr(zero, attr) == want, key
+        assert e.data["zero_optimization"][key] == getattr(ds, key)
+    assert zero.overlap_comm is (stage == 3 if ds.overlap_comm is None else ds.overlap_comm)
+    assert zero.contiguous_gradients is ds.contiguous_gradients
+    if stage < 3:
+        assert "stage3_prefetch_bucket_size" not in e.data["zero_optimization"]
+    assert not [k for k in e.lost if k.startswith("deepspeed.")]
+    assert any('written as "auto"' in n for n in e.notes) is ("auto" in ds.model_dump().values())
+    # accelerate's plugin has no such settings: lost, and said
+    a = export(card, "accelerate")
+    changed = {k for k in a.lost if k.startswith("deepspeed.")}
+    assert "deepspeed.reduce_bucket_size" in changed
+    said = [n for n in a.notes if "accelerate's deepspeed_config has no ZeRO bucket settings" in n]
+    assert len(said) == 1 and all(k in said[0] for k in changed)
+
+
+def test_deepspeed_overlap_comm_unset_is_deepspeeds_default():
+    """An unset overlap_comm is written as DeepSpeed resolves it (stage 3 only), not always true."""
+    assert to_deepspeed(CARDS["sft-zero1"]())["zero_optimization"]["overlap_comm"] is False
+    assert to_deepspeed(CARDS["sft-zero3-offload"]())["zero_optimization"]["overlap_comm"] is True
+
+
+def test_deepspeed_import_refuses_a_bad_bucket_size():
+    from trainfit.errors import InputError
+    from trainfit.export.importers import import_text
+
+    with pytest.raises(InputError, match="zero_optimization.reduce_bucket_size"):
+        import_text('{"zero_optimization": {"stage": 2, "reduce_bucket_size": "big"}}', "deepspeed")
+    with pytest.raises(InputError, match="zero_optimization.overlap_comm"):
+        import_text('{"zero_optimization": {"stage": 2, "overlap_comm": "yes"}}', "deepspeed")
+    got = import_text('{"zero_optimization": {"stage": 3, "reduce_bucket_size": 5e7, "sub_group_size": "auto"}}', "deepspeed")
+    assert got.card["deepspeed"] == {"reduce_bucket_size": 50_000_000, "sub_group_size": "auto"}

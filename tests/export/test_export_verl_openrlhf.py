@@ -156,3 +156,18 @@ def test_openrlhf_grpo_lora_flags():
                  "--actor.gradient_checkpointing_enable", "--ds.lora.rank 32", "--ds.lora.alpha 64", "--algo.kl.init_coef 0.04",
                  "--actor.num_gpus_per_node 8", "--vllm.num_engines 4"):
         assert want in s
+
+
+def test_openrlhf_zero_buffers():
+    """#15: OpenRLHF 0.11 has one flag (--ds.overlap_comm, which also sets contiguous_gradients); its
+    bucket sizes are "auto" that deepspeed.initialize drops, so the card's are listed as lost and said."""
+    e = export(CARDS["sft-zero2-buckets"](), "openrlhf")
+    assert "--ds.overlap_comm" in e.data["flags"]
+    assert "deepspeed.overlap_comm" not in e.lost
+    assert e.lost["deepspeed.reduce_bucket_size"] == {"card": 200_000_000, "file": 500_000_000}
+    assert any(n.startswith("deepspeed.reduce_bucket_size 200000000: OpenRLHF 0.11 has no flag") for n in e.notes)
+    z3 = export(CARDS["sft-zero3-buckets"](), "openrlhf")
+    assert "--ds.overlap_comm" not in z3.data["flags"]
+    assert z3.lost["deepspeed.overlap_comm"] == {"card": False, "file": True}
+    assert "deepspeed.stage3_max_live_parameters" in z3.lost
+    assert not [k for k in export(CARDS["sft-zero1"](), "openrlhf").lost if k.startswith("deepspeed.")]

@@ -12,13 +12,14 @@ from hypothesis import strategies as st
 
 from trainfit.errors import TrainfitError
 from trainfit.export import TARGETS, ExportError, export, read_back
-from trainfit.export.common import card_from_facts, plan_facts
+from trainfit.export.common import DS_STAGE3_KEYS, DS_STAGE12_KEYS, card_from_facts, plan_facts
 from trainfit.spec.card import load_card_dict
 
 # fact keys each file carries: a lost key from this set must come with a note that names it
 CARRIES = {
     "accelerate": {"hardware.nodes", "parallel.strategy", "parallel.offload", "parallel.compile", "precision.compute"},
-    "deepspeed": {"batch.micro_batch_size", "batch.grad_accum", "parallel.offload", "precision.compute", "precision.grads"},
+    "deepspeed": {"batch.micro_batch_size", "batch.grad_accum", "parallel.offload", "precision.compute", "precision.grads",
+                  *(f"deepspeed.{k}" for k in DS_STAGE12_KEYS + DS_STAGE3_KEYS)},
     "trl": {"model", "method", "scope", "lora.rank", "lora.alpha", "lora.targets", "lora.double_quant",
             "batch.micro_batch_size", "batch.grad_accum", "batch.seq_len", "precision.optimizer", "attention",
             "loss.chunked", "rollout.num_generations", "rollout.response_len", "rollout.engine", "rollout.num_iterations",
@@ -29,7 +30,7 @@ CARRIES = {
              "rollout.response_len", "rollout.num_generations", "rollout.gpu_memory_utilization", "rollout.tensor_parallel",
              "rollout.max_num_seqs", "rollout.max_num_batched_tokens", "rollout.logprob_micro_batch_size",
              "rollout.num_iterations", "rollout.cuda_graphs", "roles.kl_coef", "roles.critic"},
-    "openrlhf": {"model", "method", "scope", "lora.rank", "lora.targets", "lora.dropout", "hardware.nodes",
+    "openrlhf": {"model", "method", "scope", "lora.rank", "lora.targets", "lora.dropout", "hardware.nodes", "deepspeed.overlap_comm",
                  "batch.micro_batch_size", "batch.seq_len", "parallel.gradient_checkpointing", "attention", "loss.chunked",
                  "rollout.prompts_per_step", "rollout.response_len", "rollout.num_generations", "rollout.tensor_parallel",
                  "rollout.logprob_micro_batch_size", "roles.kl_coef", "roles.critic", "roles.reward_model"},
@@ -60,6 +61,11 @@ def check_roundtrip(card, target: str) -> None:
     back = read_back(card, e)
     before, after = plan_facts(card), plan_facts(back)
     lost = e.lost
+    if target == "deepspeed" and card.parallel.strategy.value.startswith("zero"):
+        # the DeepSpeed JSON carries the deepspeed section (#15), allgather_bucket_size too; stage3_* at stage 3 only
+        assert not [k for k in lost if k.startswith("deepspeed.")], lost
+        skip = {"overlap_comm", *(DS_STAGE3_KEYS if card.parallel.strategy.value != "zero3" else ())}
+        assert back.deepspeed.model_dump(exclude=skip) == card.deepspeed.model_dump(exclude=skip)
     # the lost list is exactly the facts that differ
     assert {k for k in {*before, *after} if before.get(k) != after.get(k)} == set(lost)
     # what the file carries is read back, or the export says why not (a note naming the key, not the generic one)
@@ -140,6 +146,22 @@ def cards(draw):
         d["roles"] = {"reference": draw(st.sampled_from(["gpu", "precomputed", "cpu"]))}
     if method == "ppo" and draw(st.booleans()):
         d["roles"] = {**d.get("roles", {}), "critic": "Qwen/Qwen2.5-0.5B", "reference": "cpu"}
+    # the ZeRO buffer settings (#15): numbers, "auto", DeepSpeed's defaults; always under ZeRO, where the plan reads them
+    if d["parallel"]["strategy"].startswith("zero") or draw(st.integers(0, 3)) == 0:
+        count = st.sampled_from
+        d["deepspeed"] = {
+            "reduce_bucket_size": draw(count([500_000_000, "auto", 2e8])),
+            "allgather_bucket_size": draw(count([500_000_000, 2e8])),
+            "stage3_prefetch_bucket_size": draw(count([50_000_000, "auto", 1e7])),
+            "stage3_max_live_parameters": draw(count([1_000_000_000, 3e8])),
+            "stage3_max_reuse_distance": draw(count([1_000_000_000, 0])),
+            "stage3_param_persistence_threshold": draw(count([100_000, "auto", 1e6])),
+            "sub_group_size": draw(count([1_000_000_000, 1e8])),
+            "contiguous_gradients": draw(st.booleans()),
+        }
+        overlap = draw(st.sampled_from([None, True, False]))
+        if overlap is not None:
+            d["deepspeed"]["overlap_comm"] = overlap
     d["hardware"] = {k: v for k, v in d["hardware"].items() if v is not None}
     return d
 

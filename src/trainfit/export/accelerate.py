@@ -17,6 +17,7 @@ import yaml
 from trainfit.export.common import (
     Export,
     comment_text,
+    deepspeed_facts,
     is_rl,
     mixed_precision,
     non_default,
@@ -52,6 +53,15 @@ def deepspeed_plugin_config(card: RunCard, notes: list[str]) -> dict[str, Any]:
     if stage == 3:
         cfg["zero3_init_flag"] = True
         cfg["zero3_save_16bit_model"] = True
+    # accelerate's DeepSpeedPlugin (no config file) writes no bucket sizes: DeepSpeed's defaults
+    facts = deepspeed_facts(card)
+    unset = deepspeed_facts(card.model_copy(update={"deepspeed": type(card.deepspeed)()}))
+    changed = [k for k in facts if facts[k] != unset[k]]
+    if changed:
+        notes.append(
+            f"{', '.join(changed)}: accelerate's deepspeed_config has no ZeRO bucket settings (DeepSpeed's defaults); "
+            "export them with --to deepspeed and launch with that file as deepspeed_config_file in place of these keys"
+        )
     return cfg
 
 

@@ -171,6 +171,34 @@ def _model_fact(card: RunCard) -> Any:
 _VLLM_ONLY = ("gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens")
 
 
+DS_STAGE12_KEYS = ("reduce_bucket_size", "contiguous_gradients", "overlap_comm")
+"""``deepspeed`` section keys the ZeRO-1/2 plan reads (``trainfit.plan.terms.zero_config_of``);
+``allgather_bucket_size`` allocates nothing (``trainfit.memory.deepspeed``), so it is no fact."""
+DS_STAGE3_KEYS = ("stage3_prefetch_bucket_size", "stage3_max_live_parameters", "stage3_max_reuse_distance",
+                  "stage3_param_persistence_threshold", "sub_group_size")
+"""Keys the ZeRO-3 plan reads besides those."""
+
+
+def overlap_comm(card: RunCard) -> bool:
+    """``deepspeed.overlap_comm`` as DeepSpeed resolves it: unset is true at stage 3 only
+    (runtime/zero/config.py, ``trainfit.memory.deepspeed.DEFAULTS``)."""
+    v = card.deepspeed.overlap_comm
+    return zero_stage(card) == 3 if v is None else v
+
+
+def deepspeed_facts(card: RunCard) -> dict[str, Any]:
+    """The ``deepspeed`` section as the plan reads it: only under a ZeRO strategy, the stage-3 keys
+    only at stage 3, ``overlap_comm`` resolved; ``auto`` stays ``auto`` (the HF Trainer fills it)."""
+    stage = zero_stage(card)
+    if stage is None:
+        return {}
+    ds = card.deepspeed
+    keys = DS_STAGE12_KEYS + (DS_STAGE3_KEYS if stage == 3 else ())
+    f = {f"deepspeed.{k}": getattr(ds, k) for k in keys}
+    f["deepspeed.overlap_comm"] = overlap_comm(card)
+    return f
+
+
 def plan_facts(card: RunCard) -> dict[str, Any]:
     """Every card value the planner reads, resolved (method defaults applied), as JSON values by
     dotted key. Two cards with equal facts plan the same peak and time."""
@@ -197,6 +225,7 @@ def plan_facts(card: RunCard) -> dict[str, Any]:
         f[f"hardware.{k}"] = getattr(hw, k)
     for k, v in card.parallel.model_dump(mode="json").items():
         f[f"parallel.{k}"] = v
+    f.update(deepspeed_facts(card))
     f["batch.micro_batch_size"] = card.batch.micro_batch_size
     f["batch.grad_accum"] = card.batch.grad_accum
     if not rl:

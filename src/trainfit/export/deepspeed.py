@@ -11,13 +11,40 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from trainfit.export.common import Export, global_batch, non_default, shared_notes, train_gpus_per_node, zero_stage
+from trainfit.export.common import (
+    DS_STAGE12_KEYS,
+    DS_STAGE3_KEYS,
+    Export,
+    global_batch,
+    non_default,
+    shared_notes,
+    train_gpus_per_node,
+    zero_stage,
+)
+from trainfit.memory.deepspeed import AUTO
 from trainfit.spec.card import RunCard
 from trainfit.spec.enums import ComputeDtype, Dtype, MasterWeights, Offload, Optimizer, StatesDtype, Strategy
 
 FILENAME = "ds_config.json"
 
 _FROM_FSDP = {Strategy.FSDP: 3, Strategy.FSDP_GRAD_OP: 2, Strategy.HSDP: 3, Strategy.DDP: 0, Strategy.SINGLE: 0}
+
+
+_HF_FILLS = {"reduce_bucket_size": "hidden^2", "stage3_prefetch_bucket_size": "0.9 hidden^2",
+             "stage3_param_persistence_threshold": "10 hidden"}
+"""The "auto" keys transformers' HfTrainerDeepSpeedConfig fills; DeepSpeed drops any other "auto"."""
+
+
+def zero_settings(card: RunCard, stage: int) -> dict[str, Any]:
+    """The card's ``deepspeed`` section as ``zero_optimization`` keys (runtime/zero/config.py at 0.19.8):
+    the bucket sizes and switches at every stage, the ``stage3_*`` limits and ``sub_group_size`` at
+    stage 3; "auto" passed through for the HF Trainer; ``overlap_comm`` as DeepSpeed resolves an unset one."""
+    ds = card.deepspeed
+    keys = ("reduce_bucket_size", "allgather_bucket_size") + (DS_STAGE3_KEYS if stage == 3 else ())
+    out: dict[str, Any] = {k: getattr(ds, k) for k in keys}
+    out["overlap_comm"] = stage == 3 if ds.overlap_comm is None else ds.overlap_comm
+    out["contiguous_gradients"] = ds.contiguous_gradients
+    return out
 
 
 def build(card: RunCard) -> Export:
@@ -27,7 +54,12 @@ def build(card: RunCard) -> Export:
     if stage is None:
         stage = _FROM_FSDP[s]
         what = {3: "ZeRO-3", 2: "ZeRO-2", 0: "ZeRO stage 0 (plain data parallel)"}[stage]
-        notes.append(f"parallel.strategy {s.value}: DeepSpeed has no {s.value}; exported as {what}")
+        note = f"parallel.strategy {s.value}: DeepSpeed has no {s.value}; exported as {what}"
+        if stage:
+            keys = DS_STAGE12_KEYS + (DS_STAGE3_KEYS if stage == 3 else ())
+            note += (f"; its ZeRO settings are the card's deepspeed section ({', '.join('deepspeed.' + k for k in keys)}),"
+                     f" which the card's {s.value} plan does not read")
+        notes.append(note)
     zero: dict[str, Any] = {"stage": stage}
     off = card.parallel.offload
     if off is not Offload.NONE:
@@ -41,8 +73,14 @@ def build(card: RunCard) -> Export:
         else:
             notes.append(f"parallel.offload params_and_optimizer: ZeRO-{stage} offloads only the optimizer (parameters need stage 3)")
     if stage >= 1:
-        zero["overlap_comm"] = True
-        zero["contiguous_gradients"] = True
+        zero.update(zero_settings(card, stage))
+        autos = [k for k, v in zero.items() if v == AUTO]
+        if autos:
+            filled = ", ".join(f"{k} = {_HF_FILLS.get(k, 'DeepSpeed default')}" for k in autos)
+            notes.append(
+                f"deepspeed {', '.join(autos)} auto: written as \"auto\", which the HF Trainer (--deepspeed ds.json) "
+                f"resolves ({filled}); deepspeed.initialize on its own drops \"auto\" and uses DeepSpeed's defaults"
+            )
     if stage == 3:
         zero["stage3_gather_16bit_weights_on_model_save"] = True
     if s is Strategy.HSDP:

@@ -68,6 +68,32 @@ def _deepspeed_precision(d: dict[str, Any], stage: int, compute: str) -> None:
         set_dotted(d, "precision.optimizer_states", "fp32")
 
 
+_ZERO_COUNTS = ("reduce_bucket_size", "allgather_bucket_size", "stage3_prefetch_bucket_size", "stage3_max_live_parameters",
+                "stage3_max_reuse_distance", "stage3_param_persistence_threshold", "sub_group_size")
+_ZERO_SWITCHES = ("overlap_comm", "contiguous_gradients")
+
+
+def _zero_settings(t: str, zero: dict[str, Any], d: dict[str, Any]) -> None:
+    """``zero_optimization`` bucket sizes and switches into the card's ``deepspeed`` section: an element
+    count (5e8 as JSON writes it) or "auto", kept as written (the HF Trainer fills "auto")."""
+    for k in _ZERO_COUNTS:
+        if k not in zero:
+            continue
+        v = zero[k]
+        if isinstance(v, str) and v.strip().lower() == "auto":
+            set_dotted(d, f"deepspeed.{k}", "auto")
+            continue
+        n = _num(t, f"zero_optimization.{k}", v, float) if not isinstance(v, str) else None
+        if n is None or not n.is_integer() or not 0 <= n <= 1e13:
+            raise _bad(t, f"zero_optimization.{k}: {v!r}; allowed: auto or an element count from 0 to 1e13")
+        set_dotted(d, f"deepspeed.{k}", int(n))
+    for k in _ZERO_SWITCHES:
+        if k in zero and zero[k] is not None:
+            if not isinstance(zero[k], bool):
+                raise _bad(t, f"zero_optimization.{k}: {zero[k]!r}; allowed: true, false")
+            set_dotted(d, f"deepspeed.{k}", zero[k])
+
+
 def read_deepspeed(text: str) -> Imported:
     t = "deepspeed"
     from trainfit.spec.safe_yaml import load_json_limited
@@ -111,6 +137,7 @@ def read_deepspeed(text: str) -> Imported:
     if isinstance(zero.get("offload_param"), dict) and zero["offload_param"].get("device", "none") != "none":
         off = "params_and_optimizer"
     set_dotted(d, "parallel.offload", off)
+    _zero_settings(t, zero, d)
     compute = "fp32"
     if isinstance(cfg.get("bf16"), dict) and cfg["bf16"].get("enabled"):
         compute = "bf16"
@@ -682,6 +709,9 @@ def read_openrlhf(text: str) -> Imported:
         strategy = "hsdp"
     set_dotted(d, "parallel.strategy", strategy)
     set_dotted(d, "parallel.offload", "optimizer" if "--ds.adam_offload" in fl else "none")
+    if "--ds.overlap_comm" in fl:  # openrlhf/utils/deepspeed/deepspeed_utils.py get_train_ds_config sets both
+        set_dotted(d, "deepspeed.overlap_comm", True)
+        set_dotted(d, "deepspeed.contiguous_gradients", True)
     gc_flag = "--actor.gradient_checkpointing_enable" if rl else "--model.gradient_checkpointing_enable"
     set_dotted(d, "parallel.gradient_checkpointing", gc_flag in fl)
     compute = one("--ds.param_dtype", str, "bf16")

@@ -18,6 +18,8 @@ from __future__ import annotations
 import shlex
 
 from trainfit.export.common import (
+    DS_STAGE3_KEYS,
+    DS_STAGE12_KEYS,
     Export,
     ExportError,
     effective_weight_sync,
@@ -27,10 +29,12 @@ from trainfit.export.common import (
     is_rl,
     model_name,
     non_default,
+    overlap_comm,
     shared_notes,
     train_gpus_per_node,
     zero_stage,
 )
+from trainfit.memory.deepspeed import DEFAULTS as DS_DEFAULTS
 from trainfit.methods.roles import critic_model, kl_coef, reference_placement, reward_model
 from trainfit.spec.card import RunCard
 from trainfit.spec.enums import (
@@ -57,14 +61,45 @@ SCRIPT = {
 _FROM_FSDP = {Strategy.FSDP: 3, Strategy.FSDP_GRAD_OP: 2, Strategy.HSDP: 3, Strategy.DDP: 0, Strategy.SINGLE: 0}
 
 
+def _zero_flags(card: RunCard, stage: int, notes: list[str]) -> list[str]:
+    """The card's ``deepspeed`` section as OpenRLHF 0.11 flags. Its get_train_ds_config
+    (openrlhf/utils/deepspeed/deepspeed_utils.py) writes every bucket size and stage-3 limit as "auto",
+    which deepspeed.initialize drops (runtime/config_utils.py): DeepSpeed's defaults, whatever the card
+    says. The one flag, --ds.overlap_comm, sets overlap_comm and contiguous_gradients true."""
+    if zero_stage(card) is None:  # an FSDP/DDP card: its plan reads no deepspeed section
+        return []
+    ds = card.deepspeed
+    f = ["--ds.overlap_comm"] if ds.overlap_comm is True else []
+    gets: dict[str, object] = {k: DS_DEFAULTS[k] for k in DS_STAGE12_KEYS + DS_STAGE3_KEYS}
+    gets["contiguous_gradients"] = True
+    gets["overlap_comm"] = True if f else stage == 3
+    keys = DS_STAGE12_KEYS + (DS_STAGE3_KEYS if stage == 3 else ())
+    card_has = {k: getattr(ds, k) for k in keys}
+    card_has["overlap_comm"] = overlap_comm(card)
+    for k in keys:
+        if card_has[k] != gets[k]:
+            how = ("OpenRLHF 0.11 has no flag to turn it off (--ds.overlap_comm only turns it on)"
+                   if k in ("overlap_comm", "contiguous_gradients") else
+                   "OpenRLHF 0.11 has no flag; its DeepSpeed config says \"auto\", which deepspeed.initialize drops")
+            notes.append(f"deepspeed.{k} {card_has[k]}: {how}; DeepSpeed uses {gets[k]}")
+    return f
+
+
 def _ds_flags(card: RunCard, notes: list[str], gc_flag: str) -> list[str]:
     s = card.parallel.strategy
     stage = zero_stage(card)
     f: list[str] = []
     if stage is None:
         stage = _FROM_FSDP[s]
-        notes.append(f"parallel.strategy {s.value}: OpenRLHF trains with DeepSpeed; exported as --ds.zero_stage {stage}")
+        note = f"parallel.strategy {s.value}: OpenRLHF trains with DeepSpeed; exported as --ds.zero_stage {stage}"
+        if stage:
+            keys = DS_STAGE12_KEYS + (DS_STAGE3_KEYS if stage == 3 else ())
+            note += (f"; its ZeRO settings read back as DeepSpeed's defaults ({', '.join('deepspeed.' + k for k in keys)}),"
+                     f" which the card's {s.value} plan does not read")
+        notes.append(note)
     f += ["--ds.zero_stage", str(stage)]
+    if stage:
+        f += _zero_flags(card, stage, notes)
     if s is Strategy.HSDP:
         f += ["--ds.zpg", str(train_gpus_per_node(card))]
     off = card.parallel.offload

@@ -21,7 +21,6 @@ from typing import Any
 
 from trainfit.errors import CardError
 
-
 MAX_RUN_STEPS = 10**12
 """Most optimizer steps in a run (larger counts overflow the float cost and time of the run)."""
 MAX_RUN_TOKENS = 1e16

@@ -19,7 +19,7 @@ def _strict(text: str):
 
 
 def test_import_json_is_strict(tmp_path, capsys, monkeypatch):
-    import trainfit.export.importers as importers
+    from trainfit.export import importers
 
     card = tmp_path / "card.yaml"
     card.write_text("model: Qwen/Qwen3-0.6B\nmethod: grpo\nscope: lora\n")
@@ -44,7 +44,7 @@ def test_accept_json_is_strict(capsys, monkeypatch):
 
     if any(importlib.util.find_spec(m) is None for m in ACCEPT_MODULES):
         pytest.skip("the 'accept' extra is not installed")
-    import trainfit.accept.run as run
+    from trainfit.accept import run
 
     record = {"ok": True, "wall_s": float("nan"), "checks": [], "peak_ratio": float("inf"), "runs": [-float("inf"), 1.5]}
     monkeypatch.setattr(run, "run_accept", lambda *a, **k: dict(record))

@@ -14,6 +14,17 @@ from trainfit.preflight.shell import run_command
 from trainfit.units import MIB
 
 
+
+def write_exe(folder, name, text):
+    """An executable stand-in (a local copy of conftest's: `import conftest` is ambiguous across test folders)."""
+    import stat
+
+    folder.mkdir(parents=True, exist_ok=True)
+    p = folder / name
+    p.write_text(text)
+    p.chmod(p.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    return p
+
 def test_eight_a100_with_nvlink(machine, tmp_path):
     machine("a100x8_nvlink", ram_gib=1024, avail_gib=1000)
     r = run_audit(checkpoint_path=tmp_path, timeout_s=5, probe_torch=False)
@@ -166,7 +177,6 @@ def test_real_h200_output(machine, tmp_path):
 # --- hardening (issue 17): bounded probe output, sane parsed values, strict audit files ---------------
 
 def _fake_smi(machine, tmp_path, script: str):
-    from conftest import write_exe
 
     bin_dir = machine("none")
     write_exe(bin_dir, "nvidia-smi", script)
@@ -291,7 +301,6 @@ def test_parsers_raise_only_value_error(text):
 @given(query=_outputs, topo=_outputs, rc=st.sampled_from([0, 0, 1, 9]))
 def test_audit_never_raises_on_any_probe_output(machine, tmp_path, query, topo, rc):
     """The 3 audit crashes in 69 runs against broken nvidia-smi stand-ins: any output, any exit, no exception."""
-    from conftest import write_exe
 
     bin_dir = machine("none")
     (tmp_path / "q.txt").write_text(query)

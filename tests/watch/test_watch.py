@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import BATCH, SEQ, VOCAB, tiny_card
+from watch_support import BATCH, SEQ, VOCAB, tiny_card
 from trainfit.watch.verdict import forecast, judge, trend
 
 pytest.importorskip("transformers")
@@ -50,7 +50,7 @@ def _trainer_run(tmp_path, model, steps=3):
 @pytest.fixture(scope="module")
 def trainer_run(tmp_path_factory):
     """One 3-step Trainer run under the watch, shared by the tests that read its record."""
-    from conftest import build_tiny_model
+    from watch_support import build_tiny_model
 
     tmp = tmp_path_factory.mktemp("trainer")
     w, seen = _trainer_run(tmp, build_tiny_model())

@@ -95,10 +95,13 @@ def from_config_path(path: Path) -> ModelSpec:
     cfg_path = path / "config.json" if path.is_dir() else path
     if not cfg_path.is_file():
         raise ConfigError(f"model: no config.json at '{path}'")
-    try:
-        cfg = json.loads(cfg_path.read_text())
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"model: '{cfg_path}' is not valid JSON ({exc.msg} at line {exc.lineno})") from exc
+    from trainfit.errors import InputError
+    from trainfit.spec.safe_yaml import load_json_limited, read_text_limited
+
+    try:  # bounded: at most 1 MiB of UTF-8, strict JSON, nesting limits; one line naming the file
+        cfg = load_json_limited(read_text_limited(cfg_path, what="model"), what=f"model: '{cfg_path}'")
+    except InputError as exc:
+        raise ConfigError(str(exc).replace("this is not a card", "this is not a config.json")) from None
     return spec_from_hf_config(cfg, name=str(path), source=f"local file {cfg_path}")
 
 

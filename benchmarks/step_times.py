@@ -123,6 +123,10 @@ class Row:
     entry_note: str = ""
     half: int = 0
     parts_used: list[str] = field(default_factory=list)
+    assumed_seq_tokens: float | None = None
+    """RL rows without a published mean: the packed tokens per sequence the card was planned with."""
+    implied_seq_tokens: float | None = None
+    """... and the packed tokens per sequence at which trainfit's figure equals the published time."""
 
     @property
     def error(self) -> float | None:
@@ -526,10 +530,21 @@ def map_rl(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         tokens_per_gpu = 16384
         notes.append("verl's dynamic batching assumed (use_dynamic_bsz, ppo_max_token_len_per_gpu 16384, the "
                      "trainer config's default)")
+    # packed length the planner uses (rl_time.response_mean: the mean, max/2 when none is published);
+    # verl multiplies the per-GPU budget by the Ulysses size (dp_actor.py: ppo_max_token_len_per_gpu *
+    # ulysses_sequence_parallel_size): one micro-batch spans the sequence-parallel group
+    per_seq = rollout["prompt_len"] + (rollout.get("response_len_mean") or max(1, rollout["response_len"] // 2))
+    ulysses = tr.get("sequence_parallel_ulysses") or 1
     if not mbs and tokens_per_gpu:
-        per_seq = rollout["prompt_len"] + rollout.get("response_len_mean", rollout["response_len"])
-        mbs = max(1, int(tokens_per_gpu) // per_seq)
-        notes.append(f"dynamic batch of {tokens_per_gpu} tokens per GPU planned as {mbs} sequence(s) per micro-batch")
+        mbs = max(1, int(tokens_per_gpu) * ulysses // per_seq)
+        notes.append(f"dynamic batch of {tokens_per_gpu} tokens per GPU"
+                     + (f" (x{ulysses} Ulysses ranks)" if ulysses > 1 else "")
+                     + f" planned as {mbs} sequence(s) of {per_seq} tokens per micro-batch")
+    lp_tokens = tr.get("log_prob_max_token_len_per_gpu")
+    if lp_tokens:
+        rollout["logprob_micro_batch_size"] = max(1, int(lp_tokens) * ulysses // per_seq)
+        notes.append(f"log-prob dynamic batch of {lp_tokens} tokens per GPU planned as "
+                     f"{rollout['logprob_micro_batch_size']} sequence(s) per micro-batch")
     card: dict[str, Any] = {"model": model, "method": "ppo" if method == "ppo" else "grpo", "scope": "full",
                             "hardware": hw, "parallel": parallel,
                             "batch": {"micro_batch_size": mbs or 1}, "rollout": rollout}
@@ -857,9 +872,52 @@ def rl_rows(entries: list[dict[str, Any]], ledger: list[dict[str, Any]]) -> list
                     row.bound = phase_bound(planned, row.parts_used)
                     if row.trainfit_s is None:
                         row.notes.append("no trainfit figure for this phase in the plan")
+                    elif subset == ASSUMED_MEAN and q in ("actor_update", "logprob"):
+                        ro = card["rollout"]
+                        row.assumed_seq_tokens = float(ro["prompt_len"] + (
+                            ro.get("response_len_mean") or max(1, ro["response_len"] // 2)))
+                        row.implied_seq_tokens = implied_sequence_tokens(e, q, pub)
             rows.append(row)
         ledger.append({"id": e["id"], "file": RL_DATA.name, "status": status, "reasons": reasons})
     return rows
+
+
+IMPLIED_PROMPT = 16
+"""Prompt tokens of the implied-length plans (a multiple of the Ulysses / context-parallel sizes)."""
+
+
+def implied_sequence_tokens(e: dict[str, Any], quantity: str, published: float) -> float | None:
+    """The packed length per sequence (prompt + response tokens) at which trainfit's ``quantity`` equals
+    the published seconds: the entry re-mapped with every sequence at that length (prompt
+    ``IMPLIED_PROMPT`` tokens, the rest response; maxima, batch and token budgets unchanged, so dynamic
+    batching re-packs), by bisection on a log scale between 64 tokens and prompt + max response. None
+    when trainfit is slower than published even at 64 tokens, faster at the maximum, or the card is
+    refused. A diagnostic of what the missing mean would have to be, not a fit: nothing is tuned."""
+    import copy
+
+    def seconds(length: float) -> float | None:
+        x = copy.deepcopy(e)
+        x["data"]["prompt_len_mean"] = IMPLIED_PROMPT
+        x["data"]["response_len_mean"] = max(1.0, length - IMPLIED_PROMPT)
+        try:
+            card, _ = map_rl(x)
+            return phase_seconds(plan_card(card), quantity)[0]
+        except Unmapped:
+            return None
+
+    lo, hi = 64.0, float(IMPLIED_PROMPT + e["data"]["response_len_max"])
+    s_lo, s_hi = seconds(lo), seconds(hi)
+    if s_lo is None or s_hi is None or not s_lo <= published <= s_hi:
+        return None
+    for _ in range(24):
+        mid = (lo * hi) ** 0.5
+        s_mid = seconds(mid)
+        if s_mid is None:
+            return None
+        lo, hi = (mid, hi) if s_mid < published else (lo, mid)
+        if hi / lo < 1.005:
+            break
+    return (lo * hi) ** 0.5
 
 
 def h200_rows(ledger: list[dict[str, Any]]) -> list[Row]:
@@ -1030,6 +1088,7 @@ def render_md(res: dict[str, Any]) -> str:
     for title, subsets in _SECTIONS:
         rs = [r for r in rows if r.subset in subsets and r.status == "mapped"]
         lines += ["", f"## {title}", "", *_point_table(rs)]
+    lines += _implied_lines(rows)
     lines += _unmapped_lines(res)
     lines += ["", "## What the model does not know", "",
               "Generated from the worst 10 rows: the mapping's own notes (what the card could not say) and "
@@ -1067,6 +1126,28 @@ def _headline_lines(res: dict[str, Any]) -> list[str]:
     for r in _worst(res["rows"]):
         lines.append(f"| {r.id} | {r.quantity} | {_secs(r.published_s)} | {_secs(r.trainfit_s)} "
                      f"| {_pct(r.error)} | {_pct(r.rule_error)} |")
+    return lines
+
+
+def _implied_lines(rows: list[Row]) -> list[str]:
+    rs = [r for r in rows if r.assumed_seq_tokens is not None]
+    if not rs:
+        return []
+    lines = ["", "## RL rows without a published mean: the sequence length the published phase implies", "",
+             ("verl, OpenRLHF and NeMo RL remove padding and pack sequences up to a token budget, so the actor "
+             "update and the log-prob passes cost the tokens actually generated (prompt + response), not the "
+             "maximum. Where the mean response is not published the card plans the published prompt maximum "
+             "+ max/2 per sequence. The last columns give the packed length per sequence (prompt + response) "
+             "at which trainfit's figure equals the published time: the entry re-planned with every sequence "
+             "at that length, batch, maxima and token budgets unchanged (bisection; `-` when no length in "
+             "[64, max] matches). Nothing is fitted: it says what the missing mean would have to be."), "",
+             "| id | quantity | published s | trainfit s | tokens/seq planned | tokens/seq implied | planned / implied |",
+             "|---|---|---:|---:|---:|---:|---:|"]
+    for r in rs:
+        imp = r.implied_seq_tokens
+        lines.append(f"| {r.id} | {r.quantity} | {_secs(r.published_s)} | {_secs(r.trainfit_s)} "
+                     f"| {r.assumed_seq_tokens:,.0f} | {'-' if imp is None else f'{imp:,.0f}'} "
+                     f"| {'-' if imp is None else f'{r.assumed_seq_tokens / imp:.1f}×'} |")
     return lines
 
 

@@ -12,7 +12,8 @@ The phases of one RL step, as verl, OpenRLHF, NeMo RL and TRL run them:
 4. **actor update** (and the critic's, PPO): the training step of ``compute.training`` over
    every sequence, ``num_iterations`` times. verl, OpenRLHF and NeMo RL pack sequences without
    padding (tokens = prompt + mean response); TRL pads each micro-batch to its longest
-   (prompt + max response).
+   (prompt + max response). A mini-batch splits into ``ceil(sequences / micro_batch_size)``
+   balanced micro-batches (``balanced_micro_batches``): the last one is not padded to a whole one.
 5. **weight sync** trainer -> engine (``compute.sync``), and sleep/wake when the engine sleeps.
 
 Synchronous: the phases add up. One step off-policy (``async_mode: one_step_off``): generation of
@@ -27,15 +28,24 @@ from dataclasses import replace
 from math import ceil
 
 from trainfit.catalog.gpus import GpuSpec
+from trainfit.compute.model_parallel import pipeline_bubble_micro_steps
 from trainfit.compute.rates import DeviceRates
 from trainfit.compute.training import Parallel, PhaseTime, forward_only_time, model_parallel_comm_of
 from trainfit.memory import attention as attn
 from trainfit.memory.sharding import Sharding
 from trainfit.memory.weights import count_scale, weight_bytes
 from trainfit.methods.roles import group_sizes, kl_coef, reference_placement, reward_model
-from trainfit.compute.model_parallel import pipeline_bubble_micro_steps
-from trainfit.plan.time import (COMPILE_KERNEL_FACTOR, COMPILE_MEMORY_FACTOR, StepTiming, adapter_of, fused_kernels,
-                                model_parallel_of, nic_bytes_per_s, rank_spec, training_time)
+from trainfit.plan.time import (
+    COMPILE_KERNEL_FACTOR,
+    COMPILE_MEMORY_FACTOR,
+    StepTiming,
+    adapter_of,
+    fused_kernels,
+    model_parallel_of,
+    nic_bytes_per_s,
+    rank_spec,
+    training_time,
+)
 from trainfit.spec.card import RunCard
 from trainfit.spec.enums import AsyncMode, ComputeDtype, Dtype, Method, RefPlacement
 from trainfit.spec.model import ModelSpec
@@ -46,6 +56,17 @@ OLD_LOGPROB_PRESETS = ("verl", "openrlhf", "nemo-rl")
 """Frameworks that recompute the old policy's log-probs every step (verl ``compute_log_prob``, OpenRLHF's
 experience maker, NeMo RL's ``prev_logprobs``); TRL only when ``num_iterations > 1``."""
 """Frameworks that remove padding (pack sequences) in their log-prob and update passes."""
+
+
+def balanced_micro_batches(sequences: int, micro_batch_size: int) -> tuple[int, int]:
+    """(micro-batches, sequences per micro-batch) for ``sequences`` split into micro-batches of at most
+    ``micro_batch_size``: ``ceil(sequences / micro_batch_size)`` micro-batches of equal size (rounded up),
+    so the work is the sequences there are, not a whole last micro-batch of padding sequences. verl's
+    dynamic batching balances its micro-batches this way (``rearrange_micro_batches``: the count from the
+    token budget, the sequences spread evenly); a fixed micro-batch leaves the last one short."""
+    sequences, micro_batch_size = max(1, int(sequences)), max(1, int(micro_batch_size))
+    micro = ceil(sequences / micro_batch_size)
+    return micro, ceil(sequences / micro)
 
 
 def response_mean(card: RunCard) -> float:
@@ -81,7 +102,7 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
     compile_ = fused_kernels(card)
     par = Parallel(strategy=card.parallel.strategy.value, ranks=train_gpus, gpus_per_node=per_node,
                    nic_bytes_per_s=nic_bytes_per_s(card))
-    lp_mbs = ro.logprob_micro_batch_size or card.batch.micro_batch_size
+    lp_mbs_max = ro.logprob_micro_batch_size or card.batch.micro_batch_size
     eager = attn.runs_eager(spec.family, card.attention) and spec.num_full_attention_layers > 0
     frozen_w = _engine_weight_bytes(spec)
 
@@ -92,7 +113,8 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
         p_ = card.parallel
         shard = rank_spec(pspec, tp=p_.tensor_parallel, pp=p_.pipeline_parallel, ep=p_.expert_parallel,
                           etp=p_.expert_tensor_parallel)
-        micro = ceil(seqs_per_gpu * p_.tensor_parallel * p_.pipeline_parallel * cp / lp_mbs)
+        micro, lp_mbs = balanced_micro_batches(seqs_per_gpu * p_.tensor_parallel * p_.pipeline_parallel * cp,
+                                               lp_mbs_max)
         rank_seq = max(1, seq_len // cp)
         t = forward_only_time(
             shard, rates=r, micro_batch_size=lp_mbs, seq_len=rank_seq, micro_steps=micro,
@@ -124,7 +146,7 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
     # updates: the rollout batch in ``mini_batches`` optimizer steps, each of micro-batches
     mbs = card.batch.micro_batch_size
     replica = card.parallel.model_parallel  # GPUs one model replica spans (tp x cp x pp)
-    ga = max(1, ceil(seqs_per_gpu * replica / (mbs * ro.mini_batches)))
+    ga, mbs = balanced_micro_batches(ceil(seqs_per_gpu * replica / ro.mini_batches), mbs)
     opt_steps = ro.mini_batches * ro.num_iterations
     actor = training_time(card, spec, r, ranks=train_gpus, gpus_per_node=per_node, micro_batch_size=mbs,
                           seq_len=seq_len, micro_steps=ga)

@@ -33,7 +33,9 @@ def test_memory_grows_with_batch_and_sequence(model, strategy, mbs, seq, ckpt, a
     for bigger in (more_b, more_s):
         for a, b in zip(base.phases, bigger.phases):
             assert b.allocated >= a.allocated
-        assert bigger.peak.device >= base.peak.device
+        # reserved comes from a replay of the caching allocator, which is not monotone: a larger request
+        # can fit a free block that a smaller one split differently; allow one large segment (20 MiB)
+        assert bigger.peak.device >= base.peak.device - 20 * 2**20
 
 
 @SETTINGS

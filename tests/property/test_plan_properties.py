@@ -33,9 +33,12 @@ def test_memory_grows_with_batch_and_sequence(model, strategy, mbs, seq, ckpt, a
     for bigger in (more_b, more_s):
         for a, b in zip(base.phases, bigger.phases):
             assert b.allocated >= a.allocated
-        # reserved comes from a replay of the caching allocator, which is not monotone: a larger request
-        # can fit a free block that a smaller one split differently; allow one large segment (20 MiB)
-        assert bigger.peak.device >= base.peak.device - 20 * 2**20
+        assert max(p.allocated for p in bigger.phases) >= max(p.allocated for p in base.phases)
+        if not (base.peak.overhead.replayed or bigger.peak.overhead.replayed):
+            assert bigger.peak.device >= base.peak.device
+        # a replay of the caching allocator is not monotone, as the allocator is not: a request just under
+        # 10 MiB takes a 20 MiB segment, one just over takes its own; a larger batch can pack blocks that a
+        # smaller one fragmented (tests/unit/test_alloc_sequence.py checks the replay itself)
 
 
 @SETTINGS

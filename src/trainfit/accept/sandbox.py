@@ -178,7 +178,7 @@ def init(alive_r):
         open(root + "/dev/" + name, "w").close()
         mount("/dev/" + name, root + "/dev/" + name, None, BIND, None, "bind /dev/" + name)
     for path in ("/tmp", "/var/tmp", "/dev/shm"):
-        os.makedirs(root + path)
+        os.makedirs(root + path, exist_ok=True)  # a read-only tree under /tmp is covered: /tmp stays private
         tmpfs(root + path, cfg["tmp_bytes"], 0o1777)
     os.chdir(root)
     if PIVOT_ROOT is None:

@@ -59,3 +59,13 @@ def fp8_bytes(*, recipe: Fp8Recipe, linears: int, linear_weight_params: float) -
     (current scaling: torchao's, without kept copies)."""
     copies = 0.0 if recipe is Fp8Recipe.CURRENT else fp8_weight_copy_bytes(linear_weight_params=linear_weight_params)
     return copies + fp8_scaling_state_bytes(recipe=recipe, linears=linears, linear_weight_params=linear_weight_params)
+
+
+def fp8_model_bytes(spec, *, recipe: Fp8Recipe, scale: float = 1.0) -> float:
+    """``fp8_bytes`` for every dense linear of ``spec`` (fused experts stay bf16), their weights scaled
+    by ``scale`` (the rank's share of the parameters)."""
+    from trainfit.memory.params import linear_groups
+    from trainfit.memory.weights import quantized_linear_params
+
+    return fp8_bytes(recipe=recipe, linears=sum(g.count for g in linear_groups(spec) if not g.is_fused_experts),
+                     linear_weight_params=quantized_linear_params(spec) * scale)

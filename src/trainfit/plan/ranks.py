@@ -269,11 +269,9 @@ def rank_terms(card: RunCard, spec: ModelSpec, sharding: Sharding, layout: Paral
     paged = prec.optimizer in PAGED and offload is Offload.NONE
     autocast = wdtype is Dtype.FP32 and prec.compute is not ComputeDtype.FP32 and lora is None
     if prec.compute is ComputeDtype.FP8:  # the stage's fp8 weight copies and scaling state (memory/fp8.py)
-        from trainfit.memory.fp8 import fp8_bytes
-        from trainfit.memory.weights import quantized_linear_params
+        from trainfit.memory.fp8 import fp8_model_bytes
 
-        weights += fp8_bytes(recipe=prec.fp8_recipe, linear_weight_params=quantized_linear_params(sspec) * scale,
-                             linears=sum(g.count for g in linear_groups(sspec) if not g.is_fused_experts))
+        weights += fp8_model_bytes(sspec, recipe=prec.fp8_recipe, scale=scale)
     terms = StepTerms(
         weights=weights,
         adapter_weights=adapter,

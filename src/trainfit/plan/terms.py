@@ -290,12 +290,9 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
             weights_gpu = adapter_gpu = 0.0
 
     if prec.compute is ComputeDtype.FP8:
-        from trainfit.memory.fp8 import fp8_bytes
-        from trainfit.memory.params import linear_groups
-        from trainfit.memory.weights import quantized_linear_params
+        from trainfit.memory.fp8 import fp8_model_bytes
 
-        fp8_b = fp8_bytes(recipe=prec.fp8_recipe, linears=sum(g.count for g in linear_groups(spec) if not g.is_fused_experts),
-                          linear_weight_params=quantized_linear_params(spec) * scale)
+        fp8_b = fp8_model_bytes(spec, recipe=prec.fp8_recipe, scale=scale)
         weights_gpu += fp8_b
         notes.append(f"fp8 ({prec.fp8_recipe.value} scaling): {fp8_b / 2**30:.2f} GiB of fp8 weight copies, their transposes"
                      " and scaling state (amax history / block scales) in the weights (memory/fp8.py)")

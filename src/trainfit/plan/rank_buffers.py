@@ -40,7 +40,7 @@ def loss_region(card: RunCard, spec: ModelSpec, ss: ModelSpec, layout: ParallelL
                            backward_peak=LOSS_PARALLEL_BACKWARD_BYTES_PER_LOGIT * e + softcap), grad
     lg = logits_bytes(micro_batch_size=card.batch.micro_batch_size, seq_len=card.batch.seq_len // layout.cp,
                       vocab_size=ss.vocab_size, hidden_size=ss.hidden_size, chunked=card.loss.chunked,
-                      head_outputs=ss.head_outputs,
+                      kernel=card.loss.kernel.value, compute_dtype_bytes=act_dtype, head_outputs=ss.head_outputs,
                       softcap_bytes_per_logit=act_dtype if spec.family in SOFTCAP_FAMILIES else 0)
     return lg, grad
 

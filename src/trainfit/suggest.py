@@ -85,34 +85,12 @@ def candidate_changes(card, base: dict[str, Any]) -> list[dict[str, Any]]:
 def suggestions(card, plan, *, pairs: bool = True, limit: int = 5, calibration=None) -> tuple[list[Suggestion], list[Suggestion]]:
     """(single changes, pairs of changes) that make ``plan`` fit, best first; each re-planned with
     ``calibration`` (a ``trainfit.calibration.Calibration``, or None for the default rates)."""
-    from trainfit.methods.presets import knob_name
-    from trainfit.plan import make_plan
-    from trainfit.spec.card import RunCard
-
     base = card.model_dump(mode="json", exclude_unset=True)
     cands = candidate_changes(card, base)
 
     def attempt(changes: dict[str, Any]) -> Suggestion | None:
-        data = deep_copy(base)
-        for k, v in changes.items():
-            set_dotted(data, k, v)
-        try:
-            new = make_plan(RunCard.model_validate(data), calibration=calibration)
-        except (TrainfitError, ValueError):
-            return None
-        if not new.fits:
-            return None
-        delta = None
-        if new.step_seconds is not None and plan.step_seconds is not None:
-            delta = new.step_seconds - plan.step_seconds
-        return Suggestion(
-            changes=changes,
-            names={k: knob_name(card.preset, k) for k in changes},
-            saving_bytes=plan.peak.device - new.peak.device,
-            peak_device_bytes=new.peak.device,
-            step_seconds=new.step_seconds,
-            delta_seconds=delta,
-        )
+        new = _replan(base, changes, calibration)
+        return _suggestion(card, plan, changes, new) if new is not None and new.fits else None
 
     singles = [s for s in (attempt(c) for c in cands) if s is not None]
     doubles: list[Suggestion] = []
@@ -137,29 +115,15 @@ def best_combination(card, base: dict[str, Any], plan, *, calibration=None, roun
     them ends the walk; otherwise the change that lowers the worst GPU's peak most is kept. Bounded
     (``rounds`` x candidates plans, about a second) so that ``plan`` stays interactive; ``trainfit
     fit`` searches the whole space exhaustively."""
-    from trainfit.methods.presets import knob_name
-    from trainfit.plan import make_plan
-    from trainfit.spec.card import RunCard
-
     cands = [c for c in candidate_changes(card, base) if not ({"hardware.gpus_per_node", "hardware.nodes"} & set(c))]
     kept: dict[str, Any] = {}
     peak = plan.peak.device
-
-    def planned(changes: dict[str, Any]):
-        data = deep_copy(base)
-        for k, v in changes.items():
-            set_dotted(data, k, v)
-        try:
-            return make_plan(RunCard.model_validate(data), calibration=calibration)
-        except (TrainfitError, ValueError):
-            return None
-
     for _ in range(rounds):
         tried = []
         for c in cands:
             if set(c) & set(kept):
                 continue
-            new = planned(kept | c)
+            new = _replan(base, kept | c, calibration)
             if new is not None:
                 tried.append((c, new))
         fitting = [(c, n) for c, n in tried if n.fits]
@@ -167,14 +131,7 @@ def best_combination(card, base: dict[str, Any], plan, *, calibration=None, roun
             inf = float("inf")
             c, new = min(fitting, key=lambda cn: (cn[1].step_seconds if cn[1].step_seconds is not None else inf,
                                                   cn[1].peak.device))
-            changes = kept | c
-            return Suggestion(
-                changes=changes, names={k: knob_name(card.preset, k) for k in changes},
-                saving_bytes=plan.peak.device - new.peak.device, peak_device_bytes=new.peak.device,
-                step_seconds=new.step_seconds,
-                delta_seconds=None if new.step_seconds is None or plan.step_seconds is None
-                else new.step_seconds - plan.step_seconds,
-            )
+            return _suggestion(card, plan, kept | c, new)
         lower = [(c, n) for c, n in tried if n.peak.device < peak]
         if not lower:
             return None
@@ -182,6 +139,32 @@ def best_combination(card, base: dict[str, Any], plan, *, calibration=None, roun
         kept |= c
         peak = new.peak.device
     return None
+
+
+def _replan(base: dict[str, Any], changes: dict[str, Any], calibration):
+    """The plan of ``base`` with ``changes`` set, or None when the changed card is refused."""
+    from trainfit.plan import make_plan
+    from trainfit.spec.card import RunCard
+
+    data = deep_copy(base)
+    for k, v in changes.items():
+        set_dotted(data, k, v)
+    try:
+        return make_plan(RunCard.model_validate(data), calibration=calibration)
+    except (TrainfitError, ValueError):
+        return None
+
+
+def _suggestion(card, plan, changes: dict[str, Any], new) -> Suggestion:
+    from trainfit.methods.presets import knob_name
+
+    return Suggestion(
+        changes=changes, names={k: knob_name(card.preset, k) for k in changes},
+        saving_bytes=plan.peak.device - new.peak.device, peak_device_bytes=new.peak.device,
+        step_seconds=new.step_seconds,
+        delta_seconds=None if new.step_seconds is None or plan.step_seconds is None
+        else new.step_seconds - plan.step_seconds,
+    )
 
 
 def _rank(items: list[Suggestion]) -> list[Suggestion]:

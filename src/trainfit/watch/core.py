@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from trainfit.watch.plan_map import STEP_ROW, UPDATE_ROW, WATCH_PHASES, Planned, capacity_bytes, planned_phases
-from trainfit.watch.verdict import CUDA, MEMORY_FLOOR_BYTES, MEMORY_MARGIN, TIME_MARGIN, forecast, judge, memory_fields, table_lines
+from trainfit.watch.verdict import CUDA, MEMORY_MARGIN, TIME_MARGIN, memory_off, forecast, judge, memory_fields, table_lines
 
 log = logging.getLogger("trainfit.watch")
 _MAX = ("allocated_bytes", "reserved_bytes", "device_bytes", "tensor_bytes")
@@ -244,7 +244,7 @@ class Watch:
             if p is None:
                 continue
             pm = getattr(p, pfield)
-            if mm is not None and pm and mm > pm * (1 + self.memory_margin) and mm - pm > MEMORY_FLOOR_BYTES:
+            if mm is not None and pm and mm > pm and memory_off(mm, pm, self.memory_margin):
                 self._warn(f"mem:{name}", f"step {rec['step']}: {name} {mfield.replace('_bytes', '')} "
                            f"{mm / 2**30:.3f} GiB is {mm / pm - 1:+.1%} over the plan's {pm / 2**30:.3f} GiB "
                            f"(margin {self.memory_margin:.0%}; plan phases {', '.join(p.plan_phases)})")

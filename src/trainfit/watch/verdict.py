@@ -54,6 +54,11 @@ class Judged:
     reason: str
 
 
+def memory_off(measured: float, planned: float, margin: float) -> bool:
+    """Measured memory differs from the plan beyond ``margin`` (a fraction) and one allocator segment."""
+    return abs(measured / planned - 1.0) > margin and abs(measured - planned) > MEMORY_FLOOR_BYTES
+
+
 def memory_fields(device: str) -> tuple[str, str]:
     """(measured field, planned field) judged on this device kind."""
     return ("reserved_bytes", "reserved_bytes") if device == CUDA else ("tensor_bytes", "tensor_bytes")
@@ -76,7 +81,7 @@ def judge_row(row: dict[str, Any], *, device: str, memory_margin: float = MEMORY
     te = _err(ms, ps) if device == CUDA else None
     reasons = []
     verdict = "ok"
-    if me is not None and abs(me) > memory_margin and abs(mm - pm) > MEMORY_FLOOR_BYTES:
+    if me is not None and memory_off(mm, pm, memory_margin):
         verdict = "over" if me > 0 else "under"
         reasons.append(f"memory {me:+.1%} (margin {memory_margin:.0%} and {MEMORY_FLOOR_BYTES / 2**20:.0f} MiB)")
     if te is not None and abs(te) > time_margin:

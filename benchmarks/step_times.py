@@ -1220,7 +1220,9 @@ def render_json(res: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true", help="exit 1 if step_times.md or step_times.json would change")
+    ap.add_argument("--out", type=Path, default=None, help="write step_times.md/.json into this directory instead")
     args = ap.parse_args(argv)
+    md_out, json_out = (MD_OUT, JSON_OUT) if args.out is None else (args.out / MD_OUT.name, args.out / JSON_OUT.name)
     res = build()
     md, js = render_md(res), render_json(res)
     if args.check:
@@ -1230,13 +1232,14 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         print("step_times.md and step_times.json are up to date")
         return 0
-    MD_OUT.write_text(md)
-    JSON_OUT.write_text(js)
+    md_out.parent.mkdir(parents=True, exist_ok=True)
+    md_out.write_text(md)
+    json_out.write_text(js)
     for h in res["headline"]:
         t, r = h["trainfit"], h["rule_same_points"]
         print(f"{h['subset']:<48} n={t['n']:<3} trainfit {_abs_pct(t['median_abs']):>5} worst {_pct(t['worst']):>6}"
               f"   rule {_abs_pct(r['median_abs']):>5} worst {_pct(r['worst']):>6}")
-    print(f"wrote {MD_OUT} and {JSON_OUT}")
+    print(f"wrote {md_out} and {json_out}")
     return 0
 
 

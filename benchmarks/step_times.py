@@ -477,6 +477,16 @@ def rollout_section(e: dict[str, Any], model: Any, nodes: int) -> tuple[dict[str
     return out, notes
 
 
+def planned_response_mean(rollout: dict[str, Any], model_name: str) -> float:
+    """The mean response the planner uses for a card's rollout section (``rl_time.response_mean``): the
+    published mean, else the default of the model's length profile."""
+    from trainfit.compute.response_lengths import default_response_mean, profile_for
+
+    if rollout.get("response_len_mean"):
+        return float(rollout["response_len_mean"])
+    return default_response_mean(response_len_max=rollout["response_len"], profile=profile_for(model_name))
+
+
 def raised_context(model: Any, needed: int) -> tuple[Any, list[str]]:
     """A catalog model whose config.json context is shorter than the run's sequences: the run raised it
     (RoPE scaling / a longer max_position_embeddings, as the DAPO recipes do); plan the same shapes inline."""
@@ -530,10 +540,10 @@ def map_rl(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         tokens_per_gpu = 16384
         notes.append("verl's dynamic batching assumed (use_dynamic_bsz, ppo_max_token_len_per_gpu 16384, the "
                      "trainer config's default)")
-    # packed length the planner uses (rl_time.response_mean: the mean, max/2 when none is published);
+    # packed length the planner uses (rl_time.response_mean: the mean, else the model's length profile);
     # verl multiplies the per-GPU budget by the Ulysses size (dp_actor.py: ppo_max_token_len_per_gpu *
     # ulysses_sequence_parallel_size): one micro-batch spans the sequence-parallel group
-    per_seq = rollout["prompt_len"] + (rollout.get("response_len_mean") or max(1, rollout["response_len"] // 2))
+    per_seq = rollout["prompt_len"] + int(planned_response_mean(rollout, e["model"]))
     ulysses = tr.get("sequence_parallel_ulysses") or 1
     if not mbs and tokens_per_gpu:
         mbs = max(1, int(tokens_per_gpu) * ulysses // per_seq)
@@ -874,8 +884,7 @@ def rl_rows(entries: list[dict[str, Any]], ledger: list[dict[str, Any]]) -> list
                         row.notes.append("no trainfit figure for this phase in the plan")
                     elif subset == ASSUMED_MEAN and q in ("actor_update", "logprob"):
                         ro = card["rollout"]
-                        row.assumed_seq_tokens = float(ro["prompt_len"] + (
-                            ro.get("response_len_mean") or max(1, ro["response_len"] // 2)))
+                        row.assumed_seq_tokens = float(ro["prompt_len"] + planned_response_mean(ro, e["model"]))
                         row.implied_seq_tokens = implied_sequence_tokens(e, q, pub)
             rows.append(row)
         ledger.append({"id": e["id"], "file": RL_DATA.name, "status": status, "reasons": reasons})
@@ -966,7 +975,7 @@ def stats(errors: list[float]) -> dict[str, Any]:
             "worst": max(errors, key=abs)}
 
 
-ASSUMED_MEAN = "RL, mean response not published (max/2 assumed)"
+ASSUMED_MEAN = "RL, mean response not published (default length profile)"
 SUBSETS = ("SFT full", "LoRA / QLoRA", "pretrain", "RL step", *(f"RL phase: {PHASE_TITLES[p]}" for p in PHASES),
            ASSUMED_MEAN, *(f"H200 {s}" for s in H200_SETS))
 
@@ -1137,7 +1146,8 @@ def _implied_lines(rows: list[Row]) -> list[str]:
              ("verl, OpenRLHF and NeMo RL remove padding and pack sequences up to a token budget, so the actor "
              "update and the log-prob passes cost the tokens actually generated (prompt + response), not the "
              "maximum. Where the mean response is not published the card plans the published prompt maximum "
-             "+ max/2 per sequence. The last columns give the packed length per sequence (prompt + response) "
+             "+ the mean of the model's default length profile (compute/response_lengths.py) per sequence. "
+             "The last columns give the packed length per sequence (prompt + response) "
              "at which trainfit's figure equals the published time: the entry re-planned with every sequence "
              "at that length, batch, maxima and token budgets unchanged (bisection; `-` when no length in "
              "[64, max] matches). Nothing is fitted: it says what the missing mean would have to be."), "",

@@ -10,17 +10,83 @@ has at least one token: ``1 + min(Exp(θ), max − 1)``). ``uniform`` is uniform
 ``[2·mean − max, max]`` (mean >= (max+1)/2); ``fixed`` gives every response ``response_len_mean``
 tokens (``response_len_max`` when no mean is given, the default then).
 
+**No published mean** (``default_response_mean``): a model's response length is a property of the
+model and the task, not of the maximum the run allows. The default is the same truncated
+exponential with its *natural* scale ``θ`` (the mean the model would have with no limit) taken from
+a named ``LengthProfile``; the limit then clips it, so the mean is ``1 + θ·(1 − exp(−(max−1)/θ))``:
+close to ``θ`` for a generous maximum, close to the maximum for a tight one (most responses cut).
+The two profiles' ``θ`` are the medians over distinct published runs (model, data, maximum) of the
+``θ`` that reproduces each run's published mean at its maximum (``_solve_theta``):
+
+* ``COT``, chain-of-thought of instruct and base models (Llama-3.1-8B-Instruct on OpenMathInstruct-2
+  at 4,096: mean 1,019-1,128, ``θ`` 1.04k-1.16k; DeepSeek-V3 on OpenMathInstruct-2 at 1,536: 697-761,
+  ``θ`` 0.82k-0.95k, and on DAPO-Math-17k at 1,536: 974, ``θ`` 1.55k; NeMo RL
+  docs/about/performance-summary.md @9dbd9adc95a10f5946cceb36e1d5b31e2429e470; DeepSeek-V3 on
+  DAPO-Math-17k at 9,632: 1,960, ``θ`` 1.97k, verl docs/perf/dpsk.md
+  @b178a3cd56f58b2d502255daba591e92833930a7): ``θ`` = 1,341 tokens (median of the four runs' medians).
+* ``LONG_COT``, reasoning-tuned models that think before answering (Qwen3-32B, Qwen3-30B-A3B at
+  4,096: mean 3,154-3,258, ``θ`` 7.5k-8.6k; Qwen3-235B-A22B at 8,192: 5,700-5,713, ``θ`` 10.6k; NeMo RL,
+  same table): ``θ`` = 8,522 tokens (median of the three models' medians; at 8,192 it gives a mean of 5.3k).
+
+``profile_for(name)`` picks ``LONG_COT`` for checkpoints published as thinking models (Qwen3 post-trained
+models, QwQ, DeepSeek-R1 and its distillations, DeepScaleR, names with "thinking" or "reason"), and
+``COT`` otherwise (base models and Qwen3's non-thinking ``-Instruct-2507`` checkpoints included).
+
 Pure Python: no torch import.
 """
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
+from itertools import pairwise
 from math import exp, expm1, log
 
 from trainfit.errors import CardError
 from trainfit.spec.enums import ResponseShape
 
 DEFAULT_QUANTILES = 64
+
+
+@dataclass(frozen=True, slots=True)
+class LengthProfile:
+    """A named default response-length distribution: a truncated exponential of natural scale
+    ``natural_mean_tokens`` (the mean with no maximum), clipped at the run's maximum."""
+
+    name: str
+    natural_mean_tokens: float
+    source: str
+
+
+COT = LengthProfile(
+    "chain-of-thought", 1341.0,
+    "median natural scale of published RL runs of instruct/base models: Llama-3.1-8B-Instruct and DeepSeek-V3 "
+    "(NVIDIA-NeMo/RL docs/about/performance-summary.md @9dbd9adc95a10f5946cceb36e1d5b31e2429e470; "
+    "volcengine/verl docs/perf/dpsk.md @b178a3cd56f58b2d502255daba591e92833930a7)")
+LONG_COT = LengthProfile(
+    "long chain-of-thought", 8522.0,
+    "median natural scale of published RL runs of thinking models: Qwen3-32B, Qwen3-30B-A3B, Qwen3-235B-A22B "
+    "(NVIDIA-NeMo/RL docs/about/performance-summary.md @9dbd9adc95a10f5946cceb36e1d5b31e2429e470)")
+
+_THINKING = re.compile(r"qwq|deepseek-r1|r1-distill|deepscaler|thinking|reason|(^|/)qwen3[^/]*$", re.IGNORECASE)
+
+
+def profile_for(model_name: str | None) -> LengthProfile:
+    """``LONG_COT`` for a checkpoint published as a thinking model, else ``COT`` (module docstring)."""
+    name = (model_name or "").strip()
+    low = name.lower()
+    if not name or low.endswith("-base") or "-base-" in low or "instruct-2507" in low:
+        return COT
+    return LONG_COT if _THINKING.search(name) else COT
+
+
+def default_response_mean(*, response_len_max: float, profile: LengthProfile = COT) -> float:
+    """Mean response tokens when none is published: the profile's truncated exponential at the
+    maximum, ``1 + θ·(1 − exp(−(max − 1)/θ))``."""
+    if response_len_max < 1:
+        raise CardError(f"response_len_max: must be >= 1, got {response_len_max}")
+    theta = profile.natural_mean_tokens
+    return 1.0 + theta * -expm1(-(response_len_max - 1) / theta)
 
 
 def response_length_groups(
@@ -39,7 +105,7 @@ def response_length_groups(
     edges = _bin_edges(sequences, quantiles)
     groups = []
     top = response_len_max - 1  # lengths are 1 (the first token) + a draw on [0, max − 1]
-    for p0, p1 in zip(edges, edges[1:]):
+    for p0, p1 in pairwise(edges):
         if kind is ResponseShape.UNIFORM:
             lo = 2 * mean - response_len_max
             length = lo + (response_len_max - lo) * (p0 + p1) / 2

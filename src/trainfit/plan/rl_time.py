@@ -69,9 +69,16 @@ def balanced_micro_batches(sequences: int, micro_batch_size: int) -> tuple[int, 
     return micro, ceil(sequences / micro)
 
 
-def response_mean(card: RunCard) -> float:
+def response_mean(card: RunCard, spec: ModelSpec | None = None) -> float:
+    """The card's mean response tokens; without one, the default of the model's length profile
+    (``compute.response_lengths.default_response_mean``: a truncated exponential of the profile's natural
+    scale, clipped at ``response_len``), not a fixed share of the maximum."""
+    from trainfit.compute.response_lengths import default_response_mean, profile_for
+
     ro = card.rollout
-    return float(ro.response_len_mean or max(1, ro.response_len // 2))
+    if ro.response_len_mean:
+        return float(ro.response_len_mean)
+    return default_response_mean(response_len_max=ro.response_len, profile=profile_for(spec.name if spec else None))
 
 
 def _phase(name: str, seconds: float, bound: str, **terms: float) -> PhaseTime:
@@ -87,9 +94,16 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
     seqs = ro.prompts_per_step * ro.num_generations
     seqs_per_gpu = ceil(seqs / train_gpus)
     packed = card.preset in PACKING_PRESETS
-    seq_len = int(ro.prompt_len + (response_mean(card) if packed else ro.response_len))
+    mean = response_mean(card, spec)
+    seq_len = int(ro.prompt_len + (mean if packed else ro.response_len))
     notes = [f"RL sequences: {seqs} per step, {seqs_per_gpu} per training GPU at {seq_len} tokens"
              + (" (packed: prompt + mean response)" if packed else " (padded to prompt + max response)")]
+    if not ro.response_len_mean:
+        from trainfit.compute.response_lengths import profile_for
+
+        prof = profile_for(spec.name)
+        notes.append(f"mean response not given: {mean:.0f} tokens, the '{prof.name}' length profile (natural mean "
+                     f"{prof.natural_mean_tokens:.0f} tokens, truncated at {ro.response_len}; set rollout.response_len_mean)")
     phases: list[PhaseTime] = []
 
     gen = generation_phase(card, spec, gpu, rollout, r)
@@ -175,7 +189,7 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
                      f" side ({train_side:.1f} s); the step is the larger")
     else:
         total = gen_total + train_side
-    tokens = float(seqs * (ro.prompt_len + response_mean(card)))
+    tokens = float(seqs * (ro.prompt_len + mean))
     return StepTiming(total, tokens, tuple(gen_side + phases), tuple(notes) + actor.assumptions)
 
 
@@ -195,7 +209,7 @@ def generation_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, rollout, r: D
     g = generation_time(
         spec=spec, matmul_params=matmul_params(spec), rates=r, tp=ro.tensor_parallel, prompts=ro.prompts_per_step,
         samples_per_prompt=ro.num_generations, prompt_len=ro.prompt_len, response_len_max=ro.response_len,
-        response_len_mean=response_mean(card), response_len_shape=ro.response_len_shape,
+        response_len_mean=response_mean(card, spec), response_len_shape=ro.response_len_shape,
         weight_bytes=_engine_weight_bytes(spec), kv_bytes_per_token=rollout.kv_bytes_per_token * ro.tensor_parallel,
         max_num_seqs=ro.max_num_seqs, kv_capacity_tokens=rollout.kv_capacity_tokens or None,
         cuda_graphs=ro.cuda_graphs, engines=max(1, rollout.engine_instances),

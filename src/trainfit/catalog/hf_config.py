@@ -12,7 +12,7 @@ from typing import Any
 
 from trainfit.errors import ConfigError
 from trainfit.spec.enums import LayerKind
-from trainfit.spec.model import LinearAttentionSpec, ModelSpec, MoeSpec
+from trainfit.spec.model import LinearAttentionSpec, MlaSpec, ModelSpec, MoeSpec
 
 SUPPORTED_FAMILIES = (
     "llama",
@@ -23,6 +23,9 @@ SUPPORTED_FAMILIES = (
     "qwen3_moe",
     "gemma2",
     "qwen3_5_text",
+    "deepseek_v3",
+    "gpt_oss",
+    "opt",
 )
 """Decoder model_types whose parameter layout and activations trainfit models exactly."""
 
@@ -111,18 +114,32 @@ def spec_from_hf_config(
     heads = _int(dec, "num_attention_heads", name, most=100_000)
     layers = _int(dec, "num_hidden_layers", name, most=1024)  # the deepest released decoders have ~128
     vocab = _int(dec, "vocab_size", name, most=100_000_000)
-    intermediate = _int(dec, "intermediate_size", name, most=10_000_000)
+    intermediate = _int(dec, "ffn_dim" if family == "opt" else "intermediate_size", name, most=10_000_000)
     kv_heads = _int(dec, "num_key_value_heads", name, most=heads, default=heads)
     if heads % kv_heads:
         raise ConfigError(f"{name}: config.json field 'num_key_value_heads' = {kv_heads} does not divide"
                           f" num_attention_heads = {heads}")
-    head_dim = _int(dec, "head_dim", name, most=65_536, default=hidden // heads if hidden >= heads else None)
-    tie_default = family == "gemma2"
+    if family == "opt":
+        head_dim = hidden // heads
+        if head_dim * heads != hidden:
+            raise ConfigError(f"{name}: config.json field 'num_attention_heads' = {heads} does not divide"
+                              f" hidden_size = {hidden} (OPT)")
+    else:
+        head_dim = _int(dec, "head_dim", name, most=65_536, default=hidden // heads if hidden >= heads else None)
+    mla = _mla(dec, name) if family == "deepseek_v3" else None
+    if mla is not None:
+        # the expanded keys: every head has its own qk_nope + qk_rope key and a v_head_dim value
+        head_dim, kv_heads = mla.qk_head_dim, heads
+    tie_default = family in ("gemma2", "opt")
     tie = bool(dec.get("tie_word_embeddings", tie_default))
     sliding = _int(dec, "sliding_window", name, most=1_000_000_000, default=None, zero_is_none=True)
     max_pos = _int(dec, "max_position_embeddings", name, most=1_000_000_000, default=None)
 
     moe = None
+    if family == "deepseek_v3":
+        moe = _deepseek_moe(dec, name, layers)
+    elif family == "gpt_oss":
+        moe = _gpt_oss_moe(dec, name, intermediate)
     if family in ("qwen3_moe", "qwen2_moe"):
         experts = _int(dec, "num_experts", name, most=100_000)
         sparse_step = _int(dec, "decoder_sparse_step", name, most=layers, default=1, zero_is_none=True) or 1
@@ -167,6 +184,34 @@ def spec_from_hf_config(
             conv_kernel_dim=_int(dec, "linear_conv_kernel_dim", name, most=1024, default=4),
         )
 
+    opt = family == "opt"
+    extra: dict[str, Any] = {}
+    if opt:
+        bias = bool(dec.get("enable_bias", True))
+        affine = bool(dec.get("layer_norm_elementwise_affine", True))
+        pre = bool(dec.get("do_layer_norm_before", True))
+        proj = _int(dec, "word_embed_proj_dim", name, most=1_000_000, default=hidden)
+        if max_pos is None:
+            raise ConfigError(f"{name}: config.json is missing required field 'max_position_embeddings' (OPT learns"
+                              " its positions)")
+        extra = dict(attention_bias=bias, o_proj_bias=bias, mlp_bias=bias, mlp_gated=False, norm_bias=affine,
+                     norms_per_layer=2 if affine else 0, pre_norm=pre,
+                     final_norm=affine and pre and not bool(dec.get("_remove_final_layer_norm", False)),
+                     learned_positions=max_pos + 2, embed_proj_dim=proj if proj != hidden else None,
+                     hidden_act=str(dec.get("activation_function") or "relu"))
+    elif family == "gpt_oss":
+        raw = dec.get("layer_types")
+        if raw is None:
+            raw = ["sliding_attention" if (i + 1) % 2 else "full_attention" for i in range(layers)]
+        if not isinstance(raw, (list, tuple)) or len(raw) != layers or any(
+                t not in ("sliding_attention", "full_attention") for t in raw):
+            raise ConfigError(f"{name}: config.json field 'layer_types' must list one of sliding_attention,"
+                              f" full_attention per layer ({layers} = num_hidden_layers)")
+        extra = dict(attention_sinks=True, norms_fp32=True,
+                     sliding_layers=tuple(i for i, t in enumerate(raw) if t == "sliding_attention") if sliding else ())
+    elif family == "deepseek_v3":
+        extra = dict(mla=mla, mtp_layers_declared=_int(dec, "num_nextn_predict_layers", name, least=0, most=16,
+                                                       default=0))
     return ModelSpec(
         name=name,
         source=source,
@@ -179,13 +224,15 @@ def spec_from_hf_config(
         head_dim=head_dim,
         vocab_size=vocab,
         tie_word_embeddings=tie,
-        attention_bias=family in _QKV_BIAS_ALWAYS or bool(dec.get("attention_bias", False)),
-        o_proj_bias=family not in _QKV_BIAS_ALWAYS and bool(dec.get("attention_bias", False)),
-        mlp_bias=bool(dec.get("mlp_bias", False)),
+        **({} if opt else dict(
+            attention_bias=family in _QKV_BIAS_ALWAYS or bool(dec.get("attention_bias", False)),
+            o_proj_bias=family not in _QKV_BIAS_ALWAYS and bool(dec.get("attention_bias", False)),
+            mlp_bias=bool(dec.get("mlp_bias", False)),
+            norms_per_layer=4 if family == "gemma2" else 2,
+            hidden_act=str(dec.get("hidden_act") or dec.get("hidden_activation") or "silu"),
+        )),
         qk_norm=family in _QK_NORM_ALWAYS,
         attn_output_gate=family == "qwen3_5_text",
-        norms_per_layer=4 if family == "gemma2" else 2,
-        hidden_act=str(dec.get("hidden_act") or dec.get("hidden_activation") or "silu"),
         layer_types=layer_types,
         sliding_window=sliding,
         max_position_embeddings=max_pos,
@@ -194,4 +241,58 @@ def spec_from_hf_config(
         verified=verified,
         note=note,
         aliases=aliases,
+        **extra,
+    )
+
+
+def _mla(dec: dict[str, Any], name: str) -> MlaSpec:
+    """DeepSeek-V3's multi-head latent attention sizes (q_lora_rank null: no query compression)."""
+    return MlaSpec(
+        q_lora_rank=_int(dec, "q_lora_rank", name, least=0, most=1_000_000, default=0),
+        kv_lora_rank=_int(dec, "kv_lora_rank", name, most=1_000_000),
+        qk_nope_head_dim=_int(dec, "qk_nope_head_dim", name, least=0, most=65_536),
+        qk_rope_head_dim=_int(dec, "qk_rope_head_dim", name, most=65_536),
+        v_head_dim=_int(dec, "v_head_dim", name, most=65_536),
+    )
+
+
+def _deepseek_moe(dec: dict[str, Any], name: str, layers: int) -> MoeSpec:
+    """DeepSeek-V3 MoE: n_routed_experts routed (top-k within topk_group of n_group groups), n_shared_experts
+    always-on experts fused into one MLP of moe_intermediate_size x n_shared_experts, dense MLPs in the first
+    first_k_dense_replace layers (transformers builds MoE from that index on)."""
+    experts = _int(dec, "n_routed_experts", name, most=100_000)
+    width = _int(dec, "moe_intermediate_size", name, most=10_000_000)
+    first_dense = _int(dec, "first_k_dense_replace", name, least=0, most=layers, default=0)
+    n_group = _int(dec, "n_group", name, most=experts, default=1)
+    if experts % n_group:
+        raise ConfigError(f"{name}: config.json field 'n_group' = {n_group} does not divide n_routed_experts = {experts}")
+    return MoeSpec(
+        num_experts=experts,
+        experts_per_token=_int(dec, "num_experts_per_tok", name, most=experts),
+        expert_intermediate_size=width,
+        shared_expert_intermediate_size=width * _int(dec, "n_shared_experts", name, least=0, most=1024, default=0),
+        mlp_only_layers=tuple(range(first_dense)),
+        shared_expert_gate=False,
+        router_fp32=True,
+        n_group=n_group,
+        topk_group=_int(dec, "topk_group", name, most=n_group, default=1),
+    )
+
+
+def _gpt_oss_moe(dec: dict[str, Any], name: str, width: int) -> MoeSpec:
+    """gpt-oss MoE: every layer routes to num_local_experts experts of intermediate_size (biased router and
+    experts, clamped GLU); the release stores the experts in MXFP4 (4-bit values, one 8-bit scale per 32)."""
+    experts = _int(dec, "num_local_experts", name, most=100_000)
+    top_k = dec.get("num_experts_per_tok", dec.get("experts_per_token"))
+    quant = dec.get("quantization_config")
+    mxfp4 = isinstance(quant, dict) and quant.get("quant_method") == "mxfp4"
+    return MoeSpec(
+        num_experts=experts,
+        experts_per_token=_as_int(top_k, "num_experts_per_tok", name, most=experts) if top_k is not None else
+        _int(dec, "num_experts_per_tok", name, most=experts),
+        expert_intermediate_size=width,
+        router_bias=True,
+        expert_bias=True,
+        clamped_glu=True,
+        inference_expert_bits=4.25 if mxfp4 else None,
     )

@@ -58,27 +58,59 @@ class ParamBreakdown:
     largest_layer: int
     """Parameters of the largest decoder layer (the FSDP/ZeRO-3 gather unit)."""
     per_layer: tuple[int, ...]
+    positions: int = 0
+    """Learned absolute position embedding (OPT): a lookup like the token embedding."""
 
     @property
     def total(self) -> int:
-        return self.embedding + self.lm_head + self.linear_weights + self.other
+        return self.embedding + self.lm_head + self.linear_weights + self.other + self.positions
 
     @property
     def without_embeddings(self) -> int:
         """Total minus the input embedding and the output head: the 'non-embedding' count
         model cards quote (Qwen3-8B: 6.95B of 8.19B)."""
-        return self.total - self.embedding - self.lm_head
+        return self.total - self.embedding - self.lm_head - self.positions
 
 
 def _attention_linears(spec: ModelSpec, count: int) -> list[LinearGroup]:
+    if spec.mla is not None:
+        return _mla_linears(spec, count)
     h, q, kv = spec.hidden_size, spec.q_dim, spec.kv_dim
     q_out = 2 * q if spec.attn_output_gate else q
     return [
         LinearGroup("q_proj", h, q_out, count, spec.attention_bias),
         LinearGroup("k_proj", h, kv, count, spec.attention_bias),
         LinearGroup("v_proj", h, kv, count, spec.attention_bias),
-        LinearGroup("o_proj", q, h, count, spec.o_proj_bias),
+        LinearGroup("out_proj" if spec.family == "opt" else "o_proj", q, h, count, spec.o_proj_bias),
     ]
+
+
+def _mla_linears(spec: ModelSpec, count: int) -> list[LinearGroup]:
+    """DeepSeek-V3 multi-head latent attention (transformers ``DeepseekV3Attention``): q_a/kv_a and o_proj
+    carry ``attention_bias``; q_b and kv_b never do."""
+    ml = spec.mla
+    assert ml is not None
+    h, H, bias = spec.hidden_size, spec.num_attention_heads, spec.attention_bias
+    groups = ([LinearGroup("q_a_proj", h, ml.q_lora_rank, count, bias),
+               LinearGroup("q_b_proj", ml.q_lora_rank, H * ml.qk_head_dim, count)] if ml.q_lora_rank
+              else [LinearGroup("q_proj", h, H * ml.qk_head_dim, count)])
+    return groups + [
+        LinearGroup("kv_a_proj_with_mqa", h, ml.latent_dim, count, bias),
+        LinearGroup("kv_b_proj", ml.kv_lora_rank, H * (ml.qk_nope_head_dim + ml.v_head_dim), count),
+        LinearGroup("o_proj", H * ml.v_head_dim, h, count, bias),
+    ]
+
+
+def _mla_layer_params(spec: ModelSpec) -> tuple[int, int]:
+    """(linear weights, other) of one MLA block: the projections, the q_a / kv_a RMSNorms and biases."""
+    weights = other = 0
+    for g in _mla_linears(spec, 1):
+        weights += g.weight_params
+        other += g.bias_params
+    ml = spec.mla
+    assert ml is not None
+    other += ml.q_lora_rank + ml.kv_lora_rank  # q_a_layernorm (when q is compressed), kv_a_layernorm
+    return weights, other
 
 
 def _linear_attention_linears(spec: ModelSpec, count: int) -> list[LinearGroup]:
@@ -96,6 +128,11 @@ def _linear_attention_linears(spec: ModelSpec, count: int) -> list[LinearGroup]:
 
 def _dense_mlp(spec: ModelSpec, width: int, count: int, prefix: str = "") -> list[LinearGroup]:
     h = spec.hidden_size
+    if not spec.mlp_gated:  # OPT: fc1 -> ReLU -> fc2
+        return [
+            LinearGroup(prefix + "fc1", h, width, count, spec.mlp_bias),
+            LinearGroup(prefix + "fc2", width, h, count, spec.mlp_bias),
+        ]
     return [
         LinearGroup(prefix + "gate_proj", h, width, count, spec.mlp_bias),
         LinearGroup(prefix + "up_proj", h, width, count, spec.mlp_bias),
@@ -108,31 +145,45 @@ def _moe_linears(spec: ModelSpec, count: int) -> list[LinearGroup]:
     assert moe is not None
     h, w, e = spec.hidden_size, moe.expert_intermediate_size, moe.num_experts
     groups = [
-        LinearGroup("gate_up_proj", h, 2 * w, count, experts=e, lora_rank_multiplier=2),
-        LinearGroup("down_proj", w, h, count, experts=e),
+        LinearGroup("gate_up_proj", h, 2 * w, count, moe.expert_bias, experts=e, lora_rank_multiplier=2),
+        LinearGroup("down_proj", w, h, count, moe.expert_bias, experts=e),
     ]
     if moe.shared_expert_intermediate_size:
-        groups += _dense_mlp(spec, moe.shared_expert_intermediate_size, count, prefix="shared_expert.")
-        groups.append(LinearGroup("shared_expert_gate", h, 1, count))
+        prefix = "shared_expert." if moe.shared_expert_gate else "shared_experts."
+        groups += _dense_mlp(spec, moe.shared_expert_intermediate_size, count, prefix=prefix)
+        if moe.shared_expert_gate:
+            groups.append(LinearGroup("shared_expert_gate", h, 1, count))
     return groups
 
 
 @lru_cache(maxsize=4096)
 def linear_groups(spec: ModelSpec) -> list[LinearGroup]:
-    """All decoder linear maps, grouped by identical shape (lm_head excluded)."""
-    full = spec.num_full_attention_layers
+    """All decoder linear maps, grouped by identical shape (lm_head excluded). Enabled MTP modules add one
+    attention block, one MoE (or dense) MLP and their eh_proj each."""
+    mtp = spec.mtp_layers
+    full = spec.num_full_attention_layers + mtp
     linear = spec.num_linear_attention_layers
     groups = _attention_linears(spec, full) if full else []
     if linear:
         groups += _linear_attention_linears(spec, linear)
     if spec.moe is None:
-        groups += _dense_mlp(spec, spec.intermediate_size, spec.num_layers)
+        groups += _dense_mlp(spec, spec.intermediate_size, spec.num_layers + mtp)
     else:
-        n_moe = sum(1 for i in range(spec.num_layers) if spec.moe.is_moe_layer(i))
+        n_moe = spec.num_moe_layers
+        dense = spec.num_layers - n_moe
+        if n_moe:
+            n_moe += mtp
+        else:
+            dense += mtp
         if n_moe:
             groups += _moe_linears(spec, n_moe)
-        if spec.num_layers - n_moe:
-            groups += _dense_mlp(spec, spec.intermediate_size, spec.num_layers - n_moe)
+        if dense:
+            groups += _dense_mlp(spec, spec.intermediate_size, dense)
+    if mtp:
+        groups.append(LinearGroup("eh_proj", 2 * spec.hidden_size, spec.hidden_size, mtp))
+    if spec.embed_proj_dim is not None:  # OPT-350m: project_in (embed -> hidden), project_out (hidden -> embed)
+        groups += [LinearGroup("project_in", spec.embed_proj_dim, spec.hidden_size, 1),
+                   LinearGroup("project_out", spec.hidden_size, spec.embed_proj_dim, 1)]
     return [g for g in groups if g.count]
 
 
@@ -140,9 +191,13 @@ def _layer_params(spec: ModelSpec, layer_idx: int) -> tuple[int, int]:
     """(linear weight params, other params) of one decoder layer."""
     h = spec.hidden_size
     weights = 0
-    other = spec.norms_per_layer * h
+    other = spec.norms_per_layer * h * (2 if spec.norm_bias else 1)
     kind = spec.layer_kind(layer_idx)
-    if kind is LayerKind.FULL_ATTENTION:
+    if kind is LayerKind.FULL_ATTENTION and spec.mla is not None:
+        w, o = _mla_layer_params(spec)
+        weights += w
+        other += o
+    elif kind is LayerKind.FULL_ATTENTION:
         q_out = 2 * spec.q_dim if spec.attn_output_gate else spec.q_dim
         weights += h * q_out + 2 * h * spec.kv_dim + spec.q_dim * h
         if spec.attention_bias:
@@ -151,6 +206,8 @@ def _layer_params(spec: ModelSpec, layer_idx: int) -> tuple[int, int]:
             other += h
         if spec.qk_norm:
             other += 2 * spec.head_dim
+        if spec.attention_sinks:
+            other += spec.num_attention_heads
     else:
         la = spec.linear_attention
         assert la is not None
@@ -159,28 +216,50 @@ def _layer_params(spec: ModelSpec, layer_idx: int) -> tuple[int, int]:
         other += la.conv_dim * la.conv_kernel_dim + 2 * la.num_value_heads + la.value_head_dim
     if spec.moe is not None and spec.moe.is_moe_layer(layer_idx):
         moe = spec.moe
-        weights += moe.num_experts * 3 * h * moe.expert_intermediate_size
-        other += moe.num_experts * h  # router weight (a Parameter, not an nn.Linear)
+        w, e = moe.expert_intermediate_size, moe.num_experts
+        weights += e * 3 * h * w
+        other += e * h  # router weight (a Parameter, not an nn.Linear)
+        if moe.router_bias:
+            other += e
+        if moe.expert_bias:
+            other += e * (2 * w + h)
         if moe.shared_expert_intermediate_size:
-            weights += 3 * h * moe.shared_expert_intermediate_size + h
+            weights += 3 * h * moe.shared_expert_intermediate_size + (h if moe.shared_expert_gate else 0)
     else:
-        weights += 3 * h * spec.intermediate_size
+        mats = 3 if spec.mlp_gated else 2
+        weights += mats * h * spec.intermediate_size
         if spec.mlp_bias:
-            other += 2 * spec.intermediate_size + h
+            other += (mats - 1) * spec.intermediate_size + h
     return weights, other
+
+
+def _mtp_module_params(spec: ModelSpec) -> tuple[int, int]:
+    """(linear weights, other) of one DeepSeek-V3 multi-token-prediction module: enorm and hnorm, eh_proj
+    (2h -> h, no bias), one decoder layer (an MoE layer when the model has experts) and the shared head's
+    RMSNorm; the embedding and the output head are the main model's."""
+    h = spec.hidden_size
+    moe_idx = next((i for i in range(spec.num_layers) if spec.moe is not None and spec.moe.is_moe_layer(i)),
+                   spec.num_layers - 1)
+    w, o = _layer_params(spec, moe_idx)
+    return w + 2 * h * h, o + 3 * h
 
 
 @lru_cache(maxsize=4096)
 def param_breakdown(spec: ModelSpec) -> ParamBreakdown:
-    """Exact parameter counts by component."""
+    """Exact parameter counts by component. MTP modules (``spec.mtp_layers``) count as extra layers."""
     per_layer = [_layer_params(spec, i) for i in range(spec.num_layers)]
-    embedding = spec.vocab_size * spec.hidden_size
+    per_layer += [_mtp_module_params(spec) for _ in range(spec.mtp_layers)]
+    embedding = spec.vocab_size * spec.embed_dim
     if spec.head_outputs is not None:
         lm_head = spec.head_outputs * spec.hidden_size  # score / value head (no bias)
     else:
         lm_head = 0 if spec.tie_word_embeddings else embedding
     linear_weights = sum(w for w, _ in per_layer)
-    other = sum(o for _, o in per_layer) + spec.hidden_size  # + final norm
+    other = sum(o for _, o in per_layer)
+    if spec.final_norm:
+        other += spec.hidden_size * (2 if spec.norm_bias else 1)
+    if spec.embed_proj_dim is not None:
+        linear_weights += 2 * spec.embed_proj_dim * spec.hidden_size  # project_in, project_out
     layer_totals = tuple(w + o for w, o in per_layer)
     return ParamBreakdown(
         embedding=embedding,
@@ -189,6 +268,7 @@ def param_breakdown(spec: ModelSpec) -> ParamBreakdown:
         other=other,
         largest_layer=max(layer_totals) if layer_totals else 0,
         per_layer=layer_totals,
+        positions=spec.learned_positions * spec.hidden_size,
     )
 
 
@@ -199,8 +279,11 @@ def active_params(spec: ModelSpec) -> int:
     if spec.moe is None:
         return total
     moe = spec.moe
-    n_moe = sum(1 for i in range(spec.num_layers) if moe.is_moe_layer(i))
-    inactive = n_moe * (moe.num_experts - moe.experts_per_token) * 3 * spec.hidden_size * moe.expert_intermediate_size
+    n_moe = sum(1 for i in range(spec.num_layers) if moe.is_moe_layer(i)) + spec.mtp_layers
+    per_expert = 3 * spec.hidden_size * moe.expert_intermediate_size
+    if moe.expert_bias:
+        per_expert += 2 * moe.expert_intermediate_size + spec.hidden_size
+    inactive = n_moe * (moe.num_experts - moe.experts_per_token) * per_expert
     return total - inactive
 
 
@@ -225,21 +308,32 @@ def param_tensors(spec: ModelSpec) -> list[TensorGroup]:
 
     Sums to ``param_breakdown(spec).total`` (tests check it).
     """
-    h, L = spec.hidden_size, spec.num_layers
-    out = [TensorGroup((spec.vocab_size, h), 1 if spec.tie_word_embeddings or spec.head_outputs else 2),
-           TensorGroup((h,), 1 + spec.norms_per_layer * L)]
+    h, L, mtp = spec.hidden_size, spec.num_layers, spec.mtp_layers
+    norms = (1 if spec.final_norm else 0) + spec.norms_per_layer * (L + mtp) + 3 * mtp
+    out = [TensorGroup((spec.vocab_size, spec.embed_dim), 1 if spec.tie_word_embeddings or spec.head_outputs else 2),
+           TensorGroup((h,), norms * (2 if spec.norm_bias else 1))]
+    if spec.learned_positions:
+        out.append(TensorGroup((spec.learned_positions, h), 1))
     if spec.head_outputs is not None:
         out.append(TensorGroup((spec.head_outputs, h), 1))
     for g in linear_groups(spec):
         if g.is_fused_experts:
             out.append(TensorGroup((g.experts, g.out_features, g.in_features), g.count))
+            if g.bias:
+                out.append(TensorGroup((g.experts, g.out_features), g.count))
         else:
             out.append(TensorGroup((g.out_features, g.in_features), g.count))
-        if g.bias:
-            out.append(TensorGroup((g.out_features,), g.count * g.experts))
-    full = spec.num_full_attention_layers
+            if g.bias:
+                out.append(TensorGroup((g.out_features,), g.count))
+    full = spec.num_full_attention_layers + mtp
     if spec.qk_norm and full:
         out.append(TensorGroup((spec.head_dim,), 2 * full))
+    if spec.attention_sinks and full:
+        out.append(TensorGroup((spec.num_attention_heads,), full))
+    if spec.mla is not None and full:
+        if spec.mla.q_lora_rank:
+            out.append(TensorGroup((spec.mla.q_lora_rank,), full))
+        out.append(TensorGroup((spec.mla.kv_lora_rank,), full))
     if spec.linear_attention is not None and spec.num_linear_attention_layers:
         la, n = spec.linear_attention, spec.num_linear_attention_layers
         out += [
@@ -248,7 +342,10 @@ def param_tensors(spec: ModelSpec) -> list[TensorGroup]:
             TensorGroup((la.value_head_dim,), n),
         ]
     if spec.moe is not None:
-        n_moe = sum(1 for i in range(L) if spec.moe.is_moe_layer(i))
+        n_moe = spec.num_moe_layers
+        n_moe += mtp if n_moe else 0
         if n_moe:
             out.append(TensorGroup((spec.moe.num_experts, h), n_moe))
+            if spec.moe.router_bias:
+                out.append(TensorGroup((spec.moe.num_experts,), n_moe))
     return [t for t in out if t.count]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from trainfit.errors import ConfigError
@@ -24,7 +24,25 @@ class MoeSpec:
     sparse_step: int = 1
     """Every ``sparse_step``-th layer is MoE (decoder_sparse_step)."""
     mlp_only_layers: tuple[int, ...] = ()
-    """Layers that keep a dense MLP of ``intermediate_size``."""
+    """Layers that keep a dense MLP of ``intermediate_size`` (DeepSeek-V3: the first_k_dense_replace layers)."""
+    shared_expert_gate: bool = True
+    """Qwen2-MoE scales its shared expert by a sigmoid gate (hidden x 1); DeepSeek-V3's shared experts
+    have none."""
+    router_bias: bool = False
+    """The router linear has a bias (gpt-oss)."""
+    router_fp32: bool = False
+    """The router weight is an fp32 parameter whatever the model dtype (DeepSeek-V3 in transformers)."""
+    expert_bias: bool = False
+    """Every expert's gate_up and down projections carry a bias (gpt-oss)."""
+    clamped_glu: bool = False
+    """gpt-oss's clamped GLU ``(clamp(up)+1) * g * sigmoid(alpha g)`` instead of SiLU(gate) * up."""
+    n_group: int = 1
+    """Expert groups of DeepSeek-V3's group-limited routing (n_group); 1 = plain top-k."""
+    topk_group: int = 1
+    """Groups a token may route into (topk_group)."""
+    inference_expert_bits: float | None = None
+    """Bits per routed-expert weight as released for inference (gpt-oss MXFP4: 4 bits + one 8-bit scale
+    per 32 = 4.25); None: the model dtype. Training dequantizes to bf16."""
 
     def is_moe_layer(self, layer_idx: int) -> bool:
         return layer_idx not in self.mlp_only_layers and (layer_idx + 1) % self.sparse_step == 0
@@ -53,6 +71,31 @@ class LinearAttentionSpec:
     @property
     def conv_dim(self) -> int:
         return 2 * self.key_dim + self.value_dim
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class MlaSpec:
+    """Multi-head latent attention (DeepSeek-V2/V3): low-rank q and a compressed, shared KV latent.
+
+    q = q_b(norm(q_a(x))) (or q_proj(x) when ``q_lora_rank`` is 0), per head qk_nope + qk_rope wide;
+    [c_kv, k_rope] = kv_a_proj_with_mqa(x); k_nope, v = kv_b(norm(c_kv)) per head. A decode cache keeps
+    only ``c_kv`` and ``k_rope``: ``kv_lora_rank + qk_rope_head_dim`` values per token and layer."""
+
+    q_lora_rank: int
+    """0: no query compression (q_proj of hidden x heads*qk_head_dim)."""
+    kv_lora_rank: int
+    qk_nope_head_dim: int
+    qk_rope_head_dim: int
+    v_head_dim: int
+
+    @property
+    def qk_head_dim(self) -> int:
+        return self.qk_nope_head_dim + self.qk_rope_head_dim
+
+    @property
+    def latent_dim(self) -> int:
+        """Values per token and layer in an absorbed-MLA KV cache (vLLM, SGLang, FlashMLA)."""
+        return self.kv_lora_rank + self.qk_rope_head_dim
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -92,6 +135,9 @@ class ModelSpec:
     layer_types: tuple[LayerKind, ...] = ()
     """Per-layer attention kind; empty means all full attention."""
     sliding_window: int | None = None
+    sliding_layers: tuple[int, ...] = ()
+    """Full-attention layers that attend within ``sliding_window`` only (gpt-oss's even layers). Training
+    saves the same q, k, v either way; a decode cache needs at most the window for them."""
     linear_attention: LinearAttentionSpec | None = None
     moe: MoeSpec | None = None
     verified: bool = True
@@ -107,6 +153,31 @@ class ModelSpec:
     head_outputs: int | None = None
     """None: a vocabulary LM head. N: a scalar/value head of N outputs (reward model, critic):
     ``score``/``value_head`` of hidden x N instead of the lm_head, never tied."""
+    mla: MlaSpec | None = None
+    """Multi-head latent attention (DeepSeek-V3); head_dim is then qk_nope + qk_rope and num_kv_heads the
+    heads (the expanded keys), v_head_dim lives here."""
+    attention_sinks: bool = False
+    """One learned sink logit per head (gpt-oss ``sinks``)."""
+    mlp_gated: bool = True
+    """Gated MLP (gate, up, down); False: OPT's fc1 -> act -> fc2."""
+    norm_bias: bool = False
+    """LayerNorm with a bias (OPT) instead of RMSNorm: every norm holds 2 x width."""
+    final_norm: bool = True
+    """A norm after the last layer (OPT-350m's post-LN decoder has none)."""
+    learned_positions: int = 0
+    """Rows of a learned absolute position embedding (OPT: max_position_embeddings + 2); 0: rotary."""
+    embed_proj_dim: int | None = None
+    """OPT ``word_embed_proj_dim`` when it differs from hidden: embeddings and the (tied) head are this
+    wide, with project_in / project_out linears (no bias) around the decoder."""
+    pre_norm: bool = True
+    """Norm before each block (False: OPT-350m normalises after the residual add)."""
+    norms_fp32: bool = False
+    """Norm weights kept in fp32 in a bf16 model (gpt-oss ``_keep_in_fp32_modules``)."""
+    mtp_layers: int = 0
+    """Multi-token-prediction modules trained with the model (DeepSeek-V3 MTP: enorm, hnorm, eh_proj and
+    one decoder layer each, sharing the embedding and head). 0 unless asked for (``with_mtp``)."""
+    mtp_layers_declared: int = 0
+    """num_nextn_predict_layers in config.json: what ``with_mtp`` switches on. transformers builds none."""
 
     def __post_init__(self) -> None:
         if self.layer_types and len(self.layer_types) != self.num_layers:
@@ -129,6 +200,20 @@ class ModelSpec:
     @property
     def q_dim(self) -> int:
         return self.num_attention_heads * self.head_dim
+
+    @property
+    def attn_out_dim(self) -> int:
+        """Width of the attention output (o_proj's input): heads x v_head_dim under MLA, else q_dim."""
+        return self.num_attention_heads * self.mla.v_head_dim if self.mla is not None else self.q_dim
+
+    @property
+    def embed_dim(self) -> int:
+        """Width of the token embedding and the LM head's input (OPT's word_embed_proj_dim)."""
+        return self.embed_proj_dim or self.hidden_size
+
+    @property
+    def num_moe_layers(self) -> int:
+        return 0 if self.moe is None else sum(1 for i in range(self.num_layers) if self.moe.is_moe_layer(i))
 
     @property
     def kv_dim(self) -> int:
@@ -158,6 +243,14 @@ def _check_sizes(spec: ModelSpec) -> None:
         _at_least(where, 1, head_outputs=spec.head_outputs)
     if spec.sliding_window is not None:
         _at_least(where, 1, sliding_window=spec.sliding_window)
+    if spec.mla is not None:
+        ml = spec.mla
+        _at_least(where, 0, q_lora_rank=ml.q_lora_rank, qk_nope_head_dim=ml.qk_nope_head_dim)
+        _at_least(where, 1, kv_lora_rank=ml.kv_lora_rank, qk_rope_head_dim=ml.qk_rope_head_dim,
+                  v_head_dim=ml.v_head_dim)
+    _at_least(where, 0, learned_positions=spec.learned_positions, mtp_layers=spec.mtp_layers)
+    if spec.embed_proj_dim is not None:
+        _at_least(where, 1, word_embed_proj_dim=spec.embed_proj_dim)
     m = spec.moe
     if m is not None:
         _at_least(where, 1, num_experts=m.num_experts, num_experts_per_tok=m.experts_per_token,
@@ -169,6 +262,18 @@ def _check_sizes(spec: ModelSpec) -> None:
         _at_least(where, 0, linear_num_key_heads=la.num_key_heads, linear_num_value_heads=la.num_value_heads)
         _at_least(where, 1, linear_key_head_dim=la.key_head_dim, linear_value_head_dim=la.value_head_dim,
                   linear_conv_kernel_dim=la.conv_kernel_dim, state_dtype_bytes=la.state_dtype_bytes)
+
+
+def with_mtp(spec: ModelSpec, layers: int | None = None) -> ModelSpec:
+    """The spec with its multi-token-prediction modules trained too (DeepSeek-V3: num_nextn_predict_layers).
+
+    Raises ConfigError when the model declares none and none are asked for."""
+
+    n = spec.mtp_layers_declared if layers is None else layers
+    if n < 1:
+        raise ConfigError(f"{spec.name}: no multi-token-prediction module to enable (num_nextn_predict_layers is"
+                          f" {spec.mtp_layers_declared}); allowed: a DeepSeek-V3-style model")
+    return replace(spec, mtp_layers=n)
 
 
 @lru_cache(maxsize=1024)

@@ -79,6 +79,9 @@ def test_failed_write_leaves_the_old_file_whole(tmp_path, monkeypatch):
     ({"devices": {"h200": {"p2p": "yes"}}}, "devices.h200.p2p must be true or false, got 'yes'"),
     ({"devices": {"h200": {"gemm_points": [{"m": 1, "n": 2}]}}}, "gemm_points[0] must have exactly the keys m, n, k, flops_per_s"),
     ({"devices": {"h200": {"gemm_points": [{"m": 0, "n": 2, "k": 2, "flops_per_s": 1.0}]}}}, "gemm_points[0].m must be a positive integer, got 0"),
+    ({"devices": {"h200": {"reserved_replay_scale": 1.1}}}, "reserved_replay_scale must be an object of '<allocator>/<strategy>' -> positive number"),
+    ({"devices": {"h200": {"reserved_replay_scale": {"single": 1.1}}}}, "key 'single' must be '<allocator>/<strategy>' with allocator one of default, expandable_segments"),
+    ({"devices": {"h200": {"reserved_replay_scale": {"default/single": 0}}}}, "reserved_replay_scale.default/single must be a positive number, got 0"),
 ])
 def test_validation_names_the_field_and_what_is_allowed(tmp_path, change, message):
     data = {**_valid(), **change}
@@ -144,3 +147,18 @@ def test_the_package_does_not_import_torch():
 
     code = "import sys, trainfit.calibration, trainfit.cli.calibrate_cmd; print('torch' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"
+
+
+def test_replay_scales_round_trip_per_layout(tmp_path):
+    """reserved_replay_scale holds one factor per '<allocator>/<strategy>'; the file keeps it as an object."""
+    from trainfit.calibration.memory import replay_scales
+
+    cal = make_calibration({"h200": {"reserved_replay_scale": {"expandable_segments/ddp": 0.9, "default/single": 1.1}}},
+                           created="2025-01-31")
+    back = load_calibration(save_calibration(cal, tmp_path / "cal.json").path)
+    assert back == cal and hash(back) == hash(cal)
+    assert replay_scales(back, "h200") == {"default/single": 1.1, "expandable_segments/ddp": 0.9}
+    assert json.loads((tmp_path / "cal.json").read_text())["devices"]["h200"]["reserved_replay_scale"] == {
+        "default/single": 1.1, "expandable_segments/ddp": 0.9}
+    gpu = resolve_gpu("h200")  # a memory constant is no rate: the time model's rates are the defaults
+    assert rates_for(gpu, back).matmul_flops_per_s == default_rates(gpu).matmul_flops_per_s

@@ -33,18 +33,29 @@ def assumption_line(calibration: Calibration, gpu_id: str) -> str:
     entry = calibration.device(gpu_id)
     if entry is None:
         line += f"; {gpu_id} is not in it: default rates"
-    elif "fragmentation_share" in entry.memory_overrides():
-        line += f"; fragmentation share {entry.memory_overrides()['fragmentation_share']:.4g} of the step's largest transient"
+    else:
+        mem = entry.memory_overrides()
+        if "fragmentation_share" in mem:
+            line += f"; fragmentation share {mem['fragmentation_share']:.4g} of the step's largest transient"
+        if "reserved_replay_scale" in mem:
+            line += "; replayed reserved overhead x" + ", x".join(f"{v:.4g} ({k})" for k, v in mem["reserved_replay_scale"])
     return line
 
 
 def apply_memory_calibration(plan, calibration: Calibration | None):  # noqa: ANN001, ANN201
-    """``plan`` with the calibration's memory constants for its GPU (``fragmentation_share``:
-    ``trainfit.calibration.memory.apply_fragmentation``); the plan itself when there are none."""
+    """``plan`` with the calibration's memory constants for its GPU (``trainfit.calibration.memory``):
+    ``fragmentation_share`` on the phases whose reserved uses the share (``apply_fragmentation``),
+    ``reserved_replay_scale`` of the card's ``allocator/strategy`` on the phases whose reserved comes
+    from the allocator replay (``apply_replay_scale``); the plan itself when there are none."""
     entry = calibration.device(plan.gpu.id) if calibration is not None else None
-    share = entry.memory_overrides().get("fragmentation_share") if entry is not None else None
-    if share is None:
+    mem = entry.memory_overrides() if entry is not None else {}
+    if not mem:
         return plan
-    from trainfit.calibration.memory import apply_fragmentation
+    from trainfit.calibration.memory import apply_fragmentation, apply_replay_scale, layout_of
 
-    return apply_fragmentation(plan, share)
+    if "fragmentation_share" in mem:
+        plan = apply_fragmentation(plan, mem["fragmentation_share"])
+    scale = dict(mem.get("reserved_replay_scale", ())).get(layout_of(plan.card))
+    if scale is not None:
+        plan = apply_replay_scale(plan, scale)
+    return plan

@@ -28,8 +28,8 @@ from trainfit.calibration.file import (
 )
 from trainfit.calibration.gpu_output import from_gpu_output, is_gpu_output
 from trainfit.calibration.memory import (
-    FIELD as SHARE_FIELD, MEMORY_FIELDS, FragmentationFit, MemoryRecord, _share_of, fit_fragmentation, is_gpu_raw,
-    memory_record, records_from_gpu_raw,
+    FIELD as SHARE_FIELD, MEMORY_FIELDS, REPLAY_FIELD, FragmentationFit, MemoryRecord, _share_of, fit_memory, is_gpu_raw,
+    memory_record, records_from_gpu_raw, replay_scales,
 )
 from trainfit.calibration.records import RecordFit, RunRecord, fit_records, is_record_data, records_from_data
 from trainfit.errors import CardError, TrainfitError
@@ -148,10 +148,11 @@ def calibrate(paths: list[Path], *, out: Path, gpu: str | None = None, write: bo
               held_out: list[Path] | tuple[Path, ...] = ()) -> CalibrateResult:
     """Build the calibration from ``paths`` over the one at ``out`` and save it there (when ``write``).
 
-    Records (run records, ``gpu_calibrate.py measure`` output) fit the fragmentation share (reserved
-    bytes) and the matmul / host-per-kernel factors (step time). ``held_out`` records are never
-    fitted: each fitted group is written only if it does not make them worse (memory: the rms of the
-    log error; time: the median |log error|); otherwise it is refused and reported. CardError when
+    Records (run records, ``gpu_calibrate.py measure`` output) fit the memory constants (reserved
+    bytes: the fragmentation share, the replay scale per layout; ``trainfit.calibration.memory``) and
+    the matmul / host-per-kernel factors (step time). ``held_out`` records are never fitted: each
+    fitted group is written only if it does not make them worse (memory: the median |log error| or
+    the rms of the log error; time: the median |log error|); otherwise it is refused and reported. CardError when
     every fitted group was refused (nothing written)."""
     if not paths:
         raise CardError("calibrate: give at least one file (gpu_calibrate.py time output, calibration, run records)")
@@ -204,13 +205,19 @@ def calibrate(paths: list[Path], *, out: Path, gpu: str | None = None, write: bo
             refused.append("step-time factors (matmul, host per kernel): the held-out step times got worse")
     mfits: list[FragmentationFit] = []
     if mems:
-        mfits = fit_fragmentation(mems, held_m, current)
-        unused = sorted({_gpu_id(m.card) for m in mems} - {f.gpu_id for f in mfits})
-        notes += [f"{g}: no record's planned reserved depends on the fragmentation share (their reserved comes from "
-                  f"the caching-allocator replay, which has no fitted constant): not fitted" for g in unused]
-        keep = {f.gpu_id: {SHARE_FIELD: f.share_after} for f in mfits if not f.refused}
-        refused += [f"{f.gpu_id} fragmentation share {f.share_after:.4g}: held-out reserved rms "
-                    f"{f.held_before.text()} -> {f.held_after.text()}" for f in mfits if f.refused]
+        mfits, unused = fit_memory(mems, held_m, current)
+        notes += unused
+        keep: dict[str, dict[str, Any]] = {}
+        for f in mfits:
+            if f.refused:
+                continue
+            entry = keep.setdefault(f.gpu_id, {})
+            if f.field == SHARE_FIELD:
+                entry[SHARE_FIELD] = f.share_after
+            else:  # one layout's factor laid over the others the calibration already holds
+                entry[REPLAY_FIELD] = {**entry.get(REPLAY_FIELD, replay_scales(current, f.gpu_id)), f.layout: f.share_after}
+        refused += [f"{f.gpu_id} {f.label} {f.share_after:.4g}: held-out reserved {f.held_before.text()} -> "
+                    f"{f.held_after.text()}" for f in mfits if f.refused]
         if keep:
             mnotes = tuple(_memory_note(f) for f in mfits if not f.refused)
             sources = (f"reserved-memory records: {', '.join(sorted({m.where.split(':')[0] for m in mems}))}",)
@@ -251,8 +258,9 @@ def _median_time_error(records: list[RunRecord], cal: Calibration | None) -> flo
 
 
 def _memory_note(f: FragmentationFit) -> str:
-    held = (f"; held-out {f.held_before.text()} -> {f.held_after.text()}" if f.held_before and f.held_after else "")
-    return (f"{f.gpu_id} memory fit: fragmentation share {f.share_before:.4g} -> {f.share_after:.4g} on "
+    held = (f"; held-out {f.held_before.text()} -> {f.held_after.text()}" if f.held_before and f.held_after
+            else "; no held-out record of this group: not validated")
+    return (f"{f.gpu_id} memory fit: {f.label} {f.share_before:.4g} -> {f.share_after:.4g} on "
             f"{f.fit_after.n} records (reserved {f.fit_before.text()} -> {f.fit_after.text()}{held})")
 
 
@@ -265,6 +273,11 @@ def diff(before: Calibration | None, after: Calibration) -> list[RateChange]:
         gpu = resolve_gpu(d.gpu_id)
         old_rates, new_rates = rates_for(gpu, before), rates_for(gpu, after)
         for field, _ in d.rates:
+            if field == REPLAY_FIELD:
+                olds, news = replay_scales(before, d.gpu_id), replay_scales(after, d.gpu_id)
+                out += [RateChange(gpu_id=d.gpu_id, field=f"{field}.{k}", old=olds.get(k, 1.0), new=v)
+                        for k, v in sorted(news.items()) if olds.get(k, 1.0) != v]
+                continue
             if field in MEMORY_FIELDS:
                 old, new = _share_of(before, d.gpu_id), _share_of(after, d.gpu_id)
             else:

@@ -145,6 +145,8 @@ def calibration_to_dict(cal: Calibration) -> dict[str, Any]:
         rates = d.values()
         if "gemm_points" in rates:
             rates["gemm_points"] = [{k: getattr(p, k) for k in _GEMM_KEYS} for p in rates["gemm_points"]]
+        if "reserved_replay_scale" in rates:
+            rates["reserved_replay_scale"] = dict(rates["reserved_replay_scale"])
         devices[d.gpu_id] = rates
     return {FORMAT_KEY: FORMAT_VERSION, "created": cal.created, "sources": list(cal.sources), "devices": devices,
             "notes": list(cal.notes)}
@@ -261,6 +263,8 @@ def _value(value: Any, kind: str, where: str) -> Any:
     """One rate, checked against its DeviceRates annotation."""
     if kind.startswith("tuple[GemmPoint"):
         return _gemm_points(value, where)
+    if kind == "layouts":
+        return _layouts(value, where)
     if kind == "bool":
         if not isinstance(value, bool):
             raise CardError(f"{where} must be true or false, got {value!r}")
@@ -289,3 +293,22 @@ def _gemm_points(value: Any, where: str) -> tuple[GemmPoint, ...]:
         dims = {k: _value(p[k], "int", f"{where}[{i}].{k}") for k in ("m", "n", "k")}
         points.append(GemmPoint(**dims, flops_per_s=_value(p["flops_per_s"], "float", f"{where}[{i}].flops_per_s")))
     return tuple(points)
+
+
+def _layouts(value: Any, where: str) -> tuple[tuple[str, float], ...]:
+    """``{"<allocator>/<strategy>": factor}`` (``default/single``), kept as sorted pairs (hashable)."""
+    from trainfit.spec.card import AllocatorKind
+    from trainfit.spec.enums import Strategy
+
+    allocators, strategies = [a.value for a in AllocatorKind], [s.value for s in Strategy]
+    if not isinstance(value, dict) or not value:
+        raise CardError(f"{where} must be an object of '<allocator>/<strategy>' -> positive number (allocator: "
+                        f"{', '.join(allocators)}; strategy: {', '.join(strategies)}), got {value!r}")
+    out = {}
+    for key, v in value.items():
+        alloc, _, strategy = str(key).partition("/")
+        if alloc not in allocators or strategy not in strategies:
+            raise CardError(f"{where}: key '{key}' must be '<allocator>/<strategy>' with allocator one of "
+                            f"{', '.join(allocators)} and strategy one of {', '.join(strategies)}")
+        out[str(key)] = _value(v, "float", f"{where}.{key}")
+    return tuple(sorted(out.items()))

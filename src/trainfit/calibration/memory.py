@@ -1,21 +1,36 @@
-"""The memory overhead constant a calibration may set: the fragmentation share.
+"""The memory overhead constants a calibration may set, and their fit on measured reserved bytes.
 
-The plan's reserved figure is ``allocated + rounding + share x (the step's largest transient)``
-(``trainfit.memory.overhead``; ``share`` defaults to ``FRAGMENTATION_OF_TRANSIENTS``, fitted on the
-H200 fit set). It is an overhead constant, not a mechanism: the caching allocator has no closed
-form for it. A calibration's ``fragmentation_share`` for a GPU kind replaces it for plans on that
-kind (``apply_fragmentation``); every mechanism term (weights, activations, logits, rounding,
-the step's high-water mark) is left as the plan computes it.
+Two constants, each for the plans whose reserved figure it is part of:
 
-Records that measured reserved bytes on CUDA fit it (``fit_fragmentation``): per GPU kind the
-share minimising the mean squared ``log(planned reserved / measured reserved)`` of the step peak
-(forward, backward, optimizer step) over the fit records. Squared, not absolute: the misses that
-matter to a memory plan are the large ones (an out-of-memory), which a median ignores. Search: a
-grid over 0..4 in steps of 0.01, refined to 0.0005 around the best point. Deterministic.
+* ``fragmentation_share`` (per GPU kind): where the plan's reserved is ``allocated + rounding +
+  share x (the step's largest transient)`` (``trainfit.memory.overhead``; RL, sharded, offloaded and
+  pipelined runs), the share replaces ``FRAGMENTATION_OF_TRANSIENTS`` (``apply_fragmentation``).
+* ``reserved_replay_scale`` (per GPU kind and per ``allocator/strategy`` layout, e.g.
+  ``default/single``): where the plan's reserved comes from replaying the step's allocation sequence
+  through the caching-allocator model (single-rank and DDP SFT: ``OverheadBytes.replayed``), the
+  factor on the replay's overhead, reserved - allocated at the step's high-water mark
+  (``apply_replay_scale``). The replay has no fitted constant; what it does not model yet (the
+  small pool's 2 MiB segments, blocks the planner's coarser sequence splits differently, a
+  library's own caching) shows as a residual of measured over planned reserved that is specific to
+  the GPU, the allocator mode and the layout: this factor is that residual, learnt from the user's
+  own records. Scaling the overhead, not reserved, leaves the allocated figure (the mechanism
+  terms, measured within 0.5%) untouched, and a factor, not bytes, carries across model sizes.
+
+Neither touches a mechanism term (weights, activations, logits, rounding, the replayed sequence).
+
+Fit (``fit_memory``): per GPU kind (the share) or per GPU kind and layout (the replay scale), the
+value minimising the error of the step's reserved peak (forward, backward, optimizer step) over
+the fit records, the error being ``log(planned reserved / measured reserved)``: for the share the
+mean square (the large misses matter), for the replay scale the mean absolute value (a record
+taken in an unusual state, such as the first step a process runs, is one outlier the fit must not
+follow). Search: a grid over 0..4 in steps of 0.01, refined to 0.0005 around the best point.
+Deterministic. A fit is refused when it makes the held-out records of its group worse: a larger
+median |error| or a larger rms error.
 
 Inputs: run records whose ``record.phases`` hold measured ``reserved_bytes`` (``trainfit.watch``
 on CUDA), and the raw output of ``benchmarks/gpu_calibrate.py measure`` (one record per training
-case; ``trainfit.accuracy.gpu.card_dict`` gives its card).
+case; ``trainfit.accuracy.gpu.card_dict`` gives its card, with ``hardware.allocator:
+expandable_segments`` when it was measured under ``PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True``).
 
 Pure Python: no torch import.
 """
@@ -30,7 +45,8 @@ from typing import Any
 from trainfit.errors import CardError, TrainfitError
 
 FIELD = "fragmentation_share"
-MEMORY_FIELDS = {FIELD: "float"}
+REPLAY_FIELD = "reserved_replay_scale"
+MEMORY_FIELDS = {FIELD: "float", REPLAY_FIELD: "layouts"}
 """Calibration fields that are memory constants (not ``DeviceRates`` fields)."""
 GRID_MAX = 4.0
 GRID_STEP, FINE_STEP = 0.01, 0.0005
@@ -68,6 +84,9 @@ class ErrorStats:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class FragmentationFit:
+    """One fitted memory constant: the fragmentation share of a GPU kind, or the replay scale of a
+    GPU kind and layout (``field``, ``layout``). ``share_before`` / ``share_after``: its value."""
+
     gpu_id: str
     share_before: float
     share_after: float
@@ -77,11 +96,22 @@ class FragmentationFit:
     held_after: ErrorStats | None
     residuals: tuple[tuple[str, float], ...]
     """(record, log error after the fit) for every fit record."""
+    field: str = FIELD
+    layout: str | None = None
+    """``allocator/strategy`` of the records (the replay scale's key); None for the share."""
+
+    @property
+    def label(self) -> str:
+        return "fragmentation share" if self.field == FIELD else f"reserved replay scale ({self.layout})"
 
     @property
     def refused(self) -> bool:
-        """The held-out records got worse (rms of the log error): the fit is not written."""
-        return self.held_after is not None and self.held_before is not None and self.held_after.rms > self.held_before.rms
+        """The held-out records got worse (median |error| or rms of the log error): not written."""
+        h0, h1 = self.held_before, self.held_after
+        return h0 is not None and h1 is not None and (h1.rms > h0.rms or h1.median_abs > h0.median_abs)
+
+
+MemoryFit = FragmentationFit
 
 
 def default_share() -> float:
@@ -90,11 +120,16 @@ def default_share() -> float:
     return FRAGMENTATION_OF_TRANSIENTS
 
 
+def layout_of(card: Any) -> str:
+    """``allocator/strategy`` of a card (``default/single``): the replay scale's key."""
+    return f"{card.hardware.allocator.value}/{card.parallel.strategy.value}"
+
+
 def apply_fragmentation(plan: Any, share: float) -> Any:
     """``plan`` with every phase's fragmentation term at ``share`` (instead of the default) and its
     reserved and device figures moved by the difference; load phases (no transient) and phases whose
     reserved comes from replaying the step's allocations through the caching-allocator model
-    (``OverheadBytes.replayed``: single-rank SFT since the replay; it has no fitted constant) unchanged."""
+    (``OverheadBytes.replayed``: ``apply_replay_scale``) unchanged."""
     base = default_share()
     if share == base:
         return plan
@@ -107,6 +142,40 @@ def apply_fragmentation(plan: Any, share: float) -> Any:
         return replace(p, reserved=p.reserved + delta, device=p.device + delta,
                        overhead=replace(p.overhead, fragmentation=frag + delta))
 
+    return _map_phases(plan, fix)
+
+
+def replay_overhead(plan: Any) -> float | None:
+    """Reserved - allocated at the replayed step's high-water mark (the phases with
+    ``OverheadBytes.replayed``); None when the plan has no replayed phase."""
+    rep = [p for p in plan.phases if getattr(p.overhead, "replayed", False)]
+    if not rep:
+        return None
+    return max(p.reserved for p in rep) - max(p.allocated for p in rep)
+
+
+def apply_replay_scale(plan: Any, scale: float) -> Any:
+    """``plan`` with the replay's overhead (``replay_overhead``) times ``scale``: every replayed phase's
+    reserved and device figures move by ``(scale - 1) x overhead`` (reserved never below the phase's
+    allocated); phases whose reserved does not come from the replay unchanged."""
+    overhead = replay_overhead(plan)
+    if scale == 1.0 or overhead is None:
+        return plan
+    delta = (scale - 1.0) * overhead
+
+    def fix(p: Any) -> Any:
+        if not getattr(p.overhead, "replayed", False):
+            return p
+        reserved = max(p.reserved + delta, p.allocated)
+        moved = reserved - p.reserved
+        rounding = min(p.overhead.rounding, reserved - p.allocated)
+        return replace(p, reserved=reserved, device=p.device + moved,
+                       overhead=replace(p.overhead, rounding=rounding, fragmentation=reserved - p.allocated - rounding))
+
+    return _map_phases(plan, fix)
+
+
+def _map_phases(plan: Any, fix: Any) -> Any:
     groups = tuple(replace(g, phases=tuple(fix(p) for p in g.phases)) for g in plan.groups)
     stages = tuple(tuple(fix(p) for p in st) for st in plan.stage_phases)
     return replace(plan, phases=tuple(fix(p) for p in plan.phases), groups=groups, stage_phases=stages)
@@ -132,16 +201,20 @@ def records_from_gpu_raw(data: Any, *, where: str) -> list[MemoryRecord]:
     from trainfit.accuracy.gpu import card_dict, label
     from trainfit.spec.card import load_card_dict
 
-    if (data["versions"].get("alloc_conf") or "") not in ("", "default"):
-        raise CardError(f"{where}: measured under PYTORCH_CUDA_ALLOC_CONF={data['versions']['alloc_conf']}; the plan "
-                        f"models the default caching allocator only")
+    conf = str(data["versions"].get("alloc_conf") or "")
+    if conf not in ("", "default", "expandable_segments:True"):
+        raise CardError(f"{where}: measured under PYTORCH_CUDA_ALLOC_CONF={conf}; the plan models the default caching "
+                        f"allocator and expandable_segments:True only")
     out = []
     for case in data["cases"]:
         m = case.get("measured")
         if not m or case.get("pass_kind") != "train_step" or not all(p in m.get("phases", {}) for p in TRAIN_PHASES):
             continue
+        cd = card_dict(case)
+        if conf == "expandable_segments:True":
+            cd["hardware"]["allocator"] = "expandable_segments"
         try:
-            card = load_card_dict(card_dict(case))
+            card = load_card_dict(cd)
         except TrainfitError as exc:
             raise CardError(f"{where}: case {label(case)}: {exc}") from None
         out.append(MemoryRecord(card=card, reserved_bytes=float(max(m["phases"][p]["reserved"] for p in TRAIN_PHASES)),
@@ -163,43 +236,71 @@ def memory_record(card: Any, rec: dict[str, Any], *, where: str) -> MemoryRecord
 
 # ------------------------------------------------------------------ the fit
 
-def fit_fragmentation(records: list[MemoryRecord], held_out: list[MemoryRecord], base: Any) -> list[FragmentationFit]:
-    """Per GPU kind of ``records``: the share that minimises the fit records' squared log error,
-    with the errors before/after on the fit and the held-out records of that kind."""
+def fit_memory(records: list[MemoryRecord], held_out: list[MemoryRecord], base: Any) -> tuple[list[FragmentationFit], list[str]]:
+    """Every memory constant ``records`` can fit (module docstring), each with the errors before and
+    after on its fit records and on the held-out records of its group; and notes on records that
+    fit nothing. Records are planned without any calibration (each constant is set absolutely)."""
     from trainfit.plan import gpu_of, make_plan
 
-    def planned(rs: list[MemoryRecord]) -> list[tuple[MemoryRecord, Any]]:
-        # plans without the share of ``base`` (apply_fragmentation sets the share absolutely)
-        return [(r, make_plan(r.card)) for r in rs]
+    def groups(rs: list[MemoryRecord]) -> dict[tuple[str, str, str | None], list[tuple[MemoryRecord, Any]]]:
+        out: dict[tuple[str, str, str | None], list[tuple[MemoryRecord, Any]]] = {}
+        for r in rs:
+            plan = make_plan(r.card)
+            if replay_overhead(plan) is not None and _train_replayed(plan):
+                key = (gpu_of(r.card).id, REPLAY_FIELD, layout_of(r.card))
+            elif uses_share(plan):
+                key = (gpu_of(r.card).id, FIELD, None)
+            else:
+                continue
+            out.setdefault(key, []).append((r, plan))
+        return out
 
-    by_gpu: dict[str, list[MemoryRecord]] = {}
-    for r in records:
-        by_gpu.setdefault(gpu_of(r.card).id, []).append(r)
-    fits = []
-    for gpu_id, rs in sorted(by_gpu.items()):
-        fit_plans = [(r, p) for r, p in planned(rs) if uses_share(p)]
-        held_plans = [(r, p) for r, p in planned([r for r in held_out if gpu_of(r.card).id == gpu_id]) if uses_share(p)]
-        if not fit_plans:
-            continue
+    fit_groups, held_groups = groups(records), groups(held_out)
+    fits = [_fit_group(gpu_id, field, layout, pairs, held_groups.get((gpu_id, field, layout), []), base)
+            for (gpu_id, field, layout), pairs in sorted(fit_groups.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2] or ""))]
+    used = {r.where for pairs in fit_groups.values() for r, _ in pairs}
+    unused = [r.where for r in records if r.where not in used]
+    notes = [f"reserved-memory records: {len(unused)} of {len(records)} have no fitted constant in their planned "
+             f"reserved (e.g. {unused[0]}): not fitted"] if unused else []
+    return fits, notes
+
+
+def fit_fragmentation(records: list[MemoryRecord], held_out: list[MemoryRecord], base: Any) -> list[FragmentationFit]:
+    """``fit_memory``'s fits (the notes dropped)."""
+    return fit_memory(records, held_out, base)[0]
+
+
+def _fit_group(gpu_id: str, field: str, layout: str | None, fit_plans: list[tuple[MemoryRecord, Any]],
+               held_plans: list[tuple[MemoryRecord, Any]], base: Any) -> FragmentationFit:
+    if field == FIELD:
         before = _share_of(base, gpu_id)
+        apply, per_record = apply_fragmentation, (lambda e: e * e)
+    else:
+        before = _replay_scale_of(base, gpu_id, layout or "")
+        apply, per_record = apply_replay_scale, abs
 
-        def errors(pairs: list[tuple[MemoryRecord, Any]], share: float) -> list[float]:
-            return [math.log(step_reserved(apply_fragmentation(p, share)) / r.reserved_bytes) for r, p in pairs]
+    def errors(pairs: list[tuple[MemoryRecord, Any]], value: float) -> list[float]:
+        return [math.log(step_reserved(apply(p, value)) / r.reserved_bytes) for r, p in pairs]
 
-        def loss(share: float) -> float:
-            return statistics.fmean(e * e for e in errors(fit_plans, share))
+    def loss(value: float) -> float:
+        return statistics.fmean(per_record(e) for e in errors(fit_plans, value))
 
-        grid = [i * GRID_STEP for i in range(1, int(GRID_MAX / GRID_STEP) + 1)]
-        best = min(grid, key=lambda s: (loss(s), abs(s - before)))
-        fine = [best + i * FINE_STEP for i in range(-20, 21) if best + i * FINE_STEP > 0]
-        after = round(min(fine, key=lambda s: (loss(s), abs(s - before))), 4)
-        fits.append(FragmentationFit(
-            gpu_id=gpu_id, share_before=before, share_after=after,
-            fit_before=ErrorStats.of(errors(fit_plans, before)), fit_after=ErrorStats.of(errors(fit_plans, after)),
-            held_before=ErrorStats.of(errors(held_plans, before)) if held_plans else None,
-            held_after=ErrorStats.of(errors(held_plans, after)) if held_plans else None,
-            residuals=tuple((r.where, e) for (r, _), e in zip(fit_plans, errors(fit_plans, after)))))
-    return fits
+    lo = GRID_STEP  # both constants are positive (a calibration file holds positive numbers only)
+    grid = [lo + i * GRID_STEP for i in range(int((GRID_MAX - lo) / GRID_STEP) + 1)]
+    best = min(grid, key=lambda v: (loss(v), abs(v - before)))
+    fine = [best + i * FINE_STEP for i in range(-20, 21) if best + i * FINE_STEP >= lo]
+    after = round(min(fine, key=lambda v: (loss(v), abs(v - before))), 4)
+    return FragmentationFit(
+        gpu_id=gpu_id, share_before=before, share_after=after, field=field, layout=layout,
+        fit_before=ErrorStats.of(errors(fit_plans, before)), fit_after=ErrorStats.of(errors(fit_plans, after)),
+        held_before=ErrorStats.of(errors(held_plans, before)) if held_plans else None,
+        held_after=ErrorStats.of(errors(held_plans, after)) if held_plans else None,
+        residuals=tuple((r.where, e) for (r, _), e in zip(fit_plans, errors(fit_plans, after))))
+
+
+def _train_replayed(plan: Any) -> bool:
+    return any(getattr(p.overhead, "replayed", False) for p in plan.phases
+               if _RL_TRAIN.get(p.phase.value, p.phase.value) in TRAIN_PHASES)
 
 
 def uses_share(plan: Any) -> bool:
@@ -210,3 +311,13 @@ def uses_share(plan: Any) -> bool:
 def _share_of(cal: Any, gpu_id: str) -> float:
     entry = cal.device(gpu_id) if cal is not None else None
     return float(entry.memory_overrides().get(FIELD, default_share())) if entry is not None else default_share()
+
+
+def _replay_scale_of(cal: Any, gpu_id: str, layout: str) -> float:
+    return float(replay_scales(cal, gpu_id).get(layout, 1.0))
+
+
+def replay_scales(cal: Any, gpu_id: str) -> dict[str, float]:
+    """``layout -> factor`` of the calibration's ``reserved_replay_scale`` for ``gpu_id`` ({} when none)."""
+    entry = cal.device(gpu_id) if cal is not None else None
+    return dict(entry.memory_overrides().get(REPLAY_FIELD, ())) if entry is not None else {}

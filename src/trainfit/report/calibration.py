@@ -46,7 +46,8 @@ def calibrate_to_dict(result: Any) -> dict[str, Any]:
         "fits": [{"gpu": f.gpu_id, "records": f.records, "matmul_scale": f.matmul_scale, "host_scale": f.host_scale,
                   "median_error_before": f.median_error_before, "median_error_after": f.median_error_after,
                   "fitted": list(f.fitted), "notes": list(f.notes)} for f in result.fits],
-        "memory_fits": [{"gpu": f.gpu_id, "fragmentation_share_before": f.share_before,
+        "memory_fits": [{"gpu": f.gpu_id, "constant": f.field, "layout": f.layout, "before": f.share_before,
+                         "after": f.share_after, "fragmentation_share_before": f.share_before,
                          "fragmentation_share_after": f.share_after, "refused": f.refused,
                          "fit_before": _stats(f.fit_before), "fit_after": _stats(f.fit_after),
                          "held_out_before": _stats(f.held_before), "held_out_after": _stats(f.held_after),
@@ -94,7 +95,7 @@ def render_calibrate(result: Any, console: Any) -> None:
         for n in f.notes:
             console.print(f"  note: {n}")
     for f in getattr(result, "memory_fits", ()):
-        console.print(f"memory fit {f.gpu_id}: fragmentation share {f.share_before:.4g} -> {f.share_after:.4g}"
+        console.print(f"memory fit {f.gpu_id}: {f.label} {f.share_before:.4g} -> {f.share_after:.4g}"
                       + (" (refused)" if f.refused else ""))
         console.print(f"  fit records, reserved: {f.fit_before.text()} -> {f.fit_after.text()}")
         if f.held_before is not None and f.held_after is not None:

@@ -426,6 +426,8 @@ def _rl_model(e: dict[str, Any]) -> tuple[Any, list[str]]:
         raise Unmapped("not_representable", blockers)
     if "fp8" in e["id"] or "FP8" in (e["source"].get("section") or ""):
         raise Unmapped("skipped", ["fp8 compute not modelled"])
+    if e.get("unscorable"):
+        raise Unmapped("skipped", [e["unscorable"]])
     return model, notes
 
 

@@ -15,7 +15,10 @@ time model is picked up without touching this file. An entry the card cannot sta
 context/Ulysses or expert parallelism, a non-gated MLP, a node-level rollout split) is listed as
 *not representable* with its reason and still scored by the rule; an entry without a published
 time, a catalog GPU, a model shape, a prompt/response length or with fp8 compute from an unknown recipe is *skipped* with
-its reason. Nothing is dropped silently.
+its reason; so is an entry whose published rate would need more than the card's sustained matmul rate even at
+the least work its setup does (``implausible_rate``). An entry whose cards differ from the catalog's
+(``hardware_rates``: a board power limit, a memory variant) is planned with a calibration built from those
+published figures (``hardware_calibration``). Nothing is dropped silently.
 
 Conventions
     * Everything is compared in seconds per optimizer step (RL: per RL step or per phase).
@@ -347,10 +350,14 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         notes.append("GPTQ int4 base planned as bitsandbytes nf4 (QLoRA)")
     mp, n = model_parallel_section(e["parallel"])
     notes += n
+    fused = e["framework"] in MEGATRON_FRAMEWORKS and not e.get("compile")
+    if fused:
+        notes.append("Megatron-Core / Transformer Engine fused kernels (norm + linear, RoPE, SwiGLU, cross-entropy)"
+                     " planned as compile (plan/time.py fused_kernels)")
     card: dict[str, Any] = {
         "model": model, "method": "sft", "scope": scope, "hardware": hw,
         "parallel": {"strategy": strategy, "offload": e["parallel"].get("offload") or "none",
-                     **ckpt, "compile": bool(e.get("compile")), **mp},
+                     **ckpt, "compile": bool(e.get("compile")) or fused, **mp},
         "batch": {"micro_batch_size": b["micro_batch_size"], "seq_len": b["seq_len"],
                   "grad_accum": b.get("grad_accum") or 1},
         "attention": "eager" if e.get("attention") == "eager" else "sdpa",
@@ -591,7 +598,29 @@ class Planned:
     phase_bounds: dict[str, str] = field(default_factory=dict)
 
 
-def plan_card(card: dict[str, Any]) -> Planned:
+def hardware_calibration(e: dict[str, Any], gpu_id: str) -> tuple[Any, list[str]]:
+    """A calibration for an entry whose cards differ from the catalog's (``hardware_rates``: a board power
+    limit below the rating, ``power_limit_w``; a memory variant's datasheet bandwidth, ``hbm_tb_per_s``),
+    the way a user would describe such cards to trainfit (``trainfit calibrate``); None otherwise."""
+    hr = e.get("hardware_rates")
+    if not hr:
+        return None, []
+    from trainfit.calibration.file import make_calibration
+    from trainfit.catalog.gpus import resolve_gpu
+    from trainfit.compute.rates import default_rates, power_limited_rates
+
+    gpu = resolve_gpu(gpu_id)
+    hbm = hr.get("hbm_tb_per_s")
+    r = power_limited_rates(default_rates(gpu), power_limit_w=hr.get("power_limit_w") or gpu.tdp_w,
+                            rated_power_w=gpu.tdp_w, hbm_bytes_per_s=hbm * 1e12 if hbm else None)
+    over = {"matmul_flops_per_s": r.matmul_flops_per_s, "hbm_bytes_per_s": r.hbm_bytes_per_s}
+    if r.fp8_matmul_flops_per_s:
+        over["fp8_matmul_flops_per_s"] = r.fp8_matmul_flops_per_s
+    cal = make_calibration({gpu_id: over}, sources=[f"{e['id']}: published hardware"], created="2026-12-01")
+    return cal, [r.sources[-1]]
+
+
+def plan_card(card: dict[str, Any], calibration: Any = None) -> Planned:
     """Plan a card dict; Unmapped('not_representable') when the card is refused, 'skipped' when the
     planner raises."""
     from trainfit.errors import CardError, TrainfitError
@@ -602,7 +631,7 @@ def plan_card(card: dict[str, Any]) -> Planned:
     except CardError as exc:
         raise Unmapped("not_representable", [f"the card refuses it: {exc}"]) from None
     try:
-        plan = make_plan(run_card)
+        plan = make_plan(run_card, calibration=calibration) if calibration is not None else make_plan(run_card)
     except TrainfitError as exc:
         raise Unmapped("skipped", [f"planner refused: {exc}"]) from None
     except Exception as exc:  # noqa: BLE001 - a planner bug is listed against its point, not fatal here
@@ -724,6 +753,31 @@ def rule_train_seconds(n: float | None, tokens: float, gpus: int, peak: float | 
     return None if n is None else rule_seconds(6 * n * tokens, gpus, peak)
 
 
+def implausible_rate(e: dict[str, Any], n: float | None, tokens: float, published_s: float) -> str | None:
+    """Why a published training rate cannot be what the stated run did, or None: the least matmul work the
+    setup can do (forward 2·N and input-gradient 2·N per token, plus 2·N weight gradients for a full
+    fine-tune; no recompute, no attention) would have to run above the card's sustained matmul rate
+    (``rates.default_rates``: the MAMF fraction of the datasheet peak; fp8 runs against the fp8 rate)."""
+    if n is None or not published_s:
+        return None
+    from trainfit.catalog.gpus import gpu_ids, resolve_gpu
+    from trainfit.compute.rates import default_rates
+
+    gid = GPU_ALIASES.get(e["gpu"], (e["gpu"],))[0]
+    if gid not in gpu_ids():
+        return None
+    r = default_rates(resolve_gpu(gid))
+    fp8 = e["precision"]["compute"] == "fp8" and r.fp8_matmul_flops_per_s
+    rate = (r.fp8_matmul_flops_per_s if fp8 else r.matmul_flops_per_s) * e["gpus"]
+    per_token = (4.0 if e["kind"] in ("sft_lora", "sft_qlora") else 6.0) * n
+    need = per_token * tokens / published_s / rate
+    if need <= 1.0:
+        return None
+    return (f"implausible: the published rate needs {need:.0%} of the card's sustained matmul rate "
+            f"({rate / e['gpus'] / 1e12:.0f} TFLOP/s per GPU) even at the least work the setup does "
+            f"({per_token / n:.0f}·N per token, no recompute)")
+
+
 def rl_rule_figures(e: dict[str, Any], n: float | None) -> dict[str, float | None]:
     """The rule for an RL entry's step and phases (None where an input is missing)."""
     d, ro, tr = e["data"], e["rollout"], e["train"]
@@ -812,9 +866,14 @@ def train_rows(entries: list[dict[str, Any]], ledger: list[dict[str, Any]]) -> l
                   published_s=published_train_seconds(e, tokens), source=source_of(e), entry_note=e.get("note", ""),
                   half=half_of(e["id"]))
         row.rule_s = rule_train_seconds(n, tokens, e["gpus"], rule_peak(e["gpu"]))
+        why = implausible_rate(e, n, tokens, row.published_s) if card is not None else None
+        if why:
+            card, status, reasons = None, "skipped", [why]
         if card is not None:
             try:
-                planned = plan_card(card)
+                cal, hw_notes = hardware_calibration(e, card["hardware"]["gpu"])
+                notes += hw_notes
+                planned = plan_card(card, cal)
                 row.trainfit_s, row.bound, row.fits = planned.step_s, planned.bound, planned.fits
                 if planned.step_s is None:
                     notes.append("no time: the plan has no step time")

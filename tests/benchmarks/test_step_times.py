@@ -168,3 +168,33 @@ def test_a_plan_with_timed_phases_is_read_through_them(monkeypatch):
 
 def test_json_is_deterministic(result):
     assert S.render_json(result) == S.render_json(S.build())
+
+
+def test_a_published_rate_above_the_cards_matmul_rate_is_skipped_with_its_reason(result):
+    # torchtune README: Llama-3.1-8B LoRA on one RTX A6000 at 4699 tokens/s. Even forward + input gradients
+    # alone (4·N per token) would need 4 x 7.50e9 x 4699 = 141 TFLOP/s, above the A6000's sustained
+    # 0.80 x 154.8 = 124 TFLOP/s.
+    row = _row(result, "tune-a6000-8b-lora")
+    assert row.status == "skipped" and row.trainfit_s is None
+    assert row.notes[0].startswith("implausible: the published rate needs 114%")
+    assert _row(result, "tune-4090-8b-lora").status == "mapped"  # 3083 tok/s on a 4090: 56% of 132 TFLOP/s
+    assert S.implausible_rate(BY_ID["tune-a6000-8b-full"], 7.50e9, 4096, 4096 / 2579) is None  # 6·N: 75%
+
+
+def test_published_hardware_rates_become_a_calibration():
+    # torchtitan's Grand Teton H100s: 500 W of the SXM's 700 W, 2.4 TB/s HBM2e
+    cal, notes = S.hardware_calibration(BY_ID["titan-h100-8b-8gpu"], "h100-sxm")
+    over = cal.device("h100-sxm").overrides()
+    assert over["matmul_flops_per_s"] == pytest.approx(989.4e12 * 0.801 * (500 / 700) ** (1 / 3), rel=1e-9)
+    assert over["hbm_bytes_per_s"] == pytest.approx(2.4e12 * 0.90)
+    assert "power limit 500 W of 700 W" in notes[0]
+    assert S.hardware_calibration(BY_ID["titan-a100-8b-sel-op"], "a100-80gb") == (None, [])
+
+
+def test_megatron_frameworks_plan_with_fused_kernels():
+    card, notes = S.map_train(BY_ID["nemo-h100-llama2-7b-sft-fp8"])
+    assert card["parallel"]["compile"] is True and any("Transformer Engine fused kernels" in n for n in notes)
+    card, _ = S.map_train(BY_ID["tune-a100-3b-ac"])
+    assert card["parallel"]["compile"] is True  # stated
+    card, _ = S.map_train(BY_ID["titan-h100-8b-8gpu"])
+    assert card["parallel"]["compile"] is False

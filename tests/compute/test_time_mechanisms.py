@@ -18,6 +18,7 @@ from trainfit.compute.inventory import Adapter, step_inventory
 from trainfit.compute.optimizer_time import optimizer_seconds
 from trainfit.compute.rates import GemmPoint, default_rates
 from trainfit.compute.training import OptimizerSpec, Parallel, train_step_time
+from trainfit.memory.params import linear_groups
 
 H200 = default_rates(resolve_gpu("h200"))
 A100 = default_rates(resolve_gpu("a100-80gb"))
@@ -170,3 +171,37 @@ def test_more_tokens_never_take_less_time(mbs, seq):
     a = _step(micro_batch_size=mbs, seq_len=seq, optimizer=OptimizerSpec(clip=False))
     b = _step(micro_batch_size=mbs + 1, seq_len=seq, optimizer=OptimizerSpec(clip=False))
     assert b.total_s >= a.total_s
+
+
+def test_power_limit_lowers_the_matmul_rate_by_the_cube_root_of_the_power():
+    from trainfit.compute.rates import power_limited_rates
+
+    gpu = resolve_gpu("h100-sxm")
+    r = default_rates(gpu)
+    nvl = power_limited_rates(r, power_limit_w=400, rated_power_w=gpu.tdp_w)
+    # the H100 NVL datasheet (400 W, same 132-SM die): 835 of the SXM's 989.4 dense bf16 TFLOP/s = 0.844
+    assert nvl.matmul_flops_per_s / r.matmul_flops_per_s == pytest.approx(835 / 989.4, abs=0.02)
+    assert nvl.fp8_matmul_flops_per_s / r.fp8_matmul_flops_per_s == pytest.approx((400 / 700) ** (1 / 3))
+    assert nvl.hbm_bytes_per_s == r.hbm_bytes_per_s  # the memory clock is not scaled
+    assert power_limited_rates(r, power_limit_w=900, rated_power_w=700).matmul_flops_per_s == r.matmul_flops_per_s
+    hbm2e = power_limited_rates(r, power_limit_w=500, rated_power_w=700, hbm_bytes_per_s=2.4e12)
+    assert hbm2e.hbm_bytes_per_s == pytest.approx(2.4e12 * 0.90)
+    s_full = gemm_seconds(m=8192, n=8192, k=8192, rates=r)
+    assert gemm_seconds(m=8192, n=8192, k=8192, rates=hbm2e) == pytest.approx(s_full / (500 / 700) ** (1 / 3))
+
+
+def test_transformer_engine_casts_the_fp8_weights_once_per_step():
+    h100 = default_rates(resolve_gpu("h100-sxm"))
+    spec = from_catalog("meta-llama/Llama-3.1-8B")
+    every = step_inventory(spec, micro_batch_size=1, seq_len=4096, fp8=True)
+    cached = step_inventory(spec, micro_batch_size=1, seq_len=4096, fp8=True, fp8_weight_casts=0.25)
+    weights = sum(g.in_features * g.out_features * g.count for g in linear_groups(spec))
+    # forward: 5 B per weight (amax read + cast read/write); backward: 2 B (the transpose)
+    assert every.layers_forward.memory_bytes - cached.layers_forward.memory_bytes == pytest.approx(0.75 * 5 * weights)
+    assert every.layers_backward.memory_bytes - cached.layers_backward.memory_bytes == pytest.approx(0.75 * 2 * weights)
+    kw = dict(rates=h100, micro_batch_size=1, seq_len=4096, micro_steps=4, trained_params=8e9, trained_tensors=291,
+              gathered_weight_bytes=16e9, fp8=True)
+    assert (train_step_time(spec, fp8_weight_cache=True, **kw).total_s
+            < train_step_time(spec, fp8_weight_cache=False, **kw).total_s)
+    one = dict(kw, micro_steps=1)  # one micro-step: nothing to reuse
+    assert train_step_time(spec, fp8_weight_cache=True, **one).total_s == train_step_time(spec, **one).total_s

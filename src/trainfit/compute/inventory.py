@@ -85,6 +85,8 @@ FP8_TRANSPOSE_BYTES = 2.0
 torchao's ``t().contiguous()`` of the fp8 tensors) for the dX / dW GEMMs' column-major operands."""
 FP8_FORWARD_KERNELS, FP8_BACKWARD_KERNELS = 4, 4
 """amax + cast for the input and for the weight; backward: amax + cast of the gradient, two transposes."""
+FP8_WEIGHT_FORWARD_KERNELS, FP8_WEIGHT_BACKWARD_KERNELS = 2, 1
+"""Of those, the weight's amax + cast, and the weight's transpose."""
 MOE_DISPATCH_KERNELS = 14
 """Router softmax, top-k, normalise, sort/histogram, permute, unpermute, scale, scatter-add."""
 
@@ -197,12 +199,17 @@ def step_inventory(
     spec: ModelSpec, *, micro_batch_size: int, seq_len: int, adapter: Adapter | None = None,
     eager_attention: bool = False, causal_skip: bool = True, train_embedding: bool = True,
     attention_context: int | None = None, sequence_shards: int = 1, fp8: bool = False,
+    fp8_weight_casts: float = 1.0,
 ) -> StepInventory:
     """The op inventory of one micro-step of ``micro_batch_size × seq_len`` tokens on one GPU.
 
     ``attention_context``: the keys each query sees when the sequence is split over context-parallel
     ranks (``seq_len`` is then the rank's shard); ``sequence_shards``: Megatron sequence parallel splits
-    the norms and residual adds over the tensor-parallel ranks.
+    the norms and residual adds over the tensor-parallel ranks; ``fp8_weight_casts``: the share of micro-steps
+    that cast (and transpose) the weights to fp8: 1 when every forward casts them (torchao / torchtitan float8),
+    ``1 / micro_steps`` when Transformer Engine caches the fp8 weights between the micro-batches of one step
+    (Megatron passes ``is_first_microbatch`` to TE's linears: "allows caching of the FP8 versions of the
+    weights", transformer_engine/pytorch/module/linear.py ``forward``).
     """
     t = float(micro_batch_size * seq_len)
     h = spec.hidden_size
@@ -252,11 +259,11 @@ def step_inventory(
         fwd_k += g.count
         bwd_k += g.count * (1 if frozen else 2)
         if fp8:
-            w = g.in_features * g.out_features
+            w = g.in_features * g.out_features * fp8_weight_casts
             fq_b += (FP8_CAST_BYTES * (t * g.in_features + w)) * g.count
             bq_b += (FP8_CAST_BYTES * t * g.out_features + FP8_TRANSPOSE_BYTES * (t * g.in_features + w)) * g.count
-            fq_k += FP8_FORWARD_KERNELS * g.count
-            bq_k += FP8_BACKWARD_KERNELS * g.count
+            fq_k += (FP8_FORWARD_KERNELS - FP8_WEIGHT_FORWARD_KERNELS * (1 - fp8_weight_casts)) * g.count
+            bq_k += (FP8_BACKWARD_KERNELS - FP8_WEIGHT_BACKWARD_KERNELS * (1 - fp8_weight_casts)) * g.count
         if adapter is not None and adapter.nf4_base:
             fwd_bytes += NF4_DEQUANT_BYTES_PER_WEIGHT * g.in_features * g.out_features * g.count
             bwd_bytes += NF4_DEQUANT_BYTES_PER_WEIGHT * g.in_features * g.out_features * g.count

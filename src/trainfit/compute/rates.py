@@ -23,6 +23,12 @@ Sources of the defaults (each is listed in the plan's assumptions when used):
   and published DGX A100/H100 all_reduce_perf results: ~230 of 300 GB/s, ~360+ of 450 GB/s), 75 % of
   PCIe with peer-to-peer, and through host memory for cards without P2P (GeForce RTX 4090: NCCL
   falls back to SHM, about a third of the PCIe rate). Latency per collective ~ 30 us + 8 us per hop.
+* Power limit: a card run below its rated board power (``nvidia-smi -pl``, or a server's default) holds a
+  lower tensor-core clock. Dynamic power is ``C·V²·f`` and in the DVFS range the voltage tracks the
+  clock, so power goes as ``f³`` and the sustained clock as ``(limit / rated)^(1/3)``
+  (``power_limited_rates``). Check against two datasheets of the same GH100 die with the same 132 SMs:
+  H100 NVL at 400 W is rated 835 dense bf16 TFLOP/s, H100 SXM at 700 W 989.4: ``(400/700)^(1/3) = 0.830``
+  against the ratio 0.844. Memory bandwidth is set by the HBM clock and is not scaled.
 * Host optimizer (offload): DeepSpeed's CPU Adam streams p, g, m, v (fp32) in and p, m, v out,
   plus a 16-bit copy of p: about 30 bytes per parameter, bound by host memory bandwidth (ZeRO-Offload,
   Ren et al. 2021, §4.1: CPU-Adam is vectorised and bandwidth-bound). 200 GB/s per node assumed: half
@@ -152,6 +158,30 @@ def default_rates(gpu: GpuSpec) -> DeviceRates:
         fp8_matmul_flops_per_s=gpu.fp8_dense_flops_per_s * frac if gpu.fp8_dense_flops_per_s else None,
         sources=tuple(src),
     )
+
+
+POWER_CLOCK_EXPONENT = 1.0 / 3.0
+"""Sustained clock ∝ power^(1/3) (module docstring: dynamic power ∝ V²·f with V ∝ f)."""
+
+
+def power_limited_rates(rates: DeviceRates, *, power_limit_w: float, rated_power_w: float,
+                        hbm_bytes_per_s: float | None = None) -> DeviceRates:
+    """``rates`` of a card held at ``power_limit_w`` of its ``rated_power_w`` (the catalog's ``tdp_w``): the
+    bf16 and fp8 matmul rates (and the attention kernels, which divide by the matmul rate) scale by
+    ``(limit / rated)^(1/3)``; a limit at or above the rating changes nothing. ``hbm_bytes_per_s``: the
+    datasheet bandwidth of a memory variant (e.g. HBM2e instead of HBM3), at the same sustained fraction."""
+    if power_limit_w <= 0 or rated_power_w <= 0:
+        raise CardError(f"power limit: both the limit and the rated power must be > 0 W, got {power_limit_w} / {rated_power_w}")
+    f = min(1.0, power_limit_w / rated_power_w) ** POWER_CLOCK_EXPONENT
+    data: dict[str, Any] = {"matmul_flops_per_s": rates.matmul_flops_per_s * f}
+    if rates.fp8_matmul_flops_per_s:
+        data["fp8_matmul_flops_per_s"] = rates.fp8_matmul_flops_per_s * f
+    if hbm_bytes_per_s:
+        data["hbm_bytes_per_s"] = hbm_bytes_per_s * HBM_FRACTION
+    note = f"power limit {power_limit_w:g} W of {rated_power_w:g} W: matmul x{f:.3f} (clock ~ power^(1/3))"
+    if hbm_bytes_per_s:
+        note += f", HBM {hbm_bytes_per_s / 1e12:.2f} TB/s datasheet"
+    return replace(rates, **data, sources=rates.sources + (note,))
 
 
 def _geforce_without_p2p(gpu: GpuSpec) -> bool:

@@ -175,7 +175,7 @@ def train_step_time(
     parallel: Parallel = Parallel(), optimizer: OptimizerSpec = OptimizerSpec(), trained_params: float,
     trained_tensors: float, gathered_weight_bytes: float, count_scale: float = 1.0, memory_factor: float = 1.0,
     kernel_factor: float = 1.0, model_parallel: ModelParallel = ModelParallel(), attention_context: int | None = None,
-    selective: str = "none", fp8: bool = False,
+    selective: str = "none", fp8: bool = False, fp8_weight_cache: bool = False,
 ) -> TrainStepTime:
     """Seconds of one optimizer step on one GPU (all GPUs of a data-parallel group run in lockstep).
 
@@ -183,13 +183,16 @@ def train_step_time(
     ``gathered_weight_bytes``: all weights in the dtype FSDP/ZeRO-3 gathers them in;
     ``count_scale``: a user's bare parameter count over the reference shape's (scales the work);
     ``selective``: ``op`` | ``core_attention`` recompute only what that selective checkpointing drops
-    (``inventory.StepInventory.recompute``); ``fp8``: the decoder linears' GEMMs at the fp8 rate, plus their casts.
+    (``inventory.StepInventory.recompute``); ``fp8``: the decoder linears' GEMMs at the fp8 rate, plus their casts;
+    ``fp8_weight_cache``: the fp8 weights are cast once per step, not per micro-step (Transformer Engine's
+    ``is_first_microbatch`` cache, ``inventory.step_inventory``).
     """
     mp = model_parallel
     gradient_checkpointing = gradient_checkpointing or selective != "none"
     inv = step_inventory(spec, micro_batch_size=micro_batch_size, seq_len=seq_len, adapter=adapter,
                          eager_attention=eager_attention, attention_context=attention_context,
-                         sequence_shards=mp.tp if mp.sequence_parallel else 1, fp8=fp8)
+                         sequence_shards=mp.tp if mp.sequence_parallel else 1, fp8=fp8,
+                         fp8_weight_casts=1.0 / max(1, micro_steps) if fp8 and fp8_weight_cache else 1.0)
     kw = dict(rates=rates, seq_len=attention_context or seq_len, memory_factor=memory_factor, kernel_factor=kernel_factor)
     fwd = (pass_seconds(inv.layers_forward, backward=False, **kw)
            + pass_seconds(inv.head_forward, backward=False, **kw)).scaled(count_scale)

@@ -28,7 +28,7 @@ from trainfit.errors import TrainfitError
 from trainfit.plan.resolve import gpu_of, trainable_spec
 from trainfit.plan.terms import trained_dtype_bytes
 from trainfit.spec.card import RunCard
-from trainfit.spec.enums import ComputeDtype, ContextParallelKind, Dtype, Method, Scope
+from trainfit.spec.enums import ComputeDtype, ContextParallelKind, Dtype, Fp8Recipe, Method, Scope
 from trainfit.spec.model import ModelSpec
 
 COMPILE_MEMORY_FACTOR = 0.5
@@ -192,8 +192,15 @@ def training_time(
         kernel_factor=COMPILE_KERNEL_FACTOR if fused_kernels(card) else 1.0,
         model_parallel=mp, attention_context=seq_len if cp > 1 else None,
         selective=par.selective_checkpointing.value, fp8=card.precision.compute is ComputeDtype.FP8,
+        fp8_weight_cache=card.precision.fp8_recipe in TE_ONLY_FP8_RECIPES,
     )
     return t
+
+
+TE_ONLY_FP8_RECIPES = (Fp8Recipe.DELAYED, Fp8Recipe.BLOCKWISE)
+"""Recipes only Transformer Engine runs; under Megatron-Core / NeMo its linears cache their fp8 weights between
+the micro-batches of a step (``is_first_microbatch``). ``current`` is also torchao's (torchtitan), which casts
+the weights every forward: counted so."""
 
 
 PAGING_PASSES = 2

@@ -72,3 +72,28 @@ def test_default_mean_grows_with_the_max_and_stays_below_it_and_the_scale(a, b):
 def test_default_mean_refuses_a_bad_max():
     with pytest.raises(CardError, match="response_len_max"):
         default_response_mean(response_len_max=0)
+
+
+def _rl_card(model: str, response_len: int, mean: int | None = None) -> dict:
+    ro = {"placement": "colocate", "prompts_per_step": 32, "num_generations": 8, "prompt_len": 256,
+          "response_len": response_len, "mini_batches": 1}
+    if mean is not None:
+        ro["response_len_mean"] = mean
+    return {"model": model, "method": "grpo", "scope": "full", "preset": "verl",
+            "hardware": {"gpu": "h100-sxm", "gpus_per_node": 8, "nodes": 1},
+            "parallel": {"strategy": "fsdp"}, "batch": {"micro_batch_size": 4}, "rollout": ro}
+
+
+def test_rl_plan_without_a_mean_uses_the_profile_and_says_so():
+    from trainfit.plan import make_plan
+    from trainfit.spec.card import load_card_dict
+
+    plan = make_plan(load_card_dict(_rl_card("Qwen/Qwen2.5-0.5B", 8192)))
+    mean = default_response_mean(response_len_max=8192, profile=COT)
+    assert plan.tokens_per_step == pytest.approx(32 * 8 * (256 + mean))
+    assert any("chain-of-thought" in a and "rollout.response_len_mean" in a for a in plan.time.assumptions)
+    # the same mean given explicitly plans the same step; a longer one costs more
+    given_ = make_plan(load_card_dict(_rl_card("Qwen/Qwen2.5-0.5B", 8192, round(mean))))
+    assert given_.step_seconds == pytest.approx(plan.step_seconds, rel=0.02)
+    longer = make_plan(load_card_dict(_rl_card("Qwen/Qwen2.5-0.5B", 8192, 4096)))
+    assert longer.step_seconds > plan.step_seconds

@@ -105,6 +105,11 @@ A6000 = {"gpu": "custom", "gpu_memory_gib": 47.99, "gpus_per_node": 1}
 
 _TT_LORA_NOTE = ("torchtune LoRA keeps adapters in bf16 and does not upcast the adapter input: "
                  "lora.adapter_dtype bf16")
+_A6000_AC_NOTE = ("the README gives the A6000 and the RTX 4090 rows the same settings (bs 2, packed 2048, "
+                  "compile), and a configuration uses the same bytes on either card, yet the A6000 row is about "
+                  "twice the 4090 row; the documented knob that moves memory by that much is activation "
+                  "checkpointing, and the 4090 row needs it to fit in 24 GB while the 48 GB A6000 does not -> "
+                  "off. Still an inference, hence ambiguous.")
 _TT_CHUNKED_NOTE = ("torchtune CEWithChunkedOutputLoss: the output projection is split into 8 chunks and "
                     "each chunk is upcast to fp32 in the loss, but every bf16 logit chunk is alive at once "
                     "(2 B/logit); trainfit's loss.chunked models Liger's fused linear-CE (no full logits)")
@@ -134,13 +139,12 @@ POINTS: dict[int, dict[str, Any]] = {
             "model": "meta-llama/Llama-3.1-8B", "scope": "full",
             "precision": dict(_TT_PURE_BF16, optimizer="paged_adamw_8bit", optimizer_in_backward=True),
             "hardware": A6000,
-            "parallel": {"strategy": "single", "gradient_checkpointing": True, "compile": True},
+            "parallel": {"strategy": "single", "gradient_checkpointing": False, "compile": True},
             "batch": {"micro_batch_size": 2, "seq_len": 2048}, "loss": {"chunked": True},
         },
         "metric": "allocated", "unit": "GiB", "ambiguous": True,
         "notes": "AMBIGUOUS: A6000 row settings undocumented. Optimizer: the default single-device config "
-                 "(PagedAdamW8bit + optimizer_in_bwd). grad_ckpt unknown -> documented config default (True), "
-                 "though measured 37.4 vs 18.9 GiB on the 4090 row suggests AC was off. A6000 not in the "
+                 "(PagedAdamW8bit + optimizer_in_bwd). grad_ckpt -> False: " + _A6000_AC_NOTE + " A6000 not in the "
                  "catalog: custom 47.99 GiB. Paged states not counted by torch (see point 1). " + _TT_CHUNKED_NOTE,
     },
     3: {
@@ -162,12 +166,12 @@ POINTS: dict[int, dict[str, Any]] = {
             "lora": {"rank": 8, "alpha": 16, "adapter_dtype": "bf16", "targets": ["q_proj", "v_proj"]},
             "precision": _TT_PURE_BF16,
             "hardware": A6000,
-            "parallel": {"strategy": "single", "gradient_checkpointing": True, "compile": True},
+            "parallel": {"strategy": "single", "gradient_checkpointing": False, "compile": True},
             "batch": {"micro_batch_size": 2, "seq_len": 2048}, "loss": {"chunked": True},
         },
         "metric": "allocated", "unit": "GiB", "ambiguous": True,
-        "notes": "AMBIGUOUS: A6000 row settings undocumented; grad_ckpt unknown -> documented config default "
-                 "(True), though 30.3 vs 16.2 GiB on the 4090 row suggests AC off. A6000: custom 47.99 GiB. "
+        "notes": "AMBIGUOUS: A6000 row settings undocumented; grad_ckpt -> False: " + _A6000_AC_NOTE + " "
+                 "A6000: custom 47.99 GiB. "
                  + _TT_LORA_NOTE + ". " + _TT_CHUNKED_NOTE,
     },
     5: {
@@ -267,13 +271,16 @@ POINTS: dict[int, dict[str, Any]] = {
             "lora": {"rank": 8, "alpha": 16, "adapter_dtype": "bf16", "targets": ["q_proj", "v_proj"]},
             "precision": _TT_PURE_BF16_FOREACH,
             "hardware": {"gpu": "rtx4090", "gpus_per_node": 2},
-            "parallel": {"strategy": "fsdp", "gradient_checkpointing": False},
+            "parallel": {"strategy": "fsdp", "gradient_checkpointing": True},
             "batch": {"micro_batch_size": 4, "seq_len": 2048},
         },
         "metric": "reserved", "unit": "GB", "ambiguous": True,
-        "notes": "AMBIGUOUS: grad_ckpt 'config default False at that commit (override unknown)' -> the "
-                 "documented default, False; but the measured value is below the 1-GPU AC run of the same table "
-                 "(point 10), so AC was almost certainly on in the run. FSDP full_shard on 2x4090. Metric: same table as 9-10 -> reserved. "
+        "notes": "AMBIGUOUS: grad_ckpt: the 7B_lora.yaml default at that commit is False (override not "
+                 "documented) -> True, because the run cannot have had it off: without checkpointing a "
+                 "layer saves ~34 bytes per hidden unit per token (Korthikanti et al. 2022, 34sbh with flash "
+                 "attention), 34 x 4096 x (4 x 2048) x 32 layers = 34 GiB, over a 24 GB card; the run trained on 2x4090 at 16.2 GB, below the 1-GPU "
+                 "checkpointed run of the same table (point 10, 21.3 GB) by about the half of the bf16 weights "
+                 "that FSDP shards away. FSDP full_shard on 2x4090. Metric: same table as 9-10 -> reserved. "
                  + _TT_LORA_NOTE,
     },
     12: {
@@ -284,8 +291,12 @@ POINTS: dict[int, dict[str, Any]] = {
             "parallel": {"strategy": "single", "gradient_checkpointing": True},
             "batch": {"micro_batch_size": 4, "seq_len": 2048},
         },
-        "metric": "reserved", "unit": "GB",
-        "notes": "bnb PagedAdamW (32-bit) + optimizer_in_bwd -> paged_adamw (fp32 states, even for bf16 params) "
+        "metric": "reserved", "unit": "GB", "ambiguous": True,
+        "notes": "AMBIGUOUS: the figure is disputed by the project itself: PR #961 (2024-05-10, "
+                 "github.com/pytorch/torchtune/pull/961) could not reproduce 24.1 GB with every input padded to "
+                 "2048 and measured 20.2 GB allocated ('similar for reserved'), a maintainer 22.3 GB on an A100; "
+                 "the PR was closed without a corrected table. The 4x4090 full row (point 13) prints the same "
+                 "24.1 GB. bnb PagedAdamW (32-bit) + optimizer_in_bwd -> paged_adamw (fp32 states, even for bf16 params) "
                  "+ optimizer_in_backward. The states are paged (cudaMallocManaged, outside torch's allocator, "
                  "evicted to host under pressure), so trainfit keeps them out of allocated/reserved. "
                  "Metric: same table as 9-10 -> reserved; PR #961 reproduced 20.2 GB allocated.",
@@ -309,11 +320,17 @@ POINTS: dict[int, dict[str, Any]] = {
             "precision": _TT_PURE_BF16_FOREACH,
             "hardware": {"gpu": "a100-80gb", "gpus_per_node": 8},
             "parallel": {"strategy": "fsdp", "gradient_checkpointing": True},
-            "batch": {"micro_batch_size": 4, "seq_len": 4096},
+            "batch": {"micro_batch_size": 4, "seq_len": 512},
         },
-        "metric": "reserved", "unit": "GB",
-        "notes": "70B LoRA r16 q,k,v, FSDP 8xA100, bs 4, seq 4096, AC. Metric: same table as 9-10 -> reserved. "
-                 + _TT_LORA_NOTE,
+        "metric": "reserved", "unit": "GB", "ambiguous": True, "approx_seq": True,
+        "notes": "AMBIGUOUS: the table row says 'Seq Length = 4096', which the measured 26.4 GB rules out: "
+                 "with checkpointing every layer keeps its input, 80 x (4 x 4096 x 8192 x 2 B) = 21.5 GB, and "
+                 "the FSDP shard of the bf16 weights is 69e9 x 2 B / 8 = 17.2 GB, together 38.7 GB > 26.4 GB "
+                 "before any other term. The run config at that commit (recipes/configs/llama2/70B_lora.yaml "
+                 "@0217d44c2) trains on torchtune.datasets.alpaca_dataset, whose max_seq_len defaults to 512 "
+                 "(torchtune/datasets/_alpaca.py @0217d44c2) -> seq 512, the longest padded alpaca batch "
+                 "(approx-seq). 70B LoRA r16 q,k,v, FSDP 8xA100, bs 4, AC. Metric: same table as 9-10 -> "
+                 "reserved. " + _TT_LORA_NOTE,
     },
     15: {
         "card": {
@@ -679,6 +696,41 @@ POINTS.update({
     } for pid, mbs in ((104, 1), (105, 2))},
 })
 
+# ---- further published memory points (benchmarks/data/published_memory_points.json, sources there)
+
+POINTS.update({
+    201: {
+        "card": {
+            "model": "meta-llama/Llama-2-7b-hf", "scope": "lora",
+            "lora": {"rank": 8, "alpha": 16, "adapter_dtype": "bf16", "targets": _ATTN + _MLP},
+            "precision": _TT_PURE_BF16_FOREACH,
+            "hardware": {"gpu": "a100-80gb", "gpus_per_node": 1},
+            "parallel": {"strategy": "single", "gradient_checkpointing": True},
+            "batch": {"micro_batch_size": 2, "seq_len": 512},
+        },
+        "metric": "reserved", "unit": "GB", "approx_seq": True,
+        "notes": "torchtune lora_finetune tutorial (same table as points 17-18): 7B_lora_single_device with LoRA "
+                 "r8/a16 on every layer. LIMITATION: the output projection (lm_head) adapter cannot be targeted "
+                 "(mapped to q,k,v,o + MLP; r8 x (4096 + 32000) = 0.3M parameters, negligible). Alpaca <=512 -> "
+                 "512. 'single GPU' -> a100-80gb (only the verdict depends on it). Metric: peak reserved -> "
+                 "reserved. AdamW without fused (config of that commit) -> foreach. " + _TT_LORA_NOTE,
+    },
+    202: {
+        "card": {
+            "model": "meta-llama/Llama-2-7b-hf", "scope": "lora",
+            "lora": {"rank": 64, "alpha": 128, "adapter_dtype": "bf16", "targets": ["q_proj", "v_proj"]},
+            "precision": _TT_PURE_BF16_FOREACH,
+            "hardware": {"gpu": "a100-80gb", "gpus_per_node": 1},
+            "parallel": {"strategy": "single", "gradient_checkpointing": True},
+            "batch": {"micro_batch_size": 2, "seq_len": 512},
+        },
+        "metric": "reserved", "unit": "GB", "approx_seq": True,
+        "notes": "torchtune lora_finetune tutorial (same table as points 17-18): 7B_lora_single_device with LoRA "
+                 "r64/a128 on q,v. Alpaca <=512 -> 512. 'single GPU' -> a100-80gb. Metric: peak reserved -> "
+                 "reserved. AdamW foreach (config of that commit). " + _TT_LORA_NOTE,
+    },
+})
+
 PEERS = ("deepspeed_zero2", "deepspeed_zero3", "llm_analysis", "accelerate")
 TOOLS = ("trainfit",) + PEERS
 _UNIT_BYTES = {"GiB": GIB, "GB": GB}
@@ -707,13 +759,19 @@ DEEPSPEED_POINTS = ROOT / "benchmarks" / "data" / "published_deepspeed_points.js
 ``outcome`` oom | fits and, for an OOM, ``requested``: the failing allocation's size)."""
 
 
+MEMORY_POINTS = ROOT / "benchmarks" / "data" / "published_memory_points.json"
+"""Further published peak-memory measurements found for issue 15 (framework docs and tutorials), in
+measured_points.json's shape, each with its source (repository + path + commit and date)."""
+
+
 def load_points(path: Path | None = None) -> list[dict[str, Any]]:
     path = path or reference_path()
     if path is None:
         raise FileNotFoundError("measured_points.json not found (set TRAINFIT_REFERENCE_DIR)")
     points = json.loads(Path(path).read_text())
-    if DEEPSPEED_POINTS.is_file():
-        points += json.loads(DEEPSPEED_POINTS.read_text())
+    for extra in (DEEPSPEED_POINTS, MEMORY_POINTS):
+        if extra.is_file():
+            points += json.loads(extra.read_text())
     return points
 
 

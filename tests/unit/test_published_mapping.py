@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -35,8 +36,21 @@ P = _published()
 def points() -> list[dict]:
     if not MEASURED.is_file():
         pytest.skip(f"reference measurements not found at {MEASURED}")
-    # plus the DeepSpeed out-of-memory / fit reports kept in the repository, with their sources
-    return json.loads(MEASURED.read_text()) + json.loads(P.DEEPSPEED_POINTS.read_text())
+    # plus the DeepSpeed out-of-memory / fit reports and the further memory points kept in the repository
+    return (json.loads(MEASURED.read_text()) + json.loads(P.DEEPSPEED_POINTS.read_text())
+            + json.loads(P.MEMORY_POINTS.read_text()))
+
+
+def test_memory_points_cite_a_commit_and_date_and_are_loaded():
+    extra = json.loads(P.MEMORY_POINTS.read_text())
+    assert extra, "benchmarks/data/published_memory_points.json holds no point"
+    for p in extra:
+        assert p["source"].startswith("github.com/") and " @" in p["source"], p["id"]
+        assert re.search(r"\(\d{4}-\d{2}-\d{2}", p["source"]), p["id"]  # the commit's date
+        assert p["outcome"] == "measured" and p["peak_mem_unit"] in ("GB", "GiB"), p["id"]
+        assert p["id"] > 200 and p["id"] in P.POINTS, p["id"]
+    if MEASURED.is_file():
+        assert {p["id"] for p in extra} <= {p["id"] for p in P.load_points()}
 
 
 def test_deepspeed_points_cite_their_source_and_outcome():

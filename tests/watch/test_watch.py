@@ -105,7 +105,11 @@ def test_compare_prints_the_table_and_verdict(trainer_run, capsys):
     assert rc == 2 and len(err.strip().splitlines()) == 1
 
 
-def test_grpo_trainer_records_rl_phases(tmp_path):
+def test_grpo_trainer_records_planned_vs_measured_for_every_phase(tmp_path):
+    """TRL's GRPOTrainer with a reference model (beta > 0) and each generation reused for two updates
+    (num_iterations 2: old-policy log-probs), the card saying the same: generation, reward, the
+    reference and old-policy log-prob passes, forward, backward and optimizer step each have a planned
+    and a measured figure; the HF engine runs no weight sync, which the record says ('not measured')."""
     import torch
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -114,24 +118,38 @@ def test_grpo_trainer_records_rl_phases(tmp_path):
     from trainfit.accept.tiny import save_default
     from trainfit.accept.train import accept_card
     from trainfit.watch import watch
+    from trainfit.watch.verdict import judge
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     d = save_default(tmp_path / "model")
     tok = AutoTokenizer.from_pretrained(d)
     model = AutoModelForCausalLM.from_pretrained(d, dtype=torch.float32)
-    w = watch(accept_card(model.config.to_dict(), micro_batch=2, seq_len=64), record=tmp_path / "grpo.record.yaml")
+    card = accept_card(model.config.to_dict(), micro_batch=2, seq_len=64)
+    card["roles"] = {"kl_coef": 0.04}
+    card["rollout"]["num_iterations"] = 2
+    w = watch(card, record=tmp_path / "grpo.record.yaml")
     args = GRPOConfig(output_dir=str(tmp_path / "out"), use_cpu=True, report_to="none", per_device_train_batch_size=2,
                       num_generations=2, max_steps=2, max_completion_length=8, logging_steps=1, save_strategy="no",
-                      disable_tqdm=True, beta=0.0, bf16=False)
+                      disable_tqdm=True, beta=0.04, num_iterations=2, bf16=False)
     trainer = GRPOTrainer(model=model, processing_class=tok, args=args,
                           reward_funcs=[lambda completions, **k: [float(len(c)) for c in completions]],
                           train_dataset=Dataset.from_list([{"prompt": "def add(a, b):"}] * 8), callbacks=[w])
     trainer.train()
     rows = {r["phase"]: r for r in yaml.safe_load((tmp_path / "grpo.record.yaml").read_text())["record"]["phases"]}
-    assert {"rollout", "reward", "forward", "backward", "optimizer_step", "update", "step"} <= set(rows)
-    assert rows["rollout"]["planned"]["tensor_bytes"] > 0 and rows["rollout"]["measured"]["tensor_bytes"] > 0
-    assert rows["rollout"]["measured"]["tokens"] == 2 * 8  # two completions of 8 tokens per step
-    assert rows["update"]["planned"]["seconds"] > 0 and rows["forward"]["plan_phases"] == ["actor_forward"]
+    every = ("rollout", "logprob", "reward", "forward", "backward", "optimizer_step")
+    for name in every:
+        assert rows[name]["planned"]["tensor_bytes"] > 0 and rows[name]["measured"]["tensor_bytes"] > 0, name
+        assert rows[name]["measured"]["seconds"] > 0, name
+    assert rows["logprob"]["plan_phases"] == ["ref_logprob", "old_logprob"]
+    assert rows["reward"]["plan_phases"] == ["ref_logprob without logprob_pass"]
+    assert rows["forward"]["plan_phases"] == ["actor_forward"] and rows["forward"]["measured"]["steps"] == 2
+    assert rows["rollout"]["measured"]["tokens"] == 2 * 8  # two completions of 8 tokens, one generation
+    assert rows["rollout"]["planned"]["seconds"] > 0 and rows["logprob"]["planned"]["seconds"] > 0
+    assert rows["update"]["planned"]["seconds"] > 0 and rows["step"]["measured"]["seconds"] > 0
+    assert rows["weight_sync"]["measured"] == {} and rows["weight_sync"]["planned"]["tensor_bytes"] > 0
+    judged = {j.phase: j for j in judge(list(rows.values()), device="cpu")[0]}
+    assert all(judged[n].verdict in ("ok", "over", "under") for n in every)
+    assert (judged["weight_sync"].verdict, judged["weight_sync"].reason) == ("n/a", "not measured")
 
 
 def test_context_manager_custom_loop_and_forecast(tiny_model):

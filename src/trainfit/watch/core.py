@@ -285,13 +285,16 @@ class Watch:
         return out
 
     def rows(self) -> list[dict[str, Any]]:
-        """The record's ``phases`` (``trainfit.watch.verdict``), plus ``update`` and ``step`` time rows."""
+        """The record's ``phases`` (``trainfit.watch.verdict``): every phase measured, every phase the
+        plan has that the run never entered (``measured: {}``: judged 'not measured'), then the
+        ``update`` and ``step`` time rows."""
         meas = self.measured()
+        names = list(meas) + [n for n in WATCH_PHASES if n in self.planned and n not in meas]
         out = []
-        for name, m in meas.items():
+        for name in names:
             p = self.planned.get(name)
             out.append({"phase": name, "plan_phases": list(p.plan_phases) if p else [],
-                        "planned": _planned_dict(p), "measured": m})
+                        "planned": _planned_dict(p), "measured": meas.get(name, {})})
         if UPDATE_ROW in self.planned and {"forward", "backward", "optimizer_step"} <= set(meas):
             s = sum(meas[n]["seconds"] for n in ("forward", "backward", "optimizer_step"))
             out.append({"phase": UPDATE_ROW, "plan_phases": ["actor_update"],

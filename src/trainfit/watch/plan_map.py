@@ -10,6 +10,12 @@ the phase (``torch.cuda.max_memory_allocated`` / ``max_memory_reserved`` / nvidi
 ``tensor_bytes`` is ``allocated`` without the cuBLAS workspaces, which is what PyTorch's
 MemTracker counts on the CPU (it sees tensors, not workspaces).
 
+A reward computed by a function (``roles.reward_model: rule``, TRL's ``reward_funcs``) runs no
+model, so the plan has no reward phase; the watch still measures it, and its planned memory is what
+stays resident while it runs: the log-prob phase's state without the log-prob pass (else the weight
+sync's without its buffer), with the reserved and device figures of that phase (the cache keeps its
+blocks). The plan does not time a reward function.
+
 Time (seconds per optimizer step): ``forward`` <- plan ``forward``; ``backward`` <- plan
 ``recompute + backward`` (checkpoint recompute runs inside backward); ``optimizer_step`` <- the
 same; ``rollout`` <- ``generation``; ``logprob`` <- ``ref_logprob + old_logprob``;
@@ -72,12 +78,30 @@ def planned_phases(plan: Any) -> dict[str, Planned]:
         out[name] = Planned(phase=name, allocated_bytes=worst.allocated, reserved_bytes=max(r.reserved for r in present),
                             device_bytes=max(r.device for r in present), tensor_bytes=tensor,
                             seconds=_seconds(times, name), plan_phases=tuple(r.phase.value for r in present))
+    if rl and "reward" not in out:
+        resident = _resident_during_reward(by_phase)
+        if resident is not None:
+            out["reward"] = resident
     update_s = _seconds(times, UPDATE_ROW)
     if update_s is not None:
         out[UPDATE_ROW] = Planned(phase=UPDATE_ROW, seconds=update_s, plan_phases=("actor_update",))
     if plan.step_seconds is not None:
         out[STEP_ROW] = Planned(phase=STEP_ROW, seconds=plan.step_seconds)
     return out
+
+
+def _resident_during_reward(by_phase: dict[Any, Any]) -> Planned | None:
+    """A reward function's phase (module docstring): a log-prob phase or the weight sync, without the
+    pass or buffer that phase adds; None when the plan has neither."""
+    for phase, extra in ((Phase.REF_LOGPROB, "logprob_pass"), (Phase.OLD_LOGPROB, "logprob_pass"),
+                         (Phase.WEIGHT_SYNC, "weight_sync_buffer")):
+        r = by_phase.get(phase)
+        if r is not None:
+            allocated = r.allocated - r.components.get(extra, 0.0)
+            return Planned(phase="reward", allocated_bytes=allocated, reserved_bytes=r.reserved, device_bytes=r.device,
+                           tensor_bytes=allocated - r.components.get("cublas_workspace", 0.0),
+                           plan_phases=(f"{phase.value} without {extra}",))
+    return None
 
 
 def _seconds(times: dict[str, float], name: str) -> float | None:

@@ -19,6 +19,31 @@ GRPO_LORA = {
 }
 
 
+LLAMA70B_TP8_PP2 = {
+    "name": "llama-3.1-70b-sft-tp8-pp2", "model": "meta-llama/Llama-3.1-70B", "method": "sft",
+    "hardware": {"gpu": "h100-sxm", "gpus_per_node": 8, "nodes": 2},
+    "parallel": {"strategy": "zero1", "tensor_parallel": 8, "sequence_parallel": True, "pipeline_parallel": 2},
+    "precision": {"weights": "bf16", "master_weights": "fp32", "optimizer_states": "fp32", "grads": "fp32"},
+    "batch": {"micro_batch_size": 1, "grad_accum": 16, "seq_len": 8192}, "attention": "flash",
+}
+QWEN8B_ULYSSES = {
+    "name": "qwen3-8b-sft-64k-ulysses4", "model": "Qwen/Qwen3-8B", "method": "sft",
+    "hardware": {"gpu": "h100-sxm", "gpus_per_node": 8},
+    "parallel": {"strategy": "fsdp", "context_parallel": 4, "context_parallel_kind": "ulysses"},
+    "batch": {"micro_batch_size": 1, "grad_accum": 2, "seq_len": 65536}, "attention": "flash",
+}
+QWEN_MOE_GRPO = {
+    "name": "qwen3-30b-a3b-grpo-megatron", "model": "Qwen/Qwen3-30B-A3B", "method": "grpo",
+    "hardware": {"gpu": "h100-sxm", "gpus_per_node": 8},
+    "parallel": {"strategy": "zero1", "expert_parallel": 8, "offload": "optimizer"},
+    "precision": {"weights": "bf16", "master_weights": "fp32", "optimizer_states": "fp32", "grads": "fp32"},
+    "batch": {"micro_batch_size": 1, "grad_accum": 4},
+    "rollout": {"tensor_parallel": 4, "num_generations": 8, "prompts_per_step": 32, "prompt_len": 1024,
+                "response_len": 4096, "sleep_level": 2, "weight_sync": "bucketed", "gpu_memory_utilization": 0.5},
+    "roles": {"kl_coef": 0.0},
+}
+
+
 def _card(base: dict, **changes):
     import copy
 
@@ -63,6 +88,20 @@ CARDS = {
     "grpo-hf-beta0": lambda: _card(GRPO_LORA, rollout__engine="hf", roles__kl_coef=0.0, parallel__activation_offload=True),
     "ppo-full-zero3-2nodes": lambda: _default(method="ppo", parallel__strategy="zero3", parallel__offload="optimizer",
                                               hardware__nodes=2, roles={"reference": "cpu"}, rollout={"tensor_parallel": 4}),
+    # model parallelism (#13 item 5)
+    "sft-70b-tp8-pp2": lambda: _card(LLAMA70B_TP8_PP2),
+    "sft-8b-ulysses4-64k": lambda: _card(QWEN8B_ULYSSES),
+    "grpo-30b-a3b-megatron-ep8": lambda: _card(QWEN_MOE_GRPO),
+    "sft-tp2-pp2-vpp2-cp2-fp8-selective": lambda: _default(
+        model="Qwen/Qwen3-0.6B", hardware={"gpu": "h100-sxm", "gpus_per_node": 8},
+        parallel={"strategy": "zero1", "tensor_parallel": 2, "sequence_parallel": True, "pipeline_parallel": 2,
+                  "pipeline_schedule": "interleaved", "virtual_stages": 2, "context_parallel": 2,
+                  "gradient_checkpointing": "selective", "selective_checkpointing": "core_attention"},
+        precision={"compute": "fp8", "fp8_recipe": "current"}, batch={"micro_batch_size": 1, "grad_accum": 4, "seq_len": 4096}),
+    "sft-op-selective-fsdp": lambda: _default(model="Qwen/Qwen3-0.6B", parallel={"strategy": "fsdp", "gradient_checkpointing": "selective"}),
+    "ppo-tp2-megatron-critic": lambda: _default(method="ppo", model="Qwen/Qwen3-0.6B", parallel={"strategy": "zero1", "tensor_parallel": 2,
+                                                                                            "sequence_parallel": True},
+                                                roles={"reference": "cpu"}, rollout={"tensor_parallel": 2}),
 }
 
 

@@ -56,8 +56,9 @@ def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def _compose(config_dir: Path, name: str) -> dict[str, Any]:
-    """A tiny Hydra defaults composer: ``group@pkg: file`` entries whose files have no defaults of their own."""
+def _compose(config_dir: Path, name: str, choices: dict[str, str] | None = None) -> dict[str, Any]:
+    """A tiny Hydra defaults composer: ``group@pkg: file`` entries whose files have no defaults of their own;
+    ``choices`` replaces a group's file (a ``group=file`` override on the command line)."""
     root = yaml.safe_load((config_dir / name).read_text())
     out: dict[str, Any] = {}
     for entry in root.pop("defaults", []):
@@ -65,6 +66,7 @@ def _compose(config_dir: Path, name: str) -> dict[str, Any]:
             continue
         ((spec, file),) = entry.items()
         group, _, pkg = spec.partition("@")
+        file = (choices or {}).get(group, file)
         sub = yaml.safe_load((config_dir / group / f"{file}.yaml").read_text()) or {}
         sub.pop("defaults", None)
         node = out
@@ -84,11 +86,17 @@ def verl_keys_live(pkg: Path) -> dict[str, dict[str, str]]:
     """{config: {dotted key: kind}} with kind 'dict' for mappings (where ``+key`` may add) else 'value'."""
     cfg_dir = pkg / "trainer" / "config"
     ppo = yaml.safe_load((cfg_dir / "_generated_ppo_trainer.yaml").read_text())
+    # ppo_megatron_trainer.yaml: "python3 -m verl.trainer.main_ppo model_engine=megatron", flattened by verl
+    mega = yaml.safe_load((cfg_dir / "_generated_ppo_megatron_trainer.yaml").read_text())
     sft = _compose(cfg_dir, "sft_trainer_engine.yaml")
+    sft_mega = _compose(cfg_dir, "sft_trainer_engine.yaml", {"engine": "megatron", "optim": "megatron"})
     kind = lambda v: "dict" if isinstance(v, dict) else "value"  # noqa: E731
     return {
         "ppo_trainer.yaml": {k: kind(v) for k, v in flatten(ppo).items()},
+        "ppo_megatron_trainer.yaml": {k: kind(v) for k, v in flatten(mega).items()},
         "sft_trainer_engine.yaml": {k: kind(v) for k, v in flatten(sft).items()},
+        "sft_trainer_engine.yaml+megatron": {k: kind(v) for k, v in flatten(sft_mega).items()},
+        "groups": {g: sorted(f.stem for f in (cfg_dir / g).glob("*.yaml")) for g in ("model_engine", "engine", "optim")},
     }
 
 
@@ -177,7 +185,9 @@ def record(vendor: Path) -> None:
     DATA.mkdir(exist_ok=True)
     v = {
         "source": f"verl {package_version(verl, 'verl')}: verl/trainer/config/_generated_ppo_trainer.yaml "
-        "(the flattened ppo_trainer.yaml) and sft_trainer_engine.yaml composed with its defaults",
+        "(the flattened ppo_trainer.yaml), _generated_ppo_megatron_trainer.yaml (model_engine=megatron), "
+        "sft_trainer_engine.yaml composed with its defaults (and with engine=megatron optim=megatron); groups: the "
+        "config files a group=file override may name",
         **verl_keys_live(verl),
     }
     (DATA / f"verl-{VERL_VERSION}-keys.json").write_text(json.dumps(v, indent=1, sort_keys=True) + "\n")

@@ -32,9 +32,12 @@ def _parse(parser, flags: list[str]) -> dict:
     return vars(ns)
 
 
-def _check_override(o: str, keys: dict[str, str]) -> None:
+def _check_override(o: str, keys: dict[str, str], groups: dict[str, list[str]] | None = None) -> None:
     key, _, value = o.partition("=")
     assert value != "", o
+    if groups is not None and key in groups:  # a Hydra group choice: model_engine=megatron names a config file
+        assert value in groups[key], f"{o}: no {key}/{value}.yaml in verl's config"
+        return
     if key.startswith("+"):
         parent = key[1:].rpartition(".")[0]
         assert keys.get(parent) == "dict", f"{o}: '+' adds under {parent}, which is not a mapping in the default YAML"
@@ -52,9 +55,10 @@ def test_verl_overrides_are_keys_of_the_recorded_yaml(name):
             export(card, "verl")
         return
     e = export(card, "verl")
-    keys = verl_keys_recorded()[e.data["config"]]
+    rec = verl_keys_recorded()
+    keys = rec[e.data["config"]]
     for o in to_verl(card):
-        _check_override(o, keys)
+        _check_override(o, keys, rec["groups"])
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +73,9 @@ def test_verl_live_yaml_matches_the_recorded_keys(verl_live):
     live = verl_keys_live(verl_live)
     rec = verl_keys_recorded()
     assert f"verl {package_version(verl_live, 'verl')}:" in rec["source"], "installed verl differs from the recorded version"
-    for config in ("ppo_trainer.yaml", "sft_trainer_engine.yaml"):
+    for k, v in live.items():
+        assert rec[k] == v, f"{k}: the installed verl differs from the recorded keys; re-record"
+    for config in ("ppo_trainer.yaml", "ppo_megatron_trainer.yaml", "sft_trainer_engine.yaml", "sft_trainer_engine.yaml+megatron"):
         for name in NAMES:
             card = CARDS[name]()
             if card.method.value in ("dpo", "rm") or card.scope.value == "qlora":
@@ -77,7 +83,7 @@ def test_verl_live_yaml_matches_the_recorded_keys(verl_live):
             e = export(card, "verl")
             if e.data["config"] == config:
                 for o in e.data["overrides"]:
-                    _check_override(o, live[config])
+                    _check_override(o, live[config], live["groups"])
 
 
 def test_the_checks_refuse_what_the_targets_lack():
@@ -86,6 +92,11 @@ def test_the_checks_refuse_what_the_targets_lack():
         _check_override("actor_rollout_ref.rollout.no_such_knob=1", keys)
     with pytest.raises(AssertionError):
         _check_override("+actor_rollout_ref.rollout.gpu_memory_utilization=0.5", keys)
+    with pytest.raises(AssertionError):
+        _check_override("model_engine=megatron_typo", keys, verl_keys_recorded()["groups"])
+    mega = verl_keys_recorded()["ppo_megatron_trainer.yaml"]
+    with pytest.raises(AssertionError):  # the ref's override_transformer_config is an interpolation, not a mapping
+        _check_override("+actor_rollout_ref.ref.megatron.override_transformer_config.fp8=e4m3", mega)
     parser = argparse_from(openrlhf_flags_recorded("train_ppo_ray"))
     with pytest.raises(AssertionError):
         _parse(parser, ["--vllm_gpu_memory_utilization", "0.5"])  # the pre-0.10 flat name

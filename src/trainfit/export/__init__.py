@@ -64,19 +64,39 @@ def export(card: RunCard, target: str) -> Export:
 
 def read_back(card: RunCard, e: Export) -> RunCard:
     """The card ``trainfit import`` reads from the export (a TRL config with its accelerate.yaml)."""
+    return _read_back(card, e)[0]
+
+
+def _read_back(card: RunCard, e: Export) -> tuple[RunCard, bool]:
+    """The read-back card, and whether the card's GPU had to be lent to it: no launch config names a GPU model,
+    and an fp8 file read onto the default card (an A100, no fp8 tensor cores) is refused; then the card's GPU
+    is used and ``hardware.gpu`` is listed as lost (``trainfit import`` needs ``--set hardware.gpu=...``)."""
+    from trainfit.errors import CardError
     from trainfit.export.importers import import_text
     from trainfit.spec.card import load_card_dict
+    from trainfit.spec.dotted import set_dotted
 
     companion = ("accelerate", _accelerate.build(card).text) if e.target == "trl" else None
-    return load_card_dict(import_text(e.text, e.target, companion=companion).card)
+    data = import_text(e.text, e.target, companion=companion).card
+    try:
+        return load_card_dict(data), False
+    except CardError as exc:
+        if "fp8 tensor cores" not in str(exc) or "gpu" in (data.get("hardware") or {}):
+            raise
+    set_dotted(data, "hardware.gpu", card.hardware.gpu)
+    return load_card_dict(data), True
 
 
 def lost_settings(card: RunCard, e: Export) -> dict[str, dict]:
     """Card keys whose planned value the exported file does not carry: ``{key: {card, file}}``."""
     before = plan_facts(card)
-    after = plan_facts(read_back(card, e))
-    return {k: {"card": before.get(k), "file": after.get(k)} for k in [*before, *(k for k in after if k not in before)]
+    back, lent_gpu = _read_back(card, e)
+    after = plan_facts(back)
+    lost = {k: {"card": before.get(k), "file": after.get(k)} for k in [*before, *(k for k in after if k not in before)]
             if before.get(k) != after.get(k)}
+    if lent_gpu:
+        lost["hardware.gpu"] = {"card": card.hardware.gpu, "file": None}
+    return lost
 
 
 __all__ = ["Export", "ExportError", "TARGETS", "export", "lost_settings", "read_back", "to_accelerate", "to_deepspeed", "to_openrlhf", "to_trl", "to_verl"]

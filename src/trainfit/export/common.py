@@ -127,6 +127,17 @@ def shared_notes(card: RunCard, target: str) -> list[str]:
         )
     if non_default(card, "parallel.compile") and card.parallel.compile and target in ("verl", "openrlhf"):
         notes.append(f"parallel.compile: {target} has no torch.compile switch for the trained model here")
+    if target in ("accelerate", "trl", "deepspeed"):  # the model-parallel targets say their own
+        from trainfit.export.parallel import missing_parallel_notes
+
+        if p.compute is ComputeDtype.FP8:
+            notes.append(f"precision.compute fp8 ({p.fp8_recipe.value if p.fp8_recipe else '?'}): the {target} export"
+                         " writes bf16 mixed precision; fp8 GEMMs need a Transformer Engine or torchao recipe it does not"
+                         " write (use --to verl, nemo-rl or torchtitan)")
+        notes.extend(missing_parallel_notes(card, target, has=set()))
+        if card.parallel.selective_checkpointing.value != "none":
+            notes.append(f"parallel.selective_checkpointing {card.parallel.selective_checkpointing.value}: {target} has no"
+                         " selective checkpointing setting; not written")
     return notes
 
 
@@ -218,6 +229,7 @@ def plan_facts(card: RunCard) -> dict[str, Any]:
         "precision.master_weights": p.master_weights.value, "precision.grads": p.grads.value if p.grads else None,
         "precision.optimizer": p.optimizer.value, "precision.optimizer_states": p.optimizer_states.value,
         "precision.optimizer_impl": p.optimizer_impl.value, "precision.optimizer_in_backward": p.optimizer_in_backward,
+        "precision.fp8_recipe": p.fp8_recipe.value if p.fp8_recipe else None,
     })
     hw = card.hardware
     for k in ("gpu", "gpu_memory_gib", "gpus_per_node", "nodes", "interconnect", "host_ram_gib", "nic_gbps_per_gpu",

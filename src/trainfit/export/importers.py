@@ -552,17 +552,29 @@ def read_verl(text: str) -> Imported:
             lora["targets"] = get(f"{P}.target_modules")
         d["lora"] = lora
     d["scope"] = scope
-    E = "engine" if sft else "actor_rollout_ref.actor.fsdp_config"
+    mega = get("model_engine") == "megatron" or get("engine") == "megatron" or (
+        not sft and get("actor_rollout_ref.actor.strategy") == "megatron")
+    E = ("engine" if sft else "actor_rollout_ref.actor.megatron") if mega else (
+        "engine" if sft else "actor_rollout_ref.actor.fsdp_config")
     strategy = "fsdp"
     if get(f"{E}.reshard_after_forward") is False:
         strategy = "fsdp_grad_op"
     if get(f"{E}.fsdp_size") not in (None, -1):
         strategy = "hsdp"
-    set_dotted(d, "parallel.strategy", strategy)
     off = "params_and_optimizer" if get(f"{E}.param_offload") else "optimizer" if get(f"{E}.optimizer_offload") else "none"
     set_dotted(d, "parallel.offload", off)
-    set_dotted(d, "precision.weights", "bf16" if get(f"{E}.model_dtype") == "bf16" else "fp32")
-    set_dotted(d, "precision.compute", "bf16")
+    if mega:
+        strategy = _verl_megatron(t, E, get, d, notes)
+    else:
+        set_dotted(d, "precision.weights", "bf16" if get(f"{E}.model_dtype") == "bf16" else "fp32")
+        set_dotted(d, "precision.compute", "bf16")
+        sp = get(f"{E}.ulysses_sequence_parallel_size")
+        if sp is None and not sft:
+            sp = get("actor_rollout_ref.actor.ulysses_sequence_parallel_size")  # deprecated spelling (dp_actor.yaml)
+        if sp is not None and _num(t, f"{E}.ulysses_sequence_parallel_size", sp) > 1:
+            set_dotted(d, "parallel.context_parallel", _num(t, f"{E}.ulysses_sequence_parallel_size", sp))
+            set_dotted(d, "parallel.context_parallel_kind", "ulysses")
+    set_dotted(d, "parallel.strategy", strategy)
     opt_base = "optim" if sft else "actor_rollout_ref.actor.optim"
     name = get(f"{opt_base}.optimizer")
     if name is not None:
@@ -577,7 +589,14 @@ def read_verl(text: str) -> Imported:
     set_dotted(d, "hardware.nodes", nodes)
     if strategy == "hsdp" and get(f"{E}.fsdp_size") != gpn:
         notes.append(f"{E}.fsdp_size {get(f'{E}.fsdp_size')}: a card's HSDP shards within a node ({gpn} GPUs)")
+    if strategy == "ddp" and gpn * nodes == 1:
+        set_dotted(d, "parallel.strategy", "single")
+    par = d.get("parallel", {})
+    mp = par.get("tensor_parallel", 1) * par.get("pipeline_parallel", 1) * par.get("context_parallel", 1)
     world = gpn * nodes
+    if world % mp:
+        raise _bad(t, f"tensor x pipeline x context parallel = {mp} does not divide the {world} GPUs")
+    world //= mp  # data-parallel ranks: the batch sizes count sequences over these
     if sft:
         d["method"] = "sft"
         mb = _num(t, "data.micro_batch_size_per_gpu", get("data.micro_batch_size_per_gpu", 1))
@@ -642,7 +661,8 @@ def read_verl(text: str) -> Imported:
         if scope != "full":
             ref = "lora_disabled"  # verl runs the reference as the actor with its adapter disabled (ref_in_actor)
         else:
-            ref = "cpu" if get(f"{A}.ref.fsdp_config.param_offload") else "gpu"
+            ref_off = get(f"{A}.ref.megatron.param_offload") if mega else get(f"{A}.ref.fsdp_config.param_offload")
+            ref = "cpu" if ref_off else "gpu"
         set_dotted(d, "roles.reference", ref)
     else:
         set_dotted(d, "roles.reference", "none")
@@ -653,6 +673,51 @@ def read_verl(text: str) -> Imported:
         set_dotted(d, "roles.reward_model", str(get("reward.reward_model.model_path")))
     set_dotted(d, "rollout", ro)
     return Imported(t, d, notes)
+
+
+def _verl_megatron(t: str, M: str, get: Any, d: dict[str, Any], notes: list[str]) -> str:
+    """The card's parallel and precision keys from one verl ``megatron`` section (defaults: verl 0.9.1
+    ``engine/megatron.yaml``); returns the strategy."""
+    from trainfit.export.parallel import FP8_RECIPE_FROM_MEGATRON, checkpointing_from_megatron, megatron_precision
+
+    def size(key: str, default: Any) -> int:
+        v = get(f"{M}.{key}", default)
+        return default if v is None else _num(t, f"{M}.{key}", v)
+
+    tp = size("tensor_model_parallel_size", 1)
+    vpp = size("virtual_pipeline_model_parallel_size", 1)
+    par: dict[str, Any] = {
+        "tensor_parallel": tp, "pipeline_parallel": size("pipeline_model_parallel_size", 1),
+        "context_parallel": size("context_parallel_size", 1), "expert_parallel": size("expert_model_parallel_size", 1),
+        "expert_tensor_parallel": size("expert_tensor_parallel_size", tp),  # null: the same as TP
+        "sequence_parallel": bool(get(f"{M}.sequence_parallel", True)) and tp > 1,  # verl turns it off at TP 1
+        "virtual_stages": vpp, "pipeline_schedule": "interleaved" if vpp > 1 else "1f1b",
+    }
+    comm = get(f"{M}.override_transformer_config.cp_comm_type")
+    if comm not in (None, "p2p", "a2a"):
+        raise _bad(t, f"{M}.override_transformer_config.cp_comm_type: {comm!r}; allowed: p2p (ring), a2a (Ulysses)")
+    par["context_parallel_kind"] = "ulysses" if comm == "a2a" else "ring"
+    par.update(checkpointing_from_megatron(get(f"{M}.override_transformer_config.recompute_granularity"),
+                                           get(f"{M}.override_transformer_config.recompute_modules")))
+    for k, v in par.items():
+        set_dotted(d, f"parallel.{k}", v)
+    dtype = get(f"{M}.dtype", "bfloat16")
+    if dtype not in ("bfloat16", "float16"):
+        raise _bad(t, f"{M}.dtype: {dtype!r}; allowed: bfloat16, float16")
+    compute = "fp16" if dtype == "float16" else "bf16"
+    for k, v in megatron_precision(compute).items():
+        set_dotted(d, f"precision.{k}", v)
+    fp8 = get(f"{M}.override_transformer_config.fp8")
+    if fp8 not in (None, False):
+        recipe = get(f"{M}.override_transformer_config.fp8_recipe", "delayed")
+        if recipe not in FP8_RECIPE_FROM_MEGATRON:
+            raise _bad(t, f"{M}.override_transformer_config.fp8_recipe: {recipe!r}; allowed: {', '.join(FP8_RECIPE_FROM_MEGATRON)}")
+        compute = "fp8"
+        set_dotted(d, "precision.fp8_recipe", FP8_RECIPE_FROM_MEGATRON[recipe].value)
+    set_dotted(d, "precision.compute", compute)
+    if get(f"{M}.use_megatron_fsdp"):
+        return "fsdp"
+    return "zero1" if get(f"{M}.use_distributed_optimizer", True) else "ddp"
 
 
 # -- OpenRLHF -------------------------------------------------------------------------------------
@@ -726,6 +791,15 @@ def read_openrlhf(text: str) -> Imported:
         d["attention"] = _HF_ATTN[attn]
     if "--ds.use_liger_kernel" in fl:
         set_dotted(d, "loss.chunked", True)
+    ring = one("--ds.ring_attn_size", int, 1)
+    tp = one("--ds.tensor_parallel_size", int, 1)
+    if ring < 1 or tp < 1:
+        raise _bad(t, "--ds.ring_attn_size and --ds.tensor_parallel_size must be at least 1")
+    if ring > 1:
+        set_dotted(d, "parallel.context_parallel", ring)
+        set_dotted(d, "parallel.context_parallel_kind", "ring")
+    if tp > 1:
+        set_dotted(d, "parallel.tensor_parallel", tp)
     scope = "full"
     if "--ds.lora.rank" in fl and one("--ds.lora.rank", int, 0) > 0:
         scope = "qlora" if "--ds.load_in_4bit" in fl else "lora"
@@ -800,7 +874,8 @@ def read_openrlhf(text: str) -> Imported:
         rm = one("--reward.model_name_or_path")
         set_dotted(d, "roles.reward_model", rm if rm is not None else "rule")
     if "--train.batch_size" in fl:
-        ga = _ratio(one("--train.batch_size", int), mb * train_world)
+        # openrlhf/utils/deepspeed/deepspeed.py: the batch counts sequences over the dp ranks of the (dp, sp, tp) mesh
+        ga = _ratio(one("--train.batch_size", int), mb * max(1, train_world // (ring * tp)))
         if ga is None:
             notes.append("--train.batch_size is not a multiple of micro-batch x training GPUs; batch.grad_accum left at 1")
         else:

@@ -11,6 +11,16 @@ Each value is one argv token, quoted for the shell with ``shlex.quote``; a value
 ``-`` is joined to its flag (``--flag=value``) so argparse cannot read it as a flag. Weight sync:
 OpenRLHF sends the actor's parameters to vLLM one at a time (``--vllm.sync_backend`` picks the
 transport); ``trainfit import --from openrlhf`` reads it back as per_parameter.
+
+Model parallelism (openrlhf 0.11.2 from PyPI, ``openrlhf/cli/train_*.py``, ``openrlhf/utils/deepspeed/deepspeed.py``):
+``--ds.ring_attn_size`` (context parallel by ring-flash-attn's llama3 varlen ring attention; it turns on
+``--ds.packing_samples`` and replaces Hugging Face's flash-attention function, so the model runs
+flash_attention_2), ``--ds.ring_attn_head_stride`` (heads per ring step, default 1), and
+``--ds.tensor_parallel_size`` (DeepSpeed AutoTP, ``tensor_parallel.autotp_size``). Its device mesh is
+(dp, sp, tp) and ``--train.batch_size`` counts sequences over the dp ranks only (``accumulated_gradient =
+train_batch_size x ring_attn_size x tensor_parallel_size / micro_train_batch_size / world_size``).
+OpenRLHF 0.11 has no Ulysses, pipeline, expert or sequence parallel flag, no selective checkpointing and
+no fp8 training: those are said in notes and listed as lost.
 """
 
 from __future__ import annotations
@@ -25,7 +35,6 @@ from trainfit.export.common import (
     effective_weight_sync,
     finite,
     HF_ATTENTION,
-    global_batch,
     is_rl,
     model_name,
     non_default,
@@ -34,11 +43,14 @@ from trainfit.export.common import (
     train_gpus_per_node,
     zero_stage,
 )
+from trainfit.export.parallel import missing_parallel_notes
 from trainfit.memory.deepspeed import DEFAULTS as DS_DEFAULTS
 from trainfit.methods.roles import critic_model, kl_coef, reference_placement, reward_model
 from trainfit.spec.card import RunCard
 from trainfit.spec.enums import (
+    Attention,
     ComputeDtype,
+    ContextParallelKind,
     Method,
     Offload,
     Optimizer,
@@ -46,6 +58,7 @@ from trainfit.spec.enums import (
     RefPlacement,
     RolloutEngine,
     Scope,
+    SelectiveCheckpointing,
     Strategy,
     WeightSync,
 )
@@ -107,8 +120,12 @@ def _ds_flags(card: RunCard, notes: list[str], gc_flag: str) -> list[str]:
         f.append("--ds.adam_offload")
     if off is Offload.PARAMS_AND_OPTIMIZER:
         notes.append("parallel.offload params_and_optimizer: OpenRLHF offloads only the optimizer (--ds.adam_offload); no parameter offload flag")
-    if card.parallel.gradient_checkpointing:
+    if card.parallel.checkpoints_layers:
         f.append(gc_flag)
+        if card.parallel.selective_checkpointing is not SelectiveCheckpointing.NONE:
+            notes.append(f"parallel.selective_checkpointing {card.parallel.selective_checkpointing.value}: OpenRLHF"
+                         f" checkpoints whole layers ({gc_flag}); exported as full checkpointing"
+                         " (parallel.gradient_checkpointing true: less memory, more time than planned)")
     if card.parallel.activation_offload:
         notes.append("parallel.activation_offload: OpenRLHF has no activation offload flag")
     c = card.precision.compute
@@ -118,7 +135,23 @@ def _ds_flags(card: RunCard, notes: list[str], gc_flag: str) -> list[str]:
         f += ["--ds.param_dtype", "bf16"]
         if c is ComputeDtype.FP32:
             notes.append("precision.compute fp32: OpenRLHF trains in bf16 or fp16 only; exported as bf16")
-    f += ["--ds.attn_implementation", HF_ATTENTION[card.attention]]
+        if c is ComputeDtype.FP8:
+            notes.append("precision.compute fp8: OpenRLHF 0.11 has no fp8 training; exported as bf16")
+    par = card.parallel
+    notes.extend(missing_parallel_notes(card, "OpenRLHF 0.11", has={"tensor_parallel", "context_parallel"}))
+    attn = card.attention
+    if par.context_parallel > 1:
+        f += ["--ds.ring_attn_size", str(par.context_parallel), "--ds.ring_attn_head_stride", "1", "--ds.packing_samples"]
+        if par.context_parallel_kind is ContextParallelKind.ULYSSES:
+            notes.append("parallel.context_parallel_kind ulysses: OpenRLHF 0.11 splits the sequence with ring attention"
+                         " only (--ds.ring_attn_size); exported as ring")
+        if attn is not Attention.FLASH:
+            notes.append(f"attention {attn.value}: OpenRLHF's ring attention replaces the flash-attention function;"
+                         " exported as flash_attention_2")
+            attn = Attention.FLASH
+    if par.tensor_parallel > 1:
+        f += ["--ds.tensor_parallel_size", str(par.tensor_parallel)]
+    f += ["--ds.attn_implementation", HF_ATTENTION[attn]]
     if card.loss.chunked:
         f.append("--ds.use_liger_kernel")
     if card.scope is not Scope.FULL:
@@ -201,7 +234,7 @@ def _ppo(card: RunCard, notes: list[str]) -> list[str]:
         "--data.max_len", str(ro.prompt_len + ro.response_len),
         "--rollout.micro_batch_size", str(ro.logprob_micro_batch_size or card.batch.micro_batch_size),
         "--train.micro_batch_size", str(card.batch.micro_batch_size),
-        "--train.batch_size", str(global_batch(card)),
+        "--train.batch_size", str(_train_batch(card)),
     ]
     notes.append(
         f"rollout.prompt_len {ro.prompt_len}: OpenRLHF has no prompt-length flag; --data.max_len "
@@ -221,7 +254,7 @@ def _offline(card: RunCard, notes: list[str]) -> list[str]:
     f = [
         f"--model.model_name_or_path={model_name(card)}",
         "--train.micro_batch_size", str(card.batch.micro_batch_size),
-        "--train.batch_size", str(global_batch(card)),
+        "--train.batch_size", str(_train_batch(card)),
         "--data.max_len", str(card.batch.seq_len),
     ]
     if card.method is Method.DPO:
@@ -252,6 +285,14 @@ def _argv(flags: list[str]) -> list[str]:
         else:
             i += 1
     return flags
+
+
+def _train_batch(card: RunCard) -> int:
+    """``--train.batch_size``: sequences per optimizer step over OpenRLHF's dp ranks (training GPUs over ring
+    attention x tensor parallel; a pipeline split it cannot write leaves its ranks to data parallel)."""
+    p = card.parallel
+    return card.batch.micro_batch_size * card.batch.grad_accum * max(
+        1, train_gpus_per_node(card) * card.hardware.nodes // (p.context_parallel * p.tensor_parallel))
 
 
 def _s(key: str, v: object) -> str:

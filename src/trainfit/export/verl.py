@@ -15,6 +15,21 @@ rollouts; ``vllm_async_server.py`` ``_sleep_hybrid``: level 2, level 1 when only
 synced), ``checkpoint_engine.backend: naive`` with ``update_weights_bucket_megabytes: 2048``
 (bucketed weight sync; trainfit's bucket is 1024 MiB, written explicitly), ``enforce_eager: False``;
 ``engine/fsdp.yaml`` ``model_dtype: fp32``. verl 0.9 has no 4-bit (QLoRA) base.
+
+Model parallelism (verl 0.9.1 from PyPI, ``verl/trainer/config/ppo_megatron_trainer.yaml``: "python3 -m
+verl.trainer.main_ppo model_engine=megatron", flattened in ``_generated_ppo_megatron_trainer.yaml``;
+``engine/megatron.yaml``; the same keys in volcengine/verl b178a3cd56f58b2d502255daba591e92833930a7
+``examples/grpo_trainer/run_qwen3moe-30b_megatron_96gb.sh``): a card with tensor, pipeline, expert or
+ring context parallelism, Megatron's selective (core_attention) recompute or fp8 compute runs on the
+Megatron backend: ``model_engine=megatron`` (SFT: ``engine=megatron optim=megatron``) and per role a
+``megatron`` section (``tensor_model_parallel_size``, ``pipeline_model_parallel_size``,
+``virtual_pipeline_model_parallel_size``, ``context_parallel_size``, ``expert_model_parallel_size``,
+``expert_tensor_parallel_size`` (default null = TP, so always written), ``sequence_parallel`` (default true),
+``use_distributed_optimizer`` (zero1), ``use_megatron_fsdp`` (fsdp), ``param_offload``,
+``optimizer_offload``, ``dtype``) with ``override_transformer_config`` recompute, ``cp_comm_type: a2a``
+(Ulysses) and ``fp8`` / ``fp8_recipe`` (``trainfit.export.parallel``). The ref's megatron sizes follow
+the actor's (``${oc.select:actor_rollout_ref.actor.megatron...}``); the critic's are written.
+Ulysses alone stays on FSDP: ``fsdp_config.ulysses_sequence_parallel_size`` (``engine/fsdp.yaml``).
 """
 
 from __future__ import annotations
@@ -28,18 +43,25 @@ from trainfit.export.common import (
     HF_ATTENTION,
     effective_weight_sync,
     hydra_value,
-    global_batch,
     is_rl,
     model_name,
     non_default,
     shared_notes,
     train_gpus_per_node,
 )
+from trainfit.export.parallel import (
+    is_ulysses,
+    megatron_fp8,
+    megatron_precision_note,
+    megatron_recompute,
+    sequences_per_step,
+)
 from trainfit.methods.roles import critic_model, kl_coef, reference_placement, reward_model
 from trainfit.spec.card import RunCard
 from trainfit.spec.enums import (
     Attention,
     ComputeDtype,
+    ContextParallelKind,
     Dtype,
     Method,
     Offload,
@@ -48,6 +70,7 @@ from trainfit.spec.enums import (
     RefPlacement,
     RolloutEngine,
     Scope,
+    SelectiveCheckpointing,
     Strategy,
     WeightSync,
 )
@@ -96,7 +119,7 @@ def _optim(card: RunCard, prefix: str, notes: list[str]) -> list[str]:
 def _model(card: RunCard, prefix: str, notes: list[str]) -> list[str]:
     out = [
         f"{prefix}.path={_fmt(model_name(card), 'model')}",
-        f"{prefix}.enable_gradient_checkpointing={_fmt(card.parallel.gradient_checkpointing)}",
+        f"{prefix}.enable_gradient_checkpointing={_fmt(card.parallel.checkpoints_layers)}",
     ]
     if card.parallel.activation_offload:
         out.append(f"{prefix}.enable_activation_offload=True")
@@ -135,11 +158,18 @@ def _ppo(card: RunCard, notes: list[str]) -> list[str]:
         f"data.max_prompt_length={ro.prompt_len}",
         f"data.max_response_length={ro.response_len}",
     ]
+    mega = uses_megatron(card)
+    if mega:
+        o.insert(0, "model_engine=megatron")
     o += _model(card, f"{A}.model", notes)
-    o += _sharding(card, f"{A}.actor.strategy", f"{A}.actor.fsdp_config", notes)
+    if mega:
+        o.append(f"{A}.actor.strategy=megatron")
+        o += _megatron(card, f"{A}.actor.megatron", notes)
+    else:
+        o += _sharding(card, f"{A}.actor.strategy", f"{A}.actor.fsdp_config", notes)
     o += _optim(card, f"{A}.actor", notes)
     o.append(f"{A}.actor.ppo_micro_batch_size_per_gpu={card.batch.micro_batch_size}")
-    seqs = global_batch(card)
+    seqs = sequences_per_step(card)
     if seqs % ro.num_generations == 0:
         mini = seqs // ro.num_generations
         o.append(f"{A}.actor.ppo_mini_batch_size={mini}")
@@ -147,7 +177,7 @@ def _ppo(card: RunCard, notes: list[str]) -> list[str]:
             notes.append(
                 f"rollout.mini_batches {ro.mini_batches}: verl takes train_batch_size / ppo_mini_batch_size = "
                 f"{ro.prompts_per_step} / {mini} = {ro.prompts_per_step // mini} optimizer steps per rollout batch "
-                "(ppo_mini_batch_size follows micro-batch x accumulation x GPUs)"
+                "(ppo_mini_batch_size follows micro-batch x accumulation x data-parallel ranks)"
             )
     else:
         notes.append(
@@ -163,7 +193,13 @@ def _ppo(card: RunCard, notes: list[str]) -> list[str]:
         o += [f"algorithm.use_kl_in_reward={_fmt(kl > 0)}", f"algorithm.kl_ctrl.kl_coef={kl}", f"{A}.actor.use_kl_loss=False"]
     ref = reference_placement(card)
     if ref is not RefPlacement.NONE:
-        o.append(f"{A}.ref.fsdp_config.param_offload={_fmt(ref is RefPlacement.CPU)}")
+        if mega:  # the ref's sizes follow the actor's (oc.select); its sequence_parallel does not
+            o.append(f"{A}.ref.megatron.param_offload={_fmt(ref is RefPlacement.CPU)}")
+            o.append(f"{A}.ref.megatron.sequence_parallel={_fmt(card.parallel.sequence_parallel)}")
+        else:
+            o.append(f"{A}.ref.fsdp_config.param_offload={_fmt(ref is RefPlacement.CPU)}")
+            if is_ulysses(card):
+                o.append(f"{A}.ref.fsdp_config.ulysses_sequence_parallel_size={card.parallel.context_parallel}")
         lp = ro.logprob_micro_batch_size or card.batch.micro_batch_size
         o.append(f"{A}.ref.log_prob_micro_batch_size_per_gpu={lp}")
         if ref is RefPlacement.PRECOMPUTED:
@@ -217,11 +253,17 @@ def _ppo(card: RunCard, notes: list[str]) -> list[str]:
     critic = critic_model(card, model_name(card))
     if critic is not None:
         o += _model(card, "critic.model", []) if critic == model_name(card) else [f"critic.model.path={_fmt(critic, 'roles.critic')}"]
-        strat, _ = _strategy(card, [])
         off = card.parallel.offload
-        o.append(f"critic.strategy={strat}")
-        o.append(f"critic.fsdp.param_offload={_fmt(off is Offload.PARAMS_AND_OPTIMIZER)}")
-        o.append(f"critic.fsdp.optimizer_offload={_fmt(off is not Offload.NONE)}")
+        if mega:
+            o.append("critic.strategy=megatron")
+            o += _megatron(card, "critic.megatron", [])
+        else:
+            strat, _ = _strategy(card, [])
+            o.append(f"critic.strategy={strat}")
+            o.append(f"critic.fsdp.param_offload={_fmt(off is Offload.PARAMS_AND_OPTIMIZER)}")
+            o.append(f"critic.fsdp.optimizer_offload={_fmt(off is not Offload.NONE)}")
+            if is_ulysses(card):
+                o.append(f"critic.fsdp.ulysses_sequence_parallel_size={card.parallel.context_parallel}")
         o.append(f"critic.ppo_micro_batch_size_per_gpu={card.batch.micro_batch_size}")
     rm = reward_model(card)
     if rm:
@@ -232,13 +274,18 @@ def _ppo(card: RunCard, notes: list[str]) -> list[str]:
 
 def _sft(card: RunCard, notes: list[str]) -> list[str]:
     hw = card.hardware
-    o = [
+    mega = uses_megatron(card)
+    o = ["engine=megatron", "optim=megatron"] if mega else []
+    o += [
         f"data.micro_batch_size_per_gpu={card.batch.micro_batch_size}",
-        f"data.train_batch_size={global_batch(card)}",
+        f"data.train_batch_size={sequences_per_step(card)}",
         f"data.max_length={card.batch.seq_len}",
     ]
     o += _model(card, "model", notes)
-    o += _sharding(card, "engine.strategy", "engine", notes)
+    if mega:
+        o += _megatron(card, "engine", notes)
+    else:
+        o += _sharding(card, "engine.strategy", "engine", notes)
     o += _optim(card, "", notes)
     o += [f"trainer.n_gpus_per_node={hw.gpus_per_node}", f"trainer.nnodes={hw.nodes}"]
     return o
@@ -267,11 +314,11 @@ def build(card: RunCard) -> Export:
     if is_rl(card):
         overrides = _ppo(card, notes)
         cmd = "python3 -m verl.trainer.main_ppo"
-        config = "ppo_trainer.yaml"
+        config = "ppo_megatron_trainer.yaml" if uses_megatron(card) else "ppo_trainer.yaml"
     elif card.method is Method.SFT:
         overrides = _sft(card, notes)
         cmd = f"torchrun --nnodes={card.hardware.nodes} --nproc_per_node={card.hardware.gpus_per_node} -m verl.trainer.sft_trainer"
-        config = "sft_trainer_engine.yaml"
+        config = "sft_trainer_engine.yaml+megatron" if uses_megatron(card) else "sft_trainer_engine.yaml"
     notes.extend(shared_notes(card, "verl"))
     text = "#!/bin/sh\n" + cmd + " \\\n" + " \\\n".join(f"    {shlex.quote(o)}" for o in overrides) + "\n"
     data = {"command": cmd, "config": config, "overrides": overrides}
@@ -287,6 +334,13 @@ def _sharding(card: RunCard, strategy_key: str, config: str, notes: list[str]) -
     """Strategy, its FSDP settings, offload and dtypes, under the trainer's config prefix."""
     strat, extra = _strategy(card, notes)
     off = card.parallel.offload
+    par = card.parallel
+    if par.selective_checkpointing is SelectiveCheckpointing.OP:
+        notes.append("parallel.selective_checkpointing op: verl's FSDP engine checkpoints whole layers"
+                     " (enable_gradient_checkpointing); exported as full checkpointing (parallel.gradient_checkpointing"
+                     " true: less memory, more time than planned)")
+    if is_ulysses(card):
+        extra["ulysses_sequence_parallel_size"] = par.context_parallel
     return (
         [f"{strategy_key}={strat}"]
         + [f"{config}.{k}={_fmt(v)}" for k, v in extra.items()]
@@ -296,3 +350,71 @@ def _sharding(card: RunCard, strategy_key: str, config: str, notes: list[str]) -
         ]
         + [f"{config}.{x}" for x in _dtype_notes(card, notes)]
     )
+
+
+def uses_megatron(card: RunCard) -> bool:
+    """The card needs verl's Megatron backend: tensor, pipeline or expert parallelism, ring context
+    parallelism, Megatron's selective recompute, or fp8 compute (Transformer Engine). Ulysses alone runs on FSDP."""
+    p = card.parallel
+    return (p.tensor_parallel > 1 or p.pipeline_parallel > 1 or p.expert_parallel > 1 or p.expert_tensor_parallel > 1
+            or (p.context_parallel > 1 and p.context_parallel_kind is ContextParallelKind.RING)
+            or p.selective_checkpointing is SelectiveCheckpointing.CORE_ATTENTION
+            or card.precision.compute is ComputeDtype.FP8)
+
+
+_MEGATRON_DTYPE = {ComputeDtype.BF16: "bfloat16", ComputeDtype.FP16: "float16", ComputeDtype.FP8: "bfloat16",
+                   ComputeDtype.FP32: "bfloat16"}
+
+
+def _megatron(card: RunCard, prefix: str, notes: list[str]) -> list[str]:
+    """One role's ``megatron`` section (``engine/megatron.yaml``) as overrides under ``prefix``."""
+    p = card.parallel
+    s = p.strategy
+    off = p.offload
+    dist_opt, megatron_fsdp = True, False
+    if s in (Strategy.DDP, Strategy.SINGLE):
+        dist_opt = False
+    elif s in (Strategy.FSDP, Strategy.FSDP_GRAD_OP, Strategy.HSDP, Strategy.ZERO3):
+        megatron_fsdp = True
+        if s is not Strategy.FSDP:
+            notes.append(f"parallel.strategy {s.value}: verl's Megatron backend shards with its distributed optimizer"
+                         " (zero1) or Megatron-FSDP (fsdp); exported as fsdp (use_megatron_fsdp)")
+    elif s is Strategy.ZERO2:
+        notes.append("parallel.strategy zero2: verl's Megatron backend shards with its distributed optimizer (zero1)"
+                     " or Megatron-FSDP (fsdp); exported as zero1 (use_distributed_optimizer)")
+    if card.precision.compute is ComputeDtype.FP32:
+        notes.append("precision.compute fp32: verl's Megatron engine computes in bfloat16 or float16; exported as bfloat16")
+    prec = megatron_precision_note(card, "verl")
+    if prec and prec not in notes:
+        notes.append(prec)
+    o = [
+        f"{prefix}.tensor_model_parallel_size={p.tensor_parallel}",
+        f"{prefix}.pipeline_model_parallel_size={p.pipeline_parallel}",
+    ]
+    if p.virtual_stages > 1:
+        o.append(f"{prefix}.virtual_pipeline_model_parallel_size={p.virtual_stages}")
+    elif p.pipeline_schedule.value == "interleaved":
+        notes.append("parallel.pipeline_schedule interleaved with one virtual stage: Megatron interleaves only with"
+                     " virtual_pipeline_model_parallel_size > 1; exported as 1F1B")
+    o += [
+        f"{prefix}.context_parallel_size={p.context_parallel}",
+        f"{prefix}.expert_model_parallel_size={p.expert_parallel}",
+        f"{prefix}.expert_tensor_parallel_size={p.expert_tensor_parallel}",
+        f"{prefix}.sequence_parallel={_fmt(p.sequence_parallel)}",
+        f"{prefix}.use_distributed_optimizer={_fmt(dist_opt)}",
+    ]
+    if megatron_fsdp:
+        o.append(f"{prefix}.use_megatron_fsdp=True")
+    o += [
+        f"{prefix}.param_offload={_fmt(off is Offload.PARAMS_AND_OPTIMIZER)}",
+        f"{prefix}.optimizer_offload={_fmt(off is not Offload.NONE)}",
+        f"{prefix}.dtype={_MEGATRON_DTYPE[card.precision.compute]}",
+    ]
+    otc = f"{prefix}.override_transformer_config"
+    o += [f"{otc}.{k}={_fmt(v)}" for k, v in megatron_recompute(card, notes, "verl").items()]
+    if is_ulysses(card):
+        o.append(f"+{otc}.cp_comm_type=a2a")
+    o += [f"+{otc}.{k}={v}" for k, v in megatron_fp8(card).items()]
+    if p.activation_offload:
+        notes.append("parallel.activation_offload: verl's Megatron engine has no activation offload switch")
+    return o

@@ -1,0 +1,125 @@
+"""What the model-parallel exports share: the data-parallel size, Megatron-Core's recompute and fp8 settings.
+
+Megatron-Core names (NVIDIA/Megatron-LM 002526d81b81f6ab534e93844f9a228709887494,
+``megatron/core/transformer/transformer_config.py`` and ``megatron/core/enums.py``):
+
+* ``recompute_granularity``: ``full`` (whole layers; with ``recompute_method: uniform`` and
+  ``recompute_num_layers: 1`` every layer is checkpointed) or ``selective`` with ``recompute_modules``
+  (default ``[core_attn]``: only the attention core, QK^T / softmax / dropout / PV, is recomputed).
+* ``cp_comm_type``: ``p2p`` (ring attention, the default), ``all_gather``, ``a2a`` ("like DeepSpeed
+  Ulysses, scatter attention heads across the CP group"), ``a2a+p2p``.
+* ``fp8`` (``e4m3`` | ``hybrid``) and ``fp8_recipe`` (``Fp8Recipe``: ``delayed``, ``tensorwise``,
+  ``mxfp8``, ``blockwise``). The card's ``current`` recipe is Megatron's ``tensorwise`` (TE
+  ``Float8CurrentScaling``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trainfit.export.common import train_world
+from trainfit.spec.card import RunCard
+from trainfit.spec.enums import ComputeDtype, ContextParallelKind, Fp8Recipe, SelectiveCheckpointing
+
+MEGATRON_FP8_RECIPE = {Fp8Recipe.DELAYED: "delayed", Fp8Recipe.CURRENT: "tensorwise", Fp8Recipe.BLOCKWISE: "blockwise"}
+"""card ``precision.fp8_recipe`` -> Megatron-Core ``fp8_recipe``."""
+FP8_RECIPE_FROM_MEGATRON = {v: k for k, v in MEGATRON_FP8_RECIPE.items()}
+
+
+def data_parallel(card: RunCard) -> int:
+    """Data-parallel replicas: the training GPUs over tensor x context x pipeline."""
+    return max(1, train_world(card) // card.parallel.model_parallel)
+
+
+def sequences_per_step(card: RunCard) -> int:
+    """Sequences per optimizer step: micro-batch x accumulation (micro-batches per step under PP) x data parallel."""
+    return card.batch.micro_batch_size * card.batch.grad_accum * data_parallel(card)
+
+
+def has_model_parallel(card: RunCard) -> bool:
+    """Tensor, pipeline, expert or context parallelism (any kind) beyond one rank."""
+    p = card.parallel
+    return p.tensor_parallel > 1 or p.pipeline_parallel > 1 or p.expert_parallel > 1 or p.expert_tensor_parallel > 1 \
+        or p.context_parallel > 1
+
+
+def is_ulysses(card: RunCard) -> bool:
+    return card.parallel.context_parallel > 1 and card.parallel.context_parallel_kind is ContextParallelKind.ULYSSES
+
+
+def megatron_recompute(card: RunCard, notes: list[str], target: str) -> dict[str, Any]:
+    """Megatron-Core recompute settings for the card's checkpointing ({} for none). torchtitan's per-op
+    selective checkpointing has no Megatron form: exported as full recompute (less memory, more time), said."""
+    p = card.parallel
+    sel = p.selective_checkpointing
+    if sel is SelectiveCheckpointing.CORE_ATTENTION:
+        return {"recompute_granularity": "selective", "recompute_modules": ["core_attn"]}
+    if sel is SelectiveCheckpointing.OP:
+        notes.append(f"parallel.selective_checkpointing op: {target}'s Megatron backend has no per-op selective"
+                     " checkpointing (torchtitan's policy); exported as full recompute of every layer"
+                     " (parallel.gradient_checkpointing true: less memory, more time than planned); core_attention is"
+                     " Megatron's selective recompute")
+    if p.gradient_checkpointing or sel is SelectiveCheckpointing.OP:
+        return {"recompute_granularity": "full", "recompute_method": "uniform", "recompute_num_layers": 1}
+    return {}
+
+
+def checkpointing_from_megatron(granularity: Any, modules: Any) -> dict[str, Any]:
+    """Card ``parallel`` keys for Megatron's recompute settings (the inverse of ``megatron_recompute``)."""
+    g = None if granularity in (None, "none", "null") else str(granularity)
+    if g == "full":
+        return {"gradient_checkpointing": True, "selective_checkpointing": "none"}
+    if g == "selective":
+        return {"gradient_checkpointing": False, "selective_checkpointing": "core_attention"}
+    return {"gradient_checkpointing": False, "selective_checkpointing": "none"}
+
+
+def megatron_fp8(card: RunCard) -> dict[str, str]:
+    """``fp8`` / ``fp8_recipe`` for Megatron-Core, or {} when the card does not compute in fp8."""
+    if card.precision.compute is not ComputeDtype.FP8 or card.precision.fp8_recipe is None:
+        return {}
+    return {"fp8": "e4m3", "fp8_recipe": MEGATRON_FP8_RECIPE[card.precision.fp8_recipe]}
+
+
+def megatron_precision(compute: str) -> dict[str, str]:
+    """The card ``precision`` a Megatron-Core run has: the model in its compute dtype (bf16; fp16 for fp16) with
+    fp32 main parameters, fp32 main gradients and fp32 Adam states (Megatron's mixed-precision optimizer;
+    verl's ``McoreOptimizerConfig`` ``main_grads_dtype`` / ``exp_avg_dtype`` / ``exp_avg_sq_dtype``: fp32;
+    NeMo RL ``megatron_cfg.optimizer.params_dtype: float32``)."""
+    return {"weights": "fp16" if compute == "fp16" else "bf16", "master_weights": "fp32", "optimizer_states": "fp32",
+            "grads": "fp32"}
+
+
+def megatron_precision_note(card: RunCard, target: str) -> str | None:
+    """The note for a card whose precision differs from what Megatron keeps, else None."""
+    want = megatron_precision(card.precision.compute.value)
+    p = card.precision
+    have = {"weights": card.weights_dtype.value, "master_weights": p.master_weights.value,
+            "optimizer_states": p.optimizer_states.value, "grads": p.grads.value if p.grads else None}
+    diff = [k for k in want if have[k] != want[k]]
+    if not diff:
+        return None
+    return (", ".join(f"precision.{k} {have[k]}" for k in diff) + f": {target}'s Megatron backend keeps the model in"
+            f" {want['weights']} with fp32 main parameters, fp32 main gradients and fp32 Adam states")
+
+
+def missing_parallel_notes(card: RunCard, target: str, *, has: set[str]) -> list[str]:
+    """One note per model-parallel card setting (non-default) that ``target`` cannot write; ``has`` names the
+    ``parallel`` keys it writes."""
+    p = card.parallel
+    present = {
+        "tensor_parallel": p.tensor_parallel > 1,
+        "sequence_parallel": p.sequence_parallel,
+        "context_parallel": p.context_parallel > 1,
+        "pipeline_parallel": p.pipeline_parallel > 1,
+        "virtual_stages": p.virtual_stages > 1,
+        "pipeline_schedule": p.pipeline_schedule.value != "1f1b",
+        "expert_parallel": p.expert_parallel > 1,
+        "expert_tensor_parallel": p.expert_tensor_parallel > 1,
+    }
+    out = []
+    for key, on in present.items():
+        if on and key not in has:
+            v = getattr(p, key)
+            out.append(f"parallel.{key} {getattr(v, 'value', v)}: {target} has no setting for it; not written")
+    return out

@@ -158,7 +158,8 @@ def make_optimizer(req: TraceRequest, params: list[nn.Parameter]) -> torch.optim
 def decoder_layers(model: nn.Module) -> nn.ModuleList:
     """The repeated decoder blocks (``model.model.layers``), through a PEFT wrapper if any."""
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
-    return base.model.layers
+    inner = base.model
+    return inner.layers if hasattr(inner, "layers") else inner.decoder.layers  # OPT: model.decoder.layers
 
 
 def count_params(model: nn.Module) -> tuple[int, int]:

@@ -205,3 +205,21 @@ def test_transformer_engine_casts_the_fp8_weights_once_per_step():
             < train_step_time(spec, fp8_weight_cache=False, **kw).total_s)
     one = dict(kw, micro_steps=1)  # one micro-step: nothing to reuse
     assert train_step_time(spec, fp8_weight_cache=True, **one).total_s == train_step_time(spec, **one).total_s
+
+
+def test_the_slowest_of_r_gpus_sets_the_pace():
+    # Blom's approximation of the expected maximum of R standard normals: 1.42 for 8, 2.33 for 64 (exact
+    # order statistics: 1.424, 2.335)
+    assert coll.slowest_rank_excess(ranks=1) == 0.0
+    assert coll.slowest_rank_excess(ranks=8, sigma=1.0) == pytest.approx(1.424, abs=0.02)
+    assert coll.slowest_rank_excess(ranks=64, sigma=1.0) == pytest.approx(2.335, abs=0.02)
+    xs = [coll.slowest_rank_excess(ranks=r) for r in (1, 2, 8, 64, 512)]
+    assert xs == sorted(xs) and len(set(xs)) == len(xs)
+    kw = dict(rates=H200, micro_batch_size=1, seq_len=2048, trained_params=8e9, trained_tensors=291,
+              gathered_weight_bytes=16e9)
+    one = train_step_time(QWEN8, **kw)
+    eight = train_step_time(QWEN8, parallel=Parallel(strategy="fsdp", ranks=8, gpus_per_node=8), **kw)
+    assert "slowest_rank" not in {p.name for p in one.phases}
+    wait = next(p for p in eight.phases if p.name == "slowest_rank")
+    compute = sum(p.seconds for p in eight.phases if p.name in ("forward", "backward"))
+    assert wait.seconds == pytest.approx(coll.slowest_rank_excess(ranks=8) * compute)

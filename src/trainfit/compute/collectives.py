@@ -22,12 +22,23 @@ time that the layer's compute does not cover is exposed.
 * ZeRO-1/2 (DeepSpeed, ``overlap_comm``): gradient reduce-scatter overlapped like DDP; the
   all-gather of the updated parameters after the step is exposed.
 
+Lockstep (``slowest_rank_excess``): ranks that synchronise every layer (FSDP / ZeRO gathers, tensor and pipeline
+parallel exchanges) and every step (gradient reduction) wait for the slowest of them. GPUs of one model do not
+sustain the same speed: their clocks settle differently under the power and thermal limits (Sinha et al.,
+"Not All GPUs Are Created Equal: Characterizing Variability in Large-Scale, Accelerator-Rich Systems", SC'22:
+matmul-bound kernels vary by several percent, up to ~20 %, across nominally identical GPUs of one cluster).
+With per-GPU speeds spread by ``σ`` (relative), the pace of ``R`` ranks in lockstep is the expected maximum of
+``R`` draws: ``σ · Φ⁻¹((R − 0.375) / (R + 0.25))`` (Blom's approximation of the normal order statistic;
+0 for one GPU, 1.43σ for 8, 2.34σ for 64). ``σ`` (``SLOWEST_RANK_SIGMA``) is fitted on the fit half of
+``benchmarks/step_times.py`` only.
+
 Pure Python: no torch import.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from statistics import NormalDist
 
 from trainfit.compute.rates import COLLECTIVE_HOP_LATENCY_S, DeviceRates
 
@@ -114,3 +125,16 @@ def exposed_data_parallel(
     exposed_red = max(red - backward_s, last)
     per_step = (reductions * exposed_red) + gather
     return CommTime(reductions * red + gather, per_step)
+
+
+SLOWEST_RANK_SIGMA = 0.09
+"""Relative spread of sustained per-GPU speed (module docstring); fitted on the fit half of the published
+training steps (``benchmarks/step_times.py``), the held-out half reported beside it."""
+
+
+def slowest_rank_excess(*, ranks: int, sigma: float = SLOWEST_RANK_SIGMA) -> float:
+    """Expected excess time of the slowest of ``ranks`` GPUs in lockstep, as a fraction of one GPU's compute
+    time: ``sigma · Φ⁻¹((R − 0.375)/(R + 0.25))`` (Blom); 0 for a single GPU."""
+    if ranks <= 1 or sigma <= 0:
+        return 0.0
+    return sigma * NormalDist().inv_cdf((ranks - 0.375) / (ranks + 0.25))

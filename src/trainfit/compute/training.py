@@ -287,6 +287,13 @@ def train_step_time(
                                     {"idle_micro_steps": bubble, "micro_step": micro}))
             notes.append(f"pipeline: {mp.pp} stages x {mp.virtual_stages} chunk(s), {micro_steps} micro-batches;"
                          f" the bubble idles {bubble:.2f} micro-steps; the last stage (with the head) is timed")
+    world = max(1, parallel.ranks) * mp.tp * mp.pp
+    excess = coll.slowest_rank_excess(ranks=world)
+    if excess:
+        compute = (fwd.seconds + rec.seconds + bwd.seconds) * micro_steps
+        phases.append(PhaseTime("slowest_rank", excess * compute, "idle", {"ranks": world, "excess": excess}))
+        notes.append(f"lockstep: the slowest of {world} GPUs sets the pace, +{excess:.1%} of the compute"
+                     f" (per-GPU speed spread {coll.SLOWEST_RANK_SIGMA:.0%}, compute/collectives.py)")
     phases.append(opt_phase)
     if comm.exposed_s:
         phases.append(PhaseTime("communication", comm.exposed_s, "communication", {"total": comm.total_s}))

@@ -24,13 +24,15 @@ time that the layer's compute does not cover is exposed.
 
 Lockstep (``slowest_rank_excess``): ranks that synchronise every layer (FSDP / ZeRO gathers, tensor and pipeline
 parallel exchanges) and every step (gradient reduction) wait for the slowest of them. GPUs of one model do not
-sustain the same speed: their clocks settle differently under the power and thermal limits (Sinha et al.,
-"Not All GPUs Are Created Equal: Characterizing Variability in Large-Scale, Accelerator-Rich Systems", SC'22:
-matmul-bound kernels vary by several percent, up to ~20 %, across nominally identical GPUs of one cluster).
-With per-GPU speeds spread by ``σ`` (relative), the pace of ``R`` ranks in lockstep is the expected maximum of
-``R`` draws: ``σ · Φ⁻¹((R − 0.375) / (R + 0.25))`` (Blom's approximation of the normal order statistic;
-0 for one GPU, 1.43σ for 8, 2.34σ for 64). ``σ`` (``SLOWEST_RANK_SIGMA``) is fitted on the fit half of
-``benchmarks/step_times.py`` only.
+sustain the same speed: their clocks settle differently under power management and manufacturing variability
+(Sinha et al., "Not All GPUs Are Created Equal: Characterizing Variability in Large-Scale, Accelerator-Rich
+Systems", SC'22, arXiv 2208.11035: 8 % (max 22 %) average performance variation across GPUs of one SKU in five
+clusters, outliers up to 1.5x slower than the median GPU). With per-GPU speeds spread by ``σ`` (relative), the
+pace of ``R`` ranks in lockstep is the expected maximum of ``R`` draws: ``σ · Φ⁻¹((R − 0.375) / (R + 0.25))``
+(Blom's approximation of the normal order statistic; 0 for one GPU, 1.43σ for 8, 2.34σ for 64). ``σ``
+(``SLOWEST_RANK_SIGMA``) is fitted on the fit half of ``benchmarks/step_times.py`` only; the fitted 9 % is at the
+top of what speed variability alone gives, so it also stands for the other losses that grow with the number of
+synchronised ranks (per-step jitter, compute slowed by the collectives it overlaps).
 
 Pure Python: no torch import.
 """

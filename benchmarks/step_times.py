@@ -266,8 +266,12 @@ FP8_RECIPES = {"torchtitan": "current", "nemo": "delayed", "megatron": "delayed"
 Transformer Engine, whose default recipe is DelayedScaling."""
 
 
-BF16_ADAPTER_FRAMEWORKS = ("torchtune", "nemo", "megatron", "automodel", "nemo-automodel", "megatron-bridge")
-"""Frameworks whose LoRA adapters share the base's bf16 dtype (PEFT keeps them fp32)."""
+BF16_ADAPTER_FRAMEWORKS = ("torchtune", "nemo", "megatron", "automodel", "nemo-automodel", "megatron-bridge",
+                           "hf-trainer")
+"""Frameworks whose LoRA adapters run their matmuls in bf16. PEFT >= 0.12 keeps the adapters fp32
+(``autocast_adapter_dtype``), but the Hugging Face Trainer with ``bf16=True`` runs the forward under
+``torch.autocast(bfloat16)``, which casts fp32 linears to bf16 (and PEFT before 0.12 created the adapters in the
+base's dtype): the ``hf-trainer`` entries (Qwen-1's finetune.py, 2023, ``--bf16 True``) plan bf16 adapters."""
 
 
 def lora_section(lora: dict[str, Any] | None, framework: str = "") -> dict[str, Any]:
@@ -283,6 +287,22 @@ def lora_section(lora: dict[str, Any] | None, framework: str = "") -> dict[str, 
 
 
 # ---------------------------------------------------------------- training entries -> cards
+
+FUSED_ATTENTION = ("flash", "flex", "te")
+"""Published attention kernels that are one fused kernel outside SDPA (FlashAttention, FlexAttention, Transformer
+Engine's fused attention): the card's ``flash``. They run where transformers has no SDPA path (gpt-oss's sinks)."""
+
+
+def attention_of(e: dict[str, Any]) -> str:
+    """The card's attention for an entry: eager when published so, flash for a fused kernel named by the entry or
+    run by Megatron-Core (Transformer Engine's fused attention), else sdpa."""
+    a = (e.get("attention") or "").lower()
+    if a == "eager":
+        return "eager"
+    if a in FUSED_ATTENTION or e["framework"] in MEGATRON_FRAMEWORKS:
+        return "flash"
+    return "sdpa"
+
 
 def train_tokens_per_step(e: dict[str, Any]) -> float:
     """Tokens per optimizer step: global batch × seq when published, else mbs × seq × ga × DP ranks."""
@@ -360,7 +380,7 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
                      **ckpt, "compile": bool(e.get("compile")) or fused, **mp},
         "batch": {"micro_batch_size": b["micro_batch_size"], "seq_len": b["seq_len"],
                   "grad_accum": b.get("grad_accum") or 1},
-        "attention": "eager" if e.get("attention") == "eager" else "sdpa",
+        "attention": attention_of(e),
         "precision": {"optimizer": e["precision"]["optimizer"],
                       "optimizer_in_backward": bool(e["precision"].get("optimizer_in_backward"))},
     }

@@ -198,3 +198,11 @@ def test_megatron_frameworks_plan_with_fused_kernels():
     assert card["parallel"]["compile"] is True  # stated
     card, _ = S.map_train(BY_ID["titan-h100-8b-8gpu"])
     assert card["parallel"]["compile"] is False
+
+
+def test_attention_and_adapter_dtype_follow_the_framework():
+    assert S.attention_of(BY_ID["automodel-h100-gpt-oss-20b"]) == "flash"  # FlexAttention, not transformers' eager
+    assert S.attention_of(BY_ID["mbridge-h100-gpt-oss-120b-bf16"]) == "flash"  # Transformer Engine fused attention
+    assert S.attention_of(BY_ID["titan-h100-8b-8gpu"]) == "sdpa"
+    card, _ = S.map_train(BY_ID["qwen1-a100-7b-lora-4k"])  # HF Trainer, bf16 autocast: the adapters' GEMMs in bf16
+    assert card["lora"]["adapter_dtype"] == "bf16"

@@ -419,9 +419,12 @@ def cmd_report(args: argparse.Namespace) -> int:
         else:
             d["_file"] = Path(p).stem
             runs.append(d)
+    from trainfit.memory.alloc_sequence import after_case, recording
+
     rows, steps, times, replay = [], {}, [], {}
     for run in runs:
         conf = run["versions"].get("alloc_conf") or "default"
+        prior = None  # a record's cases ran one after another in one process (alloc_sequence.after_case)
         steps[run["_file"]] = {"alloc_conf": conf, "points": step_points(run)}
         for case in run["cases"]:
             m = case.get("measured")
@@ -434,7 +437,9 @@ def cmd_report(args: argparse.Namespace) -> int:
                 cd = card_dict(case)
                 if "expandable_segments:True" in conf:
                     cd["hardware"]["allocator"] = "expandable_segments"
-                plan = make_plan(load_card_dict(cd))
+                with recording() as made, after_case(prior, warmup_keeps_output=True):
+                    plan = make_plan(load_card_dict(cd))
+                prior = prior or (made[-1] if made else None)
                 planned = {p.phase.value: p for p in plan.phases}
                 if conf == "default" and m.get("step_s"):
                     times.append({"set": run["_file"], "label": label(case), "measured_s": m["step_s"],

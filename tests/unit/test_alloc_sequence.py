@@ -113,7 +113,7 @@ def test_the_replayed_peak_is_the_plans_allocated_peak():
     """The sequence carries the same tensors as the phase walk: its live high-water matches the
     plan's allocated peak (the small pool, under 1 MiB per tensor, is left out of the replay)."""
     for card in (_card(), _card(parallel={"gradient_checkpointing": True}), _card(scope="lora"),
-                 _card(precision={"optimizer_impl": "foreach"})):
+                 _card(precision={"optimizer_impl": "foreach"}), _card(loop={"keeps_output_through_backward": True})):
         plan, seq = _sequence(card)
         got = alloc_sequence.replay(seq).peak_allocated
         want = max(p.allocated for p in plan.phases if p.phase.value in TRAIN)
@@ -137,27 +137,68 @@ def test_allocator_field_changes_reserved_not_allocated():
 
 
 def _errors(name, allocator="default"):
+    """Each record's cases ran in one process: the second on is replayed after the first
+    (``alloc_sequence.after_case``), as ``trainfit.accuracy.gpu.step_points`` does."""
     from trainfit.accuracy.gpu import card_dict
 
-    out = []
+    out, prior = [], None
     for c in json.loads((RAW / f"{name}.json").read_text())["cases"]:
         m = c.get("measured")
         if not m or c["pass_kind"] != "train_step" or not all(p in m["phases"] for p in TRAIN):
             continue
         d = card_dict(c)
         d["hardware"]["allocator"] = allocator
-        plan = make_plan(load_card_dict(d))
+        with alloc_sequence.recording() as made, alloc_sequence.after_case(prior, warmup_keeps_output=True):
+            plan = make_plan(load_card_dict(d))
+        prior = prior or made[-1]
         got = max(p.reserved for p in plan.phases if p.phase.value in TRAIN)
         want = max(m["phases"][p]["reserved"] for p in TRAIN)
         out.append((got - want) / want * 100)
     return out
 
 
+def test_workspaces_are_made_at_the_first_matmul_of_forward_and_of_backward():
+    _, seq = _sequence(_card())
+    fwd, bwd = seq.workspace_at
+    sizes = [n for s_, _, n in seq.step_events]
+    logits = sizes.index(max(sizes))  # the loss's fp32 logits (forward)
+    grad = sizes.index(max(sizes), logits + 1)  # their fp32 gradient (backward)
+    assert 0 < fwd < logits < grad < bwd < seq.first_step_extra_at
+
+
+def test_first_case_of_each_calibration_process():
+    """The one case per device process that ran in a fresh process (its first): with the workspaces
+    made where the first step makes them it reads within 1%; made up front (before this change) it read
+    -13.5% (qwen3-h1024-L8) and -12.7% (Qwen3-0.6B at 16k tokens): the workspace taken from a cached
+    logits-sized block sends the next step's logits to a new segment."""
+    from trainfit.accuracy.gpu import card_dict
+
+    for name, up_front in (("default", -13.5), ("heldout2", -12.7)):
+        c = json.loads((RAW / f"{name}.json").read_text())["cases"][0]
+        with alloc_sequence.recording() as made:
+            plan = make_plan(load_card_dict(card_dict(c)))
+        want = max(c["measured"]["phases"][p]["reserved"] for p in TRAIN)
+        got = max(p.reserved for p in plan.phases if p.phase.value in TRAIN)
+        assert abs(got - want) / want < 0.01, (name, got / 2**30, want / 2**30)
+        # the same sequence with the workspaces made before the step: the old miss
+        r = made[-1]
+        seq = r.sequence()
+        old = replay_steps(persistent=list(seq.persistent), step_events=list(seq.step_events),
+                           first_step_extra=list(seq.first_step_extra), first_step_extra_at=seq.first_step_extra_at,
+                           workspace=list(seq.workspace))
+        old_reserved = got - alloc_sequence.replayed_overhead(r.terms, r.shape, workspace=r.workspace) + (
+            old.peak_reserved - old.peak_allocated)
+        assert abs((old_reserved - want) / want * 100 - up_front) < 0.3
+
+
 def test_reserved_on_the_h200_held_out_sets():
     """Held-out cases (measured after the overhead fit, never used to shape the sequence's rules
-    beyond the mechanisms named in alloc_sequence): reserved median |error| under 3%."""
-    errs = _errors("heldout") + _errors("heldout3")
-    assert len(errs) == 12
+    beyond the mechanisms named in alloc_sequence): reserved median |error| under 3%; worst within 6%
+    but for Qwen2.5-1.5B full at 8k tokens (+9.6%: the sequence's layer pieces, the trace's exact
+    order reads +0.1%)."""
+    errs = _errors("heldout") + _errors("heldout2") + _errors("heldout3")
+    assert len(errs) == 17
     assert statistics.median(map(abs, errs)) < 3.0, errs
+    assert sorted(map(abs, errs))[-2] < 6.0, errs
     exp = _errors("expandable", "expandable_segments")
     assert statistics.median(map(abs, exp)) < 2.0, exp

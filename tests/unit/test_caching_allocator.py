@@ -3,7 +3,8 @@
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trainfit.memory.caching_allocator import (CachingAllocator, replay_steps, round_size, segment_size)
+from trainfit.memory.caching_allocator import (CachingAllocator, end_case, replay_steps, round_size,
+                                               segment_size)
 
 MiB = 1 << 20
 
@@ -76,3 +77,47 @@ def test_a_repeated_step_reaches_a_steady_state():
     five = replay_steps(persistent=[100 * MiB], step_events=events, first_step_extra=[], first_step_extra_at=0,
                         steps=5)
     assert two.peak_reserved == five.peak_reserved
+
+
+# -- lazily made cuBLAS workspaces and a process that runs several models ----------------------------
+
+GiB = 1 << 30
+_STEP = [(1, 1, GiB), (-1, 1, 0), (1, 2, GiB), (-1, 2, 0)]
+
+
+def test_a_workspace_made_mid_step_splits_a_cached_block():
+    """A thread's first matmul makes its 32 MiB workspace through the allocator (CublasHandlePool.cpp):
+    made between the two 1 GiB tensors it takes the cached 1 GiB block's front, so the second one
+    needs a new segment; made before the step it has a segment of its own."""
+    kw = dict(persistent=[], step_events=_STEP, first_step_extra=[], first_step_extra_at=0, workspace=[32 * MiB])
+    assert replay_steps(**kw).peak_reserved == GiB + 32 * MiB
+    lazy = replay_steps(**kw, workspace_at=[2])
+    assert lazy.peak_reserved == 2 * GiB and len(lazy.workspaces) == 1
+
+
+def test_empty_cache_gives_back_only_whole_free_segments():
+    a = CachingAllocator()
+    x, y = a.malloc(GiB), a.malloc(100 * MiB)
+    a.release(y)
+    a.release(x)
+    ws = a.malloc(32 * MiB)  # best fit: the cached 100 MiB segment, split
+    a.empty_cache()
+    assert a.reserved == 100 * MiB and a.allocated == 32 * MiB
+    a.release(ws)
+    a.empty_cache()
+    assert a.reserved == 0
+
+
+def test_end_case_keeps_the_workspaces_segment_for_the_next_model():
+    """The calibration process ran its cases in turn: after the first, only the segment holding a
+    workspace stays, and the next model's first step makes no workspace of its own."""
+    kw = dict(persistent=[200 * MiB], step_events=_STEP, first_step_extra=[], first_step_extra_at=0,
+              workspace=[32 * MiB])
+    a = end_case(replay_steps(**kw, workspace_at=[2]))
+    assert a.allocated == 32 * MiB and a.reserved == GiB and not a.held
+    b = replay_steps(**kw, workspace_at=[2], allocator=a)
+    assert len(b.workspaces) == 1  # the same one
+    # the 200 MiB weights go into the kept segment's free GiB - 32 MiB; the 1 GiB tensors take one new
+    # segment, which both reuse (a fresh process would need 200 MiB + 2 GiB + 32 MiB)
+    assert b.peak_reserved == 2 * GiB
+    assert replay_steps(**kw, workspace_at=[2]).peak_reserved == 2 * GiB + 200 * MiB

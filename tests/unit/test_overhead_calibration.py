@@ -47,7 +47,7 @@ def test_reserved_step_peak_on_held_out_cases(heldout_points):
     errs = _errs(heldout_points, "plan_reserved", "measured_reserved")
     assert len(heldout_points) == 6
     assert statistics.median(map(abs, errs)) < 3.0
-    assert max(map(abs, errs)) < 10.0  # Qwen3-4B full, checkpointing, 2x4096: -9.7%
+    assert max(map(abs, errs)) < 6.0  # gemma-2-9b LoRA, eager attention: -5.8%
 
 
 def test_measured_cublas_workspaces_are_the_trace_gap():
@@ -85,13 +85,13 @@ def test_every_step_phase_shows_the_steps_reserved_high_water():
 
 
 def test_second_held_out_set_bounds():
-    """Measured after every change above: allocated holds. Reserved (now from the replayed allocation
-    sequence, ``trainfit.memory.alloc_sequence``) median under 5%; the worst, Qwen3-0.6B at 16,384 tokens,
-    reads -12.7%, as the trace's own replay of the exact op sequence does (-12.5%): the device does
-    something there neither sequence has (it read -7.4% with the fitted share)."""
+    """Measured after every change above: allocated holds. Reserved (from the replayed allocation
+    sequence, ``trainfit.memory.alloc_sequence``) median under 3%, worst under 6%. Qwen3-0.6B at 16,384
+    tokens read -12.7% (the trace's replay -12.5%) until the cuBLAS workspaces were made where a fresh
+    process makes them, in the first step (``trainfit.memory.caching_allocator``): -0.2%."""
     pts = step_points(load_raw(RAW / "heldout2.json"))
     assert len(pts) == 5
     alloc = _errs(pts, "plan_allocated", "measured_allocated")
     res = _errs(pts, "plan_reserved", "measured_reserved")
     assert max(map(abs, alloc)) < 1.0
-    assert statistics.median(map(abs, res)) < 5.0 and max(map(abs, res)) < 13.0
+    assert statistics.median(map(abs, res)) < 3.0 and max(map(abs, res)) < 6.0

@@ -54,13 +54,17 @@ def label(case: dict[str, Any]) -> str:
 
 def step_points(raw: dict[str, Any]) -> list[StepPoint]:
     """Training-step cases of one raw record that measured every phase (planned with the record's
-    allocator: ``expandable_segments`` when its ``alloc_conf`` sets it)."""
+    allocator: ``expandable_segments`` when its ``alloc_conf`` sets it). The record's cases ran in one
+    process: each after the first is replayed after the first case's step (its cuBLAS workspaces stay,
+    ``trainfit.memory.alloc_sequence.after_case``)."""
+    from trainfit.memory.alloc_sequence import after_case, recording
     from trainfit.memory.overhead import FRAGMENTATION_OF_TRANSIENTS
     from trainfit.plan import make_plan
     from trainfit.plan.overheads import fitted_reserved
     from trainfit.spec.card import load_card_dict
 
     out = []
+    prior = None  # the record's cases ran one after another in one process (alloc_sequence.after_case)
     for case in raw["cases"]:
         m = case.get("measured")
         if not m or case["pass_kind"] != "train_step" or not all(p in m["phases"] for p in TRAIN_PHASES):
@@ -68,7 +72,9 @@ def step_points(raw: dict[str, Any]) -> list[StepPoint]:
         card = card_dict(case)
         if "expandable_segments:True" in str((raw.get("versions") or {}).get("alloc_conf") or ""):
             card["hardware"]["allocator"] = "expandable_segments"
-        plan = make_plan(load_card_dict(card))
+        with recording() as made, after_case(prior, warmup_keeps_output=True):
+            plan = make_plan(load_card_dict(card))
+        prior = prior or (made[-1] if made else None)
         phases = {p.phase.value: p for p in plan.phases}
         with fitted_reserved():  # the share's terms (a replayed plan has no share in it)
             fitted = {p.phase.value: p for p in make_plan(load_card_dict(card)).phases}

@@ -26,6 +26,24 @@ mapped, rounded up to whole pages. Any block is split when at least 512 B remain
 (``should_split``: ``is_small || expandable_segments``). Pages are never unmapped (no
 ``empty_cache``), so reserved still only grows; what it cannot reuse are free holes inside the
 segment that are smaller than a request.
+
+``CachingAllocator.empty_cache`` models ``torch.cuda.empty_cache()``: only segments that are one
+whole free block go back (``release_blocks``: "Frees all non-split blocks"; c10/cuda/
+CUDACachingAllocator.cpp at pytorch/pytorch@eb42ad6eca0ce61e7c581212b4bf32f991425571). A segment
+that still holds one live block, such as a cuBLAS workspace, stays reserved with all its free space.
+
+The cuBLAS workspaces are blocks of this allocator made lazily, one per (cuBLAS handle, stream) the
+first time that pair runs a matmul (``setWorkspaceForHandle`` -> ``getNewWorkspace``, which calls the
+caching allocator; aten/src/ATen/cuda/CublasHandlePool.cpp at
+pytorch/pytorch@26a39059ec580351411f180816c47e2ef5134ae1), and handles are per thread. A training
+step's forward runs on the Python thread, its backward on the autograd engine's thread for the device
+(torch/csrc/autograd/engine.cpp, Note [Allocating GPUs to autograd threads]: "a thread per CUDA
+device"), so a fresh process makes one 32 MiB workspace at the first matmul of the first forward and
+a second at the first matmul of the first backward, in the middle of the step, where it can split a
+cached block the later steps needed whole (``replay_steps(workspace_at=...)``). Measured: the first
+case of the H200 calibration process (qwen3-h1024-L8 b1x2048) reserved 8.38 GiB; the trace's step
+replayed with the workspaces made up front reads 7.24, with them made lazily 8.37
+(``benchmarks/gpu_calibration.md``).
 """
 
 from __future__ import annotations
@@ -78,6 +96,10 @@ class CachingAllocator:
     expandable: bool = False
     _tail: dict[bool, "Block | None"] = field(default_factory=lambda: {True: None, False: None})
     _end: dict[bool, int] = field(default_factory=lambda: {True: 1 << 46, False: 0})
+    held: list[Block] = field(default_factory=list)
+    """Blocks a replay made for good (weights, inputs, optimizer states): ``end_case`` frees them."""
+    workspaces: list[Block] = field(default_factory=list)
+    """The cuBLAS workspaces: they live as long as the process (its threads' handles)."""
 
     def _insert(self, b: Block) -> None:
         k = b.size << ADDR_BITS | b.addr
@@ -162,28 +184,82 @@ class CachingAllocator:
                 self._tail[b.small] = b
         self._insert(b)
 
+    def empty_cache(self) -> None:
+        """``torch.cuda.empty_cache()``: give back every segment that is one whole free block (default
+        segments only; an expandable segment keeps its pages in this model)."""
+        if self.expandable:
+            return
+        for small in (True, False):
+            for k in list(self._free[small]):
+                b = self._by_key[k]
+                if b.prev is None and b.next is None:
+                    self._remove(b)
+                    self.reserved -= b.size
+
+
+def end_case(a: CachingAllocator) -> CachingAllocator:
+    """The end of one model's run in a process that goes on: its tensors are freed, ``gc.collect()``
+    and ``torch.cuda.empty_cache()`` run; the cuBLAS workspaces and the segments holding them stay."""
+    for b in a.held:
+        a.release(b)
+    a.held = []
+    a.empty_cache()
+    return a
+
 
 def replay_steps(
     *, persistent: list[int], step_events: list[tuple[int, int, int]], first_step_extra: list[int],
     first_step_extra_at: int, workspace: list[int] = (), steps: int = 2, expandable: bool = False,
+    workspace_at: list[int] | tuple[int, ...] | None = None, allocator: CachingAllocator | None = None,
+    first_step_events: list[tuple[int, int, int]] | None = None,
 ) -> CachingAllocator:
     """Replay ``steps`` training steps and return the allocator (``reserved`` is the high-water).
 
-    ``persistent``: sizes alive before the first step (weights, inputs). ``workspace``: blocks the
-    first matmul allocates for good (cuBLAS/cuBLASLt). ``step_events``: ``(+1 | -1, key, nbytes)``
-    in order; every key allocated in a step is freed in it. ``first_step_extra``: sizes created
-    for good in the first step at event index ``first_step_extra_at`` (the optimizer states,
-    created by the first ``optimizer.step()``). ``expandable``: ``expandable_segments:True``.
+    ``persistent``: sizes alive before the first step (weights, inputs). ``workspace``: the cuBLAS
+    workspaces, made for good. ``workspace_at``: None makes them before the first step; else the index
+    of ``step_events`` in the first step before which each is made (a fresh process: the first matmul
+    of forward, the first of backward, see the module docstring). ``step_events``: ``(+1 | -1, key,
+    nbytes)`` in order; every key allocated in a step is freed in it. ``first_step_extra``: sizes
+    created for good in the first step at event index ``first_step_extra_at`` (the optimizer states,
+    created by the first ``optimizer.step()``). ``first_step_events``: the first step's own events when
+    it differs from the later ones (same indices for ``first_step_extra_at`` and ``workspace_at``).
+    ``expandable``: ``expandable_segments:True``. ``allocator``: continue a process whose allocator
+    already holds blocks (its peak counters are reset to what it holds now); where it holds cuBLAS
+    workspaces already, no new ones are made (the process's threads have theirs).
     """
-    a = CachingAllocator(expandable=expandable)
-    for n in [*persistent, *workspace]:
+    if allocator is None:
+        a = CachingAllocator(expandable=expandable)
+    else:
+        a = allocator
+        a.peak_reserved, a.peak_allocated = a.reserved, a.allocated
+        if a.workspaces:
+            workspace, workspace_at = (), None
+    for n in persistent:
         if n:
-            a.malloc(n)
-    # the first step creates the extra blocks at their index; they are never freed (keys below 0)
-    at = min(first_step_extra_at, len(step_events))
-    first = [*step_events[:at], *((1, -1 - j, m) for j, m in enumerate(first_step_extra)), *step_events[at:]]
+            a.held.append(a.malloc(n))
+    lazy = list(workspace_at) if workspace_at is not None else None
+    if lazy is None:
+        for n in workspace:
+            if n:
+                a.workspaces.append(a.malloc(n))
+    first_events = list(first_step_events) if first_step_events is not None else list(step_events)
+    # the first step creates the extra blocks (and lazily the workspaces) at their index; they are
+    # never freed (keys below 0)
+    # keys below 0: made for good (-1, -2, ...: optimizer states; from -(1 << 40): workspaces)
+    inserts: dict[int, list[tuple[int, int, int]]] = {}
+    at = min(first_step_extra_at, len(first_events))
+    inserts.setdefault(at, []).extend((1, -1 - j, m) for j, m in enumerate(first_step_extra) if m)
+    if lazy is not None:
+        for j, (i, n) in enumerate(zip(lazy, workspace)):
+            if n:
+                inserts.setdefault(min(i, len(first_events)), []).append((1, -(1 << 40) - j, n))
+    first: list[tuple[int, int, int]] = []
+    for j in range(len(first_events) + 1):
+        first.extend(inserts.get(j, ()))
+        if j < len(first_events):
+            first.append(first_events[j])
     malloc, release = a.malloc, a.release
-    for events in [first] + [step_events] * (steps - 1):
+    for si, events in enumerate([first] + [step_events] * (steps - 1)):
         live: dict[int, Block] = {}
         pop = live.pop
         for sign, key, n in events:
@@ -194,4 +270,10 @@ def replay_steps(
                 blk = pop(key, None)
                 if blk is not None:
                     release(blk)
+        if si == 0:  # what the first step made for good
+            for key, blk in live.items():
+                if key <= -(1 << 40):
+                    a.workspaces.append(blk)
+                elif key < 0:
+                    a.held.append(blk)
     return a

@@ -105,6 +105,13 @@ A6000 = {"gpu": "custom", "gpu_memory_gib": 47.99, "gpus_per_node": 1}
 
 _TT_LORA_NOTE = ("torchtune LoRA keeps adapters in bf16 and does not upcast the adapter input: "
                  "lora.adapter_dtype bf16")
+_TT_LORA_DROPOUT_2024 = 0.05
+"""torchtune's llama2 / llama3 LoRA builders of 2024-04/05 default ``lora_dropout=0.05`` (torchtune/models/llama2/
+_model_builders.py @fef3ed10d and @0217d44c2: lora_llama2_7b, qlora_llama2_7b, lora_llama2_70b; llama3's
+lora_llama3_8b passes 0.05), and no config of those commits overrides it outside DPO; from 2024-09 the builders
+and configs say 0.0."""
+_TT_LORA_DROPOUT_NOTE = ("LoRA dropout 0.05: the builders' default at that commit (recorded on the card; the memory "
+                         "model does not count dropout's saved output and mask yet)")
 _A6000_AC_NOTE = ("the README gives the A6000 and the RTX 4090 rows the same settings (bs 2, packed 2048, "
                   "compile), and a configuration uses the same bytes on either card, yet the A6000 row is about "
                   "twice the 4090 row; the documented knob that moves memory by that much is activation "
@@ -241,7 +248,7 @@ POINTS: dict[int, dict[str, Any]] = {
     9: {
         "card": {
             "model": "meta-llama/Llama-2-7b-hf", "scope": "qlora",
-            "lora": {"rank": 8, "alpha": 16, "adapter_dtype": "bf16", "targets": _ATTN + _MLP},
+            "lora": {"rank": 8, "alpha": 16, "adapter_dtype": "bf16", "dropout": _TT_LORA_DROPOUT_2024, "targets": _ATTN + _MLP},
             "precision": dict(_TT_QLORA, optimizer_impl="foreach"),
             "hardware": {"gpu": "rtx4090", "gpus_per_node": 1},
             "parallel": {"strategy": "single", "gradient_checkpointing": True, "compile": True},
@@ -250,12 +257,12 @@ POINTS: dict[int, dict[str, Any]] = {
         "metric": "reserved", "unit": "GB",
         "notes": "QLoRA r8 all attn + MLP, 1x4090, AC, torch.compile (recorded, not modelled). Metric: "
                  "reference says 'likely reserved' -> reserved. Full (non-chunked) CE at that commit. "
-                 "AdamW without fused (assumed) -> foreach. " + _TT_LORA_NOTE,
+                 "AdamW without fused (assumed) -> foreach. " + _TT_LORA_NOTE + ". " + _TT_LORA_DROPOUT_NOTE,
     },
     10: {
         "card": {
             "model": "meta-llama/Llama-2-7b-hf", "scope": "lora",
-            "lora": {"rank": 8, "alpha": 16, "adapter_dtype": "bf16", "targets": ["q_proj", "v_proj"]},
+            "lora": {"rank": 8, "alpha": 16, "adapter_dtype": "bf16", "dropout": _TT_LORA_DROPOUT_2024, "targets": ["q_proj", "v_proj"]},
             "precision": _TT_PURE_BF16_FOREACH,
             "hardware": {"gpu": "rtx4090", "gpus_per_node": 1},
             "parallel": {"strategy": "single", "gradient_checkpointing": True},
@@ -263,12 +270,12 @@ POINTS: dict[int, dict[str, Any]] = {
         },
         "metric": "reserved", "unit": "GB",
         "notes": "LoRA r8 q,v, 1x4090, AC. Metric: reference says 'likely reserved' -> reserved. "
-                 "AdamW foreach (assumed). " + _TT_LORA_NOTE,
+                 "AdamW foreach (assumed). " + _TT_LORA_NOTE + ". " + _TT_LORA_DROPOUT_NOTE,
     },
     11: {
         "card": {
             "model": "meta-llama/Llama-2-7b-hf", "scope": "lora",
-            "lora": {"rank": 8, "alpha": 16, "adapter_dtype": "bf16", "targets": ["q_proj", "v_proj"]},
+            "lora": {"rank": 8, "alpha": 16, "adapter_dtype": "bf16", "dropout": _TT_LORA_DROPOUT_2024, "targets": ["q_proj", "v_proj"]},
             "precision": _TT_PURE_BF16_FOREACH,
             "hardware": {"gpu": "rtx4090", "gpus_per_node": 2},
             "parallel": {"strategy": "fsdp", "gradient_checkpointing": True},
@@ -281,7 +288,7 @@ POINTS: dict[int, dict[str, Any]] = {
                  "attention), 34 x 4096 x (4 x 2048) x 32 layers = 34 GiB, over a 24 GB card; the run trained on 2x4090 at 16.2 GB, below the 1-GPU "
                  "checkpointed run of the same table (point 10, 21.3 GB) by about the half of the bf16 weights "
                  "that FSDP shards away. FSDP full_shard on 2x4090. Metric: same table as 9-10 -> reserved. "
-                 + _TT_LORA_NOTE,
+                 + _TT_LORA_NOTE + ". " + _TT_LORA_DROPOUT_NOTE,
     },
     12: {
         "card": {
@@ -316,7 +323,7 @@ POINTS: dict[int, dict[str, Any]] = {
     14: {
         "card": {
             "model": "meta-llama/Llama-2-70b-hf", "scope": "lora",
-            "lora": {"rank": 16, "alpha": 32, "adapter_dtype": "bf16", "targets": ["q_proj", "k_proj", "v_proj"]},
+            "lora": {"rank": 16, "alpha": 32, "adapter_dtype": "bf16", "dropout": _TT_LORA_DROPOUT_2024, "targets": ["q_proj", "k_proj", "v_proj"]},
             "precision": _TT_PURE_BF16_FOREACH,
             "hardware": {"gpu": "a100-80gb", "gpus_per_node": 8},
             "parallel": {"strategy": "fsdp", "gradient_checkpointing": True},
@@ -330,7 +337,7 @@ POINTS: dict[int, dict[str, Any]] = {
                  "@0217d44c2) trains on torchtune.datasets.alpaca_dataset, whose max_seq_len defaults to 512 "
                  "(torchtune/datasets/_alpaca.py @0217d44c2) -> seq 512, the longest padded alpaca batch "
                  "(approx-seq). 70B LoRA r16 q,k,v, FSDP 8xA100, bs 4, AC. Metric: same table as 9-10 -> "
-                 "reserved. " + _TT_LORA_NOTE,
+                 "reserved. " + _TT_LORA_NOTE + ". " + _TT_LORA_DROPOUT_NOTE,
     },
     15: {
         "card": {
@@ -349,7 +356,7 @@ POINTS: dict[int, dict[str, Any]] = {
     16: {
         "card": {
             "model": "meta-llama/Llama-2-7b-hf", "scope": "qlora",
-            "lora": {"rank": 8, "alpha": 16, "adapter_dtype": "bf16", "targets": _ATTN + _MLP},
+            "lora": {"rank": 8, "alpha": 16, "adapter_dtype": "bf16", "dropout": _TT_LORA_DROPOUT_2024, "targets": _ATTN + _MLP},
             "precision": dict(_TT_QLORA, optimizer_impl="foreach"),
             "hardware": {"gpu": "rtx4090", "gpus_per_node": 1},
             "parallel": {"strategy": "single", "gradient_checkpointing": True},
@@ -358,12 +365,12 @@ POINTS: dict[int, dict[str, Any]] = {
         "metric": "reserved", "unit": "GB", "approx_seq": True,
         "notes": "Alpaca unpacked, max_seq_len 512 -> seq 512 (the longest padded batch sets a run-wide "
                  "max_memory_reserved; an upper bound for typical steps). GPU 'RTX 4090 / A100' -> rtx4090 "
-                 "(the README row). Metric: max_memory_reserved -> reserved. " + _TT_LORA_NOTE,
+                 "(the README row). Metric: max_memory_reserved -> reserved. " + _TT_LORA_NOTE + ". " + _TT_LORA_DROPOUT_NOTE,
     },
     17: {
         "card": {
             "model": "meta-llama/Llama-2-7b-hf", "scope": "lora",
-            "lora": {"rank": 8, "alpha": 16, "adapter_dtype": "bf16", "targets": ["q_proj", "v_proj"]},
+            "lora": {"rank": 8, "alpha": 16, "adapter_dtype": "bf16", "dropout": _TT_LORA_DROPOUT_2024, "targets": ["q_proj", "v_proj"]},
             "precision": _TT_PURE_BF16_FOREACH,
             "hardware": {"gpu": "a100-80gb", "gpus_per_node": 1},
             "parallel": {"strategy": "single", "gradient_checkpointing": True},
@@ -371,12 +378,12 @@ POINTS: dict[int, dict[str, Any]] = {
         },
         "metric": "reserved", "unit": "GB", "approx_seq": True,
         "notes": "Alpaca <=512 -> 512 (longest batch sets the peak). 'single GPU' unknown -> a100-80gb (only "
-                 "the verdict depends on it). Metric: max_memory_reserved -> reserved. " + _TT_LORA_NOTE,
+                 "the verdict depends on it). Metric: max_memory_reserved -> reserved. " + _TT_LORA_NOTE + ". " + _TT_LORA_DROPOUT_NOTE,
     },
     18: {
         "card": {
             "model": "meta-llama/Llama-2-7b-hf", "scope": "lora",
-            "lora": {"rank": 64, "alpha": 128, "adapter_dtype": "bf16", "targets": _ATTN + _MLP},
+            "lora": {"rank": 64, "alpha": 128, "adapter_dtype": "bf16", "dropout": _TT_LORA_DROPOUT_2024, "targets": _ATTN + _MLP},
             "precision": _TT_PURE_BF16_FOREACH,
             "hardware": {"gpu": "a100-80gb", "gpus_per_node": 1},
             "parallel": {"strategy": "single", "gradient_checkpointing": True},
@@ -386,7 +393,7 @@ POINTS: dict[int, dict[str, Any]] = {
         "notes": "LIMITATION: targets include the output projection (lm_head), which trainfit's LoRA cannot "
                  "target; mapped to q,k,v,o + MLP (the lm_head adapter is ~2.3M params, negligible). Alpaca "
                  "<=512 -> 512. 'single GPU' -> a100-80gb. Metric: tutorial tables are peak reserved -> reserved. "
-                 + _TT_LORA_NOTE,
+                 + _TT_LORA_NOTE + ". " + _TT_LORA_DROPOUT_NOTE,
     },
     19: {
         "card": {
@@ -416,7 +423,7 @@ POINTS: dict[int, dict[str, Any]] = {
     21: {
         "card": {
             "model": "meta-llama/Llama-2-7b-hf", "scope": "lora",
-            "lora": {"rank": 8, "alpha": 16, "adapter_dtype": "bf16", "targets": ["q_proj", "v_proj"]},
+            "lora": {"rank": 8, "alpha": 16, "adapter_dtype": "bf16", "dropout": _TT_LORA_DROPOUT_2024, "targets": ["q_proj", "v_proj"]},
             "precision": _TT_PURE_BF16_FOREACH,
             "hardware": {"gpu": "rtx4090", "gpus_per_node": 2},
             "parallel": {"strategy": "fsdp", "gradient_checkpointing": False},
@@ -424,7 +431,7 @@ POINTS: dict[int, dict[str, Any]] = {
         },
         "metric": "reserved", "unit": "GB", "approx_seq": True,
         "notes": "LoRA r8 q,v, FSDP 2x4090, no AC. Alpaca <=512 -> 512. Metric: this source's tables are peak "
-                 "reserved -> reserved. " + _TT_LORA_NOTE,
+                 "reserved -> reserved. " + _TT_LORA_NOTE + ". " + _TT_LORA_DROPOUT_NOTE,
     },
     # ---- torchtune README 'Optimization flags' (2024-11): Llama-3.2-3B, bs 2, seq 4096, A100, cumulative
     22: {
@@ -503,8 +510,15 @@ POINTS: dict[int, dict[str, Any]] = {
                          "activation_offload": True},
             "batch": {"micro_batch_size": 2, "seq_len": 4096}, "loss": {"chunked": True},
         },
-        "metric": "allocated", "unit": "GiB",
-        "notes": "+ bnb AdamW8bit (not paged: states are torch-visible) (cumulative: compile, chunked CE, AC, "
+        "metric": "allocated", "unit": "GiB", "ambiguous": True,
+        "notes": "AMBIGUOUS: the row says '8-bit AdamW' and the text 'AdamW8bit' without a package. At the commit "
+                 "that added the table (1814feb17) no torchtune config or doc uses bitsandbytes.optim.AdamW8bit; "
+                 "the linked tutorial (docs/source/tutorials/memory_optimizations.rst lines 168-196) names "
+                 "torchao.prototype.low_bit_optim.AdamW8bit (a tensor-subclass optimizer whose step is "
+                 "torch.compile'd, not modelled by trainfit) and bitsandbytes' PagedAdamW8bit (paged: its states "
+                 "would not count in torch's active bytes at all, which the measured 17.6 GiB rules out). Mapped to "
+                 "bnb AdamW8bit (not paged: states are torch-visible; the same 2 B/param + block absmax as "
+                 "torchao's, but not its step's temporaries) (cumulative: compile, chunked CE, AC, "
                  "optimizer_in_bwd, activation offloading). Peak active -> allocated. " + _TT_CHUNKED_NOTE,
     },
     29: {
@@ -540,7 +554,7 @@ POINTS: dict[int, dict[str, Any]] = {
     31: {
         "card": {
             "model": "meta-llama/Llama-3.1-8B", "scope": "lora",
-            "lora": {"rank": 8, "alpha": 16, "adapter_dtype": "bf16", "targets": ["q_proj", "v_proj"]},
+            "lora": {"rank": 8, "alpha": 16, "adapter_dtype": "bf16", "dropout": _TT_LORA_DROPOUT_2024, "targets": ["q_proj", "v_proj"]},
             "precision": _TT_PURE_BF16_FOREACH,
             "hardware": {"gpu": "a100-80gb", "gpus_per_node": 1},
             "parallel": {"strategy": "single", "gradient_checkpointing": True},
@@ -551,7 +565,7 @@ POINTS: dict[int, dict[str, Any]] = {
                  "the same architecture (32 layers, h 4096, 128,256 vocab, GQA 8) - identical memory terms. "
                  "Alpaca default (<=512) -> 512. 'single GPU' -> a100-80gb. Metric 'peak memory usage' "
                  "unspecified; the README of the same weeks calls it 'peak allocated' -> allocated. Plain CE "
-                 "(logits dominate at 128k vocab). " + _TT_LORA_NOTE,
+                 "(logits dominate at 128k vocab). " + _TT_LORA_NOTE + ". " + _TT_LORA_DROPOUT_NOTE,
     },
     # ---- PEFT method_comparison MetaMathQA (L40S, bs 4, max_seq_length 768, no AC, bf16 model, no AMP)
     43: {
@@ -702,7 +716,7 @@ POINTS.update({
     201: {
         "card": {
             "model": "meta-llama/Llama-2-7b-hf", "scope": "lora",
-            "lora": {"rank": 8, "alpha": 16, "adapter_dtype": "bf16", "targets": _ATTN + _MLP},
+            "lora": {"rank": 8, "alpha": 16, "adapter_dtype": "bf16", "dropout": _TT_LORA_DROPOUT_2024, "targets": _ATTN + _MLP},
             "precision": _TT_PURE_BF16_FOREACH,
             "hardware": {"gpu": "a100-80gb", "gpus_per_node": 1},
             "parallel": {"strategy": "single", "gradient_checkpointing": True},
@@ -713,12 +727,12 @@ POINTS.update({
                  "r8/a16 on every layer. LIMITATION: the output projection (lm_head) adapter cannot be targeted "
                  "(mapped to q,k,v,o + MLP; r8 x (4096 + 32000) = 0.3M parameters, negligible). Alpaca <=512 -> "
                  "512. 'single GPU' -> a100-80gb (only the verdict depends on it). Metric: peak reserved -> "
-                 "reserved. AdamW without fused (config of that commit) -> foreach. " + _TT_LORA_NOTE,
+                 "reserved. AdamW without fused (config of that commit) -> foreach. " + _TT_LORA_NOTE + ". " + _TT_LORA_DROPOUT_NOTE,
     },
     202: {
         "card": {
             "model": "meta-llama/Llama-2-7b-hf", "scope": "lora",
-            "lora": {"rank": 64, "alpha": 128, "adapter_dtype": "bf16", "targets": ["q_proj", "v_proj"]},
+            "lora": {"rank": 64, "alpha": 128, "adapter_dtype": "bf16", "dropout": _TT_LORA_DROPOUT_2024, "targets": ["q_proj", "v_proj"]},
             "precision": _TT_PURE_BF16_FOREACH,
             "hardware": {"gpu": "a100-80gb", "gpus_per_node": 1},
             "parallel": {"strategy": "single", "gradient_checkpointing": True},
@@ -727,7 +741,7 @@ POINTS.update({
         "metric": "reserved", "unit": "GB", "approx_seq": True,
         "notes": "torchtune lora_finetune tutorial (same table as points 17-18): 7B_lora_single_device with LoRA "
                  "r64/a128 on q,v. Alpaca <=512 -> 512. 'single GPU' -> a100-80gb. Metric: peak reserved -> "
-                 "reserved. AdamW foreach (config of that commit). " + _TT_LORA_NOTE,
+                 "reserved. AdamW foreach (config of that commit). " + _TT_LORA_NOTE + ". " + _TT_LORA_DROPOUT_NOTE,
     },
 })
 

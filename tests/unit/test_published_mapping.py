@@ -135,3 +135,41 @@ def test_rows_without_peers(points):
     assert s["trainfit"]["points"] == sum(1 for r in rows if r["trainfit_error"] is not None)
     assert s["trainfit"]["worst_id"] in P.POINTS
     assert 0 <= s["trainfit"]["fit_verdicts_correct"] <= 1
+
+
+def _plan_with(pid: int, **changes):
+    """The point's card with ``parallel`` / ``batch`` keys replaced (the setting its notes reject)."""
+    card = json.loads(json.dumps(P.POINTS[pid]["card"]))
+    for section, values in changes.items():
+        card[section] = {**card[section], **values}
+    return make_plan(load_card_dict(card))
+
+
+def test_point_11_checkpointing_off_cannot_have_run():
+    """Point 11 maps AC on against the config's default (off): with AC off the plan cannot fit the 4090
+    the run trained on, so the documented default cannot be what ran."""
+    assert P.POINTS[11]["card"]["parallel"]["gradient_checkpointing"] is True
+    off = _plan_with(11, parallel={"gradient_checkpointing": False})
+    assert not off.fits
+    assert off.peak.components["activations"] > off.gpu.memory_bytes
+
+
+def test_point_14_seq_4096_exceeds_the_measured_figure(points):
+    """Point 14 maps seq 512 against the table's 'Seq Length = 4096': at 4096 the weight shard plus the
+    checkpointed activations alone are above the measured peak, before any other term."""
+    measured = next(p for p in points if p["id"] == 14)
+    measured_bytes = measured["peak_mem"] * (10**9 if P.POINTS[14]["unit"] == "GB" else 2**30)
+    at_4096 = _plan_with(14, batch={"seq_len": 4096})
+    c = at_4096.peak.components
+    assert c["weights"] + c["activations"] > measured_bytes
+    assert P.POINTS[14]["card"]["batch"]["seq_len"] == 512 and P.POINTS[14]["ambiguous"]
+
+
+def test_a6000_rows_share_the_4090_rows_settings_but_checkpointing():
+    """Points 2 and 4 differ from the 4090 rows (1 and 3) only by the card and activation checkpointing."""
+    for a6000, rtx in ((2, 1), (4, 3)):
+        a, r = P.POINTS[a6000]["card"], P.POINTS[rtx]["card"]
+        assert a["parallel"]["gradient_checkpointing"] is False and r["parallel"]["gradient_checkpointing"] is True
+        assert {k: v for k, v in a.items() if k not in ("hardware", "parallel")} == \
+            {k: v for k, v in r.items() if k not in ("hardware", "parallel")}
+        assert P.POINTS[a6000]["ambiguous"]

@@ -281,6 +281,8 @@ def lora_section(lora: dict[str, Any] | None, framework: str = "") -> dict[str, 
     if targets == "qv":
         targets = ["q_proj", "v_proj"]
     out = {"rank": lora["rank"], "alpha": lora["alpha"], "targets": targets}
+    if lora.get("dropout"):
+        out["dropout"] = lora["dropout"]
     if (framework or "").lower() in BF16_ADAPTER_FRAMEWORKS:
         out["adapter_dtype"] = "bf16"
     return out
@@ -370,7 +372,7 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         notes.append("GPTQ int4 base planned as bitsandbytes nf4 (QLoRA)")
     mp, n = model_parallel_section(e["parallel"])
     notes += n
-    fused = e["framework"] in MEGATRON_FRAMEWORKS and not e.get("compile")
+    fused = (e["framework"] in MEGATRON_FRAMEWORKS or bool(e.get("fused_kernels"))) and not e.get("compile")
     if fused:
         notes.append("Megatron-Core / Transformer Engine fused kernels (norm + linear, RoPE, SwiGLU, cross-entropy)"
                      " planned as compile (plan/time.py fused_kernels)")
@@ -506,6 +508,15 @@ def rollout_section(e: dict[str, Any], model: Any, nodes: int) -> tuple[dict[str
     return out, notes
 
 
+NEMO_RL_KL_PENALTY = 0.01
+"""``loss_fn.reference_policy_kl_penalty`` of NVIDIA-NeMo/RL examples/configs/grpo_math_1B.yaml
+(@9dbd9adc95a10f5946cceb36e1d5b31e2429e470 line 40, @7ea279abfbeb698b092856d0dab61e7cf39bc909 line 80), which
+every GRPO performance recipe inherits (only the DAPO recipe sets 0.0). NeMo RL computes the reference policy's
+log-probs every step unless ``grpo.skip_reference_policy_logprobs_calculation`` is set, which no performance
+recipe does (``nemo_rl/algorithms/grpo.py`` @9dbd9adc: ``get_reference_policy_logprobs`` after ``get_logprobs``
+in the synchronous loop, and unconditionally in the asynchronous one)."""
+
+
 def planned_response_mean(rollout: dict[str, Any], model_name: str) -> float:
     """The mean response the planner uses for a card's rollout section (``rl_time.response_mean``): the
     published mean, else the default of the model's length profile."""
@@ -555,6 +566,11 @@ def map_rl(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         notes.append("training strategy not stated: the preset's, else the card's default")
     if tr.get("strategy") == "megatron":
         notes.append("Megatron-Core planned with ZeRO-1 (its distributed optimizer) over the data-parallel ranks")
+        # as map_train does for Megatron frameworks: Megatron-Core runs Transformer Engine's fused kernels
+        # whatever its TP/PP (plan/time.py fused_kernels sees only TP x PP > 1), in the log-prob passes too
+        parallel["compile"] = True
+        notes.append("Megatron-Core / Transformer Engine fused kernels (norm + linear, RoPE, SwiGLU, cross-entropy)"
+                     " planned as compile (plan/time.py fused_kernels)")
     if tr.get("activation_checkpointing") is not None:
         parallel["gradient_checkpointing"] = bool(tr["activation_checkpointing"])
     mp, n = model_parallel_section(tr)
@@ -590,6 +606,10 @@ def map_rl(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     if method == "dapo":
         card["roles"] = {"kl_coef": 0.0}
         notes.append("DAPO: no KL term, no reference pass")
+    elif e["framework"] == "nemo-rl":
+        card["roles"] = {"kl_coef": NEMO_RL_KL_PENALTY}
+        notes.append(f"NeMo RL's KL penalty {NEMO_RL_KL_PENALTY} (grpo_math_1B.yaml, which the performance recipes "
+                     "inherit): a reference log-prob pass every step")
     if e["framework"] in CARD_PRESETS:
         card["preset"] = e["framework"]
     return card, notes

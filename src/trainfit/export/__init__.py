@@ -1,4 +1,4 @@
-"""Launch configs for the frameworks people run: accelerate, DeepSpeed, TRL, verl, OpenRLHF.
+"""Launch configs for the frameworks people run: accelerate, DeepSpeed, TRL, verl, OpenRLHF, torchtitan, NeMo RL.
 
 Pure functions of a ``RunCard``. ``to_accelerate`` / ``to_deepspeed`` / ``to_trl`` / ``to_verl`` /
 ``to_openrlhf`` return the config itself; ``export(card, target)`` returns an ``Export`` with the
@@ -14,6 +14,8 @@ from trainfit.errors import TrainfitError
 from trainfit.export import accelerate as _accelerate
 from trainfit.export import deepspeed as _deepspeed
 from trainfit.export import openrlhf as _openrlhf
+from trainfit.export import nemo_rl as _nemo_rl
+from trainfit.export import torchtitan as _torchtitan
 from trainfit.export import trl as _trl
 from trainfit.export import verl as _verl
 from trainfit.export.accelerate import to_accelerate
@@ -30,6 +32,8 @@ _BUILDERS = {
     "trl": _trl.build,
     "verl": _verl.build,
     "openrlhf": _openrlhf.build,
+    "torchtitan": _torchtitan.build,
+    "nemo-rl": _nemo_rl.build,
 }
 
 
@@ -52,6 +56,10 @@ def export(card: RunCard, target: str) -> Export:
     for k in unexplained:
         by_section.setdefault(k.split(".")[0], []).append(k)
     extra = []
+    if "hardware.gpu" in by_section and lost["hardware.gpu"]["file"] is None:  # lent to read an fp8 file back
+        by_section.pop("hardware.gpu")
+        extra.append(f"hardware.gpu: no {key} file names a GPU model, and fp8 compute needs one with fp8 tensor cores;"
+                     f" import it with --set hardware.gpu={card.hardware.gpu}")
     for section, keys in by_section.items():
         if len(keys) == 1:
             k = keys[0]

@@ -11,7 +11,7 @@ from trainfit.errors import TrainfitError
 from trainfit.spec.card import RunCard
 from trainfit.spec.enums import Attention, ComputeDtype, Method, Placement, RolloutEngine, Scope, Strategy, WeightSync
 
-TARGETS = ("accelerate", "deepspeed", "trl", "verl", "openrlhf")
+TARGETS = ("accelerate", "deepspeed", "trl", "verl", "openrlhf", "torchtitan", "nemo-rl")
 
 
 class ExportError(TrainfitError):

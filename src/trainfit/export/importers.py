@@ -883,9 +883,315 @@ def read_openrlhf(text: str) -> Imported:
     return Imported(t, d, notes)
 
 
+# -- torchtitan -----------------------------------------------------------------------------------
+
+
+def read_torchtitan(text: str) -> Imported:
+    """A torchtitan 0.2.2 TOML job config (``trainfit.export.torchtitan``); the GPU count from the degrees and the
+    node count from a ``# launch: torchrun --nnodes=N --nproc_per_node=G`` comment when there is one."""
+    import tomllib
+
+    from trainfit.export.torchtitan import FLAVORS, IMPL_FROM
+
+    t = "torchtitan"
+    try:
+        cfg = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise _bad(t, f"not TOML ({exc})") from None
+    d: dict[str, Any] = {"method": "sft", "scope": "full"}
+    notes: list[str] = []
+
+    def sec(name: str) -> dict[str, Any]:
+        node: Any = cfg
+        for part in name.split("."):
+            node = node.get(part, {}) if isinstance(node, dict) else None
+        if not isinstance(node, dict):
+            raise _bad(t, f"[{name}]: expected a table")
+        return node
+
+    def num(section: str, key: str, default: int) -> int:
+        v = sec(section).get(key, default)
+        return _num(t, f"{section}.{key}", v)
+
+    model, par, tr = sec("model"), sec("parallelism"), sec("training")
+    name, flavor = model.get("name", "llama3"), model.get("flavor", "debugmodel")
+    assets = str(model.get("hf_assets_path", "")).rstrip("/").rsplit("/", 1)[-1]
+    ids = [i for i, nf in FLAVORS.items() if nf == (name, flavor)]
+    by_path = [i for i in ids if i.rsplit("/", 1)[-1] == assets]
+    if by_path or ids:
+        d["model"] = (by_path or ids)[0]
+    else:
+        notes.append(f"model {name} {flavor}: no Hugging Face id known for this torchtitan flavor; the card's model is left as is")
+    replicate = num("parallelism", "data_parallel_replicate_degree", 1)
+    shard = num("parallelism", "data_parallel_shard_degree", -1)
+    tp = num("parallelism", "tensor_parallel_degree", 1)
+    pp = num("parallelism", "pipeline_parallel_degree", 1)
+    cp = num("parallelism", "context_parallel_degree", 1)
+    ep = num("parallelism", "expert_parallel_degree", 1)
+    etp = num("parallelism", "expert_tensor_parallel_degree", 1)
+    if min(replicate, tp, pp, cp, ep, etp) < 1 or shard == 0 or shard < -1:
+        raise _bad(t, "[parallelism] degrees must be at least 1 (data_parallel_shard_degree: -1 for the leftover ranks)")
+    nodes, per_node = None, None
+    for line in text.splitlines():
+        if line.startswith("# launch:"):
+            argv = shlex.split(line.partition(":")[2])
+            n, g = _flag(argv, "--nnodes"), _flag(argv, "--nproc_per_node")
+            nodes = _num(t, "--nnodes", n) if n is not None else None
+            per_node = _num(t, "--nproc_per_node", g) if g is not None else None
+    if shard == -1:
+        if nodes is None or per_node is None:
+            raise _bad(t, "data_parallel_shard_degree -1 (the leftover ranks) needs the GPU count: a '# launch: torchrun"
+                          " --nnodes=N --nproc_per_node=G' line, or explicit degrees")
+        rest = _ratio(nodes * per_node, replicate * tp * pp * cp)
+        if rest is None:
+            raise _bad(t, "the GPUs do not split into the [parallelism] degrees")
+        shard = rest
+    world = replicate * shard * tp * pp * cp
+    if nodes is None:
+        nodes = 1
+        notes.append("hardware: no '# launch:' line; read as one node of all the GPUs the degrees name")
+    if world % nodes:
+        raise _bad(t, f"the degrees name {world} GPUs, not a multiple of --nnodes {nodes}")
+    if per_node is not None and per_node * nodes != world:
+        notes.append(f"# launch: {per_node * nodes} GPUs, but the [parallelism] degrees multiply to {world}; read the degrees")
+    set_dotted(d, "hardware.nodes", nodes)
+    set_dotted(d, "hardware.gpus_per_node", world // nodes)
+    dp = replicate * shard
+    strategy = "fsdp"
+    if world == 1:
+        strategy = "single"
+    elif shard == 1 and replicate > 1:
+        strategy = "ddp"
+    elif replicate > 1:
+        strategy = "hsdp"
+        if shard * cp != min(world // nodes, dp * cp):
+            notes.append(f"data_parallel_shard_degree {shard}: a card's HSDP shards over a node's data x context ranks")
+    elif par.get("fsdp_reshard_after_forward", "default") == "never":
+        strategy = "fsdp_grad_op"
+    p: dict[str, Any] = {"strategy": strategy, "tensor_parallel": tp, "sequence_parallel": tp > 1, "pipeline_parallel": pp,
+                         "context_parallel": cp, "context_parallel_kind": "ring", "expert_parallel": ep,
+                         "expert_tensor_parallel": etp}
+    sched = str(par.get("pipeline_parallel_schedule", "1F1B"))
+    if pp > 1:
+        if sched == "Interleaved1F1B":
+            p["pipeline_schedule"], p["virtual_stages"] = "interleaved", 2
+            if par.get("pipeline_parallel_layers_per_stage") is not None:
+                notes.append("pipeline_parallel_layers_per_stage: read as 2 stages per rank (torchtitan's default)")
+        elif sched != "1F1B":
+            notes.append(f"pipeline_parallel_schedule {sched}: planned as 1F1B")
+    ac = sec("activation_checkpoint")
+    mode = ac.get("mode", "selective")
+    if mode == "full":
+        p["gradient_checkpointing"], p["selective_checkpointing"] = True, "none"
+    elif mode == "none":
+        p["gradient_checkpointing"], p["selective_checkpointing"] = False, "none"
+    elif mode == "selective":
+        if str(ac.get("selective_ac_option", "2")) == "op":
+            p["gradient_checkpointing"], p["selective_checkpointing"] = False, "op"
+        else:
+            p["gradient_checkpointing"], p["selective_checkpointing"] = True, "none"
+            notes.append(f"activation_checkpoint selective_ac_option {ac.get('selective_ac_option', '2')}: every n-th"
+                         " layer is checkpointed; a card checkpoints all layers or none (read as all)")
+    else:
+        raise _bad(t, f"activation_checkpoint.mode: {mode!r}; allowed: selective, full, none")
+    p["offload"] = "params_and_optimizer" if tr.get("enable_cpu_offload") else "none"
+    if sec("compile").get("enable"):
+        p["compile"] = True
+    for k, v in p.items():
+        set_dotted(d, f"parallel.{k}", v)
+    dtype = tr.get("dtype", "float32")
+    mpp = tr.get("mixed_precision_param", "bfloat16")
+    if dtype not in ("float32", "bfloat16") or mpp not in ("float32", "bfloat16"):
+        raise _bad(t, "training.dtype and mixed_precision_param: allowed: float32, bfloat16")
+    set_dotted(d, "precision.weights", "fp32" if dtype == "float32" else "bf16")
+    set_dotted(d, "precision.compute", "fp32" if mpp == "float32" and dtype == "float32" else "bf16")
+    if "quantize.linear.float8" in (model.get("converters") or []):
+        recipe = sec("quantize.linear.float8").get("recipe_name")
+        if recipe != "tensorwise":
+            raise _bad(t, f"quantize.linear.float8.recipe_name: {recipe!r}; a card's fp8 recipe here: tensorwise (current)")
+        set_dotted(d, "precision.compute", "fp8")
+        set_dotted(d, "precision.fp8_recipe", "current")
+    opt = sec("optimizer")
+    if opt.get("name", "AdamW") not in ("AdamW", "Adam"):
+        raise _bad(t, f"optimizer.name: {opt.get('name')!r}; allowed: Adam, AdamW")
+    impl = opt.get("implementation", "fused")
+    if impl not in IMPL_FROM:
+        raise _bad(t, f"optimizer.implementation: {impl!r}; allowed: {', '.join(IMPL_FROM)}")
+    set_dotted(d, "precision.optimizer", "adamw")
+    set_dotted(d, "precision.optimizer_impl", IMPL_FROM[impl].value)
+    if opt.get("early_step_in_backward"):
+        set_dotted(d, "precision.optimizer_in_backward", True)
+    d["attention"] = "sdpa"
+    local = num("training", "local_batch_size", 8)
+    glob = num("training", "global_batch_size", -1)
+    if pp > 1:
+        mb = num("parallelism", "pipeline_parallel_microbatch_size", 1)
+        per_step = _ratio(local, mb)
+        if per_step is None:
+            raise _bad(t, "training.local_batch_size is not a multiple of pipeline_parallel_microbatch_size")
+    else:
+        mb, per_step = local, 1
+    accum = 1 if glob == -1 else _ratio(glob, local * dp)
+    if accum is None:
+        raise _bad(t, f"training.global_batch_size {glob} is not a multiple of local_batch_size x data parallel ({local * dp})")
+    set_dotted(d, "batch.micro_batch_size", mb)
+    set_dotted(d, "batch.grad_accum", per_step * accum)
+    set_dotted(d, "batch.seq_len", num("training", "seq_len", 2048))
+    return Imported(t, d, notes)
+
+
+# -- NeMo RL --------------------------------------------------------------------------------------
+
+
+def read_nemo_rl(text: str) -> Imported:
+    """A NeMo RL override config (``trainfit.export.nemo_rl``): ``defaults:`` names the example (grpo_math_1B.yaml:
+    GRPO, sft.yaml: SFT); keys it leaves out take that example's values at NVIDIA-NeMo/RL 7ea279a."""
+    from trainfit.export.parallel import FP8_RECIPE_FROM_MEGATRON, megatron_precision
+    from trainfit.spec.safe_yaml import load_yaml_limited
+
+    t = "nemo-rl"
+    cfg = load_yaml_limited(text, what="--from nemo-rl")
+    if not isinstance(cfg, dict):
+        raise _bad(t, "the file must hold a mapping")
+    base = str(cfg.get("defaults", "")).rsplit("/", 1)[-1]
+    if base.startswith("grpo"):
+        method = "grpo"
+    elif base.startswith("sft"):
+        method = "sft"
+    else:
+        raise _bad(t, f"defaults: {cfg.get('defaults')!r}; allowed: grpo_math_1B.yaml (GRPO), sft.yaml (SFT)")
+
+    def get(path: str, default: Any = None) -> Any:
+        node: Any = cfg
+        for part in path.split("."):
+            if not isinstance(node, dict) or part not in node:
+                return default
+            node = node[part]
+        return default if node is None else node
+
+    d: dict[str, Any] = {"method": method}
+    notes: list[str] = []
+    if get("policy.model_name") is not None:
+        d["model"] = str(get("policy.model_name"))
+    gpn = _num(t, "cluster.gpus_per_node", get("cluster.gpus_per_node", 1))
+    nodes = _num(t, "cluster.num_nodes", get("cluster.num_nodes", 1))
+    set_dotted(d, "hardware.gpus_per_node", gpn)
+    set_dotted(d, "hardware.nodes", nodes)
+    prec = get("policy.precision", "bfloat16")
+    compute = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}.get(str(prec))
+    if compute is None:
+        raise _bad(t, f"policy.precision: {prec!r}; allowed: bfloat16, float16, float32")
+    mega = bool(get("policy.megatron_cfg.enabled", False))
+    par: dict[str, Any] = {}
+    scope, lora = "full", None
+    if mega:
+        M = "policy.megatron_cfg"
+
+        def size(k: str) -> int:
+            return _num(t, f"{M}.{k}", get(f"{M}.{k}", 1))
+
+        tp = size("tensor_model_parallel_size")
+        par = {"tensor_parallel": tp, "pipeline_parallel": size("pipeline_model_parallel_size"),
+               "context_parallel": size("context_parallel_size"), "expert_parallel": size("expert_model_parallel_size"),
+               "expert_tensor_parallel": size("expert_tensor_parallel_size"),
+               "sequence_parallel": bool(get(f"{M}.sequence_parallel", False)) and tp > 1}
+        gc = bool(get(f"{M}.activation_checkpointing", False))
+        gran = get(f"{M}.recompute_granularity", "full")
+        par["gradient_checkpointing"] = gc and gran == "full"
+        par["selective_checkpointing"] = "core_attention" if gc and gran == "selective" else "none"
+        if gc and gran == "selective" and get(f"{M}.recompute_modules") not in (None, ["core_attn"]):
+            notes.append(f"{M}.recompute_modules {get(f'{M}.recompute_modules')}: planned as [core_attn]")
+        custom_fsdp = bool(get(f"{M}.distributed_data_parallel_config.use_custom_fsdp", False))
+        dist = bool(get(f"{M}.optimizer.use_distributed_optimizer", True))
+        par["strategy"] = "fsdp" if custom_fsdp else "zero1" if dist else ("ddp" if gpn * nodes > 1 else "single")
+        par["offload"] = "optimizer" if get(f"{M}.optimizer.optimizer_cpu_offload", False) else "none"
+        for k, v in megatron_precision(compute).items():
+            set_dotted(d, f"precision.{k}", v)
+        if get(f"{M}.fp8_cfg.enabled", False):
+            recipe = get(f"{M}.fp8_cfg.fp8_recipe", "blockwise")
+            if recipe not in FP8_RECIPE_FROM_MEGATRON:
+                raise _bad(t, f"{M}.fp8_cfg.fp8_recipe: {recipe!r}; allowed: {', '.join(FP8_RECIPE_FROM_MEGATRON)}")
+            compute = "fp8"
+            set_dotted(d, "precision.fp8_recipe", FP8_RECIPE_FROM_MEGATRON[recipe].value)
+        if get(f"{M}.peft.enabled", False):
+            scope = "lora"
+            lora = {"rank": _num(t, "peft.dim", get(f"{M}.peft.dim", 8)), "alpha": _num(t, "peft.alpha", get(f"{M}.peft.alpha", 32), float),
+                    "dropout": _num(t, "peft.dropout", get(f"{M}.peft.dropout", 0.0), float),
+                    "targets": get(f"{M}.peft.target_modules") or "all-linear"}
+    else:
+        D = "policy.dtensor_cfg"
+        tp = _num(t, f"{D}.tensor_parallel_size", get(f"{D}.tensor_parallel_size", 1))
+        par = {"strategy": "fsdp", "tensor_parallel": tp, "context_parallel": _num(t, f"{D}.context_parallel_size",
+                                                                              get(f"{D}.context_parallel_size", 1)),
+               "sequence_parallel": bool(get(f"{D}.sequence_parallel", False)) and tp > 1,
+               "gradient_checkpointing": bool(get(f"{D}.activation_checkpointing", False)),
+               "offload": "params_and_optimizer" if get(f"{D}.cpu_offload", False) else "none"}
+        # nemo_rl/models/automodel/setup.py: loaded in float32 (master weights), computed in policy.precision
+        set_dotted(d, "precision.weights", "fp32")
+        if get(f"{D}.lora_cfg.enabled", False):
+            scope = "lora"
+            L = f"{D}.lora_cfg"
+            lora = {"rank": _num(t, "lora_cfg.dim", get(f"{L}.dim", 8)), "alpha": _num(t, "lora_cfg.alpha", get(f"{L}.alpha", 32), float),
+                    "dropout": _num(t, "lora_cfg.dropout", get(f"{L}.dropout", 0.0), float),
+                    "targets": "all-linear" if get(f"{L}.match_all_linear", True) else (get(f"{L}.target_modules") or [])}
+    par["context_parallel_kind"] = "ring"
+    for k, v in par.items():
+        set_dotted(d, f"parallel.{k}", v)
+    set_dotted(d, "precision.compute", compute)
+    d["scope"] = scope
+    if lora is not None:
+        d["lora"] = lora
+    mb = _num(t, "policy.train_micro_batch_size", get("policy.train_micro_batch_size", 4 if method == "grpo" else 1))
+    gbs = _num(t, "policy.train_global_batch_size", get("policy.train_global_batch_size", 512 if method == "grpo" else 32))
+    set_dotted(d, "batch.micro_batch_size", mb)
+    mp = par["tensor_parallel"] * par.get("pipeline_parallel", 1) * par["context_parallel"]
+    dp = _ratio(gpn * nodes, mp)
+    total = _num(t, "policy.max_total_sequence_length",
+                 get("policy.max_total_sequence_length", 512 if method == "grpo" else 1024))
+    if method == "sft":
+        set_dotted(d, "batch.seq_len", total)
+    ro: dict[str, Any] = {}
+    if method == "grpo":
+        pps = _num(t, "grpo.num_prompts_per_step", get("grpo.num_prompts_per_step", 32))
+        ng = _num(t, "grpo.num_generations_per_prompt", get("grpo.num_generations_per_prompt", 16))
+        resp = _num(t, "policy.generation.max_new_tokens", get("policy.generation.max_new_tokens", total))
+        ro = {"engine": "vllm", "prompts_per_step": pps, "num_generations": ng, "response_len": resp,
+              "prompt_len": max(1, total - resp), "weight_sync": "bucketed",
+              "logprob_micro_batch_size": _num(t, "policy.logprob_batch_size", get("policy.logprob_batch_size", mb)),
+              "tensor_parallel": _num(t, "vllm_cfg.tensor_parallel_size", get("policy.generation.vllm_cfg.tensor_parallel_size", 1)),
+              "gpu_memory_utilization": _num(t, "vllm_cfg.gpu_memory_utilization",
+                                             get("policy.generation.vllm_cfg.gpu_memory_utilization", 0.6), float),
+              "cuda_graphs": not bool(get("policy.generation.vllm_cfg.enforce_eager", False))}
+        if get("policy.generation.colocated.enabled", True):
+            ro["placement"] = "colocate"
+        else:
+            ro["placement"] = "split"
+            g = get("policy.generation.colocated.resources.gpus_per_node")
+            if g is None:
+                raise _bad(t, "policy.generation.colocated.resources.gpus_per_node: a non-colocated run needs it on one node")
+            ro["gpus"] = _num(t, "colocated.resources.gpus_per_node", g)
+            dp = _ratio((gpn - ro["gpus"]) * nodes, mp)
+        steps = _ratio(pps * ng, gbs)
+        if steps:
+            ro["mini_batches"] = steps
+        kl = _num(t, "loss_fn.reference_policy_kl_penalty", get("loss_fn.reference_policy_kl_penalty", 0.01), float)
+        set_dotted(d, "roles.kl_coef", kl)
+        set_dotted(d, "roles.reference", "gpu" if kl > 0 else "none")
+        set_dotted(d, "rollout", ro)
+    if dp is None:
+        raise _bad(t, f"tensor x pipeline x context parallel = {mp} does not divide the training GPUs")
+    ga = _ratio(gbs, mb * dp)
+    if ga is None:
+        notes.append("policy.train_global_batch_size is not a multiple of micro-batch x data parallel; batch.grad_accum left at 1")
+    else:
+        set_dotted(d, "batch.grad_accum", ga)
+    return Imported(t, d, notes)
+
+
 # -- entry point ----------------------------------------------------------------------------------
 
-_READERS = {"accelerate": read_accelerate, "deepspeed": read_deepspeed, "verl": read_verl, "openrlhf": read_openrlhf}
+_READERS = {"accelerate": read_accelerate, "deepspeed": read_deepspeed, "verl": read_verl, "openrlhf": read_openrlhf,
+            "torchtitan": read_torchtitan, "nemo-rl": read_nemo_rl}
 
 
 def import_text(text: str, target: str, *, companion: tuple[str, str] | None = None) -> Imported:

@@ -1,0 +1,285 @@
+"""NeMo RL config overrides (YAML with ``defaults:``): ``uv run examples/run_grpo.py --config nemo_rl.yaml``.
+
+Keys and defaults: NVIDIA-NeMo/RL 7ea279abfbeb698b092856d0dab61e7cf39bc909, ``examples/configs/grpo_math_1B.yaml``
+(GRPO; ``examples/run_grpo.py``) and ``examples/configs/sft.yaml`` (SFT; ``examples/run_sft.py``). The file holds
+only what the card sets; ``defaults:`` names the example it overrides (resolved next to this file, as the
+examples' own ``defaults:`` are, so save it in ``examples/configs/``).
+
+* ``policy.dtensor_cfg`` (FSDP2 through NeMo Automodel; ``nemo_rl/models/automodel/setup.py``: the model is loaded
+  in float32 for master weights, ``MixedPrecisionPolicy(param_dtype=policy.precision, reduce_dtype=float32)``,
+  ``cpu_offload`` = FSDP2 ``CPUOffloadPolicy``): ``tensor_parallel_size``, ``sequence_parallel``,
+  ``context_parallel_size`` (torch ring attention), ``activation_checkpointing`` (whole layers),
+  ``lora_cfg``.
+* ``policy.megatron_cfg`` (Megatron-Core through Megatron-Bridge): ``tensor_model_parallel_size``,
+  ``pipeline_model_parallel_size``, ``context_parallel_size``, ``expert_model_parallel_size``,
+  ``expert_tensor_parallel_size``, ``sequence_parallel``, ``activation_checkpointing`` with
+  ``recompute_granularity`` (full | selective) and ``recompute_modules`` (null: [core_attn]),
+  ``optimizer.use_distributed_optimizer`` / ``optimizer_cpu_offload`` / ``optimizer_offload_fraction``,
+  ``distributed_data_parallel_config.use_custom_fsdp`` (Megatron FSDP, ``optim_grads_params``),
+  ``fp8_cfg`` (``enabled``, ``fp8``: e4m3, ``fp8_recipe``: delayed | tensorwise | blockwise), ``peft``.
+  A card with pipeline or expert parallelism, Megatron's core_attention recompute or fp8 compute uses it;
+  otherwise DTensor. The examples have no virtual-pipeline key and neither backend has Ulysses.
+* GRPO: ``grpo.num_prompts_per_step``, ``grpo.num_generations_per_prompt``,
+  ``loss_fn.reference_policy_kl_penalty`` (0: no reference model, ``nemo_rl/algorithms/grpo.py``),
+  ``policy.train_global_batch_size`` (sequences per optimizer step), ``train_micro_batch_size``,
+  ``logprob_batch_size``, ``max_total_sequence_length`` (prompt + response), ``generation.max_new_tokens``,
+  ``generation.vllm_cfg`` (``tensor_parallel_size``, ``gpu_memory_utilization``, ``enforce_eager``),
+  ``generation.colocated`` (``enabled``; ``resources.gpus_per_node`` on one node). Weights reach vLLM
+  through a refit buffer (``refit_buffer_size_gb``): read back as bucketed.
+* ``cluster.gpus_per_node``, ``cluster.num_nodes``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from trainfit.export.common import (
+    Export,
+    ExportError,
+    effective_weight_sync,
+    lora_targets,
+    model_name,
+    non_default,
+    shared_notes,
+)
+from trainfit.export.parallel import (
+    MEGATRON_FP8_RECIPE,
+    is_ulysses,
+    megatron_precision_note,
+    missing_parallel_notes,
+    sequences_per_step,
+)
+from trainfit.methods.roles import kl_coef, reference_placement
+from trainfit.spec.card import RunCard
+from trainfit.spec.enums import (
+    ComputeDtype,
+    Dtype,
+    Method,
+    Offload,
+    Optimizer,
+    Placement,
+    RefPlacement,
+    RolloutEngine,
+    Scope,
+    SelectiveCheckpointing,
+    Strategy,
+    WeightSync,
+)
+
+COMMIT = "7ea279abfbeb698b092856d0dab61e7cf39bc909"
+FILENAME = "nemo_rl.yaml"
+DEFAULTS = {Method.GRPO: "grpo_math_1B.yaml", Method.SFT: "sft.yaml"}
+SCRIPT = {Method.GRPO: "examples/run_grpo.py", Method.SFT: "examples/run_sft.py"}
+PRECISION = {ComputeDtype.BF16: "bfloat16", ComputeDtype.FP16: "float16", ComputeDtype.FP32: "float32",
+             ComputeDtype.FP8: "bfloat16"}
+
+
+def uses_megatron(card: RunCard) -> bool:
+    """Pipeline or expert parallelism, Megatron's core_attention recompute or fp8: NeMo RL's Megatron backend."""
+    p = card.parallel
+    return (p.pipeline_parallel > 1 or p.expert_parallel > 1 or p.expert_tensor_parallel > 1
+            or p.selective_checkpointing is SelectiveCheckpointing.CORE_ATTENTION
+            or card.precision.compute is ComputeDtype.FP8)
+
+
+def _checkpointing(card: RunCard, notes: list[str]) -> bool:
+    """Whether layers are checkpointed (per-op selective: as full, said)."""
+    p = card.parallel
+    if p.selective_checkpointing is SelectiveCheckpointing.OP:
+        notes.append("parallel.selective_checkpointing op: NeMo RL has no per-op selective checkpointing; exported as"
+                     " full (parallel.gradient_checkpointing true: less memory, more time than planned)")
+    return p.checkpoints_layers
+
+
+def _dtensor(card: RunCard, notes: list[str]) -> dict[str, Any]:
+    p = card.parallel
+    cfg: dict[str, Any] = {"enabled": True, "cpu_offload": p.offload is Offload.PARAMS_AND_OPTIMIZER,
+                           "sequence_parallel": p.sequence_parallel,
+                           "activation_checkpointing": _checkpointing(card, notes),
+                           "tensor_parallel_size": p.tensor_parallel, "context_parallel_size": p.context_parallel}
+    if p.offload is Offload.OPTIMIZER:
+        notes.append("parallel.offload optimizer: NeMo RL's DTensor backend offloads parameters, gradients and optimizer"
+                     " states together (cpu_offload) or nothing; exported as none")
+    if p.strategy is not Strategy.FSDP:
+        notes.append(f"parallel.strategy {p.strategy.value}: NeMo RL's DTensor backend shards with FSDP2; exported as fsdp")
+    w = card.weights_dtype
+    if w is not Dtype.FP32 or card.precision.master_weights.value != "none":
+        notes.append(f"precision.weights {w.value}: NeMo RL's DTensor backend loads the model in float32 (master"
+                     " weights; nemo_rl/models/automodel/setup.py) and computes in policy.precision")
+    if card.scope is not Scope.FULL:
+        t = lora_targets(card)
+        cfg["lora_cfg"] = {"enabled": True, "dim": card.lora.rank, "alpha": card.lora.alpha,
+                           "dropout": card.lora.dropout, "match_all_linear": t == "all-linear",
+                           "target_modules": [] if t == "all-linear" else list(t)}
+    return cfg
+
+
+def _megatron(card: RunCard, notes: list[str]) -> dict[str, Any]:
+    p = card.parallel
+    s = p.strategy
+    dist_opt = s not in (Strategy.DDP, Strategy.SINGLE)
+    custom_fsdp = s in (Strategy.FSDP, Strategy.FSDP_GRAD_OP, Strategy.HSDP, Strategy.ZERO3)
+    if s not in (Strategy.FSDP, Strategy.ZERO1, Strategy.DDP, Strategy.SINGLE):
+        notes.append(f"parallel.strategy {s.value}: NeMo RL's Megatron backend shards with its distributed optimizer"
+                     f" (zero1) or Megatron FSDP (fsdp); exported as {'fsdp' if custom_fsdp else 'zero1'}")
+    gc = _checkpointing(card, notes)
+    cfg: dict[str, Any] = {
+        "enabled": True,
+        "activation_checkpointing": gc,
+        "tensor_model_parallel_size": p.tensor_parallel,
+        "expert_tensor_parallel_size": p.expert_tensor_parallel,
+        "expert_model_parallel_size": p.expert_parallel,
+        "pipeline_model_parallel_size": p.pipeline_parallel,
+        "context_parallel_size": p.context_parallel,
+        "sequence_parallel": p.sequence_parallel,
+    }
+    if gc:
+        core = p.selective_checkpointing is SelectiveCheckpointing.CORE_ATTENTION
+        cfg["recompute_granularity"] = "selective" if core else "full"
+        if core:
+            cfg["recompute_modules"] = ["core_attn"]
+    off = p.offload
+    cfg["optimizer"] = {"use_distributed_optimizer": dist_opt, "optimizer_cpu_offload": off is not Offload.NONE,
+                        "optimizer_offload_fraction": 1.0 if off is not Offload.NONE else 0.0}
+    if off is Offload.PARAMS_AND_OPTIMIZER:
+        notes.append("parallel.offload params_and_optimizer: NeMo RL's Megatron backend offloads the optimizer only"
+                     " (optimizer_cpu_offload); exported as optimizer")
+    cfg["distributed_data_parallel_config"] = {"use_custom_fsdp": custom_fsdp}
+    if card.precision.compute is ComputeDtype.FP8 and card.precision.fp8_recipe is not None:
+        cfg["fp8_cfg"] = {"enabled": True, "fp8": "e4m3", "fp8_recipe": MEGATRON_FP8_RECIPE[card.precision.fp8_recipe]}
+    prec = megatron_precision_note(card, "NeMo RL")
+    if prec:
+        notes.append(prec)
+    if p.virtual_stages > 1:
+        notes.append(f"parallel.virtual_stages {p.virtual_stages}: NeMo RL's megatron_cfg has no virtual-pipeline key;"
+                     " not written (1F1B)")
+    if card.scope is not Scope.FULL:
+        t = lora_targets(card)
+        cfg["peft"] = {"enabled": True, "dim": card.lora.rank, "alpha": card.lora.alpha, "dropout": card.lora.dropout,
+                       "target_modules": [] if t == "all-linear" else list(t)}
+    return cfg
+
+
+def _policy(card: RunCard, notes: list[str]) -> dict[str, Any]:
+    mega = uses_megatron(card)
+    c = card.precision.compute  # fp8 always takes the Megatron backend (uses_megatron)
+    pol: dict[str, Any] = {"model_name": model_name(card), "precision": PRECISION[c],
+                           "train_global_batch_size": sequences_per_step(card),
+                           "train_micro_batch_size": card.batch.micro_batch_size}
+    if is_ulysses(card):
+        notes.append("parallel.context_parallel_kind ulysses: NeMo RL's context parallel is ring attention (torch"
+                     " context_parallel or Megatron CP); exported as ring")
+    notes.extend(missing_parallel_notes(card, "NeMo RL", has={
+        "tensor_parallel", "sequence_parallel", "context_parallel", "pipeline_parallel", "expert_parallel",
+        "expert_tensor_parallel", "virtual_stages", "pipeline_schedule"}))
+    if card.parallel.pipeline_schedule.value == "interleaved":
+        notes.append("parallel.pipeline_schedule interleaved: NeMo RL's megatron_cfg has no virtual-pipeline key;"
+                     " exported as 1F1B")
+    if mega:
+        pol["dtensor_cfg"] = {"enabled": False}
+        pol["megatron_cfg"] = _megatron(card, notes)
+    else:
+        pol["dtensor_cfg"] = _dtensor(card, notes)
+        pol["megatron_cfg"] = {"enabled": False}
+    if card.parallel.activation_offload:
+        notes.append("parallel.activation_offload: not written (NeMo RL's megatron_cfg.fine_grained_activation_offloading"
+                     " offloads named modules, not the card's whole saved activations)")
+    if card.precision.optimizer is not Optimizer.ADAMW:
+        notes.append(f"precision.optimizer {card.precision.optimizer.value}: NeMo RL's examples use torch AdamW (DTensor)"
+                     " or Megatron Adam; exported with the example's optimizer")
+    if card.loss.chunked:
+        notes.append("loss.chunked: megatron_cfg.use_fused_linear_logprobs is not written (it excludes context"
+                     " parallelism and sequence packing)")
+    return pol
+
+
+def _grpo(card: RunCard, notes: list[str]) -> dict[str, Any]:
+    ro = card.rollout
+    hw = card.hardware
+    kl = kl_coef(card)
+    out: dict[str, Any] = {
+        "defaults": DEFAULTS[Method.GRPO],
+        "grpo": {"num_prompts_per_step": ro.prompts_per_step, "num_generations_per_prompt": ro.num_generations},
+        "loss_fn": {"reference_policy_kl_penalty": kl},
+    }
+    pol = _policy(card, notes)
+    pol["logprob_batch_size"] = ro.logprob_micro_batch_size or card.batch.micro_batch_size
+    pol["max_total_sequence_length"] = ro.prompt_len + ro.response_len
+    if ro.engine is RolloutEngine.HF:
+        notes.append("rollout.engine hf: NeMo RL generates with vLLM (or Megatron inference); exported as vllm")
+    colocated: dict[str, Any] = {"enabled": True}
+    if ro.placement is Placement.SPLIT:
+        if hw.nodes == 1:
+            colocated = {"enabled": False, "resources": {"gpus_per_node": ro.gpus, "num_nodes": None}}
+        else:
+            notes.append(f"rollout.placement split ({ro.gpus} GPUs per node): NeMo RL gives generation whole nodes on"
+                         " more than one node; exported colocated")
+    pol["generation"] = {"backend": "vllm", "max_new_tokens": ro.response_len,
+                         "vllm_cfg": {"tensor_parallel_size": ro.tensor_parallel,
+                                      "gpu_memory_utilization": ro.gpu_memory_utilization,
+                                      "enforce_eager": not ro.cuda_graphs},
+                         "colocated": colocated}
+    out["policy"] = pol
+    seqs = sequences_per_step(card)
+    rollout_seqs = ro.prompts_per_step * ro.num_generations
+    if rollout_seqs % seqs or rollout_seqs // seqs != ro.mini_batches:
+        notes.append(f"rollout.mini_batches {ro.mini_batches}: NeMo RL takes num_prompts_per_step x"
+                     f" num_generations_per_prompt / train_global_batch_size = {rollout_seqs} / {seqs} optimizer steps"
+                     " per rollout batch")
+    if ro.num_iterations > 1:
+        notes.append(f"rollout.num_iterations {ro.num_iterations}: NeMo RL's GRPO takes one update per generated batch")
+    if ro.sleep_level:
+        notes.append(f"rollout.sleep_level {ro.sleep_level}: NeMo RL frees the colocated vLLM itself; not a setting here")
+    if effective_weight_sync(card) is not WeightSync.BUCKETED:
+        notes.append(f"rollout.weight_sync {effective_weight_sync(card).value}: NeMo RL refits vLLM through a buffer"
+                     " (refit_buffer_size_gb); planned as bucketed")
+    for key in ("max_num_seqs", "max_num_batched_tokens"):
+        if non_default(card, f"rollout.{key}"):
+            notes.append(f"rollout.{key}: not written (vllm_kwargs takes raw vLLM arguments)")
+    if ro.async_mode.value != "none":
+        notes.append(f"rollout.async_mode {ro.async_mode.value}: grpo.async_grpo is not written")
+    if ro.response_len_mean is not None or non_default(card, "rollout.response_len_shape"):
+        notes.append("rollout.response_len_mean / response_len_shape: a property of the task, not a NeMo RL setting")
+    ref = reference_placement(card)
+    if ref in (RefPlacement.CPU, RefPlacement.PRECOMPUTED, RefPlacement.LORA_DISABLED):
+        notes.append(f"roles.reference {ref.value}: NeMo RL keeps the reference policy on the GPUs beside the policy"
+                     " (offloaded between its passes)")
+    if card.roles.reward_model not in ("rule", "none"):
+        notes.append(f"roles.reward_model {card.roles.reward_model}: NeMo RL's reward model runs as an environment"
+                     " (examples/configs/grpo_rm_1B.yaml); not written")
+    out["cluster"] = {"gpus_per_node": hw.gpus_per_node, "num_nodes": hw.nodes}
+    return out
+
+
+def _sft(card: RunCard, notes: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {"defaults": DEFAULTS[Method.SFT]}
+    pol = _policy(card, notes)
+    pol["max_total_sequence_length"] = card.batch.seq_len
+    out["policy"] = pol
+    out["cluster"] = {"gpus_per_node": card.hardware.gpus_per_node, "num_nodes": card.hardware.nodes}
+    return out
+
+
+def build(card: RunCard) -> Export:
+    notes: list[str] = []
+    if card.method not in DEFAULTS:
+        raise ExportError(f"method: the nemo-rl export writes GRPO and SFT configs, not {card.method.value}; allowed for"
+                          " --to nemo-rl: sft, grpo (use --to trl, verl or openrlhf)")
+    if card.scope is Scope.QLORA:
+        raise ExportError("scope: NeMo RL has no 4-bit (QLoRA) base; allowed for --to nemo-rl: full, lora")
+    data = _grpo(card, notes) if card.method is Method.GRPO else _sft(card, notes)
+    notes.extend(shared_notes(card, "nemo-rl"))
+    script = SCRIPT[card.method]
+    launch = f"uv run {script} --config {FILENAME}"
+    header = (f"# NeMo RL config written by trainfit export (keys: NVIDIA-NeMo/RL {COMMIT[:7]} examples/configs/"
+              f"{DEFAULTS[card.method]})\n# save it in examples/configs/ (defaults: resolves next to this file)\n"
+              f"# launch: {launch}\n")
+    text = header + yaml.safe_dump(data, sort_keys=False, allow_unicode=False, default_flow_style=False)
+    return Export(target="nemo-rl", text=text, data={"launch": launch, "config": data}, notes=notes, filename=FILENAME)
+
+
+def to_nemo_rl(card: RunCard) -> dict[str, Any]:
+    """The NeMo RL override config for the card (``defaults:`` plus the keys it sets)."""
+    return build(card).data["config"]

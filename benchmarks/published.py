@@ -710,6 +710,55 @@ POINTS.update({
     } for pid, mbs in ((104, 1), (105, 2))},
 })
 
+_SWIFT_Z2 = {"reduce_bucket_size": 200_000_000, "allgather_bucket_size": 200_000_000, "overlap_comm": True,
+             "contiguous_gradients": True}
+"""ms-swift swift/llm/ds_config/zero2.json @9d297f99a."""
+_SWIFT_Z3 = {"reduce_bucket_size": "auto", "stage3_prefetch_bucket_size": "auto",
+             "stage3_param_persistence_threshold": "auto", "stage3_max_live_parameters": 1_000_000_000,
+             "stage3_max_reuse_distance": 1_000_000_000, "sub_group_size": 1_000_000_000, "overlap_comm": True}
+"""ms-swift swift/llm/ds_config/zero3.json @9d297f99a."""
+
+
+def _swift_full(model: str, gpus: int, strategy: str, grad_accum: int) -> dict[str, Any]:
+    """ms-swift ``swift sft --train_type full --torch_dtype bfloat16`` with packing to 8192, batch 1, GC on (its
+    default), flash attention, under DeepSpeed; the HF Trainer's default optimizer then was adamw_torch (torch
+    AdamW, foreach on CUDA), which DeepSpeed steps on its fp32 partition."""
+    return {
+        "model": model, "scope": "full", "precision": {"optimizer_impl": "foreach"},
+        "hardware": {"gpu": "a800-80gb", "gpus_per_node": 8, "nodes": gpus // 8},
+        "parallel": {"strategy": strategy, "gradient_checkpointing": True},
+        "batch": {"micro_batch_size": 1, "seq_len": 8192, "grad_accum": grad_accum},
+        "deepspeed": _SWIFT_Z2 if strategy == "zero2" else _SWIFT_Z3,
+    }
+
+
+POINTS.update({
+    106: {
+        "card": _swift_full("Qwen/Qwen2.5-14B", 8, "zero2", 2),
+        "metric": "reserved", "unit": "GiB",
+        "notes": "Fit report only (ms-swift's benchmark: trained; the printed 80 on an 80 GB card is the card full). "
+                 "Packing fills every row to max_length 8192 -> seq 8192.",
+    },
+    107: {
+        "card": _swift_full("Qwen/Qwen2.5-14B", 8, "zero3", 2),
+        "metric": "reserved", "unit": "GiB", "ambiguous": True,
+        "notes": "AMBIGUOUS metric: the table prints 'GB' without naming the metric; ms-swift's training log, the "
+                 "likely source, prints memory(GiB) = torch.cuda.max_memory_reserved / 2**30 -> reserved, GiB. "
+                 "Packing -> seq 8192.",
+    },
+    108: {
+        "card": _swift_full("Qwen/Qwen3-30B-A3B-Base", 16, "zero2", 1),
+        "metric": "reserved", "unit": "GiB", "ambiguous": True,
+        "notes": "OOM report (no figure). AMBIGUOUS settings: the swift sft command is not shown; batch 1, packing to "
+                 "8192 and global batch 16 (grad accum 1 on 16 GPUs) from the Megatron command it is compared with.",
+    },
+    109: {
+        "card": _swift_full("Qwen/Qwen3-30B-A3B-Base", 16, "zero3", 1),
+        "metric": "reserved", "unit": "GiB", "ambiguous": True,
+        "notes": "Fit report only (trained; 16 * 80GiB printed: the card full). AMBIGUOUS settings as point 108.",
+    },
+})
+
 # ---- further published memory points (benchmarks/data/published_memory_points.json, sources there)
 
 POINTS.update({

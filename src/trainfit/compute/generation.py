@@ -40,9 +40,11 @@ from trainfit.compute.decode_step import (  # noqa: F401 - re-exported
     DECODE_KERNELS_PER_LAYER,
     ENGINE_S_PER_STEP,
     DecodeStep,
+    TpLink,
     _step_model,
     decode_step_seconds,
     routed_expert_bytes,
+    tp_bus_and_latency,
 )
 from trainfit.compute.rates import DeviceRates
 from trainfit.compute.response_lengths import DEFAULT_QUANTILES, _shape, response_length_groups
@@ -83,7 +85,7 @@ class GenerationTime:
 
 def prefill_seconds(*, spec: ModelSpec, matmul_params: float, rates: DeviceRates, tp: int, sequences: float,
                     context_tokens: float, context_tokens_sq: float | None = None,
-                    tp_all_reduce_latency_s: float | None = None) -> tuple[float, float]:
+                    tp_all_reduce_latency_s: float | None = None, link: TpLink | None = None) -> tuple[float, float]:
     """(seconds, of which tensor-parallel all-reduce) to prefill ``sequences`` prompts holding
     ``context_tokens`` tokens in all; causal attention costs ``2·c²·q_dim`` per layer for a context
     of ``c`` (``context_tokens_sq`` = Σ c², default every sequence the same length)."""
@@ -95,10 +97,10 @@ def prefill_seconds(*, spec: ModelSpec, matmul_params: float, rates: DeviceRates
     if tp == 1:
         return compute, 0.0
     passes = ceil(context_tokens / PREFILL_TOKENS_PER_PASS)
-    lat = rates.collective_latency_s if tp_all_reduce_latency_s is None else tp_all_reduce_latency_s
+    bus, lat = tp_bus_and_latency(rates, tp_all_reduce_latency_s, link)
     per_pass = collectives.all_reduce_seconds(
         total_bytes=context_tokens / passes * spec.hidden_size * ACTIVATION_BYTES, ranks=tp,
-        bus_bytes_per_s=rates.intra_node_bus_bytes_per_s, latency_s=lat)
+        bus_bytes_per_s=bus, latency_s=lat)
     comm = 2 * spec.num_layers * passes * per_pass
     return compute + comm, comm
 
@@ -128,6 +130,7 @@ def generation_time(
     engine_s_per_step: float = ENGINE_S_PER_STEP,
     tp_all_reduce_latency_s: float | None = None,
     streaming: bool = False,
+    tp_link: TpLink | None = None,
 ) -> GenerationTime:
     """Seconds of one rollout phase (module docstring).
 
@@ -139,6 +142,8 @@ def generation_time(
     caching); attention still reads the prompt once per sequence.
     ``streaming``: a fully asynchronous rollout (``_stream_decode``): the engine is kept full from
     later steps' prompts, so the step's tokens are generated at the steady-state rate, with no long tail.
+    ``tp_link``: the tensor-parallel group's link when the engine spans nodes (``decode_step.tp_link``;
+    None: one node's NVLink).
     Raises ``CardError`` on a non-positive count or a sequence longer than the KV capacity.
     """
     if min(tp, engines, prompts, samples_per_prompt, prompt_len, max_num_seqs, quantiles) < 1:
@@ -161,7 +166,8 @@ def generation_time(
     kv_prompt = prompt_len / samples_per_prompt if prefix_sharing else float(prompt_len)
     step = _step_model(spec=spec, matmul_params=matmul_params, rates=rates, tp=tp, weight_bytes=weight_bytes,
                        kv_bytes_per_token=kv_bytes_per_token, cuda_graphs=cuda_graphs,
-                       engine_s_per_step=engine_s_per_step, tp_all_reduce_latency_s=tp_all_reduce_latency_s)
+                       engine_s_per_step=engine_s_per_step, tp_all_reduce_latency_s=tp_all_reduce_latency_s,
+                       link=tp_link)
     if streaming:
         dec = _stream_decode(groups=groups, sequences=seqs, slots=max_num_seqs, prompt_len=prompt_len,
                              kv_prompt=kv_prompt, kv_capacity=kv_capacity_tokens, step=step)
@@ -170,7 +176,7 @@ def generation_time(
                                kv_prompt=kv_prompt, kv_capacity=kv_capacity_tokens, chunk=chunk, step=step)
     prefilled = ceil(seqs / samples_per_prompt) if prefix_sharing else seqs
     common = dict(spec=spec, matmul_params=matmul_params, rates=rates, tp=tp,
-                  tp_all_reduce_latency_s=tp_all_reduce_latency_s)
+                  tp_all_reduce_latency_s=tp_all_reduce_latency_s, link=tp_link)
     prefill, prefill_comm = prefill_seconds(sequences=prefilled, context_tokens=prefilled * prompt_len, **common)
     # a preempted sequence re-prefills at most its whole context (prompt + longest response): the fluid
     # bookkeeping of readmitted sequences can overstate the context it carries, so bound it here
@@ -185,6 +191,9 @@ def generation_time(
                          l_top=l_top, response_len_max=response_len_max, groups=len(groups), chunk=chunk,
                          engine_s=engine_s_per_step, cuda_graphs=cuda_graphs, prefix_sharing=prefix_sharing,
                          streaming=streaming, peak=dec.peak)
+    if tp_link is not None:
+        notes += (f"tensor parallel {tp} spans {tp_link.nodes} nodes: all-reduces over the NIC at "
+                  f"{tp_link.bus_bytes_per_s / 1e9:.0f} GB/s bus, +{tp_link.extra_latency_s * 1e6:.0f} us network hops each",)
     return GenerationTime(
         prefill_s=prefill, decode_s=dec.seconds, tail_s=dec.tail_s,
         tp_comm_s=prefill_comm + dec.comm_s + recompute_comm,

@@ -47,7 +47,7 @@ from trainfit.plan.time import (
     training_time,
 )
 from trainfit.spec.card import RunCard
-from trainfit.spec.enums import AsyncMode, ComputeDtype, Dtype, Method, RefPlacement
+from trainfit.spec.enums import AsyncMode, ComputeDtype, Dtype, Method, Placement, RefPlacement
 from trainfit.spec.model import ModelSpec
 from trainfit.spec.training import TrainableSpec
 
@@ -202,10 +202,14 @@ def generation_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, rollout, r: D
     """The rollout engine's time for the step's prompts (None when the engine cannot start)."""
     if rollout is None or not rollout.engine_fits:
         return None
+    from trainfit.compute.decode_step import tp_link
     from trainfit.compute.flops import matmul_params
     from trainfit.compute.generation import generation_time
 
     ro = card.rollout
+    engine_per_node = (ro.gpus or 1) if ro.placement is Placement.SPLIT else card.hardware.gpus_per_node
+    link = tp_link(rates=r, tp=ro.tensor_parallel, engine_gpus_per_node=engine_per_node,
+                   nic_bytes_per_s=nic_bytes_per_s(card), gpu_id=gpu.id)
     g = generation_time(
         spec=spec, matmul_params=matmul_params(spec), rates=r, tp=ro.tensor_parallel, prompts=ro.prompts_per_step,
         samples_per_prompt=ro.num_generations, prompt_len=ro.prompt_len, response_len_max=ro.response_len,
@@ -213,7 +217,7 @@ def generation_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, rollout, r: D
         weight_bytes=_engine_weight_bytes(spec), kv_bytes_per_token=rollout.kv_bytes_per_token * ro.tensor_parallel,
         max_num_seqs=ro.max_num_seqs, kv_capacity_tokens=rollout.kv_capacity_tokens or None,
         cuda_graphs=ro.cuda_graphs, engines=max(1, rollout.engine_instances),
-        streaming=ro.async_mode is AsyncMode.FULLY_ASYNC,
+        streaming=ro.async_mode is AsyncMode.FULLY_ASYNC, tp_link=link,
     )
     bound = {"bandwidth": "memory"}.get(g.bound, g.bound)
     return _phase("generation", g.total_s, bound, prefill=g.prefill_s, decode=g.decode_s, long_tail=g.tail_s,

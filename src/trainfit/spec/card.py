@@ -301,7 +301,7 @@ class RolloutSection(_Section):
     logprob_micro_batch_size: int | None = Field(None, ge=1, le=65536, description="Sequences per log-prob pass; default micro_batch_size.")
     num_iterations: int = Field(1, ge=1, le=1000, description="Updates per generated batch (GRPO mu); > 1 adds an old-policy log-prob pass.")
     mini_batches: int = Field(1, ge=1, le=100_000, description="Optimizer steps per rollout batch and iteration (verl: train_batch_size / ppo_mini_batch_size; TRL GRPO: 1).")
-    response_len_mean: int | None = Field(None, ge=1, le=10_000_000, description="Mean response tokens; default response_len / 2 (response_len is the max).")
+    response_len_mean: int | None = Field(None, ge=1, le=10_000_000, description="Mean response tokens; default: the model's length profile's mean below response_len (a truncated exponential, compute.response_lengths).")
     response_len_shape: ResponseShape = Field(ResponseShape.EXPONENTIAL, description="Distribution of response lengths up to response_len: exponential (truncated, right-skewed) | uniform | fixed.")
     cuda_graphs: bool = Field(True, description="vLLM decodes with CUDA graphs (False: enforce_eager).")
     async_mode: AsyncMode = Field(AsyncMode.NONE, description="none | one_step_off | fully_async: generation overlaps training; the step is the slower side.")
@@ -395,10 +395,15 @@ class RunCard(_Section):
                 )
         if self.method in (Method.PPO, Method.GRPO):
             engine_gpus = (ro.gpus or 0) if ro.placement is Placement.SPLIT else self.hardware.gpus_per_node
-            if ro.tensor_parallel > engine_gpus:
+            # one engine may span nodes (vLLM multi-node tensor parallel over Ray): then it takes whole
+            # nodes' rollout GPUs, and its per-layer all-reduces cross the NIC (compute.decode_step)
+            roll_gpus = engine_gpus * self.hardware.nodes
+            if ro.tensor_parallel > engine_gpus and (ro.tensor_parallel % max(1, engine_gpus)
+                                                     or roll_gpus % ro.tensor_parallel):
                 raise ValueError(
-                    f"rollout.tensor_parallel: {ro.tensor_parallel} is more than the {engine_gpus} GPUs per node"
-                    " the rollout engine has"
+                    f"rollout.tensor_parallel: {ro.tensor_parallel} is more than the {engine_gpus} rollout GPUs per"
+                    f" node; an engine spanning nodes must take whole nodes and divide the {roll_gpus} rollout GPUs"
+                    f" (allowed: up to {engine_gpus}, or a multiple of {engine_gpus} dividing {roll_gpus})"
                 )
         par = self.parallel
         if par.sequence_parallel and par.tensor_parallel == 1:

@@ -1,0 +1,88 @@
+"""A rollout engine whose tensor-parallel group spans nodes: the card's rule, the NIC-bound all-reduce link,
+and the planned generation phase that pays for it."""
+
+from __future__ import annotations
+
+import pytest
+
+from trainfit.catalog.gpus import resolve_gpu
+from trainfit.catalog.models import from_catalog
+from trainfit.compute import collectives
+from trainfit.compute import generation as gen
+from trainfit.compute.decode_step import COLLECTIVE_HOP_LATENCY_S, NCCL_NET_OVER_NVLINK_HOP, tp_link
+from trainfit.compute.flops import matmul_params
+from trainfit.compute.rates import default_rates
+from trainfit.memory.weights import total_params
+from trainfit.spec.card import load_card_dict
+
+H100 = default_rates(resolve_gpu("h100-sxm"))
+NIC = 400e9 / 8
+LLAMA70 = from_catalog("meta-llama/Llama-3.1-70B")
+
+
+def _grpo(**rollout) -> dict:
+    return {"model": "meta-llama/Llama-3.1-70B", "method": "grpo",
+            "hardware": {"gpu": "h100-sxm", "gpus_per_node": 8, "nodes": rollout.pop("nodes", 2)},
+            "rollout": {"prompt_len": 256, "response_len": 1024, "response_len_mean": 400, **rollout}}
+
+
+def test_card_accepts_an_engine_over_whole_nodes():
+    card = load_card_dict(_grpo(tensor_parallel=16))
+    assert card.rollout.tensor_parallel == 16
+
+
+@pytest.mark.parametrize(("rollout", "needle"), [
+    ({"tensor_parallel": 12}, "a multiple of 8 dividing 16"),
+    ({"tensor_parallel": 16, "nodes": 3}, "a multiple of 8 dividing 24"),
+    ({"tensor_parallel": 6, "placement": "split", "gpus": 4}, "a multiple of 4 dividing 8"),
+])
+def test_card_refuses_an_engine_that_does_not_take_whole_nodes(rollout, needle):
+    with pytest.raises(Exception) as exc:
+        load_card_dict(_grpo(**rollout))
+    msg = str(exc.value)
+    assert "rollout.tensor_parallel" in msg and needle in msg
+
+
+def test_link_inside_one_node_or_nvlink_domain_is_none():
+    assert tp_link(rates=H100, tp=8, engine_gpus_per_node=8, nic_bytes_per_s=NIC, gpu_id="h100-sxm") is None
+    gb = default_rates(resolve_gpu("gb200"))
+    assert tp_link(rates=gb, tp=32, engine_gpus_per_node=4, nic_bytes_per_s=NIC, gpu_id="gb200") is None
+    assert tp_link(rates=gb, tp=128, engine_gpus_per_node=4, nic_bytes_per_s=NIC, gpu_id="gb200") is not None
+
+
+def test_link_across_nodes_is_nic_bound_with_network_hops():
+    link = tp_link(rates=H100, tp=32, engine_gpus_per_node=8, nic_bytes_per_s=NIC, gpu_id="h100-sxm")
+    assert link.nodes == 4
+    assert link.bus_bytes_per_s == pytest.approx(min(H100.intra_node_bus_bytes_per_s,
+                                                     NIC * collectives.NIC_EFFICIENCY * 8))
+    # 2 (nodes - 1) ring steps leave a node, each at NCCL's network hop instead of its NVLink hop
+    assert link.extra_latency_s == pytest.approx(6 * COLLECTIVE_HOP_LATENCY_S * (NCCL_NET_OVER_NVLINK_HOP - 1))
+
+
+def test_generation_across_nodes_pays_more_all_reduce_than_inside_one():
+    slow_nic = tp_link(rates=H100, tp=16, engine_gpus_per_node=8, nic_bytes_per_s=100e9 / 8, gpu_id="h100-sxm")
+    args = dict(spec=LLAMA70, matmul_params=matmul_params(LLAMA70), rates=H100, tp=16, prompts=64,
+                samples_per_prompt=8, prompt_len=256, response_len_max=1024, response_len_mean=400.0,
+                weight_bytes=total_params(LLAMA70) * 2.0, kv_bytes_per_token=2.0 * LLAMA70.num_layers * LLAMA70.kv_dim * 2,
+                max_num_seqs=256)
+    inside = gen.generation_time(**args)
+    across = gen.generation_time(**args, tp_link=slow_nic)
+    assert across.tp_comm_s > inside.tp_comm_s
+    assert across.total_s > inside.total_s
+    assert across.total_s - inside.total_s <= across.tp_comm_s - inside.tp_comm_s + 1e-9
+    assert any("spans 2 nodes" in a for a in across.assumptions)
+
+
+def test_plan_of_a_two_node_engine_prices_the_nic():
+    from trainfit.plan import make_plan
+
+    def gen_phase(nodes_nic_gbps: float | None):
+        d = _grpo(tensor_parallel=16)
+        if nodes_nic_gbps:
+            d["hardware"]["nic_gbps_per_gpu"] = nodes_nic_gbps
+        plan = make_plan(load_card_dict(d))
+        return next(p for p in plan.time.phases if p.name == "generation")
+
+    fast, slow = gen_phase(400), gen_phase(25)
+    assert slow.terms["tp_all_reduce"] > fast.terms["tp_all_reduce"] > 0
+    assert slow.seconds > fast.seconds

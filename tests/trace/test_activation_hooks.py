@@ -21,6 +21,9 @@ from trainfit.catalog.hf_config import spec_from_hf_config  # noqa: E402
 from trainfit.memory.activations import activation_bytes, loss_region_bytes  # noqa: E402
 from trainfit.spec.enums import Attention, Scope  # noqa: E402
 from trainfit.spec.training import LoraSpec, TrainableSpec  # noqa: E402
+from trainfit.trace.kernels import linear_attention_kernels  # noqa: E402
+
+importlib.import_module("transformers.models.qwen3_5.modeling_qwen3_5")  # loaded, so its kernels can be swapped
 
 pytestmark = pytest.mark.trace
 
@@ -44,8 +47,9 @@ def _trainable(scope: str, targets: tuple[str, ...], adapter_dtype: str = "fp32"
 def _check(family, attn, ckpt, scope, targets=("all-linear",), batch=1, seq=48, adapter_dtype="fp32"):
     cfg = ma.TINY_CONFIGS[family]
     spec = spec_from_hf_config(cfg, name=f"tiny-{family}", source="test")
-    m = ma.measure(cfg, attn=attn, ckpt=ckpt, batch=batch, seq=seq, scope=scope, targets=targets, rank=RANK,
-                   adapter_dtype=adapter_dtype)
+    with linear_attention_kernels():  # Gated DeltaNet as the fla / causal-conv1d GPU kernels run it
+        m = ma.measure(cfg, attn=attn, ckpt=ckpt, batch=batch, seq=seq, scope=scope, targets=targets, rank=RANK,
+                       adapter_dtype=adapter_dtype)
     pred = activation_bytes(
         spec, micro_batch_size=batch, seq_len=seq, attention=Attention(attn),
         trainable=_trainable(scope, targets, adapter_dtype),

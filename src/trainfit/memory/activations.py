@@ -75,11 +75,19 @@ FP32 = 4
 INT64 = 8
 INT32 = 4
 DELTANET_CHUNK = 64
-"""Chunk size of transformers' torch fallback of the chunked gated delta rule."""
+"""Chunk size of flash-linear-attention's ``chunk_gated_delta_rule`` (its default)."""
+DELTANET_DQKWG_TILE = 64
+"""K tile of fla's ``chunk_bwd_dqkwg`` on Ampere/Ada (partial fp32 dg per tile)."""
+DELTANET_KERNELS = ("Gated DeltaNet layers: flash-linear-attention's chunk_gated_delta_rule and causal-conv1d's"
+                    " causal_conv1d_fn, the CUDA kernels transformers runs when both are installed (not its torch"
+                    " fallback, which saves fp32 chunk matrices and is what a CPU run without them uses)")
+"""The assumption the plan states for hybrid models."""
 QWEN3_5_PARTIAL_ROTARY = 0.25
 """Qwen3.5 rotates a quarter of head_dim (config partial_rotary_factor; ModelSpec has no field)."""
 
 _ZERO_CENTRED_NORM = {"gemma2", "qwen3_5_text"}
+_ARCH_FAMILIES = frozenset({"deepseek_v3", "gpt_oss", "opt"})
+"""Layouts with their own layer model (``trainfit.memory.arch_activations``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,6 +189,10 @@ def _adapter_saved(ctx: _Ctx, name: str, in_features: int, r: int, *, input_save
 
 
 def _rope_dim(spec: ModelSpec) -> int:
+    if spec.family in _ARCH_FAMILIES:
+        from trainfit.memory.arch_activations import rope_dim
+
+        return rope_dim(spec)
     if spec.family == "qwen3_5_text":
         half = int(spec.head_dim * QWEN3_5_PARTIAL_ROTARY) // 2
         return 2 * half
@@ -317,18 +329,17 @@ def _moe(ctx: _Ctx, spec: ModelSpec, x_rg: bool) -> tuple[int, bool]:
 
 
 def _deltanet(ctx: _Ctx, spec: ModelSpec, x_rg: bool) -> tuple[int, bool]:
-    """Gated DeltaNet, transformers' torch fallback (``torch_chunk_gated_delta_rule``, chunk 64,
-    causal_conv1d fallback). q/k/v/beta/decay are fp32 copies padded to a multiple of 64; every
-    chunk keeps five fp32 64×64 matrices per value head and the recurrent state it read.
-    With flash-linear-attention / causal-conv1d kernels (CUDA) the saved set differs (not modelled)."""
+    """Gated DeltaNet with the CUDA kernels transformers runs when they are installed (``DELTANET_KERNELS``):
+    causal-conv1d's ``causal_conv1d_fn`` (SiLU fused: saves only its input) and flash-linear-attention's
+    ``chunk_gated_delta_rule`` (q/k L2-normalised in the kernel; saves the normalised bf16 q and k on the
+    key heads with their fp32 rstd, a contiguous copy of v, the fp32 chunk-cumulated gate, beta and the
+    bf16 (T, Hv, 64) UT-transform matrix A). Sources in ``trainfit.trace.kernels``, which emulates both
+    kernels in the trace."""
     la = spec.linear_attention
     assert la is not None
-    T, a, b, s, h = ctx.T, ctx.a, ctx.b, ctx.s, spec.hidden_size
-    Hv, dk, dv, K = la.num_value_heads, la.key_head_dim, la.value_head_dim, la.conv_kernel_dim
+    T, a, h = ctx.T, ctx.a, spec.hidden_size
+    Hk, Hv, dk, dv = la.num_key_heads, la.num_value_heads, la.key_head_dim, la.value_head_dim
     vd, cd = la.value_dim, la.conv_dim
-    C = DELTANET_CHUNK
-    n = -(-s // C)
-    P = b * n * C  # padded tokens
     total = 0
     qkv_b, qkv_rg = _linear(ctx, "in_proj_qkv", h, x_rg)
     z_b, z_rg = _linear(ctx, "in_proj_z", h, x_rg, input_saved=True)
@@ -337,10 +348,7 @@ def _deltanet(ctx: _Ctx, spec: ModelSpec, x_rg: bool) -> tuple[int, bool]:
     total += qkv_b + z_b + b_b + a_b
     conv_rg = qkv_rg or ctx.full
     if conv_rg:
-        total += T * a * cd  # convolution saves input and weight whenever either needs grad
-        total += b * a * cd * (s + K - 1)  # silu saves the padded conv output
-    if b_rg:
-        total += T * a * Hv  # sigmoid(b) output
+        total += T * a * cd  # CausalConv1dFn saves its input (in_proj_qkv's output) and the weight
     # g = -exp(A_log) * softplus(a + dt_bias)
     if ctx.full:
         total += FP32 * Hv  # exp(A_log) output
@@ -350,15 +358,12 @@ def _deltanet(ctx: _Ctx, spec: ModelSpec, x_rg: bool) -> tuple[int, bool]:
         total += FP32 * Hv  # -exp(A_log), saved by the mul
     if ctx.full:
         total += T * FP32 * Hv  # softplus output, saved by the mul
-    if conv_rg or b_rg or g_rg:
-        total += T * 2 * FP32 * Hv * (dk + 1)  # l2norm of q and k (after repeat to Hv heads)
-        total += P * FP32 * (4 * Hv + 3 * Hv * dv + 5 * Hv * dk)
-        if n > 1:
-            total += P * FP32 * Hv * dk  # decayed query, read against the (grad-requiring) state
-        total += C * C  # bool strictly-upper mask
-        total += b * Hv * n * (5 * FP32 * C * C + FP32 + FP32 * dk * dv)
-    # gated RMSNorm over value_head_dim: norm(core) * silu(z.float())
     core_rg = conv_rg or b_rg or g_rg
+    if core_rg:
+        # ChunkGatedDeltaRuleFunction.save_for_backward: q, q_rstd, k, k_rstd, v, g, beta, A; beta is
+        # sigmoid(b), the storage sigmoid saves too
+        total += T * (2 * a * Hk * dk + 2 * FP32 * Hk + a * Hv * dv + FP32 * Hv + a * Hv + a * Hv * DELTANET_CHUNK)
+    # gated RMSNorm over value_head_dim: norm(core) * silu(z.float())
     if core_rg:
         total += T * (FP32 * vd + FP32 * Hv)  # fp32 copy + rsqrt
     if ctx.full:
@@ -374,8 +379,28 @@ def _deltanet(ctx: _Ctx, spec: ModelSpec, x_rg: bool) -> tuple[int, bool]:
     return total, o_rg
 
 
+def deltanet_backward_transient_bytes(spec: ModelSpec, *, tokens: int, micro_batch_size: int,
+                                      dtype_bytes: int = 2) -> float:
+    """Buffers of ``chunk_gated_delta_rule``'s backward at its fullest (inside ``chunk_bwd_dqkwg``), beside
+    the layer's saved tensors: the recomputed w, u, v_new and chunk states h, the state gradient dh, dv,
+    the per-value-head dq and dk, dw, the partial fp32 dg, and the output gradient. The MLP's and the
+    gated norm's saved tensors and the out_proj/norm gradients are gone by then (they ran first)."""
+    la = spec.linear_attention
+    assert la is not None
+    T, a, b = tokens, dtype_bytes, micro_batch_size
+    Hv, dk, dv = la.num_value_heads, la.key_head_dim, la.value_head_dim
+    chunks = -(-(T // b) // DELTANET_CHUNK)
+    states = b * chunks * Hv * dk * dv * a  # h and dh, one each
+    per_token = a * Hv * (4 * dk + 4 * dv) + FP32 * Hv * -(-dk // DELTANET_DQKWG_TILE)
+    return 2 * states + T * per_token
+
+
 def _layer(ctx: _Ctx, spec: ModelSpec, i: int, x_rg: bool) -> tuple[int, bool]:
     """Bytes of decoder layer ``i`` and whether its output needs a gradient."""
+    if spec.family in _ARCH_FAMILIES:
+        from trainfit.memory.arch_activations import layer_bytes
+
+        return layer_bytes(ctx, spec, i, x_rg)
     h = spec.hidden_size
     zc = spec.family in _ZERO_CENTRED_NORM
     four = spec.norms_per_layer == 4
@@ -463,16 +488,23 @@ def activation_bytes(
         if spec.family == "gemma2":
             emb_ckpt += a  # bf16 embed_scale scalar of the scaling mul
     emb = emb_ckpt
-    if spec.num_full_attention_layers:
+    if spec.num_full_attention_layers and _rope_dim(spec):
         # cos and sin, bf16, shared by all layers: (1, s, rot); Qwen3.5's mrope position ids are
         # expanded to the batch, so (b, s, rot) there
         rows = b if spec.family == "qwen3_5_text" else 1
         emb += 2 * a * rows * s * _rope_dim(spec)
     zc = spec.family in _ZERO_CENTRED_NORM
-    head, _ = _norm(ctx, width=spec.hidden_size, rows=1, zero_centred=zc, x_rg=x_rg, const_width=spec.hidden_size,
-                    residual=True)
-    if full:
-        head += a * T * spec.hidden_size  # lm_head input
+    if spec.family in _ARCH_FAMILIES:
+        from trainfit.memory import arch_activations
+
+        emb += arch_activations.embedding_bytes(ctx, spec)
+        emb_ckpt += arch_activations.embedding_bytes(ctx, spec)
+        head = arch_activations.head_bytes(ctx, spec, x_rg)
+    else:
+        head, _ = _norm(ctx, width=spec.hidden_size, rows=1, zero_centred=zc, x_rg=x_rg,
+                        const_width=spec.hidden_size, residual=True)
+        if full:
+            head += a * T * spec.hidden_size  # lm_head input
     if selective is SelectiveCheckpointing.OP:
         ckpt = tuple(c + selective_layer_bytes(ctx, spec, i, sequence_shards=sequence_shards)
                      for i, c in enumerate(ckpt))

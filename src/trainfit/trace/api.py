@@ -82,6 +82,10 @@ def trace_step(req: TraceRequest, *, progress: Progress | None = None) -> TraceR
         notes.append("the model output is dropped before backward, as the HF Trainer and TRL do (`loss = model(...).loss`)")
     for r in runs:
         notes.extend(n for n in r.notes if n not in notes)
+    if _has_linear_attention(req.hf_config):
+        from trainfit.trace.kernels import KERNEL_NOTE
+
+        notes.append(KERNEL_NOTE)
     if req.tensor_parallel > 1:
         dp = req.world_size // req.tensor_parallel
         notes.append(f"per-rank bytes of rank 0 of {req.world_size}: torch tensor parallel {req.tensor_parallel}"
@@ -115,6 +119,13 @@ def trace_step(req: TraceRequest, *, progress: Progress | None = None) -> TraceR
         reserved_bytes=reserved,
     )
 
+
+
+def _has_linear_attention(hf_config: dict) -> bool:
+    from trainfit.catalog.hf_config import decoder_config
+
+    dec = decoder_config(hf_config)
+    return "linear_attention" in (dec.get("layer_types") or ()) or bool(dec.get("full_attention_interval"))
 
 
 def _trace_stage(req: TraceRequest, report: Progress, t0: float) -> TraceResult:

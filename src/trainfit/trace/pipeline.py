@@ -26,6 +26,7 @@ from torch import nn
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 from trainfit.trace import build
+from trainfit.trace.kernels import linear_attention_kernels
 from trainfit.trace.patches import torch_threads, unpacked_batches
 from trainfit.trace.types import TraceRequest, TraceUnsupported
 
@@ -125,6 +126,7 @@ def trace_stage(req: TraceRequest, progress: Callable[[str, float], None]):  # n
     with contextlib.ExitStack() as stack:
         stack.enter_context(torch_threads(1))
         stack.enter_context(unpacked_batches())
+        stack.enter_context(linear_attention_kernels())
         stack.enter_context(FakeTensorMode())
         model = build.materialize_fake(meta)
         model.train()

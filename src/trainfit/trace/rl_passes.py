@@ -45,6 +45,7 @@ import torch.nn.functional as F
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 from trainfit.trace import build
+from trainfit.trace.kernels import linear_attention_kernels
 from trainfit.trace.patches import torch_threads, unpacked_batches
 from trainfit.trace.step import DepthRun, _opt_state_tensors, _vocab, region_namer
 from trainfit.trace.types import TraceRequest
@@ -128,6 +129,7 @@ def run_depth(
     with contextlib.ExitStack() as stack:
         stack.enter_context(torch_threads(1))
         stack.enter_context(unpacked_batches())
+        stack.enter_context(linear_attention_kernels())
         stack.enter_context(FakeTensorMode())
         model = build.materialize_fake(meta)
         ref_model = None

@@ -10,6 +10,7 @@ import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 from trainfit.trace import build
+from trainfit.trace.kernels import linear_attention_kernels
 from trainfit.trace.patches import torch_threads, unpacked_batches
 from trainfit.trace.types import PHASES, TraceRequest
 
@@ -112,6 +113,7 @@ def warmed_up(
     with contextlib.ExitStack() as stack:
         stack.enter_context(torch_threads(1))
         stack.enter_context(unpacked_batches())
+        stack.enter_context(linear_attention_kernels())
         mesh = tp_mesh = None
         if req.world_size > 1:
             stack.enter_context(fake_process_group(req.world_size))

@@ -795,27 +795,31 @@ def rule_train_seconds(n: float | None, tokens: float, gpus: int, peak: float | 
 
 def implausible_rate(e: dict[str, Any], n: float | None, tokens: float, published_s: float) -> str | None:
     """Why a published training rate cannot be what the stated run did, or None: the least matmul work the
-    setup can do (forward 2·N and input-gradient 2·N per token, plus 2·N weight gradients for a full
-    fine-tune; no recompute, no attention) would have to run above the card's sustained matmul rate
-    (``rates.default_rates``: the MAMF fraction of the datasheet peak; fp8 runs against the fp8 rate)."""
+    stated setup must do (forward 2·N and input-gradient 2·N per token, 2·N weight gradients for a full
+    fine-tune, 2·N more for the forward that full activation checkpointing re-runs; no attention, no
+    elementwise kernels, no optimizer) would need more than the card's datasheet dense peak (bf16, or fp8 for
+    an fp8 run): more than every tensor core at its rated clock, doing nothing else."""
     if n is None or not published_s:
         return None
     from trainfit.catalog.gpus import gpu_ids, resolve_gpu
-    from trainfit.compute.rates import default_rates
 
     gid = GPU_ALIASES.get(e["gpu"], (e["gpu"],))[0]
     if gid not in gpu_ids():
         return None
-    r = default_rates(resolve_gpu(gid))
-    fp8 = e["precision"]["compute"] == "fp8" and r.fp8_matmul_flops_per_s
-    rate = (r.fp8_matmul_flops_per_s if fp8 else r.matmul_flops_per_s) * e["gpus"]
-    per_token = (4.0 if e["kind"] in ("sft_lora", "sft_qlora") else 6.0) * n
-    need = per_token * tokens / published_s / rate
+    gpu = resolve_gpu(gid)
+    fp8 = e["precision"]["compute"] == "fp8" and gpu.fp8_dense_flops_per_s
+    peak = (gpu.fp8_dense_flops_per_s if fp8 else gpu.bf16_dense_flops_per_s) or 0.0
+    if not peak:
+        return None
+    per_n = (4.0 if e["kind"] in ("sft_lora", "sft_qlora") else 6.0) + (
+        2.0 if e.get("activation_checkpointing") in ("full", True) else 0.0)
+    need = per_n * n * tokens / published_s / (peak * e["gpus"])
     if need <= 1.0:
         return None
-    return (f"implausible: the published rate needs {need:.0%} of the card's sustained matmul rate "
-            f"({rate / e['gpus'] / 1e12:.0f} TFLOP/s per GPU) even at the least work the setup does "
-            f"({per_token / n:.0f}·N per token, no recompute)")
+    recompute = ", the recompute included" if e.get("activation_checkpointing") in ("full", True) else ""
+    return (f"implausible: the published rate needs {need:.2%} of the card's datasheet dense peak "
+            f"({peak / 1e12:.0f} TFLOP/s) for the least matmul work of the stated setup ({per_n:.0f}·N per token"
+            f"{recompute})")
 
 
 def rl_rule_figures(e: dict[str, Any], n: float | None) -> dict[str, float | None]:

@@ -46,11 +46,18 @@ def test_default_card_every_target(app, target):
 @pytest.mark.parametrize("target", TARGETS)
 def test_grpo_lora_every_target(app, grpo_card, tmp_path, target):
     out = tmp_path / f"out.{target}"
+    if target == "torchtitan":  # full-weight SFT only: refused in one line, nothing written
+        from trainfit.cli.main import main
+
+        assert main(["export", str(grpo_card), "--to", target, "--out", str(out)]) == 2
+        assert not out.exists()
+        return
     r = _run(app, [str(grpo_card), "--to", target, "--out", str(out)])
     assert f"wrote {target} config to {out}" in r.stdout
     text = out.read_text()
     assert {"accelerate": "distributed_type: FSDP", "deepspeed": '"stage": 3', "trl": "GRPOConfig(",
-            "verl": "actor_rollout_ref.rollout.n=8", "openrlhf": "--rollout.n_samples_per_prompt 8"}[target] in text
+            "verl": "actor_rollout_ref.rollout.n=8", "openrlhf": "--rollout.n_samples_per_prompt 8",
+            "nemo-rl": "num_generations_per_prompt: 8"}[target] in text
 
 
 def test_set_and_stdout(app, grpo_card):
@@ -63,7 +70,7 @@ def test_unknown_target_is_one_line(app):
 
     r = CliRunner().invoke(app, ["export", "--to", "megatron"])
     assert r.exit_code != 0 and isinstance(r.exception, TrainfitError)
-    assert "allowed: accelerate, deepspeed, trl, verl, openrlhf" in str(r.exception)
+    assert "allowed: accelerate, deepspeed, trl, verl, openrlhf, torchtitan, nemo-rl" in str(r.exception)
 
 
 def test_out_over_the_input_card_is_refused_and_the_card_kept(grpo_card):

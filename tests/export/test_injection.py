@@ -117,12 +117,17 @@ def test_no_target_carries_code(payload, method, tmp_path):
         try:
             e = export(card, target)
         except ExportError as exc:  # OpenRLHF cannot take a module name argparse would read as a flag
-            assert target == "openrlhf" and "lora.targets" in str(exc)
+            assert (target == "openrlhf" and "lora.targets" in str(exc)) or (
+                target == "torchtitan" and "allowed for --to torchtitan" in str(exc)) or (  # full SFT of known models
+                target == "nemo-rl" and method == "ppo" and "allowed for --to nemo-rl" in str(exc)), (target, str(exc))
             continue
         if target == "accelerate":
             assert yaml.safe_load(e.text) == e.data
         elif target == "deepspeed":
             assert json.loads(e.text) == e.data
+        elif target == "nemo-rl":
+            assert yaml.safe_load(e.text) == e.data["config"]  # the header is comments only
+            assert not [ln for ln in e.text.splitlines() if ln.startswith("#") and payload.strip() and payload in ln]
         elif target == "trl":
             ns = _exec_trl(e.text, tmp_path)
             assert ns["model"] == payload
@@ -136,7 +141,7 @@ def test_no_target_carries_code(payload, method, tmp_path):
             else:
                 assert argv[-len(e.data["flags"]):] == e.data["flags"]
         back = read_back(card, e)
-        if target in ("trl", "verl", "openrlhf"):
+        if target in ("trl", "verl", "openrlhf", "nemo-rl"):
             assert back.model == payload
             if target != "trl" and card.scope.value != "full":
                 assert list(back.lora_targets) == [payload, "q_proj"]
@@ -165,3 +170,23 @@ def test_verl_model_id_is_one_hydra_value():
     assert "actor_rollout_ref.model.path='x$(touch P)'" in e.data["overrides"]
     assert "'actor_rollout_ref.model.path='\"'\"'x$(touch P)'\"'\"''" in e.text
     assert import_text(e.text, "verl").card["model"] == "x$(touch P)"
+
+
+def test_nemo_rl_escapes_omegaconf_interpolations():
+    """NeMo RL loads its YAML with OmegaConf, which resolves ${...}: a model id must stay a literal."""
+    card = load_card_dict({"model": "${oc.env:HOME}\\${x}", "method": "sft"})
+    e = export(card, "nemo-rl")
+    assert e.data["config"]["policy"]["model_name"] == "\\${oc.env:HOME}\\\\\\${x}"
+    assert import_text(e.text, "nemo-rl").card["model"] == "${oc.env:HOME}\\${x}"
+    with pytest.raises(Exception, match="interpolation"):
+        import_text("defaults: sft.yaml\npolicy:\n  model_name: ${oc.env:HOME}\n", "nemo-rl")
+
+
+def test_torchtitan_strings_are_toml_literals():
+    import tomllib
+
+    card = load_card_dict({"model": "Qwen/Qwen3-0.6B", "name": 'a"b\n[parallelism]\ntensor_parallel_degree = 8 \u2028\U0001f600'})
+    e = export(card, "torchtitan")
+    cfg = tomllib.loads(e.text)
+    assert cfg["job"]["description"] == "trainfit: " + card.name
+    assert cfg["parallelism"]["tensor_parallel_degree"] == 1

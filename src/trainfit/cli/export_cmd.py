@@ -1,4 +1,4 @@
-"""`trainfit export`: the launch config for accelerate, DeepSpeed, TRL, verl or OpenRLHF."""
+"""`trainfit export`: the launch config for accelerate, DeepSpeed, TRL, verl, OpenRLHF, torchtitan or NeMo RL."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ def _value(v) -> str:
 
 def export(
     card: Annotated[Optional[Path], typer.Argument(help="Run card (YAML/JSON). Default: the embedded Qwen3-8B full SFT card.")] = None,
-    to: Annotated[str, typer.Option("--to", help="accelerate | deepspeed | trl | verl | openrlhf")] = "accelerate",
+    to: Annotated[str, typer.Option("--to", help="accelerate | deepspeed | trl | verl | openrlhf | torchtitan | nemo-rl")] = "accelerate",
     out: Annotated[Optional[Path], typer.Option("--out", help="Write the config here (default: stdout).")] = None,
     set_: Annotated[list[str], typer.Option("--set", help="Any card field: KEY=VALUE. Repeatable.")] = [],
     json_: Annotated[bool, typer.Option("--json", help="One JSON object: target, data, notes, lost, text.")] = False,

@@ -1,4 +1,4 @@
-"""`trainfit import`: read a launch config (accelerate, DeepSpeed, TRL, verl, OpenRLHF) back into a card."""
+"""`trainfit import`: read a launch config (accelerate, DeepSpeed, TRL, verl, OpenRLHF, torchtitan, NeMo RL) back into a card."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import typer
 
 
 def import_(
-    file: Annotated[Path, typer.Argument(help="The launch config: accelerate YAML, DeepSpeed JSON, TRL train_config.py, verl or OpenRLHF script.")],
-    from_: Annotated[str, typer.Option("--from", help="accelerate | deepspeed | trl | verl | openrlhf")],
+    file: Annotated[Path, typer.Argument(help="The launch config: accelerate YAML, DeepSpeed JSON, TRL train_config.py, verl or OpenRLHF script, torchtitan TOML, NeMo RL YAML.")],
+    from_: Annotated[str, typer.Option("--from", help="accelerate | deepspeed | trl | verl | openrlhf | torchtitan | nemo-rl")],
     with_: Annotated[Optional[Path], typer.Option("--with", help="--from trl: the accelerate .yaml or DeepSpeed .json it launches with.")] = None,
     base: Annotated[Optional[Path], typer.Option("--base", help="A card that fills what the file does not carry (the file's settings win).")] = None,
     set_: Annotated[list[str], typer.Option("--set", help="Card fields the file does not carry: KEY=VALUE. Repeatable.")] = [],

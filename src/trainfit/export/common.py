@@ -373,3 +373,45 @@ def hydra_value(key: str, v: Any) -> str:
 def comment_text(s: str) -> str:
     """``s`` for a one-line comment in any target language: non-ASCII and control characters escaped."""
     return ascii(s)[1:-1]
+
+
+def omegaconf_escape(s: str) -> str:
+    """A string an OmegaConf-loaded YAML value (NeMo RL, verl files) reads back as exactly ``s``: every ``${`` escaped
+    as ``\\${``, the backslashes right before it doubled (OmegaConf's grammar treats them as escapes only there)."""
+    out: list[str] = []
+    i = 0
+    while i < len(s):
+        if s.startswith("${", i):
+            j = len(out)
+            while j > 0 and out[j - 1] == "\\":
+                j -= 1
+            run = len(out) - j
+            out.extend("\\" * run)
+            out.append("\\${")
+            i += 2
+            continue
+        out.append(s[i])
+        i += 1
+    return "".join(out)
+
+
+def omegaconf_unescape(s: str) -> str | None:
+    """The inverse of ``omegaconf_escape``; None when ``s`` holds an interpolation (an unescaped ``${``)."""
+    out: list[str] = []
+    i = 0
+    while i < len(s):
+        if s.startswith("${", i):
+            j = len(out)
+            while j > 0 and out[j - 1] == "\\":
+                j -= 1
+            run = len(out) - j
+            if run % 2 == 0:
+                return None
+            del out[j:]
+            out.extend("\\" * (run // 2))
+            out.append("${")
+            i += 2
+            continue
+        out.append(s[i])
+        i += 1
+    return "".join(out)

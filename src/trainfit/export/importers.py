@@ -1069,10 +1069,18 @@ def read_nemo_rl(text: str) -> Imported:
             node = node[part]
         return default if node is None else node
 
+    from trainfit.export.common import omegaconf_unescape
+
+    def text_value(key: str, v: Any) -> str:
+        u = omegaconf_unescape(str(v))
+        if u is None:
+            raise _bad(t, f"{key}: {str(v)[:60]!r} is an OmegaConf interpolation; trainfit reads literal values only")
+        return u
+
     d: dict[str, Any] = {"method": method}
     notes: list[str] = []
     if get("policy.model_name") is not None:
-        d["model"] = str(get("policy.model_name"))
+        d["model"] = text_value("policy.model_name", get("policy.model_name"))
     gpn = _num(t, "cluster.gpus_per_node", get("cluster.gpus_per_node", 1))
     nodes = _num(t, "cluster.num_nodes", get("cluster.num_nodes", 1))
     set_dotted(d, "hardware.gpus_per_node", gpn)
@@ -1117,7 +1125,8 @@ def read_nemo_rl(text: str) -> Imported:
             scope = "lora"
             lora = {"rank": _num(t, "peft.dim", get(f"{M}.peft.dim", 8)), "alpha": _num(t, "peft.alpha", get(f"{M}.peft.alpha", 32), float),
                     "dropout": _num(t, "peft.dropout", get(f"{M}.peft.dropout", 0.0), float),
-                    "targets": get(f"{M}.peft.target_modules") or "all-linear"}
+                    "targets": [text_value("peft.target_modules", x) for x in get(f"{M}.peft.target_modules") or []]
+                    or "all-linear"}
     else:
         D = "policy.dtensor_cfg"
         tp = _num(t, f"{D}.tensor_parallel_size", get(f"{D}.tensor_parallel_size", 1))
@@ -1133,7 +1142,8 @@ def read_nemo_rl(text: str) -> Imported:
             L = f"{D}.lora_cfg"
             lora = {"rank": _num(t, "lora_cfg.dim", get(f"{L}.dim", 8)), "alpha": _num(t, "lora_cfg.alpha", get(f"{L}.alpha", 32), float),
                     "dropout": _num(t, "lora_cfg.dropout", get(f"{L}.dropout", 0.0), float),
-                    "targets": "all-linear" if get(f"{L}.match_all_linear", True) else (get(f"{L}.target_modules") or [])}
+                    "targets": "all-linear" if get(f"{L}.match_all_linear", True) else
+                    [text_value("lora_cfg.target_modules", x) for x in get(f"{L}.target_modules") or []]}
     par["context_parallel_kind"] = "ring"
     for k, v in par.items():
         set_dotted(d, f"parallel.{k}", v)

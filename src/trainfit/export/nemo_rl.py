@@ -2,7 +2,8 @@
 
 Keys and defaults: NVIDIA-NeMo/RL 7ea279abfbeb698b092856d0dab61e7cf39bc909, ``examples/configs/grpo_math_1B.yaml``
 (GRPO; ``examples/run_grpo.py``) and ``examples/configs/sft.yaml`` (SFT; ``examples/run_sft.py``). The file holds
-only what the card sets; ``defaults:`` names the example it overrides (resolved next to this file, as the
+only what the card sets (strings with OmegaConf's ``${`` escaped, as NeMo RL resolves interpolations);
+``defaults:`` names the example it overrides (resolved next to this file, as the
 examples' own ``defaults:`` are, so save it in ``examples/configs/``).
 
 * ``policy.dtensor_cfg`` (FSDP2 through NeMo Automodel; ``nemo_rl/models/automodel/setup.py``: the model is loaded
@@ -42,6 +43,7 @@ from trainfit.export.common import (
     lora_targets,
     model_name,
     non_default,
+    omegaconf_escape,
     shared_notes,
 )
 from trainfit.export.parallel import (
@@ -112,7 +114,7 @@ def _dtensor(card: RunCard, notes: list[str]) -> dict[str, Any]:
         t = lora_targets(card)
         cfg["lora_cfg"] = {"enabled": True, "dim": card.lora.rank, "alpha": card.lora.alpha,
                            "dropout": card.lora.dropout, "match_all_linear": t == "all-linear",
-                           "target_modules": [] if t == "all-linear" else list(t)}
+                           "target_modules": [] if t == "all-linear" else [omegaconf_escape(x) for x in t]}
     return cfg
 
 
@@ -158,14 +160,14 @@ def _megatron(card: RunCard, notes: list[str]) -> dict[str, Any]:
     if card.scope is not Scope.FULL:
         t = lora_targets(card)
         cfg["peft"] = {"enabled": True, "dim": card.lora.rank, "alpha": card.lora.alpha, "dropout": card.lora.dropout,
-                       "target_modules": [] if t == "all-linear" else list(t)}
+                       "target_modules": [] if t == "all-linear" else [omegaconf_escape(x) for x in t]}
     return cfg
 
 
 def _policy(card: RunCard, notes: list[str]) -> dict[str, Any]:
     mega = uses_megatron(card)
     c = card.precision.compute  # fp8 always takes the Megatron backend (uses_megatron)
-    pol: dict[str, Any] = {"model_name": model_name(card), "precision": PRECISION[c],
+    pol: dict[str, Any] = {"model_name": omegaconf_escape(model_name(card)), "precision": PRECISION[c],
                            "train_global_batch_size": sequences_per_step(card),
                            "train_micro_batch_size": card.batch.micro_batch_size}
     if is_ulysses(card):

@@ -345,5 +345,7 @@ def forward_only_time(
         ag = coll.all_gather_seconds(total_bytes=gathered_weight_bytes / layers, ranks=ranks, bus_bytes_per_s=bus,
                                      latency_s=rates.collective_latency_s)
         exposed = micro_steps * (ag + (layers - 1) * max(0.0, ag - one.seconds / layers))
+        # the per-layer gathers hold the ranks in lockstep: the slowest sets the pace (collectives.slowest_rank_excess)
+        exposed += coll.slowest_rank_excess(ranks=ranks) * total.seconds
         total = PassTime(total.seconds + exposed, total.gemm_s, total.attention_s, total.memory_s, total.host_s)
     return total

@@ -197,7 +197,7 @@ def spec_from_hf_config(
         extra = dict(attention_bias=bias, o_proj_bias=bias, mlp_bias=bias, mlp_gated=False, norm_bias=affine,
                      norms_per_layer=2 if affine else 0, pre_norm=pre,
                      final_norm=affine and pre and not bool(dec.get("_remove_final_layer_norm", False)),
-                     learned_positions=max_pos + 2, embed_proj_dim=proj if proj != hidden else None,
+                     learned_positions=max_pos + 2, dropout=_dropout(dec, name), embed_proj_dim=proj if proj != hidden else None,
                      hidden_act=str(dec.get("activation_function") or "relu"))
     elif family == "gpt_oss":
         raw = dec.get("layer_types")
@@ -243,6 +243,14 @@ def spec_from_hf_config(
         aliases=aliases,
         **extra,
     )
+
+
+def _dropout(dec: dict[str, Any], name: str) -> float:
+    """OPT's residual dropout (OPTConfig default 0.1), a probability in [0, 1)."""
+    p = dec.get("dropout", 0.1)
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 <= p < 1:
+        raise ConfigError(f"{name}: config.json field 'dropout' must be a probability in [0, 1), got {p!r}")
+    return float(p)
 
 
 def _mla(dec: dict[str, Any], name: str) -> MlaSpec:

@@ -24,16 +24,23 @@ from __future__ import annotations
 
 from trainfit.memory.logits import SOFTCAP_FAMILIES
 from trainfit.spec.enums import Attention
+from trainfit.spec.model import ModelSpec
 
 FORWARD_CKPT_BYTES_PER_SCORE = 10
 FORWARD_BYTES_PER_SCORE = 4
 BACKWARD_BYTES_PER_SCORE = 6
 
 
+NO_SDPA_FAMILIES = frozenset({"gpt_oss"})
+"""Families transformers builds without an SDPA path (gpt-oss: ``_supports_sdpa = False``, its attention
+sinks need eager or a flash kernel with sinks)."""
+
+
 def runs_eager(family: str, attention: Attention) -> bool:
     """Eager attention runs: asked for, or SDPA asked for a softcapping family (transformers refuses
-    SDPA for attention-logit softcapping and falls back to eager)."""
-    return attention is Attention.EAGER or (family in SOFTCAP_FAMILIES and attention is Attention.SDPA)
+    SDPA for attention-logit softcapping and falls back to eager) or for a family without SDPA."""
+    return attention is Attention.EAGER or (
+        attention is Attention.SDPA and (family in SOFTCAP_FAMILIES or family in NO_SDPA_FAMILIES))
 
 
 def score_elements(*, micro_batch_size: int, seq_len: int, heads: int, eager: bool) -> float:
@@ -48,3 +55,29 @@ def forward_transient_bytes(*, scores: float, gradient_checkpointing: bool, dtyp
 
 def backward_transient_bytes(*, scores: float, dtype_bytes: int = 2) -> float:
     return scores * BACKWARD_BYTES_PER_SCORE * dtype_bytes / 2
+
+
+def mla_kv_bytes_per_token(spec: ModelSpec, *, dtype_bytes: float) -> float:
+    """Decode-cache bytes per token of a multi-head-latent-attention model: ``kv_lora_rank +
+    qk_rope_head_dim`` values per full-attention layer (DeepSeek-V3: (512 + 64) x 61 x 2 B = 70,272 B in
+    bf16), the compressed ``c_kv`` and the shared rotary key that vLLM's ``MLAAttentionSpec`` pages (one
+    "head", ``head_size = kv_lora_rank + qk_rope_head_dim``). Tensor parallelism does not split it: every
+    rank keeps the whole latent and up-projects its own heads (vLLM, SGLang)."""
+    ml = spec.mla
+    if ml is None:
+        raise ValueError(f"{spec.name} has no multi-head latent attention")
+    return float(spec.num_full_attention_layers * ml.latent_dim * dtype_bytes)
+
+
+def mla_replicated_params(spec: ModelSpec) -> int:
+    """Attention parameters every tensor-parallel rank of an inference engine keeps whole under MLA: the
+    down-projections q_a_proj and kv_a_proj_with_mqa (vLLM's ``ReplicatedLinear`` / fused_qkv_a_proj),
+    their RMSNorms and o_proj's bias; q_b, kv_b and o_proj split by heads."""
+    ml = spec.mla
+    if ml is None:
+        return 0
+    h = spec.hidden_size
+    per_layer = h * (ml.q_lora_rank + ml.latent_dim) + ml.q_lora_rank + ml.kv_lora_rank
+    if spec.attention_bias:
+        per_layer += ml.q_lora_rank + ml.latent_dim + h
+    return spec.num_full_attention_layers * per_layer

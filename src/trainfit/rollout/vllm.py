@@ -43,6 +43,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from trainfit.memory.attention import mla_kv_bytes_per_token, mla_replicated_params
 from trainfit.memory.params import param_breakdown
 from trainfit.memory.weights import base_weight_bytes
 from trainfit.spec.enums import ComputeDtype, Dtype
@@ -116,8 +117,11 @@ def kv_bytes_per_token(spec: ModelSpec, *, tp: int, dtype_bytes: float) -> float
 
     K and V (the 2) for every full-attention layer; linear-attention layers store no per-token KV.
     Same as vLLM's ``AttentionSpec.real_page_size_bytes / block_size`` summed over layers.
-    Qwen3-8B bf16 at tp=1: 2*36*8*128*2 = 147,456.
+    Qwen3-8B bf16 at tp=1: 2*36*8*128*2 = 147,456. Multi-head latent attention (DeepSeek-V3) caches the
+    latent instead, whole on every rank (``trainfit.memory.attention.mla_kv_bytes_per_token``).
     """
+    if spec.mla is not None:
+        return mla_kv_bytes_per_token(spec, dtype_bytes=dtype_bytes)
     return 2.0 * spec.num_full_attention_layers * kv_heads_per_gpu(spec, tp=tp) * spec.head_dim * dtype_bytes
 
 
@@ -194,6 +198,9 @@ def weights_per_gpu_params(spec: ModelSpec, *, tp: int) -> float:
     kv_per_head = (2 * h * spec.head_dim + (2 * spec.head_dim if spec.attention_bias else 0)) * full
     kv_total = kv_per_head * spec.num_kv_heads
     kv_rank = kv_per_head * kv_heads_per_gpu(spec, tp=tp)
+    if spec.mla is not None:  # MLA: the down-projections are replicated, q_b / kv_b / o_proj split by heads
+        kv_total = kv_rank = 0
+        replicated += mla_replicated_params(spec)
     sharded = b.total - replicated - kv_total
     return sharded / tp + replicated + kv_rank
 

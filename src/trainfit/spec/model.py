@@ -169,6 +169,8 @@ class ModelSpec:
     embed_proj_dim: int | None = None
     """OPT ``word_embed_proj_dim`` when it differs from hidden: embeddings and the (tied) head are this
     wide, with project_in / project_out linears (no bias) around the decoder."""
+    dropout: float = 0.0
+    """Residual dropout probability in training (OPT's config ``dropout`` 0.1): each site saves a mask."""
     pre_norm: bool = True
     """Norm before each block (False: OPT-350m normalises after the residual add)."""
     norms_fp32: bool = False

@@ -1,0 +1,359 @@
+"""Saved-for-backward bytes of the decoder layers that do not follow the Llama layout: DeepSeek-V3
+(multi-head latent attention, sigmoid group-limited routing with fp32 scores, shared experts), gpt-oss
+(fp32 norm weights, eager attention with sinks, biased router and experts with a clamped GLU) and OPT
+(LayerNorm with bias, learned positions, ReLU fc1/fc2, dropout after attention and MLP).
+
+Derived op by op like ``trainfit.memory.activations`` (same notation and rules) and read off
+``saved_tensors_hooks`` on tiny real models of each family (transformers 5.24, torch 2.13, bf16,
+``labels=input_ids``; ``tests/unit/test_arch_activations.py`` holds the measured byte counts). Per token
+and layer, full fine-tuning, the totals are:
+
+* OPT (pre-LN, SDPA): two LayerNorms (input 2h, mean and rstd 4 + 4 fp32 on CUDA), the shared q/k/v
+  input 2h, SDPA's q, k, v, output and logsumexp (4qd + 4kvd + 4H, out_proj's input a view of the
+  output), fc1's input 2h, ReLU's output 2I (fc2's input, the same tensor) and one dropout mask per
+  ``dropout > 0`` site (after out_proj and after fc2): a bool mask, 1 B per element on CUDA
+  (``native_dropout``); torch's CPU fallback keeps a bf16 noise tensor instead (2 B), which is what a
+  CPU trace of the same step records.
+* DeepSeek-V3 (SDPA): the input RMSNorm (6h + 4), the shared q_a / kv_a input 2h, the q_a and kv_a
+  RMSNorms over q_lora_rank and kv_lora_rank (6r + 4 each) and their outputs as q_b / kv_b inputs (2r),
+  SDPA's q and expanded k (2·H·qk each), the kv_b output that holds v (2·H·(nope + v)), the output
+  (2·H·v), the logsumexp (4H) and o_proj's input, a contiguous copy of the output (2·H·v: q is a
+  contiguous ``cat`` of its nope and rope parts, so the kernel's output is head-major). MoE layers: the router's fp32 input copy (4h, the weight is an fp32
+  parameter), the fp32 sigmoid scores (4E), the group top-2 and group top-k indices, the bool group
+  mask (E), the top-k indices and the fp32 normalisation (4 + 4k), the routed experts exactly as
+  Qwen3-MoE's grouped_mm path with fp32 routing weights, and the shared experts as a dense SwiGLU.
+* gpt-oss (eager: transformers has no SDPA path with sinks): fp32-weight RMSNorms (8h + 4: the fp32
+  copy, rsqrt and the fp32 normalised input the fp32 weight's mul saves), the q/k/v input 2h; eager
+  attention with the sink column keeps q, repeat_kv(k), repeat_kv(v) and o_proj's contiguous input
+  (8qd), the bf16 softmax over s + 1 columns (2·H·(s + 1)) and the int64 row-max indices (8H); the
+  biased router's input 2h, top-k indices and softmax output, three int64 permutations (the bias
+  gather adds one to Qwen3's two), and a clamped GLU that saves the whole gate_up output (4w), the
+  clamped gate, its sigmoid, ``up + 1``, the GLU and the product (5 x 2w) per routed token. Flash
+  attention with sinks (vLLM's FA3 kernel) saves SDPA's set instead.
+
+LoRA and frozen-layer cases follow the same requires-grad rules as the Llama layout; the adapters'
+own tensors come from ``activations._linear``.
+"""
+
+from __future__ import annotations
+
+from trainfit.memory import activations as _act
+from trainfit.memory.activations import FP32, INT32, INT64
+from trainfit.memory.attention import runs_eager
+from trainfit.spec.model import ModelSpec
+
+FAMILIES = frozenset({"deepseek_v3", "gpt_oss", "opt"})
+
+LAYERNORM_STATS_BYTES = 8
+"""Mean and rstd per row, fp32 on CUDA (``native_layer_norm`` keeps the accumulation type)."""
+DROPOUT_MASK_BYTES = 1
+"""``native_dropout``'s bool mask, per element (CUDA)."""
+
+
+def rope_dim(spec: ModelSpec) -> int:
+    """Width of the rotary cos/sin the model saves once: DeepSeek rotates qk_rope_head_dim, gpt-oss
+    builds half-width tables (it rotates the two halves with one frequency each); OPT has none."""
+    if spec.family == "deepseek_v3" and spec.mla is not None:
+        return spec.mla.qk_rope_head_dim
+    if spec.family == "gpt_oss":
+        return spec.head_dim // 2
+    return 0
+
+
+def _layernorm(ctx, width: int, x_rg: bool, residual: bool = True) -> tuple[int, bool]:
+    """torch LayerNorm with affine weight and bias: saves its input and the row statistics whenever the
+    input or the weight needs a gradient."""
+    T = (ctx.T_seq or ctx.T) if residual else ctx.T
+    rg = x_rg or ctx.full
+    return (T * (ctx.a * width + LAYERNORM_STATS_BYTES) if rg else 0), rg
+
+
+def _fp32_weight_rmsnorm(ctx, width: int, x_rg: bool) -> tuple[int, bool]:
+    """gpt-oss RMSNorm with an fp32 weight: ``(w * x_fp32_normalised).to(bf16)``."""
+    T = ctx.T_seq or ctx.T
+    out = T * (FP32 * width + FP32) if x_rg else 0  # fp32 copy (pow, mul) + rsqrt
+    if ctx.full:
+        out += T * FP32 * width  # the weight's mul saves the fp32 normalised input
+    return out, x_rg or ctx.full
+
+
+def _dropout(ctx, spec: ModelSpec, width: int, x_rg: bool) -> int:
+    return ctx.T * DROPOUT_MASK_BYTES * width if (spec.dropout > 0 and x_rg) else 0
+
+
+def _sdpa(ctx, *, q: int, k: int, v_storage: int, out: int, heads: int, rg: bool) -> int:
+    return ctx.T * (ctx.a * (q + k + v_storage + out) + FP32 * heads) if rg else 0
+
+
+# --------------------------------------------------------------------------------------------- OPT
+
+
+def _opt_layer(ctx, spec: ModelSpec, x_rg: bool) -> tuple[int, bool]:
+    h, qd, kvd, H, w = spec.hidden_size, spec.q_dim, spec.kv_dim, spec.num_attention_heads, spec.intermediate_size
+    total = 0
+    n_rg = x_rg
+    if spec.pre_norm:
+        b, n_rg = _layernorm(ctx, h, x_rg)
+        total += b
+    b, q_rg = _act._linear(ctx, "q_proj", h, n_rg)
+    total += b
+    b, k_rg = _act._linear(ctx, "k_proj", h, n_rg, input_saved=True)
+    total += b
+    b, v_rg = _act._linear(ctx, "v_proj", h, n_rg, input_saved=True)
+    total += b
+    a_rg = q_rg or k_rg or v_rg
+    if runs_eager(spec.family, ctx.attention):
+        if a_rg:
+            total += ctx.T * (ctx.a * 3 * qd + FP32 * H * ctx.s + ctx.a * H * ctx.s)
+            total += ctx.T * ctx.a * qd if ctx.full else 0  # out_proj's contiguous input
+    else:
+        total += _sdpa(ctx, q=qd, k=kvd, v_storage=kvd, out=qd, heads=H, rg=a_rg)
+    r = ctx.targets.get("out_proj")
+    if r is not None:
+        total += _act._adapter_saved(ctx, "out_proj", qd, r, input_saved=True)
+    o_rg = a_rg or ctx.full or r is not None
+    total += _dropout(ctx, spec, h, o_rg)
+    res_rg = x_rg or o_rg
+    if not spec.pre_norm:  # OPT-350m: post-LN on the residual sum
+        b, res_rg = _layernorm(ctx, h, res_rg)
+        total += b
+    m_in = res_rg
+    if spec.pre_norm:
+        b, m_in = _layernorm(ctx, h, res_rg)
+        total += b
+    b, f1_rg = _act._linear(ctx, "fc1", h, m_in)
+    total += b
+    if f1_rg:
+        total += ctx.T * ctx.a * w  # ReLU saves its output (fc2's input, the same tensor)
+    r2 = ctx.targets.get("fc2")
+    if ctx.full or r2 is not None:
+        total += _act._adapter_saved(ctx, "fc2", w, r2, input_saved=True) if r2 is not None else 0
+    f2_rg = f1_rg or ctx.full or r2 is not None
+    total += _dropout(ctx, spec, h, f2_rg)
+    out_rg = res_rg or f2_rg
+    if not spec.pre_norm:
+        b, out_rg = _layernorm(ctx, h, out_rg)
+        total += b
+    return total, out_rg
+
+
+# ------------------------------------------------------------------------------------- DeepSeek-V3
+
+
+def _mla(ctx, spec: ModelSpec, x_rg: bool) -> tuple[int, bool]:
+    ml = spec.mla
+    assert ml is not None
+    h, H = spec.hidden_size, spec.num_attention_heads
+    total = 0
+    if ml.q_lora_rank:
+        b, qa_rg = _act._linear(ctx, "q_a_proj", h, x_rg)
+        total += b
+        b, qn_rg = _act._norm(ctx, width=ml.q_lora_rank, rows=1, zero_centred=False, x_rg=qa_rg, const_width=0)
+        total += b
+        b, q_rg = _act._linear(ctx, "q_b_proj", ml.q_lora_rank, qn_rg)
+        total += b
+        kv_in_saved = True
+    else:
+        b, q_rg = _act._linear(ctx, "q_proj", h, x_rg)
+        total += b
+        kv_in_saved = True
+    b, kva_rg = _act._linear(ctx, "kv_a_proj_with_mqa", h, x_rg, input_saved=kv_in_saved)
+    total += b
+    b, kvn_rg = _act._norm(ctx, width=ml.kv_lora_rank, rows=1, zero_centred=False, x_rg=kva_rg, const_width=0)
+    total += b
+    b, kv_rg = _act._linear(ctx, "kv_b_proj", ml.kv_lora_rank, kvn_rg)
+    total += b
+    a_rg = q_rg or kv_rg or kva_rg
+    qk, v = H * ml.qk_head_dim, H * ml.v_head_dim
+    if runs_eager(spec.family, ctx.attention):
+        if a_rg:  # q, k for q@k^T, fp32 softmax, bf16 probabilities, v for p@v, o_proj's contiguous input
+            total += ctx.T * (2 * ctx.a * qk + FP32 * H * ctx.s + ctx.a * H * ctx.s
+                              + ctx.a * H * (ml.qk_nope_head_dim + ml.v_head_dim))
+            total += ctx.T * ctx.a * v if ctx.full else 0
+    else:
+        total += _sdpa(ctx, q=qk, k=qk, v_storage=H * (ml.qk_nope_head_dim + ml.v_head_dim), out=v, heads=H, rg=a_rg)
+        # q is a contiguous cat of its nope and rope parts, so the output is (b, H, s, v) in memory and
+        # o_proj's (b, s, H*v) input a copy (as Qwen3.5's); full fine-tuning saves it
+        total += ctx.T * ctx.a * v if ctx.full else 0
+    r = ctx.targets.get("o_proj")
+    if r is not None:
+        total += _act._adapter_saved(ctx, "o_proj", v, r, input_saved=ctx.full)
+    return total, a_rg or ctx.full or r is not None
+
+
+def _deepseek_moe(ctx, spec: ModelSpec, x_rg: bool) -> tuple[int, bool]:
+    moe = spec.moe
+    assert moe is not None
+    T, a, h = ctx.T, ctx.a, spec.hidden_size
+    E, k, w = moe.num_experts, moe.experts_per_token, moe.expert_intermediate_size
+    total = 0
+    router_t = "gate" in ctx.targets
+    w_rg = ctx.full or router_t
+    if w_rg:
+        total += T * FP32 * h  # F.linear(x.float(), W_fp32) saves the fp32 copy of x
+    logits_rg = x_rg or w_rg
+    if logits_rg:
+        total += T * FP32 * E  # sigmoid output
+        total += T * INT64 * moe.n_group * 2  # top-2 per group (indices)
+        total += T * INT64 * moe.topk_group  # group top-k indices
+        total += T * E  # bool group mask of masked_fill
+        total += T * INT64 * k  # top-k indices
+        total += T * (FP32 + FP32 * k)  # top-k renormalisation: sum and values
+    sel_rg = x_rg
+    if sel_rg:
+        total += T * INT64 * k  # hidden_states[perm // k]
+    if logits_rg:
+        total += T * INT64 * k  # sample_weights[perm]
+    experts_t = "gate_up_proj" in ctx.targets or "gate_proj" in ctx.targets or "up_proj" in ctx.targets
+    down_t = "down_proj" in ctx.targets
+    gu_rg, dn_rg = ctx.full or experts_t, ctx.full or down_t
+    p_rg = sel_rg or gu_rg
+    if p_rg or dn_rg:
+        total += INT32 * E
+    if gu_rg:
+        total += T * k * a * h
+    if p_rg:
+        total += T * k * a * 2 * w + T * k * a * w  # silu saves the gate_up output; the mul saves act(gate)
+    if dn_rg:
+        total += T * k * a * w
+    o_rg = p_rg or dn_rg
+    if o_rg:
+        total += T * k * FP32  # the mul saves the fp32 routing weights
+    if logits_rg:
+        total += T * k * a * h  # and the expert output
+    if o_rg or logits_rg:
+        total += T * INT64 * k  # weighted_out[inv_perm]
+    m_rg = o_rg or logits_rg
+    if moe.shared_expert_intermediate_size:
+        b, s_rg = _act._dense_mlp(ctx, spec, moe.shared_expert_intermediate_size, x_rg)
+        total += b
+        m_rg = m_rg or s_rg
+    return total, m_rg
+
+
+# ------------------------------------------------------------------------------------------ gpt-oss
+
+
+def _gpt_oss_attention(ctx, spec: ModelSpec, x_rg: bool) -> tuple[int, bool]:
+    h, qd, kvd, H = spec.hidden_size, spec.q_dim, spec.kv_dim, spec.num_attention_heads
+    total = 0
+    b, q_rg = _act._linear(ctx, "q_proj", h, x_rg)
+    total += b
+    b, k_rg = _act._linear(ctx, "k_proj", h, x_rg, input_saved=True)
+    total += b
+    b, v_rg = _act._linear(ctx, "v_proj", h, x_rg, input_saved=True)
+    total += b
+    a_rg = q_rg or k_rg or v_rg or ctx.full  # the sinks train in full fine-tuning
+    eager = runs_eager(spec.family, ctx.attention)
+    if eager and a_rg:
+        total += ctx.T * (ctx.a * 3 * qd + INT64 * H + ctx.a * H * (ctx.s + 1))
+        total += ctx.T * ctx.a * qd if ctx.full else 0  # o_proj's contiguous input
+    elif a_rg:
+        total += _sdpa(ctx, q=qd, k=kvd, v_storage=kvd, out=qd, heads=H, rg=True)
+    r = ctx.targets.get("o_proj")
+    if r is not None:
+        total += _act._adapter_saved(ctx, "o_proj", qd, r, input_saved=ctx.full or not eager)
+    return total, a_rg or r is not None
+
+
+def _gpt_oss_moe(ctx, spec: ModelSpec, x_rg: bool) -> tuple[int, bool]:
+    moe = spec.moe
+    assert moe is not None
+    T, a, h = ctx.T, ctx.a, spec.hidden_size
+    E, k, w = moe.num_experts, moe.experts_per_token, moe.expert_intermediate_size
+    total = 0
+    router_t = "router" in ctx.targets or "gate" in ctx.targets
+    w_rg = ctx.full or router_t
+    if w_rg:
+        total += T * a * h  # F.linear(x, W, b) saves x
+    logits_rg = x_rg or w_rg
+    if logits_rg:
+        total += T * INT64 * k  # top-k indices
+        total += T * a * k  # softmax over the top-k values
+    sel_rg = x_rg
+    if sel_rg:
+        total += T * INT64 * k  # hidden_states[perm // k]
+    if logits_rg:
+        total += T * INT64 * k  # sample_weights[perm]
+    experts_t = "gate_up_proj" in ctx.targets
+    down_t = "down_proj" in ctx.targets
+    gu_rg, dn_rg = ctx.full or experts_t, ctx.full or down_t
+    if gu_rg:
+        total += T * INT64 * k  # gate_up_proj_bias[expert_ids]
+    p_rg = sel_rg or gu_rg
+    if p_rg or dn_rg:
+        total += INT32 * E
+    if gu_rg:
+        total += T * k * a * h
+    if p_rg:
+        total += T * k * a * (2 * w + 4 * w)  # gate_up output; clamped gate, sigmoid, up + 1, GLU
+    if p_rg or dn_rg:
+        total += T * k * a * w  # (up + 1) * glu: down's input
+    o_rg = p_rg or dn_rg
+    if o_rg:
+        total += T * k * a  # routing weights
+    if logits_rg:
+        total += T * k * a * h  # expert output
+    if o_rg or logits_rg:
+        total += T * INT64 * k  # inv_perm
+    return total, o_rg or logits_rg
+
+
+# ------------------------------------------------------------------------------------------ layers
+
+
+def layer_bytes(ctx, spec: ModelSpec, i: int, x_rg: bool) -> tuple[int, bool]:
+    """Bytes of decoder layer ``i`` of an OPT, DeepSeek-V3 or gpt-oss model and whether its output
+    needs a gradient (the same contract as ``activations._layer``)."""
+    ctx.saved_inputs.clear()
+    h = spec.hidden_size
+    if spec.family == "opt":
+        return _opt_layer(ctx, spec, x_rg)
+    if spec.family == "gpt_oss":
+        total, n_rg = _fp32_weight_rmsnorm(ctx, h, x_rg)
+        b, o_rg = _gpt_oss_attention(ctx, spec, n_rg)
+        total += b
+        res_rg = x_rg or o_rg
+        b, n2_rg = _fp32_weight_rmsnorm(ctx, h, res_rg)
+        total += b
+        b, m_rg = _gpt_oss_moe(ctx, spec, n2_rg)
+        return total + b, res_rg or m_rg
+    total, n_rg = _act._norm(ctx, width=h, rows=1, zero_centred=False, x_rg=x_rg, const_width=h, residual=True)
+    b, o_rg = _mla(ctx, spec, n_rg)
+    total += b
+    res_rg = x_rg or o_rg
+    b, n2_rg = _act._norm(ctx, width=h, rows=1, zero_centred=False, x_rg=res_rg, const_width=h, residual=True)
+    total += b
+    if spec.moe is not None and spec.moe.is_moe_layer(i):
+        b, m_rg = _deepseek_moe(ctx, spec, n2_rg)
+    else:
+        b, m_rg = _act._dense_mlp(ctx, spec, spec.intermediate_size, n2_rg)
+    return total + b, res_rg or m_rg
+
+
+def embedding_bytes(ctx, spec: ModelSpec) -> int:
+    """Beyond the token ids: OPT's learned positions keep their (offset) int64 indices; OPT-350m's
+    project_in keeps its input."""
+    out = 0
+    if spec.family == "opt" and ctx.full:
+        out += INT64 * ctx.T
+        if spec.embed_proj_dim is not None:
+            out += ctx.a * ctx.T * spec.embed_proj_dim  # project_in's input
+    return out
+
+
+def head_bytes(ctx, spec: ModelSpec, x_rg: bool) -> int:
+    """Final norm and the output head's input (logits and loss excluded)."""
+    h = spec.hidden_size
+    if spec.family == "opt":
+        out = _layernorm(ctx, h, x_rg)[0] if spec.final_norm else 0
+        if spec.embed_proj_dim is not None and ctx.full:
+            out += ctx.a * ctx.T * h  # project_out's input
+        if ctx.full:
+            out += ctx.a * ctx.T * spec.embed_dim  # lm_head's input
+        return out
+    if spec.family == "gpt_oss":
+        out = _fp32_weight_rmsnorm(ctx, h, x_rg)[0]
+    else:
+        out = _act._norm(ctx, width=h, rows=1, zero_centred=False, x_rg=x_rg, const_width=h, residual=True)[0]
+    return out + (ctx.a * ctx.T * h if ctx.full else 0)

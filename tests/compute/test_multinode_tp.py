@@ -86,3 +86,27 @@ def test_plan_of_a_two_node_engine_prices_the_nic():
     fast, slow = gen_phase(400), gen_phase(25)
     assert slow.terms["tp_all_reduce"] > fast.terms["tp_all_reduce"] > 0
     assert slow.seconds > fast.seconds
+
+
+def test_rack_scale_nvlink_is_one_node_for_the_training_collectives():
+    from trainfit.plan.rl_time import nvlink_gpus_per_node
+
+    assert nvlink_gpus_per_node("h100-sxm", 8, 32) == 8
+    assert nvlink_gpus_per_node("gb200", 4, 16) == 16
+    assert nvlink_gpus_per_node("gb200", 4, 144) == 72
+
+
+def test_gb200_trays_train_as_one_nvlink_domain():
+    """16 GB200s on 4 trays of 4 run their FSDP collectives on NVLink: the RL step equals the same card
+    written as one 16-GPU node."""
+    from trainfit.plan import make_plan
+
+    def step(gpn: int, nodes: int) -> dict:
+        d = {"model": "Qwen/Qwen3-8B", "method": "grpo", "parallel": {"strategy": "fsdp"},
+             "hardware": {"gpu": "gb200", "gpus_per_node": gpn, "nodes": nodes},
+             "rollout": {"prompt_len": 256, "response_len": 1024, "response_len_mean": 400, "prompts_per_step": 64}}
+        plan = make_plan(load_card_dict(d))
+        return {p.name: p.seconds for p in plan.time.phases if p.name != "weight_sync"}
+
+    trays, one = step(4, 4), step(16, 1)
+    assert trays == pytest.approx(one, rel=1e-9)

@@ -81,6 +81,15 @@ def response_mean(card: RunCard, spec: ModelSpec | None = None) -> float:
     return default_response_mean(response_len_max=ro.response_len, profile=profile_for(spec.name if spec else None))
 
 
+def nvlink_gpus_per_node(gpu_id: str, per_node: int, group_gpus: int) -> int:
+    """GPUs of a group that share one NVLink domain, the "node" its collectives see: the node's, or on a
+    rack-scale NVLink system (GB200 NVL72: 72 GPUs over 4-GPU trays, ``decode_step.NVLINK_DOMAIN_GPUS``)
+    the domain's, so FSDP/ZeRO rings, expert all-to-alls and pipeline sends between trays stay on NVLink."""
+    from trainfit.compute.decode_step import NVLINK_DOMAIN_GPUS
+
+    return max(per_node, min(group_gpus, NVLINK_DOMAIN_GPUS.get(gpu_id, 0)))
+
+
 def _phase(name: str, seconds: float, bound: str, **terms: float) -> PhaseTime:
     return PhaseTime(name, seconds, bound, dict(terms))
 
@@ -90,7 +99,7 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
 
     ro = card.rollout
     train_gpus, _ = group_sizes(card)
-    per_node = max(1, train_gpus // card.hardware.nodes)
+    per_node = nvlink_gpus_per_node(gpu.id, max(1, train_gpus // card.hardware.nodes), train_gpus)
     seqs = ro.prompts_per_step * ro.num_generations
     seqs_per_gpu = ceil(seqs / train_gpus)
     packed = card.preset in PACKING_PRESETS

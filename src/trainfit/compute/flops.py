@@ -57,17 +57,18 @@ def matmul_params(spec: ModelSpec) -> float:
     user's bare count when the spec stands in for one (``count_scale``).
     """
     pb = param_breakdown(spec)
-    lookup_only = 0 if spec.tie_word_embeddings else pb.embedding
+    lookup_only = (0 if spec.tie_word_embeddings else pb.embedding) + pb.positions  # OPT's learned positions
     return (active_params(spec) - lookup_only) * count_scale(spec)
 
 
 def attention_forward_flops_per_token(spec: ModelSpec, *, context_len: float, causal: bool = True) -> float:
     """Forward FLOPs of ``Q·Kᵀ`` and ``P·V`` for one token, summed over the full-attention layers.
 
-    ``4·context_len·q_dim`` per layer, halved when ``causal`` (``context_len`` is the sequence
+    ``4·context_len·q_dim`` per layer (``2·context_len·(q_dim + heads·v_head_dim)`` under MLA, whose values
+    are narrower than its queries and keys), halved when ``causal`` (``context_len`` is the sequence
     length the token attends within; for a packed/unpadded batch pass the document length).
     """
-    per_layer = 4.0 * context_len * spec.q_dim
+    per_layer = 2.0 * context_len * (spec.q_dim + spec.attn_out_dim)  # Q·Kᵀ over qk dims, P·V over v dims (MLA)
     if causal:
         per_layer /= 2
     return spec.num_full_attention_layers * per_layer

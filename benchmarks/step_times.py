@@ -600,6 +600,14 @@ def map_rl(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         rollout["logprob_micro_batch_size"] = max(1, int(lp_tokens) * ulysses // per_seq)
         notes.append(f"log-prob dynamic batch of {lp_tokens} tokens per GPU planned as "
                      f"{rollout['logprob_micro_batch_size']} sequence(s) per micro-batch")
+    pack = tr.get("sequence_packing_tokens")
+    if pack:
+        # NeMo RL sequence packing: micro-batches of max_total_sequence_length x (train_micro_batch_size |
+        # logprob_batch_size) tokens, filled with whole sequences (modified first-fit decreasing)
+        mbs = max(1, int(pack) * int(mbs or 1) // per_seq)
+        rollout["logprob_micro_batch_size"] = max(1, int(pack) * int(tr.get("logprob_batch_size") or 1) // per_seq)
+        notes.append(f"sequence packing: {mbs} sequence(s) of {per_seq} tokens per training micro-batch, "
+                     f"{rollout['logprob_micro_batch_size']} per log-prob micro-batch")
     card: dict[str, Any] = {"model": model, "method": "ppo" if method == "ppo" else "grpo", "scope": "full",
                             "hardware": hw, "parallel": parallel,
                             "batch": {"micro_batch_size": mbs or 1}, "rollout": rollout}

@@ -96,7 +96,8 @@ def _sequence(card):
         overheads.replayed_overhead = orig
     t, spec, c = seen["terms"], seen["spec"], seen["card"]
     shape = overheads._sequence_shape(spec, c.batch.micro_batch_size, c.batch.seq_len, c.attention,
-                                      c.loss.chunked, t.logits.retained > 0)
+                                      c.loss.chunked, t.logits.retained > 0,
+                                      c.precision.optimizer_impl.value == "for_loop")
     return plan, alloc_sequence.step_sequence(t, shape, workspace=(32 * MiB, 32 * MiB))
 
 
@@ -202,3 +203,22 @@ def test_reserved_on_the_h200_held_out_sets():
     assert sorted(map(abs, errs))[-2] < 6.0, errs
     exp = _errors("expandable", "expandable_segments")
     assert statistics.median(map(abs, exp)) < 2.0, exp
+
+
+def test_for_loop_step_makes_two_temporaries_per_parameter_and_keeps_the_last_denom():
+    """torch.optim's single-tensor AdamW: ``denom = (exp_avg_sq.sqrt() / c).add_(eps)`` per parameter (the
+    sqrt and the quotient, the sqrt freed once divided); the previous parameter's denom goes when the
+    name is rebound."""
+    _, seq = _sequence(_card(precision={"optimizer_impl": "for_loop"}))
+    opt = seq.step_events[seq.first_step_extra_at:]
+    allocs = [(k, n) for s_, k, n in opt if s_ > 0]
+    assert allocs and len(allocs) % 2 == 0
+    live, peak = {}, 0
+    for s_, k, n in opt:
+        if s_ > 0:
+            live[k] = n
+        else:
+            live.pop(k, None)
+        peak = max(peak, len(live))
+    assert peak == 3  # a parameter's sqrt and denom, and the previous parameter's denom
+    assert [n for _, n in allocs[0::2]] == [n for _, n in allocs[1::2]]  # the sqrt and the denom, same size

@@ -445,10 +445,20 @@ def step_sequence(t: StepTerms, shape: SequenceShape, *, workspace: tuple[int, .
         grads.extend(got)
     at = len(e.ev)
     if t.optimizer_temporaries >= 1 and shape.optimizer_per_tensor and all_grads:
-        # for_loop: each parameter's step makes its temporaries and frees them before the next one
-        big = max(all_grads)
+        # for_loop (torch/optim/adam.py ``_single_tensor_adam``): per parameter
+        # ``denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)`` makes two tensors of its
+        # size, the sqrt freed once divided; the previous parameter's ``denom`` goes when the name is
+        # bound to the new one, the last after the loop
+        unit = t.optimizer_temporaries / 2 / max(all_grads)
+        prev = None
         for g in all_grads:
-            e.frees(e.allocs([int(g * t.optimizer_temporaries / big)]))
+            root, denom = e.alloc(int(g * unit)), e.alloc(int(g * unit))
+            e.free(root)
+            if prev is not None:
+                e.free(prev)
+            prev = denom
+        if prev is not None:
+            e.free(prev)
     else:  # foreach: one list of temporaries over the parameters, freed together
         e.frees(e.allocs(per_grad(t.optimizer_temporaries) if t.optimizer_temporaries >= 1 else []))
     e.frees(grads)

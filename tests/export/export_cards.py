@@ -39,7 +39,8 @@ QWEN_MOE_GRPO = {
     "precision": {"weights": "bf16", "master_weights": "fp32", "optimizer_states": "fp32", "grads": "fp32"},
     "batch": {"micro_batch_size": 1, "grad_accum": 4},
     "rollout": {"tensor_parallel": 4, "num_generations": 8, "prompts_per_step": 32, "prompt_len": 1024,
-                "response_len": 4096, "sleep_level": 2, "weight_sync": "bucketed", "gpu_memory_utilization": 0.5},
+                "response_len": 4096, "sleep_level": 2, "weight_sync": "bucketed", "gpu_memory_utilization": 0.5,
+                "mini_batches": 8},
     "roles": {"kl_coef": 0.0},
 }
 

@@ -1,9 +1,13 @@
-"""Read verl's default Hydra YAML keys and OpenRLHF's argparse flags from the installed package files.
+"""Read verl's default Hydra YAML keys, OpenRLHF's argparse flags and torchtitan's JobConfig fields from the
+package files, and NeMo RL's example config keys at a commit.
 
-Neither package is imported (both pull Ray, vLLM, flash-attn...): the files come from
-``pip install --no-deps --target DIR verl==0.9.1 openrlhf==0.11.2``; set TRAINFIT_EXPORT_VENDOR=DIR,
-or have them importable. Without them the tests use the lists recorded in data/ from those
-versions (regenerate: ``python tests/export/export_vendor.py DIR``).
+verl and OpenRLHF are not imported (both pull Ray, vLLM, flash-attn...): the files come from
+``pip install --no-deps --target DIR verl==0.9.1 openrlhf==0.11.2 torchtitan==0.2.2`` (torchtitan's config
+modules are imported without its package __init__, which pulls the models and triton; its ConfigManager
+needs ``tyro``); set TRAINFIT_EXPORT_VENDOR=DIR, or have them importable. NeMo RL is not a package here:
+its keys are read from examples/configs at a pinned commit of a clone. Without them the tests use the
+lists recorded in data/ from those versions (regenerate: ``python tests/export/export_vendor.py DIR
+[NEMO_RL_GIT_DIR]``).
 """
 
 from __future__ import annotations
@@ -197,5 +201,122 @@ def record(vendor: Path) -> None:
     (DATA / f"openrlhf-{OPENRLHF_VERSION}-flags.json").write_text(json.dumps(o, indent=1) + "\n")
 
 
+
+
+
+# -- torchtitan -----------------------------------------------------------------------------------
+
+TORCHTITAN_VERSION = "0.2.2"
+
+
+def _torchtitan_modules(pkg: Path):
+    """torchtitan's config modules without its package __init__ (which imports the models, triton...)."""
+    import types
+
+    saved = {k: sys.modules[k] for k in list(sys.modules) if k == "torchtitan" or k.startswith("torchtitan.")}
+    stub = types.ModuleType("torchtitan")
+    stub.__path__ = [str(pkg)]
+    sys.modules["torchtitan"] = stub
+    cfg = types.ModuleType("torchtitan.config")  # its __init__ imports the manager (tyro)
+    cfg.__path__ = [str(pkg / "config")]
+    sys.modules["torchtitan.config"] = cfg
+    try:
+        import importlib
+
+        return importlib.import_module("torchtitan.config.job_config"), saved
+    except Exception:
+        _restore(saved)
+        raise
+
+
+def _restore(saved: dict) -> None:
+    for k in [k for k in sys.modules if k == "torchtitan" or k.startswith("torchtitan.")]:
+        del sys.modules[k]
+    sys.modules.update(saved)
+
+
+def torchtitan_keys_live(pkg: Path) -> dict[str, dict[str, Any]]:
+    """{section.key: {"type": ..., "choices": [...]}} for every field of torchtitan's JobConfig (dataclasses)."""
+    import dataclasses
+    import typing
+
+    jc, saved = _torchtitan_modules(pkg)
+    try:
+        out: dict[str, dict[str, Any]] = {}
+
+        def walk(cls: type, prefix: str) -> None:
+            hints = typing.get_type_hints(cls)
+            for f in dataclasses.fields(cls):
+                tp = hints[f.name]
+                if dataclasses.is_dataclass(tp):
+                    walk(tp, f"{prefix}{f.name}.")
+                    continue
+                entry: dict[str, Any] = {"type": str(tp).replace("typing.", "")}
+                args = [a for a in typing.get_args(tp) if a is not type(None)]
+                lits = [a for a in args if typing.get_origin(a) is typing.Literal] or (
+                    [tp] if typing.get_origin(tp) is typing.Literal else [])
+                if lits:
+                    entry["choices"] = [c for lit in lits for c in typing.get_args(lit)]
+                out[f"{prefix}{f.name}"] = entry
+
+        walk(jc.JobConfig, "")
+        return out
+    finally:
+        _restore(saved)
+
+
+def torchtitan_keys_recorded() -> dict[str, Any]:
+    return json.loads((DATA / f"torchtitan-{TORCHTITAN_VERSION}-keys.json").read_text())
+
+
+def torchtitan_parse_live(pkg: Path, toml_path: Path):
+    """The JobConfig torchtitan's own ConfigManager builds from the TOML (needs tyro importable)."""
+    _, saved = _torchtitan_modules(pkg)
+    try:
+        import importlib
+
+        manager = importlib.import_module("torchtitan.config.manager")
+        return manager.ConfigManager().parse_args(["--job.config_file", str(toml_path)])
+    finally:
+        _restore(saved)
+
+
+def record_torchtitan(vendor: Path) -> None:
+    pkg = vendor / "torchtitan"
+    v = {"source": f"torchtitan {package_version(pkg, 'torchtitan')} (PyPI; pytorch/torchtitan v0.2.2 "
+                   "73a0e6979dd10b6b1904098eb3c8f62c18ab87ce): torchtitan/config/job_config.py JobConfig fields, "
+                   "Literal choices", "keys": torchtitan_keys_live(pkg)}
+    (DATA / f"torchtitan-{TORCHTITAN_VERSION}-keys.json").write_text(json.dumps(v, indent=1, sort_keys=True) + "\n")
+
+
+# -- NeMo RL --------------------------------------------------------------------------------------
+
+NEMO_RL_COMMIT = "7ea279abfbeb698b092856d0dab61e7cf39bc909"
+NEMO_RL_CONFIGS = ("grpo_math_1B.yaml", "sft.yaml")
+
+
+def nemo_rl_keys_recorded() -> dict[str, Any]:
+    return json.loads((DATA / f"nemo-rl-{NEMO_RL_COMMIT[:7]}-keys.json").read_text())
+
+
+def record_nemo_rl(git_dir: Path) -> None:
+    """Flattened keys of the example configs at the commit, read with ``git show`` from a clone's git directory."""
+    import subprocess
+
+    out: dict[str, Any] = {"source": f"NVIDIA-NeMo/RL {NEMO_RL_COMMIT}: examples/configs/<name> (dotted keys; 'dict'"
+                                     " for mappings)"}
+    for name in NEMO_RL_CONFIGS:
+        text = subprocess.run(["git", "--git-dir", str(git_dir), "show", f"{NEMO_RL_COMMIT}:examples/configs/{name}"],
+                              capture_output=True, text=True, check=True).stdout
+        cfg = yaml.safe_load(text)
+        out[name] = {k: "dict" if isinstance(v, dict) else "value" for k, v in flatten(cfg).items()}
+    (DATA / f"nemo-rl-{NEMO_RL_COMMIT[:7]}-keys.json").write_text(json.dumps(out, indent=1, sort_keys=True) + "\n")
+
+
 if __name__ == "__main__":
+    # python tests/export/export_vendor.py VENDOR_DIR [NEMO_RL_GIT_DIR]
     record(Path(sys.argv[1]))
+    if (Path(sys.argv[1]) / "torchtitan").is_dir():
+        record_torchtitan(Path(sys.argv[1]))
+    if len(sys.argv) > 2:
+        record_nemo_rl(Path(sys.argv[2]))

@@ -56,8 +56,10 @@ def export(card: RunCard, target: str) -> Export:
     for k in unexplained:
         by_section.setdefault(k.split(".")[0], []).append(k)
     extra = []
-    if "hardware.gpu" in by_section and lost["hardware.gpu"]["file"] is None:  # lent to read an fp8 file back
-        by_section.pop("hardware.gpu")
+    if "hardware.gpu" in unexplained and lost["hardware.gpu"]["file"] is None:  # lent to read an fp8 file back
+        by_section["hardware"].remove("hardware.gpu")
+        if not by_section["hardware"]:
+            by_section.pop("hardware")
         extra.append(f"hardware.gpu: no {key} file names a GPU model, and fp8 compute needs one with fp8 tensor cores;"
                      f" import it with --set hardware.gpu={card.hardware.gpu}")
     for section, keys in by_section.items():

@@ -6,6 +6,15 @@ This module holds an explicit, reviewed mapping from each point id to the run ca
 write for that run (``POINTS``), and scores trainfit and the peer estimators on them.
 
 Nothing here is fitted: the measured values are read at run time and never copied into the repo.
+Points found for issue 15 are kept in the repository with their sources, in the same shape:
+``benchmarks/data/published_deepspeed_points.json`` (ids 101+: DeepSpeed ZeRO out-of-memory and fit reports,
+and ms-swift's ZeRO benchmark) and ``benchmarks/data/published_memory_points.json`` (ids 201+: framework
+docs and tutorials). Every one of them is scored like the reference points (counted in the medians).
+
+A mapping departs from what the source prints only where the printed setting is ruled out by the
+measurement itself (e.g. point 14: the weight shard plus the checkpointed inputs at the printed length
+exceed the measured peak) or the source is silent; each such point is flagged ``ambiguous`` and its
+notes give the arithmetic, and ``tests/unit/test_published_mapping.py`` re-checks that arithmetic.
 
 Decisions that apply to many points (each point's ``notes`` repeats what applies to it)
 --------------------------------------------------------------------------------------
@@ -286,8 +295,8 @@ POINTS: dict[int, dict[str, Any]] = {
                  "documented) -> True, because the run cannot have had it off: without checkpointing a "
                  "layer saves ~34 bytes per hidden unit per token (Korthikanti et al. 2022, 34sbh with flash "
                  "attention), 34 x 4096 x (4 x 2048) x 32 layers = 34 GiB, over a 24 GB card; the run trained on 2x4090 at 16.2 GB, below the 1-GPU "
-                 "checkpointed run of the same table (point 10, 21.3 GB) by about the half of the bf16 weights "
-                 "that FSDP shards away. FSDP full_shard on 2x4090. Metric: same table as 9-10 -> reserved. "
+                 "checkpointed run of the same table (point 10, 21.3 GB) by 5.1 GB, most of the 6.7 GB of bf16 "
+                 "weights that sharding over two GPUs takes off each. FSDP full_shard on 2x4090. Metric: same table as 9-10 -> reserved. "
                  + _TT_LORA_NOTE + ". " + _TT_LORA_DROPOUT_NOTE,
     },
     12: {

@@ -291,7 +291,7 @@ def train_step_time(
     excess = coll.slowest_rank_excess(ranks=world)
     if excess:
         compute = (fwd.seconds + rec.seconds + bwd.seconds) * micro_steps
-        phases.append(PhaseTime("slowest_rank", excess * compute, "idle", {"ranks": world, "excess": excess}))
+        phases.append(PhaseTime("slowest_rank", excess * compute, "compute", {"ranks": world, "excess": excess}))
         notes.append(f"lockstep: the slowest of {world} GPUs sets the pace, +{excess:.1%} of the compute"
                      f" (per-GPU speed spread {coll.SLOWEST_RANK_SIGMA:.0%}, compute/collectives.py)")
     phases.append(opt_phase)

@@ -50,7 +50,7 @@ def targeted_groups(spec: ModelSpec, lora: LoraSpec) -> list[LinearGroup]:
     typo or another family's name (Qwen-1's ``c_attn``) must never plan 0 trainable parameters."""
     groups = linear_groups(spec)
     if ALL_LINEAR in lora.targets:
-        return groups + _router_group(spec)
+        return _all_linear(spec, groups)
     wanted = set(lora.targets)
     out = []
     for g in groups + _router_group(spec):
@@ -61,6 +61,19 @@ def targeted_groups(spec: ModelSpec, lora: LoraSpec) -> list[LinearGroup]:
         raise CardError(f"lora.targets: {', '.join(lora.targets)} match no linear layer of {spec.name}; its linear"
                         f" layers: {', '.join(linear_names(spec))} (or all-linear)")
     return out
+
+
+def _all_linear(spec: ModelSpec, groups: list[LinearGroup]) -> list[LinearGroup]:
+    """What PEFT 0.21's ``all-linear`` wraps, measured on meta models (4 layers, r=16): gpt-oss only its
+    attention projections (its experts are 3-D parameters with biases and its router is no nn.Linear);
+    DeepSeek-V3 the fused experts and the router but not the dense or shared MLPs, whose gate/up/down
+    projections share the experts' names (136,503,296 trainable on 3 dense + 1 MoE layer)."""
+    if spec.family == "gpt_oss":
+        return [g for g in groups if not g.is_fused_experts]
+    if spec.family == "deepseek_v3":
+        named_like_experts = {"gate_proj", "up_proj", "down_proj"}
+        return [g for g in groups if g.is_fused_experts or _short(g.name) not in named_like_experts] + _router_group(spec)
+    return groups + _router_group(spec)
 
 
 SAVABLE = ("embed_tokens", "lm_head")

@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-
-
 from trainfit.cli.common import default_card_dict
 from trainfit.spec.card import load_card_dict
 

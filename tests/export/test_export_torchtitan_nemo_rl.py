@@ -50,7 +50,7 @@ def check_torchtitan(cfg: dict, keys: dict) -> None:
 
 def check_nemo_rl(cfg: dict, keys: dict) -> None:
     """Every key a key of the example config (a mapping where the file writes one)."""
-    for key, value in _flat({k: v for k, v in cfg.items() if k != "defaults"}).items():
+    for key in _flat({k: v for k, v in cfg.items() if k != "defaults"}):
         parts = key.split(".")
         for i in range(1, len(parts)):
             parent = ".".join(parts[:i])

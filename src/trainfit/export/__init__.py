@@ -13,15 +13,17 @@ from __future__ import annotations
 from trainfit.errors import TrainfitError
 from trainfit.export import accelerate as _accelerate
 from trainfit.export import deepspeed as _deepspeed
-from trainfit.export import openrlhf as _openrlhf
 from trainfit.export import nemo_rl as _nemo_rl
+from trainfit.export import openrlhf as _openrlhf
 from trainfit.export import torchtitan as _torchtitan
 from trainfit.export import trl as _trl
 from trainfit.export import verl as _verl
 from trainfit.export.accelerate import to_accelerate
 from trainfit.export.common import TARGETS, Export, ExportError, plan_facts
 from trainfit.export.deepspeed import to_deepspeed
+from trainfit.export.nemo_rl import to_nemo_rl
 from trainfit.export.openrlhf import to_openrlhf
+from trainfit.export.torchtitan import to_torchtitan
 from trainfit.export.trl import to_trl
 from trainfit.export.verl import to_verl
 from trainfit.spec.card import RunCard
@@ -109,4 +111,5 @@ def lost_settings(card: RunCard, e: Export) -> dict[str, dict]:
     return lost
 
 
-__all__ = ["Export", "ExportError", "TARGETS", "export", "lost_settings", "read_back", "to_accelerate", "to_deepspeed", "to_openrlhf", "to_trl", "to_verl"]
+__all__ = ["TARGETS", "Export", "ExportError", "export", "lost_settings", "read_back", "to_accelerate", "to_deepspeed",
+           "to_nemo_rl", "to_openrlhf", "to_torchtitan", "to_trl", "to_verl"]

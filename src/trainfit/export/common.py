@@ -9,7 +9,16 @@ from typing import Any
 
 from trainfit.errors import TrainfitError
 from trainfit.spec.card import RunCard
-from trainfit.spec.enums import Attention, ComputeDtype, Method, Placement, RolloutEngine, Scope, Strategy, WeightSync
+from trainfit.spec.enums import (
+    Attention,
+    ComputeDtype,
+    Method,
+    Placement,
+    RolloutEngine,
+    Scope,
+    Strategy,
+    WeightSync,
+)
 
 TARGETS = ("accelerate", "deepspeed", "trl", "verl", "openrlhf", "torchtitan", "nemo-rl")
 

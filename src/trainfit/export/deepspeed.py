@@ -12,8 +12,8 @@ import json
 from typing import Any
 
 from trainfit.export.common import (
-    DS_STAGE12_KEYS,
     DS_STAGE3_KEYS,
+    DS_STAGE12_KEYS,
     Export,
     global_batch,
     non_default,

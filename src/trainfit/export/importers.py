@@ -678,7 +678,11 @@ def read_verl(text: str) -> Imported:
 def _verl_megatron(t: str, M: str, get: Any, d: dict[str, Any], notes: list[str]) -> str:
     """The card's parallel and precision keys from one verl ``megatron`` section (defaults: verl 0.9.1
     ``engine/megatron.yaml``); returns the strategy."""
-    from trainfit.export.parallel import FP8_RECIPE_FROM_MEGATRON, checkpointing_from_megatron, megatron_precision
+    from trainfit.export.parallel import (
+        FP8_RECIPE_FROM_MEGATRON,
+        checkpointing_from_megatron,
+        megatron_precision,
+    )
 
     def size(key: str, default: Any) -> int:
         v = get(f"{M}.{key}", default)
@@ -697,8 +701,10 @@ def _verl_megatron(t: str, M: str, get: Any, d: dict[str, Any], notes: list[str]
     if comm not in (None, "p2p", "a2a"):
         raise _bad(t, f"{M}.override_transformer_config.cp_comm_type: {comm!r}; allowed: p2p (ring), a2a (Ulysses)")
     par["context_parallel_kind"] = "ulysses" if comm == "a2a" else "ring"
-    par.update(checkpointing_from_megatron(get(f"{M}.override_transformer_config.recompute_granularity"),
-                                           get(f"{M}.override_transformer_config.recompute_modules")))
+    par.update(checkpointing_from_megatron(get(f"{M}.override_transformer_config.recompute_granularity")))
+    mods = get(f"{M}.override_transformer_config.recompute_modules")
+    if par["selective_checkpointing"] == "core_attention" and mods not in (None, ["core_attn"]):
+        notes.append(f"{M}.override_transformer_config.recompute_modules {mods}: planned as [core_attn]")
     for k, v in par.items():
         set_dotted(d, f"parallel.{k}", v)
     dtype = get(f"{M}.dtype", "bfloat16")

@@ -30,11 +30,11 @@ import shlex
 from trainfit.export.common import (
     DS_STAGE3_KEYS,
     DS_STAGE12_KEYS,
+    HF_ATTENTION,
     Export,
     ExportError,
     effective_weight_sync,
     finite,
-    HF_ATTENTION,
     is_rl,
     model_name,
     non_default,

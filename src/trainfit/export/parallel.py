@@ -64,8 +64,9 @@ def megatron_recompute(card: RunCard, notes: list[str], target: str) -> dict[str
     return {}
 
 
-def checkpointing_from_megatron(granularity: Any, modules: Any) -> dict[str, Any]:
-    """Card ``parallel`` keys for Megatron's recompute settings (the inverse of ``megatron_recompute``)."""
+def checkpointing_from_megatron(granularity: Any) -> dict[str, Any]:
+    """Card ``parallel`` keys for Megatron's recompute settings (the inverse of ``megatron_recompute``; selective is
+    read as core_attention, Megatron's default ``recompute_modules``)."""
     g = None if granularity in (None, "none", "null") else str(granularity)
     if g == "full":
         return {"gradient_checkpointing": True, "selective_checkpointing": "none"}

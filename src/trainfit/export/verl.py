@@ -38,9 +38,9 @@ import shlex
 from typing import Any
 
 from trainfit.export.common import (
+    HF_ATTENTION,
     Export,
     ExportError,
-    HF_ATTENTION,
     effective_weight_sync,
     hydra_value,
     is_rl,

@@ -110,3 +110,27 @@ def test_gb200_trays_train_as_one_nvlink_domain():
 
     trays, one = step(4, 4), step(16, 1)
     assert trays == pytest.approx(one, rel=1e-9)
+
+
+def test_nemo_rl_moves_trainer_state_to_host_and_back():
+    """NeMo RL (megatron_policy_worker.py offload_before_refit / offload_after_refit / prepare_for_training):
+    colocated, the weights, the gradient buffer and the optimizer shard go to the host and back every step;
+    split, only the gradient buffer; other frameworks none."""
+    from trainfit.methods.presets import apply_preset
+    from trainfit.plan import make_plan
+
+    def offload(preset: str | None, placement: str) -> float:
+        d = {"model": "Qwen/Qwen3-8B", "method": "grpo", "hardware": {"gpu": "h100-sxm", "gpus_per_node": 8},
+             "rollout": {"placement": placement, "prompt_len": 256, "response_len": 1024, "response_len_mean": 400,
+                         **({"gpus": 4} if placement == "split" else {})}}
+        if preset:
+            d = apply_preset({**d, "preset": preset}, preset)
+        plan = make_plan(load_card_dict(d))
+        return sum(p.seconds for p in plan.time.phases if p.name == "state_offload")
+
+    coloc, split = offload("nemo-rl", "colocate"), offload("nemo-rl", "split")
+    assert coloc > split > 0
+    assert offload("verl", "colocate") == 0 and offload(None, "colocate") == 0
+    # colocated Qwen3-8B on 8 GPUs: 2 x (bf16 weights + bf16 grads + 12 B/param / 8) per GPU at <= 25 GB/s
+    n = total_params(from_catalog("Qwen/Qwen3-8B"))
+    assert coloc == pytest.approx(2 * (4 * n + 12 * n / 8) / min(H100.pcie_bytes_per_s, 200e9 / 8), rel=0.02)

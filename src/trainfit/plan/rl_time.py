@@ -33,7 +33,7 @@ from trainfit.compute.rates import DeviceRates
 from trainfit.compute.training import Parallel, PhaseTime, forward_only_time, model_parallel_comm_of
 from trainfit.memory import attention as attn
 from trainfit.memory.sharding import Sharding
-from trainfit.memory.weights import count_scale, weight_bytes
+from trainfit.memory.weights import count_scale, total_params, weight_bytes
 from trainfit.methods.roles import group_sizes, kl_coef, reference_placement, reward_model
 from trainfit.plan.time import (
     COMPILE_KERNEL_FACTOR,
@@ -189,6 +189,9 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
     sw = sleep_wake_phase(card, spec, rollout, r)
     if sw is not None:
         phases.append(sw)
+    moved = trainer_state_offload_phase(card, spec, r, train_gpus=train_gpus)
+    if moved is not None:
+        phases.append(moved)
 
     train_side = sum(p.seconds for p in phases)
     gen_total = sum(p.seconds for p in gen_side)
@@ -254,6 +257,48 @@ def sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding,
     )
     return _phase("weight_sync", t.total_s, "communication", gather=t.gather_s, transfer=t.transfer_s,
                   per_tensor=t.per_tensor_s)
+
+
+STATE_OFFLOAD_PRESETS = ("nemo-rl",)
+"""Frameworks whose trainer moves its state to host memory and back every step (module of NVIDIA-NeMo/RL
+``nemo_rl/models/policy/workers/megatron_policy_worker.py`` @9dbd9adc95a10f5946cceb36e1d5b31e2429e470:
+``offload_before_refit`` / ``offload_after_refit``, called by ``grpo.py`` around the refit of a colocated
+engine, and ``prepare_for_lp_inference`` / ``prepare_for_training``)."""
+STATE_OFFLOAD_GRAD_BYTES = 2
+"""Megatron DDP's gradient buffer per parameter: bf16 (grpo_math_1B.yaml ``grad_reduce_in_fp32: false``)."""
+STATE_OFFLOAD_OPTIMIZER_BYTES = 12
+"""fp32 main parameter + Adam's two moments per parameter, sharded over the data-parallel ranks
+(``use_distributed_optimizer: true``)."""
+
+
+def trainer_state_offload_phase(card: RunCard, spec: ModelSpec, r: DeviceRates, *, train_gpus: int) -> PhaseTime | None:
+    """NeMo RL's per-step trainer state moves (``STATE_OFFLOAD_PRESETS``), per training GPU:
+
+    * every placement: the gradient buffer goes to the host before the log-prob pass and comes back
+      before training (``prepare_for_lp_inference``: ``move_grads=True`` to cpu; ``prepare_for_training``);
+    * colocated with the engine: also the optimizer state (``offload_before_refit``) and the weights
+      (``offload_after_refit``), so the engine has the memory; the weights come back for the log-prob
+      pass, the optimizer state for training.
+
+    Each tensor is copied with ``.to(device)`` into pageable host memory, every GPU of a node at once:
+    the rate per GPU is the smaller of its host link and the node's host-memory bandwidth shared by
+    its GPUs. None for other frameworks."""
+    if card.preset not in STATE_OFFLOAD_PRESETS:
+        return None
+    p = card.parallel
+    shard = rank_spec(spec, tp=p.tensor_parallel, pp=p.pipeline_parallel, ep=p.expert_parallel,
+                      etp=p.expert_tensor_parallel)
+    params = total_params(shard)
+    dp = max(1, train_gpus // max(1, p.tensor_parallel * p.pipeline_parallel))
+    one_way = STATE_OFFLOAD_GRAD_BYTES * params
+    colocated = card.rollout.placement is Placement.COLOCATE
+    if colocated:
+        one_way += weight_bytes(shard, weights=Dtype.BF16, compute=ComputeDtype.BF16,
+                                trainable=TrainableSpec()).base + STATE_OFFLOAD_OPTIMIZER_BYTES * params / dp
+    per_node = max(1, train_gpus // card.hardware.nodes)
+    rate = min(r.pcie_bytes_per_s, r.host_memory_bytes_per_s / per_node)
+    seconds = 2 * one_way / rate
+    return _phase("state_offload", seconds, "offload", to_host=one_way / rate, to_device=one_way / rate)
 
 
 def sleep_wake_phase(card: RunCard, spec: ModelSpec, rollout, r: DeviceRates) -> PhaseTime | None:

@@ -611,6 +611,11 @@ def map_rl(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     card: dict[str, Any] = {"model": model, "method": "ppo" if method == "ppo" else "grpo", "scope": "full",
                             "hardware": hw, "parallel": parallel,
                             "batch": {"micro_batch_size": mbs or 1}, "rollout": rollout}
+    if e["framework"] == "nemo-rl" and rollout["placement"] == "colocate":
+        # nemo_rl/models/generation/vllm/vllm_generation.py finish_generation: a colocated engine sleeps
+        # (vllm_worker.py: llm.sleep(level=1), enable_sleep_mode=True) and wakes every step (@9dbd9adc)
+        rollout["sleep_level"] = 1
+        notes.append("NeMo RL colocated: vLLM sleep level 1 after every generation, woken for the refit")
     if method == "dapo":
         card["roles"] = {"kl_coef": 0.0}
         notes.append("DAPO: no KL term, no reference pass")

@@ -59,6 +59,10 @@ def test_llama31_70b_2x8_h100_tp8_pp2():
     assert not [k for k in v.lost if k.startswith(("parallel.", "precision."))]
     n = yaml.safe_load(export(card, "nemo-rl").text)["policy"]["megatron_cfg"]
     assert (n["tensor_model_parallel_size"], n["pipeline_model_parallel_size"]) == (8, 2) and n["enabled"]
+    # DeepSpeed's AutoTP carries the tensor split; its JSON has no pipeline key for HF models: said and lost
+    ds = export(card, "deepspeed")
+    assert ds.data["tensor_parallel"] == {"autotp_size": 8} and read_back(card, ds).parallel.tensor_parallel == 8
+    assert "parallel.pipeline_parallel" in ds.lost and any(n.startswith("parallel.pipeline_parallel 2:") for n in ds.notes)
 
 
 def test_qwen3_8b_64k_ulysses4():

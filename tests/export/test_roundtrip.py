@@ -19,6 +19,7 @@ from trainfit.spec.card import load_card_dict
 CARRIES = {
     "accelerate": {"hardware.nodes", "parallel.strategy", "parallel.offload", "parallel.compile", "precision.compute"},
     "deepspeed": {"batch.micro_batch_size", "batch.grad_accum", "parallel.offload", "precision.compute", "precision.grads",
+                  "parallel.tensor_parallel",
                   *(f"deepspeed.{k}" for k in DS_STAGE12_KEYS + DS_STAGE3_KEYS)},
     "trl": {"model", "method", "scope", "lora.rank", "lora.alpha", "lora.targets", "lora.double_quant",
             "batch.micro_batch_size", "batch.grad_accum", "batch.seq_len", "precision.optimizer", "attention",

@@ -143,7 +143,7 @@ def shared_notes(card: RunCard, target: str) -> list[str]:
             notes.append(f"precision.compute fp8 ({p.fp8_recipe.value if p.fp8_recipe else '?'}): the {target} export"
                          " writes bf16 mixed precision; fp8 GEMMs need a Transformer Engine or torchao recipe it does not"
                          " write (use --to verl, nemo-rl or torchtitan)")
-        notes.extend(missing_parallel_notes(card, target, has=set()))
+        notes.extend(missing_parallel_notes(card, target, has={"tensor_parallel"} if target == "deepspeed" else set()))
         if card.parallel.selective_checkpointing.value != "none":
             notes.append(f"parallel.selective_checkpointing {card.parallel.selective_checkpointing.value}: {target} has no"
                          " selective checkpointing setting; not written")

@@ -3,7 +3,9 @@
 Keys follow DeepSpeed 0.19 (deepspeed/runtime/config.py and runtime/zero/config.py
 ``DeepSpeedZeroConfig``). FSDP strategies map to their ZeRO equivalents: FULL_SHARD is ZeRO-3,
 SHARD_GRAD_OP is ZeRO-2, HSDP is ZeRO-3 with ZeRO++ hierarchical partitioning
-(``zero_hpz_partition_size`` = GPUs per node).
+(``zero_hpz_partition_size`` = GPUs per node). Tensor parallelism is DeepSpeed's AutoTP training
+(``tensor_parallel.autotp_size``, DeepSpeed 0.19.8 ``runtime/tensor_parallel/config.py``); no other
+model-parallel setting is a DeepSpeed JSON key for Hugging Face models (said in notes).
 """
 
 from __future__ import annotations
@@ -97,6 +99,10 @@ def build(card: RunCard) -> Export:
     elif c is ComputeDtype.FP16:
         cfg["fp16"] = {"enabled": True, "loss_scale": 0, "initial_scale_power": 16}
     cfg["zero_optimization"] = zero
+    if card.parallel.tensor_parallel > 1:
+        # AutoTP training (runtime/tensor_parallel/config.py TPTrainingConfig.autotp_size); train_batch_size still
+        # counts every rank, as DeepSpeed's world size does without an mpu (OpenRLHF multiplies its batch by the TP size)
+        cfg["tensor_parallel"] = {"autotp_size": card.parallel.tensor_parallel}
     p = card.precision
     if (
         c is not ComputeDtype.FP32

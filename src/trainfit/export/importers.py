@@ -145,6 +145,11 @@ def read_deepspeed(text: str) -> Imported:
         compute = "fp16"
     set_dotted(d, "precision.compute", compute)
     _deepspeed_precision(d, stage, compute)
+    tpc = cfg.get("tensor_parallel")
+    if isinstance(tpc, dict) and tpc.get("autotp_size"):
+        tp = _num(t, "tensor_parallel.autotp_size", tpc["autotp_size"])
+        if tp > 1:
+            set_dotted(d, "parallel.tensor_parallel", tp)
     gad = (cfg.get("data_types") or {}).get("grad_accum_dtype") if isinstance(cfg.get("data_types"), dict) else None
     if gad:
         if gad not in ("fp32", "bf16", "fp16"):

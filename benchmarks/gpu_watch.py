@@ -6,9 +6,17 @@
 Writes ``sft.record.yaml`` (a Qwen3-shaped model, hidden 1024, 8 layers, vocabulary 151,936, random
 bf16 weights, batch 2 x 2048, AdamW fused, 6 steps, no checkpointing: the card is written from the
 same numbers) and ``grpo.record.yaml`` (the acceptance run's tiny policy under TRL's GRPOTrainer with
-transformers generation, 3 steps), then times ``benchmarks/watch_overhead.py`` on the device
-(``overhead.txt``). Commit the directory under ``benchmarks/results/watch/``; ``trainfit compare``
-prints each record, ``trainfit calibrate`` reads them.
+transformers generation, a reference model (beta 0.04) and each generation used for two updates
+(num_iterations 2), so the record has every GRPO phase: rollout, reward, reference and old-policy
+log-probs, forward, backward, optimizer step; 4 steps), then times ``benchmarks/watch_overhead.py``
+on the device (the custom loop, TRL SFT and TRL GRPO with and without the callback:
+``overhead.md``). Commit the directory under ``benchmarks/results/watch/``; ``trainfit compare``
+prints each record, ``trainfit calibrate`` reads them (their measured reserved bytes fit the replay
+scale of ``h200 default/single``; docs/calibration.md).
+
+On a lent device: ``bash benchmarks/gpu_env.sh`` (if the wheels are not there), then this script;
+about 3 minutes on an H200, the overhead runs most of it. ``--dry-run --device cpu`` is the test
+that it runs (tests need no GPU).
 """
 
 from __future__ import annotations
@@ -72,11 +80,13 @@ def grpo(out: Path, device: str) -> None:
     d = save_default(out / "grpo_model")
     tok = AutoTokenizer.from_pretrained(d)
     model = AutoModelForCausalLM.from_pretrained(d, dtype=torch.float32)
-    w = trainfit.watch(accept_card(model.config.to_dict(), micro_batch=4, seq_len=64),
-                       record=out / "grpo.record.yaml", device=device)
+    card = accept_card(model.config.to_dict(), micro_batch=4, seq_len=64)
+    card["roles"] = {"kl_coef": 0.04}  # a reference model: the ref log-prob pass
+    card["rollout"]["num_iterations"] = 2  # two updates per generation: the old-policy log-prob pass
+    w = trainfit.watch(card, record=out / "grpo.record.yaml", device=device)
     args = GRPOConfig(output_dir=str(out / "grpo"), use_cpu=device == "cpu", report_to="none",
-                      per_device_train_batch_size=4, num_generations=4, max_steps=3, max_completion_length=32,
-                      logging_steps=1, save_strategy="no", disable_tqdm=True, beta=0.0, bf16=False)
+                      per_device_train_batch_size=4, num_generations=4, max_steps=4, max_completion_length=32,
+                      logging_steps=1, save_strategy="no", disable_tqdm=True, beta=0.04, num_iterations=2, bf16=False)
     GRPOTrainer(model=model, processing_class=tok, args=args,
                 reward_funcs=[lambda completions, **k: [float(len(c)) for c in completions]],
                 train_dataset=Dataset.from_list([{"prompt": "def add(a, b):"}] * 16), callbacks=[w]).train()
@@ -92,12 +102,13 @@ def main() -> int:
     a.out.mkdir(parents=True, exist_ok=True)
     sft(a.out, a.device, a.dry_run)
     grpo(a.out, a.device)
-    bench = [sys.executable, str(HERE / "watch_overhead.py"), "--device", a.device]
+    bench = [sys.executable, str(HERE / "watch_overhead.py"), "--device", a.device, "--out", str(a.out / "overhead.md")]
     if a.dry_run:
-        bench += ["--steps", "4", "--seq", "32", "--repeats", "1"]
+        bench += ["--steps", "3", "--repeats", "1", "--runs", "sft"]
     res = subprocess.run(bench, capture_output=True, text=True)
-    (a.out / "overhead.txt").write_text(res.stdout + res.stderr[-2000:])
     print(res.stdout)
+    if res.returncode != 0:
+        print(res.stderr[-4000:], file=sys.stderr)
     return res.returncode
 
 

@@ -236,3 +236,31 @@ def test_wrap_nests_phases_like_the_openrlhf_recipe(tiny_model):
     rows = {r["phase"]: r["measured"] for r in w.rows()}
     assert all(rows[p]["steps"] == 3 and rows[p]["tensor_bytes"] > 0 for p in ("forward", "backward", "optimizer_step"))
     assert "training_step" not in vars(t) and "backward" not in vars(t.strategy)  # put back by finish
+
+
+def test_memory_false_times_the_phases_without_the_tracker(tiny_model):
+    """watch(card, memory=False) on the CPU: no MemTracker (no tensor bytes), phase seconds only,
+    judged 'n/a' (time is not judged on the CPU), and the dispatch mode is never entered."""
+    import torch
+    from torch.utils._python_dispatch import _get_current_dispatch_mode
+
+    from trainfit.watch.core import Watch
+
+    opt = torch.optim.AdamW(tiny_model.parameters(), lr=1e-3, foreach=True)
+    w = Watch(tiny_card(), device="cpu", model=tiny_model, optimizer=opt, memory=False).start()
+    for _ in range(2):
+        ids = torch.randint(0, VOCAB, (BATCH, SEQ))
+        w.phase("forward")
+        loss = tiny_model(input_ids=ids, labels=ids).loss
+        assert _get_current_dispatch_mode() is None
+        w.phase("backward")
+        loss.backward()
+        w.phase("optimizer_step")
+        opt.step()
+        w.step()
+    w.finish()
+    rows = {r["phase"]: r for r in w.rows()}
+    assert all(rows[p]["measured"]["seconds"] > 0 and "tensor_bytes" not in rows[p]["measured"]
+               for p in ("forward", "backward", "optimizer_step"))
+    judged = judge(list(rows.values()), device="cpu")[0]
+    assert {j.verdict for j in judged} == {"n/a"} and "memory=False" in w.to_record()["record"]["watch"]["memory_source"]

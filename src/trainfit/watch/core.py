@@ -26,7 +26,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 from trainfit.watch.plan_map import STEP_ROW, UPDATE_ROW, WATCH_PHASES, Planned, capacity_bytes, planned_phases
-from trainfit.watch.verdict import CUDA, MEMORY_MARGIN, TIME_MARGIN, memory_off, forecast, judge, memory_fields, table_lines
+from trainfit.watch.verdict import (
+    CUDA, FORECAST_WINDOW, MEMORY_MARGIN, TIME_MARGIN, forecast, judge, memory_fields, memory_off, table_lines,
+)
 
 log = logging.getLogger("trainfit.watch")
 _MAX = ("allocated_bytes", "reserved_bytes", "device_bytes", "tensor_bytes")
@@ -54,12 +56,14 @@ class Watch:
     warning for that phase. ``device``: ``cuda`` / ``cpu`` (default: CUDA when available).
     ``log_fn(metrics, step)``: where per-step metrics go besides the record (the Trainer callback
     routes them through ``report_to``). ``calibration``: a calibration file path (default: the one
-    ``plan`` finds)."""
+    ``plan`` finds). ``memory=False``: on the CPU, time the phases without PyTorch's MemTracker
+    (whose per-op dispatch multiplies a small model's CPU step time); no effect on CUDA."""
 
     def __init__(self, card: Any, *, record: str | Path | None = None, memory_margin: float = MEMORY_MARGIN,
                  time_margin: float = TIME_MARGIN, device: str | None = None, model: Any = None,
                  optimizer: Any = None, calibration: str | Path | None = None,
-                 log_fn: Callable[[dict[str, float], int], None] | None = None, horizon_steps: float = 10_000) -> None:
+                 log_fn: Callable[[dict[str, float], int], None] | None = None, horizon_steps: float = 10_000,
+                 memory: bool = True) -> None:
         from trainfit.calibration import load_found_calibration
         from trainfit.plan import make_plan
 
@@ -69,7 +73,7 @@ class Watch:
         self.planned: dict[str, Planned] = planned_phases(self.plan)
         self.record_path = Path(record) if record is not None else None
         self.memory_margin, self.time_margin, self.horizon_steps = memory_margin, time_margin, horizon_steps
-        self.device, self.model, self.optimizer, self.log_fn = device, model, optimizer, log_fn
+        self.device, self.model, self.optimizer, self.log_fn, self.memory = device, model, optimizer, log_fn, memory
         self.probe: Any = None
         self.steps: list[dict[str, Any]] = []
         self._pending: list[dict[str, Any]] = []
@@ -103,7 +107,7 @@ class Watch:
         from trainfit.watch.probe import make_probe
 
         t = time.perf_counter()
-        self.probe = make_probe(self.device)
+        self.probe = make_probe(self.device, memory=self.memory)
         self.probe.open(model or self.model, optimizer or self.optimizer)
         self.capacity = self.probe.capacity_bytes() or capacity_bytes(self.plan)
         self.start_s += time.perf_counter() - t
@@ -236,9 +240,12 @@ class Watch:
             if mm is not None:
                 metrics[f"trainfit/{name}/{mfield.replace('_bytes', '_gib')}"] = mm / 2**30
             metrics[f"trainfit/{name}/seconds"] = m["seconds"]
-            series = [s["phases"][name][mfield] for s in self.steps if mfield in s["phases"].get(name, {})]
+            # the steps a trend is fitted over (the first step left out: optimizer states appear in it); a
+            # bounded window, so a step's cost does not grow with the run
+            recent = self.steps[max(1, len(self.steps) - FORECAST_WINDOW):]
+            series = [s["phases"][name][mfield] for s in recent if mfield in s["phases"].get(name, {})]
             fc = forecast(series, quantity=mfield.replace("_bytes", ""), phase=name, step=rec["step"],
-                          capacity=self.capacity or 0.0, horizon_steps=self.horizon_steps)
+                          capacity=self.capacity or 0.0, horizon_steps=self.horizon_steps, skip_first=False)
             if fc is not None:
                 self._warn(f"forecast:{name}", f"step {rec['step']}: forecast: {fc.text()}", forecast=True)
             if p is None:
@@ -252,9 +259,9 @@ class Watch:
                 self._warn(f"time:{name}", f"step {rec['step']}: {name} took {m['seconds']:.4g} s, "
                            f"{m['seconds'] / p.seconds - 1:+.1%} over the plan's {p.seconds:.4g} s "
                            f"(margin {self.time_margin:.0%})")
-        tokens = [sum(p.get("tokens", 0.0) for p in s["phases"].values()) for s in self.steps]
-        if tokens[-1]:
-            metrics["trainfit/tokens"] = tokens[-1]
+        tokens = sum(p.get("tokens", 0.0) for p in rec["phases"].values())
+        if tokens:
+            metrics["trainfit/tokens"] = tokens
         if self.log_fn is not None:
             self.log_fn(metrics, rec["step"])
 

@@ -161,13 +161,39 @@ def _peak_tracker() -> Any:
     return PeakTracker()
 
 
-def make_probe(device: str | None = None) -> CudaProbe | CpuProbe:
-    """CUDA when ``device`` says so or (None) when CUDA is available; else the CPU tracker."""
+class CpuTimeProbe:
+    """The CPU without the tracker: phase seconds only (``Watch(..., memory=False)``). MemTracker sees
+    every op through a Python dispatch mode, which multiplies a small model's CPU step time
+    (``benchmarks/watch_overhead.md``); a CPU run that needs the timings alone skips it."""
+
+    kind = "cpu"
+    memory_source = "none (memory=False: phase seconds only)"
+
+    def open(self, model: Any = None, optimizer: Any = None) -> None:  # noqa: ARG002 - same signature as CpuProbe
+        return None
+
+    def close(self) -> None:
+        return None
+
+    def capacity_bytes(self) -> float | None:
+        return None
+
+    def begin(self) -> Any:
+        return time.perf_counter()
+
+    def end(self, start: Any) -> Sample:
+        return Sample(seconds=time.perf_counter() - start)
+
+
+def make_probe(device: str | None = None, *, memory: bool = True) -> CudaProbe | CpuProbe | CpuTimeProbe:
+    """CUDA when ``device`` says so or (None) when CUDA is available; else the CPU tracker (or, with
+    ``memory=False``, phase seconds only). On CUDA the allocator's counters cost nothing: ``memory``
+    does not apply there."""
     if device is None:
         device = "cuda" if torch.cuda.is_available() else "cpu"
     if str(device).startswith("cuda"):
         return CudaProbe(device)
-    return CpuProbe()
+    return CpuProbe() if memory else CpuTimeProbe()
 
 
 def _nvml_handle(index: int) -> Any:

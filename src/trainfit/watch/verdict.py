@@ -88,12 +88,15 @@ def judge_row(row: dict[str, Any], *, device: str, memory_margin: float = MEMORY
         verdict = verdict if verdict != "ok" else ("over" if te > 0 else "under")
         reasons.append(f"time {te:+.1%} (margin {time_margin:.0%})")
     if me is None and te is None:
-        if device != CUDA and pm is None and mm is None and ps is not None:
+        if mm is None and ms is None:
+            verdict = "n/a"
+            reasons.append("not measured")
+        elif mm is None and device != CUDA:  # a time row, or a watch without the memory tracker
             verdict = "n/a"
             reasons.append("time only, and time is not judged on the CPU")
         else:
-            verdict = "unplanned" if mm is not None or ms is not None else "n/a"
-            reasons.append("the plan has no figure for it" if verdict == "unplanned" else "not measured")
+            verdict = "unplanned"
+            reasons.append("the plan has no figure for it")
     return Judged(phase=row["phase"], memory_field=mfield, planned_memory=pm, measured_memory=mm, memory_error=me,
                   planned_s=ps, measured_s=ms, time_error=te, verdict=verdict, reason="; ".join(reasons) or "within margins")
 
@@ -137,12 +140,13 @@ def trend(values: list[float]) -> float:
 
 
 def forecast(values: list[float], *, quantity: str, phase: str, step: int, capacity: float,
-             horizon_steps: float) -> Forecast | None:
+             horizon_steps: float, skip_first: bool = True) -> Forecast | None:
     """A Forecast when the series keeps growing (each of its last ``FORECAST_MIN_STEPS - 1`` steps
-    above the one before, the first step left out: optimizer states appear in it; a slope of at
+    above the one before, the run's first step left out (``skip_first``: ``values`` starts with it;
+    False when the caller left it out): optimizer states appear in it; a slope of at
     least 0.1% of the capacity per 100 steps, so noise is not a trend) and would cross ``capacity``
     within ``horizon_steps``; None otherwise (or when it has already crossed: that is a measurement)."""
-    values = values[1:]
+    values = values[1:] if skip_first else values
     if len(values) < FORECAST_MIN_STEPS or not capacity > 0:
         return None
     recent = values[-FORECAST_MIN_STEPS:]

@@ -991,6 +991,14 @@ def rl_rows(entries: list[dict[str, Any]], ledger: list[dict[str, Any]]) -> list
             row.notes = (reasons if status != "mapped" else []) + list(notes) + [f"rule N: {how}"]
             if q == "step" and step_note:
                 row.notes.append(step_note)
+            if planned is None and q == "generation" and status == "not_representable":
+                gen_only = generation_only_plan(e)
+                if gen_only is not None:
+                    planned_gen, gen_notes = gen_only
+                    row.status = "mapped"
+                    row.notes = gen_notes + [f"rule N: {how}"]
+                    row.trainfit_s, row.parts_used = phase_seconds(planned_gen, q)
+                    row.bound = phase_bound(planned_gen, row.parts_used)
             if planned is not None:
                 row.fits = planned.fits
                 if q == "step":
@@ -1007,6 +1015,29 @@ def rl_rows(entries: list[dict[str, Any]], ledger: list[dict[str, Any]]) -> list
             rows.append(row)
         ledger.append({"id": e["id"], "file": RL_DATA.name, "status": status, "reasons": reasons})
     return rows
+
+
+def generation_only_plan(e: dict[str, Any]) -> tuple[Planned, list[str]] | None:
+    """(plan, notes) for the generation phase of an entry whose training layout the card refuses (pipeline
+    stages that do not divide the layers, expert parallel beyond data x context parallel), else None. The
+    generation phase is planned from the rollout section, the hardware and the model alone (``rl_time.
+    generation_phase``: the engine's tensor parallel, its memory budget, the lengths); the training layout
+    does not enter it, so the entry is re-mapped with that layout reduced to its tensor parallel (no
+    pipeline, expert or context parallel) and only the generation phase of that plan is scored."""
+    import copy
+
+    x = copy.deepcopy(e)
+    x["train"].update(pp=1, ep=1, cp=1)
+    try:
+        card, notes = map_rl(x)
+        planned = plan_card(card)
+    except Unmapped:
+        return None
+    tr = e["train"]
+    return planned, notes + [
+        f"generation phase only: the training layout (TP {tr.get('tp')}, PP {tr.get('pp')}, EP {tr.get('ep')},"
+        f" CP {tr.get('cp')}) is refused by the card and does not enter the generation phase; planned with TP"
+        f" {tr.get('tp')} alone on the training side"]
 
 
 IMPLIED_PROMPT = 16

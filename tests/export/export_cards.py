@@ -39,7 +39,7 @@ QWEN_MOE_GRPO = {
     "rollout": {"tensor_parallel": 4, "num_generations": 8, "prompts_per_step": 32, "prompt_len": 1024,
                 "response_len": 4096, "sleep_level": 2, "weight_sync": "bucketed", "gpu_memory_utilization": 0.5,
                 "mini_batches": 8},
-    "roles": {"kl_coef": 0.0},
+    "roles": {"kl_coef": 0.0}, "attention": "flash",
 }
 
 

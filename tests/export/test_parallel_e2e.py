@@ -122,7 +122,7 @@ def test_deepseek_v3_grpo_on_verl_megatron():
 def test_fp8_survives_the_round_trip(target):
     """fp8 compute with its recipe reaches Megatron (override_transformer_config / fp8_cfg) and reads back; the
     GPU, which no file names, is listed so the import can be planned on one with fp8 tensor cores."""
-    card = load_card_dict({"model": "Qwen/Qwen3-8B", "method": "sft", "hardware": {"gpu": "h100-sxm"},
+    card = load_card_dict({"model": "Qwen/Qwen3-8B", "method": "sft", "hardware": {"gpu": "h100-sxm"}, "attention": "flash",
                            "parallel": {"strategy": "zero1", "tensor_parallel": 2, "sequence_parallel": True},
                            "precision": {"compute": "fp8", "fp8_recipe": "blockwise", "weights": "bf16",
                                          "master_weights": "fp32", "optimizer_states": "fp32", "grads": "fp32"}})

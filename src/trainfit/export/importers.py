@@ -548,7 +548,23 @@ def read_verl(text: str) -> Imported:
     attn = get(f"{P}.override_config.attn_implementation")
     d["attention"] = _HF_ATTN.get(str(attn), "flash") if attn is not None else "flash"
     scope = "full"
-    if _num(t, "lora_rank", get(f"{P}.lora_rank", 0)) > 0:
+    if _num(t, "lora.rank", get(f"{P}.lora.rank", 0)) > 0:  # the Megatron engine's LoRA (model.lora.*)
+        from trainfit.export.verl import HF_FROM_MEGATRON_LORA
+
+        scope = "lora"
+        lora = {"rank": _num(t, "lora.rank", get(f"{P}.lora.rank")),
+                "alpha": _num(t, "lora.alpha", get(f"{P}.lora.alpha", 32), float),
+                "dropout": _num(t, "lora.dropout", get(f"{P}.lora.dropout", 0.0), float)}
+        mods = get(f"{P}.lora.target_modules")
+        if mods is not None:
+            mods = mods if isinstance(mods, list) else [mods]
+            if sorted(mods) != sorted(HF_FROM_MEGATRON_LORA):
+                bad = [m for m in mods if m not in HF_FROM_MEGATRON_LORA]
+                if bad:
+                    raise _bad(t, f"{P}.lora.target_modules: {bad[0]!r}; allowed: {', '.join(HF_FROM_MEGATRON_LORA)}")
+                lora["targets"] = [h for m in mods for h in HF_FROM_MEGATRON_LORA[m]]
+        d["lora"] = lora
+    elif _num(t, "lora_rank", get(f"{P}.lora_rank", 0)) > 0:
         scope = "lora"
         lora = {"rank": _num(t, "lora_rank", get(f"{P}.lora_rank"))}
         if get(f"{P}.lora_alpha") is not None:
@@ -1126,6 +1142,7 @@ def read_nemo_rl(text: str) -> Imported:
         par["offload"] = "optimizer" if get(f"{M}.optimizer.optimizer_cpu_offload", False) else "none"
         for k, v in megatron_precision(compute).items():
             set_dotted(d, f"precision.{k}", v)
+        d["attention"] = "flash"  # Megatron-Core's Transformer Engine attention (flash / fused kernels)
         if get(f"{M}.fp8_cfg.enabled", False):
             recipe = get(f"{M}.fp8_cfg.fp8_recipe", "blockwise")
             if recipe not in FP8_RECIPE_FROM_MEGATRON:

@@ -179,6 +179,13 @@ def _policy(card: RunCard, notes: list[str]) -> dict[str, Any]:
     if card.parallel.pipeline_schedule.value == "interleaved":
         notes.append("parallel.pipeline_schedule interleaved: NeMo RL's megatron_cfg has no virtual-pipeline key;"
                      " exported as 1F1B")
+    att = card.attention.value
+    if mega and att != "flash":
+        notes.append(f"attention {att}: NeMo RL's Megatron backend runs Transformer Engine attention (flash / fused);"
+                     " exported as flash")
+    elif not mega and att != "sdpa":
+        notes.append(f"attention {att}: NeMo RL's DTensor backend takes the attention implementation from NeMo"
+                     " Automodel (dtensor_cfg.automodel_kwargs); not written")
     if mega:
         pol["dtensor_cfg"] = {"enabled": False}
         pol["megatron_cfg"] = _megatron(card, notes)

@@ -116,14 +116,44 @@ def _optim(card: RunCard, prefix: str, notes: list[str]) -> list[str]:
     return [f"{base}.optimizer_impl={impl}", f"{base}.optimizer={name}"]
 
 
-def _model(card: RunCard, prefix: str, notes: list[str]) -> list[str]:
+MEGATRON_LORA = {"q_proj": "linear_qkv", "k_proj": "linear_qkv", "v_proj": "linear_qkv", "o_proj": "linear_proj",
+                 "gate_proj": "linear_fc1", "up_proj": "linear_fc1", "down_proj": "linear_fc2"}
+"""Hugging Face module names -> Megatron's fused LoRA targets (verl 0.9.1 ``model/hf_model.yaml`` ``lora.target_modules``:
+linear_qkv, linear_proj, linear_fc1, linear_fc2, the default = every linear layer)."""
+HF_FROM_MEGATRON_LORA = {"linear_qkv": ["q_proj", "k_proj", "v_proj"], "linear_proj": ["o_proj"],
+                         "linear_fc1": ["gate_proj", "up_proj"], "linear_fc2": ["down_proj"]}
+
+
+def _megatron_lora(card: RunCard, prefix: str, notes: list[str]) -> list[str]:
+    """LoRA on verl's Megatron engine: ``model.lora.*`` (Megatron-Bridge PEFT), fused module names."""
+    lo = card.lora
+    out = [f"{prefix}.lora.rank={lo.rank}",
+           f"{prefix}.lora.alpha={_fmt(int(lo.alpha) if float(lo.alpha).is_integer() else lo.alpha)}"]
+    if lo.dropout:
+        out.append(f"{prefix}.lora.dropout={lo.dropout}")
+    t = card.lora_targets
+    if t != ("all-linear",):
+        fused = list(dict.fromkeys(MEGATRON_LORA.get(x, "") for x in t))  # in the card's order
+        covered = [h for m in fused for h in HF_FROM_MEGATRON_LORA.get(m, [])]
+        if "" in fused or covered != list(t):
+            notes.append(f"lora.targets {list(t)}: Megatron's LoRA targets the fused linear_qkv / linear_proj / linear_fc1 /"
+                         f" linear_fc2; exported as {[m for m in fused if m] or 'all four'} (covering"
+                         f" {covered or 'every linear layer'})")
+        if [m for m in fused if m] and len([m for m in fused if m]) < 4:
+            out.append(f"{prefix}.lora.target_modules={_fmt([m for m in fused if m], 'lora.targets')}")
+    return out
+
+
+def _model(card: RunCard, prefix: str, notes: list[str], mega: bool = False) -> list[str]:
     out = [
         f"{prefix}.path={_fmt(model_name(card), 'model')}",
         f"{prefix}.enable_gradient_checkpointing={_fmt(card.parallel.checkpoints_layers)}",
     ]
     if card.parallel.activation_offload:
         out.append(f"{prefix}.enable_activation_offload=True")
-    if card.scope is not Scope.FULL:
+    if card.scope is not Scope.FULL and mega:
+        out += _megatron_lora(card, prefix, notes)
+    elif card.scope is not Scope.FULL:
         t = card.lora.targets
         out += [
             f"{prefix}.lora_rank={card.lora.rank}",
@@ -134,7 +164,10 @@ def _model(card: RunCard, prefix: str, notes: list[str]) -> list[str]:
             notes.append(f"lora.dropout {card.lora.dropout}: verl's FSDP LoRA has no dropout setting")
     if card.loss.chunked:
         out.append(f"{prefix}.use_fused_kernels=True")
-    if card.attention is not Attention.FLASH:
+    if card.attention is not Attention.FLASH and mega:
+        notes.append(f"attention {card.attention.value}: verl's Megatron engine runs Transformer Engine attention"
+                     " (override_transformer_config.attention_backend: flash); exported as flash")
+    elif card.attention is not Attention.FLASH:
         out.append(f"+{prefix}.override_config.attn_implementation={HF_ATTENTION[card.attention]}")
     return out
 
@@ -161,7 +194,7 @@ def _ppo(card: RunCard, notes: list[str]) -> list[str]:
     mega = uses_megatron(card)
     if mega:
         o.insert(0, "model_engine=megatron")
-    o += _model(card, f"{A}.model", notes)
+    o += _model(card, f"{A}.model", notes, mega)
     if mega:
         o.append(f"{A}.actor.strategy=megatron")
         o += _megatron(card, f"{A}.actor.megatron", notes)
@@ -252,7 +285,8 @@ def _ppo(card: RunCard, notes: list[str]) -> list[str]:
     # critic
     critic = critic_model(card, model_name(card))
     if critic is not None:
-        o += _model(card, "critic.model", []) if critic == model_name(card) else [f"critic.model.path={_fmt(critic, 'roles.critic')}"]
+        o += _model(card, "critic.model", [], mega) if critic == model_name(card) else [
+            f"critic.model.path={_fmt(critic, 'roles.critic')}"]
         off = card.parallel.offload
         if mega:
             o.append("critic.strategy=megatron")
@@ -281,7 +315,7 @@ def _sft(card: RunCard, notes: list[str]) -> list[str]:
         f"data.train_batch_size={sequences_per_step(card)}",
         f"data.max_length={card.batch.seq_len}",
     ]
-    o += _model(card, "model", notes)
+    o += _model(card, "model", notes, mega)
     if mega:
         o += _megatron(card, "engine", notes)
     else:

@@ -105,6 +105,18 @@ class ActivationBytes:
     """Final norm and lm_head input; excludes logits and loss (see ``loss_region_bytes``)."""
     checkpointed_embedding: int = 0
     """``embedding`` under checkpointing: cos/sin are then only saved inside a recompute."""
+    kernel_backward: tuple[int, ...] = ()
+    """Per layer (Gated DeltaNet layers; 0 for others): bytes live inside the layer's backward at the
+    chunked kernel's fullest beyond the layer's saved tensors (those saved after the kernel are freed by
+    then), without checkpointing."""
+    kernel_backward_checkpointed: tuple[int, ...] = ()
+    """The same under full checkpointing: the larger of the recompute's kernel forward and its backward."""
+    kernel_forward_checkpointed: int = 0
+    """Under checkpointing, the largest bytes live inside a Gated DeltaNet layer's forward (nothing saved
+    there) plus the inputs saved up to that layer, beyond ``total(gradient_checkpointing=True)``."""
+
+    def kernel_extra(self, *, gradient_checkpointing: bool) -> tuple[int, ...]:
+        return self.kernel_backward_checkpointed if gradient_checkpointing else self.kernel_backward
 
     def total(self, *, gradient_checkpointing: bool) -> int:
         """All saved bytes alive at the end of forward (logits/loss excluded)."""
@@ -132,6 +144,9 @@ class _Ctx:
     saved_inputs: set = field(default_factory=set)
     """bf16 adapters: module inputs already saved in the current layer (q/k/v share one, gate/up one)."""
     T_seq: int = 0
+    parts: dict = field(default_factory=dict)
+    """Gated DeltaNet: bytes of the current layer saved after the kernel (``"post"``) and the buffers
+    live beside the saved tensors at the kernel's fullest (``"kernel"``)."""
     """Tokens of the residual stream on this rank: T, or T / tp under sequence parallel."""
 
 
@@ -363,6 +378,7 @@ def _deltanet(ctx: _Ctx, spec: ModelSpec, x_rg: bool) -> tuple[int, bool]:
         # ChunkGatedDeltaRuleFunction.save_for_backward: q, q_rstd, k, k_rstd, v, g, beta, A; beta is
         # sigmoid(b), the storage sigmoid saves too
         total += T * (2 * a * Hk * dk + 2 * FP32 * Hk + a * Hv * dv + FP32 * Hv + a * Hv + a * Hv * DELTANET_CHUNK)
+    after_kernel = total
     # gated RMSNorm over value_head_dim: norm(core) * silu(z.float())
     if core_rg:
         total += T * (FP32 * vd + FP32 * Hv)  # fp32 copy + rsqrt
@@ -374,25 +390,57 @@ def _deltanet(ctx: _Ctx, spec: ModelSpec, x_rg: bool) -> tuple[int, bool]:
         total += T * a * vd  # mul saves the normed bf16 input
     if n_rg:
         total += T * FP32 * vd  # mul saves silu(z)
+    after_norm = total
     b_o, o_rg = _linear(ctx, "out_proj", vd, n_rg or z_rg)
     total += b_o
+    # what the layer saves after the kernel / the gated norm / out_proj (``_layer`` adds the MLP's)
+    ctx.parts["post"] = {"kernel": total - after_kernel, "norm": total - after_norm, "out_proj": 0}
+    ctx.parts["live"] = _deltanet_live(ctx, spec, normed_saved=ctx.full)
     return total, o_rg
 
 
-def deltanet_backward_transient_bytes(spec: ModelSpec, *, tokens: int, micro_batch_size: int,
-                                      dtype_bytes: int = 2) -> float:
-    """Buffers of ``chunk_gated_delta_rule``'s backward at its fullest (inside ``chunk_bwd_dqkwg``), beside
-    the layer's saved tensors: the recomputed w, u, v_new and chunk states h, the state gradient dh, dv,
-    the per-value-head dq and dk, dw, the partial fp32 dg, and the output gradient. The MLP's and the
-    gated norm's saved tensors and the out_proj/norm gradients are gone by then (they ran first)."""
+def _deltanet_live(ctx: _Ctx, spec: ModelSpec, *, normed_saved: bool) -> dict[str, tuple[int, str]]:
+    """Bytes live beside a Gated DeltaNet layer's saved tensors at the moments that can peak, each with the
+    point of the layer up to which its saved tensors exist (``"kernel"``: saved up to and including the
+    kernel's; ``"norm"``: up to the gated norm's). What each kernel allocates: ``trainfit.trace.kernels``.
+
+    * ``forward``: inside ``chunk_fwd_o`` in a checkpointed forward (nothing is saved; the whole live set):
+      the normed input, the conv output (q/k/v are views of it), z, a, b, beta, the fp32 gate, the kernel's
+      contiguous q/k/v copies, normalised q/k and rstd, the fp32 cumulated gate, A, w, u, the chunk states
+      h, v_new and the output;
+    * ``recompute``: the same moment when backward recomputes the layer (saved tensors are kept, so only
+      the unsaved ones count), plus the incoming gradient of the layer output;
+    * ``norm``: the end of the gated RMSNorm in the recompute: the conv output, z, a, b, the fp32 gate,
+      the kernel output, the norm's fp32 product and its bf16 cast, the layer-output gradient;
+    * ``out_proj``: out_proj's forward in the recompute: the inputs above, its (unsaved) input, its base
+      output and, with an adapter, lora_B's output and its scaled copy, the layer-output gradient;
+    * ``backward``: inside the kernel's backward at its fullest (``chunk_bwd_dqkwg`` or
+      ``prepare_wy_repr_bwd``): w, u, v_new, h, dh, dv, the output gradient, dq, dk, dw, partial fp32
+      dg (or the next step's dk2, dv, dg2, db), the gradient of z and the residual gradient.
+    """
     la = spec.linear_attention
     assert la is not None
-    T, a, b = tokens, dtype_bytes, micro_batch_size
-    Hv, dk, dv = la.num_value_heads, la.key_head_dim, la.value_head_dim
-    chunks = -(-(T // b) // DELTANET_CHUNK)
-    states = b * chunks * Hv * dk * dv * a  # h and dh, one each
-    per_token = a * Hv * (4 * dk + 4 * dv) + FP32 * Hv * -(-dk // DELTANET_DQKWG_TILE)
-    return 2 * states + T * per_token
+    T, a, b, h = ctx.T, ctx.a, ctx.b, spec.hidden_size
+    Hk, Hv, dk, dv = la.num_key_heads, la.num_value_heads, la.key_head_dim, la.value_head_dim
+    vd, cd = la.value_dim, la.conv_dim
+    states = b * -(-ctx.s // DELTANET_CHUNK) * Hv * dk * dv * a  # h (and dh) in the compute dtype
+    nk = -(-dk // DELTANET_DQKWG_TILE)
+    gva = a * Hk * dk if Hk != Hv else 0  # dq / dk summed from value heads to key heads
+    normed = 0 if normed_saved else a * h
+    inputs = a * cd + a * vd + 2 * a * Hv + FP32 * Hv  # conv output, z, a, b, fp32 gate
+    not_saved = inputs + 2 * a * Hk * dk + a * Hv * dk + 3 * a * Hv * dv  # q/k copies; w; u, v_new, output
+    saved_in_kernel = 2 * a * Hk * dk + 2 * FP32 * Hk + a * Hv * dv + FP32 * Hv + a * Hv + a * Hv * DELTANET_CHUNK
+    at_dqkwg = a * Hv * (4 * dk + 4 * dv) + FP32 * Hv * nk + gva
+    at_wy = a * Hv * (3 * dk + 5 * dv) + 2 * a * Hk * dk + 2 * FP32 * Hv + a * Hv + gva
+    r = ctx.targets.get("out_proj")
+    lora_out = 0 if r is None else 2 * ctx.adapter_bytes * h  # lora_B's output and its scaled copy
+    return {
+        "out_proj": (T * (inputs + normed + a * h + (0 if ctx.full else a * vd) + a * h + lora_out), "out_proj"),
+        "forward": (T * (a * h + not_saved + saved_in_kernel) + states, ""),
+        "recompute": (T * (not_saved + normed + a * h) + states, "kernel"),
+        "norm": (T * (inputs + a * vd + FP32 * vd + a * vd + normed + a * h), "norm"),
+        "backward": (T * (max(at_dqkwg, at_wy) + a * vd + a * h) + 2 * states, "kernel"),
+    }
 
 
 def _layer(ctx: _Ctx, spec: ModelSpec, i: int, x_rg: bool) -> tuple[int, bool]:
@@ -405,12 +453,14 @@ def _layer(ctx: _Ctx, spec: ModelSpec, i: int, x_rg: bool) -> tuple[int, bool]:
     zc = spec.family in _ZERO_CENTRED_NORM
     four = spec.norms_per_layer == 4
     ctx.saved_inputs.clear()
+    ctx.parts.clear()
     total, n_rg = _norm(ctx, width=h, rows=1, zero_centred=zc, x_rg=x_rg, const_width=h, residual=True)
     if spec.layer_kind(i) is LayerKind.FULL_ATTENTION:
         b, o_rg = _attention(ctx, spec, n_rg)
     else:
         b, o_rg = _deltanet(ctx, spec, n_rg)
     total += b
+    attention_end = total
     if four:  # Gemma-2 post_attention_layernorm (its output goes to the residual add)
         b, o_rg = _norm(ctx, width=h, rows=1, zero_centred=zc, x_rg=o_rg, const_width=h, residual=True)
         total += b
@@ -425,6 +475,8 @@ def _layer(ctx: _Ctx, spec: ModelSpec, i: int, x_rg: bool) -> tuple[int, bool]:
     if four:
         b, m_rg = _norm(ctx, width=h, rows=1, zero_centred=zc, x_rg=m_rg, const_width=h, residual=True)
         total += b
+    if "post" in ctx.parts:  # what the MLP block saves comes after the DeltaNet kernel and norm too
+        ctx.parts["post"] = {k: v + total - attention_end for k, v in ctx.parts["post"].items()}
     return total, res_rg or m_rg
 
 
@@ -474,12 +526,28 @@ def activation_bytes(
     ctx = _Ctx(T=T, b=b, s=s, a=a, full=full, targets=_targets(spec, trainable), attention=attention,
                adapter_bytes=adapter, T_seq=T_seq)
     per_layer = []
+    kernel_bwd: list[int] = []
+    kernel_bwd_ckpt: list[int] = []
+    kernel_fwd: list[int] = []
     # adapters without checkpointing: the frozen embedding's output needs no gradient, and the
     # residual stream only starts to need one after the first adapter (or trainable op)
     x_rg = full
     for i in range(spec.num_layers):
+        ctx.parts.clear()
         nbytes, x_rg = _layer(ctx, spec, i, x_rg)
         per_layer.append(nbytes)
+        live, post = ctx.parts.get("live"), ctx.parts.get("post")
+        if live:  # a Gated DeltaNet layer: its moments beyond the layer's saved tensors (_deltanet_live)
+            extra = {k: v - (post[at] if at else 0) for k, (v, at) in live.items()}
+            kernel_bwd.append(max(0, extra["backward"]))
+            # under checkpointing the layer's own saved input (bf16 hidden states, not in per_layer) is live too
+            kernel_bwd_ckpt.append(max(0, max(extra["backward"], extra["recompute"], extra["norm"], extra["out_proj"])
+                                       + a * T_seq * spec.hidden_size))
+            kernel_fwd.append(live["forward"][0])
+        else:
+            kernel_bwd.append(0)
+            kernel_bwd_ckpt.append(0)
+            kernel_fwd.append(0)
     ckpt = tuple(a * T_seq * spec.hidden_size for _ in range(spec.num_layers))
 
     emb_ckpt = 0
@@ -498,7 +566,7 @@ def activation_bytes(
         from trainfit.memory import arch_activations
 
         emb += arch_activations.embedding_bytes(ctx, spec)
-        emb_ckpt += arch_activations.embedding_bytes(ctx, spec)
+        emb_ckpt += arch_activations.embedding_bytes(ctx, spec) + arch_activations.checkpoint_input_bytes(ctx, spec)
         head = arch_activations.head_bytes(ctx, spec, x_rg)
     else:
         head, _ = _norm(ctx, width=spec.hidden_size, rows=1, zero_centred=zc, x_rg=x_rg,
@@ -511,12 +579,21 @@ def activation_bytes(
     elif selective is SelectiveCheckpointing.CORE_ATTENTION:
         ckpt = tuple(max(0, n - _core_attention_bytes(ctx, spec, i)) for i, n in enumerate(per_layer))
         emb_ckpt = emb  # nothing outside the attention core is recomputed: the rotary cos/sin stay saved
+    hybrid = any(kernel_fwd)
+    # a checkpointed forward inside DeltaNet layer j holds the inputs saved so far (embedding, layers <= j),
+    # not the whole model's: the transient is given beyond the end-of-forward total
+    ckpt_total = emb_ckpt + sum(ckpt) + head
+    fwd_over_total = max((f + emb_ckpt + sum(ckpt[:j + 1]) - ckpt_total for j, f in enumerate(kernel_fwd) if f),
+                         default=0)
     return ActivationBytes(
         per_layer=tuple(per_layer),
         checkpointed_per_layer=ckpt,
         embedding=emb,
         head=head,
         checkpointed_embedding=emb_ckpt,
+        kernel_backward=tuple(kernel_bwd) if hybrid else (),
+        kernel_backward_checkpointed=tuple(kernel_bwd_ckpt) if hybrid else (),
+        kernel_forward_checkpointed=max(0, fwd_over_total),
     )
 
 

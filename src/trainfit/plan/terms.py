@@ -245,6 +245,9 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
                                  heads=spec.num_attention_heads, eager=eager)
     transient = _layer_transients(spec, tokens=tokens, dtype_bytes=act_dtype,
                                   attention_bytes=attn.backward_transient_bytes(scores=scores, dtype_bytes=act_dtype))
+    kernel = act.kernel_extra(gradient_checkpointing=card.parallel.checkpoints_layers)
+    if kernel:  # Gated DeltaNet layers: the chunked kernel's buffers (memory/activations._deltanet_live)
+        transient = tuple(max(t, k) for t, k in zip(transient, kernel))
     attention_forward = attn.forward_transient_bytes(
         scores=scores, gradient_checkpointing=card.parallel.checkpoints_layers, dtype_bytes=act_dtype)
 
@@ -311,6 +314,7 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         logits_grad_bf16=0.0 if card.loss.chunked else 2.0 * tokens * (spec.head_outputs or spec.vocab_size),
         layer_backward_transient=transient,
         attention_forward_transient=attention_forward,
+        layer_forward_transient=act.kernel_forward_checkpointed if card.parallel.checkpoints_layers else 0.0,
         tied_embedding_grad_transient=tied_grad,
         optimizer_temporaries=temps_gpu,
         grad_accumulation=card.batch.grad_accum > 1,

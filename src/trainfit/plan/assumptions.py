@@ -46,6 +46,10 @@ def assumptions_of(card: RunCard, spec: ModelSpec, sharding: Sharding, *, replay
             "RL losses use per-token log-probs (selective log-softmax); their logits are modelled with the"
             " cross-entropy mechanism of the SFT step (same order: 10-12 B per logit at the loss)"
         )
+    if spec.num_linear_attention_layers:
+        from trainfit.memory.activations import DELTANET_KERNELS
+
+        out.append(DELTANET_KERNELS)
     if spec.assumed_shape:
         out.append(f"ASSUMED SHAPE: {spec.note}")
     if not spec.verified:

@@ -357,3 +357,14 @@ def head_bytes(ctx, spec: ModelSpec, x_rg: bool) -> int:
     else:
         out = _act._norm(ctx, width=h, rows=1, zero_centred=False, x_rg=x_rg, const_width=h, residual=True)[0]
     return out + (ctx.a * ctx.T * h if ctx.full else 0)
+
+
+def checkpoint_input_bytes(ctx, spec: ModelSpec) -> int:
+    """What non-reentrant checkpointing keeps beside each layer's hidden_states: the layers' other inputs,
+    stored once. Eager gpt-oss materialises one additive bf16 mask (b, 1, s, s) per attention kind
+    (sliding and full), and every checkpointed layer holds its kind's mask until its backward; SDPA and
+    flash take no materialised mask."""
+    if spec.family != "gpt_oss" or not runs_eager(spec.family, ctx.attention):
+        return 0
+    kinds = (1 if spec.sliding_layers else 0) + (1 if len(spec.sliding_layers) < spec.num_layers else 0)
+    return kinds * ctx.b * ctx.s * ctx.s * ctx.a

@@ -48,13 +48,27 @@ def score_elements(*, micro_batch_size: int, seq_len: int, heads: int, eager: bo
     return float(micro_batch_size * heads * seq_len * seq_len) if eager else 0.0
 
 
-def forward_transient_bytes(*, scores: float, gradient_checkpointing: bool, dtype_bytes: int = 2) -> float:
-    per = FORWARD_CKPT_BYTES_PER_SCORE if gradient_checkpointing else FORWARD_BYTES_PER_SCORE
+EAGER_BYTES_PER_SCORE_BY_FAMILY: dict[str, tuple[float, float, float]] = {"gpt_oss": (6.0, 4.2, 3.9)}
+"""(forward with checkpointing, forward without, backward) bytes per score of families whose eager path
+differs: gpt-oss concatenates a sink column and takes a bf16 softmax (no fp32 copy), so its forward keeps
+the masked scores, the sink-extended logits and their max-shifted copy and probabilities. Fitted on the
+fake-tensor trace like the defaults (hidden 64, 8 heads, s = 1024 and 2048, both checkpointing modes: the
+slope of the traced peak in s^2)."""
+
+
+def forward_transient_bytes(*, scores: float, gradient_checkpointing: bool, dtype_bytes: int = 2,
+                            family: str = "") -> float:
+    fam = EAGER_BYTES_PER_SCORE_BY_FAMILY.get(family)
+    if fam is not None:
+        per = fam[0] if gradient_checkpointing else fam[1]
+    else:
+        per = FORWARD_CKPT_BYTES_PER_SCORE if gradient_checkpointing else FORWARD_BYTES_PER_SCORE
     return scores * per * dtype_bytes / 2
 
 
-def backward_transient_bytes(*, scores: float, dtype_bytes: int = 2) -> float:
-    return scores * BACKWARD_BYTES_PER_SCORE * dtype_bytes / 2
+def backward_transient_bytes(*, scores: float, dtype_bytes: int = 2, family: str = "") -> float:
+    fam = EAGER_BYTES_PER_SCORE_BY_FAMILY.get(family)
+    return scores * (fam[2] if fam is not None else BACKWARD_BYTES_PER_SCORE) * dtype_bytes / 2
 
 
 def mla_kv_bytes_per_token(spec: ModelSpec, *, dtype_bytes: float) -> float:

@@ -52,7 +52,8 @@ def backward_buffers(card: RunCard, ss: ModelSpec, layout: ParallelLayout, stage
     scores = attn.score_elements(micro_batch_size=card.batch.micro_batch_size, seq_len=card.batch.seq_len // layout.cp,
                                  heads=ss.num_attention_heads, eager=eager)
     per = _layer_transients(ss, tokens=tokens, dtype_bytes=dtype_bytes,
-                            attention_bytes=attn.backward_transient_bytes(scores=scores, dtype_bytes=dtype_bytes))
+                            attention_bytes=attn.backward_transient_bytes(scores=scores, dtype_bytes=dtype_bytes,
+                                                                             family=ss.family))
     return {k: per[i] for k, i in enumerate(stage.layers)}
 
 

@@ -245,7 +245,8 @@ def rank_terms(card: RunCard, spec: ModelSpec, sharding: Sharding, layout: Paral
     layer_trans = tuple(max(trans[k], comm[k]) for k in walked)
     eager = attn.runs_eager(spec.family, card.attention) and spec.num_full_attention_layers > 0
     scores = attn.score_elements(micro_batch_size=b, seq_len=s_loc, heads=ss.num_attention_heads, eager=eager)
-    attention_forward = attn.forward_transient_bytes(scores=scores, gradient_checkpointing=ckpt, dtype_bytes=a)
+    attention_forward = attn.forward_transient_bytes(scores=scores, gradient_checkpointing=ckpt, dtype_bytes=a,
+                                                     family=spec.family)
 
     in_bwd = 0.0
     if prec.optimizer_in_backward:

@@ -244,12 +244,14 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
     scores = attn.score_elements(micro_batch_size=card.batch.micro_batch_size, seq_len=card.batch.seq_len,
                                  heads=spec.num_attention_heads, eager=eager)
     transient = _layer_transients(spec, tokens=tokens, dtype_bytes=act_dtype,
-                                  attention_bytes=attn.backward_transient_bytes(scores=scores, dtype_bytes=act_dtype))
+                                  attention_bytes=attn.backward_transient_bytes(scores=scores, dtype_bytes=act_dtype,
+                                                                                family=spec.family))
     kernel = act.kernel_extra(gradient_checkpointing=card.parallel.checkpoints_layers)
     if kernel:  # Gated DeltaNet layers: the chunked kernel's buffers (memory/activations._deltanet_live)
         transient = tuple(max(t, k) for t, k in zip(transient, kernel))
     attention_forward = attn.forward_transient_bytes(
-        scores=scores, gradient_checkpointing=card.parallel.checkpoints_layers, dtype_bytes=act_dtype)
+        scores=scores, gradient_checkpointing=card.parallel.checkpoints_layers, dtype_bytes=act_dtype,
+        family=spec.family)
 
     in_bwd = 0.0
     if prec.optimizer_in_backward:

@@ -1,0 +1,45 @@
+"""Plan vs trace for small random configs of DeepSeek-V3, gpt-oss and OPT: the planned allocated peak is
+within 2% of the fake-tensor trace's (one GPU, full and LoRA, with and without checkpointing).
+
+Measured (hidden 256, 4 layers, 8 heads, seq 512, micro-batch 2): OPT -0.01/+0.03% (full, ckpt/no ckpt),
+-0.79/+0.02% (LoRA); DeepSeek-V3 -0.06/+0.16%, -0.06/-1.21%; gpt-oss (eager) -1.7/-0.00%. With OPT's
+released dropout 0.1 the trace reads 1.83% higher without checkpointing: its CPU dropout keeps a bf16
+noise tensor where CUDA's native_dropout keeps a bool mask (the plan models CUDA)."""
+
+import json
+
+import pytest
+
+from trainfit.cli.main import main
+
+pytest.importorskip("torch")
+pytestmark = [pytest.mark.slow, pytest.mark.trace]
+
+BASE = dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=8, vocab_size=4096, max_position_embeddings=4096)
+CFGS = {
+    "opt": (dict(BASE, model_type="opt", ffn_dim=1024, word_embed_proj_dim=256, do_layer_norm_before=True,
+                 tie_word_embeddings=True, dropout=0.0), "sdpa"),
+    "gpt_oss": (dict(BASE, model_type="gpt_oss", intermediate_size=192, num_key_value_heads=2, head_dim=32,
+                     tie_word_embeddings=False, num_local_experts=8, num_experts_per_tok=2, sliding_window=64,
+                     layer_types=["sliding_attention", "full_attention"] * 2, attention_bias=True,
+                     rope_scaling={"rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0, "beta_slow": 1.0,
+                                   "original_max_position_embeddings": 128, "truncate": False}), "eager"),
+    "deepseek_v3": (dict(BASE, model_type="deepseek_v3", intermediate_size=512, num_key_value_heads=8,
+                         tie_word_embeddings=False, q_lora_rank=96, kv_lora_rank=64, qk_nope_head_dim=24,
+                         qk_rope_head_dim=8, v_head_dim=32, n_routed_experts=8, n_shared_experts=1,
+                         num_experts_per_tok=2, moe_intermediate_size=128, first_k_dense_replace=1, n_group=4,
+                         topk_group=2), "sdpa"),
+}
+
+
+@pytest.mark.parametrize("ckpt", ["--ckpt", "--no-ckpt"])
+@pytest.mark.parametrize("scope", ["full", "lora"])
+@pytest.mark.parametrize("family", list(CFGS))
+def test_plan_within_2_percent_of_trace(family, scope, ckpt, tmp_path, capsys):
+    cfg, attn = CFGS[family]
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    assert main(["trace", "--model", str(path), "--scope", scope, "--seq", "512", "--mbs", "2", "--strategy", "single",
+                 "--gpus", "1", "--attention", attn, ckpt, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert abs(out["peak_error"]) < 0.02, out["peak_error"]

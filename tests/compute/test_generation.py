@@ -408,3 +408,54 @@ def test_moe_decode_reads_only_the_routed_experts():
     assert step.parts(64, 0)[0] == pytest.approx((m["weight_bytes"] - experts + experts * (1 - miss ** 64)) / hbm)
     dense = _step()
     assert dense.parts(1, 0)[0] == dense.parts(64, 0)[0] - 63 * dense.bw_seq
+
+
+# ------------------------------------------------------------------------------------------------
+# the engine's frontend: overlapped in a multi-process engine, serial in-process (NeMo RL)
+# ------------------------------------------------------------------------------------------------
+
+
+def test_frontend_overlaps_in_a_multiprocess_engine_and_adds_in_process():
+    m = _model(LLAMA8)
+    common = dict(spec=LLAMA8, matmul_params=m["matmul_params"], rates=H100, tp=1, context_tokens=64 * 1000,
+                  weight_bytes=m["weight_bytes"], kv_bytes_per_token=m["kv_bytes_per_token"])
+    for batch in (1, 64, 256):
+        mp = gen.decode_step_seconds(batch=batch, **common)
+        inproc = gen.decode_step_seconds(batch=batch, engine_multiprocess=False, **common)
+        per_seq = batch * gen.FRONTEND_S_PER_SEQUENCE
+        assert inproc.frontend_s == pytest.approx(gen.FRONTEND_S_PER_STEP + per_seq)
+        assert mp.frontend_s == pytest.approx(per_seq)
+        gpu = max(max(mp.bandwidth_s, mp.compute_s) + mp.comm_s, mp.launch_s) + mp.engine_s
+        assert mp.total_s == pytest.approx(max(gpu, per_seq))
+        assert inproc.total_s == pytest.approx(gpu + gen.FRONTEND_S_PER_STEP + per_seq)
+    # a step whose per-sequence host work outlasts the GPU's: host bound even when overlapped
+    tiny = _model(QWEN06)
+    s = gen.decode_step_seconds(spec=QWEN06, matmul_params=tiny["matmul_params"], rates=H100, tp=1, batch=4096,
+                                context_tokens=4096 * 10, weight_bytes=tiny["weight_bytes"],
+                                kv_bytes_per_token=tiny["kv_bytes_per_token"])
+    assert s.total_s == pytest.approx(4096 * gen.FRONTEND_S_PER_SEQUENCE)
+
+
+def test_an_in_process_engine_is_slower_by_its_frontend_steps():
+    mp = _run(spec=LLAMA8, max_num_seqs=64, prompts=16, samples_per_prompt=8)
+    inproc = _run(spec=LLAMA8, max_num_seqs=64, prompts=16, samples_per_prompt=8, engine_multiprocess=False)
+    assert inproc.total_s > mp.total_s
+    assert inproc.prefill_s == mp.prefill_s
+    # at most (steps) x (frontend of a full batch) more; at least the constant part of every step
+    steps_max = 16 * 8 / 1 * 512  # never more steps than one sequence at a time
+    assert inproc.decode_s - mp.decode_s <= steps_max * (gen.FRONTEND_S_PER_STEP + 64 * gen.FRONTEND_S_PER_SEQUENCE)
+    assert inproc.decode_s - mp.decode_s >= 512 * 0.5 * gen.FRONTEND_S_PER_STEP
+    assert any("VLLM_ENABLE_V1_MULTIPROCESSING=0" in a for a in inproc.assumptions)
+
+
+def test_nemo_rl_preset_runs_its_engine_in_process():
+    from trainfit.methods.presets import apply_preset
+    from trainfit.spec.card import load_card_dict
+
+    card = load_card_dict(apply_preset({"model": "Qwen/Qwen3-0.6B", "method": "grpo"}, "nemo-rl"))
+    assert card.rollout.engine_multiprocess is False
+    card = load_card_dict(apply_preset({"model": "Qwen/Qwen3-0.6B", "method": "grpo"}, "verl"))
+    assert card.rollout.engine_multiprocess is True
+    card = load_card_dict(apply_preset({"model": "Qwen/Qwen3-0.6B", "method": "grpo",
+                                        "rollout": {"engine_multiprocess": True}}, "nemo-rl"))
+    assert card.rollout.engine_multiprocess is True

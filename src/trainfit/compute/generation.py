@@ -39,6 +39,8 @@ from trainfit.compute.decode_step import (  # noqa: F401 - re-exported
     ACTIVATION_BYTES,
     DECODE_KERNELS_PER_LAYER,
     ENGINE_S_PER_STEP,
+    FRONTEND_S_PER_SEQUENCE,
+    FRONTEND_S_PER_STEP,
     DecodeStep,
     TpLink,
     _step_model,
@@ -131,6 +133,9 @@ def generation_time(
     tp_all_reduce_latency_s: float | None = None,
     streaming: bool = False,
     tp_link: TpLink | None = None,
+    engine_multiprocess: bool = True,
+    frontend_s_per_step: float = FRONTEND_S_PER_STEP,
+    frontend_s_per_sequence: float = FRONTEND_S_PER_SEQUENCE,
 ) -> GenerationTime:
     """Seconds of one rollout phase (module docstring).
 
@@ -144,6 +149,9 @@ def generation_time(
     later steps' prompts, so the step's tokens are generated at the steady-state rate, with no long tail.
     ``tp_link``: the tensor-parallel group's link when the engine spans nodes (``decode_step.tp_link``;
     None: one node's NVLink).
+    ``engine_multiprocess``: the engine core runs in its own process, its frontend's per-sequence host work
+    (``frontend_s_per_sequence``) overlapped with the GPU; False (``VLLM_ENABLE_V1_MULTIPROCESSING=0``,
+    NeMo RL): ``frontend_s_per_step`` + that work add to every step (``decode_step``).
     Raises ``CardError`` on a non-positive count or a sequence longer than the KV capacity.
     """
     if min(tp, engines, prompts, samples_per_prompt, prompt_len, max_num_seqs, quantiles) < 1:
@@ -167,7 +175,8 @@ def generation_time(
     step = _step_model(spec=spec, matmul_params=matmul_params, rates=rates, tp=tp, weight_bytes=weight_bytes,
                        kv_bytes_per_token=kv_bytes_per_token, cuda_graphs=cuda_graphs,
                        engine_s_per_step=engine_s_per_step, tp_all_reduce_latency_s=tp_all_reduce_latency_s,
-                       link=tp_link)
+                       link=tp_link, engine_multiprocess=engine_multiprocess,
+                       frontend_s_per_step=frontend_s_per_step, frontend_s_per_sequence=frontend_s_per_sequence)
     if streaming:
         dec = _stream_decode(groups=groups, sequences=seqs, slots=max_num_seqs, prompt_len=prompt_len,
                              kv_prompt=kv_prompt, kv_capacity=kv_capacity_tokens, step=step)
@@ -191,6 +200,11 @@ def generation_time(
                          l_top=l_top, response_len_max=response_len_max, groups=len(groups), chunk=chunk,
                          engine_s=engine_s_per_step, cuda_graphs=cuda_graphs, prefix_sharing=prefix_sharing,
                          streaming=streaming, peak=dec.peak)
+    notes += ((f"engine in-process (VLLM_ENABLE_V1_MULTIPROCESSING=0): the frontend's host work, "
+               f"{frontend_s_per_step * 1e3:.1f} ms + {frontend_s_per_sequence * 1e6:.0f} us per running sequence, "
+               "adds to every decode step") if not engine_multiprocess else
+              (f"engine core in its own process: the frontend's host work ({frontend_s_per_sequence * 1e6:.0f} us "
+               "per running sequence per step) overlaps the GPU step"),)
     if tp_link is not None:
         notes += (f"tensor parallel {tp} spans {tp_link.nodes} nodes: all-reduces over the NIC at "
                   f"{tp_link.bus_bytes_per_s / 1e9:.0f} GB/s bus, +{tp_link.extra_latency_s * 1e6:.0f} us network hops each",)

@@ -169,9 +169,11 @@ PRESETS: dict[str, Preset] = {
     "nemo-rl": Preset(
         name="nemo-rl",
         source="NeMo RL examples/configs/grpo_math_1B.yaml (policy.generation.colocated.enabled: true, "
-        "vllm_cfg.gpu_memory_utilization: 0.6)",
+        "vllm_cfg.gpu_memory_utilization: 0.6); nemo_rl/models/generation/vllm/vllm_worker.py line 112 "
+        "(NVIDIA-NeMo/RL @9dbd9adc95a10f5946cceb36e1d5b31e2429e470): VLLM_ENABLE_V1_MULTIPROCESSING=0, vllm.LLM in-process",
         card={
-            "rollout": {"engine": "vllm", "placement": "colocate", "gpu_memory_utilization": 0.6},
+            "rollout": {"engine": "vllm", "placement": "colocate", "gpu_memory_utilization": 0.6,
+                        "engine_multiprocess": False},
             "parallel": {"gradient_checkpointing": True},
         },
         knobs={

@@ -214,6 +214,7 @@ def generation_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, rollout, r: D
     """The rollout engine's time for the step's prompts (None when the engine cannot start)."""
     if rollout is None or not rollout.engine_fits:
         return None
+    from trainfit.compute import decode_step
     from trainfit.compute.decode_step import tp_link
     from trainfit.compute.flops import matmul_params
     from trainfit.compute.generation import generation_time
@@ -229,7 +230,8 @@ def generation_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, rollout, r: D
         weight_bytes=_engine_weight_bytes(spec), kv_bytes_per_token=rollout.kv_bytes_per_token * ro.tensor_parallel,
         max_num_seqs=ro.max_num_seqs, kv_capacity_tokens=rollout.kv_capacity_tokens or None,
         cuda_graphs=ro.cuda_graphs, engines=max(1, rollout.engine_instances),
-        streaming=ro.async_mode is AsyncMode.FULLY_ASYNC, tp_link=link,
+        streaming=ro.async_mode is AsyncMode.FULLY_ASYNC, tp_link=link, engine_multiprocess=ro.engine_multiprocess,
+        frontend_s_per_step=decode_step.FRONTEND_S_PER_STEP, frontend_s_per_sequence=decode_step.FRONTEND_S_PER_SEQUENCE,
     )
     bound = {"bandwidth": "memory"}.get(g.bound, g.bound)
     return _phase("generation", g.total_s, bound, prefill=g.prefill_s, decode=g.decode_s, long_tail=g.tail_s,

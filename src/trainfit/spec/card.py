@@ -304,6 +304,7 @@ class RolloutSection(_Section):
     response_len_mean: int | None = Field(None, ge=1, le=10_000_000, description="Mean response tokens; default: the model's length profile's mean below response_len (a truncated exponential, compute.response_lengths).")
     response_len_shape: ResponseShape = Field(ResponseShape.EXPONENTIAL, description="Distribution of response lengths up to response_len: exponential (truncated, right-skewed) | uniform | fixed.")
     cuda_graphs: bool = Field(True, description="vLLM decodes with CUDA graphs (False: enforce_eager).")
+    engine_multiprocess: bool = Field(True, description="vLLM's engine core runs in its own process, its frontend's per-step host work overlapped with the GPU (vLLM's default); False: VLLM_ENABLE_V1_MULTIPROCESSING=0 (NeMo RL), that work adds to every decode step.")
     async_mode: AsyncMode = Field(AsyncMode.NONE, description="none | one_step_off | fully_async: generation overlaps training; the step is the slower side.")
     reward_seconds_per_sample: float = Field(0.0, ge=0, le=86400, description="Reward time per completion (sandboxed tests); 0 for a rule.")
     reward_workers: int = Field(1, ge=1, le=1_000_000, description="Completions graded in parallel.")

@@ -309,7 +309,7 @@ def step_inventory(
     scores = 0.0
     if full:
         s = float(attention_context or seq_len)
-        per_layer = 4.0 * s * spec.q_dim * t
+        per_layer = 2.0 * s * (spec.q_dim + spec.attn_out_dim) * t  # P·V over v dims (MLA: narrower than q·k)
         if eager_attention:
             b = micro_batch_size
             fwd.append(Gemm("attn.scores", s, s, spec.head_dim, full, b * spec.num_attention_heads))

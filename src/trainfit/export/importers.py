@@ -601,6 +601,8 @@ def read_verl(text: str) -> Imported:
     if name is not None:
         opt = {"AdamW": "adamw", "AdamW8bit": "adamw_8bit", "PagedAdamW32bit": "paged_adamw",
                "PagedAdamW8bit": "paged_adamw_8bit", "SGD": "sgd"}.get(str(name))
+        if mega:  # Megatron's optimizer names (optim/megatron.yaml)
+            opt = {"adam": "adamw", "sgd": "sgd"}.get(str(name))
         if opt is None:
             raise _bad(t, f"{opt_base}.optimizer: {name!r} has no card optimizer")
         set_dotted(d, "precision.optimizer", opt)

@@ -104,15 +104,21 @@ def _strategy(card: RunCard, notes: list[str]) -> tuple[str, dict[str, Any]]:
     return "fsdp2", extra
 
 
-def _optim(card: RunCard, prefix: str, notes: list[str]) -> list[str]:
+def _optim(card: RunCard, prefix: str, notes: list[str], mega: bool = False) -> list[str]:
     o = card.precision.optimizer
     if o is Optimizer.ADAMW:
+        return []
+    base = f"{prefix}.optim" if prefix else "optim"
+    if mega:  # Megatron's optimizer (optim/megatron.yaml optimizer: adam, Adam with decoupled weight decay)
+        if o is Optimizer.SGD:
+            return [f"{base}.optimizer=sgd"]
+        notes.append(f"precision.optimizer {o.value}: verl's Megatron engine runs Megatron's Adam (or SGD); exported as"
+                     " adam (AdamW)")
         return []
     if o not in _OPTIM:
         notes.append(f"precision.optimizer {o.value}: no verl optimizer mapping; verl uses AdamW")
         return []
     impl, name = _OPTIM[o]
-    base = f"{prefix}.optim" if prefix else "optim"
     return [f"{base}.optimizer_impl={impl}", f"{base}.optimizer={name}"]
 
 
@@ -200,7 +206,7 @@ def _ppo(card: RunCard, notes: list[str]) -> list[str]:
         o += _megatron(card, f"{A}.actor.megatron", notes)
     else:
         o += _sharding(card, f"{A}.actor.strategy", f"{A}.actor.fsdp_config", notes)
-    o += _optim(card, f"{A}.actor", notes)
+    o += _optim(card, f"{A}.actor", notes, mega)
     o.append(f"{A}.actor.ppo_micro_batch_size_per_gpu={card.batch.micro_batch_size}")
     seqs = sequences_per_step(card)
     if seqs % ro.num_generations == 0:
@@ -320,7 +326,7 @@ def _sft(card: RunCard, notes: list[str]) -> list[str]:
         o += _megatron(card, "engine", notes)
     else:
         o += _sharding(card, "engine.strategy", "engine", notes)
-    o += _optim(card, "", notes)
+    o += _optim(card, "", notes, mega)
     o += [f"trainer.n_gpus_per_node={hw.gpus_per_node}", f"trainer.nnodes={hw.nodes}"]
     return o
 

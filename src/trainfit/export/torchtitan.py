@@ -2,7 +2,8 @@
 
 Keys and defaults: pytorch/torchtitan v0.2.2 (73a0e6979dd10b6b1904098eb3c8f62c18ab87ce, the last release with
 TOML job configs; the next commit's refactor #2386 moved to Python config registries),
-``torchtitan/config/job_config.py``:
+``torchtitan/config/job_config.py``, read by ``torchtitan/config/manager.py`` ``ConfigManager`` (which refuses
+unknown fields):
 
 * ``[parallelism]``: ``data_parallel_replicate_degree`` (1), ``data_parallel_shard_degree`` (-1: the leftover
   ranks; written explicitly, so the file holds the world size), ``fsdp_reshard_after_forward`` (default |

@@ -61,3 +61,21 @@ def test_checkpointed_backward_peak_moves_with_depth():
     naive = r2.peaks["backward"] + 5 * (r3.peaks["backward"] - r2.peaks["backward"])
     full = trace_step(TraceRequest(hf_config=MID, seq_len=256, gradient_checkpointing=True, layers=8))
     assert naive < full.phase("backward").peak_bytes
+
+
+HYBRID = dict(model_type="qwen3_5_text", hidden_size=64, intermediate_size=128, num_hidden_layers=16,
+              num_attention_heads=2, num_key_value_heads=1, head_dim=32, vocab_size=512, tie_word_embeddings=False,
+              linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=16, linear_value_head_dim=16,
+              linear_conv_kernel_dim=4, partial_rotary_factor=0.25,
+              layer_types=(["linear_attention"] * 3 + ["full_attention"]) * 4)
+
+
+@pytest.mark.parametrize("kw", [dict(world_size=4, gradient_checkpointing=True),
+                                pytest.param(dict(world_size=2, scope="lora"), marks=pytest.mark.slow)],
+                         ids=["fsdp4-ckpt", "fsdp2-lora"])
+def test_hybrid_fsdp_extrapolates_from_one_block_each_end(kw):
+    """FSDP2's two boundary layers fit in one 4-layer block (3 DeltaNet + 1 attention): 8 and 12 layers
+    are traced (not 16 and 20), and the result equals the full 16-layer trace byte for byte."""
+    ext, full = _pair(HYBRID, seq_len=128, **kw)
+    _assert_same(ext, full)
+    assert ext.layers_traced == (8, 12)

@@ -56,15 +56,18 @@ def layer_period(hf_config: dict[str, Any]) -> int:
 def plan_depths(hf_config: dict[str, Any], layers: int | None, *, world_size: int = 1) -> DepthPlan:
     """Which depths to trace for a request (``layers`` given: exactly that depth, no extrapolation).
 
-    The boundary window is w periods at each end: w = 1 on one rank; w = 2 with FSDP2, whose
-    backward prefetches the next layer's all-gather, so layer 1 (not layer 0) is where the
-    backward peaks. Tracing 2w and 2w+1 periods keeps both windows apart at both depths.
+    The boundary window covers the layers at each end that differ from the middle ones: 1 on one
+    rank; 2 with FSDP2, whose backward prefetches the next layer's all-gather, so layer 1 (not
+    layer 0) is where the backward peaks. It is rounded up to w whole periods (w = 2 for dense
+    models under FSDP, w = 1 for a hybrid's 4-layer period either way); tracing 2w and 2w+1 periods
+    keeps both windows apart at both depths.
     """
     full = full_depth(hf_config)
     p = layer_period(hf_config)
     if layers is not None:
         return DepthPlan(layers, (layers,), p, False)
-    w = 2 if world_size > 1 else 1
+    edge = 2 if world_size > 1 else 1  # layers at each end that differ from the middle ones
+    w = -(-edge // p)  # whole periods covering them (one for a hybrid's 4-layer period under FSDP too)
     k = 2 * w * p
     if full <= k + p or (full - k) % p:
         note = () if full <= k + p else (f"{full} layers is not a whole number of {p}-layer periods: traced in full",)

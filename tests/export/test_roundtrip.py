@@ -49,7 +49,7 @@ CARRIES = {
                 "batch.grad_accum", "batch.seq_len", "precision.fp8_recipe", "rollout.prompts_per_step",
                 "rollout.num_generations", "rollout.response_len", "rollout.prompt_len", "rollout.tensor_parallel",
                 "rollout.gpu_memory_utilization", "rollout.logprob_micro_batch_size", "rollout.cuda_graphs",
-                "rollout.mini_batches", "roles.kl_coef",
+                "rollout.mini_batches", "rollout.engine_multiprocess", "roles.kl_coef",
                 *(f"parallel.{k}" for k in ("tensor_parallel", "sequence_parallel", "context_parallel",
                                             "context_parallel_kind", "pipeline_parallel", "virtual_stages",
                                             "expert_parallel", "expert_tensor_parallel", "selective_checkpointing"))},

@@ -1197,6 +1197,7 @@ def read_nemo_rl(text: str) -> Imported:
         resp = _num(t, "policy.generation.max_new_tokens", get("policy.generation.max_new_tokens", total))
         ro = {"engine": "vllm", "prompts_per_step": pps, "num_generations": ng, "response_len": resp,
               "prompt_len": max(1, total - resp), "weight_sync": "bucketed",
+              "engine_multiprocess": False,  # VLLM_ENABLE_V1_MULTIPROCESSING=0 (nemo_rl .../vllm/vllm_worker.py)
               "logprob_micro_batch_size": _num(t, "policy.logprob_batch_size", get("policy.logprob_batch_size", mb)),
               "tensor_parallel": _num(t, "vllm_cfg.tensor_parallel_size", get("policy.generation.vllm_cfg.tensor_parallel_size", 1)),
               "gpu_memory_utilization": _num(t, "vllm_cfg.gpu_memory_utilization",

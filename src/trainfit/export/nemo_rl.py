@@ -26,7 +26,9 @@ examples' own ``defaults:`` are, so save it in ``examples/configs/``).
   ``logprob_batch_size``, ``max_total_sequence_length`` (prompt + response), ``generation.max_new_tokens``,
   ``generation.vllm_cfg`` (``tensor_parallel_size``, ``gpu_memory_utilization``, ``enforce_eager``),
   ``generation.colocated`` (``enabled``; ``resources.gpus_per_node`` on one node). Weights reach vLLM
-  through a refit buffer (``refit_buffer_size_gb``): read back as bucketed.
+  through a refit buffer (``refit_buffer_size_gb``): read back as bucketed; vLLM's engine core runs in-process
+  (``VLLM_ENABLE_V1_MULTIPROCESSING=0``, ``nemo_rl/models/generation/vllm/vllm_worker.py``): read back as
+  ``rollout.engine_multiprocess: false``.
 * ``cluster.gpus_per_node``, ``cluster.num_nodes``.
 """
 
@@ -237,6 +239,9 @@ def _grpo(card: RunCard, notes: list[str]) -> dict[str, Any]:
         notes.append(f"rollout.mini_batches {ro.mini_batches}: NeMo RL takes num_prompts_per_step x"
                      f" num_generations_per_prompt / train_global_batch_size = {rollout_seqs} / {seqs} optimizer steps"
                      " per rollout batch")
+    if ro.engine_multiprocess:
+        notes.append("rollout.engine_multiprocess true: NeMo RL runs vLLM's engine core in its worker process"
+                     " (VLLM_ENABLE_V1_MULTIPROCESSING=0, nemo_rl/models/generation/vllm/vllm_worker.py); planned as false")
     if ro.num_iterations > 1:
         notes.append(f"rollout.num_iterations {ro.num_iterations}: NeMo RL's GRPO takes one update per generated batch")
     if ro.sleep_level:

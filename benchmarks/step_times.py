@@ -498,7 +498,16 @@ def rollout_section(e: dict[str, Any], model: Any, nodes: int) -> tuple[dict[str
         out["async_mode"] = "fully_async"
         notes.append("fully asynchronous trainer planned as the slower of generation and training (partial "
                      "rollouts and staleness not modelled)")
-    if ro["placement"] == "split":
+    per_node = e["gpus_per_node"]
+    if ro["placement"] == "split" and e["framework"] == "nemo-rl" and nodes > 1 \
+            and (ro.get("rollout_gpus") or 0) % per_node == 0:
+        # NeMo RL gives a non-colocated engine whole nodes when the cluster has more than one
+        # (nemo_rl/algorithms/grpo.py setup: train_nodes -= inference_nodes, inference gpus_per_node must equal
+        # the cluster's, NVIDIA-NeMo/RL @9dbd9adc95a10f5946cceb36e1d5b31e2429e470 lines 420-436)
+        out["nodes"] = ro["rollout_gpus"] // per_node
+        notes.append(f"rollout on {out['nodes']} whole node(s) of {per_node} GPUs, training on the other "
+                     f"{nodes - out['nodes']} (NeMo RL's multi-node split)")
+    elif ro["placement"] == "split":
         out["gpus"] = (ro.get("rollout_gpus") or 0) // nodes
         if nodes > 1:
             notes.append(f"rollout on {ro['rollout_gpus']} whole GPUs planned as {out['gpus']} per node "

@@ -74,8 +74,33 @@ def group_sizes(card: RunCard) -> tuple[int, int]:
     world = card.world_size
     if card.method not in (Method.PPO, Method.GRPO) or card.rollout.placement is Placement.COLOCATE:
         return world, world
-    rollout = (card.rollout.gpus or 0) * card.hardware.nodes
+    if card.rollout.nodes is not None:  # whole nodes for the engine (NeMo RL's multi-node split)
+        rollout = card.rollout.nodes * card.hardware.gpus_per_node
+    else:
+        rollout = (card.rollout.gpus or 0) * card.hardware.nodes
     return world - rollout, rollout
+
+
+def train_nodes(card: RunCard) -> tuple[int, int]:
+    """(nodes, GPUs per node) of the training group: every node with ``gpus_per_node − rollout.gpus`` each,
+    or, when the engine has whole nodes (``rollout.nodes``), the other nodes whole."""
+    train, _ = group_sizes(card)
+    nodes = card.hardware.nodes
+    if (card.method in (Method.PPO, Method.GRPO) and card.rollout.placement is Placement.SPLIT
+            and card.rollout.nodes is not None):
+        return nodes - card.rollout.nodes, card.hardware.gpus_per_node
+    return nodes, max(1, train // nodes)
+
+
+def rollout_nodes(card: RunCard) -> tuple[int, int]:
+    """(nodes, GPUs per node) the rollout engines run on: colocated, every node whole; split, every node's
+    ``rollout.gpus`` or ``rollout.nodes`` whole nodes."""
+    ro = card.rollout
+    if ro.placement is Placement.SPLIT and ro.nodes is not None:
+        return ro.nodes, card.hardware.gpus_per_node
+    if ro.placement is Placement.SPLIT:
+        return card.hardware.nodes, ro.gpus or 1
+    return card.hardware.nodes, card.hardware.gpus_per_node
 
 
 def roles_of(card: RunCard, actor_name: str) -> list[Role]:

@@ -34,7 +34,7 @@ from trainfit.compute.training import Parallel, PhaseTime, forward_only_time, mo
 from trainfit.memory import attention as attn
 from trainfit.memory.sharding import Sharding
 from trainfit.memory.weights import count_scale, total_params, weight_bytes
-from trainfit.methods.roles import group_sizes, kl_coef, reference_placement, reward_model
+from trainfit.methods.roles import group_sizes, kl_coef, reference_placement, reward_model, rollout_nodes, train_nodes
 from trainfit.plan.time import (
     COMPILE_KERNEL_FACTOR,
     COMPILE_MEMORY_FACTOR,
@@ -99,7 +99,7 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
 
     ro = card.rollout
     train_gpus, _ = group_sizes(card)
-    per_node = nvlink_gpus_per_node(gpu.id, max(1, train_gpus // card.hardware.nodes), train_gpus)
+    per_node = nvlink_gpus_per_node(gpu.id, train_nodes(card)[1], train_gpus)
     seqs = ro.prompts_per_step * ro.num_generations
     seqs_per_gpu = ceil(seqs / train_gpus)
     packed = card.preset in PACKING_PRESETS
@@ -220,7 +220,7 @@ def generation_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, rollout, r: D
     from trainfit.compute.generation import generation_time
 
     ro = card.rollout
-    engine_per_node = (ro.gpus or 1) if ro.placement is Placement.SPLIT else card.hardware.gpus_per_node
+    engine_per_node = rollout_nodes(card)[1]
     link = tp_link(rates=r, tp=ro.tensor_parallel, engine_gpus_per_node=engine_per_node,
                    nic_bytes_per_s=nic_bytes_per_s(card), gpu_id=gpu.id)
     g = generation_time(
@@ -255,7 +255,7 @@ def sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding,
         engines=max(1, rollout.engine_instances), inter_node=card.hardware.nodes > 1,
         gpus_per_node=card.hardware.gpus_per_node, nic_bytes_per_s=nic_bytes_per_s(card),
         bucket_bytes=fs.bucket_bytes, s_per_tensor=fs.s_per_tensor,
-        sender_node_ranks=max(1, train_gpus // card.hardware.nodes) if fs.trainer_ranks_in_group else 1,
+        sender_node_ranks=train_nodes(card)[1] if fs.trainer_ranks_in_group else 1,
     )
     return _phase("weight_sync", t.total_s, "communication", gather=t.gather_s, transfer=t.transfer_s,
                   per_tensor=t.per_tensor_s)
@@ -297,7 +297,7 @@ def trainer_state_offload_phase(card: RunCard, spec: ModelSpec, r: DeviceRates, 
     if colocated:
         one_way += weight_bytes(shard, weights=Dtype.BF16, compute=ComputeDtype.BF16,
                                 trainable=TrainableSpec()).base + STATE_OFFLOAD_OPTIMIZER_BYTES * params / dp
-    per_node = max(1, train_gpus // card.hardware.nodes)
+    per_node = train_nodes(card)[1]
     rate = min(r.pcie_bytes_per_s, r.host_memory_bytes_per_s / per_node)
     seconds = 2 * one_way / rate
     return _phase("state_offload", seconds, "offload", to_host=one_way / rate, to_device=one_way / rate)

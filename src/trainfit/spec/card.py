@@ -288,6 +288,7 @@ class RolloutSection(_Section):
     engine: RolloutEngine = RolloutEngine.VLLM
     placement: Placement = Placement.COLOCATE
     gpus: int | None = Field(None, ge=1, le=1024, description="split: GPUs per node given to the rollout engine.")
+    nodes: int | None = Field(None, ge=1, le=100_000, description="split: whole nodes given to the rollout engine, the other nodes train (NeMo RL policy.generation.colocated.resources.num_nodes); instead of gpus.")
     tensor_parallel: int = Field(1, ge=1, le=1024)
     gpu_memory_utilization: float = Field(0.3, gt=0, le=1, description="vLLM budget fraction (TRL colocate default 0.3).")
     prompt_len: int = Field(512, ge=1, le=10_000_000)
@@ -387,18 +388,28 @@ class RunCard(_Section):
             raise ValueError("roles.critic: ppo needs a critic; use same_as_actor or a model id (or method: grpo)")
         ro = self.rollout
         if ro.placement is Placement.SPLIT and self.method in (Method.PPO, Method.GRPO):
-            if ro.gpus is None:
-                raise ValueError("rollout.gpus: a split placement needs the number of GPUs per node for the rollout engine")
-            if ro.gpus >= self.hardware.gpus_per_node:
+            if ro.nodes is not None:
+                if ro.gpus is not None:
+                    raise ValueError("rollout.nodes: give the engine whole nodes (rollout.nodes) or GPUs in every node"
+                                     " (rollout.gpus), not both")
+                if ro.nodes >= self.hardware.nodes:
+                    raise ValueError(f"rollout.nodes: {ro.nodes} whole nodes for rollout leave none of the"
+                                     f" {self.hardware.nodes} nodes to train; allowed: 1 to {self.hardware.nodes - 1}")
+            elif ro.gpus is None:
+                raise ValueError("rollout.gpus: a split placement needs the number of GPUs per node for the rollout engine"
+                                 " (or rollout.nodes: whole nodes)")
+            elif ro.gpus >= self.hardware.gpus_per_node:
                 raise ValueError(
                     f"rollout.gpus: split placement gives {ro.gpus} GPUs to rollout but a node has"
                     f" {self.hardware.gpus_per_node}; leave at least one for training"
                 )
         if self.method in (Method.PPO, Method.GRPO):
-            engine_gpus = (ro.gpus or 0) if ro.placement is Placement.SPLIT else self.hardware.gpus_per_node
+            whole = ro.placement is Placement.SPLIT and ro.nodes is not None
+            engine_gpus = (self.hardware.gpus_per_node if whole else (ro.gpus or 0)) if ro.placement is Placement.SPLIT \
+                else self.hardware.gpus_per_node
             # one engine may span nodes (vLLM multi-node tensor parallel over Ray): then it takes whole
             # nodes' rollout GPUs, and its per-layer all-reduces cross the NIC (compute.decode_step)
-            roll_gpus = engine_gpus * self.hardware.nodes
+            roll_gpus = engine_gpus * (ro.nodes if whole else self.hardware.nodes)
             if ro.tensor_parallel > engine_gpus and (ro.tensor_parallel % max(1, engine_gpus)
                                                      or roll_gpus % ro.tensor_parallel):
                 raise ValueError(
@@ -412,7 +423,9 @@ class RunCard(_Section):
         if par.virtual_stages > 1 and par.pipeline_schedule is not PipelineSchedule.INTERLEAVED:
             raise ValueError("parallel.virtual_stages: > 1 needs parallel.pipeline_schedule: interleaved")
         train_gpus = self.world_size
-        if self.method in (Method.PPO, Method.GRPO) and ro.placement is Placement.SPLIT and ro.gpus is not None:
+        if self.method in (Method.PPO, Method.GRPO) and ro.placement is Placement.SPLIT and ro.nodes is not None:
+            train_gpus = self.hardware.gpus_per_node * (self.hardware.nodes - ro.nodes)
+        elif self.method in (Method.PPO, Method.GRPO) and ro.placement is Placement.SPLIT and ro.gpus is not None:
             train_gpus = (self.hardware.gpus_per_node - ro.gpus) * self.hardware.nodes
         if train_gpus % par.model_parallel:
             raise ValueError(

@@ -3,11 +3,14 @@ here, else the recorded field list); NeMo RL overrides against the keys of the e
 
 from __future__ import annotations
 
+import os
 import tomllib
 
 import pytest
 import yaml
 from export_cards import CARDS
+from hypothesis import HealthCheck, assume, given, settings
+from test_roundtrip import cards
 from export_vendor import (
     nemo_rl_keys_recorded,
     package_dir,
@@ -15,6 +18,7 @@ from export_vendor import (
     torchtitan_parse_live,
 )
 
+from trainfit.errors import TrainfitError
 from trainfit.export import ExportError, export, read_back
 from trainfit.export.importers import import_text
 from trainfit.spec.card import load_card_dict
@@ -218,3 +222,28 @@ def test_nemo_rl_refusals():
 def test_recorded_sources_name_their_versions():
     assert "torchtitan 0.2.2" in torchtitan_keys_recorded()["source"]
     assert "7ea279abfbeb698b092856d0dab61e7cf39bc909" in nemo_rl_keys_recorded()["source"]
+
+
+@settings(max_examples=int(os.environ.get("TRAINFIT_KEYS_EXAMPLES", "40")), deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(data=cards())
+def test_generated_cards_write_only_known_keys(data):
+    """verl (FSDP and Megatron), NeMo RL and torchtitan exports of generated cards use only the recorded keys."""
+    from export_vendor import verl_keys_recorded
+    from test_export_verl_openrlhf import _check_override
+
+    try:
+        card = load_card_dict(data)
+    except (TrainfitError, ValueError):
+        assume(False)
+    e = _export(card, "verl")
+    if e is not None:
+        rec = verl_keys_recorded()
+        for o in e.data["overrides"]:
+            _check_override(o, rec[e.data["config"]], rec["groups"])
+    e = _export(card, "nemo-rl")
+    if e is not None:
+        check_nemo_rl(e.data["config"], nemo_rl_keys_recorded()[e.data["config"]["defaults"]])
+    e = _export(card, "torchtitan")
+    if e is not None:
+        check_torchtitan(tomllib.loads(e.text), torchtitan_keys_recorded()["keys"])

@@ -29,13 +29,17 @@ and layer, full fine-tuning, the totals are:
   biased router's input 2h, top-k indices and softmax output, three int64 permutations (the bias
   gather adds one to Qwen3's two), and a clamped GLU that saves the whole gate_up output (4w), the
   clamped gate, its sigmoid, ``up + 1``, the GLU and the product (5 x 2w) per routed token. Flash
-  attention with sinks (vLLM's FA3 kernel) saves SDPA's set instead.
+  attention with sinks (vLLM's FA3 kernel) saves SDPA's set instead. Under checkpointing the layers keep
+  eager's two materialised bf16 masks (sliding and full, b x s x s each) as inputs
+  (``checkpoint_input_bytes``).
 
 LoRA and frozen-layer cases follow the same requires-grad rules as the Llama layout; the adapters'
 own tensors come from ``activations._linear``.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 from trainfit.memory import activations as _act
 from trainfit.memory.activations import FP32, INT32, INT64
@@ -191,6 +195,8 @@ def _deepseek_moe(ctx, spec: ModelSpec, x_rg: bool) -> tuple[int, bool]:
     w_rg = ctx.full or router_t
     if w_rg:
         total += T * FP32 * h  # F.linear(x.float(), W_fp32) saves the fp32 copy of x
+    if router_t:
+        total += T * FP32 * E  # PEFT's adapter on the fp32 router weight: its (T, E) fp32 product
     logits_rg = x_rg or w_rg
     if logits_rg:
         total += T * FP32 * E  # sigmoid output
@@ -212,10 +218,16 @@ def _deepseek_moe(ctx, spec: ModelSpec, x_rg: bool) -> tuple[int, bool]:
         total += INT32 * E
     if gu_rg:
         total += T * k * a * h
+    if experts_t:  # PEFT's merged bf16 weight and the per-expert lhs / rhs of its baddbmm
+        r = ctx.targets.get("gate_up_proj") or ctx.targets.get("gate_proj") or ctx.targets.get("up_proj")
+        total += a * E * (2 * w * h + r * (2 * w + h))
     if p_rg:
         total += T * k * a * 2 * w + T * k * a * w  # silu saves the gate_up output; the mul saves act(gate)
     if dn_rg:
         total += T * k * a * w
+    if down_t:
+        r = ctx.targets["down_proj"]
+        total += a * E * (h * w + r * (h + w))
     o_rg = p_rg or dn_rg
     if o_rg:
         total += T * k * FP32  # the mul saves the fp32 routing weights
@@ -225,7 +237,7 @@ def _deepseek_moe(ctx, spec: ModelSpec, x_rg: bool) -> tuple[int, bool]:
         total += T * INT64 * k  # weighted_out[inv_perm]
     m_rg = o_rg or logits_rg
     if moe.shared_expert_intermediate_size:
-        b, s_rg = _act._dense_mlp(ctx, spec, moe.shared_expert_intermediate_size, x_rg)
+        b, s_rg = _act._dense_mlp(_without_expert_names(ctx), spec, moe.shared_expert_intermediate_size, x_rg)
         total += b
         m_rg = m_rg or s_rg
     return total, m_rg
@@ -287,8 +299,8 @@ def _gpt_oss_moe(ctx, spec: ModelSpec, x_rg: bool) -> tuple[int, bool]:
         total += T * k * a * h
     if p_rg:
         total += T * k * a * (2 * w + 4 * w)  # gate_up output; clamped gate, sigmoid, up + 1, GLU
-    if p_rg or dn_rg:
-        total += T * k * a * w  # (up + 1) * glu: down's input
+    if dn_rg:
+        total += T * k * a * w  # (up + 1) * glu: down's input, saved when its weight trains
     o_rg = p_rg or dn_rg
     if o_rg:
         total += T * k * a  # routing weights
@@ -327,8 +339,20 @@ def layer_bytes(ctx, spec: ModelSpec, i: int, x_rg: bool) -> tuple[int, bool]:
     if spec.moe is not None and spec.moe.is_moe_layer(i):
         b, m_rg = _deepseek_moe(ctx, spec, n2_rg)
     else:
-        b, m_rg = _act._dense_mlp(ctx, spec, spec.intermediate_size, n2_rg)
+        b, m_rg = _act._dense_mlp(_without_expert_names(ctx), spec, spec.intermediate_size, n2_rg)
     return total + b, res_rg or m_rg
+
+
+_EXPERT_NAMES = ("gate_up_proj", "gate_proj", "up_proj", "down_proj")
+
+
+def _without_expert_names(ctx):
+    """DeepSeek-V3's dense and shared MLPs under an adapter that targets the fused experts: their
+    gate/up/down projections share the experts' names but PEFT's all-linear leaves them unwrapped
+    (``trainfit.memory.lora._all_linear``), so they are frozen linears here."""
+    if not any(n in ctx.targets for n in _EXPERT_NAMES):
+        return ctx
+    return replace(ctx, targets={k: v for k, v in ctx.targets.items() if k not in _EXPERT_NAMES})
 
 
 def embedding_bytes(ctx, spec: ModelSpec) -> int:

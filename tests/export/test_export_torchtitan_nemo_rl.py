@@ -9,14 +9,14 @@ import tomllib
 import pytest
 import yaml
 from export_cards import CARDS
-from hypothesis import HealthCheck, assume, given, settings
-from test_roundtrip import cards
 from export_vendor import (
     nemo_rl_keys_recorded,
     package_dir,
     torchtitan_keys_recorded,
     torchtitan_parse_live,
 )
+from hypothesis import HealthCheck, assume, given, settings
+from test_roundtrip import cards
 
 from trainfit.errors import TrainfitError
 from trainfit.export import ExportError, export, read_back

@@ -144,7 +144,7 @@ def test_fit(tmp_path, text, gpu):
     check_run(run, json_out=True, name="fit")
 
 
-EXPORT_TARGETS = ["accelerate", "deepspeed", "trl", "verl", "openrlhf"]
+EXPORT_TARGETS = ["accelerate", "deepspeed", "trl", "verl", "openrlhf", "torchtitan", "nemo-rl"]
 
 
 @fuzz_settings(8)

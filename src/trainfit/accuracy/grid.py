@@ -54,6 +54,10 @@ class GridCase:
     """> 1: ``world_size`` pipeline stages; the trace runs stage ``pipeline_stage`` alone."""
     pipeline_stage: int = 0
     micro_batches: int = 1
+    context_parallel: int = 1
+    """> 1: the sequence split over this many of the ``world_size`` ranks (``trainfit.trace.context_parallel``;
+    FSDP2 over all ranks when there are more than this)."""
+    context_parallel_kind: str = "ring"
 
     @property
     def name(self) -> str:
@@ -63,7 +67,8 @@ class GridCase:
                 + ("" if self.tensor_parallel == 1 else f"-tp{self.tensor_parallel}")
                 + ("-sp" if self.sequence_parallel else "")
                 + ("" if self.pipeline_parallel == 1 else f"-pp{self.pipeline_parallel}s{self.pipeline_stage}")
-                + ("" if self.micro_batches == 1 else f"-m{self.micro_batches}"))
+                + ("" if self.micro_batches == 1 else f"-m{self.micro_batches}")
+                + ("" if self.context_parallel == 1 else f"-cp{self.context_parallel}{self.context_parallel_kind}"))
 
     def hf_config(self) -> dict[str, Any]:
         return ARCHS[self.arch] if self.arch in ARCHS else {}
@@ -74,7 +79,8 @@ class GridCase:
             "scope": self.scope,
             "attention": self.attention,
             "hardware": {"gpu": "h100-sxm", "gpus_per_node": self.world_size},
-            "parallel": {"strategy": "single" if self.world_size == self.tensor_parallel * self.pipeline_parallel
+            "parallel": {"strategy": "single" if self.world_size == (self.tensor_parallel * self.pipeline_parallel
+                                                                     * self.context_parallel)
                          else "fsdp", "gradient_checkpointing": self.ckpt},
             "batch": {"micro_batch_size": self.micro_batch_size, "seq_len": self.seq_len},
             "precision": {"optimizer_impl": self.optimizer_impl},
@@ -85,6 +91,9 @@ class GridCase:
             card["parallel"]["pipeline_parallel"] = self.pipeline_parallel
         if self.micro_batches > 1:
             card["batch"]["grad_accum"] = self.micro_batches
+        if self.context_parallel > 1:
+            card["parallel"].update(context_parallel=self.context_parallel,
+                                    context_parallel_kind=self.context_parallel_kind)
         if self.precision == "fp32_autocast":
             card["precision"].update(weights="fp32", compute="bf16")
         if self.scope != "full":
@@ -163,6 +172,16 @@ TP_GRID: tuple[GridCase, ...] = (
     GridCase("qwen3", world_size=2, pipeline_parallel=2, pipeline_stage=1, micro_batches=2, seq_len=512),
 )
 """Model-parallel grid cases: kept apart from ``GRID`` so its tables and axes stay as they were."""
+
+CP_GRID: tuple[GridCase, ...] = (
+    # context parallel, rank 0 (trace.context_parallel): torch's ring attention (load-balanced, K/V
+    # all-gathered) and verl's Ulysses all-to-all, a replica per rank or FSDP2 over the data x context ranks
+    GridCase("llama", world_size=2, context_parallel=2, seq_len=2048),
+    GridCase("llama", world_size=2, context_parallel=2, context_parallel_kind="ulysses", seq_len=2048),
+    GridCase("llama", world_size=8, context_parallel=4, ckpt=True, seq_len=2048),
+    GridCase("qwen3", world_size=4, context_parallel=4, context_parallel_kind="ulysses", seq_len=1024),
+)
+"""Context-parallel grid cases (per-rank bytes of rank 0 against ``parallel.context_parallel``)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -210,3 +210,147 @@ def shard_spec(spec: ModelSpec, tp: int, etp: int = 1) -> ModelSpec:
             replace(spec, params_override=None)).total
         out = replace(out, params_override=round(spec.params_override * share))
     return out
+
+
+class _Live:
+    """Named references to buffers (bytes); a buffer is freed when no name holds it. Replays an
+    algorithm's allocations in Python's reference order to find its high-water mark."""
+
+    def __init__(self) -> None:
+        self.names: dict[str, int] = {}
+        self.sizes: dict[int, float] = {}
+        self.cur = self.peak = 0.0
+        self._n = 0
+
+    def new(self, nbytes: float) -> int:
+        self._n += 1
+        self.sizes[self._n] = nbytes
+        self.cur += nbytes
+        self.peak = max(self.peak, self.cur)
+        return self._n
+
+    def bind(self, name: str, obj: int) -> None:
+        old = self.names.get(name)
+        self.names[name] = obj
+        self._gc(old)
+
+    def _gc(self, obj: int | None) -> None:
+        if obj is not None and obj in self.sizes and obj not in self.names.values():
+            self.cur -= self.sizes.pop(obj)
+
+
+def ring_attention_backward_bytes(*, q_bytes: float, kv_bytes: float, lse_bytes: float, cp: int) -> float:
+    """High-water of torch's ring attention backward on rank 0 above its inputs (the output gradient and
+    the saved q, k, v, out, lse): ``_templated_ring_attention_backward`` with torch's default options
+    (``torch/distributed/tensor/experimental/_context_parallel/_attention.py``, torch 2.13:
+    round-robin load balancing, ``convert_to_f32``, K/V all-gathered once, dK/dV passed on with
+    all-to-all). ``q_bytes``/``kv_bytes``: the rank's bf16 q and k (= v) blocks; ``lse_bytes``: its
+    fp32 log-sum-exp. Replayed name by name; equals the fake-tensor trace to the byte
+    (``trainfit.trace.context_parallel``)."""
+    q, k, lse = q_bytes, kv_bytes, lse_bytes
+    m = _Live()
+    m.bind("grad_query", m.new(2 * q))  # fp32 accumulators (zeros_like)
+    m.bind("grad_key", m.new(2 * k))
+    m.bind("grad_value", m.new(2 * k))
+    m.bind("key", m.new(k))  # key/value.contiguous() of the transposed HF views
+    m.bind("value", m.new(k))
+    for i in range(cp):
+        if i > 0:
+            m.bind("key", m.names["gathered"])
+            m.bind("value", m.names["gathered"])
+        if i != cp - 1:
+            m.bind("next_kv", m.new(2 * k))  # torch.cat of k and v, kept by its name
+            if i == 0:
+                m.bind("gathered", m.new(2 * k * cp))  # all_gather_single of every rank's k and v
+        if i > 0:
+            m.bind("lse", m.new(lse / 2))  # the second half's logsumexp, made contiguous
+        m.bind("k", m.names["key"])
+        m.bind("v", m.names["value"])
+        dq, dk, dv = m.new(q if i == 0 else q / 2), m.new(k), m.new(k)  # the op's outputs, then the names
+        m.bind("grad_query_", dq)
+        m.bind("grad_key_", dk)
+        m.bind("grad_value_", dv)
+        if i == 0:
+            # flatten() copies the non-contiguous fp32 dK/dV, then torch.cat
+            f1, f2 = m.new(2 * k), m.new(2 * k)
+            cat = m.new(4 * k)
+            m._gc(f1)
+            m._gc(f2)
+            m.bind("next_grad_kv", cat)
+        else:
+            m.bind("next_grad_kv", m.names["a2a"])
+            m.bind("grad_key", m.names["a2a"])
+            m.bind("grad_value", m.names["a2a"])
+            m.bind("next_grad_kv", m.new(4 * k))
+        m.bind("a2a", m.new(4 * k))  # permute_tensor to the next rank
+        if i > 0:
+            m.bind("grad_query", m.new(2 * q))  # _partial_update: torch.cat
+    m.bind("grad_query", m.new(q))
+    m.bind("next_grad_kv", m.new(2 * k))
+    return m.peak
+
+
+def ring_attention_forward_bytes(*, q_bytes: float, kv_bytes: float, lse_bytes: float, cp: int) -> float:
+    """High-water of torch's ring attention forward on rank 0 above its inputs (q, k, v), output and
+    log-sum-exp included (same source and options as ``ring_attention_backward_bytes``)."""
+    q, k, lse = q_bytes, kv_bytes, lse_bytes
+    m = _Live()
+    m.bind("key", m.new(k))
+    m.bind("value", m.new(k))
+    for i in range(cp):
+        if i > 0:
+            m.bind("key", m.names["gathered"])
+            m.bind("value", m.names["gathered"])
+        if i != cp - 1:
+            cat = m.new(2 * k)
+            if i == 0:
+                m.bind("gathered", m.new(2 * k * cp))
+            m._gc(cat)  # next_kv = exchange_buffers(...) returns None
+        m.bind("k", m.names["key"])
+        m.bind("v", m.names["value"])
+        if i == 0:
+            m.bind("out", m.new(q))
+            m.bind("logsumexp", m.new(lse))
+            m.bind("merged_out", m.new(2 * q))  # out.to(float32)
+            m.bind("merged_lse", m.names["logsumexp"])
+            continue
+        m.bind("out", m.new(q / 2))  # the second half of q against the whole block
+        m.bind("logsumexp", m.new(lse / 2))
+        block = m.new(q)  # block out.to(float32)
+        t = m.new(lse / 2)
+        s = m.new(lse / 2)
+        m._gc(t)
+        d = m.new(q)
+        p = m.new(q)
+        m._gc(d)
+        new_out = m.new(q)
+        m._gc(p)
+        m._gc(s)
+        t, b = m.new(lse / 2), m.new(lse / 2)  # lse - block_lse; log_sigmoid_forward (output, buffer)
+        m._gc(t)
+        new_lse = m.new(lse / 2)
+        m._gc(b)
+        m.bind("merged_lse", m.new(lse))  # _partial_update: torch.cat
+        m.bind("merged_out", m.new(2 * q))
+        m._gc(new_out)
+        m._gc(new_lse)
+        m._gc(block)
+    m.new(q)  # merged out.to(bfloat16)
+    return m.peak
+
+
+def ulysses_attention_bytes(*, q_bytes: float, kv_bytes: float, lse_bytes: float, cp: int, kv_heads: int,
+                            batch: int) -> tuple[float, float]:
+    """(forward, backward) high-water of DeepSpeed-Ulysses attention as verl wraps it around an HF
+    attention (``verl/utils/ulysses.py`` ``all_to_all_tensor``: ``tensor_split`` -> ``contiguous`` chunks,
+    ``empty_like`` outputs, ``torch.cat``), above its inputs (forward: q, k, v; backward: the output
+    gradient and the saved tensors), output and log-sum-exp included. ``kv_bytes``: the rank's k block
+    before k and v are repeated to one head per rank (``kv_heads < cp``). The output's sequence chunks
+    are contiguous views when ``batch == 1`` (no copy)."""
+    q, lse = q_bytes, lse_bytes
+    kr = kv_bytes * max(cp // kv_heads, 1)
+    pre = 2 * kr if kr != kv_bytes else 0.0  # the repeated k and v, alive until all three are exchanged
+    fwd = max(pre + 3 * q, pre + q + 3 * kr, pre + q + kr + 3 * kr,
+              q + 2 * kr + q + lse + (q if batch > 1 else 0.0) + 2 * q)
+    bwd = max(3 * q, 2 * q + 2 * kr)
+    return fwd, bwd

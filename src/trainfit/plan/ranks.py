@@ -321,11 +321,13 @@ def _activations(card: RunCard, spec: ModelSpec, ss: ModelSpec, layout: Parallel
     autocast = card.weights_dtype is Dtype.FP32 and prec.compute is not ComputeDtype.FP32
     act = _autocast_copies(act, ss, enabled=autocast and trainable.lora is None, scale=count_scale(ss))
     extra = 0.0
-    if layout.cp > 1 and layout.cp_kind is ContextParallelKind.ULYSSES:
-        # o_proj saves the all-to-all output; fewer KV heads than cp are repeated to one per rank
-        extra_full = b * s_loc * a * ss.q_dim if trainable.lora is None else 0
-        kv_repeat = max(0.0, 2 * a * b * card.batch.seq_len * ss.head_dim * (1 - ss.num_kv_heads / layout.cp))
-        extra = extra_full + kv_repeat
+    if layout.cp > 1:
+        # o_proj saves a new tensor, not a view of the attention output: Ulysses' all-to-all output, or the
+        # contiguous copy of the ring's merged output (torch.cat of its load-balanced halves, laid out
+        # (batch, heads, seq, dim)); Ulysses repeats fewer KV heads than cp to one per rank
+        extra = b * s_loc * a * ss.q_dim if trainable.lora is None else 0
+        if layout.cp_kind is ContextParallelKind.ULYSSES:
+            extra += max(0.0, 2 * a * b * card.batch.seq_len * ss.head_dim * (1 - ss.num_kv_heads / layout.cp))
     per_layer = tuple(act.per_layer[i] + (extra if ss.layer_kind(i) is LayerKind.FULL_ATTENTION else 0)
                       for i in stage.chunk_layers)
     ckpt = tuple(act.checkpointed_per_layer[i] for i in stage.chunk_layers)

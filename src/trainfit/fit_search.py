@@ -44,6 +44,41 @@ only the weight-sync phase holds the buffer): the value with the smallest buffer
 planned, since a larger buffer can neither fit where it does not nor make the step faster."""
 GPU_COUNTS = (1, 2, 3, 4, 5, 6, 7, 8, 16, 32, 64)
 """Card counts ``fit`` tries: every count on one 8-GPU node, then 2, 4 and 8 whole nodes."""
+LAYOUT_KEYS = {"tp": "parallel.tensor_parallel", "pp": "parallel.pipeline_parallel", "cp": "parallel.context_parallel",
+               "kind": "parallel.context_parallel_kind", "ep": "parallel.expert_parallel",
+               "sp": "parallel.sequence_parallel"}
+"""The model-parallel sizes ``fit`` lays out where the card leaves them open."""
+CP_KINDS = ("ring", "ulysses")
+CP_MIN_SEQ = 8192
+"""Context parallel is searched (when open) only for sequences of at least this many tokens: Megatron
+Core's parallelism guide gives CP as the strategy for "Long sequences (8K+ tokens)"
+(https://docs.nvidia.com/megatron-core/developer-guide/latest/user-guide/parallelism-guide.html,
+read 2026-12-01); shorter ones fit and run better by the other splits."""
+MP_STRATEGY = {"zero2": "zero1"}
+"""With tensor or pipeline parallel the card allows single, ddp, zero1 and fsdp: the space's zero2 becomes
+zero1 (Megatron's distributed optimizer)."""
+MP_DROPPED = {"scope": ("qlora",), "parallel.offload": ("params_and_optimizer",)}
+"""Knob values a model-parallel layout is not searched with: qlora (nf4 weights with model parallelism
+are refused by the planner) and parameter offload (Megatron-LM offloads only the optimizer,
+--optimizer-cpu-offload; parameter offload is the data-parallel way to fit, searched there)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """One model-parallel layout of ``count`` cards: its ``knobs`` (the open ``LAYOUT_KEYS`` only; empty
+    for the card's own layout), the ranks one replica spans (``degree`` = tp x pp x cp) and its tier."""
+
+    knobs: dict[str, Any]
+    degree: int
+    ep: int = 1
+    tp: int = 1
+    pp: int = 1
+
+    @property
+    def tier(self) -> tuple[int, int]:
+        """Search order: the card's own layout first (tier (degree, 1) with nothing open), then by the
+        ranks a replica spans, expert parallel before the next degree."""
+        return (self.degree, 0 if not self.knobs else 1 if self.ep == 1 else 2)
 
 
 def flat_keys(data: dict[str, Any], prefix: str = "") -> set[str]:
@@ -148,6 +183,103 @@ def rl_combos(count: int, *, pinned: frozenset[str], base: dict[str, Any]) -> li
     return out
 
 
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def parallel_layouts(base: dict[str, Any], count: int, *, pinned: frozenset[str]) -> list[Layout]:
+    """Every model-parallel layout of ``count`` cards (one node of ``min(count, 8)`` GPUs, or whole
+    nodes of 8) that the card validator and the planner accept, pinned sizes held, sorted by tier.
+
+    Candidates: tensor parallel dividing a node's GPUs (TP stays within a node), pipeline parallel and
+    context parallel (ring and Ulysses; sequences of ``CP_MIN_SEQ`` tokens or more) dividing what is left, expert parallel dividing the data x
+    context ranks (MoE models only); sequence parallel on wherever tensor parallel is (unless pinned
+    or the sequence does not split). Each is checked with the card's own rules (``load_card_dict``)
+    and the planner's (``trainfit.plan.stages.prepare``: heads and KV heads for TP, layers for PP, the
+    sequence for CP and the heads for Ulysses, the experts for EP), never with a copy of them."""
+    from trainfit.plan import model_spec_of
+    from trainfit.plan.stages import prepare
+    from trainfit.spec.card import load_card_dict
+    from trainfit.spec.dotted import updated
+
+    card0 = load_card_dict(base)
+    par = card0.parallel
+    rl = card0.method.value in ("ppo", "grpo")
+    per_node = min(count, 8)
+    open_ = {k: key not in pinned for k, key in LAYOUT_KEYS.items()}
+
+    def values(k: str, free: list[Any], own: Any) -> list[Any]:
+        return free if open_[k] else [own]
+
+    spec = model_spec_of(card0)
+    hw = _hardware(str(card0.hardware.gpu), count, None)
+    probe_base = updated(base, {"hardware.gpus_per_node": hw["gpus_per_node"], "hardware.nodes": hw["nodes"]})
+    probe_base.get("hardware", {}).pop("price_per_gpu_hour", None)
+    fixed: dict[str, Any] = {}
+    if "scope" not in pinned:
+        fixed["scope"] = "full"  # scope-specific refusals (qlora, LoRA with EP) are the knob space's business
+    if "parallel.strategy" not in pinned:
+        fixed["parallel.strategy"] = "fsdp"
+    if rl and "rollout.placement" not in pinned:
+        fixed["rollout.placement"] = "colocate"
+    seq = (card0.rollout.prompt_len + card0.rollout.response_len) if rl else card0.batch.seq_len
+    cps = (lambda rest: _divisors(rest)) if seq >= CP_MIN_SEQ else (lambda rest: [1])
+    out: list[Layout] = []
+    for tp in values("tp", [t for t in _divisors(per_node) if count % t == 0], par.tensor_parallel):
+        for pp in values("pp", _divisors(count // tp) if count % tp == 0 else [], par.pipeline_parallel):
+            rest = count // (tp * pp) if count % (tp * pp) == 0 else 0
+            for cp in values("cp", cps(rest) if rest else [], par.context_parallel):
+                if not rest or rest % cp:
+                    continue
+                dp_cp = rest // cp * cp
+                kinds = values("kind", list(CP_KINDS) if cp > 1 else [par.context_parallel_kind.value],
+                               par.context_parallel_kind.value)
+                eps = values("ep", _divisors(dp_cp) if spec.moe is not None else [1], par.expert_parallel)
+                sps = values("sp", [True, False] if tp > 1 else [False], par.sequence_parallel)
+                for kind in kinds:
+                    for ep in eps:
+                        for sp in sps:
+                            sizes = {"tp": tp, "pp": pp, "cp": cp, "kind": kind, "ep": ep, "sp": sp}
+                            knobs = {LAYOUT_KEYS[k]: v for k, v in sizes.items() if open_[k]}
+                            if cp == 1:
+                                knobs.pop(LAYOUT_KEYS["kind"], None)
+                            if not any(sizes[k] > 1 for k in ("tp", "pp", "cp", "ep") if open_[k]):
+                                knobs = {}  # the card's own layout: its rows carry no layout knobs
+                            if not knobs:  # the card's own layout: planned (or refused) as it stands
+                                out.append(Layout({}, tp * pp * cp, ep, tp, pp))
+                                continue
+                            try:
+                                card = load_card_dict(updated(probe_base, knobs | fixed))
+                                prepare(card, spec, count, seq)
+                            except (TrainfitError, ValueError):
+                                continue
+                            out.append(Layout(knobs, tp * pp * cp, ep, tp, pp))
+                            if sp and open_["sp"]:
+                                break  # sequence parallel where it splits; without it only where it cannot
+    return sorted(out, key=lambda lay: (lay.tier, sorted(lay.knobs.items(), key=str)))
+
+
+def layout_combos(layout: Layout, combos: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The knob combinations ``combos`` with ``layout``: ``MP_DROPPED`` and LoRA with expert parallel
+    (refused by the planner) left out, zero2 as zero1 with tensor or pipeline parallel."""
+    if not layout.knobs:
+        return combos
+    out = []
+    seen: set[str] = set()
+    for c in combos:
+        if any(c.get(k) in v for k, v in MP_DROPPED.items()) or (layout.ep > 1 and c.get("scope") == "lora"):
+            continue
+        c = dict(c)
+        if layout.tp * layout.pp > 1 and "parallel.strategy" in c:
+            c["parallel.strategy"] = MP_STRATEGY.get(c["parallel.strategy"], c["parallel.strategy"])
+        key = repr(sorted(c.items(), key=str))
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(c | layout.knobs)
+    return out
+
+
 def fit(
     base: dict[str, Any],
     *,
@@ -190,26 +322,68 @@ def fit(
     for key in _PRICE_KEYS:
         (clean.get("hardware") or {}).pop(key, None)
     counts = fit_counts(base, max_gpus=max_gpus, pinned=pinned)
-    batches = {} if rl else _batch_options(base, counts, pinned=pinned, global_batch=global_batch)
+    gb = None if rl or "batch" in pinned else _global_batch(base, global_batch)
     t0 = time.perf_counter()
-    bases: list[dict[str, Any]] = []
-    jobs: list[tuple[int, dict[str, Any]]] = []
+    fallback = {"rollout.weight_sync": smallest_sync(clean)} if rl and "rollout.weight_sync" not in pinned else {}
+    # (gpu, count) -> its base card and its layouts by tier, searched tier by tier until one fits
+    cells: dict[tuple[str, int], tuple[dict[str, Any], list[list[Layout]]]] = {}
     for gpu in gpus:
         for count in counts:
-            if not rl and not batches.get(count) and "batch" not in pinned:
-                continue  # the global batch does not split over this many cards
             data = deep_copy(clean)
             data.setdefault("hardware", {}).update(_hardware(gpu, count, table.get(gpu)))
-            bases.append(data)
-            combos = (rl_combos(count, pinned=pinned, base=base) if rl
-                      else sft_combos(count, pinned=pinned, batches=batches.get(count, [])))
-            jobs += [(len(bases) - 1, c) for c in combos]
-    fallback = {"rollout.weight_sync": smallest_sync(clean)} if rl and "rollout.weight_sync" not in pinned else {}
-    n = len(jobs)
-    if n > limit:
-        raise TrainfitError(f"fit: the search space has {n:,} combinations (limit {limit:,}); pin some knobs"
-                            " (--set KEY=VALUE), name fewer GPU kinds or lower --max-gpus")
-    rows, evaluated, invalid = _run_jobs(bases, jobs, fallback, calibration, workers, progress)
+            tiers: dict[tuple[int, int], list[Layout]] = {}
+            for lay in parallel_layouts(data, count, pinned=pinned):
+                tiers.setdefault(lay.tier, []).append(lay)
+            cells[(gpu, count)] = (data, [tiers[t] for t in sorted(tiers)])
+    base_combos: dict[int, list[dict[str, Any]]] = {}
+
+    def combos_of(count: int, lay: Layout) -> list[dict[str, Any]]:
+        if rl:
+            if count not in base_combos:
+                base_combos[count] = rl_combos(count, pinned=pinned, base=base)
+            return layout_combos(lay, base_combos[count])
+        dp = count // lay.degree
+        if gb is None:
+            batches = []
+        else:
+            batches = _pairs(base, gb, dp, pinned=pinned)
+            if not batches:
+                return []  # the global batch does not split over this many data-parallel ranks
+        return layout_combos(lay, sft_combos(count, pinned=pinned, batches=batches))
+
+    rows: list[Row] = []
+    evaluated = invalid = 0
+    done: set[tuple[str, int]] = set()
+    tier = 0
+    while True:
+        bases: list[dict[str, Any]] = []
+        jobs: list[tuple[int, dict[str, Any]]] = []
+        # a cell moves to its next tier only while none of its plans fits within the limits
+        for cell, (data, tiers) in cells.items():
+            if cell in done or tier >= len(tiers):
+                continue
+            cell_jobs = [c for lay in tiers[tier] for c in combos_of(cell[1], lay)]
+            if cell_jobs:
+                bases.append(data)
+                jobs += [(len(bases) - 1, c) for c in cell_jobs]
+        if not jobs:
+            if tier >= max((len(t) for _, t in cells.values()), default=0):
+                break
+            tier += 1
+            continue
+        if evaluated + len(jobs) > limit:
+            raise TrainfitError(f"fit: the search space has over {limit:,} combinations; pin some knobs"
+                                " (--set KEY=VALUE, parallel.tensor_parallel=8 included), name fewer GPU kinds or"
+                                " lower --max-gpus")
+        got, e, i = _run_jobs(bases, jobs, fallback, calibration, workers, progress)
+        got, _ = annotate(got, goal)
+        rows += got
+        evaluated += e
+        invalid += i
+        done |= {(r.gpu, r.gpus) for r in got if r.fits and r.within_limits}
+        tier += 1
+    if not rows and gb is not None and not evaluated:
+        _batch_options(base, counts, pinned=pinned, global_batch=global_batch)  # raises: the batch never splits
     rows = [replace(r, price_id=table[r.gpu].id) if r.gpu in table else r for r in rows]
     best: dict[tuple[str, int], Row] = {}
     rows, warnings = annotate(rows, goal)
@@ -334,32 +508,50 @@ def _fit_pareto(rows: list[Row]) -> list[Row]:
     return out
 
 
+def _global_batch(base: dict[str, Any], global_batch: int | None) -> int:
+    """Sequences per optimizer step: ``global_batch``, else the card's micro-batch x accumulation x
+    data-parallel ranks (its GPUs over the ranks one model replica spans)."""
+    if global_batch is not None:
+        return global_batch
+    b = base.get("batch", {})
+    hw = base.get("hardware", {})
+    par = base.get("parallel", {})
+    mbs, ga = int(b.get("micro_batch_size", 1)), int(b.get("grad_accum", 1))
+    world = int(hw.get("gpus_per_node", 8)) * int(hw.get("nodes", 1))
+    replica = int(par.get("tensor_parallel", 1)) * int(par.get("pipeline_parallel", 1)) * int(par.get("context_parallel", 1))
+    return mbs * ga * (1 if par.get("strategy", "fsdp") == "single" else max(1, world // replica))
+
+
+def _pairs(base: dict[str, Any], global_batch: int, dp: int, *, pinned: frozenset[str]) -> list[dict[str, int]]:
+    """The (micro-batch, accumulation) pairs that keep ``global_batch`` over ``dp`` data-parallel ranks;
+    with pipeline parallel the accumulation steps are its micro-batches per step."""
+    b = base.get("batch", {})
+    mbs, ga = int(b.get("micro_batch_size", 1)), int(b.get("grad_accum", 1))
+    choices = [mbs] if "batch.micro_batch_size" in pinned else [1, 2, 4, 8]
+    pairs = [{"micro_batch_size": m, "grad_accum": global_batch // (m * dp)}
+             for m in choices if global_batch % (m * dp) == 0]
+    if "batch.grad_accum" in pinned:
+        pairs = [p for p in pairs if p["grad_accum"] == ga]
+    return pairs
+
+
 def _batch_options(
     base: dict[str, Any], counts: list[int], *, pinned: frozenset[str], global_batch: int | None = None
 ) -> dict[int, list]:
-    """For each card count, the (micro-batch, gradient accumulation) pairs that keep the card's
-    global batch (micro-batch x accumulation x data-parallel ranks) fixed.
+    """For each data-parallel size in ``counts``, the (micro-batch, gradient accumulation) pairs that
+    keep the card's global batch (micro-batch x accumulation x data-parallel ranks) fixed.
 
     Raises TrainfitError when no count can keep it (an impossible global batch)."""
-    b = base.get("batch", {})
-    hw = base.get("hardware", {})
-    mbs, ga = int(b.get("micro_batch_size", 1)), int(b.get("grad_accum", 1))
-    world = int(hw.get("gpus_per_node", 8)) * int(hw.get("nodes", 1))
-    strategy = base.get("parallel", {}).get("strategy", "fsdp")
-    if global_batch is None:
-        global_batch = mbs * ga * (1 if strategy == "single" else world)
-    choices = [mbs] if "batch.micro_batch_size" in pinned else [1, 2, 4, 8]
-    out: dict[int, list] = {}
-    for c in counts:
-        pairs = [{"micro_batch_size": m, "grad_accum": global_batch // (m * c)}
-                 for m in choices if global_batch % (m * c) == 0]
-        if "batch.grad_accum" in pinned:
-            pairs = [p for p in pairs if p["grad_accum"] == ga]
-        out[c] = pairs
+    gb = _global_batch(base, global_batch)
+    out = {c: _pairs(base, gb, c, pinned=pinned) for c in counts}
     if not any(out.values()):
+        b = base.get("batch", {})
+        hw = base.get("hardware", {})
+        world = int(hw.get("gpus_per_node", 8)) * int(hw.get("nodes", 1))
         raise TrainfitError(
-            f"fit: a global batch of {global_batch} sequences (micro-batch {mbs} x accumulation {ga} x {world} GPUs)"
-            f" cannot be split over {', '.join(map(str, counts))} GPUs; change batch.grad_accum or --max-gpus"
+            f"fit: a global batch of {gb} sequences (micro-batch {int(b.get('micro_batch_size', 1))} x accumulation"
+            f" {int(b.get('grad_accum', 1))} x {world} GPUs) cannot be split over {', '.join(map(str, counts))} GPUs;"
+            " change batch.grad_accum or --max-gpus"
         )
     return out
 

@@ -54,6 +54,9 @@ class Row:
     rank_cost: float | None = None
     """The objective's cost (per run with a run length, else per hour) in ``rank_currency``; None: unpriced or no rate."""
     rank_cost_per_step: float | None = None
+    parallel: tuple[tuple[str, Any], ...] = ()
+    """The plan's model-parallel layout: (tensor_parallel, pipeline_parallel, context_parallel,
+    context_parallel_kind, expert_parallel, sequence_parallel) as (name, value) pairs."""
 
     @property
     def cost_per_step(self) -> float | None:
@@ -122,9 +125,32 @@ def _evaluate(
                 tokens_per_s=plan.tokens_per_s,
                 tokens_per_step=plan.tokens_per_step,
                 price_id=plan.price.id if plan.price is not None else "",
+                parallel=parallel_of(plan.card.parallel),
             )
         )
     return rows, invalid
+
+
+def parallel_of(par: Any) -> tuple[tuple[str, Any], ...]:
+    """A card's model-parallel sizes (``ParallelSection``) as (name, value) pairs."""
+    return (("tensor_parallel", par.tensor_parallel), ("pipeline_parallel", par.pipeline_parallel),
+            ("context_parallel", par.context_parallel), ("context_parallel_kind", par.context_parallel_kind.value),
+            ("expert_parallel", par.expert_parallel), ("sequence_parallel", par.sequence_parallel))
+
+
+def layout_text(parallel: tuple[tuple[str, Any], ...]) -> str:
+    """``tp 8 sp, pp 2, cp 2 ulysses, ep 4`` (sizes above 1 only); ``none`` without model parallelism."""
+    p = dict(parallel)
+    parts = []
+    if p.get("tensor_parallel", 1) > 1:
+        parts.append(f"tp {p['tensor_parallel']}" + (" sp" if p.get("sequence_parallel") else ""))
+    if p.get("pipeline_parallel", 1) > 1:
+        parts.append(f"pp {p['pipeline_parallel']}")
+    if p.get("context_parallel", 1) > 1:
+        parts.append(f"cp {p['context_parallel']} {p.get('context_parallel_kind', 'ring')}")
+    if p.get("expert_parallel", 1) > 1:
+        parts.append(f"ep {p['expert_parallel']}")
+    return ", ".join(parts) or "none"
 
 
 _WORK: tuple[dict[str, Any], list[str], list[tuple], Any] | None = None

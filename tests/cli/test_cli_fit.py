@@ -150,9 +150,11 @@ def test_fit_bad_input(argv, expected, capsys):
 def test_fit_keeps_the_global_batch(capsys):
     rows = fit_json(["fit", "--gpu", "a100-40gb", "--set", "scope=full", "--global-batch", "32", "--max-gpus", "8",
                      "--set", "parallel.offload=none", "--set", "precision.optimizer=adamw"], capsys)["rows"]
+    assert any(r["parallel"]["pipeline_parallel"] > 1 for r in rows)  # 6 cards: 32 sequences need pp 3 (dp 2)
     for r in rows:
-        b = r["knobs"]["batch"]
-        assert b["micro_batch_size"] * b["grad_accum"] * r["gpus"] == 32
+        b, p = r["knobs"]["batch"], r["parallel"]
+        data_parallel = r["gpus"] // (p["tensor_parallel"] * p["pipeline_parallel"] * p["context_parallel"])
+        assert b["micro_batch_size"] * b["grad_accum"] * data_parallel == 32
 
 
 def test_pinned_gpu_kind_and_knob_are_honoured(capsys):

@@ -163,6 +163,7 @@ def _row(r) -> dict:
         "cost_per_step": r.cost_per_step, "run_steps": r.run_steps, "run_seconds": r.run_seconds,
         "cost_per_run": r.cost_per_run, "rank_cost": r.rank_cost, "rank_currency": r.rank_currency,
         "pareto": r.pareto, "knobs": {k: v for k, v in r.knobs.items() if k not in ("hardware.gpu", "gpus")},
+        "parallel": dict(r.parallel),
     }
 
 
@@ -170,7 +171,9 @@ def _render(result, rows, goal) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from trainfit.fit_search import LAYOUT_KEYS
     from trainfit.report.fmt import gib
+    from trainfit.search import layout_text
 
     c = Console(width=160)
     run = goal.has_run
@@ -179,8 +182,8 @@ def _render(result, rows, goal) -> None:
     t = Table(title=f"trainfit fit: {result.evaluated:,} configurations in {result.seconds:.1f} s"
                     f" ({result.evaluated / max(result.seconds, 1e-9):,.0f}/s); ranked by {by}; * = Pareto front (time vs cost)")
     for col in ("", "GPU", "cards", "fits", "peak (device)", "headroom", "host RAM/node", "step s", "tokens/s", "cost/h",
-                "cost/run" if run else "cost/step", "run h" if run else "", "knobs"):
-        t.add_column(col, overflow="fold")
+                "cost/run" if run else "cost/step", "run h" if run else "", "model parallel", "knobs"):
+        t.add_column(col, overflow="fold", min_width=38 if col == "knobs" else None)
     for r in rows:
         flag = "*" if r["pareto"] else ("!" if r["fits"] and not r["within_limits"] else "")
         t.add_row(
@@ -191,13 +194,14 @@ def _render(result, rows, goal) -> None:
             f"{r['cost_per_hour']:.2f} {r['currency']}" if r["cost_per_hour"] is not None else "-",
             _money(r["cost_per_run"] if run else r["cost_per_step"], r["currency"]),
             (f"{r['run_seconds'] / 3600:.1f}" if r["run_seconds"] else "-") if run else "",
-            ", ".join(f"{k}={v}" for k, v in sorted(r["knobs"].items())),
+            layout_text(tuple(r["parallel"].items())),
+            ", ".join(f"{k}={v}" for k, v in sorted(r["knobs"].items()) if k not in LAYOUT_KEYS.values()),
         )
     c.print(t)
     best = result.best
     if best is not None:
         cost = _money(best.cost_per_run if run else best.cost_per_hour, best.currency)
-        c.print(f"best by {by}: {best.gpus} x {best.gpu}, {cost}{'' if run else '/h'}"
+        c.print(f"best by {by}: {best.gpus} x {best.gpu} ({layout_text(best.parallel)}), {cost}{'' if run else '/h'}"
                 f"{f', {best.run_seconds / 3600:.1f} h' if run and best.run_seconds else ''}", markup=False)
     else:
         c.print("no plan fits within the limits; the rows show the closest attempts", markup=False)
@@ -209,6 +213,9 @@ def _render(result, rows, goal) -> None:
                 " a price table id (`--price a100-80gb=lambda-a100-80gb-8x`), --price-table or --market", markup=False)
     c.print("Every GPU kind is tried at every card count up to --max-gpus; each row is the best plan at that count"
             " (rows that do not fit show the closest attempt). ! = fits but breaks --budget/--deadline.")
+    c.print("Model parallel sizes the card leaves open (TP within a node, PP, CP from 8k tokens, EP) are searched at a"
+            " count only where no plan with fewer ranks per replica fits: the smallest tp x pp x cp first; pin them"
+            " with --set parallel.tensor_parallel=8 to compare.", markup=False)
     c.print("Rows without a price rank after priced ones on cost; host RAM counts toward 'fits' only when the card"
             " states hardware.host_ram_gib.")
 

@@ -10,8 +10,8 @@ import pytest
 from trainfit.catalog.hf_config import spec_from_hf_config
 from trainfit.memory import arch_activations
 from trainfit.memory.activations import activation_bytes
-from trainfit.spec.enums import Attention
-from trainfit.spec.training import TrainableSpec
+from trainfit.spec.enums import Attention, Scope
+from trainfit.spec.training import LoraSpec, TrainableSpec
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
@@ -40,12 +40,16 @@ CFGS = {
 ATTN = {"gpt_oss": "eager"}
 
 
-def _saved_per_region(cfg, attn, b, s):
+def _saved_per_region(cfg, attn, b, s, lora):
     import collections
     from transformers import AutoModelForCausalLM
 
     torch.manual_seed(0)
     model = AutoModelForCausalLM.from_config(build_hf_config(dict(cfg), attn_implementation=attn), dtype=torch.bfloat16)
+    if lora:
+        peft = pytest.importorskip("peft")
+        model = peft.get_peft_model(model, peft.LoraConfig(r=4, lora_alpha=8, target_modules="all-linear",
+                                                           lora_dropout=0.0))
     model.train()
     params = {p.untyped_storage().data_ptr() for p in model.parameters()}
     layers = [m for n, m in model.named_modules() if n.rsplit(".", 2)[-2:-1] == ["layers"]]
@@ -53,9 +57,11 @@ def _saved_per_region(cfg, attn, b, s):
     seen, out, keep = set(), collections.defaultdict(int), []
     hooks = [m.register_forward_pre_hook(lambda *_, i=i: region.__setitem__("r", i)) for i, m in enumerate(layers)]
     hooks += [m.register_forward_hook(lambda *_: region.__setitem__("r", "head")) for m in layers]
-    hooks.append(model.lm_head.register_forward_hook(lambda *_: region.__setitem__("r", "logits")))
+    head = model.get_output_embeddings()
+    hooks.append(head.register_forward_hook(lambda *_: region.__setitem__("r", "logits")))
     rope = set()
-    rot = getattr(getattr(model.model, "rotary_emb", None), "register_forward_hook", None)
+    rotary = [m for n, m in model.named_modules() if n.endswith("rotary_emb")]
+    rot = rotary[0].register_forward_hook if rotary else None
     if rot is not None:
         hooks.append(rot(lambda _m, _a, o: rope.update(t.untyped_storage().data_ptr() for t in o)))
 
@@ -76,20 +82,25 @@ def _saved_per_region(cfg, attn, b, s):
     return out
 
 
+@pytest.mark.parametrize("lora", [False, True], ids=["full", "lora"])
 @pytest.mark.parametrize("family", list(CFGS))
-@pytest.mark.parametrize(("b", "s"), [(2, 40)])
-def test_layers_equal_the_hooks(family, b, s):
+def test_layers_equal_the_hooks(family, lora):
+    b, s = 2, 40
     cfg = CFGS[family]
     attn = ATTN.get(family, "sdpa")
     spec = spec_from_hf_config(cfg, name=family, source="test")
-    act = activation_bytes(spec, micro_batch_size=b, seq_len=s, attention=Attention(attn), trainable=TrainableSpec())
-    measured = _saved_per_region(cfg, attn, b, s)
+    trainable = (TrainableSpec(scope=Scope.LORA, lora=LoraSpec(rank=4, targets=("all-linear",))) if lora
+                 else TrainableSpec())
+    act = activation_bytes(spec, micro_batch_size=b, seq_len=s, attention=Attention(attn), trainable=trainable)
+    measured = _saved_per_region(cfg, attn, b, s, lora)
     T = b * s
-    cpu = 0
-    if spec.family == "opt":  # per layer: 2 LayerNorms, 2 dropout sites
-        cpu = 2 * T * (4 - arch_activations.LAYERNORM_STATS_BYTES) + 2 * T * spec.hidden_size * (
-            2 - arch_activations.DROPOUT_MASK_BYTES)
-    assert [measured[i] for i in range(spec.num_layers)] == [n + cpu for n in act.per_layer]
+    cpu = [0] * spec.num_layers
+    if spec.family == "opt":  # CPU: bf16 LayerNorm stats (4 B a row, not 8) and dropout noise (2 B, not 1)
+        for i in range(spec.num_layers):
+            norms = 1 if (lora and i == 0 and spec.pre_norm) else 2  # layer 0's input needs no grad under LoRA
+            cpu[i] = norms * T * (4 - arch_activations.LAYERNORM_STATS_BYTES) + 2 * T * spec.hidden_size * (
+                2 - arch_activations.DROPOUT_MASK_BYTES)
+    assert [measured[i] for i in range(spec.num_layers)] == [n + c for n, c in zip(act.per_layer, cpu)]
     head_cpu = T * (4 - arch_activations.LAYERNORM_STATS_BYTES) if spec.family == "opt" and spec.final_norm else 0
     assert measured["head"] == act.head + head_cpu
     assert measured["embedding"] == act.embedding

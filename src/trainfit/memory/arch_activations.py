@@ -196,7 +196,7 @@ def _deepseek_moe(ctx, spec: ModelSpec, x_rg: bool) -> tuple[int, bool]:
     if w_rg:
         total += T * FP32 * h  # F.linear(x.float(), W_fp32) saves the fp32 copy of x
     if router_t:
-        total += T * FP32 * E  # PEFT's adapter on the fp32 router weight: its (T, E) fp32 product
+        total += FP32 * E * h  # PEFT's merged fp32 router weight (W + BA), saved by the F.linear
     logits_rg = x_rg or w_rg
     if logits_rg:
         total += T * FP32 * E  # sigmoid output
@@ -361,8 +361,8 @@ def embedding_bytes(ctx, spec: ModelSpec) -> int:
     out = 0
     if spec.family == "opt" and ctx.full:
         out += INT64 * ctx.T
-        if spec.embed_proj_dim is not None:
-            out += ctx.a * ctx.T * spec.embed_proj_dim  # project_in's input
+    if spec.family == "opt" and spec.embed_proj_dim is not None:
+        out += _act._linear(ctx, "project_in", spec.embed_proj_dim, False)[0]  # its input (or its adapter's)
     return out
 
 
@@ -371,8 +371,8 @@ def head_bytes(ctx, spec: ModelSpec, x_rg: bool) -> int:
     h = spec.hidden_size
     if spec.family == "opt":
         out = _layernorm(ctx, h, x_rg)[0] if spec.final_norm else 0
-        if spec.embed_proj_dim is not None and ctx.full:
-            out += ctx.a * ctx.T * h  # project_out's input
+        if spec.embed_proj_dim is not None:
+            out += _act._linear(ctx, "project_out", h, x_rg)[0]  # its input (or its adapter's)
         if ctx.full:
             out += ctx.a * ctx.T * spec.embed_dim  # lm_head's input
         return out

@@ -15,6 +15,7 @@ EXPECTED_IDS = {
     "rtx3090", "rtx4090", "rtx5090", "a10", "l40s", "a100-40gb", "a100-80gb",
     "h100-sxm", "h100-pcie", "h20", "h200", "b200",
     "a800-80gb", "h800", "l20", "rtx4090d", "rtx-a6000", "v100-sxm2-32gb", "gb200", "mi300x", "l40",
+    "h100-nvl", "rtx4090-48gb",
 }
 NO_BF16 = {"v100-sxm2-32gb"}  # Volta has no bf16 (notes say so)
 
@@ -58,6 +59,7 @@ def test_aliases_do_not_collide_across_cards():
         ("a800-80gb", 81920), ("h800", 81559), ("l20", 46068), ("rtx4090d", 24564), ("rtx-a6000", 49140),
         ("v100-sxm2-32gb", 32768), ("gb200", 189471), ("l40", 46068),
         ("mi300x", 196592),  # rocm-smi's VRAM total, the AMD counterpart of nvidia-smi's
+        ("h100-nvl", 95830), ("rtx4090-48gb", 46068),  # the 48 GB 4090 with ECC on, as dumped
     ],
 )
 def test_memory_as_nvidia_smi_reports(gid, mib):

@@ -14,6 +14,11 @@ MI300X) puts AMD Infinity Fabric there and says so in its notes. ``sm_count`` is
 streaming multiprocessors (AMD: compute units) and ``fp32_flops_per_s`` the dense non-tensor-core
 FP32 rate (AMD: the vector FP32 rate); both default to None so custom cards still work.
 
+``fp16_dense_flops_per_s`` is the dense FP16 tensor-core rate. Where an entry leaves it out it equals
+``bf16_dense_flops_per_s`` (every card with BF16 tensor cores runs FP16 at the same rate); the one entry
+without BF16 (V100, compute capability 7.0) states it. ``supports_bf16`` is false for such a card: the
+card validator refuses bf16 weights or compute on it, naming fp16 and fp32.
+
 Pure Python: no torch import.
 """
 
@@ -41,6 +46,8 @@ class GpuSpec:
     torch_total_memory_bytes: int | None = None
     hbm_bytes_per_s: float | None = None
     bf16_dense_flops_per_s: float | None = None
+    fp16_dense_flops_per_s: float | None = None
+    """Dense FP16 tensor-core rate (FP32 accumulate); the bf16 rate where the entry omits it."""
     fp8_dense_flops_per_s: float | None = None
     nvlink: bool | None = None
     nvlink_bytes_per_s: float | None = None
@@ -62,6 +69,20 @@ class GpuSpec:
         return self.memory_bytes / 2**30
 
     @property
+    def half_dense_flops_per_s(self) -> float | None:
+        """The 16-bit tensor-core rate the time model divides by: bf16's, else fp16's (V100)."""
+        return self.bf16_dense_flops_per_s or self.fp16_dense_flops_per_s
+
+    @property
+    def supports_bf16(self) -> bool:
+        """BF16 tensor cores: a bf16 rate in the catalog, or compute capability 8.0+ (Ampere and later)."""
+        if self.bf16_dense_flops_per_s:
+            return True
+        if self.compute_capability is None:
+            return True  # not known (custom card): not refused
+        return float(self.compute_capability) >= 8.0
+
+    @property
     def usable_memory_bytes(self) -> int:
         """torch's total when known, else nvidia-smi's total."""
         return self.torch_total_memory_bytes or self.memory_bytes
@@ -76,6 +97,7 @@ def _spec(entry: dict[str, Any]) -> GpuSpec:
         raise CatalogError(f"gpu catalog entry '{entry.get('id')}': unknown keys {sorted(unknown)}")
     data = dict(entry)
     data["aliases"] = tuple(data.get("aliases", ()))
+    data.setdefault("fp16_dense_flops_per_s", data.get("bf16_dense_flops_per_s"))
     return GpuSpec(**data)
 
 

@@ -91,7 +91,8 @@ class DeviceRates:
 
     gpu_id: str
     matmul_flops_per_s: float
-    """Largest sustained dense bf16 matmul rate (large aligned shapes)."""
+    """Largest sustained dense 16-bit matmul rate (large aligned shapes): bf16, or fp16 on a card without bf16
+    tensor cores (V100), where the card validator admits only fp16 / fp32 compute."""
     hbm_bytes_per_s: float
     """Sustained device-memory bandwidth of a streaming kernel."""
     sm_count: int
@@ -133,10 +134,12 @@ class DeviceRates:
 
 def default_rates(gpu: GpuSpec) -> DeviceRates:
     """Published-measurement defaults for a catalog card (module docstring)."""
-    if not gpu.bf16_dense_flops_per_s or not gpu.hbm_bytes_per_s:
-        raise CardError(f"gpu '{gpu.id}': the catalog has no bf16 peak or memory bandwidth; time cannot be estimated")
+    half = gpu.half_dense_flops_per_s
+    if not half or not gpu.hbm_bytes_per_s:
+        raise CardError(f"gpu '{gpu.id}': the catalog has no bf16/fp16 peak or memory bandwidth; time cannot be estimated")
     frac = _MAMF_FRACTION.get(gpu.id, DEFAULT_MAMF_FRACTION)
-    src = [f"matmul {frac:.1%} of the datasheet bf16 peak ("
+    peak = "bf16" if gpu.bf16_dense_flops_per_s else "fp16 (no bf16 tensor cores)"
+    src = [f"matmul {frac:.1%} of the datasheet {peak} peak ("
            + (_MAMF_SOURCE if gpu.id in _MAMF_FRACTION else "default, the H100 MAMF ratio") + ")"]
     if gpu.nvlink and gpu.nvlink_bytes_per_s:
         bus, p2p = gpu.nvlink_bytes_per_s / 2 * NVLINK_BUS_FRACTION, True
@@ -147,7 +150,7 @@ def default_rates(gpu: GpuSpec) -> DeviceRates:
         raise CardError(f"gpu '{gpu.id}': the catalog has no NVLink or PCIe bandwidth; time cannot be estimated")
     return DeviceRates(
         gpu_id=gpu.id,
-        matmul_flops_per_s=gpu.bf16_dense_flops_per_s * frac,
+        matmul_flops_per_s=half * frac,
         hbm_bytes_per_s=gpu.hbm_bytes_per_s * HBM_FRACTION,
         sm_count=gpu.sm_count or DEFAULT_SM_COUNT,
         intra_node_bus_bytes_per_s=bus,
@@ -187,4 +190,4 @@ def power_limited_rates(rates: DeviceRates, *, power_limit_w: float, rated_power
 def _geforce_without_p2p(gpu: GpuSpec) -> bool:
     """GeForce Ada/Blackwell cards have no peer-to-peer over PCIe (the driver refuses it); NCCL goes
     through host shared memory. The RTX 3090 still has P2P (and an NVLink bridge option)."""
-    return gpu.id in ("rtx4090", "rtx4090d", "rtx5090")
+    return gpu.id in ("rtx4090", "rtx4090d", "rtx4090-48gb", "rtx5090")

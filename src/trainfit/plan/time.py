@@ -213,7 +213,7 @@ def step_time_of(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
     """The step's time on the slowest GPU; None when the GPU catalog lacks FLOP/s or bandwidth."""
     from trainfit.errors import TrainfitError
 
-    if not gpu.bf16_dense_flops_per_s or not gpu.hbm_bytes_per_s:
+    if not gpu.half_dense_flops_per_s or not gpu.hbm_bytes_per_s:
         return None
     try:
         r = rates_of(card, gpu, rates)

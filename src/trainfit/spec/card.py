@@ -456,6 +456,8 @@ class RunCard(_Section):
                              f" '{prec.compute.value}')")
         if self.scope is Scope.QLORA and w not in (None, Dtype.NF4):
             raise ValueError(f"precision.weights: qlora stores the base in nf4, got '{w.value}'; use scope lora")
+        _check_bf16_gpu(self.hardware.gpu, compute=prec.compute, compute_set="compute" in prec.model_fields_set,
+                        weights=self.weights_dtype, weights_set=w is not None)
         return self
 
     @property
@@ -472,6 +474,29 @@ class RunCard(_Section):
     @property
     def world_size(self) -> int:
         return self.hardware.gpus_per_node * self.hardware.nodes
+
+
+def _check_bf16_gpu(gpu: str, *, compute: ComputeDtype, compute_set: bool, weights: Dtype, weights_set: bool) -> None:
+    """bf16 compute or weights need bf16 tensor cores (compute capability 8.0+, Ampere on): a catalog card without
+    them (V100, 7.0) is refused, naming fp16 | fp32 (the card's tensor cores run fp16 only). A custom card (memory
+    only) is not checked."""
+    from trainfit.catalog.gpus import resolve_gpu
+    from trainfit.errors import CatalogError
+
+    try:
+        spec = resolve_gpu(gpu)
+    except CatalogError:
+        return
+    if spec.supports_bf16:
+        return
+    cc = f" ({spec.compute_capability})" if spec.compute_capability else ""
+    for key, value, given in (("compute", compute.value, compute_set), ("weights", weights.value, weights_set)):
+        if value == "bf16":
+            default = "" if given else " (the default)"
+            also = ("; set precision.weights too" if key == "compute" and weights.value == "bf16" and not weights_set
+                    else "")
+            raise ValueError(f"precision.{key}: bf16{default} needs compute capability 8.0+; {spec.id}{cc} supports"
+                             f" fp16 | fp32{also}")
 
 
 def _check_fp8_gpu(gpu: str) -> None:

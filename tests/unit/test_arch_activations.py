@@ -82,7 +82,7 @@ def _saved_per_region(cfg, attn, b, s, lora):
     return out
 
 
-@pytest.mark.parametrize("lora", [False, True], ids=["full", "lora"])
+@pytest.mark.parametrize("lora", [False, pytest.param(True, marks=pytest.mark.slow)], ids=["full", "lora"])
 @pytest.mark.parametrize("family", list(CFGS))
 def test_layers_equal_the_hooks(family, lora):
     b, s = 2, 40

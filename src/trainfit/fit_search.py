@@ -202,8 +202,13 @@ def parallel_layouts(base: dict[str, Any], count: int, *, pinned: frozenset[str]
     from trainfit.spec.card import load_card_dict
     from trainfit.spec.dotted import updated
 
-    card0 = load_card_dict(base)
-    par = card0.parallel
+    raw = base.get("parallel") or {}
+    own = {"tp": int(raw.get("tensor_parallel", 1)), "pp": int(raw.get("pipeline_parallel", 1)),
+           "cp": int(raw.get("context_parallel", 1)), "kind": str(raw.get("context_parallel_kind", "ring")),
+           "ep": int(raw.get("expert_parallel", 1)), "sp": bool(raw.get("sequence_parallel", False))}
+    # the model and method, from the card without its sizes (pinned ones may not fit this count)
+    card0 = load_card_dict(updated(base, {LAYOUT_KEYS[k]: v for k, v in
+                                          {"tp": 1, "pp": 1, "cp": 1, "ep": 1, "sp": False}.items()}))
     rl = card0.method.value in ("ppo", "grpo")
     per_node = min(count, 8)
     open_ = {k: key not in pinned for k, key in LAYOUT_KEYS.items()}
@@ -225,17 +230,16 @@ def parallel_layouts(base: dict[str, Any], count: int, *, pinned: frozenset[str]
     seq = (card0.rollout.prompt_len + card0.rollout.response_len) if rl else card0.batch.seq_len
     cps = (lambda rest: _divisors(rest)) if seq >= CP_MIN_SEQ else (lambda rest: [1])
     out: list[Layout] = []
-    for tp in values("tp", [t for t in _divisors(per_node) if count % t == 0], par.tensor_parallel):
-        for pp in values("pp", _divisors(count // tp) if count % tp == 0 else [], par.pipeline_parallel):
+    for tp in values("tp", [t for t in _divisors(per_node) if count % t == 0], own["tp"]):
+        for pp in values("pp", _divisors(count // tp) if count % tp == 0 else [], own["pp"]):
             rest = count // (tp * pp) if count % (tp * pp) == 0 else 0
-            for cp in values("cp", cps(rest) if rest else [], par.context_parallel):
+            for cp in values("cp", cps(rest) if rest else [], own["cp"]):
                 if not rest or rest % cp:
                     continue
                 dp_cp = rest // cp * cp
-                kinds = values("kind", list(CP_KINDS) if cp > 1 else [par.context_parallel_kind.value],
-                               par.context_parallel_kind.value)
-                eps = values("ep", _divisors(dp_cp) if spec.moe is not None else [1], par.expert_parallel)
-                sps = values("sp", [True, False] if tp > 1 else [False], par.sequence_parallel)
+                kinds = values("kind", list(CP_KINDS) if cp > 1 else [own["kind"]], own["kind"])
+                eps = values("ep", _divisors(dp_cp) if spec.moe is not None else [1], own["ep"])
+                sps = values("sp", [True, False] if tp > 1 else [False], own["sp"])
                 for kind in kinds:
                     for ep in eps:
                         for sp in sps:

@@ -86,3 +86,11 @@ def test_rtx4090_48gb_entry():
     r = default_rates(g)
     assert not r.p2p  # GeForce driver: no PCIe peer-to-peer, as the 24 GB card
     assert r.intra_node_bus_bytes_per_s == default_rates(base).intra_node_bus_bytes_per_s
+
+
+def test_fabric_assumptions_are_said_for_mi300x_and_h100_nvl():
+    mi = default_rates(resolve_gpu("mi300x"))
+    assert any("Infinity Fabric" in s and "RCCL" in s for s in mi.sources)
+    assert mi.intra_node_bus_bytes_per_s == pytest.approx(896e9 / 2 * 0.80)
+    assert any("pairs" in s for s in default_rates(resolve_gpu("h100-nvl")).sources)
+    assert not any("fabric" in s.lower() for s in default_rates(resolve_gpu("h100-sxm")).sources)

@@ -52,6 +52,14 @@ _MAMF_FRACTION = {"a100-40gb": 0.859, "a100-80gb": 0.859, "a800-80gb": 0.859, "h
 its own (60.1 %, the same table)."""
 _MAMF_SOURCE = "stas00/ml-engineering compute/accelerator/README.md (MAMF table)"
 DEFAULT_MAMF_FRACTION = 0.80
+_FABRIC_NOTES = {
+    "mi300x": "intra-node collectives on AMD Infinity Fabric (xGMI: 7 links x 128 GB/s, a full mesh; kept in the"
+              " catalog's nvlink fields), RCCL assumed to reach NCCL's NVLink bus fraction; the 896 GB/s aggregate"
+              " holds for a full 8-GPU node only",
+    "h100-nvl": "NVLink bridges join the cards in pairs: collectives over more than 2 GPUs also cross PCIe and run"
+                " slower than the bridge rate assumed",
+}
+"""Said in the plan's assumptions where a card's GPU-to-GPU fabric is not an NVSwitch (catalog notes give the sources)."""
 DEFAULT_SM_COUNT = 108
 """SMs assumed for a card the catalog gives no ``sm_count`` for (the GPU catalog carries it, with sources)."""
 HBM_FRACTION = 0.90
@@ -141,6 +149,8 @@ def default_rates(gpu: GpuSpec) -> DeviceRates:
     peak = "bf16" if gpu.bf16_dense_flops_per_s else "fp16 (no bf16 tensor cores)"
     src = [f"matmul {frac:.1%} of the datasheet {peak} peak ("
            + (_MAMF_SOURCE if gpu.id in _MAMF_FRACTION else "default, the H100 MAMF ratio") + ")"]
+    if gpu.id in _FABRIC_NOTES:
+        src.append(_FABRIC_NOTES[gpu.id])
     if gpu.nvlink and gpu.nvlink_bytes_per_s:
         bus, p2p = gpu.nvlink_bytes_per_s / 2 * NVLINK_BUS_FRACTION, True
     elif gpu.pcie_bytes_per_s:

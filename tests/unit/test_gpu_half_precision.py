@@ -94,3 +94,13 @@ def test_fabric_assumptions_are_said_for_mi300x_and_h100_nvl():
     assert mi.intra_node_bus_bytes_per_s == pytest.approx(896e9 / 2 * 0.80)
     assert any("pairs" in s for s in default_rates(resolve_gpu("h100-nvl")).sources)
     assert not any("fabric" in s.lower() for s in default_rates(resolve_gpu("h100-sxm")).sources)
+
+
+def test_h100_nvl_prices_are_dated_and_sourced():
+    from trainfit.catalog.prices import catalog_price_table
+
+    table = catalog_price_table()
+    rows = [p for p in table.entries if p.gpu == "h100-nvl"]
+    assert {p.id for p in rows} == {"runpod-secure-h100-nvl", "runpod-community-h100-nvl"}
+    assert all(p.currency == "USD" and p.as_of == "2026-11-09" and p.source.startswith("https://") for p in rows)
+    assert table.for_gpu("h100-nvl").per_gpu_hour == 2.59  # the cheapest

@@ -222,3 +222,16 @@ def test_for_loop_step_makes_two_temporaries_per_parameter_and_keeps_the_last_de
         peak = max(peak, len(live))
     assert peak == 3  # a parameter's sqrt and denom, and the previous parameter's denom
     assert [n for _, n in allocs[0::2]] == [n for _, n in allocs[1::2]]  # the sqrt and the denom, same size
+
+
+def test_tied_embedding_gradient_is_made_by_lm_head_and_replaced_by_the_sum():
+    """Tied embeddings (Qwen3-0.6B): lm_head's backward, the first matmul of backward, makes the shared
+    weight's .grad; the embedding's backward makes its own and AccumulateGrad a new sum that becomes
+    .grad, the two earlier ones freed before the optimizer step (the trace's allocation order)."""
+    _, seq = _sequence(_card(model="Qwen/Qwen3-0.6B"))
+    ev, bwd, at = seq.step_events, seq.workspace_at[1], seq.first_step_extra_at
+    vh = 151936 * 1024 * 2
+    big = [(i, s_, k) for i, (s_, k, n) in enumerate(ev[:at]) if s_ > 0 and abs(n - vh) < 4 << 20]
+    assert len(big) == 3 and big[0][0] < bwd < big[1][0] < big[2][0]
+    freed = {k for s_, k, _ in ev[:at] if s_ < 0}
+    assert big[0][2] in freed and big[1][2] in freed and big[2][2] not in freed  # the sum is .grad

@@ -405,6 +405,7 @@ def step_sequence(t: StepTerms, shape: SequenceShape, *, workspace: tuple[int, .
         else:
             gb = e.alloc(int(t.logits_grad_bf16)) if t.logits_grad_bf16 else None
         new_grads(head_grads)
+        head_keys = grads[-len(head_grads):] if head_grads and not accumulate else []
         if first_matmul_bw:  # lm_head's backward is the first matmul of backward (autograd's thread)
             e.mark()
             first_matmul_bw.clear()
@@ -426,7 +427,17 @@ def step_sequence(t: StepTerms, shape: SequenceShape, *, workspace: tuple[int, .
             if t.gradient_checkpointing:
                 e.frees(saved[i])
         new_grads(emb_grads)
-        if t.tied_embedding_grad_transient:
+        if t.tied_embedding_grad_transient and head_keys and not emb_grads:
+            # tied embeddings: lm_head's backward made the shared weight's .grad (the head's largest
+            # gradient); the embedding's backward makes its own, AccumulateGrad makes the sum, a new
+            # tensor that becomes .grad, and both earlier ones go (seen in the trace's allocation order)
+            held = max(head_keys, key=lambda kn: kn[1])
+            half = int(t.tied_embedding_grad_transient // 2)
+            own, total = e.alloc(half), e.alloc(half)
+            e.free(held[0])
+            e.free(own)
+            grads[grads.index(held)] = (total, half)
+        elif t.tied_embedding_grad_transient:
             e.frees(e.allocs(_chunks(t.tied_embedding_grad_transient, max(1, int(t.tied_embedding_grad_transient) // 2))))
         if accumulate and t.accumulation_transient:
             e.frees(e.allocs([int(t.accumulation_transient)]))

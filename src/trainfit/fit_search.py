@@ -38,6 +38,14 @@ RL_SPACE: dict[str, list[Any]] = {
 """PPO/GRPO knobs: every rollout knob the plan models. ``rollout.gpus`` (split) is half a node; the
 engine's tensor parallel stays within its GPUs. Gradient checkpointing stays as the card has it (on
 by default): pin it with --set to compare."""
+ENGINE_SPACE: dict[str, list[Any]] = {
+    "rollout.max_num_seqs": [64, 128, 256, 512, 1024],
+    "rollout.max_num_batched_tokens": [2048, 4096, 8192, 16384, 32768],
+    "rollout.logprob_micro_batch_size": [1, 2, 4, 8],
+}
+"""vLLM's scheduler limits and the log-prob pass's micro-batch: tried (where open) around each (GPU kind,
+count)'s best plan of ``RL_SPACE``, not crossed with it (at most 100 plans a count): a refinement that can
+only improve that count's row, not an exhaustive search of these three."""
 MEMORY_ONLY = ("rollout.weight_sync",)
 """Knobs that change memory but not the step time (the time model syncs as the framework does, and
 only the weight-sync phase holds the buffer): the value with the smallest buffer is the only one
@@ -386,6 +394,12 @@ def fit(
         invalid += i
         done |= {(r.gpu, r.gpus) for r in got if r.fits and r.within_limits}
         tier += 1
+    if rl:
+        got, e, i = _refine_engine(rows, cells, pinned=pinned, fallback=fallback, calibration=calibration,
+                                   workers=workers, goal=goal)
+        rows += got
+        evaluated += e
+        invalid += i
     if not rows and gb is not None and not evaluated:
         _batch_options(base, counts, pinned=pinned, global_batch=global_batch)  # raises: the batch never splits
     rows = [replace(r, price_id=table[r.gpu].id) if r.gpu in table else r for r in rows]
@@ -398,6 +412,29 @@ def fit(
     ranked = sorted(best.values(), key=lambda r: rank_key(r, goal))
     return FitResult(tuple(_fit_pareto(ranked)), evaluated, invalid, time.perf_counter() - t0,
                      goal=goal, warnings=tuple(warnings))
+
+
+def _refine_engine(rows, cells, *, pinned, fallback, calibration, workers, goal) -> tuple[list[Row], int, int]:
+    """Each (GPU kind, count)'s best row with every open ``ENGINE_SPACE`` setting (its other knobs held)."""
+    from trainfit.objective import annotate, rank_key
+
+    space = _free(ENGINE_SPACE, pinned)
+    if not space or not rows:
+        return [], 0, 0
+    best: dict[tuple[str, int], Row] = {}
+    for r in rows:
+        k = (r.gpu, r.gpus)
+        if k not in best or rank_key(r, goal) < rank_key(best[k], goal):
+            best[k] = r
+    bases: list[dict[str, Any]] = []
+    jobs: list[tuple[int, dict[str, Any]]] = []
+    for cell, r in sorted(best.items()):
+        bases.append(cells[cell][0])
+        held = {k: v for k, v in r.knobs.items() if k not in ("hardware.gpu", "gpus") and k not in fallback}
+        jobs += [(len(bases) - 1, held | c) for c in _product(space)]
+    got, evaluated, invalid = _run_jobs(bases, jobs, fallback, calibration, workers, None)
+    got, _ = annotate(got, goal)
+    return got, evaluated, invalid
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from trainfit.compute.cost import parse_price
 from trainfit.objective import Goal, Objective, annotate, rank_key
-from trainfit.fit_search import CP_MIN_SEQ, _global_batch, _pairs
+from trainfit.fit_search import CP_MIN_SEQ, ENGINE_SPACE, _global_batch, _pairs
 from trainfit.search import _PRICE_KEYS, RL_SPACE, _hardware, fit, fit_counts, rl_combos, search, sft_combos
 from trainfit.spec.dotted import deep_copy
 
@@ -26,7 +26,7 @@ RL_BASE = {"model": "Qwen/Qwen3-0.6B", "method": "grpo", "scope": "lora",
            "rollout": {"prompt_len": 256, "response_len": 512, "num_generations": 4, "prompts_per_step": 4}}
 RL_PINNED = frozenset({"model", "method", "scope", "parallel.offload", "precision.optimizer", "loss.chunked",
                        "batch.micro_batch_size", "rollout.prompt_len", "rollout.response_len", "rollout.num_generations",
-                       "rollout.prompts_per_step"})
+                       "rollout.prompts_per_step", *ENGINE_SPACE})  # the engine refinement: test_fit_engine
 # model parallel: a global batch of one sequence cannot split over 2 data-parallel ranks, so 2 cards
 # need tensor, pipeline or context parallel (8k tokens: CP searched, ring and Ulysses)
 MP_BASE = {"model": "Qwen/Qwen3-0.6B", "method": "sft", "scope": "full", "hardware": {"gpus_per_node": 1},

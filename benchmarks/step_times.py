@@ -1000,7 +1000,9 @@ def rl_rows(entries: list[dict[str, Any]], ledger: list[dict[str, Any]]) -> list
             row.notes = (reasons if status != "mapped" else []) + list(notes) + [f"rule N: {how}"]
             if q == "step" and step_note:
                 row.notes.append(step_note)
-            if planned is None and q == "generation" and status == "not_representable":
+            layout_refused = status == "not_representable" or (
+                status == "skipped" and any(r.startswith("planner refused: parallel.") for r in reasons))
+            if planned is None and q == "generation" and layout_refused:
                 gen_only = generation_only_plan(e)
                 if gen_only is not None:
                     planned_gen, gen_notes = gen_only
@@ -1027,8 +1029,8 @@ def rl_rows(entries: list[dict[str, Any]], ledger: list[dict[str, Any]]) -> list
 
 
 def generation_only_plan(e: dict[str, Any]) -> tuple[Planned, list[str]] | None:
-    """(plan, notes) for the generation phase of an entry whose training layout the card refuses (pipeline
-    stages that do not divide the layers, expert parallel beyond data x context parallel), else None. The
+    """(plan, notes) for the generation phase of an entry whose training layout the card or the planner refuses
+    (pipeline stages that do not divide the layers), else None. The
     generation phase is planned from the rollout section, the hardware and the model alone (``rl_time.
     generation_phase``: the engine's tensor parallel, its memory budget, the lengths); the training layout
     does not enter it, so the entry is re-mapped with that layout reduced to its tensor parallel (no
@@ -1045,7 +1047,7 @@ def generation_only_plan(e: dict[str, Any]) -> tuple[Planned, list[str]] | None:
     tr = e["train"]
     return planned, notes + [
         f"generation phase only: the training layout (TP {tr.get('tp')}, PP {tr.get('pp')}, EP {tr.get('ep')},"
-        f" CP {tr.get('cp')}) is refused by the card and does not enter the generation phase; planned with TP"
+        f" CP {tr.get('cp')}) is refused by the card or the planner and does not enter the generation phase; planned with TP"
         f" {tr.get('tp')} alone on the training side"]
 
 

@@ -120,7 +120,7 @@ class ParallelSection(_Section):
     pipeline_parallel: int = Field(1, ge=1, le=1024, description="Pipeline stages; batch.grad_accum is the micro-batches per step.")
     pipeline_schedule: PipelineSchedule = Field(PipelineSchedule.ONE_F_ONE_B, description="1f1b | interleaved.")
     virtual_stages: int = Field(1, ge=1, le=1024, description="Model chunks per pipeline rank (interleaved schedule).")
-    expert_parallel: int = Field(1, ge=1, le=1024, description="MoE experts split over this many ranks (inside the data x context ranks).")
+    expert_parallel: int = Field(1, ge=1, le=1024, description="MoE experts split over this many ranks (inside the tensor x context x data ranks of a stage: Megatron-Core parallel folding).")
     expert_tensor_parallel: int = Field(1, ge=1, le=1024, description="Tensor parallel size inside each expert.")
 
     @model_validator(mode="before")
@@ -432,10 +432,16 @@ class RunCard(_Section):
                 f"parallel: tensor_parallel x context_parallel x pipeline_parallel = {par.model_parallel} does not divide"
                 f" the {train_gpus} training GPUs; allowed: divisors of {train_gpus}"
             )
-        dp_cp = train_gpus // par.model_parallel * par.context_parallel
-        if dp_cp % par.expert_parallel:
+        # MoE parallel folding (Megatron-Core parallel_state.initialize_model_parallel: the expert grid is
+        # expert_tensor x expert x pipeline parallel, and only needs to divide the world, NVIDIA/Megatron-LM
+        # megatron/core/parallel_state.py @d98e8a64ddf34856e74b24714e3bedb2f5a39553 lines 874-884): the expert
+        # group may fold the tensor and context ranks in, so EP x ETP must divide TP x CP x DP, not DP x CP alone
+        per_stage = train_gpus // par.pipeline_parallel
+        expert_grid = par.expert_parallel * par.expert_tensor_parallel
+        if per_stage % expert_grid:
             raise ValueError(
-                f"parallel.expert_parallel: {par.expert_parallel} must divide data x context parallel = {dp_cp}"
+                f"parallel.expert_parallel: expert_parallel x expert_tensor_parallel = {expert_grid} must divide"
+                f" tensor x context x data parallel = {per_stage} (Megatron-Core's expert grid)"
             )
         if par.tensor_parallel * par.pipeline_parallel > 1 and par.strategy in (
                 Strategy.ZERO2, Strategy.ZERO3, Strategy.HSDP, Strategy.FSDP_GRAD_OP):

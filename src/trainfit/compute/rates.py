@@ -59,6 +59,8 @@ _FABRIC_NOTES = {
     "h100-nvl": "NVLink bridges join the cards in pairs: collectives over more than 2 GPUs also cross PCIe and run"
                 " slower than the bridge rate assumed",
 }
+for _gid in ("h100-pcie", "rtx-a6000", "rtx3090"):  # bridged PCIe cards: the same caveat
+    _FABRIC_NOTES[_gid] = _FABRIC_NOTES["h100-nvl"]
 """Said in the plan's assumptions where a card's GPU-to-GPU fabric is not an NVSwitch (catalog notes give the sources)."""
 DEFAULT_SM_COUNT = 108
 """SMs assumed for a card the catalog gives no ``sm_count`` for (the GPU catalog carries it, with sources)."""

@@ -97,3 +97,19 @@ def test_lora_with_expert_parallel_is_refused_in_one_line():
     with pytest.raises(Exception, match="LoRA on expert-parallel experts is not modelled"):
         make_plan(load_card_dict(card))
 
+
+
+def test_card_switches_the_mtp_module_on():
+    card = _ep_card(64, 8)
+    base = make_plan(load_card_dict(card))
+    card["model"] = {"id": V3, "mtp": True}
+    mtp = make_plan(load_card_dict(card))
+    assert mtp.params_total - base.params_total == 11_610_067_968
+    # the last stage's rank holds the module: its 4 of 256 routed experts and a 1/64 share of the rest
+    moe_layer = 3 * 7168 * 2048 * 256
+    rest = 11_610_067_968 - moe_layer
+    extra = mtp.phases[0].components["weights"] - base.phases[0].components["weights"]
+    assert extra == pytest.approx(2 * (moe_layer / 64 + rest / 64), rel=0.01)
+    assert mtp.peak.components["activations"] > base.peak.components["activations"]
+    with pytest.raises(Exception, match="model.mtp: .*no multi-token-prediction module"):
+        make_plan(load_card_dict({"model": {"id": "Qwen/Qwen3-8B", "mtp": True}}))

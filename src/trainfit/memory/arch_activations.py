@@ -380,7 +380,25 @@ def head_bytes(ctx, spec: ModelSpec, x_rg: bool) -> int:
         out = _fp32_weight_rmsnorm(ctx, h, x_rg)[0]
     else:
         out = _act._norm(ctx, width=h, rows=1, zero_centred=False, x_rg=x_rg, const_width=h, residual=True)[0]
-    return out + (ctx.a * ctx.T * h if ctx.full else 0)
+    out += ctx.a * ctx.T * h if ctx.full else 0
+    return out + spec.mtp_layers * _mtp_module_bytes(ctx, spec, x_rg)
+
+
+def _mtp_module_bytes(ctx, spec: ModelSpec, x_rg: bool) -> int:
+    """One DeepSeek-V3 multi-token-prediction module trained beside the model (``ModelSpec.mtp_layers``):
+    enorm over the next tokens' embeddings and hnorm over the last hidden state, eh_proj's 2h-wide input,
+    one MoE decoder layer (not checkpointed), the shared head's RMSNorm and the head's input, and its own
+    cross-entropy's fp32 log-softmax and targets (4V + 8 per token), all saved through backward. Sizes as
+    the main model's on T tokens (the module sees T - b)."""
+    h, T, a = spec.hidden_size, ctx.T, ctx.a
+    norm = lambda rg: _act._norm(ctx, width=h, rows=1, zero_centred=False, x_rg=rg, const_width=h)[0]  # noqa: E731
+    out = norm(ctx.full) + norm(x_rg)  # enorm (the embedding trains only in full fine-tuning), hnorm
+    out += _act._linear(ctx, "eh_proj", 2 * h, True)[0]
+    moe_layer = next((i for i in range(spec.num_layers) if spec.moe is not None and spec.moe.is_moe_layer(i)),
+                     spec.num_layers - 1)
+    out += layer_bytes(ctx, spec, moe_layer, True)[0]
+    out += norm(True) + (a * T * h if ctx.full else 0)
+    return out + T * (FP32 * spec.vocab_size + INT64)
 
 
 def checkpoint_input_bytes(ctx, spec: ModelSpec) -> int:

@@ -97,6 +97,13 @@ def rank_params(spec: ModelSpec, ss: ModelSpec, layout: ParallelLayout, stage: S
     ep = layout.ep
     experts = tuple(_expert_params(ss, i) // ep for i in stage.layers)
     layers = tuple(pb.per_layer[i] - _expert_params(ss, i) + e for i, e in zip(stage.layers, experts))
+    if stage.last and ss.mtp_layers:  # DeepSeek-V3 MTP modules run after the last layer, beside the head
+        moe_layer = next((i for i in range(ss.num_layers) if _expert_params(ss, i)), None)
+        mtp_e = (_expert_params(ss, moe_layer) // ep) if moe_layer is not None else 0
+        mtp_full = _expert_params(ss, moe_layer) if moe_layer is not None else 0
+        extra = pb.per_layer[ss.num_layers:]
+        experts += (mtp_e,) * len(extra)
+        layers += tuple(n - mtp_full + mtp_e for n in extra)
     tied = not pb.lm_head
     emb = pb.embedding if stage.first else 0
     head = 0

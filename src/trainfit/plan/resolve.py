@@ -21,8 +21,18 @@ def model_spec_of(card: RunCard) -> ModelSpec:
     if not isinstance(m, str) and m.config is not None:
         from trainfit.catalog.hf_config import spec_from_hf_config
 
-        return spec_from_hf_config(m.config, name=m.id or "inline config", source="inline config in the run card")
-    return resolve_model(_model_ref(card), revision=_revision(card))
+        spec = spec_from_hf_config(m.config, name=m.id or "inline config", source="inline config in the run card")
+    else:
+        spec = resolve_model(_model_ref(card), revision=_revision(card))
+    if not isinstance(m, str) and m.mtp:
+        from trainfit.errors import ConfigError
+        from trainfit.spec.model import with_mtp
+
+        try:
+            spec = with_mtp(spec)
+        except ConfigError as exc:
+            raise CardError(f"model.mtp: {exc}") from None
+    return spec
 
 
 def _model_ref(card: RunCard) -> str | dict:

@@ -211,6 +211,8 @@ class ModelRef(_Section):
     config: dict[str, Any] | None = Field(None, description="An inline Hugging Face config.json object.")
     params: float | None = Field(None, gt=0, le=1e14)
     reference: str | None = Field(None, description="Reference shape for a bare parameter count.")
+    mtp: bool = Field(False, description="Train the model's multi-token-prediction modules too (DeepSeek-V3:"
+                                         " num_nextn_predict_layers); off by default, as transformers builds none.")
 
 
 class SoftwareSection(_Section):

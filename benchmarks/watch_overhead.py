@@ -224,7 +224,7 @@ def main() -> int:
                 f"{version('transformers')}, trl {version('trl')}, Python {platform.python_version()}, "
                 f"{os.cpu_count()} CPU cores visible, torch threads {torch.get_num_threads()}). The module docstring "
                 f"says what each run is and how a step is timed. Medians over the timed steps (warm-up dropped) of "
-                f"{a.repeats} alternating pairs of runs.", ""]
+                f"{a.repeats} repeats of the variants run in turn.", ""]
         notes = ["", "Differences are end to end, from the run without the watch. `trainfit.watch(card)` on the CPU "
                  "measures tensor bytes with PyTorch's MemTracker, a dispatch mode that sees every op: that variant's "
                  "difference is mostly the tracker, largest on the tiny models where each op is cheap. "
@@ -232,8 +232,7 @@ def main() -> int:
                  "everything else the watch does, within the run-to-run noise of a shared 2-core machine. The "
                  "watch's own calls (phase switches, step ends, per-step judging and logging) are counted inside "
                  "the watch. On CUDA the watch reads the allocator's counters and records CUDA events instead of "
-                 "running a tracker; `benchmarks/gpu_watch.py` runs this script there (no GPU was lent for this "
-                 "table)."]
+                 "running a tracker; `benchmarks/gpu_watch.py` runs this script there."]
         a.out.write_text("\n".join(head + lines + notes) + "\n")
     return 0
 

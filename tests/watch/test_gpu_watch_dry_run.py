@@ -26,7 +26,7 @@ def test_gpu_watch_dry_run_writes_both_records_and_the_overhead_table(tmp_path):
     for name in ("rollout", "logprob", "reward", "forward", "backward", "optimizer_step"):
         assert grpo[name]["planned"] and grpo[name]["measured"].get("tensor_bytes"), name
     table = (tmp_path / "overhead.md").read_text()
-    assert "| sft |" in table and "median step without" in table
+    assert "| sft | none |" in table and "| sft | trainfit.watch(card) |" in table
     from trainfit.cli.main import main
 
     assert main(["compare", str(tmp_path / "grpo.record.yaml")]) in (0, 1)

@@ -54,3 +54,23 @@ def test_whole_nodes_keep_the_expert_all_to_all_on_nvlink():
 
     assert phase(whole, "actor_update") < phase(spread, "actor_update")
     assert phase(whole, "generation") == pytest.approx(phase(spread, "generation"), rel=0.05)
+
+
+
+def test_actor_shards_over_the_training_nodes_only():
+    """The training group is its own nodes: 16 GPUs on 2 nodes whether the engine takes 1 of 3 nodes or 2 of 4,
+    so its FSDP layout (and peak) is the same; the actor was once laid out as train_gpus // all nodes per node."""
+    from trainfit.plan import make_plan
+
+    def train_peak(nodes: int, rollout_nodes: int) -> int:
+        card = {"model": "Qwen/Qwen3-8B", "method": "grpo",
+                "hardware": {"gpu": "h100-sxm", "gpus_per_node": 8, "nodes": nodes},
+                "parallel": {"strategy": "fsdp"},
+                "rollout": {"placement": "split", "nodes": rollout_nodes, "prompt_len": 128, "response_len": 1024,
+                            "response_len_mean": 400, "prompts_per_step": 16, "num_generations": 8,
+                            "tensor_parallel": 1, "gpu_memory_utilization": 0.8}}
+        train = next(g for g in make_plan(load_card_dict(card)).to_dict()["groups"] if g["name"] == "train")
+        assert train["gpus"] == 16
+        return train["peak_device_bytes"]
+
+    assert train_peak(3, 1) == train_peak(4, 2)

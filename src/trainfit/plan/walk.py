@@ -85,7 +85,7 @@ def walk_rl(card: RunCard, spec: ModelSpec, gpu: GpuSpec):
     """PPO and GRPO: the actor's (and critic's) step on the training group, the rollout engine and
     the frozen passes where the roles live."""
     from trainfit.methods.rl import critic_spec_of, rl_groups
-    from trainfit.methods.roles import group_sizes
+    from trainfit.methods.roles import group_sizes, train_nodes
 
     ro = card.rollout
     ctx = spec.max_position_embeddings
@@ -95,11 +95,12 @@ def walk_rl(card: RunCard, spec: ModelSpec, gpu: GpuSpec):
             f" {spec.name}'s context of {ctx} tokens"
         )
     train_gpus, _ = group_sizes(card)
-    per_node = train_gpus // card.hardware.nodes
+    # the training group's own nodes: under rollout.nodes the engine has whole nodes and the rest train
+    t_nodes, per_node = train_nodes(card)
     # the actor's own step: its GPU group only (the rollout group is planned from the full card)
     actor_card = card_with(
         card, batch__seq_len=ro.prompt_len + ro.response_len, hardware__gpus_per_node=per_node,
-        rollout__placement="colocate", rollout__gpus=None,
+        hardware__nodes=t_nodes, rollout__placement="colocate", rollout__gpus=None, rollout__nodes=None,
     )
     from trainfit.plan.stages import parallel_sharding, prepare, walk_stages
 
@@ -107,7 +108,7 @@ def walk_rl(card: RunCard, spec: ModelSpec, gpu: GpuSpec):
     cspec = critic_spec_of(card, spec)
     ranks = None
     if layout.trivial:
-        sharding = make_sharding(strategy=card.parallel.strategy, gpus_per_node=per_node, nodes=card.hardware.nodes,
+        sharding = make_sharding(strategy=card.parallel.strategy, gpus_per_node=per_node, nodes=t_nodes,
                                  separate_embeddings=card.parallel.fsdp_shard_embeddings)
         actor, host, notes = step_terms(actor_card, spec, sharding)
         critic = step_terms(actor_card, cspec, sharding)[0] if cspec is not None else None

@@ -2,7 +2,7 @@
 
 Importing this module is cheap (no torch); :func:`trace_step` imports the heavy parts lazily.
 Method (GROUND_TRUTH §2, §4, §9): the model is built on meta, materialised as fake ``cpu``
-tensors, one untracked warm-up step creates the optimizer states, and the steady-state step
+tensors, an untracked optimizer step on zero gradients creates the optimizer states, and the steady-state step
 ``forward(input_ids, labels=input_ids) -> loss.backward() -> opt.step() -> opt.zero_grad()`` is
 tracked phase by phase. Full depth is reached by tracing k and k+p layers (p = the period of the
 layer pattern) and extrapolating every phase linearly (see ``trainfit.trace.extrapolate``).
@@ -148,6 +148,6 @@ def _trace_stage(req: TraceRequest, report: Progress, t0: float) -> TraceResult:
 
 
 def _stage_depth(req: TraceRequest) -> int:
-    from trainfit.trace.extrapolate import full_depth
+    from trainfit.trace.pipeline import stage_depth
 
-    return full_depth(req.hf_config) // req.pipeline_parallel
+    return stage_depth(req)

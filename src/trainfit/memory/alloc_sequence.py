@@ -48,8 +48,8 @@ cases ran there: reserved median |error| 0.8% fit, 1.5% / 2.1% / 1.4% held-out).
 op-level sizes inside a layer (many tensors of the residual stream's and the MLP's width) are
 approximated by pieces of those two widths, so where the cache's reuse hinges on a few hundred MiB
 a whole logits-sized block can differ (Qwen2.5-1.5B full at 8k tokens: +9.6%; the trace's exact order,
-replayed the same way, reads +0.1%: there the backward workspace finds a 48 MiB hole the sequence
-lacks); eager attention's backward score tensors are carried by the layers' gradient buffers only.
+replayed the same way, reads +0.1%: where the optimizer states and the workspaces land in the cached
+blocks differs); eager attention's backward score tensors are carried by the layers' gradient buffers only.
 """
 
 from __future__ import annotations

@@ -2,6 +2,15 @@
 
 The spaces (``SFT_FIT_SPACE``, ``RL_SPACE``) are also where ``trainfit.suggest`` draws its changes.
 Pure and deterministic: large spaces run on forked workers; the result does not depend on the split.
+
+Model parallelism (``parallel_layouts``): the sizes the card leaves open are laid out per (GPU kind,
+count) in tiers of growing tp x pp x cp (the ranks one replica spans). The card's own layout (data
+parallel only, unless it pins sizes) is searched first with every knob; a count moves to the next tier
+only while none of its plans fits within the limits. Why this bound: the knobs multiply with the
+layouts (a 16-card count has ~50 valid layouts), while a larger replica only costs data parallelism
+at a fixed global batch; the smallest one that fits is what the search needs to reach, and a count
+where the global batch does not split over its cards (16 cards, 8 sequences) is laid out from the
+smallest replica that leaves a whole number of sequences per rank.
 """
 
 from __future__ import annotations
@@ -314,6 +323,9 @@ def fit(
 
     ``prices``: GPU catalog id -> ``Price`` (a price for another kind is refused); the card's own
     price applies to the card's own GPU kind only, unless ``prices`` names one for it.
+
+    Open model-parallel sizes are searched tier by tier (module docstring); RL cards then try the
+    open ``ENGINE_SPACE`` knobs around each count's best plan.
     """
     from dataclasses import replace
 
@@ -415,7 +427,8 @@ def fit(
 
 
 def _refine_engine(rows, cells, *, pinned, fallback, calibration, workers, goal) -> tuple[list[Row], int, int]:
-    """Each (GPU kind, count)'s best row with every open ``ENGINE_SPACE`` setting (its other knobs held)."""
+    """Each (GPU kind, count)'s best row with every open ``ENGINE_SPACE`` setting (its other knobs held);
+    the rows that beat it."""
     from trainfit.objective import annotate, rank_key
 
     space = _free(ENGINE_SPACE, pinned)
@@ -434,7 +447,9 @@ def _refine_engine(rows, cells, *, pinned, fallback, calibration, workers, goal)
         jobs += [(len(bases) - 1, held | c) for c in _product(space)]
     got, evaluated, invalid = _run_jobs(bases, jobs, fallback, calibration, workers, None)
     got, _ = annotate(got, goal)
-    return got, evaluated, invalid
+    # kept only where strictly better on the objective: a tie keeps the card's own engine settings
+    better = [r for r in got if rank_key(r, goal)[:-1] < rank_key(best[(r.gpu, r.gpus)], goal)[:-1]]
+    return better, evaluated, invalid
 
 
 @dataclass(frozen=True, slots=True)

@@ -199,7 +199,7 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         per_layer_grads = _scaled(pb.per_layer, scale * grad_bytes * grads_scale)
         head_params = (pb.lm_head or pb.embedding) + spec.hidden_size
         grads_head = head_params * scale * grad_bytes * grads_scale
-        grads_embed = (pb.embedding if pb.lm_head else 0) * scale * grad_bytes * grads_scale
+        grads_embed = ((pb.embedding if pb.lm_head else 0) + pb.positions) * scale * grad_bytes * grads_scale  # + OPT's learned positions
         # tied embeddings: the embedding's backward writes a second vocab x hidden gradient while
         # lm_head's is in .grad, and accumulating them makes a third (measured on the trace:
         # +2 x vocab x hidden x grad bytes at the end of backward, unsharded runs)

@@ -260,8 +260,8 @@ def fit_memory(records: list[MemoryRecord], held_out: list[MemoryRecord], base: 
             for (gpu_id, field, layout), pairs in sorted(fit_groups.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2] or ""))]
     used = {r.where for pairs in fit_groups.values() for r, _ in pairs}
     unused = [r.where for r in records if r.where not in used]
-    notes = [f"reserved-memory records: {len(unused)} of {len(records)} have no fitted constant in their planned "
-             f"reserved (e.g. {unused[0]}): not fitted"] if unused else []
+    notes = [(f"reserved-memory records: {len(unused)} of {len(records)} have no fitted constant in their planned "
+              f"reserved (e.g. {unused[0]}): not fitted")] if unused else []
     return fits, notes
 
 

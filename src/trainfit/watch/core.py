@@ -25,9 +25,24 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from trainfit.watch.plan_map import STEP_ROW, UPDATE_ROW, WATCH_PHASES, Planned, capacity_bytes, planned_phases
+from trainfit.watch.plan_map import (
+    STEP_ROW,
+    UPDATE_ROW,
+    WATCH_PHASES,
+    Planned,
+    capacity_bytes,
+    planned_phases,
+)
 from trainfit.watch.verdict import (
-    CUDA, FORECAST_WINDOW, MEMORY_MARGIN, TIME_MARGIN, forecast, judge, memory_fields, memory_off, table_lines,
+    CUDA,
+    FORECAST_WINDOW,
+    MEMORY_MARGIN,
+    TIME_MARGIN,
+    forecast,
+    judge,
+    memory_fields,
+    memory_off,
+    table_lines,
 )
 
 log = logging.getLogger("trainfit.watch")

@@ -53,6 +53,10 @@ class GridCase:
     pipeline_parallel: int = 1
     """> 1: ``world_size`` pipeline stages; the trace runs stage ``pipeline_stage`` alone."""
     pipeline_stage: int = 0
+    pipeline_first_stage_layers: int | None = None
+    """Uneven split: decoder layers of the first stage (``parallel.pipeline_first_stage_layers``)."""
+    pipeline_last_stage_layers: int | None = None
+    """Uneven split: decoder layers of the last stage (``parallel.pipeline_last_stage_layers``)."""
     micro_batches: int = 1
     context_parallel: int = 1
     """> 1: the sequence split over this many of the ``world_size`` ranks (``trainfit.trace.context_parallel``;
@@ -67,6 +71,8 @@ class GridCase:
                 + ("" if self.tensor_parallel == 1 else f"-tp{self.tensor_parallel}")
                 + ("-sp" if self.sequence_parallel else "")
                 + ("" if self.pipeline_parallel == 1 else f"-pp{self.pipeline_parallel}s{self.pipeline_stage}")
+                + ("" if self.pipeline_first_stage_layers is None else f"f{self.pipeline_first_stage_layers}")
+                + ("" if self.pipeline_last_stage_layers is None else f"l{self.pipeline_last_stage_layers}")
                 + ("" if self.micro_batches == 1 else f"-m{self.micro_batches}")
                 + ("" if self.context_parallel == 1 else f"-cp{self.context_parallel}{self.context_parallel_kind}"))
 
@@ -89,6 +95,9 @@ class GridCase:
             card["parallel"].update(tensor_parallel=self.tensor_parallel, sequence_parallel=self.sequence_parallel)
         if self.pipeline_parallel > 1:
             card["parallel"]["pipeline_parallel"] = self.pipeline_parallel
+            for key in ("pipeline_first_stage_layers", "pipeline_last_stage_layers"):
+                if getattr(self, key) is not None:
+                    card["parallel"][key] = getattr(self, key)
         if self.micro_batches > 1:
             card["batch"]["grad_accum"] = self.micro_batches
         if self.context_parallel > 1:
@@ -108,6 +117,8 @@ class GridCase:
                 **({"tensor_parallel": self.tensor_parallel, "sequence_parallel": self.sequence_parallel}
                    if self.tensor_parallel > 1 else {}),
                 **({"pipeline_parallel": self.pipeline_parallel, "pipeline_stage": self.pipeline_stage,
+                    "pipeline_first_stage_layers": self.pipeline_first_stage_layers,
+                    "pipeline_last_stage_layers": self.pipeline_last_stage_layers,
                     "micro_batches": self.micro_batches}
                    if self.pipeline_parallel > 1 or self.micro_batches > 1 else {})}
 
@@ -170,6 +181,12 @@ TP_GRID: tuple[GridCase, ...] = (
     GridCase("llama", world_size=2, pipeline_parallel=2, micro_batches=4, ckpt=True, seq_len=512),
     GridCase("llama", world_size=4, pipeline_parallel=4, pipeline_stage=1, micro_batches=4, seq_len=512),
     GridCase("qwen3", world_size=2, pipeline_parallel=2, pipeline_stage=1, micro_batches=2, seq_len=512),
+    # uneven stages (Megatron-Core num_layers_in_first/last_pipeline_stage): a 2-layer first stage of 3 with
+    # the embedding, and a 1-layer last stage (head and loss) after a 3-layer first
+    GridCase("llama", world_size=3, pipeline_parallel=3, pipeline_first_stage_layers=2, micro_batches=4,
+             seq_len=512),
+    GridCase("llama", world_size=2, pipeline_parallel=2, pipeline_stage=1, pipeline_last_stage_layers=1,
+             micro_batches=4, seq_len=512),
 )
 """Model-parallel grid cases: kept apart from ``GRID`` so its tables and axes stay as they were."""
 

@@ -117,6 +117,8 @@ def missing_parallel_notes(card: RunCard, target: str, *, has: set[str]) -> list
         "pipeline_schedule": p.pipeline_schedule.value != "1f1b",
         "expert_parallel": p.expert_parallel > 1,
         "expert_tensor_parallel": p.expert_tensor_parallel > 1,
+        "pipeline_first_stage_layers": p.pipeline_first_stage_layers is not None,
+        "pipeline_last_stage_layers": p.pipeline_last_stage_layers is not None,
     }
     out = []
     for key, on in present.items():

@@ -455,6 +455,12 @@ def _megatron(card: RunCard, prefix: str, notes: list[str]) -> list[str]:
     if is_ulysses(card):
         o.append(f"+{otc}.cp_comm_type=a2a")
     o += [f"+{otc}.{k}={v}" for k, v in megatron_fp8(card).items()]
+    # uneven end stages: Megatron-Core TransformerConfig num_layers_in_{first,last}_pipeline_stage (verl's
+    # examples/grpo_trainer/run_deepseek671b_math_megatron_80gb.sh passes them the same way)
+    for key, n in (("num_layers_in_first_pipeline_stage", p.pipeline_first_stage_layers),
+                   ("num_layers_in_last_pipeline_stage", p.pipeline_last_stage_layers)):
+        if n is not None:
+            o.append(f"+{otc}.{key}={n}")
     if p.activation_offload:
         notes.append("parallel.activation_offload: verl's Megatron engine has no activation offload switch")
     return o

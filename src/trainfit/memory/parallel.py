@@ -53,6 +53,10 @@ class ParallelLayout:
     dp: int = 1
     micro_batches: int = 1
     """Micro-batches per optimizer step (batch.grad_accum): what a pipeline schedule interleaves."""
+    first_stage_layers: int | None = None
+    """Decoder layers of pipeline rank 0 (Megatron-Core ``num_layers_in_first_pipeline_stage``); None: even split."""
+    last_stage_layers: int | None = None
+    """Decoder layers of the last pipeline rank (``num_layers_in_last_pipeline_stage``); None: even split."""
 
     @property
     def trivial(self) -> bool:
@@ -67,8 +71,16 @@ class ParallelLayout:
 
     @property
     def expert_data_group(self) -> int:
-        """Ranks that hold the same experts: (data x context) / expert parallel."""
-        return max(1, self.data_group // self.ep)
+        """Ranks that hold the same experts: tensor x context x data / (expert x expert-tensor parallel).
+
+        Megatron-Core's MoE parallel folding regroups a stage's tp x cp x dp ranks into the expert grid
+        etp x ep x expert-dp (NVIDIA/Megatron-LM @d98e8a64ddf34856e74b24714e3bedb2f5a39553,
+        ``megatron/core/parallel_state.py`` ``initialize_model_parallel``, lines 874-884:
+        ``expert_data_parallel_size = world_size // (expert_tensor x expert_model x pipeline parallel)``,
+        the expert rank generator laid over the same world as the dense one), so the experts'
+        gradients and distributed-optimizer shards are spread over ``tp·cp·dp / (ep·etp)`` ranks, which
+        is more than ``dp·cp / ep`` when the expert group folds tensor-parallel ranks in (etp < tp)."""
+        return max(1, self.tp * self.cp * self.dp // (self.ep * self.etp))
 
     @property
     def chunks(self) -> int:
@@ -98,6 +110,7 @@ def layout_of(card: RunCard, train_gpus: int) -> ParallelLayout:
         cp_kind=par.context_parallel_kind, pp=par.pipeline_parallel, schedule=par.pipeline_schedule,
         virtual_stages=par.virtual_stages, ep=par.expert_parallel, etp=par.expert_tensor_parallel,
         dp=max(1, train_gpus // par.model_parallel), micro_batches=card.batch.grad_accum,
+        first_stage_layers=par.pipeline_first_stage_layers, last_stage_layers=par.pipeline_last_stage_layers,
     )
 
 
@@ -111,10 +124,22 @@ def check_layout(card: RunCard, spec: ModelSpec, layout: ParallelLayout, seq_len
     name = spec.name
     if layout.trivial:
         return notes
-    if layout.pp > 1 and spec.num_layers % layout.chunks:
+    uneven = layout.first_stage_layers is not None or layout.last_stage_layers is not None
+    if layout.pp > 1 and not uneven and spec.num_layers % layout.chunks:
         raise CardError(
             f"parallel.pipeline_parallel: {layout.pp} stages x {layout.virtual_stages} virtual stages = {layout.chunks}"
-            f" does not divide the {spec.num_layers} layers of {name}; allowed products: {_divisors(spec.num_layers)}")
+            f" does not divide the {spec.num_layers} layers of {name}; allowed products: {_divisors(spec.num_layers)},"
+            " or set parallel.pipeline_first_stage_layers / pipeline_last_stage_layers (uneven end stages)")
+    if layout.pp > 1 and uneven:
+        from trainfit.memory.pipeline import split_problem
+
+        why = split_problem(spec.num_layers, layout.pp, layout.virtual_stages, first=layout.first_stage_layers,
+                            last=layout.last_stage_layers)
+        if why:
+            raise CardError(
+                f"parallel.pipeline_first_stage_layers / pipeline_last_stage_layers: {why} ({name},"
+                f" {spec.num_layers} layers, pipeline_parallel {layout.pp}); allowed: end-stage sizes divisible by"
+                " virtual_stages whose remainder divides evenly over the middle stages x virtual_stages")
     if layout.virtual_stages > 1 and layout.micro_batches < layout.pp:
         raise CardError(
             f"batch.grad_accum: the interleaved schedule needs at least pipeline_parallel = {layout.pp} micro-batches"

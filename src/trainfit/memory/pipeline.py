@@ -1,8 +1,19 @@
 """Pipeline stages: which layers a stage holds and how many micro-batches it keeps in flight.
 
-Layers are split evenly: ``num_layers / (pp x v)`` per model chunk; pipeline rank ``s`` holds chunks
-``c = 0 .. v-1`` covering layers ``[(c·pp + s)·Lc, (c·pp + s + 1)·Lc)`` (Megatron-LM's interleaved
-assignment; v = 1 is the plain split). The embedding sits on rank 0 (chunk 0), the final norm, the
+Layers are split evenly by default: ``num_layers / (pp x v)`` per model chunk; pipeline rank ``s``
+holds chunks ``c = 0 .. v-1`` covering layers ``[(c·pp + s)·Lc, (c·pp + s + 1)·Lc)`` (Megatron-LM's
+interleaved assignment; v = 1 is the plain split).
+
+Uneven first and last stages follow Megatron-Core's ``num_layers_in_first_pipeline_stage`` /
+``num_layers_in_last_pipeline_stage`` (NVIDIA/Megatron-LM @d98e8a64ddf34856e74b24714e3bedb2f5a39553,
+``megatron/core/transformer/transformer_block.py`` ``get_num_layers_to_build`` and
+``megatron/core/transformer/transformer_layer.py`` ``get_transformer_layer_offset``): the first stage
+holds F layers, the last L, the ``M = num_layers - F - L`` others split evenly over the middle stages
+(``pp - 1`` or ``pp - 2`` of them); every stage cuts its share into v equal chunks, and model chunk c
+of the whole pipeline is ``F/v`` layers on rank 0, ``M/(v·mid)`` on each middle rank, ``L/v`` on the
+last, in rank order (chunk c starts at layer ``c·(F + M + L)/v``). ``transformer_config.py``
+``__post_init__`` refuses what does not split: F and L divisible by v, M by the middle stages, the
+middle share by v, and middle layers without middle stages (or the reverse). The embedding sits on rank 0 (chunk 0), the final norm, the
 output head and the loss on rank pp-1 (last chunk). With tied embeddings and pp > 1 the last stage
 keeps its own copy of the embedding matrix as the head (Megatron-LM
 ``share_embeddings_and_output_weights``: the two copies' gradients are all-reduced).
@@ -68,11 +79,49 @@ def warmup_forwards(layout: ParallelLayout, stage: int) -> int:
     return min(2 * (pp - stage - 1) + (v - 1) * pp, m * v)
 
 
+def stage_layer_counts(num_layers: int, pp: int, *, first: int | None = None, last: int | None = None) -> tuple[int, ...]:
+    """Decoder layers of each pipeline rank (all its chunks): ``first`` / ``last`` on the end ranks when set
+    (Megatron-Core ``num_layers_in_{first,last}_pipeline_stage``), the rest evenly over the others.
+    Assumes the split was checked (``split_problem``)."""
+    if pp == 1:
+        return (num_layers,)
+    mid = pp - (first is not None) - (last is not None)
+    rest = num_layers - (first or 0) - (last or 0)
+    each = rest // mid if mid else 0
+    counts = [each] * pp
+    if first is not None:
+        counts[0] = first
+    if last is not None:
+        counts[-1] = last
+    return tuple(counts)
+
+
+def split_problem(num_layers: int, pp: int, v: int, *, first: int | None, last: int | None) -> str | None:
+    """Why ``num_layers`` cannot be split over ``pp`` ranks x ``v`` chunks (Megatron-Core's checks), or None."""
+    if pp == 1:
+        return None
+    if first is None and last is None:
+        return None if num_layers % (pp * v) == 0 else f"{pp} stages x {v} virtual stages do not divide {num_layers} layers"
+    for name, n in (("first", first), ("last", last)):
+        if n is not None and n % v:
+            return f"the {name} stage's {n} layers do not divide into {v} virtual stages"
+    mid = pp - (first is not None) - (last is not None)
+    rest = num_layers - (first or 0) - (last or 0)
+    if rest < 0 or bool(rest) != bool(mid):
+        return f"{rest} layers are left for {mid} middle stages"
+    if mid and rest % (mid * v):
+        return f"the {rest} middle layers do not divide over {mid} middle stages x {v} virtual stages"
+    return None
+
+
 def stage_of(layout: ParallelLayout, num_layers: int, stage: int) -> Stage:
-    """Pipeline rank ``stage`` of a model of ``num_layers`` decoder layers."""
+    """Pipeline rank ``stage`` of a model of ``num_layers`` decoder layers (see the module docstring)."""
     pp, v = layout.pp, layout.virtual_stages
-    per_chunk = num_layers // (pp * v)
-    chunks = [tuple(range((c * pp + stage) * per_chunk, (c * pp + stage + 1) * per_chunk)) for c in range(v)]
+    counts = stage_layer_counts(num_layers, pp, first=layout.first_stage_layers, last=layout.last_stage_layers)
+    per_chunk = [n // v for n in counts]  # layers of one model chunk on each rank
+    span = sum(per_chunk)  # layers of one virtual stage over the whole pipeline
+    start = sum(per_chunk[:stage])
+    chunks = [tuple(range(c * span + start, c * span + start + per_chunk[stage])) for c in range(v)]
     return Stage(
         index=stage,
         layers=tuple(i for ch in chunks for i in ch),
@@ -85,8 +134,15 @@ def stage_of(layout: ParallelLayout, num_layers: int, stage: int) -> Stage:
 
 
 def schedule_note(layout: ParallelLayout) -> str:
-    """One line: the schedule and what rank 0 keeps in flight."""
-    s0 = stage_of(layout, layout.chunks, 0)
+    """One line: the schedule, what rank 0 keeps in flight and an uneven split's end stages."""
+    s0 = Stage(index=0, layers=(), chunk_layers=(), first=True, last=layout.pp == 1, warmup=warmup_forwards(layout, 0),
+               total_forwards=layout.micro_batches * layout.virtual_stages)
+    uneven = ""
+    if layout.first_stage_layers is not None or layout.last_stage_layers is not None:
+        ends = [f"{which} stage {n} layers" for which, n in (("first", layout.first_stage_layers),
+                                                            ("last", layout.last_stage_layers)) if n is not None]
+        uneven = (f"; uneven split: {', '.join(ends)}, the rest even over the middle stages (Megatron-Core"
+                  " num_layers_in_first/last_pipeline_stage)")
     if layout.schedule is PipelineSchedule.INTERLEAVED and layout.virtual_stages > 1:
         what = (f"interleaved, {layout.virtual_stages} chunks per rank: rank 0 holds {s0.in_flight_first_backward}"
                 f" chunk forwards in flight (Narayanan et al. 2021 §2.2.2, Megatron-Core get_pp_rank_microbatches)")
@@ -94,4 +150,4 @@ def schedule_note(layout: ParallelLayout) -> str:
         what = (f"1F1B: rank 0 holds {s0.in_flight_first_backward} micro-batches in flight"
                 " (pp - rank, at most the micro-batches; Narayanan et al. 2021 §2.2.1)")
     return (f"pipeline {layout.pp} stages, {layout.micro_batches} micro-batches per step, {what}; the first stage"
-            " holds the embedding, the last the final norm, head, logits and loss")
+            " holds the embedding, the last the final norm, head, logits and loss" + uneven)

@@ -32,7 +32,8 @@ once here:
   the dispatch and combine all-to-alls add T·k·h buffers in and out per MoE layer while they run.
 
 The data-parallel remainder is sharded by ``parallel.strategy`` over the data x context ranks (dense
-terms) and (data x context) / ep ranks (experts): Megatron's distributed optimizer shards over its
+terms) and the expert-data-parallel ranks, tp·cp·dp / (ep·etp) under Megatron-Core's MoE parallel
+folding (experts): Megatron's distributed optimizer shards over its
 ``data_parallel_group_with_cp``, torchtitan's FSDP over ``dp_shard_cp``, DeepSpeed-Ulysses' ZeRO over the
 sequence-data-parallel group.
 
@@ -139,7 +140,12 @@ class _Divisors:
 
 
 def _divisors(d: int, layout: ParallelLayout) -> _Divisors:
-    return _Divisors(d, max(1, d // layout.ep) if d > 1 else 1)
+    """Dense terms shard over ``d`` of the data x context ranks; the experts over the same fraction of the
+    expert-data-parallel ranks (``ParallelLayout.expert_data_group``: tp·cp·dp / (ep·etp) under
+    Megatron-Core's parallel folding)."""
+    if d <= 1:
+        return _Divisors(1, 1)
+    return _Divisors(d, max(1, d * layout.expert_data_group // layout.data_group))
 
 
 def rank_terms(card: RunCard, spec: ModelSpec, sharding: Sharding, layout: ParallelLayout, stage: Stage, *,

@@ -16,11 +16,12 @@ from trainfit.catalog.gpus import GpuSpec
 from trainfit.errors import CardError
 from trainfit.memory.attention import runs_eager
 from trainfit.memory.parallel import ParallelLayout, RankCoords, check_layout, layout_of, shard_spec
+from trainfit.memory.params import param_breakdown
 from trainfit.memory.phases import PhasePeak, StepTerms, step_max_transient, step_peaks
 from trainfit.memory.pipeline import schedule_note, stage_of
 from trainfit.memory.sharding import Sharding, make_sharding
 from trainfit.plan.overheads import phase_results
-from trainfit.plan.ranks import rank_terms, stage_spec
+from trainfit.plan.ranks import rank_params, rank_terms, stage_spec
 from trainfit.plan.result import PhaseResult
 from trainfit.spec.card import RunCard
 from trainfit.spec.enums import Method, Strategy
@@ -106,6 +107,17 @@ def walk_stages(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding
             best = RankPlan(RankCoords(pp=s), tuple(phases), heavier[0], heavier[1], ())
     assert best is not None
     return RankPlan(best.coords, best.phases, best.terms, best.host, tuple(by_stage))
+
+
+def frozen_share(card: RunCard, spec: ModelSpec, layout: ParallelLayout, stage: int) -> float:
+    """Fraction of the model's parameters pipeline rank ``stage``'s (tp 0, ep 0) rank holds: what a frozen copy
+    laid out like the actor (verl's and NeMo RL's Megatron reference policy: the actor's tp/pp/ep) keeps on it."""
+    total = param_breakdown(spec).total
+    if layout.trivial or not total:
+        return 1.0
+    rp = rank_params(spec, shard_spec(spec, layout.tp, layout.etp), layout, stage_of(layout, spec.num_layers, stage),
+                     card)
+    return min(1.0, (rp.dense + rp.expert) / total)
 
 
 def prepare(card: RunCard, spec: ModelSpec, train_gpus: int, seq_len: int) -> tuple[ParallelLayout, list[str]]:

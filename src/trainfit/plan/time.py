@@ -112,13 +112,19 @@ def _trained(card: RunCard, spec: ModelSpec) -> tuple[float, float, OptimizerSpe
     return params, tensors, opt
 
 
-def rank_spec(spec: ModelSpec, *, tp: int, pp: int, ep: int, etp: int) -> ModelSpec:
+def rank_spec(spec: ModelSpec, *, tp: int, pp: int, ep: int, etp: int, first: int | None = None,
+              last: int | None = None) -> ModelSpec:
     """One model-parallel rank's shard of ``spec`` (Megatron layout): attention heads, MLP width and the
-    vocabulary split by ``tp`` (kv heads fewer than ``tp`` are replicated), the layers of one pipeline
-    stage, the experts split by ``ep`` (each expert's width by ``etp``)."""
+    vocabulary split by ``tp`` (kv heads fewer than ``tp`` are replicated), the layers of the pipeline's
+    largest stage (the slowest sets the pace; ``first`` / ``last``: uneven end stages,
+    ``trainfit.memory.pipeline.stage_layer_counts``), the experts split by ``ep`` (each expert's width by ``etp``)."""
     if tp * pp * ep * etp == 1:
         return spec
     layers = ceil(spec.num_layers / pp)
+    if pp > 1 and (first is not None or last is not None):
+        from trainfit.memory.pipeline import stage_layer_counts
+
+        layers = max(stage_layer_counts(spec.num_layers, pp, first=first, last=last))
     la = spec.linear_attention
     if la is not None and tp > 1:
         la = replace(la, num_key_heads=max(1, la.num_key_heads // tp), num_value_heads=max(1, la.num_value_heads // tp))
@@ -162,7 +168,8 @@ def training_time(
     model-parallel shard; ``seq_len`` is the whole sequence (context parallel splits it here)."""
     par = card.parallel
     tp, cp, pp = par.tensor_parallel, par.context_parallel, par.pipeline_parallel
-    shard = rank_spec(spec, tp=tp, pp=pp, ep=par.expert_parallel, etp=par.expert_tensor_parallel)
+    shard = rank_spec(spec, tp=tp, pp=pp, ep=par.expert_parallel, etp=par.expert_tensor_parallel,
+                      first=par.pipeline_first_stage_layers, last=par.pipeline_last_stage_layers)
     scale = count_scale(spec)
     params, tensors, opt = _trained(card, spec)  # the whole model (a bare count already scaled)
     trainable = trainable_spec(card)

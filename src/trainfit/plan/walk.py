@@ -120,9 +120,15 @@ def walk_rl(card: RunCard, spec: ModelSpec, gpu: GpuSpec):
         critic = walk_stages(actor_card, cspec, gpu, sharding, layout).terms if cspec is not None else None
         notes.append(f"RL with model parallelism: the training group's phases are those of the actor's worst rank"
                      f" {ranks.coords}; frozen passes reuse its shard")
+    frozen_divisor: float = sharding.weights_divisor
+    if ranks is not None:
+        # frozen copies (reference, reward model) are laid out like the actor: the worst rank's share of them
+        from trainfit.plan.stages import frozen_share
+
+        frozen_divisor = sharding.weights_divisor / frozen_share(actor_card, spec, layout, ranks.coords.pp)
     groups, summary, host2, notes2 = rl_groups(
         card, spec, actor, critic, critic_spec=cspec, gpu_memory=gpu.usable_memory_bytes,
-        weights_divisor=sharding.weights_divisor,
+        weights_divisor=frozen_divisor,
     )
     host.update(host2)
     out = []

@@ -122,6 +122,12 @@ class ParallelSection(_Section):
     virtual_stages: int = Field(1, ge=1, le=1024, description="Model chunks per pipeline rank (interleaved schedule).")
     expert_parallel: int = Field(1, ge=1, le=1024, description="MoE experts split over this many ranks (inside the tensor x context x data ranks of a stage: Megatron-Core parallel folding).")
     expert_tensor_parallel: int = Field(1, ge=1, le=1024, description="Tensor parallel size inside each expert.")
+    pipeline_first_stage_layers: int | None = Field(None, ge=1, le=100_000, description="Decoder layers on the first"
+                                                    " pipeline stage (Megatron-Core num_layers_in_first_pipeline_stage);"
+                                                    " default: even split.")
+    pipeline_last_stage_layers: int | None = Field(None, ge=1, le=100_000, description="Decoder layers on the last"
+                                                   " pipeline stage (Megatron-Core num_layers_in_last_pipeline_stage);"
+                                                   " default: even split.")
 
     @model_validator(mode="before")
     @classmethod
@@ -424,6 +430,14 @@ class RunCard(_Section):
             raise ValueError("parallel.sequence_parallel: needs parallel.tensor_parallel > 1 (it shards along the TP group)")
         if par.virtual_stages > 1 and par.pipeline_schedule is not PipelineSchedule.INTERLEAVED:
             raise ValueError("parallel.virtual_stages: > 1 needs parallel.pipeline_schedule: interleaved")
+        for key in ("pipeline_first_stage_layers", "pipeline_last_stage_layers"):
+            n = getattr(par, key)
+            if n is not None and par.pipeline_parallel == 1:
+                raise ValueError(f"parallel.{key}: only read with parallel.pipeline_parallel > 1; allowed with 1 stage:"
+                                 " unset")
+            if n is not None and n % par.virtual_stages:
+                raise ValueError(f"parallel.{key}: {n} layers do not split into virtual_stages = {par.virtual_stages}"
+                                 f" chunks; allowed: multiples of {par.virtual_stages} (Megatron-Core)")
         train_gpus = self.world_size
         if self.method in (Method.PPO, Method.GRPO) and ro.placement is Placement.SPLIT and ro.nodes is not None:
             train_gpus = self.hardware.gpus_per_node * (self.hardware.nodes - ro.nodes)

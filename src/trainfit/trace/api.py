@@ -148,6 +148,6 @@ def _trace_stage(req: TraceRequest, report: Progress, t0: float) -> TraceResult:
 
 
 def _stage_depth(req: TraceRequest) -> int:
-    from trainfit.trace.extrapolate import full_depth
+    from trainfit.trace.pipeline import stage_depth
 
-    return full_depth(req.hf_config) // req.pipeline_parallel
+    return stage_depth(req)

@@ -51,14 +51,23 @@ def _cut(model: nn.Module, *, first: bool, last: bool) -> None:
         model.lm_head = nn.Identity()
 
 
-def build_stage(req: TraceRequest) -> nn.Module:
-    """The stage's model on meta: ``num_layers / pp`` decoder layers and its ends."""
+def stage_depth(req: TraceRequest) -> int:
+    """Decoder layers of the traced stage: ``num_layers / pp``, or the uneven split's share
+    (``trainfit.memory.pipeline.stage_layer_counts``, Megatron-Core's first/last stage sizes)."""
+    from trainfit.memory.pipeline import split_problem, stage_layer_counts
     from trainfit.trace.extrapolate import full_depth
 
     layers = full_depth(req.hf_config)
-    if layers % req.pipeline_parallel:
-        raise TraceUnsupported(f"trace: pipeline_parallel {req.pipeline_parallel} does not divide the {layers} layers")
-    meta = build.build_meta(req, layers // req.pipeline_parallel)
+    first, last = req.pipeline_first_stage_layers, req.pipeline_last_stage_layers
+    why = split_problem(layers, req.pipeline_parallel, 1, first=first, last=last)
+    if why:
+        raise TraceUnsupported(f"trace: pipeline_parallel {req.pipeline_parallel}: {why}")
+    return stage_layer_counts(layers, req.pipeline_parallel, first=first, last=last)[req.pipeline_stage]
+
+
+def build_stage(req: TraceRequest) -> nn.Module:
+    """The stage's model on meta: its decoder layers (``stage_depth``) and its ends."""
+    meta = build.build_meta(req, stage_depth(req))
     if getattr(meta.config, "tie_word_embeddings", False) and req.pipeline_parallel > 1:
         raise TraceUnsupported("trace: pipeline stages of a tied-embedding model are not traced")
     if not hasattr(meta, "model") or not hasattr(meta.model, "layers"):

@@ -77,6 +77,10 @@ class TraceRequest:
     """>1: trace one pipeline stage (``pipeline_stage``) of this many under its 1F1B schedule
     (``trainfit.trace.pipeline``), at the stage's full depth."""
     pipeline_stage: int = 0
+    pipeline_first_stage_layers: int | None = None
+    """Decoder layers of the first stage (Megatron-Core ``num_layers_in_first_pipeline_stage``); None: even split."""
+    pipeline_last_stage_layers: int | None = None
+    """Decoder layers of the last stage (``num_layers_in_last_pipeline_stage``); None: even split."""
     micro_batches: int = 1
     """Micro-batches per step (gradient accumulation); the pipeline schedule interleaves them."""
     layers: int | None = None

@@ -13,6 +13,9 @@ ARCHS: dict[str, dict[str, Any]] = {
     "llama": {"model_type": "llama", "hidden_size": 256, "intermediate_size": 688, "num_hidden_layers": 4,
               "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 32, "vocab_size": 32000,
               "tie_word_embeddings": False, "attention_bias": False},
+    "llama_wideq": {"model_type": "llama", "hidden_size": 256, "intermediate_size": 688, "num_hidden_layers": 4,
+                    "num_attention_heads": 16, "num_key_value_heads": 4, "head_dim": 64, "vocab_size": 512,
+                    "tie_word_embeddings": False, "attention_bias": False},
     "qwen3": {"model_type": "qwen3", "hidden_size": 256, "intermediate_size": 768, "num_hidden_layers": 4,
               "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 64, "vocab_size": 151936,
               "tie_word_embeddings": False, "attention_bias": False},
@@ -197,6 +200,9 @@ CP_GRID: tuple[GridCase, ...] = (
     GridCase("llama", world_size=2, context_parallel=2, context_parallel_kind="ulysses", seq_len=2048),
     GridCase("llama", world_size=8, context_parallel=4, ckpt=True, seq_len=2048),
     GridCase("qwen3", world_size=4, context_parallel=4, context_parallel_kind="ulysses", seq_len=1024),
+    # attention-heavy (q 4x the hidden size, small vocabulary): the peak sits in a layer's attention backward
+    GridCase("llama_wideq", world_size=4, context_parallel=4, seq_len=4096),
+    GridCase("llama_wideq", world_size=4, context_parallel=4, context_parallel_kind="ulysses", seq_len=4096),
 )
 """Context-parallel grid cases (per-rank bytes of rank 0 against ``parallel.context_parallel``)."""
 

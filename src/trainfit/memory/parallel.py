@@ -379,3 +379,51 @@ def ulysses_attention_bytes(*, q_bytes: float, kv_bytes: float, lse_bytes: float
               q + 2 * kr + q + lse + (q if batch > 1 else 0.0) + 2 * q)
     bwd = max(3 * q, 2 * q + 2 * kr)
     return fwd, bwd
+
+
+def context_parallel_attention_backward_bytes(*, kind: ContextParallelKind, cp: int, tokens: int, q_dim: int,
+                                              kv_dim: int, heads: int, kv_heads: int, batch: int,
+                                              dtype_bytes: int, freed_before: float) -> float:
+    """A context-parallel attention's backward buffers in a layer, above the layer's saved activations:
+    the output gradient (q-sized) plus the ring's or Ulysses' high-water above its inputs, less
+    ``freed_before``, what the layer saved after attention (o_proj's input, the second norm, the MLP)
+    and has freed by the time attention's backward runs."""
+    q = tokens * q_dim * dtype_bytes
+    kv = tokens * kv_dim * dtype_bytes
+    lse = tokens * heads * 4
+    if kind is ContextParallelKind.RING:
+        peak = ring_attention_backward_bytes(q_bytes=q, kv_bytes=kv, lse_bytes=lse, cp=cp)
+    else:
+        peak = ulysses_attention_bytes(q_bytes=q, kv_bytes=kv, lse_bytes=lse, cp=cp, kv_heads=kv_heads,
+                                       batch=batch)[1]
+    return max(0.0, q + peak - freed_before)
+
+
+def context_parallel_attention_forward_bytes(*, kind: ContextParallelKind, cp: int, tokens: int, q_dim: int,
+                                             kv_dim: int, heads: int, kv_heads: int, batch: int, dtype_bytes: int,
+                                             saved_later: float, checkpointed: bool = False,
+                                             hidden: int = 0) -> float:
+    """A context-parallel attention's forward buffers in the last layer, above the whole step's saved
+    activations: the ring's or Ulysses' high-water above its inputs, less what of it the layer saves
+    (ring: output and log-sum-exp; Ulysses: the exchanged q, k, v, output, log-sum-exp and o_proj's
+    input), plus Ulysses' un-exchanged q, k, v (HF's names keep them), less ``saved_later``: what the
+    layer saves after attention (the second norm, the MLP; for the ring also o_proj's input copy).
+    ``checkpointed``: the layer saves nothing, so the whole high-water counts, with its inputs q, k, v and
+    the normalised layer input (``hidden`` wide) that the attention's caller keeps."""
+    q = tokens * q_dim * dtype_bytes
+    kv = tokens * kv_dim * dtype_bytes
+    lse = tokens * heads * 4
+    if checkpointed:
+        if kind is ContextParallelKind.RING:
+            peak = ring_attention_forward_bytes(q_bytes=q, kv_bytes=kv, lse_bytes=lse, cp=cp)
+        else:
+            peak = ulysses_attention_bytes(q_bytes=q, kv_bytes=kv, lse_bytes=lse, cp=cp, kv_heads=kv_heads,
+                                           batch=batch)[0]
+        return peak + q + 2 * kv + tokens * hidden * dtype_bytes
+    if kind is ContextParallelKind.RING:
+        extra = ring_attention_forward_bytes(q_bytes=q, kv_bytes=kv, lse_bytes=lse, cp=cp) - q - lse
+    else:
+        kr = kv * max(cp // kv_heads, 1)
+        peak = ulysses_attention_bytes(q_bytes=q, kv_bytes=kv, lse_bytes=lse, cp=cp, kv_heads=kv_heads, batch=batch)[0]
+        extra = peak + q + 2 * kv - (q + 2 * kr + q + lse + q)
+    return max(0.0, extra - saved_later)

@@ -10,11 +10,15 @@ from __future__ import annotations
 
 from trainfit.memory import attention as attn
 from trainfit.memory.logits import SOFTCAP_FAMILIES, LogitsBytes, logits_bytes
-from trainfit.memory.parallel import ParallelLayout
+from trainfit.memory.parallel import (
+    ParallelLayout,
+    context_parallel_attention_backward_bytes,
+    context_parallel_attention_forward_bytes,
+)
 from trainfit.memory.pipeline import Stage
 from trainfit.plan.terms import _layer_transients
 from trainfit.spec.card import RunCard
-from trainfit.spec.enums import ContextParallelKind, LayerKind
+from trainfit.spec.enums import ContextParallelKind, LayerKind, Scope
 from trainfit.spec.model import ModelSpec
 
 LOSS_PARALLEL_FORWARD_BYTES_PER_LOGIT = 14
@@ -58,23 +62,37 @@ def backward_buffers(card: RunCard, ss: ModelSpec, layout: ParallelLayout, stage
 
 
 def comm_buffers(card: RunCard, ss: ModelSpec, layout: ParallelLayout, stage: Stage, *, tokens: int,
-                  dtype_bytes: int) -> dict[int, float]:
-    """Context/expert-parallel buffers a layer holds while it communicates, per stage position."""
+                  dtype_bytes: int, forward: bool = False) -> dict[int, float]:
+    """Context/expert-parallel buffers a layer holds while it communicates, per stage position: in its
+    backward (above the layer's saved activations), or with ``forward`` in its forward (above the step's)."""
     a = dtype_bytes
-    kv_block = tokens * ss.kv_dim * a  # the rank's K (or V) block
-    attn_buf = 0.0
-    if layout.cp > 1 and layout.cp_kind is ContextParallelKind.RING:
-        attn_buf = 2 * 2 * kv_block  # current + next K and V blocks around the ring
-    elif layout.cp > 1:
-        full_seq = card.batch.micro_batch_size * card.batch.seq_len
-        k_bytes = a * full_seq * ss.head_dim * max(ss.num_kv_heads / layout.cp, 1.0)
-        attn_buf = 2 * tokens * ss.q_dim * a + 2 * k_bytes  # q, out; k, v at full sequence / head shard
+    attn_buf = dense_buf = 0.0
+    if layout.cp > 1:
+        # torch's ring attention / verl's Ulysses backward, replayed (trainfit.memory.parallel); what the
+        # layer saved after attention is freed by then: o_proj's input copy, the second norm, a dense MLP
+        kw = {"kind": layout.cp_kind, "cp": layout.cp, "tokens": tokens, "q_dim": ss.q_dim, "kv_dim": ss.kv_dim,
+              "heads": ss.num_attention_heads, "kv_heads": ss.num_kv_heads, "batch": card.batch.micro_batch_size,
+              "dtype_bytes": a}
+        full = card.scope is Scope.FULL
+        o_in = tokens * ss.q_dim * a if full else 0.0
+        norm2 = tokens * (4 * ss.hidden_size + 4 + (a * ss.hidden_size if full else 0))
+        mlp = tokens * a * (ss.hidden_size + 4 * ss.intermediate_size) if full else 0.0
+        if forward:
+            later = norm2 + (o_in if layout.cp_kind is ContextParallelKind.RING else 0.0)
+            ckpt = {"checkpointed": card.parallel.checkpoints_layers, "hidden": ss.hidden_size}
+            attn_buf = context_parallel_attention_forward_bytes(**kw, saved_later=later, **ckpt)
+            dense_buf = context_parallel_attention_forward_bytes(**kw, saved_later=later + mlp, **ckpt)
+        else:
+            attn_buf = context_parallel_attention_backward_bytes(**kw, freed_before=o_in + norm2)
+            dense_buf = context_parallel_attention_backward_bytes(**kw, freed_before=o_in + norm2 + mlp)
     moe_buf = 0.0
     if layout.ep > 1 and ss.moe is not None:
         moe_buf = 2 * tokens * ss.moe.experts_per_token * ss.hidden_size * a  # dispatch in + out
     out = {}
     for k, i in enumerate(stage.layers):
-        v = attn_buf if ss.layer_kind(i) is LayerKind.FULL_ATTENTION else 0.0
+        v = 0.0
+        if ss.layer_kind(i) is LayerKind.FULL_ATTENTION:
+            v = attn_buf if ss.moe is not None and ss.moe.is_moe_layer(i) else dense_buf
         if ss.moe is not None and ss.moe.is_moe_layer(i):
             v = max(v, moe_buf)
         out[k] = v

@@ -90,12 +90,14 @@ class Layout:
     ep: int = 1
     tp: int = 1
     pp: int = 1
+    own: bool = False
+    """The card's own sizes (every open one at 1; sequence parallel may be switched on with a pinned TP)."""
 
     @property
     def tier(self) -> tuple[int, int]:
-        """Search order: the card's own layout first (tier (degree, 1) with nothing open), then by the
-        ranks a replica spans, expert parallel before the next degree."""
-        return (self.degree, 0 if not self.knobs else 1 if self.ep == 1 else 2)
+        """Search order: the card's own layout first, then by the ranks a replica spans, expert
+        parallel after the other layouts of a degree."""
+        return (self.degree, 0 if self.own else 1 if self.ep == 1 else 2)
 
 
 def flat_keys(data: dict[str, Any], prefix: str = "") -> set[str]:
@@ -264,17 +266,18 @@ def parallel_layouts(base: dict[str, Any], count: int, *, pinned: frozenset[str]
                             knobs = {LAYOUT_KEYS[k]: v for k, v in sizes.items() if open_[k]}
                             if cp == 1:
                                 knobs.pop(LAYOUT_KEYS["kind"], None)
-                            if not any(sizes[k] > 1 for k in ("tp", "pp", "cp", "ep") if open_[k]):
-                                knobs = {}  # the card's own layout: its rows carry no layout knobs
-                            if not knobs:  # the card's own layout: planned (or refused) as it stands
-                                out.append(Layout({}, tp * pp * cp, ep, tp, pp))
+                            mine = not any(sizes[k] > 1 for k in ("tp", "pp", "cp", "ep") if open_[k])
+                            if mine:  # the card's own layout: its rows carry no size knobs
+                                knobs = {LAYOUT_KEYS["sp"]: True} if open_["sp"] and sp else {}
+                            if not knobs:  # planned (or refused) as it stands
+                                out.append(Layout({}, tp * pp * cp, ep, tp, pp, own=True))
                                 continue
                             try:
                                 card = load_card_dict(updated(probe_base, knobs | fixed))
                                 prepare(card, spec, count, seq)
                             except (TrainfitError, ValueError):
                                 continue
-                            out.append(Layout(knobs, tp * pp * cp, ep, tp, pp))
+                            out.append(Layout(knobs, tp * pp * cp, ep, tp, pp, own=mine))
                             if sp and open_["sp"]:
                                 break  # sequence parallel where it splits; without it only where it cannot
     return sorted(out, key=lambda lay: (lay.tier, sorted(lay.knobs.items(), key=str)))
@@ -283,8 +286,8 @@ def parallel_layouts(base: dict[str, Any], count: int, *, pinned: frozenset[str]
 def layout_combos(layout: Layout, combos: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The knob combinations ``combos`` with ``layout``: ``MP_DROPPED`` and LoRA with expert parallel
     (refused by the planner) left out, zero2 as zero1 with tensor or pipeline parallel."""
-    if not layout.knobs:
-        return combos
+    if not layout.knobs or layout.knobs.keys() == {LAYOUT_KEYS["sp"]}:
+        return [c | layout.knobs for c in combos]
     out = []
     seen: set[str] = set()
     for c in combos:

@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from trainfit.compute.cost import parse_price
-from trainfit.objective import Goal, Objective, annotate, rank_key
 from trainfit.fit_search import CP_MIN_SEQ, ENGINE_SPACE, _global_batch, _pairs
+from trainfit.objective import Goal, Objective, annotate, rank_key
 from trainfit.search import _PRICE_KEYS, RL_SPACE, _hardware, fit, fit_counts, rl_combos, search, sft_combos
 from trainfit.spec.dotted import deep_copy
 

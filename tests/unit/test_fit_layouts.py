@@ -76,6 +76,14 @@ def test_pinned_sizes_are_held():
     assert parallel_layouts(card, 2, pinned=pinned) == []  # tp 4 does not fit in 2 cards
 
 
+def test_a_pinned_tensor_parallel_gets_sequence_parallel_unless_pinned_off():
+    card = _card("meta-llama/Llama-3.1-70B", 16, parallel={"tensor_parallel": 8, "pipeline_parallel": 2})
+    pinned = OPEN | {"parallel.tensor_parallel", "parallel.pipeline_parallel"}
+    lays = parallel_layouts(card, 16, pinned=pinned)
+    assert lays[0].own and lays[0].knobs == {LAYOUT_KEYS["sp"]: True}
+    assert [lay.knobs for lay in parallel_layouts(card, 16, pinned=pinned | {LAYOUT_KEYS["sp"]})][0] == {}
+
+
 def test_fit_honours_a_pinned_tensor_parallel_and_names_it():
     base = {"model": "Qwen/Qwen3-0.6B", "method": "sft", "scope": "full",
             "batch": {"micro_batch_size": 1, "grad_accum": 2, "seq_len": 1024},

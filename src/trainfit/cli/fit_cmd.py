@@ -182,8 +182,8 @@ def _render(result, rows, goal) -> None:
     t = Table(title=f"trainfit fit: {result.evaluated:,} configurations in {result.seconds:.1f} s"
                     f" ({result.evaluated / max(result.seconds, 1e-9):,.0f}/s); ranked by {by}; * = Pareto front (time vs cost)")
     for col in ("", "GPU", "cards", "fits", "peak (device)", "headroom", "host RAM/node", "step s", "tokens/s", "cost/h",
-                "cost/run" if run else "cost/step", "run h" if run else "", "model parallel", "knobs"):
-        t.add_column(col, overflow="fold", min_width=38 if col == "knobs" else None)
+                "cost/run" if run else "cost/step", "run h" if run else "", "tp/pp/cp/ep", "knobs"):
+        t.add_column(col, overflow="fold")
     for r in rows:
         flag = "*" if r["pareto"] else ("!" if r["fits"] and not r["within_limits"] else "")
         t.add_row(

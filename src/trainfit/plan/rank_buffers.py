@@ -2,8 +2,9 @@
 context/expert-parallel exchange buffers and a loss-less pipeline stage's forward transients.
 
 Each is a mechanism named in ``trainfit.plan.ranks``; the torch ones are measured on the fake-tensor
-traces (``trainfit.trace.tensor_parallel``, ``trainfit.trace.pipeline``), the ring, Ulysses and
-expert-parallel buffers follow the cited formulas. Pure: no torch.
+traces (``trainfit.trace.tensor_parallel``, ``trainfit.trace.pipeline``, ``trainfit.trace.context_parallel``:
+the ring and Ulysses buffers are replayed in ``trainfit.memory.parallel``); the expert-parallel buffers
+follow the cited formula. Pure: no torch.
 """
 
 from __future__ import annotations

@@ -15,11 +15,13 @@ once here:
   per local logit in forward (bf16 logits, fp32 copy, the shifted logits and their exp) and 16 B in
   backward, keeping 4 B; the embedding's gradient under ``RowwiseParallel`` is a full-vocabulary
   Partial tensor, reduced to the rank's rows at the optimizer step (Megatron keeps only its rows).
-* **Context parallel**: every token term holds ``seq / cp`` tokens. Ring attention (Liu et al. 2023;
-  Megatron CP) adds the KV exchange buffers, 2 x the rank's K and V blocks, while a layer's attention
-  runs; Ulysses (Jacobs et al. 2023) adds its all-to-all buffers (q, k, v and the output at the full
-  sequence over a head shard), and o_proj saves the all-to-all output (a new tensor, not a view of the
-  attention output).
+* **Context parallel**: every token term holds ``seq / cp`` tokens. Ring attention (Liu et al. 2023) as
+  torch implements it (load-balanced halves, K/V all-gathered once, fp32 merging and dK/dV accumulators)
+  and Ulysses (Jacobs et al. 2023) as verl wraps it (all-to-all of q, k, v and the output) add their
+  attention buffers, replayed allocation by allocation (``trainfit.memory.parallel``); under both
+  o_proj saves a new q-sized tensor (Ulysses' all-to-all output; the contiguous copy of the ring's
+  merged output), not a view of the attention output. Checked against rank 0's trace
+  (``trainfit.trace.context_parallel``).
 * **Pipeline parallel** (``trainfit.memory.pipeline``): the stage's layers, the embedding on the first,
   head, logits and loss on the last, and the schedule's other micro-batches in flight; each in-flight
   micro-batch's stage output and received input stay until its backward (as

@@ -229,3 +229,19 @@ def test_folded_expert_optimizer_shard_counts_the_tensor_ranks():
     s8, s16 = states(8), states(16)
     assert s8 == pytest.approx(s16, rel=1e-3)
     assert s8 > 0
+
+
+# exports --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("target", "first", "last"), [
+    ("verl", "+actor_rollout_ref.actor.megatron.override_transformer_config.num_layers_in_first_pipeline_stage=4",
+     "+actor_rollout_ref.actor.megatron.override_transformer_config.num_layers_in_last_pipeline_stage=1"),
+    ("nemo-rl", "num_layers_in_first_pipeline_stage: 4", "num_layers_in_last_pipeline_stage: 1"),
+])
+def test_megatron_exports_write_and_read_back_the_uneven_split(target, first, last):
+    from trainfit.export import export
+
+    e = export(load_card_dict(_dsv3()), target)
+    assert first in e.text and last in e.text
+    assert not [n for n in e.notes if "stage_layers" in n]  # read back: nothing lost

@@ -720,6 +720,11 @@ def _verl_megatron(t: str, M: str, get: Any, d: dict[str, Any], notes: list[str]
         "sequence_parallel": bool(get(f"{M}.sequence_parallel", True)) and tp > 1,  # verl turns it off at TP 1
         "virtual_stages": vpp, "pipeline_schedule": "interleaved" if vpp > 1 else "1f1b",
     }
+    for key, field in (("num_layers_in_first_pipeline_stage", "pipeline_first_stage_layers"),
+                       ("num_layers_in_last_pipeline_stage", "pipeline_last_stage_layers")):
+        n = get(f"{M}.override_transformer_config.{key}")
+        if n is not None:
+            par[field] = _num(t, f"{M}.override_transformer_config.{key}", n)
     comm = get(f"{M}.override_transformer_config.cp_comm_type")
     if comm not in (None, "p2p", "a2a"):
         raise _bad(t, f"{M}.override_transformer_config.cp_comm_type: {comm!r}; allowed: p2p (ring), a2a (Ulysses)")
@@ -1132,6 +1137,10 @@ def read_nemo_rl(text: str) -> Imported:
                "context_parallel": size("context_parallel_size"), "expert_parallel": size("expert_model_parallel_size"),
                "expert_tensor_parallel": size("expert_tensor_parallel_size"),
                "sequence_parallel": bool(get(f"{M}.sequence_parallel", False)) and tp > 1}
+        for key, field in (("num_layers_in_first_pipeline_stage", "pipeline_first_stage_layers"),
+                           ("num_layers_in_last_pipeline_stage", "pipeline_last_stage_layers")):
+            if get(f"{M}.{key}") is not None:
+                par[field] = _num(t, f"{M}.{key}", get(f"{M}.{key}"))
         gc = bool(get(f"{M}.activation_checkpointing", False))
         gran = get(f"{M}.recompute_granularity", "full")
         par["gradient_checkpointing"] = gc and gran == "full"

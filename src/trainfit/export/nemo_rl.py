@@ -136,6 +136,12 @@ def _megatron(card: RunCard, notes: list[str]) -> dict[str, Any]:
         "expert_tensor_parallel_size": p.expert_tensor_parallel,
         "expert_model_parallel_size": p.expert_parallel,
         "pipeline_model_parallel_size": p.pipeline_parallel,
+        # uneven end stages (Megatron-Core TransformerConfig; NeMo RL's recipes set them, e.g.
+        # examples/configs/recipes/llm/performance/grpo-deepseek-v3-32n8g.yaml @7ea279a: 3 and 2 of 61 over PP16)
+        **({"num_layers_in_first_pipeline_stage": p.pipeline_first_stage_layers}
+           if p.pipeline_first_stage_layers is not None else {}),
+        **({"num_layers_in_last_pipeline_stage": p.pipeline_last_stage_layers}
+           if p.pipeline_last_stage_layers is not None else {}),
         "context_parallel_size": p.context_parallel,
         "sequence_parallel": p.sequence_parallel,
     }
@@ -177,7 +183,8 @@ def _policy(card: RunCard, notes: list[str]) -> dict[str, Any]:
                      " context_parallel or Megatron CP); exported as ring")
     notes.extend(missing_parallel_notes(card, "NeMo RL", has={
         "tensor_parallel", "sequence_parallel", "context_parallel", "pipeline_parallel", "expert_parallel",
-        "expert_tensor_parallel", "virtual_stages", "pipeline_schedule"}))
+        "expert_tensor_parallel", "virtual_stages", "pipeline_schedule", "pipeline_first_stage_layers",
+        "pipeline_last_stage_layers"}))
     if card.parallel.pipeline_schedule.value == "interleaved":
         notes.append("parallel.pipeline_schedule interleaved: NeMo RL's megatron_cfg has no virtual-pipeline key;"
                      " exported as 1F1B")

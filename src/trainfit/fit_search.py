@@ -95,9 +95,9 @@ class Layout:
 
     @property
     def tier(self) -> tuple[int, int]:
-        """Search order: the card's own layout first, then by the ranks a replica spans, expert
-        parallel after the other layouts of a degree."""
-        return (self.degree, 0 if self.own else 1 if self.ep == 1 else 2)
+        """Search order: the card's own layout first, then by the ranks a replica spans (expert
+        parallel sizes, which split the data x context ranks, beside the other layouts of a degree)."""
+        return (self.degree, 0 if self.own else 1)
 
 
 def flat_keys(data: dict[str, Any], prefix: str = "") -> set[str]:

@@ -101,7 +101,7 @@ def run_peers(cases: list[dict[str, Any]], progress=None) -> dict[str, list[Any]
 
 def _model_parallel(case) -> bool:  # noqa: ANN001
     return (getattr(case, "tensor_parallel", 1) > 1 or getattr(case, "pipeline_parallel", 1) > 1
-            or getattr(case, "context_parallel", 1) > 1)
+            or getattr(case, "context_parallel", 1) > 1 or getattr(case, "expert_parallel", 1) > 1)
 
 
 def _err(pred: float, meas: float) -> float:
@@ -129,6 +129,8 @@ def trace_rows(cases, *, with_peers: bool = True, progress=None) -> list[dict[st
                                **({"context_parallel": case.context_parallel,
                                    "context_parallel_kind": case.context_parallel_kind}
                                   if getattr(case, "context_parallel", 1) > 1 else {}),
+                               **({"expert_parallel": case.expert_parallel}
+                                  if getattr(case, "expert_parallel", 1) > 1 else {}),
                                "seq_len": case.seq_len, "micro_batch_size": case.micro_batch_size,
                                "optimizer_impl": case.optimizer_impl, "precision": case.precision,
                                "metric": "allocated"}
@@ -144,6 +146,10 @@ def trace_rows(cases, *, with_peers: bool = True, progress=None) -> list[dict[st
 
                 traced = trace_context_parallel(TraceRequest(**kw), context_parallel=case.context_parallel,
                                                 kind=case.context_parallel_kind, progress=prog)
+            elif getattr(case, "expert_parallel", 1) > 1:
+                from trainfit.trace.expert_parallel import trace_expert_parallel
+
+                traced = trace_expert_parallel(TraceRequest(**kw), expert_parallel=case.expert_parallel, progress=prog)
             else:
                 traced = trace_step(TraceRequest(**kw), progress=prog)
         except Exception as exc:  # noqa: BLE001 - an untraceable case is kept, unscored
@@ -175,7 +181,7 @@ def trace_rows(cases, *, with_peers: bool = True, progress=None) -> list[dict[st
         results = run_peers(pcases, progress=(lambda label: progress(len(cases), label, 0.0, "")) if progress else None)
         # model-parallel cases are not sent: the peer adapters (peers.py) pass no tensor- or pipeline-parallel
         # size (DeepSpeed's and accelerate's estimators have none; llm-analysis's is not wired)
-        tp_reason = "unsupported: the peer adapter passes no tensor-, pipeline- or context-parallel size"
+        tp_reason = "unsupported: the peer adapter passes no tensor-, pipeline-, context- or expert-parallel size"
         slot = iter(range(len(pcases)))
         for i, (row, case) in enumerate(zip(rows, cases)):
             j = None if _model_parallel(case) else next(slot)
@@ -523,14 +529,14 @@ def main(argv: list[str] | None = None) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 
-    from trainfit.accuracy.grid import CP_GRID, GRID, SLOW_GRID, SLOW_TP_GRID, TP_GRID
+    from trainfit.accuracy.grid import CP_GRID, EP_GRID, GRID, SLOW_GRID, SLOW_TP_GRID, TP_GRID
 
     import published
 
     t0 = time.perf_counter()
     # model-parallel cases last, so the earlier rows keep their places
     cases = list(GRID) + ([] if args.no_slow else list(SLOW_GRID)) + list(TP_GRID) + ([] if args.no_slow else list(SLOW_TP_GRID))
-    cases += list(CP_GRID)
+    cases += list(CP_GRID) + list(EP_GRID)
     console = Console(stderr=True)
     # steps: one per traced case, one for the part (a) peers, one for part (b)
     n_steps = len(cases) + 2

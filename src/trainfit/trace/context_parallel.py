@@ -188,6 +188,44 @@ def local_positions(seq_len: int, cp: int, kind: str, rank: int = 0):
 # --------------------------------------------------------------------------- the traced step
 
 
+def traced_steady_step(model: Any, opt: Any, params: list, inputs: dict, report: Progress) -> tuple[PhaseTrace, ...]:
+    """One untracked warm-up step, then the steady-state step tracked phase by phase (inside the caller's
+    fake mode): ``loss = model(**inputs).loss`` (the Trainer keeps only the loss), backward, ``opt.step()``
+    and ``zero_grad(set_to_none=True)``."""
+    from trainfit.trace import build
+    from trainfit.trace.regions import LayerRegions
+    from trainfit.trace.step import _opt_state_tensors
+    from trainfit.trace.tracker import FastTracker
+
+    def step(phase: Callable[[str], Any], after_forward: Callable[[], None] = lambda: None,
+             after_backward: Callable[[], None] = lambda: None) -> None:
+        with phase("forward"):
+            loss = model(**inputs).loss
+            after_forward()
+        with phase("backward"):
+            loss.backward()
+            after_backward()
+        loss = None
+        with phase("optimizer_step"):
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+
+    report("warm-up", 0.1)
+    step(lambda name: contextlib.nullcontext())
+    report("trace", 0.5)
+    regions = LayerRegions(build.decoder_layers(model))
+    tr = FastTracker(regions)
+    tr.add_existing(model)
+    tr.add_existing(*_opt_state_tensors(opt), tag="optimizer_states")
+    tr.add_existing(*inputs.values(), tag="activations")
+    with tr:
+        step(tr.phase, after_forward=tr.mark_activations,
+             after_backward=lambda: tr.tag([p.grad for p in params if p.grad is not None], "gradients"))
+    regions.remove()
+    bds = tr.breakdowns()
+    return tuple(PhaseTrace(n, tr.phases[n].peak_bytes, bds[n]) for n in PHASES)
+
+
 def trace_context_parallel(req: TraceRequest, *, context_parallel: int, kind: str,
                            progress: Progress | None = None) -> TraceResult:
     """Trace one steady-state step of rank 0 at full depth under context parallel ``context_parallel``."""
@@ -201,9 +239,6 @@ def trace_context_parallel(req: TraceRequest, *, context_parallel: int, kind: st
     from trainfit.trace.extrapolate import full_depth
     from trainfit.trace.fsdp import fake_process_group, shard
     from trainfit.trace.patches import torch_threads, unpacked_batches
-    from trainfit.trace.regions import LayerRegions
-    from trainfit.trace.step import _opt_state_tensors
-    from trainfit.trace.tracker import FastTracker
 
     report = progress or (lambda label, frac: None)
     cp, world = context_parallel, req.world_size
@@ -238,33 +273,7 @@ def trace_context_parallel(req: TraceRequest, *, context_parallel: int, kind: st
         ids = torch.randint(0, vocab, (req.micro_batch_size, tokens))
         pos = local_positions(req.seq_len, cp, kind).expand(req.micro_batch_size, -1)
 
-        def step(phase: Callable[[str], Any], after_forward: Callable[[], None] = lambda: None,
-                 after_backward: Callable[[], None] = lambda: None) -> None:
-            with phase("forward"):
-                loss = model(input_ids=ids, labels=ids, position_ids=pos).loss  # the Trainer keeps only the loss
-                after_forward()
-            with phase("backward"):
-                loss.backward()
-                after_backward()
-            loss = None
-            with phase("optimizer_step"):
-                opt.step()
-                opt.zero_grad(set_to_none=True)
-
-        report("warm-up", 0.1)
-        step(lambda name: contextlib.nullcontext())
-        report("trace", 0.5)
-        regions = LayerRegions(build.decoder_layers(model))
-        tr = FastTracker(regions)
-        tr.add_existing(model)
-        tr.add_existing(*_opt_state_tensors(opt), tag="optimizer_states")
-        tr.add_existing(ids, pos, tag="activations")
-        with tr:
-            step(tr.phase, after_forward=tr.mark_activations,
-                 after_backward=lambda: tr.tag([p.grad for p in params if p.grad is not None], "gradients"))
-        regions.remove()
-        bds = tr.breakdowns()
-        phases = tuple(PhaseTrace(n, tr.phases[n].peak_bytes, bds[n]) for n in PHASES)
+        phases = traced_steady_step(model, opt, params, {"input_ids": ids, "labels": ids, "position_ids": pos}, report)
     total, trainable = build.count_params(meta)
     peak = max(phases, key=lambda p: p.peak_bytes)
     how = ("torch's ring attention (_templated_ring_attention[_backward], load-balanced, K/V all-gathered) with the"

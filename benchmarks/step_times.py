@@ -12,7 +12,8 @@ validated as the CLI does (preset applied, then ``load_card_dict``) and planned 
 ``trainfit.plan.make_plan``; the harness reads only the plan's public fields (``step_seconds``,
 ``tokens_per_step``, ``time_parts``, ``fits`` and, when the plan has it, ``time.bound``), so a new
 time model is picked up without touching this file. An entry the card cannot state (tensor, pipeline,
-context/Ulysses or expert parallelism, a non-gated MLP, a node-level rollout split) is listed as
+context/Ulysses or expert parallelism, a non-gated MLP, a node-level rollout split), or whose card the
+planner refuses as stated (``planner refused: ...``, e.g. pipeline stages that do not divide the layers), is listed as
 *not representable* with its reason and still scored by the rule; an entry without a published
 time, a catalog GPU, a model shape, a prompt/response length or with fp8 compute from an unknown recipe is *skipped* with
 its reason; so is an entry whose published rate would need more than the card's sustained matmul rate even at
@@ -228,6 +229,11 @@ def model_parallel_section(dims: dict[str, Any]) -> tuple[dict[str, Any], list[s
         vpp = dims.get("vpp") or dims.get("virtual_stages") or 1
         if vpp > 1:
             out.update(pipeline_schedule="interleaved", virtual_stages=vpp)
+        # uneven end stages (Megatron-Core num_layers_in_first/last_pipeline_stage), as the run's recipe sets them
+        for src, key in (("num_layers_in_first_pipeline_stage", "pipeline_first_stage_layers"),
+                         ("num_layers_in_last_pipeline_stage", "pipeline_last_stage_layers")):
+            if dims.get(src):
+                out[key] = int(dims[src])
     if ulysses > 1:
         out.update(context_parallel=ulysses, context_parallel_kind="ulysses")
     elif cp > 1:
@@ -553,6 +559,28 @@ def raised_context(model: Any, needed: int) -> tuple[Any, list[str]]:
     return {"config": cfg}, [f"{model}'s context raised to {needed} tokens as the run did (same shapes)"]
 
 
+def nemo_rl_cp_padding(e: dict[str, Any], rollout: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """NeMo RL under ring context parallelism pads every sequence to ``policy.make_sequence_length_divisible_by``,
+    which its context-parallel performance recipes set to TP x 2 x CP (Megatron-Core's load-balanced causal CP
+    chunks, split again over the sequence-parallel TP ranks): NVIDIA-NeMo/RL @7ea279abfbeb698b092856d0dab61e7cf39bc909
+    examples/configs/recipes/llm/performance/dapo-deepseek-v3-64n8g.v2.yaml lines 41-42
+    (``${mul:tp, ${mul:2, cp}}``) and grpo-qwen3-235b-16n8g.yaml line 20 (8 = TP 2 x 2 x CP 2). The padded
+    tokens are computed, so the card's longest sequence (prompt + max response) is rounded up to that multiple
+    by lengthening the prompt."""
+    tr = e["train"]
+    cp, tp = tr.get("cp") or 1, tr.get("tp") or 1
+    if e["framework"] != "nemo-rl" or cp <= 1 or (tr.get("sequence_parallel_ulysses") or 1) > 1:
+        return rollout, []
+    multiple = tp * 2 * cp
+    longest = rollout["prompt_len"] + rollout["response_len"]
+    pad = -longest % multiple
+    if not pad:
+        return rollout, []
+    out = dict(rollout, prompt_len=rollout["prompt_len"] + pad)
+    return out, [f"NeMo RL pads sequences to a multiple of TP x 2 x CP = {multiple} (make_sequence_length_divisible_by):"
+                 f" prompt {rollout['prompt_len']} + {pad} padding tokens"]
+
+
 def map_rl(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """The run card for a published RL entry (Unmapped with the reasons otherwise)."""
     tr = e["train"]
@@ -562,6 +590,8 @@ def map_rl(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     hw, n = hardware(gpu, e["gpus"], e["gpus_per_node"], e["nodes"], e.get("inter_node_gbps_per_gpu"))
     notes += n
     rollout, n = rollout_section(e, model, hw["nodes"])
+    notes += n
+    rollout, n = nemo_rl_cp_padding(e, rollout)
     notes += n
     model, n = raised_context(model, rollout["prompt_len"] + rollout["response_len"])
     notes += n
@@ -683,8 +713,9 @@ def hardware_calibration(e: dict[str, Any], gpu_id: str) -> tuple[Any, list[str]
 
 
 def plan_card(card: dict[str, Any], calibration: Any = None) -> Planned:
-    """Plan a card dict; Unmapped('not_representable') when the card is refused, 'skipped' when the
-    planner raises."""
+    """Plan a card dict; Unmapped('not_representable') when the card or the planner refuses it (a
+    TrainfitError: the run as stated is outside what trainfit can plan), 'skipped' when the planner
+    raises anything else (a bug, listed against its point)."""
     from trainfit.errors import CardError, TrainfitError
     from trainfit.plan import make_plan
 
@@ -695,7 +726,7 @@ def plan_card(card: dict[str, Any], calibration: Any = None) -> Planned:
     try:
         plan = make_plan(run_card, calibration=calibration) if calibration is not None else make_plan(run_card)
     except TrainfitError as exc:
-        raise Unmapped("skipped", [f"planner refused: {exc}"]) from None
+        raise Unmapped("not_representable", [f"planner refused: {exc}"]) from None
     except Exception as exc:  # noqa: BLE001 - a planner bug is listed against its point, not fatal here
         raise Unmapped("skipped", [f"planner raised {type(exc).__name__}: {exc}"]) from None
     parts = {k: float(v) for k, v in (plan.time_parts or {}).items() if isinstance(v, (int, float))}
@@ -1000,8 +1031,7 @@ def rl_rows(entries: list[dict[str, Any]], ledger: list[dict[str, Any]]) -> list
             row.notes = (reasons if status != "mapped" else []) + list(notes) + [f"rule N: {how}"]
             if q == "step" and step_note:
                 row.notes.append(step_note)
-            layout_refused = status == "not_representable" or (
-                status == "skipped" and any(r.startswith("planner refused: parallel.") for r in reasons))
+            layout_refused = status == "not_representable"
             if planned is None and q == "generation" and layout_refused:
                 gen_only = generation_only_plan(e)
                 if gen_only is not None:

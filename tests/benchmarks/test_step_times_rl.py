@@ -3,6 +3,7 @@ kernels) and the generation phase of an entry whose training layout the card ref
 
 from __future__ import annotations
 
+import copy
 import importlib.util
 import json
 import sys
@@ -49,10 +50,38 @@ def test_dapo_keeps_no_reference_pass():
 
 
 def test_refused_training_layout_still_scores_the_generation_phase():
-    e = RL["verl-grpo-deepseek-v3-671b-h20-96g"]
-    rows = S.rl_rows([e], [])
+    # the verl DeepSeek-V3 run without its uneven last stage: PP 12 does not divide the 61 layers, so the
+    # planner refuses the training layout; per the benchmark's definitions (module docstring) a run the card
+    # or the planner cannot state is 'not_representable' (scored by the rule), 'skipped' is for missing data
+    e = copy.deepcopy(RL["verl-grpo-deepseek-v3-671b-h20-96g"])
+    del e["train"]["num_layers_in_last_pipeline_stage"]
+    rows = S.rl_rows([e], ledger := [])
     by_q = {r.quantity: r for r in rows}
-    assert by_q["step"].status == "not_representable" and by_q["step"].trainfit_s is None
+    step = by_q["step"]
+    assert step.status == "not_representable" and step.trainfit_s is None and step.rule_s
+    assert any(n.startswith("planner refused: parallel.pipeline_parallel") for n in step.notes)
+    assert ledger[0]["status"] == "not_representable"
     gen = by_q["generation"]
     assert gen.status == "mapped" and gen.trainfit_s and gen.trainfit_s > 0
     assert any(n.startswith("generation phase only") for n in gen.notes)
+
+
+def test_uneven_end_stages_reach_the_card_and_the_run_plans():
+    # verl run_deepseek671b_math_megatron_96gb.sh LAST_LAYER=6; NeMo RL grpo-deepseek-v3-32n8g.yaml 3 / 2
+    card, _ = S.map_rl(RL["verl-grpo-deepseek-v3-671b-h20-96g"])
+    assert card["parallel"]["pipeline_last_stage_layers"] == 6
+    assert "pipeline_first_stage_layers" not in card["parallel"]
+    card, _ = S.map_rl(RL["nemorl-v05-grpo-dsv3-h100-bf16-256g-onpol"])
+    assert (card["parallel"]["pipeline_first_stage_layers"], card["parallel"]["pipeline_last_stage_layers"]) == (3, 2)
+    rows = S.rl_rows([RL["nemorl-v05-grpo-dsv3-h100-bf16-256g-onpol"]], [])
+    assert rows[0].status == "mapped" and rows[0].trainfit_s > 0
+
+
+def test_nemo_rl_context_parallel_pads_to_tp_x_2_x_cp():
+    e = RL["nemorl-v05-dapo-dsv3-h100-bf16-512g-onpol"]  # TP 8, CP 4: make_sequence_length_divisible_by 64
+    card, notes = S.map_rl(e)
+    ro = card["rollout"]
+    assert (ro["prompt_len"] + ro["response_len"]) % 64 == 0
+    assert any("pads sequences to a multiple of TP x 2 x CP = 64" in n for n in notes)
+    verl = RL["verl-grpo-deepseek-v3-671b-h20-96g"]  # not NeMo RL: no padding
+    assert S.nemo_rl_cp_padding(verl, {"prompt_len": 3, "response_len": 8})[0]["prompt_len"] == 3

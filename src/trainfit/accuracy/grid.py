@@ -65,6 +65,8 @@ class GridCase:
     """> 1: the sequence split over this many of the ``world_size`` ranks (``trainfit.trace.context_parallel``;
     FSDP2 over all ranks when there are more than this)."""
     context_parallel_kind: str = "ring"
+    expert_parallel: int = 1
+    """> 1: each of the ``world_size`` ranks holds 1/this of the experts (``trainfit.trace.expert_parallel``)."""
 
     @property
     def name(self) -> str:
@@ -77,7 +79,8 @@ class GridCase:
                 + ("" if self.pipeline_first_stage_layers is None else f"f{self.pipeline_first_stage_layers}")
                 + ("" if self.pipeline_last_stage_layers is None else f"l{self.pipeline_last_stage_layers}")
                 + ("" if self.micro_batches == 1 else f"-m{self.micro_batches}")
-                + ("" if self.context_parallel == 1 else f"-cp{self.context_parallel}{self.context_parallel_kind}"))
+                + ("" if self.context_parallel == 1 else f"-cp{self.context_parallel}{self.context_parallel_kind}")
+                + ("" if self.expert_parallel == 1 else f"-ep{self.expert_parallel}"))
 
     def hf_config(self) -> dict[str, Any]:
         return ARCHS[self.arch] if self.arch in ARCHS else {}
@@ -88,8 +91,9 @@ class GridCase:
             "scope": self.scope,
             "attention": self.attention,
             "hardware": {"gpu": "h100-sxm", "gpus_per_node": self.world_size},
-            "parallel": {"strategy": "single" if self.world_size == (self.tensor_parallel * self.pipeline_parallel
-                                                                     * self.context_parallel)
+            # the expert-parallel trace replicates the dense weights over its data-parallel ranks
+            "parallel": {"strategy": "single" if self.world_size in (
+                self.tensor_parallel * self.pipeline_parallel * self.context_parallel, self.expert_parallel)
                          else "fsdp", "gradient_checkpointing": self.ckpt},
             "batch": {"micro_batch_size": self.micro_batch_size, "seq_len": self.seq_len},
             "precision": {"optimizer_impl": self.optimizer_impl},
@@ -106,6 +110,8 @@ class GridCase:
         if self.context_parallel > 1:
             card["parallel"].update(context_parallel=self.context_parallel,
                                     context_parallel_kind=self.context_parallel_kind)
+        if self.expert_parallel > 1:
+            card["parallel"]["expert_parallel"] = self.expert_parallel
         if self.precision == "fp32_autocast":
             card["precision"].update(weights="fp32", compute="bf16")
         if self.scope != "full":
@@ -205,6 +211,16 @@ CP_GRID: tuple[GridCase, ...] = (
     GridCase("llama_wideq", world_size=4, context_parallel=4, context_parallel_kind="ulysses", seq_len=4096),
 )
 """Context-parallel grid cases (per-rank bytes of rank 0 against ``parallel.context_parallel``)."""
+
+EP_GRID: tuple[GridCase, ...] = (
+    # expert parallel, rank 0 (trace.expert_parallel): 8 experts split over the ranks, all-to-all token
+    # dispatch and combine around transformers' grouped experts, dense weights replicated
+    GridCase("qwen3_moe", world_size=2, expert_parallel=2, seq_len=512),
+    GridCase("qwen3_moe", world_size=2, expert_parallel=2, seq_len=2048, micro_batch_size=2),
+    GridCase("qwen3_moe", world_size=4, expert_parallel=4, ckpt=True, seq_len=2048),
+    GridCase("qwen3_moe", world_size=8, expert_parallel=8, ckpt=True, seq_len=1024, micro_batch_size=4),
+)
+"""Expert-parallel grid cases (per-rank bytes of rank 0 against ``parallel.expert_parallel``)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -427,3 +427,16 @@ def context_parallel_attention_forward_bytes(*, kind: ContextParallelKind, cp: i
         peak = ulysses_attention_bytes(q_bytes=q, kv_bytes=kv, lse_bytes=lse, cp=cp, kv_heads=kv_heads, batch=batch)[0]
         extra = peak + q + 2 * kv - (q + 2 * kr + q + lse + q)
     return max(0.0, extra - saved_later)
+
+
+EP_FORWARD_ROW_TENSORS = 6
+"""(token, expert)-row tensors of hidden width that an expert-parallel MoE layer holds, unsaved, at the
+end of its forward: the gathered rows, the dispatched (received) rows, the experts' output, its
+arrival-order copy, and the weighted output before and after the inverse permutation (transformers'
+``grouped_mm_experts_forward`` keeps its locals to the end; measured on ``trainfit.trace.expert_parallel``)."""
+
+
+def expert_parallel_forward_bytes(*, tokens: int, top_k: int, hidden: int, dtype_bytes: int) -> float:
+    """Bytes an expert-parallel MoE layer holds above its saved activations at the end of its forward
+    (without checkpointing): ``EP_FORWARD_ROW_TENSORS`` tensors of ``tokens x top_k`` rows."""
+    return float(EP_FORWARD_ROW_TENSORS * tokens * top_k * hidden * dtype_bytes)

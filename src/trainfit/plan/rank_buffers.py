@@ -15,6 +15,7 @@ from trainfit.memory.parallel import (
     ParallelLayout,
     context_parallel_attention_backward_bytes,
     context_parallel_attention_forward_bytes,
+    expert_parallel_forward_bytes,
 )
 from trainfit.memory.pipeline import Stage
 from trainfit.plan.terms import _layer_transients
@@ -89,6 +90,9 @@ def comm_buffers(card: RunCard, ss: ModelSpec, layout: ParallelLayout, stage: St
     moe_buf = 0.0
     if layout.ep > 1 and ss.moe is not None:
         moe_buf = 2 * tokens * ss.moe.experts_per_token * ss.hidden_size * a  # dispatch in + out
+        if forward and not card.parallel.checkpoints_layers:
+            moe_buf = expert_parallel_forward_bytes(tokens=tokens, top_k=ss.moe.experts_per_token,
+                                                    hidden=ss.hidden_size, dtype_bytes=a)
     out = {}
     for k, i in enumerate(stage.layers):
         v = 0.0

@@ -18,7 +18,11 @@ and the transient of its own pass:
   cache holds ``sequences x (prompt + response) x kv bytes per token``;
 * **weight sync** trainer -> engine: the engine's weights are back on the GPU plus the gather
   spike of the mechanism: one parameter (per-parameter gather), one bucket (bucketed, assumed
-  1 GiB), or the whole model (full gather: PEFT under ZeRO-3/FSDP merges the adapter).
+  1 GiB), or the whole model (full gather: PEFT under ZeRO-3/FSDP merges the adapter);
+* **trainer offload between phases** (``rollout.trainer_offload``, colocated engines): verl and
+  NeMo RL move the trainer's state to host RAM while the engine starts, generates and receives
+  weights, and back for the log-prob and update passes. The engine-start, rollout and weight-sync
+  phases then leave out the moved state (the weights are back while they are sent); host RAM holds it.
 """
 
 from __future__ import annotations
@@ -33,7 +37,18 @@ from trainfit.memory.weights import count_scale, weight_bytes
 from trainfit.methods.roles import critic_model, group_sizes, reference_placement, reward_model
 from trainfit.rollout.vllm import EngineConfig, EngineMemory, RolloutDemand, engine_memory, sleep_resident_bytes
 from trainfit.spec.card import RunCard
-from trainfit.spec.enums import ComputeDtype, Dtype, Method, Phase, RefPlacement, RolloutEngine, Scope, WeightSync
+from trainfit.spec.enums import (
+    ComputeDtype,
+    Dtype,
+    Method,
+    Offload,
+    Phase,
+    Placement,
+    RefPlacement,
+    RolloutEngine,
+    Scope,
+    WeightSync,
+)
 from trainfit.spec.model import ModelSpec
 from trainfit.spec.training import TrainableSpec
 from trainfit.units import GIB
@@ -134,6 +149,54 @@ def forward_only_transient(
         full, shifted, rows = 2.0 * b * s * v, 2.0 * b * (s - 1) * v, min(b, 2) * 2.0 * (s - 1) * v
         head = max(full + shifted, shifted + rows) if divides_by_temperature else full + rows
     return max(layer, head) + gathered_units
+
+
+TRAINER_OFFLOAD_PRESETS = ("nemo-rl",)
+"""Frameworks that offload the trainer's state around a colocated engine whatever the config: NeMo RL's
+``grpo.py`` refit calls ``policy.offload_before_refit()`` (optimizer state to CPU) and, after the refit,
+``policy.offload_after_refit()`` (weights to CPU) before generating; ``prepare_for_lp_inference`` moves the
+gradient buffer to CPU (NVIDIA-NeMo/RL @9dbd9adc95a10f5946cceb36e1d5b31e2429e470
+nemo_rl/models/policy/workers/megatron_policy_worker.py; grpo_math_1B.yaml @7ea279abfbeb698b092856d0dab61e7cf39bc909
+line 139: "colocated generation will always offload optimizer ... before refit")."""
+
+OPTIMIZER_SIDE = ("master_weights", "optimizer_states", "paged_optimizer_states")
+"""Components ``rollout.trainer_offload: optimizer`` moves to the host (verl ``offload_megatron_optimizer`` /
+``offload_fsdp_optimizer``: the optimizer's fp32 main parameters and states)."""
+PARAM_SIDE = ("weights", "adapter_weights")
+"""Components ``params_and_optimizer`` moves as well (verl ``offload_megatron_model_to_cpu`` /
+``offload_fsdp_model_to_cpu``; gradients go with them and are not resident outside the update anyway)."""
+
+
+def trainer_offload_of(card: RunCard) -> tuple[Offload, str]:
+    """The trainer state moved to host RAM around a colocated engine, and why (``rollout.trainer_offload``;
+    unset: ``params_and_optimizer`` under the NeMo RL preset, else none). A split placement keeps the
+    engine on other GPUs: nothing needs to move, none."""
+    ro = card.rollout
+    if ro.placement is not Placement.COLOCATE:
+        return Offload.NONE, "split placement: the engine has its own GPUs"
+    if ro.trainer_offload is not None:
+        return ro.trainer_offload, "rollout.trainer_offload as set"
+    if card.preset in TRAINER_OFFLOAD_PRESETS:
+        return Offload.PARAMS_AND_OPTIMIZER, (f"{card.preset} preset: offload_before_refit / offload_after_refit"
+                                              " around the colocated engine")
+    return Offload.NONE, "rollout.trainer_offload unset"
+
+
+def offloaded_components(mode: Offload, *, sending_weights: bool = False) -> tuple[str, ...]:
+    """Trainer components off the GPU under ``mode``; ``sending_weights``: the weight-sync phase, where verl
+    (``rollout_mode``: ``load_megatron_model_to_gpu(..., load_grad=False)`` before ``update_weights``, volcengine/verl
+    @b178a3cd56f58b2d502255daba591e92833930a7 verl/workers/megatron_workers.py lines 681-682, offloaded again at
+    731-732; fsdp_workers.py lines 683, 721) and NeMo RL (``offload_after_refit`` only after the refit) have the
+    weights back."""
+    if mode is Offload.NONE:
+        return ()
+    if mode is Offload.OPTIMIZER or sending_weights:
+        return OPTIMIZER_SIDE
+    return OPTIMIZER_SIDE + PARAM_SIDE
+
+
+def _without(components: dict[str, float], names: tuple[str, ...]) -> dict[str, float]:
+    return {k: (0.0 if k in names else v) for k, v in components.items()}
 
 
 def _persistent(t: StepTerms) -> float:
@@ -252,11 +315,28 @@ def rl_groups(
     trainer_resident = {"weights": actor.weights, "adapter_weights": actor.adapter_weights,
                         "master_weights": actor.master_weights, "optimizer_states": actor.optimizer_states,
                         "paged_optimizer_states": actor.paged_optimizer_states}
-    peaks.append(PhasePeak(Phase.LOAD, trainer_resident | extras() | ({ENGINE: engine_run} if colocate else {}), "all roles loaded"))
+    # trainer state moved to the host around the colocated engine (verl init_model offloads before
+    # _build_rollout: megatron_workers.py lines 595-601, fsdp_workers.py lines 812-826 @b178a3cd; generate_sequences
+    # offloads the optimizer, megatron_workers.py lines 800-801; update_actor loads it back, lines 744-748)
+    off_mode, off_why = trainer_offload_of(card)
+    if ro.engine is not RolloutEngine.VLLM:
+        off_mode, off_why = Offload.NONE, "engine hf generates on the trainer's own weights"
+    away = offloaded_components(off_mode)
+    if away:
+        moved = sum(v for k, v in trainer_resident.items() if k in away)
+        if moved > 0:
+            host["trainer_offloaded"] = moved * min(card.hardware.gpus_per_node, train_gpus)
+        notes.append(f"trainer offload {off_mode.value} ({off_why}): {', '.join(away)} in host RAM while the engine"
+                     " starts, generates and receives weights (weights back for the sync); back for log-probs and"
+                     " the update")
+    loaded = trainer_resident | extras()
+    peaks.append(PhasePeak(Phase.LOAD, (_without(loaded, away) | {ENGINE: engine_run}) if colocate else loaded,
+                           "all roles loaded" + (", trainer state offloaded" if away else "")))
     if colocate:
         rollout = engine_run if ro.engine is RolloutEngine.VLLM else 0.0
         gen_trainer = 0.0 if ro.engine is RolloutEngine.VLLM else engine_run
-        peaks.append(PhasePeak(Phase.ROLLOUT, trainer_resident | extras() | {ENGINE: rollout, "generation": gen_trainer},
+        peaks.append(PhasePeak(Phase.ROLLOUT, _without(trainer_resident, away) | extras()
+                               | {ENGINE: rollout, "generation": gen_trainer},
                                f"generating {ro.prompts_per_step}x{ro.num_generations} sequences"))
     if ref_place in (RefPlacement.GPU, RefPlacement.LORA_DISABLED):
         # GRPO divides by the temperature into a copy; PPO divides the logits in place
@@ -290,6 +370,7 @@ def rl_groups(
     spike = _sync_spike(mech, spec)
     sync = trainer_resident | extras() | {"weight_sync_buffer": spike}
     if colocate:
+        sync = _without(sync, offloaded_components(off_mode, sending_weights=True))
         sync[ENGINE] = engine_sync
     peaks.append(PhasePeak(Phase.WEIGHT_SYNC, sync, f"{mech.value} sync to the rollout engine"))
     groups = [GroupPhases("train" if not colocate else "all", train_gpus, tuple(peaks))]

@@ -47,7 +47,7 @@ from trainfit.plan.time import (
     training_time,
 )
 from trainfit.spec.card import RunCard
-from trainfit.spec.enums import AsyncMode, ComputeDtype, Dtype, Method, Placement, RefPlacement
+from trainfit.spec.enums import AsyncMode, ComputeDtype, Dtype, Method, RefPlacement
 from trainfit.spec.model import ModelSpec
 from trainfit.spec.training import TrainableSpec
 
@@ -275,18 +275,33 @@ STATE_OFFLOAD_OPTIMIZER_BYTES = 12
 
 
 def trainer_state_offload_phase(card: RunCard, spec: ModelSpec, r: DeviceRates, *, train_gpus: int) -> PhaseTime | None:
-    """NeMo RL's per-step trainer state moves (``STATE_OFFLOAD_PRESETS``), per training GPU:
+    """The trainer's per-step state moves to host memory and back, per training GPU.
+
+    NeMo RL (``STATE_OFFLOAD_PRESETS``):
 
     * every placement: the gradient buffer goes to the host before the log-prob pass and comes back
       before training (``prepare_for_lp_inference``: ``move_grads=True`` to cpu; ``prepare_for_training``);
-    * colocated with the engine: also the optimizer state (``offload_before_refit``) and the weights
-      (``offload_after_refit``), so the engine has the memory; the weights come back for the log-prob
-      pass, the optimizer state for training.
+    * colocated with the engine (``rollout.trainer_offload`` not none, its default under the preset): also the
+      optimizer state (``offload_before_refit``) and the weights (``offload_after_refit``), so the engine has the
+      memory; the weights come back for the log-prob pass, the optimizer state for training.
+
+    Other frameworks, colocated with ``rollout.trainer_offload`` set (verl actor ``param_offload`` /
+    ``optimizer_offload``, volcengine/verl @b178a3cd56f58b2d502255daba591e92833930a7
+    verl/workers/megatron_workers.py): the optimizer state goes to the host after the update and comes back
+    before the next (``update_actor`` lines 747-748, 778-779); with parameters, the weights make a round trip
+    for each pass that needs them, the old-policy log-probs (``compute_log_prob`` lines 866-867, 902-903), the
+    update (lines 744-745, 775-776) and the weight sync (``rollout_mode`` lines 681-682, 731-732), and the
+    gradient buffer one with the update (``load_megatron_model_to_gpu`` loads grads unless ``load_grad=False``).
 
     Each tensor is copied with ``.to(device)`` into pageable host memory, every GPU of a node at once:
     the rate per GPU is the smaller of its host link and the node's host-memory bandwidth shared by
-    its GPUs. None for other frameworks."""
-    if card.preset not in STATE_OFFLOAD_PRESETS:
+    its GPUs. None when nothing moves."""
+    from trainfit.methods.rl import trainer_offload_of
+    from trainfit.spec.enums import Offload
+
+    nemo = card.preset in STATE_OFFLOAD_PRESETS
+    mode, _ = trainer_offload_of(card)
+    if not nemo and mode is Offload.NONE:
         return None
     p = card.parallel
     shard = rank_spec(spec, tp=p.tensor_parallel, pp=p.pipeline_parallel, ep=p.expert_parallel,
@@ -294,11 +309,19 @@ def trainer_state_offload_phase(card: RunCard, spec: ModelSpec, r: DeviceRates, 
                       last=p.pipeline_last_stage_layers)
     params = total_params(shard)
     dp = max(1, train_gpus // max(1, p.tensor_parallel * p.pipeline_parallel))
-    one_way = STATE_OFFLOAD_GRAD_BYTES * params
-    colocated = card.rollout.placement is Placement.COLOCATE
-    if colocated:
-        one_way += weight_bytes(shard, weights=Dtype.BF16, compute=ComputeDtype.BF16,
-                                trainable=TrainableSpec()).base + STATE_OFFLOAD_OPTIMIZER_BYTES * params / dp
+    weights = weight_bytes(shard, weights=Dtype.BF16, compute=ComputeDtype.BF16, trainable=TrainableSpec()).base
+    optimizer = STATE_OFFLOAD_OPTIMIZER_BYTES * params / dp
+    grads = STATE_OFFLOAD_GRAD_BYTES * params
+    if nemo:
+        one_way = grads
+        if mode is not Offload.NONE:
+            one_way += weights + optimizer
+    else:
+        one_way = optimizer
+        if mode is Offload.PARAMS_AND_OPTIMIZER:
+            # the update and the sync, and the old-policy log-probs where the step has that pass
+            old_lp = card.method is Method.PPO or card.rollout.num_iterations > 1 or card.preset in OLD_LOGPROB_PRESETS
+            one_way += grads + weights * (3 if old_lp else 2)
     per_node = train_nodes(card)[1]
     rate = min(r.pcie_bytes_per_s, r.host_memory_bytes_per_s / per_node)
     seconds = 2 * one_way / rate

@@ -306,6 +306,14 @@ class RolloutSection(_Section):
     max_num_seqs: int = Field(256, ge=1, le=1_000_000)
     max_num_batched_tokens: int = Field(8192, ge=1, le=100_000_000)
     sleep_level: int = Field(0, ge=0, le=2, description="vLLM sleep mode between rollouts: 0 off, 1, 2.")
+    trainer_offload: Offload | None = Field(
+        None, description="colocate: the trainer's state leaves the GPU while the engine starts, generates and"
+        " receives weights, and comes back for the log-prob and update passes (verl actor param_offload /"
+        " optimizer_offload; NeMo RL offload_before_refit / offload_after_refit): none | optimizer (fp32 main"
+        " weights and optimizer states) | params_and_optimizer (also the weights and gradients; the weights are"
+        " back on the GPU while they are sent). Timed as PCIe copies (the state_offload phase). Default:"
+        " params_and_optimizer under the nemo-rl preset, else none. Unlike parallel.offload, the optimizer step"
+        " stays on the GPU.")
     weight_sync: WeightSync = WeightSync.PER_PARAMETER
     logprob_micro_batch_size: int | None = Field(None, ge=1, le=65536, description="Sequences per log-prob pass; default micro_batch_size.")
     num_iterations: int = Field(1, ge=1, le=1000, description="Updates per generated batch (GRPO mu); > 1 adds an old-policy log-prob pass.")

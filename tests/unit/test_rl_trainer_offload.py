@@ -1,0 +1,94 @@
+"""rollout.trainer_offload: verl's / NeMo RL's phase-by-phase offload of the trainer's state around a
+colocated engine (methods/rl.py: the engine-start, rollout and weight-sync peaks; plan/rl_time.py: the
+state_offload phase's PCIe copies)."""
+
+from __future__ import annotations
+
+import pytest
+
+from trainfit.catalog.gpus import resolve_gpu
+from trainfit.catalog.models import resolve_model
+from trainfit.compute.rates import default_rates
+from trainfit.memory.weights import total_params
+from trainfit.methods.rl import trainer_offload_of
+from trainfit.plan import make_plan
+from trainfit.plan.rl_time import STATE_OFFLOAD_OPTIMIZER_BYTES, trainer_state_offload_phase
+from trainfit.spec.card import load_card_dict
+from trainfit.spec.enums import Offload
+
+MODEL = "Qwen/Qwen2.5-7B"
+
+
+def _card(trainer_offload: str | None = None, **rollout) -> dict:
+    ro = {"tensor_parallel": 2, "gpu_memory_utilization": 0.5, "prompts_per_step": 32, "num_generations": 4,
+          "prompt_len": 256, "response_len": 512, "sleep_level": 1} | rollout
+    if trainer_offload is not None:
+        ro["trainer_offload"] = trainer_offload
+    return {"model": MODEL, "method": "grpo", "hardware": {"gpu": "h100-sxm", "gpus_per_node": 8, "nodes": 1},
+            "parallel": {"strategy": "fsdp"}, "batch": {"micro_batch_size": 1}, "rollout": ro}
+
+
+def _phases(plan) -> dict:
+    return {p.phase.value: p for g in plan.groups for p in g.phases}
+
+
+@pytest.fixture(scope="module")
+def plans():
+    return {m: make_plan(load_card_dict(_card(m))) for m in ("none", "optimizer", "params_and_optimizer")}
+
+
+def test_rollout_phase_of_an_offloading_card_excludes_the_optimizer_states(plans):
+    kept, opt, both = (_phases(plans[m]) for m in ("none", "optimizer", "params_and_optimizer"))
+    def c(phases, phase, key):
+        return phases[phase].components.get(key, 0.0)
+
+    states = c(kept, "rollout", "optimizer_states") + c(kept, "rollout", "master_weights")
+    assert c(kept, "rollout", "optimizer_states") > 0
+    for phase in ("load", "rollout", "weight_sync"):
+        assert c(opt, phase, "optimizer_states") == 0.0 and c(opt, phase, "master_weights") == 0.0
+        assert c(opt, phase, "weights") == c(kept, phase, "weights") > 0
+    assert opt["rollout"].allocated == pytest.approx(kept["rollout"].allocated - states)
+    # parameters too while generating; back on the GPU while they are sent to the engine
+    assert c(both, "rollout", "weights") == 0.0 and c(both, "load", "weights") == 0.0
+    assert c(both, "weight_sync", "weights") == c(kept, "weight_sync", "weights") > 0
+    # the update has its state back: training phases are the same as without the offload
+    for phase in ("actor_forward", "actor_backward", "actor_optimizer_step"):
+        assert both[phase].components == kept[phase].components
+    assert max(p.device for p in both.values()) < max(p.device for p in kept.values())
+    assert "trainer_offloaded" in plans["optimizer"].host_ram and "trainer_offloaded" not in plans["none"].host_ram
+
+
+def test_timing_includes_the_pcie_transfer(plans):
+    def step(m):
+        return {p.name: p for p in plans[m].time.phases}
+
+    assert "state_offload" not in step("none")
+    moved = step("optimizer")["state_offload"]
+    card = load_card_dict(_card("optimizer"))
+    spec = resolve_model(MODEL)
+    r = default_rates(resolve_gpu("h100-sxm"))
+    one_way = STATE_OFFLOAD_OPTIMIZER_BYTES * total_params(spec) / 8  # 8 data-parallel ranks
+    rate = min(r.pcie_bytes_per_s, r.host_memory_bytes_per_s / 8)
+    assert moved.bound == "offload"
+    assert moved.terms["to_host"] == pytest.approx(one_way / rate, rel=1e-6)
+    assert moved.seconds == pytest.approx(2 * one_way / rate, rel=1e-6)
+    assert trainer_state_offload_phase(card, spec, r, train_gpus=8).seconds == pytest.approx(moved.seconds)
+    # parameters add the weights' round trips (update, sync, the old log-probs where the step has them)
+    assert step("params_and_optimizer")["state_offload"].seconds > moved.seconds
+    assert plans["optimizer"].step_seconds == pytest.approx(plans["none"].step_seconds + moved.seconds, rel=1e-6)
+
+
+def test_defaults_by_preset_and_placement():
+    nemo = load_card_dict(_card() | {"preset": "nemo-rl"})
+    assert trainer_offload_of(nemo)[0] is Offload.PARAMS_AND_OPTIMIZER
+    assert trainer_offload_of(load_card_dict(_card()))[0] is Offload.NONE
+    assert trainer_offload_of(load_card_dict(_card("none") | {"preset": "nemo-rl"}))[0] is Offload.NONE
+    split = load_card_dict(_card("params_and_optimizer", placement="split", gpus=4))
+    assert trainer_offload_of(split)[0] is Offload.NONE  # the engine has its own GPUs: nothing moves
+
+
+def test_bad_value_names_the_field():
+    from trainfit.errors import CardError
+
+    with pytest.raises(CardError, match="trainer_offload"):
+        load_card_dict(_card("gpu"))

@@ -156,7 +156,8 @@ TRAINER_OFFLOAD_PRESETS = ("nemo-rl",)
 ``grpo.py`` refit calls ``policy.offload_before_refit()`` (optimizer state to CPU) and, after the refit,
 ``policy.offload_after_refit()`` (weights to CPU) before generating; ``prepare_for_lp_inference`` moves the
 gradient buffer to CPU (NVIDIA-NeMo/RL @9dbd9adc95a10f5946cceb36e1d5b31e2429e470
-nemo_rl/models/policy/workers/megatron_policy_worker.py; grpo_math_1B.yaml @7ea279abfbeb698b092856d0dab61e7cf39bc909
+nemo_rl/models/policy/workers/megatron_policy_worker.py lines 1403-1421 (grads and optimizer to cpu) and
+1435-1439 (``move_model(self.model, "cpu")``), nemo_rl/algorithms/grpo.py lines 1005, 1078; grpo_math_1B.yaml @7ea279abfbeb698b092856d0dab61e7cf39bc909
 line 139: "colocated generation will always offload optimizer ... before refit")."""
 
 OPTIMIZER_SIDE = ("master_weights", "optimizer_states", "paged_optimizer_states")

@@ -81,7 +81,7 @@ def test_context_parallel_trace_refuses_what_it_does_not_cover() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("i", range(6))
+@pytest.mark.parametrize("i", range(7))
 def test_cp_grid_case_within_two_percent(i: int) -> None:
     from trainfit.accuracy.grid import CP_GRID
     from trainfit.plan import make_plan

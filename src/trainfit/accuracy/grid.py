@@ -212,6 +212,7 @@ CP_GRID: tuple[GridCase, ...] = (
     GridCase("llama", world_size=8, context_parallel=4, ckpt=True, seq_len=2048),
     GridCase("qwen3", world_size=4, context_parallel=4, context_parallel_kind="ulysses", seq_len=1024),
     # attention-heavy (q 4x the hidden size, small vocabulary): the peak sits in a layer's attention backward
+    GridCase("llama_wideq", world_size=2, context_parallel=2, ckpt=True, seq_len=4096),
     GridCase("llama_wideq", world_size=4, context_parallel=4, seq_len=4096),
     GridCase("llama_wideq", world_size=4, context_parallel=4, context_parallel_kind="ulysses", seq_len=4096),
 )

@@ -402,14 +402,15 @@ def context_parallel_attention_backward_bytes(*, kind: ContextParallelKind, cp: 
 def context_parallel_attention_forward_bytes(*, kind: ContextParallelKind, cp: int, tokens: int, q_dim: int,
                                              kv_dim: int, heads: int, kv_heads: int, batch: int, dtype_bytes: int,
                                              saved_later: float, checkpointed: bool = False,
-                                             hidden: int = 0) -> float:
+                                             hidden: int = 0, head_saved: float = 0.0) -> float:
     """A context-parallel attention's forward buffers in the last layer, above the whole step's saved
     activations: the ring's or Ulysses' high-water above its inputs, less what of it the layer saves
     (ring: output and log-sum-exp; Ulysses: the exchanged q, k, v, output, log-sum-exp and o_proj's
     input), plus Ulysses' un-exchanged q, k, v (HF's names keep them), less ``saved_later``: what the
     layer saves after attention (the second norm, the MLP; for the ring also o_proj's input copy).
     ``checkpointed``: the layer saves nothing, so the whole high-water counts, with its inputs q, k, v and
-    the normalised layer input (``hidden`` wide) that the attention's caller keeps."""
+    the normalised layer input (``hidden`` wide) that the attention's caller keeps, less ``head_saved``
+    (the head's saved tensors, counted in the step's but not there yet)."""
     q = tokens * q_dim * dtype_bytes
     kv = tokens * kv_dim * dtype_bytes
     lse = tokens * heads * 4
@@ -419,7 +420,7 @@ def context_parallel_attention_forward_bytes(*, kind: ContextParallelKind, cp: i
         else:
             peak = ulysses_attention_bytes(q_bytes=q, kv_bytes=kv, lse_bytes=lse, cp=cp, kv_heads=kv_heads,
                                            batch=batch)[0]
-        return peak + q + 2 * kv + tokens * hidden * dtype_bytes
+        return max(0.0, peak + q + 2 * kv + tokens * hidden * dtype_bytes - head_saved)
     if kind is ContextParallelKind.RING:
         extra = ring_attention_forward_bytes(q_bytes=q, kv_bytes=kv, lse_bytes=lse, cp=cp) - q - lse
     else:

@@ -64,9 +64,10 @@ def backward_buffers(card: RunCard, ss: ModelSpec, layout: ParallelLayout, stage
 
 
 def comm_buffers(card: RunCard, ss: ModelSpec, layout: ParallelLayout, stage: Stage, *, tokens: int,
-                  dtype_bytes: int, forward: bool = False) -> dict[int, float]:
+                  dtype_bytes: int, forward: bool = False, head_saved: float = 0.0) -> dict[int, float]:
     """Context/expert-parallel buffers a layer holds while it communicates, per stage position: in its
-    backward (above the layer's saved activations), or with ``forward`` in its forward (above the step's)."""
+    backward (above the layer's saved activations), or with ``forward`` in its forward (above the step's;
+    ``head_saved``: what the head saves, which does not exist yet while the layers run)."""
     a = dtype_bytes
     attn_buf = dense_buf = 0.0
     if layout.cp > 1:
@@ -80,8 +81,9 @@ def comm_buffers(card: RunCard, ss: ModelSpec, layout: ParallelLayout, stage: St
         norm2 = tokens * (4 * ss.hidden_size + 4 + (a * ss.hidden_size if full else 0))
         mlp = tokens * a * (ss.hidden_size + 4 * ss.intermediate_size) if full else 0.0
         if forward:
-            later = norm2 + (o_in if layout.cp_kind is ContextParallelKind.RING else 0.0)
-            ckpt = {"checkpointed": card.parallel.checkpoints_layers, "hidden": ss.hidden_size}
+            later = norm2 + (o_in if layout.cp_kind is ContextParallelKind.RING else 0.0) + head_saved
+            ckpt = {"checkpointed": card.parallel.checkpoints_layers, "hidden": ss.hidden_size,
+                    "head_saved": head_saved}
             attn_buf = context_parallel_attention_forward_bytes(**kw, saved_later=later, **ckpt)
             dense_buf = context_parallel_attention_forward_bytes(**kw, saved_later=later + mlp, **ckpt)
         else:

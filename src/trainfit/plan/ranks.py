@@ -314,8 +314,8 @@ def rank_terms(card: RunCard, spec: ModelSpec, sharding: Sharding, layout: Paral
         in_backward_step=in_bwd,
         inflight_activations=inflight,
         pipeline_buffers=pipe,
-        comm_forward_transient=max(comm_buffers(card, ss, layout, stage, tokens=tokens, dtype_bytes=a, forward=True).values(),
-                                   default=0.0),
+        comm_forward_transient=max(comm_buffers(card, ss, layout, stage, tokens=tokens, dtype_bytes=a, forward=True,
+                                                head_saved=act.head).values(), default=0.0),
         forward_at="loss (log-softmax over the logits)" if stage.last else "end of the stage's forward (output sent)",
         layer_forward_transient=layer_fwd,
         accumulation_transient=scale * grad_bytes * grads_scale * (

@@ -66,6 +66,24 @@ def ring_bus_bytes_per_s(*, rates: DeviceRates, crosses_nodes: bool, nic_bytes_p
     return min(bus, nic_bytes_per_s * NIC_EFFICIENCY * max(1, local_ranks)) if crosses_nodes else bus
 
 
+def all_to_all_bus_bytes_per_s(*, rates: DeviceRates, ranks: int, ranks_in_node: int, nic_bytes_per_s: float) -> float:
+    """The rate at which one rank's all-to-all share (``(n−1)/n`` of its buffer) leaves it, when ``ranks_in_node``
+    of the group's ``ranks`` GPUs share its node: the ``(l−1)/n`` of the buffer bound for the same node moves over
+    NVLink at the intra-node bus rate while the ``(n−l)/n`` bound for other nodes leaves through the GPU's own NIC
+    (rail-optimised node, one NIC per GPU: every GPU of the node sends the same amount, so no NIC carries another
+    GPU's share) at ``NIC_EFFICIENCY`` of its rate; the two run at once (NCCL's all-to-all is one grouped set of
+    point-to-point sends and receives: nccl-tests ``alltoall_perf`` / ``ncclGroupStart``). Inside one node:
+    the intra-node rate."""
+    n = max(1, ranks)
+    local = max(1, min(ranks_in_node, n))
+    bus = rates.intra_node_bus_bytes_per_s
+    if local >= n:
+        return bus
+    nic = nic_bytes_per_s * NIC_EFFICIENCY
+    seconds_per_byte = max((local - 1) / n / bus, (n - local) / n / nic)
+    return (n - 1) / n / seconds_per_byte
+
+
 def all_gather_seconds(*, total_bytes: float, ranks: int, bus_bytes_per_s: float, latency_s: float) -> float:
     if ranks <= 1 or total_bytes <= 0:
         return 0.0
@@ -80,6 +98,95 @@ def all_reduce_seconds(*, total_bytes: float, ranks: int, bus_bytes_per_s: float
     if ranks <= 1 or total_bytes <= 0:
         return 0.0
     return latency_s + 2 * COLLECTIVE_HOP_LATENCY_S * (ranks - 1) + 2 * (ranks - 1) / ranks * total_bytes / bus_bytes_per_s
+
+
+# NCCL's own cost model of an all-reduce (NVIDIA/nccl src/graph/tuning.cc, ``ncclTunerConstantsDefaults`` and
+# ``ncclTopoTuneModel``, @5067397c2676d5aed50042fc39e5c8ee96eb0027). NCCL times every (algorithm, protocol) pair
+# as ``latency + bytes / algorithm bandwidth`` and runs the fastest; the ring/Simple formula above is one of the six.
+_NCCL_BASE_LAT_US = {("tree", "ll"): 6.8, ("tree", "ll128"): 14.0, ("tree", "simple"): 8.4,
+                     ("ring", "ll"): 6.6, ("ring", "ll128"): 14.0, ("ring", "simple"): 8.4}
+"""``baseLatencies`` (us) of the tree and ring algorithms, LL / LL128 / Simple."""
+_NCCL_NVLINK_HOP_US = {("tree", "ll"): 0.6, ("tree", "ll128"): 1.25, ("tree", "simple"): 4.0,
+                       ("ring", "ll"): 0.6, ("ring", "ll128"): 1.9, ("ring", "simple"): 3.4}
+"""``hwLatencies[NVLINK]`` (us per step inside a node)."""
+_NCCL_NET_HOP_US = {("tree", "ll"): 5.0, ("tree", "ll128"): 8.5, ("tree", "simple"): 14.0,
+                    ("ring", "ll"): 2.7, ("ring", "ll128"): 4.0, ("ring", "simple"): 14.0}
+"""``hwLatencies[NET]`` (us per step between nodes)."""
+_NCCL_NET_OVERHEAD_US = 1.0
+"""``getNetOverhead``: 1 us per network post on x86 Intel hosts (2 on AMD); x3 for Simple; inter-node rings only."""
+_NCCL_BUS_FACTOR = {("tree", "ll"): 0.92 / 3.8, ("tree", "ll128"): 0.92 * 120 / 128, ("tree", "simple"): 0.92,
+                    ("ring", "ll"): 0.5, ("ring", "ll128"): 0.92, ("ring", "simple"): 1.0}
+"""The protocol's share of the ring/Simple bus bandwidth (tuning.cc "model refinements"; a tree all-reduce
+``min(busBw·.92, …)`` first, LL128 inside one node ``7/9`` instead of ``120/128``)."""
+NCCL_LL_MAX_BUS_BYTES_PER_S = {1: 141.0e9, 2: 39.0e9, 4: 20.4e9}
+"""``llMaxBws``: the LL protocol's bus-bandwidth cap (GB/s) by nodes (1: Hopper inside one node; 2 and 4+: x86
+Intel hosts across nodes)."""
+
+
+@dataclass(frozen=True, slots=True)
+class AllReduceChoice:
+    """The (algorithm, protocol) NCCL's tuner runs for one all-reduce, and its linear cost."""
+
+    algorithm: str
+    protocol: str
+    latency_s: float
+    alg_bytes_per_s: float
+    """Buffer bytes per second (bus bandwidth converted: ring ``n / 2(n−1)``, tree ½)."""
+
+    def seconds(self, total_bytes: float) -> float:
+        return self.latency_s + total_bytes / self.alg_bytes_per_s
+
+
+def nccl_all_reduce_choices(*, ranks: int, nodes: int, bus_bytes_per_s: float) -> list[AllReduceChoice]:
+    """NCCL's six (ring, tree) x (LL, LL128, Simple) all-reduce costs for ``ranks`` GPUs over ``nodes`` nodes
+    (block comment above: tuning.cc @5067397c). ``bus_bytes_per_s``: the ring/Simple bus bandwidth
+    (``ring_bus_bytes_per_s``). Latency, per tuning.cc: ring ``base + (2(n−1) − 2(N−1))·max(intra hop, net
+    overhead) + 2(N−1)·net hop``; tree ``base + 2·((n/N − 1)·intra hop + log2 N·net hop)``; a group with one GPU
+    per node takes the tree's network hop for the ring too. Left out: per-channel bandwidth caps (no channel
+    count here), NVLS / CollNet (need NVSwitch SHARP / a SHARP fabric) and the ``latencyInter`` of the topology."""
+    n, big_n = max(1, ranks), max(1, min(nodes, ranks))
+    ppn = n / big_n
+    nsteps, inter_steps = 2 * (n - 1), 2 * (big_n - 1)
+    log2_nodes = big_n.bit_length() - 1
+    ll_cap = NCCL_LL_MAX_BUS_BYTES_PER_S[1 if big_n == 1 else 2 if big_n == 2 else 4]
+    out = []
+    for key, base_us in _NCCL_BASE_LAT_US.items():
+        algo, proto = key
+        intra = _NCCL_NVLINK_HOP_US[key]
+        inter = _NCCL_NET_HOP_US[("tree", proto) if ppn == 1 else key]
+        if algo == "ring":
+            if big_n > 1:
+                intra = max(intra, _NCCL_NET_OVERHEAD_US * (3 if proto == "simple" else 1))
+            lat_us = base_us + (nsteps - inter_steps) * intra + inter_steps * inter
+        else:
+            lat_us = base_us + 2 * ((ppn - 1) * intra + log2_nodes * inter)
+        factor = _NCCL_BUS_FACTOR[key]
+        if key == ("tree", "ll128") and big_n == 1:
+            factor = 0.92 * 7 / 9
+        bus = bus_bytes_per_s * factor
+        if proto == "ll":
+            bus = min(bus, ll_cap)
+        ratio = n / nsteps if algo == "ring" else 0.5
+        out.append(AllReduceChoice(algo, proto, lat_us * 1e-6, bus * ratio))
+    return out
+
+
+def nccl_all_reduce(*, total_bytes: float, ranks: int, nodes: int, bus_bytes_per_s: float) -> AllReduceChoice | None:
+    """The cheapest of ``nccl_all_reduce_choices`` for a ``total_bytes`` buffer (NCCL's ``topoGetAlgoInfo``
+    picks the minimum time); None for one rank."""
+    if ranks <= 1:
+        return None
+    return min(nccl_all_reduce_choices(ranks=ranks, nodes=nodes, bus_bytes_per_s=bus_bytes_per_s),
+               key=lambda c: c.seconds(max(0.0, total_bytes)))
+
+
+def nccl_all_reduce_seconds(*, total_bytes: float, ranks: int, nodes: int, bus_bytes_per_s: float) -> float:
+    """Seconds of one all-reduce as NCCL's tuner times its fastest (algorithm, protocol); 0 for one rank or
+    an empty buffer."""
+    if ranks <= 1 or total_bytes <= 0:
+        return 0.0
+    c = nccl_all_reduce(total_bytes=total_bytes, ranks=ranks, nodes=nodes, bus_bytes_per_s=bus_bytes_per_s)
+    return c.seconds(total_bytes)
 
 
 @dataclass(frozen=True, slots=True)

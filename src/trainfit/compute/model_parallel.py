@@ -13,7 +13,16 @@ CP ring            (cp−1) passes of the rank's K and V blocks (T·kv·2 each) 
                                                                                   Attention, 2023)
 CP Ulysses         all-to-all of q, k, v into head shards and of the output back  nothing
                    (Jacobs et al. 2023, DeepSpeed-Ulysses, §3)
-EP                 all-to-all dispatch and combine of T·top_k·h per MoE layer     nothing
+EP                 all-to-all dispatch and combine of (T/tp)·top_k·h per MoE      nothing
+                   layer: with tp > 1 the MoE layer's input is the rank's
+                   sequence-parallel shard (Megatron-Core refuses MoE with TP
+                   and EP without sequence parallel: NVIDIA/Megatron-LM
+                   megatron/core/model_parallel_config.py
+                   @0486ed9246cef89af5750ccf4afb6e97816f5e48 "When using
+                   expert parallelism and tensor parallelism, sequence
+                   parallelism must be used"); the group's same-node share
+                   moves over NVLink, the rest over each GPU's NIC
+                   (``collectives.all_to_all_bus_bytes_per_s``)
 PP                 the stage's output activation T·h to the next stage, its       half (sends overlap
                    gradient back                                                  the next micro-batch)
 =================  ===========================================================  ==================
@@ -89,7 +98,10 @@ def model_parallel_comm(
             context = attention_layers * ((passes - 1) * exposed_f + exposed_b)
     expert = 0.0
     if ep > 1 and moe_layers:
-        buf = tokens * top_k * hidden * dtype_bytes
+        # MoE with tp > 1 runs sequence parallel (Megatron requires it: module docstring): each rank routes its
+        # 1/tp sequence shard, so its all-to-all carries tokens / tp of them
+        routed = tokens / tp if tp > 1 else tokens
+        buf = routed * top_k * hidden * dtype_bytes
         one = all_to_all_seconds(total_bytes=buf, ranks=ep, bus_bytes_per_s=ep_bus_bytes_per_s, latency_s=latency_s)
         expert = 2 * passes * moe_layers * one  # dispatch + combine
     p2p = 0.0

@@ -155,7 +155,13 @@ def model_parallel_of(card: RunCard, spec: ModelSpec, r: DeviceRates, *, gpus_pe
         tp=tp, sequence_parallel=par.sequence_parallel, cp=cp,
         ulysses=par.context_parallel_kind is ContextParallelKind.ULYSSES, pp=par.pipeline_parallel,
         virtual_stages=par.virtual_stages, ep=ep, full_q_dim=spec.q_dim, full_kv_dim=spec.kv_dim,
-        tp_bus_bytes_per_s=bus(tp), cp_bus_bytes_per_s=bus(tp * cp), ep_bus_bytes_per_s=bus(tp * ep),
+        tp_bus_bytes_per_s=bus(tp), cp_bus_bytes_per_s=bus(tp * cp),
+        # an expert-parallel group's ranks are expert_tensor_parallel apart (Megatron-Core parallel_state orders the
+        # expert ranks tp-ep-dp-pp with tp = expert_tensor_parallel): gpus_per_node / etp of them share a node; the
+        # same-node share of the all-to-all moves over NVLink, the rest over each GPU's NIC
+        ep_bus_bytes_per_s=coll.all_to_all_bus_bytes_per_s(rates=r, ranks=ep, ranks_in_node=max(
+            1, gpus_per_node // par.expert_tensor_parallel),
+                                                           nic_bytes_per_s=nic),
         pp_bytes_per_s=bus(card.world_size if card.world_size > gpus_per_node else 1),
     )
 

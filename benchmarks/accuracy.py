@@ -6,9 +6,9 @@
 Writes ``benchmarks/accuracy.md`` (for people) and ``benchmarks/accuracy.json`` (the same rows and
 summaries, machine-readable).
 
-Part (a): every case of ``trainfit.accuracy.grid.GRID`` and ``TP_GRID`` (and ``SLOW_GRID``, ``SLOW_TP_GRID``) is
-traced on fake tensors
-(``trainfit.trace.api.trace_step``) and planned (``trainfit.plan.make_plan``). The trace measures
+Part (a): every case of ``trainfit.accuracy.grid.GRID``, ``TP_GRID``, ``CP_GRID`` and ``EP_GRID`` (and
+``SLOW_GRID``, ``SLOW_TP_GRID``) is traced on fake tensors (``trainfit.trace.api.trace_step``;
+``trace.context_parallel`` / ``trace.expert_parallel`` for the CP and EP cases) and planned (``trainfit.plan.make_plan``). The trace measures
 *allocated* bytes of the steady-state step phases, so trainfit's figure is its planned allocated
 peak over those same phases, and each peer's per-GPU figure is compared with the same traced peak.
 Part (b): ``benchmarks/published.py`` (trainfit and the peers against published measurements, the
@@ -467,7 +467,11 @@ def render_md(data: dict[str, Any]) -> str:
         "",
         "Cases: `trainfit.accuracy.grid.GRID` (small random-dimension models), `TP_GRID` (the same models under "
         "torch tensor (+ sequence) parallel, alone and inside FSDP2, per-rank bytes of rank 0; and one pipeline "
-        "stage under 1F1B with its micro-batches, compared with the plan's phases of that stage)"
+        "stage under 1F1B with its micro-batches, compared with the plan's phases of that stage), `CP_GRID` "
+        "(context parallel, rank 0: torch's ring attention with the CPU flash kernel per block, and verl's "
+        "Ulysses all-to-all; `trainfit.trace.context_parallel`), `EP_GRID` (expert parallel, rank 0: experts split "
+        "over the ranks, all-to-all token dispatch and combine around transformers' grouped experts, an emulation; "
+        "`trainfit.trace.expert_parallel`)"
         + (" and `SLOW_GRID`, `SLOW_TP_GRID` (full-size Qwen3-8B, and Qwen3-8B / Llama-3.1-70B under tensor "
            "parallel, traced at shallow depth and extrapolated)"
            if data["with_slow"] else "") + ". Metric: allocated. "

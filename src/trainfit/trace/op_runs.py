@@ -41,7 +41,8 @@ def _phases(regions: LayerRegions) -> Callable[[str], Any]:
 
 def count_step(req: TraceRequest, depth: int, *, progress: Callable[[str, float], None]) -> list[OpRecord]:
     """Every op of the steady-state step of a ``depth``-layer model (after one warm-up step)."""
-    with warmed_up(req, depth, progress) as (model, opt, ids):
+    # the emulated DeltaNet GPU kernels allocate but compute nothing: the op inventory counts the torch path
+    with warmed_up(req, depth, progress, gpu_kernels=False) as (model, opt, ids):
         progress("trace", 0.5)
         regions = LayerRegions(build.decoder_layers(model))
         counter = OpCounter(regions, host=_host_tensors(req, opt))

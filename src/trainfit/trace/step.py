@@ -99,7 +99,7 @@ def run_depth(
 
 @contextlib.contextmanager
 def warmed_up(
-    req: TraceRequest, depth: int, progress: Callable[[str, float], None]
+    req: TraceRequest, depth: int, progress: Callable[[str, float], None], *, gpu_kernels: bool = True
 ) -> Iterator[tuple[Any, torch.optim.Optimizer, torch.Tensor]]:
     """``(model, optimizer, input_ids)`` of a ``depth``-layer train step on fake ``cpu`` tensors, after
     an untracked warm-up (``_warm_optimizer``: the optimizer states exist). FSDP2-sharded on a fake process group
@@ -117,7 +117,8 @@ def warmed_up(
     with contextlib.ExitStack() as stack:
         stack.enter_context(torch_threads(1))
         stack.enter_context(unpacked_batches())
-        stack.enter_context(linear_attention_kernels())
+        if gpu_kernels:  # False: Gated DeltaNet runs transformers' torch path (its aten ops are counted)
+            stack.enter_context(linear_attention_kernels())
         mesh = tp_mesh = None
         if req.world_size > 1:
             stack.enter_context(fake_process_group(req.world_size))

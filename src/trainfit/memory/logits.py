@@ -79,7 +79,7 @@ def trl_fused_logprob_bytes(
 ) -> LogitsBytes:
     """Bytes of TRL's fused lm_head log-prob over ``tokens`` scored positions (see the module doc)."""
     n, h = tokens, hidden_size
-    tile = min(n, TRL_TOKEN_CHUNK) * min(vocab_size, TRL_VOCAB_CHUNK) * compute_dtype_bytes  # a slice of the head
+    tile = min(n, TRL_TOKEN_CHUNK) * TRL_VOCAB_CHUNK * compute_dtype_bytes  # mm_buf is chunk_size wide, whatever the vocabulary
     rows = n * h * hidden_dtype_bytes  # hidden_states[mask], saved for backward
     saved = rows + 2 * 4 * n  # + log_z and the entropy slot
     forward = rows + tile + TRL_FP32_STATS_PER_TOKEN * 4 * n + 3 * 4 * n  # + log-probs, entropy, log_z outputs

@@ -74,6 +74,7 @@ def trace_request_kwargs(card, spec_config: dict[str, Any]) -> dict[str, Any]:
         "scope": card.scope.value,
         "lora_rank": card.lora.rank,
         "lora_alpha": card.lora.alpha,
+        "lora_dropout": card.lora.dropout,
         "lora_targets": card.lora_targets,
         "lora_modules_to_save": tuple(card.lora.modules_to_save),
         "keep_outputs": card.loop.keeps_output_through_backward,

@@ -27,6 +27,13 @@ KV kv heads, I intermediate, s sequence length, T = b·s tokens. The rules that 
   Gemma-2's tanh softcap, which saves its bf16 output).
 * PEFT LoRA (fp32 adapters on a bf16 base) casts the input to fp32 in every wrapped module
   (4·in, not shared between q/k/v) and saves the rank-r fp32 ``lora_A`` output (4r).
+* LoRA dropout (``lora_dropout > 0``; peft 0.21.2 ``tuners/lora/layer.py`` l.255-258 builds an
+  ``nn.Dropout`` per wrapped module, ``nn.Identity`` at 0; ``Linear.forward`` l.1100-1102 runs
+  ``lora_B(lora_A(dropout(x.to(adapter dtype)))) * scaling``): each wrapped module's dropout output
+  is a new tensor (adapter dtype, in·T, one per module even where q/k/v or gate/up share x) that
+  ``lora_A`` saves in place of x or its cast, plus, when x needs a gradient, the dropout mask
+  (CUDA ``native_dropout``: bool, 1 B per element). torch's CPU dropout (what a CPU trace runs)
+  keeps a noise tensor in the input's dtype instead (``DROPOUT_CPU_NOISE``).
 * Gradient checkpointing (transformers 5 default ``use_reentrant=False``) saves only the layer's
   positional input, hidden_states: 2h per token per layer (plus a 5,056 B CPU RNG state per layer
   that is not a saved tensor). Under it, adapters get ``enable_input_require_grads``.
@@ -74,6 +81,11 @@ from trainfit.spec.training import TrainableSpec
 FP32 = 4
 INT64 = 8
 INT32 = 4
+DROPOUT_MASK_BYTES = 1
+"""``native_dropout``'s bool mask, per element (CUDA; what the plan models)."""
+DROPOUT_CPU_NOISE = "adapter dtype"
+"""torch's CPU ``dropout`` (no fused kernel: ``at::dropout`` falls back to ``input * bernoulli_noise``) saves the
+noise tensor in the input's dtype: for LoRA dropout the adapter dtype (4 B per element with fp32 adapters)."""
 DELTANET_CHUNK = 64
 """Chunk size of flash-linear-attention's ``chunk_gated_delta_rule`` (its default)."""
 DELTANET_DQKWG_TILE = 64
@@ -141,6 +153,8 @@ class _Ctx:
     attention: Attention
     adapter_bytes: int = FP32
     """LoRA A/B dtype: fp32 (PEFT's default autocast_adapter_dtype) or bf16 (torchtune, PEFT without autocast)."""
+    lora_dropout: bool = False
+    """``lora.dropout > 0``: every wrapped module runs lora_A on its own dropout output (``_adapter_saved``)."""
     saved_inputs: set = field(default_factory=set)
     """bf16 adapters: module inputs already saved in the current layer (q/k/v share one, gate/up one)."""
     T_seq: int = 0
@@ -175,7 +189,7 @@ def _linear(ctx: _Ctx, name: str, in_features: int, x_rg: bool, *, input_saved: 
         out += ctx.T * ctx.a * in_features
     r = ctx.targets.get(name)
     if r is not None:
-        out += _adapter_saved(ctx, name, in_features, r, input_saved=ctx.full)
+        out += _adapter_saved(ctx, name, in_features, r, input_saved=ctx.full, x_rg=x_rg)
     return out, x_rg or ctx.full or r is not None
 
 
@@ -185,14 +199,22 @@ _SHARED_INPUT = {
 }
 
 
-def _adapter_saved(ctx: _Ctx, name: str, in_features: int, r: int, *, input_saved: bool) -> int:
+def _adapter_saved(ctx: _Ctx, name: str, in_features: int, r: int, *, input_saved: bool, x_rg: bool = True) -> int:
     """What one LoRA-wrapped module saves on top of its base.
 
     fp32 adapters on a bf16 base: PEFT casts the input to fp32 (4·in, a new tensor per module)
     and ``lora_B`` saves the fp32 ``lora_A`` output (4r). Adapters in the compute dtype: no cast,
     so ``lora_A`` saves the module's own input (shared by q/k/v and by gate/up: one storage, counted
     once per layer, and nothing when something else already saves it) and ``lora_B`` the rank-r output.
+
+    With LoRA dropout ``lora_A`` saves this module's own dropout output instead (adapter dtype, in·T: a new
+    tensor per module, shared with nobody, whatever ``input_saved`` says) and the dropout saves its mask
+    (1 B per element, CUDA) when the module input ``x_rg`` needs a gradient; x and its fp32 cast are then
+    saved by nothing in the adapter.
     """
+    if ctx.lora_dropout:
+        mask = ctx.T * DROPOUT_MASK_BYTES * in_features if x_rg else 0
+        return ctx.T * ctx.adapter_bytes * (in_features + r) + mask
     if ctx.adapter_bytes == FP32:
         return ctx.T * FP32 * (in_features + r)
     out = ctx.T * ctx.a * r
@@ -523,8 +545,9 @@ def activation_bytes(
     full = trainable.scope is Scope.FULL
     adapter = trainable.lora.adapter_dtype_bytes if trainable.lora is not None else FP32
     T_seq = T // sequence_shards
+    dropout = not full and trainable.lora is not None and trainable.lora.dropout > 0
     ctx = _Ctx(T=T, b=b, s=s, a=a, full=full, targets=_targets(spec, trainable), attention=attention,
-               adapter_bytes=adapter, T_seq=T_seq)
+               adapter_bytes=adapter, lora_dropout=dropout, T_seq=T_seq)
     per_layer = []
     kernel_bwd: list[int] = []
     kernel_bwd_ckpt: list[int] = []

@@ -42,7 +42,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from trainfit.memory import activations as _act
-from trainfit.memory.activations import FP32, INT32, INT64
+from trainfit.memory.activations import DROPOUT_MASK_BYTES, FP32, INT32, INT64
 from trainfit.memory.attention import runs_eager
 from trainfit.spec.model import ModelSpec
 
@@ -50,8 +50,6 @@ FAMILIES = frozenset({"deepseek_v3", "gpt_oss", "opt"})
 
 LAYERNORM_STATS_BYTES = 8
 """Mean and rstd per row, fp32 on CUDA (``native_layer_norm`` keeps the accumulation type)."""
-DROPOUT_MASK_BYTES = 1
-"""``native_dropout``'s bool mask, per element (CUDA)."""
 
 
 def rope_dim(spec: ModelSpec) -> int:
@@ -114,7 +112,7 @@ def _opt_layer(ctx, spec: ModelSpec, x_rg: bool) -> tuple[int, bool]:
         total += _sdpa(ctx, q=qd, k=kvd, v_storage=kvd, out=qd, heads=H, rg=a_rg)
     r = ctx.targets.get("out_proj")
     if r is not None:
-        total += _act._adapter_saved(ctx, "out_proj", qd, r, input_saved=True)
+        total += _act._adapter_saved(ctx, "out_proj", qd, r, input_saved=True, x_rg=a_rg)
     o_rg = a_rg or ctx.full or r is not None
     total += _dropout(ctx, spec, h, o_rg)
     res_rg = x_rg or o_rg
@@ -131,7 +129,7 @@ def _opt_layer(ctx, spec: ModelSpec, x_rg: bool) -> tuple[int, bool]:
         total += ctx.T * ctx.a * w  # ReLU saves its output (fc2's input, the same tensor)
     r2 = ctx.targets.get("fc2")
     if ctx.full or r2 is not None:
-        total += _act._adapter_saved(ctx, "fc2", w, r2, input_saved=True) if r2 is not None else 0
+        total += _act._adapter_saved(ctx, "fc2", w, r2, input_saved=True, x_rg=f1_rg) if r2 is not None else 0
     f2_rg = f1_rg or ctx.full or r2 is not None
     total += _dropout(ctx, spec, h, f2_rg)
     out_rg = res_rg or f2_rg

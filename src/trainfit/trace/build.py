@@ -69,7 +69,7 @@ def build_meta(req: TraceRequest, num_layers: int, *, scope: str | None = None) 
     targets: Any = list(req.lora_targets)
     if targets == ["all-linear"]:
         targets = "all-linear"
-    lcfg = LoraConfig(r=req.lora_rank, lora_alpha=req.lora_alpha, lora_dropout=0.0, target_modules=targets,
+    lcfg = LoraConfig(r=req.lora_rank, lora_alpha=req.lora_alpha, lora_dropout=req.lora_dropout, target_modules=targets,
                       modules_to_save=list(req.lora_modules_to_save) or None,
                       task_type="SEQ_CLS" if req.pass_kind == "value" else "CAUSAL_LM")
     try:

@@ -57,6 +57,8 @@ class TraceRequest:
     """``full`` fine-tuning, ``lora`` (PEFT, fp32 adapters) or ``qlora``."""
     lora_rank: int = 16
     lora_alpha: float = 32
+    lora_dropout: float = 0.0
+    """PEFT ``lora_dropout``: > 0 wraps each adapter's input in an ``nn.Dropout`` (0: ``nn.Identity``)."""
     lora_targets: tuple[str, ...] = ("all-linear",)
     lora_modules_to_save: tuple[str, ...] = ()
     fsdp_shard_embeddings: bool = False
@@ -134,6 +136,8 @@ class TraceRequest:
                     or self.keep_outputs):
                 raise TraceUnsupported("trace: a pipeline stage (or micro-batches) is traced alone: one rank, full"
                                        " scope, mode 'fast', full depth, train step")
+        if not 0 <= self.lora_dropout < 1:
+            raise TraceUnsupported(f"trace: lora_dropout must be in [0, 1), got {self.lora_dropout}")
         if self.world_size % self.tensor_parallel:
             raise TraceUnsupported(f"trace: tensor_parallel {self.tensor_parallel} must divide world_size {self.world_size}")
         if self.sequence_parallel and self.tensor_parallel == 1:

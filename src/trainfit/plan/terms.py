@@ -152,6 +152,10 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         n_train = n_lora + n_saved
         notes.append(f"lora.modules_to_save: {', '.join(card.lora.modules_to_save)} trained in full"
                      f" ({n_saved / 1e6:.1f} M parameters, a copy beside the frozen original: PEFT ModulesToSaveWrapper)")
+    if trainable.lora is not None and trainable.lora.dropout > 0:
+        notes.append(f"lora.dropout {trainable.lora.dropout:g}: every adapted module saves its own dropout output (adapter"
+                     " dtype) and a 1 B/element CUDA bool mask; the fp32 dropout-input gradients of a layer's backward"
+                     " are not modelled")
 
     wd, gd, od = sharding.weights_divisor, sharding.grads_divisor, sharding.optimizer_divisor
     offload = card.parallel.offload

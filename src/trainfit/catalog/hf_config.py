@@ -26,10 +26,11 @@ SUPPORTED_FAMILIES = (
     "deepseek_v3",
     "gpt_oss",
     "opt",
+    "llama4_text",
 )
 """Decoder model_types whose parameter layout and activations trainfit models exactly."""
 
-_TOP_LEVEL_WRAPPERS = {"qwen3_5": "qwen3_5_text", "qwen3_6": "qwen3_5_text"}
+_TOP_LEVEL_WRAPPERS = {"qwen3_5": "qwen3_5_text", "qwen3_6": "qwen3_5_text", "llama4": "llama4_text"}
 
 # Families whose q/k/v carry a bias regardless of config.json (Qwen2 hard-codes bias=True).
 _QKV_BIAS_ALWAYS = {"qwen2", "qwen2_moe"}
@@ -114,7 +115,9 @@ def spec_from_hf_config(
     heads = _int(dec, "num_attention_heads", name, most=100_000)
     layers = _int(dec, "num_hidden_layers", name, most=1024)  # the deepest released decoders have ~128
     vocab = _int(dec, "vocab_size", name, most=100_000_000)
-    intermediate = _int(dec, "ffn_dim" if family == "opt" else "intermediate_size", name, most=10_000_000)
+    # Llama-4: intermediate_size is the expert (and shared expert) width, intermediate_size_mlp the dense MLP's
+    intermediate = _int(dec, {"opt": "ffn_dim", "llama4_text": "intermediate_size_mlp"}.get(family, "intermediate_size"),
+                        name, most=10_000_000)
     kv_heads = _int(dec, "num_key_value_heads", name, most=heads, default=heads)
     if heads % kv_heads:
         raise ConfigError(f"{name}: config.json field 'num_key_value_heads' = {kv_heads} does not divide"
@@ -140,6 +143,8 @@ def spec_from_hf_config(
         moe = _deepseek_moe(dec, name, layers)
     elif family == "gpt_oss":
         moe = _gpt_oss_moe(dec, name, intermediate)
+    elif family == "llama4_text":
+        moe = _llama4_moe(dec, name, layers)
     if family in ("qwen3_moe", "qwen2_moe"):
         experts = _int(dec, "num_experts", name, most=100_000)
         sparse_step = _int(dec, "decoder_sparse_step", name, most=layers, default=1, zero_is_none=True) or 1
@@ -284,6 +289,29 @@ def _deepseek_moe(dec: dict[str, Any], name: str, layers: int) -> MoeSpec:
         router_fp32=True,
         n_group=n_group,
         topk_group=_int(dec, "topk_group", name, most=n_group, default=1),
+    )
+
+
+def _llama4_moe(dec: dict[str, Any], name: str, layers: int) -> MoeSpec:
+    """Llama-4 text MoE (transformers Llama4TextMoe): num_local_experts routed experts of intermediate_size
+    (top-k, sigmoid router without bias) plus one always-on shared expert of intermediate_size without a gate;
+    layers interleave_moe_layer_step-1, 2*step-1, ... are MoE (moe_layers), the others a dense MLP of
+    intermediate_size_mlp."""
+    experts = _int(dec, "num_local_experts", name, most=100_000)
+    width = _int(dec, "intermediate_size", name, most=10_000_000)
+    step = _int(dec, "interleave_moe_layer_step", name, most=layers, default=1)
+    derived = list(range(step - 1, layers, step))
+    given = dec.get("moe_layers")
+    if given is not None and (not isinstance(given, (list, tuple)) or list(given) != derived):
+        raise ConfigError(f"{name}: config.json field 'moe_layers' must be every interleave_moe_layer_step-th layer"
+                          f" ({derived[:4]}...); other layouts are not modelled")
+    return MoeSpec(
+        num_experts=experts,
+        experts_per_token=_int(dec, "num_experts_per_tok", name, most=experts),
+        expert_intermediate_size=width,
+        shared_expert_intermediate_size=width,
+        sparse_step=step,
+        shared_expert_gate=False,
     )
 
 

@@ -15,8 +15,13 @@ class TraceCardError(TrainfitError):
     """The card asks for something the fake-tensor trace cannot run."""
 
 
-def trace_request_kwargs(card, spec_config: dict[str, Any]) -> dict[str, Any]:
-    """Map a validated run card to ``TraceRequest`` keyword arguments, or say why it cannot be traced."""
+def trace_request_kwargs(card, spec_config: dict[str, Any], *, layouts: bool = False) -> dict[str, Any]:
+    """Map a validated run card to ``TraceRequest`` keyword arguments, or say why it cannot be traced.
+
+    With ``layouts=True`` a context- or expert-parallel card is accepted where its tracer covers it
+    (``trainfit.trace.context_parallel`` / ``expert_parallel``) and the dict also carries
+    ``context_parallel``, ``context_parallel_kind`` and ``expert_parallel`` for ``trace_step``
+    (pop them before building the ``TraceRequest``); without it such a card is refused."""
     p = card.precision
     if card.method.value != "sft":
         raise TraceCardError(f"method: trace runs the SFT step only for now, got '{card.method.value}'")
@@ -30,9 +35,18 @@ def trace_request_kwargs(card, spec_config: dict[str, Any]) -> dict[str, Any]:
         raise TraceCardError("parallel.offload: CPU offload moves tensors off the GPU; the CPU trace cannot separate them")
     strategy = card.parallel.strategy.value
     par = card.parallel
-    if par.context_parallel > 1 or par.expert_parallel > 1 or par.expert_tensor_parallel > 1 or par.virtual_stages > 1:
-        raise TraceCardError("parallel: context and expert parallel and the interleaved schedule are not traced; the plan"
+    cp, ep = par.context_parallel, par.expert_parallel
+    if (cp > 1 or ep > 1) and not layouts:
+        raise TraceCardError("parallel: context and expert parallel are traced by `trainfit trace` only; set"
+                             " context_parallel and expert_parallel to 1 here")
+    if par.expert_tensor_parallel > 1 or par.virtual_stages > 1:
+        raise TraceCardError("parallel: expert tensor parallel and the interleaved schedule are not traced; the plan"
                              " gives them from cited formulas (see its assumptions)")
+    if cp > 1 or ep > 1:
+        layout = _cp_ep_layout(card, spec_config)
+        kwargs = trace_request_kwargs(card.model_copy(update={"parallel": par.model_copy(update={
+            "context_parallel": 1, "expert_parallel": 1, "strategy": type(par.strategy)("single")})}), spec_config)
+        return kwargs | {"world_size": card.world_size} | layout
     if par.tensor_parallel > 1 and par.pipeline_parallel > 1:
         raise TraceCardError("parallel: tensor and pipeline parallel are traced one at a time; set one of them to 1")
     tp, pp = par.tensor_parallel, par.pipeline_parallel
@@ -85,6 +99,59 @@ def trace_request_kwargs(card, spec_config: dict[str, Any]) -> dict[str, Any]:
         **({"tensor_parallel": tp, "sequence_parallel": par.sequence_parallel} if tp > 1 else {}),
         **({"pipeline_parallel": pp, "micro_batches": card.batch.grad_accum} if pp > 1 else {}),
     }
+
+
+def _cp_ep_layout(card, spec_config: dict[str, Any]) -> dict[str, Any]:
+    """The context/expert-parallel layouts the tracers cover (rank 0 of ``card.world_size``), else one line."""
+    from trainfit.catalog.hf_config import decoder_config
+    from trainfit.trace import context_parallel as cpt
+    from trainfit.trace import expert_parallel as ept
+
+    par = card.parallel
+    cp, ep, world, strategy = par.context_parallel, par.expert_parallel, card.world_size, par.strategy.value
+    family = decoder_config(spec_config).get("model_type")
+    if cp > 1 and ep > 1:
+        raise TraceCardError("parallel: context and expert parallel are traced one at a time; set context_parallel"
+                             " or expert_parallel to 1")
+    if par.tensor_parallel > 1 or par.pipeline_parallel > 1:
+        field = "context_parallel" if cp > 1 else "expert_parallel"
+        raise TraceCardError(f"parallel.{field}: traced alone; tensor_parallel and pipeline_parallel must be 1")
+    if card.scope.value != "full":
+        raise TraceCardError(f"scope: context and expert parallel are traced for scope 'full' only, got"
+                             f" '{card.scope.value}'")
+    if par.selective_checkpointing.value != "none":
+        raise TraceCardError("parallel.selective_checkpointing: context and expert parallel are traced with 'none'"
+                             " (full or no gradient checkpointing)")
+    if card.loop.keeps_output_through_backward:
+        raise TraceCardError("loop.keeps_output_through_backward: context and expert parallel are traced with the"
+                             " output dropped before backward (false)")
+    if cp > 1:
+        kind = par.context_parallel_kind.value
+        if family not in cpt.FAMILIES:
+            raise TraceCardError(f"model: context parallel is traced for {', '.join(sorted(cpt.FAMILIES))}, not"
+                                 f" '{family}'")
+        if card.attention.value != "sdpa":
+            raise TraceCardError(f"attention: context parallel is traced with 'sdpa', got '{card.attention.value}'")
+        if strategy == "single" and world != cp:
+            raise TraceCardError(f"parallel.strategy: 'single' with context parallel is traced on world_size ="
+                                 f" context_parallel ({cp}), got world_size {world}; use 'fsdp' for more ranks")
+        if strategy == "fsdp" and world == cp:
+            raise TraceCardError(f"parallel.strategy: 'fsdp' with context parallel is traced on more ranks than"
+                                 f" context_parallel ({cp}), got world_size {world}; use 'single' (a replica per rank)")
+        chunks = 2 * cp if kind == "ring" else cp
+        if card.batch.seq_len % chunks:
+            raise TraceCardError(f"batch.seq_len: must be a multiple of {chunks} for context parallel {cp} ({kind}),"
+                                 f" got {card.batch.seq_len}")
+        return {"context_parallel": cp, "context_parallel_kind": kind, "expert_parallel": 1}
+    if family not in ept.FAMILIES:
+        raise TraceCardError(f"model: expert parallel is traced for {', '.join(sorted(ept.FAMILIES))}, not '{family}'")
+    if world != ep:
+        raise TraceCardError(f"parallel.expert_parallel: traced with world_size = expert_parallel, got"
+                             f" expert_parallel {ep} and world_size {world}")
+    if strategy != "single":
+        raise TraceCardError(f"parallel.strategy: expert parallel is traced with the dense weights replicated"
+                             f" ('single'), got '{strategy}'")
+    return {"context_parallel": 1, "context_parallel_kind": "ring", "expert_parallel": ep}
 
 
 def hf_config_for(card) -> dict[str, Any]:
@@ -148,7 +215,15 @@ def trace(
         "attention": attention,
     }
     run_card = load_card(card, overrides, set_)
-    kwargs = trace_request_kwargs(run_card, hf_config_for(run_card))
+    kwargs = trace_request_kwargs(run_card, hf_config_for(run_card), layouts=True)
+    layout = {k: kwargs.pop(k) for k in ("context_parallel", "context_parallel_kind", "expert_parallel") if k in kwargs}
+    if layout and (layout["context_parallel"] > 1 or layout["expert_parallel"] > 1):
+        which = "context" if layout["context_parallel"] > 1 else "expert"
+        for flag, bad in (("--time", time_), ("--layers", layers is not None), ("--mode", mode != "fast"),
+                          ("--reserved", reserved)):
+            if bad:
+                raise TraceCardError(f"{flag}: {which} parallel is traced at full depth, memory only, mode 'fast';"
+                                     f" drop {flag}")
     if time_:
         _trace_time(run_card, kwargs, layers, json_)
         return
@@ -170,7 +245,8 @@ def trace(
     # the bar draws on an interactive stderr only, so pipes and error lines stay clean
     with Progress(transient=True, disable=json_ or not sys.stderr.isatty(), console=_Console(stderr=True)) as bar:
         task = bar.add_task("tracing", total=1.0)
-        result = trace_step(req, progress=lambda label, frac: bar.update(task, completed=frac, description=label))
+        result = trace_step(req, progress=lambda label, frac: bar.update(task, completed=frac, description=label),
+                            **layout)
     from trainfit.report.trace_report import render_trace, trace_to_dict
 
     if json_:

@@ -34,12 +34,20 @@ __all__ = [
 ]
 
 
-def trace_step(req: TraceRequest, *, progress: Progress | None = None) -> TraceResult:
+def trace_step(req: TraceRequest, *, progress: Progress | None = None, context_parallel: int = 1,
+               context_parallel_kind: str = "ring", expert_parallel: int = 1) -> TraceResult:
     """Trace one steady-state training step of ``req`` and return its per-phase peaks.
+
+    ``context_parallel`` > 1 or ``expert_parallel`` > 1: rank 0 of ``req.world_size`` at full depth through
+    ``trainfit.trace.context_parallel`` (``context_parallel_kind`` ring | ulysses) or
+    ``trainfit.trace.expert_parallel``; emulations on the fake process group, named in the result's notes.
 
     Raises:
         TraceUnsupported: the trace extra is missing, or the case cannot be traced (message says why).
     """
+    if context_parallel > 1 or expert_parallel > 1:
+        return _trace_cp_ep(req, progress, context_parallel=context_parallel, kind=context_parallel_kind,
+                            expert_parallel=expert_parallel)
     t0 = time.perf_counter()
     try:
         import torch  # noqa: F401
@@ -151,3 +159,40 @@ def _stage_depth(req: TraceRequest) -> int:
     from trainfit.trace.pipeline import stage_depth
 
     return stage_depth(req)
+
+
+_EMULATION = {
+    "ring": "method: an emulation of torch's ring attention (torch.distributed.tensor.experimental._context_parallel:"
+            " its _templated_ring_attention forward and backward, driven by the trace's own dispatch because"
+            " context_parallel() has no CPU SDPA handler)",
+    "ulysses": "method: an emulation of verl's Ulysses all-to-all (verl/utils/ulysses.py SeqAllToAll around the"
+               " attention; SDPA in place of flash attention)",
+    "ep": "method: an emulation of a balanced, dropless expert-parallel all-to-all token dispatch and combine"
+          " (torchtitan / Megatron-Core dispatcher pattern) around transformers' grouped experts; real routing is"
+          " not balanced, so a hot expert's rank holds more",
+}
+
+
+def _trace_cp_ep(req: TraceRequest, progress: Progress | None, *, context_parallel: int, kind: str,
+                 expert_parallel: int) -> TraceResult:
+    """Context or expert parallel: rank 0 through its tracer, the emulation named first in the notes."""
+    import dataclasses
+
+    try:
+        import torch  # noqa: F401
+        import transformers  # noqa: F401
+    except ImportError as exc:
+        raise TraceUnsupported(f"trace needs the 'trace' extra (torch, transformers, peft): {exc}") from exc
+    if context_parallel > 1 and expert_parallel > 1:
+        raise TraceUnsupported("trace: context and expert parallel are traced one at a time")
+    if context_parallel > 1:
+        from trainfit.trace.context_parallel import trace_context_parallel
+
+        result = trace_context_parallel(req, context_parallel=context_parallel, kind=kind, progress=progress)
+        method = _EMULATION.get(kind, "")
+    else:
+        from trainfit.trace.expert_parallel import trace_expert_parallel
+
+        result = trace_expert_parallel(req, expert_parallel=expert_parallel, progress=progress)
+        method = _EMULATION["ep"]
+    return dataclasses.replace(result, notes=(method, *result.notes))

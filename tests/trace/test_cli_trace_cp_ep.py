@@ -45,8 +45,8 @@ def _plan_peak(args: list[str], capsys) -> int:
 
 @pytest.mark.parametrize(("args", "method"), [
     (_cp("ring", "--ckpt"), "an emulation of torch's ring attention"),
-    (_cp("ulysses"), "an emulation of verl's Ulysses all-to-all"),
-    (_ep(), "an emulation of a balanced, dropless expert-parallel all-to-all token dispatch"),
+    (_cp("ulysses", "--no-ckpt"), "an emulation of verl's Ulysses all-to-all"),
+    (_ep("--ckpt"), "an emulation of a balanced, dropless expert-parallel all-to-all token dispatch"),
 ])
 def test_cp_ep_trace_json_matches_plan(args: list[str], method: str, capsys) -> None:
     assert main([*args, "--json"]) == 0
@@ -69,6 +69,13 @@ def test_cp_ep_trace_json_matches_plan(args: list[str], method: str, capsys) -> 
     (_cp("ring", "--seq", "1026"), "batch.seq_len: must be a multiple of 4"),
     (_cp("ring", "--gpus", "4"), "parallel.strategy: 'single' with context parallel"),
     (_cp("ring", "--strategy", "fsdp"), "parallel.strategy: 'fsdp' with context parallel"),
+    (_cp("ring", "--strategy", "zero3"), "parallel.strategy: context parallel is traced with single"),
+    (_cp("ring", "--strategy", "fsdp", "--gpus", "4", "--set", "parallel.fsdp_shard_embeddings=true"),
+     "parallel.fsdp_shard_embeddings: context parallel is traced with"),
+    (_cp("ring", "--no-ckpt", "--set", "parallel.selective_checkpointing=core_attention"),
+     "parallel.selective_checkpointing: context and expert parallel are traced with 'none'"),
+    (_cp("ring", "--set", "loop.keeps_output_through_backward=true"),
+     "loop.keeps_output_through_backward: context and expert parallel"),
     (_cp("ring", "--time"), "--time: context parallel is traced at full depth"),
     (_cp("ring", "--layers", "1"), "--layers: context parallel is traced at full depth"),
     (["trace", "--set", GPT2, *_cp()[3:]], "model: context parallel is traced for llama, mistral, qwen2, qwen3,"),

@@ -132,6 +132,12 @@ def _cp_ep_layout(card, spec_config: dict[str, Any]) -> dict[str, Any]:
                                  f" '{family}'")
         if card.attention.value != "sdpa":
             raise TraceCardError(f"attention: context parallel is traced with 'sdpa', got '{card.attention.value}'")
+        if strategy not in ("single", "fsdp"):
+            raise TraceCardError(f"parallel.strategy: context parallel is traced with single (a replica per rank) or"
+                                 f" fsdp (FSDP2 over the data x context ranks), got '{strategy}'")
+        if par.fsdp_shard_embeddings:
+            raise TraceCardError("parallel.fsdp_shard_embeddings: context parallel is traced with the embedding and"
+                                 " lm_head in the root unit (false)")
         if strategy == "single" and world != cp:
             raise TraceCardError(f"parallel.strategy: 'single' with context parallel is traced on world_size ="
                                  f" context_parallel ({cp}), got world_size {world}; use 'fsdp' for more ranks")

@@ -182,7 +182,12 @@ def trace(card: Any = None, *, overrides: Mapping[str, Any] | None = None, layer
     from trainfit.plan import make_plan
 
     run_card = load_card(card, overrides)
-    kwargs = trace_request_kwargs(run_card, hf_config_for(run_card))
+    kwargs = trace_request_kwargs(run_card, hf_config_for(run_card), layouts=True)
+    layout = {k: kwargs.pop(k) for k in ("context_parallel", "context_parallel_kind", "expert_parallel") if k in kwargs}
+    if layout and (layout["context_parallel"] > 1 or layout["expert_parallel"] > 1) and (
+            layers is not None or mode != "fast" or reserved):
+        which = "context" if layout["context_parallel"] > 1 else "expert"
+        raise TrainfitError(f"layers/mode/reserved: {which} parallel is traced at full depth, memory only, mode 'fast'")
     planned = make_plan(run_card)
     try:
         from trainfit.trace.api import TraceRequest, trace_step
@@ -190,7 +195,7 @@ def trace(card: Any = None, *, overrides: Mapping[str, Any] | None = None, layer
         raise TrainfitError(f"trace needs the trace extra: pip install -c constraints.txt 'trainfit[trace]' ({exc})") from exc
     if planned.worst_rank is not None and kwargs.get("pipeline_parallel", 1) > 1:
         kwargs["pipeline_stage"] = planned.worst_rank.pp
-    return trace_step(TraceRequest(**kwargs, layers=layers, mode=mode, replay_allocator=reserved))
+    return trace_step(TraceRequest(**kwargs, layers=layers, mode=mode, replay_allocator=reserved), **layout)
 
 
 def size(model: str, *, tokens: int = 4096, batch: int = 1, gpu: str = "h100-sxm", kv_dtype: str = "bf16") -> ModelSize:

@@ -90,3 +90,20 @@ def test_unsupported_layout_is_one_line_exit_2(args: list[str], field: str, caps
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err
     assert err.startswith(f"trainfit: error: {field}"), err
+
+
+def test_python_api_traces_an_expert_parallel_card_like_the_cli():
+    """``trainfit.trace`` (the Python API) routes a CP/EP card to the same tracers as the CLI."""
+    import trainfit
+
+    card = {"model": {"config": {"model_type": "qwen3_moe", "hidden_size": 128, "intermediate_size": 384,
+                                 "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+                                 "head_dim": 32, "vocab_size": 4096, "tie_word_embeddings": False, "num_experts": 8,
+                                 "num_experts_per_tok": 2, "moe_intermediate_size": 64, "decoder_sparse_step": 1,
+                                 "mlp_only_layers": [], "norm_topk_prob": True}},
+            "hardware": {"gpus_per_node": 2}, "parallel": {"strategy": "single", "expert_parallel": 2},
+            "batch": {"seq_len": 512}}
+    result = trainfit.trace(card)
+    assert any("expert-parallel" in n for n in result.notes[:1])
+    with pytest.raises(trainfit.errors.TrainfitError, match="expert parallel is traced at full depth"):
+        trainfit.trace(card, layers=1)

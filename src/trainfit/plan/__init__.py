@@ -38,6 +38,10 @@ def make_plan(card: RunCard, *, calibration=None) -> Plan:
     """The plan for a validated card. ``calibration``: a ``trainfit.calibration.Calibration`` whose
     measured rates replace the published defaults of the time model for its GPU kinds."""
     spec = model_spec_of(card)
+    if spec.unplanned:
+        from trainfit.errors import CardError
+
+        raise CardError(f"model: {spec.name} cannot be planned: {spec.unplanned}")
     gpu = gpu_of(card)
     if card.method in (Method.PPO, Method.GRPO):
         sharding, groups, host, notes, rollout, ranks = walk_rl(card, spec, gpu)

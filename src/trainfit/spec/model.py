@@ -180,6 +180,9 @@ class ModelSpec:
     one decoder layer each, sharing the embedding and head). 0 unless asked for (``with_mtp``)."""
     mtp_layers_declared: int = 0
     """num_nextn_predict_layers in config.json: what ``with_mtp`` switches on. transformers builds none."""
+    unplanned: str = ""
+    """Non-empty: a mechanism of this model that the activation/time models lack; parameter counts are
+    exact, but ``make_plan`` refuses with this text rather than plan it wrongly (Llama-4's MoE)."""
 
     def __post_init__(self) -> None:
         if self.layer_types and len(self.layer_types) != self.num_layers:

@@ -215,10 +215,11 @@ def spec_from_hf_config(
         extra = dict(attention_sinks=True, norms_fp32=True,
                      sliding_layers=tuple(i for i, t in enumerate(raw) if t == "sliding_attention") if sliding else ())
     elif family == "llama4_text":
-        extra = dict(unplanned=(
+        assert moe is not None
+        extra = {"unplanned": (
             f"transformers' Llama4TextMoe runs every token through all {moe.num_experts} experts (hidden_states"
-            f" repeated {moe.num_experts}x, one bmm per expert), whose activations and FLOPs trainfit does not"
-            " model yet (parameter counts are exact)"))
+            f" repeated {moe.num_experts}x, one batched bmm over them), whose activations and FLOPs trainfit does"
+            " not model yet (parameter counts are exact)")}
     elif family == "deepseek_v3":
         extra = dict(mla=mla, mtp_layers_declared=_int(dec, "num_nextn_predict_layers", name, least=0, most=16,
                                                        default=0))

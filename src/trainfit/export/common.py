@@ -384,6 +384,14 @@ def comment_text(s: str) -> str:
     return ascii(s)[1:-1]
 
 
+def _backslashes_before(out: list[str]) -> int:
+    """How many backslash characters end ``out`` (the run an OmegaConf ``${`` escape doubles or halves)."""
+    j = len(out)
+    while j > 0 and out[j - 1] == "\\":
+        j -= 1
+    return len(out) - j
+
+
 def omegaconf_escape(s: str) -> str:
     """A string an OmegaConf-loaded YAML value (NeMo RL, verl files) reads back as exactly ``s``: every ``${`` escaped
     as ``\\${``, the backslashes right before it doubled (OmegaConf's grammar treats them as escapes only there)."""
@@ -391,11 +399,7 @@ def omegaconf_escape(s: str) -> str:
     i = 0
     while i < len(s):
         if s.startswith("${", i):
-            j = len(out)
-            while j > 0 and out[j - 1] == "\\":
-                j -= 1
-            run = len(out) - j
-            out.extend("\\" * run)
+            out.extend("\\" * _backslashes_before(out))
             out.append("\\${")
             i += 2
             continue
@@ -410,13 +414,10 @@ def omegaconf_unescape(s: str) -> str | None:
     i = 0
     while i < len(s):
         if s.startswith("${", i):
-            j = len(out)
-            while j > 0 and out[j - 1] == "\\":
-                j -= 1
-            run = len(out) - j
+            run = _backslashes_before(out)
             if run % 2 == 0:
                 return None
-            del out[j:]
+            del out[len(out) - run:]
             out.extend("\\" * (run // 2))
             out.append("${")
             i += 2

@@ -106,6 +106,20 @@ _TT_QLORA = {"compute": "bf16", "optimizer": "adamw", "optimizer_states": "same_
 _PEFT_BF16_FOREACH = {"weights": "bf16", "compute": "bf16", "master_weights": "none",
                       "optimizer": "adamw", "optimizer_states": "same_as_weights", "optimizer_impl": "foreach"}
 
+
+def _tt_tutorial_lora_card(*, rank: int, alpha: int, targets: list[str]) -> dict:
+    """torchtune's lora_finetune tutorial runs (points 17, 18, 201, 202): 7B_lora_single_device on one GPU,
+    bf16 adapters with the builders' dropout, pure bf16 with foreach AdamW, checkpointing, 2 x 512 tokens."""
+    return {
+        "model": "meta-llama/Llama-2-7b-hf", "scope": "lora",
+        "lora": {"rank": rank, "alpha": alpha, "adapter_dtype": "bf16", "dropout": _TT_LORA_DROPOUT_2024,
+                 "targets": targets},
+        "precision": _TT_PURE_BF16_FOREACH,
+        "hardware": {"gpu": "a100-80gb", "gpus_per_node": 1},
+        "parallel": {"strategy": "single", "gradient_checkpointing": True},
+        "batch": {"micro_batch_size": 2, "seq_len": 512},
+    }
+
 _ATTN = ["q_proj", "k_proj", "v_proj", "o_proj"]
 _MLP = ["gate_proj", "up_proj", "down_proj"]
 
@@ -377,27 +391,13 @@ POINTS: dict[int, dict[str, Any]] = {
                  "(the README row). Metric: max_memory_reserved -> reserved. " + _TT_LORA_NOTE + ". " + _TT_LORA_DROPOUT_NOTE,
     },
     17: {
-        "card": {
-            "model": "meta-llama/Llama-2-7b-hf", "scope": "lora",
-            "lora": {"rank": 8, "alpha": 16, "adapter_dtype": "bf16", "dropout": _TT_LORA_DROPOUT_2024, "targets": ["q_proj", "v_proj"]},
-            "precision": _TT_PURE_BF16_FOREACH,
-            "hardware": {"gpu": "a100-80gb", "gpus_per_node": 1},
-            "parallel": {"strategy": "single", "gradient_checkpointing": True},
-            "batch": {"micro_batch_size": 2, "seq_len": 512},
-        },
+        "card": _tt_tutorial_lora_card(rank=8, alpha=16, targets=["q_proj", "v_proj"]),
         "metric": "reserved", "unit": "GB", "approx_seq": True,
         "notes": "Alpaca <=512 -> 512 (longest batch sets the peak). 'single GPU' unknown -> a100-80gb (only "
                  "the verdict depends on it). Metric: max_memory_reserved -> reserved. " + _TT_LORA_NOTE + ". " + _TT_LORA_DROPOUT_NOTE,
     },
     18: {
-        "card": {
-            "model": "meta-llama/Llama-2-7b-hf", "scope": "lora",
-            "lora": {"rank": 64, "alpha": 128, "adapter_dtype": "bf16", "dropout": _TT_LORA_DROPOUT_2024, "targets": _ATTN + _MLP},
-            "precision": _TT_PURE_BF16_FOREACH,
-            "hardware": {"gpu": "a100-80gb", "gpus_per_node": 1},
-            "parallel": {"strategy": "single", "gradient_checkpointing": True},
-            "batch": {"micro_batch_size": 2, "seq_len": 512},
-        },
+        "card": _tt_tutorial_lora_card(rank=64, alpha=128, targets=_ATTN + _MLP),
         "metric": "reserved", "unit": "GB", "approx_seq": True,
         "notes": "LIMITATION: targets include the output projection (lm_head), which trainfit's LoRA cannot "
                  "target; mapped to q,k,v,o + MLP (the lm_head adapter is ~2.3M params, negligible). Alpaca "
@@ -772,14 +772,7 @@ POINTS.update({
 
 POINTS.update({
     201: {
-        "card": {
-            "model": "meta-llama/Llama-2-7b-hf", "scope": "lora",
-            "lora": {"rank": 8, "alpha": 16, "adapter_dtype": "bf16", "dropout": _TT_LORA_DROPOUT_2024, "targets": _ATTN + _MLP},
-            "precision": _TT_PURE_BF16_FOREACH,
-            "hardware": {"gpu": "a100-80gb", "gpus_per_node": 1},
-            "parallel": {"strategy": "single", "gradient_checkpointing": True},
-            "batch": {"micro_batch_size": 2, "seq_len": 512},
-        },
+        "card": _tt_tutorial_lora_card(rank=8, alpha=16, targets=_ATTN + _MLP),
         "metric": "reserved", "unit": "GB", "approx_seq": True,
         "notes": "torchtune lora_finetune tutorial (same table as points 17-18): 7B_lora_single_device with LoRA "
                  "r8/a16 on every layer. LIMITATION: the output projection (lm_head) adapter cannot be targeted "
@@ -788,14 +781,7 @@ POINTS.update({
                  "reserved. AdamW without fused (config of that commit) -> foreach. " + _TT_LORA_NOTE + ". " + _TT_LORA_DROPOUT_NOTE,
     },
     202: {
-        "card": {
-            "model": "meta-llama/Llama-2-7b-hf", "scope": "lora",
-            "lora": {"rank": 64, "alpha": 128, "adapter_dtype": "bf16", "dropout": _TT_LORA_DROPOUT_2024, "targets": ["q_proj", "v_proj"]},
-            "precision": _TT_PURE_BF16_FOREACH,
-            "hardware": {"gpu": "a100-80gb", "gpus_per_node": 1},
-            "parallel": {"strategy": "single", "gradient_checkpointing": True},
-            "batch": {"micro_batch_size": 2, "seq_len": 512},
-        },
+        "card": _tt_tutorial_lora_card(rank=64, alpha=128, targets=["q_proj", "v_proj"]),
         "metric": "reserved", "unit": "GB", "approx_seq": True,
         "notes": "torchtune lora_finetune tutorial (same table as points 17-18): 7B_lora_single_device with LoRA "
                  "r64/a128 on q,v. Alpaca <=512 -> 512. 'single GPU' -> a100-80gb. Metric: peak reserved -> "

@@ -26,6 +26,13 @@ class Preset:
     knob against the exporter's output."""
 
 
+# The ZeRO-3 section LLaMA-Factory's and ms-swift's templates share (they differ in overlap_comm only):
+# 'auto' where the HF Trainer fills the value from the model, 1e9 live parameters / reuse distance / sub-group
+_ZERO3_AUTO_TEMPLATE = {
+    "reduce_bucket_size": "auto", "stage3_prefetch_bucket_size": "auto", "stage3_param_persistence_threshold": "auto",
+    "stage3_max_live_parameters": 1_000_000_000, "stage3_max_reuse_distance": 1_000_000_000,
+    "sub_group_size": 1_000_000_000, "contiguous_gradients": True,
+}
 _DS_KNOBS = {
     "deepspeed.reduce_bucket_size": "zero_optimization.reduce_bucket_size",
     "deepspeed.allgather_bucket_size": "zero_optimization.allgather_bucket_size",
@@ -131,10 +138,7 @@ PRESETS: dict[str, Preset] = {
         "stage3_max_reuse_distance 1e9",
         card={
             "parallel": {"strategy": "zero3"},
-            "deepspeed": {"reduce_bucket_size": "auto", "stage3_prefetch_bucket_size": "auto",
-                          "stage3_param_persistence_threshold": "auto", "stage3_max_live_parameters": 1_000_000_000,
-                          "stage3_max_reuse_distance": 1_000_000_000, "sub_group_size": 1_000_000_000,
-                          "overlap_comm": False, "contiguous_gradients": True},
+            "deepspeed": {**_ZERO3_AUTO_TEMPLATE, "overlap_comm": False},
         },
         knobs=dict(_DS_KNOBS),
     ),
@@ -159,10 +163,7 @@ PRESETS: dict[str, Preset] = {
         "auto, stage3_max_live_parameters 1e9, stage3_max_reuse_distance 1e9",
         card={
             "parallel": {"strategy": "zero3"},
-            "deepspeed": {"reduce_bucket_size": "auto", "stage3_prefetch_bucket_size": "auto",
-                          "stage3_param_persistence_threshold": "auto", "stage3_max_live_parameters": 1_000_000_000,
-                          "stage3_max_reuse_distance": 1_000_000_000, "sub_group_size": 1_000_000_000,
-                          "overlap_comm": True, "contiguous_gradients": True},
+            "deepspeed": {**_ZERO3_AUTO_TEMPLATE, "overlap_comm": True},
         },
         knobs=dict(_DS_KNOBS),
     ),

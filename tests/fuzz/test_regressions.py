@@ -173,9 +173,11 @@ def test_set_on_a_card_that_is_a_list(tmp_path):
         assert run.rc == 2 and "holds a list" in run.stderr, run.stderr
 
 
+@pytest.mark.parametrize("command", [["plan"], ["fit", "--gpu", "rtx4090", "--max-gpus", "1"]], ids=["plan", "fit"])
 @pytest.mark.parametrize("kind", ["dir", "missing_folder", "input", "dev_full"])
-def test_plan_html_bad_outputs(tmp_path, kind):
-    """--html to a directory, a missing folder, the input card or a full disk: one line, exit 2, nothing written."""
+def test_html_bad_outputs(tmp_path, command, kind):
+    """--html to a directory, a missing folder, the input card or a full disk: one line naming --html, exit 2,
+    nothing written (fit gave a traceback there, and overwrote the card it was given, exit 0)."""
     card = tmp_path / "card.yaml"
     card.write_text("model: Qwen/Qwen3-0.6B\n")
     (tmp_path / "adir").mkdir()
@@ -183,9 +185,10 @@ def test_plan_html_bad_outputs(tmp_path, kind):
               "dev_full": Path("/dev/full")}[kind]
     if kind == "dev_full" and not target.exists():
         pytest.skip("no /dev/full")
-    run = run_cli(["plan", str(card), "--html", str(target)])
+    run = run_cli([command[0], str(card), *command[1:], "--html", str(target)])
     check_run(run)
     assert run.rc == 2, run.stderr
+    assert "--html" in run.stderr, run.stderr
     assert card.read_text() == "model: Qwen/Qwen3-0.6B\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["adir", "card.yaml"]
     assert list((tmp_path / "adir").iterdir()) == []
@@ -213,25 +216,6 @@ def test_extreme_plans_are_finite_and_consistent(tmp_path, card):
     obj = check_run(run, json_out=True)
     if run.rc == 0:
         check_plan_json(obj, run.stderr)
-
-
-@pytest.mark.parametrize("kind", ["dir", "missing_folder", "input", "dev_full"])
-def test_fit_html_bad_outputs(tmp_path, kind):
-    """fit --html to a directory, a missing folder or a full disk gave a traceback; to the card it overwrote it (exit 0)."""
-    card = tmp_path / "card.yaml"
-    card.write_text("model: Qwen/Qwen3-0.6B\n")
-    (tmp_path / "adir").mkdir()
-    target = {"dir": tmp_path / "adir", "missing_folder": tmp_path / "nope" / "r.html", "input": card,
-              "dev_full": Path("/dev/full")}[kind]
-    if kind == "dev_full" and not target.exists():
-        pytest.skip("no /dev/full")
-    run = run_cli(["fit", str(card), "--gpu", "rtx4090", "--max-gpus", "1", "--html", str(target)])
-    check_run(run)
-    assert run.rc == 2, run.stderr
-    assert "--html" in run.stderr, run.stderr
-    assert card.read_text() == "model: Qwen/Qwen3-0.6B\n"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["adir", "card.yaml"]
-    assert list((tmp_path / "adir").iterdir()) == []
 
 
 def test_fit_html_written_atomically(tmp_path):

@@ -188,6 +188,20 @@ def local_positions(seq_len: int, cp: int, kind: str, rank: int = 0):
 # --------------------------------------------------------------------------- the traced step
 
 
+def full_depth_meta(req: TraceRequest, depth: int, *, families: frozenset[str] | set[str], layout: str,
+                    report: Callable[[str, float], None]) -> Any:
+    """The model on meta at ``depth`` layers, refused in one line when its family has no ``layout`` tracer
+    (the context- and expert-parallel tracers start alike)."""
+    from trainfit.trace import build
+
+    report("build", 0.0)
+    meta = build.build_meta(req, depth)
+    if meta.config.model_type not in families:
+        raise TraceUnsupported(f"trace: {layout} is traced for {', '.join(sorted(families))},"
+                               f" not {meta.config.model_type}")
+    return meta
+
+
 def traced_steady_step(model: Any, opt: Any, params: list, inputs: dict, report: Progress) -> tuple[PhaseTrace, ...]:
     """One untracked warm-up step, then the steady-state step tracked phase by phase (inside the caller's
     fake mode): ``loss = model(**inputs).loss`` (the Trainer keeps only the loss), backward, ``opt.step()``
@@ -243,11 +257,7 @@ def trace_context_parallel(req: TraceRequest, *, context_parallel: int, kind: st
     report = progress or (lambda label, frac: None)
     cp, world = context_parallel, req.world_size
     depth = full_depth(req.hf_config)
-    report("build", 0.0)
-    meta = build.build_meta(req, depth)
-    if meta.config.model_type not in FAMILIES:
-        raise TraceUnsupported(f"trace: context parallel is traced for {', '.join(sorted(FAMILIES))},"
-                               f" not {meta.config.model_type}")
+    meta = full_depth_meta(req, depth, families=FAMILIES, layout="context parallel", report=report)
     vocab = meta.get_input_embeddings().weight.shape[0]
     tokens = req.seq_len // cp
     with contextlib.ExitStack() as stack:

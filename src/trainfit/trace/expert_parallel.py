@@ -136,18 +136,14 @@ def trace_expert_parallel(req: TraceRequest, *, expert_parallel: int, progress: 
     from torch.distributed.device_mesh import init_device_mesh
 
     from trainfit.trace import build
-    from trainfit.trace.context_parallel import traced_steady_step
+    from trainfit.trace.context_parallel import full_depth_meta, traced_steady_step
     from trainfit.trace.extrapolate import full_depth
     from trainfit.trace.fsdp import fake_process_group
     from trainfit.trace.patches import torch_threads, unpacked_batches
 
     report = progress or (lambda label, frac: None)
     depth = full_depth(req.hf_config)
-    report("build", 0.0)
-    meta = build.build_meta(req, depth)
-    if meta.config.model_type not in FAMILIES:
-        raise TraceUnsupported(f"trace: expert parallel is traced for {', '.join(sorted(FAMILIES))},"
-                               f" not {meta.config.model_type}")
+    meta = full_depth_meta(req, depth, families=FAMILIES, layout="expert parallel", report=report)
     vocab = meta.get_input_embeddings().weight.shape[0]
     with contextlib.ExitStack() as stack:
         stack.enter_context(torch_threads(1))

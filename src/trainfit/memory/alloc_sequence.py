@@ -88,6 +88,10 @@ class SequenceShape:
     """torch.optim's for_loop implementation: the step's temporaries are made parameter by parameter."""
     eager_score_bytes: int = 0
     """One bf16 attention-score tensor (b x heads x s x s x 2) under eager attention, else 0."""
+    q_bytes: int = 0
+    """tokens x heads x head_dim x compute-dtype bytes: the query projection's output (0: unknown)."""
+    kv_bytes: int = 0
+    """tokens x kv_heads x head_dim x compute-dtype bytes: one key or value projection's output."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +143,74 @@ def _saved_pieces(total: float, shape: SequenceShape) -> list[int]:
     m = shape.mlp_bytes
     k = min(4, int(0.6 * total) // m) if m > 0 else 0
     return [m] * k + _chunks(total - k * m, 4 * max(1, shape.residual_bytes))
+
+
+def _layer_ops(total: float, shape: SequenceShape, *, full: bool) -> list[tuple[int, int, int]] | None:
+    """A dense decoder layer's forward, op by op, as the trace records it for full training
+    (``(+1, slot, bytes)`` made, ``(-1, slot, 0)`` freed; slots never freed are the saved tensors):
+    per RMSNorm the fp32 copy (saved), ``pow`` (freed by ``mean``), ``x * rsqrt`` (fp32, freed once cast),
+    the bf16 cast and the weighted output (both saved); q, k, v projections, the rotary embedding's
+    temporaries (q and k rotated into new tensors, saved; the projections freed), the attention output
+    (saved); ``o_proj`` and the residual add; the MLP's gate, up, act(gate) and product (saved), ``down_proj``
+    and the second residual add. Slot 0 is the layer's input (the previous residual stream), freed by the
+    first residual add. None where ``total`` is not what that layer saves (LoRA, other layouts): the
+    caller then falls back to ``_saved_pieces``."""
+    r, q, kv, m = shape.residual_bytes, shape.q_bytes, shape.kv_bytes, shape.mlp_bytes
+    if not (full and r > 0 and q > 0 and kv > 0 and m > 0):
+        return None
+    saved = 2 * (2 * r + r + r) + 2 * q + 2 * kv + 4 * m
+    extra = int(total) - saved
+    if extra < 0 or extra > 0.25 * saved:
+        return None
+    ops: list[tuple[int, int, int]] = []
+    nxt = [1]
+
+    def a(n: int) -> int:
+        k = nxt[0]
+        nxt[0] += 1
+        ops.append((1, k, int(n)))
+        return k
+
+    def f(k: int) -> None:
+        ops.append((-1, k, 0))
+
+    def norm() -> None:
+        a(2 * r)  # x.to(float32): saved
+        f(a(2 * r))  # pow, reduced by mean
+        xn = a(2 * r)
+        a(r)  # .to(bf16): saved by the weight's mul
+        f(xn)
+        a(r)  # weight * x: saved as the projections' input
+
+    norm()
+    qp = a(q)
+    ops.append((0, 0, 0))  # q_proj's output exists, its matmul runs: the layer's first matmul
+    kp = a(kv)
+    a(kv)  # v: saved by attention
+    for proj, n in ((qp, q), (kp, kv)):  # rotary: x * cos + rotate_half(x) * sin
+        t1 = a(n)
+        half = a(n // 2)
+        t2 = a(n)
+        f(half)
+        a(n)  # the rotated tensor: saved by attention
+        f(t1)
+        f(t2)
+        f(proj)
+    a(q)  # attention output: saved (o_proj's input is a view of it)
+    for n in _chunks(extra, r):  # what this layer saves beyond the dense layout (norms on q and k, ...)
+        a(n)
+    o = a(r)
+    res = a(r)  # hidden + attention
+    f(o)
+    f(0)
+    norm()
+    for _ in range(4):
+        a(m)  # gate, up, act(gate), act(gate) * up: saved
+    d = a(r)
+    a(r)  # the layer's output: the next layer's slot 0
+    f(d)
+    f(res)
+    return ops
 
 
 class _Events:
@@ -334,10 +406,58 @@ def step_sequence(t: StepTerms, shape: SequenceShape, *, workspace: tuple[int, .
 
     e = _Events()
 
+    def run_ops(ops: list[tuple[int, int, int]], stream: int, *, grad: bool) -> tuple[list[tuple[int, int]], int]:
+        """One layer's ``_layer_ops``: (its saved tensors, its output's key). Without grad (a checkpointed
+        forward) a tensor the layer would save goes once the next op has run; slot 0 (the input) is then
+        kept by the checkpoint."""
+        keys: dict[int, tuple[int, int]] = {0: (stream, 0)}
+        order: list[int] = []
+        freed: set[int] = set()
+        pending: list[int] = []
+        for sign, slot, n in ops:
+            if sign > 0:
+                keys[slot] = (e.alloc(n), n)
+                order.append(slot)
+                if not grad:
+                    while pending:
+                        e.free(keys[pending.pop()][0])
+                    pending.append(slot)
+            elif sign < 0:
+                if slot == 0 and not grad:
+                    continue
+                freed.add(slot)
+                if slot in pending:
+                    pending.remove(slot)
+                e.free(keys[slot][0])
+            elif first_matmul:
+                e.mark()
+                first_matmul.clear()
+        out = order[-1]
+        if not grad:
+            for slot in pending:
+                if slot != out:
+                    e.free(keys[slot][0])
+            return [], keys[out][0]
+        return [keys[k] for k in order if k not in freed and k != out], keys[out][0]
+
     def forward() -> tuple[list, list, list, list]:
         emb = e.allocs(_chunks(act.checkpointed_embedding if t.gradient_checkpointing else act.embedding, r))
         saved: dict[int, list[tuple[int, int]]] = {}
+        stream = e.alloc(r) if layer_ops else None  # the embedding's output: layer 0's input
         for i in idx:
+            ops = layer_ops[i] if layer_ops else None
+            if ops is not None and stream is not None:
+                if t.gradient_checkpointing:
+                    # the checkpoint keeps the layer's input; anything it keeps beyond that is made here
+                    keep = [(stream, r)] + e.allocs(_chunks(act.checkpointed_per_layer[i] - r, r))
+                    _, stream = run_ops(ops, stream, grad=False)
+                else:
+                    saved_i, stream = run_ops(ops, stream, grad=True)
+                    keep = saved_i
+                saved[i] = keep
+                if t.attention_forward_transient and shape.eager_score_bytes:
+                    e.frees(e.allocs(_chunks(t.attention_forward_transient, shape.eager_score_bytes)))
+                continue
             tmp = e.alloc(fp32_res)
             if t.gradient_checkpointing:
                 keep = e.allocs(_chunks(act.checkpointed_per_layer[i], r))
@@ -367,6 +487,8 @@ def step_sequence(t: StepTerms, shape: SequenceShape, *, workspace: tuple[int, .
             if t.attention_forward_transient and shape.eager_score_bytes:
                 e.frees(e.allocs(_chunks(t.attention_forward_transient, shape.eager_score_bytes)))
         head = e.allocs(_chunks(act.head, fp32_res))
+        if stream is not None:
+            e.free(stream)  # the last layer's output: the final norm has made its own copies
         E = shape.logit_elements
         held: list = []
         if E and t.logits.retained:
@@ -414,7 +536,15 @@ def step_sequence(t: StepTerms, shape: SequenceShape, *, workspace: tuple[int, .
             e.free(gb)
         e.frees(head)
         for i in reversed(idx):
-            inner = e.allocs(_saved_pieces(act.per_layer[i], shape)) if t.gradient_checkpointing else saved[i]
+            ops = layer_ops[i] if layer_ops else None
+            if t.gradient_checkpointing and ops is not None:
+                # the recompute runs the layer's forward with grad from its kept input; its output goes
+                inner, out = run_ops(ops, saved[i][0][0], grad=True)
+                e.free(out)
+            elif t.gradient_checkpointing:
+                inner = e.allocs(_saved_pieces(act.per_layer[i], shape))
+            else:
+                inner = saved[i]
             tr = e.allocs(_chunks(t.layer_backward_transient[i], fp32_res))
             gs = per_layer_grads[i]
             # the layer's parameter gradients appear as its saved tensors go (last op first)
@@ -447,6 +577,10 @@ def step_sequence(t: StepTerms, shape: SequenceShape, *, workspace: tuple[int, .
             e.free(kept_out.pop())
         return grads
 
+    full_layers = bool(layer_w) and all(g >= 0.5 * layer_w for g in t.grads_per_layer)
+    layer_ops = [_layer_ops(act.per_layer[i], shape, full=full_layers) for i in idx]
+    if any(o is None for o in layer_ops):
+        layer_ops = []
     micro = 2 if t.grad_accumulation else 1
     first_matmul, first_matmul_bw = [True], [True]
     kept_out: list[int] = []

@@ -10,7 +10,8 @@ Sources of the defaults (each is listed in the plan's assumptions when used):
 
 * Matmul: "Maximum Achievable Matmul FLOPS comparison table", stas00/ml-engineering
   ``compute/accelerator/README.md``: BF16 MAMF / datasheet = 85.9 % A100 SXM, 82.2 % A100 PCIe,
-  80.1 % H100 SXM, 83.0 % GH200. Other NVIDIA cards take 80 % (the H100 ratio), stated.
+  80.1 % H100 SXM, 83.0 % GH200. The RTX 4090 its published torch.matmul rate (97.0 %,
+  ``_OTHER_MATMUL_FRACTION``). Other NVIDIA cards take 80 % (the H100 ratio), stated.
 * FP8 matmul: the catalog's dense fp8 peak (datasheet, without sparsity) at the card's bf16 MAMF
   fraction (no published fp8 MAMF table covers every card; assumed, and listed when used).
 * HBM: a streaming copy reaches about 90 % of the datasheet bandwidth on A100/H100 (NVIDIA's
@@ -51,6 +52,14 @@ _MAMF_FRACTION = {"a100-40gb": 0.859, "a100-80gb": 0.859, "a800-80gb": 0.859, "h
 """H200, H20 and H800 share the H100 SXM die and power class: its measured ratio; the A800 the A100's; MI300X
 its own (60.1 %, the same table)."""
 _MAMF_SOURCE = "stas00/ml-engineering compute/accelerator/README.md (MAMF table)"
+_OTHER_MATMUL_FRACTION = {
+    "rtx4090": (0.970, "torch.matmul bf16 8192^3 160.17 TFLOP/s on an RTX 4090 (torch 2.7, cu128): github.com/zzc0721/"
+                       "torch-performance-test-data issue #78, 2025-10-17; fp16 there and in issues #41 and #50 reach"
+                       " 165.7-168.4"),
+}
+"""Cards outside the MAMF table with a published large-matmul measurement: (fraction of the datasheet bf16 peak,
+source). A GeForce card holds a clock above the boost clock its datasheet rate is computed at (RTX 4090: 2,520 MHz),
+so it sustains about its whole datasheet rate, not the H100's 80 %."""
 DEFAULT_MAMF_FRACTION = 0.80
 _FABRIC_NOTES = {
     "mi300x": "intra-node collectives on AMD Infinity Fabric (xGMI: 7 links x 128 GB/s, a full mesh; kept in the"
@@ -147,10 +156,11 @@ def default_rates(gpu: GpuSpec) -> DeviceRates:
     half = gpu.half_dense_flops_per_s
     if not half or not gpu.hbm_bytes_per_s:
         raise CardError(f"gpu '{gpu.id}': the catalog has no bf16/fp16 peak or memory bandwidth; time cannot be estimated")
-    frac = _MAMF_FRACTION.get(gpu.id, DEFAULT_MAMF_FRACTION)
+    other = _OTHER_MATMUL_FRACTION.get(gpu.id)
+    frac = other[0] if other else _MAMF_FRACTION.get(gpu.id, DEFAULT_MAMF_FRACTION)
     peak = "bf16" if gpu.bf16_dense_flops_per_s else "fp16 (no bf16 tensor cores)"
     src = [f"matmul {frac:.1%} of the datasheet {peak} peak ("
-           + (_MAMF_SOURCE if gpu.id in _MAMF_FRACTION else "default, the H100 MAMF ratio") + ")"]
+           + (other[1] if other else _MAMF_SOURCE if gpu.id in _MAMF_FRACTION else "default, the H100 MAMF ratio") + ")"]
     if gpu.id in _FABRIC_NOTES:
         src.append(_FABRIC_NOTES[gpu.id])
     if gpu.nvlink and gpu.nvlink_bytes_per_s:

@@ -260,8 +260,13 @@ _FRAMEWORKS = {
     ("nemo-rl", Placement.SPLIT): (
         SyncMechanism.NCCL_BROADCAST, 1.6 * GIB, S_PER_TENSOR_BUCKETED,
         "refit: packed NCCL broadcast from rank 0, double-buffered, 2 % of GPU memory per buffer (<= 5 GiB; "
-        "1.6 GiB on 80 GB)",
-        "NVIDIA-NeMo/RL nemo_rl/utils/packed_tensor.py (packed_broadcast_producer) @7ea279abfbeb698b092856d0dab61e7cf39bc909"),
+        "1.6 GiB on 80 GB), over one group of every training rank and every vLLM rank (training ranks "
+        "first, vLLM ranks after them), so the ring leaves the sending node through all its GPUs' NICs",
+        "NVIDIA-NeMo/RL nemo_rl/utils/packed_tensor.py (packed_broadcast_producer) @7ea279abfbeb698b092856d0dab61e7cf39bc909; "
+        "nemo_rl/models/policy/workers/base_policy_worker.py (init_collective: rank=self.rank, world_size = train + "
+        "inference), nemo_rl/models/generation/vllm/vllm_backend.py (init_collective: rank = train_world_size + ...), "
+        "nemo_rl/models/policy/workers/megatron_policy_worker.py (broadcast_weights_for_collective, src=0) "
+        "@9dbd9adc95a10f5946cceb36e1d5b31e2429e470"),
 }
 
 
@@ -311,4 +316,11 @@ def framework_sync_mechanism(framework: str, placement: Placement | str,
     if (name, where) in variant:
         mech, bucket, per, reason, source = variant[(name, where)]
     return FrameworkSync(framework=name, placement=where, mechanism=mech, bucket_bytes=bucket, s_per_tensor=per,
-                         reason=reason, trainer_ranks_in_group=name == "verl", source=source)
+                         reason=reason, trainer_ranks_in_group=_trainer_ranks_in_group(name, where), source=source)
+
+
+def _trainer_ranks_in_group(framework: str, placement: Placement) -> bool:
+    """Every trainer rank joins the sync group: verl (actor + rollout workers, ``_create_weight_sync_group``)
+    and NeMo RL's non-colocated refit (``init_collective`` on every policy worker and every vLLM worker,
+    NVIDIA-NeMo/RL @9dbd9adc95a10f5946cceb36e1d5b31e2429e470); OpenRLHF and TRL send from trainer rank 0 alone."""
+    return framework == "verl" or (framework == "nemo-rl" and placement is Placement.SPLIT)

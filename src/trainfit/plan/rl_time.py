@@ -16,8 +16,35 @@ The phases of one RL step, as verl, OpenRLHF, NeMo RL and TRL run them:
    balanced micro-batches (``balanced_micro_batches``): the last one is not padded to a whole one.
 5. **weight sync** trainer -> engine (``compute.sync``), and sleep/wake when the engine sleeps.
 
-Synchronous: the phases add up. One step off-policy (``async_mode: one_step_off``): generation of
-step n+1 runs beside the training of step n, so the step is the larger of the two sides.
+Synchronous: the phases add up. Asynchronous (``async_step_seconds``): the generation side (the rollout
+GPUs: generation, reward) of the next batch runs beside the trainer side (the training GPUs: log-prob
+passes, updates, state moves) of this one, and the weight sync between the two groups runs alone, so
+
+    step = weight sync (+ the engine's sleep/wake around it) + max(generation side, trainer side)
+
+``max(G - T, 0)`` is the trainer's exposed wait on the batch, logged by both frameworks:
+
+* verl one-step-off (``async_mode: one_step_off``; volcengine/verl
+  ``verl/experimental/one_step_off_policy/ray_trainer.py`` @2bb42bae6078359c3fdc56ba6c7533e76fc05407,
+  ``fit`` lines 502-521): each step awaits the previous ``_async_gen_next_batch`` ("gen", the wait),
+  then ``sync_rollout_weights`` (actor and rollout workers in one NCCL group, ``_create_weight_sync_group``)
+  and ``clear_kv_cache``, and only then launches the next generation and runs reward, old log-prob and
+  ``update_actor``: the sync holds both groups.
+* NeMo RL async GRPO (``grpo.async_grpo``; NVIDIA-NeMo/RL @9dbd9adc95a10f5946cceb36e1d5b31e2429e470
+  ``nemo_rl/algorithms/grpo.py`` ``async_grpo_train`` lines 2340-2582, ``nemo_rl/algorithms/async_utils.py``
+  ``AsyncTrajectoryCollector``): the step times ``exposed_generation`` (waiting for ``num_prompts_per_step``
+  groups targeted at this weight version), the log-probs, training and ``weight_sync``. With
+  ``max_trajectory_age_steps: 1`` the collector generates for one target version ahead and at most
+  ``num_prompts_per_step`` groups are in flight (``_inflight_sema``), one step's batch; the performance
+  recipes set ``in_flight_weight_updates: true`` (``prepare_for_refit`` does not wait for pending
+  generations), but the refit is a ``collective_rpc`` into the vLLM engine (``vllm_worker_async.py``
+  ``update_weights_from_collective_async``), which stops its decode loop while the broadcast is loaded:
+  the refit holds both groups here too. With more age (``fully_async`` under the ``nemo-rl`` preset)
+  the same loop applies, the engine streaming several batches.
+
+verl's fully asynchronous trainer (``fully_async`` under other presets) is planned as the larger of the
+generation side and the trainer side with the sync on the trainer side (its rollouter keeps generating
+with partial rollouts while the trainer syncs; not read line by line here).
 
 Pure: no torch.
 """
@@ -194,16 +221,48 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
     if moved is not None:
         phases.append(moved)
 
-    train_side = sum(p.seconds for p in phases)
     gen_total = sum(p.seconds for p in gen_side)
-    if ro.async_mode is not AsyncMode.NONE:
+    if ro.async_mode is AsyncMode.NONE:
+        total = gen_total + sum(p.seconds for p in phases)
+    elif serial_sync(card):
+        serial = sum(p.seconds for p in phases if p.name in SERIAL_PHASES)
+        trainer = sum(p.seconds for p in phases if p.name not in SERIAL_PHASES)
+        total = async_step_seconds(generation_s=gen_total, trainer_s=trainer, serial_s=serial)
+        notes.append(f"{ro.async_mode.value.replace('_', ' ')}: generation ({gen_total:.1f} s on {group_sizes(card)[1]}"
+                     f" GPUs) overlaps the trainer side ({trainer:.1f} s on {train_gpus} GPUs); the weight sync"
+                     f" ({serial:.1f} s) holds both groups: step = sync + the larger"
+                     f" (trainer waits {max(0.0, gen_total - trainer):.1f} s for the batch)")
+    else:
+        train_side = sum(p.seconds for p in phases)
         total = max(gen_total, train_side)
         notes.append(f"{ro.async_mode.value.replace('_', ' ')}: generation ({gen_total:.1f} s) overlaps the training"
-                     f" side ({train_side:.1f} s); the step is the larger")
-    else:
-        total = gen_total + train_side
+                     f" side with its weight sync ({train_side:.1f} s); the step is the larger")
     tokens = float(seqs * (ro.prompt_len + mean))
     return StepTiming(total, tokens, tuple(gen_side + phases), tuple(notes) + actor.assumptions)
+
+
+SERIAL_PHASES = ("weight_sync", "sleep_wake")
+"""Phases of an asynchronous step that hold both groups (module docstring): the trainer -> engine weight
+sync, and the engine's own sleep/wake around it."""
+
+
+def serial_sync(card: RunCard) -> bool:
+    """The card's asynchronous schedule runs the weight sync alone (``async_step_seconds``): one step off
+    (verl one-step-off, NeMo RL async GRPO), or fully asynchronous under the ``nemo-rl`` preset (the same
+    ``async_grpo_train`` loop with a larger ``max_trajectory_age_steps``)."""
+    mode = card.rollout.async_mode
+    return mode is AsyncMode.ONE_STEP_OFF or (mode is AsyncMode.FULLY_ASYNC and card.preset == "nemo-rl")
+
+
+def async_step_seconds(*, generation_s: float, trainer_s: float, serial_s: float) -> float:
+    """Seconds per step of an asynchronous RL schedule in steady state: the next batch's generation on the
+    rollout GPUs (``generation_s``: generation + reward) runs beside this batch's trainer work on the training
+    GPUs (``trainer_s``: log-prob passes, updates, state moves); the weight sync between the groups
+    (``serial_s``) runs while neither works. ``serial_s + max(generation_s, trainer_s)``: never more than the
+    synchronous sum of the same phases, and non-decreasing in each (module docstring for the sources)."""
+    if min(generation_s, trainer_s, serial_s) < 0:
+        raise ValueError("async_step_seconds: phase seconds must be >= 0")
+    return serial_s + max(generation_s, trainer_s)
 
 
 def _engine_weight_bytes(spec: ModelSpec) -> float:

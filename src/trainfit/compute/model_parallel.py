@@ -24,7 +24,9 @@ EP                 all-to-all dispatch and combine of (T/tp)·top_k·h per MoE  
                    moves over NVLink, the rest over each GPU's NIC
                    (``collectives.all_to_all_bus_bytes_per_s``)
 PP                 the stage's output activation T·h to the next stage, its       half (sends overlap
-                   gradient back                                                  the next micro-batch)
+                   gradient back; under the interleaved schedule once per model   the next micro-batch)
+                   chunk, v times per micro-batch (Narayanan et al. 2021, §2.2:
+                   "the amount of communication also increases by v")
 =================  ===========================================================  ==================
 
 A recomputed forward (activation checkpointing) repeats the forward's TP, Ulysses and EP traffic.
@@ -70,12 +72,13 @@ def model_parallel_comm(
     top_k: int, tp: int, cp: int, ulysses: bool, ep: int, pp: int, recompute: bool, latency_s: float,
     tp_bus_bytes_per_s: float, cp_bus_bytes_per_s: float, ep_bus_bytes_per_s: float, pp_bytes_per_s: float,
     attention_forward_s_per_layer: float = 0.0, attention_backward_s_per_layer: float = 0.0,
-    dtype_bytes: float = 2.0,
+    dtype_bytes: float = 2.0, virtual_stages: int = 1,
 ) -> ModelParallelComm:
     """Exposed communication of one micro-step on one rank of one pipeline stage (``layers`` = its layers).
 
     ``tokens``: tokens the rank holds (micro-batch x sequence / cp); ``q_dim``, ``kv_dim``: the full
-    model's widths (a Ulysses all-to-all moves every head of its sequence shard).
+    model's widths (a Ulysses all-to-all moves every head of its sequence shard); ``virtual_stages``: the
+    interleaved schedule's model chunks per rank (each sends its output on and its gradient back).
     """
     passes = 3 if recompute else 2  # forward, (recompute), backward
     act = tokens * hidden * dtype_bytes
@@ -106,7 +109,8 @@ def model_parallel_comm(
         expert = 2 * passes * moe_layers * one  # dispatch + combine
     p2p = 0.0
     if pp > 1:
-        p2p = 0.5 * 2 * (act / pp_bytes_per_s + latency_s)  # activation forward, its gradient back; half hidden
+        # activation forward, its gradient back, from each of the rank's v chunks; half hidden
+        p2p = 0.5 * 2 * max(1, virtual_stages) * (act / pp_bytes_per_s + latency_s)
     return ModelParallelComm(tensor, context, expert, p2p)
 
 

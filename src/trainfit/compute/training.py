@@ -316,7 +316,7 @@ def model_parallel_comm_of(spec: ModelSpec, mp: ModelParallel, *, tokens: float,
         pp=mp.pp, recompute=recompute, latency_s=rates.collective_latency_s, tp_bus_bytes_per_s=mp.tp_bus_bytes_per_s,
         cp_bus_bytes_per_s=mp.cp_bus_bytes_per_s, ep_bus_bytes_per_s=mp.ep_bus_bytes_per_s,
         pp_bytes_per_s=mp.pp_bytes_per_s, attention_forward_s_per_layer=fwd.attention_s / full,
-        attention_backward_s_per_layer=bwd.attention_s / full,
+        attention_backward_s_per_layer=bwd.attention_s / full, virtual_stages=mp.virtual_stages,
     )
 
 

@@ -194,13 +194,13 @@ def test_first_case_of_each_calibration_process():
 
 def test_reserved_on_the_h200_held_out_sets():
     """Held-out cases (measured after the overhead fit, never used to shape the sequence's rules
-    beyond the mechanisms named in alloc_sequence): reserved median |error| under 3%; worst within 6%
-    but for Qwen2.5-1.5B full at 8k tokens (+9.6%: the sequence's layer pieces, the trace's exact
-    order reads +0.1%)."""
+    beyond the mechanisms named in alloc_sequence): reserved median |error| under 3%, every case within
+    6% (Qwen2.5-1.5B full at 8k tokens read +9.6% before a full-training layer was made op by op,
+    ``_layer_ops``; it reads -0.2%)."""
     errs = _errors("heldout") + _errors("heldout2") + _errors("heldout3")
     assert len(errs) == 17
     assert statistics.median(map(abs, errs)) < 3.0, errs
-    assert sorted(map(abs, errs))[-2] < 6.0, errs
+    assert max(map(abs, errs)) < 6.0, errs
     exp = _errors("expandable", "expandable_segments")
     assert statistics.median(map(abs, exp)) < 2.0, exp
 
@@ -235,3 +235,31 @@ def test_tied_embedding_gradient_is_made_by_lm_head_and_replaced_by_the_sum():
     assert len(big) == 3 and big[0][0] < bwd < big[1][0] < big[2][0]
     freed = {k for s_, k, _ in ev[:at] if s_ < 0}
     assert big[0][2] in freed and big[1][2] in freed and big[2][2] not in freed  # the sum is .grad
+
+
+def test_full_training_layer_ops_save_what_the_activation_term_counts():
+    """``_layer_ops``: a dense layer's forward op by op (full training, SDPA). What it leaves alive besides
+    its output is the layer's saved bytes (``activations.per_layer``); its temporaries all go; its sizes
+    are the residual stream's (bf16, fp32), q's, k/v's and the MLP's, not pieces of one width."""
+    card = _card(model="Qwen/Qwen2.5-1.5B", batch={"micro_batch_size": 2, "seq_len": 4096})
+    with alloc_sequence.recording() as made:
+        make_plan(card)
+    r = made[-1]
+    ops = alloc_sequence._layer_ops(r.terms.activations.per_layer[0], r.shape, full=True)
+    assert ops is not None
+    live: dict[int, int] = {}
+    for sign, slot, n in ops:
+        if sign > 0:
+            live[slot] = n
+        elif sign < 0:
+            live.pop(slot, None)
+    out = max(live)  # the layer's output: the next layer's input
+    assert live.pop(out) == r.shape.residual_bytes
+    assert sum(live.values()) == r.terms.activations.per_layer[0]
+    sh = r.shape
+    # (the few small tensors beyond the dense layout, rsqrt and the logsumexp, are one small remainder)
+    assert {n for _, _, n in ops if n > 1 * MiB} <= {sh.residual_bytes, 2 * sh.residual_bytes, sh.q_bytes, sh.q_bytes // 2,
+                                           sh.kv_bytes, sh.kv_bytes // 2, sh.mlp_bytes}
+    assert sorted(live.values()).count(sh.mlp_bytes) == 4  # gate, up, act(gate), the product
+    # LoRA saves other tensors (fp32 input casts): the generic pieces are used instead
+    assert alloc_sequence._layer_ops(r.terms.activations.per_layer[0], r.shape, full=False) is None

@@ -9,7 +9,7 @@ from trainfit.catalog.gpus import resolve_gpu
 from trainfit.catalog.models import from_catalog
 from trainfit.compute import collectives
 from trainfit.compute import generation as gen
-from trainfit.compute.decode_step import COLLECTIVE_HOP_LATENCY_S, NCCL_NET_OVER_NVLINK_HOP, tp_link
+from trainfit.compute.decode_step import tp_all_reduce, tp_link
 from trainfit.compute.flops import matmul_params
 from trainfit.compute.rates import default_rates
 from trainfit.memory.weights import total_params
@@ -43,20 +43,44 @@ def test_card_refuses_an_engine_that_does_not_take_whole_nodes(rollout, needle):
     assert "rollout.tensor_parallel" in msg and needle in msg
 
 
-def test_link_inside_one_node_or_nvlink_domain_is_none():
+def test_link_inside_one_node_is_none_and_an_nvlink_domain_stays_on_nvlink():
     assert tp_link(rates=H100, tp=8, engine_gpus_per_node=8, nic_bytes_per_s=NIC, gpu_id="h100-sxm") is None
     gb = default_rates(resolve_gpu("gb200"))
-    assert tp_link(rates=gb, tp=32, engine_gpus_per_node=4, nic_bytes_per_s=NIC, gpu_id="gb200") is None
-    assert tp_link(rates=gb, tp=128, engine_gpus_per_node=4, nic_bytes_per_s=NIC, gpu_id="gb200") is not None
+    assert tp_link(rates=gb, tp=4, engine_gpus_per_node=4, nic_bytes_per_s=NIC, gpu_id="gb200") is None
+    # GB200 NVL72: 32 GPUs over 8 trays (hosts) of one NVLink domain: one NCCL node at the NVLink bus
+    rack = tp_link(rates=gb, tp=32, engine_gpus_per_node=4, nic_bytes_per_s=NIC, gpu_id="gb200")
+    assert (rack.nodes, rack.hosts, rack.bus_bytes_per_s) == (1, 8, gb.intra_node_bus_bytes_per_s)
+    assert tp_link(rates=gb, tp=128, engine_gpus_per_node=4, nic_bytes_per_s=NIC, gpu_id="gb200").nodes == 32
 
 
-def test_link_across_nodes_is_nic_bound_with_network_hops():
+def test_link_across_nodes_is_nic_bound():
     link = tp_link(rates=H100, tp=32, engine_gpus_per_node=8, nic_bytes_per_s=NIC, gpu_id="h100-sxm")
-    assert link.nodes == 4
+    assert (link.nodes, link.hosts) == (4, 4)
     assert link.bus_bytes_per_s == pytest.approx(min(H100.intra_node_bus_bytes_per_s,
                                                      NIC * collectives.NIC_EFFICIENCY * 8))
-    # 2 (nodes - 1) ring steps leave a node, each at NCCL's network hop instead of its NVLink hop
-    assert link.extra_latency_s == pytest.approx(6 * COLLECTIVE_HOP_LATENCY_S * (NCCL_NET_OVER_NVLINK_HOP - 1))
+
+
+def test_an_engine_across_nodes_all_reduces_through_nccls_tuner():
+    """TP 32 over 4 H100 nodes, 64 sequences of DeepSeek-V3 (hidden 7168, bf16): 917,504 bytes per all-reduce.
+    No custom all-reduce across hosts; NCCL's cheapest choice over 4 nodes is a tree (tuning.cc)."""
+    link = tp_link(rates=H100, tp=32, engine_gpus_per_node=8, nic_bytes_per_s=NIC, gpu_id="h100-sxm")
+    ar = tp_all_reduce(rates=H100, tp=32, link=link)
+    assert ar.kind == "nccl"
+    size = 64 * 7168 * 2
+    best = collectives.nccl_all_reduce(total_bytes=size, ranks=32, nodes=4, bus_bytes_per_s=link.bus_bytes_per_s)
+    assert best.algorithm == "tree"
+    assert ar.seconds(size) == pytest.approx(best.seconds(size))
+
+
+def test_an_nvlink_domain_over_hosts_runs_nccl_not_the_custom_all_reduce():
+    gb = default_rates(resolve_gpu("gb200"))
+    rack = tp_link(rates=gb, tp=8, engine_gpus_per_node=4, nic_bytes_per_s=NIC, gpu_id="gb200")
+    ar = tp_all_reduce(rates=gb, tp=8, link=rack)
+    assert ar.kind == "nccl"
+    assert tp_all_reduce(rates=gb, tp=4, link=None).kind == "custom"
+    size = 32 * 4096 * 2
+    assert ar.seconds(size) == pytest.approx(collectives.nccl_all_reduce_seconds(
+        total_bytes=size, ranks=8, nodes=1, bus_bytes_per_s=gb.intra_node_bus_bytes_per_s))
 
 
 def test_generation_across_nodes_pays_more_all_reduce_than_inside_one():

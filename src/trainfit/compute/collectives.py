@@ -40,6 +40,7 @@ Pure Python: no torch import.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
 from statistics import NormalDist
 
 from trainfit.compute.rates import COLLECTIVE_HOP_LATENCY_S, DeviceRates
@@ -112,6 +113,10 @@ _NCCL_NVLINK_HOP_US = {("tree", "ll"): 0.6, ("tree", "ll128"): 1.25, ("tree", "s
 _NCCL_NET_HOP_US = {("tree", "ll"): 5.0, ("tree", "ll128"): 8.5, ("tree", "simple"): 14.0,
                     ("ring", "ll"): 2.7, ("ring", "ll128"): 4.0, ("ring", "simple"): 14.0}
 """``hwLatencies[NET]`` (us per step between nodes)."""
+_NCCL_PCI_HOP_US = {("tree", "ll"): 1.0, ("tree", "ll128"): 1.9, ("tree", "simple"): 28.0,
+                    ("ring", "ll"): 1.0, ("ring", "ll128"): 2.5, ("ring", "simple"): 5.7}
+"""``hwLat[NCCL_HW_PCI]`` (us per step inside a node over PCIe, or through host memory without P2P), the row as
+stored at @01afd20a77b5804e0ecf1042509dd9d20ebf9e93 (the NVLink and network rows above are the newer ones)."""
 _NCCL_NET_OVERHEAD_US = 1.0
 """``getNetOverhead``: 1 us per network post on x86 Intel hosts (2 on AMD); x3 for Simple; inter-node rings only."""
 _NCCL_BUS_FACTOR = {("tree", "ll"): 0.92 / 3.8, ("tree", "ll128"): 0.92 * 120 / 128, ("tree", "simple"): 0.92,
@@ -121,6 +126,14 @@ _NCCL_BUS_FACTOR = {("tree", "ll"): 0.92 / 3.8, ("tree", "ll128"): 0.92 * 120 / 
 NCCL_LL_MAX_BUS_BYTES_PER_S = {1: 141.0e9, 2: 39.0e9, 4: 20.4e9}
 """``llMaxBws``: the LL protocol's bus-bandwidth cap (GB/s) by nodes (1: Hopper inside one node; 2 and 4+: x86
 Intel hosts across nodes)."""
+
+
+class IntraLink(str, Enum):
+    """The link NCCL's ring runs on inside a node: it picks the hop latency (``hwLat`` NVLINK or PCI row) and
+    whether LL128 runs (tuning.cc enables it by default only when the graph's ``typeIntra`` is NVLink)."""
+
+    NVLINK = "nvlink"
+    PCIE = "pcie"
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,22 +150,27 @@ class AllReduceChoice:
         return self.latency_s + total_bytes / self.alg_bytes_per_s
 
 
-def nccl_all_reduce_choices(*, ranks: int, nodes: int, bus_bytes_per_s: float) -> list[AllReduceChoice]:
+def nccl_all_reduce_choices(*, ranks: int, nodes: int, bus_bytes_per_s: float,
+                            intra_link: IntraLink = IntraLink.NVLINK) -> list[AllReduceChoice]:
     """NCCL's six (ring, tree) x (LL, LL128, Simple) all-reduce costs for ``ranks`` GPUs over ``nodes`` nodes
     (block comment above: tuning.cc @5067397c). ``bus_bytes_per_s``: the ring/Simple bus bandwidth
     (``ring_bus_bytes_per_s``). Latency, per tuning.cc: ring ``base + (2(n−1) − 2(N−1))·max(intra hop, net
     overhead) + 2(N−1)·net hop``; tree ``base + 2·((n/N − 1)·intra hop + log2 N·net hop)``; a group with one GPU
     per node takes the tree's network hop for the ring too. Left out: per-channel bandwidth caps (no channel
-    count here), NVLS / CollNet (need NVSwitch SHARP / a SHARP fabric) and the ``latencyInter`` of the topology."""
+    count here), NVLS / CollNet (need NVSwitch SHARP / a SHARP fabric) and the ``latencyInter`` of the topology.
+    ``intra_link`` PCIE: the PCI hop row (``_NCCL_PCI_HOP_US``) and no LL128 (four choices)."""
     n, big_n = max(1, ranks), max(1, min(nodes, ranks))
     ppn = n / big_n
     nsteps, inter_steps = 2 * (n - 1), 2 * (big_n - 1)
     log2_nodes = big_n.bit_length() - 1
     ll_cap = NCCL_LL_MAX_BUS_BYTES_PER_S[1 if big_n == 1 else 2 if big_n == 2 else 4]
     out = []
+    hops = _NCCL_NVLINK_HOP_US if intra_link is IntraLink.NVLINK else _NCCL_PCI_HOP_US
     for key, base_us in _NCCL_BASE_LAT_US.items():
         algo, proto = key
-        intra = _NCCL_NVLINK_HOP_US[key]
+        if proto == "ll128" and intra_link is not IntraLink.NVLINK:
+            continue
+        intra = hops[key]
         inter = _NCCL_NET_HOP_US[("tree", proto) if ppn == 1 else key]
         if algo == "ring":
             if big_n > 1:
@@ -171,22 +189,62 @@ def nccl_all_reduce_choices(*, ranks: int, nodes: int, bus_bytes_per_s: float) -
     return out
 
 
-def nccl_all_reduce(*, total_bytes: float, ranks: int, nodes: int, bus_bytes_per_s: float) -> AllReduceChoice | None:
+def nccl_all_reduce(*, total_bytes: float, ranks: int, nodes: int, bus_bytes_per_s: float,
+                    intra_link: IntraLink = IntraLink.NVLINK) -> AllReduceChoice | None:
     """The cheapest of ``nccl_all_reduce_choices`` for a ``total_bytes`` buffer (NCCL's ``topoGetAlgoInfo``
     picks the minimum time); None for one rank."""
     if ranks <= 1:
         return None
-    return min(nccl_all_reduce_choices(ranks=ranks, nodes=nodes, bus_bytes_per_s=bus_bytes_per_s),
+    return min(nccl_all_reduce_choices(ranks=ranks, nodes=nodes, bus_bytes_per_s=bus_bytes_per_s,
+                                       intra_link=intra_link),
                key=lambda c: c.seconds(max(0.0, total_bytes)))
 
 
-def nccl_all_reduce_seconds(*, total_bytes: float, ranks: int, nodes: int, bus_bytes_per_s: float) -> float:
+def nccl_all_reduce_seconds(*, total_bytes: float, ranks: int, nodes: int, bus_bytes_per_s: float,
+                            intra_link: IntraLink = IntraLink.NVLINK) -> float:
     """Seconds of one all-reduce as NCCL's tuner times its fastest (algorithm, protocol); 0 for one rank or
     an empty buffer."""
     if ranks <= 1 or total_bytes <= 0:
         return 0.0
-    c = nccl_all_reduce(total_bytes=total_bytes, ranks=ranks, nodes=nodes, bus_bytes_per_s=bus_bytes_per_s)
+    c = nccl_all_reduce(total_bytes=total_bytes, ranks=ranks, nodes=nodes, bus_bytes_per_s=bus_bytes_per_s,
+                        intra_link=intra_link)
     return c.seconds(total_bytes)
+
+
+# vLLM's custom all-reduce (vllm-project/vllm ``csrc/custom_all_reduce.cuh`` @036bb685581dbedcd6cf7fc845fe87268c7d1191,
+# ``CustomAllreduce::allreduce``): every rank reads its peers' IPC-registered buffers directly over NVLink (or PCIe
+# peer-to-peer for two GPUs) and sums them, in at most 36 blocks of 512 threads. One stage
+# (``cross_device_reduce_1stage``: each rank reads all ``n−1`` peers' whole buffers) for two GPUs, and with full NVLink
+# below 512 KiB for up to 4 GPUs, below 256 KiB for up to 8; above that two stages (``cross_device_reduce_2stage``:
+# a reduce-scatter then an all-gather, each rank reading ``(n−1)/n`` of the buffer twice) behind two barriers.
+# Time = stage latency + bytes each rank reads / read rate. Constants: least squares over the 18 points of the
+# published H100 table of vLLM's kernel (sgl-project/sglang PR #2904, 2025-01-15, "unit test performance in H100",
+# tp 2/4/8 x 512 B-1 MiB, eager, input copied into the IPC buffer): one stage 8.7 us + reads at 61 GB/s (worst point
+# 1.3 us off), two stages 16.0 us + reads at 64 GB/s (1.3 us off). The rate is the kernel's (36 blocks), far under
+# NVLink's, and is taken for other NVLink cards too; a PCIe pair runs at the smaller of it and the bus.
+CUSTOM_AR_WORLD_SIZES = (2, 4, 6, 8)
+"""``CustomAllreduce._SUPPORTED_WORLD_SIZES`` (vllm ``vllm/distributed/device_communicators/custom_all_reduce.py``
+@00d618aab60448acdf3fac3e9c4e2e22d0c6c753)."""
+CUSTOM_AR_MAX_BYTES = 8192 * 1024
+"""``CustomAllreduce(max_size=8192 * 1024)``: ``should_custom_ar`` takes buffers strictly under 8 MiB (same file)."""
+CUSTOM_AR_ONE_STAGE_LATENCY_S = 8.7e-6
+CUSTOM_AR_TWO_STAGE_LATENCY_S = 16.0e-6
+CUSTOM_AR_READ_BYTES_PER_S = 62e9
+"""Bytes per second one rank of the custom kernel reads from its peers (the one- and two-stage fits: 61 and 64 GB/s)."""
+
+
+def custom_all_reduce_seconds(*, total_bytes: float, ranks: int, full_nvlink: bool = True,
+                              bus_bytes_per_s: float | None = None) -> float:
+    """Seconds of one vLLM custom all-reduce of ``total_bytes`` over ``ranks`` GPUs of one node (block comment
+    above); 0 for one rank or an empty buffer. ``full_nvlink`` False (two PCIe GPUs): always one stage;
+    ``bus_bytes_per_s`` caps the read rate."""
+    if ranks <= 1 or total_bytes <= 0:
+        return 0.0
+    rate = CUSTOM_AR_READ_BYTES_PER_S if bus_bytes_per_s is None else min(CUSTOM_AR_READ_BYTES_PER_S, bus_bytes_per_s)
+    one_stage_below = 512 * 1024 if ranks <= 4 else 256 * 1024
+    if ranks == 2 or not full_nvlink or total_bytes < one_stage_below:
+        return CUSTOM_AR_ONE_STAGE_LATENCY_S + (ranks - 1) * total_bytes / rate
+    return CUSTOM_AR_TWO_STAGE_LATENCY_S + 2 * (ranks - 1) / ranks * total_bytes / rate
 
 
 @dataclass(frozen=True, slots=True)

@@ -142,7 +142,7 @@ class _Decode:
         if 0 < b < 1:
             p_any, t, b = b, t / b, 1.0
         sec = steps * p_any * step.seconds(b, t)
-        comm = steps * p_any * (step.comm0 + step.comm_seq * b)
+        comm = steps * p_any * step.comm(b)
         kind = _bound(step, b, t)
         self.add(sec, comm, kind)
         return sec, comm, kind

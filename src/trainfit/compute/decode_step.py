@@ -5,7 +5,7 @@ One decode step over ``B`` running sequences holding ``T`` context tokens (Pope 
 
     bandwidth = (weight_bytes/tp + T·kv_bytes_per_token/tp + B·kv_bytes_per_token/tp) / hbm_bytes_per_s
     compute   = (B·2·N + T·4·q_dim·full_attention_layers) / (matmul_flops_per_s · tp)
-    comm      = 2·layers · (latency + 2(tp−1)/tp · B·hidden·2 bytes / bus)          (0 when tp = 1)
+    comm      = 2·layers · all_reduce(B·hidden·2 bytes)                               (0 when tp = 1)
     launch    = eager: layers·(DECODE_KERNELS_PER_LAYER + 2 if tp>1)·host_s_per_forward_kernel
                 CUDA graphs: one launch, host_s_per_forward_kernel
     step      = max(max(bandwidth, compute) + comm, launch) + engine_s_per_step          (GPU side, G)
@@ -19,16 +19,31 @@ of the routed experts' bytes (bf16). One sequence of Qwen3-30B-A3B (8 of 128) re
 experts per step, 64 sequences 98 %: the long tail of an MoE rollout is cheaper per step than its
 bulk. Real routing is skewed, so the uniform share is an upper bound on the experts read.
 
-**An engine across nodes** (``TpLink``, ``tp_link``): a tensor-parallel group larger than the rollout GPUs
-of one node (vLLM multi-node tensor parallel over Ray; NeMo RL runs DeepSeek-V3 at TP 32 on 8-GPU
-nodes) all-reduces every layer over the NIC. vLLM's custom all-reduce works inside one NVLink
-domain only, so the group falls back to NCCL: its ring runs at the NICs of the group's GPUs in one
-node in parallel (``collectives.ring_bus_bytes_per_s``), and each of its ``2·(nodes − 1)`` ring
-steps that leave a node costs NCCL's network hop instead of its NVLink hop: 9.6 µs against 3.4 µs
-for the ring/Simple protocol (NVIDIA/nccl src/graph/tuning.cc ``hwLat`` table,
-@01afd20a77b5804e0ecf1042509dd9d20ebf9e93), i.e. ``COLLECTIVE_HOP_LATENCY_S × (9.6/3.4 − 1)`` more per
-such step. A GB200 NVL72 rack is one NVLink domain of 72 GPUs over its 4-GPU trays
-(https://www.nvidia.com/en-us/data-center/gb200-nvl72/), so a group of up to 72 stays on NVLink.
+**The tensor-parallel all-reduce** (``all_reduce`` above; ``TpAllReduce``): two per decoder layer (after attention
+and after the MLP / MoE), on ``B·hidden`` bf16 activations. vLLM's ``CudaCommunicator.all_reduce`` runs its custom
+all-reduce when ``CustomAllreduce.should_custom_ar`` takes the buffer, else NCCL (vllm-project/vllm
+``vllm/distributed/device_communicators/cuda_communicator.py`` @00b5a01dd29b5e84c9434de139fbabd49e84efa6: "try quick
+reduce first, then custom allreduce, and then pynccl"; quick reduce is ROCm only). The custom all-reduce
+(``custom_all_reduce.py`` @00d618aab60448acdf3fac3e9c4e2e22d0c6c753) is disabled when the group spans hosts ("this
+process group spans across nodes"), for a world size outside 2, 4, 6, 8, for more than two GPUs without full
+NVLink ("not supported on more than two PCIe-only GPUs") and without peer-to-peer access; it takes buffers under
+8 MiB. Its time is ``collectives.custom_all_reduce_seconds`` (one-shot / two-shot kernels, fitted on a published
+H100 table); NCCL's is ``collectives.nccl_all_reduce`` (tuning.cc's latency and (algorithm, protocol) choice:
+ring/tree x LL/LL128/Simple), on the link as the card has it: NVLink, PCIe (PCI hop latencies, no LL128), or,
+for a group over several hosts, NCCL nodes over the NIC. Decode runs under CUDA graphs (vLLM captures the decode
+batch sizes; ``custom_all_reduce`` registers the graph's buffers in ``capture()`` so the graph replays the kernel
+without the eager input copy): the times above are device times, the launch is the graph's one launch. The
+fitted custom all-reduce figures are eager (they include that copy), so a slight upper bound. Not modelled: the
+torch / NCCL symmetric-memory all-reduce that newer vLLM versions put in front of the custom one for some sizes
+on Hopper/Blackwell (``all_reduce_utils.py`` ``should_nccl_symm_mem_allreduce``, off unless enabled), NVLS.
+
+**An engine across hosts** (``TpLink``, ``tp_link``): a tensor-parallel group larger than the rollout GPUs of one
+node (vLLM multi-node tensor parallel over Ray; NeMo RL runs DeepSeek-V3 at TP 32 on 8-GPU nodes) all-reduces
+through NCCL over the NIC: its ring runs at the NICs of the group's GPUs in one node in parallel
+(``collectives.ring_bus_bytes_per_s``) and NCCL's tuner prices the network steps (``hwLat[NET]``). A GB200 NVL72
+rack is one NVLink domain of 72 GPUs over 4-GPU trays, each its own host
+(https://www.nvidia.com/en-us/data-center/gb200-nvl72/): a group of up to 72 stays on NVLink (NCCL's multi-node
+NVLink), but spans hosts, so it runs NCCL, not the custom all-reduce.
 
 ``ENGINE_S_PER_STEP`` is what the engine spends per step outside the GPU's kernels (scheduler,
 input preparation, sampling, output processing): the residual of a published batch-1 TPOT once
@@ -84,37 +99,82 @@ DECODE_KERNELS_PER_LAYER = 10
 O GEMM, fused add+norm, gate/up GEMM, SiLU-and-mul, down GEMM (vLLM's Llama/Qwen layers)."""
 ACTIVATION_BYTES = 2
 """bf16 hidden states in the tensor-parallel all-reduces."""
-NCCL_NET_OVER_NVLINK_HOP = 9.6 / 3.4
-"""NCCL's ring/Simple hop latency over the network over its NVLink hop (tuning.cc ``hwLat``, module docstring)."""
 NVLINK_DOMAIN_GPUS = {"gb200": 72}
 """GPUs one NVLink domain spans where it is larger than a node (GB200 NVL72: 72 GPUs over 18 trays of 4)."""
 
 
 @dataclass(frozen=True, slots=True)
 class TpLink:
-    """The link an engine's tensor-parallel all-reduces run on (None in the step model: inside one node)."""
+    """The link of an engine whose tensor-parallel group spans hosts (None in the step model: one host)."""
 
     bus_bytes_per_s: float
     """NCCL ring bus bandwidth of the group."""
-    extra_latency_s: float
-    """Added to each all-reduce's latency: its ring steps that cross the network."""
     nodes: int
-    """Nodes the group spans (1: one NVLink domain)."""
+    """NCCL nodes the group spans, joined by the NIC (1: one NVLink domain over several hosts)."""
+    hosts: int = 1
+    """Hosts (operating-system nodes) the group spans: vLLM's custom all-reduce needs one."""
 
 
 def tp_link(*, rates: DeviceRates, tp: int, engine_gpus_per_node: int, nic_bytes_per_s: float,
             gpu_id: str = "") -> TpLink | None:
     """The link of a ``tp``-GPU engine whose node gives the engine ``engine_gpus_per_node`` GPUs: None when
-    the group fits in one node or one NVLink domain (``NVLINK_DOMAIN_GPUS``), else the NIC-bound ring
-    (module docstring)."""
+    the group fits in one node; NVLink across the hosts of one NVLink domain (``NVLINK_DOMAIN_GPUS``); else
+    the NIC-bound ring (module docstring)."""
     per_node = max(1, engine_gpus_per_node)
-    if tp <= per_node or tp <= NVLINK_DOMAIN_GPUS.get(gpu_id, 0):
+    if tp <= per_node:
         return None
-    nodes = -(-tp // per_node)
+    hosts = -(-tp // per_node)
+    if tp <= NVLINK_DOMAIN_GPUS.get(gpu_id, 0):
+        return TpLink(bus_bytes_per_s=rates.intra_node_bus_bytes_per_s, nodes=1, hosts=hosts)
     bus = collectives.ring_bus_bytes_per_s(rates=rates, crosses_nodes=True, nic_bytes_per_s=nic_bytes_per_s,
                                            local_ranks=per_node)
-    extra = 2 * (nodes - 1) * COLLECTIVE_HOP_LATENCY_S * (NCCL_NET_OVER_NVLINK_HOP - 1)
-    return TpLink(bus_bytes_per_s=bus, extra_latency_s=extra, nodes=nodes)
+    return TpLink(bus_bytes_per_s=bus, nodes=hosts, hosts=hosts)
+
+
+_Piece = tuple[float, float, float, float]
+"""(smallest bytes, bytes bound, latency s, seconds per byte) of one way to all-reduce a buffer."""
+
+
+@dataclass(frozen=True, slots=True)
+class TpAllReduce:
+    """How one engine all-reduces a buffer: the cheapest of the ways valid for its size (module docstring)."""
+
+    pieces: tuple[_Piece, ...] = ()
+    kind: str = "none"
+    """'custom' (vLLM's custom all-reduce under 8 MiB, NCCL above), 'nccl', 'ring' (a given latency), 'none'."""
+
+    def seconds(self, total_bytes: float) -> float:
+        if not self.pieces or total_bytes <= 0:
+            return 0.0
+        return min(lat + total_bytes * spb for lo, hi, lat, spb in self.pieces if lo <= total_bytes < hi)
+
+
+def tp_all_reduce(*, rates: DeviceRates, tp: int, link: TpLink | None = None,
+                  latency_s: float | None = None) -> TpAllReduce:
+    """The all-reduce of a ``tp``-GPU engine (module docstring). ``latency_s``: a measured latency replaces the
+    model with the ring/Simple formula (``collectives.all_reduce_seconds``) at that latency."""
+    if tp <= 1:
+        return TpAllReduce()
+    inf = float("inf")
+    bus = rates.intra_node_bus_bytes_per_s if link is None else link.bus_bytes_per_s
+    if latency_s is not None:
+        fixed = latency_s + 2 * (tp - 1) * COLLECTIVE_HOP_LATENCY_S
+        return TpAllReduce(((0.0, inf, fixed, 2 * (tp - 1) / tp / bus),), "ring")
+    intra = collectives.IntraLink.NVLINK if rates.nvlink else collectives.IntraLink.PCIE
+    nodes = 1 if link is None else link.nodes
+    custom = (link is None and tp in collectives.CUSTOM_AR_WORLD_SIZES and rates.p2p
+              and (tp == 2 or rates.nvlink))
+    top = collectives.CUSTOM_AR_MAX_BYTES if custom else 0.0
+    pieces = [(top, inf, c.latency_s, 1.0 / c.alg_bytes_per_s)
+              for c in collectives.nccl_all_reduce_choices(ranks=tp, nodes=nodes, bus_bytes_per_s=bus,
+                                                           intra_link=intra)]
+    if custom:
+        rate = min(collectives.CUSTOM_AR_READ_BYTES_PER_S, bus)
+        one_below = top if (tp == 2 or not rates.nvlink) else (512 * 1024 if tp <= 4 else 256 * 1024)
+        pieces.append((0.0, one_below, collectives.CUSTOM_AR_ONE_STAGE_LATENCY_S, (tp - 1) / rate))
+        if one_below < top:
+            pieces.append((one_below, top, collectives.CUSTOM_AR_TWO_STAGE_LATENCY_S, 2 * (tp - 1) / tp / rate))
+    return TpAllReduce(tuple(pieces), "custom" if custom else "nccl")
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,8 +200,11 @@ class _StepModel:
     bw_seq: float
     fl_seq: float
     fl_ctx: float
-    comm0: float
-    comm_seq: float
+    ar_per_step: int
+    """All-reduces per step (two per layer; 0 at tp 1)."""
+    ar_bytes_seq: float
+    """Bytes each all-reduce carries per running sequence (hidden x bf16)."""
+    ar: TpAllReduce
     launch: float
     engine: float
     frontend0: float = 0.0
@@ -158,7 +221,11 @@ class _StepModel:
     def parts(self, b: float, t: float) -> tuple[float, float, float, float]:
         experts = self.bw_experts * (1.0 - self.expert_miss ** max(b, 1.0)) if self.bw_experts else 0.0
         return (self.bw0 + experts + self.bw_ctx * t + self.bw_seq * b, self.fl_seq * b + self.fl_ctx * t,
-                self.comm0 + self.comm_seq * b, self.launch)
+                self.comm(b), self.launch)
+
+    def comm(self, b: float) -> float:
+        """Tensor-parallel all-reduce seconds of a step of ``b`` running sequences."""
+        return self.ar_per_step * self.ar.seconds(self.ar_bytes_seq * b) if self.ar_per_step else 0.0
 
     def frontend(self, b: float) -> float:
         """The frontend's host seconds for a step of ``b`` running sequences that the GPU step does not
@@ -174,15 +241,6 @@ class _StepModel:
         return gpu + host if self.frontend_serial else (gpu if gpu > host else host)
 
 
-def tp_bus_and_latency(rates: DeviceRates, tp_all_reduce_latency_s: float | None,
-                       link: TpLink | None) -> tuple[float, float]:
-    """(bus bytes/s, latency s) of one engine all-reduce: inside a node, or over ``link``."""
-    lat = rates.collective_latency_s if tp_all_reduce_latency_s is None else tp_all_reduce_latency_s
-    if link is None:
-        return rates.intra_node_bus_bytes_per_s, lat
-    return link.bus_bytes_per_s, lat + link.extra_latency_s
-
-
 def _step_model(*, spec, matmul_params, rates, tp, weight_bytes, kv_bytes_per_token, cuda_graphs,
                 engine_s_per_step, tp_all_reduce_latency_s, link: TpLink | None = None,
                 engine_multiprocess: bool = True, frontend_s_per_step: float = FRONTEND_S_PER_STEP,
@@ -190,16 +248,13 @@ def _step_model(*, spec, matmul_params, rates, tp, weight_bytes, kv_bytes_per_to
     hbm = rates.hbm_bytes_per_s
     flops = rates.matmul_flops_per_s * tp
     n_ar = 2 * spec.num_layers if tp > 1 else 0
-    bus, lat = tp_bus_and_latency(rates, tp_all_reduce_latency_s, link)
-    ring = collectives.all_reduce_seconds(total_bytes=1.0, ranks=tp, bus_bytes_per_s=bus,
-                                          latency_s=lat) if tp > 1 else 0.0
-    per_byte = 2 * (tp - 1) / tp / bus if tp > 1 else 0.0
     kernels = spec.num_layers * (DECODE_KERNELS_PER_LAYER + (2 if tp > 1 else 0))
     experts, miss = routed_expert_bytes(spec, weight_bytes=weight_bytes)
     return _StepModel(
         bw0=(weight_bytes - experts) / tp / hbm, bw_experts=experts / tp / hbm, expert_miss=miss, bw_ctx=kv_bytes_per_token / tp / hbm, bw_seq=kv_bytes_per_token / tp / hbm,
         fl_seq=2 * matmul_params / flops, fl_ctx=4.0 * spec.q_dim * spec.num_full_attention_layers / flops,
-        comm0=n_ar * (ring - per_byte), comm_seq=n_ar * per_byte * spec.hidden_size * ACTIVATION_BYTES,
+        ar_per_step=n_ar, ar_bytes_seq=spec.hidden_size * ACTIVATION_BYTES,
+        ar=tp_all_reduce(rates=rates, tp=tp, link=link, latency_s=tp_all_reduce_latency_s),
         launch=rates.host_s_per_forward_kernel * (1 if cuda_graphs else kernels), engine=engine_s_per_step,
         frontend0=frontend_s_per_step, frontend_seq=frontend_s_per_sequence, frontend_serial=not engine_multiprocess,
     )

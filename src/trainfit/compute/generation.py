@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 from math import ceil
 
-from trainfit.compute import collectives
 from trainfit.compute.continuous_batching import (
     MAX_CHUNKS_PER_LENGTH,
     MIN_CHUNK_TOKENS,
@@ -46,7 +45,7 @@ from trainfit.compute.decode_step import (  # noqa: F401 - re-exported
     _step_model,
     decode_step_seconds,
     routed_expert_bytes,
-    tp_bus_and_latency,
+    tp_all_reduce,
 )
 from trainfit.compute.rates import DeviceRates
 from trainfit.compute.response_lengths import DEFAULT_QUANTILES, _shape, response_length_groups
@@ -99,10 +98,8 @@ def prefill_seconds(*, spec: ModelSpec, matmul_params: float, rates: DeviceRates
     if tp == 1:
         return compute, 0.0
     passes = ceil(context_tokens / PREFILL_TOKENS_PER_PASS)
-    bus, lat = tp_bus_and_latency(rates, tp_all_reduce_latency_s, link)
-    per_pass = collectives.all_reduce_seconds(
-        total_bytes=context_tokens / passes * spec.hidden_size * ACTIVATION_BYTES, ranks=tp,
-        bus_bytes_per_s=bus, latency_s=lat)
+    ar = tp_all_reduce(rates=rates, tp=tp, link=link, latency_s=tp_all_reduce_latency_s)
+    per_pass = ar.seconds(context_tokens / passes * spec.hidden_size * ACTIVATION_BYTES)
     comm = 2 * spec.num_layers * passes * per_pass
     return compute + comm, comm
 
@@ -205,9 +202,17 @@ def generation_time(
                "adds to every decode step") if not engine_multiprocess else
               (f"engine core in its own process: the frontend's host work ({frontend_s_per_sequence * 1e6:.0f} us "
                "per running sequence per step) overlaps the GPU step"),)
-    if tp_link is not None:
-        notes += (f"tensor parallel {tp} spans {tp_link.nodes} nodes: all-reduces over the NIC at "
-                  f"{tp_link.bus_bytes_per_s / 1e9:.0f} GB/s bus, +{tp_link.extra_latency_s * 1e6:.0f} us network hops each",)
+    if tp_link is not None and tp_link.nodes > 1:
+        notes += (f"tensor parallel {tp} spans {tp_link.nodes} nodes: NCCL all-reduces over the NIC at "
+                  f"{tp_link.bus_bytes_per_s / 1e9:.0f} GB/s bus (NCCL's tuner: network hops, ring or tree, LL/LL128/Simple)",)
+    elif tp_link is not None:
+        notes += (f"tensor parallel {tp} spans {tp_link.hosts} hosts of one NVLink domain: NCCL all-reduces "
+                  "(vLLM's custom all-reduce needs one host)",)
+    elif tp > 1:
+        kind = step.ar.kind
+        notes += (("vLLM custom all-reduce (one-/two-shot over NVLink or PCIe peer-to-peer) under 8 MiB, NCCL above"
+                   if kind == "custom" else "NCCL all-reduce (vLLM's custom all-reduce does not run on this group)"
+                   if kind == "nccl" else "tensor-parallel all-reduce at the given latency (ring)"),)
     return GenerationTime(
         prefill_s=prefill, decode_s=dec.seconds, tail_s=dec.tail_s,
         tp_comm_s=prefill_comm + dec.comm_s + recompute_comm,

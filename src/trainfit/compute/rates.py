@@ -68,7 +68,9 @@ _FABRIC_NOTES = {
     "h100-nvl": "NVLink bridges join the cards in pairs: collectives over more than 2 GPUs also cross PCIe and run"
                 " slower than the bridge rate assumed",
 }
-for _gid in ("h100-pcie", "rtx-a6000", "rtx3090"):  # bridged PCIe cards: the same caveat
+_BRIDGED_PAIRS = ("h100-nvl", "h100-pcie", "rtx-a6000", "rtx3090")
+"""Cards whose NVLink bridges join GPUs in pairs only: not every pair of a node's GPUs is on NVLink."""
+for _gid in _BRIDGED_PAIRS[1:]:  # bridged PCIe cards: the same caveat
     _FABRIC_NOTES[_gid] = _FABRIC_NOTES["h100-nvl"]
 """Said in the plan's assumptions where a card's GPU-to-GPU fabric is not an NVSwitch (catalog notes give the sources)."""
 DEFAULT_SM_COUNT = 108
@@ -121,6 +123,10 @@ class DeviceRates:
     intra_node_bus_bytes_per_s: float
     """NCCL bus bandwidth inside a node (per direction)."""
     p2p: bool = True
+    nvlink: bool = True
+    """Every pair of a node's GPUs on NVLink (an NVSwitch or a full mesh; False: PCIe, or bridges in pairs);
+    picks NCCL's hop latencies and whether vLLM's custom all-reduce runs on more than two GPUs
+    (``compute.decode_step``)."""
     collective_latency_s: float = COLLECTIVE_LATENCY_S
     pcie_bytes_per_s: float
     """Sustained host <-> device copy rate per direction (pinned memory)."""
@@ -146,7 +152,7 @@ class DeviceRates:
         if "gemm_points" in data:
             data["gemm_points"] = tuple(p if isinstance(p, GemmPoint) else GemmPoint(**p) for p in data["gemm_points"])
         for k, v in data.items():
-            if k not in ("gemm_points", "p2p", "compute_capability", "fp32_matmul_flops_per_s", "fp8_matmul_flops_per_s") and not (isinstance(v, (int, float)) and v > 0):
+            if k not in ("gemm_points", "p2p", "nvlink", "compute_capability", "fp32_matmul_flops_per_s", "fp8_matmul_flops_per_s") and not (isinstance(v, (int, float)) and v > 0):
                 raise CardError(f"calibration: {k} must be a positive number, got {v!r}")
         return replace(self, **data, sources=self.sources + (source,))
 
@@ -163,7 +169,8 @@ def default_rates(gpu: GpuSpec) -> DeviceRates:
            + (other[1] if other else _MAMF_SOURCE if gpu.id in _MAMF_FRACTION else "default, the H100 MAMF ratio") + ")"]
     if gpu.id in _FABRIC_NOTES:
         src.append(_FABRIC_NOTES[gpu.id])
-    if gpu.nvlink and gpu.nvlink_bytes_per_s:
+    nvlink = bool(gpu.nvlink and gpu.nvlink_bytes_per_s)
+    if nvlink:
         bus, p2p = gpu.nvlink_bytes_per_s / 2 * NVLINK_BUS_FRACTION, True
     elif gpu.pcie_bytes_per_s:
         p2p = not _geforce_without_p2p(gpu)
@@ -177,6 +184,7 @@ def default_rates(gpu: GpuSpec) -> DeviceRates:
         sm_count=gpu.sm_count or DEFAULT_SM_COUNT,
         intra_node_bus_bytes_per_s=bus,
         p2p=p2p,
+        nvlink=nvlink and gpu.id not in _BRIDGED_PAIRS,
         pcie_bytes_per_s=(gpu.pcie_bytes_per_s or 32e9) * PCIE_EFFICIENCY,
         compute_capability=gpu.compute_capability,
         fp32_matmul_flops_per_s=gpu.fp32_flops_per_s,

@@ -618,10 +618,19 @@ POINTS: dict[int, dict[str, Any]] = {
         "notes": "PEFT LoRA r64/a128 q,v, as 44.",
     },
     46: {
-        "card": None,
-        "unsupported": "DoRA: trainfit models plain LoRA only (no magnitude vector / weight-norm activations of DoRA)",
-        "metric": "reserved", "unit": "GiB",
-        "notes": "PEFT DoRA r32 q,v on Llama-3.2-3B, L40S; kept unscored.",
+        "card": {
+            "model": "meta-llama/Llama-3.2-3B", "scope": "dora",
+            "lora": {"rank": 32, "alpha": 64, "targets": ["q_proj", "v_proj"]},
+            "precision": _PEFT_BF16_FOREACH,
+            "hardware": {"gpu": "l40s", "gpus_per_node": 1},
+            "parallel": {"strategy": "single", "gradient_checkpointing": False},
+            "batch": {"micro_batch_size": 4, "seq_len": 768},
+        },
+        "metric": "reserved", "unit": "GiB", "approx_seq": True,
+        "notes": "PEFT DoRA (use_dora: true) r32/a64 q,v (experiments/lora/llama-3.2-3B-rank32-dora/adapter_config.json: "
+                 "target_modules null -> PEFT's llama default q_proj, v_proj), fp32 adapters and magnitudes, AdamW "
+                 "foreach, no AC. <=768 -> 768. Metric reserved 99th pct -> reserved. As 44 plus DoRA's magnitude "
+                 "vectors and the base / lora_B outputs each DoRA module saves (trainfit.memory.peft_variants).",
     },
     47: {
         "card": {
@@ -637,16 +646,32 @@ POINTS: dict[int, dict[str, Any]] = {
                  "memory). <=768 -> 768. Metric reserved 99th pct -> reserved.",
     },
     48: {
-        "card": None,
-        "unsupported": "IA3: trainfit has no (IA)^3 scope (learned rescaling vectors on k, v, down)",
-        "metric": "reserved", "unit": "GiB",
-        "notes": "PEFT IA3 default on Llama-3.2-3B, L40S; kept unscored.",
+        "card": {
+            "model": "meta-llama/Llama-3.2-3B", "scope": "ia3",
+            "precision": _PEFT_BF16_FOREACH,
+            "hardware": {"gpu": "l40s", "gpus_per_node": 1},
+            "parallel": {"strategy": "single", "gradient_checkpointing": False},
+            "batch": {"micro_batch_size": 4, "seq_len": 768},
+        },
+        "metric": "reserved", "unit": "GiB", "approx_seq": True,
+        "notes": "PEFT IA3 default (experiments/ia3/llama-3.2-3B-default/adapter_config.json: target_modules and "
+                 "feedforward_modules null -> PEFT's llama defaults k_proj, v_proj, down_proj / down_proj; trainfit's "
+                 "default too), fp32 vectors (286,720), AdamW foreach, no AC. <=768 -> 768. Metric reserved 99th "
+                 "pct -> reserved.",
     },
     49: {
-        "card": None,
-        "unsupported": "prompt tuning: trainfit has no soft-prompt scope (virtual tokens, frozen model)",
-        "metric": "reserved", "unit": "GiB",
-        "notes": "PEFT prompt tuning default on Llama-3.2-3B, L40S; kept unscored.",
+        "card": {
+            "model": "meta-llama/Llama-3.2-3B", "scope": "prompt_tuning",
+            "prompt_tuning": {"num_virtual_tokens": 200},
+            "precision": _PEFT_BF16_FOREACH,
+            "hardware": {"gpu": "l40s", "gpus_per_node": 1},
+            "parallel": {"strategy": "single", "gradient_checkpointing": False},
+            "batch": {"micro_batch_size": 4, "seq_len": 768},
+        },
+        "metric": "reserved", "unit": "GiB", "approx_seq": True,
+        "notes": "PEFT prompt tuning, num_virtual_tokens 200, random init (results/prompt_tuning--llama-3.2-3B-default"
+                 ".json peft_config; num_trainable_params 614,400 = 200 x 3072), AdamW foreach, no AC. <=768 -> 768 "
+                 "real tokens, 968 through the model. Metric reserved 99th pct -> reserved.",
     },
 }
 

@@ -72,6 +72,8 @@ class GridCase:
     context_parallel_kind: str = "ring"
     expert_parallel: int = 1
     """> 1: each of the ``world_size`` ranks holds 1/this of the experts (``trainfit.trace.expert_parallel``)."""
+    num_virtual_tokens: int = 0
+    """scope ``prompt_tuning``: the soft prompt's virtual tokens (``prompt_tuning.num_virtual_tokens``)."""
 
     @property
     def name(self) -> str:
@@ -85,7 +87,8 @@ class GridCase:
                 + ("" if self.pipeline_last_stage_layers is None else f"l{self.pipeline_last_stage_layers}")
                 + ("" if self.micro_batches == 1 else f"-m{self.micro_batches}")
                 + ("" if self.context_parallel == 1 else f"-cp{self.context_parallel}{self.context_parallel_kind}")
-                + ("" if self.expert_parallel == 1 else f"-ep{self.expert_parallel}"))
+                + ("" if self.expert_parallel == 1 else f"-ep{self.expert_parallel}")
+                + ("" if not self.num_virtual_tokens else f"-vt{self.num_virtual_tokens}"))
 
     def hf_config(self) -> dict[str, Any]:
         return ARCHS[self.arch] if self.arch in ARCHS else {}
@@ -119,8 +122,10 @@ class GridCase:
             card["parallel"]["expert_parallel"] = self.expert_parallel
         if self.precision == "fp32_autocast":
             card["precision"].update(weights="fp32", compute="bf16")
-        if self.scope != "full":
+        if self.scope in ("lora", "qlora", "dora"):
             card["lora"] = {"rank": 16, "alpha": 32, "targets": "all-linear"}
+        if self.scope == "prompt_tuning":
+            card["prompt_tuning"] = {"num_virtual_tokens": self.num_virtual_tokens}
         return card
 
     def trace_kwargs(self) -> dict[str, Any]:
@@ -128,6 +133,7 @@ class GridCase:
                 "attention": self.attention, "gradient_checkpointing": self.ckpt, "scope": self.scope,
                 "lora_rank": 16, "lora_alpha": 32, "lora_targets": ("all-linear",), "precision": self.precision,
                 "optimizer_impl": self.optimizer_impl, "world_size": self.world_size // self.pipeline_parallel,
+                **({"num_virtual_tokens": self.num_virtual_tokens} if self.num_virtual_tokens else {}),
                 **({"tensor_parallel": self.tensor_parallel, "sequence_parallel": self.sequence_parallel}
                    if self.tensor_parallel > 1 else {}),
                 **({"pipeline_parallel": self.pipeline_parallel, "pipeline_stage": self.pipeline_stage,
@@ -179,6 +185,14 @@ GRID: tuple[GridCase, ...] = (
     GridCase("qwen3_5", seq_len=512),
     GridCase("qwen3_5", ckpt=True, seq_len=512, micro_batch_size=4),
     GridCase("qwen3_5", scope="lora", seq_len=512),
+    # PEFT's DoRA (magnitude vectors, saved base and lora_B outputs), (IA)^3 (its llama defaults k, v, down)
+    # and prompt tuning (64 virtual tokens before every sequence): trainfit.memory.peft_variants
+    GridCase("llama", scope="dora"),
+    GridCase("llama", scope="dora", ckpt=True, micro_batch_size=4, seq_len=512),
+    GridCase("llama", scope="ia3"),
+    GridCase("qwen3", scope="ia3", attention="eager", seq_len=512),
+    GridCase("llama", scope="prompt_tuning", num_virtual_tokens=64),
+    GridCase("qwen2", scope="prompt_tuning", num_virtual_tokens=64, ckpt=True, micro_batch_size=4, seq_len=512),
 )
 
 TP_GRID: tuple[GridCase, ...] = (

@@ -57,6 +57,10 @@ def make_plan(card: RunCard, *, calibration=None) -> Plan:
     n_train = (
         round(lora_trainable_params(spec, trainable.lora) * count_scale(spec)) if trainable.lora else total_params(spec)
     )
+    from trainfit.plan.terms import variant_trained
+
+    if (variant := variant_trained(card, spec)) is not None:  # DoRA, (IA)^3, prompt tuning
+        n_train = round(variant[0])
     if trainable.lora and card.lora.modules_to_save:  # trained in full beside the adapter
         from trainfit.memory.lora import saved_module_params
 

@@ -27,6 +27,7 @@ from trainfit.memory.lora import (
     saved_module_params,
     targeted_groups,
 )
+from trainfit.memory import peft_variants
 from trainfit.memory.optimizer import PAGED, master_weight_bytes, optimizer_state_bytes, step_temporary_bytes
 from trainfit.memory.params import ParamBreakdown, TensorGroup, param_breakdown, param_tensors
 from trainfit.memory.phases import StepTerms
@@ -53,6 +54,33 @@ _ZERO = (Strategy.ZERO1, Strategy.ZERO2, Strategy.ZERO3)
 
 HOST_BYTES_PER_PROCESS = 3 * GIB
 """Assumed host RSS of one training process (Python, torch + CUDA libraries, data loader)."""
+
+
+def peft_variant_of(card: RunCard, spec: ModelSpec) -> peft_variants.PeftVariant | None:
+    """The card's DoRA / (IA)^3 / prompt-tuning method resolved against the model (None for other scopes)."""
+    if card.scope not in (Scope.DORA, Scope.IA3, Scope.PROMPT_TUNING):
+        return None
+    peft_variants.check_dense(spec, card.scope)
+    if card.scope is Scope.DORA:
+        return peft_variants.PeftVariant(scope=card.scope, lora=trainable_spec(card).lora)
+    if card.scope is Scope.IA3:
+        t, f = peft_variants.resolve_ia3(spec, card.ia3.targets, card.ia3.feedforward)
+        return peft_variants.PeftVariant(scope=card.scope, ia3_targets=t, ia3_feedforward=f)
+    return peft_variants.PeftVariant(scope=card.scope, num_virtual_tokens=card.prompt_tuning.num_virtual_tokens or 0)
+
+
+def variant_trained(card: RunCard, spec: ModelSpec) -> tuple[float, float] | None:
+    """(trained parameters, trained tensors) of a DoRA / (IA)^3 / prompt-tuning card (DoRA: LoRA's A and B
+    plus the magnitudes), scaled to a bare count; None for other scopes."""
+    v = peft_variant_of(card, spec)
+    if v is None:
+        return None
+    vp = peft_variants.trained_params(spec, v)
+    params, tensors = float(vp.count), float(sum(t.count for t in vp.tensors))
+    if v.scope is Scope.DORA:
+        params += lora_trainable_params(spec, v.lora)
+        tensors += 2.0 * sum(g.count * g.experts for g in targeted_groups(spec, v.lora))
+    return params * count_scale(spec), tensors
 
 
 @lru_cache(maxsize=4096)
@@ -100,6 +128,10 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         notes.append("DeepSpeed (bf16) casts the LoRA adapter to bf16 with the model; its fp32 copy is the master partition")
     prec = card.precision
     trainable = trainable_spec(card)
+    variant = peft_variant_of(card, spec)
+    if variant is not None and variant.scope is not Scope.DORA:  # IA3 / prompt tuning: the probe LoRA (peft_variants)
+        trainable = TrainableSpec(scope=Scope.LORA, lora=peft_variants.probe_lora(variant))
+    seq_len = peft_variants.effective_seq_len(card.batch.seq_len, variant)
     scale = count_scale(spec)
     pb = param_breakdown(spec)
     wdtype = card.weights_dtype
@@ -114,6 +146,16 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         n_train = float(total_params(spec))
         tensors = param_tensors(spec)
         largest = float(max(t.numel for t in tensors)) * scale
+    if variant is not None:
+        vp = peft_variants.trained_params(spec, variant)
+        if variant.scope is Scope.DORA:  # the magnitude vectors beside LoRA's A and B
+            n_train, tensors, largest = n_train + vp.count * scale, tensors + list(vp.tensors), max(largest, vp.largest)
+            w = replace(w, adapter=w.adapter + vp.count * scale * trainable.lora.adapter_dtype_bytes)
+        else:
+            n_train, tensors, largest = vp.count * scale, list(vp.tensors), float(vp.largest)
+            w = replace(w, adapter=vp.count * scale * peft_variants.VARIANT_DTYPE_BYTES)
+        notes += peft_variants.notes(spec, variant, micro_batch_size=card.batch.micro_batch_size,
+                                     seq_len=card.batch.seq_len)
     train_bytes, grad_bytes, use_master, state_bytes = trained_dtype_bytes(card)
     zero = sharding.strategy in _ZERO
     if zero and train_bytes < 4 and prec.optimizer.value in ("adamw", "sgd", "adafactor"):
@@ -221,20 +263,24 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
     act = activation_bytes(
         spec,
         micro_batch_size=card.batch.micro_batch_size,
-        seq_len=card.batch.seq_len,
+        seq_len=seq_len,
         attention=card.attention,
         trainable=trainable,
         compute_dtype_bytes=act_dtype,
         selective=card.parallel.selective_checkpointing,
     )
+    if variant is not None:
+        act = peft_variants.adjust_activations(act, spec, variant, micro_batch_size=card.batch.micro_batch_size,
+                                               seq_len=seq_len, compute_dtype_bytes=act_dtype,
+                                               zero_centred_norm=spec.family in ("gemma2", "qwen3_5_text"))
     autocast = wdtype is Dtype.FP32 and compute is not ComputeDtype.FP32
     act = _autocast_copies(act, spec, enabled=autocast and trainable.lora is None, scale=scale)
     if saved_head:
         # a trainable head saves its input (the final norm's output) for its weight gradient
-        act = replace(act, head=act.head + card.batch.micro_batch_size * card.batch.seq_len * spec.hidden_size * act_dtype)
+        act = replace(act, head=act.head + card.batch.micro_batch_size * seq_len * spec.hidden_size * act_dtype)
     lg = logits_bytes(
         micro_batch_size=card.batch.micro_batch_size,
-        seq_len=card.batch.seq_len,
+        seq_len=seq_len,
         vocab_size=spec.vocab_size,
         hidden_size=spec.hidden_size,
         chunked=card.loss.chunked,
@@ -243,9 +289,9 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         head_outputs=spec.head_outputs,
         softcap_bytes_per_logit=act_dtype if spec.family in SOFTCAP_FAMILIES else 0,
     )
-    tokens = card.batch.micro_batch_size * card.batch.seq_len
+    tokens = card.batch.micro_batch_size * seq_len
     eager = attn.runs_eager(spec.family, card.attention) and spec.num_full_attention_layers > 0
-    scores = attn.score_elements(micro_batch_size=card.batch.micro_batch_size, seq_len=card.batch.seq_len,
+    scores = attn.score_elements(micro_batch_size=card.batch.micro_batch_size, seq_len=seq_len,
                                  heads=spec.num_attention_heads, eager=eager)
     transient = _layer_transients(spec, tokens=tokens, dtype_bytes=act_dtype,
                                   attention_bytes=attn.backward_transient_bytes(scores=scores, dtype_bytes=act_dtype,

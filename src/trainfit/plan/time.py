@@ -88,9 +88,17 @@ def rates_of(card: RunCard, gpu: GpuSpec, rates: DeviceRates | None) -> DeviceRa
     return r
 
 
+def _model_seq_len(card: RunCard) -> int:
+    """Tokens per sequence through the model: prompt tuning prepends its virtual tokens."""
+    extra = card.prompt_tuning.num_virtual_tokens if card.scope is Scope.PROMPT_TUNING else 0
+    return card.batch.seq_len + (extra or 0)
+
+
 def adapter_of(card: RunCard, spec: ModelSpec) -> Adapter | None:
     if card.scope is Scope.FULL:
         return None
+    if card.scope in (Scope.IA3, Scope.PROMPT_TUNING):  # a frozen base with gradients flowing, no LoRA GEMMs
+        return Adapter(rank=1, targets=())
     lo = card.lora
     return Adapter(rank=lo.rank, targets=card.lora_targets, dropout=lo.dropout, nf4_base=card.scope is Scope.QLORA,
                    adapter_dtype_bytes=4 if lo.adapter_dtype.value == "fp32" else 2)
@@ -100,7 +108,12 @@ def _trained(card: RunCard, spec: ModelSpec) -> tuple[float, float, OptimizerSpe
     """(trained parameters, trained tensors, optimizer) of the card's model."""
     prec = card.precision
     trainable = trainable_spec(card)
-    if trainable.lora is not None:
+    from trainfit.plan.terms import variant_trained
+
+    variant = variant_trained(card, spec)  # DoRA, (IA)^3, prompt tuning
+    if variant is not None:
+        params, tensors = variant
+    elif trainable.lora is not None:
         params = lora_trainable_params(spec, trainable.lora) * count_scale(spec)
         tensors = 2.0 * sum(g.count * g.experts for g in targeted_groups(spec, trainable.lora))
     else:
@@ -252,7 +265,7 @@ def _sft_time(card: RunCard, spec: ModelSpec, sharding: Sharding, r: DeviceRates
     mbs = card.batch.micro_batch_size * pairs
     step_spec = replace(spec, head_outputs=1) if card.method is Method.RM else spec
     t = training_time(card, step_spec, r, ranks=world, gpus_per_node=min(card.hardware.gpus_per_node, world),
-                      micro_batch_size=mbs, seq_len=card.batch.seq_len, micro_steps=card.batch.grad_accum)
+                      micro_batch_size=mbs, seq_len=_model_seq_len(card), micro_steps=card.batch.grad_accum)
     phases = list(t.phases)
     if card.method is Method.DPO:
         fwd = next(p for p in t.phases if p.name == "forward")

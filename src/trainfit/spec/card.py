@@ -61,6 +61,24 @@ class LoraSection(_Section):
     )
 
 
+class Ia3Section(_Section):
+    """PEFT (IA)^3 (``IA3Config``): a learned vector scales each target's output, or its input for the
+    feedforward ones."""
+
+    targets: list[str] | None = Field(None, max_length=64, description="Module names scaled (PEFT target_modules);"
+                                      " default: PEFT's for the model type (llama: k_proj, v_proj, down_proj).")
+    feedforward: list[str] | None = Field(None, max_length=64, description="Targets whose input is scaled (PEFT"
+                                          " feedforward_modules, a subset of targets); default: PEFT's for the model"
+                                          " type (llama: down_proj).")
+
+
+class PromptTuningSection(_Section):
+    """PEFT prompt tuning (``PromptTuningConfig``): trained virtual-token embeddings before every sequence."""
+
+    num_virtual_tokens: int | None = Field(None, ge=1, le=1_000_000, description="Virtual tokens prepended to every"
+                                           " sequence (required with scope prompt_tuning; PEFT has no default).")
+
+
 class PrecisionSection(_Section):
     weights: Dtype | None = Field(None, description="Storage dtype of the model weights; default bf16 (nf4 for qlora).")
     compute: ComputeDtype = ComputeDtype.BF16
@@ -348,6 +366,8 @@ class RunCard(_Section):
     method: Method = Method.SFT
     scope: Scope = Scope.FULL
     lora: LoraSection = Field(default_factory=LoraSection)
+    ia3: Ia3Section = Field(default_factory=Ia3Section)
+    prompt_tuning: PromptTuningSection = Field(default_factory=PromptTuningSection)
     precision: PrecisionSection = Field(default_factory=PrecisionSection)
     hardware: HardwareSection = Field(default_factory=HardwareSection)
     parallel: ParallelSection = Field(default_factory=ParallelSection)
@@ -385,6 +405,7 @@ class RunCard(_Section):
     def _coherent(self) -> RunCard:
         if self.scope is Scope.FULL and "lora" in self.model_fields_set:
             raise ValueError("lora: LoRA settings were given but scope is 'full'; set scope: lora or qlora, or drop lora")
+        _check_peft_variant(self)
         hw = self.hardware
         if hw.gpu_memory_gib is not None and hw.gpu.strip().lower() not in ("", "custom"):
             raise ValueError(
@@ -504,6 +525,53 @@ class RunCard(_Section):
     @property
     def world_size(self) -> int:
         return self.hardware.gpus_per_node * self.hardware.nodes
+
+
+PEFT_VARIANT_SCOPES = (Scope.DORA, Scope.IA3, Scope.PROMPT_TUNING)
+"""Scopes modelled by ``trainfit.memory.peft_variants`` (SFT on one data-parallel replica per rank)."""
+
+
+def _check_peft_variant(card: "RunCard") -> None:
+    """Each adapter section is read by its scope only (a section equal to its defaults, as a dumped record holds
+    it, is not a setting); the PEFT variants are modelled for SFT on a bf16/fp16/fp32 base, without model
+    parallelism or selective checkpointing (one line, exit 2)."""
+    sc = card.scope
+    for section, scopes in (("lora", (Scope.LORA, Scope.QLORA, Scope.DORA)), ("ia3", (Scope.IA3,)),
+                            ("prompt_tuning", (Scope.PROMPT_TUNING,))):
+        given = section in card.model_fields_set and getattr(card, section) != type(getattr(card, section))()
+        if given and sc not in scopes and not (section == "lora" and sc is Scope.FULL):
+            raise ValueError(f"{section}: only read with scope {' | '.join(s.value for s in scopes)}"
+                             f" (scope is '{sc.value}'); drop {section} or change scope")
+    if sc not in PEFT_VARIANT_SCOPES:
+        return
+    if sc is Scope.PROMPT_TUNING and card.prompt_tuning.num_virtual_tokens is None:
+        raise ValueError("prompt_tuning.num_virtual_tokens: required with scope prompt_tuning (PEFT has no default);"
+                         " allowed: 1 to 1000000, e.g. 20")
+    ia3 = card.ia3
+    if sc is Scope.IA3 and ia3.feedforward is not None:
+        if ia3.targets is None:
+            raise ValueError("ia3.feedforward: give ia3.targets too (PEFT requires feedforward_modules to be a subset"
+                             " of target_modules)")
+        extra = [m for m in ia3.feedforward if m not in ia3.targets]
+        if extra:
+            raise ValueError(f"ia3.feedforward: '{extra[0]}' is not in ia3.targets; allowed: {', '.join(ia3.targets)}")
+    if sc is Scope.IA3 and ia3.targets is not None and not ia3.targets:
+        raise ValueError("ia3.targets: an empty list trains nothing; give module names or drop the key (PEFT's default)")
+    if card.method is not Method.SFT:
+        raise ValueError(f"method: scope {sc.value} is modelled for sft only; allowed with it: sft")
+    w = card.precision.weights
+    if w in (Dtype.NF4, Dtype.INT8, Dtype.FP8):
+        raise ValueError(f"precision.weights: '{w.value}' with scope {sc.value} is not modelled; allowed: fp32, bf16, fp16")
+    par = card.parallel
+    if par.model_parallel * par.expert_parallel > 1:
+        raise ValueError(f"parallel: scope {sc.value} is modelled without tensor, context, pipeline or expert parallel;"
+                         " allowed: tensor_parallel = context_parallel = pipeline_parallel = expert_parallel = 1")
+    if par.selective_checkpointing is not SelectiveCheckpointing.NONE:
+        raise ValueError(f"parallel.selective_checkpointing: scope {sc.value} is not modelled under selective"
+                         " checkpointing; allowed: none")
+    if sc is not Scope.DORA and par.strategy not in (Strategy.SINGLE, Strategy.DDP) and card.world_size > 1:
+        raise ValueError(f"parallel.strategy: '{par.strategy.value}' with scope {sc.value} is not modelled (its"
+                         " trained tensors are not LoRA's); allowed: single, ddp")
 
 
 def _check_bf16_gpu(gpu: str, *, compute: ComputeDtype, compute_set: bool, weights: Dtype, weights_set: bool) -> None:

@@ -12,9 +12,17 @@ class Method(StrEnum):
 
 
 class Scope(StrEnum):
+    """What trains. ``dora``, ``ia3`` and ``prompt_tuning`` are PEFT's methods of those names on a frozen
+    base (``trainfit.memory.peft_variants``): DoRA is LoRA with ``use_dora=True`` (the ``lora`` section),
+    (IA)^3 learned scaling vectors (the ``ia3`` section), prompt tuning a soft prompt of virtual tokens
+    prepended to every sequence (the ``prompt_tuning`` section)."""
+
     FULL = "full"
     LORA = "lora"
     QLORA = "qlora"
+    DORA = "dora"
+    IA3 = "ia3"
+    PROMPT_TUNING = "prompt_tuning"
 
 
 class Dtype(StrEnum):

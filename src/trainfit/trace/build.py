@@ -64,6 +64,8 @@ def build_meta(req: TraceRequest, num_layers: int, *, scope: str | None = None) 
             else "fake-tensor NF4 quantization and the gemm_4bit decomposition are not implemented in this trace"
         )
         raise TraceUnsupported(f"trace: scope 'qlora' cannot be traced: {why}")
+    if scope in ("ia3", "prompt_tuning") or (scope == "dora" and req.pass_kind == "train_step"):
+        return peft_variant(model, req, scope)
     from peft import LoraConfig, get_peft_model
 
     targets: Any = list(req.lora_targets)
@@ -81,6 +83,26 @@ def build_meta(req: TraceRequest, num_layers: int, *, scope: str | None = None) 
                          if isinstance(mod, nn.Linear) and name.rsplit(".", 1)[-1] not in ("lm_head", "score")})
         raise TraceUnsupported(f"lora.targets: {', '.join(req.lora_targets)} match no linear layer of the model; its"
                                f" linear layers: {', '.join(linear)} (or all-linear)") from exc
+
+
+def peft_variant(model: nn.Module, req: TraceRequest, scope: str) -> nn.Module:
+    """DoRA (``LoraConfig(use_dora=True)``), (IA)^3 (``IA3Config``) or prompt tuning (``PromptTuningConfig``,
+    random init) around the meta model, as PEFT builds them (``trainfit.memory.peft_variants``)."""
+    from peft import IA3Config, LoraConfig, PromptTuningConfig, get_peft_model
+
+    if scope == "dora":
+        targets: Any = "all-linear" if list(req.lora_targets) == ["all-linear"] else list(req.lora_targets)
+        cfg: Any = LoraConfig(r=req.lora_rank, lora_alpha=req.lora_alpha, lora_dropout=req.lora_dropout,
+                              target_modules=targets, use_dora=True, task_type="CAUSAL_LM")
+        # DoRA's magnitude is the weight norm of W (+ B·A): on meta it is computed on meta, as any init
+    elif scope == "ia3":
+        cfg = IA3Config(target_modules=list(req.ia3_targets) or None,
+                        feedforward_modules=list(req.ia3_feedforward) or None, task_type="CAUSAL_LM")
+    else:
+        if req.num_virtual_tokens < 1:
+            raise TraceUnsupported("trace: prompt_tuning needs num_virtual_tokens >= 1")
+        cfg = PromptTuningConfig(num_virtual_tokens=req.num_virtual_tokens, task_type="CAUSAL_LM")
+    return get_peft_model(model, cfg)
 
 
 def materialize_fake(model: nn.Module) -> nn.Module:
@@ -106,6 +128,8 @@ def materialize_fake(model: nn.Module) -> nn.Module:
                 new = torch.empty(b.shape, dtype=b.dtype, device="cpu")
                 memo[id(b)] = new
             mod._buffers[name] = new
+    for key, ids in list(getattr(model, "prompt_tokens", {}).items()):  # PEFT prompt tuning: a plain tensor attribute
+        model.prompt_tokens[key] = torch.arange(ids.numel(), dtype=ids.dtype, device="cpu")
     return model
 
 

@@ -16,7 +16,7 @@ from trainfit.errors import TrainfitError
 Progress = Callable[[str, float], None]
 
 ATTENTIONS = ("sdpa", "eager")
-SCOPES = ("full", "lora", "qlora")
+SCOPES = ("full", "lora", "qlora", "dora", "ia3", "prompt_tuning")
 PRECISIONS = ("bf16", "fp32_autocast")
 OPTIMIZER_IMPLS = ("fused", "foreach", "for_loop")
 MODES = ("fast", "memtracker")
@@ -61,6 +61,12 @@ class TraceRequest:
     """PEFT ``lora_dropout``: > 0 wraps each adapter's input in an ``nn.Dropout`` (0: ``nn.Identity``)."""
     lora_targets: tuple[str, ...] = ("all-linear",)
     lora_modules_to_save: tuple[str, ...] = ()
+    ia3_targets: tuple[str, ...] = ()
+    """scope ``ia3``: PEFT ``target_modules`` (empty: PEFT's default for the model type)."""
+    ia3_feedforward: tuple[str, ...] = ()
+    """scope ``ia3``: PEFT ``feedforward_modules`` (input scaled; empty: PEFT's default for the model type)."""
+    num_virtual_tokens: int = 0
+    """scope ``prompt_tuning``: soft-prompt tokens prepended to every sequence (PEFT ``num_virtual_tokens``)."""
     fsdp_shard_embeddings: bool = False
     """world_size > 1: the embedding and the head are FSDP2 units of their own (torchtune custom_sharded_layers)."""
     """PEFT ``modules_to_save`` (``embed_tokens``, ``lm_head``): trained in full beside the adapter."""

@@ -317,6 +317,7 @@ def fit(
     calibration: Any = None,
     goal: Any = None,
     workers: int | None = None,
+    screen: bool = True,
 ) -> FitResult:
     """Every GPU kind of ``gpus`` at every card count up to ``max_gpus`` (``GPU_COUNTS``), every
     knob the card leaves open (``pinned`` keys keep the card's value), each combination planned with
@@ -329,6 +330,10 @@ def fit(
 
     Open model-parallel sizes are searched tier by tier (module docstring); RL cards then try the
     open ``ENGINE_SPACE`` knobs around each count's best plan.
+
+    ``screen``: plan the candidates without the allocator replay and replay only those that can rank
+    first in their (kind, count) (``_settle``); False replays every candidate that has one (the same
+    result, slower: the tests' reference).
     """
     from dataclasses import replace
 
@@ -349,6 +354,7 @@ def fit(
     for key in _PRICE_KEYS:
         (clean.get("hardware") or {}).pop(key, None)
     counts = fit_counts(base, max_gpus=max_gpus, pinned=pinned)
+    floor = screen and _floor_bounds(calibration, gpus)
     gb = None if rl or "batch" in pinned else _global_batch(base, global_batch)
     t0 = time.perf_counter()
     fallback = {"rollout.weight_sync": smallest_sync(clean)} if rl and "rollout.weight_sync" not in pinned else {}
@@ -402,12 +408,14 @@ def fit(
             raise TrainfitError(f"fit: the search space has over {limit:,} combinations; pin some knobs"
                                 " (--set KEY=VALUE, parallel.tensor_parallel=8 included), name fewer GPU kinds or"
                                 " lower --max-gpus")
-        got, e, i = _run_jobs(bases, jobs, fallback, calibration, workers, progress)
+        got, e, i = _run_jobs(bases, jobs, fallback, calibration, workers, progress, floor=floor)
         got, _ = annotate(got, goal)
+        if floor:
+            got = _settle(got, cells, calibration, goal)
         rows += got
         evaluated += e
         invalid += i
-        done |= {(r.gpu, r.gpus) for r in got if r.fits and r.within_limits}
+        done |= {(r.gpu, r.gpus) for r in got if r.fits and r.within_limits and not r.floor}
         tier += 1
     if rl:
         got, e, i = _refine_engine(rows, cells, pinned=pinned, fallback=fallback, calibration=calibration,
@@ -420,6 +428,8 @@ def fit(
     rows = [replace(r, price_id=table[r.gpu].id) if r.gpu in table else r for r in rows]
     best: dict[tuple[str, int], Row] = {}
     rows, warnings = annotate(rows, goal)
+    if floor:
+        rows = _settle(rows, cells, calibration, goal)
     for r in rows:
         k = (r.gpu, r.gpus)
         if k not in best or rank_key(r, goal) < rank_key(best[k], goal):
@@ -427,6 +437,62 @@ def fit(
     ranked = sorted(best.values(), key=lambda r: rank_key(r, goal))
     return FitResult(tuple(_fit_pareto(ranked)), evaluated, invalid, time.perf_counter() - t0,
                      goal=goal, warnings=tuple(warnings))
+
+
+MEMORY_FIELDS = ("fits", "peak_device_bytes", "headroom_bytes", "peak_phase")
+"""What the allocator replay can change in a row (it moves reserved bytes only)."""
+
+
+def _floor_bounds(calibration: Any, gpus: list[str]) -> bool:
+    """Whether a plan without the replay bounds the replayed one from below: the replay's overhead is
+    never negative, and a calibration's ``reserved_replay_scale`` keeps the order of overheads unless
+    it is negative (then every candidate is replayed)."""
+    if calibration is None:
+        return True
+    from trainfit.calibration.memory import replay_scales
+
+    return all(v >= 0 for g in gpus for v in replay_scales(calibration, g).values())
+
+
+def _settle(rows: list[Row], cells, calibration: Any, goal: Any) -> list[Row]:
+    """``rows`` with each (GPU kind, count)'s best row by ``goal`` replanned with the allocator replay.
+
+    A ``floor`` row's key (``rank_key``) is never above its replayed row's: where both fit the key has
+    no memory in it, a floor row that does not fit cannot fit replayed, and its peak is a lower
+    bound. So, per cell, the rows are taken best key first; a floor row is replayed and put back with
+    its own key, and the first replayed (or never replay-planned) row taken is the cell's best, with
+    the same ties (the earlier row) as ranking every row replayed. Which rows are replayed depends on
+    the keys only, so a fit verdict the replay could flip (a peak near the card's capacity) is always
+    replayed before it is trusted, with no margin to tune."""
+    import heapq
+
+    from trainfit.objective import rank_key
+
+    out = list(rows)
+    by_cell: dict[tuple[str, int], list[int]] = {}
+    for i, r in enumerate(out):
+        by_cell.setdefault((r.gpu, r.gpus), []).append(i)
+    for cell, members in by_cell.items():
+        if not any(out[i].floor for i in members):
+            continue
+        heap = [(rank_key(out[i], goal), i) for i in members]
+        heapq.heapify(heap)
+        while heap:
+            _, i = heapq.heappop(heap)
+            if not out[i].floor:
+                break
+            out[i] = _replayed(out[i], cells[cell][0], calibration)
+            heapq.heappush(heap, (rank_key(out[i], goal), i))
+    return out
+
+
+def _replayed(row: Row, base: dict[str, Any], calibration: Any) -> Row:
+    """``row`` (a ``floor`` row of ``base``) with the memory fields of its plan made with the replay."""
+    from dataclasses import replace
+
+    knobs = {k: v for k, v in row.knobs.items() if k not in ("hardware.gpu", "gpus")}
+    got, _ = _evaluate(base, list(knobs), [tuple(knobs.values())], calibration)
+    return replace(row, floor=False, **{f: getattr(got[0], f) for f in MEMORY_FIELDS})
 
 
 def _refine_engine(rows, cells, *, pinned, fallback, calibration, workers, goal) -> tuple[list[Row], int, int]:
@@ -477,14 +543,15 @@ def smallest_sync(base: dict[str, Any]) -> str:
     return min(RL_SPACE["rollout.weight_sync"], key=lambda v: (_sync_spike(WeightSync(v), spec), v))
 
 
-def _job_rows(bases, jobs, fallback, calibration) -> tuple[list[Row], int, int]:
+def _job_rows(bases, jobs, fallback, calibration, floor: bool = False) -> tuple[list[Row], int, int]:
     """Plan each job (with the memory-only knobs ``fallback`` set to their best value); consecutive
-    jobs on one base with the same keys go through ``_evaluate`` together."""
+    jobs on one base with the same keys go through ``_evaluate`` together (``floor``: without the
+    allocator replay, ``_settle``)."""
     rows: list[Row] = []
     invalid = 0
     for (idx, keys), group in itertools.groupby(jobs, key=lambda j: (j[0], tuple(sorted(j[1] | fallback)))):
         combos = [tuple((knobs | fallback)[k] for k in keys) for _, knobs in group]
-        got, bad = _evaluate(bases[idx], list(keys), combos, calibration)
+        got, bad = _evaluate(bases[idx], list(keys), combos, calibration, floor=floor)
         invalid += bad
         hw = bases[idx]["hardware"]
         rows += [replace_knobs(r, gpu=hw["gpu"], count=hw["gpus_per_node"] * hw["nodes"]) for r in got]
@@ -496,8 +563,8 @@ _FIT_WORK: tuple | None = None
 
 def _fit_worker(bounds: tuple[int, int]) -> tuple[list[Row], int, int]:
     assert _FIT_WORK is not None
-    bases, jobs, fallback, calibration = _FIT_WORK
-    return _job_rows(bases, jobs[bounds[0]:bounds[1]], fallback, calibration)
+    bases, jobs, fallback, calibration, floor = _FIT_WORK
+    return _job_rows(bases, jobs[bounds[0]:bounds[1]], fallback, calibration, floor)
 
 
 def _unlimited_memory() -> bool:
@@ -511,15 +578,15 @@ def _unlimited_memory() -> bool:
         return True
 
 
-def _run_jobs(bases, jobs, fallback, calibration, workers, progress) -> tuple[list[Row], int, int]:
+def _run_jobs(bases, jobs, fallback, calibration, workers, progress, *, floor: bool = False) -> tuple[list[Row], int, int]:
     """Every job planned, over the CPU cores for large spaces (forked after a warm-up); the result
     does not depend on the split."""
     global _FIT_WORK
     n_workers = workers if workers is not None else (os.cpu_count() or 1) if _unlimited_memory() else 1
     if n_workers > 1 and len(jobs) >= PARALLEL_MIN and "fork" in multiprocessing.get_all_start_methods():
         head = min(16, len(jobs))
-        rows, evaluated, invalid = _job_rows(bases, jobs[:head], fallback, calibration)
-        _FIT_WORK = (bases, jobs, fallback, calibration)
+        rows, evaluated, invalid = _job_rows(bases, jobs[:head], fallback, calibration, floor)
+        _FIT_WORK = (bases, jobs, fallback, calibration, floor)
         step = -(-(len(jobs) - head) // (4 * n_workers))
         bounds = [(i, min(i + step, len(jobs))) for i in range(head, len(jobs), step)]
         try:
@@ -533,7 +600,7 @@ def _run_jobs(bases, jobs, fallback, calibration, workers, progress) -> tuple[li
         finally:
             _FIT_WORK = None
         return rows, evaluated, invalid
-    rows, evaluated, invalid = _job_rows(bases, jobs, fallback, calibration)
+    rows, evaluated, invalid = _job_rows(bases, jobs, fallback, calibration, floor)
     if progress is not None:
         progress(1.0)
     return rows, evaluated, invalid

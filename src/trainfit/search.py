@@ -57,6 +57,10 @@ class Row:
     parallel: tuple[tuple[str, Any], ...] = ()
     """The plan's model-parallel layout: (tensor_parallel, pipeline_parallel, context_parallel,
     context_parallel_kind, expert_parallel, sequence_parallel) as (name, value) pairs."""
+    floor: bool = False
+    """Planned inside ``overheads.replay_floor`` where the allocator replay would run: ``fits``,
+    ``peak_device_bytes`` and ``headroom_bytes`` are bounds (see ``_evaluate``), never shown; ``fit``
+    replans such a row with the replay before it can rank first in its (GPU kind, count)."""
 
     @property
     def cost_per_step(self) -> float | None:
@@ -92,31 +96,48 @@ PARALLEL_MIN = 1_000
 """Spaces at least this large are split over the CPU cores (forked workers inherit the warm caches)."""
 
 
+PEAK_TIE_BYTES = 1024
+"""``Plan.peak`` picks among phases within this much of the largest device figure."""
+
+
 def _evaluate(
-    base: dict[str, Any], keys: list[str], combos: list[tuple], calibration: Any = None,
+    base: dict[str, Any], keys: list[str], combos: list[tuple], calibration: Any = None, *, floor: bool = False,
 ) -> tuple[list[Row], int]:
     """Plan each combination (with ``calibration``'s rates); invalid ones (a card the schema refuses)
-    are counted, not ranked."""
+    are counted, not ranked.
+
+    ``floor``: plan inside ``overheads.replay_floor`` (no allocator replay). A row whose plan would have
+    replayed is marked ``floor``: its peak is the floor plan's less ``PEAK_TIE_BYTES`` and ``fits`` is
+    judged on that, so neither can be above (or, for ``fits``, False where) the replayed plan's;
+    every other field is the replayed plan's already (the replay moves reserved bytes only)."""
+    from contextlib import nullcontext
+
     from trainfit.plan import make_plan
+    from trainfit.plan.overheads import replay_floor
     from trainfit.spec.card import load_card_dict
 
     rows: list[Row] = []
     invalid = 0
     for combo in combos:
         knobs = dict(zip(keys, combo))
-        try:
-            plan = make_plan(load_card_dict(updated(base, knobs)), calibration=calibration)
-        except (TrainfitError, ValueError):  # pydantic's ValidationError is a ValueError
-            invalid += 1
-            continue
+        with replay_floor() if floor else nullcontext() as floored:
+            try:
+                plan = make_plan(load_card_dict(updated(base, knobs)), calibration=calibration)
+            except (TrainfitError, ValueError):  # pydantic's ValidationError is a ValueError
+                invalid += 1
+                continue
+        low = bool(floored)
+        peak = plan.peak.device - (PEAK_TIE_BYTES if low else 0)
+        fits = plan.fits or (low and peak <= plan.capacity_bytes and plan.host_ram_fits
+                             and (plan.rollout is None or plan.rollout.engine_fits))
         rows.append(
             Row(
                 knobs=knobs,
-                fits=plan.fits,
+                fits=fits,
                 gpus=plan.card.world_size,
                 gpu=plan.gpu.id,
-                peak_device_bytes=plan.peak.device,
-                headroom_bytes=plan.headroom_bytes,
+                peak_device_bytes=peak,
+                headroom_bytes=plan.capacity_bytes - peak,
                 peak_phase=plan.peak.phase.value,
                 step_seconds=plan.step_seconds,
                 cost_per_hour=plan.cost_per_hour,
@@ -126,6 +147,7 @@ def _evaluate(
                 tokens_per_step=plan.tokens_per_step,
                 price_id=plan.price.id if plan.price is not None else "",
                 parallel=parallel_of(plan.card.parallel),
+                floor=low,
             )
         )
     return rows, invalid

@@ -94,14 +94,35 @@ def fitted_reserved() -> Iterator[None]:
         _REPLAY.reset(token)
 
 
+_FLOOR: ContextVar[list[int] | None] = ContextVar("trainfit_replay_floor", default=None)
+
+
+@contextmanager
+def replay_floor() -> Iterator[list[int]]:
+    """Plans made inside take the replay's overhead as 0 wherever the replay would run, without
+    replaying: reserved is then the step's highest allocated, a lower bound on the replayed figure
+    (the replay's reserved - allocated is never negative, and reserved, device and the peak only grow
+    with it). Each such plan appends to the yielded list: what ``fit`` screens its candidates with
+    before replaying only those whose rank the replay can decide (``trainfit.fit_search``)."""
+    token = _FLOOR.set([])
+    try:
+        yield _FLOOR.get()  # type: ignore[misc]
+    finally:
+        _FLOOR.reset(token)
+
+
 def replayed_overhead(
     terms: StepTerms | None, *, spec: ModelSpec, card: RunCard, compute_capability: str | None = None,
 ) -> int | None:
     """Reserved beyond allocated at the step's high-water mark, from the replayed allocation sequence;
-    None where it cannot be generated (the fitted share stands)."""
+    None where it cannot be generated (the fitted share stands); 0 inside ``replay_floor``."""
     if (terms is None or not _REPLAY.get() or card.method is not Method.SFT
             or not alloc_sequence.supported(terms)):
         return None
+    floor = _FLOOR.get()
+    if floor is not None:
+        floor.append(1)
+        return 0
     shape = _sequence_shape(spec, card.batch.micro_batch_size, card.batch.seq_len, card.attention,
                             card.loss.chunked, terms.logits.retained > 0,
                             card.precision.optimizer_impl.value == "for_loop")

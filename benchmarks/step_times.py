@@ -77,6 +77,7 @@ MODEL_ALIASES = {
     "Qwen/Qwen2.5-32B-Instruct": "Qwen/Qwen2.5-32B",
     "Qwen/Qwen2.5-7B-Instruct": "Qwen/Qwen2.5-7B",
     "Qwen/Qwen2.5-Math-7B": "Qwen/Qwen2.5-7B",
+    "Qwen/Qwen2.5-0.5B-Instruct": "Qwen/Qwen2.5-0.5B",
     "Qwen/Qwen3-30B-A3B-Base": "Qwen/Qwen3-30B-A3B",
 }
 GPU_ALIASES = {
@@ -493,7 +494,7 @@ def rollout_section(e: dict[str, Any], model: Any, nodes: int) -> tuple[dict[str
                          f" {'sequences' if e['framework'] == 'nemo-rl' else 'prompts'})")
     if resp_mean:
         out["response_len_mean"] = min(resp_mean, resp_max)
-    for key in ("gpu_memory_utilization", "max_num_seqs", "weight_sync"):
+    for key in ("gpu_memory_utilization", "max_num_seqs", "weight_sync", "trainer_offload"):
         if ro.get(key):
             out[key] = ro[key]
     if ro.get("cuda_graphs") is not None:
@@ -635,6 +636,10 @@ def map_rl(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
                      + (f" (x{ulysses} Ulysses ranks)" if ulysses > 1 else "")
                      + f" planned as {mbs} sequence(s) of {per_seq} tokens per micro-batch")
     lp_tokens = tr.get("log_prob_max_token_len_per_gpu")
+    if tr.get("log_prob_micro_batch_size_per_gpu"):
+        # fixed log-prob micro-batches (use_dynamic_bsz False): verl's rollout.log_prob_micro_batch_size_per_gpu
+        rollout["logprob_micro_batch_size"] = int(tr["log_prob_micro_batch_size_per_gpu"])
+        notes.append(f"log-prob micro-batch of {rollout['logprob_micro_batch_size']} sequence(s) per GPU")
     if lp_tokens:
         rollout["logprob_micro_batch_size"] = max(1, int(lp_tokens) * ulysses // per_seq)
         notes.append(f"log-prob dynamic batch of {lp_tokens} tokens per GPU planned as "
@@ -662,9 +667,25 @@ def map_rl(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         card["roles"] = {"kl_coef": NEMO_RL_KL_PENALTY}
         notes.append(f"NeMo RL's KL penalty {NEMO_RL_KL_PENALTY} (grpo_math_1B.yaml, which the performance recipes "
                      "inherit): a reference log-prob pass every step")
+    roles, n = reference_roles(tr)
+    if roles:
+        card["roles"] = {**card.get("roles", {}), **roles}
+    notes += n
     if e["framework"] in CARD_PRESETS:
         card["preset"] = e["framework"]
     return card, notes
+
+
+def reference_roles(tr: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The card's ``roles`` for what an entry publishes about the reference model: ``use_kl`` False (verl
+    use_kl_loss and use_kl_in_reward both False: no KL term, so no reference pass) and ``ref_param_offload``
+    (verl ref.fsdp_config.param_offload: the reference's weights wait in host memory between its passes)."""
+    if tr.get("use_kl") is False:
+        return {"kl_coef": 0.0}, ["no KL term (use_kl_loss and use_kl_in_reward False): no reference pass"]
+    if tr.get("ref_param_offload") is None:
+        return {}, []
+    where = "cpu" if tr["ref_param_offload"] else "gpu"
+    return {"reference": where}, [f"reference param_offload {tr['ref_param_offload']}: reference on the {where}"]
 
 
 # ---------------------------------------------------------------- validate and plan

@@ -85,3 +85,25 @@ def test_nemo_rl_context_parallel_pads_to_tp_x_2_x_cp():
     assert any("pads sequences to a multiple of TP x 2 x CP = 64" in n for n in notes)
     verl = RL["verl-grpo-deepseek-v3-671b-h20-96g"]  # not NeMo RL: no padding
     assert S.nemo_rl_cp_padding(verl, {"prompt_len": 3, "response_len": 8})[0]["prompt_len"] == 3
+
+
+def test_verl_reference_log_prob_batch_and_trainer_offload_reach_the_card():
+    card, _ = S.map_rl(RL["playverl-ppo-qwen25-05b-h100-8g"])  # use_kl False, fixed log-prob micro-batch 8
+    assert card["roles"] == {"kl_coef": 0.0}
+    assert card["rollout"]["logprob_micro_batch_size"] == 8
+    card, _ = S.map_rl(RL["playverl-ppo-qwen2-7b-min-h100-8g"])  # actor and reference offloaded between passes
+    assert card["roles"] == {"reference": "cpu"}
+    assert card["rollout"]["trainer_offload"] == "params_and_optimizer"
+    card, _ = S.map_rl(RL["playverl-ppo-qwen2-7b-rec-h100-8g"])
+    assert card["roles"] == {"reference": "gpu"} and "trainer_offload" not in card["rollout"]
+
+
+def test_an_entry_with_published_means_scores_every_phase_in_its_subset():
+    rows = S.rl_rows([RL["playverl-grpo-qwen25-05b-h100-8g"]], [])
+    assert {r.quantity: r.subset for r in rows} == {
+        "step": "RL step", "generation": "RL phase: generation", "logprob": "RL phase: log-prob passes",
+        "actor_update": "RL phase: actor update"}
+    assert all(r.status == "mapped" and r.trainfit_s and r.trainfit_s > 0 for r in rows)
+    logprob = next(r for r in rows if r.quantity == "logprob")
+    assert logprob.published_s == RL["playverl-grpo-qwen25-05b-h100-8g"]["measured"]["phases_s"]["old_logprob"] + \
+        RL["playverl-grpo-qwen25-05b-h100-8g"]["measured"]["phases_s"]["ref_logprob"]

@@ -245,8 +245,9 @@ def test_full_training_layer_ops_save_what_the_activation_term_counts():
     with alloc_sequence.recording() as made:
         make_plan(card)
     r = made[-1]
-    ops = alloc_sequence._layer_ops(r.terms.activations.per_layer[0], r.shape, full=True)
-    assert ops is not None
+    layer = alloc_sequence._layer_ops(r.terms.activations.per_layer[0], r.shape, full=True)
+    assert layer is not None
+    ops = layer.forward
     live: dict[int, int] = {}
     for sign, slot, n in ops:
         if sign > 0:
@@ -256,6 +257,7 @@ def test_full_training_layer_ops_save_what_the_activation_term_counts():
     out = max(live)  # the layer's output: the next layer's input
     assert live.pop(out) == r.shape.residual_bytes
     assert sum(live.values()) == r.terms.activations.per_layer[0]
+    saved = dict(live)
     sh = r.shape
     # (the few small tensors beyond the dense layout, rsqrt and the logsumexp, are one small remainder)
     assert {n for _, _, n in ops if n > 1 * MiB} <= {sh.residual_bytes, 2 * sh.residual_bytes, sh.q_bytes, sh.q_bytes // 2,
@@ -263,3 +265,37 @@ def test_full_training_layer_ops_save_what_the_activation_term_counts():
     assert sorted(live.values()).count(sh.mlp_bytes) == 4  # gate, up, act(gate), the product
     # LoRA saves other tensors (fp32 input casts): the generic pieces are used instead
     assert alloc_sequence._layer_ops(r.terms.activations.per_layer[0], r.shape, full=False) is None
+    # its backward frees every saved tensor once, makes the layer's weight gradients (three MLP-wide, four
+    # attention), and leaves one residual-stream gradient for the layer below
+    live = {**saved, -1: sh.residual_bytes}
+    made_slots = []
+    grads = [k for sign, k, _ in layer.backward if sign == 2]
+    for sign, slot, n in layer.backward:
+        if sign == 1:
+            live[slot] = n
+            made_slots.append(slot)
+        elif sign == -1:
+            assert slot in live, slot
+            del live[slot]
+    assert list(live) == [made_slots[-1]] and live[made_slots[-1]] == sh.residual_bytes
+    assert grads.count(0) == 3 and grads.count(1) == 4
+
+
+def test_checkpointed_forward_keeps_nothing_but_the_output():
+    """Without grad (the checkpointed forward) every intermediate goes once read: only the output remains
+    (slot 0, the input, is the checkpoint's); the peak inside is a few residual- and MLP-wide tensors."""
+    card = _card(model="Qwen/Qwen2.5-1.5B", batch={"micro_batch_size": 2, "seq_len": 4096},
+                 parallel={"gradient_checkpointing": True})
+    with alloc_sequence.recording() as made:
+        make_plan(card)
+    sh = made[-1].shape
+    live: dict[int, int] = {}
+    peak = 0
+    for sign, slot, n in alloc_sequence._layer_ops_no_grad(sh):
+        if sign > 0:
+            live[slot] = n
+        elif sign < 0:
+            del live[slot]
+        peak = max(peak, sum(live.values()))
+    assert list(live.values()) == [sh.residual_bytes]
+    assert peak <= 3 * sh.mlp_bytes + 4 * sh.residual_bytes

@@ -8,9 +8,10 @@ load
     the weights tensor by tensor (embedding, then each decoder layer's parameters, then the final
     norm and head), the adapters, fp32 master weights, DDP buckets, the input ids.
 forward
-    the embedding's saved tensors; per decoder layer an fp32 normalisation temporary, the layer's
-    saved activations (under checkpointing the layer's intermediates are made and freed, only the
-    checkpointed input stays), eager attention's score-sized temporaries; the head's saved input;
+    the embedding's saved tensors; per decoder layer its ops (see below) or, where the layer is not
+    generated op by op, an fp32 normalisation temporary, the layer's saved activations (under
+    checkpointing the layer's intermediates are made and freed, only the checkpointed input stays),
+    eager attention's score-sized temporaries; the head's saved input;
     the loss (``trainfit.memory.logits``): bf16 logits 2E, fp32 copy 4E, saved log-softmax 4E, the
     copy and the bf16 logits freed (kept to the end of backward with
     ``loop.keeps_output_through_backward``). The first step makes the Python thread's 32 MiB cuBLAS
@@ -19,17 +20,21 @@ backward
     the loss's fp32 gradients (4E, 4E), the saved log-softmax and the first gradient freed, the
     bf16 logits gradient (2E) into lm_head, whose gradient appears (the first step makes the autograd
     thread's cuBLAS workspace here, lm_head's being the first matmul of backward); then the layers last to first:
-    the recomputed intermediates under checkpointing, the layer's gradient buffers, its parameter
-    gradients allocated while its saved tensors are freed; the embedding's gradient last.
+    the recomputed intermediates under checkpointing, the layer's backward ops (or its gradient buffers
+    and parameter gradients allocated while its saved tensors are freed); the embedding's gradient last.
 optimizer step
     the first step creates the optimizer states (two per trained tensor); the step's temporaries;
     ``zero_grad(set_to_none=True)`` frees every gradient.
 
 Tensor sizes come from the model's parameter shapes (``param_tensors``) scaled to the terms (so
-sharding, dtypes and adapters carry over), and from the activation terms split into tensors of the
-residual stream's size (``tokens x hidden``, bf16 and fp32), which is what most saved tensors of a
-decoder layer are. It is not the op-by-op sequence the trace records: the replay of this sequence
-is compared with the trace's replay and with the H200 measurements (``benchmarks/gpu_calibration.md``).
+sharding, dtypes and adapters carry over). A dense decoder layer trained in full is generated op by op
+as the trace records it (``_layer_ops``: forward with grad, ``_layer_ops_no_grad``: a checkpointed
+forward, ``_layer_backward_ops``: its backward; the tensors are the residual stream's (bf16, fp32), q's,
+k/v's, the MLP's width and, under eager attention, the scores'), its saved bytes equal to the activation
+term; the residual stream and its gradient are carried from layer to layer. Other layers (LoRA, MoE,
+other layouts whose saved bytes differ) split the activation terms into tensors of the residual stream's
+and the MLP's size. The replay is compared with the trace's replay and with the H200 measurements
+(``benchmarks/gpu_calibration.md``).
 
 ``replayed_overhead`` replays two steps of a fresh process through ``trainfit.memory.caching_allocator``
 and returns reserved - allocated at the high-water mark (the allocator's rounding and the cached blocks
@@ -44,12 +49,15 @@ optimizer-in-backward, paged optimizer states): the planner then keeps its fitte
 segments are left out. Results are cached per step terms and shape.
 
 Measured against the H200 sets (``benchmarks/gpu_calibration.md``, replayed with ``after_case`` as the
-cases ran there: reserved median |error| 0.8% fit, 1.5% / 2.1% / 1.4% held-out). Known gaps: the real
-op-level sizes inside a layer (many tensors of the residual stream's and the MLP's width) are
-approximated by pieces of those two widths, so where the cache's reuse hinges on a few hundred MiB
-a whole logits-sized block can differ (Qwen2.5-1.5B full at 8k tokens: +9.6%; the trace's exact order,
-replayed the same way, reads +0.1%: where the optimizer states and the workspaces land in the cached
-blocks differs); eager attention's backward score tensors are carried by the layers' gradient buffers only.
+cases ran there: reserved median |error| 0.8% fit, 1.2% / 2.1% / 0.8% held-out, 1.1% expandable). With
+the layer op by op, every full-training case reads what the trace's own order reads when replayed the
+same way, within 0.7% (Qwen2.5-1.5B full at 8k tokens: +9.6% -> -0.2%, the optimizer states now land in
+the norms' cached fp32 blocks, not in a logits-sized one; Llama-3.1-8B full at 8k: plan +0.6%, trace
+-0.1%). Known gaps: llama eager attention with checkpointing reads -11.2%, as the trace's order does
+(-11.1%): the replayed warm-up step ends at the measured reserved (9.50 GiB against 9.51), but on the GPU
+the next forward adds 3.0 GiB of segments where the replay adds 1.5 with the same allocated peak, which
+no allocation order explains; LoRA layers still use the generic pieces (their cases read 1-6% under, the
+trace's order 0-3.6%).
 """
 
 from __future__ import annotations
@@ -145,7 +153,7 @@ def _saved_pieces(total: float, shape: SequenceShape) -> list[int]:
     return [m] * k + _chunks(total - k * m, 4 * max(1, shape.residual_bytes))
 
 
-def _layer_ops(total: float, shape: SequenceShape, *, full: bool) -> list[tuple[int, int, int]] | None:
+def _layer_ops(total: float, shape: SequenceShape, *, full: bool) -> _LayerOps | None:
     """A dense decoder layer's forward, op by op, as the trace records it for full training
     (``(+1, slot, bytes)`` made, ``(-1, slot, 0)`` freed; slots never freed are the saved tensors):
     per RMSNorm the fp32 copy (saved), ``pow`` (freed by ``mean``), ``x * rsqrt`` (fp32, freed once cast),
@@ -155,13 +163,232 @@ def _layer_ops(total: float, shape: SequenceShape, *, full: bool) -> list[tuple[
     and the second residual add. Slot 0 is the layer's input (the previous residual stream), freed by the
     first residual add. None where ``total`` is not what that layer saves (LoRA, other layouts): the
     caller then falls back to ``_saved_pieces``."""
-    r, q, kv, m = shape.residual_bytes, shape.q_bytes, shape.kv_bytes, shape.mlp_bytes
+    r, q, kv, m, sc = shape.residual_bytes, shape.q_bytes, shape.kv_bytes, shape.mlp_bytes, shape.eager_score_bytes
     if not (full and r > 0 and q > 0 and kv > 0 and m > 0):
         return None
-    saved = 2 * (2 * r + r + r) + 2 * q + 2 * kv + 4 * m
+    if sc:  # eager: q, repeat_kv(k), the fp32 softmax, the bf16 probabilities, repeat_kv(v), the output's copy
+        saved = 2 * (2 * r + r + r) + 4 * q + 3 * sc + 4 * m
+    else:  # SDPA: q and k rotated, v, the output
+        saved = 2 * (2 * r + r + r) + 2 * q + 2 * kv + 4 * m
     extra = int(total) - saved
     if extra < 0 or extra > 0.25 * saved:
         return None
+    ops: list[tuple[int, int, int]] = []
+    nxt = [1]
+    names: dict[str, int] = {}
+
+    def a(n: int, name: str = "") -> int:
+        k = nxt[0]
+        nxt[0] += 1
+        ops.append((1, k, int(n)))
+        if name:
+            names[name] = k
+        return k
+
+    def f(k: int) -> None:
+        ops.append((-1, k, 0))
+
+    def norm(p: str) -> None:
+        a(2 * r, p + "x32")  # x.to(float32): saved
+        f(a(2 * r))  # pow, reduced by mean
+        xn = a(2 * r)
+        a(r, p + "cast")  # .to(bf16): saved by the weight's mul
+        f(xn)
+        a(r, p + "out")  # weight * x: saved as the projections' input
+
+    norm("n1_")
+    qp = a(q)
+    ops.append((0, 0, 0))  # q_proj's output exists, its matmul runs: the layer's first matmul
+    kp = a(kv)
+    v = a(kv, "v")  # v: saved by SDPA
+    rotated = []
+    for proj, n, name in ((qp, q, "q_rot"), (kp, kv, "k_rot")):  # rotary: x * cos + rotate_half(x) * sin
+        t1 = a(n)
+        half = a(n // 2)
+        t2 = a(n)
+        f(half)
+        rotated.append(a(n, name))  # the rotated tensor: saved by SDPA (eager: q only)
+        f(t1)
+        f(t2)
+        f(proj)
+    if sc:
+        # transformers' eager_attention_forward: repeat_kv copies k and v to the query heads (saved),
+        # q @ k^T, its scaled copy and the masked scores (bf16), softmax in fp32 (saved) and its bf16
+        # cast (the probabilities, saved), p @ v and the transposed copy o_proj reads (saved)
+        a(q, "k_rep")
+        f(rotated[1])
+        a(q, "v_rep")
+        f(v)
+        s1 = a(sc)
+        s2 = a(sc)
+        f(s1)
+        s3 = a(sc)
+        f(s2)
+        up = a(2 * sc)
+        a(2 * sc, "softmax")
+        f(up)
+        a(sc, "probs")
+        f(s3)
+        pv = a(q)
+        a(q, "attn_out")
+        f(pv)
+    else:
+        a(q, "attn_out")  # attention output: saved (o_proj's input is a view of it)
+    for j, n in enumerate(_chunks(extra, r)):  # what this layer saves beyond the dense layout (q/k norms, ...)
+        a(n, f"extra{j}")
+    o = a(r)
+    res = a(r)  # hidden + attention
+    f(o)
+    f(0)
+    norm("n2_")
+    for name in ("gate", "up", "act", "prod"):
+        a(m, name)  # gate, up, act(gate), act(gate) * up: saved
+    d = a(r)
+    a(r)  # the layer's output: the next layer's slot 0
+    f(d)
+    f(res)
+    return _LayerOps(tuple(ops), names, _layer_backward_ops(names, shape, start=nxt[0]))
+
+
+@dataclass(frozen=True, slots=True)
+class _LayerOps:
+    forward: tuple[tuple[int, int, int], ...]
+    names: dict[str, int]
+    backward: tuple[tuple[int, int, int], ...]
+
+
+def _layer_backward_ops(names: dict[str, int], shape: SequenceShape, *, start: int) -> tuple[tuple[int, int, int], ...]:
+    """The backward of a ``_layer_ops`` layer, op by op as the trace records it (last op first), in the
+    forward's slot numbers (new slots from ``start``). ``(2, 0, 0)``: the next MLP weight's gradient
+    appears (down, up, gate); ``(2, 1, 0)``: the next other weight's (o, v, k, q). Slot -1 is the residual
+    stream's incoming gradient, freed once the layer's own is summed in; the last slot made is the
+    gradient handed to the layer below.
+
+    SwiGLU: the product's gradient, act(gate)'s and up's (the product's goes), up's input gradient,
+    gate's. RMSNorm: the weight's and the input's bf16 products, then the fp32 chain of
+    ``x * rsqrt`` (eight fp32 temporaries, at most four at once) and the bf16 input gradient. SDPA: the
+    output's gradient, dq, dk, dv at once, then the saved inputs go. Eager: the probabilities' gradient
+    (bf16), the softmax backward in fp32 (gradient, output, their bf16 cast), the scores' gradient, then
+    dq and repeat_kv(k)'s, summed to k's heads. Rotary backward: the rotated gradient's two halves."""
+    r, q, kv, m, sc = shape.residual_bytes, shape.q_bytes, shape.kv_bytes, shape.mlp_bytes, shape.eager_score_bytes
+    ops: list[tuple[int, int, int]] = []
+    nxt = [start]
+
+    def a(n: int) -> int:
+        k = nxt[0]
+        nxt[0] += 1
+        ops.append((1, k, int(n)))
+        return k
+
+    def f(*ks: int) -> None:
+        ops.extend((-1, k, 0) for k in ks)
+
+    def grad(kind: int) -> None:
+        ops.append((2, kind, 0))
+
+    def norm(p: str, g: int) -> int:
+        t1, t2 = a(r), a(r)
+        f(t1, g, names[p + "cast"])
+        u1 = a(2 * r)
+        f(t2)
+        u2, u3 = a(2 * r), a(2 * r)
+        f(u1, u2)
+        u4, u5, u6, u7 = a(2 * r), a(2 * r), a(2 * r), a(2 * r)
+        f(u3, u4, u5, names[p + "x32"])
+        u8 = a(2 * r)
+        f(u6, u7)
+        gx = a(r)
+        f(u8)
+        return gx
+
+    def rope(d: int, n: int) -> int:
+        b1, h = a(n), a(n // 2)
+        b2 = a(n)
+        f(h)
+        b3 = a(n)
+        f(b1)
+        b4 = a(n)
+        f(b2, b3)
+        b5 = a(n)
+        f(b4)
+        b6 = a(n)
+        f(b5, d)
+        return b6
+
+    # MLP (down_proj's output gradient is the incoming residual gradient itself)
+    grad(0)
+    d1 = a(m)
+    f(names["prod"])
+    d2, d3 = a(m), a(m)
+    f(d1, names["act"], names["up"])
+    grad(0)
+    gu = a(r)
+    f(d3)
+    d4 = a(m)
+    f(d2, names["gate"])
+    grad(0)
+    gg = a(r)
+    f(d4, names["n2_out"])
+    gsum = a(r)
+    f(gu, gg)
+    gx = norm("n2_", gsum)
+    g_mid = a(r)  # the residual add: this gradient plus the incoming one
+    f(gx, -1)
+    # attention
+    grad(1)
+    d_out = a(q)
+    if sc:
+        f(names["attn_out"])
+        dv = a(q)
+        dp = a(sc)
+        f(names["probs"], names["v_rep"], d_out)
+        dp32 = a(2 * sc)
+        f(dp)
+        ds32 = a(2 * sc)
+        f(dp32, names["softmax"])
+        ds = a(sc)
+        f(ds32)
+        dsc = a(sc)
+        f(ds)
+        dq, dk_rep = a(q), a(q)
+        f(names["q_rot"], names["k_rep"], dsc)
+        dk = a(kv)
+        f(dk_rep)
+        dv_kv = a(kv)
+        f(dv)
+        dv = dv_kv
+    else:
+        dq, dk, dv = a(q), a(kv), a(kv)
+        f(d_out, names["v"], names["attn_out"], names["k_rot"], names["q_rot"])
+    for j in range(len([k for k in names if k.startswith("extra")])):
+        f(names[f"extra{j}"])
+    dk = rope(dk, kv)
+    dq = rope(dq, q)
+    gv = a(r)
+    f(dv)
+    grad(1)
+    gk = a(r)
+    f(dk)
+    s1 = a(r)
+    f(gv, gk)
+    grad(1)
+    gq = a(r)
+    f(dq)
+    s2 = a(r)
+    f(s1, gq, names["n1_out"])
+    grad(1)
+    gx = norm("n1_", s2)
+    g_out = a(r)
+    f(gx, g_mid)
+    return tuple(ops)
+
+
+def _layer_ops_no_grad(shape: SequenceShape) -> list[tuple[int, int, int]]:
+    """``_layer_ops``'s layer run without grad (a checkpointed forward), as the trace records it: nothing
+    is saved, so each tensor goes once its last reader has run (the norm's fp32 copy once ``x * rsqrt``
+    exists, gate once ``act(gate)`` exists, ...). Slot 0 (the input, kept by the checkpoint) is never
+    freed; the last slot made is the layer's output."""
+    r, q, kv, m, sc = shape.residual_bytes, shape.q_bytes, shape.kv_bytes, shape.mlp_bytes, shape.eager_score_bytes
     ops: list[tuple[int, int, int]] = []
     nxt = [1]
 
@@ -171,45 +398,70 @@ def _layer_ops(total: float, shape: SequenceShape, *, full: bool) -> list[tuple[
         ops.append((1, k, int(n)))
         return k
 
-    def f(k: int) -> None:
-        ops.append((-1, k, 0))
+    def f(*ks: int) -> None:
+        ops.extend((-1, k, 0) for k in ks)
 
-    def norm() -> None:
-        a(2 * r)  # x.to(float32): saved
-        f(a(2 * r))  # pow, reduced by mean
+    def norm() -> int:
+        x32 = a(2 * r)
+        f(a(2 * r))  # pow
         xn = a(2 * r)
-        a(r)  # .to(bf16): saved by the weight's mul
-        f(xn)
-        a(r)  # weight * x: saved as the projections' input
+        f(x32)
+        c = a(r)
+        out = a(r)
+        f(c, xn)
+        return out
 
-    norm()
+    x = norm()
     qp = a(q)
-    ops.append((0, 0, 0))  # q_proj's output exists, its matmul runs: the layer's first matmul
-    kp = a(kv)
-    a(kv)  # v: saved by attention
-    for proj, n in ((qp, q), (kp, kv)):  # rotary: x * cos + rotate_half(x) * sin
-        t1 = a(n)
-        half = a(n // 2)
-        t2 = a(n)
+    ops.append((0, 0, 0))  # the layer's first matmul
+    kp, v = a(kv), a(kv)
+    f(x)
+    rot = []
+    for n in (q, kv):
+        t1, half, t2 = a(n), a(n // 2), a(n)
         f(half)
-        a(n)  # the rotated tensor: saved by attention
+        t3 = a(n)
         f(t1)
-        f(t2)
-        f(proj)
-    a(q)  # attention output: saved (o_proj's input is a view of it)
-    for n in _chunks(extra, r):  # what this layer saves beyond the dense layout (norms on q and k, ...)
-        a(n)
-    o = a(r)
-    res = a(r)  # hidden + attention
+        rot.append(a(n))
+        f(t2, t3)
+    f(qp, kp)
+    if sc:
+        kr = a(q)
+        f(rot[1])
+        vr = a(q)
+        f(v)
+        s1, s2 = a(sc), a(sc)
+        f(s1)
+        s3 = a(sc)
+        f(s2)
+        up = a(2 * sc)
+        sm = a(2 * sc)
+        f(up, s3)
+        p = a(sc)
+        f(sm, rot[0], kr)
+        pv = a(q)
+        f(p, vr)
+        o = a(q)
+        f(pv)
+    else:
+        o = a(q)
+        f(rot[0], rot[1], v)
+    op = a(r)
     f(o)
-    f(0)
-    norm()
-    for _ in range(4):
-        a(m)  # gate, up, act(gate), act(gate) * up: saved
+    res = a(r)
+    f(op)
+    x = norm()
+    g = a(m)
+    ag = a(m)
+    f(g)
+    u = a(m)
+    f(x)
+    pr = a(m)
+    f(ag, u)
     d = a(r)
-    a(r)  # the layer's output: the next layer's slot 0
-    f(d)
-    f(res)
+    f(pr)
+    a(r)  # the layer's output
+    f(d, res)
     return ops
 
 
@@ -406,39 +658,53 @@ def step_sequence(t: StepTerms, shape: SequenceShape, *, workspace: tuple[int, .
 
     e = _Events()
 
-    def run_ops(ops: list[tuple[int, int, int]], stream: int, *, grad: bool) -> tuple[list[tuple[int, int]], int]:
-        """One layer's ``_layer_ops``: (its saved tensors, its output's key). Without grad (a checkpointed
-        forward) a tensor the layer would save goes once the next op has run; slot 0 (the input) is then
+    def run_ops(ops, stream: int, *, grad: bool, keys: dict | None = None) -> tuple[list[tuple[int, int]], int]:  # noqa: ANN001
+        """One layer's forward ops: (its saved tensors, its output's key); ``keys`` receives each slot's
+        (key, bytes). Without grad (``_layer_ops_no_grad``, a checkpointed forward) slot 0, the input, is
         kept by the checkpoint."""
-        keys: dict[int, tuple[int, int]] = {0: (stream, 0)}
+        keys = {} if keys is None else keys
+        keys[0] = (stream, 0)
         order: list[int] = []
         freed: set[int] = set()
-        pending: list[int] = []
         for sign, slot, n in ops:
             if sign > 0:
                 keys[slot] = (e.alloc(n), n)
                 order.append(slot)
-                if not grad:
-                    while pending:
-                        e.free(keys[pending.pop()][0])
-                    pending.append(slot)
             elif sign < 0:
                 if slot == 0 and not grad:
                     continue
                 freed.add(slot)
-                if slot in pending:
-                    pending.remove(slot)
                 e.free(keys[slot][0])
             elif first_matmul:
                 e.mark()
                 first_matmul.clear()
         out = order[-1]
-        if not grad:
-            for slot in pending:
-                if slot != out:
-                    e.free(keys[slot][0])
-            return [], keys[out][0]
         return [keys[k] for k in order if k not in freed and k != out], keys[out][0]
+
+    def run_backward(ops: _LayerOps, keys: dict, g_in: int, gs: list[int], ) -> int:
+        """A ``_layer_ops`` layer's backward (``_layer_backward_ops``): returns the gradient it hands down.
+        Its weight gradients appear where the trace makes them: the MLP's three (the largest; down, up,
+        gate), then the others last parameter first; the rest (norm weights) at the end."""
+        order = sorted(range(len(gs)), key=lambda j: -gs[j])
+        mlp_idx = sorted(order[:3], reverse=True) if len(gs) >= 3 else []
+        other = [gs[j] for j in reversed(range(len(gs))) if j not in mlp_idx]
+        mlp = [gs[j] for j in mlp_idx]
+        bk = dict(keys)
+        bk[-1] = (g_in, 0)
+        last = g_in
+        for sign, slot, n in ops.backward:
+            if sign == 1:
+                bk[slot] = (e.alloc(n), n)
+                last = bk[slot][0]
+            elif sign == -1:
+                e.free(bk[slot][0])
+            else:
+                src = mlp if slot == 0 else other
+                if src:
+                    new_grads_ref[0]([src.pop(0)])
+        for g in mlp + other:
+            new_grads_ref[0]([g])
+        return last
 
     def forward() -> tuple[list, list, list, list]:
         emb = e.allocs(_chunks(act.checkpointed_embedding if t.gradient_checkpointing else act.embedding, r))
@@ -450,13 +716,12 @@ def step_sequence(t: StepTerms, shape: SequenceShape, *, workspace: tuple[int, .
                 if t.gradient_checkpointing:
                     # the checkpoint keeps the layer's input; anything it keeps beyond that is made here
                     keep = [(stream, r)] + e.allocs(_chunks(act.checkpointed_per_layer[i] - r, r))
-                    _, stream = run_ops(ops, stream, grad=False)
+                    _, stream = run_ops(no_grad_ops, stream, grad=False)
                 else:
-                    saved_i, stream = run_ops(ops, stream, grad=True)
+                    slot_keys[i] = {}
+                    saved_i, stream = run_ops(ops.forward, stream, grad=True, keys=slot_keys[i])
                     keep = saved_i
-                saved[i] = keep
-                if t.attention_forward_transient and shape.eager_score_bytes:
-                    e.frees(e.allocs(_chunks(t.attention_forward_transient, shape.eager_score_bytes)))
+                saved[i] = keep  # (eager attention's score-sized temporaries are ops of the layer)
                 continue
             tmp = e.alloc(fp32_res)
             if t.gradient_checkpointing:
@@ -517,6 +782,8 @@ def step_sequence(t: StepTerms, shape: SequenceShape, *, workspace: tuple[int, .
             else:
                 grads.extend(e.allocs(sizes))
 
+        new_grads_ref[0] = new_grads
+
         if loss:
             g1 = e.alloc(4 * E)
             g2 = e.alloc(4 * E)
@@ -535,13 +802,20 @@ def step_sequence(t: StepTerms, shape: SequenceShape, *, workspace: tuple[int, .
         if gb is not None:
             e.free(gb)
         e.frees(head)
+        g_stream = e.alloc(r) if layer_ops else None  # the final norm's input gradient
         for i in reversed(idx):
             ops = layer_ops[i] if layer_ops else None
-            if t.gradient_checkpointing and ops is not None:
-                # the recompute runs the layer's forward with grad from its kept input; its output goes
-                inner, out = run_ops(ops, saved[i][0][0], grad=True)
-                e.free(out)
-            elif t.gradient_checkpointing:
+            if ops is not None and g_stream is not None:
+                if t.gradient_checkpointing:
+                    # the recompute runs the layer's forward with grad from its kept input; its output goes
+                    slot_keys[i] = {}
+                    _, out = run_ops(ops.forward, saved[i][0][0], grad=True, keys=slot_keys[i])
+                    e.free(out)
+                g_stream = run_backward(ops, slot_keys.pop(i), g_stream, list(per_layer_grads[i]))
+                if t.gradient_checkpointing:
+                    e.frees(saved[i])
+                continue
+            if t.gradient_checkpointing:
                 inner = e.allocs(_saved_pieces(act.per_layer[i], shape))
             else:
                 inner = saved[i]
@@ -557,6 +831,8 @@ def step_sequence(t: StepTerms, shape: SequenceShape, *, workspace: tuple[int, .
             e.frees(tr)
             if t.gradient_checkpointing:
                 e.frees(saved[i])
+        if g_stream is not None:
+            e.free(g_stream)  # consumed by the embedding's backward
         new_grads(emb_grads)
         if t.tied_embedding_grad_transient and head_keys and not emb_grads:
             # tied embeddings: lm_head's backward made the shared weight's .grad (the head's largest
@@ -581,6 +857,9 @@ def step_sequence(t: StepTerms, shape: SequenceShape, *, workspace: tuple[int, .
     layer_ops = [_layer_ops(act.per_layer[i], shape, full=full_layers) for i in idx]
     if any(o is None for o in layer_ops):
         layer_ops = []
+    no_grad_ops = _layer_ops_no_grad(shape) if layer_ops else []
+    slot_keys: dict[int, dict] = {}
+    new_grads_ref: list = [None]
     micro = 2 if t.grad_accumulation else 1
     first_matmul, first_matmul_bw = [True], [True]
     kept_out: list[int] = []

@@ -8,6 +8,12 @@ hold what the default says (an unset ``rollout.weight_sync`` under PEFT + FSDP i
 stating it can change the plan. Every suggestion is a real plan of the changed card that fits; none
 is a rule of thumb. They are ranked by the step time they cost (then by the memory they save), and
 named in the framework's own knobs when the card has a preset.
+
+Like ``fit``, the candidates are planned without the allocator replay first
+(``overheads.replay_floor``: a lower bound on the replayed peak): one that cannot fit on that bound is
+dropped, and the others are replanned with the replay only where the answer needs it (every single
+change that may fit; the pairs and the greedy walk best first), so what is suggested is what
+replanning every candidate with the replay gives.
 """
 
 from __future__ import annotations
@@ -82,26 +88,91 @@ def candidate_changes(card, base: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+@dataclass(slots=True)
+class _Tried:
+    """A candidate's plan; ``floor``: made without the allocator replay where it would run, so its
+    peak is a lower bound (``low_peak``) and ``exact`` replans it with the replay."""
+
+    changes: dict[str, Any]
+    plan: Any
+    floor: bool
+
+    @property
+    def low_peak(self) -> float:
+        from trainfit.search import PEAK_TIE_BYTES
+
+        return self.plan.peak.device - (PEAK_TIE_BYTES if self.floor else 0)
+
+    @property
+    def may_fit(self) -> bool:
+        """False only where the replayed plan cannot fit."""
+        p = self.plan
+        return p.fits or (self.floor and self.low_peak <= p.capacity_bytes and p.host_ram_fits
+                          and (p.rollout is None or p.rollout.engine_fits))
+
+
+def _try(base: dict[str, Any], changes: dict[str, Any], calibration) -> _Tried | None:
+    from trainfit.plan.overheads import replay_floor
+
+    with replay_floor() as floored:
+        new = _replan(base, changes, calibration)
+    return None if new is None else _Tried(changes, new, bool(floored))
+
+
+def _exact(t: _Tried, base: dict[str, Any], calibration) -> _Tried:
+    return t if not t.floor else _Tried(t.changes, _replan(base, t.changes, calibration), False)
+
+
+def _best_first(items: list[_Tried], key, keep, base, calibration, k: int) -> list[_Tried]:
+    """Up to ``k`` replayed items that ``keep`` accepts, in the order of ``key`` (ties: list order), as
+    sorting every item replanned with the replay would give: ``key`` of a floor item is never above
+    its replayed item's, and ``keep`` never refuses a floor item whose replayed one it accepts."""
+    import heapq
+
+    heap = [(key(t), i) for i, t in enumerate(items) if keep(t)]
+    heapq.heapify(heap)
+    out = []
+    while heap and len(out) < k:
+        _, i = heapq.heappop(heap)
+        t = items[i]
+        if not t.floor:
+            out.append(t)
+            continue
+        items[i] = t = _exact(t, base, calibration)
+        if keep(t):
+            heapq.heappush(heap, (key(t), i))
+    return out
+
+
 def suggestions(card, plan, *, pairs: bool = True, limit: int = 5, calibration=None) -> tuple[list[Suggestion], list[Suggestion]]:
     """(single changes, pairs of changes) that make ``plan`` fit, best first; each re-planned with
     ``calibration`` (a ``trainfit.calibration.Calibration``, or None for the default rates)."""
     base = card.model_dump(mode="json", exclude_unset=True)
     cands = candidate_changes(card, base)
 
-    def attempt(changes: dict[str, Any]) -> Suggestion | None:
-        new = _replan(base, changes, calibration)
-        return _suggestion(card, plan, changes, new) if new is not None and new.fits else None
+    def screened(changes: dict[str, Any]) -> _Tried | None:
+        t = _try(base, changes, calibration)
+        return t if t is not None and t.may_fit else None
 
-    singles = [s for s in (attempt(c) for c in cands) if s is not None]
+    tried = [t for t in (screened(c) for c in cands) if t is not None]
+    singles = [_suggestion(card, plan, t.changes, t.plan)
+               for t in (_exact(t, base, calibration) for t in tried) if t.plan.fits]
     doubles: list[Suggestion] = []
     if pairs:
         fitting_alone = {k for s in singles for k in s.changes}
+        both = []
         for c1, c2 in itertools.combinations(cands, 2):
             if set(c1) & set(c2) or (set(c1) | set(c2)) & fitting_alone:
                 continue  # a pair only matters when neither change fits alone
-            s = attempt(c1 | c2)
-            if s is not None:
-                doubles.append(s)
+            t = screened(c1 | c2)
+            if t is not None:
+                both.append(t)
+
+        def key(t: _Tried) -> tuple:
+            return _rank_key(_suggestion(card, plan, t.changes, t.plan, peak=t.low_peak))
+
+        doubles = [_suggestion(card, plan, t.changes, t.plan)
+                   for t in _best_first(both, key, lambda t: t.may_fit, base, calibration, limit)]
         if not singles and not doubles:
             combo = best_combination(card, base, plan, calibration=calibration)
             if combo is not None:
@@ -118,26 +189,25 @@ def best_combination(card, base: dict[str, Any], plan, *, calibration=None, roun
     cands = [c for c in candidate_changes(card, base) if not ({"hardware.gpus_per_node", "hardware.nodes"} & set(c))]
     kept: dict[str, Any] = {}
     peak = plan.peak.device
+    inf = float("inf")
     for _ in range(rounds):
         tried = []
         for c in cands:
             if set(c) & set(kept):
                 continue
-            new = _replan(base, kept | c, calibration)
-            if new is not None:
-                tried.append((c, new))
-        fitting = [(c, n) for c, n in tried if n.fits]
+            t = _try(base, kept | c, calibration)
+            if t is not None:
+                tried.append(t)
+        # the fastest that fits (then the smallest peak); else the smallest peak below the kept one's
+        fitting = _best_first(tried, lambda t: (t.plan.step_seconds if t.plan.step_seconds is not None else inf,
+                                                t.low_peak), lambda t: t.may_fit, base, calibration, 1)
         if fitting:
-            inf = float("inf")
-            c, new = min(fitting, key=lambda cn: (cn[1].step_seconds if cn[1].step_seconds is not None else inf,
-                                                  cn[1].peak.device))
-            return _suggestion(card, plan, kept | c, new)
-        lower = [(c, n) for c, n in tried if n.peak.device < peak]
+            return _suggestion(card, plan, fitting[0].changes, fitting[0].plan)
+        lower = _best_first(tried, lambda t: t.low_peak, lambda t: t.low_peak < peak, base, calibration, 1)
         if not lower:
             return None
-        c, new = min(lower, key=lambda cn: cn[1].peak.device)
-        kept |= c
-        peak = new.peak.device
+        kept = dict(lower[0].changes)
+        peak = lower[0].plan.peak.device
     return None
 
 
@@ -155,21 +225,24 @@ def _replan(base: dict[str, Any], changes: dict[str, Any], calibration):
         return None
 
 
-def _suggestion(card, plan, changes: dict[str, Any], new) -> Suggestion:
+def _suggestion(card, plan, changes: dict[str, Any], new, *, peak: float | None = None) -> Suggestion:
+    """``peak``: the changed plan's peak, if not ``new.peak.device`` (a lower bound, ``_Tried.low_peak``)."""
     from trainfit.methods.presets import knob_name
 
+    peak = new.peak.device if peak is None else peak
     return Suggestion(
         changes=changes, names={k: knob_name(card.preset, k) for k in changes},
-        saving_bytes=plan.peak.device - new.peak.device, peak_device_bytes=new.peak.device,
+        saving_bytes=plan.peak.device - peak, peak_device_bytes=peak,
         step_seconds=new.step_seconds,
         delta_seconds=None if new.step_seconds is None or plan.step_seconds is None
         else new.step_seconds - plan.step_seconds,
     )
 
 
-def _rank(items: list[Suggestion]) -> list[Suggestion]:
+def _rank_key(s: Suggestion) -> tuple:
     inf = float("inf")
-    return sorted(
-        items,
-        key=lambda s: (s.delta_seconds if s.delta_seconds is not None else inf, -s.saving_bytes, str(sorted(s.changes.items()))),
-    )
+    return (s.delta_seconds if s.delta_seconds is not None else inf, -s.saving_bytes, str(sorted(s.changes.items())))
+
+
+def _rank(items: list[Suggestion]) -> list[Suggestion]:
+    return sorted(items, key=_rank_key)

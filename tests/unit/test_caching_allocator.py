@@ -1,6 +1,6 @@
 """The caching-allocator model's policy, rule by rule (c10/cuda/CUDACachingAllocator.cpp defaults)."""
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from trainfit.memory.caching_allocator import (CachingAllocator, end_case, replay_steps, round_size,
@@ -121,3 +121,88 @@ def test_end_case_keeps_the_workspaces_segment_for_the_next_model():
     # segment, which both reuse (a fresh process would need 200 MiB + 2 GiB + 32 MiB)
     assert b.peak_reserved == 2 * GiB
     assert replay_steps(**kw, workspace_at=[2]).peak_reserved == 2 * GiB + 200 * MiB
+
+
+class _Naive:
+    """The policy of the module docstring written plainly (every free block scanned; blocks as
+    [addr, size, free] in per-segment lists): the reference the allocator's indexed free lists and
+    inlined paths must agree with, block for block."""
+
+    def __init__(self, expandable: bool) -> None:
+        self.expandable = expandable
+        self.segments: list[tuple[bool, list[list]]] = []  # (small pool, blocks in address order)
+        self.next_addr, self.end = 0, {True: 1 << 46, False: 0}
+        self.reserved = self.allocated = self.peak_reserved = self.peak_allocated = 0
+
+    def _pool(self, small):
+        return [(seg, b) for s, seg in self.segments if s == small for b in seg]
+
+    def malloc(self, n: int) -> list:
+        size = round_size(n)
+        small = size <= MiB
+        fits = [(b[1], b[0], seg, b) for seg, b in self._pool(small) if b[2] and b[1] >= size]
+        if fits:
+            _, _, seg, b = min(fits, key=lambda f: (f[0], f[1]))
+        elif self.expandable:
+            page = 2 * MiB if small else 20 * MiB
+            pool = [s for s in self.segments if s[0] == small]
+            if not pool:
+                pool = [(small, [])]
+                self.segments.append(pool[0])
+            seg = pool[0][1]
+            if seg and seg[-1][2]:
+                b = seg[-1]
+            else:
+                b = [self.end[small], 0, True]
+                seg.append(b)
+            grow = -(-(size - b[1]) // page) * page
+            b[1] += grow
+            self.end[small] += grow
+            self.reserved += grow
+        else:
+            b = [self.next_addr, segment_size(size), True]
+            seg = [b]
+            self.segments.append((small, seg))
+            self.next_addr += b[1] + 2 * MiB
+            self.reserved += b[1]
+        rest = b[1] - size
+        if rest >= 512 and (small or self.expandable or rest > MiB):
+            seg.insert(seg.index(b) + 1, [b[0] + size, rest, True])
+            b[1] = size
+        b[2] = False
+        self.allocated += b[1]
+        self.peak_reserved = max(self.peak_reserved, self.reserved)
+        self.peak_allocated = max(self.peak_allocated, self.allocated)
+        return b
+
+    def release(self, b: list) -> None:
+        self.allocated -= b[1]
+        b[2] = True
+        seg = next(seg for _, seg in self.segments if any(x is b for x in seg))
+        i = next(j for j, x in enumerate(seg) if x is b)
+        if i + 1 < len(seg) and seg[i + 1][2]:
+            b[1] += seg.pop(i + 1)[1]
+        if i > 0 and seg[i - 1][2]:
+            seg[i - 1][1] += seg.pop(i)[1]
+
+
+@settings(max_examples=80, deadline=None)
+@example(True, [(1, 10 * MiB), (1, 10 * MiB), (0, 10 * MiB), (0, 10 * MiB), (1, 48 * MiB)])  # the tail merges into
+@example(True, [(1, 10 * MiB), (1, 10 * MiB), (0, 9 * MiB), (0, 9 * MiB), (1, 48 * MiB)])  # ... or takes its neighbour
+@given(st.booleans(), st.lists(st.tuples(st.integers(0, 3), st.sampled_from(
+    [1, 700, 512 * 1024, MiB, MiB + 1, 3 * MiB, 9 * MiB, 10 * MiB, 21 * MiB, 48 * MiB, 130 * MiB + 7])), max_size=120))
+def test_the_allocator_agrees_with_a_plain_model_of_its_policy(expandable, ops):
+    """Every block's address and size, reserved and allocated (and their peaks) as the plain model
+    gives them: the replay's output cannot drift when its hot paths are rewritten for speed."""
+    a, ref, live = CachingAllocator(expandable=expandable), _Naive(expandable), []
+    for op, n in ops:
+        if op or not live:
+            blk, r = a.malloc(n), ref.malloc(n)
+            live.append((blk, r))
+            assert (blk.addr, blk.size) == (r[0], r[1])
+        else:
+            blk, r = live.pop(n % len(live))
+            a.release(blk)
+            ref.release(r)
+        assert (a.reserved, a.allocated, a.peak_reserved, a.peak_allocated) == (
+            ref.reserved, ref.allocated, ref.peak_reserved, ref.peak_allocated)

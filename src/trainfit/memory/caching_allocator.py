@@ -126,19 +126,26 @@ class CachingAllocator:
             b = Block(self._next_addr, seg, small)
             self._next_addr += seg + ROUND_LARGE  # segments are never adjacent
             self.reserved += seg
-            self.peak_reserved = max(self.peak_reserved, self.reserved)
+            if self.reserved > self.peak_reserved:
+                self.peak_reserved = self.reserved
         rest = b.size - size
-        if rest >= MIN_BLOCK and (small or self.expandable or rest > SMALL_SIZE):
-            r = Block(b.addr + size, rest, small, True, b, b.next)
-            if b.next is not None:
-                b.next.prev = r
-            b.next, b.size = r, size
-            if self._tail[small] is b:
+        if rest >= MIN_BLOCK and (small or rest > SMALL_SIZE or self.expandable):
+            nxt = b.next
+            r = Block(b.addr + size, rest, small, True, b, nxt)
+            if nxt is not None:
+                nxt.prev = r
+            b.next = r
+            b.size = size
+            if self.expandable and self._tail[small] is b:  # only an expandable segment has a tail
                 self._tail[small] = r
-            self._insert(r)
+            k = rest << ADDR_BITS | r.addr  # ``_insert(r)``, inlined: the replay's hottest path
+            insort(lst, k)
+            self._by_key[k] = r
         b.free = False
-        self.allocated += b.size
-        self.peak_allocated = max(self.peak_allocated, self.allocated)
+        allocated = self.allocated + b.size
+        self.allocated = allocated
+        if allocated > self.peak_allocated:
+            self.peak_allocated = allocated
         return b
 
     def _grow(self, size: int, small: bool) -> Block:
@@ -161,28 +168,40 @@ class CachingAllocator:
         return b
 
     def release(self, b: Block) -> None:
-        self.allocated -= b.size
+        size = b.size
+        self.allocated -= size
         b.free = True
         p, n = b.prev, b.next
-        tail = self._tail[b.small]
+        small = b.small
+        lst, by_key = self._free[small], self._by_key
+        tail = self._tail[small] if self.expandable else None
         if p is not None and p.free:
-            self._remove(p)
-            p.size += b.size
+            k = p.size << ADDR_BITS | p.addr  # ``_remove(p)``, inlined
+            del lst[bisect_left(lst, k)]
+            del by_key[k]
+            size += p.size
+            p.size = size
             p.next = n
             if n is not None:
                 n.prev = p
             if tail is b:
-                self._tail[b.small] = p
+                self._tail[small] = p
             b = p
         if n is not None and n.free:
-            self._remove(n)
-            b.size += n.size
-            b.next = n.next
-            if n.next is not None:
-                n.next.prev = b
+            k = n.size << ADDR_BITS | n.addr
+            del lst[bisect_left(lst, k)]
+            del by_key[k]
+            size += n.size
+            b.size = size
+            nn = n.next
+            b.next = nn
+            if nn is not None:
+                nn.prev = b
             if tail is n:
-                self._tail[b.small] = b
-        self._insert(b)
+                self._tail[small] = b
+        k = size << ADDR_BITS | b.addr  # ``_insert(b)``, inlined
+        insort(lst, k)
+        by_key[k] = b
 
     def empty_cache(self) -> None:
         """``torch.cuda.empty_cache()``: give back every segment that is one whole free block (default
@@ -277,3 +296,4 @@ def replay_steps(
                 elif key < 0:
                     a.held.append(blk)
     return a
+

@@ -177,3 +177,20 @@ def test_context_and_expert_parallel_plan():
                                       "parallel": {"strategy": "zero1"}}))
     assert moe.phases[0].components["weights"] < dense.phases[0].components["weights"] / 4
     assert any("expert parallel 8" in a for a in moe.assumptions)
+
+
+def test_zero_keeps_fp32_master_and_states_under_context_parallel():
+    """DeepSpeed ZeRO (bf16) keeps an fp32 master partition and fp32 states whatever the precision section
+    says; the model-parallel rank walk (context parallel here) must apply the same rule as the plain walk,
+    so a rank's optimizer bytes do not depend on whether the 4 ranks shard data or context."""
+    def optimizer_mib(cp):
+        c = load_card_dict({"model": {"config": {**SMALL, "num_attention_heads": 8, "num_key_value_heads": 8},
+                                      "id": "small"},
+                            "hardware": {"gpu": "a100-80gb", "gpus_per_node": 4},
+                            "parallel": {"strategy": "zero3", "context_parallel": cp}, "batch": {"seq_len": 4096}})
+        peak = max(make_plan(c).phases, key=lambda r: r.allocated)
+        return {k: v for k, v in peak.components.items() if k in ("master_weights", "optimizer_states")}
+
+    plain, context = optimizer_mib(1), optimizer_mib(2)
+    assert context == plain
+    assert plain["optimizer_states"] == pytest.approx(2 * plain["master_weights"])  # Adam: two fp32 moments

@@ -58,9 +58,10 @@ from trainfit.memory.sharding import Sharding
 from trainfit.memory.weights import WeightBytes, count_scale
 from trainfit.plan.rank_buffers import backward_buffers, comm_buffers, loss_region, stage_forward_transient
 from trainfit.plan.resolve import trainable_spec
-from trainfit.plan.terms import HOST_BYTES_PER_PROCESS, _autocast_copies, _fsdp_terms, lora_tensors
+from trainfit.plan.terms import (HOST_BYTES_PER_PROCESS, _autocast_copies, _fsdp_terms, lora_tensors,
+                                 trained_dtype_bytes, zero_master_states)
 from trainfit.spec.card import RunCard
-from trainfit.spec.enums import ComputeDtype, ContextParallelKind, Dtype, LayerKind, MasterWeights, Offload, StatesDtype
+from trainfit.spec.enums import ComputeDtype, ContextParallelKind, Dtype, LayerKind, Offload
 from trainfit.spec.model import ModelSpec
 from trainfit.units import BYTES_PER_DTYPE
 
@@ -172,10 +173,9 @@ def rank_terms(card: RunCard, spec: ModelSpec, sharding: Sharding, layout: Paral
     odiv = _divisors(sharding.optimizer_divisor, layout)
     n_lora = rp.lora_per_layer * len(stage.layers)
 
-    train_bytes = float(lora.adapter_dtype_bytes) if lora is not None else bpp
-    grad_bytes = BYTES_PER_DTYPE[prec.grads.value] if prec.grads is not None else train_bytes
-    use_master = prec.master_weights is MasterWeights.FP32 and train_bytes < 4
-    state_bytes = {StatesDtype.FP32: 4.0, StatesDtype.BF16: 2.0}.get(prec.optimizer_states, 4.0 if use_master else train_bytes)
+    train_bytes, grad_bytes, use_master, state_bytes = trained_dtype_bytes(card)
+    use_master, state_bytes, _ = zero_master_states(card, sharding, train_bytes=train_bytes,
+                                                    use_master=use_master, state_bytes=state_bytes)
     if lora is None:
         n_opt = scale * odiv.of(rp.dense, rp.expert)  # trained parameters whose states this rank keeps
         n_grad = scale * gdiv.of(rp.dense, rp.expert)

@@ -232,6 +232,8 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
                      f" GPUs) overlaps the trainer side ({trainer:.1f} s on {train_gpus} GPUs); the weight sync"
                      f" ({serial:.1f} s) holds both groups: step = sync + the larger"
                      f" (trainer waits {max(0.0, gen_total - trainer):.1f} s for the batch)")
+        notes.append(f"steady state: the run's first step also waits for its first batch (the whole {gen_total:.1f} s"
+                     " generation, once per run), not counted in the step")
     else:
         train_side = sum(p.seconds for p in phases)
         total = max(gen_total, train_side)

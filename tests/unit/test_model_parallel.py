@@ -194,3 +194,22 @@ def test_zero_keeps_fp32_master_and_states_under_context_parallel():
     plain, context = optimizer_mib(1), optimizer_mib(2)
     assert context == plain
     assert plain["optimizer_states"] == pytest.approx(2 * plain["master_weights"])  # Adam: two fp32 moments
+
+
+@pytest.mark.parametrize("strategy", ["zero1", "zero2", "zero3"])
+def test_zero_optimizer_step_is_timed_on_fp32_master_and_states(strategy):
+    """The optimizer step's memory traffic follows the same ZeRO rule: a pure-bf16 precision section
+    still steps an fp32 master partition with fp32 moments under DeepSpeed."""
+    from trainfit.plan.resolve import model_spec_of
+    from trainfit.plan.time import _trained
+
+    c = load_card_dict({"model": {"config": SMALL, "id": "small"}, "hardware": {"gpu": "a100-80gb", "gpus_per_node": 4},
+                        "parallel": {"strategy": strategy},
+                        "precision": {"master_weights": "none", "optimizer_states": "bf16"}})
+    opt = _trained(c, model_spec_of(c))[2]
+    assert (opt.master, opt.state_bytes) == (True, 4.0)
+    ddp = load_card_dict({"model": {"config": SMALL, "id": "small"}, "hardware": {"gpu": "a100-80gb", "gpus_per_node": 4},
+                          "parallel": {"strategy": "ddp"},
+                          "precision": {"master_weights": "none", "optimizer_states": "bf16"}})
+    opt = _trained(ddp, model_spec_of(ddp))[2]
+    assert (opt.master, opt.state_bytes) == (False, 2.0)

@@ -174,7 +174,7 @@ def rank_terms(card: RunCard, spec: ModelSpec, sharding: Sharding, layout: Paral
     n_lora = rp.lora_per_layer * len(stage.layers)
 
     train_bytes, grad_bytes, use_master, state_bytes = trained_dtype_bytes(card)
-    use_master, state_bytes, _ = zero_master_states(card, sharding, train_bytes=train_bytes,
+    use_master, state_bytes, _ = zero_master_states(card, sharding.strategy, train_bytes=train_bytes,
                                                     use_master=use_master, state_bytes=state_bytes)
     if lora is None:
         n_opt = scale * odiv.of(rp.dense, rp.expert)  # trained parameters whose states this rank keeps

@@ -117,13 +117,14 @@ def trained_dtype_bytes(card: RunCard) -> tuple[float, float, bool, float]:
     return train_bytes, grad_bytes, use_master, state_bytes
 
 
-def zero_master_states(card: RunCard, sharding: Sharding, *, train_bytes: float, use_master: bool,
+def zero_master_states(card: RunCard, strategy: Strategy, *, train_bytes: float, use_master: bool,
                        state_bytes: float) -> tuple[bool, float, str | None]:
     """Whether an fp32 master copy is kept and the optimizer-state element bytes under DeepSpeed ZeRO,
     with the assumption line when they differ from what the card's precision section says: ZeRO (bf16/fp16)
     keeps an fp32 master partition and steps it, so its states are fp32 (deepspeed runtime/zero/
-    stage_1_and_2.py l.560, stage3.py). The single-rank walk and the model-parallel rank walk both use it."""
-    if not (sharding.strategy in _ZERO and train_bytes < 4
+    stage_1_and_2.py l.560, stage3.py). The single-rank walk, the model-parallel rank walk and the
+    optimizer step's time all use it."""
+    if not (strategy in _ZERO and train_bytes < 4
             and card.precision.optimizer.value in ("adamw", "sgd", "adafactor")):
         return use_master, state_bytes, None
     note = None
@@ -175,7 +176,7 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
                                      seq_len=card.batch.seq_len)
     train_bytes, grad_bytes, use_master, state_bytes = trained_dtype_bytes(card)
     zero = sharding.strategy in _ZERO
-    use_master, state_bytes, note = zero_master_states(card, sharding, train_bytes=train_bytes,
+    use_master, state_bytes, note = zero_master_states(card, sharding.strategy, train_bytes=train_bytes,
                                                        use_master=use_master, state_bytes=state_bytes)
     notes += [note] if note else []
     opt = optimizer_state_bytes(optimizer=prec.optimizer, params=n_train, tensors=tensors, state_bytes=state_bytes)

@@ -26,7 +26,7 @@ from trainfit.memory.sharding import Sharding
 from trainfit.memory.weights import count_scale, total_params, weight_bytes
 from trainfit.errors import TrainfitError
 from trainfit.plan.resolve import gpu_of, trainable_spec
-from trainfit.plan.terms import trained_dtype_bytes
+from trainfit.plan.terms import trained_dtype_bytes, zero_master_states
 from trainfit.spec.card import RunCard
 from trainfit.spec.enums import ComputeDtype, ContextParallelKind, Dtype, Fp8Recipe, Method, Scope
 from trainfit.spec.model import ModelSpec
@@ -120,6 +120,7 @@ def _trained(card: RunCard, spec: ModelSpec) -> tuple[float, float, OptimizerSpe
         params = float(total_params(spec))
         tensors = float(sum(t.count for t in param_tensors(spec)))
     w, g, master, s = trained_dtype_bytes(card)
+    master, s, _ = zero_master_states(card, card.parallel.strategy, train_bytes=w, use_master=master, state_bytes=s)
     opt = OptimizerSpec(name=prec.optimizer.value, impl=prec.optimizer_impl.value, weight_bytes=w, grad_bytes=g,
                         state_bytes=s, master=master, clip=True, in_backward=prec.optimizer_in_backward)
     return params, tensors, opt

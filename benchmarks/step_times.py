@@ -175,6 +175,8 @@ def resolve_model(name: str, config: dict[str, Any] | None) -> tuple[Any, list[s
             raise Unmapped("not_representable", ["non-gated GELU MLP and learned position embeddings (MPT): "
                                                  "the model parser knows gated MLPs only"])
         cfg = {k: v for k, v in config.items() if v is not None}
+        if "model_type" in cfg:
+            return {"id": name, "config": cfg}, [f"inline model_config ({cfg['model_type']} layout, as the entry states)"]
         cfg.setdefault("model_type", "qwen2")
         return {"id": name, "config": cfg}, [
             "inline model_config, Qwen-1 layout read as qwen2 (gated MLP, q/k/v bias; the catalog does the same "

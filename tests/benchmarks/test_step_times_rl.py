@@ -107,3 +107,11 @@ def test_an_entry_with_published_means_scores_every_phase_in_its_subset():
     logprob = next(r for r in rows if r.quantity == "logprob")
     assert logprob.published_s == RL["playverl-grpo-qwen25-05b-h100-8g"]["measured"]["phases_s"]["old_logprob"] + \
         RL["playverl-grpo-qwen25-05b-h100-8g"]["measured"]["phases_s"]["ref_logprob"]
+
+
+def test_an_inline_model_config_keeps_the_layout_it_states():
+    card, notes = S.map_rl(RL["rocm-verl-ppo-deepseek-llm-7b-mi300x-8g"])  # deepseek-llm-7b: a LLaMA layout
+    assert card["model"]["config"]["model_type"] == "llama"
+    assert "inline model_config (llama layout, as the entry states)" in notes
+    model, notes = S.resolve_model("x/qwen1-like", {"hidden_size": 8, "num_experts": None})  # no model_type: qwen2
+    assert model["config"] == {"hidden_size": 8, "model_type": "qwen2"} and "Qwen-1 layout" in notes[0]

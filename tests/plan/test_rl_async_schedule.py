@@ -38,6 +38,23 @@ def test_sync_is_not_hidden_under_generation():
     assert async_step_seconds(generation_s=100.0, trainer_s=95.0, serial_s=10.0) == pytest.approx(110.0)
 
 
+@pytest.mark.parametrize(("gen_seqs", "gen_overhead", "wait", "old_lp", "update", "published"), [
+    (458, 321 - 247, 45, 108, 337, 520),  # VLLM+FSDP2
+    (501, 207 - 162, 59, 120, 347, 566),  # VLLM+Megatron
+])
+def test_verl_one_step_off_published_phases(gen_seqs, gen_overhead, wait, old_lp, update, published):
+    """volcengine/verl docs/advance/one_step_off.md @2bb42bae6078359c3fdc56ba6c7533e76fc05407 (DAPO Qwen2.5-Math-7B,
+    2x8 H20; async: 4 rollout GPUs, 12 trainer GPUs). The trainer side is the step less the exposed wait
+    (``wait_prev_gen``): old_log_prob + update_actor + reward/adv/sync. The generation side is generate_sequences
+    plus the per-batch work around it, taken from the colocated sibling (its ``gen`` less its generate_sequences),
+    not from the row itself. The schedule lands within 5 % of the published step; the sum of the sides is ~2x."""
+    trainer = published - wait
+    assert trainer > old_lp + update
+    step = async_step_seconds(generation_s=gen_seqs + gen_overhead, trainer_s=trainer, serial_s=0.0)
+    assert step == pytest.approx(published, rel=0.05)
+    assert gen_seqs + gen_overhead + trainer > 1.8 * published
+
+
 def test_negative_phase_is_refused():
     with pytest.raises(ValueError, match="phase seconds"):
         async_step_seconds(generation_s=-1.0, trainer_s=1.0, serial_s=0.0)

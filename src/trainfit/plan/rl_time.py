@@ -42,6 +42,13 @@ passes, updates, state moves) of this one, and the weight sync between the two g
   the refit holds both groups here too. With more age (``fully_async`` under the ``nemo-rl`` preset)
   the same loop applies, the engine streaming several batches.
 
+Not modelled: NeMo RL's collector may start the next target's prompt groups as soon as the new weight version
+exists, before the current batch is done (``_calculate_target_weights``), so in a generation-bound run groups of
+two batches can share the engine; the semaphore caps them at one batch's groups and a group holds its slot until
+its longest sample ends, so the gain is at most the batch's tail (and at most (G - T) / 2). Nor the weight export
+itself: Megatron-Bridge's ``stream_weights_megatron_to_hf`` gives every training rank every full tensor (TP
+gather, PP broadcast) before the refit broadcast; its per-tensor host cost is in ``compute.sync``'s constant.
+
 verl's fully asynchronous trainer (``fully_async`` under other presets) is planned as the larger of the
 generation side and the trainer side with the sync on the trainer side (its rollouter keeps generating
 with partial rollouts while the trainer syncs; not read line by line here).

@@ -6,7 +6,7 @@ One decode step over ``B`` running sequences holding ``T`` context tokens (Pope 
     bandwidth = (weight_bytes/tp + T·kv_bytes_per_token/tp + B·kv_bytes_per_token/tp) / hbm_bytes_per_s
     compute   = (B·2·N + T·4·q_dim·full_attention_layers) / (matmul_flops_per_s · tp)
     comm      = 2·layers · all_reduce(B·hidden·2 bytes)                               (0 when tp = 1)
-    launch    = eager: layers·(DECODE_KERNELS_PER_LAYER + 2 if tp>1)·host_s_per_forward_kernel
+    launch    = eager: decode_kernels(spec, tp)·host_s_per_forward_kernel   (layers x kernels per layer)
                 CUDA graphs: one launch, host_s_per_forward_kernel
     step      = max(max(bandwidth, compute) + comm, launch) + engine_s_per_step          (GPU side, G)
     multi-process engine: step = max(G, B · FRONTEND_S_PER_SEQUENCE)
@@ -97,6 +97,22 @@ FRONTEND_S_PER_SEQUENCE = 10e-6
 DECODE_KERNELS_PER_LAYER = 10
 """Kernels one eager decoder layer launches: input norm, QKV GEMM, rotary, KV-cache write, attention,
 O GEMM, fused add+norm, gate/up GEMM, SiLU-and-mul, down GEMM (vLLM's Llama/Qwen layers)."""
+MOE_EXTRA_KERNELS = 4
+"""A routed-expert MLP launches 7 kernels where the dense one launches 3: the router GEMM, the top-k selection, then
+vLLM's ``fused_experts_impl`` (vllm-project/vllm ``vllm/model_executor/layers/fused_moe/fused_moe.py``
+@000d1458098ebf47491dad470d164d443ab18a9c): ``moe_align_block_size``, the w13 ``invoke_fused_moe_kernel``, the
+activation, the w2 ``invoke_fused_moe_kernel``, ``moe_sum``. Counted low: a grouped top-k (DeepSeek) in torch
+ops launches several."""
+SHARED_EXPERT_KERNELS = 4
+"""A shared expert beside the routed ones (DeepSeek ``DeepseekV2MoE.shared_experts``, a ``DeepseekV2MLP``:
+gate/up GEMM, SiLU-and-mul, down GEMM, vllm ``vllm/model_executor/models/deepseek_v2.py``
+@002d6073aa034d4f5545d45021b0e56d1f3c3593) and the add of its output."""
+MLA_EXTRA_KERNELS = 3
+"""Multi-head latent attention launches 3 more modules than a QKV attention: ``fused_qkv_a_proj``,
+``q_a_layernorm``, ``q_b_proj``, ``kv_a_layernorm``, rotary, the attention, ``o_proj`` against QKV, rotary,
+attention, O (``MultiHeadLatentAttentionWrapper.forward``, vllm ``vllm/model_executor/layers/mla.py``
+@11080c8e655b4c48219dad6c31d956b9eecf0444). Counted low: the absorbed decode's two batched matmuls around the
+attention kernel are not counted."""
 ACTIVATION_BYTES = 2
 """bf16 hidden states in the tensor-parallel all-reduces."""
 NVLINK_DOMAIN_GPUS = {"gb200": 72}
@@ -248,7 +264,7 @@ def _step_model(*, spec, matmul_params, rates, tp, weight_bytes, kv_bytes_per_to
     hbm = rates.hbm_bytes_per_s
     flops = rates.matmul_flops_per_s * tp
     n_ar = 2 * spec.num_layers if tp > 1 else 0
-    kernels = spec.num_layers * (DECODE_KERNELS_PER_LAYER + (2 if tp > 1 else 0))
+    kernels = decode_kernels(spec, tp=tp)
     experts, miss = routed_expert_bytes(spec, weight_bytes=weight_bytes)
     return _StepModel(
         bw0=(weight_bytes - experts) / tp / hbm, bw_experts=experts / tp / hbm, expert_miss=miss, bw_ctx=kv_bytes_per_token / tp / hbm, bw_seq=kv_bytes_per_token / tp / hbm,
@@ -258,6 +274,20 @@ def _step_model(*, spec, matmul_params, rates, tp, weight_bytes, kv_bytes_per_to
         launch=rates.host_s_per_forward_kernel * (1 if cuda_graphs else kernels), engine=engine_s_per_step,
         frontend0=frontend_s_per_step, frontend_seq=frontend_s_per_sequence, frontend_serial=not engine_multiprocess,
     )
+
+
+def decode_kernels(spec: ModelSpec, *, tp: int) -> int:
+    """Kernels one eager decode step launches: per layer ``DECODE_KERNELS_PER_LAYER``, two all-reduces at
+    ``tp`` > 1, ``MLA_EXTRA_KERNELS`` with latent attention; per routed-expert layer ``MOE_EXTRA_KERNELS``, and
+    ``SHARED_EXPERT_KERNELS`` with a shared expert."""
+    per_layer = DECODE_KERNELS_PER_LAYER + (2 if tp > 1 else 0) + (MLA_EXTRA_KERNELS if spec.mla is not None else 0)
+    total = spec.num_layers * per_layer
+    moe = spec.moe
+    if moe is not None and moe.num_experts > 1:
+        moe_layers = sum(1 for i in range(spec.num_layers) if moe.is_moe_layer(i))
+        shared = SHARED_EXPERT_KERNELS if moe.shared_expert_intermediate_size else 0
+        total += moe_layers * (MOE_EXTRA_KERNELS + shared)
+    return total
 
 
 def routed_expert_bytes(spec: ModelSpec, *, weight_bytes: float) -> tuple[float, float]:

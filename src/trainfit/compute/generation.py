@@ -43,6 +43,7 @@ from trainfit.compute.decode_step import (  # noqa: F401 - re-exported
     DecodeStep,
     TpLink,
     _step_model,
+    decode_kernels,
     decode_step_seconds,
     routed_expert_bytes,
     tp_all_reduce,
@@ -192,7 +193,7 @@ def generation_time(
     recompute, recompute_comm = prefill_seconds(sequences=dec.preempted, context_tokens=re_ctx,
                                                 context_tokens_sq=re_ctx2, **common)
     parts = (dec.bandwidth_s, dec.compute_s, dec.launch_s)
-    notes = _assumptions(engines=engines, tp=tp, seqs=seqs, max_num_seqs=max_num_seqs, kv=kv_capacity_tokens,
+    notes = _assumptions(spec=spec, engines=engines, tp=tp, seqs=seqs, max_num_seqs=max_num_seqs, kv=kv_capacity_tokens,
                          kind=_shape(response_len_shape, response_len_max, response_len_mean)[0], mean=mean,
                          l_top=l_top, response_len_max=response_len_max, groups=len(groups), chunk=chunk,
                          engine_s=engine_s_per_step, cuda_graphs=cuda_graphs, prefix_sharing=prefix_sharing,
@@ -223,7 +224,7 @@ def generation_time(
     )
 
 
-def _assumptions(*, engines, tp, seqs, max_num_seqs, kv, kind, mean, l_top, response_len_max, groups, chunk,
+def _assumptions(*, spec, engines, tp, seqs, max_num_seqs, kv, kind, mean, l_top, response_len_max, groups, chunk,
                  engine_s, cuda_graphs, prefix_sharing, streaming=False, peak=0.0) -> tuple[str, ...]:
     order = (f"fully asynchronous: the engine streams, its slots refilled from later steps' prompts; the step's "
              f"tokens at the steady state of {peak:.0f} running sequences (max_num_seqs and KV capacity), no long "
@@ -238,7 +239,8 @@ def _assumptions(*, engines, tp, seqs, max_num_seqs, kv, kind, mean, l_top, resp
         order,
         f"decode step = max(max(weights+KV read, FLOPs) + TP all-reduce, launch) + {engine_s * 1e3:.1f} ms engine",
         "CUDA graphs: one launch per step" if cuda_graphs
-        else f"eager: {DECODE_KERNELS_PER_LAYER} kernels per layer launched per step",
+        else f"eager: {decode_kernels(spec, tp=tp)} kernels launched per step "
+             f"({DECODE_KERNELS_PER_LAYER} per layer, more for MoE / latent attention)",
         "prefill added to decode (chunked prefill could hide part of it)"
         + ("; shared by the samples of a prompt" if prefix_sharing else ""),
         "preemption: recompute (prefill of prompt + generated tokens again), once per preempted sequence",

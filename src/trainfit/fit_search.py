@@ -11,6 +11,12 @@ layouts (a 16-card count has ~50 valid layouts), while a larger replica only cos
 at a fixed global batch; the smallest one that fits is what the search needs to reach, and a count
 where the global batch does not split over its cards (16 cards, 8 sequences) is laid out from the
 smallest replica that leaves a whole number of sequences per rank.
+
+Allocator replay (issue 15): a plain SFT step takes its reserved bytes from replaying its allocation
+sequence (``trainfit.memory.alloc_sequence``, ~10-50 ms each). The candidates are planned without it
+(``overheads.replay_floor``: reserved at its lower bound, the step's highest allocated) and only those
+that can rank first in their (GPU kind, count) are replanned with it (``_settle``): the rows, their
+order and ties are those of replaying every candidate (``fit(screen=False)``, tests/unit/test_fit_screen.py).
 """
 
 from __future__ import annotations

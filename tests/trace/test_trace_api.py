@@ -18,7 +18,7 @@ def test_api_module_does_not_import_torch():
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
-@pytest.mark.parametrize("field,value", [("attention", "flash"), ("scope", "dora"), ("precision", "fp16"),
+@pytest.mark.parametrize("field,value", [("attention", "flash"), ("scope", "loha"), ("precision", "fp16"),
                                          ("optimizer_impl", "apex"), ("mode", "slow")])
 def test_bad_choice_names_field_and_choices(field, value):
     with pytest.raises(TraceUnsupported, match=field):

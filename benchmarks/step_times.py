@@ -669,7 +669,7 @@ def map_rl(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         card["roles"] = {"kl_coef": NEMO_RL_KL_PENALTY}
         notes.append(f"NeMo RL's KL penalty {NEMO_RL_KL_PENALTY} (grpo_math_1B.yaml, which the performance recipes "
                      "inherit): a reference log-prob pass every step")
-    roles, n = reference_roles(tr)
+    roles, n = reference_roles(tr, fsdp_reference_offloaded=e["framework"] == "verl" and tr.get("strategy") in ("fsdp", "fsdp2"))
     if roles:
         card["roles"] = {**card.get("roles", {}), **roles}
     notes += n
@@ -678,16 +678,41 @@ def map_rl(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     return card, notes
 
 
-def reference_roles(tr: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+VERL_KL_LOSS_COEF = 0.001
+"""verl's KL coefficient when an entry states the KL term without its value: actor.kl_loss_coef and
+algorithm.kl_ctrl.kl_coef, both 0.001 (volcengine/verl verl/trainer/config/ppo_trainer.yaml
+@8e7780f5ee2021cc06c248b7cf87cf31200a38fd, tag v0.3.0.post0). Only its sign matters to the time."""
+
+
+def reference_roles(tr: dict[str, Any], *, fsdp_reference_offloaded: bool = False) -> tuple[dict[str, Any], list[str]]:
     """The card's ``roles`` for what an entry publishes about the reference model: ``use_kl`` False (verl
-    use_kl_loss and use_kl_in_reward both False: no KL term, so no reference pass) and ``ref_param_offload``
-    (verl ref.fsdp_config.param_offload: the reference's weights wait in host memory between its passes)."""
+    use_kl_loss and use_kl_in_reward both False: no KL term, so no reference pass; True: a KL coefficient above 0,
+    the entry's ``kl_coef`` else ``VERL_KL_LOSS_COEF``, so a GRPO card plans the reference pass) and ``ref_param_offload``
+    (verl ref.fsdp_config.param_offload: the reference's weights wait in host memory between its passes).
+    ``fsdp_reference_offloaded``: the framework keeps the reference on the host whatever the flag says, as
+    verl's FSDP workers do (volcengine/verl verl/workers/fsdp_workers.py ``_build_model_optimizer``: FSDP
+    ``CPUOffload(offload_params=True)`` for every role but the actor, @8e7780f5ee2021cc06c248b7cf87cf31200a38fd
+    v0.3.0.post0, @2c8b2b995f36a7cd159b5a9beb5d5ed37cae0fc1, and ``CPUOffloadPolicy`` under FSDP2 at
+    b178a3cd56f58b2d502255daba591e92833930a7)."""
     if tr.get("use_kl") is False:
         return {"kl_coef": 0.0}, ["no KL term (use_kl_loss and use_kl_in_reward False): no reference pass"]
-    if tr.get("ref_param_offload") is None:
-        return {}, []
-    where = "cpu" if tr["ref_param_offload"] else "gpu"
-    return {"reference": where}, [f"reference param_offload {tr['ref_param_offload']}: reference on the {where}"]
+    roles: dict[str, Any] = {}
+    notes: list[str] = []
+    if tr.get("use_kl") is True:
+        # a GRPO card's KL coefficient defaults to 0 (TRL's beta), which plans no reference pass
+        roles["kl_coef"] = float(tr.get("kl_coef") or VERL_KL_LOSS_COEF)
+        notes.append(f"KL term on (use_kl_loss or use_kl_in_reward, coefficient {roles['kl_coef']}): "
+                     "a reference log-prob pass every step")
+    if tr.get("ref_param_offload") is not None:
+        where = "cpu" if tr["ref_param_offload"] or fsdp_reference_offloaded else "gpu"
+        roles["reference"] = where
+        if fsdp_reference_offloaded and not tr["ref_param_offload"]:
+            notes.append("reference param_offload False, but verl's FSDP workers wrap the reference with FSDP's own "
+                         "CPU offload whatever that flag says (fsdp_workers.py _build_model_optimizer: cpu_offload = "
+                         "None if role == 'actor' else CPUOffload(offload_params=True)): reference on the cpu")
+        else:
+            notes.append(f"reference param_offload {tr['ref_param_offload']}: reference on the {where}")
+    return roles, notes
 
 
 # ---------------------------------------------------------------- validate and plan

@@ -92,10 +92,23 @@ def test_verl_reference_log_prob_batch_and_trainer_offload_reach_the_card():
     assert card["roles"] == {"kl_coef": 0.0}
     assert card["rollout"]["logprob_micro_batch_size"] == 8
     card, _ = S.map_rl(RL["playverl-ppo-qwen2-7b-min-h100-8g"])  # actor and reference offloaded between passes
-    assert card["roles"] == {"reference": "cpu"}
+    assert card["roles"] == {"kl_coef": 0.001, "reference": "cpu"}
     assert card["rollout"]["trainer_offload"] == "params_and_optimizer"
-    card, _ = S.map_rl(RL["playverl-ppo-qwen2-7b-rec-h100-8g"])
-    assert card["roles"] == {"reference": "gpu"} and "trainer_offload" not in card["rollout"]
+    card, notes = S.map_rl(RL["playverl-ppo-qwen2-7b-rec-h100-8g"])
+    # ref.fsdp_config.param_offload False, but verl's FSDP reference is always wrapped with FSDP CPUOffload
+    assert card["roles"] == {"kl_coef": 0.001, "reference": "cpu"} and "trainer_offload" not in card["rollout"]
+    assert any("CPUOffload(offload_params=True)" in n for n in notes)
+    assert S.reference_roles({"ref_param_offload": False})[0] == {"reference": "gpu"}
+
+
+def test_verl_grpo_with_kl_loss_plans_the_reference_pass():
+    # use_kl_loss True (low_var_kl 0.001): verl computes ref log-probs every step; a GRPO card's KL defaults to 0
+    e = RL["rocm-verl-grpo-deepseek-llm-7b-mi300x-8g"]
+    card, _ = S.map_rl(e)
+    assert card["roles"]["kl_coef"] == S.VERL_KL_LOSS_COEF
+    planned = S.plan_card(card)
+    assert planned.parts["time.ref_logprob"] > 0
+    assert S.phase_seconds(planned, "logprob")[1] == ["time.old_logprob", "time.ref_logprob"]
 
 
 def test_an_entry_with_published_means_scores_every_phase_in_its_subset():

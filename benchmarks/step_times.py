@@ -499,6 +499,8 @@ def rollout_section(e: dict[str, Any], model: Any, nodes: int) -> tuple[dict[str
     for key in ("gpu_memory_utilization", "max_num_seqs", "weight_sync", "trainer_offload"):
         if ro.get(key):
             out[key] = ro[key]
+    if ro.get("sleep_level") is not None:
+        out["sleep_level"] = int(ro["sleep_level"])
     if ro.get("cuda_graphs") is not None:
         out["cuda_graphs"] = bool(ro["cuda_graphs"])
     if ro.get("async") == "one_step_off":
@@ -678,6 +680,79 @@ def map_rl(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     return card, notes
 
 
+ACTOR_PASSES = ("old_logprob", "ref_logprob", "actor_update")
+CRITIC_PASSES = ("critic_values", "critic_update")
+
+
+def role_pass_cards(e: dict[str, Any], card: dict[str, Any]) -> list[tuple[tuple[str, ...], dict[str, Any], str]]:
+    """Extra cards for passes an entry runs with other sequences or micro-batches than the card plans
+    (``rl_time`` gives every pass the actor's packed length and micro-batch): (the plan phases to take from
+    the extra card, the card, a note).
+
+    * ``train.remove_padding`` False (verl ``actor_rollout_ref.model.use_remove_padding``) or
+      ``train.critic.remove_padding`` False (``critic.model.use_remove_padding``): the pass computes every
+      sequence padded to max prompt + max response, the shape verl's batch has (prompts left-padded to
+      ``data.max_prompt_length``, responses padded to ``rollout.response_length``: vllm_rollout_spmd.py
+      ``pad_2d_list_to_length``), and dp_actor.py / dp_critic.py ``_forward_micro_batch`` without
+      ``use_remove_padding`` run the model on ``input_ids`` of shape (batch, prompt + response)
+      (volcengine/verl @8e7780f5ee2021cc06c248b7cf87cf31200a38fd v0.3.0.post0 and
+      @2c8b2b995f36a7cd159b5a9beb5d5ed37cae0fc1). Dynamic batching still counts the real tokens
+      (seqlen_balancing.py ``rearrange_micro_batches``: ``attention_mask.sum``), so a micro-batch holds as
+      many sequences as packed, each padded. Attention under flash-attention 2 skips the padding (HF
+      ``_upad_input``); the padded card counts it (a few percent of a 7B model's work at 1.5k tokens).
+    * ``train.critic.micro_batch_size`` / ``max_token_len_per_gpu``: the critic's own micro-batch
+      (``critic.ppo_micro_batch_size_per_gpu``, ``forward_micro_batch_size_per_gpu``,
+      ``ppo_max_token_len_per_gpu``), which the card cannot state apart from the actor's."""
+    tr, d = e["train"], e["data"]
+    ro = card["rollout"]
+    eff = ro["prompt_len"] + int(planned_response_mean(ro, e["model"]))
+    padded_ro = dict(ro, prompt_len=int(d.get("prompt_len_max") or ro["prompt_len"]),
+                     response_len_mean=ro["response_len"])
+    out = []
+    if tr.get("remove_padding") is False:
+        out.append((ACTOR_PASSES, dict(card, rollout=padded_ro),
+                    f"actor use_remove_padding False: log-prob and update passes on sequences padded to "
+                    f"{padded_ro['prompt_len']} + {ro['response_len']} tokens (the card's micro-batches)"))
+    c = tr.get("critic")
+    if c and card["method"] == "ppo":
+        padded = c.get("remove_padding") is False
+        c_ro = dict(padded_ro if padded else ro)
+        if c.get("max_token_len_per_gpu"):
+            mbs = max(1, int(c["max_token_len_per_gpu"]) // eff)
+            how = f"dynamic batch of {c['max_token_len_per_gpu']} real tokens per GPU: {mbs} sequence(s)"
+        else:
+            mbs = int(c.get("micro_batch_size") or card["batch"]["micro_batch_size"])
+            how = f"micro-batch of {mbs} sequence(s)"
+        c_ro["logprob_micro_batch_size"] = mbs
+        c_card = dict(card, rollout=c_ro, batch=dict(card["batch"], micro_batch_size=mbs))
+        shape = (f"sequences padded to {c_ro['prompt_len']} + {ro['response_len']} tokens" if padded
+                 else "packed sequences")
+        out.append((CRITIC_PASSES, c_card, f"critic{' use_remove_padding False' if padded else ''}: values and "
+                                           f"update on {shape}, {how}"))
+    return out
+
+
+def apply_role_passes(e: dict[str, Any], card: dict[str, Any], planned: Planned) -> list[str]:
+    """Replace the plan's phases for the passes ``role_pass_cards`` re-plans; the step changes by the same
+    seconds (the synchronous step is their sum). Returns the notes."""
+    notes = []
+    for names, extra_card, note in role_pass_cards(e, card):
+        extra = plan_card(extra_card)
+        delta = 0.0
+        for name in names:
+            for key in (name, f"time.{name}"):
+                if key in planned.parts and key in extra.parts:
+                    if key.startswith("time."):
+                        delta += extra.parts[key] - planned.parts[key]
+                    planned.parts[key] = extra.parts[key]
+                    if name in extra.phase_bounds:
+                        planned.phase_bounds[name] = extra.phase_bounds[name]
+        if planned.step_s is not None:
+            planned.step_s += delta
+        notes.append(f"{note} ({delta:+.2f} s on the step)")
+    return notes
+
+
 VERL_KL_LOSS_COEF = 0.001
 """verl's KL coefficient when an entry states the KL term without its value: actor.kl_loss_coef and
 algorithm.kl_ctrl.kl_coef, both 0.001 (volcengine/verl verl/trainer/config/ppo_trainer.yaml
@@ -813,12 +888,23 @@ def part_phase(key: str) -> str:
     return "other"
 
 
-def phase_seconds(planned: Planned, phase: str) -> tuple[float | None, list[str]]:
+GENERATION_TIMER_SCOPE = {"verl": ("weight_sync", "sleep_wake")}
+"""Plan phases a framework's generation timer also covers, when the entry publishes no separate weight-sync
+time, in a synchronous step (the asynchronous trainers time their wait and their sync apart). verl:
+``timing_s/gen`` wraps ``generate_sequences``, whose rollout sharding manager gathers the FSDP
+state dict, loads it into vLLM and wakes the engine on entry, and puts it to sleep on exit
+(volcengine/verl verl/trainer/ppo/ray_trainer.py ``_timer("gen")`` and verl/workers/sharding_manager/fsdp_vllm.py
+``__enter__``/``__exit__`` @8e7780f5ee2021cc06c248b7cf87cf31200a38fd v0.3.0.post0 and
+@2c8b2b995f36a7cd159b5a9beb5d5ed37cae0fc1)."""
+
+
+def phase_seconds(planned: Planned, phase: str, *, also: tuple[str, ...] = ()) -> tuple[float | None, list[str]]:
     """trainfit's seconds for one published phase: the sum of the parts that belong to it (the plan's
-    ``time`` phases when it has them, else ``time_parts``)."""
+    ``time`` phases when it has them, else ``time_parts``). ``also``: plan phases the published timer
+    covers besides its own (``GENERATION_TIMER_SCOPE``), counted in ``phase`` rather than their own."""
     timed = [k for k in planned.parts if k.startswith("time.")]
     pool = timed if timed else [k for k in planned.parts if k != "tokens_per_step"]
-    keys = [k for k in pool if part_phase(k) == phase]
+    keys = [k for k in pool if part_phase(k) == phase or k.removeprefix("time.") in also]
     if not keys:
         return None, []
     return sum(planned.parts[k] for k in keys), keys
@@ -1052,6 +1138,7 @@ def rl_rows(entries: list[dict[str, Any]], ledger: list[dict[str, Any]]) -> list
         try:
             card, notes = map_rl(e)
             planned = plan_card(card)
+            notes += apply_role_passes(e, card, planned)
         except Unmapped as u:
             card, status, reasons = None, u.status, u.reasons
         n, how = rule_params(e["model"], e.get("model_config"))
@@ -1093,7 +1180,10 @@ def rl_rows(entries: list[dict[str, Any]], ledger: list[dict[str, Any]]) -> list
                 if q == "step":
                     row.trainfit_s, row.bound = planned.step_s, planned.bound
                 else:
-                    row.trainfit_s, row.parts_used = phase_seconds(planned, q)
+                    also = ()
+                    if q == "generation" and not ph.get("weight_sync") and e["rollout"].get("async") in (None, "none"):
+                        also = GENERATION_TIMER_SCOPE.get(e["framework"], ())
+                    row.trainfit_s, row.parts_used = phase_seconds(planned, q, also=also)
                     row.bound = phase_bound(planned, row.parts_used)
                     if row.trainfit_s is None:
                         row.notes.append("no trainfit figure for this phase in the plan")

@@ -128,3 +128,27 @@ def test_an_inline_model_config_keeps_the_layout_it_states():
     assert "inline model_config (llama layout, as the entry states)" in notes
     model, notes = S.resolve_model("x/qwen1-like", {"hidden_size": 8, "num_experts": None})  # no model_type: qwen2
     assert model["config"] == {"hidden_size": 8, "model_type": "qwen2"} and "Qwen-1 layout" in notes[0]
+
+
+def test_verl_critic_without_remove_padding_computes_padded_sequences():
+    # critic use_remove_padding False, dynamic batches of 32768 real tokens (verl_qwen2_7b_recommended.log):
+    # every sequence padded to 512 + 1024 tokens; the actor's passes stay packed
+    e = RL["playverl-ppo-qwen2-7b-rec-h100-8g"]
+    card, _ = S.map_rl(e)
+    packed = S.plan_card(card)
+    padded = S.plan_card(card)
+    notes = S.apply_role_passes(e, card, padded)
+    assert any("critic use_remove_padding False" in n and "512 + 1024" in n for n in notes)
+    assert padded.parts["time.critic_update"] > 3 * packed.parts["time.critic_update"]
+    assert padded.parts["time.actor_update"] == packed.parts["time.actor_update"]
+    grown = padded.parts["time.critic_update"] + padded.parts["time.critic_values"] \
+        - packed.parts["time.critic_update"] - packed.parts["time.critic_values"]
+    assert abs(padded.step_s - packed.step_s - grown) < 1e-6
+    # an entry that states nothing about padding keeps the packed plan
+    assert S.role_pass_cards(RL["rocm-verl-grpo-deepseek-llm-7b-mi300x-8g"], card) == []
+
+
+def test_verl_generation_timer_covers_the_weight_sync_and_sleep_wake():
+    rows = S.rl_rows([RL["playverl-ppo-qwen2-7b-rec-h100-8g"]], [])
+    gen = next(r for r in rows if r.quantity == "generation")
+    assert set(gen.parts_used) == {"time.generation", "time.weight_sync", "time.sleep_wake"}

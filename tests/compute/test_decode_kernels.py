@@ -44,3 +44,36 @@ def test_eager_launch_is_the_kernels_times_the_host_cost_and_graphs_launch_once(
     graphs = ds._step_model(cuda_graphs=True, **common)
     assert eager.launch == pytest.approx(ds.decode_kernels(spec, tp=8) * H100.host_s_per_forward_kernel)
     assert graphs.launch == pytest.approx(H100.host_s_per_forward_kernel)
+
+
+# ------------------------------------------------------------------------------------------------
+# the weights one rank reads: vLLM replicates some (rank_weight_bytes)
+# ------------------------------------------------------------------------------------------------
+
+
+def test_deepseek_v3_ranks_read_the_replicated_latent_down_projections_whole():
+    """At TP 32 every rank holds MLA's q_a (7168 x 1536) and kv_a (7168 x 576) of all 61 layers whole (vLLM
+    ReplicatedLinear): at least 61 x 7168 x 2112 x 2 bytes x (1 - 1/32) more than an even split."""
+    dsv3 = from_catalog("deepseek-ai/DeepSeek-V3")
+    w = total_params(dsv3) * 2.0
+    excess = ds.rank_weight_bytes(dsv3, tp=32, weight_bytes=w) - w / 32
+    assert excess >= 61 * 7168 * (1536 + 576) * 2 * (1 - 1 / 32)
+    assert excess < 0.1 * w / 32  # the rest (embeddings, experts, heads) is split
+    step = ds._step_model(spec=dsv3, matmul_params=matmul_params(dsv3), rates=H100, tp=32, weight_bytes=w,
+                          kv_bytes_per_token=0.0, cuda_graphs=True, engine_s_per_step=0.0,
+                          tp_all_reduce_latency_s=None)
+    experts, _ = ds.routed_expert_bytes(dsv3, weight_bytes=w)
+    assert step.bw0 == pytest.approx((ds.rank_weight_bytes(dsv3, tp=32, weight_bytes=w) - experts / 32)
+                                     / H100.hbm_bytes_per_s)
+
+
+@pytest.mark.parametrize("name", ["meta-llama/Llama-3.1-8B", "Qwen/Qwen3-235B-A22B", "deepseek-ai/DeepSeek-V3"])
+def test_a_rank_reads_no_less_than_an_even_split_and_less_with_more_ranks(name):
+    spec = from_catalog(name)
+    w = total_params(spec) * 2.0
+    assert ds.rank_weight_bytes(spec, tp=1, weight_bytes=w) == w
+    prev = w
+    for tp in (2, 4, 8, 16, 32):
+        r = ds.rank_weight_bytes(spec, tp=tp, weight_bytes=w)
+        assert w / tp <= r <= prev
+        prev = r

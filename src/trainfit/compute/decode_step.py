@@ -3,7 +3,7 @@
 One decode step over ``B`` running sequences holding ``T`` context tokens (Pope et al. 2022,
 "Efficiently Scaling Transformer Inference", §2; Kwon et al. 2023, PagedAttention, §2.2)::
 
-    bandwidth = (weight_bytes/tp + T·kv_bytes_per_token/tp + B·kv_bytes_per_token/tp) / hbm_bytes_per_s
+    bandwidth = (rank weight bytes + T·kv_bytes_per_token/tp + B·kv_bytes_per_token/tp) / hbm_bytes_per_s
     compute   = (B·2·N + T·4·q_dim·full_attention_layers) / (matmul_flops_per_s · tp)
     comm      = 2·layers · all_reduce(B·hidden·2 bytes)                               (0 when tp = 1)
     launch    = eager: decode_kernels(spec, tp)·host_s_per_forward_kernel   (layers x kernels per layer)
@@ -11,6 +11,11 @@ One decode step over ``B`` running sequences holding ``T`` context tokens (Pope 
     step      = max(max(bandwidth, compute) + comm, launch) + engine_s_per_step          (GPU side, G)
     multi-process engine: step = max(G, B · FRONTEND_S_PER_SEQUENCE)
     in-process engine:    step = G + FRONTEND_S_PER_STEP + B · FRONTEND_S_PER_SEQUENCE
+
+The rank's weight bytes are the model's ``weight_bytes`` times the rank's share of the parameters as vLLM shards
+them (``rank_weight_bytes``): what vLLM replicates (norms, router gates, DeepSeek MLA's ``q_a`` / ``kv_a``
+down-projections, KV heads when ``tp`` exceeds their number) every rank reads whole; DeepSeek-V3 at TP 32 reads
+about 2 GB of replicated weights per rank per step (0.7 ms on an H100) that ``weight_bytes / tp`` leaves out.
 
 A mixture-of-experts model reads only the experts its ``B`` tokens are routed to: with top-``k`` of
 ``E`` routed experts and routing taken as independent and uniform, a layer touches the expected
@@ -267,7 +272,7 @@ def _step_model(*, spec, matmul_params, rates, tp, weight_bytes, kv_bytes_per_to
     kernels = decode_kernels(spec, tp=tp)
     experts, miss = routed_expert_bytes(spec, weight_bytes=weight_bytes)
     return _StepModel(
-        bw0=(weight_bytes - experts) / tp / hbm, bw_experts=experts / tp / hbm, expert_miss=miss, bw_ctx=kv_bytes_per_token / tp / hbm, bw_seq=kv_bytes_per_token / tp / hbm,
+        bw0=(rank_weight_bytes(spec, tp=tp, weight_bytes=weight_bytes) - experts / tp) / hbm, bw_experts=experts / tp / hbm, expert_miss=miss, bw_ctx=kv_bytes_per_token / tp / hbm, bw_seq=kv_bytes_per_token / tp / hbm,
         fl_seq=2 * matmul_params / flops, fl_ctx=4.0 * spec.q_dim * spec.num_full_attention_layers / flops,
         ar_per_step=n_ar, ar_bytes_seq=spec.hidden_size * ACTIVATION_BYTES,
         ar=tp_all_reduce(rates=rates, tp=tp, link=link, latency_s=tp_all_reduce_latency_s),
@@ -288,6 +293,18 @@ def decode_kernels(spec: ModelSpec, *, tp: int) -> int:
         shared = SHARED_EXPERT_KERNELS if moe.shared_expert_intermediate_size else 0
         total += moe_layers * (MOE_EXTRA_KERNELS + shared)
     return total
+
+
+def rank_weight_bytes(spec: ModelSpec, *, tp: int, weight_bytes: float) -> float:
+    """Weight bytes one of ``tp`` ranks holds and reads every step: ``weight_bytes`` times the rank's share of
+    the parameters as vLLM shards them (``rollout.vllm.weights_per_gpu_params``: norms, router gates, MLA's
+    down-projections and KV heads beyond one per rank are replicated on every rank, the rest split by ``tp``)."""
+    if tp <= 1:
+        return weight_bytes
+    from trainfit.memory.params import param_breakdown
+    from trainfit.rollout.vllm import weights_per_gpu_params
+
+    return weight_bytes * weights_per_gpu_params(spec, tp=tp) / param_breakdown(spec).total
 
 
 def routed_expert_bytes(spec: ModelSpec, *, weight_bytes: float) -> tuple[float, float]:

@@ -80,7 +80,11 @@ fixes ``ENGINE_S_PER_STEP``. In-process, the constant part (``FRONTEND_S_PER_STE
 output handed back and turned into request outputs) and the per-sequence part both add to every step.
 Both were fitted on the fit half of ``benchmarks/step_times.py`` (rows with ``sha1(id) % 2 == 0``, NeMo RL's
 on-policy and one-step-off GRPO steps on H100 and GB200; grid 0-10 ms x 0-60 us; the held-out half is
-reported there): 8 ms and 10 us (a 64-sequence step: 8.6 ms of host work).
+reported there): 8 ms and 10 us (a 64-sequence step: 8.6 ms of host work). Re-checked when the all-reduce became
+vLLM's custom one / NCCL's tuner (cheaper per step): on the same grid the fit half's best moved to 20 ms + 0 us
+(RL step and generation rows, fit half 27.7 % -> 15.5 %) but the held-out half got worse (21.7 % -> 23.2 %), so the
+constants were kept: the larger constant stood for something else (the engines over several hosts are the rows
+it would fix, see ``benchmarks/step_times.md``).
 
 Pure Python: no torch import.
 """

@@ -83,8 +83,8 @@ on-policy and one-step-off GRPO steps on H100 and GB200; grid 0-10 ms x 0-60 us;
 reported there): 8 ms and 10 us (a 64-sequence step: 8.6 ms of host work). Re-checked when the all-reduce became
 vLLM's custom one / NCCL's tuner (cheaper per step): on the same grid the fit half's best moved to 20 ms + 0 us
 (RL step and generation rows, fit half 27.7 % -> 15.5 %) but the held-out half got worse (21.7 % -> 23.2 %), so the
-constants were kept: the larger constant stood for something else (the engines over several hosts are the rows
-it would fix, see ``benchmarks/step_times.md``).
+constants were kept: the held-out rows do not support the larger constant, which would stand for some other
+per-step cost.
 
 Pure Python: no torch import.
 """

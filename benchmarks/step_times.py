@@ -398,6 +398,11 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     if compute == "fp8":
         card["precision"].update(compute="fp8", fp8_recipe=FP8_RECIPES[e["framework"]])
         notes.append(f"fp8: {FP8_RECIPES[e['framework']]} scaling ({e['framework']}'s recipe)")
+    if e.get("loss_chunked"):
+        # torchtune CEWithChunkedOutputLoss: the output projection and the fp32 upcast in chunks, no full fp32
+        # logits; the card's chunked loss (liger's fused kernel) is the nearest it states
+        card["loss"] = {"chunked": True}
+        notes.append("chunked cross-entropy (the entry's loss computes the logits in chunks) planned as loss.chunked")
     if scope != "full":
         card["lora"] = lora_section(e.get("lora"), e.get("framework", "")) or {}
         if not e.get("lora"):
@@ -1075,6 +1080,23 @@ def _summary(card: dict[str, Any] | None, e: dict[str, Any]) -> str:
     return s
 
 
+def pipeline_flushes(e: dict[str, Any], planned: Planned) -> list[str]:
+    """An entry whose pipeline schedule flushes several times per optimizer step
+    (``parallel.pipeline_flushes_per_step``: a training loop that calls the schedule once per local batch,
+    e.g. NeMo Automodel ``train_ft.py`` ``_run_train_optim_step``: one ``schedule.step`` per local batch,
+    global 32 / local 4 = 8 per step, NVIDIA-NeMo/Automodel @01926a5c443b7979463c73341bf64adf79de638e):
+    the card runs its micro-batches in one pipeline pass, so each further flush adds the plan's bubble
+    again (the same (p - 1) / v idle micro-step slots). Changes ``planned`` in place; returns the notes."""
+    flushes = int(e["parallel"].get("pipeline_flushes_per_step") or 1)
+    bubble = planned.parts.get("time.pipeline_bubble", planned.parts.get("pipeline_bubble"))
+    if flushes <= 1 or not bubble or planned.step_s is None:
+        return []
+    extra = (flushes - 1) * bubble
+    planned.step_s += extra
+    return [f"{flushes} pipeline flushes per step (the schedule runs once per local batch): the plan's "
+            f"{bubble:.2f} s bubble {flushes} times (+{extra:.2f} s)"]
+
+
 def train_rows(entries: list[dict[str, Any]], ledger: list[dict[str, Any]]) -> list[Row]:
     subsets = {"sft_full": "SFT full", "sft_lora": "LoRA / QLoRA", "sft_qlora": "LoRA / QLoRA", "pretrain": "pretrain"}
     rows = []
@@ -1105,6 +1127,7 @@ def train_rows(entries: list[dict[str, Any]], ledger: list[dict[str, Any]]) -> l
                 cal, hw_notes = hardware_calibration(e, card["hardware"]["gpu"])
                 notes += hw_notes
                 planned = plan_card(card, cal)
+                notes += pipeline_flushes(e, planned)
                 row.trainfit_s, row.bound, row.fits = planned.step_s, planned.bound, planned.fits
                 if planned.step_s is None:
                     notes.append("no time: the plan has no step time")

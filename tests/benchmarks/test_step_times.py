@@ -208,3 +208,27 @@ def test_attention_and_adapter_dtype_follow_the_framework():
     assert S.attention_of(BY_ID["titan-h100-8b-8gpu"]) == "sdpa"
     card, _ = S.map_train(BY_ID["qwen1-a100-7b-lora-4k"])  # HF Trainer, bf16 autocast: the adapters' GEMMs in bf16
     assert card["lora"]["adapter_dtype"] == "bf16"
+
+
+def test_xtuner_sequence_parallel_is_ulysses():
+    # xtuner/parallel/sequence/attention.py: all-to-all on q, k, v (heads scattered, sequence gathered)
+    card, _ = S.map_train(BY_ID["xtuner-a100-8b-32k-sp4"])
+    assert card["parallel"]["context_parallel"] == 4 and card["parallel"]["context_parallel_kind"] == "ulysses"
+
+
+def test_torchtune_chunked_output_loss_maps_onto_the_chunked_loss():
+    card, notes = S.map_train(BY_ID["tune-4090-8b-full"])  # CEWithChunkedOutputLoss in the 8B single-device config
+    assert card["loss"] == {"chunked": True} and any("loss.chunked" in n for n in notes)
+    card, _ = S.map_train(BY_ID["tune-a100-3b-ac"])
+    assert "loss" not in card
+
+
+def test_pipeline_flushes_add_the_bubble_per_flush():
+    e = BY_ID["automodel-h100-llama3-70b-lora"]  # 8 schedule.step calls per optimizer step
+    card, _ = S.map_train(e)
+    once = S.plan_card(card)
+    eight = S.plan_card(card)
+    notes = S.pipeline_flushes(e, eight)
+    assert eight.step_s - once.step_s == pytest.approx(7 * once.parts["time.pipeline_bubble"])
+    assert notes and "8 pipeline flushes" in notes[0]
+    assert S.pipeline_flushes(BY_ID["automodel-h100-llama3-70b-lora-tp2-fsdp4"], S.plan_card(card)) == []

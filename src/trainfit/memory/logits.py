@@ -36,6 +36,27 @@ valid positions are scored: ``hidden_states[mask]`` is a copy of the N scored ro
 backward with ``log_z`` and the entropy (fp32 per token). Backward allocates an fp32 ``grad_hidden``
 (N x h), an fp32 ``grad_weight`` (V x h) when the head is trained, a new ``mm_buf``, and returns
 ``grad_hidden`` cast to the hidden dtype while the fp32 buffers are still bound.
+
+torchtune's chunked cross-entropy (``loss.kernel: torchtune``; ``CEWithChunkedOutputLoss``, pytorch/torchtune
+torchtune/modules/loss/ce_chunked_output_loss.py and ``TransformerDecoder.chunked_output`` in
+torchtune/modules/transformer.py @1814feb17a9038e1a8053ce93111bd26774a8db6) is not a fused kernel: the decoder
+returns a list of ``num_output_chunks`` (8) bf16 logit chunks, all alive together (aE for ``E`` logits), and the
+loss upcasts and scores one chunk at a time. The recipes compile only ``compute_cross_entropy``
+(torchtune/training/_compile.py ``compile_loss``) and ``del logits`` after the loss
+(recipes/full_finetune_single_device.py, lora_finetune_single_device.py, same commit).
+
+compiled (the recipes' ``compile: True``)
+    Inductor fuses the fp32 upcast into the log-sum-exp reduction; the compiled graph saves its bf16 input
+    chunk, the int64 labels and two fp32 per-row statistics (max and log-sum-exp), checked with
+    ``saved_tensors_hooks`` on a compiled ``F.cross_entropy(x.float(), y, reduction="sum")`` (torch 2.13,
+    CPU inductor): so the bf16 chunks outlive ``del logits`` (aE retained). In backward the eight loss
+    nodes run before any ``output`` projection node (higher sequence numbers first): each writes its
+    chunk's bf16 gradient (aE/n) while its saved chunk is still bound, then releases it: aE + aE/n.
+eager
+    each chunk's ``.float()`` copy (4E/n) lives until its ``log_softmax`` has written the fp32 output
+    (4E/n, saved); after ``del logits`` the bf16 chunks are freed (nothing saves them): 4E retained.
+    Backward, per chunk: the fp32 nll gradient and log-softmax input gradient (8E/n) beside the saved
+    outputs: 4E + 8E/n.
 """
 
 from __future__ import annotations
@@ -63,6 +84,27 @@ class LogitsBytes:
     """Alive from the end of forward until backward reaches the loss."""
     backward_peak: float
     """Transient at the start of backward."""
+
+
+TORCHTUNE_OUTPUT_CHUNKS = 8
+"""``CEWithChunkedOutputLoss(num_output_chunks=8)``, the default of every torchtune config that names it."""
+TORCHTUNE_ROW_STATS_BYTES = 2 * 4 + 8
+"""Per token, saved by the compiled chunk loss: fp32 max and log-sum-exp, and the int64 label."""
+
+
+def torchtune_chunked_ce_bytes(
+    *, tokens: int, vocab_size: int, compiled: bool, compute_dtype_bytes: int = 2,
+    num_output_chunks: int = TORCHTUNE_OUTPUT_CHUNKS,
+) -> LogitsBytes:
+    """Bytes of torchtune's ``CEWithChunkedOutputLoss`` over ``tokens`` positions (see the module doc)."""
+    e = tokens * vocab_size
+    a, n = compute_dtype_bytes, num_output_chunks
+    chunks = a * e
+    if compiled:
+        saved = chunks + TORCHTUNE_ROW_STATS_BYTES * tokens
+        return LogitsBytes(forward_peak=saved, retained=saved, backward_peak=saved + chunks / n)
+    saved = RETAINED_BYTES_PER_LOGIT * e
+    return LogitsBytes(forward_peak=chunks + saved + 4 * e / n, retained=saved, backward_peak=saved + 8 * e / n)
 
 
 TRL_TOKEN_CHUNK = 4096
@@ -106,18 +148,23 @@ def logits_bytes(
     softcap_bytes_per_logit: int = 0,
     kernel: str = "liger",
     compute_dtype_bytes: int = 2,
+    compiled: bool = False,
 ) -> LogitsBytes:
     """Bytes of the logits/loss path for one micro-batch.
 
     ``head_outputs`` replaces V by the head width for scalar heads (reward model, critic: 1),
     where the term becomes negligible. ``softcap_bytes_per_logit``: the compute dtype's bytes for
-    a model with final logit softcapping (its saved ``tanh`` output), else 0.
+    a model with final logit softcapping (its saved ``tanh`` output), else 0. ``compiled``: the loss runs
+    under ``torch.compile`` (read by ``kernel="torchtune"`` only: the other paths are fused kernels or eager).
     """
     tokens = micro_batch_size * seq_len
     width = vocab_size if head_outputs is None else head_outputs
     if chunked and kernel == "trl" and head_outputs is None:
         return trl_fused_logprob_bytes(tokens=tokens, hidden_size=hidden_size, vocab_size=width,
                                        compute_dtype_bytes=compute_dtype_bytes, hidden_dtype_bytes=compute_dtype_bytes)
+    if chunked and kernel == "torchtune" and head_outputs is None:
+        return torchtune_chunked_ce_bytes(tokens=tokens, vocab_size=width, compiled=compiled,
+                                          compute_dtype_bytes=compute_dtype_bytes)
     if chunked:
         e = liger_chunk_rows(tokens=tokens, hidden_size=hidden_size, vocab_size=width) * width
         chunk = FORWARD_PEAK_BYTES_PER_LOGIT * min(e, tokens * width)

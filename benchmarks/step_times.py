@@ -715,9 +715,9 @@ def role_pass_cards(e: dict[str, Any], card: dict[str, Any]) -> list[tuple[tuple
                      response_len_mean=ro["response_len"])
     out = []
     if tr.get("remove_padding") is False:
-        out.append((ACTOR_PASSES, dict(card, rollout=padded_ro),
-                    f"actor use_remove_padding False: log-prob and update passes on sequences padded to "
-                    f"{padded_ro['prompt_len']} + {ro['response_len']} tokens (the card's micro-batches)"))
+        note = (f"actor use_remove_padding False: log-prob and update passes on sequences padded to "
+                f"{padded_ro['prompt_len']} + {ro['response_len']} tokens (the card's micro-batches)")
+        out.append((ACTOR_PASSES, dict(card, rollout=padded_ro), note))
     c = tr.get("critic")
     if c and card["method"] == "ppo":
         padded = c.get("remove_padding") is False
@@ -732,8 +732,8 @@ def role_pass_cards(e: dict[str, Any], card: dict[str, Any]) -> list[tuple[tuple
         c_card = dict(card, rollout=c_ro, batch=dict(card["batch"], micro_batch_size=mbs))
         shape = (f"sequences padded to {c_ro['prompt_len']} + {ro['response_len']} tokens" if padded
                  else "packed sequences")
-        out.append((CRITIC_PASSES, c_card, f"critic{' use_remove_padding False' if padded else ''}: values and "
-                                           f"update on {shape}, {how}"))
+        note = f"critic{' use_remove_padding False' if padded else ''}: values and update on {shape}, {how}"
+        out.append((CRITIC_PASSES, c_card, note))
     return out
 
 
@@ -901,6 +901,29 @@ state dict, loads it into vLLM and wakes the engine on entry, and puts it to sle
 (volcengine/verl verl/trainer/ppo/ray_trainer.py ``_timer("gen")`` and verl/workers/sharding_manager/fsdp_vllm.py
 ``__enter__``/``__exit__`` @8e7780f5ee2021cc06c248b7cf87cf31200a38fd v0.3.0.post0 and
 @2c8b2b995f36a7cd159b5a9beb5d5ed37cae0fc1)."""
+
+
+VERL_FSDP_OFFLOAD_SHARES = {
+    "params_and_optimizer": {"actor_update": 0.6, "logprob": 0.2, "generation": 0.2},
+    "optimizer": {"actor_update": 1.0},
+}
+"""Where verl's timers see the trainer state's trips to the host, as shares of the plan's ``state_offload``.
+verl's FSDP worker loads and offloads inside the timed calls (volcengine/verl verl/workers/fsdp_workers.py
+@8e7780f5ee2021cc06c248b7cf87cf31200a38fd v0.3.0.post0 and @2c8b2b995f36a7cd159b5a9beb5d5ed37cae0fc1):
+``update_actor`` loads and offloads the fp32 parameter shard (4 B per parameter / ranks) and the AdamW moments
+(8 B), ``compute_log_prob`` the parameter shard, ``generate_sequences`` loads the parameter shard for the sync
+and offloads it inside the sharding manager: 2 x 12 : 2 x 4 : 2 x 4 of the bytes = 0.6 : 0.2 : 0.2 (fsdp_utils.py
+``load_fsdp_model_to_gpu`` / ``offload_fsdp_model_to_cpu`` / ``offload_fsdp_optimizer``). With the optimizer alone,
+all of it in ``update_actor``. Only the split is read here; the seconds are the plan's."""
+
+
+def offload_share(e: dict[str, Any], phase: str) -> float:
+    """The share of the plan's ``state_offload`` a published phase's timer covers (``VERL_FSDP_OFFLOAD_SHARES``;
+    0 for other frameworks, whose offload stays with the step's other work)."""
+    mode = (e.get("rollout") or {}).get("trainer_offload")
+    if e.get("framework") != "verl" or not mode or e["train"].get("strategy") not in ("fsdp", "fsdp2"):
+        return 0.0
+    return VERL_FSDP_OFFLOAD_SHARES.get(mode, {}).get(phase, 0.0)
 
 
 def phase_seconds(planned: Planned, phase: str, *, also: tuple[str, ...] = ()) -> tuple[float | None, list[str]]:
@@ -1093,8 +1116,9 @@ def pipeline_flushes(e: dict[str, Any], planned: Planned) -> list[str]:
         return []
     extra = (flushes - 1) * bubble
     planned.step_s += extra
-    return [f"{flushes} pipeline flushes per step (the schedule runs once per local batch): the plan's "
-            f"{bubble:.2f} s bubble {flushes} times (+{extra:.2f} s)"]
+    note = (f"{flushes} pipeline flushes per step (the schedule runs once per local batch): the plan's "
+            f"{bubble:.2f} s bubble {flushes} times (+{extra:.2f} s)")
+    return [note]
 
 
 def train_rows(entries: list[dict[str, Any]], ledger: list[dict[str, Any]]) -> list[Row]:
@@ -1207,6 +1231,13 @@ def rl_rows(entries: list[dict[str, Any]], ledger: list[dict[str, Any]]) -> list
                     if q == "generation" and not ph.get("weight_sync") and e["rollout"].get("async") in (None, "none"):
                         also = GENERATION_TIMER_SCOPE.get(e["framework"], ())
                     row.trainfit_s, row.parts_used = phase_seconds(planned, q, also=also)
+                    share = offload_share(e, q)
+                    moved = planned.parts.get("time.state_offload")
+                    if share and moved and row.trainfit_s is not None:
+                        row.trainfit_s += share * moved
+                        row.parts_used = row.parts_used + ["time.state_offload"]
+                        row.notes.append(f"{share:.0%} of the plan's trainer state offload ({moved:.2f} s) in this "
+                                         "phase: verl loads and offloads inside the timed call")
                     row.bound = phase_bound(planned, row.parts_used)
                     if row.trainfit_s is None:
                         row.notes.append("no trainfit figure for this phase in the plan")

@@ -9,6 +9,8 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 import trainfit
 
 REPO = Path(trainfit.__file__).resolve().parents[2]
@@ -152,3 +154,16 @@ def test_verl_generation_timer_covers_the_weight_sync_and_sleep_wake():
     rows = S.rl_rows([RL["playverl-ppo-qwen2-7b-rec-h100-8g"]], [])
     gen = next(r for r in rows if r.quantity == "generation")
     assert set(gen.parts_used) == {"time.generation", "time.weight_sync", "time.sleep_wake"}
+
+
+def test_verl_offload_is_counted_in_the_calls_that_move_it():
+    e = RL["playverl-ppo-qwen2-7b-min-h100-8g"]  # actor param_offload and optimizer_offload
+    shares = {q: S.offload_share(e, q) for q in ("generation", "logprob", "actor_update", "weight_sync")}
+    assert shares == {"generation": 0.2, "logprob": 0.2, "actor_update": 0.6, "weight_sync": 0.0}
+    assert S.offload_share(RL["playverl-ppo-qwen2-7b-rec-h100-8g"], "actor_update") == 0.0  # nothing offloaded
+    rows = {r.quantity: r for r in S.rl_rows([e], [])}
+    card, _ = S.map_rl(e)
+    planned = S.plan_card(card)
+    moved = planned.parts["time.state_offload"]
+    assert rows["actor_update"].trainfit_s == pytest.approx(planned.parts["time.actor_update"] + 0.6 * moved)
+    assert rows["step"].trainfit_s > 0 and "time.state_offload" in rows["logprob"].parts_used

@@ -36,7 +36,9 @@ recompute): read 0.5 + 1/32 bytes, write 2 bytes per weight.
 
 MoE (transformers v5 default ``grouped_mm``): routed expert GEMMs as one grouped GEMM per
 projection, ``m = T·top_k / E`` rows per expert; router GEMM, top-k and the permute/unpermute of
-``T·top_k`` rows of ``h`` (gather + scatter-add).
+``T·top_k`` rows of ``h`` (gather + scatter-add). ``moe_time.py`` adds the router's weight gradient, its scores
+over all experts, the routing-score traffic and, with expert parallelism, the dispatcher's chunk sorts and kernels
+(Megatron-Core's token dispatcher).
 
 Head: lm_head GEMM (T x V x h); the loss upcasts the logits to fp32, shifts and takes a
 log-softmax and the NLL: 14 bytes per logit forward, 22.5 backward (``LOSS_*``). Embedding: a gather
@@ -51,6 +53,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from trainfit.compute import moe_time
 from trainfit.memory.params import linear_groups
 from trainfit.spec.model import ModelSpec
 
@@ -199,7 +202,7 @@ def step_inventory(
     spec: ModelSpec, *, micro_batch_size: int, seq_len: int, adapter: Adapter | None = None,
     eager_attention: bool = False, causal_skip: bool = True, train_embedding: bool = True,
     attention_context: int | None = None, sequence_shards: int = 1, fp8: bool = False,
-    fp8_weight_casts: float = 1.0,
+    fp8_weight_casts: float = 1.0, expert_parallel: int = 1, expert_token_shards: float = 1.0,
 ) -> StepInventory:
     """The op inventory of one micro-step of ``micro_batch_size × seq_len`` tokens on one GPU.
 
@@ -209,14 +212,16 @@ def step_inventory(
     that cast (and transpose) the weights to fp8: 1 when every forward casts them (torchao / torchtitan float8),
     ``1 / micro_steps`` when Transformer Engine caches the fp8 weights between the micro-batches of one step
     (Megatron passes ``is_first_microbatch`` to TE's linears: "allows caching of the FP8 versions of the
-    weights", transformer_engine/pytorch/module/linear.py ``forward``).
+    weights", transformer_engine/pytorch/module/linear.py ``forward``); ``expert_parallel``: the EP size (``spec`` holds
+    the rank's ``E / ep`` experts; the router scores all ``E``); ``expert_token_shards``: the tokens a routed layer
+    sees are ``1 / expert_token_shards`` of the rank's (sequence-parallel shard: ``moe_time.expert_token_shards``).
     """
     t = float(micro_batch_size * seq_len)
     h = spec.hidden_size
     fwd, bwd = [], []
     fwd_bytes = bwd_bytes = lora_bytes = 0.0
     fwd_k = bwd_k = lora_k = 0.0
-    fq_b = bq_b = fq_k = bq_k = 0.0  # fp8 quantisation kernels (added after the backward factors)
+    fq_b = bq_b = fq_k = bq_k = 0.0  # fp8 quantisation and MoE dispatch work (added after the backward factors)
     layers = spec.num_layers
     full = spec.num_full_attention_layers
     # elementwise
@@ -235,7 +240,7 @@ def step_inventory(
         lora = _targeted(g.name, adapter)
         if g.is_fused_experts:
             top_k = spec.moe.experts_per_token
-            rows = t * top_k / g.experts
+            rows = t / expert_token_shards * top_k / g.experts
             fwd.append(Gemm(g.name, rows, g.out_features, g.in_features, g.count, g.experts))
             bwd.append(Gemm(g.name + ".dX", rows, g.in_features, g.out_features, g.count, g.experts))
             if not frozen:
@@ -294,9 +299,22 @@ def step_inventory(
     else:
         moe = spec.moe
         n_moe = sum(1 for i in range(layers) if moe.is_moe_layer(i))
-        rows = t * moe.experts_per_token
-        fwd.append(Gemm("router", t, moe.num_experts, h, n_moe))
-        bwd.append(Gemm("router.dX", t, h, moe.num_experts, n_moe))
+        t_moe = t / expert_token_shards
+        rows = t_moe * moe.experts_per_token
+        experts = moe_time.router_experts(local_experts=moe.num_experts, ep=expert_parallel)
+        fwd.append(Gemm("router", t_moe, experts, h, n_moe))
+        bwd.append(Gemm("router.dX", t_moe, h, experts, n_moe))
+        if adapter is None:
+            bwd.append(Gemm("router.dW", h, experts, t_moe, n_moe))
+            bwd_k += n_moe
+        # Megatron-Core's routing scores, chunk sorts and dispatcher kernels (moe_time.py), after the backward factors
+        work = moe_time.moe_layer_work(tokens=t_moe, hidden=h, experts=experts, local_experts=moe.num_experts,
+                                       top_k=moe.experts_per_token, ep=expert_parallel,
+                                       score_dtype_bytes=4.0 if moe.router_fp32 else 2.0)
+        fq_b += work.forward_bytes * n_moe
+        bq_b += work.backward_bytes * n_moe
+        fq_k += work.forward_kernels * n_moe
+        bq_k += work.backward_kernels * n_moe
         fwd_bytes += (SWIGLU_BYTES * rows * moe.expert_intermediate_size + 4 * 2.0 * rows * h) * n_moe
         fwd_k += (MOE_DISPATCH_KERNELS + SWIGLU_KERNELS) * n_moe + 2 * n_moe
         if moe.shared_expert_intermediate_size:
@@ -338,7 +356,7 @@ def step_inventory(
     elementwise_k = fwd_k - sum(g.count for g in fwd) - (0 if eager_attention else full)
     bwd_k += BACKWARD_KERNEL_FACTOR * elementwise_k + LORA_BACKWARD_KERNEL_FACTOR * lora_k
     fwd_k += lora_k
-    # fp8 casts: not elementwise ops whose backward the factors above describe; their own backward casts
+    # fp8 casts and MoE dispatch work: not elementwise ops whose backward the factors above describe; their own backward
     fwd_bytes += fq_b
     bwd_bytes += bq_b
     fwd_k += fq_k

@@ -43,6 +43,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from trainfit.compute import collectives as coll
+from trainfit.compute.moe_time import count_exchange_seconds
 from trainfit.compute.rates import COLLECTIVE_HOP_LATENCY_S
 
 
@@ -72,13 +73,15 @@ def model_parallel_comm(
     top_k: int, tp: int, cp: int, ulysses: bool, ep: int, pp: int, recompute: bool, latency_s: float,
     tp_bus_bytes_per_s: float, cp_bus_bytes_per_s: float, ep_bus_bytes_per_s: float, pp_bytes_per_s: float,
     attention_forward_s_per_layer: float = 0.0, attention_backward_s_per_layer: float = 0.0,
-    dtype_bytes: float = 2.0, virtual_stages: int = 1,
+    dtype_bytes: float = 2.0, virtual_stages: int = 1, experts: int = 0,
 ) -> ModelParallelComm:
     """Exposed communication of one micro-step on one rank of one pipeline stage (``layers`` = its layers).
 
     ``tokens``: tokens the rank holds (micro-batch x sequence / cp); ``q_dim``, ``kv_dim``: the full
     model's widths (a Ulysses all-to-all moves every head of its sequence shard); ``virtual_stages``: the
-    interleaved schedule's model chunks per rank (each sends its output on and its gradient back).
+    interleaved schedule's model chunks per rank (each sends its output on and its gradient back); ``experts``:
+    the model's routed experts (the dispatcher all-gathers a token count per expert before each forward's
+    all-to-all: ``moe_time.count_exchange_seconds``).
     """
     passes = 3 if recompute else 2  # forward, (recompute), backward
     act = tokens * hidden * dtype_bytes
@@ -107,6 +110,9 @@ def model_parallel_comm(
         buf = routed * top_k * hidden * dtype_bytes
         one = all_to_all_seconds(total_bytes=buf, ranks=ep, bus_bytes_per_s=ep_bus_bytes_per_s, latency_s=latency_s)
         expert = 2 * passes * moe_layers * one  # dispatch + combine
+        # the token-count all-gather before each forward (and recomputed forward) dispatch; backward reuses the counts
+        expert += (passes - 1) * moe_layers * count_exchange_seconds(
+            ep=ep, experts=experts, latency_s=latency_s, bus_bytes_per_s=ep_bus_bytes_per_s)
     p2p = 0.0
     if pp > 1:
         # activation forward, its gradient back, from each of the rank's v chunks; half hidden

@@ -28,6 +28,7 @@ from trainfit.compute import collectives as coll
 from trainfit.compute.attention_time import attention_seconds
 from trainfit.compute.gemm import gemm_seconds
 from trainfit.compute.inventory import Adapter, PassInventory, step_inventory
+from trainfit.compute.moe_time import expert_token_shards
 from trainfit.compute.model_parallel import ModelParallelComm, model_parallel_comm, pipeline_bubble_micro_steps
 from trainfit.compute.offload import offload_seconds
 from trainfit.compute.optimizer_time import optimizer_seconds
@@ -126,6 +127,8 @@ class ModelParallel:
     pp: int = 1
     virtual_stages: int = 1
     ep: int = 1
+    etp: int = 1
+    """Expert tensor parallel: the ranks that split each expert's width (and share their routed tokens)."""
     full_q_dim: int = 0
     full_kv_dim: int = 0
     tp_bus_bytes_per_s: float = 1.0
@@ -192,7 +195,9 @@ def train_step_time(
     inv = step_inventory(spec, micro_batch_size=micro_batch_size, seq_len=seq_len, adapter=adapter,
                          eager_attention=eager_attention, attention_context=attention_context,
                          sequence_shards=mp.tp if mp.sequence_parallel else 1, fp8=fp8,
-                         fp8_weight_casts=1.0 / max(1, micro_steps) if fp8 and fp8_weight_cache else 1.0)
+                         fp8_weight_casts=1.0 / max(1, micro_steps) if fp8 and fp8_weight_cache else 1.0,
+                         expert_parallel=mp.ep, expert_token_shards=expert_token_shards(
+                             tp=mp.tp, etp=mp.etp, ep=mp.ep, sequence_parallel=mp.sequence_parallel))
     kw = dict(rates=rates, seq_len=attention_context or seq_len, memory_factor=memory_factor, kernel_factor=kernel_factor)
     fwd = (pass_seconds(inv.layers_forward, backward=False, **kw)
            + pass_seconds(inv.head_forward, backward=False, **kw)).scaled(count_scale)
@@ -317,6 +322,7 @@ def model_parallel_comm_of(spec: ModelSpec, mp: ModelParallel, *, tokens: float,
         cp_bus_bytes_per_s=mp.cp_bus_bytes_per_s, ep_bus_bytes_per_s=mp.ep_bus_bytes_per_s,
         pp_bytes_per_s=mp.pp_bytes_per_s, attention_forward_s_per_layer=fwd.attention_s / full,
         attention_backward_s_per_layer=bwd.attention_s / full, virtual_stages=mp.virtual_stages,
+        experts=spec.moe.num_experts * mp.ep if spec.moe else 0,
     )
 
 
@@ -325,13 +331,16 @@ def forward_only_time(
     spec: ModelSpec, *, rates: DeviceRates, micro_batch_size: int, seq_len: int, micro_steps: int,
     adapter: Adapter | None = None, eager_attention: bool = False, parallel: Parallel = Parallel(),
     gathered_weight_bytes: float = 0.0, count_scale: float = 1.0, memory_factor: float = 1.0,
-    kernel_factor: float = 1.0, attention_context: int | None = None,
+    kernel_factor: float = 1.0, attention_context: int | None = None, expert_parallel: int = 1,
+    expert_token_shards: float = 1.0,
 ) -> PassTime:
     """A no-grad forward over ``micro_steps`` micro-batches (log-probs, values, rewards) on one GPU:
     the layers and the head (the log-softmax and gather cost about what the loss does), plus the
-    per-layer all-gathers a sharded model leaves exposed."""
+    per-layer all-gathers a sharded model leaves exposed. ``expert_parallel`` / ``expert_token_shards``: as
+    ``inventory.step_inventory`` (an expert-parallel shard's router and dispatch)."""
     inv = step_inventory(spec, micro_batch_size=micro_batch_size, seq_len=seq_len, adapter=adapter,
-                         eager_attention=eager_attention, attention_context=attention_context)
+                         eager_attention=eager_attention, attention_context=attention_context,
+                         expert_parallel=expert_parallel, expert_token_shards=expert_token_shards)
     kw = dict(rates=rates, seq_len=attention_context or seq_len, memory_factor=memory_factor, kernel_factor=kernel_factor,
               backward=False)
     one = (pass_seconds(inv.layers_forward, **kw) + pass_seconds(inv.head_forward, **kw)).scaled(count_scale)

@@ -168,7 +168,8 @@ def model_parallel_of(card: RunCard, spec: ModelSpec, r: DeviceRates, *, gpus_pe
     return ModelParallel(
         tp=tp, sequence_parallel=par.sequence_parallel, cp=cp,
         ulysses=par.context_parallel_kind is ContextParallelKind.ULYSSES, pp=par.pipeline_parallel,
-        virtual_stages=par.virtual_stages, ep=ep, full_q_dim=spec.q_dim, full_kv_dim=spec.kv_dim,
+        virtual_stages=par.virtual_stages, ep=ep, etp=par.expert_tensor_parallel, full_q_dim=spec.q_dim,
+        full_kv_dim=spec.kv_dim,
         tp_bus_bytes_per_s=bus(tp), cp_bus_bytes_per_s=bus(tp * cp),
         # an expert-parallel group's ranks are expert_tensor_parallel apart (Megatron-Core parallel_state orders the
         # expert ranks tp-ep-dp-pp with tp = expert_tensor_parallel): gpus_per_node / etp of them share a node; the

@@ -1,0 +1,186 @@
+"""The work of a routed-expert (MoE) layer beyond its expert GEMMs, as Megatron-Core runs it, per rank.
+
+``inventory.py`` counts the expert GEMMs (one grouped GEMM per projection, ``rows / local experts`` rows per
+expert, at ``gemm.py``'s shape-dependent efficiency), the SwiGLU on the expert rows, one permute and one
+unpermute of the routed rows and the router GEMM. This module adds what Megatron-Core's routed layer does
+on top, read from NVIDIA/Megatron-LM ``megatron/core/transformer/moe/`` @d98e8a64ddf34856e74b24714e3bedb2f5a39553
+(``router.py``, ``moe_utils.py``, ``token_dispatcher.py``, ``experts.py``); per MoE layer, per pass, one rank
+routing ``T`` tokens to ``k`` of ``E`` experts (``E / ep`` of them local), hidden ``h``:
+
+==========================  ====================================================  ==========================
+mechanism                   what runs                                              counted here as
+==========================  ====================================================  ==========================
+tokens a rank routes        with tensor parallel the layer's input is the rank's   ``expert_token_shards``:
+                            sequence-parallel shard (``T / tp``); an expert-       rows = T·k / (tp / etp)
+                            tensor-parallel group all-gathers its ``etp`` shards
+                            (``dispatch_postprocess``: gather over tp_group =
+                            the expert-TP group)
+router GEMM                 ``router_gating_linear(input, weight)``, weight        ``router_experts``: the
+                            ``[num_experts, hidden]`` on every rank (replicated,   global ``E``, not the
+                            ``router.py`` ``gating``)                              rank's ``E / ep``
+routing scores              unfused ``topk_routing_with_score_function``:          ``routing_bytes``: T·E
+                            top-k, softmax, ``zeros_like(logits).scatter`` (dense  scores x bytes per score
+                            probs), ``zeros_like(logits).int().scatter().bool()``
+                            (routing map); ``routing_map.sum(0)`` (dispatcher)
+aux loss                    ``compute_routing_scores_for_aux_loss`` (softmax,      ``routing_bytes(aux_loss=
+                            top-k, routing map again) and the load-balancing sum   True)``
+chunk sort                  with ``ep > 1`` and several local experts, the         ``chunk_sort_bytes``: read
+                            received rows are sorted by local expert after the     + write the rows twice
+                            all-to-all and unsorted before the combine
+                            (``sort_chunks_by_idxs`` in ``dispatch_postprocess``
+                            and ``combine_preprocess``); backward: the inverse
+dispatcher metadata         ``preprocess``: token counts summed, all-gathered      ``dispatcher_kernels``;
+                            over the tp x ep group, sliced and summed; their D2H   ``count_exchange_seconds``
+                            copies; the host waits on them before the all-to-all   (the all-gather, latency-
+                            (``cuda_sync_point = "before_ep_alltoall"``)           bound; forward passes only)
+expert GEMM launches        ``TEGroupedMLP``: one grouped GEMM per projection;     ``expert_gemm_kernels``
+                            ``SequentialMLP`` (``moe_grouped_gemm`` off): a loop
+                            over the local experts, each its own fc1, activation
+                            and fc2 (``experts.py`` ``SequentialMLP.forward``)
+==========================  ====================================================  ==========================
+
+The EP all-to-all itself (dispatch and combine, forward, recompute and backward) is ``model_parallel.py``'s.
+
+**Load imbalance is not modelled**: the expert rows are the balanced mean (``T·k / E`` per expert). Dropless
+routing lets the busiest expert (and EP rank) receive more than that, and the slowest rank sets the pace;
+no published per-micro-batch measurement of that excess for these models was found to cite, so the layer is
+timed balanced (a lower bound on its expert time).
+
+Pure Python: no torch import.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from trainfit.compute import collectives as coll
+
+INT32_BYTES = 4.0
+EXPERT_PROJECTIONS = 2
+"""fc1 (gate and up fused) and fc2 per expert."""
+SEQUENTIAL_EXPERT_FORWARD_KERNELS = 3
+"""``SequentialMLP`` per local expert, forward: fc1, the activation, fc2 (``experts.py``)."""
+DISPATCH_PREPROCESS_KERNELS = 7
+"""``MoEAlltoAllTokenDispatcher.preprocess`` on the device with ``ep > 1`` (or expert TP): the per-expert count
+(``routing_map.sum(dim=0)``), the per-rank split (``reshape(...).sum(axis=1)``), the all-gather over the tp x ep
+group, the local-expert slice (``contiguous``), its per-rank sum, the per-TP sum and the per-local-expert sum."""
+DISPATCH_DTOH_COPIES = 4
+"""``_maybe_dtoh_and_synchronize`` moves ``tokens_per_expert``, ``input_splits``, ``output_splits`` and
+``output_splits_tp`` to the host (``num_out_tokens`` is a host integer when dropless)."""
+CHUNK_SORT_KERNELS = 2
+"""``sort_chunks_by_idxs`` after the dispatch and before the combine."""
+
+
+def expert_token_shards(*, tp: int, etp: int, ep: int, sequence_parallel: bool) -> float:
+    """How many ways the tokens of a tensor-parallel group are split before routing: ``tp / etp``.
+
+    Under sequence parallel (Megatron-Core requires it for MoE with ``tp > 1`` and ``ep > 1``:
+    ``model_parallel_config.py`` "When using expert parallelism and tensor parallelism, sequence parallelism must
+    be used") each rank routes its ``T / tp`` shard; an expert-tensor-parallel group of ``etp`` ranks all-gathers
+    its shards, so an expert sees ``etp`` of them. Without sequence parallel (and ``ep == 1``) every TP rank holds
+    the whole sequence: 1."""
+    if tp <= 1 or not (sequence_parallel or ep > 1):
+        return 1.0
+    return tp / max(1, min(etp, tp))
+
+
+def router_experts(*, local_experts: int, ep: int) -> int:
+    """Columns of the router GEMM: every expert (the router is replicated on the EP ranks)."""
+    return local_experts * max(1, ep)
+
+
+def routing_bytes(*, tokens: float, experts: int, top_k: int, score_dtype_bytes: float = 4.0,
+                  backward: bool = False, aux_loss: bool = False) -> float:
+    """Memory traffic of the routing scores of one MoE layer (``tokens`` x ``experts`` of them).
+
+    Forward, unfused (``moe_utils.topk_routing_with_score_function``), per score (``s`` bytes each): top-k reads
+    the logits (s); the dense probabilities are a zero tensor (write s) scattered out of place (read s, write s);
+    the routing map a zero tensor (write s) cast to int32 (read s, write 4), scattered (read 4, write 4) and cast
+    to bool (read 4, write 1); the dispatcher sums the map (read 1): ``6·s + 18``; per token the ``k`` top-k
+    values and int64 indices (``k·(s + 8)``). Backward: the dense probability gradient is materialised and
+    gathered (write s, read s). ``aux_loss``: the aux-loss scores again (``compute_routing_scores_for_aux_loss``:
+    softmax read s, write 4; top-k read 4; the map: write 4, scatter read 4 write 4, bool read 4 write 1; the
+    per-expert sum read 1: ``s + 26``) and their gradient (write 4, read 4)."""
+    if tokens <= 0 or experts <= 0:
+        return 0.0
+    s = score_dtype_bytes
+    if backward:
+        return tokens * experts * (2 * s + (2 * INT32_BYTES if aux_loss else 0.0))
+    per_score = 6 * s + 18.0 + ((s + 26.0) if aux_loss else 0.0)
+    return tokens * (experts * per_score + top_k * (s + 8.0))
+
+
+def chunk_sort_bytes(*, rows: float, hidden: int, local_experts: int, ep: int, dtype_bytes: float = 2.0) -> float:
+    """Bytes of the sort by local expert after the dispatch and the unsort before the combine (each reads and
+    writes the ``rows`` received rows of ``hidden``); zero unless ``ep > 1`` and several experts are local
+    (``token_dispatcher.py`` ``dispatch_postprocess`` / ``combine_preprocess``). One pass: the backward runs
+    the inverse sorts over the gradients, the same bytes."""
+    if ep <= 1 or local_experts <= 1 or rows <= 0:
+        return 0.0
+    return 2 * 2 * rows * hidden * dtype_bytes
+
+
+def dispatcher_kernels(*, ep: int, expert_tp: int = 1, local_experts: int) -> float:
+    """Kernels the all-to-all dispatcher adds per MoE layer per forward (``token_dispatcher.py``): the count
+    preprocessing and its D2H copies with ``ep > 1`` or expert TP, and the two chunk sorts with ``ep > 1`` and
+    several local experts. Backward reruns only the sorts' inverses (the split sizes are already on the host)."""
+    k = 0.0
+    if ep > 1 or expert_tp > 1:
+        k += DISPATCH_PREPROCESS_KERNELS + DISPATCH_DTOH_COPIES
+    if ep > 1 and local_experts > 1:
+        k += CHUNK_SORT_KERNELS
+    return k
+
+
+def expert_gemm_kernels(*, local_experts: int, grouped_gemm: bool = True, backward: bool = False,
+                        trained: bool = True) -> float:
+    """Kernel launches of the expert MLP of one MoE layer on one rank.
+
+    Grouped (``TEGroupedMLP``): one GEMM per projection forward (2), and per projection dX (+ dW when trained)
+    backward. ``SequentialMLP`` (``moe_grouped_gemm`` off) loops over the local experts: fc1, activation, fc2
+    each (3 per expert forward); backward the two GEMMs' dX (+ dW) and the activation's backward per expert."""
+    per_projection = (2 if trained else 1) if backward else 1
+    if grouped_gemm:
+        return float(EXPERT_PROJECTIONS * per_projection)
+    per_expert = EXPERT_PROJECTIONS * per_projection + 1  # + the activation (or its backward)
+    return float(local_experts * per_expert)
+
+
+def count_exchange_seconds(*, ep: int, expert_tp: int = 1, experts: int, latency_s: float,
+                           bus_bytes_per_s: float) -> float:
+    """The token-count all-gather of one MoE layer's forward (``preprocess``: ``gather_from_sequence_parallel_region
+    (num_local_tokens_per_expert, group=tp_ep_group)``, int64 per expert per rank): latency-bound, and the host
+    waits on its result (the D2H sync before the all-to-all), so nothing hides it. Zero without EP or expert TP."""
+    ranks = max(1, ep) * max(1, expert_tp)
+    if ranks <= 1:
+        return 0.0
+    return coll.all_gather_seconds(total_bytes=8.0 * experts * ranks, ranks=ranks, bus_bytes_per_s=bus_bytes_per_s,
+                                   latency_s=latency_s)
+
+
+@dataclass(frozen=True, slots=True)
+class MoeLayerWork:
+    """Memory-bound bytes and kernels one MoE layer adds on one rank, forward and backward (Megatron-Core's
+    routing and dispatch beyond the generic inventory)."""
+
+    forward_bytes: float
+    backward_bytes: float
+    forward_kernels: float
+    backward_kernels: float
+
+
+def moe_layer_work(*, tokens: float, hidden: int, experts: int, local_experts: int, top_k: int, ep: int,
+                   expert_tp: int = 1, score_dtype_bytes: float = 4.0, act_dtype_bytes: float = 2.0,
+                   aux_loss: bool = False) -> MoeLayerWork:
+    """What one MoE layer adds per pass on a rank routing ``tokens`` (its shard: ``expert_token_shards``) to
+    ``top_k`` of ``experts`` (``local_experts`` of them on this rank): the routing-score traffic, the chunk
+    sorts and the dispatcher's kernels (module docstring)."""
+    rows = tokens * top_k
+    sort = chunk_sort_bytes(rows=rows, hidden=hidden, local_experts=local_experts, ep=ep, dtype_bytes=act_dtype_bytes)
+    fwd = routing_bytes(tokens=tokens, experts=experts, top_k=top_k, score_dtype_bytes=score_dtype_bytes,
+                        aux_loss=aux_loss) + sort
+    bwd = routing_bytes(tokens=tokens, experts=experts, top_k=top_k, score_dtype_bytes=score_dtype_bytes,
+                        backward=True, aux_loss=aux_loss) + sort
+    k = dispatcher_kernels(ep=ep, expert_tp=expert_tp, local_experts=local_experts)
+    sorts = CHUNK_SORT_KERNELS if sort else 0.0
+    return MoeLayerWork(fwd, bwd, k, float(sorts))

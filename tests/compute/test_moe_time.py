@@ -1,0 +1,173 @@
+"""Megatron-Core MoE layer work beyond the expert GEMMs (compute/moe_time.py) and its hook into the inventory."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from trainfit.catalog.gpus import resolve_gpu
+from trainfit.catalog.models import from_catalog
+from trainfit.compute import moe_time as mt
+from trainfit.compute.inventory import step_inventory
+from trainfit.compute.model_parallel import model_parallel_comm
+from trainfit.compute.rates import COLLECTIVE_HOP_LATENCY_S, default_rates
+from trainfit.compute.training import ModelParallel, train_step_time
+from trainfit.plan.time import rank_spec
+
+H100 = default_rates(resolve_gpu("h100-sxm"))
+MOE = from_catalog("Qwen/Qwen3-30B-A3B")
+DENSE = from_catalog("Qwen/Qwen3-8B")
+
+
+def test_tokens_a_rank_routes_are_its_sequence_parallel_shard_times_the_expert_tp_group():
+    assert mt.expert_token_shards(tp=1, etp=1, ep=8, sequence_parallel=False) == 1
+    assert mt.expert_token_shards(tp=2, etp=1, ep=1, sequence_parallel=True) == 2
+    assert mt.expert_token_shards(tp=4, etp=2, ep=8, sequence_parallel=True) == 2
+    assert mt.expert_token_shards(tp=4, etp=4, ep=8, sequence_parallel=True) == 1
+    # MoE with TP and EP runs sequence parallel (Megatron requires it) even when the card leaves it off
+    assert mt.expert_token_shards(tp=2, etp=1, ep=8, sequence_parallel=False) == 2
+    # TP without SP or EP: every TP rank holds (and routes) the whole sequence
+    assert mt.expert_token_shards(tp=2, etp=1, ep=1, sequence_parallel=False) == 1
+
+
+def test_router_scores_every_expert_on_an_expert_parallel_rank():
+    assert mt.router_experts(local_experts=16, ep=8) == 128
+    assert mt.router_experts(local_experts=128, ep=1) == 128
+
+
+def test_routing_bytes_per_score_and_per_token_read_off_the_unfused_path():
+    # one token, one expert, k = 1, fp32 logits: 6*4 + 18 per score, (4 + 8) for the top-k value and index
+    assert mt.routing_bytes(tokens=1, experts=1, top_k=1, score_dtype_bytes=4) == 6 * 4 + 18 + 12
+    assert mt.routing_bytes(tokens=1, experts=1, top_k=1, score_dtype_bytes=4, aux_loss=True) == 6 * 4 + 18 + 12 + 30
+    assert mt.routing_bytes(tokens=1, experts=1, top_k=1, score_dtype_bytes=4, backward=True) == 8
+    assert mt.routing_bytes(tokens=0, experts=128, top_k=8) == 0
+
+
+@given(tokens=st.integers(1, 1 << 16), experts=st.integers(1, 512), k=st.integers(1, 16),
+       s=st.sampled_from([2.0, 4.0]), aux=st.booleans())
+@settings(max_examples=60, deadline=None)
+def test_routing_bytes_scale_with_the_tokens_and_aux_loss_only_adds(tokens, experts, k, s, aux):
+    k = min(k, experts)
+    one = mt.routing_bytes(tokens=tokens, experts=experts, top_k=k, score_dtype_bytes=s, aux_loss=aux)
+    two = mt.routing_bytes(tokens=2 * tokens, experts=experts, top_k=k, score_dtype_bytes=s, aux_loss=aux)
+    assert two == pytest.approx(2 * one)
+    assert one >= mt.routing_bytes(tokens=tokens, experts=experts, top_k=k, score_dtype_bytes=s)
+    assert mt.routing_bytes(tokens=tokens, experts=experts, top_k=k, score_dtype_bytes=s, backward=True) < one
+
+
+def test_chunk_sorts_exist_only_with_expert_parallel_and_several_local_experts():
+    rows, h = 32768.0, 2048
+    assert mt.chunk_sort_bytes(rows=rows, hidden=h, local_experts=16, ep=1) == 0
+    assert mt.chunk_sort_bytes(rows=rows, hidden=h, local_experts=1, ep=8) == 0
+    # sort after the dispatch + unsort before the combine, each reading and writing the rows (bf16)
+    assert mt.chunk_sort_bytes(rows=rows, hidden=h, local_experts=16, ep=8) == 2 * 2 * rows * h * 2
+
+
+def test_dispatcher_kernels_count_the_preprocess_copies_and_sorts():
+    assert mt.dispatcher_kernels(ep=1, local_experts=128) == 0
+    assert mt.dispatcher_kernels(ep=8, local_experts=1) == mt.DISPATCH_PREPROCESS_KERNELS + mt.DISPATCH_DTOH_COPIES
+    assert mt.dispatcher_kernels(ep=8, local_experts=16) == (mt.DISPATCH_PREPROCESS_KERNELS + mt.DISPATCH_DTOH_COPIES
+                                                              + mt.CHUNK_SORT_KERNELS)
+
+
+def test_expert_launches_grouped_versus_one_expert_at_a_time():
+    assert mt.expert_gemm_kernels(local_experts=16) == 2
+    assert mt.expert_gemm_kernels(local_experts=16, backward=True) == 4
+    assert mt.expert_gemm_kernels(local_experts=16, backward=True, trained=False) == 2
+    # SequentialMLP: fc1, activation, fc2 per local expert; backward dX + dW of both and the activation's backward
+    assert mt.expert_gemm_kernels(local_experts=16, grouped_gemm=False) == 16 * 3
+    assert mt.expert_gemm_kernels(local_experts=16, grouped_gemm=False, backward=True) == 16 * 5
+    assert mt.expert_gemm_kernels(local_experts=1, grouped_gemm=False) > mt.expert_gemm_kernels(local_experts=1)
+
+
+def test_token_count_exchange_is_a_latency_bound_all_gather_over_the_ep_group():
+    assert mt.count_exchange_seconds(ep=1, experts=128, latency_s=30e-6, bus_bytes_per_s=1e11) == 0
+    assert mt.count_exchange_seconds(ep=8, experts=0, latency_s=30e-6, bus_bytes_per_s=1e11) == 0
+    s8 = mt.count_exchange_seconds(ep=8, experts=128, latency_s=30e-6, bus_bytes_per_s=1e11)
+    assert s8 == pytest.approx(30e-6 + 7 * COLLECTIVE_HOP_LATENCY_S + 7 / 8 * 8 * 128 * 8 / 1e11)
+    assert mt.count_exchange_seconds(ep=16, experts=128, latency_s=30e-6, bus_bytes_per_s=1e11) > s8
+
+
+def test_moe_layer_work_with_and_without_expert_parallel():
+    kw = dict(tokens=4096.0, hidden=2048, experts=128, top_k=8)
+    alone = mt.moe_layer_work(local_experts=128, ep=1, **kw)
+    ep8 = mt.moe_layer_work(local_experts=16, ep=8, **kw)
+    sort = mt.chunk_sort_bytes(rows=4096 * 8, hidden=2048, local_experts=16, ep=8)
+    assert ep8.forward_bytes - alone.forward_bytes == pytest.approx(sort)
+    assert ep8.backward_bytes - alone.backward_bytes == pytest.approx(sort)
+    assert (alone.forward_kernels, alone.backward_kernels) == (0, 0)
+    assert ep8.backward_kernels == mt.CHUNK_SORT_KERNELS
+
+
+def _shard(ep: int, tp: int = 1):
+    return rank_spec(MOE, tp=tp, pp=1, ep=ep, etp=1)
+
+
+def test_inventory_router_scores_all_experts_and_has_a_weight_gradient():
+    inv = step_inventory(_shard(8), micro_batch_size=1, seq_len=4096, expert_parallel=8)
+    router = next(g for g in inv.layers_forward.gemms if g.name == "router")
+    assert router.n == 128
+    names = {g.name for g in inv.layers_backward.gemms}
+    assert {"router.dX", "router.dW"} <= names
+
+
+def test_inventory_expert_rows_follow_the_sequence_parallel_shard():
+    full = step_inventory(_shard(8, tp=2), micro_batch_size=1, seq_len=4096, expert_parallel=8)
+    shard = step_inventory(_shard(8, tp=2), micro_batch_size=1, seq_len=4096, expert_parallel=8,
+                           expert_token_shards=2)
+
+    def expert_flops(inv):
+        return sum(g.flops for g in inv.layers_forward.gemms if g.name.startswith("mlp.experts")
+                   or g.name in ("gate_up_proj", "down_proj"))
+
+    assert expert_flops(full) > 0
+    assert expert_flops(shard) == pytest.approx(expert_flops(full) / 2)
+    # the model's expert FLOPs over the TP group: tp ranks x T/tp tokens x k experts x 3 projections (h x I each)
+    moe = MOE.moe
+    per_token = 2 * 3 * MOE.hidden_size * moe.expert_intermediate_size * moe.experts_per_token * MOE.num_layers
+    assert 2 * expert_flops(shard) == pytest.approx(per_token * 4096)
+
+
+def test_expert_parallel_adds_the_dispatch_traffic_and_kernels():
+    one = step_inventory(_shard(8), micro_batch_size=1, seq_len=4096, expert_parallel=1)
+    ep8 = step_inventory(_shard(8), micro_batch_size=1, seq_len=4096, expert_parallel=8)
+    assert ep8.layers_forward.memory_bytes > one.layers_forward.memory_bytes
+    assert ep8.layers_backward.memory_bytes > one.layers_backward.memory_bytes
+    assert ep8.layers_forward.kernels - one.layers_forward.kernels == pytest.approx(
+        MOE.num_layers * mt.dispatcher_kernels(ep=8, local_experts=16))
+
+
+def test_dense_model_ignores_the_expert_arguments():
+    a = step_inventory(DENSE, micro_batch_size=1, seq_len=2048)
+    b = step_inventory(DENSE, micro_batch_size=1, seq_len=2048, expert_parallel=8, expert_token_shards=2)
+    assert a == b
+
+
+def test_training_step_passes_expert_parallel_to_the_inventory():
+    kw = dict(rates=H100, micro_batch_size=1, seq_len=4096, trained_params=1e9, trained_tensors=100,
+              gathered_weight_bytes=2e9)
+    mp = ModelParallel(ep=8, ep_bus_bytes_per_s=1e11)
+    with_ep = train_step_time(_shard(8), model_parallel=mp, **kw)
+    fwd = next(p for p in with_ep.phases if p.name == "forward")
+    inv = step_inventory(_shard(8), micro_batch_size=1, seq_len=4096, expert_parallel=8)
+    assert fwd.terms["memory_bound"] > 0
+    assert fwd.terms["host_launch"] == pytest.approx(
+        (inv.layers_forward.kernels + inv.head_forward.kernels) * H100.host_s_per_forward_kernel)
+    # a dense card's step is untouched by an expert-parallel size it cannot use
+    dense = train_step_time(DENSE, **kw)
+    assert train_step_time(DENSE, model_parallel=replace(mp, ep=1), **kw).total_s == pytest.approx(dense.total_s)
+
+
+def test_expert_parallel_comm_adds_one_count_exchange_per_forward_pass():
+    def ep_s(experts: int, recompute: bool) -> float:
+        return model_parallel_comm(
+            tokens=4096, hidden=2048, q_dim=4096, kv_dim=512, layers=48, attention_layers=48, moe_layers=48, top_k=8,
+            tp=1, cp=1, ulysses=False, ep=8, pp=1, recompute=recompute, latency_s=30e-6, tp_bus_bytes_per_s=1e11,
+            cp_bus_bytes_per_s=1e11, ep_bus_bytes_per_s=1e11, pp_bytes_per_s=1e11, experts=experts).expert_s
+
+    one = mt.count_exchange_seconds(ep=8, experts=128, latency_s=30e-6, bus_bytes_per_s=1e11)
+    assert ep_s(128, False) - ep_s(0, False) == pytest.approx(48 * one)
+    assert ep_s(128, True) - ep_s(0, True) == pytest.approx(2 * 48 * one)

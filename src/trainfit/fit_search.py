@@ -360,7 +360,7 @@ def fit(
     for key in _PRICE_KEYS:
         (clean.get("hardware") or {}).pop(key, None)
     counts = fit_counts(base, max_gpus=max_gpus, pinned=pinned)
-    floor = screen and _floor_bounds(calibration, gpus)
+    floor = screen
     gb = None if rl or "batch" in pinned else _global_batch(base, global_batch)
     t0 = time.perf_counter()
     fallback = {"rollout.weight_sync": smallest_sync(clean)} if rl and "rollout.weight_sync" not in pinned else {}
@@ -449,23 +449,14 @@ MEMORY_FIELDS = ("fits", "peak_device_bytes", "headroom_bytes", "peak_phase")
 """What the allocator replay can change in a row (it moves reserved bytes only)."""
 
 
-def _floor_bounds(calibration: Any, gpus: list[str]) -> bool:
-    """Whether a plan without the replay bounds the replayed one from below: the replay's overhead is
-    never negative, and a calibration's ``reserved_replay_scale`` keeps the order of overheads unless
-    it is negative (then every candidate is replayed)."""
-    if calibration is None:
-        return True
-    from trainfit.calibration.memory import replay_scales
-
-    return all(v >= 0 for g in gpus for v in replay_scales(calibration, g).values())
-
-
 def _settle(rows: list[Row], cells, calibration: Any, goal: Any) -> list[Row]:
     """``rows`` with each (GPU kind, count)'s best row by ``goal`` replanned with the allocator replay.
 
     A ``floor`` row's key (``rank_key``) is never above its replayed row's: where both fit the key has
     no memory in it, a floor row that does not fit cannot fit replayed, and its peak is a lower
-    bound. So, per cell, the rows are taken best key first; a floor row is replayed and put back with
+    bound (a calibration's ``reserved_replay_scale`` multiplies the replay's overhead by a positive
+    factor, which the calibration file requires, and its fragmentation share leaves replayed phases
+    alone: the bound holds with one too). So, per cell, the rows are taken best key first; a floor row is replayed and put back with
     its own key, and the first replayed (or never replay-planned) row taken is the cell's best, with
     the same ties (the earlier row) as ranking every row replayed. Which rows are replayed depends on
     the keys only, so a fit verdict the replay could flip (a peak near the card's capacity) is always

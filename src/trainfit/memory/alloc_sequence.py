@@ -41,7 +41,8 @@ and returns reserved - allocated at the high-water mark (the allocator's roundin
 the step cannot reuse). The workspaces are made where the first step makes them, not up front: made in
 the middle of the first backward, the autograd thread's one takes the front of a cached logits-sized
 block, and the second step's logits need a new segment (the first case of each H200 calibration
-process: qwen3-h1024-L8 -13.5% -> 0.0%, Qwen3-0.6B at 16k tokens -12.7% -> -0.2%). ``after_case``
+process: qwen3-h1024-L8 -13.5% -> -0.2%; Qwen3-0.6B at 16k tokens reads -0.2% only with the warm-up's
+kept logits below, -12.7% without them, as the trace's own order does, -12.5%). ``after_case``
 replays a step as the calibration process ran it instead: after an earlier model whose workspaces stay
 (segments and all), after a warm-up step that kept its output through backward. ``None`` where the
 sequence cannot be generated (FSDP, ZeRO, pipeline and context parallelism, offload,
@@ -49,15 +50,18 @@ optimizer-in-backward, paged optimizer states): the planner then keeps its fitte
 segments are left out. Results are cached per step terms and shape.
 
 Measured against the H200 sets (``benchmarks/gpu_calibration.md``, replayed with ``after_case`` as the
-cases ran there: reserved median |error| 0.8% fit, 1.2% / 2.1% / 0.8% held-out, 1.1% expandable). With
-the layer op by op, every full-training case reads what the trace's own order reads when replayed the
-same way, within 0.7% (Qwen2.5-1.5B full at 8k tokens: +9.6% -> -0.2%, the optimizer states now land in
-the norms' cached fp32 blocks, not in a logits-sized one; Llama-3.1-8B full at 8k: plan +0.6%, trace
--0.1%). Known gaps: llama eager attention with checkpointing reads -11.2%, as the trace's order does
-(-11.1%): the replayed warm-up step ends at the measured reserved (9.50 GiB against 9.51), but on the GPU
-the next forward adds 3.0 GiB of segments where the replay adds 1.5 with the same allocated peak, which
-no allocation order explains; LoRA layers still use the generic pieces (their cases read 1-6% under, the
-trace's order 0-3.6%).
+cases ran there): reserved median |error| 0.2% fit, 0.5% / 2.0% / 0.7% held-out, 0.6% expandable; worst
+-11.2%, -5.8%, -2.6%, +1.4%, -5.2%. The layer generated op by op (full training; LoRA with fp32 adapters
+on all seven projections and SDPA; Qwen3's q/k norms) reads what the trace's own order reads replayed the
+same way within 1.8 points on the 18 cases compared (Qwen2.5-1.5B full at 8k tokens: +9.6% -> -0.3%, the
+optimizer states now land in the norms' cached fp32 blocks, not in a logits-sized one; llama LoRA with
+checkpointing -4.2% -> -1.3%; Llama-3.1-8B LoRA -4.1% -> -0.4%). Known gaps: llama eager attention with
+checkpointing reads -11.2%, as the trace's order does (-11.1%): the replayed warm-up step ends at the
+measured reserved (9.50 GiB against 9.51), but on the GPU the next forward adds 3.0 GiB of segments where
+the replay adds 1.5 with the same allocated peak, which no allocation order explains; layers the templates
+do not cover (Gemma-2's sandwich norms and softcap, LoRA under eager attention or on fewer projections,
+bf16 adapters, MoE) carry their extra saved bytes as residual-sized pieces or use the generic pieces
+(gemma-2-9b LoRA eager, checkpointing: -5.8%, the trace's order -3.6%).
 """
 
 from __future__ import annotations
@@ -100,6 +104,8 @@ class SequenceShape:
     """tokens x heads x head_dim x compute-dtype bytes: the query projection's output (0: unknown)."""
     kv_bytes: int = 0
     """tokens x kv_heads x head_dim x compute-dtype bytes: one key or value projection's output."""
+    qk_norm: bool = False
+    """An RMSNorm over each head of q and of k before the rotary embedding (Qwen3)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,6 +176,8 @@ def _layer_ops(total: float, shape: SequenceShape, *, full: bool) -> _LayerOps |
         saved = 2 * (2 * r + r + r) + 4 * q + 3 * sc + 4 * m
     else:  # SDPA: q and k rotated, v, the output
         saved = 2 * (2 * r + r + r) + 2 * q + 2 * kv + 4 * m
+    if shape.qk_norm:
+        saved += 3 * q + 3 * kv
     extra = int(total) - saved
     if extra < 0 or extra > 0.25 * saved:
         return None
@@ -185,32 +193,41 @@ def _layer_ops(total: float, shape: SequenceShape, *, full: bool) -> _LayerOps |
             names[name] = k
         return k
 
-    def f(k: int) -> None:
-        ops.append((-1, k, 0))
+    def f(*ks: int) -> None:
+        ops.extend((-1, k, 0) for k in ks)
 
-    def norm(p: str) -> None:
-        a(2 * r, p + "x32")  # x.to(float32): saved
-        f(a(2 * r))  # pow, reduced by mean
-        xn = a(2 * r)
-        a(r, p + "cast")  # .to(bf16): saved by the weight's mul
+    def norm(p: str, w: int = r) -> int:
+        a(2 * w, p + "x32")  # x.to(float32): saved
+        f(a(2 * w))  # pow, reduced by mean
+        xn = a(2 * w)
+        a(w, p + "cast")  # .to(bf16): saved by the weight's mul
         f(xn)
-        a(r, p + "out")  # weight * x: saved as the projections' input
+        return a(w, p + "out")  # weight * x: saved as the projections' input (q/k norms: rotary's)
 
     norm("n1_")
     qp = a(q)
     ops.append((0, 0, 0))  # q_proj's output exists, its matmul runs: the layer's first matmul
+    if shape.qk_norm:  # Qwen3: q_norm and k_norm per head on each projection's output (fp32 copy, cast saved)
+        qn = norm("qn_", q)
+        f(qp)
+        qp = qn
     kp = a(kv)
+    if shape.qk_norm:
+        kn = norm("kn_", kv)
+        f(kp)
+        kp = kn
     v = a(kv, "v")  # v: saved by SDPA
     rotated = []
-    for proj, n, name in ((qp, q, "q_rot"), (kp, kv, "k_rot")):  # rotary: x * cos + rotate_half(x) * sin
+    for n, name in ((q, "q_rot"), (kv, "k_rot")):  # rotary: q * cos + rotate_half(q) * sin
         t1 = a(n)
         half = a(n // 2)
         t2 = a(n)
         f(half)
-        rotated.append(a(n, name))  # the rotated tensor: saved by SDPA (eager: q only)
+        t3 = a(n)
         f(t1)
-        f(t2)
-        f(proj)
+        rotated.append(a(n, name))  # the rotated tensor: saved by SDPA (eager: q only)
+        f(t2, t3)
+    f(qp, kp)
     if sc:
         # transformers' eager_attention_forward: repeat_kv copies k and v to the query heads (saved),
         # q @ k^T, its scaled copy and the masked scores (bf16), softmax in fp32 (saved) and its bf16
@@ -286,18 +303,18 @@ def _layer_backward_ops(names: dict[str, int], shape: SequenceShape, *, start: i
     def grad(kind: int) -> None:
         ops.append((2, kind, 0))
 
-    def norm(p: str, g: int) -> int:
-        t1, t2 = a(r), a(r)
+    def norm(p: str, g: int, w: int = r) -> int:
+        t1, t2 = a(w), a(w)
         f(t1, g, names[p + "cast"])
-        u1 = a(2 * r)
+        u1 = a(2 * w)
         f(t2)
-        u2, u3 = a(2 * r), a(2 * r)
+        u2, u3 = a(2 * w), a(2 * w)
         f(u1, u2)
-        u4, u5, u6, u7 = a(2 * r), a(2 * r), a(2 * r), a(2 * r)
+        u4, u5, u6, u7 = a(2 * w), a(2 * w), a(2 * w), a(2 * w)
         f(u3, u4, u5, names[p + "x32"])
-        u8 = a(2 * r)
+        u8 = a(2 * w)
         f(u6, u7)
-        gx = a(r)
+        gx = a(w)
         f(u8)
         return gx
 
@@ -367,11 +384,15 @@ def _layer_backward_ops(names: dict[str, int], shape: SequenceShape, *, start: i
     gv = a(r)
     f(dv)
     grad(1)
+    if shape.qk_norm:  # each head norm's backward just before its projection's
+        dk = norm("kn_", dk, kv)
     gk = a(r)
     f(dk)
     s1 = a(r)
     f(gv, gk)
     grad(1)
+    if shape.qk_norm:
+        dq = norm("qn_", dq, q)
     gq = a(r)
     f(dq)
     s2 = a(r)
@@ -381,6 +402,255 @@ def _layer_backward_ops(names: dict[str, int], shape: SequenceShape, *, start: i
     g_out = a(r)
     f(gx, g_mid)
     return tuple(ops)
+
+
+def _final_norm_ops(r: int) -> tuple[tuple[tuple[int, int, int], ...], tuple[tuple[int, int, int], ...]]:
+    """The final RMSNorm (trained in full) as ``_layer_ops`` makes a layer's norms: forward from slot 0 (the
+    last layer's output, freed once copied) to slot 5, lm_head's saved input; slots 1 and 4 (the fp32 copy
+    and the bf16 cast) are saved. Backward from slot -1 (lm_head's input gradient): the bf16 products, the
+    fp32 chain, the input gradient (the last slot made), handed to the last layer."""
+    fw = ((1, 1, 2 * r), (1, 2, 2 * r), (-1, 2, 0), (1, 3, 2 * r), (1, 4, r), (-1, 3, 0), (-1, 0, 0), (1, 5, r))
+    o = _Ops(6)
+    a, f = o.a, o.f
+    t1, t2 = a(r), a(r)
+    f(t1, -1, 4)
+    u1 = a(2 * r)
+    f(t2)
+    u2, u3 = a(2 * r), a(2 * r)
+    f(u1, u2)
+    u4, u5, u6, u7 = a(2 * r), a(2 * r), a(2 * r), a(2 * r)
+    f(u3, u4, u5, 1)
+    u8 = a(2 * r)
+    f(u6, u7)
+    a(r)
+    f(u8)
+    return fw, tuple(o.ops)
+
+
+class _Ops:
+    """Slot bookkeeping for the op-by-op layer generators."""
+
+    def __init__(self, start: int = 1) -> None:
+        self.ops: list[tuple[int, int, int]] = []
+        self.nxt = start
+        self.names: dict[str, int] = {}
+
+    def a(self, n: int, name: str = "") -> int:
+        k = self.nxt
+        self.nxt += 1
+        self.ops.append((1, k, int(n)))
+        if name:
+            self.names[name] = k
+        return k
+
+    def f(self, *ks: int) -> None:
+        self.ops.extend((-1, k, 0) for k in ks)
+
+
+def _lora_layer_ops(total: float, shape: SequenceShape, *, grad: bool = True) -> _LayerOps | None:
+    """A dense decoder layer with PEFT LoRA (fp32 adapters, no dropout) on its seven projections, SDPA, op
+    by op as the trace records it. Each wrapped projection: the frozen base's output, the input cast to
+    fp32 (saved by ``lora_A``), ``lora_B``'s fp32 output, its scaled copy, the fp32 sum with the base output
+    and its cast back to bf16. The norms save their fp32 copy when their input needs a gradient (not in
+    the first layer, whose input comes from the frozen embedding); the frozen weights save nothing else.
+    ``grad=False``: the checkpointed forward (each tensor goes once read). None where ``total`` is not
+    what this layout saves (other targets, bf16 adapters, dropout, eager attention)."""
+    r, q, kv, m = shape.residual_bytes, shape.q_bytes, shape.kv_bytes, shape.mlp_bytes
+    if not (r > 0 and q > 0 and kv > 0 and m > 0) or shape.eager_score_bytes:
+        return None
+    F = 2 * r
+    dense = 6 * F + 2 * q + 2 * kv + 2 * q + 5 * m  # the casts, SDPA's four, the MLP's three and down's cast
+    if shape.qk_norm:
+        dense += 2 * q + 2 * kv
+    input_grad = True
+    extra = int(total) - dense - F
+    if extra < 0:
+        input_grad, extra = False, int(total) - dense
+    if grad and (extra < 0 or extra > 0.05 * dense):
+        return None
+    o = _Ops()
+    a, f = o.a, o.f
+
+    def norm(p: str, saves: bool, w: int = r) -> int:
+        x32 = a(2 * w, p + "x32" if saves and grad else "")
+        f(a(2 * w))  # pow
+        xn = a(2 * w)
+        if not (saves and grad):
+            f(x32)
+        c = a(w)
+        f(xn)
+        out = a(w)
+        f(c)
+        return out
+
+    def lora(x: int, i: int, n_out: int, name: str) -> int:
+        base = a(n_out)
+        cast = a(2 * i, name + "_cast" if grad else "")
+        b = a(2 * n_out)
+        if not grad:
+            f(cast)
+        sc = a(2 * n_out)
+        f(b)
+        sm = a(2 * n_out)
+        f(sc, base)
+        out = a(n_out)
+        f(sm)
+        return out
+
+    x = norm("n1_", input_grad)
+    qp = lora(x, r, q, "q")
+    o.ops.append((0, 0, 0))  # q_proj's base matmul: the layer's first
+    if shape.qk_norm:  # q_norm and k_norm on each projection's output: their fp32 copies saved
+        qn = norm("qn_", True, q)
+        f(qp)
+        qp = qn
+    kp = lora(x, r, kv, "k")
+    if shape.qk_norm:
+        kn = norm("kn_", True, kv)
+        f(kp)
+        kp = kn
+    v = lora(x, r, kv, "v")
+    o.names["v"] = v
+    f(x)
+    rot = []
+    for n, name in ((q, "q_rot"), (kv, "k_rot")):
+        t1, half, t2 = a(n), a(n // 2), a(n)
+        f(half)
+        t3 = a(n)
+        f(t1)
+        rot.append(a(n, name if grad else ""))
+        f(t2, t3)
+    f(qp, kp)
+    att = a(q, "attn_out" if grad else "")
+    if not grad:
+        f(*rot, v)
+    for j, n in enumerate(_chunks(extra, r) if grad else []):
+        a(n, f"extra{j}")
+    op = lora(att, q, r, "o")
+    if not grad:
+        f(att)
+    res = a(r)
+    f(op, 0)
+    x = norm("n2_", True)
+    g = lora(x, r, m, "gate")
+    o.names["gate"] = g
+    ag = a(m, "act")
+    if not grad:
+        f(g)
+    u = lora(x, r, m, "up")
+    o.names["up"] = u
+    f(x)
+    pr = a(m)
+    if not grad:
+        f(ag, u)
+    d = lora(pr, m, r, "down")
+    f(pr)
+    a(r)  # the layer's output
+    f(d, res)
+    if not grad:
+        return _LayerOps(tuple(o.ops), {}, ())
+    return _LayerOps(tuple(o.ops), o.names, _lora_backward_ops(o.names, shape, start=o.nxt, input_grad=input_grad))
+
+
+def _lora_backward_ops(names: dict[str, int], shape: SequenceShape, *, start: int,
+                       input_grad: bool) -> tuple[tuple[int, int, int], ...]:
+    """The backward of a ``_lora_layer_ops`` layer as the trace records it (same conventions as
+    ``_layer_backward_ops``; ``(2, 1, 0)`` marks each adapter's two gradients). Per wrapped projection,
+    given its output's gradient: ``lora_B``'s fp32 gradient, its bf16 copy and scaled copy, the adapters'
+    gradients, the fp32 input gradient through ``lora_A`` (the saved cast goes), its bf16 cast, the base's
+    input gradient and their sum."""
+    r, q, kv, m = shape.residual_bytes, shape.q_bytes, shape.kv_bytes, shape.mlp_bytes
+    F = 2 * r
+    o = _Ops(start)
+    a, f = o.a, o.f
+
+    def grads() -> None:
+        o.ops.extend([(2, 1, 0), (2, 1, 0)])
+
+    def lora(name: str, i: int, n_out: int, gy: int, *, free_gy: bool) -> int:
+        a1 = a(2 * n_out)
+        if free_gy:
+            f(gy)
+        a2 = a(n_out)
+        a3 = a(2 * n_out)
+        f(a1, a3)
+        grads()
+        dx32 = a(2 * i)
+        f(names[name + "_cast"])
+        dxb = a(i)
+        f(dx32)
+        dbase = a(i)
+        f(a2)
+        dsum = a(i)
+        f(dxb, dbase)
+        return dsum
+
+    def norm(p: str, g: int, saves: bool, w: int = r) -> int:
+        if not saves:  # the input needs no gradient: the chain stops here
+            f(g)
+            return 0
+        t2 = a(w)
+        f(g)
+        u1 = a(2 * w)
+        f(t2)
+        u2, u3 = a(2 * w), a(2 * w)
+        f(u1, u2)
+        u4, u5, u6, u7 = a(2 * w), a(2 * w), a(2 * w), a(2 * w)
+        f(u3, u4, u5, names[p + "x32"])
+        u8 = a(2 * w)
+        f(u6, u7)
+        gx = a(w)
+        f(u8)
+        return gx
+
+    dprod = lora("down", m, r, -1, free_gy=False)
+    d_act, d_up = a(m), a(m)
+    f(dprod, names["act"], names["up"])
+    du = lora("up", r, m, d_up, free_gy=True)
+    d_gate = a(m)
+    f(d_act, names["gate"])
+    dg = lora("gate", r, m, d_gate, free_gy=True)
+    s = a(r)
+    f(du, dg)
+    gx = norm("n2_", s, True)
+    g_mid = a(r)
+    f(gx, -1)
+    d_att = lora("o", q, r, g_mid, free_gy=False)
+    dq, dk, dv = a(q), a(kv), a(kv)
+    f(d_att, names["v"], names["attn_out"], names["k_rot"], names["q_rot"])
+    for j in range(len([k for k in names if k.startswith("extra")])):
+        f(names[f"extra{j}"])
+    for d, n in ((dk, kv), (dq, q)):  # rotary backward
+        b1, h = a(n), a(n // 2)
+        b2 = a(n)
+        f(h)
+        b3 = a(n)
+        f(b1)
+        b4 = a(n)
+        f(b2, b3)
+        b5 = a(n)
+        f(b4)
+        b6 = a(n)
+        f(b5, d)
+        if n == kv:
+            dk = b6
+        else:
+            dq = b6
+    xv = lora("v", r, kv, dv, free_gy=True)
+    if shape.qk_norm:  # each head norm's backward just before its projection's
+        dk = norm("kn_", dk, True, kv)
+    xk = lora("k", r, kv, dk, free_gy=True)
+    s1 = a(r)
+    f(xv, xk)
+    if shape.qk_norm:
+        dq = norm("qn_", dq, True, q)
+    xq = lora("q", r, q, dq, free_gy=True)
+    s2 = a(r)
+    f(s1, xq)
+    gx = norm("n1_", s2, input_grad)
+    g_out = a(r)
+    f(*([gx] if gx else []), g_mid)
+    return tuple(o.ops)
 
 
 def _layer_ops_no_grad(shape: SequenceShape) -> list[tuple[int, int, int]]:
@@ -401,20 +671,29 @@ def _layer_ops_no_grad(shape: SequenceShape) -> list[tuple[int, int, int]]:
     def f(*ks: int) -> None:
         ops.extend((-1, k, 0) for k in ks)
 
-    def norm() -> int:
-        x32 = a(2 * r)
-        f(a(2 * r))  # pow
-        xn = a(2 * r)
+    def norm(w: int = r) -> int:
+        x32 = a(2 * w)
+        f(a(2 * w))  # pow
+        xn = a(2 * w)
         f(x32)
-        c = a(r)
-        out = a(r)
+        c = a(w)
+        out = a(w)
         f(c, xn)
         return out
 
     x = norm()
     qp = a(q)
     ops.append((0, 0, 0))  # the layer's first matmul
-    kp, v = a(kv), a(kv)
+    if shape.qk_norm:
+        qn = norm(q)
+        f(qp)
+        qp = qn
+    kp = a(kv)
+    if shape.qk_norm:
+        kn = norm(kv)
+        f(kp)
+        kp = kn
+    v = a(kv)
     f(x)
     rot = []
     for n in (q, kv):
@@ -685,9 +964,12 @@ def step_sequence(t: StepTerms, shape: SequenceShape, *, workspace: tuple[int, .
         """A ``_layer_ops`` layer's backward (``_layer_backward_ops``): returns the gradient it hands down.
         Its weight gradients appear where the trace makes them: the MLP's three (the largest; down, up,
         gate), then the others last parameter first; the rest (norm weights) at the end."""
+        n_mlp = sum(1 for sign, kind, _ in ops.backward if sign == 2 and kind == 0)
         order = sorted(range(len(gs)), key=lambda j: -gs[j])
-        mlp_idx = sorted(order[:3], reverse=True) if len(gs) >= 3 else []
-        other = [gs[j] for j in reversed(range(len(gs))) if j not in mlp_idx]
+        mlp_idx = sorted(order[:n_mlp], reverse=True) if len(gs) >= n_mlp else []
+        # small ones (norm weights, the small pool's) last: they never reach the replay's large pool
+        other = [gs[j] for j in reversed(range(len(gs))) if j not in mlp_idx and gs[j] > SMALL_SIZE]
+        other += [gs[j] for j in reversed(range(len(gs))) if j not in mlp_idx and gs[j] <= SMALL_SIZE]
         mlp = [gs[j] for j in mlp_idx]
         bk = dict(keys)
         bk[-1] = (g_in, 0)
@@ -751,9 +1033,15 @@ def step_sequence(t: StepTerms, shape: SequenceShape, *, workspace: tuple[int, .
                 saved[i] = keep
             if t.attention_forward_transient and shape.eager_score_bytes:
                 e.frees(e.allocs(_chunks(t.attention_forward_transient, shape.eager_score_bytes)))
-        head = e.allocs(_chunks(act.head, fp32_res))
-        if stream is not None:
-            e.free(stream)  # the last layer's output: the final norm has made its own copies
+        if stream is not None and final_norm:
+            keys: dict = {}
+            run_ops(final_norm[0], stream, grad=True, keys=keys)
+            head = [keys[1], keys[4], keys[5]]  # the fp32 copy, the cast, lm_head's input
+            head_slots.append(keys)
+        else:
+            head = e.allocs(_chunks(act.head, fp32_res))
+            if stream is not None:
+                e.free(stream)  # the last layer's output: the final norm has made its own copies
         E = shape.logit_elements
         held: list = []
         if E and t.logits.retained:
@@ -799,10 +1087,25 @@ def step_sequence(t: StepTerms, shape: SequenceShape, *, workspace: tuple[int, .
         if first_matmul_bw:  # lm_head's backward is the first matmul of backward (autograd's thread)
             e.mark()
             first_matmul_bw.clear()
-        if gb is not None:
-            e.free(gb)
-        e.frees(head)
-        g_stream = e.alloc(r) if layer_ops else None  # the final norm's input gradient
+        if head_slots:  # lm_head's input gradient, then the final norm's backward
+            keys = head_slots.pop()
+            dx = e.alloc(r)
+            if gb is not None:
+                e.free(gb)
+            e.free(keys[5][0])
+            bk = {**keys, -1: (dx, r)}
+            g_stream = dx
+            for sign, slot, n in final_norm[1]:
+                if sign > 0:
+                    bk[slot] = (e.alloc(n), n)
+                    g_stream = bk[slot][0]
+                else:
+                    e.free(bk[slot][0])
+        else:
+            if gb is not None:
+                e.free(gb)
+            e.frees(head)
+            g_stream = e.alloc(r) if layer_ops else None  # the final norm's input gradient
         for i in reversed(idx):
             ops = layer_ops[i] if layer_ops else None
             if ops is not None and g_stream is not None:
@@ -854,12 +1157,24 @@ def step_sequence(t: StepTerms, shape: SequenceShape, *, workspace: tuple[int, .
         return grads
 
     full_layers = bool(layer_w) and all(g >= 0.5 * layer_w for g in t.grads_per_layer)
-    layer_ops = [_layer_ops(act.per_layer[i], shape, full=full_layers) for i in idx]
+    lora_layers = not full_layers and t.adapter_weights > 0 and not t.grads_head and not t.grads_embedding
+    if lora_layers:
+        layer_ops = [_lora_layer_ops(act.per_layer[i], shape) for i in idx]
+    else:
+        layer_ops = [_layer_ops(act.per_layer[i], shape, full=full_layers) for i in idx]
     if any(o is None for o in layer_ops):
         layer_ops = []
-    no_grad_ops = _layer_ops_no_grad(shape) if layer_ops else []
+    if not layer_ops:
+        no_grad_ops = []
+    elif lora_layers:
+        no_grad_ops = _lora_layer_ops(0, shape, grad=False).forward  # type: ignore[union-attr]
+    else:
+        no_grad_ops = _layer_ops_no_grad(shape)
     slot_keys: dict[int, dict] = {}
     new_grads_ref: list = [None]
+    head_slots: list[dict] = []
+    # the final norm op by op where the head saves its fp32 copy, its cast and lm_head's input (and rsqrt)
+    final_norm = _final_norm_ops(r) if layer_ops and full_layers and 4 * r <= act.head < 4 * r + SMALL_SIZE else ()
     micro = 2 if t.grad_accumulation else 1
     first_matmul, first_matmul_bw = [True], [True]
     kept_out: list[int] = []

@@ -175,7 +175,7 @@ def _sequence_shape(spec: ModelSpec, b: int, s: int, attention, chunked: bool, f
         layer_params=tuple(layer), embedding_params=spec.vocab_size * h, head_params=tuple(head),
         residual_bytes=tokens * h * 2, mlp_bytes=tokens * (spec.intermediate_size or 0) * 2, logit_elements=tokens * v if (full_logits and not chunked) else 0,
         input_bytes=2 * tokens * 8, optimizer_per_tensor=per_tensor_step, eager_score_bytes=b * spec.num_attention_heads * s * s * 2 if eager else 0,
-        q_bytes=tokens * (spec.q_dim or 0) * 2, kv_bytes=tokens * (spec.kv_dim or 0) * 2,
+        q_bytes=tokens * (spec.q_dim or 0) * 2, kv_bytes=tokens * (spec.kv_dim or 0) * 2, qk_norm=bool(spec.qk_norm),
     )
 
 

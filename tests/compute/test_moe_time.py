@@ -92,7 +92,7 @@ def test_token_count_exchange_is_a_latency_bound_all_gather_over_the_ep_group():
 
 
 def test_moe_layer_work_with_and_without_expert_parallel():
-    kw = dict(tokens=4096.0, hidden=2048, experts=128, top_k=8)
+    kw = {"tokens": 4096.0, "hidden": 2048, "experts": 128, "top_k": 8}
     alone = mt.moe_layer_work(local_experts=128, ep=1, **kw)
     ep8 = mt.moe_layer_work(local_experts=16, ep=8, **kw)
     sort = mt.chunk_sort_bytes(rows=4096 * 8, hidden=2048, local_experts=16, ep=8)
@@ -147,8 +147,8 @@ def test_dense_model_ignores_the_expert_arguments():
 
 
 def test_training_step_passes_expert_parallel_to_the_inventory():
-    kw = dict(rates=H100, micro_batch_size=1, seq_len=4096, trained_params=1e9, trained_tensors=100,
-              gathered_weight_bytes=2e9)
+    kw = {"rates": H100, "micro_batch_size": 1, "seq_len": 4096, "trained_params": 1e9, "trained_tensors": 100,
+          "gathered_weight_bytes": 2e9}
     mp = ModelParallel(ep=8, ep_bus_bytes_per_s=1e11)
     with_ep = train_step_time(_shard(8), model_parallel=mp, **kw)
     fwd = next(p for p in with_ep.phases if p.name == "forward")
@@ -171,3 +171,19 @@ def test_expert_parallel_comm_adds_one_count_exchange_per_forward_pass():
     one = mt.count_exchange_seconds(ep=8, experts=128, latency_s=30e-6, bus_bytes_per_s=1e11)
     assert ep_s(128, False) - ep_s(0, False) == pytest.approx(48 * one)
     assert ep_s(128, True) - ep_s(0, True) == pytest.approx(2 * 48 * one)
+
+
+def test_without_grouped_gemm_each_local_expert_launches_its_own_gemms():
+    grouped = step_inventory(_shard(8), micro_batch_size=1, seq_len=4096, expert_parallel=8)
+    looped = step_inventory(_shard(8), micro_batch_size=1, seq_len=4096, expert_parallel=8, grouped_gemm=False)
+    layers = MOE.num_layers
+    assert looped.layers_forward.kernels - grouped.layers_forward.kernels == pytest.approx(
+        layers * (mt.expert_gemm_kernels(local_experts=16, grouped_gemm=False) - mt.expert_gemm_kernels(local_experts=16)))
+    # the same FLOPs, but each expert's GEMM fills its own waves: never faster
+    assert looped.forward.gemm_flops == pytest.approx(grouped.forward.gemm_flops)
+    from trainfit.compute.training import pass_seconds
+
+    g = pass_seconds(grouped.layers_forward, rates=H100, seq_len=4096, backward=False)
+    s = pass_seconds(looped.layers_forward, rates=H100, seq_len=4096, backward=False)
+    assert s.gemm_s >= g.gemm_s
+    assert s.host_s > g.host_s

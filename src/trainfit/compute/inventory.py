@@ -203,6 +203,7 @@ def step_inventory(
     eager_attention: bool = False, causal_skip: bool = True, train_embedding: bool = True,
     attention_context: int | None = None, sequence_shards: int = 1, fp8: bool = False,
     fp8_weight_casts: float = 1.0, expert_parallel: int = 1, expert_token_shards: float = 1.0,
+    grouped_gemm: bool = True,
 ) -> StepInventory:
     """The op inventory of one micro-step of ``micro_batch_size × seq_len`` tokens on one GPU.
 
@@ -214,7 +215,9 @@ def step_inventory(
     (Megatron passes ``is_first_microbatch`` to TE's linears: "allows caching of the FP8 versions of the
     weights", transformer_engine/pytorch/module/linear.py ``forward``); ``expert_parallel``: the EP size (``spec`` holds
     the rank's ``E / ep`` experts; the router scores all ``E``); ``expert_token_shards``: the tokens a routed layer
-    sees are ``1 / expert_token_shards`` of the rank's (sequence-parallel shard: ``moe_time.expert_token_shards``).
+    sees are ``1 / expert_token_shards`` of the rank's (sequence-parallel shard: ``moe_time.expert_token_shards``);
+    ``grouped_gemm``: the routed experts run as one grouped GEMM per projection (transformers v5 ``grouped_mm``,
+    Megatron-Core ``TEGroupedMLP``), else one GEMM per local expert (Megatron-Core ``SequentialMLP``).
     """
     t = float(micro_batch_size * seq_len)
     h = spec.hidden_size
@@ -241,12 +244,16 @@ def step_inventory(
         if g.is_fused_experts:
             top_k = spec.moe.experts_per_token
             rows = t / expert_token_shards * top_k / g.experts
-            fwd.append(Gemm(g.name, rows, g.out_features, g.in_features, g.count, g.experts))
-            bwd.append(Gemm(g.name + ".dX", rows, g.in_features, g.out_features, g.count, g.experts))
+            # grouped: one GEMM of g.experts problems sharing the waves; else one GEMM per expert (moe_time.py)
+            n, e = (g.count, g.experts) if grouped_gemm else (g.count * g.experts, 1)
+            fwd.append(Gemm(g.name, rows, g.out_features, g.in_features, n, e))
+            bwd.append(Gemm(g.name + ".dX", rows, g.in_features, g.out_features, n, e))
             if not frozen:
-                bwd.append(Gemm(g.name + ".dW", g.in_features, g.out_features, rows, g.count, g.experts))
-            fwd_k += g.count
-            bwd_k += g.count * (1 if frozen else 2)
+                bwd.append(Gemm(g.name + ".dW", g.in_features, g.out_features, rows, n, e))
+            per = moe_time.EXPERT_PROJECTIONS  # the launches of this projection: half the expert MLP's
+            fwd_k += g.count * moe_time.expert_gemm_kernels(local_experts=g.experts, grouped_gemm=grouped_gemm) / per
+            bwd_k += g.count * moe_time.expert_gemm_kernels(local_experts=g.experts, grouped_gemm=grouped_gemm,
+                                                            backward=True, trained=not frozen) / per
             if lora:
                 r = adapter.rank * g.lora_rank_multiplier
                 w = g.experts * g.in_features * g.out_features

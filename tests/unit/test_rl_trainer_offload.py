@@ -12,8 +12,9 @@ from trainfit.compute.rates import default_rates
 from trainfit.memory.weights import total_params
 from trainfit.methods.rl import trainer_offload_of
 from trainfit.plan import make_plan
-from trainfit.plan.rl_time import STATE_OFFLOAD_OPTIMIZER_BYTES, trainer_state_offload_phase
+from trainfit.plan.rl_time import STATE_OFFLOAD_OPTIMIZER_BYTES, fsdp_offload_bytes, trainer_state_offload_phase
 from trainfit.spec.card import load_card_dict
+from trainfit.plan.terms import trained_dtype_bytes
 from trainfit.spec.enums import Offload
 
 MODEL = "Qwen/Qwen2.5-7B"
@@ -67,7 +68,10 @@ def test_timing_includes_the_pcie_transfer(plans):
     card = load_card_dict(_card("optimizer"))
     spec = resolve_model(MODEL)
     r = default_rates(resolve_gpu("h100-sxm"))
-    one_way = STATE_OFFLOAD_OPTIMIZER_BYTES * total_params(spec) / 8  # 8 data-parallel ranks
+    # FSDP (verl fsdp_utils offload_fsdp_optimizer): Adam's two moments of each rank's shard, in the card's
+    # state dtype (this card: pure bf16, no master copy)
+    state_bytes = trained_dtype_bytes(card)[3]
+    one_way = 2 * state_bytes * total_params(spec) / 8  # 8 data-parallel ranks
     rate = min(r.pcie_bytes_per_s, r.host_memory_bytes_per_s / 8)
     assert moved.bound == "offload"
     assert moved.terms["to_host"] == pytest.approx(one_way / rate, rel=1e-6)
@@ -92,3 +96,28 @@ def test_bad_value_names_the_field():
 
     with pytest.raises(CardError, match="trainer_offload"):
         load_card_dict(_card("gpu"))
+
+
+def test_fsdp_moves_its_local_shard_megatron_its_model_parallel_rank():
+    """verl's FSDP worker moves each rank's fp32 flat-parameter shard and its Adam moments, no gradients
+    (verl fsdp_utils ``offload_fsdp_model_to_cpu`` / ``offload_fsdp_optimizer``); Megatron moves the rank's
+    bf16 weights, its bf16 gradient buffer and the distributed optimizer's 12 B per parameter."""
+    spec = resolve_model(MODEL)
+    n = total_params(spec)
+    fsdp = load_card_dict(_card("params_and_optimizer") | {"precision": {"master_weights": "fp32"}})
+    weights, optimizer, grads = fsdp_offload_bytes(fsdp, spec, shard_ranks=8)
+    assert (weights, optimizer, grads) == pytest.approx((4 * n / 8, 8 * n / 8, 0.0))  # fp32 shard, fp32 moments
+    pure = load_card_dict(_card("params_and_optimizer"))
+    assert fsdp_offload_bytes(pure, spec, shard_ranks=8) == pytest.approx((2 * n / 8, 4 * n / 8, 0.0))
+    r = default_rates(resolve_gpu("h100-sxm"))
+    rate = min(r.pcie_bytes_per_s, r.host_memory_bytes_per_s / 8)
+    moved = trainer_state_offload_phase(fsdp, spec, r, train_gpus=8)
+    # the update and the sync each take the weights in and out (no preset, one iteration: no old-policy pass)
+    assert moved.seconds == pytest.approx(2 * (optimizer + 2 * weights) / rate, rel=1e-6)
+    verl = load_card_dict(_card("params_and_optimizer") | {"precision": {"master_weights": "fp32"}, "preset": "verl"})
+    assert trainer_state_offload_phase(verl, spec, r, train_gpus=8).seconds == pytest.approx(
+        2 * (optimizer + 3 * weights) / rate, rel=1e-6)  # verl always recomputes the old log-probs
+    megatron = load_card_dict(_card("params_and_optimizer") | {"parallel": {"strategy": "zero1"},
+                                                               "precision": {"master_weights": "fp32"}})
+    assert trainer_state_offload_phase(megatron, spec, r, train_gpus=8).seconds > moved.seconds
+    assert STATE_OFFLOAD_OPTIMIZER_BYTES * n / 8 > optimizer

@@ -68,7 +68,14 @@ from trainfit.compute.training import Parallel, PhaseTime, forward_only_time, mo
 from trainfit.memory import attention as attn
 from trainfit.memory.sharding import Sharding
 from trainfit.memory.weights import count_scale, total_params, weight_bytes
-from trainfit.methods.roles import group_sizes, kl_coef, reference_placement, reward_model, rollout_nodes, train_nodes
+from trainfit.methods.roles import (
+    group_sizes,
+    kl_coef,
+    reference_placement,
+    reward_model,
+    rollout_nodes,
+    train_nodes,
+)
 from trainfit.plan.time import (
     COMPILE_KERNEL_FACTOR,
     COMPILE_MEMORY_FACTOR,
@@ -81,9 +88,10 @@ from trainfit.plan.time import (
     training_time,
 )
 from trainfit.spec.card import RunCard
-from trainfit.spec.enums import AsyncMode, ComputeDtype, Dtype, Method, RefPlacement
+from trainfit.spec.enums import AsyncMode, ComputeDtype, Dtype, Method, RefPlacement, Strategy
 from trainfit.spec.model import ModelSpec
 from trainfit.spec.training import TrainableSpec
+from trainfit.units import BYTES_PER_DTYPE
 
 PACKING_PRESETS = ("verl", "openrlhf", "nemo-rl")
 OLD_LOGPROB_PRESETS = ("verl", "openrlhf", "nemo-rl")
@@ -342,6 +350,37 @@ STATE_OFFLOAD_OPTIMIZER_BYTES = 12
 (``use_distributed_optimizer: true``)."""
 
 
+FSDP_STRATEGIES = (Strategy.FSDP, Strategy.FSDP_GRAD_OP, Strategy.HSDP)
+
+
+def fsdp_offload_bytes(card: RunCard, spec: ModelSpec, *, shard_ranks: int) -> tuple[float, float, float]:
+    """(weights, optimizer state, gradients) one FSDP rank moves to the host and back per offload round trip.
+
+    verl's FSDP worker (volcengine/verl @2c8b2b99 verl/utils/fsdp_utils.py ``offload_fsdp_model_to_cpu``,
+    ``offload_fsdp2_model_to_cpu``, ``offload_fsdp_optimizer``) moves each rank's *local shard* of the flat
+    parameters, in the dtype the actor was built in (fsdp_workers.py l.178-180: fp32 for the actor unless
+    ``model_dtype`` says otherwise: the card's master copy), and the optimizer's state tensors of that
+    shard; gradients are not moved (``zero_grad`` has freed them). Not Megatron's layout (full bf16 weights
+    of a model-parallel rank, a bf16 gradient buffer, the distributed optimizer's fp32 main copy)."""
+    from trainfit.memory.lora import lora_trainable_params
+    from trainfit.plan.resolve import trainable_spec
+    from trainfit.plan.terms import trained_dtype_bytes
+
+    train_bytes, _, use_master, state_bytes = trained_dtype_bytes(card)
+    n = float(total_params(spec))
+    lora = trainable_spec(card).lora
+    if lora is None:
+        weights = (4.0 if use_master else train_bytes) * n
+        trained = n
+    else:  # the frozen base in the weights' dtype, the adapter in its own
+        weights = BYTES_PER_DTYPE[card.weights_dtype.value] * n
+        trained = lora_trainable_params(spec, lora) * count_scale(spec)
+        weights += train_bytes * trained
+    moments = {"adamw": 2, "paged_adamw": 2, "adafactor": 1, "sgd": 1}.get(card.precision.optimizer.value, 2)
+    optimizer = moments * state_bytes * trained
+    return weights / shard_ranks, optimizer / shard_ranks, 0.0
+
+
 def trainer_state_offload_phase(card: RunCard, spec: ModelSpec, r: DeviceRates, *, train_gpus: int) -> PhaseTime | None:
     """The trainer's per-step state moves to host memory and back, per training GPU.
 
@@ -360,6 +399,8 @@ def trainer_state_offload_phase(card: RunCard, spec: ModelSpec, r: DeviceRates, 
     for each pass that needs them, the old-policy log-probs (``compute_log_prob`` lines 866-867, 902-903), the
     update (lines 744-745, 775-776) and the weight sync (``rollout_mode`` lines 681-682, 731-732), and the
     gradient buffer one with the update (``load_megatron_model_to_gpu`` loads grads unless ``load_grad=False``).
+
+    FSDP trainers (verl's FSDP worker) move each rank's local shard instead (``fsdp_offload_bytes``).
 
     Each tensor is copied with ``.to(device)`` into pageable host memory, every GPU of a node at once:
     the rate per GPU is the smaller of its host link and the node's host-memory bandwidth shared by
@@ -385,10 +426,12 @@ def trainer_state_offload_phase(card: RunCard, spec: ModelSpec, r: DeviceRates, 
         if mode is not Offload.NONE:
             one_way += weights + optimizer
     else:
+        old_lp = card.method is Method.PPO or card.rollout.num_iterations > 1 or card.preset in OLD_LOGPROB_PRESETS
+        if p.strategy in FSDP_STRATEGIES:
+            weights, optimizer, grads = fsdp_offload_bytes(card, spec, shard_ranks=dp)
         one_way = optimizer
         if mode is Offload.PARAMS_AND_OPTIMIZER:
             # the update and the sync, and the old-policy log-probs where the step has that pass
-            old_lp = card.method is Method.PPO or card.rollout.num_iterations > 1 or card.preset in OLD_LOGPROB_PRESETS
             one_way += grads + weights * (3 if old_lp else 2)
     per_node = train_nodes(card)[1]
     rate = min(r.pcie_bytes_per_s, r.host_memory_bytes_per_s / per_node)

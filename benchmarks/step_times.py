@@ -508,6 +508,8 @@ def rollout_section(e: dict[str, Any], model: Any, nodes: int) -> tuple[dict[str
         out["sleep_level"] = int(ro["sleep_level"])
     if ro.get("cuda_graphs") is not None:
         out["cuda_graphs"] = bool(ro["cuda_graphs"])
+    if ro.get("engine_multiprocess") is not None:  # the run's own engine mode over the preset's (NeMo RL AsyncLLM)
+        out["engine_multiprocess"] = bool(ro["engine_multiprocess"])
     if ro.get("async") == "one_step_off":
         out["async_mode"] = "one_step_off"
     elif ro.get("async") == "fully_async":

@@ -63,6 +63,7 @@ from math import ceil
 
 from trainfit.catalog.gpus import GpuSpec
 from trainfit.compute.model_parallel import pipeline_bubble_micro_steps
+from trainfit.compute.moe_time import expert_token_shards
 from trainfit.compute.rates import DeviceRates
 from trainfit.compute.training import Parallel, PhaseTime, forward_only_time, model_parallel_comm_of
 from trainfit.memory import attention as attn
@@ -188,6 +189,9 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
             count_scale=count_scale(pspec), memory_factor=COMPILE_MEMORY_FACTOR if compile_ else 1.0,
             kernel_factor=COMPILE_KERNEL_FACTOR if compile_ else 1.0,
             attention_context=seq_len if cp > 1 else None,
+            # the same expert-parallel routing and dispatch work as the training pass (compute.moe_time)
+            expert_parallel=mp.ep, expert_token_shards=expert_token_shards(
+                tp=mp.tp, etp=mp.etp, ep=mp.ep, sequence_parallel=mp.sequence_parallel),
         )
         comm = 0.0
         if mp.active:

@@ -276,11 +276,13 @@ POINTS: dict[int, dict[str, Any]] = {
             "hardware": {"gpu": "rtx4090", "gpus_per_node": 1},
             "parallel": {"strategy": "single", "gradient_checkpointing": True, "compile": True},
             "batch": {"micro_batch_size": 4, "seq_len": 2048},
+            "software": {"torchao": "0.1"},
         },
         "metric": "reserved", "unit": "GB",
         "notes": "QLoRA r8 all attn + MLP, 1x4090, AC, torch.compile (recorded, not modelled). Metric: "
                  "reference says 'likely reserved' -> reserved. Full (non-chunked) CE at that commit. "
-                 "AdamW without fused (assumed) -> foreach. " + _TT_LORA_NOTE + ". " + _TT_LORA_DROPOUT_NOTE,
+                 "AdamW without fused (assumed) -> foreach. torchtune @0217d44c2 pins torchao==0.1 "
+                 "(pyproject.toml): its NF4 load reserve is planned (below this step's peak). " + _TT_LORA_NOTE + ". " + _TT_LORA_DROPOUT_NOTE,
     },
     10: {
         "card": {
@@ -384,11 +386,15 @@ POINTS: dict[int, dict[str, Any]] = {
             "hardware": {"gpu": "rtx4090", "gpus_per_node": 1},
             "parallel": {"strategy": "single", "gradient_checkpointing": True},
             "batch": {"micro_batch_size": 2, "seq_len": 512},
+            "software": {"torchao": "0.1"},
         },
         "metric": "reserved", "unit": "GB", "approx_seq": True,
         "notes": "Alpaca unpacked, max_seq_len 512 -> seq 512 (the longest padded batch sets a run-wide "
                  "max_memory_reserved; an upper bound for typical steps). GPU 'RTX 4090 / A100' -> rtx4090 "
-                 "(the README row). Metric: max_memory_reserved -> reserved. " + _TT_LORA_NOTE + ". " + _TT_LORA_DROPOUT_NOTE,
+                 "(the README row). Metric: max_memory_reserved -> reserved. torchtune @fef3ed10d pins "
+                 "torchao==0.1 (pyproject.toml): its NF4 quantization's load-time reserved is planned "
+                 "(memory/nf4_load.py; the source's 'model-init reserved 9.13 GB' is that). "
+                 + _TT_LORA_NOTE + ". " + _TT_LORA_DROPOUT_NOTE,
     },
     17: {
         "card": _tt_tutorial_lora_card(rank=8, alpha=16, targets=["q_proj", "v_proj"]),

@@ -47,6 +47,9 @@ def make_plan(card: RunCard, *, calibration=None) -> Plan:
         sharding, groups, host, notes, rollout, ranks = walk_rl(card, spec, gpu)
     else:
         sharding, groups, host, notes, rollout, ranks = walk_sft_like(card, spec, gpu)
+        from trainfit.plan.terms import torchao_nf4_load
+
+        groups, notes = torchao_nf4_load(card, spec, groups, notes)
     worst = max(groups, key=lambda g: max(p.device for p in g.phases))
     phases = worst.phases
     spill = max((p.components.get("paged_optimizer_states", 0.0) - p.paged_resident for p in phases), default=0.0)

@@ -83,6 +83,35 @@ def variant_trained(card: RunCard, spec: ModelSpec) -> tuple[float, float] | Non
     return params * count_scale(spec), tensors
 
 
+def torchao_nf4_load(card: RunCard, spec: ModelSpec, groups, notes):  # noqa: ANN001, ANN201
+    """QLoRA with a ``software.torchao`` pin before 0.2 (torchtune's NF4 path): the load phase holds what
+    torchao 0.1's quantization leaves reserved (``trainfit.memory.nf4_load``); one GPU only."""
+    from dataclasses import replace as _replace
+
+    from trainfit.memory import nf4_load
+    from trainfit.spec.enums import Phase
+
+    pin = (card.software.model_extra or {}).get("torchao")
+    if card.scope is not Scope.QLORA or card.world_size > 1 or not nf4_load.spikes(str(pin) if pin else None):
+        return groups, notes
+    peak_alloc, reserved = nf4_load.load_reserved_bytes(spec, trainable_spec(card).lora)
+    out = []
+    for g in groups:
+        phases = []
+        for p in g.phases:
+            if p.phase is Phase.LOAD and reserved > p.reserved:
+                temps = max(0.0, peak_alloc - p.allocated)
+                p = _replace(p, components={**p.components, "nf4_quantize_temporaries": temps},
+                             allocated=p.allocated + temps, reserved=float(reserved),
+                             device=p.device + reserved - p.reserved, at="weights loaded (torchao 0.1 NF4)")
+            phases.append(p)
+        out.append(_replace(g, phases=tuple(phases)))
+    note = (f"torchao {pin} NF4 (before pytorch/ao@6081796bc, 0.2): each to_nf4 holds two numel x 16 bf16"
+            f" nearest-code tensors; building and loading the model peaks at {peak_alloc / GIB:.2f} GiB allocated"
+            f" and leaves {reserved / GIB:.2f} GiB reserved (replayed, memory/nf4_load.py)")
+    return tuple(out) if isinstance(groups, tuple) else out, [*notes, note]
+
+
 @lru_cache(maxsize=4096)
 def lora_tensors(spec: ModelSpec, lora: LoraSpec) -> list[TensorGroup]:
     """The adapter's tensors: an A (rank x in) and a B (out x rank) per targeted weight and expert."""

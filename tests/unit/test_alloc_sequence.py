@@ -309,3 +309,39 @@ def test_checkpointed_forward_keeps_nothing_but_the_output():
         peak = max(peak, sum(live.values()))
     assert list(live.values()) == [sh.residual_bytes]
     assert peak <= 3 * sh.mlp_bytes + 4 * sh.residual_bytes
+
+
+def test_lora_layer_ops_save_what_the_activation_term_counts():
+    """``_lora_layer_ops`` (PEFT LoRA, fp32 adapters on the seven projections, SDPA; Qwen3's q/k norms):
+    what a layer leaves alive besides its output is its saved bytes up to the small remainder (rsqrt,
+    logsumexp, the rank-r ``lora_A`` outputs); the first layer, whose input comes from the frozen
+    embedding, saves no fp32 copy in its first norm; the backward frees every saved tensor once and hands
+    one residual-stream gradient down."""
+    card = _card(scope="lora", batch={"micro_batch_size": 2, "seq_len": 4096})
+    with alloc_sequence.recording() as made:
+        make_plan(card)
+    r = made[-1]
+    sh = r.shape
+    assert sh.qk_norm
+    for i in (0, 1):
+        per_layer = r.terms.activations.per_layer[i]
+        layer = alloc_sequence._lora_layer_ops(per_layer, sh)
+        assert layer is not None
+        live: dict[int, int] = {}
+        for sign, slot, n in layer.forward:
+            if sign > 0:
+                live[slot] = n
+            elif sign < 0:
+                live.pop(slot, None)
+        assert live.pop(max(live)) == sh.residual_bytes
+        assert 0 <= per_layer - sum(live.values()) < 2 * MiB
+        assert ("n1_x32" in layer.names) == (i > 0)
+        live[-1] = sh.residual_bytes
+        made_slots = []
+        for sign, slot, n in layer.backward:
+            if sign == 1:
+                live[slot] = n
+                made_slots.append(slot)
+            elif sign == -1:
+                del live[slot]
+        assert list(live) == [made_slots[-1]] and live[made_slots[-1]] == sh.residual_bytes

@@ -199,7 +199,7 @@ def _read_config(cfg: Path) -> dict[str, Any]:
 def trace(
     card: Annotated[Optional[Path], typer.Argument(help="Run card. Default: the embedded default card.")] = None,
     model: Annotated[Optional[str], typer.Option(help="Catalog id or local path.")] = None,
-    scope: Annotated[Optional[str], typer.Option(help="full | lora | qlora")] = None,
+    scope: Annotated[Optional[str], typer.Option(help="full | lora | qlora | dora | ia3 | prompt_tuning")] = None,
     gpus: Annotated[Optional[int], typer.Option(help="GPUs per node (FSDP ranks).")] = None,
     strategy: Annotated[Optional[str], typer.Option(help="single | fsdp")] = None,
     mbs: Annotated[Optional[int], typer.Option(help="Micro-batch size.")] = None,

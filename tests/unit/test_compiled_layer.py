@@ -25,34 +25,61 @@ def test_compiled_llama_layer_drops_norm_fp32_copies_and_silu_output():
                                                                          eager.checkpointed_per_layer)
 
 
+def test_compiled_lora_layer_drops_norm_copies_silu_output_and_duplicate_casts():
+    s = resolve_model("meta-llama/Llama-3.2-3B")
+    T, h, I = 2 * 4096, s.hidden_size, s.intermediate_size
+    for adapter_bytes, merged_casts in ((2, 0), (4, 4 * h)):  # fp32: q and v's identical fp32 casts of x merge
+        lora = TrainableSpec(scope=Scope.LORA,
+                             lora=LoraSpec(rank=8, targets=("q_proj", "v_proj"), adapter_dtype_bytes=adapter_bytes))
+        kw = dict(micro_batch_size=2, seq_len=4096, attention=Attention.SDPA, trainable=lora)
+        eager, comp = activation_bytes(s, **kw), activation_bytes(s, compiled=True, **kw)
+        assert all(e - c == T * (4 * h + 2 * I + merged_casts) for e, c in zip(eager.per_layer[1:], comp.per_layer[1:]))
+
+
 def test_unmeasured_layouts_keep_eager():
     kw = dict(micro_batch_size=1, seq_len=1024, attention=Attention.SDPA)
     qwen3 = resolve_model("Qwen/Qwen3-8B")  # qk-norm: not measured
     assert not compiled_rules_apply(qwen3, trainable=FULL, attention=Attention.SDPA)
     assert activation_bytes(qwen3, compiled=True, trainable=FULL, **kw) == activation_bytes(qwen3, trainable=FULL, **kw)
     llama = resolve_model("meta-llama/Llama-3.2-3B")
-    lora = TrainableSpec(scope=Scope.LORA, lora=LoraSpec(rank=8, targets=("q_proj", "v_proj")))
-    assert not compiled_rules_apply(llama, trainable=lora, attention=Attention.SDPA)
-    assert activation_bytes(llama, compiled=True, trainable=lora, **kw) == activation_bytes(llama, trainable=lora, **kw)
+    dropout = TrainableSpec(scope=Scope.LORA, lora=LoraSpec(rank=8, targets=("q_proj", "v_proj"), dropout=0.05))
+    assert not compiled_rules_apply(llama, trainable=dropout, attention=Attention.SDPA)
+    assert (activation_bytes(llama, compiled=True, trainable=dropout, **kw)
+            == activation_bytes(llama, trainable=dropout, **kw))
+    qlora = TrainableSpec(scope=Scope.QLORA, lora=LoraSpec(rank=8, targets=("q_proj", "v_proj")))
+    assert not compiled_rules_apply(llama, trainable=qlora, attention=Attention.SDPA)
     assert not compiled_rules_apply(llama, trainable=FULL, attention=Attention.EAGER)
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize(("h", "inter"), [(512, 1408), (768, 2048)])
-def test_compiled_layer_matches_inductor(h, inter):
-    """An inductor-compiled (CPU) transformers LlamaDecoderLayer saves what the compiled rules say, to the byte."""
+def _tiny(h: int, inter: int) -> dict:
+    return dict(model_type="llama", hidden_size=h, num_attention_heads=8, num_key_value_heads=2, head_dim=64,
+                intermediate_size=inter, num_hidden_layers=2, vocab_size=1000)
+
+
+def _measured(hf: dict, *, lora_targets: tuple[str, ...] = (), adapter_fp32: bool = False) -> tuple[int, int]:
+    """Saved bytes (parameters excluded, storages once) of one transformers LlamaDecoderLayer whose input needs
+    a gradient, eager and inductor-compiled (CPU), bf16, SDPA, b=2, s=256; PEFT LoRA r8 when targets are given."""
     torch = pytest.importorskip("torch")
     from transformers import LlamaConfig
     from transformers.models.llama.modeling_llama import LlamaDecoderLayer, LlamaRotaryEmbedding
 
-    heads, kv, d, b, s = 8, 2, 64, 2, 256
-    hf = dict(model_type="llama", hidden_size=h, num_attention_heads=heads, num_key_value_heads=kv, head_dim=d,
-              intermediate_size=inter, num_hidden_layers=1, vocab_size=1000)
+    b, s = 2, 256
     cfg = LlamaConfig(**{k: v for k, v in hf.items() if k != "model_type"})
     cfg._attn_implementation = "sdpa"
     torch.manual_seed(0)
     layer = LlamaDecoderLayer(cfg, 0).to(torch.bfloat16)
-    x0 = torch.randn(b, s, h, dtype=torch.bfloat16)
+    if lora_targets:
+        from peft import LoraConfig, inject_adapter_in_model
+
+        layer = inject_adapter_in_model(LoraConfig(r=8, lora_alpha=16, target_modules=list(lora_targets)), layer)
+        for name, p in layer.named_parameters():
+            p.requires_grad_("lora_" in name)
+        layer = layer.to(torch.bfloat16)
+        if adapter_fp32:  # PEFT's autocast_adapter_dtype: fp32 adapters on a bf16 base
+            for name, m in layer.named_modules():
+                if name.endswith(("lora_A", "lora_B")):
+                    m.float()
+    x0 = torch.randn(b, s, hf["hidden_size"], dtype=torch.bfloat16)
     cos, sin = LlamaRotaryEmbedding(cfg)(x0, torch.arange(s)[None])
     params = {p.untyped_storage().data_ptr() for p in layer.parameters()}
 
@@ -71,8 +98,30 @@ def test_compiled_layer_matches_inductor(h, inter):
         (out[0] if isinstance(out, tuple) else out).float().sum().backward()
         return sum(seen.values())
 
+    cos_sin = 2 * 2 * s * hf["head_dim"]  # bf16 cos and sin: the plan counts them once, with the embedding
+    return saved(layer) - cos_sin, saved(torch.compile(layer)) - cos_sin
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("h", "inter"), [(512, 1408), (768, 2048)])
+def test_compiled_full_layer_matches_inductor(h, inter):
+    hf = _tiny(h, inter)
     spec = spec_from_hf_config(hf, name="tiny-llama", source="test: random tiny LlamaConfig")
-    kw = dict(micro_batch_size=b, seq_len=s, attention=Attention.SDPA, trainable=FULL)
-    cos_sin = 2 * 2 * s * d  # bf16 cos and sin, counted with the embedding in the plan
-    assert saved(layer) == activation_bytes(spec, **kw).per_layer[0] + cos_sin
-    assert saved(torch.compile(layer)) == activation_bytes(spec, compiled=True, **kw).per_layer[0] + cos_sin
+    kw = dict(micro_batch_size=2, seq_len=256, attention=Attention.SDPA, trainable=FULL)
+    eager, comp = _measured(hf)
+    assert eager == activation_bytes(spec, **kw).per_layer[1]
+    assert comp == activation_bytes(spec, compiled=True, **kw).per_layer[1]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("targets", [("q_proj", "v_proj"), ("gate_proj", "up_proj", "down_proj")])
+@pytest.mark.parametrize("adapter_bytes", [2, 4])
+def test_compiled_lora_layer_matches_inductor(targets, adapter_bytes):
+    """Layer 1 (its input needs a gradient), as the measured layer's."""
+    hf = _tiny(768, 2048)
+    spec = spec_from_hf_config(hf, name="tiny-llama", source="test: random tiny LlamaConfig")
+    lora = TrainableSpec(scope=Scope.LORA, lora=LoraSpec(rank=8, targets=targets, adapter_dtype_bytes=adapter_bytes))
+    kw = dict(micro_batch_size=2, seq_len=256, attention=Attention.SDPA, trainable=lora)
+    eager, comp = _measured(hf, lora_targets=targets, adapter_fp32=adapter_bytes == 4)
+    assert eager == activation_bytes(spec, **kw).per_layer[1]
+    assert comp == activation_bytes(spec, compiled=True, **kw).per_layer[1]

@@ -128,6 +128,22 @@ NCCL_LL_MAX_BUS_BYTES_PER_S = {1: 141.0e9, 2: 39.0e9, 4: 20.4e9}
 Intel hosts across nodes)."""
 
 
+NCCL_NET_STEP_EXCESS_S = 18.2e-6
+"""Seconds a measured inter-node all-reduce spends per network step beyond ``tuning.cc``'s model of it (the NIC
+post, the proxy thread's progress of the send and receive, the completion poll, which ``hwLat[NET]`` prices low for
+small buffers). From one measured set: NVIDIA/nccl issue #1453 (https://github.com/NVIDIA/nccl/issues/1453, 2024-09;
+2 nodes x 8 H100 over InfiniBand with GPUDirect RDMA, rank 0 -> 8 via ``NET/IBext_v8/7/GDRDMA``): NCCL's own tuner log
+prices a 128 B all-reduce at 25.21 us (tree / LL, the same figure ``nccl_all_reduce_choices`` gives for 16 ranks on
+2 nodes), ``all_reduce_perf`` measures 61.58 us; the 36.4 us excess over the tree's 2 network steps (up and down
+its one inter-node edge) is 18.2 us a step. In the same set 4 KiB measures 75.38 us against 25.87 us tuned (model
+with the excess: 61.8 us, 18 % low). Checked on an independent set: a 2 x 8 H100 InfiniBand cluster on Nebius
+(drmysore/nebius-h100-16gpu-benchmark ``README.md`` @21b486574ab73a72f91524d20f19e7c234ac6b9c, NCCL 2.20.5,
+2025-12-15: 1 MB all-reduce over 16 GPUs 0.088 ms): the tuner alone 56 us (-36 %), with the excess 92.5 us (+5 %).
+Both are eager measurements (no CUDA graph): part of the excess may be the host's launch, which a graph replay
+hides; not separated here. Applied per network step of each (algorithm, protocol): ring ``2(N−1)``, tree
+``2·log2 N``; 0 inside one node."""
+
+
 class IntraLink(str, Enum):
     """The link NCCL's ring runs on inside a node: it picks the hop latency (``hwLat`` NVLINK or PCI row) and
     whether LL128 runs (tuning.cc enables it by default only when the graph's ``typeIntra`` is NVLink)."""
@@ -151,14 +167,17 @@ class AllReduceChoice:
 
 
 def nccl_all_reduce_choices(*, ranks: int, nodes: int, bus_bytes_per_s: float,
-                            intra_link: IntraLink = IntraLink.NVLINK) -> list[AllReduceChoice]:
+                            intra_link: IntraLink = IntraLink.NVLINK,
+                            net_step_excess_s: float = NCCL_NET_STEP_EXCESS_S) -> list[AllReduceChoice]:
     """NCCL's six (ring, tree) x (LL, LL128, Simple) all-reduce costs for ``ranks`` GPUs over ``nodes`` nodes
     (block comment above: tuning.cc @5067397c). ``bus_bytes_per_s``: the ring/Simple bus bandwidth
     (``ring_bus_bytes_per_s``). Latency, per tuning.cc: ring ``base + (2(n−1) − 2(N−1))·max(intra hop, net
     overhead) + 2(N−1)·net hop``; tree ``base + 2·((n/N − 1)·intra hop + log2 N·net hop)``; a group with one GPU
     per node takes the tree's network hop for the ring too. Left out: per-channel bandwidth caps (no channel
     count here), NVLS / CollNet (need NVSwitch SHARP / a SHARP fabric) and the ``latencyInter`` of the topology.
-    ``intra_link`` PCIE: the PCI hop row (``_NCCL_PCI_HOP_US``) and no LL128 (four choices)."""
+    ``intra_link`` PCIE: the PCI hop row (``_NCCL_PCI_HOP_US``) and no LL128 (four choices). Across nodes every
+    network step also pays ``net_step_excess_s`` (``NCCL_NET_STEP_EXCESS_S``: measured, not in tuning.cc; pass 0
+    for the tuner's own figure)."""
     n, big_n = max(1, ranks), max(1, min(nodes, ranks))
     ppn = n / big_n
     nsteps, inter_steps = 2 * (n - 1), 2 * (big_n - 1)
@@ -176,8 +195,11 @@ def nccl_all_reduce_choices(*, ranks: int, nodes: int, bus_bytes_per_s: float,
             if big_n > 1:
                 intra = max(intra, _NCCL_NET_OVERHEAD_US * (3 if proto == "simple" else 1))
             lat_us = base_us + (nsteps - inter_steps) * intra + inter_steps * inter
+            net_steps = inter_steps
         else:
             lat_us = base_us + 2 * ((ppn - 1) * intra + log2_nodes * inter)
+            net_steps = 2 * log2_nodes
+        lat_us += net_steps * net_step_excess_s * 1e6
         factor = _NCCL_BUS_FACTOR[key]
         if key == ("tree", "ll128") and big_n == 1:
             factor = 0.92 * 7 / 9
@@ -190,24 +212,26 @@ def nccl_all_reduce_choices(*, ranks: int, nodes: int, bus_bytes_per_s: float,
 
 
 def nccl_all_reduce(*, total_bytes: float, ranks: int, nodes: int, bus_bytes_per_s: float,
-                    intra_link: IntraLink = IntraLink.NVLINK) -> AllReduceChoice | None:
+                    intra_link: IntraLink = IntraLink.NVLINK,
+                    net_step_excess_s: float = NCCL_NET_STEP_EXCESS_S) -> AllReduceChoice | None:
     """The cheapest of ``nccl_all_reduce_choices`` for a ``total_bytes`` buffer (NCCL's ``topoGetAlgoInfo``
     picks the minimum time); None for one rank."""
     if ranks <= 1:
         return None
     return min(nccl_all_reduce_choices(ranks=ranks, nodes=nodes, bus_bytes_per_s=bus_bytes_per_s,
-                                       intra_link=intra_link),
+                                       intra_link=intra_link, net_step_excess_s=net_step_excess_s),
                key=lambda c: c.seconds(max(0.0, total_bytes)))
 
 
 def nccl_all_reduce_seconds(*, total_bytes: float, ranks: int, nodes: int, bus_bytes_per_s: float,
-                            intra_link: IntraLink = IntraLink.NVLINK) -> float:
+                            intra_link: IntraLink = IntraLink.NVLINK,
+                            net_step_excess_s: float = NCCL_NET_STEP_EXCESS_S) -> float:
     """Seconds of one all-reduce as NCCL's tuner times its fastest (algorithm, protocol); 0 for one rank or
     an empty buffer."""
     if ranks <= 1 or total_bytes <= 0:
         return 0.0
     c = nccl_all_reduce(total_bytes=total_bytes, ranks=ranks, nodes=nodes, bus_bytes_per_s=bus_bytes_per_s,
-                        intra_link=intra_link)
+                        intra_link=intra_link, net_step_excess_s=net_step_excess_s)
     return c.seconds(total_bytes)
 
 

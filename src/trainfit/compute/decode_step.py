@@ -45,7 +45,14 @@ on Hopper/Blackwell (``all_reduce_utils.py`` ``should_nccl_symm_mem_allreduce``,
 **An engine across hosts** (``TpLink``, ``tp_link``): a tensor-parallel group larger than the rollout GPUs of one
 node (vLLM multi-node tensor parallel over Ray; NeMo RL runs DeepSeek-V3 at TP 32 on 8-GPU nodes) all-reduces
 through NCCL over the NIC: its ring runs at the NICs of the group's GPUs in one node in parallel
-(``collectives.ring_bus_bytes_per_s``) and NCCL's tuner prices the network steps (``hwLat[NET]``). A GB200 NVL72
+(``collectives.ring_bus_bytes_per_s``) and NCCL's tuner prices the network steps (``hwLat[NET]``), each plus the
+excess a measured two-node H100 all-reduce shows over the tuner (``collectives.NCCL_NET_STEP_EXCESS_S``, 18.2 us a
+step, NVIDIA/nccl #1453; checked on a second 2 x 8 H100 InfiniBand cluster): DeepSeek-V3 at TP 32 over 4 nodes,
+64 sequences, pays ~145 us per all-reduce (tree, 4 network steps) where the tuner alone gives ~72 us, 17.7 ms of a
+~31 ms step. Published multi-node decode is slower still than this (SGLang DeepSeek-R1-0528 TP 16 on 2 x 8 H100
+over InfiniBand, concurrency 1: TPOT 23.1 ms, tenstorrent/tt-inference-server issue #356, 2025-07-09; this model
+~9.4 ms), so the across-hosts step stays an under-estimate; what else a step across hosts pays (kernels at small
+batch, the engine's per-step broadcast to remote workers) is not modelled. A GB200 NVL72
 rack is one NVLink domain of 72 GPUs over 4-GPU trays, each its own host
 (https://www.nvidia.com/en-us/data-center/gb200-nvl72/): a group of up to 72 stays on NVLink (NCCL's multi-node
 NVLink), but spans hosts, so it runs NCCL, not the custom all-reduce.

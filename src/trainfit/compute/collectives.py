@@ -141,7 +141,8 @@ with the excess: 61.8 us, 18 % low). Checked on an independent set: a 2 x 8 H100
 2025-12-15: 1 MB all-reduce over 16 GPUs 0.088 ms): the tuner alone 56 us (-36 %), with the excess 92.5 us (+5 %).
 Both are eager measurements (no CUDA graph): part of the excess may be the host's launch, which a graph replay
 hides; not separated here. Applied per network step of each (algorithm, protocol): ring ``2(N−1)``, tree
-``2·log2 N``; 0 inside one node."""
+``2·log2 N``; 0 inside one node. Passed by the decode model's engine all-reduce (``decode_step.tp_all_reduce``);
+``nccl_all_reduce_choices`` alone stays tuning.cc's figure."""
 
 
 class IntraLink(str, Enum):
@@ -168,7 +169,7 @@ class AllReduceChoice:
 
 def nccl_all_reduce_choices(*, ranks: int, nodes: int, bus_bytes_per_s: float,
                             intra_link: IntraLink = IntraLink.NVLINK,
-                            net_step_excess_s: float = NCCL_NET_STEP_EXCESS_S) -> list[AllReduceChoice]:
+                            net_step_excess_s: float = 0.0) -> list[AllReduceChoice]:
     """NCCL's six (ring, tree) x (LL, LL128, Simple) all-reduce costs for ``ranks`` GPUs over ``nodes`` nodes
     (block comment above: tuning.cc @5067397c). ``bus_bytes_per_s``: the ring/Simple bus bandwidth
     (``ring_bus_bytes_per_s``). Latency, per tuning.cc: ring ``base + (2(n−1) − 2(N−1))·max(intra hop, net
@@ -176,8 +177,8 @@ def nccl_all_reduce_choices(*, ranks: int, nodes: int, bus_bytes_per_s: float,
     per node takes the tree's network hop for the ring too. Left out: per-channel bandwidth caps (no channel
     count here), NVLS / CollNet (need NVSwitch SHARP / a SHARP fabric) and the ``latencyInter`` of the topology.
     ``intra_link`` PCIE: the PCI hop row (``_NCCL_PCI_HOP_US``) and no LL128 (four choices). Across nodes every
-    network step also pays ``net_step_excess_s`` (``NCCL_NET_STEP_EXCESS_S``: measured, not in tuning.cc; pass 0
-    for the tuner's own figure)."""
+    network step also pays ``net_step_excess_s`` (0: the tuner's own figure; ``NCCL_NET_STEP_EXCESS_S``: the measured
+    excess, which the decode model passes)."""
     n, big_n = max(1, ranks), max(1, min(nodes, ranks))
     ppn = n / big_n
     nsteps, inter_steps = 2 * (n - 1), 2 * (big_n - 1)
@@ -213,7 +214,7 @@ def nccl_all_reduce_choices(*, ranks: int, nodes: int, bus_bytes_per_s: float,
 
 def nccl_all_reduce(*, total_bytes: float, ranks: int, nodes: int, bus_bytes_per_s: float,
                     intra_link: IntraLink = IntraLink.NVLINK,
-                    net_step_excess_s: float = NCCL_NET_STEP_EXCESS_S) -> AllReduceChoice | None:
+                    net_step_excess_s: float = 0.0) -> AllReduceChoice | None:
     """The cheapest of ``nccl_all_reduce_choices`` for a ``total_bytes`` buffer (NCCL's ``topoGetAlgoInfo``
     picks the minimum time); None for one rank."""
     if ranks <= 1:
@@ -225,7 +226,7 @@ def nccl_all_reduce(*, total_bytes: float, ranks: int, nodes: int, bus_bytes_per
 
 def nccl_all_reduce_seconds(*, total_bytes: float, ranks: int, nodes: int, bus_bytes_per_s: float,
                             intra_link: IntraLink = IntraLink.NVLINK,
-                            net_step_excess_s: float = NCCL_NET_STEP_EXCESS_S) -> float:
+                            net_step_excess_s: float = 0.0) -> float:
     """Seconds of one all-reduce as NCCL's tuner times its fastest (algorithm, protocol); 0 for one rank or
     an empty buffer."""
     if ranks <= 1 or total_bytes <= 0:

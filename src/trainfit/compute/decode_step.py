@@ -106,6 +106,9 @@ from trainfit.spec.model import ModelSpec
 
 ENGINE_S_PER_STEP = 1.0e-3
 """Engine seconds per decode step outside the kernels (module docstring: fitted on one published TPOT)."""
+ENGINE_S_PER_SEQUENCE = 0.0
+"""Engine-core host seconds per running sequence per step, serial with the GPU in both engine modes (scheduler,
+input preparation, sampling bookkeeping, ``update_from_output``; module docstring; fitted, fit half)."""
 FRONTEND_S_PER_STEP = 8.0e-3
 """The in-process frontend's constant host seconds per step (module docstring; fitted, fit half of the benchmark)."""
 FRONTEND_S_PER_SEQUENCE = 10e-6
@@ -199,7 +202,8 @@ def tp_all_reduce(*, rates: DeviceRates, tp: int, link: TpLink | None = None,
     top = collectives.CUSTOM_AR_MAX_BYTES if custom else 0.0
     pieces = [(top, inf, c.latency_s, 1.0 / c.alg_bytes_per_s)
               for c in collectives.nccl_all_reduce_choices(ranks=tp, nodes=nodes, bus_bytes_per_s=bus,
-                                                           intra_link=intra)]
+                                                           intra_link=intra,
+                                                           net_step_excess_s=collectives.NCCL_NET_STEP_EXCESS_S)]
     if custom:
         rate = min(collectives.CUSTOM_AR_READ_BYTES_PER_S, bus)
         one_below = top if (tp == 2 or not rates.nvlink) else (512 * 1024 if tp <= 4 else 256 * 1024)
@@ -239,6 +243,8 @@ class _StepModel:
     ar: TpAllReduce
     launch: float
     engine: float
+    engine_seq: float = 0.0
+    """Engine-core host seconds per running sequence, serial with the GPU in both modes (module docstring)."""
     frontend0: float = 0.0
     """Frontend host seconds per step (module docstring)."""
     frontend_seq: float = 0.0
@@ -266,17 +272,30 @@ class _StepModel:
         per_seq = self.frontend_seq * max(b, 1.0)
         return self.frontend0 + per_seq if self.frontend_serial else per_seq
 
+    def core(self, b: float) -> float:
+        """The engine core's host seconds for a step of ``b`` running sequences, serial with the GPU step in
+        both modes: the constant ``engine`` and the per-sequence ``engine_seq``."""
+        return self.engine + self.engine_seq * max(b, 1.0)
+
     def seconds(self, b: float, t: float) -> float:
         bw, fl, cm, ln = self.parts(b, t)
-        gpu = max((bw if bw > fl else fl) + cm, ln) + self.engine
+        gpu = max((bw if bw > fl else fl) + cm, ln) + self.core(b)
         host = self.frontend(b)
         return gpu + host if self.frontend_serial else (gpu if gpu > host else host)
 
 
 def _step_model(*, spec, matmul_params, rates, tp, weight_bytes, kv_bytes_per_token, cuda_graphs,
                 engine_s_per_step, tp_all_reduce_latency_s, link: TpLink | None = None,
-                engine_multiprocess: bool = True, frontend_s_per_step: float = FRONTEND_S_PER_STEP,
-                frontend_s_per_sequence: float = FRONTEND_S_PER_SEQUENCE) -> _StepModel:
+                engine_multiprocess: bool = True, frontend_s_per_step: float | None = None,
+                frontend_s_per_sequence: float | None = None,
+                engine_s_per_sequence: float | None = None) -> _StepModel:
+    """The step model's coefficients; a host constant left None is this module's value at call time."""
+    if frontend_s_per_step is None:
+        frontend_s_per_step = FRONTEND_S_PER_STEP
+    if frontend_s_per_sequence is None:
+        frontend_s_per_sequence = FRONTEND_S_PER_SEQUENCE
+    if engine_s_per_sequence is None:
+        engine_s_per_sequence = ENGINE_S_PER_SEQUENCE
     hbm = rates.hbm_bytes_per_s
     flops = rates.matmul_flops_per_s * tp
     n_ar = 2 * spec.num_layers if tp > 1 else 0
@@ -288,6 +307,7 @@ def _step_model(*, spec, matmul_params, rates, tp, weight_bytes, kv_bytes_per_to
         ar_per_step=n_ar, ar_bytes_seq=spec.hidden_size * ACTIVATION_BYTES,
         ar=tp_all_reduce(rates=rates, tp=tp, link=link, latency_s=tp_all_reduce_latency_s),
         launch=rates.host_s_per_forward_kernel * (1 if cuda_graphs else kernels), engine=engine_s_per_step,
+        engine_seq=engine_s_per_sequence,
         frontend0=frontend_s_per_step, frontend_seq=frontend_s_per_sequence, frontend_serial=not engine_multiprocess,
     )
 
@@ -342,13 +362,13 @@ def decode_step_seconds(
                     engine_s_per_step=engine_s_per_step, tp_all_reduce_latency_s=tp_all_reduce_latency_s,
                     link=link, engine_multiprocess=engine_multiprocess)
     bw, fl, cm, ln = m.parts(batch, context_tokens)
-    return DecodeStep(bandwidth_s=bw, compute_s=fl, comm_s=cm, launch_s=ln, engine_s=m.engine,
+    return DecodeStep(bandwidth_s=bw, compute_s=fl, comm_s=cm, launch_s=ln, engine_s=m.core(batch),
                       frontend_s=m.frontend(batch), total_s=m.seconds(batch, context_tokens))
 
 
 def _bound(m: _StepModel, b: float, t: float) -> int:
     bw, fl, _, ln = m.parts(b, t)
-    host = ln + m.engine + m.frontend(b) if m.frontend_serial else max(ln + m.engine, m.frontend(b))
+    host = ln + m.core(b) + m.frontend(b) if m.frontend_serial else max(ln + m.core(b), m.frontend(b))
     return 0 if bw >= fl and bw >= host else 1 if fl >= host else 2
 
 

@@ -189,6 +189,7 @@ GRID: tuple[GridCase, ...] = (
     # and prompt tuning (64 virtual tokens before every sequence): trainfit.memory.peft_variants
     GridCase("llama", scope="dora"),
     GridCase("llama", scope="dora", ckpt=True, micro_batch_size=4, seq_len=512),
+    GridCase("llama", scope="dora", world_size=8, ckpt=True, seq_len=512),
     GridCase("llama", scope="ia3"),
     GridCase("qwen3", scope="ia3", attention="eager", seq_len=512),
     GridCase("llama", scope="prompt_tuning", num_virtual_tokens=64),

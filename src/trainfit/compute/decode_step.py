@@ -352,7 +352,7 @@ def decode_step_seconds(
     *, spec: ModelSpec, matmul_params: float, rates: DeviceRates, tp: int, batch: float, context_tokens: float,
     weight_bytes: float, kv_bytes_per_token: float, cuda_graphs: bool = True,
     engine_s_per_step: float = ENGINE_S_PER_STEP, tp_all_reduce_latency_s: float | None = None,
-    link: TpLink | None = None, engine_multiprocess: bool = True,
+    link: TpLink | None = None, engine_multiprocess: bool = True, engine_s_per_sequence: float | None = None,
 ) -> DecodeStep:
     """One decode step of ``batch`` sequences holding ``context_tokens`` tokens of KV in all (module docstring);
     ``link``: the tensor-parallel group's link when it spans nodes (``tp_link``); ``engine_multiprocess``:
@@ -360,7 +360,7 @@ def decode_step_seconds(
     m = _step_model(spec=spec, matmul_params=matmul_params, rates=rates, tp=tp, weight_bytes=weight_bytes,
                     kv_bytes_per_token=kv_bytes_per_token, cuda_graphs=cuda_graphs,
                     engine_s_per_step=engine_s_per_step, tp_all_reduce_latency_s=tp_all_reduce_latency_s,
-                    link=link, engine_multiprocess=engine_multiprocess)
+                    link=link, engine_multiprocess=engine_multiprocess, engine_s_per_sequence=engine_s_per_sequence)
     bw, fl, cm, ln = m.parts(batch, context_tokens)
     return DecodeStep(bandwidth_s=bw, compute_s=fl, comm_s=cm, launch_s=ln, engine_s=m.core(batch),
                       frontend_s=m.frontend(batch), total_s=m.seconds(batch, context_tokens))

@@ -132,8 +132,9 @@ def generation_time(
     streaming: bool = False,
     tp_link: TpLink | None = None,
     engine_multiprocess: bool = True,
-    frontend_s_per_step: float = FRONTEND_S_PER_STEP,
-    frontend_s_per_sequence: float = FRONTEND_S_PER_SEQUENCE,
+    frontend_s_per_step: float | None = None,
+    frontend_s_per_sequence: float | None = None,
+    engine_s_per_sequence: float | None = None,
 ) -> GenerationTime:
     """Seconds of one rollout phase (module docstring).
 
@@ -174,7 +175,8 @@ def generation_time(
                        kv_bytes_per_token=kv_bytes_per_token, cuda_graphs=cuda_graphs,
                        engine_s_per_step=engine_s_per_step, tp_all_reduce_latency_s=tp_all_reduce_latency_s,
                        link=tp_link, engine_multiprocess=engine_multiprocess,
-                       frontend_s_per_step=frontend_s_per_step, frontend_s_per_sequence=frontend_s_per_sequence)
+                       frontend_s_per_step=frontend_s_per_step, frontend_s_per_sequence=frontend_s_per_sequence,
+                       engine_s_per_sequence=engine_s_per_sequence)
     if streaming:
         dec = _stream_decode(groups=groups, sequences=seqs, slots=max_num_seqs, prompt_len=prompt_len,
                              kv_prompt=kv_prompt, kv_capacity=kv_capacity_tokens, step=step)
@@ -198,10 +200,13 @@ def generation_time(
                          l_top=l_top, response_len_max=response_len_max, groups=len(groups), chunk=chunk,
                          engine_s=engine_s_per_step, cuda_graphs=cuda_graphs, prefix_sharing=prefix_sharing,
                          streaming=streaming, peak=dec.peak)
+    notes += (f"engine core host work per decode step ({step.engine * 1e3:.1f} ms + {step.engine_seq * 1e6:.0f} us "
+              "per running sequence: scheduler, input preparation, sampling, update_from_output) is serial with the "
+              "GPU step (no async scheduling)",)
     notes += ((f"engine in-process (VLLM_ENABLE_V1_MULTIPROCESSING=0): the frontend's host work, "
-               f"{frontend_s_per_step * 1e3:.1f} ms + {frontend_s_per_sequence * 1e6:.0f} us per running sequence, "
+               f"{step.frontend0 * 1e3:.1f} ms + {step.frontend_seq * 1e6:.0f} us per running sequence, "
                "adds to every decode step") if not engine_multiprocess else
-              (f"engine core in its own process: the frontend's host work ({frontend_s_per_sequence * 1e6:.0f} us "
+              (f"engine core in its own process: the frontend's host work ({step.frontend_seq * 1e6:.0f} us "
                "per running sequence per step) overlaps the GPU step"),)
     if tp_link is not None and tp_link.nodes > 1:
         notes += (f"tensor parallel {tp} spans {tp_link.nodes} nodes: NCCL all-reduces over the NIC at "

@@ -123,7 +123,8 @@ def test_frozen_base_step_times_without_lora_gemms():
       "parallel": {"strategy": "single", "tensor_parallel": 2}}, "parallel: scope ia3 is modelled without tensor"),
     ({"scope": "prompt_tuning", "prompt_tuning": {"num_virtual_tokens": 8}, "parallel": {"strategy": "single",
       "gradient_checkpointing": "selective"}}, "parallel.selective_checkpointing: scope prompt_tuning"),
-    ({"scope": "ia3", "hardware": {"gpu": "h100-sxm", "gpus_per_node": 8}}, "parallel.strategy: 'fsdp' with scope ia3"),
+    ({"scope": "ia3", "hardware": {"gpu": "h100-sxm", "gpus_per_node": 8}, "parallel": {"strategy": "zero3"}},
+     "parallel.strategy: 'zero3' with scope ia3 is not modelled"),
     ({"scope": "prompt_tuning", "prompt_tuning": {"num_virtual_tokens": 0}}, "prompt_tuning.num_virtual_tokens"),
 ])
 def test_card_refuses_in_one_line(card, message):

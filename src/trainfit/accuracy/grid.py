@@ -192,6 +192,7 @@ GRID: tuple[GridCase, ...] = (
     GridCase("llama", scope="dora", world_size=8, ckpt=True, seq_len=512),
     GridCase("llama", scope="ia3"),
     GridCase("qwen3", scope="ia3", attention="eager", seq_len=512),
+    GridCase("llama", scope="ia3", world_size=8, ckpt=True, seq_len=512),
     GridCase("llama", scope="prompt_tuning", num_virtual_tokens=64),
     GridCase("qwen2", scope="prompt_tuning", num_virtual_tokens=64, ckpt=True, micro_batch_size=4, seq_len=512),
 )

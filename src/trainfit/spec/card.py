@@ -569,9 +569,11 @@ def _check_peft_variant(card: "RunCard") -> None:
     if par.selective_checkpointing is not SelectiveCheckpointing.NONE:
         raise ValueError(f"parallel.selective_checkpointing: scope {sc.value} is not modelled under selective"
                          " checkpointing; allowed: none")
-    if sc is not Scope.DORA and par.strategy not in (Strategy.SINGLE, Strategy.DDP) and card.world_size > 1:
-        raise ValueError(f"parallel.strategy: '{par.strategy.value}' with scope {sc.value} is not modelled (its"
-                         " trained tensors are not LoRA's); allowed: single, ddp")
+    if (sc is not Scope.DORA and par.strategy not in (Strategy.SINGLE, Strategy.DDP, Strategy.FSDP)
+            and card.world_size > 1):
+        raise ValueError(f"parallel.strategy: '{par.strategy.value}' with scope {sc.value} is not modelled (DeepSpeed's"
+                         " buckets and the other sharded layouts are sized from LoRA's tensors); allowed: single, ddp,"
+                         " fsdp")
 
 
 def _check_bf16_gpu(gpu: str, *, compute: ComputeDtype, compute_set: bool, weights: Dtype, weights_set: bool) -> None:

@@ -5,12 +5,16 @@ Method (GROUND_TRUTH §2, §4, §9): the model is built on meta, materialised as
 tensors, an untracked optimizer step on zero gradients creates the optimizer states, and the steady-state step
 ``forward(input_ids, labels=input_ids) -> loss.backward() -> opt.step() -> opt.zero_grad()`` is
 tracked phase by phase. Full depth is reached by tracing k and k+p layers (p = the period of the
-layer pattern) and extrapolating every phase linearly (see ``trainfit.trace.extrapolate``).
+layer pattern) and extrapolating every phase linearly (see ``trainfit.trace.extrapolate``); with
+``replay_allocator`` the full-depth step is traced once instead (the replay needs its allocation order).
 """
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import time
+from typing import Iterator
 
 from trainfit.trace.types import (  # re-exported: existing importers use trainfit.trace.api
     ATTENTIONS,
@@ -45,6 +49,12 @@ def trace_step(req: TraceRequest, *, progress: Progress | None = None, context_p
     Raises:
         TraceUnsupported: the trace extra is missing, or the case cannot be traced (message says why).
     """
+    with _collector_paused():
+        return _trace_step(req, progress, context_parallel, context_parallel_kind, expert_parallel)
+
+
+def _trace_step(req: TraceRequest, progress: Progress | None, context_parallel: int, context_parallel_kind: str,
+                expert_parallel: int) -> TraceResult:
     if context_parallel > 1 or expert_parallel > 1:
         return _trace_cp_ep(req, progress, context_parallel=context_parallel, kind=context_parallel_kind,
                             expert_parallel=expert_parallel)
@@ -65,6 +75,10 @@ def trace_step(req: TraceRequest, *, progress: Progress | None = None, context_p
         return _trace_stage(req, report, t0)
     full = extrapolate.full_depth(req.hf_config)
     plan = extrapolate.plan_depths(req.hf_config, req.layers, world_size=req.world_size)
+    if req.replay_allocator and plan.extrapolated:
+        # the replay needs the allocation order of the full-depth step: trace that step alone (its peaks are
+        # the exact ones the two shallow traces extrapolate to) instead of the two shallow ones and it
+        plan = extrapolate.DepthPlan(plan.target, (plan.target,), plan.period, False)
     runs = []
     for i, depth in enumerate(plan.depths):
         lo, hi = i / len(plan.depths), (i + 1) / len(plan.depths)
@@ -74,7 +88,7 @@ def trace_step(req: TraceRequest, *, progress: Progress | None = None, context_p
 
         runs.append(run_depth(req, depth, window=plan.window, progress=sub))
     phases = extrapolate.combine(runs, plan, req.phase_names)
-    total, trainable = extrapolate.param_counts(req, plan.target)
+    total, trainable = extrapolate.param_counts(req, plan, runs)
     peak = max(phases, key=lambda p: p.peak_bytes)
     notes = list(plan.notes)
     if req.pass_kind != "train_step":
@@ -104,13 +118,8 @@ def trace_step(req: TraceRequest, *, progress: Progress | None = None, context_p
     if plan.target != full:
         notes.append(f"model truncated to {plan.target} of {full} layers")
     reserved = None
-    if req.replay_allocator:
-        if plan.extrapolated:  # the allocator's state is not linear in depth: replay the full model
-            full_run = run_depth(req, plan.target, window=plan.window,
-                                 progress=lambda label, frac: report(f"{label} (replay, {plan.target} layers)", 0.99))
-            reserved = full_run.reserved
-        else:
-            reserved = runs[0].reserved
+    if req.replay_allocator:  # one full-depth run (above): the allocator's state is not linear in depth
+        reserved = runs[0].reserved
         notes.append(f"reserved: the allocation order of the {plan.target}-layer step replayed through a model of the"
                      " CUDA caching allocator (default settings, one stream, two steps; cuBLAS workspaces included)")
     report("done", 1.0)
@@ -127,6 +136,38 @@ def trace_step(req: TraceRequest, *, progress: Progress | None = None, context_p
         reserved_bytes=reserved,
     )
 
+
+
+_FROZEN = False
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """The cyclic garbage collector off for the trace (restored after), and, once per process, every
+    object alive before the first trace (mostly torch's and transformers' modules, imported for good)
+    moved into its permanent generation, so the collections at interpreter exit walk only what was made
+    since. A trace makes ~10^6 objects: the collector's passes cost ~1 s of CPU of an 8B trace and its
+    full collections at exit ~1 s more. Garbage is collected as before once the trace returns (garbage
+    made before the first trace is collected before the freeze). The traced bytes do not depend on when
+    the collector runs: tests/trace/test_trace_speed.py traces with it on and off."""
+    global _FROZEN
+    try:
+        import torch  # noqa: F401  (what the freeze is for; without it the trace reports the missing extra)
+        import transformers  # noqa: F401
+    except ImportError:
+        pass
+    else:
+        if not _FROZEN:
+            gc.collect()
+            gc.freeze()
+            _FROZEN = True
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def _has_linear_attention(hf_config: dict) -> bool:

@@ -114,8 +114,18 @@ def combine(runs: Sequence[Any], plan: DepthPlan, phases: Sequence[str] = PHASES
     return out
 
 
-def param_counts(req: TraceRequest, depth: int) -> tuple[int, int]:
-    """Exact (total, trainable) at ``depth`` from a meta-device build (~0.05 s)."""
+def param_counts(req: TraceRequest, plan: DepthPlan, runs: Sequence[Any] = ()) -> tuple[int, int]:
+    """Exact (total, trainable) at ``plan.target``: from the traced runs' own counts (``DepthRun.params``),
+    on the line through the two depths when extrapolated (every period holds the same parameters;
+    the embedding, head and any tied weight are the intercept); else from a meta-device build at the
+    target (a 64-layer LoRA model takes ~1 s to build, so the runs' counts are preferred)."""
+    counts = [getattr(r, "params", None) for r in runs]
+    if counts and all(c is not None for c in counts) and tuple(r.depth for r in runs) == plan.depths:
+        if not plan.extrapolated:
+            return counts[0]
+        steps = (plan.target - plan.depths[0]) // plan.period
+        (t0, n0), (t1, n1) = counts
+        return _line(t0, t1, steps), _line(n0, n1, steps)
     from trainfit.trace.build import build_meta, count_params
 
-    return count_params(build_meta(req, depth))
+    return count_params(build_meta(req, plan.target))

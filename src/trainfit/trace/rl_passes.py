@@ -123,6 +123,7 @@ def run_depth(
 
     progress("build", 0.0)
     meta = build.build_meta(req, depth)
+    params = build.count_params(meta)  # the trained model's (the reference copy is not counted)
     ref_meta = build.build_meta(req, depth, scope="full") if req.dpo_reference and req.scope == "full" else None
     vocab = int(_vocab(meta))
     rename = region_namer(depth, window)
@@ -186,7 +187,7 @@ def run_depth(
         bds = tr.breakdowns()
         regs = tr.region_peaks(rename)
     progress("done", 1.0)
-    return DepthRun(depth, peaks, {n: bds[n] for n in phases}, {n: regs[n] for n in phases})
+    return DepthRun(depth, peaks, {n: bds[n] for n in phases}, {n: regs[n] for n in phases}, params=params)
 
 
 def _traced_dpo(req, model, ref_model, opt, ids, ref_logps, tr, progress) -> None:  # noqa: ANN001

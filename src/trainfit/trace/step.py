@@ -28,6 +28,9 @@ class DepthRun:
     reserved: int | None = None
     """The caching allocator's reserved high-water, replayed from the step's allocation order
     (fast mode, one rank); None where it is not replayed."""
+    params: tuple[int, int] | None = None
+    """(total, trainable) parameters of the traced model, tied weights once (global shapes under
+    FSDP2 and tensor parallel); None where the tracer does not count them."""
 
 
 def region_namer(depth: int, window: int) -> Callable[[tuple], tuple | None]:
@@ -82,6 +85,7 @@ def run_depth(
 ) -> DepthRun:
     """Build ``depth`` layers, run a warm-up step, then trace the steady-state step per phase."""
     with warmed_up(req, depth, progress) as (model, opt, ids):
+        params = build.count_params(model)
         progress("trace", 0.5)
         if req.mode == "memtracker":
             from trainfit.trace.memtrack import traced_step_memtracker
@@ -94,7 +98,7 @@ def run_depth(
             peaks, bds, regs, reserved = _traced_step_fast(model, opt, ids, req, progress,
                                                            region_namer(depth, window))
     progress("done", 1.0)
-    return DepthRun(depth, peaks, bds, regs, reserved=reserved)
+    return DepthRun(depth, peaks, bds, regs, reserved=reserved, params=params)
 
 
 @contextlib.contextmanager

@@ -423,19 +423,19 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
             else 0.0
         ),
         in_backward_step=in_bwd,
-        kept_output=_kept_output(card, spec, act_dtype),
+        kept_output=_kept_output(card, spec, act_dtype, seq_len),
         **fsdp,
         **zero_terms,
     )
     return terms, host, notes
 
 
-def _kept_output(card: RunCard, spec: ModelSpec, act_dtype: int) -> float:
+def _kept_output(card: RunCard, spec: ModelSpec, act_dtype: int, seq_len: int) -> float:
     """``out = model(...); out.loss.backward()``: the output object holds the logits (compute dtype, as
     lm_head returns them) from the loss until the loop drops it after backward."""
     if not card.loop.keeps_output_through_backward or card.loss.chunked:
         return 0.0
-    return float(card.batch.micro_batch_size * card.batch.seq_len * (spec.head_outputs or spec.vocab_size) * act_dtype)
+    return float(card.batch.micro_batch_size * seq_len * (spec.head_outputs or spec.vocab_size) * act_dtype)
 
 
 def zero_config_of(card: RunCard, spec: ModelSpec, stage: int) -> ZeroConfig:

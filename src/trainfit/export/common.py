@@ -232,6 +232,9 @@ def plan_facts(card: RunCard) -> dict[str, Any]:
                   "lora.dropout": float(lo.dropout), "lora.adapter_dtype": lo.adapter_dtype.value})
         if card.scope is Scope.QLORA:
             f["lora.double_quant"] = lo.double_quant
+            torchao = (card.software.model_extra or {}).get("torchao")
+            if torchao is not None:  # torchao < 0.2 NF4 sets the load phase (trainfit.memory.nf4_load)
+                f["software.torchao"] = str(torchao)
     p = card.precision
     f.update({
         "precision.weights": card.weights_dtype.value, "precision.compute": p.compute.value,

@@ -7,16 +7,15 @@ import pytest
 from trainfit.catalog.hf_config import spec_from_hf_config
 from trainfit.catalog.models import resolve_model
 from trainfit.memory.activations import activation_bytes, compiled_rules_apply
-from trainfit.spec.enums import Attention
+from trainfit.spec.enums import Attention, Scope
 from trainfit.spec.training import LoraSpec, TrainableSpec
-from trainfit.spec.enums import Scope
 
 FULL = TrainableSpec()
 
 
 def test_compiled_llama_layer_drops_norm_fp32_copies_and_silu_output():
     s = resolve_model("meta-llama/Llama-3.2-3B")
-    kw = dict(micro_batch_size=2, seq_len=4096, attention=Attention.SDPA, trainable=FULL)
+    kw = {"micro_batch_size": 2, "seq_len": 4096, "attention": Attention.SDPA, "trainable": FULL}
     eager, comp = activation_bytes(s, **kw), activation_bytes(s, compiled=True, **kw)
     T, h, I = 2 * 4096, s.hidden_size, s.intermediate_size
     assert all(e - c == T * (8 * h + 2 * I) for e, c in zip(eager.per_layer, comp.per_layer))
@@ -31,13 +30,13 @@ def test_compiled_lora_layer_drops_norm_copies_silu_output_and_duplicate_casts()
     for adapter_bytes, merged_casts in ((2, 0), (4, 4 * h)):  # fp32: q and v's identical fp32 casts of x merge
         lora = TrainableSpec(scope=Scope.LORA,
                              lora=LoraSpec(rank=8, targets=("q_proj", "v_proj"), adapter_dtype_bytes=adapter_bytes))
-        kw = dict(micro_batch_size=2, seq_len=4096, attention=Attention.SDPA, trainable=lora)
+        kw = {"micro_batch_size": 2, "seq_len": 4096, "attention": Attention.SDPA, "trainable": lora}
         eager, comp = activation_bytes(s, **kw), activation_bytes(s, compiled=True, **kw)
         assert all(e - c == T * (4 * h + 2 * I + merged_casts) for e, c in zip(eager.per_layer[1:], comp.per_layer[1:]))
 
 
 def test_unmeasured_layouts_keep_eager():
-    kw = dict(micro_batch_size=1, seq_len=1024, attention=Attention.SDPA)
+    kw = {"micro_batch_size": 1, "seq_len": 1024, "attention": Attention.SDPA}
     qwen3 = resolve_model("Qwen/Qwen3-8B")  # qk-norm: not measured
     assert not compiled_rules_apply(qwen3, trainable=FULL, attention=Attention.SDPA)
     assert activation_bytes(qwen3, compiled=True, trainable=FULL, **kw) == activation_bytes(qwen3, trainable=FULL, **kw)
@@ -52,8 +51,8 @@ def test_unmeasured_layouts_keep_eager():
 
 
 def _tiny(h: int, inter: int) -> dict:
-    return dict(model_type="llama", hidden_size=h, num_attention_heads=8, num_key_value_heads=2, head_dim=64,
-                intermediate_size=inter, num_hidden_layers=2, vocab_size=1000)
+    return {"model_type": "llama", "hidden_size": h, "num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 64,
+                "intermediate_size": inter, "num_hidden_layers": 2, "vocab_size": 1000}
 
 
 def _measured(hf: dict, *, lora_targets: tuple[str, ...] = (), adapter_fp32: bool = False) -> tuple[int, int]:
@@ -107,7 +106,7 @@ def _measured(hf: dict, *, lora_targets: tuple[str, ...] = (), adapter_fp32: boo
 def test_compiled_full_layer_matches_inductor(h, inter):
     hf = _tiny(h, inter)
     spec = spec_from_hf_config(hf, name="tiny-llama", source="test: random tiny LlamaConfig")
-    kw = dict(micro_batch_size=2, seq_len=256, attention=Attention.SDPA, trainable=FULL)
+    kw = {"micro_batch_size": 2, "seq_len": 256, "attention": Attention.SDPA, "trainable": FULL}
     eager, comp = _measured(hf)
     assert eager == activation_bytes(spec, **kw).per_layer[1]
     assert comp == activation_bytes(spec, compiled=True, **kw).per_layer[1]
@@ -121,7 +120,7 @@ def test_compiled_lora_layer_matches_inductor(targets, adapter_bytes):
     hf = _tiny(768, 2048)
     spec = spec_from_hf_config(hf, name="tiny-llama", source="test: random tiny LlamaConfig")
     lora = TrainableSpec(scope=Scope.LORA, lora=LoraSpec(rank=8, targets=targets, adapter_dtype_bytes=adapter_bytes))
-    kw = dict(micro_batch_size=2, seq_len=256, attention=Attention.SDPA, trainable=lora)
+    kw = {"micro_batch_size": 2, "seq_len": 256, "attention": Attention.SDPA, "trainable": lora}
     eager, comp = _measured(hf, lora_targets=targets, adapter_fp32=adapter_bytes == 4)
     assert eager == activation_bytes(spec, **kw).per_layer[1]
     assert comp == activation_bytes(spec, compiled=True, **kw).per_layer[1]

@@ -31,7 +31,7 @@ def test_eager_keeps_fp32_log_softmax_outputs():
 
 
 def test_between_fused_kernel_and_full_logits():
-    kw = dict(micro_batch_size=2, seq_len=4096, vocab_size=V, hidden_size=3072)
+    kw = {"micro_batch_size": 2, "seq_len": 4096, "vocab_size": V, "hidden_size": 3072}
     full = logits_bytes(**kw)
     liger = logits_bytes(**kw, chunked=True)
     tt = logits_bytes(**kw, chunked=True, kernel="torchtune", compiled=True)

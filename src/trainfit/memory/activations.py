@@ -81,9 +81,8 @@ like SDPA's for the non-gated families).
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 
 from trainfit.memory.attention import runs_eager
 from trainfit.memory.logits import SOFTCAP_FAMILIES

@@ -5,15 +5,18 @@ that release's files). All three keep their trained tensors in fp32 on a bf16 ba
 the default; measured on the trace: 4 B per trained element).
 
 DoRA (``LoraConfig(use_dora=True)``, ``tuners/lora/dora.py`` ``DoraLinearLayer``): every adapted linear also
-trains a magnitude vector of ``out_features`` (``update_layer``: ``self.weight = nn.Parameter(weight_norm)``).
-Its forward (l.127-160) rebuilds ``B·A`` through ``lora_B(lora_A(eye(in)))``, takes the row norm of
+trains a magnitude vector of ``out_features`` (``update_layer`` l.130: ``self.weight = nn.Parameter(weight_norm)``).
+Its forward (l.132-166; called by ``tuners/lora/variants.py`` ``DoraLinearVariant.forward`` l.230-257 with the
+base layer's output when dropout is off, else it recomputes it from the dropped input) rebuilds ``B·A``
+through ``lora_B(lora_A(eye(in)))``, takes the row norm of
 ``W + scale·B·A`` (detached: no gradient, nothing saved) and returns
 ``(m/‖W+sBA‖ - 1)·base_result + (m/‖W+sBA‖)·lora_result·s``. For backward the two products save, per token,
 the base layer's output (compute dtype, ``out``) and ``lora_B``'s output (adapter dtype, ``out``), on top of
 what LoRA saves; per module also the fp32 ``m/‖·‖`` and ``m/‖·‖ - 1`` rows and the bf16 norm
 (10·out B). The ``eye(in)`` (fp32, in²) and ``W + s·B·A`` (out·in) it builds each forward are transient.
-``ephemeral_gpu_offload`` (``LoraConfig.runtime_config``, default False) only moves the init-time norm of
-CPU-offloaded weights to the GPU; it changes nothing in a training step.
+``ephemeral_gpu_offload`` (``LoraConfig.runtime_config``, default False; read only by
+``DoraLinearVariant.init``, variants.py l.148-157) only moves the init-time norm of CPU-offloaded weights to the
+GPU; it changes nothing in a training step.
 
 (IA)^3 (``IA3Config``, ``tuners/ia3/layer.py`` ``Linear.forward`` l.172-199): a vector ``ia3_l`` per
 target, ``(out, 1)`` scaling the output, or ``(1, in)`` scaling the input of a feedforward module. Output

@@ -8,7 +8,8 @@ One decode step over ``B`` running sequences holding ``T`` context tokens (Pope 
     comm      = 2·layers · all_reduce(B·hidden·2 bytes)                               (0 when tp = 1)
     launch    = eager: decode_kernels(spec, tp)·host_s_per_forward_kernel   (layers x kernels per layer)
                 CUDA graphs: one launch, host_s_per_forward_kernel
-    step      = max(max(bandwidth, compute) + comm, launch) + engine_s_per_step          (GPU side, G)
+    core      = engine_s_per_step + B · ENGINE_S_PER_SEQUENCE      (engine core's host work, serial in both modes)
+    G         = max(max(bandwidth, compute) + comm, launch) + core
     multi-process engine: step = max(G, B · FRONTEND_S_PER_SEQUENCE)
     in-process engine:    step = G + FRONTEND_S_PER_STEP + B · FRONTEND_S_PER_SEQUENCE
 
@@ -65,33 +66,63 @@ concurrency-sweep/; the weight read at 90 % of 3.35 TB/s is 5.33 ms, the graph l
 read ~0.03 ms: 1.1 ms, rounded down to 1 ms). ``tests/compute/test_generation.py`` checks it on an
 independent A100 point.
 
-**The engine's frontend** (``engine_multiprocess``): vLLM V1 runs its scheduler and model runner in an
-``EngineCore`` and the request bookkeeping around it (turning the core's outputs into request outputs:
-per-sequence output processing, incremental detokenization, stop checks, building the next step's
-request updates) in a frontend. By default the core runs in its own process and the two overlap: the
-frontend works on step ``n`` while the GPU runs step ``n+1`` (vllm-project/vllm PR #9826, ``AsyncLLM``:
-"``VLLM_ENABLE_V1_MULTIPROCESSING=1`` enables multiprocessing for ``EngineCore`` inside ``LLM`` [...] It is
-faster"; Qwen2.5-1.5B ShareGPT offline throughput 27.81 vs 25.98 requests/s with it on / off, PR #10241).
-With ``VLLM_ENABLE_V1_MULTIPROCESSING=0`` the core runs in the caller's process and every step waits for
-the frontend's work on the previous one: it adds to the GPU's time instead of hiding behind it. NeMo RL
-sets it to 0 for its vLLM workers (NVIDIA-NeMo/RL ``nemo_rl/models/generation/vllm/vllm_worker.py`` line 112
-@9dbd9adc95a10f5946cceb36e1d5b31e2429e470, still at @7ea279abfbeb698b092856d0dab61e7cf39bc909 line 243) and drives
-``vllm.LLM`` in-process; verl serves through ``AsyncLLM`` (multi-process, verl-project/verl
+**Host work per decode step: the engine core and the frontend** (``engine_multiprocess``). vLLM V1 splits an
+engine into an ``EngineCore`` (scheduler, executor, model runner) and a frontend (``LLMEngine`` / ``AsyncLLM``:
+turning the core's outputs into request outputs, incremental detokenization, stop checks). The core's busy loop
+(``run_busy_loop`` -> ``_process_engine_step`` -> ``step_fn``) runs ``EngineCore.step`` one part after the other:
+``scheduler.schedule()``, ``model_executor.execute_model(...)`` and its ``future.result()`` (the worker's input
+preparation, the forward pass, sampling), then ``scheduler.update_from_output(...)`` (vllm-project/vllm
+``vllm/v1/engine/core.py`` v0.11.2 lines 327-352, v0.20.0 lines 413-430; PyPI sdists
+https://pypi.org/project/vllm/0.11.2/ and /0.20.0/, read 2026-12-01). The GPU waits while the core schedules,
+prepares inputs and updates from the output, whether the core runs in its own process or in the caller's: that
+host work, a constant (``engine_s_per_step``) and a part per running sequence (``ENGINE_S_PER_SEQUENCE``: the
+scheduler's and ``update_from_output``'s per-request loops, the per-request input rows), is serial in both modes.
+Only the frontend's work runs beside the GPU when the core has its own process (the frontend works on step ``n``
+while the core runs step ``n+1``; vllm-project/vllm PR #9826, ``AsyncLLM``; Qwen2.5-1.5B ShareGPT offline throughput
+27.81 vs 25.98 requests/s with ``VLLM_ENABLE_V1_MULTIPROCESSING`` on / off, PR #10241). With the variable at 0 the
+core runs in the caller's process (``InprocClient.get_output`` calls ``engine_core.step_fn()``,
+``core_client.py`` v0.11.2 line 267) and the frontend's work on each step (``FRONTEND_S_PER_STEP`` + ``B ·
+FRONTEND_S_PER_SEQUENCE``) adds to it too. NeMo RL sets it to 0 for its synchronous vLLM workers
+(NVIDIA-NeMo/RL ``nemo_rl/models/generation/vllm/vllm_worker.py`` line 112 @9dbd9adc95a10f5946cceb36e1d5b31e2429e470,
+still at @7ea279abfbeb698b092856d0dab61e7cf39bc909 line 243) and drives ``vllm.LLM`` in-process; its
+``async_engine`` runs ``AsyncLLM`` (multi-process); verl serves through ``AsyncLLM`` (verl-project/verl
 ``verl/workers/rollout/vllm_rollout/vllm_async_server.py`` @1dda039b9c6311889a9c9a26040677e1254814f9) and OpenRLHF
 through ``vllm.AsyncLLMEngine`` (``openrlhf/trainer/ray/vllm_engine.py`` @3c3be6234e0cb353e76bb8019947db9dfe99fca7
-sets the variable to 0 only for ``full_determinism``). The frontend's work is a constant per step plus a
-part per running sequence (each sequence's new token is processed, detokenized and stop-checked in
-Python). In a multi-process engine the per-sequence part runs beside the GPU step and only shows when it
-is the longer of the two; what such an engine leaves serial per step is already in the batch-1 TPOT that
-fixes ``ENGINE_S_PER_STEP``. In-process, the constant part (``FRONTEND_S_PER_STEP``: the step loop, the core's
-output handed back and turned into request outputs) and the per-sequence part both add to every step.
-Both were fitted on the fit half of ``benchmarks/step_times.py`` (rows with ``sha1(id) % 2 == 0``, NeMo RL's
-on-policy and one-step-off GRPO steps on H100 and GB200; grid 0-10 ms x 0-60 us; the held-out half is
-reported there): 8 ms and 10 us (a 64-sequence step: 8.6 ms of host work). Re-checked when the all-reduce became
-vLLM's custom one / NCCL's tuner (cheaper per step): on the same grid the fit half's best moved to 20 ms + 0 us
-(RL step and generation rows, fit half 27.7 % -> 15.5 %) but the held-out half got worse (21.7 % -> 23.2 %), so the
-constants were kept: the held-out rows do not support the larger constant, which would stand for some other
-per-step cost.
+sets the variable to 0 only for ``full_determinism``).
+
+*Async scheduling* is what would take the core's work off the GPU's path: with
+``SchedulerConfig.async_scheduling`` the executor reports ``max_concurrent_batches`` 2 and the core runs
+``step_with_batch_queue``, scheduling step ``n+1`` while step ``n`` runs (``core.py`` v0.11.2 lines 175-181 and
+200-202, ``vllm/v1/executor/uniproc_executor.py`` line 59, ``multiproc_executor.py`` line 412, ``ray_executor.py``
+line 114). It is off by default up to vLLM 0.13 (``async_scheduling: bool = False``, ``vllm/config/scheduler.py``
+v0.11.0 line 138, v0.11.2 line 140, v0.13.0 line 133) and on by default from 0.14.0 (``Field(default=None)``,
+resolved in ``VllmConfig.__post_init__``, ``vllm/config/vllm.py`` v0.14.0 lines 588-628) unless pipeline
+parallel > 1, a non-EAGLE speculative decoder or an executor without it: only ``mp``, ``uni`` and
+``external_launcher`` in 0.14-0.17.1 (``vllm.py`` v0.17.1 line 682), ``Executor.supports_async_scheduling()`` in
+0.20.0, False for the Ray executor (``vllm/v1/executor/abstract.py`` v0.20.0 line 368, not overridden in
+``ray_executor.py``). NeMo RL pins vLLM 0.10.0 (tag v0.4.0), 0.11.0 (@cff17f83b), 0.11.2 (v0.5.0,
+@9dbd9adc95a10f5946cceb36e1d5b31e2429e470), 0.17.1 (v0.6.0) and 0.20.0 (v0.7.0, @aea463dd2dad3c9dd39d92df3a1616647c8ff45a)
+(``pyproject.toml``), never sets ``async_scheduling`` and runs an engine of more than one GPU on the Ray executor
+(``distributed_executor_backend = "ray"``, ``vllm_worker.py`` line 310 @aea463dd2dad3c9dd39d92df3a1616647c8ff45a);
+the verl rows of the benchmark that name their vLLM ran 0.7 / 0.8.3, before async scheduling. So the step here has none: the
+exception is a one-GPU NeMo RL engine on vLLM >= 0.14 (``uni`` executor, async scheduling on by default), which
+the card cannot say yet (2 benchmark rows: the v0.20 Qwen3-30B-A3B GB200 ones).
+
+The constants: ``ENGINE_S_PER_STEP`` is what the engine spends per step outside the GPU's kernels at batch 1 (the
+residual of a published batch-1 TPOT, above). ``ENGINE_S_PER_SEQUENCE``, ``FRONTEND_S_PER_STEP`` and
+``FRONTEND_S_PER_SEQUENCE`` were fitted together on the fit half of ``benchmarks/step_times.py`` (rows with
+``int(sha1(id), 16) % 2 == 0``; RL step and RL generation-phase rows, 18 fit / 28 held out; every NeMo RL run
+mapped to its engine mode, ``async_engine`` runs multi-process) by a grid of per-sequence core 0-130 us (0, 10,
+20, 30, 45, 60, 80, 100, 130) x frontend constant 0, 4, 8 ms x frontend per sequence 0-40 us, minimising the
+fit half's median absolute error: 80 us, 8 ms and 0 us (fit half 29.1 % -> 16.5 %, held-out half 33.7 % ->
+15.4 %, from 0 us / 8 ms / 10 us; RL step median 28 % -> 16 %, generation 33 % -> 15 %, all rows 21 % -> 15 %).
+The held-out half supports it. 80 us per running sequence is large for the core's Python bookkeeping alone (a
+256-sequence step: 20 ms of host work); no profile of it was at hand, so it may also stand for per-sequence
+decode costs the GPU side leaves out; the frontend's per-sequence part fitted to 0 (what a multi-process engine
+overlaps showed nowhere in these rows). Earlier fits, frontend only (serial in-process, overlapped otherwise,
+every NeMo RL run taken in-process): 8 ms + 10 us on a 0-10 ms x 0-60 us grid; a re-check when the all-reduce
+became vLLM's custom one / NCCL's tuner moved the fit half's best to 20 ms + 0 us (27.7 % -> 15.5 %) but the
+held-out half got worse (21.7 % -> 23.2 %), so that one was not kept.
 
 Pure Python: no torch import.
 """
@@ -106,12 +137,12 @@ from trainfit.spec.model import ModelSpec
 
 ENGINE_S_PER_STEP = 1.0e-3
 """Engine seconds per decode step outside the kernels (module docstring: fitted on one published TPOT)."""
-ENGINE_S_PER_SEQUENCE = 0.0
+ENGINE_S_PER_SEQUENCE = 80e-6
 """Engine-core host seconds per running sequence per step, serial with the GPU in both engine modes (scheduler,
 input preparation, sampling bookkeeping, ``update_from_output``; module docstring; fitted, fit half)."""
 FRONTEND_S_PER_STEP = 8.0e-3
 """The in-process frontend's constant host seconds per step (module docstring; fitted, fit half of the benchmark)."""
-FRONTEND_S_PER_SEQUENCE = 10e-6
+FRONTEND_S_PER_SEQUENCE = 0.0
 """The frontend's host seconds per running sequence per step (module docstring; fitted, fit half)."""
 DECODE_KERNELS_PER_LAYER = 10
 """Kernels one eager decoder layer launches: input norm, QKV GEMM, rotary, KV-cache write, attention,

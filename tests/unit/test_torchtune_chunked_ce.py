@@ -81,3 +81,34 @@ def test_compiled_chunk_saves_its_bf16_input_and_row_stats():
     nbytes, keeps_input = _saved_bytes(torch.compile(_compute_cross_entropy), n, v)
     assert keeps_input
     assert nbytes == 2 * n * v + TORCHTUNE_ROW_STATS_BYTES * n
+
+
+def test_the_plan_reads_the_card_loss_kernel_and_compile():
+    """A card with ``loss.kernel: torchtune`` and ``parallel.compile`` plans the compiled per-chunk loss and
+    the compiled decoder layers; the logits' gradient exists whole before the output projection's backward."""
+    from trainfit.memory.activations import activation_bytes
+    from trainfit.plan import make_plan
+    from trainfit.plan.resolve import model_spec_of, trainable_spec
+    from trainfit.plan.terms import step_terms
+    from trainfit.memory.sharding import make_sharding
+    from trainfit.spec.enums import Strategy
+    from trainfit.spec.card import load_card_dict
+
+    def card(compile_, kernel="torchtune"):
+        return load_card_dict({"model": "meta-llama/Llama-3.2-3B", "hardware": {"gpu": "a100-80gb", "gpus_per_node": 1},
+                               "parallel": {"strategy": "single", "compile": compile_},
+                               "batch": {"micro_batch_size": 2, "seq_len": 4096},
+                               "loss": {"chunked": True, "kernel": kernel}})
+
+    c = card(True)
+    spec = model_spec_of(c)
+    single = make_sharding(strategy=Strategy.SINGLE, gpus_per_node=1, nodes=1)
+    terms, _, _ = step_terms(c, spec, single)
+    assert terms.logits == torchtune_chunked_ce_bytes(tokens=2 * 4096, vocab_size=spec.vocab_size, compiled=True)
+    assert terms.logits_grad_bf16 == 2.0 * 2 * 4096 * spec.vocab_size
+    assert terms.activations == activation_bytes(spec, micro_batch_size=2, seq_len=4096, attention=c.attention,
+                                                 trainable=trainable_spec(c), compiled=True)
+    liger = step_terms(card(True, "liger"), spec, single)[0]
+    assert liger.logits_grad_bf16 == 0.0
+    peak = {k: max(p.allocated for p in make_plan(card(k)).phases) for k in (False, True)}
+    assert peak[True] < peak[False]  # compiled layers save less

@@ -18,7 +18,7 @@ from trainfit.memory.parallel import (
     expert_parallel_forward_bytes,
 )
 from trainfit.memory.pipeline import Stage
-from trainfit.plan.terms import _layer_transients
+from trainfit.plan.terms import _layer_transients, logits_grad_bytes
 from trainfit.spec.card import RunCard
 from trainfit.spec.enums import ContextParallelKind, LayerKind, Scope
 from trainfit.spec.model import ModelSpec
@@ -35,7 +35,7 @@ def loss_region(card: RunCard, spec: ModelSpec, ss: ModelSpec, layout: ParallelL
     if not stage.last:
         return LogitsBytes(forward_peak=0.0, retained=0.0, backward_peak=0.0), 0.0
     width = ss.head_outputs or ss.vocab_size
-    grad = 0.0 if card.loss.chunked else 2.0 * tokens * width
+    grad = logits_grad_bytes(card, tokens=tokens, width=width)
     if layout.tp > 1 and ss.head_outputs is None and not card.loss.chunked:
         e = tokens * ss.vocab_size
         softcap = act_dtype * e if spec.family in SOFTCAP_FAMILIES else 0.0
@@ -47,7 +47,8 @@ def loss_region(card: RunCard, spec: ModelSpec, ss: ModelSpec, layout: ParallelL
     lg = logits_bytes(micro_batch_size=card.batch.micro_batch_size, seq_len=card.batch.seq_len // layout.cp,
                       vocab_size=ss.vocab_size, hidden_size=ss.hidden_size, chunked=card.loss.chunked,
                       kernel=card.loss.kernel.value, compute_dtype_bytes=act_dtype, head_outputs=ss.head_outputs,
-                      softcap_bytes_per_logit=act_dtype if spec.family in SOFTCAP_FAMILIES else 0)
+                      softcap_bytes_per_logit=act_dtype if spec.family in SOFTCAP_FAMILIES else 0,
+                      compiled=card.parallel.compile)
     return lg, grad
 
 

@@ -333,7 +333,7 @@ def _activations(card: RunCard, spec: ModelSpec, ss: ModelSpec, layout: Parallel
     b, s_loc = card.batch.micro_batch_size, card.batch.seq_len // layout.cp
     act = activation_bytes(ss, micro_batch_size=b, seq_len=s_loc, attention=card.attention, trainable=trainable,
                            compute_dtype_bytes=a, sequence_shards=layout.tp if layout.sp else 1,
-                           selective=card.parallel.selective_checkpointing)
+                           selective=card.parallel.selective_checkpointing, compiled=card.parallel.compile)
     autocast = card.weights_dtype is Dtype.FP32 and prec.compute is not ComputeDtype.FP32
     act = _autocast_copies(act, ss, enabled=autocast and trainable.lora is None, scale=count_scale(ss))
     extra = 0.0

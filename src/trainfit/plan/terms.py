@@ -44,6 +44,7 @@ from trainfit.spec.enums import (
     Offload,
     Scope,
     StatesDtype,
+    LossKernel,
     Strategy,
 )
 from trainfit.spec.model import ModelSpec
@@ -144,6 +145,16 @@ def trained_dtype_bytes(card: RunCard) -> tuple[float, float, bool, float]:
     use_master = prec.master_weights is MasterWeights.FP32 and train_bytes < 4
     state_bytes = {StatesDtype.FP32: 4.0, StatesDtype.BF16: 2.0}.get(prec.optimizer_states, 4.0 if use_master else train_bytes)
     return train_bytes, grad_bytes, use_master, state_bytes
+
+
+def logits_grad_bytes(card: RunCard, *, tokens: int, width: int) -> float:
+    """The bf16 gradient of the logits before the output projection's backward: none under a fused chunked
+    kernel (Liger, TRL: each chunk's gradient is consumed inside the kernel); torchtune's chunked loss returns
+    every chunk's logits from the decoder, so every chunk's gradient exists before the first output-projection
+    backward (``TransformerDecoder.chunked_output``, pytorch/torchtune @1814feb17)."""
+    if card.loss.chunked and card.loss.kernel is not LossKernel.TORCHTUNE:
+        return 0.0
+    return 2.0 * tokens * width
 
 
 def zero_master_states(card: RunCard, strategy: Strategy, *, train_bytes: float, use_master: bool,
@@ -312,6 +323,7 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         trainable=trainable,
         compute_dtype_bytes=act_dtype,
         selective=card.parallel.selective_checkpointing,
+        compiled=card.parallel.compile,
     )
     if variant is not None:
         act = peft_variants.adjust_activations(act, spec, variant, micro_batch_size=card.batch.micro_batch_size,
@@ -332,6 +344,7 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         compute_dtype_bytes=act_dtype,
         head_outputs=spec.head_outputs,
         softcap_bytes_per_logit=act_dtype if spec.family in SOFTCAP_FAMILIES else 0,
+        compiled=card.parallel.compile,
     )
     tokens = card.batch.micro_batch_size * seq_len
     eager = attn.runs_eager(spec.family, card.attention) and spec.num_full_attention_layers > 0
@@ -407,7 +420,7 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         activations=act,
         gradient_checkpointing=card.parallel.checkpoints_layers,
         logits=lg,
-        logits_grad_bf16=0.0 if card.loss.chunked else 2.0 * tokens * (spec.head_outputs or spec.vocab_size),
+        logits_grad_bf16=logits_grad_bytes(card, tokens=tokens, width=spec.head_outputs or spec.vocab_size),
         layer_backward_transient=transient,
         attention_forward_transient=attention_forward,
         layer_forward_transient=act.kernel_forward_checkpointed if card.parallel.checkpoints_layers else 0.0,

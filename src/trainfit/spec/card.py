@@ -130,7 +130,7 @@ class ParallelSection(_Section):
         " attention kernel saved, the rest recomputed) | core_attention (Megatron --recompute-granularity selective).")
     activation_offload: bool = Field(False, description="Saved activations stream to host RAM (torchtune OffloadActivations).")
     fsdp_shard_embeddings: bool = Field(False, description="FSDP: the embedding and lm_head are units of their own, gathered only around their use (torchtune custom_sharded_layers: [tok_embeddings, output]); default: they sit in the root unit.")
-    compile: bool = Field(False, description="torch.compile: fused elementwise kernels and fewer launches in the time model; its activation savings are not modelled.")
+    compile: bool = Field(False, description="torch.compile: fused elementwise kernels and fewer launches in the time model; per-layer compiled decoder layers save fewer activations where the compiled rules were measured (memory.activations.compiled_rules_apply), and torchtune's chunked loss keeps its compiled per-chunk tensors.")
     tensor_parallel: int = Field(1, ge=1, le=1024, description="Megatron-style tensor parallel size (heads, MLP width and vocabulary split).")
     sequence_parallel: bool = Field(False, description="Megatron sequence parallel: norms and dropout on sequence shards (needs tensor_parallel > 1).")
     context_parallel: int = Field(1, ge=1, le=1024, description="Sequence split over this many ranks (context parallel / Ulysses).")

@@ -246,3 +246,6 @@ class LossKernel(StrEnum):
     """Liger's fused linear cross-entropy: token chunks of ceil(b·s / ceil(V/h)) rows."""
     TRL = "trl"
     """TRL's fused lm_head (``add_fused_lm_head``; kernels/chunked_logprob.py): [4096 x 32768] tiles."""
+    TORCHTUNE = "torchtune"
+    """torchtune's ``CEWithChunkedOutputLoss``: the decoder returns every output chunk's logits at once, the loss
+    runs per chunk (``trainfit.memory.logits.torchtune_chunked_ce_bytes``)."""

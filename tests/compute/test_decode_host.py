@@ -20,8 +20,8 @@ LLAMA8 = from_catalog("meta-llama/Llama-3.1-8B")
 
 
 def _common(spec=LLAMA8):
-    return dict(spec=spec, matmul_params=matmul_params(spec), rates=H100, tp=1, weight_bytes=total_params(spec) * 2.0,
-                kv_bytes_per_token=2.0 * spec.num_layers * spec.kv_dim * 2)
+    return {"spec": spec, "matmul_params": matmul_params(spec), "rates": H100, "tp": 1,
+            "weight_bytes": total_params(spec) * 2.0, "kv_bytes_per_token": 2.0 * spec.num_layers * spec.kv_dim * 2}
 
 
 def _gpu(s: ds.DecodeStep) -> float:
@@ -59,7 +59,7 @@ def test_a_multiprocess_engine_hides_only_the_frontend():
 
 def test_host_constants_are_read_at_call_time(monkeypatch):
     """A constant left None is the module's value when the step model is built (the benchmark's grid patches it)."""
-    common = dict(_common(), cuda_graphs=True, engine_s_per_step=ds.ENGINE_S_PER_STEP, tp_all_reduce_latency_s=None)
+    common = {**_common(), "cuda_graphs": True, "engine_s_per_step": ds.ENGINE_S_PER_STEP, "tp_all_reduce_latency_s": None}
     monkeypatch.setattr(ds, "ENGINE_S_PER_SEQUENCE", 37e-6)
     monkeypatch.setattr(ds, "FRONTEND_S_PER_STEP", 3e-3)
     monkeypatch.setattr(ds, "FRONTEND_S_PER_SEQUENCE", 11e-6)
@@ -69,7 +69,8 @@ def test_host_constants_are_read_at_call_time(monkeypatch):
 
 
 def test_generation_passes_the_engine_core_per_sequence_work():
-    args = dict(_common(), max_num_seqs=64, prompts=16, samples_per_prompt=8, prompt_len=256, response_len_max=512)
+    args = {**_common(), "max_num_seqs": 64, "prompts": 16, "samples_per_prompt": 8, "prompt_len": 256,
+            "response_len_max": 512}
     lo = gen.generation_time(engine_s_per_sequence=0.0, **args)
     hi = gen.generation_time(engine_s_per_sequence=50e-6, **args)
     assert hi.decode_s > lo.decode_s

@@ -112,10 +112,12 @@ The constants: ``ENGINE_S_PER_STEP`` is what the engine spends per step outside 
 residual of a published batch-1 TPOT, above). ``ENGINE_S_PER_SEQUENCE``, ``FRONTEND_S_PER_STEP`` and
 ``FRONTEND_S_PER_SEQUENCE`` were fitted together on the fit half of ``benchmarks/step_times.py`` (rows with
 ``int(sha1(id), 16) % 2 == 0``; RL step and RL generation-phase rows, 18 fit / 28 held out; every NeMo RL run
-mapped to its engine mode, ``async_engine`` runs multi-process) by a grid of per-sequence core 0-130 us (0, 10,
-20, 30, 45, 60, 80, 100, 130) x frontend constant 0, 4, 8 ms x frontend per sequence 0-40 us, minimising the
-fit half's median absolute error: 80 us, 8 ms and 0 us (fit half 29.1 % -> 16.5 %, held-out half 33.7 % ->
-15.4 %, from 0 us / 8 ms / 10 us; RL step median 28 % -> 16 %, generation 33 % -> 15 %, all rows 21 % -> 15 %).
+mapped to its engine mode, ``async_engine`` runs multi-process), minimising the fit half's median absolute
+error over a grid: per-sequence core 0, 10, 20, 30, 45, 60 us x frontend constant 0, 4, 8 ms x frontend per
+sequence 0, 10, 20, 40 us; then 80, 100, 130 us x 4, 8 ms x 0, 10, 20 us; then 70, 80, 90 us x 6, 8, 10 ms x 0,
+5 us. Best: 80 us, 8 ms and 0 us (fit half 29.1 % -> 16.5 %, held-out half 33.7 % -> 15.4 %, from 0 us / 8 ms /
+10 us; RL step median 28 % -> 16 %, generation 33 % -> 15 %, all rows 21 % -> 15 %; fit / held-out half at
+the best frontend pair for 60 us: 18.1 % / 16.2 %, for 100 us: 19.4 % / 13.4-15.4 %).
 The held-out half supports it. 80 us per running sequence is large for the core's Python bookkeeping alone (a
 256-sequence step: 20 ms of host work); no profile of it was at hand, so it may also stand for per-sequence
 decode costs the GPU side leaves out; the frontend's per-sequence part fitted to 0 (what a multi-process engine

@@ -200,9 +200,9 @@ def generation_time(
                          l_top=l_top, response_len_max=response_len_max, groups=len(groups), chunk=chunk,
                          engine_s=engine_s_per_step, cuda_graphs=cuda_graphs, prefix_sharing=prefix_sharing,
                          streaming=streaming, peak=dec.peak)
-    notes += (f"engine core host work per decode step ({step.engine * 1e3:.1f} ms + {step.engine_seq * 1e6:.0f} us "
-              "per running sequence: scheduler, input preparation, sampling, update_from_output) is serial with the "
-              "GPU step (no async scheduling)",)
+    notes += ((f"engine core host work per decode step ({step.engine * 1e3:.1f} ms + {step.engine_seq * 1e6:.0f} us "
+               "per running sequence: scheduler, input preparation, sampling, update_from_output) is serial with the "
+               "GPU step (no async scheduling)"),)
     notes += ((f"engine in-process (VLLM_ENABLE_V1_MULTIPROCESSING=0): the frontend's host work, "
                f"{step.frontend0 * 1e3:.1f} ms + {step.frontend_seq * 1e6:.0f} us per running sequence, "
                "adds to every decode step") if not engine_multiprocess else

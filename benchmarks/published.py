@@ -58,8 +58,9 @@ Precision
     visible in the errors rather than mapped away.
 
 Features recorded, not modelled
-    ``compile`` -> ``parallel.compile: true`` (trainfit records it; its activation savings are not
-    modelled). Packing changes no per-GPU term -> nothing.
+    ``compile`` -> ``parallel.compile: true``: trainfit models torchtune's per-layer compiled decoder
+    layers where the compiled rules were measured (dense full training and LoRA; not QLoRA, DoRA, MoE) and
+    the compiled per-chunk loss. Packing changes no per-GPU term -> nothing.
 
 Sequence lengths
     Variable-length data is mapped to the length that sets the *peak*: every metric here is a
@@ -140,9 +141,9 @@ _A6000_AC_NOTE = ("the README gives the A6000 and the RTX 4090 rows the same set
                   "twice the 4090 row; the documented knob that moves memory by that much is activation "
                   "checkpointing, and the 4090 row needs it to fit in 24 GB while the 48 GB A6000 does not -> "
                   "off. Still an inference, hence ambiguous.")
-_TT_CHUNKED_NOTE = ("torchtune CEWithChunkedOutputLoss: the output projection is split into 8 chunks and "
-                    "each chunk is upcast to fp32 in the loss, but every bf16 logit chunk is alive at once "
-                    "(2 B/logit); trainfit's loss.chunked models Liger's fused linear-CE (no full logits)")
+_TT_CHUNKED_NOTE = ("torchtune CEWithChunkedOutputLoss (loss.kernel: torchtune): the output projection is split "
+                    "into 8 chunks and each chunk is upcast to fp32 in the loss, but every bf16 logit chunk is alive "
+                    "at once (2 B/logit)")
 
 # --------------------------------------------------------------------------------------------
 # the mapping: point id -> card (or the reason it cannot be planned), metric, unit, notes
@@ -156,11 +157,10 @@ POINTS: dict[int, dict[str, Any]] = {
             "precision": dict(_TT_PURE_BF16, optimizer="paged_adamw_8bit", optimizer_in_backward=True),
             "hardware": {"gpu": "rtx4090", "gpus_per_node": 1},
             "parallel": {"strategy": "single", "gradient_checkpointing": True, "compile": True},
-            "batch": {"micro_batch_size": 2, "seq_len": 2048}, "loss": {"chunked": True},
+            "batch": {"micro_batch_size": 2, "seq_len": 2048}, "loss": {"chunked": True, "kernel": "torchtune"},
         },
         "metric": "allocated", "unit": "GiB",
-        "notes": "8B_full_single_device.yaml: bnb PagedAdamW8bit + optimizer_in_bwd, AC on, compile (recorded, "
-                 "not modelled), chunked CE. Metric unspecified -> allocated (torchtune logs active/alloc). "
+        "notes": "8B_full_single_device.yaml: bnb PagedAdamW8bit + optimizer_in_bwd, AC on, compile, chunked CE. Metric unspecified -> allocated (torchtune logs active/alloc). "
                  "Paged 8-bit states live in cudaMallocManaged memory outside the torch allocator: torch's "
                  "peak never counts them, trainfit does. " + _TT_CHUNKED_NOTE,
     },
@@ -170,7 +170,7 @@ POINTS: dict[int, dict[str, Any]] = {
             "precision": dict(_TT_PURE_BF16, optimizer="paged_adamw_8bit", optimizer_in_backward=True),
             "hardware": A6000,
             "parallel": {"strategy": "single", "gradient_checkpointing": False, "compile": True},
-            "batch": {"micro_batch_size": 2, "seq_len": 2048}, "loss": {"chunked": True},
+            "batch": {"micro_batch_size": 2, "seq_len": 2048}, "loss": {"chunked": True, "kernel": "torchtune"},
         },
         "metric": "allocated", "unit": "GiB", "ambiguous": True,
         "notes": "AMBIGUOUS: A6000 row settings undocumented. Optimizer: the default single-device config "
@@ -184,10 +184,10 @@ POINTS: dict[int, dict[str, Any]] = {
             "precision": _TT_PURE_BF16,
             "hardware": {"gpu": "rtx4090", "gpus_per_node": 1},
             "parallel": {"strategy": "single", "gradient_checkpointing": True, "compile": True},
-            "batch": {"micro_batch_size": 2, "seq_len": 2048}, "loss": {"chunked": True},
+            "batch": {"micro_batch_size": 2, "seq_len": 2048}, "loss": {"chunked": True, "kernel": "torchtune"},
         },
         "metric": "allocated", "unit": "GiB",
-        "notes": "8B_lora_single_device: r8/a16 on q,v, AdamW fused, AC, compile (not modelled), chunked CE. "
+        "notes": "8B_lora_single_device: r8/a16 on q,v, AdamW fused, AC, compile, chunked CE. "
                  "Metric unspecified -> allocated. " + _TT_LORA_NOTE + ". " + _TT_CHUNKED_NOTE,
     },
     4: {
@@ -197,7 +197,7 @@ POINTS: dict[int, dict[str, Any]] = {
             "precision": _TT_PURE_BF16,
             "hardware": A6000,
             "parallel": {"strategy": "single", "gradient_checkpointing": False, "compile": True},
-            "batch": {"micro_batch_size": 2, "seq_len": 2048}, "loss": {"chunked": True},
+            "batch": {"micro_batch_size": 2, "seq_len": 2048}, "loss": {"chunked": True, "kernel": "torchtune"},
         },
         "metric": "allocated", "unit": "GiB", "ambiguous": True,
         "notes": "AMBIGUOUS: A6000 row settings undocumented; grad_ckpt -> False: " + _A6000_AC_NOTE + " "
@@ -211,11 +211,11 @@ POINTS: dict[int, dict[str, Any]] = {
             "precision": _TT_QLORA,
             "hardware": {"gpu": "rtx4090", "gpus_per_node": 1},
             "parallel": {"strategy": "single", "gradient_checkpointing": True, "compile": True},
-            "batch": {"micro_batch_size": 2, "seq_len": 2048}, "loss": {"chunked": True},
+            "batch": {"micro_batch_size": 2, "seq_len": 2048}, "loss": {"chunked": True, "kernel": "torchtune"},
         },
         "metric": "allocated", "unit": "GiB",
         "notes": "8B_qlora_single_device: torchao NF4 base (trainfit models bnb NF4 + double quant; same "
-                 "~0.5 B/param), r8 on q,k,v,o + MLP, AdamW fused, AC, compile (not modelled). Chunked CE "
+                 "~0.5 B/param), r8 on q,k,v,o + MLP, AdamW fused, AC, compile. Chunked CE "
                  "assumed (all llama3_1 configs at that commit use CEWithChunkedOutputLoss). "
                  + _TT_LORA_NOTE + ". " + _TT_CHUNKED_NOTE,
     },
@@ -226,7 +226,7 @@ POINTS: dict[int, dict[str, Any]] = {
             "hardware": {"gpu": "a100-80gb", "gpus_per_node": 8},
             "parallel": {"strategy": "fsdp", "offload": "params_and_optimizer",
                          "gradient_checkpointing": True, "compile": True, "fsdp_shard_embeddings": True},
-            "batch": {"micro_batch_size": 2, "seq_len": 2048}, "loss": {"chunked": True},
+            "batch": {"micro_batch_size": 2, "seq_len": 2048}, "loss": {"chunked": True, "kernel": "torchtune"},
         },
         "metric": "allocated", "unit": "GiB",
         "notes": "70B_full.yaml also sets custom_sharded_layers: ['tok_embeddings', 'output'] (read at torchtune "
@@ -245,7 +245,7 @@ POINTS: dict[int, dict[str, Any]] = {
             "precision": _TT_PURE_BF16,
             "hardware": {"gpu": "a100-80gb", "gpus_per_node": 8},
             "parallel": {"strategy": "fsdp", "gradient_checkpointing": True, "compile": True},
-            "batch": {"micro_batch_size": 2, "seq_len": 2048}, "loss": {"chunked": True},
+            "batch": {"micro_batch_size": 2, "seq_len": 2048}, "loss": {"chunked": True, "kernel": "torchtune"},
         },
         "metric": "allocated", "unit": "GiB",
         "notes": "70B_lora: FSDP full_shard 8xA100, r16/a32 on q,k,v, AdamW fused, AC. Chunked CE assumed. "
@@ -258,7 +258,7 @@ POINTS: dict[int, dict[str, Any]] = {
             "precision": _TT_QLORA,
             "hardware": {"gpu": "a100-80gb", "gpus_per_node": 8},
             "parallel": {"strategy": "fsdp", "gradient_checkpointing": True, "compile": True},
-            "batch": {"micro_batch_size": 2, "seq_len": 2048}, "loss": {"chunked": True},
+            "batch": {"micro_batch_size": 2, "seq_len": 2048}, "loss": {"chunked": True, "kernel": "torchtune"},
         },
         "metric": "allocated", "unit": "GiB", "ambiguous": True,
         "notes": "LIMITATION: Llama-3.1-405B is not in the model catalog; given as a bare count (405,853,388,800) "
@@ -279,7 +279,7 @@ POINTS: dict[int, dict[str, Any]] = {
             "software": {"torchao": "0.1"},
         },
         "metric": "reserved", "unit": "GB",
-        "notes": "QLoRA r8 all attn + MLP, 1x4090, AC, torch.compile (recorded, not modelled). Metric: "
+        "notes": "QLoRA r8 all attn + MLP, 1x4090, AC, torch.compile (QLoRA layers: the compiled rules are not measured, planned eager). Metric: "
                  "reference says 'likely reserved' -> reserved. Full (non-chunked) CE at that commit. "
                  "AdamW without fused (assumed) -> foreach. torchtune @0217d44c2 pins torchao==0.1 "
                  "(pyproject.toml): its NF4 load reserve is planned (below this step's peak). " + _TT_LORA_NOTE + ". " + _TT_LORA_DROPOUT_NOTE,
@@ -467,15 +467,16 @@ POINTS: dict[int, dict[str, Any]] = {
             "batch": {"micro_batch_size": 2, "seq_len": 4096},
         },
         "metric": "allocated", "unit": "GiB",
-        "notes": "+ torch.compile: recorded only, NOT modelled (trainfit predicts the same as point 22; the "
-                 "measured drop 60.0 -> 51.0 GiB is compile's fusion of saved activations/loss). Peak active -> allocated.",
+        "notes": "+ torch.compile: torchtune compiles each decoder layer (planned with the compiled layers' saved "
+                 "set; the measured drop 60.0 -> 51.0 GiB); the recipe drops compile_loss's return value, so the "
+                 "plain CE stays eager. Peak active -> allocated.",
     },
     24: {
         "card": {
             "model": "meta-llama/Llama-3.2-3B", "scope": "full", "precision": _TT_PURE_BF16,
             "hardware": {"gpu": "a100-80gb", "gpus_per_node": 1},
             "parallel": {"strategy": "single", "gradient_checkpointing": False, "compile": True},
-            "batch": {"micro_batch_size": 2, "seq_len": 4096}, "loss": {"chunked": True},
+            "batch": {"micro_batch_size": 2, "seq_len": 4096}, "loss": {"chunked": True, "kernel": "torchtune"},
         },
         "metric": "allocated", "unit": "GiB",
         "notes": "+ chunked CE (cumulative: compile on). Peak active -> allocated. " + _TT_CHUNKED_NOTE,
@@ -485,7 +486,7 @@ POINTS: dict[int, dict[str, Any]] = {
             "model": "meta-llama/Llama-3.2-3B", "scope": "full", "precision": _TT_PURE_BF16,
             "hardware": {"gpu": "a100-80gb", "gpus_per_node": 1},
             "parallel": {"strategy": "single", "gradient_checkpointing": True, "compile": True},
-            "batch": {"micro_batch_size": 2, "seq_len": 4096}, "loss": {"chunked": True},
+            "batch": {"micro_batch_size": 2, "seq_len": 4096}, "loss": {"chunked": True, "kernel": "torchtune"},
         },
         "metric": "allocated", "unit": "GiB",
         "notes": "+ activation checkpointing (cumulative: compile, chunked CE). Peak active -> allocated. "
@@ -497,7 +498,7 @@ POINTS: dict[int, dict[str, Any]] = {
             "precision": dict(_TT_PURE_BF16, optimizer_in_backward=True),
             "hardware": {"gpu": "a100-80gb", "gpus_per_node": 1},
             "parallel": {"strategy": "single", "gradient_checkpointing": True, "compile": True},
-            "batch": {"micro_batch_size": 2, "seq_len": 4096}, "loss": {"chunked": True},
+            "batch": {"micro_batch_size": 2, "seq_len": 4096}, "loss": {"chunked": True, "kernel": "torchtune"},
         },
         "metric": "allocated", "unit": "GiB",
         "notes": "+ optimizer_in_bwd (cumulative: compile, chunked CE, AC). Peak active -> allocated. "
@@ -510,7 +511,7 @@ POINTS: dict[int, dict[str, Any]] = {
             "hardware": {"gpu": "a100-80gb", "gpus_per_node": 1},
             "parallel": {"strategy": "single", "gradient_checkpointing": True, "compile": True,
                          "activation_offload": True},
-            "batch": {"micro_batch_size": 2, "seq_len": 4096}, "loss": {"chunked": True},
+            "batch": {"micro_batch_size": 2, "seq_len": 4096}, "loss": {"chunked": True, "kernel": "torchtune"},
         },
         "metric": "allocated", "unit": "GiB",
         "notes": "+ activation offloading (cumulative: compile, chunked CE, AC, optimizer_in_bwd). Peak active "
@@ -523,7 +524,7 @@ POINTS: dict[int, dict[str, Any]] = {
             "hardware": {"gpu": "a100-80gb", "gpus_per_node": 1},
             "parallel": {"strategy": "single", "gradient_checkpointing": True, "compile": True,
                          "activation_offload": True},
-            "batch": {"micro_batch_size": 2, "seq_len": 4096}, "loss": {"chunked": True},
+            "batch": {"micro_batch_size": 2, "seq_len": 4096}, "loss": {"chunked": True, "kernel": "torchtune"},
         },
         "metric": "allocated", "unit": "GiB", "ambiguous": True,
         "notes": "AMBIGUOUS: the row says '8-bit AdamW' and the text 'AdamW8bit' without a package. At the commit "
@@ -544,11 +545,11 @@ POINTS: dict[int, dict[str, Any]] = {
             "hardware": {"gpu": "a100-80gb", "gpus_per_node": 1},
             "parallel": {"strategy": "single", "gradient_checkpointing": True, "compile": True,
                          "activation_offload": True},
-            "batch": {"micro_batch_size": 2, "seq_len": 4096}, "loss": {"chunked": True},
+            "batch": {"micro_batch_size": 2, "seq_len": 4096}, "loss": {"chunked": True, "kernel": "torchtune"},
         },
         "metric": "allocated", "unit": "GiB",
         "notes": "LoRA r64/a128 on q,v,o + MLP (torchtune output_proj = o_proj), AdamW fused, packed, compile "
-                 "(not modelled), chunked CE, AC, activation offloading. Peak active -> allocated. "
+                 "(LoRA layers compiled), chunked CE, AC, activation offloading. Peak active -> allocated. "
                  + _TT_LORA_NOTE + ". " + _TT_CHUNKED_NOTE,
     },
     30: {
@@ -559,7 +560,7 @@ POINTS: dict[int, dict[str, Any]] = {
             "hardware": {"gpu": "a100-80gb", "gpus_per_node": 1},
             "parallel": {"strategy": "single", "gradient_checkpointing": True, "compile": True,
                          "activation_offload": True},
-            "batch": {"micro_batch_size": 2, "seq_len": 4096}, "loss": {"chunked": True},
+            "batch": {"micro_batch_size": 2, "seq_len": 4096}, "loss": {"chunked": True, "kernel": "torchtune"},
         },
         "metric": "allocated", "unit": "GiB",
         "notes": "QLoRA (torchao NF4 ~ bnb NF4) r64 on q,v,o + MLP, same flags as 29. Peak active -> allocated. "

@@ -144,9 +144,9 @@ def test_every_fit_row_is_the_plan_of_its_configuration(text, argv, tmp_path, ca
         want = {"fits": plan["fits"], "phase": plan["peak_phase"], "step": plan["step_seconds"],
                 "host": plan["host_ram_bytes"]}
         assert got == want, r["knobs"]
-        # fit's JSON truncates the byte figures (int), plan's rounds them: at most a byte apart
-        assert abs(r["peak_gpu_bytes"] - plan["peak_gpu_bytes"]["device"]) <= 1, r["knobs"]
-        assert abs(r["headroom_bytes"] - plan["headroom_bytes"]) <= 1, r["knobs"]
+        # fit's JSON rounds the byte figures as plan's does: equal to the byte
+        assert r["peak_gpu_bytes"] == plan["peak_gpu_bytes"]["device"], r["knobs"]
+        assert r["headroom_bytes"] == plan["headroom_bytes"], r["knobs"]
 
 
 def test_the_release_fuzz_case_replays_only_its_row(monkeypatch):

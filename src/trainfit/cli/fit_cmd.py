@@ -157,7 +157,7 @@ def _prices(items, table_path, market, gpus):
 def _row(r) -> dict:
     return {
         "gpu": r.gpu, "gpus": r.gpus, "fits": r.fits, "within_limits": r.within_limits,
-        "peak_gpu_bytes": int(r.peak_device_bytes), "headroom_bytes": int(r.headroom_bytes), "peak_phase": r.peak_phase,
+        "peak_gpu_bytes": round(r.peak_device_bytes), "headroom_bytes": round(r.peak_device_bytes + r.headroom_bytes) - round(r.peak_device_bytes), "peak_phase": r.peak_phase,
         "host_ram_bytes": int(r.host_ram_bytes), "tokens_per_s": r.tokens_per_s,
         "step_seconds": r.step_seconds, "cost_per_hour": r.cost_per_hour, "currency": r.currency, "price_id": r.price_id,
         "cost_per_step": r.cost_per_step, "run_steps": r.run_steps, "run_seconds": r.run_seconds,

@@ -434,8 +434,8 @@ def fit_rows(result: Any) -> list[dict[str, Any]]:
     """The rows of ``trainfit fit --json`` (same keys)."""
     return [
         {
-            "gpu": r.gpu, "gpus": r.gpus, "fits": r.fits, "peak_gpu_bytes": int(r.peak_device_bytes),
-            "headroom_bytes": int(r.headroom_bytes), "peak_phase": r.peak_phase,
+            "gpu": r.gpu, "gpus": r.gpus, "fits": r.fits, "peak_gpu_bytes": round(r.peak_device_bytes),
+            "headroom_bytes": round(r.peak_device_bytes + r.headroom_bytes) - round(r.peak_device_bytes), "peak_phase": r.peak_phase,
             "step_seconds": r.step_seconds, "cost_per_hour": r.cost_per_hour, "currency": r.currency,
             "pareto": r.pareto, "knobs": {k: v for k, v in r.knobs.items() if k not in ("hardware.gpu", "gpus")},
         }

@@ -210,7 +210,7 @@ def trace(
     mode: Annotated[str, typer.Option(help="fast (byte tracker) | memtracker (torch MemTracker categories)")] = "fast",
     reserved: Annotated[bool, typer.Option(
         "--reserved", help="Also predict reserved memory: replay the step's allocations through a model of the CUDA "
-                           "caching allocator (one GPU, train step; one more full-depth pass).")] = False,
+                           "caching allocator (one GPU, train step; one full-depth pass in place of the two shallow ones).")] = False,
     time_: Annotated[bool, typer.Option(
         "--time", help="Instead of memory: the op inventory of the step (every aten op: GEMM FLOPs and shapes, "
                        "attention FLOPs, memory-bound bytes, kernels), per phase and per layer (one GPU).")] = False,

@@ -288,17 +288,8 @@ def _layer_backward_ops(names: dict[str, int], shape: SequenceShape, *, start: i
     (bf16), the softmax backward in fp32 (gradient, output, their bf16 cast), the scores' gradient, then
     dq and repeat_kv(k)'s, summed to k's heads. Rotary backward: the rotated gradient's two halves."""
     r, q, kv, m, sc = shape.residual_bytes, shape.q_bytes, shape.kv_bytes, shape.mlp_bytes, shape.eager_score_bytes
-    ops: list[tuple[int, int, int]] = []
-    nxt = [start]
-
-    def a(n: int) -> int:
-        k = nxt[0]
-        nxt[0] += 1
-        ops.append((1, k, int(n)))
-        return k
-
-    def f(*ks: int) -> None:
-        ops.extend((-1, k, 0) for k in ks)
+    o = _Ops(start)
+    ops, a, f = o.ops, o.a, o.f
 
     def grad(kind: int) -> None:
         ops.append((2, kind, 0))
@@ -306,17 +297,7 @@ def _layer_backward_ops(names: dict[str, int], shape: SequenceShape, *, start: i
     def norm(p: str, g: int, w: int = r) -> int:
         t1, t2 = a(w), a(w)
         f(t1, g, names[p + "cast"])
-        u1 = a(2 * w)
-        f(t2)
-        u2, u3 = a(2 * w), a(2 * w)
-        f(u1, u2)
-        u4, u5, u6, u7 = a(2 * w), a(2 * w), a(2 * w), a(2 * w)
-        f(u3, u4, u5, names[p + "x32"])
-        u8 = a(2 * w)
-        f(u6, u7)
-        gx = a(w)
-        f(u8)
-        return gx
+        return _rms_norm_input_grad(o, t2, x32=names[p + "x32"], w=w)
 
     def rope(d: int, n: int) -> int:
         b1, h = a(n), a(n // 2)
@@ -445,6 +426,24 @@ class _Ops:
 
     def f(self, *ks: int) -> None:
         self.ops.extend((-1, k, 0) for k in ks)
+
+
+def _rms_norm_input_grad(o: _Ops, t2: int, *, x32: int, w: int) -> int:
+    """RMSNorm's input gradient after the bf16 product ``t2``: the fp32 chain of ``x * rsqrt`` (eight fp32
+    temporaries, at most four at once; the saved fp32 input ``x32`` goes) and the bf16 input gradient, which
+    it returns (both backward generators)."""
+    a, f = o.a, o.f
+    u1 = a(2 * w)
+    f(t2)
+    u2, u3 = a(2 * w), a(2 * w)
+    f(u1, u2)
+    u4, u5, u6, u7 = a(2 * w), a(2 * w), a(2 * w), a(2 * w)
+    f(u3, u4, u5, x32)
+    u8 = a(2 * w)
+    f(u6, u7)
+    gx = a(w)
+    f(u8)
+    return gx
 
 
 def _lora_layer_ops(total: float, shape: SequenceShape, *, grad: bool = True) -> _LayerOps | None:
@@ -591,17 +590,7 @@ def _lora_backward_ops(names: dict[str, int], shape: SequenceShape, *, start: in
             return 0
         t2 = a(w)
         f(g)
-        u1 = a(2 * w)
-        f(t2)
-        u2, u3 = a(2 * w), a(2 * w)
-        f(u1, u2)
-        u4, u5, u6, u7 = a(2 * w), a(2 * w), a(2 * w), a(2 * w)
-        f(u3, u4, u5, names[p + "x32"])
-        u8 = a(2 * w)
-        f(u6, u7)
-        gx = a(w)
-        f(u8)
-        return gx
+        return _rms_norm_input_grad(o, t2, x32=names[p + "x32"], w=w)
 
     dprod = lora("down", m, r, -1, free_gy=False)
     d_act, d_up = a(m), a(m)

@@ -108,6 +108,15 @@ _PEFT_BF16_FOREACH = {"weights": "bf16", "compute": "bf16", "master_weights": "n
                       "optimizer": "adamw", "optimizer_states": "same_as_weights", "optimizer_impl": "foreach"}
 
 
+def _peft_l40s_card(scope: str, **section: dict) -> dict:
+    """A PEFT method_comparison MetaMathQA run (L40S, bs 4, max_seq_length 768, no AC, bf16 model without
+    AMP, torch AdamW foreach); ``section``: the scope's own card section (lora, prompt_tuning)."""
+    return {"model": "meta-llama/Llama-3.2-3B", "scope": scope, **section, "precision": _PEFT_BF16_FOREACH,
+            "hardware": {"gpu": "l40s", "gpus_per_node": 1},
+            "parallel": {"strategy": "single", "gradient_checkpointing": False},
+            "batch": {"micro_batch_size": 4, "seq_len": 768}}
+
+
 def _tt_tutorial_lora_card(*, rank: int, alpha: int, targets: list[str]) -> dict:
     """torchtune's lora_finetune tutorial runs (points 17, 18, 201, 202): 7B_lora_single_device on one GPU,
     bf16 adapters with the builders' dropout, pure bf16 with foreach AdamW, checkpointing, 2 x 512 tokens."""
@@ -585,12 +594,7 @@ POINTS: dict[int, dict[str, Any]] = {
     },
     # ---- PEFT method_comparison MetaMathQA (L40S, bs 4, max_seq_length 768, no AC, bf16 model, no AMP)
     43: {
-        "card": {
-            "model": "meta-llama/Llama-3.2-3B", "scope": "full", "precision": _PEFT_BF16_FOREACH,
-            "hardware": {"gpu": "l40s", "gpus_per_node": 1},
-            "parallel": {"strategy": "single", "gradient_checkpointing": False},
-            "batch": {"micro_batch_size": 4, "seq_len": 768},
-        },
+        "card": _peft_l40s_card("full"),
         "metric": "reserved", "unit": "GiB", "approx_seq": True,
         "notes": "Full FT, model bf16 without AMP (AdamW states bf16), torch.optim.AdamW defaults -> foreach. "
                  "Variable length <=768 -> 768 (99th pct of reserved is set by the longest padded batches; "
@@ -599,40 +603,19 @@ POINTS: dict[int, dict[str, Any]] = {
                  "assumes the Trainer pattern (logits freed) and has no card key for it (+2 B/logit missed).",
     },
     44: {
-        "card": {
-            "model": "meta-llama/Llama-3.2-3B", "scope": "lora",
-            "lora": {"rank": 32, "alpha": 64, "targets": ["q_proj", "v_proj"]},
-            "precision": _PEFT_BF16_FOREACH,
-            "hardware": {"gpu": "l40s", "gpus_per_node": 1},
-            "parallel": {"strategy": "single", "gradient_checkpointing": False},
-            "batch": {"micro_batch_size": 4, "seq_len": 768},
-        },
+        "card": _peft_l40s_card("lora", lora={"rank": 32, "alpha": 64, "targets": ["q_proj", "v_proj"]}),
         "metric": "reserved", "unit": "GiB", "approx_seq": True,
         "notes": "PEFT LoRA r32/a64 q,v (fp32 adapters: PEFT autocast_adapter_dtype, trainfit's default), AdamW "
                  "foreach, no AC. <=768 -> 768. Metric reserved 99th pct -> reserved. Loop holds logits through "
                  "backward (not expressible; see 43).",
     },
     45: {
-        "card": {
-            "model": "meta-llama/Llama-3.2-3B", "scope": "lora",
-            "lora": {"rank": 64, "alpha": 128, "targets": ["q_proj", "v_proj"]},
-            "precision": _PEFT_BF16_FOREACH,
-            "hardware": {"gpu": "l40s", "gpus_per_node": 1},
-            "parallel": {"strategy": "single", "gradient_checkpointing": False},
-            "batch": {"micro_batch_size": 4, "seq_len": 768},
-        },
+        "card": _peft_l40s_card("lora", lora={"rank": 64, "alpha": 128, "targets": ["q_proj", "v_proj"]}),
         "metric": "reserved", "unit": "GiB", "approx_seq": True,
         "notes": "PEFT LoRA r64/a128 q,v, as 44.",
     },
     46: {
-        "card": {
-            "model": "meta-llama/Llama-3.2-3B", "scope": "dora",
-            "lora": {"rank": 32, "alpha": 64, "targets": ["q_proj", "v_proj"]},
-            "precision": _PEFT_BF16_FOREACH,
-            "hardware": {"gpu": "l40s", "gpus_per_node": 1},
-            "parallel": {"strategy": "single", "gradient_checkpointing": False},
-            "batch": {"micro_batch_size": 4, "seq_len": 768},
-        },
+        "card": _peft_l40s_card("dora", lora={"rank": 32, "alpha": 64, "targets": ["q_proj", "v_proj"]}),
         "metric": "reserved", "unit": "GiB", "approx_seq": True,
         "notes": "PEFT DoRA (use_dora: true) r32/a64 q,v (experiments/lora/llama-3.2-3B-rank32-dora/adapter_config.json: "
                  "target_modules null -> PEFT's llama default q_proj, v_proj), fp32 adapters and magnitudes, AdamW "
@@ -640,26 +623,13 @@ POINTS: dict[int, dict[str, Any]] = {
                  "vectors and the base / lora_B outputs each DoRA module saves (trainfit.memory.peft_variants).",
     },
     47: {
-        "card": {
-            "model": "meta-llama/Llama-3.2-3B", "scope": "lora",
-            "lora": {"rank": 10, "alpha": 8, "targets": _MLP},
-            "precision": _PEFT_BF16_FOREACH,
-            "hardware": {"gpu": "l40s", "gpus_per_node": 1},
-            "parallel": {"strategy": "single", "gradient_checkpointing": False},
-            "batch": {"micro_batch_size": 4, "seq_len": 768},
-        },
+        "card": _peft_l40s_card("lora", lora={"rank": 10, "alpha": 8, "targets": _MLP}),
         "metric": "reserved", "unit": "GiB", "approx_seq": True,
         "notes": "PEFT LoRA r10 on gate,up,down; lora_alpha not given -> PEFT default 8 (alpha does not change "
                  "memory). <=768 -> 768. Metric reserved 99th pct -> reserved.",
     },
     48: {
-        "card": {
-            "model": "meta-llama/Llama-3.2-3B", "scope": "ia3",
-            "precision": _PEFT_BF16_FOREACH,
-            "hardware": {"gpu": "l40s", "gpus_per_node": 1},
-            "parallel": {"strategy": "single", "gradient_checkpointing": False},
-            "batch": {"micro_batch_size": 4, "seq_len": 768},
-        },
+        "card": _peft_l40s_card("ia3"),
         "metric": "reserved", "unit": "GiB", "approx_seq": True,
         "notes": "PEFT IA3 default (experiments/ia3/llama-3.2-3B-default/adapter_config.json: target_modules and "
                  "feedforward_modules null -> PEFT's llama defaults k_proj, v_proj, down_proj / down_proj; trainfit's "
@@ -667,14 +637,7 @@ POINTS: dict[int, dict[str, Any]] = {
                  "pct -> reserved.",
     },
     49: {
-        "card": {
-            "model": "meta-llama/Llama-3.2-3B", "scope": "prompt_tuning",
-            "prompt_tuning": {"num_virtual_tokens": 200},
-            "precision": _PEFT_BF16_FOREACH,
-            "hardware": {"gpu": "l40s", "gpus_per_node": 1},
-            "parallel": {"strategy": "single", "gradient_checkpointing": False},
-            "batch": {"micro_batch_size": 4, "seq_len": 768},
-        },
+        "card": _peft_l40s_card("prompt_tuning", prompt_tuning={"num_virtual_tokens": 200}),
         "metric": "reserved", "unit": "GiB", "approx_seq": True,
         "notes": "PEFT prompt tuning, num_virtual_tokens 200, random init (results/prompt_tuning--llama-3.2-3B-default"
                  ".json peft_config; num_trainable_params 614,400 = 200 x 3072), AdamW foreach, no AC. <=768 -> 768 "

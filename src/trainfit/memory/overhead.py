@@ -81,6 +81,9 @@ class OverheadBytes:
     replayed: bool = False
     """rounding + fragmentation come from replaying the step's allocation sequence through the
     caching-allocator model (``trainfit.memory.alloc_sequence``), not from the fitted share."""
+    stream_pools: float = 0.0
+    """FSDP: blocks the all-gather and reduce-scatter streams' pools keep cached beyond allocated
+    (``trainfit.memory.stream_pools``); in reserved beside rounding and fragmentation."""
 
 
 def overhead_bytes(

@@ -18,9 +18,10 @@ from trainfit.memory.overhead import cublas_workspace_bytes, overhead_bytes
 from trainfit.memory.params import param_tensors
 from trainfit.memory.phases import PhasePeak, StepTerms
 from trainfit.memory.sharding import Sharding
+from trainfit.memory.stream_pools import PoolPoint, capped_reserved_bytes, stream_pool_bytes
 from trainfit.plan.result import PhaseResult
 from trainfit.spec.card import AllocatorKind, RunCard
-from trainfit.spec.enums import Method, Phase
+from trainfit.spec.enums import Method, Offload, Phase, Strategy
 from trainfit.spec.model import ModelSpec
 from trainfit.units import MIB
 
@@ -65,6 +66,8 @@ def phase_results(
     replayed = replayed_overhead(terms, spec=spec, card=card, compute_capability=compute_capability)
     if replayed is not None:
         out = _with_replayed(out, replayed, capacity=capacity)
+    if terms is not None and _side_stream_pools(sharding, card):
+        out = _with_stream_pools(out, terms, capacity=capacity)
     for group in _STEP_PHASES:
         members = [i for i, r in enumerate(out) if r.phase in group]
         if len(members) < 2:
@@ -177,6 +180,44 @@ def _sequence_shape(spec: ModelSpec, b: int, s: int, attention, chunked: bool, f
         input_bytes=2 * tokens * 8, optimizer_per_tensor=per_tensor_step, eager_score_bytes=b * spec.num_attention_heads * s * s * 2 if eager else 0,
         q_bytes=tokens * (spec.q_dim or 0) * 2, kv_bytes=tokens * (spec.kv_dim or 0) * 2, qk_norm=bool(spec.qk_norm),
     )
+
+
+_FSDP = frozenset({Strategy.FSDP, Strategy.FSDP_GRAD_OP, Strategy.HSDP})
+
+
+def _side_stream_pools(sharding: Sharding, card: RunCard) -> bool:
+    """FSDP (1 and 2) gathers parameters on its all-gather stream and reduce-scatters gradients on its
+    own stream (``trainfit.memory.stream_pools``); with offload the sharded gradients go to host."""
+    return (sharding.strategy in _FSDP and sharding.gathers_params
+            and card.parallel.offload is Offload.NONE)
+
+
+def _with_stream_pools(out: list[PhaseResult], t: StepTerms, *, capacity: float) -> list[PhaseResult]:
+    """Every training phase's reserved + what the side-stream pools keep idle at the step's peak
+    (a step-wide figure, like the rest of reserved), capped where the allocator would free it."""
+    group = _STEP_PHASES[0]
+    members = [i for i, r in enumerate(out) if r.phase in group]
+    if not members:
+        return out
+    points = [PoolPoint(allocated_bytes=out[i].allocated,
+                        gathered_bytes=out[i].components.get("fsdp_buffers", 0.0),
+                        gradient_bytes=out[i].components.get("gradients", 0.0)) for i in members]
+    extra = stream_pool_bytes(points=points,
+                              gathered_pool_bytes=t.fsdp_root_unit + t.fsdp_all_gathered + t.fsdp_layer_units,
+                              gradient_pool_bytes=t.grads_total)
+    if extra <= 0:
+        return out
+    for i in members:
+        r = out[i]
+        outside = r.device - r.paged_resident - r.reserved
+        reserved = capped_reserved_bytes(reserved_bytes=r.reserved, extra_bytes=extra, room_bytes=capacity - outside)
+        if reserved == r.reserved:
+            continue
+        base = r.device - r.paged_resident + (reserved - r.reserved)
+        resident = _paged_resident(r.components, capacity=capacity, device=base)
+        oh = replace(r.overhead, stream_pools=extra if reserved == r.reserved + extra else reserved - r.reserved)
+        out[i] = PhaseResult(r.phase, r.at, r.components, r.allocated, reserved, base + resident, oh, resident)
+    return out
 
 
 def _paged_resident(components: dict[str, float], *, capacity: float, device: float) -> float:

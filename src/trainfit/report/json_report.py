@@ -58,6 +58,7 @@ def plan_to_dict(plan: Plan) -> dict[str, Any]:
                 "overhead": {
                     "allocator_rounding": _b(p.overhead.rounding),
                     "fragmentation": _b(p.overhead.fragmentation),
+                    "stream_pools": _b(p.overhead.stream_pools),
                     "cublas_workspace": _b(p.overhead.cublas_workspace),
                     "cuda_context": _b(p.overhead.cuda_context),
                     "nccl_buffers": _b(p.overhead.nccl_buffers),

@@ -299,20 +299,6 @@ def _layer_backward_ops(names: dict[str, int], shape: SequenceShape, *, start: i
         f(t1, g, names[p + "cast"])
         return _rms_norm_input_grad(o, t2, x32=names[p + "x32"], w=w)
 
-    def rope(d: int, n: int) -> int:
-        b1, h = a(n), a(n // 2)
-        b2 = a(n)
-        f(h)
-        b3 = a(n)
-        f(b1)
-        b4 = a(n)
-        f(b2, b3)
-        b5 = a(n)
-        f(b4)
-        b6 = a(n)
-        f(b5, d)
-        return b6
-
     # MLP (down_proj's output gradient is the incoming residual gradient itself)
     grad(0)
     d1 = a(m)
@@ -360,8 +346,8 @@ def _layer_backward_ops(names: dict[str, int], shape: SequenceShape, *, start: i
         f(d_out, names["v"], names["attn_out"], names["k_rot"], names["q_rot"])
     for j in range(len([k for k in names if k.startswith("extra")])):
         f(names[f"extra{j}"])
-    dk = rope(dk, kv)
-    dq = rope(dq, q)
+    dk = _rope_input_grad(o, dk, n=kv)
+    dq = _rope_input_grad(o, dq, n=q)
     gv = a(r)
     f(dv)
     grad(1)
@@ -380,7 +366,7 @@ def _layer_backward_ops(names: dict[str, int], shape: SequenceShape, *, start: i
     f(s1, gq, names["n1_out"])
     grad(1)
     gx = norm("n1_", s2)
-    g_out = a(r)
+    a(r)  # the gradient handed to the layer below
     f(gx, g_mid)
     return tuple(ops)
 
@@ -444,6 +430,24 @@ def _rms_norm_input_grad(o: _Ops, t2: int, *, x32: int, w: int) -> int:
     gx = a(w)
     f(u8)
     return gx
+
+
+def _rope_input_grad(o: _Ops, d: int, *, n: int) -> int:
+    """Rotary backward of a gradient ``d`` of ``n`` bytes: the rotated gradient's two halves and their
+    sum, op by op (``d`` goes); returns the input gradient (both backward generators)."""
+    a, f = o.a, o.f
+    b1, h = a(n), a(n // 2)
+    b2 = a(n)
+    f(h)
+    b3 = a(n)
+    f(b1)
+    b4 = a(n)
+    f(b2, b3)
+    b5 = a(n)
+    f(b4)
+    b6 = a(n)
+    f(b5, d)
+    return b6
 
 
 def _lora_layer_ops(total: float, shape: SequenceShape, *, grad: bool = True) -> _LayerOps | None:
@@ -559,7 +563,6 @@ def _lora_backward_ops(names: dict[str, int], shape: SequenceShape, *, start: in
     gradients, the fp32 input gradient through ``lora_A`` (the saved cast goes), its bf16 cast, the base's
     input gradient and their sum."""
     r, q, kv, m = shape.residual_bytes, shape.q_bytes, shape.kv_bytes, shape.mlp_bytes
-    F = 2 * r
     o = _Ops(start)
     a, f = o.a, o.f
 
@@ -609,22 +612,8 @@ def _lora_backward_ops(names: dict[str, int], shape: SequenceShape, *, start: in
     f(d_att, names["v"], names["attn_out"], names["k_rot"], names["q_rot"])
     for j in range(len([k for k in names if k.startswith("extra")])):
         f(names[f"extra{j}"])
-    for d, n in ((dk, kv), (dq, q)):  # rotary backward
-        b1, h = a(n), a(n // 2)
-        b2 = a(n)
-        f(h)
-        b3 = a(n)
-        f(b1)
-        b4 = a(n)
-        f(b2, b3)
-        b5 = a(n)
-        f(b4)
-        b6 = a(n)
-        f(b5, d)
-        if n == kv:
-            dk = b6
-        else:
-            dq = b6
+    dk = _rope_input_grad(o, dk, n=kv)  # rotary backward
+    dq = _rope_input_grad(o, dq, n=q)
     xv = lora("v", r, kv, dv, free_gy=True)
     if shape.qk_norm:  # each head norm's backward just before its projection's
         dk = norm("kn_", dk, True, kv)
@@ -637,7 +626,7 @@ def _lora_backward_ops(names: dict[str, int], shape: SequenceShape, *, start: in
     s2 = a(r)
     f(s1, xq)
     gx = norm("n1_", s2, input_grad)
-    g_out = a(r)
+    a(r)  # the gradient handed to the layer below
     f(*([gx] if gx else []), g_mid)
     return tuple(o.ops)
 

@@ -30,27 +30,26 @@ CARDS = [
 ]
 
 
+def _count_calls(monkeypatch, owner, name: str) -> dict:
+    """Wrap ``owner.name`` so each call is counted in the returned ``{"n": ...}``."""
+    calls = {"n": 0}
+    real = getattr(owner, name)
+
+    def counted(*a, **k):
+        calls["n"] += 1
+        return real(*a, **k)
+
+    monkeypatch.setattr(owner, name, counted)
+    return calls
+
+
 @pytest.mark.parametrize("data, sizes", CARDS)
 def test_screened_suggestions_equal_replaying_every_candidate(data, sizes, monkeypatch):
     card = load_card_dict(data)
     plan = make_plan(card)
     assert not plan.fits
-    calls = {"n": 0}
-    replay = alloc_sequence.replayed_overhead
-
-    def counted(*a, **k):
-        calls["n"] += 1
-        return replay(*a, **k)
-
-    monkeypatch.setattr(alloc_sequence, "replayed_overhead", counted)
-    walks = {"n": 0}
-    walk = suggest.best_combination
-
-    def walked(*a, **k):
-        walks["n"] += 1
-        return walk(*a, **k)
-
-    monkeypatch.setattr(suggest, "best_combination", walked)
+    calls = _count_calls(monkeypatch, alloc_sequence, "replayed_overhead")
+    walks = _count_calls(monkeypatch, suggest, "best_combination")
     screened = suggest.suggestions(card, plan)
     fast = calls["n"]
     monkeypatch.setattr(suggest, "_try", _unscreened)

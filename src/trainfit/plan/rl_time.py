@@ -367,21 +367,27 @@ def fsdp_offload_bytes(card: RunCard, spec: ModelSpec, *, shard_ranks: int) -> t
     shard; gradients are not moved (``zero_grad`` has freed them). Not Megatron's layout (full bf16 weights
     of a model-parallel rank, a bf16 gradient buffer, the distributed optimizer's fp32 main copy)."""
     from trainfit.memory.lora import lora_trainable_params
+    from trainfit.memory.optimizer import optimizer_state_bytes
+    from trainfit.memory.params import param_tensors
     from trainfit.plan.resolve import trainable_spec
-    from trainfit.plan.terms import trained_dtype_bytes
+    from trainfit.plan.terms import lora_tensors, trained_dtype_bytes
+    from trainfit.spec.enums import Optimizer
 
     train_bytes, _, use_master, state_bytes = trained_dtype_bytes(card)
     n = float(total_params(spec))
     lora = trainable_spec(card).lora
+    opt = card.precision.optimizer
     if lora is None:
         weights = (4.0 if use_master else train_bytes) * n
-        trained = n
+        trained, tensors = n, param_tensors(spec)
     else:  # the frozen base in the weights' dtype, the adapter in its own
         weights = BYTES_PER_DTYPE[card.weights_dtype.value] * n
-        trained = lora_trainable_params(spec, lora) * count_scale(spec)
+        trained, tensors = lora_trainable_params(spec, lora) * count_scale(spec), lora_tensors(spec, lora)
         weights += train_bytes * trained
-    moments = {"adamw": 2, "paged_adamw": 2, "adafactor": 1, "sgd": 1}.get(card.precision.optimizer.value, 2)
-    optimizer = moments * state_bytes * trained
+    # the optimizer's own state bytes, as the memory terms count them (plan.terms.step_terms)
+    optimizer = optimizer_state_bytes(optimizer=opt, params=trained, tensors=tensors, state_bytes=state_bytes)
+    if lora is None and opt not in (Optimizer.ADAMW, Optimizer.PAGED_ADAMW):
+        optimizer *= count_scale(spec)
     return weights / shard_ranks, optimizer / shard_ranks, 0.0
 
 

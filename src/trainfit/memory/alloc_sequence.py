@@ -51,14 +51,18 @@ segments are left out. Results are cached per step terms and shape.
 
 Measured against the H200 sets (``benchmarks/gpu_calibration.md``, replayed with ``after_case`` as the
 cases ran there): reserved median |error| 0.2% fit, 0.5% / 2.0% / 0.7% held-out, 0.6% expandable; worst
--11.2%, -5.8%, -2.6%, +1.4%, -5.2%. The layer generated op by op (full training; LoRA with fp32 adapters
++2.5%, -5.8%, -2.6%, +1.4%, -5.2%. The layer generated op by op (full training; LoRA with fp32 adapters
 on all seven projections and SDPA; Qwen3's q/k norms) reads what the trace's own order reads replayed the
 same way within 1.8 points on the 18 cases compared (Qwen2.5-1.5B full at 8k tokens: +9.6% -> -0.3%, the
 optimizer states now land in the norms' cached fp32 blocks, not in a logits-sized one; llama LoRA with
-checkpointing -4.2% -> -1.3%; Llama-3.1-8B LoRA -4.1% -> -0.4%). Known gaps: llama eager attention with
-checkpointing reads -11.2%, as the trace's order does (-11.1%): the replayed warm-up step ends at the
-measured reserved (9.50 GiB against 9.51), but on the GPU the next forward adds 3.0 GiB of segments where
-the replay adds 1.5 with the same allocated peak, which no allocation order explains; layers the templates
+checkpointing -4.2% -> -1.3%; Llama-3.1-8B LoRA -4.1% -> -0.4%). Eager attention's softmax backward makes,
+on CUDA, an fp32 ``grad * output`` product of the scores' size that no fake-tensor trace sees (it runs no
+kernel; ``softmax_backward_cuda_out`` in aten/src/ATen/native/cuda/SoftMax.cu at
+pytorch/pytorch@e9865f53f2566a471b5130d31034807e14755851): llama-h2048-L8, eager with checkpointing, b1 x
+2048, read -11.2% without it, as the trace's order does (-11.1%); its backward's allocated peak was 9.19
+GiB measured, 8.75 replayed, one 512 MiB product short. With it every phase of the step is within 0.02
+GiB of the GPU's (reserved, measured / replayed: warm-up 9.51 / 9.51, forward 12.47 / 12.46, backward
+13.45 / 13.44; backward allocated 9.19 / 9.17): -0.1%. Known gaps: layers the templates
 do not cover (Gemma-2's sandwich norms and softcap, LoRA under eager attention or on fewer projections,
 bf16 adapters, MoE) carry their extra saved bytes as residual-sized pieces or use the generic pieces
 (gemma-2-9b LoRA eager, checkpointing: -5.8%, the trace's order -3.6%).
@@ -285,7 +289,8 @@ def _layer_backward_ops(names: dict[str, int], shape: SequenceShape, *, start: i
     gate's. RMSNorm: the weight's and the input's bf16 products, then the fp32 chain of
     ``x * rsqrt`` (eight fp32 temporaries, at most four at once) and the bf16 input gradient. SDPA: the
     output's gradient, dq, dk, dv at once, then the saved inputs go. Eager: the probabilities' gradient
-    (bf16), the softmax backward in fp32 (gradient, output, their bf16 cast), the scores' gradient, then
+    (bf16), the softmax backward in fp32 (gradient, output, CUDA's ``tmp = grad * output`` made and freed
+    inside the call, their bf16 cast), the scores' gradient, then
     dq and repeat_kv(k)'s, summed to k's heads. Rotary backward: the rotated gradient's two halves."""
     r, q, kv, m, sc = shape.residual_bytes, shape.q_bytes, shape.kv_bytes, shape.mlp_bytes, shape.eager_score_bytes
     o = _Ops(start)
@@ -329,6 +334,7 @@ def _layer_backward_ops(names: dict[str, int], shape: SequenceShape, *, start: i
         dp32 = a(2 * sc)
         f(dp)
         ds32 = a(2 * sc)
+        f(a(2 * sc))  # CUDA's softmax backward: ``tmp = grad * output`` (fp32), freed once its kernel ran
         f(dp32, names["softmax"])
         ds = a(sc)
         f(ds32)

@@ -126,6 +126,8 @@ class Row:
     source: str = ""
     notes: list[str] = field(default_factory=list)
     entry_note: str = ""
+    checked: str = ""
+    """The entry's ``checked`` text: what was looked into for an outlier and ruled out (rendered in full)."""
     half: int = 0
     parts_used: list[str] = field(default_factory=list)
     assumed_seq_tokens: float | None = None
@@ -682,6 +684,13 @@ def map_rl(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     if roles:
         card["roles"] = {**card.get("roles", {}), **roles}
     notes += n
+    if e["framework"] == "verl" and tr.get("strategy") in ("fsdp", "fsdp2"):
+        # verl's FSDP worker builds torch.optim.AdamW without fused= (volcengine/verl verl/workers/fsdp_workers.py
+        # _build_model_optimizer @8e7780f5ee2021cc06c248b7cf87cf31200a38fd and @2c8b2b995f36a7cd159b5a9beb5d5ed37cae0fc1;
+        # verl/workers/config/optimizer.py build_optimizer @2bb42bae6078359c3fdc56ba6c7533e76fc05407): torch's default
+        # on CUDA tensors, the foreach implementation, over the FSDP flat parameters
+        card["precision"] = {**card.get("precision", {}), "optimizer_impl": "foreach"}
+        notes.append("verl FSDP actor: torch.optim.AdamW without fused= (the foreach default)")
     if e["framework"] in CARD_PRESETS:
         card["preset"] = e["framework"]
     return card, notes
@@ -1143,7 +1152,7 @@ def train_rows(entries: list[dict[str, Any]], ledger: list[dict[str, Any]]) -> l
         n, how = rule_params(e["model"], e.get("model_config"))
         row = Row(id=e["id"], subset=subsets[e["kind"]], quantity="step", model=e["model"], config="",
                   published_s=published_train_seconds(e, tokens), source=source_of(e), entry_note=e.get("note", ""),
-                  half=half_of(e["id"]))
+                  checked=e.get("checked", ""), half=half_of(e["id"]))
         row.rule_s = rule_train_seconds(n, tokens, e["gpus"], rule_peak(e["gpu"]))
         why = implausible_rate(e, n, tokens, row.published_s) if card is not None else None
         if why:
@@ -1211,7 +1220,8 @@ def rl_rows(entries: list[dict[str, Any]], ledger: list[dict[str, Any]]) -> list
                 subset = ASSUMED_MEAN  # the step's work scales with the mean response: not scored with the rest
             row = Row(id=e["id"], subset=subset, quantity=q,
                       model=e["model"], config=summary, published_s=pub, rule_s=rule.get(q), status=status,
-                      source=source_of(e), entry_note=e.get("note", ""), half=half_of(e["id"]))
+                      source=source_of(e), entry_note=e.get("note", ""), checked=e.get("checked", ""),
+                      half=half_of(e["id"]))
             row.notes = (reasons if status != "mapped" else []) + list(notes) + [f"rule N: {how}"]
             if q == "step" and step_note:
                 row.notes.append(step_note)
@@ -1492,6 +1502,11 @@ def render_md(res: dict[str, Any]) -> str:
         lines.append(f"- **{r.id}** ({r.quantity}, {_pct(r.error)}; rule {_pct(r.rule_error)}; "
                      f"{r.bound or 'no bound'}): {mine or 'no mapping approximations'}."
                      + (f" Source: {_cell(src)}" if src else ""))
+    checked = [r for r in rows if r.checked and r.error is not None]
+    if checked:
+        lines += ["", "Outliers whose entry records what was checked and ruled out (the entry's `checked`):", ""]
+        lines += [f"- **{r.id}** ({r.quantity}, {_pct(r.error)}; {r.subset}): {_cell(r.checked)}" for r in
+                  sorted(checked, key=lambda r: (-abs(r.error), r.id, r.quantity))]
     return "\n".join(lines) + "\n"
 
 
@@ -1602,6 +1617,7 @@ def render_json(res: dict[str, Any]) -> str:
     for r in res["rows"]:
         d = asdict(r)
         d.pop("entry_note")
+        d.pop("checked")
         d.update(error=r.error, rule_error=r.rule_error)
         points.append(d)
     out = {"schema": 1, "generated_by": "benchmarks/step_times.py", "error": "predicted / published - 1, seconds",

@@ -232,3 +232,14 @@ def test_pipeline_flushes_add_the_bubble_per_flush():
     assert eight.step_s - once.step_s == pytest.approx(7 * once.parts["time.pipeline_bubble"])
     assert notes and "8 pipeline flushes" in notes[0]
     assert S.pipeline_flushes(BY_ID["automodel-h100-llama3-70b-lora-tp2-fsdp4"], S.plan_card(card)) == []
+
+
+def test_an_entrys_checked_text_is_rendered_in_full_and_kept_out_of_the_json(result):
+    checked = {e["id"]: e["checked"] for e in TRAIN + RL if e.get("checked")}
+    assert checked  # the outliers whose entry records what was looked into
+    md = S.render_md(result)
+    section = md.split("## What the model does not know", 1)[1]
+    for pid, text in checked.items():
+        assert f"**{pid}**" in section and S._cell(text) in section
+    points = json.loads(S.render_json(result))["points"]
+    assert all("checked" not in p for p in points)

@@ -50,8 +50,8 @@ optimizer-in-backward, paged optimizer states): the planner then keeps its fitte
 segments are left out. Results are cached per step terms and shape.
 
 Measured against the H200 sets (``benchmarks/gpu_calibration.md``, replayed with ``after_case`` as the
-cases ran there): reserved median |error| 0.2% fit, 0.5% / 2.0% / 0.7% held-out, 0.6% expandable; worst
-+2.5%, -5.8%, -2.6%, +1.4%, -5.2%. The layer generated op by op (full training; LoRA with fp32 adapters
+cases ran there): reserved median |error| 0.2% fit, 0.5% / 1.0% / 0.4% held-out, 0.6% expandable; worst
++2.5%, -5.8%, -2.6%, -1.1%, -5.2%. The layer generated op by op (full training; LoRA with fp32 adapters
 on all seven projections and SDPA; Qwen3's q/k norms) reads what the trace's own order reads replayed the
 same way within 1.8 points on the 18 cases compared (Qwen2.5-1.5B full at 8k tokens: +9.6% -> -0.3%, the
 optimizer states now land in the norms' cached fp32 blocks, not in a logits-sized one; llama LoRA with
@@ -65,7 +65,11 @@ GiB of the GPU's (reserved, measured / replayed: warm-up 9.51 / 9.51, forward 12
 13.45 / 13.44; backward allocated 9.19 / 9.17): -0.1%. Known gaps: layers the templates
 do not cover (Gemma-2's sandwich norms and softcap, LoRA under eager attention or on fewer projections,
 bf16 adapters, MoE) carry their extra saved bytes as residual-sized pieces or use the generic pieces
-(gemma-2-9b LoRA eager, checkpointing: -5.8%, the trace's order -3.6%).
+(gemma-2-9b LoRA eager, checkpointing: -5.8%, the trace's order -3.6%). Under eager attention the generic
+pieces carry the scores' sizes: the saved fp32 softmax output and bf16 probabilities, the backward's
+score-sized buffers and CUDA's product (gemma-2-9b full eager with checkpointing +1.4% -> 0.0%, every
+phase within 0.03 GiB, its forward was 2.8 GiB high; Mistral-7B LoRA eager -2.0% -> -1.0%; Qwen3-4B LoRA
+eager +1.1% -> -1.1%).
 """
 
 from __future__ import annotations
@@ -156,11 +160,16 @@ def _chunks(total: float, unit: int) -> list[int]:
 
 def _saved_pieces(total: float, shape: SequenceShape) -> list[int]:
     """One layer's saved bytes as tensors: up to four of the MLP's width (a dense MLP saves its gate
-    and up outputs, the activation and the product's factors), the rest residual-stream sized (fp32)."""
+    and up outputs, the activation and the product's factors), under eager attention the fp32 softmax
+    output and the bf16 probabilities (score-sized, ``activations``' eager terms), the rest residual-stream
+    sized (fp32)."""
     total = int(total)
+    sc = shape.eager_score_bytes
+    scores = [2 * sc, sc] if sc and total >= 3 * sc else []
+    total -= sum(scores)
     m = shape.mlp_bytes
     k = min(4, int(0.6 * total) // m) if m > 0 else 0
-    return [m] * k + _chunks(total - k * m, 4 * max(1, shape.residual_bytes))
+    return [m] * k + scores + _chunks(total - k * m, 4 * max(1, shape.residual_bytes))
 
 
 def _layer_ops(total: float, shape: SequenceShape, *, full: bool) -> _LayerOps | None:
@@ -1106,7 +1115,14 @@ def step_sequence(t: StepTerms, shape: SequenceShape, *, workspace: tuple[int, .
                 inner = e.allocs(_saved_pieces(act.per_layer[i], shape))
             else:
                 inner = saved[i]
-            tr = e.allocs(_chunks(t.layer_backward_transient[i], fp32_res))
+            sc = shape.eager_score_bytes
+            if sc and t.layer_backward_transient[i] >= 3 * sc > 3 * shape.mlp_bytes:
+                # eager attention's backward, its term's score-sized buffers (the probabilities' gradient
+                # and its fp32 copy), then CUDA's fp32 ``grad * output`` of the softmax backward (``_layer_ops``)
+                tr = e.allocs(_chunks(t.layer_backward_transient[i], 2 * sc))
+                e.free(e.alloc(2 * sc))
+            else:
+                tr = e.allocs(_chunks(t.layer_backward_transient[i], fp32_res))
             gs = per_layer_grads[i]
             # the layer's parameter gradients appear as its saved tensors go (last op first)
             n = max(len(gs), len(inner))

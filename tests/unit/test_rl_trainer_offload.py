@@ -121,3 +121,31 @@ def test_fsdp_moves_its_local_shard_megatron_its_model_parallel_rank():
                                                                "precision": {"master_weights": "fp32"}})
     assert trainer_state_offload_phase(megatron, spec, r, train_gpus=8).seconds > moved.seconds
     assert STATE_OFFLOAD_OPTIMIZER_BYTES * n / 8 > optimizer
+
+
+def test_megatron_expert_states_shard_over_the_expert_data_parallel_ranks():
+    """Megatron-Core's distributed optimizer shards the experts over world / (etp x ep x pp) ranks, not the
+    dense dp: under expert parallel 8 on 8 GPUs each rank offloads its whole expert shard's 12 B per
+    parameter, its dense share divided by 8."""
+    from trainfit.plan.time import rank_spec
+
+    spec = resolve_model("Qwen/Qwen3-30B-A3B")
+    r = default_rates(resolve_gpu("h100-sxm"))
+    base = {"model": "Qwen/Qwen3-30B-A3B", "method": "grpo", "preset": "nemo_rl",
+            "hardware": {"gpu": "h100-sxm", "gpus_per_node": 8, "nodes": 1}, "batch": {"micro_batch_size": 1},
+            "rollout": {"tensor_parallel": 2, "gpu_memory_utilization": 0.5, "prompts_per_step": 32,
+                        "num_generations": 4, "prompt_len": 256, "response_len": 512, "sleep_level": 1,
+                        "trainer_offload": "params_and_optimizer"}}
+    ep8 = load_card_dict(base | {"parallel": {"strategy": "zero1", "expert_parallel": 8}})
+    shard = rank_spec(spec, tp=1, pp=1, ep=8, etp=1)
+    moe = shard.moe
+    expert = sum(moe.num_experts * 3 * shard.hidden_size * moe.expert_intermediate_size
+                 for i in range(shard.num_layers) if moe.is_moe_layer(i))
+    n = total_params(shard)
+    assert 0 < expert < n
+    t = trainer_state_offload_phase(ep8, spec, r, train_gpus=8)
+    rate = min(r.pcie_bytes_per_s, r.host_memory_bytes_per_s / 8)
+    optimizer = STATE_OFFLOAD_OPTIMIZER_BYTES * ((n - expert) / 8 + expert / 1)
+    assert t.terms["to_host"] * rate > optimizer  # the expert states alone, whole, are in the one-way bytes
+    # a dense-dp division (every state / 8) would move less than the experts' own states
+    assert STATE_OFFLOAD_OPTIMIZER_BYTES * n / 8 < STATE_OFFLOAD_OPTIMIZER_BYTES * expert

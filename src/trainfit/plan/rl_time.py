@@ -428,8 +428,15 @@ def trainer_state_offload_phase(card: RunCard, spec: ModelSpec, r: DeviceRates, 
                       last=p.pipeline_last_stage_layers)
     params = total_params(shard)
     dp = max(1, train_gpus // max(1, p.tensor_parallel * p.pipeline_parallel))
+    # Megatron-Core's distributed optimizer shards the experts over the expert-data-parallel ranks,
+    # world / (etp x ep x pp) (``ParallelLayout.expert_data_group``), fewer than the dense dp under
+    # expert parallel: each rank offloads that larger share of the expert states
+    moe = shard.moe
+    expert = sum(moe.num_experts * 3 * shard.hidden_size * moe.expert_intermediate_size
+                 for i in range(shard.num_layers) if moe.is_moe_layer(i)) if moe is not None else 0
+    edp = max(1, train_gpus // max(1, p.expert_parallel * p.expert_tensor_parallel * p.pipeline_parallel))
     weights = weight_bytes(shard, weights=Dtype.BF16, compute=ComputeDtype.BF16, trainable=TrainableSpec()).base
-    optimizer = STATE_OFFLOAD_OPTIMIZER_BYTES * params / dp
+    optimizer = STATE_OFFLOAD_OPTIMIZER_BYTES * ((params - expert) / dp + expert / edp)
     grads = STATE_OFFLOAD_GRAD_BYTES * params
     if nemo:
         one_way = grads

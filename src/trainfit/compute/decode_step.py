@@ -108,6 +108,38 @@ the verl rows of the benchmark that name their vLLM ran 0.7 / 0.8.3, before asyn
 exception is a one-GPU NeMo RL engine on vLLM >= 0.14 (``uni`` executor, async scheduling on by default), which
 the card cannot say yet (2 benchmark rows: the v0.20 Qwen3-30B-A3B GB200 ones).
 
+**Eager decode against published per-step logs (a known gap, not yet modelled).** The eager launch above prices
+every kernel at ``host_s_per_forward_kernel`` (65 us, fitted on transformers *training* forwards: module hooks and
+autograd recording included). vLLM runs its model under ``torch.inference_mode()`` with fused custom ops
+(``GPUModelRunner.execute_model``, ``vllm/v1/worker/gpu_model_runner.py`` line 974 of the v0.8.3 wheel,
+https://pypi.org/project/vllm/0.8.3/, read 2026-12-02). A run that logs each step's longest response measures its
+one-sequence eager step: the slope of ``timing_s/gen`` over ``response_length/max`` across the run's steps (the
+phase ends with the longest sequence, alone in its engine; least squares with the mean length and a step trend
+as further regressors). dingxianzhong/play-verl ``logs/verl_qwen2_7b_min.log`` @7716a615fc4b68961f2bb7716c9aadcd65ca28d2
+(Qwen2-7B-Instruct, one H100 per engine, vLLM 0.8.3 V1 eager, 111 steps): 8.3 +- 0.4 ms, where this model gives
+19.3 ms (280 kernels x 65 us + 1.1 ms); yushengsu-thu/verl_training_log ``gsm8k/grpo_run_deepseek7b_llm.log`` and
+``ppo_run_deepseek7b_llm.log`` @deb1507ca0740580d2019e7150d08edf8dd6ca35 (deepseek-llm-7b, MI300X, TP 2 and 4,
+1007 steps each): 12.9 +- 0.3 and 14.5 +- 0.7 ms against 24.5 ms, i.e. ~26 us per kernel (H100, vLLM 0.8.3) and
+~33-38 us (those ROCm hosts). The same regressions give each run's cost per generated token of an engine: play-verl
+(vLLM 0.8.3) 37 +- 12 us (Qwen2-7B TP 2, up to 1024 running), 61 +- 18 us (Qwen2.5-0.5B, up to 256), 123 +- 20 us
+(0.5B, up to 64); the ROCm runs 185 +- 13 and 221 +- 16 us. The planned eager rows of ``benchmarks/step_times.py``
+land near their published phase only where the over-priced launch offsets what the plan leaves out: at 26 us per
+kernel the play-verl phases of Qwen2.5-0.5B (two runs) and Qwen2-7B (TP 1) all read 2.4-2.6 s short (Qwen2-7B at
+TP 2, 1024 running, 22 % long: its lower per-token cost), a per-phase cost of verl's ``gen`` timer outside the
+decode that does not grow with the model (candidates in the sharding manager: FSDP ``state_dict()``, a
+``full_tensor()`` and ``load_weights`` per tensor, the ``empty_cache`` calls, vLLM 0.8.3 ``CuMemAllocator.sleep``'s
+``gc.collect()``, ``vllm/device_allocator/cumem.py`` line 208), where the plan has 0.3-0.9 s of weight sync and
+sleep/wake; the ROCm runs need their larger per-token cost; DeepSeek-V3's eager step
+(H20, TP 32) launches more kernels than ``decode_kernels`` counts (grouped top-k in torch ops, the absorbed MLA
+matmuls). So the launch stays at the training figure until those are modelled with it: 26 us alone moves the
+generation subset's median from 15 % to 34 % and its held-out RL steps from 15 % to 19 %.
+``tests/compute/test_eager_decode_evidence.py`` holds the one-sequence step against the play-verl measurement
+(strict xfail). verl's synchronous rollout (``vllm_rollout_spmd.py`` @2c8b2b995f36a7cd159b5a9beb5d5ed37cae0fc1 lines
+141-164) also runs the engine in-process (``distributed_executor_backend="external_launcher"``, which vLLM 0.8.3
+answers with ``VLLM_ENABLE_V1_MULTIPROCESSING=0``, ``vllm/config.py`` lines 1556-1559), all-reduces through NCCL
+(``disable_custom_all_reduce=True``) and asks for ``logprobs=0`` (one ``Logprob`` per token in the frontend); the
+measured 8.3 ms step leaves no room for the in-process ``FRONTEND_S_PER_STEP`` fitted on NeMo RL rows.
+
 The constants: ``ENGINE_S_PER_STEP`` is what the engine spends per step outside the GPU's kernels at batch 1 (the
 residual of a published batch-1 TPOT, above). ``ENGINE_S_PER_SEQUENCE``, ``FRONTEND_S_PER_STEP`` and
 ``FRONTEND_S_PER_SEQUENCE`` were fitted together on the fit half of ``benchmarks/step_times.py`` (rows with

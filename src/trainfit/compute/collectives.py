@@ -34,6 +34,18 @@ pace of ``R`` ranks in lockstep is the expected maximum of ``R`` draws: ``σ · 
 top of what speed variability alone gives, so it also stands for the other losses that grow with the number of
 synchronised ranks (per-step jitter, compute slowed by the collectives it overlaps).
 
+Unequal work (``lockstep_excess``, ``micro_batch_token_cv``): the training rows behind ``σ`` feed every rank the
+same fixed-length sequences. An RL update feeds each data-parallel rank a random set of variable-length responses,
+so in one micro-batch the ranks hold different token counts and, synchronised at every layer, all run at the pace
+of the rank with the most. verl balances each rank's *total* tokens over the whole batch (``ray_trainer.py``
+``_balance_batch``: ``get_seqlen_balanced_partitions(..., equal_size=True)``, each rank's indices then sorted back
+into batch order), but its update splits that share into mini-batches in batch order (``dp_actor.py``
+``update_policy``: ``batch.split(ppo_mini_batch_size)``; fixed micro-batches ``mini_batch.split(micro)``, dynamic
+ones ``rearrange_micro_batches``, which balances the micro-batches inside one rank only): each optimizer step's
+share is a random draw (volcengine/verl @2c8b2b995f36a7cd159b5a9beb5d5ed37cae0fc1 and v0.3.0.post0
+@8e7780f5ee2021cc06c248b7cf87cf31200a38fd). A micro-batch of ``n`` sequences whose lengths spread by ``cv`` spreads by
+``cv/√n``; the slowest rank's excess combines it with ``σ`` (``lockstep_excess``).
+
 Pure Python: no torch import.
 """
 
@@ -330,3 +342,24 @@ def slowest_rank_excess(*, ranks: int, sigma: float = SLOWEST_RANK_SIGMA) -> flo
     if ranks <= 1 or sigma <= 0:
         return 0.0
     return sigma * NormalDist().inv_cdf((ranks - 0.375) / (ranks + 0.25))
+
+
+def lockstep_excess(*, ranks: int, data_ranks: int, work_cv: float, sigma: float = SLOWEST_RANK_SIGMA) -> float:
+    """Expected excess of the slowest of ``ranks`` GPUs in lockstep when, besides the per-GPU speed spread
+    ``sigma``, the ``data_ranks`` data-parallel ranks are given unequal work: each rank's micro-batch holds a
+    random draw of variable-length sequences, so its tokens spread by ``work_cv`` (relative standard deviation of
+    a micro-batch's tokens across ranks). The two spreads are independent; the slowest rank's excess is taken as
+    their order-statistic excesses added in quadrature, ``sqrt((z_R·σ)² + (z_D·work_cv)²)`` (``z``: Blom's
+    expected maximum of ``slowest_rank_excess``). With ``work_cv`` 0 it is ``slowest_rank_excess``."""
+    speed = slowest_rank_excess(ranks=ranks, sigma=sigma)
+    data = slowest_rank_excess(ranks=data_ranks, sigma=max(0.0, work_cv))
+    return (speed * speed + data * data) ** 0.5
+
+
+def micro_batch_token_cv(*, sequence_tokens_cv: float, sequences: float) -> float:
+    """Relative spread of one micro-batch's tokens across data-parallel ranks when each rank's micro-batch is
+    ``sequences`` independent draws of a sequence length with relative standard deviation ``sequence_tokens_cv``:
+    ``cv / sqrt(sequences)`` (the sum of ``n`` independent draws spreads by ``sqrt(n)·σ`` around ``n·μ``)."""
+    if sequences <= 0 or sequence_tokens_cv <= 0:
+        return 0.0
+    return sequence_tokens_cv / sequences ** 0.5

@@ -178,7 +178,7 @@ def train_step_time(
     parallel: Parallel = Parallel(), optimizer: OptimizerSpec = OptimizerSpec(), trained_params: float,
     trained_tensors: float, gathered_weight_bytes: float, count_scale: float = 1.0, memory_factor: float = 1.0,
     kernel_factor: float = 1.0, model_parallel: ModelParallel = ModelParallel(), attention_context: int | None = None,
-    selective: str = "none", fp8: bool = False, fp8_weight_cache: bool = False,
+    selective: str = "none", fp8: bool = False, fp8_weight_cache: bool = False, work_cv: float = 0.0,
 ) -> TrainStepTime:
     """Seconds of one optimizer step on one GPU (all GPUs of a data-parallel group run in lockstep).
 
@@ -188,7 +188,12 @@ def train_step_time(
     ``selective``: ``op`` | ``core_attention`` recompute only what that selective checkpointing drops
     (``inventory.StepInventory.recompute``); ``fp8``: the decoder linears' GEMMs at the fp8 rate, plus their casts;
     ``fp8_weight_cache``: the fp8 weights are cast once per step, not per micro-step (Transformer Engine's
-    ``is_first_microbatch`` cache, ``inventory.step_inventory``).
+    ``is_first_microbatch`` cache, ``inventory.step_inventory``);
+    ``work_cv``: relative spread of one micro-batch's tokens across the data-parallel ranks (variable-length RL
+    sequences, ``collectives.micro_batch_token_cv``; 0 for fixed-length training data). The ranks run in lockstep,
+    so the slowest rank's device time, with its extra tokens and the per-GPU speed spread
+    (``collectives.lockstep_excess``), sets the pace; where it stays under the host's launch time (a launch-bound
+    step) it adds nothing.
     """
     mp = model_parallel
     gradient_checkpointing = gradient_checkpointing or selective != "none"
@@ -295,10 +300,21 @@ def train_step_time(
     world = max(1, parallel.ranks) * mp.tp * mp.pp
     excess = coll.slowest_rank_excess(ranks=world)
     if excess:
-        compute = (fwd.seconds + rec.seconds + bwd.seconds) * micro_steps
-        phases.append(PhaseTime("slowest_rank", excess * compute, "compute", {"ranks": world, "excess": excess}))
+        micro = fwd.seconds + rec.seconds + bwd.seconds
+        compute = micro * micro_steps
+        terms = {"ranks": world, "excess": excess}
+        uneven = 0.0
+        if work_cv > 0 and parallel.ranks > 1:
+            # the slowest rank's device time with its extra tokens, beyond what the speed spread already adds
+            both = coll.lockstep_excess(ranks=world, data_ranks=parallel.ranks, work_cv=work_cv)
+            device = sum(p.gemm_s + p.attention_s + p.memory_s for p in (fwd, rec, bwd))
+            uneven = micro_steps * max(0.0, device * (1 + both) - micro * (1 + excess))
+            terms.update(work_cv=work_cv, uneven_work=uneven)
+        phases.append(PhaseTime("slowest_rank", excess * compute + uneven, "compute", terms))
         notes.append(f"lockstep: the slowest of {world} GPUs sets the pace, +{excess:.1%} of the compute"
-                     f" (per-GPU speed spread {coll.SLOWEST_RANK_SIGMA:.0%}, compute/collectives.py)")
+                     f" (per-GPU speed spread {coll.SLOWEST_RANK_SIGMA:.0%}, compute/collectives.py)"
+                     + (f"; unequal micro-batches (tokens spread {work_cv:.1%} across ranks) +{uneven:.3f} s"
+                        if work_cv > 0 and parallel.ranks > 1 else ""))
     phases.append(opt_phase)
     if comm.exposed_s:
         phases.append(PhaseTime("communication", comm.exposed_s, "communication", {"total": comm.total_s}))

@@ -218,13 +218,14 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
     replica = card.parallel.model_parallel  # GPUs one model replica spans (tp x cp x pp)
     ga, mbs = balanced_micro_batches(ceil(seqs_per_gpu * replica / ro.mini_batches), mbs)
     opt_steps = ro.mini_batches * ro.num_iterations
+    work_cv = update_work_cv(card, spec, micro_batch_sequences=mbs * ga)
     actor = training_time(card, spec, r, ranks=train_gpus, gpus_per_node=per_node, micro_batch_size=mbs,
-                          seq_len=seq_len, micro_steps=ga)
+                          seq_len=seq_len, micro_steps=ga, work_cv=work_cv)
     phases.append(_phase("actor_update", actor.total_s * opt_steps, actor.bound,
                          **{p.name: p.seconds * opt_steps for p in actor.phases}))
     if cspec is not None:
         critic = training_time(card, cspec, r, ranks=train_gpus, gpus_per_node=per_node, micro_batch_size=mbs,
-                               seq_len=seq_len, micro_steps=ga)
+                               seq_len=seq_len, micro_steps=ga, work_cv=work_cv)
         phases.append(_phase("critic_update", critic.total_s * opt_steps, critic.bound,
                              **{p.name: p.seconds * opt_steps for p in critic.phases}))
     notes.append(f"{opt_steps} optimizer step(s) per RL step (rollout.mini_batches x num_iterations),"
@@ -260,6 +261,28 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
                      f" side with its weight sync ({train_side:.1f} s); the step is the larger")
     tokens = float(seqs * (ro.prompt_len + mean))
     return StepTiming(total, tokens, tuple(gen_side + phases), tuple(notes) + actor.assumptions)
+
+
+def update_work_cv(card: RunCard, spec: ModelSpec, *, micro_batch_sequences: int) -> float:
+    """Relative spread of one update micro-batch's tokens across the data-parallel ranks of a verl FSDP trainer
+    (``compute.collectives`` module docstring, "Unequal work": each optimizer step's share of a rank is a random
+    draw of responses, and the FSDP ranks run every layer in lockstep): the card's response-length distribution
+    (``compute.response_lengths``) gives a sequence's token spread, ``micro_batch_sequences`` draws make a
+    micro-batch. 0 for other frameworks and strategies (not read), and for padded sequences (a fixed length).
+    The caller passes the rank's whole optimizer-step share: with dynamic batching verl balances the micro-batches
+    inside one rank (``rearrange_micro_batches``), so each spreads as that share does; fixed micro-batches spread
+    more (``cv/sqrt(micro-batch)``), which the card cannot tell apart, so this is the lower of the two."""
+    if card.preset != "verl" or card.parallel.strategy not in FSDP_STRATEGIES:
+        return 0.0
+    from trainfit.compute.collectives import micro_batch_token_cv
+    from trainfit.compute.response_lengths import response_length_groups
+
+    ro = card.rollout
+    mean = response_mean(card, spec)
+    groups = response_length_groups(shape=ro.response_len_shape, response_len_max=ro.response_len,
+                                    response_len_mean=mean, sequences=4096)
+    spread = sum(w * (length - mean) ** 2 for length, w in groups) ** 0.5
+    return micro_batch_token_cv(sequence_tokens_cv=spread / (ro.prompt_len + mean), sequences=micro_batch_sequences)
 
 
 SERIAL_PHASES = ("weight_sync", "sleep_wake")

@@ -183,10 +183,11 @@ def model_parallel_of(card: RunCard, spec: ModelSpec, r: DeviceRates, *, gpus_pe
 
 def training_time(
     card: RunCard, spec: ModelSpec, rates: DeviceRates, *, ranks: int, gpus_per_node: int, micro_batch_size: int,
-    seq_len: int, micro_steps: int,
+    seq_len: int, micro_steps: int, work_cv: float = 0.0,
 ):
     """One optimizer step on ``ranks`` training GPUs (``gpus_per_node`` of them per node), each holding its
-    model-parallel shard; ``seq_len`` is the whole sequence (context parallel splits it here)."""
+    model-parallel shard; ``seq_len`` is the whole sequence (context parallel splits it here). ``work_cv``: the
+    spread of a micro-batch's tokens across the data-parallel ranks (``compute.training.train_step_time``)."""
     par = card.parallel
     tp, cp, pp = par.tensor_parallel, par.context_parallel, par.pipeline_parallel
     shard = rank_spec(spec, tp=tp, pp=pp, ep=par.expert_parallel, etp=par.expert_tensor_parallel,
@@ -220,7 +221,7 @@ def training_time(
         kernel_factor=COMPILE_KERNEL_FACTOR if fused_kernels(card) else 1.0,
         model_parallel=mp, attention_context=seq_len if cp > 1 else None,
         selective=par.selective_checkpointing.value, fp8=card.precision.compute is ComputeDtype.FP8,
-        fp8_weight_cache=card.precision.fp8_recipe in TE_ONLY_FP8_RECIPES,
+        fp8_weight_cache=card.precision.fp8_recipe in TE_ONLY_FP8_RECIPES, work_cv=work_cv,
     )
     return t
 

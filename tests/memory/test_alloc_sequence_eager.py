@@ -19,7 +19,7 @@ RAW = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "gpu_raw"
 TRAIN = ("forward", "backward", "optimizer_step")
 
 
-def _default_cases(pick) -> list[dict]:  # noqa: ANN001
+def _default_cases(pick) -> list[dict]:
     cases = [c for c in json.loads((RAW / "default.json").read_text())["cases"]
              if c.get("measured") and c["pass_kind"] == "train_step"]
     return [cases[0]] + [c for c in cases[1:] if pick(c)]
@@ -78,7 +78,8 @@ def test_llama_eager_checkpointed_step_reserved_on_the_h200():
 def _held_out_error(name: str, model: str) -> float:
     cases = [c for c in json.loads((RAW / f"{name}.json").read_text())["cases"]
              if c.get("measured") and c["pass_kind"] == "train_step"]
-    ran = _replayed_inputs([cases[0]] + [c for c in cases[1:] if c["model"] == model and c["attention"] == "eager"])
+    picked = [c for c in cases[1:] if c["model"] == model and c["attention"] == "eager"]
+    ran = _replayed_inputs([cases[0], *picked])
     c, _, got = ran[-1]
     assert c["model"] == model
     want = max(c["measured"]["phases"][p]["reserved"] for p in TRAIN)

@@ -50,8 +50,11 @@ optimizer-in-backward, paged optimizer states): the planner then keeps its fitte
 segments are left out. Results are cached per step terms and shape.
 
 Measured against the H200 sets (``benchmarks/gpu_calibration.md``, replayed with ``after_case`` as the
-cases ran there): reserved median |error| 0.2% fit, 0.5% / 1.0% / 0.4% held-out, 0.6% expandable; worst
-+2.5%, -5.8%, -2.6%, -1.1%, -5.2%. The layer generated op by op (full training; LoRA with fp32 adapters
+cases ran there): reserved median |error| 0.2% fit, 0.5% / 1.0% / 0.4% held-out, 0.3% expandable; worst
++2.5%, -5.8%, -2.6%, -1.1%, -1.1%. Expandable segments replay through
+``trainfit.memory.expandable_segments`` (unmapped holes after ``empty_cache``, torch's best-fit rule for a
+block beside unmapped space): the expandable set read 0.6% median, -5.2% worst before.
+The layer generated op by op (full training; LoRA with fp32 adapters
 on all seven projections and SDPA; Qwen3's q/k norms) reads what the trace's own order reads replayed the
 same way within 1.8 points on the 18 cases compared (Qwen2.5-1.5B full at 8k tokens: +9.6% -> -0.3%, the
 optimizer states now land in the norms' cached fp32 blocks, not in a logits-sized one; llama LoRA with
@@ -81,6 +84,7 @@ from functools import lru_cache
 from typing import Iterator
 
 from trainfit.memory.caching_allocator import ROUND_LARGE, SMALL_SIZE, CachingAllocator, end_case, replay_steps
+from trainfit.memory.expandable_segments import ExpandableAllocator
 from trainfit.memory.phases import StepTerms
 
 ADAPTER_TENSORS_PER_LAYER = 14
@@ -829,18 +833,20 @@ def replayed_overhead(t: StepTerms, shape: SequenceShape, *, workspace: tuple[in
     lazy = True
     if prior is not None:
         lazy = False  # the process's threads made their workspaces in the earlier model's first step
-        if not (expandable or prior.expandable):
+        if expandable == prior.expandable:
+            # the earlier model's first step, its tensors freed and the cache emptied: its workspaces stay
+            # where it made them, with the segments around them (default) or with the partial pages around
+            # them and unmapped holes below and between them (expandable segments: ``empty_cache`` unmaps
+            # every whole free page, ``trainfit.memory.expandable_segments``)
             first = _warmup(prior.terms, prior.shape, prior.workspace, keep)
             if first is not None:
-                a = end_case(_replay_into(first, expandable=False, steps=1, lazy=True))
-        # expandable segments: empty_cache unmaps every free page (``release_blocks`` -> ``unmap_block``),
-        # so the earlier model leaves only the workspaces' own pages, taken as made before this model
+                a = end_case(_replay_into(first, expandable=expandable, steps=1, lazy=True))
     warm = _warmup(t, shape, tuple(workspace), keep) or seq
     a = replay_steps(persistent=list(seq.persistent), step_events=list(seq.step_events),
                      first_step_events=list(warm.step_events), first_step_extra=list(warm.first_step_extra),
                      first_step_extra_at=warm.first_step_extra_at, workspace=list(seq.workspace),
                      workspace_at=warm.workspace_at if lazy and seq.workspace else None, expandable=expandable,
-                     allocator=a)
+                     allocator=a if a is not None else _allocator(expandable))
     # reserved beyond what the repeated step allocates at its peak (a warm-up that kept its output
     # allocated more; the kept blocks' reserved stays)
     steady = replay(seq, expandable=expandable).peak_allocated
@@ -1240,4 +1246,11 @@ def _replay_into(seq: AllocSequence, *, expandable: bool, steps: int = 2, lazy: 
     return replay_steps(persistent=list(seq.persistent), step_events=list(seq.step_events),
                         first_step_extra=list(seq.first_step_extra), first_step_extra_at=seq.first_step_extra_at,
                         workspace=list(seq.workspace), steps=steps, expandable=expandable,
-                        workspace_at=seq.workspace_at if seq.workspace and lazy else None, allocator=allocator)
+                        workspace_at=seq.workspace_at if seq.workspace and lazy else None,
+                        allocator=allocator if allocator is not None else _allocator(expandable))
+
+
+def _allocator(expandable: bool) -> CachingAllocator:
+    """A fresh process's allocator; with expandable segments the model that keeps unmapped address space
+    and torch's best-fit rule for blocks beside it (``trainfit.memory.expandable_segments``)."""
+    return ExpandableAllocator() if expandable else CachingAllocator()  # type: ignore[return-value]

@@ -80,13 +80,17 @@ def _step(plan):
     return [p for g in plan.groups for p in g.phases if p.phase is not Phase.LOAD]
 
 
-def test_fsdp_plan_carries_the_pools_beside_the_share(monkeypatch):
-    with_pools = _step(make_plan(load_card_dict(_card("fsdp"))))
-    monkeypatch.setattr(overheads, "stream_pool_bytes", lambda **_: 0.0)
-    without = _step(make_plan(load_card_dict(_card("fsdp"))))
+def test_fsdp_plan_without_the_replay_carries_the_pools_beside_the_share(monkeypatch):
+    """Where the per-stream replay does not run (``fitted_reserved``), the fitted share and the pools'
+    bound stand."""
+    with overheads.fitted_reserved():
+        with_pools = _step(make_plan(load_card_dict(_card("fsdp"))))
+        monkeypatch.setattr(overheads, "stream_pool_bytes", lambda **_: 0.0)
+        without = _step(make_plan(load_card_dict(_card("fsdp"))))
     extra = {p.overhead.stream_pools for p in with_pools}
     assert len(extra) == 1 and extra.pop() > 0  # one step-wide figure
     for a, b in zip(with_pools, without):
+        assert not a.overhead.replayed
         assert a.allocated == b.allocated
         assert a.overhead.fragmentation == b.overhead.fragmentation  # the fitted share stays beside
         assert a.reserved == pytest.approx(b.reserved + a.overhead.stream_pools)
@@ -95,6 +99,17 @@ def test_fsdp_plan_carries_the_pools_beside_the_share(monkeypatch):
     # fake-process-group trace of this card measures at its optimizer step (247,016,384 B)
     step = next(p for p in with_pools if p.phase is Phase.OPTIMIZER_STEP)
     assert step.components["gradients"] == 247_016_384
+
+
+def test_fsdp_plan_takes_reserved_from_the_per_stream_replay():
+    plan = make_plan(load_card_dict(_card("fsdp")))
+    step = _step(plan)
+    assert all(p.overhead.replayed and p.overhead.stream_pools == 0.0 for p in step)
+    high = max(p.allocated for p in step)
+    assert {p.reserved for p in step} == {step[0].reserved} and step[0].reserved > high  # one step-wide figure
+    with overheads.replay_floor() as floor:  # fit's screen: reserved is the allocated high-water
+        floored = _step(make_plan(load_card_dict(_card("fsdp"))))
+    assert floor and all(p.reserved == max(high, p.allocated) for p in floored)
 
 
 @pytest.mark.parametrize("strategy,offload", [("single", "none"), ("ddp", "none"), ("fsdp", "optimizer")])

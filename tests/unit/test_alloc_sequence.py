@@ -125,9 +125,12 @@ def test_plan_says_which_reserved_path_it_used():
     single = make_plan(_card())
     assert all(p.overhead.replayed for p in single.phases if p.phase.value in TRAIN)
     assert any("replaying the step's allocation sequence" in a for a in single.assumptions)
-    fsdp = make_plan(_card(hardware={"gpus_per_node": 8}, parallel={"strategy": "fsdp"}))
-    assert not any(p.overhead.replayed for p in fsdp.phases)
-    assert any("not generated for this layout" in a for a in fsdp.assumptions)
+    fsdp = make_plan(_card(hardware={"gpus_per_node": 8}, parallel={"strategy": "fsdp"}))  # per stream
+    assert all(p.overhead.replayed for p in fsdp.phases if p.phase.value in TRAIN)
+    assert any("replaying the step's allocation sequence" in a for a in fsdp.assumptions)
+    grad_op = make_plan(_card(hardware={"gpus_per_node": 8}, parallel={"strategy": "fsdp_grad_op"}))
+    assert not any(p.overhead.replayed for p in grad_op.phases)
+    assert any("not generated for this layout" in a for a in grad_op.assumptions)
 
 
 def test_allocator_field_changes_reserved_not_allocated():

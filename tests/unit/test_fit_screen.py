@@ -9,7 +9,7 @@ import pytest
 from trainfit import fit_search
 from trainfit.calibration import make_calibration
 from trainfit.cli.main import main
-from trainfit.memory import alloc_sequence
+from trainfit.memory import alloc_sequence, stream_pools
 from trainfit.objective import Goal, Objective
 from trainfit.search import _evaluate, fit
 from trainfit.spec.dotted import deep_copy, set_dotted
@@ -34,7 +34,13 @@ def _spy(monkeypatch) -> dict[str, int]:
         seen["flipped"] += new.fits != row.fits
         return new
 
+    def counted_fsdp(*a, **k):
+        seen["replays"] += 1
+        return replay_fsdp(*a, **k)
+
+    replay_fsdp = stream_pools.fsdp_replayed_overhead
     monkeypatch.setattr(alloc_sequence, "replayed_overhead", counted)
+    monkeypatch.setattr(stream_pools, "fsdp_replayed_overhead", counted_fsdp)  # FSDP's per-stream replay
     monkeypatch.setattr(fit_search, "_replayed", watched)
     return seen
 

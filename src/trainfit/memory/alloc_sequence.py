@@ -88,6 +88,8 @@ from trainfit.memory.expandable_segments import ExpandableAllocator
 from trainfit.memory.phases import StepTerms
 
 ADAPTER_TENSORS_PER_LAYER = 14
+STREAM_SHIFT = 48
+"""Event keys from ``1 << STREAM_SHIFT`` on are blocks of a side stream's pool (``key >> STREAM_SHIFT``)."""
 """LoRA on the seven projections of a decoder layer: A and B each (small-pool tensors)."""
 
 
@@ -753,11 +755,12 @@ class _Events:
         """A matmul that makes a thread's cuBLAS workspace runs here (the first of forward, of backward)."""
         self.marks.append(len(self.ev))
 
-    def alloc(self, n: int) -> int:
+    def alloc(self, n: int, stream: int = 0) -> int:
         self.key += 1
+        key = self.key | stream << STREAM_SHIFT  # a side stream's pool (``trainfit.memory.stream_pools``)
         if n > SMALL_SIZE:  # the small pool's 2 MiB segments never serve the large pool's requests
-            self.ev.append((1, self.key, n))
-        return self.key
+            self.ev.append((1, key, n))
+        return key
 
     def allocs(self, sizes: list[int]) -> list[tuple[int, int]]:
         return [(self.alloc(n), n) for n in sizes]
@@ -881,9 +884,15 @@ def _replay_overhead(t: StepTerms, shape: SequenceShape, workspace: tuple[int, .
     return None if seq is None else replay(seq, expandable=expandable).overhead
 
 
-def step_sequence(t: StepTerms, shape: SequenceShape, *, workspace: tuple[int, ...] = ()) -> AllocSequence | None:
+def step_sequence(t: StepTerms, shape: SequenceShape, *, workspace: tuple[int, ...] = (),
+                  hook=None) -> AllocSequence | None:  # noqa: ANN001
     """The allocation sequence of one training step (see the module docstring), or None where a term
-    is not modelled (``supported``)."""
+    is not modelled (``supported``). ``hook(point, layer, events, grads)``, where given, adds a wrapper's
+    own allocations at the step's layer boundaries (FSDP: ``trainfit.memory.stream_pools``): points
+    ``forward_start``, ``forward`` (before layer ``layer``), ``forward_end`` (after the last layer),
+    ``forward_done`` (after the loss), ``backward`` (before layer
+    ``layer``'s backward), ``backward_layers_end``, ``backward_end``, ``zero_grad``; ``grads`` is the list
+    of (key, bytes) gradients made so far in this backward (the hook may take its own out of it)."""
     if not supported(t):
         return None
     act = t.activations
@@ -988,10 +997,14 @@ def step_sequence(t: StepTerms, shape: SequenceShape, *, workspace: tuple[int, .
         return last
 
     def forward() -> tuple[list, list, list, list]:
+        if hook:
+            hook("forward_start", -1, e, None)
         emb = e.allocs(_chunks(act.checkpointed_embedding if t.gradient_checkpointing else act.embedding, r))
         saved: dict[int, list[tuple[int, int]]] = {}
         stream = e.alloc(r) if layer_ops else None  # the embedding's output: layer 0's input
         for i in idx:
+            if hook:
+                hook("forward", i, e, None)
             ops = layer_ops[i] if layer_ops else None
             if ops is not None and stream is not None:
                 if t.gradient_checkpointing:
@@ -1032,6 +1045,8 @@ def step_sequence(t: StepTerms, shape: SequenceShape, *, workspace: tuple[int, .
                 saved[i] = keep
             if t.attention_forward_transient and shape.eager_score_bytes:
                 e.frees(e.allocs(_chunks(t.attention_forward_transient, shape.eager_score_bytes)))
+        if hook:
+            hook("forward_end", -1, e, None)
         if stream is not None and final_norm:
             keys: dict = {}
             run_ops(final_norm[0], stream, grad=True, keys=keys)
@@ -1057,6 +1072,8 @@ def step_sequence(t: StepTerms, shape: SequenceShape, *, workspace: tuple[int, .
         else:  # chunked loss or a scalar head: one chunk's transient
             e.frees(e.allocs(_chunks(t.logits.forward_peak, max(r, int(t.logits.forward_peak)))))
             loss = []
+        if hook:
+            hook("forward_done", -1, e, None)
         return emb, saved, head, loss + held
 
     def backward(emb, saved, head, loss, *, accumulate: bool) -> list[tuple[int, int]]:
@@ -1106,6 +1123,8 @@ def step_sequence(t: StepTerms, shape: SequenceShape, *, workspace: tuple[int, .
             e.frees(head)
             g_stream = e.alloc(r) if layer_ops else None  # the final norm's input gradient
         for i in reversed(idx):
+            if hook:
+                hook("backward", i, e, grads)
             ops = layer_ops[i] if layer_ops else None
             if ops is not None and g_stream is not None:
                 if t.gradient_checkpointing:
@@ -1140,6 +1159,8 @@ def step_sequence(t: StepTerms, shape: SequenceShape, *, workspace: tuple[int, .
             e.frees(tr)
             if t.gradient_checkpointing:
                 e.frees(saved[i])
+        if hook:
+            hook("backward_layers_end", -1, e, grads)
         if g_stream is not None:
             e.free(g_stream)  # consumed by the embedding's backward
         new_grads(emb_grads)
@@ -1160,6 +1181,8 @@ def step_sequence(t: StepTerms, shape: SequenceShape, *, workspace: tuple[int, .
         e.frees(emb)
         while kept_out:  # the loop drops the output after backward
             e.free(kept_out.pop())
+        if hook:
+            hook("backward_end", -1, e, grads)
         return grads
 
     full_layers = bool(layer_w) and all(g >= 0.5 * layer_w for g in t.grads_per_layer)
@@ -1207,6 +1230,8 @@ def step_sequence(t: StepTerms, shape: SequenceShape, *, workspace: tuple[int, .
             e.free(prev)
     else:  # foreach: one list of temporaries over the parameters, freed together
         e.frees(e.allocs(per_grad(t.optimizer_temporaries) if t.optimizer_temporaries >= 1 else []))
+    if hook:
+        hook("zero_grad", -1, e, grads)
     e.frees(grads)
     # only the large pool (requests over 1 MiB) is replayed: small tensors (norm weights, LoRA adapters,
     # their gradients and states) live in 2 MiB segments of their own pool and add at most its slack

@@ -18,7 +18,8 @@ from trainfit.memory.overhead import cublas_workspace_bytes, overhead_bytes
 from trainfit.memory.params import param_tensors
 from trainfit.memory.phases import PhasePeak, StepTerms
 from trainfit.memory.sharding import Sharding
-from trainfit.memory.stream_pools import PoolPoint, capped_reserved_bytes, stream_pool_bytes
+from trainfit.memory import stream_pools
+from trainfit.memory.stream_pools import PoolPoint, capped_reserved_bytes, fsdp_supported, stream_pool_bytes
 from trainfit.plan.result import PhaseResult
 from trainfit.spec.card import AllocatorKind, RunCard
 from trainfit.spec.enums import Method, Offload, Phase, Strategy
@@ -54,7 +55,11 @@ def phase_results(
 
     With ``terms`` (a plain SFT step on one data-parallel rank), reserved comes from replaying the
     step's allocation sequence through the caching-allocator model (``trainfit.memory.alloc_sequence``):
-    reserved - allocated at its high-water mark is added to the step's highest allocated phase."""
+    reserved - allocated at its high-water mark is added to the step's highest allocated phase. An FSDP
+    step (full sharding, no offload) is replayed per stream (``trainfit.memory.stream_pools``): the
+    compute stream's sequence with FSDP2's all-gather and reduce-scatter buffers, each stream's blocks
+    in its own pool; where that sequence cannot be generated the fitted share stands with the pools'
+    lower bound beside it."""
     large = _large_tensor_count(spec, sharding, card)
     step_transient = max([at_least] + [_transient(p) for p in peaks if p.phase is not Phase.LOAD])
     out = [
@@ -66,8 +71,13 @@ def phase_results(
     replayed = replayed_overhead(terms, spec=spec, card=card, compute_capability=compute_capability)
     if replayed is not None:
         out = _with_replayed(out, replayed, capacity=capacity)
-    if terms is not None and _side_stream_pools(sharding, card):
-        out = _with_stream_pools(out, terms, capacity=capacity)
+    elif terms is not None and _side_stream_pools(sharding, card):
+        streams = fsdp_replayed_overhead(terms, spec=spec, card=card, sharding=sharding,
+                                         compute_capability=compute_capability)
+        if streams is not None:
+            out = _with_replayed(out, streams, capacity=capacity, capped=True)
+        else:
+            out = _with_stream_pools(out, terms, capacity=capacity)
     for group in _STEP_PHASES:
         members = [i for i, r in enumerate(out) if r.phase in group]
         if len(members) < 2:
@@ -135,8 +145,32 @@ def replayed_overhead(
                                             expandable=expandable)
 
 
-def _with_replayed(out: list[PhaseResult], overhead: int, *, capacity: float) -> list[PhaseResult]:
-    """Every training phase of the step shows the step's highest allocated + the replay's overhead."""
+def fsdp_replayed_overhead(
+    terms: StepTerms, *, spec: ModelSpec, card: RunCard, sharding: Sharding, compute_capability: str | None = None,
+) -> int | None:
+    """Reserved beyond allocated at the FSDP step's high-water mark, from the per-stream replay
+    (``stream_pools.fsdp_replayed_overhead``); None where the sequence cannot be generated; 0 inside
+    ``replay_floor``."""
+    if not _REPLAY.get() or card.method is not Method.SFT or not fsdp_supported(terms):
+        return None
+    floor = _FLOOR.get()
+    if floor is not None:
+        floor.append(1)
+        return 0
+    shape = _sequence_shape(spec, card.batch.micro_batch_size, card.batch.seq_len, card.attention,
+                            card.loss.chunked, terms.logits.retained > 0,
+                            card.precision.optimizer_impl.value == "for_loop")
+    ws = cublas_workspace_bytes(compute_capability=compute_capability)
+    expandable = card.hardware.allocator is AllocatorKind.EXPANDABLE_SEGMENTS
+    return stream_pools.fsdp_replayed_overhead(terms, shape, world_size=sharding.weights_divisor,
+                                               workspace=(int(ws // 2), int(ws // 2)), expandable=expandable)
+
+
+def _with_replayed(out: list[PhaseResult], overhead: int, *, capacity: float, capped: bool = False) -> list[PhaseResult]:
+    """Every training phase of the step shows the step's highest allocated + the replay's overhead.
+    ``capped``: cached blocks of other streams' pools are idle at the peak, and the allocator frees
+    idle cached blocks before an allocation fails, so reserved stays within the card's room
+    (``stream_pools.capped_reserved_bytes``) unless allocated alone exceeds it."""
     for group in _STEP_PHASES:
         members = [i for i, r in enumerate(out) if r.phase in group]
         if not members:
@@ -144,6 +178,10 @@ def _with_replayed(out: list[PhaseResult], overhead: int, *, capacity: float) ->
         high = max(out[i].allocated for i in members) + overhead
         for i in members:
             r = out[i]
+            if capped:
+                outside = r.device - r.paged_resident - r.reserved
+                top = max(out[j].allocated for j in members)
+                high = capped_reserved_bytes(reserved_bytes=top, extra_bytes=overhead, room_bytes=capacity - outside)
             reserved = max(high, r.allocated)
             base = r.device - r.paged_resident + (reserved - r.reserved)
             resident = _paged_resident(r.components, capacity=capacity, device=base)

@@ -19,6 +19,9 @@ Two parts, so the device run needs nothing but torch, transformers and peft:
     PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True python benchmarks/gpu_calibrate.py measure --out raw/expandable.json
     python benchmarks/gpu_calibrate.py report raw/context.json raw/default.json raw/expandable.json
     python benchmarks/gpu_calibrate.py measure --dry-run --out /tmp/x.json   # CPU, tiny shapes: same code path
+    python benchmarks/gpu_calibrate.py measure --only heldout --snapshot gemma-2-9b --out raw/heldout_snap.json
+        # and, for the cases whose label holds the text, the allocator's segments and event trace
+        # (raw/heldout_snap.snapshotN.json.gz): the reserved gaps the replay leaves, allocation by allocation
 
 ``time`` (on a CUDA machine, under 10 minutes; ``benchmarks/gpu_time.py`` says what and how)
     The rates the step-time model divides by: GEMM efficiency by shape, HBM bandwidth, host cost
@@ -212,7 +215,32 @@ def build_real(case: dict[str, Any], cfg: dict[str, Any], device: str):  # noqa:
     return req, model, n_meta
 
 
-def measure_case(case: dict[str, Any], cfg: dict[str, Any], device: str) -> dict[str, Any]:
+PHASE_MARK_BYTES = 512_000
+"""``snapshot``: a tensor of ``PHASE_MARK_BYTES + 512 * k`` bytes is made and freed where phase ``k`` of
+``SNAPSHOT_PHASES`` begins, so the allocator's trace can be cut into phases."""
+SNAPSHOT_PHASES = ("build", "warmup", "forward", "backward", "optimizer_step", "end")
+
+
+def write_snapshot(path: Path) -> None:
+    """The caching allocator's segments (blocks: size, state) and its event trace since recording began
+    (action, address, size), gzipped JSON: what ``trainfit.memory.caching_allocator``'s replay is compared
+    with allocation by allocation (which request made each segment, which free block served each request)."""
+    import gzip
+
+    import torch
+
+    snap = torch.cuda.memory._snapshot()
+    out = {"segments": [{"address": g["address"], "total_size": g["total_size"], "segment_type": g["segment_type"],
+                         "blocks": [[b["size"], b["state"]] for b in g["blocks"]]} for g in snap["segments"]],
+           "trace": [[e["action"], e["addr"], e["size"]] for e in (snap.get("device_traces") or [[]])[0]],
+           "phase_mark_bytes": PHASE_MARK_BYTES, "phases": list(SNAPSHOT_PHASES)}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with gzip.open(path, "wt") as f:
+        json.dump(out, f)
+
+
+def measure_case(case: dict[str, Any], cfg: dict[str, Any], device: str,
+                 snapshot: Path | None = None) -> dict[str, Any]:
     import torch
 
     from trainfit.trace import build
@@ -239,6 +267,14 @@ def measure_case(case: dict[str, Any], cfg: dict[str, Any], device: str) -> dict
                 "smi_used_current": smi_used_bytes(), "alloc_retries": st.get("num_alloc_retries", 0),
                 "inactive_split_peak": st.get("inactive_split_bytes.all.peak", 0)}
 
+    def phase_mark(name: str) -> None:
+        if snapshot is not None:
+            torch.empty(PHASE_MARK_BYTES + 512 * SNAPSHOT_PHASES.index(name), dtype=torch.uint8, device=device)
+
+    if snapshot is not None:  # no stack frames: the trace is the allocator's own events
+        torch.cuda.memory._record_memory_history(enabled="all", context=None, stacks="python", max_entries=2_000_000,
+                                                  clear_history=True)
+    phase_mark("build")
     t_build = time.perf_counter()
     req, model, (n_total, n_train) = build_real(case, cfg, device)
     vocab = model.get_input_embeddings().weight.shape[0]
@@ -276,22 +312,30 @@ def measure_case(case: dict[str, Any], cfg: dict[str, Any], device: str) -> dict
             opt.step()
             opt.zero_grad(set_to_none=True)
 
+        phase_mark("warmup")
         step()  # warm-up: optimizer states come to exist
         reset()
         phases["load"] = mark()
         reset()
+        phase_mark("forward")
         o = model(input_ids=ids, labels=ids)
         loss = o.loss
         del o  # the Trainer keeps only the loss
         phases["forward"] = mark()
         reset()
+        phase_mark("backward")
         loss.backward()
         phases["backward"] = mark()
         loss = None
         reset()
+        phase_mark("optimizer_step")
         opt.step()
         opt.zero_grad(set_to_none=True)
         phases["optimizer_step"] = mark()
+        if snapshot is not None:
+            phase_mark("end")
+            write_snapshot(snapshot)
+            torch.cuda.memory._record_memory_history(enabled=None)
         for _ in range(3):
             sync()
             t0 = time.perf_counter()
@@ -332,7 +376,11 @@ def cmd_measure(args: argparse.Namespace) -> int:
                  f"mbs={case['micro_batch_size']} seq={case['seq_len']} {case['optimizer_impl']}")
         t0 = time.perf_counter()
         try:
-            measured = measure_case(case, cfg, device)
+            snap = None
+            if args.snapshot and device == "cuda" and case["pass_kind"] == "train_step" and any(
+                    k in label for k in args.snapshot):
+                snap = args.out.parent / f"{args.out.stem}.snapshot{i}.json.gz"
+            measured = measure_case(case, cfg, device, snapshot=snap)
             err = None
         except Exception as exc:  # noqa: BLE001 - one failing case must not lose the others
             measured, err = None, f"{type(exc).__name__}: {str(exc)[:300]}"
@@ -702,6 +750,9 @@ def main(argv: list[str] | None = None) -> int:
     m.add_argument("--dry-run", action="store_true", help="CPU, tiny shapes: proves the script runs; no GPU figures")
     m.add_argument("--only", choices=("small", "large", "heldout", "heldout2", "heldout3"), default=None)
     m.add_argument("--out", type=Path, required=True)
+    m.add_argument("--snapshot", action="append", default=[], metavar="TEXT",
+                   help="for each case whose label contains TEXT (repeatable), the allocator's segments and event "
+                        "trace from its build to its measured step, to OUT's stem.snapshotN.json.gz (CUDA only)")
     c = sub.add_parser("context")
     c.add_argument("--out", type=Path, required=True)
     r = sub.add_parser("report")

@@ -6,9 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import trainfit.plan.overheads as overheads
 from trainfit.memory.stream_pools import PoolPoint, capped_reserved_bytes, stream_pool_bytes
-from trainfit.plan import make_plan
+from trainfit.plan import make_plan, overheads
 from trainfit.spec.card import load_card_dict
 from trainfit.spec.enums import Phase
 

@@ -885,7 +885,7 @@ def _replay_overhead(t: StepTerms, shape: SequenceShape, workspace: tuple[int, .
 
 
 def step_sequence(t: StepTerms, shape: SequenceShape, *, workspace: tuple[int, ...] = (),
-                  hook=None) -> AllocSequence | None:  # noqa: ANN001
+                  hook=None) -> AllocSequence | None:
     """The allocation sequence of one training step (see the module docstring), or None where a term
     is not modelled (``supported``). ``hook(point, layer, events, grads)``, where given, adds a wrapper's
     own allocations at the step's layer boundaries (FSDP: ``trainfit.memory.stream_pools``): points

@@ -27,11 +27,12 @@ and the gradient pool's ``R``::
 
     reserved - allocated >= max_p (A_p - g_p - r_p) + G + R - max_p A_p     (>= 0)
 
-That is the bound this module returns: e.g. at the optimizer step every unit is resharded, so the
+That is the bound ``stream_pool_bytes`` returns, the planner's fallback where the step's sequence
+cannot be generated (the replay below replaces it elsewhere): e.g. at the optimizer step every unit is resharded, so the
 gathered pool's blocks are cached but idle; in the next forward the freed sharded gradients are.
 It is a lower bound: the gathered pool's own fragmentation, frees delayed by ``record_stream`` and
 the ``limit_all_gathers`` rate limiter's third unit in flight are not in it. The compute stream's
-own fragmentation is the fitted share (``trainfit.memory.overhead``), which stays beside it.
+own fragmentation is then the fitted share (``trainfit.memory.overhead``), which stays beside it.
 
 When ``cudaMalloc`` fails the allocator frees cached blocks that are not split, of every stream, and
 retries (the same header comment), so the idle side-stream blocks never push
@@ -175,17 +176,17 @@ class _Fsdp2:
         self.mark = 0
         self.micro = 0
 
-    def _gather(self, e, unit: list[int]) -> int:  # noqa: ANN001
+    def _gather(self, e, unit: list[int]) -> int:
         return e.alloc(sum(unit), ALL_GATHER)
 
-    def _copy_out(self, e, unit: list[int]) -> list[int]:  # noqa: ANN001
+    def _copy_out(self, e, unit: list[int]) -> list[int]:
         return [e.alloc(n) for n in unit]
 
-    def _free(self, e, keys) -> None:  # noqa: ANN001
+    def _free(self, e, keys) -> None:
         for k in keys:
             e.free(k)
 
-    def _reduce(self, e, grads: list, nbytes: int) -> None:  # noqa: ANN001
+    def _reduce(self, e, grads: list, nbytes: int) -> None:
         """``post_backward``'s reduce-scatter: the previous input goes, this unit's input is made and its
         unsharded gradients go, the output is made on the reduce-scatter stream."""
         if self.rs_in is not None:
@@ -203,7 +204,7 @@ class _Fsdp2:
         else:
             self.rs_out.append(out)
 
-    def __call__(self, point: str, i: int, e, grads) -> None:  # noqa: ANN001
+    def __call__(self, point: str, i: int, e, grads) -> None:
         if point == "forward_start":
             self.micro += 1
             ag = self._gather(e, self.root)
@@ -247,7 +248,7 @@ class _Fsdp2:
             self._free(e, self.rs_out)
             self.rs_out = []
 
-    def _post_backward(self, e, i: int, grads) -> None:  # noqa: ANN001
+    def _post_backward(self, e, i: int, grads) -> None:
         self._free(e, self.params.pop(i))
         self._reduce(e, grads, self.grads[i])
         self.mark = len(grads)
@@ -323,8 +324,7 @@ def replay_streams(seq: AllocSequence, *, steps: int = 2, expandable: bool = Fal
                     blk = a.malloc(n)
                     live[key] = (a, blk)
                     total += blk.size
-                    if total > peak:
-                        peak = total
+                    peak = max(peak, total)
             elif key >= 0:
                 got = live.pop(key, None)
                 if got is not None:

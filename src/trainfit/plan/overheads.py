@@ -13,12 +13,11 @@ from contextvars import ContextVar
 from dataclasses import replace
 from functools import lru_cache
 
-from trainfit.memory import alloc_sequence
+from trainfit.memory import alloc_sequence, stream_pools
 from trainfit.memory.overhead import cublas_workspace_bytes, overhead_bytes
 from trainfit.memory.params import param_tensors
 from trainfit.memory.phases import PhasePeak, StepTerms
 from trainfit.memory.sharding import Sharding
-from trainfit.memory import stream_pools
 from trainfit.memory.stream_pools import PoolPoint, capped_reserved_bytes, fsdp_supported, stream_pool_bytes
 from trainfit.plan.result import PhaseResult
 from trainfit.spec.card import AllocatorKind, RunCard

@@ -27,6 +27,8 @@ def test_a_block_freed_on_one_stream_is_not_reused_by_another():
     assert two.reserved_bytes == 200 * MiB and two.allocated_bytes == 100 * MiB
     assert two.pool_reserved_bytes == (100 * MiB, 100 * MiB, 0)
     assert two.overhead == 100 * MiB
+    later = sp.replay_streams(_seq(cross[:2] + [(1, 2, 120 * MiB), (-1, 2, 0)]))
+    assert later.allocated_bytes == 120 * MiB and later.side_idle_bytes == 100 * MiB  # idle where the sum peaks
 
 
 def test_allocated_is_the_peak_of_the_sum_not_the_sum_of_peaks():

@@ -282,10 +282,18 @@ class StreamReplay:
     """Reserved per stream (``COMPUTE``, ``ALL_GATHER``, ``REDUCE_SCATTER``)."""
     pool_allocated_bytes: tuple[int, ...]
     """Each stream's own allocated high-water mark."""
+    pool_allocated_at_peak: tuple[int, ...] = ()
+    """Each stream's allocated bytes where their sum peaks."""
 
     @property
     def overhead(self) -> int:
         return self.reserved_bytes - self.allocated_bytes
+
+    @property
+    def side_idle_bytes(self) -> int:
+        """What the side streams' pools hold cached and unused where the summed allocated peaks: reserved
+        that only those streams could reuse (part of ``overhead``)."""
+        return sum(r - a for r, a in zip(self.pool_reserved_bytes[1:], self.pool_allocated_at_peak[1:]))
 
 
 def replay_streams(seq: AllocSequence, *, steps: int = 2, expandable: bool = False, streams: int = 3) -> StreamReplay:
@@ -312,6 +320,7 @@ def replay_streams(seq: AllocSequence, *, steps: int = 2, expandable: bool = Fal
     live: dict[int, tuple[CachingAllocator, object]] = {}
     total = comp.allocated
     peak = total
+    at_peak = tuple(a.allocated for a in pools)
     for si, events in enumerate([first] + [list(seq.step_events)] * (steps - 1)):
         for sign, key, n in events:
             if sign > 0:
@@ -324,29 +333,33 @@ def replay_streams(seq: AllocSequence, *, steps: int = 2, expandable: bool = Fal
                     blk = a.malloc(n)
                     live[key] = (a, blk)
                     total += blk.size
-                    peak = max(peak, total)
+                    if total > peak:
+                        peak = total
+                        at_peak = tuple(x.allocated for x in pools)
             elif key >= 0:
                 got = live.pop(key, None)
                 if got is not None:
                     total -= got[1].size  # before ``release``, which merges it with its free neighbours
                     got[0].release(got[1])
     return StreamReplay(sum(a.reserved for a in pools), peak, tuple(a.reserved for a in pools),
-                        tuple(a.peak_allocated for a in pools))
+                        tuple(a.peak_allocated for a in pools), at_peak)
 
 
 def fsdp_replayed_overhead(t: StepTerms, shape: SequenceShape, *, world_size: int, workspace: tuple[int, ...] = (),
-                           expandable: bool = False) -> int | None:
-    """Reserved - allocated at the high-water mark of two replayed FSDP2 steps (all streams), or None
-    where the sequence cannot be generated. Cached per terms and shape."""
+                           expandable: bool = False) -> tuple[int, int] | None:
+    """(reserved - allocated at the high-water mark of two replayed FSDP2 steps, all streams; the part of it
+    the side streams' pools hold idle there), or None where the sequence cannot be generated. Cached per
+    terms and shape."""
     return _fsdp_overhead(t, shape, world_size, tuple(workspace), expandable)
 
 
 @lru_cache(maxsize=4096)
 def _fsdp_overhead(t: StepTerms, shape: SequenceShape, world_size: int, workspace: tuple[int, ...],
-                   expandable: bool) -> int | None:
+                   expandable: bool) -> tuple[int, int] | None:
     seq = fsdp_step_sequence(replace(t, ddp_buckets=0.0) if t.ddp_buckets else t, shape, world_size=world_size,
                              workspace=workspace)
     if seq is None:
         return None
-    return replay_streams(seq, expandable=expandable).overhead + (
-        -(-int(t.ddp_buckets) // ROUND_LARGE) * ROUND_LARGE - int(t.ddp_buckets) if t.ddp_buckets else 0)
+    r = replay_streams(seq, expandable=expandable)
+    buckets = -(-int(t.ddp_buckets) // ROUND_LARGE) * ROUND_LARGE - int(t.ddp_buckets) if t.ddp_buckets else 0
+    return r.overhead + buckets, r.side_idle_bytes

@@ -74,7 +74,7 @@ def phase_results(
         streams = fsdp_replayed_overhead(terms, spec=spec, card=card, sharding=sharding,
                                          compute_capability=compute_capability)
         if streams is not None:
-            out = _with_replayed(out, streams, capacity=capacity, capped=True)
+            out = _with_replayed(out, streams[0], capacity=capacity, capped=True, side_pools=streams[1])
         else:
             out = _with_stream_pools(out, terms, capacity=capacity)
     for group in _STEP_PHASES:
@@ -146,16 +146,16 @@ def replayed_overhead(
 
 def fsdp_replayed_overhead(
     terms: StepTerms, *, spec: ModelSpec, card: RunCard, sharding: Sharding, compute_capability: str | None = None,
-) -> int | None:
-    """Reserved beyond allocated at the FSDP step's high-water mark, from the per-stream replay
-    (``stream_pools.fsdp_replayed_overhead``); None where the sequence cannot be generated; 0 inside
-    ``replay_floor``."""
+) -> tuple[int, int] | None:
+    """(reserved beyond allocated at the FSDP step's high-water mark, the part the side streams' pools hold
+    idle), from the per-stream replay (``stream_pools.fsdp_replayed_overhead``); None where the sequence
+    cannot be generated; (0, 0) inside ``replay_floor``."""
     if not _REPLAY.get() or card.method is not Method.SFT or not fsdp_supported(terms):
         return None
     floor = _FLOOR.get()
     if floor is not None:
         floor.append(1)
-        return 0
+        return 0, 0
     shape = _sequence_shape(spec, card.batch.micro_batch_size, card.batch.seq_len, card.attention,
                             card.loss.chunked, terms.logits.retained > 0,
                             card.precision.optimizer_impl.value == "for_loop")
@@ -165,11 +165,14 @@ def fsdp_replayed_overhead(
                                                workspace=(int(ws // 2), int(ws // 2)), expandable=expandable)
 
 
-def _with_replayed(out: list[PhaseResult], overhead: int, *, capacity: float, capped: bool = False) -> list[PhaseResult]:
+def _with_replayed(out: list[PhaseResult], overhead: int, *, capacity: float, capped: bool = False,
+                   side_pools: int = 0) -> list[PhaseResult]:
     """Every training phase of the step shows the step's highest allocated + the replay's overhead.
     ``capped``: cached blocks of other streams' pools are idle at the peak, and the allocator frees
     idle cached blocks before an allocation fails, so reserved stays within the card's room
-    (``stream_pools.capped_reserved_bytes``) unless allocated alone exceeds it."""
+    (``stream_pools.capped_reserved_bytes``) unless allocated alone exceeds it. ``side_pools``: the part of
+    ``overhead`` that FSDP's side streams' pools hold idle (``overhead.stream_pools``; the rest beyond
+    rounding is ``fragmentation``)."""
     for group in _STEP_PHASES:
         members = [i for i, r in enumerate(out) if r.phase in group]
         if not members:
@@ -185,7 +188,9 @@ def _with_replayed(out: list[PhaseResult], overhead: int, *, capacity: float, ca
             base = r.device - r.paged_resident + (reserved - r.reserved)
             resident = _paged_resident(r.components, capacity=capacity, device=base)
             rounding = min(r.overhead.rounding, reserved - r.allocated)
-            oh = replace(r.overhead, rounding=rounding, fragmentation=reserved - r.allocated - rounding, replayed=True)
+            pools = min(side_pools, reserved - r.allocated - rounding)
+            oh = replace(r.overhead, rounding=rounding, fragmentation=reserved - r.allocated - rounding - pools,
+                         replayed=True, stream_pools=pools)
             out[i] = PhaseResult(r.phase, r.at, r.components, r.allocated, reserved, base + resident, oh, resident)
     return out
 

@@ -455,7 +455,14 @@ POINTS: dict[int, dict[str, Any]] = {
         },
         "metric": "reserved", "unit": "GB", "approx_seq": True,
         "notes": "LoRA r8 q,v, FSDP 2x4090, no AC. Alpaca <=512 -> 512. Metric: this source's tables are peak "
-                 "reserved -> reserved. " + _TT_LORA_NOTE + ". " + _TT_LORA_DROPOUT_NOTE,
+                 "reserved -> reserved. " + _TT_LORA_NOTE + ". " + _TT_LORA_DROPOUT_NOTE + ". Unexplained by the "
+                 "step (planned about 30% under): the likely cause is model initialisation, which trainfit does not "
+                 "plan. At this commit the recipe did not yet set TORCH_NCCL_AVOID_RECORD_STREAMS=1 (added a week "
+                 "later, pytorch/torchtune commit bec7babec, PR #843, whose description says FSDP1's "
+                 "sync_module_states broadcast otherwise holds GPU memory through recordStream during init); the "
+                 "recipe resets the peak statistics after init, which keeps the cached segments in reserved. The "
+                 "unsharded bf16 7B (12.55 GiB) plus rank 0's shard (6.27 GiB) is about 18.8 GiB against 19.51 "
+                 "measured; the same recipe after the fix reads point 11. Consistent, not measured",
     },
     # ---- torchtune README 'Optimization flags' (2024-11): Llama-3.2-3B, bs 2, seq 4096, A100, cumulative
     22: {

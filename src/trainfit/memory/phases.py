@@ -94,6 +94,11 @@ class StepTerms:
     layer_forward_transient: float = 0.0
     """A pipeline stage without the loss: what its last layer's forward holds besides the saved
     activations and the stage buffers (``trainfit.plan.ranks``); its forward peaks there."""
+    adapter_forward_transient: float = 0.0
+    """DoRA: the weight-norm temporaries of the largest adapted module, made and freed inside each layer's
+    forward beside the activations saved so far (``peft_variants.dora_forward_transient_bytes``; under
+    checkpointing the recompute's are in ``layer_backward_transient``). The allocator replay leaves them out:
+    they add to allocated, the reserved beyond is the rest of the step's."""
     accumulation_transient: float = 0.0
     """Gradient accumulation: the last gradient of the backward (the embedding's, computed whole
     before it is added into ``.grad``), live beside the gradients held from earlier micro-batches."""
@@ -191,6 +196,10 @@ def forward_peak(t: StepTerms) -> PhasePeak:
     if t.pipeline_buffers:
         comps["pipeline_buffers"] = t.pipeline_buffers
     loss_point = PhasePeak(Phase.FORWARD, comps, t.forward_at)
+    if t.adapter_forward_transient > max(t.logits.forward_peak, t.attention_forward_transient,
+                                         t.layer_forward_transient, t.comm_forward_transient):
+        adapter = dict(comps, logits=0.0, activation_transients=t.adapter_forward_transient)
+        return PhasePeak(Phase.FORWARD, adapter, "last layer's forward (DoRA weight-norm temporaries)")
     if t.attention_forward_transient and t.attention_forward_transient > t.logits.forward_peak:
         scores = dict(comps, logits=0.0, attention_scores=t.attention_forward_transient)
         return PhasePeak(Phase.FORWARD, scores, "last layer's attention (eager scores)")

@@ -353,6 +353,15 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
     transient = _layer_transients(spec, tokens=tokens, dtype_bytes=act_dtype,
                                   attention_bytes=attn.backward_transient_bytes(scores=scores, dtype_bytes=act_dtype,
                                                                                 family=spec.family))
+    adapter_forward = 0.0
+    if variant is not None and variant.scope is Scope.DORA:  # the weight-norm temporaries of each forward
+        base_bytes = BYTES_PER_DTYPE[wdtype.value]
+        ckpt = card.parallel.checkpoints_layers
+        adapter_forward = peft_variants.dora_forward_transient_bytes(spec, variant, grad=not ckpt,
+                                                                     base_dtype_bytes=base_bytes)
+        if ckpt:  # the checkpointed layer's recompute in backward runs with grad
+            recompute = peft_variants.dora_forward_transient_bytes(spec, variant, grad=True, base_dtype_bytes=base_bytes)
+            transient = tuple(max(x, recompute) for x in transient)
     kernel = act.kernel_extra(gradient_checkpointing=card.parallel.checkpoints_layers)
     if kernel:  # Gated DeltaNet layers: the chunked kernel's buffers (memory/activations._deltanet_live)
         transient = tuple(max(t, k) for t, k in zip(transient, kernel))
@@ -424,6 +433,7 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         layer_backward_transient=transient,
         attention_forward_transient=attention_forward,
         layer_forward_transient=act.kernel_forward_checkpointed if card.parallel.checkpoints_layers else 0.0,
+        adapter_forward_transient=adapter_forward,
         tied_embedding_grad_transient=tied_grad,
         optimizer_temporaries=temps_gpu,
         grad_accumulation=card.batch.grad_accum > 1,

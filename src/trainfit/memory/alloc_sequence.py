@@ -88,9 +88,9 @@ from trainfit.memory.expandable_segments import ExpandableAllocator
 from trainfit.memory.phases import StepTerms
 
 ADAPTER_TENSORS_PER_LAYER = 14
+"""LoRA on the seven projections of a decoder layer: A and B each (small-pool tensors)."""
 STREAM_SHIFT = 48
 """Event keys from ``1 << STREAM_SHIFT`` on are blocks of a side stream's pool (``key >> STREAM_SHIFT``)."""
-"""LoRA on the seven projections of a decoder layer: A and B each (small-pool tensors)."""
 
 
 @dataclass(frozen=True, slots=True)

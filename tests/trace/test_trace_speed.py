@@ -3,16 +3,19 @@
 Timings are not asserted (the CI machine is shared); the work that was removed is: LoRA adapters
 initialised on the CPU, a full-depth model built only to count parameters, the two shallow traces
 next to the full-depth one that ``--reserved`` needs, and the cyclic collector walking torch's and
-transformers' modules (frozen once per process).
+transformers' modules (paused from before they are imported, and frozen once per process).
 """
 
 import gc
+import json
+import subprocess
+import sys
 
 import pytest
 
 pytest.importorskip("torch")
 
-from trainfit.trace import api, build, extrapolate, step  # noqa: E402
+from trainfit.trace import api, build, collector, extrapolate, step  # noqa: E402
 from trainfit.trace.api import TraceRequest, trace_step  # noqa: E402
 
 pytestmark = pytest.mark.trace
@@ -89,7 +92,7 @@ def test_traced_bytes_do_not_depend_on_the_cyclic_collector():
     the collector running, as before, is byte-equal, and the collector is running again afterwards."""
     req = TraceRequest(hf_config=MID, seq_len=32, scope="lora", gradient_checkpointing=True)
     paused = trace_step(req)
-    assert api._FROZEN and gc.isenabled()
+    assert collector._FROZEN and gc.isenabled()
     collections = []
     gc.callbacks.append(cb := lambda phase, info: collections.append(phase))
     try:
@@ -99,3 +102,29 @@ def test_traced_bytes_do_not_depend_on_the_cyclic_collector():
     assert collections  # it did run during that trace
     assert [(p.name, p.peak_bytes, p.breakdown) for p in paused.phases] == [
         (p.name, p.peak_bytes, p.breakdown) for p in running.phases]
+
+
+def test_torch_and_transformers_are_imported_with_the_collector_off_and_frozen():
+    """In a fresh process the first trace imports torch, transformers and the modules every decoder's modeling
+    module needs with the collector off (its full collections during those imports cost ~1.5 s of CPU), with
+    only the one explicit collection of what was made before (torch not yet imported), then freezes them; the
+    collector is running again afterwards."""
+    code = (
+        "import gc, sys\n"
+        "from trainfit.trace.collector import collector_paused\n"
+        "assert 'torch' not in sys.modules\n"
+        "runs = []\n"
+        "gc.callbacks.append(lambda phase, info: phase == 'start' and runs.append(info['generation']))\n"
+        "with collector_paused():\n"
+        "    assert not gc.isenabled()\n"
+        "    mods = {m for m in ('torch', 'transformers', 'transformers.modeling_layers', 'transformers.masking_utils')\n"
+        "            if m in sys.modules}\n"
+        "    frozen = gc.get_freeze_count()\n"
+        "assert gc.isenabled()\n"
+        "print(json.dumps([runs, sorted(mods), frozen]))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", "import json\n" + code], check=True, capture_output=True, text=True)
+    runs, mods, frozen = json.loads(out.stdout)
+    assert runs == [2]  # one collection: the explicit one before the imports
+    assert mods == ["torch", "transformers", "transformers.masking_utils", "transformers.modeling_layers"]
+    assert frozen > 200_000  # the imported modules' objects

@@ -11,11 +11,9 @@ layer pattern) and extrapolating every phase linearly (see ``trainfit.trace.extr
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import time
-from typing import Iterator
 
+from trainfit.trace.collector import collector_paused
 from trainfit.trace.types import (  # re-exported: existing importers use trainfit.trace.api
     ATTENTIONS,
     MODES,
@@ -49,7 +47,7 @@ def trace_step(req: TraceRequest, *, progress: Progress | None = None, context_p
     Raises:
         TraceUnsupported: the trace extra is missing, or the case cannot be traced (message says why).
     """
-    with _collector_paused():
+    with collector_paused():
         return _trace_step(req, progress, context_parallel, context_parallel_kind, expert_parallel)
 
 
@@ -136,38 +134,6 @@ def _trace_step(req: TraceRequest, progress: Progress | None, context_parallel: 
         reserved_bytes=reserved,
     )
 
-
-
-_FROZEN = False
-
-
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """The cyclic garbage collector off for the trace (restored after), and, once per process, every
-    object alive before the first trace (mostly torch's and transformers' modules, imported for good)
-    moved into its permanent generation, so the collections at interpreter exit walk only what was made
-    since. A trace makes ~10^6 objects: the collector's passes cost ~1 s of CPU of an 8B trace and its
-    full collections at exit ~1 s more. Garbage is collected as before once the trace returns (garbage
-    made before the first trace is collected before the freeze). The traced bytes do not depend on when
-    the collector runs: tests/trace/test_trace_speed.py traces with it on and off."""
-    global _FROZEN
-    try:
-        import torch  # noqa: F401  (what the freeze is for; without it the trace reports the missing extra)
-        import transformers  # noqa: F401
-    except ImportError:
-        pass
-    else:
-        if not _FROZEN:
-            gc.collect()
-            gc.freeze()
-            _FROZEN = True
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 def _has_linear_attention(hf_config: dict) -> bool:

@@ -58,6 +58,13 @@ def trace_ops(req: TraceRequest, *, progress: Progress | None = None) -> OpInven
         TraceUnsupported: the trace extra is missing, the request is not a one-rank train step, or
             the model's ops are not linear in depth (trace it at full depth with ``layers``).
     """
+    from trainfit.trace.collector import collector_paused
+
+    with collector_paused():
+        return _trace_ops(req, progress)
+
+
+def _trace_ops(req: TraceRequest, progress: Progress | None) -> OpInventory:
     t0 = time.perf_counter()
     if req.pass_kind != "train_step":
         raise TraceUnsupported(f"trace --time: pass_kind '{req.pass_kind}' is not counted yet (train_step only)")

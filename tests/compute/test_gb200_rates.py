@@ -1,4 +1,4 @@
-"""GB200's sustained matmul rate is its own measured MAMF, not the H100-ratio default (compute/rates.py)."""
+"""GB200's and B200's sustained matmul rates are their own measured MAMF, not the H100-ratio default (compute/rates.py)."""
 
 import pytest
 
@@ -16,7 +16,14 @@ def test_gb200_matmul_is_its_measured_mamf():
     assert "MAMF table" in r.sources[0] and "default" not in r.sources[0]
 
 
-def test_b200_keeps_the_stated_default():
+def test_b200_matmul_is_its_measured_mamf():
     r = default_rates(resolve_gpu("b200"))
-    assert r.matmul_flops_per_s == pytest.approx(DEFAULT_MAMF_FRACTION * resolve_gpu("b200").bf16_dense_flops_per_s)
+    # the same table, row "NVIDIA B200 SXM": 1,745.0 TFLOP/s of 2,250
+    assert r.matmul_flops_per_s == pytest.approx(1745.0e12, rel=2e-3)
+    assert "MAMF table" in r.sources[0] and "default" not in r.sources[0]
+
+
+def test_a_card_outside_the_table_keeps_the_stated_default():
+    r = default_rates(resolve_gpu("l40s"))
+    assert r.matmul_flops_per_s == pytest.approx(DEFAULT_MAMF_FRACTION * resolve_gpu("l40s").bf16_dense_flops_per_s)
     assert "default, the H100 MAMF ratio" in r.sources[0]

@@ -48,12 +48,13 @@ from trainfit.catalog.gpus import GpuSpec
 from trainfit.errors import CardError
 
 _MAMF_FRACTION = {"a100-40gb": 0.859, "a100-80gb": 0.859, "a800-80gb": 0.859, "h100-sxm": 0.801, "h200": 0.801,
-                  "h20": 0.801, "h800": 0.801, "mi300x": 0.601, "gb200": 0.729}
+                  "h20": 0.801, "h800": 0.801, "mi300x": 0.601, "gb200": 0.729, "b200": 0.776}
 """H200, H20 and H800 share the H100 SXM die and power class: its measured ratio; the A800 the A100's; MI300X
 its own (60.1 %, the same table). GB200 its own: 1,822.0 of 2,500 TFLOP/s = 72.9 % (row "NVIDIA GB200 SXM",
 best shape 4096x9728x2048, torch 2.10.0.dev20250916+cu130; added in stas00/ml-engineering commit
 68cd2e59331e7ea901d6a5dbf20e55309dce32d6, 2025-09-17, still there @744d01e18b79512572f64a6bbd8b5f4a725203a7),
-not the 80 % default it took before (the same table's B200 SXM row: 1,745.0 of 2,250 = 77.6 %)."""
+not the 80 % default it took before. B200 its own too: the same table's row "NVIDIA B200 SXM", 1,745.0 of
+2,250 TFLOP/s = 77.6 % (same commit)."""
 _MAMF_SOURCE = "stas00/ml-engineering compute/accelerator/README.md (MAMF table)"
 _OTHER_MATMUL_FRACTION = {
     "rtx4090": (0.970, "torch.matmul bf16 8192^3 160.17 TFLOP/s on an RTX 4090 (torch 2.7, cu128): github.com/zzc0721/"

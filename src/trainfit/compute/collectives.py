@@ -22,6 +22,21 @@ time that the layer's compute does not cover is exposed.
 * ZeRO-1/2 (DeepSpeed, ``overlap_comm``): gradient reduce-scatter overlapped like DDP; the
   all-gather of the updated parameters after the step is exposed.
 
+Routed experts under expert parallel (Megatron-Core DDP and distributed optimizer, NVIDIA/Megatron-LM
+@d98e8a64ddf34856e74b24714e3bedb2f5a39553): the experts' gradients are reduced over the expert-data-parallel
+group, not the dense data-parallel one. ``distributed_data_parallel.py`` groups the parameters by
+``(param_dtype, grad_dtype, is_expert_parallel)`` (l. 191) and gives an expert buffer the ``intra_expt_dp_group``,
+a dense buffer the ``intra_dp_cp_group`` (l. 284-290); the expert buffers are bucketed apart
+(``expert_parallel_buffers`` / ``expert_parallel_bucket_groups``, l. 282-355) and each bucket group reduces over its
+own group (``param_and_grad_buffer.py`` ``start_grad_sync``: reduce-scatter under the distributed optimizer,
+all-reduce without, l. 700-735); the distributed optimizer all-gathers the updated expert shards over the same group
+(``start_param_sync``, l. 506-525; over a one-rank group a collective moves nothing between GPUs). The group has ``tp·cp·dp / (ep·etp)`` ranks
+(``parallel_state.py`` l. 874-880: world / (etp·ep·pp); ``memory.parallel.ParallelLayout.expert_data_group``), laid
+out ``etp·ep`` ranks apart (the expert rank generator's ``tp-cp-ep-dp-pp`` order with tp = etp, l. 886-895): often
+one rank (DeepSeek-V3 at pp 16, ep 16 on 256 GPUs), so the experts, most of an MoE model's bytes, are not reduced at
+all. ``exposed_data_parallel`` takes the two groups' bytes apart; the reductions share the step's backward
+(both groups' buckets are issued as their gradients complete; timed one after the other).
+
 Lockstep (``slowest_rank_excess``): ranks that synchronise every layer (FSDP / ZeRO gathers, tensor and pipeline
 parallel exchanges) and every step (gradient reduction) wait for the slowest of them. GPUs of one model do not
 sustain the same speed: their clocks settle differently under power management and manufacturing variability
@@ -313,18 +328,32 @@ def exposed_sharded(
 
 def exposed_data_parallel(
     *, grad_bytes: float, weight_bytes: float, ranks: int, bus_bytes_per_s: float, latency_s: float,
-    backward_s: float, micro_steps: int, zero_stage: int,
+    backward_s: float, micro_steps: int, zero_stage: int, expert_grad_bytes: float = 0.0,
+    expert_weight_bytes: float = 0.0, expert_ranks: int = 1, expert_bus_bytes_per_s: float | None = None,
 ) -> CommTime:
-    """DDP (``zero_stage`` 0) and ZeRO-1/2: gradient reduction hidden behind backward as far as it goes."""
+    """DDP (``zero_stage`` 0) and ZeRO-1/2: gradient reduction hidden behind backward as far as it goes.
+
+    ``grad_bytes`` / ``weight_bytes``: the parameters reduced over the ``ranks`` data-parallel group;
+    ``expert_grad_bytes`` / ``expert_weight_bytes``: the routed experts' (not in ``grad_bytes``), reduced and
+    gathered over the ``expert_ranks`` expert-data-parallel group at ``expert_bus_bytes_per_s`` (default: the dense
+    group's rate); module docstring. Both groups' reductions run behind the same backward; the last bucket of
+    either is exposed."""
     kw = dict(ranks=ranks, bus_bytes_per_s=bus_bytes_per_s, latency_s=latency_s)
+    ekw = dict(ranks=expert_ranks, latency_s=latency_s,
+               bus_bytes_per_s=bus_bytes_per_s if expert_bus_bytes_per_s is None else expert_bus_bytes_per_s)
     if zero_stage == 0:
-        red = all_reduce_seconds(total_bytes=grad_bytes, **kw)
-        last = all_reduce_seconds(total_bytes=min(grad_bytes, DDP_BUCKET_BYTES), **kw)
+        red = all_reduce_seconds(total_bytes=grad_bytes, **kw) + all_reduce_seconds(total_bytes=expert_grad_bytes,
+                                                                                     **ekw)
+        last = max(all_reduce_seconds(total_bytes=min(grad_bytes, DDP_BUCKET_BYTES), **kw),
+                   all_reduce_seconds(total_bytes=min(expert_grad_bytes, DDP_BUCKET_BYTES), **ekw))
         gather = 0.0
     else:
-        red = reduce_scatter_seconds(total_bytes=grad_bytes, **kw)
-        last = reduce_scatter_seconds(total_bytes=min(grad_bytes, DDP_BUCKET_BYTES), **kw)
-        gather = all_gather_seconds(total_bytes=weight_bytes, **kw)
+        red = reduce_scatter_seconds(total_bytes=grad_bytes, **kw) + reduce_scatter_seconds(
+            total_bytes=expert_grad_bytes, **ekw)
+        last = max(reduce_scatter_seconds(total_bytes=min(grad_bytes, DDP_BUCKET_BYTES), **kw),
+                   reduce_scatter_seconds(total_bytes=min(expert_grad_bytes, DDP_BUCKET_BYTES), **ekw))
+        gather = all_gather_seconds(total_bytes=weight_bytes, **kw) + all_gather_seconds(
+            total_bytes=expert_weight_bytes, **ekw)
     reductions = micro_steps if zero_stage == 2 else 1
     exposed_red = max(red - backward_s, last)
     per_step = (reductions * exposed_red) + gather

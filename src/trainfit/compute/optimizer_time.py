@@ -17,6 +17,17 @@ Kernels (PyTorch 2.x ``torch.optim.AdamW``), as ``trainfit trace --time`` counts
   (pure bf16), so ``MULTI_PASS_BYTES_FACTOR`` = 40 / 14;
 * ``for_loop``: the same 8 ops per parameter tensor, each its own launch from Python, same bytes.
 
+Sharded optimizers step only their rank's shard (``shard_params``). Megatron-Core's distributed optimizer under
+expert parallel is two optimizers (a ``ChainedOptimizer``): one over the dense parameters, sharded over the
+data x context-parallel group, one over the routed experts, sharded over the expert-data-parallel group
+(NVIDIA/Megatron-LM @d98e8a64ddf34856e74b24714e3bedb2f5a39553 ``megatron/core/optimizer/__init__.py`` l. 1174-1247:
+``filter_fn=lambda g: not g['is_expert_parallel']`` with ``data_parallel_group=intra_dp_cp_group``, then the
+``expert_parallel_buffers`` with ``data_parallel_group=intra_expt_dp_group``; ``distrib_optimizer.py``
+``_build_model_gbuf_range`` l. 200-245 splits each bucket into ``data_parallel_group.size()`` equal ranges). The
+expert-data-parallel group (tp·cp·dp / (ep·etp) ranks) is usually smaller than the dense one, so a rank steps a
+larger share of its experts: DeepSeek-V3 at pp 16, ep 16 on 256 GPUs steps all of its 16 local experts' states
+(expert dp 1), not a sixteenth.
+
 Pure Python: no torch import.
 """
 
@@ -35,6 +46,13 @@ MULTI_PASS_BYTES_FACTOR = 40.0 / 14.0
 CLIP_KERNELS = 4
 STATE_COUNT = {"adamw": 2, "adam": 2, "adamw_8bit": 2, "paged_adamw": 2, "paged_adamw_8bit": 2, "sgd": 1,
                "adafactor": 1, "lion": 1}
+
+
+def shard_params(*, params: float, expert_params: float = 0.0, shards: int, expert_shards: int | None = None) -> float:
+    """Trained parameters one rank's optimizer steps: the ``params − expert_params`` dense ones over ``shards``
+    ranks, the ``expert_params`` routed-expert ones over ``expert_shards`` (default ``shards``; module docstring)."""
+    dense = max(0.0, params - expert_params)
+    return dense / max(1, shards) + max(0.0, expert_params) / max(1, shards if expert_shards is None else expert_shards)
 
 
 @dataclass(frozen=True, slots=True)

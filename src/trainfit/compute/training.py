@@ -31,7 +31,7 @@ from trainfit.compute.inventory import Adapter, PassInventory, step_inventory
 from trainfit.compute.moe_time import expert_token_shards
 from trainfit.compute.model_parallel import ModelParallelComm, model_parallel_comm, pipeline_bubble_micro_steps
 from trainfit.compute.offload import offload_seconds
-from trainfit.compute.optimizer_time import optimizer_seconds
+from trainfit.compute.optimizer_time import optimizer_seconds, shard_params
 from trainfit.compute.rates import DeviceRates
 from trainfit.spec.model import ModelSpec
 
@@ -113,6 +113,11 @@ class Parallel:
     nic_bytes_per_s: float = 25e9
     offload: str = "none"
     """none | optimizer | params_and_optimizer"""
+    expert_ranks: int = 0
+    """Ranks that reduce the routed experts' gradients and shard their optimizer state (Megatron-Core's
+    expert-data-parallel group, ``collectives`` module docstring); 0: the same as ``ranks``."""
+    expert_gpus_per_node: int = 1
+    """How many of the expert-data-parallel group's ranks share a node."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -179,6 +184,7 @@ def train_step_time(
     trained_tensors: float, gathered_weight_bytes: float, count_scale: float = 1.0, memory_factor: float = 1.0,
     kernel_factor: float = 1.0, model_parallel: ModelParallel = ModelParallel(), attention_context: int | None = None,
     selective: str = "none", fp8: bool = False, fp8_weight_cache: bool = False, work_cv: float = 0.0,
+    expert_params: float = 0.0,
 ) -> TrainStepTime:
     """Seconds of one optimizer step on one GPU (all GPUs of a data-parallel group run in lockstep).
 
@@ -193,7 +199,10 @@ def train_step_time(
     sequences, ``collectives.micro_batch_token_cv``; 0 for fixed-length training data). The ranks run in lockstep,
     so the slowest rank's device time, with its extra tokens and the per-GPU speed spread
     (``collectives.lockstep_excess``), sets the pace; where it stays under the host's launch time (a launch-bound
-    step) it adds nothing.
+    step) it adds nothing;
+    ``expert_params``: the routed-expert parameters among ``trained_params``, reduced and optimizer-sharded over
+    ``parallel.expert_ranks`` (DDP / ZeRO-1/2 paths; ``collectives.exposed_data_parallel``,
+    ``optimizer_time.shard_params``).
     """
     mp = model_parallel
     gradient_checkpointing = gradient_checkpointing or selective != "none"
@@ -219,7 +228,10 @@ def train_step_time(
     shard = ranks if st in ("zero1", "zero2", "zero3", "fsdp", "fsdp_grad_op", "hsdp") else 1
     if st == "hsdp":
         shard = min(ranks, parallel.gpus_per_node)
-    opt = optimizer_seconds(params=trained_params / shard, tensors=trained_tensors, optimizer=optimizer.name,
+    eranks = max(1, parallel.expert_ranks or ranks)
+    eshard = eranks if st in ("zero1", "zero2") else shard
+    opt_params = shard_params(params=trained_params, expert_params=expert_params, shards=shard, expert_shards=eshard)
+    opt = optimizer_seconds(params=opt_params, tensors=trained_tensors, optimizer=optimizer.name,
                             impl=optimizer.impl, rates=rates, weight_bytes=optimizer.weight_bytes,
                             grad_bytes=optimizer.grad_bytes, state_bytes=optimizer.state_bytes,
                             master=optimizer.master, clip=optimizer.clip)
@@ -235,7 +247,7 @@ def train_step_time(
     grad_bytes = trained_params * optimizer.grad_bytes
     layers = spec.num_layers
     comm = coll.CommTime(0.0, 0.0)
-    if ranks > 1 and st != "single":
+    if (ranks > 1 or eranks > 1) and st != "single":
         if st in ("zero3", "fsdp", "fsdp_grad_op", "hsdp"):
             group = shard
             root_frac = 0.08
@@ -255,10 +267,16 @@ def train_step_time(
                 comm = coll.CommTime(comm.total_s + ar, comm.exposed_s + ar)
         else:
             stage = {"ddp": 0, "zero1": 1, "zero2": 2}.get(st, 0)
+            dense = trained_params - expert_params
+            ebus = coll.ring_bus_bytes_per_s(rates=rates, crosses_nodes=eranks > parallel.expert_gpus_per_node,
+                                             nic_bytes_per_s=parallel.nic_bytes_per_s,
+                                             local_ranks=min(eranks, parallel.expert_gpus_per_node))
             comm = coll.exposed_data_parallel(
-                grad_bytes=grad_bytes, weight_bytes=trained_params * optimizer.weight_bytes, ranks=ranks,
+                grad_bytes=dense * optimizer.grad_bytes, weight_bytes=dense * optimizer.weight_bytes, ranks=ranks,
                 bus_bytes_per_s=bus, latency_s=rates.collective_latency_s, backward_s=bwd.seconds + rec.seconds,
-                micro_steps=micro_steps, zero_stage=stage,
+                micro_steps=micro_steps, zero_stage=stage, expert_grad_bytes=expert_params * optimizer.grad_bytes,
+                expert_weight_bytes=expert_params * optimizer.weight_bytes, expert_ranks=eranks,
+                expert_bus_bytes_per_s=ebus,
             )
         notes.append(f"collectives at {bus / 1e9:.0f} GB/s bus bandwidth ({'crossing nodes' if crosses else 'in a node'});"
                      f" {comm.total_s:.3f} s in all, {comm.exposed_s:.3f} s not hidden by compute")
@@ -268,7 +286,7 @@ def train_step_time(
     if parallel.offload != "none":
         passes = (3 if gradient_checkpointing else 2) * micro_steps
         off = offload_seconds(
-            params_per_rank=trained_params / shard, ranks_per_node=min(ranks, parallel.gpus_per_node),
+            params_per_rank=opt_params, ranks_per_node=min(ranks, parallel.gpus_per_node),
             grad_bytes=optimizer.grad_bytes, weight_bytes=optimizer.weight_bytes,
             params_offloaded=parallel.offload == "params_and_optimizer",
             weight_shard_bytes=gathered_weight_bytes / shard, passes=passes, backward_s=bwd.seconds,

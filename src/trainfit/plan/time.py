@@ -209,9 +209,12 @@ def training_time(
     eager = attn.runs_eager(spec.family, card.attention) and spec.num_full_attention_layers > 0
     mp = model_parallel_of(card, spec, rates, gpus_per_node=gpus_per_node)
     data_ranks = max(1, ranks // (tp * pp))  # gradients are reduced over data x context ranks
+    expert, edp, edp_local = expert_data_parallel(card, spec, shard, params=params, data_ranks=data_ranks,
+                                                  gpus_per_node=gpus_per_node)
     par_dp = Parallel(strategy=par.strategy.value, ranks=data_ranks,
                       gpus_per_node=max(1, gpus_per_node // (tp * pp)) if tp * pp <= gpus_per_node else 1,
-                      nic_bytes_per_s=nic_bytes_per_s(card), offload=par.offload.value)
+                      nic_bytes_per_s=nic_bytes_per_s(card), offload=par.offload.value, expert_ranks=edp,
+                      expert_gpus_per_node=edp_local)
     t = train_step_time(
         shard, rates=rates, micro_batch_size=micro_batch_size, seq_len=max(1, seq_len // cp), micro_steps=micro_steps,
         adapter=adapter_of(card, spec), eager_attention=eager, gradient_checkpointing=par.gradient_checkpointing,
@@ -221,9 +224,39 @@ def training_time(
         kernel_factor=COMPILE_KERNEL_FACTOR if fused_kernels(card) else 1.0,
         model_parallel=mp, attention_context=seq_len if cp > 1 else None,
         selective=par.selective_checkpointing.value, fp8=card.precision.compute is ComputeDtype.FP8,
-        fp8_weight_cache=card.precision.fp8_recipe in TE_ONLY_FP8_RECIPES, work_cv=work_cv,
+        fp8_weight_cache=card.precision.fp8_recipe in TE_ONLY_FP8_RECIPES, work_cv=work_cv, expert_params=expert,
     )
     return t
+
+
+EXPERT_GROUP_STRATEGIES = ("ddp", "zero1", "zero2")
+"""Strategies whose expert gradients and optimizer shards follow the expert-data-parallel group in the time model:
+Megatron-Core's DDP and distributed optimizer (``compute.collectives`` module docstring). FSDP with expert parallel
+(NeMo Automodel, torchtitan) is still timed over the dense group."""
+
+
+def expert_data_parallel(card: RunCard, spec: ModelSpec, shard: ModelSpec, *, params: float, data_ranks: int,
+                         gpus_per_node: int) -> tuple[float, int, int]:
+    """(routed-expert parameters among this rank's trained ``params``, expert-data-parallel ranks, how many of them
+    share a node) for a full-scope MoE card on Megatron-Core's DDP / distributed optimizer; ``(0, data_ranks, 1)``
+    otherwise. The group is tp·cp·dp / (ep·etp) ranks (``memory.parallel.ParallelLayout.expert_data_group``; here
+    tp · ``data_ranks`` / (ep·etp), ``data_ranks`` being dp·cp), ``etp·ep`` ranks apart (Megatron-Core's expert rank
+    order ``tp-cp-ep-dp-pp`` with tp = etp). The experts' share of ``params`` is the shard's: each MoE layer's
+    ``E/ep`` local experts of three ``hidden x intermediate/etp`` projections."""
+    par = card.parallel
+    moe = shard.moe
+    if moe is None or card.scope is not Scope.FULL or par.strategy.value not in EXPERT_GROUP_STRATEGIES:
+        return 0.0, data_ranks, 1
+    per_layer = moe.num_experts * 3 * shard.hidden_size * moe.expert_intermediate_size
+    expert_shard = per_layer * sum(1 for i in range(shard.num_layers) if moe.is_moe_layer(i))
+    total = param_breakdown(shard).total
+    if expert_shard <= 0 or total <= 0:
+        return 0.0, data_ranks, 1
+    ep, etp = par.expert_parallel, par.expert_tensor_parallel
+    edp = max(1, par.tensor_parallel * data_ranks // (ep * etp))
+    stride = ep * etp
+    local = min(edp, max(1, gpus_per_node // stride)) if stride <= gpus_per_node else 1
+    return params * min(1.0, expert_shard / total), edp, local
 
 
 TE_ONLY_FP8_RECIPES = (Fp8Recipe.DELAYED, Fp8Recipe.BLOCKWISE)

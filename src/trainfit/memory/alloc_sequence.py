@@ -892,7 +892,9 @@ def step_sequence(t: StepTerms, shape: SequenceShape, *, workspace: tuple[int, .
     ``forward_start``, ``forward`` (before layer ``layer``), ``forward_end`` (after the last layer),
     ``forward_done`` (after the loss), ``backward`` (before layer
     ``layer``'s backward), ``backward_layers_end``, ``backward_end``, ``zero_grad``; ``grads`` is the list
-    of (key, bytes) gradients made so far in this backward (the hook may take its own out of it)."""
+    of (key, bytes) gradients made so far in this backward (the hook may take its own out of it). At
+    ``grads`` (each time autograd makes parameter gradients) it is the new (key, bytes) pairs, and a true
+    return means the hook has taken them (DeepSpeed ZeRO: ``trainfit.memory.stream_pools``)."""
     if not supported(t):
         return None
     act = t.activations
@@ -1081,10 +1083,13 @@ def step_sequence(t: StepTerms, shape: SequenceShape, *, workspace: tuple[int, .
         grads: list[tuple[int, int]] = []
 
         def new_grads(sizes: list[int]) -> None:
+            made = e.allocs(sizes)
+            if hook and hook("grads", -1, e, made):  # the wrapper took them (ZeRO: copied into its bucket)
+                return
             if accumulate:  # the new gradient is summed into the held one, then freed
-                e.frees(e.allocs(sizes))
+                e.frees(made)
             else:
-                grads.extend(e.allocs(sizes))
+                grads.extend(made)
 
         new_grads_ref[0] = new_grads
 

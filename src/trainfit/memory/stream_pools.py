@@ -84,7 +84,7 @@ from functools import lru_cache
 
 from trainfit.memory import alloc_sequence
 from trainfit.memory.alloc_sequence import STREAM_SHIFT, AllocSequence, SequenceShape
-from trainfit.memory.caching_allocator import ROUND_LARGE, CachingAllocator
+from trainfit.memory.caching_allocator import ROUND_LARGE, SMALL_SIZE as SMALL, CachingAllocator
 from trainfit.memory.phases import StepTerms
 
 COMPUTE, ALL_GATHER, REDUCE_SCATTER = 0, 1, 2
@@ -296,18 +296,30 @@ class StreamReplay:
         return sum(r - a for r, a in zip(self.pool_reserved_bytes[1:], self.pool_allocated_at_peak[1:]))
 
 
-def replay_streams(seq: AllocSequence, *, steps: int = 2, expandable: bool = False, streams: int = 3) -> StreamReplay:
+def replay_streams(seq: AllocSequence, *, steps: int = 2, expandable: bool = False, streams: int = 3,
+                   init_free: tuple[int, ...] = (), first_step_at: tuple[tuple[int, int], ...] = ()) -> StreamReplay:
     """Replay ``steps`` steps of ``seq`` in a fresh process, each stream's blocks in its own
     ``CachingAllocator`` (the key's stream, ``key >> STREAM_SHIFT``). Persistent blocks, optimizer states
-    and cuBLAS workspaces are the compute stream's; a key may outlive its step (freed in the next)."""
+    and cuBLAS workspaces are the compute stream's; a key may outlive its step (freed in the next).
+    ``init_free``: compute-stream blocks made after the persistent ones, before the first step, in order:
+    a negative size is made and freed at once (its block cached), a positive one kept; ``first_step_at``: (event index, bytes) of further blocks the first step makes and keeps
+    (DeepSpeed's optimizer states, made where each group steps)."""
     pools = [CachingAllocator(expandable=expandable) for _ in range(streams)]
     comp = pools[COMPUTE]
     for n in seq.persistent:
         if n:
             comp.held.append(comp.malloc(n))
+    for n in init_free:  # in order: n > 0 made and kept, n < 0 made and freed at once
+        if n > 0:
+            comp.held.append(comp.malloc(n))
+        elif n < 0:
+            comp.release(comp.malloc(-n))
     inserts: dict[int, list[tuple[int, int, int]]] = {}
     at = min(seq.first_step_extra_at, len(seq.step_events))
     inserts.setdefault(at, []).extend((1, -1 - j, m) for j, m in enumerate(seq.first_step_extra) if m)
+    for j, (i, m) in enumerate(first_step_at):
+        if m:
+            inserts.setdefault(min(i, len(seq.step_events)), []).append((1, -(1 << 41) - j, m))
     marks = seq.workspace_at if seq.workspace_at else (0,) * len(seq.workspace)
     for j, (i, n) in enumerate(zip(marks, seq.workspace)):
         if n:
@@ -363,3 +375,304 @@ def _fsdp_overhead(t: StepTerms, shape: SequenceShape, world_size: int, workspac
     r = replay_streams(seq, expandable=expandable)
     buckets = -(-int(t.ddp_buckets) // ROUND_LARGE) * ROUND_LARGE - int(t.ddp_buckets) if t.ddp_buckets else 0
     return r.overhead + buckets, r.side_idle_bytes
+
+
+# --------------------------------------------------------------------------------------------
+# DeepSpeed ZeRO-2 and ZeRO-3
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ZeroLayout:
+    """What sizes and places DeepSpeed ZeRO's own allocations on one rank (``trainfit.memory.deepspeed``
+    resolves the config; element counts)."""
+
+    stage: int
+    dp: int
+    grad_bytes: int
+    """Bytes per gradient element (the IPG bucket's and the gradient partition's dtype)."""
+    bucket_numel: int
+    """``reduce_bucket_size``."""
+    overlap_comm: bool
+    """Reductions on DeepSpeed's own stream (stage 1-2 ``reduction_stream``, stage 3
+    ``reduce_and_partition_stream``); without it on the compute stream."""
+    partition_numel: int
+    """The rank's gradient partition (trainable elements / dp, padded)."""
+    sub_group_numel: int
+    """The fp32 group one optimizer call steps (stage 1-2: the partition; stage 3: ``sub_group_size``)."""
+    param_bytes: float = 2.0
+    """Stage 3: bytes per gathered parameter element."""
+    prefetch_numel: int = 0
+    """Stage 3: ``stage3_prefetch_bucket_size``."""
+    max_reuse_distance: int = 0
+    """Stage 3: ``stage3_max_reuse_distance``."""
+    persistence_threshold: int = 0
+    """Stage 3: parameters of at most this many elements stay gathered (persistent, not replayed)."""
+
+
+def _zero_compute_terms(t: StepTerms, z: ZeroLayout) -> StepTerms:
+    """The compute stream's own sequence under ZeRO: whole gradients as autograd makes them (the hook takes
+    them into the bucket), no ZeRO or FSDP-style terms (the hook makes them), optimizer states and the step's
+    temporaries left to the hook (DeepSpeed steps flat fp32 groups, not per tensor)."""
+    k = float(z.dp)
+    return replace(
+        t, fsdp_root_unit=0.0, fsdp_layer_units=0.0, fsdp_unsharded_grads=0.0, fsdp_root_grads=0.0,
+        fsdp_root_embedding_grads=0.0, fsdp_all_gathered=0.0, zero_ipg_buckets=0.0, zero_ipg_persistent=False,
+        zero_step_grads=0.0, zero_step_cast=0.0, zero_step_fp32_grad=0.0, zero_step_keeps_grads=False,
+        zero_persistent_params=0.0, grads_preallocated=False, gathered_forward=0.0, gathered_backward=0.0,
+        optimizer_states=0.0, optimizer_temporaries=0.0,
+        grads_per_layer=tuple(g * k for g in t.grads_per_layer), grads_head=t.grads_head * k,
+        grads_embedding=t.grads_embedding * k,
+    )
+
+
+def zero_supported(t: StepTerms, z: ZeroLayout) -> bool:
+    """Whether ``zero_step_sequence`` models ``t``: ZeRO-2 or ZeRO-3 without offload (DeepSpeed's stage-1
+    epilogue and the offload paths are not generated), and a step ``alloc_sequence`` generates."""
+    if z.stage not in (2, 3) or z.dp < 1 or t.offload_staging or not (t.zero_step_fp32_grad > 0):
+        return False
+    return alloc_sequence.supported(_zero_compute_terms(t, z))
+
+
+class _Zero:
+    """DeepSpeed ZeRO-2/3's allocations at the step's gradient and layer boundaries, as an
+    ``alloc_sequence.step_sequence`` hook (module docstring of ``zero_step_sequence``)."""
+
+    def __init__(self, z: ZeroLayout, *, total_numel: float, layer_gather: list[list[int]], root: list[int],
+                 head: list[int], layers: int, kept: list[bool], emb_kept: bool, temporaries: float) -> None:
+        self.z = z
+        self.side = REDUCE_SCATTER if z.overlap_comm else COMPUTE
+        self.total = total_numel
+        self.layer_gather, self.root, self.head_params = layer_gather, root, head
+        self.layers, self.kept, self.emb_kept = layers, kept, emb_kept
+        self.temporaries = temporaries
+        self.fill = 0.0
+        self.count = 0
+        """Elements and parameters in the bucket."""
+        self.hi = total_numel
+        self.done = 0.0
+        self.pending: list[int] = []
+        self.buckets: list[int] = []
+        self.part: int | None = None
+        self.old_part: int | None = None
+        self.gathered: dict[int, list[int]] = {}
+        self.states_after: list[tuple[int, int]] = []
+        """(key of the event after which the first step makes a group's states, the states' bytes)."""
+
+    # -- gradients: the IPG bucket and its reduction --------------------------------------------------
+    def _flush(self, e) -> None:
+        """``reduce_ipg_grads`` (stage 1-2) / ``__reduce_and_partition_ipg_grads`` (stage 3) of what the bucket
+        holds, the flat range [hi - fill, hi) of the parameters (reverse order, rank 0's partition first)."""
+        z, gb = self.z, self.z.grad_bytes
+        if self.fill <= 0:
+            return
+        lo, hi = self.hi - self.fill, self.hi
+        if z.stage < 3:
+            # average_tensor: per destination rank the bucket's slices of its partition, flattened in
+            # allreduce_bucket (stage_1_and_2.py l.2367) on ``stream`` (l.2416-2420); allreduce_no_retain
+            # splits only past numel_per_bucket (= the bucket) at a tensor's end, so one flat copy per rank
+            p = max(1, z.partition_numel)
+            for r in range(z.dp):
+                ov = min(hi, (r + 1) * p) - max(lo, r * p)
+                if ov > 0:
+                    e.free(e.alloc(int(ov * gb), self.side))
+                if r == 0 and ov > 0 and self.part is None:
+                    # copy_grads_in_partition: the rank's contiguous gradient partition (l.2192), made
+                    # inside reduce_ipg_grads's ``with stream(stream)`` (l.2249)
+                    self.part = e.alloc(int(z.partition_numel * gb), self.side)
+        else:
+            # __avg_scatter_grads -> reduce_scatter_coalesced: torch.cat of the padded partitions
+            # (coalesced_collectives.py l.107-122) on reduce_and_partition_stream (stage3.py l.1669), except
+            # a single tensor divisible by the world size (l.102-104)
+            if not (self.count == 1 and self.fill % z.dp == 0):
+                e.free(e.alloc(int(self.fill * gb), self.side))
+        for k in self.pending:
+            e.free(k)
+        self.pending = []
+        self.hi, self.fill, self.count = lo, 0.0, 0
+
+    def _grads(self, e, made) -> bool:
+        z = self.z
+        if z.stage < 3 and not self.buckets:
+            # setup_buckets at the first gradient of a backward (stage_1_and_2.py l.3256-3278)
+            self.buckets = [e.alloc(z.bucket_numel * z.grad_bytes) for _ in range(2 if z.overlap_comm else 1)]
+        for key, nbytes in made:
+            n = nbytes / z.grad_bytes
+            if self.fill + n > z.bucket_numel:
+                self._flush(e)
+            if n > z.bucket_numel:  # an extra-large gradient is reduced from where autograd made it
+                self.pending.append(key)
+            else:  # copied into the bucket and the autograd tensor released (l.1455-1459; stage3.py l.1628-1638)
+                e.free(key)
+            self.fill += n
+            self.count += 1
+        return True
+
+    # -- stage 3: gathered parameters -----------------------------------------------------------------
+    def _gather(self, e, unit: int, params: list[int]) -> None:
+        """The coordinator's fetch: per batch (the current module, then up to ``prefetch`` elements) one flat
+        all-gather output, then each parameter's own ``torch.cat`` in ``wait``, all on the all-gather stream
+        (partitioned_param_coordinator.py l.400-406 and l.606; partition_parameters.py l.1343 and l.795);
+        the flat buffer goes once the parameters are copied out."""
+        if unit in self.gathered or not params:
+            return
+        pb, keys = self.z.param_bytes, []
+        batch: list[int] = []
+        limit = max(1, self.z.prefetch_numel)
+
+        def run(b: list[int]) -> None:
+            flat = e.alloc(int(sum(b) * pb), ALL_GATHER)
+            keys.extend(e.alloc(int(n * pb), ALL_GATHER) for n in b)
+            e.free(flat)
+
+        for n in params:
+            if batch and sum(batch) + n > limit:
+                run(batch)
+                batch = []
+            batch.append(n)
+        if batch:
+            run(batch)
+        self.gathered[unit] = keys
+
+    def _release(self, e, unit: int) -> None:
+        for k in self.gathered.pop(unit, []):
+            e.free(k)
+
+    # -- the step ---------------------------------------------------------------------------------------
+    def _step(self, e) -> None:
+        """Stage 1-2 (stage_1_and_2.py l.3108-3137): the flat copy of the partition's gradients (l.3117), its
+        fp32 form (l.3118), the copy freed, the gradient partition freed (l.3128), the optimizer on the fp32
+        partition (its states made at the first step), the fp32 gradient freed. Stage 3: the same per
+        sub-group (stage3.py l.2686), the gradient partitions kept (allocated at init)."""
+        z = self.z
+        sub = max(1, z.sub_group_numel)
+        left = float(z.partition_numel) if z.stage == 3 else float(sub)
+        per_elem = self.temporaries / sub
+        while left > 0:
+            n = int(min(left, sub))
+            left -= n
+            flat = e.alloc(int(n * z.grad_bytes))
+            fp32 = e.alloc(n * 4)
+            e.free(flat)
+            marker = flat
+            if z.stage < 3 and self.old_part is not None:
+                e.free(self.old_part)
+                marker = self.old_part
+                self.old_part = None
+            self.states_after += [(marker, n * 4), (marker, n * 4)]  # exp_avg, exp_avg_sq (torch AdamW, lazily)
+            temps = e.allocs([int(x) for x in alloc_sequence._chunks(per_elem * n, n * 4)]) if per_elem else []
+            e.frees(temps)
+            e.free(fp32)
+
+    def __call__(self, point: str, i: int, e, grads):
+        if point == "grads":
+            return self._grads(e, grads)
+        stage3 = self.z.stage == 3
+        if point == "forward_start" and stage3:
+            self._gather(e, -1, self.root)
+        elif point == "forward" and stage3:
+            if i == 0:
+                if not self.emb_kept:
+                    self._release(e, -1)
+            elif not self.kept[i - 1]:
+                self._release(e, i - 1)
+            self._gather(e, i, self.layer_gather[i])
+        elif point == "forward_end" and stage3:
+            if not self.kept[self.layers - 1]:
+                self._release(e, self.layers - 1)
+            if self.head_params:
+                self._gather(e, -2, self.head_params)
+            else:  # tied: lm_head is the embedding's weight
+                self._gather(e, -1, self.root)
+        elif point == "backward" and stage3:
+            if i == self.layers - 1:
+                self._release(e, -2)
+                if not self.emb_kept:
+                    self._release(e, -1)
+            else:
+                self._release(e, i + 1)
+            self._gather(e, i, self.layer_gather[i])
+        elif point == "backward_layers_end" and stage3:
+            self._release(e, 0)
+            self._gather(e, -1, self.root)
+        elif point == "backward_end":
+            self._flush(e)
+            if stage3:
+                self._release(e, -1)
+            else:
+                # _release_ipg_buffers (l.924-931): the buckets go; the partition's storage lives on in the
+                # parameters' .grad views until the step (or the next backward's partition replaces it)
+                for k in self.buckets:
+                    e.free(k)
+                self.buckets = []
+                if self.old_part is not None and self.part is not None:
+                    e.free(self.old_part)
+                    self.old_part = None
+                if self.part is not None:
+                    self.old_part, self.part = self.part, None
+            self.hi, self.fill, self.count = self.total, 0.0, 0
+        elif point == "zero_grad":
+            self._step(e)
+        return None
+
+
+def zero_step_sequence(t: StepTerms, shape: SequenceShape, z: ZeroLayout, *,
+                       workspace: tuple[int, ...] = ()) -> tuple[AllocSequence, tuple[int, ...],
+                                                                 tuple[tuple[int, int], ...]] | None:
+    """One rank's step under DeepSpeed ZeRO-2 or ZeRO-3 (no offload): (the sequence, blocks made and freed at
+    init, (event index, bytes) of the optimizer states the first step makes), or None where it cannot be
+    generated (``zero_supported``)."""
+    if not zero_supported(t, z):
+        return None
+    ct = _zero_compute_terms(t, z)
+    layers = len(t.activations.per_layer)
+    total = ct.grads_total / z.grad_bytes
+    thr = z.persistence_threshold
+    layer_gather = [n for n in shape.layer_params if n > thr]
+    root = [shape.embedding_params] if shape.embedding_params > thr else []
+    head = [n for n in shape.head_params if n > thr]  # an untied lm_head; tied: the embedding again
+    lsum = sum(layer_gather)
+    hsum = sum(head) or sum(root)
+    ck = 2 if t.gradient_checkpointing else 1
+    # stage 3 keeps a module gathered on release when it is used again within max_reuse_distance elements
+    # of the trace (partitioned_param_coordinator.py l.634-666): a layer's forward and its backward are
+    # (L-1-i) later layers' forward, the head twice and their backward (with the recompute) apart
+    kept = [(layers - 1 - i) * lsum * (1 + ck) + 2 * hsum < z.max_reuse_distance for i in range(layers)]
+    emb_kept = layers * lsum * (1 + ck) + 2 * hsum < z.max_reuse_distance
+    hook = _Zero(z, total_numel=total, layer_gather=[layer_gather] * layers, root=root, head=head,
+                 layers=layers, kept=kept, emb_kept=emb_kept, temporaries=t.optimizer_temporaries)
+    seq = alloc_sequence.step_sequence(ct, shape, workspace=workspace, hook=hook)
+    if seq is None:
+        return None
+    if z.stage == 3:
+        # initialize_optimizer_states (stage3.py l.1304-1306, 1366-1368): a zero fp32 gradient buffer of the
+        # largest sub-group, dropped at its end; then the IPG bucket (l.782) and the flat gradient partitions
+        # (l.791), kept from init on (the latter lands in the former's cached block where it fits)
+        init = (-int(min(z.sub_group_numel, z.partition_numel) * 4), int(t.zero_ipg_buckets), int(t.zero_step_grads))
+        seq = replace(seq, persistent=seq.persistent + ((int(t.zero_persistent_params),)
+                                                        if t.zero_persistent_params > SMALL else ()))
+    else:
+        # initialize_optimizer_states (stage_1_and_2.py l.937-951): a zero fp32 gradient of the partition is
+        # made and dropped at init, its block cached
+        init = (-int(z.partition_numel * 4),)
+    where = {ev[1]: j for j, ev in enumerate(seq.step_events) if ev[0] < 0}
+    states = tuple((where[k] + 1, n) for k, n in hook.states_after if k in where)
+    return seq, init, states
+
+
+def zero_replayed_overhead(t: StepTerms, shape: SequenceShape, z: ZeroLayout, *, workspace: tuple[int, ...] = (),
+                           expandable: bool = False) -> tuple[int, int] | None:
+    """(reserved - allocated at the high-water mark of two replayed ZeRO steps, all streams; the part the side
+    streams' pools hold idle there), or None where the sequence cannot be generated. Cached."""
+    return _zero_overhead(t, shape, z, tuple(workspace), expandable)
+
+
+@lru_cache(maxsize=1024)
+def _zero_overhead(t: StepTerms, shape: SequenceShape, z: ZeroLayout, workspace: tuple[int, ...],
+                   expandable: bool) -> tuple[int, int] | None:
+    got = zero_step_sequence(t, shape, z, workspace=workspace)
+    if got is None:
+        return None
+    seq, init, states = got
+    r = replay_streams(seq, expandable=expandable, init_free=init, first_step_at=states)
+    return r.overhead, r.side_idle_bytes

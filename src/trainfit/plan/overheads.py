@@ -58,7 +58,10 @@ def phase_results(
     step (full sharding, no offload) is replayed per stream (``trainfit.memory.stream_pools``): the
     compute stream's sequence with FSDP2's all-gather and reduce-scatter buffers, each stream's blocks
     in its own pool; where that sequence cannot be generated the fitted share stands with the pools'
-    lower bound beside it."""
+    lower bound beside it. A DeepSpeed ZeRO-2/3 step without offload is replayed the same way
+    (``stream_pools.zero_step_sequence``: the IPG bucket, its reductions on DeepSpeed's reduction stream,
+    ZeRO-3's gathered parameters on the all-gather stream, the flat fp32 step); elsewhere (ZeRO-1,
+    offload) the fitted share stands."""
     large = _large_tensor_count(spec, sharding, card)
     step_transient = max([at_least] + [_transient(p) for p in peaks if p.phase is not Phase.LOAD])
     out = [
@@ -77,6 +80,11 @@ def phase_results(
             out = _with_replayed(out, streams[0], capacity=capacity, capped=True, side_pools=streams[1])
         else:
             out = _with_stream_pools(out, terms, capacity=capacity)
+    elif terms is not None and _zero_streams(sharding, card):
+        streams = zero_replayed_overhead(terms, spec=spec, card=card, sharding=sharding,
+                                         compute_capability=compute_capability)
+        if streams is not None:
+            out = _with_replayed(out, streams[0], capacity=capacity, capped=True, side_pools=streams[1])
     for group in _STEP_PHASES:
         members = [i for i, r in enumerate(out) if r.phase in group]
         if len(members) < 2:
@@ -163,6 +171,62 @@ def fsdp_replayed_overhead(
     expandable = card.hardware.allocator is AllocatorKind.EXPANDABLE_SEGMENTS
     return stream_pools.fsdp_replayed_overhead(terms, shape, world_size=sharding.weights_divisor,
                                                workspace=(int(ws // 2), int(ws // 2)), expandable=expandable)
+
+
+_ZERO = {Strategy.ZERO2: 2, Strategy.ZERO3: 3}
+
+
+def _zero_streams(sharding: Sharding, card: RunCard) -> bool:
+    """DeepSpeed ZeRO-2/3 without offload: the step ``stream_pools.zero_step_sequence`` generates."""
+    return sharding.strategy in _ZERO and card.parallel.offload is Offload.NONE
+
+
+def zero_layout(terms: StepTerms, *, spec: ModelSpec, card: RunCard, sharding: Sharding,
+                shape: alloc_sequence.SequenceShape) -> stream_pools.ZeroLayout | None:
+    """The rank's ZeRO layout from the card's resolved DeepSpeed config (``trainfit.memory.deepspeed``) and the
+    step's terms (the fp32 group and gradient partition sizes the planner computed); None without a step cast."""
+    from trainfit.plan.terms import zero_config_of
+
+    stage = _ZERO[sharding.strategy]
+    cfg = zero_config_of(card, spec, stage)
+    fp32 = terms.zero_step_fp32_grad
+    if fp32 <= 0 or not cfg.contiguous_gradients:
+        return None
+    sub = fp32 / 4.0
+    grad_bytes = max(1, round((terms.zero_step_cast - fp32) / sub))
+    dp = max(1, sharding.shard_group)
+    part = terms.zero_step_grads / grad_bytes if stage == 3 else sub
+    numel = shape.embedding_params + sum(shape.layer_params) * spec.num_layers + sum(shape.head_params)
+    pbytes = terms.weights * sharding.weights_divisor / numel if numel else 2.0
+    return stream_pools.ZeroLayout(
+        stage=stage, dp=dp, grad_bytes=int(grad_bytes), bucket_numel=int(cfg.reduce_bucket_size),
+        overlap_comm=cfg.overlap_comm, partition_numel=int(part), sub_group_numel=int(sub),
+        param_bytes=round(pbytes, 3), prefetch_numel=int(cfg.prefetch_bucket_size),
+        max_reuse_distance=int(cfg.max_reuse_distance), persistence_threshold=int(cfg.param_persistence_threshold))
+
+
+def zero_replayed_overhead(
+    terms: StepTerms, *, spec: ModelSpec, card: RunCard, sharding: Sharding, compute_capability: str | None = None,
+) -> tuple[int, int] | None:
+    """(reserved beyond allocated at the ZeRO step's high-water mark, the part DeepSpeed's side streams' pools
+    hold idle), from the per-stream replay (``stream_pools.zero_replayed_overhead``); None where the sequence
+    cannot be generated (the fitted share stands); (0, 0) inside ``replay_floor``."""
+    if not _REPLAY.get() or card.method is not Method.SFT:
+        return None
+    shape = _sequence_shape(spec, card.batch.micro_batch_size, card.batch.seq_len, card.attention,
+                            card.loss.chunked, terms.logits.retained > 0,
+                            card.precision.optimizer_impl.value == "for_loop")
+    z = zero_layout(terms, spec=spec, card=card, sharding=sharding, shape=shape)
+    if z is None or not stream_pools.zero_supported(terms, z):
+        return None
+    floor = _FLOOR.get()
+    if floor is not None:
+        floor.append(1)
+        return 0, 0
+    ws = cublas_workspace_bytes(compute_capability=compute_capability)
+    expandable = card.hardware.allocator is AllocatorKind.EXPANDABLE_SEGMENTS
+    return stream_pools.zero_replayed_overhead(terms, shape, z, workspace=(int(ws // 2), int(ws // 2)),
+                                               expandable=expandable)
 
 
 def _with_replayed(out: list[PhaseResult], overhead: int, *, capacity: float, capped: bool = False,

@@ -1324,7 +1324,8 @@ def implied_sequence_tokens(e: dict[str, Any], quantity: str, published: float) 
 
 
 def h200_rows(ledger: list[dict[str, Any]]) -> list[Row]:
-    """The project's own one-GPU H200 training steps, planned with ``gpu_calibrate report``'s card."""
+    """The project's own one-GPU H200 training steps, planned with ``gpu_calibrate report``'s card, and its
+    no-grad log-prob passes (quantity ``logprob``, ``h200_logprob_row``)."""
     from trainfit.accuracy.gpu import card_dict, label
     from trainfit.catalog.hf_config import spec_from_hf_config
     from trainfit.compute.flops import matmul_params
@@ -1336,8 +1337,12 @@ def h200_rows(ledger: list[dict[str, Any]]) -> list[Row]:
         for case in raw["cases"]:
             pid = f"h200-{name}: {label(case)}"
             m = case.get("measured") or {}
+            if case["pass_kind"] == "logprob" and m.get("step_s"):
+                rows.append(h200_logprob_row(case, name, ledger))
+                continue
             if case["pass_kind"] != "train_step" or not m.get("step_s"):
-                why = "log-prob pass, not a training step" if case["pass_kind"] != "train_step" else "no step time"
+                why = "no step time" if case["pass_kind"] in ("train_step", "logprob") else (
+                    f"pass kind {case['pass_kind']}, not scored")
                 ledger.append({"id": pid, "file": f"gpu_raw/{name}.json", "status": "skipped", "reasons": [why]})
                 continue
             card = card_dict(case)
@@ -1358,6 +1363,35 @@ def h200_rows(ledger: list[dict[str, Any]]) -> list[Row]:
                            "reasons": [] if row.status == "mapped" else row.notes[:1]})
             rows.append(row)
     return rows
+
+
+def h200_logprob_row(case: dict[str, Any], name: str, ledger: list[dict[str, Any]]) -> Row:
+    """A measured H200 log-prob pass (``gpu_calibrate.py measure_case``: ``torch.no_grad()``, the model's bf16
+    logits, ``/ temperature`` and TRL's row-wise ``selective_log_softmax``; one micro-batch) beside the planner's
+    forward-only pass (``compute.training.forward_only_time``, what ``plan.rl_time`` plans each log-prob pass with)
+    on one H200 at the catalog's default rates. Rule: 2·N per token."""
+    from trainfit.accuracy.gpu import label
+    from trainfit.catalog.gpus import resolve_gpu
+    from trainfit.catalog.hf_config import spec_from_hf_config
+    from trainfit.compute.flops import matmul_params
+    from trainfit.compute.rates import default_rates
+    from trainfit.compute.training import forward_only_time
+
+    pid = f"h200-{name}: {label(case)} logprob"
+    spec = spec_from_hf_config(case["config"], name=case["model"], source="gpu_raw")
+    tokens = case["micro_batch_size"] * case["seq_len"]
+    peak = rule_peak("h200")
+    n = matmul_params(spec)
+    t = forward_only_time(spec, rates=default_rates(resolve_gpu("h200")), micro_batch_size=case["micro_batch_size"],
+                          seq_len=case["seq_len"], micro_steps=1, eager_attention=case["attention"] == "eager")
+    row = Row(id=pid, subset=f"H200 {name}", quantity="logprob", model=case["model"],
+              config=f"1× h200, {case['scope']}, {case['attention']}, {case['micro_batch_size']}×{case['seq_len']}, "
+                     "no-grad log-prob pass", published_s=float(case["measured"]["step_s"]),
+              rule_s=rule_seconds(2.0 * n * tokens, 1, peak), trainfit_s=t.seconds, bound=t.bound,
+              source=f"benchmarks/results/gpu_raw/{name}.json", half=half_of(pid),
+              notes=["rule N: matmul (active, no input embedding)"])
+    ledger.append({"id": pid, "file": f"gpu_raw/{name}.json", "status": row.status, "reasons": []})
+    return row
 
 
 # ---------------------------------------------------------------- summaries
@@ -1467,7 +1501,8 @@ _INTRO = [
     "`step_times.json` would change). Every published entry of `benchmarks/data/published_train_times.json` "
     "and `benchmarks/data/published_rl_times.json` is mapped to a run card, validated like the CLI and "
     "planned with `trainfit.plan.make_plan`; the H200 rows are the project's own one-GPU steps "
-    "(`benchmarks/results/gpu_raw/`, the cards of `gpu_calibrate.py report`).",
+    "(`benchmarks/results/gpu_raw/`, the cards of `gpu_calibrate.py report`) and its no-grad log-prob passes "
+    "(quantity `logprob`: the planner's forward-only pass, as each RL log-prob pass is planned).",
     "",
     "Error = predicted / published − 1 in **seconds per step** (or per phase): positive = predicted slower "
     f"than the run. Rule of thumb: `6·N·tokens / (gpus · bf16 dense peak · {RULE_MFU:.2f})`, N = trainfit's "

@@ -28,6 +28,27 @@ gradient) are read off ``trainfit trace --time`` (Llama-3.1-8B and Qwen3-8B, ful
 GEMMs: ``dX = dY·Wᵀ`` for every linear (frozen too: gradients must reach earlier layers) and
 ``dW = Xᵀ·dY`` only for trained weights.
 
+Strided bytes (``PassInventory.strided_bytes``, a part of ``memory_bytes``): the bytes of the elementwise
+kernels that PyTorch cannot run on its vectorised loop. ATen's ``gpu_kernel`` takes the vectorised path
+(16-byte loads) only when every operand is contiguous and of the output's size; an operand broadcast
+(stride 0) or strided sends the op to the offset-calculator loop, one scalar load per element
+(aten/src/ATen/native/cuda/Loops.cuh / CUDALoops.cuh). Which ops those are, read off the traced forward
+of a Qwen3 / Llama decoder layer (every operand's strides under the fake-tensor trace, bf16, SDPA):
+
+* RMSNorm: ``x * rsqrt(variance)`` (fp32, the ``[T, 1]`` variance broadcast: 8 bytes per element) and
+  ``weight * x`` (bf16, the ``[h]`` weight broadcast: 4 bytes): ``NORM_STRIDED_BYTES`` = 12 of the 36;
+  the q/k norms of Qwen3 the same over ``T·(q+kv)``;
+* rotary embedding: every op (``q * cos`` on the head-transposed view, the broadcast ``cos`` / ``sin``,
+  ``rotate_half``'s ``neg`` and ``cat`` of two strided halves, the add), and the copies around attention
+  (``ATTENTION_GLUE_BYTES``, transposed views made contiguous): all of ``ROTARY_BYTES`` and
+  ``ATTENTION_GLUE_BYTES``;
+* the rest (dtype casts, ``pow``, residual adds, SwiGLU, the loss, LoRA's scaling) is contiguous.
+
+Backward runs the same broadcasts (``dx = dy * w`` with ``w`` broadcast, rotary's backward on the same
+views): its strided share is taken as the forward's (``BACKWARD_BYTES_FACTOR`` x the forward's strided
+bytes), not traced separately. ``training.pass_seconds`` times them at ``STRIDED_BANDWIDTH_SHARE`` of the
+streaming rate.
+
 LoRA on a linear (PEFT): forward adds ``A`` (T x r x in) and ``B`` (T x out x r) GEMMs, the scaling
 mul and the add (10 bytes per output element), dropout when > 0; backward: dX and dW of both.
 On fused MoE experts (3-D parameters) PEFT materialises ``W + B·A`` per forward (read and write the
@@ -72,6 +93,8 @@ written (4), scaled (4 + 4), cast down (4 + 2) and added to the base output (2 +
 NF4_DEQUANT_BYTES_PER_WEIGHT = 0.5 + 1 / 32 + 2.0
 LOSS_FORWARD_BYTES, LOSS_BACKWARD_BYTES = 14.0, 22.5
 LOSS_FORWARD_KERNELS, LOSS_BACKWARD_KERNELS = 4, 13
+NORM_STRIDED_BYTES = 12.0
+"""Of ``NORM_BYTES``, the two broadcast multiplies (module docstring: strided bytes)."""
 EMBED_BACKWARD_BYTES_PER_WEIGHT = 2.0
 BACKWARD_BYTES_FACTOR = 2.2
 BACKWARD_KERNEL_FACTOR = 1.9
@@ -126,6 +149,9 @@ class PassInventory:
     """Kernels launched (GEMMs and attention included)."""
     eager_score_elements: float = 0.0
     """Attention scores materialised by eager attention (b·heads·s²), per layer summed."""
+    strided_bytes: float = 0.0
+    """Of ``memory_bytes``, those moved by elementwise kernels with a broadcast or strided operand, which
+    PyTorch runs on its non-vectorised loop (module docstring)."""
 
     @property
     def gemm_flops(self) -> float:
@@ -136,6 +162,7 @@ class PassInventory:
             self.gemms + other.gemms, self.attention_forward_flops + other.attention_forward_flops,
             self.attention_calls + other.attention_calls, self.memory_bytes + other.memory_bytes,
             self.kernels + other.kernels, self.eager_score_elements + other.eager_score_elements,
+            self.strided_bytes + other.strided_bytes,
         )
 
 
@@ -234,9 +261,12 @@ def step_inventory(
     qkv = spec.q_dim + spec.kv_dim
     fwd_bytes += ROTARY_BYTES * t * qkv * full + ATTENTION_GLUE_BYTES * t * h * full
     fwd_k += 2 * ROTARY_KERNELS * full + ATTENTION_GLUE_KERNELS * full
+    # the broadcast / strided elementwise bytes among them (module docstring)
+    strided = NORM_STRIDED_BYTES * t * h * norms / sequence_shards + fwd_bytes_strided_rotary(t, qkv, h, full)
     if spec.qk_norm:  # two RMSNorms over head_dim, on q and k reshaped per head (one copy each)
         fwd_bytes += NORM_BYTES * t * qkv * full
         fwd_k += 2 * (NORM_KERNELS + 1) * full
+        strided += NORM_STRIDED_BYTES * t * qkv * full
     # linears
     for g in linear_groups(spec):
         frozen = adapter is not None
@@ -368,35 +398,42 @@ def step_inventory(
     bwd_bytes += bq_b
     fwd_k += fq_k
     bwd_k += bq_k
-    layers_fwd = PassInventory(tuple(fwd), attn_fwd, float(full), fwd_bytes, fwd_k, scores)
-    layers_bwd = PassInventory(tuple(bwd), attn_fwd, float(full), bwd_bytes, bwd_k, scores)
+    layers_fwd = PassInventory(tuple(fwd), attn_fwd, float(full), fwd_bytes, fwd_k, scores, strided)
+    layers_bwd = PassInventory(tuple(bwd), attn_fwd, float(full), bwd_bytes, bwd_k, scores,
+                               BACKWARD_BYTES_FACTOR * strided)
     # head + loss + embedding + final norm
     out = spec.head_outputs or spec.vocab_size
     head_f = PassInventory((Gemm("lm_head", t, out, h),), 0.0, 0.0,
                            LOSS_FORWARD_BYTES * t * out + NORM_BYTES * t * h + 4.0 * t * h,
-                           1 + LOSS_FORWARD_KERNELS + NORM_KERNELS + 1)
+                           1 + LOSS_FORWARD_KERNELS + NORM_KERNELS + 1, strided_bytes=NORM_STRIDED_BYTES * t * h)
     head_train = adapter is None
     hb = [Gemm("lm_head.dX", t, h, out)] + ([Gemm("lm_head.dW", h, out, t)] if head_train else [])
     emb = EMBED_BACKWARD_BYTES_PER_WEIGHT * spec.vocab_size * h if (head_train and train_embedding) else 0.0
     head_b = PassInventory(tuple(hb), 0.0, 0.0,
                            LOSS_BACKWARD_BYTES * t * out + 2 * NORM_BYTES * t * h + emb,
-                           len(hb) + LOSS_BACKWARD_KERNELS + NORM_KERNELS + (1 if emb else 0))
+                           len(hb) + LOSS_BACKWARD_KERNELS + NORM_KERNELS + (1 if emb else 0),
+                           strided_bytes=2 * NORM_STRIDED_BYTES * t * h)
     # the last linear is not re-run unless an adapter wraps it (then its output is not the last saved tensor)
     last = [g for g in fwd if g.name in ("down_proj", "out_proj") and not _targeted(g.name, adapter)]
     rec = PassInventory(tuple(g for g in fwd if g not in last), attn_fwd, float(full),
                         fwd_bytes - RESIDUAL_BYTES * t * h * layers / sequence_shards,
                         fwd_k - sum(g.count for g in last) - layers,
-                        scores)
+                        scores, strided)
     # selective, per op: the even-numbered matmuls of a layer re-run, SDPA and the odd ones come from the cache
     even = _sac_recomputed_gemms(spec, adapter)
     op_gemms = tuple(g for g in fwd if g.name in even or g.name.startswith("attn.") or g.name.startswith("deltanet"))
     saved_k = sum(g.count for g in fwd if g not in op_gemms) + (0 if eager_attention else full)
-    rec_op = PassInventory(op_gemms, 0.0, 0.0, fwd_bytes, fwd_k - saved_k, scores)
+    rec_op = PassInventory(op_gemms, 0.0, 0.0, fwd_bytes, fwd_k - saved_k, scores, strided)
     core_g = tuple(g for g in fwd if g.name.startswith("attn."))
     rec_core = PassInventory(core_g, attn_fwd, float(full), EAGER_SCORE_FORWARD_BYTES * scores,
                              (8 * full) if eager_attention else float(full), scores)
     return StepInventory(layers_fwd, layers_bwd, rec, head_f, head_b, layers,
                          layers_recompute_op=rec_op, layers_recompute_core_attention=rec_core)
+
+
+def fwd_bytes_strided_rotary(tokens: float, qkv_dim: float, hidden: float, attention_layers: float) -> float:
+    """Rotary embedding and the copies around attention: every byte strided (module docstring)."""
+    return (ROTARY_BYTES * tokens * qkv_dim + ATTENTION_GLUE_BYTES * tokens * hidden) * attention_layers
 
 
 def _sac_recomputed_gemms(spec: ModelSpec, adapter: Adapter | None) -> set[str]:

@@ -3,6 +3,7 @@
 Each pass (forward, recompute, backward) is timed from its op inventory (``inventory.py``):
 
     device_s = Σ GEMMs (gemm.py) + fused attention (attention_time.py) + memory-bound bytes / HBM
+               (the strided ones at ``STRIDED_BANDWIDTH_SHARE`` of it)
     host_s   = kernels × host seconds per kernel (eager PyTorch dispatch)
     seconds  = max(device_s, host_s)
 
@@ -36,6 +37,16 @@ from trainfit.compute.rates import DeviceRates
 from trainfit.spec.model import ModelSpec
 
 BOUNDS = ("compute", "memory", "launch", "communication", "offload", "idle")
+
+STRIDED_BANDWIDTH_SHARE = 0.46
+"""Bandwidth of PyTorch's non-vectorised elementwise loop (an operand broadcast or strided: the norms'
+broadcast multiplies, rotary, ``inventory.PassInventory.strided_bytes``) over its vectorised one, same
+op and size. Measured on an H200 with PyTorch 2.9.1 (cu128), fp16 (1024, 10240): ``torch.prelu`` with its
+per-channel weight broadcast 1.18 TB/s against ``leaky_relu`` (same-shape) 2.57 TB/s, 0.46
+(github.com/tile-ai/TileOPs pull request #500, 2026-03-14); the same card, a bias-add broadcast 0.62 against
+a same-shape add 1.39 TB/s, 0.45 (pull request #537, 2026-03-16). Taken for every card (the loop is the
+same code); compiled kernels (``memory_factor`` < 1: Inductor's fused Triton kernels load broadcast operands
+as blocks) keep the streaming rate."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +107,8 @@ def pass_seconds(inv: PassInventory, *, rates: DeviceRates, seq_len: float, back
     gemm = sum(gemm_seconds(m=g.m, n=g.n, k=g.k, groups=g.groups, rates=rates, dtype_bytes=g.dtype_bytes) * g.count
                for g in inv.gemms)
     attn = attention_seconds(forward_flops=inv.attention_forward_flops, seq_len=seq_len, rates=rates, backward=backward)
-    mem = inv.memory_bytes * memory_factor / rates.hbm_bytes_per_s
+    strided = inv.strided_bytes if memory_factor >= 1.0 else 0.0
+    mem = ((inv.memory_bytes - strided) * memory_factor + strided / STRIDED_BANDWIDTH_SHARE) / rates.hbm_bytes_per_s
     per_kernel = rates.host_s_per_backward_kernel if backward else rates.host_s_per_forward_kernel
     host = inv.kernels * kernel_factor * per_kernel
     return PassTime(max(gemm + attn + mem, host), gemm, attn, mem, host)

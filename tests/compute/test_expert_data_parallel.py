@@ -13,7 +13,7 @@ from trainfit.compute import collectives as coll
 from trainfit.compute.optimizer_time import shard_params
 from trainfit.compute.rates import default_rates
 from trainfit.memory.parallel import layout_of
-from trainfit.plan.time import expert_data_parallel, rank_spec, training_time
+from trainfit.plan.time import expert_data_parallel, rank_spec, stage_layers, training_time
 from trainfit.spec.card import load_card_dict
 
 RATES = default_rates(resolve_gpu("h100-sxm"))
@@ -107,3 +107,19 @@ def test_deepseek_v3_optimizer_steps_the_unsharded_experts_and_reduces_only_dens
     # compute and the expert all-to-all do not depend on the grouping
     for name in ("forward", "backward", "expert_parallel"):
         assert split[name].seconds == folded[name].seconds
+
+
+def test_timed_pipeline_stage_is_the_largest_with_the_most_moe_layers():
+    spec = resolve_model("deepseek-ai/DeepSeek-V3")  # 61 layers, the first three dense
+    # NeMo RL's pp 16 layout: 3 on the first stage, 2 on the last, 4 on each middle stage (all MoE)
+    assert stage_layers(spec, 16, first=3, last=2) == (3, 4, 5, 6)
+    shard = rank_spec(spec, tp=1, pp=16, ep=16, etp=1, first=3, last=2)
+    assert shard.num_layers == 4 and all(shard.moe.is_moe_layer(i) for i in range(4))
+    # even split: the first stage holding the dense layers is passed over for an all-MoE one of the same size
+    assert stage_layers(spec, 4, last=13) == (16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31)
+    # without pipeline parallel the shard keeps the model's own dense / MoE pattern
+    whole = rank_spec(spec, tp=1, pp=1, ep=8, etp=1)
+    assert [whole.moe.is_moe_layer(i) for i in range(spec.num_layers)] == [
+        spec.moe.is_moe_layer(i) for i in range(spec.num_layers)]
+    dense = resolve_model("Qwen/Qwen2.5-7B")  # 28 layers, no experts: the first of the equal stages
+    assert stage_layers(dense, 4) == tuple(range(7))

@@ -131,30 +131,56 @@ def rank_spec(spec: ModelSpec, *, tp: int, pp: int, ep: int, etp: int, first: in
     """One model-parallel rank's shard of ``spec`` (Megatron layout): attention heads, MLP width and the
     vocabulary split by ``tp`` (kv heads fewer than ``tp`` are replicated), the layers of the pipeline's
     largest stage (the slowest sets the pace; ``first`` / ``last``: uneven end stages,
-    ``trainfit.memory.pipeline.stage_layer_counts``), the experts split by ``ep`` (each expert's width by ``etp``)."""
+    ``trainfit.memory.pipeline.stage_layer_counts``; among equally large stages the one with the most MoE layers,
+    ``stage_layers``), the experts split by ``ep`` (each expert's width by ``etp``)."""
     if tp * pp * ep * etp == 1:
         return spec
-    layers = ceil(spec.num_layers / pp)
-    if pp > 1 and (first is not None or last is not None):
-        from trainfit.memory.pipeline import stage_layer_counts
-
-        layers = max(stage_layer_counts(spec.num_layers, pp, first=first, last=last))
+    window = stage_layers(spec, pp, first=first, last=last)
+    layers = len(window)
     la = spec.linear_attention
     if la is not None and tp > 1:
         la = replace(la, num_key_heads=max(1, la.num_key_heads // tp), num_value_heads=max(1, la.num_value_heads // tp))
     moe = spec.moe
     if moe is not None:
+        # the stage's own dense / MoE layers, re-indexed from 0 (every other layer of the window is MoE)
         moe = replace(moe, num_experts=max(1, moe.num_experts // ep),
                       expert_intermediate_size=max(1, moe.expert_intermediate_size // etp),
-                      shared_expert_intermediate_size=moe.shared_expert_intermediate_size // tp,
-                      mlp_only_layers=tuple(i for i in moe.mlp_only_layers if i < layers))
+                      shared_expert_intermediate_size=moe.shared_expert_intermediate_size // tp, sparse_step=1,
+                      mlp_only_layers=tuple(j for j, i in enumerate(window) if not moe.is_moe_layer(i)))
     return replace(
         spec, name=f"{spec.name} [tp{tp} pp{pp} ep{ep} shard]", num_attention_heads=max(1, spec.num_attention_heads // tp),
         num_kv_heads=max(1, spec.num_kv_heads // tp), intermediate_size=max(1, ceil(spec.intermediate_size / tp)),
         vocab_size=ceil(spec.vocab_size / tp), num_layers=layers,
-        layer_types=spec.layer_types[:layers] if spec.layer_types else (), linear_attention=la, moe=moe,
-        params_override=None,
+        layer_types=tuple(spec.layer_types[i] for i in window) if spec.layer_types else (), linear_attention=la,
+        moe=moe, params_override=None,
     )
+
+
+def stage_layers(spec: ModelSpec, pp: int, *, first: int | None = None, last: int | None = None) -> tuple[int, ...]:
+    """The decoder layers of the pipeline stage ``rank_spec`` times: the largest (``first`` / ``last``: uneven end
+    stages, ``memory.pipeline.stage_layer_counts``; otherwise ``ceil(layers / pp)``), and among equally large ones
+    the one with the most MoE layers (a model whose first layers are dense, DeepSeek-V3's three, has its routed
+    layers, their all-to-alls and their expert gradients on the later stages). Contiguous windows, one per stage
+    (interleaved virtual stages are timed as one contiguous block)."""
+    n = spec.num_layers
+    if pp <= 1:
+        return tuple(range(n))
+    if first is not None or last is not None:
+        from trainfit.memory.pipeline import stage_layer_counts
+
+        counts = stage_layer_counts(n, pp, first=first, last=last)
+    else:
+        each = ceil(n / pp)
+        counts = tuple(min(each, max(0, n - s * each)) for s in range(pp))
+    starts = [sum(counts[:s]) for s in range(pp)]
+    moe = spec.moe
+
+    def weight(s: int) -> tuple[int, int]:
+        window = range(starts[s], min(n, starts[s] + counts[s]))
+        return len(window), sum(1 for i in window if moe is not None and moe.is_moe_layer(i))
+
+    best = max(range(pp), key=weight)  # the first of the heaviest
+    return tuple(range(starts[best], min(n, starts[best] + counts[best])))
 
 
 def model_parallel_of(card: RunCard, spec: ModelSpec, r: DeviceRates, *, gpus_per_node: int) -> ModelParallel:

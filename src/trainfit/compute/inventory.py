@@ -32,7 +32,8 @@ Strided bytes (``PassInventory.strided_bytes``, a part of ``memory_bytes``): the
 kernels that PyTorch cannot run on its vectorised loop. ATen's ``gpu_kernel`` takes the vectorised path
 (16-byte loads) only when every operand is contiguous and of the output's size; an operand broadcast
 (stride 0) or strided sends the op to the offset-calculator loop, one scalar load per element
-(aten/src/ATen/native/cuda/Loops.cuh / CUDALoops.cuh). Which ops those are, read off the traced forward
+(pytorch/pytorch aten/src/ATen/native/cuda/CUDALoops.cuh @9b79ae91, ``gpu_kernel_impl_nocast``:
+``iter.is_contiguous()`` ? ``launch_vectorized_kernel`` : ``launch_legacy_kernel``). Which ops those are, read off the traced forward
 of a Qwen3 / Llama decoder layer (every operand's strides under the fake-tensor trace, bf16, SDPA):
 
 * RMSNorm: ``x * rsqrt(variance)`` (fp32, the ``[T, 1]`` variance broadcast: 8 bytes per element) and

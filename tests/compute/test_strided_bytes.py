@@ -98,7 +98,7 @@ def _traced_layer_bytes(cfg: dict, b: int, s: int) -> tuple[float, float]:
             super().__init__()
             self.on, self.strided, self.all = False, 0, 0
 
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
             out = func(*args, **kwargs)
             name = func.overloadpacket.__name__

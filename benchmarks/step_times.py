@@ -532,9 +532,24 @@ def rollout_section(e: dict[str, Any], model: Any, nodes: int) -> tuple[dict[str
         if nodes > 1:
             notes.append(f"rollout on {ro['rollout_gpus']} whole GPUs planned as {out['gpus']} per node "
                          "(the card splits inside each node)")
-    if ro["engine"] != "vllm":
+    if ro["engine"].startswith("other (DeepSpeed Hybrid Engine)"):
+        # DeepSpeed-Chat's generation (compute.hybrid_engine): per_device_generation_batch_size prompts per GPU, the
+        # inference TP group's prompts gathered into one static batch per engine
+        out["engine"] = "deepspeed_hybrid"
+        batch = ro.get("generation_batch_per_gpu") or DSCHAT_GENERATION_BATCH
+        out["max_num_seqs"] = int(batch) * tp
+        notes.append(f"DeepSpeed Hybrid Engine: {batch} prompt(s) per GPU per generate call"
+                     + ("" if ro.get("generation_batch_per_gpu") else " (not published: DeepSpeed-Chat's default)")
+                     + f", inference TP {tp}")
+    elif ro["engine"] != "vllm":
         notes.append(f"rollout engine {ro['engine']} planned as vLLM")
     return out, notes
+
+
+DSCHAT_GENERATION_BATCH = 16
+"""DeepSpeed-Chat step 3's ``--per_device_train_batch_size`` default, the prompts per GPU per generate call
+(microsoft/DeepSpeedExamples @e468799f19423d7a045c726ff89a53086bc379fa, the release of 2023-04-11,
+applications/DeepSpeed-Chat/training/step3_rlhf_finetuning/main.py; ``--per_device_generation_batch_size`` later)."""
 
 
 NEMO_RL_KL_PENALTY = 0.01
@@ -691,6 +706,18 @@ def map_rl(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         # on CUDA tensors, the foreach implementation, over the FSDP flat parameters
         card["precision"] = {**card.get("precision", {}), "optimizer_impl": "foreach"}
         notes.append("verl FSDP actor: torch.optim.AdamW without fused= (the foreach default)")
+    if e["framework"] == "deepspeed-chat":
+        # DeepSpeed-Chat's critic and reward model (OPT-350M for the blog's OPT runs) when the catalog has them
+        from trainfit.catalog.models import resolve_model
+        from trainfit.errors import TrainfitError
+
+        for key, role in (("critic_model", "critic"), ("reward_model", "reward_model")):
+            try:
+                resolve_model(e.get(key) or "")
+            except TrainfitError:  # a free-text or unknown model: the card's default stays
+                continue
+            card["roles"] = {**card.get("roles", {}), role: e[key]}
+            notes.append(f"{role.replace('_', ' ')}: {e[key]}")
     if e["framework"] in CARD_PRESETS:
         card["preset"] = e["framework"]
     return card, notes

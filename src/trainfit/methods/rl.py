@@ -252,8 +252,14 @@ def _hf_generation(spec: ModelSpec, card: RunCard, actor: StepTerms, train_gpus:
 
     ro = card.rollout
     seqs = -(-ro.prompts_per_step * ro.num_generations // train_gpus)
-    kv = seqs * (ro.prompt_len + ro.response_len) * kv_bytes_per_token(spec, tp=1, dtype_bytes=2)
     gathered = actor.weights * (train_gpus - 1) if actor.fsdp_layer_units or actor.fsdp_all_gathered else 0.0
+    if ro.engine is RolloutEngine.DEEPSPEED_HYBRID:
+        # compute.hybrid_engine: static batches of max_num_seqs / tp prompts per GPU; the engine's tp x batch
+        # sequences hold 1/tp of their KV and of the gathered layers on each rank
+        seqs = min(seqs, max(1, ro.max_num_seqs // ro.tensor_parallel))
+        if actor.fsdp_layer_units or actor.fsdp_all_gathered:
+            gathered = max(0.0, actor.weights * train_gpus / ro.tensor_parallel - actor.weights)
+    kv = seqs * (ro.prompt_len + ro.response_len) * kv_bytes_per_token(spec, tp=1, dtype_bytes=2)
     return kv + gathered + seqs * spec.vocab_size * 4
 
 
@@ -395,12 +401,12 @@ def rl_groups(
 def _engine(card: RunCard, spec: ModelSpec, actor: StepTerms, gpu_memory: float, train_gpus: int):
     """(summary, bytes while generating, bytes while training, bytes during weight sync), per GPU."""
     ro = card.rollout
-    if ro.engine is RolloutEngine.HF:
+    if ro.engine is not RolloutEngine.VLLM:  # hf, deepspeed_hybrid: generate on the trainer's own weights
         from trainfit.rollout.vllm import kv_bytes_per_token
 
         gen = _hf_generation(spec, card, actor, train_gpus)
         seqs = ro.prompts_per_step * ro.num_generations
-        summary = RolloutSummary("hf", kv_bytes_per_token(spec, tp=1, dtype_bytes=2), 0, seqs * (ro.prompt_len + ro.response_len),
+        summary = RolloutSummary(ro.engine.value, kv_bytes_per_token(spec, tp=1, dtype_bytes=2), 0, seqs * (ro.prompt_len + ro.response_len),
                                  seqs, seqs, False, "transformers generate: no preemption; KV grows with the batch", True,
                                  gen, train_gpus)
         return summary, gen, 0.0, 0.0

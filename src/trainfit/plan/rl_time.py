@@ -89,7 +89,7 @@ from trainfit.plan.time import (
     training_time,
 )
 from trainfit.spec.card import RunCard
-from trainfit.spec.enums import AsyncMode, ComputeDtype, Dtype, Method, RefPlacement, Strategy
+from trainfit.spec.enums import AsyncMode, ComputeDtype, Dtype, Method, RefPlacement, RolloutEngine, Strategy
 from trainfit.spec.model import ModelSpec
 from trainfit.spec.training import TrainableSpec
 from trainfit.units import BYTES_PER_DTYPE
@@ -210,8 +210,13 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
     cspec = critic_spec_of(card, spec)
     if cspec is not None:
         phases.append(forward_pass("critic_values", cspec, adapter))
-    if reward_model(card) not in (None, "rule", "none"):
-        phases.append(forward_pass("reward_model", replace(spec, head_outputs=1)))
+    rm_id = reward_model(card)
+    if rm_id not in (None, "rule", "none"):
+        from trainfit.catalog.models import resolve_model
+
+        # the reward model's own shape when the card names another model (DeepSpeed-Chat: OPT-350M)
+        rm_spec = spec if rm_id == spec.name else resolve_model(rm_id)
+        phases.append(forward_pass("reward_model", replace(rm_spec, head_outputs=1)))
 
     # updates: the rollout batch in ``mini_batches`` optimizer steps, each of micro-batches
     mbs = card.batch.micro_batch_size
@@ -316,6 +321,8 @@ def _engine_weight_bytes(spec: ModelSpec) -> float:
 
 def generation_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, rollout, r: DeviceRates) -> PhaseTime | None:
     """The rollout engine's time for the step's prompts (None when the engine cannot start)."""
+    if card.rollout.engine is RolloutEngine.DEEPSPEED_HYBRID:
+        return hybrid_generation_phase(card, spec, gpu, r)
     if rollout is None or not rollout.engine_fits:
         return None
     from trainfit.compute import decode_step
@@ -342,9 +349,42 @@ def generation_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, rollout, r: D
                   tp_all_reduce=g.tp_comm_s, preemption_recompute=g.preemption_recompute_s)
 
 
+def hybrid_generation_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, r: DeviceRates) -> PhaseTime:
+    """DeepSpeed-Chat's generation through DeepSpeed's Hybrid Engine (``compute.hybrid_engine``): every training GPU
+    generates its share of the step's prompts in static batches of ``max_num_seqs / tensor_parallel`` prompts per GPU
+    (``per_device_generation_batch_size``), the actor's ZeRO-3 partitions gathered before every call."""
+    from trainfit.compute.flops import matmul_params
+    from trainfit.compute.hybrid_engine import hybrid_engine_generation_time
+    from trainfit.rollout.vllm import kv_bytes_per_token
+
+    ro = card.rollout
+    train_gpus, _ = group_sizes(card)
+    tp = ro.tensor_parallel
+    weights = _engine_weight_bytes(spec)
+    # the embeddings every rank keeps whole (the hybrid engine's non-tensor-parallel parameters; the tied head
+    # reads the token embedding each step) and the learned positions where the model has them
+    embed = spec.vocab_size * spec.hidden_size * (1 if spec.tie_word_embeddings else 2)
+    replicated = min(weights, 2.0 * (embed + spec.learned_positions * spec.hidden_size))
+    multi_node = card.hardware.nodes > 1
+    bus = min(r.intra_node_bus_bytes_per_s, nic_bytes_per_s(card)) if multi_node else r.intra_node_bus_bytes_per_s
+    tp_bus = r.intra_node_bus_bytes_per_s if tp <= card.hardware.gpus_per_node else nic_bytes_per_s(card)
+    g = hybrid_engine_generation_time(
+        rates=r, sequences_per_gpu=ceil(ro.prompts_per_step * ro.num_generations / train_gpus),
+        generation_batch_per_gpu=max(1, ro.max_num_seqs // tp), prompt_len_tokens=ro.prompt_len,
+        response_len_tokens=ro.response_len, num_layers=spec.num_layers, hidden_size=spec.hidden_size,
+        matmul_params=matmul_params(spec), layer_weight_bytes=weights - replicated, replicated_weight_bytes=replicated,
+        kv_bytes_per_token=kv_bytes_per_token(spec, tp=1, dtype_bytes=2), inference_tp=tp,
+        zero3_ranks=train_gpus if card.parallel.strategy is Strategy.ZERO3 else 1, gather_bus_bytes_per_s=bus,
+        tp_bus_bytes_per_s=tp_bus,
+    )
+    bound = {"bandwidth": "memory", "host": "launch"}.get(g.bound, g.bound)
+    return _phase("generation", g.total_s, bound, zero3_gather=g.gather_s, prefill=g.prefill_s, decode=g.decode_s)
+
+
 def sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding, rollout, r: DeviceRates) -> PhaseTime | None:
-    """Trainer -> engine weights as the card's framework does it (``compute.sync``)."""
-    if rollout is None:
+    """Trainer -> engine weights as the card's framework does it (``compute.sync``); none for DeepSpeed's Hybrid
+    Engine, which generates on the trainer's own (gathered) weights (its gather is in the generation phase)."""
+    if rollout is None or card.rollout.engine is RolloutEngine.DEEPSPEED_HYBRID:
         return None
     from trainfit.compute.sync import framework_sync_mechanism, hf_tensor_count, weight_sync_seconds
 

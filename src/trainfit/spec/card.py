@@ -424,6 +424,8 @@ class RunCard(_Section):
         if self.method is Method.PPO and (self.roles.critic or "").lower() == "none":
             raise ValueError("roles.critic: ppo needs a critic; use same_as_actor or a model id (or method: grpo)")
         ro = self.rollout
+        if ro.engine is RolloutEngine.DEEPSPEED_HYBRID and ro.placement is Placement.SPLIT:
+            raise ValueError("rollout.placement: engine deepspeed_hybrid generates on the training GPUs; allowed: colocate")
         if ro.placement is Placement.SPLIT and self.method in (Method.PPO, Method.GRPO):
             if ro.nodes is not None:
                 if ro.gpus is not None:

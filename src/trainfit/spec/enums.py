@@ -182,6 +182,10 @@ class RolloutEngine(StrEnum):
     VLLM = "vllm"
     HF = "hf"
     """transformers ``generate`` on the training model (TRL without vLLM)."""
+    DEEPSPEED_HYBRID = "deepspeed_hybrid"
+    """DeepSpeed's Hybrid Engine (DeepSpeed-Chat): ``generate`` on the ZeRO-trained actor swapped to
+    DeepSpeed-Inference kernels, a static batch of ``max_num_seqs`` sequences per engine (per-device generation
+    batch x ``tensor_parallel``, the ``inference_tp_size``); colocated only (``compute.hybrid_engine``)."""
 
 
 class Placement(StrEnum):

@@ -1,0 +1,133 @@
+"""DeepSpeed Hybrid Engine generation (compute.hybrid_engine) and its RL-plan hook (plan.rl_time)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from math import ceil
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from trainfit.catalog.gpus import resolve_gpu
+from trainfit.compute.hybrid_engine import (
+    DS_OPT_DECODE_KERNELS_PER_LAYER,
+    HF_GREEDY_STEP_KERNELS,
+    decode_step_kernels,
+    hybrid_engine_generation_time,
+    zero3_gather_seconds,
+)
+from trainfit.compute.rates import default_rates
+
+RATES = default_rates(resolve_gpu("a100-80gb"))
+# OPT-13B in 16-bit: 40 layers of 5120; the tied embedding + learned positions replicated on every rank
+OPT13 = dict(num_layers=40, hidden_size=5120, matmul_params=12.6e9, layer_weight_bytes=2 * 12.6e9,
+             replicated_weight_bytes=2 * (50272 + 2050) * 5120, kv_bytes_per_token=2 * 2 * 5120 * 40)
+
+
+def _gen(**kw):
+    args = dict(rates=RATES, sequences_per_gpu=128, generation_batch_per_gpu=16, prompt_len_tokens=256,
+                response_len_tokens=256, inference_tp=2, zero3_ranks=8, **OPT13)
+    args.update(kw)
+    return hybrid_engine_generation_time(**args)
+
+
+def test_kernel_count_is_the_fused_opt_block_and_the_generate_loop():
+    assert decode_step_kernels(num_layers=40, inference_tp=1) == 40 * DS_OPT_DECODE_KERNELS_PER_LAYER + HF_GREEDY_STEP_KERNELS
+    assert decode_step_kernels(num_layers=40, inference_tp=2) == 40 * (DS_OPT_DECODE_KERNELS_PER_LAYER + 2) + HF_GREEDY_STEP_KERNELS
+
+
+def test_static_batches_per_rank_and_tp_group_batch():
+    g = _gen()
+    assert g.calls == 8  # 128 prompts per GPU in calls of 16
+    assert g.batch_per_engine == 32  # the TP group's prompts all-gathered
+    g = _gen(sequences_per_gpu=100, generation_batch_per_gpu=16, inference_tp=1)
+    assert g.calls == ceil(100 / 16) and g.batch_per_engine == 16
+
+
+def test_host_bound_decode_is_kernels_times_host_cost_per_token():
+    g = _gen()
+    kernels = decode_step_kernels(num_layers=40, inference_tp=2)
+    assert g.bound == "host"
+    assert g.decode_step_s == pytest.approx(kernels * RATES.host_s_per_forward_kernel)
+    assert g.decode_s == pytest.approx(g.calls * 256 * g.decode_step_s)
+
+
+def test_bandwidth_bound_when_launches_are_free():
+    fast_host = replace(RATES, host_s_per_forward_kernel=1e-9)
+    g = _gen(rates=fast_host, inference_tp=1, zero3_ranks=1)
+    mean_ctx = 256 + 255 / 2
+    weights = OPT13["layer_weight_bytes"] + OPT13["replicated_weight_bytes"]
+    expected = (weights + 16 * mean_ctx * OPT13["kv_bytes_per_token"]) / RATES.hbm_bytes_per_s
+    assert g.bound == "bandwidth"
+    assert g.decode_step_s == pytest.approx(expected)
+
+
+def test_zero3_gather_only_under_zero3_and_once_per_call():
+    assert _gen(zero3_ranks=1).gather_s == 0.0
+    one = zero3_gather_seconds(weight_bytes=8e9, ranks=8, bus_bytes_per_s=200e9, collective_latency_s=0.0, collectives=1)
+    assert one == pytest.approx(8e9 * 7 / 8 / 200e9)
+    g1 = _gen(inference_tp=1, zero3_ranks=8, generation_batch_per_gpu=16)
+    g2 = _gen(inference_tp=1, zero3_ranks=8, generation_batch_per_gpu=32)
+    assert g1.gather_s == pytest.approx(2 * g2.gather_s)  # half the calls, half the gathers
+
+
+def test_bad_arguments_are_refused():
+    with pytest.raises(ValueError, match="generation_batch_per_gpu"):
+        _gen(generation_batch_per_gpu=0)
+    with pytest.raises(ValueError, match="kv_bytes_per_token"):
+        _gen(kv_bytes_per_token=-1.0)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seqs=st.integers(1, 512), batch=st.integers(1, 64), resp=st.integers(1, 1024), tp=st.sampled_from([1, 2, 4, 8]),
+       ranks=st.sampled_from([1, 8, 64]))
+def test_more_tokens_never_take_less_time(seqs, batch, resp, tp, ranks):
+    g = _gen(sequences_per_gpu=seqs, generation_batch_per_gpu=batch, response_len_tokens=resp, inference_tp=tp,
+             zero3_ranks=ranks)
+    assert g.total_s > 0
+    assert g.total_s == pytest.approx(g.gather_s + g.prefill_s + g.decode_s)
+    assert _gen(sequences_per_gpu=seqs + batch, generation_batch_per_gpu=batch, response_len_tokens=resp,
+                inference_tp=tp, zero3_ranks=ranks).total_s >= g.total_s
+    assert _gen(sequences_per_gpu=seqs, generation_batch_per_gpu=batch, response_len_tokens=resp + 1,
+                inference_tp=tp, zero3_ranks=ranks).total_s >= g.total_s
+
+
+# -- the RL plan -------------------------------------------------------------------------------------------------
+
+def _card(**rollout):
+    from trainfit.spec.card import load_card_dict
+
+    ro = {"engine": "deepspeed_hybrid", "tensor_parallel": 2, "max_num_seqs": 32, "prompts_per_step": 1024,
+          "num_generations": 1, "prompt_len": 256, "response_len": 256, "response_len_shape": "fixed"}
+    ro.update(rollout)
+    return load_card_dict({
+        "model": "facebook/opt-13b", "method": "ppo",
+        "hardware": {"gpu": "a100-80gb", "gpus_per_node": 8, "nodes": 1},
+        "parallel": {"strategy": "zero3"}, "batch": {"micro_batch_size": 16},
+        "roles": {"critic": "facebook/opt-350m", "reward_model": "facebook/opt-350m"},
+        "rollout": ro,
+    })
+
+
+def test_rl_plan_generates_through_the_hybrid_engine_without_a_weight_sync():
+    from trainfit.plan import make_plan
+
+    plan = make_plan(_card())
+    phases = {p.name: p for p in plan.time.phases}
+    gen = phases["generation"]
+    assert gen.terms["zero3_gather"] > 0 and gen.terms["decode"] > gen.terms["prefill"]
+    assert "weight_sync" not in phases  # the engine generates on the trainer's gathered weights
+    # the 350M reward model's pass, not the 13B actor's
+    assert phases["reward_model"].seconds < phases["ref_logprob"].seconds / 5
+    # a larger per-GPU batch: fewer static-batch calls
+    assert make_plan(_card(max_num_seqs=64)).time.phases[0].seconds < gen.seconds
+
+
+def test_hybrid_engine_on_split_placement_is_refused_in_one_line():
+    from trainfit.errors import TrainfitError
+
+    with pytest.raises((TrainfitError, ValueError)) as e:
+        _card(placement="split", gpus=4)
+    msg = str(e.value)
+    assert "rollout.placement" in msg and "colocate" in msg

@@ -11,7 +11,7 @@ from trainfit.catalog.gpus import resolve_gpu
 from trainfit.catalog.models import resolve_model
 from trainfit.compute import collectives as coll
 from trainfit.compute.optimizer_time import shard_params
-from trainfit.compute.rates import default_rates
+from trainfit.compute.rates import COLLECTIVE_HOP_LATENCY_S, default_rates
 from trainfit.memory.parallel import layout_of
 from trainfit.plan.time import expert_data_parallel, rank_spec, stage_layers, training_time
 from trainfit.spec.card import load_card_dict
@@ -78,9 +78,12 @@ def test_deepseek_v3_expert_group_matches_the_memory_layout():
     assert edp == layout_of(c, 256).expert_data_group == 1
     assert local == 1 and 0 < expert < 1e9
     assert par.expert_parallel == 16
-    # FSDP keeps the dense group in the time model (not modelled for its expert sharding)
+    # FSDP shards the experts over the same group; HSDP keeps them with the dense parameters
     f = load_card_dict(_dsv3_card(strategy="fsdp", pp=16))
     assert expert_data_parallel(f, spec, shard, params=1e9, data_ranks=data_ranks, gpus_per_node=8) == (
+        expert, edp, local)
+    h = load_card_dict(_dsv3_card(strategy="hsdp", pp=1))
+    assert expert_data_parallel(h, spec, shard, params=1e9, data_ranks=data_ranks, gpus_per_node=8) == (
         0.0, data_ranks, 1)
 
 
@@ -123,3 +126,42 @@ def test_timed_pipeline_stage_is_the_largest_with_the_most_moe_layers():
         spec.moe.is_moe_layer(i) for i in range(spec.num_layers)]
     dense = resolve_model("Qwen/Qwen2.5-7B")  # 28 layers, no experts: the first of the equal stages
     assert stage_layers(dense, 4) == tuple(range(7))
+
+
+def test_fsdp_experts_on_a_one_rank_ep_shard_mesh_are_not_gathered():
+    kw = dict(layers=48, root_weight_bytes=1e8, root_grad_bytes=1e8, ranks=8, bus_bytes_per_s=300e9,
+              latency_s=2e-5, layer_forward_s=1e-3, layer_backward_s=2e-3, micro_steps=4)
+    dense = coll.exposed_sharded(layer_weight_bytes=2e7, layer_grad_bytes=4e7, **kw)
+    alone = coll.exposed_sharded(layer_weight_bytes=2e7, layer_grad_bytes=4e7, expert_layer_weight_bytes=1e9,
+                                 expert_layer_grad_bytes=2e9, expert_ranks=1, **kw)
+    assert alone == dense
+    folded = coll.exposed_sharded(layer_weight_bytes=2e7 + 1e9, layer_grad_bytes=4e7 + 2e9, **kw)
+    both = coll.exposed_sharded(layer_weight_bytes=2e7, layer_grad_bytes=4e7, expert_layer_weight_bytes=1e9,
+                                expert_layer_grad_bytes=2e9, expert_ranks=8, **kw)
+    # the same bytes over the same group: only the extra collectives' latency apart (an all-gather forward, one
+    # backward after the reshard, a reduce-scatter, per layer and micro-step)
+    lat = kw["latency_s"] + COLLECTIVE_HOP_LATENCY_S * 7
+    assert both.total_s == pytest.approx(folded.total_s + 4 * 48 * 3 * lat)
+
+
+def test_fsdp_expert_parallel_card_shards_experts_over_data_ranks_over_ep(monkeypatch):
+    card = {"model": "Qwen/Qwen3-30B-A3B", "method": "sft", "scope": "full",
+            "hardware": {"gpu": "h100-sxm", "gpus_per_node": 8, "nodes": 2},
+            "parallel": {"strategy": "fsdp", "expert_parallel": 8}, "batch": {"micro_batch_size": 1, "seq_len": 4096}}
+    c = load_card_dict(card)
+    spec = resolve_model(c.model)
+    shard = rank_spec(spec, tp=1, pp=1, ep=8, etp=1)
+    expert, edp, local = expert_data_parallel(c, spec, shard, params=1.0, data_ranks=16, gpus_per_node=8)
+    assert edp == 2 == layout_of(c, 16).expert_data_group and local == 1 and expert > 0.5
+    split = {p.name: p for p in training_time(c, spec, RATES, ranks=16, gpus_per_node=8, micro_batch_size=1,
+                                              seq_len=4096, micro_steps=1).phases}
+    import trainfit.plan.time as ptime
+
+    monkeypatch.setattr(ptime, "expert_data_parallel", lambda c, s, sh, *, params, data_ranks, gpus_per_node: (
+        0.0, data_ranks, 1))
+    folded = {p.name: p for p in training_time(c, spec, RATES, ranks=16, gpus_per_node=8, micro_batch_size=1,
+                                               seq_len=4096, micro_steps=1).phases}
+    ratio = split["optimizer_step"].terms["bytes_moved"] / folded["optimizer_step"].terms["bytes_moved"]
+    assert ratio == pytest.approx(((1 - expert) / 16 + expert / 2) / (1 / 16), rel=1e-9)
+    # the experts' collectives run over 2 ranks, one per node, instead of 16 over two nodes' NICs
+    assert split["communication"].terms["total"] != folded["communication"].terms["total"]

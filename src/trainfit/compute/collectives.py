@@ -311,11 +311,23 @@ def exposed_sharded(
     *, layers: int, layer_weight_bytes: float, layer_grad_bytes: float, root_weight_bytes: float,
     root_grad_bytes: float, ranks: int, bus_bytes_per_s: float, latency_s: float,
     layer_forward_s: float, layer_backward_s: float, micro_steps: int, reshard_after_forward: bool = True,
+    expert_layer_weight_bytes: float = 0.0, expert_layer_grad_bytes: float = 0.0, expert_ranks: int = 1,
+    expert_bus_bytes_per_s: float | None = None,
 ) -> CommTime:
-    """FSDP / ZeRO-3: per-layer gathers and reduce-scatters behind per-layer compute."""
+    """FSDP / ZeRO-3: per-layer gathers and reduce-scatters behind per-layer compute.
+
+    ``expert_layer_*``: a layer's routed experts under expert parallel (not in ``layer_*``), sharded over their own
+    ``expert_ranks`` group (NeMo Automodel ``moe/parallelizer.py`` ``apply_fsdp`` @4a37629a9a5d200c009692787dafc5f88aa85326:
+    the experts get their own ``fully_shard`` on the ``ep_shard`` mesh, data x context / ep ranks, and with one such
+    rank are left out of FSDP, ``ignored_params``): gathered and reduce-scattered beside the layer's dense unit, on the
+    same stream, so the layer's collective time is the sum."""
     kw = dict(ranks=ranks, bus_bytes_per_s=bus_bytes_per_s, latency_s=latency_s)
-    ag = all_gather_seconds(total_bytes=layer_weight_bytes, **kw)
-    rs = reduce_scatter_seconds(total_bytes=layer_grad_bytes, **kw)
+    ekw = dict(ranks=expert_ranks, latency_s=latency_s,
+               bus_bytes_per_s=bus_bytes_per_s if expert_bus_bytes_per_s is None else expert_bus_bytes_per_s)
+    ag = all_gather_seconds(total_bytes=layer_weight_bytes, **kw) + all_gather_seconds(
+        total_bytes=expert_layer_weight_bytes, **ekw)
+    rs = reduce_scatter_seconds(total_bytes=layer_grad_bytes, **kw) + reduce_scatter_seconds(
+        total_bytes=expert_layer_grad_bytes, **ekw)
     root = all_gather_seconds(total_bytes=root_weight_bytes, **kw) + reduce_scatter_seconds(
         total_bytes=root_grad_bytes, **kw)
     bwd_comm = (ag if reshard_after_forward else 0.0) + rs

@@ -213,8 +213,8 @@ def train_step_time(
     (``collectives.lockstep_excess``), sets the pace; where it stays under the host's launch time (a launch-bound
     step) it adds nothing;
     ``expert_params``: the routed-expert parameters among ``trained_params``, reduced and optimizer-sharded over
-    ``parallel.expert_ranks`` (DDP / ZeRO-1/2 paths; ``collectives.exposed_data_parallel``,
-    ``optimizer_time.shard_params``).
+    ``parallel.expert_ranks`` (``collectives.exposed_data_parallel`` / ``exposed_sharded``,
+    ``optimizer_time.shard_params``; HSDP keeps them with the dense parameters).
     """
     mp = model_parallel
     gradient_checkpointing = gradient_checkpointing or selective != "none"
@@ -241,7 +241,7 @@ def train_step_time(
     if st == "hsdp":
         shard = min(ranks, parallel.gpus_per_node)
     eranks = max(1, parallel.expert_ranks or ranks)
-    eshard = eranks if st in ("zero1", "zero2") else shard
+    eshard = eranks if st in ("zero1", "zero2", "zero3", "fsdp", "fsdp_grad_op") else shard
     opt_params = shard_params(params=trained_params, expert_params=expert_params, shards=shard, expert_shards=eshard)
     opt = optimizer_seconds(params=opt_params, tensors=trained_tensors, optimizer=optimizer.name,
                             impl=optimizer.impl, rates=rates, weight_bytes=optimizer.weight_bytes,
@@ -263,14 +263,20 @@ def train_step_time(
         if st in ("zero3", "fsdp", "fsdp_grad_op", "hsdp"):
             group = shard
             root_frac = 0.08
-            layer_w = gathered_weight_bytes * (1 - root_frac) / layers
-            layer_g = grad_bytes * (1 - root_frac) / layers
+            # the routed experts (none in the root unit) are sharded over their own group
+            expert_frac = expert_params / trained_params if trained_params > 0 else 0.0
+            dense_w, dense_g = gathered_weight_bytes * (1 - expert_frac), grad_bytes * (1 - expert_frac)
+            layer_w = dense_w * (1 - root_frac) / layers
+            layer_g = dense_g * (1 - root_frac) / layers
             comm = coll.exposed_sharded(
                 layers=layers, layer_weight_bytes=layer_w, layer_grad_bytes=layer_g,
-                root_weight_bytes=gathered_weight_bytes * root_frac, root_grad_bytes=grad_bytes * root_frac,
+                root_weight_bytes=dense_w * root_frac, root_grad_bytes=dense_g * root_frac,
                 ranks=group, bus_bytes_per_s=bus, latency_s=rates.collective_latency_s,
                 layer_forward_s=fwd.seconds / layers, layer_backward_s=(bwd.seconds + rec.seconds) / layers,
                 micro_steps=micro_steps, reshard_after_forward=st != "fsdp_grad_op",
+                expert_layer_weight_bytes=gathered_weight_bytes * expert_frac / layers,
+                expert_layer_grad_bytes=grad_bytes * expert_frac / layers, expert_ranks=eranks,
+                expert_bus_bytes_per_s=_expert_bus(rates, parallel, eranks),
             )
             if st == "hsdp" and ranks > group:
                 cross_bus = min(rates.intra_node_bus_bytes_per_s, parallel.nic_bytes_per_s * coll.NIC_EFFICIENCY)
@@ -280,15 +286,12 @@ def train_step_time(
         else:
             stage = {"ddp": 0, "zero1": 1, "zero2": 2}.get(st, 0)
             dense = trained_params - expert_params
-            ebus = coll.ring_bus_bytes_per_s(rates=rates, crosses_nodes=eranks > parallel.expert_gpus_per_node,
-                                             nic_bytes_per_s=parallel.nic_bytes_per_s,
-                                             local_ranks=min(eranks, parallel.expert_gpus_per_node))
             comm = coll.exposed_data_parallel(
                 grad_bytes=dense * optimizer.grad_bytes, weight_bytes=dense * optimizer.weight_bytes, ranks=ranks,
                 bus_bytes_per_s=bus, latency_s=rates.collective_latency_s, backward_s=bwd.seconds + rec.seconds,
                 micro_steps=micro_steps, zero_stage=stage, expert_grad_bytes=expert_params * optimizer.grad_bytes,
                 expert_weight_bytes=expert_params * optimizer.weight_bytes, expert_ranks=eranks,
-                expert_bus_bytes_per_s=ebus,
+                expert_bus_bytes_per_s=_expert_bus(rates, parallel, eranks),
             )
         notes.append(f"collectives at {bus / 1e9:.0f} GB/s bus bandwidth ({'crossing nodes' if crosses else 'in a node'});"
                      f" {comm.total_s:.3f} s in all, {comm.exposed_s:.3f} s not hidden by compute")
@@ -352,6 +355,13 @@ def train_step_time(
         phases.append(PhaseTime("offload", off_s, "offload", {}))
     total = sum(p.seconds for p in phases)
     return TrainStepTime(tuple(phases), total, float(micro_batch_size * seq_len * micro_steps), tuple(notes))
+
+
+def _expert_bus(rates: DeviceRates, parallel: Parallel, eranks: int) -> float:
+    """Ring bus rate of the expert-data-parallel group (``Parallel.expert_gpus_per_node`` of its ranks per node)."""
+    return coll.ring_bus_bytes_per_s(rates=rates, crosses_nodes=eranks > parallel.expert_gpus_per_node,
+                                     nic_bytes_per_s=parallel.nic_bytes_per_s,
+                                     local_ranks=min(eranks, parallel.expert_gpus_per_node))
 
 
 def model_parallel_comm_of(spec: ModelSpec, mp: ModelParallel, *, tokens: float, rates: DeviceRates, recompute: bool,

@@ -255,17 +255,17 @@ def training_time(
     return t
 
 
-EXPERT_GROUP_STRATEGIES = ("ddp", "zero1", "zero2")
-"""Strategies whose expert gradients and optimizer shards follow the expert-data-parallel group in the time model:
-Megatron-Core's DDP and distributed optimizer (``compute.collectives`` module docstring). FSDP with expert parallel
-(NeMo Automodel, torchtitan) is still timed over the dense group."""
+EXPERT_GROUP_STRATEGIES = ("ddp", "zero1", "zero2", "zero3", "fsdp", "fsdp_grad_op")
+"""Strategies whose expert gradients, gathers and optimizer shards follow the expert-data-parallel group in the time
+model: Megatron-Core's DDP and distributed optimizer (``compute.collectives`` module docstring), FSDP2 with the
+experts on their own ``ep_shard`` mesh (``collectives.exposed_sharded``). HSDP keeps them with the dense group."""
 
 
 def expert_data_parallel(card: RunCard, spec: ModelSpec, shard: ModelSpec, *, params: float, data_ranks: int,
                          gpus_per_node: int) -> tuple[float, int, int]:
     """(routed-expert parameters among this rank's trained ``params``, expert-data-parallel ranks, how many of them
-    share a node) for a full-scope MoE card on Megatron-Core's DDP / distributed optimizer; ``(0, data_ranks, 1)``
-    otherwise. The group is tp·cp·dp / (ep·etp) ranks (``memory.parallel.ParallelLayout.expert_data_group``; here
+    share a node) for a full-scope MoE card on Megatron-Core's DDP / distributed optimizer or FSDP
+    (``EXPERT_GROUP_STRATEGIES``); ``(0, data_ranks, 1)`` otherwise. The group is tp·cp·dp / (ep·etp) ranks (``memory.parallel.ParallelLayout.expert_data_group``; here
     tp · ``data_ranks`` / (ep·etp), ``data_ranks`` being dp·cp), ``etp·ep`` ranks apart (Megatron-Core's expert rank
     order ``tp-cp-ep-dp-pp`` with tp = etp). The experts' share of ``params`` is the shard's: each MoE layer's
     ``E/ep`` local experts of three ``hidden x intermediate/etp`` projections."""

@@ -42,6 +42,24 @@ applications/DeepSpeed-Chat/dschat/rlhf/ppo_trainer.py ``_generate_sequence`` / 
 training/step3_rlhf_finetuning/main.py (``--per_device_generation_batch_size`` 16, ``--inference_tp_size`` 1,
 ``--tp_gather_partition_size`` 8, ``--actor_zero_stage``), dschat/utils/ds_utils.py ``get_train_ds_config``.
 
+Checks (nothing here is fitted to them):
+
+* DeepSpeed-Chat's own step-3 log (microsoft/DeepSpeedExamples @83757d9c applications/DeepSpeed-Chat/training/
+  step3_rlhf_finetuning/training_log_output/actor_opt-1.3b_critic_opt-350m_globalBatchSize64.log, 2023-04-18: OPT-1.3B
+  actor, ZeRO-2, 4 prompts per GPU, 16 GPUs of 31.7 GiB, hybrid engine): ``Generate time`` median 2.52 s per call
+  (p10 2.44, p90 2.76, 476 calls). This model on a V100-SXM2-32GB: 23.7 ms per step (host-bound, 364 kernels), 6.1 s for
+  256 tokens, 2.5 s for 104: equal if the longest of a rank's 4 greedy answers averages ~104 tokens (the log prints no
+  lengths; without ZeRO-3 ``synced_gpus`` is off and a rank stops at its own longest answer). So the log bounds the
+  per-kernel host cost from below (>= 27 us if every call ran 256 tokens), not from above.
+* The blog's Figure 6 (deepspeedai/DeepSpeed @862edef46a04b1c4213591de30e8fa23f66cf512
+  blogs/assets/images/Throughputs-OPT.png): generation 32.9 / 33.0 / 25.4 TFLOPs per GPU for OPT-6.7B, 13B (8 GPUs)
+  and 175B (64 GPUs). With DeepSpeed-Chat's FLOP count (dschat/utils/perf.py ``print_throughput_step3``,
+  DeepSpeedExamples @83757d9c) that is 26.8 / 51.6 / 113 s per 1024 prompts. This model with the release scripts'
+  settings (13B: 16 per GPU, inference TP 2) plans 93.5 s for OPT-13B: 1.8x slower, all of it the host's 43 ms per
+  step at 65 us per kernel (the device needs 12-16 ms); ~35 us per kernel would match. The figure's batch sizes are not
+  published ("the largest that fits", BenckmarkSetting.md), so it does not pin the per-kernel cost either; the
+  rates' transformers figure is kept (as ``compute.decode_step`` keeps it for vLLM's eager decode).
+
 Not modelled: the unpinned path (``pin_parameters`` False: every layer re-gathered inside every forward, so once per
 decode step), ``release_inference_cache`` (workspace freed and rebuilt per call), LoRA fuse/unfuse (a few element-wise
 passes over the weights per call), and sequences that all end early (greedy decoding stops when every rank's batch

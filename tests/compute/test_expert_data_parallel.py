@@ -17,7 +17,7 @@ from trainfit.plan.time import expert_data_parallel, rank_spec, stage_layers, tr
 from trainfit.spec.card import load_card_dict
 
 RATES = default_rates(resolve_gpu("h100-sxm"))
-KW = dict(ranks=16, bus_bytes_per_s=40e9, latency_s=2e-5, backward_s=0.5, micro_steps=4)
+KW = {"ranks": 16, "bus_bytes_per_s": 40e9, "latency_s": 2e-5, "backward_s": 0.5, "micro_steps": 4}
 
 
 @given(params=st.floats(1e6, 1e12), frac=st.floats(0.0, 1.0), shards=st.integers(1, 512),
@@ -41,7 +41,7 @@ def test_one_rank_expert_group_reduces_and_gathers_no_expert_bytes(stage):
 
 
 def test_expert_group_collectives_are_timed_over_their_own_ranks_and_rate():
-    ekw = dict(ranks=2, bus_bytes_per_s=400e9, latency_s=KW["latency_s"])
+    ekw = {"ranks": 2, "bus_bytes_per_s": 400e9, "latency_s": KW["latency_s"]}
     dense = coll.exposed_data_parallel(grad_bytes=4e9, weight_bytes=2e9, zero_stage=1, **KW)
     both = coll.exposed_data_parallel(grad_bytes=4e9, weight_bytes=2e9, zero_stage=1, expert_grad_bytes=60e9,
                                       expert_weight_bytes=30e9, expert_ranks=2, expert_bus_bytes_per_s=400e9, **KW)
@@ -129,8 +129,8 @@ def test_timed_pipeline_stage_is_the_largest_with_the_most_moe_layers():
 
 
 def test_fsdp_experts_on_a_one_rank_ep_shard_mesh_are_not_gathered():
-    kw = dict(layers=48, root_weight_bytes=1e8, root_grad_bytes=1e8, ranks=8, bus_bytes_per_s=300e9,
-              latency_s=2e-5, layer_forward_s=1e-3, layer_backward_s=2e-3, micro_steps=4)
+    kw = {"layers": 48, "root_weight_bytes": 1e8, "root_grad_bytes": 1e8, "ranks": 8, "bus_bytes_per_s": 300e9,
+              "latency_s": 2e-5, "layer_forward_s": 1e-3, "layer_backward_s": 2e-3, "micro_steps": 4}
     dense = coll.exposed_sharded(layer_weight_bytes=2e7, layer_grad_bytes=4e7, **kw)
     alone = coll.exposed_sharded(layer_weight_bytes=2e7, layer_grad_bytes=4e7, expert_layer_weight_bytes=1e9,
                                  expert_layer_grad_bytes=2e9, expert_ranks=1, **kw)

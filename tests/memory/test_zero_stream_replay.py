@@ -255,7 +255,7 @@ def _reductions(cfg: dict, grads: list[int]) -> tuple[list[int], list[int]]:
 @pytest.fixture(scope="module")
 def deepspeed_reductions():
     proc = subprocess.run([sys.executable, "-c", _WORKER, "29573", *(json.dumps(c) for c in _CONFIGS)],
-                          capture_output=True, text=True, timeout=300)
+                          check=False, capture_output=True, text=True, timeout=300)
     line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")), None)
     assert line is not None, proc.stdout[-2000:] + proc.stderr[-4000:]
     return json.loads(line[len("RESULT "):])

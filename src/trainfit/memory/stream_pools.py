@@ -73,6 +73,55 @@ The replay (``fsdp_step_sequence``, ``replay_streams``, ``fsdp_replayed_overhead
     the unshard stream, its sharded gradient of the post-backward stream); the planner's terms are
     FSDP2's and so is the replay.
 
+DeepSpeed ZeRO-2 and ZeRO-3 (``zero_step_sequence``, ``zero_replayed_overhead``; DeepSpeed 0.19.8, paths under
+``deepspeed/runtime``)
+    The compute stream's sequence is ``alloc_sequence``'s step with whole gradients (autograd makes them whole;
+    DeepSpeed's hook takes each one as it appears: the ``grads`` hook point), without the optimizer states and
+    the per-tensor step (DeepSpeed steps flat fp32 groups). One rank (rank 0; its partition is the start of the
+    flat parameter order, reduced last):
+
+    * IPG bucket: ``reduce_bucket_size`` elements of the gradient dtype. Stage 1-2: made at a backward's first
+      gradient on the compute stream (``setup_buckets``, ``zero/stage_1_and_2.py`` l.3256-3278; two with
+      ``overlap_comm``) and dropped at its end (``_release_ipg_buffers``, l.924-931); stage 3: from init
+      (``zero/stage3.py`` l.782). A gradient that does not fit is flushed first; one larger than the bucket is
+      reduced from where autograd made it and goes at the next flush (l.1422-1449); the others are copied in and
+      the autograd tensor released (l.1455-1459; stage3.py l.1628-1638).
+    * Stage 1-2 flush (``reduce_ipg_grads``, l.2205-2249): per destination rank the bucket's slices of its
+      partition are flattened (``allreduce_bucket``, l.2367) on ``reduction_stream`` with ``overlap_comm``,
+      else the compute stream (l.2414-2420); the rank's own gradients are copied into ``grads_in_partition``
+      (l.2192), made at the first copy inside the same stream context (l.2249), so a block of the reduction
+      stream's pool. ``_release_ipg_buffers`` sets it to None at each backward's end while the parameters'
+      ``.grad`` views keep it: with accumulation the next backward makes a new one and the old one goes at
+      that backward's end. The step (l.3108-3137) frees it after ``flatten`` (the flat copy, l.3117) and the
+      fp32 cast (l.3118): copy freed, partition freed, the optimizer (torch AdamW makes ``exp_avg`` and
+      ``exp_avg_sq`` of the flat fp32 partition at the first step; its temporaries), fp32 gradient freed.
+      ``initialize_optimizer_states`` (l.937-951) made and dropped a zero fp32 gradient of the partition at
+      init: a cached block. ``allgather_bucket_size`` only splits the in-place all-gather (no allocation).
+    * Stage 3 gathered parameters: the coordinator's fetch runs ``all_gather_coalesced`` inside
+      ``with stream(__allgather_stream)`` (``zero/partitioned_param_coordinator.py`` l.606) and waits inside
+      it too (l.400-406): the flat all-gather output (``zero/partition_parameters.py`` l.1343) and each
+      parameter's ``torch.cat`` of its partitions (l.795) are blocks of the all-gather stream's pool; the flat
+      one goes after the wait, a parameter's at its release. Replayed layer by layer (a layer's parameters
+      gathered at its forward and at its backward, in batches of ``stage3_prefetch_bucket_size``), a layer
+      kept from forward to backward when the trace between its two uses is within ``stage3_max_reuse_distance``
+      elements (l.634-666), the root's embedding and lm_head likewise; parameters under the persistence
+      threshold stay gathered (persistent).
+    * Stage 3 flush (``__reduce_and_partition_ipg_grads``, stage3.py l.1650-1690) on
+      ``reduce_and_partition_stream`` (its own stream with ``overlap_comm``, else the default one, l.340-341):
+      ``reduce_scatter_coalesced`` cats the padded partitions (``comm/coalesced_collectives.py`` l.107-122),
+      none for a single tensor divisible by the world size; the partitions are added into the flat gradient
+      partitions (l.791, from init).
+    * Stage 3 init (``initialize_optimizer_states``, l.1301-1368): a zero fp32 buffer of the largest sub-group,
+      dropped; then the bucket and the flat gradient partitions, which lands in that cached block where it fits.
+      The step per sub-group (l.2910-2927, l.2686): flat copy, fp32 gradient, copy freed, states (first step),
+      temporaries, fp32 gradient freed.
+
+    Each stream's blocks replay in their own pool (``replay_streams``); the capped reserved (the allocator frees
+    idle cached blocks before failing) is what the planner shows. ZeRO-1 (its epilogue reduction), CPU/NVMe
+    offload and non-contiguous gradients are not generated: the fitted share stands there. The bucket logic is
+    checked against DeepSpeed itself (``tests/memory/test_zero_stream_replay.py``); the layer-level gather and
+    the rank-0 partition order are this module's approximations.
+
 Pure: no torch.
 """
 
@@ -84,7 +133,8 @@ from functools import lru_cache
 
 from trainfit.memory import alloc_sequence
 from trainfit.memory.alloc_sequence import STREAM_SHIFT, AllocSequence, SequenceShape
-from trainfit.memory.caching_allocator import ROUND_LARGE, SMALL_SIZE as SMALL, CachingAllocator
+from trainfit.memory.caching_allocator import ROUND_LARGE, CachingAllocator
+from trainfit.memory.caching_allocator import SMALL_SIZE as SMALL
 from trainfit.memory.phases import StepTerms
 
 COMPUTE, ALL_GATHER, REDUCE_SCATTER = 0, 1, 2

@@ -225,8 +225,8 @@ def _grpo(card: RunCard, notes: list[str]) -> dict[str, Any]:
     pol = _policy(card, notes)
     pol["logprob_batch_size"] = ro.logprob_micro_batch_size or card.batch.micro_batch_size
     pol["max_total_sequence_length"] = ro.prompt_len + ro.response_len
-    if ro.engine is RolloutEngine.HF:
-        notes.append("rollout.engine hf: NeMo RL generates with vLLM (or Megatron inference); exported as vllm")
+    if ro.engine is not RolloutEngine.VLLM:
+        notes.append(f"rollout.engine {ro.engine.value}: NeMo RL generates with vLLM (or Megatron inference); exported as vllm")
     colocated: dict[str, Any] = {"enabled": True}
     if ro.placement is Placement.SPLIT:
         if hw.nodes == 1:

@@ -218,7 +218,7 @@ def _ppo(card: RunCard, notes: list[str]) -> list[str]:
     else:
         f += ["--vllm.num_engines", "0"]
         notes.append(
-            "rollout.engine hf: OpenRLHF generates with the DeepSpeed actor (--vllm.num_engines 0); the vLLM settings "
+            f"rollout.engine {ro.engine.value}: OpenRLHF generates with the DeepSpeed actor (--vllm.num_engines 0); the vLLM settings "
             "rollout.tensor_parallel, rollout.sleep_level and rollout.cuda_graphs are not written"
         )
     sync = effective_weight_sync(card)

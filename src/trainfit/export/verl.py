@@ -244,8 +244,8 @@ def _ppo(card: RunCard, notes: list[str]) -> list[str]:
         if ref is RefPlacement.PRECOMPUTED:
             notes.append("roles.reference precomputed: verl computes reference log-probs every step")
     # rollout
-    if ro.engine is RolloutEngine.HF:
-        notes.append("rollout.engine hf: verl 0.9 rolls out with vllm or sglang; exported as vllm")
+    if ro.engine is not RolloutEngine.VLLM:
+        notes.append(f"rollout.engine {ro.engine.value}: verl 0.9 rolls out with vllm or sglang; exported as vllm")
     o += [
         f"{A}.rollout.name=vllm",
         f"{A}.rollout.gpu_memory_utilization={ro.gpu_memory_utilization}",

@@ -42,9 +42,9 @@ def _traced_by_stream(case):
     tr = made[-1]
     first = min(ph.start_log for ph in tr.phases.values())
     cur, peak = [0, 0, 0], [0, 0, 0]
-    for sign, info in tr._log[:first]:
+    for sign, info, *_ in tr._log[:first]:  # (sign, info[, bytes then])
         cur[0] += info.nbytes if sign > 0 else -info.nbytes
-    for sign, info in tr._log[first:]:
+    for sign, info, *_ in tr._log[first:]:
         # FSDP2's sharded .grad are views of the reduce-scatter output (tagged "gradients" after backward)
         s = 1 if info.tag == "all_gather_stream" else 2 if info.tag == "gradients" else 0
         cur[s] += info.nbytes if sign > 0 else -info.nbytes

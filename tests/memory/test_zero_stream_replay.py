@@ -274,3 +274,21 @@ def test_the_bucket_reductions_are_deepspeeds(deepspeed_reductions, which):
         assert parts == [run["partition"]] and run["partition"] == sum(run["grads"])
     else:
         assert parts == [] and run["init_fp32"] == sum(run["grads"])  # the init buffer: the largest sub-group
+
+
+def test_only_whole_free_segments_are_releasable_at_the_peak():
+    """``release_cached_blocks`` frees cached segments that are not split; a split one stays."""
+    from trainfit.memory.alloc_sequence import AllocSequence
+
+    mib = 1 << 20
+
+    def at_peak(events):
+        return sp.replay_streams(AllocSequence((), (), tuple(events), (), len(events)), steps=1,
+                                 releasable=True).releasable_at_peak
+
+    whole = [(1, 1, 100 * mib), (-1, 1, 0), (1, 2, 150 * mib), (-1, 2, 0)]
+    split = [(1, 1, 100 * mib), (-1, 1, 0), (1, 3, 40 * mib), (1, 2, 150 * mib), (-1, 2, 0), (-1, 3, 0)]
+    assert at_peak(whole) == 100 * mib
+    assert at_peak(split) == 0
+    side = 1 << sp.STREAM_SHIFT | 4  # another stream's whole free segment counts too
+    assert at_peak([(1, side, 30 * mib), (-1, side, 0), *split]) == 30 * mib

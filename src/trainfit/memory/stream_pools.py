@@ -334,6 +334,9 @@ class StreamReplay:
     """Each stream's own allocated high-water mark."""
     pool_allocated_at_peak: tuple[int, ...] = ()
     """Each stream's allocated bytes where their sum peaks."""
+    releasable_at_peak: int = 0
+    """Bytes of whole free segments (every pool) where the summed allocated peaks: what the allocator can
+    give back before an allocation fails (recorded with ``replay_streams(releasable=True)``)."""
 
     @property
     def overhead(self) -> int:
@@ -347,13 +350,15 @@ class StreamReplay:
 
 
 def replay_streams(seq: AllocSequence, *, steps: int = 2, expandable: bool = False, streams: int = 3,
-                   init_free: tuple[int, ...] = (), first_step_at: tuple[tuple[int, int], ...] = ()) -> StreamReplay:
+                   init_free: tuple[int, ...] = (), first_step_at: tuple[tuple[int, int], ...] = (),
+                   releasable: bool = False) -> StreamReplay:
     """Replay ``steps`` steps of ``seq`` in a fresh process, each stream's blocks in its own
     ``CachingAllocator`` (the key's stream, ``key >> STREAM_SHIFT``). Persistent blocks, optimizer states
     and cuBLAS workspaces are the compute stream's; a key may outlive its step (freed in the next).
     ``init_free``: compute-stream blocks made after the persistent ones, before the first step, in order:
     a negative size is made and freed at once (its block cached), a positive one kept; ``first_step_at``: (event index, bytes) of further blocks the first step makes and keeps
-    (DeepSpeed's optimizer states, made where each group steps)."""
+    (DeepSpeed's optimizer states, made where each group steps). ``releasable``: record the whole free
+    segments where the summed allocated peaks (``StreamReplay.releasable_at_peak``)."""
     pools = [CachingAllocator(expandable=expandable) for _ in range(streams)]
     comp = pools[COMPUTE]
     for n in seq.persistent:
@@ -383,6 +388,7 @@ def replay_streams(seq: AllocSequence, *, steps: int = 2, expandable: bool = Fal
     total = comp.allocated
     peak = total
     at_peak = tuple(a.allocated for a in pools)
+    free_at_peak = 0
     for si, events in enumerate([first] + [list(seq.step_events)] * (steps - 1)):
         for sign, key, n in events:
             if sign > 0:
@@ -398,13 +404,24 @@ def replay_streams(seq: AllocSequence, *, steps: int = 2, expandable: bool = Fal
                     if total > peak:
                         peak = total
                         at_peak = tuple(x.allocated for x in pools)
+                        if releasable:
+                            free_at_peak = _whole_free_segments(pools)
             elif key >= 0:
                 got = live.pop(key, None)
                 if got is not None:
                     total -= got[1].size  # before ``release``, which merges it with its free neighbours
                     got[0].release(got[1])
     return StreamReplay(sum(a.reserved for a in pools), peak, tuple(a.reserved for a in pools),
-                        tuple(a.peak_allocated for a in pools), at_peak)
+                        tuple(a.peak_allocated for a in pools), at_peak, free_at_peak)
+
+
+def _whole_free_segments(pools: list[CachingAllocator]) -> int:
+    """Bytes of the large pools' free blocks that are whole segments (not split): what the allocator's
+    ``release_cached_blocks`` can give back when a ``cudaMalloc`` fails (split segments stay)."""
+    if any(a.expandable for a in pools):
+        return 0
+    return sum(b.size for a in pools for b in a._by_key.values()
+               if b.prev is None and b.next is None and not b.small)
 
 
 def fsdp_replayed_overhead(t: StepTerms, shape: SequenceShape, *, world_size: int, workspace: tuple[int, ...] = (),
@@ -575,11 +592,11 @@ class _Zero:
             keys.extend(e.alloc(int(n * pb), ALL_GATHER) for n in b)
             e.free(flat)
 
-        for n in params:
-            if batch and sum(batch) + n > limit:
+        for n in params:  # parameters are added to a fetch until it reaches the prefetch budget (l.452-488)
+            batch.append(n)
+            if sum(batch) >= limit:
                 run(batch)
                 batch = []
-            batch.append(n)
         if batch:
             run(batch)
         self.gathered[unit] = keys
@@ -712,8 +729,9 @@ def zero_step_sequence(t: StepTerms, shape: SequenceShape, z: ZeroLayout, *,
 
 def zero_replayed_overhead(t: StepTerms, shape: SequenceShape, z: ZeroLayout, *, workspace: tuple[int, ...] = (),
                            expandable: bool = False) -> tuple[int, int] | None:
-    """(reserved - allocated at the high-water mark of two replayed ZeRO steps, all streams; the part the side
-    streams' pools hold idle there), or None where the sequence cannot be generated. Cached."""
+    """(reserved - allocated at the high-water mark of two replayed ZeRO steps, all streams; the part of it in
+    whole free segments where the summed allocated peaks, of any pool: what the allocator releases before an
+    allocation fails, so what a card's room can cap), or None where the sequence cannot be generated. Cached."""
     return _zero_overhead(t, shape, z, tuple(workspace), expandable)
 
 
@@ -724,5 +742,5 @@ def _zero_overhead(t: StepTerms, shape: SequenceShape, z: ZeroLayout, workspace:
     if got is None:
         return None
     seq, init, states = got
-    r = replay_streams(seq, expandable=expandable, init_free=init, first_step_at=states)
-    return r.overhead, r.side_idle_bytes
+    r = replay_streams(seq, expandable=expandable, init_free=init, first_step_at=states, releasable=True)
+    return r.overhead, min(r.overhead, r.releasable_at_peak)

@@ -748,14 +748,20 @@ POINTS.update({
         "card": _swift_full("Qwen/Qwen2.5-14B", 8, "zero2", 2),
         "metric": "reserved", "unit": "GiB",
         "notes": "Fit report only (ms-swift's benchmark: trained; the printed 80 on an 80 GB card is the card full). "
-                 "Packing fills every row to max_length 8192 -> seq 8192.",
+                 "Packing fills every row to max_length 8192 -> seq 8192. Reserved from the per-stream ZeRO-2 replay "
+                 "(stream_pools.zero_step_sequence): the step's 6.88 GiB flat fp32 blocks and the two gradient partitions "
+                 "of the accumulation on the reduction stream leave 20.5 GiB beyond allocated, past the card; whole free segments "
+                 "(released before an allocation fails) bring it to the room: the card full, as printed.",
     },
     107: {
         "card": _swift_full("Qwen/Qwen2.5-14B", 8, "zero3", 2),
         "metric": "reserved", "unit": "GiB", "ambiguous": True,
         "notes": "AMBIGUOUS metric: the table prints 'GB' without naming the metric; ms-swift's training log, the "
                  "likely source, prints memory(GiB) = torch.cuda.max_memory_reserved / 2**30 -> reserved, GiB. "
-                 "Packing -> seq 8192.",
+                 "Packing -> seq 8192. Reserved from the per-stream ZeRO-3 replay (stream_pools.zero_step_sequence): most "
+                 "of its 15.9 GiB beyond allocated is the first step's AdamW states (3.73 / 3.15 GiB per fp32 sub-group) "
+                 "landing in the loss's cached fp32 logits blocks (4.64 GiB), so the next forward's logits take new "
+                 "segments; reads high (+9%) where the fitted share read -9.9%.",
     },
     108: {
         "card": _swift_full("Qwen/Qwen3-30B-A3B-Base", 16, "zero2", 1),

@@ -11,27 +11,27 @@ pytestmark = pytest.mark.trace
 BASE = dict(hidden_size=64, intermediate_size=128, num_attention_heads=2, num_key_value_heads=1, head_dim=32,
             vocab_size=512, tie_word_embeddings=False)
 FAMILIES = {
-    "llama": (dict(BASE, model_type="llama", num_hidden_layers=5), "sdpa", (2, 3)),
-    "qwen3": (dict(BASE, model_type="qwen3", num_hidden_layers=5), "sdpa", (2, 3)),
+    "llama": (dict(BASE, model_type="llama", num_hidden_layers=5), "sdpa", (3,)),
+    "qwen3": (dict(BASE, model_type="qwen3", num_hidden_layers=5), "sdpa", (3,)),
     "qwen3_moe": (
         dict(BASE, model_type="qwen3_moe", num_hidden_layers=5, num_experts=4, num_experts_per_tok=2,
              moe_intermediate_size=32, norm_topk_prob=True, decoder_sparse_step=1, mlp_only_layers=[]),
         "sdpa",
-        (2, 3),
+        (3,),
     ),
     "qwen3_5_text": (
         dict(BASE, model_type="qwen3_5_text", num_hidden_layers=8, linear_num_key_heads=2, linear_num_value_heads=2,
              linear_key_head_dim=16, linear_value_head_dim=16, linear_conv_kernel_dim=4, partial_rotary_factor=0.25,
              layer_types=["linear_attention", "full_attention"] * 4),  # a 2-layer period keeps this test quick
         "sdpa",
-        (4, 6),
+        (6,),
     ),
     "gemma2": (
         dict(BASE, model_type="gemma2", num_hidden_layers=8, sliding_window=32, query_pre_attn_scalar=32,
              attn_logit_softcapping=50.0, final_logit_softcapping=30.0, hidden_activation="gelu_pytorch_tanh",
              tie_word_embeddings=True),
         "eager",  # transformers has no sdpa path for gemma2's softcapping
-        (4, 6),  # sliding/global pairs
+        (6,),  # sliding/global pairs (4 and 6 layers from one 6-layer trace)
     ),
 }
 

@@ -4,8 +4,10 @@ Importing this module is cheap (no torch); :func:`trace_step` imports the heavy 
 Method (GROUND_TRUTH §2, §4, §9): the model is built on meta, materialised as fake ``cpu``
 tensors, an untracked optimizer step on zero gradients creates the optimizer states, and the steady-state step
 ``forward(input_ids, labels=input_ids) -> loss.backward() -> opt.step() -> opt.zero_grad()`` is
-tracked phase by phase. Full depth is reached by tracing k and k+p layers (p = the period of the
-layer pattern) and extrapolating every phase linearly (see ``trainfit.trace.extrapolate``); with
+tracked phase by phase. Full depth is reached from the steps at k and k+p layers (p = the period of the
+layer pattern), extrapolating every phase linearly (see ``trainfit.trace.extrapolate``). For a training step
+on one rank or FSDP2 both come from one trace at k+p layers, the k-layer step being that trace with one
+middle period cut out (``trainfit.trace.step.run_depth_pair``); else each depth is traced. With
 ``replay_allocator`` the full-depth step is traced once instead (the replay needs its allocation order).
 """
 
@@ -64,7 +66,7 @@ def _trace_step(req: TraceRequest, progress: Progress | None, context_parallel: 
         raise TraceUnsupported(f"trace needs the 'trace' extra (torch, transformers, peft): {exc}") from exc
     from trainfit.trace import extrapolate
     if req.pass_kind == "train_step":
-        from trainfit.trace.step import run_depth
+        from trainfit.trace.step import one_trace_supported, run_depth, run_depth_pair
     else:
         from trainfit.trace.rl_passes import run_depth
 
@@ -78,7 +80,12 @@ def _trace_step(req: TraceRequest, progress: Progress | None, context_parallel: 
         # the exact ones the two shallow traces extrapolate to) instead of the two shallow ones and it
         plan = extrapolate.DepthPlan(plan.target, (plan.target,), plan.period, False)
     runs = []
-    for i, depth in enumerate(plan.depths):
+    one_trace = plan.extrapolated and req.pass_kind == "train_step" and one_trace_supported(req)
+    if one_trace:  # both depths from the deeper trace (trainfit.trace.step.run_depth_pair)
+        deep = plan.depths[-1]
+        runs.extend(run_depth_pair(req, deep, plan.period, window=plan.window,
+                                   progress=lambda label, frac: report(f"{label} ({deep} layers)", frac)))
+    for i, depth in enumerate(() if one_trace else plan.depths):
         lo, hi = i / len(plan.depths), (i + 1) / len(plan.depths)
 
         def sub(label: str, frac: float, lo: float = lo, hi: float = hi, depth: int = depth) -> None:
@@ -89,6 +96,10 @@ def _trace_step(req: TraceRequest, progress: Progress | None, context_parallel: 
     total, trainable = extrapolate.param_counts(req, plan, runs)
     peak = max(phases, key=lambda p: p.peak_bytes)
     notes = list(plan.notes)
+    if one_trace:
+        k, deep = plan.depths
+        notes[0] = (f"extrapolated from one {deep}-layer trace ({plan.period}-layer period) to {plan.target}, per"
+                    f" region of each phase; the {k}-layer step is that trace with one middle period cut out")
     if req.pass_kind != "train_step":
         from trainfit.trace.rl_passes import pass_notes
 
@@ -128,7 +139,7 @@ def _trace_step(req: TraceRequest, progress: Progress | None, context_parallel: 
         params_total=total,
         params_trainable=trainable,
         seconds=time.perf_counter() - t0,
-        layers_traced=plan.depths,
+        layers_traced=plan.depths[-1:] if one_trace else plan.depths,
         extrapolated=plan.extrapolated,
         notes=tuple(notes),
         reserved_bytes=reserved,

@@ -4,7 +4,8 @@ Decoder layers repeat with period p (1 for dense models; the length of the repea
 ``layer_types`` pattern for hybrids such as Qwen3.5's 3 linear + 1 full attention, or Gemma-2's
 sliding/global pair). Every byte live at a phase's peak is either per-model (embedding, lm_head,
 logits, the loss) or per-period (weights, grads, optimizer states, saved activations of each
-period), so each phase peak is ``a + b * L / p``. Tracing k and k+p layers gives ``a`` and ``b``.
+period), so each phase peak is ``a + b * L / p``. The steps at k and k+p layers give ``a`` and ``b``
+(both from one trace at k+p where ``trainfit.trace.step.one_trace_supported``, see ``run_depth_pair``).
 
 When this is exact: the peak of each phase is reached at the same structural point of the step at
 depth k, k+p and L (e.g. the start of backward, the optimizer's last parameter). It is not exact

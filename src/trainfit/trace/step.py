@@ -95,10 +95,43 @@ def run_depth(
                 model, opt, ids, req, _forward, progress, region_namer(depth, window)
             )
         else:
-            peaks, bds, regs, reserved = _traced_step_fast(model, opt, ids, req, progress,
-                                                           region_namer(depth, window))
+            peaks, bds, regs, reserved, _ = _traced_step_fast(model, opt, ids, req, progress,
+                                                              region_namer(depth, window))
     progress("done", 1.0)
     return DepthRun(depth, peaks, bds, regs, reserved=reserved, params=params)
+
+
+def one_trace_supported(req: TraceRequest) -> bool:
+    """Whether :func:`run_depth_pair` applies: the fast tracker on a training step, on one rank or FSDP2, in
+    bf16 or (on one rank) fp32 with bf16 autocast. Else each depth is traced (tensor parallel, MemTracker, the
+    RL passes; fp32 autocast under FSDP2, whose autocast casts of the gathered weights are not a parameter's)."""
+    return (req.mode == "fast" and req.pass_kind == "train_step" and req.tensor_parallel == 1
+            and not req.replay_allocator and (req.precision == "bf16" or req.world_size == 1))
+
+
+def run_depth_pair(
+    req: TraceRequest, depth: int, period: int, *, window: int, progress: Callable[[str, float], None]
+) -> tuple[DepthRun, DepthRun]:
+    """The runs at ``depth - period`` and ``depth`` from one trace at ``depth``: the shallower step is the
+    same step with the middle period (the ``period`` layers after the first ``window``) cut out of its time
+    line and the storages around the cut spliced (``FastTracker.without_layers``). Equal to the two traces
+    byte for byte (tests/trace/test_trace_extrapolation.py: peaks, breakdowns, region peaks and parameter
+    counts), at the cost of the deeper one."""
+    if depth < 2 * window + period:
+        raise ValueError(f"no middle period at depth {depth} (window {window}, period {period})")
+    middle = range(window, window + period)
+    with warmed_up(req, depth, progress) as (model, opt, ids):
+        total, trainable = build.count_params(model)
+        progress("trace", 0.5)
+        rename = region_namer(depth, window)
+        peaks, bds, regs, _, tr = _traced_step_fast(model, opt, ids, req, progress, rename, middle=middle)
+        mid = {id(p): p for j in middle for p in build.decoder_layers(model)[j].parameters()}.values()
+        shallow_params = (total - sum(p.numel() for p in mid),
+                          trainable - sum(p.numel() for p in mid if p.requires_grad))
+        s_peaks, s_bds, s_regs = tr.without_layers(rename)
+    progress("done", 1.0)
+    return (DepthRun(depth - period, s_peaks, s_bds, s_regs, params=shallow_params),
+            DepthRun(depth, peaks, bds, regs, params=(total, trainable)))
 
 
 @contextlib.contextmanager
@@ -198,16 +231,31 @@ def _vocab(model: Any) -> int:
     return model.get_input_embeddings().weight.shape[0]
 
 
-def _traced_step_fast(model, opt, ids, req, progress, rename):  # noqa: ANN001, ANN202
+def _traced_step_fast(model, opt, ids, req, progress, rename, *, middle=None):  # noqa: ANN001, ANN202
+    """Trace the steady step with the fast tracker. ``middle`` (a range of decoder layers): also record what
+    each layer owns (its weights, gradients and optimizer states) and when the middle layers run, for
+    ``FastTracker.without_layers``."""
     from trainfit.trace.regions import LayerRegions
     from trainfit.trace.tracker import FastTracker
 
-    regions = LayerRegions(build.decoder_layers(model))
+    layers = build.decoder_layers(model)
+    regions = LayerRegions(layers)
     tr = FastTracker(regions)
     tr.add_existing(model)
     tr.add_existing(*_opt_state_tensors(opt), tag="optimizer_states")
     tr.add_existing(ids, tag="activations")
     grads = [p for p in model.parameters() if p.requires_grad]
+    owned = [list(layer.parameters()) for layer in layers] if middle is not None else []
+    if middle is not None:
+        tr.record_samples(middle)
+        for j, (layer, ps) in enumerate(zip(layers, owned)):
+            tr.own([*ps, *layer.buffers()], j)
+            tr.own([v for p in ps for v in opt.state.get(p, {}).values() if isinstance(v, torch.Tensor)], j)
+
+    def after_backward() -> None:
+        tr.tag([p.grad for p in grads if p.grad is not None], "gradients")
+        for j, ps in enumerate(owned):
+            tr.own([p.grad for p in ps if p.grad is not None], j)
     uncounted = contextlib.nullcontext()
     if req.tensor_parallel > 1:
         from trainfit.trace.tensor_parallel import propagation_uncounted
@@ -215,8 +263,8 @@ def _traced_step_fast(model, opt, ids, req, progress, rename):  # noqa: ANN001, 
         uncounted = propagation_uncounted(tr)
     with uncounted, tr:
         steady_step(model, opt, ids, req, tr.phase, progress=progress, after_forward=tr.mark_activations,
-                    after_backward=lambda: tr.tag([p.grad for p in grads if p.grad is not None], "gradients"))
+                    after_backward=after_backward)
     regions.remove()
     peaks = {name: tr.phases[name].peak_bytes for name in PHASES}
     reserved = tr.replay_reserved() if req.replay_allocator else None
-    return peaks, tr.breakdowns(), tr.region_peaks(rename), reserved
+    return peaks, tr.breakdowns(), tr.region_peaks(rename), reserved, tr

@@ -35,6 +35,8 @@ except ImportError:  # pragma: no cover - distributed-less builds
         return None
 
 
+_TO_COPY = torch.ops.aten._to_copy.default
+
 CATEGORIES = ("weights", "gradients", "optimizer_states", "activations", "temporaries")
 
 
@@ -44,6 +46,9 @@ class _Info:
     phase: str  # phase in which the storage was created ("" = before tracking)
     tag: str = ""  # "weights" | "gradients" | "optimizer_states" | "activations" once known
     alive: bool = True
+    layer: int | None = None
+    """Decoder layer whose parameter, gradient or optimizer state this is (an optimizer-step output: the layer
+    of its inputs); None otherwise (see :meth:`FastTracker.without_layers`)."""
 
 
 @dataclass
@@ -65,7 +70,12 @@ class FastTracker(TorchDispatchMode):
         self.current = 0
         self.peak = 0
         self._phase = ""
-        self._log: list[tuple[int, _Info]] = []  # (+1 alloc | -1 free | 0 resize, info)
+        self._log: list[tuple[int, _Info, int]] = []  # (+1 alloc | -1 free, info, its bytes then)
+        self.samples: list[tuple[str, tuple, int]] | None = None
+        """With ``record_samples``: every peak sample as (phase, region, len(log)) (for :meth:`without_layers`)."""
+        self._inherit: int | None = None
+        self._middle: range | None = None
+        self._cuts: list[list[int]] = []  # [first log index, first sample, end log index, end sample]
         self.phases: dict[str, _PhasePeak] = {}
         self._fake_on_entry = None
         self._orig_resize = None
@@ -108,11 +118,11 @@ class FastTracker(TorchDispatchMode):
                     self._resized(info, st.nbytes())
                 out.append(info)
                 continue
-            info = _Info(st.nbytes(), self._phase)
+            info = _Info(st.nbytes(), self._phase, layer=self._inherit)
             key = id(st)
             self._live[key] = (info, weakref.ref(st, lambda _w, k=key: self._free(k)))
             self.current += info.nbytes
-            self._log.append((1, info))
+            self._log.append((1, info, info.nbytes))
             out.append(info)
         return out
 
@@ -122,13 +132,13 @@ class FastTracker(TorchDispatchMode):
             info = ent[0]
             info.alive = False
             self.current -= info.nbytes
-            self._log.append((-1, info))
+            self._log.append((-1, info, info.nbytes))
 
     def _resized(self, info: _Info, nbytes: int) -> None:
-        self._log.append((-1, info))
+        self._log.append((-1, info, info.nbytes))
         self.current += nbytes - info.nbytes
         info.nbytes = nbytes
-        self._log.append((1, info))
+        self._log.append((1, info, nbytes))
         self._sample()
 
     def _sample(self) -> None:
@@ -142,6 +152,8 @@ class FastTracker(TorchDispatchMode):
             ph.peak_bytes = cur
             ph.log_index = len(self._log)
         key = self.regions.region if self.regions is not None else ("all",)
+        if self.samples is not None:
+            self.samples.append((self._phase, key, len(self._log)))
         reg = ph.regions.get(key)
         if reg is None:
             ph.regions[key] = [cur, len(self._log)]
@@ -153,17 +165,171 @@ class FastTracker(TorchDispatchMode):
             return func(*args, **(kwargs or {}))
         if DTensor is not None and any(t is DTensor for t in types):
             return NotImplemented  # let DTensor desugar into local ops first
+        if self._middle is not None:
+            self._follow_cuts()
         if func is torch.ops._c10d_functional.wait_tensor.default and active_fake_mode() is not None:
             res = args[0]  # the fake impl returns a new tensor; eager waits in place
         else:
             res = func(*args, **(kwargs or {}))
         if active_fake_mode() is self._fake_on_entry:  # skip DTensor's nested propagation ops
             flat, _ = tree_flatten(res)
-            for t in flat:
+            owners = self._input_owners(func, args, len(flat)) if self._owners_from_inputs(func) else None
+            for i, t in enumerate(flat):
                 if isinstance(t, torch.Tensor):
+                    self._inherit = owners[i] if owners else None
                     self._add(t)
+            self._inherit = None
             self._sample()
         return res
+
+    # -- layer ownership (for without_layers) ---------------------------------------------------
+    def _owners_from_inputs(self, func: Any) -> bool:
+        """In the optimizer step (no layer region) an output belongs to the layer of its inputs, and so does a
+        cast of a layer's parameter anywhere (autocast keeps its bf16 copies of the fp32 weights until the
+        forward ends)."""
+        if self.samples is None:
+            return False
+        return func is _TO_COPY or (self.regions is not None and self.regions.region == ("opt",))
+
+    def _owner(self, t: Any) -> int | None:
+        layers = {self._live[id(st)][0].layer for st in get_untyped_storages(t) if id(st) in self._live}
+        return layers.pop() if len(layers) == 1 else None
+
+    def _input_owners(self, func: Any, args: Any, n: int) -> list[int | None]:
+        """Per flattened output: the layer of the inputs. A ``_foreach_`` op's i-th output belongs to the
+        i-th tensor of its first list argument; any other op's outputs to the one layer all its owned
+        inputs share (None when they belong to no layer or to several)."""
+        if "_foreach_" in func.__name__ and args and isinstance(args[0], (list, tuple)) and len(args[0]) == n:
+            return [self._owner(t) if isinstance(t, torch.Tensor) else None for t in args[0]]
+        flat, _ = tree_flatten(args)
+        layers = {self._owner(t) for t in flat if isinstance(t, torch.Tensor)} - {None}
+        return [layers.pop() if len(layers) == 1 else None] * n
+
+    def own(self, tensors: Any, layer: int) -> None:
+        """Mark the storages of ``tensors`` (already tracked) as belonging to decoder layer ``layer``."""
+        flat, _ = tree_flatten(tensors)
+        for t in flat:
+            if isinstance(t, torch.Tensor):
+                for st in get_untyped_storages(t):
+                    ent = self._live.get(id(st))
+                    if ent is not None:
+                        ent[0].layer = layer
+
+    def record_samples(self, middle: range) -> None:
+        """Before the step: keep every peak sample (phase, region, log position), follow when the layers
+        ``middle`` run (the cuts), and give the optimizer step's outputs the layer of their inputs; for
+        :meth:`without_layers`."""
+        self.samples = []
+        self._middle = middle
+
+    def _follow_cuts(self) -> None:
+        """A cut runs from the first op in a ``middle`` layer's region to the first op in another layer's
+        region (FSDP2's hooks between the middle layers, which run in no layer's region, fall inside it)."""
+        r = self.regions.region if self.regions is not None else None
+        if r is None or r[0] != "layer":
+            return
+        inside = r[1] in self._middle
+        open_cut = bool(self._cuts) and len(self._cuts[-1]) == 2
+        if inside and not open_cut:
+            self._cuts.append([len(self._log), len(self.samples)])
+        elif not inside and open_cut:
+            self._cuts[-1] += [len(self._log), len(self.samples)]
+
+    def without_layers(self, rename: Any) -> tuple[dict[str, int], dict[str, dict[str, int]],
+                                                   dict[str, dict[tuple, tuple[int, dict[str, int]]]]]:
+        """(peaks, breakdowns, region peaks) of the same step one period shallower: the ``middle`` layers of
+        :meth:`record_samples` (a whole period of identical periods, with windows on both sides) taken out.
+
+        The step without them is the step with their cuts (the forward and the backward of those layers)
+        cut out of time. What the cuts leave is spliced: every storage made and freed within cuts goes (the
+        middle's activations, all-gathers, temporaries), and so do the middle layers' own parameters,
+        gradients and optimizer states (and the optimizer's outputs made from them). A storage made before
+        a cut and freed inside one (the hidden state the first window hands the middle, an all-gather
+        prefetched into it) stands for the one made inside the cut and freed after it (the hidden state the
+        middle hands the last window, the next prefetch): it is freed at the start of the first cut after it
+        was made, and the one made inside the cut stays. Samples inside cuts are skipped; the breakdowns
+        count a storage's last size, as ``_breakdown_at`` does. tests/trace/test_trace_extrapolation.py
+        compares the result with the shallower trace byte for byte."""
+        assert self.samples is not None and self._middle is not None, "record_samples() before the step"
+        n = len(self._log)
+        cuts = [c if len(c) == 4 else [*c, n + 1, len(self.samples)] for c in self._cuts]
+        starts = [c[0] for c in cuts]
+
+        def cut_of(i: int | None) -> int | None:
+            if i is None:
+                return None
+            for k, c in enumerate(cuts):
+                if c[0] <= i < c[2]:
+                    return k
+            return None
+
+        delta = [0] * (n + 2)
+        intervals: list[tuple[_Info, int, int]] = []  # (info, made at, freed at; n + 1 if never)
+
+        def splice(info: _Info, b: int, d: int | None, size: int) -> None:
+            if info.layer in self._middle:
+                return
+            bc, dc = cut_of(b), cut_of(d)
+            if bc is not None and dc is not None:
+                return
+            if bc is None and dc is not None:
+                d = next(s for s in starts if s > b)
+            end = n + 1 if d is None else d
+            intervals.append((info, b, end))
+            delta[b] += size
+            delta[end] -= size
+
+        opened: dict[int, tuple[_Info, int, int]] = {}
+        for i, (sign, info, nb) in enumerate(self._log):
+            if sign > 0:
+                opened[id(info)] = (info, i, nb)
+            else:
+                inf, b, size = opened.pop(id(info))
+                splice(inf, b, i, size)
+        for inf, b, size in opened.values():
+            splice(inf, b, None, size)
+        vcur = [0] * (n + 1)
+        c = 0
+        for i in range(n):
+            c += delta[i]
+            vcur[i + 1] = c
+
+        def breakdown(idx: int) -> dict[str, int]:
+            live = {id(info): info for info, b, d in intervals if b < idx <= d}
+            cats = dict.fromkeys(CATEGORIES, 0)
+            for info in live.values():
+                cats[info.tag if info.tag in cats else "temporaries"] += info.nbytes
+            return cats
+
+        skipped = [False] * len(self.samples)
+        for cut in cuts:
+            for k in range(cut[1], cut[3]):
+                skipped[k] = True
+        peaks: dict[str, list[int]] = {}
+        regions: dict[str, dict[tuple, list[int]]] = {}
+        for name, ph in self.phases.items():
+            peaks[name] = [vcur[ph.start_log], ph.start_log]
+            regions[name] = {("entry",): [vcur[ph.start_log], ph.start_log]}
+        for k, (phase, key, idx) in enumerate(self.samples):
+            if skipped[k] or phase not in regions:
+                continue
+            cur = vcur[idx]
+            if cur > peaks[phase][0]:
+                peaks[phase] = [cur, idx]
+            reg = regions[phase].get(key)
+            if reg is None:
+                regions[phase][key] = [cur, idx]
+            elif cur > reg[0]:
+                reg[0], reg[1] = cur, idx
+        out: dict[str, dict[tuple, tuple[int, dict[str, int]]]] = {}
+        for name, regs in regions.items():
+            out[name] = {}
+            for key, (b, idx) in regs.items():
+                new = rename(key)
+                if new is not None:
+                    out[name][new] = (b, breakdown(idx))
+        return ({name: b for name, (b, _) in peaks.items()},
+                {name: breakdown(idx) for name, (_, idx) in peaks.items()}, out)
 
     def __enter__(self):
         self._fake_on_entry = active_fake_mode()
@@ -213,7 +379,7 @@ class FastTracker(TorchDispatchMode):
 
     def _breakdown_at(self, ph: _PhasePeak, log_index: int) -> dict[str, int]:
         live = {id(i): i for i in ph.start_live}
-        for sign, info in self._log[ph.start_log : log_index]:
+        for sign, info, _ in self._log[ph.start_log : log_index]:
             if sign > 0:
                 live[id(info)] = info
             else:
@@ -236,10 +402,10 @@ class FastTracker(TorchDispatchMode):
 
         first = min((ph.start_log for ph in self.phases.values()), default=len(self._log))
         persistent, states = [], []
-        for sign, info in self._log[:first]:
+        for sign, info, _ in self._log[:first]:
             if sign > 0:
                 (states if info.tag == "optimizer_states" else persistent).append(info.nbytes)
-        events = [(sign, id(info), info.nbytes) for sign, info in self._log[first:]]
+        events = [(sign, id(info), info.nbytes) for sign, info, _ in self._log[first:]]
         opt = self.phases.get("optimizer_step")
         at = (opt.start_log - first) if opt is not None else len(events)
         a = replay_steps(persistent=persistent, step_events=events, first_step_extra=states,

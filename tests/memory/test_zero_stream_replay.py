@@ -87,10 +87,33 @@ def test_without_overlap_comm_zero2_reduces_on_the_compute_stream():
     assert {_stream(ev[1]) for ev in seq.step_events if ev[0] > 0} == {0}
 
 
-@pytest.mark.parametrize("card", [_card("zero1"), _card("zero2", offload="optimizer"), _card("zero3", offload="optimizer")])
-def test_zero1_and_offload_keep_the_fitted_share(card):
+@pytest.mark.parametrize("card", [_card("zero1", overlap_comm=True), _card("zero2", offload="optimizer"),
+                                  _card("zero3", offload="optimizer")])
+def test_overlapping_zero1_and_offload_keep_the_fitted_share(card):
     plan, *_ = _zero_sequence(card)
     assert not any(r.overhead.replayed for r in plan.groups[0].phases)
+
+
+def test_zero1_holds_whole_gradients_to_the_epilogue():
+    """Stage 1 without overlap_comm reduces nothing in backward: every whole gradient is alive at its end, then
+    the epilogue takes them through the bucket in parameter order; the bucket lives to the step."""
+    plan, t, z, (seq, _, _) = _zero_sequence(_card("zero1"))
+    assert z.stage == 1 and not z.overlap_comm and all(r.overhead.replayed for r in plan.groups[0].phases[1:])
+    ev = seq.step_events
+    bucket = next(k for s, k, n in ev if s > 0 and n == z.bucket_numel * z.grad_bytes)
+    part = next(j for j, (s, k, n) in enumerate(ev) if s > 0 and n == int(z.partition_numel * z.grad_bytes)
+                and ev[j + 1] != (-1, k, 0))
+    live = {}
+    for s, k, n in ev[:part]:
+        if s > 0:
+            live[k] = n
+        else:
+            live.pop(k, None)
+    # everything the backward made is alive where the epilogue starts: at least the whole gradients
+    assert sum(live.values()) >= t.grads_total * 0.99
+    free_bucket = next(j for j, (s, k, n) in enumerate(ev) if s < 0 and k == bucket)
+    fp32 = next(j for j, (s, k, n) in enumerate(ev) if s > 0 and n == z.sub_group_numel * 4)
+    assert part < free_bucket < fp32
 
 
 def test_replay_floor_covers_the_zero_replay():
@@ -200,6 +223,7 @@ _WORKER = textwrap.dedent('''
 ''')
 
 _CONFIGS = [
+    {"stage": 1, "reduce_bucket_size": 30000, "overlap_comm": False, "contiguous_gradients": True},
     {"stage": 2, "reduce_bucket_size": 5000, "overlap_comm": True, "contiguous_gradients": True},
     {"stage": 2, "reduce_bucket_size": 30000, "overlap_comm": False, "contiguous_gradients": True},
     {"stage": 3, "reduce_bucket_size": 7000, "stage3_prefetch_bucket_size": 0, "stage3_param_persistence_threshold": 100},
@@ -235,13 +259,15 @@ def _reductions(cfg: dict, grads: list[int]) -> tuple[list[int], list[int]]:
     the gradient partitions it made, in elements)."""
     stage = cfg["stage"]
     total = sum(grads)
+    assert stage > 1 or cfg["overlap_comm"] is False
     z = sp.ZeroLayout(stage=stage, dp=1, grad_bytes=2, bucket_numel=cfg["reduce_bucket_size"],
                       overlap_comm=cfg.get("overlap_comm", stage == 3), partition_numel=total, sub_group_numel=total)
     hook = sp._Zero(z, total_numel=total, layer_gather=[[]], root=[], head=[], layers=1, kept=[False],
                     emb_kept=False, temporaries=0.0)
     e = _Events()
     grad_keys = set()
-    for n in grads:
+    hook("forward_start", -1, e, None)
+    for n in (reversed(grads) if stage == 1 else grads):  # stage 1 records the epilogue's (flat) order
         made = e.allocs([2 * n])
         grad_keys.add(made[0][0])
         hook("grads", -1, e, made)
@@ -270,7 +296,7 @@ def test_the_bucket_reductions_are_deepspeeds(deepspeed_reductions, which):
     cfg, run = _CONFIGS[which], deepspeed_reductions[which]
     temps, parts = _reductions(cfg, run["grads"])
     assert temps == [n for n in run["flush"] if n]
-    if cfg["stage"] == 2:
+    if cfg["stage"] < 3:
         assert parts == [run["partition"]] and run["partition"] == sum(run["grads"])
     else:
         assert parts == [] and run["init_fp32"] == sum(run["grads"])  # the init buffer: the largest sub-group

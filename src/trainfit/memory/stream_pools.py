@@ -481,7 +481,7 @@ def _zero_compute_terms(t: StepTerms, z: ZeroLayout) -> StepTerms:
     """The compute stream's own sequence under ZeRO: whole gradients as autograd makes them (the hook takes
     them into the bucket), no ZeRO or FSDP-style terms (the hook makes them), optimizer states and the step's
     temporaries left to the hook (DeepSpeed steps flat fp32 groups, not per tensor)."""
-    k = float(z.dp)
+    k = float(z.dp) if z.stage > 1 else 1.0  # stage 1 keeps whole gradients (the planner's terms too)
     return replace(
         t, fsdp_root_unit=0.0, fsdp_layer_units=0.0, fsdp_unsharded_grads=0.0, fsdp_root_grads=0.0,
         fsdp_root_embedding_grads=0.0, fsdp_all_gathered=0.0, zero_ipg_buckets=0.0, zero_ipg_persistent=False,
@@ -496,7 +496,9 @@ def _zero_compute_terms(t: StepTerms, z: ZeroLayout) -> StepTerms:
 def zero_supported(t: StepTerms, z: ZeroLayout) -> bool:
     """Whether ``zero_step_sequence`` models ``t``: ZeRO-2 or ZeRO-3 without offload (DeepSpeed's stage-1
     epilogue and the offload paths are not generated), and a step ``alloc_sequence`` generates."""
-    if z.stage not in (2, 3) or z.dp < 1 or t.offload_staging or not (t.zero_step_fp32_grad > 0):
+    if z.stage not in (1, 2, 3) or z.dp < 1 or t.offload_staging or not (t.zero_step_fp32_grad > 0):
+        return False
+    if z.stage == 1 and z.overlap_comm:  # stage 1 reducing in backward at the accumulation boundary: not generated
         return False
     return alloc_sequence.supported(_zero_compute_terms(t, z))
 
@@ -506,7 +508,8 @@ class _Zero:
     ``alloc_sequence.step_sequence`` hook (module docstring of ``zero_step_sequence``)."""
 
     def __init__(self, z: ZeroLayout, *, total_numel: float, layer_gather: list[list[int]], root: list[int],
-                 head: list[int], layers: int, kept: list[bool], emb_kept: bool, temporaries: float) -> None:
+                 head: list[int], layers: int, kept: list[bool], emb_kept: bool, temporaries: float,
+                 micro_steps: int = 1) -> None:
         self.z = z
         self.side = REDUCE_SCATTER if z.overlap_comm else COMPUTE
         self.total = total_numel
@@ -517,6 +520,11 @@ class _Zero:
         self.count = 0
         """Elements and parameters in the bucket."""
         self.hi = total_numel
+        self.lo = 0.0
+        self.micro = 0
+        self.micro_steps = micro_steps
+        self.held: list[tuple[int, int]] = []
+        """Stage 1: the whole gradients held to the epilogue."""
         self.done = 0.0
         self.pending: list[int] = []
         self.buckets: list[int] = []
@@ -533,7 +541,10 @@ class _Zero:
         z, gb = self.z, self.z.grad_bytes
         if self.fill <= 0:
             return
-        lo, hi = self.hi - self.fill, self.hi
+        if z.stage == 1:  # the epilogue walks the parameters in their own (flat) order
+            lo, hi = self.lo, self.lo + self.fill
+        else:
+            lo, hi = self.hi - self.fill, self.hi
         if z.stage < 3:
             # average_tensor: per destination rank the bucket's slices of its partition, flattened in
             # allreduce_bucket (stage_1_and_2.py l.2367) on ``stream`` (l.2416-2420); allreduce_no_retain
@@ -556,13 +567,27 @@ class _Zero:
         for k in self.pending:
             e.free(k)
         self.pending = []
-        self.hi, self.fill, self.count = lo, 0.0, 0
+        self.hi, self.lo, self.fill, self.count = lo, hi, 0.0, 0
 
     def _grads(self, e, made) -> bool:
         z = self.z
         if z.stage < 3 and not self.buckets:
-            # setup_buckets at the first gradient of a backward (stage_1_and_2.py l.3256-3278)
+            # setup_buckets at the first gradient of a backward (stage_1_and_2.py l.3256-3278; process_gradients
+            # calls it at every stage, l.2286)
             self.buckets = [e.alloc(z.bucket_numel * z.grad_bytes) for _ in range(2 if z.overlap_comm else 1)]
+        if z.stage == 1:
+            # stage 1 without overlap_comm reduces nothing in backward (process_gradients, l.2289): the gradients
+            # stay whole, as autograd made them, until the epilogue; the first micro-step's are held (later
+            # ones accumulate into them)
+            if self.micro == 1:
+                self.held.extend(made)
+            return False
+        self._take(e, made)
+        return True
+
+    def _take(self, e, made) -> None:
+        """``reduce_independent_p_g_buckets_and_remove_grads`` for each new gradient (l.1415-1465)."""
+        z = self.z
         for key, nbytes in made:
             n = nbytes / z.grad_bytes
             if self.fill + n > z.bucket_numel:
@@ -573,7 +598,6 @@ class _Zero:
                 e.free(key)
             self.fill += n
             self.count += 1
-        return True
 
     # -- stage 3: gathered parameters -----------------------------------------------------------------
     def _gather(self, e, unit: int, params: list[int]) -> None:
@@ -635,6 +659,8 @@ class _Zero:
         if point == "grads":
             return self._grads(e, grads)
         stage3 = self.z.stage == 3
+        if point == "forward_start":
+            self.micro += 1
         if point == "forward_start" and stage3:
             self._gather(e, -1, self.root)
         elif point == "forward" and stage3:
@@ -662,6 +688,16 @@ class _Zero:
         elif point == "backward_layers_end" and stage3:
             self._release(e, 0)
             self._gather(e, -1, self.root)
+        elif point == "backward_end" and self.z.stage == 1:
+            if self.micro == self.micro_steps:
+                # the epilogue (reduce_gradients, l.958-980): each parameter in order through the bucket, its
+                # whole gradient copied in and released; the rank's own copied into the gradient partition.
+                # The bucket stays: the other ranks' parameters' .grad are views of it until the step frees them
+                self._take(e, list(reversed(self.held)))
+                self._flush(e)
+                self.held = []
+                self.old_part, self.part = self.part, None
+                self.lo, self.fill, self.count = 0.0, 0.0, 0
         elif point == "backward_end":
             self._flush(e)
             if stage3:
@@ -679,7 +715,12 @@ class _Zero:
                     self.old_part, self.part = self.part, None
             self.hi, self.fill, self.count = self.total, 0.0, 0
         elif point == "zero_grad":
+            if self.z.stage == 1:  # free_grad_in_param_list(params_not_in_partition), l.3103: the bucket's views
+                for k in self.buckets:
+                    e.free(k)
+                self.buckets = []
             self._step(e)
+            self.micro = 0
         return None
 
 
@@ -707,7 +748,8 @@ def zero_step_sequence(t: StepTerms, shape: SequenceShape, z: ZeroLayout, *,
     kept = [(layers - 1 - i) * lsum * (1 + ck) + 2 * hsum < z.max_reuse_distance for i in range(layers)]
     emb_kept = layers * lsum * (1 + ck) + 2 * hsum < z.max_reuse_distance
     hook = _Zero(z, total_numel=total, layer_gather=[layer_gather] * layers, root=root, head=head,
-                 layers=layers, kept=kept, emb_kept=emb_kept, temporaries=t.optimizer_temporaries)
+                 layers=layers, kept=kept, emb_kept=emb_kept, temporaries=t.optimizer_temporaries,
+                 micro_steps=2 if t.grad_accumulation else 1)
     seq = alloc_sequence.step_sequence(ct, shape, workspace=workspace, hook=hook)
     if seq is None:
         return None

@@ -58,10 +58,10 @@ def phase_results(
     step (full sharding, no offload) is replayed per stream (``trainfit.memory.stream_pools``): the
     compute stream's sequence with FSDP2's all-gather and reduce-scatter buffers, each stream's blocks
     in its own pool; where that sequence cannot be generated the fitted share stands with the pools'
-    lower bound beside it. A DeepSpeed ZeRO-2/3 step without offload is replayed the same way
+    lower bound beside it. A DeepSpeed ZeRO step without offload is replayed the same way
     (``stream_pools.zero_step_sequence``: the IPG bucket, its reductions on DeepSpeed's reduction stream,
-    ZeRO-3's gathered parameters on the all-gather stream, the flat fp32 step); elsewhere (ZeRO-1,
-    offload) the fitted share stands."""
+    ZeRO-3's gathered parameters on the all-gather stream, the flat fp32 step); elsewhere (offload,
+    ZeRO-1 with ``overlap_comm``) the fitted share stands."""
     large = _large_tensor_count(spec, sharding, card)
     step_transient = max([at_least] + [_transient(p) for p in peaks if p.phase is not Phase.LOAD])
     out = [
@@ -173,11 +173,12 @@ def fsdp_replayed_overhead(
                                                workspace=(int(ws // 2), int(ws // 2)), expandable=expandable)
 
 
-_ZERO = {Strategy.ZERO2: 2, Strategy.ZERO3: 3}
+_ZERO = {Strategy.ZERO1: 1, Strategy.ZERO2: 2, Strategy.ZERO3: 3}
 
 
 def _zero_streams(sharding: Sharding, card: RunCard) -> bool:
-    """DeepSpeed ZeRO-2/3 without offload: the step ``stream_pools.zero_step_sequence`` generates."""
+    """DeepSpeed ZeRO without offload: the step ``stream_pools.zero_step_sequence`` generates (ZeRO-1 only
+    without ``overlap_comm``: ``stream_pools.zero_supported``)."""
     return sharding.strategy in _ZERO and card.parallel.offload is Offload.NONE
 
 

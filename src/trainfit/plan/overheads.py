@@ -234,8 +234,9 @@ def _with_replayed(out: list[PhaseResult], overhead: int, *, capacity: float, ca
                    side_pools: int = 0) -> list[PhaseResult]:
     """Every training phase of the step shows the step's highest allocated + the replay's overhead.
     ``capped``: cached blocks of other streams' pools are idle at the peak, and the allocator frees
-    idle cached blocks before an allocation fails, so reserved stays within the card's room
-    (``stream_pools.capped_reserved_bytes``) unless allocated alone exceeds it. ``side_pools``: the part of
+    idle cached blocks before an allocation fails, so those pools' share stays within the card's room
+    (``stream_pools.capped_reserved_bytes``); allocated and the compute stream's own fragmentation are
+    never capped. ``side_pools``: the part of
     ``overhead`` that FSDP's side streams' pools hold idle (``overhead.stream_pools``; the rest beyond
     rounding is ``fragmentation``)."""
     for group in _STEP_PHASES:
@@ -246,9 +247,14 @@ def _with_replayed(out: list[PhaseResult], overhead: int, *, capacity: float, ca
         for i in members:
             r = out[i]
             if capped:
+                # only the side streams' pools are idle whole segments at the peak, which the allocator
+                # frees before an allocation fails; the compute stream's fragmentation sits in split
+                # segments it cannot free, so it is never capped away
                 outside = r.device - r.paged_resident - r.reserved
                 top = max(out[j].allocated for j in members)
-                high = capped_reserved_bytes(reserved_bytes=top, extra_bytes=overhead, room_bytes=capacity - outside)
+                idle = min(side_pools, overhead)
+                high = capped_reserved_bytes(reserved_bytes=top + overhead - idle, extra_bytes=idle,
+                                             room_bytes=capacity - outside)
             reserved = max(high, r.allocated)
             base = r.device - r.paged_resident + (reserved - r.reserved)
             resident = _paged_resident(r.components, capacity=capacity, device=base)

@@ -2,8 +2,10 @@
 
 Timings are not asserted (the CI machine is shared); the work that was removed is: LoRA adapters
 initialised on the CPU, a full-depth model built only to count parameters, the two shallow traces
-next to the full-depth one that ``--reserved`` needs, and the cyclic collector walking torch's and
-transformers' modules (paused from before they are imported, and frozen once per process).
+next to the full-depth one that ``--reserved`` needs, the cyclic collector walking torch's and
+transformers' modules (paused from before they are imported, and frozen once per process), and the
+shallower of the two extrapolation depths (cut out of the deeper trace; its byte equality is checked in
+test_trace_extrapolation.py).
 """
 
 import gc
@@ -49,8 +51,10 @@ def test_lora_adapters_are_built_on_meta_as_peft_builds_them_on_the_cpu():
                                 dict(world_size=4, scope="lora", tie_word_embeddings=True)],
                          ids=["lora-ckpt", "fsdp4-lora-tied"])
 def test_parameter_counts_come_from_the_traced_depths(monkeypatch, kw):
-    """No full-depth build for the counts: they are the line through the traced depths' own counts and
-    equal the full-depth model's (tied weights once, global shapes under FSDP2)."""
+    """No full-depth build for the counts, and only the deeper extrapolation depth is built (the shallower
+    step is cut out of its trace): the counts are the line through the two depths' own counts (the deeper
+    model's, and its count without one middle period) and equal the full-depth model's (tied weights once,
+    global shapes under FSDP2)."""
     kw = dict(kw)
     cfg = MID | {"tie_word_embeddings": kw.pop("tie_word_embeddings", False)}
     req = TraceRequest(hf_config=cfg, seq_len=32, **kw)

@@ -92,7 +92,9 @@ class TraceRequest:
     micro_batches: int = 1
     """Micro-batches per step (gradient accumulation); the pipeline schedule interleaves them."""
     layers: int | None = None
-    """None: full depth (extrapolated from two shallow traces when possible); N: trace exactly N layers."""
+    """None: full depth (extrapolated from two shallow depths when possible; for a training step on one rank or
+    FSDP2 both come from one trace of the deeper, see ``trainfit.trace.step.run_depth_pair``); N: trace exactly
+    N layers."""
     mode: str = "fast"
     """``fast`` (byte-counting dispatch mode) or ``memtracker`` (torch MemTracker, exact categories)."""
     pass_kind: str = "train_step"
@@ -112,7 +114,7 @@ class TraceRequest:
     replay_allocator: bool = False
     """Also predict ``torch.cuda.max_memory_reserved``: replay the step's allocation order through a
     model of the CUDA caching allocator (train steps, one rank, mode ``fast``). It needs the full
-    depth, so an extrapolated trace runs one more, full-depth, pass."""
+    depth's allocation order, so the full-depth step is traced once in place of the shallow depths."""
     keep_outputs: bool = False
     """False: drop the model output before backward, as the transformers Trainer and TRL do
     (``loss = model(...).loss``). True: keep it (``out = model(...); out.loss.backward()``), which
@@ -205,13 +207,15 @@ class TraceResult:
     params_trainable: int
     seconds: float
     layers_traced: tuple[int, ...]
+    """The depths actually traced: one for the one-trace extrapolation (the shallower step is cut out of it,
+    as ``notes`` says), two where each depth is traced, the full depth otherwise."""
     extrapolated: bool
     notes: tuple[str, ...]
     reserved_bytes: int | None = None
     """``torch.cuda.max_memory_reserved`` of the repeated step predicted by replaying the traced
     allocation order through a model of the CUDA caching allocator
     (``trainfit.memory.caching_allocator``; includes 64 MiB of cuBLAS workspaces). Train steps on
-    one rank only; linear in depth between the two traced depths when extrapolated."""
+    one rank only; from the full-depth step (``replay_allocator`` traces it instead of extrapolating)."""
 
     def phase(self, name: str) -> PhaseTrace:
         return next(p for p in self.phases if p.name == name)

@@ -275,7 +275,7 @@ SLOW_GRID: tuple[CatalogCase, ...] = (
     CatalogCase("qwen3_8b", scope="lora", ckpt=True),
     CatalogCase("qwen3_8b", precision="fp32_autocast", ckpt=True, optimizer_impl="for_loop"),
     # seed 000's GRPO actor step on RTX 4090s: Qwen3.5-27B (3 Gated DeltaNet + 1 attention layers), prompt 1024 +
-    # response 4096 tokens, checkpointing, FSDP2 over 4 or 8 cards (extrapolated from 8 and 12 traced layers)
+    # response 4096 tokens, checkpointing, FSDP2 over 4 or 8 cards (extrapolated from one 12-layer trace, the 8-layer step cut out of it)
     CatalogCase("qwen3_5_27b", model_id="Qwen/Qwen3.5-27B", scope="lora", ckpt=True, world_size=4, seq_len=5120),
     CatalogCase("qwen3_5_27b", model_id="Qwen/Qwen3.5-27B", scope="lora", ckpt=True, world_size=8, seq_len=5120),
     CatalogCase("qwen3_5_27b", model_id="Qwen/Qwen3.5-27B", ckpt=True, world_size=8, seq_len=5120),

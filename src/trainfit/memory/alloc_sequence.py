@@ -1148,8 +1148,9 @@ def step_sequence(t: StepTerms, shape: SequenceShape, *, workspace: tuple[int, .
             sc = shape.eager_score_bytes
             if sc and t.layer_backward_transient[i] >= 3 * sc > 3 * shape.mlp_bytes:
                 # eager attention's backward, its term's score-sized buffers (the probabilities' gradient
-                # and its fp32 copy), then CUDA's fp32 ``grad * output`` of the softmax backward (``_layer_ops``)
-                tr = e.allocs(_chunks(t.layer_backward_transient[i], 2 * sc))
+                # and its fp32 copy), then CUDA's fp32 ``grad * output`` of the softmax backward (``_layer_ops``),
+                # which the term counts too (``memory.attention.SOFTMAX_BACKWARD_TMP_BYTES_PER_SCORE``)
+                tr = e.allocs(_chunks(t.layer_backward_transient[i] - 2 * sc, 2 * sc))
                 e.free(e.alloc(2 * sc))
             else:
                 tr = e.allocs(_chunks(t.layer_backward_transient[i], fp32_res))

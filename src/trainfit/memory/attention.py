@@ -13,7 +13,11 @@ s = 2048 and 4096, micro-batch 1 and 2 (tests/trace/test_grid.py holds the cases
 * forward without checkpointing: the softmax output and probabilities are saved already; the
   product and the masked copy (4 B per score) come on top;
 * backward (either way): the probabilities' gradient and the fp32 softmax backward, about 6 B per
-  score, against the MLP's activation gradients, whichever is larger.
+  score, plus CUDA's ``tmp = grad * output`` inside the softmax backward (4 B per score, fp32 whatever
+  the model's dtype: ``softmax_backward_cuda_out`` in aten/src/ATen/native/cuda/SoftMax.cu at
+  pytorch/pytorch@e9865f53f2566a471b5130d31034807e14755851, made after the input gradient and freed when
+  the call returns; the trace emulates it, ``trainfit.trace.tracker``), 10 B per score in all, against
+  the MLP's activation gradients, whichever is larger.
 
 SDPA (flash / memory-efficient kernels) never materialises the scores: all three are 0.
 Found by the GPU calibration (gemma-2-9b full fine-tuning, eager attention with checkpointing,
@@ -29,6 +33,12 @@ from trainfit.spec.model import ModelSpec
 FORWARD_CKPT_BYTES_PER_SCORE = 10
 FORWARD_BYTES_PER_SCORE = 4
 BACKWARD_BYTES_PER_SCORE = 6
+SOFTMAX_BACKWARD_TMP_BYTES_PER_SCORE = 4
+"""CUDA's softmax backward product ``grad * output`` in the gradient's dtype: fp32, as transformers' eager
+attention takes ``softmax(..., dtype=torch.float32)``; not scaled with the model's dtype. The traced
+backward peak rises by exactly 4.0 B per score with it (llama and gemma2, hidden 64, 8 heads, s = 1024 and
+2048, with and without checkpointing); H200 llama-h2048-L8 eager with checkpointing, b1 x 2048: backward
+allocated 8.83 GiB planned without it against 9.185 measured."""
 
 
 NO_SDPA_FAMILIES = frozenset({"gpt_oss"})
@@ -48,12 +58,14 @@ def score_elements(*, micro_batch_size: int, seq_len: int, heads: int, eager: bo
     return float(micro_batch_size * heads * seq_len * seq_len) if eager else 0.0
 
 
-EAGER_BYTES_PER_SCORE_BY_FAMILY: dict[str, tuple[float, float, float]] = {"gpt_oss": (6.0, 4.2, 3.9)}
+EAGER_BYTES_PER_SCORE_BY_FAMILY: dict[str, tuple[float, float, float]] = {"gpt_oss": (6.0, 4.2, 5.9)}
 """(forward with checkpointing, forward without, backward) bytes per score of families whose eager path
 differs: gpt-oss concatenates a sink column and takes a bf16 softmax (no fp32 copy), so its forward keeps
 the masked scores, the sink-extended logits and their max-shifted copy and probabilities. Fitted on the
 fake-tensor trace like the defaults (hidden 64, 8 heads, s = 1024 and 2048, both checkpointing modes: the
-slope of the traced peak in s^2)."""
+slope of the traced peak in s^2). The backward includes CUDA's softmax-backward product, here in bf16 as
+the softmax is (3.9 without it, 5.9 with the trace's emulation: +2.0 with checkpointing and without); so
+all of it scales with the model's dtype."""
 
 
 def forward_transient_bytes(*, scores: float, gradient_checkpointing: bool, dtype_bytes: int = 2,
@@ -67,8 +79,23 @@ def forward_transient_bytes(*, scores: float, gradient_checkpointing: bool, dtyp
 
 
 def backward_transient_bytes(*, scores: float, dtype_bytes: int = 2, family: str = "") -> float:
+    """Live at the eager attention backward's worst moment besides the saved activations: the buffers in the
+    model's dtype (6 B per score in bf16) and CUDA's fp32 softmax-backward product (4 B per score,
+    :func:`softmax_backward_tmp_bytes`)."""
     fam = EAGER_BYTES_PER_SCORE_BY_FAMILY.get(family)
-    return scores * (fam[2] if fam is not None else BACKWARD_BYTES_PER_SCORE) * dtype_bytes / 2
+    if fam is not None:
+        return scores * fam[2] * dtype_bytes / 2
+    return (scores * BACKWARD_BYTES_PER_SCORE * dtype_bytes / 2
+            + softmax_backward_tmp_bytes(scores=scores, dtype_bytes=dtype_bytes, family=family))
+
+
+def softmax_backward_tmp_bytes(*, scores: float, dtype_bytes: int = 2, family: str = "") -> float:
+    """CUDA's ``tmp = grad * output`` of the softmax backward, part of :func:`backward_transient_bytes`: fp32
+    (4 B per score) under transformers' fp32 softmax, the model's dtype for a family that takes its softmax
+    in it (gpt-oss)."""
+    if family in EAGER_BYTES_PER_SCORE_BY_FAMILY:
+        return scores * dtype_bytes
+    return scores * SOFTMAX_BACKWARD_TMP_BYTES_PER_SCORE
 
 
 def mla_kv_bytes_per_token(spec: ModelSpec, *, dtype_bytes: float) -> float:

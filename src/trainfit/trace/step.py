@@ -90,15 +90,16 @@ def run_depth(
         if req.mode == "memtracker":
             from trainfit.trace.memtrack import traced_step_memtracker
 
-            reserved = None
+            reserved, notes = None, ()
             peaks, bds, regs = traced_step_memtracker(
                 model, opt, ids, req, _forward, progress, region_namer(depth, window)
             )
         else:
-            peaks, bds, regs, reserved, _ = _traced_step_fast(model, opt, ids, req, progress,
-                                                              region_namer(depth, window))
+            peaks, bds, regs, reserved, tr = _traced_step_fast(model, opt, ids, req, progress,
+                                                               region_namer(depth, window))
+            notes = tr.notes
     progress("done", 1.0)
-    return DepthRun(depth, peaks, bds, regs, reserved=reserved, params=params)
+    return DepthRun(depth, peaks, bds, regs, notes=notes, reserved=reserved, params=params)
 
 
 def one_trace_supported(req: TraceRequest) -> bool:
@@ -130,8 +131,8 @@ def run_depth_pair(
                           trainable - sum(p.numel() for p in mid if p.requires_grad))
         s_peaks, s_bds, s_regs = tr.without_layers(rename)
     progress("done", 1.0)
-    return (DepthRun(depth - period, s_peaks, s_bds, s_regs, params=shallow_params),
-            DepthRun(depth, peaks, bds, regs, params=(total, trainable)))
+    return (DepthRun(depth - period, s_peaks, s_bds, s_regs, notes=tr.notes, params=shallow_params),
+            DepthRun(depth, peaks, bds, regs, notes=tr.notes, params=(total, trainable)))
 
 
 @contextlib.contextmanager

@@ -10,6 +10,15 @@ number of ops (GROUND_TRUTH §9: Qwen3-8B LoRA 4.7 s against 197 s, same peak).
 Per-phase peaks: :meth:`FastTracker.phase` opens a named phase. An allocation log is kept, so the
 live set at each phase's peak can be rebuilt afterwards and split into categories (see
 :meth:`FastTracker.breakdowns`).
+
+Kernel temporaries: fake tensors run no kernel, so a temporary a CUDA kernel allocates inside its call is
+never seen. The tracker emulates the ones that matter, named in :attr:`FastTracker.notes`:
+``softmax_backward_tmp``, the ``tmp = grad * output`` of ``softmax_backward_cuda_out``
+(aten/src/ATen/native/cuda/SoftMax.cu at pytorch/pytorch@e9865f53f2566a471b5130d31034807e14755851: after
+the structured op's ``grad_input``, freed when the call returns), in the gradient's dtype: eager
+attention's softmax runs in fp32 (transformers' ``softmax(..., dtype=torch.float32)``), so 4 B per score
+whatever the model's dtype. SDPA's kernels make no ``_softmax_backward_data`` call; log-softmax's backward
+has no such product.
 """
 
 from __future__ import annotations
@@ -36,8 +45,27 @@ except ImportError:  # pragma: no cover - distributed-less builds
 
 
 _TO_COPY = torch.ops.aten._to_copy.default
+_SOFTMAX_BACKWARD = torch.ops.aten._softmax_backward_data.default
+
+SOFTMAX_BACKWARD_NOTE = (
+    "softmax backward (eager attention's scores): CUDA's softmax_backward_cuda_out makes tmp = grad * output in the"
+    " gradient's dtype (fp32 under transformers' softmax(dtype=float32)) after the input gradient and frees it once"
+    " its kernel ran (aten/src/ATen/native/cuda/SoftMax.cu); emulated as that transient allocation, which no"
+    " fake-tensor op makes"
+)
+"""The note of the ``softmax_backward_tmp`` emulation (:meth:`FastTracker.emulated`)."""
 
 CATEGORIES = ("weights", "gradients", "optimizer_states", "activations", "temporaries")
+
+
+def _softmax_backward_tmp_bytes(args: Any) -> int:
+    """``tmp = grad * output`` of ``_softmax_backward_data(grad, output, dim, input_dtype)``: the promoted
+    dtype of the two (equal in autograd's call), every element."""
+    grad, output = args[0], args[1]
+    return grad.numel() * torch.promote_types(grad.dtype, output.dtype).itemsize
+
+
+_EMULATION_NOTES = {"softmax_backward_tmp": SOFTMAX_BACKWARD_NOTE}
 
 
 @dataclass(eq=False)
@@ -79,6 +107,8 @@ class FastTracker(TorchDispatchMode):
         self.phases: dict[str, _PhasePeak] = {}
         self._fake_on_entry = None
         self._orig_resize = None
+        self.emulated: dict[str, int] = {}
+        """GPU-kernel allocations the fake tensors do not make, emulated: name -> times (see ``notes``)."""
         self.paused = 0
         """> 0 while ops must not be counted (DTensor's global-shape propagation, see
         ``trainfit.trace.tensor_parallel.propagation_uncounted``)."""
@@ -179,8 +209,29 @@ class FastTracker(TorchDispatchMode):
                     self._inherit = owners[i] if owners else None
                     self._add(t)
             self._inherit = None
+            if func is _SOFTMAX_BACKWARD:
+                self._transient(_softmax_backward_tmp_bytes(args), "softmax_backward_tmp")
             self._sample()
         return res
+
+    def _transient(self, nbytes: int, name: str) -> None:
+        """A kernel's own temporary: allocated after the op's outputs, sampled, freed (an untagged storage, so a
+        temporary in the breakdowns)."""
+        if nbytes <= 0:
+            return
+        info = _Info(nbytes, self._phase)
+        self.current += nbytes
+        self._log.append((1, info, nbytes))
+        self._sample()
+        info.alive = False
+        self.current -= nbytes
+        self._log.append((-1, info, nbytes))
+        self.emulated[name] = self.emulated.get(name, 0) + 1
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """One note per emulation that ran in this trace."""
+        return tuple(_EMULATION_NOTES[n] for n in sorted(self.emulated))
 
     # -- layer ownership (for without_layers) ---------------------------------------------------
     def _owners_from_inputs(self, func: Any) -> bool:

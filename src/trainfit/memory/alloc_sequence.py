@@ -71,7 +71,9 @@ bf16 adapters, MoE) carry their extra saved bytes as residual-sized pieces or us
 (gemma-2-9b LoRA eager, checkpointing: -5.8%, the trace's order -3.6%). Under eager attention the generic
 pieces carry the scores' sizes: the saved fp32 softmax output and bf16 probabilities, the backward's
 score-sized buffers and CUDA's product (gemma-2-9b full eager with checkpointing +1.4% -> 0.0%, every
-phase within 0.03 GiB, its forward was 2.8 GiB high; Mistral-7B LoRA eager -2.0% -> -1.0%; Qwen3-4B LoRA
+phase within 0.03 GiB, its forward was 2.8 GiB high; Mistral-7B LoRA eager -2.0% -> -1.0%, -0.1% since
+the planner's eager backward term counts CUDA's product, whose step allocated then reads +0.8% high, the
+MLP block's saved tensors being gone at the product's moment; Qwen3-4B LoRA
 eager +1.1% -> -1.1%).
 """
 

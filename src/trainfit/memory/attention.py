@@ -38,7 +38,12 @@ SOFTMAX_BACKWARD_TMP_BYTES_PER_SCORE = 4
 attention takes ``softmax(..., dtype=torch.float32)``; not scaled with the model's dtype. The traced
 backward peak rises by exactly 4.0 B per score with it (llama and gemma2, hidden 64, 8 heads, s = 1024 and
 2048, with and without checkpointing); H200 llama-h2048-L8 eager with checkpointing, b1 x 2048: backward
-allocated 8.83 GiB planned without it against 9.185 measured."""
+allocated 8.83 GiB planned without it against 9.185 measured, 9.33 with it (the trace: 9.18 with the cuBLAS
+workspaces). Known gap: the term sits on top of the layer's whole saved set, but when the softmax backward
+runs the layer has already freed what it saved after its attention (the post-attention norm's and the MLP
+block's tensors: 160 MiB there, 753 MiB for Mistral-7B LoRA b2 x 2048, whose backward reads 100.97 GiB
+planned against 100.20 traced and 100.27 measured); the plan reads high by those where this moment is the
+step's peak."""
 
 
 NO_SDPA_FAMILIES = frozenset({"gpt_oss"})

@@ -11,6 +11,7 @@ import sys
 import textwrap
 
 import pytest
+from deepspeed_tiny_worker import DEEPSPEED_TINY_PROLOGUE
 
 from trainfit.memory import stream_pools as sp
 from trainfit.plan import make_plan, overheads
@@ -144,45 +145,10 @@ def test_grad_accumulation_keeps_two_gradient_partitions_at_the_second_backward(
 # the bucket logic against DeepSpeed itself
 # --------------------------------------------------------------------------------------------
 
-_WORKER = textwrap.dedent('''
-    import json, os, sys
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=sys.argv[1], RANK="0", WORLD_SIZE="1", LOCAL_RANK="0")
-    import torch, deepspeed
-    from torch import nn
+_WORKER = DEEPSPEED_TINY_PROLOGUE + textwrap.dedent('''
     import deepspeed.runtime.zero.stage3 as s3
-    deepspeed.init_distributed(dist_backend="gloo")
-    H, I, V, L = 64, 160, 300, 4
-
-    class Block(nn.Module):
-        def __init__(s):
-            super().__init__()
-            s.norm = nn.LayerNorm(H)
-            s.q = nn.Linear(H, H, bias=False); s.k = nn.Linear(H, H // 2, bias=False)
-            s.v = nn.Linear(H, H // 2, bias=False); s.o = nn.Linear(H, H, bias=False)
-            s.gate = nn.Linear(H, I, bias=False); s.up = nn.Linear(H, I, bias=False); s.down = nn.Linear(I, H, bias=False)
-        def forward(s, x):
-            x = s.norm(x)
-            x = x + s.o(s.q(x) + torch.cat([s.k(x), s.v(x)], -1))
-            return x + s.down(torch.nn.functional.silu(s.gate(x)) * s.up(x))
-
-    class M(nn.Module):
-        def __init__(s):
-            super().__init__()
-            s.emb = nn.Embedding(V, H); s.layers = nn.ModuleList(Block() for _ in range(L))
-            s.head = nn.Linear(H, V, bias=False)
-        def forward(s, ids):
-            x = s.emb(ids)
-            for layer in s.layers:
-                x = layer(x)
-            return s.head(x)
-
     def run(zero):
-        torch.manual_seed(0)
-        m = M()
-        cfg = {"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": True}, "zero_optimization": zero,
-               "optimizer": {"type": "AdamW", "params": {"lr": 1e-3, "torch_adam": True}}}
-        eng, *_ = deepspeed.initialize(model=m, model_parameters=m.parameters(), config=cfg)
-        zo = eng.optimizer
+        m, eng, zo = engine(zero)
         rec = {"grads": [], "flush": [], "partition": 0, "init_fp32": 0}
         if zero["stage"] < 3:
             f = zo.reduce_independent_p_g_buckets_and_remove_grads

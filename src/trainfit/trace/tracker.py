@@ -127,15 +127,20 @@ class FastTracker(TorchDispatchMode):
                     if tag and not i.tag:
                         i.tag = tag
 
-    def tag(self, tensors: Any, tag: str) -> None:
-        """Mark the storages of ``tensors`` (already tracked) with a category."""
+    def _tracked(self, tensors: Any) -> Iterator[Any]:
+        """The live records of the storages of ``tensors`` that are tracked."""
         flat, _ = tree_flatten(tensors)
         for t in flat:
             if isinstance(t, torch.Tensor):
                 for st in get_untyped_storages(t):
                     ent = self._live.get(id(st))
                     if ent is not None:
-                        ent[0].tag = tag
+                        yield ent[0]
+
+    def tag(self, tensors: Any, tag: str) -> None:
+        """Mark the storages of ``tensors`` (already tracked) with a category."""
+        for info in self._tracked(tensors):
+            info.tag = tag
 
     # -- core ---------------------------------------------------------------------------------
     def _add(self, t: torch.Tensor) -> list[_Info]:
@@ -258,13 +263,8 @@ class FastTracker(TorchDispatchMode):
 
     def own(self, tensors: Any, layer: int) -> None:
         """Mark the storages of ``tensors`` (already tracked) as belonging to decoder layer ``layer``."""
-        flat, _ = tree_flatten(tensors)
-        for t in flat:
-            if isinstance(t, torch.Tensor):
-                for st in get_untyped_storages(t):
-                    ent = self._live.get(id(st))
-                    if ent is not None:
-                        ent[0].layer = layer
+        for info in self._tracked(tensors):
+            info.layer = layer
 
     def record_samples(self, middle: range) -> None:
         """Before the step: keep every peak sample (phase, region, log position), follow when the layers

@@ -8,14 +8,42 @@
 Pure Python: no torch import.
 """
 
-from trainfit.calibration.apply import apply_memory_calibration, assumption_line, rates_for
-from trainfit.calibration.build import CalibrateResult, RateChange, calibrate
-from trainfit.calibration.file import (
-    ENV_VAR, Calibration, DeviceCalibration, calibration_from_dict, calibration_to_dict, default_calibration_path,
-    find_calibration, load_calibration, load_found_calibration, make_calibration, save_calibration,
-)
-from trainfit.calibration.gpu_output import from_gpu_output
-from trainfit.calibration.records import RecordFit, RunRecord, fit_records, records_from_data
+from importlib import import_module
+from typing import TYPE_CHECKING
+
+_HOME = {
+    "apply_memory_calibration": "apply", "assumption_line": "apply", "rates_for": "apply",
+    "CalibrateResult": "build", "RateChange": "build", "calibrate": "build",
+    "ENV_VAR": "file", "Calibration": "file", "DeviceCalibration": "file", "calibration_from_dict": "file",
+    "calibration_to_dict": "file", "default_calibration_path": "file", "find_calibration": "file",
+    "load_calibration": "file", "load_found_calibration": "file", "make_calibration": "file",
+    "save_calibration": "file",
+    "from_gpu_output": "gpu_output",
+    "RecordFit": "records", "RunRecord": "records", "fit_records": "records", "records_from_data": "records",
+}
+"""Each public name's submodule: imported on first use (PEP 562), so a plan loads only ``file`` and
+``apply``, not the calibrate command's fitting code (the cold start)."""
+
+
+def __getattr__(name: str):  # noqa: ANN202 - the attribute's own type
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module 'trainfit.calibration' has no attribute {name!r}")
+    value = getattr(import_module(f"trainfit.calibration.{home}"), name)
+    globals()[name] = value
+    return value
+
+
+if TYPE_CHECKING:
+    from trainfit.calibration.apply import apply_memory_calibration, assumption_line, rates_for
+    from trainfit.calibration.build import CalibrateResult, RateChange, calibrate
+    from trainfit.calibration.file import (
+        ENV_VAR, Calibration, DeviceCalibration, calibration_from_dict, calibration_to_dict,
+        default_calibration_path, find_calibration, load_calibration, load_found_calibration, make_calibration,
+        save_calibration,
+    )
+    from trainfit.calibration.gpu_output import from_gpu_output
+    from trainfit.calibration.records import RecordFit, RunRecord, fit_records, records_from_data
 
 __all__ = [
     "ENV_VAR", "CalibrateResult", "apply_memory_calibration", "Calibration", "DeviceCalibration", "RateChange", "RecordFit", "RunRecord",

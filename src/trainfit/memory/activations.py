@@ -139,6 +139,11 @@ class ActivationBytes:
     kernel_forward_checkpointed: int = 0
     """Under checkpointing, the largest bytes live inside a Gated DeltaNet layer's forward (nothing saved
     there) plus the inputs saved up to that layer, beyond ``total(gradient_checkpointing=True)``."""
+    after_attention_per_layer: tuple[int, ...] = ()
+    """Per layer: the part of ``per_layer`` saved after the attention block (the post-attention norm(s), the
+    MLP or MoE block, Gemma-2's feed-forward norms). Their backward runs first and frees them, so they are gone
+    when the attention's backward runs (``trainfit.plan.terms``: the eager softmax backward's moment). Empty
+    for the families with their own layer model (``arch_activations``): nothing is assumed freed there."""
 
     def kernel_extra(self, *, gradient_checkpointing: bool) -> tuple[int, ...]:
         return self.kernel_backward_checkpointed if gradient_checkpointing else self.kernel_backward
@@ -522,6 +527,7 @@ def _layer(ctx: _Ctx, spec: ModelSpec, i: int, x_rg: bool) -> tuple[int, bool]:
         total += b
     if "post" in ctx.parts:  # what the MLP block saves comes after the DeltaNet kernel and norm too
         ctx.parts["post"] = {k: v + total - attention_end for k, v in ctx.parts["post"].items()}
+    ctx.parts["after_attention"] = total - attention_end
     return total, res_rg or m_rg
 
 
@@ -594,10 +600,12 @@ def activation_bytes(
     x_rg = full
     layer_ctx = (replace(ctx, compiled=True)
                  if compiled and compiled_rules_apply(spec, trainable=trainable, attention=attention) else ctx)
+    after_attention: list[int] = []
     for i in range(spec.num_layers):
         ctx.parts.clear()
         nbytes, x_rg = _layer(layer_ctx, spec, i, x_rg)
         per_layer.append(nbytes)
+        after_attention.append(layer_ctx.parts.get("after_attention", 0))
         live, post = ctx.parts.get("live"), ctx.parts.get("post")
         if live:  # a Gated DeltaNet layer: its moments beyond the layer's saved tensors (_deltanet_live)
             extra = {k: v - (post[at] if at else 0) for k, (v, at) in live.items()}
@@ -656,6 +664,7 @@ def activation_bytes(
         kernel_backward=tuple(kernel_bwd) if hybrid else (),
         kernel_backward_checkpointed=tuple(kernel_bwd_ckpt) if hybrid else (),
         kernel_forward_checkpointed=max(0, fwd_over_total),
+        after_attention_per_layer=tuple(after_attention) if spec.family not in _ARCH_FAMILIES else (),
     )
 
 

@@ -17,7 +17,8 @@ s = 2048 and 4096, micro-batch 1 and 2 (tests/trace/test_grid.py holds the cases
   the model's dtype: ``softmax_backward_cuda_out`` in aten/src/ATen/native/cuda/SoftMax.cu at
   pytorch/pytorch@e9865f53f2566a471b5130d31034807e14755851, made after the input gradient and freed when
   the call returns; the trace emulates it, ``trainfit.trace.tracker``), 10 B per score in all, against
-  the MLP's activation gradients, whichever is larger.
+  the MLP's activation gradients, whichever is larger; by then the layer's post-attention norms and MLP
+  block have freed their saved tensors (``trainfit.plan.terms.attention_backward_released``).
 
 SDPA (flash / memory-efficient kernels) never materialises the scores: all three are 0.
 Found by the GPU calibration (gemma-2-9b full fine-tuning, eager attention with checkpointing,
@@ -39,11 +40,12 @@ attention takes ``softmax(..., dtype=torch.float32)``; not scaled with the model
 backward peak rises by exactly 4.0 B per score with it (llama and gemma2, hidden 64, 8 heads, s = 1024 and
 2048, with and without checkpointing); H200 llama-h2048-L8 eager with checkpointing, b1 x 2048: backward
 allocated 8.83 GiB planned without it against 9.185 measured, 9.33 with it (the trace: 9.18 with the cuBLAS
-workspaces). Known gap: the term sits on top of the layer's whole saved set, but when the softmax backward
-runs the layer has already freed what it saved after its attention (the post-attention norm's and the MLP
-block's tensors: 160 MiB there, 753 MiB for Mistral-7B LoRA b2 x 2048, whose backward reads 100.97 GiB
-planned against 100.20 traced and 100.27 measured); the plan reads high by those where this moment is the
-step's peak."""
+workspaces). When the softmax backward runs, the layer has already freed what it saved after its attention
+(the post-attention norms' and the MLP block's tensors: 160 MiB there, 753 MiB for Mistral-7B LoRA b2 x 2048):
+the planner takes those off the layer's saved set at this moment (``trainfit.plan.terms.
+attention_backward_released``), and counts the eager masks checkpointed layers hold
+(:func:`eager_mask_bytes`): 9.183 GiB planned there, Mistral-7B LoRA eager b2 x 2048 100.30 against 100.27
+measured (101.03 before)."""
 
 
 NO_SDPA_FAMILIES = frozenset({"gpt_oss"})
@@ -101,6 +103,25 @@ def softmax_backward_tmp_bytes(*, scores: float, dtype_bytes: int = 2, family: s
     if family in EAGER_BYTES_PER_SCORE_BY_FAMILY:
         return scores * dtype_bytes
     return scores * SOFTMAX_BACKWARD_TMP_BYTES_PER_SCORE
+
+
+def eager_mask_bytes(spec: ModelSpec, *, micro_batch_size: int, seq_len: int, eager: bool,
+                     dtype_bytes: int = 2) -> int:
+    """The additive attention masks eager attention materialises before the first layer: one (b, 1, s, s)
+    tensor in the compute dtype per attention kind. Gemma-2 always builds two (``Gemma2Model.forward``'s
+    ``causal_mask_mapping``, full and sliding-window: transformers 5.24.0,
+    src/transformers/models/gemma2/modeling_gemma2.py), a model with both sliding and full layers two, Llama,
+    Mistral and Qwen3 one. They are no saved tensor (the mask's ``add`` saves nothing), so
+    ``memory.activations`` leaves them out; checkpointed layers take them as inputs and hold them until the
+    first layer's backward (the fake-tensor trace: 8 MiB per mask at b1 x 2048, alive at the backward's
+    peak; the grid's eager checkpointed cases read 2-16 MiB low without them), while without checkpointing
+    they die with the forward. SDPA/flash take no materialised mask. gpt-oss counts its own
+    (``arch_activations.checkpoint_input_bytes``)."""
+    if not eager or not spec.num_full_attention_layers or spec.family in EAGER_BYTES_PER_SCORE_BY_FAMILY:
+        return 0
+    mixed = bool(spec.sliding_layers) and len(spec.sliding_layers) < spec.num_layers
+    kinds = 2 if spec.family == "gemma2" or mixed else 1
+    return kinds * micro_batch_size * seq_len * seq_len * dtype_bytes
 
 
 def mla_kv_bytes_per_token(spec: ModelSpec, *, dtype_bytes: float) -> float:

@@ -108,6 +108,10 @@ class StepTerms:
     zero_ipg_persistent: bool = False
     zero_step_grads: float = 0.0
     """ZeRO: gradient bytes still alive when the step casts the partition to fp32."""
+    layer_backward_released: tuple[float, ...] = ()
+    """Per layer (empty: none): saved bytes of the layer its backward has already freed when
+    ``layer_backward_transient`` is live. Eager attention: the post-attention norms' and the MLP block's, whose
+    backward runs before the softmax backward (``trainfit.plan.terms.attention_backward_released``)."""
     zero_step_cast: float = 0.0
     """ZeRO: the flat copy and the fp32 gradient of one group / sub-group at the step's cast."""
     zero_step_fp32_grad: float = 0.0
@@ -267,6 +271,7 @@ def backward_peak(t: StepTerms) -> PhasePeak:
     base_total = sum(base.values())
     fsdp_layer = fsdp_static + t.fsdp_layer_units + t.fsdp_unsharded_grads + t.gathered_backward
     best: tuple[float, int, float, float] | None = None
+    released = t.layer_backward_released
     if layers:
         order = range(layers - 1, -1, -1)
         new_grads = list(accumulate((t.grads_per_layer[i] for i in order), initial=t.grads_head))[1:]
@@ -276,10 +281,11 @@ def backward_peak(t: StepTerms) -> PhasePeak:
         def total(k: int) -> float:
             i, g = layers - 1 - k, new_grads[k]
             return (const + (held if held > g else g) + saved_prefix[i] + act.per_layer[i]
-                    + t.layer_backward_transient[i] + t.fsdp_all_gathered - k * step)
+                    + t.layer_backward_transient[i] - (released[i] if released else 0.0)
+                    + t.fsdp_all_gathered - k * step)
 
         ends = _candidates(layers, act.per_layer, t.grads_per_layer, t.layer_backward_transient,
-                           act.checkpointed_per_layer)
+                           act.checkpointed_per_layer, released)
         if ends is not None:
             k = max(ends, key=lambda j: (total(j), -j))  # the first maximum among the candidates
         else:
@@ -295,7 +301,8 @@ def backward_peak(t: StepTerms) -> PhasePeak:
                 base
                 | {
                     "gradients": grads(g) + t.zero2_bucket,
-                    "activations": emb + saved_prefix[layer] + act.per_layer[layer] + t.inflight_activations,
+                    "activations": emb + saved_prefix[layer] + act.per_layer[layer] + t.inflight_activations
+                    - (released[layer] if released else 0.0),
                     "logits": 0.0,
                     "optimizer_temporaries": t.layer_backward_transient[layer] + t.in_backward_step,
                     "fsdp_buffers": fsdp_layer + gath,

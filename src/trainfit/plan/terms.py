@@ -348,11 +348,18 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
     )
     tokens = card.batch.micro_batch_size * seq_len
     eager = attn.runs_eager(spec.family, card.attention) and spec.num_full_attention_layers > 0
+    if card.parallel.checkpoints_layers:
+        # eager attention's masks, inputs of every checkpointed layer: held from before the first layer's
+        # forward to its backward
+        mask = attn.eager_mask_bytes(spec, micro_batch_size=card.batch.micro_batch_size, seq_len=seq_len,
+                                     eager=eager, dtype_bytes=act_dtype)
+        if mask:
+            act = replace(act, checkpointed_embedding=act.checkpointed_embedding + mask)
     scores = attn.score_elements(micro_batch_size=card.batch.micro_batch_size, seq_len=seq_len,
                                  heads=spec.num_attention_heads, eager=eager)
-    transient = _layer_transients(spec, tokens=tokens, dtype_bytes=act_dtype,
-                                  attention_bytes=attn.backward_transient_bytes(scores=scores, dtype_bytes=act_dtype,
-                                                                                family=spec.family))
+    attention_bwd = attn.backward_transient_bytes(scores=scores, dtype_bytes=act_dtype, family=spec.family)
+    transient = _layer_transients(spec, tokens=tokens, dtype_bytes=act_dtype, attention_bytes=attention_bwd)
+    other = _layer_transients(spec, tokens=tokens, dtype_bytes=act_dtype)  # the moments besides attention's
     adapter_forward = 0.0
     if variant is not None and variant.scope is Scope.DORA:  # the weight-norm temporaries of each forward
         base_bytes = BYTES_PER_DTYPE[wdtype.value]
@@ -362,9 +369,12 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         if ckpt:  # the checkpointed layer's recompute in backward runs with grad
             recompute = peft_variants.dora_forward_transient_bytes(spec, variant, grad=True, base_dtype_bytes=base_bytes)
             transient = tuple(max(x, recompute) for x in transient)
+            other = tuple(max(x, recompute) for x in other)
     kernel = act.kernel_extra(gradient_checkpointing=card.parallel.checkpoints_layers)
     if kernel:  # Gated DeltaNet layers: the chunked kernel's buffers (memory/activations._deltanet_live)
         transient = tuple(max(t, k) for t, k in zip(transient, kernel))
+        other = tuple(max(t, k) for t, k in zip(other, kernel))
+    released = attention_backward_released(transient, other, act.after_attention_per_layer)
     attention_forward = attn.forward_transient_bytes(
         scores=scores, gradient_checkpointing=card.parallel.checkpoints_layers, dtype_bytes=act_dtype,
         family=spec.family)
@@ -431,6 +441,7 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         logits=lg,
         logits_grad_bf16=logits_grad_bytes(card, tokens=tokens, width=spec.head_outputs or spec.vocab_size),
         layer_backward_transient=transient,
+        layer_backward_released=released,
         attention_forward_transient=attention_forward,
         layer_forward_transient=act.kernel_forward_checkpointed if card.parallel.checkpoints_layers else 0.0,
         adapter_forward_transient=adapter_forward,
@@ -607,6 +618,20 @@ def _layer_transients(spec: ModelSpec, *, tokens: int, dtype_bytes: int, attenti
         max(_layer_backward_transient(spec, i, tokens=tokens, dtype_bytes=dtype_bytes),
             attention_bytes if spec.layer_kind(i) is LayerKind.FULL_ATTENTION else 0.0)
         for i in range(spec.num_layers))
+
+
+def attention_backward_released(transient: tuple[float, ...], other: tuple[float, ...],
+                                after_attention: tuple[int, ...]) -> tuple[float, ...]:
+    """Per layer: the saved bytes gone when the layer's backward holds ``transient`` (its largest moment).
+
+    Where eager attention's backward buffers (``other``: the layer's moments without them) are the largest,
+    the layer's backward has by then run the MLP block's and the post-attention norms' backward, which freed
+    what they saved (``ActivationBytes.after_attention_per_layer``): the attention moment stands at the saved
+    set less those, above the others' moment by at most ``transient - other``. Empty when nothing is known
+    to be freed (a family with its own layer model, or no eager attention)."""
+    if not after_attention or all(t <= o for t, o in zip(transient, other)):
+        return ()
+    return tuple(max(0.0, min(float(a), t - o)) for t, o, a in zip(transient, other, after_attention))
 
 
 def _layer_backward_transient(spec: ModelSpec, layer: int, *, tokens: int, dtype_bytes: int) -> float:

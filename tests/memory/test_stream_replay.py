@@ -4,10 +4,11 @@ streams that allocate them (``trainfit.memory.stream_pools``)."""
 from __future__ import annotations
 
 import pytest
+from replay_inputs import planned_replay
 
 from trainfit.memory import stream_pools as sp
 from trainfit.memory.alloc_sequence import STREAM_SHIFT, AllocSequence
-from trainfit.plan import make_plan, overheads
+from trainfit.plan import make_plan
 from trainfit.spec.card import load_card_dict
 from trainfit.spec.enums import Phase
 
@@ -48,23 +49,9 @@ def _card(model="Qwen/Qwen2.5-0.5B", scope="full", ckpt=True, gpus=4, b=1, s=512
 
 
 def _fsdp_sequence(card):
-    seen = {}
-    orig = overheads.fsdp_replayed_overhead
-
-    def spy(terms, **kw):
-        seen.update(terms=terms, **kw)
-        return orig(terms, **kw)
-
-    overheads.fsdp_replayed_overhead = spy
-    try:
-        plan = make_plan(card)
-    finally:
-        overheads.fsdp_replayed_overhead = orig
-    t, spec, c = seen["terms"], seen["spec"], seen["card"]
-    shape = overheads._sequence_shape(spec, c.batch.micro_batch_size, c.batch.seq_len, c.attention,
-                                      c.loss.chunked, t.logits.retained > 0,
-                                      c.precision.optimizer_impl.value == "for_loop")
-    return plan, t, sp.fsdp_step_sequence(t, shape, world_size=seen["sharding"].weights_divisor,
+    plan, seen = planned_replay(card, "fsdp_replayed_overhead")
+    t = seen["terms"]
+    return plan, t, sp.fsdp_step_sequence(t, seen["shape"], world_size=seen["sharding"].weights_divisor,
                                           workspace=(16 * MiB, 16 * MiB))
 
 

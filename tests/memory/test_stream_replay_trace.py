@@ -53,24 +53,14 @@ def _traced_by_stream(case):
 
 
 def _ours(case):
+    from replay_inputs import planned_replay
+
     from trainfit.memory import stream_pools as sp
-    from trainfit.plan import make_plan, overheads
     from trainfit.spec.card import load_card_dict
 
-    seen = {}
-    orig = overheads.fsdp_replayed_overhead
-
-    def spy(terms, **kw):
-        seen.update(terms=terms, **kw)
-        return orig(terms, **kw)
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(overheads, "fsdp_replayed_overhead", spy)
-        make_plan(load_card_dict(case.card()))
-    t, spec, c = seen["terms"], seen["spec"], seen["card"]
-    shape = overheads._sequence_shape(spec, c.batch.micro_batch_size, c.batch.seq_len, c.attention, c.loss.chunked,
-                                      t.logits.retained > 0, c.precision.optimizer_impl.value == "for_loop")
-    return sp.replay_streams(sp.fsdp_step_sequence(t, shape, world_size=seen["sharding"].weights_divisor))
+    _, seen = planned_replay(load_card_dict(case.card()), "fsdp_replayed_overhead")
+    return sp.replay_streams(sp.fsdp_step_sequence(seen["terms"], seen["shape"],
+                                                   world_size=seen["sharding"].weights_divisor))
 
 
 @pytest.mark.slow

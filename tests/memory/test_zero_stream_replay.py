@@ -12,6 +12,7 @@ import textwrap
 
 import pytest
 from deepspeed_tiny_worker import DEEPSPEED_TINY_PROLOGUE
+from replay_inputs import planned_replay
 
 from trainfit.memory import stream_pools as sp
 from trainfit.plan import make_plan, overheads
@@ -32,24 +33,11 @@ def _card(strategy="zero3", scope="full", gpus=8, offload=None, grad_accum=1, **
 
 def _zero_sequence(card):
     """(plan, terms, layout, sequence) of the card's ZeRO step as the planner replays it."""
-    seen = {}
-    orig = overheads.zero_replayed_overhead
-
-    def spy(terms, **kw):
-        seen.update(terms=terms, **kw)
-        return orig(terms, **kw)
-
-    overheads.zero_replayed_overhead = spy
-    try:
-        plan = make_plan(card)
-    finally:
-        overheads.zero_replayed_overhead = orig
-    if "terms" not in seen:
+    plan, seen = planned_replay(card, "zero_replayed_overhead")
+    if not seen:
         return plan, None, None, None
-    t, spec, c = seen["terms"], seen["spec"], seen["card"]
-    shape = overheads._sequence_shape(spec, c.batch.micro_batch_size, c.batch.seq_len, c.attention, c.loss.chunked,
-                                      t.logits.retained > 0, c.precision.optimizer_impl.value == "for_loop")
-    z = overheads.zero_layout(t, spec=spec, card=c, sharding=seen["sharding"], shape=shape)
+    t, shape = seen["terms"], seen["shape"]
+    z = overheads.zero_layout(t, spec=seen["spec"], card=seen["card"], sharding=seen["sharding"], shape=shape)
     return plan, t, z, sp.zero_step_sequence(t, shape, z, workspace=(1 << 22, 1 << 22))
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from replay_inputs import planned_replay
 
 from trainfit.memory import alloc_sequence
 from trainfit.memory.caching_allocator import CachingAllocator, replay_steps
@@ -80,25 +81,8 @@ def _card(**over):
 
 
 def _sequence(card):
-    from trainfit.plan import overheads
-
-    seen = {}
-    orig = overheads.replayed_overhead
-
-    def spy(terms, **kw):
-        seen.update(terms=terms, **kw)
-        return orig(terms, **kw)
-
-    overheads.replayed_overhead = spy
-    try:
-        plan = make_plan(card)
-    finally:
-        overheads.replayed_overhead = orig
-    t, spec, c = seen["terms"], seen["spec"], seen["card"]
-    shape = overheads._sequence_shape(spec, c.batch.micro_batch_size, c.batch.seq_len, c.attention,
-                                      c.loss.chunked, t.logits.retained > 0,
-                                      c.precision.optimizer_impl.value == "for_loop")
-    return plan, alloc_sequence.step_sequence(t, shape, workspace=(32 * MiB, 32 * MiB))
+    plan, seen = planned_replay(card, "replayed_overhead")
+    return plan, alloc_sequence.step_sequence(seen["terms"], seen["shape"], workspace=(32 * MiB, 32 * MiB))
 
 
 def test_every_tensor_a_step_allocates_is_freed_in_it():

@@ -131,6 +131,28 @@ def replay_floor() -> Iterator[list[int]]:
         _FLOOR.reset(token)
 
 
+def _screening() -> bool:
+    """Inside ``replay_floor``: record that this plan would replay, and skip the replay."""
+    floor = _FLOOR.get()
+    if floor is None:
+        return False
+    floor.append(1)
+    return True
+
+
+def card_sequence_shape(terms: StepTerms, *, spec: ModelSpec, card: RunCard) -> alloc_sequence.SequenceShape:
+    """The tensor shapes of the card's step that every replay generates its sequence from."""
+    return _sequence_shape(spec, card.batch.micro_batch_size, card.batch.seq_len, card.attention,
+                           card.loss.chunked, terms.logits.retained > 0,
+                           card.precision.optimizer_impl.value == "for_loop")
+
+
+def _replay_process(card: RunCard, compute_capability: str | None) -> tuple[tuple[int, int], bool]:
+    """(the two cuBLAS workspaces a replay's process makes, whether its allocator uses expandable segments)."""
+    ws = int(cublas_workspace_bytes(compute_capability=compute_capability) // 2)
+    return (ws, ws), card.hardware.allocator is AllocatorKind.EXPANDABLE_SEGMENTS
+
+
 def replayed_overhead(
     terms: StepTerms | None, *, spec: ModelSpec, card: RunCard, compute_capability: str | None = None,
 ) -> int | None:
@@ -139,16 +161,11 @@ def replayed_overhead(
     if (terms is None or not _REPLAY.get() or card.method is not Method.SFT
             or not alloc_sequence.supported(terms)):
         return None
-    floor = _FLOOR.get()
-    if floor is not None:
-        floor.append(1)
+    if _screening():
         return 0
-    shape = _sequence_shape(spec, card.batch.micro_batch_size, card.batch.seq_len, card.attention,
-                            card.loss.chunked, terms.logits.retained > 0,
-                            card.precision.optimizer_impl.value == "for_loop")
-    ws = cublas_workspace_bytes(compute_capability=compute_capability)
-    expandable = card.hardware.allocator is AllocatorKind.EXPANDABLE_SEGMENTS
-    return alloc_sequence.replayed_overhead(terms, shape, workspace=(int(ws // 2), int(ws // 2)),
+    shape = card_sequence_shape(terms, spec=spec, card=card)
+    workspace, expandable = _replay_process(card, compute_capability)
+    return alloc_sequence.replayed_overhead(terms, shape, workspace=workspace,
                                             expandable=expandable)
 
 
@@ -160,17 +177,12 @@ def fsdp_replayed_overhead(
     cannot be generated; (0, 0) inside ``replay_floor``."""
     if not _REPLAY.get() or card.method is not Method.SFT or not fsdp_supported(terms):
         return None
-    floor = _FLOOR.get()
-    if floor is not None:
-        floor.append(1)
+    if _screening():
         return 0, 0
-    shape = _sequence_shape(spec, card.batch.micro_batch_size, card.batch.seq_len, card.attention,
-                            card.loss.chunked, terms.logits.retained > 0,
-                            card.precision.optimizer_impl.value == "for_loop")
-    ws = cublas_workspace_bytes(compute_capability=compute_capability)
-    expandable = card.hardware.allocator is AllocatorKind.EXPANDABLE_SEGMENTS
+    shape = card_sequence_shape(terms, spec=spec, card=card)
+    workspace, expandable = _replay_process(card, compute_capability)
     return stream_pools.fsdp_replayed_overhead(terms, shape, world_size=sharding.weights_divisor,
-                                               workspace=(int(ws // 2), int(ws // 2)), expandable=expandable)
+                                               workspace=workspace, expandable=expandable)
 
 
 _ZERO = {Strategy.ZERO1: 1, Strategy.ZERO2: 2, Strategy.ZERO3: 3}
@@ -214,19 +226,14 @@ def zero_replayed_overhead(
     cannot be generated (the fitted share stands); (0, 0) inside ``replay_floor``."""
     if not _REPLAY.get() or card.method is not Method.SFT:
         return None
-    shape = _sequence_shape(spec, card.batch.micro_batch_size, card.batch.seq_len, card.attention,
-                            card.loss.chunked, terms.logits.retained > 0,
-                            card.precision.optimizer_impl.value == "for_loop")
+    shape = card_sequence_shape(terms, spec=spec, card=card)
     z = zero_layout(terms, spec=spec, card=card, sharding=sharding, shape=shape)
     if z is None or not stream_pools.zero_supported(terms, z):
         return None
-    floor = _FLOOR.get()
-    if floor is not None:
-        floor.append(1)
+    if _screening():
         return 0, 0
-    ws = cublas_workspace_bytes(compute_capability=compute_capability)
-    expandable = card.hardware.allocator is AllocatorKind.EXPANDABLE_SEGMENTS
-    return stream_pools.zero_replayed_overhead(terms, shape, z, workspace=(int(ws // 2), int(ws // 2)),
+    workspace, expandable = _replay_process(card, compute_capability)
+    return stream_pools.zero_replayed_overhead(terms, shape, z, workspace=workspace,
                                                expandable=expandable)
 
 

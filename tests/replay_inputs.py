@@ -1,0 +1,28 @@
+"""Shared by the allocation-replay tests (tests/unit/test_alloc_sequence.py, tests/memory/test_stream_replay*.py,
+tests/memory/test_zero_stream_replay.py); importable because pytest puts tests/ on sys.path for its conftest."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from trainfit.plan import make_plan, overheads
+
+
+def planned_replay(card: Any, replay: str) -> tuple[Any, dict[str, Any]]:
+    """(``make_plan(card)``, the arguments the planner passed to ``overheads.<replay>``, with ``shape``: the
+    step's ``SequenceShape`` as the planner generates it); ``{}`` when it was not called."""
+    seen: dict[str, Any] = {}
+    orig = getattr(overheads, replay)
+
+    def spy(terms, **kw):
+        seen.update(terms=terms, **kw)
+        return orig(terms, **kw)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(overheads, replay, spy)
+        plan = make_plan(card)
+    if seen:
+        seen["shape"] = overheads.card_sequence_shape(seen["terms"], spec=seen["spec"], card=seen["card"])
+    return plan, seen

@@ -272,6 +272,20 @@ def param_breakdown(spec: ModelSpec) -> ParamBreakdown:
     )
 
 
+def routed_expert_layer_params(spec: ModelSpec, layer: int) -> int:
+    """Weights of the routed experts of decoder layer ``layer`` (three ``hidden x expert_intermediate``
+    projections each; 0 for a dense layer). On a shard spec: that rank's local experts."""
+    moe = spec.moe
+    if moe is None or not moe.is_moe_layer(layer):
+        return 0
+    return moe.num_experts * 3 * spec.hidden_size * moe.expert_intermediate_size
+
+
+def routed_expert_params(spec: ModelSpec) -> int:
+    """Weights of the routed experts of every decoder layer (``routed_expert_layer_params`` summed)."""
+    return sum(routed_expert_layer_params(spec, i) for i in range(spec.num_layers)) if spec.moe is not None else 0
+
+
 @lru_cache(maxsize=4096)
 def active_params(spec: ModelSpec) -> int:
     """Parameters touched per token: routed experts count top-k of num_experts."""

@@ -51,7 +51,9 @@ from trainfit.memory.activations import ActivationBytes, activation_bytes
 from trainfit.memory.lora import lora_largest_tensor_params, lora_trainable_params
 from trainfit.memory.optimizer import PAGED, master_weight_bytes, optimizer_state_bytes, step_temporary_bytes
 from trainfit.memory.parallel import ParallelLayout, shard_spec
-from trainfit.memory.params import ParamBreakdown, linear_groups, param_breakdown, param_tensors
+from trainfit.memory.params import (
+    ParamBreakdown, linear_groups, param_breakdown, param_tensors, routed_expert_layer_params,
+)
 from trainfit.memory.phases import StepTerms
 from trainfit.memory.pipeline import Stage
 from trainfit.memory.sharding import Sharding
@@ -88,23 +90,16 @@ class RankParams:
         return sum(self.experts)
 
 
-def _expert_params(spec: ModelSpec, layer: int) -> int:
-    moe = spec.moe
-    if moe is None or not moe.is_moe_layer(layer):
-        return 0
-    return moe.num_experts * 3 * spec.hidden_size * moe.expert_intermediate_size
-
-
 def rank_params(spec: ModelSpec, ss: ModelSpec, layout: ParallelLayout, stage: Stage, card: RunCard) -> RankParams:
     """What the stage's TP/EP rank holds (``ss``: its shard spec)."""
     pb = param_breakdown(ss)
     ep = layout.ep
-    experts = tuple(_expert_params(ss, i) // ep for i in stage.layers)
-    layers = tuple(pb.per_layer[i] - _expert_params(ss, i) + e for i, e in zip(stage.layers, experts))
+    experts = tuple(routed_expert_layer_params(ss, i) // ep for i in stage.layers)
+    layers = tuple(pb.per_layer[i] - routed_expert_layer_params(ss, i) + e for i, e in zip(stage.layers, experts))
     if stage.last and ss.mtp_layers:  # DeepSeek-V3 MTP modules run after the last layer, beside the head
-        moe_layer = next((i for i in range(ss.num_layers) if _expert_params(ss, i)), None)
-        mtp_e = (_expert_params(ss, moe_layer) // ep) if moe_layer is not None else 0
-        mtp_full = _expert_params(ss, moe_layer) if moe_layer is not None else 0
+        moe_layer = next((i for i in range(ss.num_layers) if routed_expert_layer_params(ss, i)), None)
+        mtp_e = (routed_expert_layer_params(ss, moe_layer) // ep) if moe_layer is not None else 0
+        mtp_full = routed_expert_layer_params(ss, moe_layer) if moe_layer is not None else 0
         extra = pb.per_layer[ss.num_layers:]
         experts += (mtp_e,) * len(extra)
         layers += tuple(n - mtp_full + mtp_e for n in extra)

@@ -67,6 +67,7 @@ from trainfit.compute.moe_time import expert_token_shards
 from trainfit.compute.rates import DeviceRates
 from trainfit.compute.training import Parallel, PhaseTime, forward_only_time, model_parallel_comm_of
 from trainfit.memory import attention as attn
+from trainfit.memory.params import routed_expert_params
 from trainfit.memory.sharding import Sharding
 from trainfit.memory.weights import count_scale, total_params, weight_bytes
 from trainfit.methods.roles import (
@@ -494,9 +495,7 @@ def trainer_state_offload_phase(card: RunCard, spec: ModelSpec, r: DeviceRates, 
     # Megatron-Core's distributed optimizer shards the experts over the expert-data-parallel ranks,
     # world / (etp x ep x pp) (``ParallelLayout.expert_data_group``), fewer than the dense dp under
     # expert parallel: each rank offloads that larger share of the expert states
-    moe = shard.moe
-    expert = sum(moe.num_experts * 3 * shard.hidden_size * moe.expert_intermediate_size
-                 for i in range(shard.num_layers) if moe.is_moe_layer(i)) if moe is not None else 0
+    expert = routed_expert_params(shard)
     edp = max(1, train_gpus // max(1, p.expert_parallel * p.expert_tensor_parallel * p.pipeline_parallel))
     weights = weight_bytes(shard, weights=Dtype.BF16, compute=ComputeDtype.BF16, trainable=TrainableSpec()).base
     optimizer = STATE_OFFLOAD_OPTIMIZER_BYTES * ((params - expert) / dp + expert / edp)

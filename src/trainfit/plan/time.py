@@ -21,7 +21,7 @@ from trainfit.compute import collectives as coll
 from trainfit.compute.training import ModelParallel, OptimizerSpec, Parallel, PhaseTime, train_step_time
 from trainfit.memory import attention as attn
 from trainfit.memory.lora import lora_trainable_params, targeted_groups
-from trainfit.memory.params import param_breakdown, param_tensors
+from trainfit.memory.params import param_breakdown, param_tensors, routed_expert_params
 from trainfit.memory.sharding import Sharding
 from trainfit.memory.weights import count_scale, total_params, weight_bytes
 from trainfit.errors import TrainfitError
@@ -273,8 +273,7 @@ def expert_data_parallel(card: RunCard, spec: ModelSpec, shard: ModelSpec, *, pa
     moe = shard.moe
     if moe is None or card.scope is not Scope.FULL or par.strategy.value not in EXPERT_GROUP_STRATEGIES:
         return 0.0, data_ranks, 1
-    per_layer = moe.num_experts * 3 * shard.hidden_size * moe.expert_intermediate_size
-    expert_shard = per_layer * sum(1 for i in range(shard.num_layers) if moe.is_moe_layer(i))
+    expert_shard = routed_expert_params(shard)
     total = param_breakdown(shard).total
     if expert_shard <= 0 or total <= 0:
         return 0.0, data_ranks, 1

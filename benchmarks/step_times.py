@@ -61,6 +61,21 @@ sys.path.insert(0, str(ROOT / "src"))
 
 TRAIN_DATA = HERE / "data" / "published_train_times.json"
 RL_DATA = HERE / "data" / "published_rl_times.json"
+
+
+def data_files(main: Path) -> list[Path]:
+    """``main`` and its per-source companions (``published_train_times_<source>.json``), in name order: one list
+    of entries over all of them (each companion holds one publication's rows)."""
+    return [main, *sorted(main.parent.glob(f"{main.stem}_*.json"))]
+
+
+def load_entries(main: Path) -> list[dict[str, Any]]:
+    entries: list[dict[str, Any]] = []
+    for f in data_files(main):
+        data = json.loads(f.read_text())
+        for e in data.get("entries", data) if isinstance(data, dict) else data:
+            entries.append({**e, "_file": f.name})
+    return entries
 H200_RAW = HERE / "results" / "gpu_raw"
 H200_SETS = ("default", "heldout", "heldout2", "heldout3")
 MD_OUT = HERE / "step_times.md"
@@ -1200,7 +1215,7 @@ def train_rows(entries: list[dict[str, Any]], ledger: list[dict[str, Any]]) -> l
         row.config, row.notes, row.status = _summary(card, e), notes + [f"rule N: {how}"], status
         if status != "mapped":
             row.notes = reasons + row.notes
-        ledger.append({"id": e["id"], "file": TRAIN_DATA.name, "status": status, "reasons": reasons})
+        ledger.append({"id": e["id"], "file": e.get("_file", TRAIN_DATA.name), "status": status, "reasons": reasons})
         rows.append(row)
     return rows
 
@@ -1285,7 +1300,7 @@ def rl_rows(entries: list[dict[str, Any]], ledger: list[dict[str, Any]]) -> list
                         row.assumed_seq_tokens = float(ro["prompt_len"] + planned_response_mean(ro, e["model"]))
                         row.implied_seq_tokens = implied_sequence_tokens(e, q, pub)
             rows.append(row)
-        ledger.append({"id": e["id"], "file": RL_DATA.name, "status": status, "reasons": reasons})
+        ledger.append({"id": e["id"], "file": e.get("_file", RL_DATA.name), "status": status, "reasons": reasons})
     return rows
 
 
@@ -1486,8 +1501,8 @@ def counts(ledger: list[dict[str, Any]]) -> dict[str, Any]:
 
 def build() -> dict[str, Any]:
     ledger: list[dict[str, Any]] = []
-    rows = train_rows(json.loads(TRAIN_DATA.read_text()), ledger)
-    rows += rl_rows(json.loads(RL_DATA.read_text()), ledger)
+    rows = train_rows(load_entries(TRAIN_DATA), ledger)
+    rows += rl_rows(load_entries(RL_DATA), ledger)
     rows += h200_rows(ledger)
     return {"rows": rows, "ledger": ledger, "headline": headline(rows), "halves": halves(rows),
             "counts": counts(ledger)}

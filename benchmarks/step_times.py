@@ -89,6 +89,9 @@ MODEL_ALIASES = {
     "meta-llama/Llama-3.1-8B-Instruct": "meta-llama/Llama-3.1-8B",
     "meta-llama/Meta-Llama-3-8B-Instruct": "meta-llama/Llama-3.1-8B",
     "meta-llama/Llama-3.3-70B-Instruct": "meta-llama/Llama-3.1-70B",
+    # Llama 3 70B (NeMo 24.07 LLAMA3-70B rows): 8192 hidden, 28672 MLP, 80 layers, 64/8 heads, 128256 vocab, untied;
+    # 3.1 differs only in RoPE scaling and max_position_embeddings (8192 -> 131072), neither read at 8192 tokens
+    "meta-llama/Meta-Llama-3-70B": "meta-llama/Llama-3.1-70B",
     "Qwen/Qwen2.5-32B-Instruct": "Qwen/Qwen2.5-32B",
     "Qwen/Qwen2.5-7B-Instruct": "Qwen/Qwen2.5-7B",
     "Qwen/Qwen2.5-Math-7B": "Qwen/Qwen2.5-7B",

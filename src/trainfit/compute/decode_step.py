@@ -353,8 +353,13 @@ def _step_model(*, spec, matmul_params, rates, tp, weight_bytes, kv_bytes_per_to
                 engine_s_per_step, tp_all_reduce_latency_s, link: TpLink | None = None,
                 engine_multiprocess: bool = True, frontend_s_per_step: float | None = None,
                 frontend_s_per_sequence: float | None = None,
-                engine_s_per_sequence: float | None = None) -> _StepModel:
-    """The step model's coefficients; a host constant left None is this module's value at call time."""
+                engine_s_per_sequence: float | None = None, rank_bytes: float | None = None,
+                expert_bytes_per_param: float = ACTIVATION_BYTES,
+                linear_flops_per_s: float | None = None) -> _StepModel:
+    """The step model's coefficients; a host constant left None is this module's value at call time.
+    A quantized engine (``rollout.quantization``) passes the weight bytes one rank reads (``rank_bytes``; None:
+    ``rank_weight_bytes``), its routed experts' bytes per weight and the rate of the per-token matmuls
+    (``linear_flops_per_s``, a blend of fp8 and bf16 GEMMs; None: the bf16 matmul rate); attention stays bf16."""
     if frontend_s_per_step is None:
         frontend_s_per_step = FRONTEND_S_PER_STEP
     if frontend_s_per_sequence is None:
@@ -363,12 +368,14 @@ def _step_model(*, spec, matmul_params, rates, tp, weight_bytes, kv_bytes_per_to
         engine_s_per_sequence = ENGINE_S_PER_SEQUENCE
     hbm = rates.hbm_bytes_per_s
     flops = rates.matmul_flops_per_s * tp
+    lin_flops = (linear_flops_per_s or rates.matmul_flops_per_s) * tp
     n_ar = 2 * spec.num_layers if tp > 1 else 0
     kernels = decode_kernels(spec, tp=tp)
-    experts, miss = routed_expert_bytes(spec, weight_bytes=weight_bytes)
+    experts, miss = routed_expert_bytes(spec, weight_bytes=weight_bytes, bytes_per_param=expert_bytes_per_param)
+    rank = rank_weight_bytes(spec, tp=tp, weight_bytes=weight_bytes) if rank_bytes is None else rank_bytes
     return _StepModel(
-        bw0=(rank_weight_bytes(spec, tp=tp, weight_bytes=weight_bytes) - experts / tp) / hbm, bw_experts=experts / tp / hbm, expert_miss=miss, bw_ctx=kv_bytes_per_token / tp / hbm, bw_seq=kv_bytes_per_token / tp / hbm,
-        fl_seq=2 * matmul_params / flops, fl_ctx=4.0 * spec.q_dim * spec.num_full_attention_layers / flops,
+        bw0=(rank - experts / tp) / hbm, bw_experts=experts / tp / hbm, expert_miss=miss, bw_ctx=kv_bytes_per_token / tp / hbm, bw_seq=kv_bytes_per_token / tp / hbm,
+        fl_seq=2 * matmul_params / lin_flops, fl_ctx=4.0 * spec.q_dim * spec.num_full_attention_layers / flops,
         ar_per_step=n_ar, ar_bytes_seq=spec.hidden_size * ACTIVATION_BYTES,
         ar=tp_all_reduce(rates=rates, tp=tp, link=link, latency_s=tp_all_reduce_latency_s),
         launch=rates.host_s_per_forward_kernel * (1 if cuda_graphs else kernels), engine=engine_s_per_step,
@@ -403,13 +410,15 @@ def rank_weight_bytes(spec: ModelSpec, *, tp: int, weight_bytes: float) -> float
     return weight_bytes * weights_per_gpu_params(spec, tp=tp) / param_breakdown(spec).total
 
 
-def routed_expert_bytes(spec: ModelSpec, *, weight_bytes: float) -> tuple[float, float]:
-    """(bytes of all routed experts in bf16, at most ``weight_bytes``; ``1 − k/E``); (0, 1) for a dense model."""
+def routed_expert_bytes(spec: ModelSpec, *, weight_bytes: float,
+                        bytes_per_param: float = ACTIVATION_BYTES) -> tuple[float, float]:
+    """(bytes of all routed experts at ``bytes_per_param`` (bf16; fp8 with its block scales under
+    ``rollout.quantization: fp8``), at most ``weight_bytes``; ``1 − k/E``); (0, 1) for a dense model."""
     moe = spec.moe
     if moe is None or moe.num_experts <= moe.experts_per_token:
         return 0.0, 1.0
     layers = sum(1 for i in range(spec.num_layers) if moe.is_moe_layer(i))
-    routed = layers * moe.num_experts * 3 * spec.hidden_size * moe.expert_intermediate_size * ACTIVATION_BYTES
+    routed = layers * moe.num_experts * 3 * spec.hidden_size * moe.expert_intermediate_size * bytes_per_param
     return min(routed, weight_bytes), 1.0 - moe.experts_per_token / moe.num_experts
 
 
@@ -418,6 +427,8 @@ def decode_step_seconds(
     weight_bytes: float, kv_bytes_per_token: float, cuda_graphs: bool = True,
     engine_s_per_step: float = ENGINE_S_PER_STEP, tp_all_reduce_latency_s: float | None = None,
     link: TpLink | None = None, engine_multiprocess: bool = True, engine_s_per_sequence: float | None = None,
+    rank_bytes: float | None = None, expert_bytes_per_param: float = ACTIVATION_BYTES,
+    linear_flops_per_s: float | None = None,
 ) -> DecodeStep:
     """One decode step of ``batch`` sequences holding ``context_tokens`` tokens of KV in all (module docstring);
     ``link``: the tensor-parallel group's link when it spans nodes (``tp_link``); ``engine_multiprocess``:
@@ -425,7 +436,9 @@ def decode_step_seconds(
     m = _step_model(spec=spec, matmul_params=matmul_params, rates=rates, tp=tp, weight_bytes=weight_bytes,
                     kv_bytes_per_token=kv_bytes_per_token, cuda_graphs=cuda_graphs,
                     engine_s_per_step=engine_s_per_step, tp_all_reduce_latency_s=tp_all_reduce_latency_s,
-                    link=link, engine_multiprocess=engine_multiprocess, engine_s_per_sequence=engine_s_per_sequence)
+                    link=link, engine_multiprocess=engine_multiprocess, engine_s_per_sequence=engine_s_per_sequence,
+                    rank_bytes=rank_bytes, expert_bytes_per_param=expert_bytes_per_param,
+                    linear_flops_per_s=linear_flops_per_s)
     bw, fl, cm, ln = m.parts(batch, context_tokens)
     return DecodeStep(bandwidth_s=bw, compute_s=fl, comm_s=cm, launch_s=ln, engine_s=m.core(batch),
                       frontend_s=m.frontend(batch), total_s=m.seconds(batch, context_tokens))

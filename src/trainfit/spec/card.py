@@ -33,6 +33,7 @@ from trainfit.spec.enums import (
     Placement,
     RefPlacement,
     RolloutEngine,
+    RolloutQuantization,
     Scope,
     StatesDtype,
     Strategy,
@@ -333,6 +334,14 @@ class RolloutSection(_Section):
         " params_and_optimizer under the nemo-rl preset, else none. Unlike parallel.offload, the optimizer step"
         " stays on the GPU.")
     weight_sync: WeightSync = WeightSync.PER_PARAMETER
+    quantization: RolloutQuantization = Field(
+        RolloutQuantization.NONE, description="none | fp8: the vLLM engine's weights (NeMo RL vllm_cfg.precision:"
+        " fp8: 128x128-block fp8 linears and experts, re-quantized from the bf16 weights at every refit; the KV"
+        " cache stays bf16). Needs fp8 tensor cores and engine vllm.")
+    quantization_bf16_modules: list[str] = Field(
+        default_factory=list, max_length=64, description="With quantization fp8: module-name keywords kept in bf16"
+        " (NeMo RL vllm_cfg.quantization_ignored_layer_kws; a linear whose name contains one stays bf16), e.g."
+        " [a_proj, b_proj] for DeepSeek-V3's latent-attention projections.")
     logprob_micro_batch_size: int | None = Field(None, ge=1, le=65536, description="Sequences per log-prob pass; default micro_batch_size.")
     num_iterations: int = Field(1, ge=1, le=1000, description="Updates per generated batch (GRPO mu); > 1 adds an old-policy log-prob pass.")
     mini_batches: int = Field(1, ge=1, le=100_000, description="Optimizer steps per rollout batch and iteration (verl: train_batch_size / ppo_mini_batch_size; TRL GRPO: 1).")
@@ -507,6 +516,17 @@ class RunCard(_Section):
         elif prec.fp8_recipe is not None:
             raise ValueError(f"precision.fp8_recipe: only read with precision.compute: fp8 (compute is"
                              f" '{prec.compute.value}')")
+        if ro.quantization is RolloutQuantization.FP8:
+            if ro.engine is not RolloutEngine.VLLM:
+                raise ValueError(f"rollout.quantization: fp8 is vLLM's (quantization: fp8); engine"
+                                 f" '{ro.engine.value}' generates on the trainer's weights; allowed with it: none")
+            _check_fp8_gpu(self.hardware.gpu, key="rollout.quantization")
+        elif ro.quantization_bf16_modules:
+            raise ValueError("rollout.quantization_bf16_modules: only read with rollout.quantization: fp8"
+                             f" (quantization is '{ro.quantization.value}')")
+        if any(not k.strip() for k in ro.quantization_bf16_modules):
+            raise ValueError("rollout.quantization_bf16_modules: an empty keyword matches every module; give module"
+                             " name parts such as a_proj")
         if self.scope is Scope.QLORA and w not in (None, Dtype.NF4):
             raise ValueError(f"precision.weights: qlora stores the base in nf4, got '{w.value}'; use scope lora")
         _check_bf16_gpu(self.hardware.gpu, compute=prec.compute, compute_set="compute" in prec.model_fields_set,
@@ -601,9 +621,10 @@ def _check_bf16_gpu(gpu: str, *, compute: ComputeDtype, compute_set: bool, weigh
                              f" fp16 | fp32{also}")
 
 
-def _check_fp8_gpu(gpu: str) -> None:
+def _check_fp8_gpu(gpu: str, *, key: str = "precision.compute") -> None:
     """fp8 compute needs fp8 tensor cores (Hopper, Ada, Blackwell, MI300): a catalog card without an fp8 rate is
-    refused, naming the ones that have it. A custom card (memory only) is not checked."""
+    refused, naming the ones that have it (``key``: the card field that asked for fp8). A custom card (memory only)
+    is not checked."""
     from trainfit.catalog.gpus import gpu_ids, resolve_gpu
     from trainfit.errors import CatalogError
 
@@ -613,7 +634,7 @@ def _check_fp8_gpu(gpu: str) -> None:
         return
     if not spec.fp8_dense_flops_per_s:
         have = [g for g in gpu_ids() if resolve_gpu(g).fp8_dense_flops_per_s]
-        raise ValueError(f"precision.compute: fp8 needs fp8 tensor cores, which {spec.id} does not have; GPUs with"
+        raise ValueError(f"{key}: fp8 needs fp8 tensor cores, which {spec.id} does not have; GPUs with"
                          f" them: {', '.join(have)}")
 
 

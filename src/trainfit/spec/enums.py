@@ -188,6 +188,16 @@ class RolloutEngine(StrEnum):
     batch x ``tensor_parallel``, the ``inference_tp_size``); colocated only (``compute.hybrid_engine``)."""
 
 
+class RolloutQuantization(StrEnum):
+    """The rollout engine's weight format (``rollout.quantization``)."""
+
+    NONE = "none"
+    """The model dtype (bf16), as the trainer sends it."""
+    FP8 = "fp8"
+    """vLLM ``quantization: fp8`` with DeepSeek-style 128x128 weight blocks and dynamic 1x128 activation scales, as
+    NeMo RL's ``policy.generation.vllm_cfg.precision: fp8`` runs it (``trainfit.rollout.quantization``)."""
+
+
 class Placement(StrEnum):
     COLOCATE = "colocate"
     """All roles time-share every GPU."""

@@ -30,6 +30,17 @@ SUPPORTED_FAMILIES = (
 )
 """Decoder model_types whose parameter layout and activations trainfit models exactly."""
 
+COUNTED_FAMILIES = ("mpt", "gpt2", "gpt_bigcode", "gpt_neox", "falcon")
+"""Non-gated (GELU fc) decoders parsed for their exact parameter layout only: trainfit's activation model
+(``trainfit.memory.activations`` / ``arch_activations``) has no layer of theirs yet, so their specs carry
+``ModelSpec.unplanned`` and a plan refuses them; parameter counts, sizes and FLOP counts are exact."""
+
+REFUSED_FAMILIES = {
+    "phi": "its lm_head carries a bias (vocab_size values) that ModelSpec has no field for",
+    "bloom": "its word_embeddings_layernorm after the token embedding has no ModelSpec field",
+}
+"""Non-gated families whose parameters ModelSpec cannot count exactly: refused with the reason."""
+
 _TOP_LEVEL_WRAPPERS = {"qwen3_5": "qwen3_5_text", "qwen3_6": "qwen3_5_text", "llama4": "llama4_text"}
 
 # Families whose q/k/v carry a bias regardless of config.json (Qwen2 hard-codes bias=True).
@@ -107,9 +118,15 @@ def spec_from_hf_config(
     if not isinstance(family, str):
         raise ConfigError(f"{name}: config.json field 'model_type' must be text; supported: {', '.join(SUPPORTED_FAMILIES)}")
     family = _TOP_LEVEL_WRAPPERS.get(family, family)
+    if family in REFUSED_FAMILIES:
+        raise ConfigError(f"{name}: model_type '{family}' is not supported: {REFUSED_FAMILIES[family]};"
+                          f" supported: {', '.join(SUPPORTED_FAMILIES + COUNTED_FAMILIES)}")
+    if family in COUNTED_FAMILIES:
+        return ModelSpec(name=name, source=source, family=family, verified=verified, note=note, aliases=aliases,
+                         **_GPT_STYLE[family](dec, name))
     if family not in SUPPORTED_FAMILIES:
         raise ConfigError(
-            f"{name}: model_type '{family}' is not supported; supported: {', '.join(SUPPORTED_FAMILIES)}"
+            f"{name}: model_type '{family}' is not supported; supported: {', '.join(SUPPORTED_FAMILIES + COUNTED_FAMILIES)}"
         )
     hidden = _int(dec, "hidden_size", name, most=1_000_000)
     heads = _int(dec, "num_attention_heads", name, most=100_000)
@@ -256,11 +273,12 @@ def spec_from_hf_config(
     )
 
 
-def _dropout(dec: dict[str, Any], name: str) -> float:
-    """OPT's residual dropout (OPTConfig default 0.1), a probability in [0, 1)."""
-    p = dec.get("dropout", 0.1)
+def _dropout(dec: dict[str, Any], name: str, key: str = "dropout", default: float = 0.1) -> float:
+    """A residual dropout probability in [0, 1) (OPT's ``dropout``, OPTConfig default 0.1)."""
+    p = dec.get(key)
+    p = default if p is None else p
     if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 <= p < 1:
-        raise ConfigError(f"{name}: config.json field 'dropout' must be a probability in [0, 1), got {p!r}")
+        raise ConfigError(f"{name}: config.json field '{key}' must be a probability in [0, 1), got {p!r}")
     return float(p)
 
 
@@ -338,3 +356,209 @@ def _gpt_oss_moe(dec: dict[str, Any], name: str, width: int) -> MoeSpec:
         clamped_glu=True,
         inference_expert_bits=4.25 if mxfp4 else None,
     )
+
+
+# ------------------------------------------------------------------ non-gated GELU decoders (counted only)
+
+
+def _flag(cfg: dict[str, Any], key: str, where: str, *, default: Any = _MISSING, shown: str = "") -> bool:
+    """A true/false config value; ``default`` when absent or null (required when no default)."""
+    value = cfg.get(key)
+    if value is None:
+        if default is _MISSING:
+            raise ConfigError(f"{where}: config.json is missing required field '{shown or key}'")
+        return bool(default)
+    if not isinstance(value, bool):
+        raise ConfigError(f"{where}: config.json field '{shown or key}' must be true or false, got {str(value)[:40]!r}")
+    return value
+
+
+def _head_dim(hidden: int, heads: int, heads_key: str, hidden_key: str, where: str) -> int:
+    if hidden % heads:
+        raise ConfigError(f"{where}: config.json field '{heads_key}' = {heads} does not divide {hidden_key} = {hidden}")
+    return hidden // heads
+
+
+def _unplanned(family: str, layer: str) -> str:
+    return (f"{family}'s decoder layer ({layer}) has no activation model in trainfit.memory yet (the only non-gated"
+            " layer it models is OPT's ReLU fc1/fc2, whose fc2 input is ReLU's saved output; a GELU saves its input"
+            " as well); parameter counts are exact")
+
+
+def _common(*, hidden: int, heads: int, kv_heads: int, layers: int, vocab: int, width: int, tie: bool,
+            bias: bool, norm_bias: bool, norms: int, positions: int, max_pos: int | None, act: str,
+            dropout: float, unplanned: str) -> dict[str, Any]:
+    return dict(hidden_size=hidden, intermediate_size=width, num_layers=layers, num_attention_heads=heads,
+                num_kv_heads=kv_heads, head_dim=hidden // heads, vocab_size=vocab, tie_word_embeddings=tie,
+                attention_bias=bias, o_proj_bias=bias, mlp_bias=bias, mlp_gated=False, norm_bias=norm_bias,
+                norms_per_layer=norms, learned_positions=positions, max_position_embeddings=max_pos,
+                hidden_act=act, dropout=dropout, unplanned=unplanned)
+
+
+def _mpt(dec: dict[str, Any], name: str) -> dict[str, Any]:
+    """MPT as llm-foundry's MPTConfig / MPTForCausalLM build it (llmfoundry/models/mpt, the code MosaicML's hub
+    checkpoints run): fused Wqkv (d x (d + 2 kv_n_heads x head_dim)) and out_proj, up_proj/down_proj of
+    expansion_ratio x d_model with GELU, biases everywhere unless no_bias (which drops the norms' biases too),
+    LayerNorm (or RMSNorm under norm_type rmsnorm), learned positions of max_seq_len rows unless ALiBi or rope
+    is on, tied head by default. transformers' MptForCausalLM builds the same parameters for no_bias true,
+    alibi on, expansion_ratio 4 and multi-head attention (it ignores those fields).
+
+    ``no_bias`` and ``attn_config.alibi`` are required: the two implementations default them differently
+    (transformers true/true, llm-foundry false/false)."""
+    hidden = _int(dec, "d_model", name, most=1_000_000)
+    heads = _int(dec, "n_heads", name, most=100_000)
+    layers = _int(dec, "n_layers", name, most=1024)
+    vocab = _int(dec, "vocab_size", name, most=100_000_000)
+    max_seq = _int(dec, "max_seq_len", name, most=1_000_000_000)
+    head_dim = _head_dim(hidden, heads, "n_heads", "d_model", name)
+    attn = dec.get("attn_config") or {}
+    if not isinstance(attn, dict):
+        raise ConfigError(f"{name}: config.json field 'attn_config' must be a mapping of attention settings")
+    ffn = dec.get("ffn_config") or {}
+    if not isinstance(ffn, dict):
+        raise ConfigError(f"{name}: config.json field 'ffn_config' must be a mapping of MLP settings")
+    ffn_type = ffn.get("ffn_type", "mptmlp")
+    if ffn_type != "mptmlp":
+        raise ConfigError(f"{name}: config.json field 'ffn_config.ffn_type' = {ffn_type!r} is not modelled; allowed:"
+                          " mptmlp")
+    if _flag(attn, "qk_ln", name, default=False, shown="attn_config.qk_ln") or attn.get("qk_gn"):
+        raise ConfigError(f"{name}: config.json field 'attn_config.qk_ln' (or qk_gn) is not modelled; allowed: false")
+    attn_type = attn.get("attn_type", "multihead_attention")
+    kinds = ("multihead_attention", "multiquery_attention", "grouped_query_attention")
+    if attn_type not in kinds:
+        raise ConfigError(f"{name}: config.json field 'attn_config.attn_type' = {str(attn_type)[:40]!r}; allowed:"
+                          f" {', '.join(kinds)}")
+    if attn_type == "multihead_attention":
+        kv = heads
+    elif attn_type == "multiquery_attention":
+        kv = 1
+    else:
+        kv = _int(attn, "kv_n_heads", name, most=heads)
+        if heads % kv:
+            raise ConfigError(f"{name}: config.json field 'attn_config.kv_n_heads' = {kv} does not divide"
+                              f" n_heads = {heads}")
+    no_bias = _flag(dec, "no_bias", name)
+    learned = _flag(dec, "learned_pos_emb", name, default=True)
+    rope = _flag(attn, "rope", name, default=False, shown="attn_config.rope")
+    alibi = (_flag(attn, "alibi", name, shown="attn_config.alibi") if learned and not rope
+             else _flag(attn, "alibi", name, default=False, shown="attn_config.alibi"))
+    norm_type = dec.get("norm_type", "low_precision_layernorm")
+    norms = ("low_precision_layernorm", "layernorm", "low_precision_rmsnorm", "rmsnorm")
+    if norm_type not in norms:
+        raise ConfigError(f"{name}: config.json field 'norm_type' = {str(norm_type)[:40]!r}; allowed: {', '.join(norms)}")
+    ratio = dec.get("expansion_ratio", 4)
+    if ffn.get("ffn_hidden_size") is not None:
+        width = _as_int(ffn["ffn_hidden_size"], "ffn_config.ffn_hidden_size", name, most=10_000_000)
+    else:
+        if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0 < ratio <= 1024:
+            raise ConfigError(f"{name}: config.json field 'expansion_ratio' must be a number in (0, 1024], got {ratio!r}")
+        if not float(ratio * hidden).is_integer():
+            raise ConfigError(f"{name}: config.json field 'expansion_ratio' = {ratio} times d_model = {hidden} is not"
+                              " a whole MLP width")
+        width = int(ratio * hidden)
+    positions = max_seq if learned and not alibi and not rope else 0
+    layer = ("fused Wqkv, " + ("learned positions" if positions else "ALiBi" if alibi else "rotary")
+             + (", no biases" if no_bias else ", biases") + ", GELU up_proj/down_proj")
+    out = _common(hidden=hidden, heads=heads, kv_heads=kv, layers=layers, vocab=vocab, width=width,
+                  tie=_flag(dec, "tie_word_embeddings", name, default=True), bias=not no_bias,
+                  norm_bias="layernorm" in norm_type and not no_bias, norms=2, positions=positions, max_pos=max_seq,
+                  act="gelu", dropout=_dropout(dec, name, "resid_pdrop", 0.0), unplanned=_unplanned("MPT", layer))
+    out["head_dim"] = head_dim
+    return out
+
+
+def _gpt2(dec: dict[str, Any], name: str, *, family: str = "gpt2") -> dict[str, Any]:
+    """GPT-2 (transformers GPT2LMHeadModel) and GPTBigCode (StarCoder): wte, wpe of n_positions rows, per layer
+    ln_1, c_attn, c_proj, ln_2, c_fc (n_inner, default 4 x n_embd), c_proj, all with biases, LayerNorms with
+    bias, ln_f, head tied by default. GPTBigCode's c_attn is n_embd x (n_embd + 2 head_dim) under multi_query
+    (its default)."""
+    def key(own: str, alias: str) -> str:  # config.json spells n_embd etc.; transformers also accepts the alias
+        return alias if dec.get(own) is None and dec.get(alias) is not None else own
+
+    hidden = _int(dec, key("n_embd", "hidden_size"), name, most=1_000_000)
+    heads = _int(dec, key("n_head", "num_attention_heads"), name, most=100_000)
+    layers = _int(dec, key("n_layer", "num_hidden_layers"), name, most=1024)
+    pos = _int(dec, key("n_positions", "max_position_embeddings"), name, most=1_000_000_000)
+    vocab = _int(dec, "vocab_size", name, most=100_000_000)
+    _head_dim(hidden, heads, "n_head", "n_embd", name)
+    if _flag(dec, "add_cross_attention", name, default=False):
+        raise ConfigError(f"{name}: config.json field 'add_cross_attention' is not modelled (decoder-only);"
+                          " allowed: false")
+    bigcode = family == "gpt_bigcode"
+    kv = 1 if bigcode and _flag(dec, "multi_query", name, default=True) else heads
+    width = _int(dec, "n_inner", name, most=10_000_000, default=4 * hidden)
+    act = str(dec.get("activation_function") or ("gelu_pytorch_tanh" if bigcode else "gelu_new"))
+    label = "GPTBigCode" if bigcode else "GPT-2"
+    return _common(hidden=hidden, heads=heads, kv_heads=kv, layers=layers, vocab=vocab, width=width,
+                   tie=_flag(dec, "tie_word_embeddings", name, default=True), bias=True, norm_bias=True, norms=2,
+                   positions=pos, max_pos=pos, act=act, dropout=_dropout(dec, name, "resid_pdrop", 0.1),
+                   unplanned=_unplanned(label, "fused c_attn" + (" with one shared k/v head" if kv == 1 else "")
+                                        + ", learned positions, GELU c_fc/c_proj, dropout"))
+
+
+def _gpt_neox(dec: dict[str, Any], name: str) -> dict[str, Any]:
+    """GPT-NeoX / Pythia (transformers GPTNeoXForCausalLM): embed_in, per layer input_layernorm and
+    post_attention_layernorm (LayerNorm with bias), query_key_value (h x 3h) and dense with attention_bias
+    (default true), dense_h_to_4h / dense_4h_to_h of intermediate_size with biases, final_layer_norm, an
+    untied embed_out by default; partial rotary, parallel residual by default."""
+    hidden = _int(dec, "hidden_size", name, most=1_000_000)
+    heads = _int(dec, "num_attention_heads", name, most=100_000)
+    _head_dim(hidden, heads, "num_attention_heads", "hidden_size", name)
+    parallel = _flag(dec, "use_parallel_residual", name, default=True)
+    out = _common(hidden=hidden, heads=heads, kv_heads=heads, layers=_int(dec, "num_hidden_layers", name, most=1024),
+                  vocab=_int(dec, "vocab_size", name, most=100_000_000),
+                  width=_int(dec, "intermediate_size", name, most=10_000_000),
+                  tie=_flag(dec, "tie_word_embeddings", name, default=False),
+                  bias=_flag(dec, "attention_bias", name, default=True), norm_bias=True, norms=2, positions=0,
+                  max_pos=_int(dec, "max_position_embeddings", name, most=1_000_000_000, default=None),
+                  act=str(dec.get("hidden_act") or "gelu"), dropout=_dropout(dec, name, "hidden_dropout", 0.0),
+                  unplanned=_unplanned("GPT-NeoX", "fused query_key_value, partial rotary"
+                                       + (", attention and MLP in parallel residual" if parallel else "")
+                                       + ", GELU dense_h_to_4h/dense_4h_to_h"))
+    out["mlp_bias"] = True  # the MLP linears always carry a bias; attention_bias covers q/k/v and dense only
+    return out
+
+
+def _falcon(dec: dict[str, Any], name: str) -> dict[str, Any]:
+    """Falcon (transformers FalconForCausalLM): word_embeddings, per layer query_key_value of
+    (heads + 2 kv heads) x head_dim (new_decoder_architecture: num_kv_heads; multi_query: one; else heads),
+    dense, dense_h_to_4h / dense_4h_to_h of ffn_hidden_size (default 4h), all with ``bias`` (default false);
+    LayerNorms with bias: one per layer under parallel_attn (two with new_decoder_architecture or
+    num_ln_in_parallel_attn 2), two otherwise; ln_f; tied head by default."""
+    hidden = _int(dec, "hidden_size", name, most=1_000_000)
+    heads = _int(dec, "num_attention_heads", name, most=100_000)
+    _head_dim(hidden, heads, "num_attention_heads", "hidden_size", name)
+    new_arch = _flag(dec, "new_decoder_architecture", name, default=False)
+    if new_arch:
+        kv = _int(dec, "num_kv_heads", name, most=heads, default=heads)
+        if heads % kv:
+            raise ConfigError(f"{name}: config.json field 'num_kv_heads' = {kv} does not divide"
+                              f" num_attention_heads = {heads}")
+    else:
+        kv = 1 if _flag(dec, "multi_query", name, default=True) else heads
+    parallel = _flag(dec, "parallel_attn", name, default=True)
+    if not parallel:
+        norms = 2
+    else:
+        ln = _int(dec, "num_ln_in_parallel_attn", name, most=2, default=2 if new_arch else 1)
+        norms = ln
+    return _common(hidden=hidden, heads=heads, kv_heads=kv, layers=_int(dec, "num_hidden_layers", name, most=1024),
+                   vocab=_int(dec, "vocab_size", name, most=100_000_000),
+                   width=_int(dec, "ffn_hidden_size", name, most=10_000_000, default=4 * hidden),
+                   tie=_flag(dec, "tie_word_embeddings", name, default=True), bias=_flag(dec, "bias", name, default=False),
+                   norm_bias=True, norms=norms, positions=0,
+                   max_pos=_int(dec, "max_position_embeddings", name, most=1_000_000_000, default=None),
+                   act=str(dec.get("activation") or "gelu"), dropout=_dropout(dec, name, "hidden_dropout", 0.0),
+                   unplanned=_unplanned("Falcon", "fused query_key_value"
+                                        + (", attention and MLP in parallel from the same input" if parallel else "")
+                                        + (", ALiBi" if _flag(dec, "alibi", name, default=False) else ", rotary")
+                                        + ", GELU dense_h_to_4h/dense_4h_to_h"))
+
+
+_GPT_STYLE = {
+    "mpt": _mpt,
+    "gpt2": _gpt2,
+    "gpt_bigcode": lambda dec, name: _gpt2(dec, name, family="gpt_bigcode"),
+    "gpt_neox": _gpt_neox,
+    "falcon": _falcon,
+}

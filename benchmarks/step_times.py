@@ -263,6 +263,12 @@ def model_parallel_section(dims: dict[str, Any]) -> tuple[dict[str, Any], list[s
         out.update(context_parallel=cp, context_parallel_kind="ring")
     if ep > 1:
         out["expert_parallel"] = ep
+        # expert tensor parallel as the entry states it (Megatron-Core's expert_tensor_parallel_size; unset there it
+        # defaults to tensor_model_parallel_size, so a Megatron entry with TP > 1 should state it from its recipe, e.g.
+        # NVIDIA-NeMo/Megatron-Bridge src/megatron/bridge/recipes/qwen/h100/qwen3_moe.py: expert_tensor_parallel_size 1)
+        etp = dims.get("etp") or 1
+        if etp > 1:
+            out["expert_tensor_parallel"] = etp
     if out:
         notes.append("model parallel: " + ", ".join(f"{k} {v}" for k, v in out.items()))
     return out, notes
@@ -290,9 +296,13 @@ def checkpointing(value: Any, framework: str) -> tuple[dict[str, Any], list[str]
     return {"gradient_checkpointing": False}, ["activation checkpointing not stated: off"]
 
 
-FP8_RECIPES = {"torchtitan": "current", "nemo": "delayed", "megatron": "delayed", "megatron-bridge": "delayed"}
+FP8_RECIPES = {"torchtitan": "current", "nemo": "delayed", "megatron": "delayed", "megatron-bridge": "current"}
 """torchtitan's float8 converter is torchao tensorwise (dynamic, current) scaling; NeMo / Megatron use
-Transformer Engine, whose default recipe is DelayedScaling."""
+Transformer Engine, whose default recipe is DelayedScaling. Megatron-Bridge's performance recipes run "FP8" as FP8
+current scaling (NVIDIA-NeMo/Megatron-Bridge src/megatron/bridge/perf_recipes/_common.py
+@067f987df03b8355b03192d88d70f1709fedf51a: ``_perf_precision("fp8_cs")`` = ``bf16_with_fp8_current_scaling_mixed``; the
+25.11 summary labels the same rows FP8-CS). An entry's ``precision.fp8_recipe`` (delayed | current | blockwise), when
+given, wins over this per-framework default."""
 
 
 BF16_ADAPTER_FRAMEWORKS = ("torchtune", "nemo", "megatron", "automodel", "nemo-automodel", "megatron-bridge",
@@ -416,8 +426,10 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
                       "optimizer_in_backward": bool(e["precision"].get("optimizer_in_backward"))},
     }
     if compute == "fp8":
-        card["precision"].update(compute="fp8", fp8_recipe=FP8_RECIPES[e["framework"]])
-        notes.append(f"fp8: {FP8_RECIPES[e['framework']]} scaling ({e['framework']}'s recipe)")
+        recipe = e["precision"].get("fp8_recipe")
+        card["precision"].update(compute="fp8", fp8_recipe=recipe or FP8_RECIPES[e["framework"]])
+        notes.append(f"fp8: {recipe} scaling (the entry's recipe)" if recipe else
+                     f"fp8: {FP8_RECIPES[e['framework']]} scaling ({e['framework']}'s recipe)")
     if e.get("loss_chunked"):
         # torchtune CEWithChunkedOutputLoss: the output projection and the fp32 upcast in chunks, no full fp32
         # logits; the card's chunked loss (liger's fused kernel) is the nearest it states

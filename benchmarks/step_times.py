@@ -180,9 +180,43 @@ def source_of(entry: dict[str, Any]) -> str:
 
 # ---------------------------------------------------------------- model, GPU, parallelism
 
-def resolve_model(name: str, config: dict[str, Any] | None) -> tuple[Any, list[str]]:
+LLM_FOUNDRY_MPT = {
+    # llm-foundry's throughput table (scripts/train/benchmarking/README.md) runs
+    # scripts/train/yamls/pretrain/mpt-<size>.yaml of github.com/mosaicml/llm-foundry at the commit below
+    # (d_model, n_heads, n_layers; all: expansion_ratio 4, vocab_size 50368, attn_config.attn_impl triton or flash)
+    # with max_seq_len set to the row's sequence length: the table's NumParams grows with it. The yamls leave the
+    # rest to llm-foundry's MPTConfig defaults (llmfoundry/models/mpt/configuration_mpt.py): no_bias false,
+    # learned_pos_emb true, attn_config.alibi false, tied embeddings, low_precision_layernorm, resid_pdrop 0.
+    # trainfit's parameter count of each mapped config equals the row's NumParams.
+    "125m": (768, 12, 12, "5a6e81c1e0411ac0774b0fcf5129f6362309aa79"),
+    "760m": (1536, 12, 24, "fe15f275b7c153fa98ea121467cf8939ea04d525"),
+    "1b": (2048, 16, 24, "495218376830947dce625efabc4d86be7c47cc45"),
+    "3b": (2560, 20, 32, "34c28fc9199278b10193e69fb52979043b7dc1bd"),
+    "7b": (4096, 32, 32, "34c28fc9199278b10193e69fb52979043b7dc1bd"),
+    "13b": (5120, 40, 40, "309f68378c1e5f83dd5ccefd9350196cb1553e43"),
+    "30b": (7168, 56, 48, "fe15f275b7c153fa98ea121467cf8939ea04d525"),
+    "70b": (8192, 64, 80, "ef9e5a3da336ff8094d628e1b58e11c6493069b0"),
+}
+
+
+def llm_foundry_mpt_model(name: str, seq_len: int | None) -> tuple[dict[str, Any], list[str]]:
+    """The inline MPT config of an llm-foundry benchmark row (``LLM_FOUNDRY_MPT``)."""
+    m = re.match(r"llm-foundry/mpt-(\w+)\b", name)
+    if not m or m.group(1) not in LLM_FOUNDRY_MPT or not seq_len:
+        raise Unmapped("skipped", [f"model {name}: no llm-foundry MPT yaml mapped for it (or no sequence length)"])
+    d, heads, layers, commit = LLM_FOUNDRY_MPT[m.group(1)]
+    cfg = {"model_type": "mpt", "d_model": d, "n_heads": heads, "n_layers": layers, "expansion_ratio": 4,
+           "max_seq_len": int(seq_len), "vocab_size": 50368, "no_bias": False, "learned_pos_emb": True,
+           "attn_config": {"alibi": False}, "tie_word_embeddings": True, "resid_pdrop": 0.0}
+    return {"id": name, "config": cfg}, [
+        f"inline MPT config from mosaicml/llm-foundry scripts/train/yamls/pretrain/mpt-{m.group(1)}.yaml@{commit}"
+        f" (max_seq_len {seq_len}, MPTConfig defaults: biases, learned positions, tied embeddings)"]
+
+
+def resolve_model(name: str, config: dict[str, Any] | None, seq_len: int | None = None) -> tuple[Any, list[str]]:
     """The card's ``model`` value for an entry, and notes; Unmapped when neither the catalog nor the
-    entry's config gives the shape."""
+    entry's config gives the shape. ``seq_len``: the entry's sequence length (llm-foundry's MPT rows set
+    max_seq_len, and with it the learned position rows, to it)."""
     from trainfit.catalog.models import catalog_ids
 
     ids = set(catalog_ids())
@@ -190,10 +224,12 @@ def resolve_model(name: str, config: dict[str, Any] | None) -> tuple[Any, list[s
         return name, []
     if name in MODEL_ALIASES:
         return MODEL_ALIASES[name], [f"model {name} planned as {MODEL_ALIASES[name]} (same config shapes)"]
+    if name.startswith("llm-foundry/mpt-"):
+        return llm_foundry_mpt_model(name, seq_len)
     if config:
         if config.get("gated_mlp") is False or config.get("learned_position_embeddings"):
-            raise Unmapped("not_representable", ["non-gated GELU MLP and learned position embeddings (MPT): "
-                                                 "the model parser knows gated MLPs only"])
+            raise Unmapped("not_representable", ["non-gated MLP / learned positions in a model_config without a"
+                                                 " model_type: the layout (GPT-2, NeoX, MPT...) is not stated"])
         cfg = {k: v for k, v in config.items() if v is not None}
         if "model_type" in cfg:
             return {"id": name, "config": cfg}, [f"inline model_config ({cfg['model_type']} layout, as the entry states)"]
@@ -372,7 +408,7 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     blockers = parallel_blockers(e["parallel"])
     notes: list[str] = []
     try:
-        model, n = resolve_model(e["model"], e.get("model_config"))
+        model, n = resolve_model(e["model"], e.get("model_config"), e["batch"].get("seq_len"))
         notes += n
     except Unmapped as u:
         if u.status == "not_representable" or blockers:

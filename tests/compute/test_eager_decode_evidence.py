@@ -52,16 +52,20 @@ Qwen2-7B +58 % -> -29 % and +73 % -> +17 %, the 0.5B phases -16 % -> -56 % and -
 deepseek-llm-7b phases +2 % -> -37 % and -15 % -> -51 %, DeepSeek-V3 H20 -11 % -> -63 %); for the Hybrid Engine
 only: RL 20.8 % / 17.3 %, the ten DeepSpeed-Chat OPT steps +4..+127 % -> -52..+25 % (fit rows +22, +28, +30, +127
 % -> -25, -25, -14, +25 %; held-out rows' median |error| 20 % -> 26 %: the A100-40GB ones +4, -7, +21 % -> -34,
--52, -28 %). Every vLLM eager row but the play-verl Qwen2-7B ones lands short, and the 40 GB DeepSpeed-Chat rows
-too: the over-priced launch stands for costs the plan leaves out. Known ones: the play-verl phases' ~2.5 s outside
-the decode (below); the ROCm engines' larger per-token cost; DeepSeek-V3's eager step launches about twice what
-``decode_kernels`` counts (vLLM's ``grouped_topk`` is ~17 torch kernels: sigmoid, bias add, group top-2 and sum,
-group top-k, zeros, scatter, the mask's expand copy, cast, not, ``masked_fill``, top-k, gather, sum, div, two
-casts, where one is counted: +16 x 58 MoE layers; the absorbed MLA decode's two batched GEMMs, transposes and
-``cat``, ~+5 a layer: ~2,600 kernels against 1,379). Counting those at 22 us moves DeepSeek-V3 H20 to -41 % (-63 %
-without), NeMo RL's eager DeepSeek-V3 H100 step +60 % -> +38 % (at 65 us they would read +62 % and +113 %), the
-held-out generation median to 33.6 %: still short. So the launch stays at the training figure until those are
-modelled with it.
+-52, -28 %; the plan has the 40 GB and 80 GB runs within 3 % of each other where the published 40 GB steps are
+20-39 % slower, so those rows miss something else). That Hybrid-Engine-only variant keeps the held-out RL-step
+median but contradicts DeepSpeed-Chat's own step-3 log (``hybrid_engine`` docstring: at least 27 us per kernel on
+its V100 host even if every call ran the full 256 tokens; 22 us plans 2.1 s against the logged 2.52 s), so the
+per-kernel cost of DeepSpeed-Inference under transformers' ``generate`` is not gpt-fast's either. Every vLLM eager
+row but the play-verl Qwen2-7B ones lands short, and the 40 GB DeepSpeed-Chat rows too: the over-priced launch
+stands for costs the plan leaves out. Known ones: the play-verl phases' ~2.5 s outside the decode (below); the
+ROCm engines' larger per-token cost; DeepSeek-V3's eager step launches about twice what ``decode_kernels`` counts
+(vLLM's ``grouped_topk`` is ~17 torch kernels: sigmoid, bias add, group top-2 and sum, group top-k, zeros,
+scatter, the mask's expand copy, cast, not, ``masked_fill``, top-k, gather, sum, div, two casts, where one is
+counted: +16 x 58 MoE layers; the absorbed MLA decode's two batched GEMMs, transposes and ``cat``, ~+5 a layer:
+~2,600 kernels against 1,379). Counting those at 22 us moves DeepSeek-V3 H20 to -41 % (-63 % without), NeMo RL's
+eager DeepSeek-V3 H100 step +60 % -> +38 % (at 65 us they would read +62 % and +113 %), the held-out generation
+median to 33.6 %: still short. So the launch stays at the training figure until those are modelled with it.
 
 The combined change tried earlier was not applied either (benchmarks/step_times.py on one tree, 2026-12-02;
 generation subset fit / held-out, RL steps fit / held-out): 26 us per eager kernel for vLLM, 2.5 s per synchronous

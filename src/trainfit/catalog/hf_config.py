@@ -275,8 +275,7 @@ def spec_from_hf_config(
 
 def _dropout(dec: dict[str, Any], name: str, key: str = "dropout", default: float = 0.1) -> float:
     """A residual dropout probability in [0, 1) (OPT's ``dropout``, OPTConfig default 0.1)."""
-    p = dec.get(key)
-    p = default if p is None else p
+    p = dec.get(key, default)
     if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 <= p < 1:
         raise ConfigError(f"{name}: config.json field '{key}' must be a probability in [0, 1), got {p!r}")
     return float(p)

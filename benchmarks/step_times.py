@@ -535,8 +535,10 @@ def _rl_model(e: dict[str, Any]) -> tuple[Any, list[str]]:
         raise
     if blockers:
         raise Unmapped("not_representable", blockers)
-    if "fp8" in e["id"] or "FP8" in (e["source"].get("section") or ""):
-        raise Unmapped("skipped", ["fp8 compute not modelled"])
+    if ("fp8" in e["id"] or "FP8" in (e["source"].get("section") or "")) and not (
+            e["rollout"].get("quantization") and e["train"].get("fp8_recipe")):
+        raise Unmapped("skipped", ["fp8 run whose generation and training fp8 settings are not recorded "
+                                   "(rollout.quantization, train.fp8_recipe)"])
     if e.get("unscorable"):
         raise Unmapped("skipped", [e["unscorable"]])
     return model, notes
@@ -578,6 +580,13 @@ def rollout_section(e: dict[str, Any], model: Any, nodes: int) -> tuple[dict[str
         out["cuda_graphs"] = bool(ro["cuda_graphs"])
     if ro.get("engine_multiprocess") is not None:  # the run's own engine mode over the preset's (NeMo RL AsyncLLM)
         out["engine_multiprocess"] = bool(ro["engine_multiprocess"])
+    if ro.get("quantization"):  # NeMo RL vllm_cfg.precision: fp8 (the entry's fp8_source recipe)
+        out["quantization"] = ro["quantization"]
+        if ro.get("quantization_bf16_modules"):
+            out["quantization_bf16_modules"] = list(ro["quantization_bf16_modules"])
+        notes.append(f"vLLM {ro['quantization']} weights (128x128 blocks), KV cache bf16"
+                     + (f"; {', '.join(ro['quantization_bf16_modules'])} kept bf16"
+                        if ro.get("quantization_bf16_modules") else ""))
     if ro.get("async") == "one_step_off":
         out["async_mode"] = "one_step_off"
     elif ro.get("async") == "fully_async":
@@ -749,6 +758,9 @@ def map_rl(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     card: dict[str, Any] = {"model": model, "method": "ppo" if method == "ppo" else "grpo", "scope": "full",
                             "hardware": hw, "parallel": parallel,
                             "batch": {"micro_batch_size": mbs or 1}, "rollout": rollout}
+    if tr.get("fp8_recipe"):  # Megatron fp8_cfg (the entry's fp8_source recipe): the trainer's linears in fp8
+        card["precision"] = {"compute": "fp8", "fp8_recipe": tr["fp8_recipe"]}
+        notes.append(f"training and log-prob passes in fp8, {tr['fp8_recipe']} scaling (Megatron fp8_cfg)")
     if e["framework"] == "nemo-rl" and rollout["placement"] == "colocate":
         # nemo_rl/models/generation/vllm/vllm_generation.py finish_generation: a colocated engine sleeps
         # (vllm_worker.py: llm.sleep(level=1), enable_sleep_mode=True) and wakes every step (@9dbd9adc)

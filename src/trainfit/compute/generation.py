@@ -87,15 +87,18 @@ class GenerationTime:
 
 def prefill_seconds(*, spec: ModelSpec, matmul_params: float, rates: DeviceRates, tp: int, sequences: float,
                     context_tokens: float, context_tokens_sq: float | None = None,
-                    tp_all_reduce_latency_s: float | None = None, link: TpLink | None = None) -> tuple[float, float]:
+                    tp_all_reduce_latency_s: float | None = None, link: TpLink | None = None,
+                    linear_flops_per_s: float | None = None) -> tuple[float, float]:
     """(seconds, of which tensor-parallel all-reduce) to prefill ``sequences`` prompts holding
     ``context_tokens`` tokens in all; causal attention costs ``2·c²·q_dim`` per layer for a context
-    of ``c`` (``context_tokens_sq`` = Σ c², default every sequence the same length)."""
+    of ``c`` (``context_tokens_sq`` = Σ c², default every sequence the same length). ``linear_flops_per_s``: the
+    rate of the ``2·N`` matmuls (an fp8 engine's blend, ``rollout.quantization``; None: the bf16 matmul rate);
+    attention stays at the bf16 rate."""
     if sequences <= 0 or context_tokens <= 0:
         return 0.0, 0.0
     sq = context_tokens ** 2 / sequences if context_tokens_sq is None else context_tokens_sq
-    flops = 2 * matmul_params * context_tokens + 2.0 * spec.q_dim * spec.num_full_attention_layers * sq
-    compute = flops / (rates.matmul_flops_per_s * tp)
+    linear = 2 * matmul_params * context_tokens / ((linear_flops_per_s or rates.matmul_flops_per_s) * tp)
+    compute = linear + 2.0 * spec.q_dim * spec.num_full_attention_layers * sq / (rates.matmul_flops_per_s * tp)
     if tp == 1:
         return compute, 0.0
     passes = ceil(context_tokens / PREFILL_TOKENS_PER_PASS)
@@ -135,6 +138,9 @@ def generation_time(
     frontend_s_per_step: float | None = None,
     frontend_s_per_sequence: float | None = None,
     engine_s_per_sequence: float | None = None,
+    rank_weight_bytes: float | None = None,
+    expert_bytes_per_param: float = ACTIVATION_BYTES,
+    linear_flops_per_s: float | None = None,
 ) -> GenerationTime:
     """Seconds of one rollout phase (module docstring).
 
@@ -151,6 +157,9 @@ def generation_time(
     ``engine_multiprocess``: the engine core runs in its own process, its frontend's per-sequence host work
     (``frontend_s_per_sequence``) overlapped with the GPU; False (``VLLM_ENABLE_V1_MULTIPROCESSING=0``,
     NeMo RL): ``frontend_s_per_step`` + that work add to every step (``decode_step``).
+    ``rank_weight_bytes`` / ``expert_bytes_per_param`` / ``linear_flops_per_s``: a quantized engine's weight bytes
+    per rank, routed-expert bytes per weight and per-token matmul rate (``rollout.quantization``; None / bf16 / the
+    bf16 rate by default), in decode and prefill alike.
     Raises ``CardError`` on a non-positive count or a sequence longer than the KV capacity.
     """
     if min(tp, engines, prompts, samples_per_prompt, prompt_len, max_num_seqs, quantiles) < 1:
@@ -176,7 +185,8 @@ def generation_time(
                        engine_s_per_step=engine_s_per_step, tp_all_reduce_latency_s=tp_all_reduce_latency_s,
                        link=tp_link, engine_multiprocess=engine_multiprocess,
                        frontend_s_per_step=frontend_s_per_step, frontend_s_per_sequence=frontend_s_per_sequence,
-                       engine_s_per_sequence=engine_s_per_sequence)
+                       engine_s_per_sequence=engine_s_per_sequence, rank_bytes=rank_weight_bytes,
+                       expert_bytes_per_param=expert_bytes_per_param, linear_flops_per_s=linear_flops_per_s)
     if streaming:
         dec = _stream_decode(groups=groups, sequences=seqs, slots=max_num_seqs, prompt_len=prompt_len,
                              kv_prompt=kv_prompt, kv_capacity=kv_capacity_tokens, step=step)
@@ -185,7 +195,7 @@ def generation_time(
                                kv_prompt=kv_prompt, kv_capacity=kv_capacity_tokens, chunk=chunk, step=step)
     prefilled = ceil(seqs / samples_per_prompt) if prefix_sharing else seqs
     common = dict(spec=spec, matmul_params=matmul_params, rates=rates, tp=tp,
-                  tp_all_reduce_latency_s=tp_all_reduce_latency_s, link=tp_link)
+                  tp_all_reduce_latency_s=tp_all_reduce_latency_s, link=tp_link, linear_flops_per_s=linear_flops_per_s)
     prefill, prefill_comm = prefill_seconds(sequences=prefilled, context_tokens=prefilled * prompt_len, **common)
     # a preempted sequence re-prefills at most its whole context (prompt + longest response): the fluid
     # bookkeeping of readmitted sequences can overstate the context it carries, so bound it here

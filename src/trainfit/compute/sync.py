@@ -127,6 +127,8 @@ def weight_sync_seconds(
     gather_s_per_tensor: float | None = None,
     disk_bytes_per_s: float = DISK_BYTES_PER_S,
     sender_node_ranks: int = 1,
+    receiver_cast_params: float = 0.0,
+    receiver_cast_bytes_per_param: float = 0.0,
 ) -> SyncTime:
     """Seconds of one trainer -> engine weight update (module docstring).
 
@@ -140,6 +142,11 @@ def weight_sync_seconds(
     per-parameter gather is ms-scale: SkyRL PR #161 took 4.4 s for a 14B model, 579 tensors).
     ``sender_node_ranks``: GPUs of the broadcast group in the sending node; across nodes their NICs
     carry NCCL's channels in parallel (1: the sending rank alone in its node, one NIC).
+    ``receiver_cast_params`` / ``receiver_cast_bytes_per_param``: weights every engine rank casts on arrival and the
+    HBM bytes each cast moves (an fp8 engine re-quantizes the bf16 it receives, ``rollout.quantization``). A
+    bucketed broadcast overlaps it with the next bucket's broadcast (NeMo RL's ``packed_broadcast_consumer`` loads
+    each bucket on its own stream, ``NRL_REFIT_NUM_BUFFERS`` 2: ``nemo_rl/utils/packed_tensor.py``
+    @9dbd9adc95a10f5946cceb36e1d5b31e2429e470), so the larger of the two counts; other paths add it.
     """
     mech = SyncMechanism(mechanism)
     if weight_bytes <= 0 or min(num_tensors, train_shards, tp, engines) < 1:
@@ -151,25 +158,30 @@ def weight_sync_seconds(
                              nic_bytes_per_s=nic_bytes_per_s, s_per_tensor=gather_s_per_tensor, gpus_per_node=gpus_per_node)
     buckets = 0 if bucket_bytes is None or mech is SyncMechanism.DISK else ceil(weight_bytes / bucket_bytes)
     load = 2 * weight_bytes / tp / rates.hbm_bytes_per_s  # each engine rank copies its shard in
+    cast = receiver_cast_params * receiver_cast_bytes_per_param / rates.hbm_bytes_per_s
     if mech is SyncMechanism.COLOCATED_CUDA_IPC:
-        transfer = 2 * weight_bytes / rates.hbm_bytes_per_s + load
+        transfer = 2 * weight_bytes / rates.hbm_bytes_per_s + load + cast
         how = "HBM copies: bucket fill + each engine rank's shard"
     elif mech is SyncMechanism.DISK:
-        transfer = 2 * weight_bytes / disk_bytes_per_s + load
+        transfer = 2 * weight_bytes / disk_bytes_per_s + load + cast
         how = f"checkpoint written and re-read at {disk_bytes_per_s / 1e9:.1f} GB/s"
     else:
         receivers = engines * tp
         bus = collectives.ring_bus_bytes_per_s(rates=rates, crosses_nodes=inter_node, nic_bytes_per_s=nic_bytes_per_s,
                                                local_ranks=sender_node_ranks)
         per_call = rates.collective_latency_s + COLLECTIVE_HOP_LATENCY_S * receivers
-        transfer = weight_bytes / bus + (buckets or num_tensors) * per_call + load
+        wire = weight_bytes / bus
+        overlap = bool(buckets) and mech is SyncMechanism.NCCL_BROADCAST
+        transfer = (max(wire, cast) if overlap else wire + cast) + (buckets or num_tensors) * per_call + load
         how = f"broadcast from trainer rank 0 to {receivers} engine ranks at {bus / 1e9:.0f} GB/s"
     per_tensor = num_tensors * _s_per_tensor(mech, bucket_bytes, s_per_tensor) + buckets * S_PER_BUCKET
     notes = (
         f"{mech.value}: {how}",
         f"gather over {train_shards} shard(s), one collective per tensor" if train_shards > 1 else "no gather (replicated weights)",
         f"{num_tensors} tensors, " + (f"{buckets} bucket(s) of {bucket_bytes / GIB:.2f} GiB" if buckets else "one at a time"),
-    )
+    ) + ((f"each engine rank casts {receiver_cast_params / 1e9:.3g}B weights on arrival ({cast:.2f} s of HBM"
+          " traffic" + (", beside the next bucket's broadcast)" if buckets and mech is SyncMechanism.NCCL_BROADCAST
+                        else ")"),) if cast else ())
     return SyncTime(gather_s=gather, transfer_s=transfer, per_tensor_s=per_tensor,
                     total_s=gather + transfer + per_tensor, assumptions=notes)
 

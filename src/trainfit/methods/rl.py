@@ -238,12 +238,15 @@ def engine_for(card: RunCard, spec: ModelSpec, *, gpu_memory: float) -> tuple[En
         prompt_len=ro.prompt_len,
         completion_len=ro.response_len,
     )
-    return _engine_memory(spec, gpu_memory, cfg), demand, instances
+    from trainfit.rollout.quantization import card_engine_rank_bytes
+
+    return _engine_memory(spec, gpu_memory, cfg, card_engine_rank_bytes(card, spec)), demand, instances
 
 
 @lru_cache(maxsize=4096)
-def _engine_memory(spec: ModelSpec, gpu_memory: float, cfg: EngineConfig) -> EngineMemory:
-    return engine_memory(spec, gpu_memory_bytes=gpu_memory, engine=cfg)
+def _engine_memory(spec: ModelSpec, gpu_memory: float, cfg: EngineConfig,
+                   rank_weights_bytes: float | None = None) -> EngineMemory:
+    return engine_memory(spec, gpu_memory_bytes=gpu_memory, engine=cfg, rank_weights_bytes=rank_weights_bytes)
 
 
 def _hf_generation(spec: ModelSpec, card: RunCard, actor: StepTerms, train_gpus: int) -> float:

@@ -81,6 +81,7 @@ from trainfit.methods.roles import (
 from trainfit.plan.time import (
     COMPILE_KERNEL_FACTOR,
     COMPILE_MEMORY_FACTOR,
+    TE_ONLY_FP8_RECIPES,
     StepTiming,
     adapter_of,
     fused_kernels,
@@ -175,6 +176,7 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
 
     cp = card.parallel.context_parallel
     mp = model_parallel_of(card, spec, r, gpus_per_node=per_node)
+    fp8 = card.precision.compute is ComputeDtype.FP8
 
     def forward_pass(name: str, pspec: ModelSpec, adapter=None) -> PhaseTime:
         p_ = card.parallel
@@ -193,6 +195,8 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
             # the same expert-parallel routing and dispatch work as the training pass (compute.moe_time)
             expert_parallel=mp.ep, expert_token_shards=expert_token_shards(
                 tp=mp.tp, etp=mp.etp, ep=mp.ep, sequence_parallel=mp.sequence_parallel),
+            # a model trained in fp8 runs its log-prob forwards in fp8 as well (the same linears)
+            fp8=fp8, fp8_weight_cache=fp8 and card.precision.fp8_recipe in TE_ONLY_FP8_RECIPES,
         )
         comm = 0.0
         if mp.active:
@@ -320,6 +324,28 @@ def _engine_weight_bytes(spec: ModelSpec) -> float:
     return weight_bytes(spec, weights=Dtype.BF16, compute=ComputeDtype.BF16, trainable=TrainableSpec()).base
 
 
+def quantized_engine_inputs(card: RunCard, spec: ModelSpec, r: DeviceRates) -> dict[str, float]:
+    """What ``rollout.quantization`` changes in the engine's generation time (``compute.generation``): the weight
+    bytes one rank reads per decode step (1-byte fp8 linears and experts with their block scales,
+    ``rollout.quantization``), the routed experts' bytes per weight, and the rate of the per-token matmuls: the fp8
+    GEMMs at ``fp8_matmul_flops_per_s``, the head and the bf16 modules at the bf16 rate
+    (``rollout.quantization.linear_flops_per_s``). Empty without quantization (bf16 defaults)."""
+    from trainfit.rollout import quantization as q
+
+    ro = card.rollout
+    if not q.is_quantized(ro.quantization):
+        return {}
+    kept = tuple(ro.quantization_bf16_modules)
+    share = q.fp8_matmul_share(spec, quantization=ro.quantization, bf16_modules=kept)
+    return {
+        "rank_weight_bytes": q.card_engine_rank_bytes(card, spec),
+        "expert_bytes_per_param": q.routed_expert_bytes_per_param(spec, quantization=ro.quantization,
+                                                                  bf16_modules=kept),
+        "linear_flops_per_s": q.linear_flops_per_s(bf16_flops_per_s=r.matmul_flops_per_s,
+                                                   fp8_flops_per_s=r.fp8_matmul_flops_per_s, fp8_share=share),
+    }
+
+
 def generation_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, rollout, r: DeviceRates) -> PhaseTime | None:
     """The rollout engine's time for the step's prompts (None when the engine cannot start)."""
     if card.rollout.engine is RolloutEngine.DEEPSPEED_HYBRID:
@@ -344,6 +370,7 @@ def generation_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, rollout, r: D
         cuda_graphs=ro.cuda_graphs, engines=max(1, rollout.engine_instances),
         streaming=ro.async_mode is AsyncMode.FULLY_ASYNC, tp_link=link, engine_multiprocess=ro.engine_multiprocess,
         frontend_s_per_step=decode_step.FRONTEND_S_PER_STEP, frontend_s_per_sequence=decode_step.FRONTEND_S_PER_SEQUENCE,
+        **quantized_engine_inputs(card, spec, r),
     )
     bound = {"bandwidth": "memory"}.get(g.bound, g.bound)
     return _phase("generation", g.total_s, bound, prefill=g.prefill_s, decode=g.decode_s, long_tail=g.tail_s,
@@ -389,6 +416,8 @@ def sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding,
         return None
     from trainfit.compute.sync import framework_sync_mechanism, hf_tensor_count, weight_sync_seconds
 
+    from trainfit.rollout.quantization import FP8_CAST_BYTES_PER_PARAM, refit_cast_params
+
     ro = card.rollout
     chosen = ro.weight_sync if "weight_sync" in ro.model_fields_set else None
     fs = framework_sync_mechanism(card.preset or "trl", ro.placement.value, chosen)
@@ -401,6 +430,10 @@ def sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding,
         gpus_per_node=card.hardware.gpus_per_node, nic_bytes_per_s=nic_bytes_per_s(card),
         bucket_bytes=fs.bucket_bytes, s_per_tensor=fs.s_per_tensor,
         sender_node_ranks=train_nodes(card)[1] if fs.trainer_ranks_in_group else 1,
+        # an fp8 engine receives bf16 and casts every fp8 weight whole on each rank (rollout.quantization)
+        receiver_cast_params=refit_cast_params(spec, quantization=ro.quantization,
+                                               bf16_modules=tuple(ro.quantization_bf16_modules)),
+        receiver_cast_bytes_per_param=FP8_CAST_BYTES_PER_PARAM,
     )
     return _phase("weight_sync", t.total_s, "communication", gather=t.gather_s, transfer=t.transfer_s,
                   per_tensor=t.per_tensor_s)
@@ -525,6 +558,10 @@ def sleep_wake_phase(card: RunCard, spec: ModelSpec, rollout, r: DeviceRates) ->
         return None
     from trainfit.compute.generation import sleep_wake_seconds
 
-    t = sleep_wake_seconds(level=ro.sleep_level, weight_bytes_per_gpu=_engine_weight_bytes(spec) / ro.tensor_parallel,
+    from trainfit.rollout.quantization import card_engine_rank_bytes
+
+    rank = card_engine_rank_bytes(card, spec)  # an fp8 engine sleeps and wakes its 1-byte weights
+    t = sleep_wake_seconds(level=ro.sleep_level,
+                           weight_bytes_per_gpu=_engine_weight_bytes(spec) / ro.tensor_parallel if rank is None else rank,
                            kv_cache_bytes_per_gpu=rollout.kv_cache_bytes, rates=r)
     return _phase("sleep_wake", t.total_s, "offload", sleep=t.sleep_s, wake=t.wake_s)

@@ -181,3 +181,15 @@ def refit_cast_params(spec: ModelSpec, *, quantization: RolloutQuantization, bf1
     if not is_quantized(quantization):
         return 0.0
     return sum(g.weight_params for g in fp8_groups(spec, bf16_modules)) * count_scale(spec)
+
+
+def card_engine_rank_bytes(card, spec: ModelSpec) -> float | None:
+    """The weight bytes one rank of the card's vLLM engine holds when ``rollout.quantization`` quantizes them
+    (``engine_rank_weight_bytes``), after checking ``rollout.quantization_bf16_modules`` against ``spec``; None
+    without quantization (the engine's own bf16 sizing)."""
+    ro = card.rollout
+    if not is_quantized(ro.quantization):
+        return None
+    kept = tuple(ro.quantization_bf16_modules)
+    check_bf16_modules(spec, kept)
+    return engine_rank_weight_bytes(spec, tp=ro.tensor_parallel, quantization=ro.quantization, bf16_modules=kept)

@@ -541,20 +541,23 @@ def engine_memory(
     engine: EngineConfig,
     weights_bytes: float | None = None,
     other_used_bytes: float = 0.0,
+    rank_weights_bytes: float | None = None,
 ) -> EngineMemory:
     """Memory of one GPU of a vLLM engine serving ``spec`` with ``engine``.
 
     ``gpu_memory_bytes`` is the device total vLLM sees (``cudaMemGetInfo`` total; pass a GPU
     catalog entry's ``usable_memory_bytes`` for the torch figure). ``weights_bytes`` overrides the
     whole model's weight bytes (sharded by tp here). ``other_used_bytes`` is memory other processes
-    hold when the engine starts (a colocated trainer that has not offloaded).
+    hold when the engine starts (a colocated trainer that has not offloaded). ``rank_weights_bytes``: the weights
+    one rank holds, sized by the caller (an fp8 engine, ``trainfit.rollout.quantization.engine_rank_weight_bytes``);
+    it replaces the sharded whole-model figure.
     """
     tp = engine.tp
     act = BYTES_PER_DTYPE[engine.dtype.value]
     budget = engine.gpu_memory_utilization * gpu_memory_bytes
     weights = weights_per_gpu_bytes(
         spec, tp=tp, weights=engine.weights, compute=engine.dtype, weights_bytes=weights_bytes
-    )
+    ) if rank_weights_bytes is None else rank_weights_bytes
 
     tokens = engine.max_num_batched_tokens
     activation_peak = tokens * activation_bytes_per_token(spec, tp=tp, act_bytes=act)

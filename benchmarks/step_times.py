@@ -283,6 +283,10 @@ def model_parallel_section(dims: dict[str, Any]) -> tuple[dict[str, Any], list[s
         out["tensor_parallel"] = tp
         if dims.get("sequence_parallel"):
             out["sequence_parallel"] = True
+            # Transformer Engine userbuffers overlap of the TP collectives with the GEMMs, where the entry's recipe
+            # sets it (Megatron-Core tp_comm_overlap / NeMo ub_tp_comm_overlap; each entry's note cites the file)
+            if dims.get("tp_comm_overlap"):
+                out["tp_comm_overlap"] = True
     if pp > 1:
         out["pipeline_parallel"] = pp
         vpp = dims.get("vpp") or dims.get("virtual_stages") or 1
@@ -613,6 +617,10 @@ def rollout_section(e: dict[str, Any], model: Any, nodes: int) -> tuple[dict[str
         out["engine"] = "deepspeed_hybrid"
         batch = ro.get("generation_batch_per_gpu") or DSCHAT_GENERATION_BATCH
         out["max_num_seqs"] = int(batch) * tp
+        script = re.search(r"training_scripts/(\S+?\.sh)", e.get("note") or "")
+        if script and script.group(1) in DSCHAT_TP_GATHER_PARTITION_SIZE:
+            out["tp_gather_partition_size"] = DSCHAT_TP_GATHER_PARTITION_SIZE[script.group(1)]
+            notes.append(f"--tp_gather_partition_size {out['tp_gather_partition_size']} ({script.group(1)})")
         notes.append(f"DeepSpeed Hybrid Engine: {batch} prompt(s) per GPU per generate call"
                      + ("" if ro.get("generation_batch_per_gpu") else " (not published: DeepSpeed-Chat's default)")
                      + f", inference TP {tp}")
@@ -625,6 +633,18 @@ DSCHAT_GENERATION_BATCH = 16
 """DeepSpeed-Chat step 3's ``--per_device_train_batch_size`` default, the prompts per GPU per generate call
 (microsoft/DeepSpeedExamples @e468799f19423d7a045c726ff89a53086bc379fa, the release of 2023-04-11,
 applications/DeepSpeed-Chat/training/step3_rlhf_finetuning/main.py; ``--per_device_generation_batch_size`` later)."""
+
+
+DSCHAT_TP_GATHER_PARTITION_SIZE = {"multi_node/run_66b.sh": 4}
+"""``--tp_gather_partition_size`` of the release scripts that set it (same commit and folder as
+``DSCHAT_ACTOR_LORA_DIM``); the others keep DeepSpeed-Chat's default 8."""
+
+
+DSCHAT_ACTOR_LORA_DIM = {"single_node/run_13b.sh": 128, "single_node/run_30b_lora.sh": 128, "multi_node/run_66b.sh": 128}
+"""``--actor_lora_dim`` of DeepSpeed-Chat's step-3 release scripts that set it, none with ``--only_optimize_lora``
+(microsoft/DeepSpeedExamples @e468799f19423d7a045c726ff89a53086bc379fa applications/DeepSpeed-Chat/training/
+step3_rlhf_finetuning/training_scripts/); run_6.7b.sh trains the actor in full. The LoRA layers
+(training/utils/module/lora.py ``LinearLayer_LoRA``) set ``weight.requires_grad = False`` only."""
 
 
 NEMO_RL_KL_PENALTY = 0.01
@@ -685,8 +705,67 @@ def nemo_rl_cp_padding(e: dict[str, Any], rollout: dict[str, Any]) -> tuple[dict
                  f" prompt {rollout['prompt_len']} + {pad} padding tokens"]
 
 
+DSCHAT_MAX_GLOBAL_PAIRS = 1024
+"""The blog's benchmark cap on query-answer pairs per step (microsoft/DeepSpeedExamples
+@83757d9c937daabd1089a08051061706cb73900d applications/DeepSpeed-Chat/training/step3_rlhf_finetuning/
+BenckmarkSetting.md)."""
+
+
+def dschat_benchmark_row(e: dict[str, Any]) -> bool:
+    """An entry of the DeepSpeed-Chat blog's Table 1 / Table 2 (deepspeedai/DeepSpeed blogs/deepspeed-chat/README.md)."""
+    src = e.get("source") or {}
+    return (e["framework"] == "deepspeed-chat" and e["kind"] == "rl_step" and src.get("path") == "blogs/deepspeed-chat/README.md"
+            and (src.get("section") or "").startswith(("Table 1", "Table 2")))
+
+
 def map_rl(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    """The run card for a published RL entry (Unmapped with the reasons otherwise)."""
+    """The run card for a published RL entry (Unmapped with the reasons otherwise); the DeepSpeed-Chat blog's
+    Table 1/2 rows at their benchmark batch (``dschat_benchmark_batch``)."""
+    if dschat_benchmark_row(e):
+        return dschat_benchmark_batch(e)
+    return map_rl_as_published(e)
+
+
+def dschat_benchmark_batch(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The blog's benchmark rule (BenckmarkSetting.md, ``DSCHAT_MAX_GLOBAL_PAIRS``): per_device_train_batch_size =
+    per_device_mini_train_batch_size, ppo_epochs = generation_batch_numbers = 1, at most 1024 pairs per step, and
+    "the largest training batch size that [does not] result in an out-of-memory error". The per-GPU batch is not
+    published: it is the largest power of two up to 1024 / GPUs whose plan fits (the plan's ``fits``), the
+    release scripts' batches (4, 16) being powers of two. Each generate call of that batch is followed by one
+    actor and one critic step over it (mini-batch = batch x GPUs). When no candidate fits, the entry's own
+    (release script) batch is kept and the note says so."""
+    import copy
+
+    def at(b: int) -> dict[str, Any]:
+        x = copy.deepcopy(e)
+        x["rollout"]["generation_batch_per_gpu"] = b
+        x["train"].update(micro_batch_size=b, ppo_mini_batch_size=b * e["gpus"])
+        return x
+
+    best, tried = None, []
+    b = 1
+    while b <= DSCHAT_MAX_GLOBAL_PAIRS // e["gpus"]:
+        card, notes = map_rl_as_published(at(b))
+        try:
+            fits = plan_card(card).fits
+        except Unmapped:
+            fits = None
+        tried.append(f"{b}: {'fits' if fits else 'does not fit' if fits is False else 'refused'}")
+        if fits:
+            best = (b, card, notes)
+        b *= 2
+    if best is None:
+        card, notes = map_rl_as_published(e)
+        return card, notes + ["benchmark batch (largest power of two the plan fits, <= 1024 pairs per step): none"
+                              f" fits ({'; '.join(tried)}); the entry's script batch kept"]
+    b, card, notes = best
+    return card, notes + [f"benchmark batch: {b} prompt(s) per GPU per generate call and training micro-batch, the"
+                          f" largest power of two the plan fits at <= {DSCHAT_MAX_GLOBAL_PAIRS} pairs per step"
+                          f" (BenckmarkSetting.md; per GPU {'; '.join(tried)})"]
+
+
+def map_rl_as_published(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The run card for a published RL entry as its fields state it (Unmapped with the reasons otherwise)."""
     tr = e["train"]
     model, notes = _rl_model(e)
     gpu, n = resolve_gpu_id(e["gpu"])
@@ -796,6 +875,17 @@ def map_rl(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
                 continue
             card["roles"] = {**card.get("roles", {}), role: e[key]}
             notes.append(f"{role.replace('_', ' ')}: {e[key]}")
+        script = re.search(r"training_scripts/(\S+?\.sh)", e.get("note") or "")
+        lora_dim = DSCHAT_ACTOR_LORA_DIM.get(script.group(1)) if script else None
+        if lora_dim:
+            # convert_linear_layer_to_lora on decoder.layers.* (weights frozen, biases and norms still trained) and,
+            # without --only_optimize_lora, the embeddings (and the tied head) trained in full; the reference is a
+            # separate ZeRO-3 copy of the model (rlhf_engine.py _init_ref), not the actor with its adapters off
+            card["scope"] = "lora"
+            card["lora"] = {"rank": lora_dim, "alpha": 1, "targets": "all-linear", "modules_to_save": ["embed_tokens"]}
+            card["roles"] = {**card.get("roles", {}), "reference": "gpu"}
+            notes.append(f"actor LoRA rank {lora_dim} on the decoder layers, embeddings trained ({script.group(1)}:"
+                         " --actor_lora_dim, no --only_optimize_lora); reference a separate ZeRO-3 model")
     if e["framework"] in CARD_PRESETS:
         card["preset"] = e["framework"]
     return card, notes

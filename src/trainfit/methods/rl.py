@@ -30,6 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
+from trainfit.memory.hybrid_engine import HE_MAX_OUT_TOKENS, HybridEngineMemory, hybrid_engine_memory
 from trainfit.memory.logits import trl_fused_logprob_bytes
 from trainfit.memory.params import param_tensors
 from trainfit.memory.phases import PhasePeak, StepTerms, step_peaks
@@ -47,6 +48,7 @@ from trainfit.spec.enums import (
     RefPlacement,
     RolloutEngine,
     Scope,
+    Strategy,
     WeightSync,
 )
 from trainfit.spec.model import ModelSpec
@@ -256,14 +258,27 @@ def _hf_generation(spec: ModelSpec, card: RunCard, actor: StepTerms, train_gpus:
     ro = card.rollout
     seqs = -(-ro.prompts_per_step * ro.num_generations // train_gpus)
     gathered = actor.weights * (train_gpus - 1) if actor.fsdp_layer_units or actor.fsdp_all_gathered else 0.0
-    if ro.engine is RolloutEngine.DEEPSPEED_HYBRID:
-        # compute.hybrid_engine: static batches of max_num_seqs / tp prompts per GPU; the engine's tp x batch
-        # sequences hold 1/tp of their KV and of the gathered layers on each rank
-        seqs = min(seqs, max(1, ro.max_num_seqs // ro.tensor_parallel))
-        if actor.fsdp_layer_units or actor.fsdp_all_gathered:
-            gathered = max(0.0, actor.weights * train_gpus / ro.tensor_parallel - actor.weights)
     kv = seqs * (ro.prompt_len + ro.response_len) * kv_bytes_per_token(spec, tp=1, dtype_bytes=2)
     return kv + gathered + seqs * spec.vocab_size * 4
+
+
+def hybrid_engine_memory_of(spec: ModelSpec, card: RunCard, train_gpus: int) -> HybridEngineMemory:
+    """DeepSpeed's Hybrid Engine on the trainer (``memory.hybrid_engine``): static batches of ``max_num_seqs / tp``
+    prompts per GPU (``compute.hybrid_engine``), the actor's ZeRO-3 partitions gathered for every call."""
+    ro = card.rollout
+    whole = weight_bytes(spec, weights=Dtype.BF16, compute=ComputeDtype.BF16, trainable=TrainableSpec()).base
+    embed = spec.vocab_size * spec.hidden_size * (1 if spec.tie_word_embeddings else 2)
+    other = min(whole, 2.0 * (embed + spec.learned_positions * spec.hidden_size))
+    per_gpu = min(-(-ro.prompts_per_step * ro.num_generations // train_gpus), max(1, ro.max_num_seqs // ro.tensor_parallel))
+    return hybrid_engine_memory(
+        hidden_size=spec.hidden_size, num_heads=spec.num_attention_heads, head_dim=spec.head_dim,
+        num_layers=spec.num_layers, vocab_size=spec.vocab_size, layer_weight_bytes=whole - other,
+        other_weight_bytes=other, largest_matrix_elems=spec.hidden_size * max(spec.hidden_size, spec.intermediate_size),
+        per_gpu_prompts=per_gpu, prompt_len_tokens=ro.prompt_len, inference_tp=ro.tensor_parallel,
+        zero3=card.parallel.strategy is Strategy.ZERO3, lora=card.scope is not Scope.FULL,
+        max_out_tokens=max(HE_MAX_OUT_TOKENS, ro.prompt_len + ro.response_len),
+        gather_partition_layers=ro.tp_gather_partition_size,
+    )
 
 
 def rl_groups(
@@ -340,11 +355,14 @@ def rl_groups(
                      " starts, generates and receives weights (weights back for the sync); back for log-probs and"
                      " the update")
     loaded = trainer_resident | extras()
-    peaks.append(PhasePeak(Phase.LOAD, (_without(loaded, away) | {ENGINE: engine_run}) if colocate else loaded,
+    at_load = engine_idle if ro.engine is RolloutEngine.DEEPSPEED_HYBRID else engine_run  # nothing gathered yet
+    peaks.append(PhasePeak(Phase.LOAD, (_without(loaded, away) | {ENGINE: at_load}) if colocate else loaded,
                            "all roles loaded" + (", trainer state offloaded" if away else "")))
     if colocate:
         rollout = engine_run if ro.engine is RolloutEngine.VLLM else 0.0
         gen_trainer = 0.0 if ro.engine is RolloutEngine.VLLM else engine_run
+        if ro.engine is RolloutEngine.DEEPSPEED_HYBRID:  # workspace outside the allocator, the gather inside
+            rollout, gen_trainer = engine_idle, engine_run - engine_idle
         peaks.append(PhasePeak(Phase.ROLLOUT, _without(trainer_resident, away) | extras()
                                | {ENGINE: rollout, "generation": gen_trainer},
                                f"generating {ro.prompts_per_step}x{ro.num_generations} sequences"))
@@ -407,8 +425,18 @@ def _engine(card: RunCard, spec: ModelSpec, actor: StepTerms, gpu_memory: float,
     if ro.engine is not RolloutEngine.VLLM:  # hf, deepspeed_hybrid: generate on the trainer's own weights
         from trainfit.rollout.vllm import kv_bytes_per_token
 
-        gen = _hf_generation(spec, card, actor, train_gpus)
         seqs = ro.prompts_per_step * ro.num_generations
+        if ro.engine is RolloutEngine.DEEPSPEED_HYBRID:
+            # the workspace (KV cache included) stays allocated outside the allocator from the first call on
+            he = hybrid_engine_memory_of(spec, card, train_gpus)
+            run = he.generation_bytes + he.workspace_bytes
+            summary = RolloutSummary(ro.engine.value, kv_bytes_per_token(spec, tp=1, dtype_bytes=2), 0,
+                                     seqs * (ro.prompt_len + ro.response_len), seqs, seqs, False,
+                                     "DeepSpeed Hybrid Engine: static batches, KV cache in its workspace", True,
+                                     run, train_gpus, kv_cache_bytes=he.workspace.kv_cache_bytes,
+                                     engine_weights_bytes=he.gathered.generate_bytes)
+            return summary, run, he.workspace_bytes, he.workspace_bytes
+        gen = _hf_generation(spec, card, actor, train_gpus)
         summary = RolloutSummary(ro.engine.value, kv_bytes_per_token(spec, tp=1, dtype_bytes=2), 0, seqs * (ro.prompt_len + ro.response_len),
                                  seqs, seqs, False, "transformers generate: no preemption; KV grows with the batch", True,
                                  gen, train_gpus)

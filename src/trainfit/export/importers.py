@@ -1212,6 +1212,11 @@ def read_nemo_rl(text: str) -> Imported:
               "gpu_memory_utilization": _num(t, "vllm_cfg.gpu_memory_utilization",
                                              get("policy.generation.vllm_cfg.gpu_memory_utilization", 0.6), float),
               "cuda_graphs": not bool(get("policy.generation.vllm_cfg.enforce_eager", False))}
+        if str(get("policy.generation.vllm_cfg.precision", "")).lower() == "fp8":  # vLLM fp8 weights (init_fp8)
+            ro["quantization"] = "fp8"
+            kept = get("policy.generation.vllm_cfg.quantization_ignored_layer_kws")
+            if kept:
+                ro["quantization_bf16_modules"] = [str(k) for k in kept]
         if get("policy.generation.colocated.enabled", True):
             ro["placement"] = "colocate"
         else:

@@ -24,7 +24,8 @@ examples' own ``defaults:`` are, so save it in ``examples/configs/``).
   ``loss_fn.reference_policy_kl_penalty`` (0: no reference model, ``nemo_rl/algorithms/grpo.py``),
   ``policy.train_global_batch_size`` (sequences per optimizer step), ``train_micro_batch_size``,
   ``logprob_batch_size``, ``max_total_sequence_length`` (prompt + response), ``generation.max_new_tokens``,
-  ``generation.vllm_cfg`` (``tensor_parallel_size``, ``gpu_memory_utilization``, ``enforce_eager``),
+  ``generation.vllm_cfg`` (``tensor_parallel_size``, ``gpu_memory_utilization``, ``enforce_eager``; ``precision: fp8``
+  with ``use_deep_gemm: true`` for ``rollout.quantization: fp8``, as the fp8 performance recipes set them),
   ``generation.colocated`` (``enabled``; ``resources.gpus_per_node`` on one node). Weights reach vLLM
   through a refit buffer (``refit_buffer_size_gb``): read back as bucketed; vLLM's engine core runs in-process
   (``VLLM_ENABLE_V1_MULTIPROCESSING=0``, ``nemo_rl/models/generation/vllm/vllm_worker.py``): read back as
@@ -66,6 +67,7 @@ from trainfit.spec.enums import (
     Placement,
     RefPlacement,
     RolloutEngine,
+    RolloutQuantization,
     Scope,
     SelectiveCheckpointing,
     Strategy,
@@ -239,6 +241,14 @@ def _grpo(card: RunCard, notes: list[str]) -> dict[str, Any]:
                                       "gpu_memory_utilization": ro.gpu_memory_utilization,
                                       "enforce_eager": not ro.cuda_graphs},
                          "colocated": colocated}
+    if ro.quantization is RolloutQuantization.FP8:
+        # NeMo RL's fp8 generation (nemo_rl/models/generation/vllm/quantization/fp8.py init_fp8; the fp8 performance
+        # recipes examples/configs/recipes/llm/performance/*-fp8-async-1off.yaml add use_deep_gemm)
+        pol["generation"]["vllm_cfg"].update(precision="fp8", use_deep_gemm=True)
+        if ro.quantization_bf16_modules:
+            notes.append(f"rollout.quantization_bf16_modules {list(ro.quantization_bf16_modules)}: NeMo RL's"
+                         " vllm_cfg.quantization_ignored_layer_kws (read by quantization/fp8.py, not a key of"
+                         " grpo_math_1B.yaml): add it to generation.vllm_cfg by hand")
     out["policy"] = pol
     seqs = sequences_per_step(card)
     rollout_seqs = ro.prompts_per_step * ro.num_generations

@@ -30,6 +30,9 @@ def test_fp8_generation_is_faster_and_its_refit_casts():
     assert fp8["weight_sync"].seconds > bf16["weight_sync"].seconds
     # training untouched by the engine's format
     assert fp8["actor_update"].seconds == bf16["actor_update"].seconds
+    note = [n for n in make_plan(_card("fp8")).time.assumptions if n.startswith("rollout engine in fp8")]
+    assert len(note) == 1 and "8.46 GiB of weights per rank" in note[0] and "casts 6.98B weights" in note[0]
+    assert not [n for n in make_plan(_card("none")).time.assumptions if n.startswith("rollout engine in")]
 
 
 def test_fp8_training_runs_its_logprob_passes_in_fp8(monkeypatch):

@@ -161,6 +161,16 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
     phases: list[PhaseTime] = []
 
     gen = generation_phase(card, spec, gpu, rollout, r)
+    quant = quantized_engine_inputs(card, spec, r) if ro.engine is RolloutEngine.VLLM else {}
+    if quant:
+        from trainfit.rollout.quantization import refit_cast_params
+
+        cast = refit_cast_params(spec, quantization=ro.quantization, bf16_modules=tuple(ro.quantization_bf16_modules))
+        notes.append(f"rollout engine in {ro.quantization.value}: {quant['rank_weight_bytes'] / 2**30:.2f} GiB of weights"
+                     f" per rank read each decode step (128x128-block scales; KV cache bf16), per-token matmuls at"
+                     f" {quant['linear_flops_per_s'] / 1e12:.0f} TFLOP/s per GPU (fp8 linears, bf16 head"
+                     + (f" and {', '.join(ro.quantization_bf16_modules)}" if ro.quantization_bf16_modules else "")
+                     + f"); each refit sends bf16 and every engine rank casts {cast / 1e9:.2f}B weights to fp8")
     gen_side = [gen] if gen is not None else []
     if ro.reward_seconds_per_sample:
         s = seqs * ro.reward_seconds_per_sample / ro.reward_workers

@@ -878,7 +878,10 @@ def map_rl_as_published(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
             # without --only_optimize_lora, the embeddings (and the tied head) trained in full; the reference is a
             # separate ZeRO-3 copy of the model (rlhf_engine.py _init_ref), not the actor with its adapters off
             card["scope"] = "lora"
-            card["lora"] = {"rank": lora_dim, "alpha": 1, "targets": "all-linear", "modules_to_save": ["embed_tokens"]}
+            # adapters in 16 bits: DeepSpeed's fp16 engine casts the whole module, LoRA layers included
+            # (deepspeed/runtime/engine.py _configure_distributed_model: self.module.half(), @47f9f13b)
+            card["lora"] = {"rank": lora_dim, "alpha": 1, "targets": "all-linear", "modules_to_save": ["embed_tokens"],
+                            "adapter_dtype": "bf16"}
             card["roles"] = {**card.get("roles", {}), "reference": "gpu"}
             notes.append(f"actor LoRA rank {lora_dim} on the decoder layers, embeddings trained ({script.group(1)}:"
                          " --actor_lora_dim, no --only_optimize_lora); reference a separate ZeRO-3 model")

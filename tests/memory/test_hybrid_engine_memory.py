@@ -15,6 +15,7 @@ from trainfit.memory.hybrid_engine import (
     lora_fuse_bytes,
     padded_head_size,
     prefill_logits_bytes,
+    qkv_merge_buffer_bytes,
 )
 from trainfit.units import GIB
 
@@ -70,6 +71,7 @@ def test_gathered_actor_by_inference_tp():
 
 
 def test_transients():
+    assert qkv_merge_buffer_bytes(hidden_size=7168, inference_tp=2) == (3 * 3584 * 7168 + 3 * 3584) * 2
     assert prefill_logits_bytes(engine_batch_sequences=4, prompt_len_tokens=256, vocab_size=50272) == 4 * 256 * 50272 * 2
     assert lora_fuse_bytes(largest_matrix_elems=5120 * 20480, lora=True) == 5120 * 20480 * 2
     assert lora_fuse_bytes(largest_matrix_elems=5120 * 20480, lora=False) == 0.0
@@ -139,7 +141,7 @@ def test_plan_holds_the_gathered_actor_while_generating_and_the_workspace_throug
     he = hybrid_engine_memory_of(plan.spec, card, 8)
     # outside the allocator: the workspace, from the first call on (load, generation and every training pass)
     for name in ("load", "rollout", "actor_backward", "critic_forward", "ref_logprob"):
-        assert ph[name][ENGINE] == he.workspace_bytes
+        assert ph[name][ENGINE] == he.workspace_bytes + he.qkv_buffer_bytes == he.resident_bytes
     assert ph["rollout"]["generation"] == he.generation_bytes
     assert "generation" not in ph["actor_backward"]
     # 16 prompts per GPU x TP 2: 32 sequences in the workspace; the gather: half the 13B layers + 8 whole
@@ -154,6 +156,7 @@ def test_plan_rollout_peak_follows_the_gather_group_and_the_batch():
     small_group = _phases(make_plan(_card(tp_gather_partition_size=4)))["rollout"]
     assert small_group["generation"] < base["generation"]
     bigger = _phases(make_plan(_card(max_num_seqs=64)))
-    assert bigger["rollout"]["rollout_engine"] == pytest.approx(2 * base["rollout_engine"])
+    qkv = (3 * 2560 * 5120 + 3 * 2560) * 2  # the QKV merge buffer does not grow with the batch; the workspace doubles
+    assert bigger["rollout"]["rollout_engine"] - qkv == pytest.approx(2 * (base["rollout_engine"] - qkv))
     whole = _phases(make_plan(_card(tensor_parallel=1, max_num_seqs=16)))["rollout"]
     assert whole["generation"] > 24 * GIB > base["generation"]  # inference TP 1: the whole 13B model on every rank

@@ -34,14 +34,18 @@ critic, reward, planned elsewhere), per rank, DeepSpeed 0.9.0 (deepspeedai/DeepS
   always ``(activation + temp + cache) x max_out_tokens x 2`` bytes, and needs ``minimal`` more free beside it.
   ``release_inference_cache`` is False by default (DeepSpeed-Chat's ``--release_inference_cache`` off): the
   workspace is never freed, so it stays through the training passes that follow.
+* **The QKV merge buffer**: under ZeRO-3 the containers keep q, k and v apart, and every attention forward copies
+  them into one class-level buffer of ``3 x hidden/tp x hidden`` 16-bit elements (plus the bias), allocated once
+  when the first inference layer is built and never freed (deepspeed/ops/transformer/inference/ds_attention.py
+  ``DeepSpeedSelfAttention._qkv_buffers``, ``_merge_qkv``).
 * **The call's transients** in PyTorch's allocator: transformers' OPT forward returns the logits of every prompt
   position at the prefill (``lm_head(outputs[0])``, 16-bit, ``B x prompt x V``); a LoRA actor fuses each adapter
   into its gathered weight (``weight.data += scaling * matmul(left.t(), right.t())``: one product the size of
   the largest matrix at a time).
 
 Coexisting at the generation peak: everything the training ranks keep between passes (actor, reference, critic
-and reward partitions, optimizer states), the gathered weights, the workspace and the prefill logits. The
-workspace then stays beside every later pass of the step.
+and reward partitions, optimizer states), the gathered weights, the workspace, the QKV buffer and the prefill logits.
+The workspace and the QKV buffer then stay beside every later pass of the step.
 
 Not modelled: ``pin_parameters`` False (layers gathered one at a time inside each forward), the workspace's
 fallback when less than 1 GiB is free (100 MiB margin), ``release_inference_cache`` (freed per call and retaken).
@@ -140,6 +144,13 @@ def gathered_actor_bytes(*, layer_weight_bytes: float, other_weight_bytes: float
     return GatheredActorBytes(slices + group, slices + other_weight_bytes)
 
 
+def qkv_merge_buffer_bytes(*, hidden_size: int, inference_tp: int, dtype_bytes: int = 2) -> float:
+    """``DeepSpeedSelfAttention._qkv_buffers``: the merged q/k/v weight and bias of one layer's rank slice, allocated
+    when the first inference layer is built whatever the ZeRO stage (only ZeRO-3's split q/k/v fill it)."""
+    per = hidden_size // inference_tp * 3
+    return float(per * hidden_size + per) * dtype_bytes
+
+
 def prefill_logits_bytes(*, engine_batch_sequences: int, prompt_len_tokens: int, vocab_size: int,
                          dtype_bytes: int = 2) -> float:
     """transformers' OPT forward at the prefill: the 16-bit logits of every prompt position."""
@@ -159,10 +170,16 @@ class HybridEngineMemory:
 
     generation_bytes: float
     workspace_bytes: float
+    qkv_buffer_bytes: float
     gathered: GatheredActorBytes
     workspace: WorkspaceBytes
     logits_bytes: float
     lora_fuse_bytes: float
+
+    @property
+    def resident_bytes(self) -> float:
+        """What stays from the first call on: the workspace and the QKV merge buffer."""
+        return self.workspace_bytes + self.qkv_buffer_bytes
 
 
 def hybrid_engine_memory(*, hidden_size: int, num_heads: int, head_dim: int, num_layers: int, vocab_size: int,
@@ -184,5 +201,7 @@ def hybrid_engine_memory(*, hidden_size: int, num_heads: int, head_dim: int, num
     # tp 1: the adapters are fused into the gathered model before the call; tp > 1: inside each gathered group
     gen = max(g.gather_peak_bytes + fuse, g.generate_bytes + logits) if inference_tp > 1 else \
         g.generate_bytes + max(fuse, logits)
-    return HybridEngineMemory(generation_bytes=gen, workspace_bytes=ws.workspace_bytes, gathered=g, workspace=ws,
+    qkv = qkv_merge_buffer_bytes(hidden_size=hidden_size, inference_tp=inference_tp)
+    return HybridEngineMemory(generation_bytes=gen, workspace_bytes=ws.workspace_bytes, qkv_buffer_bytes=qkv,
+                              gathered=g, workspace=ws,
                               logits_bytes=logits, lora_fuse_bytes=fuse)

@@ -427,15 +427,16 @@ def _engine(card: RunCard, spec: ModelSpec, actor: StepTerms, gpu_memory: float,
 
         seqs = ro.prompts_per_step * ro.num_generations
         if ro.engine is RolloutEngine.DEEPSPEED_HYBRID:
-            # the workspace (KV cache included) stays allocated outside the allocator from the first call on
+            # the workspace (KV cache included) stays allocated outside the allocator from the first call on, with the
+            # QKV merge buffer (in the allocator, 0.1-0.2 GB, counted with it)
             he = hybrid_engine_memory_of(spec, card, train_gpus)
-            run = he.generation_bytes + he.workspace_bytes
+            run = he.generation_bytes + he.resident_bytes
             summary = RolloutSummary(ro.engine.value, kv_bytes_per_token(spec, tp=1, dtype_bytes=2), 0,
                                      seqs * (ro.prompt_len + ro.response_len), seqs, seqs, False,
                                      "DeepSpeed Hybrid Engine: static batches, KV cache in its workspace", True,
                                      run, train_gpus, kv_cache_bytes=he.workspace.kv_cache_bytes,
                                      engine_weights_bytes=he.gathered.generate_bytes)
-            return summary, run, he.workspace_bytes, he.workspace_bytes
+            return summary, run, he.resident_bytes, he.resident_bytes
         gen = _hf_generation(spec, card, actor, train_gpus)
         summary = RolloutSummary(ro.engine.value, kv_bytes_per_token(spec, tp=1, dtype_bytes=2), 0, seqs * (ro.prompt_len + ro.response_len),
                                  seqs, seqs, False, "transformers generate: no preemption; KV grows with the batch", True,

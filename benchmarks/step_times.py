@@ -283,6 +283,10 @@ def model_parallel_section(dims: dict[str, Any]) -> tuple[dict[str, Any], list[s
         out["tensor_parallel"] = tp
         if dims.get("sequence_parallel"):
             out["sequence_parallel"] = True
+            # Transformer Engine userbuffers overlap of the TP collectives with the GEMMs, where the entry's recipe
+            # sets it (Megatron-Core tp_comm_overlap / NeMo ub_tp_comm_overlap; each entry's note cites the file)
+            if dims.get("tp_comm_overlap"):
+                out["tp_comm_overlap"] = True
     if pp > 1:
         out["pipeline_parallel"] = pp
         vpp = dims.get("vpp") or dims.get("virtual_stages") or 1

@@ -29,7 +29,24 @@ PP                 the stage's output activation T·h to the next stage, its    
                    "the amount of communication also increases by v")
 =================  ===========================================================  ==================
 
-A recomputed forward (activation checkpointing) repeats the forward's TP, Ulysses and EP traffic.
+A recomputed forward (activation checkpointing) repeats the forward's TP, Ulysses and EP traffic; Megatron's
+selective recompute (``--recompute-granularity selective``: core attention only, the QK^T / softmax / PV between the
+QKV projection and the output projection) repeats none of it, only a ring context-parallel exchange, which runs inside
+core attention (NVIDIA/Megatron-LM megatron/core/transformer/attention.py @00c2c0adeec16015f386548793c88ef08ff6acec
+``Attention.forward``: with ``checkpoint_core_attention`` only ``_checkpointed_attention_forward`` around
+``core_attention`` is checkpointed; the QKV and output projections and their collectives run once).
+
+With sequence parallel the pipeline send is the rank's sequence shard, ``T·h / tp`` (NVIDIA/Megatron-LM
+megatron/core/pipeline_parallel/schedules.py @00611e6eeb0b09b5ee074750956855215ddbd67f, ``get_forward_backward_func``:
+"if using sequence parallelism, the sequence length component of the tensor shape is updated to
+original_sequence_length / tensor_model_parallel_world_size").
+
+Tensor-parallel communication overlap (``tp_comm_overlap``: Transformer Engine's userbuffers, Megatron-Core
+``--tp-comm-overlap``) splits each sequence-parallel all-gather / reduce-scatter into chunks pipelined with the GEMM
+that consumes or produces it (QKV and fc1 after the all-gathers, the output projection and fc2 before the
+reduce-scatters: NVIDIA/TransformerEngine transformer_engine/pytorch/module/base.py ``initialize_ub``, the
+``qkv_fprop`` / ``proj_fprop`` / ``fc1_fprop`` / ``fc2_fprop`` buffers and their dgrad/wgrad twins). A pass's
+collectives are then exposed only where they outlast its GEMMs: ``max(0, comm − gemm)`` per pass.
 The pipeline bubble is ``(p − 1) / v`` micro-batch times per step (Narayanan et al. 2021, §2.2:
 bubble fraction (p−1)/m for 1F1B, divided by the v model chunks of the interleaved schedule).
 
@@ -73,7 +90,9 @@ def model_parallel_comm(
     top_k: int, tp: int, cp: int, ulysses: bool, ep: int, pp: int, recompute: bool, latency_s: float,
     tp_bus_bytes_per_s: float, cp_bus_bytes_per_s: float, ep_bus_bytes_per_s: float, pp_bytes_per_s: float,
     attention_forward_s_per_layer: float = 0.0, attention_backward_s_per_layer: float = 0.0,
-    dtype_bytes: float = 2.0, virtual_stages: int = 1, experts: int = 0,
+    dtype_bytes: float = 2.0, virtual_stages: int = 1, experts: int = 0, sequence_parallel: bool = False,
+    recompute_collectives: bool = True, tp_comm_overlap: bool = False, gemm_forward_s: float = 0.0,
+    gemm_backward_s: float = 0.0,
 ) -> ModelParallelComm:
     """Exposed communication of one micro-step on one rank of one pipeline stage (``layers`` = its layers).
 
@@ -81,20 +100,31 @@ def model_parallel_comm(
     model's widths (a Ulysses all-to-all moves every head of its sequence shard); ``virtual_stages``: the
     interleaved schedule's model chunks per rank (each sends its output on and its gradient back); ``experts``:
     the model's routed experts (the dispatcher all-gathers a token count per expert before each forward's
-    all-to-all: ``moe_time.count_exchange_seconds``).
+    all-to-all: ``moe_time.count_exchange_seconds``); ``sequence_parallel``: the pipeline send is the rank's
+    sequence shard; ``recompute_collectives``: the recomputed forward repeats the TP, Ulysses and EP collectives (full
+    recompute; False for Megatron's selective core-attention recompute); ``tp_comm_overlap``: the TP collectives hide
+    behind the pass's GEMMs, ``gemm_forward_s`` / ``gemm_backward_s`` (the stage's layers, one micro-step) (module
+    docstring).
     """
     passes = 3 if recompute else 2  # forward, (recompute), backward
+    coll_passes = passes if recompute_collectives else 2
     act = tokens * hidden * dtype_bytes
     tensor = 0.0
     if tp > 1:
         one = coll.all_reduce_seconds(total_bytes=act, ranks=tp, bus_bytes_per_s=tp_bus_bytes_per_s, latency_s=latency_s)
-        tensor = 2 * passes * layers * one
+        per_pass = 2 * layers * one
+        if tp_comm_overlap:
+            # forward (and a repeated forward) behind the forward GEMMs, backward behind the backward's
+            fwd_exposed = max(0.0, per_pass - gemm_forward_s)
+            tensor = (coll_passes - 1) * fwd_exposed + max(0.0, per_pass - gemm_backward_s)
+        else:
+            tensor = coll_passes * per_pass
     context = 0.0
     if cp > 1 and attention_layers:
         if ulysses:
             qkv = tokens * (2 * q_dim + 2 * kv_dim) * dtype_bytes
             one = all_to_all_seconds(total_bytes=qkv, ranks=cp, bus_bytes_per_s=cp_bus_bytes_per_s, latency_s=latency_s)
-            context = passes * attention_layers * one
+            context = coll_passes * attention_layers * one
         else:
             block = 2 * tokens * kv_dim * dtype_bytes  # this rank's K and V
             fwd = (cp - 1) * (block / cp_bus_bytes_per_s + latency_s)
@@ -109,14 +139,15 @@ def model_parallel_comm(
         routed = tokens / tp if tp > 1 else tokens
         buf = routed * top_k * hidden * dtype_bytes
         one = all_to_all_seconds(total_bytes=buf, ranks=ep, bus_bytes_per_s=ep_bus_bytes_per_s, latency_s=latency_s)
-        expert = 2 * passes * moe_layers * one  # dispatch + combine
+        expert = 2 * coll_passes * moe_layers * one  # dispatch + combine
         # the token-count all-gather before each forward (and recomputed forward) dispatch; backward reuses the counts
-        expert += (passes - 1) * moe_layers * count_exchange_seconds(
+        expert += (coll_passes - 1) * moe_layers * count_exchange_seconds(
             ep=ep, experts=experts, latency_s=latency_s, bus_bytes_per_s=ep_bus_bytes_per_s)
     p2p = 0.0
     if pp > 1:
         # activation forward, its gradient back, from each of the rank's v chunks; half hidden
-        p2p = 0.5 * 2 * max(1, virtual_stages) * (act / pp_bytes_per_s + latency_s)
+        send = act / tp if sequence_parallel and tp > 1 else act
+        p2p = 0.5 * 2 * max(1, virtual_stages) * (send / pp_bytes_per_s + latency_s)
     return ModelParallelComm(tensor, context, expert, p2p)
 
 

@@ -152,6 +152,8 @@ class ModelParallel:
     cp_bus_bytes_per_s: float = 1.0
     ep_bus_bytes_per_s: float = 1.0
     pp_bytes_per_s: float = 1.0
+    tp_comm_overlap: bool = False
+    """Transformer Engine userbuffers overlap the TP collectives with the GEMMs (``model_parallel`` docstring)."""
 
     @property
     def active(self) -> bool:
@@ -318,7 +320,8 @@ def train_step_time(
     ]
     if mp.active:
         mpc = model_parallel_comm_of(spec, mp, tokens=micro_batch_size * seq_len, fwd=fwd, bwd=bwd,
-                                     recompute=gradient_checkpointing, rates=rates)
+                                     recompute=gradient_checkpointing, rates=rates,
+                                     recompute_collectives=selective != "core_attention")
         for name, secs in (("tensor_parallel", mpc.tensor_s), ("context_parallel", mpc.context_s),
                            ("expert_parallel", mpc.expert_s), ("pipeline_p2p", mpc.pipeline_p2p_s)):
             if secs:
@@ -365,9 +368,11 @@ def _expert_bus(rates: DeviceRates, parallel: Parallel, eranks: int) -> float:
 
 
 def model_parallel_comm_of(spec: ModelSpec, mp: ModelParallel, *, tokens: float, rates: DeviceRates, recompute: bool,
-                           fwd: PassTime = ZERO_PASS, bwd: PassTime = ZERO_PASS) -> ModelParallelComm:
+                           fwd: PassTime = ZERO_PASS, bwd: PassTime = ZERO_PASS,
+                           recompute_collectives: bool = True) -> ModelParallelComm:
     """The model-parallel traffic of one micro-step of ``tokens`` on a rank of ``spec``'s shard (``fwd`` / ``bwd``:
-    the passes whose attention hides ring context-parallel exchanges)."""
+    the passes whose attention hides ring context-parallel exchanges and whose GEMMs hide overlapped TP collectives;
+    ``recompute_collectives``: False where only core attention is recomputed)."""
     full = max(1, spec.num_full_attention_layers)
     moe_layers = sum(1 for i in range(spec.num_layers) if spec.moe.is_moe_layer(i)) if spec.moe else 0
     return model_parallel_comm(
@@ -378,7 +383,9 @@ def model_parallel_comm_of(spec: ModelSpec, mp: ModelParallel, *, tokens: float,
         cp_bus_bytes_per_s=mp.cp_bus_bytes_per_s, ep_bus_bytes_per_s=mp.ep_bus_bytes_per_s,
         pp_bytes_per_s=mp.pp_bytes_per_s, attention_forward_s_per_layer=fwd.attention_s / full,
         attention_backward_s_per_layer=bwd.attention_s / full, virtual_stages=mp.virtual_stages,
-        experts=spec.moe.num_experts * mp.ep if spec.moe else 0,
+        experts=spec.moe.num_experts * mp.ep if spec.moe else 0, sequence_parallel=mp.sequence_parallel,
+        recompute_collectives=recompute_collectives, tp_comm_overlap=mp.tp_comm_overlap,
+        gemm_forward_s=fwd.gemm_s, gemm_backward_s=bwd.gemm_s,
     )
 
 

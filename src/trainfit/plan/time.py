@@ -204,6 +204,7 @@ def model_parallel_of(card: RunCard, spec: ModelSpec, r: DeviceRates, *, gpus_pe
             1, gpus_per_node // par.expert_tensor_parallel),
                                                            nic_bytes_per_s=nic),
         pp_bytes_per_s=bus(card.world_size if card.world_size > gpus_per_node else 1),
+        tp_comm_overlap=par.tp_comm_overlap,
     )
 
 
@@ -325,7 +326,11 @@ def _sft_time(card: RunCard, spec: ModelSpec, sharding: Sharding, r: DeviceRates
     pairs = 2 if card.method in (Method.RM, Method.DPO) else 1
     mbs = card.batch.micro_batch_size * pairs
     step_spec = replace(spec, head_outputs=1) if card.method is Method.RM else spec
-    t = training_time(card, step_spec, r, ranks=world, gpus_per_node=min(card.hardware.gpus_per_node, world),
+    from trainfit.plan.rl_time import nvlink_gpus_per_node
+
+    # the "node" the training collectives see: the host, or a rack-scale NVLink domain (GB200 NVL72)
+    per_node = nvlink_gpus_per_node(card.hardware.gpu, min(card.hardware.gpus_per_node, world), world)
+    t = training_time(card, step_spec, r, ranks=world, gpus_per_node=per_node,
                       micro_batch_size=mbs, seq_len=_model_seq_len(card), micro_steps=card.batch.grad_accum)
     phases = list(t.phases)
     if card.method is Method.DPO:

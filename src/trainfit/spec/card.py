@@ -134,6 +134,7 @@ class ParallelSection(_Section):
     compile: bool = Field(False, description="torch.compile: fused elementwise kernels and fewer launches in the time model; per-layer compiled decoder layers save fewer activations where the compiled rules were measured (memory.activations.compiled_rules_apply), and torchtune's chunked loss keeps its compiled per-chunk tensors.")
     tensor_parallel: int = Field(1, ge=1, le=1024, description="Megatron-style tensor parallel size (heads, MLP width and vocabulary split).")
     sequence_parallel: bool = Field(False, description="Megatron sequence parallel: norms and dropout on sequence shards (needs tensor_parallel > 1).")
+    tp_comm_overlap: bool = Field(False, description="Transformer Engine userbuffers overlap the tensor-parallel all-gathers / reduce-scatters with the GEMMs (Megatron-Core --tp-comm-overlap; needs sequence_parallel).")
     context_parallel: int = Field(1, ge=1, le=1024, description="Sequence split over this many ranks (context parallel / Ulysses).")
     context_parallel_kind: ContextParallelKind = Field(ContextParallelKind.RING, description="ring (Megatron CP) | ulysses (verl, OpenRLHF).")
     pipeline_parallel: int = Field(1, ge=1, le=1024, description="Pipeline stages; batch.grad_accum is the micro-batches per step.")
@@ -472,6 +473,11 @@ class RunCard(_Section):
         par = self.parallel
         if par.sequence_parallel and par.tensor_parallel == 1:
             raise ValueError("parallel.sequence_parallel: needs parallel.tensor_parallel > 1 (it shards along the TP group)")
+        if par.tp_comm_overlap and not par.sequence_parallel:
+            # Megatron-LM megatron/training/arguments.py: "Tensor parallel communication/GEMM overlap can happen only
+            # when sequence parallelism is enabled"
+            raise ValueError("parallel.tp_comm_overlap: needs parallel.sequence_parallel: true (and tensor_parallel > 1);"
+                             " allowed without it: false")
         if par.virtual_stages > 1 and par.pipeline_schedule is not PipelineSchedule.INTERLEAVED:
             raise ValueError("parallel.virtual_stages: > 1 needs parallel.pipeline_schedule: interleaved")
         for key in ("pipeline_first_stage_layers", "pipeline_last_stage_layers"):

@@ -69,3 +69,24 @@ def test_the_plan_sizes_the_engine_with_fp8_weights_and_a_bf16_kv_cache():
     assert fp8.kv_bytes_per_token == bf16.kv_bytes_per_token  # kv_cache_dtype auto: bf16
     # the budget the weights free goes to the KV cache
     assert abs((fp8.kv_cache_bytes - bf16.kv_cache_bytes) - (bf16.engine_weights_bytes - 9_082_904_576)) < 2**21
+
+
+def test_the_refit_cast_is_a_transient_on_the_engines_gpus():
+    from trainfit.plan import make_plan
+    from trainfit.spec.card import load_card_dict
+    from trainfit.spec.enums import Phase
+
+    def sync_components(quant, placement):
+        ro = {"placement": placement, "quantization": quant} | ({"gpus": 4} if placement == "split" else {})
+        plan = make_plan(load_card_dict({"model": "meta-llama/Llama-3.1-8B", "method": "grpo", "scope": "lora",
+                                         "hardware": {"gpu": "h100-sxm"}, "rollout": ro}))
+        group = plan.groups[-1]  # the engine's GPUs: the rollout group when split, the only one colocated
+        return next(p.components for p in group.phases if p.phase is Phase.WEIGHT_SYNC)
+
+    # gate_proj, 14336 x 4096, the largest fp8 tensor: three fp32 copies of it at once
+    assert q.refit_cast_peak_bytes(LLAMA8, quantization=FP8) == 12 * 14336 * 4096
+    for placement in ("split", "colocate"):
+        assert sync_components("fp8", placement)["fp8_refit_cast"] == 12 * 14336 * 4096
+        assert "fp8_refit_cast" not in sync_components("none", placement)
+    # DeepSeek-V3 sends one expert's gate and up apart (2048 x 7168); its largest is a dense layer's gate_proj
+    assert q.refit_cast_peak_bytes(DSV3, quantization=FP8) == 12 * 18432 * 7168

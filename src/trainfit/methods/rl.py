@@ -397,17 +397,22 @@ def rl_groups(
     mech, why = effective_weight_sync(card, actor)
     spike = _sync_spike(mech, spec)
     sync = trainer_resident | extras() | {"weight_sync_buffer": spike}
+    from trainfit.rollout.quantization import card_refit_cast_peak_bytes
+
+    # an fp8 engine casts each received bf16 tensor to fp8 on its own GPUs (rollout.quantization)
+    cast = {"fp8_refit_cast": c} if (c := card_refit_cast_peak_bytes(card, spec)) else {}
     if colocate:
         sync = _without(sync, offloaded_components(off_mode, sending_weights=True))
         sync[ENGINE] = engine_sync
+        sync |= cast
     peaks.append(PhasePeak(Phase.WEIGHT_SYNC, sync, f"{mech.value} sync to the rollout engine"))
     groups = [GroupPhases("train" if not colocate else "all", train_gpus, tuple(peaks))]
     if not colocate:
         rpeaks = (
             PhasePeak(Phase.LOAD, {ENGINE: engine_run}, "engine started"),
             PhasePeak(Phase.ROLLOUT, {ENGINE: engine_run}, f"generating {ro.prompts_per_step}x{ro.num_generations} sequences"),
-            PhasePeak(Phase.WEIGHT_SYNC, {ENGINE: engine_sync, "weight_sync_buffer": min(spike, SYNC_BUCKET_BYTES)},
-                      "receiving weights"),
+            PhasePeak(Phase.WEIGHT_SYNC, {ENGINE: engine_sync, "weight_sync_buffer": min(spike, SYNC_BUCKET_BYTES)}
+                      | cast, "receiving weights"),
         )
         groups.append(GroupPhases("rollout", roll_gpus, rpeaks))
     notes.append(

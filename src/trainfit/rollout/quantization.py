@@ -193,3 +193,35 @@ def card_engine_rank_bytes(card, spec: ModelSpec) -> float | None:
     kept = tuple(ro.quantization_bf16_modules)
     check_bf16_modules(spec, kept)
     return engine_rank_weight_bytes(spec, tp=ro.tensor_parallel, quantization=ro.quantization, bf16_modules=kept)
+
+
+FP8_CAST_PEAK_BYTES_PER_ELEMENT = 12
+"""Bytes ``cast_tensor_to_fp8_blockwise`` holds at once per element of the tensor it casts (NeMo RL ``fp8.py``
+@9dbd9adc): the blocked fp32 copy, ``data_hp * scale_fp`` and its ``torch.clamp``, three fp32 tensors alive together
+(the first fp32 copy is freed as the blocked one replaces it; the e4m3 results are 1 B each, after the product)."""
+
+
+def _hf_tensor_elements(g: LinearGroup) -> int:
+    """Elements of one of the group's Hugging Face tensors, the unit the refit sends and casts: one expert's matrix,
+    its gate and up apart (trainfit fuses them, ``lora_rank_multiplier`` 2)."""
+    n = g.in_features * g.out_features
+    return n // 2 if g.is_fused_experts and g.lora_rank_multiplier == 2 else n
+
+
+def refit_cast_peak_bytes(spec: ModelSpec, *, quantization: RolloutQuantization,
+                          bf16_modules: tuple[str, ...] = ()) -> float:
+    """Transient bytes on each engine rank while the refit casts its largest fp8 tensor
+    (``FP8_CAST_PEAK_BYTES_PER_ELEMENT`` per element; Llama-3.1-8B's gate_proj: 58.7M elements, 0.70 GB); 0 without
+    quantization."""
+    if not is_quantized(quantization):
+        return 0.0
+    groups = fp8_groups(spec, bf16_modules)
+    return float(FP8_CAST_PEAK_BYTES_PER_ELEMENT * max((_hf_tensor_elements(g) for g in groups), default=0))
+
+
+def card_refit_cast_peak_bytes(card, spec: ModelSpec) -> float:
+    """``refit_cast_peak_bytes`` for the card's vLLM engine (0 for another engine or without quantization)."""
+    ro = card.rollout
+    if ro.engine.value != "vllm":
+        return 0.0
+    return refit_cast_peak_bytes(spec, quantization=ro.quantization, bf16_modules=tuple(ro.quantization_bf16_modules))

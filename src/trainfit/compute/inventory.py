@@ -229,14 +229,18 @@ def _targeted(name: str, adapter: Adapter | None) -> bool:
 def step_inventory(
     spec: ModelSpec, *, micro_batch_size: int, seq_len: int, adapter: Adapter | None = None,
     eager_attention: bool = False, causal_skip: bool = True, train_embedding: bool = True,
-    attention_context: int | None = None, sequence_shards: int = 1, fp8: bool = False,
+    attention_context: float | None = None, sequence_shards: int = 1, fp8: bool = False,
     fp8_weight_casts: float = 1.0, expert_parallel: int = 1, expert_token_shards: float = 1.0,
     grouped_gemm: bool = True,
 ) -> StepInventory:
     """The op inventory of one micro-step of ``micro_batch_size × seq_len`` tokens on one GPU.
 
-    ``attention_context``: the keys each query sees when the sequence is split over context-parallel
-    ranks (``seq_len`` is then the rank's shard); ``sequence_shards``: Megatron sequence parallel splits
+    ``attention_context``: the keys each query's causal span covers when it is not the row's ``seq_len``: the
+    whole sequence when it is split over context-parallel ranks (``seq_len`` is then the rank's shard), or
+    ``attention_time.packed_attention_context`` when attention runs per packed sample (``Σ len_i² / Σ len_i``;
+    the fused-kernel path only: eager attention's score GEMMs are the whole row's); ``causal_skip``: the fused
+    kernel skips the masked half of the causal mask (False: SDPA handed an explicit mask, every key block
+    computed); ``sequence_shards``: Megatron sequence parallel splits
     the norms and residual adds over the tensor-parallel ranks; ``fp8_weight_casts``: the share of micro-steps
     that cast (and transpose) the weights to fp8: 1 when every forward casts them (torchao / torchtitan float8),
     ``1 / micro_steps`` when Transformer Engine caches the fp8 weights between the micro-batches of one step

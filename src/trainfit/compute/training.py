@@ -196,9 +196,9 @@ def train_step_time(
     adapter: Adapter | None = None, eager_attention: bool = False, gradient_checkpointing: bool = False,
     parallel: Parallel = Parallel(), optimizer: OptimizerSpec = OptimizerSpec(), trained_params: float,
     trained_tensors: float, gathered_weight_bytes: float, count_scale: float = 1.0, memory_factor: float = 1.0,
-    kernel_factor: float = 1.0, model_parallel: ModelParallel = ModelParallel(), attention_context: int | None = None,
+    kernel_factor: float = 1.0, model_parallel: ModelParallel = ModelParallel(), attention_context: float | None = None,
     selective: str = "none", fp8: bool = False, fp8_weight_cache: bool = False, work_cv: float = 0.0,
-    expert_params: float = 0.0,
+    expert_params: float = 0.0, causal_skip: bool = True,
 ) -> TrainStepTime:
     """Seconds of one optimizer step on one GPU (all GPUs of a data-parallel group run in lockstep).
 
@@ -216,12 +216,14 @@ def train_step_time(
     step) it adds nothing;
     ``expert_params``: the routed-expert parameters among ``trained_params``, reduced and optimizer-sharded over
     ``parallel.expert_ranks`` (``collectives.exposed_data_parallel`` / ``exposed_sharded``,
-    ``optimizer_time.shard_params``; HSDP keeps them with the dense parameters).
+    ``optimizer_time.shard_params``; HSDP keeps them with the dense parameters);
+    ``attention_context`` / ``causal_skip``: as ``inventory.step_inventory`` (context parallel; packed rows with
+    per-sample attention, ``attention_time`` module docstring).
     """
     mp = model_parallel
     gradient_checkpointing = gradient_checkpointing or selective != "none"
     inv = step_inventory(spec, micro_batch_size=micro_batch_size, seq_len=seq_len, adapter=adapter,
-                         eager_attention=eager_attention, attention_context=attention_context,
+                         eager_attention=eager_attention, attention_context=attention_context, causal_skip=causal_skip,
                          sequence_shards=mp.tp if mp.sequence_parallel else 1, fp8=fp8,
                          fp8_weight_casts=1.0 / max(1, micro_steps) if fp8 and fp8_weight_cache else 1.0,
                          expert_parallel=mp.ep, expert_token_shards=expert_token_shards(

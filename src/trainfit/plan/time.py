@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from math import ceil
 
 from trainfit.catalog.gpus import GpuSpec
+from trainfit.compute.attention_time import packed_attention_context
 from trainfit.compute.inventory import Adapter
 from trainfit.compute.rates import DeviceRates, default_rates
 from trainfit.compute import collectives as coll
@@ -28,7 +29,7 @@ from trainfit.errors import TrainfitError
 from trainfit.plan.resolve import gpu_of, trainable_spec
 from trainfit.plan.terms import trained_dtype_bytes, zero_master_states
 from trainfit.spec.card import RunCard
-from trainfit.spec.enums import ComputeDtype, ContextParallelKind, Dtype, Fp8Recipe, Method, Scope
+from trainfit.spec.enums import Attention, ComputeDtype, ContextParallelKind, Dtype, Fp8Recipe, Method, Scope
 from trainfit.spec.model import ModelSpec
 
 COMPILE_MEMORY_FACTOR = 0.5
@@ -208,6 +209,31 @@ def model_parallel_of(card: RunCard, spec: ModelSpec, r: DeviceRates, *, gpus_pe
     )
 
 
+def packed_attention(card: RunCard, *, eager: bool, seq_len: int) -> tuple[float | None, bool, str | None]:
+    """(attention context, causal skip, the plan's note) of a card whose rows pack several samples
+    (``batch.packed_sample_tokens``; ``compute.attention_time`` module docstring): a fused kernel that skips
+    masked blocks (the card's ``flash``: varlen FlashAttention, FlexAttention, Transformer Engine ``thd``)
+    works ``Σ len_i²`` per row, a causal span of ``mean·(1 + cv²)`` keys; SDPA handed the packed block mask runs
+    every key block of the row (no causal halving); eager attention computes the whole row's scores (as
+    unpacked). ``(None, True, None)`` when the card does not pack: the plan is the one-sequence row's."""
+    b = card.batch
+    mean = b.packed_sample_tokens
+    if mean is None:
+        return None, True, None
+    cv = b.packed_sample_length_cv
+    spread = f"cv {cv:g}" if cv is not None else "cv not given: every sample the mean length, the least work for it"
+    if eager:
+        return None, True, (f"packed rows ({mean} tokens per sample, {spread}): eager attention computes every score"
+                            f" of the {seq_len}-token row, planned as one sequence")
+    if card.attention is Attention.SDPA:
+        return None, False, (f"packed rows ({mean} tokens per sample): SDPA given the packed block mask runs its"
+                             f" memory-efficient kernel over every key block of the {seq_len}-token row"
+                             " (no causal skip); attention: flash runs per sample")
+    ctx = packed_attention_context(mean_sample_tokens=mean, sample_length_cv=cv or 0.0, row_tokens=seq_len)
+    return ctx, True, (f"packed rows: attention per sample ({mean} tokens mean, {spread}): a causal span of"
+                       f" {ctx:.0f} keys per query instead of the {seq_len}-token row's")
+
+
 def training_time(
     card: RunCard, spec: ModelSpec, rates: DeviceRates, *, ranks: int, gpus_per_node: int, micro_batch_size: int,
     seq_len: int, micro_steps: int, work_cv: float = 0.0,
@@ -242,6 +268,7 @@ def training_time(
                       gpus_per_node=max(1, gpus_per_node // (tp * pp)) if tp * pp <= gpus_per_node else 1,
                       nic_bytes_per_s=nic_bytes_per_s(card), offload=par.offload.value, expert_ranks=edp,
                       expert_gpus_per_node=edp_local)
+    packed_context, causal_skip, packed_note = packed_attention(card, eager=eager, seq_len=seq_len)
     t = train_step_time(
         shard, rates=rates, micro_batch_size=micro_batch_size, seq_len=max(1, seq_len // cp), micro_steps=micro_steps,
         adapter=adapter_of(card, spec), eager_attention=eager, gradient_checkpointing=par.gradient_checkpointing,
@@ -249,11 +276,12 @@ def training_time(
         gathered_weight_bytes=(w.base + w.adapter) * share, count_scale=scale,
         memory_factor=COMPILE_MEMORY_FACTOR if fused_kernels(card) else 1.0,
         kernel_factor=COMPILE_KERNEL_FACTOR if fused_kernels(card) else 1.0,
-        model_parallel=mp, attention_context=seq_len if cp > 1 else None,
+        model_parallel=mp, attention_context=packed_context or (seq_len if cp > 1 else None),
         selective=par.selective_checkpointing.value, fp8=card.precision.compute is ComputeDtype.FP8,
         fp8_weight_cache=card.precision.fp8_recipe in TE_ONLY_FP8_RECIPES, work_cv=work_cv, expert_params=expert,
+        causal_skip=causal_skip,
     )
-    return t
+    return replace(t, assumptions=t.assumptions + (packed_note,)) if packed_note else t
 
 
 EXPERT_GROUP_STRATEGIES = ("ddp", "zero1", "zero2", "zero3", "fsdp", "fsdp_grad_op")

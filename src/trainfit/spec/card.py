@@ -185,6 +185,33 @@ class BatchSection(_Section):
     micro_batch_size: int = Field(1, ge=1, le=65536)
     seq_len: int = Field(2048, ge=1, le=10_000_000)
     grad_accum: int = Field(1, ge=1, le=1_000_000)
+    packed_sample_tokens: int | None = Field(
+        None, ge=1, le=10_000_000,
+        description="Rows are packs of several samples with attention per sample (varlen FlashAttention / cu_seqlens,"
+                    " FlexAttention block mask, Transformer Engine thd): the mean tokens per sample; null: each row is"
+                    " one causal sequence of seq_len.")
+    packed_sample_length_cv: float | None = Field(
+        None, ge=0, le=100,
+        description="With packed_sample_tokens: the samples' length spread, std / mean (attention work ~ mean^2"
+                    " (1 + cv^2) per sample); null: every sample the mean length (stated in the plan).")
+
+    @model_validator(mode="after")
+    def _packed(self) -> "BatchSection":
+        mean, cv = self.packed_sample_tokens, self.packed_sample_length_cv
+        if mean is None:
+            if cv is not None:
+                raise ValueError("batch.packed_sample_length_cv: only read with batch.packed_sample_tokens (the mean"
+                                 " tokens per packed sample); allowed without it: null")
+            return self
+        if mean > self.seq_len:
+            raise ValueError(f"batch.packed_sample_tokens: {mean} is more than a row (batch.seq_len {self.seq_len});"
+                             f" allowed: 1 to {self.seq_len}, or null (one sequence per row)")
+        # a sample is at most a row, so E[len^2] <= seq_len * E[len]: mean (1 + cv^2) <= seq_len
+        if cv is not None and mean * (1 + cv * cv) > self.seq_len:
+            top = (self.seq_len / mean - 1) ** 0.5
+            raise ValueError(f"batch.packed_sample_length_cv: {cv:g} with a mean of {mean} tokens implies samples"
+                             f" longer than the {self.seq_len}-token row; allowed: 0 to {top:.3g}")
+        return self
 
 
 class LossSection(_Section):
@@ -456,6 +483,9 @@ class RunCard(_Section):
                     f"rollout.gpus: split placement gives {ro.gpus} GPUs to rollout but a node has"
                     f" {self.hardware.gpus_per_node}; leave at least one for training"
                 )
+        if self.method in (Method.PPO, Method.GRPO) and self.batch.packed_sample_tokens is not None:
+            raise ValueError(f"batch.packed_sample_tokens: read for sft, rm and dpo; {self.method.value} packs its"
+                             " rollouts from their planned lengths (rollout settings); allowed with it: null")
         if self.method in (Method.PPO, Method.GRPO):
             whole = ro.placement is Placement.SPLIT and ro.nodes is not None
             engine_gpus = (self.hardware.gpus_per_node if whole else (ro.gpus or 0)) if ro.placement is Placement.SPLIT \

@@ -72,3 +72,26 @@ def test_sdpa_with_a_mask_computes_every_block():
     skip = step_inventory(LLAMA8, micro_batch_size=1, seq_len=4096)
     full = step_inventory(LLAMA8, micro_batch_size=1, seq_len=4096, causal_skip=False)
     assert full.layers_forward.attention_forward_flops == pytest.approx(2 * skip.layers_forward.attention_forward_flops)
+
+
+def test_matches_pytorch_flop_counter_for_varlen_flash():
+    """PyTorch's FLOP formula for the varlen flash kernel (``torch.utils.flop_counter``, ``aten._flash_attention_forward``
+    / ``_backward`` with ``cum_seq_q``: one ``sdpa_flop_count`` per sample, causal masking not halved) over the same
+    samples: the inventory's per-layer count is its causal half, and the backward is 2.5 x the forward."""
+    torch = pytest.importorskip("torch")
+    from torch.utils.flop_counter import flop_registry
+
+    aten = torch.ops.aten
+    spec = LLAMA8
+    lengths = [37, 512, 1000, 211, 4096, 64]
+    total = sum(lengths)
+    cu = torch.tensor([0] + [sum(lengths[: i + 1]) for i in range(len(lengths))], dtype=torch.int32)
+    heads, kv_heads, d = spec.num_attention_heads, spec.kv_dim // spec.head_dim, spec.head_dim
+    q = torch.empty(total, heads, d, device="meta")
+    k = torch.empty(total, kv_heads, d, device="meta")
+    fwd = flop_registry[aten._flash_attention_forward](q, k, k, cu, cu, max(lengths), max(lengths))
+    bwd = flop_registry[aten._flash_attention_backward](q, q, k, k, q, None, cu, cu, max(lengths), max(lengths))
+    inv = step_inventory(spec, micro_batch_size=1, seq_len=total, attention_context=_context(lengths))
+    per_layer = inv.layers_forward.attention_forward_flops / spec.num_full_attention_layers
+    assert 2 * per_layer == pytest.approx(fwd, rel=1e-9)
+    assert bwd == pytest.approx(2.5 * fwd, rel=1e-9)

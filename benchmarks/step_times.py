@@ -309,6 +309,11 @@ def model_parallel_section(dims: dict[str, Any]) -> tuple[dict[str, Any], list[s
         etp = dims.get("etp") or 1
         if etp > 1:
             out["expert_tensor_parallel"] = etp
+        # the EP dispatcher where the entry's recipe states it (Megatron-Core moe_token_dispatcher_type flex with the
+        # DeepEP / HybridEP backend, or alltoall; Automodel's backend.dispatcher deepep | hybridep): the card's
+        # parallel.moe_dispatcher (deepep covers both backends); each entry's note cites the file
+        if dims.get("moe_dispatcher"):
+            out["moe_dispatcher"] = dims["moe_dispatcher"]
     if out:
         notes.append("model parallel: " + ", ".join(f"{k} {v}" for k, v in out.items()))
     return out, notes

@@ -22,7 +22,9 @@ EP                 all-to-all dispatch and combine of (T/tp)·top_k·h per MoE  
                    expert parallelism and tensor parallelism, sequence
                    parallelism must be used"); the group's same-node share
                    moves over NVLink, the rest over each GPU's NIC
-                   (``collectives.all_to_all_bus_bytes_per_s``)
+                   (``collectives.all_to_all_bus_bytes_per_s``); DeepEP /
+                   HybridEP send one row per destination node and fan
+                   it out over NVLink (``moe_dispatch``)
 PP                 the stage's output activation T·h to the next stage, its       half (sends overlap
                    gradient back; under the interleaved schedule once per model   the next micro-batch)
                    chunk, v times per micro-batch (Narayanan et al. 2021, §2.2:
@@ -60,8 +62,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from trainfit.compute import collectives as coll
+from trainfit.compute.moe_dispatch import ep_dispatch_bytes, ep_dispatch_seconds
 from trainfit.compute.moe_time import count_exchange_seconds
 from trainfit.compute.rates import COLLECTIVE_HOP_LATENCY_S
+from trainfit.spec.enums import MoeDispatcher
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +96,9 @@ def model_parallel_comm(
     attention_forward_s_per_layer: float = 0.0, attention_backward_s_per_layer: float = 0.0,
     dtype_bytes: float = 2.0, virtual_stages: int = 1, experts: int = 0, sequence_parallel: bool = False,
     recompute_collectives: bool = True, tp_comm_overlap: bool = False, gemm_forward_s: float = 0.0,
-    gemm_backward_s: float = 0.0,
+    gemm_backward_s: float = 0.0, moe_dispatcher: MoeDispatcher = MoeDispatcher.ALLTOALL, ep_ranks_per_node: int = 1,
+    ep_nic_bytes_per_s: float = 1.0, ep_nvlink_bytes_per_s: float = 1.0, moe_groups: int = 1,
+    moe_groups_per_token: int = 1,
 ) -> ModelParallelComm:
     """Exposed communication of one micro-step on one rank of one pipeline stage (``layers`` = its layers).
 
@@ -104,7 +110,9 @@ def model_parallel_comm(
     sequence shard; ``recompute_collectives``: the recomputed forward repeats the TP, Ulysses and EP collectives (full
     recompute; False for Megatron's selective core-attention recompute); ``tp_comm_overlap``: the TP collectives hide
     behind the pass's GEMMs, ``gemm_forward_s`` / ``gemm_backward_s`` (the stage's layers, one micro-step) (module
-    docstring).
+    docstring); ``moe_dispatcher`` DEEPEP: the dispatch and combine move ``moe_dispatch.ep_dispatch_bytes`` (one row
+    per destination node over the NIC at ``ep_nic_bytes_per_s``, NVLink fan-out at ``ep_nvlink_bytes_per_s``;
+    ``ep_ranks_per_node`` of the group per node; ``moe_groups`` / ``moe_groups_per_token``: group-limited routing).
     """
     passes = 3 if recompute else 2  # forward, (recompute), backward
     coll_passes = passes if recompute_collectives else 2
@@ -137,8 +145,17 @@ def model_parallel_comm(
         # MoE with tp > 1 runs sequence parallel (Megatron requires it: module docstring): each rank routes its
         # 1/tp sequence shard, so its all-to-all carries tokens / tp of them
         routed = tokens / tp if tp > 1 else tokens
-        buf = routed * top_k * hidden * dtype_bytes
-        one = all_to_all_seconds(total_bytes=buf, ranks=ep, bus_bytes_per_s=ep_bus_bytes_per_s, latency_s=latency_s)
+        if moe_dispatcher is MoeDispatcher.DEEPEP:
+            traffic = ep_dispatch_bytes(
+                dispatcher=moe_dispatcher, tokens=routed, hidden=hidden, top_k=top_k, experts=experts, ep=ep,
+                ranks_per_node=ep_ranks_per_node, groups=moe_groups, groups_per_token=moe_groups_per_token,
+                dtype_bytes=dtype_bytes)
+            one = ep_dispatch_seconds(traffic=traffic, nic_bytes_per_s=ep_nic_bytes_per_s,
+                                      nvlink_bytes_per_s=ep_nvlink_bytes_per_s,
+                                      latency_s=latency_s + COLLECTIVE_HOP_LATENCY_S * (ep - 1))
+        else:
+            buf = routed * top_k * hidden * dtype_bytes
+            one = all_to_all_seconds(total_bytes=buf, ranks=ep, bus_bytes_per_s=ep_bus_bytes_per_s, latency_s=latency_s)
         expert = 2 * coll_passes * moe_layers * one  # dispatch + combine
         # the token-count all-gather before each forward (and recomputed forward) dispatch; backward reuses the counts
         expert += (coll_passes - 1) * moe_layers * count_exchange_seconds(

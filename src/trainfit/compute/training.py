@@ -34,6 +34,7 @@ from trainfit.compute.model_parallel import ModelParallelComm, model_parallel_co
 from trainfit.compute.offload import offload_seconds
 from trainfit.compute.optimizer_time import optimizer_seconds, shard_params
 from trainfit.compute.rates import DeviceRates
+from trainfit.spec.enums import MoeDispatcher
 from trainfit.spec.model import ModelSpec
 
 BOUNDS = ("compute", "memory", "launch", "communication", "offload", "idle")
@@ -154,6 +155,14 @@ class ModelParallel:
     pp_bytes_per_s: float = 1.0
     tp_comm_overlap: bool = False
     """Transformer Engine userbuffers overlap the TP collectives with the GEMMs (``model_parallel`` docstring)."""
+    moe_dispatcher: MoeDispatcher = MoeDispatcher.ALLTOALL
+    """How the EP group moves routed tokens (``compute.moe_dispatch``); DEEPEP reads the three fields below."""
+    ep_ranks_per_node: int = 1
+    """Ranks of one expert-parallel group that share a node (NVLink domain)."""
+    ep_nic_bytes_per_s: float = 1.0
+    """One GPU's usable NIC rate (its share of the node's network)."""
+    ep_nvlink_bytes_per_s: float = 1.0
+    """One GPU's usable NVLink rate inside the node."""
 
     @property
     def active(self) -> bool:
@@ -387,7 +396,10 @@ def model_parallel_comm_of(spec: ModelSpec, mp: ModelParallel, *, tokens: float,
         attention_backward_s_per_layer=bwd.attention_s / full, virtual_stages=mp.virtual_stages,
         experts=spec.moe.num_experts * mp.ep if spec.moe else 0, sequence_parallel=mp.sequence_parallel,
         recompute_collectives=recompute_collectives, tp_comm_overlap=mp.tp_comm_overlap,
-        gemm_forward_s=fwd.gemm_s, gemm_backward_s=bwd.gemm_s,
+        gemm_forward_s=fwd.gemm_s, gemm_backward_s=bwd.gemm_s, moe_dispatcher=mp.moe_dispatcher,
+        ep_ranks_per_node=mp.ep_ranks_per_node, ep_nic_bytes_per_s=mp.ep_nic_bytes_per_s,
+        ep_nvlink_bytes_per_s=mp.ep_nvlink_bytes_per_s, moe_groups=spec.moe.n_group if spec.moe else 1,
+        moe_groups_per_token=spec.moe.topk_group if spec.moe else 1,
     )
 
 

@@ -25,11 +25,12 @@ from trainfit.memory.lora import lora_trainable_params, targeted_groups
 from trainfit.memory.params import param_breakdown, param_tensors, routed_expert_params
 from trainfit.memory.sharding import Sharding
 from trainfit.memory.weights import count_scale, total_params, weight_bytes
-from trainfit.errors import TrainfitError
+from trainfit.errors import CardError, TrainfitError
 from trainfit.plan.resolve import gpu_of, trainable_spec
 from trainfit.plan.terms import trained_dtype_bytes, zero_master_states
 from trainfit.spec.card import RunCard
 from trainfit.spec.enums import Attention, ComputeDtype, ContextParallelKind, Dtype, Fp8Recipe, Method, Scope
+from trainfit.spec.enums import MoeDispatcher
 from trainfit.spec.model import ModelSpec
 
 COMPILE_MEMORY_FACTOR = 0.5
@@ -192,6 +193,11 @@ def model_parallel_of(card: RunCard, spec: ModelSpec, r: DeviceRates, *, gpus_pe
         return coll.ring_bus_bytes_per_s(rates=r, crosses_nodes=span > gpus_per_node, nic_bytes_per_s=nic)
 
     tp, cp, ep = par.tensor_parallel, par.context_parallel, par.expert_parallel
+    ep_local = max(1, min(ep, gpus_per_node // par.expert_tensor_parallel))
+    if par.moe_dispatcher is MoeDispatcher.DEEPEP and spec.moe is not None and ep % ep_local:
+        raise CardError(f"parallel.moe_dispatcher: deepep needs the expert-parallel group to fill whole nodes, but"
+                        f" expert_parallel {ep} spans {ep_local} ranks per node; allowed: alltoall, or expert_parallel"
+                        f" up to {ep_local} or a multiple of it")
     return ModelParallel(
         tp=tp, sequence_parallel=par.sequence_parallel, cp=cp,
         ulysses=par.context_parallel_kind is ContextParallelKind.ULYSSES, pp=par.pipeline_parallel,
@@ -206,6 +212,10 @@ def model_parallel_of(card: RunCard, spec: ModelSpec, r: DeviceRates, *, gpus_pe
                                                            nic_bytes_per_s=nic),
         pp_bytes_per_s=bus(card.world_size if card.world_size > gpus_per_node else 1),
         tp_comm_overlap=par.tp_comm_overlap,
+        # DeepEP / HybridEP: the per-node rows leave through each GPU's NIC, the fan-out runs over NVLink
+        # (compute.moe_dispatch), the same links and efficiency as the all-to-all above
+        moe_dispatcher=par.moe_dispatcher, ep_ranks_per_node=ep_local,
+        ep_nic_bytes_per_s=nic * coll.NIC_EFFICIENCY, ep_nvlink_bytes_per_s=r.intra_node_bus_bytes_per_s,
     )
 
 

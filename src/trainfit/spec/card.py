@@ -40,6 +40,7 @@ from trainfit.spec.enums import (
     TaskKind,
     WeightSync,
     LossKernel,
+    MoeDispatcher,
 )
 
 
@@ -142,6 +143,10 @@ class ParallelSection(_Section):
     virtual_stages: int = Field(1, ge=1, le=1024, description="Model chunks per pipeline rank (interleaved schedule).")
     expert_parallel: int = Field(1, ge=1, le=1024, description="MoE experts split over this many ranks (inside the tensor x context x data ranks of a stage: Megatron-Core parallel folding).")
     expert_tensor_parallel: int = Field(1, ge=1, le=1024, description="Tensor parallel size inside each expert.")
+    moe_dispatcher: MoeDispatcher = Field(MoeDispatcher.ALLTOALL, description="alltoall (Megatron-Core"
+                                          " moe_token_dispatcher_type alltoall: one copy per routed expert) | deepep"
+                                          " (DeepEP / HybridEP, Megatron-Core flex: one copy per destination node over"
+                                          " the network, fanned out over NVLink).")
     pipeline_first_stage_layers: int | None = Field(None, ge=1, le=100_000, description="Decoder layers on the first"
                                                     " pipeline stage (Megatron-Core num_layers_in_first_pipeline_stage);"
                                                     " default: even split.")

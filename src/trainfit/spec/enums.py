@@ -263,3 +263,13 @@ class LossKernel(StrEnum):
     TORCHTUNE = "torchtune"
     """torchtune's ``CEWithChunkedOutputLoss``: the decoder returns every output chunk's logits at once, the loss
     runs per chunk (``trainfit.memory.logits.torchtune_chunked_ce_bytes``)."""
+
+
+class MoeDispatcher(StrEnum):
+    """How the expert-parallel group moves routed tokens (``compute.moe_dispatch``)."""
+
+    ALLTOALL = "alltoall"
+    """Megatron-Core ``moe_token_dispatcher_type: alltoall``: one row per routed expert through NCCL all-to-all."""
+    DEEPEP = "deepep"
+    """DeepEP / HybridEP (Megatron-Core ``flex`` with ``moe_flex_dispatcher_backend`` deepep or hybridep): one row per
+    destination node over the network, forwarded over NVLink once per destination GPU."""

@@ -1,0 +1,140 @@
+"""Bytes of one expert-parallel dispatch (or combine) per GPU: Megatron-Core's all-to-all versus DeepEP / HybridEP.
+
+Per MoE layer, per pass, one GPU routes ``T`` tokens (its sequence shard: ``T / tp`` under tensor parallel) of ``h``
+hidden values (``b`` bytes each) to ``k`` of ``E`` experts spread over an expert-parallel group of ``ep`` ranks,
+``l`` of them per node (``ep / l`` nodes). A row is ``h·b`` bytes.
+
+=============  ===========================================================  =======================================
+dispatcher     what leaves the GPU per token                                 source
+=============  ===========================================================  =======================================
+alltoall       ``k`` rows, one per routed expert (duplicates to the same    NVIDIA/Megatron-LM megatron/core/
+               rank included: the rows are permuted per (token, expert)     transformer/moe/token_dispatcher.py
+               before the all-to-all); ``(l−1)/ep`` of them to the same     ``MoEAlltoAllTokenDispatcher``
+               node over NVLink, ``(ep−l)/ep`` over the GPU's own NIC       @d98e8a64ddf34856e74b24714e3bedb2f5a39553
+deepep         one row per distinct destination NODE over the network,      deepseek-ai/DeepEP deep_ep/buffers/
+(DeepEP        to the GPU of the same local index there, which forwards it  legacy.py ``get_dispatch_layout``
+normal         over NVLink once per distinct destination GPU of its node    (``num_tokens_per_rdma_rank``: "tokens
+kernels,       (inside the source's own node the source sends it straight   to be sent to each RDMA rank (with the
+HybridEP;      over NVLink, once per distinct GPU); the receiving GPU       same GPU index)"; ``is_token_in_rank``)
+Megatron       expands it to its local experts                              @dd758caf451848bd150e1046af3d0a73e5fff38d;
+``flex``)                                                                   HybridEP: DeepEP branch hybrid-ep
+                                                                            docs/Hybrid-EP_Implementation.md
+                                                                            @94a9f8f6b146c07d97ec58f67cd6d303296d6098
+                                                                            (``rdma_token_buffer: max_tokens_per_rank
+                                                                            × (num_nodes - 1) × hidden_dim``)
+=============  ===========================================================  =======================================
+
+Expected destinations of one token: experts sit in contiguous blocks (``E / ep`` per rank, ``E / nodes`` per node,
+Megatron-Core's ``local_expert_indices``); the router picks ``k`` experts uniformly (the published MoE benchmarks
+force-balance the routing: Megatron-Core ``moe_router_force_load_balancing``), and with group-limited routing
+(DeepSeek-V3's ``n_group`` groups of contiguous experts, ``topk_group`` of them per token: Megatron-Core
+``moe_router_num_groups`` / ``moe_router_group_topk``, "Node-limited routing: set moe_router_num_groups equal to
+number of nodes in EP group", megatron/core/transformer/transformer_config.py @d98e8a64; DeepSeek-V3 technical
+report, arXiv 2412.19437, §2.1.2 "each token will be sent to at most M nodes", §3.2.2: IB to the same in-node index
+GPU of each target node, then NVLink forwarding; M = 4) first picks ``topk_group`` groups uniformly and then the ``k``
+experts uniformly among theirs. A bin (node or GPU) holding ``m`` of the ``C`` candidate experts is missed with
+probability ``C(C−m, k) / C(C, k)`` (hypergeometric), so the expected distinct bins are
+``Σ_bins (1 − C(C−m, k) / C(C, k))``, averaged over the groups chosen.
+
+Per token, with ``D_node`` the expected distinct destination nodes and ``D_gpu`` the expected distinct destination
+GPUs: the network carries ``D_node·(nodes−1)/nodes`` rows (the own node is hit with probability ``D_node/nodes``);
+NVLink carries ``D_gpu·(1 − 1/l)`` rows (every destination GPU but the source itself and, on each remote node, the
+same-index GPU that received the row over the network: ``nodes`` GPUs each hit with probability ``D_gpu/ep``).
+Combine moves the same rows back (DeepEP reduces inside the node before the network). The two links run at once.
+
+Not modelled: FP8 dispatch (DeepSeek-V3 dispatches FP8; the rows here are the activation dtype), the SMs the
+kernels take from the GEMMs, and load imbalance (``moe_time`` docstring).
+
+Pure Python: no torch import.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import comb
+
+from trainfit.spec.enums import MoeDispatcher
+
+
+@dataclass(frozen=True, slots=True)
+class EpDispatchBytes:
+    """Bytes one GPU sends in one dispatch (or one combine) of one MoE layer, by link."""
+
+    nic_bytes: float
+    """Over the GPU's own NIC (rail-optimised node, one NIC per GPU)."""
+    nvlink_bytes: float
+    """Over NVLink inside the node."""
+
+
+def expected_distinct_bins(*, experts: int, top_k: int, bins: int, groups: int = 1, groups_per_token: int = 1) -> float:
+    """Expected distinct bins (nodes or GPUs: ``experts / bins`` contiguous experts each) among one token's ``top_k``
+    experts, drawn uniformly without replacement from the ``groups_per_token`` of ``groups`` contiguous expert groups
+    picked uniformly for it (``groups = 1``: from all ``experts``). Module docstring.
+
+    Raises ``ValueError`` when ``bins`` or ``groups`` does not divide ``experts``, or the chosen groups hold fewer
+    than ``top_k`` experts."""
+    if experts <= 0 or top_k <= 0 or bins <= 0 or groups <= 0:
+        raise ValueError("experts, top_k, bins and groups must be positive")
+    if experts % bins or experts % groups:
+        raise ValueError(f"{bins} bins and {groups} groups must divide {experts} experts")
+    chosen = max(1, min(groups_per_token, groups))
+    group_size = experts // groups
+    candidates = chosen * group_size
+    if top_k > candidates:
+        raise ValueError(f"top_k {top_k} exceeds the {candidates} experts of {chosen} groups")
+    per_bin = experts // bins
+    subsets = comb(groups, chosen)
+    all_draws = comb(candidates, top_k)
+    total = 0.0
+    for b in range(bins):
+        lo, hi = b * per_bin, (b + 1) * per_bin
+        overlaps = [min(hi, (g + 1) * group_size) - max(lo, g * group_size)
+                    for g in range(lo // group_size, (hi - 1) // group_size + 1)]
+        whole = sum(1 for o in overlaps if o == group_size)
+        partial = [o for o in overlaps if o < group_size]  # at most the two end groups
+        touched = len(overlaps)
+        for mask in range(1 << len(partial)):
+            picked_partial = [o for i, o in enumerate(partial) if mask >> i & 1]
+            for j in range(whole + 1):
+                picked = len(picked_partial) + j
+                ways = comb(whole, j) * comb(groups - touched, chosen - picked) if chosen >= picked else 0
+                if not ways:
+                    continue
+                m = j * group_size + sum(picked_partial)
+                miss = comb(candidates - m, top_k) / all_draws
+                total += ways / subsets * (1.0 - miss)
+    return total
+
+
+def ep_dispatch_bytes(*, dispatcher: MoeDispatcher, tokens: float, hidden: int, top_k: int, experts: int, ep: int,
+                      ranks_per_node: int, groups: int = 1, groups_per_token: int = 1,
+                      dtype_bytes: float = 2.0) -> EpDispatchBytes:
+    """What one GPU sends in one dispatch of one MoE layer: ``tokens`` it routes (its shard), ``experts`` the
+    model's routed experts over ``ep`` ranks, ``ranks_per_node`` of the group's ranks per node (module docstring).
+
+    Raises ``ValueError`` when the group spans nodes and ``ranks_per_node`` does not divide ``ep``."""
+    if ep <= 1 or tokens <= 0 or top_k <= 0:
+        return EpDispatchBytes(0.0, 0.0)
+    local = max(1, min(ranks_per_node, ep))
+    row = hidden * dtype_bytes
+    if dispatcher is MoeDispatcher.ALLTOALL:
+        copies = tokens * top_k
+        return EpDispatchBytes(copies * (ep - local) / ep * row, copies * (local - 1) / ep * row)
+    if ep % local:
+        raise ValueError(f"{local} ranks per node must divide the expert-parallel group of {ep}")
+    nodes = ep // local
+    d_gpu = expected_distinct_bins(experts=experts, top_k=top_k, bins=ep, groups=groups,
+                                   groups_per_token=groups_per_token)
+    d_node = expected_distinct_bins(experts=experts, top_k=top_k, bins=nodes, groups=groups,
+                                    groups_per_token=groups_per_token) if nodes > 1 else 1.0
+    nic_rows = d_node * (nodes - 1) / nodes
+    nvlink_rows = d_gpu * (1.0 - 1.0 / local)
+    return EpDispatchBytes(tokens * nic_rows * row, tokens * nvlink_rows * row)
+
+
+def ep_dispatch_seconds(*, traffic: EpDispatchBytes, nic_bytes_per_s: float, nvlink_bytes_per_s: float,
+                        latency_s: float) -> float:
+    """One dispatch (or combine): the NIC and NVLink shares move at once; the slower sets the time."""
+    if traffic.nic_bytes <= 0 and traffic.nvlink_bytes <= 0:
+        return 0.0
+    return latency_s + max(traffic.nic_bytes / nic_bytes_per_s, traffic.nvlink_bytes / nvlink_bytes_per_s)

@@ -68,3 +68,15 @@ def test_eager_computes_the_whole_row_and_sdpa_every_block():
     assert eager_packed.peak.device == eager_row.peak.device
     sdpa_row, sdpa_packed = _plan(attention="sdpa"), _plan(attention="sdpa", packed_sample_tokens=512)
     assert _attention_s(sdpa_packed) == pytest.approx(2 * _attention_s(sdpa_row))
+
+
+def test_cli_refuses_a_sample_longer_than_the_row_in_one_line(tmp_path, capsys):
+    from trainfit.cli.main import main
+
+    card = tmp_path / "card.yaml"
+    card.write_text("model: meta-llama/Llama-3.1-8B\nhardware: {gpu: h100-sxm, gpus_per_node: 8}\n"
+                    "batch: {seq_len: 4096, packed_sample_tokens: 5000}\nattention: flash\n")
+    assert main(["plan", str(card)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == ("trainfit: error: batch.packed_sample_tokens: 5000 is more than a row (batch.seq_len 4096);"
+                   " allowed: 1 to 4096, or null (one sequence per row)")

@@ -26,8 +26,9 @@ attention confined to each sample (causal within it). A kernel that skips the bl
 ``cv``. Such kernels: FlashAttention's varlen entry point with ``cu_seqlens`` (Dao-AILab/flash-attention
 ``flash_attn_varlen_func``; transformers ``modeling_flash_attention_utils._flash_attention_forward`` takes it
 for packed ``position_ids``, TRL ``padding_free`` / ``DataCollatorWithFlattening``), FlexAttention with a
-block mask (torch ``nn/attention/flex_attention.py``: fully masked KV blocks are never visited; torchtune
-``packed=True``), Transformer Engine's fused attention in the ``thd`` layout (cuDNN / flash with
+block mask (torch ``nn/attention/flex_attention.py`` ``BlockMask``: a 128 x 128 block is skipped only when every
+element is masked, so blocks straddling a sample boundary are computed whole: for samples not much longer than a
+block the kernel does more than ``Σ len_i²``, not counted here; torchtune ``packed=True``), Transformer Engine's fused attention in the ``thd`` layout (cuDNN / flash with
 ``cu_seqlens``: Megatron-Core ``PackedSeqParams``, NeMo ``packed_sequence``). What they do not change: the
 GEMMs and elementwise work (every token still runs), and the activation memory (these kernels keep O(seq)
 state per row, packed or not). Kernels that do not skip: eager attention (transformers 5.x builds the

@@ -4,7 +4,7 @@ Megatron-Core's all-to-all and DeepEP / HybridEP move per GPU, and their seconds
 from __future__ import annotations
 
 import random
-from math import comb, sqrt
+from math import comb, gcd, sqrt
 
 import pytest
 from hypothesis import given, settings
@@ -40,11 +40,11 @@ def _layouts(draw):
     groups = draw(st.sampled_from([1, 2, 3, 4, 8]))
     bins = draw(st.sampled_from([1, 2, 3, 4, 6, 8, 16]))
     # experts divisible by both (contiguous groups and bins need not align: 12 experts, 4 bins, 3 groups)
-    lcm = groups * bins // __import__("math").gcd(groups, bins)
+    lcm = groups * bins // gcd(groups, bins)
     experts = lcm * draw(st.integers(1, max(1, 64 // lcm)))
     groups_per_token = draw(st.integers(1, groups))
     top_k = draw(st.integers(1, min(8, groups_per_token * experts // groups)))
-    return dict(experts=experts, top_k=top_k, bins=bins, groups=groups, groups_per_token=groups_per_token)
+    return {"experts": experts, "top_k": top_k, "bins": bins, "groups": groups, "groups_per_token": groups_per_token}
 
 
 @settings(max_examples=25, deadline=None)
@@ -118,7 +118,7 @@ def test_deepep_sends_one_copy_per_destination_node():
 @given(nodes=st.sampled_from([1, 2, 4, 8]), local=st.sampled_from([2, 4, 8]), k=st.integers(1, 8))
 def test_deepep_never_sends_more_over_the_network_than_alltoall(nodes, local, k):
     ep = nodes * local
-    kw = dict(tokens=1024.0, hidden=1024, top_k=k, experts=ep * 8, ep=ep, ranks_per_node=local)
+    kw = {"tokens": 1024.0, "hidden": 1024, "top_k": k, "experts": ep * 8, "ep": ep, "ranks_per_node": local}
     a2a = ep_dispatch_bytes(dispatcher=MoeDispatcher.ALLTOALL, **kw)
     dedup = ep_dispatch_bytes(dispatcher=MoeDispatcher.DEEPEP, **kw)
     assert dedup.nic_bytes <= a2a.nic_bytes + 1e-6
@@ -141,7 +141,7 @@ def _expert_s(**kw) -> float:
 def test_model_parallel_comm_charges_the_dispatcher():
     old = _expert_s()
     assert _expert_s(moe_dispatcher=MoeDispatcher.ALLTOALL, ep_ranks_per_node=8, ep_nic_bytes_per_s=1.0) == old
-    rates = dict(ep_ranks_per_node=8, ep_nic_bytes_per_s=NIC * coll.NIC_EFFICIENCY,
-                 ep_nvlink_bytes_per_s=H100.intra_node_bus_bytes_per_s)
+    rates = {"ep_ranks_per_node": 8, "ep_nic_bytes_per_s": NIC * coll.NIC_EFFICIENCY,
+             "ep_nvlink_bytes_per_s": H100.intra_node_bus_bytes_per_s}
     dedup = _expert_s(moe_dispatcher=MoeDispatcher.DEEPEP, **rates)
     assert dedup < old / 2

@@ -28,8 +28,8 @@ def _plan(**kw):
     ({"packed_sample_tokens": 9000}, "batch.packed_sample_tokens: 9000 is more than a row (batch.seq_len 8192); allowed: 1 to 8192"),
     ({"packed_sample_length_cv": 0.5}, "batch.packed_sample_length_cv: only read with batch.packed_sample_tokens"),
     ({"packed_sample_tokens": 4096, "packed_sample_length_cv": 1.5},
-     "batch.packed_sample_length_cv: 1.5 with a mean of 4096 tokens implies samples longer than the 8192-token row;"
-     " allowed: 0 to 1"),
+     ("batch.packed_sample_length_cv: 1.5 with a mean of 4096 tokens implies samples longer than the 8192-token row;"
+      " allowed: 0 to 1")),
     ({"packed_sample_tokens": 0}, "batch.packed_sample_tokens: input should be greater than or equal to 1"),
 ])
 def test_bad_values_are_one_line_naming_the_field(bad, msg):
@@ -53,7 +53,9 @@ def test_unset_is_the_one_sequence_plan():
 def test_flash_packs_shrink_only_attention():
     row, packed = _plan(), _plan(packed_sample_tokens=512)
     assert _attention_s(packed) < _attention_s(row) / 8
-    gemm = lambda p: sum(ph.terms.get("gemm", 0.0) for ph in p.time.phases)  # noqa: E731
+    def gemm(p):
+        return sum(ph.terms.get("gemm", 0.0) for ph in p.time.phases)
+
     assert gemm(packed) == pytest.approx(gemm(row))
     assert any("causal span of 512 keys" in x for x in packed.time.assumptions)
     # memory is the row's: flash keeps O(seq) state, packed or not

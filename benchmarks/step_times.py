@@ -265,6 +265,15 @@ def hardware(gpu_id: str, gpus: int, per_node: int, nodes: int, nic: float | Non
     return hw, notes
 
 
+def model_layers(model: Any) -> int | None:
+    """Decoder layers of a card's ``model`` value (a catalog id), None for an inline shape."""
+    if not isinstance(model, str):
+        return None
+    from trainfit.catalog.models import resolve_model as catalog_model
+
+    return catalog_model(model).num_layers
+
+
 def parallel_blockers(dims: dict[str, Any]) -> list[str]:
     """Reasons the card cannot state an entry's parallelism (none left: the card states tp/pp/cp/ep/Ulysses)."""
     cp, ulysses = (dims.get("cp") or 1), (dims.get("sequence_parallel_ulysses") or 1)
@@ -273,8 +282,10 @@ def parallel_blockers(dims: dict[str, Any]) -> list[str]:
     return []
 
 
-def model_parallel_section(dims: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    """The card's tensor / pipeline / context / expert parallel fields for an entry's parallelism."""
+def model_parallel_section(dims: dict[str, Any], *, num_layers: int | None = None,
+                           framework: str = "") -> tuple[dict[str, Any], list[str]]:
+    """The card's tensor / pipeline / context / expert parallel fields for an entry's parallelism (``num_layers``,
+    ``framework``: to compute a recipe's layer split, ``pipeline_layout_of``)."""
     out: dict[str, Any] = {}
     notes: list[str] = []
     tp, pp, ep = dims.get("tp") or 1, dims.get("pp") or 1, dims.get("ep") or 1
@@ -297,6 +308,10 @@ def model_parallel_section(dims: dict[str, Any]) -> tuple[dict[str, Any], list[s
                          ("num_layers_in_last_pipeline_stage", "pipeline_last_stage_layers")):
             if dims.get(src):
                 out[key] = int(dims[src])
+        layout, why = pipeline_layout_of(dims, pp=pp, vpp=vpp, num_layers=num_layers, framework=framework)
+        if layout is not None:
+            out["pipeline_layout"] = list(layout)
+            notes.append(why)
     if ulysses > 1:
         out.update(context_parallel=ulysses, context_parallel_kind="ulysses")
     elif cp > 1:
@@ -315,8 +330,39 @@ def model_parallel_section(dims: dict[str, Any]) -> tuple[dict[str, Any], list[s
         if dims.get("moe_dispatcher"):
             out["moe_dispatcher"] = dims["moe_dispatcher"]
     if out:
-        notes.append("model parallel: " + ", ".join(f"{k} {v}" for k, v in out.items()))
+        notes.insert(0, "model parallel: " + ", ".join(f"{k} {v}" for k, v in out.items() if k != "pipeline_layout"))
     return out, notes
+
+
+def pipeline_layout_of(dims: dict[str, Any], *, pp: int, vpp: int, num_layers: int | None,
+                       framework: str) -> tuple[tuple[int, ...] | None, str]:
+    """``parallel.pipeline_layout`` (decoder layers per virtual stage, stage i on rank i % pp) for a recipe whose split
+    is neither even nor Megatron-Core's uneven end stages, and a note; (None, "") otherwise. From the entry's
+    ``pipeline_layout`` (the decoder layers of its recipe's pipeline_model_parallel_layout), its
+    ``account_for_embedding/loss_in_pipeline_split`` flags (Megatron-Core's rule, memory.pipeline.megatron_layout),
+    or NeMo Automodel's split when the stages do not divide the layers (memory.pipeline.automodel_layout)."""
+    from trainfit.memory.pipeline import automodel_layout, megatron_layout, stage_layer_counts
+
+    emb, loss = bool(dims.get("account_for_embedding_in_pipeline_split")), \
+        bool(dims.get("account_for_loss_in_pipeline_split"))
+    if dims.get("pipeline_layout"):
+        layout, how = tuple(int(n) for n in dims["pipeline_layout"]), "the recipe's pipeline_model_parallel_layout"
+    elif num_layers is None:
+        return None, ""
+    elif emb or loss:
+        layout = megatron_layout(num_layers, pp, vpp, embedding=emb, loss=loss)
+        how = ("Megatron-Core's split with account_for_" + " / ".join(
+            k for k, on in (("embedding_in_pipeline_split", emb), ("loss_in_pipeline_split", loss)) if on)
+            + " (embedding and loss one layer each)")
+    elif framework in ("nemo-automodel", "automodel") and num_layers % (pp * vpp):
+        layout, how = automodel_layout(num_layers, pp, vpp), ("NeMo Automodel's split (the first layers % stages"
+                                                              " stages one layer more, stage i on rank i % pp)")
+    else:
+        return None, ""
+    per_rank = stage_layer_counts(sum(layout), pp, layout=layout)
+    sizes = sorted(set(layout))
+    return layout, (f"pipeline_layout from {how}: {len(layout)} virtual stages of {'/'.join(map(str, sizes))} layers,"
+                    f" {list(per_rank)} per rank")
 
 
 MEGATRON_FRAMEWORKS = ("ms-swift-megatron", "megatron", "megatron-bridge", "nemo")
@@ -454,7 +500,7 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     scope = {"sft_lora": "lora", "sft_qlora": "qlora"}.get(kind, "full")
     if "Int4" in e["model"]:
         notes.append("GPTQ int4 base planned as bitsandbytes nf4 (QLoRA)")
-    mp, n = model_parallel_section(e["parallel"])
+    mp, n = model_parallel_section(e["parallel"], num_layers=model_layers(model), framework=e["framework"])
     notes += n
     fused = (e["framework"] in MEGATRON_FRAMEWORKS or bool(e.get("fused_kernels"))) and not e.get("compile")
     if fused:

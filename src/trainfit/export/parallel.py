@@ -119,6 +119,7 @@ def missing_parallel_notes(card: RunCard, target: str, *, has: set[str]) -> list
         "expert_tensor_parallel": p.expert_tensor_parallel > 1,
         "pipeline_first_stage_layers": p.pipeline_first_stage_layers is not None,
         "pipeline_last_stage_layers": p.pipeline_last_stage_layers is not None,
+        "pipeline_layout": p.pipeline_layout is not None,
     }
     out = []
     for key, on in present.items():

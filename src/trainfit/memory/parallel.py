@@ -57,6 +57,10 @@ class ParallelLayout:
     """Decoder layers of pipeline rank 0 (Megatron-Core ``num_layers_in_first_pipeline_stage``); None: even split."""
     last_stage_layers: int | None = None
     """Decoder layers of the last pipeline rank (``num_layers_in_last_pipeline_stage``); None: even split."""
+    stage_layout: tuple[int, ...] | None = None
+    """Decoder layers of every virtual stage in model order, ``pp x virtual_stages`` of them, stage i on rank
+    ``i % pp`` (``parallel.pipeline_layout``, Megatron-Core ``pipeline_model_parallel_layout``); None: the
+    even split or the end-stage sizes above."""
 
     @property
     def trivial(self) -> bool:
@@ -111,6 +115,7 @@ def layout_of(card: RunCard, train_gpus: int) -> ParallelLayout:
         virtual_stages=par.virtual_stages, ep=par.expert_parallel, etp=par.expert_tensor_parallel,
         dp=max(1, train_gpus // par.model_parallel), micro_batches=card.batch.grad_accum,
         first_stage_layers=par.pipeline_first_stage_layers, last_stage_layers=par.pipeline_last_stage_layers,
+        stage_layout=par.pipeline_layout,
     )
 
 
@@ -125,12 +130,21 @@ def check_layout(card: RunCard, spec: ModelSpec, layout: ParallelLayout, seq_len
     if layout.trivial:
         return notes
     uneven = layout.first_stage_layers is not None or layout.last_stage_layers is not None
-    if layout.pp > 1 and not uneven and spec.num_layers % layout.chunks:
+    if layout.pp > 1 and layout.stage_layout is not None:
+        from trainfit.memory.pipeline import layout_problem
+
+        why = layout_problem(spec.num_layers, layout.stage_layout, layout.pp)
+        if why:
+            raise CardError(f"parallel.pipeline_layout: {why} ({name}); allowed: {layout.chunks} non-negative counts"
+                            f" summing to {spec.num_layers}, every pipeline rank holding at least one layer")
+        uneven = True  # the layout replaces the even split's divisibility
+    elif layout.pp > 1 and not uneven and spec.num_layers % layout.chunks:
         raise CardError(
             f"parallel.pipeline_parallel: {layout.pp} stages x {layout.virtual_stages} virtual stages = {layout.chunks}"
             f" does not divide the {spec.num_layers} layers of {name}; allowed products: {_divisors(spec.num_layers)},"
-            " or set parallel.pipeline_first_stage_layers / pipeline_last_stage_layers (uneven end stages)")
-    if layout.pp > 1 and uneven:
+            " or set parallel.pipeline_first_stage_layers / pipeline_last_stage_layers (uneven end stages) or"
+            " parallel.pipeline_layout (layers of every virtual stage)")
+    if layout.pp > 1 and uneven and layout.stage_layout is None:
         from trainfit.memory.pipeline import split_problem
 
         why = split_problem(spec.num_layers, layout.pp, layout.virtual_stages, first=layout.first_stage_layers,

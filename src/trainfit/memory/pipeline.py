@@ -18,6 +18,16 @@ output head and the loss on rank pp-1 (last chunk). With tied embeddings and pp 
 keeps its own copy of the embedding matrix as the head (Megatron-LM
 ``share_embeddings_and_output_weights``: the two copies' gradients are all-reduced).
 
+Any other split is a *layout* (``parallel.pipeline_layout``): the decoder layers of each of the ``pp x v``
+virtual stages in model order, virtual stage i on rank ``i % pp`` as its chunk ``i // pp`` (Megatron-Core
+``pipeline_model_parallel_layout``, ``megatron/core/transformer/pipeline_parallel_layer_layout.py``
+``PipelineParallelLayerLayout.__init__`` and ``get_layer_offset`` at the same commit; torch's and NeMo
+Automodel's loop-style stage assignment, ``stage_ids_this_rank``). Stages may be empty (Megatron prints
+"(empty stage)"); a rank needs one layer in all. The recipes' rules that produce layouts are
+``megatron_layout`` (``account_for_embedding/loss_in_pipeline_split``) and ``automodel_layout``. When a rank's
+chunks differ in size the walked chunk is its largest: every in-flight forward is counted at that chunk's
+activations, an upper bound (exact when the chunks are equal, as in every split above).
+
 In-flight micro-batches follow Megatron-Core's schedules
 (``megatron/core/pipeline_parallel/schedules.py``, ``get_pp_rank_microbatches``): rank ``s`` runs
 ``W`` warm-up forwards before its first backward,
@@ -79,10 +89,14 @@ def warmup_forwards(layout: ParallelLayout, stage: int) -> int:
     return min(2 * (pp - stage - 1) + (v - 1) * pp, m * v)
 
 
-def stage_layer_counts(num_layers: int, pp: int, *, first: int | None = None, last: int | None = None) -> tuple[int, ...]:
-    """Decoder layers of each pipeline rank (all its chunks): ``first`` / ``last`` on the end ranks when set
-    (Megatron-Core ``num_layers_in_{first,last}_pipeline_stage``), the rest evenly over the others.
-    Assumes the split was checked (``split_problem``)."""
+def stage_layer_counts(num_layers: int, pp: int, *, first: int | None = None, last: int | None = None,
+                       layout: tuple[int, ...] | None = None) -> tuple[int, ...]:
+    """Decoder layers of each pipeline rank (all its chunks): a ``layout``'s virtual stages summed per rank
+    (stage i on rank ``i % pp``); else ``first`` / ``last`` on the end ranks when set (Megatron-Core
+    ``num_layers_in_{first,last}_pipeline_stage``), the rest evenly over the others.
+    Assumes the split was checked (``split_problem`` / ``layout_problem``)."""
+    if layout is not None:
+        return tuple(sum(layout[s::pp]) for s in range(pp))
     if pp == 1:
         return (num_layers,)
     mid = pp - (first is not None) - (last is not None)
@@ -94,6 +108,60 @@ def stage_layer_counts(num_layers: int, pp: int, *, first: int | None = None, la
     if last is not None:
         counts[-1] = last
     return tuple(counts)
+
+
+def layout_rank_chunks(layout: tuple[int, ...], pp: int) -> tuple[tuple[tuple[int, ...], ...], ...]:
+    """Per pipeline rank, the global layer indices of each of its chunks (chunk c of rank s = virtual stage
+    ``c·pp + s``), for a layout of ``pp x v`` virtual-stage sizes in model order."""
+    starts = [sum(layout[:i]) for i in range(len(layout))]
+    v = len(layout) // pp
+    return tuple(tuple(tuple(range(starts[c * pp + s], starts[c * pp + s] + layout[c * pp + s])) for c in range(v))
+                 for s in range(pp))
+
+
+def layout_problem(num_layers: int, layout: tuple[int, ...], pp: int) -> str | None:
+    """Why a checked-shape layout (``spec.card`` validated its length and signs) does not fit a model of
+    ``num_layers`` decoder layers, or None; a rank without any decoder layer (Megatron's standalone loss
+    stage) is not modelled."""
+    if sum(layout) != num_layers:
+        return f"its {len(layout)} stages hold {sum(layout)} decoder layers, the model has {num_layers}"
+    empty = [s for s, n in enumerate(stage_layer_counts(num_layers, pp, layout=layout)) if n == 0]
+    if empty:
+        return f"pipeline rank {empty[0]} holds no decoder layer (a rank without layers is not modelled)"
+    return None
+
+
+def megatron_layout(num_layers: int, pp: int, v: int, *, embedding: bool, loss: bool) -> tuple[int, ...]:
+    """Megatron-Core's split with ``account_for_embedding_in_pipeline_split`` / ``account_for_loss_in_pipeline_split``
+    (NVIDIA/Megatron-LM @d98e8a64ddf34856e74b24714e3bedb2f5a39553, ``megatron/core/transformer/transformer_block.py``
+    ``get_num_layers_to_build``): the embedding and the loss each count as one layer, ``(num_layers + e + l) /
+    (pp x v)`` per virtual stage, then the first virtual stage (rank 0, chunk 0) builds one decoder layer fewer
+    for the embedding and the last (rank pp-1, chunk v-1) one fewer for the loss. Raises ``ValueError`` where
+    Megatron-Core's asserts would (the padded count not divisible by pp, a rank's share by v, or a negative end)."""
+    padded = num_layers + embedding + loss
+    if padded % pp or (padded // pp) % v:
+        raise ValueError(f"{num_layers} layers + {int(embedding) + int(loss)} do not split over {pp} stages x {v}"
+                         " virtual stages (Megatron-Core get_num_layers_to_build)")
+    each = padded // (pp * v)
+    out = [each] * (pp * v)
+    out[0] -= embedding
+    out[-1] -= loss
+    if min(out) < 0:
+        raise ValueError("not enough layers in the first or last virtual stage (Megatron-Core)")
+    return tuple(out)
+
+
+def automodel_layout(num_layers: int, pp: int, v: int) -> tuple[int, ...]:
+    """NeMo Automodel's split of ``num_layers`` over ``pp x v`` stages (NVIDIA-NeMo/Automodel
+    @2861c4143cd335539213b1b6d0c890cb17682444, ``nemo_automodel/components/distributed/pipelining/functional.py``
+    ``generate_hf_model_fqn_per_model_part``): ``num_layers // stages`` each and one more on the first
+    ``num_layers % stages``; ``stage_ids_this_rank`` (style "loop") puts stage i on rank ``i % pp``, as the
+    layout does. The embedding goes with stage 0, the norm and lm_head with the last stage."""
+    stages = pp * v
+    if stages > num_layers:
+        raise ValueError(f"{stages} stages exceed the {num_layers} layers (NeMo Automodel)")
+    base, extra = divmod(num_layers, stages)
+    return tuple(base + (i < extra) for i in range(stages))
 
 
 def split_problem(num_layers: int, pp: int, v: int, *, first: int | None, last: int | None) -> str | None:
@@ -117,15 +185,20 @@ def split_problem(num_layers: int, pp: int, v: int, *, first: int | None, last: 
 def stage_of(layout: ParallelLayout, num_layers: int, stage: int) -> Stage:
     """Pipeline rank ``stage`` of a model of ``num_layers`` decoder layers (see the module docstring)."""
     pp, v = layout.pp, layout.virtual_stages
-    counts = stage_layer_counts(num_layers, pp, first=layout.first_stage_layers, last=layout.last_stage_layers)
-    per_chunk = [n // v for n in counts]  # layers of one model chunk on each rank
-    span = sum(per_chunk)  # layers of one virtual stage over the whole pipeline
-    start = sum(per_chunk[:stage])
-    chunks = [tuple(range(c * span + start, c * span + start + per_chunk[stage])) for c in range(v)]
+    if layout.stage_layout is not None and pp > 1:
+        chunks = list(layout_rank_chunks(layout.stage_layout, pp)[stage])
+        walked = max(chunks, key=len)  # the first of the largest (see the module docstring)
+    else:
+        counts = stage_layer_counts(num_layers, pp, first=layout.first_stage_layers, last=layout.last_stage_layers)
+        per_chunk = [n // v for n in counts]  # layers of one model chunk on each rank
+        span = sum(per_chunk)  # layers of one virtual stage over the whole pipeline
+        start = sum(per_chunk[:stage])
+        chunks = [tuple(range(c * span + start, c * span + start + per_chunk[stage])) for c in range(v)]
+        walked = chunks[0]
     return Stage(
         index=stage,
         layers=tuple(i for ch in chunks for i in ch),
-        chunk_layers=chunks[0],
+        chunk_layers=walked,
         first=stage == 0,
         last=stage == pp - 1,
         warmup=warmup_forwards(layout, stage),
@@ -138,7 +211,12 @@ def schedule_note(layout: ParallelLayout) -> str:
     s0 = Stage(index=0, layers=(), chunk_layers=(), first=True, last=layout.pp == 1, warmup=warmup_forwards(layout, 0),
                total_forwards=layout.micro_batches * layout.virtual_stages)
     uneven = ""
-    if layout.first_stage_layers is not None or layout.last_stage_layers is not None:
+    if layout.stage_layout is not None and layout.pp > 1:
+        counts = stage_layer_counts(sum(layout.stage_layout), layout.pp, layout=layout.stage_layout)
+        uneven = (f"; layout: {list(layout.stage_layout)} decoder layers per virtual stage (stage i on rank i %"
+                  f" {layout.pp}), {list(counts)} per rank; a rank's in-flight forwards are counted at its largest"
+                  " chunk")
+    elif layout.first_stage_layers is not None or layout.last_stage_layers is not None:
         ends = [f"{which} stage {n} layers" for which, n in (("first", layout.first_stage_layers),
                                                             ("last", layout.last_stage_layers)) if n is not None]
         uneven = (f"; uneven split: {', '.join(ends)}, the rest even over the middle stages (Megatron-Core"

@@ -192,7 +192,7 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
         p_ = card.parallel
         shard = rank_spec(pspec, tp=p_.tensor_parallel, pp=p_.pipeline_parallel, ep=p_.expert_parallel,
                           etp=p_.expert_tensor_parallel, first=p_.pipeline_first_stage_layers,
-                          last=p_.pipeline_last_stage_layers)
+                          last=p_.pipeline_last_stage_layers, layout=p_.pipeline_layout)
         micro, lp_mbs = balanced_micro_batches(seqs_per_gpu * p_.tensor_parallel * p_.pipeline_parallel * cp,
                                                lp_mbs_max)
         rank_seq = max(1, seq_len // cp)
@@ -532,7 +532,7 @@ def trainer_state_offload_phase(card: RunCard, spec: ModelSpec, r: DeviceRates, 
     p = card.parallel
     shard = rank_spec(spec, tp=p.tensor_parallel, pp=p.pipeline_parallel, ep=p.expert_parallel,
                       etp=p.expert_tensor_parallel, first=p.pipeline_first_stage_layers,
-                      last=p.pipeline_last_stage_layers)
+                      last=p.pipeline_last_stage_layers, layout=p.pipeline_layout)
     params = total_params(shard)
     dp = max(1, train_gpus // max(1, p.tensor_parallel * p.pipeline_parallel))
     # Megatron-Core's distributed optimizer shards the experts over the expert-data-parallel ranks,

@@ -22,7 +22,7 @@ from trainfit.compute import collectives as coll
 from trainfit.compute.training import ModelParallel, OptimizerSpec, Parallel, PhaseTime, train_step_time
 from trainfit.memory import attention as attn
 from trainfit.memory.lora import lora_trainable_params, targeted_groups
-from trainfit.memory.params import param_breakdown, param_tensors, routed_expert_params
+from trainfit.memory.params import param_breakdown, param_tensors, routed_expert_layer_params, routed_expert_params
 from trainfit.memory.sharding import Sharding
 from trainfit.memory.weights import count_scale, total_params, weight_bytes
 from trainfit.errors import CardError, TrainfitError
@@ -129,15 +129,16 @@ def _trained(card: RunCard, spec: ModelSpec) -> tuple[float, float, OptimizerSpe
 
 
 def rank_spec(spec: ModelSpec, *, tp: int, pp: int, ep: int, etp: int, first: int | None = None,
-              last: int | None = None) -> ModelSpec:
+              last: int | None = None, layout: tuple[int, ...] | None = None) -> ModelSpec:
     """One model-parallel rank's shard of ``spec`` (Megatron layout): attention heads, MLP width and the
     vocabulary split by ``tp`` (kv heads fewer than ``tp`` are replicated), the layers of the pipeline's
     largest stage (the slowest sets the pace; ``first`` / ``last``: uneven end stages,
     ``trainfit.memory.pipeline.stage_layer_counts``; among equally large stages the one with the most MoE layers,
-    ``stage_layers``), the experts split by ``ep`` (each expert's width by ``etp``)."""
+    ``stage_layers``; ``layout``: ``parallel.pipeline_layout``, the rank whose layers and head hold the most work),
+    the experts split by ``ep`` (each expert's width by ``etp``)."""
     if tp * pp * ep * etp == 1:
         return spec
-    window = stage_layers(spec, pp, first=first, last=last)
+    window = stage_layers(spec, pp, first=first, last=last, layout=layout)
     layers = len(window)
     la = spec.linear_attention
     if la is not None and tp > 1:
@@ -158,15 +159,35 @@ def rank_spec(spec: ModelSpec, *, tp: int, pp: int, ep: int, etp: int, first: in
     )
 
 
-def stage_layers(spec: ModelSpec, pp: int, *, first: int | None = None, last: int | None = None) -> tuple[int, ...]:
+def stage_layers(spec: ModelSpec, pp: int, *, first: int | None = None, last: int | None = None,
+                 layout: tuple[int, ...] | None = None) -> tuple[int, ...]:
     """The decoder layers of the pipeline stage ``rank_spec`` times: the largest (``first`` / ``last``: uneven end
     stages, ``memory.pipeline.stage_layer_counts``; otherwise ``ceil(layers / pp)``), and among equally large ones
     the one with the most MoE layers (a model whose first layers are dense, DeepSeek-V3's three, has its routed
     layers, their all-to-alls and their expert gradients on the later stages). Contiguous windows, one per stage
-    (interleaved virtual stages are timed as one contiguous block)."""
+    (interleaved virtual stages are timed as one contiguous block).
+
+    With a ``layout`` (``parallel.pipeline_layout``: decoder layers per virtual stage, stage i on rank i % pp) the
+    ranks' chunks differ in size and content, so the rank is picked by its work: the matmul parameters one token
+    meets in its layers (attention, dense MLP, router and shared experts whole, the routed experts at top_k / E:
+    ``layout_rank_work``) plus the output head's ``vocab x hidden`` on the last rank; ties go to the rank with the
+    most MoE layers, then the first. Its layers (all its chunks) are returned; the head is timed with every rank
+    as before, so a non-last pick is timed with a head it does not hold (an upper bound by one head)."""
     n = spec.num_layers
     if pp <= 1:
         return tuple(range(n))
+    if layout is not None:
+        from trainfit.memory.pipeline import layout_problem, layout_rank_chunks
+
+        why = layout_problem(n, layout, pp)
+        if why:
+            raise CardError(f"parallel.pipeline_layout: {why} ({spec.name})")
+        ranks = [tuple(i for ch in chunks for i in ch) for chunks in layout_rank_chunks(layout, pp)]
+        work = layout_rank_work(spec, ranks)
+        moe_ = spec.moe
+        best = max(range(pp), key=lambda s: (work[s], sum(1 for i in ranks[s] if moe_ is not None
+                                                           and moe_.is_moe_layer(i))))
+        return ranks[best]
     if first is not None or last is not None:
         from trainfit.memory.pipeline import stage_layer_counts
 
@@ -183,6 +204,23 @@ def stage_layers(spec: ModelSpec, pp: int, *, first: int | None = None, last: in
 
     best = max(range(pp), key=weight)  # the first of the heaviest
     return tuple(range(starts[best], min(n, starts[best] + counts[best])))
+
+
+def layout_rank_work(spec: ModelSpec, ranks: list[tuple[int, ...]]) -> tuple[float, ...]:
+    """Per pipeline rank (its decoder layers), the parameters one token multiplies through: each layer's
+    parameters with its routed experts at ``experts_per_token / num_experts`` of them, plus the output head
+    (``head_outputs or vocab`` x hidden, tied or not) on the last rank. A proxy of the rank's matmul FLOPs
+    (2 per parameter per token forward); the embedding is a lookup and adds none."""
+    pb = param_breakdown(spec)
+    moe = spec.moe
+    share = moe.experts_per_token / moe.num_experts if moe is not None and moe.num_experts else 0.0
+
+    def layer(i: int) -> float:
+        routed = routed_expert_layer_params(spec, i) if moe is not None else 0
+        return pb.per_layer[i] - routed + routed * share
+
+    head = float((spec.head_outputs or spec.vocab_size) * spec.hidden_size)
+    return tuple(sum(layer(i) for i in r) + (head if s == len(ranks) - 1 else 0.0) for s, r in enumerate(ranks))
 
 
 def model_parallel_of(card: RunCard, spec: ModelSpec, r: DeviceRates, *, gpus_per_node: int) -> ModelParallel:
@@ -254,7 +292,8 @@ def training_time(
     par = card.parallel
     tp, cp, pp = par.tensor_parallel, par.context_parallel, par.pipeline_parallel
     shard = rank_spec(spec, tp=tp, pp=pp, ep=par.expert_parallel, etp=par.expert_tensor_parallel,
-                      first=par.pipeline_first_stage_layers, last=par.pipeline_last_stage_layers)
+                      first=par.pipeline_first_stage_layers, last=par.pipeline_last_stage_layers,
+                      layout=par.pipeline_layout)
     scale = count_scale(spec)
     params, tensors, opt = _trained(card, spec)  # the whole model (a bare count already scaled)
     trainable = trainable_spec(card)

@@ -153,6 +153,11 @@ class ParallelSection(_Section):
     pipeline_last_stage_layers: int | None = Field(None, ge=1, le=100_000, description="Decoder layers on the last"
                                                    " pipeline stage (Megatron-Core num_layers_in_last_pipeline_stage);"
                                                    " default: even split.")
+    pipeline_layout: tuple[int, ...] | None = Field(
+        None, max_length=1_048_576, description="Decoder layers of every virtual pipeline stage in model"
+        " order, pipeline_parallel x virtual_stages entries (0 allowed) summing to the model's layers; stage i runs on"
+        " pipeline rank i % pipeline_parallel (Megatron-Core pipeline_model_parallel_layout, decoder layers only: the"
+        " embedding is on stage 0, the head and loss on the last). Default: even split.")
 
     @model_validator(mode="before")
     @classmethod
@@ -523,6 +528,8 @@ class RunCard(_Section):
             if n is not None and n % par.virtual_stages:
                 raise ValueError(f"parallel.{key}: {n} layers do not split into virtual_stages = {par.virtual_stages}"
                                  f" chunks; allowed: multiples of {par.virtual_stages} (Megatron-Core)")
+        if par.pipeline_layout is not None:
+            _check_pipeline_layout(par)
         train_gpus = self.world_size
         if self.method in (Method.PPO, Method.GRPO) and ro.placement is Placement.SPLIT and ro.nodes is not None:
             train_gpus = self.hardware.gpus_per_node * (self.hardware.nodes - ro.nodes)
@@ -664,6 +671,32 @@ def _check_bf16_gpu(gpu: str, *, compute: ComputeDtype, compute_set: bool, weigh
                     else "")
             raise ValueError(f"precision.{key}: bf16{default} needs compute capability 8.0+; {spec.id}{cc} supports"
                              f" fp16 | fp32{also}")
+
+
+def _check_pipeline_layout(par: ParallelSection) -> None:
+    """One line naming ``parallel.pipeline_layout`` and what it allows (the sum is checked against the model's
+    layers where the model is known, ``memory.parallel.check_layout``). Megatron-Core's
+    ``PipelineParallelLayerLayout`` (NVIDIA/Megatron-LM @d98e8a64ddf34856e74b24714e3bedb2f5a39553,
+    ``megatron/core/transformer/pipeline_parallel_layer_layout.py``) takes ``pp x vpp`` stages, stage i on rank
+    ``i % pp``, any of them empty (its ``pretty_repr`` prints "(empty stage)"), and ``transformer_config.py``
+    ``__post_init__`` refuses it together with num_layers_in_first/last_pipeline_stage."""
+    layout, pp, v = par.pipeline_layout, par.pipeline_parallel, par.virtual_stages
+    assert layout is not None
+    allowed = (f"allowed: {pp * v} non-negative decoder-layer counts (pipeline_parallel {pp} x virtual_stages {v}),"
+               " one per virtual stage in model order, summing to the model's layers")
+    if pp == 1:
+        raise ValueError("parallel.pipeline_layout: only read with parallel.pipeline_parallel > 1; allowed with 1"
+                         " stage: unset")
+    if par.pipeline_first_stage_layers is not None or par.pipeline_last_stage_layers is not None:
+        raise ValueError("parallel.pipeline_layout: states every stage, so pipeline_first_stage_layers /"
+                         " pipeline_last_stage_layers must be unset with it (Megatron-Core refuses both); allowed:"
+                         " one of the two")
+    if len(layout) != pp * v:
+        raise ValueError(f"parallel.pipeline_layout: {len(layout)} entries; {allowed}")
+    if any(n < 0 for n in layout):
+        raise ValueError(f"parallel.pipeline_layout: a negative count ({min(layout)}); {allowed}")
+    if not sum(layout):
+        raise ValueError(f"parallel.pipeline_layout: no decoder layers at all; {allowed}")
 
 
 def _check_fp8_gpu(gpu: str, *, key: str = "precision.compute") -> None:

@@ -212,3 +212,11 @@ def test_automodel_deepseek_v3_plans_each_rank():
     plan = make_plan(load_card_dict(card))
     assert plan.step_seconds and plan.step_seconds > 0 and len(plan.stage_phases) == 4
     assert plan.worst_rank.pp == max(range(4), key=lambda s: plan.stage_peaks[s])
+
+
+def test_exports_say_the_layout_is_not_written():
+    from trainfit.export.parallel import missing_parallel_notes
+
+    card = load_card_dict(_card({"pipeline_parallel": 4, "pipeline_layout": [9, 8, 8, 7]}))
+    notes = missing_parallel_notes(card, "NeMo RL", has={"pipeline_parallel"})
+    assert any(n.startswith("parallel.pipeline_layout (9, 8, 8, 7): NeMo RL has no setting") for n in notes)

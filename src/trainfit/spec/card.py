@@ -206,7 +206,7 @@ class BatchSection(_Section):
                     " (1 + cv^2) per sample); null: every sample the mean length (stated in the plan).")
 
     @model_validator(mode="after")
-    def _packed(self) -> "BatchSection":
+    def _packed(self) -> BatchSection:
         mean, cv = self.packed_sample_tokens, self.packed_sample_length_cv
         if mean is None:
             if cv is not None:

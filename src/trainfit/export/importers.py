@@ -1231,7 +1231,8 @@ def read_nemo_rl(text: str) -> Imported:
             ro["mini_batches"] = steps
         kl = _num(t, "loss_fn.reference_policy_kl_penalty", get("loss_fn.reference_policy_kl_penalty", 0.01), float)
         set_dotted(d, "roles.kl_coef", kl)
-        set_dotted(d, "roles.reference", "gpu" if kl > 0 else "none")
+        # the reference waits in pinned host memory and is swapped into the policy for its pass (use_reference_model)
+        set_dotted(d, "roles.reference", "host_swap" if kl > 0 else "none")
         set_dotted(d, "rollout", ro)
     if dp is None:
         raise _bad(t, f"tensor x pipeline x context parallel = {mp} does not divide the training GPUs")

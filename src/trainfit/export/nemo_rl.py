@@ -274,9 +274,10 @@ def _grpo(card: RunCard, notes: list[str]) -> dict[str, Any]:
     if ro.response_len_mean is not None or non_default(card, "rollout.response_len_shape"):
         notes.append("rollout.response_len_mean / response_len_shape: a property of the task, not a NeMo RL setting")
     ref = reference_placement(card)
-    if ref in (RefPlacement.CPU, RefPlacement.PRECOMPUTED, RefPlacement.LORA_DISABLED):
-        notes.append(f"roles.reference {ref.value}: NeMo RL keeps the reference policy on the GPUs beside the policy"
-                     " (offloaded between its passes)")
+    if ref not in (RefPlacement.NONE, RefPlacement.HOST_SWAP):
+        notes.append(f"roles.reference {ref.value}: NeMo RL keeps the reference's weights in pinned host memory and"
+                     " copies them into the policy's parameters for the reference pass (use_reference_model);"
+                     " plan it as roles.reference=host_swap")
     if card.roles.reward_model not in ("rule", "none"):
         notes.append(f"roles.reward_model {card.roles.reward_model}: NeMo RL's reward model runs as an environment"
                      " (examples/configs/grpo_rm_1B.yaml); not written")

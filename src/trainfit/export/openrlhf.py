@@ -189,6 +189,9 @@ def _ppo(card: RunCard, notes: list[str]) -> list[str]:
             notes.append("roles.reference precomputed: OpenRLHF computes reference log-probs every step")
         if ref is RefPlacement.LORA_DISABLED:
             notes.append("roles.reference lora_disabled: OpenRLHF loads a separate reference model (its own GPU memory)")
+        if ref is RefPlacement.HOST_SWAP:
+            notes.append("roles.reference host_swap: OpenRLHF loads a separate reference model (its own GPU memory);"
+                         " exported without --ref.offload")
     critic = critic_model(card, m)
     if critic is not None:
         f += [f"--critic.model_name_or_path={critic}", "--critic.num_nodes", str(hw.nodes), "--critic.num_gpus_per_node", str(per_node)]
@@ -264,6 +267,8 @@ def _offline(card: RunCard, notes: list[str]) -> list[str]:
             f.append("--ref.offload")
         elif ref is RefPlacement.PRECOMPUTED:
             notes.append("roles.reference precomputed: OpenRLHF DPO computes reference log-probs every step")
+        elif ref is RefPlacement.HOST_SWAP:
+            notes.append("roles.reference host_swap: OpenRLHF DPO loads a separate reference model on the GPU")
     f += _ds_flags(card, notes, "--model.gradient_checkpointing_enable")
     return f
 

@@ -237,8 +237,8 @@ def _grpo_args(card: RunCard, a: dict[str, Any], notes: list[str]) -> dict[str, 
             f"otherwise one parameter at a time); plan the TRL run with --set rollout.weight_sync={trl_sync.value}"
         )
     ref = reference_placement(card)
-    if ref is RefPlacement.CPU:
-        notes.append("roles.reference cpu: TRL keeps the reference model on the GPU (no CPU reference)")
+    if ref in (RefPlacement.CPU, RefPlacement.HOST_SWAP):
+        notes.append(f"roles.reference {ref.value}: TRL keeps the reference model on the GPU (no CPU reference)")
     rm = reward_model(card)
     if rm:
         notes.append(f"roles.reward_model {rm}: pass reward_funcs='{rm}' to GRPOTrainer (not a config field)")
@@ -258,8 +258,8 @@ def build(card: RunCard) -> Export:
         ref = reference_placement(card)
         if ref is RefPlacement.PRECOMPUTED:
             a["precompute_ref_log_probs"] = True
-        elif ref is RefPlacement.CPU:
-            notes.append("roles.reference cpu: TRL DPO keeps the reference on the GPU; use precomputed to free it")
+        elif ref in (RefPlacement.CPU, RefPlacement.HOST_SWAP):
+            notes.append(f"roles.reference {ref.value}: TRL DPO keeps the reference on the GPU; use precomputed to free it")
     if card.method is Method.GRPO:
         a = _grpo_args(card, a, notes)
     if card.method is Method.PPO:

@@ -243,6 +243,9 @@ def _ppo(card: RunCard, notes: list[str]) -> list[str]:
         o.append(f"{A}.ref.log_prob_micro_batch_size_per_gpu={lp}")
         if ref is RefPlacement.PRECOMPUTED:
             notes.append("roles.reference precomputed: verl computes reference log-probs every step")
+        if ref is RefPlacement.HOST_SWAP:
+            notes.append("roles.reference host_swap: verl runs a separate reference worker, not a swap into the"
+                         " actor; exported on the GPU (param_offload False)")
     # rollout
     if ro.engine is not RolloutEngine.VLLM:
         notes.append(f"rollout.engine {ro.engine.value}: verl 0.9 rolls out with vllm or sglang; exported as vllm")

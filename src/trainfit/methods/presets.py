@@ -171,7 +171,9 @@ PRESETS: dict[str, Preset] = {
         name="nemo-rl",
         source="NeMo RL examples/configs/grpo_math_1B.yaml (policy.generation.colocated.enabled: true, "
         "vllm_cfg.gpu_memory_utilization: 0.6); nemo_rl/models/generation/vllm/vllm_worker.py line 112 "
-        "(NVIDIA-NeMo/RL @9dbd9adc95a10f5946cceb36e1d5b31e2429e470): VLLM_ENABLE_V1_MULTIPROCESSING=0, vllm.LLM in-process",
+        "(NVIDIA-NeMo/RL @9dbd9adc95a10f5946cceb36e1d5b31e2429e470): VLLM_ENABLE_V1_MULTIPROCESSING=0, vllm.LLM in-process; "
+        "the reference, when the loss has a KL term, in pinned host memory swapped into the policy for its pass "
+        "(roles.reference host_swap, set by methods.roles.reference_placement: use_reference_model, same commit)",
         card={
             "rollout": {"engine": "vllm", "placement": "colocate", "gpu_memory_utilization": 0.6,
                         "engine_multiprocess": False},

@@ -93,6 +93,19 @@ def frozen_weights(spec: ModelSpec, card: RunCard, *, divisor: int) -> float:
     return weight_bytes(spec, weights=w, compute=ComputeDtype.BF16, trainable=TrainableSpec()).base / divisor
 
 
+def reference_swap_state_bytes(spec: ModelSpec, card: RunCard, *, divisor: float) -> float:
+    """Bytes of the policy's state dict on one rank, which ``roles.reference: host_swap`` copies out and back,
+    and of the reference's pinned host copy (the same tensors; ``trainfit.compute.reference_swap``): Megatron's
+    ``Float16Module`` parameters in bf16 (the fp32 main copy belongs to the optimizer), the rank's TP/PP/EP shard
+    (``divisor``, as a frozen copy is laid out); NeMo RL's DTensor worker builds the model in fp32
+    (``dtensor_policy_worker.py`` line 221 @9dbd9adc95a10f5946cceb36e1d5b31e2429e470: ``torch_dtype=torch.float32``;
+    FSDP2's ``MixedPrecisionPolicy(param_dtype=...)`` casts for compute only), so under FSDP the local shard in the
+    card's weight dtype, fp32 included. LoRA adapters (a small share) are left out."""
+    if card.parallel.strategy in (Strategy.FSDP, Strategy.FSDP_GRAD_OP, Strategy.HSDP) and card.weights_dtype is Dtype.FP32:
+        return weight_bytes(spec, weights=Dtype.FP32, compute=ComputeDtype.BF16, trainable=TrainableSpec()).base / divisor
+    return frozen_weights(spec, card, divisor=divisor)
+
+
 def forward_only_transient(
     spec: ModelSpec,
     *,
@@ -306,6 +319,14 @@ def rl_groups(
     ref_w = frozen_weights(spec, card, divisor=weights_divisor) if ref_place is RefPlacement.GPU else 0.0
     if ref_place is RefPlacement.CPU:
         host["reference_weights"] = frozen_weights(spec, card, divisor=1)
+    if ref_place is RefPlacement.HOST_SWAP:
+        # NeMo RL: the reference's pinned host copy and the policy's saved copy (compute.reference_swap), every
+        # training GPU of the node its own shard; on the GPU the reference pass runs on the policy's own storage
+        from trainfit.compute.reference_swap import reference_swap_host_bytes
+
+        host["reference_weights"], host["reference_swap_policy_copy"] = reference_swap_host_bytes(
+            state_bytes_per_gpu=reference_swap_state_bytes(spec, card, divisor=weights_divisor),
+            gpus_per_node=min(card.hardware.gpus_per_node, train_gpus))
     rm_id = reward_model(card)
     rm_spec = None
     rm_w = 0.0
@@ -366,7 +387,7 @@ def rl_groups(
         peaks.append(PhasePeak(Phase.ROLLOUT, _without(trainer_resident, away) | extras()
                                | {ENGINE: rollout, "generation": gen_trainer},
                                f"generating {ro.prompts_per_step}x{ro.num_generations} sequences"))
-    if ref_place in (RefPlacement.GPU, RefPlacement.LORA_DISABLED):
+    if ref_place in (RefPlacement.GPU, RefPlacement.LORA_DISABLED, RefPlacement.HOST_SWAP):
         # GRPO divides by the temperature into a copy; PPO divides the logits in place
         tr = forward_only_transient(spec, sequences=mbs, seq_len=seq, chunked=chunked, gathered_units=_gathered(actor),
                                     divides_by_temperature=card.method is Method.GRPO, kernel=card.loss.kernel.value)
@@ -501,6 +522,7 @@ def dpo_reference_pass(spec: ModelSpec, card: RunCard, actor: StepTerms, *, weig
     place = reference_placement(card)
     if place in (RefPlacement.NONE, RefPlacement.PRECOMPUTED, RefPlacement.CPU):
         return 0.0, 0.0
+    # host_swap (NeMo RL DPO): the reference pass runs on the policy's own storage, no weights of its own
     weights = frozen_weights(spec, card, divisor=weights_divisor) if place is RefPlacement.GPU else 0.0
     # ``card`` is the DPO step card of plan.walk_sft_like, whose micro-batch is already chosen+rejected (2x):
     # the reference scores that same concatenated batch, without a temperature division

@@ -9,7 +9,8 @@ critic (PPO)
 reference
     frozen; on the GPU (sharded like the actor), offloaded to the CPU, absent when the KL
     coefficient is 0 (TRL's GRPO default ``beta=0.0``), or the LoRA-disabled actor (PEFT's
-    ``disable_adapter()``: no extra weights). DPO may precompute its log-probs.
+    ``disable_adapter()``: no extra weights). DPO may precompute its log-probs. NeMo RL keeps it in
+    pinned host memory and swaps it into the policy's parameters for its pass (``host_swap``).
 reward model
     frozen scalar-head model, or a rule-based function with no GPU cost.
 rollout engine
@@ -29,7 +30,7 @@ class Role:
     name: str
     trained: bool
     placement: str
-    """gpu, cpu, none, lora_disabled, precomputed, colocate, split, rule."""
+    """gpu, cpu, none, lora_disabled, precomputed, host_swap, colocate, split, rule."""
     gpus: int
     model: str
 
@@ -41,14 +42,23 @@ def kl_coef(card: RunCard) -> float:
     return {Method.PPO: 0.05, Method.DPO: 0.1}.get(card.method, 0.0)
 
 
+REFERENCE_SWAP_PRESETS = ("nemo-rl",)
+"""Frameworks whose reference is a host copy swapped into the policy's own parameters for its pass
+(``RefPlacement.HOST_SWAP``, ``trainfit.compute.reference_swap``): NeMo RL's Megatron and DTensor workers alike
+(NVIDIA-NeMo/RL @9dbd9adc95a10f5946cceb36e1d5b31e2429e470 and @7ea279abfbeb698b092856d0dab61e7cf39bc909
+``use_reference_model``), with or without LoRA (the whole state dict is swapped)."""
+
+
 def reference_placement(card: RunCard) -> RefPlacement:
-    """Where the reference lives when the card leaves it open."""
+    """Where the reference lives when the card leaves it open (``roles.reference`` as set always wins)."""
     if card.roles.reference is not None:
         return card.roles.reference
     if card.method in (Method.SFT, Method.RM):
         return RefPlacement.NONE
     if card.method is Method.GRPO and kl_coef(card) == 0.0:
         return RefPlacement.NONE
+    if card.preset in REFERENCE_SWAP_PRESETS:
+        return RefPlacement.HOST_SWAP
     if card.scope is not Scope.FULL:
         return RefPlacement.LORA_DISABLED
     return RefPlacement.GPU
@@ -111,7 +121,7 @@ def roles_of(card: RunCard, actor_name: str) -> list[Role]:
         out.append(Role("critic", True, "gpu", train, critic))
     ref = reference_placement(card)
     if card.method in (Method.DPO, Method.PPO, Method.GRPO):
-        gpus = train if ref in (RefPlacement.GPU, RefPlacement.LORA_DISABLED) else 0
+        gpus = train if ref in (RefPlacement.GPU, RefPlacement.LORA_DISABLED, RefPlacement.HOST_SWAP) else 0
         out.append(Role("reference", False, ref.value, gpus, actor_name))
     if card.method in (Method.PPO, Method.GRPO):
         rm = reward_model(card)

@@ -222,6 +222,8 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
     ref = reference_placement(card)
     if ref not in (RefPlacement.NONE, RefPlacement.PRECOMPUTED) and kl_coef(card) > 0:
         phases.append(forward_pass("ref_logprob", spec, adapter if ref is RefPlacement.LORA_DISABLED else None))
+        if ref is RefPlacement.HOST_SWAP:
+            phases.append(reference_swap_phase(card, spec, r, train_gpus=train_gpus))
     cspec = critic_spec_of(card, spec)
     if cspec is not None:
         phases.append(forward_pass("critic_values", cspec, adapter))
@@ -559,6 +561,34 @@ def trainer_state_offload_phase(card: RunCard, spec: ModelSpec, r: DeviceRates, 
     rate = min(r.pcie_bytes_per_s, r.host_memory_bytes_per_s / per_node)
     seconds = 2 * one_way / rate
     return _phase("state_offload", seconds, "offload", to_host=one_way / rate, to_device=one_way / rate)
+
+
+def reference_swap_phase(card: RunCard, spec: ModelSpec, r: DeviceRates, *, train_gpus: int) -> PhaseTime:
+    """``roles.reference: host_swap`` (NeMo RL's ``use_reference_model``, ``compute.reference_swap``): per reference
+    pass each training GPU copies its policy state dict to pinned host memory, the reference's in and the policy's
+    back, one tensor at a time. The rank's state dict: under Megatron the bf16 parameters of its TP/PP/EP shard
+    (``Float16Module``), under FSDP (NeMo RL's DTensor worker) its local shard of every tensor, fp32 when the card's
+    weights are (``methods.rl.reference_swap_state_bytes``). Tensors: the shard's Hugging Face tensor count
+    (``compute.sync.hf_tensor_count``; Megatron fuses q/k/v and gate/up, so fewer: the per-tensor term is an upper
+    bound)."""
+    from trainfit.compute.reference_swap import reference_swap_seconds
+    from trainfit.compute.sync import hf_tensor_count
+
+    p = card.parallel
+    if p.strategy in FSDP_STRATEGIES:
+        dtype = Dtype.FP32 if card.weights_dtype is Dtype.FP32 else Dtype.BF16
+        state_bytes = weight_bytes(spec, weights=dtype, compute=ComputeDtype.BF16, trainable=TrainableSpec()).base / train_gpus
+        tensors = hf_tensor_count(spec)
+    else:
+        shard = rank_spec(spec, tp=p.tensor_parallel, pp=p.pipeline_parallel, ep=p.expert_parallel,
+                          etp=p.expert_tensor_parallel, first=p.pipeline_first_stage_layers,
+                          last=p.pipeline_last_stage_layers)
+        state_bytes = weight_bytes(shard, weights=Dtype.BF16, compute=ComputeDtype.BF16, trainable=TrainableSpec()).base
+        tensors = hf_tensor_count(shard)
+    t = reference_swap_seconds(state_bytes_per_gpu=state_bytes, tensors_per_gpu=tensors, pcie_bytes_per_s=r.pcie_bytes_per_s,
+                               host_memory_bytes_per_s=r.host_memory_bytes_per_s, gpus_per_node=train_nodes(card)[1])
+    return _phase("reference_swap", t.total_s, "offload", to_host=t.to_host_s, to_device=t.to_device_s,
+                  per_tensor=t.per_tensor_s)
 
 
 def sleep_wake_phase(card: RunCard, spec: ModelSpec, rollout, r: DeviceRates) -> PhaseTime | None:

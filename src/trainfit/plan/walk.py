@@ -17,7 +17,7 @@ from trainfit.plan.resolve import card_with
 from trainfit.plan.result import GroupPlan
 from trainfit.plan.terms import step_terms
 from trainfit.spec.card import RunCard
-from trainfit.spec.enums import Method, Phase
+from trainfit.spec.enums import Method, Phase, RefPlacement
 from trainfit.spec.model import ModelSpec
 
 
@@ -69,6 +69,14 @@ def walk_sft_like(card: RunCard, spec: ModelSpec, gpu: GpuSpec):
 
         place = reference_placement(card)
         notes.append(f"DPO reference: {place.value}")
+        if place is RefPlacement.HOST_SWAP:  # NeMo RL DPO: pinned reference + saved policy (compute.reference_swap)
+            from trainfit.compute.reference_swap import reference_swap_host_bytes
+            from trainfit.methods.rl import reference_swap_state_bytes
+
+            host = dict(host)
+            host["reference_weights"], host["reference_swap_policy_copy"] = reference_swap_host_bytes(
+                state_bytes_per_gpu=reference_swap_state_bytes(spec, card, divisor=sharding.weights_divisor),
+                gpus_per_node=card.hardware.gpus_per_node)
         base = {k: v for k, v in peaks[1].components.items() if k in PERSISTENT}
         extra = [PhasePeak(Phase.REF_LOGPROB, base | {"reference_weights": ref_w, "logprob_pass": ref_tr}, "reference log-probs")]
         peaks = [peaks[0]] + (extra if ref_tr else []) + [

@@ -397,7 +397,7 @@ class RolloutSection(_Section):
 
 
 class RolesSection(_Section):
-    reference: RefPlacement | None = Field(None, description="gpu | cpu | none | lora_disabled | precomputed; default by method.")
+    reference: RefPlacement | None = Field(None, description="gpu | cpu | none | lora_disabled | precomputed | host_swap; default by method (host_swap under the nemo-rl preset).")
     reward_model: str = Field("rule", description="none | rule | a model id (a frozen scalar-head model).")
     critic: str | None = Field(None, description="PPO: same_as_actor (default) or a model id; 'none' is refused.")
     kl_coef: float | None = Field(None, ge=0, le=1e6, description="KL coefficient; 0 means no reference model.")

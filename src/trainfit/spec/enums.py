@@ -213,6 +213,11 @@ class RefPlacement(StrEnum):
     """The policy with its adapter disabled (PEFT): no extra weights."""
     PRECOMPUTED = "precomputed"
     """DPO: reference log-probs computed once before training."""
+    HOST_SWAP = "host_swap"
+    """NeMo RL: the reference's weights wait in pinned host memory and are copied into the policy's own parameters
+    for the reference pass, the policy's saved to the host and copied back after it (``compute.reference_swap``):
+    no GPU memory, three PCIe copies of the rank's weights per pass. ``cpu`` is a separate reference model whose
+    parameters are offloaded (verl ``ref.fsdp_config.param_offload``, OpenRLHF ``--ref.offload``)."""
 
 
 class WeightSync(StrEnum):

@@ -735,24 +735,29 @@ def raised_context(model: Any, needed: int) -> tuple[Any, list[str]]:
 
 
 def nemo_rl_cp_padding(e: dict[str, Any], rollout: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    """NeMo RL under ring context parallelism pads every sequence to ``policy.make_sequence_length_divisible_by``,
-    which its context-parallel performance recipes set to TP x 2 x CP (Megatron-Core's load-balanced causal CP
-    chunks, split again over the sequence-parallel TP ranks): NVIDIA-NeMo/RL @7ea279abfbeb698b092856d0dab61e7cf39bc909
-    examples/configs/recipes/llm/performance/dapo-deepseek-v3-64n8g.v2.yaml lines 41-42
-    (``${mul:tp, ${mul:2, cp}}``) and grpo-qwen3-235b-16n8g.yaml line 20 (8 = TP 2 x 2 x CP 2). The padded
+    """NeMo RL's Megatron sequence packing pads every sequence to a multiple of 2 x CP (ring context parallel, the
+    load-balanced causal chunks) times TP where sequence parallel is on (each chunk split again over the TP ranks):
+    NVIDIA-NeMo/RL nemo_rl/models/megatron/data.py @9dbd9adc95a10f5946cceb36e1d5b31e2429e470
+    _get_pack_sequence_parameters_for_megatron (pad_individual_seqs_to_multiple_of); its context-parallel
+    performance recipes set ``policy.make_sequence_length_divisible_by`` to the same TP x 2 x CP
+    (@7ea279abfbeb698b092856d0dab61e7cf39bc909 examples/configs/recipes/llm/performance/dapo-deepseek-v3-64n8g.v2.yaml
+    lines 41-42, ``${mul:tp, ${mul:2, cp}}``; grpo-qwen3-235b-16n8g.yaml line 20, 8 = TP 2 x 2 x CP 2). The padded
     tokens are computed, so the card's longest sequence (prompt + max response) is rounded up to that multiple
     by lengthening the prompt."""
     tr = e["train"]
     cp, tp = tr.get("cp") or 1, tr.get("tp") or 1
-    if e["framework"] != "nemo-rl" or cp <= 1 or (tr.get("sequence_parallel_ulysses") or 1) > 1:
+    if e["framework"] != "nemo-rl" or (tr.get("sequence_parallel_ulysses") or 1) > 1:
         return rollout, []
-    multiple = tp * 2 * cp
+    multiple = (2 * cp if cp > 1 else 1) * (tp if tp > 1 and tr.get("sequence_parallel") else 1)
+    if multiple == 1:
+        return rollout, []
     longest = rollout["prompt_len"] + rollout["response_len"]
     pad = -longest % multiple
     if not pad:
         return rollout, []
+    what = " x ".join(w for w, on in (("TP", tp > 1 and tr.get("sequence_parallel")), ("2 x CP", cp > 1)) if on)
     out = dict(rollout, prompt_len=rollout["prompt_len"] + pad)
-    return out, [f"NeMo RL pads sequences to a multiple of TP x 2 x CP = {multiple} (make_sequence_length_divisible_by):"
+    return out, [f"NeMo RL pads sequences to a multiple of {what} = {multiple} (sequence packing):"
                  f" prompt {rollout['prompt_len']} + {pad} padding tokens"]
 
 

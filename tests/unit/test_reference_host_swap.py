@@ -104,3 +104,20 @@ def test_nemo_rl_export_and_import_name_the_swap():
                for n in e.notes)
     assert read_back(card, e).roles.reference is RefPlacement.HOST_SWAP
     assert e.lost["roles.reference"] == {"card": "gpu", "file": "host_swap"}
+
+
+def test_dpo_under_nemo_rl_swaps_once_per_step():
+    def dpo(**roles):
+        return {"model": MODEL, "method": "dpo", "preset": "nemo-rl",
+                "hardware": {"gpu": "h100-sxm", "gpus_per_node": 8, "nodes": 1}, "parallel": {"strategy": "fsdp"},
+                "batch": {"micro_batch_size": 1, "seq_len": 1024}, "roles": roles}
+
+    swap, gpu = make_plan(_card(dpo())), make_plan(_card(dpo(reference="gpu")))
+    assert reference_placement(swap.card) is RefPlacement.HOST_SWAP
+    ref = max(p.components.get("reference_weights", 0.0) for g in gpu.groups for p in g.phases)
+    assert ref > 0
+    assert all(p.components.get("reference_weights", 0.0) == 0.0 for g in swap.groups for p in g.phases)
+    assert swap.host_ram["reference_weights"] == swap.host_ram["reference_swap_policy_copy"] > 0
+    phases = {p.name: p for p in swap.time.phases}
+    assert "reference_swap" in phases and "reference_swap" not in {p.name for p in gpu.time.phases}
+    assert swap.step_seconds == pytest.approx(gpu.step_seconds + phases["reference_swap"].seconds, rel=1e-9)

@@ -53,6 +53,9 @@ class GpuSpec:
     nvlink_bytes_per_s: float | None = None
     pcie_gen: int | None = None
     pcie_bytes_per_s: float | None = None
+    host_link_bytes_per_s: float | None = None
+    """Host <-> device link per direction per GPU where it is not PCIe (GB200: its share of the superchip's
+    NVLink-C2C); the host copies (offload, sleep/wake, swaps) run at it instead of the PCIe rate."""
     tdp_w: float | None = None
     sm_count: int | None = None
     """Streaming multiprocessors (NVIDIA) or compute units (AMD) on the card as shipped."""

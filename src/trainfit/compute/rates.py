@@ -189,7 +189,7 @@ def default_rates(gpu: GpuSpec) -> DeviceRates:
         intra_node_bus_bytes_per_s=bus,
         p2p=p2p,
         nvlink=nvlink and gpu.id not in _BRIDGED_PAIRS,
-        pcie_bytes_per_s=(gpu.pcie_bytes_per_s or 32e9) * PCIE_EFFICIENCY,
+        pcie_bytes_per_s=(gpu.host_link_bytes_per_s or gpu.pcie_bytes_per_s or 32e9) * PCIE_EFFICIENCY,
         compute_capability=gpu.compute_capability,
         fp32_matmul_flops_per_s=gpu.fp32_flops_per_s,
         fp8_matmul_flops_per_s=gpu.fp8_dense_flops_per_s * frac if gpu.fp8_dense_flops_per_s else None,

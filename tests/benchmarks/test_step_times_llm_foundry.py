@@ -1,6 +1,6 @@
 """benchmarks/step_times.py, llm-foundry's MPT rows: each row's inline MPT config (the yaml's shape with
-max_seq_len = the row's sequence length) has exactly the table's NumParams, and the planner refuses it in one
-line naming the missing activation model of MPT's layer (so the rows stay not representable, with the reason)."""
+max_seq_len = the row's sequence length) has exactly the table's NumParams, and the rows are planned (flash
+attention, as the yamls' attn_impl)."""
 
 from __future__ import annotations
 
@@ -47,13 +47,13 @@ def test_mapped_config_has_the_tables_num_params(entry):
     assert ST.LLM_FOUNDRY_MPT[size][3] in entry["note"]  # the commit the entry itself cites for the yaml
 
 
-def test_rows_are_refused_by_the_planner_with_the_reason():
+def test_rows_are_planned_with_a_fused_attention_kernel():
+    """MPT's layer has an activation model now (memory.arch_activations._mpt_layer); the yamls' attn_impl is
+    flash or triton, so the card's attention is flash."""
     entry = next(e for e in ENTRIES if e["id"] == "foundry-a100-125m-8gpu-2k")
     card, _ = ST.map_train(entry)
-    with pytest.raises(ST.Unmapped) as err:
-        ST.plan_card(card)
-    assert err.value.status == "not_representable"
-    assert "cannot be planned: MPT's decoder layer" in err.value.reasons[0]
+    assert card["attention"] == "flash"
+    assert ST.plan_card(card) is not None
 
 
 def test_unknown_size_or_missing_length_is_skipped():

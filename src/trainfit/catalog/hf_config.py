@@ -456,12 +456,10 @@ def _mpt(dec: dict[str, Any], name: str) -> dict[str, Any]:
                               " a whole MLP width")
         width = int(ratio * hidden)
     positions = max_seq if learned and not alibi and not rope else 0
-    layer = ("fused Wqkv, " + ("learned positions" if positions else "ALiBi" if alibi else "rotary")
-             + (", no biases" if no_bias else ", biases") + ", GELU up_proj/down_proj")
     out = _common(hidden=hidden, heads=heads, kv_heads=kv, layers=layers, vocab=vocab, width=width,
                   tie=_flag(dec, "tie_word_embeddings", name, default=True), bias=not no_bias,
                   norm_bias="layernorm" in norm_type and not no_bias, norms=2, positions=positions, max_pos=max_seq,
-                  act="gelu", dropout=_dropout(dec, name, "resid_pdrop", 0.0), unplanned=_unplanned("MPT", layer))
+                  act="gelu", dropout=_dropout(dec, name, "resid_pdrop", 0.0), unplanned="")
     out["head_dim"] = head_dim
     return out
 

@@ -46,7 +46,11 @@ from trainfit.memory.activations import DROPOUT_MASK_BYTES, FP32, INT32, INT64
 from trainfit.memory.attention import runs_eager
 from trainfit.spec.model import ModelSpec
 
-FAMILIES = frozenset({"deepseek_v3", "gpt_oss", "opt"})
+FAMILIES = frozenset({"deepseek_v3", "gpt_oss", "mpt", "opt"})
+
+FULL_ONLY_FAMILIES = frozenset({"mpt"})
+"""Families whose layer model covers full training only: ``memory.params`` names their linears q/k/v/o_proj
+and fc1/fc2, not the fused Wqkv / up_proj / down_proj that a PEFT target would name, so a LoRA plan is refused."""
 
 LAYERNORM_STATS_BYTES = 8
 """Mean and rstd per row, fp32 on CUDA (``native_layer_norm`` keeps the accumulation type)."""
@@ -137,6 +141,57 @@ def _opt_layer(ctx, spec: ModelSpec, x_rg: bool) -> tuple[int, bool]:
         b, out_rg = _layernorm(ctx, h, out_rg)
         total += b
     return total, out_rg
+
+
+# --------------------------------------------------------------------------------------------- MPT
+
+
+def _gelu(ctx, width: int, x_rg: bool) -> int:
+    """An elementwise GELU (exact, tanh or GPT-2's ``gelu_new``, whose torch ops save the input and a chain of
+    intermediates on CPU; the CUDA ``gelu`` kernel of either approximation saves only its input): saves its
+    input when that needs a gradient. Its output, the next linear's input, is counted there."""
+    return ctx.T * ctx.a * width if x_rg else 0
+
+
+def _mpt_layer(ctx, spec: ModelSpec, x_rg: bool) -> tuple[int, bool]:
+    """An MPT block (pre-LN, fused Wqkv, out_proj, up_proj -> GELU -> down_proj).
+
+    Attention, by the card's kernel:
+
+    * flash: llm-foundry's ``flash_attn_fn`` (llmfoundry/models/layers/attention.py @c90b9b31, the
+      ``attn_impl: flash`` of its pretraining yamls): q, k and v are gathered out of the Wqkv output by
+      ``bert_padding.index_first_axis`` (new tensors; the gather saves only the token indices, one int64 tensor
+      of q, k and v, three int64 tensors shared by every layer, counted in ``embedding_bytes``), ``flash_attn_varlen_func`` saves q, k, v, its
+      output and the fp32 logsumexp (4H), and ``pad_input`` scatters the output into a new (b, s, h) tensor that
+      out_proj saves.
+    * eager (transformers' ``MptAttention``, which has no SDPA path, and llm-foundry's ``torch`` impl):
+      ``q @ k^T`` saves q and k, the scaled ALiBi-biased scores are masked by one bool causal mask shared by all
+      layers (``embedding_bytes``), the fp32 softmax output (4Hs), its bf16 cast for ``p @ v`` (2Hs) and v,
+      and out_proj's contiguous input.
+
+    Residual dropout (llm-foundry's ``resid_pdrop``, ``ModelSpec.dropout``) after out_proj and after
+    down_proj keeps a mask each. LayerNorm (with or without bias) saves its input and the fp32 row stats."""
+    h, qd, kvd, H, w = spec.hidden_size, spec.q_dim, spec.kv_dim, spec.num_attention_heads, spec.intermediate_size
+    total, n_rg = _layernorm(ctx, h, x_rg)
+    b, a_rg = _act._linear(ctx, "Wqkv", h, n_rg)
+    total += b
+    if a_rg and runs_eager(spec.family, ctx.attention):
+        total += ctx.T * (ctx.a * (qd + 2 * kvd) + FP32 * H * ctx.s + ctx.a * H * ctx.s)
+    elif a_rg:
+        total += _sdpa(ctx, q=qd, k=kvd, v_storage=kvd, out=qd, heads=H, rg=True)
+    b, o_rg = _act._linear(ctx, "out_proj", qd, a_rg)  # eager: the contiguous copy; flash: pad_input's output
+    total += b
+    total += _dropout(ctx, spec, h, o_rg)
+    res_rg = x_rg or o_rg
+    b, m_in = _layernorm(ctx, h, res_rg)
+    total += b
+    b, u_rg = _act._linear(ctx, "up_proj", h, m_in)
+    total += b
+    total += _gelu(ctx, w, u_rg)
+    b, d_rg = _act._linear(ctx, "down_proj", w, u_rg)
+    total += b
+    total += _dropout(ctx, spec, h, d_rg)
+    return total, res_rg or d_rg
 
 
 # ------------------------------------------------------------------------------------- DeepSeek-V3
@@ -319,6 +374,8 @@ def layer_bytes(ctx, spec: ModelSpec, i: int, x_rg: bool) -> tuple[int, bool]:
     h = spec.hidden_size
     if spec.family == "opt":
         return _opt_layer(ctx, spec, x_rg)
+    if spec.family == "mpt":
+        return _mpt_layer(ctx, spec, x_rg)
     if spec.family == "gpt_oss":
         total, n_rg = _fp32_weight_rmsnorm(ctx, h, x_rg)
         b, o_rg = _gpt_oss_attention(ctx, spec, n_rg)
@@ -361,12 +418,21 @@ def embedding_bytes(ctx, spec: ModelSpec) -> int:
         out += INT64 * ctx.T
     if spec.family == "opt" and spec.embed_proj_dim is not None:
         out += _act._linear(ctx, "project_in", spec.embed_proj_dim, False)[0]  # its input (or its adapter's)
+    if spec.family == "mpt":
+        if spec.learned_positions and ctx.full:
+            out += INT64 * ctx.s  # wpe's (1, s) position ids
+        if runs_eager(spec.family, ctx.attention):
+            out += ctx.b * ctx.s * ctx.s  # the bool causal mask every layer's masked_fill keeps (one tensor)
+        else:
+            out += 3 * INT64 * ctx.T  # gen_flash_attn_padding_info's indices_q/_k/_v that every layer's gathers keep
     return out
 
 
 def head_bytes(ctx, spec: ModelSpec, x_rg: bool) -> int:
     """Final norm and the output head's input (logits and loss excluded)."""
     h = spec.hidden_size
+    if spec.family == "mpt":  # norm_f (LayerNorm) and the tied head's input
+        return _layernorm(ctx, h, x_rg)[0] + (ctx.a * ctx.T * h if ctx.full else 0)
     if spec.family == "opt":
         out = _layernorm(ctx, h, x_rg)[0] if spec.final_norm else 0
         if spec.embed_proj_dim is not None:

@@ -182,11 +182,32 @@ def make_optimizer(req: TraceRequest, params: list[nn.Parameter]) -> torch.optim
     return torch.optim.AdamW(params, lr=1e-5, **impl[req.optimizer_impl])
 
 
+_LAYER_PATHS = (
+    ("model", "layers"),  # Llama-style, Qwen, Gemma, DeepSeek, gpt-oss
+    ("model", "decoder", "layers"),  # OPT
+    ("transformer", "h"),  # GPT-2, GPTBigCode, Falcon
+    ("transformer", "blocks"),  # MPT
+    ("gpt_neox", "layers"),  # GPT-NeoX / Pythia
+)
+"""Attribute paths from a transformers ``*ForCausalLM`` (or ``*ForSequenceClassification``) to its decoder
+blocks, tried in order."""
+
+
 def decoder_layers(model: nn.Module) -> nn.ModuleList:
-    """The repeated decoder blocks (``model.model.layers``), through a PEFT wrapper if any."""
+    """The repeated decoder blocks (``model.model.layers``, OPT's ``model.decoder.layers``, GPT-2 / GPTBigCode /
+    Falcon's ``transformer.h``, MPT's ``transformer.blocks``, GPT-NeoX's ``gpt_neox.layers``), through a PEFT
+    wrapper if any."""
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
-    inner = base.model
-    return inner.layers if hasattr(inner, "layers") else inner.decoder.layers  # OPT: model.decoder.layers
+    for path in _LAYER_PATHS:
+        mod: object = base
+        for attr in path:
+            mod = getattr(mod, attr, None)
+            if mod is None:
+                break
+        if isinstance(mod, nn.ModuleList):
+            return mod
+    raise TraceUnsupported(f"trace: no decoder layer list found in {type(base).__name__} (looked for"
+                           f" {', '.join('.'.join(p) for p in _LAYER_PATHS)})")
 
 
 def count_params(model: nn.Module) -> tuple[int, int]:

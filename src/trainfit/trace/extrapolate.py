@@ -35,7 +35,10 @@ class DepthPlan:
 
 
 def full_depth(hf_config: dict[str, Any]) -> int:
-    return int(decoder_config(hf_config)["num_hidden_layers"])
+    from trainfit.trace.hf_build import layer_count_key
+
+    dec = decoder_config(hf_config)
+    return int(dec[layer_count_key(dec)])
 
 
 def layer_period(hf_config: dict[str, Any]) -> int:

@@ -8,6 +8,15 @@ from typing import Any
 from trainfit.catalog.hf_config import decoder_config
 
 
+LAYER_COUNT_KEYS = ("num_hidden_layers", "n_layers", "n_layer")
+"""config.json's decoder depth: most families, MPT's ``n_layers``, GPT-2 / GPTBigCode's ``n_layer``."""
+
+
+def layer_count_key(dec: dict[str, Any]) -> str:
+    """The key that holds the decoder's depth in ``dec`` (``num_hidden_layers`` when none is present)."""
+    return next((k for k in LAYER_COUNT_KEYS if dec.get(k) is not None), "num_hidden_layers")
+
+
 def build_hf_config(config: dict[str, Any], *, num_layers: int | None = None, **overrides: Any):
     """A transformers ``PretrainedConfig`` for the decoder of ``config``.
 
@@ -22,7 +31,7 @@ def build_hf_config(config: dict[str, Any], *, num_layers: int | None = None, **
         model_type = "qwen3_5_text"
     dec.pop("full_attention_interval", None)
     if num_layers is not None:
-        dec["num_hidden_layers"] = num_layers
+        dec[layer_count_key(dec)] = num_layers
         if dec.get("layer_types"):
             dec["layer_types"] = dec["layer_types"][:num_layers]
     dec.update(overrides)

@@ -433,6 +433,11 @@ def attention_of(e: dict[str, Any]) -> str:
         return "eager"
     if a in FUSED_ATTENTION or e["framework"] in MEGATRON_FRAMEWORKS:
         return "flash"
+    if e["framework"] == "llm-foundry":
+        # every scripts/train/yamls/pretrain/mpt-*.yaml at the LLM_FOUNDRY_MPT commits sets attn_config.attn_impl
+        # flash (495218376830, 309f68378c1e, c90b9b312c64) or triton (5a6e81c1e041, 34c28fc91992, fe15f275b7c1,
+        # ef9e5a3da336): a fused kernel either way (triton's saves its output in place of flash's padded copy)
+        return "flash"
     return "sdpa"
 
 

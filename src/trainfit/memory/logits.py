@@ -130,6 +130,33 @@ def trl_fused_logprob_bytes(
     return LogitsBytes(forward_peak=forward, retained=saved, backward_peak=backward)
 
 
+MEGATRON_SOFTMAX_BYTES_PER_LOGIT = 4
+"""Megatron-Core's vocab-parallel cross-entropy: the one fp32 copy of the local logits, turned into the softmax in
+place and saved for backward."""
+
+
+def megatron_vocab_parallel_ce_bytes(*, tokens: int, local_vocab: int, compute_dtype_bytes: int = 2) -> LogitsBytes:
+    """Bytes of Megatron-Core's ``vocab_parallel_cross_entropy`` over one rank's ``tokens x local_vocab`` logits.
+
+    NVIDIA/Megatron-LM ``megatron/core/tensor_parallel/cross_entropy.py`` @00611e6eeb0b09b5ee074750956855215ddbd67f
+    (``fused_vocab_parallel_cross_entropy``, ``megatron/core/fusions/fused_cross_entropy.py``
+    @0cb4a9c81767ff391c3b18ce171c4084ebbc4789, holds the same tensors): ``calculate_logits_max`` makes one fp32 copy
+    (``vocab_parallel_logits.float()``) beside the output layer's logits, which ``GPTModel.forward`` holds until the
+    loss returns; max subtraction, ``exp`` and the division by the sum run in place on that copy, which is saved as
+    the softmax (``ctx.save_for_backward(exp_logits, ...)``). Backward writes the gradient into the saved softmax in
+    place and returns it in the logits' dtype (the fused path's ``grad_input.to(logits_dtype)``, the autograd
+    engine's cast in the unfused one) while the fp32 buffer is still bound. Per-token masks and targets are left
+    out. Megatron calls it at every tensor-parallel size (``LanguageModule.compute_language_model_loss``). Checked with
+    megatron-core 0.16.1 (PyPI) on a fake 2-rank process group under FakeTensorMode + MemTracker, both functions: 6.00 B
+    per local logit at the forward's peak, 4.00 B after it, 6.00 B at the step's peak.
+    """
+    e = tokens * local_vocab
+    a = compute_dtype_bytes
+    upcast_extra = a if a != MEGATRON_SOFTMAX_BYTES_PER_LOGIT else 0  # fp32 logits: .float() is the same tensor
+    softmax = MEGATRON_SOFTMAX_BYTES_PER_LOGIT * e
+    return LogitsBytes(forward_peak=softmax + upcast_extra * e, retained=softmax, backward_peak=softmax + upcast_extra * e)
+
+
 def liger_chunk_rows(*, tokens: int, hidden_size: int, vocab_size: int) -> int:
     """Rows per chunk of Liger's fused linear cross-entropy."""
     rows = ceil(tokens / ceil(vocab_size / hidden_size))

@@ -10,7 +10,12 @@ follow the cited formula. Pure: no torch.
 from __future__ import annotations
 
 from trainfit.memory import attention as attn
-from trainfit.memory.logits import SOFTCAP_FAMILIES, LogitsBytes, logits_bytes
+from trainfit.memory.logits import (
+    SOFTCAP_FAMILIES,
+    LogitsBytes,
+    logits_bytes,
+    megatron_vocab_parallel_ce_bytes,
+)
 from trainfit.memory.parallel import (
     ParallelLayout,
     context_parallel_attention_backward_bytes,
@@ -20,7 +25,7 @@ from trainfit.memory.parallel import (
 from trainfit.memory.pipeline import Stage
 from trainfit.plan.terms import _layer_transients, logits_grad_bytes
 from trainfit.spec.card import RunCard
-from trainfit.spec.enums import ContextParallelKind, LayerKind, Scope
+from trainfit.spec.enums import ContextParallelKind, LayerKind, Scope, TensorParallelImpl
 from trainfit.spec.model import ModelSpec
 
 LOSS_PARALLEL_FORWARD_BYTES_PER_LOGIT = 14
@@ -36,6 +41,11 @@ def loss_region(card: RunCard, spec: ModelSpec, ss: ModelSpec, layout: ParallelL
         return LogitsBytes(forward_peak=0.0, retained=0.0, backward_peak=0.0), 0.0
     width = ss.head_outputs or ss.vocab_size
     grad = logits_grad_bytes(card, tokens=tokens, width=width)
+    if (card.parallel.tensor_parallel_impl is TensorParallelImpl.MEGATRON and ss.head_outputs is None
+            and not card.loss.chunked and spec.family not in SOFTCAP_FAMILIES):
+        # Megatron-Core's vocab_parallel_cross_entropy on the rank's vocabulary shard (memory/logits.py)
+        return megatron_vocab_parallel_ce_bytes(tokens=tokens, local_vocab=ss.vocab_size,
+                                                compute_dtype_bytes=act_dtype), grad
     if layout.tp > 1 and ss.head_outputs is None and not card.loss.chunked:
         e = tokens * ss.vocab_size
         softcap = act_dtype * e if spec.family in SOFTCAP_FAMILIES else 0.0

@@ -47,7 +47,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from trainfit.memory import attention as attn
-from trainfit.memory.activations import ActivationBytes, activation_bytes
+from trainfit.memory.activations import DROPOUT_MASK_BYTES, ActivationBytes, activation_bytes
 from trainfit.memory.lora import lora_largest_tensor_params, lora_trainable_params
 from trainfit.memory.optimizer import PAGED, master_weight_bytes, optimizer_state_bytes, step_temporary_bytes
 from trainfit.memory.parallel import ParallelLayout, shard_spec
@@ -63,8 +63,10 @@ from trainfit.plan.resolve import trainable_spec
 from trainfit.plan.terms import (HOST_BYTES_PER_PROCESS, _autocast_copies, _fsdp_terms, lora_tensors,
                                  trained_dtype_bytes, zero_master_states)
 from trainfit.spec.card import RunCard
-from trainfit.spec.enums import ComputeDtype, ContextParallelKind, Dtype, LayerKind, Offload
+from trainfit.spec.enums import (ComputeDtype, ContextParallelKind, Dtype, LayerKind, Offload, SelectiveCheckpointing,
+                                 TensorParallelImpl)
 from trainfit.spec.model import ModelSpec
+from trainfit.spec.training import TrainableSpec
 from trainfit.units import BYTES_PER_DTYPE
 
 @dataclass(frozen=True, slots=True)
@@ -217,9 +219,12 @@ def rank_terms(card: RunCard, spec: ModelSpec, sharding: Sharding, layout: Paral
         if tied and layout.pp == 1:
             # one matrix: its gradient appears first, in the head's backward
             grads_head, grads_emb = grads_head + grads_emb, 0.0
-        elif layout.tp > 1 and stage.first and gdiv.dense == 1:
+        elif (layout.tp > 1 and stage.first and gdiv.dense == 1
+              and card.parallel.tensor_parallel_impl is not TensorParallelImpl.MEGATRON):
             # RowwiseParallel embedding: a full-vocabulary Partial gradient, reduced to the rank's rows
-            # (a new tensor) at the optimizer step; sharded gradients (FSDP) reduce-scatter it in backward
+            # (a new tensor) at the optimizer step; sharded gradients (FSDP) reduce-scatter it in backward.
+            # Megatron's VocabParallelEmbedding masks the other ranks' tokens and all-reduces its output, so
+            # its weight gradient is its own rows (megatron/core/tensor_parallel/layers.py)
             temps += grads_emb
             grads_emb = g * spec.vocab_size * spec.hidden_size
     else:
@@ -339,14 +344,57 @@ def _activations(card: RunCard, spec: ModelSpec, ss: ModelSpec, layout: Parallel
         extra = b * s_loc * a * ss.q_dim if trainable.lora is None else 0
         if layout.cp_kind is ContextParallelKind.ULYSSES:
             extra += max(0.0, 2 * a * b * card.batch.seq_len * ss.head_dim * (1 - ss.num_kv_heads / layout.cp))
+    sp_less = megatron_sp_input_savings(card, ss, layout, tokens=b * s_loc, dtype_bytes=a, trainable=trainable)
     per_layer = tuple(act.per_layer[i] + (extra if ss.layer_kind(i) is LayerKind.FULL_ATTENTION else 0)
-                      for i in stage.chunk_layers)
+                      - sp_less.get(i, 0.0) for i in stage.chunk_layers)
     ckpt = tuple(act.checkpointed_per_layer[i] for i in stage.chunk_layers)
+    if card.parallel.selective_checkpointing is SelectiveCheckpointing.CORE_ATTENTION:
+        # Megatron's selective recompute keeps everything outside the attention core, the shards among it
+        ckpt = tuple(max(0.0, c - sp_less.get(i, 0.0)) for c, i in zip(ckpt, stage.chunk_layers))
     rope = act.embedding - act.checkpointed_embedding
     return ActivationBytes(
         per_layer=per_layer,
         checkpointed_per_layer=ckpt,
         embedding=act.embedding if stage.first else rope,
-        head=act.head if stage.last else 0,
+        head=act.head - sp_less.get("head", 0.0) if stage.last else 0,
         checkpointed_embedding=act.checkpointed_embedding if stage.first else 0,
     )
+
+
+RESIDUAL_DROPOUT_FAMILIES = frozenset({"opt", "mpt"})
+"""Layer models that save a dropout mask on the residual branch after the attention and the MLP output."""
+
+
+def megatron_sp_input_savings(card: RunCard, ss: ModelSpec, layout: ParallelLayout, *, tokens: int, dtype_bytes: int,
+                              trainable: TrainableSpec) -> dict:
+    """Bytes per layer (and ``"head"``) one Megatron-Core tensor-parallel rank saves less under sequence parallel
+    than the per-op model (torch's DTensor plan, whose ``ColwiseParallel`` projections save their all-gathered
+    input). Megatron's column-parallel linears save the sequence shard of their input and all-gather it again for
+    the weight gradient (``LinearWithGradAccumulationAndAsyncCommunication.forward``: ``ctx.save_for_backward(input,
+    weight)`` before the all-gather into the global ``mpu`` buffer; megatron-core 0.16.1 (PyPI)
+    ``megatron/core/tensor_parallel/layers.py``, checked on a fake 2-rank group: the saved input is the
+    ``[s/tp, b, h]`` shard; Transformer Engine's fused norm + linear does the same, saving ``ln_out`` and gathering it
+    in backward when ``ln_out_needs_gather``, NVIDIA/TransformerEngine
+    ``transformer_engine/pytorch/module/layernorm_linear.py`` @3ec878759cc601d088dfa5c0a4772acf4317b190; Korthikanti
+    et al. 2022 §4.2.2): the attention's QKV input, a dense
+    MLP's fc1 input and the output layer's input hold ``T/tp`` tokens, not ``T``. The bias-dropout-add after each
+    row-parallel projection runs on the reduce-scattered shard, so its mask is ``T/tp`` tokens too. Empty unless
+    ``parallel.tensor_parallel_impl`` is megatron with sequence parallel and a full-scope card (a frozen base saves
+    no linear inputs). MLA (DeepSeek-V3) and MoE MLPs keep the per-op figures (their inputs go through the router /
+    down-projections, not one column-parallel linear)."""
+    if not (card.parallel.tensor_parallel_impl is TensorParallelImpl.MEGATRON and layout.sp and layout.tp > 1
+            and trainable.lora is None and card.scope.value == "full"):
+        return {}
+    h = ss.hidden_size
+    gathered_less = tokens - tokens // layout.tp
+    unit = dtype_bytes * gathered_less * h
+    mask = gathered_less * h * DROPOUT_MASK_BYTES if ss.family in RESIDUAL_DROPOUT_FAMILIES and ss.dropout > 0 else 0
+    out: dict = {"head": float(unit)}
+    for i in range(ss.num_layers):
+        less = 2 * mask
+        if ss.layer_kind(i) is LayerKind.FULL_ATTENTION and ss.family != "deepseek_v3":
+            less += unit
+        if ss.moe is None or not ss.moe.is_moe_layer(i):
+            less += unit
+        out[i] = float(less)
+    return out

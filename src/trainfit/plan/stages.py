@@ -24,7 +24,7 @@ from trainfit.plan.overheads import phase_results
 from trainfit.plan.ranks import rank_params, rank_terms, stage_spec
 from trainfit.plan.result import PhaseResult
 from trainfit.spec.card import RunCard
-from trainfit.spec.enums import Method, Strategy
+from trainfit.spec.enums import Method, Strategy, TensorParallelImpl
 from trainfit.spec.model import ModelSpec
 
 
@@ -62,7 +62,14 @@ def model_parallel_notes(card: RunCard, spec: ModelSpec, layout: ParallelLayout)
              f"{' (' + layout.cp_kind.value + ')' if layout.cp > 1 else ''}, pp {layout.pp}, ep {layout.ep}"
              f" (expert tp {layout.etp}), dp {layout.dp}; {card.parallel.strategy.value} shards over the"
              f" {layout.data_group} data x context ranks (experts over {layout.expert_data_group})"]
-    if layout.tp > 1:
+    if layout.tp > 1 and card.parallel.tensor_parallel_impl is TensorParallelImpl.MEGATRON:
+        notes.append(
+            "tensor parallel as Megatron-Core's layers (parallel.tensor_parallel_impl megatron): heads, MLP and"
+            " vocabulary split; under sequence parallel the column-parallel linears save their input's sequence shard;"
+            " the vocab-parallel embedding keeps its rows' gradient; vocab_parallel_cross_entropy holds one fp32 copy"
+            " of the local logits (6 B per local logit at its peak, 4 B saved); the decoder layers' other saved tensors"
+            " are the per-op model's (not Transformer Engine's fused kernels)")
+    elif layout.tp > 1:
         notes.append(
             "tensor parallel as torch's DTensor plan (ColwiseParallel q/k/v/gate/up, RowwiseParallel o/down,"
             " vocabulary-parallel embedding and head with loss_parallel; traced exactly): heads, MLP and vocabulary"

@@ -253,6 +253,21 @@ class ContextParallelKind(StrEnum):
     ULYSSES = "ulysses"
 
 
+class TensorParallelImpl(StrEnum):
+    """Whose tensor/sequence-parallel layers and loss a model-parallel run uses (``parallel.tensor_parallel_impl``).
+
+    * ``dtensor``: torch's DTensor plan (torchtitan: ``ColwiseParallel``/``RowwiseParallel``, ``SequenceParallel``,
+      ``loss_parallel``), traced exactly by ``trainfit.trace.tensor_parallel``.
+    * ``megatron``: Megatron-Core (Megatron-LM, NeMo, Megatron-Bridge): ``ColumnParallelLinear``/
+      ``RowParallelLinear`` save the sequence shard of their input under sequence parallel, the
+      ``VocabParallelEmbedding`` keeps the gradient of its own rows only, and the loss is
+      ``vocab_parallel_cross_entropy`` (in place on one fp32 copy of the local logits).
+    """
+
+    DTENSOR = "dtensor"
+    MEGATRON = "megatron"
+
+
 class PipelineSchedule(StrEnum):
     ONE_F_ONE_B = "1f1b"
     INTERLEAVED = "interleaved"

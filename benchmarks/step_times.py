@@ -329,6 +329,10 @@ def model_parallel_section(dims: dict[str, Any], *, num_layers: int | None = Non
         # parallel.moe_dispatcher (deepep covers both backends); each entry's note cites the file
         if dims.get("moe_dispatcher"):
             out["moe_dispatcher"] = dims["moe_dispatcher"]
+        # Megatron-Core overlap_moe_expert_parallel_comm (Megatron-Bridge moe_a2a_overlap) where the entry's recipe sets
+        # it: the card's parallel.moe_comm_overlap; each entry's note cites the file
+        if dims.get("moe_comm_overlap"):
+            out["moe_comm_overlap"] = True
     if out:
         notes.insert(0, "model parallel: " + ", ".join(f"{k} {v}" for k, v in out.items() if k != "pipeline_layout"))
     return out, notes

@@ -49,6 +49,19 @@ that consumes or produces it (QKV and fc1 after the all-gathers, the output proj
 reduce-scatters: NVIDIA/TransformerEngine transformer_engine/pytorch/module/base.py ``initialize_ub``, the
 ``qkv_fprop`` / ``proj_fprop`` / ``fc1_fprop`` / ``fc2_fprop`` buffers and their dgrad/wgrad twins). A pass's
 collectives are then exposed only where they outlast its GEMMs: ``max(0, comm − gemm)`` per pass.
+Expert-parallel all-to-all overlap (``ep_comm_overlap``: Megatron-Core ``overlap_moe_expert_parallel_comm``, the
+combined 1F1B schedule) runs the forward of one micro-batch together with the backward of another, layer by layer,
+their all-to-alls on a separate stream: "EP A2A in forward step is hidden by the attention/mlp computation in the
+backward step, and vice versa" (NVIDIA/Megatron-LM megatron/core/pipeline_parallel/combined_1f1b.py
+@d98e8a64ddf34856e74b24714e3bedb2f5a39553 ``combined_1f1b_schedule_for_no_pipelining``). A paired micro-step then
+exposes ``max(0, a2a_fwd − backward) + max(0, a2a_bwd − forward)``; the micro-batches that run alone are not hidden:
+the first forward and the last backward, and under the interleaved pipeline the warm-up forwards and cool-down
+backwards, ``(p − r − 1)·2 + (v − 1)·p + 1`` virtual micro-batches on rank ``r`` (``schedules.py``
+``get_pp_rank_microbatches``: "we schedule one extra micro-batch forward step before the 1f1b stages"; the last
+stage, ``r = p − 1``, is the one timed). Megatron-Core refuses the overlap with full recompute and, with ``p > 1``,
+without virtual pipeline stages (``transformer_config.py``); the SMs the all-to-all takes from the compute stream
+are not modelled.
+
 The pipeline bubble is ``(p − 1) / v`` micro-batch times per step (Narayanan et al. 2021, §2.2:
 bubble fraction (p−1)/m for 1F1B, divided by the v model chunks of the interleaved schedule).
 
@@ -98,7 +111,8 @@ def model_parallel_comm(
     recompute_collectives: bool = True, tp_comm_overlap: bool = False, gemm_forward_s: float = 0.0,
     gemm_backward_s: float = 0.0, moe_dispatcher: MoeDispatcher = MoeDispatcher.ALLTOALL, ep_ranks_per_node: int = 1,
     ep_nic_bytes_per_s: float = 1.0, ep_nvlink_bytes_per_s: float = 1.0, moe_groups: int = 1,
-    moe_groups_per_token: int = 1,
+    moe_groups_per_token: int = 1, ep_comm_overlap: bool = False, compute_forward_s: float = 0.0,
+    compute_backward_s: float = 0.0, micro_steps: int = 1,
 ) -> ModelParallelComm:
     """Exposed communication of one micro-step on one rank of one pipeline stage (``layers`` = its layers).
 
@@ -112,7 +126,10 @@ def model_parallel_comm(
     behind the pass's GEMMs, ``gemm_forward_s`` / ``gemm_backward_s`` (the stage's layers, one micro-step) (module
     docstring); ``moe_dispatcher`` DEEPEP: the dispatch and combine move ``moe_dispatch.ep_dispatch_bytes`` (one row
     per destination node over the NIC at ``ep_nic_bytes_per_s``, NVLink fan-out at ``ep_nvlink_bytes_per_s``;
-    ``ep_ranks_per_node`` of the group per node; ``moe_groups`` / ``moe_groups_per_token``: group-limited routing).
+    ``ep_ranks_per_node`` of the group per node; ``moe_groups`` / ``moe_groups_per_token``: group-limited routing);
+    ``ep_comm_overlap``: the all-to-alls of a forward hide behind another micro-batch's backward and vice versa
+    (``compute_forward_s`` / ``compute_backward_s``: the stage's passes, one micro-step; ``micro_steps`` per step:
+    ``ep_overlap_exposed``; module docstring).
     """
     passes = 3 if recompute else 2  # forward, (recompute), backward
     coll_passes = passes if recompute_collectives else 2
@@ -156,16 +173,37 @@ def model_parallel_comm(
         else:
             buf = routed * top_k * hidden * dtype_bytes
             one = all_to_all_seconds(total_bytes=buf, ranks=ep, bus_bytes_per_s=ep_bus_bytes_per_s, latency_s=latency_s)
-        expert = 2 * coll_passes * moe_layers * one  # dispatch + combine
         # the token-count all-gather before each forward (and recomputed forward) dispatch; backward reuses the counts
-        expert += (coll_passes - 1) * moe_layers * count_exchange_seconds(
-            ep=ep, experts=experts, latency_s=latency_s, bus_bytes_per_s=ep_bus_bytes_per_s)
+        counts = moe_layers * count_exchange_seconds(ep=ep, experts=experts, latency_s=latency_s,
+                                                     bus_bytes_per_s=ep_bus_bytes_per_s)
+        if ep_comm_overlap:
+            expert = ep_overlap_exposed(
+                forward_a2a_s=2 * moe_layers * one + counts, backward_a2a_s=2 * moe_layers * one,
+                forward_s=compute_forward_s, backward_s=compute_backward_s, micro_steps=micro_steps, pp=pp,
+                virtual_stages=virtual_stages)
+        else:
+            expert = 2 * coll_passes * moe_layers * one + (coll_passes - 1) * counts  # dispatch + combine
     p2p = 0.0
     if pp > 1:
         # activation forward, its gradient back, from each of the rank's v chunks; half hidden
         send = act / tp if sequence_parallel and tp > 1 else act
         p2p = 0.5 * 2 * max(1, virtual_stages) * (send / pp_bytes_per_s + latency_s)
     return ModelParallelComm(tensor, context, expert, p2p)
+
+
+def ep_overlap_exposed(*, forward_a2a_s: float, backward_a2a_s: float, forward_s: float, backward_s: float,
+                       micro_steps: int, pp: int = 1, virtual_stages: int = 1) -> float:
+    """Exposed expert-parallel all-to-all seconds per micro-step (the step's average) under Megatron-Core's combined
+    1F1B overlap (module docstring): ``forward_a2a_s`` / ``backward_a2a_s``, the all-to-alls of one micro-step's
+    forward / backward on the stage; ``forward_s`` / ``backward_s``, that micro-step's compute. A paired micro-step
+    exposes what outlasts the other direction's compute; the unpaired warm-up forwards and cool-down backwards
+    (virtual micro-batches of ``1 / virtual_stages`` micro-step each, on the last stage) expose all of theirs."""
+    m = max(1, micro_steps)
+    v = max(1, virtual_stages) if pp > 1 else 1
+    warmup = (v - 1) * pp + 1 if pp > 1 else 1  # the last stage's warm-up (and cool-down) virtual micro-batches
+    alone = min(float(m), warmup / v)
+    paired = max(0.0, forward_a2a_s - backward_s) + max(0.0, backward_a2a_s - forward_s)
+    return (alone * (forward_a2a_s + backward_a2a_s) + (m - alone) * paired) / m
 
 
 def pipeline_bubble_micro_steps(*, pp: int, virtual_stages: int = 1) -> float:

@@ -163,6 +163,9 @@ class ModelParallel:
     """One GPU's usable NIC rate (its share of the node's network)."""
     ep_nvlink_bytes_per_s: float = 1.0
     """One GPU's usable NVLink rate inside the node."""
+    ep_comm_overlap: bool = False
+    """Megatron-Core ``overlap_moe_expert_parallel_comm``: a micro-batch's forward all-to-alls hide behind another's
+    backward and vice versa (``model_parallel.ep_overlap_exposed``)."""
 
     @property
     def active(self) -> bool:
@@ -331,7 +334,7 @@ def train_step_time(
     ]
     if mp.active:
         mpc = model_parallel_comm_of(spec, mp, tokens=micro_batch_size * seq_len, fwd=fwd, bwd=bwd,
-                                     recompute=gradient_checkpointing, rates=rates,
+                                     recompute=gradient_checkpointing, rates=rates, micro_steps=micro_steps,
                                      recompute_collectives=selective != "core_attention")
         for name, secs in (("tensor_parallel", mpc.tensor_s), ("context_parallel", mpc.context_s),
                            ("expert_parallel", mpc.expert_s), ("pipeline_p2p", mpc.pipeline_p2p_s)):
@@ -380,10 +383,11 @@ def _expert_bus(rates: DeviceRates, parallel: Parallel, eranks: int) -> float:
 
 def model_parallel_comm_of(spec: ModelSpec, mp: ModelParallel, *, tokens: float, rates: DeviceRates, recompute: bool,
                            fwd: PassTime = ZERO_PASS, bwd: PassTime = ZERO_PASS,
-                           recompute_collectives: bool = True) -> ModelParallelComm:
+                           recompute_collectives: bool = True, micro_steps: int = 1) -> ModelParallelComm:
     """The model-parallel traffic of one micro-step of ``tokens`` on a rank of ``spec``'s shard (``fwd`` / ``bwd``:
-    the passes whose attention hides ring context-parallel exchanges and whose GEMMs hide overlapped TP collectives;
-    ``recompute_collectives``: False where only core attention is recomputed)."""
+    the passes whose attention hides ring context-parallel exchanges, whose GEMMs hide overlapped TP collectives and
+    which hide each other's overlapped EP all-to-alls; ``recompute_collectives``: False where only core attention is
+    recomputed; ``micro_steps``: per step, for the EP overlap's unpaired first and last micro-batches)."""
     full = max(1, spec.num_full_attention_layers)
     moe_layers = sum(1 for i in range(spec.num_layers) if spec.moe.is_moe_layer(i)) if spec.moe else 0
     return model_parallel_comm(
@@ -399,7 +403,8 @@ def model_parallel_comm_of(spec: ModelSpec, mp: ModelParallel, *, tokens: float,
         gemm_forward_s=fwd.gemm_s, gemm_backward_s=bwd.gemm_s, moe_dispatcher=mp.moe_dispatcher,
         ep_ranks_per_node=mp.ep_ranks_per_node, ep_nic_bytes_per_s=mp.ep_nic_bytes_per_s,
         ep_nvlink_bytes_per_s=mp.ep_nvlink_bytes_per_s, moe_groups=spec.moe.n_group if spec.moe else 1,
-        moe_groups_per_token=spec.moe.topk_group if spec.moe else 1,
+        moe_groups_per_token=spec.moe.topk_group if spec.moe else 1, ep_comm_overlap=mp.ep_comm_overlap,
+        compute_forward_s=fwd.seconds, compute_backward_s=bwd.seconds, micro_steps=micro_steps,
     )
 
 

@@ -149,6 +149,10 @@ class ParallelSection(_Section):
                                           " moe_token_dispatcher_type alltoall: one copy per routed expert) | deepep"
                                           " (DeepEP / HybridEP, Megatron-Core flex: one copy per destination node over"
                                           " the network, fanned out over NVLink).")
+    moe_comm_overlap: bool = Field(False, description="Megatron-Core overlap_moe_expert_parallel_comm (Megatron-Bridge"
+                                   " moe_a2a_overlap): the combined 1F1B schedule hides a micro-batch's expert-parallel"
+                                   " all-to-alls behind another's compute; needs expert_parallel > 1, no full"
+                                   " recompute and, with pipeline_parallel > 1, virtual_stages > 1.")
     pipeline_first_stage_layers: int | None = Field(None, ge=1, le=100_000, description="Decoder layers on the first"
                                                     " pipeline stage (Megatron-Core num_layers_in_first_pipeline_stage);"
                                                     " default: even split.")
@@ -520,6 +524,18 @@ class RunCard(_Section):
             # when sequence parallelism is enabled"
             raise ValueError("parallel.tp_comm_overlap: needs parallel.sequence_parallel: true (and tensor_parallel > 1);"
                              " allowed without it: false")
+        if par.moe_comm_overlap:
+            # Megatron-Core megatron/core/transformer/transformer_config.py @d98e8a64 __post_init__: "only supported with
+            # expert model parallelism", "disable full recomputation", "virtual_pipeline_model_parallel_size must be
+            # specified when pipeline_model_parallel_size > 1"
+            if par.expert_parallel <= 1:
+                raise ValueError("parallel.moe_comm_overlap: needs parallel.expert_parallel > 1; allowed without it: false")
+            if par.gradient_checkpointing is True:
+                raise ValueError("parallel.moe_comm_overlap: refused with full recompute (gradient_checkpointing: true);"
+                                 " allowed: gradient_checkpointing false or selective, or moe_comm_overlap false")
+            if par.pipeline_parallel > 1 and par.virtual_stages <= 1:
+                raise ValueError("parallel.moe_comm_overlap: with pipeline_parallel > 1 needs virtual_stages > 1"
+                                 " (interleaved schedule); allowed otherwise: false")
         if par.virtual_stages > 1 and par.pipeline_schedule is not PipelineSchedule.INTERLEAVED:
             raise ValueError("parallel.virtual_stages: > 1 needs parallel.pipeline_schedule: interleaved")
         for key in ("pipeline_first_stage_layers", "pipeline_last_stage_layers"):

@@ -333,6 +333,10 @@ def model_parallel_section(dims: dict[str, Any], *, num_layers: int | None = Non
         # it: the card's parallel.moe_comm_overlap; each entry's note cites the file
         if dims.get("moe_comm_overlap"):
             out["moe_comm_overlap"] = True
+        # the router's pick where the entry states it (NeMo Automodel's benchmarks run backend.fake_balanced_gate:
+        # consecutive experts per token); each entry's note cites the config
+        if dims.get("moe_routing"):
+            out["moe_routing"] = dims["moe_routing"]
     if out:
         notes.insert(0, "model parallel: " + ", ".join(f"{k} {v}" for k, v in out.items() if k != "pipeline_layout"))
     return out, notes

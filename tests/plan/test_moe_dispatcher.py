@@ -31,7 +31,8 @@ def test_deepep_shortens_the_expert_parallel_part_across_nodes():
     dedup = make_plan(load_card_dict(_card({"expert_parallel": 16, "moe_dispatcher": "deepep"})))
     assert same.time_parts == base.time_parts
     assert dedup.time_parts["expert_parallel"] < base.time_parts["expert_parallel"] / 2
-    assert dedup.time_parts["forward"] == base.time_parts["forward"]
+    # the flex dispatcher permutes once by local expert: no chunk sort after the dispatch (compute.moe_time)
+    assert dedup.time_parts["forward"] < base.time_parts["forward"]
 
 
 def test_deepep_needs_whole_nodes_per_expert_group():

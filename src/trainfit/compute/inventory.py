@@ -77,6 +77,7 @@ from functools import lru_cache
 
 from trainfit.compute import moe_time
 from trainfit.memory.params import linear_groups
+from trainfit.spec.enums import MoeDispatcher
 from trainfit.spec.model import ModelSpec
 
 NORM_BYTES, NORM_KERNELS = 36.0, 7
@@ -231,7 +232,7 @@ def step_inventory(
     eager_attention: bool = False, causal_skip: bool = True, train_embedding: bool = True,
     attention_context: float | None = None, sequence_shards: int = 1, fp8: bool = False,
     fp8_weight_casts: float = 1.0, expert_parallel: int = 1, expert_token_shards: float = 1.0,
-    grouped_gemm: bool = True,
+    grouped_gemm: bool = True, moe_dispatcher: MoeDispatcher = MoeDispatcher.ALLTOALL,
 ) -> StepInventory:
     """The op inventory of one micro-step of ``micro_batch_size × seq_len`` tokens on one GPU.
 
@@ -249,7 +250,9 @@ def step_inventory(
     the rank's ``E / ep`` experts; the router scores all ``E``); ``expert_token_shards``: the tokens a routed layer
     sees are ``1 / expert_token_shards`` of the rank's (sequence-parallel shard: ``moe_time.expert_token_shards``);
     ``grouped_gemm``: the routed experts run as one grouped GEMM per projection (transformers v5 ``grouped_mm``,
-    Megatron-Core ``TEGroupedMLP``), else one GEMM per local expert (Megatron-Core ``SequentialMLP``).
+    Megatron-Core ``TEGroupedMLP``), else one GEMM per local expert (Megatron-Core ``SequentialMLP``);
+    ``moe_dispatcher``: the EP dispatcher (the all-to-all one sorts the received rows by local expert and back,
+    the flex / DeepEP one does not: ``moe_time.chunk_sort_bytes``).
     """
     t = float(micro_batch_size * seq_len)
     h = spec.hidden_size
@@ -352,7 +355,7 @@ def step_inventory(
         # Megatron-Core's routing scores, chunk sorts and dispatcher kernels (moe_time.py), after the backward factors
         work = moe_time.moe_layer_work(tokens=t_moe, hidden=h, experts=experts, local_experts=moe.num_experts,
                                        top_k=moe.experts_per_token, ep=expert_parallel,
-                                       score_dtype_bytes=4.0 if moe.router_fp32 else 2.0)
+                                       score_dtype_bytes=4.0 if moe.router_fp32 else 2.0, dispatcher=moe_dispatcher)
         fq_b += work.forward_bytes * n_moe
         bq_b += work.backward_bytes * n_moe
         fq_k += work.forward_kernels * n_moe

@@ -78,7 +78,7 @@ from trainfit.compute import collectives as coll
 from trainfit.compute.moe_dispatch import ep_dispatch_bytes, ep_dispatch_seconds
 from trainfit.compute.moe_time import count_exchange_seconds
 from trainfit.compute.rates import COLLECTIVE_HOP_LATENCY_S
-from trainfit.spec.enums import MoeDispatcher
+from trainfit.spec.enums import MoeDispatcher, MoeRouting
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +112,7 @@ def model_parallel_comm(
     gemm_backward_s: float = 0.0, moe_dispatcher: MoeDispatcher = MoeDispatcher.ALLTOALL, ep_ranks_per_node: int = 1,
     ep_nic_bytes_per_s: float = 1.0, ep_nvlink_bytes_per_s: float = 1.0, moe_groups: int = 1,
     moe_groups_per_token: int = 1, ep_comm_overlap: bool = False, compute_forward_s: float = 0.0,
-    compute_backward_s: float = 0.0, micro_steps: int = 1,
+    compute_backward_s: float = 0.0, micro_steps: int = 1, moe_routing: MoeRouting = MoeRouting.UNIFORM,
 ) -> ModelParallelComm:
     """Exposed communication of one micro-step on one rank of one pipeline stage (``layers`` = its layers).
 
@@ -129,7 +129,8 @@ def model_parallel_comm(
     ``ep_ranks_per_node`` of the group per node; ``moe_groups`` / ``moe_groups_per_token``: group-limited routing);
     ``ep_comm_overlap``: the all-to-alls of a forward hide behind another micro-batch's backward and vice versa
     (``compute_forward_s`` / ``compute_backward_s``: the stage's passes, one micro-step; ``micro_steps`` per step:
-    ``ep_overlap_exposed``; module docstring).
+    ``ep_overlap_exposed``; module docstring); ``moe_routing``: the router's pick, for DeepEP's per-node rows
+    (``moe_dispatch.ep_dispatch_bytes``).
     """
     passes = 3 if recompute else 2  # forward, (recompute), backward
     coll_passes = passes if recompute_collectives else 2
@@ -166,7 +167,7 @@ def model_parallel_comm(
             traffic = ep_dispatch_bytes(
                 dispatcher=moe_dispatcher, tokens=routed, hidden=hidden, top_k=top_k, experts=experts, ep=ep,
                 ranks_per_node=ep_ranks_per_node, groups=moe_groups, groups_per_token=moe_groups_per_token,
-                dtype_bytes=dtype_bytes)
+                dtype_bytes=dtype_bytes, routing=moe_routing)
             one = ep_dispatch_seconds(traffic=traffic, nic_bytes_per_s=ep_nic_bytes_per_s,
                                       nvlink_bytes_per_s=ep_nvlink_bytes_per_s,
                                       latency_s=latency_s + COLLECTIVE_HOP_LATENCY_S * (ep - 1))

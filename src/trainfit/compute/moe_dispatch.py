@@ -36,6 +36,12 @@ experts uniformly among theirs. A bin (node or GPU) holding ``m`` of the ``C`` c
 probability ``C(C−m, k) / C(C, k)`` (hypergeometric), so the expected distinct bins are
 ``Σ_bins (1 − C(C−m, k) / C(C, k))``, averaged over the groups chosen.
 
+Consecutive routing (NeMo Automodel's ``FakeBalancedGate``, ``MoeRouting.CONSECUTIVE``: token ``i`` takes experts
+``i·k .. i·k + k − 1`` mod ``E``, nemo_automodel/components/moe/layers.py @01926a5c443b7979463c73341bf64adf79de638e)
+touches only the bins its ``k`` neighbouring experts fall in: ``expected_consecutive_bins`` averages that count over
+the starts ``i·k mod E``. Every destination is still equally likely over the tokens, so the own-node and own-GPU
+shares below hold; the all-to-all dispatcher's ``k`` rows per token do not change.
+
 Per token, with ``D_node`` the expected distinct destination nodes and ``D_gpu`` the expected distinct destination
 GPUs: the network carries ``D_node·(nodes−1)/nodes`` rows (the own node is hit with probability ``D_node/nodes``);
 NVLink carries ``D_gpu·(1 − 1/l)`` rows (every destination GPU but the source itself and, on each remote node, the
@@ -53,7 +59,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import comb
 
-from trainfit.spec.enums import MoeDispatcher
+from trainfit.spec.enums import MoeDispatcher, MoeRouting
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,11 +112,26 @@ def expected_distinct_bins(*, experts: int, top_k: int, bins: int, groups: int =
     return total
 
 
+def expected_consecutive_bins(*, experts: int, top_k: int, bins: int) -> float:
+    """Expected distinct bins (``experts / bins`` contiguous experts each) among a token's ``top_k`` consecutive
+    experts ``s .. s + top_k − 1`` (mod ``experts``), over the starts ``s = i·top_k mod experts`` (module docstring).
+
+    Raises ``ValueError`` when ``bins`` does not divide ``experts`` or ``top_k`` exceeds it."""
+    if experts <= 0 or top_k <= 0 or bins <= 0:
+        raise ValueError("experts, top_k and bins must be positive")
+    if experts % bins or top_k > experts:
+        raise ValueError(f"{bins} bins must divide {experts} experts and top_k {top_k} must not exceed them")
+    per_bin = experts // bins
+    starts = sorted({(i * top_k) % experts for i in range(experts)})
+    return sum(len({((s + u) % experts) // per_bin for u in range(top_k)}) for s in starts) / len(starts)
+
+
 def ep_dispatch_bytes(*, dispatcher: MoeDispatcher, tokens: float, hidden: int, top_k: int, experts: int, ep: int,
                       ranks_per_node: int, groups: int = 1, groups_per_token: int = 1,
-                      dtype_bytes: float = 2.0) -> EpDispatchBytes:
+                      dtype_bytes: float = 2.0, routing: MoeRouting = MoeRouting.UNIFORM) -> EpDispatchBytes:
     """What one GPU sends in one dispatch of one MoE layer: ``tokens`` it routes (its shard), ``experts`` the
-    model's routed experts over ``ep`` ranks, ``ranks_per_node`` of the group's ranks per node (module docstring).
+    model's routed experts over ``ep`` ranks, ``ranks_per_node`` of the group's ranks per node, ``routing`` the
+    router's pick (consecutive: ``expected_consecutive_bins``) (module docstring).
 
     Raises ``ValueError`` when the group spans nodes and ``ranks_per_node`` does not divide ``ep``."""
     if ep <= 1 or tokens <= 0 or top_k <= 0:
@@ -123,10 +144,14 @@ def ep_dispatch_bytes(*, dispatcher: MoeDispatcher, tokens: float, hidden: int, 
     if ep % local:
         raise ValueError(f"{local} ranks per node must divide the expert-parallel group of {ep}")
     nodes = ep // local
-    d_gpu = expected_distinct_bins(experts=experts, top_k=top_k, bins=ep, groups=groups,
-                                   groups_per_token=groups_per_token)
-    d_node = expected_distinct_bins(experts=experts, top_k=top_k, bins=nodes, groups=groups,
-                                    groups_per_token=groups_per_token) if nodes > 1 else 1.0
+    if routing is MoeRouting.CONSECUTIVE:
+        d_gpu = expected_consecutive_bins(experts=experts, top_k=top_k, bins=ep)
+        d_node = expected_consecutive_bins(experts=experts, top_k=top_k, bins=nodes) if nodes > 1 else 1.0
+    else:
+        d_gpu = expected_distinct_bins(experts=experts, top_k=top_k, bins=ep, groups=groups,
+                                       groups_per_token=groups_per_token)
+        d_node = expected_distinct_bins(experts=experts, top_k=top_k, bins=nodes, groups=groups,
+                                        groups_per_token=groups_per_token) if nodes > 1 else 1.0
     nic_rows = d_node * (nodes - 1) / nodes
     nvlink_rows = d_gpu * (1.0 - 1.0 / local)
     return EpDispatchBytes(tokens * nic_rows * row, tokens * nvlink_rows * row)

@@ -26,9 +26,20 @@ aux loss                    ``compute_routing_scores_for_aux_loss`` (softmax,   
                             top-k, routing map again) and the load-balancing sum   True)``
 chunk sort                  with ``ep > 1`` and several local experts, the         ``chunk_sort_bytes``: read
                             received rows are sorted by local expert after the     + write the rows twice
-                            all-to-all and unsorted before the combine
+                            all-to-all and unsorted before the combine             (alltoall dispatcher only)
                             (``sort_chunks_by_idxs`` in ``dispatch_postprocess``
-                            and ``combine_preprocess``); backward: the inverse
+                            and ``combine_preprocess``); backward: the inverse.
+                            The flex dispatcher (DeepEP / HybridEP,
+                            ``MoEFlexTokenDispatcher``) has no such sort: the
+                            dispatch hands its rows token by token and one
+                            ``permute`` by local expert follows, one ``unpermute``
+                            precedes the combine (``_DeepepManager.
+                            get_permuted_hidden_states_by_experts``; HybridEP
+                            permutes inside its dispatch), the inventory's permute
+                            and unpermute; NeMo Automodel's DeepEP path is the
+                            same (nemo_automodel/components/moe/megatron/
+                            token_dispatcher.py @01926a5c443b7979463c73341bf64adf79de638e
+                            ``_DeepepManager``)
 dispatcher metadata         ``preprocess``: token counts summed, all-gathered      ``dispatcher_kernels``;
                             over the tp x ep group, sliced and summed; their D2H   ``count_exchange_seconds``
                             copies; the host waits on them before the all-to-all   (the all-gather, latency-
@@ -54,6 +65,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from trainfit.compute import collectives as coll
+from trainfit.spec.enums import MoeDispatcher
 
 INT32_BYTES = 4.0
 EXPERT_PROJECTIONS = 2
@@ -110,12 +122,14 @@ def routing_bytes(*, tokens: float, experts: int, top_k: int, score_dtype_bytes:
     return tokens * (experts * per_score + top_k * (s + 8.0))
 
 
-def chunk_sort_bytes(*, rows: float, hidden: int, local_experts: int, ep: int, dtype_bytes: float = 2.0) -> float:
+def chunk_sort_bytes(*, rows: float, hidden: int, local_experts: int, ep: int, dtype_bytes: float = 2.0,
+                     dispatcher: MoeDispatcher = MoeDispatcher.ALLTOALL) -> float:
     """Bytes of the sort by local expert after the dispatch and the unsort before the combine (each reads and
-    writes the ``rows`` received rows of ``hidden``); zero unless ``ep > 1`` and several experts are local
-    (``token_dispatcher.py`` ``dispatch_postprocess`` / ``combine_preprocess``). One pass: the backward runs
-    the inverse sorts over the gradients, the same bytes."""
-    if ep <= 1 or local_experts <= 1 or rows <= 0:
+    writes the ``rows`` received rows of ``hidden``); zero unless ``ep > 1``, several experts are local and the
+    dispatcher is the all-to-all one (``token_dispatcher.py`` ``MoEAlltoAllTokenDispatcher.dispatch_postprocess`` /
+    ``combine_preprocess``; the flex dispatcher's one permute is the inventory's, module docstring). One pass: the
+    backward runs the inverse sorts over the gradients, the same bytes."""
+    if ep <= 1 or local_experts <= 1 or rows <= 0 or dispatcher is not MoeDispatcher.ALLTOALL:
         return 0.0
     return 2 * 2 * rows * hidden * dtype_bytes
 
@@ -171,16 +185,18 @@ class MoeLayerWork:
 
 def moe_layer_work(*, tokens: float, hidden: int, experts: int, local_experts: int, top_k: int, ep: int,
                    expert_tp: int = 1, score_dtype_bytes: float = 4.0, act_dtype_bytes: float = 2.0,
-                   aux_loss: bool = False) -> MoeLayerWork:
+                   aux_loss: bool = False, dispatcher: MoeDispatcher = MoeDispatcher.ALLTOALL) -> MoeLayerWork:
     """What one MoE layer adds per pass on a rank routing ``tokens`` (its shard: ``expert_token_shards``) to
     ``top_k`` of ``experts`` (``local_experts`` of them on this rank): the routing-score traffic, the chunk
-    sorts and the dispatcher's kernels (module docstring)."""
+    sorts (all-to-all dispatcher only) and the dispatcher's kernels (module docstring)."""
     rows = tokens * top_k
-    sort = chunk_sort_bytes(rows=rows, hidden=hidden, local_experts=local_experts, ep=ep, dtype_bytes=act_dtype_bytes)
+    sort = chunk_sort_bytes(rows=rows, hidden=hidden, local_experts=local_experts, ep=ep, dtype_bytes=act_dtype_bytes,
+                            dispatcher=dispatcher)
     fwd = routing_bytes(tokens=tokens, experts=experts, top_k=top_k, score_dtype_bytes=score_dtype_bytes,
                         aux_loss=aux_loss) + sort
     bwd = routing_bytes(tokens=tokens, experts=experts, top_k=top_k, score_dtype_bytes=score_dtype_bytes,
                         backward=True, aux_loss=aux_loss) + sort
-    k = dispatcher_kernels(ep=ep, expert_tp=expert_tp, local_experts=local_experts)
+    k = dispatcher_kernels(ep=ep, expert_tp=expert_tp, local_experts=local_experts) - (
+        0.0 if sort or ep <= 1 or local_experts <= 1 else CHUNK_SORT_KERNELS)
     sorts = CHUNK_SORT_KERNELS if sort else 0.0
     return MoeLayerWork(fwd, bwd, k, float(sorts))

@@ -34,7 +34,7 @@ from trainfit.compute.model_parallel import ModelParallelComm, model_parallel_co
 from trainfit.compute.offload import offload_seconds
 from trainfit.compute.optimizer_time import optimizer_seconds, shard_params
 from trainfit.compute.rates import DeviceRates
-from trainfit.spec.enums import MoeDispatcher
+from trainfit.spec.enums import MoeDispatcher, MoeRouting
 from trainfit.spec.model import ModelSpec
 
 BOUNDS = ("compute", "memory", "launch", "communication", "offload", "idle")
@@ -166,6 +166,8 @@ class ModelParallel:
     ep_comm_overlap: bool = False
     """Megatron-Core ``overlap_moe_expert_parallel_comm``: a micro-batch's forward all-to-alls hide behind another's
     backward and vice versa (``model_parallel.ep_overlap_exposed``)."""
+    moe_routing: MoeRouting = MoeRouting.UNIFORM
+    """The router's pick of experts, for DeepEP's per-node rows (``compute.moe_dispatch``)."""
 
     @property
     def active(self) -> bool:
@@ -239,7 +241,8 @@ def train_step_time(
                          sequence_shards=mp.tp if mp.sequence_parallel else 1, fp8=fp8,
                          fp8_weight_casts=1.0 / max(1, micro_steps) if fp8 and fp8_weight_cache else 1.0,
                          expert_parallel=mp.ep, expert_token_shards=expert_token_shards(
-                             tp=mp.tp, etp=mp.etp, ep=mp.ep, sequence_parallel=mp.sequence_parallel))
+                             tp=mp.tp, etp=mp.etp, ep=mp.ep, sequence_parallel=mp.sequence_parallel),
+                         moe_dispatcher=mp.moe_dispatcher)
     kw = dict(rates=rates, seq_len=attention_context or seq_len, memory_factor=memory_factor, kernel_factor=kernel_factor)
     fwd = (pass_seconds(inv.layers_forward, backward=False, **kw)
            + pass_seconds(inv.head_forward, backward=False, **kw)).scaled(count_scale)
@@ -405,6 +408,7 @@ def model_parallel_comm_of(spec: ModelSpec, mp: ModelParallel, *, tokens: float,
         ep_nvlink_bytes_per_s=mp.ep_nvlink_bytes_per_s, moe_groups=spec.moe.n_group if spec.moe else 1,
         moe_groups_per_token=spec.moe.topk_group if spec.moe else 1, ep_comm_overlap=mp.ep_comm_overlap,
         compute_forward_s=fwd.seconds, compute_backward_s=bwd.seconds, micro_steps=micro_steps,
+        moe_routing=mp.moe_routing,
     )
 
 

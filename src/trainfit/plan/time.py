@@ -255,7 +255,7 @@ def model_parallel_of(card: RunCard, spec: ModelSpec, r: DeviceRates, *, gpus_pe
         moe_dispatcher=par.moe_dispatcher, ep_ranks_per_node=ep_local,
         ep_nic_bytes_per_s=nic * coll.NIC_EFFICIENCY, ep_nvlink_bytes_per_s=r.intra_node_bus_bytes_per_s,
         # Megatron-Core overlap_moe_expert_parallel_comm (compute.model_parallel.ep_overlap_exposed)
-        ep_comm_overlap=par.moe_comm_overlap and spec.moe is not None and ep > 1,
+        ep_comm_overlap=par.moe_comm_overlap and spec.moe is not None and ep > 1, moe_routing=par.moe_routing,
     )
 
 

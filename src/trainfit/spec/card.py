@@ -42,6 +42,7 @@ from trainfit.spec.enums import (
     WeightSync,
     LossKernel,
     MoeDispatcher,
+    MoeRouting,
 )
 
 
@@ -153,6 +154,10 @@ class ParallelSection(_Section):
                                    " moe_a2a_overlap): the combined 1F1B schedule hides a micro-batch's expert-parallel"
                                    " all-to-alls behind another's compute; needs expert_parallel > 1, no full"
                                    " recompute and, with pipeline_parallel > 1, virtual_stages > 1.")
+    moe_routing: MoeRouting = Field(MoeRouting.UNIFORM, description="uniform (each token's experts drawn at random: a"
+                                    " balanced router, Megatron-Core moe_router_force_load_balancing) | consecutive"
+                                    " (NeMo Automodel's FakeBalancedGate: token i takes experts i*k .. i*k+k-1); sets"
+                                    " how many nodes and GPUs a DeepEP dispatch reaches per token.")
     pipeline_first_stage_layers: int | None = Field(None, ge=1, le=100_000, description="Decoder layers on the first"
                                                     " pipeline stage (Megatron-Core num_layers_in_first_pipeline_stage);"
                                                     " default: even split.")

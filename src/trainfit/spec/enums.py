@@ -293,3 +293,14 @@ class MoeDispatcher(StrEnum):
     DEEPEP = "deepep"
     """DeepEP / HybridEP (Megatron-Core ``flex`` with ``moe_flex_dispatcher_backend`` deepep or hybridep): one row per
     destination node over the network, forwarded over NVLink once per destination GPU."""
+
+
+class MoeRouting(StrEnum):
+    """Which experts a token's router picks, for the dispatch volume (``compute.moe_dispatch``)."""
+
+    UNIFORM = "uniform"
+    """The ``k`` experts drawn uniformly (within the chosen groups under group-limited routing): a trained router
+    under load balance, or Megatron-Core ``moe_router_force_load_balancing`` (random logits, router.py)."""
+    CONSECUTIVE = "consecutive"
+    """Token ``i`` takes experts ``i·k .. i·k + k − 1`` (mod ``E``): NeMo Automodel's ``FakeBalancedGate``
+    (nemo_automodel/components/moe/layers.py @01926a5c443b7979463c73341bf64adf79de638e), used by its benchmarks."""

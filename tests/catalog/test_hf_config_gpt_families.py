@@ -149,7 +149,7 @@ def test_unknown_family_lists_the_counted_ones():
         _spec({"model_type": "rwkv"})
 
 
-@pytest.mark.parametrize("label", ["gpt2", "gpt_bigcode", "gpt_neox", "falcon_mqa"])
+@pytest.mark.parametrize("label", ["gpt2", "gpt_bigcode", "falcon_mqa"])
 def test_plans_are_refused_naming_the_layer(label):
     cfg = SMALL[label]
     assert cfg["model_type"] in COUNTED_FAMILIES
@@ -173,10 +173,11 @@ def test_cli_refuses_in_one_line(tmp_path, capsys):
     assert err.count("\n") == 1 and "cannot be planned: GPT-2's decoder layer" in err and "Traceback" not in err
 
 
-def test_mpt_plans():
-    """MPT's layer has an activation model (``memory.arch_activations._mpt_layer``): its plans are no longer
-    refused (tests/memory/test_gpt_family_activations.py holds the figures)."""
-    card = {"model": {"id": "mpt_alibi", "config": SMALL["mpt_alibi"]}, "scope": "full",
+@pytest.mark.parametrize("label", ["mpt_alibi", "gpt_neox", "gpt_neox_sequential"])
+def test_modelled_families_plan(label):
+    """MPT's and GPT-NeoX's layers have an activation model (``memory.arch_activations``): their plans are no
+    longer refused (tests/memory/test_gpt_family_activations.py holds the figures)."""
+    card = {"model": {"id": label, "config": SMALL[label]}, "scope": "full",
             "hardware": {"gpu": "h100", "gpus_per_node": 1, "nodes": 1},
             "batch": {"micro_batch_size": 1, "seq_len": 256, "grad_accum": 1}}
     assert make_plan(load_card_dict(card)).peak.allocated > 0

@@ -1,6 +1,7 @@
 """Saved-for-backward model of the non-gated GELU decoders (``memory.arch_activations``): per decoder layer
 equal to what autograd saves on tiny real transformers models (``saved_tensors_hooks``, storages deduplicated,
-parameters excluded), and the planned allocated peak within a few percent of the fake-tensor trace.
+parameters excluded), and the planned allocated peak within a few percent of the fake-tensor trace. MPT and
+GPT-NeoX so far (GPT-2, GPTBigCode and Falcon remain unplanned).
 
 On CPU LayerNorm keeps bf16 mean/rstd (4 B a row; 8 B fp32 on CUDA, what the model says); the comparison adds
 that back. MPT: transformers' ``MptAttention`` (eager, ALiBi, one bool causal mask shared by every layer)."""
@@ -99,19 +100,70 @@ def test_mpt_eager_layers_equal_the_hooks():
     assert measured["head"] == act.head + T * cpu_stats
 
 
+NEOX = dict(model_type="gpt_neox", hidden_size=64, intermediate_size=256, num_hidden_layers=2, num_attention_heads=4,
+            vocab_size=128, max_position_embeddings=512, rotary_pct=0.25)
+
+
+@pytest.mark.parametrize("dropout", [0.0, 0.1])
+@pytest.mark.parametrize("parallel", [True, False], ids=["parallel", "sequential"])
+def test_gpt_neox_eager_layers_equal_the_hooks(parallel, dropout):
+    """GPT-NeoX eager attention, full training. CPU: LayerNorm stats and dropout's bf16 noise (2 B an element, CUDA's
+    mask 1 B) added back; the rotary cos/sin are first saved inside layer 0 (the model counts them once, in the
+    embedding), and so is the embedding dropout's noise."""
+    b, s, h = 2, 24, 64
+    cfg = dict(NEOX, use_parallel_residual=parallel, hidden_dropout=dropout)
+    spec = _spec(cfg)
+    assert not spec.unplanned and spec.parallel_residual is parallel and spec.partial_rotary_factor == 0.25
+    act = activation_bytes(spec, micro_batch_size=b, seq_len=s, attention=Attention.EAGER, trainable=TrainableSpec())
+    measured = _saved_per_layer(cfg, "eager", b, s)
+    T = b * s
+    cpu = 2 * T * (4 - arch_activations.LAYERNORM_STATS_BYTES) + (2 * T * h if dropout else 0)
+    rope = 2 * 2 * s * 4  # cos and sin, (1, s, 0.25 x head_dim 16) bf16
+    emb_noise = 2 * T * h if dropout else 0  # CPU noise of emb_dropout (CUDA: a T x h bool mask, in act.embedding)
+    assert measured[0] - rope == act.per_layer[0] + cpu
+    assert measured[1] == act.per_layer[1] + cpu
+    assert measured["embedding"] - emb_noise + rope + (T * h if dropout else 0) == act.embedding
+    assert measured["head"] == act.head + T * (4 - arch_activations.LAYERNORM_STATS_BYTES)
+
+
+def test_gpt_neox_sdpa_v_keeps_the_fused_output():
+    """SDPA's v is a view of query_key_value's output: the layer holds all of it (b, s, 3h) as v's storage."""
+    spec = _spec(dict(NEOX, hidden_size=256, num_attention_heads=8, intermediate_size=1024))
+    b, s, h, w, H = 2, 128, 256, 1024, 8
+    per_token = (2 * h + 8) + 8 + 2 * h + (2 * h + 2 * h + 2 * 3 * h + 2 * h + 4 * H) + 2 * h + 2 * h + 2 * 2 * w
+    act = activation_bytes(spec, micro_batch_size=b, seq_len=s, attention=Attention.SDPA, trainable=TrainableSpec())
+    assert act.per_layer == (per_token * b * s,) * 2
+
+
+def test_gpt_neox_rotary_pct_is_checked():
+    from trainfit.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="'rotary_pct' must be a number in"):
+        _spec(dict(NEOX, rotary_pct=1.5))
+    assert _spec(dict(NEOX, rotary_pct=None, rope_parameters={"partial_rotary_factor": 0.5})).partial_rotary_factor == 0.5
+
+
 TRACE_CFGS = {
     "mpt": (dict(model_type="mpt", d_model=256, n_layers=4, n_heads=8, max_seq_len=4096, vocab_size=4096,
                  no_bias=True, attn_config={"alibi": True}), "eager", 0.025),
+    "gpt_neox": (dict(model_type="gpt_neox", hidden_size=256, intermediate_size=1024, num_hidden_layers=4,
+                      num_attention_heads=8, vocab_size=4096, max_position_embeddings=4096, rotary_pct=0.25,
+                      tie_word_embeddings=False), "sdpa", 0.02),
+    "gpt_neox_sequential_dropout": (dict(model_type="gpt_neox", hidden_size=256, intermediate_size=1024,
+                                         num_hidden_layers=4, num_attention_heads=8, vocab_size=4096,
+                                         max_position_embeddings=4096, rotary_pct=0.25, tie_word_embeddings=False,
+                                         use_parallel_residual=False, hidden_dropout=0.1), "sdpa", 0.02),
 }
 
 
-@pytest.mark.slow
 @pytest.mark.trace
 @pytest.mark.parametrize("ckpt", ["--ckpt", "--no-ckpt"])
 @pytest.mark.parametrize("family", list(TRACE_CFGS))
 def test_plan_near_the_trace(family, ckpt, tmp_path, capsys):
     """Full training, one GPU, b 2 x s 512. MPT eager: +0.02% without checkpointing, +2.4% with it (its fitted
-    per-score transients, ``memory.attention.EAGER_BYTES_PER_SCORE_BY_FAMILY``)."""
+    per-score transients, ``memory.attention.EAGER_BYTES_PER_SCORE_BY_FAMILY``). GPT-NeoX SDPA: -0.02% / +0.03%
+    (parallel residual), -0.33% / -1.82% (sequential, hidden_dropout 0.1: the trace's CPU dropout keeps bf16 noise
+    where CUDA keeps a bool mask)."""
     from trainfit.cli.main import main
 
     cfg, attn, tol = TRACE_CFGS[family]

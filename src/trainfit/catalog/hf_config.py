@@ -509,11 +509,27 @@ def _gpt_neox(dec: dict[str, Any], name: str) -> dict[str, Any]:
                   bias=_flag(dec, "attention_bias", name, default=True), norm_bias=True, norms=2, positions=0,
                   max_pos=_int(dec, "max_position_embeddings", name, most=1_000_000_000, default=None),
                   act=str(dec.get("hidden_act") or "gelu"), dropout=_dropout(dec, name, "hidden_dropout", 0.0),
-                  unplanned=_unplanned("GPT-NeoX", "fused query_key_value, partial rotary"
-                                       + (", attention and MLP in parallel residual" if parallel else "")
-                                       + ", GELU dense_h_to_4h/dense_4h_to_h"))
+                  unplanned="")
+    if _dropout(dec, name, "attention_dropout", 0.0):
+        raise ConfigError(f"{name}: config.json field 'attention_dropout' > 0 is not modelled (dropout on the attention"
+                          " probabilities); allowed: 0")
     out["mlp_bias"] = True  # the MLP linears always carry a bias; attention_bias covers q/k/v and dense only
+    out["parallel_residual"] = parallel
+    out["partial_rotary_factor"] = _rotary_pct(dec, name)
     return out
+
+
+def _rotary_pct(dec: dict[str, Any], name: str) -> float:
+    """GPT-NeoX's rotated share of head_dim: ``rotary_pct`` (config.json), or ``rope_parameters`` /
+    ``partial_rotary_factor`` as transformers 5 writes it; GPTNeoXConfig's default 0.25."""
+    rope = dec.get("rope_parameters") if isinstance(dec.get("rope_parameters"), dict) else {}
+    key, p = next(((k, v) for k, v in (("rotary_pct", dec.get("rotary_pct")),
+                                       ("partial_rotary_factor", dec.get("partial_rotary_factor")),
+                                       ("rope_parameters.partial_rotary_factor", rope.get("partial_rotary_factor")))
+                   if v is not None), ("rotary_pct", 0.25))
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 < p <= 1:
+        raise ConfigError(f"{name}: config.json field '{key}' must be a number in (0, 1], got {str(p)[:40]!r}")
+    return float(p)
 
 
 def _falcon(dec: dict[str, Any], name: str) -> dict[str, Any]:

@@ -46,9 +46,9 @@ from trainfit.memory.activations import DROPOUT_MASK_BYTES, FP32, INT32, INT64
 from trainfit.memory.attention import runs_eager
 from trainfit.spec.model import ModelSpec
 
-FAMILIES = frozenset({"deepseek_v3", "gpt_oss", "mpt", "opt"})
+FAMILIES = frozenset({"deepseek_v3", "gpt_neox", "gpt_oss", "mpt", "opt"})
 
-FULL_ONLY_FAMILIES = frozenset({"mpt"})
+FULL_ONLY_FAMILIES = frozenset({"gpt_neox", "mpt"})
 """Families whose layer model covers full training only: ``memory.params`` names their linears q/k/v/o_proj
 and fc1/fc2, not the fused Wqkv / up_proj / down_proj that a PEFT target would name, so a LoRA plan is refused."""
 
@@ -63,6 +63,8 @@ def rope_dim(spec: ModelSpec) -> int:
         return spec.mla.qk_rope_head_dim
     if spec.family == "gpt_oss":
         return spec.head_dim // 2
+    if spec.family == "gpt_neox":  # GPTNeoXRotaryEmbedding: int(head_dim * partial_rotary_factor)
+        return int(spec.head_dim * spec.partial_rotary_factor)
     return 0
 
 
@@ -189,6 +191,53 @@ def _mpt_layer(ctx, spec: ModelSpec, x_rg: bool) -> tuple[int, bool]:
     total += b
     total += _gelu(ctx, w, u_rg)
     b, d_rg = _act._linear(ctx, "down_proj", w, u_rg)
+    total += b
+    total += _dropout(ctx, spec, h, d_rg)
+    return total, res_rg or d_rg
+
+
+# ---------------------------------------------------------------------------------------- GPT-NeoX
+
+
+def _gpt_neox_layer(ctx, spec: ModelSpec, x_rg: bool) -> tuple[int, bool]:
+    """A GPT-NeoX / Pythia layer (transformers 5.24 ``GPTNeoXLayer``): input_layernorm, fused query_key_value,
+    partial rotary on q and k (``cat`` of the rotated and passed parts: new q and k; the muls save only the
+    shared cos/sin, counted once in the embedding), attention, ``dense`` on the output's contiguous
+    (b, s, h) copy, hidden_dropout after it and after the MLP, post_attention_layernorm, dense_h_to_4h -> GELU
+    (saves its input) -> dense_4h_to_h.
+
+    ``ModelSpec.parallel_residual`` (``use_parallel_residual``, its default): both LayerNorms read the layer
+    input, one tensor, saved once (the second norm adds only its row stats); otherwise the second reads the
+    attention's residual sum, a new tensor.
+
+    SDPA / flash: the rotated q and k, v, the output and the fp32 logsumexp; v is a strided view of the
+    query_key_value output (``view -> transpose -> chunk``), so its storage is that whole (b, s, 3h) output, as
+    the fake-tensor trace and a bare ``scaled_dot_product_attention`` on such a view save it (a real CPU run of
+    the transformers model was seen to save a (b, H, s, d) v instead: 4h bytes a token less). Eager (``eager_attention_forward``): q and k for ``q @ k^T``, the fp32 softmax output, its
+    bf16 cast and v for ``p @ v``; the additive bf16 mask is no saved tensor."""
+    h, qd, kvd, H, w = spec.hidden_size, spec.q_dim, spec.kv_dim, spec.num_attention_heads, spec.intermediate_size
+    total, n_rg = _layernorm(ctx, h, x_rg)
+    b, a_rg = _act._linear(ctx, "query_key_value", h, n_rg)
+    total += b
+    if a_rg and runs_eager(spec.family, ctx.attention):
+        total += ctx.T * (ctx.a * (qd + 2 * kvd) + FP32 * H * ctx.s + ctx.a * H * ctx.s)
+    elif a_rg:  # v is a view of the fused output: SDPA's saved v keeps all of query_key_value's output alive
+        total += _sdpa(ctx, q=qd, k=kvd, v_storage=qd + 2 * kvd, out=qd, heads=H, rg=True)
+    b, o_rg = _act._linear(ctx, "dense", qd, a_rg)  # the output's contiguous (b, s, h) copy
+    total += b
+    total += _dropout(ctx, spec, h, o_rg)
+    if spec.parallel_residual:
+        m_in = x_rg or ctx.full
+        total += ctx.T * LAYERNORM_STATS_BYTES if m_in else 0  # its input is input_layernorm's, saved there
+        res_rg = x_rg or o_rg
+    else:
+        res_rg = x_rg or o_rg
+        b, m_in = _layernorm(ctx, h, res_rg)
+        total += b
+    b, u_rg = _act._linear(ctx, "dense_h_to_4h", h, m_in)
+    total += b
+    total += _gelu(ctx, w, u_rg)
+    b, d_rg = _act._linear(ctx, "dense_4h_to_h", w, u_rg)
     total += b
     total += _dropout(ctx, spec, h, d_rg)
     return total, res_rg or d_rg
@@ -376,6 +425,8 @@ def layer_bytes(ctx, spec: ModelSpec, i: int, x_rg: bool) -> tuple[int, bool]:
         return _opt_layer(ctx, spec, x_rg)
     if spec.family == "mpt":
         return _mpt_layer(ctx, spec, x_rg)
+    if spec.family == "gpt_neox":
+        return _gpt_neox_layer(ctx, spec, x_rg)
     if spec.family == "gpt_oss":
         total, n_rg = _fp32_weight_rmsnorm(ctx, h, x_rg)
         b, o_rg = _gpt_oss_attention(ctx, spec, n_rg)
@@ -418,6 +469,8 @@ def embedding_bytes(ctx, spec: ModelSpec) -> int:
         out += INT64 * ctx.T
     if spec.family == "opt" and spec.embed_proj_dim is not None:
         out += _act._linear(ctx, "project_in", spec.embed_proj_dim, False)[0]  # its input (or its adapter's)
+    if spec.family == "gpt_neox" and ctx.full:
+        out += _dropout(ctx, spec, spec.hidden_size, True)  # emb_dropout (hidden_dropout) on the embedding output
     if spec.family == "mpt":
         if spec.learned_positions and ctx.full:
             out += INT64 * ctx.s  # wpe's (1, s) position ids
@@ -431,7 +484,7 @@ def embedding_bytes(ctx, spec: ModelSpec) -> int:
 def head_bytes(ctx, spec: ModelSpec, x_rg: bool) -> int:
     """Final norm and the output head's input (logits and loss excluded)."""
     h = spec.hidden_size
-    if spec.family == "mpt":  # norm_f (LayerNorm) and the tied head's input
+    if spec.family in ("mpt", "gpt_neox"):  # norm_f / final_layer_norm (LayerNorm) and the head's input
         return _layernorm(ctx, h, x_rg)[0] + (ctx.a * ctx.T * h if ctx.full else 0)
     if spec.family == "opt":
         out = _layernorm(ctx, h, x_rg)[0] if spec.final_norm else 0

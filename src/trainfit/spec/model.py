@@ -183,6 +183,11 @@ class ModelSpec:
     unplanned: str = ""
     """Non-empty: a mechanism of this model that the activation/time models lack; parameter counts are
     exact, but ``make_plan`` refuses with this text rather than plan it wrongly (Llama-4's MoE)."""
+    parallel_residual: bool = False
+    """Attention and MLP both read the layer input and add into one residual sum (GPT-NeoX
+    ``use_parallel_residual``, Falcon ``parallel_attn``); False: the MLP's norm reads the attention's sum."""
+    partial_rotary_factor: float = 1.0
+    """Share of head_dim that rotary rotates (GPT-NeoX ``rotary_pct``, default 0.25)."""
 
     def __post_init__(self) -> None:
         if self.layer_types and len(self.layer_types) != self.num_layers:

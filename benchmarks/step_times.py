@@ -515,7 +515,7 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         notes.append("GPTQ int4 base planned as bitsandbytes nf4 (QLoRA)")
     mp, n = model_parallel_section(e["parallel"], num_layers=model_layers(model), framework=e["framework"])
     notes += n
-    if mp and e["framework"] in MEGATRON_FRAMEWORKS:
+    if e["framework"] in MEGATRON_FRAMEWORKS:
         # Megatron-Core's layers and loss (spec/enums.py TensorParallelImpl), not torch's DTensor plan
         mp["tensor_parallel_impl"] = "megatron"
         notes.append("tensor_parallel_impl megatron (Megatron-Core ColumnParallelLinear/RowParallelLinear,"

@@ -120,3 +120,17 @@ def test_selective_core_attention_keeps_the_shards_too():
 def test_the_plan_says_which_tensor_parallel_it_assumed():
     assert any(a.startswith("tensor parallel as Megatron-Core's layers") for a in plan("megatron").assumptions)
     assert any(a.startswith("tensor parallel as torch's DTensor plan") for a in plan("dtensor").assumptions)
+
+
+def test_one_rank_megatron_card_uses_the_vocab_parallel_loss_too():
+    """Megatron-Core calls vocab_parallel_cross_entropy at tensor-parallel size 1 as well (a single-rank plan)."""
+    e = B * S * SMALL["vocab_size"]
+
+    def lg(impl):
+        data = {"model": {"config": SMALL, "id": "small"}, "hardware": {"gpu": "h100-sxm", "gpus_per_node": 1},
+                "parallel": {"strategy": "single", "gradient_checkpointing": False, "tensor_parallel_impl": impl},
+                "batch": {"micro_batch_size": B, "seq_len": S}}
+        return phase(make_plan(load_card_dict(data)), "backward").components["logits"]
+
+    assert lg("megatron") == pytest.approx(6 * e)
+    assert lg("dtensor") == pytest.approx(12 * e)  # transformers' loss: log-softmax output + two fp32 gradients

@@ -20,7 +20,7 @@ from trainfit.memory.deepspeed import (
     resolve_zero_config,
     zero_buffers,
 )
-from trainfit.memory.logits import SOFTCAP_FAMILIES, logits_bytes
+from trainfit.memory.logits import SOFTCAP_FAMILIES, logits_bytes, megatron_vocab_parallel_ce_bytes
 from trainfit.memory.lora import (
     lora_largest_tensor_params,
     lora_trainable_params,
@@ -46,6 +46,7 @@ from trainfit.spec.enums import (
     StatesDtype,
     LossKernel,
     Strategy,
+    TensorParallelImpl,
 )
 from trainfit.spec.model import ModelSpec
 from trainfit.spec.training import LoraSpec, TrainableSpec
@@ -346,6 +347,11 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         softcap_bytes_per_logit=act_dtype if spec.family in SOFTCAP_FAMILIES else 0,
         compiled=card.parallel.compile,
     )
+    if (card.parallel.tensor_parallel_impl is TensorParallelImpl.MEGATRON and spec.head_outputs is None
+            and not card.loss.chunked and spec.family not in SOFTCAP_FAMILIES):
+        # Megatron-Core runs vocab_parallel_cross_entropy at every tensor-parallel size, one rank included
+        lg = megatron_vocab_parallel_ce_bytes(tokens=card.batch.micro_batch_size * seq_len,
+                                              local_vocab=spec.vocab_size, compute_dtype_bytes=act_dtype)
     tokens = card.batch.micro_batch_size * seq_len
     eager = attn.runs_eager(spec.family, card.attention) and spec.num_full_attention_layers > 0
     if card.parallel.checkpoints_layers:

@@ -145,7 +145,7 @@ def test_gpt_neox_rotary_pct_is_checked():
 
 TRACE_CFGS = {
     "mpt": (dict(model_type="mpt", d_model=256, n_layers=4, n_heads=8, max_seq_len=4096, vocab_size=4096,
-                 no_bias=True, attn_config={"alibi": True}), "eager", 0.025),
+                 no_bias=True, attn_config={"alibi": True}), "eager", 0.02),
     "gpt_neox": (dict(model_type="gpt_neox", hidden_size=256, intermediate_size=1024, num_hidden_layers=4,
                       num_attention_heads=8, vocab_size=4096, max_position_embeddings=4096, rotary_pct=0.25,
                       tie_word_embeddings=False), "sdpa", 0.02),
@@ -153,6 +153,9 @@ TRACE_CFGS = {
                                          num_hidden_layers=4, num_attention_heads=8, vocab_size=4096,
                                          max_position_embeddings=4096, rotary_pct=0.25, tie_word_embeddings=False,
                                          use_parallel_residual=False, hidden_dropout=0.1), "sdpa", 0.02),
+    "gpt_neox_eager": (dict(model_type="gpt_neox", hidden_size=256, intermediate_size=1024, num_hidden_layers=4,
+                            num_attention_heads=8, vocab_size=4096, max_position_embeddings=4096, rotary_pct=0.25,
+                            tie_word_embeddings=False), "eager", 0.02),
 }
 
 
@@ -160,8 +163,9 @@ TRACE_CFGS = {
 @pytest.mark.parametrize("ckpt", ["--ckpt", "--no-ckpt"])
 @pytest.mark.parametrize("family", list(TRACE_CFGS))
 def test_plan_near_the_trace(family, ckpt, tmp_path, capsys):
-    """Full training, one GPU, b 2 x s 512. MPT eager: +0.02% without checkpointing, +2.4% with it (its fitted
-    per-score transients, ``memory.attention.EAGER_BYTES_PER_SCORE_BY_FAMILY``). GPT-NeoX SDPA: -0.02% / +0.03%
+    """Full training, one GPU, b 2 x s 512. MPT eager: +0.02% without checkpointing, -0.67% with it (its fitted
+    per-score transients, ``memory.attention.EAGER_BYTES_PER_SCORE_BY_FAMILY``). GPT-NeoX eager: +0.02% / +0.34%
+    (the MLP's saved bytes are released before the attention backward). GPT-NeoX SDPA: -0.02% / +0.03%
     (parallel residual), -0.33% / -1.82% (sequential, hidden_dropout 0.1: the trace's CPU dropout keeps bf16 noise
     where CUDA keeps a bool mask)."""
     from trainfit.cli.main import main

@@ -143,7 +143,8 @@ class ActivationBytes:
     """Per layer: the part of ``per_layer`` saved after the attention block (the post-attention norm(s), the
     MLP or MoE block, Gemma-2's feed-forward norms). Their backward runs first and frees them, so they are gone
     when the attention's backward runs (``trainfit.plan.terms``: the eager softmax backward's moment). Empty
-    for the families with their own layer model (``arch_activations``): nothing is assumed freed there."""
+    for the families with their own layer model (``arch_activations``) unless that model says it (MPT,
+    GPT-NeoX): nothing is assumed freed there."""
 
     def kernel_extra(self, *, gradient_checkpointing: bool) -> tuple[int, ...]:
         return self.kernel_backward_checkpointed if gradient_checkpointing else self.kernel_backward
@@ -664,7 +665,8 @@ def activation_bytes(
         kernel_backward=tuple(kernel_bwd) if hybrid else (),
         kernel_backward_checkpointed=tuple(kernel_bwd_ckpt) if hybrid else (),
         kernel_forward_checkpointed=max(0, fwd_over_total),
-        after_attention_per_layer=tuple(after_attention) if spec.family not in _ARCH_FAMILIES else (),
+        after_attention_per_layer=(tuple(after_attention) if spec.family not in _ARCH_FAMILIES or any(after_attention)
+                                   else ()),
     )
 
 

@@ -184,6 +184,7 @@ def _mpt_layer(ctx, spec: ModelSpec, x_rg: bool) -> tuple[int, bool]:
     b, o_rg = _act._linear(ctx, "out_proj", qd, a_rg)  # eager: the contiguous copy; flash: pad_input's output
     total += b
     total += _dropout(ctx, spec, h, o_rg)
+    attention_end = total
     res_rg = x_rg or o_rg
     b, m_in = _layernorm(ctx, h, res_rg)
     total += b
@@ -193,6 +194,7 @@ def _mpt_layer(ctx, spec: ModelSpec, x_rg: bool) -> tuple[int, bool]:
     b, d_rg = _act._linear(ctx, "down_proj", w, u_rg)
     total += b
     total += _dropout(ctx, spec, h, d_rg)
+    ctx.parts["after_attention"] = total - attention_end  # freed by the MLP's backward, before attention's
     return total, res_rg or d_rg
 
 
@@ -226,6 +228,7 @@ def _gpt_neox_layer(ctx, spec: ModelSpec, x_rg: bool) -> tuple[int, bool]:
     b, o_rg = _act._linear(ctx, "dense", qd, a_rg)  # the output's contiguous (b, s, h) copy
     total += b
     total += _dropout(ctx, spec, h, o_rg)
+    attention_end = total
     if spec.parallel_residual:
         m_in = x_rg or ctx.full
         total += ctx.T * LAYERNORM_STATS_BYTES if m_in else 0  # its input is input_layernorm's, saved there
@@ -240,6 +243,7 @@ def _gpt_neox_layer(ctx, spec: ModelSpec, x_rg: bool) -> tuple[int, bool]:
     b, d_rg = _act._linear(ctx, "dense_4h_to_h", w, u_rg)
     total += b
     total += _dropout(ctx, spec, h, d_rg)
+    ctx.parts["after_attention"] = total - attention_end  # the MLP branch's backward runs first (created last)
     return total, res_rg or d_rg
 
 

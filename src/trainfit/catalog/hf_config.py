@@ -31,8 +31,9 @@ SUPPORTED_FAMILIES = (
 """Decoder model_types whose parameter layout and activations trainfit models exactly."""
 
 COUNTED_FAMILIES = ("mpt", "gpt2", "gpt_bigcode", "gpt_neox", "falcon")
-"""Non-gated (GELU fc) decoders parsed for their exact parameter layout only: trainfit's activation model
-(``trainfit.memory.activations`` / ``arch_activations``) has no layer of theirs yet, so their specs carry
+"""Non-gated (GELU fc) decoders with exact parameter layouts. MPT and GPT-NeoX layers have an activation model
+(``trainfit.memory.arch_activations``, full training); GPT-2, GPTBigCode and Falcon have none yet (their
+attention dropout / masked SDPA paths differ between CUDA and the CPU trace), so their specs carry
 ``ModelSpec.unplanned`` and a plan refuses them; parameter counts, sizes and FLOP counts are exact."""
 
 REFUSED_FAMILIES = {

@@ -220,7 +220,8 @@ def spec_from_hf_config(
         extra = dict(attention_bias=bias, o_proj_bias=bias, mlp_bias=bias, mlp_gated=False, norm_bias=affine,
                      norms_per_layer=2 if affine else 0, pre_norm=pre,
                      final_norm=affine and pre and not bool(dec.get("_remove_final_layer_norm", False)),
-                     learned_positions=max_pos + 2, dropout=_dropout(dec, name), embed_proj_dim=proj if proj != hidden else None,
+                     learned_positions=max_pos + 2, layer_norm=True, rotary=False,
+                     dropout=_dropout(dec, name), embed_proj_dim=proj if proj != hidden else None,
                      hidden_act=str(dec.get("activation_function") or "relu"))
     elif family == "gpt_oss":
         raw = dec.get("layer_types")
@@ -387,12 +388,15 @@ def _unplanned(family: str, layer: str) -> str:
 
 def _common(*, hidden: int, heads: int, kv_heads: int, layers: int, vocab: int, width: int, tie: bool,
             bias: bool, norm_bias: bool, norms: int, positions: int, max_pos: int | None, act: str,
-            dropout: float, unplanned: str) -> dict[str, Any]:
+            dropout: float, unplanned: str, layer_norm: bool = True, rotary: bool | None = None) -> dict[str, Any]:
+    """``layer_norm``: the norms are LayerNorm (one fused kernel); ``rotary``: None for rotary exactly when no
+    position rows are learned."""
     return dict(hidden_size=hidden, intermediate_size=width, num_layers=layers, num_attention_heads=heads,
                 num_kv_heads=kv_heads, head_dim=hidden // heads, vocab_size=vocab, tie_word_embeddings=tie,
                 attention_bias=bias, o_proj_bias=bias, mlp_bias=bias, mlp_gated=False, norm_bias=norm_bias,
                 norms_per_layer=norms, learned_positions=positions, max_position_embeddings=max_pos,
-                hidden_act=act, dropout=dropout, unplanned=unplanned)
+                hidden_act=act, dropout=dropout, unplanned=unplanned, layer_norm=layer_norm,
+                rotary=positions == 0 if rotary is None else rotary)
 
 
 def _mpt(dec: dict[str, Any], name: str) -> dict[str, Any]:
@@ -460,7 +464,8 @@ def _mpt(dec: dict[str, Any], name: str) -> dict[str, Any]:
     out = _common(hidden=hidden, heads=heads, kv_heads=kv, layers=layers, vocab=vocab, width=width,
                   tie=_flag(dec, "tie_word_embeddings", name, default=True), bias=not no_bias,
                   norm_bias="layernorm" in norm_type and not no_bias, norms=2, positions=positions, max_pos=max_seq,
-                  act="gelu", dropout=_dropout(dec, name, "resid_pdrop", 0.0), unplanned="")
+                  act="gelu", dropout=_dropout(dec, name, "resid_pdrop", 0.0), unplanned="",
+                  layer_norm="layernorm" in norm_type, rotary=rope)
     out["head_dim"] = head_dim
     return out
 
@@ -487,11 +492,33 @@ def _gpt2(dec: dict[str, Any], name: str, *, family: str = "gpt2") -> dict[str, 
     width = _int(dec, "n_inner", name, most=10_000_000, default=4 * hidden)
     act = str(dec.get("activation_function") or ("gelu_pytorch_tanh" if bigcode else "gelu_new"))
     label = "GPTBigCode" if bigcode else "GPT-2"
+    resid = _dropout(dec, name, "resid_pdrop", 0.1)
+    unplanned = _unplanned(label, "fused c_attn" + (" with one shared k/v head" if kv == 1 else "")
+                           + ", learned positions, GELU c_fc/c_proj, dropout") if bigcode else _gpt2_unplanned(dec, name, act, resid)
     return _common(hidden=hidden, heads=heads, kv_heads=kv, layers=layers, vocab=vocab, width=width,
                    tie=_flag(dec, "tie_word_embeddings", name, default=True), bias=True, norm_bias=True, norms=2,
-                   positions=pos, max_pos=pos, act=act, dropout=_dropout(dec, name, "resid_pdrop", 0.1),
-                   unplanned=_unplanned(label, "fused c_attn" + (" with one shared k/v head" if kv == 1 else "")
-                                        + ", learned positions, GELU c_fc/c_proj, dropout"))
+                   positions=pos, max_pos=pos, act=act, dropout=resid, unplanned=unplanned)
+
+
+GPT2_PLANNED_ACTS = ("gelu", "gelu_pytorch_tanh", "gelu_new")
+
+
+def _gpt2_unplanned(dec: dict[str, Any], name: str, act: str, resid: float) -> str:
+    """Why a GPT-2 config cannot be planned ("" when it can, ``memory.arch_activations._gpt2_layer``): attention
+    dropout (``attn_pdrop``, GPT2Config default 0.1) runs inside the SDPA kernel, which on CUDA keeps a random seed
+    and on the CPU trace falls back to the math path, and is not modelled; an embedding dropout other than the
+    residual one has no ModelSpec field; other activations have no measured saved set."""
+    attn = _dropout(dec, name, "attn_pdrop", 0.1)
+    embd = _dropout(dec, name, "embd_pdrop", 0.1)
+    if attn:
+        return (f"GPT-2 with attention dropout (attn_pdrop {attn}) is not modelled: set attn_pdrop to 0 in the"
+                " config to plan it (parameter counts are exact)")
+    if embd != resid:
+        return f"GPT-2 with embd_pdrop {embd} != resid_pdrop {resid} is not modelled (parameter counts are exact)"
+    if act not in GPT2_PLANNED_ACTS:
+        return (f"GPT-2 activation_function {act!r} is not modelled; planned: {', '.join(GPT2_PLANNED_ACTS)}"
+                " (parameter counts are exact)")
+    return ""
 
 
 def _gpt_neox(dec: dict[str, Any], name: str) -> dict[str, Any]:
@@ -563,6 +590,7 @@ def _falcon(dec: dict[str, Any], name: str) -> dict[str, Any]:
                    norm_bias=True, norms=norms, positions=0,
                    max_pos=_int(dec, "max_position_embeddings", name, most=1_000_000_000, default=None),
                    act=str(dec.get("activation") or "gelu"), dropout=_dropout(dec, name, "hidden_dropout", 0.0),
+                   rotary=not _flag(dec, "alibi", name, default=False),
                    unplanned=_unplanned("Falcon", "fused query_key_value"
                                         + (", attention and MLP in parallel from the same input" if parallel else "")
                                         + (", ALiBi" if _flag(dec, "alibi", name, default=False) else ", rotary")

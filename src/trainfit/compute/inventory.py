@@ -19,6 +19,12 @@ linear (each)              one GEMM                                     (gemm.py
 attention                  one fused kernel (flash / efficient SDPA)    (attention_time)
 =========================  ==========================================  ================  =======
 
+Other layouts (``ModelSpec``): LayerNorm models (OPT, GPT-NeoX, MPT) run each norm as one fused kernel
+(``LAYER_NORM_*``) instead of RMSNorm's seven; a non-gated MLP one activation kernel (``ACTIVATION_*``) instead of
+SwiGLU's two; learned absolute positions or ALiBi (``rotary`` False) no rotary, learned positions one add at the
+embedding (``POSITION_ADD_BYTES``); a biased linear's backward one bias-gradient reduction (``BIAS_GRAD_BYTES``).
+These carry their own backward bytes rather than the factors below.
+
 Backward: every elementwise op reads its saved inputs and the incoming gradient and writes the
 input gradient: ``BACKWARD_BYTES_FACTOR`` = 2.2 x the forward bytes (norm backward reads x, weight,
 grad; writes dx and a dweight partial), ``BACKWARD_KERNEL_FACTOR`` = 1.9 x the forward kernels;
@@ -98,6 +104,28 @@ LOSS_FORWARD_KERNELS, LOSS_BACKWARD_KERNELS = 4, 13
 NORM_STRIDED_BYTES = 12.0
 """Of ``NORM_BYTES``, the two broadcast multiplies (module docstring: strided bytes)."""
 EMBED_BACKWARD_BYTES_PER_WEIGHT = 2.0
+LAYER_NORM_BYTES, LAYER_NORM_KERNELS = 4.0, 1
+LAYER_NORM_BACKWARD_BYTES, LAYER_NORM_BACKWARD_KERNELS = 6.0, 2
+"""LayerNorm (``ModelSpec.layer_norm``): ``torch.nn.functional.layer_norm`` is one ``native_layer_norm`` kernel
+that reads x and writes y (bf16; the fp32 mean and rstd are one value per row); its backward reads x and dy and
+writes dx in one kernel, the weight and bias gradients in a second (pytorch/pytorch
+aten/src/ATen/native/cuda/layer_norm_kernel.cu @9b79ae91: ``LayerNormKernelImpl``, ``LayerNormBackwardKernelImpl``).
+llm-foundry's ``low_precision_layernorm`` (the norm_type its benchmark sweep sets, scripts/train/benchmarking/
+submit_benchmarks.py @c90b9b312c644dbde5c9e6eef75c6f1c117d8782) is this call on the bf16 input with autocast off
+(llmfoundry/models/layers/norm.py ``LPLayerNorm`` @54cbb8bd, v0.3.0); transformers' nn.LayerNorm the same in the
+model's dtype."""
+ACTIVATION_BYTES, ACTIVATION_KERNELS = 4.0, 1
+ACTIVATION_BACKWARD_BYTES, ACTIVATION_BACKWARD_KERNELS = 6.0, 1
+"""A non-gated MLP's activation (``ModelSpec.mlp_gated`` False: GELU, ReLU): one kernel reading and writing the
+intermediate (llm-foundry MPTMLP ``nn.GELU(approximate='none')``, llmfoundry/models/layers/ffn.py @54cbb8bd);
+its backward (``gelu_backward`` / ``threshold_backward``) reads the input and the gradient and writes one."""
+BIAS_GRAD_BYTES = 2.0
+"""Backward of a biased linear (``addmm``, the bias in cuBLAS's epilogue forward): the bias gradient is a
+reduction of the output gradient over the tokens, one kernel reading 2 bytes per output element."""
+POSITION_ADD_BYTES = 6.0
+"""Learned absolute positions (``ModelSpec.learned_positions``): the position rows are gathered and added to
+the token embeddings once per forward (``tok_emb + pos_emb``, llmfoundry/models/mpt/modeling_mpt.py @54cbb8bd);
+no rotary then."""
 BACKWARD_BYTES_FACTOR = 2.2
 BACKWARD_KERNEL_FACTOR = 1.9
 LORA_BACKWARD_BYTES_FACTOR = 0.9
@@ -259,18 +287,29 @@ def step_inventory(
     fwd, bwd = [], []
     fwd_bytes = bwd_bytes = lora_bytes = 0.0
     fwd_k = bwd_k = lora_k = 0.0
-    fq_b = bq_b = fq_k = bq_k = 0.0  # fp8 quantisation and MoE dispatch work (added after the backward factors)
+    fq_b = bq_b = fq_k = bq_k = 0.0  # fp8 casts, MoE dispatch, LayerNorm / GELU / bias-gradient work: each with its
+    # own backward bytes, added after the backward factors
     layers = spec.num_layers
     full = spec.num_full_attention_layers
     # elementwise
     norms = spec.norms_per_layer * layers
-    fwd_bytes += (NORM_BYTES * t * h * norms + RESIDUAL_BYTES * t * h * 2 * layers) / sequence_shards
-    fwd_k += NORM_KERNELS * norms + 2 * layers
+    fwd_bytes += RESIDUAL_BYTES * t * h * 2 * layers / sequence_shards
+    fwd_k += 2 * layers
+    if spec.layer_norm:  # one fused kernel each way (LAYER_NORM_*), outside the Llama-read backward factors
+        fq_b += LAYER_NORM_BYTES * t * h * norms / sequence_shards
+        bq_b += LAYER_NORM_BACKWARD_BYTES * t * h * norms / sequence_shards
+        fq_k += LAYER_NORM_KERNELS * norms
+        bq_k += LAYER_NORM_BACKWARD_KERNELS * norms
+    else:
+        fwd_bytes += NORM_BYTES * t * h * norms / sequence_shards
+        fwd_k += NORM_KERNELS * norms
     qkv = spec.q_dim + spec.kv_dim
-    fwd_bytes += ROTARY_BYTES * t * qkv * full + ATTENTION_GLUE_BYTES * t * h * full
-    fwd_k += 2 * ROTARY_KERNELS * full + ATTENTION_GLUE_KERNELS * full
+    rotary = full if spec.rotary else 0
+    fwd_bytes += ROTARY_BYTES * t * qkv * rotary + ATTENTION_GLUE_BYTES * t * h * full
+    fwd_k += 2 * ROTARY_KERNELS * rotary + ATTENTION_GLUE_KERNELS * full
     # the broadcast / strided elementwise bytes among them (module docstring)
-    strided = NORM_STRIDED_BYTES * t * h * norms / sequence_shards + fwd_bytes_strided_rotary(t, qkv, h, full)
+    strided = (0.0 if spec.layer_norm else NORM_STRIDED_BYTES * t * h * norms / sequence_shards) + (
+        ROTARY_BYTES * t * qkv * rotary + ATTENTION_GLUE_BYTES * t * h * full)
     if spec.qk_norm:  # two RMSNorms over head_dim, on q and k reshaped per head (one copy each)
         fwd_bytes += NORM_BYTES * t * qkv * full
         fwd_k += 2 * (NORM_KERNELS + 1) * full
@@ -302,6 +341,9 @@ def step_inventory(
                 bwd_k += 4 * g.count
             continue
         e = 1.0 if fp8 else 2.0
+        if g.bias and not frozen:  # the bias gradient: a reduction of dY over the tokens (BIAS_GRAD_BYTES)
+            bq_b += BIAS_GRAD_BYTES * t * g.out_features * g.count
+            bq_k += g.count
         fwd.append(Gemm(g.name, t, g.out_features, g.in_features, g.count, 1, e))
         bwd.append(Gemm(g.name + ".dX", t, g.in_features, g.out_features, g.count, 1, e))
         if not frozen:
@@ -338,7 +380,12 @@ def step_inventory(
                 fwd_bytes += LORA_DROPOUT_BYTES * t * g.in_features * g.count
                 fwd_k += LORA_DROPOUT_KERNELS * g.count
     # MLP activations
-    if spec.moe is None:
+    if spec.moe is None and not spec.mlp_gated:  # fc1 -> GELU / ReLU -> fc2 (ACTIVATION_*)
+        fq_b += ACTIVATION_BYTES * t * spec.intermediate_size * layers
+        bq_b += ACTIVATION_BACKWARD_BYTES * t * spec.intermediate_size * layers
+        fq_k += ACTIVATION_KERNELS * layers
+        bq_k += ACTIVATION_BACKWARD_KERNELS * layers
+    elif spec.moe is None:
         fwd_bytes += SWIGLU_BYTES * t * spec.intermediate_size * layers
         fwd_k += SWIGLU_KERNELS * layers
     else:
@@ -411,18 +458,27 @@ def step_inventory(
                                BACKWARD_BYTES_FACTOR * strided)
     # head + loss + embedding + final norm
     out = spec.head_outputs or spec.vocab_size
+    ln = spec.layer_norm
+    norm_f, norm_fk = (LAYER_NORM_BYTES, LAYER_NORM_KERNELS) if ln else (NORM_BYTES, NORM_KERNELS)
+    norm_b, norm_bk = (LAYER_NORM_BACKWARD_BYTES, LAYER_NORM_BACKWARD_KERNELS) if ln else (2 * NORM_BYTES, NORM_KERNELS)
+    norm_s = 0.0 if ln else NORM_STRIDED_BYTES
+    pos = spec.learned_positions > 0
     head_f = PassInventory((Gemm("lm_head", t, out, h),), 0.0, 0.0,
-                           LOSS_FORWARD_BYTES * t * out + NORM_BYTES * t * h + 4.0 * t * h,
-                           1 + LOSS_FORWARD_KERNELS + NORM_KERNELS + 1, strided_bytes=NORM_STRIDED_BYTES * t * h)
+                           LOSS_FORWARD_BYTES * t * out + norm_f * t * h + 4.0 * t * h
+                           + (POSITION_ADD_BYTES * t * h if pos else 0.0),
+                           1 + LOSS_FORWARD_KERNELS + norm_fk + 1 + (2 if pos else 0), strided_bytes=norm_s * t * h)
     head_train = adapter is None
     hb = [Gemm("lm_head.dX", t, h, out)] + ([Gemm("lm_head.dW", h, out, t)] if head_train else [])
     emb = EMBED_BACKWARD_BYTES_PER_WEIGHT * spec.vocab_size * h if (head_train and train_embedding) else 0.0
+    if emb and pos:  # the position rows' dense gradient from the same dY
+        emb += EMBED_BACKWARD_BYTES_PER_WEIGHT * (spec.learned_positions * h + t * h)
     head_b = PassInventory(tuple(hb), 0.0, 0.0,
-                           LOSS_BACKWARD_BYTES * t * out + 2 * NORM_BYTES * t * h + emb,
-                           len(hb) + LOSS_BACKWARD_KERNELS + NORM_KERNELS + (1 if emb else 0),
-                           strided_bytes=2 * NORM_STRIDED_BYTES * t * h)
-    # the last linear is not re-run unless an adapter wraps it (then its output is not the last saved tensor)
-    last = [g for g in fwd if g.name in ("down_proj", "out_proj") and not _targeted(g.name, adapter)]
+                           LOSS_BACKWARD_BYTES * t * out + norm_b * t * h + emb,
+                           len(hb) + LOSS_BACKWARD_KERNELS + norm_bk + (1 if emb else 0) + (1 if emb and pos else 0),
+                           strided_bytes=2 * norm_s * t * h)
+    # the last linear is not re-run unless an adapter wraps it (then its output is not the last saved tensor);
+    # fc2: the non-gated MLP's (OPT, MPT's down_proj as memory.params.linear_groups names it)
+    last = [g for g in fwd if g.name in ("down_proj", "out_proj", "fc2") and not _targeted(g.name, adapter)]
     rec = PassInventory(tuple(g for g in fwd if g not in last), attn_fwd, float(full),
                         fwd_bytes - RESIDUAL_BYTES * t * h * layers / sequence_shards,
                         fwd_k - sum(g.count for g in last) - layers,
@@ -438,10 +494,6 @@ def step_inventory(
     return StepInventory(layers_fwd, layers_bwd, rec, head_f, head_b, layers,
                          layers_recompute_op=rec_op, layers_recompute_core_attention=rec_core)
 
-
-def fwd_bytes_strided_rotary(tokens: float, qkv_dim: float, hidden: float, attention_layers: float) -> float:
-    """Rotary embedding and the copies around attention: every byte strided (module docstring)."""
-    return (ROTARY_BYTES * tokens * qkv_dim + ATTENTION_GLUE_BYTES * tokens * hidden) * attention_layers
 
 
 def _sac_recomputed_gemms(spec: ModelSpec, adapter: Adapter | None) -> set[str]:

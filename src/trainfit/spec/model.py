@@ -188,6 +188,11 @@ class ModelSpec:
     ``use_parallel_residual``, Falcon ``parallel_attn``); False: the MLP's norm reads the attention's sum."""
     partial_rotary_factor: float = 1.0
     """Share of head_dim that rotary rotates (GPT-NeoX ``rotary_pct``, default 0.25)."""
+    layer_norm: bool = False
+    """The norms are LayerNorm run as one ``torch.nn.functional.layer_norm`` kernel (OPT, GPT-NeoX, Falcon, GPT-2,
+    MPT), not Hugging Face's RMSNorm written out in eager ops (``compute.inventory``)."""
+    rotary: bool = True
+    """Rotary position embedding on q and k; False for learned absolute positions or ALiBi (``compute.inventory``)."""
 
     def __post_init__(self) -> None:
         if self.layer_types and len(self.layer_types) != self.num_layers:

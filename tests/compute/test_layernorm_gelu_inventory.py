@@ -1,0 +1,79 @@
+"""The op inventory of non-Llama layouts (``inventory.step_inventory``): LayerNorm as one fused kernel, a
+non-gated activation, no rotary under learned positions / ALiBi, the position add and the bias gradients.
+
+llm-foundry's MPT as its benchmark sweep runs it (scripts/train/benchmarking/submit_benchmarks.py
+@c90b9b312c644dbde5c9e6eef75c6f1c117d8782 sets ``norm_type: low_precision_layernorm``; MPTBlock / LPLayerNorm /
+MPTMLP in llmfoundry/models/layers @54cbb8bd, v0.3.0): per layer norm_1 -> Wqkv -> attention -> out_proj -> add,
+norm_2 -> up_proj -> GELU -> down_proj -> add; tok_emb + pos_emb at the input; every linear biased.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from trainfit.catalog.hf_config import spec_from_hf_config
+from trainfit.catalog.models import from_catalog
+from trainfit.compute import inventory as I
+from trainfit.compute.inventory import step_inventory
+
+
+def _mpt(**over):
+    cfg = {"model_type": "mpt", "d_model": 512, "n_heads": 8, "n_layers": 4, "expansion_ratio": 4,
+           "max_seq_len": 1024, "vocab_size": 1000, "no_bias": False, "learned_pos_emb": True,
+           "attn_config": {"alibi": False}, "tie_word_embeddings": True, "resid_pdrop": 0.0, **over}
+    return spec_from_hf_config(cfg, name="mpt-test", source="test")
+
+
+def test_mpt_spec_flags_follow_its_config():
+    assert _mpt().layer_norm and not _mpt().rotary and _mpt().learned_positions == 1024
+    alibi = _mpt(learned_pos_emb=False, attn_config={"alibi": True})
+    assert not alibi.rotary and alibi.learned_positions == 0
+    rope = _mpt(learned_pos_emb=False, attn_config={"alibi": False, "rope": True})
+    assert rope.rotary
+    assert not _mpt(norm_type="rmsnorm").layer_norm
+    llama = from_catalog("Qwen/Qwen3-8B")
+    assert llama.rotary and not llama.layer_norm
+
+
+def test_mpt_layer_bytes_are_its_ops():
+    spec = _mpt()
+    b, s = 2, 1024
+    t, h, i, L = float(b * s), 512.0, 2048.0, 4
+    inv = step_inventory(spec, micro_batch_size=b, seq_len=s)
+    per_layer = (I.RESIDUAL_BYTES * 2 * h + I.LAYER_NORM_BYTES * 2 * h + I.ATTENTION_GLUE_BYTES * h
+                 + I.ACTIVATION_BYTES * i)
+    assert inv.layers_forward.memory_bytes == pytest.approx(per_layer * t * L)
+    # only the copies around attention are strided: no rotary, no broadcast multiplies of an RMSNorm
+    assert inv.layers_forward.strided_bytes == pytest.approx(I.ATTENTION_GLUE_BYTES * h * t * L)
+    bias_outputs = 3 * h + h + i + h  # Wqkv, out_proj, up_proj, down_proj
+    backward = (I.BACKWARD_BYTES_FACTOR * (I.RESIDUAL_BYTES * 2 * h + I.ATTENTION_GLUE_BYTES * h)
+                + I.LAYER_NORM_BACKWARD_BYTES * 2 * h + I.ACTIVATION_BACKWARD_BYTES * i
+                + I.BIAS_GRAD_BYTES * bias_outputs)
+    assert inv.layers_backward.memory_bytes == pytest.approx(backward * t * L)
+    # kernels: 2 adds, 2 norms, the glue copies, GELU, 6 GEMMs (Wqkv as q/k/v, as linear_groups lists it), attention
+    assert inv.layers_forward.kernels == pytest.approx((2 + 2 + I.ATTENTION_GLUE_KERNELS + 1 + 6 + 1) * L)
+    # checkpoint recompute stops at the last saved tensor: fc2 (down_proj) and the second add are not re-run
+    rec = inv.layers_recompute
+    assert {g.name for g in rec.gemms} == {"q_proj", "k_proj", "v_proj", "o_proj", "fc1"}
+    assert rec.memory_bytes == pytest.approx(inv.layers_forward.memory_bytes - I.RESIDUAL_BYTES * h * t * L)
+    # head: final LayerNorm, the embedding gather and the position add beside the loss
+    head = I.LOSS_FORWARD_BYTES * 1000 + I.LAYER_NORM_BYTES * h + 4.0 * h + I.POSITION_ADD_BYTES * h
+    assert inv.head_forward.memory_bytes == pytest.approx(head * t)
+    assert inv.head_forward.strided_bytes == 0.0
+
+
+def test_no_bias_drops_the_bias_gradients_and_lora_keeps_frozen_biases_out():
+    with_bias = step_inventory(_mpt(), micro_batch_size=1, seq_len=512).layers_backward.memory_bytes
+    without = step_inventory(_mpt(no_bias=True), micro_batch_size=1, seq_len=512).layers_backward.memory_bytes
+    h, i = 512.0, 2048.0
+    assert with_bias - without == pytest.approx(I.BIAS_GRAD_BYTES * 512 * (3 * h + h + i + h) * 4)
+
+
+def test_the_llama_layout_is_unchanged():
+    spec = from_catalog("Qwen/Qwen3-8B")
+    t, h, qkv, L = 2048.0, spec.hidden_size, spec.q_dim + spec.kv_dim, spec.num_layers
+    inv = step_inventory(spec, micro_batch_size=1, seq_len=2048)
+    per_layer = (I.NORM_BYTES * h * spec.norms_per_layer + I.RESIDUAL_BYTES * 2 * h + I.ROTARY_BYTES * qkv
+                 + I.ATTENTION_GLUE_BYTES * h + I.NORM_BYTES * qkv + I.SWIGLU_BYTES * spec.intermediate_size)
+    assert inv.layers_forward.memory_bytes == pytest.approx(per_layer * t * L)
+    assert inv.layers_backward.memory_bytes == pytest.approx(I.BACKWARD_BYTES_FACTOR * per_layer * t * L)

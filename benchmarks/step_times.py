@@ -210,7 +210,9 @@ def llm_foundry_mpt_model(name: str, seq_len: int | None) -> tuple[dict[str, Any
            "attn_config": {"alibi": False}, "tie_word_embeddings": True, "resid_pdrop": 0.0}
     return {"id": name, "config": cfg}, [
         f"inline MPT config from mosaicml/llm-foundry scripts/train/yamls/pretrain/mpt-{m.group(1)}.yaml@{commit}"
-        f" (max_seq_len {seq_len}, MPTConfig defaults: biases, learned positions, tied embeddings)"]
+        f" (max_seq_len {seq_len}, MPTConfig defaults: biases, learned positions, tied embeddings)",
+        "loss: llm-foundry's default loss_fn fused_crossentropy (flash-attn's xentropy kernel, llmfoundry/models/mpt/"
+        "modeling_mpt.py @54cbb8bd v0.3.0) planned as the eager fp32 cross-entropy (14 / 22.5 B per logit)"]
 
 
 def resolve_model(name: str, config: dict[str, Any] | None, seq_len: int | None = None) -> tuple[Any, list[str]]:
@@ -444,7 +446,11 @@ def attention_of(e: dict[str, Any]) -> str:
     if e["framework"] == "llm-foundry":
         # every scripts/train/yamls/pretrain/mpt-*.yaml at the LLM_FOUNDRY_MPT commits sets attn_config.attn_impl
         # flash (495218376830, 309f68378c1e, c90b9b312c64) or triton (5a6e81c1e041, 34c28fc91992, fe15f275b7c1,
-        # ef9e5a3da336): a fused kernel either way (triton's saves its output in place of flash's padded copy)
+        # ef9e5a3da336), and scripts/train/benchmarking/submit_benchmarks.py overrides it with --attn_impl, whose
+        # default was triton when the tables were run (@300cc5c58 May 2023, @b2a43a147 Oct 2023, @5e85bd62 Jan 2024;
+        # flash only from 7f0fdae66, 2024-03-26): llm-foundry's Triton FlashAttention (layers/flash_attn_triton.py on
+        # the triton_pre_mlir fork, "only tested on A100"). A fused kernel either way; planned at flash's rates.
+        # The sweep also sets norm_type low_precision_layernorm (one fused LayerNorm kernel: ModelSpec.layer_norm).
         return "flash"
     return "sdpa"
 

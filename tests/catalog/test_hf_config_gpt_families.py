@@ -149,7 +149,7 @@ def test_unknown_family_lists_the_counted_ones():
         _spec({"model_type": "rwkv"})
 
 
-@pytest.mark.parametrize("label", ["gpt2", "gpt_bigcode", "falcon_mqa"])
+@pytest.mark.parametrize("label", ["gpt_bigcode", "falcon_mqa"])
 def test_plans_are_refused_naming_the_layer(label):
     cfg = SMALL[label]
     assert cfg["model_type"] in COUNTED_FAMILIES
@@ -170,7 +170,20 @@ def test_cli_refuses_in_one_line(tmp_path, capsys):
     rc = main(["plan", str(card), "--json"])
     out, err = capsys.readouterr()
     assert rc == 2 and out == ""
-    assert err.count("\n") == 1 and "cannot be planned: GPT-2's decoder layer" in err and "Traceback" not in err
+    assert err.count("\n") == 1 and "cannot be planned: GPT-2 with attention dropout (attn_pdrop 0.1)" in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(("extra", "why"), [
+    ({}, "GPT-2 with attention dropout (attn_pdrop 0.1) is not modelled"),
+    ({"attn_pdrop": 0.0, "embd_pdrop": 0.0}, "GPT-2 with embd_pdrop 0.0 != resid_pdrop 0.1 is not modelled"),
+    ({"attn_pdrop": 0.0, "activation_function": "relu"}, "GPT-2 activation_function 'relu' is not modelled"),
+    ({"attn_pdrop": 0.0}, ""),
+    ({"attn_pdrop": 0.0, "resid_pdrop": 0.0, "embd_pdrop": 0.0, "activation_function": "gelu"}, ""),
+])
+def test_gpt2_is_planned_without_attention_dropout(extra, why):
+    spec = spec_from_hf_config(dict(SMALL["gpt2"], **extra), name="gpt2", source="test")
+    assert spec.unplanned.startswith(why) and bool(spec.unplanned) == bool(why)
 
 
 @pytest.mark.parametrize("label", ["mpt_alibi", "gpt_neox", "gpt_neox_sequential"])

@@ -1,7 +1,7 @@
 """Saved-for-backward model of the non-gated GELU decoders (``memory.arch_activations``): per decoder layer
 equal to what autograd saves on tiny real transformers models (``saved_tensors_hooks``, storages deduplicated,
 parameters excluded), and the planned allocated peak within a few percent of the fake-tensor trace. MPT and
-GPT-NeoX so far (GPT-2, GPTBigCode and Falcon remain unplanned).
+GPT-NeoX, and GPT-2 without attention dropout (GPTBigCode and Falcon remain unplanned).
 
 On CPU LayerNorm keeps bf16 mean/rstd (4 B a row; 8 B fp32 on CUDA, what the model says); the comparison adds
 that back. MPT: transformers' ``MptAttention`` (eager, ALiBi, one bool causal mask shared by every layer)."""
@@ -143,6 +143,24 @@ def test_gpt_neox_rotary_pct_is_checked():
     assert _spec(dict(NEOX, rotary_pct=None, rope_parameters={"partial_rotary_factor": 0.5})).partial_rotary_factor == 0.5
 
 
+GPT2 = dict(model_type="gpt2", n_embd=256, n_layer=3, n_head=8, n_positions=512, vocab_size=1000, attn_pdrop=0.0)
+
+
+@pytest.mark.parametrize(("act", "gelu_saved"), [("gelu", 1), ("gelu_pytorch_tanh", 1), ("gelu_new", 4)])
+def test_gpt2_layer_by_hand(act, gelu_saved):
+    """GPT-2 (SDPA), full training, resid/embd dropout 0.1, per token: ln_1 and ln_2 2h + 8 each, c_attn's input 2h,
+    the fused c_attn output that q/k/v view 6h, SDPA's output (c_proj's input too) 2h and fp32 lse 4H, two dropout
+    masks h each, c_fc's input 2h, the activation's saved set (gelu_new: x, 0.5x, tanh, 1 + tanh) and c_proj's
+    input 2I."""
+    spec = _spec(dict(GPT2, activation_function=act))
+    assert not spec.unplanned
+    b, s, h, w, H = 2, 64, 256, 1024, 8
+    act_b = activation_bytes(spec, micro_batch_size=b, seq_len=s, attention=Attention.SDPA, trainable=TrainableSpec())
+    per_token = 2 * (2 * h + 8) + 2 * h + 6 * h + 2 * h + 4 * H + 2 * h + 2 * h + 2 * w * gelu_saved + 2 * w
+    assert act_b.per_layer == (per_token * b * s,) * 3
+    assert act_b.embedding == 8 * b * s + 8 * s + h * b * s  # ids, wpe's position ids, the embedding dropout mask
+
+
 TRACE_CFGS = {
     "mpt": (dict(model_type="mpt", d_model=256, n_layers=4, n_heads=8, max_seq_len=4096, vocab_size=4096,
                  no_bias=True, attn_config={"alibi": True}), "eager", 0.02),
@@ -153,6 +171,10 @@ TRACE_CFGS = {
                                          num_hidden_layers=4, num_attention_heads=8, vocab_size=4096,
                                          max_position_embeddings=4096, rotary_pct=0.25, tie_word_embeddings=False,
                                          use_parallel_residual=False, hidden_dropout=0.1), "sdpa", 0.02),
+    "gpt2": (dict(model_type="gpt2", n_embd=256, n_layer=4, n_head=8, n_positions=4096, vocab_size=4096,
+                  attn_pdrop=0.0, resid_pdrop=0.0, embd_pdrop=0.0, activation_function="gelu"), "sdpa", 0.02),
+    "gpt2_gelu_new_dropout": (dict(model_type="gpt2", n_embd=256, n_layer=4, n_head=8, n_positions=4096,
+                                   vocab_size=4096, attn_pdrop=0.0), "sdpa", 0.02),
     "gpt_neox_eager": (dict(model_type="gpt_neox", hidden_size=256, intermediate_size=1024, num_hidden_layers=4,
                             num_attention_heads=8, vocab_size=4096, max_position_embeddings=4096, rotary_pct=0.25,
                             tie_word_embeddings=False), "eager", 0.02),
@@ -167,7 +189,8 @@ def test_plan_near_the_trace(family, ckpt, tmp_path, capsys):
     per-score transients, ``memory.attention.EAGER_BYTES_PER_SCORE_BY_FAMILY``). GPT-NeoX eager: +0.02% / +0.34%
     (the MLP's saved bytes are released before the attention backward). GPT-NeoX SDPA: -0.02% / +0.03%
     (parallel residual), -0.33% / -1.82% (sequential, hidden_dropout 0.1: the trace's CPU dropout keeps bf16 noise
-    where CUDA keeps a bool mask)."""
+    where CUDA keeps a bool mask). GPT-2 SDPA: 0.00% / +0.03% (exact GELU, no dropout); -0.30% / -1.58% (gelu_new,
+    resid/embd dropout 0.1)."""
     from trainfit.cli.main import main
 
     cfg, attn, tol = TRACE_CFGS[family]
@@ -177,3 +200,19 @@ def test_plan_near_the_trace(family, ckpt, tmp_path, capsys):
                  "single", "--gpus", "1", "--attention", attn, ckpt, "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert abs(out["peak_error"]) < tol, out["peak_error"]
+
+
+def test_gelu_new_saves_four_tensors():
+    """transformers' NewGELUActivation (GPT-2's gelu_new) in torch ops saves GELU_NEW_SAVED input-sized tensors."""
+    from transformers.activations import ACT2FN
+
+    x = torch.randn(4, 32, dtype=torch.bfloat16, requires_grad=True) * 1  # a non-leaf, as c_fc's output
+    seen = set()
+
+    def pack(t):
+        seen.add(t.untyped_storage().data_ptr())
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        ACT2FN["gelu_new"](x)
+    assert len(seen) == arch_activations.GELU_NEW_SAVED

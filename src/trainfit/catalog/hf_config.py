@@ -492,11 +492,33 @@ def _gpt2(dec: dict[str, Any], name: str, *, family: str = "gpt2") -> dict[str, 
     width = _int(dec, "n_inner", name, most=10_000_000, default=4 * hidden)
     act = str(dec.get("activation_function") or ("gelu_pytorch_tanh" if bigcode else "gelu_new"))
     label = "GPTBigCode" if bigcode else "GPT-2"
+    resid = _dropout(dec, name, "resid_pdrop", 0.1)
+    unplanned = _unplanned(label, "fused c_attn" + (" with one shared k/v head" if kv == 1 else "")
+                           + ", learned positions, GELU c_fc/c_proj, dropout") if bigcode else _gpt2_unplanned(dec, name, act, resid)
     return _common(hidden=hidden, heads=heads, kv_heads=kv, layers=layers, vocab=vocab, width=width,
                    tie=_flag(dec, "tie_word_embeddings", name, default=True), bias=True, norm_bias=True, norms=2,
-                   positions=pos, max_pos=pos, act=act, dropout=_dropout(dec, name, "resid_pdrop", 0.1),
-                   unplanned=_unplanned(label, "fused c_attn" + (" with one shared k/v head" if kv == 1 else "")
-                                        + ", learned positions, GELU c_fc/c_proj, dropout"))
+                   positions=pos, max_pos=pos, act=act, dropout=resid, unplanned=unplanned)
+
+
+GPT2_PLANNED_ACTS = ("gelu", "gelu_pytorch_tanh", "gelu_new")
+
+
+def _gpt2_unplanned(dec: dict[str, Any], name: str, act: str, resid: float) -> str:
+    """Why a GPT-2 config cannot be planned ("" when it can, ``memory.arch_activations._gpt2_layer``): attention
+    dropout (``attn_pdrop``, GPT2Config default 0.1) runs inside the SDPA kernel, which on CUDA keeps a random seed
+    and on the CPU trace falls back to the math path, and is not modelled; an embedding dropout other than the
+    residual one has no ModelSpec field; other activations have no measured saved set."""
+    attn = _dropout(dec, name, "attn_pdrop", 0.1)
+    embd = _dropout(dec, name, "embd_pdrop", 0.1)
+    if attn:
+        return (f"GPT-2 with attention dropout (attn_pdrop {attn}) is not modelled: set attn_pdrop to 0 in the"
+                " config to plan it (parameter counts are exact)")
+    if embd != resid:
+        return f"GPT-2 with embd_pdrop {embd} != resid_pdrop {resid} is not modelled (parameter counts are exact)"
+    if act not in GPT2_PLANNED_ACTS:
+        return (f"GPT-2 activation_function {act!r} is not modelled; planned: {', '.join(GPT2_PLANNED_ACTS)}"
+                " (parameter counts are exact)")
+    return ""
 
 
 def _gpt_neox(dec: dict[str, Any], name: str) -> dict[str, Any]:

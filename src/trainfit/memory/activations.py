@@ -111,7 +111,7 @@ QWEN3_5_PARTIAL_ROTARY = 0.25
 """Qwen3.5 rotates a quarter of head_dim (config partial_rotary_factor; ModelSpec has no field)."""
 
 _ZERO_CENTRED_NORM = {"gemma2", "qwen3_5_text"}
-_ARCH_FAMILIES = frozenset({"deepseek_v3", "gpt_neox", "gpt_oss", "mpt", "opt"})
+_ARCH_FAMILIES = frozenset({"deepseek_v3", "gpt2", "gpt_neox", "gpt_oss", "mpt", "opt"})
 """Layouts with their own layer model (``trainfit.memory.arch_activations``)."""
 
 

@@ -46,11 +46,14 @@ from trainfit.memory.activations import DROPOUT_MASK_BYTES, FP32, INT32, INT64
 from trainfit.memory.attention import runs_eager
 from trainfit.spec.model import ModelSpec
 
-FAMILIES = frozenset({"deepseek_v3", "gpt_neox", "gpt_oss", "mpt", "opt"})
+FAMILIES = frozenset({"deepseek_v3", "gpt2", "gpt_neox", "gpt_oss", "mpt", "opt"})
 
-FULL_ONLY_FAMILIES = frozenset({"gpt_neox", "mpt"})
+FULL_ONLY_FAMILIES = frozenset({"gpt2", "gpt_neox", "mpt"})
 """Families whose layer model covers full training only: ``memory.params`` names their linears q/k/v/o_proj
 and fc1/fc2, not the fused Wqkv / up_proj / down_proj that a PEFT target would name, so a LoRA plan is refused."""
+
+SDPA_ONLY_FAMILIES = frozenset({"gpt2"})
+"""Families whose layer model covers fused attention kernels only (SDPA / flash): a plan with eager is refused."""
 
 LAYERNORM_STATS_BYTES = 8
 """Mean and rstd per row, fp32 on CUDA (``native_layer_norm`` keeps the accumulation type)."""
@@ -195,6 +198,48 @@ def _mpt_layer(ctx, spec: ModelSpec, x_rg: bool) -> tuple[int, bool]:
     total += b
     total += _dropout(ctx, spec, h, d_rg)
     ctx.parts["after_attention"] = total - attention_end  # freed by the MLP's backward, before attention's
+    return total, res_rg or d_rg
+
+
+# ------------------------------------------------------------------------------------------- GPT-2
+
+
+GELU_NEW_SAVED = 4
+"""Tensors of the intermediate width that transformers' ``NewGELUActivation`` (``gelu_new``, GPT-2's default;
+``0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))`` in torch ops) saves: ``pow``'s input x, the
+``0.5 * x`` and ``1 + tanh`` factors of the product, and ``tanh``'s output."""
+
+
+def _gpt2_layer(ctx, spec: ModelSpec, x_rg: bool) -> tuple[int, bool]:
+    """A GPT-2 block (transformers 5.24 ``GPT2Block``, SDPA): ln_1, c_attn (Conv1D: ``addmm`` saving its input),
+    q / k / v as views of c_attn's (b, s, 3h) output that SDPA saves (one storage), its output and fp32
+    logsumexp, c_proj on that output (no copy: see below), resid_dropout, ln_2 on the residual sum, c_fc,
+    the activation (``gelu`` / ``gelu_pytorch_tanh``: one fused kernel saving its input; ``gelu_new``:
+    ``GELU_NEW_SAVED`` tensors), c_proj on the activation's output, resid_dropout. Attention dropout is not
+    modelled (``hf_config`` leaves such configs unplanned)."""
+    h, qd, kvd, H, w = spec.hidden_size, spec.q_dim, spec.kv_dim, spec.num_attention_heads, spec.intermediate_size
+    total, n_rg = _layernorm(ctx, h, x_rg)
+    b, a_rg = _act._linear(ctx, "c_attn", h, n_rg)
+    total += b
+    if a_rg:
+        total += ctx.T * (ctx.a * (qd + 2 * kvd) + ctx.a * qd + FP32 * H)
+    # q is a (b, s, H, d)-strided view, so the kernel's output is (b, s, H, d) in memory (its layout follows q's)
+    # and c_proj's input, ``transpose(1, 2).contiguous()`` of it, is that same saved output
+    b, o_rg = _act._linear(ctx, "c_proj", qd, a_rg, input_saved=True)
+    total += b
+    total += _dropout(ctx, spec, h, o_rg)
+    attention_end = total
+    res_rg = x_rg or o_rg
+    b, m_in = _layernorm(ctx, h, res_rg)
+    total += b
+    b, u_rg = _act._linear(ctx, "c_fc", h, m_in)
+    total += b
+    if u_rg:
+        total += ctx.T * ctx.a * w * (GELU_NEW_SAVED if spec.hidden_act == "gelu_new" else 1)
+    b, d_rg = _act._linear(ctx, "mlp.c_proj", w, u_rg)
+    total += b
+    total += _dropout(ctx, spec, h, d_rg)
+    ctx.parts["after_attention"] = total - attention_end
     return total, res_rg or d_rg
 
 
@@ -431,6 +476,8 @@ def layer_bytes(ctx, spec: ModelSpec, i: int, x_rg: bool) -> tuple[int, bool]:
         return _mpt_layer(ctx, spec, x_rg)
     if spec.family == "gpt_neox":
         return _gpt_neox_layer(ctx, spec, x_rg)
+    if spec.family == "gpt2":
+        return _gpt2_layer(ctx, spec, x_rg)
     if spec.family == "gpt_oss":
         total, n_rg = _fp32_weight_rmsnorm(ctx, h, x_rg)
         b, o_rg = _gpt_oss_attention(ctx, spec, n_rg)
@@ -473,8 +520,11 @@ def embedding_bytes(ctx, spec: ModelSpec) -> int:
         out += INT64 * ctx.T
     if spec.family == "opt" and spec.embed_proj_dim is not None:
         out += _act._linear(ctx, "project_in", spec.embed_proj_dim, False)[0]  # its input (or its adapter's)
-    if spec.family == "gpt_neox" and ctx.full:
-        out += _dropout(ctx, spec, spec.hidden_size, True)  # emb_dropout (hidden_dropout) on the embedding output
+    if spec.family in ("gpt_neox", "gpt2") and ctx.full:
+        # NeoX's emb_dropout (hidden_dropout), GPT-2's drop (embd_pdrop, planned only when equal to resid_pdrop)
+        out += _dropout(ctx, spec, spec.hidden_size, True)
+    if spec.family == "gpt2" and ctx.full:
+        out += INT64 * ctx.s  # wpe's (1, s) position ids
     if spec.family == "mpt":
         if spec.learned_positions and ctx.full:
             out += INT64 * ctx.s  # wpe's (1, s) position ids
@@ -488,7 +538,7 @@ def embedding_bytes(ctx, spec: ModelSpec) -> int:
 def head_bytes(ctx, spec: ModelSpec, x_rg: bool) -> int:
     """Final norm and the output head's input (logits and loss excluded)."""
     h = spec.hidden_size
-    if spec.family in ("mpt", "gpt_neox"):  # norm_f / final_layer_norm (LayerNorm) and the head's input
+    if spec.family in ("mpt", "gpt_neox", "gpt2"):  # norm_f / final_layer_norm / ln_f and the head's input
         return _layernorm(ctx, h, x_rg)[0] + (ctx.a * ctx.T * h if ctx.full else 0)
     if spec.family == "opt":
         out = _layernorm(ctx, h, x_rg)[0] if spec.final_norm else 0

@@ -42,13 +42,18 @@ def make_plan(card: RunCard, *, calibration=None) -> Plan:
         from trainfit.errors import CardError
 
         raise CardError(f"model: {spec.name} cannot be planned: {spec.unplanned}")
-    from trainfit.memory.arch_activations import FULL_ONLY_FAMILIES
+    from trainfit.memory.arch_activations import FULL_ONLY_FAMILIES, SDPA_ONLY_FAMILIES
 
     if spec.family in FULL_ONLY_FAMILIES and card.scope.value != "full":
         from trainfit.errors import CardError
 
         raise CardError(f"scope: {card.scope.value} is not planned for {spec.family} models (their fused projections"
                         " have no LoRA/PEFT target names in trainfit yet); allowed: full")
+    if spec.family in SDPA_ONLY_FAMILIES and card.attention.value == "eager":
+        from trainfit.errors import CardError
+
+        raise CardError(f"attention: eager is not planned for {spec.family} models (no measured eager layer model);"
+                        " allowed: sdpa, flash")
     gpu = gpu_of(card)
     if card.method in (Method.PPO, Method.GRPO):
         sharding, groups, host, notes, rollout, ranks = walk_rl(card, spec, gpu)

@@ -1658,6 +1658,24 @@ def halves(rows: list[Row]) -> list[dict[str, Any]]:
     return out
 
 
+def publication_of(source: str) -> str:
+    """A row's publication: its source without the commit (``repo path``, or the URL)."""
+    return source.split("@", 1)[0].strip() or "(own measurement)"
+
+
+def by_publication(rows: list[Row]) -> list[dict[str, Any]]:
+    """trainfit and the rule per publication (every row with a trainfit figure), largest first: one table's
+    figures are the out-of-sample check for the others' mechanisms."""
+    groups: dict[str, list[Row]] = {}
+    for r in rows:
+        if r.error is not None:
+            groups.setdefault(publication_of(r.source), []).append(r)
+    out = [{"publication": k, "trainfit": stats([r.error for r in rs]),
+            "rule_same_points": stats([r.rule_error for r in rs if r.rule_error is not None])}
+           for k, rs in groups.items()]
+    return sorted(out, key=lambda g: (-g["trainfit"]["n"], g["publication"]))
+
+
 def reason_kind(reason: str) -> str:
     """A reason with its particulars removed, for counting."""
     if "not in the catalog" in reason:
@@ -1688,7 +1706,7 @@ def build() -> dict[str, Any]:
     rows += rl_rows(load_entries(RL_DATA), ledger)
     rows += h200_rows(ledger)
     return {"rows": rows, "ledger": ledger, "headline": headline(rows), "halves": halves(rows),
-            "counts": counts(ledger)}
+            "by_publication": by_publication(rows), "counts": counts(ledger)}
 
 
 # ---------------------------------------------------------------- rendering
@@ -1789,6 +1807,13 @@ def _headline_lines(res: dict[str, Any]) -> list[str]:
               "|---|---:|---:|---:|---:|---:|---:|"]
     for h in res["halves"]:
         lines.append(f"| {h['half']} | {_stat_cells(h['trainfit'])} | {_stat_cells(h['rule_same_points'])} |")
+    lines += ["", "By publication (every quantity with a trainfit figure; each table is an out-of-sample check of "
+              "the mechanisms the others shaped):", "",
+              "| publication | n | trainfit median abs | trainfit worst | n | rule median abs | rule worst |",
+              "|---|---:|---:|---:|---:|---:|---:|"]
+    for g in res["by_publication"]:
+        lines.append(f"| {_cell(g['publication'])} | {_stat_cells(g['trainfit'])} "
+                     f"| {_stat_cells(g['rule_same_points'])} |")
     lines += ["", "Worst 10 (trainfit):", "", "| id | quantity | published s | trainfit s | error | rule error |",
               "|---|---|---:|---:|---:|---:|"]
     for r in _worst(res["rows"]):
@@ -1883,7 +1908,7 @@ def render_json(res: dict[str, Any]) -> str:
     out = {"schema": 1, "generated_by": "benchmarks/step_times.py", "error": "predicted / published - 1, seconds",
            "rule_mfu": RULE_MFU, "split": "int(sha1(id).hexdigest(), 16) % 2: 0 fit half, 1 held-out half",
            "counts": res["counts"], "headline": res["headline"], "halves": res["halves"],
-           "points": points, "entries": res["ledger"]}
+           "by_publication": res["by_publication"], "points": points, "entries": res["ledger"]}
     return json.dumps(_round(out), indent=1, ensure_ascii=False) + "\n"
 
 

@@ -606,6 +606,13 @@ def _rl_model(e: dict[str, Any]) -> tuple[Any, list[str]]:
     if e["rollout"].get("async") == "fully_async" and e["kind"] != "rl_phase" and e["framework"] != "nemo-rl":
         blockers.append("fully asynchronous trainer whose step consumes require_batches x ppo_mini_batch_size "
                         "prompts with partial rollouts: the published table does not pin the samples per step")
+    role_gpus = e["rollout"].get("role_gpus") or {}
+    if any(role_gpus.get(k) for k in ("critic", "reference", "reward")):
+        # OpenRLHF's Ray placement without colocation: each model on its own GPU group; the card's split placement
+        # has one training pool (every GPU the engine does not hold) shared by actor, critic, reference and reward
+        blockers.append("per-role GPU groups (" + ", ".join(f"{k} {v}" for k, v in role_gpus.items())
+                        + " GPUs): the card has one training pool for actor, critic, reference and reward, so the "
+                        "actor would be planned on every non-rollout GPU")
     try:
         model, notes = resolve_model(e["model"], e.get("model_config"))
     except Unmapped as u:

@@ -491,6 +491,11 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     if blockers:
         raise Unmapped("not_representable", blockers)
     compute = e["precision"]["compute"]
+    if compute == "fp16" and e["framework"] in MEGATRON_FRAMEWORKS:
+        # Megatron-LM --fp16 (2021 scaling runs): fp16 weights/activations, fp32 main grads and master weights, a
+        # loss scale; the same tensor-core rate and byte counts as bf16 mixed precision (the loss scaling is not timed)
+        compute = "bf16"
+        notes.append("Megatron --fp16 mixed precision planned as bf16 (same tensor-core rate and bytes)")
     if compute not in ("bf16", "fp8") or (compute == "fp8" and e["framework"] not in FP8_RECIPES):
         raise Unmapped("skipped", [f"{compute} compute not modelled for {e['framework']}"])
     gpu, n = resolve_gpu_id(e["gpu"])

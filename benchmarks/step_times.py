@@ -685,14 +685,21 @@ def rollout_section(e: dict[str, Any], model: Any, nodes: int) -> tuple[dict[str
         notes.append("fully asynchronous trainer planned as the slower of generation and training (partial "
                      "rollouts and staleness not modelled)")
     per_node = e["gpus_per_node"]
-    if ro["placement"] == "split" and e["framework"] == "nemo-rl" and nodes > 1 \
+    if ro["placement"] == "split" and e["framework"] in ("nemo-rl", "verl") and nodes > 1 \
             and (ro.get("rollout_gpus") or 0) % per_node == 0:
         # NeMo RL gives a non-colocated engine whole nodes when the cluster has more than one
         # (nemo_rl/algorithms/grpo.py setup: train_nodes -= inference_nodes, inference gpus_per_node must equal
-        # the cluster's, NVIDIA-NeMo/RL @9dbd9adc95a10f5946cceb36e1d5b31e2429e470 lines 420-436)
+        # the cluster's, NVIDIA-NeMo/RL @9dbd9adc95a10f5946cceb36e1d5b31e2429e470 lines 420-436); so do verl's
+        # disaggregated trainers: a standalone rollout pool of rollout.nnodes x rollout.n_gpus_per_node, the trainer
+        # pool of trainer.nnodes x trainer.n_gpus_per_node (volcengine/verl verl/experimental/fully_async_policy/
+        # fully_async_main.py create_resource_pool_manager @df340d703292538fafc1439b4aa9f1f226ccadc5, e.g.
+        # shell/dapo_7b_math_fsdp2_16_16.sh NNODES_ROLLOUT=2 NNODES_TRAIN=2; verl-project/verl
+        # fully_async_trainer.py standalone_gpus = rollout.nnodes * rollout.n_gpus_per_node
+        # @040a28659773fd58eac91cc006d255826c6da03a)
         out["nodes"] = ro["rollout_gpus"] // per_node
         notes.append(f"rollout on {out['nodes']} whole node(s) of {per_node} GPUs, training on the other "
-                     f"{nodes - out['nodes']} (NeMo RL's multi-node split)")
+                     f"{nodes - out['nodes']} ({'NeMo RL' if e['framework'] == 'nemo-rl' else 'verl'}'s "
+                     "multi-node split)")
     elif ro["placement"] == "split":
         out["gpus"] = (ro.get("rollout_gpus") or 0) // nodes
         if nodes > 1:

@@ -504,6 +504,10 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     notes += n
     ckpt, n = checkpointing(e.get("activation_checkpointing"), e["framework"])
     notes += n
+    if not e["batch"].get("micro_batch_size"):
+        # e.g. Megatron-LM's 2024 H100 scaling table: pipeline rows without a published micro-batch (or virtual
+        # stages), whose bubble depends on them
+        raise Unmapped("skipped", ["micro-batch size not published (with pipeline stages the bubble depends on it)"])
     b = dict(e["batch"])
     dims = e["parallel"]
     dp = max(1, e["gpus"] // ((dims.get("tp") or 1) * (dims.get("pp") or 1) * (dims.get("cp") or 1)))

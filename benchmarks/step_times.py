@@ -211,8 +211,9 @@ def llm_foundry_mpt_model(name: str, seq_len: int | None) -> tuple[dict[str, Any
     return {"id": name, "config": cfg}, [
         f"inline MPT config from mosaicml/llm-foundry scripts/train/yamls/pretrain/mpt-{m.group(1)}.yaml@{commit}"
         f" (max_seq_len {seq_len}, MPTConfig defaults: biases, learned positions, tied embeddings)",
-        "loss: llm-foundry's default loss_fn fused_crossentropy (flash-attn's xentropy kernel, llmfoundry/models/mpt/"
-        "modeling_mpt.py @54cbb8bd v0.3.0) planned as the eager fp32 cross-entropy (14 / 22.5 B per logit)"]
+        "loss: llm-foundry's default loss_fn fused_crossentropy, flash-attn's CrossEntropyLoss without inplace_backward"
+        " (llmfoundry/models/mpt/modeling_mpt.py @c90b9b312c64 l.1295, 1329-1337): loss.kernel flash_attn (bf16 logits,"
+        " no fp32 copy; 2 / 4 B per logit)"]
 
 
 def resolve_model(name: str, config: dict[str, Any] | None, seq_len: int | None = None) -> tuple[Any, list[str]]:
@@ -559,6 +560,16 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         # logits; the card's chunked loss (liger's fused kernel) is the nearest it states
         card["loss"] = {"chunked": True}
         notes.append("chunked cross-entropy (the entry's loss computes the logits in chunks) planned as loss.chunked")
+    if e["framework"] == "llm-foundry":
+        # ComposerMPTCausalLM's default loss_fn fused_crossentropy builds flash_attn.losses.cross_entropy.CrossEntropyLoss(
+        # ignore_index=-100, reduction='none'), inplace_backward left False (mosaicml/llm-foundry
+        # llmfoundry/models/mpt/modeling_mpt.py @c90b9b312c644dbde5c9e6eef75c6f1c117d8782 l.1295, 1329-1337). Composer's
+        # trainer holds the model output (its logits) in state.outputs through backward and scores the train metrics on
+        # it afterwards (mosaicml/composer composer/trainer/trainer.py @83a40f5c01046cfb2d1540a1c41c1c505656ee9f v0.17.0
+        # l.2412, 2477, 2484; the same at @6405188805a0 l.2927, 2991, 3006)
+        card["loss"] = {"kernel": "flash_attn"}
+        card["loop"] = {"keeps_output_through_backward": True}
+        notes.append("Composer keeps state.outputs (the bf16 logits) through backward: loop.keeps_output_through_backward")
     if scope != "full":
         card["lora"] = lora_section(e.get("lora"), e.get("framework", "")) or {}
         if not e.get("lora"):

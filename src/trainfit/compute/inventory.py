@@ -69,8 +69,11 @@ over all experts, the routing-score traffic and, with expert parallelism, the di
 (Megatron-Core's token dispatcher).
 
 Head: lm_head GEMM (T x V x h); the loss upcasts the logits to fp32, shifts and takes a
-log-softmax and the NLL: 14 bytes per logit forward, 22.5 backward (``LOSS_*``). Embedding: a gather
-forward; backward (trained) writes a dense V x h gradient.
+log-softmax and the NLL: 14 bytes per logit forward, 22.5 backward (``LOSS_*``). flash-attn's cross-entropy
+(``loss.kernel: flash_attn``, ``FLASH_CE_*``; Dao-AILab/flash-attention flash_attn/ops/triton/cross_entropy.py
+@0251105a2fb19d2957484b7f023cd8c115286ced): the forward kernel reads each bf16 logit once (online softmax, fp32 per-row
+outputs), the backward kernel reads it again and writes its bf16 gradient (in place or not, the same traffic): 2 and 4
+bytes per logit. Embedding: a gather forward; backward (trained) writes a dense V x h gradient.
 
 The byte constants are read off the op sequence above; ``tests/compute`` checks the kernels and
 GEMM FLOPs against the fake-tensor trace. Pure Python: no torch import.
@@ -101,6 +104,13 @@ written (4), scaled (4 + 4), cast down (4 + 2) and added to the base output (2 +
 NF4_DEQUANT_BYTES_PER_WEIGHT = 0.5 + 1 / 32 + 2.0
 LOSS_FORWARD_BYTES, LOSS_BACKWARD_BYTES = 14.0, 22.5
 LOSS_FORWARD_KERNELS, LOSS_BACKWARD_KERNELS = 4, 13
+FLASH_CE_FORWARD_BYTES, FLASH_CE_BACKWARD_BYTES = 2.0, 4.0
+"""flash-attn's ``cross_entropy_fwd_kernel`` reads the bf16 logits (2 B) and writes fp32 per row;
+``cross_entropy_bwd_kernel`` reads them (2 B) and stores the gradient (2 B)."""
+FLASH_CE_FORWARD_KERNELS, FLASH_CE_BACKWARD_KERNELS = 5, 2
+"""Forward: the kernel, then the mean over the rows (``losses.sum() / (target != ignore_index).sum()``, flash-attn's
+``reduction='mean'`` and llm-foundry's loss alike: sum, ne, sum, div); backward: the division's gradient, the
+kernel (the sum's gradient is an expanded view, read with a zero row stride)."""
 NORM_STRIDED_BYTES = 12.0
 """Of ``NORM_BYTES``, the two broadcast multiplies (module docstring: strided bytes)."""
 EMBED_BACKWARD_BYTES_PER_WEIGHT = 2.0
@@ -261,6 +271,7 @@ def step_inventory(
     attention_context: float | None = None, sequence_shards: int = 1, fp8: bool = False,
     fp8_weight_casts: float = 1.0, expert_parallel: int = 1, expert_token_shards: float = 1.0,
     grouped_gemm: bool = True, moe_dispatcher: MoeDispatcher = MoeDispatcher.ALLTOALL,
+    fused_cross_entropy: bool = False,
 ) -> StepInventory:
     """The op inventory of one micro-step of ``micro_batch_size × seq_len`` tokens on one GPU.
 
@@ -280,7 +291,8 @@ def step_inventory(
     ``grouped_gemm``: the routed experts run as one grouped GEMM per projection (transformers v5 ``grouped_mm``,
     Megatron-Core ``TEGroupedMLP``), else one GEMM per local expert (Megatron-Core ``SequentialMLP``);
     ``moe_dispatcher``: the EP dispatcher (the all-to-all one sorts the received rows by local expert and back,
-    the flex / DeepEP one does not: ``moe_time.chunk_sort_bytes``).
+    the flex / DeepEP one does not: ``moe_time.chunk_sort_bytes``); ``fused_cross_entropy``: the loss is flash-attn's
+    kernel (``FLASH_CE_*``) instead of the eager fp32 one (``LOSS_*``).
     """
     t = float(micro_batch_size * seq_len)
     h = spec.hidden_size
@@ -463,18 +475,21 @@ def step_inventory(
     norm_b, norm_bk = (LAYER_NORM_BACKWARD_BYTES, LAYER_NORM_BACKWARD_KERNELS) if ln else (2 * NORM_BYTES, NORM_KERNELS)
     norm_s = 0.0 if ln else NORM_STRIDED_BYTES
     pos = spec.learned_positions > 0
+    fused_ce = fused_cross_entropy and spec.head_outputs is None
+    loss_f, loss_fk = (FLASH_CE_FORWARD_BYTES, FLASH_CE_FORWARD_KERNELS) if fused_ce else (LOSS_FORWARD_BYTES, LOSS_FORWARD_KERNELS)
+    loss_b, loss_bk = (FLASH_CE_BACKWARD_BYTES, FLASH_CE_BACKWARD_KERNELS) if fused_ce else (LOSS_BACKWARD_BYTES, LOSS_BACKWARD_KERNELS)
     head_f = PassInventory((Gemm("lm_head", t, out, h),), 0.0, 0.0,
-                           LOSS_FORWARD_BYTES * t * out + norm_f * t * h + 4.0 * t * h
+                           loss_f * t * out + norm_f * t * h + 4.0 * t * h
                            + (POSITION_ADD_BYTES * t * h if pos else 0.0),
-                           1 + LOSS_FORWARD_KERNELS + norm_fk + 1 + (2 if pos else 0), strided_bytes=norm_s * t * h)
+                           1 + loss_fk + norm_fk + 1 + (2 if pos else 0), strided_bytes=norm_s * t * h)
     head_train = adapter is None
     hb = [Gemm("lm_head.dX", t, h, out)] + ([Gemm("lm_head.dW", h, out, t)] if head_train else [])
     emb = EMBED_BACKWARD_BYTES_PER_WEIGHT * spec.vocab_size * h if (head_train and train_embedding) else 0.0
     if emb and pos:  # the position rows' dense gradient from the same dY
         emb += EMBED_BACKWARD_BYTES_PER_WEIGHT * (spec.learned_positions * h + t * h)
     head_b = PassInventory(tuple(hb), 0.0, 0.0,
-                           LOSS_BACKWARD_BYTES * t * out + norm_b * t * h + emb,
-                           len(hb) + LOSS_BACKWARD_KERNELS + norm_bk + (1 if emb else 0) + (1 if emb and pos else 0),
+                           loss_b * t * out + norm_b * t * h + emb,
+                           len(hb) + loss_bk + norm_bk + (1 if emb else 0) + (1 if emb and pos else 0),
                            strided_bytes=2 * norm_s * t * h)
     # the last linear is not re-run unless an adapter wraps it (then its output is not the last saved tensor);
     # fc2: the non-gated MLP's (OPT, MPT's down_proj as memory.params.linear_groups names it)

@@ -212,7 +212,7 @@ def train_step_time(
     trained_tensors: float, gathered_weight_bytes: float, count_scale: float = 1.0, memory_factor: float = 1.0,
     kernel_factor: float = 1.0, model_parallel: ModelParallel = ModelParallel(), attention_context: float | None = None,
     selective: str = "none", fp8: bool = False, fp8_weight_cache: bool = False, work_cv: float = 0.0,
-    expert_params: float = 0.0, causal_skip: bool = True,
+    expert_params: float = 0.0, causal_skip: bool = True, fused_cross_entropy: bool = False,
 ) -> TrainStepTime:
     """Seconds of one optimizer step on one GPU (all GPUs of a data-parallel group run in lockstep).
 
@@ -232,7 +232,8 @@ def train_step_time(
     ``parallel.expert_ranks`` (``collectives.exposed_data_parallel`` / ``exposed_sharded``,
     ``optimizer_time.shard_params``; HSDP keeps them with the dense parameters);
     ``attention_context`` / ``causal_skip``: as ``inventory.step_inventory`` (context parallel; packed rows with
-    per-sample attention, ``attention_time`` module docstring).
+    per-sample attention, ``attention_time`` module docstring); ``fused_cross_entropy``: as ``inventory.step_inventory``
+    (flash-attn's loss kernel).
     """
     mp = model_parallel
     gradient_checkpointing = gradient_checkpointing or selective != "none"
@@ -242,7 +243,7 @@ def train_step_time(
                          fp8_weight_casts=1.0 / max(1, micro_steps) if fp8 and fp8_weight_cache else 1.0,
                          expert_parallel=mp.ep, expert_token_shards=expert_token_shards(
                              tp=mp.tp, etp=mp.etp, ep=mp.ep, sequence_parallel=mp.sequence_parallel),
-                         moe_dispatcher=mp.moe_dispatcher)
+                         moe_dispatcher=mp.moe_dispatcher, fused_cross_entropy=fused_cross_entropy)
     kw = dict(rates=rates, seq_len=attention_context or seq_len, memory_factor=memory_factor, kernel_factor=kernel_factor)
     fwd = (pass_seconds(inv.layers_forward, backward=False, **kw)
            + pass_seconds(inv.head_forward, backward=False, **kw)).scaled(count_scale)

@@ -134,6 +134,9 @@ def shared_notes(card: RunCard, target: str) -> list[str]:
             f"model: {target} loads a model id or path ({model_name(card)!r}); the card's inline config, parameter "
             "count or revision is not written"
         )
+    if card.loss.kernel.value == "flash_attn":
+        notes.append(f"loss.kernel flash_attn: {target} has no switch to flash-attn's CrossEntropyLoss (llm-foundry's"
+                     " model.loss_fn: fused_crossentropy); not written, the target's own loss runs")
     if non_default(card, "parallel.compile") and card.parallel.compile and target in ("verl", "openrlhf"):
         notes.append(f"parallel.compile: {target} has no torch.compile switch for the trained model here")
     if target in ("accelerate", "trl", "deepspeed"):  # the model-parallel targets say their own

@@ -14,11 +14,13 @@ forward
     eager attention's score-sized temporaries; the head's saved input;
     the loss (``trainfit.memory.logits``): bf16 logits 2E, fp32 copy 4E, saved log-softmax 4E, the
     copy and the bf16 logits freed (kept to the end of backward with
-    ``loop.keeps_output_through_backward``). The first step makes the Python thread's 32 MiB cuBLAS
+    ``loop.keeps_output_through_backward``); flash-attn's (``SequenceShape.fused_ce_rows``): the bf16 logits and
+    fp32 per-row outputs, the lse and the logits saved. The first step makes the Python thread's 32 MiB cuBLAS
     workspace after the first layer's first projection output (its first matmul).
 backward
     the loss's fp32 gradients (4E, 4E), the saved log-softmax and the first gradient freed, the
-    bf16 logits gradient (2E) into lm_head, whose gradient appears (the first step makes the autograd
+    bf16 logits gradient (2E; flash-attn's: a new 2E beside the saved logits, or the logits themselves in place)
+    into lm_head, whose gradient appears (the first step makes the autograd
     thread's cuBLAS workspace here, lm_head's being the first matmul of backward); then the layers last to first:
     the recomputed intermediates under checkpointing, the layer's backward ops (or its gradient buffers
     and parameter gradients allocated while its saved tensors are freed); the embedding's gradient last.
@@ -122,6 +124,11 @@ class SequenceShape:
     """tokens x kv_heads x head_dim x compute-dtype bytes: one key or value projection's output."""
     qk_norm: bool = False
     """An RMSNorm over each head of q and of k before the rotary embedding (Qwen3)."""
+    fused_ce_rows: int = 0
+    """Rows scored by flash-attn's cross-entropy (``loss.kernel: flash_attn``, ``memory.logits.flash_attn_ce_bytes``):
+    the bf16 logits saved, fp32 per-row outputs, no fp32 copies; 0: the eager loss."""
+    fused_ce_inplace: bool = False
+    """flash-attn's ``inplace_backward``: the gradient is written into the saved logits."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -1062,7 +1069,18 @@ def step_sequence(t: StepTerms, shape: SequenceShape, *, workspace: tuple[int, .
                 e.free(stream)  # the last layer's output: the final norm has made its own copies
         E = shape.logit_elements
         held: list = []
-        if E and t.logits.retained:
+        if E and shape.fused_ce_rows:  # flash-attn's kernel: per-row losses, lse, z_losses beside the logits
+            rows = shape.fused_ce_rows
+            bf16 = e.alloc(2 * E)
+            losses, lse, z = e.alloc(4 * rows), e.alloc(4 * rows), e.alloc(4 * rows)
+            e.free(z)  # the caller drops the z-loss and reduces the losses (the sum saves nothing)
+            e.free(losses)
+            # a softcapped model's saved tanh output (the rest of the retained term)
+            held = e.allocs(_chunks(t.logits.retained - 4 * rows - (0 if t.kept_output else 2 * E), 2 * E))
+            if t.kept_output:
+                kept_out.append(bf16)
+            loss = [(bf16, -2 * E), (lse, 4 * rows)]  # the negative size marks flash-attn's for backward
+        elif E and t.logits.retained:
             bf16 = e.alloc(2 * E)
             held = e.allocs(_chunks(t.logits.retained - 4 * E, 2 * E))
             up = e.alloc(4 * E)
@@ -1095,7 +1113,15 @@ def step_sequence(t: StepTerms, shape: SequenceShape, *, workspace: tuple[int, .
 
         new_grads_ref[0] = new_grads
 
-        if loss:
+        if loss and loss[0][1] < 0:  # flash-attn's: the gradient into a new buffer or into the saved logits
+            bf16 = loss[0][0]
+            gb = bf16 if shape.fused_ce_inplace else e.alloc(2 * E)
+            e.frees(loss[1:])  # the lse (and a softcapped model's tanh output)
+            if not shape.fused_ce_inplace and not t.kept_output:
+                e.free(bf16)  # the node releases its saved logits; the kept output holds them to the end
+            if shape.fused_ce_inplace and t.kept_output:
+                gb = None  # the kept output's buffer, freed with it after backward
+        elif loss:
             g1 = e.alloc(4 * E)
             g2 = e.alloc(4 * E)
             e.free(g1)

@@ -57,6 +57,20 @@ eager
     (4E/n, saved); after ``del logits`` the bf16 chunks are freed (nothing saves them): 4E retained.
     Backward, per chunk: the fp32 nll gradient and log-softmax input gradient (8E/n) beside the saved
     outputs: 4E + 8E/n.
+
+flash-attn's cross-entropy (``loss.kernel: flash_attn``; llm-foundry's default ``loss_fn: fused_crossentropy`` builds
+``flash_attn.losses.cross_entropy.CrossEntropyLoss(ignore_index=-100, reduction='none')``, mosaicml/llm-foundry
+llmfoundry/models/mpt/modeling_mpt.py @c90b9b312c644dbde5c9e6eef75c6f1c117d8782 l.1329-1337, and passes no
+``inplace_backward``) is not chunked: it reads the full compute-dtype logits in place. Dao-AILab/flash-attention
+flash_attn/ops/triton/cross_entropy.py @0251105a2fb19d2957484b7f023cd8c115286ced ``CrossEntropyLoss.forward``: three
+fp32 per-row outputs (``losses``, ``lse``, ``z_losses``), no copy of the logits (``.contiguous()`` only for a
+non-unit last stride); ``ctx.save_for_backward(logits, lse, labels)``. ``backward``: ``dlogits = logits if
+ctx.inplace_backward else torch.empty_like(logits)`` (the CUDA xentropy kernel of flash-attn v1,
+csrc/xentropy/xentropy_kernel.cu @6d48e14a6c2f551db96f0badc658a6279a929df3 (v1.0.9) l.638-697, holds the same
+tensors: ``gI = inplace ? logits_ : at::empty_like(logits_)``). Per logit: the bf16 logits 2E at the forward peak and
+after it; at the start of backward 4E (2E in place). The z-loss output is dropped by the caller, the per-row losses
+are reduced (their ``sum`` saves nothing): 4 B per row (the lse) is retained. Triton does not run on CPU, so the test
+(tests/memory/test_flash_attn_ce.py) replays this allocation order by hand, not a fake-tensor trace.
 """
 
 from __future__ import annotations
@@ -157,6 +171,29 @@ def megatron_vocab_parallel_ce_bytes(*, tokens: int, local_vocab: int, compute_d
     return LogitsBytes(forward_peak=softmax + upcast_extra * e, retained=softmax, backward_peak=softmax + upcast_extra * e)
 
 
+FLASH_CE_ROW_FORWARD_BYTES = 3 * 4
+"""flash-attn's per-row fp32 outputs: ``losses``, ``lse``, ``z_losses``."""
+FLASH_CE_ROW_SAVED_BYTES = 4
+"""The per-row fp32 ``lse`` saved for backward."""
+
+
+def flash_attn_ce_bytes(
+    *, tokens: int, vocab_size: int, inplace_backward: bool = False, logits_kept: bool = False,
+    compute_dtype_bytes: int = 2,
+) -> LogitsBytes:
+    """Bytes of flash-attn's ``CrossEntropyLoss`` over ``tokens x vocab_size`` logits (see the module doc).
+
+    ``logits_kept``: the caller's output object holds the logits through backward and ``StepTerms.kept_output``
+    counts them (Composer's ``state.outputs``): the saved logits are that tensor, so they are not counted here
+    after the forward. ``inplace_backward``: the gradient is written into the logits (no new buffer)."""
+    e = tokens * vocab_size
+    logits = compute_dtype_bytes * e
+    saved = (0.0 if logits_kept else logits) + FLASH_CE_ROW_SAVED_BYTES * tokens
+    grad = 0.0 if inplace_backward else logits
+    return LogitsBytes(forward_peak=logits + FLASH_CE_ROW_FORWARD_BYTES * tokens, retained=saved,
+                       backward_peak=saved + grad)
+
+
 def liger_chunk_rows(*, tokens: int, hidden_size: int, vocab_size: int) -> int:
     """Rows per chunk of Liger's fused linear cross-entropy."""
     rows = ceil(tokens / ceil(vocab_size / hidden_size))
@@ -176,6 +213,8 @@ def logits_bytes(
     kernel: str = "liger",
     compute_dtype_bytes: int = 2,
     compiled: bool = False,
+    inplace_backward: bool = False,
+    logits_kept: bool = False,
 ) -> LogitsBytes:
     """Bytes of the logits/loss path for one micro-batch.
 
@@ -183,6 +222,7 @@ def logits_bytes(
     where the term becomes negligible. ``softcap_bytes_per_logit``: the compute dtype's bytes for
     a model with final logit softcapping (its saved ``tanh`` output), else 0. ``compiled``: the loss runs
     under ``torch.compile`` (read by ``kernel="torchtune"`` only: the other paths are fused kernels or eager).
+    ``inplace_backward`` / ``logits_kept``: read by ``kernel="flash_attn"`` (``flash_attn_ce_bytes``).
     """
     tokens = micro_batch_size * seq_len
     width = vocab_size if head_outputs is None else head_outputs
@@ -197,8 +237,14 @@ def logits_bytes(
         chunk = FORWARD_PEAK_BYTES_PER_LOGIT * min(e, tokens * width)
         return LogitsBytes(forward_peak=chunk, retained=0.0, backward_peak=0.0)
     e = tokens * width
-    held = HELD_LOGITS_BYTES_PER_LOGIT * e if caller_holds_logits else 0.0
     softcap = softcap_bytes_per_logit * e if head_outputs is None else 0.0
+    if kernel == "flash_attn" and head_outputs is None:
+        # the softcapped model's saved bf16 tanh output stays beside the kernel's tensors, as in the eager path
+        lg = flash_attn_ce_bytes(tokens=tokens, vocab_size=width, inplace_backward=inplace_backward,
+                                 logits_kept=logits_kept, compute_dtype_bytes=compute_dtype_bytes)
+        return LogitsBytes(forward_peak=lg.forward_peak + softcap, retained=lg.retained + softcap,
+                           backward_peak=lg.backward_peak + softcap)
+    held = HELD_LOGITS_BYTES_PER_LOGIT * e if caller_holds_logits else 0.0
     held += softcap
     return LogitsBytes(
         forward_peak=FORWARD_PEAK_BYTES_PER_LOGIT * e + softcap,

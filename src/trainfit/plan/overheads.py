@@ -21,7 +21,7 @@ from trainfit.memory.sharding import Sharding
 from trainfit.memory.stream_pools import PoolPoint, capped_reserved_bytes, fsdp_supported, stream_pool_bytes
 from trainfit.plan.result import PhaseResult
 from trainfit.spec.card import AllocatorKind, RunCard
-from trainfit.spec.enums import Method, Offload, Phase, Strategy
+from trainfit.spec.enums import LossKernel, Method, Offload, Phase, Strategy
 from trainfit.spec.model import ModelSpec
 from trainfit.units import MIB
 
@@ -142,9 +142,14 @@ def _screening() -> bool:
 
 def card_sequence_shape(terms: StepTerms, *, spec: ModelSpec, card: RunCard) -> alloc_sequence.SequenceShape:
     """The tensor shapes of the card's step that every replay generates its sequence from."""
-    return _sequence_shape(spec, card.batch.micro_batch_size, card.batch.seq_len, card.attention,
-                           card.loss.chunked, terms.logits.retained > 0,
-                           card.precision.optimizer_impl.value == "for_loop")
+    shape = _sequence_shape(spec, card.batch.micro_batch_size, card.batch.seq_len, card.attention,
+                            card.loss.chunked, terms.logits.retained > 0,
+                            card.precision.optimizer_impl.value == "for_loop")
+    if card.loss.kernel is LossKernel.FLASH_ATTN and shape.logit_elements and spec.head_outputs is None:
+        # flash-attn's cross-entropy allocates as memory.logits.flash_attn_ce_bytes says
+        shape = replace(shape, fused_ce_rows=card.batch.micro_batch_size * card.batch.seq_len,
+                        fused_ce_inplace=card.loss.inplace_backward)
+    return shape
 
 
 def _replay_process(card: RunCard, compute_capability: str | None) -> tuple[tuple[int, int], bool]:

@@ -155,6 +155,9 @@ def logits_grad_bytes(card: RunCard, *, tokens: int, width: int) -> float:
     backward (``TransformerDecoder.chunked_output``, pytorch/torchtune @1814feb17)."""
     if card.loss.chunked and card.loss.kernel is not LossKernel.TORCHTUNE:
         return 0.0
+    if (card.loss.kernel is LossKernel.FLASH_ATTN and card.loss.inplace_backward
+            and card.loop.keeps_output_through_backward):
+        return 0.0  # flash-attn's in-place backward writes it into the logits the kept output holds (kept_output)
     return 2.0 * tokens * width
 
 
@@ -346,6 +349,8 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         head_outputs=spec.head_outputs,
         softcap_bytes_per_logit=act_dtype if spec.family in SOFTCAP_FAMILIES else 0,
         compiled=card.parallel.compile,
+        inplace_backward=card.loss.inplace_backward,
+        logits_kept=_kept_output(card, spec, act_dtype, seq_len) > 0,
     )
     if (card.parallel.tensor_parallel_impl is TensorParallelImpl.MEGATRON and spec.head_outputs is None
             and not card.loss.chunked and spec.family not in SOFTCAP_FAMILIES):
@@ -446,6 +451,8 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         gradient_checkpointing=card.parallel.checkpoints_layers,
         logits=lg,
         logits_grad_bf16=logits_grad_bytes(card, tokens=tokens, width=spec.head_outputs or spec.vocab_size),
+        **({"forward_at": "loss (flash-attn's cross-entropy over the bf16 logits)"}
+           if card.loss.kernel is LossKernel.FLASH_ATTN and spec.head_outputs is None else {}),
         layer_backward_transient=transient,
         layer_backward_released=released,
         attention_forward_transient=attention_forward,

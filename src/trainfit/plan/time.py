@@ -30,7 +30,7 @@ from trainfit.plan.resolve import gpu_of, trainable_spec
 from trainfit.plan.terms import trained_dtype_bytes, zero_master_states
 from trainfit.spec.card import RunCard
 from trainfit.spec.enums import Attention, ComputeDtype, ContextParallelKind, Dtype, Fp8Recipe, Method, Scope
-from trainfit.spec.enums import MoeDispatcher
+from trainfit.spec.enums import LossKernel, MoeDispatcher
 from trainfit.spec.model import ModelSpec
 
 COMPILE_MEMORY_FACTOR = 0.5
@@ -330,7 +330,7 @@ def training_time(
         model_parallel=mp, attention_context=packed_context or (seq_len if cp > 1 else None),
         selective=par.selective_checkpointing.value, fp8=card.precision.compute is ComputeDtype.FP8,
         fp8_weight_cache=card.precision.fp8_recipe in TE_ONLY_FP8_RECIPES, work_cv=work_cv, expert_params=expert,
-        causal_skip=causal_skip,
+        causal_skip=causal_skip, fused_cross_entropy=card.loss.kernel is LossKernel.FLASH_ATTN,
     )
     return replace(t, assumptions=t.assumptions + (packed_note,)) if packed_note else t
 

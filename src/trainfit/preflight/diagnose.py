@@ -500,7 +500,10 @@ def _variants(card: RunCard) -> list[tuple[str, dict[str, Any]]]:
         out.append(("parallel.gradient_checkpointing -> true", {"parallel.gradient_checkpointing": True,
                                                                 "parallel.selective_checkpointing": "none"}))
     if not card.loss.chunked:
-        out.append(("loss.chunked -> true (fused linear cross-entropy / chunked log-probs: no full logits)", {"loss.chunked": True}))
+        # flash-attn's kernel is a full-logits one: the chunked fix switches to Liger's
+        patch = {"loss.chunked": True} | ({"loss.kernel": "liger", "loss.inplace_backward": False}
+                                          if card.loss.kernel.value == "flash_attn" else {})
+        out.append(("loss.chunked -> true (fused linear cross-entropy / chunked log-probs: no full logits)", patch))
     if card.attention.value == "eager":
         out.append(("attention -> sdpa", {"attention": "sdpa"}))
     if card.method in RL_METHODS:

@@ -238,8 +238,23 @@ class BatchSection(_Section):
 class LossSection(_Section):
     chunked: bool = Field(False, description="Fused/chunked linear cross-entropy (no full logits).")
     kernel: LossKernel = Field(
-        LossKernel.LIGER, description="With chunked: liger (fused linear cross-entropy) or trl (TRL's fused lm_head log-probs)."
+        LossKernel.LIGER, description="With chunked: liger (fused linear cross-entropy), trl (TRL's fused lm_head log-probs)"
+        " or torchtune (CEWithChunkedOutputLoss). Without chunked: flash_attn (flash-attn's CrossEntropyLoss, llm-foundry's"
+        " fused_crossentropy: bf16 logits, no fp32 copy); any other value is the eager fp32 loss."
     )
+    inplace_backward: bool = Field(
+        False, description="With kernel flash_attn: its inplace_backward=True, the gradient written into the logits"
+                           " (flash-attn's default and llm-foundry's: false, a new gradient buffer).")
+
+    @model_validator(mode="after")
+    def _kernel_fits_chunked(self) -> LossSection:
+        if self.chunked and self.kernel is LossKernel.FLASH_ATTN:
+            raise ValueError("loss.kernel: 'flash_attn' scores the full logits (loss.chunked false); allowed with"
+                             " loss.chunked true: liger, trl, torchtune")
+        if self.inplace_backward and self.kernel is not LossKernel.FLASH_ATTN:
+            raise ValueError(f"loss.inplace_backward: only read with loss.kernel flash_attn (kernel is"
+                             f" '{self.kernel.value}'); allowed with it: false")
+        return self
 
 
 
@@ -602,6 +617,17 @@ class RunCard(_Section):
         if any(not k.strip() for k in ro.quantization_bf16_modules):
             raise ValueError("rollout.quantization_bf16_modules: an empty keyword matches every module; give module"
                              " name parts such as a_proj")
+        if self.loss.kernel is LossKernel.FLASH_ATTN:
+            # flash-attn's CrossEntropyLoss scores labels (SFT / pretraining); Megatron-Core runs its own loss
+            if self.method is not Method.SFT:
+                raise ValueError(f"loss.kernel: flash_attn is a cross-entropy over the labels, read for method sft;"
+                                 f" allowed for {self.method.value}: liger, trl, torchtune")
+            if par.tensor_parallel_impl is TensorParallelImpl.MEGATRON:
+                raise ValueError("loss.kernel: flash_attn is not Megatron-Core's loss (tensor_parallel_impl megatron"
+                                 " runs vocab_parallel_cross_entropy); allowed with it: liger, trl, torchtune")
+            if par.tensor_parallel > 1:
+                raise ValueError("loss.kernel: flash_attn over a vocabulary split by tensor parallel (its process_group"
+                                 " path) is not modelled; allowed with it: parallel.tensor_parallel 1")
         if self.scope is Scope.QLORA and w not in (None, Dtype.NF4):
             raise ValueError(f"precision.weights: qlora stores the base in nf4, got '{w.value}'; use scope lora")
         _check_bf16_gpu(self.hardware.gpu, compute=prec.compute, compute_set="compute" in prec.model_fields_set,

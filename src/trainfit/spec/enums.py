@@ -274,7 +274,8 @@ class PipelineSchedule(StrEnum):
 
 
 class LossKernel(StrEnum):
-    """Which fused/chunked log-prob kernel ``loss.chunked`` means."""
+    """Which fused/chunked log-prob kernel ``loss.chunked`` means; ``flash_attn`` is the one kernel read with
+    ``loss.chunked: false`` (full logits, fused cross-entropy)."""
 
     LIGER = "liger"
     """Liger's fused linear cross-entropy: token chunks of ceil(b·s / ceil(V/h)) rows."""
@@ -283,6 +284,10 @@ class LossKernel(StrEnum):
     TORCHTUNE = "torchtune"
     """torchtune's ``CEWithChunkedOutputLoss``: the decoder returns every output chunk's logits at once, the loss
     runs per chunk (``trainfit.memory.logits.torchtune_chunked_ce_bytes``)."""
+    FLASH_ATTN = "flash_attn"
+    """flash-attn's ``CrossEntropyLoss`` (llm-foundry's default ``loss_fn: fused_crossentropy``) over the full
+    compute-dtype logits: no fp32 copy, an fp32 log-sum-exp per row; the gradient goes to a new buffer, or into
+    the logits with ``loss.inplace_backward`` (``trainfit.memory.logits.flash_attn_ce_bytes``). Not chunked."""
 
 
 class MoeDispatcher(StrEnum):

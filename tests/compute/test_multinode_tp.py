@@ -115,7 +115,7 @@ def test_plan_of_a_two_node_engine_prices_the_nic():
 
 
 def test_rack_scale_nvlink_is_one_node_for_the_training_collectives():
-    from trainfit.plan.rl_time import nvlink_gpus_per_node
+    from trainfit.plan.time import nvlink_gpus_per_node
 
     assert nvlink_gpus_per_node("h100-sxm", 8, 32) == 8
     assert nvlink_gpus_per_node("gb200", 4, 16) == 16

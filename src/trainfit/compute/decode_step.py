@@ -166,7 +166,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from trainfit.compute import collectives
-from trainfit.compute.rates import COLLECTIVE_HOP_LATENCY_S, DeviceRates
+from trainfit.compute.rates import COLLECTIVE_HOP_LATENCY_S, NVLINK_DOMAIN_GPUS, DeviceRates
 from trainfit.spec.model import ModelSpec
 
 ENGINE_S_PER_STEP = 1.0e-3
@@ -199,8 +199,6 @@ attention, O (``MultiHeadLatentAttentionWrapper.forward``, vllm ``vllm/model_exe
 attention kernel are not counted."""
 ACTIVATION_BYTES = 2
 """bf16 hidden states in the tensor-parallel all-reduces."""
-NVLINK_DOMAIN_GPUS = {"gb200": 72}
-"""GPUs one NVLink domain spans where it is larger than a node (GB200 NVL72: 72 GPUs over 18 trays of 4)."""
 
 
 @dataclass(frozen=True, slots=True)

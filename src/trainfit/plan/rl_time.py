@@ -87,6 +87,7 @@ from trainfit.plan.time import (
     fused_kernels,
     model_parallel_of,
     nic_bytes_per_s,
+    nvlink_gpus_per_node,
     rank_spec,
     training_time,
 )
@@ -124,15 +125,6 @@ def response_mean(card: RunCard, spec: ModelSpec | None = None) -> float:
     if ro.response_len_mean:
         return float(ro.response_len_mean)
     return default_response_mean(response_len_max=ro.response_len, profile=profile_for(spec.name if spec else None))
-
-
-def nvlink_gpus_per_node(gpu_id: str, per_node: int, group_gpus: int) -> int:
-    """GPUs of a group that share one NVLink domain, the "node" its collectives see: the node's, or on a
-    rack-scale NVLink system (GB200 NVL72: 72 GPUs over 4-GPU trays, ``decode_step.NVLINK_DOMAIN_GPUS``)
-    the domain's, so FSDP/ZeRO rings, expert all-to-alls and pipeline sends between trays stay on NVLink."""
-    from trainfit.compute.decode_step import NVLINK_DOMAIN_GPUS
-
-    return max(per_node, min(group_gpus, NVLINK_DOMAIN_GPUS.get(gpu_id, 0)))
 
 
 def _phase(name: str, seconds: float, bound: str, **terms: float) -> PhaseTime:

@@ -17,7 +17,7 @@ from math import ceil
 from trainfit.catalog.gpus import GpuSpec
 from trainfit.compute.attention_time import packed_attention_context
 from trainfit.compute.inventory import Adapter
-from trainfit.compute.rates import DeviceRates, default_rates
+from trainfit.compute.rates import NVLINK_DOMAIN_GPUS, DeviceRates, default_rates
 from trainfit.compute import collectives as coll
 from trainfit.compute.training import ModelParallel, OptimizerSpec, Parallel, PhaseTime, train_step_time
 from trainfit.memory import attention as attn
@@ -284,6 +284,13 @@ def packed_attention(card: RunCard, *, eager: bool, seq_len: int) -> tuple[float
                        f" {ctx:.0f} keys per query instead of the {seq_len}-token row's")
 
 
+def nvlink_gpus_per_node(gpu_id: str, per_node: int, group_gpus: int) -> int:
+    """GPUs of a group that share one NVLink domain, the "node" its collectives see: the node's, or on a
+    rack-scale NVLink system (GB200 NVL72: 72 GPUs over 4-GPU trays, ``rates.NVLINK_DOMAIN_GPUS``)
+    the domain's, so FSDP/ZeRO rings, expert all-to-alls and pipeline sends between trays stay on NVLink."""
+    return max(per_node, min(group_gpus, NVLINK_DOMAIN_GPUS.get(gpu_id, 0)))
+
+
 def training_time(
     card: RunCard, spec: ModelSpec, rates: DeviceRates, *, ranks: int, gpus_per_node: int, micro_batch_size: int,
     seq_len: int, micro_steps: int, work_cv: float = 0.0,
@@ -405,8 +412,6 @@ def _sft_time(card: RunCard, spec: ModelSpec, sharding: Sharding, r: DeviceRates
     pairs = 2 if card.method in (Method.RM, Method.DPO) else 1
     mbs = card.batch.micro_batch_size * pairs
     step_spec = replace(spec, head_outputs=1) if card.method is Method.RM else spec
-    from trainfit.plan.rl_time import nvlink_gpus_per_node
-
     # the "node" the training collectives see: the host, or a rack-scale NVLink domain (GB200 NVL72)
     per_node = nvlink_gpus_per_node(card.hardware.gpu, min(card.hardware.gpus_per_node, world), world)
     t = training_time(card, step_spec, r, ranks=world, gpus_per_node=per_node,

@@ -6,13 +6,12 @@ check them without running the harness.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from step_times_module import load_step_times
 
 import trainfit
 from trainfit.errors import CardError
@@ -20,16 +19,7 @@ from trainfit.errors import CardError
 REPO = Path(trainfit.__file__).resolve().parents[2]
 
 
-def _load():
-    spec = importlib.util.spec_from_file_location("trainfit_bench_step_times", REPO / "benchmarks" / "step_times.py")
-    mod = importlib.util.module_from_spec(spec)
-    assert spec.loader is not None
-    sys.modules[spec.name] = mod  # dataclasses resolve their annotations through sys.modules
-    spec.loader.exec_module(mod)
-    return mod
-
-
-S = _load()
+S = load_step_times("trainfit_bench_step_times")
 TRAIN = json.loads(S.TRAIN_DATA.read_text())
 RL = json.loads(S.RL_DATA.read_text())
 BY_ID = {e["id"]: e for e in TRAIN + RL}

@@ -4,12 +4,11 @@ attention, as the yamls' attn_impl)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
+from step_times_module import load_step_times
 
 import trainfit
 from trainfit.catalog.hf_config import spec_from_hf_config
@@ -18,17 +17,7 @@ from trainfit.memory.params import param_breakdown
 REPO = Path(trainfit.__file__).resolve().parents[2]
 
 
-def _load():
-    spec = importlib.util.spec_from_file_location("trainfit_bench_step_times_foundry",
-                                                  REPO / "benchmarks" / "step_times.py")
-    mod = importlib.util.module_from_spec(spec)
-    assert spec.loader is not None
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-ST = _load()
+ST = load_step_times("trainfit_bench_step_times_foundry")
 ENTRIES = [e for e in json.loads((REPO / "benchmarks" / "data" / "published_train_times.json").read_text())
            if e["framework"] == "llm-foundry"]
 

@@ -4,13 +4,12 @@ without a published micro-batch is skipped with its reason instead of being plan
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
-import sys
 from pathlib import Path
 
 import pytest
+from step_times_module import load_step_times
 
 import trainfit
 from trainfit.catalog.hf_config import spec_from_hf_config
@@ -20,17 +19,7 @@ REPO = Path(trainfit.__file__).resolve().parents[2]
 DATA = REPO / "benchmarks" / "data" / "published_train_times_megatron_lm.json"
 
 
-def _load():
-    spec = importlib.util.spec_from_file_location("trainfit_bench_step_times_megatron_lm",
-                                                  REPO / "benchmarks" / "step_times.py")
-    mod = importlib.util.module_from_spec(spec)
-    assert spec.loader is not None
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-st = _load()
+st = load_step_times("trainfit_bench_step_times_megatron_lm")
 ROWS = {e["id"]: {**e, "_file": DATA.name} for e in json.loads(DATA.read_text())}
 MEGATRON = [i for i in ROWS if i.startswith("megatron-lm-")]
 

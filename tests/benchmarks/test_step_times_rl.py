@@ -4,28 +4,18 @@ kernels) and the generation phase of an entry whose training layout the card ref
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
+from step_times_module import load_step_times
 
 import trainfit
 
 REPO = Path(trainfit.__file__).resolve().parents[2]
 
 
-def _load():
-    spec = importlib.util.spec_from_file_location("trainfit_bench_step_times_rl", REPO / "benchmarks" / "step_times.py")
-    mod = importlib.util.module_from_spec(spec)
-    assert spec.loader is not None
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-S = _load()
+S = load_step_times("trainfit_bench_step_times_rl")
 RL = {e["id"]: e for e in json.loads(S.RL_DATA.read_text())}
 
 

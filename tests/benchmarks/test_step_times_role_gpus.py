@@ -4,28 +4,18 @@ Ray placement without colocation) is not representable; the same entry without t
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
+from step_times_module import load_step_times
 
 import trainfit
 
 REPO = Path(trainfit.__file__).resolve().parents[2]
 
 
-def _load():
-    spec = importlib.util.spec_from_file_location("trainfit_bench_step_times_roles", REPO / "benchmarks" / "step_times.py")
-    mod = importlib.util.module_from_spec(spec)
-    assert spec.loader is not None
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-S = _load()
+S = load_step_times("trainfit_bench_step_times_roles")
 OTHER = {e["id"]: e for e in json.loads((S.RL_DATA.parent / "published_rl_times_other.json").read_text())}
 ENTRY = OTHER["openrlhf-bench-ppo-llama2-7b-a800-8g"]
 

@@ -4,26 +4,17 @@ rollout.n_gpus_per_node), as NeMo RL does; a split inside one node stays a per-n
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
-import sys
 from pathlib import Path
+
+from step_times_module import load_step_times
 
 import trainfit
 
 REPO = Path(trainfit.__file__).resolve().parents[2]
 
 
-def _load():
-    spec = importlib.util.spec_from_file_location("trainfit_bench_step_times_verl_split", REPO / "benchmarks" / "step_times.py")
-    mod = importlib.util.module_from_spec(spec)
-    assert spec.loader is not None
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-S = _load()
+S = load_step_times("trainfit_bench_step_times_verl_split")
 PERF = {e["id"]: e for e in json.loads((S.RL_DATA.parent / "published_rl_times_verl_perf.json").read_text())}
 
 

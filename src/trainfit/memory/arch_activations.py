@@ -96,6 +96,12 @@ def _sdpa(ctx, *, q: int, k: int, v_storage: int, out: int, heads: int, rg: bool
     return ctx.T * (ctx.a * (q + k + v_storage + out) + FP32 * heads) if rg else 0
 
 
+def _eager_attention(ctx, *, q: int, k: int, v: int, heads: int) -> int:
+    """Eager attention's saved tensors: q and k for ``q @ k^T``, the fp32 softmax output, its 16-bit cast and v for
+    ``p @ v`` (widths per token; the output projection's input is counted by the caller)."""
+    return ctx.T * (ctx.a * (q + k + v) + FP32 * heads * ctx.s + ctx.a * heads * ctx.s)
+
+
 # --------------------------------------------------------------------------------------------- OPT
 
 
@@ -115,7 +121,7 @@ def _opt_layer(ctx, spec: ModelSpec, x_rg: bool) -> tuple[int, bool]:
     a_rg = q_rg or k_rg or v_rg
     if runs_eager(spec.family, ctx.attention):
         if a_rg:
-            total += ctx.T * (ctx.a * 3 * qd + FP32 * H * ctx.s + ctx.a * H * ctx.s)
+            total += _eager_attention(ctx, q=qd, k=qd, v=qd, heads=H)
             total += ctx.T * ctx.a * qd if ctx.full else 0  # out_proj's contiguous input
     else:
         total += _sdpa(ctx, q=qd, k=kvd, v_storage=kvd, out=qd, heads=H, rg=a_rg)
@@ -151,11 +157,22 @@ def _opt_layer(ctx, spec: ModelSpec, x_rg: bool) -> tuple[int, bool]:
 # --------------------------------------------------------------------------------------------- MPT
 
 
-def _gelu(ctx, width: int, x_rg: bool) -> int:
+def _gelu(ctx, width: int, x_rg: bool, saved: int = 1) -> int:
     """An elementwise GELU (exact, tanh or GPT-2's ``gelu_new``, whose torch ops save the input and a chain of
     intermediates on CPU; the CUDA ``gelu`` kernel of either approximation saves only its input): saves its
-    input when that needs a gradient. Its output, the next linear's input, is counted there."""
-    return ctx.T * ctx.a * width if x_rg else 0
+    input (``saved`` tensors of its width: ``GELU_NEW_SAVED`` for the torch-ops ``gelu_new``) when that needs a
+    gradient. Its output, the next linear's input, is counted there."""
+    return ctx.T * ctx.a * width * saved if x_rg else 0
+
+
+def _gelu_mlp(ctx, spec: ModelSpec, up: str, down: str, x_rg: bool, saved: int = 1) -> tuple[int, bool]:
+    """A non-gated MLP after its norm: ``up`` -> GELU (``_gelu``) -> ``down`` -> dropout; (bytes, output needs
+    a gradient)."""
+    h, w = spec.hidden_size, spec.intermediate_size
+    total, u_rg = _act._linear(ctx, up, h, x_rg)
+    total += _gelu(ctx, w, u_rg, saved)
+    b, d_rg = _act._linear(ctx, down, w, u_rg)
+    return total + b + _dropout(ctx, spec, h, d_rg), d_rg
 
 
 def _mpt_layer(ctx, spec: ModelSpec, x_rg: bool) -> tuple[int, bool]:
@@ -176,12 +193,12 @@ def _mpt_layer(ctx, spec: ModelSpec, x_rg: bool) -> tuple[int, bool]:
 
     Residual dropout (llm-foundry's ``resid_pdrop``, ``ModelSpec.dropout``) after out_proj and after
     down_proj keeps a mask each. LayerNorm (with or without bias) saves its input and the fp32 row stats."""
-    h, qd, kvd, H, w = spec.hidden_size, spec.q_dim, spec.kv_dim, spec.num_attention_heads, spec.intermediate_size
+    h, qd, kvd, H = spec.hidden_size, spec.q_dim, spec.kv_dim, spec.num_attention_heads
     total, n_rg = _layernorm(ctx, h, x_rg)
     b, a_rg = _act._linear(ctx, "Wqkv", h, n_rg)
     total += b
     if a_rg and runs_eager(spec.family, ctx.attention):
-        total += ctx.T * (ctx.a * (qd + 2 * kvd) + FP32 * H * ctx.s + ctx.a * H * ctx.s)
+        total += _eager_attention(ctx, q=qd, k=kvd, v=kvd, heads=H)
     elif a_rg:
         total += _sdpa(ctx, q=qd, k=kvd, v_storage=kvd, out=qd, heads=H, rg=True)
     b, o_rg = _act._linear(ctx, "out_proj", qd, a_rg)  # eager: the contiguous copy; flash: pad_input's output
@@ -191,12 +208,8 @@ def _mpt_layer(ctx, spec: ModelSpec, x_rg: bool) -> tuple[int, bool]:
     res_rg = x_rg or o_rg
     b, m_in = _layernorm(ctx, h, res_rg)
     total += b
-    b, u_rg = _act._linear(ctx, "up_proj", h, m_in)
+    b, d_rg = _gelu_mlp(ctx, spec, "up_proj", "down_proj", m_in)
     total += b
-    total += _gelu(ctx, w, u_rg)
-    b, d_rg = _act._linear(ctx, "down_proj", w, u_rg)
-    total += b
-    total += _dropout(ctx, spec, h, d_rg)
     ctx.parts["after_attention"] = total - attention_end  # freed by the MLP's backward, before attention's
     return total, res_rg or d_rg
 
@@ -217,7 +230,7 @@ def _gpt2_layer(ctx, spec: ModelSpec, x_rg: bool) -> tuple[int, bool]:
     the activation (``gelu`` / ``gelu_pytorch_tanh``: one fused kernel saving its input; ``gelu_new``:
     ``GELU_NEW_SAVED`` tensors), c_proj on the activation's output, resid_dropout. Attention dropout is not
     modelled (``hf_config`` leaves such configs unplanned)."""
-    h, qd, kvd, H, w = spec.hidden_size, spec.q_dim, spec.kv_dim, spec.num_attention_heads, spec.intermediate_size
+    h, qd, kvd, H = spec.hidden_size, spec.q_dim, spec.kv_dim, spec.num_attention_heads
     total, n_rg = _layernorm(ctx, h, x_rg)
     b, a_rg = _act._linear(ctx, "c_attn", h, n_rg)
     total += b
@@ -232,13 +245,9 @@ def _gpt2_layer(ctx, spec: ModelSpec, x_rg: bool) -> tuple[int, bool]:
     res_rg = x_rg or o_rg
     b, m_in = _layernorm(ctx, h, res_rg)
     total += b
-    b, u_rg = _act._linear(ctx, "c_fc", h, m_in)
+    b, d_rg = _gelu_mlp(ctx, spec, "c_fc", "mlp.c_proj", m_in,
+                        saved=GELU_NEW_SAVED if spec.hidden_act == "gelu_new" else 1)
     total += b
-    if u_rg:
-        total += ctx.T * ctx.a * w * (GELU_NEW_SAVED if spec.hidden_act == "gelu_new" else 1)
-    b, d_rg = _act._linear(ctx, "mlp.c_proj", w, u_rg)
-    total += b
-    total += _dropout(ctx, spec, h, d_rg)
     ctx.parts["after_attention"] = total - attention_end
     return total, res_rg or d_rg
 
@@ -262,12 +271,12 @@ def _gpt_neox_layer(ctx, spec: ModelSpec, x_rg: bool) -> tuple[int, bool]:
     the fake-tensor trace and a bare ``scaled_dot_product_attention`` on such a view save it (a real CPU run of
     the transformers model was seen to save a (b, H, s, d) v instead: 4h bytes a token less). Eager (``eager_attention_forward``): q and k for ``q @ k^T``, the fp32 softmax output, its
     bf16 cast and v for ``p @ v``; the additive bf16 mask is no saved tensor."""
-    h, qd, kvd, H, w = spec.hidden_size, spec.q_dim, spec.kv_dim, spec.num_attention_heads, spec.intermediate_size
+    h, qd, kvd, H = spec.hidden_size, spec.q_dim, spec.kv_dim, spec.num_attention_heads
     total, n_rg = _layernorm(ctx, h, x_rg)
     b, a_rg = _act._linear(ctx, "query_key_value", h, n_rg)
     total += b
     if a_rg and runs_eager(spec.family, ctx.attention):
-        total += ctx.T * (ctx.a * (qd + 2 * kvd) + FP32 * H * ctx.s + ctx.a * H * ctx.s)
+        total += _eager_attention(ctx, q=qd, k=kvd, v=kvd, heads=H)
     elif a_rg:  # v is a view of the fused output: SDPA's saved v keeps all of query_key_value's output alive
         total += _sdpa(ctx, q=qd, k=kvd, v_storage=qd + 2 * kvd, out=qd, heads=H, rg=True)
     b, o_rg = _act._linear(ctx, "dense", qd, a_rg)  # the output's contiguous (b, s, h) copy
@@ -282,12 +291,8 @@ def _gpt_neox_layer(ctx, spec: ModelSpec, x_rg: bool) -> tuple[int, bool]:
         res_rg = x_rg or o_rg
         b, m_in = _layernorm(ctx, h, res_rg)
         total += b
-    b, u_rg = _act._linear(ctx, "dense_h_to_4h", h, m_in)
+    b, d_rg = _gelu_mlp(ctx, spec, "dense_h_to_4h", "dense_4h_to_h", m_in)
     total += b
-    total += _gelu(ctx, w, u_rg)
-    b, d_rg = _act._linear(ctx, "dense_4h_to_h", w, u_rg)
-    total += b
-    total += _dropout(ctx, spec, h, d_rg)
     ctx.parts["after_attention"] = total - attention_end  # the MLP branch's backward runs first (created last)
     return total, res_rg or d_rg
 
@@ -322,8 +327,7 @@ def _mla(ctx, spec: ModelSpec, x_rg: bool) -> tuple[int, bool]:
     qk, v = H * ml.qk_head_dim, H * ml.v_head_dim
     if runs_eager(spec.family, ctx.attention):
         if a_rg:  # q, k for q@k^T, fp32 softmax, bf16 probabilities, v for p@v, o_proj's contiguous input
-            total += ctx.T * (2 * ctx.a * qk + FP32 * H * ctx.s + ctx.a * H * ctx.s
-                              + ctx.a * H * (ml.qk_nope_head_dim + ml.v_head_dim))
+            total += _eager_attention(ctx, q=qk, k=qk, v=H * (ml.qk_nope_head_dim + ml.v_head_dim), heads=H)
             total += ctx.T * ctx.a * v if ctx.full else 0
     else:
         total += _sdpa(ctx, q=qk, k=qk, v_storage=H * (ml.qk_nope_head_dim + ml.v_head_dim), out=v, heads=H, rg=a_rg)

@@ -28,6 +28,12 @@ class OffloadTime:
     exposed_s: float
 
 
+def host_copy_bytes_per_s(*, pcie_bytes_per_s: float, host_memory_bytes_per_s: float, gpus_per_node: int) -> float:
+    """One GPU's host <-> device copy rate while every GPU of its node copies at once: its own link
+    (``pcie_bytes_per_s``: PCIe or the host link) or its share of the host's memory bandwidth, whichever is lower."""
+    return min(pcie_bytes_per_s, host_memory_bytes_per_s / gpus_per_node)
+
+
 def cpu_adam_seconds(*, params_per_rank: float, ranks_per_node: int, rates: DeviceRates) -> float:
     """Host seconds of one Adam step over each rank's ``params_per_rank`` (all ranks of a node at once)."""
     return params_per_rank * ranks_per_node * CPU_ADAM_BYTES_PER_PARAM / rates.host_memory_bytes_per_s

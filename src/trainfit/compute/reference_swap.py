@@ -47,6 +47,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from trainfit.compute.offload import host_copy_bytes_per_s
+
 S_PER_BLOCKING_COPY = 15e-6
 """Host seconds of one blocking ``Tensor.copy_`` from pinned host memory into a GPU tensor beyond its bytes:
 PyTorch's dispatch, the ``cudaMemcpyAsync`` launch and the stream synchronization that a blocking copy waits
@@ -82,7 +84,8 @@ def reference_swap_seconds(*, state_bytes_per_gpu: float, tensors_per_gpu: int, 
         raise ValueError("reference_swap_seconds: bytes and tensors must be >= 0")
     if pcie_bytes_per_s <= 0 or host_memory_bytes_per_s <= 0 or gpus_per_node < 1:
         raise ValueError("reference_swap_seconds: rates must be > 0 and gpus_per_node >= 1")
-    rate_bytes_per_s = min(pcie_bytes_per_s, host_memory_bytes_per_s / gpus_per_node)
+    rate_bytes_per_s = host_copy_bytes_per_s(pcie_bytes_per_s=pcie_bytes_per_s,
+                                             host_memory_bytes_per_s=host_memory_bytes_per_s, gpus_per_node=gpus_per_node)
     one_way_s = state_bytes_per_gpu / rate_bytes_per_s
     return ReferenceSwapTime(
         to_host_s=one_way_s,

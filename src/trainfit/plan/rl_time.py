@@ -64,6 +64,7 @@ from math import ceil
 from trainfit.catalog.gpus import GpuSpec
 from trainfit.compute.model_parallel import pipeline_bubble_micro_steps
 from trainfit.compute.moe_time import expert_token_shards
+from trainfit.compute.offload import host_copy_bytes_per_s
 from trainfit.compute.rates import DeviceRates
 from trainfit.compute.training import Parallel, PhaseTime, forward_only_time, model_parallel_comm_of
 from trainfit.memory import attention as attn
@@ -550,7 +551,8 @@ def trainer_state_offload_phase(card: RunCard, spec: ModelSpec, r: DeviceRates, 
             # the update and the sync, and the old-policy log-probs where the step has that pass
             one_way += grads + weights * (3 if old_lp else 2)
     per_node = train_nodes(card)[1]
-    rate = min(r.pcie_bytes_per_s, r.host_memory_bytes_per_s / per_node)
+    rate = host_copy_bytes_per_s(pcie_bytes_per_s=r.pcie_bytes_per_s, host_memory_bytes_per_s=r.host_memory_bytes_per_s,
+                                 gpus_per_node=per_node)
     seconds = 2 * one_way / rate
     return _phase("state_offload", seconds, "offload", to_host=one_way / rate, to_device=one_way / rate)
 

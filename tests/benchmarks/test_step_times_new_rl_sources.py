@@ -1,0 +1,71 @@
+"""benchmarks/step_times.py picks up the RL companions published_rl_times_nemo_rl_v06.json (the NeMo RL v0.6 table rows
+not recorded before) and published_rl_times_miles_rocm.json (Miles on MI300X): every entry cites its source and quotes
+the figure it records, the NeMo RL rows map to cards the planner plans, and the rows the card cannot state are skipped
+with their reason."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from step_times_module import load_step_times
+
+S = load_step_times("trainfit_bench_step_times_new_rl_sources")
+NEMO = S.RL_DATA.parent / "published_rl_times_nemo_rl_v06.json"
+MILES = S.RL_DATA.parent / "published_rl_times_miles_rocm.json"
+ENTRIES = {e["id"]: e for f in (NEMO, MILES) for e in json.loads(f.read_text())}
+PLANNED = [i for i in ENTRIES if i.startswith("nemorl-v06-grpo-")]
+
+
+def test_the_harness_loads_both_companions() -> None:
+    files = S.data_files(S.RL_DATA)
+    assert NEMO in files and MILES in files
+    loaded = [e for e in S.load_entries(S.RL_DATA) if e["id"] in ENTRIES]
+    assert sorted(e["_file"] for e in loaded) == sorted([NEMO.name] * 10 + [MILES.name])
+
+
+def test_ids_are_new() -> None:
+    ids = [e["id"] for e in S.load_entries(S.RL_DATA)]
+    assert len(ids) == len(set(ids))
+
+
+@pytest.mark.parametrize("eid", sorted(ENTRIES))
+def test_each_entry_cites_and_quotes_its_figure(eid: str) -> None:
+    e = ENTRIES[eid]
+    src = e["source"]
+    assert src.get("repo") and src.get("path") and re.fullmatch(r"[0-9a-f]{40}", src.get("commit", ""))
+    step = e["measured"]["step_s"]
+    if e["framework"] == "nemo-rl":
+        # the table's last column is the step time, the one before it tokens/s/GPU
+        cells = [c.strip() for c in e["quote"].strip().strip("|").split("|")]
+        assert float(cells[-1]) == step
+        assert float(cells[-2].replace(",", "")) == e["measured"]["throughput"]["value"]
+        assert float(cells[4].replace(",", "")) == e["data"]["response_len_mean"]
+        assert int(cells[5]) == e["gpus"]
+    else:
+        assert f"{step:.2f}s" in e["quote"]
+        for v in e["measured"]["phases_s"].values():
+            assert v is None or f"{v:.2f}s" in e["quote"]
+
+
+@pytest.mark.parametrize("eid", PLANNED)
+def test_nemo_rl_rows_map_and_plan(eid: str) -> None:
+    e = ENTRIES[eid]
+    card, _ = S.map_rl(e)
+    assert card["preset"] == "nemo-rl"
+    assert card["hardware"]["gpus_per_node"] * card["hardware"]["nodes"] == e["gpus"]
+    assert card["rollout"]["prompts_per_step"] * card["rollout"]["num_generations"] == 512
+    planned = S.plan_card(card)
+    assert planned.step_s is not None and planned.step_s > 0
+
+
+@pytest.mark.parametrize(("eid", "reason"), [
+    ("nemorl-v06-swe-nemotron3-nano-30b-a3b-h100-bf16-128g-off1", "not in the catalog"),
+    ("miles-rocm-grpo-qwen3-30b-a3b-mi300x-8g", "prompt or response length not published"),
+])
+def test_unstated_rows_are_skipped_with_their_reason(eid: str, reason: str) -> None:
+    with pytest.raises(S.Unmapped) as err:
+        S.map_rl(ENTRIES[eid])
+    assert err.value.status == "skipped"
+    assert any(reason in r for r in err.value.reasons)

@@ -104,8 +104,9 @@ class FrameworkSync:
     s_per_tensor: float
     reason: str
     trainer_ranks_in_group: bool
-    """Every trainer rank joins the sync group (verl: actor ranks + rollout ranks), so a broadcast leaves
-    the trainer's node through all its GPUs' NICs; else trainer rank 0 alone sends."""
+    """Every trainer rank joins the sync group (NeMo RL's split refit, verl's fully-async paths: actor ranks +
+    rollout ranks), so a broadcast leaves the trainer's node through all its GPUs' NICs; else trainer rank 0 alone
+    sends (verl's checkpoint engine, OpenRLHF, TRL)."""
     source: str
     """repository, path and commit read."""
 
@@ -239,9 +240,10 @@ _FRAMEWORKS = {
         "verl/workers/engine/fsdp/transformer_impl.py (get_per_tensor_param) @b178a3cd56f58b2d502255daba591e92833930a7"),
     ("verl", Placement.SPLIT): (
         SyncMechanism.NCCL_BROADCAST, 2048 * 2**20, S_PER_TENSOR_BUCKETED,
-        "checkpoint engine, nccl backend: all-gather on the trainer, then 2 GiB buckets broadcast to the rollout replicas",
+        "checkpoint engine, nccl backend: all-gather on the trainer, then 2 GiB buckets broadcast from trainer "
+        "rank 0 to the rollout replicas (the other trainer ranks stay out of the group: build_topology)",
         "volcengine/verl verl/checkpoint_engine/README.md, verl/checkpoint_engine/nccl_checkpoint_engine.py "
-        "@b178a3cd56f58b2d502255daba591e92833930a7"),
+        "(send_weights, build_topology lines 152-160) @b178a3cd56f58b2d502255daba591e92833930a7"),
     ("trl", Placement.COLOCATE): (
         SyncMechanism.COLOCATED_CUDA_IPC, None, S_PER_TENSOR_BUCKETED,
         "vLLM runs in the trainer's process: per parameter full_tensor() then "
@@ -325,14 +327,28 @@ def framework_sync_mechanism(framework: str, placement: Placement | str,
         raise CardError(f"rollout.weight_sync: one of {', '.join(w.value for w in WeightSync)}; "
                         f"got {weight_sync!r}") from None
     variant = {WeightSync.PER_PARAMETER: _PER_PARAMETER, WeightSync.BUCKETED: _BUCKETED}.get(choice, {})
-    if (name, where) in variant:
+    fully_async_path = (name, where) in variant
+    if fully_async_path:
         mech, bucket, per, reason, source = variant[(name, where)]
     return FrameworkSync(framework=name, placement=where, mechanism=mech, bucket_bytes=bucket, s_per_tensor=per,
-                         reason=reason, trainer_ranks_in_group=_trainer_ranks_in_group(name, where), source=source)
+                         reason=reason, source=source,
+                         trainer_ranks_in_group=_trainer_ranks_in_group(name, where, fully_async_path=fully_async_path))
 
 
-def _trainer_ranks_in_group(framework: str, placement: Placement) -> bool:
-    """Every trainer rank joins the sync group: verl (actor + rollout workers, ``_create_weight_sync_group``)
-    and NeMo RL's non-colocated refit (``init_collective`` on every policy worker and every vLLM worker,
-    NVIDIA-NeMo/RL @9dbd9adc95a10f5946cceb36e1d5b31e2429e470); OpenRLHF and TRL send from trainer rank 0 alone."""
-    return framework == "verl" or (framework == "nemo-rl" and placement is Placement.SPLIT)
+def _trainer_ranks_in_group(framework: str, placement: Placement, *, fully_async_path: bool = False) -> bool:
+    """Every trainer rank joins the sync group: NeMo RL's non-colocated refit (``init_collective`` on every policy
+    worker and every vLLM worker, NVIDIA-NeMo/RL @9dbd9adc95a10f5946cceb36e1d5b31e2429e470), verl's colocated path
+    and verl's fully-async trainer's own split paths (``fully_async_path``: ``rollout.weight_sync`` per_parameter,
+    ``base_detach_sync.py`` ``create_weight_sync_group`` with rank = actor rank + offset over actors + rollouts;
+    bucketed, ``checkpoint_engine.py`` ``init_checkpoint_engine`` with every actor rank;
+    volcengine/verl @b178a3cd56f58b2d502255daba591e92833930a7).
+
+    verl's default split path, the checkpoint engine's nccl backend, broadcasts from trainer rank 0 alone: its
+    ``build_topology`` gives actor rank 0 rank 0 and every other actor worker rank -1 (outside the group), world size
+    rollout workers + 1 (verl/checkpoint_engine/nccl_checkpoint_engine.py lines 152-160 @b178a3cd56f58b2d502255daba591e92833930a7;
+    the same @b9873ee98 of verl-project/verl, 2026-07-10, the code the docs/advance/delta_weight_sync.md nccl rows
+    were measured on). verl-project/verl 8de5fb446 (2026-08-14, ``multi_sender``) later admits rank 0's node-local
+    actor workers as relays; not modelled here. OpenRLHF and TRL send from trainer rank 0 alone."""
+    if framework == "verl":
+        return placement is Placement.COLOCATE or fully_async_path
+    return framework == "nemo-rl" and placement is Placement.SPLIT

@@ -1,7 +1,7 @@
 """benchmarks/step_times.py picks up the RL companions published_rl_times_nemo_rl_v06.json (the NeMo RL v0.6 table rows
-not recorded before) and published_rl_times_miles_rocm.json (Miles on MI300X): every entry cites its source and quotes
-the figure it records, the NeMo RL rows map to cards the planner plans, and the rows the card cannot state are skipped
-with their reason."""
+not recorded before), published_rl_times_nemo_rl_refit.json (NeMo RL's DeepSeek-V3 NCCL refit) and
+published_rl_times_miles_rocm.json (Miles on MI300X): every entry cites its source and quotes the figure it records,
+the NeMo RL rows map to cards the planner plans, and the rows the card cannot state are skipped with their reason."""
 
 from __future__ import annotations
 
@@ -14,15 +14,16 @@ from step_times_module import load_step_times
 S = load_step_times("trainfit_bench_step_times_new_rl_sources")
 NEMO = S.RL_DATA.parent / "published_rl_times_nemo_rl_v06.json"
 MILES = S.RL_DATA.parent / "published_rl_times_miles_rocm.json"
-ENTRIES = {e["id"]: e for f in (NEMO, MILES) for e in json.loads(f.read_text())}
+REFIT = S.RL_DATA.parent / "published_rl_times_nemo_rl_refit.json"
+ENTRIES = {e["id"]: e for f in (NEMO, MILES, REFIT) for e in json.loads(f.read_text())}
 PLANNED = [i for i in ENTRIES if i.startswith("nemorl-v06-grpo-")]
 
 
 def test_the_harness_loads_both_companions() -> None:
     files = S.data_files(S.RL_DATA)
-    assert NEMO in files and MILES in files
+    assert NEMO in files and MILES in files and REFIT in files
     loaded = [e for e in S.load_entries(S.RL_DATA) if e["id"] in ENTRIES]
-    assert sorted(e["_file"] for e in loaded) == sorted([NEMO.name] * 10 + [MILES.name])
+    assert sorted(e["_file"] for e in loaded) == sorted([NEMO.name] * 10 + [MILES.name] + [REFIT.name] * 2)
 
 
 def test_ids_are_new() -> None:
@@ -36,7 +37,11 @@ def test_each_entry_cites_and_quotes_its_figure(eid: str) -> None:
     src = e["source"]
     assert src.get("repo") and src.get("path") and re.fullmatch(r"[0-9a-f]{40}", src.get("commit", ""))
     step = e["measured"]["step_s"]
-    if e["framework"] == "nemo-rl":
+    if e["kind"] == "rl_phase":
+        # the quoted table row: | measurement | NIXL | NCCL | improvement |, the NCCL column recorded
+        cells = [c.strip() for c in e["quote"].rsplit("[...]", 1)[1].strip().strip("|").split("|")]
+        assert cells[2] == f"{e['measured']['phases_s']['weight_sync']:.2f} s"
+    elif e["framework"] == "nemo-rl":
         # the table's last column is the step time, the one before it tokens/s/GPU
         cells = [c.strip() for c in e["quote"].strip().strip("|").split("|")]
         assert float(cells[-1]) == step
@@ -58,6 +63,14 @@ def test_nemo_rl_rows_map_and_plan(eid: str) -> None:
     assert card["rollout"]["prompts_per_step"] * card["rollout"]["num_generations"] == 512
     planned = S.plan_card(card)
     assert planned.step_s is not None and planned.step_s > 0
+
+
+@pytest.mark.parametrize("eid", sorted(i for i in ENTRIES if i.startswith("nemorl-refit-")))
+def test_refit_rows_plan_a_split_weight_sync(eid: str) -> None:
+    card, _ = S.map_rl(ENTRIES[eid])
+    assert card["rollout"]["placement"] == "split" and card["rollout"]["nodes"] == 4
+    seconds, keys = S.phase_seconds(S.plan_card(card), "weight_sync")
+    assert keys == ["time.weight_sync"] and seconds is not None and seconds > 0
 
 
 @pytest.mark.parametrize(("eid", "reason"), [

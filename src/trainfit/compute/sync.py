@@ -46,6 +46,14 @@ defaults are published measurements:
   ``update_weight``): TRL PR #5249 measured 0.6 s for Qwen2-0.5B (290 tensors) before batching.
 * ``S_PER_BUCKET`` = 3 ms: one IPC handle open/close or broadcast handshake per bucket (slime, above).
 
+Known gap: verl's checkpoint engine into SGLang (verl-project/verl docs/advance/delta_weight_sync.md, nccl rows,
+H100) is 4-10x slower than this model. Its code path (@b9873ee98, the measured one) keeps the bytes on the GPU:
+``full_tensor()`` of each fp32 FSDP2 parameter, a bf16 cast, a copy into the bucket, one broadcast per bucket,
+CUDA-IPC handles (not the tensors) to SGLang's ``update_weights_from_tensor``; only an offloaded trainer copies its
+fp32 shard up from pageable memory per parameter. The publisher's profile (verl-project/verl issue #7060,
+2026-07-20) puts 23.5 s of the 72B sender's 24 s in that gather and packing (~6 GB/s of bf16 out), which no rate
+catalogued here explains; no term stands in for it.
+
 Pure Python: no torch import.
 """
 

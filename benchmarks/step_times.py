@@ -61,6 +61,8 @@ sys.path.insert(0, str(ROOT / "src"))
 
 TRAIN_DATA = HERE / "data" / "published_train_times.json"
 RL_DATA = HERE / "data" / "published_rl_times.json"
+PROMPT_LENGTHS = HERE / "data" / "rl_prompt_lengths.json"
+"""Measured mean prompt tokens per (dataset, model) as the framework feeds them (``rl_prompt_lengths.py``)."""
 
 
 def data_files(main: Path) -> list[Path]:
@@ -340,6 +342,10 @@ def model_parallel_section(dims: dict[str, Any], *, num_layers: int | None = Non
         # consecutive experts per token); each entry's note cites the config
         if dims.get("moe_routing"):
             out["moe_routing"] = dims["moe_routing"]
+    # Megatron-Core distributed optimizer overlap_param_gather where the entry's recipe sets it (the card's
+    # parallel.overlap_param_gather; each entry's note cites the file)
+    if dims.get("overlap_param_gather"):
+        out["overlap_param_gather"] = True
     if out:
         notes.insert(0, "model parallel: " + ", ".join(f"{k} {v}" for k, v in out.items() if k != "pipeline_layout"))
     return out, notes
@@ -478,6 +484,34 @@ def published_train_seconds(e: dict[str, Any], tokens_per_step: float) -> float:
     raise Unmapped("skipped", [f"metric '{metric}' has no unambiguous step-time conversion"])
 
 
+def overlap_param_gather_of(e: dict[str, Any], dp: int) -> str | None:
+    """The note when a training entry's framework runs the distributed optimizer's parameter all-gather overlapped
+    with the next forward (the card's ``parallel.overlap_param_gather``, ``compute.dist_optimizer``), else None.
+
+    * Megatron-LM's 2024 scaling table: the README states ``--overlap-grad-reduce --overlap-param-gather`` (each
+      entry's note quotes it).
+    * Megatron-Bridge pretraining: ``_pretrain_common`` builds ``DistributedDataParallelConfig(...,
+      overlap_grad_reduce=True, overlap_param_gather=True, ..., use_distributed_optimizer=True)`` and, where the
+      performance scripts add a ``CommOverlapConfig``, ``_get_optimizer_overlap_cfgs`` sets both True when
+      ``data_parallel_size > 1`` (NVIDIA-NeMo/Megatron-Bridge src/megatron/bridge/recipes/common.py l.80-88,
+      src/megatron/bridge/training/comm_overlap.py l.562-583 @067f987df03b8355b03192d88d70f1709fedf51a). Its SFT
+      / LoRA recipes (``_sft_common``: overlap not set, Megatron-Core's default false) are left as they are.
+    * NeMo 24.07 (NeMo-Framework-Launcher): ``distributed_fused_adam`` with ``overlap_param_sync: true`` where the
+      entry's note states it (Apex's sharded optimizer, its parameter sync overlapped with the forward; planned as
+      Megatron's)."""
+    if e["parallel"].get("strategy") != "megatron-dist-opt" or dp <= 1:
+        return None
+    note, fw = e.get("note") or "", e["framework"]
+    if fw == "megatron" and "--overlap-param-gather" in note:
+        return "distributed optimizer overlap_param_gather (the README's --overlap-param-gather)"
+    if fw == "megatron-bridge" and e["kind"] == "pretrain":
+        return ("distributed optimizer overlap_param_gather (Megatron-Bridge _pretrain_common and CommOverlapConfig"
+                " with data parallel > 1)")
+    if fw == "nemo" and "overlap_param_sync true" in note:
+        return "distributed_fused_adam overlap_param_sync planned as the distributed optimizer's overlap_param_gather"
+    return None
+
+
 def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """The run card for a published training entry (Unmapped with the reasons otherwise)."""
     blockers = parallel_blockers(e["parallel"])
@@ -525,6 +559,9 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         notes.append("Megatron distributed optimizer planned as ZeRO-1")
     if hw["gpus_per_node"] * hw["nodes"] == 1:
         strategy = "single"
+    overlap_gather = overlap_param_gather_of(e, dp) if strategy == "zero1" else None
+    if overlap_gather:
+        notes.append(overlap_gather)
     kind = e["kind"]
     scope = {"sft_lora": "lora", "sft_qlora": "qlora"}.get(kind, "full")
     if "Int4" in e["model"]:
@@ -543,7 +580,8 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     card: dict[str, Any] = {
         "model": model, "method": "sft", "scope": scope, "hardware": hw,
         "parallel": {"strategy": strategy, "offload": e["parallel"].get("offload") or "none",
-                     **ckpt, "compile": bool(e.get("compile")) or fused, **mp},
+                     **ckpt, "compile": bool(e.get("compile")) or fused, **mp,
+                     **({"overlap_param_gather": True} if overlap_gather else {})},
         "batch": {"micro_batch_size": b["micro_batch_size"], "seq_len": b["seq_len"],
                   "grad_accum": b.get("grad_accum") or 1},
         "attention": attention_of(e),
@@ -581,15 +619,37 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
 
 # ---------------------------------------------------------------- RL entries -> cards
 
-def rl_lengths(e: dict[str, Any]) -> tuple[int, int, int | None, list[str]]:
-    """(prompt tokens, max response, mean response or None, notes) for an RL entry."""
+def measured_prompt_mean(dataset: str | None, model: str) -> dict[str, Any] | None:
+    """The ``rl_prompt_lengths.json`` entry measured for this dataset and model (the model's chat template and
+    tokenizer), or None."""
+    if not dataset:
+        return None
+    doc = json.loads(PROMPT_LENGTHS.read_text())
+    return next((x for x in doc["entries"] if x["dataset"] == dataset and x["model"] == model), None)
+
+
+def rl_lengths(e: dict[str, Any]) -> tuple[int, int | None, int, int | None, list[str]]:
+    """(prompt tokens (the maximum where only that is published), mean prompt tokens or None, max response,
+    mean response or None, notes) for an RL entry. The mean prompt is the published one, else the one measured
+    for the entry's dataset and model (``PROMPT_LENGTHS``) when the published maximum holds its longest prompt."""
     d, m = e["data"], e["measured"]
     notes = []
     resp_max = d.get("response_len_max")
     resp_mean = int(round(d["response_len_mean"])) if d.get("response_len_mean") else None
     prompt = d.get("prompt_len_mean") or d.get("prompt_len_max")
+    prompt_mean = None
     if prompt and not d.get("prompt_len_mean"):
-        notes.append(f"prompt length: the published max ({prompt}); no mean published")
+        got = measured_prompt_mean(d.get("dataset"), e["model"])
+        if got and got["max_tokens"] <= prompt:
+            prompt_mean = int(round(got["mean_tokens"]))
+            notes.append(f"prompt mean {prompt_mean} tokens: {got['dataset']} measured ({got['prompts']:,} prompts"
+                         " with the recipe's instruction and the model's chat template,"
+                         f" benchmarks/rl_prompt_lengths.py; longest {got['max_tokens']}); the published max"
+                         f" ({prompt}) bounds memory")
+        else:
+            notes.append(f"prompt length: the published max ({prompt}); no mean published"
+                         + (f" (measured longest {got['max_tokens']} tokens exceeds it: the run filters or truncates,"
+                            " the measured mean is not its mean)" if got else ""))
     tput = m.get("throughput") or {}
     if not prompt and resp_mean and m.get("step_s") and tput.get("metric") == "tokens_per_s_per_gpu":
         per_seq = tput["value"] * e["gpus"] * m["step_s"] / (d["prompts_per_step"] * d["n_per_prompt"])
@@ -600,7 +660,7 @@ def rl_lengths(e: dict[str, Any]) -> tuple[int, int, int | None, list[str]]:
         raise Unmapped("skipped", ["prompt or response length not published"])
     if resp_mean is None:
         notes.append("mean response not published: the card's default distribution below the max")
-    return int(prompt), int(resp_max), resp_mean, notes
+    return int(prompt), prompt_mean, int(resp_max), resp_mean, notes
 
 
 def rollout_tp(e: dict[str, Any], model: Any) -> tuple[int, list[str]]:
@@ -655,13 +715,13 @@ def rollout_section(e: dict[str, Any], model: Any, nodes: int) -> tuple[dict[str
     ro, d = e["rollout"], e["data"]
     notes: list[str] = []
     if e["kind"] == "rl_phase":
-        prompt, resp_max, resp_mean = 512, 1024, None
+        prompt, prompt_mean, resp_max, resp_mean = 512, None, 1024, None
         notes.append("phase-only entry: batch and lengths not published (card defaults; the phase compared "
                      "does not depend on them)")
     elif not d.get("prompts_per_step") or not d.get("n_per_prompt"):
         raise Unmapped("skipped", ["prompts per step or generations per prompt not published"])
     else:
-        prompt, resp_max, resp_mean, notes = rl_lengths(e)
+        prompt, prompt_mean, resp_max, resp_mean, notes = rl_lengths(e)
     tp, n = rollout_tp(e, model)
     notes += n
     out: dict[str, Any] = {"placement": ro["placement"], "tensor_parallel": tp, "prompt_len": prompt,
@@ -677,6 +737,8 @@ def rollout_section(e: dict[str, Any], model: Any, nodes: int) -> tuple[dict[str
                          f" {'sequences' if e['framework'] == 'nemo-rl' else 'prompts'})")
     if resp_mean:
         out["response_len_mean"] = min(resp_mean, resp_max)
+    if prompt_mean:
+        out["prompt_len_mean"] = prompt_mean
     for key in ("gpu_memory_utilization", "max_num_seqs", "weight_sync", "trainer_offload"):
         if ro.get(key):
             out[key] = ro[key]
@@ -871,7 +933,8 @@ def map_rl(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     # packed length the planner uses (rl_time.response_mean: the mean, else the model's length profile);
     # verl multiplies the per-GPU budget by the Ulysses size (dp_actor.py: ppo_max_token_len_per_gpu *
     # ulysses_sequence_parallel_size): one micro-batch spans the sequence-parallel group
-    per_seq = rollout["prompt_len"] + int(planned_response_mean(rollout, e["model"]))
+    per_seq = (int(rollout.get("prompt_len_mean") or rollout["prompt_len"])
+               + int(planned_response_mean(rollout, e["model"])))
     ulysses = tr.get("sequence_parallel_ulysses") or 1
     if not mbs and tokens_per_gpu:
         mbs = max(1, int(tokens_per_gpu) * ulysses // per_seq)
@@ -980,8 +1043,8 @@ def role_pass_cards(e: dict[str, Any], card: dict[str, Any]) -> list[tuple[tuple
       ``ppo_max_token_len_per_gpu``), which the card cannot state apart from the actor's."""
     tr, d = e["train"], e["data"]
     ro = card["rollout"]
-    eff = ro["prompt_len"] + int(planned_response_mean(ro, e["model"]))
-    padded_ro = dict(ro, prompt_len=int(d.get("prompt_len_max") or ro["prompt_len"]),
+    eff = int(ro.get("prompt_len_mean") or ro["prompt_len"]) + int(planned_response_mean(ro, e["model"]))
+    padded_ro = dict(ro, prompt_len=int(d.get("prompt_len_max") or ro["prompt_len"]), prompt_len_mean=None,
                      response_len_mean=ro["response_len"])
     out = []
     if tr.get("remove_padding") is False:
@@ -1319,13 +1382,13 @@ def rl_rule_figures(e: dict[str, Any], n: float | None) -> dict[str, float | Non
     if n is None or not (d.get("prompts_per_step") and d.get("n_per_prompt")):
         return out
     try:
-        prompt, resp_max, resp_mean, _ = rl_lengths(e)
+        prompt, prompt_mean, resp_max, resp_mean, _ = rl_lengths(e)
     except Unmapped:
         return out
     resp = resp_mean or resp_max
     seqs = d["prompts_per_step"] * d["n_per_prompt"]
     generated = seqs * resp
-    trained = seqs * (prompt + resp)
+    trained = seqs * ((prompt_mean or prompt) + resp)
     gen_gpus = (ro.get("rollout_gpus") if ro["placement"] == "split" else None) or e["gpus"]
     train_gpus = (ro.get("train_gpus") if ro["placement"] == "split" else None) or e["gpus"]
     epochs = tr.get("ppo_epochs") or 1
@@ -1514,7 +1577,8 @@ def rl_rows(entries: list[dict[str, Any]], ledger: list[dict[str, Any]]) -> list
                         row.notes.append("no trainfit figure for this phase in the plan")
                     elif subset == ASSUMED_MEAN and q in ("actor_update", "logprob"):
                         ro = card["rollout"]
-                        row.assumed_seq_tokens = float(ro["prompt_len"] + planned_response_mean(ro, e["model"]))
+                        row.assumed_seq_tokens = float((ro.get("prompt_len_mean") or ro["prompt_len"])
+                                                       + planned_response_mean(ro, e["model"]))
                         row.implied_seq_tokens = implied_sequence_tokens(e, q, pub)
             rows.append(row)
         ledger.append({"id": e["id"], "file": e.get("_file", RL_DATA.name), "status": status, "reasons": reasons})

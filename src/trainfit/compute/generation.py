@@ -120,6 +120,7 @@ def generation_time(
     prompt_len: int,
     response_len_max: int,
     weight_bytes: float,
+    prompt_len_mean: float | None = None,
     kv_bytes_per_token: float,
     max_num_seqs: int,
     engines: int = 1,
@@ -145,6 +146,9 @@ def generation_time(
     """Seconds of one rollout phase (module docstring).
 
     ``matmul_params``: ``trainfit.compute.flops.matmul_params(spec)`` (active experts only).
+    ``prompt_len`` / ``prompt_len_mean``: the longest prompt (the KV-capacity check and the bound on a preempted
+    sequence's recompute) and the mean prompt the engine prefills and attends to (None: ``prompt_len``); every prompt
+    is taken at the mean (prefill attention ~ mean², a lower bound when prompt lengths spread).
     ``weight_bytes``: the whole model as the engine holds it (split over ``tp``).
     ``kv_bytes_per_token``: KV of one token over all layers, whole model (split over ``tp``).
     ``kv_capacity_tokens``: KV tokens one engine holds (None: unlimited, no preemption).
@@ -165,6 +169,9 @@ def generation_time(
     if min(tp, engines, prompts, samples_per_prompt, prompt_len, max_num_seqs, quantiles) < 1:
         raise CardError("generation: tp, engines, prompts, samples_per_prompt, prompt_len, max_num_seqs, "
                         "quantiles must be >= 1")
+    prompt = float(prompt_len if prompt_len_mean is None else prompt_len_mean)
+    if not 1 <= prompt <= prompt_len:
+        raise CardError(f"prompt_len_mean: must be within [1, prompt_len={prompt_len}], got {prompt_len_mean}")
     if weight_bytes <= 0 or kv_bytes_per_token < 0:
         raise CardError(f"generation: weight_bytes must be > 0 and kv_bytes_per_token >= 0, "
                         f"got {weight_bytes}, {kv_bytes_per_token}")
@@ -179,7 +186,7 @@ def generation_time(
     base = chunk_tokens or max(response_len_max / MAX_CHUNKS_PER_LENGTH,
                                min(MIN_CHUNK_TOKENS, mean / MIN_CHUNKS_PER_MEAN))
     chunk = l_top / ceil(l_top / base) if len(groups) == 1 else float(base)
-    kv_prompt = prompt_len / samples_per_prompt if prefix_sharing else float(prompt_len)
+    kv_prompt = prompt / samples_per_prompt if prefix_sharing else prompt
     step = _step_model(spec=spec, matmul_params=matmul_params, rates=rates, tp=tp, weight_bytes=weight_bytes,
                        kv_bytes_per_token=kv_bytes_per_token, cuda_graphs=cuda_graphs,
                        engine_s_per_step=engine_s_per_step, tp_all_reduce_latency_s=tp_all_reduce_latency_s,
@@ -188,15 +195,15 @@ def generation_time(
                        engine_s_per_sequence=engine_s_per_sequence, rank_bytes=rank_weight_bytes,
                        expert_bytes_per_param=expert_bytes_per_param, linear_flops_per_s=linear_flops_per_s)
     if streaming:
-        dec = _stream_decode(groups=groups, sequences=seqs, slots=max_num_seqs, prompt_len=prompt_len,
+        dec = _stream_decode(groups=groups, sequences=seqs, slots=max_num_seqs, prompt_len=prompt,
                              kv_prompt=kv_prompt, kv_capacity=kv_capacity_tokens, step=step)
     else:
-        dec = _simulate_decode(groups=groups, sequences=seqs, slots=max_num_seqs, prompt_len=prompt_len,
+        dec = _simulate_decode(groups=groups, sequences=seqs, slots=max_num_seqs, prompt_len=prompt,
                                kv_prompt=kv_prompt, kv_capacity=kv_capacity_tokens, chunk=chunk, step=step)
     prefilled = ceil(seqs / samples_per_prompt) if prefix_sharing else seqs
     common = dict(spec=spec, matmul_params=matmul_params, rates=rates, tp=tp,
                   tp_all_reduce_latency_s=tp_all_reduce_latency_s, link=tp_link, linear_flops_per_s=linear_flops_per_s)
-    prefill, prefill_comm = prefill_seconds(sequences=prefilled, context_tokens=prefilled * prompt_len, **common)
+    prefill, prefill_comm = prefill_seconds(sequences=prefilled, context_tokens=prefilled * prompt, **common)
     # a preempted sequence re-prefills at most its whole context (prompt + longest response): the fluid
     # bookkeeping of readmitted sequences can overstate the context it carries, so bound it here
     longest = prompt_len + l_top

@@ -46,6 +46,15 @@ def assumptions_of(card: RunCard, spec: ModelSpec, sharding: Sharding, *, replay
             "RL losses use per-token log-probs (selective log-softmax); their logits are modelled with the"
             " cross-entropy mechanism of the SFT step (same order: 10-12 B per logit at the loss)"
         )
+        ro = card.rollout
+        if ro.prompt_len_mean is None:
+            out.append(f"prompt tokens: every prompt at rollout.prompt_len ({ro.prompt_len}, the maximum) for time as"
+                       " for memory, an upper bound where prompts are shorter; set rollout.prompt_len_mean (the mean"
+                       " tokenized prompt with its template)")
+        else:
+            out.append(f"prompt tokens: time uses the mean, rollout.prompt_len_mean {ro.prompt_len_mean} (prefill,"
+                       " decode context, the log-prob and update passes of frameworks that remove padding); memory,"
+                       f" KV capacity and padded passes use the maximum, rollout.prompt_len {ro.prompt_len}")
     if spec.num_linear_attention_layers:
         from trainfit.memory.activations import DELTANET_KERNELS
 

@@ -128,6 +128,16 @@ def response_mean(card: RunCard, spec: ModelSpec | None = None) -> float:
     return default_response_mean(response_len_max=ro.response_len, profile=profile_for(spec.name if spec else None))
 
 
+def prompt_mean(card: RunCard) -> float:
+    """Mean prompt tokens one sequence carries through generation and the passes that drop padding:
+    ``rollout.prompt_len_mean`` when the card gives it, else ``rollout.prompt_len`` (every prompt at the maximum, an
+    upper bound). verl (``use_remove_padding``), OpenRLHF (``packing_samples``) and NeMo RL (sequence packing) run
+    their log-prob and update passes on the real tokens, and vLLM prefills and attends to the prompt as tokenized;
+    memory, KV capacity and padded passes keep the maximum (``RunCard.rollout`` field docs)."""
+    ro = card.rollout
+    return float(ro.prompt_len_mean or ro.prompt_len)
+
+
 def _phase(name: str, seconds: float, bound: str, **terms: float) -> PhaseTime:
     return PhaseTime(name, seconds, bound, dict(terms))
 
@@ -142,9 +152,10 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
     seqs_per_gpu = ceil(seqs / train_gpus)
     packed = card.preset in PACKING_PRESETS
     mean = response_mean(card, spec)
-    seq_len = int(ro.prompt_len + (mean if packed else ro.response_len))
+    prompt = prompt_mean(card)
+    seq_len = int(prompt + mean) if packed else ro.prompt_len + ro.response_len
     notes = [f"RL sequences: {seqs} per step, {seqs_per_gpu} per training GPU at {seq_len} tokens"
-             + (" (packed: prompt + mean response)" if packed else " (padded to prompt + max response)")]
+             + (" (packed: mean prompt + mean response)" if packed else " (padded to max prompt + max response)")]
     if not ro.response_len_mean:
         from trainfit.compute.response_lengths import profile_for
 
@@ -274,7 +285,7 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
         total = max(gen_total, train_side)
         notes.append(f"{ro.async_mode.value.replace('_', ' ')}: generation ({gen_total:.1f} s) overlaps the training"
                      f" side with its weight sync ({train_side:.1f} s); the step is the larger")
-    tokens = float(seqs * (ro.prompt_len + mean))
+    tokens = float(seqs * (prompt + mean))
     return StepTiming(total, tokens, tuple(gen_side + phases), tuple(notes) + actor.assumptions)
 
 
@@ -297,7 +308,7 @@ def update_work_cv(card: RunCard, spec: ModelSpec, *, micro_batch_sequences: int
     groups = response_length_groups(shape=ro.response_len_shape, response_len_max=ro.response_len,
                                     response_len_mean=mean, sequences=4096)
     spread = sum(w * (length - mean) ** 2 for length, w in groups) ** 0.5
-    return micro_batch_token_cv(sequence_tokens_cv=spread / (ro.prompt_len + mean), sequences=micro_batch_sequences)
+    return micro_batch_token_cv(sequence_tokens_cv=spread / (prompt_mean(card) + mean), sequences=micro_batch_sequences)
 
 
 SERIAL_PHASES = ("weight_sync", "sleep_wake")
@@ -368,8 +379,8 @@ def generation_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, rollout, r: D
                    nic_bytes_per_s=nic_bytes_per_s(card), gpu_id=gpu.id)
     g = generation_time(
         spec=spec, matmul_params=matmul_params(spec), rates=r, tp=ro.tensor_parallel, prompts=ro.prompts_per_step,
-        samples_per_prompt=ro.num_generations, prompt_len=ro.prompt_len, response_len_max=ro.response_len,
-        response_len_mean=response_mean(card, spec), response_len_shape=ro.response_len_shape,
+        samples_per_prompt=ro.num_generations, prompt_len=ro.prompt_len, prompt_len_mean=prompt_mean(card),
+        response_len_max=ro.response_len, response_len_mean=response_mean(card, spec), response_len_shape=ro.response_len_shape,
         weight_bytes=_engine_weight_bytes(spec), kv_bytes_per_token=rollout.kv_bytes_per_token * ro.tensor_parallel,
         max_num_seqs=ro.max_num_seqs, kv_capacity_tokens=rollout.kv_capacity_tokens or None,
         cuda_graphs=ro.cuda_graphs, engines=max(1, rollout.engine_instances),

@@ -139,6 +139,11 @@ class ParallelSection(_Section):
     sequence_parallel: bool = Field(False, description="Megatron sequence parallel: norms and dropout on sequence shards (needs tensor_parallel > 1).")
     tensor_parallel_impl: TensorParallelImpl = Field(TensorParallelImpl.DTENSOR, description="dtensor (torch's DTensor plan, torchtitan) | megatron (Megatron-Core: Megatron-LM, NeMo, Megatron-Bridge: sequence-parallel linears save their input's shard, the embedding keeps its rows' gradient, vocab_parallel_cross_entropy, at every tensor-parallel size).")
     tp_comm_overlap: bool = Field(False, description="Transformer Engine userbuffers overlap the tensor-parallel all-gathers / reduce-scatters with the GEMMs (Megatron-Core --tp-comm-overlap; needs sequence_parallel).")
+    overlap_param_gather: bool = Field(False, description="Megatron-Core distributed optimizer (strategy zero1)"
+                                       " overlap_param_gather (--overlap-param-gather; Megatron-Core's default false):"
+                                       " the parameter all-gather after the step waits for the next forward and hides"
+                                       " behind it bucket by bucket, the first bucket exposed; false: it runs right"
+                                       " after the step, exposed. Needs strategy zero1.")
     context_parallel: int = Field(1, ge=1, le=1024, description="Sequence split over this many ranks (context parallel / Ulysses).")
     context_parallel_kind: ContextParallelKind = Field(ContextParallelKind.RING, description="ring (Megatron CP) | ulysses (verl, OpenRLHF).")
     pipeline_parallel: int = Field(1, ge=1, le=1024, description="Pipeline stages; batch.grad_accum is the micro-batches per step.")
@@ -149,7 +154,9 @@ class ParallelSection(_Section):
     moe_dispatcher: MoeDispatcher = Field(MoeDispatcher.ALLTOALL, description="alltoall (Megatron-Core"
                                           " moe_token_dispatcher_type alltoall: one copy per routed expert) | deepep"
                                           " (DeepEP / HybridEP, Megatron-Core flex: one copy per destination node over"
-                                          " the network, fanned out over NVLink).")
+                                          " the network, fanned out over NVLink) | allgather (Megatron-Core's"
+                                          " default allgather: every rank's tokens all-gathered over the expert"
+                                          " tensor x expert parallel ranks, the output reduce-scattered back).")
     moe_comm_overlap: bool = Field(False, description="Megatron-Core overlap_moe_expert_parallel_comm (Megatron-Bridge"
                                    " moe_a2a_overlap): the combined 1F1B schedule hides a micro-batch's expert-parallel"
                                    " all-to-alls behind another's compute; needs expert_parallel > 1, no full"
@@ -382,7 +389,13 @@ class RolloutSection(_Section):
     nodes: int | None = Field(None, ge=1, le=100_000, description="split: whole nodes given to the rollout engine, the other nodes train (NeMo RL policy.generation.colocated.resources.num_nodes); instead of gpus.")
     tensor_parallel: int = Field(1, ge=1, le=1024)
     gpu_memory_utilization: float = Field(0.3, gt=0, le=1, description="vLLM budget fraction (TRL colocate default 0.3).")
-    prompt_len: int = Field(512, ge=1, le=10_000_000)
+    prompt_len: int = Field(512, ge=1, le=10_000_000, description="Longest prompt tokens (verl data.max_prompt_length):"
+                            " memory, KV capacity and padded passes use it.")
+    prompt_len_mean: int | None = Field(
+        None, ge=1, le=10_000_000, description="Mean prompt tokens the engine and the trainer actually process (the"
+        " prompt text with its instruction and chat template): time uses it for prefill, decode context and the"
+        " log-prob and update passes of frameworks that remove padding; memory keeps prompt_len. Default: prompt_len"
+        " (every prompt at the maximum, an upper bound for time).")
     response_len: int = Field(1024, ge=1, le=10_000_000)
     num_generations: int = Field(8, ge=1, le=4096, description="Completions per prompt (GRPO group size).")
     prompts_per_step: int = Field(16, ge=1, le=1_000_000, description="Prompts per rollout step, whole run.")
@@ -420,6 +433,13 @@ class RolloutSection(_Section):
     async_mode: AsyncMode = Field(AsyncMode.NONE, description="none | one_step_off | fully_async: generation overlaps training; the step is the slower side.")
     reward_seconds_per_sample: float = Field(0.0, ge=0, le=86400, description="Reward time per completion (sandboxed tests); 0 for a rule.")
     reward_workers: int = Field(1, ge=1, le=1_000_000, description="Completions graded in parallel.")
+
+    @model_validator(mode="after")
+    def _prompt_mean_within_max(self) -> RolloutSection:
+        if self.prompt_len_mean is not None and self.prompt_len_mean > self.prompt_len:
+            raise ValueError(f"rollout.prompt_len_mean: {self.prompt_len_mean} is more than the longest prompt"
+                             f" (rollout.prompt_len {self.prompt_len}); allowed: 1 to {self.prompt_len}, or null")
+        return self
 
 
 class RolesSection(_Section):
@@ -544,12 +564,19 @@ class RunCard(_Section):
             # when sequence parallelism is enabled"
             raise ValueError("parallel.tp_comm_overlap: needs parallel.sequence_parallel: true (and tensor_parallel > 1);"
                              " allowed without it: false")
+        if par.overlap_param_gather and par.strategy is not Strategy.ZERO1:
+            raise ValueError(f"parallel.overlap_param_gather: needs strategy zero1 (Megatron-Core's distributed"
+                             f" optimizer), not {par.strategy.value}; allowed otherwise: false")
         if par.moe_comm_overlap:
             # Megatron-Core megatron/core/transformer/transformer_config.py @d98e8a64 __post_init__: "only supported with
             # expert model parallelism", "disable full recomputation", "virtual_pipeline_model_parallel_size must be
             # specified when pipeline_model_parallel_size > 1"
             if par.expert_parallel <= 1:
                 raise ValueError("parallel.moe_comm_overlap: needs parallel.expert_parallel > 1; allowed without it: false")
+            if par.moe_dispatcher is MoeDispatcher.ALLGATHER:
+                # transformer_config.py @d98e8a64 l.3019: "supported with alltoall/flex token dispatcher"
+                raise ValueError("parallel.moe_comm_overlap: needs moe_dispatcher alltoall or deepep, not allgather;"
+                                 " allowed with allgather: false")
             if par.gradient_checkpointing is True:
                 raise ValueError("parallel.moe_comm_overlap: refused with full recompute (gradient_checkpointing: true);"
                                  " allowed: gradient_checkpointing false or selective, or moe_comm_overlap false")

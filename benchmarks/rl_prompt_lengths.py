@@ -1,0 +1,179 @@
+"""Measure the mean prompt tokens an RL framework feeds for the datasets the published RL rows name.
+
+Writes ``benchmarks/data/rl_prompt_lengths.json``: per (dataset, model) the number of prompts, the mean, p50 and
+max of the prompt as the framework tokenizes it: the dataset's text, the recipe's instruction around it, the chat
+template of the run's model (verl's ``RLHFDataset`` applies ``tokenizer.apply_chat_template(messages,
+add_generation_prompt=True)``), counted with the model's byte-level BPE. ``benchmarks/step_times.py`` reads the
+file for rows that publish only a maximum prompt length (``rl_lengths``). No number is fitted: each is a count.
+
+Inputs are public files, read locally (the Hugging Face hub is not reachable from where this ran); pass the
+directory holding them with ``--inputs`` (default: the ``files`` named in ``SOURCES`` under that directory):
+
+* ``qwen.tiktoken``: Qwen's BPE ranks (151,643 ordinary tokens; Qwen2, Qwen2.5 and Qwen3 share them);
+* ``gsm8k_train.jsonl``: openai/grade-school-math ``grade_school_math/data/train.jsonl`` (7,473 problems);
+* ``dapo_math_17k.parquet``: the 17,917 unique problems of BytedTsinghua-SIA/DAPO-Math-17k (the hub file holds
+  each 100 times, 1,791,700 rows), instruction stripped.
+
+Needs ``tiktoken`` and ``pyarrow`` (not project dependencies: ``pip install tiktoken pyarrow`` into any venv).
+Usage: ``python benchmarks/rl_prompt_lengths.py --inputs DIR [--check]`` (``--check``: compare with the stored file,
+exit 1 on a difference).
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import statistics
+import sys
+import unicodedata
+from pathlib import Path
+
+OUT = Path(__file__).parent / "data" / "rl_prompt_lengths.json"
+
+QWEN_PAT = (r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+"""
+            r"""|\s+(?!\S)|\s+""")
+"""Qwen's pre-tokenizer split (``PAT_STR`` in Qwen's ``tokenization_qwen.py``; the same regex as the ``Split``
+pre-tokenizer of the Qwen2/Qwen2.5/Qwen3 ``tokenizer.json``, which first applies an NFC normalizer: source
+``qwen_tokenizer_json``)."""
+QWEN_SPECIAL = {"<|endoftext|>": 151643, "<|im_start|>": 151644, "<|im_end|>": 151645}
+
+SOURCES = {
+    "qwen_bpe": {"repo": "x1ngzai/Qwen-VL-Chat-Int4", "path": "qwen.tiktoken",
+                 "commit": "1cd721a27dd000fc4cf688c6ad58e614da1d600d", "file": "qwen.tiktoken",
+                 "note": "Qwen BPE ranks, 151,643 ordinary tokens (the vocabulary Qwen2/Qwen2.5/Qwen3 keep); checked:"
+                         " '<|im_start|>hello<|im_end|>' -> [151644, 14990, 151645] as alibaba/rtp-llm"
+                         " maga_transformer/test/tokenizer_test/qwen2_tokenizer_test.py expects"},
+    "qwen_tokenizer_json": {"repo": "akougkas/warpio-cli", "path": "warpio-docs/ai-docs/model_cards/qwen3:4b.md",
+                            "commit": "8dde6d21c14ca1c2167e7f8c86370e54fdbbc537",
+                            "note": "a Qwen3 tokenizer.json: NFC normalizer, the Split regex QWEN_PAT, ByteLevel BPE;"
+                                    " its chat_template (a 2507 thinking variant) opens the answer with '<think>\\n'"},
+    "gsm8k": {"repo": "openai/grade-school-math", "path": "grade_school_math/data/train.jsonl",
+              "commit": "3101c7d5072418e28b9008a6636bde82a006892c", "file": "gsm8k_train.jsonl"},
+    "gsm8k_template": {"repo": "verl-project/verl", "path": "examples/data_preprocess/gsm8k.py",
+                       "commit": "1dda039b9c6311889a9c9a26040677e1254814f9",
+                       "note": "question + ' ' + 'Let's think step by step and output the final answer after \"####\".'"},
+    "dapo": {"repo": "MasterVito/SvS", "path": "data/dapo_math_17k.parquet",
+             "commit": "9fd8f35375b31b8632b52e715296c264a3ad4176", "file": "dapo_math_17k.parquet",
+             "note": "17,917 rows: the unique problems of BytedTsinghua-SIA/DAPO-Math-17k with the instruction removed"},
+    "dapo_template": {"repo": "qurakchin/RLinf", "path": "examples/rstar2/data_process/process_train_dataset.py",
+                      "commit": "4330aad76958bb31dc76405c98a4f392adf79a60",
+                      "note": "the DAPO-Math-17k prompt text around each problem (the hub file's prompt[0].content)"},
+    "qwen25_math_template": {"repo": "QwenLM/Qwen2.5-Math", "path": "evaluation/utils.py",
+                             "commit": "a45202bd16f1ec06f433442dc1152d0074773465",
+                             "note": "'qwen25-math-cot': the system message Qwen2.5-Math's chat template adds when the"
+                                     " conversation has none"},
+}
+
+DAPO_PREFIX = ("Solve the following math problem step by step. The last line of your response should be of the form"
+               " Answer: $Answer (without quotes) where $Answer is the answer to the problem.\n\n")
+DAPO_SUFFIX = '\n\nRemember to put your answer on its own line after "Answer:".'
+GSM8K_INSTRUCTION = 'Let\'s think step by step and output the final answer after "####".'
+
+# the chat template of each model, as apply_chat_template(add_generation_prompt=True) renders one user turn
+# (HF tokenizer_config.json chat_template of each model: a default system turn where the model's template has one)
+CHAT = {
+    "Qwen/Qwen2-7B-Instruct": ("You are a helpful assistant.", "Qwen2-Instruct default system message"),
+    "Qwen/Qwen2.5-0.5B-Instruct": ("You are Qwen, created by Alibaba Cloud. You are a helpful assistant.",
+                                   "Qwen2.5-Instruct default system message"),
+    "Qwen/Qwen2.5-Math-7B": ("Please reason step by step, and put your final answer within \\boxed{}.",
+                             "Qwen2.5-Math default system message (source qwen25_math_template)"),
+    "Qwen/Qwen3-30B-A3B-Base": (None, ("Qwen3 template: no default system turn, generation prompt"
+                                       " '<|im_start|>assistant\\n' (the Qwen3 template was not read here for this"
+                                       " model: a thinking-variant template adds '<think>\\n', 2 tokens more)")),
+}
+
+MEASURE = [
+    # (dataset, model, source keys, prompt builder)
+    ("openai/gsm8k", "Qwen/Qwen2-7B-Instruct", ("gsm8k", "gsm8k_template"), "gsm8k"),
+    ("openai/gsm8k", "Qwen/Qwen2.5-0.5B-Instruct", ("gsm8k", "gsm8k_template"), "gsm8k"),
+    ("BytedTsinghua-SIA/DAPO-Math-17k", "Qwen/Qwen2.5-Math-7B", ("dapo", "dapo_template", "qwen25_math_template"),
+     "dapo"),
+    ("BytedTsinghua-SIA/DAPO-Math-17k", "Qwen/Qwen3-30B-A3B-Base", ("dapo", "dapo_template"), "dapo"),
+]
+
+
+def qwen_encoding(path: Path):
+    import tiktoken
+
+    ranks = {}
+    for line in path.read_bytes().splitlines():
+        token, rank = line.split()
+        ranks[base64.b64decode(token)] = int(rank)
+    enc = tiktoken.Encoding("qwen", pat_str=QWEN_PAT, mergeable_ranks=ranks, special_tokens=QWEN_SPECIAL)
+    assert enc.encode("<|im_start|>hello<|im_end|>", allowed_special="all") == [151644, 14990, 151645]
+    return enc
+
+
+def chatml(system: str | None, user: str) -> str:
+    head = f"<|im_start|>system\n{system}<|im_end|>\n" if system is not None else ""
+    return f"{head}<|im_start|>user\n{user}<|im_end|>\n<|im_start|>assistant\n"
+
+
+def user_texts(kind: str, inputs: Path) -> list[str]:
+    if kind == "gsm8k":
+        rows = [json.loads(line) for line in (inputs / SOURCES["gsm8k"]["file"]).read_text().splitlines() if line]
+        return [r["question"] + " " + GSM8K_INSTRUCTION for r in rows]
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(inputs / SOURCES["dapo"]["file"], columns=["prompt"]).to_pylist()
+    problems = [r["prompt"][0]["content"] for r in table]
+    if any(p.startswith(DAPO_PREFIX[:40]) for p in problems):
+        raise SystemExit("dapo: the problems already carry the instruction; this file is not the stripped one")
+    return [DAPO_PREFIX + p + DAPO_SUFFIX for p in problems]
+
+
+def measure(inputs: Path) -> list[dict]:
+    enc = qwen_encoding(inputs / SOURCES["qwen_bpe"]["file"])
+    out = []
+    for dataset, model, keys, kind in MEASURE:
+        system, template_note = CHAT[model]
+        counts = [len(enc.encode(unicodedata.normalize("NFC", chatml(system, u)), allowed_special="all"))
+                  for u in user_texts(kind, inputs)]
+        out.append({
+            "dataset": dataset, "model": model, "prompts": len(counts),
+            "mean_tokens": round(statistics.fmean(counts), 1), "p50_tokens": int(statistics.median(counts)),
+            "max_tokens": max(counts),
+            "template": template_note, "tokenizer": "qwen_bpe",
+            "sources": list(keys) + ["qwen_bpe"],
+        })
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--inputs", type=Path, required=True, help="directory holding the SOURCES files")
+    ap.add_argument("--check", action="store_true", help="compare with the stored file instead of writing it")
+    args = ap.parse_args(argv)
+    doc = {
+        "description": "Mean prompt tokens as the RL framework feeds them (dataset text + the recipe's instruction"
+                       " + the model's chat template, add_generation_prompt), measured by"
+                       " benchmarks/rl_prompt_lengths.py; every prompt of the dataset, no sampling, no fitting.",
+        "validation": "openai/gsm8k: the means equal the prompt_length/mean verl logged for these two models"
+                      " (published_rl_times.json, playverl rows: 93.6 Qwen2-7B-Instruct, 103.6"
+                      " Qwen2.5-0.5B-Instruct), a check of tokenizer, instruction and template together",
+        "not_measured": {
+            "BytedTsinghua-SIA/DAPO-Math-17k / deepseek-ai/DeepSeek-V3": "DeepSeek-V3 tokenizer not obtained",
+            "BytedTsinghua-SIA/DAPO-Math-17k (multi-turn ReTool)": "tool-calling system prompt and turns not rebuilt",
+            "agentica-org/DeepScaleR-Preview-Dataset": "dataset file not found in the public repositories searched",
+            "hiyouga/geometry3k": "image tokens depend on each image's resolution; images not obtained",
+        },
+        "sources": SOURCES,
+        "entries": measure(args.inputs),
+    }
+    if args.check:
+        stored = json.loads(OUT.read_text())
+        if stored["entries"] != doc["entries"]:
+            print("rl_prompt_lengths.json differs from a fresh measurement", file=sys.stderr)
+            return 1
+        print("rl_prompt_lengths.json matches")
+        return 0
+    OUT.write_text(json.dumps(doc, indent=1) + "\n")
+    for e in doc["entries"]:
+        print(f"{e['dataset']:34s} {e['model']:28s} n={e['prompts']:6d} mean={e['mean_tokens']:7.1f}"
+              f" p50={e['p50_tokens']:5d} max={e['max_tokens']:5d}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -342,6 +342,10 @@ def model_parallel_section(dims: dict[str, Any], *, num_layers: int | None = Non
         # consecutive experts per token); each entry's note cites the config
         if dims.get("moe_routing"):
             out["moe_routing"] = dims["moe_routing"]
+    # Megatron-Core distributed optimizer overlap_param_gather where the entry's recipe sets it (the card's
+    # parallel.overlap_param_gather; each entry's note cites the file)
+    if dims.get("overlap_param_gather"):
+        out["overlap_param_gather"] = True
     if out:
         notes.insert(0, "model parallel: " + ", ".join(f"{k} {v}" for k, v in out.items() if k != "pipeline_layout"))
     return out, notes
@@ -480,6 +484,34 @@ def published_train_seconds(e: dict[str, Any], tokens_per_step: float) -> float:
     raise Unmapped("skipped", [f"metric '{metric}' has no unambiguous step-time conversion"])
 
 
+def overlap_param_gather_of(e: dict[str, Any], dp: int) -> str | None:
+    """The note when a training entry's framework runs the distributed optimizer's parameter all-gather overlapped
+    with the next forward (the card's ``parallel.overlap_param_gather``, ``compute.dist_optimizer``), else None.
+
+    * Megatron-LM's 2024 scaling table: the README states ``--overlap-grad-reduce --overlap-param-gather`` (each
+      entry's note quotes it).
+    * Megatron-Bridge pretraining: ``_pretrain_common`` builds ``DistributedDataParallelConfig(...,
+      overlap_grad_reduce=True, overlap_param_gather=True, ..., use_distributed_optimizer=True)`` and, where the
+      performance scripts add a ``CommOverlapConfig``, ``_get_optimizer_overlap_cfgs`` sets both True when
+      ``data_parallel_size > 1`` (NVIDIA-NeMo/Megatron-Bridge src/megatron/bridge/recipes/common.py l.80-88,
+      src/megatron/bridge/training/comm_overlap.py l.562-583 @067f987df03b8355b03192d88d70f1709fedf51a). Its SFT
+      / LoRA recipes (``_sft_common``: overlap not set, Megatron-Core's default false) are left as they are.
+    * NeMo 24.07 (NeMo-Framework-Launcher): ``distributed_fused_adam`` with ``overlap_param_sync: true`` where the
+      entry's note states it (Apex's sharded optimizer, its parameter sync overlapped with the forward; planned as
+      Megatron's)."""
+    if e["parallel"].get("strategy") != "megatron-dist-opt" or dp <= 1:
+        return None
+    note, fw = e.get("note") or "", e["framework"]
+    if fw == "megatron" and "--overlap-param-gather" in note:
+        return "distributed optimizer overlap_param_gather (the README's --overlap-param-gather)"
+    if fw == "megatron-bridge" and e["kind"] == "pretrain":
+        return ("distributed optimizer overlap_param_gather (Megatron-Bridge _pretrain_common and CommOverlapConfig"
+                " with data parallel > 1)")
+    if fw == "nemo" and "overlap_param_sync true" in note:
+        return "distributed_fused_adam overlap_param_sync planned as the distributed optimizer's overlap_param_gather"
+    return None
+
+
 def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """The run card for a published training entry (Unmapped with the reasons otherwise)."""
     blockers = parallel_blockers(e["parallel"])
@@ -527,6 +559,9 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         notes.append("Megatron distributed optimizer planned as ZeRO-1")
     if hw["gpus_per_node"] * hw["nodes"] == 1:
         strategy = "single"
+    overlap_gather = overlap_param_gather_of(e, dp) if strategy == "zero1" else None
+    if overlap_gather:
+        notes.append(overlap_gather)
     kind = e["kind"]
     scope = {"sft_lora": "lora", "sft_qlora": "qlora"}.get(kind, "full")
     if "Int4" in e["model"]:
@@ -545,7 +580,8 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     card: dict[str, Any] = {
         "model": model, "method": "sft", "scope": scope, "hardware": hw,
         "parallel": {"strategy": strategy, "offload": e["parallel"].get("offload") or "none",
-                     **ckpt, "compile": bool(e.get("compile")) or fused, **mp},
+                     **ckpt, "compile": bool(e.get("compile")) or fused, **mp,
+                     **({"overlap_param_gather": True} if overlap_gather else {})},
         "batch": {"micro_batch_size": b["micro_batch_size"], "seq_len": b["seq_len"],
                   "grad_accum": b.get("grad_accum") or 1},
         "attention": attention_of(e),

@@ -22,7 +22,7 @@ def test_default_is_alltoall_and_a_bad_value_is_one_line():
     assert load_card_dict(_card({"expert_parallel": 16})).parallel.moe_dispatcher is MoeDispatcher.ALLTOALL
     with pytest.raises(CardError) as exc:
         load_card_dict(_card({"expert_parallel": 16, "moe_dispatcher": "nccl"}))
-    assert str(exc.value) == "parallel.moe_dispatcher: 'nccl' is not allowed; allowed: alltoall or deepep"
+    assert str(exc.value) == "parallel.moe_dispatcher: 'nccl' is not allowed; allowed: alltoall, deepep or allgather"
 
 
 def test_deepep_shortens_the_expert_parallel_part_across_nodes():

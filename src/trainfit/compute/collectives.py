@@ -20,7 +20,9 @@ time that the layer's compute does not cover is exposed.
 * DDP: gradient buckets (25 MB) all-reduce during backward; exposed = what exceeds backward,
   at least the last bucket.
 * ZeRO-1/2 (DeepSpeed, ``overlap_comm``): gradient reduce-scatter overlapped like DDP; the
-  all-gather of the updated parameters after the step is exposed.
+  all-gather of the updated parameters after the step is exposed, unless (ZeRO-1 as Megatron-Core's distributed
+  optimizer with ``overlap_param_gather``) it waits for the next forward and hides behind it bucket by bucket
+  (``dist_optimizer`` module docstring).
 
 Routed experts under expert parallel (Megatron-Core DDP and distributed optimizer, NVIDIA/Megatron-LM
 @d98e8a64ddf34856e74b24714e3bedb2f5a39553): the experts' gradients are reduced over the expert-data-parallel
@@ -68,8 +70,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from math import ceil
 from statistics import NormalDist
 
+from trainfit.compute.dist_optimizer import param_gather_exposed
 from trainfit.compute.rates import COLLECTIVE_HOP_LATENCY_S, DeviceRates
 
 DEFAULT_INTER_NODE_BYTES_PER_S = 25e9
@@ -342,6 +346,7 @@ def exposed_data_parallel(
     *, grad_bytes: float, weight_bytes: float, ranks: int, bus_bytes_per_s: float, latency_s: float,
     backward_s: float, micro_steps: int, zero_stage: int, expert_grad_bytes: float = 0.0,
     expert_weight_bytes: float = 0.0, expert_ranks: int = 1, expert_bus_bytes_per_s: float | None = None,
+    overlap_param_gather: bool = False, forward_s: float = 0.0, gather_bucket_bytes: float = 0.0,
 ) -> CommTime:
     """DDP (``zero_stage`` 0) and ZeRO-1/2: gradient reduction hidden behind backward as far as it goes.
 
@@ -349,7 +354,9 @@ def exposed_data_parallel(
     ``expert_grad_bytes`` / ``expert_weight_bytes``: the routed experts' (not in ``grad_bytes``), reduced and
     gathered over the ``expert_ranks`` expert-data-parallel group at ``expert_bus_bytes_per_s`` (default: the dense
     group's rate); module docstring. Both groups' reductions run behind the same backward; the last bucket of
-    either is exposed."""
+    either is exposed. ``overlap_param_gather`` (ZeRO-1 as Megatron-Core's distributed optimizer): the parameter
+    all-gather waits for the next step's first forward (``forward_s``, one micro-batch) and hides behind it bucket by
+    bucket (``gather_bucket_bytes`` each), all but the first bucket (``dist_optimizer.param_gather_exposed``)."""
     kw = dict(ranks=ranks, bus_bytes_per_s=bus_bytes_per_s, latency_s=latency_s)
     ekw = dict(ranks=expert_ranks, latency_s=latency_s,
                bus_bytes_per_s=bus_bytes_per_s if expert_bus_bytes_per_s is None else expert_bus_bytes_per_s)
@@ -368,7 +375,15 @@ def exposed_data_parallel(
             total_bytes=expert_weight_bytes, **ekw)
     reductions = micro_steps if zero_stage == 2 else 1
     exposed_red = max(red - backward_s, last)
-    per_step = (reductions * exposed_red) + gather
+    exposed_gather = gather
+    if overlap_param_gather and zero_stage == 1 and gather > 0:
+        bucket = gather_bucket_bytes if gather_bucket_bytes > 0 else max(weight_bytes, expert_weight_bytes)
+        first = max(all_gather_seconds(total_bytes=min(weight_bytes, bucket), **kw),
+                    all_gather_seconds(total_bytes=min(expert_weight_bytes, bucket), **ekw))
+        buckets = sum(ceil(b / bucket) for b in (weight_bytes, expert_weight_bytes) if b > 0)
+        exposed_gather = param_gather_exposed(gather_s=gather, first_bucket_s=first, buckets=buckets,
+                                              forward_s=forward_s)
+    per_step = (reductions * exposed_red) + exposed_gather
     return CommTime(reductions * red + gather, per_step)
 
 

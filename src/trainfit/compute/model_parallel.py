@@ -75,7 +75,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from trainfit.compute import collectives as coll
-from trainfit.compute.moe_dispatch import ep_dispatch_bytes, ep_dispatch_seconds
+from trainfit.compute.moe_dispatch import allgather_dispatch, ep_dispatch_bytes, ep_dispatch_seconds
 from trainfit.compute.moe_time import count_exchange_seconds
 from trainfit.compute.rates import COLLECTIVE_HOP_LATENCY_S
 from trainfit.spec.enums import MoeDispatcher, MoeRouting
@@ -113,6 +113,7 @@ def model_parallel_comm(
     ep_nic_bytes_per_s: float = 1.0, ep_nvlink_bytes_per_s: float = 1.0, moe_groups: int = 1,
     moe_groups_per_token: int = 1, ep_comm_overlap: bool = False, compute_forward_s: float = 0.0,
     compute_backward_s: float = 0.0, micro_steps: int = 1, moe_routing: MoeRouting = MoeRouting.UNIFORM,
+    etp: int = 1, ep_ring_bus_bytes_per_s: float = 0.0,
 ) -> ModelParallelComm:
     """Exposed communication of one micro-step on one rank of one pipeline stage (``layers`` = its layers).
 
@@ -130,7 +131,9 @@ def model_parallel_comm(
     ``ep_comm_overlap``: the all-to-alls of a forward hide behind another micro-batch's backward and vice versa
     (``compute_forward_s`` / ``compute_backward_s``: the stage's passes, one micro-step; ``micro_steps`` per step:
     ``ep_overlap_exposed``; module docstring); ``moe_routing``: the router's pick, for DeepEP's per-node rows
-    (``moe_dispatch.ep_dispatch_bytes``).
+    (``moe_dispatch.ep_dispatch_bytes``); ``moe_dispatcher`` ALLGATHER: a ring all-gather (dispatch) and
+    reduce-scatter (combine) over the ``etp·ep`` ranks at ``ep_ring_bus_bytes_per_s`` (default the all-to-all's rate)
+    (``moe_dispatch.allgather_dispatch``), no token-count exchange.
     """
     passes = 3 if recompute else 2  # forward, (recompute), backward
     coll_passes = passes if recompute_collectives else 2
@@ -163,7 +166,12 @@ def model_parallel_comm(
         # MoE with tp > 1 runs sequence parallel (Megatron requires it: module docstring): each rank routes its
         # 1/tp sequence shard, so its all-to-all carries tokens / tp of them
         routed = tokens / tp if tp > 1 else tokens
-        if moe_dispatcher is MoeDispatcher.DEEPEP:
+        if moe_dispatcher is MoeDispatcher.ALLGATHER:
+            ag = allgather_dispatch(tokens=routed, hidden=hidden, experts=experts, group=ep * max(1, etp),
+                                    bus_bytes_per_s=ep_ring_bus_bytes_per_s or ep_bus_bytes_per_s,
+                                    latency_s=latency_s, dtype_bytes=dtype_bytes)
+            one = (ag.dispatch_s + ag.combine_s) / 2  # the mean of the pair: dispatch + combine = 2·one
+        elif moe_dispatcher is MoeDispatcher.DEEPEP:
             traffic = ep_dispatch_bytes(
                 dispatcher=moe_dispatcher, tokens=routed, hidden=hidden, top_k=top_k, experts=experts, ep=ep,
                 ranks_per_node=ep_ranks_per_node, groups=moe_groups, groups_per_token=moe_groups_per_token,
@@ -175,8 +183,8 @@ def model_parallel_comm(
             buf = routed * top_k * hidden * dtype_bytes
             one = all_to_all_seconds(total_bytes=buf, ranks=ep, bus_bytes_per_s=ep_bus_bytes_per_s, latency_s=latency_s)
         # the token-count all-gather before each forward (and recomputed forward) dispatch; backward reuses the counts
-        counts = moe_layers * count_exchange_seconds(ep=ep, experts=experts, latency_s=latency_s,
-                                                     bus_bytes_per_s=ep_bus_bytes_per_s)
+        counts = 0.0 if moe_dispatcher is MoeDispatcher.ALLGATHER else moe_layers * count_exchange_seconds(
+            ep=ep, experts=experts, latency_s=latency_s, bus_bytes_per_s=ep_bus_bytes_per_s)
         if ep_comm_overlap:
             expert = ep_overlap_exposed(
                 forward_a2a_s=2 * moe_layers * one + counts, backward_a2a_s=2 * moe_layers * one,

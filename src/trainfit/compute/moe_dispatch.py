@@ -48,8 +48,22 @@ NVLink carries ``D_gpu·(1 − 1/l)`` rows (every destination GPU but the source
 same-index GPU that received the row over the network: ``nodes`` GPUs each hit with probability ``D_gpu/ep``).
 Combine moves the same rows back (DeepEP reduces inside the node before the network). The two links run at once.
 
+The all-gather dispatcher (Megatron-Core ``moe_token_dispatcher_type: allgather``, the ``TransformerConfig`` default,
+megatron/core/transformer/transformer_config.py l.891; ``MoEAllGatherTokenDispatcher``, megatron/core/transformer/moe/
+token_dispatcher.py l.233-372 @d98e8a64ddf34856e74b24714e3bedb2f5a39553) moves no per-expert copies: ``token_dispatch``
+all-gathers every rank's tokens over the expert tensor x expert parallel group of ``G = etp·ep`` ranks ("this
+allgather spans the communication domain of TP*EP": ``[(S/TP)*B, H] -> [S*B*EP, H]``), together with the routing map
+(``[tokens, E]`` bools) and the router probabilities (``[tokens, E]``, the router's dtype); each rank then picks and
+permutes the rows of its local experts (``dispatch_postprocess``); ``token_combine`` reduce-scatters the whole
+``[G·T, H]`` output back (``reduce_scatter_to_sequence_parallel_region``, in the probabilities' dtype:
+``hidden_states.to(self.local_probs.dtype)``). Both are ring collectives over ``G`` ranks (``allgather_dispatch``):
+each GPU sends ``(G−1)·T`` rows whatever ``k`` is, against ``k·T·(ep−1)/ep`` for the all-to-all. Backward runs the
+transposes (the all-gather's gradient is a reduce-scatter and vice versa), the same bytes.
+
 Not modelled: FP8 dispatch (DeepSeek-V3 dispatches FP8; the rows here are the activation dtype), the SMs the
-kernels take from the GEMMs, and load imbalance (``moe_time`` docstring).
+kernels take from the GEMMs, and load imbalance (``moe_time`` docstring); for the all-gather dispatcher a router
+dtype above the activations' (NeMo RL's ``moe_router_dtype: fp64``): the card does not state it, so the combine is
+planned in the activation dtype.
 
 Pure Python: no torch import.
 """
@@ -59,6 +73,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import comb
 
+from trainfit.compute.collectives import all_gather_seconds, reduce_scatter_seconds
 from trainfit.spec.enums import MoeDispatcher, MoeRouting
 
 
@@ -163,3 +178,33 @@ def ep_dispatch_seconds(*, traffic: EpDispatchBytes, nic_bytes_per_s: float, nvl
     if traffic.nic_bytes <= 0 and traffic.nvlink_bytes <= 0:
         return 0.0
     return latency_s + max(traffic.nic_bytes / nic_bytes_per_s, traffic.nvlink_bytes / nvlink_bytes_per_s)
+
+
+@dataclass(frozen=True, slots=True)
+class AllGatherDispatch:
+    """One MoE layer's all-gather dispatch and reduce-scatter combine on one GPU (module docstring)."""
+
+    dispatch_s: float
+    combine_s: float
+    dispatch_bytes: float
+    """The gathered buffer: every rank's tokens' rows, routing map and probabilities."""
+    combine_bytes: float
+    """The reduce-scattered buffer: the ``G·T`` output rows."""
+
+
+def allgather_dispatch(*, tokens: float, hidden: int, experts: int, group: int, bus_bytes_per_s: float,
+                       latency_s: float, dtype_bytes: float = 2.0, probs_dtype_bytes: float | None = None,
+                       map_bytes: float = 1.0) -> AllGatherDispatch:
+    """Megatron-Core's ``MoEAllGatherTokenDispatcher`` for one MoE layer: ``tokens`` the rank routes (its sequence
+    shard), ``group`` = expert tensor parallel x expert parallel ranks, ``experts`` the model's routed experts (the
+    map and probabilities are ``[tokens, experts]``), rows of ``hidden`` in ``dtype_bytes``; the probabilities (and
+    the combine) in ``probs_dtype_bytes`` (default: the rows' dtype), the map in ``map_bytes`` (torch.bool). Ring
+    all-gather / reduce-scatter over ``group`` at ``bus_bytes_per_s`` (``collectives``); zero for one rank."""
+    if group <= 1 or tokens <= 0:
+        return AllGatherDispatch(0.0, 0.0, 0.0, 0.0)
+    probs = dtype_bytes if probs_dtype_bytes is None else probs_dtype_bytes
+    gathered = group * tokens * (hidden * dtype_bytes + experts * (probs + map_bytes))
+    combined = group * tokens * hidden * probs
+    kw = dict(ranks=group, bus_bytes_per_s=bus_bytes_per_s, latency_s=latency_s)
+    return AllGatherDispatch(all_gather_seconds(total_bytes=gathered, **kw),
+                             reduce_scatter_seconds(total_bytes=combined, **kw), gathered, combined)

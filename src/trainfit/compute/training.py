@@ -27,6 +27,7 @@ from functools import lru_cache
 
 from trainfit.compute import collectives as coll
 from trainfit.compute.attention_time import attention_seconds
+from trainfit.compute.dist_optimizer import megatron_bucket_params
 from trainfit.compute.gemm import gemm_seconds
 from trainfit.compute.inventory import Adapter, PassInventory, step_inventory
 from trainfit.compute.moe_time import expert_token_shards
@@ -131,6 +132,9 @@ class Parallel:
     expert-data-parallel group, ``collectives`` module docstring); 0: the same as ``ranks``."""
     expert_gpus_per_node: int = 1
     """How many of the expert-data-parallel group's ranks share a node."""
+    overlap_param_gather: bool = False
+    """ZeRO-1 as Megatron-Core's distributed optimizer with ``overlap_param_gather``: the parameter all-gather hides
+    behind the next step's first forward, bucket by bucket (``dist_optimizer``)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -168,6 +172,8 @@ class ModelParallel:
     backward and vice versa (``model_parallel.ep_overlap_exposed``)."""
     moe_routing: MoeRouting = MoeRouting.UNIFORM
     """The router's pick of experts, for DeepEP's per-node rows (``compute.moe_dispatch``)."""
+    ep_ring_bus_bytes_per_s: float = 0.0
+    """Ring bus rate over the ``etp·ep`` ranks, for the all-gather dispatcher's collectives (0: ``ep_bus_bytes_per_s``)."""
 
     @property
     def active(self) -> bool:
@@ -312,9 +318,15 @@ def train_step_time(
                 micro_steps=micro_steps, zero_stage=stage, expert_grad_bytes=expert_params * optimizer.grad_bytes,
                 expert_weight_bytes=expert_params * optimizer.weight_bytes, expert_ranks=eranks,
                 expert_bus_bytes_per_s=_expert_bus(rates, parallel, eranks),
+                overlap_param_gather=parallel.overlap_param_gather, forward_s=fwd.seconds,
+                gather_bucket_bytes=megatron_bucket_params(data_parallel=ranks) * optimizer.weight_bytes,
             )
         notes.append(f"collectives at {bus / 1e9:.0f} GB/s bus bandwidth ({'crossing nodes' if crosses else 'in a node'});"
                      f" {comm.total_s:.3f} s in all, {comm.exposed_s:.3f} s not hidden by compute")
+        if parallel.overlap_param_gather and st == "zero1":
+            notes.append("distributed optimizer overlap_param_gather: the parameter all-gather waits for the next"
+                         f" step's first forward and hides behind it in buckets of"
+                         f" {megatron_bucket_params(data_parallel=ranks) / 1e6:.0f}M parameters, the first exposed")
 
     # offload
     off_s = 0.0
@@ -409,7 +421,7 @@ def model_parallel_comm_of(spec: ModelSpec, mp: ModelParallel, *, tokens: float,
         ep_nvlink_bytes_per_s=mp.ep_nvlink_bytes_per_s, moe_groups=spec.moe.n_group if spec.moe else 1,
         moe_groups_per_token=spec.moe.topk_group if spec.moe else 1, ep_comm_overlap=mp.ep_comm_overlap,
         compute_forward_s=fwd.seconds, compute_backward_s=bwd.seconds, micro_steps=micro_steps,
-        moe_routing=mp.moe_routing,
+        moe_routing=mp.moe_routing, etp=mp.etp, ep_ring_bus_bytes_per_s=mp.ep_ring_bus_bytes_per_s,
     )
 
 

@@ -256,6 +256,8 @@ def model_parallel_of(card: RunCard, spec: ModelSpec, r: DeviceRates, *, gpus_pe
         ep_nic_bytes_per_s=nic * coll.NIC_EFFICIENCY, ep_nvlink_bytes_per_s=r.intra_node_bus_bytes_per_s,
         # Megatron-Core overlap_moe_expert_parallel_comm (compute.model_parallel.ep_overlap_exposed)
         ep_comm_overlap=par.moe_comm_overlap and spec.moe is not None and ep > 1, moe_routing=par.moe_routing,
+        # the all-gather dispatcher's ring over the expert tensor x expert parallel ranks (compute.moe_dispatch)
+        ep_ring_bus_bytes_per_s=bus(ep * par.expert_tensor_parallel),
     )
 
 
@@ -325,7 +327,7 @@ def training_time(
     par_dp = Parallel(strategy=par.strategy.value, ranks=data_ranks,
                       gpus_per_node=max(1, gpus_per_node // (tp * pp)) if tp * pp <= gpus_per_node else 1,
                       nic_bytes_per_s=nic_bytes_per_s(card), offload=par.offload.value, expert_ranks=edp,
-                      expert_gpus_per_node=edp_local)
+                      expert_gpus_per_node=edp_local, overlap_param_gather=par.overlap_param_gather)
     packed_context, causal_skip, packed_note = packed_attention(card, eager=eager, seq_len=seq_len)
     t = train_step_time(
         shard, rates=rates, micro_batch_size=micro_batch_size, seq_len=max(1, seq_len // cp), micro_steps=micro_steps,

@@ -139,6 +139,11 @@ class ParallelSection(_Section):
     sequence_parallel: bool = Field(False, description="Megatron sequence parallel: norms and dropout on sequence shards (needs tensor_parallel > 1).")
     tensor_parallel_impl: TensorParallelImpl = Field(TensorParallelImpl.DTENSOR, description="dtensor (torch's DTensor plan, torchtitan) | megatron (Megatron-Core: Megatron-LM, NeMo, Megatron-Bridge: sequence-parallel linears save their input's shard, the embedding keeps its rows' gradient, vocab_parallel_cross_entropy, at every tensor-parallel size).")
     tp_comm_overlap: bool = Field(False, description="Transformer Engine userbuffers overlap the tensor-parallel all-gathers / reduce-scatters with the GEMMs (Megatron-Core --tp-comm-overlap; needs sequence_parallel).")
+    overlap_param_gather: bool = Field(False, description="Megatron-Core distributed optimizer (strategy zero1)"
+                                       " overlap_param_gather (--overlap-param-gather; Megatron-Core's default false):"
+                                       " the parameter all-gather after the step waits for the next forward and hides"
+                                       " behind it bucket by bucket, the first bucket exposed; false: it runs right"
+                                       " after the step, exposed. Needs strategy zero1.")
     context_parallel: int = Field(1, ge=1, le=1024, description="Sequence split over this many ranks (context parallel / Ulysses).")
     context_parallel_kind: ContextParallelKind = Field(ContextParallelKind.RING, description="ring (Megatron CP) | ulysses (verl, OpenRLHF).")
     pipeline_parallel: int = Field(1, ge=1, le=1024, description="Pipeline stages; batch.grad_accum is the micro-batches per step.")
@@ -149,7 +154,9 @@ class ParallelSection(_Section):
     moe_dispatcher: MoeDispatcher = Field(MoeDispatcher.ALLTOALL, description="alltoall (Megatron-Core"
                                           " moe_token_dispatcher_type alltoall: one copy per routed expert) | deepep"
                                           " (DeepEP / HybridEP, Megatron-Core flex: one copy per destination node over"
-                                          " the network, fanned out over NVLink).")
+                                          " the network, fanned out over NVLink) | allgather (Megatron-Core's"
+                                          " default allgather: every rank's tokens all-gathered over the expert"
+                                          " tensor x expert parallel ranks, the output reduce-scattered back).")
     moe_comm_overlap: bool = Field(False, description="Megatron-Core overlap_moe_expert_parallel_comm (Megatron-Bridge"
                                    " moe_a2a_overlap): the combined 1F1B schedule hides a micro-batch's expert-parallel"
                                    " all-to-alls behind another's compute; needs expert_parallel > 1, no full"
@@ -557,12 +564,19 @@ class RunCard(_Section):
             # when sequence parallelism is enabled"
             raise ValueError("parallel.tp_comm_overlap: needs parallel.sequence_parallel: true (and tensor_parallel > 1);"
                              " allowed without it: false")
+        if par.overlap_param_gather and par.strategy is not Strategy.ZERO1:
+            raise ValueError(f"parallel.overlap_param_gather: needs strategy zero1 (Megatron-Core's distributed"
+                             f" optimizer), not {par.strategy.value}; allowed otherwise: false")
         if par.moe_comm_overlap:
             # Megatron-Core megatron/core/transformer/transformer_config.py @d98e8a64 __post_init__: "only supported with
             # expert model parallelism", "disable full recomputation", "virtual_pipeline_model_parallel_size must be
             # specified when pipeline_model_parallel_size > 1"
             if par.expert_parallel <= 1:
                 raise ValueError("parallel.moe_comm_overlap: needs parallel.expert_parallel > 1; allowed without it: false")
+            if par.moe_dispatcher is MoeDispatcher.ALLGATHER:
+                # transformer_config.py @d98e8a64 l.3019: "supported with alltoall/flex token dispatcher"
+                raise ValueError("parallel.moe_comm_overlap: needs moe_dispatcher alltoall or deepep, not allgather;"
+                                 " allowed with allgather: false")
             if par.gradient_checkpointing is True:
                 raise ValueError("parallel.moe_comm_overlap: refused with full recompute (gradient_checkpointing: true);"
                                  " allowed: gradient_checkpointing false or selective, or moe_comm_overlap false")

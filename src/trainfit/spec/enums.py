@@ -298,6 +298,9 @@ class MoeDispatcher(StrEnum):
     DEEPEP = "deepep"
     """DeepEP / HybridEP (Megatron-Core ``flex`` with ``moe_flex_dispatcher_backend`` deepep or hybridep): one row per
     destination node over the network, forwarded over NVLink once per destination GPU."""
+    ALLGATHER = "allgather"
+    """Megatron-Core ``moe_token_dispatcher_type: allgather`` (its default): every rank's tokens all-gathered over
+    the expert tensor x expert parallel group, each rank keeps its experts' rows, the output reduce-scattered back."""
 
 
 class MoeRouting(StrEnum):

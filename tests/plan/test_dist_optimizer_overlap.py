@@ -1,0 +1,62 @@
+"""parallel.overlap_param_gather (Megatron-Core's distributed optimizer, planned as zero1) and parallel.moe_dispatcher
+allgather: the card fields, their one-line errors, and the planned step."""
+
+from __future__ import annotations
+
+import pytest
+
+from trainfit.errors import CardError
+from trainfit.plan import make_plan
+from trainfit.spec.card import load_card_dict
+from trainfit.spec.enums import MoeDispatcher
+
+
+def _dense(parallel: dict, *, nodes: int = 6) -> dict:
+    # GPT-32B-like shape of the Megatron-LM scaling table on 48 GPUs: tp 8, 6 data-parallel ranks across nodes
+    return {"model": "Qwen/Qwen2.5-32B", "method": "sft",
+            "hardware": {"gpu": "h100-sxm", "gpus_per_node": 8, "nodes": nodes},
+            "parallel": {"strategy": "zero1", "gradient_checkpointing": False, "tensor_parallel": 8,
+                         "sequence_parallel": True, "tensor_parallel_impl": "megatron", **parallel},
+            "batch": {"micro_batch_size": 1, "seq_len": 4096, "grad_accum": 4}}
+
+
+def test_default_off_and_refused_outside_zero1():
+    assert load_card_dict(_dense({})).parallel.overlap_param_gather is False
+    with pytest.raises(CardError) as exc:
+        load_card_dict(_dense({"strategy": "fsdp", "overlap_param_gather": True}))
+    assert str(exc.value) == ("parallel.overlap_param_gather: needs strategy zero1 (Megatron-Core's distributed"
+                              " optimizer), not fsdp; allowed otherwise: false")
+
+
+def test_overlap_shortens_only_the_communication_part():
+    off = make_plan(load_card_dict(_dense({})))
+    on = make_plan(load_card_dict(_dense({"overlap_param_gather": True})))
+    assert on.time_parts["communication"] < off.time_parts["communication"]
+    assert off.step_seconds - on.step_seconds == pytest.approx(
+        off.time_parts["communication"] - on.time_parts["communication"], rel=1e-6)
+    # what it hides is at most one micro-batch's forward
+    assert off.time_parts["communication"] - on.time_parts["communication"] <= off.time_parts["forward"] / 4
+    assert any("overlap_param_gather" in a for a in on.assumptions)
+
+
+def _moe(parallel: dict) -> dict:
+    return {"model": "Qwen/Qwen3-30B-A3B", "method": "sft",
+            "hardware": {"gpu": "h100-sxm", "gpus_per_node": 8, "nodes": 2},
+            "parallel": {"strategy": "zero1", "gradient_checkpointing": False, **parallel},
+            "batch": {"micro_batch_size": 1, "seq_len": 4096, "grad_accum": 4}}
+
+
+def test_allgather_dispatcher_moves_every_token_to_every_rank():
+    card = load_card_dict(_moe({"expert_parallel": 16, "moe_dispatcher": "allgather"}))
+    assert card.parallel.moe_dispatcher is MoeDispatcher.ALLGATHER
+    gather = make_plan(card)
+    a2a = make_plan(load_card_dict(_moe({"expert_parallel": 16})))
+    # top-k 8 of 16 ranks: the all-gather sends 15 rows per token where the all-to-all sends 8
+    assert gather.time_parts["expert_parallel"] > 1.5 * a2a.time_parts["expert_parallel"]
+
+
+def test_allgather_refuses_the_ep_overlap():
+    with pytest.raises(CardError) as exc:
+        load_card_dict(_moe({"expert_parallel": 16, "moe_dispatcher": "allgather", "moe_comm_overlap": True}))
+    assert str(exc.value) == ("parallel.moe_comm_overlap: needs moe_dispatcher alltoall or deepep, not allgather;"
+                              " allowed with allgather: false")

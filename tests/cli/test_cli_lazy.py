@@ -1,5 +1,6 @@
 """The command registry: every command is listed by --help, a run imports only the command it invokes."""
 
+import json
 import subprocess
 import sys
 
@@ -26,17 +27,48 @@ def test_unknown_command_is_a_usage_error_with_a_suggestion(capsys):
     assert "Did you mean 'plan'?" in capsys.readouterr().err
 
 
-def test_plan_imports_no_other_command_module_and_no_torch():
+# What the planning path must never import: the trace stack (torch and what it pulls), typer and click (the
+# parsing of a plain argv is trainfit.cli.fast's), rich for --json (it draws the text tables only).
+FORBIDDEN = ("torch", "numpy", "transformers", "peft", "trl", "accelerate", "deepspeed", "safetensors",
+             "huggingface_hub", "scipy", "pandas", "typer", "click", "rich", "jinja2", "requests")
+# Modules in sys.modules after a cold `trainfit plan --json` (the interpreter's own included): 332 when this was
+# set, in session 9. Each module is CPU time at every cold start (the guide's < 0.5 s): raise this only for a
+# module the plan needs, never for one it could import inside the function that uses it.
+PLAN_JSON_MODULE_BUDGET = 350
+
+
+def _modules_after(argv: list[str]) -> list[str]:
+    """The sorted module names loaded by a fresh interpreter that runs ``trainfit <argv>``."""
     code = (
-        "import sys, io, contextlib\n"
+        "import sys, io, json, contextlib\n"
         "from trainfit.cli.main import main\n"
         "with contextlib.redirect_stdout(io.StringIO()):\n"
-        "    assert main(['plan', '--json']) == 0\n"
-        "cmds = sorted(m for m in sys.modules if m.startswith('trainfit.cli.') and m.endswith('_cmd'))\n"
-        "assert cmds == ['trainfit.cli.plan_cmd'], cmds\n"
-        "assert 'torch' not in sys.modules, 'torch imported'\n"
+        f"    assert main({argv!r}) == 0\n"
+        "sys.stderr.write(json.dumps(sorted(sys.modules)))\n"
     )
-    subprocess.run([sys.executable, "-c", code], check=True)
+    r = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    return json.loads(r.stderr.strip().splitlines()[-1])
+
+
+def test_plan_imports_no_other_command_module_and_no_torch():
+    mods = _modules_after(["plan", "--json"])
+    cmds = [m for m in mods if m.startswith("trainfit.cli.") and m.endswith("_cmd")]
+    assert cmds == ["trainfit.cli.plan_cmd"], cmds
+    assert not [m for m in mods if m.split(".")[0] in FORBIDDEN]
+    assert len(mods) <= PLAN_JSON_MODULE_BUDGET, (len(mods), PLAN_JSON_MODULE_BUDGET)
+
+
+def test_text_plan_and_size_import_no_typer_and_no_trace_stack():
+    text = _modules_after(["plan"])
+    assert "rich.console" in text  # the text tables are rich's
+    assert not [m for m in text if m.split(".")[0] in set(FORBIDDEN) - {"rich"}]
+    size = _modules_after(["size", "Qwen/Qwen3.5-27B", "--json"])
+    assert not [m for m in size if m.split(".")[0] in FORBIDDEN]
+
+
+def test_help_still_goes_through_typer():
+    mods = _modules_after(["--help"])  # the group's help: typer builds every command
+    assert "typer" in mods and "torch" not in mods
 
 
 @pytest.mark.slow

@@ -3,6 +3,10 @@
 Commands are registered by name in ``COMMANDS`` and imported lazily: a run imports and builds (typer's
 parameter parsing) only the command it invokes, so the cold ``trainfit plan`` does not pay for ``trace``,
 ``serve`` or ``accept``. ``trainfit --help`` still lists every command (it builds them all).
+
+The commands in ``FAST`` skip typer itself when their argv is plain long options and words
+(``trainfit.cli.fast``: the same keyword arguments, without importing typer, click or pydantic's type
+adapters); any other argv goes through typer, which owns every usage error and ``--help``.
 """
 
 from __future__ import annotations
@@ -35,6 +39,10 @@ COMMANDS: dict[str, str] = {
     "gpus": "trainfit.cli.catalog_cmd:gpus",
     "calibrate": "trainfit.cli.calibrate_cmd:calibrate",
 }
+
+# Commands whose module imports ``typer`` from ``trainfit.cli.fast`` (not typer itself), so a plain argv
+# runs without typer: the cold-start path (``plan``) and the quick look-ups.
+FAST = frozenset({"plan", "size"})
 
 
 def command_function(name: str):
@@ -87,6 +95,22 @@ def build_cli():
     return TyperGroup(name="trainfit", commands=_LazyCommands(), help=HELP, no_args_is_help=True, rich_markup_mode=DEFAULT_MARKUP_MODE)
 
 
+_NOT_FAST = object()
+
+
+def _run_fast(args: list[str]) -> object:
+    """The command's return value when ``args`` runs without typer (``trainfit.cli.fast``), else ``_NOT_FAST``."""
+    import os
+
+    if not args or args[0] not in FAST or "_TRAINFIT_COMPLETE" in os.environ:  # click's shell completion
+        return _NOT_FAST
+    from trainfit.cli import fast
+
+    fn = command_function(args[0])
+    kwargs = fast.parse(fn, args[1:])
+    return _NOT_FAST if kwargs is None else fast.run(fn, kwargs)
+
+
 def _one_line(exc: BaseException) -> str:
     """The error on one line: a value echoed from the input may hold newlines or control characters."""
     text = " ".join(str(exc).split("\n"))
@@ -102,8 +126,10 @@ def main(argv: list[str] | None = None) -> int:
     from trainfit.errors import TrainfitError
 
     try:
-        # with standalone_mode=False, click returns the code of a typer.Exit instead of exiting
-        rc = build_cli().main(args=args, prog_name="trainfit", standalone_mode=False)
+        rc = _run_fast(args)
+        if rc is _NOT_FAST:
+            # with standalone_mode=False, click returns the code of a typer.Exit instead of exiting
+            rc = build_cli().main(args=args, prog_name="trainfit", standalone_mode=False)
     except TrainfitError as exc:
         if debug:
             raise

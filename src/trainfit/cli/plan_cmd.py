@@ -5,9 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Optional
 
-import typer
-
 from trainfit.cli.common import load_card, print_json
+from trainfit.cli.fast import typer  # imported on first use (trainfit.cli.fast)
 
 
 def plan(

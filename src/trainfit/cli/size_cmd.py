@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Annotated
 
-import typer
-
 from trainfit.cli.common import print_json
+from trainfit.cli.fast import typer  # imported on first use (trainfit.cli.fast)
 
 
 def size(

@@ -48,11 +48,16 @@ from trainfit.catalog.gpus import GpuSpec
 from trainfit.errors import CardError
 
 _MAMF_FRACTION = {"a100-40gb": 0.859, "a100-80gb": 0.859, "a800-80gb": 0.859, "h100-sxm": 0.801, "h200": 0.801,
-                  "h20": 0.801, "h800": 0.801, "mi300x": 0.601, "gb200": 0.729, "b200": 0.776}
-"""H200, H20 and H800 share the H100 SXM die and power class: its measured ratio; the A800 the A100's; MI300X
-its own (60.1 %, the same table). GB200 its own: 1,822.0 of 2,500 TFLOP/s = 72.9 % (row "NVIDIA GB200 SXM",
-best shape 4096x9728x2048, torch 2.10.0.dev20250916+cu130; added in stas00/ml-engineering commit
-68cd2e59331e7ea901d6a5dbf20e55309dce32d6, 2025-09-17, still there @744d01e18b79512572f64a6bbd8b5f4a725203a7),
+                  "h20": 0.801, "h800": 0.801, "mi300x": 0.514, "gb200": 0.729, "b200": 0.776}
+"""H200, H20 and H800 share the H100 SXM die and power class: its measured ratio; the A800 the A100's. MI300X
+its own: 668.4 of 1,300 TFLOP/s = 51.4 % (row "AMD MI300X", best shape 10240x15360x8192, torch 2.5.1 + ROCm 6.3,
+PYTORCH_TUNABLEOP_ENABLED=1; the table's current, mamf-finder v2 rows, which reset the caches between iterations;
+668.4 since stas00/ml-engineering commit faa7ddf8b82dcc9e9bb696ad72c4bcd86ea8afa4, 2025-01-06, still there
+@744d01e18b79512572f64a6bbd8b5f4a725203a7), not the 60.1 % (781.9, ROCm 6.2) it took before: that was the v1
+table's row, measured without the cache reset ("in theory should have given higher scores"), and the README
+removed that table in commit e695968eb26fbebaa1fa93af1b67b1d07bf83b74 (2025-09-02). GB200 its own: 1,822.0 of
+2,500 TFLOP/s = 72.9 % (row "NVIDIA GB200 SXM", best shape 4096x9728x2048, torch 2.10.0.dev20250916+cu130; added
+in stas00/ml-engineering commit 68cd2e59331e7ea901d6a5dbf20e55309dce32d6, 2025-09-17, still there @744d01e18b79512572f64a6bbd8b5f4a725203a7),
 not the 80 % default it took before. B200 its own too: the same table's row "NVIDIA B200 SXM", 1,745.0 of
 2,250 TFLOP/s = 77.6 % (same commit)."""
 _MAMF_SOURCE = "stas00/ml-engineering compute/accelerator/README.md (MAMF table)"

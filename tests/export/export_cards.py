@@ -104,6 +104,32 @@ CARDS = {
     "ppo-tp2-megatron-critic": lambda: _default(method="ppo", model="Qwen/Qwen3-0.6B", parallel={"strategy": "zero1", "tensor_parallel": 2,
                                                                                             "sequence_parallel": True},
                                                 roles={"reference": "cpu"}, rollout={"tensor_parallel": 2}),
+    # the Megatron-Core settings of session 8: tensor_parallel_impl, tp_comm_overlap, the DeepEP dispatcher, the EP
+    # all-to-all overlap, a pipeline layer layout (one stage per rank, and interleaved), the routing assumption
+    "sft-moe-megatron-deepep-overlap": lambda: _default(
+        model="Qwen/Qwen3-30B-A3B", hardware={"gpu": "h100-sxm", "gpus_per_node": 8, "nodes": 2},
+        parallel={"strategy": "zero1", "tensor_parallel": 2, "sequence_parallel": True, "tp_comm_overlap": True,
+                  "tensor_parallel_impl": "megatron", "expert_parallel": 8, "moe_dispatcher": "deepep",
+                  "moe_comm_overlap": True, "moe_routing": "consecutive", "gradient_checkpointing": False},
+        batch={"micro_batch_size": 1, "grad_accum": 4, "seq_len": 4096}, attention="flash"),
+    "sft-8b-pp2-layout-megatron": lambda: _default(
+        model="Qwen/Qwen3-8B", hardware={"gpu": "h100-sxm", "gpus_per_node": 8},
+        parallel={"strategy": "zero1", "tensor_parallel": 2, "sequence_parallel": True, "tensor_parallel_impl": "megatron",
+                  "pipeline_parallel": 2, "pipeline_layout": [16, 20]},
+        batch={"micro_batch_size": 1, "grad_accum": 8, "seq_len": 4096}, attention="flash"),
+    "sft-8b-pp2-vpp2-layout": lambda: _default(
+        model="Qwen/Qwen3-8B", hardware={"gpu": "h100-sxm", "gpus_per_node": 8},
+        parallel={"strategy": "fsdp", "tensor_parallel": 2, "sequence_parallel": True, "pipeline_parallel": 2,
+                  "pipeline_schedule": "interleaved", "virtual_stages": 2, "pipeline_layout": [8, 10, 10, 8]},
+        batch={"micro_batch_size": 1, "grad_accum": 8, "seq_len": 4096}),
+    "grpo-fp8-rollout-host-swap": lambda: _card(GRPO_LORA, scope="full", lora=None, hardware__gpu="h100-sxm",
+                                                rollout__quantization="fp8", rollout__quantization_bf16_modules=["o_proj"],
+                                                roles={"reference": "host_swap", "kl_coef": 0.01}),
+    "sft-packed-flash-attn-loss": lambda: _default(model="Qwen/Qwen3-0.6B", batch={"seq_len": 4096,
+                                                                                   "packed_sample_tokens": 512,
+                                                                                   "packed_sample_length_cv": 0.8},
+                                                   loss={"kernel": "flash_attn", "inplace_backward": True}),
+    "sft-chunked-torchtune-loss": lambda: _default(model="Qwen/Qwen3-0.6B", loss={"chunked": True, "kernel": "torchtune"}),
 }
 
 

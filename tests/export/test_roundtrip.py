@@ -33,7 +33,9 @@ CARRIES = {
              "rollout.num_iterations", "rollout.cuda_graphs", "roles.kl_coef", "roles.critic",
              *(f"parallel.{k}" for k in ("tensor_parallel", "sequence_parallel", "context_parallel", "context_parallel_kind",
                                          "pipeline_parallel", "virtual_stages", "expert_parallel", "expert_tensor_parallel",
-                                         "selective_checkpointing")), "precision.fp8_recipe"},
+                                         "selective_checkpointing", "tensor_parallel_impl", "moe_dispatcher",
+                                         "moe_comm_overlap", "pipeline_layout")), "precision.fp8_recipe",
+             "rollout.quantization"},
     "openrlhf": {"model", "method", "scope", "lora.rank", "lora.targets", "lora.dropout", "hardware.nodes", "deepspeed.overlap_comm",
                  "batch.micro_batch_size", "batch.seq_len", "parallel.gradient_checkpointing", "attention", "loss.chunked",
                  "rollout.prompts_per_step", "rollout.response_len", "rollout.num_generations", "rollout.tensor_parallel",
@@ -44,7 +46,8 @@ CARRIES = {
                    "precision.optimizer_in_backward", "precision.fp8_recipe",
                    *(f"parallel.{k}" for k in ("tensor_parallel", "context_parallel", "context_parallel_kind",
                                                "pipeline_parallel", "virtual_stages", "expert_parallel",
-                                               "expert_tensor_parallel", "selective_checkpointing"))},
+                                               "expert_tensor_parallel", "selective_checkpointing", "moe_dispatcher",
+                                               "pipeline_layout"))},
     "nemo-rl": {"model", "method", "scope", "lora.rank", "hardware.gpus_per_node", "hardware.nodes", "batch.micro_batch_size",
                 "batch.grad_accum", "batch.seq_len", "precision.fp8_recipe", "rollout.prompts_per_step",
                 "rollout.num_generations", "rollout.response_len", "rollout.prompt_len", "rollout.tensor_parallel",
@@ -52,7 +55,9 @@ CARRIES = {
                 "rollout.mini_batches", "rollout.engine_multiprocess", "roles.kl_coef",
                 *(f"parallel.{k}" for k in ("tensor_parallel", "sequence_parallel", "context_parallel",
                                             "context_parallel_kind", "pipeline_parallel", "virtual_stages",
-                                            "expert_parallel", "expert_tensor_parallel", "selective_checkpointing"))},
+                                            "expert_parallel", "expert_tensor_parallel", "selective_checkpointing",
+                                            "tensor_parallel_impl", "moe_dispatcher", "pipeline_layout")),
+                "rollout.quantization"},
 }
 
 
@@ -120,6 +125,7 @@ def test_roundtrip_named_cards(name, target):
 
 
 _TEXT = st.sampled_from(["Qwen/Qwen3-0.6B", "Qwen/Qwen2.5-0.5B", "Qwen/Qwen3-0.6B", "Qwen/Qwen3-30B-A3B"])
+_LAYERS = {"Qwen/Qwen3-0.6B": 28, "Qwen/Qwen2.5-0.5B": 24, "Qwen/Qwen3-30B-A3B": 48}
 
 
 @st.composite
@@ -154,11 +160,42 @@ def cards(draw):
     if draw(st.integers(0, 4)) == 0:
         d["parallel"]["gradient_checkpointing"] = False
         d["parallel"]["selective_checkpointing"] = draw(st.sampled_from(["op", "core_attention"]))
+    # the Megatron-Core settings of session 8 (tensor_parallel_impl, tp_comm_overlap, the layer layout, the DeepEP
+    # dispatcher, the EP all-to-all overlap, the routing assumption)
+    par = d["parallel"]
+    if draw(st.integers(0, 2)) == 0:
+        par["tensor_parallel_impl"] = "megatron"
+    if par.get("sequence_parallel") and draw(st.booleans()):
+        par["tp_comm_overlap"] = True
+    if par.get("pipeline_parallel") and draw(st.booleans()):
+        n = 2 * (2 if par.get("virtual_stages") else 1)
+        layers = _LAYERS[d["model"]]
+        layout = [layers // n] * n
+        layout[-1] += layers - sum(layout)
+        shift = draw(st.integers(0, 2))
+        layout[0] -= shift
+        layout[-1] += shift
+        par["pipeline_layout"] = layout
+    if par.get("expert_parallel"):
+        par["moe_dispatcher"] = draw(st.sampled_from(["alltoall", "deepep"]))
+        if draw(st.booleans()):
+            par["moe_comm_overlap"], par["gradient_checkpointing"] = True, False
+        if draw(st.integers(0, 3)) == 0:
+            par["moe_routing"] = "consecutive"
     d["hardware"]["interconnect"] = draw(st.sampled_from([None, "pcie", "nvlink"]))
     d["batch"] = {"micro_batch_size": draw(st.sampled_from([1, 2])), "grad_accum": draw(st.sampled_from([1, 4])),
                   "seq_len": draw(st.sampled_from([512, 2048]))}
+    if method in ("sft", "rm", "dpo") and draw(st.integers(0, 3)) == 0:
+        d["batch"]["packed_sample_tokens"] = d["batch"]["seq_len"] // 4
+        if draw(st.booleans()):
+            d["batch"]["packed_sample_length_cv"] = 0.5
     d["attention"] = draw(st.sampled_from(["sdpa", "flash", "eager"]))
     d["loss"] = {"chunked": draw(st.booleans())}
+    if d["loss"]["chunked"]:
+        d["loss"]["kernel"] = draw(st.sampled_from(["liger", "liger", "trl", "torchtune"]))
+    elif method == "sft" and draw(st.integers(0, 3)) == 0:
+        d["loss"]["kernel"] = "flash_attn"
+        d["loss"]["inplace_backward"] = draw(st.booleans())
     d["precision"] = {"compute": draw(st.sampled_from(["bf16", "fp16", "bf16", "fp8"])),
                       "optimizer": draw(st.sampled_from(["adamw", "adamw_8bit", "paged_adamw_8bit", "sgd"]))}
     if d["precision"]["compute"] == "fp8":
@@ -179,8 +216,14 @@ def cards(draw):
             ro["weight_sync"] = draw(st.sampled_from(["bucketed", "per_parameter", "full_gather"]))
         if gpn >= 4 and draw(st.booleans()):
             ro["placement"], ro["gpus"] = "split", gpn // 2
+        if ro["engine"] == "vllm" and d["hardware"]["gpu"] == "h100-sxm" and draw(st.booleans()):
+            ro["quantization"] = "fp8"
+            if draw(st.booleans()):
+                ro["quantization_bf16_modules"] = ["o_proj"]
         d["rollout"] = ro
         d["roles"] = {"kl_coef": draw(st.sampled_from([0.0, 0.04]))}
+        if d["roles"]["kl_coef"] and draw(st.integers(0, 3)) == 0:
+            d["roles"]["reference"] = "host_swap"
     if method == "dpo":
         d["roles"] = {"reference": draw(st.sampled_from(["gpu", "precomputed", "cpu"]))}
     if method == "ppo" and draw(st.booleans()):

@@ -100,7 +100,11 @@ def trace_request_kwargs(card, spec_config: dict[str, Any], *, layouts: bool = F
         "optimizer_impl": p.optimizer_impl.value,
         "world_size": world,
         **({"tensor_parallel": tp, "sequence_parallel": par.sequence_parallel} if tp > 1 else {}),
-        **({"pipeline_parallel": pp, "micro_batches": card.batch.grad_accum} if pp > 1 else {}),
+        **({"pipeline_parallel": pp, "micro_batches": card.batch.grad_accum,
+            # the card's split of the layers over the stages (uneven ends or a whole layout), as the plan reads it
+            "pipeline_first_stage_layers": par.pipeline_first_stage_layers,
+            "pipeline_last_stage_layers": par.pipeline_last_stage_layers,
+            "pipeline_layout": par.pipeline_layout} if pp > 1 else {}),
     }
 
 

@@ -122,8 +122,11 @@ def global_batch(card: RunCard) -> int:
     return card.batch.micro_batch_size * card.batch.grad_accum * train_world(card)
 
 
-def shared_notes(card: RunCard, target: str) -> list[str]:
-    """Card settings no launch config of any target expresses."""
+def shared_notes(card: RunCard, target: str, *, megatron_has: set[str] | None = None) -> list[str]:
+    """Card settings no launch config of any target expresses, and the Megatron-Core-only ``parallel`` settings
+    the target does not write (``megatron_has``: those it writes; ``trainfit.export.parallel.megatron_keys_notes``)."""
+    from trainfit.export.parallel import megatron_keys_notes
+
     notes: list[str] = []
     p = card.precision
     if p.optimizer_in_backward:
@@ -135,8 +138,27 @@ def shared_notes(card: RunCard, target: str) -> list[str]:
             "count or revision is not written"
         )
     if card.loss.kernel.value == "flash_attn":
-        notes.append(f"loss.kernel flash_attn: {target} has no switch to flash-attn's CrossEntropyLoss (llm-foundry's"
-                     " model.loss_fn: fused_crossentropy); not written, the target's own loss runs")
+        inplace = " (loss.inplace_backward true)" if card.loss.inplace_backward else ""
+        notes.append(f"loss.kernel flash_attn{inplace}: {target} has no switch to flash-attn's CrossEntropyLoss"
+                     " (llm-foundry's model.loss_fn: fused_crossentropy); not written, the target's own loss runs")
+    if card.loss.chunked and card.loss.kernel.value != "liger":
+        notes.append(f"loss.kernel {card.loss.kernel.value}: no {target} setting picks this chunked loss; not written"
+                     " (where the file writes a chunked loss it is the target's own, read back as liger)")
+    b = card.batch
+    if b.packed_sample_tokens is not None:
+        cv = (f", batch.packed_sample_length_cv {b.packed_sample_length_cv:g}"
+              if b.packed_sample_length_cv is not None else "")
+        notes.append(f"batch.packed_sample_tokens {b.packed_sample_tokens}{cv}: the mean length of the samples packed"
+                     f" into a row is a property of the data, and the {target} file does not write packing with"
+                     " attention per sample; not written (rows are planned back as one causal sequence each)")
+    ro = card.rollout
+    if is_rl(card) and ro.quantization.value != "none" and target in ("trl", "openrlhf"):
+        kept = (f" (rollout.quantization_bf16_modules {list(ro.quantization_bf16_modules)})"
+                if ro.quantization_bf16_modules else "")
+        notes.append(f"rollout.quantization {ro.quantization.value}{kept}: {target} has no setting for fp8 weights in its"
+                     " vLLM engine (TRL 1.16 GRPOConfig, OpenRLHF 0.11 flags); not written, the engine runs bf16 (use"
+                     " --to verl or nemo-rl)")
+    notes.extend(megatron_keys_notes(card, target, has=megatron_has or set()))
     if non_default(card, "parallel.compile") and card.parallel.compile and target in ("verl", "openrlhf"):
         notes.append(f"parallel.compile: {target} has no torch.compile switch for the trained model here")
     if target in ("accelerate", "trl", "deepspeed"):  # the model-parallel targets say their own
@@ -166,7 +188,11 @@ def effective_weight_sync(card: RunCard) -> WeightSync:
     over more than one rank, else per parameter. The round-trip property test checks the two agree."""
     if "weight_sync" in card.rollout.model_fields_set:
         return card.rollout.weight_sync
-    if card.scope is not Scope.FULL and card.parallel.strategy in _IMPLICIT_FULL_GATHER and _shard_group(card) > 1:
+    s = card.parallel.strategy
+    # under context parallel the plan takes the model-parallel path, whose ZeRO-3 terms carry FSDP-style layer
+    # units too (trainfit.plan.stages / ranks)
+    if card.scope is not Scope.FULL and _shard_group(card) > 1 and (
+            s in _IMPLICIT_FULL_GATHER or (s is Strategy.ZERO3 and card.parallel.context_parallel > 1)):
         return WeightSync.FULL_GATHER
     return WeightSync.PER_PARAMETER
 
@@ -257,8 +283,14 @@ def plan_facts(card: RunCard) -> dict[str, Any]:
     f["batch.grad_accum"] = card.batch.grad_accum
     if not rl:
         f["batch.seq_len"] = card.batch.seq_len
+    if not rl:  # packing is read for sft, rm and dpo (the card refuses it for ppo / grpo)
+        f["batch.packed_sample_tokens"] = card.batch.packed_sample_tokens
+        f["batch.packed_sample_length_cv"] = card.batch.packed_sample_length_cv
     f["attention"] = card.attention.value
     f["loss.chunked"] = card.loss.chunked
+    lo = card.loss  # the kernel is read with chunked, or as flash_attn (the full-logits flash-attn loss)
+    f["loss.kernel"] = lo.kernel.value if lo.chunked or lo.kernel.value == "flash_attn" else None
+    f["loss.inplace_backward"] = lo.inplace_backward
     if rl:
         ro = card.rollout
         for k, v in ro.model_dump(mode="json").items():
@@ -344,9 +376,11 @@ def hydra_string(s: str) -> str:
 
 
 def hydra_unquote(v: str) -> str | None:
-    """The string a quoted Hydra value written by ``hydra_string`` stands for (None if not quoted)."""
-    if len(v) < 2 or v[0] != "'" or v[-1] != "'":
+    """The string a quoted Hydra value written by ``hydra_string`` stands for (None if not quoted); a
+    double-quoted value (Hydra's other quoting, as hand-written recipes use it) is read the same way with ``"``."""
+    if len(v) < 2 or v[0] not in "'\"" or v[-1] != v[0]:
         return None
+    q = v[0]
     s = v[1:-1]
     out: list[str] = []
     i = 0
@@ -358,7 +392,7 @@ def hydra_unquote(v: str) -> str | None:
             run = j - i
             if j == len(s):
                 out.append("\\" * (run // 2))
-            elif s[j] == "'" or s.startswith("${", j):
+            elif s[j] == q or s.startswith("${", j):
                 out.append("\\" * (run // 2))
                 if run % 2:
                     out.append(s[j])

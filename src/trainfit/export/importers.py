@@ -653,6 +653,11 @@ def read_verl(text: str) -> Imported:
     ro.setdefault("gpu_memory_utilization", 0.5)
     ro.setdefault("tensor_parallel", 2)
     ro["cuda_graphs"] = not bool(get(f"{A}.rollout.enforce_eager", False))
+    quant = get(f"{A}.rollout.quantization")
+    if quant not in (None, "fp8"):  # verl RolloutConfig.quantization: fp8 | torchao
+        raise _bad(t, f"{A}.rollout.quantization: {quant!r}; allowed: fp8 (vLLM 128x128-block fp8), or unset")
+    if quant == "fp8":
+        ro["quantization"] = "fp8"
     free = bool(get(f"{A}.rollout.free_cache_engine", True))
     ro["sleep_level"] = verl_sleep_level(RunCard(scope=Scope(scope)), free)
     ro["weight_sync"] = "bucketed"
@@ -698,6 +703,31 @@ def read_verl(text: str) -> Imported:
     return Imported(t, d, notes)
 
 
+def _megatron_extras(t: str, where: str, get: Any, par: dict[str, Any]) -> None:
+    """The Megatron-Core-only card ``parallel`` keys from a TransformerConfig-like mapping (verl's
+    override_transformer_config, NeMo RL's megatron_cfg and its model_overrides): every Megatron-Core run is
+    tensor_parallel_impl megatron; ``pipeline_model_parallel_layout``, ``moe_token_dispatcher_type`` /
+    ``moe_enable_deepep``, ``overlap_moe_expert_parallel_comm`` and ``tp_comm_overlap`` are read back."""
+    from trainfit.export.parallel import dispatcher_from_megatron, layout_from_megatron
+
+    par["tensor_parallel_impl"] = "megatron"
+    layout = get("pipeline_model_parallel_layout")
+    try:
+        if layout is not None:
+            par["pipeline_layout"] = list(layout_from_megatron(layout, f"{where}.pipeline_model_parallel_layout"))
+        par["moe_dispatcher"] = dispatcher_from_megatron(get("moe_token_dispatcher_type"), get("moe_enable_deepep"),
+                                                         f"{where}.moe_token_dispatcher_type")
+    except ValueError as exc:
+        raise _bad(t, str(exc)) from None
+    for key, card_key in (("overlap_moe_expert_parallel_comm", "moe_comm_overlap"),
+                          ("tp_comm_overlap", "tp_comm_overlap")):
+        v = get(key)
+        if v not in (None, True, False):
+            raise _bad(t, f"{where}.{key}: {v!r}; allowed: true, false")
+        if v:
+            par[card_key] = True
+
+
 def _verl_megatron(t: str, M: str, get: Any, d: dict[str, Any], notes: list[str]) -> str:
     """The card's parallel and precision keys from one verl ``megatron`` section (defaults: verl 0.9.1
     ``engine/megatron.yaml``); returns the strategy."""
@@ -725,6 +755,7 @@ def _verl_megatron(t: str, M: str, get: Any, d: dict[str, Any], notes: list[str]
         n = get(f"{M}.override_transformer_config.{key}")
         if n is not None:
             par[field] = _num(t, f"{M}.override_transformer_config.{key}", n)
+    _megatron_extras(t, f"{M}.override_transformer_config", lambda k: get(f"{M}.override_transformer_config.{k}"), par)
     comm = get(f"{M}.override_transformer_config.cp_comm_type")
     if comm not in (None, "p2p", "a2a"):
         raise _bad(t, f"{M}.override_transformer_config.cp_comm_type: {comm!r}; allowed: p2p (ring), a2a (Ulysses)")
@@ -1006,13 +1037,32 @@ def read_torchtitan(text: str) -> Imported:
                          "context_parallel": cp, "context_parallel_kind": "ring", "expert_parallel": ep,
                          "expert_tensor_parallel": etp}
     sched = str(par.get("pipeline_parallel_schedule", "1F1B"))
+    fqns = par.get("module_fqns_per_model_part")
     if pp > 1:
+        if fqns is not None:  # the modules of every model part: the card's pipeline_layout (and its virtual stages)
+            from trainfit.export.torchtitan import layout_from_fqns
+
+            try:
+                p["pipeline_layout"] = list(layout_from_fqns(fqns))
+            except ValueError as exc:
+                raise _bad(t, str(exc)) from None
+            if len(fqns) % pp:
+                raise _bad(t, f"parallelism.module_fqns_per_model_part: {len(fqns)} model parts do not split over"
+                              f" pipeline_parallel_degree {pp}")
         if sched == "Interleaved1F1B":
-            p["pipeline_schedule"], p["virtual_stages"] = "interleaved", 2
-            if par.get("pipeline_parallel_layers_per_stage") is not None:
+            v = len(fqns) // pp if fqns is not None else 2
+            p["pipeline_schedule"], p["virtual_stages"] = "interleaved", v
+            if par.get("pipeline_parallel_layers_per_stage") is not None and fqns is None:
                 notes.append("pipeline_parallel_layers_per_stage: read as 2 stages per rank (torchtitan's default)")
         elif sched != "1F1B":
             notes.append(f"pipeline_parallel_schedule {sched}: planned as 1F1B")
+    elif fqns is not None:
+        notes.append("parallelism.module_fqns_per_model_part: only read with pipeline_parallel_degree > 1")
+    backend = par.get("expert_parallel_comm_backend", "standard")
+    if backend not in ("standard", "deepep"):
+        raise _bad(t, f"parallelism.expert_parallel_comm_backend: {backend!r}; allowed: standard, deepep")
+    if backend == "deepep":
+        p["moe_dispatcher"] = "deepep"
     ac = sec("activation_checkpoint")
     mode = ac.get("mode", "selective")
     if mode == "full":
@@ -1141,6 +1191,16 @@ def read_nemo_rl(text: str) -> Imported:
                            ("num_layers_in_last_pipeline_stage", "pipeline_last_stage_layers")):
             if get(f"{M}.{key}") is not None:
                 par[field] = _num(t, f"{M}.{key}", get(f"{M}.{key}"))
+        overrides = get(f"{M}.model_overrides") or {}
+        if not isinstance(overrides, dict):
+            raise _bad(t, f"{M}.model_overrides: a mapping of Megatron Bridge model fields")
+
+        def mega_key(k: str) -> Any:  # a first-class megatron_cfg key, else a model override
+            v = get(f"{M}.{k}")
+            v = overrides.get(k) if v is None else v
+            return text_value(f"{M}.{k}", v) if isinstance(v, str) else v
+
+        _megatron_extras(t, M, mega_key, par)
         gc = bool(get(f"{M}.activation_checkpointing", False))
         gran = get(f"{M}.recompute_granularity", "full")
         par["gradient_checkpointing"] = gc and gran == "full"

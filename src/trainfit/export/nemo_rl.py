@@ -17,7 +17,12 @@ examples' own ``defaults:`` are, so save it in ``examples/configs/``).
   ``recompute_granularity`` (full | selective) and ``recompute_modules`` (null: [core_attn]),
   ``optimizer.use_distributed_optimizer`` / ``optimizer_cpu_offload`` / ``optimizer_offload_fraction``,
   ``distributed_data_parallel_config.use_custom_fsdp`` (Megatron FSDP, ``optim_grads_params``),
-  ``fp8_cfg`` (``enabled``, ``fp8``: e4m3, ``fp8_recipe``: delayed | tensorwise | blockwise), ``peft``.
+  ``fp8_cfg`` (``enabled``, ``fp8``: e4m3, ``fp8_recipe``: delayed | tensorwise | blockwise), ``peft``,
+  ``moe_token_dispatcher_type`` (alltoall | flex) with ``moe_enable_deepep`` (the card's ``moe_dispatcher``), and
+  ``model_overrides`` (Megatron Bridge provider fields merged before the parallel sizes,
+  ``nemo_rl/models/megatron/setup.py`` ``setup_model_config``): ``pipeline_model_parallel_layout`` for the card's
+  ``pipeline_layout`` (one stage per rank). Not written, each said: ``tp_comm_overlap`` (no userbuffers set-up) and
+  ``overlap_moe_expert_parallel_comm`` (NeMo RL's step has no combined-1F1B path at this commit).
   A card with pipeline or expert parallelism, Megatron's core_attention recompute or fp8 compute uses it;
   otherwise DTensor. The examples have no virtual-pipeline key and neither backend has Ulysses.
 * GRPO: ``grpo.num_prompts_per_step``, ``grpo.num_generations_per_prompt``,
@@ -52,6 +57,8 @@ from trainfit.export.common import (
 from trainfit.export.parallel import (
     MEGATRON_FP8_RECIPE,
     is_ulysses,
+    megatron_layout,
+    megatron_moe,
     megatron_precision_note,
     missing_parallel_notes,
     sequences_per_step,
@@ -62,6 +69,7 @@ from trainfit.spec.enums import (
     ComputeDtype,
     Dtype,
     Method,
+    MoeDispatcher,
     Offload,
     Optimizer,
     Placement,
@@ -71,6 +79,7 @@ from trainfit.spec.enums import (
     Scope,
     SelectiveCheckpointing,
     Strategy,
+    TensorParallelImpl,
     WeightSync,
 )
 
@@ -83,11 +92,13 @@ PRECISION = {ComputeDtype.BF16: "bfloat16", ComputeDtype.FP16: "float16", Comput
 
 
 def uses_megatron(card: RunCard) -> bool:
-    """Pipeline or expert parallelism, Megatron's core_attention recompute or fp8: NeMo RL's Megatron backend."""
+    """Pipeline or expert parallelism, Megatron's core_attention recompute, fp8, or a Megatron-Core-only setting
+    (tensor_parallel_impl megatron, the DeepEP dispatcher): NeMo RL's Megatron backend."""
     p = card.parallel
     return (p.pipeline_parallel > 1 or p.expert_parallel > 1 or p.expert_tensor_parallel > 1
             or p.selective_checkpointing is SelectiveCheckpointing.CORE_ATTENTION
-            or card.precision.compute is ComputeDtype.FP8)
+            or card.precision.compute is ComputeDtype.FP8
+            or p.tensor_parallel_impl is TensorParallelImpl.MEGATRON or p.moe_dispatcher is MoeDispatcher.DEEPEP)
 
 
 def _checkpointing(card: RunCard, notes: list[str]) -> bool:
@@ -167,6 +178,21 @@ def _megatron(card: RunCard, notes: list[str]) -> dict[str, Any]:
     if p.virtual_stages > 1:
         notes.append(f"parallel.virtual_stages {p.virtual_stages}: NeMo RL's megatron_cfg has no virtual-pipeline key;"
                      " not written (1F1B)")
+    # MoE dispatcher: first-class megatron_cfg keys (grpo_math_1B.yaml moe_enable_deepep / moe_token_dispatcher_type,
+    # nemo_rl/models/megatron/setup.py _apply_moe_config)
+    cfg.update(megatron_moe(card))
+    if p.pipeline_layout is not None:
+        if p.virtual_stages == 1:
+            # no first-class key: megatron_cfg.model_overrides sets Megatron Bridge provider fields before the
+            # parallel sizes are applied (nemo_rl/models/megatron/setup.py, model_overrides -> _merge_model_overrides)
+            cfg["model_overrides"] = {"pipeline_model_parallel_layout": megatron_layout(p.pipeline_layout)}
+        else:
+            notes.append("parallel.pipeline_layout: not written (a layout of virtual stages needs the virtual-pipeline"
+                         " size, which NeMo RL's megatron_cfg does not take)")
+    if p.tensor_parallel_impl is not TensorParallelImpl.MEGATRON:
+        notes.append("parallel.tensor_parallel_impl dtensor: NeMo RL's Megatron backend is Megatron-Core (its"
+                     " tensor-parallel linears and vocab_parallel_cross_entropy: tensor_parallel_impl megatron); read"
+                     " back as megatron")
     if card.scope is not Scope.FULL:
         t = lora_targets(card)
         cfg["peft"] = {"enabled": True, "dim": card.lora.rank, "alpha": card.lora.alpha, "dropout": card.lora.dropout,
@@ -186,7 +212,9 @@ def _policy(card: RunCard, notes: list[str]) -> dict[str, Any]:
     notes.extend(missing_parallel_notes(card, "NeMo RL", has={
         "tensor_parallel", "sequence_parallel", "context_parallel", "pipeline_parallel", "expert_parallel",
         "expert_tensor_parallel", "virtual_stages", "pipeline_schedule", "pipeline_first_stage_layers",
-        "pipeline_last_stage_layers"}))
+        "pipeline_last_stage_layers", "pipeline_layout"}))
+    if card.parallel.pipeline_layout is not None and not mega:
+        notes.append("parallel.pipeline_layout: NeMo RL's DTensor backend has no pipeline; not written")
     if card.parallel.pipeline_schedule.value == "interleaved":
         notes.append("parallel.pipeline_schedule interleaved: NeMo RL's megatron_cfg has no virtual-pipeline key;"
                      " exported as 1F1B")
@@ -302,7 +330,8 @@ def build(card: RunCard) -> Export:
     if card.scope is Scope.QLORA:
         raise ExportError("scope: NeMo RL has no 4-bit (QLoRA) base; allowed for --to nemo-rl: full, lora")
     data = _grpo(card, notes) if card.method is Method.GRPO else _sft(card, notes)
-    notes.extend(shared_notes(card, "nemo-rl"))
+    has = {"tensor_parallel_impl", "moe_dispatcher"} if uses_megatron(card) else set()
+    notes.extend(shared_notes(card, "nemo-rl", megatron_has=has))
     script = SCRIPT[card.method]
     launch = f"uv run {script} --config {FILENAME}"
     header = (f"# NeMo RL config written by trainfit export (keys: NVIDIA-NeMo/RL {COMMIT[:7]} examples/configs/"

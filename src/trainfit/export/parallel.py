@@ -127,3 +127,115 @@ def missing_parallel_notes(card: RunCard, target: str, *, has: set[str]) -> list
             v = getattr(p, key)
             out.append(f"parallel.{key} {getattr(v, 'value', v)}: {target} has no setting for it; not written")
     return out
+
+
+# -- the layer layout and the MoE / overlap settings of Megatron-Core ------------------------------
+#
+# NVIDIA/Megatron-LM 00caa53af30912914981c86f39db123961678bbd
+# megatron/core/transformer/pipeline_parallel_layer_layout.py: ``pipeline_model_parallel_layout`` is a list of
+# pp x vpp stages in model order (stage i on pipeline rank i % pp) or a string of them joined by "|", each stage
+# spelled with "E" (the embedding, once, first), "t" (a decoder layer), "m" (an MTP layer), "L" (the loss, once,
+# last); "x*n" and "(...)*n" repeat, commas are cosmetic.
+
+_LAYOUT_CHARS = {"E": "embedding", "L": "loss", "t": "decoder", "m": "mtp"}
+
+
+def megatron_layout(layout: tuple[int, ...]) -> str:
+    """The card's ``parallel.pipeline_layout`` (decoder layers per virtual stage, model order) as Megatron-Core's
+    layout string: the embedding on the first stage, the loss on the last."""
+    stages = []
+    for i, n in enumerate(layout):
+        s = "E" if i == 0 else ""
+        s += "t" * n if n <= 2 else f"t*{n}"
+        stages.append(s + ("L" if i == len(layout) - 1 else ""))
+    return "|".join(stages)
+
+
+def layout_from_megatron(value: Any, where: str) -> tuple[int, ...]:
+    """Decoder layers per stage from a Megatron-Core ``pipeline_model_parallel_layout`` (string or list of lists);
+    ValueError (one line naming ``where``) for a layout the card cannot hold: the embedding not first, the loss not
+    last, MTP layers, or an unknown layer."""
+    import re
+
+    if isinstance(value, str):
+        s = value.replace(",", "").replace(" ", "")
+        if len(s) > 100_000:
+            raise ValueError(f"{where}: longer than 100000 characters")
+        budget = [10_000_000]  # characters the repeats may still add (bounded before any string is built)
+
+        def unroll(m: re.Match[str]) -> str:
+            n = len(m.group(1)) * int(m.group(2))
+            budget[0] -= n
+            if budget[0] < 0:
+                raise ValueError(f"{where}: expands past 10000000 layers")
+            return m.group(1) * int(m.group(2))
+
+        for pattern in (r"\(([^)]+)\)\*(\d{1,7})", r"(.)\*(\d{1,7})"):
+            s = re.sub(pattern, unroll, s)
+        stages: list[list[str]] = [list(stage) for stage in s.split("|")]
+    elif isinstance(value, (list, tuple)) and all(isinstance(r, (list, tuple)) for r in value):
+        names = {v: k for k, v in _LAYOUT_CHARS.items()}
+        stages = [[names.get(str(x).strip().lower(), str(x)) for x in r] for r in value]
+    else:
+        raise ValueError(f"{where}: {str(value)[:60]!r}; allowed: a layout string such as 'Ettt|ttttL' or a list of"
+                         " per-stage layer lists")
+    flat = [c for st in stages for c in st]
+    bad = [c for c in flat if c not in _LAYOUT_CHARS]
+    if bad:
+        raise ValueError(f"{where}: layer {bad[0]!r} is not one of E (embedding), t (decoder), m (mtp), L (loss)")
+    if "m" in flat:
+        raise ValueError(f"{where}: MTP layers (m) in the layout are not a card setting; allowed: E, t, L")
+    if not flat or flat[0] != "E" or flat.count("E") != 1 or flat[-1] != "L" or flat.count("L") != 1:
+        raise ValueError(f"{where}: the embedding (E) must open the first stage and the loss (L) close the last, once"
+                         " each (Megatron-Core validate_layer_layout)")
+    return tuple(st.count("t") for st in stages)
+
+
+def megatron_moe(card: RunCard) -> dict[str, Any]:
+    """Megatron-Core MoE keys for the card (transformer_config.py): ``moe_token_dispatcher_type: flex`` with
+    ``moe_enable_deepep: true`` for the DeepEP dispatcher (verl b178a3cd
+    examples/grpo_trainer/run_deepseek671b_math_megatron_96gb.sh; NeMo RL 7ea279a grpo_math_1B.yaml
+    megatron_cfg.moe_enable_deepep / moe_token_dispatcher_type), {} for alltoall (both default to it)."""
+    from trainfit.spec.enums import MoeDispatcher
+
+    if card.parallel.moe_dispatcher is MoeDispatcher.DEEPEP:
+        return {"moe_token_dispatcher_type": "flex", "moe_enable_deepep": True}
+    return {}
+
+
+def dispatcher_from_megatron(kind: Any, deepep: Any, where: str) -> str:
+    """The card's ``parallel.moe_dispatcher`` from ``moe_token_dispatcher_type`` (and ``moe_enable_deepep``):
+    flex (DeepEP / HybridEP) -> deepep, alltoall -> alltoall; allgather is refused in one line."""
+    k = "alltoall" if kind in (None, "null") else str(kind)
+    if k == "flex":
+        return "deepep"
+    if k == "alltoall":
+        if deepep not in (None, False):
+            raise ValueError(f"{where}: moe_enable_deepep true needs moe_token_dispatcher_type flex (Megatron-Core)")
+        return "alltoall"
+    raise ValueError(f"{where}: {k!r} is not a card dispatcher; allowed: alltoall, flex (DeepEP)")
+
+
+def megatron_keys_notes(card: RunCard, target: str, *, has: set[str]) -> list[str]:
+    """One note per Megatron-only card setting (non-default) that ``target``'s file does not write; ``has`` names
+    those it writes (tensor_parallel_impl, tp_comm_overlap, moe_dispatcher, moe_comm_overlap)."""
+    from trainfit.spec.enums import MoeDispatcher, MoeRouting, TensorParallelImpl
+
+    p = card.parallel
+    out = []
+    if p.tensor_parallel_impl is TensorParallelImpl.MEGATRON and "tensor_parallel_impl" not in has:
+        out.append(f"parallel.tensor_parallel_impl megatron: {target} runs no Megatron-Core model here (its tensor"
+                   " parallel, if any, is torch DTensor's); not written")
+    if p.tp_comm_overlap and "tp_comm_overlap" not in has:
+        out.append(f"parallel.tp_comm_overlap: {target} has no setting that sets up Transformer Engine's userbuffers"
+                   " (Megatron-Core --tp-comm-overlap); not written, the tensor-parallel collectives run unhidden")
+    if p.moe_dispatcher is MoeDispatcher.DEEPEP and "moe_dispatcher" not in has:
+        out.append(f"parallel.moe_dispatcher deepep: {target} has no DeepEP dispatcher setting; not written (the"
+                   " all-to-all dispatcher runs)")
+    if p.moe_comm_overlap and "moe_comm_overlap" not in has:
+        out.append(f"parallel.moe_comm_overlap: {target} has no expert-parallel all-to-all overlap setting"
+                   " (Megatron-Core overlap_moe_expert_parallel_comm); not written")
+    if p.moe_routing is not MoeRouting.UNIFORM:
+        out.append(f"parallel.moe_routing {p.moe_routing.value}: how the router spreads tokens is a property of the"
+                   f" model and data, not a setting of the {target} file; not written")
+    return out

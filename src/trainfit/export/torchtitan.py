@@ -10,9 +10,11 @@ unknown fields):
   never), ``tensor_parallel_degree`` (torchtitan's TP plan always shards norms along the sequence: sequence
   parallel), ``pipeline_parallel_degree``, ``pipeline_parallel_schedule`` (1F1B | Interleaved1F1B: a looped
   schedule with no ``pipeline_parallel_layers_per_stage`` builds 2 stages per rank,
-  ``torchtitan/distributed/pipeline_parallel.py``), ``pipeline_parallel_microbatch_size``,
+  ``torchtitan/distributed/pipeline_parallel.py``), ``module_fqns_per_model_part`` (the modules of every model
+  part: the card's ``pipeline_layout``), ``pipeline_parallel_microbatch_size``,
   ``context_parallel_degree`` (ring attention over SDPA: KV shards passed by all-gather or all-to-all;
-  no Ulysses), ``expert_parallel_degree``, ``expert_tensor_parallel_degree`` (1 or TP).
+  no Ulysses), ``expert_parallel_degree``, ``expert_tensor_parallel_degree`` (1 or TP),
+  ``expert_parallel_comm_backend`` (standard | deepep: the card's ``moe_dispatcher``).
 * ``[training]``: ``local_batch_size`` (per device; under PP split into microbatches), ``global_batch_size``
   (gradient accumulation = global / (local x dp)), ``seq_len``, ``enable_cpu_offload`` (FSDP CPU offload of
   parameters, gradients and optimizer states), ``dtype`` (float32 | bfloat16: all parameters, gradients and
@@ -44,6 +46,7 @@ from trainfit.spec.enums import (
     Dtype,
     Fp8Recipe,
     Method,
+    MoeDispatcher,
     Offload,
     Optimizer,
     OptimizerImpl,
@@ -94,6 +97,42 @@ def toml_string(s: str) -> str:
         else:
             out.append(f"\\u{o:04x}" if o <= 0xFFFF else f"\\U{o:08x}")
     return '"' + "".join(out) + '"'
+
+
+def module_fqns(layout: tuple[int, ...]) -> list[list[str]]:
+    """``parallelism.module_fqns_per_model_part`` for the card's ``parallel.pipeline_layout``: the embedding on the
+    first model part, the final norm and head on the last (torchtitan 0.2.2
+    ``torchtitan/distributed/pipeline_parallel.py`` ``generate_llm_fqn_per_model_part`` names: tok_embeddings,
+    layers.<i>, norm, output)."""
+    parts: list[list[str]] = []
+    i = 0
+    for k, n in enumerate(layout):
+        part = ["tok_embeddings"] if k == 0 else []
+        part += [f"layers.{j}" for j in range(i, i + n)]
+        i += n
+        parts.append(part + (["norm", "output"] if k == len(layout) - 1 else []))
+    return parts
+
+
+def layout_from_fqns(parts: Any) -> tuple[int, ...]:
+    """The decoder layers of every model part from ``module_fqns_per_model_part`` (the inverse of ``module_fqns``);
+    ValueError (one line) for parts that are not the model's modules in order."""
+    where = "parallelism.module_fqns_per_model_part"
+    if not isinstance(parts, list) or not parts or not all(isinstance(p, list) for p in parts):
+        raise ValueError(f"{where}: a list of module-name lists, one per model part")
+    counts, nxt = [], 0
+    for k, part in enumerate(parts):
+        names = [str(x) for x in part]
+        head = ["tok_embeddings"] if k == 0 else []
+        tail = ["norm", "output"] if k == len(parts) - 1 else []
+        if names[:len(head)] != head or (tail and names[-len(tail):] != tail):
+            raise ValueError(f"{where}: tok_embeddings must open the first part and norm, output close the last")
+        mid = names[len(head):len(names) - len(tail)]
+        if mid != [f"layers.{j}" for j in range(nxt, nxt + len(mid))]:
+            raise ValueError(f"{where}: part {k} holds {mid[:3]}...; allowed: consecutive layers.<i> in model order")
+        counts.append(len(mid))
+        nxt += len(mid)
+    return tuple(counts)
 
 
 def _sections(card: RunCard, notes: list[str]) -> dict[str, dict[str, Any]]:
@@ -150,7 +189,8 @@ def _sections(card: RunCard, notes: list[str]) -> dict[str, dict[str, Any]]:
         world = tp * cp * pp
         if card.world_size > world:
             notes.append(f"parallel.strategy single: one data-parallel replica on {world} GPU(s); the card's other"
-                         f" {card.world_size - world} GPUs idle")
+                         f" {card.world_size - world} GPUs idle (hardware.gpus_per_node / hardware.nodes: the file"
+                         f" launches {world})")
     elif s is Strategy.DDP and tp * cp * pp == 1:
         replicate, shard = dp, 1
     elif s is Strategy.HSDP:
@@ -178,7 +218,10 @@ def _sections(card: RunCard, notes: list[str]) -> dict[str, dict[str, Any]]:
     if pp > 1:
         looped = par.pipeline_schedule is PipelineSchedule.INTERLEAVED and par.virtual_stages > 1
         para["pipeline_parallel_schedule"] = "Interleaved1F1B" if looped else "1F1B"
-        if looped and par.virtual_stages != 2:
+        if par.pipeline_layout is not None:
+            # every stage's modules in model order (stage i on rank i % pp for 1F1B and the looped schedules)
+            para["module_fqns_per_model_part"] = module_fqns(par.pipeline_layout)
+        elif looped and par.virtual_stages != 2:
             notes.append(f"parallel.virtual_stages {par.virtual_stages}: torchtitan's Interleaved1F1B builds 2 stages per"
                          " rank unless pipeline_parallel_layers_per_stage is set; exported with 2")
         if par.pipeline_schedule is PipelineSchedule.INTERLEAVED and par.virtual_stages == 1:
@@ -194,6 +237,8 @@ def _sections(card: RunCard, notes: list[str]) -> dict[str, dict[str, Any]]:
         notes.append("parallel.context_parallel_kind ulysses: torchtitan's context parallel is ring attention over SDPA"
                      " (KV shards all-gathered or rotated); exported as ring")
     para["expert_parallel_degree"] = par.expert_parallel
+    if par.moe_dispatcher is MoeDispatcher.DEEPEP:
+        para["expert_parallel_comm_backend"] = "deepep"
     etp = par.expert_tensor_parallel
     if etp not in (1, tp):
         notes.append(f"parallel.expert_tensor_parallel {etp}: torchtitan takes 1 or the tensor-parallel degree; exported as 1")
@@ -258,7 +303,7 @@ def build(card: RunCard) -> Export:
         raise ExportError(f"scope: torchtitan {VERSION} trains full weights (no LoRA adapter); allowed for --to torchtitan:"
                           " full (use --to trl, verl or nemo-rl for LoRA)")
     sections, world = _sections(card, notes)
-    notes.extend(shared_notes(card, "torchtitan"))
+    notes.extend(shared_notes(card, "torchtitan", megatron_has={"moe_dispatcher"}))
     nodes = card.hardware.nodes if world == train_gpus_per_node(card) * card.hardware.nodes else 1
     per_node = world // nodes
     launch = (f"torchrun --nnodes={nodes} --nproc_per_node={per_node} -m torchtitan.train"

@@ -20,8 +20,8 @@ Model parallelism (verl 0.9.1 from PyPI, ``verl/trainer/config/ppo_megatron_trai
 verl.trainer.main_ppo model_engine=megatron", flattened in ``_generated_ppo_megatron_trainer.yaml``;
 ``engine/megatron.yaml``; the same keys in volcengine/verl b178a3cd56f58b2d502255daba591e92833930a7
 ``examples/grpo_trainer/run_qwen3moe-30b_megatron_96gb.sh``): a card with tensor, pipeline, expert or
-ring context parallelism, Megatron's selective (core_attention) recompute or fp8 compute runs on the
-Megatron backend: ``model_engine=megatron`` (SFT: ``engine=megatron optim=megatron``) and per role a
+ring context parallelism, Megatron's selective (core_attention) recompute, fp8 compute, ``tensor_parallel_impl:
+megatron``, the DeepEP dispatcher or the EP all-to-all overlap runs on the Megatron backend: ``model_engine=megatron`` (SFT: ``engine=megatron optim=megatron``) and per role a
 ``megatron`` section (``tensor_model_parallel_size``, ``pipeline_model_parallel_size``,
 ``virtual_pipeline_model_parallel_size``, ``context_parallel_size``, ``expert_model_parallel_size``,
 ``expert_tensor_parallel_size`` (default null = TP, so always written), ``sequence_parallel`` (default true),
@@ -30,6 +30,10 @@ Megatron backend: ``model_engine=megatron`` (SFT: ``engine=megatron optim=megatr
 (Ulysses) and ``fp8`` / ``fp8_recipe`` (``trainfit.export.parallel``). The ref's megatron sizes follow
 the actor's (``${oc.select:actor_rollout_ref.actor.megatron...}``); the critic's are written.
 Ulysses alone stays on FSDP: ``fsdp_config.ulysses_sequence_parallel_size`` (``engine/fsdp.yaml``).
+Megatron-Core-only card settings go to ``override_transformer_config``: ``pipeline_model_parallel_layout``
+(``parallel.pipeline_layout``), ``moe_token_dispatcher_type: flex`` + ``moe_enable_deepep`` (``moe_dispatcher:
+deepep``), ``overlap_moe_expert_parallel_comm`` (``moe_comm_overlap``); ``tp_comm_overlap`` is said, not written
+(verl sets up no Transformer Engine userbuffers). ``rollout.quantization: fp8`` is ``rollout.quantization=fp8``.
 """
 
 from __future__ import annotations
@@ -52,6 +56,8 @@ from trainfit.export.common import (
 from trainfit.export.parallel import (
     is_ulysses,
     megatron_fp8,
+    megatron_layout,
+    megatron_moe,
     megatron_precision_note,
     megatron_recompute,
     sequences_per_step,
@@ -64,14 +70,17 @@ from trainfit.spec.enums import (
     ContextParallelKind,
     Dtype,
     Method,
+    MoeDispatcher,
     Offload,
     Optimizer,
     Placement,
     RefPlacement,
     RolloutEngine,
+    RolloutQuantization,
     Scope,
     SelectiveCheckpointing,
     Strategy,
+    TensorParallelImpl,
     WeightSync,
 )
 
@@ -267,6 +276,14 @@ def _ppo(card: RunCard, notes: list[str]) -> list[str]:
         )
     if not ro.cuda_graphs:
         o.append(f"{A}.rollout.enforce_eager=True")
+    if ro.quantization is RolloutQuantization.FP8:
+        # verl b178a3cd verl/workers/config/rollout.py RolloutConfig.quantization ("fp8" | "torchao");
+        # vllm_rollout/vllm_async_server.py: fp8 is vLLM's quant_method fp8 with 128x128 weight blocks and dynamic
+        # activations, re-quantized at every weight sync (the card's rollout.quantization fp8)
+        o.append(f"{A}.rollout.quantization=fp8")
+        if ro.quantization_bf16_modules:
+            notes.append(f"rollout.quantization_bf16_modules {list(ro.quantization_bf16_modules)}: verl's fp8 rollout"
+                         " quantizes every linear layer (no keep-in-bf16 list); not written")
     if ro.num_iterations > 1:
         o.append(f"{A}.actor.ppo_epochs={ro.num_iterations}")
     if ro.placement is Placement.SPLIT:
@@ -362,7 +379,8 @@ def build(card: RunCard) -> Export:
         overrides = _sft(card, notes)
         cmd = f"torchrun --nnodes={card.hardware.nodes} --nproc_per_node={card.hardware.gpus_per_node} -m verl.trainer.sft_trainer"
         config = "sft_trainer_engine.yaml+megatron" if uses_megatron(card) else "sft_trainer_engine.yaml"
-    notes.extend(shared_notes(card, "verl"))
+    has = {"tensor_parallel_impl", "moe_dispatcher", "moe_comm_overlap"} if uses_megatron(card) else set()
+    notes.extend(shared_notes(card, "verl", megatron_has=has))
     text = "#!/bin/sh\n" + cmd + " \\\n" + " \\\n".join(f"    {shlex.quote(o)}" for o in overrides) + "\n"
     data = {"command": cmd, "config": config, "overrides": overrides}
     return Export(target="verl", text=text, data=data, notes=notes, filename="run_verl.sh")
@@ -397,12 +415,15 @@ def _sharding(card: RunCard, strategy_key: str, config: str, notes: list[str]) -
 
 def uses_megatron(card: RunCard) -> bool:
     """The card needs verl's Megatron backend: tensor, pipeline or expert parallelism, ring context
-    parallelism, Megatron's selective recompute, or fp8 compute (Transformer Engine). Ulysses alone runs on FSDP."""
+    parallelism, Megatron's selective recompute, fp8 compute (Transformer Engine), or a Megatron-Core-only setting
+    (tensor_parallel_impl megatron, the DeepEP dispatcher, the EP all-to-all overlap). Ulysses alone runs on FSDP."""
     p = card.parallel
     return (p.tensor_parallel > 1 or p.pipeline_parallel > 1 or p.expert_parallel > 1 or p.expert_tensor_parallel > 1
             or (p.context_parallel > 1 and p.context_parallel_kind is ContextParallelKind.RING)
             or p.selective_checkpointing is SelectiveCheckpointing.CORE_ATTENTION
-            or card.precision.compute is ComputeDtype.FP8)
+            or card.precision.compute is ComputeDtype.FP8
+            or p.tensor_parallel_impl is TensorParallelImpl.MEGATRON or p.moe_dispatcher is MoeDispatcher.DEEPEP
+            or p.moe_comm_overlap)
 
 
 _MEGATRON_DTYPE = {ComputeDtype.BF16: "bfloat16", ComputeDtype.FP16: "float16", ComputeDtype.FP8: "bfloat16",
@@ -464,6 +485,22 @@ def _megatron(card: RunCard, prefix: str, notes: list[str]) -> list[str]:
                    ("num_layers_in_last_pipeline_stage", p.pipeline_last_stage_layers)):
         if n is not None:
             o.append(f"+{otc}.{key}={n}")
+    # custom layer layout (Megatron-Core TransformerConfig.pipeline_model_parallel_layout, passed through
+    # override_transformer_config into the TransformerConfig: verl b178a3cd verl/models/mcore/config_converter.py
+    # _get_base_transformer_config; verl/utils/megatron_utils.py reads config.pipeline_model_parallel_layout for
+    # the layer offsets)
+    if p.pipeline_layout is not None:
+        o.append(f"+{otc}.pipeline_model_parallel_layout={_fmt(megatron_layout(p.pipeline_layout))}")
+    o += [f"+{otc}.{k}={_fmt(v)}" for k, v in megatron_moe(card).items()]
+    # the combined 1F1B schedule (verl b178a3cd verl/workers/actor/megatron_actor.py reads
+    # tf_config.overlap_moe_expert_parallel_comm and returns the schedule plan it needs)
+    if p.moe_comm_overlap:
+        o.append(f"+{otc}.overlap_moe_expert_parallel_comm=True")
+    if p.tensor_parallel_impl is not TensorParallelImpl.MEGATRON:
+        note = ("parallel.tensor_parallel_impl dtensor: verl's Megatron engine is Megatron-Core (its tensor-parallel"
+                " linears and vocab_parallel_cross_entropy: tensor_parallel_impl megatron); read back as megatron")
+        if note not in notes:
+            notes.append(note)
     if p.activation_offload:
         notes.append("parallel.activation_offload: verl's Megatron engine has no activation offload switch")
     return o

@@ -52,13 +52,23 @@ def _cut(model: nn.Module, *, first: bool, last: bool) -> None:
 
 
 def stage_depth(req: TraceRequest) -> int:
-    """Decoder layers of the traced stage: ``num_layers / pp``, or the uneven split's share
-    (``trainfit.memory.pipeline.stage_layer_counts``, Megatron-Core's first/last stage sizes)."""
-    from trainfit.memory.pipeline import split_problem, stage_layer_counts
+    """Decoder layers of the traced stage: ``num_layers / pp``, the uneven split's share
+    (``trainfit.memory.pipeline.stage_layer_counts``, Megatron-Core's first/last stage sizes), or the stage's
+    entry of ``pipeline_layout`` (one per stage: the interleaved schedule is not traced)."""
+    from trainfit.memory.pipeline import layout_problem, split_problem, stage_layer_counts
     from trainfit.trace.extrapolate import full_depth
 
     layers = full_depth(req.hf_config)
     first, last = req.pipeline_first_stage_layers, req.pipeline_last_stage_layers
+    if req.pipeline_layout is not None:
+        layout = tuple(req.pipeline_layout)
+        if len(layout) != req.pipeline_parallel:
+            raise TraceUnsupported(f"trace: pipeline_layout has {len(layout)} stages for pipeline_parallel"
+                                   f" {req.pipeline_parallel}; one stage per rank is traced (no virtual stages)")
+        why = layout_problem(layers, layout, req.pipeline_parallel)
+        if why:
+            raise TraceUnsupported(f"trace: parallel.pipeline_layout: {why}")
+        return layout[req.pipeline_stage]
     why = split_problem(layers, req.pipeline_parallel, 1, first=first, last=last)
     if why:
         raise TraceUnsupported(f"trace: pipeline_parallel {req.pipeline_parallel}: {why}")

@@ -89,6 +89,9 @@ class TraceRequest:
     """Decoder layers of the first stage (Megatron-Core ``num_layers_in_first_pipeline_stage``); None: even split."""
     pipeline_last_stage_layers: int | None = None
     """Decoder layers of the last stage (``num_layers_in_last_pipeline_stage``); None: even split."""
+    pipeline_layout: tuple[int, ...] | None = None
+    """Decoder layers of every stage, one entry per stage in model order (``parallel.pipeline_layout`` with one
+    virtual stage; Megatron-Core ``pipeline_model_parallel_layout``); None: the first/last or even split."""
     micro_batches: int = 1
     """Micro-batches per step (gradient accumulation); the pipeline schedule interleaves them."""
     layers: int | None = None

@@ -512,6 +512,29 @@ def overlap_param_gather_of(e: dict[str, Any], dp: int) -> str | None:
     return None
 
 
+PACKED_LENGTHS = HERE / "data" / "packed_sample_lengths.json"
+"""Measured tokens per packed SQuAD sample per fine-tuning pipeline and tokenizer (``packed_sample_lengths.py``)."""
+
+
+def packed_squad(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """``batch.packed_sample_tokens`` / ``batch.packed_sample_length_cv`` for a fine-tuning row that packs SQuAD
+    v1.1 (NeMo 24.07's and Megatron-Bridge's SFT / LoRA tables): the ``PACKED_LENGTHS`` entry measured for the
+    row's framework, model and row length (attention then runs per sample: ``cu_seqlens``, Transformer Engine
+    ``thd``), else nothing."""
+    if e["kind"] not in ("sft_full", "sft_lora") or not e["batch"].get("packed"):
+        return {}, []
+    doc = json.loads(PACKED_LENGTHS.read_text())
+    got = next((x for x in doc["entries"] if x["framework"] == e["framework"] and e["model"] in x["models"]
+                and x["pack_tokens"] == e["batch"].get("seq_len")), None)
+    if got is None:
+        return {}, []
+    fields = {"packed_sample_tokens": round(got["mean_tokens"]), "packed_sample_length_cv": got["cv"]}
+    note = (f"packed SQuAD v1.1: {got['mean_tokens']} tokens per sample, cv {got['cv']} ({got['pipeline']} template,"
+            f" {got['tokenizer']}; measured on the {got['split'].split(' (')[0]} split,"
+            " benchmarks/packed_sample_lengths.py): attention per sample")
+    return fields, [note]
+
+
 def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """The run card for a published training entry (Unmapped with the reasons otherwise)."""
     blockers = parallel_blockers(e["parallel"])
@@ -612,6 +635,9 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         card["lora"] = lora_section(e.get("lora"), e.get("framework", "")) or {}
         if not e.get("lora"):
             notes.append("LoRA settings not stated: the card's defaults")
+    packed, n = packed_squad(e)
+    card["batch"].update(packed)
+    notes += n
     if kind == "pretrain":
         notes.append("pretraining planned as full-scope SFT (same step)")
     return card, notes

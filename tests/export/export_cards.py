@@ -130,6 +130,7 @@ CARDS = {
                                                                                    "packed_sample_length_cv": 0.8},
                                                    loss={"kernel": "flash_attn", "inplace_backward": True}),
     "sft-chunked-torchtune-loss": lambda: _default(model="Qwen/Qwen3-0.6B", loss={"chunked": True, "kernel": "torchtune"}),
+    "sft-expandable-segments": lambda: _default(model="Qwen/Qwen3-0.6B", hardware__allocator="expandable_segments"),
 }
 
 

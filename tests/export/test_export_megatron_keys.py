@@ -20,7 +20,7 @@ from trainfit.spec.card import load_card_dict
 NEW_FIELDS = ("parallel.tensor_parallel_impl", "parallel.tp_comm_overlap", "parallel.pipeline_layout",
               "parallel.moe_dispatcher", "parallel.moe_comm_overlap", "parallel.moe_routing", "rollout.quantization",
               "rollout.quantization_bf16_modules", "roles.reference", "batch.packed_sample_tokens",
-              "batch.packed_sample_length_cv", "loss.kernel", "loss.inplace_backward")
+              "batch.packed_sample_length_cv", "loss.kernel", "loss.inplace_backward", "hardware.allocator", "model")
 
 
 @pytest.mark.parametrize("layout", [(1,), (3, 4), (0, 5, 2, 1), (28, 0, 0, 8), tuple(range(1, 17))])
@@ -44,11 +44,14 @@ def test_megatron_layout_reads_megatrons_own_spellings():
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("name", ["sft-moe-megatron-deepep-overlap", "sft-8b-pp2-layout-megatron",
                                   "sft-8b-pp2-vpp2-layout", "grpo-fp8-rollout-host-swap", "sft-packed-flash-attn-loss",
-                                  "sft-chunked-torchtune-loss"])
+                                  "sft-chunked-torchtune-loss", "sft-expandable-segments", "sft-mtp"])
 def test_every_new_setting_is_carried_or_named(name, target):
     """A new field the file does not carry is lost, and a note says so naming the field (not the generic
     'reads back as' line for the framework settings)."""
-    card = CARDS[name]()
+    card = CARDS[name]() if name in CARDS else load_card_dict(
+        {"model": {"id": "deepseek-ai/DeepSeek-V3", "mtp": True}, "hardware": {"gpu": "h100-sxm", "nodes": 32},
+         "parallel": {"strategy": "zero1", "tensor_parallel": 8, "sequence_parallel": True, "expert_parallel": 32},
+         "precision": {"master_weights": "fp32", "optimizer_states": "fp32", "grads": "fp32"}})
     try:
         e = export(card, target)
     except ExportError as exc:

@@ -132,11 +132,15 @@ def shared_notes(card: RunCard, target: str, *, megatron_has: set[str] | None = 
     if p.optimizer_in_backward:
         notes.append(f"precision.optimizer_in_backward: {target} has no optimizer-in-backward; the step runs after backward")
     m = card.model
-    if not isinstance(m, str) and (m.config is not None or m.params is not None or m.revision is not None):
+    if not isinstance(m, str) and (m.config is not None or m.params is not None or m.revision is not None or m.mtp):
         notes.append(
             f"model: {target} loads a model id or path ({model_name(card)!r}); the card's inline config, parameter "
-            "count or revision is not written"
+            "count, revision or model.mtp (training the multi-token-prediction modules) is not written"
         )
+    if card.hardware.allocator.value != "default":
+        notes.append(f"hardware.allocator {card.hardware.allocator.value}: an environment setting"
+                     " (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True), not a key of the {target} file; set it where"
+                     " the run is launched".replace("{target}", target))
     if card.loss.kernel.value == "flash_attn":
         inplace = " (loss.inplace_backward true)" if card.loss.inplace_backward else ""
         notes.append(f"loss.kernel flash_attn{inplace}: {target} has no switch to flash-attn's CrossEntropyLoss"
@@ -210,7 +214,7 @@ def _model_fact(card: RunCard) -> Any:
     m = card.model
     if isinstance(m, str):
         return m
-    if m.config is not None or m.params is not None or m.revision is not None:
+    if m.config is not None or m.params is not None or m.revision is not None or m.mtp:
         return m.model_dump(mode="json", exclude_none=True)
     return m.path or m.id
 
@@ -276,6 +280,7 @@ def plan_facts(card: RunCard) -> dict[str, Any]:
     for k in ("gpu", "gpu_memory_gib", "gpus_per_node", "nodes", "interconnect", "host_ram_gib", "nic_gbps_per_gpu",
               "host_memory_gbps"):
         f[f"hardware.{k}"] = getattr(hw, k)
+    f["hardware.allocator"] = hw.allocator.value  # the reserved bytes (plan.overheads)
     for k, v in card.parallel.model_dump(mode="json").items():
         f[f"parallel.{k}"] = v
     f.update(deepspeed_facts(card))

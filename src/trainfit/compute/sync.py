@@ -32,6 +32,14 @@ Seconds::
                 disk:      2·W / disk_bytes_per_s + 2·W/tp / hbm
     per_tensor = num_tensors · s_per_tensor + buckets · S_PER_BUCKET
 
+NeMo RL's Megatron backend gathers differently (``megatron_export_gather``): its refit, colocated or NCCL, walks
+Megatron-Bridge's ``export_hf_weights``, which gives every training rank every full tensor, one collective after
+another per Megatron parameter: a broadcast from the owning pipeline stage to the ``pp`` ranks, an all-gather over
+the TP (expert TP) ranks and, per routed expert, all-gathers over the ``ep`` ranks. So each rank receives the
+whole model over its PP, TP and EP groups' links; the export of the next bucket runs beside the send of the
+current one (``weight_sync_seconds`` ``trainer_gather``). Its DTensor backend gathers with ``full_tensor()``
+(``train_shards``). Other frameworks' Megatron backends (verl's) are not read here and keep ``train_shards`` 1.
+
 The host cost per tensor dominates for many-tensor models (MoE experts as separate tensors). Its
 defaults are published measurements:
 
@@ -138,6 +146,7 @@ def weight_sync_seconds(
     sender_node_ranks: int = 1,
     receiver_cast_params: float = 0.0,
     receiver_cast_bytes_per_param: float = 0.0,
+    trainer_gather: ExportGather | None = None,
 ) -> SyncTime:
     """Seconds of one trainer -> engine weight update (module docstring).
 
@@ -156,10 +165,25 @@ def weight_sync_seconds(
     bucketed broadcast overlaps it with the next bucket's broadcast (NeMo RL's ``packed_broadcast_consumer`` loads
     each bucket on its own stream, ``NRL_REFIT_NUM_BUFFERS`` 2: ``nemo_rl/utils/packed_tensor.py``
     @9dbd9adc95a10f5946cceb36e1d5b31e2429e470), so the larger of the two counts; other paths add it.
+    ``trainer_gather``: Megatron-Bridge's export on every training rank (``megatron_export_gather``, NeMo RL's
+    Megatron refit; ``train_shards`` must then be 1). It runs per tensor while the buckets go out: colocated, the
+    trainer's export and bucket fill of bucket k+1 run while the engine loads bucket k (``stream_weights_via_ipc_zmq_impl``
+    ping-pong buffers, ``nemo_rl/models/policy/utils.py``); bucketed NCCL, the export of bucket k+1 runs on the
+    process group's stream while bucket k is broadcast on its own stream (``packed_broadcast_producer``, two buffers),
+    except that the part of the export over the links the broadcast uses (NICs when it crosses nodes, NVLink when it
+    does not) shares them and adds. Two stages over ``n`` buckets take ``max(a, b) + min(a, b) / n``. The host cost
+    per tensor and bucket runs beside that device work the same way (kernels and collectives are launched
+    asynchronously; the producer synchronises once per bucket: ``torch.cuda.current_stream().synchronize()`` before
+    each IPC hand-off, ``streams[i].synchronize()`` before reusing a broadcast buffer), so ``per_tensor_s`` is then
+    the host time the device work leaves exposed. NeMo RL's measured NCCL refit of DeepSeek-V3 (32 nodes TP1 PP16 EP16
+    -> 4 nodes vLLM TP32: 14.2 s async, 15.5 s sync, ``docs/guides/checkpoint-engine-refit.md``
+    @aa8bfb2e8b606f9ad5add01b52635edf9ab620f8, the same export path) is below the sum of the two.
     """
     mech = SyncMechanism(mechanism)
     if weight_bytes <= 0 or min(num_tensors, train_shards, tp, engines) < 1:
         raise CardError("weight sync: weight_bytes > 0 and num_tensors, train_shards, tp, engines >= 1")
+    if trainer_gather is not None and train_shards > 1:
+        raise CardError("weight sync: a Megatron export gather (trainer_gather) with train_shards 1 only")
     if bucket_bytes is not None and bucket_bytes <= 0:
         raise CardError(f"weight sync: bucket_bytes must be > 0 or None, got {bucket_bytes}")
     gather = _gather_seconds(weight_bytes=weight_bytes, num_tensors=num_tensors, shards=train_shards, rates=rates,
@@ -184,13 +208,38 @@ def weight_sync_seconds(
         transfer = (max(wire, cast) if overlap else wire + cast) + (buckets or num_tensors) * per_call + load
         how = f"broadcast from trainer rank 0 to {receivers} engine ranks at {bus / 1e9:.0f} GB/s"
     per_tensor = num_tensors * _s_per_tensor(mech, bucket_bytes, s_per_tensor) + buckets * S_PER_BUCKET
+    export_notes: tuple[str, ...] = ()
+    if trainer_gather is not None:
+        gather = trainer_gather.total_s
+        stages = buckets or num_tensors
+        if mech is SyncMechanism.COLOCATED_CUDA_IPC:
+            trainer_side, engine_side = gather + 2 * weight_bytes / rates.hbm_bytes_per_s, load + cast
+            both = max(trainer_side, engine_side) + min(trainer_side, engine_side) / stages
+            export_notes = ("the engine loads bucket k while the trainer exports and fills bucket k+1",)
+        elif mech is SyncMechanism.NCCL_BROADCAST and buckets:
+            send = transfer - load
+            shared = trainer_gather.nic_s if inter_node else gather - trainer_gather.nic_s
+            free = gather - shared
+            both = shared + max(free, send) + min(free, send) / stages + load
+            export_notes = ((f"the export of bucket k+1 runs beside the broadcast of bucket k; its {shared:.2f} s"
+                             f" over the {'NICs' if inter_node else 'NVLink'} the broadcast uses adds"),)
+        else:
+            both = gather + transfer
+        transfer = both - gather
+        # the host walks the tensors (mappings, launches, packing; the engine its loads) while the GPUs run the
+        # collectives it launched: CUDA work is asynchronous and both paths synchronise once per bucket
+        host = per_tensor
+        per_tensor = max(host, both) + min(host, both) / stages - both
+        export_notes = trainer_gather.notes + export_notes + (
+            f"host cost {host:.2f} s per sync runs beside the device work ({both:.2f} s); {per_tensor:.2f} s exposed",)
     notes = (
         f"{mech.value}: {how}",
-        f"gather over {train_shards} shard(s), one collective per tensor" if train_shards > 1 else "no gather (replicated weights)",
+        f"gather over {train_shards} shard(s), one collective per tensor" if train_shards > 1 else
+        "no gather (replicated weights)" if trainer_gather is None else f"export gather {gather:.2f} s",
         f"{num_tensors} tensors, " + (f"{buckets} bucket(s) of {bucket_bytes / GIB:.2f} GiB" if buckets else "one at a time"),
     ) + ((f"each engine rank casts {receiver_cast_params / 1e9:.3g}B weights on arrival ({cast:.2f} s of HBM"
           " traffic" + (", beside the next bucket's broadcast)" if buckets and mech is SyncMechanism.NCCL_BROADCAST
-                        else ")"),) if cast else ())
+                        else ")"),) if cast else ()) + export_notes
     return SyncTime(gather_s=gather, transfer_s=transfer, per_tensor_s=per_tensor,
                     total_s=gather + transfer + per_tensor, assumptions=notes)
 
@@ -215,6 +264,142 @@ def _gather_seconds(*, weight_bytes, num_tensors, shards, rates, crosses_nodes, 
                                            local_ranks=min(shards, gpus_per_node or 1))
     per = rates.collective_latency_s + COLLECTIVE_HOP_LATENCY_S * (shards - 1) if s_per_tensor is None else s_per_tensor
     return (shards - 1) / shards * weight_bytes / bus + num_tensors * per
+
+
+def broadcast_seconds(*, total_bytes: float, ranks: int, bus_bytes_per_s: float, latency_s: float) -> float:
+    """One NCCL broadcast of ``total_bytes`` from one rank to the other ``ranks − 1`` (pipelined ring: every byte
+    crosses each link once, so the bus bandwidth is the algorithm bandwidth, nccl-tests ``PERFORMANCE.md``):
+    ``latency + hop · (ranks − 1) + bytes / bus``; 0 for one rank or an empty buffer. The same cost as the
+    refit broadcast in ``weight_sync_seconds``."""
+    if ranks <= 1 or total_bytes <= 0:
+        return 0.0
+    return latency_s + COLLECTIVE_HOP_LATENCY_S * (ranks - 1) + total_bytes / bus_bytes_per_s
+
+
+@dataclass(frozen=True, slots=True)
+class ExportGather:
+    """Megatron-Bridge's ``export_hf_weights`` on one training rank (``megatron_export_gather``): seconds of its
+    collectives by kind, and the part of them that runs over groups crossing nodes (on the NICs)."""
+
+    pp_broadcast_s: float
+    tp_gather_s: float
+    """TP all-gathers of the dense weights and the expert-TP all-gathers of the experts."""
+    ep_gather_s: float
+    nic_s: float
+    """Of the three, the seconds of collectives whose group crosses nodes (they share the NICs with a refit
+    broadcast that crosses nodes too)."""
+    collectives: int
+    notes: tuple[str, ...]
+
+    @property
+    def total_s(self) -> float:
+        return self.pp_broadcast_s + self.tp_gather_s + self.ep_gather_s
+
+
+def _group_bus(*, rates: DeviceRates, ranks: int, stride: int, node_gpus: int, nic_bytes_per_s: float
+               ) -> tuple[float, bool]:
+    """Bus bandwidth of a group of ``ranks`` GPUs ``stride`` ranks apart in a rank order that fills a node (or
+    NVLink domain) of ``node_gpus`` GPUs before the next: inside it NCCL's intra-node rate; across nodes the NICs of
+    its members in one node (``collectives.ring_bus_bytes_per_s``). Returns (bus, crosses nodes)."""
+    crosses = ranks > 1 and ranks * stride > node_gpus
+    local = max(1, min(ranks, node_gpus // max(1, stride)))
+    return collectives.ring_bus_bytes_per_s(rates=rates, crosses_nodes=crosses, nic_bytes_per_s=nic_bytes_per_s,
+                                            local_ranks=local), crosses
+
+
+def megatron_export_gather(*, spec: ModelSpec, tp: int, pp: int, ep: int, etp: int, world: int, gpus_per_node: int,
+                           rates: DeviceRates, nic_bytes_per_s: float = DEFAULT_INTER_NODE_BYTES_PER_S,
+                           bytes_per_param: float = 2.0) -> ExportGather:
+    """Collectives of one Megatron-Bridge ``export_hf_weights`` on each training rank, as NeMo RL's Megatron refit
+    runs it before sending (both paths: ``megatron_policy_worker.py`` ``_iter_params_with_optional_kv_scales``,
+    NVIDIA-NeMo/RL @9dbd9adc95a10f5946cceb36e1d5b31e2429e470).
+
+    ``stream_weights_megatron_to_hf`` walks the conversion tasks, one per Megatron parameter of the whole model
+    (every pipeline stage's names), and every rank yields every full tensor (NVIDIA-NeMo/Megatron-Bridge
+    ``src/megatron/bridge/models/conversion/model_bridge.py`` and ``param_mapping.py`` @1e9a459b43aa1f62ca1356e554d2b0196ebdd546,
+    the submodule of that NeMo RL commit). Per task, one after the other on the rank's stream:
+
+    * ``broadcast_from_pp_rank``: an NCCL broadcast of the owning stage's local shard to the ``pp`` ranks (the
+      tensor spec is cached after the first refit, so no object all-gather);
+    * ``gather_from_tp_ranks`` (column / row / gated-MLP / QKV mappings): an all-gather over the ``tp`` ranks, for
+      expert weights over the ``etp`` ranks; replicated tensors (norms, router) have none;
+    * ``gather_from_ep_ranks`` for a routed expert: an all-gather of the TP-whole tensor over the ``ep`` ranks,
+      twice for ``linear_fc1`` (gate, up) and once for ``linear_fc2``. A rank holds ``E/ep`` experts per layer, so
+      ``3·E/ep`` expert all-gathers per MoE layer, each returning ``ep`` experts.
+
+    Each collective costs ``collectives.all_gather_seconds`` (``broadcast_seconds`` for the PP broadcast) over its
+    group's links: Megatron-Core's rank order tp-cp-(ep-)dp-pp puts TP (and expert TP) ranks 1 apart, EP ranks
+    ``etp`` apart and PP ranks ``world / pp`` apart (``parallel_state.py``); a group that fits in ``gpus_per_node``
+    (pass the NVLink domain on a rack-scale system: ``plan.time.nvlink_gpus_per_node``) runs at the intra-node
+    rate, else on its members' NICs (``_group_bus``). Every rank's groups run at once, each GPU on its own NIC.
+
+    Tensor counts are Megatron's: fused q/k/v (MLA: its four or two down/up projections) and gate/up; norms,
+    routers and a shared-expert gate replicated; biases left out (they ride with their weights' tasks in
+    bytes). MTP modules are counted as dense layers in bytes only."""
+    from trainfit.memory.params import param_breakdown, routed_expert_params
+
+    if min(tp, pp, ep, etp, world, gpus_per_node) < 1:
+        raise CardError("weight sync: tp, pp, ep, etp, world and gpus_per_node must be >= 1")
+    pb = param_breakdown(spec)
+    moe = spec.moe
+    n = spec.num_layers
+    moe_layers = sum(1 for i in range(n) if moe is not None and moe.is_moe_layer(i)) if moe is not None else 0
+    linear_attn = sum(1 for i in range(n) if spec.layer_kind(i) is LayerKind.LINEAR_ATTENTION)
+    softmax_attn = n - linear_attn
+    # qkv fused + proj; MLA: q down/up (or one q), kv down/up, proj, and its q/kv latent norms replicated
+    attn_linears = (5 if spec.mla.q_lora_rank else 4) if spec.mla is not None else 2
+    latent_norms = (2 if spec.mla.q_lora_rank else 1) if spec.mla is not None else 0
+    shared = moe_layers if moe is not None and moe.shared_expert_intermediate_size else 0
+    sharded_tasks = (attn_linears * softmax_attn + 2 * linear_attn + 2 * (n - moe_layers) + 2 * shared
+                     + 1 + (0 if spec.tie_word_embeddings else 1))
+    replicated_tasks = (n * spec.norms_per_layer + (2 if spec.qk_norm else latent_norms) * softmax_attn + moe_layers
+                        + (shared if moe is not None and moe.shared_expert_gate else 0) + (1 if spec.final_norm else 0))
+    expert_params = float(routed_expert_params(spec))
+    sharded_params = float(pb.linear_weights + pb.embedding + pb.lm_head) - expert_params
+    replicated_params = float(pb.other + pb.positions)
+    local_experts = ceil(moe.num_experts / ep) if moe is not None and moe_layers else 0
+    expert_tasks = 2 * local_experts * moe_layers
+    ep_gathers = 3 * local_experts * moe_layers
+    lat = rates.collective_latency_s
+    kw = {"rates": rates, "node_gpus": gpus_per_node, "nic_bytes_per_s": nic_bytes_per_s}
+    pp_bus, pp_x = _group_bus(ranks=pp, stride=max(1, world // pp), **kw)
+    tp_bus, tp_x = _group_bus(ranks=tp, stride=1, **kw)
+    etp_bus, etp_x = _group_bus(ranks=etp, stride=1, **kw)
+    ep_bus, ep_x = _group_bus(ranks=ep, stride=etp, **kw)
+
+    def each(count: int, total_bytes: float, fn, ranks: int, bus: float) -> float:
+        # the cost is affine in the bytes: count collectives of the mean size sum to the same seconds
+        if count <= 0 or ranks <= 1:
+            return 0.0
+        return count * fn(total_bytes=total_bytes * bytes_per_param / count, ranks=ranks, bus_bytes_per_s=bus,
+                          latency_s=lat)
+
+    pp_tasks = sharded_tasks + replicated_tasks + expert_tasks
+    pp_s = each(pp_tasks, sharded_params / tp + replicated_params + expert_params / (ep * etp), broadcast_seconds,
+                pp, pp_bus)
+    tp_dense = each(sharded_tasks, sharded_params, collectives.all_gather_seconds, tp, tp_bus)
+    tp_expert = each(expert_tasks, expert_params / ep, collectives.all_gather_seconds, etp, etp_bus)
+    ep_s = each(ep_gathers, expert_params, collectives.all_gather_seconds, ep, ep_bus)
+    nic = (pp_s if pp_x else 0.0) + (tp_dense if tp_x else 0.0) + (tp_expert if etp_x else 0.0) + (ep_s if ep_x else 0.0)
+    count = ((pp_tasks if pp > 1 else 0) + (sharded_tasks if tp > 1 else 0) + (expert_tasks if etp > 1 else 0)
+             + (ep_gathers if ep > 1 else 0))
+
+    def where(crosses: bool, bus: float) -> str:
+        return f"{'across nodes' if crosses else 'NVLink'} at {bus / 1e9:.0f} GB/s"
+
+    parts = []
+    if pp > 1:
+        parts.append(f"{pp_tasks} PP broadcasts over {pp} ranks ({where(pp_x, pp_bus)}) {pp_s:.2f} s")
+    if tp > 1:
+        parts.append(f"{sharded_tasks} TP all-gathers over {tp} ({where(tp_x, tp_bus)}) {tp_dense:.2f} s")
+    if etp > 1 and expert_tasks:
+        parts.append(f"{expert_tasks} expert-TP all-gathers over {etp} ({where(etp_x, etp_bus)}) {tp_expert:.2f} s")
+    if ep > 1 and ep_gathers:
+        parts.append(f"{ep_gathers} EP all-gathers over {ep} ({where(ep_x, ep_bus)}) {ep_s:.2f} s")
+    note = ("Megatron-Bridge export, every training rank receives every tensor: " + "; ".join(parts)) if parts else (
+        "Megatron-Bridge export: no model parallelism, no gather")
+    return ExportGather(pp_broadcast_s=pp_s, tp_gather_s=tp_dense + tp_expert, ep_gather_s=ep_s, nic_s=nic,
+                        collectives=count, notes=(note,))
 
 
 def hf_tensor_count(spec: ModelSpec, *, fused_experts: bool = False) -> int:

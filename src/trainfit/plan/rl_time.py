@@ -45,9 +45,9 @@ passes, updates, state moves) of this one, and the weight sync between the two g
 Not modelled: NeMo RL's collector may start the next target's prompt groups as soon as the new weight version
 exists, before the current batch is done (``_calculate_target_weights``), so in a generation-bound run groups of
 two batches can share the engine; the semaphore caps them at one batch's groups and a group holds its slot until
-its longest sample ends, so the gain is at most the batch's tail (and at most (G - T) / 2). Nor the weight export
-itself: Megatron-Bridge's ``stream_weights_megatron_to_hf`` gives every training rank every full tensor (TP
-gather, PP broadcast) before the refit broadcast; its per-tensor host cost is in ``compute.sync``'s constant.
+its longest sample ends, so the gain is at most the batch's tail (and at most (G - T) / 2). The weight export
+itself (Megatron-Bridge's ``stream_weights_megatron_to_hf`` gives every training rank every full tensor: PP
+broadcast, TP and EP all-gathers) is ``compute.sync.megatron_export_gather``, in the weight sync phase.
 
 verl's fully asynchronous trainer (``fully_async`` under other presets) is planned as the larger of the
 generation side and the trainer side with the sync on the trainer side (its rollouter keeps generating
@@ -430,7 +430,12 @@ def sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding,
     Engine, which generates on the trainer's own (gathered) weights (its gather is in the generation phase)."""
     if rollout is None or card.rollout.engine is RolloutEngine.DEEPSPEED_HYBRID:
         return None
-    from trainfit.compute.sync import framework_sync_mechanism, hf_tensor_count, weight_sync_seconds
+    from trainfit.compute.sync import (
+        framework_sync_mechanism,
+        hf_tensor_count,
+        megatron_export_gather,
+        weight_sync_seconds,
+    )
 
     from trainfit.rollout.quantization import FP8_CAST_BYTES_PER_PARAM, refit_cast_params
 
@@ -439,6 +444,13 @@ def sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding,
     fs = framework_sync_mechanism(card.preset or "trl", ro.placement.value, chosen)
     sharded = card.parallel.strategy.value in ("zero3", "fsdp", "hsdp", "fsdp_grad_op")
     train_gpus, _ = group_sizes(card)
+    p = card.parallel
+    # NeMo RL's Megatron backend exports through Megatron-Bridge: every training rank receives every tensor over its
+    # PP/TP/EP groups, whose "node" is the NVLink domain (GB200 NVL72); its DTensor backend is the sharded gather
+    export = None if fs.framework != "nemo-rl" or sharded else megatron_export_gather(
+        spec=spec, tp=p.tensor_parallel, pp=p.pipeline_parallel, ep=p.expert_parallel, etp=p.expert_tensor_parallel,
+        world=train_gpus, gpus_per_node=nvlink_gpus_per_node(gpu.id, train_nodes(card)[1], train_gpus), rates=r,
+        nic_bytes_per_s=nic_bytes_per_s(card))
     t = weight_sync_seconds(
         mechanism=fs.mechanism, weight_bytes=_engine_weight_bytes(spec), num_tensors=hf_tensor_count(spec),
         train_shards=train_gpus if sharded else 1, tp=ro.tensor_parallel, rates=r,
@@ -449,7 +461,7 @@ def sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding,
         # an fp8 engine receives bf16 and casts every fp8 weight whole on each rank (rollout.quantization)
         receiver_cast_params=refit_cast_params(spec, quantization=ro.quantization,
                                                bf16_modules=tuple(ro.quantization_bf16_modules)),
-        receiver_cast_bytes_per_param=FP8_CAST_BYTES_PER_PARAM,
+        receiver_cast_bytes_per_param=FP8_CAST_BYTES_PER_PARAM, trainer_gather=export,
     )
     return _phase("weight_sync", t.total_s, "communication", gather=t.gather_s, transfer=t.transfer_s,
                   per_tensor=t.per_tensor_s)

@@ -52,8 +52,12 @@ step, NVIDIA/nccl #1453; checked on a second 2 x 8 H100 InfiniBand cluster): Dee
 64 sequences, pays ~145 us per all-reduce (tree, 4 network steps) where the tuner alone gives ~72 us, 17.7 ms of a
 ~31 ms step. Published multi-node decode is slower still than this (SGLang DeepSeek-R1-0528 TP 16 on 2 x 8 H100
 over InfiniBand, concurrency 1: TPOT 23.1 ms, tenstorrent/tt-inference-server issue #356, 2025-07-09; this model
-~9.4 ms), so the across-hosts step stays an under-estimate; what else a step across hosts pays (kernels at small
-batch, the engine's per-step broadcast to remote workers) is not modelled. A GB200 NVL72
+~9.4 ms), so the across-hosts step stays an under-estimate. The engine's per-step round trip to its workers on
+other hosts is ``TpLink.host_s_per_step`` (``engine_hosts``: vLLM's Ray compiled-graph executor, which NeMo RL and
+OpenRLHF use for every engine of more than one GPU, pushes the ``SchedulerOutput`` to remote workers and their
+outputs back over Ray's gRPC mutable-object channel; 1.38 ms a step from Ray's two-node compiled-graph benchmark less
+its one-node echo), added to the engine core's serial host work; the kernels a step runs slower at small batch are
+not modelled. A GB200 NVL72
 rack is one NVLink domain of 72 GPUs over 4-GPU trays, each its own host
 (https://www.nvidia.com/en-us/data-center/gb200-nvl72/): a group of up to 72 stays on NVLink (NCCL's multi-node
 NVLink), but spans hosts, so it runs NCCL, not the custom all-reduce.
@@ -211,22 +215,29 @@ class TpLink:
     """NCCL nodes the group spans, joined by the NIC (1: one NVLink domain over several hosts)."""
     hosts: int = 1
     """Hosts (operating-system nodes) the group spans: vLLM's custom all-reduce needs one."""
+    host_s_per_step: float = 0.0
+    """Host seconds each decode step adds for the executor's round trip to the workers on other hosts
+    (``engine_hosts.cross_host_s_per_step``; serial with the GPU step, added to the engine core's host work)."""
 
 
 def tp_link(*, rates: DeviceRates, tp: int, engine_gpus_per_node: int, nic_bytes_per_s: float,
-            gpu_id: str = "") -> TpLink | None:
+            gpu_id: str = "", framework: str | None = None) -> TpLink | None:
     """The link of a ``tp``-GPU engine whose node gives the engine ``engine_gpus_per_node`` GPUs: None when
     the group fits in one node; NVLink across the hosts of one NVLink domain (``NVLINK_DOMAIN_GPUS``); else
-    the NIC-bound ring (module docstring)."""
+    the NIC-bound ring (module docstring). ``framework`` (the card's preset) picks the executor's per-step round
+    trip across hosts (``engine_hosts.cross_host_s_per_step``: vLLM's Ray executor under nemo-rl / openrlhf)."""
+    from trainfit.compute.engine_hosts import cross_host_s_per_step
+
     per_node = max(1, engine_gpus_per_node)
     if tp <= per_node:
         return None
     hosts = -(-tp // per_node)
+    host_s = cross_host_s_per_step(framework=framework, hosts=hosts)
     if tp <= NVLINK_DOMAIN_GPUS.get(gpu_id, 0):
-        return TpLink(bus_bytes_per_s=rates.intra_node_bus_bytes_per_s, nodes=1, hosts=hosts)
+        return TpLink(bus_bytes_per_s=rates.intra_node_bus_bytes_per_s, nodes=1, hosts=hosts, host_s_per_step=host_s)
     bus = collectives.ring_bus_bytes_per_s(rates=rates, crosses_nodes=True, nic_bytes_per_s=nic_bytes_per_s,
                                            local_ranks=per_node)
-    return TpLink(bus_bytes_per_s=bus, nodes=hosts, hosts=hosts)
+    return TpLink(bus_bytes_per_s=bus, nodes=hosts, hosts=hosts, host_s_per_step=host_s)
 
 
 _Piece = tuple[float, float, float, float]
@@ -376,7 +387,8 @@ def _step_model(*, spec, matmul_params, rates, tp, weight_bytes, kv_bytes_per_to
         fl_seq=2 * matmul_params / lin_flops, fl_ctx=4.0 * spec.q_dim * spec.num_full_attention_layers / flops,
         ar_per_step=n_ar, ar_bytes_seq=spec.hidden_size * ACTIVATION_BYTES,
         ar=tp_all_reduce(rates=rates, tp=tp, link=link, latency_s=tp_all_reduce_latency_s),
-        launch=rates.host_s_per_forward_kernel * (1 if cuda_graphs else kernels), engine=engine_s_per_step,
+        launch=rates.host_s_per_forward_kernel * (1 if cuda_graphs else kernels),
+        engine=engine_s_per_step + (link.host_s_per_step if link is not None else 0.0),
         engine_seq=engine_s_per_sequence,
         frontend0=frontend_s_per_step, frontend_seq=frontend_s_per_sequence, frontend_serial=not engine_multiprocess,
     )

@@ -236,6 +236,10 @@ def generation_time(
         notes += (("vLLM custom all-reduce (one-/two-shot over NVLink or PCIe peer-to-peer) under 8 MiB, NCCL above"
                    if kind == "custom" else "NCCL all-reduce (vLLM's custom all-reduce does not run on this group)"
                    if kind == "nccl" else "tensor-parallel all-reduce at the given latency (ring)"),)
+    if tp_link is not None and tp_link.host_s_per_step:
+        notes += ((f"the engine spans {tp_link.hosts} hosts: {tp_link.host_s_per_step * 1e3:.2f} ms of each decode "
+                   "step's engine host work above is the executor's round trip to the workers on other hosts "
+                   "(vLLM's Ray compiled graph; compute.engine_hosts)"),)
     return GenerationTime(
         prefill_s=prefill, decode_s=dec.seconds, tail_s=dec.tail_s,
         tp_comm_s=prefill_comm + dec.comm_s + recompute_comm,

@@ -376,7 +376,7 @@ def generation_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, rollout, r: D
     ro = card.rollout
     engine_per_node = rollout_nodes(card)[1]
     link = tp_link(rates=r, tp=ro.tensor_parallel, engine_gpus_per_node=engine_per_node,
-                   nic_bytes_per_s=nic_bytes_per_s(card), gpu_id=gpu.id)
+                   nic_bytes_per_s=nic_bytes_per_s(card), gpu_id=gpu.id, framework=card.preset)
     g = generation_time(
         spec=spec, matmul_params=matmul_params(spec), rates=r, tp=ro.tensor_parallel, prompts=ro.prompts_per_step,
         samples_per_prompt=ro.num_generations, prompt_len=ro.prompt_len, prompt_len_mean=prompt_mean(card),

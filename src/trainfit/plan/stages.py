@@ -18,10 +18,8 @@ from trainfit.memory.attention import runs_eager
 from trainfit.memory.parallel import ParallelLayout, RankCoords, check_layout, layout_of, shard_spec
 from trainfit.memory.params import param_breakdown
 from trainfit.memory.phases import PhasePeak, StepTerms, step_max_transient, step_peaks
-from trainfit.memory.pipeline import schedule_note, stage_of
 from trainfit.memory.sharding import Sharding, make_sharding
 from trainfit.plan.overheads import phase_results
-from trainfit.plan.ranks import rank_params, rank_terms, stage_spec
 from trainfit.plan.result import PhaseResult
 from trainfit.spec.card import RunCard
 from trainfit.spec.enums import Method, Strategy, TensorParallelImpl
@@ -76,6 +74,8 @@ def model_parallel_notes(card: RunCard, spec: ModelSpec, layout: ParallelLayout)
             " split, norms replicated; Megatron-LM differs in the SP linear inputs (saves the sequence shard),"
             " the embedding gradient (its rows only) and the fused cross-entropy")
     if layout.pp > 1:
+        from trainfit.memory.pipeline import schedule_note
+
         notes.append(schedule_note(layout))
     if layout.cp > 1:
         notes.append(f"context parallel {layout.cp}: each rank holds seq/{layout.cp} tokens; "
@@ -94,6 +94,9 @@ def _merge(a: list[PhasePeak], b: list[PhasePeak]) -> list[PhasePeak]:
 
 def walk_stages(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding, layout: ParallelLayout) -> RankPlan:
     """Every stage's rank walked; the one with the highest device peak."""
+    from trainfit.memory.pipeline import stage_of  # model-parallel modules: not imported by a one-group plan
+    from trainfit.plan.ranks import rank_terms, stage_spec
+
     best: RankPlan | None = None
     by_stage = []
     ss = shard_spec(spec, layout.tp, layout.etp)
@@ -122,6 +125,9 @@ def frozen_share(card: RunCard, spec: ModelSpec, layout: ParallelLayout, stage: 
     total = param_breakdown(spec).total
     if layout.trivial or not total:
         return 1.0
+    from trainfit.memory.pipeline import stage_of
+    from trainfit.plan.ranks import rank_params
+
     rp = rank_params(spec, shard_spec(spec, layout.tp, layout.etp), layout, stage_of(layout, spec.num_layers, stage),
                      card)
     return min(1.0, (rp.dense + rp.expert) / total)

@@ -35,7 +35,6 @@ def dpo_logits(step_card: RunCard, spec: ModelSpec):
 
 def walk_sft_like(card: RunCard, spec: ModelSpec, gpu: GpuSpec):
     """SFT, reward-model and DPO steps: one GPU group. With model parallelism, the worst rank's."""
-    from trainfit.methods.rl import dpo_reference_pass
     from trainfit.plan.stages import parallel_sharding, prepare, walk_stages
 
     layout, par_notes = prepare(card, spec, card.world_size, card.batch.seq_len)
@@ -64,6 +63,8 @@ def walk_sft_like(card: RunCard, spec: ModelSpec, gpu: GpuSpec):
         terms = replace(terms, logits=dpo_logits(step_card, spec))
     peaks = step_peaks(terms)
     if card.method is Method.DPO:
+        from trainfit.methods.rl import dpo_reference_pass  # RL-side module: not imported by an SFT plan
+
         ref_w, ref_tr = dpo_reference_pass(spec, step_card, terms, weights_divisor=sharding.weights_divisor)
         from trainfit.methods.roles import reference_placement
 

@@ -183,3 +183,19 @@ def test_bf16_module_names_never_reach_a_file(payload):
             continue
         assert payload not in e.text
         assert any("quantization_bf16_modules" in n for n in e.notes)
+
+
+@pytest.mark.parametrize(("target", "written"), [("trl", "packing=True"), ("openrlhf", "--ds.packing_samples")])
+def test_packing_is_written_where_the_trainer_has_it(target, written):
+    """TRL's SFTConfig packing / OpenRLHF's --ds.packing_samples pack whole samples with per-sample attention; the
+    mean sample length is the data's: lost and said, and the import says how to give it back."""
+    card = CARDS["sft-packed-flash-attn-loss"]()
+    e = export(card, target)
+    assert written in e.text
+    assert "batch.packed_sample_tokens" in e.lost
+    assert any(n.startswith("batch.packed_sample_tokens 512, batch.packed_sample_length_cv 0.8: written as") for n in e.notes)
+    companion = ("accelerate", export(card, "accelerate").text) if target == "trl" else None
+    back = import_text(e.text, target, companion=companion)
+    assert any("batch.packed_sample_tokens=N" in n for n in back.notes)
+    plain = export(CARDS["sft-chunked-torchtune-loss"](), target)
+    assert written not in plain.text

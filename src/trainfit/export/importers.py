@@ -373,6 +373,10 @@ def read_trl(text: str, companion: Imported | None = None) -> Imported:
     quant = f.get("quantization")
     if "max_length" in a and method in ("sft", "rm", "dpo"):
         set_dotted(d, "batch.seq_len", _num(t, "max_length", a["max_length"]))
+    if a.get("packing") and method == "sft":  # SFTConfig packing: rows are packs of samples (per-sample attention)
+        notes.append("packing: rows are packs of whole samples, but the mean tokens per sample is the data's; planned"
+                     " as one sequence per row until batch.packed_sample_tokens is set (e.g. --set"
+                     " batch.packed_sample_tokens=N)")
     if method == "dpo":
         if "beta" in a:
             set_dotted(d, "roles.kl_coef", _num(t, "beta", a["beta"], float))
@@ -863,6 +867,10 @@ def read_openrlhf(text: str) -> Imported:
     if ring > 1:
         set_dotted(d, "parallel.context_parallel", ring)
         set_dotted(d, "parallel.context_parallel_kind", "ring")
+    if "--ds.packing_samples" in fl and method in ("sft", "rm", "dpo"):
+        notes.append("--ds.packing_samples: rows are packs of whole samples, but the mean tokens per sample is the"
+                     " data's; planned as one sequence per row until batch.packed_sample_tokens is set (e.g. --set"
+                     " batch.packed_sample_tokens=N)")
     if tp > 1:
         set_dotted(d, "parallel.tensor_parallel", tp)
     scope = "full"

@@ -149,6 +149,21 @@ def _ds_flags(card: RunCard, notes: list[str], gc_flag: str) -> list[str]:
             notes.append(f"attention {attn.value}: OpenRLHF's ring attention replaces the flash-attention function;"
                          " exported as flash_attention_2")
             attn = Attention.FLASH
+    b = card.batch
+    if b.packed_sample_tokens is not None and not is_rl(card):
+        # --ds.packing_samples: samples packed into rows, kept apart by flash-attention's varlen kernel (OpenRLHF
+        # replaces the Hugging Face flash-attention function); the mean sample length is the data's
+        if "--ds.packing_samples" not in f:
+            f.append("--ds.packing_samples")
+        cv = (f", batch.packed_sample_length_cv {b.packed_sample_length_cv:g}"
+              if b.packed_sample_length_cv is not None else "")
+        notes.append(f"batch.packed_sample_tokens {b.packed_sample_tokens}{cv}: written as --ds.packing_samples; the"
+                     " mean sample length is the data's, not an OpenRLHF flag (the import plans rows as one sequence"
+                     " each until it is set again)")
+        if attn is not Attention.FLASH:
+            notes.append(f"attention {attn.value}: OpenRLHF packs samples with flash attention's varlen kernel;"
+                         " exported as flash_attention_2")
+            attn = Attention.FLASH
     if par.tensor_parallel > 1:
         f += ["--ds.tensor_parallel_size", str(par.tensor_parallel)]
     f += ["--ds.attn_implementation", HF_ATTENTION[attn]]

@@ -44,6 +44,7 @@ from trainfit.methods.roles import kl_coef, reference_placement, reward_model
 from trainfit.spec.card import RunCard
 from trainfit.spec.enums import (
     AdapterDtype,
+    Attention,
     ComputeDtype,
     Dtype,
     MasterWeights,
@@ -253,6 +254,20 @@ def build(card: RunCard) -> Export:
         a["model_init_kwargs"] = _model_init_kwargs(card)
     if card.method in (Method.SFT, Method.RM, Method.DPO):
         a["max_length"] = card.batch.seq_len
+    b = card.batch
+    if card.method is Method.SFT and b.packed_sample_tokens is not None:
+        # TRL 1.16 SFTConfig packing (packing_strategy "bfd": whole samples packed into max_length rows, kept apart
+        # by position_ids, which only flash-attention kernels read as per-sample attention)
+        a["packing"] = True
+        cv = (f", batch.packed_sample_length_cv {b.packed_sample_length_cv:g}"
+              if b.packed_sample_length_cv is not None else "")
+        notes.append(f"batch.packed_sample_tokens {b.packed_sample_tokens}{cv}: written as packing=True; the mean"
+                     " sample length is the data's, not a TRL setting (the import plans rows as one sequence each"
+                     " until it is set again)")
+        if card.attention is not Attention.FLASH:
+            notes.append(f"attention {card.attention.value} with packing: TRL keeps packed samples apart only under"
+                         " flash attention (attn_implementation flash_attention_2); with this attention the samples of"
+                         " a row attend to each other")
     if card.method is Method.DPO:
         a["beta"] = kl_coef(card)
         ref = reference_placement(card)

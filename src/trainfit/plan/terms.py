@@ -8,18 +8,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from trainfit.errors import CardError
 from trainfit.memory import attention as attn
 from trainfit.memory.activations import ActivationBytes, activation_bytes
-from trainfit.memory.deepspeed import (
-    DEEPSPEED_VERSION,
-    ZeroConfig,
-    gathered_params,
-    persistent_numel,
-    resolve_zero_config,
-    zero_buffers,
-)
 from trainfit.memory.logits import SOFTCAP_FAMILIES, logits_bytes, megatron_vocab_parallel_ce_bytes
 from trainfit.memory.lora import (
     lora_largest_tensor_params,
@@ -51,6 +44,9 @@ from trainfit.spec.enums import (
 from trainfit.spec.model import ModelSpec
 from trainfit.spec.training import LoraSpec, TrainableSpec
 from trainfit.units import BYTES_PER_DTYPE, GIB
+
+if TYPE_CHECKING:
+    from trainfit.memory.deepspeed import ZeroConfig
 
 _ZERO = (Strategy.ZERO1, Strategy.ZERO2, Strategy.ZERO3)
 
@@ -173,6 +169,8 @@ def zero_master_states(card: RunCard, strategy: Strategy, *, train_bytes: float,
         return use_master, state_bytes, None
     note = None
     if not use_master or state_bytes != 4.0:
+        from trainfit.memory.deepspeed import DEEPSPEED_VERSION  # DeepSpeed-only module: imported where used
+
         note = ("DeepSpeed ZeRO (bf16/fp16) keeps an fp32 master partition and steps it, so the optimizer"
                 " states are fp32 whatever precision.master_weights / optimizer_states say"
                 f" (deepspeed {DEEPSPEED_VERSION} runtime/zero/stage_1_and_2.py l.560, stage3.py)")
@@ -487,6 +485,8 @@ def _kept_output(card: RunCard, spec: ModelSpec, act_dtype: int, seq_len: int) -
 
 def zero_config_of(card: RunCard, spec: ModelSpec, stage: int) -> ZeroConfig:
     """The card's ``deepspeed`` section resolved for this model (``auto`` as the HF Trainer fills it)."""
+    from trainfit.memory.deepspeed import resolve_zero_config
+
     ds = card.deepspeed
     off = card.parallel.offload
     return resolve_zero_config(
@@ -532,6 +532,8 @@ def _deepspeed_terms(
 ) -> tuple[dict[str, float | bool], dict[str, float], float, list[str]]:
     """DeepSpeed ZeRO's own buffers as StepTerms fields (``trainfit.memory.deepspeed``), the FSDP-style
     fields replaced for stage 3, and the optimizer temporaries of the flat fp32 partition."""
+    from trainfit.memory.deepspeed import DEEPSPEED_VERSION, gathered_params, persistent_numel, zero_buffers
+
     stage = {Strategy.ZERO1: 1, Strategy.ZERO2: 2, Strategy.ZERO3: 3}[sharding.strategy]
     cfg = zero_config_of(card, spec, stage)
     dp = sharding.shard_group

@@ -185,9 +185,11 @@ def test_bf16_module_names_never_reach_a_file(payload):
         assert any("quantization_bf16_modules" in n for n in e.notes)
 
 
-@pytest.mark.parametrize(("target", "written"), [("trl", "packing=True"), ("openrlhf", "--ds.packing_samples")])
+@pytest.mark.parametrize(("target", "written"), [("trl", "packing=True"), ("openrlhf", "--ds.packing_samples"),
+                                                  ("nemo-rl", "sequence_packing:\n    enabled: true")])
 def test_packing_is_written_where_the_trainer_has_it(target, written):
-    """TRL's SFTConfig packing / OpenRLHF's --ds.packing_samples pack whole samples with per-sample attention; the
+    """TRL's SFTConfig packing / OpenRLHF's --ds.packing_samples / NeMo RL's sequence_packing pack whole samples with
+    per-sample attention; the
     mean sample length is the data's: lost and said, and the import says how to give it back."""
     card = CARDS["sft-packed-flash-attn-loss"]()
     e = export(card, target)

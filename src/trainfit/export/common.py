@@ -149,7 +149,7 @@ def shared_notes(card: RunCard, target: str, *, megatron_has: set[str] | None = 
         notes.append(f"loss.kernel {card.loss.kernel.value}: no {target} setting picks this chunked loss; not written"
                      " (where the file writes a chunked loss it is the target's own, read back as liger)")
     b = card.batch
-    said = (target == "trl" and card.method is Method.SFT) or target == "openrlhf"  # they write packing, and say so
+    said = (target in ("trl", "nemo-rl") and card.method is Method.SFT) or target == "openrlhf"  # write it, say so
     if b.packed_sample_tokens is not None and not said:
         cv = (f", batch.packed_sample_length_cv {b.packed_sample_length_cv:g}"
               if b.packed_sample_length_cv is not None else "")

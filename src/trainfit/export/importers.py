@@ -1267,6 +1267,10 @@ def read_nemo_rl(text: str) -> Imported:
                  get("policy.max_total_sequence_length", 512 if method == "grpo" else 1024))
     if method == "sft":
         set_dotted(d, "batch.seq_len", total)
+        if get("policy.sequence_packing.enabled", False):
+            notes.append("policy.sequence_packing.enabled: rows are packs of whole samples, but the mean tokens per"
+                         " sample is the data's; planned as one sequence per row until batch.packed_sample_tokens is"
+                         " set (e.g. --set batch.packed_sample_tokens=N)")
     ro: dict[str, Any] = {}
     if method == "grpo":
         pps = _num(t, "grpo.num_prompts_per_step", get("grpo.num_prompts_per_step", 32))

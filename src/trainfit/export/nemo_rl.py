@@ -317,6 +317,16 @@ def _sft(card: RunCard, notes: list[str]) -> dict[str, Any]:
     out: dict[str, Any] = {"defaults": DEFAULTS[Method.SFT]}
     pol = _policy(card, notes)
     pol["max_total_sequence_length"] = card.batch.seq_len
+    b = card.batch
+    if b.packed_sample_tokens is not None:
+        # sft.yaml policy.sequence_packing (enabled: False by default; train_mb_tokens = max_total_sequence_length x
+        # train_micro_batch_size: the card's rows of seq_len): whole samples packed, attention per sample
+        pol["sequence_packing"] = {"enabled": True}
+        cv = (f", batch.packed_sample_length_cv {b.packed_sample_length_cv:g}"
+              if b.packed_sample_length_cv is not None else "")
+        notes.append(f"batch.packed_sample_tokens {b.packed_sample_tokens}{cv}: written as sequence_packing.enabled; the"
+                     " mean sample length is the data's, not a NeMo RL setting (the import plans rows as one sequence"
+                     " each until it is set again)")
     out["policy"] = pol
     out["cluster"] = {"gpus_per_node": card.hardware.gpus_per_node, "num_nodes": card.hardware.nodes}
     return out

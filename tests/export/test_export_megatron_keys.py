@@ -201,3 +201,30 @@ def test_packing_is_written_where_the_trainer_has_it(target, written):
     assert any("batch.packed_sample_tokens=N" in n for n in back.notes)
     plain = export(CARDS["sft-chunked-torchtune-loss"](), target)
     assert written not in plain.text
+
+
+LAYOUT_CARD = """model: Qwen/Qwen3-8B
+hardware: {gpu: h100-sxm, gpus_per_node: 8}
+parallel: {strategy: zero1, tensor_parallel: 2, sequence_parallel: true, tensor_parallel_impl: megatron,
+           pipeline_parallel: 2, pipeline_layout: [16, 20], tp_comm_overlap: true}
+precision: {master_weights: fp32, optimizer_states: fp32, grads: fp32}
+batch: {micro_batch_size: 1, grad_accum: 8, seq_len: 4096}
+attention: flash
+"""
+
+LAYOUT_NEMO_RL_OUT = '# NeMo RL config written by trainfit export (keys: NVIDIA-NeMo/RL 7ea279a examples/configs/sft.yaml)\n# save it in examples/configs/ (defaults: resolves next to this file)\n# launch: uv run examples/run_sft.py --config nemo_rl.yaml\ndefaults: sft.yaml\npolicy:\n  model_name: Qwen/Qwen3-8B\n  precision: bfloat16\n  train_global_batch_size: 16\n  train_micro_batch_size: 1\n  dtensor_cfg:\n    enabled: false\n  megatron_cfg:\n    enabled: true\n    activation_checkpointing: true\n    tensor_model_parallel_size: 2\n    expert_tensor_parallel_size: 1\n    expert_model_parallel_size: 1\n    pipeline_model_parallel_size: 2\n    context_parallel_size: 1\n    sequence_parallel: true\n    recompute_granularity: full\n    optimizer:\n      use_distributed_optimizer: true\n      optimizer_cpu_offload: false\n      optimizer_offload_fraction: 0.0\n    distributed_data_parallel_config:\n      use_custom_fsdp: false\n    model_overrides:\n      pipeline_model_parallel_layout: Et*16|t*20L\n  max_total_sequence_length: 4096\ncluster:\n  gpus_per_node: 8\n  num_nodes: 1\n'
+
+LAYOUT_NEMO_RL_ERR = "notes (2): settings nemo-rl does not take as given\n  - parallel.tp_comm_overlap: nemo-rl has no setting that sets up Transformer Engine's userbuffers (Megatron-Core --tp-comm-overlap); not written, the tensor-parallel collectives run unhidden\n  - hardware.gpu: the card has 'h100-sxm'; the nemo-rl file reads back as 'a100-40gb'\nnot carried by the nemo-rl file (2): hardware.gpu, parallel.tp_comm_overlap\n  to plan the file with this card's other settings: trainfit import FILE --from nemo-rl --base CARD\n  to plan the imported file as this card: trainfit import FILE --from nemo-rl --set hardware.gpu=h100-sxm --set parallel.tp_comm_overlap=true\n"
+
+
+def test_cli_whole_output_layout_card_to_nemo_rl(tmp_path, capsys):
+    """`trainfit export CARD --to nemo-rl`, whole stdout (the file) and stderr (notes, lost keys, the --set line):
+    the layout reaches model_overrides, tp_comm_overlap is said once and listed."""
+    from trainfit.cli.main import main
+
+    card = tmp_path / "card.yaml"
+    card.write_text(LAYOUT_CARD)
+    assert main(["export", str(card), "--to", "nemo-rl"]) == 0
+    got = capsys.readouterr()
+    assert got.out == LAYOUT_NEMO_RL_OUT
+    assert got.err == LAYOUT_NEMO_RL_ERR

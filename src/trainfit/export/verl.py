@@ -316,7 +316,13 @@ def _ppo(card: RunCard, notes: list[str]) -> list[str]:
         off = card.parallel.offload
         if mega:
             o.append("critic.strategy=megatron")
-            o += _megatron(card, "critic.megatron", [])
+            crit = _megatron(card, "critic.megatron", [])
+            if critic != model_name(card) and card.parallel.pipeline_layout is not None:
+                # the card's layout counts the actor's layers; another critic model keeps Megatron's even split
+                crit = [x for x in crit if ".pipeline_model_parallel_layout=" not in x]
+                notes.append(f"parallel.pipeline_layout: written for the actor only; the critic ({critic}) has its own"
+                             " depth and takes Megatron's even split")
+            o += crit
         else:
             strat, _ = _strategy(card, [])
             o.append(f"critic.strategy={strat}")

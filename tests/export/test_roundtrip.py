@@ -226,8 +226,8 @@ def cards(draw):
             d["roles"]["reference"] = "host_swap"
     if method == "dpo":
         d["roles"] = {"reference": draw(st.sampled_from(["gpu", "precomputed", "cpu"]))}
-    # a critic of another depth under a pipeline_layout sized for the actor crashes the planner (plan/ranks.py
-    # rank_params IndexError, not a one-line refusal): reported; not drawn here, where the export is under test
+    # a critic of another depth under a pipeline_layout sized for the actor is refused by the planner in one line
+    # (tests/plan/test_pipeline_layout.py): not drawn here, where the export is under test
     if method == "ppo" and "pipeline_layout" not in par and draw(st.booleans()):
         d["roles"] = {**d.get("roles", {}), "critic": "Qwen/Qwen2.5-0.5B", "reference": "cpu"}
     # the ZeRO buffer settings (#15): numbers, "auto", DeepSpeed's defaults; always under ZeRO, where the plan reads them

@@ -132,6 +132,27 @@ def test_planner_refuses_a_rank_without_layers():
         make_plan(load_card_dict(_card({"pipeline_parallel": 4, "pipeline_layout": [12, 10, 10, 0]})))
 
 
+def test_ppo_critic_of_another_depth_is_checked_against_the_layout(tmp_path, capsys):
+    """The card's one layout splits the actor and the critic alike: a critic of another depth is refused in one line
+    naming the field and the critic (it raised IndexError in the rank walk before)."""
+    import yaml
+
+    from trainfit.cli.main import main
+
+    card = {"model": "Qwen/Qwen3-0.6B", "method": "ppo", "scope": "lora",
+            "hardware": {"gpu": "h100-sxm", "gpus_per_node": 2},
+            "parallel": {"strategy": "single", "pipeline_parallel": 2, "pipeline_layout": [14, 14]},
+            "roles": {"critic": "Qwen/Qwen2.5-0.5B", "kl_coef": 0}}
+    path = tmp_path / "card.yaml"
+    path.write_text(yaml.safe_dump(card))
+    rc = main(["plan", str(path)])
+    out, err = capsys.readouterr()
+    assert rc == 2 and not out and "Traceback" not in err
+    assert err.strip().count("\n") == 0
+    assert "parallel.pipeline_layout" in err and "the model has 24 (Qwen/Qwen2.5-0.5B)" in err
+    assert "summing to 24" in err
+
+
 def test_cli_refuses_a_bad_layout_with_exit_2(tmp_path, capsys):
     import yaml
 

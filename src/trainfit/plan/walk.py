@@ -123,6 +123,11 @@ def walk_rl(card: RunCard, spec: ModelSpec, gpu: GpuSpec):
         critic = step_terms(actor_card, cspec, sharding)[0] if cspec is not None else None
     else:
         # the actor's (and critic's) worst rank stands for the training group's GPUs
+        if cspec is not None:
+            # the critic is split like the actor (the card's one layout): it must fit its own depth
+            from trainfit.memory.parallel import check_layout
+
+            check_layout(actor_card, cspec, layout, actor_card.batch.seq_len)
         sharding = parallel_sharding(actor_card, layout, train_gpus_per_node=per_node)
         ranks = walk_stages(actor_card, spec, gpu, sharding, layout)
         actor, host, notes = ranks.terms, dict(ranks.host), list(par_notes)

@@ -512,6 +512,84 @@ def overlap_param_gather_of(e: dict[str, Any], dp: int) -> str | None:
     return None
 
 
+MEGATRON_LM_FP32_GRADS = (
+    "fp32 gradient buffer and reduce-scatter (precision.grads fp32): Megatron-LM with --bf16 forces"
+    " accumulate_allreduce_grads_in_fp32 (megatron/training/arguments.py l.299-305), passed as"
+    " DistributedDataParallelConfig(grad_reduce_in_fp32=...) (megatron/training/training.py l.447), so the"
+    " main_grad buffer is fp32 (megatron/core/distributed/distributed_data_parallel.py l.108,"
+    " param_and_grad_buffer.py l.366-370) and its buckets are reduce-scattered as they are (l.131-147)"
+    " (NVIDIA/Megatron-LM @baf94af3c667248865f23df73b9fb8e2395e6fd0, core_r0.8.0)")
+"""Megatron-LM's 2024 (bf16) rows: 4 B per gradient in the buffer and on the wire."""
+NEMO_2407_BF16_GRAD_SYNC = {
+    "gpt/h100/5b_fp8_8node.sh": 23, "gpt/h100/20b_fp8_8node.sh": 23, "gpt/h100/175b_fp8_16node.sh": 24,
+    "llama/h100/llama2_7b_fp8.sh": 22, "llama/h100/llama2_13b_fp8.sh": 22, "llama/h100/llama2_70b_fp8.sh": 21,
+    "llama/h100/llama3_8b_fp8.sh": 22, "llama/h100/llama3_70b_fp8.sh": 21,
+}
+"""NeMo-Framework-Launcher 24.07 H100 pretraining scripts (examples/training/...) and the line that passes
+``+training.model.optim.grad_sync_dtype=bf16`` (@8325688d8345a5513660f0f8390f0482a721c009)."""
+NEMO_2407_FP32_GRAD_SYNC = ("nemotron/h100/nemotron_8b_fp8.sh", "nemotron/h100/nemotron_22b_fp8.sh")
+"""... and the scripts that leave ``optim.grad_sync_dtype`` unset (their yaml too)."""
+
+
+def grad_dtype_of(e: dict[str, Any]) -> tuple[str | None, str | None]:
+    """``precision.grads`` for a Megatron-family training entry, the dtype its gradient buffer holds and its
+    data-parallel reduce-scatter / all-reduce moves (4 B per gradient in fp32), with the note citing the config;
+    (None, None) where the source was not checked.
+
+    * Megatron-LM bf16 (the 2024 table, core_r0.8.0): fp32, forced (module constant ``MEGATRON_LM_FP32_GRADS``).
+    * Megatron-LM fp16 (2021, torch DDP): fp16 gradients all-reduced, planned as bf16 (2 B).
+    * Megatron-Bridge performance tables: bf16, the perf recipes set ``grad_reduce_in_fp32 = False``.
+    * NeMo 24.07 (Apex ``distributed_fused_adam``): the launcher's ``optim.grad_sync_dtype``, default fp32.
+    * NeMo 2.0 performance scripts with fp8: bf16 (``recipe.trainer.plugins.grad_reduce_in_fp32 = False``)."""
+    fw, note, compute = e["framework"], e.get("note") or "", e["precision"]["compute"]
+    if fw == "megatron" and compute == "bf16":
+        return "fp32", MEGATRON_LM_FP32_GRADS
+    if fw == "megatron" and compute == "fp16":
+        return "bf16", ("fp16 gradients all-reduced by torch DDP, planned as bf16 (2 B): accumulate_allreduce_grads_in_fp32"
+                        " is off for --fp16 and needs --DDP-impl local (NVIDIA/Megatron-LM megatron/arguments.py l.157-161"
+                        " @6985e58938d40ad91ac07b0fddcfad8132e1447e)")
+    if fw == "megatron-bridge":
+        return "bf16", ("bf16 gradient reduce-scatter (precision.grads bf16): the performance recipes set"
+                        " grad_reduce_in_fp32 = False, NVIDIA-NeMo/Megatron-Bridge src/megatron/bridge/perf_recipes/_common.py"
+                        " _benchmark_common l.72-74 and _perf_precision l.122 @067f987df03b8355b03192d88d70f1709fedf51a"
+                        " (25.11 scripts: scripts/performance/configs/llama/llama3_llm_pretrain.py l.73-74 and the other"
+                        " *_llm_pretrain.py @97ad8cc6fb27a58bb79ff51ce73897c3887aa2c6); the canonical recipes' True"
+                        " (src/megatron/bridge/recipes/common.py l.82) does not apply")
+    if fw != "nemo":
+        return None, None
+    launcher = "NVIDIA/NeMo-Framework-Launcher"
+    at = "@8325688d8345a5513660f0f8390f0482a721c009"
+    script = re.search(r"examples/training/([\w/]+\.sh)", note)
+    if launcher in note and e["kind"] == "pretrain":
+        if script and script.group(1) in NEMO_2407_BF16_GRAD_SYNC:
+            return "bf16", (f"bf16 gradient sync (precision.grads bf16): {launcher} examples/training/{script.group(1)}"
+                            f" l.{NEMO_2407_BF16_GRAD_SYNC[script.group(1)]} passes"
+                            f" +training.model.optim.grad_sync_dtype=bf16 {at}")
+        if "nemotron_340b" in note:
+            return "bf16", (f"bf16 gradient sync (precision.grads bf16): {launcher}"
+                            f" launcher_scripts/conf/training/nemotron/nemotron_340b.yaml l.161 grad_sync_dtype: bf16 {at}")
+        if script and script.group(1) in NEMO_2407_FP32_GRAD_SYNC:
+            return "fp32", (f"fp32 gradient buffer and reduce-scatter (precision.grads fp32): {launcher}"
+                            f" examples/training/{script.group(1)} and its yaml set no optim.grad_sync_dtype {at}, NeMo"
+                            " passes the optimizer dtype fp32 (NVIDIA/NeMo nemo/collections/nlp/models/language_modeling/"
+                            "megatron_base_model.py l.791-792 @8e3d65dcfe3504689bfc5b6e67d502780aacad41) and Apex"
+                            " DistributedFusedAdam syncs gradients in it (grad_sync_dtype = dtype, its contiguous grad"
+                            " buffers in grad_sync_dtype: NVIDIA/apex apex/contrib/optimizers/distributed_fused_adam.py"
+                            " l.574-575, l.1091-1095 @810ffae374a2b9cb4b5c5e28eaeca7d7998fca0c, NeMo 24.07's APEX_TAG)")
+        return None, None
+    if e["kind"] == "sft_full" and "NeMo 24.07" in note:
+        return "bf16", (f"bf16 gradient sync (precision.grads bf16): {launcher} launcher_scripts/conf/peft/llama/sft.yaml"
+                        f" l.258 grad_sync_dtype: bf16 {at} (distributed_fused_adam)")
+    if "NeMo 2.0" in note and compute == "fp8":
+        return "bf16", ("bf16 gradient reduce (precision.grads bf16): the NeMo 2.0 performance scripts set"
+                        " recipe.trainer.plugins.grad_reduce_in_fp32 = False with fp8 (NVIDIA/NeMo"
+                        " scripts/llm/performance/pretrain_gpt3_175b.py l.78-80 and the other pretrain_*.py"
+                        " @7192a2c944c48ab253f3f711ee52fe2dc986a3bb; scripts/performance/utils.py set_primary_perf_configs"
+                        " l.351 @2b03b748bb7d28e4e382df3d085078c6146d174e); the recipes' bf16_mixed default True"
+                        " (nemo/collections/llm/recipes/precision/mixed_precision.py l.30) does not apply")
+    return None, None
+
+
 PACKED_LENGTHS = HERE / "data" / "packed_sample_lengths.json"
 """Measured tokens per packed SQuAD sample per fine-tuning pipeline and tokenizer (``packed_sample_lengths.py``)."""
 
@@ -611,6 +689,10 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         "precision": {"optimizer": e["precision"]["optimizer"],
                       "optimizer_in_backward": bool(e["precision"].get("optimizer_in_backward"))},
     }
+    grads, grads_note = grad_dtype_of(e) if scope == "full" else (None, None)
+    if grads:
+        card["precision"]["grads"] = grads
+        notes.append(grads_note)
     if compute == "fp8":
         recipe = e["precision"].get("fp8_recipe")
         card["precision"].update(compute="fp8", fp8_recipe=recipe or FP8_RECIPES[e["framework"]])

@@ -87,7 +87,10 @@ class PrecisionSection(_Section):
     weights: Dtype | None = Field(None, description="Storage dtype of the model weights; default bf16 (nf4 for qlora).")
     compute: ComputeDtype = ComputeDtype.BF16
     master_weights: MasterWeights = MasterWeights.NONE
-    grads: GradDtype | None = Field(None, description="Gradient dtype; default: the trainable parameters' dtype.")
+    grads: GradDtype | None = Field(None, description="Gradient dtype; default: the trainable parameters' dtype."
+                                    " fp32 = Megatron-Core's grad_reduce_in_fp32 main_grad buffer (Megatron-LM forces it"
+                                    " with --bf16: megatron/training/arguments.py l.299-305 @baf94af3): the buffer holds"
+                                    " and the data-parallel reduce-scatter / all-reduce moves 4 B per gradient.")
     optimizer: Optimizer = Optimizer.ADAMW
     optimizer_states: StatesDtype = StatesDtype.SAME_AS_WEIGHTS
     optimizer_impl: OptimizerImpl = Field(

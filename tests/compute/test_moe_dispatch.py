@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from trainfit.catalog.gpus import resolve_gpu
 from trainfit.compute import collectives as coll
-from trainfit.compute.model_parallel import all_to_all_seconds, model_parallel_comm
+from trainfit.compute.model_parallel import model_parallel_comm
 from trainfit.compute.moe_dispatch import ep_dispatch_bytes, ep_dispatch_seconds, expected_distinct_bins
 from trainfit.compute.rates import COLLECTIVE_HOP_LATENCY_S, default_rates
 from trainfit.spec.enums import MoeDispatcher
@@ -86,7 +86,7 @@ def test_alltoall_bytes_are_the_old_all_to_all():
     assert b.nic_bytes == pytest.approx(t * k * h * 2 * 8 / 16)
     assert b.nvlink_bytes == pytest.approx(t * k * h * 2 * 7 / 16)
     bus = coll.all_to_all_bus_bytes_per_s(rates=H100, ranks=ep, ranks_in_node=local, nic_bytes_per_s=NIC)
-    old = all_to_all_seconds(total_bytes=t * k * h * 2, ranks=ep, bus_bytes_per_s=bus, latency_s=0.0)
+    old = coll.all_to_all_seconds(total_bytes=t * k * h * 2, ranks=ep, bus_bytes_per_s=bus, latency_s=0.0)
     new = ep_dispatch_seconds(traffic=b, nic_bytes_per_s=NIC * coll.NIC_EFFICIENCY,
                               nvlink_bytes_per_s=H100.intra_node_bus_bytes_per_s, latency_s=0.0)
     assert new == pytest.approx(old - COLLECTIVE_HOP_LATENCY_S * (ep - 1))

@@ -4,8 +4,10 @@ Time of one collective over ``n`` ranks on a buffer of ``S`` bytes (nccl-tests `
 bus bandwidth; ring algorithm)::
 
     all-gather / reduce-scatter:  latency + (n−1)/n · S / bus_bytes_per_s
-    all-reduce:                   latency + 2·(n−1)/n · S / bus_bytes_per_s
-    latency = collective_latency_s + hop_latency_s · (n − 1)   (ring steps)
+    all-to-all:                   latency + (n−1)/n · S / bus_bytes_per_s   (each rank's share for the others)
+    all-reduce:                   latency + 2·(n−1)/n · S / bus_bytes_per_s   (latency with 2 passes)
+    broadcast:                    latency + S / bus_bytes_per_s   (pipelined: every byte crosses each link once)
+    latency = collective_latency_s + passes · hop_latency_s · (n − 1)   (ring steps, ``ring_latency_s``)
 
 ``bus_bytes_per_s``: NCCL's sustained bus bandwidth (``rates.intra_node_bus_bytes_per_s``);
 a ring that crosses nodes runs at the slower of that and the NIC per GPU times ``NIC_EFFICIENCY``.
@@ -116,20 +118,58 @@ def all_to_all_bus_bytes_per_s(*, rates: DeviceRates, ranks: int, ranks_in_node:
     return (n - 1) / n / seconds_per_byte
 
 
+def ring_latency_s(*, ranks: int, latency_s: float, passes: int = 1) -> float:
+    """Fixed seconds of one ring collective over ``ranks``: ``latency_s + passes · hop · (ranks − 1)`` (module
+    docstring; ``passes`` 2 for an all-reduce, a reduce-scatter then an all-gather around the ring)."""
+    return latency_s + passes * COLLECTIVE_HOP_LATENCY_S * (ranks - 1)
+
+
+def all_gather_wire_seconds(*, total_bytes: float, ranks: int, bus_bytes_per_s: float) -> float:
+    """Bandwidth part of one ring all-gather / reduce-scatter of a ``total_bytes`` buffer: each rank receives
+    (sends) the ``(ranks − 1)/ranks`` it does not hold, ``(n−1)/n · S / bus``."""
+    return (ranks - 1) / ranks * total_bytes / bus_bytes_per_s
+
+
+def all_reduce_wire_seconds(*, total_bytes: float, ranks: int, bus_bytes_per_s: float) -> float:
+    """Bandwidth part of one ring all-reduce: ``2·(n−1)/n · S / bus`` (a reduce-scatter then an all-gather)."""
+    return 2 * (ranks - 1) / ranks * total_bytes / bus_bytes_per_s
+
+
 def all_gather_seconds(*, total_bytes: float, ranks: int, bus_bytes_per_s: float, latency_s: float) -> float:
     if ranks <= 1 or total_bytes <= 0:
         return 0.0
-    return latency_s + COLLECTIVE_HOP_LATENCY_S * (ranks - 1) + (ranks - 1) / ranks * total_bytes / bus_bytes_per_s
+    return (ring_latency_s(ranks=ranks, latency_s=latency_s)
+            + all_gather_wire_seconds(total_bytes=total_bytes, ranks=ranks, bus_bytes_per_s=bus_bytes_per_s))
 
 
 def reduce_scatter_seconds(*, total_bytes: float, ranks: int, bus_bytes_per_s: float, latency_s: float) -> float:
     return all_gather_seconds(total_bytes=total_bytes, ranks=ranks, bus_bytes_per_s=bus_bytes_per_s, latency_s=latency_s)
 
 
+def all_to_all_seconds(*, total_bytes: float, ranks: int, bus_bytes_per_s: float, latency_s: float) -> float:
+    """Each rank sends ``(n−1)/n`` of its ``total_bytes`` buffer to the others (the all-gather's cost;
+    ``all_to_all_bus_bytes_per_s`` for a group that spans nodes)."""
+    if ranks <= 1 or total_bytes <= 0:
+        return 0.0
+    return (ring_latency_s(ranks=ranks, latency_s=latency_s)
+            + all_gather_wire_seconds(total_bytes=total_bytes, ranks=ranks, bus_bytes_per_s=bus_bytes_per_s))
+
+
 def all_reduce_seconds(*, total_bytes: float, ranks: int, bus_bytes_per_s: float, latency_s: float) -> float:
     if ranks <= 1 or total_bytes <= 0:
         return 0.0
-    return latency_s + 2 * COLLECTIVE_HOP_LATENCY_S * (ranks - 1) + 2 * (ranks - 1) / ranks * total_bytes / bus_bytes_per_s
+    return (ring_latency_s(ranks=ranks, latency_s=latency_s, passes=2)
+            + all_reduce_wire_seconds(total_bytes=total_bytes, ranks=ranks, bus_bytes_per_s=bus_bytes_per_s))
+
+
+def broadcast_seconds(*, total_bytes: float, ranks: int, bus_bytes_per_s: float, latency_s: float) -> float:
+    """One NCCL broadcast of ``total_bytes`` from one rank to the other ``ranks − 1`` (pipelined ring: every byte
+    crosses each link once, so the bus bandwidth is the algorithm bandwidth, nccl-tests ``PERFORMANCE.md``):
+    ``latency + hop · (ranks − 1) + bytes / bus``; 0 for one rank or an empty buffer. The same cost as the
+    refit broadcast in ``sync.weight_sync_seconds``."""
+    if ranks <= 1 or total_bytes <= 0:
+        return 0.0
+    return ring_latency_s(ranks=ranks, latency_s=latency_s) + total_bytes / bus_bytes_per_s
 
 
 # NCCL's own cost model of an all-reduce (NVIDIA/nccl src/graph/tuning.cc, ``ncclTunerConstantsDefaults`` and

@@ -73,6 +73,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import ceil
 
+from trainfit.compute import collectives as coll
 from trainfit.compute.rates import DeviceRates
 
 DS_OPT_DECODE_KERNELS_PER_LAYER = 14
@@ -111,12 +112,14 @@ class HybridEngineTime:
 def zero3_gather_seconds(*, weight_bytes: float, ranks: int, bus_bytes_per_s: float, collective_latency_s: float,
                          collectives: int) -> float:
     """One full-model ZeRO-3 all-gather (``GatheredParameters`` over the actor's partitioned parameters): each rank
-    receives the ``(ranks - 1) / ranks`` of ``weight_bytes`` it does not own, plus a latency per collective."""
+    receives the ``(ranks - 1) / ranks`` of ``weight_bytes`` it does not own (``collectives.all_gather_wire_seconds``),
+    plus a latency per collective (without the ring's per-hop latency that ``collectives.all_gather_seconds`` adds)."""
     if ranks < 1 or bus_bytes_per_s <= 0 or weight_bytes < 0:
         raise ValueError("zero3_gather_seconds: ranks >= 1, bus_bytes_per_s > 0, weight_bytes >= 0")
     if ranks == 1:
         return 0.0
-    return weight_bytes * (ranks - 1) / ranks / bus_bytes_per_s + collectives * collective_latency_s
+    wire = coll.all_gather_wire_seconds(total_bytes=weight_bytes, ranks=ranks, bus_bytes_per_s=bus_bytes_per_s)
+    return wire + collectives * collective_latency_s
 
 
 def decode_step_kernels(*, num_layers: int, inference_tp: int) -> int:
@@ -190,9 +193,12 @@ def hybrid_engine_generation_time(
     tp_comm = 0.0
     if tp > 1:
         msg = batch * hidden_size * activation_bytes
+        # ring all-reduces of the step's activations (collectives.all_reduce_wire_seconds) at one latency each,
+        # without the per-hop latency of collectives.all_reduce_seconds
         tp_comm = num_layers * DS_TP_ALL_REDUCES_PER_LAYER * (
-            rates.collective_latency_s + 2.0 * (tp - 1) / tp * msg / tp_bus)
-        prefill += num_layers * DS_TP_ALL_REDUCES_PER_LAYER * 2.0 * (tp - 1) / tp * msg * prompt_len_tokens / tp_bus
+            rates.collective_latency_s + coll.all_reduce_wire_seconds(total_bytes=msg, ranks=tp, bus_bytes_per_s=tp_bus))
+        prefill += num_layers * DS_TP_ALL_REDUCES_PER_LAYER * coll.all_reduce_wire_seconds(
+            total_bytes=msg * prompt_len_tokens, ranks=tp, bus_bytes_per_s=tp_bus)
 
     # decode: response_len steps of the whole static batch; the KV read grows linearly with the context, so the
     # mean step is the step at the mean context

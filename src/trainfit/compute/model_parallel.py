@@ -77,7 +77,6 @@ from dataclasses import dataclass
 from trainfit.compute import collectives as coll
 from trainfit.compute.moe_dispatch import allgather_dispatch, ep_dispatch_bytes, ep_dispatch_seconds
 from trainfit.compute.moe_time import count_exchange_seconds
-from trainfit.compute.rates import COLLECTIVE_HOP_LATENCY_S
 from trainfit.spec.enums import MoeDispatcher, MoeRouting
 
 
@@ -93,13 +92,6 @@ class ModelParallelComm:
     @property
     def total_s(self) -> float:
         return self.tensor_s + self.context_s + self.expert_s + self.pipeline_p2p_s
-
-
-def all_to_all_seconds(*, total_bytes: float, ranks: int, bus_bytes_per_s: float, latency_s: float) -> float:
-    """Each rank sends ``(n−1)/n`` of its ``total_bytes`` buffer to the others."""
-    if ranks <= 1 or total_bytes <= 0:
-        return 0.0
-    return latency_s + COLLECTIVE_HOP_LATENCY_S * (ranks - 1) + (ranks - 1) / ranks * total_bytes / bus_bytes_per_s
 
 
 def model_parallel_comm(
@@ -152,7 +144,8 @@ def model_parallel_comm(
     if cp > 1 and attention_layers:
         if ulysses:
             qkv = tokens * (2 * q_dim + 2 * kv_dim) * dtype_bytes
-            one = all_to_all_seconds(total_bytes=qkv, ranks=cp, bus_bytes_per_s=cp_bus_bytes_per_s, latency_s=latency_s)
+            one = coll.all_to_all_seconds(total_bytes=qkv, ranks=cp, bus_bytes_per_s=cp_bus_bytes_per_s,
+                                          latency_s=latency_s)
             context = coll_passes * attention_layers * one
         else:
             block = 2 * tokens * kv_dim * dtype_bytes  # this rank's K and V
@@ -178,10 +171,11 @@ def model_parallel_comm(
                 dtype_bytes=dtype_bytes, routing=moe_routing)
             one = ep_dispatch_seconds(traffic=traffic, nic_bytes_per_s=ep_nic_bytes_per_s,
                                       nvlink_bytes_per_s=ep_nvlink_bytes_per_s,
-                                      latency_s=latency_s + COLLECTIVE_HOP_LATENCY_S * (ep - 1))
+                                      latency_s=coll.ring_latency_s(ranks=ep, latency_s=latency_s))
         else:
             buf = routed * top_k * hidden * dtype_bytes
-            one = all_to_all_seconds(total_bytes=buf, ranks=ep, bus_bytes_per_s=ep_bus_bytes_per_s, latency_s=latency_s)
+            one = coll.all_to_all_seconds(total_bytes=buf, ranks=ep, bus_bytes_per_s=ep_bus_bytes_per_s,
+                                          latency_s=latency_s)
         # the token-count all-gather before each forward (and recomputed forward) dispatch; backward reuses the counts
         counts = 0.0 if moe_dispatcher is MoeDispatcher.ALLGATHER else moe_layers * count_exchange_seconds(
             ep=ep, experts=experts, latency_s=latency_s, bus_bytes_per_s=ep_bus_bytes_per_s)

@@ -73,7 +73,7 @@ from math import ceil
 
 from trainfit.compute import collectives
 from trainfit.compute.collectives import DEFAULT_INTER_NODE_BYTES_PER_S
-from trainfit.compute.rates import COLLECTIVE_HOP_LATENCY_S, DeviceRates
+from trainfit.compute.rates import DeviceRates
 from trainfit.errors import CardError
 from trainfit.spec.enums import LayerKind, Placement, WeightSync
 from trainfit.spec.model import ModelSpec
@@ -202,7 +202,7 @@ def weight_sync_seconds(
         receivers = engines * tp
         bus = collectives.ring_bus_bytes_per_s(rates=rates, crosses_nodes=inter_node, nic_bytes_per_s=nic_bytes_per_s,
                                                local_ranks=sender_node_ranks)
-        per_call = rates.collective_latency_s + COLLECTIVE_HOP_LATENCY_S * receivers
+        per_call = collectives.ring_latency_s(ranks=receivers + 1, latency_s=rates.collective_latency_s)
         wire = weight_bytes / bus
         overlap = bool(buckets) and mech is SyncMechanism.NCCL_BROADCAST
         transfer = (max(wire, cast) if overlap else wire + cast) + (buckets or num_tensors) * per_call + load
@@ -262,18 +262,10 @@ def _gather_seconds(*, weight_bytes, num_tensors, shards, rates, crosses_nodes, 
         return 0.0
     bus = collectives.ring_bus_bytes_per_s(rates=rates, crosses_nodes=crosses_nodes, nic_bytes_per_s=nic_bytes_per_s,
                                            local_ranks=min(shards, gpus_per_node or 1))
-    per = rates.collective_latency_s + COLLECTIVE_HOP_LATENCY_S * (shards - 1) if s_per_tensor is None else s_per_tensor
-    return (shards - 1) / shards * weight_bytes / bus + num_tensors * per
-
-
-def broadcast_seconds(*, total_bytes: float, ranks: int, bus_bytes_per_s: float, latency_s: float) -> float:
-    """One NCCL broadcast of ``total_bytes`` from one rank to the other ``ranks − 1`` (pipelined ring: every byte
-    crosses each link once, so the bus bandwidth is the algorithm bandwidth, nccl-tests ``PERFORMANCE.md``):
-    ``latency + hop · (ranks − 1) + bytes / bus``; 0 for one rank or an empty buffer. The same cost as the
-    refit broadcast in ``weight_sync_seconds``."""
-    if ranks <= 1 or total_bytes <= 0:
-        return 0.0
-    return latency_s + COLLECTIVE_HOP_LATENCY_S * (ranks - 1) + total_bytes / bus_bytes_per_s
+    per = (collectives.ring_latency_s(ranks=shards, latency_s=rates.collective_latency_s) if s_per_tensor is None
+           else s_per_tensor)
+    wire = collectives.all_gather_wire_seconds(total_bytes=weight_bytes, ranks=shards, bus_bytes_per_s=bus)
+    return wire + num_tensors * per
 
 
 @dataclass(frozen=True, slots=True)
@@ -375,8 +367,8 @@ def megatron_export_gather(*, spec: ModelSpec, tp: int, pp: int, ep: int, etp: i
                           latency_s=lat)
 
     pp_tasks = sharded_tasks + replicated_tasks + expert_tasks
-    pp_s = each(pp_tasks, sharded_params / tp + replicated_params + expert_params / (ep * etp), broadcast_seconds,
-                pp, pp_bus)
+    pp_s = each(pp_tasks, sharded_params / tp + replicated_params + expert_params / (ep * etp),
+                collectives.broadcast_seconds, pp, pp_bus)
     tp_dense = each(sharded_tasks, sharded_params, collectives.all_gather_seconds, tp, tp_bus)
     tp_expert = each(expert_tasks, expert_params / ep, collectives.all_gather_seconds, etp, etp_bus)
     ep_s = each(ep_gathers, expert_params, collectives.all_gather_seconds, ep, ep_bus)

@@ -74,6 +74,13 @@ KV kv heads, I intermediate, s sequence length, T = b·s tokens. The rules that 
   full training): Llama-style dense SDPA layers (``compiled_rules_apply``); QLoRA, DoRA, LoRA dropout,
   zero-centred norms, qk-norm, MoE, hybrid and the arch families keep the eager figure.
 
+* Transformer Engine fp8 linears (``linear_input_bytes``, ``trainfit.memory.fp8.saved_input_bytes``): every trained
+  projection saves the fp8 copy of its input it quantised for the forward GEMM instead of the compute-dtype input
+  (q/k/v's one fused input, gate/up's one, down's, the experts' grouped inputs), at the recipe's bytes per element;
+  the attention projection saves its fp8 copy even where its input is a view of the attention's saved output (the
+  attention keeps its bf16 output for its own backward). Norms, attention, activations, router and lm_head keep
+  their dtype (module docstring of ``trainfit.memory.fp8``).
+
 Everything here is exact for compute_dtype_bytes=2 (bf16/fp16). Attention.FLASH is treated as SDPA:
 flash-attn saves the same q, k, v, output and logsumexp as SDPA's flash path (its output is bshd,
 like SDPA's for the non-gated families).
@@ -83,6 +90,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
+from math import ceil
 
 from trainfit.memory.attention import runs_eager
 from trainfit.memory.logits import SOFTCAP_FAMILIES
@@ -182,6 +190,9 @@ class _Ctx:
     parts: dict = field(default_factory=dict)
     """Gated DeltaNet: bytes of the current layer saved after the kernel (``"post"``) and the buffers
     live beside the saved tensors at the kernel's fullest (``"kernel"``)."""
+    linear_input_bytes: float = 0.0
+    """Transformer Engine fp8: bytes per element a trained projection saves of its input (its fp8 copy,
+    ``trainfit.memory.fp8.saved_input_bytes``); 0: the compute dtype's (the input itself)."""
     """Tokens of the residual stream on this rank: T, or T / tp under sequence parallel."""
 
 
@@ -205,12 +216,19 @@ def _norm(ctx: _Ctx, *, width: int, rows: int, zero_centred: bool, x_rg: bool, c
     return out, x_rg or ctx.full
 
 
+def linear_input(ctx: _Ctx, width: int, *, tokens: int | None = None) -> int:
+    """Bytes a trained projection saves of its ``width``-wide input over ``tokens`` (default ``ctx.T``): the
+    input in the compute dtype, or under Transformer Engine fp8 its fp8 copy (``ctx.linear_input_bytes``)."""
+    t = ctx.T if tokens is None else tokens
+    return ceil(t * width * ctx.linear_input_bytes) if ctx.linear_input_bytes else t * ctx.a * width
+
+
 def _linear(ctx: _Ctx, name: str, in_features: int, x_rg: bool, *, input_saved: bool = False) -> tuple[int, bool]:
-    """A projection. Full: saves its bf16 input (once per distinct input). LoRA: fp32 input cast
-    (4·in) and the fp32 rank-r A output (4r); the frozen base saves nothing."""
+    """A projection. Full: saves its bf16 input (once per distinct input; TE fp8: its fp8 copy). LoRA: fp32
+    input cast (4·in) and the fp32 rank-r A output (4r); the frozen base saves nothing."""
     out = 0
     if ctx.full and not input_saved:
-        out += ctx.T * ctx.a * in_features
+        out += linear_input(ctx, in_features)
     r = ctx.targets.get(name)
     if r is not None:
         out += _adapter_saved(ctx, name, in_features, r, input_saved=ctx.full, x_rg=x_rg)
@@ -308,8 +326,11 @@ def _attention(ctx: _Ctx, spec: ModelSpec, x_rg: bool) -> tuple[int, bool]:
     if gated:
         # attn * sigmoid(gate): sigmoid saves its output, mul saves both factors
         total += T * a * qd * 2 if q_rg else T * a * qd
-    # o_proj input: a view of SDPA's saved output unless it was copied (eager / gated)
-    if ctx.full and (o_in_copy or gated):
+    # o_proj input: a view of SDPA's saved output unless it was copied (eager / gated); TE fp8: o_proj saves its
+    # own fp8 copy either way (the copy it was made from is then not saved)
+    if ctx.full and ctx.linear_input_bytes:
+        total += linear_input(ctx, qd)
+    elif ctx.full and (o_in_copy or gated):
         total += T * a * qd
     r = ctx.targets.get("o_proj")
     if r is not None:
@@ -372,7 +393,7 @@ def _moe(ctx: _Ctx, spec: ModelSpec, x_rg: bool) -> tuple[int, bool]:
     if p_rg or dn_rg:
         total += INT32 * E  # offsets, saved by grouped_mm
     if gu_rg:
-        total += T * k * a * h  # grouped_mm input
+        total += linear_input(ctx, h, tokens=T * k) if ctx.full else T * k * a * h  # grouped_mm input
     if experts_t:
         r = ctx.targets.get("gate_up_proj") or ctx.targets.get("gate_proj") or ctx.targets.get("up_proj")
         total += a * E * (2 * w * h + r * (2 * w + h))  # merged weight + bf16 lhs/rhs of baddbmm
@@ -380,7 +401,7 @@ def _moe(ctx: _Ctx, spec: ModelSpec, x_rg: bool) -> tuple[int, bool]:
         total += T * k * a * 2 * w  # act(gate) saves the whole gate_up output (gate is a view)
         total += T * k * a * w  # mul saves act(gate)
     if dn_rg:
-        total += T * k * a * w  # grouped_mm input
+        total += linear_input(ctx, w, tokens=T * k) if ctx.full else T * k * a * w  # grouped_mm input
     if down_t:
         r = ctx.targets["down_proj"]
         total += a * E * (h * w + r * (h + w))
@@ -563,6 +584,7 @@ def activation_bytes(
     sequence_shards: int = 1,
     selective: SelectiveCheckpointing = SelectiveCheckpointing.NONE,
     compiled: bool = False,
+    linear_input_bytes: float = 0.0,
 ) -> ActivationBytes:
     """Saved-for-backward bytes per decoder layer, embedding and head (see the module docstring).
 
@@ -582,6 +604,9 @@ def activation_bytes(
 
     ``compiled``: each decoder layer runs under ``torch.compile`` (module docstring); changes the layers'
     figures only where ``compiled_rules_apply`` says the compiled rules were measured, else eager's.
+
+    ``linear_input_bytes``: Transformer Engine fp8 linears (``trainfit.memory.fp8.saved_input_bytes``): each trained
+    projection saves its input's fp8 copy at these bytes per element (module docstring); 0: the compute dtype.
     """
     b, s = micro_batch_size, seq_len
     T = b * s
@@ -591,7 +616,7 @@ def activation_bytes(
     T_seq = T // sequence_shards
     dropout = not full and trainable.lora is not None and trainable.lora.dropout > 0
     ctx = _Ctx(T=T, b=b, s=s, a=a, full=full, targets=_targets(spec, trainable), attention=attention,
-               adapter_bytes=adapter, lora_dropout=dropout, T_seq=T_seq)
+               adapter_bytes=adapter, lora_dropout=dropout, T_seq=T_seq, linear_input_bytes=linear_input_bytes)
     per_layer = []
     kernel_bwd: list[int] = []
     kernel_bwd_ckpt: list[int] = []

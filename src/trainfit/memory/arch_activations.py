@@ -122,9 +122,11 @@ def _opt_layer(ctx, spec: ModelSpec, x_rg: bool) -> tuple[int, bool]:
     if runs_eager(spec.family, ctx.attention):
         if a_rg:
             total += _eager_attention(ctx, q=qd, k=qd, v=qd, heads=H)
-            total += ctx.T * ctx.a * qd if ctx.full else 0  # out_proj's contiguous input
+            total += _act.linear_input(ctx, qd) if ctx.full else 0  # out_proj's contiguous input (TE fp8: its copy)
     else:
         total += _sdpa(ctx, q=qd, k=kvd, v_storage=kvd, out=qd, heads=H, rg=a_rg)
+        if ctx.full and ctx.linear_input_bytes:  # TE fp8: out_proj's fp8 copy beside the saved attention output
+            total += _act.linear_input(ctx, qd)
     r = ctx.targets.get("out_proj")
     if r is not None:
         total += _act._adapter_saved(ctx, "out_proj", qd, r, input_saved=True, x_rg=a_rg)
@@ -142,6 +144,8 @@ def _opt_layer(ctx, spec: ModelSpec, x_rg: bool) -> tuple[int, bool]:
     total += b
     if f1_rg:
         total += ctx.T * ctx.a * w  # ReLU saves its output (fc2's input, the same tensor)
+        if ctx.full and ctx.linear_input_bytes:  # TE fp8: fc2 saves its fp8 copy of it too
+            total += _act.linear_input(ctx, w)
     r2 = ctx.targets.get("fc2")
     if ctx.full or r2 is not None:
         total += _act._adapter_saved(ctx, "fc2", w, r2, input_saved=True, x_rg=f1_rg) if r2 is not None else 0

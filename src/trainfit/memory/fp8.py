@@ -22,13 +22,34 @@ l.255, ``Float8CurrentScaling`` l.286, ``Float8BlockScaling`` l.392):
 * **blockwise** (TE ``Float8BlockScaling``: 1x128 activation tiles, 128x128 weight blocks): the fp8 weight
   and its separately quantised transpose, plus one fp32 scale per 128x128 block of each.
 
-Activations: TE saves a linear's input in fp8 (1 B) rather than bf16 for its wgrad GEMM; the planner
-keeps counting them in bf16 (the torchao behaviour, the larger).
+Activations (``saved_input_bytes``): a Transformer Engine linear trained in fp8 saves, for its weight-gradient
+GEMM, the fp8 copy of its input it quantised for the forward GEMM, not the 16-bit input. NVIDIA/TransformerEngine
+``transformer_engine/pytorch/module/linear.py`` @v2.9 (70f536662ae10a62a54f4ed1ba92e3314c5cfd69) l.371-390:
+``inputmat.update_usage(rowwise_usage=False, columnwise_usage=True)`` (or rowwise only when a sequence-parallel
+all-gather of per-tensor fp8 follows in backward), ``saved_inputmat = inputmat``, ``prepare_for_saving(saved_inputmat,
+...)``, the same since v2.1 (450146ae6a16e3aa220fa7089c6193458e8f8dca l.246-276); ``layernorm_linear.py`` @v2.9
+l.406-458: the norm kernel writes ``ln_out`` in fp8 (``with_quantized_norm``), its row-wise half is dropped and it is
+saved beside the bf16 norm input ``inputmat`` and the fp32 ``rsigma`` (v2.2 @c55e425ac5751c72bfa656560fc7c65ab7d895e9
+on; v2.1 kept both halves of ``ln_out`` without sequence parallel: 2 B, as bf16); ``grouped_linear.py`` @v2.9
+l.196-231: each expert GEMM's input, quantised by ``split_quantize``, column-wise only. Megatron-Core builds its
+fp8 layers from these (TE ``LayerNormColumnParallelLinear`` for QKV and fc1, ``RowParallelLinear`` for the
+attention projection and fc2, ``GroupedLinear`` for the experts); the core attention, the SwiGLU / GELU (which saves
+its bf16 input), the router and the output layer stay bf16. Bytes per saved element by recipe:
+
+* delayed / current (``Float8Tensor``): 1 B (the transpose, or the row-wise data under sequence parallel) plus one
+  fp32 ``scale_inv`` per tensor (left out: 4 B per tensor);
+* blockwise (``Float8BlockwiseQTensor``, 1x128 tiles): 1 B plus one fp32 scale per 128 elements
+  (``float8_blockwise_tensor.py`` @v2.9 ``get_scale_shape`` l.112-170, ``dtype=torch.float32`` l.239).
+
+A projection whose 16-bit input some other op keeps anyway (the attention's output, which the flash kernel saves
+for its own backward) therefore saves an fp8 copy on top. torchao's float8 linears (``current`` on a torchtitan card)
+save the high-precision input (above): the compute dtype's bytes, unchanged. Which stack a card runs:
+``transformer_engine_linears``.
 """
 
 from __future__ import annotations
 
-from trainfit.spec.enums import Fp8Recipe
+from trainfit.spec.enums import Fp8Recipe, TensorParallelImpl
 
 AMAX_HISTORY_LEN = 1024
 """TE ``DelayedScaling.amax_history_len`` default."""
@@ -36,6 +57,20 @@ FP8_TENSORS_PER_LINEAR = 5
 """Forward: input, weight, output; backward: output gradient, input gradient (TE's fp8 meta per module)."""
 FP32 = 4
 BLOCK = 128
+
+
+def transformer_engine_linears(*, recipe: Fp8Recipe, tensor_parallel_impl: TensorParallelImpl) -> bool:
+    """Whether a card's fp8 linears are Transformer Engine's: delayed and blockwise scaling exist only there, and a
+    Megatron-Core card (``parallel.tensor_parallel_impl: megatron``: Megatron-LM, NeMo, Megatron-Bridge, whose fp8
+    runs through TE) runs current scaling as TE's ``Float8CurrentScaling``; otherwise current scaling is torchao's
+    float8 (torchtitan)."""
+    return recipe is not Fp8Recipe.CURRENT or tensor_parallel_impl is TensorParallelImpl.MEGATRON
+
+
+def saved_input_bytes(*, recipe: Fp8Recipe) -> float:
+    """Bytes per element of the input a Transformer Engine fp8 linear saves for its weight gradient (module
+    docstring): the fp8 element, plus blockwise scaling's fp32 scale per 1x128 tile."""
+    return 1.0 + (FP32 / BLOCK if recipe is Fp8Recipe.BLOCKWISE else 0.0)
 
 
 def fp8_weight_copy_bytes(*, linear_weight_params: float) -> float:

@@ -45,6 +45,7 @@ Pure: no torch.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from math import ceil
 
 from trainfit.memory import attention as attn
 from trainfit.memory.activations import DROPOUT_MASK_BYTES, ActivationBytes, activation_bytes
@@ -60,8 +61,8 @@ from trainfit.memory.sharding import Sharding
 from trainfit.memory.weights import WeightBytes, count_scale
 from trainfit.plan.rank_buffers import backward_buffers, comm_buffers, loss_region, stage_forward_transient
 from trainfit.plan.resolve import trainable_spec
-from trainfit.plan.terms import (HOST_BYTES_PER_PROCESS, _autocast_copies, _fsdp_terms, lora_tensors,
-                                 trained_dtype_bytes, zero_master_states)
+from trainfit.plan.terms import (HOST_BYTES_PER_PROCESS, _autocast_copies, _fsdp_terms, fp8_linear_input_bytes,
+                                 lora_tensors, trained_dtype_bytes, zero_master_states)
 from trainfit.spec.card import RunCard
 from trainfit.spec.enums import (ComputeDtype, ContextParallelKind, Dtype, LayerKind, Offload, SelectiveCheckpointing,
                                  TensorParallelImpl)
@@ -331,20 +332,24 @@ def _activations(card: RunCard, spec: ModelSpec, ss: ModelSpec, layout: Parallel
     prec = card.precision
     a = 4 if prec.compute is ComputeDtype.FP32 else 2
     b, s_loc = card.batch.micro_batch_size, card.batch.seq_len // layout.cp
+    fp8_in = fp8_linear_input_bytes(card)
     act = activation_bytes(ss, micro_batch_size=b, seq_len=s_loc, attention=card.attention, trainable=trainable,
                            compute_dtype_bytes=a, sequence_shards=layout.tp if layout.sp else 1,
-                           selective=card.parallel.selective_checkpointing, compiled=card.parallel.compile)
+                           selective=card.parallel.selective_checkpointing, compiled=card.parallel.compile,
+                           linear_input_bytes=fp8_in)
     autocast = card.weights_dtype is Dtype.FP32 and prec.compute is not ComputeDtype.FP32
     act = _autocast_copies(act, ss, enabled=autocast and trainable.lora is None, scale=count_scale(ss))
     extra = 0.0
     if layout.cp > 1:
         # o_proj saves a new tensor, not a view of the attention output: Ulysses' all-to-all output, or the
         # contiguous copy of the ring's merged output (torch.cat of its load-balanced halves, laid out
-        # (batch, heads, seq, dim)); Ulysses repeats fewer KV heads than cp to one per rank
-        extra = b * s_loc * a * ss.q_dim if trainable.lora is None else 0
+        # (batch, heads, seq, dim)); Ulysses repeats fewer KV heads than cp to one per rank. Transformer Engine
+        # fp8: o_proj saves its fp8 copy of that tensor instead, already in the per-op figure (memory.activations)
+        extra = b * s_loc * a * ss.q_dim if trainable.lora is None and not fp8_in else 0
         if layout.cp_kind is ContextParallelKind.ULYSSES:
             extra += max(0.0, 2 * a * b * card.batch.seq_len * ss.head_dim * (1 - ss.num_kv_heads / layout.cp))
-    sp_less = megatron_sp_input_savings(card, ss, layout, tokens=b * s_loc, dtype_bytes=a, trainable=trainable)
+    sp_less = megatron_sp_input_savings(card, ss, layout, tokens=b * s_loc, dtype_bytes=a, trainable=trainable,
+                                        linear_input_bytes=fp8_in)
     per_layer = tuple(act.per_layer[i] + (extra if ss.layer_kind(i) is LayerKind.FULL_ATTENTION else 0)
                       - sp_less.get(i, 0.0) for i in stage.chunk_layers)
     ckpt = tuple(act.checkpointed_per_layer[i] for i in stage.chunk_layers)
@@ -366,7 +371,7 @@ RESIDUAL_DROPOUT_FAMILIES = frozenset({"opt", "mpt"})
 
 
 def megatron_sp_input_savings(card: RunCard, ss: ModelSpec, layout: ParallelLayout, *, tokens: int, dtype_bytes: int,
-                              trainable: TrainableSpec) -> dict:
+                              trainable: TrainableSpec, linear_input_bytes: float = 0.0) -> dict:
     """Bytes per layer (and ``"head"``) one Megatron-Core tensor-parallel rank saves less under sequence parallel
     than the per-op model (torch's DTensor plan, whose ``ColwiseParallel`` projections save their all-gathered
     input). Megatron's column-parallel linears save the sequence shard of their input and all-gather it again for
@@ -381,15 +386,19 @@ def megatron_sp_input_savings(card: RunCard, ss: ModelSpec, layout: ParallelLayo
     row-parallel projection runs on the reduce-scattered shard, so its mask is ``T/tp`` tokens too. Empty unless
     ``parallel.tensor_parallel_impl`` is megatron with sequence parallel and a full-scope card (a frozen base saves
     no linear inputs). MLA (DeepSeek-V3) and MoE MLPs keep the per-op figures (their inputs go through the router /
-    down-projections, not one column-parallel linear)."""
+    down-projections, not one column-parallel linear). ``linear_input_bytes``: Transformer Engine fp8, whose QKV and
+    fc1 save (and gather again) their input's fp8 copy at these bytes per element (``memory.fp8``); the output layer
+    stays ``dtype_bytes``."""
     if not (card.parallel.tensor_parallel_impl is TensorParallelImpl.MEGATRON and layout.sp and layout.tp > 1
             and trainable.lora is None and card.scope.value == "full"):
         return {}
     h = ss.hidden_size
     gathered_less = tokens - tokens // layout.tp
-    unit = dtype_bytes * gathered_less * h
+    head_unit = dtype_bytes * gathered_less * h
+    unit = (ceil(linear_input_bytes * tokens * h) - ceil(linear_input_bytes * (tokens // layout.tp) * h)
+            if linear_input_bytes else head_unit)
     mask = gathered_less * h * DROPOUT_MASK_BYTES if ss.family in RESIDUAL_DROPOUT_FAMILIES and ss.dropout > 0 else 0
-    out: dict = {"head": float(unit)}
+    out: dict = {"head": float(head_unit)}
     for i in range(ss.num_layers):
         less = 2 * mask
         if ss.layer_kind(i) is LayerKind.FULL_ATTENTION and ss.family != "deepseek_v3":

@@ -177,6 +177,29 @@ def zero_master_states(card: RunCard, strategy: Strategy, *, train_bytes: float,
     return True, 4.0, note
 
 
+def fp8_linear_input_bytes(card: RunCard) -> float:
+    """Bytes per element a trained linear saves of its input under Transformer Engine fp8 (``memory.fp8``); 0 when
+    the card is not fp8 or its fp8 is torchao's (which saves the bf16 input)."""
+    prec = card.precision
+    if prec.compute is not ComputeDtype.FP8 or prec.fp8_recipe is None:
+        return 0.0
+    from trainfit.memory.fp8 import saved_input_bytes, transformer_engine_linears
+
+    if not transformer_engine_linears(recipe=prec.fp8_recipe, tensor_parallel_impl=card.parallel.tensor_parallel_impl):
+        return 0.0
+    return saved_input_bytes(recipe=prec.fp8_recipe)
+
+
+def fp8_activation_note(card: RunCard) -> str:
+    """What an fp8 card's linears save for backward (``fp8_linear_input_bytes``), one line."""
+    fp8_in = fp8_linear_input_bytes(card)
+    if fp8_in:
+        return (f"fp8 activations: Transformer Engine linears save their input's fp8 copy ({fp8_in:g} B per element)"
+                " for the weight gradient, the attention projection beside the attention's bf16 output (memory/fp8.py)")
+    return ("fp8 activations: torchao float8 linears (current scaling without Megatron-Core) save their bf16 input"
+            " (memory/fp8.py)")
+
+
 def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[StepTerms, dict[str, float], list[str]]:
     """Per-GPU byte terms, the host-RAM terms per node, and the assumptions made."""
     notes: list[str] = []
@@ -326,6 +349,7 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         compute_dtype_bytes=act_dtype,
         selective=card.parallel.selective_checkpointing,
         compiled=card.parallel.compile,
+        linear_input_bytes=fp8_linear_input_bytes(card),
     )
     if variant is not None:
         act = peft_variants.adjust_activations(act, spec, variant, micro_batch_size=card.batch.micro_batch_size,
@@ -436,6 +460,7 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         weights_gpu += fp8_b
         notes.append(f"fp8 ({prec.fp8_recipe.value} scaling): {fp8_b / 2**30:.2f} GiB of fp8 weight copies, their transposes"
                      " and scaling state (amax history / block scales) in the weights (memory/fp8.py)")
+        notes.append(fp8_activation_note(card))
     terms = StepTerms(
         weights=weights_gpu,
         adapter_weights=adapter_gpu,

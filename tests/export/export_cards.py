@@ -131,6 +131,19 @@ CARDS = {
                                                    loss={"kernel": "flash_attn", "inplace_backward": True}),
     "sft-chunked-torchtune-loss": lambda: _default(model="Qwen/Qwen3-0.6B", loss={"chunked": True, "kernel": "torchtune"}),
     "sft-expandable-segments": lambda: _default(model="Qwen/Qwen3-0.6B", hardware__allocator="expandable_segments"),
+    # session 9's fields: the distributed optimizer's overlap_param_gather, the all-gather MoE dispatcher, fp32
+    # gradient reduction on a Megatron backend (grad_reduce_in_fp32), the mean prompt length
+    "grpo-moe-allgather-overlap-gather": lambda: _card(
+        QWEN_MOE_GRPO, parallel={"strategy": "zero1", "expert_parallel": 8, "tensor_parallel_impl": "megatron",
+                                 "moe_dispatcher": "allgather", "overlap_param_gather": True},
+        rollout__prompt_len_mean=173),
+    "sft-8b-overlap-gather-bf16-grads": lambda: _default(
+        model="Qwen/Qwen3-8B", hardware={"gpu": "h100-sxm", "gpus_per_node": 8},
+        parallel={"strategy": "zero1", "tensor_parallel": 2, "sequence_parallel": True, "tensor_parallel_impl": "megatron",
+                  "overlap_param_gather": True},
+        precision={"master_weights": "fp32", "optimizer_states": "fp32", "grads": "bf16"},
+        batch={"micro_batch_size": 1, "grad_accum": 8, "seq_len": 4096}, attention="flash"),
+    "grpo-lora-prompt-mean": lambda: _card(GRPO_LORA, rollout__prompt_len_mean=120),
 }
 
 

@@ -104,8 +104,14 @@ def test_verl_recipe_keys_are_read():
     assert par["moe_dispatcher"] == "deepep" and par["tp_comm_overlap"] is True
     assert par["pipeline_layout"] == [20, 28] and par["tensor_parallel_impl"] == "megatron"
     assert import_text(VERL_RECIPE, "verl").card["rollout"]["quantization"] == "fp8"
-    with pytest.raises(TrainfitError, match="allowed: alltoall, flex"):
-        import_text(VERL_RECIPE.replace("dispatcher_type=flex", "dispatcher_type=allgather"), "verl")
+    # allgather is a card dispatcher (Megatron-Core MoEAllGatherTokenDispatcher); with moe_enable_deepep it is refused
+    gather = VERL_RECIPE.replace("dispatcher_type=flex", "dispatcher_type=allgather")
+    with pytest.raises(TrainfitError, match="moe_enable_deepep true needs moe_token_dispatcher_type flex"):
+        import_text(gather, "verl")
+    gather = gather.replace("moe_enable_deepep=True", "moe_enable_deepep=False")
+    assert import_text(gather, "verl").card["parallel"]["moe_dispatcher"] == "allgather"
+    with pytest.raises(TrainfitError, match="allowed: alltoall, allgather, flex"):
+        import_text(gather.replace("dispatcher_type=allgather", "dispatcher_type=alltoall_seq"), "verl")
     with pytest.raises(TrainfitError, match="allowed: fp8"):
         import_text(VERL_RECIPE.replace("quantization=fp8", "quantization=torchao"), "verl")
 
@@ -212,7 +218,7 @@ batch: {micro_batch_size: 1, grad_accum: 8, seq_len: 4096}
 attention: flash
 """
 
-LAYOUT_NEMO_RL_OUT = '# NeMo RL config written by trainfit export (keys: NVIDIA-NeMo/RL 7ea279a examples/configs/sft.yaml)\n# save it in examples/configs/ (defaults: resolves next to this file)\n# launch: uv run examples/run_sft.py --config nemo_rl.yaml\ndefaults: sft.yaml\npolicy:\n  model_name: Qwen/Qwen3-8B\n  precision: bfloat16\n  train_global_batch_size: 16\n  train_micro_batch_size: 1\n  dtensor_cfg:\n    enabled: false\n  megatron_cfg:\n    enabled: true\n    activation_checkpointing: true\n    tensor_model_parallel_size: 2\n    expert_tensor_parallel_size: 1\n    expert_model_parallel_size: 1\n    pipeline_model_parallel_size: 2\n    context_parallel_size: 1\n    sequence_parallel: true\n    recompute_granularity: full\n    optimizer:\n      use_distributed_optimizer: true\n      optimizer_cpu_offload: false\n      optimizer_offload_fraction: 0.0\n    distributed_data_parallel_config:\n      use_custom_fsdp: false\n    model_overrides:\n      pipeline_model_parallel_layout: Et*16|t*20L\n  max_total_sequence_length: 4096\ncluster:\n  gpus_per_node: 8\n  num_nodes: 1\n'
+LAYOUT_NEMO_RL_OUT = '# NeMo RL config written by trainfit export (keys: NVIDIA-NeMo/RL 7ea279a examples/configs/sft.yaml)\n# save it in examples/configs/ (defaults: resolves next to this file)\n# launch: uv run examples/run_sft.py --config nemo_rl.yaml\ndefaults: sft.yaml\npolicy:\n  model_name: Qwen/Qwen3-8B\n  precision: bfloat16\n  train_global_batch_size: 16\n  train_micro_batch_size: 1\n  dtensor_cfg:\n    enabled: false\n  megatron_cfg:\n    enabled: true\n    activation_checkpointing: true\n    tensor_model_parallel_size: 2\n    expert_tensor_parallel_size: 1\n    expert_model_parallel_size: 1\n    pipeline_model_parallel_size: 2\n    context_parallel_size: 1\n    sequence_parallel: true\n    recompute_granularity: full\n    optimizer:\n      use_distributed_optimizer: true\n      optimizer_cpu_offload: false\n      optimizer_offload_fraction: 0.0\n    distributed_data_parallel_config:\n      use_custom_fsdp: false\n      grad_reduce_in_fp32: true\n      overlap_param_gather: false\n    model_overrides:\n      pipeline_model_parallel_layout: Et*16|t*20L\n  max_total_sequence_length: 4096\ncluster:\n  gpus_per_node: 8\n  num_nodes: 1\n'
 
 LAYOUT_NEMO_RL_ERR = "notes (2): settings nemo-rl does not take as given\n  - parallel.tp_comm_overlap: nemo-rl has no setting that sets up Transformer Engine's userbuffers (Megatron-Core --tp-comm-overlap); not written, the tensor-parallel collectives run unhidden\n  - hardware.gpu: the card has 'h100-sxm'; the nemo-rl file reads back as 'a100-40gb'\nnot carried by the nemo-rl file (2): hardware.gpu, parallel.tp_comm_overlap\n  to plan the file with this card's other settings: trainfit import FILE --from nemo-rl --base CARD\n  to plan the imported file as this card: trainfit import FILE --from nemo-rl --set hardware.gpu=h100-sxm --set parallel.tp_comm_overlap=true\n"
 

@@ -34,8 +34,8 @@ CARRIES = {
              *(f"parallel.{k}" for k in ("tensor_parallel", "sequence_parallel", "context_parallel", "context_parallel_kind",
                                          "pipeline_parallel", "virtual_stages", "expert_parallel", "expert_tensor_parallel",
                                          "selective_checkpointing", "tensor_parallel_impl", "moe_dispatcher",
-                                         "moe_comm_overlap", "pipeline_layout")), "precision.fp8_recipe",
-             "rollout.quantization"},
+                                         "moe_comm_overlap", "pipeline_layout", "overlap_param_gather")),
+             "precision.fp8_recipe", "rollout.quantization"},
     "openrlhf": {"model", "method", "scope", "lora.rank", "lora.targets", "lora.dropout", "hardware.nodes", "deepspeed.overlap_comm",
                  "batch.micro_batch_size", "batch.seq_len", "parallel.gradient_checkpointing", "attention", "loss.chunked",
                  "rollout.prompts_per_step", "rollout.response_len", "rollout.num_generations", "rollout.tensor_parallel",
@@ -56,9 +56,21 @@ CARRIES = {
                 *(f"parallel.{k}" for k in ("tensor_parallel", "sequence_parallel", "context_parallel",
                                             "context_parallel_kind", "pipeline_parallel", "virtual_stages",
                                             "expert_parallel", "expert_tensor_parallel", "selective_checkpointing",
-                                            "tensor_parallel_impl", "moe_dispatcher", "pipeline_layout")),
+                                            "tensor_parallel_impl", "moe_dispatcher", "pipeline_layout",
+                                            "overlap_param_gather")),
                 "rollout.quantization"},
 }
+
+
+# a Megatron-Core file of verl or NeMo RL also carries the gradient dtype (DistributedDataParallelConfig
+# grad_reduce_in_fp32: precision.grads fp32, or unset)
+MEGATRON_CARRIES = {"precision.grads"}
+
+
+def _megatron_file(card, target: str) -> bool:
+    from trainfit.export import nemo_rl, verl
+
+    return {"verl": verl.uses_megatron, "nemo-rl": nemo_rl.uses_megatron}.get(target, lambda c: False)(card)
 
 
 def _plan(card):
@@ -99,8 +111,9 @@ def check_roundtrip(card, target: str) -> None:
     parents = {"method", "scope", "rollout.engine", "rollout.placement"} & set(lost)
     if target == "trl" and card.method.value == "ppo":
         parents = {"method"}  # only TrainingArguments: the note says TRL 1.16 has no PPOTrainer
+    carries = CARRIES[target] | (MEGATRON_CARRIES if _megatron_file(card, target) else set())
     for k in lost:
-        if k in CARRIES[target] and not parents:
+        if k in carries and not parents:
             named = [n for n in e.notes if k in n and "reads back as" not in n]
             assert named, f"{target}: {k} is carried by the file but read back as {lost[k]['file']!r} with no note"
     # restoring the lost keys gives the card's facts, and so its plan
@@ -177,11 +190,14 @@ def cards(draw):
         layout[-1] += shift
         par["pipeline_layout"] = layout
     if par.get("expert_parallel"):
-        par["moe_dispatcher"] = draw(st.sampled_from(["alltoall", "deepep"]))
-        if draw(st.booleans()):
+        par["moe_dispatcher"] = draw(st.sampled_from(["alltoall", "deepep", "allgather"]))
+        if par["moe_dispatcher"] != "allgather" and draw(st.booleans()):  # the overlap needs alltoall or flex
             par["moe_comm_overlap"], par["gradient_checkpointing"] = True, False
         if draw(st.integers(0, 3)) == 0:
             par["moe_routing"] = "consecutive"
+    # session 9: the distributed optimizer's overlap_param_gather (zero1 only)
+    if par["strategy"] == "zero1" and draw(st.booleans()):
+        par["overlap_param_gather"] = True
     d["hardware"]["interconnect"] = draw(st.sampled_from([None, "pcie", "nvlink"]))
     d["batch"] = {"micro_batch_size": draw(st.sampled_from([1, 2])), "grad_accum": draw(st.sampled_from([1, 4])),
                   "seq_len": draw(st.sampled_from([512, 2048]))}
@@ -200,6 +216,9 @@ def cards(draw):
                       "optimizer": draw(st.sampled_from(["adamw", "adamw_8bit", "paged_adamw_8bit", "sgd"]))}
     if d["precision"]["compute"] == "fp8":
         d["precision"]["fp8_recipe"] = draw(st.sampled_from(["delayed", "current", "blockwise"]))
+    grads = draw(st.sampled_from([None, None, "fp32", "bf16"]))  # fp32: Megatron's grad_reduce_in_fp32
+    if grads:
+        d["precision"]["grads"] = grads
     if scope == "full":
         d["precision"]["weights"] = draw(st.sampled_from(["bf16", "fp32"]))
     else:
@@ -216,6 +235,8 @@ def cards(draw):
             ro["weight_sync"] = draw(st.sampled_from(["bucketed", "per_parameter", "full_gather"]))
         if gpn >= 4 and draw(st.booleans()):
             ro["placement"], ro["gpus"] = "split", gpn // 2
+        if draw(st.integers(0, 2)) == 0:  # session 9: the data's mean prompt, below the longest
+            ro["prompt_len_mean"] = ro["prompt_len"] // 3
         if ro["engine"] == "vllm" and d["hardware"]["gpu"] == "h100-sxm" and draw(st.booleans()):
             ro["quantization"] = "fp8"
             if draw(st.booleans()):

@@ -157,6 +157,11 @@ def shared_notes(card: RunCard, target: str, *, megatron_has: set[str] | None = 
                      f" into a row is a property of the data, and the {target} file does not write packing with"
                      " attention per sample; not written (rows are planned back as one causal sequence each)")
     ro = card.rollout
+    if is_rl(card) and ro.prompt_len_mean is not None and target in ("trl", "verl", "openrlhf", "nemo-rl"):
+        notes.append(f"rollout.prompt_len_mean {ro.prompt_len_mean}: the mean prompt length is a property of the data"
+                     f" (its prompts, instruction and chat template), not a setting of the {target} file; not written"
+                     f" (the file bounds prompts at rollout.prompt_len {ro.prompt_len}, which the import plans every"
+                     " prompt at until the mean is set again)")
     if is_rl(card) and ro.quantization.value != "none" and target in ("trl", "openrlhf"):
         kept = (f" (rollout.quantization_bf16_modules {list(ro.quantization_bf16_modules)})"
                 if ro.quantization_bf16_modules else "")

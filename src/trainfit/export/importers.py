@@ -457,6 +457,7 @@ def read_trl(text: str, companion: Imported | None = None) -> Imported:
         scope_e, strategy = Scope(scope), Strategy((d.get("parallel") or {}).get("strategy", "fsdp"))
         ro["weight_sync"] = trl_weight_sync(scope_e, strategy).value
         set_dotted(d, "rollout", ro)
+        notes.append(_prompt_mean_note(ro.get("prompt_len")))
     return Imported(t, d, notes)
 
 
@@ -704,6 +705,7 @@ def read_verl(text: str) -> Imported:
     if get("reward.reward_model.enable") and get("reward.reward_model.model_path") is not None:
         set_dotted(d, "roles.reward_model", str(get("reward.reward_model.model_path")))
     set_dotted(d, "rollout", ro)
+    notes.append(_prompt_mean_note(ro.get("prompt_len")))
     return Imported(t, d, notes)
 
 
@@ -774,7 +776,17 @@ def _verl_megatron(t: str, M: str, get: Any, d: dict[str, Any], notes: list[str]
     if dtype not in ("bfloat16", "float16"):
         raise _bad(t, f"{M}.dtype: {dtype!r}; allowed: bfloat16, float16")
     compute = "fp16" if dtype == "float16" else "bf16"
-    for k, v in megatron_precision(compute).items():
+    # override_ddp_config is merged last into Megatron-Core's DistributedDataParallelConfig: grad_reduce_in_fp32
+    # defaults to True on verl's own and mbridge's path (verl b178a3cd verl/utils/megatron_utils.py l.139-145;
+    # ISEEKYAN/mbridge @0ae572a4 mbridge/core/util.py), to Megatron-Bridge's False with vanilla_mbridge false
+    D = f"{M}.override_ddp_config"
+    bridge = get(f"{M}.use_mbridge", True) is not False and get(f"{M}.vanilla_mbridge", True) is False
+    ddp = {k: get(f"{D}.{k}") for k in ("grad_reduce_in_fp32", "overlap_param_gather")}
+    for k, v in ddp.items():
+        if v not in (None, True, False):
+            raise _bad(t, f"{D}.{k}: {v!r}; allowed: true, false")
+    fp32 = (not bridge) if ddp["grad_reduce_in_fp32"] is None else ddp["grad_reduce_in_fp32"]
+    for k, v in megatron_precision(compute, grad_reduce_in_fp32=fp32).items():
         set_dotted(d, f"precision.{k}", v)
     fp8 = get(f"{M}.override_transformer_config.fp8")
     if fp8 not in (None, False):
@@ -784,9 +796,29 @@ def _verl_megatron(t: str, M: str, get: Any, d: dict[str, Any], notes: list[str]
         compute = "fp8"
         set_dotted(d, "precision.fp8_recipe", FP8_RECIPE_FROM_MEGATRON[recipe].value)
     set_dotted(d, "precision.compute", compute)
-    if get(f"{M}.use_megatron_fsdp"):
-        return "fsdp"
-    return "zero1" if get(f"{M}.use_distributed_optimizer", True) else "ddp"
+    strategy = ("fsdp" if get(f"{M}.use_megatron_fsdp") else
+                "zero1" if get(f"{M}.use_distributed_optimizer", True) else "ddp")
+    _overlap_param_gather(t, D, ddp["overlap_param_gather"], strategy, d, notes)
+    return strategy
+
+
+def _overlap_param_gather(t: str, where: str, v: Any, strategy: str, d: dict[str, Any], notes: list[str]) -> None:
+    """The card's ``parallel.overlap_param_gather`` from a Megatron-Core DDP config's ``overlap_param_gather``: a
+    setting of the distributed optimizer (card strategy zero1); under Megatron FSDP it is said and not planned."""
+    if v not in (None, True, False):
+        raise _bad(t, f"{where}.overlap_param_gather: {v!r}; allowed: true, false")
+    if v and strategy == "zero1":
+        set_dotted(d, "parallel.overlap_param_gather", True)
+    elif v and strategy == "fsdp":
+        notes.append(f"{where}.overlap_param_gather: Megatron FSDP's parameter prefetch; planned as the card's fsdp"
+                     " (parallel.overlap_param_gather is the distributed optimizer's, strategy zero1)")
+
+
+def _prompt_mean_note(prompt_len: Any) -> str:
+    """The import note for an RL file: the mean prompt is the data's (``rollout.prompt_len_mean``)."""
+    longest = f"{prompt_len} tokens" if prompt_len is not None else "rollout.prompt_len"
+    return (f"rollout.prompt_len_mean: the mean prompt length is the data's, not a setting of the file; planned with"
+            f" every prompt at the longest ({longest}) until it is set (e.g. --set rollout.prompt_len_mean=N)")
 
 
 # -- OpenRLHF -------------------------------------------------------------------------------------
@@ -935,6 +967,7 @@ def read_openrlhf(text: str) -> Imported:
         if "--data.max_len" in fl and "response_len" in ro:
             ro["prompt_len"] = max(1, one("--data.max_len", int) - ro["response_len"])
         set_dotted(d, "rollout", ro)
+        notes.append(_prompt_mean_note(ro.get("prompt_len")))
         kl = one("--algo.kl.init_coef", float, 0.0)
         set_dotted(d, "roles.kl_coef", kl)
         if "--ref.num_nodes" in fl or "--ref.num_gpus_per_node" in fl:
@@ -1219,8 +1252,17 @@ def read_nemo_rl(text: str) -> Imported:
         dist = bool(get(f"{M}.optimizer.use_distributed_optimizer", True))
         par["strategy"] = "fsdp" if custom_fsdp else "zero1" if dist else ("ddp" if gpn * nodes > 1 else "single")
         par["offload"] = "optimizer" if get(f"{M}.optimizer.optimizer_cpu_offload", False) else "none"
-        for k, v in megatron_precision(compute).items():
+        # Megatron-Core DistributedDataParallelConfig (nemo_rl/models/megatron/setup.py l.1380-1430); unset keys take
+        # the example's values (grpo_math_1B.yaml l.301-304, sft.yaml l.226-229: grad_reduce_in_fp32 false,
+        # overlap_param_gather true)
+        D = f"{M}.distributed_data_parallel_config"
+        fp32 = get(f"{D}.grad_reduce_in_fp32", False)
+        if fp32 not in (True, False):
+            raise _bad(t, f"{D}.grad_reduce_in_fp32: {fp32!r}; allowed: true, false")
+        for k, v in megatron_precision(compute, grad_reduce_in_fp32=fp32).items():
             set_dotted(d, f"precision.{k}", v)
+        opg = get(f"{D}.overlap_param_gather", True if par["strategy"] == "zero1" else None)
+        _overlap_param_gather(t, D, opg, par["strategy"], d, notes)
         d["attention"] = "flash"  # Megatron-Core's Transformer Engine attention (flash / fused kernels)
         if get(f"{M}.fp8_cfg.enabled", False):
             recipe = get(f"{M}.fp8_cfg.fp8_recipe", "blockwise")
@@ -1306,6 +1348,7 @@ def read_nemo_rl(text: str) -> Imported:
         # the reference waits in pinned host memory and is swapped into the policy for its pass (use_reference_model)
         set_dotted(d, "roles.reference", "host_swap" if kl > 0 else "none")
         set_dotted(d, "rollout", ro)
+        notes.append(_prompt_mean_note(ro["prompt_len"]))
     if dp is None:
         raise _bad(t, f"tensor x pipeline x context parallel = {mp} does not divide the training GPUs")
     ga = _ratio(gbs, mb * dp)

@@ -18,7 +18,9 @@ examples' own ``defaults:`` are, so save it in ``examples/configs/``).
   ``optimizer.use_distributed_optimizer`` / ``optimizer_cpu_offload`` / ``optimizer_offload_fraction``,
   ``distributed_data_parallel_config.use_custom_fsdp`` (Megatron FSDP, ``optim_grads_params``),
   ``fp8_cfg`` (``enabled``, ``fp8``: e4m3, ``fp8_recipe``: delayed | tensorwise | blockwise), ``peft``,
-  ``moe_token_dispatcher_type`` (alltoall | flex) with ``moe_enable_deepep`` (the card's ``moe_dispatcher``), and
+  ``moe_token_dispatcher_type`` (alltoall | allgather | flex) with ``moe_enable_deepep`` (the card's
+  ``moe_dispatcher``), ``distributed_data_parallel_config.grad_reduce_in_fp32`` (``precision.grads: fp32``) and
+  ``overlap_param_gather`` (the card's, under the distributed optimizer; the examples default it to true), and
   ``model_overrides`` (Megatron Bridge provider fields merged before the parallel sizes,
   ``nemo_rl/models/megatron/setup.py`` ``setup_model_config``): ``pipeline_model_parallel_layout`` for the card's
   ``pipeline_layout`` (one stage per rank). Not written, each said: ``tp_comm_overlap`` (no userbuffers set-up) and
@@ -57,6 +59,7 @@ from trainfit.export.common import (
 from trainfit.export.parallel import (
     MEGATRON_FP8_RECIPE,
     is_ulysses,
+    megatron_grad_reduce_in_fp32,
     megatron_layout,
     megatron_moe,
     megatron_precision_note,
@@ -93,12 +96,14 @@ PRECISION = {ComputeDtype.BF16: "bfloat16", ComputeDtype.FP16: "float16", Comput
 
 def uses_megatron(card: RunCard) -> bool:
     """Pipeline or expert parallelism, Megatron's core_attention recompute, fp8, or a Megatron-Core-only setting
-    (tensor_parallel_impl megatron, the DeepEP dispatcher): NeMo RL's Megatron backend."""
+    (tensor_parallel_impl megatron, the DeepEP or all-gather dispatcher, the distributed optimizer's
+    overlap_param_gather): NeMo RL's Megatron backend."""
     p = card.parallel
     return (p.pipeline_parallel > 1 or p.expert_parallel > 1 or p.expert_tensor_parallel > 1
             or p.selective_checkpointing is SelectiveCheckpointing.CORE_ATTENTION
             or card.precision.compute is ComputeDtype.FP8
-            or p.tensor_parallel_impl is TensorParallelImpl.MEGATRON or p.moe_dispatcher is MoeDispatcher.DEEPEP)
+            or p.tensor_parallel_impl is TensorParallelImpl.MEGATRON or p.moe_dispatcher is not MoeDispatcher.ALLTOALL
+            or p.overlap_param_gather)
 
 
 def _checkpointing(card: RunCard, notes: list[str]) -> bool:
@@ -169,7 +174,16 @@ def _megatron(card: RunCard, notes: list[str]) -> dict[str, Any]:
     if off is Offload.PARAMS_AND_OPTIMIZER:
         notes.append("parallel.offload params_and_optimizer: NeMo RL's Megatron backend offloads the optimizer only"
                      " (optimizer_cpu_offload); exported as optimizer")
-    cfg["distributed_data_parallel_config"] = {"use_custom_fsdp": custom_fsdp}
+    # Megatron-Core DistributedDataParallelConfig (nemo_rl/models/megatron/setup.py l.1380-1430: grad_reduce_in_fp32
+    # and overlap_param_gather go to the DDP config, overlap_param_gather to the optimizer config too); both written,
+    # as the example's defaults (grpo_math_1B.yaml l.301-304, sft.yaml l.226-229: false / true) are not the card's
+    ddp: dict[str, Any] = {"use_custom_fsdp": custom_fsdp,
+                           "grad_reduce_in_fp32": megatron_grad_reduce_in_fp32(card, "NeMo RL", notes)}
+    if not custom_fsdp:
+        # the distributed optimizer (zero1) takes the card's overlap_param_gather (default false, the example's true);
+        # plain DDP has no parameter all-gather (false); Megatron FSDP keeps the example's prefetch
+        ddp["overlap_param_gather"] = p.overlap_param_gather
+    cfg["distributed_data_parallel_config"] = ddp
     if card.precision.compute is ComputeDtype.FP8 and card.precision.fp8_recipe is not None:
         cfg["fp8_cfg"] = {"enabled": True, "fp8": "e4m3", "fp8_recipe": MEGATRON_FP8_RECIPE[card.precision.fp8_recipe]}
     prec = megatron_precision_note(card, "NeMo RL")
@@ -340,7 +354,7 @@ def build(card: RunCard) -> Export:
     if card.scope is Scope.QLORA:
         raise ExportError("scope: NeMo RL has no 4-bit (QLoRA) base; allowed for --to nemo-rl: full, lora")
     data = _grpo(card, notes) if card.method is Method.GRPO else _sft(card, notes)
-    has = {"tensor_parallel_impl", "moe_dispatcher"} if uses_megatron(card) else set()
+    has = {"tensor_parallel_impl", "moe_dispatcher", "overlap_param_gather"} if uses_megatron(card) else set()
     notes.extend(shared_notes(card, "nemo-rl", megatron_has=has))
     script = SCRIPT[card.method]
     launch = f"uv run {script} --config {FILENAME}"

@@ -82,26 +82,43 @@ def megatron_fp8(card: RunCard) -> dict[str, str]:
     return {"fp8": "e4m3", "fp8_recipe": MEGATRON_FP8_RECIPE[card.precision.fp8_recipe]}
 
 
-def megatron_precision(compute: str) -> dict[str, str]:
+def megatron_precision(compute: str, *, grad_reduce_in_fp32: bool = True) -> dict[str, str]:
     """The card ``precision`` a Megatron-Core run has: the model in its compute dtype (bf16; fp16 for fp16) with
-    fp32 main parameters, fp32 main gradients and fp32 Adam states (Megatron's mixed-precision optimizer;
-    verl's ``McoreOptimizerConfig`` ``main_grads_dtype`` / ``exp_avg_dtype`` / ``exp_avg_sq_dtype``: fp32;
-    NeMo RL ``megatron_cfg.optimizer.params_dtype: float32``)."""
-    return {"weights": "fp16" if compute == "fp16" else "bf16", "master_weights": "fp32", "optimizer_states": "fp32",
-            "grads": "fp32"}
+    fp32 main parameters and fp32 Adam states (Megatron's mixed-precision optimizer; verl's ``McoreOptimizerConfig``
+    ``exp_avg_dtype`` / ``exp_avg_sq_dtype``: fp32; NeMo RL ``megatron_cfg.optimizer.params_dtype: float32``), and
+    the gradients of ``DistributedDataParallelConfig.grad_reduce_in_fp32``: true is the card's ``precision.grads:
+    fp32`` (the fp32 main_grad buffer, reduced in fp32), false leaves ``grads`` unset (the parameters' dtype)."""
+    out = {"weights": "fp16" if compute == "fp16" else "bf16", "master_weights": "fp32", "optimizer_states": "fp32"}
+    if grad_reduce_in_fp32:
+        out["grads"] = "fp32"
+    return out
 
 
 def megatron_precision_note(card: RunCard, target: str) -> str | None:
-    """The note for a card whose precision differs from what Megatron keeps, else None."""
-    want = megatron_precision(card.precision.compute.value)
+    """The note for a card whose weights, main parameters or Adam states differ from what Megatron keeps, else None
+    (the gradients are written: ``megatron_grad_reduce_in_fp32``)."""
+    want = megatron_precision(card.precision.compute.value, grad_reduce_in_fp32=False)
     p = card.precision
     have = {"weights": card.weights_dtype.value, "master_weights": p.master_weights.value,
-            "optimizer_states": p.optimizer_states.value, "grads": p.grads.value if p.grads else None}
+            "optimizer_states": p.optimizer_states.value}
     diff = [k for k in want if have[k] != want[k]]
     if not diff:
         return None
     return (", ".join(f"precision.{k} {have[k]}" for k in diff) + f": {target}'s Megatron backend keeps the model in"
-            f" {want['weights']} with fp32 main parameters, fp32 main gradients and fp32 Adam states")
+            f" {want['weights']} with fp32 main parameters and fp32 Adam states")
+
+
+def megatron_grad_reduce_in_fp32(card: RunCard, target: str, notes: list[str]) -> bool:
+    """Megatron-Core ``DistributedDataParallelConfig.grad_reduce_in_fp32`` for the card: ``precision.grads: fp32``
+    (Megatron-LM forces it with --bf16: ``accumulate_allreduce_grads_in_fp32``, megatron/training/arguments.py
+    @baf94af3). Unset or another dtype: false, the gradients in the parameters' dtype; a dtype that is not the
+    parameters' is said (Megatron's buffer holds the parameters' dtype or fp32) and reads back unset."""
+    g = card.precision.grads
+    if g is not None and g.value != "fp32":
+        notes.append(f"precision.grads {g.value}: written as grad_reduce_in_fp32 false ({target}'s Megatron backend"
+                     " keeps the gradient buffer in the parameters' dtype, or fp32 with grad_reduce_in_fp32 true);"
+                     " read back unset (the parameters' dtype)")
+    return g is not None and g.value == "fp32"
 
 
 def missing_parallel_notes(card: RunCard, target: str, *, has: set[str]) -> list[str]:
@@ -200,25 +217,30 @@ def megatron_moe(card: RunCard) -> dict[str, Any]:
 
     if card.parallel.moe_dispatcher is MoeDispatcher.DEEPEP:
         return {"moe_token_dispatcher_type": "flex", "moe_enable_deepep": True}
+    if card.parallel.moe_dispatcher is MoeDispatcher.ALLGATHER:
+        # Megatron-Core MoEAllGatherTokenDispatcher (token_dispatcher.py @d98e8a64; TransformerConfig's own default,
+        # but verl and NeMo RL set alltoall, so it is written)
+        return {"moe_token_dispatcher_type": "allgather"}
     return {}
 
 
 def dispatcher_from_megatron(kind: Any, deepep: Any, where: str) -> str:
     """The card's ``parallel.moe_dispatcher`` from ``moe_token_dispatcher_type`` (and ``moe_enable_deepep``):
-    flex (DeepEP / HybridEP) -> deepep, alltoall -> alltoall; allgather is refused in one line."""
+    flex (DeepEP / HybridEP) -> deepep, alltoall -> alltoall, allgather -> allgather; others refused in one line."""
     k = "alltoall" if kind in (None, "null") else str(kind)
     if k == "flex":
         return "deepep"
-    if k == "alltoall":
+    if k in ("alltoall", "allgather"):
         if deepep not in (None, False):
             raise ValueError(f"{where}: moe_enable_deepep true needs moe_token_dispatcher_type flex (Megatron-Core)")
-        return "alltoall"
-    raise ValueError(f"{where}: {k!r} is not a card dispatcher; allowed: alltoall, flex (DeepEP)")
+        return k
+    raise ValueError(f"{where}: {k!r} is not a card dispatcher; allowed: alltoall, allgather, flex (DeepEP)")
 
 
 def megatron_keys_notes(card: RunCard, target: str, *, has: set[str]) -> list[str]:
     """One note per Megatron-only card setting (non-default) that ``target``'s file does not write; ``has`` names
-    those it writes (tensor_parallel_impl, tp_comm_overlap, moe_dispatcher, moe_comm_overlap)."""
+    those it writes (tensor_parallel_impl, tp_comm_overlap, moe_dispatcher (every value), moe_comm_overlap,
+    overlap_param_gather)."""
     from trainfit.spec.enums import MoeDispatcher, MoeRouting, TensorParallelImpl
 
     p = card.parallel
@@ -232,6 +254,13 @@ def megatron_keys_notes(card: RunCard, target: str, *, has: set[str]) -> list[st
     if p.moe_dispatcher is MoeDispatcher.DEEPEP and "moe_dispatcher" not in has:
         out.append(f"parallel.moe_dispatcher deepep: {target} has no DeepEP dispatcher setting; not written (the"
                    " all-to-all dispatcher runs)")
+    if p.moe_dispatcher is MoeDispatcher.ALLGATHER and "moe_dispatcher" not in has:
+        out.append(f"parallel.moe_dispatcher allgather: {target} has no all-gather token dispatcher setting"
+                   " (Megatron-Core moe_token_dispatcher_type allgather); not written (the all-to-all dispatcher runs)")
+    if p.overlap_param_gather and "overlap_param_gather" not in has:
+        out.append(f"parallel.overlap_param_gather: {target} has no Megatron-Core distributed optimizer setting that"
+                   " overlaps the parameter all-gather with the next forward (overlap_param_gather); not written (the"
+                   " all-gather after the step runs exposed)")
     if p.moe_comm_overlap and "moe_comm_overlap" not in has:
         out.append(f"parallel.moe_comm_overlap: {target} has no expert-parallel all-to-all overlap setting"
                    " (Megatron-Core overlap_moe_expert_parallel_comm); not written")

@@ -303,7 +303,9 @@ def build(card: RunCard) -> Export:
         raise ExportError(f"scope: torchtitan {VERSION} trains full weights (no LoRA adapter); allowed for --to torchtitan:"
                           " full (use --to trl, verl or nemo-rl for LoRA)")
     sections, world = _sections(card, notes)
-    notes.extend(shared_notes(card, "torchtitan", megatron_has={"moe_dispatcher"}))
+    # expert_parallel_comm_backend writes alltoall (standard) and deepep; torchtitan has no all-gather dispatcher
+    allgather = card.parallel.moe_dispatcher is MoeDispatcher.ALLGATHER
+    notes.extend(shared_notes(card, "torchtitan", megatron_has=set() if allgather else {"moe_dispatcher"}))
     nodes = card.hardware.nodes if world == train_gpus_per_node(card) * card.hardware.nodes else 1
     per_node = world // nodes
     launch = (f"torchrun --nnodes={nodes} --nproc_per_node={per_node} -m torchtitan.train"

@@ -32,8 +32,12 @@ the actor's (``${oc.select:actor_rollout_ref.actor.megatron...}``); the critic's
 Ulysses alone stays on FSDP: ``fsdp_config.ulysses_sequence_parallel_size`` (``engine/fsdp.yaml``).
 Megatron-Core-only card settings go to ``override_transformer_config``: ``pipeline_model_parallel_layout``
 (``parallel.pipeline_layout``), ``moe_token_dispatcher_type: flex`` + ``moe_enable_deepep`` (``moe_dispatcher:
-deepep``), ``overlap_moe_expert_parallel_comm`` (``moe_comm_overlap``); ``tp_comm_overlap`` is said, not written
-(verl sets up no Transformer Engine userbuffers). ``rollout.quantization: fp8`` is ``rollout.quantization=fp8``.
+deepep``; ``allgather`` for ``moe_dispatcher: allgather``), ``overlap_moe_expert_parallel_comm`` (``moe_comm_overlap``);
+``tp_comm_overlap`` is said, not written (verl sets up no Transformer Engine userbuffers). Megatron-Core
+``DistributedDataParallelConfig`` keys go to ``override_ddp_config``: ``grad_reduce_in_fp32: False`` unless
+``precision.grads`` is fp32 (verl's and mbridge's default is True), ``overlap_param_gather`` (with the
+``overlap_grad_reduce`` Megatron-LM requires beside it) for ``parallel.overlap_param_gather``.
+``rollout.quantization: fp8`` is ``rollout.quantization=fp8``.
 """
 
 from __future__ import annotations
@@ -56,6 +60,7 @@ from trainfit.export.common import (
 from trainfit.export.parallel import (
     is_ulysses,
     megatron_fp8,
+    megatron_grad_reduce_in_fp32,
     megatron_layout,
     megatron_moe,
     megatron_precision_note,
@@ -385,7 +390,8 @@ def build(card: RunCard) -> Export:
         overrides = _sft(card, notes)
         cmd = f"torchrun --nnodes={card.hardware.nodes} --nproc_per_node={card.hardware.gpus_per_node} -m verl.trainer.sft_trainer"
         config = "sft_trainer_engine.yaml+megatron" if uses_megatron(card) else "sft_trainer_engine.yaml"
-    has = {"tensor_parallel_impl", "moe_dispatcher", "moe_comm_overlap"} if uses_megatron(card) else set()
+    has = ({"tensor_parallel_impl", "moe_dispatcher", "moe_comm_overlap", "overlap_param_gather"} if uses_megatron(card)
+           else set())
     notes.extend(shared_notes(card, "verl", megatron_has=has))
     text = "#!/bin/sh\n" + cmd + " \\\n" + " \\\n".join(f"    {shlex.quote(o)}" for o in overrides) + "\n"
     data = {"command": cmd, "config": config, "overrides": overrides}
@@ -422,14 +428,15 @@ def _sharding(card: RunCard, strategy_key: str, config: str, notes: list[str]) -
 def uses_megatron(card: RunCard) -> bool:
     """The card needs verl's Megatron backend: tensor, pipeline or expert parallelism, ring context
     parallelism, Megatron's selective recompute, fp8 compute (Transformer Engine), or a Megatron-Core-only setting
-    (tensor_parallel_impl megatron, the DeepEP dispatcher, the EP all-to-all overlap). Ulysses alone runs on FSDP."""
+    (tensor_parallel_impl megatron, the DeepEP or all-gather dispatcher, the EP all-to-all overlap, the distributed
+    optimizer's overlap_param_gather). Ulysses alone runs on FSDP."""
     p = card.parallel
     return (p.tensor_parallel > 1 or p.pipeline_parallel > 1 or p.expert_parallel > 1 or p.expert_tensor_parallel > 1
             or (p.context_parallel > 1 and p.context_parallel_kind is ContextParallelKind.RING)
             or p.selective_checkpointing is SelectiveCheckpointing.CORE_ATTENTION
             or card.precision.compute is ComputeDtype.FP8
-            or p.tensor_parallel_impl is TensorParallelImpl.MEGATRON or p.moe_dispatcher is MoeDispatcher.DEEPEP
-            or p.moe_comm_overlap)
+            or p.tensor_parallel_impl is TensorParallelImpl.MEGATRON or p.moe_dispatcher is not MoeDispatcher.ALLTOALL
+            or p.moe_comm_overlap or p.overlap_param_gather)
 
 
 _MEGATRON_DTYPE = {ComputeDtype.BF16: "bfloat16", ComputeDtype.FP16: "float16", ComputeDtype.FP8: "bfloat16",
@@ -502,6 +509,18 @@ def _megatron(card: RunCard, prefix: str, notes: list[str]) -> list[str]:
     # tf_config.overlap_moe_expert_parallel_comm and returns the schedule plan it needs)
     if p.moe_comm_overlap:
         o.append(f"+{otc}.overlap_moe_expert_parallel_comm=True")
+    # Megatron-Core DistributedDataParallelConfig through override_ddp_config (engine/megatron.yaml
+    # override_ddp_config: {}, merged last into the DDP config: verl b178a3cd verl/utils/megatron_utils.py l.139-145,
+    # whose default and mbridge's (ISEEKYAN/mbridge @0ae572a4 mbridge/core/util.py get_model, verl's default
+    # vanilla_mbridge path) is grad_reduce_in_fp32 True: precision.grads fp32, so only false is written)
+    ddp = f"+{prefix}.override_ddp_config"
+    if not megatron_grad_reduce_in_fp32(card, "verl", notes):
+        o.append(f"{ddp}.grad_reduce_in_fp32=False")
+    if p.overlap_param_gather and dist_opt and not megatron_fsdp:
+        # the forward pre-hooks wait for each bucket's all-gather (Megatron-Core @d98e8a64 distributed_data_parallel.py
+        # l.374, distrib_optimizer.py l.3175 reads ddp_config.overlap_param_gather); Megatron-LM refuses it without
+        # overlap_grad_reduce (megatron/training/arguments.py l.1024-1029), which verl's default leaves false
+        o += [f"{ddp}.overlap_grad_reduce=True", f"{ddp}.overlap_param_gather=True"]
     if p.tensor_parallel_impl is not TensorParallelImpl.MEGATRON:
         note = ("parallel.tensor_parallel_impl dtensor: verl's Megatron engine is Megatron-Core (its tensor-parallel"
                 " linears and vocab_parallel_cross_entropy: tensor_parallel_impl megatron); read back as megatron")

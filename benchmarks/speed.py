@@ -59,10 +59,9 @@ import json, sys, time
 marks = [("interpreter", time.process_time())]
 def m(name):
     marks.append((name, time.process_time()))
-import trainfit.cli.main; m("trainfit.cli.main")
-import pydantic, pydantic.main, pydantic.type_adapter; m("pydantic")
-import yaml; m("yaml")
-import typer.core, typer.main, typer._adapters; m("typer")
+import trainfit.cli.main, trainfit.cli.fast, trainfit.cli.common; m("trainfit.cli (main, fast parser, common)")
+import pydantic, pydantic.main; m("pydantic")
+import pydantic.plugin._loader; m("pydantic's plugin loader (importlib.metadata)")
 import trainfit.spec.card; m("trainfit.spec.card (its pydantic models)")
 import trainfit.plan; m("trainfit.plan (planner modules)")
 import trainfit.calibration; m("trainfit.calibration")
@@ -70,7 +69,8 @@ import trainfit.report.json_report, trainfit.preflight.checkpoint, trainfit.cli.
 import contextlib, io
 with contextlib.redirect_stdout(io.StringIO()):
     trainfit.cli.main.main(["plan", "--json"])
-m("run: build the command, parse, read the default card, plan, print JSON")
+assert "typer" not in sys.modules, "plan --json imported typer (trainfit.cli.fast)"
+m("run: parse the argv, read the default card (its kept JSON), plan, print JSON")
 out, prev = [], 0.0
 for name, t in marks:
     out.append((name, (t - prev) * 1e3)); prev = t

@@ -12,9 +12,75 @@ DEFAULT_CARD = "default.yaml"
 
 
 def default_card_dict() -> dict[str, Any]:
+    """The embedded default card (``trainfit/cards/default.yaml``), parsed (see ``parse_yaml_kept``)."""
+    card = resources.files("trainfit.cards").joinpath(DEFAULT_CARD)
+    return parse_yaml_kept(card) if isinstance(card, Path) else _parse_yaml(card.read_text())
+
+
+def _parse_yaml(text: str) -> Any:
     import yaml
 
-    return yaml.safe_load(resources.files("trainfit.cards").joinpath(DEFAULT_CARD).read_text())
+    return yaml.safe_load(text)
+
+
+def parse_yaml_kept(path: Path) -> Any:
+    """``yaml.safe_load`` of the file at ``path``, without PyYAML when the file has not changed.
+
+    Importing PyYAML and parsing costs a cold ``trainfit plan`` about 6% of its CPU, so what the default card
+    parses to is kept beside it as JSON, the way Python keeps bytecode: ``__pycache__/<name>.json`` holds the
+    YAML's exact text and its value, and is read only when that text is the file's text now. It is written
+    (atomically; not under ``PYTHONDONTWRITEBYTECODE``; silently not where the folder is read-only) only when
+    JSON gives back the same values of the same types."""
+    text = path.read_text()
+    cache = path.parent / "__pycache__" / f"{path.name}.json"
+    try:
+        kept = json.loads(cache.read_text())
+        if isinstance(kept, dict) and kept.get("yaml") == text and "value" in kept:
+            return kept["value"]
+    except (OSError, ValueError):  # none yet, unreadable or torn: parse the YAML
+        pass
+    data = _parse_yaml(text)
+    if not sys.dont_write_bytecode:
+        try:
+            blob = json.dumps({"yaml": text, "value": data})
+        except (TypeError, ValueError):  # a date, a recursive alias: not JSON
+            return data
+        if _same(json.loads(blob)["value"], data):
+            _write_atomic(cache, blob, mode=path.stat().st_mode & 0o666)
+    return data
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal values of identical types, all the way down (1 == 1.0 == True, but not here)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+def _write_atomic(path: Path, text: str, *, mode: int) -> None:
+    """Write ``text`` to ``path`` through a temporary file in its folder and a rename; on an OS error,
+    nothing (a read-only install keeps parsing the YAML)."""
+    import os
+    import tempfile
+
+    tmp = None
+    try:
+        path.parent.mkdir(exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except OSError:
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
 
 
 def set_path(data: dict[str, Any], dotted: str, value: Any) -> None:

@@ -88,7 +88,6 @@ from functools import lru_cache
 from typing import Iterator
 
 from trainfit.memory.caching_allocator import ROUND_LARGE, SMALL_SIZE, CachingAllocator, end_case, replay_steps
-from trainfit.memory.expandable_segments import ExpandableAllocator
 from trainfit.memory.phases import StepTerms
 
 ADAPTER_TENSORS_PER_LAYER = 14
@@ -1312,4 +1311,8 @@ def _replay_into(seq: AllocSequence, *, expandable: bool, steps: int = 2, lazy: 
 def _allocator(expandable: bool) -> CachingAllocator:
     """A fresh process's allocator; with expandable segments the model that keeps unmapped address space
     and torch's best-fit rule for blocks beside it (``trainfit.memory.expandable_segments``)."""
-    return ExpandableAllocator() if expandable else CachingAllocator()  # type: ignore[return-value]
+    if expandable:  # imported only here: a plan without expandable segments does not load it
+        from trainfit.memory.expandable_segments import ExpandableAllocator
+
+        return ExpandableAllocator()  # type: ignore[return-value]
+    return CachingAllocator()

@@ -9,9 +9,10 @@ turns a ``GpuSpec`` into those rates from published measurements, and lets a cal
 Sources of the defaults (each is listed in the plan's assumptions when used):
 
 * Matmul: "Maximum Achievable Matmul FLOPS comparison table", stas00/ml-engineering
-  ``compute/accelerator/README.md``: BF16 MAMF / datasheet = 85.9 % A100 SXM, 82.2 % A100 PCIe,
-  80.1 % H100 SXM, 83.0 % GH200, 72.9 % GB200. The RTX 4090 its published torch.matmul rate (97.0 %,
-  ``_OTHER_MATMUL_FRACTION``). Other NVIDIA cards take 80 % (the H100 ratio), stated.
+  ``compute/accelerator/README.md`` @744d01e18b79512572f64a6bbd8b5f4a725203a7 (BF16 table): MAMF / datasheet =
+  86.9 % A100 SXM, 81.1 % A100 PCIe, 80.3 % H100 SXM ("H200 is the same"), 83.8 % GH200, 77.6 % B200, 72.9 % GB200,
+  51.4 % MI300X (``_MAMF_FRACTION``). The RTX 4090 its published torch.matmul rate (97.0 %,
+  ``_OTHER_MATMUL_FRACTION``). Other NVIDIA cards take 80 % (about the H100 ratio), stated.
 * FP8 matmul: the catalog's dense fp8 peak (datasheet, without sparsity) at the card's bf16 MAMF
   fraction (no published fp8 MAMF table covers every card; assumed, and listed when used).
 * HBM: a streaming copy reaches about 90 % of the datasheet bandwidth on A100/H100 (NVIDIA's
@@ -47,9 +48,16 @@ from typing import Any
 from trainfit.catalog.gpus import GpuSpec
 from trainfit.errors import CardError
 
-_MAMF_FRACTION = {"a100-40gb": 0.859, "a100-80gb": 0.859, "a800-80gb": 0.859, "h100-sxm": 0.801, "h200": 0.801,
-                  "h20": 0.801, "h800": 0.801, "mi300x": 0.514, "gb200": 0.729, "b200": 0.776}
-"""H200, H20 and H800 share the H100 SXM die and power class: its measured ratio; the A800 the A100's. MI300X
+_MAMF_FRACTION = {"a100-40gb": 0.869, "a100-80gb": 0.869, "a800-80gb": 0.869, "h100-sxm": 0.803, "h200": 0.803,
+                  "h20": 0.803, "h800": 0.803, "mi300x": 0.514, "gb200": 0.729, "b200": 0.776}
+"""BF16 MAMF / datasheet peak, the "Maximum Achievable Matmul FLOPS comparison table" of stas00/ml-engineering
+``compute/accelerator/README.md`` @744d01e18b79512572f64a6bbd8b5f4a725203a7 (its mamf-finder v2 rows). A100 (40 and
+80 GB SXM, and the A800): row "NVIDIA A100 SXM | 271.2 | 312 | 86.9% | 1024x10240x5120 | 2.6.0+cu126" (the 86.9 %
+since commit 16c2d5a06f09e084f114d68e4bb1f99b63b5bb9f, 2025-01-04), not the 85.9 % (267.9, CUDA-12.1) of the v1
+table, which the README removed in commit e695968eb26fbebaa1fa93af1b67b1d07bf83b74 (2025-09-02). H100 SXM: row
+"NVIDIA H100 SXM | 794.5 | 989 | 80.3% | 2048x2048x13312 | 2.7.0+cu126 | H200 is the same" (the 80.3 % since commit
+37acbf201610aa792f9db4857b5df7f5c19bddf7, 2025-01-05), not the v1 table's 80.1 % (792.1, CUDA-12.1).
+H200, H20 and H800 share the H100 SXM die and power class: its measured ratio; the A800 the A100's. MI300X
 its own: 668.4 of 1,300 TFLOP/s = 51.4 % (row "AMD MI300X", best shape 10240x15360x8192, torch 2.5.1 + ROCm 6.3,
 PYTORCH_TUNABLEOP_ENABLED=1; the table's current, mamf-finder v2 rows, which reset the caches between iterations;
 668.4 since stas00/ml-engineering commit faa7ddf8b82dcc9e9bb696ad72c4bcd86ea8afa4, 2025-01-06, still there

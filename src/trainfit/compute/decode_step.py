@@ -170,7 +170,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from trainfit.compute import collectives
-from trainfit.compute.rates import COLLECTIVE_HOP_LATENCY_S, NVLINK_DOMAIN_GPUS, DeviceRates
+from trainfit.compute.rates import NVLINK_DOMAIN_GPUS, DeviceRates
 from trainfit.spec.model import ModelSpec
 
 ENGINE_S_PER_STEP = 1.0e-3
@@ -267,8 +267,9 @@ def tp_all_reduce(*, rates: DeviceRates, tp: int, link: TpLink | None = None,
     inf = float("inf")
     bus = rates.intra_node_bus_bytes_per_s if link is None else link.bus_bytes_per_s
     if latency_s is not None:
-        fixed = latency_s + 2 * (tp - 1) * COLLECTIVE_HOP_LATENCY_S
-        return TpAllReduce(((0.0, inf, fixed, 2 * (tp - 1) / tp / bus),), "ring")
+        fixed = collectives.ring_latency_s(ranks=tp, latency_s=latency_s, passes=2)
+        per_byte = collectives.all_reduce_wire_seconds(total_bytes=1.0, ranks=tp, bus_bytes_per_s=bus)
+        return TpAllReduce(((0.0, inf, fixed, per_byte),), "ring")
     intra = collectives.IntraLink.NVLINK if rates.nvlink else collectives.IntraLink.PCIE
     nodes = 1 if link is None else link.nodes
     custom = (link is None and tp in collectives.CUSTOM_AR_WORLD_SIZES and rates.p2p

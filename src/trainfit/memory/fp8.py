@@ -104,3 +104,57 @@ def fp8_model_bytes(spec, *, recipe: Fp8Recipe, scale: float = 1.0) -> float:
 
     return fp8_bytes(recipe=recipe, linears=sum(g.count for g in linear_groups(spec) if not g.is_fused_experts),
                      linear_weight_params=quantized_linear_params(spec) * scale)
+
+
+# fp8 primary weights (``precision.fp8_params``): Transformer Engine ``quantized_model_init`` (``fp8_model_init``,
+# deprecated alias) / Megatron ``--fp8-param-gather`` / NeMo ``fp8_params``. Sources (NVIDIA/TransformerEngine
+# @d0067d0da6cb01811b8072a7d304f0e00344ce2b): ``transformer_engine/pytorch/quantization.py`` l.847-925 (the context
+# sets ``fp8_parameters``; modules "hold only quantized copies of its parameters, as opposed to the default behavior
+# where both higher precision and quantized copies are present"); ``module/base.py`` l.911 (``primary_weights_in_fp8``)
+# and l.1836-1865 (each weight is replaced by ``quantizer(param)`` with ``set_usage(rowwise=True, columnwise=...)``),
+# l.835-845 (an already-quantized weight is used as is: no per-forward cast, no workspace); ``tensor/float8_tensor.py``
+# l.414-430 (``Float8CurrentScalingQuantizer.inner_tensor_specs``: a ``Float8Tensor`` holds ``_data`` (uint8) and, for column-wise use, a separate ``_transpose`` only where
+# the GPU lacks non-TN fp8 GEMMs; one fp32 ``_scale_inv``); ``utils.py`` l.658-663 ``is_non_tn_fp8_gemm_supported``:
+# compute capability 10.x-11.x and >= 13.0 (Blackwell) need no transpose (v2.1 @450146ae: ``>= (10, 0)``, utils.py
+# l.254-258; float8_tensor.py l.270-285 builds the transpose only without it); ``tensor/utils.py`` l.1404-1430
+# ``post_all_gather_processing``: after the distributed optimizer's all-gather, ``Float8Tensor`` "if backend does not
+# support non-transposed FP8 GEMM, pre-create[s] the transpose", ``Float8BlockwiseQTensor`` creates its column-wise
+# storage. NVIDIA/Megatron-LM @d98e8a64ddf34856e74b24714e3bedb2f5a39553: ``megatron/core/distributed/
+# param_and_grad_buffer.py`` l.894, 921-923 (an fp8 parameter's buffer is ``torch.uint8``: the all-gather moves 1 B
+# per weight), ``megatron/core/optimizer/distrib_optimizer.py`` l.420-445 (the shard's fp32 main params are made from
+# the fp8 weights or their high-precision init value: master weights unchanged), ``megatron/core/fp8_utils.py``
+# l.396-453 (``quantize_param_shard``: the step casts the fp32 main shard straight into the fp8 weights,
+# ``cast_master_weights_to_fp8``) and l.687-709 (``post_all_gather_processing``); ``megatron/training/arguments.py``
+# l.1095-1097 (``--fp8-param-gather`` needs the distributed optimizer or an FSDP).
+
+
+def non_tn_fp8_gemm(compute_capability: str | None) -> bool:
+    """TE ``is_non_tn_fp8_gemm_supported``: Blackwell (10.x, 11.x, >= 13.0) runs fp8 GEMMs on either layout, so a
+    per-tensor fp8 weight keeps no transpose. Unknown capability: False (the transpose is kept, the larger)."""
+    if not compute_capability:
+        return False
+    major, _, minor = compute_capability.partition(".")
+    cc = (int(major), int(minor or 0))
+    return (10, 0) <= cc < (12, 0) or cc >= (13, 0)
+
+
+def fp8_param_bytes_per_weight(*, recipe: Fp8Recipe, non_tn_gemm: bool) -> float:
+    """Bytes a linear's fp8 primary weight holds per element, scales aside: 1 B of row-wise data, plus 1 B for the
+    transpose (per-tensor delayed/current scaling without non-TN GEMMs) or the separately quantised column-wise copy
+    (blockwise, every GPU)."""
+    if recipe is Fp8Recipe.BLOCKWISE:
+        return 2.0
+    return 1.0 if non_tn_gemm else 2.0
+
+
+def fp8_param_model_bytes(spec, *, recipe: Fp8Recipe, non_tn_gemm: bool, scale: float = 1.0) -> float:
+    """The dense linears' fp8 primary weights of ``spec`` (``fp8_param_bytes_per_weight``) and their scaling state
+    (``fp8_scaling_state_bytes``: amax history, scales, block scales for both copies): what replaces their bf16
+    weights and the separate fp8 copies (``fp8_model_bytes``). Fused experts stay bf16, as there."""
+    from trainfit.memory.params import linear_groups
+    from trainfit.memory.weights import quantized_linear_params
+
+    p = quantized_linear_params(spec) * scale
+    return (fp8_param_bytes_per_weight(recipe=recipe, non_tn_gemm=non_tn_gemm) * p
+            + fp8_scaling_state_bytes(recipe=recipe, linears=sum(g.count for g in linear_groups(spec)
+                                                                 if not g.is_fused_experts), linear_weight_params=p))

@@ -285,10 +285,10 @@ def rank_terms(card: RunCard, spec: ModelSpec, sharding: Sharding, layout: Paral
                               n_train=n_lora if lora is not None else pb_stage.total * scale, grad_bytes=grad_bytes)
     paged = prec.optimizer in PAGED and offload is Offload.NONE
     autocast = wdtype is Dtype.FP32 and prec.compute is not ComputeDtype.FP32 and lora is None
-    if prec.compute is ComputeDtype.FP8:  # the stage's fp8 weight copies and scaling state (memory/fp8.py)
-        from trainfit.memory.fp8 import fp8_model_bytes
+    if prec.compute is ComputeDtype.FP8:  # the stage's fp8 weights / copies and scaling state (memory/fp8.py)
+        from trainfit.plan.terms import fp8_weight_bytes
 
-        weights += fp8_model_bytes(sspec, recipe=prec.fp8_recipe, scale=scale)
+        weights += fp8_weight_bytes(card, sspec, scale=scale)[0]
     terms = StepTerms(
         weights=weights,
         adapter_weights=adapter,

@@ -74,9 +74,11 @@ def model_parallel_notes(card: RunCard, spec: ModelSpec, layout: ParallelLayout)
             " split, norms replicated; Megatron-LM differs in the SP linear inputs (saves the sequence shard),"
             " the embedding gradient (its rows only) and the fused cross-entropy")
     if card.precision.compute is ComputeDtype.FP8:
-        from trainfit.plan.terms import fp8_activation_note
+        from trainfit.plan.terms import fp8_activation_note, fp8_params_note
 
         notes.append(fp8_activation_note(card))
+        if card.precision.fp8_params:
+            notes.append(fp8_params_note(card))
     if layout.pp > 1:
         from trainfit.memory.pipeline import schedule_note
 

@@ -190,6 +190,54 @@ def fp8_linear_input_bytes(card: RunCard) -> float:
     return saved_input_bytes(recipe=prec.fp8_recipe)
 
 
+def fp8_card_non_tn_gemm(card: RunCard) -> bool:
+    """Whether the card's GPU runs fp8 GEMMs on non-TN layouts (TE ``is_non_tn_fp8_gemm_supported``: Blackwell), so
+    an fp8 primary weight keeps no transpose (``memory.fp8.non_tn_fp8_gemm``); a custom GPU: False."""
+    from trainfit.catalog.gpus import resolve_gpu
+    from trainfit.errors import CatalogError
+    from trainfit.memory.fp8 import non_tn_fp8_gemm
+
+    try:
+        return non_tn_fp8_gemm(resolve_gpu(card.hardware.gpu).compute_capability)
+    except CatalogError:
+        return False
+
+
+def fp8_weight_bytes(card: RunCard, spec: ModelSpec, *, scale: float) -> tuple[float, str]:
+    """(bytes an fp8 card adds to one rank's weights, one-line note). Without ``precision.fp8_params``: the fp8
+    weight copies, transposes and scaling state beside the bf16 weights (``memory.fp8.fp8_model_bytes``). With it:
+    the dense linears' fp8 primary weights (``fp8_param_model_bytes``) minus their bf16 weights, which are not kept
+    (negative: a saving); the fp32 main params stay in the optimizer's terms."""
+    from trainfit.memory import fp8
+    from trainfit.memory.weights import quantized_linear_params
+    from trainfit.units import BYTES_PER_DTYPE
+
+    prec = card.precision
+    if not prec.fp8_params:
+        b = fp8.fp8_model_bytes(spec, recipe=prec.fp8_recipe, scale=scale)
+        return b, (f"fp8 ({prec.fp8_recipe.value} scaling): {b / 2**30:.2f} GiB of fp8 weight copies, their transposes"
+                   " and scaling state (amax history / block scales) in the weights (memory/fp8.py)")
+    non_tn = fp8_card_non_tn_gemm(card)
+    kept = fp8.fp8_param_model_bytes(spec, recipe=prec.fp8_recipe, non_tn_gemm=non_tn, scale=scale)
+    bf16 = quantized_linear_params(spec) * scale * BYTES_PER_DTYPE[card.weights_dtype.value]
+    return kept - bf16, fp8_params_note(card, held_gib=kept / 2**30, bf16_gib=bf16 / 2**30)
+
+
+def fp8_params_note(card: RunCard, *, held_gib: float | None = None, bf16_gib: float | None = None) -> str:
+    """One line on a ``precision.fp8_params`` card's weights (the rank's GiB where given)."""
+    from trainfit.memory import fp8
+
+    prec = card.precision
+    per = fp8.fp8_param_bytes_per_weight(recipe=prec.fp8_recipe, non_tn_gemm=fp8_card_non_tn_gemm(card))
+    how = ("row-wise data only: the GPU runs non-TN fp8 GEMMs" if per == 1.0 else
+           "a column-wise copy" if prec.fp8_recipe.value == "blockwise" else "the transpose TE keeps for the dgrad GEMM")
+    size = (f", {held_gib:.2f} GiB with their scaling state, in place of {bf16_gib:.2f} GiB of bf16 weights"
+            if held_gib is not None and bf16_gib is not None else "")
+    return (f"fp8 primary weights (precision.fp8_params, {prec.fp8_recipe.value} scaling): the linears' weights held as"
+            f" fp8 ({per:g} B per weight, {how}){size}; no separate fp8 copy; the optimizer keeps fp32 main params; the"
+            " data-parallel parameter all-gather moves 1 B per linear weight (memory/fp8.py)")
+
+
 def fp8_activation_note(card: RunCard) -> str:
     """What an fp8 card's linears save for backward (``fp8_linear_input_bytes``), one line."""
     fp8_in = fp8_linear_input_bytes(card)
@@ -454,12 +502,9 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
             weights_gpu = adapter_gpu = 0.0
 
     if prec.compute is ComputeDtype.FP8:
-        from trainfit.memory.fp8 import fp8_model_bytes
-
-        fp8_b = fp8_model_bytes(spec, recipe=prec.fp8_recipe, scale=scale)
+        fp8_b, fp8_note = fp8_weight_bytes(card, spec, scale=scale)
         weights_gpu += fp8_b
-        notes.append(f"fp8 ({prec.fp8_recipe.value} scaling): {fp8_b / 2**30:.2f} GiB of fp8 weight copies, their transposes"
-                     " and scaling state (amax history / block scales) in the weights (memory/fp8.py)")
+        notes.append(fp8_note)
         notes.append(fp8_activation_note(card))
     terms = StepTerms(
         weights=weights_gpu,

@@ -103,6 +103,11 @@ class PrecisionSection(_Section):
         None, description="With compute fp8 (required): delayed (TE DelayedScaling, amax history) | current"
         " (per-tensor dynamic: TE Float8CurrentScaling, torchao/torchtitan float8 tensorwise) | blockwise"
         " (TE Float8BlockScaling, DeepSeek-V3's 1x128 / 128x128 scales).")
+    fp8_params: bool = Field(
+        False, description="fp8 primary weights (Transformer Engine fp8_model_init / quantized_model_init, Megatron"
+        " --fp8-param-gather, NeMo fp8_params): the linears' weights are kept only as fp8 (1 B + the transpose where"
+        " the GPU's GEMMs need one), the optimizer keeps fp32 main params, the data-parallel all-gather moves fp8."
+        " Needs compute fp8 with a Transformer Engine recipe; strategies single, ddp, zero1.")
 
 
 class AllocatorKind(StrEnum):
@@ -633,8 +638,13 @@ class RunCard(_Section):
                 raise ValueError("precision.fp8_recipe: required with precision.compute: fp8; allowed: delayed, current,"
                                  " blockwise")
             _check_fp8_gpu(self.hardware.gpu)
+            if prec.fp8_params:
+                _check_fp8_params(self)
         elif prec.fp8_recipe is not None:
             raise ValueError(f"precision.fp8_recipe: only read with precision.compute: fp8 (compute is"
+                             f" '{prec.compute.value}')")
+        if prec.fp8_params and prec.compute is not ComputeDtype.FP8:
+            raise ValueError(f"precision.fp8_params: only read with precision.compute: fp8 (compute is"
                              f" '{prec.compute.value}')")
         if ro.quantization is RolloutQuantization.FP8:
             if ro.engine is not RolloutEngine.VLLM:
@@ -776,6 +786,25 @@ def _check_pipeline_layout(par: ParallelSection) -> None:
         raise ValueError(f"parallel.pipeline_layout: a negative count ({min(layout)}); {allowed}")
     if not sum(layout):
         raise ValueError(f"parallel.pipeline_layout: no decoder layers at all; {allowed}")
+
+
+def _check_fp8_params(card: RunCard) -> None:
+    """``precision.fp8_params`` is Transformer Engine's (``quantized_model_init``) over 16-bit weights, under a
+    strategy whose ranks hold whole (tensor/pipeline-parallel) weights: single, ddp or zero1 (Megatron's distributed
+    optimizer, ``--fp8-param-gather``); one line otherwise."""
+    from trainfit.memory.fp8 import transformer_engine_linears
+
+    prec, par = card.precision, card.parallel
+    if not transformer_engine_linears(recipe=prec.fp8_recipe, tensor_parallel_impl=par.tensor_parallel_impl):
+        raise ValueError("precision.fp8_params: fp8 primary weights are Transformer Engine's; current scaling without"
+                         " parallel.tensor_parallel_impl: megatron is torchao's float8; allowed: fp8_recipe delayed or"
+                         " blockwise, or current with tensor_parallel_impl megatron")
+    if par.strategy not in (Strategy.SINGLE, Strategy.DDP, Strategy.ZERO1):
+        raise ValueError(f"precision.fp8_params: strategy '{par.strategy.value}' is not modelled with fp8 primary"
+                         " weights; allowed: single, ddp, zero1")
+    if prec.weights not in (None, Dtype.BF16):
+        raise ValueError(f"precision.fp8_params: replaces bf16 weights (weights is '{prec.weights.value}');"
+                         " allowed: weights bf16 or unset")
 
 
 def _check_fp8_gpu(gpu: str, *, key: str = "precision.compute") -> None:

@@ -270,7 +270,7 @@ def step_inventory(
     eager_attention: bool = False, causal_skip: bool = True, train_embedding: bool = True,
     attention_context: float | None = None, sequence_shards: int = 1, fp8: bool = False,
     fp8_weight_casts: float = 1.0, expert_parallel: int = 1, expert_token_shards: float = 1.0,
-    grouped_gemm: bool = True, moe_dispatcher: MoeDispatcher = MoeDispatcher.ALLTOALL,
+    grouped_gemm: bool = True, fp8_weight_transposes: float | None = None, moe_dispatcher: MoeDispatcher = MoeDispatcher.ALLTOALL,
     fused_cross_entropy: bool = False,
 ) -> StepInventory:
     """The op inventory of one micro-step of ``micro_batch_size × seq_len`` tokens on one GPU.
@@ -285,7 +285,10 @@ def step_inventory(
     that cast (and transpose) the weights to fp8: 1 when every forward casts them (torchao / torchtitan float8),
     ``1 / micro_steps`` when Transformer Engine caches the fp8 weights between the micro-batches of one step
     (Megatron passes ``is_first_microbatch`` to TE's linears: "allows caching of the FP8 versions of the
-    weights", transformer_engine/pytorch/module/linear.py ``forward``); ``expert_parallel``: the EP size (``spec`` holds
+    weights", transformer_engine/pytorch/module/linear.py ``forward``), 0 with fp8 primary weights (the optimizer
+    step writes the fp8 weights, ``memory.fp8``); ``fp8_weight_transposes``: the share of micro-steps that transpose
+    the fp8 weights (None: as ``fp8_weight_casts``; fp8 primary weights: ``1 / micro_steps`` where TE transposes
+    them once after the parameter all-gather, 0 on GPUs with non-TN fp8 GEMMs); ``expert_parallel``: the EP size (``spec`` holds
     the rank's ``E / ep`` experts; the router scores all ``E``); ``expert_token_shards``: the tokens a routed layer
     sees are ``1 / expert_token_shards`` of the rank's (sequence-parallel shard: ``moe_time.expert_token_shards``);
     ``grouped_gemm``: the routed experts run as one grouped GEMM per projection (transformers v5 ``grouped_mm``,
@@ -364,10 +367,12 @@ def step_inventory(
         bwd_k += g.count * (1 if frozen else 2)
         if fp8:
             w = g.in_features * g.out_features * fp8_weight_casts
+            tr = fp8_weight_casts if fp8_weight_transposes is None else fp8_weight_transposes
+            wt = g.in_features * g.out_features * tr
             fq_b += (FP8_CAST_BYTES * (t * g.in_features + w)) * g.count
-            bq_b += (FP8_CAST_BYTES * t * g.out_features + FP8_TRANSPOSE_BYTES * (t * g.in_features + w)) * g.count
+            bq_b += (FP8_CAST_BYTES * t * g.out_features + FP8_TRANSPOSE_BYTES * (t * g.in_features + wt)) * g.count
             fq_k += (FP8_FORWARD_KERNELS - FP8_WEIGHT_FORWARD_KERNELS * (1 - fp8_weight_casts)) * g.count
-            bq_k += (FP8_BACKWARD_KERNELS - FP8_WEIGHT_BACKWARD_KERNELS * (1 - fp8_weight_casts)) * g.count
+            bq_k += (FP8_BACKWARD_KERNELS - FP8_WEIGHT_BACKWARD_KERNELS * (1 - tr)) * g.count
         if adapter is not None and adapter.nf4_base:
             fwd_bytes += NF4_DEQUANT_BYTES_PER_WEIGHT * g.in_features * g.out_features * g.count
             bwd_bytes += NF4_DEQUANT_BYTES_PER_WEIGHT * g.in_features * g.out_features * g.count

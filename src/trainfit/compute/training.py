@@ -219,6 +219,7 @@ def train_step_time(
     kernel_factor: float = 1.0, model_parallel: ModelParallel = ModelParallel(), attention_context: float | None = None,
     selective: str = "none", fp8: bool = False, fp8_weight_cache: bool = False, work_cv: float = 0.0,
     expert_params: float = 0.0, causal_skip: bool = True, fused_cross_entropy: bool = False,
+    fp8_params: bool = False, fp8_param_transpose: bool = True,
 ) -> TrainStepTime:
     """Seconds of one optimizer step on one GPU (all GPUs of a data-parallel group run in lockstep).
 
@@ -228,7 +229,10 @@ def train_step_time(
     ``selective``: ``op`` | ``core_attention`` recompute only what that selective checkpointing drops
     (``inventory.StepInventory.recompute``); ``fp8``: the decoder linears' GEMMs at the fp8 rate, plus their casts;
     ``fp8_weight_cache``: the fp8 weights are cast once per step, not per micro-step (Transformer Engine's
-    ``is_first_microbatch`` cache, ``inventory.step_inventory``);
+    ``is_first_microbatch`` cache, ``inventory.step_inventory``); ``fp8_params``: fp8 primary weights (``memory.fp8``):
+    no weight casts (the optimizer step writes the fp8 weights: ``optimizer.weight_bytes`` is then their mean bytes,
+    which the data-parallel all-gather moves too), their transpose once per step where ``fp8_param_transpose``
+    (TE ``post_all_gather_processing`` on GPUs without non-TN fp8 GEMMs);
     ``work_cv``: relative spread of one micro-batch's tokens across the data-parallel ranks (variable-length RL
     sequences, ``collectives.micro_batch_token_cv``; 0 for fixed-length training data). The ranks run in lockstep,
     so the slowest rank's device time, with its extra tokens and the per-GPU speed spread
@@ -246,7 +250,10 @@ def train_step_time(
     inv = step_inventory(spec, micro_batch_size=micro_batch_size, seq_len=seq_len, adapter=adapter,
                          eager_attention=eager_attention, attention_context=attention_context, causal_skip=causal_skip,
                          sequence_shards=mp.tp if mp.sequence_parallel else 1, fp8=fp8,
-                         fp8_weight_casts=1.0 / max(1, micro_steps) if fp8 and fp8_weight_cache else 1.0,
+                         fp8_weight_casts=0.0 if fp8 and fp8_params else (
+                             1.0 / max(1, micro_steps) if fp8 and fp8_weight_cache else 1.0),
+                         fp8_weight_transposes=(1.0 / max(1, micro_steps) if fp8_param_transpose else 0.0)
+                         if fp8 and fp8_params else None,
                          expert_parallel=mp.ep, expert_token_shards=expert_token_shards(
                              tp=mp.tp, etp=mp.etp, ep=mp.ep, sequence_parallel=mp.sequence_parallel),
                          moe_dispatcher=mp.moe_dispatcher, fused_cross_entropy=fused_cross_entropy)

@@ -123,9 +123,29 @@ def _trained(card: RunCard, spec: ModelSpec) -> tuple[float, float, OptimizerSpe
         tensors = float(sum(t.count for t in param_tensors(spec)))
     w, g, master, s = trained_dtype_bytes(card)
     master, s, _ = zero_master_states(card, card.parallel.strategy, train_bytes=w, use_master=master, state_bytes=s)
+    if prec.fp8_params and variant is None and trainable.lora is None:
+        # fp8 primary weights: the dense linears' weights are 1 B (Megatron's uint8 parameter buffer,
+        # param_and_grad_buffer.py l.921-923 @d98e8a64): the step writes and the all-gather moves their mean bytes
+        from trainfit.memory.weights import quantized_linear_params
+
+        share = quantized_linear_params(spec) / max(1, total_params(spec))
+        w = w * (1.0 - share) + FP8_PARAM_BYTES * share
     opt = OptimizerSpec(name=prec.optimizer.value, impl=prec.optimizer_impl.value, weight_bytes=w, grad_bytes=g,
                         state_bytes=s, master=master, clip=True, in_backward=prec.optimizer_in_backward)
     return params, tensors, opt
+
+
+FP8_PARAM_BYTES = 1.0
+"""An fp8 primary weight's element (``memory.fp8``)."""
+
+
+def _fp8_non_tn(card: RunCard) -> bool:
+    """Whether fp8 primary weights skip TE's post-all-gather transpose (``plan.terms.fp8_card_non_tn_gemm``)."""
+    if not card.precision.fp8_params:
+        return False
+    from trainfit.plan.terms import fp8_card_non_tn_gemm
+
+    return fp8_card_non_tn_gemm(card)
 
 
 def rank_spec(spec: ModelSpec, *, tp: int, pp: int, ep: int, etp: int, first: int | None = None,
@@ -339,6 +359,7 @@ def training_time(
         model_parallel=mp, attention_context=packed_context or (seq_len if cp > 1 else None),
         selective=par.selective_checkpointing.value, fp8=card.precision.compute is ComputeDtype.FP8,
         fp8_weight_cache=card.precision.fp8_recipe in TE_ONLY_FP8_RECIPES, work_cv=work_cv, expert_params=expert,
+        fp8_params=card.precision.fp8_params, fp8_param_transpose=not _fp8_non_tn(card),
         causal_skip=causal_skip, fused_cross_entropy=card.loss.kernel is LossKernel.FLASH_ATTN,
     )
     return replace(t, assumptions=t.assumptions + (packed_note,)) if packed_note else t

@@ -698,6 +698,10 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         card["precision"].update(compute="fp8", fp8_recipe=recipe or FP8_RECIPES[e["framework"]])
         notes.append(f"fp8: {recipe} scaling (the entry's recipe)" if recipe else
                      f"fp8: {FP8_RECIPES[e['framework']]} scaling ({e['framework']}'s recipe)")
+        if e["precision"].get("fp8_params"):  # the entry's config states fp8 primary weights (NeMo fp8_params)
+            card["precision"]["fp8_params"] = True
+            notes.append("fp8 primary weights: precision.fp8_params (the config's fp8_params: TE fp8_model_init,"
+                         " Megatron fp8 parameter all-gather)")
     if e.get("loss_chunked"):
         # torchtune CEWithChunkedOutputLoss: the output projection and the fp32 upcast in chunks, no full fp32
         # logits; the card's chunked loss (liger's fused kernel) is the nearest it states

@@ -1,0 +1,34 @@
+"""benchmarks/step_times.py: rows whose configs state fp8 primary weights (NeMo 25.02 bf16_with_fp8_mixed
+``fp8_params True``; the NeMo 24.07 fine-tuning scripts' ``fp8_params=true``) carry ``precision.fp8_params`` and
+map to a card with it; every row that says it in its note has the key, and no other row does."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from step_times_module import load_step_times
+
+import trainfit
+
+REPO = Path(trainfit.__file__).resolve().parents[2]
+st = load_step_times("trainfit_bench_step_times_fp8_params")
+ENTRIES = {e["id"]: e for e in st.load_entries(st.TRAIN_DATA)}
+SAYS = re.compile(r"fp8_params(=| )[Tt]rue")
+
+
+def test_the_key_is_where_the_config_states_it():
+    stated = {i for i, e in ENTRIES.items() if SAYS.search(e.get("note") or "")}
+    keyed = {i for i, e in ENTRIES.items() if e["precision"].get("fp8_params")}
+    assert stated == keyed and len(keyed) == 13
+
+
+@pytest.mark.parametrize("row_id", ["nemo2502-b200-llama3-405b-pt-fp8-128g", "nemo-h100-llama2-7b-lora-fp8-2407"])
+def test_mapped_card_has_fp8_params(row_id):
+    card, notes = st.map_train(ENTRIES[row_id])
+    assert card["precision"]["fp8_params"] is True and card["precision"]["compute"] == "fp8"
+    assert any(n.startswith("fp8 primary weights") for n in notes)
+    st.validate(card)  # the card takes it (Megatron distributed optimizer / DDP, TE delayed scaling)
+

@@ -169,6 +169,10 @@ def shared_notes(card: RunCard, target: str, *, megatron_has: set[str] | None = 
                      " vLLM engine (TRL 1.16 GRPOConfig, OpenRLHF 0.11 flags); not written, the engine runs bf16 (use"
                      " --to verl or nemo-rl)")
     notes.extend(megatron_keys_notes(card, target, has=megatron_has or set()))
+    if p.fp8_params and target not in ("verl", "nemo-rl"):
+        notes.append(f"precision.fp8_params: {target} has no setting for fp8 primary weights (Transformer Engine"
+                     " fp8_model_init, Megatron fp8_param / fp8_param_gather); not written, the file keeps bf16 weights"
+                     " beside their fp8 copies (use --to verl or nemo-rl)")
     if non_default(card, "parallel.compile") and card.parallel.compile and target in ("verl", "openrlhf"):
         notes.append(f"parallel.compile: {target} has no torch.compile switch for the trained model here")
     if target in ("accelerate", "trl", "deepspeed"):  # the model-parallel targets say their own
@@ -280,7 +284,7 @@ def plan_facts(card: RunCard) -> dict[str, Any]:
         "precision.master_weights": p.master_weights.value, "precision.grads": p.grads.value if p.grads else None,
         "precision.optimizer": p.optimizer.value, "precision.optimizer_states": p.optimizer_states.value,
         "precision.optimizer_impl": p.optimizer_impl.value, "precision.optimizer_in_backward": p.optimizer_in_backward,
-        "precision.fp8_recipe": p.fp8_recipe.value if p.fp8_recipe else None,
+        "precision.fp8_recipe": p.fp8_recipe.value if p.fp8_recipe else None, "precision.fp8_params": p.fp8_params,
     })
     hw = card.hardware
     for k in ("gpu", "gpu_memory_gib", "gpus_per_node", "nodes", "interconnect", "host_ram_gib", "nic_gbps_per_gpu",

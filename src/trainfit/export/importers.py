@@ -795,6 +795,8 @@ def _verl_megatron(t: str, M: str, get: Any, d: dict[str, Any], notes: list[str]
             raise _bad(t, f"{M}.override_transformer_config.fp8_recipe: {recipe!r}; allowed: {', '.join(FP8_RECIPE_FROM_MEGATRON)}")
         compute = "fp8"
         set_dotted(d, "precision.fp8_recipe", FP8_RECIPE_FROM_MEGATRON[recipe].value)
+        if get(f"{M}.override_transformer_config.fp8_param", False) not in (None, False, "False", "false"):
+            set_dotted(d, "precision.fp8_params", True)  # TransformerConfig.fp8_param: fp8 primary weights
     set_dotted(d, "precision.compute", compute)
     strategy = ("fsdp" if get(f"{M}.use_megatron_fsdp") else
                 "zero1" if get(f"{M}.use_distributed_optimizer", True) else "ddp")
@@ -1270,6 +1272,8 @@ def read_nemo_rl(text: str) -> Imported:
                 raise _bad(t, f"{M}.fp8_cfg.fp8_recipe: {recipe!r}; allowed: {', '.join(FP8_RECIPE_FROM_MEGATRON)}")
             compute = "fp8"
             set_dotted(d, "precision.fp8_recipe", FP8_RECIPE_FROM_MEGATRON[recipe].value)
+            if get(f"{M}.fp8_cfg.fp8_param", False):  # fp8 primary weights
+                set_dotted(d, "precision.fp8_params", True)
         if get(f"{M}.peft.enabled", False):
             scope = "lora"
             lora = {"rank": _num(t, "peft.dim", get(f"{M}.peft.dim", 8)), "alpha": _num(t, "peft.alpha", get(f"{M}.peft.alpha", 32), float),

@@ -185,7 +185,8 @@ def _megatron(card: RunCard, notes: list[str]) -> dict[str, Any]:
         ddp["overlap_param_gather"] = p.overlap_param_gather
     cfg["distributed_data_parallel_config"] = ddp
     if card.precision.compute is ComputeDtype.FP8 and card.precision.fp8_recipe is not None:
-        cfg["fp8_cfg"] = {"enabled": True, "fp8": "e4m3", "fp8_recipe": MEGATRON_FP8_RECIPE[card.precision.fp8_recipe]}
+        cfg["fp8_cfg"] = {"enabled": True, "fp8": "e4m3", "fp8_recipe": MEGATRON_FP8_RECIPE[card.precision.fp8_recipe],
+                          **({"fp8_param": True} if card.precision.fp8_params else {})}  # the recipes' fp8 weights key
     prec = megatron_precision_note(card, "NeMo RL")
     if prec:
         notes.append(prec)

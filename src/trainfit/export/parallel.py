@@ -79,7 +79,11 @@ def megatron_fp8(card: RunCard) -> dict[str, str]:
     """``fp8`` / ``fp8_recipe`` for Megatron-Core, or {} when the card does not compute in fp8."""
     if card.precision.compute is not ComputeDtype.FP8 or card.precision.fp8_recipe is None:
         return {}
-    return {"fp8": "e4m3", "fp8_recipe": MEGATRON_FP8_RECIPE[card.precision.fp8_recipe]}
+    # precision.fp8_params: TransformerConfig.fp8_param, "keep the parameters in fp8 precision" (NVIDIA/Megatron-LM
+    # megatron/core/transformer/transformer_config.py l.602 @d98e8a64; --fp8-param-gather sets it,
+    # megatron/training/argument_utils.py l.312)
+    return {"fp8": "e4m3", "fp8_recipe": MEGATRON_FP8_RECIPE[card.precision.fp8_recipe],
+            **({"fp8_param": "True"} if card.precision.fp8_params else {})}
 
 
 def megatron_precision(compute: str, *, grad_reduce_in_fp32: bool = True) -> dict[str, str]:

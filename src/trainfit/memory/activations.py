@@ -121,6 +121,7 @@ QWEN3_5_PARTIAL_ROTARY = 0.25
 _ZERO_CENTRED_NORM = {"gemma2", "qwen3_5_text"}
 _ARCH_FAMILIES = frozenset({"deepseek_v3", "gpt2", "gpt_neox", "gpt_oss", "mpt", "opt"})
 """Layouts with their own layer model (``trainfit.memory.arch_activations``)."""
+ARCH_FAMILIES = _ARCH_FAMILIES
 
 
 @dataclass(frozen=True, slots=True)
@@ -358,15 +359,21 @@ def _dense_mlp(ctx: _Ctx, spec: ModelSpec, width: int, x_rg: bool) -> tuple[int,
     return total, g_rg or u_rg or d_rg
 
 
-def _moe(ctx: _Ctx, spec: ModelSpec, x_rg: bool) -> tuple[int, bool]:
+def _moe(ctx: _Ctx, spec: ModelSpec, x_rg: bool, *, rows: int | None = None,
+         fused_glu: bool = False) -> tuple[int, bool]:
     """Qwen3-MoE sparse block, transformers' default ``grouped_mm`` experts (CPU with torch>=2.10 and
     CUDA sm80+). Every saved tensor has a routing-independent size (S = T·k rows, sorted by expert),
     so this is exact. The ``eager`` experts loop would instead save per-expert index tensors whose
-    sizes depend on routing (not the default; not modelled)."""
+    sizes depend on routing (not the default; not modelled).
+
+    ``rows``: the expert rows this rank computes when they are not its own T·k (Megatron-Core, see
+    ``megatron_moe_bytes``); the router, top-k, index and combine tensors stay on the rank's T tokens.
+    ``fused_glu``: the SwiGLU saves only its input (the gate/up output), not ``act(gate)`` too."""
     moe = spec.moe
     assert moe is not None
     T, a, h = ctx.T, ctx.a, spec.hidden_size
     E, k, w = moe.num_experts, moe.experts_per_token, moe.expert_intermediate_size
+    Tk = T * k if rows is None else rows  # expert-side rows (grouped GEMM inputs, SwiGLU)
     total = 0
     router_t = "gate" in ctx.targets
     experts_t = "gate_up_proj" in ctx.targets or "gate_proj" in ctx.targets or "up_proj" in ctx.targets
@@ -393,15 +400,16 @@ def _moe(ctx: _Ctx, spec: ModelSpec, x_rg: bool) -> tuple[int, bool]:
     if p_rg or dn_rg:
         total += INT32 * E  # offsets, saved by grouped_mm
     if gu_rg:
-        total += linear_input(ctx, h, tokens=T * k) if ctx.full else T * k * a * h  # grouped_mm input
+        total += linear_input(ctx, h, tokens=Tk) if ctx.full else Tk * a * h  # grouped_mm input
     if experts_t:
         r = ctx.targets.get("gate_up_proj") or ctx.targets.get("gate_proj") or ctx.targets.get("up_proj")
         total += a * E * (2 * w * h + r * (2 * w + h))  # merged weight + bf16 lhs/rhs of baddbmm
     if p_rg:
-        total += T * k * a * 2 * w  # act(gate) saves the whole gate_up output (gate is a view)
-        total += T * k * a * w  # mul saves act(gate)
+        total += Tk * a * 2 * w  # act(gate) saves the whole gate_up output (gate is a view)
+        if not fused_glu:
+            total += Tk * a * w  # mul saves act(gate)
     if dn_rg:
-        total += linear_input(ctx, w, tokens=T * k) if ctx.full else T * k * a * w  # grouped_mm input
+        total += linear_input(ctx, w, tokens=Tk) if ctx.full else Tk * a * w  # grouped_mm input
     if down_t:
         r = ctx.targets["down_proj"]
         total += a * E * (h * w + r * (h + w))
@@ -413,6 +421,60 @@ def _moe(ctx: _Ctx, spec: ModelSpec, x_rg: bool) -> tuple[int, bool]:
     if o_rg or logits_rg:
         total += T * INT64 * k  # weighted_out[inv_perm]
     return total, o_rg or logits_rg
+
+
+MEGATRON_MOE_SOURCES = (
+    "NVIDIA/Megatron-LM core_v0.12.0 (d580efc68a9f0dbf1945f834f6f6200cd01d3343): megatron/core/transformer/moe/"
+    "moe_layer.py l.127-137 (training refuses MoE with tensor parallel but no sequence parallel), token_dispatcher.py"
+    " l.147 / l.158 (the dispatcher's input is the [S/TP, B, H] shard), l.279-280 and l.531-544 (permute -> EP"
+    " all-to-all -> all-gather over the expert-tensor-parallel group, tp_group = expert TP, l.62-64), experts.py"
+    " TEGroupedMLP.forward (bias_swiglu_impl, l.745), fusions/fused_bias_swiglu.py SwiGLUFunction.forward l.63"
+    " (save_for_backward(input) only); the same at d98e8a64ddf34856e74b24714e3bedb2f5a39553 (token_dispatcher.py"
+    " l.51-59 notation num_local_tokens = S/TP*B, fused_bias_swiglu.py l.235, WeightedSwiGLUFunction l.270)")
+"""Where ``megatron_moe_bytes`` reads Megatron-Core's MoE block."""
+MEGATRON_FUSED_SWIGLU_SOURCES = (
+    "bias_activation_fusion on: Megatron-LM --swiglu with bias_swiglu_fusion unless --no-bias-swiglu-fusion"
+    " (megatron/training/arguments.py l.2895-2898 @d98e8a64), NVIDIA/NeMo nemo/collections/llm/gpt/model/mixtral.py l.76"
+    " MixtralConfig @7192a2c944c48ab253f3f711ee52fe2dc986a3bb, NVIDIA-NeMo/Megatron-Bridge"
+    " src/megatron/bridge/perf_recipes/qwen/*/qwen3_moe.py (cfg.model.bias_activation_fusion = True)"
+    " @067f987df03b8355b03192d88d70f1709fedf51a, NVIDIA-NeMo/RL nemo_rl/models/megatron/setup.py l.2293"
+    " (setdefault True) @7ea279abfbeb")
+"""Why ``megatron_moe_bytes`` takes the fused SwiGLU (Megatron-Core's own TransformerConfig default is False)."""
+
+
+def moe_block_bytes(spec: ModelSpec, *, tokens: int, compute_dtype_bytes: int = 2, linear_input_bytes: float = 0.0,
+                    rows: int | None = None, fused_glu: bool = False) -> int:
+    """Saved bytes of one full-training MoE block (``_moe``, its input needing a gradient) over ``tokens`` tokens:
+    the per-op figure ``activation_bytes`` counts for each MoE layer of a Qwen3-MoE-layout model, or with ``rows``
+    / ``fused_glu`` another runtime's (``megatron_moe_bytes``). Families with their own layer model
+    (``arch_activations``: gpt-oss, DeepSeek-V3) are not handled here."""
+    ctx = _Ctx(T=tokens, b=1, s=tokens, a=compute_dtype_bytes, full=True, targets={}, attention=Attention.SDPA,
+               linear_input_bytes=linear_input_bytes)
+    return _moe(ctx, spec, True, rows=rows, fused_glu=fused_glu)[0]
+
+
+def megatron_moe_bytes(spec: ModelSpec, *, tokens: int, sequence_shards: int = 1, expert_tensor_parallel: int = 1,
+                       compute_dtype_bytes: int = 2, linear_input_bytes: float = 0.0) -> int:
+    """Saved bytes of one Megatron-Core MoE block (full training, TE grouped experts) on one rank of a
+    tensor-parallel shard spec (``shard_spec``: expert width already divided by the expert TP size).
+
+    * The block runs on the sequence-parallel shard: router, top-k, permutation and combine hold
+      ``tokens / sequence_shards`` tokens (Megatron refuses tensor parallel without sequence parallel for MoE).
+    * The experts compute that shard's ``k`` rows per token, all-gathered over the expert-tensor-parallel group:
+      ``tokens / sequence_shards · expert_tensor_parallel · k`` rows on average (routing-balanced), each
+      ``expert_intermediate_size / etp`` wide.
+    * The fused SwiGLU (``bias_swiglu_impl``) saves only its input, the fc1 output; ``act(gate)`` is not kept a
+      second time (``MEGATRON_FUSED_SWIGLU_SOURCES``).
+
+    Everything else is the per-op figure of ``_moe`` on those tokens and rows (``MEGATRON_MOE_SOURCES``). Not
+    modelled: Megatron-Core >= 0.13 applies the routing probabilities inside the expert SwiGLU
+    (``weighted_bias_swiglu_impl``) instead of the unpermute, so the combine no longer keeps the expert output."""
+    moe = spec.moe
+    assert moe is not None
+    t = tokens // sequence_shards
+    rows = t * expert_tensor_parallel * moe.experts_per_token
+    return moe_block_bytes(spec, tokens=t, compute_dtype_bytes=compute_dtype_bytes,
+                           linear_input_bytes=linear_input_bytes, rows=rows, fused_glu=True)
 
 
 def _deltanet(ctx: _Ctx, spec: ModelSpec, x_rg: bool) -> tuple[int, bool]:

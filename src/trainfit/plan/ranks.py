@@ -48,7 +48,8 @@ from dataclasses import dataclass, replace
 from math import ceil
 
 from trainfit.memory import attention as attn
-from trainfit.memory.activations import DROPOUT_MASK_BYTES, ActivationBytes, activation_bytes
+from trainfit.memory.activations import (ARCH_FAMILIES, DROPOUT_MASK_BYTES, ActivationBytes, activation_bytes,
+                                         megatron_moe_bytes, moe_block_bytes)
 from trainfit.memory.lora import lora_largest_tensor_params, lora_trainable_params
 from trainfit.memory.optimizer import PAGED, master_weight_bytes, optimizer_state_bytes, step_temporary_bytes
 from trainfit.memory.parallel import ParallelLayout, shard_spec
@@ -385,13 +386,19 @@ def megatron_sp_input_savings(card: RunCard, ss: ModelSpec, layout: ParallelLayo
     MLP's fc1 input and the output layer's input hold ``T/tp`` tokens, not ``T``. The bias-dropout-add after each
     row-parallel projection runs on the reduce-scattered shard, so its mask is ``T/tp`` tokens too. Empty unless
     ``parallel.tensor_parallel_impl`` is megatron with sequence parallel and a full-scope card (a frozen base saves
-    no linear inputs). MLA (DeepSeek-V3) and MoE MLPs keep the per-op figures (their inputs go through the router /
-    down-projections, not one column-parallel linear). ``linear_input_bytes``: Transformer Engine fp8, whose QKV and
+    no linear inputs). MLA (DeepSeek-V3) keeps the per-op figure. A MoE block of the Qwen3-MoE layout is counted as
+    Megatron-Core runs it (``memory.activations.megatron_moe_bytes``: the sequence shard's tokens, the expert rows
+    all-gathered over expert tensor parallel, the fused SwiGLU), with or without sequence parallel; the families with
+    their own layer model (gpt-oss, DeepSeek-V3) keep theirs. ``linear_input_bytes``: Transformer Engine fp8, whose QKV and
     fc1 save (and gather again) their input's fp8 copy at these bytes per element (``memory.fp8``); the output layer
     stays ``dtype_bytes``."""
-    if not (card.parallel.tensor_parallel_impl is TensorParallelImpl.MEGATRON and layout.sp and layout.tp > 1
-            and trainable.lora is None and card.scope.value == "full"):
+    if not (card.parallel.tensor_parallel_impl is TensorParallelImpl.MEGATRON and trainable.lora is None
+            and card.scope.value == "full"):
         return {}
+    moe_less = megatron_moe_savings(ss, layout, tokens=tokens, dtype_bytes=dtype_bytes,
+                                    linear_input_bytes=linear_input_bytes)
+    if not (layout.sp and layout.tp > 1):
+        return {i: moe_less for i in range(ss.num_layers) if moe_less and ss.moe.is_moe_layer(i)}
     h = ss.hidden_size
     gathered_less = tokens - tokens // layout.tp
     head_unit = dtype_bytes * gathered_less * h
@@ -405,5 +412,22 @@ def megatron_sp_input_savings(card: RunCard, ss: ModelSpec, layout: ParallelLayo
             less += unit
         if ss.moe is None or not ss.moe.is_moe_layer(i):
             less += unit
+        else:
+            less += moe_less
         out[i] = float(less)
     return out
+
+
+def megatron_moe_savings(ss: ModelSpec, layout: ParallelLayout, *, tokens: int, dtype_bytes: int,
+                         linear_input_bytes: float = 0.0) -> float:
+    """Bytes a Megatron-Core rank saves less per MoE layer than the per-op figure (``memory.activations``: the
+    whole block on the rank's ``tokens``, the experts on ``tokens · k`` rows, ``act(gate)`` kept beside the SwiGLU
+    input): ``moe_block_bytes - megatron_moe_bytes``. 0 for a dense model and for the families with their own layer
+    model (``arch_activations``)."""
+    if ss.moe is None or ss.family in ARCH_FAMILIES:
+        return 0.0
+    per_op = moe_block_bytes(ss, tokens=tokens, compute_dtype_bytes=dtype_bytes, linear_input_bytes=linear_input_bytes)
+    meg = megatron_moe_bytes(ss, tokens=tokens, sequence_shards=layout.tp if layout.sp else 1,
+                             expert_tensor_parallel=layout.etp, compute_dtype_bytes=dtype_bytes,
+                             linear_input_bytes=linear_input_bytes)
+    return float(per_op - meg)

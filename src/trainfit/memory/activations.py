@@ -139,6 +139,15 @@ class ActivationBytes:
     """Final norm and lm_head input; excludes logits and loss (see ``loss_region_bytes``)."""
     checkpointed_embedding: int = 0
     """``embedding`` under checkpointing: cos/sin are then only saved inside a recompute."""
+    embedding_backward: int | None = None
+    """Of ``embedding`` / ``checkpointed_embedding``: what is still alive when the embedding's own backward runs,
+    after layer 0's: the token ids, Gemma-2's scale scalar, the learned-position/OPT/GPT-2/MPT tensors of
+    ``arch_activations.embedding_bytes``. The inputs every layer shares are gone by then: the rotary cos/sin
+    (saved by each layer's rotary mul, or held by each checkpointed layer's recompute closure) and the eager
+    masks a checkpointed layer holds (``plan.terms``, gpt-oss's ``checkpoint_input_bytes``) go with layer 0's
+    backward (the fake-tensor trace of Gemma-2-9B, 2 layers, b1 x 257, eager: at ``embedding_dense_backward``
+    only the ids (2,056 B) and a 4-byte scalar are live, with and without checkpointing). None: the whole
+    ``embedding`` figure (a stage built without it)."""
     kernel_backward: tuple[int, ...] = ()
     """Per layer (Gated DeltaNet layers; 0 for others): bytes live inside the layer's backward at the
     chunked kernel's fullest beyond the layer's saved tensors (those saved after the kernel are freed by
@@ -713,7 +722,7 @@ def activation_bytes(
         emb_ckpt += INT64 * T  # embedding backward keeps the indices
         if spec.family == "gemma2":
             emb_ckpt += a  # bf16 embed_scale scalar of the scaling mul
-    emb = emb_ckpt
+    emb = own = emb_ckpt
     if spec.num_full_attention_layers and _rope_dim(spec):
         # cos and sin, bf16, shared by all layers: (1, s, rot); Qwen3.5's mrope position ids are
         # expanded to the batch, so (b, s, rot) there
@@ -726,6 +735,7 @@ def activation_bytes(
         emb += arch_activations.embedding_bytes(ctx, spec)
         emb_ckpt += arch_activations.embedding_bytes(ctx, spec) + arch_activations.checkpoint_input_bytes(ctx, spec)
         head = arch_activations.head_bytes(ctx, spec, x_rg)
+        own += arch_activations.embedding_bytes(ctx, spec)
     else:
         head, _ = _norm(ctx, width=spec.hidden_size, rows=1, zero_centred=zc, x_rg=x_rg,
                         const_width=spec.hidden_size, residual=True)
@@ -749,6 +759,7 @@ def activation_bytes(
         embedding=emb,
         head=head,
         checkpointed_embedding=emb_ckpt,
+        embedding_backward=own,
         kernel_backward=tuple(kernel_bwd) if hybrid else (),
         kernel_backward_checkpointed=tuple(kernel_bwd_ckpt) if hybrid else (),
         kernel_forward_checkpointed=max(0, fwd_over_total),

@@ -1006,10 +1006,15 @@ def step_sequence(t: StepTerms, shape: SequenceShape, *, workspace: tuple[int, .
             new_grads_ref[0]([g])
         return last
 
+    emb_shared: list[tuple[int, int]] = []  # the layers' shared inputs (cos/sin, eager masks): gone with layer 0
+
     def forward() -> tuple[list, list, list, list]:
         if hook:
             hook("forward_start", -1, e, None)
-        emb = e.allocs(_chunks(act.checkpointed_embedding if t.gradient_checkpointing else act.embedding, r))
+        total = act.checkpointed_embedding if t.gradient_checkpointing else act.embedding
+        own = total if act.embedding_backward is None else min(total, act.embedding_backward)
+        emb = e.allocs(_chunks(own, r))
+        emb_shared[:] = e.allocs(_chunks(total - own, r))
         saved: dict[int, list[tuple[int, int]]] = {}
         stream = e.alloc(r) if layer_ops else None  # the embedding's output: layer 0's input
         for i in idx:
@@ -1192,6 +1197,8 @@ def step_sequence(t: StepTerms, shape: SequenceShape, *, workspace: tuple[int, .
             e.frees(tr)
             if t.gradient_checkpointing:
                 e.frees(saved[i])
+        e.frees(emb_shared)
+        emb_shared.clear()
         if hook:
             hook("backward_layers_end", -1, e, grads)
         if g_stream is not None:

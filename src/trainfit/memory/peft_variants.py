@@ -220,14 +220,15 @@ def adjust_activations(act: ActivationBytes, spec: ModelSpec, v: PeftVariant, *,
     if probe is not None:
         delta -= probe_saved_bytes_per_layer(spec, probe, tokens=tokens)
     per_layer = [p + delta for p in act.per_layer]
-    embedding, ckpt_embedding = act.embedding, act.checkpointed_embedding
+    embedding, ckpt_embedding, own = act.embedding, act.checkpointed_embedding, act.embedding_backward
     if v.scope is Scope.PROMPT_TUNING:
         h = spec.hidden_size
         per_layer[0] += tokens * (FP32 * h + FP32) + (FP32 * h if zero_centred_norm else 0)
         indices = INT64 * micro_batch_size * v.num_virtual_tokens
         embedding, ckpt_embedding = embedding + indices, ckpt_embedding + indices
+        own = None if own is None else own + indices
     return replace(act, per_layer=tuple(int(round(p)) for p in per_layer), embedding=embedding,
-                   checkpointed_embedding=ckpt_embedding)
+                   checkpointed_embedding=ckpt_embedding, embedding_backward=own)
 
 
 def notes(spec: ModelSpec, v: PeftVariant, *, micro_batch_size: int, seq_len: int) -> list[str]:

@@ -237,6 +237,8 @@ def backward_peak(t: StepTerms) -> PhasePeak:
     saved_prefix = list(accumulate(kept, initial=0.0))
     if t.activation_offload:
         emb = 0.0
+    # at the embedding's own backward the layers' shared inputs (rotary cos/sin, eager masks) are gone
+    emb_end = emb if act.embedding_backward is None else min(emb, act.embedding_backward)
     alive_all = emb + saved_prefix[layers] + act.head + t.inflight_activations
     pipe = {"pipeline_buffers": t.pipeline_buffers} if t.pipeline_buffers else {}
 
@@ -316,7 +318,7 @@ def backward_peak(t: StepTerms) -> PhasePeak:
             | {
                 "gradients": grads(t.grads_total) + t.tied_embedding_grad_transient
                 + (t.accumulation_transient if t.grad_accumulation else 0.0),
-                "activations": emb + t.inflight_activations,
+                "activations": emb_end + t.inflight_activations,
                 "logits": 0.0,
                 "fsdp_buffers": fsdp_static + t.fsdp_root_embedding_grads + t.gathered_backward,
             } | pipe,

@@ -364,6 +364,8 @@ def _activations(card: RunCard, spec: ModelSpec, ss: ModelSpec, layout: Parallel
         embedding=act.embedding if stage.first else rope,
         head=act.head - sp_less.get("head", 0.0) if stage.last else 0,
         checkpointed_embedding=act.checkpointed_embedding if stage.first else 0,
+        # a later stage's rotary cos/sin go with its first layer's backward
+        embedding_backward=act.embedding_backward if stage.first else 0,
     )
 
 

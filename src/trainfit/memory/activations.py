@@ -147,7 +147,7 @@ class ActivationBytes:
     masks a checkpointed layer holds (``plan.terms``, gpt-oss's ``checkpoint_input_bytes``) go with layer 0's
     backward (the fake-tensor trace of Gemma-2-9B, 2 layers, b1 x 257, eager: at ``embedding_dense_backward``
     only the ids (2,056 B) and a 4-byte scalar are live, with and without checkpointing). None: the whole
-    ``embedding`` figure (a stage built without it)."""
+    ``embedding`` figure (the ranks of a parallel layout, ``plan.ranks``)."""
     kernel_backward: tuple[int, ...] = ()
     """Per layer (Gated DeltaNet layers; 0 for others): bytes live inside the layer's backward at the
     chunked kernel's fullest beyond the layer's saved tensors (those saved after the kernel are freed by

@@ -120,7 +120,8 @@ def test_sequence_parallel_shard_is_saved_in_fp8_too():
     T, h = 4096, LLAMA8.hidden_size
     bf16 = megatron_sp_input_savings(card, ss, layout, tokens=T, dtype_bytes=2, trainable=FULL)
     fp8 = megatron_sp_input_savings(card, ss, layout, tokens=T, dtype_bytes=2, trainable=FULL, linear_input_bytes=1.0)
-    assert bf16[0] == 2 * (2 * (T - T // 4) * h) and fp8[0] == 2 * (1 * (T - T // 4) * h)
+    glu = T * 2 * ss.intermediate_size  # the fused SwiGLU's act(gate), bf16 either way (test_megatron_dense_activations)
+    assert bf16[0] == 2 * (2 * (T - T // 4) * h) + glu and fp8[0] == 2 * (1 * (T - T // 4) * h) + glu
     assert fp8["head"] == bf16["head"] == 2 * (T - T // 4) * h
 
 

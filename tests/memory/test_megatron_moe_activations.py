@@ -101,11 +101,13 @@ def test_savings_dict_megatron_only():
     k, w = QWEN3_30B.moe.experts_per_token, QWEN3_30B.moe.expert_intermediate_size
     assert "head" not in nosp and set(nosp) == set(range(QWEN3_30B.num_layers))
     assert all(v == T * k * 2 * w for v in nosp.values())
-    # the torch DTensor plan keeps the per-op figure; so does a dense Megatron model without sequence parallel
+    # the torch DTensor plan keeps the per-op figure; a dense Megatron model without sequence parallel saves only
+    # its fused SwiGLU's act(gate) (test_megatron_dense_activations.py)
     assert megatron_sp_input_savings(_card("dtensor"), ss, sp, tokens=T, dtype_bytes=2, trainable=FULL) == {}
     llama = from_catalog("meta-llama/Llama-3.1-8B")
     assert megatron_sp_input_savings(_card(tp=1, sp=False, model="meta-llama/Llama-3.1-8B"), llama, ParallelLayout(),
-                                     tokens=T, dtype_bytes=2, trainable=FULL) == {}
+                                     tokens=T, dtype_bytes=2, trainable=FULL) == {
+        i: float(T * 2 * llama.intermediate_size) for i in range(llama.num_layers)}
 
 
 def test_plan_counts_the_megatron_block():

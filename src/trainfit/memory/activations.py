@@ -350,7 +350,9 @@ def _attention(ctx: _Ctx, spec: ModelSpec, x_rg: bool) -> tuple[int, bool]:
     return total, o_rg
 
 
-def _dense_mlp(ctx: _Ctx, spec: ModelSpec, width: int, x_rg: bool) -> tuple[int, bool]:
+def _dense_mlp(ctx: _Ctx, spec: ModelSpec, width: int, x_rg: bool, *, fused_glu: bool = False) -> tuple[int, bool]:
+    """Gated MLP (act(gate) * up). ``fused_glu``: the gated activation saves only its input (gate and up, Megatron-Core's
+    fused SwiGLU, ``megatron_dense_mlp_bytes``), not ``act(gate)`` too."""
     T, a, h = ctx.T, ctx.a, spec.hidden_size
     total = 0
     b, g_rg = _linear(ctx, "gate_proj", h, x_rg)
@@ -359,8 +361,8 @@ def _dense_mlp(ctx: _Ctx, spec: ModelSpec, width: int, x_rg: bool) -> tuple[int,
     total += b
     if g_rg:
         total += T * a * width  # act(gate) saves gate
-    if u_rg and not ctx.compiled:
-        total += T * a * width  # mul saves act(gate) (compiled: recomputed from the saved gate)
+    if u_rg and not ctx.compiled and not fused_glu:
+        total += T * a * width  # mul saves act(gate) (compiled / fused: recomputed from the saved gate)
     if g_rg:
         total += T * a * width  # mul saves up
     b, d_rg = _linear(ctx, "down_proj", width, g_rg or u_rg)
@@ -484,6 +486,41 @@ def megatron_moe_bytes(spec: ModelSpec, *, tokens: int, sequence_shards: int = 1
     rows = t * expert_tensor_parallel * moe.experts_per_token
     return moe_block_bytes(spec, tokens=t, compute_dtype_bytes=compute_dtype_bytes,
                            linear_input_bytes=linear_input_bytes, rows=rows, fused_glu=True)
+
+
+MEGATRON_DENSE_SWIGLU_SOURCES = (
+    "NVIDIA/Megatron-LM megatron/core/transformer/mlp.py MLP.forward: bias_swiglu_impl when bias_activation_fusion and"
+    " activation_func is F.silu with gated_linear_unit (l.105-113 @d580efc68a9f0dbf1945f834f6f6200cd01d3343, l.308-309"
+    " @d98e8a64ddf34856e74b24714e3bedb2f5a39553; other activations stay unfused). bias_activation_fusion on for Llama:"
+    " NVIDIA/NeMo nemo/collections/llm/gpt/model/llama.py LlamaConfig l.77, Llama3Config l.149"
+    " @8cfedd7203462cb251a914e700e5605444277561, NVIDIA-NeMo/Megatron-Bridge src/megatron/bridge/models/llama/"
+    "llama_bridge.py l.56 @067f987df03b8355b03192d88d70f1709fedf51a, Megatron-LM --swiglu (arguments.py l.2895-2898"
+    " @d98e8a64), NeMo RL setup.py l.2293 (setdefault True, every model) @7ea279abfbeb. Not modelled: NeMo 2's"
+    " Qwen2Config / MistralConfig leave Megatron-Core's default (False) and run the unfused SwiGLU")
+"""Why ``megatron_dense_mlp_bytes`` takes the fused SwiGLU for a dense SiLU-gated MLP."""
+
+
+def dense_mlp_bytes(spec: ModelSpec, *, tokens: int, compute_dtype_bytes: int = 2, linear_input_bytes: float = 0.0,
+                    compiled: bool = False, fused_glu: bool = False) -> int:
+    """Saved bytes of one full-training dense gated MLP (``_dense_mlp``, its input needing a gradient) over ``tokens``
+    tokens, ``spec.intermediate_size`` wide: the per-op figure ``activation_bytes`` counts for each dense layer of a
+    Llama-style model (``compiled``: under the compiled rules), or with ``fused_glu`` Megatron-Core's
+    (``megatron_dense_mlp_bytes``). Families with their own layer model (``arch_activations``) are not handled here."""
+    ctx = _Ctx(T=tokens, b=1, s=tokens, a=compute_dtype_bytes, full=True, targets={}, attention=Attention.SDPA,
+               linear_input_bytes=linear_input_bytes, compiled=compiled)
+    return _dense_mlp(ctx, spec, spec.intermediate_size, True, fused_glu=fused_glu)[0]
+
+
+def megatron_dense_mlp_bytes(spec: ModelSpec, *, tokens: int, compute_dtype_bytes: int = 2,
+                             linear_input_bytes: float = 0.0, compiled: bool = False) -> int:
+    """Saved bytes of one Megatron-Core dense MLP (full training) on one rank of a tensor-parallel shard spec
+    (``shard_spec``: intermediate width already divided by tp) over the ``tokens`` its fc1 outputs (all of them: the
+    sequence-parallel all-gather comes before fc1). A SiLU-gated MLP runs the fused SwiGLU (``bias_swiglu_impl``), which
+    saves only its input, the fc1 output: ``act(gate)`` is not kept a second time (``MEGATRON_DENSE_SWIGLU_SOURCES``).
+    Any other activation keeps the per-op figure."""
+    return dense_mlp_bytes(spec, tokens=tokens, compute_dtype_bytes=compute_dtype_bytes,
+                           linear_input_bytes=linear_input_bytes, compiled=compiled,
+                           fused_glu=spec.hidden_act == "silu")
 
 
 def _deltanet(ctx: _Ctx, spec: ModelSpec, x_rg: bool) -> tuple[int, bool]:

@@ -49,6 +49,7 @@ from math import ceil
 
 from trainfit.memory import attention as attn
 from trainfit.memory.activations import (ARCH_FAMILIES, DROPOUT_MASK_BYTES, ActivationBytes, activation_bytes,
+                                         compiled_rules_apply, dense_mlp_bytes, megatron_dense_mlp_bytes,
                                          megatron_moe_bytes, moe_block_bytes)
 from trainfit.memory.lora import lora_largest_tensor_params, lora_trainable_params
 from trainfit.memory.optimizer import PAGED, master_weight_bytes, optimizer_state_bytes, step_temporary_bytes
@@ -392,16 +393,26 @@ def megatron_sp_input_savings(card: RunCard, ss: ModelSpec, layout: ParallelLayo
     no linear inputs). MLA (DeepSeek-V3) keeps the per-op figure. A MoE block of the Qwen3-MoE layout is counted as
     Megatron-Core runs it (``memory.activations.megatron_moe_bytes``: the sequence shard's tokens, the expert rows
     all-gathered over expert tensor parallel, the fused SwiGLU), with or without sequence parallel; the families with
-    their own layer model (gpt-oss, DeepSeek-V3) keep theirs. ``linear_input_bytes``: Transformer Engine fp8, whose QKV and
-    fc1 save (and gather again) their input's fp8 copy at these bytes per element (``memory.fp8``); the output layer
+    their own layer model (gpt-oss, DeepSeek-V3) keep theirs. A dense SiLU-gated MLP runs the fused SwiGLU
+    (``memory.activations.megatron_dense_mlp_bytes``: ``act(gate)`` not kept twice; nothing to save where the compiled
+    rules already recompute it), with or without sequence parallel. ``linear_input_bytes``: Transformer Engine fp8,
+    whose QKV and fc1 save (and gather again) their input's fp8 copy at these bytes per element (``memory.fp8``); the output layer
     stays ``dtype_bytes``."""
     if not (card.parallel.tensor_parallel_impl is TensorParallelImpl.MEGATRON and trainable.lora is None
             and card.scope.value == "full"):
         return {}
     moe_less = megatron_moe_savings(ss, layout, tokens=tokens, dtype_bytes=dtype_bytes,
                                     linear_input_bytes=linear_input_bytes)
+    compiled = card.parallel.compile and compiled_rules_apply(ss, trainable=trainable, attention=card.attention)
+    glu_less = megatron_dense_mlp_savings(ss, tokens=tokens, dtype_bytes=dtype_bytes,
+                                          linear_input_bytes=linear_input_bytes, compiled=compiled)
+
+    def is_moe(i: int) -> bool:
+        return ss.moe is not None and ss.moe.is_moe_layer(i)
+
     if not (layout.sp and layout.tp > 1):
-        return {i: moe_less for i in range(ss.num_layers) if moe_less and ss.moe.is_moe_layer(i)}
+        less = {i: moe_less if is_moe(i) else glu_less for i in range(ss.num_layers)}
+        return {i: v for i, v in less.items() if v}
     h = ss.hidden_size
     gathered_less = tokens - tokens // layout.tp
     head_unit = dtype_bytes * gathered_less * h
@@ -413,8 +424,8 @@ def megatron_sp_input_savings(card: RunCard, ss: ModelSpec, layout: ParallelLayo
         less = 2 * mask
         if ss.layer_kind(i) is LayerKind.FULL_ATTENTION and ss.family != "deepseek_v3":
             less += unit
-        if ss.moe is None or not ss.moe.is_moe_layer(i):
-            less += unit
+        if not is_moe(i):
+            less += unit + glu_less
         else:
             less += moe_less
         out[i] = float(less)
@@ -434,3 +445,16 @@ def megatron_moe_savings(ss: ModelSpec, layout: ParallelLayout, *, tokens: int, 
                              expert_tensor_parallel=layout.etp, compute_dtype_bytes=dtype_bytes,
                              linear_input_bytes=linear_input_bytes)
     return float(per_op - meg)
+
+
+def megatron_dense_mlp_savings(ss: ModelSpec, *, tokens: int, dtype_bytes: int, linear_input_bytes: float = 0.0,
+                               compiled: bool = False) -> float:
+    """Bytes a Megatron-Core rank saves less per dense MLP than the per-op figure: ``act(gate)`` over ``tokens`` x the
+    shard's intermediate width for a SiLU-gated MLP (``dense_mlp_bytes - megatron_dense_mlp_bytes``). 0 where the
+    compiled rules (``compiled``) already recompute it, for other activations and for the families with their own
+    layer model (``arch_activations``)."""
+    if ss.family in ARCH_FAMILIES:
+        return 0.0
+    kw = {"tokens": tokens, "compute_dtype_bytes": dtype_bytes, "linear_input_bytes": linear_input_bytes,
+          "compiled": compiled}
+    return float(dense_mlp_bytes(ss, **kw) - megatron_dense_mlp_bytes(ss, **kw))

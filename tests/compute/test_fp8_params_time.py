@@ -67,3 +67,85 @@ def test_plan_step_is_shorter_and_the_all_gather_smaller(gpu):
     comm = {p.name: p.seconds for p in on.time.phases}, {p.name: p.seconds for p in off.time.phases}
     assert comm[0]["communication"] < comm[1]["communication"]
     assert comm[0]["optimizer_step"] < comm[1]["optimizer_step"]  # writes 1 B fp8 weights, not 2 B
+
+
+# the no-grad forwards (RL log-prob / reference / value passes, compute.training.forward_only_time) under fp8 primary
+# weights: no weight casts either (the weights already are fp8) and no transpose (a forward has no wgrad/dgrad GEMM)
+
+def _fwd(**kw):
+    from trainfit.catalog.gpus import resolve_gpu
+    from trainfit.compute.rates import default_rates
+    from trainfit.compute.training import forward_only_time
+
+    args = dict(rates=default_rates(resolve_gpu("h100-sxm")), micro_batch_size=2, seq_len=2048, micro_steps=4)
+    return forward_only_time(LLAMA8, **(args | kw))
+
+
+@pytest.mark.parametrize("cache", [False, True])
+def test_no_grad_forward_with_fp8_params_casts_no_weights(monkeypatch, cache):
+    import trainfit.compute.training as training
+
+    seen = []
+    real = training.step_inventory
+
+    def spy(*a, **k):
+        seen.append(inv := real(*a, **k))
+        return inv
+
+    monkeypatch.setattr(training, "step_inventory", spy)
+    training.forward_only_time.cache_clear()
+    on = _fwd(fp8=True, fp8_weight_cache=cache, fp8_params=True)
+    off = _fwd(fp8=True, fp8_weight_cache=cache)
+    training.forward_only_time.cache_clear()
+    inv_on, inv_off = seen
+    casts = 0.25 if cache else 1.0  # TE's weight cache over the 4 micro-batches, else every forward
+    assert inv_off.layers_forward.kernels - inv_on.layers_forward.kernels == pytest.approx(
+        FP8_WEIGHT_FORWARD_KERNELS * casts * N)
+    assert inv_off.layers_forward.memory_bytes - inv_on.layers_forward.memory_bytes == pytest.approx(
+        FP8_CAST_BYTES * casts * W, rel=1e-12)
+    assert inv_on.layers_forward.kernels == _inv(fp8_weight_casts=0.0).layers_forward.kernels  # no weight casts
+    assert on.memory_s < off.memory_s and on.host_s <= off.host_s and on.seconds <= off.seconds
+    assert on.gemm_s == off.gemm_s and on.attention_s == off.attention_s
+
+
+def test_no_grad_forward_without_fp8_params_is_unchanged():
+    for fp8, cache in ((True, False), (True, True), (False, False)):
+        assert _fwd(fp8=fp8, fp8_weight_cache=cache, fp8_params=False) == _fwd(fp8=fp8, fp8_weight_cache=cache)
+    assert _fwd(fp8_params=True) == _fwd()  # only read with fp8 compute
+
+
+def _rl_card(fp8_params: bool):
+    from trainfit.spec.card import load_card_dict
+
+    return load_card_dict({
+        "model": "meta-llama/Llama-3.1-8B", "method": "grpo", "preset": "nemo-rl",
+        "hardware": {"gpu": "h100-sxm", "gpus_per_node": 8, "nodes": 2},
+        "parallel": {"strategy": "zero1", "compile": True},
+        "precision": {"compute": "fp8", "fp8_recipe": "blockwise", "fp8_params": fp8_params},
+        "batch": {"micro_batch_size": 3},
+        "rollout": {"placement": "split", "nodes": 1, "gpu_memory_utilization": 0.8, "prompts_per_step": 64,
+                    "num_generations": 32, "prompt_len": 128, "response_len": 4096, "response_len_mean": 1100,
+                    "async_mode": "one_step_off", "logprob_micro_batch_size": 6},
+    })
+
+
+def test_rl_logprob_passes_with_fp8_params(monkeypatch):
+    import trainfit.plan.rl_time as rl_time
+    from trainfit.plan import make_plan
+
+    seen = []
+    real = rl_time.forward_only_time
+
+    def spy(*a, **k):
+        seen.append((a, k, t := real(*a, **k)))
+        return t
+
+    monkeypatch.setattr(rl_time, "forward_only_time", spy)
+    off = {p.name: p.seconds for p in make_plan(_rl_card(False)).time.phases}
+    assert seen and all(k["fp8_params"] is False for _, k, _ in seen)
+    for a, k, t in seen:  # the card without fp8_params: the pass is the one planned before fp8_params was read
+        assert real(*a, **{n: v for n, v in k.items() if n != "fp8_params"}) == t
+    seen.clear()
+    on = {p.name: p.seconds for p in make_plan(_rl_card(True)).time.phases}
+    assert seen and all(k["fp8_params"] is True for _, k, _ in seen)
+    assert on["old_logprob"] < off["old_logprob"]

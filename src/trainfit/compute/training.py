@@ -438,18 +438,21 @@ def forward_only_time(
     adapter: Adapter | None = None, eager_attention: bool = False, parallel: Parallel = Parallel(),
     gathered_weight_bytes: float = 0.0, count_scale: float = 1.0, memory_factor: float = 1.0,
     kernel_factor: float = 1.0, attention_context: int | None = None, expert_parallel: int = 1,
-    expert_token_shards: float = 1.0, fp8: bool = False, fp8_weight_cache: bool = False,
+    expert_token_shards: float = 1.0, fp8: bool = False, fp8_weight_cache: bool = False, fp8_params: bool = False,
 ) -> PassTime:
     """A no-grad forward over ``micro_steps`` micro-batches (log-probs, values, rewards) on one GPU:
     the layers and the head (the log-softmax and gather cost about what the loss does), plus the
     per-layer all-gathers a sharded model leaves exposed. ``expert_parallel`` / ``expert_token_shards``: as
     ``inventory.step_inventory`` (an expert-parallel shard's router and dispatch). ``fp8`` / ``fp8_weight_cache``:
     as ``train_step_time`` (a model trained in fp8 runs its no-grad forwards in fp8 too: Megatron-Core's fp8
-    context wraps every forward, torchao's Float8Linear is the module)."""
+    context wraps every forward, torchao's Float8Linear is the module); ``fp8_params``: fp8 primary weights, as
+    ``train_step_time``: no weight casts (the optimizer step writes the fp8 weights: Megatron fp8_utils.py
+    quantize_param_shard l.396-453 @d98e8a64), and a forward needs no weight transpose."""
     inv = step_inventory(spec, micro_batch_size=micro_batch_size, seq_len=seq_len, adapter=adapter,
                          eager_attention=eager_attention, attention_context=attention_context,
                          expert_parallel=expert_parallel, expert_token_shards=expert_token_shards, fp8=fp8,
-                         fp8_weight_casts=1.0 / max(1, micro_steps) if fp8 and fp8_weight_cache else 1.0)
+                         fp8_weight_casts=0.0 if fp8 and fp8_params else (
+                             1.0 / max(1, micro_steps) if fp8 and fp8_weight_cache else 1.0))
     kw = dict(rates=rates, seq_len=attention_context or seq_len, memory_factor=memory_factor, kernel_factor=kernel_factor,
               backward=False)
     one = (pass_seconds(inv.layers_forward, **kw) + pass_seconds(inv.head_forward, **kw)).scaled(count_scale)

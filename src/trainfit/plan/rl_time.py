@@ -211,6 +211,7 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
                 tp=mp.tp, etp=mp.etp, ep=mp.ep, sequence_parallel=mp.sequence_parallel),
             # a model trained in fp8 runs its log-prob forwards in fp8 as well (the same linears)
             fp8=fp8, fp8_weight_cache=fp8 and card.precision.fp8_recipe in TE_ONLY_FP8_RECIPES,
+            fp8_params=fp8 and card.precision.fp8_params,  # fp8 primary weights: no weight casts
         )
         comm = 0.0
         if mp.active:

@@ -50,9 +50,7 @@ def test_fp8_gemm_faster_where_compute_bound_and_refused_without_rate():
     h100 = default_rates(resolve_gpu("h100-sxm"))
     bf16 = gemm_seconds(m=16384, n=4096, k=4096, rates=h100)
     fp8 = gemm_seconds(m=16384, n=4096, k=4096, rates=h100, dtype_bytes=1)
-    # the catalog's fp8 peak is twice bf16 on Hopper, sustained at the FP8 MAMF row's 70.9 % (bf16: 80.3 %)
-    assert fp8 == pytest.approx(bf16 / 2 * 0.803 / 0.709, rel=1e-3)
-    assert fp8 < bf16
+    assert fp8 == pytest.approx(bf16 / 2, rel=1e-3)  # the catalog's fp8 peak is twice bf16 on Hopper
     a100 = default_rates(resolve_gpu("a100-80gb"))
     assert a100.fp8_matmul_flops_per_s is None
     with pytest.raises(CardError, match="fp8"):

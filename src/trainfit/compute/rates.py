@@ -13,9 +13,8 @@ Sources of the defaults (each is listed in the plan's assumptions when used):
   86.9 % A100 SXM, 81.1 % A100 PCIe, 80.3 % H100 SXM ("H200 is the same"), 83.8 % GH200, 77.6 % B200, 72.9 % GB200,
   51.4 % MI300X (``_MAMF_FRACTION``). The RTX 4090 its published torch.matmul rate (97.0 %,
   ``_OTHER_MATMUL_FRACTION``). Other NVIDIA cards take 80 % (about the H100 ratio), stated.
-* FP8 matmul: the catalog's dense fp8 peak (datasheet, without sparsity) at the card's measured fp8 MAMF
-  fraction where the same README's FP8 (``float8_e4m3fn``) table has the card: 70.9 % H100 SXM, 73.4 % H200,
-  76.3 % B200, 72.3 % GB200 (``_FP8_MAMF_FRACTION``); any other card at its bf16 fraction (assumed).
+* FP8 matmul: the catalog's dense fp8 peak (datasheet, without sparsity) at the card's bf16 MAMF
+  fraction (no published fp8 MAMF table covers every card; assumed, and listed when used).
 * HBM: a streaming copy reaches about 90 % of the datasheet bandwidth on A100/H100 (NVIDIA's
   ``nvbandwidth`` / STREAM-style results); assumed for every card.
 * Host cost per kernel: the H200 step times of small models in ``benchmarks/results/gpu_raw``
@@ -69,15 +68,6 @@ removed that table in commit e695968eb26fbebaa1fa93af1b67b1d07bf83b74 (2025-09-0
 in stas00/ml-engineering commit 68cd2e59331e7ea901d6a5dbf20e55309dce32d6, 2025-09-17, still there @744d01e18b79512572f64a6bbd8b5f4a725203a7),
 not the 80 % default it took before. B200 its own too: the same table's row "NVIDIA B200 SXM", 1,745.0 of
 2,250 TFLOP/s = 77.6 % (same commit)."""
-_FP8_MAMF_FRACTION = {"h100-sxm": 0.709, "h200": 0.734, "b200": 0.763, "gb200": 0.723}
-"""FP8 MAMF / datasheet dense fp8 peak, the FP8 (``float8_e4m3fn``) part of the same "Maximum Achievable Matmul FLOPS
-comparison table" (stas00/ml-engineering ``compute/accelerator/README.md`` @744d01e18b79512572f64a6bbd8b5f4a725203a7):
-rows "NVIDIA H100 SXM | 1402.6 | 1979 | 70.9% | 1024x9216x14336 | 2.7.0+cu126", "NVIDIA H200 SXM | 1453.4 | 1979 |
-73.4% | 1280x4096x12032 | 2.7.1+cu128", "NVIDIA B200 SXM | 3432.5 | 4500 | 76.3% | 15360x4096x3072 | 2.7.1+cu128" and
-"NVIDIA GB200 SXM | 3615.6 | 5000 | 72.3% | 19456x5120x1536 | 2.10.0.dev20250916+cu130". The H200 has its own fp8 row
-(the bf16 table's "H200 is the same" is not repeated there), so it does not take the H100's. Cards without a row
-(H100 PCIe/NVL, H20, H800, the L20/L40/L40S and GeForce cards; MI300X's row is empty) keep their bf16 fraction of the
-fp8 peak."""
 _MAMF_SOURCE = "stas00/ml-engineering compute/accelerator/README.md (MAMF table)"
 _OTHER_MATMUL_FRACTION = {
     "rtx4090": (0.970, "torch.matmul bf16 8192^3 160.17 TFLOP/s on an RTX 4090 (torch 2.7, cu128): github.com/zzc0721/"
@@ -217,8 +207,7 @@ def default_rates(gpu: GpuSpec) -> DeviceRates:
         pcie_bytes_per_s=(gpu.host_link_bytes_per_s or gpu.pcie_bytes_per_s or 32e9) * PCIE_EFFICIENCY,
         compute_capability=gpu.compute_capability,
         fp32_matmul_flops_per_s=gpu.fp32_flops_per_s,
-        fp8_matmul_flops_per_s=(gpu.fp8_dense_flops_per_s * _FP8_MAMF_FRACTION.get(gpu.id, frac)
-                                if gpu.fp8_dense_flops_per_s else None),
+        fp8_matmul_flops_per_s=gpu.fp8_dense_flops_per_s * frac if gpu.fp8_dense_flops_per_s else None,
         sources=tuple(src),
     )
 

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from trainfit.cli.common import default_card_dict
+from trainfit.export import ExportError, export
 from trainfit.spec.card import load_card_dict
 
 GRPO_LORA = {
@@ -147,3 +148,19 @@ CARDS = {
 }
 
 
+
+
+def assert_lost_fields_named(card, target: str, fields: tuple[str, ...]) -> None:
+    """Export ``card`` to ``target``: every field of ``fields`` the file does not carry is lost with a note naming it
+    (not only the generic 'reads back as' line). A target that refuses the card's method or scope outright, and an RL
+    card on a plain trainer (its whole rollout said in one grouped note), have nothing to check."""
+    try:
+        e = export(card, target)
+    except ExportError as exc:
+        assert "allowed for --to" in str(exc)
+        return
+    if "method" in e.lost:
+        return
+    for k in e.lost:
+        if k in fields:
+            assert any(n.startswith(k) or f" {k}" in n or f"({k}" in n for n in e.notes), (k, e.notes)

@@ -119,9 +119,8 @@ QWEN3_5_PARTIAL_ROTARY = 0.25
 """Qwen3.5 rotates a quarter of head_dim (config partial_rotary_factor; ModelSpec has no field)."""
 
 _ZERO_CENTRED_NORM = {"gemma2", "qwen3_5_text"}
-_ARCH_FAMILIES = frozenset({"deepseek_v3", "gpt2", "gpt_neox", "gpt_oss", "mpt", "opt"})
+ARCH_FAMILIES = frozenset({"deepseek_v3", "gpt2", "gpt_neox", "gpt_oss", "mpt", "opt"})
 """Layouts with their own layer model (``trainfit.memory.arch_activations``)."""
-ARCH_FAMILIES = _ARCH_FAMILIES
 
 
 @dataclass(frozen=True, slots=True)
@@ -283,7 +282,7 @@ def _adapter_saved(ctx: _Ctx, name: str, in_features: int, r: int, *, input_save
 
 
 def _rope_dim(spec: ModelSpec) -> int:
-    if spec.family in _ARCH_FAMILIES:
+    if spec.family in ARCH_FAMILIES:
         from trainfit.memory.arch_activations import rope_dim
 
         return rope_dim(spec)
@@ -625,7 +624,7 @@ def _deltanet_live(ctx: _Ctx, spec: ModelSpec, *, normed_saved: bool) -> dict[st
 
 def _layer(ctx: _Ctx, spec: ModelSpec, i: int, x_rg: bool) -> tuple[int, bool]:
     """Bytes of decoder layer ``i`` and whether its output needs a gradient."""
-    if spec.family in _ARCH_FAMILIES:
+    if spec.family in ARCH_FAMILIES:
         from trainfit.memory.arch_activations import layer_bytes
 
         return layer_bytes(ctx, spec, i, x_rg)
@@ -666,7 +665,7 @@ def compiled_rules_apply(spec: ModelSpec, *, trainable: TrainableSpec, attention
     full training or PEFT LoRA without dropout (bf16 or fp32 adapters) of dense, full-attention, Llama-style
     layers (no qk-norm, no output gate) under SDPA/flash."""
     lora = trainable.scope is Scope.LORA and trainable.lora is not None and trainable.lora.dropout == 0
-    return ((trainable.scope is Scope.FULL or lora) and spec.family not in _ZERO_CENTRED_NORM and spec.family not in _ARCH_FAMILIES
+    return ((trainable.scope is Scope.FULL or lora) and spec.family not in _ZERO_CENTRED_NORM and spec.family not in ARCH_FAMILIES
             and spec.moe is None and spec.linear_attention is None and not spec.qk_norm and not spec.attn_output_gate
             and spec.num_full_attention_layers == spec.num_layers and not runs_eager(spec.family, attention))
 
@@ -766,7 +765,7 @@ def activation_bytes(
         rows = b if spec.family == "qwen3_5_text" else 1
         emb += 2 * a * rows * s * _rope_dim(spec)
     zc = spec.family in _ZERO_CENTRED_NORM
-    if spec.family in _ARCH_FAMILIES:
+    if spec.family in ARCH_FAMILIES:
         from trainfit.memory import arch_activations
 
         emb += arch_activations.embedding_bytes(ctx, spec)
@@ -800,7 +799,7 @@ def activation_bytes(
         kernel_backward=tuple(kernel_bwd) if hybrid else (),
         kernel_backward_checkpointed=tuple(kernel_bwd_ckpt) if hybrid else (),
         kernel_forward_checkpointed=max(0, fwd_over_total),
-        after_attention_per_layer=(tuple(after_attention) if spec.family not in _ARCH_FAMILIES or any(after_attention)
+        after_attention_per_layer=(tuple(after_attention) if spec.family not in ARCH_FAMILIES or any(after_attention)
                                    else ()),
     )
 

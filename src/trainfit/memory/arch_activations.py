@@ -46,7 +46,8 @@ from trainfit.memory.activations import DROPOUT_MASK_BYTES, FP32, INT32, INT64
 from trainfit.memory.attention import runs_eager
 from trainfit.spec.model import ModelSpec
 
-FAMILIES = frozenset({"deepseek_v3", "gpt2", "gpt_neox", "gpt_oss", "mpt", "opt"})
+FAMILIES = _act.ARCH_FAMILIES
+"""The layouts this module models (one set, ``memory.activations.ARCH_FAMILIES``)."""
 
 FULL_ONLY_FAMILIES = frozenset({"gpt2", "gpt_neox", "mpt"})
 """Families whose layer model covers full training only: ``memory.params`` names their linears q/k/v/o_proj

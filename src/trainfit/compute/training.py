@@ -210,6 +210,15 @@ def _phase(name: str, t: PassTime) -> PhaseTime:
                                                 "memory_bound": t.memory_s, "host_launch": t.host_s})
 
 
+def _fp8_weight_casts(*, fp8: bool, fp8_params: bool, fp8_weight_cache: bool, micro_steps: int) -> float:
+    """Share of micro-steps that cast the fp8 weights (``inventory.step_inventory`` ``fp8_weight_casts``): none with
+    fp8 primary weights (the optimizer step writes them), once per step under Transformer Engine's weight cache,
+    else every micro-step."""
+    if fp8 and fp8_params:
+        return 0.0
+    return 1.0 / max(1, micro_steps) if fp8 and fp8_weight_cache else 1.0
+
+
 @lru_cache(maxsize=8192)
 def train_step_time(
     spec: ModelSpec, *, rates: DeviceRates, micro_batch_size: int, seq_len: int, micro_steps: int = 1,
@@ -250,8 +259,8 @@ def train_step_time(
     inv = step_inventory(spec, micro_batch_size=micro_batch_size, seq_len=seq_len, adapter=adapter,
                          eager_attention=eager_attention, attention_context=attention_context, causal_skip=causal_skip,
                          sequence_shards=mp.tp if mp.sequence_parallel else 1, fp8=fp8,
-                         fp8_weight_casts=0.0 if fp8 and fp8_params else (
-                             1.0 / max(1, micro_steps) if fp8 and fp8_weight_cache else 1.0),
+                         fp8_weight_casts=_fp8_weight_casts(fp8=fp8, fp8_params=fp8_params,
+                                                            fp8_weight_cache=fp8_weight_cache, micro_steps=micro_steps),
                          fp8_weight_transposes=(1.0 / max(1, micro_steps) if fp8_param_transpose else 0.0)
                          if fp8 and fp8_params else None,
                          expert_parallel=mp.ep, expert_token_shards=expert_token_shards(
@@ -451,8 +460,8 @@ def forward_only_time(
     inv = step_inventory(spec, micro_batch_size=micro_batch_size, seq_len=seq_len, adapter=adapter,
                          eager_attention=eager_attention, attention_context=attention_context,
                          expert_parallel=expert_parallel, expert_token_shards=expert_token_shards, fp8=fp8,
-                         fp8_weight_casts=0.0 if fp8 and fp8_params else (
-                             1.0 / max(1, micro_steps) if fp8 and fp8_weight_cache else 1.0))
+                         fp8_weight_casts=_fp8_weight_casts(fp8=fp8, fp8_params=fp8_params,
+                                                            fp8_weight_cache=fp8_weight_cache, micro_steps=micro_steps))
     kw = dict(rates=rates, seq_len=attention_context or seq_len, memory_factor=memory_factor, kernel_factor=kernel_factor,
               backward=False)
     one = (pass_seconds(inv.layers_forward, **kw) + pass_seconds(inv.head_forward, **kw)).scaled(count_scale)

@@ -112,14 +112,14 @@ def test_sequence_parallel_shard_is_saved_in_fp8_too():
     """Megatron-Core under sequence parallel: QKV and fc1 save (and gather again) their T/tp-token fp8 shard; the
     savings over the per-op model are in fp8 bytes for them and in bf16 for the output layer."""
     from trainfit.memory.parallel import ParallelLayout, shard_spec
-    from trainfit.plan.ranks import megatron_sp_input_savings
+    from trainfit.plan.ranks import megatron_activation_savings
 
     card = _megatron_card("fp8", "current")
     layout = ParallelLayout(tp=4, sp=True, dp=2)
     ss = shard_spec(LLAMA8, 4)
     T, h = 4096, LLAMA8.hidden_size
-    bf16 = megatron_sp_input_savings(card, ss, layout, tokens=T, dtype_bytes=2, trainable=FULL)
-    fp8 = megatron_sp_input_savings(card, ss, layout, tokens=T, dtype_bytes=2, trainable=FULL, linear_input_bytes=1.0)
+    bf16 = megatron_activation_savings(card, ss, layout, tokens=T, dtype_bytes=2, trainable=FULL)
+    fp8 = megatron_activation_savings(card, ss, layout, tokens=T, dtype_bytes=2, trainable=FULL, linear_input_bytes=1.0)
     glu = T * 2 * ss.intermediate_size  # the fused SwiGLU's act(gate), bf16 either way (test_megatron_dense_activations)
     assert bf16[0] == 2 * (2 * (T - T // 4) * h) + glu and fp8[0] == 2 * (1 * (T - T // 4) * h) + glu
     assert fp8["head"] == bf16["head"] == 2 * (T - T // 4) * h

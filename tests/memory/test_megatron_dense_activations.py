@@ -67,29 +67,29 @@ def _card(impl: str = "megatron", *, tp: int = 2, sp: bool = True, model: str = 
 
 
 def test_savings_dict_megatron_silu_uncompiled_only():
-    from trainfit.plan.ranks import megatron_dense_mlp_savings, megatron_sp_input_savings
+    from trainfit.plan.ranks import megatron_dense_mlp_savings, megatron_activation_savings
 
     T, L = 4096, LLAMA.num_layers
     # tp 1: no sequence shard, act(gate) on every dense layer, no head entry
-    one = megatron_sp_input_savings(_card(tp=1, sp=False), LLAMA, ParallelLayout(), tokens=T, dtype_bytes=2,
+    one = megatron_activation_savings(_card(tp=1, sp=False), LLAMA, ParallelLayout(), tokens=T, dtype_bytes=2,
                                     trainable=FULL)
     assert one == {i: float(T * 2 * LLAMA.intermediate_size) for i in range(L)}
     # tp 2 with sequence parallel: the QKV and fc1 input shards and act(gate) of the shard's width
     ss = shard_spec(LLAMA, 2)
     glu = megatron_dense_mlp_savings(ss, tokens=T, dtype_bytes=2)
     assert glu == T * 2 * ss.intermediate_size
-    got = megatron_sp_input_savings(_card(), ss, ParallelLayout(tp=2, sp=True), tokens=T, dtype_bytes=2,
+    got = megatron_activation_savings(_card(), ss, ParallelLayout(tp=2, sp=True), tokens=T, dtype_bytes=2,
                                     trainable=FULL)
     assert got[0] == 2 * 2 * (T - T // 2) * ss.hidden_size + glu
     # compiled rules (they already drop act(gate)), a GELU MLP, the DTensor plan: nothing more
-    assert megatron_sp_input_savings(_card(tp=1, sp=False, compile_=True), LLAMA, ParallelLayout(), tokens=T,
+    assert megatron_activation_savings(_card(tp=1, sp=False, compile_=True), LLAMA, ParallelLayout(), tokens=T,
                                      dtype_bytes=2, trainable=FULL) == {}
-    assert megatron_sp_input_savings(_card(tp=1, sp=False, model="google/gemma-2-9b"), GEMMA2, ParallelLayout(),
+    assert megatron_activation_savings(_card(tp=1, sp=False, model="google/gemma-2-9b"), GEMMA2, ParallelLayout(),
                                      tokens=T, dtype_bytes=2, trainable=FULL) == {}
-    assert megatron_sp_input_savings(_card("dtensor"), ss, ParallelLayout(tp=2, sp=True), tokens=T, dtype_bytes=2,
+    assert megatron_activation_savings(_card("dtensor"), ss, ParallelLayout(tp=2, sp=True), tokens=T, dtype_bytes=2,
                                      trainable=FULL) == {}
     # Qwen3 (qk-norm): compile on, the compiled rules do not apply, so act(gate) is still saved less
-    q = megatron_sp_input_savings(_card(tp=1, sp=False, model="Qwen/Qwen3-8B", compile_=True), QWEN3,
+    q = megatron_activation_savings(_card(tp=1, sp=False, model="Qwen/Qwen3-8B", compile_=True), QWEN3,
                                   ParallelLayout(), tokens=T, dtype_bytes=2, trainable=FULL)
     assert set(q.values()) == {float(T * 2 * QWEN3.intermediate_size)}
 

@@ -85,27 +85,27 @@ def _card(impl: str = "megatron", *, tp: int = 2, sp: bool = True, model: str = 
 
 
 def test_savings_dict_megatron_only():
-    from trainfit.plan.ranks import megatron_moe_savings, megatron_sp_input_savings
+    from trainfit.plan.ranks import megatron_moe_savings, megatron_activation_savings
 
     T = 4096
     ss = shard_spec(QWEN3_30B, 2)
     sp = ParallelLayout(tp=2, sp=True, ep=4)
     moe_less = megatron_moe_savings(ss, sp, tokens=T, dtype_bytes=2)
     assert moe_less == moe_block_bytes(ss, tokens=T) - megatron_moe_bytes(ss, tokens=T, sequence_shards=2) > 0
-    got = megatron_sp_input_savings(_card(), ss, sp, tokens=T, dtype_bytes=2, trainable=FULL)
+    got = megatron_activation_savings(_card(), ss, sp, tokens=T, dtype_bytes=2, trainable=FULL)
     # QKV's input shard and the MoE block (every Qwen3-30B-A3B layer is a MoE layer)
     assert got[0] == 2 * (T - T // 2) * ss.hidden_size + moe_less
     # tp 1: no sequence shard, the fused SwiGLU only, MoE layers only, no head entry
     one = ParallelLayout(ep=4)
-    nosp = megatron_sp_input_savings(_card(tp=1, sp=False), QWEN3_30B, one, tokens=T, dtype_bytes=2, trainable=FULL)
+    nosp = megatron_activation_savings(_card(tp=1, sp=False), QWEN3_30B, one, tokens=T, dtype_bytes=2, trainable=FULL)
     k, w = QWEN3_30B.moe.experts_per_token, QWEN3_30B.moe.expert_intermediate_size
     assert "head" not in nosp and set(nosp) == set(range(QWEN3_30B.num_layers))
     assert all(v == T * k * 2 * w for v in nosp.values())
     # the torch DTensor plan keeps the per-op figure; a dense Megatron model without sequence parallel saves only
     # its fused SwiGLU's act(gate) (test_megatron_dense_activations.py)
-    assert megatron_sp_input_savings(_card("dtensor"), ss, sp, tokens=T, dtype_bytes=2, trainable=FULL) == {}
+    assert megatron_activation_savings(_card("dtensor"), ss, sp, tokens=T, dtype_bytes=2, trainable=FULL) == {}
     llama = from_catalog("meta-llama/Llama-3.1-8B")
-    assert megatron_sp_input_savings(_card(tp=1, sp=False, model="meta-llama/Llama-3.1-8B"), llama, ParallelLayout(),
+    assert megatron_activation_savings(_card(tp=1, sp=False, model="meta-llama/Llama-3.1-8B"), llama, ParallelLayout(),
                                      tokens=T, dtype_bytes=2, trainable=FULL) == {
         i: float(T * 2 * llama.intermediate_size) for i in range(llama.num_layers)}
 

@@ -350,8 +350,8 @@ def _activations(card: RunCard, spec: ModelSpec, ss: ModelSpec, layout: Parallel
         extra = b * s_loc * a * ss.q_dim if trainable.lora is None and not fp8_in else 0
         if layout.cp_kind is ContextParallelKind.ULYSSES:
             extra += max(0.0, 2 * a * b * card.batch.seq_len * ss.head_dim * (1 - ss.num_kv_heads / layout.cp))
-    sp_less = megatron_sp_input_savings(card, ss, layout, tokens=b * s_loc, dtype_bytes=a, trainable=trainable,
-                                        linear_input_bytes=fp8_in)
+    sp_less = megatron_activation_savings(card, ss, layout, tokens=b * s_loc, dtype_bytes=a, trainable=trainable,
+                                          linear_input_bytes=fp8_in)
     per_layer = tuple(act.per_layer[i] + (extra if ss.layer_kind(i) is LayerKind.FULL_ATTENTION else 0)
                       - sp_less.get(i, 0.0) for i in stage.chunk_layers)
     ckpt = tuple(act.checkpointed_per_layer[i] for i in stage.chunk_layers)
@@ -375,10 +375,10 @@ RESIDUAL_DROPOUT_FAMILIES = frozenset({"opt", "mpt"})
 """Layer models that save a dropout mask on the residual branch after the attention and the MLP output."""
 
 
-def megatron_sp_input_savings(card: RunCard, ss: ModelSpec, layout: ParallelLayout, *, tokens: int, dtype_bytes: int,
-                              trainable: TrainableSpec, linear_input_bytes: float = 0.0) -> dict:
-    """Bytes per layer (and ``"head"``) one Megatron-Core tensor-parallel rank saves less under sequence parallel
-    than the per-op model (torch's DTensor plan, whose ``ColwiseParallel`` projections save their all-gathered
+def megatron_activation_savings(card: RunCard, ss: ModelSpec, layout: ParallelLayout, *, tokens: int, dtype_bytes: int,
+                                trainable: TrainableSpec, linear_input_bytes: float = 0.0) -> dict:
+    """Bytes per layer (and ``"head"``) a Megatron-Core rank saves less than the per-op model
+    (torch's DTensor plan, whose ``ColwiseParallel`` projections save their all-gathered
     input). Megatron's column-parallel linears save the sequence shard of their input and all-gather it again for
     the weight gradient (``LinearWithGradAccumulationAndAsyncCommunication.forward``: ``ctx.save_for_backward(input,
     weight)`` before the all-gather into the global ``mpu`` buffer; megatron-core 0.16.1 (PyPI)

@@ -75,6 +75,20 @@ log-softmax and the NLL: 14 bytes per logit forward, 22.5 backward (``LOSS_*``).
 outputs), the backward kernel reads it again and writes its bf16 gradient (in place or not, the same traffic): 2 and 4
 bytes per logit. Embedding: a gather forward; backward (trained) writes a dense V x h gradient.
 
+RL log-prob and update passes are charged ``LOSS_*`` too. verl's FSDP actor was counted against it and needs no head
+of its own: volcengine/verl verl/workers/actor/dp_actor.py ``_forward_micro_batch`` and verl/utils/torch_functional.py
+@2c8b2b995f36a7cd159b5a9beb5d5ed37cae0fc1 and @8e7780f5ee2021cc06c248b7cf87cf31200a38fd (v0.3.0.post0), bf16 logits,
+``use_remove_padding``: ``div_(temperature)`` 4 B per logit (its backward 4), flash-attn's ``cross_entropy_loss`` 2 B
+(backward 4), ``entropy_from_logits`` under ``torch.compile`` 16 B (inductor's kernel for it reads the bf16 logits four
+times and writes and re-reads one fp32 exp buffer; torch 2.13). The old-policy pass computes the entropy (2c8b2b99
+``compute_log_prob(calculate_entropy=True)``; every pass at v0.3.0.post0): 22 B, the reference 6 B, together the 2 x 14
+charged; the update with ``entropy_coeff`` 0 (2c8b2b99's default) 6 + 8 B against 14 + 22.5. Without
+``use_remove_padding`` the entropy runs eager on the response slice (about 58 B per logit under CUDA autocast: the bf16
+logits cast to fp32 for softmax and logsumexp, whose CUDA path is amax, sub, exp, sum). Charging verl's counts instead
+moves five of the six verl RL phase rows of ``benchmarks/step_times`` by under 1 point and the padded PPO row's log-prob
+pass by about +5 (away from its published time); a 30 / 45 B charge moves none by more than 8 points (their errors
+reach -43 % and -54 %): the vocabulary work is not what those rows miss.
+
 The byte constants are read off the op sequence above; ``tests/compute`` checks the kernels and
 GEMM FLOPs against the fake-tensor trace. Pure Python: no torch import.
 """

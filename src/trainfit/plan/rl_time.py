@@ -99,10 +99,10 @@ from trainfit.spec.training import TrainableSpec
 from trainfit.units import BYTES_PER_DTYPE
 
 PACKING_PRESETS = ("verl", "openrlhf", "nemo-rl")
+"""Frameworks that remove padding (pack sequences) in their log-prob and update passes."""
 OLD_LOGPROB_PRESETS = ("verl", "openrlhf", "nemo-rl")
 """Frameworks that recompute the old policy's log-probs every step (verl ``compute_log_prob``, OpenRLHF's
 experience maker, NeMo RL's ``prev_logprobs``); TRL only when ``num_iterations > 1``."""
-"""Frameworks that remove padding (pack sequences) in their log-prob and update passes."""
 
 
 def balanced_micro_batches(sequences: int, micro_batch_size: int) -> tuple[int, int]:

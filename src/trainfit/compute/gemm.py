@@ -20,9 +20,7 @@ Its time is the larger of the two roofs, each at what the card sustains (``rates
 * **Skinny shapes** (LoRA's rank-r products, decode at a small batch) fall on the memory roof.
 * **fp8.** A GEMM with 1-byte operands (``dtype_bytes=1``: Transformer Engine / torchao float8 linears)
   runs at ``rates.fp8_matmul_flops_per_s`` under the same tile, wave and depth model (its tiles are
-  128 wide on Hopper too: cuBLASLt / CUTLASS fp8 kernels); a card without an fp8 rate is an error. With
-  ``split_accumulator`` (the GEMM promotes its fp8 partial sums to fp32: TE's dgrad / wgrad GEMMs, every GEMM of
-  its blockwise recipe; the op inventory marks them) at ``rates.fp8_split_accumulator_share`` of that rate. The
+  128 wide on Hopper too: cuBLASLt / CUTLASS fp8 kernels); a card without an fp8 rate is an error. The
   casts that feed it are memory-bound kernels, counted in the op inventory.
 * **Calibration.** When ``rates.gemm_points`` holds measurements, the model's time at the nearest
   measured shape (in log space) is corrected by measured/modelled there.
@@ -81,12 +79,12 @@ def _model_compute_s(*, m: float, n: float, k: float, groups: float, rates: Devi
     return gemm_flops(m=m, n=n, k=k, groups=groups) / ((peak or rates.matmul_flops_per_s) * eff)
 
 
-def _peak(rates: DeviceRates, fp8: bool, split_accumulator: bool = False) -> float:
+def _peak(rates: DeviceRates, fp8: bool) -> float:
     if not fp8:
         return rates.matmul_flops_per_s
     if not rates.fp8_matmul_flops_per_s:
         raise CardError(f"precision.compute: fp8 needs fp8 tensor cores; {rates.gpu_id} has no fp8 rate in the catalog")
-    return rates.fp8_matmul_flops_per_s * (rates.fp8_split_accumulator_share if split_accumulator else 1.0)
+    return rates.fp8_matmul_flops_per_s
 
 
 def _nearest(points: tuple[GemmPoint, ...], m: float, n: float, k: float) -> GemmPoint:
@@ -97,17 +95,14 @@ def _nearest(points: tuple[GemmPoint, ...], m: float, n: float, k: float) -> Gem
 
 
 def gemm_seconds(
-    *, m: float, n: float, k: float, rates: DeviceRates, groups: float = 1, dtype_bytes: float = 2.0,
-    split_accumulator: bool = False,
+    *, m: float, n: float, k: float, rates: DeviceRates, groups: float = 1, dtype_bytes: float = 2.0
 ) -> float:
-    """Seconds of one GEMM (or one grouped GEMM of ``groups`` equal problems) on one GPU; ``split_accumulator``: an
-    fp8 GEMM that promotes its partial sums to fp32 (ignored for 16- and 32-bit operands)."""
+    """Seconds of one GEMM (or one grouped GEMM of ``groups`` equal problems) on one GPU."""
     if min(m, n, k) <= 0:
         return 0.0
     fp32 = dtype_bytes >= 4
     fp8 = dtype_bytes <= 1
-    compute = _model_compute_s(m=m, n=n, k=k, groups=groups, rates=rates, fp32=fp32,
-                               peak=_peak(rates, fp8, split_accumulator))
+    compute = _model_compute_s(m=m, n=n, k=k, groups=groups, rates=rates, fp32=fp32, peak=_peak(rates, fp8))
     if rates.gemm_points and not fp32 and not fp8:  # measured points are bf16
         p = _nearest(rates.gemm_points, m, n, k)
         modelled = max(_model_compute_s(m=p.m, n=p.n, k=p.k, groups=1, rates=rates, peak=rates.matmul_flops_per_s),

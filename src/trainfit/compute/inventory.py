@@ -182,18 +182,7 @@ class Gemm:
     count: float = 1
     groups: float = 1
     dtype_bytes: float = 2.0
-    """4: an fp32 GEMM (no tensor cores unless TF32 is enabled); 1: an fp8 GEMM."""
-    split_accumulator: bool = False
-    """An fp8 GEMM that promotes its partial sums to fp32 (``gemm.gemm_seconds``): Transformer Engine's dgrad and
-    wgrad GEMMs (``use_split_accumulator`` True, ``transformer_engine/pytorch/module/base.py`` ``_2X_ACC_DGRAD`` /
-    ``_2X_ACC_WGRAD`` l.84-85 and ``Float8CurrentScaling.fp8_gemm_dgrad`` / ``fp8_gemm_wgrad``,
-    transformer_engine/common/recipe/__init__.py l.308-309, NVIDIA/TransformerEngine
-    @d0067d0da6cb01811b8072a7d304f0e00344ce2b), torchao's
-    grad_input / grad_weight GEMMs (``Float8LinearConfig.gemm_config_grad_input`` / ``gemm_config_grad_weight``:
-    ``use_fast_accum`` False, torchao/float8/config.py l.215-217, pytorch/ao @36027d82d1ad9949597ea16002ff4940374b1b94),
-    and all three GEMMs of TE's ``Float8BlockScaling`` (l.438-460: asserted). The forward (fprop / output) GEMM of the
-    tensor-wise recipes runs with fast accumulation (``_2X_ACC_FPROP`` False, l.83; ``fp8_gemm_fprop``
-    ``use_split_accumulator=False``, l.307; torchao ``gemm_config_output`` ``use_fast_accum=True``)."""
+    """4: an fp32 GEMM (no tensor cores unless TF32 is enabled)."""
 
     @property
     def flops(self) -> float:
@@ -296,7 +285,7 @@ def step_inventory(
     attention_context: float | None = None, sequence_shards: int = 1, fp8: bool = False,
     fp8_weight_casts: float = 1.0, expert_parallel: int = 1, expert_token_shards: float = 1.0,
     grouped_gemm: bool = True, fp8_weight_transposes: float | None = None, moe_dispatcher: MoeDispatcher = MoeDispatcher.ALLTOALL,
-    fused_cross_entropy: bool = False, fp8_split_fprop: bool = False,
+    fused_cross_entropy: bool = False,
 ) -> StepInventory:
     """The op inventory of one micro-step of ``micro_batch_size × seq_len`` tokens on one GPU.
 
@@ -320,8 +309,7 @@ def step_inventory(
     Megatron-Core ``TEGroupedMLP``), else one GEMM per local expert (Megatron-Core ``SequentialMLP``);
     ``moe_dispatcher``: the EP dispatcher (the all-to-all one sorts the received rows by local expert and back,
     the flex / DeepEP one does not: ``moe_time.chunk_sort_bytes``); ``fused_cross_entropy``: the loss is flash-attn's
-    kernel (``FLASH_CE_*``) instead of the eager fp32 one (``LOSS_*``); ``fp8_split_fprop``: the fp8 forward GEMMs
-    promote to fp32 too (TE's blockwise recipe; ``Gemm.split_accumulator``: the dgrad / wgrad GEMMs always do).
+    kernel (``FLASH_CE_*``) instead of the eager fp32 one (``LOSS_*``).
     """
     t = float(micro_batch_size * seq_len)
     h = spec.hidden_size
@@ -385,11 +373,10 @@ def step_inventory(
         if g.bias and not frozen:  # the bias gradient: a reduction of dY over the tokens (BIAS_GRAD_BYTES)
             bq_b += BIAS_GRAD_BYTES * t * g.out_features * g.count
             bq_k += g.count
-        fwd.append(Gemm(g.name, t, g.out_features, g.in_features, g.count, 1, e,
-                        split_accumulator=fp8 and fp8_split_fprop))
-        bwd.append(Gemm(g.name + ".dX", t, g.in_features, g.out_features, g.count, 1, e, split_accumulator=fp8))
+        fwd.append(Gemm(g.name, t, g.out_features, g.in_features, g.count, 1, e))
+        bwd.append(Gemm(g.name + ".dX", t, g.in_features, g.out_features, g.count, 1, e))
         if not frozen:
-            bwd.append(Gemm(g.name + ".dW", g.in_features, g.out_features, t, g.count, 1, e, split_accumulator=fp8))
+            bwd.append(Gemm(g.name + ".dW", g.in_features, g.out_features, t, g.count, 1, e))
         fwd_k += g.count
         bwd_k += g.count * (1 if frozen else 2)
         if fp8:

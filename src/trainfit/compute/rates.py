@@ -13,17 +13,8 @@ Sources of the defaults (each is listed in the plan's assumptions when used):
   86.9 % A100 SXM, 81.1 % A100 PCIe, 80.3 % H100 SXM ("H200 is the same"), 83.8 % GH200, 77.6 % B200, 72.9 % GB200,
   51.4 % MI300X (``_MAMF_FRACTION``). The RTX 4090 its published torch.matmul rate (97.0 %,
   ``_OTHER_MATMUL_FRACTION``). Other NVIDIA cards take 80 % (about the H100 ratio), stated.
-* FP8 matmul, by the accumulation the GEMM asks for (``fp8_rates``). On Hopper and Ada the tensor cores' fp8 sums are
-  kept in a narrower accumulator unless the kernel periodically promotes them to fp32 in registers: cuBLASLt's
-  ``CUBLASLT_MATMUL_DESC_FAST_ACCUM`` = 0, Transformer Engine's ``use_split_accumulator``, torch ``_scaled_mm``'s
-  ``use_fast_accum=False`` (the "split accumulator"), which costs throughput. cuBLAS: "Currently this flag has an
-  effect on the following GPUs: Ada, Hopper" (docs.nvidia.com/cuda/cublas, ``cublasLtMatmulDescAttributes_t``,
-  read 2026-12-02). Split accumulation: the FP8 (``float8_e4m3fn``) MAMF table's fraction of the dense fp8 peak
-  where it has the card (``_FP8_MAMF_FRACTION``; mamf-finder times ``torch._scaled_mm`` without ``use_fast_accum``).
-  Fast accumulation: on Hopper the bf16 matmul rate times the measured fp8 / bf16 speedup of Transformer Engine's
-  pre-quantized fast-accumulation GEMMs (``HOPPER_FP8_FAST_ACCUM_SPEEDUP``); on Blackwell the flag does nothing, so
-  both are the FP8 table's row. Cards without a row: the fast rate for both (Hopper), or the card's bf16 MAMF
-  fraction of the fp8 peak (Ada, Blackwell GeForce, MI300X: assumed).
+* FP8 matmul: the catalog's dense fp8 peak (datasheet, without sparsity) at the card's bf16 MAMF
+  fraction (no published fp8 MAMF table covers every card; assumed, and listed when used).
 * HBM: a streaming copy reaches about 90 % of the datasheet bandwidth on A100/H100 (NVIDIA's
   ``nvbandwidth`` / STREAM-style results); assumed for every card.
 * Host cost per kernel: the H200 step times of small models in ``benchmarks/results/gpu_raw``
@@ -77,25 +68,6 @@ removed that table in commit e695968eb26fbebaa1fa93af1b67b1d07bf83b74 (2025-09-0
 in stas00/ml-engineering commit 68cd2e59331e7ea901d6a5dbf20e55309dce32d6, 2025-09-17, still there @744d01e18b79512572f64a6bbd8b5f4a725203a7),
 not the 80 % default it took before. B200 its own too: the same table's row "NVIDIA B200 SXM", 1,745.0 of
 2,250 TFLOP/s = 77.6 % (same commit)."""
-_FP8_MAMF_FRACTION = {"h100-sxm": 0.709, "h200": 0.734, "b200": 0.763, "gb200": 0.723}
-"""FP8 MAMF / datasheet dense fp8 peak, the FP8 (``float8_e4m3fn``) part of the same "Maximum Achievable Matmul FLOPS
-comparison table" (stas00/ml-engineering ``compute/accelerator/README.md`` @744d01e18b79512572f64a6bbd8b5f4a725203a7):
-rows "NVIDIA H100 SXM | 1402.6 | 1979 | 70.9% | 1024x9216x14336 | 2.7.0+cu126", "NVIDIA H200 SXM | 1453.4 | 1979 |
-73.4% | 1280x4096x12032 | 2.7.1+cu128", "NVIDIA B200 SXM | 3432.5 | 4500 | 76.3% | 15360x4096x3072 | 2.7.1+cu128" and
-"NVIDIA GB200 SXM | 3615.6 | 5000 | 72.3% | 19456x5120x1536 | 2.10.0.dev20250916+cu130". The finder times
-``torch._scaled_mm(A, B, scale, scale, out=C)`` (``compute/accelerator/benchmarks/mamf-finder.py`` l.349, same commit),
-whose ``use_fast_accum`` defaults to False: these are split-accumulator rates. The H200 has its own fp8 row (the bf16
-table's "H200 is the same" is not repeated there)."""
-HOPPER_FP8_FAST_ACCUM_SPEEDUP = 767.242 / 402.838
-"""fp8 GEMM with fast accumulation / bf16 GEMM, same shapes, Hopper: 1.905. NVIDIA/TransformerEngine
-``docs/examples/gemm_profiling/gemm_profiling.rst`` @d0067d0da6cb01811b8072a7d304f0e00344ce2b, "Worked Example: 5B Model
-on H200" (H200 NVL), pre-quantized mode, the 12 fprop / dgrad / wgrad GEMM shapes of a 24-layer model at 15,872 tokens
-(hidden 4096, intermediate 16384): "Total GEMM time (ms)" BF16 767.242, FP8 CurrentScaling 402.838 (per layer: fprop
-10.632 / 5.577, dgrad 10.747 / 5.661, wgrad 10.530 / 5.547 ms, whose sums give 1.901). Its pre-quantized FP8 path
-calls ``tex.generic_gemm(..., accumulate=False, use_split_accumulator=False)`` (``benchmarks/gemm/benchmark_gemm.py``
-``benchmark_fp8_current_prequantized``, same commit): fast accumulation, the GEMM kernel alone. The ratio at equal
-shapes carries to the other Hopper cards' bf16 MAMF rates (H100 SXM: 80.3 % x 1.905 / 2 = 76.5 % of the fp8 peak,
-against 70.9 % split)."""
 _MAMF_SOURCE = "stas00/ml-engineering compute/accelerator/README.md (MAMF table)"
 _OTHER_MATMUL_FRACTION = {
     "rtx4090": (0.970, "torch.matmul bf16 8192^3 160.17 TFLOP/s on an RTX 4090 (torch 2.7, cu128): github.com/zzc0721/"
@@ -182,12 +154,8 @@ class DeviceRates:
     fp32_matmul_flops_per_s: float | None = None
     """fp32 matmul without tensor cores (None: 1/12 of the bf16 rate)."""
     fp8_matmul_flops_per_s: float | None = None
-    """Sustained dense fp8 (E4M3/E5M2) matmul rate with fast accumulation (Transformer Engine's and torchao's forward
-    GEMMs); None on cards without fp8 tensor cores (Ampere, Turing, Volta), where ``precision.compute: fp8`` is
-    refused."""
-    fp8_split_accumulator_share: float = 1.0
-    """The split-accumulator fp8 rate (the fp32 promotion TE's dgrad / wgrad GEMMs and its blockwise recipe ask for)
-    as a share of ``fp8_matmul_flops_per_s``; 1 where the flag has no cost (Blackwell) or none is measured."""
+    """Sustained dense fp8 (E4M3/E5M2) matmul rate; None on cards without fp8 tensor cores (Ampere, Turing,
+    Volta), where ``precision.compute: fp8`` is refused."""
     gemm_points: tuple[GemmPoint, ...] = ()
     """Measured matmuls (a calibration); when given they replace the shape model near their shapes."""
     compute_capability: str | None = None
@@ -239,31 +207,9 @@ def default_rates(gpu: GpuSpec) -> DeviceRates:
         pcie_bytes_per_s=(gpu.host_link_bytes_per_s or gpu.pcie_bytes_per_s or 32e9) * PCIE_EFFICIENCY,
         compute_capability=gpu.compute_capability,
         fp32_matmul_flops_per_s=gpu.fp32_flops_per_s,
-        **fp8_rates(gpu, bf16_fraction=frac),
+        fp8_matmul_flops_per_s=gpu.fp8_dense_flops_per_s * frac if gpu.fp8_dense_flops_per_s else None,
         sources=tuple(src),
     )
-
-
-def fp8_rates(gpu: GpuSpec, *, bf16_fraction: float) -> dict[str, Any]:
-    """``fp8_matmul_flops_per_s`` (fast accumulation) and ``fp8_split_accumulator_share`` of a catalog card (module
-    docstring): Hopper fast at its bf16 rate x ``HOPPER_FP8_FAST_ACCUM_SPEEDUP``, split at the FP8 MAMF row; Blackwell
-    both at the row (the flag has no effect there); a card without a row its fast rate for both."""
-    peak = gpu.fp8_dense_flops_per_s
-    if not peak:
-        return {"fp8_matmul_flops_per_s": None}
-    row = _FP8_MAMF_FRACTION.get(gpu.id)
-    if _is_hopper(gpu):
-        fast = gpu.half_dense_flops_per_s * bf16_fraction * HOPPER_FP8_FAST_ACCUM_SPEEDUP
-    else:
-        fast = peak * (row if row is not None else bf16_fraction)
-    split = peak * row if row is not None else fast
-    return {"fp8_matmul_flops_per_s": fast, "fp8_split_accumulator_share": min(1.0, split / fast)}
-
-
-def _is_hopper(gpu: GpuSpec) -> bool:
-    """Compute capability 9.x (H100, H200, H20, H800): the fp8 tensor-core generation with the fast-accumulation
-    mode that costs throughput to turn off."""
-    return (gpu.compute_capability or "").split(".")[0] == "9"
 
 
 POWER_CLOCK_EXPONENT = 1.0 / 3.0

@@ -106,8 +106,8 @@ def pass_seconds(inv: PassInventory, *, rates: DeviceRates, seq_len: float, back
                  memory_factor: float = 1.0, kernel_factor: float = 1.0) -> PassTime:
     """Time of one pass from its inventory (module docstring). ``memory_factor`` / ``kernel_factor``
     scale the memory-bound bytes and the kernel count (kernel fusion by a compiler)."""
-    gemm = sum(gemm_seconds(m=g.m, n=g.n, k=g.k, groups=g.groups, rates=rates, dtype_bytes=g.dtype_bytes,
-                            split_accumulator=g.split_accumulator) * g.count for g in inv.gemms)
+    gemm = sum(gemm_seconds(m=g.m, n=g.n, k=g.k, groups=g.groups, rates=rates, dtype_bytes=g.dtype_bytes) * g.count
+               for g in inv.gemms)
     attn = attention_seconds(forward_flops=inv.attention_forward_flops, seq_len=seq_len, rates=rates, backward=backward)
     strided = inv.strided_bytes if memory_factor >= 1.0 else 0.0
     mem = ((inv.memory_bytes - strided) * memory_factor + strided / STRIDED_BANDWIDTH_SHARE) / rates.hbm_bytes_per_s
@@ -228,7 +228,7 @@ def train_step_time(
     kernel_factor: float = 1.0, model_parallel: ModelParallel = ModelParallel(), attention_context: float | None = None,
     selective: str = "none", fp8: bool = False, fp8_weight_cache: bool = False, work_cv: float = 0.0,
     expert_params: float = 0.0, causal_skip: bool = True, fused_cross_entropy: bool = False,
-    fp8_params: bool = False, fp8_param_transpose: bool = True, fp8_split_fprop: bool = False,
+    fp8_params: bool = False, fp8_param_transpose: bool = True,
 ) -> TrainStepTime:
     """Seconds of one optimizer step on one GPU (all GPUs of a data-parallel group run in lockstep).
 
@@ -241,8 +241,7 @@ def train_step_time(
     ``is_first_microbatch`` cache, ``inventory.step_inventory``); ``fp8_params``: fp8 primary weights (``memory.fp8``):
     no weight casts (the optimizer step writes the fp8 weights: ``optimizer.weight_bytes`` is then their mean bytes,
     which the data-parallel all-gather moves too), their transpose once per step where ``fp8_param_transpose``
-    (TE ``post_all_gather_processing`` on GPUs without non-TN fp8 GEMMs); ``fp8_split_fprop``: the forward fp8 GEMMs
-    promote to fp32 as the backward ones do (TE's blockwise recipe; ``inventory.Gemm.split_accumulator``);
+    (TE ``post_all_gather_processing`` on GPUs without non-TN fp8 GEMMs);
     ``work_cv``: relative spread of one micro-batch's tokens across the data-parallel ranks (variable-length RL
     sequences, ``collectives.micro_batch_token_cv``; 0 for fixed-length training data). The ranks run in lockstep,
     so the slowest rank's device time, with its extra tokens and the per-GPU speed spread
@@ -266,8 +265,7 @@ def train_step_time(
                          if fp8 and fp8_params else None,
                          expert_parallel=mp.ep, expert_token_shards=expert_token_shards(
                              tp=mp.tp, etp=mp.etp, ep=mp.ep, sequence_parallel=mp.sequence_parallel),
-                         moe_dispatcher=mp.moe_dispatcher, fused_cross_entropy=fused_cross_entropy,
-                         fp8_split_fprop=fp8_split_fprop)
+                         moe_dispatcher=mp.moe_dispatcher, fused_cross_entropy=fused_cross_entropy)
     kw = dict(rates=rates, seq_len=attention_context or seq_len, memory_factor=memory_factor, kernel_factor=kernel_factor)
     fwd = (pass_seconds(inv.layers_forward, backward=False, **kw)
            + pass_seconds(inv.head_forward, backward=False, **kw)).scaled(count_scale)
@@ -450,7 +448,6 @@ def forward_only_time(
     gathered_weight_bytes: float = 0.0, count_scale: float = 1.0, memory_factor: float = 1.0,
     kernel_factor: float = 1.0, attention_context: int | None = None, expert_parallel: int = 1,
     expert_token_shards: float = 1.0, fp8: bool = False, fp8_weight_cache: bool = False, fp8_params: bool = False,
-    fp8_split_fprop: bool = False,
 ) -> PassTime:
     """A no-grad forward over ``micro_steps`` micro-batches (log-probs, values, rewards) on one GPU:
     the layers and the head (the log-softmax and gather cost about what the loss does), plus the
@@ -459,14 +456,12 @@ def forward_only_time(
     as ``train_step_time`` (a model trained in fp8 runs its no-grad forwards in fp8 too: Megatron-Core's fp8
     context wraps every forward, torchao's Float8Linear is the module); ``fp8_params``: fp8 primary weights, as
     ``train_step_time``: no weight casts (the optimizer step writes the fp8 weights: Megatron fp8_utils.py
-    quantize_param_shard l.396-453 @d98e8a64), and a forward needs no weight transpose; ``fp8_split_fprop``: as
-    ``train_step_time``."""
+    quantize_param_shard l.396-453 @d98e8a64), and a forward needs no weight transpose."""
     inv = step_inventory(spec, micro_batch_size=micro_batch_size, seq_len=seq_len, adapter=adapter,
                          eager_attention=eager_attention, attention_context=attention_context,
                          expert_parallel=expert_parallel, expert_token_shards=expert_token_shards, fp8=fp8,
                          fp8_weight_casts=_fp8_weight_casts(fp8=fp8, fp8_params=fp8_params,
-                                                            fp8_weight_cache=fp8_weight_cache, micro_steps=micro_steps),
-                         fp8_split_fprop=fp8_split_fprop)
+                                                            fp8_weight_cache=fp8_weight_cache, micro_steps=micro_steps))
     kw = dict(rates=rates, seq_len=attention_context or seq_len, memory_factor=memory_factor, kernel_factor=kernel_factor,
               backward=False)
     one = (pass_seconds(inv.layers_forward, **kw) + pass_seconds(inv.head_forward, **kw)).scaled(count_scale)

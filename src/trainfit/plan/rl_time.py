@@ -94,7 +94,6 @@ from trainfit.plan.time import (
 )
 from trainfit.spec.card import RunCard
 from trainfit.spec.enums import AsyncMode, ComputeDtype, Dtype, Method, RefPlacement, RolloutEngine, Strategy
-from trainfit.spec.enums import Fp8Recipe
 from trainfit.spec.model import ModelSpec
 from trainfit.spec.training import TrainableSpec
 from trainfit.units import BYTES_PER_DTYPE
@@ -213,7 +212,6 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
             # a model trained in fp8 runs its log-prob forwards in fp8 as well (the same linears)
             fp8=fp8, fp8_weight_cache=fp8 and card.precision.fp8_recipe in TE_ONLY_FP8_RECIPES,
             fp8_params=fp8 and card.precision.fp8_params,  # fp8 primary weights: no weight casts
-            fp8_split_fprop=fp8 and card.precision.fp8_recipe is Fp8Recipe.BLOCKWISE,  # TE blockwise: split accum.
         )
         comm = 0.0
         if mp.active:

@@ -361,7 +361,6 @@ def training_time(
         fp8_weight_cache=card.precision.fp8_recipe in TE_ONLY_FP8_RECIPES, work_cv=work_cv, expert_params=expert,
         fp8_params=card.precision.fp8_params, fp8_param_transpose=not _fp8_non_tn(card),
         causal_skip=causal_skip, fused_cross_entropy=card.loss.kernel is LossKernel.FLASH_ATTN,
-        fp8_split_fprop=card.precision.fp8_recipe is Fp8Recipe.BLOCKWISE,
     )
     return replace(t, assumptions=t.assumptions + (packed_note,)) if packed_note else t
 

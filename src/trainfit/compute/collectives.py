@@ -19,6 +19,8 @@ time that the layer's compute does not cover is exposed.
   the first gather is exposed. Backward all-gathers (when resharded after forward) and
   reduce-scatters on the same NCCL stream while the previous layer's backward computes; the
   last reduce-scatter is exposed. The root unit (embedding, head) is gathered once, exposed.
+  HSDP adds each unit's all-reduce of its gradient shard across the node replicas, on a stream of its own
+  through the NICs, behind the remaining backward (``exposed_sharded``).
 * DDP: gradient buckets (25 MB) all-reduce during backward; exposed = what exceeds backward,
   at least the last bucket.
 * ZeRO-1/2 (DeepSpeed, ``overlap_comm``): gradient reduce-scatter overlapped like DDP; the
@@ -356,16 +358,38 @@ def exposed_sharded(
     root_grad_bytes: float, ranks: int, bus_bytes_per_s: float, latency_s: float,
     layer_forward_s: float, layer_backward_s: float, micro_steps: int, reshard_after_forward: bool = True,
     expert_layer_weight_bytes: float = 0.0, expert_layer_grad_bytes: float = 0.0, expert_ranks: int = 1,
-    expert_bus_bytes_per_s: float | None = None,
+    expert_bus_bytes_per_s: float | None = None, replica_layer_grad_bytes: float = 0.0,
+    replica_root_grad_bytes: float = 0.0, replica_ranks: int = 1, replica_bus_bytes_per_s: float | None = None,
 ) -> CommTime:
-    """FSDP / ZeRO-3: per-layer gathers and reduce-scatters behind per-layer compute.
+    """FSDP / ZeRO-3 / HSDP: per-layer gathers and reduce-scatters behind per-layer compute.
 
     ``expert_layer_*``: a layer's routed experts under expert parallel (not in ``layer_*``), sharded over their own
     ``expert_ranks`` group (NeMo Automodel ``moe/parallelizer.py`` ``apply_fsdp`` @4a37629a9a5d200c009692787dafc5f88aa85326:
     the experts get their own ``fully_shard`` on the ``ep_shard`` mesh, data x context / ep ranks, and with one such
     rank are left out of FSDP, ``ignored_params``): gathered and reduce-scattered beside the layer's dense unit, on the
-    same stream, so the layer's collective time is the sum."""
+    same stream, so the layer's collective time is the sum.
+
+    ``replica_*`` (HSDP, torch ``HYBRID_SHARD`` / ``fully_shard`` on a 2-D mesh): after a unit's reduce-scatter
+    inside the node, its gradient shard (``replica_layer_grad_bytes``; the root unit's ``replica_root_grad_bytes``)
+    is all-reduced across the ``replica_ranks`` node replicas at ``replica_bus_bytes_per_s`` (one NIC per GPU). Both
+    torch implementations issue that all-reduce per unit on a stream of its own, right after the unit's
+    reduce-scatter, and only the end of the backward waits for it (pytorch/pytorch
+    @cf30153c4c131c8164ee7798e5022d810682e2cb, the torch 2.13.0 wheel's ``torch.version.git_version``: FSDP1
+    ``torch/distributed/fsdp/_runtime_utils.py`` ``_init_streams`` l. 270-273 "Stream to run HSDP's all-reduce as
+    async", ``_reduce_grad`` l. 858-876 ``reduce_scatter_single`` then ``_all_reduce_stream.wait_stream(
+    _post_backward_stream)`` and ``dist.all_reduce(new_sharded_grad, group=state._inter_node_pg)`` on
+    ``_all_reduce_stream``, ``_post_backward_final_callback`` l. 1104-1106 waits for that stream; FSDP2
+    ``_fully_shard/_fsdp_param_group.py`` l. 99-102 "Run the HSDP all-reduces concurrently with
+    all-gather/reduce-scatter since collectives use different network resources", ``_fsdp_collectives.py``
+    ``foreach_reduce`` l. 652-672 ``all_reduce_stream.wait_stream(reduce_scatter_stream)`` then ``dist.all_reduce``,
+    ``_fsdp_param_group.py`` ``finalize_backward`` l. 763-766 waits for the last event of each stream; older FSDP1,
+    @3ade90a6aaa939cd6238e314c321b9f920db1471 ``_post_backward_hook``, issued it on the post-backward stream right
+    after the reduce-scatter). The reduce-scatter stays inside the node (NVLink) and the all-reduce ring has one GPU
+    per node (NIC), so the two links pipeline: a layer's backward costs the slower of its compute, its NVLink
+    collectives and its all-reduce; the last unit's reduce-scatter then all-reduce, and the root's, are exposed."""
     kw = dict(ranks=ranks, bus_bytes_per_s=bus_bytes_per_s, latency_s=latency_s)
+    rkw = dict(ranks=replica_ranks, latency_s=latency_s,
+               bus_bytes_per_s=bus_bytes_per_s if replica_bus_bytes_per_s is None else replica_bus_bytes_per_s)
     ekw = dict(ranks=expert_ranks, latency_s=latency_s,
                bus_bytes_per_s=bus_bytes_per_s if expert_bus_bytes_per_s is None else expert_bus_bytes_per_s)
     ag = all_gather_seconds(total_bytes=layer_weight_bytes, **kw) + all_gather_seconds(
@@ -374,11 +398,13 @@ def exposed_sharded(
         total_bytes=expert_layer_grad_bytes, **ekw)
     root = all_gather_seconds(total_bytes=root_weight_bytes, **kw) + reduce_scatter_seconds(
         total_bytes=root_grad_bytes, **kw)
+    ar = all_reduce_seconds(total_bytes=replica_layer_grad_bytes, **rkw)
+    root += all_reduce_seconds(total_bytes=replica_root_grad_bytes, **rkw)
     bwd_comm = (ag if reshard_after_forward else 0.0) + rs
     fwd_exposed = ag + (layers - 1) * max(0.0, ag - layer_forward_s)
-    bwd_exposed = (layers - 1) * max(0.0, bwd_comm - layer_backward_s) + rs
+    bwd_exposed = (layers - 1) * max(0.0, bwd_comm - layer_backward_s, ar - layer_backward_s) + rs + ar
     per_micro = fwd_exposed + bwd_exposed + root
-    total = micro_steps * (layers * (ag + bwd_comm) + root)
+    total = micro_steps * (layers * (ag + bwd_comm + ar) + root)
     return CommTime(total, micro_steps * per_micro)
 
 

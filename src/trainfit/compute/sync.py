@@ -24,9 +24,12 @@ checkpoint engine off (``per_parameter``) and 4 GiB buckets with it on (``bucket
 
 Seconds::
 
-    gather    = (s−1)/s · weight_bytes / bus  +  num_tensors · (collective latency + hops)   (s shards)
+    gather    = (s−1)/s · gather_bytes / bus  +  num_tensors · (collective latency + hops)   (s shards)
+                (gather_bytes: the shards in the trainer's dtype where the framework casts after the gather)
     transfer  = colocated: (2·W + 2·W/tp) / hbm        (fill the bucket; each engine rank copies its shard)
-                broadcast: W / bus + buckets · (latency + hops) + 2·W/tp / hbm
+                broadcast: S / bus + buckets · (latency + hops) + 2·W/tp / hbm
+                           (S = W, or buckets · bucket where every bucket is sent whole: verl's checkpoint
+                           engine, its buckets filled in state_dict order, ``packed_bucket_count``)
     bus: NCCL's intra-node rate; across nodes the NICs of the group's GPUs in one node in parallel
          (``collectives.ring_bus_bytes_per_s``)
                 disk:      2·W / disk_bytes_per_s + 2·W/tp / hbm
@@ -54,19 +57,36 @@ defaults are published measurements:
   ``update_weight``): TRL PR #5249 measured 0.6 s for Qwen2-0.5B (290 tensors) before batching.
 * ``S_PER_BUCKET`` = 3 ms: one IPC handle open/close or broadcast handshake per bucket (slime, above).
 
+verl's FSDP engines gather before they cast (``FrameworkSync.gathers_trainer_dtype``): ``get_per_tensor_param``
+yields ``param.to(device).full_tensor().to(torch.bfloat16)``, so each all-gather moves the sharded parameter in the
+trainer's dtype, fp32 for verl's actor (verl-project/verl verl/workers/engine/fsdp/transformer_impl.py lines
+972-981 @b9873ee98f5ee513a460a7a41623262ac4a831e9, with its "TODO: cast fp32 to bf16 to reduce weight sync
+overhead"): twice the bf16 bytes on the gather's links. The cast and the copy into the bucket that follow are HBM
+traffic (not modelled). verl's VeOmni engine does not cast at all (``param_generator``, veomni/transformer_impl.py
+lines 614-633, fp32 under its default ``mixed_precision: true``, line 293 and trainer/config/engine/veomni.yaml
+line 17, same commit): it gathers and sends fp32; a card does not name the engine, so that is not modelled.
+
 Known gap: verl's checkpoint engine into SGLang (verl-project/verl docs/advance/delta_weight_sync.md, nccl rows,
-H100) is 4-10x slower than this model. Its code path (@b9873ee98, the measured one) keeps the bytes on the GPU:
-``full_tensor()`` of each fp32 FSDP2 parameter, a bf16 cast, a copy into the bucket, one broadcast per bucket,
-CUDA-IPC handles (not the tensors) to SGLang's ``update_weights_from_tensor``; only an offloaded trainer copies its
-fp32 shard up from pageable memory per parameter. The publisher's profile (verl-project/verl issue #7060,
-2026-07-20) puts 23.5 s of the 72B sender's 24 s in that gather and packing (~6 GB/s of bf16 out), which no rate
-catalogued here explains; no term stands in for it.
+H100) is 4-6x slower than this model. Its code path (@b9873ee98, the measured one) keeps the bytes on the GPU: the
+fp32 gather above, a bf16 cast, a copy into the bucket, one broadcast of the whole 2 GiB buffer per bucket from
+trainer rank 0 (83 buckets for Qwen2.5-72B, ``packed_bucket_count``), and on each rollout rank a clone of every
+tensor and one CUDA-IPC handle per tensor to SGLang's ``update_weights_from_tensor``
+(sgl-project/sglang python/sglang/srt/weight_sync/utils.py @105cec05def6b93d68ea396000500c5d16e00a96). The
+publisher's "23.5 s of the 72B sender's 24 s is assembly/bucketing, wire_wait only 0.5-1.8 s" (verl-project/verl
+issue #7060, 2026-07-20) does not place the time in the assembly: the sender's per-bucket
+``torch.cuda.synchronize()`` (verl/checkpoint_engine/nccl_checkpoint_engine.py line 258) waits for every stream of
+the device, the previous bucket's broadcast included, and ``wait_for_complete`` (the "wire_wait") waits for its
+enqueue only (lines 92-100). The same publisher's 7B receiver profile (verl-project/verl PR #6974, 2026-07-10)
+times the wire at 1.6-1.8 s for 15 GB, beside 1.2 s of SGLang apply: 5-9 GB/s from the one sending GPU, a fifth to
+a tenth of one 400 Gb/s NIC. The fabric is not stated and no catalogued rate is that low, so no term stands in for
+it.
 
 Pure Python: no torch import.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from math import ceil
@@ -125,6 +145,16 @@ class FrameworkSync:
     sends (verl's checkpoint engine, OpenRLHF, TRL)."""
     source: str
     """repository, path and commit read."""
+    broadcasts_whole_bucket: bool = False
+    """Every broadcast sends the whole bucket buffer, however full (verl's checkpoint engine before
+    verl-project/verl 1ddf0713e, #7107 of 2026-08-10: ``BroadcastOperation(bucket=send_buf)``,
+    verl/checkpoint_engine/nccl_checkpoint_engine.py lines 257 and 289 @b178a3cd56f58b2d502255daba591e92833930a7,
+    lines 267 and 294 @b9873ee98f5ee513a460a7a41623262ac4a831e9), the buffer filled greedily in ``state_dict`` order
+    (``packed_bucket_count``)."""
+    gathers_trainer_dtype: bool = False
+    """The all-gather moves the sharded parameters in the trainer's dtype and the cast to the engine's dtype follows
+    it (verl's FSDP engine: ``full_tensor()`` then ``.to(torch.bfloat16)``; module docstring); else the
+    gather is counted in the dtype sent."""
 
 
 def weight_sync_seconds(
@@ -147,10 +177,19 @@ def weight_sync_seconds(
     receiver_cast_params: float = 0.0,
     receiver_cast_bytes_per_param: float = 0.0,
     trainer_gather: ExportGather | None = None,
+    gather_bytes: float | None = None,
+    tensor_bytes: Sequence[float] | None = None,
+    whole_bucket: bool = False,
 ) -> SyncTime:
     """Seconds of one trainer -> engine weight update (module docstring).
 
-    ``weight_bytes``: the whole model in the dtype sent. ``num_tensors``: parameters sent
+    ``weight_bytes``: the whole model in the dtype sent; ``gather_bytes``: in the dtype the trainer's all-gather
+    moves, where it gathers before casting (``FrameworkSync.gathers_trainer_dtype``; None: ``weight_bytes``).
+    ``tensor_bytes``: each tensor's bytes in the order sent (``hf_tensor_bytes``): the buckets are then filled
+    greedily as verl's checkpoint engine fills them (``packed_bucket_count``), else ``ceil(weight_bytes /
+    bucket_bytes)``. ``whole_bucket``: each broadcast sends the whole bucket buffer
+    (``FrameworkSync.broadcasts_whole_bucket``), so ``buckets · bucket_bytes`` cross the wire.
+    ``num_tensors``: parameters sent
     (``hf_tensor_count``). ``train_shards``: ranks a parameter is sharded over (1: replicated).
     ``tp``: the engine's tensor parallelism; ``engines``: engine instances receiving a broadcast.
     ``inter_node``: the broadcast crosses nodes (NIC per GPU ``nic_bytes_per_s``); the gather does
@@ -186,10 +225,15 @@ def weight_sync_seconds(
         raise CardError("weight sync: a Megatron export gather (trainer_gather) with train_shards 1 only")
     if bucket_bytes is not None and bucket_bytes <= 0:
         raise CardError(f"weight sync: bucket_bytes must be > 0 or None, got {bucket_bytes}")
-    gather = _gather_seconds(weight_bytes=weight_bytes, num_tensors=num_tensors, shards=train_shards, rates=rates,
+    if gather_bytes is not None and gather_bytes <= 0:
+        raise CardError(f"weight sync: gather_bytes must be > 0 or None, got {gather_bytes}")
+    gather = _gather_seconds(weight_bytes=weight_bytes if gather_bytes is None else gather_bytes,
+                             num_tensors=num_tensors, shards=train_shards, rates=rates,
                              crosses_nodes=bool(gpus_per_node and train_shards > gpus_per_node),
                              nic_bytes_per_s=nic_bytes_per_s, s_per_tensor=gather_s_per_tensor, gpus_per_node=gpus_per_node)
-    buckets = 0 if bucket_bytes is None or mech is SyncMechanism.DISK else ceil(weight_bytes / bucket_bytes)
+    buckets = (0 if bucket_bytes is None or mech is SyncMechanism.DISK else
+               packed_bucket_count(tensor_bytes, bucket_bytes=bucket_bytes) if tensor_bytes else
+               ceil(weight_bytes / bucket_bytes))
     load = 2 * weight_bytes / tp / rates.hbm_bytes_per_s  # each engine rank copies its shard in
     cast = receiver_cast_params * receiver_cast_bytes_per_param / rates.hbm_bytes_per_s
     if mech is SyncMechanism.COLOCATED_CUDA_IPC:
@@ -203,10 +247,12 @@ def weight_sync_seconds(
         bus = collectives.ring_bus_bytes_per_s(rates=rates, crosses_nodes=inter_node, nic_bytes_per_s=nic_bytes_per_s,
                                                local_ranks=sender_node_ranks)
         per_call = collectives.ring_latency_s(ranks=receivers + 1, latency_s=rates.collective_latency_s)
-        wire = weight_bytes / bus
+        sent = buckets * bucket_bytes if whole_bucket and buckets and bucket_bytes else weight_bytes
+        wire = sent / bus
         overlap = bool(buckets) and mech is SyncMechanism.NCCL_BROADCAST
         transfer = (max(wire, cast) if overlap else wire + cast) + (buckets or num_tensors) * per_call + load
-        how = f"broadcast from trainer rank 0 to {receivers} engine ranks at {bus / 1e9:.0f} GB/s"
+        how = f"broadcast from trainer rank 0 to {receivers} engine ranks at {bus / 1e9:.0f} GB/s" + (
+            f", {sent / 1e9:.3g} GB: every bucket sent whole" if sent != weight_bytes else "")
     per_tensor = num_tensors * _s_per_tensor(mech, bucket_bytes, s_per_tensor) + buckets * S_PER_BUCKET
     export_notes: tuple[str, ...] = ()
     if trainer_gather is not None:
@@ -234,7 +280,9 @@ def weight_sync_seconds(
             f"host cost {host:.2f} s per sync runs beside the device work ({both:.2f} s); {per_tensor:.2f} s exposed",)
     notes = (
         f"{mech.value}: {how}",
-        f"gather over {train_shards} shard(s), one collective per tensor" if train_shards > 1 else
+        f"gather over {train_shards} shard(s), one collective per tensor"
+        + (f", {gather_bytes / 1e9:.3g} GB in the trainer's dtype (cast after the gather)" if gather_bytes else "")
+        if train_shards > 1 else
         "no gather (replicated weights)" if trainer_gather is None else f"export gather {gather:.2f} s",
         f"{num_tensors} tensors, " + (f"{buckets} bucket(s) of {bucket_bytes / GIB:.2f} GiB" if buckets else "one at a time"),
     ) + ((f"each engine rank casts {receiver_cast_params / 1e9:.3g}B weights on arrival ({cast:.2f} s of HBM"
@@ -416,6 +464,64 @@ def hf_tensor_count(spec: ModelSpec, *, fused_experts: bool = False) -> int:
     return total
 
 
+def hf_tensor_bytes(spec: ModelSpec, *, bytes_per_param: float = 2.0) -> tuple[float, ...] | None:
+    """Bytes of each tensor ``hf_tensor_count`` counts, in ``state_dict`` order, the order a sync walks them:
+    ``embed_tokens``; per layer q, k, v (each with its bias), o (and its bias), the q/k norms, the MLP (gate, up,
+    down with their biases; MoE: the router, each expert's three, the shared expert's three and its gate) and the
+    layer norms; the final norm and an untied head (transformers' Qwen2/Qwen3/Llama ``modeling_*.py`` module
+    order). None for layouts it does not size tensor by tensor (MLA, linear attention, a gated attention output,
+    an ungated MLP, norms with biases, learned positions, a separate head width)."""
+    if (spec.mla is not None or spec.linear_attention is not None or spec.attn_output_gate or not spec.mlp_gated
+            or spec.norm_bias or spec.learned_positions or spec.head_outputs is not None
+            or any(spec.layer_kind(i) is LayerKind.LINEAR_ATTENTION for i in range(spec.num_layers))):
+        return None
+    h, hd, b = spec.hidden_size, spec.head_dim, bytes_per_param
+    q, kv = spec.num_attention_heads * hd, spec.num_kv_heads * hd
+    bias = spec.attention_bias
+    attn = ([q * h * b] + ([q * b] if bias else []) + [kv * h * b] + ([kv * b] if bias else [])
+            + [kv * h * b] + ([kv * b] if bias else []) + [h * q * b] + ([h * b] if spec.o_proj_bias else [])
+            + ([hd * b, hd * b] if spec.qk_norm else []))
+    inter = spec.intermediate_size
+    dense = ([inter * h * b, inter * b, inter * h * b, inter * b, h * inter * b, h * b] if spec.mlp_bias else
+             [inter * h * b, inter * h * b, h * inter * b])
+    norms = [h * b] * spec.norms_per_layer
+    sizes = [spec.vocab_size * h * b]
+    moe = spec.moe
+    for i in range(spec.num_layers):
+        sizes += attn
+        if moe is not None and moe.is_moe_layer(i):
+            sizes.append(moe.num_experts * h * b)
+            sizes += [moe.expert_intermediate_size * h * b] * 3 * moe.num_experts
+            if moe.shared_expert_intermediate_size:
+                sizes += [moe.shared_expert_intermediate_size * h * b] * 3 + [h * b]
+        else:
+            sizes += dense
+        sizes += norms
+    sizes += [h * b] + ([] if spec.tie_word_embeddings else [spec.vocab_size * h * b])
+    return tuple(float(x) for x in sizes)
+
+
+def packed_bucket_count(tensor_bytes: Sequence[float], *, bucket_bytes: float) -> int:
+    """Buckets of ``bucket_bytes`` filled greedily with the tensors in order, as verl's checkpoint engine fills them:
+    a tensor larger than a bucket is cut into bucket-sized chunks (``split_weight_chunks``,
+    verl/checkpoint_engine/base.py), and a chunk that does not fit in what is left closes the bucket
+    (``send_weights``: ``if offset + chunk_size > bucket_size``, nccl_checkpoint_engine.py line 257
+    @b9873ee98f5ee513a460a7a41623262ac4a831e9). Qwen2.5-72B in bf16 into 2 GiB buckets: 83, the count the
+    publisher logged for that sync (verl-project/verl issue #7060, 2026-07-20: "83 buckets, 145 GB")."""
+    if bucket_bytes <= 0:
+        raise CardError(f"weight sync: bucket_bytes must be > 0, got {bucket_bytes}")
+    buckets, filled = 0, bucket_bytes  # no bucket open yet
+    for size in tensor_bytes:
+        left = float(size)
+        while left > 0:
+            chunk = min(bucket_bytes, left)
+            if filled + chunk > bucket_bytes:
+                buckets, filled = buckets + 1, 0.0
+            filled += chunk
+            left -= chunk
+    return buckets
+
+
 _FRAMEWORKS = {
     ("verl", Placement.COLOCATE): (
         SyncMechanism.COLOCATED_CUDA_IPC, 2048 * 2**20, S_PER_TENSOR_BUCKETED,
@@ -517,7 +623,11 @@ def framework_sync_mechanism(framework: str, placement: Placement | str,
         mech, bucket, per, reason, source = variant[(name, where)]
     return FrameworkSync(framework=name, placement=where, mechanism=mech, bucket_bytes=bucket, s_per_tensor=per,
                          reason=reason, source=source,
-                         trainer_ranks_in_group=_trainer_ranks_in_group(name, where, fully_async_path=fully_async_path))
+                         trainer_ranks_in_group=_trainer_ranks_in_group(name, where, fully_async_path=fully_async_path),
+                         # the engine workers' get_per_tensor_param (colocated and the checkpoint engine); the fully
+                         # async trainer's own paths are not read here
+                         gathers_trainer_dtype=name == "verl" and not fully_async_path,
+                         broadcasts_whole_bucket=(name, where) == ("verl", Placement.SPLIT) and not fully_async_path)
 
 
 def _trainer_ranks_in_group(framework: str, placement: Placement, *, fully_async_path: bool = False) -> bool:

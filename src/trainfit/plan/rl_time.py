@@ -433,6 +433,7 @@ def sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding,
         return None
     from trainfit.compute.sync import (
         framework_sync_mechanism,
+        hf_tensor_bytes,
         hf_tensor_count,
         megatron_export_gather,
         weight_sync_seconds,
@@ -452,7 +453,14 @@ def sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding,
         spec=spec, tp=p.tensor_parallel, pp=p.pipeline_parallel, ep=p.expert_parallel, etp=p.expert_tensor_parallel,
         world=train_gpus, gpus_per_node=nvlink_gpus_per_node(gpu.id, train_nodes(card)[1], train_gpus), rates=r,
         nic_bytes_per_s=nic_bytes_per_s(card))
+    # verl's FSDP engines all-gather each fp32 shard and cast it to bf16 after (compute.sync: gathers_trainer_dtype)
+    from trainfit.plan.resolve import trainable_spec
+    from trainfit.plan.terms import trained_dtype_bytes
+    fp32 = card.weights_dtype is Dtype.FP32 or trained_dtype_bytes(card)[2]
+    gather_fp32 = fs.gathers_trainer_dtype and sharded and fp32 and trainable_spec(card).lora is None
     t = weight_sync_seconds(
+        gather_bytes=weight_bytes(spec, weights=Dtype.FP32, compute=ComputeDtype.BF16,
+                                  trainable=TrainableSpec()).base if gather_fp32 else None,
         mechanism=fs.mechanism, weight_bytes=_engine_weight_bytes(spec), num_tensors=hf_tensor_count(spec),
         train_shards=train_gpus if sharded else 1, tp=ro.tensor_parallel, rates=r,
         engines=max(1, rollout.engine_instances), inter_node=card.hardware.nodes > 1,
@@ -463,6 +471,9 @@ def sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding,
         receiver_cast_params=refit_cast_params(spec, quantization=ro.quantization,
                                                bf16_modules=tuple(ro.quantization_bf16_modules)),
         receiver_cast_bytes_per_param=FP8_CAST_BYTES_PER_PARAM, trainer_gather=export,
+        # verl's checkpoint engine fills its buckets in state_dict order and broadcasts each whole (compute.sync)
+        tensor_bytes=hf_tensor_bytes(spec) if fs.broadcasts_whole_bucket else None,
+        whole_bucket=fs.broadcasts_whole_bucket,
     )
     return _phase("weight_sync", t.total_s, "communication", gather=t.gather_s, transfer=t.transfer_s,
                   per_tensor=t.per_tensor_s)

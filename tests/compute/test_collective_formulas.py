@@ -60,12 +60,12 @@ def test_collectives_are_sums_of_their_parts(total_bytes, ranks, bus, latency):
     assert coll.broadcast_seconds(**kw, latency_s=latency) - lat == pytest.approx(wire * ranks / (ranks - 1))
 
 
-def test_hybrid_engine_gather_takes_the_shared_wire_term_without_hop_latency():
-    # DeepSpeed-Chat's ZeRO-3 gather: the all-gather bytes of collectives, one launch latency per collective
-    # (no per-hop ring latency: a known difference from collectives.all_gather_seconds, kept as planned)
+def test_hybrid_engine_gather_is_one_ring_all_gather_per_partitioned_tensor():
+    # DeepSpeed-Chat's ZeRO-3 gather: one all_gather_into_tensor per partitioned tensor, each a ring all-gather
+    # (launch latency, per-hop latency, its bytes) as collectives.all_gather_seconds times it
     t = zero3_gather_seconds(weight_bytes=26e9, ranks=8, bus_bytes_per_s=240e9, collective_latency_s=30e-6,
                              collectives=25)
-    wire = coll.all_gather_wire_seconds(total_bytes=26e9, ranks=8, bus_bytes_per_s=240e9)
-    assert t == pytest.approx(wire + 25 * 30e-6)
     shared = 25 * coll.all_gather_seconds(total_bytes=26e9 / 25, ranks=8, bus_bytes_per_s=240e9, latency_s=30e-6)
-    assert shared - t == pytest.approx(25 * 7 * COLLECTIVE_HOP_LATENCY_S)
+    assert t == pytest.approx(shared)
+    wire = coll.all_gather_wire_seconds(total_bytes=26e9, ranks=8, bus_bytes_per_s=240e9)
+    assert t - wire == pytest.approx(25 * (30e-6 + 7 * COLLECTIVE_HOP_LATENCY_S))

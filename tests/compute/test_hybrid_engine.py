@@ -16,8 +16,9 @@ from trainfit.compute.hybrid_engine import (
     decode_step_kernels,
     hybrid_engine_generation_time,
     zero3_gather_seconds,
+    zero3_partitioned_tensors,
 )
-from trainfit.compute.rates import default_rates
+from trainfit.compute.rates import COLLECTIVE_HOP_LATENCY_S, default_rates
 
 RATES = default_rates(resolve_gpu("a100-80gb"))
 # OPT-13B in 16-bit: 40 layers of 5120; the tied embedding + learned positions replicated on every rank
@@ -66,7 +67,7 @@ def test_bandwidth_bound_when_launches_are_free():
 def test_zero3_gather_only_under_zero3_and_once_per_call():
     assert _gen(zero3_ranks=1).gather_s == 0.0
     one = zero3_gather_seconds(weight_bytes=8e9, ranks=8, bus_bytes_per_s=200e9, collective_latency_s=0.0, collectives=1)
-    assert one == pytest.approx(8e9 * 7 / 8 / 200e9)
+    assert one == pytest.approx(8e9 * 7 / 8 / 200e9 + 7 * COLLECTIVE_HOP_LATENCY_S)  # the ring's hops
     g1 = _gen(inference_tp=1, zero3_ranks=8, generation_batch_per_gpu=16)
     g2 = _gen(inference_tp=1, zero3_ranks=8, generation_batch_per_gpu=32)
     assert g1.gather_s == pytest.approx(2 * g2.gather_s)  # half the calls, half the gathers
@@ -131,3 +132,34 @@ def test_hybrid_engine_on_split_placement_is_refused_in_one_line():
         _card(placement="split", gpus=4)
     msg = str(e.value)
     assert "rollout.placement" in msg and "colocate" in msg
+
+
+def test_zero3_partitioned_tensors_follow_dschat_persistence_threshold():
+    # OPT-13B (hidden 5120): six matrices and the fc1 bias (20480 > 1e4) per layer; biases and norms of 5120 stay whole
+    assert zero3_partitioned_tensors(num_layers=40, hidden_size=5120) == 40 * 7 + 2
+    # OPT-175B (hidden 12288): every per-layer tensor is over 1e4 elements, the final norm too
+    assert zero3_partitioned_tensors(num_layers=96, hidden_size=12288) == 96 * 16 + 4
+    # the gather charges one collective latency (with its ring hops) per partitioned tensor
+    one = _gen(inference_tp=1, zero3_ranks=8, generation_batch_per_gpu=128)
+    from trainfit.compute import collectives as coll
+
+    wire = coll.all_gather_wire_seconds(total_bytes=OPT13["layer_weight_bytes"] + OPT13["replicated_weight_bytes"],
+                                        ranks=8, bus_bytes_per_s=RATES.intra_node_bus_bytes_per_s)
+    assert one.gather_s == pytest.approx(wire + 282 * (RATES.collective_latency_s + 7 * COLLECTIVE_HOP_LATENCY_S))
+
+
+def test_tp_all_reduce_is_nccls_tuned_all_reduce():
+    from trainfit.compute import collectives as coll
+
+    free_host = replace(RATES, host_s_per_forward_kernel=1e-9, device_s_per_kernel_min=0.0)
+    g2 = _gen(rates=free_host, inference_tp=2)
+    g1 = _gen(rates=free_host, inference_tp=2, tp_bus_bytes_per_s=1e30)
+    msg = 32 * 5120 * 2  # the engine's 32 sequences' activations, fp16
+    one = coll.nccl_all_reduce_seconds(total_bytes=msg, ranks=2, nodes=1, bus_bytes_per_s=RATES.intra_node_bus_bytes_per_s,
+                                       net_step_excess_s=coll.NCCL_NET_STEP_EXCESS_S)
+    assert g2.decode_step_s - g1.decode_step_s == pytest.approx(
+        80 * (one - coll.nccl_all_reduce_seconds(total_bytes=msg, ranks=2, nodes=1, bus_bytes_per_s=1e30,
+                                                 net_step_excess_s=coll.NCCL_NET_STEP_EXCESS_S)), rel=1e-9)
+    # a group across two nodes pays NCCL's network steps
+    two, one_node = (_gen(rates=free_host, inference_tp=16, tp_nodes=n, sequences_per_gpu=16) for n in (2, 1))
+    assert two.decode_s > one_node.decode_s

@@ -9,7 +9,10 @@ What the engine does, per generation call (sources below):
   ``tp_gather_partition_size`` layers, each sliced to the rank's tensor-parallel shard
   (``apply_tensor_parallelism``) and released, then the embeddings / final norm / head for the call. Either way every
   rank receives the whole bf16/fp16 model once per call: ``(ranks - 1) / ranks`` of the weight bytes over the
-  gather's bus. Without ZeRO-3 nothing is gathered.
+  gather's bus, as one NCCL all-gather per partitioned tensor (``_allgather_params_coalesced`` issues a
+  ``dist.all_gather_into_tensor`` for each; tensors of at most DeepSpeed-Chat's persistence threshold, 1e4 elements,
+  are never partitioned: ``zero3_partitioned_tensors``), each timed as ``collectives.all_gather_seconds`` (launch and
+  per-hop ring latency, then its bytes). Without ZeRO-3 nothing is gathered.
 * **The batch**: every rank brings ``per_device_generation_batch_size`` prompts; with ``inference_tp_size`` > 1 the
   tensor-parallel group all-gathers its prompts (``dist.all_gather_into_tensor(output, input_cont,
   group=self.mp_group)``) and each rank runs the whole ``tp x per-device`` batch on its 1/tp weight shard, then keeps
@@ -18,12 +21,14 @@ What the engine does, per generation call (sources below):
   rank keeps stepping until all ranks are done; the published benchmark generates a fixed 256 tokens).
 * **Prefill**: the prompts in one forward (compute: ``2 x matmul params x tokens / tp`` plus the unfused
   attention's ``QK^T`` and ``PV`` over the whole prompt, ``4 x batch x prompt^2 x hidden x layers / tp``).
-* **Decode**, one token of every sequence per step: device time is the weight shard (layers / tp, plus the embedding
-  / head that every rank holds whole: the non-tensor-parallel parameters) and the KV cache read once from HBM (the
+* **Decode**, one token of every sequence per step: device time is the weight shard (layers / tp, plus the embedding /
+  head that every rank holds whole: the non-tensor-parallel parameters) and the KV cache read once from HBM (the
   step's matmuls at batch <= a few hundred are bandwidth-bound; the compute floor is kept), plus two all-reduces per
-  layer when tp > 1. Host time: transformers' greedy loop launches every kernel eagerly, no CUDA graphs (DeepSpeed of
-  2023); per step ``layers x DS_OPT_DECODE_KERNELS_PER_LAYER (+ 2 all-reduces) + HF_GREEDY_STEP_KERNELS`` kernels
-  at the rates' ``host_s_per_forward_kernel``. ``synced_gpus`` makes every step wait for an all-reduced flag
+  layer when tp > 1 (torch.distributed on NCCL: ``collectives.nccl_all_reduce_seconds``, NCCL's tuned algorithm and
+  protocol, as ``compute.decode_step`` times an engine's NCCL all-reduce). Host time: transformers' greedy loop
+  launches every kernel eagerly, no CUDA graphs (DeepSpeed of 2023); per step ``layers x
+  DS_OPT_DECODE_KERNELS_PER_LAYER (+ 2 all-reduces) + HF_GREEDY_STEP_KERNELS`` kernels at the rates'
+  ``host_s_per_forward_kernel``. ``synced_gpus`` makes every step wait for an all-reduced flag
   (``this_peer_finished``, read on the host), so the host cannot queue steps ahead: a step is the larger of its host
   and device time.
 
@@ -55,14 +60,15 @@ Checks (nothing here is fitted to them):
   blogs/assets/images/Throughputs-OPT.png): generation 32.9 / 33.0 / 25.4 TFLOPs per GPU for OPT-6.7B, 13B (8 GPUs)
   and 175B (64 GPUs). With DeepSpeed-Chat's FLOP count (dschat/utils/perf.py ``print_throughput_step3``,
   DeepSpeedExamples @83757d9c) that is 26.8 / 51.6 / 113 s per 1024 prompts. This model with the release scripts'
-  settings (13B: 16 per GPU, inference TP 2) plans 93.5 s for OPT-13B: 1.8x slower, all of it the host's 43 ms per
+  settings (13B: 16 per GPU, inference TP 2) plans 93.6 s for OPT-13B: 1.8x slower, all of it the host's 43 ms per
   step at 65 us per kernel (the device needs 12-16 ms); ~35 us per kernel would match. The figure's batch sizes are not
   published ("the largest that fits", BenckmarkSetting.md), so it does not pin the per-kernel cost either; the
   rates' transformers figure is kept (as ``compute.decode_step`` keeps it for vLLM's eager decode).
 
 Not modelled: the unpinned path (``pin_parameters`` False: every layer re-gathered inside every forward, so once per
 decode step), ``release_inference_cache`` (workspace freed and rebuilt per call), LoRA fuse/unfuse (a few element-wise
-passes over the weights per call), and sequences that all end early (greedy decoding stops when every rank's batch
+passes over the weights per call), the LoRA adapters' own gathers (two more partitioned tensors per adapted linear:
+their launch latencies only), and sequences that all end early (greedy decoding stops when every rank's batch
 has hit EOS; the published benchmark forces the full length).
 
 Pure: no torch, no I/O.
@@ -81,6 +87,13 @@ DS_OPT_DECODE_KERNELS_PER_LAYER = 14
 ``inference_tp_size`` > 1 (``ds_attention.py`` and ``ds_mlp.py``: ``dist.all_reduce(..., group=self.mp_group)``)."""
 
 DS_TP_ALL_REDUCES_PER_LAYER = 2
+
+DSCHAT_PARAM_PERSISTENCE_THRESHOLD = 1e4
+"""``stage3_param_persistence_threshold`` of DeepSpeed-Chat's training config (microsoft/DeepSpeedExamples
+@e468799f19423d7a045c726ff89a53086bc379fa applications/DeepSpeed-Chat/training/utils/ds_utils.py
+``get_train_ds_config``): ZeRO-3 keeps a parameter of at most this many elements whole on every rank
+(deepspeed/runtime/zero/partition_parameters.py ``param.ds_numel <= Init.param_persistence_threshold``,
+deepspeedai/DeepSpeed @47f9f13bd3236d426d558d61ef358b36191ef026), so it is never gathered."""
 
 HF_GREEDY_STEP_KERNELS = 28
 """Kernels of one step of transformers' ``greedy_search`` around the layers (transformers 4.28, April 2023, counted
@@ -111,15 +124,30 @@ class HybridEngineTime:
 
 def zero3_gather_seconds(*, weight_bytes: float, ranks: int, bus_bytes_per_s: float, collective_latency_s: float,
                          collectives: int) -> float:
-    """One full-model ZeRO-3 all-gather (``GatheredParameters`` over the actor's partitioned parameters): each rank
-    receives the ``(ranks - 1) / ranks`` of ``weight_bytes`` it does not own (``collectives.all_gather_wire_seconds``),
-    plus a latency per collective (without the ring's per-hop latency that ``collectives.all_gather_seconds`` adds)."""
-    if ranks < 1 or bus_bytes_per_s <= 0 or weight_bytes < 0:
-        raise ValueError("zero3_gather_seconds: ranks >= 1, bus_bytes_per_s > 0, weight_bytes >= 0")
+    """One full-model ZeRO-3 gather (``GatheredParameters`` over the actor's partitioned parameters): one NCCL
+    all-gather per partitioned tensor (``_allgather_params_coalesced``: ``dist.all_gather_into_tensor`` for each,
+    queued on one stream), each a ring all-gather of its share (``collectives.all_gather_seconds``: launch latency,
+    the ring's per-hop latency, ``(ranks - 1) / ranks`` of its bytes over the bus); ``collectives`` tensors of
+    ``weight_bytes`` in all (``zero3_partitioned_tensors``)."""
+    if ranks < 1 or bus_bytes_per_s <= 0 or weight_bytes < 0 or collectives < 1:
+        raise ValueError("zero3_gather_seconds: ranks >= 1, bus_bytes_per_s > 0, weight_bytes >= 0, collectives >= 1")
     if ranks == 1:
         return 0.0
-    wire = coll.all_gather_wire_seconds(total_bytes=weight_bytes, ranks=ranks, bus_bytes_per_s=bus_bytes_per_s)
-    return wire + collectives * collective_latency_s
+    return collectives * coll.all_gather_seconds(total_bytes=weight_bytes / collectives, ranks=ranks,
+                                                 bus_bytes_per_s=bus_bytes_per_s, latency_s=collective_latency_s)
+
+
+def zero3_partitioned_tensors(*, num_layers: int, hidden_size: int,
+                              persistence_threshold: float = DSCHAT_PARAM_PERSISTENCE_THRESHOLD) -> int:
+    """Tensors of an OPT decoder that ZeRO-3 partitions, so one all-gather each per gather: those of more than
+    ``persistence_threshold`` elements (smaller ones stay whole on every rank, ``ds_persist``). Per layer the four
+    attention and two MLP matrices, the fc1 bias (4 x hidden) and, above the threshold, the nine hidden-sized
+    vectors (q, k, v, out and fc2 biases, two layer norms' weight and bias); then the token and position
+    embeddings and the final layer norm's two vectors. LoRA adapters (two more tensors per adapted linear) are not
+    counted."""
+    h = hidden_size
+    per_layer = 6 + (4 * h > persistence_threshold) + 9 * (h > persistence_threshold)
+    return num_layers * per_layer + 2 + 2 * (h > persistence_threshold)
 
 
 def decode_step_kernels(*, num_layers: int, inference_tp: int) -> int:
@@ -145,6 +173,7 @@ def hybrid_engine_generation_time(
     zero3_ranks: int = 1,
     gather_bus_bytes_per_s: float | None = None,
     tp_bus_bytes_per_s: float | None = None,
+    tp_nodes: int = 1,
     activation_bytes: int = 2,
 ) -> HybridEngineTime:
     """One rank's generation time for ``sequences_per_gpu`` prompts (module docstring).
@@ -154,11 +183,12 @@ def hybrid_engine_generation_time(
     / head every rank holds whole (read once per step through the tied head); ``kv_bytes_per_token``: the whole
     model's K and V per token (all layers, all heads); ``zero3_ranks``: ranks the actor's ZeRO-3 partitions span (1:
     not ZeRO-3, nothing gathered); ``gather_bus_bytes_per_s`` / ``tp_bus_bytes_per_s``: the all-gather's and the
-    tensor-parallel all-reduce's bus bandwidth (default: the node's NCCL bus)."""
+    tensor-parallel all-reduce's bus bandwidth (default: the node's NCCL bus); ``tp_nodes``: nodes one
+    inference tensor-parallel group spans."""
     for name, v in (("sequences_per_gpu", sequences_per_gpu), ("generation_batch_per_gpu", generation_batch_per_gpu),
                     ("prompt_len_tokens", prompt_len_tokens), ("response_len_tokens", response_len_tokens),
                     ("num_layers", num_layers), ("hidden_size", hidden_size), ("inference_tp", inference_tp),
-                    ("zero3_ranks", zero3_ranks)):
+                    ("zero3_ranks", zero3_ranks), ("tp_nodes", tp_nodes)):
         if v < 1:
             raise ValueError(f"hybrid_engine_generation_time: {name} must be >= 1, got {v}")
     for name, f in (("matmul_params", matmul_params), ("layer_weight_bytes", layer_weight_bytes),
@@ -177,8 +207,10 @@ def hybrid_engine_generation_time(
     gather = 0.0
     if zero3_ranks > 1:
         groups = ceil(num_layers / 8) if tp > 1 else 1  # tp_gather_partition_size 8 (HybridEngineConfig default)
-        gather = zero3_gather_seconds(weight_bytes=weights, ranks=zero3_ranks, bus_bytes_per_s=gather_bus,
-                                      collective_latency_s=rates.collective_latency_s, collectives=num_layers + 1)
+        gather = zero3_gather_seconds(
+            weight_bytes=weights, ranks=zero3_ranks, bus_bytes_per_s=gather_bus,
+            collective_latency_s=rates.collective_latency_s,
+            collectives=zero3_partitioned_tensors(num_layers=num_layers, hidden_size=hidden_size))
         if tp > 1:  # the layer groups' shards copied out (apply_tensor_parallelism), then the gathered copy released
             gather += layer_weight_bytes / tp / rates.hbm_bytes_per_s + groups * rates.collective_latency_s
 
@@ -192,13 +224,18 @@ def hybrid_engine_generation_time(
     prefill += kernels * rates.host_s_per_forward_kernel  # the prompt's forward is launched like a step
     tp_comm = 0.0
     if tp > 1:
+        # DeepSpeed-Inference's dist.all_reduce (torch.distributed on NCCL) of the step's activations, twice a layer:
+        # NCCL's tuner picks the algorithm and protocol (collectives.nccl_all_reduce_seconds, as compute.decode_step
+        # times an engine's NCCL all-reduce)
+        def all_reduce(nbytes: float) -> float:
+            return coll.nccl_all_reduce_seconds(
+                total_bytes=nbytes, ranks=tp, nodes=tp_nodes, bus_bytes_per_s=tp_bus,
+                intra_link=coll.IntraLink.NVLINK if rates.nvlink else coll.IntraLink.PCIE,
+                net_step_excess_s=coll.NCCL_NET_STEP_EXCESS_S)
+
         msg = batch * hidden_size * activation_bytes
-        # ring all-reduces of the step's activations (collectives.all_reduce_wire_seconds) at one latency each,
-        # without the per-hop latency of collectives.all_reduce_seconds
-        tp_comm = num_layers * DS_TP_ALL_REDUCES_PER_LAYER * (
-            rates.collective_latency_s + coll.all_reduce_wire_seconds(total_bytes=msg, ranks=tp, bus_bytes_per_s=tp_bus))
-        prefill += num_layers * DS_TP_ALL_REDUCES_PER_LAYER * coll.all_reduce_wire_seconds(
-            total_bytes=msg * prompt_len_tokens, ranks=tp, bus_bytes_per_s=tp_bus)
+        tp_comm = num_layers * DS_TP_ALL_REDUCES_PER_LAYER * all_reduce(msg)
+        prefill += num_layers * DS_TP_ALL_REDUCES_PER_LAYER * all_reduce(msg * prompt_len_tokens)
 
     # decode: response_len steps of the whole static batch; the KV read grows linearly with the context, so the
     # mean step is the step at the mean context

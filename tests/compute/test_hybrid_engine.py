@@ -12,7 +12,10 @@ from hypothesis import strategies as st
 from trainfit.catalog.gpus import resolve_gpu
 from trainfit.compute.hybrid_engine import (
     DS_OPT_DECODE_KERNELS_PER_LAYER,
+    DS_OPT_DECODE_OP_CALLS_PER_LAYER,
+    DS_QKV_MERGE_KERNELS_PER_LAYER,
     HF_GREEDY_STEP_KERNELS,
+    decode_step_host_seconds,
     decode_step_kernels,
     hybrid_engine_generation_time,
     zero3_gather_seconds,
@@ -46,11 +49,15 @@ def test_static_batches_per_rank_and_tp_group_batch():
     assert g.calls == ceil(100 / 16) and g.batch_per_engine == 16
 
 
-def test_host_bound_decode_is_kernels_times_host_cost_per_token():
+def test_host_bound_decode_is_python_calls_times_host_cost_per_token():
     g = _gen()
-    kernels = decode_step_kernels(num_layers=40, inference_tp=2)
     assert g.bound == "host"
-    assert g.decode_step_s == pytest.approx(kernels * RATES.host_s_per_forward_kernel)
+    calls = 40 * (DS_OPT_DECODE_OP_CALLS_PER_LAYER + 2 + DS_QKV_MERGE_KERNELS_PER_LAYER) + HF_GREEDY_STEP_KERNELS
+    in_cxx = 40 * (DS_OPT_DECODE_KERNELS_PER_LAYER - DS_OPT_DECODE_OP_CALLS_PER_LAYER)  # launched by the fused ops
+    expected = calls * RATES.host_s_per_forward_kernel + in_cxx * RATES.device_s_per_kernel_min
+    assert g.decode_step_s == pytest.approx(expected)
+    host = decode_step_host_seconds(num_layers=40, inference_tp=2, qkv_merge=True, rates=RATES)
+    assert expected == pytest.approx(host)
     assert g.decode_s == pytest.approx(g.calls * 256 * g.decode_step_s)
 
 
@@ -148,14 +155,28 @@ def test_zero3_partitioned_tensors_follow_dschat_persistence_threshold():
     assert one.gather_s == pytest.approx(wire + 282 * (RATES.collective_latency_s + 7 * COLLECTIVE_HOP_LATENCY_S))
 
 
+def test_qkv_merge_only_under_zero3_and_adds_its_copies_and_bytes():
+    assert decode_step_kernels(num_layers=40, inference_tp=1, qkv_merge=True) == (
+        decode_step_kernels(num_layers=40, inference_tp=1) + 40 * DS_QKV_MERGE_KERNELS_PER_LAYER)
+    free_host = replace(RATES, host_s_per_forward_kernel=1e-9)
+    off = _gen(rates=free_host, inference_tp=1, zero3_ranks=8, qkv_merged_per_forward=False)
+    on = _gen(rates=free_host, inference_tp=1, zero3_ranks=8)  # default: merged under ZeRO-3
+    assert on.bound == off.bound == "bandwidth"
+    merge_bytes = 2 * 40 * 3 * 5120 ** 2 * 2  # q, k, v read and written, fp16
+    assert on.decode_step_s - off.decode_step_s == pytest.approx(merge_bytes / RATES.hbm_bytes_per_s)
+    # without ZeRO-3 the layer holds one merged q/k/v weight: nothing copied
+    assert _gen(zero3_ranks=1).decode_step_s == _gen(zero3_ranks=1, qkv_merged_per_forward=False).decode_step_s
+
+
 def test_tp_all_reduce_is_nccls_tuned_all_reduce():
     from trainfit.compute import collectives as coll
 
     free_host = replace(RATES, host_s_per_forward_kernel=1e-9, device_s_per_kernel_min=0.0)
-    g2 = _gen(rates=free_host, inference_tp=2)
-    g1 = _gen(rates=free_host, inference_tp=2, tp_bus_bytes_per_s=1e30)
+    g2 = _gen(rates=free_host, inference_tp=2, qkv_merged_per_forward=False)
+    g1 = _gen(rates=free_host, inference_tp=2, qkv_merged_per_forward=False, tp_bus_bytes_per_s=1e30)
     msg = 32 * 5120 * 2  # the engine's 32 sequences' activations, fp16
-    one = coll.nccl_all_reduce_seconds(total_bytes=msg, ranks=2, nodes=1, bus_bytes_per_s=RATES.intra_node_bus_bytes_per_s,
+    one = coll.nccl_all_reduce_seconds(total_bytes=msg, ranks=2, nodes=1,
+                                       bus_bytes_per_s=RATES.intra_node_bus_bytes_per_s,
                                        net_step_excess_s=coll.NCCL_NET_STEP_EXCESS_S)
     assert g2.decode_step_s - g1.decode_step_s == pytest.approx(
         80 * (one - coll.nccl_all_reduce_seconds(total_bytes=msg, ranks=2, nodes=1, bus_bytes_per_s=1e30,
@@ -163,3 +184,22 @@ def test_tp_all_reduce_is_nccls_tuned_all_reduce():
     # a group across two nodes pays NCCL's network steps
     two, one_node = (_gen(rates=free_host, inference_tp=16, tp_nodes=n, sequences_per_gpu=16) for n in (2, 1))
     assert two.decode_s > one_node.decode_s
+
+
+def test_dschat_opt_1_3b_log_generate_time():
+    """DeepSpeed-Chat's step-3 log (module docstring, Checks): OPT-1.3B, ZeRO-2, 4 prompts per GPU on 31.7 GiB V100s,
+    every call 256 tokens (``min_length = max_length``): ``Generate time`` median 2.52 s (p10 2.44, p90 2.76)."""
+    from trainfit.catalog.models import resolve_model
+    from trainfit.compute.flops import matmul_params
+
+    m = resolve_model("facebook/opt-1.3b")
+    h, layers = m.hidden_size, m.num_layers
+    replicated = 2 * (m.vocab_size + m.learned_positions) * h
+    g = hybrid_engine_generation_time(
+        rates=default_rates(resolve_gpu("v100-sxm2-32gb")), sequences_per_gpu=4, generation_batch_per_gpu=4,
+        prompt_len_tokens=256, response_len_tokens=256, num_layers=layers, hidden_size=h,
+        matmul_params=matmul_params(m), layer_weight_bytes=2 * layers * (12 * h * h + 13 * h),
+        replicated_weight_bytes=replicated, kv_bytes_per_token=2 * 2 * h * layers, inference_tp=1, zero3_ranks=1)
+    assert g.bound == "host" and g.gather_s == 0.0
+    assert 2.44 <= g.total_s <= 2.76  # inside the log's p10-p90
+

@@ -25,12 +25,19 @@ What the engine does, per generation call (sources below):
   head that every rank holds whole: the non-tensor-parallel parameters) and the KV cache read once from HBM (the
   step's matmuls at batch <= a few hundred are bandwidth-bound; the compute floor is kept), plus two all-reduces per
   layer when tp > 1 (torch.distributed on NCCL: ``collectives.nccl_all_reduce_seconds``, NCCL's tuned algorithm and
-  protocol, as ``compute.decode_step`` times an engine's NCCL all-reduce). Host time: transformers' greedy loop
-  launches every kernel eagerly, no CUDA graphs (DeepSpeed of 2023); per step ``layers x
-  DS_OPT_DECODE_KERNELS_PER_LAYER (+ 2 all-reduces) + HF_GREEDY_STEP_KERNELS`` kernels at the rates'
-  ``host_s_per_forward_kernel``. ``synced_gpus`` makes every step wait for an all-reduced flag
-  (``this_peer_finished``, read on the host), so the host cannot queue steps ahead: a step is the larger of its host
-  and device time.
+  protocol, as ``compute.decode_step`` times an engine's NCCL all-reduce). Under ZeRO-3 each layer of an OPT model
+  (separate q, k, v projections) also copies its q, k, v weights and biases into one shared buffer before its QKV
+  GEMM, in every forward (``DS_QKV_MERGE_KERNELS_PER_LAYER``): the q, k, v shard read and written once more per step
+  (half the layer's weight bytes again) and six more kernels. Host time: transformers' greedy loop runs the layers
+  eagerly, no CUDA graphs (DeepSpeed of 2023), and the host pays the rates' ``host_s_per_forward_kernel`` per
+  Python-level call that reaches the GPU, not per kernel: five fused-op calls a layer
+  (``DS_OPT_DECODE_OP_CALLS_PER_LAYER``, whose 14 kernels are launched from C++), the two all-reduces, the six q/k/v
+  copies under ZeRO-3, and the generate loop's ``HF_GREEDY_STEP_KERNELS`` ops; each kernel launched inside a fused op
+  beyond the Python call costs the launch latency (``decode_step_host_seconds``). The host reads
+  ``unfinished_sequences.max() == 0`` every step (transformers' greedy loop; ``synced_gpus`` under ZeRO-3 adds an
+  all-reduced flag), so it cannot queue steps ahead: a step is the larger of its host and device time. At the
+  DeepSpeed-Chat release (@e468799f and @3a77097a) ``_generate_sequence`` passed ``min_length = max_length``, so every
+  call generates the full answer length.
 
 Kernel counts, DeepSpeed 0.9.0 (deepspeedai/DeepSpeed @47f9f13bd3236d426d558d61ef358b36191ef026, the "DeepSpeed Chat"
 commit of 2023-04-11; fp16 OPT, pre-LayerNorm, one token): ``ds_qkv_gemm`` (layer norm, GEMM, bias add: 3),
@@ -49,21 +56,24 @@ training/step3_rlhf_finetuning/main.py (``--per_device_generation_batch_size`` 1
 
 Checks (nothing here is fitted to them):
 
-* DeepSpeed-Chat's own step-3 log (microsoft/DeepSpeedExamples @83757d9c applications/DeepSpeed-Chat/training/
-  step3_rlhf_finetuning/training_log_output/actor_opt-1.3b_critic_opt-350m_globalBatchSize64.log, 2023-04-18: OPT-1.3B
-  actor, ZeRO-2, 4 prompts per GPU, 16 GPUs of 31.7 GiB, hybrid engine): ``Generate time`` median 2.52 s per call
-  (p10 2.44, p90 2.76, 476 calls). This model on a V100-SXM2-32GB: 23.7 ms per step (host-bound, 364 kernels), 6.1 s for
-  256 tokens, 2.5 s for 104: equal if the longest of a rank's 4 greedy answers averages ~104 tokens (the log prints no
-  lengths; without ZeRO-3 ``synced_gpus`` is off and a rank stops at its own longest answer). So the log bounds the
-  per-kernel host cost from below (>= 27 us if every call ran 256 tokens), not from above.
+* DeepSpeed-Chat's own step-3 log (microsoft/DeepSpeedExamples @3a77097a7b6ce67b78ea7c05129b90915cfebbb0
+  applications/DeepSpeed-Chat/training/step3_rlhf_finetuning/training_log_output/
+  actor_opt-1.3b_critic_opt-350m_globalBatchSize64.log, 2023-04-18: OPT-1.3B actor, ZeRO-2, 4 prompts per GPU, 16
+  GPUs of 31.7 GiB, hybrid engine, prompts padded to 256): ``Generate time`` median 2.52 s per call (p10 2.44, p90
+  2.76, 476 calls). The ``ppo_trainer.py`` of that commit generates with ``min_length = max_length`` (prompt + 256),
+  so every call ran exactly 256 tokens: 9.8 ms per step. This model on a V100-SXM2-32GB: 10.2 ms per step
+  (host-bound: 148 Python-level calls issuing 364 kernels; the device needs 3.6 ms), 2.64 s per call, +5 %. Priced
+  per kernel instead (364 x 65 us) it was 23.7 ms and 6.1 s, 2.4x the log.
 * The blog's Figure 6 (deepspeedai/DeepSpeed @862edef46a04b1c4213591de30e8fa23f66cf512
-  blogs/assets/images/Throughputs-OPT.png): generation 32.9 / 33.0 / 25.4 TFLOPs per GPU for OPT-6.7B, 13B (8 GPUs)
-  and 175B (64 GPUs). With DeepSpeed-Chat's FLOP count (dschat/utils/perf.py ``print_throughput_step3``,
-  DeepSpeedExamples @83757d9c) that is 26.8 / 51.6 / 113 s per 1024 prompts. This model with the release scripts'
-  settings (13B: 16 per GPU, inference TP 2) plans 93.6 s for OPT-13B: 1.8x slower, all of it the host's 43 ms per
-  step at 65 us per kernel (the device needs 12-16 ms); ~35 us per kernel would match. The figure's batch sizes are not
-  published ("the largest that fits", BenckmarkSetting.md), so it does not pin the per-kernel cost either; the
-  rates' transformers figure is kept (as ``compute.decode_step`` keeps it for vLLM's eager decode).
+  blogs/assets/images/Throughputs-OPT.png): generation 32.9 / 33.0 / 48.2 / 25.4 TFLOPs per GPU for OPT-6.7B, 13B
+  (8 GPUs), 30B (32 GPUs) and 175B (64 GPUs). With DeepSpeed-Chat's FLOP count (dschat/utils/perf.py
+  ``print_throughput_step3``, DeepSpeedExamples @83757d9c) that is 26.8 / 51.6 / 20.5 / 113 s per 1024 prompts. This
+  model plans 79.4 s for OPT-13B at the release script's 16 prompts per GPU and inference TP 2 (1.5x; host-bound,
+  36.5 ms per step against the device's 18 ms) and 15.5 s for OPT-30B at the batch cap of 32 per GPU (1024 / 32
+  GPUs; inference TP 2, one call; -24 %). The figure's batch sizes are not published ("the largest that fits",
+  BenckmarkSetting.md; DeepSpeedExamples issue #410: 32 per GPU runs out of memory for OPT-13B on 8 A100-80GB, the
+  maintainers answer that 16 works), so it pins neither figure; the rates' per-call host cost is kept (as
+  ``compute.decode_step`` keeps it for vLLM's eager decode).
 
 Not modelled: the unpinned path (``pin_parameters`` False: every layer re-gathered inside every forward, so once per
 decode step), ``release_inference_cache`` (workspace freed and rebuilt per call), LoRA fuse/unfuse (a few element-wise
@@ -87,6 +97,24 @@ DS_OPT_DECODE_KERNELS_PER_LAYER = 14
 ``inference_tp_size`` > 1 (``ds_attention.py`` and ``ds_mlp.py``: ``dist.all_reduce(..., group=self.mp_group)``)."""
 
 DS_TP_ALL_REDUCES_PER_LAYER = 2
+
+DS_OPT_DECODE_OP_CALLS_PER_LAYER = 5
+"""Python-level calls that issue a layer's ``DS_OPT_DECODE_KERNELS_PER_LAYER`` kernels: ``QKVGemmOp``,
+``SoftmaxContextOp``, ``VectorMatMulOp``, ``MLPGemmOp`` and ``ResidualAddOp`` (deepspeed/ops/transformer/inference/
+op_binding/, @47f9f13b), each one pybind call into csrc/transformer/inference/csrc/pt_binding.cpp, whose C++
+(``ds_qkv_gemm``, ``ds_softmax_context``, ``ds_vector_matmul``, ``ds_mlp_gemm``, ``residual_add_bias``) launches the
+op's 3, 5, 1, 4 and 1 kernels itself: no Python, no dispatcher between them."""
+
+DS_QKV_MERGE_KERNELS_PER_LAYER = 6
+"""Copies ``DeepSpeedSelfAttention._merge_qkv`` makes in every forward when the layer has no merged q/k/v weight
+(``attn_qkvw`` None): the q, k and v weights, then their biases, each slice-assigned into the one shared
+``_qkv_buffers`` (deepspeed/ops/transformer/inference/ds_attention.py ``forward``: ``if self.attn_qkvw is None:
+self._attn_qkvw, self._attn_qkvb = self._merge_qkv()``, deepspeedai/DeepSpeed @47f9f13b). The hybrid engine builds
+its layers with ``set_empty_params=True`` (``attn_qkvw = None``) and, under ZeRO-3, for a model with separate q, k, v
+projections (OPT: ``HFOPTLayerPolicy.get_q_k_v``, containers/opt.py), ``set_params_wo_copy(Z3_enabled=True)`` hands
+the layer the three ZeRO-3 parameters and never a merged one (deepspeed/module_inject/containers/base.py); with
+``inference_tp_size`` > 1 ``apply_tensor_parallelism`` slices the same three (``attention_q_k_v_mp``). So each decode
+step of each layer reads the q, k, v shards and writes them to the buffer before the QKV GEMM reads it."""
 
 DSCHAT_PARAM_PERSISTENCE_THRESHOLD = 1e4
 """``stage3_param_persistence_threshold`` of DeepSpeed-Chat's training config (microsoft/DeepSpeedExamples
@@ -150,10 +178,26 @@ def zero3_partitioned_tensors(*, num_layers: int, hidden_size: int,
     return num_layers * per_layer + 2 + 2 * (h > persistence_threshold)
 
 
-def decode_step_kernels(*, num_layers: int, inference_tp: int) -> int:
-    """Kernels one eager hybrid-engine decode step launches (layers, their all-reduces, the generate loop)."""
-    per_layer = DS_OPT_DECODE_KERNELS_PER_LAYER + (DS_TP_ALL_REDUCES_PER_LAYER if inference_tp > 1 else 0)
+def decode_step_kernels(*, num_layers: int, inference_tp: int, qkv_merge: bool = False) -> int:
+    """Kernels one eager hybrid-engine decode step launches (layers, their all-reduces, the generate loop);
+    ``qkv_merge``: each layer first copies its q, k, v weights and biases into the shared buffer (ZeRO-3)."""
+    per_layer = (DS_OPT_DECODE_KERNELS_PER_LAYER + (DS_TP_ALL_REDUCES_PER_LAYER if inference_tp > 1 else 0)
+                 + (DS_QKV_MERGE_KERNELS_PER_LAYER if qkv_merge else 0))
     return num_layers * per_layer + HF_GREEDY_STEP_KERNELS
+
+
+def decode_step_host_seconds(*, num_layers: int, inference_tp: int, qkv_merge: bool, rates: DeviceRates) -> float:
+    """Host seconds to issue one eager decode step. The rates' ``host_s_per_forward_kernel`` is the cost of one
+    kernel issued from Python (an eager transformers op: module call, dispatch, launch), so it is charged per
+    Python-level call that reaches the GPU: the layer's fused ops (``DS_OPT_DECODE_OP_CALLS_PER_LAYER``), its
+    all-reduces, the q/k/v copies, and the generate loop's ops (``HF_GREEDY_STEP_KERNELS``). The other kernels a fused
+    op launches from C++ pay only the launch itself, charged at the rates' launch latency
+    (``device_s_per_kernel_min``)."""
+    calls = num_layers * (DS_OPT_DECODE_OP_CALLS_PER_LAYER
+                          + (DS_TP_ALL_REDUCES_PER_LAYER if inference_tp > 1 else 0)
+                          + (DS_QKV_MERGE_KERNELS_PER_LAYER if qkv_merge else 0)) + HF_GREEDY_STEP_KERNELS
+    in_cxx = decode_step_kernels(num_layers=num_layers, inference_tp=inference_tp, qkv_merge=qkv_merge) - calls
+    return calls * rates.host_s_per_forward_kernel + in_cxx * rates.device_s_per_kernel_min
 
 
 def hybrid_engine_generation_time(
@@ -171,6 +215,7 @@ def hybrid_engine_generation_time(
     kv_bytes_per_token: float,
     inference_tp: int = 1,
     zero3_ranks: int = 1,
+    qkv_merged_per_forward: bool | None = None,
     gather_bus_bytes_per_s: float | None = None,
     tp_bus_bytes_per_s: float | None = None,
     tp_nodes: int = 1,
@@ -182,7 +227,9 @@ def hybrid_engine_generation_time(
     decoder layers in 16-bit (sliced over ``inference_tp``); ``replicated_weight_bytes``: the embeddings / final norm
     / head every rank holds whole (read once per step through the tied head); ``kv_bytes_per_token``: the whole
     model's K and V per token (all layers, all heads); ``zero3_ranks``: ranks the actor's ZeRO-3 partitions span (1:
-    not ZeRO-3, nothing gathered); ``gather_bus_bytes_per_s`` / ``tp_bus_bytes_per_s``: the all-gather's and the
+    not ZeRO-3, nothing gathered); ``qkv_merged_per_forward``: every forward copies the layer's q, k, v weights into
+    one buffer (``DS_QKV_MERGE_KERNELS_PER_LAYER``; default: under ZeRO-3, for OPT's separate q, k, v projections of
+    ``hidden_size`` each); ``gather_bus_bytes_per_s`` / ``tp_bus_bytes_per_s``: the all-gather's and the
     tensor-parallel all-reduce's bus bandwidth (default: the node's NCCL bus); ``tp_nodes``: nodes one
     inference tensor-parallel group spans."""
     for name, v in (("sequences_per_gpu", sequences_per_gpu), ("generation_batch_per_gpu", generation_batch_per_gpu),
@@ -214,14 +261,20 @@ def hybrid_engine_generation_time(
         if tp > 1:  # the layer groups' shards copied out (apply_tensor_parallelism), then the gathered copy released
             gather += layer_weight_bytes / tp / rates.hbm_bytes_per_s + groups * rates.collective_latency_s
 
+    merge = zero3_ranks > 1 if qkv_merged_per_forward is None else qkv_merged_per_forward
+    # the q, k, v shards read and written to the shared buffer in every forward (DS_QKV_MERGE_KERNELS_PER_LAYER)
+    merge_bytes = 2.0 * num_layers * 3 * hidden_size ** 2 * activation_bytes / tp if merge else 0.0
+
     # prefill: one forward over every prompt of the engine's batch
     prefill_tokens = batch * prompt_len_tokens
     prefill_flops = (2.0 * matmul_params * prefill_tokens
                      + 4.0 * batch * prompt_len_tokens ** 2 * hidden_size * num_layers) / tp
-    prefill_bytes = layer_weight_bytes / tp + replicated_weight_bytes + prefill_tokens * kv_bytes_per_token / tp
+    prefill_bytes = (layer_weight_bytes / tp + replicated_weight_bytes + merge_bytes
+                     + prefill_tokens * kv_bytes_per_token / tp)
     prefill = max(prefill_flops / rates.matmul_flops_per_s, prefill_bytes / rates.hbm_bytes_per_s)
-    kernels = decode_step_kernels(num_layers=num_layers, inference_tp=tp)
-    prefill += kernels * rates.host_s_per_forward_kernel  # the prompt's forward is launched like a step
+    kernels = decode_step_kernels(num_layers=num_layers, inference_tp=tp, qkv_merge=merge)
+    host_s = decode_step_host_seconds(num_layers=num_layers, inference_tp=tp, qkv_merge=merge, rates=rates)
+    prefill += host_s  # the prompt's forward is launched like a step
     tp_comm = 0.0
     if tp > 1:
         # DeepSpeed-Inference's dist.all_reduce (torch.distributed on NCCL) of the step's activations, twice a layer:
@@ -240,11 +293,11 @@ def hybrid_engine_generation_time(
     # decode: response_len steps of the whole static batch; the KV read grows linearly with the context, so the
     # mean step is the step at the mean context
     mean_context = prompt_len_tokens + (response_len_tokens - 1) / 2.0
-    step_bytes = layer_weight_bytes / tp + replicated_weight_bytes + batch * mean_context * kv_bytes_per_token / tp
+    step_bytes = (layer_weight_bytes / tp + replicated_weight_bytes + merge_bytes
+                  + batch * mean_context * kv_bytes_per_token / tp)
     bandwidth_s = step_bytes / rates.hbm_bytes_per_s
     compute_s = 2.0 * matmul_params * batch / tp / rates.matmul_flops_per_s
     device_s = max(bandwidth_s, compute_s, kernels * rates.device_s_per_kernel_min) + tp_comm
-    host_s = kernels * rates.host_s_per_forward_kernel
     step = max(host_s, device_s)
     bound = "host" if host_s >= device_s else ("bandwidth" if bandwidth_s >= compute_s else "compute")
     decode = response_len_tokens * step
@@ -255,7 +308,7 @@ def hybrid_engine_generation_time(
         f"DeepSpeed Hybrid Engine: {calls} generate call(s) per rank of {b} prompt(s) per GPU"
         + (f" (x{tp} inference TP: {batch} sequences per engine)" if tp > 1 else "")
         + f", static batch to {response_len_tokens} tokens",
-        f"decode step {step * 1e3:.1f} ms ({bound}: host {host_s * 1e3:.1f} ms for {kernels} eager kernels,"
+        f"decode step {step * 1e3:.1f} ms ({bound}: host {host_s * 1e3:.1f} ms to issue {kernels} eager kernels,"
         f" device {device_s * 1e3:.1f} ms)",
     ) + ((f"ZeRO-3 gather of the actor over {zero3_ranks} ranks: {gather:.2f} s per call",) if gather else ())
     return HybridEngineTime(total_s=total, gather_s=calls * gather, prefill_s=calls * prefill,

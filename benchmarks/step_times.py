@@ -386,8 +386,37 @@ MEGATRON_FRAMEWORKS = ("ms-swift-megatron", "megatron", "megatron-bridge", "nemo
 """Megatron-LM's ``--recompute-granularity selective`` recomputes the attention core only."""
 
 
-def checkpointing(value: Any, framework: str) -> tuple[dict[str, Any], list[str]]:
-    """The card's ``parallel`` checkpointing keys for a published setting."""
+TORCHTITAN_SELECTIVE_AC_OPTION = 2
+"""torchtitan's default ``activation_checkpoint.selective_ac_option`` "2" (checkpoint every other layer): pytorch/torchtitan
+torchtitan/config_manager.py@041336434916bdc0f88c1f89fda176fd3c2092e4 (the commit of docs/performance.md's
+"selective layer" rows), ``default="2",  # 2 = checkpoint every other layer``."""
+
+
+def fms_fsdp_every_n_layers(also: dict[str, Any] | None) -> int | None:
+    """fms-fsdp's "selective" activation checkpointing wraps a share p of the decoder blocks
+    (foundation-model-stack/fms-fsdp fms_fsdp/policies/ac_handler.py: ``_count % every_xth_item == 0``
+    @5e522b4c4f8a5f080717e714fee7622414dd6b63, ``block_idx * p >= cut_off`` @ed74fd5ddec00e309eac20f478de883464c86526:
+    round(p L) evenly spaced blocks, as every round(1/p)-th for p = 1/n). p is not published; the publication's own
+    HFU / MFU (torch's FLOP counter with the recompute over the model FLOPs) is (3 + p) / 3 for a recomputed share p
+    of the forward, so n = round(1 / (3 (HFU / MFU - 1))). None without both figures."""
+    hfu, mfu = (also or {}).get("hfu"), (also or {}).get("mfu")
+    if not hfu or not mfu or hfu <= mfu:
+        return None
+    return max(1, round(1 / (3 * (hfu / mfu - 1))))
+
+
+def checkpointing(value: Any, framework: str, also: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[str]]:
+    """The card's ``parallel`` checkpointing keys for a published setting (``also``: the row's other published
+    figures, read for fms-fsdp's share of checkpointed layers)."""
+    if value == "selective_layer" and framework == "torchtitan":
+        n = TORCHTITAN_SELECTIVE_AC_OPTION
+        return ({"gradient_checkpointing": True, "checkpoint_every_n_layers": n},
+                [f"torchtitan layer-selective AC: every {n}-th layer (selective_ac_option default '{n}')"])
+    if value == "selective_layer" and framework == "fms-fsdp" and fms_fsdp_every_n_layers(also):
+        n = fms_fsdp_every_n_layers(also)
+        return ({"gradient_checkpointing": True, "checkpoint_every_n_layers": n},
+                [f"fms-fsdp selective AC: every {n}-th layer (p = 1/{n} from the published HFU/MFU"
+                 f" {also['hfu']}/{also['mfu']} = (3 + p)/3)"])
     if value in ("full", True):
         return {"gradient_checkpointing": True}, []
     if value in ("none", False):
@@ -638,7 +667,7 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     notes += n
     hw, n = hardware(gpu, e["gpus"], e["gpus_per_node"], e["nodes"], e.get("inter_node_gbps_per_gpu"))
     notes += n
-    ckpt, n = checkpointing(e.get("activation_checkpointing"), e["framework"])
+    ckpt, n = checkpointing(e.get("activation_checkpointing"), e["framework"], (e.get("measured") or {}).get("also"))
     notes += n
     if not e["batch"].get("micro_batch_size"):
         # e.g. Megatron-LM's 2024 H100 scaling table: pipeline rows without a published micro-batch (or virtual
@@ -1540,6 +1569,8 @@ def _summary(card: dict[str, Any] | None, e: dict[str, Any]) -> str:
         s += f" offload {par['offload']}"
     gc = par.get("gradient_checkpointing", True)
     s += (f", SAC {par.get('selective_checkpointing', 'op')}" if gc == "selective" else ", AC" if gc else ", no AC")
+    if gc is True and par.get("checkpoint_every_n_layers"):
+        s += f" every {par['checkpoint_every_n_layers']} layers"
     if card.get("precision", {}).get("compute") == "fp8":
         s += f", fp8 {card['precision']['fp8_recipe']}"
     if card["method"] == "sft":

@@ -84,6 +84,7 @@ def trace_request_kwargs(card, spec_config: dict[str, Any], *, layouts: bool = F
         "seq_len": card.batch.seq_len,
         "attention": card.attention.value,
         "gradient_checkpointing": card.parallel.gradient_checkpointing,
+        "checkpoint_every_n_layers": card.parallel.checkpoint_every_n_layers,
         "selective_checkpointing": card.parallel.selective_checkpointing.value,
         "scope": card.scope.value,
         "lora_rank": card.lora.rank,

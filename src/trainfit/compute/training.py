@@ -229,6 +229,7 @@ def train_step_time(
     selective: str = "none", fp8: bool = False, fp8_weight_cache: bool = False, work_cv: float = 0.0,
     expert_params: float = 0.0, causal_skip: bool = True, fused_cross_entropy: bool = False,
     fp8_params: bool = False, fp8_param_transpose: bool = True,
+    recompute_layer_share: float = 1.0,
 ) -> TrainStepTime:
     """Seconds of one optimizer step on one GPU (all GPUs of a data-parallel group run in lockstep).
 
@@ -236,7 +237,9 @@ def train_step_time(
     ``gathered_weight_bytes``: all weights in the dtype FSDP/ZeRO-3 gathers them in;
     ``count_scale``: a user's bare parameter count over the reference shape's (scales the work);
     ``selective``: ``op`` | ``core_attention`` recompute only what that selective checkpointing drops
-    (``inventory.StepInventory.recompute``); ``fp8``: the decoder linears' GEMMs at the fp8 rate, plus their casts;
+    (``inventory.StepInventory.recompute``); ``recompute_layer_share``: the share of the decoder layers that run
+    under checkpoint (torchtitan's every n-th layer: floor(L / n) / L, ``RunCard.parallel.checkpointed_layers``);
+    only their forward is recomputed; ``fp8``: the decoder linears' GEMMs at the fp8 rate, plus their casts;
     ``fp8_weight_cache``: the fp8 weights are cast once per step, not per micro-step (Transformer Engine's
     ``is_first_microbatch`` cache, ``inventory.step_inventory``); ``fp8_params``: fp8 primary weights (``memory.fp8``):
     no weight casts (the optimizer step writes the fp8 weights: ``optimizer.weight_bytes`` is then their mean bytes,
@@ -269,7 +272,8 @@ def train_step_time(
     kw = dict(rates=rates, seq_len=attention_context or seq_len, memory_factor=memory_factor, kernel_factor=kernel_factor)
     fwd = (pass_seconds(inv.layers_forward, backward=False, **kw)
            + pass_seconds(inv.head_forward, backward=False, **kw)).scaled(count_scale)
-    rec = pass_seconds(inv.recompute(selective), backward=False, **kw).scaled(count_scale) if gradient_checkpointing else ZERO_PASS
+    rec = (pass_seconds(inv.recompute(selective), backward=False, **kw).scaled(count_scale * recompute_layer_share)
+           if gradient_checkpointing else ZERO_PASS)
     bwd_layers = pass_seconds(inv.layers_backward, backward=True, **kw).scaled(count_scale)
     bwd = bwd_layers + pass_seconds(inv.head_backward, backward=True, **kw).scaled(count_scale)
     if gradient_checkpointing:

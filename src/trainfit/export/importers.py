@@ -1113,12 +1113,24 @@ def read_torchtitan(text: str) -> Imported:
     elif mode == "none":
         p["gradient_checkpointing"], p["selective_checkpointing"] = False, "none"
     elif mode == "selective":
-        if str(ac.get("selective_ac_option", "2")) == "op":
+        option = str(ac.get("selective_ac_option", "2")).strip()
+        if option == "op":
             p["gradient_checkpointing"], p["selective_checkpointing"] = False, "op"
+        elif not option.isdigit():
+            raise _bad(t, f"activation_checkpoint.selective_ac_option: {option!r}; allowed: op or an integer"
+                          " (checkpoint every n-th layer)")
         else:
+            # torchtitan: layer k (from 1) is wrapped when ``not ac_freq or k % ac_freq == 0`` (0 and 1: all layers)
             p["gradient_checkpointing"], p["selective_checkpointing"] = True, "none"
-            notes.append(f"activation_checkpoint selective_ac_option {ac.get('selective_ac_option', '2')}: every n-th"
-                         " layer is checkpointed; a card checkpoints all layers or none (read as all)")
+            n = int(option)
+            split = max(p.get(k, 1) for k in ("tensor_parallel", "context_parallel", "pipeline_parallel",
+                                               "expert_parallel"))
+            if n > 1 and split == 1:
+                p["checkpoint_every_n_layers"] = n
+            elif n > 1:
+                notes.append(f"activation_checkpoint selective_ac_option {option}: every n-th layer is checkpointed;"
+                             " a card with tensor, context, pipeline or expert parallel checkpoints all layers or"
+                             " none (read as all)")
     else:
         raise _bad(t, f"activation_checkpoint.mode: {mode!r}; allowed: selective, full, none")
     p["offload"] = "params_and_optimizer" if tr.get("enable_cpu_offload") else "none"

@@ -19,8 +19,8 @@ unknown fields):
   (gradient accumulation = global / (local x dp)), ``seq_len``, ``enable_cpu_offload`` (FSDP CPU offload of
   parameters, gradients and optimizer states), ``dtype`` (float32 | bfloat16: all parameters, gradients and
   optimizer states in bf16), ``mixed_precision_param`` (bfloat16 | float32).
-* ``[activation_checkpoint]`` ``mode``: selective (default, ``selective_ac_option`` "2": every 2nd layer;
-  "op": per-op SAC) | full | none.
+* ``[activation_checkpoint]`` ``mode``: selective (default, ``selective_ac_option`` "2": every 2nd layer, the
+  card's ``checkpoint_every_n_layers``; "op": per-op SAC) | full | none.
 * ``[model]`` ``name`` / ``flavor`` (``torchtitan/models/*/__init__.py``), ``hf_assets_path``
   (``scripts/download_hf_assets.py`` saves to ``./assets/hf/<repo name>``), ``converters``:
   ``quantize.linear.float8`` with ``[quantize.linear.float8] recipe_name`` tensorwise (the card's
@@ -259,6 +259,9 @@ def _sections(card: RunCard, notes: list[str]) -> dict[str, dict[str, Any]]:
     sel = par.selective_checkpointing
     if sel is SelectiveCheckpointing.OP:
         ac = {"mode": "selective", "selective_ac_option": "op"}
+    elif par.gradient_checkpointing and par.checkpoint_every_n_layers not in (None, 1):
+        # torchtitan wraps layer k (from 1) when k % selective_ac_option == 0, the card's rule
+        ac = {"mode": "selective", "selective_ac_option": str(par.checkpoint_every_n_layers)}
     elif par.gradient_checkpointing or sel is SelectiveCheckpointing.CORE_ATTENTION:
         ac = {"mode": "full"}
         if sel is SelectiveCheckpointing.CORE_ATTENTION:

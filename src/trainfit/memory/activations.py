@@ -172,6 +172,24 @@ class ActivationBytes:
             return self.checkpointed_embedding + sum(self.checkpointed_per_layer) + self.head
         return self.embedding + sum(self.per_layer) + self.head
 
+    def checkpointing_only(self, layers: tuple[bool, ...]) -> "ActivationBytes":
+        """The figures when only the ``layers`` marked True run under checkpoint (torchtitan's every-n-th layer,
+        ``RunCard.parallel.checkpointed_layers``), to be walked as a checkpointed step: a layer left out keeps its
+        ``per_layer`` bytes (and its kernel's backward buffers without recompute), so the ``checkpointed_*`` tuples
+        hold each layer's own figure. The embedding keeps the larger of the two figures while any layer is left
+        out: those layers' rotary muls save the shared cos/sin (the fake-tensor trace of a 4-layer llama, every 2nd
+        layer checkpointed, ``tests/trace/test_layer_subset_checkpointing.py``)."""
+        if len(layers) != len(self.per_layer):
+            raise ValueError(f"checkpointing_only: {len(layers)} flags for {len(self.per_layer)} layers")
+        ckpt = tuple(c if on else n for on, c, n in zip(layers, self.checkpointed_per_layer, self.per_layer))
+        kernel = (tuple(c if on else n for on, c, n in zip(layers, self.kernel_backward_checkpointed,
+                                                           self.kernel_backward))
+                  if self.kernel_backward_checkpointed else self.kernel_backward_checkpointed)
+        emb = self.checkpointed_embedding if all(layers) else max(self.embedding, self.checkpointed_embedding)
+        return replace(self, checkpointed_per_layer=ckpt, kernel_backward_checkpointed=kernel,
+                       checkpointed_embedding=emb,
+                       kernel_forward_checkpointed=self.kernel_forward_checkpointed if any(layers) else 0)
+
     @property
     def max_layer(self) -> int:
         """Largest per_layer: what is live while one checkpointed layer is recomputed."""

@@ -1022,7 +1022,7 @@ def step_sequence(t: StepTerms, shape: SequenceShape, *, workspace: tuple[int, .
                 hook("forward", i, e, None)
             ops = layer_ops[i] if layer_ops else None
             if ops is not None and stream is not None:
-                if t.gradient_checkpointing:
+                if t.layer_checkpointed(i):
                     # the checkpoint keeps the layer's input; anything it keeps beyond that is made here
                     keep = [(stream, r)] + e.allocs(_chunks(act.checkpointed_per_layer[i] - r, r))
                     _, stream = run_ops(no_grad_ops, stream, grad=False)
@@ -1033,7 +1033,7 @@ def step_sequence(t: StepTerms, shape: SequenceShape, *, workspace: tuple[int, .
                 saved[i] = keep  # (eager attention's score-sized temporaries are ops of the layer)
                 continue
             tmp = e.alloc(fp32_res)
-            if t.gradient_checkpointing:
+            if t.layer_checkpointed(i):
                 keep = e.allocs(_chunks(act.checkpointed_per_layer[i], r))
                 # no grad is kept inside a checkpointed forward: each intermediate goes once consumed
                 prev = None
@@ -1164,16 +1164,16 @@ def step_sequence(t: StepTerms, shape: SequenceShape, *, workspace: tuple[int, .
                 hook("backward", i, e, grads)
             ops = layer_ops[i] if layer_ops else None
             if ops is not None and g_stream is not None:
-                if t.gradient_checkpointing:
+                if t.layer_checkpointed(i):
                     # the recompute runs the layer's forward with grad from its kept input; its output goes
                     slot_keys[i] = {}
                     _, out = run_ops(ops.forward, saved[i][0][0], grad=True, keys=slot_keys[i])
                     e.free(out)
                 g_stream = run_backward(ops, slot_keys.pop(i), g_stream, list(per_layer_grads[i]))
-                if t.gradient_checkpointing:
+                if t.layer_checkpointed(i):
                     e.frees(saved[i])
                 continue
-            if t.gradient_checkpointing:
+            if t.layer_checkpointed(i):
                 inner = e.allocs(_saved_pieces(act.per_layer[i], shape))
             else:
                 inner = saved[i]
@@ -1195,7 +1195,7 @@ def step_sequence(t: StepTerms, shape: SequenceShape, *, workspace: tuple[int, .
                 if j < len(inner):
                     e.free(inner[len(inner) - 1 - j][0])
             e.frees(tr)
-            if t.gradient_checkpointing:
+            if t.layer_checkpointed(i):
                 e.frees(saved[i])
         e.frees(emb_shared)
         emb_shared.clear()

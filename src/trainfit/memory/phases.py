@@ -72,6 +72,9 @@ class StepTerms:
     """bf16 copies autocast makes of fp32 weights; cached until the autocast region (forward) ends."""
     activation_offload: bool = False
     """Saved tensors stream to host RAM; only the layer in flight is on the GPU."""
+    checkpointed_layers: tuple[bool, ...] = ()
+    """With ``gradient_checkpointing``: the decoder layers that run under checkpoint, the others keeping their
+    activations (``ActivationBytes.checkpointing_only`` has folded that into ``activations``); empty: every layer."""
     in_backward_step: float = 0.0
     """Optimizer-in-backward: one parameter's gradient + step temporaries, live in backward."""
     tied_embedding_grad_transient: float = 0.0
@@ -132,6 +135,10 @@ class StepTerms:
     """loop.keeps_output_through_backward: the model output's logits, alive from the loss to the end of backward."""
     forward_at: str = "loss (log-softmax over the logits)"
     """Where the forward peaks when the loss dominates (a stage without the loss: its last layer)."""
+
+    def layer_checkpointed(self, i: int) -> bool:
+        """Decoder layer ``i`` runs under checkpoint (its forward keeps its input only, its backward recomputes)."""
+        return self.gradient_checkpointing and (not self.checkpointed_layers or self.checkpointed_layers[i])
 
     @property
     def grads_total(self) -> float:

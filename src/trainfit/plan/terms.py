@@ -405,6 +405,11 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
                                                zero_centred_norm=spec.family in ("gemma2", "qwen3_5_text"))
     autocast = wdtype is Dtype.FP32 and compute is not ComputeDtype.FP32
     act = _autocast_copies(act, spec, enabled=autocast and trainable.lora is None, scale=scale)
+    subset = card.parallel.checkpointed_layers(spec.num_layers)  # None: every layer as checkpoints_layers says
+    if subset is not None:
+        act = act.checkpointing_only(subset)
+    # the last layer's forward (the forward peak's moment) runs under checkpoint
+    last_ckpt = card.parallel.checkpoints_layers and (subset is None or bool(subset and subset[-1]))
     if saved_head:
         # a trainable head saves its input (the final norm's output) for its weight gradient
         act = replace(act, head=act.head + card.batch.micro_batch_size * seq_len * spec.hidden_size * act_dtype)
@@ -429,7 +434,7 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
                                               local_vocab=spec.vocab_size, compute_dtype_bytes=act_dtype)
     tokens = card.batch.micro_batch_size * seq_len
     eager = attn.runs_eager(spec.family, card.attention) and spec.num_full_attention_layers > 0
-    if card.parallel.checkpoints_layers:
+    if card.parallel.checkpoints_layers and (subset is None or any(subset)):
         # eager attention's masks, inputs of every checkpointed layer: held from before the first layer's
         # forward to its backward
         mask = attn.eager_mask_bytes(spec, micro_batch_size=card.batch.micro_batch_size, seq_len=seq_len,
@@ -445,19 +450,20 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
     if variant is not None and variant.scope is Scope.DORA:  # the weight-norm temporaries of each forward
         base_bytes = BYTES_PER_DTYPE[wdtype.value]
         ckpt = card.parallel.checkpoints_layers
-        adapter_forward = peft_variants.dora_forward_transient_bytes(spec, variant, grad=not ckpt,
+        adapter_forward = peft_variants.dora_forward_transient_bytes(spec, variant, grad=not last_ckpt,
                                                                      base_dtype_bytes=base_bytes)
         if ckpt:  # the checkpointed layer's recompute in backward runs with grad
             recompute = peft_variants.dora_forward_transient_bytes(spec, variant, grad=True, base_dtype_bytes=base_bytes)
-            transient = tuple(max(x, recompute) for x in transient)
-            other = tuple(max(x, recompute) for x in other)
+            on = subset or (True,) * len(transient)
+            transient = tuple(max(x, recompute) if c else x for x, c in zip(transient, on))
+            other = tuple(max(x, recompute) if c else x for x, c in zip(other, on))
     kernel = act.kernel_extra(gradient_checkpointing=card.parallel.checkpoints_layers)
     if kernel:  # Gated DeltaNet layers: the chunked kernel's buffers (memory/activations._deltanet_live)
         transient = tuple(max(t, k) for t, k in zip(transient, kernel))
         other = tuple(max(t, k) for t, k in zip(other, kernel))
     released = attention_backward_released(transient, other, act.after_attention_per_layer)
     attention_forward = attn.forward_transient_bytes(
-        scores=scores, gradient_checkpointing=card.parallel.checkpoints_layers, dtype_bytes=act_dtype,
+        scores=scores, gradient_checkpointing=last_ckpt, dtype_bytes=act_dtype,
         family=spec.family)
 
     in_bwd = 0.0
@@ -517,6 +523,7 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         grads_embedding=grads_embed,
         activations=act,
         gradient_checkpointing=card.parallel.checkpoints_layers,
+        checkpointed_layers=subset or (),
         logits=lg,
         logits_grad_bf16=logits_grad_bytes(card, tokens=tokens, width=spec.head_outputs or spec.vocab_size),
         **({"forward_at": "loss (flash-attn's cross-entropy over the bf16 logits)"}

@@ -361,8 +361,15 @@ def training_time(
         fp8_weight_cache=card.precision.fp8_recipe in TE_ONLY_FP8_RECIPES, work_cv=work_cv, expert_params=expert,
         fp8_params=card.precision.fp8_params, fp8_param_transpose=not _fp8_non_tn(card),
         causal_skip=causal_skip, fused_cross_entropy=card.loss.kernel is LossKernel.FLASH_ATTN,
+        recompute_layer_share=_recompute_layer_share(card, spec),
     )
     return replace(t, assumptions=t.assumptions + (packed_note,)) if packed_note else t
+
+
+def _recompute_layer_share(card: RunCard, spec: ModelSpec) -> float:
+    """The share of the decoder layers whose forward backward recomputes (``RunCard.parallel.checkpointed_layers``)."""
+    layers = card.parallel.checkpointed_layers(spec.num_layers)
+    return sum(layers) / len(layers) if layers else 1.0
 
 
 EXPERT_GROUP_STRATEGIES = ("ddp", "zero1", "zero2", "zero3", "fsdp", "fsdp_grad_op")

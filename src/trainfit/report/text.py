@@ -62,6 +62,8 @@ def render_plan(plan: Plan, console: Console) -> None:
         f"  on {card.world_size} x {gpu.name} ({gib(gpu.memory_bytes, 1)} each)"
         f"  strategy {plan.sharding.strategy.value}, offload {card.parallel.offload.value},"
         f" checkpointing {'on' if card.parallel.gradient_checkpointing else 'off' if not card.parallel.checkpoints_layers else 'selective ' + card.parallel.selective_checkpointing.value}"
+        + (f" (every {card.parallel.checkpoint_every_n_layers} layers)"
+           if card.parallel.gradient_checkpointing and card.parallel.checkpoint_every_n_layers else "")
         + (f", compute fp8 ({card.precision.fp8_recipe.value} scaling)" if card.precision.fp8_recipe else "")
     )
     console.print(

@@ -140,6 +140,11 @@ class ParallelSection(_Section):
     selective_checkpointing: SelectiveCheckpointing = Field(
         SelectiveCheckpointing.NONE, description="none | op (torchtitan per-op SAC: every other matmul and the"
         " attention kernel saved, the rest recomputed) | core_attention (Megatron --recompute-granularity selective).")
+    checkpoint_every_n_layers: int | None = Field(
+        None, ge=1, le=100_000, description="With gradient_checkpointing true: only every n-th decoder layer is"
+        " checkpointed (layers n, 2n, ... counting from 1), the others keep their activations: torchtitan"
+        " activation_checkpoint mode 'selective' with selective_ac_option 'n' (its default '2'), fms-fsdp"
+        " selective_checkpointing n. null: every layer.")
     activation_offload: bool = Field(False, description="Saved activations stream to host RAM (torchtune OffloadActivations).")
     fsdp_shard_embeddings: bool = Field(False, description="FSDP: the embedding and lm_head are units of their own, gathered only around their use (torchtune custom_sharded_layers: [tok_embeddings, output]); default: they sit in the root unit.")
     compile: bool = Field(False, description="torch.compile: fused elementwise kernels and fewer launches in the time model; per-layer compiled decoder layers save fewer activations where the compiled rules were measured (memory.activations.compiled_rules_apply), and torchtune's chunked loss keeps its compiled per-chunk tensors.")
@@ -203,7 +208,30 @@ class ParallelSection(_Section):
         if self.gradient_checkpointing and self.selective_checkpointing is not SelectiveCheckpointing.NONE:
             raise ValueError(f"parallel.selective_checkpointing: '{self.selective_checkpointing.value}' with"
                              " gradient_checkpointing: true (full recompute already); allowed with it: none")
+        n = self.checkpoint_every_n_layers
+        if n is not None and self.gradient_checkpointing is not True:
+            raise ValueError(f"parallel.checkpoint_every_n_layers: {n} needs gradient_checkpointing: true (the chosen"
+                             " layers are fully recomputed); allowed without it: null")
+        if n is not None and self.model_parallel * self.expert_parallel > 1:
+            raise ValueError(f"parallel.checkpoint_every_n_layers: {n} is modelled without tensor, context, pipeline"
+                             " or expert parallel; allowed with them: null")
         return self
+
+    def checkpointed_layers(self, num_layers: int) -> tuple[bool, ...] | None:
+        """Which decoder layers run under checkpoint; None: all of them when ``checkpoints_layers`` (else none).
+
+        ``checkpoint_every_n_layers`` n: the layer of 1-based index k when ``k % n == 0``, torchtitan's rule
+        (pytorch/torchtitan torchtitan/parallelisms/parallelize_llama.py@041336434916bdc0f88c1f89fda176fd3c2092e4
+        ``checkpoint_wrapper._count += 1; if not every_x_layer or _count % every_x_layer == 0``; the same in
+        torchtitan/distributed/activation_checkpoint.py@1f029641b5caeb4df18ac094263e8bcc674b3686
+        ``_layer_sac_count % ac_freq == 0``, as in v0.2.2 @73a0e6979dd10b6b1904098eb3c8f62c18ab87ce, the version
+        the exporter writes) and fms-fsdp's (foundation-model-stack/fms-fsdp
+        fms_fsdp/policies/ac_handler.py@5e522b4c4f8a5f080717e714fee7622414dd6b63 ``_count % every_xth_item == 0``).
+        """
+        n = self.checkpoint_every_n_layers
+        if n is None or not self.gradient_checkpointing:
+            return None
+        return tuple((i + 1) % n == 0 for i in range(num_layers))
 
     @property
     def checkpoints_layers(self) -> bool:

@@ -56,6 +56,8 @@ def trace_step(req: TraceRequest, *, progress: Progress | None = None, context_p
 def _trace_step(req: TraceRequest, progress: Progress | None, context_parallel: int, context_parallel_kind: str,
                 expert_parallel: int) -> TraceResult:
     if context_parallel > 1 or expert_parallel > 1:
+        if req.checkpoint_every_n_layers is not None:
+            raise TraceUnsupported("trace: checkpoint_every_n_layers is traced without context or expert parallel")
         return _trace_cp_ep(req, progress, context_parallel=context_parallel, kind=context_parallel_kind,
                             expert_parallel=expert_parallel)
     t0 = time.perf_counter()
@@ -75,6 +77,10 @@ def _trace_step(req: TraceRequest, progress: Progress | None, context_parallel: 
         return _trace_stage(req, report, t0)
     full = extrapolate.full_depth(req.hf_config)
     plan = extrapolate.plan_depths(req.hf_config, req.layers, world_size=req.world_size)
+    if req.checkpoint_every_n_layers is not None and plan.extrapolated:
+        # the shallow depths would cut the every-n-th pattern: trace the whole depth
+        plan = extrapolate.DepthPlan(plan.target, (plan.target,), plan.period, False,
+                                     ("every n-th layer checkpointed: traced in full",))
     if req.replay_allocator and plan.extrapolated:
         # the replay needs the allocation order of the full-depth step: trace that step alone (its peaks are
         # the exact ones the two shallow traces extrapolate to) instead of the two shallow ones and it

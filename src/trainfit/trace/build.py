@@ -136,9 +136,12 @@ def materialize_fake(model: nn.Module) -> nn.Module:
     return model
 
 
-def enable_checkpointing(model: nn.Module, selective: str = "none") -> None:
+def enable_checkpointing(model: nn.Module, selective: str = "none", every_n_layers: int | None = None) -> None:
     """HF activation checkpointing (non-reentrant, transformers' default) on every decoder layer;
-    ``selective="op"``: torch's selective checkpointing with torchtitan's per-op policy in each layer."""
+    ``selective="op"``: torch's selective checkpointing with torchtitan's per-op policy in each layer;
+    ``every_n_layers`` n: then switched off again in every layer but those of 1-based index k with ``k % n == 0``
+    (torchtitan's layer-selective rule, ``RunCard.parallel.checkpointed_layers``; transformers'
+    ``GradientCheckpointingLayer`` checkpoints a layer while its ``gradient_checkpointing`` flag is set)."""
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
     kwargs: dict = {"use_reentrant": False}
     if selective == "op":
@@ -147,6 +150,11 @@ def enable_checkpointing(model: nn.Module, selective: str = "none") -> None:
         base.activation_checkpointing_enable(activation_checkpointing_kwargs=kwargs)
     else:  # older transformers
         base.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)
+    if every_n_layers is not None:
+        for k, layer in enumerate(decoder_layers(model), start=1):
+            if not hasattr(layer, "gradient_checkpointing"):
+                raise TraceUnsupported(f"trace: {type(layer).__name__} has no per-layer checkpointing flag")
+            layer.gradient_checkpointing = k % every_n_layers == 0
 
 
 def selective_checkpointing_context():  # noqa: ANN201

@@ -171,7 +171,8 @@ def warmed_up(
         model = build.materialize_fake(meta)
         model.train()
         if req.gradient_checkpointing or req.selective_checkpointing != "none":
-            build.enable_checkpointing(model, selective=req.selective_checkpointing)
+            build.enable_checkpointing(model, selective=req.selective_checkpointing,
+                                       every_n_layers=req.checkpoint_every_n_layers)
         if tp > 1:
             tensor_parallel.parallelize(model, tp_mesh, sequence_parallel=req.sequence_parallel)
         if mesh is not None:

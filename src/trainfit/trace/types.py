@@ -50,6 +50,9 @@ class TraceRequest:
     """``sdpa`` (CPU flash-like kernel) or ``eager`` (materialises the s x s scores)."""
     gradient_checkpointing: bool = False
     """HF activation checkpointing (non-reentrant) on every decoder layer."""
+    checkpoint_every_n_layers: int | None = None
+    """With ``gradient_checkpointing``: only the decoder layers of 1-based index k with ``k % n == 0`` run under
+    checkpoint (torchtitan's selective_ac_option n; ``RunCard.parallel.checkpointed_layers``); traced at full depth."""
     selective_checkpointing: str = "none"
     """``op``: every decoder layer under torch's selective checkpointing with torchtitan's per-op policy
     (``build.selective_checkpointing_context``); exclusive with ``gradient_checkpointing``."""
@@ -171,6 +174,11 @@ class TraceRequest:
                                    " allowed: none, op (Megatron's core_attention recompute needs Megatron)")
         if self.selective_checkpointing != "none" and (self.gradient_checkpointing or self.pass_kind != "train_step"):
             raise TraceUnsupported("trace: selective_checkpointing applies to a train_step without full checkpointing")
+        if self.checkpoint_every_n_layers is not None and (
+                self.checkpoint_every_n_layers < 1 or not self.gradient_checkpointing or self.tensor_parallel > 1
+                or self.pipeline_parallel > 1 or self.micro_batches > 1 or self.pass_kind != "train_step"):
+            raise TraceUnsupported("trace: checkpoint_every_n_layers needs an integer >= 1, gradient_checkpointing, a"
+                                   " train step and no tensor or pipeline parallel")
         if self.pass_kind in ("logprob", "value") and self.gradient_checkpointing:
             raise TraceUnsupported(
                 f"trace: pass_kind '{self.pass_kind}' is a no-grad forward; gradient_checkpointing does not apply"

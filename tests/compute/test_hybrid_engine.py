@@ -202,4 +202,3 @@ def test_dschat_opt_1_3b_log_generate_time():
         replicated_weight_bytes=replicated, kv_bytes_per_token=2 * 2 * h * layers, inference_tp=1, zero3_ranks=1)
     assert g.bound == "host" and g.gather_s == 0.0
     assert 2.44 <= g.total_s <= 2.76  # inside the log's p10-p90
-

@@ -54,9 +54,10 @@ only: RL 20.8 % / 17.3 %, the ten DeepSpeed-Chat OPT steps +4..+127 % -> -52..+2
 % -> -25, -25, -14, +25 %; held-out rows' median |error| 20 % -> 26 %: the A100-40GB ones +4, -7, +21 % -> -34,
 -52, -28 %; the plan has the 40 GB and 80 GB runs within 3 % of each other where the published 40 GB steps are
 20-39 % slower, so those rows miss something else). That Hybrid-Engine-only variant keeps the held-out RL-step
-median but contradicts DeepSpeed-Chat's own step-3 log (``hybrid_engine`` docstring: at least 27 us per kernel on
-its V100 host even if every call ran the full 256 tokens; 22 us plans 2.1 s against the logged 2.52 s), so the
-per-kernel cost of DeepSpeed-Inference under transformers' ``generate`` is not gpt-fast's either. Every vLLM eager
+median but was measured when the Hybrid Engine was priced per kernel. Since f8098e2 ``hybrid_engine`` charges the
+host per Python-level call (DeepSpeed's fused ops launch their kernels from C++), which reproduces DeepSpeed-Chat's
+own step-3 log (every call 256 tokens: 2.64 s planned against 2.52 s logged); the figures above for the Hybrid
+Engine predate that change. Every vLLM eager
 row but the play-verl Qwen2-7B ones lands short, and the 40 GB DeepSpeed-Chat rows too: the over-priced launch
 stands for costs the plan leaves out. Known ones: the play-verl phases' ~2.5 s outside the decode (below); the
 ROCm engines' larger per-token cost; DeepSeek-V3's eager step launches about twice what ``decode_kernels`` counts

@@ -169,6 +169,33 @@ FP8_WEIGHT_FORWARD_KERNELS, FP8_WEIGHT_BACKWARD_KERNELS = 2, 1
 """Of those, the weight's amax + cast, and the weight's transpose."""
 MOE_DISPATCH_KERNELS = 14
 """Router softmax, top-k, normalise, sort/histogram, permute, unpermute, scale, scatter-add."""
+PACKED_FLASH_FORWARD_SYNCS, PACKED_FLASH_BACKWARD_SYNCS = 5, 2
+"""Host-device synchronisations per attention call when packed rows reach transformers' flash-attention integration
+with ``position_ids`` only (no precomputed ``cu_seq_lens_q`` / ``max_length_q``), as verl's FSDP workers pass them
+under ``use_remove_padding`` (verl/workers/actor/dp_actor.py ``_forward_micro_batch`` l.106-110: ``input_ids``,
+``attention_mask=None``, ``position_ids``; verl/models/transformers/monkey_patch.py forwards ``position_ids`` to
+``_flash_attention_forward``; volcengine/verl @2c8b2b995f36a7cd159b5a9beb5d5ed37cae0fc1, the same at @8e7780f5
+v0.3.0.post0 and at @b178a3cd 2026-01). Forward, transformers 4.51.1
+(src/transformers/modeling_flash_attention_utils.py, the version verl's logs print, dingxianzhong/play-verl
+logs/*.log @7716a615): (1) ``not (torch.diff(position_ids) >= 0).all()`` reads a CUDA bool (l.378);
+``prepare_fa2_from_position_ids``: (2) ``indices_q[position_ids == 0]``, a boolean-mask index, waits for
+``nonzero``'s count (l.224), (3) ``torch.tensor(position_ids.size(), device=...)`` is a blocking host-to-device
+copy (l.225: ``copy_kernel_cuda`` with ``non_blocking`` False calls ``at::cuda::memcpy_and_sync``, a
+``cudaMemcpyAsync`` then ``cudaStreamSynchronize``, pytorch/pytorch aten/src/ATen/native/cuda/Copy.cu
+@007aa8aee7ee70454229698ca4b2e45283f15239), (4, 5) ``max_length = position_ids.max() + 1`` stays a CUDA tensor
+(l.229) that flash-attn converts to the ``int`` ``max_seqlen_q`` and ``max_seqlen_k`` of its op
+(flash_attn_interface.py ``_flash_attn_varlen_forward`` l.147-154, Dao-AILab/flash-attention v2.7.4.post1
+@5231d95f): one ``.item()`` each. Backward: ``FlashAttnVarlenFunc`` kept the tensor (``ctx.max_seqlen_q``, l.953)
+and converts both again (l.985; huggingface/transformers pull request #34356: without the ``.item()`` "it calls
+item() in the backward"). transformers 5.24.0 syncs at the same places (``_is_packed_sequence``'s ``.bool()``,
+"forces a device sync in every layer" l.572; ``prepare_fa_kwargs_from_position_ids``' ``nonzero`` and
+``torch.tensor`` l.507-514; the tensor ``max_length_q`` l.520). A collator that precomputes the kwargs on the CPU
+removes them all: TRL 1.16's padding-free ``DataCollatorForLanguageModeling`` (trl/trainer/sft_trainer.py
+l.204-214: ``cu_seq_lens_q``, ``max_length_q`` as an ``int``), transformers'
+``DataCollatorWithFlattening(return_flash_attn_kwargs=True)``. SDPA has none, so the project's own H200 runs (SDPA
+/ eager, not packed) have none. transformers' padded path syncs too (``_get_unpad_data``'s ``nonzero`` and
+``.max().item()``, 4.51.1 l.101-102: 2 per attention call, none in backward); it is not charged (verl's padded
+passes are planned as its packed ones)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,6 +233,9 @@ class PassInventory:
     strided_bytes: float = 0.0
     """Of ``memory_bytes``, those moved by elementwise kernels with a broadcast or strided operand, which
     PyTorch runs on its non-vectorised loop (module docstring)."""
+    host_syncs: float = 0.0
+    """Host-device synchronisations in the pass: the host waits there until the GPU has drained its queue
+    (``PACKED_FLASH_FORWARD_SYNCS``; ``training.pass_seconds`` times them)."""
 
     @property
     def gemm_flops(self) -> float:
@@ -216,7 +246,7 @@ class PassInventory:
             self.gemms + other.gemms, self.attention_forward_flops + other.attention_forward_flops,
             self.attention_calls + other.attention_calls, self.memory_bytes + other.memory_bytes,
             self.kernels + other.kernels, self.eager_score_elements + other.eager_score_elements,
-            self.strided_bytes + other.strided_bytes,
+            self.strided_bytes + other.strided_bytes, self.host_syncs + other.host_syncs,
         )
 
 
@@ -285,7 +315,7 @@ def step_inventory(
     attention_context: float | None = None, sequence_shards: int = 1, fp8: bool = False,
     fp8_weight_casts: float = 1.0, expert_parallel: int = 1, expert_token_shards: float = 1.0,
     grouped_gemm: bool = True, fp8_weight_transposes: float | None = None, moe_dispatcher: MoeDispatcher = MoeDispatcher.ALLTOALL,
-    fused_cross_entropy: bool = False,
+    fused_cross_entropy: bool = False, packed_flash_syncs: bool = False,
 ) -> StepInventory:
     """The op inventory of one micro-step of ``micro_batch_size × seq_len`` tokens on one GPU.
 
@@ -309,7 +339,9 @@ def step_inventory(
     Megatron-Core ``TEGroupedMLP``), else one GEMM per local expert (Megatron-Core ``SequentialMLP``);
     ``moe_dispatcher``: the EP dispatcher (the all-to-all one sorts the received rows by local expert and back,
     the flex / DeepEP one does not: ``moe_time.chunk_sort_bytes``); ``fused_cross_entropy``: the loss is flash-attn's
-    kernel (``FLASH_CE_*``) instead of the eager fp32 one (``LOSS_*``).
+    kernel (``FLASH_CE_*``) instead of the eager fp32 one (``LOSS_*``); ``packed_flash_syncs``: packed rows reach
+    transformers' flash attention with ``position_ids`` only, so every attention call synchronises the host
+    (``PACKED_FLASH_FORWARD_SYNCS`` / ``PACKED_FLASH_BACKWARD_SYNCS``; the recompute re-runs the forward's).
     """
     t = float(micro_batch_size * seq_len)
     h = spec.hidden_size
@@ -484,9 +516,11 @@ def step_inventory(
     bwd_bytes += bq_b
     fwd_k += fq_k
     bwd_k += bq_k
-    layers_fwd = PassInventory(tuple(fwd), attn_fwd, float(full), fwd_bytes, fwd_k, scores, strided)
+    sync_f, sync_b = ((PACKED_FLASH_FORWARD_SYNCS * full, PACKED_FLASH_BACKWARD_SYNCS * full)
+                      if packed_flash_syncs and not eager_attention else (0.0, 0.0))
+    layers_fwd = PassInventory(tuple(fwd), attn_fwd, float(full), fwd_bytes, fwd_k, scores, strided, sync_f)
     layers_bwd = PassInventory(tuple(bwd), attn_fwd, float(full), bwd_bytes, bwd_k, scores,
-                               BACKWARD_BYTES_FACTOR * strided)
+                               BACKWARD_BYTES_FACTOR * strided, sync_b)
     # head + loss + embedding + final norm
     out = spec.head_outputs or spec.vocab_size
     ln = spec.layer_norm
@@ -516,7 +550,7 @@ def step_inventory(
     rec = PassInventory(tuple(g for g in fwd if g not in last), attn_fwd, float(full),
                         fwd_bytes - RESIDUAL_BYTES * t * h * layers / sequence_shards,
                         fwd_k - sum(g.count for g in last) - layers,
-                        scores, strided)
+                        scores, strided, sync_f)
     # selective, per op: the even-numbered matmuls of a layer re-run, SDPA and the odd ones come from the cache
     even = _sac_recomputed_gemms(spec, adapter)
     op_gemms = tuple(g for g in fwd if g.name in even or g.name.startswith("attn.") or g.name.startswith("deltanet"))
@@ -524,7 +558,7 @@ def step_inventory(
     rec_op = PassInventory(op_gemms, 0.0, 0.0, fwd_bytes, fwd_k - saved_k, scores, strided)
     core_g = tuple(g for g in fwd if g.name.startswith("attn."))
     rec_core = PassInventory(core_g, attn_fwd, float(full), EAGER_SCORE_FORWARD_BYTES * scores,
-                             (8 * full) if eager_attention else float(full), scores)
+                             (8 * full) if eager_attention else float(full), scores, host_syncs=sync_f)
     return StepInventory(layers_fwd, layers_bwd, rec, head_f, head_b, layers,
                          layers_recompute_op=rec_op, layers_recompute_core_attention=rec_core)
 

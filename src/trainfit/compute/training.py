@@ -5,11 +5,16 @@ Each pass (forward, recompute, backward) is timed from its op inventory (``inven
     device_s = Σ GEMMs (gemm.py) + fused attention (attention_time.py) + memory-bound bytes / HBM
                (the strided ones at ``STRIDED_BANDWIDTH_SHARE`` of it)
     host_s   = kernels × host seconds per kernel (eager PyTorch dispatch)
-    seconds  = max(device_s, host_s)
+    seconds  = max(device_s, host_s)                       (no host-device synchronisation in the pass)
+             = Σ_segments max(host_seg, device_seg) + per sync: refill + round trip   (``synced_seconds``)
 
 The max is the steady state of a producer (the Python/autograd thread queueing kernels) and a
 consumer (the GPU): whichever is slower sets the pace, layer after layer. Small models on fast
 cards are host-bound ("launch"), large ones compute-bound.
+
+A host-device synchronisation (``.item()``, a boolean-mask index, a blocking copy: packed rows in transformers'
+flash attention, ``inventory.PACKED_FLASH_FORWARD_SYNCS``) stops the producer until the consumer has drained its
+queue, so the pass splits into segments that each start on an empty queue.
 
 Then the optimizer step (``optimizer_time.py``), the collectives left exposed by the framework's
 overlap (``collectives.py``) and offload (``offload.py``). The step is::
@@ -50,6 +55,12 @@ a same-shape add 1.39 TB/s, 0.45 (pull request #537, 2026-03-16). Taken for ever
 same code); compiled kernels (``memory_factor`` < 1: Inductor's fused Triton kernels load broadcast operands
 as blocks) keep the streaming rate."""
 
+SYNC_ROUND_TRIP_S = 6e-6
+"""Seconds the host spends in one synchronising read of a device value beyond the wait for the queue: the
+device-to-host copy's submission, 5-7 us per ``cudaMemcpyAsync`` call measured by Wu et al., "DualPath: Breaking the
+Storage Bandwidth Bottleneck in Agentic LLM Inference" (arXiv 2602.21548, 2026-02-25, section 5.2); the midpoint,
+a lower bound (the copy itself and the host's wake-up from ``cudaStreamSynchronize`` come on top). Not fitted."""
+
 
 @dataclass(frozen=True, slots=True)
 class PhaseTime:
@@ -69,6 +80,8 @@ class PassTime:
     attention_s: float
     memory_s: float
     host_s: float
+    sync_s: float = 0.0
+    """Of ``seconds``, what the pass's host-device synchronisations add (``synced_seconds``)."""
 
     @property
     def bound(self) -> str:
@@ -79,10 +92,11 @@ class PassTime:
 
     def __add__(self, o: "PassTime") -> "PassTime":
         return PassTime(self.seconds + o.seconds, self.gemm_s + o.gemm_s, self.attention_s + o.attention_s,
-                        self.memory_s + o.memory_s, self.host_s + o.host_s)
+                        self.memory_s + o.memory_s, self.host_s + o.host_s, self.sync_s + o.sync_s)
 
     def scaled(self, f: float) -> "PassTime":
-        return PassTime(self.seconds * f, self.gemm_s * f, self.attention_s * f, self.memory_s * f, self.host_s * f)
+        return PassTime(self.seconds * f, self.gemm_s * f, self.attention_s * f, self.memory_s * f, self.host_s * f,
+                        self.sync_s * f)
 
 
 ZERO_PASS = PassTime(0.0, 0.0, 0.0, 0.0, 0.0)
@@ -93,13 +107,38 @@ def interleaved(a: PassTime, b: PassTime) -> tuple[PassTime, PassTime]:
     one layer at a time): the host queue and the GPU pace the pair together, ``max(Σ device, Σ host)``,
     not each pass alone. The pair's seconds are shared in proportion to each pass's own time."""
     device = a.gemm_s + a.attention_s + a.memory_s + b.gemm_s + b.attention_s + b.memory_s
-    pair = max(device, a.host_s + b.host_s)
+    pair = max(device, a.host_s + b.host_s) + a.sync_s + b.sync_s  # a sync drains the pair's queue too
     alone = a.seconds + b.seconds
     if alone <= 0:
         return a, b
     f = pair / alone
-    return (PassTime(a.seconds * f, a.gemm_s, a.attention_s, a.memory_s, a.host_s),
-            PassTime(b.seconds * f, b.gemm_s, b.attention_s, b.memory_s, b.host_s))
+    return (PassTime(a.seconds * f, a.gemm_s, a.attention_s, a.memory_s, a.host_s, a.sync_s),
+            PassTime(b.seconds * f, b.gemm_s, b.attention_s, b.memory_s, b.host_s, b.sync_s))
+
+
+def synced_seconds(*, host_s: float, device_s: float, kernels: float, syncs: float,
+                   round_trip_s: float = SYNC_ROUND_TRIP_S) -> float:
+    """Seconds of a pass of ``kernels`` kernels (``host_s`` to queue them, ``device_s`` to run them) whose host
+    waits ``syncs`` times for the GPU to drain its queue.
+
+    The syncs cut the pass into ``syncs + 1`` segments, each ``1 / (syncs + 1)`` of the work (a sync per layer, or a
+    fixed number per layer: the layers are alike). The first segment follows a queue already full (the steady state
+    of the module docstring); each later one starts empty, so its first kernel's launch or its last kernel's run is
+    not overlapped: a two-stage pipeline of ``n`` jobs of host time ``h`` and device time ``g`` each runs
+    ``n·max(h, g) + min(h, g)`` (the two-machine flow shop, S. M. Johnson, Naval Research Logistics Quarterly 1(1),
+    1954). So::
+
+        seconds = Σ_segments max(host_seg, device_seg) + syncs · (min(h, g) + round_trip_s)
+
+    with ``h``, ``g`` the mean per-kernel host and device seconds (a segment holds at least one kernel); without syncs
+    it is ``max(host_s, device_s)``, and never more than ``host_s + device_s`` plus the round trips (no overlap).
+    """
+    if syncs <= 0 or kernels <= 0:
+        return max(host_s, device_s)
+    segments = syncs + 1
+    host_seg, device_seg = host_s / segments, device_s / segments
+    refill = min(host_seg, device_seg) / max(1.0, kernels / segments)
+    return segments * max(host_seg, device_seg) + syncs * (refill + round_trip_s)
 
 
 def pass_seconds(inv: PassInventory, *, rates: DeviceRates, seq_len: float, backward: bool,
@@ -112,8 +151,10 @@ def pass_seconds(inv: PassInventory, *, rates: DeviceRates, seq_len: float, back
     strided = inv.strided_bytes if memory_factor >= 1.0 else 0.0
     mem = ((inv.memory_bytes - strided) * memory_factor + strided / STRIDED_BANDWIDTH_SHARE) / rates.hbm_bytes_per_s
     per_kernel = rates.host_s_per_backward_kernel if backward else rates.host_s_per_forward_kernel
-    host = inv.kernels * kernel_factor * per_kernel
-    return PassTime(max(gemm + attn + mem, host), gemm, attn, mem, host)
+    kernels = inv.kernels * kernel_factor
+    host = kernels * per_kernel
+    seconds = synced_seconds(host_s=host, device_s=gemm + attn + mem, kernels=kernels, syncs=inv.host_syncs)
+    return PassTime(seconds, gemm, attn, mem, host, seconds - max(gemm + attn + mem, host))
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -206,8 +247,8 @@ class TrainStepTime:
 
 
 def _phase(name: str, t: PassTime) -> PhaseTime:
-    return PhaseTime(name, t.seconds, t.bound, {"gemm": t.gemm_s, "attention": t.attention_s,
-                                                "memory_bound": t.memory_s, "host_launch": t.host_s})
+    terms = {"gemm": t.gemm_s, "attention": t.attention_s, "memory_bound": t.memory_s, "host_launch": t.host_s}
+    return PhaseTime(name, t.seconds, t.bound, terms | ({"host_sync": t.sync_s} if t.sync_s else {}))
 
 
 def _fp8_weight_casts(*, fp8: bool, fp8_params: bool, fp8_weight_cache: bool, micro_steps: int) -> float:
@@ -229,7 +270,7 @@ def train_step_time(
     selective: str = "none", fp8: bool = False, fp8_weight_cache: bool = False, work_cv: float = 0.0,
     expert_params: float = 0.0, causal_skip: bool = True, fused_cross_entropy: bool = False,
     fp8_params: bool = False, fp8_param_transpose: bool = True,
-    recompute_layer_share: float = 1.0,
+    recompute_layer_share: float = 1.0, packed_flash_syncs: bool = False,
 ) -> TrainStepTime:
     """Seconds of one optimizer step on one GPU (all GPUs of a data-parallel group run in lockstep).
 
@@ -255,7 +296,8 @@ def train_step_time(
     ``optimizer_time.shard_params``; HSDP keeps them with the dense parameters);
     ``attention_context`` / ``causal_skip``: as ``inventory.step_inventory`` (context parallel; packed rows with
     per-sample attention, ``attention_time`` module docstring); ``fused_cross_entropy``: as ``inventory.step_inventory``
-    (flash-attn's loss kernel).
+    (flash-attn's loss kernel); ``packed_flash_syncs``: as ``inventory.step_inventory`` (packed rows in transformers'
+    flash attention synchronise the host in every attention call: ``synced_seconds``).
     """
     mp = model_parallel
     gradient_checkpointing = gradient_checkpointing or selective != "none"
@@ -268,7 +310,8 @@ def train_step_time(
                          if fp8 and fp8_params else None,
                          expert_parallel=mp.ep, expert_token_shards=expert_token_shards(
                              tp=mp.tp, etp=mp.etp, ep=mp.ep, sequence_parallel=mp.sequence_parallel),
-                         moe_dispatcher=mp.moe_dispatcher, fused_cross_entropy=fused_cross_entropy)
+                         moe_dispatcher=mp.moe_dispatcher, fused_cross_entropy=fused_cross_entropy,
+                         packed_flash_syncs=packed_flash_syncs)
     kw = dict(rates=rates, seq_len=attention_context or seq_len, memory_factor=memory_factor, kernel_factor=kernel_factor)
     fwd = (pass_seconds(inv.layers_forward, backward=False, **kw)
            + pass_seconds(inv.head_forward, backward=False, **kw)).scaled(count_scale)
@@ -457,6 +500,7 @@ def forward_only_time(
     gathered_weight_bytes: float = 0.0, count_scale: float = 1.0, memory_factor: float = 1.0,
     kernel_factor: float = 1.0, attention_context: int | None = None, expert_parallel: int = 1,
     expert_token_shards: float = 1.0, fp8: bool = False, fp8_weight_cache: bool = False, fp8_params: bool = False,
+    packed_flash_syncs: bool = False,
 ) -> PassTime:
     """A no-grad forward over ``micro_steps`` micro-batches (log-probs, values, rewards) on one GPU:
     the layers and the head (the log-softmax and gather cost about what the loss does), plus the
@@ -465,12 +509,14 @@ def forward_only_time(
     as ``train_step_time`` (a model trained in fp8 runs its no-grad forwards in fp8 too: Megatron-Core's fp8
     context wraps every forward, torchao's Float8Linear is the module); ``fp8_params``: fp8 primary weights, as
     ``train_step_time``: no weight casts (the optimizer step writes the fp8 weights: Megatron fp8_utils.py
-    quantize_param_shard l.396-453 @d98e8a64), and a forward needs no weight transpose."""
+    quantize_param_shard l.396-453 @d98e8a64), and a forward needs no weight transpose; ``packed_flash_syncs``: as
+    ``train_step_time``."""
     inv = step_inventory(spec, micro_batch_size=micro_batch_size, seq_len=seq_len, adapter=adapter,
                          eager_attention=eager_attention, attention_context=attention_context,
                          expert_parallel=expert_parallel, expert_token_shards=expert_token_shards, fp8=fp8,
                          fp8_weight_casts=_fp8_weight_casts(fp8=fp8, fp8_params=fp8_params,
-                                                            fp8_weight_cache=fp8_weight_cache, micro_steps=micro_steps))
+                                                            fp8_weight_cache=fp8_weight_cache, micro_steps=micro_steps),
+                         packed_flash_syncs=packed_flash_syncs)
     kw = dict(rates=rates, seq_len=attention_context or seq_len, memory_factor=memory_factor, kernel_factor=kernel_factor,
               backward=False)
     one = (pass_seconds(inv.layers_forward, **kw) + pass_seconds(inv.head_forward, **kw)).scaled(count_scale)
@@ -486,5 +532,6 @@ def forward_only_time(
         exposed = micro_steps * (ag + (layers - 1) * max(0.0, ag - one.seconds / layers))
         # the per-layer gathers hold the ranks in lockstep: the slowest sets the pace (collectives.slowest_rank_excess)
         exposed += coll.slowest_rank_excess(ranks=ranks) * total.seconds
-        total = PassTime(total.seconds + exposed, total.gemm_s, total.attention_s, total.memory_s, total.host_s)
+        total = PassTime(total.seconds + exposed, total.gemm_s, total.attention_s, total.memory_s, total.host_s,
+                         total.sync_s)
     return total

@@ -89,6 +89,7 @@ from trainfit.plan.time import (
     model_parallel_of,
     nic_bytes_per_s,
     nvlink_gpus_per_node,
+    packed_flash_syncs,
     rank_spec,
     training_time,
 )
@@ -212,6 +213,7 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
             # a model trained in fp8 runs its log-prob forwards in fp8 as well (the same linears)
             fp8=fp8, fp8_weight_cache=fp8 and card.precision.fp8_recipe in TE_ONLY_FP8_RECIPES,
             fp8_params=fp8 and card.precision.fp8_params,  # fp8 primary weights: no weight casts
+            packed_flash_syncs=packed_flash_syncs(card),
         )
         comm = 0.0
         if mp.active:

@@ -30,7 +30,7 @@ from trainfit.plan.resolve import gpu_of, trainable_spec
 from trainfit.plan.terms import trained_dtype_bytes, zero_master_states
 from trainfit.spec.card import RunCard
 from trainfit.spec.enums import Attention, ComputeDtype, ContextParallelKind, Dtype, Fp8Recipe, Method, Scope
-from trainfit.spec.enums import LossKernel, MoeDispatcher
+from trainfit.spec.enums import LossKernel, MoeDispatcher, Strategy
 from trainfit.spec.model import ModelSpec
 
 COMPILE_MEMORY_FACTOR = 0.5
@@ -81,6 +81,14 @@ def fused_kernels(card: RunCard) -> bool:
     """torch.compile, or a tensor/pipeline-parallel run: those run on Megatron-Core with Transformer
     Engine's fused kernels (norm + linear, RoPE, SwiGLU, cross-entropy), which the compile factors stand for."""
     return card.parallel.compile or card.parallel.tensor_parallel * card.parallel.pipeline_parallel > 1
+
+
+def packed_flash_syncs(card: RunCard) -> bool:
+    """verl's FSDP workers: transformers models under flash attention, fed packed rows with ``position_ids`` only,
+    so every attention call synchronises the host (``compute.inventory.PACKED_FLASH_FORWARD_SYNCS``). verl's
+    Megatron workers (zero1 cards) read the lengths to the host once per micro-batch and hand Transformer Engine a
+    ``PackedSeqParams`` (verl/models/mcore/util.py ``preprocess_packed_seqs`` l.25-103, volcengine/verl @b178a3cd)."""
+    return card.preset == "verl" and card.parallel.strategy in (Strategy.FSDP, Strategy.FSDP_GRAD_OP, Strategy.HSDP)
 
 
 def rates_of(card: RunCard, gpu: GpuSpec, rates: DeviceRates | None) -> DeviceRates:
@@ -361,7 +369,7 @@ def training_time(
         fp8_weight_cache=card.precision.fp8_recipe in TE_ONLY_FP8_RECIPES, work_cv=work_cv, expert_params=expert,
         fp8_params=card.precision.fp8_params, fp8_param_transpose=not _fp8_non_tn(card),
         causal_skip=causal_skip, fused_cross_entropy=card.loss.kernel is LossKernel.FLASH_ATTN,
-        recompute_layer_share=_recompute_layer_share(card, spec),
+        recompute_layer_share=_recompute_layer_share(card, spec), packed_flash_syncs=packed_flash_syncs(card),
     )
     return replace(t, assumptions=t.assumptions + (packed_note,)) if packed_note else t
 

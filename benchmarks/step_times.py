@@ -13,7 +13,8 @@ validated as the CLI does (preset applied, then ``load_card_dict``) and planned 
 ``tokens_per_step``, ``time_parts``, ``fits`` and, when the plan has it, ``time.bound``), so a new
 time model is picked up without touching this file. An entry the card cannot state (tensor, pipeline,
 context/Ulysses or expert parallelism, a non-gated MLP, a node-level rollout split), or whose card the
-planner refuses as stated (``planner refused: ...``, e.g. pipeline stages that do not divide the layers), is listed as
+planner refuses as stated (``planner refused: ...``, e.g. pipeline stages that do not divide the layers), or whose
+entry names what its run did that no card field states (``card_cannot_state``, cited in the entry), is listed as
 *not representable* with its reason and still scored by the rule; an entry without a published
 time, a catalog GPU, a model shape, a prompt/response length or with fp8 compute from an unknown recipe is *skipped* with
 its reason; so is an entry whose published rate would need more than the card's sustained matmul rate even at
@@ -644,7 +645,7 @@ def packed_squad(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
 
 def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """The run card for a published training entry (Unmapped with the reasons otherwise)."""
-    blockers = parallel_blockers(e["parallel"])
+    blockers = parallel_blockers(e["parallel"]) + ([e["card_cannot_state"]] if e.get("card_cannot_state") else [])
     notes: list[str] = []
     try:
         model, n = resolve_model(e["model"], e.get("model_config"), e["batch"].get("seq_len"))

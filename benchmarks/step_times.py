@@ -1117,6 +1117,12 @@ def map_rl(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         # (vllm_worker.py: llm.sleep(level=1), enable_sleep_mode=True) and wakes every step (@9dbd9adc)
         rollout["sleep_level"] = 1
         notes.append("NeMo RL colocated: vLLM sleep level 1 after every generation, woken for the refit")
+    if tr.get("old_logprob_pass") is not None:
+        # the run's own old-policy log-prob pass where its framework decides it from the loss (SkyRL: whenever
+        # off-policy correction or the loss reads old log-probs; the entry's old_logprob_pass_source cites it)
+        rollout["recompute_old_logprobs"] = bool(tr["old_logprob_pass"])
+        notes.append("old-policy log-prob pass " + ("every step" if tr["old_logprob_pass"] else "not run")
+                     + " (the run's trainer and loss; rollout.recompute_old_logprobs)")
     if method == "dapo":
         card["roles"] = {"kl_coef": 0.0}
         notes.append("DAPO: no KL term, no reference pass")

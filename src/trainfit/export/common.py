@@ -162,6 +162,8 @@ def shared_notes(card: RunCard, target: str, *, megatron_has: set[str] | None = 
                      f" (its prompts, instruction and chat template), not a setting of the {target} file; not written"
                      f" (the file bounds prompts at rollout.prompt_len {ro.prompt_len}, which the import plans every"
                      " prompt at until the mean is set again)")
+    if is_rl(card) and ro.recompute_old_logprobs is not None and target in ("trl", "verl", "openrlhf", "nemo-rl"):
+        notes.append(_old_logprob_note(card, target))
     if is_rl(card) and ro.quantization.value != "none" and target in ("trl", "openrlhf"):
         kept = (f" (rollout.quantization_bf16_modules {list(ro.quantization_bf16_modules)})"
                 if ro.quantization_bf16_modules else "")
@@ -187,6 +189,22 @@ def shared_notes(card: RunCard, target: str, *, megatron_has: set[str] | None = 
             notes.append(f"parallel.selective_checkpointing {card.parallel.selective_checkpointing.value}: {target} has no"
                          " selective checkpointing setting; not written")
     return notes
+
+
+def _old_logprob_note(card: RunCard, target: str) -> str:
+    """What ``target`` does about the old policy's log-prob pass that ``rollout.recompute_old_logprobs`` sets: verl
+    (``compute_log_prob`` every step), OpenRLHF (the experience maker) and NeMo RL (``prev_logprobs``) always run it;
+    TRL's GRPOTrainer only with ``num_iterations`` > 1. No file has a setting for it."""
+    ro = card.rollout
+    want = "true" if ro.recompute_old_logprobs else "false"
+    if target == "trl":
+        runs = ro.num_iterations > 1 or card.method is Method.PPO
+        what = ("TRL computes them only when num_iterations > 1" + (f" (here {ro.num_iterations}: it does)" if runs
+                else " (here 1: it does not)"))
+    else:
+        what = f"{target} recomputes them every step"
+    return (f"rollout.recompute_old_logprobs {want}: the {target} file has no setting for the old policy's log-prob"
+            f" pass; {what}; not written (the import plans the framework's default)")
 
 
 # -- what the plan reads --------------------------------------------------------------------------

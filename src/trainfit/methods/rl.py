@@ -392,7 +392,8 @@ def rl_groups(
         tr = forward_only_transient(spec, sequences=mbs, seq_len=seq, chunked=chunked, gathered_units=_gathered(actor),
                                     divides_by_temperature=card.method is Method.GRPO, kernel=card.loss.kernel.value)
         peaks.append(PhasePeak(Phase.REF_LOGPROB, trainer_resident | extras() | {"logprob_pass": tr}, "reference log-probs"))
-    if card.method is Method.PPO or ro.num_iterations > 1:
+    old_lp = card.method is Method.PPO or ro.num_iterations > 1
+    if old_lp if ro.recompute_old_logprobs is None else ro.recompute_old_logprobs:
         # the policy's own log-probs before the update (PPO's old policy; GRPO when each batch is
         # reused for several updates): a no-grad pass of the trained actor, adapters included
         tr = forward_only_transient(spec, sequences=mbs, seq_len=seq, chunked=chunked, gathered_units=_gathered(actor),

@@ -7,7 +7,8 @@ The phases of one RL step, as verl, OpenRLHF, NeMo RL and TRL run them:
 2. **reward**: ``reward_seconds_per_sample`` per completion over ``reward_workers`` in parallel
    (sandboxed tests), or a reward model's forward.
 3. **log-prob passes** (no-grad forwards of every sequence on the training GPUs): the old policy
-   when ``num_iterations > 1``, with PPO, or always under verl, OpenRLHF and NeMo RL; the reference
+   when ``num_iterations > 1``, with PPO, or always under verl, OpenRLHF and NeMo RL (``rollout.recompute_old_logprobs``
+   overrides: ``old_logprob_pass``); the reference
    unless the KL coefficient is 0; the critic's values (PPO).
 4. **actor update** (and the critic's, PPO): the training step of ``compute.training`` over
    every sequence, ``num_iterations`` times. verl, OpenRLHF and NeMo RL pack sequences without
@@ -104,6 +105,18 @@ PACKING_PRESETS = ("verl", "openrlhf", "nemo-rl")
 OLD_LOGPROB_PRESETS = ("verl", "openrlhf", "nemo-rl")
 """Frameworks that recompute the old policy's log-probs every step (verl ``compute_log_prob``, OpenRLHF's
 experience maker, NeMo RL's ``prev_logprobs``); TRL only when ``num_iterations > 1``."""
+
+
+def old_logprob_pass(card: RunCard) -> bool:
+    """Whether the step runs the old policy's log-prob pass: ``rollout.recompute_old_logprobs`` when the card sets
+    it, else with PPO, ``num_iterations > 1`` or an ``OLD_LOGPROB_PRESETS`` preset. SkyRL runs it unless the loss
+    reads only the engine's log-probs with no off-policy correction and no KL in the reward
+    (``RayPPOTrainer._skip_policy_forward``, NovaSky-AI/SkyRL ``skyrl/train/trainer.py``
+    @2e9c89afceb3ef7963748224373ad88882322c99): a card for it says so with ``true``."""
+    ro = card.rollout
+    if ro.recompute_old_logprobs is not None:
+        return ro.recompute_old_logprobs
+    return card.method is Method.PPO or ro.num_iterations > 1 or card.preset in OLD_LOGPROB_PRESETS
 
 
 def balanced_micro_batches(sequences: int, micro_batch_size: int) -> tuple[int, int]:
@@ -224,7 +237,7 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
                       memory_bound=t.memory_s, host_launch=t.host_s, model_parallel=comm)
 
     adapter = adapter_of(card, spec)
-    if card.method is Method.PPO or ro.num_iterations > 1 or card.preset in OLD_LOGPROB_PRESETS:
+    if old_logprob_pass(card):
         phases.append(forward_pass("old_logprob", spec, adapter))
     ref = reference_placement(card)
     if ref not in (RefPlacement.NONE, RefPlacement.PRECOMPUTED) and kl_coef(card) > 0:
@@ -580,7 +593,7 @@ def trainer_state_offload_phase(card: RunCard, spec: ModelSpec, r: DeviceRates, 
         if mode is not Offload.NONE:
             one_way += weights + optimizer
     else:
-        old_lp = card.method is Method.PPO or card.rollout.num_iterations > 1 or card.preset in OLD_LOGPROB_PRESETS
+        old_lp = old_logprob_pass(card)
         if p.strategy in FSDP_STRATEGIES:
             weights, optimizer, grads = fsdp_offload_bytes(card, spec, shard_ranks=dp)
         one_way = optimizer

@@ -461,6 +461,11 @@ class RolloutSection(_Section):
         " [a_proj, b_proj] for DeepSeek-V3's latent-attention projections.")
     logprob_micro_batch_size: int | None = Field(None, ge=1, le=65536, description="Sequences per log-prob pass; default micro_batch_size.")
     num_iterations: int = Field(1, ge=1, le=1000, description="Updates per generated batch (GRPO mu); > 1 adds an old-policy log-prob pass.")
+    recompute_old_logprobs: bool | None = Field(
+        None, description="The trainer recomputes the old policy's log-probs in a forward pass every step (SkyRL,"
+        " slime, ROLL: whenever off-policy correction or the loss reads them). null: with PPO, num_iterations > 1, or"
+        " under the verl / openrlhf / nemo-rl presets; true / false: always / never (the loss uses the engine's"
+        " log-probs).")
     mini_batches: int = Field(1, ge=1, le=100_000, description="Optimizer steps per rollout batch and iteration (verl: train_batch_size / ppo_mini_batch_size; TRL GRPO: 1).")
     response_len_mean: int | None = Field(None, ge=1, le=10_000_000, description="Mean response tokens; default: the model's length profile's mean below response_len (a truncated exponential, compute.response_lengths).")
     response_len_shape: ResponseShape = Field(ResponseShape.EXPONENTIAL, description="Distribution of response lengths up to response_len: exponential (truncated, right-skewed) | uniform | fixed.")

@@ -1,0 +1,42 @@
+"""``rollout.recompute_old_logprobs``: None keeps the rule (PPO, num_iterations > 1, the verl / openrlhf / nemo-rl
+presets), True / False force the old policy's log-prob pass on or off, in the step's time phases and in the memory
+phases alike (SkyRL runs it whenever off-policy correction or the loss reads old log-probs)."""
+
+import pytest
+
+from trainfit.cli.common import default_card_dict
+from trainfit.plan import make_plan
+from trainfit.plan.rl_time import old_logprob_pass
+from trainfit.spec.card import load_card_dict
+
+
+def _grpo(**rollout):
+    d = default_card_dict()
+    d.update(method="grpo", model="Qwen/Qwen3-0.6B")
+    d["rollout"] = {"prompts_per_step": 8, "num_generations": 4, "prompt_len": 256, "response_len": 512, **rollout}
+    return load_card_dict(d)
+
+
+def _phases(card):
+    p = make_plan(card)
+    return [ph.name for ph in p.time.phases], [ph.phase.value for ph in p.phases]
+
+
+@pytest.mark.parametrize("value,expected", [(None, False), (True, True), (False, False)])
+def test_field_overrides_the_rule(value, expected):
+    card = _grpo(recompute_old_logprobs=value)
+    assert old_logprob_pass(card) is expected
+    time_phases, memory_phases = _phases(card)
+    assert ("old_logprob" in time_phases) is expected
+    assert ("old_logprob" in memory_phases) is expected
+
+
+def test_false_drops_the_pass_of_several_iterations():
+    assert old_logprob_pass(_grpo(num_iterations=2))
+    assert not old_logprob_pass(_grpo(num_iterations=2, recompute_old_logprobs=False))
+
+
+def test_true_adds_the_pass_time():
+    off, on = make_plan(_grpo()), make_plan(_grpo(recompute_old_logprobs=True))
+    extra = next(ph.seconds for ph in on.time.phases if ph.name == "old_logprob")
+    assert on.step_seconds == pytest.approx(off.step_seconds + extra, rel=1e-6)

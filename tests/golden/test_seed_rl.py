@@ -104,8 +104,10 @@ def test_grpo_27b_on_4090s_is_timed_phase_by_phase(gpus):
     phases = {t.name: t for t in p.time_phases}
     assert {"generation", "actor_update", "weight_sync"} <= set(phases)
     assert p.step_seconds == pytest.approx(sum(t.seconds for t in p.time_phases))
-    # generation waits for the longest of 128 responses of up to 4096 tokens
-    assert phases["generation"].terms["long_tail"] > 0
+    # generation waits for the longest of 128 responses of up to 4096 tokens: a long tail once the batch halves, unless
+    # the engine holds all 128 at once (then the truncated long-CoT profile ends most of them at 4096 together)
+    gen = phases["generation"].terms
+    assert gen["long_tail"] > 0 or (gen["preemption_recompute"] == 0 and gen["decode"] > 0)
     if p.card.rollout.tensor_parallel > 1:
         # tensor-parallel all-reduces go through host memory: no peer-to-peer between GeForce cards
         assert phases["generation"].terms["tp_all_reduce"] > 0.05 * phases["generation"].seconds

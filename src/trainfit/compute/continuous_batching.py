@@ -28,6 +28,12 @@ again (``preemption_recompute_s``). A sequence preempted after ``a`` tokens stil
 decode work stays that of the batch. Repeated preempt/readmit cycles of the same sequence (vLLM
 re-admits into the first free blocks) are charged once: their recompute mostly hits the prefix cache.
 
+A hybrid model's engine (Gated DeltaNet layers beside attention ones, Qwen3-Next / Qwen3.5) also holds a fixed
+state per running sequence: one block per linear-attention KV-cache group whatever the sequence's length (vLLM
+``MambaSpec``; ``rollout.vllm.EngineMemory.blocks_per_seq``). ``state_tokens`` is that state in the attention
+tokens the capacity counts (``linear_groups / attention_groups x block_size``): a sequence holds ``prompt +
+generated + state_tokens`` of the capacity, so a short sequence's state, not its KV, can be what fills the pool.
+
 A fully asynchronous rollout (``_stream_decode``) never drains: its slots are refilled from later
 steps' prompts, so it runs at the steady state of a full engine and has no long tail.
 
@@ -164,20 +170,21 @@ class _Engine:
     spread over it) with the extra context (``x*``: generated tokens) that readmitted preempted
     sequences carry back in."""
 
-    def __init__(self, *, groups, sequences, slots, prompt_len, kv_prompt, kv_capacity, chunk):
+    def __init__(self, *, groups, sequences, slots, prompt_len, kv_prompt, kv_capacity, chunk, state_tokens=0.0):
         self.k = _Kernels(groups, chunk)
         self.groups, self.slots, self.prompt, self.kv_prompt, self.chunk = groups, slots, prompt_len, kv_prompt, chunk
         self.mean = sum(length * share for length, share in groups)
         self.remaining = _Remaining(groups)
         self.cap = float("inf") if kv_capacity is None else kv_capacity
         self.shared = prompt_len - kv_prompt  # prompt tokens read by every sequence, stored once
+        self.state = state_tokens  # a hybrid model's per-sequence state blocks, in attention tokens
         self.queue, self.active, self.ctx = float(sequences), 0.0, 0.0
         self.resume = self.queue_extra = 0.0  # preempted, waiting at the queue's front, and their context
         pad = [0.0] * (self.k.size - 1)
         self.pt, self.sp, self.xpt, self.xsp = pad[:], pad[:], pad[:], pad[:]
 
     def kv_used(self) -> float:
-        return self.ctx - self.shared * self.active
+        return self.ctx - (self.shared - self.state) * self.active
 
     def _take(self, n: float) -> float:
         """Take ``n`` from the queue, preempted ones first (vLLM puts them at its front); returns the
@@ -199,7 +206,8 @@ class _Engine:
         (x_sp_m,) = _conv(k.x_sp_kernels, self.xsp[1 - size:])
         self.active = max(0.0, self.active - fin0)  # finishers on the boundary leave before the chunk starts
         self.ctx -= self.prompt * fin0 + fin0_len + x0
-        room = (self.cap - self.kv_used()) / self.kv_prompt
+        held = self.kv_prompt + self.state  # what an admitted sequence takes from the capacity
+        room = (self.cap - self.kv_used()) / held
         a_pt = max(0.0, min(self.queue, self.slots - self.active, room))
         x_pt = self._take(a_pt)
         self.active += a_pt
@@ -209,7 +217,7 @@ class _Engine:
         finm_len = pt_m_len + sp_m_len + k.ptm_len[0] * a_pt
         finm_x = x_m + x_sp_m + k.ptm[0] * x_pt
         loss = pt_loss + sp_loss + k.ptm_loss[0] * a_pt
-        room += (self.kv_prompt * finm + finm_len) / self.kv_prompt - a_pt
+        room += (held * finm + finm_len) / held - a_pt
         want = finm / (1 - k.sp[0]) if k.sp[0] < 1 else self.queue  # in-chunk finishers are refilled too
         a_sp = max(0.0, min(self.queue, want, room))
         x_sp = self._take(a_sp)
@@ -245,7 +253,7 @@ class _Engine:
                 if hist[idx] * left <= _EPS or over <= 1e-6:
                     continue
                 extra = xhist[idx] / hist[idx]
-                held = self.kv_prompt + age + extra
+                held = self.kv_prompt + self.state + age + extra
                 n = min(hist[idx] * left, over / held)
                 hist[idx] -= n / left
                 xhist[idx] -= n / left * extra
@@ -263,10 +271,10 @@ class _Engine:
 
 
 def _simulate_decode(*, groups, sequences: int, slots: int, prompt_len: float, kv_prompt: float,
-                     kv_capacity: float | None, chunk: float, step: _StepModel) -> _Decode:
+                     kv_capacity: float | None, chunk: float, step: _StepModel, state_tokens: float = 0.0) -> _Decode:
     """Decode of ``sequences`` on one engine of ``slots`` (max_num_seqs) sequences (module docstring)."""
     eng = _Engine(groups=groups, sequences=sequences, slots=slots, prompt_len=prompt_len, kv_prompt=kv_prompt,
-                  kv_capacity=kv_capacity, chunk=chunk)
+                  kv_capacity=kv_capacity, chunk=chunk, state_tokens=state_tokens)
     l_top = max(length for length, _ in groups)
     out = _Decode()
     end, tail_from, c = l_top, None, 0
@@ -299,7 +307,7 @@ def _simulate_decode(*, groups, sequences: int, slots: int, prompt_len: float, k
 
 
 def _stream_decode(*, groups, sequences: int, slots: int, prompt_len: float, kv_prompt: float,
-                   kv_capacity: float | None, step: _StepModel) -> _Decode:
+                   kv_capacity: float | None, step: _StepModel, state_tokens: float = 0.0) -> _Decode:
     """Decode of ``sequences`` in a stream that never drains (fully asynchronous rollout).
 
     In steady state the engine runs ``B`` sequences whose ages are length-biased: a running
@@ -312,7 +320,7 @@ def _stream_decode(*, groups, sequences: int, slots: int, prompt_len: float, kv_
     age = sum(length * length * share for length, share in groups) / (2 * mean)
     b = float(slots)
     if kv_capacity is not None:
-        b = max(1.0, min(b, kv_capacity / (kv_prompt + age)))
+        b = max(1.0, min(b, kv_capacity / (kv_prompt + state_tokens + age)))
     t = b * (prompt_len + age)
     out = _Decode(peak=b)
     out.charge(step, sequences * mean / b, b, t)

@@ -3,7 +3,7 @@
 One decode step over ``B`` running sequences holding ``T`` context tokens (Pope et al. 2022,
 "Efficiently Scaling Transformer Inference", §2; Kwon et al. 2023, PagedAttention, §2.2)::
 
-    bandwidth = (rank weight bytes + T·kv_bytes_per_token/tp + B·kv_bytes_per_token/tp) / hbm_bytes_per_s
+    bandwidth = (rank weight bytes + T·kv_bytes_per_token/tp + B·(kv_bytes_per_token/tp + state)) / hbm_bytes_per_s
     compute   = (B·2·N + T·4·q_dim·full_attention_layers) / (matmul_flops_per_s · tp)
     comm      = 2·layers · all_reduce(B·hidden·2 bytes)                               (0 when tp = 1)
     launch    = eager: decode_kernels(spec, tp)·host_s_per_forward_kernel   (layers x kernels per layer)
@@ -12,6 +12,9 @@ One decode step over ``B`` running sequences holding ``T`` context tokens (Pope 
     G         = max(max(bandwidth, compute) + comm, launch) + core
     multi-process engine: step = max(G, B · FRONTEND_S_PER_SEQUENCE)
     in-process engine:    step = G + FRONTEND_S_PER_STEP + B · FRONTEND_S_PER_SEQUENCE
+
+``state``: a hybrid model's linear-attention state, read and written back by every running sequence every step
+(``linear_state_step_bytes``; 0 for softmax attention only).
 
 The rank's weight bytes are the model's ``weight_bytes`` times the rank's share of the parameters as vLLM shards
 them (``rank_weight_bytes``): what vLLM replicates (norms, router gates, DeepSeek MLA's ``q_a`` / ``kv_a``
@@ -201,6 +204,17 @@ MLA_EXTRA_KERNELS = 3
 attention, O (``MultiHeadLatentAttentionWrapper.forward``, vllm ``vllm/model_executor/layers/mla.py``
 @11080c8e655b4c48219dad6c31d956b9eecf0444). Counted low: the absorbed decode's two batched matmuls around the
 attention kernel are not counted."""
+GDN_EXTRA_KERNELS = 6
+"""A Gated DeltaNet layer's eager decode launches 16 kernels where a softmax-attention layer launches
+``DECODE_KERNELS_PER_LAYER`` (vllm-project/vllm ``vllm/model_executor/layers/mamba/gdn_linear_attn.py``
+@0218d0504d613b57868a2686a88877614ba9a313, ``GatedDeltaNetAttention.forward`` and the packed decode path
+``_forward_core_decode_non_spec``, on by default: ``VLLM_ENABLE_FLA_PACKED_RECURRENT_DECODE`` "1"): input norm,
+``in_proj_qkvz`` GEMM, ``in_proj_ba`` GEMM, ``b.contiguous()`` and ``a.contiguous()`` (halves of one chunk),
+``torch.zeros`` of the core output, ``causal_conv1d_update``, ``fused_recurrent_gated_delta_rule_packed_decode``,
+the copy of ``z`` (a slice of the qkvz output) that ``reshape(-1, head_v_dim)`` makes, ``RMSNormGated``,
+``out_proj`` GEMM, its copy into ``output[:num_tokens]``, then the fused add+norm and the three MLP kernels. It
+writes no KV cache and has no rotary. The unpacked decode path (the same file, with speculative decoding or the
+variable at 0) adds three ``.contiguous()`` copies of q/k/v and the copy of the core output: 4 more, not counted."""
 ACTIVATION_BYTES = 2
 """bf16 hidden states in the tensor-parallel all-reduces."""
 
@@ -383,8 +397,9 @@ def _step_model(*, spec, matmul_params, rates, tp, weight_bytes, kv_bytes_per_to
     kernels = decode_kernels(spec, tp=tp)
     experts, miss = routed_expert_bytes(spec, weight_bytes=weight_bytes, bytes_per_param=expert_bytes_per_param)
     rank = rank_weight_bytes(spec, tp=tp, weight_bytes=weight_bytes) if rank_bytes is None else rank_bytes
+    state = linear_state_step_bytes(spec, tp=tp)
     return _StepModel(
-        bw0=(rank - experts / tp) / hbm, bw_experts=experts / tp / hbm, expert_miss=miss, bw_ctx=kv_bytes_per_token / tp / hbm, bw_seq=kv_bytes_per_token / tp / hbm,
+        bw0=(rank - experts / tp) / hbm, bw_experts=experts / tp / hbm, expert_miss=miss, bw_ctx=kv_bytes_per_token / tp / hbm, bw_seq=(kv_bytes_per_token / tp + state) / hbm,
         fl_seq=2 * matmul_params / lin_flops, fl_ctx=4.0 * spec.q_dim * spec.num_full_attention_layers / flops,
         ar_per_step=n_ar, ar_bytes_seq=spec.hidden_size * ACTIVATION_BYTES,
         ar=tp_all_reduce(rates=rates, tp=tp, link=link, latency_s=tp_all_reduce_latency_s),
@@ -397,16 +412,36 @@ def _step_model(*, spec, matmul_params, rates, tp, weight_bytes, kv_bytes_per_to
 
 def decode_kernels(spec: ModelSpec, *, tp: int) -> int:
     """Kernels one eager decode step launches: per layer ``DECODE_KERNELS_PER_LAYER``, two all-reduces at
-    ``tp`` > 1, ``MLA_EXTRA_KERNELS`` with latent attention; per routed-expert layer ``MOE_EXTRA_KERNELS``, and
-    ``SHARED_EXPERT_KERNELS`` with a shared expert."""
+    ``tp`` > 1, ``MLA_EXTRA_KERNELS`` with latent attention; per Gated DeltaNet layer ``GDN_EXTRA_KERNELS``; per
+    routed-expert layer ``MOE_EXTRA_KERNELS``, and ``SHARED_EXPERT_KERNELS`` with a shared expert."""
     per_layer = DECODE_KERNELS_PER_LAYER + (2 if tp > 1 else 0) + (MLA_EXTRA_KERNELS if spec.mla is not None else 0)
     total = spec.num_layers * per_layer
+    if spec.linear_attention is not None:
+        total += spec.num_linear_attention_layers * GDN_EXTRA_KERNELS
     moe = spec.moe
     if moe is not None and moe.num_experts > 1:
         moe_layers = sum(1 for i in range(spec.num_layers) if moe.is_moe_layer(i))
         shared = SHARED_EXPERT_KERNELS if moe.shared_expert_intermediate_size else 0
         total += moe_layers * (MOE_EXTRA_KERNELS + shared)
     return total
+
+
+def linear_state_step_bytes(spec: ModelSpec, *, tp: int) -> float:
+    """Bytes one running sequence's linear-attention state moves per decode step on one of ``tp`` ranks: every
+    Gated DeltaNet layer reads its recurrent state (``num_value_heads/tp x value_head_dim x key_head_dim``, fp32)
+    and writes it back in place, and reads and shifts its conv state (``conv_dim/tp x (conv_kernel_dim - 1)``,
+    bf16): twice ``rollout.vllm.linear_state_bytes_per_seq``. vLLM's decode kernel loads ``h0`` from
+    ``ssm_state[ssm_state_indices]`` and stores the final state to the same slot (``inplace_final_state``;
+    ``fused_recurrent_gated_delta_rule_packed_decode`` / ``fused_sigmoid_gating_delta_rule_update``), and
+    ``causal_conv1d_update`` updates ``conv_state`` in place (vllm-project/vllm
+    ``vllm/model_executor/layers/mamba/gdn_linear_attn.py`` @0218d0504d613b57868a2686a88877614ba9a313). Qwen3.5-9B
+    at tp 1: 24 layers x (32 x 128 x 128 x 4 + 8192 x 3 x 2) B = 51.5 MB held, 103 MB moved per sequence per step,
+    about as much as 3,100 tokens of its attention KV. 0 without linear attention."""
+    if spec.linear_attention is None or not spec.num_linear_attention_layers:
+        return 0.0
+    from trainfit.rollout.vllm import linear_state_bytes_per_seq
+
+    return 2.0 * linear_state_bytes_per_seq(spec, tp=tp)
 
 
 def rank_weight_bytes(spec: ModelSpec, *, tp: int, weight_bytes: float) -> float:

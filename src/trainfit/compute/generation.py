@@ -142,6 +142,7 @@ def generation_time(
     rank_weight_bytes: float | None = None,
     expert_bytes_per_param: float = ACTIVATION_BYTES,
     linear_flops_per_s: float | None = None,
+    state_tokens_per_seq: float = 0.0,
 ) -> GenerationTime:
     """Seconds of one rollout phase (module docstring).
 
@@ -164,6 +165,8 @@ def generation_time(
     ``rank_weight_bytes`` / ``expert_bytes_per_param`` / ``linear_flops_per_s``: a quantized engine's weight bytes
     per rank, routed-expert bytes per weight and per-token matmul rate (``rollout.quantization``; None / bf16 / the
     bf16 rate by default), in decode and prefill alike.
+    ``state_tokens_per_seq``: a hybrid model's per-sequence state blocks in the attention tokens of
+    ``kv_capacity_tokens`` (``continuous_batching``; 0 without linear attention).
     Raises ``CardError`` on a non-positive count or a sequence longer than the KV capacity.
     """
     if min(tp, engines, prompts, samples_per_prompt, prompt_len, max_num_seqs, quantiles) < 1:
@@ -180,8 +183,9 @@ def generation_time(
                                     response_len_mean=response_len_mean, sequences=seqs, quantiles=quantiles)
     mean = sum(length * share for length, share in groups)
     l_top = max(length for length, _ in groups)
-    if kv_capacity_tokens is not None and prompt_len + l_top > kv_capacity_tokens:
-        raise CardError(f"generation: one sequence needs {prompt_len + l_top:.0f} KV tokens, the engine holds "
+    if kv_capacity_tokens is not None and prompt_len + l_top + state_tokens_per_seq > kv_capacity_tokens:
+        raise CardError(f"generation: one sequence needs {prompt_len + l_top + state_tokens_per_seq:.0f} KV tokens"
+                        f" (its state included), the engine holds "
                         f"{kv_capacity_tokens:.0f}; raise gpu_memory_utilization or tensor_parallel, or shorten it")
     base = chunk_tokens or max(response_len_max / MAX_CHUNKS_PER_LENGTH,
                                min(MIN_CHUNK_TOKENS, mean / MIN_CHUNKS_PER_MEAN))
@@ -196,10 +200,12 @@ def generation_time(
                        expert_bytes_per_param=expert_bytes_per_param, linear_flops_per_s=linear_flops_per_s)
     if streaming:
         dec = _stream_decode(groups=groups, sequences=seqs, slots=max_num_seqs, prompt_len=prompt,
-                             kv_prompt=kv_prompt, kv_capacity=kv_capacity_tokens, step=step)
+                             kv_prompt=kv_prompt, kv_capacity=kv_capacity_tokens, step=step,
+                             state_tokens=state_tokens_per_seq)
     else:
         dec = _simulate_decode(groups=groups, sequences=seqs, slots=max_num_seqs, prompt_len=prompt,
-                               kv_prompt=kv_prompt, kv_capacity=kv_capacity_tokens, chunk=chunk, step=step)
+                               kv_prompt=kv_prompt, kv_capacity=kv_capacity_tokens, chunk=chunk, step=step,
+                               state_tokens=state_tokens_per_seq)
     prefilled = ceil(seqs / samples_per_prompt) if prefix_sharing else seqs
     common = dict(spec=spec, matmul_params=matmul_params, rates=rates, tp=tp,
                   tp_all_reduce_latency_s=tp_all_reduce_latency_s, link=tp_link, linear_flops_per_s=linear_flops_per_s)
@@ -266,7 +272,7 @@ def _assumptions(*, spec, engines, tp, seqs, max_num_seqs, kv, kind, mean, l_top
         f"decode step = max(max(weights+KV read, FLOPs) + TP all-reduce, launch) + {engine_s * 1e3:.1f} ms engine",
         "CUDA graphs: one launch per step" if cuda_graphs
         else f"eager: {decode_kernels(spec, tp=tp)} kernels launched per step "
-             f"({DECODE_KERNELS_PER_LAYER} per layer, more for MoE / latent attention)",
+             f"({DECODE_KERNELS_PER_LAYER} per layer, more for Gated DeltaNet / MoE / latent attention)",
         "prefill added to decode (chunked prefill could hide part of it)"
         + ("; shared by the samples of a prompt" if prefix_sharing else ""),
         "preemption: recompute (prefill of prompt + generated tokens again), once per preempted sequence",

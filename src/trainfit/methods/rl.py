@@ -61,6 +61,17 @@ ENGINE = "rollout_engine"
 """Component name of the engine's memory: outside the trainer's torch allocator."""
 
 
+def _hybrid_pool(em) -> dict[str, float]:
+    """The KV pool of a hybrid engine as the time model admits sequences into it (``RolloutSummary``); empty for an
+    engine without linear-attention state groups."""
+    if not (em.linear_groups and em.attention_groups):
+        return {}
+    # a sequence's last attention block is half empty on average: hybrid blocks are hundreds of tokens (the attention
+    # page is padded to the state's, rollout.vllm), so that waste is counted with the state
+    return {"attention_kv_capacity_tokens": em.usable_blocks / em.attention_groups * em.block_size,
+            "state_tokens_per_seq": (em.linear_groups / em.attention_groups + 0.5) * em.block_size}
+
+
 @dataclass(frozen=True, slots=True)
 class RolloutSummary:
     engine: str
@@ -78,6 +89,13 @@ class RolloutSummary:
     budget_bytes: float = 0.0
     kv_cache_bytes: float = 0.0
     engine_weights_bytes: float = 0.0
+    attention_kv_capacity_tokens: float = 0.0
+    """Hybrid (linear-attention) engine: attention tokens per attention layer the pool's usable blocks hold,
+    ``usable_blocks / attention_groups x block_size`` (0: use ``kv_capacity_tokens``)."""
+    state_tokens_per_seq: float = 0.0
+    """Hybrid engine: the state blocks a running sequence holds whatever its length, in those attention tokens
+    (``linear_groups / attention_groups x block_size``; ``rollout.vllm.EngineMemory.blocks_per_seq``), and half a
+    block for its partly filled last attention block."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -485,6 +503,7 @@ def _engine(card: RunCard, spec: ModelSpec, actor: StepTerms, gpu_memory: float,
         budget_bytes=em.budget,
         kv_cache_bytes=em.kv_cache,
         engine_weights_bytes=em.weights,
+        **_hybrid_pool(em),
     )
     context = em.cuda_context  # the trainer's process already holds one (TRL colocate: same process)
     run = em.total_device_bytes - context

@@ -378,6 +378,16 @@ def quantized_engine_inputs(card: RunCard, spec: ModelSpec, r: DeviceRates) -> d
     }
 
 
+def _kv_pool(rollout) -> dict[str, float | None]:
+    """The engine's KV capacity as ``generation_time`` admits sequences into it: vLLM's logged token capacity, or
+    for a hybrid model the attention tokens of its usable blocks with each sequence's state blocks on top
+    (``methods.rl.RolloutSummary.state_tokens_per_seq``)."""
+    if rollout.state_tokens_per_seq:
+        return {"kv_capacity_tokens": rollout.attention_kv_capacity_tokens,
+                "state_tokens_per_seq": rollout.state_tokens_per_seq}
+    return {"kv_capacity_tokens": rollout.kv_capacity_tokens or None}
+
+
 def generation_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, rollout, r: DeviceRates) -> PhaseTime | None:
     """The rollout engine's time for the step's prompts (None when the engine cannot start)."""
     if card.rollout.engine is RolloutEngine.DEEPSPEED_HYBRID:
@@ -398,7 +408,7 @@ def generation_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, rollout, r: D
         samples_per_prompt=ro.num_generations, prompt_len=ro.prompt_len, prompt_len_mean=prompt_mean(card),
         response_len_max=ro.response_len, response_len_mean=response_mean(card, spec), response_len_shape=ro.response_len_shape,
         weight_bytes=_engine_weight_bytes(spec), kv_bytes_per_token=rollout.kv_bytes_per_token * ro.tensor_parallel,
-        max_num_seqs=ro.max_num_seqs, kv_capacity_tokens=rollout.kv_capacity_tokens or None,
+        max_num_seqs=ro.max_num_seqs, **_kv_pool(rollout),
         cuda_graphs=ro.cuda_graphs, engines=max(1, rollout.engine_instances),
         streaming=ro.async_mode is AsyncMode.FULLY_ASYNC, tp_link=link, engine_multiprocess=ro.engine_multiprocess,
         frontend_s_per_step=decode_step.FRONTEND_S_PER_STEP, frontend_s_per_sequence=decode_step.FRONTEND_S_PER_SEQUENCE,

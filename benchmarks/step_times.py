@@ -343,6 +343,13 @@ def model_parallel_section(dims: dict[str, Any], *, num_layers: int | None = Non
         # consecutive experts per token); each entry's note cites the config
         if dims.get("moe_routing"):
             out["moe_routing"] = dims["moe_routing"]
+    # the routed experts as transformers < 5 runs them (a Python loop, per-expert ZeRO-3 fetches unless the block is a
+    # leaf module) where the entry's framework version says so: parallel.moe_experts / moe_zero3_leaf; each entry's
+    # note cites the version and the leaf setting
+    if dims.get("moe_experts"):
+        out["moe_experts"] = dims["moe_experts"]
+    if dims.get("moe_zero3_leaf"):
+        out["moe_zero3_leaf"] = True
     # Megatron-Core distributed optimizer overlap_param_gather where the entry's recipe sets it (the card's
     # parallel.overlap_param_gather; each entry's note cites the file)
     if dims.get("overlap_param_gather"):

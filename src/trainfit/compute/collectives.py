@@ -360,6 +360,7 @@ def exposed_sharded(
     expert_layer_weight_bytes: float = 0.0, expert_layer_grad_bytes: float = 0.0, expert_ranks: int = 1,
     expert_bus_bytes_per_s: float | None = None, replica_layer_grad_bytes: float = 0.0,
     replica_root_grad_bytes: float = 0.0, replica_ranks: int = 1, replica_bus_bytes_per_s: float | None = None,
+    expert_layer_gathers: float = 1.0,
 ) -> CommTime:
     """FSDP / ZeRO-3 / HSDP: per-layer gathers and reduce-scatters behind per-layer compute.
 
@@ -367,7 +368,9 @@ def exposed_sharded(
     ``expert_ranks`` group (NeMo Automodel ``moe/parallelizer.py`` ``apply_fsdp`` @4a37629a9a5d200c009692787dafc5f88aa85326:
     the experts get their own ``fully_shard`` on the ``ep_shard`` mesh, data x context / ep ranks, and with one such
     rank are left out of FSDP, ``ignored_params``): gathered and reduce-scattered beside the layer's dense unit, on the
-    same stream, so the layer's collective time is the sum.
+    same stream, so the layer's collective time is the sum. ``expert_layer_gathers``: the separate all-gathers the
+    layer's expert weights take per pass (DeepSpeed ZeRO-3 fetches transformers < 5's expert linears one module at a
+    time, ``expert_loop.zero3_expert_gathers``): each pays the ring latency, one after another on the gather stream.
 
     ``replica_*`` (HSDP, torch ``HYBRID_SHARD`` / ``fully_shard`` on a 2-D mesh): after a unit's reduce-scatter
     inside the node, its gradient shard (``replica_layer_grad_bytes``; the root unit's ``replica_root_grad_bytes``)
@@ -394,6 +397,8 @@ def exposed_sharded(
                bus_bytes_per_s=bus_bytes_per_s if expert_bus_bytes_per_s is None else expert_bus_bytes_per_s)
     ag = all_gather_seconds(total_bytes=layer_weight_bytes, **kw) + all_gather_seconds(
         total_bytes=expert_layer_weight_bytes, **ekw)
+    if expert_layer_gathers > 1 and expert_layer_weight_bytes > 0 and expert_ranks > 1:
+        ag += (expert_layer_gathers - 1) * ring_latency_s(ranks=expert_ranks, latency_s=latency_s)
     rs = reduce_scatter_seconds(total_bytes=layer_grad_bytes, **kw) + reduce_scatter_seconds(
         total_bytes=expert_layer_grad_bytes, **ekw)
     root = all_gather_seconds(total_bytes=root_weight_bytes, **kw) + reduce_scatter_seconds(

@@ -98,6 +98,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from trainfit.compute import expert_loop as expert_loop_time
 from trainfit.compute import moe_time
 from trainfit.memory.params import linear_groups
 from trainfit.spec.enums import MoeDispatcher
@@ -315,7 +316,7 @@ def step_inventory(
     attention_context: float | None = None, sequence_shards: int = 1, fp8: bool = False,
     fp8_weight_casts: float = 1.0, expert_parallel: int = 1, expert_token_shards: float = 1.0,
     grouped_gemm: bool = True, fp8_weight_transposes: float | None = None, moe_dispatcher: MoeDispatcher = MoeDispatcher.ALLTOALL,
-    fused_cross_entropy: bool = False, packed_flash_syncs: bool = False,
+    fused_cross_entropy: bool = False, packed_flash_syncs: bool = False, expert_loop: bool = False,
 ) -> StepInventory:
     """The op inventory of one micro-step of ``micro_batch_size × seq_len`` tokens on one GPU.
 
@@ -341,7 +342,9 @@ def step_inventory(
     the flex / DeepEP one does not: ``moe_time.chunk_sort_bytes``); ``fused_cross_entropy``: the loss is flash-attn's
     kernel (``FLASH_CE_*``) instead of the eager fp32 one (``LOSS_*``); ``packed_flash_syncs``: packed rows reach
     transformers' flash attention with ``position_ids`` only, so every attention call synchronises the host
-    (``PACKED_FLASH_FORWARD_SYNCS`` / ``PACKED_FLASH_BACKWARD_SYNCS``; the recompute re-runs the forward's).
+    (``PACKED_FLASH_FORWARD_SYNCS`` / ``PACKED_FLASH_BACKWARD_SYNCS``; the recompute re-runs the forward's);
+    ``expert_loop``: the routed experts run as transformers < 5's Python loop (``expert_loop`` module: per expert three
+    GEMMs, its kernels and host syncs, and in backward a full-size input gradient), whatever ``grouped_gemm`` says.
     """
     t = float(micro_batch_size * seq_len)
     h = spec.hidden_size
@@ -352,6 +355,7 @@ def step_inventory(
     # own backward bytes, added after the backward factors
     layers = spec.num_layers
     full = spec.num_full_attention_layers
+    loop_syncs = 0.0  # transformers < 5's expert loop (expert_loop=True)
     # elementwise
     norms = spec.norms_per_layer * layers
     fwd_bytes += RESIDUAL_BYTES * t * h * 2 * layers / sequence_shards
@@ -382,16 +386,23 @@ def step_inventory(
         if g.is_fused_experts:
             top_k = spec.moe.experts_per_token
             rows = t / expert_token_shards * top_k / g.experts
-            # grouped: one GEMM of g.experts problems sharing the waves; else one GEMM per expert (moe_time.py)
-            n, e = (g.count, g.experts) if grouped_gemm else (g.count * g.experts, 1)
-            fwd.append(Gemm(g.name, rows, g.out_features, g.in_features, n, e))
-            bwd.append(Gemm(g.name + ".dX", rows, g.in_features, g.out_features, n, e))
+            # grouped: one GEMM of g.experts problems sharing the waves; else one GEMM per expert (moe_time.py);
+            # transformers < 5's loop: gate_proj and up_proj are two linears (expert_loop.LOOP_EXPERT_LINEARS)
+            split = 2 if expert_loop and g.name == "gate_up_proj" else 1
+            n, e = (g.count, g.experts) if grouped_gemm and not expert_loop else (g.count * g.experts * split, 1)
+            out_f = g.out_features // split
+            fwd.append(Gemm(g.name, rows, out_f, g.in_features, n, e))
+            bwd.append(Gemm(g.name + ".dX", rows, g.in_features, out_f, n, e))
             if not frozen:
-                bwd.append(Gemm(g.name + ".dW", g.in_features, g.out_features, rows, n, e))
+                bwd.append(Gemm(g.name + ".dW", g.in_features, out_f, rows, n, e))
             per = moe_time.EXPERT_PROJECTIONS  # the launches of this projection: half the expert MLP's
-            fwd_k += g.count * moe_time.expert_gemm_kernels(local_experts=g.experts, grouped_gemm=grouped_gemm) / per
-            bwd_k += g.count * moe_time.expert_gemm_kernels(local_experts=g.experts, grouped_gemm=grouped_gemm,
-                                                            backward=True, trained=not frozen) / per
+            if expert_loop:  # one launch per GEMM; the loop's other kernels with the MoE block below
+                fwd_k += n
+                bwd_k += n * (1 if frozen else 2)
+            else:
+                fwd_k += g.count * moe_time.expert_gemm_kernels(local_experts=g.experts, grouped_gemm=grouped_gemm) / per
+                bwd_k += g.count * moe_time.expert_gemm_kernels(local_experts=g.experts, grouped_gemm=grouped_gemm,
+                                                                backward=True, trained=not frozen) / per
             if lora:
                 r = adapter.rank * g.lora_rank_multiplier
                 w = g.experts * g.in_features * g.out_features
@@ -471,7 +482,13 @@ def step_inventory(
         fq_k += work.forward_kernels * n_moe
         bq_k += work.backward_kernels * n_moe
         fwd_bytes += (SWIGLU_BYTES * rows * moe.expert_intermediate_size + 4 * 2.0 * rows * h) * n_moe
-        fwd_k += (MOE_DISPATCH_KERNELS + SWIGLU_KERNELS) * n_moe + 2 * n_moe
+        if expert_loop:  # transformers < 5: router, mask and per-expert kernels, a sync per expert (expert_loop.py)
+            fwd_k += expert_loop_time.loop_forward_kernels(local_experts=moe.num_experts) * n_moe
+            loop_syncs = expert_loop_time.loop_forward_syncs(local_experts=moe.num_experts) * n_moe
+            bq_b += expert_loop_time.loop_backward_bytes(tokens=t_moe, hidden=h, local_experts=moe.num_experts) * n_moe
+            bq_k += 2 * moe.num_experts * n_moe  # the zero gradient and its accumulation, per expert
+        else:
+            fwd_k += (MOE_DISPATCH_KERNELS + SWIGLU_KERNELS) * n_moe + 2 * n_moe
         if moe.shared_expert_intermediate_size:
             fwd_bytes += SWIGLU_BYTES * t * moe.shared_expert_intermediate_size * n_moe
         dense = layers - n_moe
@@ -518,6 +535,8 @@ def step_inventory(
     bwd_k += bq_k
     sync_f, sync_b = ((PACKED_FLASH_FORWARD_SYNCS * full, PACKED_FLASH_BACKWARD_SYNCS * full)
                       if packed_flash_syncs and not eager_attention else (0.0, 0.0))
+    sync_attn = sync_f  # the core-attention recompute re-runs attention only
+    sync_f += loop_syncs
     layers_fwd = PassInventory(tuple(fwd), attn_fwd, float(full), fwd_bytes, fwd_k, scores, strided, sync_f)
     layers_bwd = PassInventory(tuple(bwd), attn_fwd, float(full), bwd_bytes, bwd_k, scores,
                                BACKWARD_BYTES_FACTOR * strided, sync_b)
@@ -558,7 +577,7 @@ def step_inventory(
     rec_op = PassInventory(op_gemms, 0.0, 0.0, fwd_bytes, fwd_k - saved_k, scores, strided)
     core_g = tuple(g for g in fwd if g.name.startswith("attn."))
     rec_core = PassInventory(core_g, attn_fwd, float(full), EAGER_SCORE_FORWARD_BYTES * scores,
-                             (8 * full) if eager_attention else float(full), scores, host_syncs=sync_f)
+                             (8 * full) if eager_attention else float(full), scores, host_syncs=sync_attn)
     return StepInventory(layers_fwd, layers_bwd, rec, head_f, head_b, layers,
                          layers_recompute_op=rec_op, layers_recompute_core_attention=rec_core)
 

@@ -33,6 +33,7 @@ from functools import lru_cache
 from trainfit.compute import collectives as coll
 from trainfit.compute.attention_time import attention_seconds
 from trainfit.compute.dist_optimizer import megatron_bucket_params
+from trainfit.compute.expert_loop import zero3_expert_gathers
 from trainfit.compute.gemm import gemm_seconds
 from trainfit.compute.inventory import Adapter, PassInventory, step_inventory
 from trainfit.compute.moe_time import expert_token_shards
@@ -270,7 +271,8 @@ def train_step_time(
     selective: str = "none", fp8: bool = False, fp8_weight_cache: bool = False, work_cv: float = 0.0,
     expert_params: float = 0.0, causal_skip: bool = True, fused_cross_entropy: bool = False,
     fp8_params: bool = False, fp8_param_transpose: bool = True,
-    recompute_layer_share: float = 1.0, packed_flash_syncs: bool = False,
+    recompute_layer_share: float = 1.0, packed_flash_syncs: bool = False, expert_loop: bool = False,
+    zero3_expert_leaf: bool = True,
 ) -> TrainStepTime:
     """Seconds of one optimizer step on one GPU (all GPUs of a data-parallel group run in lockstep).
 
@@ -297,7 +299,9 @@ def train_step_time(
     ``attention_context`` / ``causal_skip``: as ``inventory.step_inventory`` (context parallel; packed rows with
     per-sample attention, ``attention_time`` module docstring); ``fused_cross_entropy``: as ``inventory.step_inventory``
     (flash-attn's loss kernel); ``packed_flash_syncs``: as ``inventory.step_inventory`` (packed rows in transformers'
-    flash attention synchronise the host in every attention call: ``synced_seconds``).
+    flash attention synchronise the host in every attention call: ``synced_seconds``); ``expert_loop``: the routed
+    experts as transformers < 5's Python loop (``inventory.step_inventory``); under ZeRO-3 without
+    ``zero3_expert_leaf`` each expert linear is then gathered on its own (``expert_loop.zero3_expert_gathers``).
     """
     mp = model_parallel
     gradient_checkpointing = gradient_checkpointing or selective != "none"
@@ -311,7 +315,7 @@ def train_step_time(
                          expert_parallel=mp.ep, expert_token_shards=expert_token_shards(
                              tp=mp.tp, etp=mp.etp, ep=mp.ep, sequence_parallel=mp.sequence_parallel),
                          moe_dispatcher=mp.moe_dispatcher, fused_cross_entropy=fused_cross_entropy,
-                         packed_flash_syncs=packed_flash_syncs)
+                         packed_flash_syncs=packed_flash_syncs, expert_loop=expert_loop and spec.moe is not None)
     kw = dict(rates=rates, seq_len=attention_context or seq_len, memory_factor=memory_factor, kernel_factor=kernel_factor)
     fwd = (pass_seconds(inv.layers_forward, backward=False, **kw)
            + pass_seconds(inv.head_forward, backward=False, **kw)).scaled(count_scale)
@@ -373,6 +377,9 @@ def train_step_time(
                 replica_root_grad_bytes=grad_bytes * root_frac / group, replica_ranks=replicas,
                 replica_bus_bytes_per_s=min(rates.intra_node_bus_bytes_per_s,
                                             parallel.nic_bytes_per_s * coll.NIC_EFFICIENCY),
+                expert_layer_gathers=zero3_expert_gathers(
+                    local_experts=spec.moe.num_experts, leaf=zero3_expert_leaf or st != "zero3")
+                if expert_loop and spec.moe is not None else 1.0,
             )
         else:
             stage = {"ddp": 0, "zero1": 1, "zero2": 2}.get(st, 0)

@@ -245,7 +245,7 @@ def megatron_keys_notes(card: RunCard, target: str, *, has: set[str]) -> list[st
     """One note per Megatron-only card setting (non-default) that ``target``'s file does not write; ``has`` names
     those it writes (tensor_parallel_impl, tp_comm_overlap, moe_dispatcher (every value), moe_comm_overlap,
     overlap_param_gather)."""
-    from trainfit.spec.enums import MoeDispatcher, MoeRouting, TensorParallelImpl
+    from trainfit.spec.enums import MoeDispatcher, MoeExperts, MoeRouting, TensorParallelImpl
 
     p = card.parallel
     out = []
@@ -271,4 +271,10 @@ def megatron_keys_notes(card: RunCard, target: str, *, has: set[str]) -> list[st
     if p.moe_routing is not MoeRouting.UNIFORM:
         out.append(f"parallel.moe_routing {p.moe_routing.value}: how the router spreads tokens is a property of the"
                    f" model and data, not a setting of the {target} file; not written")
+    if p.moe_experts is MoeExperts.LOOP:
+        out.append(f"parallel.moe_experts loop: the per-expert loop is what transformers < 5's MoE blocks run (the"
+                   f" installed version decides, not a key of the {target} file); not written (read back: grouped)")
+    if p.moe_zero3_leaf:
+        out.append(f"parallel.moe_zero3_leaf: the {target} file has no key that marks the MoE block a ZeRO-3 leaf"
+                   " module (deepspeed.utils.set_z3_leaf_modules is called in the training code); not written")
     return out

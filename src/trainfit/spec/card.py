@@ -42,6 +42,7 @@ from trainfit.spec.enums import (
     WeightSync,
     LossKernel,
     MoeDispatcher,
+    MoeExperts,
     MoeRouting,
 )
 
@@ -178,6 +179,15 @@ class ParallelSection(_Section):
                                     " balanced router, Megatron-Core moe_router_force_load_balancing) | consecutive"
                                     " (NeMo Automodel's FakeBalancedGate: token i takes experts i*k .. i*k+k-1); sets"
                                     " how many nodes and GPUs a DeepEP dispatch reaches per token.")
+    moe_experts: MoeExperts = Field(MoeExperts.GROUPED, description="grouped (the routed experts as one grouped GEMM"
+                                    " per projection: transformers v5 grouped_mm, Megatron-Core TEGroupedMLP) | loop"
+                                    " (transformers < 5's sparse MoE block: a Python loop over the experts that get"
+                                    " tokens, three small GEMMs and a host sync each; LLaMA-Factory, ms-swift swift sft,"
+                                    " TRL and verl FSDP on transformers 4.x).")
+    moe_zero3_leaf: bool = Field(False, description="With moe_experts loop under strategy zero3: the MoE block is a"
+                                 " DeepSpeed ZeRO-3 leaf module (deepspeed.utils.set_z3_leaf_modules), so its experts'"
+                                 " weights are gathered together when the block starts; false: each expert linear is a"
+                                 " module of its own, gathered (one all-gather each) as the loop reaches it.")
     pipeline_first_stage_layers: int | None = Field(None, ge=1, le=100_000, description="Decoder layers on the first"
                                                     " pipeline stage (Megatron-Core num_layers_in_first_pipeline_stage);"
                                                     " default: even split.")
@@ -624,6 +634,13 @@ class RunCard(_Section):
             if par.pipeline_parallel > 1 and par.virtual_stages <= 1:
                 raise ValueError("parallel.moe_comm_overlap: with pipeline_parallel > 1 needs virtual_stages > 1"
                                  " (interleaved schedule); allowed otherwise: false")
+        if par.moe_experts is MoeExperts.LOOP and par.tensor_parallel * par.pipeline_parallel * par.expert_parallel > 1:
+            # transformers < 5's sparse MoE block runs every expert on each rank (no tensor, pipeline or expert split)
+            raise ValueError("parallel.moe_experts: loop (transformers < 5's expert loop) runs without tensor, pipeline"
+                             " or expert parallel; allowed with them: grouped")
+        if par.moe_zero3_leaf and (par.strategy is not Strategy.ZERO3 or par.moe_experts is not MoeExperts.LOOP):
+            raise ValueError("parallel.moe_zero3_leaf: needs strategy zero3 and moe_experts loop (a grouped experts"
+                             " module is gathered whole already); allowed otherwise: false")
         if par.virtual_stages > 1 and par.pipeline_schedule is not PipelineSchedule.INTERLEAVED:
             raise ValueError("parallel.virtual_stages: > 1 needs parallel.pipeline_schedule: interleaved")
         for key in ("pipeline_first_stage_layers", "pipeline_last_stage_layers"):

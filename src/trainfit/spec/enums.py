@@ -290,6 +290,17 @@ class LossKernel(StrEnum):
     the logits with ``loss.inplace_backward`` (``trainfit.memory.logits.flash_attn_ce_bytes``). Not chunked."""
 
 
+class MoeExperts(StrEnum):
+    """How the routed experts of a MoE layer run (``compute.expert_loop``)."""
+
+    GROUPED = "grouped"
+    """One grouped GEMM per projection over all local experts: transformers v5 ``grouped_mm``, Megatron-Core
+    ``TEGroupedMLP``."""
+    LOOP = "loop"
+    """transformers < 5's sparse MoE block: a Python loop over the experts that receive tokens, each an
+    ``nn.Module`` of three linears run on its own rows (a host sync per expert)."""
+
+
 class MoeDispatcher(StrEnum):
     """How the expert-parallel group moves routed tokens (``compute.moe_dispatch``)."""
 

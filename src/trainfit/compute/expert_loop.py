@@ -1,0 +1,83 @@
+"""transformers < 5's sparse MoE block: the routed experts in a Python loop (``RunCard.parallel.moe_experts: loop``).
+
+The block's forward (huggingface/transformers src/transformers/models/qwen3_moe/modeling_qwen3_moe.py
+@00d4b3d2142cb4ced2f51b90614b5d26bc045015, a 4.57-era commit whose deprecations target 4.58 / 4.60,
+``Qwen3MoeSparseMoeBlock.forward``; ``MixtralSparseMoeBlock.forward`` in models/mixtral/modeling_mixtral.py at the same
+commit is the same loop over ``w1``, ``w3``, ``w2``; other 4.x MoE blocks were not read here)::
+
+    expert_mask = one_hot(selected_experts, num_experts).permute(2, 1, 0)
+    expert_hit = greater(expert_mask.sum(dim=(-1, -2)), 0).nonzero()   # nonzero: the host waits for the GPU
+    for expert_idx in expert_hit:
+        expert_layer = self.experts[expert_idx]      # ModuleList index by a 1-element CUDA tensor: .item(), a sync
+        idx, top_x = torch.where(expert_mask[expert_idx].squeeze(0))   # nonzero again: a sync
+        current_state = hidden_states[None, top_x].reshape(-1, hidden_dim)
+        current_hidden_states = expert_layer(current_state) * routing_weights[top_x, idx, None]
+        final_hidden_states.index_add_(0, top_x, current_hidden_states)
+
+with ``expert_layer`` a ``Qwen3MoeMLP`` of three ``nn.Linear`` (``down(act(gate(x)) * up(x))``). So per MoE layer and
+forward: the router (softmax, top-k, normalise, cast), ``LOOP_LAYER_KERNELS`` for the mask, the hit test and the
+output buffer, one host sync for ``expert_hit``; then per expert that gets tokens (all of them at ``T·top_k / E`` rows
+each of hundreds, the regime of published runs) three GEMMs of ``m = T·top_k / E`` rows and
+``LOOP_EXPERT_KERNELS`` other kernels, and ``LOOP_EXPERT_SYNCS`` host syncs. The recompute re-runs the loop; the
+backward replays autograd's graph without Python control flow, so no syncs, but each expert's row gather
+``hidden_states[None, top_x]`` has the backward ``index_backward(grad.new_zeros(self.sizes()), indices, grad)``
+(pytorch/pytorch tools/autograd/derivatives.yaml, entry ``index.Tensor``): a zero gradient of the whole
+``T × h`` input per expert, filled at its rows and added into the input's gradient (``LOOP_EXPERT_BACKWARD_BYTES``).
+
+Under DeepSpeed ZeRO-3 every ``nn.Module`` that is not inside a leaf module gets its own fetch hooks
+(deepspeedai/DeepSpeed deepspeed/runtime/zero/parameter_offload.py ``_register_deepspeed_module`` @v0.17.1,
+2ce55057999bdf1c9bf26cb5f000a8a9fb97e2d9: children are registered unless ``z3_leaf_module(module)``), and
+``fetch_sub_module`` gathers the module's own parameters (``iter_params(current_submodule, recurse=False)`` for a
+non-leaf) with one ``all_gather_coalesced`` call (partitioned_param_coordinator.py ``__all_gather_params_``, same
+commit). The experts' linears are therefore ``LOOP_EXPERT_LINEARS`` all-gathers per expert and pass, each paying a
+collective's latency; prefetch (from the second step, when the module trace is complete and in the traced order)
+overlaps them with compute but they still run one after another on the all-gather stream. ``set_z3_leaf_modules``
+("ZeRO3 will prefetch parameters for all child modules upon entering the module", deepspeed/utils/z3_leaf_module.py
+same commit, written for MoE models whose "computation order of experts varies across forward passes") makes the
+block one fetch (``RunCard.parallel.moe_zero3_leaf``).
+
+Not modelled: the Python time of DeepSpeed's per-module hooks themselves (no citable per-call figure found).
+Pure Python: no torch import.
+"""
+
+from __future__ import annotations
+
+LOOP_EXPERT_LINEARS = 3
+"""gate_proj, up_proj, down_proj: separate ``nn.Linear`` modules, one GEMM each (``Qwen3MoeMLP``)."""
+LOOP_LAYER_KERNELS = 12
+"""Per MoE layer forward besides the router GEMM and the experts: softmax, top-k, the top-k sum and divide, the cast
+(5); ``one_hot`` (zeros + scatter), the mask sum, ``greater``, ``nonzero`` (2: count, select), the output zeros (7)."""
+LOOP_EXPERT_KERNELS = 9
+"""Per expert forward besides its three GEMMs: the mask row index, ``torch.where``'s ``nonzero`` (2), the row gather,
+SiLU, the gate·up multiply, the routing-weight gather, the weighting multiply, ``index_add_``. Backward is charged by
+the inventory's elementwise factor (``inventory.BACKWARD_KERNEL_FACTOR``)."""
+LOOP_LAYER_SYNCS = 1
+"""``expert_hit``'s ``nonzero`` per MoE layer forward."""
+LOOP_EXPERT_SYNCS = 2
+"""Per expert forward: the ``ModuleList`` index by a CUDA tensor (``operator.index`` → ``.item()``) and
+``torch.where``'s ``nonzero``."""
+LOOP_EXPERT_BACKWARD_BYTES = 8.0
+"""Bytes per element of the ``T × h`` input, per expert, in backward (bf16): the zero gradient written (2), then added
+into the input's accumulated gradient (read 2 + 2, write 2). The scatter of the expert's own rows is in the rows'
+bytes already."""
+
+
+def loop_forward_kernels(*, local_experts: int) -> float:
+    """Kernels of one MoE layer's forward besides its GEMMs (router and loop)."""
+    return float(LOOP_LAYER_KERNELS + LOOP_EXPERT_KERNELS * local_experts)
+
+
+def loop_forward_syncs(*, local_experts: int) -> float:
+    """Host-device synchronisations of one MoE layer's forward (every expert hit)."""
+    return float(LOOP_LAYER_SYNCS + LOOP_EXPERT_SYNCS * local_experts)
+
+
+def loop_backward_bytes(*, tokens: float, hidden: int, local_experts: int) -> float:
+    """Bytes of one MoE layer's backward the loop adds: a full-size input gradient per expert."""
+    return LOOP_EXPERT_BACKWARD_BYTES * tokens * hidden * local_experts
+
+
+def zero3_expert_gathers(*, local_experts: int, leaf: bool) -> float:
+    """All-gathers of one MoE layer's routed-expert weights per pass under ZeRO-3: one per expert linear, or one for
+    the block when it is a leaf module."""
+    return 1.0 if leaf else float(LOOP_EXPERT_LINEARS * local_experts)

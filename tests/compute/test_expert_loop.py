@@ -1,0 +1,119 @@
+"""transformers < 5's per-expert MoE loop (``compute.expert_loop``, ``RunCard.parallel.moe_experts: loop``): its
+small per-expert GEMMs, kernels and host syncs in the inventory, the full-size input gradient per expert in backward,
+and DeepSpeed ZeRO-3's one all-gather per expert linear unless the block is a leaf module."""
+
+from __future__ import annotations
+
+import pytest
+
+from trainfit.catalog.gpus import resolve_gpu
+from trainfit.catalog.models import from_catalog
+from trainfit.compute import expert_loop as L
+from trainfit.compute import collectives as coll
+from trainfit.compute.inventory import step_inventory
+from trainfit.compute.rates import default_rates
+from trainfit.errors import CardError
+from trainfit.plan import make_plan
+from trainfit.spec.card import load_card_dict
+
+A100 = default_rates(resolve_gpu("a100-80gb"))
+MOE = from_catalog("Qwen/Qwen3-30B-A3B")
+T = 4096
+
+
+def _n_moe(spec):
+    return sum(1 for i in range(spec.num_layers) if spec.moe.is_moe_layer(i))
+
+
+def test_loop_inventory_syncs_per_expert_in_forward_and_recompute_only():
+    grouped = step_inventory(MOE, micro_batch_size=1, seq_len=T)
+    loop = step_inventory(MOE, micro_batch_size=1, seq_len=T, expert_loop=True)
+    e, n = MOE.moe.num_experts, _n_moe(MOE)
+    assert grouped.layers_forward.host_syncs == 0
+    assert loop.layers_forward.host_syncs == n * (L.LOOP_LAYER_SYNCS + L.LOOP_EXPERT_SYNCS * e) == n * (1 + 2 * e)
+    assert loop.layers_recompute.host_syncs == loop.layers_forward.host_syncs  # the recompute re-runs the loop
+    assert loop.layers_backward.host_syncs == 0  # autograd replays the graph: no Python control flow
+    assert loop.recompute("core_attention").host_syncs == 0  # attention only
+
+
+def test_loop_gemms_are_three_per_expert_at_small_m_same_flops():
+    grouped = step_inventory(MOE, micro_batch_size=1, seq_len=T)
+    loop = step_inventory(MOE, micro_batch_size=1, seq_len=T, expert_loop=True)
+    e, n, k = MOE.moe.num_experts, _n_moe(MOE), MOE.moe.experts_per_token
+
+    def expert_gemms(inv):
+        return [g for g in inv.gemms if g.name in ("gate_up_proj", "down_proj") and g.m != T]
+
+    lg = expert_gemms(loop.layers_forward)
+    assert sum(g.count for g in lg) == L.LOOP_EXPERT_LINEARS * e * n
+    assert all(g.m == pytest.approx(T * k / e) and g.groups == 1 for g in lg)
+
+    def flops(inv):
+        return sum(2 * g.m * g.n * g.k * g.count * g.groups for g in expert_gemms(inv))
+
+    assert flops(loop.layers_forward) == pytest.approx(flops(grouped.layers_forward))
+    assert flops(loop.layers_backward) == pytest.approx(flops(grouped.layers_backward))
+    assert loop.layers_forward.kernels > grouped.layers_forward.kernels + n * e * (3 + L.LOOP_EXPERT_KERNELS) * 0.9
+
+
+def test_loop_backward_adds_a_full_size_input_gradient_per_expert():
+    grouped = step_inventory(MOE, micro_batch_size=1, seq_len=T)
+    loop = step_inventory(MOE, micro_batch_size=1, seq_len=T, expert_loop=True)
+    extra = L.loop_backward_bytes(tokens=T, hidden=MOE.hidden_size, local_experts=MOE.moe.num_experts) * _n_moe(MOE)
+    assert loop.layers_backward.memory_bytes == pytest.approx(grouped.layers_backward.memory_bytes + extra)
+    assert loop.layers_forward.memory_bytes == pytest.approx(grouped.layers_forward.memory_bytes)
+
+
+def test_dense_model_ignores_the_loop():
+    dense = from_catalog("Qwen/Qwen2.5-0.5B")
+    a = step_inventory(dense, micro_batch_size=1, seq_len=1024)
+    b = step_inventory(dense, micro_batch_size=1, seq_len=1024, expert_loop=True)
+    assert a == b
+
+
+def test_zero3_gathers_one_per_expert_linear_unless_leaf():
+    assert L.zero3_expert_gathers(local_experts=128, leaf=False) == 384
+    assert L.zero3_expert_gathers(local_experts=128, leaf=True) == 1
+    kw = dict(layers=4, layer_weight_bytes=1e8, layer_grad_bytes=1e8, root_weight_bytes=1e8, root_grad_bytes=1e8,
+              ranks=16, bus_bytes_per_s=1e11, latency_s=30e-6, layer_forward_s=0.0, layer_backward_s=0.0,
+              micro_steps=1, expert_layer_weight_bytes=1e9, expert_layer_grad_bytes=1e9, expert_ranks=16)
+    one = coll.exposed_sharded(**kw)
+    many = coll.exposed_sharded(**kw, expert_layer_gathers=384)
+    per_gather = coll.ring_latency_s(ranks=16, latency_s=30e-6)
+    # forward and backward each gather the experts of every layer: 2 x 4 layers x 383 extra latencies
+    assert many.total_s - one.total_s == pytest.approx(2 * 4 * 383 * per_gather)
+
+
+def _card(**par):
+    return load_card_dict({
+        "model": "Qwen/Qwen3-30B-A3B", "method": "sft",
+        "hardware": {"gpu": "a100-80gb", "gpus_per_node": 8, "nodes": 2},
+        "parallel": {"strategy": "zero3", **par}, "batch": {"micro_batch_size": 1, "seq_len": 8192},
+        "attention": "flash"})
+
+
+def test_plan_loop_is_slower_and_leaf_drops_only_the_gather_latency():
+    grouped = make_plan(_card()).time
+    loop = make_plan(_card(moe_experts="loop")).time
+    leaf = make_plan(_card(moe_experts="loop", moe_zero3_leaf=True)).time
+
+    def phase(t, name):
+        return next(p.seconds for p in t.phases if p.name == name)
+
+    assert phase(loop, "forward") > 3 * phase(grouped, "forward")  # syncs and launches per expert
+    assert phase(loop, "backward") > phase(grouped, "backward")
+    assert phase(leaf, "forward") == phase(loop, "forward")
+    assert phase(leaf, "communication") <= phase(loop, "communication")
+
+
+@pytest.mark.parametrize("par, word", [
+    ({"strategy": "zero1", "expert_parallel": 8, "moe_experts": "loop"}, "parallel.moe_experts"),
+    ({"strategy": "fsdp", "moe_experts": "loop", "moe_zero3_leaf": True}, "parallel.moe_zero3_leaf"),
+    ({"strategy": "zero3", "moe_zero3_leaf": True}, "parallel.moe_zero3_leaf"),
+    ({"strategy": "zero3", "moe_experts": "scan"}, "moe_experts"),
+])
+def test_card_refuses_with_one_line(par, word):
+    with pytest.raises(CardError) as exc:
+        load_card_dict({"model": "Qwen/Qwen3-30B-A3B", "method": "sft",
+                        "hardware": {"gpu": "a100-80gb", "gpus_per_node": 8, "nodes": 2}, "parallel": par})
+    assert word in str(exc.value) and "\n" not in str(exc.value).strip()

@@ -1412,12 +1412,22 @@ all of it in ``update_actor``. Only the split is read here; the seconds are the 
 
 
 def offload_share(e: dict[str, Any], phase: str) -> float:
-    """The share of the plan's ``state_offload`` a published phase's timer covers (``VERL_FSDP_OFFLOAD_SHARES``;
-    0 for other frameworks, whose offload stays with the step's other work)."""
+    """The share of the plan's ``state_offload`` a published phase's timer covers (``VERL_FSDP_OFFLOAD_SHARES``,
+    or the entry's own ``timer_scope``; 0 for other frameworks, whose offload stays with the step's other work)."""
+    scope = timer_scope(e, phase)
+    if scope is not None:
+        return float(scope.get("state_offload_share", 0.0))
     mode = (e.get("rollout") or {}).get("trainer_offload")
     if e.get("framework") != "verl" or not mode or e["train"].get("strategy") not in ("fsdp", "fsdp2"):
         return 0.0
     return VERL_FSDP_OFFLOAD_SHARES.get(mode, {}).get(phase, 0.0)
+
+
+def timer_scope(e: dict[str, Any], phase: str) -> dict[str, Any] | None:
+    """What an entry's published timer for ``phase`` covers besides the phase itself, when the entry says so
+    (``timer_scope: {phase: {"also": [plan phases], "state_offload_share": x, "why": cited text}}``): e.g. NeMo RL's
+    ``prepare_for_generation`` timer, which also offloads the trainer and wakes the engine."""
+    return (e.get("timer_scope") or {}).get(phase)
 
 
 def phase_seconds(planned: Planned, phase: str, *, also: tuple[str, ...] = ()) -> tuple[float | None, list[str]]:
@@ -1727,6 +1737,9 @@ def rl_rows(entries: list[dict[str, Any]], ledger: list[dict[str, Any]]) -> list
                     also = ()
                     if q == "generation" and not ph.get("weight_sync") and e["rollout"].get("async") in (None, "none"):
                         also = GENERATION_TIMER_SCOPE.get(e["framework"], ())
+                    if timer_scope(e, q) is not None:
+                        also = tuple(timer_scope(e, q).get("also", ()))
+                        row.notes.append(f"published {q} timer also covers: {timer_scope(e, q)['why']}")
                     row.trainfit_s, row.parts_used = phase_seconds(planned, q, also=also)
                     share = offload_share(e, q)
                     moved = planned.parts.get("time.state_offload")
@@ -1734,7 +1747,7 @@ def rl_rows(entries: list[dict[str, Any]], ledger: list[dict[str, Any]]) -> list
                         row.trainfit_s += share * moved
                         row.parts_used = row.parts_used + ["time.state_offload"]
                         row.notes.append(f"{share:.0%} of the plan's trainer state offload ({moved:.2f} s) in this "
-                                         "phase: verl loads and offloads inside the timed call")
+                                         "phase: the framework moves the state inside the timed call")
                     row.bound = phase_bound(planned, row.parts_used)
                     if row.trainfit_s is None:
                         row.notes.append("no trainfit figure for this phase in the plan")

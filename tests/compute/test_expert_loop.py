@@ -117,3 +117,29 @@ def test_card_refuses_with_one_line(par, word):
         load_card_dict({"model": "Qwen/Qwen3-30B-A3B", "method": "sft",
                         "hardware": {"gpu": "a100-80gb", "gpus_per_node": 8, "nodes": 2}, "parallel": par})
     assert word in str(exc.value) and "\n" not in str(exc.value).strip()
+
+
+def test_no_grad_passes_run_the_loop_too():
+    """The RL log-prob passes (``forward_only_time``) take the loop as the training step does: its syncs and
+    per-expert kernels make the no-grad forward slower; a dense model is unchanged."""
+    from trainfit.compute.training import forward_only_time
+
+    kw = dict(rates=A100, micro_batch_size=1, seq_len=T, micro_steps=2)
+    grouped = forward_only_time(MOE, **kw)
+    loop = forward_only_time(MOE, expert_loop=True, **kw)
+    assert loop.sync_s > 0 == grouped.sync_s
+    assert loop.seconds > grouped.seconds
+    dense = from_catalog("Qwen/Qwen3-8B")
+    assert forward_only_time(dense, expert_loop=True, **kw).seconds == forward_only_time(dense, **kw).seconds
+
+
+def test_rl_logprob_phase_follows_the_card():
+    def plan(mode: str):
+        return make_plan(load_card_dict({
+            "model": "Qwen/Qwen3-30B-A3B", "method": "grpo", "hardware": {"gpu": "h100-sxm", "gpus_per_node": 8},
+            "parallel": {"strategy": "zero3", "gradient_checkpointing": True, "moe_experts": mode},
+            "rollout": {"tensor_parallel": 4, "num_generations": 8, "prompts_per_step": 32, "prompt_len": 512,
+                        "response_len": 1024, "gpu_memory_utilization": 0.5},
+            "roles": {"kl_coef": 0.04}}))
+
+    assert plan("loop").time_parts["ref_logprob"] > 2 * plan("grouped").time_parts["ref_logprob"]

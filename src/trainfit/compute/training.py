@@ -507,7 +507,7 @@ def forward_only_time(
     gathered_weight_bytes: float = 0.0, count_scale: float = 1.0, memory_factor: float = 1.0,
     kernel_factor: float = 1.0, attention_context: int | None = None, expert_parallel: int = 1,
     expert_token_shards: float = 1.0, fp8: bool = False, fp8_weight_cache: bool = False, fp8_params: bool = False,
-    packed_flash_syncs: bool = False,
+    packed_flash_syncs: bool = False, expert_loop: bool = False,
 ) -> PassTime:
     """A no-grad forward over ``micro_steps`` micro-batches (log-probs, values, rewards) on one GPU:
     the layers and the head (the log-softmax and gather cost about what the loss does), plus the
@@ -516,14 +516,15 @@ def forward_only_time(
     as ``train_step_time`` (a model trained in fp8 runs its no-grad forwards in fp8 too: Megatron-Core's fp8
     context wraps every forward, torchao's Float8Linear is the module); ``fp8_params``: fp8 primary weights, as
     ``train_step_time``: no weight casts (the optimizer step writes the fp8 weights: Megatron fp8_utils.py
-    quantize_param_shard l.396-453 @d98e8a64), and a forward needs no weight transpose; ``packed_flash_syncs``: as
-    ``train_step_time``."""
+    quantize_param_shard l.396-453 @d98e8a64), and a forward needs no weight transpose; ``packed_flash_syncs``,
+    ``expert_loop``: as ``train_step_time`` (the loop's per-expert GEMMs, kernels and host syncs; a no-grad pass
+    holds no ZeRO-3 expert gathers beyond the sharded weights' own all-gather below)."""
     inv = step_inventory(spec, micro_batch_size=micro_batch_size, seq_len=seq_len, adapter=adapter,
                          eager_attention=eager_attention, attention_context=attention_context,
                          expert_parallel=expert_parallel, expert_token_shards=expert_token_shards, fp8=fp8,
                          fp8_weight_casts=_fp8_weight_casts(fp8=fp8, fp8_params=fp8_params,
                                                             fp8_weight_cache=fp8_weight_cache, micro_steps=micro_steps),
-                         packed_flash_syncs=packed_flash_syncs)
+                         packed_flash_syncs=packed_flash_syncs, expert_loop=expert_loop and spec.moe is not None)
     kw = dict(rates=rates, seq_len=attention_context or seq_len, memory_factor=memory_factor, kernel_factor=kernel_factor,
               backward=False)
     one = (pass_seconds(inv.layers_forward, **kw) + pass_seconds(inv.head_forward, **kw)).scaled(count_scale)

@@ -95,7 +95,7 @@ from trainfit.plan.time import (
     training_time,
 )
 from trainfit.spec.card import RunCard
-from trainfit.spec.enums import AsyncMode, ComputeDtype, Dtype, Method, RefPlacement, RolloutEngine, Strategy
+from trainfit.spec.enums import AsyncMode, ComputeDtype, Dtype, Method, MoeExperts, RefPlacement, RolloutEngine, Strategy
 from trainfit.spec.model import ModelSpec
 from trainfit.spec.training import TrainableSpec
 from trainfit.units import BYTES_PER_DTYPE
@@ -226,7 +226,7 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
             # a model trained in fp8 runs its log-prob forwards in fp8 as well (the same linears)
             fp8=fp8, fp8_weight_cache=fp8 and card.precision.fp8_recipe in TE_ONLY_FP8_RECIPES,
             fp8_params=fp8 and card.precision.fp8_params,  # fp8 primary weights: no weight casts
-            packed_flash_syncs=packed_flash_syncs(card),
+            packed_flash_syncs=packed_flash_syncs(card), expert_loop=p_.moe_experts is MoeExperts.LOOP,
         )
         comm = 0.0
         if mp.active:

@@ -726,6 +726,15 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         "precision": {"optimizer": e["precision"]["optimizer"],
                       "optimizer_in_backward": bool(e["precision"].get("optimizer_in_backward"))},
     }
+    if e["precision"].get("optimizer_impl"):
+        # the entry's torch AdamW implementation (fused | foreach | for_loop) where its framework's code or
+        # config at the run's commit is not the card's fused default; the entry's note cites it
+        # (torch.optim.AdamW with neither fused= nor foreach= runs foreach on CUDA tensors: pytorch/pytorch
+        # torch/optim/adamw.py adamw() @002d2f0bb40cf08beb74bce80f52ce4f2eda46a0, "we default to foreach and
+        # pass False to use_fused")
+        impl = e["precision"]["optimizer_impl"]
+        card["precision"]["optimizer_impl"] = impl
+        notes.append(f"AdamW {impl} (the entry's framework at its commit, cited in its note)")
     grads, grads_note = grad_dtype_of(e) if scope == "full" else (None, None)
     if grads:
         card["precision"]["grads"] = grads

@@ -90,6 +90,28 @@ def walk_sft_like(card: RunCard, spec: ModelSpec, gpu: GpuSpec):
     return sharding, groups, host, more + notes, None, None
 
 
+def rl_sequence_padding(card: RunCard) -> tuple[int, str | None]:
+    """The actor's longest training sequence, ``prompt_len + response_len`` padded as the RL trainers pad each
+    sequence for Megatron's sequence / context parallel: to a multiple of ``tp · cp · 2`` under context parallel,
+    else of ``tp`` under sequence parallel (volcengine/verl ``verl/models/mcore/util.py`` ``preprocess_packed_seqs``
+    l.40 ``align_size = tp_size * cp_size * 2 if cp_size > 1 else tp_size``
+    @b178a3cd56f58b2d502255daba591e92833930a7; NeMo RL pads its packed sequences likewise, ``plan.rl_time``), where
+    an SFT card must state a divisible ``batch.seq_len``. The note says so when padding adds tokens."""
+    seq = card.rollout.prompt_len + card.rollout.response_len
+    p = card.parallel
+    if p.context_parallel > 1:
+        align = p.tensor_parallel * p.context_parallel * 2
+    elif p.sequence_parallel and p.tensor_parallel > 1:
+        align = p.tensor_parallel
+    else:
+        return seq, None
+    padded = -(-seq // align) * align
+    if padded == seq:
+        return seq, None
+    return padded, (f"rollout: prompt_len + response_len = {seq} tokens padded to {padded}, a multiple of {align}"
+                    " (the RL trainers pad each sequence for sequence / context parallel)")
+
+
 def walk_rl(card: RunCard, spec: ModelSpec, gpu: GpuSpec):
     """PPO and GRPO: the actor's (and critic's) step on the training group, the rollout engine and
     the frozen passes where the roles live."""
@@ -106,14 +128,17 @@ def walk_rl(card: RunCard, spec: ModelSpec, gpu: GpuSpec):
     train_gpus, _ = group_sizes(card)
     # the training group's own nodes: under rollout.nodes the engine has whole nodes and the rest train
     t_nodes, per_node = train_nodes(card)
-    # the actor's own step: its GPU group only (the rollout group is planned from the full card)
+    # the actor's own step: its GPU group only (the rollout group is planned from the full card), over the longest
+    # sequence padded as the RL trainers pad it under sequence / context parallel (rl_sequence_padding)
+    seq_len, pad_note = rl_sequence_padding(card)
     actor_card = card_with(
-        card, batch__seq_len=ro.prompt_len + ro.response_len, hardware__gpus_per_node=per_node,
+        card, batch__seq_len=seq_len, hardware__gpus_per_node=per_node,
         hardware__nodes=t_nodes, rollout__placement="colocate", rollout__gpus=None, rollout__nodes=None,
     )
     from trainfit.plan.stages import parallel_sharding, prepare, walk_stages
 
     layout, par_notes = prepare(actor_card, spec, train_gpus, actor_card.batch.seq_len)
+    par_notes = par_notes + ([pad_note] if pad_note else [])
     cspec = critic_spec_of(card, spec)
     ranks = None
     if layout.trivial:

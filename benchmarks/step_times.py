@@ -16,7 +16,8 @@ context/Ulysses or expert parallelism, a non-gated MLP, a node-level rollout spl
 planner refuses as stated (``planner refused: ...``, e.g. pipeline stages that do not divide the layers), or whose
 entry names what its run did that no card field states (``card_cannot_state``, cited in the entry), is listed as
 *not representable* with its reason and still scored by the rule; an entry without a published
-time, a catalog GPU, a model shape, a prompt/response length or with fp8 compute from an unknown recipe is *skipped* with
+time, a catalog GPU, a model shape, a prompt/response length or with fp8 compute from an unknown recipe (neither the entry
+nor ``FP8_RECIPES`` names it) is *skipped* with
 its reason; so is an entry whose published rate would need more than the card's sustained matmul rate even at
 the least work its setup does (``implausible_rate``). An entry whose cards differ from the catalog's
 (``hardware_rates``: a board power limit, a memory variant) is planned with a calibration built from those
@@ -669,7 +670,8 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         # loss scale; the same tensor-core rate and byte counts as bf16 mixed precision (the loss scaling is not timed)
         compute = "bf16"
         notes.append("Megatron --fp16 mixed precision planned as bf16 (same tensor-core rate and bytes)")
-    if compute not in ("bf16", "fp8") or (compute == "fp8" and e["framework"] not in FP8_RECIPES):
+    if compute not in ("bf16", "fp8") or (compute == "fp8" and e["framework"] not in FP8_RECIPES
+                                          and not e["precision"].get("fp8_recipe")):
         raise Unmapped("skipped", [f"{compute} compute not modelled for {e['framework']}"])
     gpu, n = resolve_gpu_id(e["gpu"])
     notes += n

@@ -8,6 +8,27 @@ is written back (2). 8-bit optimizers (bitsandbytes) keep 1-byte states with a b
 Gradient clipping (the Trainer's default ``max_grad_norm=1.0``) reads every gradient for the norm
 and reads and writes it for the scale.
 
+Which bytes a card's precision gives (``plan.time._trained`` from ``plan.terms.trained_dtype_bytes`` and
+``zero_master_states``), per parameter of the rank's shard, fused, without clipping:
+
+* FSDP mixed precision, the card's ``precision.weights: fp32`` with ``compute: bf16`` (torchtitan ``training.dtype
+  float32`` with ``mixed_precision_param bfloat16``, ``export.importers.read_torchtitan``; FSDP1 ``MixedPrecision``
+  over an fp32 model): the shard the optimizer steps is the fp32 parameter itself (torch 2.13
+  ``distributed/fsdp/_fully_shard/_fsdp_param.py`` ``init_dtype_attrs``: ``orig_dtype = sharded_param.dtype``, and
+  ``all_gather_inputs`` casts the shard to ``param_dtype`` on its way into the all-gather, so no 16-bit copy is kept
+  or written back; FSDP1 ``_flat_param.py`` ``_use_low_precision_shard`` copies the shard into a ``_mp_shard`` it
+  frees after use); its gradient is fp32 (``_fsdp_collectives.py`` ``foreach_reduce`` reduce-scatters in
+  ``reduce_dtype`` and casts the output to ``orig_dtype``; FSDP1 ``_runtime_utils.py``
+  ``_cast_grad_to_param_dtype`` casts the sharded gradient to the flat parameter's dtype); the states follow the
+  fp32 parameter. ``w = g = s = 4``, no master: 16 in, 12 out = 28 B (x 40 / 14 foreach);
+* DeepSpeed ZeRO (bf16): bf16 parameters and gradients, an fp32 master partition and fp32 states: 14 in, 14 out
+  = 28 B, of which 2 B the bf16 write-back; Megatron-Core's fp32 ``main_grad`` (``precision.grads fp32``): 30 B;
+* pure bf16 (``precision.weights`` bf16 with no master, torchtune; also every FSDP card left at the default
+  weights): ``w = g = s = 2``: 14 B.
+
+The memory terms read the same fields, so a card that leaves an FSDP run's weights at bf16 is a pure-bf16 run to
+both.
+
 Kernels (PyTorch 2.x ``torch.optim.AdamW``), as ``trainfit trace --time`` counts them:
 
 * ``fused``: ``_fused_adamw_`` over tensor lists, one launch per ``MULTI_TENSOR_CHUNK`` tensors, one

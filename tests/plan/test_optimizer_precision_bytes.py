@@ -1,0 +1,50 @@
+"""The optimizer step's dtypes a card's precision section gives the time model (``plan.time._trained``), read from the
+same fields as the memory terms (``compute.optimizer_time`` module docstring): FSDP over fp32 weights with bf16
+compute (torchtitan's ``training.dtype float32`` + ``mixed_precision_param bfloat16``) steps the fp32 shard with fp32
+gradients and states and no master copy; DeepSpeed ZeRO and the Megatron-Core distributed optimizer keep bf16
+parameters with an fp32 master and fp32 states; an FSDP card left at bf16 weights is pure bf16."""
+
+from __future__ import annotations
+
+import pytest
+
+from trainfit.catalog.models import from_catalog
+from trainfit.compute.optimizer_time import optimizer_bytes_per_param
+from trainfit.plan.time import _trained
+from trainfit.spec.card import load_card_dict
+
+
+def _card(strategy: str, **precision) -> dict:
+    card = {"model": "Qwen/Qwen3-8B", "method": "sft",
+            "hardware": {"gpu": "h200", "gpus_per_node": 8, "nodes": 1},
+            "parallel": {"strategy": strategy},
+            "batch": {"micro_batch_size": 1, "seq_len": 4096, "grad_accum": 1}}
+    if precision:
+        card["precision"] = precision
+    return card
+
+
+def _step_bytes(card: dict) -> tuple[tuple[float, float, float, bool], float]:
+    c = load_card_dict(card)
+    _, _, opt = _trained(c, from_catalog(c.model))
+    per = optimizer_bytes_per_param(optimizer=opt.name, weight_bytes=opt.weight_bytes, grad_bytes=opt.grad_bytes,
+                                    state_bytes=opt.state_bytes, master=opt.master, clip=False)
+    return (opt.weight_bytes, opt.grad_bytes, opt.state_bytes, opt.master), per
+
+
+@pytest.mark.parametrize("strategy", ["fsdp", "hsdp", "fsdp_grad_op"])
+def test_fsdp_over_fp32_weights_steps_the_fp32_shard(strategy):
+    assert _step_bytes(_card(strategy, weights="fp32", compute="bf16")) == ((4.0, 4.0, 4.0, False), 28.0)
+
+
+def test_fsdp_left_at_bf16_weights_is_pure_bf16():
+    assert _step_bytes(_card("fsdp")) == ((2.0, 2.0, 2.0, False), 14.0)
+
+
+@pytest.mark.parametrize("strategy", ["zero1", "zero2", "zero3"])
+def test_zero_keeps_bf16_parameters_with_an_fp32_master(strategy):
+    assert _step_bytes(_card(strategy)) == ((2.0, 2.0, 4.0, True), 28.0)
+
+
+def test_megatron_fp32_main_grads():
+    assert _step_bytes(_card("zero1", grads="fp32")) == ((2.0, 4.0, 4.0, True), 30.0)

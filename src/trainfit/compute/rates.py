@@ -98,6 +98,22 @@ HOST_S_PER_FORWARD_KERNEL = 65e-6
 the views and casts around each kernel, dispatch, autograd recording, launch). Fitted on the 15
 H200 "default" cases only (grid 30-70 us x 8-20 us; the fit set's median |error| 8%, worst 21%);
 the held-out sets score 8, 9 and 9% (``benchmarks/step_times.md``)."""
+AUTOGRAD_RECORD_S_PER_FORWARD_KERNEL = 1.3e-6
+"""Of the forward's host seconds per kernel, what autograd recording adds (grad_fn nodes, saved tensors, version
+counters): absent from a no-grad forward (``training.forward_only_time``). Measured, not fitted: a transformers
+Qwen2 forward (8 layers, hidden 64, 16 tokens, 330 non-view aten ops, torch 2.13.0+cpu, transformers 5.24, one
+thread of a shared AMD EPYC VM core, 2026-12-02; best of 15 interleaved rounds of 30, outputs kept alive so the
+graph's destruction is not timed) takes 6.74 us per op with grad, 5.47 under ``torch.no_grad`` and 4.70 under
+``torch.inference_mode``: 1.3 us per op (19 % of that CPU forward, which pays no kernel launch; 2.6 us per op,
+29 %, on a 4-layer run). The work is the same C++ whatever the device, so it is subtracted as seconds, not scaled
+with the 65 us (whose launch and allocator parts a no-grad forward pays too): 2 % of it."""
+FSDP_UNIT_FORWARD_HOST_S = 355e-6
+"""Host seconds one FSDP unit's forward hooks take when the unit is sharded (all-gather issue, copy-in/out, stream
+waits, ``_pre_forward``/``_post_forward``, reshard), per forward call: FSDP1 ``FullyShardedDataParallel`` with
+flat parameters (``use_orig_params=False``) on a fake process group of 8 ranks, a Qwen2 of 8 decoder-layer units +
+the root (hidden 64, 16 tokens, no-grad forward; torch 2.13.0+cpu, one thread, AMD EPYC VM, 2026-12-02): 1.78 ms
+plain, 4.98 ms wrapped, 355 us per unit (FSDP1 ``use_orig_params=True`` 462, FSDP2 ``fully_shard`` 372; each
+unit adds 10-13 dispatched aten ops, the rest is Python). Measured, not fitted."""
 HOST_S_PER_BACKWARD_KERNEL = 12e-6
 """Autograd engine (C++) seconds per kernel of a backward; fitted with the forward figure."""
 DEVICE_S_PER_KERNEL_MIN = 2.5e-6

@@ -27,7 +27,7 @@ Pure Python: no torch import.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from trainfit.compute import collectives as coll
@@ -40,7 +40,7 @@ from trainfit.compute.moe_time import expert_token_shards
 from trainfit.compute.model_parallel import ModelParallelComm, model_parallel_comm, pipeline_bubble_micro_steps
 from trainfit.compute.offload import offload_seconds
 from trainfit.compute.optimizer_time import optimizer_seconds, shard_params
-from trainfit.compute.rates import DeviceRates
+from trainfit.compute.rates import AUTOGRAD_RECORD_S_PER_FORWARD_KERNEL, FSDP_UNIT_FORWARD_HOST_S, DeviceRates
 from trainfit.spec.enums import MoeDispatcher, MoeRouting
 from trainfit.spec.model import ModelSpec
 
@@ -500,6 +500,15 @@ def model_parallel_comm_of(spec: ModelSpec, mp: ModelParallel, *, tokens: float,
     )
 
 
+def _with_host_seconds(t: PassTime, *, hooks_s: float) -> PassTime:
+    """``t`` with ``hooks_s`` more host time and no more device work: the pass is paced by the larger of the two."""
+    if hooks_s <= 0.0:
+        return t
+    device = t.gemm_s + t.attention_s + t.memory_s
+    seconds = t.seconds - max(device, t.host_s) + max(device, t.host_s + hooks_s)
+    return PassTime(seconds, t.gemm_s, t.attention_s, t.memory_s, t.host_s + hooks_s, t.sync_s)
+
+
 @lru_cache(maxsize=8192)
 def forward_only_time(
     spec: ModelSpec, *, rates: DeviceRates, micro_batch_size: int, seq_len: int, micro_steps: int,
@@ -507,7 +516,7 @@ def forward_only_time(
     gathered_weight_bytes: float = 0.0, count_scale: float = 1.0, memory_factor: float = 1.0,
     kernel_factor: float = 1.0, attention_context: int | None = None, expert_parallel: int = 1,
     expert_token_shards: float = 1.0, fp8: bool = False, fp8_weight_cache: bool = False, fp8_params: bool = False,
-    packed_flash_syncs: bool = False, expert_loop: bool = False,
+    packed_flash_syncs: bool = False, expert_loop: bool = False, hooked_units: int = 0,
 ) -> PassTime:
     """A no-grad forward over ``micro_steps`` micro-batches (log-probs, values, rewards) on one GPU:
     the layers and the head (the log-softmax and gather cost about what the loss does), plus the
@@ -518,16 +527,26 @@ def forward_only_time(
     ``train_step_time``: no weight casts (the optimizer step writes the fp8 weights: Megatron fp8_utils.py
     quantize_param_shard l.396-453 @d98e8a64), and a forward needs no weight transpose; ``packed_flash_syncs``,
     ``expert_loop``: as ``train_step_time`` (the loop's per-expert GEMMs, kernels and host syncs; a no-grad pass
-    holds no ZeRO-3 expert gathers beyond the sharded weights' own all-gather below)."""
+    holds no ZeRO-3 expert gathers beyond the sharded weights' own all-gather below).
+
+    Host per kernel: the forward's rate less autograd recording (``rates.AUTOGRAD_RECORD_S_PER_FORWARD_KERNEL``, a
+    measured absolute share). ``hooked_units``: FSDP units whose forward hooks run in every micro-batch (a sharded
+    model not unsharded before the pass: verl's ``compute_log_prob`` loops ``_forward_micro_batch`` under
+    ``torch.no_grad()`` on the FSDP module, volcengine/verl verl/workers/actor/dp_actor.py l.179-225
+    @2c8b2b995f36a7cd159b5a9beb5d5ed37cae0fc1, l.418-472 @b178a3cd56f58b2d502255daba591e92833930a7), each ``rates.FSDP_UNIT_FORWARD_HOST_S`` of host time per micro-batch
+    on top of the kernels' (0: unsharded, or unsharded once per pass as NeMo RL's ``unshard_fsdp2_model``)."""
     inv = step_inventory(spec, micro_batch_size=micro_batch_size, seq_len=seq_len, adapter=adapter,
                          eager_attention=eager_attention, attention_context=attention_context,
                          expert_parallel=expert_parallel, expert_token_shards=expert_token_shards, fp8=fp8,
                          fp8_weight_casts=_fp8_weight_casts(fp8=fp8, fp8_params=fp8_params,
                                                             fp8_weight_cache=fp8_weight_cache, micro_steps=micro_steps),
                          packed_flash_syncs=packed_flash_syncs, expert_loop=expert_loop and spec.moe is not None)
-    kw = dict(rates=rates, seq_len=attention_context or seq_len, memory_factor=memory_factor, kernel_factor=kernel_factor,
-              backward=False)
+    no_grad = replace(rates, host_s_per_forward_kernel=max(
+        0.0, rates.host_s_per_forward_kernel - AUTOGRAD_RECORD_S_PER_FORWARD_KERNEL))
+    kw = dict(rates=no_grad, seq_len=attention_context or seq_len, memory_factor=memory_factor,
+              kernel_factor=kernel_factor, backward=False)
     one = (pass_seconds(inv.layers_forward, **kw) + pass_seconds(inv.head_forward, **kw)).scaled(count_scale)
+    one = _with_host_seconds(one, hooks_s=hooked_units * FSDP_UNIT_FORWARD_HOST_S)
     total = one.scaled(micro_steps)
     if parallel.strategy in ("zero3", "fsdp", "hsdp") and parallel.ranks > 1 and gathered_weight_bytes:
         crosses = parallel.ranks > parallel.gpus_per_node and parallel.strategy != "hsdp"

@@ -227,6 +227,7 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
             fp8=fp8, fp8_weight_cache=fp8 and card.precision.fp8_recipe in TE_ONLY_FP8_RECIPES,
             fp8_params=fp8 and card.precision.fp8_params,  # fp8 primary weights: no weight casts
             packed_flash_syncs=packed_flash_syncs(card), expert_loop=p_.moe_experts is MoeExperts.LOOP,
+            hooked_units=_fsdp_hooked_units(card, pspec, ranks=train_gpus),
         )
         comm = 0.0
         if mp.active:
@@ -517,6 +518,18 @@ STATE_OFFLOAD_OPTIMIZER_BYTES = 12
 
 
 FSDP_STRATEGIES = (Strategy.FSDP, Strategy.FSDP_GRAD_OP, Strategy.HSDP)
+
+
+def _fsdp_hooked_units(card: RunCard, spec: ModelSpec, *, ranks: int) -> int:
+    """FSDP units whose forward hooks run in every log-prob micro-batch (``compute.training.forward_only_time``): one
+    per decoder layer and the root (verl wraps the model's ``_no_split_modules``, FSDP1 with ``use_orig_params=False``:
+    volcengine/verl verl/utils/fsdp_utils.py get_fsdp_wrap_policy l.64-85, verl/workers/fsdp_workers.py l.274
+    @2c8b2b995f36a7cd159b5a9beb5d5ed37cae0fc1; l.73 and l.196 @b178a3cd56f58b2d502255daba591e92833930a7). None under the
+    nemo-rl preset, which unshards the model once per pass (NVIDIA-NeMo/RL nemo_rl/models/policy/
+    dtensor_policy_worker.py get_logprobs l.845-847 @27d0af945b96c5bf9fa928bf45fd1a6ce016632d), nor unsharded."""
+    if card.parallel.strategy not in FSDP_STRATEGIES or ranks <= 1 or card.preset == "nemo-rl":
+        return 0
+    return spec.num_layers + 1
 
 
 def fsdp_offload_bytes(card: RunCard, spec: ModelSpec, *, shard_ranks: int) -> tuple[float, float, float]:

@@ -1,0 +1,79 @@
+"""A no-grad forward's host cost (``compute.training.forward_only_time``): the forward's per-kernel rate less the
+measured autograd-recording share, plus the host time of the FSDP units whose forward hooks run in every micro-batch
+of a sharded model (``rates.AUTOGRAD_RECORD_S_PER_FORWARD_KERNEL``, ``rates.FSDP_UNIT_FORWARD_HOST_S``: both measured
+on CPU, cited there)."""
+
+from __future__ import annotations
+
+import pytest
+
+import trainfit.plan.rl_time as rl_time
+from trainfit.catalog.gpus import resolve_gpu
+from trainfit.catalog.models import from_catalog
+from trainfit.compute import rates as rt
+from trainfit.compute.inventory import step_inventory
+from trainfit.compute.training import forward_only_time
+from trainfit.plan import make_plan
+from trainfit.spec.card import load_card_dict
+
+H100 = rt.default_rates(resolve_gpu("h100-sxm"))
+SMALL = from_catalog("Qwen/Qwen2.5-0.5B")
+BIG = from_catalog("Qwen/Qwen2-7B-Instruct")
+
+
+def test_no_grad_kernels_cost_the_forward_rate_less_autograd_recording():
+    t = forward_only_time(SMALL, rates=H100, micro_batch_size=1, seq_len=256, micro_steps=1)
+    inv = step_inventory(SMALL, micro_batch_size=1, seq_len=256)
+    kernels = inv.layers_forward.kernels + inv.head_forward.kernels
+    assert t.host_s / kernels == pytest.approx(rt.HOST_S_PER_FORWARD_KERNEL - rt.AUTOGRAD_RECORD_S_PER_FORWARD_KERNEL)
+    # an absolute share: a few percent of the fitted training figure, not a third
+    assert 0.01 < rt.AUTOGRAD_RECORD_S_PER_FORWARD_KERNEL / rt.HOST_S_PER_FORWARD_KERNEL < 0.05
+
+
+def test_fsdp_unit_hooks_add_host_time_per_micro_batch():
+    kw = dict(rates=H100, micro_batch_size=1, seq_len=256, micro_steps=4)
+    plain = forward_only_time(SMALL, **kw)
+    hooked = forward_only_time(SMALL, hooked_units=SMALL.num_layers + 1, **kw)
+    hooks_s = 4 * (SMALL.num_layers + 1) * rt.FSDP_UNIT_FORWARD_HOST_S
+    assert hooked.host_s - plain.host_s == pytest.approx(hooks_s)
+    assert plain.bound == "launch"  # a 0.5B model's short micro-batch: the host paces it, every hook second shows
+    assert hooked.seconds - plain.seconds == pytest.approx(hooks_s)
+
+
+def test_fsdp_unit_hooks_hide_under_device_bound_passes():
+    kw = dict(rates=H100, micro_batch_size=16, seq_len=4096, micro_steps=2)
+    plain = forward_only_time(BIG, **kw)
+    hooked = forward_only_time(BIG, hooked_units=BIG.num_layers + 1, **kw)
+    assert plain.bound != "launch"
+    assert hooked.seconds == pytest.approx(plain.seconds)
+
+
+def _units_seen(monkeypatch, **card) -> set[int]:
+    seen = []
+    real = rl_time.forward_only_time
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs["hooked_units"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(rl_time, "forward_only_time", spy)
+    make_plan(load_card_dict({
+        "model": "Qwen/Qwen2.5-0.5B", "method": "grpo",
+        "hardware": {"gpu": "h100-sxm", "gpus_per_node": 8, "nodes": 1},
+        "rollout": {"prompts_per_step": 16, "num_generations": 4, "prompt_len": 256, "response_len": 512},
+        **card,
+    }))
+    return set(seen)
+
+
+def test_verl_fsdp_log_prob_passes_run_every_units_hooks(monkeypatch):
+    layers = SMALL.num_layers
+    assert _units_seen(monkeypatch, preset="verl", parallel={"strategy": "fsdp"}) == {layers + 1}
+
+
+def test_nemo_rl_unshards_once_per_pass(monkeypatch):
+    assert _units_seen(monkeypatch, preset="nemo-rl", parallel={"strategy": "fsdp"}) == {0}
+
+
+def test_unsharded_models_have_no_unit_hooks(monkeypatch):
+    assert _units_seen(monkeypatch, preset="verl", parallel={"strategy": "ddp"}) == {0}

@@ -77,3 +77,22 @@ def test_nemo_rl_unshards_once_per_pass(monkeypatch):
 
 def test_unsharded_models_have_no_unit_hooks(monkeypatch):
     assert _units_seen(monkeypatch, preset="verl", parallel={"strategy": "ddp"}) == {0}
+
+
+def test_training_forward_and_recompute_pay_the_fsdp_unit_hooks():
+    """``train_step_time``: torch FSDP's per-unit forward hooks run in the training forward and again in the
+    recompute; a launch-bound small model shows every hook second, a single GPU none."""
+    from trainfit.compute.training import Parallel, train_step_time
+
+    kw = dict(rates=H100, micro_batch_size=1, seq_len=256, micro_steps=1, trained_params=5e8, trained_tensors=290,
+              gathered_weight_bytes=1e9, gradient_checkpointing=True)
+
+    def host(t, name):
+        return next(p for p in t.phases if p.name == name).terms["host_launch"]
+
+    single = train_step_time(SMALL, **kw)
+    sharded = train_step_time(SMALL, parallel=Parallel(strategy="fsdp", ranks=8, gpus_per_node=8), **kw)
+    zero3 = train_step_time(SMALL, parallel=Parallel(strategy="zero3", ranks=8, gpus_per_node=8), **kw)
+    hooks_s = (SMALL.num_layers + 1) * rt.FSDP_UNIT_FORWARD_HOST_S
+    assert host(sharded, "forward") - host(single, "forward") == pytest.approx(hooks_s)
+    assert host(zero3, "forward") == pytest.approx(host(single, "forward"))  # DeepSpeed's hooks: not these

@@ -323,6 +323,13 @@ def train_step_time(
            if gradient_checkpointing else ZERO_PASS)
     bwd_layers = pass_seconds(inv.layers_backward, backward=True, **kw).scaled(count_scale)
     bwd = bwd_layers + pass_seconds(inv.head_backward, backward=True, **kw).scaled(count_scale)
+    if parallel.strategy in ("fsdp", "fsdp_grad_op", "hsdp") and parallel.ranks > 1:
+        # torch FSDP's per-unit pre/post-forward hooks (unshard, stream waits, reshard) run in Python in every
+        # forward, the recompute's included: rates.FSDP_UNIT_FORWARD_HOST_S per unit (the layers and the root)
+        hooks_s = (spec.num_layers + 1) * FSDP_UNIT_FORWARD_HOST_S
+        fwd = _with_host_seconds(fwd, hooks_s=hooks_s)
+        if gradient_checkpointing:
+            rec = _with_host_seconds(rec, hooks_s=hooks_s * recompute_layer_share)
     if gradient_checkpointing:
         rec, bwd = interleaved(rec, bwd)
     notes = [f"rates: {', '.join(rates.sources)}" if rates.sources else "rates: defaults"]

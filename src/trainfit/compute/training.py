@@ -38,7 +38,7 @@ from trainfit.compute.gemm import gemm_seconds
 from trainfit.compute.inventory import Adapter, PassInventory, step_inventory
 from trainfit.compute.moe_time import expert_token_shards
 from trainfit.compute.model_parallel import ModelParallelComm, model_parallel_comm, pipeline_bubble_micro_steps
-from trainfit.compute.offload import offload_seconds
+from trainfit.compute.offload import deepspeed_zero12_offload_seconds, offload_seconds
 from trainfit.compute.optimizer_time import optimizer_seconds, shard_params
 from trainfit.compute.rates import AUTOGRAD_RECORD_S_PER_FORWARD_KERNEL, FSDP_UNIT_FORWARD_HOST_S, DeviceRates
 from trainfit.spec.enums import MoeDispatcher, MoeRouting
@@ -414,7 +414,11 @@ def train_step_time(
     off_s = 0.0
     if parallel.offload != "none":
         passes = (3 if gradient_checkpointing else 2) * micro_steps
-        off = offload_seconds(
+        off = deepspeed_zero12_offload_seconds(
+            params_per_rank=opt_params, tensors_per_rank=trained_tensors / max(1, ranks),
+            ranks_per_node=min(ranks, parallel.gpus_per_node), weight_bytes=optimizer.weight_bytes,
+            sync_round_trip_s=SYNC_ROUND_TRIP_S, rates=rates,
+        ) if st in ("zero1", "zero2") and parallel.offload == "optimizer" else offload_seconds(
             params_per_rank=opt_params, ranks_per_node=min(ranks, parallel.gpus_per_node),
             grad_bytes=optimizer.grad_bytes, weight_bytes=optimizer.weight_bytes,
             params_offloaded=parallel.offload == "params_and_optimizer",
@@ -423,7 +427,10 @@ def train_step_time(
         )
         off_s = off.exposed_s
         notes.append(f"offload: CPU Adam {off.cpu_step_s:.2f} s at {rates.host_memory_bytes_per_s / 1e9:.0f} GB/s host"
-                     f" memory (shared by the node's ranks), PCIe {rates.pcie_bytes_per_s / 1e9:.0f} GB/s")
+                     f" memory (shared by the node's ranks), PCIe {rates.pcie_bytes_per_s / 1e9:.0f} GB/s"
+                     + ("; DeepSpeed ZeRO-1/2: the fp32 gradient copy down and a host round trip per tensor at the"
+                        " boundary exposed, the clip and 16-bit conversion passes on the host"
+                        if st in ("zero1", "zero2") and parallel.offload == "optimizer" else ""))
 
     phases = [
         _phase("forward", fwd.scaled(micro_steps)),

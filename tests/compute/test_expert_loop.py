@@ -102,7 +102,7 @@ def test_plan_loop_is_slower_and_leaf_drops_only_the_gather_latency():
 
     assert phase(loop, "forward") > 3 * phase(grouped, "forward")  # syncs and launches per expert
     assert phase(loop, "backward") > phase(grouped, "backward")
-    assert phase(leaf, "forward") == phase(loop, "forward")
+    assert phase(leaf, "forward") < phase(loop, "forward")  # a leaf block also hooks no expert module (ZeRO-3)
     assert phase(leaf, "communication") <= phase(loop, "communication")
 
 

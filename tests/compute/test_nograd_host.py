@@ -95,4 +95,4 @@ def test_training_forward_and_recompute_pay_the_fsdp_unit_hooks():
     zero3 = train_step_time(SMALL, parallel=Parallel(strategy="zero3", ranks=8, gpus_per_node=8), **kw)
     hooks_s = (SMALL.num_layers + 1) * rt.FSDP_UNIT_FORWARD_HOST_S
     assert host(sharded, "forward") - host(single, "forward") == pytest.approx(hooks_s)
-    assert host(zero3, "forward") == pytest.approx(host(single, "forward"))  # DeepSpeed's hooks: not these
+    assert host(zero3, "forward") > host(sharded, "forward")  # DeepSpeed hooks every module (test_zero3_hooks.py)

@@ -36,7 +36,8 @@ overlaps them with compute but they still run one after another on the all-gathe
 same commit, written for MoE models whose "computation order of experts varies across forward passes") makes the
 block one fetch (``RunCard.parallel.moe_zero3_leaf``).
 
-Not modelled: the Python time of DeepSpeed's per-module hooks themselves (no citable per-call figure found).
+The Python time of DeepSpeed's per-module hooks themselves, each expert's MLP and linears included: measured on CPU
+(``rates.ZERO3_MODULE_FORWARD_HOST_S``), charged per hooked module (``training.zero3_hooked_modules``).
 Pure Python: no torch import.
 """
 

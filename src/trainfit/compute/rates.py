@@ -114,6 +114,29 @@ flat parameters (``use_orig_params=False``) on a fake process group of 8 ranks, 
 the root (hidden 64, 16 tokens, no-grad forward; torch 2.13.0+cpu, one thread, AMD EPYC VM, 2026-12-02): 1.78 ms
 plain, 4.98 ms wrapped, 355 us per unit (FSDP1 ``use_orig_params=True`` 462, FSDP2 ``fully_shard`` 372; each
 unit adds 10-13 dispatched aten ops, the rest is Python). Measured, not fitted."""
+ZERO3_MODULE_FORWARD_HOST_S = 175e-6
+"""Host seconds DeepSpeed ZeRO-3's hooks take per module per forward (grad or no-grad): ZeRO-3 hooks EVERY submodule,
+not one unit per decoder layer (deepspeed 0.19.8 from PyPI, deepspeed/runtime/zero/parameter_offload.py
+``_register_deepspeed_module`` l.337-528: pre/post-forward hooks calling partitioned_param_coordinator.py
+``fetch_sub_module`` l.310 / ``release_sub_module`` l.494 with the trace-based prefetch bookkeeping, and the outputs
+wrapped in autograd Functions for the backward hooks). Measured on the same footing as ``FSDP_UNIT_FORWARD_HOST_S``:
+a fake process group of 8 ranks (collectives are no-ops: host work only), a transformers 5.24 Qwen2 (hidden 64,
+16 tokens, fp32, linear weights partitioned, norms and biases persistent: ``stage3_param_persistence_threshold``
+100), ``deepspeed.initialize`` ZeRO-3 engine vs the plain model, torch 2.13.0+cpu, one thread of a shared AMD EPYC
+VM core, 2026-12-02, best of 15 interleaved rounds of 10: 8 layers (111 modules, 13 per decoder layer) grad forward
+5.63 ms plain, 25.09 ms ZeRO-3, 175 us per module (no-grad 178; from 4 to 8 layers 190 per module, so almost no
+fixed part); FSDP1 units in the same rounds 327-384 us each (one per layer), so ZeRO-3 costs ~6x FSDP per decoder
+layer. A CPU lower bound of the device-independent Python/C++ work: on a GPU the coordinator also records and waits
+on stream events (skipped on CPU, ``is_synchronized_device``). Measured, not fitted."""
+ZERO3_MODULE_BACKWARD_HOST_S = 160e-6
+"""Host seconds DeepSpeed ZeRO-3's backward hooks take per module (pre-backward re-fetch, post-backward release, the
+per-parameter gradient reduce-and-partition hooks of deepspeed/runtime/zero/stage3.py): same measurement as
+``ZERO3_MODULE_FORWARD_HOST_S``, ``engine.backward(loss)`` vs ``loss.backward()``: 4.13 ms plain, 21.73 ms ZeRO-3,
+159 us per module (166 from 4 to 8 layers). Measured, not fitted."""
+HF_ROOT_MODULES = 6
+"""Modules outside the decoder layers whose forward runs in a transformers causal LM (the ``*ForCausalLM``, its
+``model``, ``embed_tokens``, ``rotary_emb``, the final ``norm``, ``lm_head``; the ``layers`` ModuleList never runs):
+transformers 5.24 Qwen2ForCausalLM has 111 modules at 8 layers = 8 x 13 + 7."""
 HOST_S_PER_BACKWARD_KERNEL = 12e-6
 """Autograd engine (C++) seconds per kernel of a backward; fitted with the forward figure."""
 DEVICE_S_PER_KERNEL_MIN = 2.5e-6

@@ -40,7 +40,10 @@ from trainfit.compute.moe_time import expert_token_shards
 from trainfit.compute.model_parallel import ModelParallelComm, model_parallel_comm, pipeline_bubble_micro_steps
 from trainfit.compute.offload import deepspeed_zero12_offload_seconds, offload_seconds
 from trainfit.compute.optimizer_time import optimizer_seconds, shard_params
-from trainfit.compute.rates import AUTOGRAD_RECORD_S_PER_FORWARD_KERNEL, FSDP_UNIT_FORWARD_HOST_S, DeviceRates
+from trainfit.compute.rates import (
+    AUTOGRAD_RECORD_S_PER_FORWARD_KERNEL, FSDP_UNIT_FORWARD_HOST_S, HF_ROOT_MODULES, ZERO3_MODULE_BACKWARD_HOST_S,
+    ZERO3_MODULE_FORWARD_HOST_S, DeviceRates,
+)
 from trainfit.spec.enums import MoeDispatcher, MoeRouting
 from trainfit.spec.model import ModelSpec
 
@@ -330,6 +333,15 @@ def train_step_time(
         fwd = _with_host_seconds(fwd, hooks_s=hooks_s)
         if gradient_checkpointing:
             rec = _with_host_seconds(rec, hooks_s=hooks_s * recompute_layer_share)
+    if parallel.strategy == "zero3" and parallel.ranks > 1:
+        # DeepSpeed ZeRO-3 hooks every submodule (fetch / release / prefetch bookkeeping): rates.ZERO3_MODULE_*_HOST_S
+        modules = zero3_hooked_modules(spec, expert_loop=expert_loop and spec.moe is not None,
+                                       leaf=zero3_expert_leaf)
+        fwd = _with_host_seconds(fwd, hooks_s=modules * ZERO3_MODULE_FORWARD_HOST_S)
+        bwd = _with_host_seconds(bwd, hooks_s=modules * ZERO3_MODULE_BACKWARD_HOST_S)
+        if gradient_checkpointing:  # the recomputed layers' modules run their forward hooks again
+            rec = _with_host_seconds(rec, hooks_s=(modules - HF_ROOT_MODULES) * ZERO3_MODULE_FORWARD_HOST_S
+                                     * recompute_layer_share)
     if gradient_checkpointing:
         rec, bwd = interleaved(rec, bwd)
     notes = [f"rates: {', '.join(rates.sources)}" if rates.sources else "rates: defaults"]
@@ -514,6 +526,31 @@ def model_parallel_comm_of(spec: ModelSpec, mp: ModelParallel, *, tokens: float,
     )
 
 
+def zero3_hooked_modules(spec: ModelSpec, *, expert_loop: bool = False, leaf: bool = True) -> int:
+    """Modules of a transformers causal LM whose forward runs, each hooked by DeepSpeed ZeRO-3: per decoder layer the
+    layer, its attention and projections (q, k, v, o; MLA's q_a, q_a norm, q_b, kv_a, kv_a norm, kv_b, o), q/k norms,
+    the MLP with its linears and ``act_fn``, the layer norms (a Qwen2 layer: 13, Qwen3 15, counted on transformers
+    5.24); an MoE block as itself, its router, the fused experts and their ``act_fn`` (transformers 5), the shared
+    expert; under ``expert_loop`` (transformers < 5) the block, its router and every expert's MLP (the MLP, three
+    linears, ``act_fn``: all experts get tokens, as ``expert_loop.zero3_expert_gathers`` assumes), or the block alone
+    when it is a ZeRO-3 ``leaf`` (its children are not hooked); plus ``rates.HF_ROOT_MODULES``. Linear-attention
+    layers are counted as attention layers (an approximation)."""
+    attn = 1 + (7 if spec.mla is not None else 4) + (2 if spec.qk_norm else 0)
+    dense_mlp = 2 + (3 if spec.mlp_gated else 2)
+    moe_layers = spec.num_moe_layers if spec.moe is not None else 0
+    if spec.moe is None:
+        moe_mlp = dense_mlp
+    elif expert_loop:
+        moe_mlp = 1 if leaf else 2 + 5 * spec.moe.num_experts
+    else:
+        shared = (2 + (3 if spec.mlp_gated else 2) + int(spec.moe.shared_expert_gate)
+                  if spec.moe.shared_expert_intermediate_size else 0)
+        moe_mlp = 4 + shared
+    per_layer = 1 + attn + spec.norms_per_layer
+    return (spec.num_layers * per_layer + moe_layers * moe_mlp + (spec.num_layers - moe_layers) * dense_mlp
+            + HF_ROOT_MODULES)
+
+
 def _with_host_seconds(t: PassTime, *, hooks_s: float) -> PassTime:
     """``t`` with ``hooks_s`` more host time and no more device work: the pass is paced by the larger of the two."""
     if hooks_s <= 0.0:
@@ -548,7 +585,9 @@ def forward_only_time(
     model not unsharded before the pass: verl's ``compute_log_prob`` loops ``_forward_micro_batch`` under
     ``torch.no_grad()`` on the FSDP module, volcengine/verl verl/workers/actor/dp_actor.py l.179-225
     @2c8b2b995f36a7cd159b5a9beb5d5ed37cae0fc1, l.418-472 @b178a3cd56f58b2d502255daba591e92833930a7), each ``rates.FSDP_UNIT_FORWARD_HOST_S`` of host time per micro-batch
-    on top of the kernels' (0: unsharded, or unsharded once per pass as NeMo RL's ``unshard_fsdp2_model``)."""
+    on top of the kernels' (0: unsharded, or unsharded once per pass as NeMo RL's ``unshard_fsdp2_model``).
+    Strategy zero3 over more than one rank: a DeepSpeed engine's per-module hooks, ``zero3_hooked_modules`` x
+    ``rates.ZERO3_MODULE_FORWARD_HOST_S`` per micro-batch (experts counted as fused or leaf)."""
     inv = step_inventory(spec, micro_batch_size=micro_batch_size, seq_len=seq_len, adapter=adapter,
                          eager_attention=eager_attention, attention_context=attention_context,
                          expert_parallel=expert_parallel, expert_token_shards=expert_token_shards, fp8=fp8,
@@ -561,6 +600,8 @@ def forward_only_time(
               kernel_factor=kernel_factor, backward=False)
     one = (pass_seconds(inv.layers_forward, **kw) + pass_seconds(inv.head_forward, **kw)).scaled(count_scale)
     one = _with_host_seconds(one, hooks_s=hooked_units * FSDP_UNIT_FORWARD_HOST_S)
+    if parallel.strategy == "zero3" and parallel.ranks > 1:  # a DeepSpeed ZeRO-3 engine's per-module hooks
+        one = _with_host_seconds(one, hooks_s=zero3_hooked_modules(spec) * ZERO3_MODULE_FORWARD_HOST_S)
     total = one.scaled(micro_steps)
     if parallel.strategy in ("zero3", "fsdp", "hsdp") and parallel.ranks > 1 and gathered_weight_bytes:
         crosses = parallel.ranks > parallel.gpus_per_node and parallel.strategy != "hsdp"

@@ -14,7 +14,8 @@ Sources of the defaults (each is listed in the plan's assumptions when used):
   51.4 % MI300X (``_MAMF_FRACTION``). The RTX 4090 its published torch.matmul rate (97.0 %,
   ``_OTHER_MATMUL_FRACTION``). Other NVIDIA cards take 80 % (about the H100 ratio), stated.
 * FP8 matmul: the catalog's dense fp8 peak (datasheet, without sparsity) at the card's bf16 MAMF
-  fraction (no published fp8 MAMF table covers every card; assumed, and listed when used).
+  fraction (no published fp8 MAMF table covers every card; assumed, and listed when used), except where a
+  card's own fp8 GEMM measurement is published (``_FP8_MATMUL_FRACTION``: MI300X 44.3 %).
 * HBM: a streaming copy reaches about 90 % of the datasheet bandwidth on A100/H100 (NVIDIA's
   ``nvbandwidth`` / STREAM-style results); assumed for every card.
 * Host cost per kernel: the H200 step times of small models in ``benchmarks/results/gpu_raw``
@@ -77,6 +78,27 @@ _OTHER_MATMUL_FRACTION = {
 """Cards outside the MAMF table with a published large-matmul measurement: (fraction of the datasheet bf16 peak,
 source). A GeForce card holds a clock above the boost clock its datasheet rate is computed at (RTX 4090: 2,520 MHz),
 so it sustains about its whole datasheet rate, not the H100's 80 %."""
+_FP8_MATMUL_FRACTION = {
+    "mi300x": (0.443, "hipBLASLt fp8 e4m3fnuz GEMM 1,159.2 TFLOP/s at 8192^3 on an Azure ND MI300X v5 (hipblaslt-bench,"
+                      " default heuristic, no TunableOp): samuel-bohman/AI-benchmarking-guide"
+                      " Azure_Results/ND_MI300X_v5_results.md @3de0c294"),
+}
+"""Cards whose fp8 GEMM rate is published apart from the bf16 MAMF: (fraction of the datasheet dense fp8 peak, source).
+MI300X: the bf16 MAMF table's FP8 half leaves the MI300X row empty (stas00/ml-engineering
+``compute/accelerator/README.md`` l.377 @744d01e18b79512572f64a6bbd8b5f4a725203a7), so 2 x the bf16 rate was assumed
+(1,344 TFLOP/s). The Azure AI benchmarking guide's MI300X table (repository samuel-bohman/AI-benchmarking-guide, a
+fork of Azure/AI-benchmarking-guide, ``Azure_Results/ND_MI300X_v5_results.md`` @3de0c294fd1059a91a2c158712c4a078619d73e8;
+its header: HIP 6.2.41133, VBIOS 113-MI3SRIOV-001, an SR-IOV VM; hipBLASLt built at ROCm/hipBLASLt
+a11ccf64efcd818106dbe37768f69dfcc0a7ff22 per ``Benchmarks/AMD/GEMMHipblasLt.py``
+@24febecd11cb4fba043c113cddd4540252c0ece6) measures hipBLASLt fp8 (``f8_r``, e4m3fnuz on gfx942) in, fp16 out, fp32
+accumulate: 1,159.23 TFLOP/s at 8192x8192x8192 and 1,159.54 at 6144x12288x12288, falling to 1,015-1,029 at
+16384^3 and 32768^3. The command (``Benchmarks/AMD/hipBLASLt_runner.sh`` @2b25b6966d7a14de809214e8b37b1b1e74d4e0e0):
+``hipblaslt-bench --flush ... rotating: 512, iters: 2000, cold_iters: 100``, no ``--algo_method``, so hipBLASLt's
+default heuristic picks the kernel (no TunableOp / offline tuning), with a 512 MB rotating buffer and the cache
+flushed (cold operands, as in the MAMF v2 rows). 1,159.5 / 2,614.9 = 44.3 %, the best large-shape value (as the
+MAMF is). A torch ``_scaled_mm`` on ROCm calls this library (hipBLASLt), so the same rate holds for torchao's float8
+linears; it is 0.86x the assumed 2 x bf16, i.e. fp8 GEMMs are 1.72x (not 2x) the bf16 MAMF. The bf16 rate keeps
+the MAMF table's TunableOp row: no published untuned (default-heuristic) MI300X bf16 large-shape rate was found."""
 DEFAULT_MAMF_FRACTION = 0.80
 _FABRIC_NOTES = {
     "mi300x": "intra-node collectives on AMD Infinity Fabric (xGMI: 7 links x 128 GB/s, a full mesh; kept in the"
@@ -225,6 +247,10 @@ def default_rates(gpu: GpuSpec) -> DeviceRates:
     peak = "bf16" if gpu.bf16_dense_flops_per_s else "fp16 (no bf16 tensor cores)"
     src = [f"matmul {frac:.1%} of the datasheet {peak} peak ("
            + (other[1] if other else _MAMF_SOURCE if gpu.id in _MAMF_FRACTION else "default, the H100 MAMF ratio") + ")"]
+    fp8 = _FP8_MATMUL_FRACTION.get(gpu.id)
+    fp8_frac = fp8[0] if fp8 else frac
+    if fp8 and gpu.fp8_dense_flops_per_s:
+        src.append(f"fp8 matmul {fp8_frac:.1%} of the datasheet fp8 peak ({fp8[1]})")
     if gpu.id in _FABRIC_NOTES:
         src.append(_FABRIC_NOTES[gpu.id])
     nvlink = bool(gpu.nvlink and gpu.nvlink_bytes_per_s)
@@ -246,7 +272,7 @@ def default_rates(gpu: GpuSpec) -> DeviceRates:
         pcie_bytes_per_s=(gpu.host_link_bytes_per_s or gpu.pcie_bytes_per_s or 32e9) * PCIE_EFFICIENCY,
         compute_capability=gpu.compute_capability,
         fp32_matmul_flops_per_s=gpu.fp32_flops_per_s,
-        fp8_matmul_flops_per_s=gpu.fp8_dense_flops_per_s * frac if gpu.fp8_dense_flops_per_s else None,
+        fp8_matmul_flops_per_s=gpu.fp8_dense_flops_per_s * fp8_frac if gpu.fp8_dense_flops_per_s else None,
         sources=tuple(src),
     )
 

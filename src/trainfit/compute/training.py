@@ -329,7 +329,7 @@ def train_step_time(
     if parallel.strategy in ("fsdp", "fsdp_grad_op", "hsdp") and parallel.ranks > 1:
         # torch FSDP's per-unit pre/post-forward hooks (unshard, stream waits, reshard) run in Python in every
         # forward, the recompute's included: rates.FSDP_UNIT_FORWARD_HOST_S per unit (the layers and the root)
-        hooks_s = (spec.num_layers + 1) * FSDP_UNIT_FORWARD_HOST_S
+        hooks_s = fsdp_units(spec) * FSDP_UNIT_FORWARD_HOST_S
         fwd = _with_host_seconds(fwd, hooks_s=hooks_s)
         if gradient_checkpointing:
             rec = _with_host_seconds(rec, hooks_s=hooks_s * recompute_layer_share)
@@ -426,11 +426,12 @@ def train_step_time(
     off_s = 0.0
     if parallel.offload != "none":
         passes = (3 if gradient_checkpointing else 2) * micro_steps
+        ds_zero12 = st in ("zero1", "zero2") and parallel.offload == "optimizer"  # DeepSpeed's own offload path
         off = deepspeed_zero12_offload_seconds(
             params_per_rank=opt_params, tensors_per_rank=trained_tensors / max(1, ranks),
             ranks_per_node=min(ranks, parallel.gpus_per_node), weight_bytes=optimizer.weight_bytes,
             sync_round_trip_s=SYNC_ROUND_TRIP_S, rates=rates,
-        ) if st in ("zero1", "zero2") and parallel.offload == "optimizer" else offload_seconds(
+        ) if ds_zero12 else offload_seconds(
             params_per_rank=opt_params, ranks_per_node=min(ranks, parallel.gpus_per_node),
             grad_bytes=optimizer.grad_bytes, weight_bytes=optimizer.weight_bytes,
             params_offloaded=parallel.offload == "params_and_optimizer",
@@ -441,8 +442,7 @@ def train_step_time(
         notes.append(f"offload: CPU Adam {off.cpu_step_s:.2f} s at {rates.host_memory_bytes_per_s / 1e9:.0f} GB/s host"
                      f" memory (shared by the node's ranks), PCIe {rates.pcie_bytes_per_s / 1e9:.0f} GB/s"
                      + ("; DeepSpeed ZeRO-1/2: the fp32 gradient copy down and a host round trip per tensor at the"
-                        " boundary exposed, the clip and 16-bit conversion passes on the host"
-                        if st in ("zero1", "zero2") and parallel.offload == "optimizer" else ""))
+                        " boundary exposed, the clip and 16-bit conversion passes on the host" if ds_zero12 else ""))
 
     phases = [
         _phase("forward", fwd.scaled(micro_steps)),
@@ -524,6 +524,12 @@ def model_parallel_comm_of(spec: ModelSpec, mp: ModelParallel, *, tokens: float,
         compute_forward_s=fwd.seconds, compute_backward_s=bwd.seconds, micro_steps=micro_steps,
         moe_routing=mp.moe_routing, etp=mp.etp, ep_ring_bus_bytes_per_s=mp.ep_ring_bus_bytes_per_s,
     )
+
+
+def fsdp_units(spec: ModelSpec) -> int:
+    """Units of a torch FSDP model whose hooks run in every forward: one per decoder layer (the wrap policy's
+    ``_no_split_modules``, or ``fully_shard`` per layer) and the root (embedding, final norm, head)."""
+    return spec.num_layers + 1
 
 
 def zero3_hooked_modules(spec: ModelSpec, *, expert_loop: bool = False, leaf: bool = True) -> int:

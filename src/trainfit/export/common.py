@@ -10,6 +10,7 @@ from typing import Any
 from trainfit.errors import TrainfitError
 from trainfit.spec.card import RunCard
 from trainfit.spec.enums import (
+    FSDP_STRATEGIES,
     Attention,
     ComputeDtype,
     Method,
@@ -85,7 +86,7 @@ def train_world(card: RunCard) -> int:
 
 
 def is_fsdp(card: RunCard) -> bool:
-    return card.parallel.strategy in (Strategy.FSDP, Strategy.FSDP_GRAD_OP, Strategy.HSDP)
+    return card.parallel.strategy in FSDP_STRATEGIES
 
 
 def zero_stage(card: RunCard) -> int | None:

@@ -39,6 +39,7 @@ from trainfit.methods.roles import critic_model, group_sizes, reference_placemen
 from trainfit.rollout.vllm import EngineConfig, EngineMemory, RolloutDemand, engine_memory, sleep_resident_bytes
 from trainfit.spec.card import RunCard
 from trainfit.spec.enums import (
+    FSDP_STRATEGIES,
     ComputeDtype,
     Dtype,
     Method,
@@ -119,7 +120,7 @@ def reference_swap_state_bytes(spec: ModelSpec, card: RunCard, *, divisor: float
     (``dtensor_policy_worker.py`` line 221 @9dbd9adc95a10f5946cceb36e1d5b31e2429e470: ``torch_dtype=torch.float32``;
     FSDP2's ``MixedPrecisionPolicy(param_dtype=...)`` casts for compute only), so under FSDP the local shard in the
     card's weight dtype, fp32 included. LoRA adapters (a small share) are left out."""
-    if card.parallel.strategy in (Strategy.FSDP, Strategy.FSDP_GRAD_OP, Strategy.HSDP) and card.weights_dtype is Dtype.FP32:
+    if card.parallel.strategy in FSDP_STRATEGIES and card.weights_dtype is Dtype.FP32:
         return weight_bytes(spec, weights=Dtype.FP32, compute=ComputeDtype.BF16, trainable=TrainableSpec()).base / divisor
     return frozen_weights(spec, card, divisor=divisor)
 

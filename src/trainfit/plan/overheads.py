@@ -21,7 +21,7 @@ from trainfit.memory.sharding import Sharding
 from trainfit.memory.stream_pools import PoolPoint, capped_reserved_bytes, fsdp_supported, stream_pool_bytes
 from trainfit.plan.result import PhaseResult
 from trainfit.spec.card import AllocatorKind, RunCard
-from trainfit.spec.enums import LossKernel, Method, Offload, Phase, Strategy
+from trainfit.spec.enums import FSDP_STRATEGIES, LossKernel, Method, Offload, Phase, Strategy
 from trainfit.spec.model import ModelSpec
 from trainfit.units import MIB
 
@@ -307,13 +307,10 @@ def _sequence_shape(spec: ModelSpec, b: int, s: int, attention, chunked: bool, f
     )
 
 
-_FSDP = frozenset({Strategy.FSDP, Strategy.FSDP_GRAD_OP, Strategy.HSDP})
-
-
 def _side_stream_pools(sharding: Sharding, card: RunCard) -> bool:
     """FSDP (1 and 2) gathers parameters on its all-gather stream and reduce-scatters gradients on its
     own stream (``trainfit.memory.stream_pools``); with offload the sharded gradients go to host."""
-    return (sharding.strategy in _FSDP and sharding.gathers_params
+    return (sharding.strategy in FSDP_STRATEGIES and sharding.gathers_params
             and card.parallel.offload is Offload.NONE)
 
 

@@ -67,7 +67,7 @@ from trainfit.compute.model_parallel import pipeline_bubble_micro_steps
 from trainfit.compute.moe_time import expert_token_shards
 from trainfit.compute.offload import host_copy_bytes_per_s
 from trainfit.compute.rates import DeviceRates
-from trainfit.compute.training import Parallel, PhaseTime, forward_only_time, model_parallel_comm_of
+from trainfit.compute.training import Parallel, PhaseTime, forward_only_time, fsdp_units, model_parallel_comm_of
 from trainfit.memory import attention as attn
 from trainfit.memory.params import routed_expert_params
 from trainfit.memory.sharding import Sharding
@@ -92,10 +92,12 @@ from trainfit.plan.time import (
     nvlink_gpus_per_node,
     packed_flash_syncs,
     rank_spec,
+    verl_fsdp_workers,
     training_time,
 )
 from trainfit.spec.card import RunCard
 from trainfit.spec.enums import AsyncMode, ComputeDtype, Dtype, Method, MoeExperts, RefPlacement, RolloutEngine, Strategy
+from trainfit.spec.enums import FSDP_STRATEGIES
 from trainfit.spec.model import ModelSpec
 from trainfit.spec.training import TrainableSpec
 from trainfit.units import BYTES_PER_DTYPE
@@ -315,7 +317,7 @@ def update_work_cv(card: RunCard, spec: ModelSpec, *, micro_batch_sequences: int
     The caller passes the rank's whole optimizer-step share: with dynamic batching verl balances the micro-batches
     inside one rank (``rearrange_micro_batches``), so each spreads as that share does; fixed micro-batches spread
     more (``cv/sqrt(micro-batch)``), which the card cannot tell apart, so this is the lower of the two."""
-    if card.preset != "verl" or card.parallel.strategy not in FSDP_STRATEGIES:
+    if not verl_fsdp_workers(card):
         return 0.0
     from trainfit.compute.collectives import micro_batch_token_cv
     from trainfit.compute.response_lengths import response_length_groups
@@ -517,9 +519,6 @@ STATE_OFFLOAD_OPTIMIZER_BYTES = 12
 (``use_distributed_optimizer: true``)."""
 
 
-FSDP_STRATEGIES = (Strategy.FSDP, Strategy.FSDP_GRAD_OP, Strategy.HSDP)
-
-
 def _fsdp_hooked_units(card: RunCard, spec: ModelSpec, *, ranks: int) -> int:
     """FSDP units whose forward hooks run in every log-prob micro-batch (``compute.training.forward_only_time``): one
     per decoder layer and the root (verl wraps the model's ``_no_split_modules``, FSDP1 with ``use_orig_params=False``:
@@ -529,7 +528,7 @@ def _fsdp_hooked_units(card: RunCard, spec: ModelSpec, *, ranks: int) -> int:
     dtensor_policy_worker.py get_logprobs l.845-847 @27d0af945b96c5bf9fa928bf45fd1a6ce016632d), nor unsharded."""
     if card.parallel.strategy not in FSDP_STRATEGIES or ranks <= 1 or card.preset == "nemo-rl":
         return 0
-    return spec.num_layers + 1
+    return fsdp_units(spec)
 
 
 def fsdp_offload_bytes(card: RunCard, spec: ModelSpec, *, shard_ranks: int) -> tuple[float, float, float]:

@@ -30,7 +30,7 @@ from trainfit.plan.resolve import gpu_of, trainable_spec
 from trainfit.plan.terms import trained_dtype_bytes, zero_master_states
 from trainfit.spec.card import RunCard
 from trainfit.spec.enums import Attention, ComputeDtype, ContextParallelKind, Dtype, Fp8Recipe, Method, Scope
-from trainfit.spec.enums import LossKernel, MoeDispatcher, MoeExperts, Strategy
+from trainfit.spec.enums import FSDP_STRATEGIES, LossKernel, MoeDispatcher, MoeExperts
 from trainfit.spec.model import ModelSpec
 
 COMPILE_MEMORY_FACTOR = 0.5
@@ -83,12 +83,17 @@ def fused_kernels(card: RunCard) -> bool:
     return card.parallel.compile or card.parallel.tensor_parallel * card.parallel.pipeline_parallel > 1
 
 
+def verl_fsdp_workers(card: RunCard) -> bool:
+    """The card runs verl's FSDP workers (the verl preset on a torch FSDP strategy), not its Megatron ones."""
+    return card.preset == "verl" and card.parallel.strategy in FSDP_STRATEGIES
+
+
 def packed_flash_syncs(card: RunCard) -> bool:
     """verl's FSDP workers: transformers models under flash attention, fed packed rows with ``position_ids`` only,
     so every attention call synchronises the host (``compute.inventory.PACKED_FLASH_FORWARD_SYNCS``). verl's
     Megatron workers (zero1 cards) read the lengths to the host once per micro-batch and hand Transformer Engine a
     ``PackedSeqParams`` (verl/models/mcore/util.py ``preprocess_packed_seqs`` l.25-103, volcengine/verl @b178a3cd)."""
-    return card.preset == "verl" and card.parallel.strategy in (Strategy.FSDP, Strategy.FSDP_GRAD_OP, Strategy.HSDP)
+    return verl_fsdp_workers(card)
 
 
 def rates_of(card: RunCard, gpu: GpuSpec, rates: DeviceRates | None) -> DeviceRates:

@@ -115,6 +115,10 @@ class Strategy(StrEnum):
     HSDP = "hsdp"
 
 
+FSDP_STRATEGIES = frozenset({Strategy.FSDP, Strategy.FSDP_GRAD_OP, Strategy.HSDP})
+"""The strategies torch FSDP runs (FSDP1 / FSDP2: full shard, gradient-and-optimizer shard, hybrid shard)."""
+
+
 class Offload(StrEnum):
     NONE = "none"
     OPTIMIZER = "optimizer"

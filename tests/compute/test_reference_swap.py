@@ -43,7 +43,7 @@ def test_host_bytes_are_the_reference_and_the_saved_policy_per_node():
 
 
 @settings(max_examples=40, deadline=None)
-@given(b=st.floats(0, 1e12), extra=st.floats(0, 1e11), n=st.integers(0, 10_000), m=st.integers(0, 1000),
+@given(b=st.integers(0, 10**12), extra=st.integers(0, 10**11), n=st.integers(0, 10_000), m=st.integers(0, 1000),
        gpn=st.integers(1, 16))
 def test_monotone_and_never_faster_than_the_link(b, extra, n, m, gpn):
     kw = {"pcie_bytes_per_s": 50 * GB, "host_memory_bytes_per_s": 200 * GB, "gpus_per_node": gpn}

@@ -421,8 +421,7 @@ def checkpointing(value: Any, framework: str, also: dict[str, Any] | None = None
         n = TORCHTITAN_SELECTIVE_AC_OPTION
         return ({"gradient_checkpointing": True, "checkpoint_every_n_layers": n},
                 [f"torchtitan layer-selective AC: every {n}-th layer (selective_ac_option default '{n}')"])
-    if value == "selective_layer" and framework == "fms-fsdp" and fms_fsdp_every_n_layers(also):
-        n = fms_fsdp_every_n_layers(also)
+    if value == "selective_layer" and framework == "fms-fsdp" and (n := fms_fsdp_every_n_layers(also)):
         return ({"gradient_checkpointing": True, "checkpoint_every_n_layers": n},
                 [f"fms-fsdp selective AC: every {n}-th layer (p = 1/{n} from the published HFU/MFU"
                  f" {also['hfu']}/{also['mfu']} = (3 + p)/3)"])
@@ -1748,9 +1747,9 @@ def rl_rows(entries: list[dict[str, Any]], ledger: list[dict[str, Any]]) -> list
                     also = ()
                     if q == "generation" and not ph.get("weight_sync") and e["rollout"].get("async") in (None, "none"):
                         also = GENERATION_TIMER_SCOPE.get(e["framework"], ())
-                    if timer_scope(e, q) is not None:
-                        also = tuple(timer_scope(e, q).get("also", ()))
-                        row.notes.append(f"published {q} timer also covers: {timer_scope(e, q)['why']}")
+                    if (scope := timer_scope(e, q)) is not None:
+                        also = tuple(scope.get("also", ()))
+                        row.notes.append(f"published {q} timer also covers: {scope['why']}")
                     row.trainfit_s, row.parts_used = phase_seconds(planned, q, also=also)
                     share = offload_share(e, q)
                     moved = planned.parts.get("time.state_offload")

@@ -47,3 +47,18 @@ def test_verl_megatron_budget_spans_the_context_parallel_group():
     card1, notes1 = S.map_rl(no_cp)
     assert card1["batch"]["micro_batch_size"] == 10240 // per_seq
     assert not any("context-parallel ranks" in n for n in notes1)
+
+
+def test_colocated_7b_baselines_take_their_run_scripts():
+    # the authors' colocated experiment scripts (recipe/fully_async_policy/exp/qwen2-7B-math_{32,64,128}/fsdp2_colocate/
+    # run.sh on the PR #2981 branch): verl.trainer.main_ppo (one generation round per step: no filter_groups), actor
+    # parameter and optimizer offload, gradient checkpointing, no KL term
+    for n in (32, 64, 128):
+        e = next(x for x in ROWS if x["id"] == f"verl-fully-async-dapo-qwen25math7b-h20-colocate-{n}g")
+        assert e["rollout"]["trainer_offload"] == "params_and_optimizer"
+        assert e["train"]["activation_checkpointing"] is True and e["train"]["use_kl"] is False
+        assert f"exp/qwen2-7B-math_{n}/fsdp2_colocate/run.sh" in e["note"] and "filter_groups" in e["note"]
+        card, _ = S.map_rl(e)
+        assert card["rollout"]["trainer_offload"] == "params_and_optimizer"
+        assert card["parallel"]["gradient_checkpointing"] is True
+        assert card["roles"]["kl_coef"] == 0.0

@@ -57,6 +57,22 @@ routing lets the busiest expert (and EP rank) receive more than that, and the sl
 no published per-micro-batch measurement of that excess for these models was found to cite, so the layer is
 timed balanced (a lower bound on its expert time).
 
+**Expert GEMM rate, checked against measurements (2026-12-02).** At Qwen3-30B-A3B's expert shape on an H100 (E 128,
+top-8, hidden 2048, expert width 768, 32,768 tokens, no EP: 2,048 rows per expert) ``gemm.py`` times the two grouped
+GEMMs at 721 TFLOPS (3.43 ms) and the routed layer's forward, with its permute, unpermute, SwiGLU and routing bytes,
+at 5.63 ms (439 TFLOPS). Published for that shape: a fused-MoE forward built on ``torch._grouped_mm``, scatter and
+gather included, 10.2 ms (242 TFLOPS), a Triton one 11.5 ms (github.com/ByteDance-Seed/VeOmni pull request #460,
+2026-02-06); a tuned Triton fused MoE with SwiGLU fused, at best 501 TFLOPS forward and 413 forward plus backward
+(github.com/linkedin/Liger-Kernel pull request #1294, 2026-07-08). The model sits between the two, so the grouped
+GEMM rate is left as ``gemm.py`` gives it. The Qwen3-30B-A3B rows that plan far too fast (Megatron-Bridge 25.11 H100
+fp8, ms-swift's A800 pair, NeMo RL GB200 1-step-off, verl fully-async) do not come from it: with every grouped GEMM
+1.5x slower, 25.11 goes -56.7% -> -52.1%, ms-swift Megatron -54.5% -> -51.7%, verl's actor update -51.4% -> -43.0%
+(its mean response is not published; the implied sequence is 1.7x the planned one), ms-swift ZeRO-3 and NeMo RL GB200
+not at all, while Megatron-Bridge 26.02 / 26.06 go -1.2% / -4.3% -> +4.0% / +0.8% and NeMo Automodel's Qwen3-30B-A3B
++12% -> +24%. Doubling the EP all-to-all pulls in only ms-swift Megatron (-33.8%; its inter-node network is not
+published) and sends Megatron-Bridge 26.02 / 26.06 to +16% / +19%; tripling this module's routing bytes moves none of
+these rows by more than 3 points (``benchmarks/step_times.py`` with the term scaled, not committed).
+
 Pure Python: no torch import.
 """
 

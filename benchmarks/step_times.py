@@ -787,6 +787,23 @@ def measured_prompt_mean(dataset: str | None, model: str) -> dict[str, Any] | No
     return next((x for x in doc["entries"] if x["dataset"] == dataset and x["model"] == model), None)
 
 
+def capped_prompt_mean(prompt_max: int, sequence_max: int | None,
+                       response_mean: float | None) -> tuple[int | None, str | None]:
+    """(mean prompt tokens, note) for a run whose framework caps prompt + response at ``sequence_max`` tokens
+    (``data.sequence_len_max``), when no mean prompt is published or measured: every sequence ends at the cap at
+    the latest, so the mean prompt is at most the cap less the mean response; that bound stands in for the mean as
+    the published maximum prompt does otherwise (an upper bound, never fitted). NeMo RL: vLLM ``max_model_len`` =
+    ``policy.max_total_sequence_length`` and ``generate`` asserts prompt + response <= max_model_len
+    (NVIDIA-NeMo/RL nemo_rl/models/generation/vllm.py l.549, examples/configs/grpo_math_1B.yaml ``max_model_len:
+    ${policy.max_total_sequence_length}`` @27d0af945b96c5bf9fa928bf45fd1a6ce016632d). (None, None) when the cap
+    or the mean response is not published, or the cap leaves the published maximum standing."""
+    if not sequence_max or not response_mean or prompt_max + response_mean <= sequence_max:
+        return None, None
+    bound = max(1, min(prompt_max, int(sequence_max - response_mean)))
+    return bound, (f"prompt mean at most {bound} tokens: prompt + response capped at {sequence_max} tokens less the"
+                   f" mean response {response_mean:g} (no mean prompt published; the max {prompt_max} bounds memory)")
+
+
 def rl_lengths(e: dict[str, Any]) -> tuple[int, int | None, int, int | None, list[str]]:
     """(prompt tokens (the maximum where only that is published), mean prompt tokens or None, max response,
     mean response or None, notes) for an RL entry. The mean prompt is the published one, else the one measured
@@ -806,7 +823,8 @@ def rl_lengths(e: dict[str, Any]) -> tuple[int, int | None, int, int | None, lis
                          f" benchmarks/rl_prompt_lengths.py; longest {got['max_tokens']}); the published max"
                          f" ({prompt}) bounds memory")
         else:
-            notes.append(f"prompt length: the published max ({prompt}); no mean published"
+            prompt_mean, note = capped_prompt_mean(prompt, d.get("sequence_len_max"), d.get("response_len_mean"))
+            notes.append(note or f"prompt length: the published max ({prompt}); no mean published"
                          + (f" (measured longest {got['max_tokens']} tokens exceeds it: the run filters or truncates,"
                             " the measured mean is not its mean)" if got else ""))
     tput = m.get("throughput") or {}

@@ -1,0 +1,42 @@
+"""step_times: a run whose framework caps prompt + response (``data.sequence_len_max``, NeMo RL's
+``policy.max_total_sequence_length``) and publishes no mean prompt is planned with the mean prompt the cap
+allows (the cap less the mean response), never a sequence longer than the cap; memory keeps the maxima."""
+
+from __future__ import annotations
+
+import copy
+
+from step_times_module import load_step_times
+
+st = load_step_times("step_times_sequence_cap")
+ENTRY = "gpurecipes-nemorl-grpo-qwen25-1p5b-b200-8g"
+
+
+def _entry() -> dict:
+    return next(e for e in st.load_entries(st.RL_DATA) if e["id"] == ENTRY)
+
+
+def test_the_cap_bounds_the_mean_prompt():
+    assert st.capped_prompt_mean(512, 512, 314.4863)[0] == 197
+    assert st.capped_prompt_mean(100, 512, 314.0) == (None, None)  # the published max already fits under the cap
+    assert st.capped_prompt_mean(512, None, 314.0) == (None, None)
+    assert st.capped_prompt_mean(512, 512, None) == (None, None)
+    assert st.capped_prompt_mean(512, 256, 300.0)[0] == 1  # never below one token
+
+
+def test_the_gpu_recipes_row_plans_sequences_within_its_cap():
+    e = _entry()
+    card, notes = st.map_rl(e)
+    ro = card["rollout"]
+    assert (ro["prompt_len"], ro["response_len"]) == (512, 512)  # memory keeps the maxima
+    assert ro["prompt_len_mean"] + ro["response_len_mean"] <= e["data"]["sequence_len_max"]
+    assert any(n.startswith("prompt mean at most 197 tokens") for n in notes)
+    assert any("4 sequence(s) of 511 tokens per training micro-batch" in n for n in notes)
+
+
+def test_without_the_cap_the_row_falls_back_to_the_published_max():
+    x = copy.deepcopy(_entry())
+    del x["data"]["sequence_len_max"]
+    card, notes = st.map_rl(x)
+    assert card["rollout"].get("prompt_len_mean") is None
+    assert any("the published max (512); no mean published" in n for n in notes)

@@ -35,7 +35,7 @@ from trainfit.memory.logits import trl_fused_logprob_bytes
 from trainfit.memory.params import param_tensors
 from trainfit.memory.phases import PhasePeak, StepTerms, step_peaks
 from trainfit.memory.weights import count_scale, weight_bytes
-from trainfit.methods.roles import critic_model, group_sizes, reference_placement, reward_model
+from trainfit.methods.roles import critic_model, group_sizes, old_logprob_pass, reference_placement, reward_model
 from trainfit.rollout.vllm import EngineConfig, EngineMemory, RolloutDemand, engine_memory, sleep_resident_bytes
 from trainfit.spec.card import RunCard
 from trainfit.spec.enums import (
@@ -411,10 +411,10 @@ def rl_groups(
         tr = forward_only_transient(spec, sequences=mbs, seq_len=seq, chunked=chunked, gathered_units=_gathered(actor),
                                     divides_by_temperature=card.method is Method.GRPO, kernel=card.loss.kernel.value)
         peaks.append(PhasePeak(Phase.REF_LOGPROB, trainer_resident | extras() | {"logprob_pass": tr}, "reference log-probs"))
-    old_lp = card.method is Method.PPO or ro.num_iterations > 1
-    if old_lp if ro.recompute_old_logprobs is None else ro.recompute_old_logprobs:
-        # the policy's own log-probs before the update (PPO's old policy; GRPO when each batch is
-        # reused for several updates): a no-grad pass of the trained actor, adapters included
+    if old_logprob_pass(card):
+        # the policy's own log-probs before the update (PPO's old policy; GRPO when each batch is reused
+        # for several updates, or every step under verl / OpenRLHF / NeMo RL: ``roles.OLD_LOGPROB_PRESETS``):
+        # a no-grad pass of the trained actor, adapters included
         tr = forward_only_transient(spec, sequences=mbs, seq_len=seq, chunked=chunked, gathered_units=_gathered(actor),
                                     divides_by_temperature=card.method is Method.GRPO, kernel=card.loss.kernel.value)
         peaks.append(PhasePeak(Phase.OLD_LOGPROB, trainer_resident | extras() | {"logprob_pass": tr},

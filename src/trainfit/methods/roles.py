@@ -64,6 +64,48 @@ def reference_placement(card: RunCard) -> RefPlacement:
     return RefPlacement.GPU
 
 
+OLD_LOGPROB_PRESETS = ("verl", "openrlhf", "nemo-rl")
+"""Frameworks whose trainer recomputes the old policy's log-probs in a no-grad pass of the actor every step, even
+with one update per batch (the ratio is then 1, but the pass runs):
+
+* verl: ``RayPPOTrainer.fit`` runs ``_compute_old_log_prob`` (``actor_rollout_wg.compute_log_prob``, timed as
+  ``old_log_prob``) unless ``algorithm.rollout_correction.bypass_mode`` reuses the engine's log-probs
+  (``old_log_probs = rollout_log_probs``); ``bypass_mode`` defaults to false (volcengine/verl
+  @b178a3cd56f58b2d502255daba591e92833930a7 ``verl/trainer/ppo/ray_trainer.py`` lines 1486-1502,
+  ``verl/trainer/config/algorithm.py`` line 178).
+* OpenRLHF: ``RemoteExperienceMaker.make_experience`` dispatches the actor's forward for ``action_log_probs``
+  unconditionally, and the update reads them as the old log-probs (OpenRLHF/OpenRLHF
+  @3c3be6234e0cb353e76bb8019947db9dfe99fca7 ``openrlhf/trainer/ppo_utils/experience_maker.py`` lines 153-158,
+  ``openrlhf/trainer/ray/ppo_actor.py`` line 270).
+* NeMo RL: ``grpo_train`` sets ``train_data["prev_logprobs"] = policy.get_logprobs(...)`` unless
+  ``loss_fn.force_on_policy_ratio`` (default false) skips it (NVIDIA-NeMo/RL
+  @7ea279abfbeb698b092856d0dab61e7cf39bc909 ``nemo_rl/algorithms/grpo.py`` ``_resolve_logprob_skip_flags`` lines
+  2488-2510, the pass lines 3238-3241; ``nemo_rl/algorithms/loss/loss_functions.py`` line 158).
+
+TRL is not among them: ``GRPOTrainer`` keeps ``old_per_token_logps = None`` when ``num_iterations == 1`` and the
+generation is aligned with the optimizer step (huggingface/trl @f2cd57710ae345ea6428ae95363267fcf38a3dc8
+``trl/trainer/grpo_trainer.py`` lines 2561-2576). At that commit it also runs the pass for vLLM importance-sampling
+correction (``vllm_importance_sampling_correction``, default true), which this rule does not model; a card for such
+a run says ``rollout.recompute_old_logprobs: true``."""
+
+
+def old_logprob_pass(card: RunCard) -> bool:
+    """Whether the RL step runs the old policy's log-prob pass (a no-grad forward of the actor before the update).
+    The one rule for the memory phases (``methods.rl.rl_groups``) and the step time (``plan.rl_time``).
+
+    PPO and GRPO only; ``rollout.recompute_old_logprobs`` when the card sets it, else with PPO,
+    ``num_iterations > 1`` (each batch is reused, so the log-probs before the first update are needed) or an
+    ``OLD_LOGPROB_PRESETS`` preset. SkyRL runs it unless the loss reads only the engine's log-probs with no
+    off-policy correction and no KL in the reward (``RayPPOTrainer._skip_policy_forward``, NovaSky-AI/SkyRL
+    ``skyrl/train/trainer.py`` @2e9c89afceb3ef7963748224373ad88882322c99): a card for it says so with ``true``."""
+    if card.method not in (Method.PPO, Method.GRPO):
+        return False
+    ro = card.rollout
+    if ro.recompute_old_logprobs is not None:
+        return ro.recompute_old_logprobs
+    return card.method is Method.PPO or ro.num_iterations > 1 or card.preset in OLD_LOGPROB_PRESETS
+
+
 def critic_model(card: RunCard, actor: str) -> str | None:
     if card.method is not Method.PPO:
         return None

@@ -8,7 +8,7 @@ The phases of one RL step, as verl, OpenRLHF, NeMo RL and TRL run them:
    (sandboxed tests), or a reward model's forward.
 3. **log-prob passes** (no-grad forwards of every sequence on the training GPUs): the old policy
    when ``num_iterations > 1``, with PPO, or always under verl, OpenRLHF and NeMo RL (``rollout.recompute_old_logprobs``
-   overrides: ``old_logprob_pass``); the reference
+   overrides: ``methods.roles.old_logprob_pass``, the rule the memory phases use too); the reference
    unless the KL coefficient is 0; the critic's values (PPO).
 4. **actor update** (and the critic's, PPO): the training step of ``compute.training`` over
    every sequence, ``num_iterations`` times. verl, OpenRLHF and NeMo RL pack sequences without
@@ -75,6 +75,7 @@ from trainfit.memory.weights import count_scale, total_params, weight_bytes
 from trainfit.methods.roles import (
     group_sizes,
     kl_coef,
+    old_logprob_pass,
     reference_placement,
     reward_model,
     rollout_nodes,
@@ -104,21 +105,6 @@ from trainfit.units import BYTES_PER_DTYPE
 
 PACKING_PRESETS = ("verl", "openrlhf", "nemo-rl")
 """Frameworks that remove padding (pack sequences) in their log-prob and update passes."""
-OLD_LOGPROB_PRESETS = ("verl", "openrlhf", "nemo-rl")
-"""Frameworks that recompute the old policy's log-probs every step (verl ``compute_log_prob``, OpenRLHF's
-experience maker, NeMo RL's ``prev_logprobs``); TRL only when ``num_iterations > 1``."""
-
-
-def old_logprob_pass(card: RunCard) -> bool:
-    """Whether the step runs the old policy's log-prob pass: ``rollout.recompute_old_logprobs`` when the card sets
-    it, else with PPO, ``num_iterations > 1`` or an ``OLD_LOGPROB_PRESETS`` preset. SkyRL runs it unless the loss
-    reads only the engine's log-probs with no off-policy correction and no KL in the reward
-    (``RayPPOTrainer._skip_policy_forward``, NovaSky-AI/SkyRL ``skyrl/train/trainer.py``
-    @2e9c89afceb3ef7963748224373ad88882322c99): a card for it says so with ``true``."""
-    ro = card.rollout
-    if ro.recompute_old_logprobs is not None:
-        return ro.recompute_old_logprobs
-    return card.method is Method.PPO or ro.num_iterations > 1 or card.preset in OLD_LOGPROB_PRESETS
 
 
 def balanced_micro_batches(sequences: int, micro_batch_size: int) -> tuple[int, int]:

@@ -1,0 +1,82 @@
+"""The old policy's log-prob pass: the memory phases (``methods.rl.rl_groups``) and the step's time phases
+(``plan.rl_time``) hold it for the same cards, both by ``methods.roles.old_logprob_pass``, for every framework
+preset (and none), PPO and GRPO, one or two updates per batch, the card's override unset / on / off, colocated
+and split. Before they shared the rule, a verl / OpenRLHF / NeMo RL card was charged the pass's time with no
+memory phase for it."""
+
+import pytest
+
+from trainfit.cli.common import default_card_dict
+from trainfit.methods.presets import PRESETS
+from trainfit.methods.roles import OLD_LOGPROB_PRESETS, old_logprob_pass
+from trainfit.plan import make_plan
+from trainfit.spec.card import load_card_dict
+
+OLD = "old_logprob"
+RL_PRESETS = ("trl", "verl", "openrlhf", "nemo-rl")
+"""The presets the RL time model plans; the others (LLaMA-Factory, ms-swift) are SFT trainers."""
+
+
+def _card(preset, method, *, iterations=1, recompute=None, split=False):
+    d = default_card_dict()
+    d.update(method=method, model="Qwen/Qwen3-0.6B")
+    if preset is not None:
+        d["preset"] = preset
+    d["rollout"] = {"prompts_per_step": 8, "num_generations": 4, "prompt_len": 256, "response_len": 512,
+                    "num_iterations": iterations, "recompute_old_logprobs": recompute}
+    if split:
+        d["hardware"] = {**d.get("hardware", {}), "gpus_per_node": 2}
+        d["rollout"] |= {"placement": "split", "gpus": 1}
+    return load_card_dict(d)
+
+
+def _passes(card):
+    """(memory has the pass in any GPU group, time has it)."""
+    plan = make_plan(card)
+    memory = {ph.phase.value for g in plan.groups for ph in g.phases} | {ph.phase.value for ph in plan.phases}
+    return OLD in memory, OLD in {ph.name for ph in plan.time.phases}
+
+
+@pytest.mark.parametrize("preset", [None, *RL_PRESETS])
+@pytest.mark.parametrize("method", ["grpo", "ppo"])
+@pytest.mark.parametrize("iterations", [1, 2])
+def test_memory_and_time_agree_per_preset(preset, method, iterations):
+    card = _card(preset, method, iterations=iterations)
+    want = old_logprob_pass(card)
+    assert _passes(card) == (want, want)
+    if method == "grpo" and iterations == 1:  # the case the presets decide
+        assert want is (preset in OLD_LOGPROB_PRESETS)
+
+
+@pytest.mark.parametrize("preset", sorted(set(PRESETS) - set(RL_PRESETS)))
+def test_other_presets_have_no_rl_time(preset):
+    """A new preset the RL time model plans must join ``RL_PRESETS`` (and so the agreement test)."""
+    assert make_plan(_card(preset, "grpo")).time is None
+
+
+@pytest.mark.parametrize("preset", ["trl", "verl", "nemo-rl"])
+@pytest.mark.parametrize("recompute", [True, False])
+def test_the_override_moves_both(preset, recompute):
+    card = _card(preset, "grpo", recompute=recompute)
+    assert old_logprob_pass(card) is recompute
+    assert _passes(card) == (recompute, recompute)
+
+
+@pytest.mark.parametrize("preset", ["verl", "openrlhf", "nemo-rl"])
+def test_split_placement_puts_the_pass_on_the_training_group(preset):
+    plan = make_plan(_card(preset, "grpo", split=True))
+    by_group = {g.name: {ph.phase.value for ph in g.phases} for g in plan.groups}
+    assert OLD in by_group["train"] and OLD not in by_group["rollout"]
+    assert OLD in {ph.name for ph in plan.time.phases}
+
+
+def test_the_pass_is_smaller_than_the_update():
+    """A no-grad forward of the same micro-batch: never the peak of a default-sized card."""
+    plan = make_plan(_card("verl", "grpo"))
+    (group,) = plan.groups
+    by_phase = {ph.phase.value: ph.allocated for ph in group.phases}
+    assert by_phase[OLD] < max(by_phase["actor_forward"], by_phase["actor_backward"])
+
+
+def test_not_an_rl_method():
+    assert not old_logprob_pass(load_card_dict({**default_card_dict(), "method": "dpo", "preset": "verl"}))

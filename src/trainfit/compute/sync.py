@@ -81,6 +81,22 @@ times the wire at 1.6-1.8 s for 15 GB, beside 1.2 s of SGLang apply: 5-9 GB/s fr
 a tenth of one 400 Gb/s NIC. The fabric is not stated and no catalogued rate is that low, so no term stands in for
 it.
 
+Why the stages add rather than overlap: ray.util.collective, which carries the checkpoint engine's broadcasts, runs
+NCCL on cupy's legacy default stream unless ``NCCL_USE_MULTISTREAM=True`` (default ``"False"``:
+ray-project/ray python/ray/util/collective/const.py @02f64ec3a4959c813b4e7a4910d106f43f271a95,
+collective_group/cuda_stream.py ``StreamPool._init_once`` @028f9061168f3036168b6dd9e71e38343da7025f), the stream the
+export's casts and bucket copies and the receiver's clones (``_compact_for_bucket``, verl
+verl/workers/rollout/sglang_rollout/utils.py @b9873ee98) also run on: each queues behind the broadcast before it, so
+``gather_s + transfer_s + per_tensor_s`` adds them. Of the 7B row's 5.5-6.0 s the publisher's own split
+(PR #6974; issue #7060: "gen_wait 2.4-2.7s = pageable H2D staging tax") leaves three terms this model under-counts,
+none a rate a card states: the wire (1.6-1.8 s vs 0.44 s here at 80 % of one 400 Gb/s NIC); SGLang's apply (1.2 s
+vs 0.13 s: its path takes one CUDA-IPC handle per tensor, ``S_PER_TENSOR_IPC`` territory, 0.87 s, but a card plans
+SGLang as vLLM, whose verl path flattens each bucket into one handle); and the offloaded shard's copy back to the GPU
+(2.4-2.7 s vs 0.15 s from ``export_staging_seconds`` at the host-copy rate; 3.8 GB per rank, so about 1.5 GB/s per
+GPU on that cluster). The MoE rows' VeOmni engine also sends fp32 (no cast, above), twice the bytes of the
+wire and the apply; a card does not name the engine (verl's TorchTitan engine, the other with expert parallelism,
+casts to bf16: verl/workers/engine/torchtitan/transformer_impl.py line 550 @ce195c95ea3aa9a8b89b00bbe669e854a91d23d1).
+
 Pure Python: no torch import.
 """
 
@@ -126,6 +142,9 @@ class SyncTime:
     """Host cost: per tensor and per bucket."""
     total_s: float
     assumptions: tuple[str, ...]
+    staging_s: float = 0.0
+    """The trainer's offloaded parameter shard copied back onto the GPU for the export (``export_staging_seconds``);
+    in ``total_s``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,6 +199,7 @@ def weight_sync_seconds(
     gather_bytes: float | None = None,
     tensor_bytes: Sequence[float] | None = None,
     whole_bucket: bool = False,
+    export_staging_s: float = 0.0,
 ) -> SyncTime:
     """Seconds of one trainer -> engine weight update (module docstring).
 
@@ -189,6 +209,9 @@ def weight_sync_seconds(
     greedily as verl's checkpoint engine fills them (``packed_bucket_count``), else ``ceil(weight_bytes /
     bucket_bytes)``. ``whole_bucket``: each broadcast sends the whole bucket buffer
     (``FrameworkSync.broadcasts_whole_bucket``), so ``buckets · bucket_bytes`` cross the wire.
+    ``export_staging_s``: seconds the trainer spends copying its offloaded parameter shard back to the GPU before it
+    can gather (``export_staging_seconds``); the copy of each parameter precedes its gather in the export
+    generator, so it adds (``SyncTime.staging_s``).
     ``num_tensors``: parameters sent
     (``hf_tensor_count``). ``train_shards``: ranks a parameter is sharded over (1: replicated).
     ``tp``: the engine's tensor parallelism; ``engines``: engine instances receiving a broadcast.
@@ -227,6 +250,8 @@ def weight_sync_seconds(
         raise CardError(f"weight sync: bucket_bytes must be > 0 or None, got {bucket_bytes}")
     if gather_bytes is not None and gather_bytes <= 0:
         raise CardError(f"weight sync: gather_bytes must be > 0 or None, got {gather_bytes}")
+    if export_staging_s < 0:
+        raise CardError(f"weight sync: export_staging_s must be >= 0, got {export_staging_s}")
     gather = _gather_seconds(weight_bytes=weight_bytes if gather_bytes is None else gather_bytes,
                              num_tensors=num_tensors, shards=train_shards, rates=rates,
                              crosses_nodes=bool(gpus_per_node and train_shards > gpus_per_node),
@@ -287,9 +312,35 @@ def weight_sync_seconds(
         f"{num_tensors} tensors, " + (f"{buckets} bucket(s) of {bucket_bytes / GIB:.2f} GiB" if buckets else "one at a time"),
     ) + ((f"each engine rank casts {receiver_cast_params / 1e9:.3g}B weights on arrival ({cast:.2f} s of HBM"
           " traffic" + (", beside the next bucket's broadcast)" if buckets and mech is SyncMechanism.NCCL_BROADCAST
-                        else ")"),) if cast else ()) + export_notes
+                        else ")"),) if cast else ()) + export_notes + (
+        (f"the offloaded parameter shard copied back to the GPU for the export: {export_staging_s:.2f} s",)
+        if export_staging_s else ())
     return SyncTime(gather_s=gather, transfer_s=transfer, per_tensor_s=per_tensor,
-                    total_s=gather + transfer + per_tensor, assumptions=notes)
+                    total_s=gather + transfer + per_tensor + export_staging_s, assumptions=notes,
+                    staging_s=export_staging_s)
+
+
+def export_staging_seconds(*, shard_bytes_per_rank: float, host_copy_bytes_per_s: float) -> float:
+    """Seconds one trainer rank takes to copy its offloaded parameter shard from host memory back onto its GPU for a
+    weight sync's export, every rank of a node at once (``host_copy_bytes_per_s``: ``compute.offload.host_copy_bytes_per_s``,
+    the rate trainfit gives verl's other ``.to(device)`` copies of offloaded state, ``plan.rl_time``
+    ``trainer_state_offload_phase``).
+
+    verl's FSDP engine with ``param_offload`` keeps the parameter shards in host memory between steps
+    (``offload_fsdp2_model_to_cpu``: ``model.cpu()``, verl/utils/fsdp_utils.py lines 196-199) and its export
+    streams them back one parameter at a time, each copy ahead of that parameter's all-gather:
+    ``param.to(device, non_blocking=True).full_tensor()`` (``get_per_tensor_param``,
+    verl/workers/engine/fsdp/transformer_impl.py lines 920-981, verl-project/verl
+    @b9873ee98f5ee513a460a7a41623262ac4a831e9, the code docs/advance/delta_weight_sync.md's nccl rows ran). A
+    copy from pageable memory is synchronous whatever ``non_blocking`` says, so nothing overlaps it. That is the
+    FSDP2 path after verl-project/verl #7005 (b7ff88e3dcfc649b1bc830e00ed72ef0ac1810b9): the shard goes to the GPU
+    once. FSDP1 and VeOmni still stage the whole shard on the GPU and send it back (``load_fsdp_model_to_gpu`` /
+    ``offload_fsdp_model_to_cpu``; ``load_veomni_model_to_gpu`` / ``offload_veomni_model_to_cpu``,
+    verl/workers/engine/veomni/utils.py lines 44-68, same commit), twice the bytes; a card does not say which
+    engine, so the single trip is a lower bound there."""
+    if shard_bytes_per_rank < 0 or host_copy_bytes_per_s <= 0:
+        raise CardError("weight sync: shard_bytes_per_rank >= 0 and host_copy_bytes_per_s > 0")
+    return shard_bytes_per_rank / host_copy_bytes_per_s
 
 
 def _s_per_tensor(mech: SyncMechanism, bucket_bytes: float | None, given: float | None) -> float:

@@ -97,7 +97,7 @@ from trainfit.plan.time import (
     training_time,
 )
 from trainfit.spec.card import RunCard
-from trainfit.spec.enums import AsyncMode, ComputeDtype, Dtype, Method, MoeExperts, RefPlacement, RolloutEngine, Strategy
+from trainfit.spec.enums import AsyncMode, ComputeDtype, Dtype, Method, MoeExperts, Offload, RefPlacement, RolloutEngine, Strategy
 from trainfit.spec.enums import FSDP_STRATEGIES
 from trainfit.spec.model import ModelSpec
 from trainfit.spec.training import TrainableSpec
@@ -446,6 +446,7 @@ def sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding,
     if rollout is None or card.rollout.engine is RolloutEngine.DEEPSPEED_HYBRID:
         return None
     from trainfit.compute.sync import (
+        export_staging_seconds,
         framework_sync_mechanism,
         hf_tensor_bytes,
         hf_tensor_count,
@@ -472,9 +473,20 @@ def sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding,
     from trainfit.plan.terms import trained_dtype_bytes
     fp32 = card.weights_dtype is Dtype.FP32 or trained_dtype_bytes(card)[2]
     gather_fp32 = fs.gathers_trainer_dtype and sharded and fp32 and trainable_spec(card).lora is None
+    trainer_dtype_bytes = weight_bytes(spec, weights=Dtype.FP32 if fp32 else Dtype.BF16, compute=ComputeDtype.BF16,
+                                       trainable=TrainableSpec()).base
+    # verl's checkpoint engine on a split placement: a trainer with its parameters offloaded streams each rank's shard
+    # back from host memory for the export (compute.sync.export_staging_seconds); colocated, the state_offload phase
+    # already brings the weights back for the sync
+    staging = export_staging_seconds(
+        shard_bytes_per_rank=trainer_dtype_bytes / train_gpus,
+        host_copy_bytes_per_s=host_copy_bytes_per_s(pcie_bytes_per_s=r.pcie_bytes_per_s,
+                                                    host_memory_bytes_per_s=r.host_memory_bytes_per_s,
+                                                    gpus_per_node=train_nodes(card)[1]),
+    ) if (fs.framework == "verl" and fs.broadcasts_whole_bucket and card.parallel.strategy in FSDP_STRATEGIES
+          and card.parallel.offload is Offload.PARAMS_AND_OPTIMIZER) else 0.0
     t = weight_sync_seconds(
-        gather_bytes=weight_bytes(spec, weights=Dtype.FP32, compute=ComputeDtype.BF16,
-                                  trainable=TrainableSpec()).base if gather_fp32 else None,
+        gather_bytes=trainer_dtype_bytes if gather_fp32 else None,
         mechanism=fs.mechanism, weight_bytes=_engine_weight_bytes(spec), num_tensors=hf_tensor_count(spec),
         train_shards=train_gpus if sharded else 1, tp=ro.tensor_parallel, rates=r,
         engines=max(1, rollout.engine_instances), inter_node=card.hardware.nodes > 1,
@@ -487,10 +499,10 @@ def sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding,
         receiver_cast_bytes_per_param=FP8_CAST_BYTES_PER_PARAM, trainer_gather=export,
         # verl's checkpoint engine fills its buckets in state_dict order and broadcasts each whole (compute.sync)
         tensor_bytes=hf_tensor_bytes(spec) if fs.broadcasts_whole_bucket else None,
-        whole_bucket=fs.broadcasts_whole_bucket,
+        whole_bucket=fs.broadcasts_whole_bucket, export_staging_s=staging,
     )
     return _phase("weight_sync", t.total_s, "communication", gather=t.gather_s, transfer=t.transfer_s,
-                  per_tensor=t.per_tensor_s)
+                  per_tensor=t.per_tensor_s, staging=t.staging_s)
 
 
 STATE_OFFLOAD_PRESETS = ("nemo-rl",)

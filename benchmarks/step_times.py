@@ -115,6 +115,40 @@ NOMINAL_PARAMS = {
 }
 STRATEGIES = {"fsdp": "fsdp", "fsdp2": "fsdp", "hsdp": "hsdp", "zero1": "zero1", "zero2": "zero2",
               "zero3": "zero3", "ddp": "ddp", "single": "single", "megatron-dist-opt": "zero1", "megatron": "zero1"}
+FSDP_VERSIONS = {
+    # parallel.fsdp_version of each framework's FSDP at the entries' cited commits (spec/enums.py FsdpVersion)
+    "torchtitan": "fsdp2",  # pytorch/torchtitan torchtitan/parallelisms/parallelize_llama.py @04133643 l.233-239
+    # fully_shard (the earliest cited commit, 2024-04); torchtitan/distributed/fsdp.py @b5bcd76c l.159
+    "torchtune": "fsdp2",  # pytorch/torchtune torchtune/training/_distributed.py @34d70b41 l.620-623 fully_shard
+    # (FSDP2 recipes since afd23fd0, 2024-08-11)
+    "nemo-automodel": "fsdp2",  # NVIDIA-NeMo/Automodel nemo_automodel/components/distributed/parallelizer.py
+    # @01926a5c l.197 / 264, @2861c414 l.473 / 672 fully_shard
+    "accelerate-fsdp2": "fsdp2",  # huggingface/accelerate examples/fsdp2/fsdp2_fp8.py @d2e6b031 l.140 fsdp_version=2
+    "nemo-rl": "fsdp2",  # policy.dtensor_cfg: FSDP2 through NeMo Automodel (export/nemo_rl.py)
+    "fms-fsdp": "fsdp1",  # foundation-model-stack/fms-fsdp main_training.py @ed74fd5d l.9 / 82 FullyShardedDataParallel
+    "llm-foundry": "fsdp1",  # Composer's FSDP (llm-foundry @c90b9b31 setup.py mosaicml>=0.23.4,<0.24; mosaicml/composer
+    # v0.23.4 @ec8799d3 composer/distributed/dist_strategy.py l.544 FullyShardedDataParallel(...))
+    # Megatron-FSDP: parameters are views of its all-gather bucket, gradients of its reduce bucket, so no copy-out /
+    # copy-in, as FSDP1's flat parameter (NVIDIA/Megatron-LM @d98e8a64 megatron/core/distributed/fsdp/src/megatron_fsdp/
+    # param_and_grad_buffer.py l.1348-1352 ``p.data = get_item_from_bucket(...).view(p.shape)``, l.3114)
+    "megatron-bridge": "fsdp1", "nemo": "fsdp1",
+    "lit-gpt": "fsdp1",  # jzhang38/TinyLlama pretrain/tinyllama.py @09baa9e9 l.10 / 94 lightning.fabric FSDPStrategy
+    # (FullyShardedDataParallel; 2023-09, before torch's fully_shard); OLMo-core entries state fsdp2 (fully_shard:
+    # allenai/OLMo-core src/olmo_core/nn/transformer/model.py @4f2c8ef5 l.350-362)
+}
+"""verl: the entry's ``train.strategy``: fsdp is FullyShardedDataParallel (FSDP1, verl's default), fsdp2 fully_shard
+(volcengine/verl verl/workers/fsdp_workers.py @52065c64 l.321 / 335, @2bb42bae l.522 / 536). An entry whose strategy
+reads ``fsdp2`` (the torchao rows run torchtitan) is FSDP2 whatever its framework."""
+
+
+def fsdp_version_of(framework: str, strategy: str | None) -> tuple[str | None, str | None]:
+    """(``parallel.fsdp_version``, note) for an entry's framework and stated strategy; (None, note): the card's
+    default (fsdp2) where the framework is not mapped."""
+    version = "fsdp2" if strategy == "fsdp2" else "fsdp1" if framework == "verl" else FSDP_VERSIONS.get(framework)
+    return version, (f"FSDP API: {version} ({framework})" if version else
+                     f"FSDP API of {framework} not mapped: the card's default fsdp2")
+
+
 CARD_PRESETS = ("trl", "verl", "openrlhf", "nemo-rl")
 PHASES = ("generation", "weight_sync", "logprob", "actor_update")
 PHASE_TITLES = {"generation": "generation", "weight_sync": "weight sync", "logprob": "log-prob passes",
@@ -716,6 +750,10 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     if fused:
         notes.append("Megatron-Core / Transformer Engine fused kernels (norm + linear, RoPE, SwiGLU, cross-entropy)"
                      " planned as compile (plan/time.py fused_kernels)")
+    if strategy in ("fsdp", "hsdp"):
+        version, n = fsdp_version_of(e["framework"], e["parallel"]["strategy"])
+        mp.update({"fsdp_version": version} if version else {})
+        notes.append(n)
     card: dict[str, Any] = {
         "model": model, "method": "sft", "scope": scope, "hardware": hw,
         "parallel": {"strategy": strategy, "offload": e["parallel"].get("offload") or "none",
@@ -1086,6 +1124,10 @@ def map_rl(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         parallel["strategy"] = STRATEGIES[tr["strategy"]]
     else:
         notes.append("training strategy not stated: the preset's, else the card's default")
+    if parallel.get("strategy") in ("fsdp", "hsdp"):
+        version, n = fsdp_version_of(e["framework"], tr["strategy"])
+        parallel.update({"fsdp_version": version} if version else {})
+        notes.append(n)
     if tr.get("strategy") == "megatron":
         notes.append("Megatron-Core planned with ZeRO-1 (its distributed optimizer) over the data-parallel ranks")
         # as map_train does for Megatron frameworks: Megatron-Core runs Transformer Engine's fused kernels

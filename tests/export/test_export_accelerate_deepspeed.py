@@ -71,7 +71,11 @@ def test_accelerate_config_loads_and_launches(name, tmp_path, monkeypatch):
         offloaded = co.offload_params if hasattr(co, "offload_params") else type(co).__name__ == "CPUOffloadPolicy"
         assert offloaded == (card.parallel.offload.value == "params_and_optimizer")
         assert plugin.activation_checkpointing == card.parallel.gradient_checkpointing
-        if s == "hsdp":
+        if s == "hsdp" and fc["fsdp_version"] == 2:  # FSDP2 HSDP: the parallelism config's replicate x shard mesh
+            assert plugin.reshard_after_forward is True
+            assert (env["PARALLELISM_CONFIG_DP_REPLICATE_SIZE"], env["PARALLELISM_CONFIG_DP_SHARD_SIZE"]) == (
+                str(card.hardware.nodes), str(cfg.num_processes // card.hardware.nodes))
+        elif s == "hsdp":
             assert plugin.sharding_strategy.name == "HYBRID_SHARD"
         else:
             assert plugin.reshard_after_forward is (s == "fsdp")

@@ -275,7 +275,7 @@ def train_step_time(
     expert_params: float = 0.0, causal_skip: bool = True, fused_cross_entropy: bool = False,
     fp8_params: bool = False, fp8_param_transpose: bool = True,
     recompute_layer_share: float = 1.0, packed_flash_syncs: bool = False, expert_loop: bool = False,
-    zero3_expert_leaf: bool = True,
+    zero3_expert_leaf: bool = True, fsdp2_copies: bool = False,
 ) -> TrainStepTime:
     """Seconds of one optimizer step on one GPU (all GPUs of a data-parallel group run in lockstep).
 
@@ -487,8 +487,38 @@ def train_step_time(
         phases.append(PhaseTime("communication", comm.exposed_s, "communication", {"total": comm.total_s}))
     if off_s:
         phases.append(PhaseTime("offload", off_s, "offload", {}))
+    if fsdp2_copies and st in ("fsdp", "fsdp_grad_op", "hsdp") and ranks > 1:
+        copy_s = fsdp2_copy_seconds(gathered_weight_bytes=gathered_weight_bytes, root_share=root_frac,
+                                    trained_params=trained_params, grad_bytes=optimizer.grad_bytes,
+                                    reshard_after_forward=st != "fsdp_grad_op", micro_steps=micro_steps,
+                                    hbm_bytes_per_s=rates.hbm_bytes_per_s)
+        phases.append(PhaseTime("fsdp_copies", copy_s, "memory", {}))
     total = sum(p.seconds for p in phases)
     return TrainStepTime(tuple(phases), total, float(micro_batch_size * seq_len * micro_steps), tuple(notes))
+
+
+def fsdp2_copy_seconds(*, gathered_weight_bytes: float, root_share: float, trained_params: float,
+                       grad_bytes: float, unsharded_grad_bytes: float = 2.0, reshard_after_forward: bool = True,
+                       micro_steps: int = 1, hbm_bytes_per_s: float) -> float:
+    """Seconds of FSDP2's (``fully_shard``) copies on the compute stream in one step: each all-gather's copy-out
+    and each reduce-scatter's copy-in, memory-bound, in line with the layers' kernels.
+
+    pytorch/pytorch @cf30153c4c131c8164ee7798e5022d810682e2cb (the torch 2.13.0 wheel)
+    ``torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py``: ``foreach_all_gather_copy_out`` waits for the
+    all-gather on ``current_stream()`` (l. 447) and ``split_with_sizes_copy`` copies the flat output into the
+    parameters' unsharded tensors (l. 485-489): the unit's gathered bytes read and written (2 x). ``foreach_reduce``
+    runs ``foreach_reduce_scatter_copy_in`` (``chunk_cat`` of the unsharded gradients into the ``reduce_dtype``
+    buffer, l. 603 and 778-786) before ``reduce_scatter_stream.wait_stream(current_stream)`` (l. 607): the
+    ``unsharded_grad_bytes`` (the 16-bit ``param_dtype``) gradient read and the ``grad_bytes`` (``reduce_dtype``)
+    buffer written per trained parameter. Per micro-step (FSDP2 gathers and reduces every micro-step by default):
+    the forward gathers every unit, the backward again those resharded after forward (all but the root's
+    ``root_share``, which the root keeps). FSDP1 is not charged: its flat parameter all-gathers into the flat buffer
+    its views read. Llama 3 8B on 8 GPUs, bf16 gathers, fp32 reduce: 2 x 16.1 GB x 1.92 + 8.03e9 x 6 B = 110 GB a
+    step. ``train_step_time(fsdp2_copies=True)`` adds it as the ``fsdp_copies`` phase; ``plan.time`` asks for it
+    where the card's ``parallel.fsdp_version`` is fsdp2 (``spec.enums.FsdpVersion``)."""
+    gathers = 1.0 + ((1.0 - root_share) if reshard_after_forward else 0.0)
+    per_micro = 2.0 * gathered_weight_bytes * gathers + trained_params * (unsharded_grad_bytes + grad_bytes)
+    return micro_steps * per_micro / hbm_bytes_per_s
 
 
 def _expert_bus(rates: DeviceRates, parallel: Parallel, eranks: int) -> float:

@@ -2,10 +2,13 @@
 
 Keys are those ``accelerate config`` writes and ``accelerate launch`` reads
 (accelerate/commands/config/config_args.py ClusterConfig; FSDP keys are the ``--fsdp_*``
-launch flags of accelerate/commands/launch.py). FSDP and FSDP_GRAD_OP use FSDP2
-(``fsdp_version: 2``; sharding is ``fsdp_reshard_after_forward``: true is FULL_SHARD,
-false is SHARD_GRAD_OP); HSDP uses FSDP1 ``fsdp_sharding_strategy: HYBRID_SHARD`` (shard
-within a node, replicate across nodes).
+launch flags of accelerate/commands/launch.py). ``parallel.fsdp_version`` picks the FSDP API:
+fsdp2 writes ``fsdp_version: 2`` (sharding is ``fsdp_reshard_after_forward``: true is FULL_SHARD,
+false is SHARD_GRAD_OP; HSDP is ``parallelism_config`` with ``dp_replicate_size`` = nodes and
+``dp_shard_size`` = GPUs per node, accelerate/parallelism_config.py "dp_replicate_size > 1 and
+dp_shard_size > 1, we obtain Hybrid Sharded Data Parallel"); fsdp1 writes ``fsdp_version: 1`` with
+``fsdp_sharding_strategy`` FULL_SHARD, SHARD_GRAD_OP or HYBRID_SHARD (shard within a node,
+replicate across nodes).
 """
 
 from __future__ import annotations
@@ -26,7 +29,16 @@ from trainfit.export.common import (
     zero_stage,
 )
 from trainfit.spec.card import RunCard
-from trainfit.spec.enums import ComputeDtype, Dtype, Offload, Placement, Scope, Strategy
+from trainfit.spec.enums import (
+    FSDP_STRATEGIES,
+    ComputeDtype,
+    Dtype,
+    FsdpVersion,
+    Offload,
+    Placement,
+    Scope,
+    Strategy,
+)
 
 FILENAME = "accelerate.yaml"
 
@@ -69,10 +81,11 @@ def fsdp_plugin_config(card: RunCard, notes: list[str]) -> dict[str, Any]:
     s = card.parallel.strategy
     off = card.parallel.offload
     cfg: dict[str, Any] = {"fsdp_auto_wrap_policy": "TRANSFORMER_BASED_WRAP"}
-    if s is Strategy.HSDP:
+    if card.parallel.fsdp_version is FsdpVersion.FSDP1:
         cfg.update(
             fsdp_version=1,
-            fsdp_sharding_strategy="HYBRID_SHARD",
+            fsdp_sharding_strategy={Strategy.HSDP: "HYBRID_SHARD", Strategy.FSDP_GRAD_OP: "SHARD_GRAD_OP"}.get(
+                s, "FULL_SHARD"),
             fsdp_backward_prefetch="BACKWARD_PRE",
             fsdp_use_orig_params=True,
             fsdp_state_dict_type="SHARDED_STATE_DICT",
@@ -80,7 +93,7 @@ def fsdp_plugin_config(card: RunCard, notes: list[str]) -> dict[str, Any]:
     else:
         cfg.update(
             fsdp_version=2,
-            fsdp_reshard_after_forward=s is Strategy.FSDP,
+            fsdp_reshard_after_forward=s is not Strategy.FSDP_GRAD_OP,
             fsdp_state_dict_type="SHARDED_STATE_DICT",
         )
     cfg["fsdp_offload_params"] = off is Offload.PARAMS_AND_OPTIMIZER
@@ -125,6 +138,13 @@ def build(card: RunCard) -> Export:
     else:
         dist = "FSDP"
         cfg["fsdp_config"] = fsdp_plugin_config(card, notes)
+        if s is Strategy.HSDP and card.parallel.fsdp_version is FsdpVersion.FSDP2:
+            # accelerate launch reads a non-empty parallelism_config as --use_parallelism_config (commands/launch.py)
+            cfg["parallelism_config"] = {"parallelism_config_dp_replicate_size": hw.nodes,
+                                         "parallelism_config_dp_shard_size": per_node}
+            if hw.nodes == 1:
+                notes.append("parallel.strategy hsdp on one node: accelerate's FSDP2 HSDP with dp_replicate_size 1"
+                             " is plain FSDP (read back as fsdp)")
     if dist != "FSDP" and card.parallel.activation_offload:
         notes.append(
             "parallel.activation_offload: not an accelerate launch setting outside FSDP; set it in the trainer "
@@ -169,18 +189,23 @@ def build(card: RunCard) -> Export:
     notes.extend(shared_notes(card, "accelerate"))
     header = (
         f"# accelerate launch config exported by trainfit for {comment_text(card.name or 'the card')}\n"
-        f"# strategy {s.value}"
-        + (
-            " = FSDP2 FULL_SHARD (fsdp_reshard_after_forward: true)"
-            if s is Strategy.FSDP
-            else " = FSDP2 SHARD_GRAD_OP (fsdp_reshard_after_forward: false)"
-            if s is Strategy.FSDP_GRAD_OP
-            else ""
-        )
-        + "\n"
+        f"# strategy {s.value}" + _fsdp_header(card) + "\n"
     )
     text = header + yaml.safe_dump(cfg, sort_keys=False)
     return Export(target="accelerate", text=text, data=cfg, notes=notes, filename=FILENAME)
+
+
+def _fsdp_header(card: RunCard) -> str:
+    """The header's FSDP API and sharding for an FSDP strategy (empty otherwise)."""
+    s = card.parallel.strategy
+    if s not in FSDP_STRATEGIES:
+        return ""
+    if card.parallel.fsdp_version is FsdpVersion.FSDP1:
+        return " = FSDP1 " + {Strategy.HSDP: "HYBRID_SHARD", Strategy.FSDP_GRAD_OP: "SHARD_GRAD_OP"}.get(s, "FULL_SHARD")
+    if s is Strategy.HSDP:
+        return " = FSDP2 HSDP (parallelism_config dp_replicate_size x dp_shard_size)"
+    return (" = FSDP2 FULL_SHARD (fsdp_reshard_after_forward: true)" if s is Strategy.FSDP
+            else " = FSDP2 SHARD_GRAD_OP (fsdp_reshard_after_forward: false)")
 
 
 def to_accelerate(card: RunCard) -> str:

@@ -214,6 +214,10 @@ def read_accelerate(text: str) -> Imported:
         version = _num(t, "fsdp_config.fsdp_version", fc.get("fsdp_version", 1))
         if version == 2:
             strategy = "fsdp" if fc.get("fsdp_reshard_after_forward", True) else "fsdp_grad_op"
+            pc = cfg.get("parallelism_config") or {}
+            if isinstance(pc, dict) and _num(t, "parallelism_config.parallelism_config_dp_replicate_size",
+                                             pc.get("parallelism_config_dp_replicate_size", 1)) > 1:
+                strategy = "hsdp"  # accelerate/parallelism_config.py: dp_replicate_size > 1 and dp_shard_size > 1
         else:
             ss = str(fc.get("fsdp_sharding_strategy", "FULL_SHARD"))
             strategy = {"FULL_SHARD": "fsdp", "1": "fsdp", "SHARD_GRAD_OP": "fsdp_grad_op", "2": "fsdp_grad_op",
@@ -221,6 +225,8 @@ def read_accelerate(text: str) -> Imported:
             if strategy is None:
                 raise _bad(t, f"fsdp_config.fsdp_sharding_strategy: {ss!r}; allowed: FULL_SHARD, SHARD_GRAD_OP, HYBRID_SHARD, NO_SHARD")
         set_dotted(d, "parallel.strategy", strategy)
+        if strategy != "ddp":
+            set_dotted(d, "parallel.fsdp_version", "fsdp2" if version == 2 else "fsdp1")
         set_dotted(d, "parallel.offload", "params_and_optimizer" if fc.get("fsdp_offload_params") else "none")
         gc = bool(fc.get("fsdp_activation_checkpointing", False))
         set_dotted(d, "parallel.gradient_checkpointing", gc)
@@ -601,6 +607,12 @@ def read_verl(text: str) -> Imported:
             set_dotted(d, "parallel.context_parallel", _num(t, f"{E}.ulysses_sequence_parallel_size", sp))
             set_dotted(d, "parallel.context_parallel_kind", "ulysses")
     set_dotted(d, "parallel.strategy", strategy)
+    # verl's strategy fsdp (its default: trainer/config/actor/dp_actor.yaml l.26, engine/fsdp.yaml l.75) wraps in
+    # FullyShardedDataParallel (FSDP1), fsdp2 in fully_shard (verl-project/verl @1dda039b9c6311889a9c9a26040677e1254814f9
+    # verl/workers/engine/fsdp/transformer_impl.py l.404 / 431)
+    engine = (get("engine.strategy") if sft else get("actor_rollout_ref.actor.strategy")) or "fsdp"
+    if not mega and engine in ("fsdp", "fsdp2"):
+        set_dotted(d, "parallel.fsdp_version", "fsdp1" if engine == "fsdp" else "fsdp2")
     opt_base = "optim" if sft else "actor_rollout_ref.actor.optim"
     name = get(f"{opt_base}.optimizer")
     if name is not None:

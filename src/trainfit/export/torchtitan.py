@@ -44,6 +44,8 @@ from trainfit.spec.enums import (
     ComputeDtype,
     ContextParallelKind,
     Dtype,
+    FSDP_STRATEGIES,
+    FsdpVersion,
     Fp8Recipe,
     Method,
     MoeDispatcher,
@@ -206,6 +208,8 @@ def _sections(card: RunCard, notes: list[str]) -> dict[str, dict[str, Any]]:
     elif s is not Strategy.FSDP:
         notes.append(f"parallel.strategy {s.value}: torchtitan shards with FSDP2 (or replicates with DDP when nothing"
                      " else is parallel); exported as fsdp")
+    if s in FSDP_STRATEGIES and par.fsdp_version is FsdpVersion.FSDP1:
+        notes.append("parallel.fsdp_version fsdp1: torchtitan shards with FSDP2 (fully_shard) only; exported as fsdp2")
     para: dict[str, Any] = {"data_parallel_replicate_degree": replicate, "data_parallel_shard_degree": shard}
     if reshard != "default":
         para["fsdp_reshard_after_forward"] = reshard

@@ -74,6 +74,7 @@ from trainfit.spec.enums import (
     ComputeDtype,
     ContextParallelKind,
     Dtype,
+    FsdpVersion,
     Method,
     MoeDispatcher,
     Offload,
@@ -115,7 +116,11 @@ def _strategy(card: RunCard, notes: list[str]) -> tuple[str, dict[str, Any]]:
         extra["fsdp_size"] = train_gpus_per_node(card)
     elif s is not Strategy.FSDP:
         notes.append(f"parallel.strategy {s.value}: verl's trainer shards with FSDP; exported as FSDP2 FULL_SHARD")
-    return "fsdp2", extra
+        return "fsdp2", extra
+    # parallel.fsdp_version: verl's strategy fsdp wraps in FullyShardedDataParallel (FSDP1), fsdp2 in fully_shard
+    # (verl-project/verl @1dda039b9c6311889a9c9a26040677e1254814f9 verl/workers/engine/fsdp/transformer_impl.py
+    # l.404 / 431; verl/workers/fsdp_workers.py the same for the actor and critic)
+    return ("fsdp" if card.parallel.fsdp_version is FsdpVersion.FSDP1 else "fsdp2"), extra
 
 
 def _optim(card: RunCard, prefix: str, notes: list[str], mega: bool = False) -> list[str]:

@@ -80,12 +80,14 @@ PRESETS: dict[str, Preset] = {
         "with bf16 mixed precision); verl-project/verl v0.9.0 (483b8a009ba3a97563edee3a19887e4862b8094a) "
         "verl/trainer/config/rollout/rollout.yaml free_cache_engine: True, and "
         "verl/workers/rollout/vllm_rollout/vllm_async_server.py _sleep_hybrid: vLLM sleeps at level 2 between "
-        "rollouts (level 1 when only a LoRA adapter is synced)",
+        "rollouts (level 1 when only a LoRA adapter is synced); verl/trainer/config/actor/dp_actor.yaml l.26 "
+        "strategy: fsdp, which verl/workers/engine/fsdp/transformer_impl.py l.404-418 wraps in "
+        "FullyShardedDataParallel (FSDP1; fsdp2 is fully_shard, l.431)",
         card={
             "rollout": {"engine": "vllm", "placement": "colocate", "gpu_memory_utilization": 0.5, "sleep_level": 2},
             "roles": {"reference": "cpu"},
             "precision": {"weights": "fp32", "compute": "bf16"},
-            "parallel": {"strategy": "fsdp", "gradient_checkpointing": True},
+            "parallel": {"strategy": "fsdp", "fsdp_version": "fsdp1", "gradient_checkpointing": True},
         },
         knobs={
             "rollout.gpu_memory_utilization": "actor_rollout_ref.rollout.gpu_memory_utilization",

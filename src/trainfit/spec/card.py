@@ -24,6 +24,7 @@ from trainfit.spec.enums import (
     ComputeDtype,
     Dtype,
     Fp8Recipe,
+    FsdpVersion,
     SelectiveCheckpointing,
     GradDtype,
     MasterWeights,
@@ -146,6 +147,13 @@ class ParallelSection(_Section):
         " checkpointed (layers n, 2n, ... counting from 1), the others keep their activations: torchtitan"
         " activation_checkpoint mode 'selective' with selective_ac_option 'n' (its default '2'), fms-fsdp"
         " selective_checkpointing n. null: every layer.")
+    fsdp_version: FsdpVersion = Field(FsdpVersion.FSDP2, description="With strategy fsdp, fsdp_grad_op or hsdp:"
+                                      " fsdp1 (FullyShardedDataParallel, flat parameters: fms-fsdp, llm-foundry, verl"
+                                      " strategy fsdp) | fsdp2 (fully_shard, per-parameter DTensor shards: torchtitan,"
+                                      " torchtune, NeMo Automodel, verl strategy fsdp2; its all-gather copy-out and"
+                                      " reduce-scatter copy-in run on the compute stream). Default fsdp2, as trainfit's"
+                                      " trace and its torchtitan export shard. Not read with other strategies (a"
+                                      " search over parallel.strategy keeps it).")
     activation_offload: bool = Field(False, description="Saved activations stream to host RAM (torchtune OffloadActivations).")
     fsdp_shard_embeddings: bool = Field(False, description="FSDP: the embedding and lm_head are units of their own, gathered only around their use (torchtune custom_sharded_layers: [tok_embeddings, output]); default: they sit in the root unit.")
     compile: bool = Field(False, description="torch.compile: fused elementwise kernels and fewer launches in the time model; per-layer compiled decoder layers save fewer activations where the compiled rules were measured (memory.activations.compiled_rules_apply), and torchtune's chunked loss keeps its compiled per-chunk tensors.")

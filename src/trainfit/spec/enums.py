@@ -119,6 +119,25 @@ FSDP_STRATEGIES = frozenset({Strategy.FSDP, Strategy.FSDP_GRAD_OP, Strategy.HSDP
 """The strategies torch FSDP runs (FSDP1 / FSDP2: full shard, gradient-and-optimizer shard, hybrid shard)."""
 
 
+class FsdpVersion(StrEnum):
+    """Which torch FSDP API shards a ``FSDP_STRATEGIES`` run (``parallel.fsdp_version``); the time that differs is
+    FSDP2's copies on the compute stream (``compute.training.fsdp2_copy_seconds``).
+
+    * ``fsdp1``: ``FullyShardedDataParallel`` with flat parameters: each unit all-gathers into its flat parameter,
+      whose views are the parameters, and reduce-scatters the flat gradient in place (fms-fsdp, Composer /
+      llm-foundry, verl ``strategy: fsdp``, accelerate ``fsdp_version: 1``). Megatron-FSDP, whose parameters and
+      gradients are views of its gather / reduce buckets, is timed the same way.
+    * ``fsdp2``: ``fully_shard`` (DTensor per-parameter sharding): every all-gather's output is copied out into the
+      parameters and every reduce-scatter's input copied in from the gradients on the compute stream (torchtitan,
+      torchtune since 2024-08, NeMo Automodel / NeMo RL DTensor, verl ``strategy: fsdp2``, accelerate
+      ``fsdp_version: 2``). The default: trainfit's trace shards with ``fully_shard`` (``trace.step``) and its
+      torchtitan, verl and NeMo RL exports write FSDP2.
+    """
+
+    FSDP1 = "fsdp1"
+    FSDP2 = "fsdp2"
+
+
 class Offload(StrEnum):
     NONE = "none"
     OPTIMIZER = "optimizer"

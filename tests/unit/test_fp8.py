@@ -57,11 +57,21 @@ def test_fp8_gemm_faster_where_compute_bound_and_refused_without_rate():
         gemm_seconds(m=4096, n=4096, k=4096, rates=a100, dtype_bytes=1)
 
 
+def _compiled(card):
+    card["parallel"]["compile"] = True
+    return card
+
+
 def test_fp8_plan_is_faster_and_delayed_holds_weight_copies():
     base = make_plan(load_card_dict(_card()))
     cur = make_plan(load_card_dict(_card(compute="fp8", fp8_recipe="current")))
     dly = make_plan(load_card_dict(_card(compute="fp8", fp8_recipe="delayed")))
-    assert cur.step_seconds < base.step_seconds < 1.5 * cur.step_seconds
+    assert dly.step_seconds < base.step_seconds < 1.5 * dly.step_seconds
+    # current scaling off Megatron is torchao's float8: faster compiled; eager its per-op casts make it slower than
+    # bf16 (compute.float8_casts; pytorch/ao issue #2262: eager Float8Linear 0.184 s vs bf16 0.130 s on an H100)
+    cur_c = make_plan(load_card_dict(_compiled(_card(compute="fp8", fp8_recipe="current"))))
+    assert cur_c.step_seconds < make_plan(load_card_dict(_compiled(_card()))).step_seconds
+    assert cur.step_seconds > base.step_seconds
     fwd = {p.name: p.terms for p in cur.time.phases}["forward"]
     assert fwd["memory_bound"] > {p.name: p.terms for p in base.time.phases}["forward"]["memory_bound"]  # casts
     extra = dly.peak.components["weights"] - cur.peak.components["weights"]

@@ -100,6 +100,11 @@ from functools import lru_cache
 
 from trainfit.compute import expert_loop as expert_loop_time
 from trainfit.compute import moe_time
+from trainfit.compute.float8_casts import (  # noqa: F401 - the FP8_* constants are read from here too
+    FP8_BACKWARD_KERNELS, FP8_CAST_BYTES, FP8_FORWARD_KERNELS, FP8_TRANSPOSE_BYTES, FP8_WEIGHT_BACKWARD_KERNELS,
+    FP8_WEIGHT_FORWARD_KERNELS, TRANSFORMER_ENGINE, CastTraffic, recompute_cast_bytes, recompute_cast_kernels,
+    sharded_cast_tokens, sharded_layout_copy_bytes,
+)
 from trainfit.memory.params import linear_groups
 from trainfit.spec.enums import MoeDispatcher
 from trainfit.spec.model import ModelSpec
@@ -156,18 +161,6 @@ BACKWARD_KERNEL_FACTOR = 1.9
 LORA_BACKWARD_BYTES_FACTOR = 0.9
 LORA_BACKWARD_KERNEL_FACTOR = 1.0
 EAGER_SCORE_FORWARD_BYTES, EAGER_SCORE_BACKWARD_BYTES = 16.0, 20.0
-FP8_CAST_BYTES = 5.0
-"""fp8 (``precision.compute: fp8``): every decoder linear's input and weight are scaled and cast per forward
-(current scaling: an amax reduction reads the bf16 tensor (2 B) and the cast reads it again and writes fp8 (2 + 1);
-delayed scaling fuses the amax into the cast but keeps the same budget, stated); backward casts the output
-gradient the same way."""
-FP8_TRANSPOSE_BYTES = 2.0
-"""Backward needs the fp8 input and weight transposed (read 1 B, write 1 B per element: TE's transpose cache,
-torchao's ``t().contiguous()`` of the fp8 tensors) for the dX / dW GEMMs' column-major operands."""
-FP8_FORWARD_KERNELS, FP8_BACKWARD_KERNELS = 4, 4
-"""amax + cast for the input and for the weight; backward: amax + cast of the gradient, two transposes."""
-FP8_WEIGHT_FORWARD_KERNELS, FP8_WEIGHT_BACKWARD_KERNELS = 2, 1
-"""Of those, the weight's amax + cast, and the weight's transpose."""
 MOE_DISPATCH_KERNELS = 14
 """Router softmax, top-k, normalise, sort/histogram, permute, unpermute, scale, scatter-add."""
 PACKED_FLASH_FORWARD_SYNCS, PACKED_FLASH_BACKWARD_SYNCS = 5, 2
@@ -237,6 +230,11 @@ class PassInventory:
     host_syncs: float = 0.0
     """Host-device synchronisations in the pass: the host waits there until the GPU has drained its queue
     (``PACKED_FLASH_FORWARD_SYNCS``; ``training.pass_seconds`` times them)."""
+    fused_bytes: float = 0.0
+    """Of ``memory_bytes``, those counted as a compiler already fuses them (torchao's compiled fp8 casts,
+    ``float8_casts``): the compile memory factor does not scale them again."""
+    fused_kernels: float = 0.0
+    """Of ``kernels``, those counted the same way (the compile kernel factor leaves them)."""
 
     @property
     def gemm_flops(self) -> float:
@@ -248,6 +246,7 @@ class PassInventory:
             self.attention_calls + other.attention_calls, self.memory_bytes + other.memory_bytes,
             self.kernels + other.kernels, self.eager_score_elements + other.eager_score_elements,
             self.strided_bytes + other.strided_bytes, self.host_syncs + other.host_syncs,
+            self.fused_bytes + other.fused_bytes, self.fused_kernels + other.fused_kernels,
         )
 
 
@@ -317,6 +316,7 @@ def step_inventory(
     fp8_weight_casts: float = 1.0, expert_parallel: int = 1, expert_token_shards: float = 1.0,
     grouped_gemm: bool = True, fp8_weight_transposes: float | None = None, moe_dispatcher: MoeDispatcher = MoeDispatcher.ALLTOALL,
     fused_cross_entropy: bool = False, packed_flash_syncs: bool = False, expert_loop: bool = False,
+    fp8_casts: CastTraffic | None = None,
 ) -> StepInventory:
     """The op inventory of one micro-step of ``micro_batch_size × seq_len`` tokens on one GPU.
 
@@ -344,14 +344,20 @@ def step_inventory(
     transformers' flash attention with ``position_ids`` only, so every attention call synchronises the host
     (``PACKED_FLASH_FORWARD_SYNCS`` / ``PACKED_FLASH_BACKWARD_SYNCS``; the recompute re-runs the forward's);
     ``expert_loop``: the routed experts run as transformers < 5's Python loop (``expert_loop`` module: per expert three
-    GEMMs, its kernels and host syncs, and in backward a full-size input gradient), whatever ``grouped_gemm`` says.
+    GEMMs, its kernels and host syncs, and in backward a full-size input gradient), whatever ``grouped_gemm`` says;
+    ``fp8_casts``: who casts the fp8 linears' operands (``float8_casts``; None: Transformer Engine, the ``FP8_*``
+    constants); counts already fused (torchao under torch.compile) go to ``PassInventory.fused_bytes`` /
+    ``fused_kernels``, which the compile factors leave alone.
     """
+    casts = fp8_casts if fp8_casts is not None else TRANSFORMER_ENGINE
     t = float(micro_batch_size * seq_len)
     h = spec.hidden_size
     fwd, bwd = [], []
     fwd_bytes = bwd_bytes = lora_bytes = 0.0
     fwd_k = bwd_k = lora_k = 0.0
-    fq_b = bq_b = fq_k = bq_k = 0.0  # fp8 casts, MoE dispatch, LayerNorm / GELU / bias-gradient work: each with its
+    cf_b = cb_b = cf_k = cb_k = 0.0  # fp8 casts (``casts``)
+    rec_casts: dict[str, tuple[float, float]] = {}  # per linear group: the casts a per-op recompute re-runs
+    fq_b = bq_b = fq_k = bq_k = 0.0  # MoE dispatch, LayerNorm / GELU / bias-gradient work: each with its
     # own backward bytes, added after the backward factors
     layers = spec.num_layers
     full = spec.num_full_attention_layers
@@ -426,10 +432,21 @@ def step_inventory(
             w = g.in_features * g.out_features * fp8_weight_casts
             tr = fp8_weight_casts if fp8_weight_transposes is None else fp8_weight_transposes
             wt = g.in_features * g.out_features * tr
-            fq_b += (FP8_CAST_BYTES * (t * g.in_features + w)) * g.count
-            bq_b += (FP8_CAST_BYTES * t * g.out_features + FP8_TRANSPOSE_BYTES * (t * g.in_features + wt)) * g.count
-            fq_k += (FP8_FORWARD_KERNELS - FP8_WEIGHT_FORWARD_KERNELS * (1 - fp8_weight_casts)) * g.count
-            bq_k += (FP8_BACKWARD_KERNELS - FP8_WEIGHT_BACKWARD_KERNELS * (1 - tr)) * g.count
+            shard = dict(casts=casts, tokens=t, hidden_size=h, sequence_shards=sequence_shards)
+            t_in = sharded_cast_tokens(features=g.in_features, name=g.name, **shard)
+            t_go = sharded_cast_tokens(features=g.out_features, **shard)
+            copies = (sharded_layout_copy_bytes(features=g.in_features, name=g.name, **shard)
+                      + sharded_layout_copy_bytes(features=g.out_features, **shard))
+            cf_b += (casts.input_forward_bytes * t_in * g.in_features + casts.weight_forward_bytes * w) * g.count
+            cb_b += (casts.grad_output_backward_bytes * t_go * g.out_features
+                     + casts.input_backward_bytes * t_in * g.in_features + casts.weight_backward_bytes * wt
+                     + copies) * g.count
+            cf_k += (casts.input_forward_kernels + casts.weight_forward_kernels * fp8_weight_casts) * g.count
+            cb_k += (casts.backward_kernels + casts.weight_backward_kernels * tr) * g.count
+            rec_casts[g.name] = (
+                recompute_cast_bytes(casts=casts, input_elements=t_in * g.in_features, weight_elements=w) * g.count,
+                recompute_cast_kernels(casts=casts, input_casts=1.0 if t_in else 0.0,
+                                       weight_casts=fp8_weight_casts) * g.count)
         if adapter is not None and adapter.nf4_base:
             fwd_bytes += NF4_DEQUANT_BYTES_PER_WEIGHT * g.in_features * g.out_features * g.count
             bwd_bytes += NF4_DEQUANT_BYTES_PER_WEIGHT * g.in_features * g.out_features * g.count
@@ -529,17 +546,20 @@ def step_inventory(
     bwd_k += BACKWARD_KERNEL_FACTOR * elementwise_k + LORA_BACKWARD_KERNEL_FACTOR * lora_k
     fwd_k += lora_k
     # fp8 casts and MoE dispatch work: not elementwise ops whose backward the factors above describe; their own backward
-    fwd_bytes += fq_b
-    bwd_bytes += bq_b
-    fwd_k += fq_k
-    bwd_k += bq_k
+    fwd_bytes += fq_b + cf_b
+    bwd_bytes += bq_b + cb_b
+    fwd_k += fq_k + cf_k
+    bwd_k += bq_k + cb_k
+    # casts counted as a compiler already fuses them: part of the bytes and kernels above, left unscaled
+    ff_b, fb_b, ff_k, fb_k = (cf_b, cb_b, cf_k, cb_k) if casts.fused else (0.0, 0.0, 0.0, 0.0)
     sync_f, sync_b = ((PACKED_FLASH_FORWARD_SYNCS * full, PACKED_FLASH_BACKWARD_SYNCS * full)
                       if packed_flash_syncs and not eager_attention else (0.0, 0.0))
     sync_attn = sync_f  # the core-attention recompute re-runs attention only
     sync_f += loop_syncs
-    layers_fwd = PassInventory(tuple(fwd), attn_fwd, float(full), fwd_bytes, fwd_k, scores, strided, sync_f)
+    layers_fwd = PassInventory(tuple(fwd), attn_fwd, float(full), fwd_bytes, fwd_k, scores, strided, sync_f,
+                               fused_bytes=ff_b, fused_kernels=ff_k)
     layers_bwd = PassInventory(tuple(bwd), attn_fwd, float(full), bwd_bytes, bwd_k, scores,
-                               BACKWARD_BYTES_FACTOR * strided, sync_b)
+                               BACKWARD_BYTES_FACTOR * strided, sync_b, fused_bytes=fb_b, fused_kernels=fb_k)
     # head + loss + embedding + final norm
     out = spec.head_outputs or spec.vocab_size
     ln = spec.layer_norm
@@ -569,12 +589,16 @@ def step_inventory(
     rec = PassInventory(tuple(g for g in fwd if g not in last), attn_fwd, float(full),
                         fwd_bytes - RESIDUAL_BYTES * t * h * layers / sequence_shards,
                         fwd_k - sum(g.count for g in last) - layers,
-                        scores, strided, sync_f)
+                        scores, strided, sync_f, fused_bytes=ff_b, fused_kernels=ff_k)
     # selective, per op: the even-numbered matmuls of a layer re-run, SDPA and the odd ones come from the cache
     even = _sac_recomputed_gemms(spec, adapter)
     op_gemms = tuple(g for g in fwd if g.name in even or g.name.startswith("attn.") or g.name.startswith("deltanet"))
     saved_k = sum(g.count for g in fwd if g not in op_gemms) + (0 if eager_attention else full)
-    rec_op = PassInventory(op_gemms, 0.0, 0.0, fwd_bytes, fwd_k - saved_k, scores, strided)
+    # its fp8 casts: those of the recomputed linears, without their amax (float8_casts.recompute_cast_bytes)
+    op_cb = sum(b for n, (b, _) in rec_casts.items() if n in even)
+    op_ck = sum(k for n, (_, k) in rec_casts.items() if n in even)
+    rec_op = PassInventory(op_gemms, 0.0, 0.0, fwd_bytes - cf_b + op_cb, fwd_k - saved_k - cf_k + op_ck, scores, strided,
+                           fused_bytes=op_cb if casts.fused else 0.0, fused_kernels=op_ck if casts.fused else 0.0)
     core_g = tuple(g for g in fwd if g.name.startswith("attn."))
     rec_core = PassInventory(core_g, attn_fwd, float(full), EAGER_SCORE_FORWARD_BYTES * scores,
                              (8 * full) if eager_attention else float(full), scores, host_syncs=sync_attn)

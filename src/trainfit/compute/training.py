@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from trainfit.compute import collectives as coll
 from trainfit.compute.attention_time import attention_seconds
@@ -46,6 +47,9 @@ from trainfit.compute.rates import (
 )
 from trainfit.spec.enums import MoeDispatcher, MoeRouting
 from trainfit.spec.model import ModelSpec
+
+if TYPE_CHECKING:
+    from trainfit.compute.float8_casts import CastTraffic
 
 BOUNDS = ("compute", "memory", "launch", "communication", "offload", "idle")
 
@@ -153,9 +157,11 @@ def pass_seconds(inv: PassInventory, *, rates: DeviceRates, seq_len: float, back
                for g in inv.gemms)
     attn = attention_seconds(forward_flops=inv.attention_forward_flops, seq_len=seq_len, rates=rates, backward=backward)
     strided = inv.strided_bytes if memory_factor >= 1.0 else 0.0
-    mem = ((inv.memory_bytes - strided) * memory_factor + strided / STRIDED_BANDWIDTH_SHARE) / rates.hbm_bytes_per_s
+    fused = inv.fused_bytes  # already counted as fused (inventory.PassInventory.fused_bytes): not scaled again
+    mem = ((inv.memory_bytes - strided - fused) * memory_factor + fused
+           + strided / STRIDED_BANDWIDTH_SHARE) / rates.hbm_bytes_per_s
     per_kernel = rates.host_s_per_backward_kernel if backward else rates.host_s_per_forward_kernel
-    kernels = inv.kernels * kernel_factor
+    kernels = (inv.kernels - inv.fused_kernels) * kernel_factor + inv.fused_kernels
     host = kernels * per_kernel
     seconds = synced_seconds(host_s=host, device_s=gemm + attn + mem, kernels=kernels, syncs=inv.host_syncs)
     return PassTime(seconds, gemm, attn, mem, host, seconds - max(gemm + attn + mem, host))
@@ -275,7 +281,7 @@ def train_step_time(
     expert_params: float = 0.0, causal_skip: bool = True, fused_cross_entropy: bool = False,
     fp8_params: bool = False, fp8_param_transpose: bool = True,
     recompute_layer_share: float = 1.0, packed_flash_syncs: bool = False, expert_loop: bool = False,
-    zero3_expert_leaf: bool = True, fsdp2_copies: bool = False,
+    zero3_expert_leaf: bool = True, fsdp2_copies: bool = False, fp8_casts: CastTraffic | None = None,
 ) -> TrainStepTime:
     """Seconds of one optimizer step on one GPU (all GPUs of a data-parallel group run in lockstep).
 
@@ -304,7 +310,8 @@ def train_step_time(
     (flash-attn's loss kernel); ``packed_flash_syncs``: as ``inventory.step_inventory`` (packed rows in transformers'
     flash attention synchronise the host in every attention call: ``synced_seconds``); ``expert_loop``: the routed
     experts as transformers < 5's Python loop (``inventory.step_inventory``); under ZeRO-3 without
-    ``zero3_expert_leaf`` each expert linear is then gathered on its own (``expert_loop.zero3_expert_gathers``).
+    ``zero3_expert_leaf`` each expert linear is then gathered on its own (``expert_loop.zero3_expert_gathers``);
+    ``fp8_casts``: who casts the fp8 linears' operands (``float8_casts.cast_traffic``; None: Transformer Engine).
     """
     mp = model_parallel
     gradient_checkpointing = gradient_checkpointing or selective != "none"
@@ -318,7 +325,8 @@ def train_step_time(
                          expert_parallel=mp.ep, expert_token_shards=expert_token_shards(
                              tp=mp.tp, etp=mp.etp, ep=mp.ep, sequence_parallel=mp.sequence_parallel),
                          moe_dispatcher=mp.moe_dispatcher, fused_cross_entropy=fused_cross_entropy,
-                         packed_flash_syncs=packed_flash_syncs, expert_loop=expert_loop and spec.moe is not None)
+                         packed_flash_syncs=packed_flash_syncs, expert_loop=expert_loop and spec.moe is not None,
+                         fp8_casts=fp8_casts)
     kw = dict(rates=rates, seq_len=attention_context or seq_len, memory_factor=memory_factor, kernel_factor=kernel_factor)
     fwd = (pass_seconds(inv.layers_forward, backward=False, **kw)
            + pass_seconds(inv.head_forward, backward=False, **kw)).scaled(count_scale)

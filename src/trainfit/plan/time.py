@@ -16,6 +16,7 @@ from math import ceil
 
 from trainfit.catalog.gpus import GpuSpec
 from trainfit.compute.attention_time import packed_attention_context
+from trainfit.compute.float8_casts import CastTraffic, cast_traffic
 from trainfit.compute.inventory import Adapter
 from trainfit.compute.rates import NVLINK_DOMAIN_GPUS, DeviceRates, default_rates
 from trainfit.compute import collectives as coll
@@ -377,8 +378,22 @@ def training_time(
         recompute_layer_share=_recompute_layer_share(card, spec), packed_flash_syncs=packed_flash_syncs(card),
         expert_loop=par.moe_experts is MoeExperts.LOOP, zero3_expert_leaf=par.moe_zero3_leaf,
         fsdp2_copies=par.strategy in FSDP_STRATEGIES and par.fsdp_version is FsdpVersion.FSDP2,
+        fp8_casts=fp8_casts_of(card),
     )
     return replace(t, assumptions=t.assumptions + (packed_note,)) if packed_note else t
+
+
+def fp8_casts_of(card: RunCard) -> CastTraffic | None:
+    """Who casts a card's fp8 linears (``compute.float8_casts``): Transformer Engine (``memory.fp8``'s
+    ``transformer_engine_linears``), else torchao float8, whose casts ``parallel.compile`` fuses or leaves eager.
+    None without fp8 compute."""
+    prec = card.precision
+    if prec.compute is not ComputeDtype.FP8:
+        return None
+    from trainfit.memory.fp8 import transformer_engine_linears
+
+    te = transformer_engine_linears(recipe=prec.fp8_recipe, tensor_parallel_impl=card.parallel.tensor_parallel_impl)
+    return cast_traffic(transformer_engine=te, compiled=card.parallel.compile)
 
 
 def _recompute_layer_share(card: RunCard, spec: ModelSpec) -> float:

@@ -1,0 +1,226 @@
+"""The fp8 casts around each linear (``precision.compute: fp8``): bytes and kernels per element, by who runs them.
+
+A dynamically scaled fp8 linear casts three bf16 tensors to fp8 per step: its input (``T × in``), its weight
+(``in × out``) and its output gradient (``T × out``). Each cast is an amax reduction over the tensor, a scale,
+and a scaling cast; the backward GEMMs need the input and the output gradient in the other layout too
+(``torch._scaled_mm`` takes its first operand row-major and its second column-major). Who runs these kernels
+sets their bytes:
+
+* **Transformer Engine** (Megatron-Core, NeMo): fused cast(-transpose) kernels, counted by
+  ``FP8_CAST_BYTES`` / ``FP8_TRANSPOSE_BYTES`` (below) and scaled by the compile factors like the other
+  elementwise work (``TRANSFORMER_ENGINE``, unchanged).
+* **torchao float8 under torch.compile** (torchtitan ``--model.converters float8``, accelerate's ``AORecipeKwargs``):
+  torchao's own roofline of the Inductor kernels for tensorwise scaling (pytorch/ao
+  ``torchao/testing/float8/roofline_utils.py`` ``get_tensor_memory_traffic_ovhd_s`` @8c81863ba85cce742244c0151c6683c5696bbe04,
+  the same counts at ``torchao/testing/training/roofline_utils.py`` @d8bb51f63143188272e116c820d5f303c7017781 and
+  ``torchao/float8/roofline_utils.py`` @d99785c0fdaa1dbfdbaf57923326edf2b8a7f1f8), ``fuse_with_prev=False``:
+
+  - input and output gradient: kernel 1 ``max_abs`` stage 1 reads the bf16 tensor (2 B), kernel 2 its second
+    stage (a few bytes, not counted), kernel 3 reads it again and writes fp8 twice, row- and column-major
+    (2 + 1 + 1 B): 6 B per element in 3 kernels;
+  - weight: the same amax (2 B, 2 kernels), a forward cast to the row-major fp8 copy (2 + 1 B) and a backward
+    cast to the column-major one (2 + 1 B): 8 B per element in 4 kernels.
+
+  These are already the fused kernels: the compile factors (``plan.time.COMPILE_MEMORY_FACTOR``) do not scale them
+  again (``TORCHAO_COMPILED.fused``). An amax needs the whole tensor before its cast can start, so the
+  reduction and the cast cannot share a pass.
+* **torchao float8 in eager mode** (no compile): every op of ``hp_tensor_to_float8_dynamic`` is its own kernel
+  (pytorch/ao ``torchao/float8/float8_utils.py`` ``tensor_to_amax`` ``torch.max(torch.abs(x))``, ``amax_to_scale``
+  (``to(float64)``, ``clamp``, a division, ``to(float32)``: four one-element kernels), ``float8_tensor.py``
+  ``_ToFloat8ConstrFunc.forward`` ``tensor.to(torch.float32) * scale`` then ``to_fp8_saturated``'s ``clamp`` and
+  ``to(float8)``, @8c81863ba85cce742244c0151c6683c5696bbe04). Per element of one cast: ``abs`` 2 + 2 B, ``max``
+  2 B, ``to(float32)`` 2 + 4 B, ``* scale`` 4 + 4 B, ``clamp`` 4 + 4 B, ``to(float8)`` 4 + 1 B: 33 B in 10 kernels.
+  ``float8_linear.py`` ``matmul_with_hp_or_float8_args`` casts the input and the weight in forward; its
+  backward casts the output gradient twice (``cast_config_grad_output`` for ``grad_input``,
+  ``cast_config_grad_output_for_grad_weight`` for ``grad_weight``) and the saved bf16 input again
+  (``cast_config_input_for_grad_weight``), and ``float8_ops.py`` ``preprocess_addmm`` copies each operand held in
+  the wrong layout (``a_data.contiguous()``, ``b_data.t().contiguous().t()``: 1 + 1 B, one kernel): the fp8 weight
+  for ``grad_input``, the transposed output gradient and the input for ``grad_weight``.
+
+Two more torchao mechanisms: under tensor + sequence parallelism torchtitan's float8 plans cast the hidden-width
+tensors on the sequence shard before their fp8 all-gather, once per module input (``sharded_cast_tokens``); and
+torchtitan's per-op selective recompute keeps the amax, so it re-runs only the recomputed linears' casts
+(``recompute_cast_bytes``). Not modelled: torchao's FSDP float8 all-gather of the weights
+(``enable_fsdp_float8_all_gather``, the card has no field for it: the weights are cast per forward as above).
+
+Pure Python: no torch import.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+BF16_BYTES, FP32_BYTES, FP8_BYTES = 2.0, 4.0, 1.0
+
+FP8_CAST_BYTES = 5.0
+"""fp8 (``precision.compute: fp8``): every decoder linear's input and weight are scaled and cast per forward
+(current scaling: an amax reduction reads the bf16 tensor (2 B) and the cast reads it again and writes fp8 (2 + 1);
+delayed scaling fuses the amax into the cast but keeps the same budget, stated); backward casts the output
+gradient the same way."""
+FP8_TRANSPOSE_BYTES = 2.0
+"""Backward needs the fp8 input and weight transposed (read 1 B, write 1 B per element: TE's transpose cache)
+for the dX / dW GEMMs' column-major operands."""
+FP8_FORWARD_KERNELS, FP8_BACKWARD_KERNELS = 4, 4
+"""amax + cast for the input and for the weight; backward: amax + cast of the gradient, two transposes."""
+FP8_WEIGHT_FORWARD_KERNELS, FP8_WEIGHT_BACKWARD_KERNELS = 2, 1
+"""Of those, the weight's amax + cast, and the weight's transpose."""
+
+
+@dataclass(frozen=True, slots=True)
+class CastTraffic:
+    """Bytes per element and kernels per linear of the fp8 casts of one linear, forward and backward."""
+
+    input_forward_bytes: float
+    """Per element of the linear's input (``T × in``), forward."""
+    input_backward_bytes: float
+    """Per element of the input, backward (its column-major fp8 copy for the weight gradient)."""
+    weight_forward_bytes: float
+    """Per weight element, each time the weight is cast (``inventory.step_inventory`` ``fp8_weight_casts``)."""
+    weight_backward_bytes: float
+    """Per weight element, backward (its other-layout fp8 copy for the input gradient)."""
+    grad_output_backward_bytes: float
+    """Per element of the output gradient (``T × out``), backward."""
+    input_forward_kernels: float
+    weight_forward_kernels: float
+    backward_kernels: float
+    """Backward kernels per linear for the output gradient and the input."""
+    weight_backward_kernels: float
+    fused: bool
+    """The counts are already the fused kernels (a compiler's memory and kernel factors do not apply again)."""
+    amax_bytes: float = 0.0
+    """Of ``input_forward_bytes`` and ``weight_forward_bytes``, the amax reduction's: torchtitan's per-op policy
+    saves ``aten.max`` ("for low precision training, it's useful to always save the result of max", pytorch/torchtitan
+    torchtitan/models/llama/parallelize_llama.py ``_save_list`` @0da8901b1918fc21b5d43bbc693a120fc4281378), so its
+    recompute re-runs only the casts (``recompute_cast_bytes``)."""
+    amax_kernels: float = 0.0
+    sequence_sharded: bool = False
+    """Under tensor + sequence parallelism the hidden-width tensors are cast on the rank's sequence shard, before
+    their fp8 all-gather, once per module input (``sharded_cast_tokens``)."""
+
+
+TRANSFORMER_ENGINE = CastTraffic(
+    input_forward_bytes=FP8_CAST_BYTES, input_backward_bytes=FP8_TRANSPOSE_BYTES,
+    weight_forward_bytes=FP8_CAST_BYTES, weight_backward_bytes=FP8_TRANSPOSE_BYTES,
+    grad_output_backward_bytes=FP8_CAST_BYTES,
+    input_forward_kernels=FP8_FORWARD_KERNELS - FP8_WEIGHT_FORWARD_KERNELS,
+    weight_forward_kernels=FP8_WEIGHT_FORWARD_KERNELS,
+    backward_kernels=FP8_BACKWARD_KERNELS - FP8_WEIGHT_BACKWARD_KERNELS,
+    weight_backward_kernels=FP8_WEIGHT_BACKWARD_KERNELS, fused=False, amax_bytes=BF16_BYTES, amax_kernels=1,
+)
+"""Transformer Engine's casts (``FP8_*``), scaled by the compile factors as before."""
+
+
+def compiled_amax_bytes(*, fused_with_producer: bool = False) -> float:
+    """torchao roofline kernel 1 (``max_abs`` stage 1): reads the bf16 tensor once; 0 where it fuses into the
+    kernel that produced the tensor (``fuse_with_prev``, not assumed: module docstring)."""
+    return 0.0 if fused_with_producer else BF16_BYTES
+
+
+def compiled_activation_cast_bytes() -> float:
+    """Bytes per element of a compiled tensorwise cast of an activation or output gradient: the amax, then one
+    kernel reading bf16 and writing both fp8 layouts (torchao roofline kernel 3)."""
+    return compiled_amax_bytes() + BF16_BYTES + 2 * FP8_BYTES
+
+
+def compiled_weight_cast_bytes() -> tuple[float, float]:
+    """(forward, backward) bytes per weight element of a compiled tensorwise weight cast: the amax and the
+    row-major cast forward (kernels 1 and 3), the column-major cast backward (kernel 4)."""
+    return compiled_amax_bytes() + BF16_BYTES + FP8_BYTES, BF16_BYTES + FP8_BYTES
+
+
+TORCHAO_COMPILED_AMAX_KERNELS = 2
+"""The two stages of the compiled ``max_abs`` reduction (torchao roofline kernels 1 and 2)."""
+
+_compiled_weight_fwd, _compiled_weight_bwd = compiled_weight_cast_bytes()
+TORCHAO_COMPILED = CastTraffic(
+    input_forward_bytes=compiled_activation_cast_bytes(), input_backward_bytes=0.0,
+    weight_forward_bytes=_compiled_weight_fwd, weight_backward_bytes=_compiled_weight_bwd,
+    grad_output_backward_bytes=compiled_activation_cast_bytes(),
+    input_forward_kernels=TORCHAO_COMPILED_AMAX_KERNELS + 1, weight_forward_kernels=TORCHAO_COMPILED_AMAX_KERNELS + 1,
+    backward_kernels=TORCHAO_COMPILED_AMAX_KERNELS + 1, weight_backward_kernels=1, fused=True,
+    amax_bytes=compiled_amax_bytes(), amax_kernels=TORCHAO_COMPILED_AMAX_KERNELS, sequence_sharded=True,
+)
+"""torchao float8 tensorwise under torch.compile (module docstring): the input's column-major copy is written by
+its forward cast, so its backward adds nothing."""
+
+
+EAGER_AMAX_BYTES = (BF16_BYTES + BF16_BYTES) + BF16_BYTES
+"""``torch.abs`` (read and write bf16) then ``torch.max`` (read bf16)."""
+EAGER_AMAX_KERNELS = 2
+
+
+def eager_cast_bytes() -> float:
+    """Bytes per element of one eager ``hp_tensor_to_float8_dynamic`` (module docstring): ``abs``, ``max``,
+    ``to(float32)``, ``* scale``, ``clamp``, ``to(float8)``."""
+    scaled_cast = (BF16_BYTES + FP32_BYTES) + 2 * FP32_BYTES + 2 * FP32_BYTES + (FP32_BYTES + FP8_BYTES)
+    return EAGER_AMAX_BYTES + scaled_cast
+
+
+EAGER_CAST_KERNELS = 10
+"""``abs``, ``max``, the four one-element scale kernels, ``to(float32)``, ``* scale``, ``clamp``, ``to(float8)``."""
+EAGER_LAYOUT_COPY_BYTES = 2 * FP8_BYTES
+"""``preprocess_addmm``'s ``contiguous()`` of an fp8 operand in the wrong layout: read 1 B, write 1 B."""
+
+TORCHAO_EAGER = CastTraffic(
+    input_forward_bytes=eager_cast_bytes(), input_backward_bytes=eager_cast_bytes() + EAGER_LAYOUT_COPY_BYTES,
+    weight_forward_bytes=eager_cast_bytes(), weight_backward_bytes=EAGER_LAYOUT_COPY_BYTES,
+    grad_output_backward_bytes=2 * eager_cast_bytes() + EAGER_LAYOUT_COPY_BYTES,
+    input_forward_kernels=EAGER_CAST_KERNELS, weight_forward_kernels=EAGER_CAST_KERNELS,
+    backward_kernels=3 * EAGER_CAST_KERNELS + 2, weight_backward_kernels=1, fused=False,
+    amax_bytes=EAGER_AMAX_BYTES, amax_kernels=EAGER_AMAX_KERNELS, sequence_sharded=True,
+)
+"""torchao float8 tensorwise without torch.compile (module docstring): backward casts the output gradient twice
+and the saved bf16 input once more, and copies the transposed output gradient, the input and the weight into
+the layouts ``_scaled_mm`` takes."""
+
+
+SHARED_INPUT_FOLLOWERS = frozenset({"k_proj", "v_proj", "up_proj"})
+"""Linears that read the module input ``q_proj`` / ``gate_proj`` read: under float8 tensor parallelism
+``PrepareFloat8ModuleInput`` casts that input once for all of them (torchtitan's ``attention`` and
+``feed_forward`` plans; pytorch/ao ``torchao/float8/float8_tensor_parallel.py`` @8c81863ba85cce742244c0151c6683c5696bbe04:
+"if there are multiple float8 users of the input activation, we perform fp8 allgather only once")."""
+
+
+def sharded_cast_tokens(*, casts: CastTraffic, tokens: float, features: int, hidden_size: int,
+                        sequence_shards: int, name: str = "") -> float:
+    """Tokens whose ``features``-wide tensor a linear casts (input forward, or output gradient backward), given the
+    rank's ``tokens`` after the sequence-parallel all-gather. torchao float8 tensor parallelism casts the hidden-width
+    tensors on the sequence shard, before the fp8 all-gather: ``Float8ColwiseParallel`` / ``PrepareFloat8ModuleInput``
+    the column-parallel inputs, ``Float8RowwiseParallel``'s ``NoopFwToFloat8BwDynamic`` (applied after the
+    reduce-scatter) the row-parallel output gradients (pytorch/ao ``torchao/float8/float8_tensor_parallel.py``
+    @8c81863ba85cce742244c0151c6683c5696bbe04): ``tokens / sequence_shards``, 0 for a linear whose input another one
+    cast (``SHARED_INPUT_FOLLOWERS``). Otherwise ``tokens``."""
+    if not casts.sequence_sharded or sequence_shards <= 1 or features != hidden_size:
+        return tokens
+    return 0.0 if name in SHARED_INPUT_FOLLOWERS else tokens / sequence_shards
+
+
+def sharded_layout_copy_bytes(*, casts: CastTraffic, tokens: float, features: int, hidden_size: int,
+                              sequence_shards: int, name: str = "") -> float:
+    """Bytes of the backward layout copy of an fp8 tensor all-gathered row-major (the input for the weight
+    gradient, the output gradient transposed): ``preprocess_addmm``'s ``contiguous()`` (1 + 1 B per element), which
+    the sharded cast cannot write for the gathered tensor; 0 where the casts are not sequence-sharded."""
+    if sharded_cast_tokens(casts=casts, tokens=tokens, features=features, hidden_size=hidden_size,
+                           sequence_shards=sequence_shards, name=name) in (tokens, 0.0):
+        return 0.0
+    return EAGER_LAYOUT_COPY_BYTES * tokens * features
+
+
+def recompute_cast_bytes(*, casts: CastTraffic, input_elements: float, weight_elements: float) -> float:
+    """Bytes a per-op selective recompute re-runs for one recomputed linear: the casts of its input and weight,
+    not their amax (saved: ``CastTraffic.amax_bytes``)."""
+    return ((casts.input_forward_bytes - casts.amax_bytes) * input_elements
+            + (casts.weight_forward_bytes - casts.amax_bytes) * weight_elements)
+
+
+def recompute_cast_kernels(*, casts: CastTraffic, input_casts: float, weight_casts: float) -> float:
+    """Kernels of ``recompute_cast_bytes``: each cast less its amax kernels."""
+    return ((casts.input_forward_kernels - casts.amax_kernels) * input_casts
+            + (casts.weight_forward_kernels - casts.amax_kernels) * weight_casts)
+
+
+def cast_traffic(*, transformer_engine: bool, compiled: bool) -> CastTraffic:
+    """The casts of a card's fp8 linears: Transformer Engine's, else torchao float8's, compiled or eager."""
+    if transformer_engine:
+        return TRANSFORMER_ENGINE
+    return TORCHAO_COMPILED if compiled else TORCHAO_EAGER

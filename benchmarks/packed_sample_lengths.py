@@ -1,4 +1,4 @@
-"""Measure the sample lengths of the packed SQuAD fine-tuning runs NVIDIA publishes (NeMo 24.07, Megatron-Bridge).
+"""Measure the sample lengths of the packed SQuAD fine-tuning runs NVIDIA publishes (NeMo, Megatron-Bridge).
 
 Writes ``benchmarks/data/packed_sample_lengths.json``: per (pipeline, model tokenizer) the number of samples, the
 mean tokens a sample occupies in a packed row, its coefficient of variation (std / mean), the mean of its square
@@ -13,6 +13,10 @@ Each sample is built as the pipeline at the cited commit builds it (``SOURCES``)
   {output}"`` tokenizes the two fields apart (the tokenizer is not space sensitive, so the separating space goes),
   no BOS, one EOS; ``prepare_packed_ft_dataset.py`` bins ``len(input_ids) - 1`` tokens per sample (input and label
   are shifted by one) and the packed collate gives each sample ``len - 1`` positions in ``cu_seqlens``.
+* NeMo 2.0 (``llm.finetune``, Llama 3; NVIDIA/dgxc-benchmarking v25.04's ``ft_llama3``): the same ``SquadDataModule``
+  template and ``create_sft_dataset`` defaults (``"{input} {output}"``, no BOS, one EOS) with the HF Llama 3
+  tokenizer, which is space sensitive, so the separating space stays with the answer (as Megatron-Bridge below);
+  packing and ``cu_seqlens`` as 24.07's, the row's padding its own segment.
 * Megatron-Bridge 26.06 (Llama 3, tiktoken BPE): the ``squad`` adapter writes the same prompt and answer;
   ``PromptCompletionSFTPreprocessingConfig(separator=" ")`` tokenizes prompt and ``" " + answer`` apart (the BPE is
   space sensitive, so the space stays with the answer), no BOS, one EOS; packing and ``cu_seqlens`` as NeMo's.
@@ -54,6 +58,9 @@ PACK_TOKENS = 4096
 
 NEMO = ("NVIDIA/NeMo", "8e3d65dcfe3504689bfc5b6e67d502780aacad41")
 """NeMo at the '24.07 perf numbers' commit the NeMo rows cite."""
+NEMO2 = ("NVIDIA/NeMo", "25ec4e9894c6938c3562ebb1df3280cf5a01f4da")
+"""NeMo 2.0 as NVIDIA/dgxc-benchmarking release v25.04 installs it (ft_llama3/setup.sh @741c886)."""
+DGXC = ("NVIDIA/dgxc-benchmarking", "741c886025a7665a1d690c05ff12ac29c1be7252")
 MBRIDGE = ("NVIDIA-NeMo/Megatron-Bridge", "067f987df03b8355b03192d88d70f1709fedf51a")
 LAUNCHER = ("NVIDIA/NeMo-Framework-Launcher", "8325688d8345a5513660f0f8390f0482a721c009")
 """NeMo-Framework-Launcher tag 24.07 (the NeMo rows' example scripts)."""
@@ -103,6 +110,32 @@ SOURCES = {
     "nemo_space_sensitive": _src(NEMO, "nemo/collections/common/tokenizers/sentencepiece_tokenizer.py",
                                  "space_sensitive = text_to_tokens('x y') != text_to_tokens('x') +"
                                  " text_to_tokens('y')"),
+    "nemo2_squad_template": _src(NEMO2, "nemo/collections/llm/gpt/data/squad.py",
+                                 "SquadDataModule._preprocess_and_split_data: the same input 'Context: ' + context +"
+                                 " ' Question: ' + question + ' Answer:' and output answers['text'][0]; training.jsonl"
+                                 " is HF 'squad' train less a seeded 5% validation split"),
+    "nemo2_sft_dataset": _src(NEMO2, "nemo/collections/llm/gpt/data/core.py",
+                              "create_sft_dataset defaults: prompt_template '{input} {output}', add_bos False,"
+                              " add_eos True, label_key output, truncation_field input; GPTSFTDataset"
+                              " (nemo/collections/nlp/data/language_modeling/megatron/gpt_sft_dataset.py)"
+                              " _separate_template keeps the ' ' before {output} when the tokenizer is space"
+                              " sensitive; GPTSFTPackedDataset.collate_fn: each sample len - 1 positions in"
+                              " cu_seqlens, the row's padding appended as its own segment (pad_cu_seqlens False)"),
+    "nemo2_packing": _src(NEMO2, "nemo/collections/llm/gpt/data/packed_sequence.py",
+                          "prepare_packed_sequence_data: tokenize with create_sft_dataset, create_hist on"
+                          " len(input_ids) - 1 (nemo/utils/sequence_packing_utils.py), first_fit_shuffle"),
+    "nemo2_tokenizer": _src(NEMO2, "nemo/collections/common/tokenizers/huggingface/auto_tokenizer.py",
+                            "AutoTokenizer.text_to_ids = convert_tokens_to_ids(tokenize(text)) (include_special_"
+                            "tokens False: no BOS); space_sensitive = text_to_tokens('x y') != text_to_tokens('x')"
+                            " + text_to_tokens('y') (True for Llama 3's BPE)"),
+    "nemo2_recipe": _src(NEMO2, "nemo/collections/llm/recipes/llama3_8b.py",
+                         "finetune_recipe(performance_mode=True): packed_sequence, seq_length 4096,"
+                         " dataset_kwargs pad_to_max_length True, PackedSequenceSpecs(packed_sequence_size=4096)"
+                         " (llama3_70b.py the same)"),
+    "dgxc_ft_llama3": _src(DGXC, "ft_llama3/llama3_finetune.py",
+                           "finetune_recipe_8b / _70b(performance_mode=True) with recipe.data.tokenizer ="
+                           " hf_tokenizer('meta-llama/Meta-Llama-3-8B' / '-70B') (NeMo"
+                           " scripts/llm/performance/utils.py: HF AutoTokenizer)"),
     "mbridge_squad": _src(MBRIDGE, "src/megatron/bridge/data/sources/hf_adapters.py",
                           "_squad_adapter: prompt f'Context: {context} Question: {question} Answer:', completion"
                           " answers['text'][0]"),
@@ -140,6 +173,11 @@ PIPELINES = {
                               "sources": ["mbridge_squad", "mbridge_recipe", "mbridge_tokenize", "mbridge_collate",
                                           "mbridge_flops", "llama3_tokenizer"],
                               "padding": "own_segment"},
+    "nemo-2.0-25.04": {"framework": "nemo", "tokenizer": "llama3_tokenizer", "space_separator": True,
+                       "models": ["meta-llama/Meta-Llama-3-8B", "meta-llama/Meta-Llama-3-70B"],
+                       "sources": ["nemo2_squad_template", "nemo2_sft_dataset", "nemo2_packing", "nemo2_tokenizer",
+                                   "nemo2_recipe", "dgxc_ft_llama3", "llama3_tokenizer"],
+                       "padding": "own_segment"},
 }
 
 _PARA = re.compile(r'<div class="para-wrap">(.*?)(?=<div class="para-wrap">|$)', re.DOTALL)
@@ -295,7 +333,8 @@ def measure(inputs: Path, squad_json: Path | None) -> dict:
             "sources": pipe["sources"],
         })
     return {
-        "description": "Tokens per packed SQuAD v1.1 sample as NeMo 24.07 and Megatron-Bridge 26.06 build them"
+        "description": "Tokens per packed SQuAD v1.1 sample as NeMo 24.07, NeMo 2.0 and Megatron-Bridge 26.06 build"
+                       " them"
                        " (prompt 'Context: {context} Question: {question} Answer:' + answer + EOS, minus the"
                        " input/label shift), measured by benchmarks/packed_sample_lengths.py: every question of the"
                        " split, no sampling, no fitting. mean_tokens / cv feed batch.packed_sample_tokens /"

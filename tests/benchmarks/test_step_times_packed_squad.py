@@ -1,4 +1,4 @@
-"""step_times: the SFT / LoRA rows that fine-tune on packed SQuAD v1.1 (NeMo 24.07, Megatron-Bridge) are planned with
+"""step_times: the SFT / LoRA rows that fine-tune on packed SQuAD v1.1 (NeMo 24.07 / 2.0, Megatron-Bridge) are planned with
 the sample lengths measured for their pipeline and tokenizer (benchmarks/data/packed_sample_lengths.json), so
 attention runs per sample; other rows are left alone. The measuring script's pure parts are checked on small input."""
 
@@ -28,6 +28,12 @@ SQUAD_ROWS = {  # the published rows whose notes or recipes name packed SQuAD v1
     "nemo-h100-llama2-70b-sft-fp8-2407", "nemo-h100-llama2-7b-lora-fp8-2407", "nemo-h100-llama2-13b-lora-fp8-2407",
     "mbridge-2606-gb200-llama3-70b-sft-fp8-32g", "mbridge-2606-h100-llama3-70b-sft-fp8-32g",
     "mbridge-2606-gb200-llama3-70b-lora-fp8-8g", "mbridge-2606-h100-llama3-70b-lora-fp8-8g",
+    # NeMo 2.0 llm.finetune (NVIDIA/dgxc-benchmarking ft_llama3 @741c886): 8B SFT / LoRA at 8, 16, 32 GPUs,
+    # 70B SFT at 32, 70B LoRA at 8, 16, 32, each BF16 and FP8
+    *(f"dgxc2504-h100-llama3-8b-{k}-{d}-{g}g" for k in ("sft", "lora") for d in ("bf16", "fp8")
+      for g in (8, 16, 32)),
+    *(f"dgxc2504-h100-llama3-70b-sft-{d}-32g" for d in ("bf16", "fp8")),
+    *(f"dgxc2504-h100-llama3-70b-lora-{d}-{g}g" for d in ("bf16", "fp8") for g in (8, 16, 32)),
 }
 
 
@@ -55,14 +61,13 @@ def test_the_data_file_is_consistent_and_cites_its_sources():
 
 
 def test_every_packed_squad_row_gets_its_pipelines_lengths():
-    by_fw = {x["framework"]: x for x in DATA["entries"]}
     seen = set()
     for e in _train():
         if e["id"] not in SQUAD_ROWS:
             continue
         seen.add(e["id"])
         card, notes = st.map_train(e)
-        x = by_fw[e["framework"]]
+        x = next(x for x in DATA["entries"] if x["framework"] == e["framework"] and e["model"] in x["models"])
         assert card["batch"]["packed_sample_tokens"] == round(x["mean_tokens"]), e["id"]
         assert card["batch"]["packed_sample_length_cv"] == x["cv"], e["id"]
         assert any(n.startswith(f"packed SQuAD v1.1: {x['mean_tokens']} tokens per sample") for n in notes)

@@ -382,7 +382,7 @@ def train_step_time(
     if (ranks > 1 or eranks > 1) and st != "single":
         if st in ("zero3", "fsdp", "fsdp_grad_op", "hsdp"):
             group = shard
-            root_frac = 0.08
+            root_frac = FSDP_ROOT_SHARE
             # the routed experts (none in the root unit) are sharded over their own group
             expert_frac = expert_params / trained_params if trained_params > 0 else 0.0
             dense_w, dense_g = gathered_weight_bytes * (1 - expert_frac), grad_bytes * (1 - expert_frac)
@@ -505,6 +505,12 @@ def train_step_time(
     return TrainStepTime(tuple(phases), total, float(micro_batch_size * seq_len * micro_steps), tuple(notes))
 
 
+FSDP_ROOT_SHARE = 0.08
+"""The root unit's share (embeddings, final norm, head) of a sharded model's gathered weights: ``train_step_time``'s
+collectives and ``fsdp2_copy_seconds``' root share, and the part of a no-grad pass FSDP2 gathers once
+(``forward_only_time``). A round share, not measured and not fitted."""
+
+
 def fsdp2_copy_seconds(*, gathered_weight_bytes: float, root_share: float, trained_params: float,
                        grad_bytes: float, unsharded_grad_bytes: float = 2.0, reshard_after_forward: bool = True,
                        micro_steps: int = 1, hbm_bytes_per_s: float) -> float:
@@ -523,7 +529,8 @@ def fsdp2_copy_seconds(*, gathered_weight_bytes: float, root_share: float, train
     ``root_share``, which the root keeps). FSDP1 is not charged: its flat parameter all-gathers into the flat buffer
     its views read. Llama 3 8B on 8 GPUs, bf16 gathers, fp32 reduce: 2 x 16.1 GB x 1.92 + 8.03e9 x 6 B = 110 GB a
     step. ``train_step_time(fsdp2_copies=True)`` adds it as the ``fsdp_copies`` phase; ``plan.time`` asks for it
-    where the card's ``parallel.fsdp_version`` is fsdp2 (``spec.enums.FsdpVersion``)."""
+    where the card's ``parallel.fsdp_version`` is fsdp2 (``spec.enums.FsdpVersion``); ``forward_only_time``
+    charges the copy-out alone (no-grad passes)."""
     gathers = 1.0 + ((1.0 - root_share) if reshard_after_forward else 0.0)
     per_micro = 2.0 * gathered_weight_bytes * gathers + trained_params * (unsharded_grad_bytes + grad_bytes)
     return micro_steps * per_micro / hbm_bytes_per_s
@@ -612,6 +619,7 @@ def forward_only_time(
     kernel_factor: float = 1.0, attention_context: int | None = None, expert_parallel: int = 1,
     expert_token_shards: float = 1.0, fp8: bool = False, fp8_weight_cache: bool = False, fp8_params: bool = False,
     packed_flash_syncs: bool = False, expert_loop: bool = False, hooked_units: int = 0,
+    fsdp2_copies: bool = False, unshard_once: bool = False,
 ) -> PassTime:
     """A no-grad forward over ``micro_steps`` micro-batches (log-probs, values, rewards) on one GPU:
     the layers and the head (the log-softmax and gather cost about what the loss does), plus the
@@ -631,7 +639,19 @@ def forward_only_time(
     @2c8b2b995f36a7cd159b5a9beb5d5ed37cae0fc1, l.418-472 @b178a3cd56f58b2d502255daba591e92833930a7), each ``rates.FSDP_UNIT_FORWARD_HOST_S`` of host time per micro-batch
     on top of the kernels' (0: unsharded, or unsharded once per pass as NeMo RL's ``unshard_fsdp2_model``).
     Strategy zero3 over more than one rank: a DeepSpeed engine's per-module hooks, ``zero3_hooked_modules`` x
-    ``rates.ZERO3_MODULE_FORWARD_HOST_S`` per micro-batch (experts counted as fused or leaf)."""
+    ``rates.ZERO3_MODULE_FORWARD_HOST_S`` per micro-batch (experts counted as fused or leaf).
+
+    ``fsdp2_copies`` (FSDP2, ``fully_shard``, under fsdp / fsdp_grad_op / hsdp over more than one rank): each
+    all-gather's copy-out on the compute stream, as ``fsdp2_copy_seconds`` charges a training step, without the
+    reduce-scatter copy-in (no gradients): the gathered bytes read and written, in ``memory_s``. Which units are
+    gathered how often (pytorch/pytorch @cf30153c4c131c8164ee7798e5022d810682e2cb, the torch 2.13.0 wheel,
+    ``torch/distributed/fsdp/_fully_shard/``): the root keeps its parameters after forward (``_fsdp_state.py``
+    l. 203-207 ``post_forward_mesh_info = None``; ``_fsdp_param_group.py`` l. 499-502 ``reshard`` returns in
+    FORWARD), and a no-grad pass runs no backward to reshard them, so the next micro-batch's ``unshard`` is a no-op
+    (l. 375-376): the root's ``FSDP_ROOT_SHARE`` is gathered once a pass, the other units every micro-batch
+    (fsdp_grad_op: every unit once). ``unshard_once``: the whole model unsharded once before the pass (NeMo RL's
+    ``unshard_fsdp2_model``, see ``hooked_units``): one copy-out a pass. FSDP1 has no copy-out (its views read the
+    flat all-gather buffer)."""
     inv = step_inventory(spec, micro_batch_size=micro_batch_size, seq_len=seq_len, adapter=adapter,
                          eager_attention=eager_attention, attention_context=attention_context,
                          expert_parallel=expert_parallel, expert_token_shards=expert_token_shards, fp8=fp8,
@@ -660,4 +680,12 @@ def forward_only_time(
         exposed += coll.slowest_rank_excess(ranks=ranks) * total.seconds
         total = PassTime(total.seconds + exposed, total.gemm_s, total.attention_s, total.memory_s, total.host_s,
                          total.sync_s)
+    if fsdp2_copies and parallel.strategy in ("fsdp", "fsdp_grad_op", "hsdp") and parallel.ranks > 1 \
+            and gathered_weight_bytes:
+        every_micro = 0.0 if unshard_once or parallel.strategy == "fsdp_grad_op" else 1.0 - FSDP_ROOT_SHARE
+        gathered = gathered_weight_bytes * (1.0 + (micro_steps - 1) * every_micro)
+        copy_s = fsdp2_copy_seconds(gathered_weight_bytes=gathered, root_share=0.0, trained_params=0.0,
+                                    grad_bytes=0.0, reshard_after_forward=False, hbm_bytes_per_s=rates.hbm_bytes_per_s)
+        total = PassTime(total.seconds + copy_s, total.gemm_s, total.attention_s, total.memory_s + copy_s,
+                         total.host_s, total.sync_s)
     return total

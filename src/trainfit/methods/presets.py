@@ -60,6 +60,13 @@ PRESETS: dict[str, Preset] = {
             "loss": {"chunked": True, "kernel": "trl"},
             "rollout": {"engine": "vllm", "placement": "colocate", "gpu_memory_utilization": 0.3, "sleep_level": 0},
             "roles": {"kl_coef": 0.0},
+            # no parallel.fsdp_version: TRL's FSDP is accelerate's, and accelerate has no single default
+            # (huggingface/accelerate @16cb6eb80dd9aa8b4df1a63ef57863e455d53b83 src/accelerate/utils/dataclasses.py
+            # l.1591 / 1822-1823: FullyShardedDataParallelPlugin fsdp_version defaults to 1 (env FSDP_VERSION);
+            # src/accelerate/commands/config/cluster.py l.400-405: ``accelerate config`` proposes 2), and TRL ships
+            # both (huggingface/trl @f2cd57710ae345ea6428ae95363267fcf38a3dc8 trl/accelerate_configs/fsdp1.yaml
+            # l.17 fsdp_version: 1, fsdp2.yaml l.14 fsdp_version: 2; docs/source/clis.md l.367-368): the card's
+            # default (fsdp2) stands, set parallel.fsdp_version to the launch config's
             "parallel": {"gradient_checkpointing": True},
             "precision": {"optimizer_impl": "fused"},
         },
@@ -175,11 +182,15 @@ PRESETS: dict[str, Preset] = {
         "vllm_cfg.gpu_memory_utilization: 0.6); nemo_rl/models/generation/vllm/vllm_worker.py line 112 "
         "(NVIDIA-NeMo/RL @9dbd9adc95a10f5946cceb36e1d5b31e2429e470): VLLM_ENABLE_V1_MULTIPROCESSING=0, vllm.LLM in-process; "
         "the reference, when the loss has a KL term, in pinned host memory swapped into the policy for its pass "
-        "(roles.reference host_swap, set by methods.roles.reference_placement: use_reference_model, same commit)",
+        "(roles.reference host_swap, set by methods.roles.reference_placement: use_reference_model, same commit); "
+        "policy.dtensor_cfg enabled: true, _v2: true (grpo_math_1B.yaml l.85-87, same commit): the DTensor worker "
+        "V2 (nemo_rl/models/policy/lm_policy.py l.112-115) shards through NeMo Automodel's FSDP2Manager "
+        "(nemo_rl/models/automodel/setup.py l.262, 486), and V1 with fully_shard (nemo_rl/models/dtensor/"
+        "parallelize.py l.458-464, 693-699): FSDP2, parallel.fsdp_version fsdp2",
         card={
             "rollout": {"engine": "vllm", "placement": "colocate", "gpu_memory_utilization": 0.6,
                         "engine_multiprocess": False},
-            "parallel": {"gradient_checkpointing": True},
+            "parallel": {"fsdp_version": "fsdp2", "gradient_checkpointing": True},
         },
         knobs={
             "rollout.gpu_memory_utilization": "policy.generation.vllm_cfg.gpu_memory_utilization",

@@ -98,7 +98,7 @@ from trainfit.plan.time import (
 )
 from trainfit.spec.card import RunCard
 from trainfit.spec.enums import AsyncMode, ComputeDtype, Dtype, Method, MoeExperts, Offload, RefPlacement, RolloutEngine, Strategy
-from trainfit.spec.enums import FSDP_STRATEGIES
+from trainfit.spec.enums import FSDP_STRATEGIES, FsdpVersion
 from trainfit.spec.model import ModelSpec
 from trainfit.spec.training import TrainableSpec
 from trainfit.units import BYTES_PER_DTYPE
@@ -216,6 +216,9 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
             fp8_params=fp8 and card.precision.fp8_params,  # fp8 primary weights: no weight casts
             packed_flash_syncs=packed_flash_syncs(card), expert_loop=p_.moe_experts is MoeExperts.LOOP,
             hooked_units=_fsdp_hooked_units(card, pspec, ranks=train_gpus),
+            # FSDP2's all-gather copy-out on the compute stream (no copy-in: no gradients); NeMo RL unshards once
+            fsdp2_copies=p_.strategy in FSDP_STRATEGIES and p_.fsdp_version is FsdpVersion.FSDP2,
+            unshard_once=card.preset == "nemo-rl",
         )
         comm = 0.0
         if mp.active:

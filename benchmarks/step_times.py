@@ -1010,6 +1010,8 @@ def rollout_section(e: dict[str, Any], model: Any, nodes: int) -> tuple[dict[str
         notes.append(f"DeepSpeed Hybrid Engine: {batch} prompt(s) per GPU per generate call"
                      + ("" if ro.get("generation_batch_per_gpu") else " (not published: DeepSpeed-Chat's default)")
                      + f", inference TP {tp}")
+    elif ro["engine"] == "sglang":
+        out["engine"] = "sglang"  # rollout.engine sglang: vLLM's generation, SGLang's weight load and memory release
     elif ro["engine"] != "vllm":
         notes.append(f"rollout engine {ro['engine']} planned as vLLM")
     return out, notes

@@ -1,8 +1,19 @@
-"""vLLM sleep mode between rollouts: the weights offloaded (level 1) or dropped (level 2), the KV cache released.
+"""vLLM sleep mode between rollouts: the weights offloaded (level 1) or dropped (level 2), the KV cache released;
+SGLang's memory release.
 
 Sleep mode (``sleep_wake_seconds``) follows vLLM ``docs/features/sleep_mode.md``
 (vllm-project/vllm, commit 01181ddf28bd580c33348055f9cd45ddfe9cdcec): level 1 offloads the weights to
 CPU memory and discards the KV cache; level 2 discards both ("good for ... RLHF weight update").
+
+SGLang (``rollout.engine: sglang``) releases through torch_memory_saver, which, like vLLM's CuMemAllocator, allocates
+with cuMemCreate + cuMemMap, frees the physical memory on pause (keeping the virtual address) and maps fresh memory
+on resume, the content thrown away unless CPU backup is asked for (reyoung/torch_memory_saver README.md and
+csrc core.cpp ``malloc``), so the same re-map constant applies. What differs is
+what is released and where it goes: ``release_memory_occupation`` pauses each tagged region, keeping only the
+model's buffers (``_export_static_state``), no copy of the weights to host memory (sgl-project/sglang
+python/sglang/srt/managers/scheduler_update_weights_mixin.py @018c9109680f6f5b0654114b9159101256e1e18b); verl
+releases the KV cache alone at its level 1 (a LoRA adapter synced) and the KV cache and the weights at level 2
+(verl-project/verl verl/workers/rollout/sglang_rollout/sglang_rollout.py ``release`` @b9873ee98f5ee513a460a7a41623262ac4a831e9).
 
 Pure Python: no torch import.
 """
@@ -33,7 +44,8 @@ class SleepWakeTime:
 
 
 def sleep_wake_seconds(*, level: int, weight_bytes_per_gpu: float, kv_cache_bytes_per_gpu: float,
-                       rates: DeviceRates, remap_s_per_byte: float = KV_REMAP_S_PER_BYTE) -> SleepWakeTime:
+                       rates: DeviceRates, remap_s_per_byte: float = KV_REMAP_S_PER_BYTE,
+                       host_backup: bool = True) -> SleepWakeTime:
     """vLLM sleep before a training phase and wake-up after it, per GPU.
 
     Level 1 (vLLM ``docs/features/sleep_mode.md``: "offload the model weights and discard the KV
@@ -42,11 +54,21 @@ def sleep_wake_seconds(*, level: int, weight_bytes_per_gpu: float, kv_cache_byte
     the model weights and the KV cache", the RLHF weight-update case): sleep only releases; wake
     re-maps the memory, and the weights' content arrives with the trainer's sync (``sync.py``), not
     here. The first level-1 sleep also pins the host buffer (not timed: once per run).
+
+    ``host_backup`` False: SGLang's ``release_memory_occupation`` / ``resume_memory_occupation`` as verl calls them
+    (module docstring): no weight copy at either level; level 1 re-maps the KV cache only (the weights stay),
+    level 2 the weights and the KV cache as vLLM's level 2.
     """
     if level not in (0, 1, 2):
         raise CardError(f"sleep level: 0, 1 or 2, got {level}")
     if level == 0:
         return SleepWakeTime(sleep_s=0.0, wake_s=0.0, total_s=0.0, assumptions=("no sleep mode",))
+    if not host_backup:
+        remap = (kv_cache_bytes_per_gpu + (weight_bytes_per_gpu if level == 2 else 0.0)) * remap_s_per_byte
+        notes = (f"SGLang release level {level}: " + ("KV cache freed, weights kept" if level == 1
+                                                      else "weights and KV cache freed, weights reloaded by the sync"),
+                 f"resume re-maps them at {remap_s_per_byte * 1e12:.1f} ms per GB (vLLM sleep-mode blog, A100)")
+        return SleepWakeTime(sleep_s=0.0, wake_s=remap, total_s=remap, assumptions=notes)
     remap = (weight_bytes_per_gpu + kv_cache_bytes_per_gpu) * remap_s_per_byte
     copy = weight_bytes_per_gpu / rates.pcie_bytes_per_s if level == 1 else 0.0
     notes = (

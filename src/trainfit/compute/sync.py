@@ -90,8 +90,8 @@ verl/workers/rollout/sglang_rollout/utils.py @b9873ee98) also run on: each queue
 ``gather_s + transfer_s + per_tensor_s`` adds them. Of the 7B row's 5.5-6.0 s the publisher's own split
 (PR #6974; issue #7060: "gen_wait 2.4-2.7s = pageable H2D staging tax") leaves three terms this model under-counts,
 none a rate a card states: the wire (1.6-1.8 s vs 0.44 s here at 80 % of one 400 Gb/s NIC); SGLang's apply (1.2 s
-vs 0.13 s: its path takes one CUDA-IPC handle per tensor, ``S_PER_TENSOR_IPC`` territory, 0.87 s, but a card plans
-SGLang as vLLM, whose verl path flattens each bucket into one handle); and the offloaded shard's copy back to the GPU
+vs 0.13 s on vLLM's path, which flattens each bucket into one handle: SGLang's takes one CUDA-IPC handle per
+tensor, 0.85 s with ``S_PER_TENSOR_IPC`` under ``rollout.engine: sglang``, ``SGLANG_VERL_LOAD``); and the offloaded shard's copy back to the GPU
 (2.4-2.7 s vs 0.15 s from ``export_staging_seconds`` at the host-copy rate; 3.8 GB per rank, so about 1.5 GB/s per
 GPU on that cluster). The MoE rows' VeOmni engine also sends fp32 (no cast, above), twice the bytes of the
 wire and the apply; a card does not name the engine (verl's TorchTitan engine, the other with expert parallelism,
@@ -111,7 +111,7 @@ from trainfit.compute import collectives
 from trainfit.compute.collectives import DEFAULT_INTER_NODE_BYTES_PER_S
 from trainfit.compute.rates import DeviceRates
 from trainfit.errors import CardError
-from trainfit.spec.enums import LayerKind, Placement, WeightSync
+from trainfit.spec.enums import LayerKind, Placement, RolloutEngine, WeightSync
 from trainfit.spec.model import ModelSpec
 
 S_PER_TENSOR_BUCKETED = 0.3e-3
@@ -626,6 +626,19 @@ _FRAMEWORKS = {
 }
 
 
+SGLANG_VERL_LOAD = (
+    "into SGLang: each bucket goes through sglang.srt.weight_sync.utils.update_weights, which serializes one CUDA-IPC "
+    "handle per tensor (MultiprocessingSerializer.serialize of each tensor, gather_object to the TP leader, "
+    "update_weights_from_tensor); every engine rank rebuilds and loads each tensor: S_PER_TENSOR_IPC per tensor",
+    "verl-project/verl verl/workers/rollout/sglang_rollout/sglang_rollout.py (update_weights: get_named_tensor_buckets, "
+    "sgl_update_weights) @b9873ee98f5ee513a460a7a41623262ac4a831e9; sgl-project/sglang "
+    "python/sglang/srt/weight_sync/utils.py (update_weights) @105cec05def6b93d68ea396000500c5d16e00a96")
+"""verl's SGLang rollout (colocated, and the checkpoint engine's receiver on a split placement, which hands each
+received bucket to the same ``update_weights``): the buckets stay, but the load is per tensor, the mechanism of
+``S_PER_TENSOR_IPC`` (one IPC handle per tensor) where verl's vLLM path flattens a bucket into one handle
+(``S_PER_TENSOR_BUCKETED``)."""
+
+
 _PER_PARAMETER = {
     ("verl", Placement.SPLIT): (
         SyncMechanism.NCCL_BROADCAST, None, S_PER_TENSOR_BUCKETED,
@@ -650,12 +663,15 @@ _BUCKETED = {
 
 
 def framework_sync_mechanism(framework: str, placement: Placement | str,
-                             weight_sync: WeightSync | str | None = None) -> FrameworkSync:
+                             weight_sync: WeightSync | str | None = None,
+                             engine: RolloutEngine | str = RolloutEngine.VLLM) -> FrameworkSync:
     """The sync a framework performs for a placement (``colocate``: trainer and engine share the
     GPUs; ``split``: separate GPUs), read from its source (``FrameworkSync.source``).
 
     ``weight_sync``: the card's choice when it sets one (``per_parameter``: the framework's unbucketed
     path where it has one; ``bucketed``: its bucketed path); None: the framework's default.
+    ``engine``: the rollout engine; verl's default paths into SGLang load one CUDA-IPC handle per tensor
+    (``SGLANG_VERL_LOAD``); other frameworks keep their vLLM path (not read for SGLang).
     """
     name = framework.lower().replace("_", "-").replace("nemo-rl", "nemo-rl").replace("nemorl", "nemo-rl")
     where = Placement("colocate" if str(placement) in ("colocated", "hybrid") else placement)
@@ -672,6 +688,9 @@ def framework_sync_mechanism(framework: str, placement: Placement | str,
     fully_async_path = (name, where) in variant
     if fully_async_path:
         mech, bucket, per, reason, source = variant[(name, where)]
+    if RolloutEngine(engine) is RolloutEngine.SGLANG and name == "verl" and not fully_async_path:
+        per = S_PER_TENSOR_IPC
+        reason, source = f"{reason}; {SGLANG_VERL_LOAD[0]}", f"{source}; {SGLANG_VERL_LOAD[1]}"
     return FrameworkSync(framework=name, placement=where, mechanism=mech, bucket_bytes=bucket, s_per_tensor=per,
                          reason=reason, source=source,
                          trainer_ranks_in_group=_trainer_ranks_in_group(name, where, fully_async_path=fully_async_path),

@@ -653,7 +653,9 @@ def read_verl(text: str) -> Imported:
     A = "actor_rollout_ref"
     d["method"] = "grpo" if get("algorithm.adv_estimator") == "grpo" else "ppo"
     ro: dict[str, Any] = {"engine": "vllm", "placement": "colocate"}
-    if get(f"{A}.rollout.name", "vllm") != "vllm":
+    if get(f"{A}.rollout.name", "vllm") == "sglang":  # rollout.engine sglang (spec.enums.RolloutEngine)
+        ro["engine"] = "sglang"
+    elif get(f"{A}.rollout.name", "vllm") != "vllm":
         notes.append(f"{A}.rollout.name {get(f'{A}.rollout.name')}: planned as vLLM")
     for src, dst, k in (("data.train_batch_size", "prompts_per_step", int), ("data.max_prompt_length", "prompt_len", int),
                         ("data.max_response_length", "response_len", int), (f"{A}.rollout.n", "num_generations", int),

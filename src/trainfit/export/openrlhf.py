@@ -62,6 +62,7 @@ from trainfit.spec.enums import (
     Strategy,
     WeightSync,
 )
+from trainfit.spec.enums import SERVING_ENGINES
 
 SCRIPT = {
     Method.SFT: "openrlhf.cli.train_sft",
@@ -216,7 +217,9 @@ def _ppo(card: RunCard, notes: list[str]) -> list[str]:
     else:
         notes.append("roles.reward_model rule: pass --reward.remote_url or --train.agent_func_path with your reward function")
     # rollout
-    if ro.engine is RolloutEngine.VLLM:
+    if ro.engine is RolloutEngine.SGLANG:
+        notes.append("rollout.engine sglang: OpenRLHF rolls out with vLLM only; exported as vllm")
+    if ro.engine in SERVING_ENGINES:
         engine_gpus = hw.gpus_per_node * hw.nodes if ro.placement is Placement.COLOCATE else (ro.gpus or 1) * hw.nodes
         f += [
             "--vllm.num_engines", str(max(1, engine_gpus // ro.tensor_parallel)),

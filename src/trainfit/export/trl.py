@@ -59,6 +59,7 @@ from trainfit.spec.enums import (
     Strategy,
     WeightSync,
 )
+from trainfit.spec.enums import SERVING_ENGINES
 
 CONFIG_CLASS = {
     Method.SFT: "SFTConfig",
@@ -199,12 +200,14 @@ def _grpo_args(card: RunCard, a: dict[str, Any], notes: list[str]) -> dict[str, 
     a["beta"] = kl_coef(card)
     if ro.num_iterations > 1:
         a["num_iterations"] = ro.num_iterations
-    if non_default(card, "rollout.prompt_len") and ro.engine is not RolloutEngine.VLLM:
+    if non_default(card, "rollout.prompt_len") and ro.engine not in SERVING_ENGINES:
         notes.append(
             f"rollout.prompt_len {ro.prompt_len}: TRL 1.16 GRPOConfig has no max_prompt_length; filter or truncate "
             "prompts in the dataset (vllm_max_model_length bounds prompt + completion)"
         )
-    if ro.engine is RolloutEngine.VLLM:
+    if ro.engine is RolloutEngine.SGLANG:
+        notes.append("rollout.engine sglang: TRL GRPOTrainer generates with vLLM or transformers; exported as vllm")
+    if ro.engine in SERVING_ENGINES:
         a["use_vllm"] = True
         a["vllm_max_model_length"] = ro.prompt_len + ro.response_len
         if ro.placement is Placement.COLOCATE:
@@ -293,7 +296,7 @@ def build(card: RunCard) -> Export:
     launch += " train.py"
     data: dict[str, Any] = {"config_class": cls or "TrainingArguments", "model": model_name(card), "args": a, "peft": peft,
                             "quantization": quant, "launch": launch}
-    if card.method is Method.GRPO and card.rollout.engine is RolloutEngine.VLLM and card.rollout.placement is Placement.SPLIT:
+    if card.method is Method.GRPO and card.rollout.engine in SERVING_ENGINES and card.rollout.placement is Placement.SPLIT:
         ro = card.rollout
         gpus = ro.gpus or 1
         serve_devices = ",".join(str(i) for i in range(gpus))

@@ -89,6 +89,7 @@ from trainfit.spec.enums import (
     TensorParallelImpl,
     WeightSync,
 )
+from trainfit.spec.enums import SERVING_ENGINES
 
 BUCKET_MEGABYTES = 1024
 """trainfit's bucket (``trainfit.methods.rl.SYNC_BUCKET_BYTES``, 1 GiB) in verl's MiB."""
@@ -266,10 +267,12 @@ def _ppo(card: RunCard, notes: list[str]) -> list[str]:
             notes.append("roles.reference host_swap: verl runs a separate reference worker, not a swap into the"
                          " actor; exported on the GPU (param_offload False)")
     # rollout
-    if ro.engine is not RolloutEngine.VLLM:
+    if ro.engine not in SERVING_ENGINES:
         notes.append(f"rollout.engine {ro.engine.value}: verl 0.9 rolls out with vllm or sglang; exported as vllm")
+    # verl passes gpu_memory_utilization, max_num_seqs and enforce_eager to SGLang as mem_fraction_static,
+    # max_running_requests and disable_cuda_graph (sglang_rollout/async_sglang_server.py lines 298-310 @b9873ee98)
     o += [
-        f"{A}.rollout.name=vllm",
+        f"{A}.rollout.name={'sglang' if ro.engine is RolloutEngine.SGLANG else 'vllm'}",
         f"{A}.rollout.gpu_memory_utilization={ro.gpu_memory_utilization}",
         f"{A}.rollout.tensor_model_parallel_size={ro.tensor_parallel}",
         f"{A}.rollout.n={ro.num_generations}",

@@ -47,6 +47,7 @@ from trainfit.spec.enums import (
     Phase,
     Placement,
     RefPlacement,
+    SERVING_ENGINES,
     RolloutEngine,
     Scope,
     Strategy,
@@ -262,6 +263,7 @@ def engine_for(card: RunCard, spec: ModelSpec, *, gpu_memory: float) -> tuple[En
         else ro.max_num_batched_tokens,
         weights=w,
         sleep_level=ro.sleep_level,
+        static_fraction=ro.engine is RolloutEngine.SGLANG,  # mem_fraction_static (rollout.vllm.EngineConfig)
     )
     _, roll = group_sizes(card)
     instances = max(1, roll // ro.tensor_parallel)
@@ -384,7 +386,7 @@ def rl_groups(
     # _build_rollout: megatron_workers.py lines 595-601, fsdp_workers.py lines 812-826 @b178a3cd; generate_sequences
     # offloads the optimizer, megatron_workers.py lines 800-801; update_actor loads it back, lines 744-748)
     off_mode, off_why = trainer_offload_of(card)
-    if ro.engine is not RolloutEngine.VLLM:
+    if ro.engine not in SERVING_ENGINES:
         off_mode, off_why = Offload.NONE, "engine hf generates on the trainer's own weights"
     away = offloaded_components(off_mode)
     if away:
@@ -399,8 +401,8 @@ def rl_groups(
     peaks.append(PhasePeak(Phase.LOAD, (_without(loaded, away) | {ENGINE: at_load}) if colocate else loaded,
                            "all roles loaded" + (", trainer state offloaded" if away else "")))
     if colocate:
-        rollout = engine_run if ro.engine is RolloutEngine.VLLM else 0.0
-        gen_trainer = 0.0 if ro.engine is RolloutEngine.VLLM else engine_run
+        rollout = engine_run if ro.engine in SERVING_ENGINES else 0.0
+        gen_trainer = 0.0 if ro.engine in SERVING_ENGINES else engine_run
         if ro.engine is RolloutEngine.DEEPSPEED_HYBRID:  # workspace outside the allocator, the gather inside
             rollout, gen_trainer = engine_idle, engine_run - engine_idle
         peaks.append(PhasePeak(Phase.ROLLOUT, _without(trainer_resident, away) | extras()
@@ -468,7 +470,7 @@ def rl_groups(
 def _engine(card: RunCard, spec: ModelSpec, actor: StepTerms, gpu_memory: float, train_gpus: int):
     """(summary, bytes while generating, bytes while training, bytes during weight sync), per GPU."""
     ro = card.rollout
-    if ro.engine is not RolloutEngine.VLLM:  # hf, deepspeed_hybrid: generate on the trainer's own weights
+    if ro.engine not in SERVING_ENGINES:  # hf, deepspeed_hybrid: generate on the trainer's own weights
         from trainfit.rollout.vllm import kv_bytes_per_token
 
         seqs = ro.prompts_per_step * ro.num_generations
@@ -490,7 +492,7 @@ def _engine(card: RunCard, spec: ModelSpec, actor: StepTerms, gpu_memory: float,
         return summary, gen, 0.0, 0.0
     em, demand, instances = engine_for(card, spec, gpu_memory=gpu_memory)
     summary = RolloutSummary(
-        engine="vllm",
+        engine=ro.engine.value,
         kv_bytes_per_token=em.kv_bytes_per_token,
         kv_capacity_tokens=em.kv_tokens_capacity,
         demand_tokens=em.needed_kv_tokens(demand),
@@ -509,7 +511,12 @@ def _engine(card: RunCard, spec: ModelSpec, actor: StepTerms, gpu_memory: float,
     context = em.cuda_context  # the trainer's process already holds one (TRL colocate: same process)
     run = em.total_device_bytes - context
     idle = run if ro.sleep_level == 0 else sleep_resident_bytes(em, ro.sleep_level) - context
-    sync = em.weights + max(0.0, idle) if ro.sleep_level else run
+    if ro.engine is RolloutEngine.SGLANG and ro.sleep_level == 1:
+        # SGLang's release at verl's level 1 frees the KV cache only: the weights stay on the GPU (tags ["kv_cache"],
+        # verl-project/verl verl/workers/rollout/sglang_rollout/sglang_rollout.py release @b9873ee98f5ee513a460a7a41623262ac4a831e9)
+        idle += em.weights
+    sync = (max(0.0, idle) if ro.engine is RolloutEngine.SGLANG and ro.sleep_level == 1 else
+            em.weights + max(0.0, idle) if ro.sleep_level else run)
     return summary, run, max(0.0, idle), sync
 
 

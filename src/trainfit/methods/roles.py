@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from trainfit.spec.card import RunCard
-from trainfit.spec.enums import Method, Placement, RefPlacement, RolloutEngine, Scope
+from trainfit.spec.enums import SERVING_ENGINES, Method, Placement, RefPlacement, Scope
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,5 +170,5 @@ def roles_of(card: RunCard, actor_name: str) -> list[Role]:
         out.append(Role("reward_model", False, "gpu" if rm else card.roles.reward_model, train if rm else 0, rm or "-"))
         placement = card.rollout.placement.value
         engine = card.rollout.engine
-        out.append(Role("rollout", False, f"{placement} ({engine.value})", roll if engine is RolloutEngine.VLLM else train, actor_name))
+        out.append(Role("rollout", False, f"{placement} ({engine.value})", roll if engine in SERVING_ENGINES else train, actor_name))
     return out

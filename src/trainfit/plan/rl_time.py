@@ -461,7 +461,7 @@ def sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding,
 
     ro = card.rollout
     chosen = ro.weight_sync if "weight_sync" in ro.model_fields_set else None
-    fs = framework_sync_mechanism(card.preset or "trl", ro.placement.value, chosen)
+    fs = framework_sync_mechanism(card.preset or "trl", ro.placement.value, chosen, engine=ro.engine)
     sharded = card.parallel.strategy.value in ("zero3", "fsdp", "hsdp", "fsdp_grad_op")
     train_gpus, _ = group_sizes(card)
     p = card.parallel
@@ -659,7 +659,8 @@ def reference_swap_phase(card: RunCard, spec: ModelSpec, r: DeviceRates, *, trai
 
 
 def sleep_wake_phase(card: RunCard, spec: ModelSpec, rollout, r: DeviceRates) -> PhaseTime | None:
-    """vLLM sleep mode between rollouts (level 1: weights to pinned host memory; level 2: dropped)."""
+    """vLLM sleep mode between rollouts (level 1: weights to pinned host memory; level 2: dropped); SGLang's
+    release_memory_occupation (level 1: the KV cache only; level 2: also the weights, freed)."""
     ro = card.rollout
     if rollout is None or ro.sleep_level == 0:
         return None
@@ -670,5 +671,6 @@ def sleep_wake_phase(card: RunCard, spec: ModelSpec, rollout, r: DeviceRates) ->
     rank = card_engine_rank_bytes(card, spec)  # an fp8 engine sleeps and wakes its 1-byte weights
     t = sleep_wake_seconds(level=ro.sleep_level,
                            weight_bytes_per_gpu=_engine_weight_bytes(spec) / ro.tensor_parallel if rank is None else rank,
-                           kv_cache_bytes_per_gpu=rollout.kv_cache_bytes, rates=r)
+                           kv_cache_bytes_per_gpu=rollout.kv_cache_bytes, rates=r,
+                           host_backup=ro.engine is not RolloutEngine.SGLANG)
     return _phase("sleep_wake", t.total_s, "offload", sleep=t.sleep_s, wake=t.wake_s)

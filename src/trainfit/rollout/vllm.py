@@ -306,6 +306,14 @@ class EngineConfig:
     the KV cache and sit on top of the budget."""
     sleep_level: int = 0
     """0 (no sleep mode), 1 (weights to host RAM, KV discarded) or 2 (both discarded)."""
+    static_fraction: bool = False
+    """SGLang (``rollout.engine: sglang``): ``gpu_memory_utilization`` is its ``mem_fraction_static``, the share of
+    the device for the weights and the KV pool only. The KV pool gets the free memory after the weights are loaded
+    less ``(1 - fraction) x total`` (``profile_max_num_token``: ``rest_memory = available_gpu_memory -
+    total_gpu_memory * (1 - self.mem_fraction_static)``, sgl-project/sglang
+    python/sglang/srt/model_executor/model_runner_kv_cache_mixin.py @001ccef0072a4537d4ec6bdd50a73e6feb2c907d);
+    activations, CUDA graphs and non-torch workspaces come out of that reserve, not out of the fraction. False:
+    vLLM's budget, which holds them all."""
     block_size: int = 16
     """``--block-size`` in tokens; hybrid models raise it (see :class:`EngineMemory`)."""
 
@@ -573,6 +581,9 @@ def engine_memory(
 
     graphs_in = graphs if engine.cuda_graphs_in_budget else 0.0
     available = budget - weights - profiled_peak - non_torch - graphs_in
+    if engine.static_fraction:  # SGLang: free memory after the weights less the reserve (EngineConfig.static_fraction)
+        available = (gpu_memory_bytes - context - other_used_bytes - weights
+                     - (1.0 - engine.gpu_memory_utilization) * gpu_memory_bytes)
 
     # --- page geometry (hybrid alignment and grouping) -----------------------------------------
     kv_tok = kv_bytes_per_token(spec, tp=tp, dtype_bytes=engine.kv_cache_dtype_bytes)
@@ -612,14 +623,20 @@ def engine_memory(
     # --- does it start? -----------------------------------------------------------------------
     reasons: list[str] = []
     free_at_start = gpu_memory_bytes - context - other_used_bytes
-    if free_at_start < budget:
+    if free_at_start < budget and not engine.static_fraction:
         reasons.append(
             f"free memory at start-up {_gib(free_at_start)} GiB < requested {_gib(budget)} GiB"
             f" (gpu_memory_utilization {engine.gpu_memory_utilization} x {_gib(gpu_memory_bytes)} GiB)"
         )
     if weights > budget:
         reasons.append(f"weights {_gib(weights)} GiB per GPU exceed the budget {_gib(budget)} GiB")
-    if available <= 0:
+    if available <= 0 and engine.static_fraction:
+        reasons.append(
+            f"no memory for the KV cache: free after the weights {_gib(free_at_start - weights)} GiB - reserve"
+            f" (1 - mem_fraction_static {engine.gpu_memory_utilization}) x {_gib(gpu_memory_bytes)} GiB"
+            f" = {_gib(available)} GiB"
+        )
+    elif available <= 0:
         reasons.append(
             f"no memory for the KV cache: budget {_gib(budget)} GiB - weights {_gib(weights)} - peak"
             f" {_gib(profiled_peak)} - non-torch {_gib(non_torch)}"
@@ -633,7 +650,14 @@ def engine_memory(
                 f"one request of max_model_len {engine.max_model_len} needs {_gib(needed_one)} GiB"
                 f" of KV cache, only {_gib(available)} GiB available"
             )
-    if not engine.cuda_graphs_in_budget and graphs:
+    if engine.static_fraction:
+        used = context + other_used_bytes + weights + profiled_peak + non_torch + kv_cache + graphs
+        if used > gpu_memory_bytes:
+            reasons.append(
+                f"activations, CUDA graphs and workspaces ({_gib(profiled_peak + non_torch + graphs)} GiB) overflow"
+                f" the reserve (1 - mem_fraction_static) x {_gib(gpu_memory_bytes)} GiB left beside the KV pool"
+            )
+    elif not engine.cuda_graphs_in_budget and graphs:
         used = context + other_used_bytes + weights + profiled_peak + non_torch + kv_cache + graphs
         if used > gpu_memory_bytes:
             reasons.append(

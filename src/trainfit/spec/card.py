@@ -435,14 +435,19 @@ def moved_key_message(data: Any) -> str | None:
 
 
 class RolloutSection(_Section):
-    """Generation for PPO/GRPO (vLLM semantics unless engine is hf)."""
+    """Generation for PPO/GRPO (vLLM semantics unless engine is hf; engine sglang reads gpu_memory_utilization,
+    max_num_seqs and cuda_graphs as verl passes them to SGLang: mem_fraction_static, max_running_requests and not
+    disable_cuda_graph, verl-project/verl verl/workers/rollout/sglang_rollout/async_sglang_server.py lines 298-310
+    @b9873ee98f5ee513a460a7a41623262ac4a831e9)."""
 
     engine: RolloutEngine = RolloutEngine.VLLM
     placement: Placement = Placement.COLOCATE
     gpus: int | None = Field(None, ge=1, le=1024, description="split: GPUs per node given to the rollout engine.")
     nodes: int | None = Field(None, ge=1, le=100_000, description="split: whole nodes given to the rollout engine, the other nodes train (NeMo RL policy.generation.colocated.resources.num_nodes); instead of gpus.")
     tensor_parallel: int = Field(1, ge=1, le=1024)
-    gpu_memory_utilization: float = Field(0.3, gt=0, le=1, description="vLLM budget fraction (TRL colocate default 0.3).")
+    gpu_memory_utilization: float = Field(0.3, gt=0, le=1, description="vLLM budget fraction (TRL colocate default"
+                                          " 0.3). Engine sglang: mem_fraction_static, the weights and the KV pool"
+                                          " only (activations and CUDA graphs on top).")
     prompt_len: int = Field(512, ge=1, le=10_000_000, description="Longest prompt tokens (verl data.max_prompt_length):"
                             " memory, KV capacity and padded passes use it.")
     prompt_len_mean: int | None = Field(
@@ -459,7 +464,9 @@ class RolloutSection(_Section):
         8, ge=1, le=4096, description="engine deepspeed_hybrid with tensor_parallel > 1: decoder layers gathered"
         " whole at a time while the engine slices them (DeepSpeed HybridEngineConfig tp_gather_partition_size;"
         " DeepSpeed-Chat --tp_gather_partition_size, default 8).")
-    sleep_level: int = Field(0, ge=0, le=2, description="vLLM sleep mode between rollouts: 0 off, 1, 2.")
+    sleep_level: int = Field(0, ge=0, le=2, description="vLLM sleep mode between rollouts: 0 off, 1, 2. Engine"
+                             " sglang: release_memory_occupation as verl calls it, 1 the KV cache only, 2 also the"
+                             " weights (freed, not copied to host memory).")
     trainer_offload: Offload | None = Field(
         None, description="colocate: the trainer's state leaves the GPU while the engine starts, generates and"
         " receives weights, and comes back for the log-prob and update passes (verl actor param_offload /"
@@ -706,8 +713,10 @@ class RunCard(_Section):
                              f" '{prec.compute.value}')")
         if ro.quantization is RolloutQuantization.FP8:
             if ro.engine is not RolloutEngine.VLLM:
+                why = ("its fp8 rollout is not modelled" if ro.engine is RolloutEngine.SGLANG else
+                       "generates on the trainer's weights")
                 raise ValueError(f"rollout.quantization: fp8 is vLLM's (quantization: fp8); engine"
-                                 f" '{ro.engine.value}' generates on the trainer's weights; allowed with it: none")
+                                 f" '{ro.engine.value}' {why}; allowed with it: none")
             _check_fp8_gpu(self.hardware.gpu, key="rollout.quantization")
         elif ro.quantization_bf16_modules:
             raise ValueError("rollout.quantization_bf16_modules: only read with rollout.quantization: fp8"

@@ -209,6 +209,18 @@ class RolloutEngine(StrEnum):
     """DeepSpeed's Hybrid Engine (DeepSpeed-Chat): ``generate`` on the ZeRO-trained actor swapped to
     DeepSpeed-Inference kernels, a static batch of ``max_num_seqs`` sequences per engine (per-device generation
     batch x ``tensor_parallel``, the ``inference_tp_size``); colocated only (``compute.hybrid_engine``)."""
+    SGLANG = "sglang"
+    """SGLang (slime, miles, AReaL, verl ``rollout.name: sglang``): a serving engine with its own weights and KV pool
+    like vLLM, planned with vLLM's memory and generation mechanisms. What differs is modelled where it differs: its
+    memory fraction (``mem_fraction_static``) holds the weights and the KV pool only
+    (``rollout.vllm.EngineConfig.static_fraction``), the weight load takes one CUDA-IPC handle per tensor
+    (``compute.sync``), and ``release_memory_occupation`` frees what it releases instead of vLLM's level-1 copy to
+    host memory (``compute.sleep_wake``)."""
+
+
+SERVING_ENGINES = frozenset({RolloutEngine.VLLM, RolloutEngine.SGLANG})
+"""Engines that hold their own copy of the weights and a KV pool (``rollout.gpu_memory_utilization``), loaded by a
+weight sync; hf and deepspeed_hybrid generate on the trainer's weights."""
 
 
 class RolloutQuantization(StrEnum):

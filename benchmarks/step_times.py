@@ -691,6 +691,11 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     try:
         model, n = resolve_model(e["model"], e.get("model_config"), e["batch"].get("seq_len"))
         notes += n
+        if e.get("mtp"):
+            # the recipe trains the model's multi-token-prediction module (e.g. NVIDIA/NeMo
+            # nemo/collections/llm/recipes/deepseek_v3.py pretrain_recipe use_mtp; each entry's note cites it): model.mtp
+            model = {**model, "mtp": True} if isinstance(model, dict) else {"id": model, "mtp": True}
+            notes.append("model.mtp: the recipe trains the MTP module")
     except Unmapped as u:
         if u.status == "not_representable" or blockers:
             raise Unmapped("not_representable", blockers + u.reasons) from None

@@ -1,0 +1,51 @@
+"""benchmarks/step_times.py, NVIDIA/dgxc-benchmarking v25.05.05 MoE pre-training rows (DeepSeek-V3, Llama 4
+Maverick, NeMo's Grok-1 314B shape; H100 and GB200; published_train_times_dgxc_moe.json): the file is picked up, every
+row's step time is in its quote, the layouts multiply out to the GPU count and the global batch, and DeepSeek-V3's
+recipe (use_mtp) maps to a card with model.mtp and Megatron-Core's uneven end stages."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from step_times_module import load_step_times
+
+import trainfit
+
+REPO = Path(trainfit.__file__).resolve().parents[2]
+DATA = REPO / "benchmarks" / "data" / "published_train_times_dgxc_moe.json"
+st = load_step_times("trainfit_bench_step_times_dgxc_moe")
+ROWS = {e["id"]: e for e in json.loads(DATA.read_text())}
+
+
+def test_file_is_loaded_with_every_row() -> None:
+    assert DATA in st.data_files(st.TRAIN_DATA)
+    loaded = {e["id"] for e in st.load_entries(st.TRAIN_DATA) if e["_file"] == DATA.name}
+    assert loaded == set(ROWS) and len(ROWS) == 12
+
+
+@pytest.mark.parametrize("row_id", sorted(ROWS))
+def test_row_figures_and_layout(row_id: str) -> None:
+    e = ROWS[row_id]
+    value = e["measured"]["value"]
+    assert str(value) in e["quote"] and str(e["measured"]["also"]["tokens_per_s_total"]) in e["quote"]
+    p, b = e["parallel"], e["batch"]
+    dp = e["gpus"] // (p["tp"] * p["pp"] * p["cp"])
+    assert dp * p["tp"] * p["pp"] * p["cp"] == e["gpus"]
+    assert b["micro_batch_size"] * dp * b["grad_accum"] == b["global_batch_size"]
+    assert e["source"]["repo"] == "NVIDIA/dgxc-benchmarking" and len(e["source"]["commit"]) == 40
+
+
+def test_deepseek_rows_train_the_mtp_module() -> None:
+    e = ROWS["dgxc2505-h100-deepseek-v3-pt-bf16-512g"]
+    card, notes = st.map_train(e)
+    assert card["model"] == {"id": "deepseek-ai/DeepSeek-V3", "mtp": True}
+    assert card["parallel"]["pipeline_first_stage_layers"] == 7 and card["parallel"]["pipeline_last_stage_layers"] == 6
+    assert "model.mtp: the recipe trains the MTP module" in notes
+    st.validate(card)
+
+
+def test_rows_without_mtp_keep_the_plain_model() -> None:
+    card, notes = st.map_train(ROWS["dgxc2505-gb200-grok1-314b-pt-bf16-128g"])
+    assert "mtp" not in card["model"] and not any(n.startswith("model.mtp") for n in notes)

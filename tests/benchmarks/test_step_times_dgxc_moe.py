@@ -1,6 +1,6 @@
 """benchmarks/step_times.py, NVIDIA/dgxc-benchmarking v25.05.05 MoE pre-training rows (DeepSeek-V3, Llama 4
-Maverick, NeMo's Grok-1 314B shape; H100 and GB200; published_train_times_dgxc_moe.json): the file is picked up, every
-row's step time is in its quote, the layouts multiply out to the GPU count and the global batch, and DeepSeek-V3's
+Maverick, NeMo's Grok-1 314B shape; H100 and GB200; published_train_times_dgxc_moe.json) and the dense Llama 3.1 405B
+BF16 rows (published_train_times_dgxc_llama31_405b.json): the files are picked up, every row's step time is in its quote, the layouts multiply out to the GPU count and the global batch, and DeepSeek-V3's
 recipe (use_mtp) maps to a card with model.mtp and Megatron-Core's uneven end stages."""
 
 from __future__ import annotations
@@ -15,14 +15,17 @@ import trainfit
 
 REPO = Path(trainfit.__file__).resolve().parents[2]
 DATA = REPO / "benchmarks" / "data" / "published_train_times_dgxc_moe.json"
+DENSE = REPO / "benchmarks" / "data" / "published_train_times_dgxc_llama31_405b.json"
 st = load_step_times("trainfit_bench_step_times_dgxc_moe")
-ROWS = {e["id"]: e for e in json.loads(DATA.read_text())}
+MOE_ROWS = {e["id"]: e for e in json.loads(DATA.read_text())}
+ROWS = {**MOE_ROWS, **{e["id"]: e for e in json.loads(DENSE.read_text())}}
 
 
-def test_file_is_loaded_with_every_row() -> None:
-    assert DATA in st.data_files(st.TRAIN_DATA)
-    loaded = {e["id"] for e in st.load_entries(st.TRAIN_DATA) if e["_file"] == DATA.name}
-    assert loaded == set(ROWS) and len(ROWS) == 12
+def test_files_are_loaded_with_every_row() -> None:
+    files = st.data_files(st.TRAIN_DATA)
+    assert DATA in files and DENSE in files
+    loaded = {e["id"] for e in st.load_entries(st.TRAIN_DATA) if e["_file"] in (DATA.name, DENSE.name)}
+    assert loaded == set(ROWS) and len(MOE_ROWS) == 12 and len(ROWS) == 14
 
 
 @pytest.mark.parametrize("row_id", sorted(ROWS))

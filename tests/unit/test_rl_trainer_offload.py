@@ -8,6 +8,7 @@ import pytest
 
 from trainfit.catalog.gpus import resolve_gpu
 from trainfit.catalog.models import resolve_model
+from trainfit.compute.offload import PAGEABLE_STAGING_BYTES_PER_S
 from trainfit.compute.rates import default_rates
 from trainfit.memory.weights import total_params
 from trainfit.methods.rl import trainer_offload_of
@@ -111,12 +112,20 @@ def test_fsdp_moves_its_local_shard_megatron_its_model_parallel_rank():
     assert fsdp_offload_bytes(pure, spec, shard_ranks=8) == pytest.approx((2 * n / 8, 4 * n / 8, 0.0))
     r = default_rates(resolve_gpu("h100-sxm"))
     rate = min(r.pcie_bytes_per_s, r.host_memory_bytes_per_s / 8)
+    pageable = min(rate, PAGEABLE_STAGING_BYTES_PER_S)
     moved = trainer_state_offload_phase(fsdp, spec, r, train_gpus=8)
-    # the update and the sync each take the weights in and out (no preset, one iteration: no old-policy pass)
-    assert moved.seconds == pytest.approx(2 * (optimizer + 2 * weights) / rate, rel=1e-6)
+    # the update and the sync each take the weights in and out (no preset, one iteration: no old-policy pass);
+    # FSDP2 (the card's default) offloads them with model.cpu() into pageable memory, the optimizer states with
+    # non_blocking=True into pinned memory
+    assert moved.seconds == pytest.approx(2 * (optimizer / rate + 2 * weights / pageable), rel=1e-6)
     verl = load_card_dict(_card("params_and_optimizer") | {"precision": {"master_weights": "fp32"}, "preset": "verl"})
     assert trainer_state_offload_phase(verl, spec, r, train_gpus=8).seconds == pytest.approx(
-        2 * (optimizer + 3 * weights) / rate, rel=1e-6)  # verl always recomputes the old log-probs
+        2 * (optimizer / rate + 3 * weights / pageable), rel=1e-6)  # verl always recomputes the old log-probs
+    fsdp1 = load_card_dict(_card("params_and_optimizer") | {"precision": {"master_weights": "fp32"},
+                                                            "parallel": {"strategy": "fsdp", "fsdp_version": "fsdp1"}})
+    # FSDP1's flat_param_to(cpu, non_blocking=True) lands in pinned memory: every byte at the pinned rate
+    assert trainer_state_offload_phase(fsdp1, spec, r, train_gpus=8).seconds == pytest.approx(
+        2 * (optimizer + 2 * weights) / rate, rel=1e-6)
     megatron = load_card_dict(_card("params_and_optimizer") | {"parallel": {"strategy": "zero1"},
                                                                "precision": {"master_weights": "fp32"}})
     assert trainer_state_offload_phase(megatron, spec, r, train_gpus=8).seconds > moved.seconds

@@ -36,6 +36,29 @@ deepspeedai/DeepSpeed ``deepspeed/runtime/zero/stage_1_and_2.py`` @1d7b90adc48d5
 ZeRO-3 offload is a different path (``stage3.py``: ``partition_grads`` copies on the reduce-and-partition stream,
 the inf/nan flag accumulates on the device, l.2232-2243, read once per step) and keeps the general terms.
 
+Pinned or pageable host memory (``host_copy_bytes_per_s`` / ``pageable_copy_bytes_per_s``). PyTorch's
+``tensor.to("cpu", non_blocking=True)`` from a CUDA tensor allocates its output pinned (``_to_copy``: ``pin_out =
+non_blocking && self.is_cuda() && options.device().is_cpu()``, pytorch/pytorch
+aten/src/ATen/native/TensorConversions.cpp @00faeaed23ee6728a03d806ae7a3186e08b39cbc); ``.cpu()``,
+``module.cpu()`` and ``.to("cpu")`` allocate it pageable, and the copy back reads from wherever it lies. So:
+
+* pinned: DeepSpeed's offload buffers (``stage_1_and_2.py`` above); vLLM's sleep level 1 backup
+  (``torch.empty(..., pin_memory=is_pin_memory_available())``, vllm-project/vllm vllm/device_allocator/cumem.py
+  @9ac9658813add86b01198b8204d02e245daddb2a); NeMo RL's reference swap (``get_cpu_state_dict(..., pin_memory=True)``);
+  verl's FSDP1 model offload (``handle.flat_param_to(cpu, non_blocking=True)``) and its FSDP optimizer offload
+  (``value.to("cpu", non_blocking=True)``, verl-project/verl verl/utils/fsdp_utils.py lines 169-250
+  @b9873ee98f5ee513a460a7a41623262ac4a831e9); verl's Megatron offload (one ``pin_memory=True`` buffer per DDP buffer,
+  the optimizer states with ``non_blocking=True``, verl/utils/megatron_utils.py lines 525-590 and 745-776, same
+  commit); Megatron-Core's DDP buffer ``offload_to_cpu`` (``.cpu().pin_memory()`` then ``copy_`` into it,
+  NVIDIA/Megatron-LM megatron/core/distributed/param_and_grad_buffer.py @d98e8a64ddf34856e74b24714e3bedb2f5a39553),
+  which NeMo RL's Megatron worker calls for the weights.
+* pageable: verl's FSDP2 model offload (``offload_fsdp2_model_to_cpu``: ``model.cpu()``; back with
+  ``model.to(device)`` or, for a weight sync's export, ``param.to(device, non_blocking=True)`` per parameter,
+  fsdp_utils.py lines 196-226); NeMo RL's DTensor worker (``model.to("cpu")`` and ``v.to(device)`` for the optimizer
+  states) and its Megatron worker's optimizer states (``v.to("cpu")`` / ``v.to("cuda")``) (NVIDIA-NeMo/RL
+  nemo_rl/models/policy/workers/dtensor_policy_worker_v2.py lines 1440-1500, megatron_policy_worker.py lines
+  1500-1515 @9dbd9adc95a10f5946cceb36e1d5b31e2429e470).
+
 Pure Python: no torch import.
 """
 
@@ -73,10 +96,55 @@ class OffloadTime:
     exposed_s: float
 
 
+PAGEABLE_STAGING_BYTES_PER_S = 10.0e9
+"""One process's copy between pageable host memory and its GPU. The DMA engine reads and writes page-locked memory
+only, so for a pageable buffer the CUDA driver copies the data through a pinned staging buffer of its own with the
+CPU ("the CUDA driver must first allocate a temporary page-locked, or 'pinned', host array, copy the host data to
+the pinned array, and then transfer the data from the pinned array to device memory", M. Harris, "How to Optimize
+Data Transfers in CUDA C/C++", NVIDIA developer blog, https://developer.nvidia.com/blog/how-optimize-data-transfers-cuda-cc/,
+read 2026-12-02); the copy is synchronous and the CPU copy bounds it. Measured with NVIDIA's cuda-samples
+``bandwidthTest`` (32 MB, one GPU) on a DGX A100 (A100-SXM4-80GB): pageable 10.0 GB/s host to device and 10.8 GB/s
+device to host against 25.7 / 25.8 GB/s pinned on the same machine (gengwg/gpu ``nvda_gpu_benchmark.md``
+@f1ce2499ef5f317f60068cbee22ed8f12e9b65a5); the host-to-device figure is taken. A PCIe A100 server in the same
+file measured 3.3 / 8.5 GB/s pageable (17.3 / 24.6 pinned): the rate is the host CPU's, so a slower host is slower.
+
+Not modelled: a copy *into* freshly allocated pageable memory (``tensor.cpu()`` / ``.to("cpu")`` without
+``non_blocking``) also takes the first-touch page faults of the new pages; PyTorch measured about 1.4 GB/s for
+``Memcpy DtoH (Device -> Pageable)`` against about 12.6 GB/s into pinned memory on an A100 for ``torch.save``
+(pytorch/pytorch PR #138018, 2024-10-15), which would make the offload direction slower still."""
+
+
 def host_copy_bytes_per_s(*, pcie_bytes_per_s: float, host_memory_bytes_per_s: float, gpus_per_node: int) -> float:
-    """One GPU's host <-> device copy rate while every GPU of its node copies at once: its own link
-    (``pcie_bytes_per_s``: PCIe or the host link) or its share of the host's memory bandwidth, whichever is lower."""
+    """One GPU's host <-> device copy rate from or to *pinned* host memory while every GPU of its node copies at
+    once: its own link (``pcie_bytes_per_s``: PCIe or the host link) or its share of the host's memory bandwidth,
+    whichever is lower."""
     return min(pcie_bytes_per_s, host_memory_bytes_per_s / gpus_per_node)
+
+
+def pageable_copy_bytes_per_s(*, pcie_bytes_per_s: float, host_memory_bytes_per_s: float, gpus_per_node: int,
+                              staging_bytes_per_s: float | None = PAGEABLE_STAGING_BYTES_PER_S) -> float:
+    """One GPU's host <-> device copy rate from or to *pageable* host memory while every GPU of its node copies at
+    once: the pinned rate (``host_copy_bytes_per_s``, the link and the node's host-memory share) or the driver's
+    staging copy through its pinned buffer (``PAGEABLE_STAGING_BYTES_PER_S``), whichever is lower. Each process's
+    staging copy runs on its own CPU thread, so the staging rate is per GPU; what the GPUs of a node share is the
+    host-memory bandwidth, as for pinned copies.
+
+    ``staging_bytes_per_s=None``: no staging, the pinned rate. A GPU on a cache-coherent NVLink-C2C host link
+    (GH200, GB200) reads pageable memory directly: ``cuMemcpyHtoD`` of 1 GiB ran at 93.0 GiB/s from pageable and
+    97.4 GiB/s from pinned memory on a GH200 (vortex-data/vortex PR #7815, 2026-05-06)."""
+    pinned = host_copy_bytes_per_s(pcie_bytes_per_s=pcie_bytes_per_s, host_memory_bytes_per_s=host_memory_bytes_per_s,
+                                   gpus_per_node=gpus_per_node)
+    if staging_bytes_per_s is None:
+        return pinned
+    if staging_bytes_per_s <= 0:
+        raise ValueError("staging_bytes_per_s must be > 0 (None: no staging)")
+    return min(pinned, staging_bytes_per_s)
+
+
+def staging_bytes_per_s_of(*, coherent_host_link: bool) -> float | None:
+    """The pageable staging rate of a GPU: none on a coherent NVLink-C2C host link (``GpuSpec.host_link_bytes_per_s``
+    set), ``PAGEABLE_STAGING_BYTES_PER_S`` behind PCIe."""
+    return None if coherent_host_link else PAGEABLE_STAGING_BYTES_PER_S
 
 
 def cpu_adam_seconds(*, params_per_rank: float, ranks_per_node: int, rates: DeviceRates) -> float:

@@ -65,7 +65,7 @@ from math import ceil
 from trainfit.catalog.gpus import GpuSpec
 from trainfit.compute.model_parallel import pipeline_bubble_micro_steps
 from trainfit.compute.moe_time import expert_token_shards
-from trainfit.compute.offload import host_copy_bytes_per_s
+from trainfit.compute.offload import host_copy_bytes_per_s, pageable_copy_bytes_per_s, staging_bytes_per_s_of
 from trainfit.compute.rates import DeviceRates
 from trainfit.compute.training import Parallel, PhaseTime, forward_only_time, fsdp_units, model_parallel_comm_of
 from trainfit.memory import attention as attn
@@ -480,12 +480,15 @@ def sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding,
                                        trainable=TrainableSpec()).base
     # verl's checkpoint engine on a split placement: a trainer with its parameters offloaded streams each rank's shard
     # back from host memory for the export (compute.sync.export_staging_seconds); colocated, the state_offload phase
-    # already brings the weights back for the sync
+    # already brings the weights back for the sync. FSDP2's shard lies in pageable memory (``model.cpu()``), FSDP1's
+    # pinned (``flat_param_to(cpu, non_blocking=True)``): compute.offload, "Pinned or pageable host memory"
+    copy = dict(pcie_bytes_per_s=r.pcie_bytes_per_s, host_memory_bytes_per_s=r.host_memory_bytes_per_s,
+                gpus_per_node=train_nodes(card)[1])
     staging = export_staging_seconds(
         shard_bytes_per_rank=trainer_dtype_bytes / train_gpus,
-        host_copy_bytes_per_s=host_copy_bytes_per_s(pcie_bytes_per_s=r.pcie_bytes_per_s,
-                                                    host_memory_bytes_per_s=r.host_memory_bytes_per_s,
-                                                    gpus_per_node=train_nodes(card)[1]),
+        host_copy_bytes_per_s=pageable_copy_bytes_per_s(
+            **copy, staging_bytes_per_s=staging_bytes_per_s_of(coherent_host_link=gpu.host_link_bytes_per_s is not None))
+        if card.parallel.fsdp_version is FsdpVersion.FSDP2 else host_copy_bytes_per_s(**copy),
     ) if (fs.framework == "verl" and fs.broadcasts_whole_bucket and card.parallel.strategy in FSDP_STRATEGIES
           and card.parallel.offload is Offload.PARAMS_AND_OPTIMIZER) else 0.0
     t = weight_sync_seconds(
@@ -587,9 +590,13 @@ def trainer_state_offload_phase(card: RunCard, spec: ModelSpec, r: DeviceRates, 
 
     FSDP trainers (verl's FSDP worker) move each rank's local shard instead (``fsdp_offload_bytes``).
 
-    Each tensor is copied with ``.to(device)`` into pageable host memory, every GPU of a node at once:
-    the rate per GPU is the smaller of its host link and the node's host-memory bandwidth shared by
-    its GPUs. None when nothing moves."""
+    Every GPU of a node copies at once: a copy to or from pinned host memory runs at the smaller of the GPU's host
+    link and its share of the node's host-memory bandwidth (``compute.offload.host_copy_bytes_per_s``), one to or
+    from pageable memory at most at the driver's staging rate (``pageable_copy_bytes_per_s``). Pageable
+    (``compute.offload``, "Pinned or pageable host memory"): verl's FSDP2 weights (``model.cpu()``), everything NeMo
+    RL's DTensor worker moves, NeMo RL's Megatron optimizer states; the rest is pinned (verl's FSDP1 weights and FSDP
+    optimizer states, both ``non_blocking=True``; verl's Megatron offload; Megatron-Core's DDP buffers). None when
+    nothing moves."""
     from trainfit.methods.rl import trainer_offload_of
     from trainfit.spec.enums import Offload
 
@@ -611,23 +618,29 @@ def trainer_state_offload_phase(card: RunCard, spec: ModelSpec, r: DeviceRates, 
     weights = weight_bytes(shard, weights=Dtype.BF16, compute=ComputeDtype.BF16, trainable=TrainableSpec()).base
     optimizer = STATE_OFFLOAD_OPTIMIZER_BYTES * ((params - expert) / dp + expert / edp)
     grads = STATE_OFFLOAD_GRAD_BYTES * params
-    if nemo:
-        one_way = grads
+    fsdp = p.strategy in FSDP_STRATEGIES
+    if nemo:  # (pinned, pageable) one-way bytes: DTensor moves everything pageable, Megatron its optimizer states
+        moved = (grads, 0.0)
         if mode is not Offload.NONE:
-            one_way += weights + optimizer
+            moved = (0.0, grads + weights + optimizer) if fsdp else (grads + weights, optimizer)
     else:
         old_lp = old_logprob_pass(card)
-        if p.strategy in FSDP_STRATEGIES:
+        if fsdp:
             weights, optimizer, grads = fsdp_offload_bytes(card, spec, shard_ranks=dp)
-        one_way = optimizer
+        moved = (optimizer, 0.0)
         if mode is Offload.PARAMS_AND_OPTIMIZER:
             # the update and the sync, and the old-policy log-probs where the step has that pass
-            one_way += grads + weights * (3 if old_lp else 2)
-    per_node = train_nodes(card)[1]
-    rate = host_copy_bytes_per_s(pcie_bytes_per_s=r.pcie_bytes_per_s, host_memory_bytes_per_s=r.host_memory_bytes_per_s,
-                                 gpus_per_node=per_node)
-    seconds = 2 * one_way / rate
-    return _phase("state_offload", seconds, "offload", to_host=one_way / rate, to_device=one_way / rate)
+            w = weights * (3 if old_lp else 2)
+            pageable = fsdp and p.fsdp_version is FsdpVersion.FSDP2
+            moved = (optimizer + grads + (0.0 if pageable else w), w if pageable else 0.0)
+    from trainfit.plan.resolve import gpu_of
+
+    rates = dict(pcie_bytes_per_s=r.pcie_bytes_per_s, host_memory_bytes_per_s=r.host_memory_bytes_per_s,
+                 gpus_per_node=train_nodes(card)[1])
+    staging = staging_bytes_per_s_of(coherent_host_link=gpu_of(card).host_link_bytes_per_s is not None)
+    one_way_s = (moved[0] / host_copy_bytes_per_s(**rates)
+                 + moved[1] / pageable_copy_bytes_per_s(**rates, staging_bytes_per_s=staging))
+    return _phase("state_offload", 2 * one_way_s, "offload", to_host=one_way_s, to_device=one_way_s)
 
 
 def reference_swap_phase(card: RunCard, spec: ModelSpec, r: DeviceRates, *, train_gpus: int) -> PhaseTime:

@@ -88,10 +88,11 @@ def test_savings_dict_megatron_silu_uncompiled_only():
                                      tokens=T, dtype_bytes=2, trainable=FULL) == {}
     assert megatron_activation_savings(_card("dtensor"), ss, ParallelLayout(tp=2, sp=True), tokens=T, dtype_bytes=2,
                                      trainable=FULL) == {}
-    # Qwen3 (qk-norm): compile on, the compiled rules do not apply, so act(gate) is still saved less
+    # Qwen3 (qk-norm): compile on, the compiled rules apply (tests/unit/test_compiled_qk_norm_layer.py) and already
+    # drop act(gate): nothing more
     q = megatron_activation_savings(_card(tp=1, sp=False, model="Qwen/Qwen3-8B", compile_=True), QWEN3,
                                   ParallelLayout(), tokens=T, dtype_bytes=2, trainable=FULL)
-    assert set(q.values()) == {float(T * 2 * QWEN3.intermediate_size)}
+    assert q == {}
 
 
 def test_plan_counts_the_fused_swiglu():

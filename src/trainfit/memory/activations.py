@@ -72,7 +72,17 @@ KV kv heads, I intermediate, s sequence length, T = b·s tokens. The rules that 
   the identical fp32 casts of one input (q/k/v's, gate/up's) become one saved tensor (4·in once). Applied
   to what was measured (peft 0.19 LoRA on q,v and on gate,up,down, bf16 and fp32 adapters, no dropout;
   full training): Llama-style dense SDPA layers (``compiled_rules_apply``); QLoRA, DoRA, LoRA dropout,
-  zero-centred norms, qk-norm, MoE, hybrid and the arch families keep the eager figure.
+  zero-centred norms, MoE, hybrid and the arch families keep the eager figure.
+  Qwen3-style per-head qk-norm (measured the same way on an inductor-compiled transformers 5.24
+  ``Qwen3DecoderLayer``, torch 2.13, peft 0.21, ``tests/unit/test_compiled_qk_norm_layer.py``): the q and k
+  RMSNorms follow the same rule, keeping the bf16 projection output (2qd, 2kvd) and the fp32 per-head
+  ``rsqrt`` (4H, 4KV) instead of eager's fp32 copy (4qd, 4kvd) and, when the weights train, the bf16
+  normalised input (2qd, 2kvd): per layer 4qd + 4kvd less under full training, 2qd + 2kvd less where the
+  input needs a gradient under LoRA. Exact to the byte on ten layers (GQA and MHA, head_dim 32-128,
+  qd from h/2 to 2h, b·s 256-512; full, and LoRA on q,v / q,k,v,o / gate,up,down, bf16 and fp32 adapters)
+  and on LoRA's layer 0; qk-norm layers therefore join ``compiled_rules_apply``. OLMo 2 normalises q and k
+  over all heads at once (transformers 5.24 ``models/olmo2/modeling_olmo2.py`` l.213-214, one ``rsqrt`` per
+  token) and its rows are planned as Qwen3 layers: the per-head figure, 4(H + KV) - 8 B per token more.
 
 * Transformer Engine fp8 linears (``linear_input_bytes``, ``trainfit.memory.fp8.saved_input_bytes``): every trained
   projection saves the fp8 copy of its input it quantised for the forward GEMM instead of the compute-dtype input
@@ -324,6 +334,8 @@ def _attention(ctx: _Ctx, spec: ModelSpec, x_rg: bool) -> tuple[int, bool]:
     b, v_rg = _linear(ctx, "v_proj", h, x_rg, input_saved=True)
     total += b
     if spec.qk_norm:
+        # per-head RMSNorm over head_dim (rows = heads); compiled: the bf16 q/k projection output and the fp32
+        # rsqrt (2qd + 4H, 2kvd + 4KV), measured in tests/unit/test_compiled_qk_norm_layer.py
         b, q_rg = _norm(ctx, width=qd, rows=H, zero_centred=zc, x_rg=q_rg, const_width=d)
         total += b
         b, k_rg = _norm(ctx, width=kvd, rows=KV, zero_centred=zc, x_rg=k_rg, const_width=d)
@@ -681,10 +693,10 @@ def _layer(ctx: _Ctx, spec: ModelSpec, i: int, x_rg: bool) -> tuple[int, bool]:
 def compiled_rules_apply(spec: ModelSpec, *, trainable: TrainableSpec, attention: Attention) -> bool:
     """Whether ``activation_bytes(compiled=True)`` has measured rules for this layer stack (module docstring):
     full training or PEFT LoRA without dropout (bf16 or fp32 adapters) of dense, full-attention, Llama-style
-    layers (no qk-norm, no output gate) under SDPA/flash."""
+    layers, with or without Qwen3's per-head qk-norm (no output gate), under SDPA/flash."""
     lora = trainable.scope is Scope.LORA and trainable.lora is not None and trainable.lora.dropout == 0
     return ((trainable.scope is Scope.FULL or lora) and spec.family not in _ZERO_CENTRED_NORM and spec.family not in ARCH_FAMILIES
-            and spec.moe is None and spec.linear_attention is None and not spec.qk_norm and not spec.attn_output_gate
+            and spec.moe is None and spec.linear_attention is None and not spec.attn_output_gate
             and spec.num_full_attention_layers == spec.num_layers and not runs_eager(spec.family, attention))
 
 

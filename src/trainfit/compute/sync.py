@@ -104,6 +104,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from enum import StrEnum
 from math import ceil
 
@@ -493,63 +494,79 @@ def megatron_export_gather(*, spec: ModelSpec, tp: int, pp: int, ep: int, etp: i
                         collectives=count, notes=(note,))
 
 
-def hf_tensor_count(spec: ModelSpec, *, fused_experts: bool = False) -> int:
-    """Named parameters of the Hugging Face checkpoint, the tensors a sync sends one by one.
+def _sized_tensor_by_tensor(spec: ModelSpec) -> bool:
+    """The layouts whose tensors ``hf_tensors`` sizes one by one. Not: MLA and linear attention (the walk
+    lists four attention tensors per MLA layer and Qwen3-Next's seven fused Gated DeltaNet tensors, not the
+    checkpoint's), a gated attention output, an ungated MLP (listed as three), norms with biases (the bias is
+    not listed), learned positions (not listed) and a separate head width."""
+    return not (spec.mla is not None or spec.linear_attention is not None or spec.attn_output_gate
+                or not spec.mlp_gated or spec.norm_bias or spec.learned_positions
+                or spec.head_outputs is not None
+                or any(spec.layer_kind(i) is LayerKind.LINEAR_ATTENTION for i in range(spec.num_layers)))
 
-    Per layer: q, k, v, o (+ biases, + q/k norms), the layer norms, the MLP (gate, up, down) or the
-    MoE router + each expert's three (``fused_experts``: transformers v5 stacks them in two) + a
-    shared expert and its gate; a linear-attention layer (Gated DeltaNet) has 7. Plus the
-    embedding, the final norm and an untied head.
+
+@lru_cache(maxsize=256)
+def hf_tensors(spec: ModelSpec, *, fused_experts: bool = False) -> tuple[tuple[str, int | None], ...]:
+    """Named parameters of the Hugging Face checkpoint, the tensors a sync sends one by one, as
+    ``(name, numel)`` in ``state_dict`` order, the order a sync walks them; ``numel`` None for every tensor
+    of a layout not sized tensor by tensor (``_sized_tensor_by_tensor``).
+
+    ``embed_tokens``; per layer q, k, v (each with its bias), o (and its bias), the q/k norms, or the 7 of
+    a linear-attention layer (Gated DeltaNet); the MLP (gate, up, down with their biases) or the MoE router,
+    each expert's three (``fused_experts``: transformers v5 stacks them in two), a shared expert's three and
+    its gate; the layer norms. Then the final norm and an untied head (transformers' Qwen2/Qwen3/Llama
+    ``modeling_*.py`` module order).
     """
-    attn = 4 + (3 if spec.attention_bias else 0) + (1 if spec.o_proj_bias else 0) + (2 if spec.qk_norm else 0)
-    dense_mlp = 3 * (2 if spec.mlp_bias else 1)
-    total = 2 + (0 if spec.tie_word_embeddings else 1)
+    sized = _sized_tensor_by_tensor(spec)
+
+    def t(name: str, numel: int) -> tuple[str, int | None]:
+        return name, numel if sized else None
+
+    h, hd = spec.hidden_size, spec.head_dim
+    q, kv = spec.num_attention_heads * hd, spec.num_kv_heads * hd
+    bias = spec.attention_bias
+    attn = ([t("q_proj", q * h)] + ([t("q_proj.bias", q)] if bias else [])
+            + [t("k_proj", kv * h)] + ([t("k_proj.bias", kv)] if bias else [])
+            + [t("v_proj", kv * h)] + ([t("v_proj.bias", kv)] if bias else [])
+            + [t("o_proj", h * q)] + ([t("o_proj.bias", h)] if spec.o_proj_bias else [])
+            + ([t("q_norm", hd), t("k_norm", hd)] if spec.qk_norm else []))
+    linear_attn = [(f"linear_attn.{n}", None)
+                   for n in ("in_proj_qkvz", "in_proj_ba", "conv1d", "dt_bias", "A_log", "norm", "out_proj")]
+    inter = spec.intermediate_size
+    dense = ([t("gate_proj", inter * h), t("gate_proj.bias", inter), t("up_proj", inter * h),
+              t("up_proj.bias", inter), t("down_proj", h * inter), t("down_proj.bias", h)] if spec.mlp_bias
+             else [t("gate_proj", inter * h), t("up_proj", inter * h), t("down_proj", h * inter)])
+    norms = [t(f"norm{k}", h) for k in range(spec.norms_per_layer)]
+    out = [t("embed_tokens", spec.vocab_size * h)]
+    moe = spec.moe
     for i in range(spec.num_layers):
-        total += spec.norms_per_layer + (7 if spec.layer_kind(i) is LayerKind.LINEAR_ATTENTION else attn)
-        moe = spec.moe
+        out += linear_attn if spec.layer_kind(i) is LayerKind.LINEAR_ATTENTION else attn
         if moe is not None and moe.is_moe_layer(i):
-            total += 1 + (2 if fused_experts else 3 * moe.num_experts)
-            total += 4 if moe.shared_expert_intermediate_size else 0
+            e, w, shared = moe.num_experts, moe.expert_intermediate_size, moe.shared_expert_intermediate_size
+            out.append(t("router", e * h))
+            fused = [t("experts.gate_up_proj", e * 2 * w * h), t("experts.down_proj", e * h * w)]
+            out += fused if fused_experts else [t("expert.proj", w * h)] * 3 * e
+            out += ([t("shared_expert.proj", shared * h)] * 3 + [t("shared_expert_gate", h)]) if shared else []
         else:
-            total += dense_mlp
-    return total
+            out += dense
+        out += norms
+    out += [t("norm", h)] + ([] if spec.tie_word_embeddings else [t("lm_head", spec.vocab_size * h)])
+    return tuple(out)
+
+
+def hf_tensor_count(spec: ModelSpec, *, fused_experts: bool = False) -> int:
+    """Named parameters of the Hugging Face checkpoint, the tensors a sync sends one by one
+    (``hf_tensors``)."""
+    return len(hf_tensors(spec, fused_experts=fused_experts))
 
 
 def hf_tensor_bytes(spec: ModelSpec, *, bytes_per_param: float = 2.0) -> tuple[float, ...] | None:
-    """Bytes of each tensor ``hf_tensor_count`` counts, in ``state_dict`` order, the order a sync walks them:
-    ``embed_tokens``; per layer q, k, v (each with its bias), o (and its bias), the q/k norms, the MLP (gate, up,
-    down with their biases; MoE: the router, each expert's three, the shared expert's three and its gate) and the
-    layer norms; the final norm and an untied head (transformers' Qwen2/Qwen3/Llama ``modeling_*.py`` module
-    order). None for layouts it does not size tensor by tensor (MLA, linear attention, a gated attention output,
-    an ungated MLP, norms with biases, learned positions, a separate head width)."""
-    if (spec.mla is not None or spec.linear_attention is not None or spec.attn_output_gate or not spec.mlp_gated
-            or spec.norm_bias or spec.learned_positions or spec.head_outputs is not None
-            or any(spec.layer_kind(i) is LayerKind.LINEAR_ATTENTION for i in range(spec.num_layers))):
+    """Bytes of each tensor ``hf_tensor_count`` counts, in ``state_dict`` order (``hf_tensors``); None for
+    the layouts it does not size tensor by tensor (``_sized_tensor_by_tensor``)."""
+    sizes = [numel for _, numel in hf_tensors(spec)]
+    if any(n is None for n in sizes):
         return None
-    h, hd, b = spec.hidden_size, spec.head_dim, bytes_per_param
-    q, kv = spec.num_attention_heads * hd, spec.num_kv_heads * hd
-    bias = spec.attention_bias
-    attn = ([q * h * b] + ([q * b] if bias else []) + [kv * h * b] + ([kv * b] if bias else [])
-            + [kv * h * b] + ([kv * b] if bias else []) + [h * q * b] + ([h * b] if spec.o_proj_bias else [])
-            + ([hd * b, hd * b] if spec.qk_norm else []))
-    inter = spec.intermediate_size
-    dense = ([inter * h * b, inter * b, inter * h * b, inter * b, h * inter * b, h * b] if spec.mlp_bias else
-             [inter * h * b, inter * h * b, h * inter * b])
-    norms = [h * b] * spec.norms_per_layer
-    sizes = [spec.vocab_size * h * b]
-    moe = spec.moe
-    for i in range(spec.num_layers):
-        sizes += attn
-        if moe is not None and moe.is_moe_layer(i):
-            sizes.append(moe.num_experts * h * b)
-            sizes += [moe.expert_intermediate_size * h * b] * 3 * moe.num_experts
-            if moe.shared_expert_intermediate_size:
-                sizes += [moe.shared_expert_intermediate_size * h * b] * 3 + [h * b]
-        else:
-            sizes += dense
-        sizes += norms
-    sizes += [h * b] + ([] if spec.tie_word_embeddings else [spec.vocab_size * h * b])
-    return tuple(float(x) for x in sizes)
+    return tuple(float(n * bytes_per_param) for n in sizes if n is not None)
 
 
 def packed_bucket_count(tensor_bytes: Sequence[float], *, bucket_bytes: float) -> int:

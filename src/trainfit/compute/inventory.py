@@ -389,7 +389,10 @@ def step_inventory(
     for g in linear_groups(spec):
         frozen = adapter is not None
         lora = _targeted(g.name, adapter)
-        if g.is_fused_experts:
+        if g.routed:  # also a shard holding one expert (E / ep == 1): the routed rows, not every token.
+            # Megatron-Core (NVIDIA/Megatron-LM @64cb6bd7a155c4e742514ed1024407fb97d0a367
+            # moe/token_dispatcher.py l.53, 512-528) all-to-alls each rank's T / tp routed rows over
+            # EP, then all-gathers them over the expert-TP group only
             top_k = spec.moe.experts_per_token
             rows = t / expert_token_shards * top_k / g.experts
             # grouped: one GEMM of g.experts problems sharing the waves; else one GEMM per expert (moe_time.py);
@@ -613,7 +616,7 @@ def _sac_recomputed_gemms(spec: ModelSpec, adapter: Adapter | None) -> set[str]:
     order is that of a full-attention layer)."""
     seq: list[str] = []
     for g in linear_groups(spec):
-        if g.is_fused_experts:
+        if g.routed:
             continue
         if not g.bias:
             seq.append(g.name)

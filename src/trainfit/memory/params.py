@@ -30,6 +30,9 @@ class LinearGroup:
     bias: bool = False
     experts: int = 1
     lora_rank_multiplier: int = 1
+    routed: bool = False
+    """A routed-expert projection (``_moe_linears``), also when a shard holds one expert (``experts`` 1: an
+    expert-parallel rank with ``E / ep == 1``): its GEMM sees the routed rows, not every token."""
 
     @property
     def weight_params(self) -> int:
@@ -145,8 +148,9 @@ def _moe_linears(spec: ModelSpec, count: int) -> list[LinearGroup]:
     assert moe is not None
     h, w, e = spec.hidden_size, moe.expert_intermediate_size, moe.num_experts
     groups = [
-        LinearGroup("gate_up_proj", h, 2 * w, count, moe.expert_bias, experts=e, lora_rank_multiplier=2),
-        LinearGroup("down_proj", w, h, count, moe.expert_bias, experts=e),
+        LinearGroup("gate_up_proj", h, 2 * w, count, moe.expert_bias, experts=e, lora_rank_multiplier=2,
+                    routed=True),
+        LinearGroup("down_proj", w, h, count, moe.expert_bias, experts=e, routed=True),
     ]
     if moe.shared_expert_intermediate_size:
         prefix = "shared_expert." if moe.shared_expert_gate else "shared_experts."

@@ -47,3 +47,27 @@ def test_expert_flops_per_rank_do_not_depend_on_local_experts() -> None:
     flops = [sum(g.flops for g in _expert_gemms(tp=4, ep=ep, etp=1)) for ep in (16, 64, 128)]
     assert flops[1] == pytest.approx(flops[0])
     assert flops[2] == pytest.approx(flops[0])
+
+
+def test_routed_experts_run_fp8_under_transformer_engine() -> None:
+    """Megatron-Core's TEGroupedMLP runs TE's grouped linears inside the fp8 autocast: 1-byte expert GEMMs and
+    their casts; torchao float8 (torchtitan) leaves the grouped experts bf16 here, as before."""
+    from trainfit.compute.float8_casts import TORCHAO_COMPILED
+
+    shard = rank_spec(MOE, tp=2, pp=1, ep=8, etp=1)
+    kw = dict(micro_batch_size=1, seq_len=SEQ, sequence_shards=2, expert_parallel=8, expert_token_shards=2.0)
+    bf16 = step_inventory(shard, **kw)
+    te = step_inventory(shard, fp8=True, **kw)
+    ao = step_inventory(shard, fp8=True, fp8_casts=TORCHAO_COMPILED, **kw)
+    routed = ("gate_up_proj", "down_proj")
+    for inv, dtype in ((bf16, 2.0), (te, 1.0), (ao, 2.0)):
+        for p in (inv.layers_forward, inv.layers_backward):
+            assert {g.dtype_bytes for g in p.gemms if g.name.split(".")[0] in routed} == {dtype}
+    # the forward casts include the routed rows' inputs: T / tp · k rows of hidden into gate_up, of the expert
+    # width into down_proj, per MoE layer
+    from trainfit.compute.float8_casts import TRANSFORMER_ENGINE
+
+    rows = SEQ / 2 * MOE.moe.experts_per_token
+    routed_inputs = rows * (MOE.hidden_size + MOE.moe.expert_intermediate_size) * shard.num_moe_layers
+    extra = te.layers_forward.memory_bytes - bf16.layers_forward.memory_bytes
+    assert extra >= TRANSFORMER_ENGINE.input_forward_bytes * routed_inputs

@@ -400,10 +400,29 @@ def step_inventory(
             split = 2 if expert_loop and g.name == "gate_up_proj" else 1
             n, e = (g.count, g.experts) if grouped_gemm and not expert_loop else (g.count * g.experts * split, 1)
             out_f = g.out_features // split
-            fwd.append(Gemm(g.name, rows, out_f, g.in_features, n, e))
-            bwd.append(Gemm(g.name + ".dX", rows, g.in_features, out_f, n, e))
+            # fp8 under Transformer Engine: Megatron-Core's TEGroupedMLP runs TE's grouped linears in the
+            # fp8 autocast, padding each expert's rows for fp8 (NVIDIA/Megatron-LM
+            # @64cb6bd7a155c4e742514ed1024407fb97d0a367 moe/experts.py l.716-741 Fp8Padding; moe/README.md
+            # l.427: TE grouped GEMM "support ... FP8 Training"): fp8 GEMMs, with the input, weight and
+            # output-gradient casts of the routed rows (not the sequence shard)
+            te_fp8 = fp8 and casts is TRANSFORMER_ENGINE and not expert_loop
+            d = 1.0 if te_fp8 else 2.0
+            fwd.append(Gemm(g.name, rows, out_f, g.in_features, n, e, d))
+            bwd.append(Gemm(g.name + ".dX", rows, g.in_features, out_f, n, e, d))
             if not frozen:
-                bwd.append(Gemm(g.name + ".dW", g.in_features, out_f, rows, n, e))
+                bwd.append(Gemm(g.name + ".dW", g.in_features, out_f, rows, n, e, d))
+            if te_fp8:
+                routed_rows = rows * g.experts
+                w = g.experts * g.in_features * out_f * fp8_weight_casts
+                tr = fp8_weight_casts if fp8_weight_transposes is None else fp8_weight_transposes
+                wt = g.experts * g.in_features * out_f * tr
+                cf_b += (casts.input_forward_bytes * routed_rows * g.in_features
+                         + casts.weight_forward_bytes * w) * g.count
+                cb_b += (casts.grad_output_backward_bytes * routed_rows * out_f
+                         + casts.input_backward_bytes * routed_rows * g.in_features
+                         + casts.weight_backward_bytes * wt) * g.count
+                cf_k += (casts.input_forward_kernels + casts.weight_forward_kernels * fp8_weight_casts) * g.count
+                cb_k += (casts.backward_kernels + casts.weight_backward_kernels * tr) * g.count
             per = moe_time.EXPERT_PROJECTIONS  # the launches of this projection: half the expert MLP's
             if expert_loop:  # one launch per GEMM; the loop's other kernels with the MoE block below
                 fwd_k += n

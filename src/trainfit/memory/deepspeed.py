@@ -53,6 +53,16 @@ Stage 3 (``runtime/zero/stage3.py``, ``partitioned_param_coordinator.py``, ``par
     * parameter offload: the partitions live in pinned host memory (l.906); the GPU holds what is
       gathered plus the persistent parameters.
 
+Which optimizer steps the fp32 partitions (``runtime/engine.py``): a client optimizer handed to
+``deepspeed.initialize`` (the HF Trainer's when the config has no ``optimizer`` section, mmengine's)
+is stepped as it is (``_configure_optimizer`` l.2328-2339); an ``optimizer`` section of type
+Adam/AdamW builds torch's AdamW only with ``torch_adam: true`` (l.2378-2382), DeepSpeedCPUAdam under
+optimizer offload (l.2384-2400), else FusedAdam (l.2402-2409), whose ``multi_tensor_applier`` updates
+in place (``ops/adam/fused_adam.py`` l.179-193): no temporaries, ``precision.optimizer_impl: fused``.
+Whichever it is, each call sees one flat fp32 tensor (stages 1-2: a group's partition; stage 3: one
+sub-group, ``stage3.py`` l.1235-1262, 2909-2927), so torch foreach / for-loop temporaries are sized
+by ``ZeroBuffers.optimizer_flat_numel``.
+
 "auto" values (``transformers/integrations/deepspeed.py``, HfTrainerDeepSpeedConfig): the HF
 Trainer (and so LLaMA-Factory and ms-swift) fills ``reduce_bucket_size`` = hidden², 
 ``stage3_prefetch_bucket_size`` = 0.9 hidden² and ``stage3_param_persistence_threshold`` = 10 hidden.

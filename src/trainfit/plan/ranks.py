@@ -64,10 +64,10 @@ from trainfit.memory.weights import WeightBytes, count_scale
 from trainfit.plan.rank_buffers import backward_buffers, comm_buffers, loss_region, stage_forward_transient
 from trainfit.plan.resolve import trainable_spec
 from trainfit.plan.terms import (HOST_BYTES_PER_PROCESS, _autocast_copies, _fsdp_terms, fp8_linear_input_bytes,
-                                 lora_tensors, trained_dtype_bytes, zero_master_states)
+                                 lora_tensors, trained_dtype_bytes, zero_config_of, zero_master_states)
 from trainfit.spec.card import RunCard
 from trainfit.spec.enums import (ComputeDtype, ContextParallelKind, Dtype, LayerKind, Offload, SelectiveCheckpointing,
-                                 TensorParallelImpl)
+                                 Strategy, TensorParallelImpl)
 from trainfit.spec.model import ModelSpec
 from trainfit.spec.training import TrainableSpec
 from trainfit.units import BYTES_PER_DTYPE
@@ -192,6 +192,10 @@ def rank_terms(card: RunCard, spec: ModelSpec, sharding: Sharding, layout: Paral
     largest = rp.largest_tensor * scale
     temps = step_temporary_bytes(optimizer=prec.optimizer, impl=prec.optimizer_impl, params=n_opt,
                                  largest_tensor=largest / odiv.dense, state_bytes=state_bytes)
+    zero_step: dict[str, float | bool] = {}
+    if _deepspeed_zero(card) and card.parallel.offload is Offload.NONE and not prec.optimizer_in_backward:
+        temps, zero_step = _zero_step(card, spec, sharding.strategy, partition=n_opt, grad_bytes=grad_bytes,
+                                      state_bytes=state_bytes)
     weights = scale * bpp * wdiv.of(rp.dense, rp.expert)
     adapter = n_lora * train_bytes / wdiv.dense if lora is not None else 0.0
 
@@ -324,8 +328,52 @@ def rank_terms(card: RunCard, spec: ModelSpec, sharding: Sharding, layout: Paral
         accumulation_transient=scale * grad_bytes * grads_scale * (
             (rp.embedding or max(rp.layers, default=0) and rp.largest_tensor) / gdiv.dense) if lora is None else 0.0,
         **fsdp,
+        **zero_step,
     )
     return terms, host
+
+
+def _deepspeed_zero(card: RunCard) -> bool:
+    """Whether a model-parallel card's ZeRO strategy is DeepSpeed's: zero2 and zero3 always (the card refuses them
+    with tensor or pipeline parallel); zero1 only under Ulysses context parallel alone, since zero1 with tensor,
+    pipeline or expert parallel or ring context parallel is Megatron-Core's distributed optimizer."""
+    par = card.parallel
+    if par.strategy in (Strategy.ZERO2, Strategy.ZERO3):
+        return True
+    return (par.strategy is Strategy.ZERO1 and par.context_parallel > 1
+            and par.context_parallel_kind is ContextParallelKind.ULYSSES
+            and par.tensor_parallel == par.pipeline_parallel == par.expert_parallel == 1)
+
+
+def _zero_step(card: RunCard, spec: ModelSpec, strategy: Strategy, *, partition: float, grad_bytes: float,
+               state_bytes: float) -> tuple[float, dict[str, float | bool]]:
+    """DeepSpeed ZeRO's optimizer step on a rank holding ``partition`` trained elements: the optimizer's
+    temporaries (bytes) and the step's StepTerms fields, as the single-replica plan charges them
+    (``trainfit.plan.terms._deepspeed_terms``, ``trainfit.memory.deepspeed.zero_buffers``).
+
+    DeepSpeed hands the optimizer one flat fp32 tensor at a time: stages 1-2 the partition of a parameter
+    group, stage 3 one sub-group of about ``sub_group_size`` elements. Stage 3's ``step`` loops over the
+    sub-groups; ``_prepare_fp32_grad_for_sub_group`` makes ``self.flatten(averaged_gradients[i]).to(fp32)`` of
+    that sub-group only, ``_optimizer_step`` sets ``param_groups[g]['params'] = [fp32_partitioned_groups_flat[i]]``
+    and steps, the bit16 update is an in-place ``copy_`` of the flat fp32 sub-group, ``_release_sub_group``
+    drops its fp32 gradient (deepspeed 0.19.8 (PyPI) runtime/zero/stage3.py l.1235-1262, 2683-2700,
+    2731-2738, 2854-2864, 2909-2927; deepspeedai/DeepSpeed deepspeed/runtime/zero/stage3.py l.1185, 2398,
+    2448, 2585, 2628 @edaa72212672436c7be7fb49c5d5f5c4fb97b4641). A torch AdamW's foreach / for-loop temporaries
+    are therefore sized by that flat tensor, not by the rank's whole partition nor by its largest parameter.
+    DeepSpeed's own FusedAdam (what an ``optimizer`` section of type Adam/AdamW builds without ``torch_adam``
+    or CPU offload: runtime/engine.py ``get_optimizer_configuration`` l.2377-2409 at 0.19.8, l.2133 at the
+    commit above) updates in place through ``multi_tensor_applier`` (ops/adam/fused_adam.py l.179-193): no
+    temporaries, which ``precision.optimizer_impl: fused`` gives."""
+    from trainfit.memory.deepspeed import zero_buffers  # DeepSpeed-only module: imported where used
+
+    stage = {Strategy.ZERO1: 1, Strategy.ZERO2: 2, Strategy.ZERO3: 3}[strategy]
+    cfg = zero_config_of(card, spec, stage)
+    buf = zero_buffers(cfg, dp=1, trainable_numel=partition, grad_bytes=grad_bytes, largest_param=0)
+    prec = card.precision
+    temps = step_temporary_bytes(optimizer=prec.optimizer, impl=prec.optimizer_impl, params=buf.optimizer_flat_numel,
+                                 largest_tensor=buf.optimizer_flat_numel, state_bytes=state_bytes)
+    return temps, {"zero_step_grads": partition * grad_bytes, "zero_step_cast": buf.step_cast,
+                   "zero_step_fp32_grad": buf.step_fp32_grad, "zero_step_keeps_grads": stage == 3}
 
 
 def _activations(card: RunCard, spec: ModelSpec, ss: ModelSpec, layout: ParallelLayout, stage: Stage,

@@ -134,6 +134,19 @@ class HardwareSection(_Section):
     allocator: AllocatorKind = Field(AllocatorKind.DEFAULT, description="default | expandable_segments (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True): the caching allocator's mode; changes reserved bytes.")
 
 
+def every_nth_layer(*, num_layers: int, every_n_layers: int) -> tuple[bool, ...]:
+    """Which of ``num_layers`` decoder layers run under checkpoint when every n-th does
+    (``parallel.checkpoint_every_n_layers``; the trace applies the same rule): the layer of 1-based index k
+    when ``k % n == 0``, torchtitan's rule (pytorch/torchtitan
+    torchtitan/parallelisms/parallelize_llama.py@041336434916bdc0f88c1f89fda176fd3c2092e4
+    ``checkpoint_wrapper._count += 1; if not every_x_layer or _count % every_x_layer == 0``; the same in
+    torchtitan/distributed/activation_checkpoint.py@1f029641b5caeb4df18ac094263e8bcc674b3686
+    ``_layer_sac_count % ac_freq == 0``, as in v0.2.2 @73a0e6979dd10b6b1904098eb3c8f62c18ab87ce, the version
+    the exporter writes) and fms-fsdp's (foundation-model-stack/fms-fsdp
+    fms_fsdp/policies/ac_handler.py@5e522b4c4f8a5f080717e714fee7622414dd6b63 ``_count % every_xth_item == 0``)."""
+    return tuple((i + 1) % every_n_layers == 0 for i in range(num_layers))
+
+
 class ParallelSection(_Section):
     strategy: Strategy = Strategy.FSDP
     offload: Offload = Offload.NONE
@@ -237,19 +250,11 @@ class ParallelSection(_Section):
 
     def checkpointed_layers(self, num_layers: int) -> tuple[bool, ...] | None:
         """Which decoder layers run under checkpoint; None: all of them when ``checkpoints_layers`` (else none).
-
-        ``checkpoint_every_n_layers`` n: the layer of 1-based index k when ``k % n == 0``, torchtitan's rule
-        (pytorch/torchtitan torchtitan/parallelisms/parallelize_llama.py@041336434916bdc0f88c1f89fda176fd3c2092e4
-        ``checkpoint_wrapper._count += 1; if not every_x_layer or _count % every_x_layer == 0``; the same in
-        torchtitan/distributed/activation_checkpoint.py@1f029641b5caeb4df18ac094263e8bcc674b3686
-        ``_layer_sac_count % ac_freq == 0``, as in v0.2.2 @73a0e6979dd10b6b1904098eb3c8f62c18ab87ce, the version
-        the exporter writes) and fms-fsdp's (foundation-model-stack/fms-fsdp
-        fms_fsdp/policies/ac_handler.py@5e522b4c4f8a5f080717e714fee7622414dd6b63 ``_count % every_xth_item == 0``).
-        """
+        ``checkpoint_every_n_layers`` n: ``every_nth_layer``."""
         n = self.checkpoint_every_n_layers
         if n is None or not self.gradient_checkpointing:
             return None
-        return tuple((i + 1) % n == 0 for i in range(num_layers))
+        return every_nth_layer(num_layers=num_layers, every_n_layers=n)
 
     @property
     def checkpoints_layers(self) -> bool:

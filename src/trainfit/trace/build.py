@@ -13,6 +13,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from trainfit.spec.card import every_nth_layer
 from trainfit.trace.hf_build import build_hf_config
 from trainfit.trace.types import TraceRequest, TraceUnsupported
 
@@ -139,8 +140,8 @@ def materialize_fake(model: nn.Module) -> nn.Module:
 def enable_checkpointing(model: nn.Module, selective: str = "none", every_n_layers: int | None = None) -> None:
     """HF activation checkpointing (non-reentrant, transformers' default) on every decoder layer;
     ``selective="op"``: torch's selective checkpointing with torchtitan's per-op policy in each layer;
-    ``every_n_layers`` n: then switched off again in every layer but those of 1-based index k with ``k % n == 0``
-    (torchtitan's layer-selective rule, ``RunCard.parallel.checkpointed_layers``; transformers'
+    ``every_n_layers`` n: then switched off again in every layer but those ``spec.card.every_nth_layer`` picks
+    (torchtitan's layer-selective rule, the one ``RunCard.parallel.checkpointed_layers`` plans; transformers'
     ``GradientCheckpointingLayer`` checkpoints a layer while its ``gradient_checkpointing`` flag is set)."""
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
     kwargs: dict = {"use_reentrant": False}
@@ -151,10 +152,12 @@ def enable_checkpointing(model: nn.Module, selective: str = "none", every_n_laye
     else:  # older transformers
         base.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)
     if every_n_layers is not None:
-        for k, layer in enumerate(decoder_layers(model), start=1):
+        layers = decoder_layers(model)
+        chosen = every_nth_layer(num_layers=len(layers), every_n_layers=every_n_layers)
+        for layer, checkpointed in zip(layers, chosen):
             if not hasattr(layer, "gradient_checkpointing"):
                 raise TraceUnsupported(f"trace: {type(layer).__name__} has no per-layer checkpointing flag")
-            layer.gradient_checkpointing = k % every_n_layers == 0
+            layer.gradient_checkpointing = checkpointed
 
 
 def selective_checkpointing_context():  # noqa: ANN201

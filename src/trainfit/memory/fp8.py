@@ -45,6 +45,31 @@ A projection whose 16-bit input some other op keeps anyway (the attention's outp
 for its own backward) therefore saves an fp8 copy on top. torchao's float8 linears (``current`` on a torchtitan card)
 save the high-precision input (above): the compute dtype's bytes, unchanged. Which stack a card runs:
 ``transformer_engine_linears``.
+
+Routed experts (``grouped_experts_in_fp8``, ``routed_expert_gemms``): on a Megatron-Core card they are Transformer
+Engine linears like the dense ones, and every fp8 term above applies to them per expert GEMM. Megatron-Core
+(NVIDIA/Megatron-LM @64cb6bd7a155c4e742514ed1024407fb97d0a367) builds ``TEGroupedMLP`` (``moe/experts.py`` l.665-719)
+from ``TEColumnParallelGroupedLinear`` / ``TERowParallelGroupedLinear``, subclasses of TE's ``GroupedLinear``
+(``extensions/transformer_engine.py`` l.831, 1114, 1159), inside the same fp8 autocast, and builds each layer, its
+experts included, inside the fp8 init context (``transformer_block.py`` l.286-288, ``fp8_utils.py`` l.424-441:
+``fp8_model_init`` under ``--fp8-param-gather``). TE's ``GroupedLinear`` (NVIDIA/TransformerEngine
+``transformer_engine/pytorch/module/grouped_linear.py`` @v2.9 70f536662ae10a62a54f4ed1ba92e3314c5cfd69) is one module
+of ``num_gemms`` (the rank's local experts) weights ``weight{i}``, each treated as a ``te.Linear`` weight:
+
+* fp8 copies: each expert's weight is quantised through ``get_weight_workspace`` (l.131-145, cached per
+  ``weight{i}`` across micro-batches), given its column-wise / transpose usage when the input needs a gradient
+  (l.208-210) and saved for backward (l.225-231): 1 B + 1 B per expert weight, as ``fp8_weight_copy_bytes``;
+* scaling state: ``_num_fp8_tensors_per_gemm`` fwd 3, bwd 2 (l.614-617) and the recipe state sized
+  ``num_gemms * 3`` / ``num_gemms * 2`` (``module/base.py`` l.767): ``FP8_TENSORS_PER_LINEAR`` per expert GEMM;
+* fp8 primary weights: every ``weight{i}`` is registered with an ``fp8_meta_index`` (l.649-661), so under
+  ``fp8_model_init`` ``reset_parameters`` replaces it by ``quantizer(param)`` (``base.py`` l.1278-1292), and an
+  already-quantised weight is used as is (l.1373-1380): ``fp8_param_bytes_per_weight`` per expert weight;
+* saved inputs: each GEMM's fp8 input, column-wise only (l.196-205; ``trainfit.memory.activations``, above).
+
+Megatron-Core keeps the bf16 input instead only under ``save_original_input`` (at
+d98e8a64ddf34856e74b24714e3bedb2f5a39553 ``moe/experts.py`` l.273-284: fc2 with ``moe_act`` recompute, fc1 with
+expert offloading; not modelled). Other runtimes' fused experts (transformers ``grouped_mm``, torchtitan's grouped
+experts under torchao float8) are 3-D parameters outside TE's and torchao's linear swaps: they stay bf16 here.
 """
 
 from __future__ import annotations
@@ -96,14 +121,47 @@ def fp8_bytes(*, recipe: Fp8Recipe, linears: int, linear_weight_params: float) -
     return copies + fp8_scaling_state_bytes(recipe=recipe, linears=linears, linear_weight_params=linear_weight_params)
 
 
-def fp8_model_bytes(spec, *, recipe: Fp8Recipe, scale: float = 1.0) -> float:
-    """``fp8_bytes`` for every dense linear of ``spec`` (fused experts stay bf16), their weights scaled
-    by ``scale`` (the rank's share of the parameters)."""
+def grouped_experts_in_fp8(*, tensor_parallel_impl: TensorParallelImpl) -> bool:
+    """Whether a card's routed experts are Transformer Engine fp8 GEMMs (module docstring): Megatron-Core's
+    ``TEGroupedMLP`` (``parallel.tensor_parallel_impl: megatron``); elsewhere the fused experts stay bf16."""
+    return tensor_parallel_impl is TensorParallelImpl.MEGATRON
+
+
+def routed_expert_gemms(spec, *, expert_parallel: int) -> tuple[int, int]:
+    """(GEMMs, weight elements) of the routed experts one expert-parallel rank holds of ``spec``: each fused
+    expert projection (``LinearGroup.is_fused_experts``: gate/up as one, down) is one TE ``GroupedLinear`` per MoE
+    layer of ``experts / expert_parallel`` GEMMs (Megatron-Core's ``num_local_experts``)."""
+    from trainfit.memory.params import linear_groups
+
+    groups = [g for g in linear_groups(spec) if g.is_fused_experts]
+    gemms = sum(g.count * (g.experts // expert_parallel) for g in groups)
+    return gemms, sum(g.count * (g.experts // expert_parallel) * g.in_features * g.out_features for g in groups)
+
+
+def _fp8_linears(spec, *, expert_parallel: int | None) -> tuple[int, int]:
+    """(linears / GEMMs, weight elements) run in fp8: the dense linears, plus the rank's routed expert GEMMs when
+    ``expert_parallel`` is given (TE grouped experts); None: the fused experts stay bf16."""
     from trainfit.memory.params import linear_groups
     from trainfit.memory.weights import quantized_linear_params
 
-    return fp8_bytes(recipe=recipe, linears=sum(g.count for g in linear_groups(spec) if not g.is_fused_experts),
-                     linear_weight_params=quantized_linear_params(spec) * scale)
+    linears, params = sum(g.count for g in linear_groups(spec) if not g.is_fused_experts), quantized_linear_params(spec)
+    if expert_parallel is None:
+        return linears, params
+    gemms, expert_params = routed_expert_gemms(spec, expert_parallel=expert_parallel)
+    return linears + gemms, params + expert_params
+
+
+def fp8_linear_params(spec, *, expert_parallel: int | None = None) -> int:
+    """Weight elements of ``spec``'s fp8 linears (``_fp8_linears``): what fp8 primary weights replace."""
+    return _fp8_linears(spec, expert_parallel=expert_parallel)[1]
+
+
+def fp8_model_bytes(spec, *, recipe: Fp8Recipe, scale: float = 1.0, expert_parallel: int | None = None) -> float:
+    """``fp8_bytes`` for every dense linear of ``spec`` and, given ``expert_parallel`` (Transformer Engine grouped
+    experts, ``grouped_experts_in_fp8``), every routed expert GEMM of one expert-parallel rank; without it the fused
+    experts stay bf16. Weights scaled by ``scale`` (the rank's share of the parameters)."""
+    linears, params = _fp8_linears(spec, expert_parallel=expert_parallel)
+    return fp8_bytes(recipe=recipe, linears=linears, linear_weight_params=params * scale)
 
 
 # fp8 primary weights (``precision.fp8_params``): Transformer Engine ``quantized_model_init`` (``fp8_model_init``,
@@ -147,14 +205,13 @@ def fp8_param_bytes_per_weight(*, recipe: Fp8Recipe, non_tn_gemm: bool) -> float
     return 1.0 if non_tn_gemm else 2.0
 
 
-def fp8_param_model_bytes(spec, *, recipe: Fp8Recipe, non_tn_gemm: bool, scale: float = 1.0) -> float:
+def fp8_param_model_bytes(spec, *, recipe: Fp8Recipe, non_tn_gemm: bool, scale: float = 1.0,
+                          expert_parallel: int | None = None) -> float:
     """The dense linears' fp8 primary weights of ``spec`` (``fp8_param_bytes_per_weight``) and their scaling state
     (``fp8_scaling_state_bytes``: amax history, scales, block scales for both copies): what replaces their bf16
-    weights and the separate fp8 copies (``fp8_model_bytes``). Fused experts stay bf16, as there."""
-    from trainfit.memory.params import linear_groups
-    from trainfit.memory.weights import quantized_linear_params
-
-    p = quantized_linear_params(spec) * scale
+    weights and the separate fp8 copies (``fp8_model_bytes``). Given ``expert_parallel``, one expert-parallel rank's
+    routed expert weights too (TE ``GroupedLinear`` weights are fp8 primary weights alike); else they stay bf16."""
+    linears, params = _fp8_linears(spec, expert_parallel=expert_parallel)
+    p = params * scale
     return (fp8_param_bytes_per_weight(recipe=recipe, non_tn_gemm=non_tn_gemm) * p
-            + fp8_scaling_state_bytes(recipe=recipe, linears=sum(g.count for g in linear_groups(spec)
-                                                                 if not g.is_fused_experts), linear_weight_params=p))
+            + fp8_scaling_state_bytes(recipe=recipe, linears=linears, linear_weight_params=p))

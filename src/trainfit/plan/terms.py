@@ -206,20 +206,24 @@ def fp8_card_non_tn_gemm(card: RunCard) -> bool:
 def fp8_weight_bytes(card: RunCard, spec: ModelSpec, *, scale: float) -> tuple[float, str]:
     """(bytes an fp8 card adds to one rank's weights, one-line note). Without ``precision.fp8_params``: the fp8
     weight copies, transposes and scaling state beside the bf16 weights (``memory.fp8.fp8_model_bytes``). With it:
-    the dense linears' fp8 primary weights (``fp8_param_model_bytes``) minus their bf16 weights, which are not kept
-    (negative: a saving); the fp32 main params stay in the optimizer's terms."""
+    the linears' fp8 primary weights (``fp8_param_model_bytes``) minus their bf16 weights, which are not kept
+    (negative: a saving); the fp32 main params stay in the optimizer's terms. The linears: the dense ones, and on a
+    Megatron-Core card (``memory.fp8.grouped_experts_in_fp8``) the routed experts the rank holds (``parallel.
+    expert_parallel``: its ``experts / ep`` of each MoE layer); elsewhere the fused experts stay bf16."""
     from trainfit.memory import fp8
-    from trainfit.memory.weights import quantized_linear_params
     from trainfit.units import BYTES_PER_DTYPE
 
     prec = card.precision
+    ep = (card.parallel.expert_parallel if spec.moe is not None
+          and fp8.grouped_experts_in_fp8(tensor_parallel_impl=card.parallel.tensor_parallel_impl) else None)
     if not prec.fp8_params:
-        b = fp8.fp8_model_bytes(spec, recipe=prec.fp8_recipe, scale=scale)
+        b = fp8.fp8_model_bytes(spec, recipe=prec.fp8_recipe, scale=scale, expert_parallel=ep)
         return b, (f"fp8 ({prec.fp8_recipe.value} scaling): {b / 2**30:.2f} GiB of fp8 weight copies, their transposes"
                    " and scaling state (amax history / block scales) in the weights (memory/fp8.py)")
     non_tn = fp8_card_non_tn_gemm(card)
-    kept = fp8.fp8_param_model_bytes(spec, recipe=prec.fp8_recipe, non_tn_gemm=non_tn, scale=scale)
-    bf16 = quantized_linear_params(spec) * scale * BYTES_PER_DTYPE[card.weights_dtype.value]
+    kept = fp8.fp8_param_model_bytes(spec, recipe=prec.fp8_recipe, non_tn_gemm=non_tn, scale=scale,
+                                     expert_parallel=ep)
+    bf16 = fp8.fp8_linear_params(spec, expert_parallel=ep) * scale * BYTES_PER_DTYPE[card.weights_dtype.value]
     return kept - bf16, fp8_params_note(card, held_gib=kept / 2**30, bf16_gib=bf16 / 2**30)
 
 

@@ -466,6 +466,9 @@ def checkpointing(value: Any, framework: str, also: dict[str, Any] | None = None
     if value == "selective_op" and framework in MEGATRON_FRAMEWORKS:
         return ({"gradient_checkpointing": "selective", "selective_checkpointing": "core_attention"},
                 ["Megatron selective recompute planned as core_attention"])
+    if value == "selective_mla_up_proj" and framework in MEGATRON_FRAMEWORKS:
+        return ({"gradient_checkpointing": "selective", "selective_checkpointing": "mla_up_proj"},
+                ["Megatron-Core --recompute-modules mla_up_proj (memory only; its recompute is not timed)"])
     if value == "selective_op":
         return {"gradient_checkpointing": "selective"}, []
     if isinstance(value, str) and value.startswith("selective"):

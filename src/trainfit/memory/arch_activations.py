@@ -44,6 +44,7 @@ from dataclasses import replace
 from trainfit.memory import activations as _act
 from trainfit.memory.activations import DROPOUT_MASK_BYTES, FP32, INT32, INT64
 from trainfit.memory.attention import runs_eager
+from trainfit.spec.enums import Attention
 from trainfit.spec.model import ModelSpec
 
 FAMILIES = _act.ARCH_FAMILIES
@@ -345,11 +346,17 @@ def _mla(ctx, spec: ModelSpec, x_rg: bool) -> tuple[int, bool]:
     return total, a_rg or ctx.full or r is not None
 
 
-def _deepseek_moe(ctx, spec: ModelSpec, x_rg: bool) -> tuple[int, bool]:
+def _deepseek_moe(ctx, spec: ModelSpec, x_rg: bool, *, rows: int | None = None, fused_glu: bool = False,
+                  probs_in_glu: bool = False, shared: bool = True) -> tuple[int, bool]:
+    """The routed block (router, experts, combine) and, with ``shared``, the shared experts. ``rows``: the expert rows
+    this rank computes when they are not its own T·k; ``fused_glu``: the SwiGLU saves only its input;
+    ``probs_in_glu``: the routing weights multiply inside the SwiGLU, so the combine keeps no expert output
+    (Megatron-Core, ``megatron_deepseek_moe_bytes``)."""
     moe = spec.moe
     assert moe is not None
     T, a, h = ctx.T, ctx.a, spec.hidden_size
     E, k, w = moe.num_experts, moe.experts_per_token, moe.expert_intermediate_size
+    Tk = T * k if rows is None else rows  # expert-side rows (grouped GEMM inputs, SwiGLU)
     total = 0
     router_t = "gate" in ctx.targets
     w_rg = ctx.full or router_t
@@ -377,30 +384,132 @@ def _deepseek_moe(ctx, spec: ModelSpec, x_rg: bool) -> tuple[int, bool]:
     if p_rg or dn_rg:
         total += INT32 * E
     if gu_rg:
-        total += T * k * a * h
+        total += Tk * a * h
     if experts_t:  # PEFT's merged bf16 weight and the per-expert lhs / rhs of its baddbmm
         r = ctx.targets.get("gate_up_proj") or ctx.targets.get("gate_proj") or ctx.targets.get("up_proj")
         total += a * E * (2 * w * h + r * (2 * w + h))
     if p_rg:
-        total += T * k * a * 2 * w + T * k * a * w  # silu saves the gate_up output; the mul saves act(gate)
+        total += Tk * a * 2 * w  # silu saves the gate_up output
+        if not fused_glu:
+            total += Tk * a * w  # the mul saves act(gate)
     if dn_rg:
-        total += T * k * a * w
+        total += Tk * a * w
     if down_t:
         r = ctx.targets["down_proj"]
         total += a * E * (h * w + r * (h + w))
     o_rg = p_rg or dn_rg
     if o_rg:
         total += T * k * FP32  # the mul saves the fp32 routing weights
-    if logits_rg:
+    if logits_rg and not probs_in_glu:
         total += T * k * a * h  # and the expert output
     if o_rg or logits_rg:
         total += T * INT64 * k  # weighted_out[inv_perm]
     m_rg = o_rg or logits_rg
-    if moe.shared_expert_intermediate_size:
+    if shared and moe.shared_expert_intermediate_size:
         b, s_rg = _act._dense_mlp(_without_expert_names(ctx), spec, moe.shared_expert_intermediate_size, x_rg)
         total += b
         m_rg = m_rg or s_rg
     return total, m_rg
+
+
+MEGATRON_DEEPSEEK_MOE_SOURCES = (
+    "NVIDIA/Megatron-LM @7094270c6fa1dbc6b2e99072171e3a559ca36d0f (core_r0.12.0, the MEGATRON_COMMIT of"
+    " NVIDIA/dgxc-benchmarking deepseek_v3 @c5c765f2684f983e787eaada4073b63c8287caf6): megatron/core/transformer/moe/"
+    "token_dispatcher.py l.36-37 and l.150 (the alltoall dispatcher takes the [S/TP, B, H] sequence shard,"
+    " num_local_tokens = S/TP*B), l.640-647 (the combine's unpermute gets no probabilities), experts.py"
+    " TEGroupedMLP.forward l.764-773 (weighted_bias_swiglu_impl: the routing weights multiply inside the fused SwiGLU,"
+    " which saves its input and the probabilities); shared experts: moe/shared_experts.py SharedExpertMLP(MLP), the"
+    " column-parallel fc1 saving its sequence shard (tensor_parallel/layers.py"
+    " LinearWithGradAccumulationAndAsyncCommunication) and the fused SwiGLU (NVIDIA/NeMo"
+    " nemo/collections/llm/gpt/model/deepseek.py DeepSeekConfig bias_activation_fusion True, l.115"
+    " @7a8f1cc7bc40a84447c0681a9e4e956a135ae8a2)")
+"""Where ``megatron_deepseek_moe_bytes`` reads Megatron-Core's DeepSeek-V3 MoE block."""
+
+
+def _full_ctx(tokens: int, compute_dtype_bytes: int):
+    return _act._Ctx(T=tokens, b=1, s=tokens, a=compute_dtype_bytes, full=True, targets={},
+                     attention=Attention.SDPA)
+
+
+MEGATRON_MLA_SOURCES = (
+    "NVIDIA/Megatron-LM @7094270c6fa1dbc6b2e99072171e3a559ca36d0f: megatron/core/models/gpt/gpt_layer_specs.py l.108-133"
+    " (MLA: linear_q_down_proj / linear_kv_down_proj TEColumnParallelLinear, the up projections"
+    " TELayerNormColumnParallelLinear with the q / kv norms fused in, TEDotProductAttention, TERowParallelLinear);"
+    " megatron/core/transformer/multi_latent_attention.py l.384-411 (the compressed q and kv scattered back to the"
+    " sequence shard before their norms), l.414-491 (query and key built by torch.cat, value.contiguous(): the"
+    " up-projection outputs themselves are not saved), l.194-222 (linear_proj takes the attention output as it is),"
+    " l.77-80, l.215-217 and l.502-508 (recompute_modules 'mla_up_proj': CheckpointWithoutOutput over the up"
+    " projections and RoPE, its query / key / value storage freed once the attention forward is done and"
+    " recomputed in backward, keeping only the checkpoint's inputs)")
+"""Where ``megatron_mla_bytes`` reads Megatron-Core's multi-latent attention."""
+
+
+def mla_bytes(spec: ModelSpec, *, tokens: int, compute_dtype_bytes: int = 2) -> int:
+    """Saved bytes of one full-training DeepSeek-V3 attention block (input norm excluded, its input needing a
+    gradient) over ``tokens`` tokens: the per-op figure ``activation_bytes`` counts (``_mla``)."""
+    return _mla(_full_ctx(tokens, compute_dtype_bytes), spec, True)[0]
+
+
+def megatron_mla_bytes(spec: ModelSpec, *, tokens: int, sequence_shards: int = 1, compute_dtype_bytes: int = 2,
+                       recompute_up_proj: bool = False) -> int:
+    """Saved bytes of one Megatron-Core multi-latent attention block (full training, input norm excluded) on one
+    rank of a tensor-parallel shard spec (``MEGATRON_MLA_SOURCES``), ``tokens`` = b·s, ``t = tokens /
+    sequence_shards``:
+
+    * the down projections' shared input, the ``t``-token shard (gathered again in backward);
+    * the q and kv norms and the up projections' inputs on ``t`` tokens (the per-op norm figure);
+    * the fused attention's query, key (``qk_head_dim`` wide), a contiguous value (``v_head_dim``: not the whole
+      kv up-projection output), its output, which is also linear_proj's input (no copy), and the fp32 softmax
+      statistics, on all ``tokens``.
+
+    ``recompute_up_proj`` (``--recompute-modules mla_up_proj``): query, key and value are freed after the attention
+    forward; the block keeps the checkpoint's inputs (the compressed q and kv on ``t`` tokens, the rotary key part on
+    all ``tokens``), the attention output and its statistics."""
+    ml = spec.mla
+    assert ml is not None
+    a, h, H = compute_dtype_bytes, spec.hidden_size, spec.num_attention_heads
+    t = tokens // sequence_shards
+    ranks = tuple(r for r in (ml.q_lora_rank, ml.kv_lora_rank) if r)
+    total = t * a * h
+    out = tokens * (a * H * ml.v_head_dim + FP32 * H)
+    if recompute_up_proj:
+        return total + t * a * sum(ranks) + tokens * a * ml.qk_rope_head_dim + out
+    ct = _full_ctx(t, a)
+    for r in ranks:
+        total += _act._norm(ct, width=r, rows=1, zero_centred=False, x_rg=True, const_width=0)[0] + t * a * r
+    return total + tokens * a * 2 * H * ml.qk_head_dim + tokens * a * H * ml.v_head_dim + out
+
+
+def deepseek_moe_block_bytes(spec: ModelSpec, *, tokens: int, compute_dtype_bytes: int = 2) -> int:
+    """Saved bytes of one full-training DeepSeek-V3 MoE block (router, routed and shared experts, its input needing
+    a gradient) over ``tokens`` tokens: the per-op figure ``activation_bytes`` counts for each MoE layer."""
+    return _deepseek_moe(_full_ctx(tokens, compute_dtype_bytes), spec, True)[0]
+
+
+def megatron_deepseek_moe_bytes(spec: ModelSpec, *, tokens: int, sequence_shards: int = 1,
+                                expert_tensor_parallel: int = 1, compute_dtype_bytes: int = 2) -> int:
+    """Saved bytes of one Megatron-Core DeepSeek-V3 MoE block (full training, alltoall dispatcher, TE grouped experts)
+    on one rank of a tensor-parallel shard spec (``MEGATRON_DEEPSEEK_MOE_SOURCES``), ``tokens`` = b·s:
+
+    * router, top-k and combine on the sequence shard, ``t = tokens / sequence_shards`` tokens;
+    * the experts on ``t · expert_tensor_parallel · k`` rows (routing-balanced: the token-drop capacity 1.0 pads each
+      expert to exactly that), the fused weighted SwiGLU keeping its input (no ``act(gate)``) and the combine no
+      expert output;
+    * the shared experts as a Megatron MLP on all ``tokens`` (after the sequence-parallel all-gather) with the fused
+      SwiGLU, their fc1 saving the ``t``-token shard of its input.
+
+    The routing tensors keep the per-op figure of ``_deepseek_moe`` on ``t`` tokens."""
+    moe = spec.moe
+    assert moe is not None
+    a, h = compute_dtype_bytes, spec.hidden_size
+    t = tokens // sequence_shards
+    routed = _deepseek_moe(_full_ctx(t, a), spec, True, rows=t * expert_tensor_parallel * moe.experts_per_token,
+                           fused_glu=True, probs_in_glu=True, shared=False)[0]
+    shared = 0
+    if moe.shared_expert_intermediate_size:
+        shared = _act._dense_mlp(_full_ctx(tokens, a), spec, moe.shared_expert_intermediate_size, True,
+                                 fused_glu=True)[0] - (tokens - t) * a * h
+    return routed + shared
 
 
 # ------------------------------------------------------------------------------------------ gpt-oss

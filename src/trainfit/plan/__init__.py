@@ -54,6 +54,17 @@ def make_plan(card: RunCard, *, calibration=None) -> Plan:
 
         raise CardError(f"attention: eager is not planned for {spec.family} models (no measured eager layer model);"
                         " allowed: sdpa, flash")
+    from trainfit.spec.enums import SelectiveCheckpointing, TensorParallelImpl
+
+    par = card.parallel
+    if par.selective_checkpointing is SelectiveCheckpointing.MLA_UP_PROJ and (
+            spec.mla is None or par.tensor_parallel_impl is not TensorParallelImpl.MEGATRON
+            or par.model_parallel * par.expert_parallel == 1):
+        from trainfit.errors import CardError
+
+        raise CardError("parallel.selective_checkpointing: mla_up_proj is Megatron-Core's recompute of multi-latent"
+                        " attention, planned for an MLA model (DeepSeek-V3) with tensor_parallel_impl megatron and"
+                        " tensor, pipeline or expert parallel; allowed otherwise: none, op, core_attention")
     gpu = gpu_of(card)
     if card.method in (Method.PPO, Method.GRPO):
         sharding, groups, host, notes, rollout, ranks = walk_rl(card, spec, gpu)

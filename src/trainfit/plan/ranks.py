@@ -383,10 +383,12 @@ def _activations(card: RunCard, spec: ModelSpec, ss: ModelSpec, layout: Parallel
     a = 4 if prec.compute is ComputeDtype.FP32 else 2
     b, s_loc = card.batch.micro_batch_size, card.batch.seq_len // layout.cp
     fp8_in = fp8_linear_input_bytes(card)
+    up_proj = card.parallel.selective_checkpointing is SelectiveCheckpointing.MLA_UP_PROJ
+    # mla_up_proj exists in Megatron-Core only: the per-op figure runs without it, megatron_mla_savings drops it
     act = activation_bytes(ss, micro_batch_size=b, seq_len=s_loc, attention=card.attention, trainable=trainable,
                            compute_dtype_bytes=a, sequence_shards=layout.tp if layout.sp else 1,
-                           selective=card.parallel.selective_checkpointing, compiled=card.parallel.compile,
-                           linear_input_bytes=fp8_in)
+                           selective=SelectiveCheckpointing.NONE if up_proj else card.parallel.selective_checkpointing,
+                           compiled=card.parallel.compile, linear_input_bytes=fp8_in)
     autocast = card.weights_dtype is Dtype.FP32 and prec.compute is not ComputeDtype.FP32
     act = _autocast_copies(act, ss, enabled=autocast and trainable.lora is None, scale=count_scale(ss))
     extra = 0.0
@@ -406,6 +408,13 @@ def _activations(card: RunCard, spec: ModelSpec, ss: ModelSpec, layout: Parallel
     if card.parallel.selective_checkpointing is SelectiveCheckpointing.CORE_ATTENTION:
         # Megatron's selective recompute keeps everything outside the attention core, the shards among it
         ckpt = tuple(max(0.0, c - sp_less.get(i, 0.0)) for c, i in zip(ckpt, stage.chunk_layers))
+    if up_proj:
+        # the layers are not checkpointed: each keeps all but the up projections' query / key / value
+        # (memory.arch_activations.megatron_mla_bytes); not modelled: one layer's recomputed query / key / value
+        # live during its backward
+        freed = megatron_mla_savings(card, ss, layout, tokens=b * s_loc, dtype_bytes=a, recompute_up_proj=True) \
+            - megatron_mla_savings(card, ss, layout, tokens=b * s_loc, dtype_bytes=a)
+        per_layer = tuple(max(0.0, n - freed) for n in per_layer)
     rope = act.embedding - act.checkpointed_embedding
     return ActivationBytes(
         per_layer=per_layer,
@@ -438,10 +447,12 @@ def megatron_activation_savings(card: RunCard, ss: ModelSpec, layout: ParallelLa
     MLP's fc1 input and the output layer's input hold ``T/tp`` tokens, not ``T``. The bias-dropout-add after each
     row-parallel projection runs on the reduce-scattered shard, so its mask is ``T/tp`` tokens too. Empty unless
     ``parallel.tensor_parallel_impl`` is megatron with sequence parallel and a full-scope card (a frozen base saves
-    no linear inputs). MLA (DeepSeek-V3) keeps the per-op figure. A MoE block of the Qwen3-MoE layout is counted as
+    no linear inputs). A MoE block of the Qwen3-MoE layout is counted as
     Megatron-Core runs it (``memory.activations.megatron_moe_bytes``: the sequence shard's tokens, the expert rows
-    all-gathered over expert tensor parallel, the fused SwiGLU), with or without sequence parallel; the families with
-    their own layer model (gpt-oss, DeepSeek-V3) keep theirs. A dense SiLU-gated MLP runs the fused SwiGLU
+    all-gathered over expert tensor parallel, the fused SwiGLU), with or without sequence parallel; DeepSeek-V3's
+    attention and MoE blocks likewise (``megatron_mla_savings``, ``memory.arch_activations.megatron_deepseek_moe_bytes``:
+    the fused weighted SwiGLU, no expert output kept by the combine); gpt-oss keeps its per-op figure. A dense
+    SiLU-gated MLP (DeepSeek-V3's dense layers too) runs the fused SwiGLU
     (``memory.activations.megatron_dense_mlp_bytes``: ``act(gate)`` not kept twice; nothing to save where the compiled
     rules already recompute it), with or without sequence parallel. ``linear_input_bytes``: Transformer Engine fp8,
     whose QKV and fc1 save (and gather again) their input's fp8 copy at these bytes per element (``memory.fp8``); the output layer
@@ -455,11 +466,13 @@ def megatron_activation_savings(card: RunCard, ss: ModelSpec, layout: ParallelLa
     glu_less = megatron_dense_mlp_savings(ss, tokens=tokens, dtype_bytes=dtype_bytes,
                                           linear_input_bytes=linear_input_bytes, compiled=compiled)
 
+    mla_less = megatron_mla_savings(card, ss, layout, tokens=tokens, dtype_bytes=dtype_bytes)
+
     def is_moe(i: int) -> bool:
         return ss.moe is not None and ss.moe.is_moe_layer(i)
 
     if not (layout.sp and layout.tp > 1):
-        less = {i: moe_less if is_moe(i) else glu_less for i in range(ss.num_layers)}
+        less = {i: mla_less + (moe_less if is_moe(i) else glu_less) for i in range(ss.num_layers)}
         return {i: v for i, v in less.items() if v}
     h = ss.hidden_size
     gathered_less = tokens - tokens // layout.tp
@@ -472,6 +485,7 @@ def megatron_activation_savings(card: RunCard, ss: ModelSpec, layout: ParallelLa
         less = 2 * mask
         if ss.layer_kind(i) is LayerKind.FULL_ATTENTION and ss.family != "deepseek_v3":
             less += unit
+        less += mla_less
         if not is_moe(i):
             less += unit + glu_less
         else:
@@ -480,12 +494,34 @@ def megatron_activation_savings(card: RunCard, ss: ModelSpec, layout: ParallelLa
     return out
 
 
+def megatron_mla_savings(card: RunCard, ss: ModelSpec, layout: ParallelLayout, *, tokens: int, dtype_bytes: int,
+                         recompute_up_proj: bool = False) -> float:
+    """Bytes a Megatron-Core rank saves less per DeepSeek-V3 attention block than the per-op figure
+    (``memory.arch_activations``: ``mla_bytes - megatron_mla_bytes``): the sequence shard of the down projections'
+    input and of the compressed q / kv branch, a contiguous value instead of the whole kv up-projection output held
+    by a view, no contiguous copy of the attention output; with ``recompute_up_proj`` (``mla_up_proj``) also the
+    query, key and value. 0 for other families."""
+    if ss.family != "deepseek_v3" or ss.mla is None:
+        return 0.0
+    from trainfit.memory.arch_activations import megatron_mla_bytes, mla_bytes
+
+    return float(mla_bytes(ss, tokens=tokens, compute_dtype_bytes=dtype_bytes)
+                 - megatron_mla_bytes(ss, tokens=tokens, sequence_shards=layout.tp if layout.sp else 1,
+                                      compute_dtype_bytes=dtype_bytes, recompute_up_proj=recompute_up_proj))
+
+
 def megatron_moe_savings(ss: ModelSpec, layout: ParallelLayout, *, tokens: int, dtype_bytes: int,
                          linear_input_bytes: float = 0.0) -> float:
     """Bytes a Megatron-Core rank saves less per MoE layer than the per-op figure (``memory.activations``: the
     whole block on the rank's ``tokens``, the experts on ``tokens · k`` rows, ``act(gate)`` kept beside the SwiGLU
     input): ``moe_block_bytes - megatron_moe_bytes``. 0 for a dense model and for the families with their own layer
     model (``arch_activations``)."""
+    if ss.moe is not None and ss.family == "deepseek_v3":
+        from trainfit.memory.arch_activations import deepseek_moe_block_bytes, megatron_deepseek_moe_bytes
+
+        return float(deepseek_moe_block_bytes(ss, tokens=tokens, compute_dtype_bytes=dtype_bytes)
+                     - megatron_deepseek_moe_bytes(ss, tokens=tokens, sequence_shards=layout.tp if layout.sp else 1,
+                                                   expert_tensor_parallel=layout.etp, compute_dtype_bytes=dtype_bytes))
     if ss.moe is None or ss.family in ARCH_FAMILIES:
         return 0.0
     per_op = moe_block_bytes(ss, tokens=tokens, compute_dtype_bytes=dtype_bytes, linear_input_bytes=linear_input_bytes)
@@ -501,7 +537,7 @@ def megatron_dense_mlp_savings(ss: ModelSpec, *, tokens: int, dtype_bytes: int, 
     shard's intermediate width for a SiLU-gated MLP (``dense_mlp_bytes - megatron_dense_mlp_bytes``). 0 where the
     compiled rules (``compiled``) already recompute it, for other activations and for the families with their own
     layer model (``arch_activations``)."""
-    if ss.family in ARCH_FAMILIES:
+    if ss.family in ARCH_FAMILIES and ss.family != "deepseek_v3":  # DeepSeek-V3's dense MLP is the Llama one
         return 0.0
     kw = {"tokens": tokens, "compute_dtype_bytes": dtype_bytes, "linear_input_bytes": linear_input_bytes,
           "compiled": compiled}

@@ -154,7 +154,9 @@ class ParallelSection(_Section):
                                          " selective_checkpointing: op).")
     selective_checkpointing: SelectiveCheckpointing = Field(
         SelectiveCheckpointing.NONE, description="none | op (torchtitan per-op SAC: every other matmul and the"
-        " attention kernel saved, the rest recomputed) | core_attention (Megatron --recompute-granularity selective).")
+        " attention kernel saved, the rest recomputed) | core_attention (Megatron --recompute-granularity selective)"
+        " | mla_up_proj (Megatron-Core --recompute-modules mla_up_proj: multi-latent attention's up projections,"
+        " Megatron tensor parallel only; memory only, its recompute time is not modelled).")
     checkpoint_every_n_layers: int | None = Field(
         None, ge=1, le=100_000, description="With gradient_checkpointing true: only every n-th decoder layer is"
         " checkpointed (layers n, 2n, ... counting from 1), the others keep their activations: torchtitan"
@@ -231,7 +233,7 @@ class ParallelSection(_Section):
             v.setdefault("selective_checkpointing", SelectiveCheckpointing.OP.value)
             if str(getattr(v["selective_checkpointing"], "value", v["selective_checkpointing"])) == "none":
                 raise ValueError("parallel.selective_checkpointing: 'none' contradicts gradient_checkpointing: selective;"
-                                 " allowed: op, core_attention")
+                                 " allowed: op, core_attention, mla_up_proj")
         return v
 
     @model_validator(mode="after")
@@ -259,8 +261,10 @@ class ParallelSection(_Section):
     @property
     def checkpoints_layers(self) -> bool:
         """Each decoder layer runs under torch's checkpoint (full or selective): memory keeps the layer input
-        plus what the selective policy saves, and backward re-runs the layer."""
-        return self.gradient_checkpointing or self.selective_checkpointing is not SelectiveCheckpointing.NONE
+        plus what the selective policy saves, and backward re-runs the layer. Not under ``mla_up_proj``, which frees
+        and re-runs a part of the attention only (the layers keep their other activations)."""
+        return self.gradient_checkpointing or self.selective_checkpointing not in (
+            SelectiveCheckpointing.NONE, SelectiveCheckpointing.MLA_UP_PROJ)
 
     @property
     def model_parallel(self) -> int:

@@ -71,11 +71,17 @@ class SelectiveCheckpointing(StrEnum):
     * ``core_attention``: Megatron-LM ``--recompute-granularity selective`` (default
       ``--recompute-modules core_attn``): only the attention core (QK^T, softmax, dropout, attention
       over V) is recomputed (Korthikanti et al. 2022, §5).
+    * ``mla_up_proj``: Megatron-Core ``--recompute-modules mla_up_proj`` (multi-latent attention only, with
+      Megatron tensor parallel): the up projections and RoPE re-run in backward, their query / key / value freed
+      after the attention forward (NVIDIA/Megatron-LM megatron/core/transformer/multi_latent_attention.py l.77-80,
+      l.215-217, l.502-508 @7094270c6fa1dbc6b2e99072171e3a559ca36d0f); memory only, its recompute time is not
+      modelled.
     """
 
     NONE = "none"
     OP = "op"
     CORE_ATTENTION = "core_attention"
+    MLA_UP_PROJ = "mla_up_proj"
 
 
 class MasterWeights(StrEnum):

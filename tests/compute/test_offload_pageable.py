@@ -20,7 +20,7 @@ from trainfit.compute.rates import default_rates
 from trainfit.memory.weights import total_params, weight_bytes
 from trainfit.methods.presets import apply_preset
 from trainfit.plan import make_plan
-from trainfit.plan.rl_time import STATE_OFFLOAD_GRAD_BYTES, STATE_OFFLOAD_OPTIMIZER_BYTES, trainer_state_offload_phase
+from trainfit.plan.rl_time import NEMO_RL_MEGATRON_OPTIMIZER_BYTES, trainer_state_offload_phase
 from trainfit.spec.card import load_card_dict
 from trainfit.spec.enums import ComputeDtype, Dtype
 from trainfit.spec.training import TrainableSpec
@@ -72,8 +72,8 @@ def test_verl_export_staging_pageable_under_fsdp2_pinned_under_fsdp1():
 
 
 def test_nemo_rl_megatron_optimizer_states_pageable_buffers_pinned():
-    """NeMo RL's Megatron worker: the DDP buffers through Megatron-Core's pinned ``offload_to_cpu``, the optimizer
-    states with ``v.to("cpu")`` (pageable)."""
+    """NeMo RL's Megatron worker: the DDP parameter buffers through Megatron-Core's pinned ``offload_to_cpu`` (the
+    gradient buffers are freed there, not copied), the optimizer states with ``v.to("cpu")`` (pageable)."""
     spec = resolve_model("Qwen/Qwen2.5-7B")
     card = load_card_dict({
         "model": "Qwen/Qwen2.5-7B", "method": "grpo", "preset": "nemo-rl",
@@ -85,8 +85,8 @@ def test_nemo_rl_megatron_optimizer_states_pageable_buffers_pinned():
     kw = dict(pcie_bytes_per_s=H100.pcie_bytes_per_s, host_memory_bytes_per_s=H100.host_memory_bytes_per_s,
               gpus_per_node=8)
     bf16 = weight_bytes(spec, weights=Dtype.BF16, compute=ComputeDtype.BF16, trainable=TrainableSpec()).base
-    pinned = STATE_OFFLOAD_GRAD_BYTES * n + bf16  # the bf16 gradient and parameter buffers
-    pageable = STATE_OFFLOAD_OPTIMIZER_BYTES * n / 8
+    pinned = bf16  # the bf16 parameter buffers
+    pageable = NEMO_RL_MEGATRON_OPTIMIZER_BYTES * n / 8
     t = trainer_state_offload_phase(card, spec, H100, train_gpus=8)
     assert t.terms["to_host"] == pytest.approx(pinned / host_copy_bytes_per_s(**kw)
                                                + pageable / pageable_copy_bytes_per_s(**kw), rel=1e-3)

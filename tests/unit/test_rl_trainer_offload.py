@@ -13,7 +13,12 @@ from trainfit.compute.rates import default_rates
 from trainfit.memory.weights import total_params
 from trainfit.methods.rl import trainer_offload_of
 from trainfit.plan import make_plan
-from trainfit.plan.rl_time import STATE_OFFLOAD_OPTIMIZER_BYTES, fsdp_offload_bytes, trainer_state_offload_phase
+from trainfit.plan.rl_time import (
+    NEMO_RL_MEGATRON_OPTIMIZER_BYTES,
+    STATE_OFFLOAD_OPTIMIZER_BYTES,
+    fsdp_offload_bytes,
+    trainer_state_offload_phase,
+)
 from trainfit.spec.card import load_card_dict
 from trainfit.plan.terms import trained_dtype_bytes
 from trainfit.spec.enums import Offload
@@ -102,7 +107,8 @@ def test_bad_value_names_the_field():
 def test_fsdp_moves_its_local_shard_megatron_its_model_parallel_rank():
     """verl's FSDP worker moves each rank's fp32 flat-parameter shard and its Adam moments, no gradients
     (verl fsdp_utils ``offload_fsdp_model_to_cpu`` / ``offload_fsdp_optimizer``); Megatron moves the rank's
-    bf16 weights, its bf16 gradient buffer and the distributed optimizer's 12 B per parameter."""
+    bf16 weights and the distributed optimizer's 12 B per parameter; its gradient buffer is freed and re-zeroed,
+    never copied (verl megatron_utils ``offload_megatron_model_to_cpu``: ``grad_data.storage().resize_(0)``)."""
     spec = resolve_model(MODEL)
     n = total_params(spec)
     fsdp = load_card_dict(_card("params_and_optimizer") | {"precision": {"master_weights": "fp32"}})
@@ -130,22 +136,30 @@ def test_fsdp_moves_its_local_shard_megatron_its_model_parallel_rank():
                                                                "precision": {"master_weights": "fp32"}})
     assert trainer_state_offload_phase(megatron, spec, r, train_gpus=8).seconds > moved.seconds
     assert STATE_OFFLOAD_OPTIMIZER_BYTES * n / 8 > optimizer
+    # bf16 weights twice (update, sync) and the optimizer shard, all pinned; no gradient bytes
+    assert trainer_state_offload_phase(megatron, spec, r, train_gpus=8).seconds == pytest.approx(
+        2 * (STATE_OFFLOAD_OPTIMIZER_BYTES * n / 8 + 2 * 2 * n) / rate, rel=1e-3)
 
 
 def test_megatron_expert_states_shard_over_the_expert_data_parallel_ranks():
     """Megatron-Core's distributed optimizer shards the experts over world / (etp x ep x pp) ranks, not the
-    dense dp: under expert parallel 8 on 8 GPUs each rank offloads its whole expert shard's 12 B per
-    parameter, its dense share divided by 8."""
+    dense dp: under expert parallel 8 on 8 GPUs each NeMo RL rank offloads its whole expert shard's optimizer
+    state (10 B per parameter: fp32 moments and the int16 master remainder), its dense share divided by 8."""
+    from trainfit.compute.offload import host_copy_bytes_per_s, pageable_copy_bytes_per_s
+    from trainfit.memory.weights import weight_bytes
     from trainfit.plan.time import rank_spec
+    from trainfit.spec.enums import ComputeDtype, Dtype
+    from trainfit.spec.training import TrainableSpec
 
     spec = resolve_model("Qwen/Qwen3-30B-A3B")
     r = default_rates(resolve_gpu("h100-sxm"))
-    base = {"model": "Qwen/Qwen3-30B-A3B", "method": "grpo", "preset": "nemo_rl",
+    base = {"model": "Qwen/Qwen3-30B-A3B", "method": "grpo", "preset": "nemo-rl",
             "hardware": {"gpu": "h100-sxm", "gpus_per_node": 8, "nodes": 1}, "batch": {"micro_batch_size": 1},
             "rollout": {"tensor_parallel": 2, "gpu_memory_utilization": 0.5, "prompts_per_step": 32,
                         "num_generations": 4, "prompt_len": 256, "response_len": 512, "sleep_level": 1,
                         "trainer_offload": "params_and_optimizer"}}
     ep8 = load_card_dict(base | {"parallel": {"strategy": "zero1", "expert_parallel": 8}})
+    assert ep8.preset == "nemo-rl"
     shard = rank_spec(spec, tp=1, pp=1, ep=8, etp=1)
     moe = shard.moe
     expert = sum(moe.num_experts * 3 * shard.hidden_size * moe.expert_intermediate_size
@@ -153,8 +167,12 @@ def test_megatron_expert_states_shard_over_the_expert_data_parallel_ranks():
     n = total_params(shard)
     assert 0 < expert < n
     t = trainer_state_offload_phase(ep8, spec, r, train_gpus=8)
-    rate = min(r.pcie_bytes_per_s, r.host_memory_bytes_per_s / 8)
-    optimizer = STATE_OFFLOAD_OPTIMIZER_BYTES * ((n - expert) / 8 + expert / 1)
-    assert t.terms["to_host"] * rate > optimizer  # the expert states alone, whole, are in the one-way bytes
+    kw = dict(pcie_bytes_per_s=r.pcie_bytes_per_s, host_memory_bytes_per_s=r.host_memory_bytes_per_s, gpus_per_node=8)
+    optimizer = NEMO_RL_MEGATRON_OPTIMIZER_BYTES * ((n - expert) / 8 + expert / 1)
+    weights = weight_bytes(shard, weights=Dtype.BF16, compute=ComputeDtype.BF16, trainable=TrainableSpec()).base
+    # NeMo RL: the bf16 parameter buffers pinned (Megatron-Core offload_to_cpu), the optimizer state pageable
+    # (v.to("cpu")); the gradient buffers are freed, not copied
+    assert t.terms["to_host"] == pytest.approx(weights / host_copy_bytes_per_s(**kw)
+                                               + optimizer / pageable_copy_bytes_per_s(**kw), rel=1e-3)
     # a dense-dp division (every state / 8) would move less than the experts' own states
-    assert STATE_OFFLOAD_OPTIMIZER_BYTES * n / 8 < STATE_OFFLOAD_OPTIMIZER_BYTES * expert
+    assert NEMO_RL_MEGATRON_OPTIMIZER_BYTES * n / 8 < NEMO_RL_MEGATRON_OPTIMIZER_BYTES * expert

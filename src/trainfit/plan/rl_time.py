@@ -512,15 +512,33 @@ def sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding,
 
 
 STATE_OFFLOAD_PRESETS = ("nemo-rl",)
-"""Frameworks whose trainer moves its state to host memory and back every step (module of NVIDIA-NeMo/RL
-``nemo_rl/models/policy/workers/megatron_policy_worker.py`` @9dbd9adc95a10f5946cceb36e1d5b31e2429e470:
-``offload_before_refit`` / ``offload_after_refit``, called by ``grpo.py`` around the refit of a colocated
-engine, and ``prepare_for_lp_inference`` / ``prepare_for_training``)."""
-STATE_OFFLOAD_GRAD_BYTES = 2
-"""Megatron DDP's gradient buffer per parameter: bf16 (grpo_math_1B.yaml ``grad_reduce_in_fp32: false``)."""
+"""Frameworks whose trainer moves its state to host memory and back every step when colocated with its engine
+(NVIDIA-NeMo/RL @9dbd9adc95a10f5946cceb36e1d5b31e2429e470 ``nemo_rl/algorithms/grpo.py``
+``refit_policy_generation`` lines 1004-1079: ``offload_before_refit`` and ``offload_after_refit`` around the
+refit of a colocated engine only; ``prepare_for_lp_inference`` / ``prepare_for_training`` bring the state back)."""
 STATE_OFFLOAD_OPTIMIZER_BYTES = 12
-"""fp32 main parameter + Adam's two moments per parameter, sharded over the data-parallel ranks
-(``use_distributed_optimizer: true``)."""
+"""verl's Megatron offload per parameter of the rank's data-parallel shard: the distributed optimizer's fp32 main
+parameter (``offload_megatron_copy_params``) and Adam's two fp32 moments (``offload_megatron_optimizer``:
+``exp_avg``, ``exp_avg_sq``), verl-project/verl verl/utils/megatron_utils.py lines 663-776
+@b9873ee98f5ee513a460a7a41623262ac4a831e9."""
+NEMO_RL_MEGATRON_OPTIMIZER_BYTES = 10
+"""NeMo RL's Megatron worker per parameter of the rank's data-parallel shard. ``move_optimizer`` moves the tensors
+of the inner optimizer's ``state`` (megatron_policy_worker.py lines 1500-1515 @9dbd9adc); the defaults set
+``use_precision_aware_optimizer: true`` (examples/configs/grpo_math_1B.yaml l.156, and the DeepSeek-V3
+performance recipe), so that inner optimizer is Transformer Engine's FusedAdam with ``master_weights=True``
+(NVIDIA/Megatron-LM megatron/core/optimizer/__init__.py lines 365-387 @e2e5a6a11bcc517ebd9490f0df32686aaee19d78,
+the Megatron-LM of the same date) and its state holds ``exp_avg`` and ``exp_avg_sq`` in fp32 (4 + 4 B,
+``optimizer_config.py`` ``exp_avg_dtype`` / ``exp_avg_sq_dtype`` defaults) and ``master_param`` as the int16
+remainder of the fp32 master beside the bf16 parameter (2 B: ``store_param_remainders: bool = True``, same file;
+NVIDIA/TransformerEngine transformer_engine/pytorch/optimizers/fused_adam.py ``_initialize_state`` l.374-375 @v2.8.0,
+the version NeMo RL pins). Not verl's 12 B: there the fp32 main parameter is a separate tensor."""
+NEMO_RL_DTENSOR_PARAM_BYTES = 4
+"""NeMo RL's DTensor (FSDP2) worker keeps its parameter shards in fp32 whatever ``policy.precision`` says
+("Always load in float32 for master weights", nemo_rl/models/automodel/setup.py l.126 @9dbd9adc; FSDP2 casts to
+bf16 only for compute, ``param_dtype=dtype`` l.272)."""
+NEMO_RL_DTENSOR_OPTIMIZER_BYTES = 8
+"""``torch.optim.AdamW`` (grpo_math_1B.yaml ``policy.optimizer.name``) over those fp32 shards: ``exp_avg`` and
+``exp_avg_sq``, 4 B each (``step`` is a host scalar)."""
 
 
 def _fsdp_hooked_units(card: RunCard, spec: ModelSpec, *, ranks: int) -> int:
@@ -569,24 +587,74 @@ def fsdp_offload_bytes(card: RunCard, spec: ModelSpec, *, shard_ranks: int) -> t
     return weights / shard_ranks, optimizer / shard_ranks, 0.0
 
 
+def nemo_rl_offload_bytes(card: RunCard, spec: ModelSpec, *, train_gpus: int) -> tuple[float, float]:
+    """(pinned, pageable) bytes one training GPU of NeMo RL's colocated trainer copies to the host per step; the
+    same bytes come back (NVIDIA-NeMo/RL @9dbd9adc95a10f5946cceb36e1d5b31e2429e470, ``nemo_rl/models/policy/workers/``).
+
+    Megatron worker (``megatron_policy_worker.py`` lines 1360-1515): ``offload_before_refit`` frees the gradient
+    buffers (``move_model(..., "cpu", move_params=False, move_grads=True)``) and moves the optimizer state with
+    ``v.to("cpu")`` (pageable, ``NEMO_RL_MEGATRON_OPTIMIZER_BYTES`` per parameter of the rank's data-parallel
+    shard, the experts' over the expert-data-parallel ranks); ``offload_after_refit`` moves the parameter buffers;
+    ``prepare_for_lp_inference`` brings the parameters back, ``prepare_for_training`` the optimizer state.
+    Megatron-Core's ``_ParamAndGradBuffer.offload_to_cpu`` copies ``param_data`` (the rank's bf16 parameters) into
+    a pinned host buffer (``.cpu().pin_memory()`` once, then ``copy_``) and only frees ``grad_data``
+    (``storage().resize_(0)``); ``reload_from_cpu`` re-allocates it and ``zero_()``s it on the device
+    (NVIDIA/Megatron-LM megatron/core/distributed/param_and_grad_buffer.py @2ff0f099ffc30ffd152e3e29e921a1609d00855c
+    l.780-805, the submodule of NeMo RL v0.3.1, unchanged @d98e8a64ddf34856e74b24714e3bedb2f5a39553): no gradient
+    byte crosses the host link (the memset, 2 B per parameter at HBM speed, is not counted).
+
+    DTensor (FSDP2) worker (``dtensor_policy_worker_v2.py`` lines 1399-1495): ``offload_after_refit`` runs
+    ``model.to("cpu")``, the rank's shard of every parameter (fp32, ``NEMO_RL_DTENSOR_PARAM_BYTES``; FSDP shards over
+    the data x context ranks and tensor parallel splits each shard again: 1 / world), and ``offload_before_refit``
+    the AdamW states of that shard (``NEMO_RL_DTENSOR_OPTIMIZER_BYTES``), both pageable. ``model.to`` would also move
+    each ``.grad``, but ``train`` ends with ``optimizer.zero_grad()`` ("release gradient memory before rollouts",
+    l.596-597, since NVIDIA-NeMo/RL 43928aae, 2025-10-02): none are left. Earlier releases (v0.3.1) kept the fp32
+    gradient shards, 4 B more per parameter of the shard each way; not modelled (the preset follows current code).
+
+    Not colocated, nothing moves: ``prepare_for_lp_inference`` offloads the optimizer only with
+    ``offload_optimizer_for_logprob`` (default false, grpo_math_1B.yaml l.83), and the Megatron worker's gradient
+    buffers are freed, not copied (NeMo RL v0.4.0 still moved the optimizer state in every placement:
+    ``prepare_for_lp_inference`` called ``offload_before_refit``, megatron_policy_worker.py l.2004-2007
+    @c751f811217db7df0d4c94abdeaada6626cfc150; not modelled)."""
+    from trainfit.memory.lora import lora_trainable_params
+    from trainfit.plan.resolve import trainable_spec
+
+    p = card.parallel
+    if p.strategy in FSDP_STRATEGIES:  # the DTensor worker: no pipeline stages
+        n = float(total_params(spec))
+        lora = trainable_spec(card).lora
+        trained = n if lora is None else lora_trainable_params(spec, lora) * count_scale(spec)
+        shard = max(1, train_gpus)
+        return 0.0, (NEMO_RL_DTENSOR_PARAM_BYTES * n + NEMO_RL_DTENSOR_OPTIMIZER_BYTES * trained) / shard
+    shard = rank_spec(spec, tp=p.tensor_parallel, pp=p.pipeline_parallel, ep=p.expert_parallel,
+                      etp=p.expert_tensor_parallel, first=p.pipeline_first_stage_layers,
+                      last=p.pipeline_last_stage_layers, layout=p.pipeline_layout)
+    params = total_params(shard)
+    dp = max(1, train_gpus // max(1, p.tensor_parallel * p.pipeline_parallel))
+    # Megatron-Core's distributed optimizer shards the experts over the expert-data-parallel group,
+    # world / (etp x ep x pp) (``ParallelLayout.expert_data_group``)
+    expert = routed_expert_params(shard)
+    edp = max(1, train_gpus // max(1, p.expert_parallel * p.expert_tensor_parallel * p.pipeline_parallel))
+    weights = weight_bytes(shard, weights=Dtype.BF16, compute=ComputeDtype.BF16, trainable=TrainableSpec()).base
+    return weights, NEMO_RL_MEGATRON_OPTIMIZER_BYTES * ((params - expert) / dp + expert / edp)
+
+
 def trainer_state_offload_phase(card: RunCard, spec: ModelSpec, r: DeviceRates, *, train_gpus: int) -> PhaseTime | None:
     """The trainer's per-step state moves to host memory and back, per training GPU.
 
-    NeMo RL (``STATE_OFFLOAD_PRESETS``):
-
-    * every placement: the gradient buffer goes to the host before the log-prob pass and comes back
-      before training (``prepare_for_lp_inference``: ``move_grads=True`` to cpu; ``prepare_for_training``);
-    * colocated with the engine (``rollout.trainer_offload`` not none, its default under the preset): also the
-      optimizer state (``offload_before_refit``) and the weights (``offload_after_refit``), so the engine has the
-      memory; the weights come back for the log-prob pass, the optimizer state for training.
+    NeMo RL (``STATE_OFFLOAD_PRESETS``), colocated with the engine (``rollout.trainer_offload`` not none, its
+    default under the preset there): the weights and the optimizer state, once each way per step
+    (``nemo_rl_offload_bytes``); not colocated, nothing.
 
     Other frameworks, colocated with ``rollout.trainer_offload`` set (verl actor ``param_offload`` /
     ``optimizer_offload``, volcengine/verl @b178a3cd56f58b2d502255daba591e92833930a7
     verl/workers/megatron_workers.py): the optimizer state goes to the host after the update and comes back
     before the next (``update_actor`` lines 747-748, 778-779); with parameters, the weights make a round trip
     for each pass that needs them, the old-policy log-probs (``compute_log_prob`` lines 866-867, 902-903), the
-    update (lines 744-745, 775-776) and the weight sync (``rollout_mode`` lines 681-682, 731-732), and the
-    gradient buffer one with the update (``load_megatron_model_to_gpu`` loads grads unless ``load_grad=False``).
+    update (lines 744-745, 775-776) and the weight sync (``rollout_mode`` lines 681-682, 731-732). The gradient
+    buffer is not copied: ``offload_megatron_model_to_cpu`` frees ``grad_data`` (``storage().resize_(0)``) and
+    ``load_megatron_model_to_gpu`` re-allocates and zeroes it (verl/utils/megatron_utils.py lines 582-585 and
+    629-633 @b9873ee98f5ee513a460a7a41623262ac4a831e9, lines 432-435 and 454-456 @b178a3cd).
 
     FSDP trainers (verl's FSDP worker) move each rank's local shard instead (``fsdp_offload_bytes``).
 
@@ -600,39 +668,33 @@ def trainer_state_offload_phase(card: RunCard, spec: ModelSpec, r: DeviceRates, 
     from trainfit.methods.rl import trainer_offload_of
     from trainfit.spec.enums import Offload
 
-    nemo = card.preset in STATE_OFFLOAD_PRESETS
     mode, _ = trainer_offload_of(card)
-    if not nemo and mode is Offload.NONE:
+    if mode is Offload.NONE:
         return None
     p = card.parallel
-    shard = rank_spec(spec, tp=p.tensor_parallel, pp=p.pipeline_parallel, ep=p.expert_parallel,
-                      etp=p.expert_tensor_parallel, first=p.pipeline_first_stage_layers,
-                      last=p.pipeline_last_stage_layers, layout=p.pipeline_layout)
-    params = total_params(shard)
-    dp = max(1, train_gpus // max(1, p.tensor_parallel * p.pipeline_parallel))
-    # Megatron-Core's distributed optimizer shards the experts over the expert-data-parallel ranks,
-    # world / (etp x ep x pp) (``ParallelLayout.expert_data_group``), fewer than the dense dp under
-    # expert parallel: each rank offloads that larger share of the expert states
-    expert = routed_expert_params(shard)
-    edp = max(1, train_gpus // max(1, p.expert_parallel * p.expert_tensor_parallel * p.pipeline_parallel))
-    weights = weight_bytes(shard, weights=Dtype.BF16, compute=ComputeDtype.BF16, trainable=TrainableSpec()).base
-    optimizer = STATE_OFFLOAD_OPTIMIZER_BYTES * ((params - expert) / dp + expert / edp)
-    grads = STATE_OFFLOAD_GRAD_BYTES * params
     fsdp = p.strategy in FSDP_STRATEGIES
-    if nemo:  # (pinned, pageable) one-way bytes: DTensor moves everything pageable, Megatron its optimizer states
-        moved = (grads, 0.0)
-        if mode is not Offload.NONE:
-            moved = (0.0, grads + weights + optimizer) if fsdp else (grads + weights, optimizer)
+    if card.preset in STATE_OFFLOAD_PRESETS:  # (pinned, pageable) one-way bytes
+        moved = nemo_rl_offload_bytes(card, spec, train_gpus=train_gpus)
     else:
-        old_lp = old_logprob_pass(card)
+        dp = max(1, train_gpus // max(1, p.tensor_parallel * p.pipeline_parallel))
         if fsdp:
-            weights, optimizer, grads = fsdp_offload_bytes(card, spec, shard_ranks=dp)
+            weights, optimizer, _ = fsdp_offload_bytes(card, spec, shard_ranks=dp)
+        else:
+            shard = rank_spec(spec, tp=p.tensor_parallel, pp=p.pipeline_parallel, ep=p.expert_parallel,
+                              etp=p.expert_tensor_parallel, first=p.pipeline_first_stage_layers,
+                              last=p.pipeline_last_stage_layers, layout=p.pipeline_layout)
+            params, expert = total_params(shard), routed_expert_params(shard)
+            edp = max(1, train_gpus // max(1, p.expert_parallel * p.expert_tensor_parallel * p.pipeline_parallel))
+            weights = weight_bytes(shard, weights=Dtype.BF16, compute=ComputeDtype.BF16, trainable=TrainableSpec()).base
+            optimizer = STATE_OFFLOAD_OPTIMIZER_BYTES * ((params - expert) / dp + expert / edp)
         moved = (optimizer, 0.0)
         if mode is Offload.PARAMS_AND_OPTIMIZER:
             # the update and the sync, and the old-policy log-probs where the step has that pass
-            w = weights * (3 if old_lp else 2)
+            w = weights * (3 if old_logprob_pass(card) else 2)
             pageable = fsdp and p.fsdp_version is FsdpVersion.FSDP2
-            moved = (optimizer + grads + (0.0 if pageable else w), w if pageable else 0.0)
+            moved = (optimizer + (0.0 if pageable else w), w if pageable else 0.0)
+    if moved == (0.0, 0.0):
+        return None
     from trainfit.plan.resolve import gpu_of
 
     rates = dict(pcie_bytes_per_s=r.pcie_bytes_per_s, host_memory_bytes_per_s=r.host_memory_bytes_per_s,

@@ -620,8 +620,8 @@ def forward_only_time(
     gathered_weight_bytes: float = 0.0, count_scale: float = 1.0, memory_factor: float = 1.0,
     kernel_factor: float = 1.0, attention_context: int | None = None, expert_parallel: int = 1,
     expert_token_shards: float = 1.0, fp8: bool = False, fp8_weight_cache: bool = False, fp8_params: bool = False,
-    packed_flash_syncs: bool = False, expert_loop: bool = False, hooked_units: int = 0,
-    fsdp2_copies: bool = False, unshard_once: bool = False,
+    packed_flash_syncs: bool = False, expert_loop: bool = False, zero3_expert_leaf: bool = True,
+    hooked_units: int = 0, fsdp2_copies: bool = False, unshard_once: bool = False,
 ) -> PassTime:
     """A no-grad forward over ``micro_steps`` micro-batches (log-probs, values, rewards) on one GPU:
     the layers and the head (the log-softmax and gather cost about what the loss does), plus the
@@ -641,7 +641,8 @@ def forward_only_time(
     @2c8b2b995f36a7cd159b5a9beb5d5ed37cae0fc1, l.418-472 @b178a3cd56f58b2d502255daba591e92833930a7), each ``rates.FSDP_UNIT_FORWARD_HOST_S`` of host time per micro-batch
     on top of the kernels' (0: unsharded, or unsharded once per pass as NeMo RL's ``unshard_fsdp2_model``).
     Strategy zero3 over more than one rank: a DeepSpeed engine's per-module hooks, ``zero3_hooked_modules`` x
-    ``rates.ZERO3_MODULE_FORWARD_HOST_S`` per micro-batch (experts counted as fused or leaf).
+    ``rates.ZERO3_MODULE_FORWARD_HOST_S`` per micro-batch, the experts counted as ``train_step_time`` counts them
+    (fused; under ``expert_loop`` every expert's modules, or the block alone where ``zero3_expert_leaf``).
 
     ``fsdp2_copies`` (FSDP2, ``fully_shard``, under fsdp / fsdp_grad_op / hsdp over more than one rank): each
     all-gather's copy-out on the compute stream, as ``fsdp2_copy_seconds`` charges a training step, without the
@@ -667,7 +668,9 @@ def forward_only_time(
     one = (pass_seconds(inv.layers_forward, **kw) + pass_seconds(inv.head_forward, **kw)).scaled(count_scale)
     one = _with_host_seconds(one, hooks_s=hooked_units * FSDP_UNIT_FORWARD_HOST_S)
     if parallel.strategy == "zero3" and parallel.ranks > 1:  # a DeepSpeed ZeRO-3 engine's per-module hooks
-        one = _with_host_seconds(one, hooks_s=zero3_hooked_modules(spec) * ZERO3_MODULE_FORWARD_HOST_S)
+        modules = zero3_hooked_modules(spec, expert_loop=expert_loop and spec.moe is not None,
+                                       leaf=zero3_expert_leaf)
+        one = _with_host_seconds(one, hooks_s=modules * ZERO3_MODULE_FORWARD_HOST_S)
     total = one.scaled(micro_steps)
     if parallel.strategy in ("zero3", "fsdp", "hsdp") and parallel.ranks > 1 and gathered_weight_bytes:
         crosses = parallel.ranks > parallel.gpus_per_node and parallel.strategy != "hsdp"

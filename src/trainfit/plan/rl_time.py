@@ -215,7 +215,7 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
             fp8=fp8, fp8_weight_cache=fp8 and card.precision.fp8_recipe in TE_ONLY_FP8_RECIPES,
             fp8_params=fp8 and card.precision.fp8_params,  # fp8 primary weights: no weight casts
             packed_flash_syncs=packed_flash_syncs(card), expert_loop=p_.moe_experts is MoeExperts.LOOP,
-            hooked_units=_fsdp_hooked_units(card, pspec, ranks=train_gpus),
+            zero3_expert_leaf=p_.moe_zero3_leaf, hooked_units=_fsdp_hooked_units(card, pspec, ranks=train_gpus),
             # FSDP2's all-gather copy-out on the compute stream (no copy-in: no gradients); NeMo RL unshards once
             fsdp2_copies=p_.strategy in FSDP_STRATEGIES and p_.fsdp_version is FsdpVersion.FSDP2,
             unshard_once=card.preset == "nemo-rl",

@@ -92,3 +92,30 @@ def test_verl_megatron_counts_no_gradient_bytes():
     one_way = STATE_OFFLOAD_OPTIMIZER_BYTES * n / 8 + 3 * bf16
     t = trainer_state_offload_phase(card, spec, H100, train_gpus=8)
     assert t.terms["to_host"] == pytest.approx(one_way / host_copy_bytes_per_s(**RATES), rel=1e-6)
+
+
+def test_vllm_sleep_copies_share_the_nodes_host_memory():
+    """vLLM's level-1 sleep and wake copy every engine GPU's weights to and from pinned host memory at once: each
+    GPU at the smaller of its host link and its share of the node's host-memory bandwidth (25 GB/s of 200 on 8
+    H100s, not the 51.2 GB/s of its own PCIe link); one GPU alone keeps its link's rate."""
+    from trainfit.compute.sleep_wake import KV_REMAP_S_PER_BYTE, sleep_wake_seconds
+
+    w, kv = 16e9, 20e9
+    eight = sleep_wake_seconds(level=1, weight_bytes_per_gpu=w, kv_cache_bytes_per_gpu=kv, rates=H100, gpus_per_node=8)
+    one = sleep_wake_seconds(level=1, weight_bytes_per_gpu=w, kv_cache_bytes_per_gpu=kv, rates=H100)
+    assert eight.sleep_s == pytest.approx(w / host_copy_bytes_per_s(**RATES))
+    assert eight.wake_s == pytest.approx(eight.sleep_s + (w + kv) * KV_REMAP_S_PER_BYTE)
+    assert one.sleep_s == pytest.approx(w / min(H100.pcie_bytes_per_s, H100.host_memory_bytes_per_s))
+    assert eight.sleep_s > one.sleep_s
+    level2 = sleep_wake_seconds(level=2, weight_bytes_per_gpu=w, kv_cache_bytes_per_gpu=kv, rates=H100, gpus_per_node=8)
+    assert level2.sleep_s == 0.0  # nothing copied
+
+
+def test_colocated_plan_sleeps_at_the_node_share():
+    from trainfit.plan import make_plan
+
+    plan = make_plan(_card({"strategy": "zero1"}))
+    sw = next(p for p in plan.time.phases if p.name == "sleep_wake")
+    bf16 = weight_bytes(resolve_model(MODEL), weights=Dtype.BF16, compute=ComputeDtype.BF16,
+                        trainable=TrainableSpec()).base
+    assert sw.terms["sleep"] == pytest.approx(bf16 / host_copy_bytes_per_s(**RATES), rel=0.02)

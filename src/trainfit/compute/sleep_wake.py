@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from trainfit.compute.offload import host_copy_bytes_per_s
 from trainfit.compute.rates import DeviceRates
 from trainfit.errors import CardError
 
@@ -45,15 +46,19 @@ class SleepWakeTime:
 
 def sleep_wake_seconds(*, level: int, weight_bytes_per_gpu: float, kv_cache_bytes_per_gpu: float,
                        rates: DeviceRates, remap_s_per_byte: float = KV_REMAP_S_PER_BYTE,
-                       host_backup: bool = True) -> SleepWakeTime:
+                       host_backup: bool = True, gpus_per_node: int = 1) -> SleepWakeTime:
     """vLLM sleep before a training phase and wake-up after it, per GPU.
 
     Level 1 (vLLM ``docs/features/sleep_mode.md``: "offload the model weights and discard the KV
-    cache"): sleep copies the weights to pinned CPU memory over PCIe; wake copies them back and
-    re-maps the released memory (weights + KV pool, ``remap_s_per_byte``). Level 2 ("discard both
-    the model weights and the KV cache", the RLHF weight-update case): sleep only releases; wake
-    re-maps the memory, and the weights' content arrives with the trainer's sync (``sync.py``), not
-    here. The first level-1 sleep also pins the host buffer (not timed: once per run).
+    cache"): sleep copies the weights to pinned CPU memory (``CuMemAllocator.sleep``: a pinned backup tensor and a
+    ``cudaMemcpy`` per weight allocation, vllm-project/vllm vllm/device_allocator/cumem.py
+    @9ac9658813add86b01198b8204d02e245daddb2a); wake copies them back and
+    re-maps the released memory (weights + KV pool, ``remap_s_per_byte``). Every engine GPU of a node
+    (``gpus_per_node``) sleeps and wakes at once, so each copies at the smaller of its host link and its share of
+    the node's host-memory bandwidth (``compute.offload.host_copy_bytes_per_s``, as the trainer's own offload).
+    Level 2 ("discard both the model weights and the KV cache", the RLHF weight-update case): sleep only
+    releases; wake re-maps the memory, and the weights' content arrives with the trainer's sync (``sync.py``),
+    not here. The first level-1 sleep also pins the host buffer (not timed: once per run).
 
     ``host_backup`` False: SGLang's ``release_memory_occupation`` / ``resume_memory_occupation`` as verl calls them
     (module docstring): no weight copy at either level; level 1 re-maps the KV cache only (the weights stay),
@@ -70,7 +75,9 @@ def sleep_wake_seconds(*, level: int, weight_bytes_per_gpu: float, kv_cache_byte
                  f"resume re-maps them at {remap_s_per_byte * 1e12:.1f} ms per GB (vLLM sleep-mode blog, A100)")
         return SleepWakeTime(sleep_s=0.0, wake_s=remap, total_s=remap, assumptions=notes)
     remap = (weight_bytes_per_gpu + kv_cache_bytes_per_gpu) * remap_s_per_byte
-    copy = weight_bytes_per_gpu / rates.pcie_bytes_per_s if level == 1 else 0.0
+    rate = host_copy_bytes_per_s(pcie_bytes_per_s=rates.pcie_bytes_per_s,
+                                 host_memory_bytes_per_s=rates.host_memory_bytes_per_s, gpus_per_node=gpus_per_node)
+    copy = weight_bytes_per_gpu / rate if level == 1 else 0.0
     notes = (
         f"sleep level {level}: " + ("weights to CPU and back over PCIe" if level == 1
                                     else "weights discarded, reloaded by the weight sync"),

@@ -747,5 +747,5 @@ def sleep_wake_phase(card: RunCard, spec: ModelSpec, rollout, r: DeviceRates) ->
     t = sleep_wake_seconds(level=ro.sleep_level,
                            weight_bytes_per_gpu=_engine_weight_bytes(spec) / ro.tensor_parallel if rank is None else rank,
                            kv_cache_bytes_per_gpu=rollout.kv_cache_bytes, rates=r,
-                           host_backup=ro.engine is not RolloutEngine.SGLANG)
+                           host_backup=ro.engine is not RolloutEngine.SGLANG, gpus_per_node=rollout_nodes(card)[1])
     return _phase("sleep_wake", t.total_s, "offload", sleep=t.sleep_s, wake=t.wake_s)

@@ -27,6 +27,7 @@ SUPPORTED_FAMILIES = (
     "gpt_oss",
     "opt",
     "llama4_text",
+    "olmo2",
 )
 """Decoder model_types whose parameter layout and activations trainfit models exactly."""
 
@@ -46,7 +47,7 @@ _TOP_LEVEL_WRAPPERS = {"qwen3_5": "qwen3_5_text", "qwen3_6": "qwen3_5_text", "ll
 
 # Families whose q/k/v carry a bias regardless of config.json (Qwen2 hard-codes bias=True).
 _QKV_BIAS_ALWAYS = {"qwen2", "qwen2_moe"}
-_QK_NORM_ALWAYS = {"qwen3", "qwen3_moe", "qwen3_5_text"}
+_QK_NORM_ALWAYS = {"qwen3", "qwen3_moe", "qwen3_5_text", "olmo2"}
 
 
 def _require(cfg: dict[str, Any], key: str, where: str) -> Any:
@@ -239,6 +240,10 @@ def spec_from_hf_config(
             f"transformers' Llama4TextMoe runs every token through all {moe.num_experts} experts (hidden_states"
             f" repeated {moe.num_experts}x, one batched bmm over them), whose activations and FLOPs trainfit does"
             " not model yet (parameter counts are exact)")}
+    elif family == "olmo2":
+        # q_norm / k_norm over the full projected widths and norms after each block, none before it
+        # (transformers v5.24.0 src/transformers/models/olmo2/modeling_olmo2.py l.213-214, 285-286, 299-316)
+        extra = dict(qk_norm_full_width=True, post_block_norms=True)
     elif family == "deepseek_v3":
         extra = dict(mla=mla, mtp_layers_declared=_int(dec, "num_nextn_predict_layers", name, least=0, most=16,
                                                        default=0))

@@ -80,9 +80,13 @@ KV kv heads, I intermediate, s sequence length, T = b·s tokens. The rules that 
   normalised input (2qd, 2kvd): per layer 4qd + 4kvd less under full training, 2qd + 2kvd less where the
   input needs a gradient under LoRA. Exact to the byte on ten layers (GQA and MHA, head_dim 32-128,
   qd from h/2 to 2h, b·s 256-512; full, and LoRA on q,v / q,k,v,o / gate,up,down, bf16 and fp32 adapters)
-  and on LoRA's layer 0; qk-norm layers therefore join ``compiled_rules_apply``. OLMo 2 normalises q and k
-  over all heads at once (transformers 5.24 ``models/olmo2/modeling_olmo2.py`` l.213-214, one ``rsqrt`` per
-  token) and its rows are planned as Qwen3 layers: the per-head figure, 4(H + KV) - 8 B per token more.
+  and on LoRA's layer 0; qk-norm layers therefore join ``compiled_rules_apply``. OLMo 2 (family ``olmo2``)
+  normalises q and k over all heads at once (transformers 5.24 ``models/olmo2/modeling_olmo2.py`` l.213-214,
+  one ``rsqrt`` per token) and its norms follow the attention and the MLP outputs (l.299-316). Its compiled
+  layer (inductor, CPU, bf16, SDPA, full training; ``tests/trace/test_olmo2_activations.py``) saves exactly what
+  these rules give with one ``rsqrt`` row per q/k norm: each norm keeps its bf16 input and the fp32 rsqrt (eager's
+  fp32 copy and fp32 normalised input, which OLMo 2's ``weight * x`` in fp32 saves, are recomputed). OLMo 2 LoRA
+  under compile was not measured and keeps the eager figure.
 
 * Transformer Engine fp8 linears (``linear_input_bytes``, ``trainfit.memory.fp8.saved_input_bytes``): every trained
   projection saves the fp8 copy of its input it quantised for the forward GEMM instead of the compute-dtype input
@@ -129,6 +133,10 @@ QWEN3_5_PARTIAL_ROTARY = 0.25
 """Qwen3.5 rotates a quarter of head_dim (config partial_rotary_factor; ModelSpec has no field)."""
 
 _ZERO_CENTRED_NORM = {"gemma2", "qwen3_5_text"}
+_WEIGHT_ON_FP32_NORM = {"olmo2"}
+"""RMSNorms whose weight multiplies the fp32 normalised input before the cast (``_norm``'s ``weight_on_fp32``)."""
+_FP32_ROTARY = {"olmo2"}
+"""Families whose rotary cos/sin stay fp32 (saved by every layer's rotary muls: 4 B per element, not 2)."""
 ARCH_FAMILIES = frozenset({"deepseek_v3", "gpt2", "gpt_neox", "gpt_oss", "mpt", "opt"})
 """Layouts with their own layer model (``trainfit.memory.arch_activations``)."""
 
@@ -234,9 +242,11 @@ class _Ctx:
 
 
 def _norm(ctx: _Ctx, *, width: int, rows: int, zero_centred: bool, x_rg: bool, const_width: int,
-          residual: bool = False) -> tuple[int, bool]:
+          residual: bool = False, weight_on_fp32: bool = False) -> tuple[int, bool]:
     """RMSNorm over ``width`` elements per token (``rows`` normalised vectors per token); ``residual``:
-    a norm of the residual stream (sequence-sharded under sequence parallel).
+    a norm of the residual stream (sequence-sharded under sequence parallel); ``weight_on_fp32``: the weight
+    multiplies the fp32 normalised input before the cast (OLMo 2's ``(self.weight * hidden_states).to(input_dtype)``,
+    transformers v5.24.0 models/olmo2/modeling_olmo2.py l.65), so a trained weight's mul saves it in fp32 (4w).
     Returns (bytes, output requires grad)."""
     T, a = (ctx.T_seq or ctx.T) if residual else ctx.T, ctx.a
     out = 0
@@ -249,7 +259,7 @@ def _norm(ctx: _Ctx, *, width: int, rows: int, zero_centred: bool, x_rg: bool, c
             out += FP32 * const_width  # the fp32 (1 + w) vector, saved because the output needs grad
     if ctx.full:
         # Llama-style: weight * x.to(bf16) saves x_bf16; zero-centred: x_norm_fp32 * (1+w) saves x_norm_fp32
-        out += T * width * (FP32 if zero_centred else a)
+        out += T * width * (FP32 if zero_centred or weight_on_fp32 else a)
     return out, x_rg or ctx.full
 
 
@@ -335,10 +345,14 @@ def _attention(ctx: _Ctx, spec: ModelSpec, x_rg: bool) -> tuple[int, bool]:
     total += b
     if spec.qk_norm:
         # per-head RMSNorm over head_dim (rows = heads); compiled: the bf16 q/k projection output and the fp32
-        # rsqrt (2qd + 4H, 2kvd + 4KV), measured in tests/unit/test_compiled_qk_norm_layer.py
-        b, q_rg = _norm(ctx, width=qd, rows=H, zero_centred=zc, x_rg=q_rg, const_width=d)
+        # rsqrt (2qd + 4H, 2kvd + 4KV), measured in tests/unit/test_compiled_qk_norm_layer.py. OLMo 2: one norm
+        # over the whole projection (one rsqrt per token)
+        wide = spec.qk_norm_full_width
+        b, q_rg = _norm(ctx, width=qd, rows=1 if wide else H, zero_centred=zc, x_rg=q_rg, const_width=qd if wide else d,
+                        weight_on_fp32=spec.family in _WEIGHT_ON_FP32_NORM)
         total += b
-        b, k_rg = _norm(ctx, width=kvd, rows=KV, zero_centred=zc, x_rg=k_rg, const_width=d)
+        b, k_rg = _norm(ctx, width=kvd, rows=1 if wide else KV, zero_centred=zc, x_rg=k_rg,
+                        const_width=kvd if wide else d, weight_on_fp32=spec.family in _WEIGHT_ON_FP32_NORM)
         total += b
     if not (q_rg or k_rg or v_rg):
         return total, False
@@ -663,6 +677,8 @@ def _layer(ctx: _Ctx, spec: ModelSpec, i: int, x_rg: bool) -> tuple[int, bool]:
     four = spec.norms_per_layer == 4
     ctx.saved_inputs.clear()
     ctx.parts.clear()
+    if spec.post_block_norms:
+        return _post_norm_layer(ctx, spec, i, x_rg)
     total, n_rg = _norm(ctx, width=h, rows=1, zero_centred=zc, x_rg=x_rg, const_width=h, residual=True)
     if spec.layer_kind(i) is LayerKind.FULL_ATTENTION:
         b, o_rg = _attention(ctx, spec, n_rg)
@@ -690,12 +706,34 @@ def _layer(ctx: _Ctx, spec: ModelSpec, i: int, x_rg: bool) -> tuple[int, bool]:
     return total, res_rg or m_rg
 
 
+def _post_norm_layer(ctx: _Ctx, spec: ModelSpec, i: int, x_rg: bool) -> tuple[int, bool]:
+    """OLMo 2's layer (transformers v5.24.0 models/olmo2/modeling_olmo2.py l.299-316): x + norm(attn(x)), then
+    y + norm(mlp(y)). q/k/v read the layer input itself (q_proj saves it, 2h, as it saves the input norm's output
+    elsewhere) and gate/up the residual sum; each post-norm normalises a block output, which needs a gradient
+    whenever the block holds a trained op."""
+    h = spec.hidden_size
+    total, o_rg = _attention(ctx, spec, x_rg)
+    attention_end = total
+    b, o_rg = _norm(ctx, width=h, rows=1, zero_centred=False, x_rg=o_rg, const_width=h, residual=True,
+                    weight_on_fp32=spec.family in _WEIGHT_ON_FP32_NORM)
+    total += b
+    res_rg = x_rg or o_rg
+    b, m_rg = _dense_mlp(ctx, spec, spec.intermediate_size, res_rg)
+    total += b
+    b, m_rg = _norm(ctx, width=h, rows=1, zero_centred=False, x_rg=m_rg, const_width=h, residual=True,
+                    weight_on_fp32=spec.family in _WEIGHT_ON_FP32_NORM)
+    total += b
+    ctx.parts["after_attention"] = total - attention_end
+    return total, res_rg or m_rg
+
+
 def compiled_rules_apply(spec: ModelSpec, *, trainable: TrainableSpec, attention: Attention) -> bool:
     """Whether ``activation_bytes(compiled=True)`` has measured rules for this layer stack (module docstring):
     full training or PEFT LoRA without dropout (bf16 or fp32 adapters) of dense, full-attention, Llama-style
-    layers, with or without Qwen3's per-head qk-norm (no output gate), under SDPA/flash."""
+    layers, with or without Qwen3's per-head qk-norm (no output gate), under SDPA/flash; OLMo 2 in full training."""
     lora = trainable.scope is Scope.LORA and trainable.lora is not None and trainable.lora.dropout == 0
     return ((trainable.scope is Scope.FULL or lora) and spec.family not in _ZERO_CENTRED_NORM and spec.family not in ARCH_FAMILIES
+            and (trainable.scope is Scope.FULL or not spec.post_block_norms)  # OLMo 2: measured for full training only
             and spec.moe is None and spec.linear_attention is None and not spec.attn_output_gate
             and spec.num_full_attention_layers == spec.num_layers and not runs_eager(spec.family, attention))
 
@@ -793,7 +831,10 @@ def activation_bytes(
         # cos and sin, bf16, shared by all layers: (1, s, rot); Qwen3.5's mrope position ids are
         # expanded to the batch, so (b, s, rot) there
         rows = b if spec.family == "qwen3_5_text" else 1
-        emb += 2 * a * rows * s * _rope_dim(spec)
+        # OLMo 2's rotary returns fp32 cos/sin (no cast to x's dtype: transformers v5.24.0
+        # models/olmo2/modeling_olmo2.py l.109-113) and its q * cos runs in fp32 (l.172-176)
+        rope_bytes = FP32 if spec.family in _FP32_ROTARY else a
+        emb += 2 * rope_bytes * rows * s * _rope_dim(spec)
     zc = spec.family in _ZERO_CENTRED_NORM
     if spec.family in ARCH_FAMILIES:
         from trainfit.memory import arch_activations
@@ -804,7 +845,7 @@ def activation_bytes(
         own += arch_activations.embedding_bytes(ctx, spec)
     else:
         head, _ = _norm(ctx, width=spec.hidden_size, rows=1, zero_centred=zc, x_rg=x_rg,
-                        const_width=spec.hidden_size, residual=True)
+                        const_width=spec.hidden_size, residual=True, weight_on_fp32=spec.family in _WEIGHT_ON_FP32_NORM)
         if full:
             head += a * T * spec.hidden_size  # lm_head input
     if selective is SelectiveCheckpointing.OP:

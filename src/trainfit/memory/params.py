@@ -208,8 +208,8 @@ def _layer_params(spec: ModelSpec, layer_idx: int) -> tuple[int, int]:
             other += q_out + 2 * spec.kv_dim
         if spec.o_proj_bias:
             other += h
-        if spec.qk_norm:
-            other += 2 * spec.head_dim
+        if spec.qk_norm:  # per head: head_dim each; OLMo 2's full-width norms: q_dim and kv_dim
+            other += spec.q_dim + spec.kv_dim if spec.qk_norm_full_width else 2 * spec.head_dim
         if spec.attention_sinks:
             other += spec.num_attention_heads
     else:
@@ -344,7 +344,9 @@ def param_tensors(spec: ModelSpec) -> list[TensorGroup]:
             if g.bias:
                 out.append(TensorGroup((g.out_features,), g.count))
     full = spec.num_full_attention_layers + mtp
-    if spec.qk_norm and full:
+    if spec.qk_norm and full and spec.qk_norm_full_width:
+        out += [TensorGroup((spec.q_dim,), full), TensorGroup((spec.kv_dim,), full)]
+    elif spec.qk_norm and full:
         out.append(TensorGroup((spec.head_dim,), 2 * full))
     if spec.attention_sinks and full:
         out.append(TensorGroup((spec.num_attention_heads,), full))

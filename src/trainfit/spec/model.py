@@ -111,7 +111,7 @@ class ModelSpec:
     source: str
     """Where the numbers come from (URL, file, or 'assumed')."""
     family: str
-    """transformers model_type of the decoder: llama, mistral, qwen2, qwen3, qwen3_moe, gemma2, qwen3_5_text."""
+    """transformers model_type of the decoder: llama, mistral, qwen2, qwen3, qwen3_moe, gemma2, qwen3_5_text, olmo2."""
     hidden_size: int
     intermediate_size: int
     num_layers: int
@@ -127,6 +127,10 @@ class ModelSpec:
     mlp_bias: bool = False
     qk_norm: bool = False
     """RMSNorm over head_dim on q and k (Qwen3)."""
+    qk_norm_full_width: bool = False
+    """With ``qk_norm``: q_norm over all heads at once (heads x head_dim weights, one ``rsqrt`` per token) and k_norm
+    over kv_heads x head_dim, on the projections' outputs before the per-head view (OLMo 2: huggingface/transformers
+    v5.24.0 src/transformers/models/olmo2/modeling_olmo2.py l.213-214, 228-229)."""
     attn_output_gate: bool = False
     """Full-attention q_proj also emits a sigmoid gate (Qwen3.5): q_proj is 2x wide."""
     norms_per_layer: int = 2
@@ -173,6 +177,10 @@ class ModelSpec:
     """Residual dropout probability in training (OPT's config ``dropout`` 0.1): each site saves a mask."""
     pre_norm: bool = True
     """Norm before each block (False: OPT-350m normalises after the residual add)."""
+    post_block_norms: bool = False
+    """The attention output and the MLP output are each normalised before their residual add, and nothing
+    normalises a block's input (OLMo 2's ``post_attention_layernorm`` / ``post_feedforward_layernorm``:
+    transformers v5.24.0 models/olmo2/modeling_olmo2.py l.285-286, 299-316); ``norms_per_layer`` stays 2."""
     norms_fp32: bool = False
     """Norm weights kept in fp32 in a bf16 model (gpt-oss ``_keep_in_fp32_modules``)."""
     mtp_layers: int = 0

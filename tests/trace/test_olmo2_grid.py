@@ -1,0 +1,47 @@
+"""trainfit plan vs the fake-tensor trace for OLMo 2 (``olmo2``): allocated peak within 2%, same peak phase.
+
+The cases of ``tests/trace/test_grid.py`` with an OLMo 2 model in ``trainfit.accuracy.grid.ARCHS`` (added here, for
+this module's tests only)."""
+
+import pytest
+
+from trainfit.accuracy import grid
+from trainfit.accuracy.grid import GridCase
+from trainfit.plan import make_plan
+from trainfit.spec.card import load_card_dict
+
+pytest.importorskip("torch")
+pytest.importorskip("peft")
+
+from trainfit.trace.api import TraceRequest, trace_step  # noqa: E402
+
+TOLERANCE = 0.02
+
+OLMO2 = {"model_type": "olmo2", "hidden_size": 256, "intermediate_size": 688, "num_hidden_layers": 4,
+         "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 48, "vocab_size": 32000,
+         "tie_word_embeddings": False, "attention_bias": False}
+"""GQA, heads x head_dim (384) wider than hidden: the full-width q/k norms have their own width."""
+
+CASES = [
+    GridCase("olmo2"),
+    GridCase("olmo2", ckpt=True, micro_batch_size=4, seq_len=512),
+    GridCase("olmo2", attention="eager", seq_len=512),
+    GridCase("olmo2", world_size=8, ckpt=True),
+    GridCase("olmo2", scope="lora", attention="eager", seq_len=512),
+    GridCase("olmo2", scope="lora", world_size=8),
+]
+
+
+@pytest.mark.trace
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_plan_matches_trace(case, monkeypatch):
+    monkeypatch.setitem(grid.ARCHS, "olmo2", OLMO2)
+    plan = make_plan(load_card_dict(case.card()))
+    traced = trace_step(TraceRequest(**case.trace_kwargs()))
+    planned = {p.phase.value: p.tensor_bytes for p in case.planned_phases(plan)}
+    measured = {p.name: p.peak_bytes for p in traced.phases}
+    err = (max(planned[k] for k in measured) - traced.peak_bytes) / traced.peak_bytes
+    detail = {k: (round(planned[k] / 2**20, 2), round(measured[k] / 2**20, 2)) for k in measured}
+    print(f"{case.name}: peak error {err:+.3%}")
+    assert abs(err) <= TOLERANCE, f"peak error {err:+.2%}; per phase MiB (plan, trace): {detail}"
+    assert max(measured, key=lambda k: planned[k]) == traced.peak_phase, detail

@@ -45,3 +45,14 @@ def test_plan_matches_trace(case, monkeypatch):
     print(f"{case.name}: peak error {err:+.3%}")
     assert abs(err) <= TOLERANCE, f"peak error {err:+.2%}; per phase MiB (plan, trace): {detail}"
     assert max(measured, key=lambda k: planned[k]) == traced.peak_phase, detail
+
+
+def test_tensor_parallel_is_refused(monkeypatch):
+    """transformers runs OLMo 2's attention gathered to full width on every TP rank (Olmo2Config.base_model_tp_plan):
+    not a head shard, so a plan refuses tensor parallelism rather than plan it as one."""
+    from trainfit.errors import CardError
+
+    monkeypatch.setitem(grid.ARCHS, "olmo2", OLMO2)
+    case = GridCase("olmo2", world_size=2, tensor_parallel=2, sequence_parallel=True, seq_len=512)
+    with pytest.raises(CardError, match="OLMo 2"):
+        make_plan(load_card_dict(case.card()))

@@ -529,7 +529,8 @@ def hf_tensors(spec: ModelSpec, *, fused_experts: bool = False) -> tuple[tuple[s
             + [t("k_proj", kv * h)] + ([t("k_proj.bias", kv)] if bias else [])
             + [t("v_proj", kv * h)] + ([t("v_proj.bias", kv)] if bias else [])
             + [t("o_proj", h * q)] + ([t("o_proj.bias", h)] if spec.o_proj_bias else [])
-            + ([t("q_norm", hd), t("k_norm", hd)] if spec.qk_norm else []))
+            + ([t("q_norm", q if spec.qk_norm_full_width else hd), t("k_norm", kv if spec.qk_norm_full_width else hd)]
+               if spec.qk_norm else []))
     linear_attn = [(f"linear_attn.{n}", None)
                    for n in ("in_proj_qkvz", "in_proj_ba", "conv1d", "dt_bias", "A_log", "norm", "out_proj")]
     inter = spec.intermediate_size

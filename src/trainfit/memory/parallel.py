@@ -18,7 +18,7 @@ GQA replication), so their weights count ``head_dim`` per rank.
 Refusals (``CardError``, one line each): layers not divisible by ``pp x virtual_stages``, attention
 heads or KV heads not compatible with tp, Ulysses cp not dividing the heads of a TP rank, experts
 not divisible by ep, expert width not divisible by expert tp, quantized weights with model
-parallelism, LoRA with expert parallelism.
+parallelism, LoRA with expert parallelism, tensor parallelism of whole-width q/k norms (OLMo 2).
 """
 
 from __future__ import annotations
@@ -159,6 +159,12 @@ def check_layout(card: RunCard, spec: ModelSpec, layout: ParallelLayout, seq_len
             f"batch.grad_accum: the interleaved schedule needs at least pipeline_parallel = {layout.pp} micro-batches"
             f" per step, got {layout.micro_batches} (Megatron-LM)")
     tp, heads, kv = layout.tp, spec.num_attention_heads, spec.num_kv_heads
+    if tp > 1 and spec.qk_norm_full_width:
+        # transformers gathers q/k/v to full width on every rank before the whole-width q/k norms
+        # (Olmo2Config.base_model_tp_plan "colwise_gather_output", v5.24.0 models/olmo2/configuration_olmo2.py
+        # l.54-58): not the head-sharded rank this module models
+        raise CardError(f"parallel.tensor_parallel: {tp} with {name}: its q/k norms span all heads (OLMo 2), so a"
+                        " rank's attention is not a head shard; tensor-parallel OLMo 2 is not modelled; allowed: 1")
     if tp > 1 and spec.num_full_attention_layers:
         if heads % tp:
             raise CardError(f"parallel.tensor_parallel: {tp} does not divide the {heads} attention heads of {name};"

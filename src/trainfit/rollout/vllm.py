@@ -182,8 +182,10 @@ def weights_per_gpu_params(spec: ModelSpec, *, tp: int) -> float:
     h = spec.hidden_size
     full = spec.num_full_attention_layers
     replicated = spec.norms_per_layer * h * spec.num_layers + h
-    if spec.qk_norm:
-        replicated += 2 * spec.head_dim * full
+    if spec.qk_norm:  # OLMo 2's whole-width norms are whole on every rank: vLLM all-gathers q and k for them
+        # (vllm-project/vllm vllm/model_executor/models/olmo2.py @028aedf62adee9d2a1e99d4cda7c1ce1c997c8cc,
+        # Olmo2Attention.__init__ q_norm / k_norm and _apply_qk_norm)
+        replicated += (spec.q_dim + spec.kv_dim if spec.qk_norm_full_width else 2 * spec.head_dim) * full
     if spec.o_proj_bias:
         replicated += h * full
     if spec.mlp_bias:

@@ -1106,6 +1106,18 @@ def nemo_rl_cp_padding(e: dict[str, Any], rollout: dict[str, Any]) -> tuple[dict
                  f" prompt {rollout['prompt_len']} + {pad} padding tokens"]
 
 
+VERL_FSDP_SIZE = {
+    # actor.fsdp_config.fsdp_size in the run script each row's note names (volcengine/verl; the note quotes the line)
+    "verl-one-step-off-dapo-qwen25math7b-h20-colocate-fsdp2":
+        (2, "recipe/one_step_off_policy/dapo_7b_math_fsdp2_colocate.sh l. 55 @503ea75f533f715cf1667551bd375ec9b1e0d5fc"),
+    "verl-one-step-off-dapo-qwen25math7b-h20-async-fsdp2":
+        (2, "recipe/one_step_off_policy/dapo_7b_math_fsdp2_4_12.sh l. 62 @503ea75f533f715cf1667551bd375ec9b1e0d5fc"),
+    **{f"verl-fully-async-dapo-qwen25math7b-h20-colocate-{n}g":
+       (2, f"recipe/fully_async_policy/exp/qwen2-7B-math_{n}/fsdp2_colocate/run.sh l. 56"
+           " @94d681dce4911c3ad6abb011a2d03c62d318868d") for n in (32, 64, 128)},
+}
+
+
 def map_rl(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """The run card for a published RL entry as its fields state it (Unmapped with the reasons otherwise).
 
@@ -1138,6 +1150,12 @@ def map_rl(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         version, n = fsdp_version_of(e["framework"], tr["strategy"])
         parallel.update({"fsdp_version": version} if version else {})
         notes.append(n)
+    shard = VERL_FSDP_SIZE.get(e["id"])
+    if shard and parallel.get("strategy") == "fsdp":
+        # verl create_device_mesh: fsdp_size < world_size builds a (world // fsdp_size, fsdp_size) ddp x fsdp mesh, HSDP
+        # (volcengine/verl verl/workers/fsdp_workers.py l. 84-91 @94d681dce4911c3ad6abb011a2d03c62d318868d)
+        parallel.update(strategy="hsdp", hsdp_shard_size=shard[0])
+        notes.append(f"verl actor.fsdp_config.fsdp_size={shard[0]} ({shard[1]}): HSDP, shard groups of {shard[0]} GPUs")
     if tr.get("strategy") == "megatron":
         notes.append("Megatron-Core planned with ZeRO-1 (its distributed optimizer) over the data-parallel ranks")
         # as map_train does for Megatron frameworks: Megatron-Core runs Transformer Engine's fused kernels

@@ -19,8 +19,9 @@ time that the layer's compute does not cover is exposed.
   the first gather is exposed. Backward all-gathers (when resharded after forward) and
   reduce-scatters on the same NCCL stream while the previous layer's backward computes; the
   last reduce-scatter is exposed. The root unit (embedding, head) is gathered once, exposed.
-  HSDP adds each unit's all-reduce of its gradient shard across the node replicas, on a stream of its own
-  through the NICs, behind the remaining backward (``exposed_sharded``).
+  HSDP adds each unit's all-reduce of its gradient shard across the replicas of its shard group, on a stream of
+  its own, behind the remaining backward (``exposed_sharded``; the shard group is a node's GPUs unless the card's
+  ``parallel.hsdp_shard_size`` says otherwise: ``training.hsdp_links`` picks each group's link).
 * DDP: gradient buckets (25 MB) all-reduce during backward; exposed = what exceeds backward,
   at least the last bucket.
 * ZeRO-1/2 (DeepSpeed, ``overlap_comm``): gradient reduce-scatter overlapped like DDP; the
@@ -360,7 +361,7 @@ def exposed_sharded(
     expert_layer_weight_bytes: float = 0.0, expert_layer_grad_bytes: float = 0.0, expert_ranks: int = 1,
     expert_bus_bytes_per_s: float | None = None, replica_layer_grad_bytes: float = 0.0,
     replica_root_grad_bytes: float = 0.0, replica_ranks: int = 1, replica_bus_bytes_per_s: float | None = None,
-    expert_layer_gathers: float = 1.0,
+    expert_layer_gathers: float = 1.0, replica_shares_link: bool = False,
 ) -> CommTime:
     """FSDP / ZeRO-3 / HSDP: per-layer gathers and reduce-scatters behind per-layer compute.
 
@@ -389,7 +390,11 @@ def exposed_sharded(
     @3ade90a6aaa939cd6238e314c321b9f920db1471 ``_post_backward_hook``, issued it on the post-backward stream right
     after the reduce-scatter). The reduce-scatter stays inside the node (NVLink) and the all-reduce ring has one GPU
     per node (NIC), so the two links pipeline: a layer's backward costs the slower of its compute, its NVLink
-    collectives and its all-reduce; the last unit's reduce-scatter then all-reduce, and the root's, are exposed."""
+    collectives and its all-reduce; the last unit's reduce-scatter then all-reduce, and the root's, are exposed.
+    ``replica_shares_link``: the shard group's collectives and the replica all-reduce run over the same links (a shard
+    group smaller than a node with its replicas in the same node, both on NVLink; a shard group spanning nodes, both
+    through the NICs: ``training.hsdp_links``), so per layer they add up instead of overlapping each other; both still
+    run behind the compute."""
     kw = dict(ranks=ranks, bus_bytes_per_s=bus_bytes_per_s, latency_s=latency_s)
     rkw = dict(ranks=replica_ranks, latency_s=latency_s,
                bus_bytes_per_s=bus_bytes_per_s if replica_bus_bytes_per_s is None else replica_bus_bytes_per_s)
@@ -407,7 +412,8 @@ def exposed_sharded(
     root += all_reduce_seconds(total_bytes=replica_root_grad_bytes, **rkw)
     bwd_comm = (ag if reshard_after_forward else 0.0) + rs
     fwd_exposed = ag + (layers - 1) * max(0.0, ag - layer_forward_s)
-    bwd_exposed = (layers - 1) * max(0.0, bwd_comm - layer_backward_s, ar - layer_backward_s) + rs + ar
+    busy = bwd_comm + ar if replica_shares_link else max(bwd_comm, ar)
+    bwd_exposed = (layers - 1) * max(0.0, busy - layer_backward_s) + rs + ar
     per_micro = fwd_exposed + bwd_exposed + root
     total = micro_steps * (layers * (ag + bwd_comm + ar) + root)
     return CommTime(total, micro_steps * per_micro)

@@ -186,6 +186,52 @@ class Parallel:
     overlap_param_gather: bool = False
     """ZeRO-1 as Megatron-Core's distributed optimizer with ``overlap_param_gather``: the parameter all-gather hides
     behind the next step's first forward, bucket by bucket (``dist_optimizer``)."""
+    hsdp_shard: int = 0
+    """Strategy hsdp: the ranks of one shard group (the card's ``parallel.hsdp_shard_size``); 0: ``gpus_per_node``."""
+
+
+@dataclass(frozen=True, slots=True)
+class HsdpLinks:
+    """HSDP's two groups and the link each runs over (``hsdp_links``)."""
+
+    shard: int
+    replicas: int
+    shard_bus_bytes_per_s: float
+    replica_bus_bytes_per_s: float
+    shard_crosses_nodes: bool
+    replica_crosses_nodes: bool
+
+
+def hsdp_links(parallel: Parallel, rates: DeviceRates) -> HsdpLinks:
+    """Strategy hsdp over ``parallel.ranks`` data x context ranks: a shard group of ``parallel.hsdp_shard`` ranks
+    (0: ``gpus_per_node``; at most ``ranks``) and ``ranks / shard`` replicas of it.
+
+    torch lays the data-parallel ranks out as a 2-D ``(replicate, shard)`` mesh, the shard dimension innermost
+    (pytorch/pytorch @cf30153c4c131c8164ee7798e5022d810682e2cb, the torch 2.13.0 wheel: FSDP2
+    ``torch/distributed/fsdp/_fully_shard/_fully_shard.py`` l. 172-177 "If 2D, then parameters are sharded across the
+    1st dim and replicated across the 0th dim (HSDP)"; FSDP1 ``HYBRID_SHARD`` ``_init_utils.py`` l. 143-153 takes
+    ``process_group`` = mesh dim 1 and ``_inter_node_pg`` = dim 0; ``init_device_mesh`` numbers ranks row-major), as
+    verl's ``create_device_mesh`` ``(world_size // fsdp_size, fsdp_size)`` and torchtitan's
+    ``[dp_replicate, dp_shard]`` mesh do. So a shard group is ``shard`` consecutive ranks: on NVLink when it fits
+    in a node (a divisor of ``gpus_per_node``), else through the NICs of its ``gpus_per_node`` GPUs per node. A
+    replica group is every ``shard``-th rank: ``gpus_per_node / shard`` of them share a node (one when the shard
+    group spans nodes), so it stays on NVLink within one node and otherwise leaves through those GPUs' NICs, the
+    node's ``shard`` replica groups side by side on its NICs (``collectives.ring_bus_bytes_per_s``)."""
+    ranks = max(1, parallel.ranks)
+    per_node = max(1, parallel.gpus_per_node)
+    shard = max(1, min(ranks, parallel.hsdp_shard or per_node))
+    replicas = max(1, ranks // shard)
+    shard_crosses = ranks > per_node and (shard > per_node or per_node % shard != 0)
+    replica_local = min(replicas, max(1, per_node // shard))
+    replica_crosses = replicas > replica_local
+    nic = parallel.nic_bytes_per_s
+    return HsdpLinks(
+        shard=shard, replicas=replicas,
+        shard_bus_bytes_per_s=coll.ring_bus_bytes_per_s(rates=rates, crosses_nodes=shard_crosses, nic_bytes_per_s=nic,
+                                                        local_ranks=min(shard, per_node)),
+        replica_bus_bytes_per_s=coll.ring_bus_bytes_per_s(rates=rates, crosses_nodes=replica_crosses,
+                                                          nic_bytes_per_s=nic, local_ranks=replica_local),
+        shard_crosses_nodes=shard_crosses, replica_crosses_nodes=replica_crosses)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -358,8 +404,9 @@ def train_step_time(
     st = parallel.strategy
     ranks = max(1, parallel.ranks)
     shard = ranks if st in ("zero1", "zero2", "zero3", "fsdp", "fsdp_grad_op", "hsdp") else 1
-    if st == "hsdp":
-        shard = min(ranks, parallel.gpus_per_node)
+    hsdp = hsdp_links(parallel, rates) if st == "hsdp" else None
+    if hsdp is not None:
+        shard = hsdp.shard
     eranks = max(1, parallel.expert_ranks or ranks)
     eshard = eranks if st in ("zero1", "zero2", "zero3", "fsdp", "fsdp_grad_op") else shard
     opt_params = shard_params(params=trained_params, expert_params=expert_params, shards=shard, expert_shards=eshard)
@@ -372,10 +419,10 @@ def train_step_time(
                           {"bytes_moved": opt.bytes_moved, "kernels": opt.kernels})
 
     # communication
-    crosses = ranks > parallel.gpus_per_node
-    bus = coll.ring_bus_bytes_per_s(rates=rates, crosses_nodes=crosses and st != "hsdp",
-                                    nic_bytes_per_s=parallel.nic_bytes_per_s,
-                                    local_ranks=min(ranks, parallel.gpus_per_node))
+    crosses = ranks > parallel.gpus_per_node if hsdp is None else hsdp.shard_crosses_nodes
+    bus = coll.ring_bus_bytes_per_s(rates=rates, crosses_nodes=crosses, nic_bytes_per_s=parallel.nic_bytes_per_s,
+                                    local_ranks=min(ranks, parallel.gpus_per_node)) if hsdp is None \
+        else hsdp.shard_bus_bytes_per_s
     grad_bytes = trained_params * optimizer.grad_bytes
     layers = spec.num_layers
     comm = coll.CommTime(0.0, 0.0)
@@ -388,9 +435,9 @@ def train_step_time(
             dense_w, dense_g = gathered_weight_bytes * (1 - expert_frac), grad_bytes * (1 - expert_frac)
             layer_w = dense_w * (1 - root_frac) / layers
             layer_g = dense_g * (1 - root_frac) / layers
-            # HSDP: each unit's gradient shard is all-reduced across the node replicas (one NIC per GPU) behind the
-            # remaining backward, per micro-step as torch does by default (``collectives.exposed_sharded``)
-            replicas = ranks // group if st == "hsdp" else 1
+            # HSDP: each unit's gradient shard is all-reduced across the shard group's replicas (``hsdp_links``)
+            # behind the remaining backward, per micro-step as torch does by default (``collectives.exposed_sharded``)
+            replicas = hsdp.replicas if hsdp is not None else 1
             comm = coll.exposed_sharded(
                 layers=layers, layer_weight_bytes=layer_w, layer_grad_bytes=layer_g,
                 root_weight_bytes=dense_w * root_frac, root_grad_bytes=dense_g * root_frac,
@@ -402,8 +449,8 @@ def train_step_time(
                 expert_bus_bytes_per_s=_expert_bus(rates, parallel, eranks),
                 replica_layer_grad_bytes=grad_bytes * (1 - root_frac) / layers / group,
                 replica_root_grad_bytes=grad_bytes * root_frac / group, replica_ranks=replicas,
-                replica_bus_bytes_per_s=min(rates.intra_node_bus_bytes_per_s,
-                                            parallel.nic_bytes_per_s * coll.NIC_EFFICIENCY),
+                replica_bus_bytes_per_s=hsdp.replica_bus_bytes_per_s if hsdp is not None else None,
+                replica_shares_link=hsdp is not None and hsdp.shard_crosses_nodes == hsdp.replica_crosses_nodes,
                 expert_layer_gathers=zero3_expert_gathers(
                     local_experts=spec.moe.num_experts, leaf=zero3_expert_leaf or st != "zero3")
                 if expert_loop and spec.moe is not None else 1.0,
@@ -422,9 +469,13 @@ def train_step_time(
             )
         notes.append(f"collectives at {bus / 1e9:.0f} GB/s bus bandwidth ({'crossing nodes' if crosses else 'in a node'});"
                      f" {comm.total_s:.3f} s in all, {comm.exposed_s:.3f} s not hidden by compute")
-        if st == "hsdp" and ranks > shard:
-            notes.append(f"hsdp: each unit's gradient shard is all-reduced across {ranks // shard} node replicas"
-                         f" (one NIC per GPU) on its own stream, behind the remaining backward")
+        if hsdp is not None and hsdp.replicas > 1:
+            where = "through the NICs" if hsdp.replica_crosses_nodes else "over NVLink"
+            notes.append(f"hsdp: shard groups of {hsdp.shard} ranks"
+                         f" ({'spanning nodes' if hsdp.shard_crosses_nodes else 'in a node'}); each unit's gradient"
+                         f" shard is all-reduced across {hsdp.replicas} replicas {where}"
+                         f" ({hsdp.replica_bus_bytes_per_s / 1e9:.0f} GB/s bus) on its own stream, behind the remaining"
+                         " backward")
         if parallel.overlap_param_gather and st == "zero1":
             notes.append("distributed optimizer overlap_param_gather: the parameter all-gather waits for the next"
                          f" step's first forward and hides behind it in buckets of"
@@ -673,10 +724,14 @@ def forward_only_time(
         one = _with_host_seconds(one, hooks_s=modules * ZERO3_MODULE_FORWARD_HOST_S)
     total = one.scaled(micro_steps)
     if parallel.strategy in ("zero3", "fsdp", "hsdp") and parallel.ranks > 1 and gathered_weight_bytes:
-        crosses = parallel.ranks > parallel.gpus_per_node and parallel.strategy != "hsdp"
-        ranks = min(parallel.ranks, parallel.gpus_per_node) if parallel.strategy == "hsdp" else parallel.ranks
-        bus = coll.ring_bus_bytes_per_s(rates=rates, crosses_nodes=crosses, nic_bytes_per_s=parallel.nic_bytes_per_s,
-                                        local_ranks=min(ranks, parallel.gpus_per_node))
+        if parallel.strategy == "hsdp":  # gathers over the shard group only (``hsdp_links``)
+            links = hsdp_links(parallel, rates)
+            ranks, bus = links.shard, links.shard_bus_bytes_per_s
+        else:
+            ranks = parallel.ranks
+            bus = coll.ring_bus_bytes_per_s(rates=rates, crosses_nodes=parallel.ranks > parallel.gpus_per_node,
+                                            nic_bytes_per_s=parallel.nic_bytes_per_s,
+                                            local_ranks=min(ranks, parallel.gpus_per_node))
         layers = spec.num_layers
         ag = coll.all_gather_seconds(total_bytes=gathered_weight_bytes / layers, ranks=ranks, bus_bytes_per_s=bus,
                                      latency_s=rates.collective_latency_s)

@@ -21,6 +21,7 @@ from trainfit.export.common import (
     Export,
     comment_text,
     deepspeed_facts,
+    hsdp_shard_group,
     is_rl,
     mixed_precision,
     non_default,
@@ -138,13 +139,18 @@ def build(card: RunCard) -> Export:
     else:
         dist = "FSDP"
         cfg["fsdp_config"] = fsdp_plugin_config(card, notes)
+        group = hsdp_shard_group(card)
         if s is Strategy.HSDP and card.parallel.fsdp_version is FsdpVersion.FSDP2:
-            # accelerate launch reads a non-empty parallelism_config as --use_parallelism_config (commands/launch.py)
-            cfg["parallelism_config"] = {"parallelism_config_dp_replicate_size": hw.nodes,
-                                         "parallelism_config_dp_shard_size": per_node}
-            if hw.nodes == 1:
-                notes.append("parallel.strategy hsdp on one node: accelerate's FSDP2 HSDP with dp_replicate_size 1"
-                             " is plain FSDP (read back as fsdp)")
+            # accelerate launch reads a non-empty parallelism_config as --use_parallelism_config (commands/launch.py);
+            # its dp_shard_size is the HSDP shard group, dp_replicate_size the replicas (parallel.hsdp_shard_size)
+            cfg["parallelism_config"] = {"parallelism_config_dp_replicate_size": max(1, procs // group),
+                                         "parallelism_config_dp_shard_size": group}
+            if procs <= group:
+                notes.append("parallel.strategy hsdp with one shard group: accelerate's FSDP2 HSDP with"
+                             " dp_replicate_size 1 is plain FSDP (read back as fsdp)")
+        elif s is Strategy.HSDP and group != per_node:
+            notes.append(f"parallel.hsdp_shard_size {group}: accelerate's FSDP1 HYBRID_SHARD shards within a node"
+                         f" ({per_node} GPUs) and takes no shard size; use fsdp_version 2 (parallelism_config)")
     if dist != "FSDP" and card.parallel.activation_offload:
         notes.append(
             "parallel.activation_offload: not an accelerate launch setting outside FSDP; set it in the trainer "

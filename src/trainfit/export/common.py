@@ -232,11 +232,22 @@ def effective_weight_sync(card: RunCard) -> WeightSync:
 
 def _shard_group(card: RunCard) -> int:
     """Ranks the parameters are sharded over (``trainfit.plan.stages.parallel_sharding``): the data x context
-    ranks of the training GPUs, at most a node's for HSDP."""
+    ranks of the training GPUs; for HSDP its shard group (``hsdp_shard_group``)."""
     par = card.parallel
     per_node = train_gpus_per_node(card)
     data = per_node * card.hardware.nodes // (par.tensor_parallel * par.pipeline_parallel)
-    return min(per_node, data) if par.strategy is Strategy.HSDP else data
+    return hsdp_shard_group(card) if par.strategy is Strategy.HSDP else data
+
+
+def hsdp_shard_group(card: RunCard) -> int:
+    """HSDP's shard group over the training GPUs' data x context ranks: ``parallel.hsdp_shard_size``, else a node's
+    training GPUs (at most the data x context ranks), as ``trainfit.memory.sharding.make_sharding`` plans it. The
+    frameworks' keys: verl ``fsdp_config.fsdp_size``, torchtitan ``data_parallel_shard_degree`` (x context
+    parallel), accelerate ``parallelism_config_dp_shard_size``."""
+    par = card.parallel
+    per_node = train_gpus_per_node(card)
+    data = per_node * card.hardware.nodes // (par.tensor_parallel * par.pipeline_parallel)
+    return par.hsdp_shard_size or min(per_node, data)
 
 
 def _model_fact(card: RunCard) -> Any:

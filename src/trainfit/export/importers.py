@@ -218,6 +218,11 @@ def read_accelerate(text: str) -> Imported:
             if isinstance(pc, dict) and _num(t, "parallelism_config.parallelism_config_dp_replicate_size",
                                              pc.get("parallelism_config_dp_replicate_size", 1)) > 1:
                 strategy = "hsdp"  # accelerate/parallelism_config.py: dp_replicate_size > 1 and dp_shard_size > 1
+                shard = pc.get("parallelism_config_dp_shard_size")
+                if shard is not None and _num(t, "parallelism_config.parallelism_config_dp_shard_size", shard) != per_node:
+                    # the shard dimension of the (dp_replicate, dp_shard) mesh: the card's HSDP shard group
+                    set_dotted(d, "parallel.hsdp_shard_size", _num(t, "parallelism_config.parallelism_config_dp_shard_size",
+                                                                   shard))
         else:
             ss = str(fc.get("fsdp_sharding_strategy", "FULL_SHARD"))
             strategy = {"FULL_SHARD": "fsdp", "1": "fsdp", "SHARD_GRAD_OP": "fsdp_grad_op", "2": "fsdp_grad_op",
@@ -627,8 +632,16 @@ def read_verl(text: str) -> Imported:
     nodes = _num(t, "trainer.nnodes", get("trainer.nnodes", 1))
     set_dotted(d, "hardware.gpus_per_node", gpn)
     set_dotted(d, "hardware.nodes", nodes)
-    if strategy == "hsdp" and get(f"{E}.fsdp_size") != gpn:
-        notes.append(f"{E}.fsdp_size {get(f'{E}.fsdp_size')}: a card's HSDP shards within a node ({gpn} GPUs)")
+    if strategy == "hsdp":
+        # verl/workers/fsdp_workers.py create_device_mesh (volcengine/verl @94d681dce4911c3ad6abb011a2d03c62d318868d
+        # l. 84-91): fsdp_size >= world_size is a 1-D mesh (FULL_SHARD over all ranks), else a
+        # (world_size // fsdp_size, fsdp_size) ddp x fsdp mesh, HSDP with fsdp_size-rank shard groups
+        size = _num(t, f"{E}.fsdp_size", get(f"{E}.fsdp_size"))
+        if size >= gpn * nodes:
+            set_dotted(d, "parallel.strategy", "fsdp")
+            strategy = "fsdp"
+        elif size != gpn:
+            set_dotted(d, "parallel.hsdp_shard_size", size)
     if strategy == "ddp" and gpn * nodes == 1:
         set_dotted(d, "parallel.strategy", "single")
     par = d.get("parallel", {})
@@ -1079,20 +1092,22 @@ def read_torchtitan(text: str) -> Imported:
     set_dotted(d, "hardware.nodes", nodes)
     set_dotted(d, "hardware.gpus_per_node", world // nodes)
     dp = replicate * shard
-    strategy = "fsdp"
+    strategy, hsdp_shard_size = "fsdp", None
     if world == 1:
         strategy = "single"
     elif shard == 1 and replicate > 1:
         strategy = "ddp"
     elif replicate > 1:
         strategy = "hsdp"
-        if shard * cp != min(world // nodes, dp * cp):
-            notes.append(f"data_parallel_shard_degree {shard}: a card's HSDP shards over a node's data x context ranks")
+        # torchtitan's FSDP mesh is dp_shard x cp, replicated dp_replicate times: the card's HSDP shard group
+        hsdp_shard_size = shard * cp if shard * cp != min(world // nodes, dp * cp) else None
     elif par.get("fsdp_reshard_after_forward", "default") == "never":
         strategy = "fsdp_grad_op"
     p: dict[str, Any] = {"strategy": strategy, "tensor_parallel": tp, "sequence_parallel": tp > 1, "pipeline_parallel": pp,
                          "context_parallel": cp, "context_parallel_kind": "ring", "expert_parallel": ep,
                          "expert_tensor_parallel": etp}
+    if hsdp_shard_size is not None:
+        p["hsdp_shard_size"] = hsdp_shard_size
     sched = str(par.get("pipeline_parallel_schedule", "1F1B"))
     fqns = par.get("module_fqns_per_model_part")
     if pp > 1:

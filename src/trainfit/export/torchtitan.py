@@ -36,7 +36,7 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from trainfit.export.common import Export, ExportError, model_name, shared_notes, train_gpus_per_node
+from trainfit.export.common import Export, ExportError, hsdp_shard_group, model_name, shared_notes, train_gpus_per_node
 from trainfit.export.parallel import data_parallel
 from trainfit.spec.card import RunCard
 from trainfit.spec.enums import (
@@ -196,13 +196,15 @@ def _sections(card: RunCard, notes: list[str]) -> dict[str, dict[str, Any]]:
     elif s is Strategy.DDP and tp * cp * pp == 1:
         replicate, shard = dp, 1
     elif s is Strategy.HSDP:
-        group = min(train_gpus_per_node(card), dp * cp)  # the card's HSDP shards over a node's data x context ranks
+        # the card's HSDP shard group over the data x context ranks (parallel.hsdp_shard_size, else a node's);
+        # torchtitan's FSDP mesh is dp_shard x cp (ParallelDims: dp_shard_cp), replicated dp_replicate times
+        group = hsdp_shard_group(card)
         if group % cp == 0 and dp % (group // cp) == 0:
             shard = group // cp
             replicate = dp // shard
         else:
-            notes.append(f"parallel.strategy hsdp: a node's {group} data x context ranks do not split into torchtitan's"
-                         " (replicate, shard) mesh; exported as FSDP over all data ranks")
+            notes.append(f"parallel.strategy hsdp: a shard group of {group} data x context ranks does not split into"
+                         " torchtitan's (replicate, shard) mesh; exported as FSDP over all data ranks")
     elif s is Strategy.FSDP_GRAD_OP:
         reshard = "never"
     elif s is not Strategy.FSDP:

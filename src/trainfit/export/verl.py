@@ -50,12 +50,12 @@ from trainfit.export.common import (
     Export,
     ExportError,
     effective_weight_sync,
+    hsdp_shard_group,
     hydra_value,
     is_rl,
     model_name,
     non_default,
     shared_notes,
-    train_gpus_per_node,
 )
 from trainfit.export.parallel import (
     is_ulysses,
@@ -114,7 +114,9 @@ def _strategy(card: RunCard, notes: list[str]) -> tuple[str, dict[str, Any]]:
     if s is Strategy.FSDP_GRAD_OP:
         extra["reshard_after_forward"] = False
     elif s is Strategy.HSDP:
-        extra["fsdp_size"] = train_gpus_per_node(card)
+        # verl/workers/fsdp_workers.py create_device_mesh: a (world_size // fsdp_size, fsdp_size) ddp x fsdp mesh
+        # (volcengine/verl @94d681dce4911c3ad6abb011a2d03c62d318868d l. 84-91), the card's HSDP shard group
+        extra["fsdp_size"] = hsdp_shard_group(card)
     elif s is not Strategy.FSDP:
         notes.append(f"parallel.strategy {s.value}: verl's trainer shards with FSDP; exported as FSDP2 FULL_SHARD")
         return "fsdp2", extra

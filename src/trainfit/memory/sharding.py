@@ -11,8 +11,16 @@ zero2              1        N      N          gradient reduce bucket
 zero3, fsdp        N        N      N          gathered units (current + prefetched), root unit
 fsdp_grad_op       1*       N      N          *sharded at rest, all units gathered from forward
                                               to backward (reshard_after_forward=False)
-hsdp               n        n      n          as fsdp, sharded over n = GPUs per node
+hsdp               n        n      n          as fsdp, sharded over n = ``parallel.hsdp_shard_size``
+                                              (default: GPUs per node), replicated over the rest
 =================  =======  =====  =========  =============================================
+
+HSDP is torch's 2-D (replicate, shard) data-parallel mesh: pytorch/pytorch @cf30153c4c131c8164ee7798e5022d810682e2cb
+(the torch 2.13.0 wheel) ``torch/distributed/fsdp/_fully_shard/_fully_shard.py`` l. 172-177 ("If 2D, then parameters
+are sharded across the 1st dim and replicated across the 0th dim (HSDP) with ``(Replicate(), Shard(0))``"); FSDP1
+``HYBRID_SHARD`` ``torch/distributed/fsdp/_init_utils.py`` l. 143-167 (a 2-D mesh: ``process_group`` = dim 1, the shard
+group, ``_inter_node_pg`` = dim 0; without one, the intra-node group of ``device_count()`` GPUs). Each rank holds
+1/n of every sharded term, n the shard dimension, whatever the replicate dimension.
 
 Sources: ZeRO (Rajbhandari et al. 2020, §5), PyTorch FSDP2 ``fully_shard`` docs
 (``reshard_after_forward``; the root module's parameters stay unsharded between forward and
@@ -36,7 +44,7 @@ class Sharding:
     strategy: Strategy
     world_size: int
     shard_group: int
-    """Ranks a sharded term is split over (GPUs per node for hsdp)."""
+    """Ranks a sharded term is split over (hsdp: the shard group, ``parallel.hsdp_shard_size`` or GPUs per node)."""
     separate_embedding_units: bool = False
     """FSDP: embedding and lm_head wrapped as their own units (torchtune ``custom_sharded_layers``), so
     the root unit holds no large parameters and each is gathered only around its own use."""
@@ -77,10 +85,12 @@ class Sharding:
         return self.strategy is Strategy.ZERO2 and self.world_size > 1
 
 
-def make_sharding(*, strategy: Strategy, gpus_per_node: int, nodes: int, separate_embeddings: bool = False) -> Sharding:
+def make_sharding(*, strategy: Strategy, gpus_per_node: int, nodes: int, separate_embeddings: bool = False,
+                  hsdp_shard_size: int | None = None) -> Sharding:
+    """``hsdp_shard_size``: the card's ``parallel.hsdp_shard_size`` (None: GPUs per node); read for hsdp only."""
     world = gpus_per_node * nodes
     if strategy is Strategy.SINGLE:
         world = 1
-    group = gpus_per_node if strategy is Strategy.HSDP else world
+    group = (hsdp_shard_size or gpus_per_node) if strategy is Strategy.HSDP else world
     return Sharding(strategy=strategy, world_size=world, shard_group=max(1, group),
                     separate_embedding_units=separate_embeddings and strategy in _SHARDED_PARAMS)

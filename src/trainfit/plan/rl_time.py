@@ -185,7 +185,7 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
     # frozen passes on the training GPUs
     compile_ = fused_kernels(card)
     par = Parallel(strategy=card.parallel.strategy.value, ranks=train_gpus, gpus_per_node=per_node,
-                   nic_bytes_per_s=nic_bytes_per_s(card))
+                   nic_bytes_per_s=nic_bytes_per_s(card), hsdp_shard=card.parallel.hsdp_shard_size or 0)
     lp_mbs_max = ro.logprob_micro_batch_size or card.batch.micro_batch_size
     eager = attn.runs_eager(spec.family, card.attention) and spec.num_full_attention_layers > 0
     frozen_w = _engine_weight_bytes(spec)

@@ -45,8 +45,10 @@ class RankPlan:
 
 
 def parallel_sharding(card: RunCard, layout: ParallelLayout, *, train_gpus_per_node: int) -> Sharding:
-    """The data-parallel strategy over the data x context ranks (GPUs per node for HSDP)."""
-    base = make_sharding(strategy=card.parallel.strategy, gpus_per_node=train_gpus_per_node, nodes=card.hardware.nodes)
+    """The data-parallel strategy over the data x context ranks (HSDP: its shard group, ``parallel.hsdp_shard_size``,
+    else the GPUs of a node, at most the data x context ranks)."""
+    base = make_sharding(strategy=card.parallel.strategy, gpus_per_node=train_gpus_per_node, nodes=card.hardware.nodes,
+                         hsdp_shard_size=card.parallel.hsdp_shard_size)
     world = train_gpus_per_node * card.hardware.nodes
     if card.parallel.strategy is Strategy.HSDP:
         return Sharding(strategy=base.strategy, world_size=world, shard_group=min(base.shard_group, layout.data_group))

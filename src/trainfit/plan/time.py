@@ -361,7 +361,8 @@ def training_time(
     par_dp = Parallel(strategy=par.strategy.value, ranks=data_ranks,
                       gpus_per_node=max(1, gpus_per_node // (tp * pp)) if tp * pp <= gpus_per_node else 1,
                       nic_bytes_per_s=nic_bytes_per_s(card), offload=par.offload.value, expert_ranks=edp,
-                      expert_gpus_per_node=edp_local, overlap_param_gather=par.overlap_param_gather)
+                      expert_gpus_per_node=edp_local, overlap_param_gather=par.overlap_param_gather,
+                      hsdp_shard=par.hsdp_shard_size or 0)
     packed_context, causal_skip, packed_note = packed_attention(card, eager=eager, seq_len=seq_len)
     t = train_step_time(
         shard, rates=rates, micro_batch_size=micro_batch_size, seq_len=max(1, seq_len // cp), micro_steps=micro_steps,

@@ -41,7 +41,7 @@ def walk_sft_like(card: RunCard, spec: ModelSpec, gpu: GpuSpec):
     if layout.trivial:
         sharding = make_sharding(
             strategy=card.parallel.strategy, gpus_per_node=card.hardware.gpus_per_node, nodes=card.hardware.nodes,
-            separate_embeddings=card.parallel.fsdp_shard_embeddings,
+            separate_embeddings=card.parallel.fsdp_shard_embeddings, hsdp_shard_size=card.parallel.hsdp_shard_size,
         )
     else:
         sharding = parallel_sharding(card, layout, train_gpus_per_node=card.hardware.gpus_per_node)
@@ -143,7 +143,8 @@ def walk_rl(card: RunCard, spec: ModelSpec, gpu: GpuSpec):
     ranks = None
     if layout.trivial:
         sharding = make_sharding(strategy=card.parallel.strategy, gpus_per_node=per_node, nodes=t_nodes,
-                                 separate_embeddings=card.parallel.fsdp_shard_embeddings)
+                                 separate_embeddings=card.parallel.fsdp_shard_embeddings,
+                                 hsdp_shard_size=card.parallel.hsdp_shard_size)
         actor, host, notes = step_terms(actor_card, spec, sharding)
         critic = step_terms(actor_card, cspec, sharding)[0] if cspec is not None else None
     else:

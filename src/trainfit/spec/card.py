@@ -134,6 +134,22 @@ class HardwareSection(_Section):
     allocator: AllocatorKind = Field(AllocatorKind.DEFAULT, description="default | expandable_segments (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True): the caching allocator's mode; changes reserved bytes.")
 
 
+def _check_hsdp_shard_size(par: "ParallelSection", *, train_gpus: int) -> None:
+    """``parallel.hsdp_shard_size``: read with strategy hsdp only, and a divisor of the data x context ranks (torch's
+    ``init_device_mesh`` needs ``replicate x shard`` = the data-parallel ranks; verl's ``create_device_mesh`` builds
+    ``(world_size // fsdp_size, fsdp_size)``)."""
+    n = par.hsdp_shard_size
+    if par.strategy is not Strategy.HSDP:
+        raise ValueError(f"parallel.hsdp_shard_size: {n} is only read with parallel.strategy: hsdp (strategy is"
+                         f" '{par.strategy.value}'); allowed with it: null")
+    data = max(1, train_gpus // (par.tensor_parallel * par.pipeline_parallel))
+    if data % n:
+        divisors = [d for d in range(1, data + 1) if data % d == 0]
+        shown = ", ".join(map(str, divisors)) if len(divisors) <= 16 else f"divisors of {data}"
+        raise ValueError(f"parallel.hsdp_shard_size: {n} does not divide the {data} data x context ranks; allowed:"
+                         f" {shown} or null")
+
+
 def every_nth_layer(*, num_layers: int, every_n_layers: int) -> tuple[bool, ...]:
     """Which of ``num_layers`` decoder layers run under checkpoint when every n-th does
     (``parallel.checkpoint_every_n_layers``; the trace applies the same rule): the layer of 1-based index k
@@ -169,6 +185,13 @@ class ParallelSection(_Section):
                                       " reduce-scatter copy-in run on the compute stream). Default fsdp2, as trainfit's"
                                       " trace and its torchtitan export shard. Not read with other strategies (a"
                                       " search over parallel.strategy keeps it).")
+    hsdp_shard_size: int | None = Field(
+        None, ge=1, le=100_000, description="With strategy hsdp: the GPUs one shard group spans (parameters, gradients"
+        " and optimizer states split over them, replicated over the other data x context ranks; the shard group is the"
+        " inner, consecutive-rank dimension of torch's 2-D (replicate, shard) device mesh). null: the training GPUs of"
+        " one node, torch FSDP1 HYBRID_SHARD's default groups. Must divide the data x context ranks. verl"
+        " actor.fsdp_config.fsdp_size, torchtitan parallelism.data_parallel_shard_degree, accelerate"
+        " parallelism_config dp_shard_size.")
     activation_offload: bool = Field(False, description="Saved activations stream to host RAM (torchtune OffloadActivations).")
     fsdp_shard_embeddings: bool = Field(False, description="FSDP: the embedding and lm_head are units of their own, gathered only around their use (torchtune custom_sharded_layers: [tok_embeddings, output]); default: they sit in the root unit.")
     compile: bool = Field(False, description="torch.compile: fused elementwise kernels and fewer launches in the time model; per-layer compiled decoder layers save fewer activations where the compiled rules were measured (memory.activations.compiled_rules_apply), and torchtune's chunked loss keeps its compiled per-chunk tensors.")
@@ -682,6 +705,8 @@ class RunCard(_Section):
             train_gpus = self.hardware.gpus_per_node * (self.hardware.nodes - ro.nodes)
         elif self.method in (Method.PPO, Method.GRPO) and ro.placement is Placement.SPLIT and ro.gpus is not None:
             train_gpus = (self.hardware.gpus_per_node - ro.gpus) * self.hardware.nodes
+        if par.hsdp_shard_size is not None:
+            _check_hsdp_shard_size(par, train_gpus=train_gpus)
         if train_gpus % par.model_parallel:
             raise ValueError(
                 f"parallel: tensor_parallel x context_parallel x pipeline_parallel = {par.model_parallel} does not divide"

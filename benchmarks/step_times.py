@@ -603,6 +603,45 @@ NEMO_2407_BF16_GRAD_SYNC = {
 ``+training.model.optim.grad_sync_dtype=bf16`` (@8325688d8345a5513660f0f8390f0482a721c009)."""
 NEMO_2407_FP32_GRAD_SYNC = ("nemotron/h100/nemotron_8b_fp8.sh", "nemotron/h100/nemotron_22b_fp8.sh")
 """... and the scripts that leave ``optim.grad_sync_dtype`` unset (their yaml too)."""
+NEMO2_PERF_GRAD_REDUCE = {
+    "scripts.performance.llm.pretrain_deepseek_v3": (
+        "7a8f1cc7bc40a84447c0681a9e4e956a135ae8a2", "fp32",
+        "NVIDIA/NeMo scripts/performance/llm/pretrain_deepseek_v3.py l.65 builds pretrain_recipe() without"
+        " performance_mode, so the recipe trainer's DistributedDataParallelConfig(grad_reduce_in_fp32=True) and"
+        " plugins=bf16_mixed() stand (nemo/collections/llm/recipes/deepseek.py l.77, l.95;"
+        " recipes/precision/mixed_precision.py l.35 grad_reduce_in_fp32=True, written into the DDP config by"
+        " nemo/lightning/pytorch/strategies/megatron_strategy.py l.423); scripts/performance/utils.py"
+        " set_primary_perf_configs sets it False for fp8 only (l.426-437)"),
+    "scripts.performance.llm.pretrain_llama4_e128": (
+        "7a8f1cc7bc40a84447c0681a9e4e956a135ae8a2", "bf16",
+        "NVIDIA/NeMo scripts/performance/llm/pretrain_llama4_e128.py l.60 pretrain_recipe(performance_mode=True):"
+        " nemo/collections/llm/recipes/llama4_e128.py pretrain_performance_optimizations l.251"
+        " recipe.trainer.plugins.grad_reduce_in_fp32 = False (fp8: the script's l.93-94)"),
+    "scripts.performance.llm.pretrain_llama31_405b": (
+        "6f2c6fdaffcc0af97a9e2219fcc104e2399627e4", "bf16",
+        "NVIDIA/NeMo scripts/performance/llm/pretrain_llama31_405b.py l.65 pretrain_recipe(performance_mode=True):"
+        " nemo/collections/llm/recipes/llama31_405b.py pretrain_performance_optimizations l.253"
+        " recipe.trainer.plugins.grad_reduce_in_fp32 = False"),
+    "scripts.performance.llm.pretrain_grok1_314b": (
+        "6f2c6fdaffcc0af97a9e2219fcc104e2399627e4", "bf16",
+        "NVIDIA/NeMo scripts/performance/llm/pretrain_grok1_314b.py l.300 pretrain_recipe(performance_mode=True),"
+        " its pretrain_performance_optimizations l.221 recipe.trainer.plugins.grad_reduce_in_fp32 = False (fp8:"
+        " l.341-342)"),
+    "llama3.1/pretrain_llama31.py": (
+        "d2b21556f2455b52ad7217f334bb66eaa13c0f83", "bf16",
+        "NVIDIA/dgxc-benchmarking llama3.1/pretrain_llama31.py l.73-76 pretrain_recipe(performance_mode=True) (fp8:"
+        " l.130-131) @741c886025a7665a1d690c05ff12ac29c1be7252; NVIDIA/NeMo nemo/collections/llm/recipes/"
+        "llama3_8b.py l.240 / llama3_70b.py l.246 pretrain_performance_optimizations"
+        " recipe.trainer.plugins.grad_reduce_in_fp32 = False"),
+    "ft_llama3/llama3_finetune.py": (
+        "741c886025a7665a1d690c05ff12ac29c1be7252", "bf16",
+        "NVIDIA/dgxc-benchmarking ft_llama3/llama3_finetune.py l.116 recipe.trainer.plugins.grad_reduce_in_fp32 ="
+        " False for bf16 and fp8 alike"),
+}
+"""NeMo 2.0 scripts a DGX Cloud benchmarking entry runs (named in its note, with the commit the note must cite):
+(precision.grads, where the script or its recipe sets ``grad_reduce_in_fp32``). bf16_mixed's default is True
+(nemo/collections/llm/recipes/precision/mixed_precision.py l.35), so a script that neither applies performance_mode
+nor overrides it reduces in fp32."""
 
 
 def grad_dtype_of(e: dict[str, Any]) -> tuple[str | None, str | None]:
@@ -614,6 +653,8 @@ def grad_dtype_of(e: dict[str, Any]) -> tuple[str | None, str | None]:
     * Megatron-LM fp16 (2021, torch DDP): fp16 gradients all-reduced, planned as bf16 (2 B).
     * Megatron-Bridge performance tables: bf16, the perf recipes set ``grad_reduce_in_fp32 = False``.
     * NeMo 24.07 (Apex ``distributed_fused_adam``): the launcher's ``optim.grad_sync_dtype``, default fp32.
+    * NeMo 2.0 DGX Cloud benchmarking scripts (``NEMO2_PERF_GRAD_REDUCE``): bf16 where performance_mode or the
+      script sets ``grad_reduce_in_fp32 = False``, fp32 for DeepSeek-V3 (bf16_mixed's True stands).
     * NeMo 2.0 performance scripts with fp8: bf16 (``recipe.trainer.plugins.grad_reduce_in_fp32 = False``)."""
     fw, note, compute = e["framework"], e.get("note") or "", e["precision"]["compute"]
     if fw == "megatron" and compute == "bf16":
@@ -631,6 +672,10 @@ def grad_dtype_of(e: dict[str, Any]) -> tuple[str | None, str | None]:
                         " (src/megatron/bridge/recipes/common.py l.82) does not apply")
     if fw != "nemo":
         return None, None
+    for script, (commit, grads, where) in NEMO2_PERF_GRAD_REDUCE.items():
+        if script in note and commit in note:
+            what = "fp32 gradient buffer and reduce-scatter" if grads == "fp32" else "bf16 gradient reduce"
+            return grads, f"{what} (precision.grads {grads}): {where} @{commit}"
     launcher = "NVIDIA/NeMo-Framework-Launcher"
     at = "@8325688d8345a5513660f0f8390f0482a721c009"
     script = re.search(r"examples/training/([\w/]+\.sh)", note)

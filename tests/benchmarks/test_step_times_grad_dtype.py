@@ -1,8 +1,9 @@
 """benchmarks/step_times.py: each Megatron-family full-scope row states the gradient dtype its framework's config
-reduces in (precision.grads), with a note citing the config line: fp32 for Megatron-LM with bf16 (forced) and for the
-NeMo 24.07 scripts that leave Apex's grad_sync_dtype at its fp32 default; bf16 for the Megatron-Bridge and NeMo 2.0
-performance recipes (grad_reduce_in_fp32 = False), the NeMo 24.07 scripts that pass grad_sync_dtype=bf16 and its SFT
-yaml; LoRA rows and other frameworks are left to the card's default."""
+reduces in (precision.grads), with a note citing the config line: fp32 for Megatron-LM with bf16 (forced), for the
+NeMo 24.07 scripts that leave Apex's grad_sync_dtype at its fp32 default and for NeMo 2.0's DeepSeek-V3 performance
+script (no performance_mode: bf16_mixed's grad_reduce_in_fp32 True stands); bf16 for the other DGX Cloud NeMo 2.0
+scripts, the Megatron-Bridge and NeMo 2.0 performance recipes (grad_reduce_in_fp32 = False), the NeMo 24.07 scripts
+that pass grad_sync_dtype=bf16 and its SFT yaml; LoRA rows and other frameworks are left to the card's default."""
 
 from __future__ import annotations
 
@@ -17,12 +18,15 @@ ENTRIES = {e["id"]: e for e in st.load_entries(st.TRAIN_DATA)}
 FP32 = {"megatron-lm-2024-h100-gpt-1.7b-48gpu", "megatron-lm-2024-h100-gpt-7.1b-96gpu",
         "megatron-lm-2024-h100-gpt-16b-192gpu", "megatron-lm-2024-h100-gpt-32b-384gpu",
         "megatron-lm-2024-h100-gpt-462b-6144gpu",
-        "nemo-h100-nemotron-8b-pretrain-fp8-2407", "nemo-h100-nemotron-22b-pretrain-fp8-2407"}
+        "nemo-h100-nemotron-8b-pretrain-fp8-2407", "nemo-h100-nemotron-22b-pretrain-fp8-2407",
+        "dgxc2505-h100-deepseek-v3-pt-bf16-512g", "dgxc2505-gb200-deepseek-v3-pt-bf16-128g"}
 BF16 = {"megatron-lm-2021-a100-gpt-1.7b-32gpu", "mbridge-2606-h100-llama3-70b-sft-fp8-32g",
         "mbridge-2511-h100-llama31-405b-pt-fp8-1024g", "mbridge-h100-gpt-oss-120b-bf16",
         "nemo-h100-gpt3-20b-pretrain-fp8-2407", "nemo-h100-llama2-70b-pretrain-fp8-2407",
         "nemo-h100-nemotron-340b-pretrain-fp8-2407", "nemo-h100-llama2-13b-sft-fp8-2407",
-        "nemo-h100-llama2-7b-sft-fp8"}
+        "nemo-h100-llama2-7b-sft-fp8", "dgxc2504-h100-llama31-70b-pt-bf16-64g", "dgxc2504-h100-llama3-70b-sft-bf16-32g",
+        "dgxc2505-h100-llama31-405b-pt-bf16-512g", "dgxc2505-gb200-llama4-maverick-pt-bf16-128g",
+        "dgxc2505-h100-grok1-314b-pt-bf16-512g", "dgxc2505-h100-grok1-314b-pt-fp8-512g"}
 COMMIT = re.compile(r"@[0-9a-f]{40}")
 
 

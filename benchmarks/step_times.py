@@ -448,6 +448,24 @@ def fms_fsdp_every_n_layers(also: dict[str, Any] | None) -> int | None:
     return max(1, round(1 / (3 * (hfu / mfu - 1))))
 
 
+MEGATRON_CORE_COMBINE_KEEPS_EXPERT_OUTPUT = {
+    "NeMo 25.02 container": "NeMo 25.02 (NVIDIA/NeMo v2.2.0 @7192a2c944c48ab253f3f711ee52fe2dc986a3bb"
+    " requirements/manifest.json) pins Megatron-LM 791b70e031dc6905f77e29c25f1e2ac5b8dd4870 (Megatron-Core 0.11.0rc1),"
+    " whose MoE combine multiplies the routing probabilities and keeps the expert output",
+    "NeMo 25.04 container": "NeMo 25.04 (NVIDIA/NeMo v2.3.0 @2b03b748bb7d28e4e382df3d085078c6146d174e"
+    " requirements/manifest.json) pins Megatron-LM 3cdfd613e68e8b734a3b9e28de579daaf81f4503 (Megatron-Core 0.12.0rc4),"
+    " whose MoE combine multiplies the routing probabilities and keeps the expert output",
+}
+"""Containers (an entry's note opens with the name) whose Megatron-Core predates the routing probabilities inside the
+experts' SwiGLU (``memory.activations.MEGATRON_PROBS_IN_EXPERTS_SOURCES``). The other Megatron rows run a later one,
+the card's default: NVIDIA/dgxc-benchmarking @c5c765f2684f MEGATRON_COMMIT (deepseek_v3/pretraining/setup.sh l.55,
+llama4/setup.sh l.57: 7094270c6fa1, 0.12.2; grok1/setup.sh l.56: 64cb6bd7a155, core_v0.12.2), ms-swift's Megatron-SWIFT of
+2025-06-19 (the core_r0.12.0 branch, past core_v0.12.2 of 2025-06-10: modelscope/ms-swift
+docs/source_en/Instruction/Megatron-SWIFT-Training.md l.25 @0f31a5a9ebe0), Megatron-Bridge 25.11
+(@97ad8cc6fb27 3rdparty/Megatron-LM 92c8482e6dcd, 0.16.0rc0), 26.02 (@df0289c180dd: 8f1c2f8ae53b) and the archive
+commit @067f987df03b (2a75ac12c54b, 0.20.0)."""
+
+
 def checkpointing(value: Any, framework: str, also: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[str]]:
     """The card's ``parallel`` checkpointing keys for a published setting (``also``: the row's other published
     figures, read for fms-fsdp's share of checkpointed layers)."""
@@ -469,6 +487,9 @@ def checkpointing(value: Any, framework: str, also: dict[str, Any] | None = None
     if value == "selective_mla_up_proj" and framework in MEGATRON_FRAMEWORKS:
         return ({"gradient_checkpointing": "selective", "selective_checkpointing": "mla_up_proj"},
                 ["Megatron-Core --recompute-modules mla_up_proj (memory only; its recompute is not timed)"])
+    if value == "selective_layernorm_moe_act" and framework in MEGATRON_FRAMEWORKS:
+        return ({"gradient_checkpointing": "selective", "selective_checkpointing": "layernorm_moe_act"},
+                ["Megatron-Core --recompute-modules layernorm moe_act (memory only; its recompute is not timed)"])
     if value == "selective_op":
         return {"gradient_checkpointing": "selective"}, []
     if isinstance(value, str) and value.startswith("selective"):
@@ -799,6 +820,10 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         mp["tensor_parallel_impl"] = "megatron"
         notes.append("tensor_parallel_impl megatron (Megatron-Core ColumnParallelLinear/RowParallelLinear,"
                      " VocabParallelEmbedding, vocab_parallel_cross_entropy)")
+        container = next((c for c in MEGATRON_CORE_COMBINE_KEEPS_EXPERT_OUTPUT if e.get("note", "").startswith(c)), None)
+        if container:
+            mp["moe_probs_in_experts"] = False
+            notes.append(f"moe_probs_in_experts False: {MEGATRON_CORE_COMBINE_KEEPS_EXPERT_OUTPUT[container]}")
     fused = (e["framework"] in MEGATRON_FRAMEWORKS or bool(e.get("fused_kernels"))) and not e.get("compile")
     if fused:
         notes.append("Megatron-Core / Transformer Engine fused kernels (norm + linear, RoPE, SwiGLU, cross-entropy)"

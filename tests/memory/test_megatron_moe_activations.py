@@ -18,9 +18,10 @@ QWEN3_30B = from_catalog("Qwen/Qwen3-30B-A3B")
 FULL = TrainableSpec(scope=Scope.FULL)
 
 
-def _by_hand(spec, *, t: int, rows: int, a: int = 2, act_gate: bool) -> int:
+def _by_hand(spec, *, t: int, rows: int, a: int = 2, act_gate: bool, expert_out: bool = True) -> int:
     """Every tensor of ``_moe`` (full training) written out: t tokens on the router / combine side, ``rows`` expert
-    rows on the grouped-GEMM side."""
+    rows on the grouped-GEMM side; ``expert_out``: the combine keeps the expert output (the per-op figure, and
+    Megatron-Core before 0.12.1)."""
     moe, h = spec.moe, spec.hidden_size
     E, k, w = moe.num_experts, moe.experts_per_token, moe.expert_intermediate_size
     tokens = t * (a * h  # router input
@@ -29,19 +30,21 @@ def _by_hand(spec, *, t: int, rows: int, a: int = 2, act_gate: bool) -> int:
                   + 4 + 4 * k  # renormalisation sum and values
                   + 8 * k + 8 * k  # hidden_states[perm // k], sample_weights[perm]
                   + a * k  # routing weights (combine mul)
-                  + a * k * h  # expert output (combine mul)
+                  + (a * k * h if expert_out else 0)  # expert output (combine mul)
                   + 8 * k)  # weighted_out[inv_perm]
     experts = rows * a * (h + 2 * w + w) + (rows * a * w if act_gate else 0)  # fc1 in, fc1 out, [act(gate)], fc2 in
     return tokens + 4 * E + experts  # + grouped_mm offsets
 
 
 @pytest.mark.parametrize(("tp", "etp"), [(1, 1), (2, 1), (4, 1), (2, 2), (4, 2)])
-def test_megatron_block_by_hand(tp, etp):
+@pytest.mark.parametrize("probs_in_experts", [True, False])
+def test_megatron_block_by_hand(tp, etp, probs_in_experts):
     T = 4096
     ss = shard_spec(QWEN3_30B, tp, etp)
     k = ss.moe.experts_per_token
-    got = megatron_moe_bytes(ss, tokens=T, sequence_shards=tp, expert_tensor_parallel=etp)
-    assert got == _by_hand(ss, t=T // tp, rows=T // tp * etp * k, act_gate=False)
+    got = megatron_moe_bytes(ss, tokens=T, sequence_shards=tp, expert_tensor_parallel=etp,
+                             probs_in_experts=probs_in_experts)
+    assert got == _by_hand(ss, t=T // tp, rows=T // tp * etp * k, act_gate=False, expert_out=not probs_in_experts)
     # the per-op figure: every token and T·k rows on this rank, act(gate) kept beside the SwiGLU input
     assert moe_block_bytes(ss, tokens=T) == _by_hand(ss, t=T, rows=T * k, act_gate=True)
 
@@ -61,12 +64,15 @@ def test_per_op_block_is_what_activation_bytes_counts_for_a_moe_layer():
 @given(t=st.integers(1, 3000), tp=st.sampled_from([1, 2, 4, 8]), a=st.sampled_from([2, 4]),
        f=st.sampled_from([0.0, 1.0, 1.0 + 4 / 128]))
 def test_fused_swiglu_alone_saves_one_gate_copy_and_the_shard_the_rest(t, tp, a, f):
-    """Without sequence parallel the only difference is act(gate) on every expert row; with it, the block shrinks
-    to the shard (never more than the per-op figure)."""
-    k, w = QWEN3_30B.moe.experts_per_token, QWEN3_30B.moe.expert_intermediate_size
+    """Without sequence parallel the only differences are act(gate) on every expert row and, with the probabilities
+    inside the experts (Megatron-Core >= 0.12.1), the combine's expert output; with it, the block shrinks to the
+    shard (never more than the per-op figure)."""
+    k, w, h = QWEN3_30B.moe.experts_per_token, QWEN3_30B.moe.expert_intermediate_size, QWEN3_30B.hidden_size
     per_op = moe_block_bytes(QWEN3_30B, tokens=t, compute_dtype_bytes=a, linear_input_bytes=f)
     meg = megatron_moe_bytes(QWEN3_30B, tokens=t, compute_dtype_bytes=a, linear_input_bytes=f)
-    assert per_op - meg == t * k * a * w
+    assert per_op - meg == t * k * a * (w + h)
+    old = megatron_moe_bytes(QWEN3_30B, tokens=t, compute_dtype_bytes=a, linear_input_bytes=f, probs_in_experts=False)
+    assert per_op - old == t * k * a * w
     sharded = megatron_moe_bytes(QWEN3_30B, tokens=t * tp, sequence_shards=tp, compute_dtype_bytes=a,
                                  linear_input_bytes=f)
     assert sharded == meg  # t·tp tokens over tp shards: the shard's block
@@ -98,9 +104,9 @@ def test_savings_dict_megatron_only():
     # tp 1: no sequence shard, the fused SwiGLU only, MoE layers only, no head entry
     one = ParallelLayout(ep=4)
     nosp = megatron_activation_savings(_card(tp=1, sp=False), QWEN3_30B, one, tokens=T, dtype_bytes=2, trainable=FULL)
-    k, w = QWEN3_30B.moe.experts_per_token, QWEN3_30B.moe.expert_intermediate_size
+    k, w, h = QWEN3_30B.moe.experts_per_token, QWEN3_30B.moe.expert_intermediate_size, QWEN3_30B.hidden_size
     assert "head" not in nosp and set(nosp) == set(range(QWEN3_30B.num_layers))
-    assert all(v == T * k * 2 * w for v in nosp.values())
+    assert all(v == T * k * 2 * (w + h) for v in nosp.values())  # act(gate) and the combine's expert output
     # the torch DTensor plan keeps the per-op figure; a dense Megatron model without sequence parallel saves only
     # its fused SwiGLU's act(gate) (test_megatron_dense_activations.py)
     assert megatron_activation_savings(_card("dtensor"), ss, sp, tokens=T, dtype_bytes=2, trainable=FULL) == {}

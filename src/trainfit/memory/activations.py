@@ -414,7 +414,7 @@ def _dense_mlp(ctx: _Ctx, spec: ModelSpec, width: int, x_rg: bool, *, fused_glu:
 
 
 def _moe(ctx: _Ctx, spec: ModelSpec, x_rg: bool, *, rows: int | None = None,
-         fused_glu: bool = False) -> tuple[int, bool]:
+         fused_glu: bool = False, probs_in_glu: bool = False) -> tuple[int, bool]:
     """Qwen3-MoE sparse block, transformers' default ``grouped_mm`` experts (CPU with torch>=2.10 and
     CUDA sm80+). Every saved tensor has a routing-independent size (S = T·k rows, sorted by expert),
     so this is exact. The ``eager`` experts loop would instead save per-expert index tensors whose
@@ -422,7 +422,9 @@ def _moe(ctx: _Ctx, spec: ModelSpec, x_rg: bool, *, rows: int | None = None,
 
     ``rows``: the expert rows this rank computes when they are not its own T·k (Megatron-Core, see
     ``megatron_moe_bytes``); the router, top-k, index and combine tensors stay on the rank's T tokens.
-    ``fused_glu``: the SwiGLU saves only its input (the gate/up output), not ``act(gate)`` too."""
+    ``fused_glu``: the SwiGLU saves only its input (the gate/up output), not ``act(gate)`` too.
+    ``probs_in_glu``: the routing weights multiply inside the experts' SwiGLU, so the combine keeps no expert output
+    (Megatron-Core >= 0.12.1, ``megatron_moe_bytes``)."""
     moe = spec.moe
     assert moe is not None
     T, a, h = ctx.T, ctx.a, spec.hidden_size
@@ -470,7 +472,7 @@ def _moe(ctx: _Ctx, spec: ModelSpec, x_rg: bool, *, rows: int | None = None,
     o_rg = p_rg or dn_rg
     if o_rg:
         total += T * k * a  # mul saves the routing weights
-    if logits_rg:
+    if logits_rg and not probs_in_glu:
         total += T * k * a * h  # mul saves the expert output
     if o_rg or logits_rg:
         total += T * INT64 * k  # weighted_out[inv_perm]
@@ -497,18 +499,19 @@ MEGATRON_FUSED_SWIGLU_SOURCES = (
 
 
 def moe_block_bytes(spec: ModelSpec, *, tokens: int, compute_dtype_bytes: int = 2, linear_input_bytes: float = 0.0,
-                    rows: int | None = None, fused_glu: bool = False) -> int:
+                    rows: int | None = None, fused_glu: bool = False, probs_in_glu: bool = False) -> int:
     """Saved bytes of one full-training MoE block (``_moe``, its input needing a gradient) over ``tokens`` tokens:
     the per-op figure ``activation_bytes`` counts for each MoE layer of a Qwen3-MoE-layout model, or with ``rows``
-    / ``fused_glu`` another runtime's (``megatron_moe_bytes``). Families with their own layer model
+    / ``fused_glu`` / ``probs_in_glu`` another runtime's (``megatron_moe_bytes``). Families with their own layer model
     (``arch_activations``: gpt-oss, DeepSeek-V3) are not handled here."""
     ctx = _Ctx(T=tokens, b=1, s=tokens, a=compute_dtype_bytes, full=True, targets={}, attention=Attention.SDPA,
                linear_input_bytes=linear_input_bytes)
-    return _moe(ctx, spec, True, rows=rows, fused_glu=fused_glu)[0]
+    return _moe(ctx, spec, True, rows=rows, fused_glu=fused_glu, probs_in_glu=probs_in_glu)[0]
 
 
 def megatron_moe_bytes(spec: ModelSpec, *, tokens: int, sequence_shards: int = 1, expert_tensor_parallel: int = 1,
-                       compute_dtype_bytes: int = 2, linear_input_bytes: float = 0.0) -> int:
+                       compute_dtype_bytes: int = 2, linear_input_bytes: float = 0.0,
+                       probs_in_experts: bool = True) -> int:
     """Saved bytes of one Megatron-Core MoE block (full training, TE grouped experts) on one rank of a
     tensor-parallel shard spec (``shard_spec``: expert width already divided by the expert TP size).
 
@@ -520,15 +523,33 @@ def megatron_moe_bytes(spec: ModelSpec, *, tokens: int, sequence_shards: int = 1
     * The fused SwiGLU (``bias_swiglu_impl``) saves only its input, the fc1 output; ``act(gate)`` is not kept a
       second time (``MEGATRON_FUSED_SWIGLU_SOURCES``).
 
+    * ``probs_in_experts`` (Megatron-Core >= 0.12.1): the routing probabilities multiply inside the experts' fused
+      SwiGLU (``weighted_bias_swiglu_impl``) and the combine's unpermute takes no probabilities, so no expert output
+      is kept for their gradient; before (0.11, 0.12.0) the unpermute multiplied the expert output by them and saved
+      it, ``t · k`` rows of ``h`` (``MEGATRON_PROBS_IN_EXPERTS_SOURCES``).
+
     Everything else is the per-op figure of ``_moe`` on those tokens and rows (``MEGATRON_MOE_SOURCES``). Not
-    modelled: Megatron-Core >= 0.13 applies the routing probabilities inside the expert SwiGLU
-    (``weighted_bias_swiglu_impl``) instead of the unpermute, so the combine no longer keeps the expert output."""
+    modelled: the weighted SwiGLU saves the permuted probabilities on the expert rows (fp32) where the per-op figure
+    keeps the routing weights on ``t · k`` rows."""
     moe = spec.moe
     assert moe is not None
     t = tokens // sequence_shards
     rows = t * expert_tensor_parallel * moe.experts_per_token
     return moe_block_bytes(spec, tokens=t, compute_dtype_bytes=compute_dtype_bytes,
-                           linear_input_bytes=linear_input_bytes, rows=rows, fused_glu=True)
+                           linear_input_bytes=linear_input_bytes, rows=rows, fused_glu=True,
+                           probs_in_glu=probs_in_experts)
+
+
+MEGATRON_PROBS_IN_EXPERTS_SOURCES = (
+    "NVIDIA/Megatron-LM: core_v0.12.0 (d580efc68a9f0dbf1945f834f6f6200cd01d3343) and 3cdfd613e68e (0.12.0rc4)"
+    " token_dispatcher.py l.641 (alltoall combine: unpermute(..., probs=self.probs)), moe_utils.py l.354"
+    " (permuted_tokens * permuted_probs.unsqueeze(-1): the product saves the expert output); core_v0.12.1"
+    " (a845aa7e12b3a117e24c2352b9e3e60bad2e3a17), the core_r0.12.0 branch at 7094270c6fa1dbc6b2e99072171e3a559ca36d0f"
+    " (package_info 0.12.2; experts.py l.24, l.257-263), 0.16.0rc0"
+    " (92c8482e6dcd11c3666c61bb8d1f7e8d0730ed13: experts.py TEGroupedMLP bias_act_func l.897-909"
+    " weighted_bias_swiglu_impl(intermediate, bias, permuted_probs), token_dispatcher.py l.834 unpermute without"
+    " probs), 0.20.0 (2a75ac12c54ba6a42b34024756820bf819a2e25f): the probabilities multiply inside the experts")
+"""Where ``megatron_moe_bytes(probs_in_experts=...)`` reads the two Megatron-Core combines."""
 
 
 MEGATRON_DENSE_SWIGLU_SOURCES = (

@@ -487,7 +487,8 @@ def deepseek_moe_block_bytes(spec: ModelSpec, *, tokens: int, compute_dtype_byte
 
 
 def megatron_deepseek_moe_bytes(spec: ModelSpec, *, tokens: int, sequence_shards: int = 1,
-                                expert_tensor_parallel: int = 1, compute_dtype_bytes: int = 2) -> int:
+                                expert_tensor_parallel: int = 1, compute_dtype_bytes: int = 2,
+                                probs_in_experts: bool = True) -> int:
     """Saved bytes of one Megatron-Core DeepSeek-V3 MoE block (full training, alltoall dispatcher, TE grouped experts)
     on one rank of a tensor-parallel shard spec (``MEGATRON_DEEPSEEK_MOE_SOURCES``), ``tokens`` = b·s:
 
@@ -498,13 +499,15 @@ def megatron_deepseek_moe_bytes(spec: ModelSpec, *, tokens: int, sequence_shards
     * the shared experts as a Megatron MLP on all ``tokens`` (after the sequence-parallel all-gather) with the fused
       SwiGLU, their fc1 saving the ``t``-token shard of its input.
 
-    The routing tensors keep the per-op figure of ``_deepseek_moe`` on ``t`` tokens."""
+    The routing tensors keep the per-op figure of ``_deepseek_moe`` on ``t`` tokens. ``probs_in_experts`` false:
+    Megatron-Core before 0.12.1, whose combine multiplies the probabilities and keeps the expert output
+    (``memory.activations.MEGATRON_PROBS_IN_EXPERTS_SOURCES``)."""
     moe = spec.moe
     assert moe is not None
     a, h = compute_dtype_bytes, spec.hidden_size
     t = tokens // sequence_shards
     routed = _deepseek_moe(_full_ctx(t, a), spec, True, rows=t * expert_tensor_parallel * moe.experts_per_token,
-                           fused_glu=True, probs_in_glu=True, shared=False)[0]
+                           fused_glu=True, probs_in_glu=probs_in_experts, shared=False)[0]
     shared = 0
     if moe.shared_expert_intermediate_size:
         shared = _act._dense_mlp(_full_ctx(tokens, a), spec, moe.shared_expert_intermediate_size, True,
@@ -537,15 +540,23 @@ def _gpt_oss_attention(ctx, spec: ModelSpec, x_rg: bool) -> tuple[int, bool]:
     return total, a_rg or r is not None
 
 
-def _gpt_oss_moe(ctx, spec: ModelSpec, x_rg: bool) -> tuple[int, bool]:
+def _gpt_oss_moe(ctx, spec: ModelSpec, x_rg: bool, *, rows: int | None = None, fused_act: bool = False,
+                 probs_in_act: bool = False, act_recomputed: bool = False,
+                 router_input_kept: bool = True) -> tuple[int, bool]:
+    """The gpt-oss MoE block (transformers' experts) or, with the keywords, Megatron-Core's
+    (``megatron_gpt_oss_moe_bytes``): ``rows``, the expert rows this rank computes when they are not its own T·k;
+    ``fused_act``: the clamped GLU saves only its input, the gate_up output; ``probs_in_act``: the routing weights
+    multiply inside it, so the combine keeps no expert output; ``act_recomputed``: the down projection's input is
+    freed and recomputed; ``router_input_kept`` false: the router's input (the pre-MLP norm's output) is freed."""
     moe = spec.moe
     assert moe is not None
     T, a, h = ctx.T, ctx.a, spec.hidden_size
     E, k, w = moe.num_experts, moe.experts_per_token, moe.expert_intermediate_size
+    Tk = T * k if rows is None else rows  # expert-side rows (grouped GEMM inputs, GLU)
     total = 0
     router_t = "router" in ctx.targets or "gate" in ctx.targets
     w_rg = ctx.full or router_t
-    if w_rg:
+    if w_rg and router_input_kept:
         total += T * a * h  # F.linear(x, W, b) saves x
     logits_rg = x_rg or w_rg
     if logits_rg:
@@ -565,19 +576,76 @@ def _gpt_oss_moe(ctx, spec: ModelSpec, x_rg: bool) -> tuple[int, bool]:
     if p_rg or dn_rg:
         total += INT32 * E
     if gu_rg:
-        total += T * k * a * h
+        total += Tk * a * h
     if p_rg:
-        total += T * k * a * (2 * w + 4 * w)  # gate_up output; clamped gate, sigmoid, up + 1, GLU
-    if dn_rg:
-        total += T * k * a * w  # (up + 1) * glu: down's input, saved when its weight trains
+        total += Tk * a * 2 * w  # gate_up output
+        if not fused_act:
+            total += Tk * a * 4 * w  # clamped gate, sigmoid, up + 1, GLU
+    if dn_rg and not act_recomputed:
+        total += Tk * a * w  # (up + 1) * glu: down's input, saved when its weight trains
     o_rg = p_rg or dn_rg
     if o_rg:
         total += T * k * a  # routing weights
-    if logits_rg:
+    if logits_rg and not probs_in_act:
         total += T * k * a * h  # expert output
     if o_rg or logits_rg:
         total += T * INT64 * k  # inv_perm
     return total, o_rg or logits_rg
+
+
+MEGATRON_GPT_OSS_MOE_SOURCES = (
+    "NVIDIA/Megatron-LM @92c8482e6dcd11c3666c61bb8d1f7e8d0730ed13 (0.16.0rc0, NVIDIA-NeMo/Megatron-Bridge 25.11"
+    " @97ad8cc6fb27a58bb79ff51ce73897c3887aa2c6 3rdparty/Megatron-LM): megatron/core/transformer/moe/experts.py"
+    " TEGroupedMLP l.802-805 (activation_recompute = selective and 'moe_act' in recompute_modules), l.897-924"
+    " (bias_activation_fusion with quick_gelu and gated_linear_unit: weighted_bias_quick_geglu_impl with the permuted"
+    " probabilities, l.916), l.958-970 (moe_act: CheckpointWithoutOutput around the activation, its output discarded"
+    " after linear_fc2), l.980 (_apply_bias: bias times probabilities, no expert output saved);"
+    " fusions/fused_bias_geglu.py WeightedBiasQuickGeGLUFunction l.379 (save_for_backward(input, bias, weights,"
+    " linear_offset)); transformer_layer.py l.381-402 ('layernorm' recomputes the norms that are not IdentityOp),"
+    " l.616-621 and l.680-684 (the pre-MLP norm under CheckpointWithoutOutput, its output discarded after the MLP);"
+    " models/gpt/gpt_layer_specs.py l.252-261 and l.347-368, moe_module_specs.py l.74 (the input norm fused into"
+    " linear_qkv with Transformer Engine: IdentityOp; a MoE layer's pre-MLP norm separate). gpt-oss settings:"
+    " Megatron-Bridge"
+    " src/megatron/bridge/models/gpt_oss/gpt_oss_provider.py l.51, 69-84 @97ad8cc6 (add_bias_linear, top-4, alltoall,"
+    " moe_permute_fusion, quick_gelu, glu_linear_offset 1.0, bias_activation_fusion True, clamp 7.0)")
+"""Where ``megatron_gpt_oss_moe_bytes`` reads Megatron-Core's gpt-oss MoE block and its selective recompute."""
+
+
+def gpt_oss_moe_block_bytes(spec: ModelSpec, *, tokens: int, compute_dtype_bytes: int = 2) -> int:
+    """Saved bytes of one full-training gpt-oss MoE block (its input needing a gradient) over ``tokens`` tokens: the
+    per-op figure ``activation_bytes`` counts for each layer's MoE block."""
+    return _gpt_oss_moe(_full_ctx(tokens, compute_dtype_bytes), spec, True)[0]
+
+
+def gpt_oss_norm_bytes(spec: ModelSpec, *, tokens: int, compute_dtype_bytes: int = 2) -> int:
+    """Saved bytes of one full-training gpt-oss RMSNorm over ``tokens`` tokens (the per-op figure)."""
+    return _fp32_weight_rmsnorm(_full_ctx(tokens, compute_dtype_bytes), spec.hidden_size, True)[0]
+
+
+def megatron_gpt_oss_moe_bytes(spec: ModelSpec, *, tokens: int, sequence_shards: int = 1,
+                               expert_tensor_parallel: int = 1, compute_dtype_bytes: int = 2,
+                               probs_in_experts: bool = True, recompute_moe_act: bool = False,
+                               recompute_pre_mlp_norm: bool = False) -> int:
+    """Saved bytes of one Megatron-Core gpt-oss MoE block (full training, alltoall dispatcher, TE grouped experts with
+    biases) on one rank (``MEGATRON_GPT_OSS_MOE_SOURCES``), ``tokens`` = b·s:
+
+    * router, top-k and combine on the sequence shard, ``t = tokens / sequence_shards`` tokens; the experts on
+      ``t · expert_tensor_parallel · k`` rows (routing-balanced);
+    * the fused weighted clamped GLU (``weighted_bias_quick_geglu_impl``) keeps only its input, the fc1 output, and
+      the probabilities; with ``probs_in_experts`` (Megatron-Core >= 0.12.1) the combine keeps no expert output;
+    * ``recompute_moe_act`` (``--recompute-modules moe_act``): the activation runs under ``CheckpointWithoutOutput``
+      and its output, fc2's input, is freed after fc2 and recomputed in backward;
+    * ``recompute_pre_mlp_norm`` (``--recompute-modules layernorm``): the pre-MLP norm's output, the router's saved
+      input, is freed (the norm itself: ``plan.ranks.megatron_moe_savings``).
+
+    The routing and index tensors keep the per-op figure of ``_gpt_oss_moe`` on ``t`` tokens."""
+    moe = spec.moe
+    assert moe is not None
+    t = tokens // sequence_shards
+    return _gpt_oss_moe(_full_ctx(t, compute_dtype_bytes), spec, True,
+                        rows=t * expert_tensor_parallel * moe.experts_per_token, fused_act=True,
+                        probs_in_act=probs_in_experts, act_recomputed=recompute_moe_act,
+                        router_input_kept=not recompute_pre_mlp_norm)[0]
 
 
 # ------------------------------------------------------------------------------------------ layers

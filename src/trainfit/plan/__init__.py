@@ -65,6 +65,13 @@ def make_plan(card: RunCard, *, calibration=None) -> Plan:
         raise CardError("parallel.selective_checkpointing: mla_up_proj is Megatron-Core's recompute of multi-latent"
                         " attention, planned for an MLA model (DeepSeek-V3) with tensor_parallel_impl megatron and"
                         " tensor, pipeline or expert parallel; allowed otherwise: none, op, core_attention")
+    if par.selective_checkpointing is SelectiveCheckpointing.LAYERNORM_MOE_ACT and (
+            spec.family != "gpt_oss" or par.tensor_parallel_impl is not TensorParallelImpl.MEGATRON):
+        from trainfit.errors import CardError
+
+        raise CardError("parallel.selective_checkpointing: layernorm_moe_act is Megatron-Core's recompute of the"
+                        " pre-MLP norm and the experts' activation, planned for gpt-oss with tensor_parallel_impl"
+                        " megatron; allowed otherwise: none, op, core_attention")
     gpu = gpu_of(card)
     if card.method in (Method.PPO, Method.GRPO):
         sharding, groups, host, notes, rollout, ranks = walk_rl(card, spec, gpu)

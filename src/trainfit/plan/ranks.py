@@ -384,10 +384,13 @@ def _activations(card: RunCard, spec: ModelSpec, ss: ModelSpec, layout: Parallel
     b, s_loc = card.batch.micro_batch_size, card.batch.seq_len // layout.cp
     fp8_in = fp8_linear_input_bytes(card)
     up_proj = card.parallel.selective_checkpointing is SelectiveCheckpointing.MLA_UP_PROJ
-    # mla_up_proj exists in Megatron-Core only: the per-op figure runs without it, megatron_mla_savings drops it
+    # mla_up_proj and layernorm_moe_act exist in Megatron-Core only: the per-op figure runs without them,
+    # megatron_mla_savings / megatron_moe_savings drop what they free
+    module_recompute = up_proj or card.parallel.selective_checkpointing is SelectiveCheckpointing.LAYERNORM_MOE_ACT
     act = activation_bytes(ss, micro_batch_size=b, seq_len=s_loc, attention=card.attention, trainable=trainable,
                            compute_dtype_bytes=a, sequence_shards=layout.tp if layout.sp else 1,
-                           selective=SelectiveCheckpointing.NONE if up_proj else card.parallel.selective_checkpointing,
+                           selective=(SelectiveCheckpointing.NONE if module_recompute
+                                      else card.parallel.selective_checkpointing),
                            compiled=card.parallel.compile, linear_input_bytes=fp8_in)
     autocast = card.weights_dtype is Dtype.FP32 and prec.compute is not ComputeDtype.FP32
     act = _autocast_copies(act, ss, enabled=autocast and trainable.lora is None, scale=count_scale(ss))
@@ -461,7 +464,10 @@ def megatron_activation_savings(card: RunCard, ss: ModelSpec, layout: ParallelLa
             and card.scope.value == "full"):
         return {}
     moe_less = megatron_moe_savings(ss, layout, tokens=tokens, dtype_bytes=dtype_bytes,
-                                    linear_input_bytes=linear_input_bytes)
+                                    linear_input_bytes=linear_input_bytes,
+                                    probs_in_experts=card.parallel.moe_probs_in_experts,
+                                    recompute_layernorm_moe_act=card.parallel.selective_checkpointing
+                                    is SelectiveCheckpointing.LAYERNORM_MOE_ACT)
     compiled = card.parallel.compile and compiled_rules_apply(ss, trainable=trainable, attention=card.attention)
     glu_less = megatron_dense_mlp_savings(ss, tokens=tokens, dtype_bytes=dtype_bytes,
                                           linear_input_bytes=linear_input_bytes, compiled=compiled)
@@ -511,23 +517,43 @@ def megatron_mla_savings(card: RunCard, ss: ModelSpec, layout: ParallelLayout, *
 
 
 def megatron_moe_savings(ss: ModelSpec, layout: ParallelLayout, *, tokens: int, dtype_bytes: int,
-                         linear_input_bytes: float = 0.0) -> float:
+                         linear_input_bytes: float = 0.0, probs_in_experts: bool = True,
+                         recompute_layernorm_moe_act: bool = False) -> float:
     """Bytes a Megatron-Core rank saves less per MoE layer than the per-op figure (``memory.activations``: the
     whole block on the rank's ``tokens``, the experts on ``tokens · k`` rows, ``act(gate)`` kept beside the SwiGLU
-    input): ``moe_block_bytes - megatron_moe_bytes``. 0 for a dense model and for the families with their own layer
-    model (``arch_activations``)."""
+    input): ``moe_block_bytes - megatron_moe_bytes``. ``probs_in_experts`` (the card's
+    ``parallel.moe_probs_in_experts``): the combine keeps no expert output. gpt-oss: Megatron-Core's block
+    (``memory.arch_activations.megatron_gpt_oss_moe_bytes``); with ``recompute_layernorm_moe_act``
+    (``layernorm_moe_act``) also the experts' activation output and the pre-MLP norm's output freed, the norm keeping
+    only its input (``t`` tokens of the compute dtype, held by the checkpoint) instead of its per-op figure. 0 for a
+    dense model and for the other families with their own layer model (``arch_activations``)."""
+    shards = layout.tp if layout.sp else 1
+    if ss.moe is not None and ss.family == "gpt_oss":
+        from trainfit.memory.arch_activations import (gpt_oss_moe_block_bytes, gpt_oss_norm_bytes,
+                                                      megatron_gpt_oss_moe_bytes)
+
+        t = tokens // shards
+        norm_less = (gpt_oss_norm_bytes(ss, tokens=t, compute_dtype_bytes=dtype_bytes) - t * dtype_bytes
+                     * ss.hidden_size) if recompute_layernorm_moe_act else 0
+        return float(gpt_oss_moe_block_bytes(ss, tokens=tokens, compute_dtype_bytes=dtype_bytes) + norm_less
+                     - megatron_gpt_oss_moe_bytes(ss, tokens=tokens, sequence_shards=shards,
+                                                  expert_tensor_parallel=layout.etp, compute_dtype_bytes=dtype_bytes,
+                                                  probs_in_experts=probs_in_experts,
+                                                  recompute_moe_act=recompute_layernorm_moe_act,
+                                                  recompute_pre_mlp_norm=recompute_layernorm_moe_act))
     if ss.moe is not None and ss.family == "deepseek_v3":
         from trainfit.memory.arch_activations import deepseek_moe_block_bytes, megatron_deepseek_moe_bytes
 
         return float(deepseek_moe_block_bytes(ss, tokens=tokens, compute_dtype_bytes=dtype_bytes)
                      - megatron_deepseek_moe_bytes(ss, tokens=tokens, sequence_shards=layout.tp if layout.sp else 1,
-                                                   expert_tensor_parallel=layout.etp, compute_dtype_bytes=dtype_bytes))
+                                                   expert_tensor_parallel=layout.etp, compute_dtype_bytes=dtype_bytes,
+                                                   probs_in_experts=probs_in_experts))
     if ss.moe is None or ss.family in ARCH_FAMILIES:
         return 0.0
     per_op = moe_block_bytes(ss, tokens=tokens, compute_dtype_bytes=dtype_bytes, linear_input_bytes=linear_input_bytes)
     meg = megatron_moe_bytes(ss, tokens=tokens, sequence_shards=layout.tp if layout.sp else 1,
                              expert_tensor_parallel=layout.etp, compute_dtype_bytes=dtype_bytes,
-                             linear_input_bytes=linear_input_bytes)
+                             linear_input_bytes=linear_input_bytes, probs_in_experts=probs_in_experts)
     return float(per_op - meg)
 
 

@@ -172,7 +172,9 @@ class ParallelSection(_Section):
         SelectiveCheckpointing.NONE, description="none | op (torchtitan per-op SAC: every other matmul and the"
         " attention kernel saved, the rest recomputed) | core_attention (Megatron --recompute-granularity selective)"
         " | mla_up_proj (Megatron-Core --recompute-modules mla_up_proj: multi-latent attention's up projections,"
-        " Megatron tensor parallel only; memory only, its recompute time is not modelled).")
+        " Megatron tensor parallel only; memory only, its recompute time is not modelled) | layernorm_moe_act"
+        " (Megatron-Core --recompute-modules layernorm moe_act: a MoE layer's pre-MLP norm and the experts'"
+        " activation, Megatron tensor parallel, gpt-oss; memory only).")
     checkpoint_every_n_layers: int | None = Field(
         None, ge=1, le=100_000, description="With gradient_checkpointing true: only every n-th decoder layer is"
         " checkpointed (layers n, 2n, ... counting from 1), the others keep their activations: torchtitan"
@@ -198,6 +200,12 @@ class ParallelSection(_Section):
     tensor_parallel: int = Field(1, ge=1, le=1024, description="Megatron-style tensor parallel size (heads, MLP width and vocabulary split).")
     sequence_parallel: bool = Field(False, description="Megatron sequence parallel: norms and dropout on sequence shards (needs tensor_parallel > 1).")
     tensor_parallel_impl: TensorParallelImpl = Field(TensorParallelImpl.DTENSOR, description="dtensor (torch's DTensor plan, torchtitan) | megatron (Megatron-Core: Megatron-LM, NeMo, Megatron-Bridge: sequence-parallel linears save their input's shard, the embedding keeps its rows' gradient, vocab_parallel_cross_entropy, at every tensor-parallel size).")
+    moe_probs_in_experts: bool = Field(True, description="Megatron-Core MoE (tensor_parallel_impl megatron): the"
+                                       " routing probabilities multiply inside the experts' fused SwiGLU, so the"
+                                       " combine keeps no expert output (Megatron-Core >= 0.12.1, the default);"
+                                       " false: older Megatron-Core (0.11, 0.12.0) multiplies them at the unpermute,"
+                                       " which saves the expert output (memory.activations.megatron_moe_bytes)."
+                                       " Read only for Megatron-Core MoE blocks.")
     tp_comm_overlap: bool = Field(False, description="Transformer Engine userbuffers overlap the tensor-parallel all-gathers / reduce-scatters with the GEMMs (Megatron-Core --tp-comm-overlap; needs sequence_parallel).")
     overlap_param_gather: bool = Field(False, description="Megatron-Core distributed optimizer (strategy zero1)"
                                        " overlap_param_gather (--overlap-param-gather; Megatron-Core's default false):"
@@ -256,7 +264,7 @@ class ParallelSection(_Section):
             v.setdefault("selective_checkpointing", SelectiveCheckpointing.OP.value)
             if str(getattr(v["selective_checkpointing"], "value", v["selective_checkpointing"])) == "none":
                 raise ValueError("parallel.selective_checkpointing: 'none' contradicts gradient_checkpointing: selective;"
-                                 " allowed: op, core_attention, mla_up_proj")
+                                 " allowed: op, core_attention, mla_up_proj, layernorm_moe_act")
         return v
 
     @model_validator(mode="after")
@@ -284,10 +292,10 @@ class ParallelSection(_Section):
     @property
     def checkpoints_layers(self) -> bool:
         """Each decoder layer runs under torch's checkpoint (full or selective): memory keeps the layer input
-        plus what the selective policy saves, and backward re-runs the layer. Not under ``mla_up_proj``, which frees
-        and re-runs a part of the attention only (the layers keep their other activations)."""
+        plus what the selective policy saves, and backward re-runs the layer. Not under ``mla_up_proj`` or
+        ``layernorm_moe_act``, which free and re-run a few ops only (the layers keep their other activations)."""
         return self.gradient_checkpointing or self.selective_checkpointing not in (
-            SelectiveCheckpointing.NONE, SelectiveCheckpointing.MLA_UP_PROJ)
+            SelectiveCheckpointing.NONE, SelectiveCheckpointing.MLA_UP_PROJ, SelectiveCheckpointing.LAYERNORM_MOE_ACT)
 
     @property
     def model_parallel(self) -> int:

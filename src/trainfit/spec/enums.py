@@ -76,12 +76,19 @@ class SelectiveCheckpointing(StrEnum):
       after the attention forward (NVIDIA/Megatron-LM megatron/core/transformer/multi_latent_attention.py l.77-80,
       l.215-217, l.502-508 @7094270c6fa1dbc6b2e99072171e3a559ca36d0f); memory only, its recompute time is not
       modelled.
+    * ``layernorm_moe_act``: Megatron-Core ``--recompute-modules layernorm moe_act`` (MoE models with Megatron
+      tensor parallel; modelled for gpt-oss): the norms Transformer Engine does not fuse into a linear (a MoE layer's
+      pre-MLP norm) and the experts' activation re-run in backward, their outputs (the router's input, the expert
+      fc2's input) freed after the forward (NVIDIA/Megatron-LM megatron/core/transformer/transformer_layer.py
+      l.381-402, l.616-621, l.680-684, moe/experts.py l.802-805, l.958-970
+      @92c8482e6dcd11c3666c61bb8d1f7e8d0730ed13); memory only, its recompute time is not modelled.
     """
 
     NONE = "none"
     OP = "op"
     CORE_ATTENTION = "core_attention"
     MLA_UP_PROJ = "mla_up_proj"
+    LAYERNORM_MOE_ACT = "layernorm_moe_act"
 
 
 class MasterWeights(StrEnum):

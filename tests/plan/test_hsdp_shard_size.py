@@ -214,3 +214,95 @@ def test_verl_writes_fsdp_size_and_reads_it_back(shard):
     assert f"actor_rollout_ref.actor.fsdp_config.fsdp_size={shard or 8}" in e.text
     back = read_back(card, e)
     assert back.parallel.strategy is Strategy.HSDP and back.parallel.hsdp_shard_size == shard
+
+
+# -- RL: the weight-sync gather, the reference swap and a GB200 NVL72 card use the shard group ---------------------
+
+def _rl_card(gpu: str = "h100-sxm", gpus_per_node: int = 8, nodes: int = 2, preset: str = "verl", **parallel) -> dict:
+    return {"model": "Qwen/Qwen2.5-1.5B", "method": "grpo", "preset": preset,
+            "hardware": {"gpu": gpu, "gpus_per_node": gpus_per_node, "nodes": nodes},
+            "batch": {"micro_batch_size": 1}, "parallel": parallel, "roles": {"kl_coef": 0.04},
+            "rollout": {"engine": "vllm", "prompts_per_step": 32, "num_generations": 4, "prompt_len": 256,
+                        "response_len": 512}}
+
+
+def _captured(monkeypatch, module, name: str, card: dict) -> dict:
+    """The keyword arguments the plan passes to ``module.name`` (the real function still runs)."""
+    from trainfit.methods.presets import apply_preset
+
+    real, seen = getattr(module, name), {}
+
+    def spy(*args, **kwargs):
+        seen.update(kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, spy)
+    api.plan(load_card_dict(apply_preset(card, card["preset"])))
+    return seen
+
+
+@pytest.mark.parametrize("parallel, shards", [
+    ({"strategy": "hsdp", "hsdp_shard_size": 2}, 2),  # verl fsdp_size 2: full_tensor() gathers over the shard dim
+    ({"strategy": "hsdp"}, 8),                        # a node's GPUs
+    ({"strategy": "fsdp"}, 16),                       # every rank
+])
+def test_weight_sync_gathers_each_tensor_over_the_shard_group_only(monkeypatch, parallel, shards):
+    from trainfit.compute import sync
+
+    seen = _captured(monkeypatch, sync, "weight_sync_seconds", _rl_card(**parallel))
+    assert seen["train_shards"] == shards
+
+
+@pytest.mark.parametrize("parallel, ranks", [
+    ({"strategy": "hsdp", "hsdp_shard_size": 2}, 2), ({"strategy": "hsdp"}, 8), ({"strategy": "fsdp"}, 16)])
+def test_reference_swap_moves_the_ranks_shard_of_the_model(monkeypatch, parallel, ranks):
+    from trainfit.compute import reference_swap
+    from trainfit.memory.weights import weight_bytes
+    from trainfit.spec.enums import ComputeDtype, Dtype
+    from trainfit.catalog.models import resolve_model
+    from trainfit.spec.training import TrainableSpec
+
+    card = dict(_rl_card(preset="nemo-rl", **parallel), roles={"kl_coef": 0.04, "reference": "host_swap"})
+    seen = _captured(monkeypatch, reference_swap, "reference_swap_seconds", card)
+    whole = weight_bytes(resolve_model("Qwen/Qwen2.5-1.5B"), weights=Dtype.BF16, compute=ComputeDtype.BF16,
+                         trainable=TrainableSpec()).base
+    assert seen["state_bytes_per_gpu"] == pytest.approx(whole / ranks)
+
+
+def _gb200(rl: bool, **parallel):
+    from trainfit.methods.presets import apply_preset
+
+    if rl:
+        d = _rl_card(gpu="gb200", gpus_per_node=4, nodes=4, strategy="hsdp", **parallel)
+        return load_card_dict(apply_preset(d, d["preset"]))
+    return load_card_dict(_card(strategy="hsdp", **parallel) | {"hardware": {"gpu": "gb200", "gpus_per_node": 4,
+                                                                              "nodes": 4}})
+
+
+@pytest.mark.parametrize("rl", [False, True])
+def test_gb200_default_shard_group_is_a_host_in_memory_and_time(rl):
+    """GB200 NVL72: 4 GPUs a host, the time model's collectives see the 72-GPU NVLink domain. Without the field the
+    shard group is a host's 4 GPUs (memory), so stating 4 changes nothing in time either; 16 is a different plan."""
+    default, host, domain = (api.plan(_gb200(rl, **p)) for p in ({}, {"hsdp_shard_size": 4}, {"hsdp_shard_size": 16}))
+    assert default.sharding.shard_group == host.sharding.shard_group == 4
+    assert default.step_seconds == host.step_seconds
+    assert default.step_seconds != domain.step_seconds
+
+
+def test_gb200_training_step_prices_a_host_sized_shard_group(monkeypatch):
+    from trainfit.plan import time as plan_time
+
+    seen = _captured_sft(monkeypatch, plan_time)
+    assert seen["parallel"].hsdp_shard == 4 and seen["parallel"].gpus_per_node == 16  # the domain, 16 GPUs here
+
+
+def _captured_sft(monkeypatch, plan_time) -> dict:
+    real, seen = plan_time.train_step_time, {}
+
+    def spy(*args, **kwargs):
+        seen.update(kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(plan_time, "train_step_time", spy)
+    api.plan(_gb200(False))
+    return seen

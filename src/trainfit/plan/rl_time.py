@@ -144,6 +144,16 @@ def _phase(name: str, seconds: float, bound: str, **terms: float) -> PhaseTime:
     return PhaseTime(name, seconds, bound, dict(terms))
 
 
+def _hsdp_shard_of(card: RunCard, sharding: Sharding) -> int:
+    """Strategy hsdp: the ranks one parameter is sharded over, the memory's ``sharding.shard_group``
+    (``parallel.hsdp_shard_size``, else the training GPUs of one host, ``hardware.gpus_per_node``, also on GB200
+    NVL72 where the collectives' "node" is the 72-GPU NVLink domain: the frameworks build the group per host, FSDP1
+    ``HYBRID_SHARD`` from ``device_count()``, pytorch/pytorch @cf30153c4c131c8164ee7798e5022d810682e2cb
+    ``torch/distributed/fsdp/_init_utils.py`` l. 162, and verl / torchtitan pass ``init_device_mesh`` a
+    ``(replicate, shard)`` shape, ``compute.training.hsdp_links``); 0 for every other strategy."""
+    return sharding.shard_group if card.parallel.strategy is Strategy.HSDP else 0
+
+
 def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding, rollout, r: DeviceRates) -> StepTiming:
     from trainfit.methods.rl import critic_spec_of
 
@@ -184,8 +194,9 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
 
     # frozen passes on the training GPUs
     compile_ = fused_kernels(card)
+    # HSDP: the memory's shard group (hsdp_shard_size, else a host's training GPUs), not the NVLink domain
     par = Parallel(strategy=card.parallel.strategy.value, ranks=train_gpus, gpus_per_node=per_node,
-                   nic_bytes_per_s=nic_bytes_per_s(card), hsdp_shard=card.parallel.hsdp_shard_size or 0)
+                   nic_bytes_per_s=nic_bytes_per_s(card), hsdp_shard=_hsdp_shard_of(card, sharding))
     lp_mbs_max = ro.logprob_micro_batch_size or card.batch.micro_batch_size
     eager = attn.runs_eager(spec.family, card.attention) and spec.num_full_attention_layers > 0
     frozen_w = _engine_weight_bytes(spec)
@@ -235,7 +246,8 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
     if ref not in (RefPlacement.NONE, RefPlacement.PRECOMPUTED) and kl_coef(card) > 0:
         phases.append(forward_pass("ref_logprob", spec, adapter if ref is RefPlacement.LORA_DISABLED else None))
         if ref is RefPlacement.HOST_SWAP:
-            phases.append(reference_swap_phase(card, spec, r, train_gpus=train_gpus))
+            phases.append(reference_swap_phase(card, spec, r, train_gpus=train_gpus,
+                                               shard_ranks=_hsdp_shard_of(card, sharding) or train_gpus))
     cspec = critic_spec_of(card, spec)
     if cspec is not None:
         phases.append(forward_pass("critic_values", cspec, adapter))
@@ -485,7 +497,7 @@ def sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding,
     copy = dict(pcie_bytes_per_s=r.pcie_bytes_per_s, host_memory_bytes_per_s=r.host_memory_bytes_per_s,
                 gpus_per_node=train_nodes(card)[1])
     staging = export_staging_seconds(
-        shard_bytes_per_rank=trainer_dtype_bytes / train_gpus,
+        shard_bytes_per_rank=trainer_dtype_bytes / (_hsdp_shard_of(card, sharding) or train_gpus),
         host_copy_bytes_per_s=pageable_copy_bytes_per_s(
             **copy, staging_bytes_per_s=staging_bytes_per_s_of(coherent_host_link=gpu.host_link_bytes_per_s is not None))
         if card.parallel.fsdp_version is FsdpVersion.FSDP2 else host_copy_bytes_per_s(**copy),
@@ -494,7 +506,13 @@ def sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding,
     t = weight_sync_seconds(
         gather_bytes=trainer_dtype_bytes if gather_fp32 else None,
         mechanism=fs.mechanism, weight_bytes=_engine_weight_bytes(spec), num_tensors=hf_tensor_count(spec),
-        train_shards=train_gpus if sharded else 1, tp=ro.tensor_parallel, rates=r,
+        # HSDP gathers a tensor over its shard group only: ``full_tensor()`` (verl get_per_tensor_param, compute.sync)
+        # is ``redistribute([Replicate()] * ndim)``, and on the (Replicate(), Shard(0)) mesh the replicate dim is
+        # skipped (``current == target``) and the shard dim all-gathered (pytorch/pytorch
+        # @cf30153c4c131c8164ee7798e5022d810682e2cb torch/distributed/tensor/_api.py l. 748-776, _redistribute.py
+        # l. 1625-1628; volcengine/verl @b178a3cd56f58b2d502255daba591e92833930a7
+        # verl/workers/engine/fsdp/transformer_impl.py l. 666-669)
+        train_shards=(_hsdp_shard_of(card, sharding) or train_gpus) if sharded else 1, tp=ro.tensor_parallel, rates=r,
         engines=max(1, rollout.engine_instances), inter_node=card.hardware.nodes > 1,
         gpus_per_node=card.hardware.gpus_per_node, nic_bytes_per_s=nic_bytes_per_s(card),
         bucket_bytes=fs.bucket_bytes, s_per_tensor=fs.s_per_tensor,
@@ -705,12 +723,14 @@ def trainer_state_offload_phase(card: RunCard, spec: ModelSpec, r: DeviceRates, 
     return _phase("state_offload", 2 * one_way_s, "offload", to_host=one_way_s, to_device=one_way_s)
 
 
-def reference_swap_phase(card: RunCard, spec: ModelSpec, r: DeviceRates, *, train_gpus: int) -> PhaseTime:
+def reference_swap_phase(card: RunCard, spec: ModelSpec, r: DeviceRates, *, train_gpus: int,
+                         shard_ranks: int | None = None) -> PhaseTime:
     """``roles.reference: host_swap`` (NeMo RL's ``use_reference_model``, ``compute.reference_swap``): per reference
     pass each training GPU copies its policy state dict to pinned host memory, the reference's in and the policy's
     back, one tensor at a time. The rank's state dict: under Megatron the bf16 parameters of its TP/PP/EP shard
     (``Float16Module``), under FSDP (NeMo RL's DTensor worker) its local shard of every tensor, fp32 when the card's
-    weights are (``methods.rl.reference_swap_state_bytes``). Tensors: the shard's Hugging Face tensor count
+    weights are (``methods.rl.reference_swap_state_bytes``), over ``shard_ranks`` ranks (HSDP: its shard group, each
+    replica holding the whole model; None: ``train_gpus``). Tensors: the shard's Hugging Face tensor count
     (``compute.sync.hf_tensor_count``; Megatron fuses q/k/v and gate/up, so fewer: the per-tensor term is an upper
     bound)."""
     from trainfit.compute.reference_swap import reference_swap_seconds
@@ -719,7 +739,8 @@ def reference_swap_phase(card: RunCard, spec: ModelSpec, r: DeviceRates, *, trai
     p = card.parallel
     if p.strategy in FSDP_STRATEGIES:
         dtype = Dtype.FP32 if card.weights_dtype is Dtype.FP32 else Dtype.BF16
-        state_bytes = weight_bytes(spec, weights=dtype, compute=ComputeDtype.BF16, trainable=TrainableSpec()).base / train_gpus
+        state_bytes = weight_bytes(spec, weights=dtype, compute=ComputeDtype.BF16, trainable=TrainableSpec()).base / (
+            shard_ranks or train_gpus)
         tensors = hf_tensor_count(spec)
     else:
         shard = rank_spec(spec, tp=p.tensor_parallel, pp=p.pipeline_parallel, ep=p.expert_parallel,

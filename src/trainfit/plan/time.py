@@ -28,6 +28,7 @@ from trainfit.memory.sharding import Sharding
 from trainfit.memory.weights import count_scale, total_params, weight_bytes
 from trainfit.errors import CardError, TrainfitError
 from trainfit.plan.resolve import gpu_of, trainable_spec
+from trainfit.methods.roles import train_nodes
 from trainfit.plan.terms import trained_dtype_bytes, zero_master_states
 from trainfit.spec.card import RunCard
 from trainfit.spec.enums import Attention, ComputeDtype, ContextParallelKind, Dtype, Fp8Recipe, Method, Scope
@@ -362,7 +363,9 @@ def training_time(
                       gpus_per_node=max(1, gpus_per_node // (tp * pp)) if tp * pp <= gpus_per_node else 1,
                       nic_bytes_per_s=nic_bytes_per_s(card), offload=par.offload.value, expert_ranks=edp,
                       expert_gpus_per_node=edp_local, overlap_param_gather=par.overlap_param_gather,
-                      hsdp_shard=par.hsdp_shard_size or 0)
+                      # HSDP's shard group as the memory plans it (plan.rl_time._hsdp_shard_of): a host's GPUs, not
+                      # the NVLink domain ``gpus_per_node`` stands for on GB200 NVL72
+                      hsdp_shard=par.hsdp_shard_size or min(data_ranks, train_nodes(card)[1]))
     packed_context, causal_skip, packed_note = packed_attention(card, eager=eager, seq_len=seq_len)
     t = train_step_time(
         shard, rates=rates, micro_batch_size=micro_batch_size, seq_len=max(1, seq_len // cp), micro_steps=micro_steps,

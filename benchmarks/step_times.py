@@ -615,6 +615,15 @@ MEGATRON_LM_FP32_GRADS = (
     " param_and_grad_buffer.py l.366-370) and its buckets are reduce-scattered as they are (l.131-147)"
     " (NVIDIA/Megatron-LM @baf94af3c667248865f23df73b9fb8e2395e6fd0, core_r0.8.0)")
 """Megatron-LM's 2024 (bf16) rows: 4 B per gradient in the buffer and on the wire."""
+MS_SWIFT_MEGATRON_FP32_GRADS = (
+    "fp32 gradient buffer and reduce-scatter (precision.grads fp32): Megatron-SWIFT passes --bf16 (torch_dtype"
+    " bfloat16 from the checkpoint: swift/llm/argument/base_args/model_args.py _init_mixed_precision l.111-123) to"
+    " Megatron-LM as argv (swift/megatron/argument/megatron_args.py _args_to_argv l.338-361; modelscope/ms-swift"
+    " @8d7c4104b5ed3edd2058575f59e682b5852cba09, no grad-reduce argument there or @0f31a5a9ebe0), and Megatron-LM"
+    " core_r0.12.0 sets accumulate_allreduce_grads_in_fp32 for bf16 unless --grad-reduce-in-bf16 or"
+    " --main-grads-dtype bf16 (megatron/training/arguments.py l.597-604), passed as grad_reduce_in_fp32"
+    " (megatron/training/training.py l.1001) (NVIDIA/Megatron-LM @5cb6dbb3ed04e6fa11a862d90fe898ac2d3ddfad)")
+"""ms-swift's Megatron-SWIFT rows (the Qwen2.5-14B and Qwen3-30B-A3B commands set neither flag)."""
 NEMO_2407_BF16_GRAD_SYNC = {
     "gpt/h100/5b_fp8_8node.sh": 23, "gpt/h100/20b_fp8_8node.sh": 23, "gpt/h100/175b_fp8_16node.sh": 24,
     "llama/h100/llama2_7b_fp8.sh": 22, "llama/h100/llama2_13b_fp8.sh": 22, "llama/h100/llama2_70b_fp8.sh": 21,
@@ -663,6 +672,28 @@ NEMO2_PERF_GRAD_REDUCE = {
 (precision.grads, where the script or its recipe sets ``grad_reduce_in_fp32``). bf16_mixed's default is True
 (nemo/collections/llm/recipes/precision/mixed_precision.py l.35), so a script that neither applies performance_mode
 nor overrides it reduces in fp32."""
+VERL_MEGATRON_FP32_GRADS = {
+    "503ea75f533f715cf1667551bd375ec9b1e0d5fc":
+    "verl's Megatron get_model builds DistributedDataParallelConfig from {grad_reduce_in_fp32: True} updated by"
+    " megatron.override_ddp_config (volcengine/verl verl/utils/megatron_utils.py l.134-141), which"
+    " verl/trainer/config/actor/megatron_actor.yaml l.80 leaves {} with use_mbridge False (l.87) and the"
+    " recipe/one_step_off_policy dapo_7b_math_megatron_*.sh scripts do not set",
+    "97eac90487a0c6f7ef38e38d305e8f3fad7c4f0b":
+    "use_mbridge True (the script's USE_MBRIDGE) with engine/megatron.yaml's vanilla_mbridge True (l.81): verl"
+    " passes override_ddp_config ({}, l.50, not set by the script or fully_async_ppo_megatron_trainer.yaml) to"
+    " mbridge's get_model (volcengine/verl verl/utils/megatron_utils.py l.270-275), whose DDP config starts from"
+    " {grad_reduce_in_fp32: True} (ISEEKYAN/mbridge mbridge/core/util.py get_model l.194"
+    " @20e9ffbbe72ae7b1df83bfe1bc3c11f7382f2612, the head before the script's commit; the script installs the"
+    " git head, unpinned, and every mbridge commit since 9981577 of 2025-05-13 starts from True)",
+    "b178a3cd56f58b2d502255daba591e92833930a7":
+    "use_mbridge=True in the script with engine/megatron.yaml's vanilla_mbridge True (l.81): verl passes"
+    " override_ddp_config ({}, l.50) to mbridge's get_model (volcengine/verl verl/utils/megatron_utils.py"
+    " l.270-275), whose DDP config starts from {grad_reduce_in_fp32: True} (ISEEKYAN/mbridge mbridge/core/util.py"
+    " l.192 at v0.1.13, the version the script names; v0.1.13 takes no ddp_config, so the default stands)",
+}
+"""verl Megatron commits (the run script's, cited in the entry's note) and why the actor's gradient buffer and its
+reduce-scatter are fp32 there. verl 0.9.0.dev makes Megatron-Bridge the default (vanilla_mbridge False,
+verl-project/verl 2c62c8be1, 2026-07-09), whose DDP config does not start from True: rows on it are not mapped."""
 
 
 def grad_dtype_of(e: dict[str, Any]) -> tuple[str | None, str | None]:
@@ -676,8 +707,15 @@ def grad_dtype_of(e: dict[str, Any]) -> tuple[str | None, str | None]:
     * NeMo 24.07 (Apex ``distributed_fused_adam``): the launcher's ``optim.grad_sync_dtype``, default fp32.
     * NeMo 2.0 DGX Cloud benchmarking scripts (``NEMO2_PERF_GRAD_REDUCE``): bf16 where performance_mode or the
       script sets ``grad_reduce_in_fp32 = False``, fp32 for DeepSeek-V3 (bf16_mixed's True stands).
-    * NeMo 2.0 performance scripts with fp8: bf16 (``recipe.trainer.plugins.grad_reduce_in_fp32 = False``)."""
-    fw, note, compute = e["framework"], e.get("note") or "", e["precision"]["compute"]
+    * NeMo 2.0 performance scripts with fp8: bf16 (``recipe.trainer.plugins.grad_reduce_in_fp32 = False``).
+    * ms-swift Megatron-SWIFT: fp32, Megatron-LM's --bf16 rule (``MS_SWIFT_MEGATRON_FP32_GRADS``).
+    * verl Megatron RL rows (``map_rl``): fp32 at the commits of ``VERL_MEGATRON_FP32_GRADS``."""
+    fw, note, compute = e["framework"], e.get("note") or "", (e.get("precision") or {}).get("compute")
+    if fw == "verl" and (e.get("train") or {}).get("strategy") == "megatron":
+        where = next((f"{w} @{c}" for c, w in VERL_MEGATRON_FP32_GRADS.items() if c in note), None)
+        return ("fp32", f"fp32 gradient buffer and reduce-scatter (precision.grads fp32): {where}") if where else (None, None)
+    if fw == "ms-swift-megatron":
+        return "fp32", MS_SWIFT_MEGATRON_FP32_GRADS
     if fw == "megatron" and compute == "bf16":
         return "fp32", MEGATRON_LM_FP32_GRADS
     if fw == "megatron" and compute == "fp16":
@@ -1287,6 +1325,10 @@ def map_rl(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     if tr.get("fp8_recipe"):  # Megatron fp8_cfg (the entry's fp8_source recipe): the trainer's linears in fp8
         card["precision"] = {"compute": "fp8", "fp8_recipe": tr["fp8_recipe"]}
         notes.append(f"training and log-prob passes in fp8, {tr['fp8_recipe']} scaling (Megatron fp8_cfg)")
+    grads, grads_note = grad_dtype_of(e)
+    if grads:
+        card.setdefault("precision", {})["grads"] = grads
+        notes.append(grads_note)
     if e["framework"] == "nemo-rl" and rollout["placement"] == "colocate":
         # nemo_rl/models/generation/vllm/vllm_generation.py finish_generation: a colocated engine sleeps
         # (vllm_worker.py: llm.sleep(level=1), enable_sleep_mode=True) and wakes every step (@9dbd9adc)

@@ -1,8 +1,8 @@
 """The old policy's log-prob pass: the memory phases (``methods.rl.rl_groups``) and the step's time phases
 (``plan.rl_time``) hold it for the same cards, both by ``methods.roles.old_logprob_pass``, for every framework
 preset (and none), PPO and GRPO, one or two updates per batch, the card's override unset / on / off, colocated
-and split. Before they shared the rule, a verl / OpenRLHF / NeMo RL card was charged the pass's time with no
-memory phase for it."""
+and split, TRL with and without vLLM (its importance-sampling correction). Before they shared the rule, a verl /
+OpenRLHF / NeMo RL card was charged the pass's time with no memory phase for it."""
 
 import pytest
 
@@ -17,13 +17,14 @@ RL_PRESETS = ("trl", "verl", "openrlhf", "nemo-rl")
 """The presets the RL time model plans; the others (LLaMA-Factory, ms-swift) are SFT trainers."""
 
 
-def _card(preset, method, *, iterations=1, recompute=None, split=False):
+def _card(preset, method, *, iterations=1, recompute=None, split=False, engine="vllm", mini_batches=1):
     d = default_card_dict()
     d.update(method=method, model="Qwen/Qwen3-0.6B")
     if preset is not None:
         d["preset"] = preset
     d["rollout"] = {"prompts_per_step": 8, "num_generations": 4, "prompt_len": 256, "response_len": 512,
-                    "num_iterations": iterations, "recompute_old_logprobs": recompute}
+                    "num_iterations": iterations, "recompute_old_logprobs": recompute, "engine": engine,
+                    "mini_batches": mini_batches}
     if split:
         d["hardware"] = {**d.get("hardware", {}), "gpus_per_node": 2}
         d["rollout"] |= {"placement": "split", "gpus": 1}
@@ -44,8 +45,8 @@ def test_memory_and_time_agree_per_preset(preset, method, iterations):
     card = _card(preset, method, iterations=iterations)
     want = old_logprob_pass(card)
     assert _passes(card) == (want, want)
-    if method == "grpo" and iterations == 1:  # the case the presets decide
-        assert want is (preset in OLD_LOGPROB_PRESETS)
+    if method == "grpo" and iterations == 1:  # the case the presets decide (TRL: vLLM importance sampling)
+        assert want is (preset in OLD_LOGPROB_PRESETS or preset == "trl")
 
 
 @pytest.mark.parametrize("preset", sorted(set(PRESETS) - set(RL_PRESETS)))
@@ -60,6 +61,32 @@ def test_the_override_moves_both(preset, recompute):
     card = _card(preset, "grpo", recompute=recompute)
     assert old_logprob_pass(card) is recompute
     assert _passes(card) == (recompute, recompute)
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "hf"])
+@pytest.mark.parametrize("split", [False, True])
+@pytest.mark.parametrize("mini_batches", [1, 2])
+def test_trl_runs_the_pass_for_vllm_importance_sampling(engine, split, mini_batches):
+    """TRL's GRPOTrainer computes old_per_token_logps when ``use_vllm and vllm_importance_sampling_correction``
+    (default true) or generation and optimizer steps are misaligned (huggingface/trl
+    @f2cd57710ae345ea6428ae95363267fcf38a3dc8 trl/trainer/grpo_trainer.py lines 2561-2576); memory and time agree."""
+    if split and engine == "hf":
+        pytest.skip("a split placement needs a serving engine")
+    card = _card("trl", "grpo", engine=engine, split=split, mini_batches=mini_batches)
+    want = engine != "hf" or mini_batches > 1
+    assert old_logprob_pass(card) is want
+    assert _passes(card) == (want, want)
+    if want and split:
+        by_group = {g.name: {ph.phase.value for ph in g.phases} for g in make_plan(card).groups}
+        assert OLD in by_group["train"] and OLD not in by_group["rollout"]
+
+
+def test_trl_before_the_correction_says_false():
+    """A card for TRL older than v0.23.0 (no vllm_importance_sampling_correction) sets the override false."""
+    card = _card("trl", "grpo", recompute=False)
+    assert not old_logprob_pass(card)
+    assert _passes(card) == (False, False)
+    assert not old_logprob_pass(_card(None, "grpo"))  # no preset: unchanged
 
 
 @pytest.mark.parametrize("preset", ["verl", "openrlhf", "nemo-rl"])

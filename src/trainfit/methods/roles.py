@@ -82,11 +82,31 @@ with one update per batch (the ratio is then 1, but the pass runs):
   @7ea279abfbeb698b092856d0dab61e7cf39bc909 ``nemo_rl/algorithms/grpo.py`` ``_resolve_logprob_skip_flags`` lines
   2488-2510, the pass lines 3238-3241; ``nemo_rl/algorithms/loss/loss_functions.py`` line 158).
 
-TRL is not among them: ``GRPOTrainer`` keeps ``old_per_token_logps = None`` when ``num_iterations == 1`` and the
-generation is aligned with the optimizer step (huggingface/trl @f2cd57710ae345ea6428ae95363267fcf38a3dc8
-``trl/trainer/grpo_trainer.py`` lines 2561-2576). At that commit it also runs the pass for vLLM importance-sampling
-correction (``vllm_importance_sampling_correction``, default true), which this rule does not model; a card for such
-a run says ``rollout.recompute_old_logprobs: true``."""
+TRL is not among them; its rule is ``trl_old_logprob_pass``."""
+
+
+TRL_IS_CORRECTION_SINCE = "v0.23.0"
+"""The first TRL release whose ``GRPOTrainer`` recomputes the old log-probs for vLLM importance-sampling correction
+(``vllm_importance_sampling_correction``, default true): huggingface/trl commit
+12fc85fd13ac79247542db588f55137f1cc5a8f2 (#3867, 2025-09-03), first in tag v0.23.0
+(6adfd138d895b7ac257c4079eab7d519a0472aaa ``trl/trainer/grpo_trainer.py`` lines 1371-1373,
+``trl/trainer/grpo_config.py`` lines 601-602); v0.22.2 (2d597e4a188878215a588cb6e8020726e1b1e6be
+``trl/trainer/grpo_trainer.py`` line 1331) runs the pass only when generation and optimizer steps are misaligned.
+A card for an older TRL with vLLM says ``rollout.recompute_old_logprobs: false``."""
+
+
+def trl_old_logprob_pass(card: RunCard) -> bool:
+    """TRL's ``GRPOTrainer._generate_and_score_completions`` computes ``old_per_token_logps`` (a no-grad forward of
+    the policy over each generation batch) when ``gradient_accumulation_steps % (steps_per_generation *
+    num_iterations) != 0`` or ``use_vllm and vllm_importance_sampling_correction`` (huggingface/trl
+    @f2cd57710ae345ea6428ae95363267fcf38a3dc8 ``trl/trainer/grpo_trainer.py`` lines 2561-2576; the correction
+    defaults to true, ``trl/trainer/grpo_config.py`` lines 915-916; ``steps_per_generation`` defaults to
+    ``gradient_accumulation_steps``, lines 1077-1079). On a card: a serving engine (``use_vllm``; TRL exports sglang
+    as vllm), ``num_iterations > 1``, or ``mini_batches > 1`` (several optimizer steps per generation batch:
+    ``steps_per_generation > gradient_accumulation_steps``). Otherwise ``old_per_token_logps`` stays None and the
+    loss takes the detached current log-probs (lines 3031-3037)."""
+    ro = card.rollout
+    return ro.engine in SERVING_ENGINES or ro.num_iterations > 1 or ro.mini_batches > 1
 
 
 def old_logprob_pass(card: RunCard) -> bool:
@@ -94,15 +114,19 @@ def old_logprob_pass(card: RunCard) -> bool:
     The one rule for the memory phases (``methods.rl.rl_groups``) and the step time (``plan.rl_time``).
 
     PPO and GRPO only; ``rollout.recompute_old_logprobs`` when the card sets it, else with PPO,
-    ``num_iterations > 1`` (each batch is reused, so the log-probs before the first update are needed) or an
-    ``OLD_LOGPROB_PRESETS`` preset. SkyRL runs it unless the loss reads only the engine's log-probs with no
-    off-policy correction and no KL in the reward (``RayPPOTrainer._skip_policy_forward``, NovaSky-AI/SkyRL
+    ``num_iterations > 1`` (each batch is reused, so the log-probs before the first update are needed), an
+    ``OLD_LOGPROB_PRESETS`` preset, or under the trl preset ``trl_old_logprob_pass`` (vLLM importance-sampling
+    correction, TRL >= ``TRL_IS_CORRECTION_SINCE``; a card for an older TRL sets the override false). SkyRL runs
+    it unless the loss reads only the engine's log-probs with no off-policy correction and no KL in the reward
+    (``RayPPOTrainer._skip_policy_forward``, NovaSky-AI/SkyRL
     ``skyrl/train/trainer.py`` @2e9c89afceb3ef7963748224373ad88882322c99): a card for it says so with ``true``."""
     if card.method not in (Method.PPO, Method.GRPO):
         return False
     ro = card.rollout
     if ro.recompute_old_logprobs is not None:
         return ro.recompute_old_logprobs
+    if card.preset == "trl" and trl_old_logprob_pass(card):
+        return True
     return card.method is Method.PPO or ro.num_iterations > 1 or card.preset in OLD_LOGPROB_PRESETS
 
 

@@ -67,10 +67,11 @@ lines 614-633, fp32 under its default ``mixed_precision: true``, line 293 and tr
 line 17, same commit): it gathers and sends fp32; a card does not name the engine, so that is not modelled.
 
 Known gap: verl's checkpoint engine into SGLang (verl-project/verl docs/advance/delta_weight_sync.md, nccl rows,
-H100) is 4-6x slower than this model. Its code path (@b9873ee98, the measured one) keeps the bytes on the GPU: the
-fp32 gather above, a bf16 cast, a copy into the bucket, one broadcast of the whole 2 GiB buffer per bucket from
-trainer rank 0 (83 buckets for Qwen2.5-72B, ``packed_bucket_count``), and on each rollout rank a clone of every
-tensor and one CUDA-IPC handle per tensor to SGLang's ``update_weights_from_tensor``
+H100) is 3.2-3.5x slower than this model for the dense Qwen2.5 7B, 32B and 72B rows. Its code path (@b9873ee98,
+the measured one) keeps the bytes on the GPU: the fp32 gather above, a bf16 cast, a copy into the bucket, one
+broadcast of the whole 2 GiB buffer per bucket from trainer rank 0 (83 buckets for Qwen2.5-72B,
+``packed_bucket_count``), and on each rollout rank a clone of every tensor and one CUDA-IPC handle per tensor to
+SGLang's ``update_weights_from_tensor``
 (sgl-project/sglang python/sglang/srt/weight_sync/utils.py @105cec05def6b93d68ea396000500c5d16e00a96). The
 publisher's "23.5 s of the 72B sender's 24 s is assembly/bucketing, wire_wait only 0.5-1.8 s" (verl-project/verl
 issue #7060, 2026-07-20) does not place the time in the assembly: the sender's per-bucket
@@ -92,10 +93,11 @@ verl/workers/rollout/sglang_rollout/utils.py @b9873ee98) also run on: each queue
 none a rate a card states: the wire (1.6-1.8 s vs 0.44 s here at 80 % of one 400 Gb/s NIC); SGLang's apply (1.2 s
 vs 0.13 s on vLLM's path, which flattens each bucket into one handle: SGLang's takes one CUDA-IPC handle per
 tensor, 0.85 s with ``S_PER_TENSOR_IPC`` under ``rollout.engine: sglang``, ``SGLANG_VERL_LOAD``); and the offloaded shard's copy back to the GPU
-(2.4-2.7 s vs 0.15 s from ``export_staging_seconds`` at the host-copy rate; 3.8 GB per rank, so about 1.5 GB/s per
-GPU on that cluster). The MoE rows' VeOmni engine also sends fp32 (no cast, above), twice the bytes of the
-wire and the apply; a card does not name the engine (verl's TorchTitan engine, the other with expert parallelism,
-casts to bf16: verl/workers/engine/torchtitan/transformer_impl.py line 550 @ce195c95ea3aa9a8b89b00bbe669e854a91d23d1).
+(2.4-2.7 s vs 0.38 s from ``export_staging_seconds`` at the driver's pageable staging rate, 10 GB/s per GPU,
+``compute.offload.pageable_copy_bytes_per_s``; 3.8 GB per rank, so about 1.5 GB/s per GPU on that cluster). The
+MoE rows' VeOmni engine also sends fp32 (no cast, above), twice the bytes of the wire and the apply; a card does
+not name the engine (verl's TorchTitan engine, the other with expert parallelism, casts to bf16:
+verl/workers/engine/torchtitan/transformer_impl.py line 550 @ce195c95ea3aa9a8b89b00bbe669e854a91d23d1).
 
 Pure Python: no torch import.
 """

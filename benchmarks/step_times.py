@@ -774,8 +774,9 @@ PACKED_LENGTHS = HERE / "data" / "packed_sample_lengths.json"
 
 def packed_squad(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """``batch.packed_sample_tokens`` / ``batch.packed_sample_length_cv`` for a fine-tuning row that packs SQuAD
-    v1.1 (NeMo 24.07's and Megatron-Bridge's SFT / LoRA tables): the ``PACKED_LENGTHS`` entry measured for the
-    row's framework, model and row length (attention then runs per sample: ``cu_seqlens``, Transformer Engine
+    v1.1 (NeMo 24.07's, NeMo 2.0's ``llm.finetune`` (pipeline nemo-2.0-25.04: the DGX Cloud ft_llama3 rows) and
+    Megatron-Bridge's SFT / LoRA tables): the ``PACKED_LENGTHS`` entry measured for the row's framework, model and
+    row length (attention then runs per sample: ``cu_seqlens``, Transformer Engine
     ``thd``), else nothing."""
     if e["kind"] not in ("sft_full", "sft_lora") or not e["batch"].get("packed"):
         return {}, []

@@ -145,7 +145,12 @@ generation subset's median from 15 % to 34 % and its held-out RL steps from 15 %
 141-164) also runs the engine in-process (``distributed_executor_backend="external_launcher"``, which vLLM 0.8.3
 answers with ``VLLM_ENABLE_V1_MULTIPROCESSING=0``, ``vllm/config.py`` lines 1556-1559), all-reduces through NCCL
 (``disable_custom_all_reduce=True``) and asks for ``logprobs=0`` (one ``Logprob`` per token in the frontend); the
-measured 8.3 ms step leaves no room for the in-process ``FRONTEND_S_PER_STEP`` fitted on NeMo RL rows.
+measured 8.3 ms step leaves no room for the in-process ``FRONTEND_S_PER_STEP`` fitted on NeMo RL rows. The
+play-verl rows' engine runs in-process in fact (the logs' verl e0d035cd4 builds ``vllm.LLM`` with
+``external_launcher``, ``vllm_rollout_spmd.py`` line 131), yet ``benchmarks/step_times.py`` maps them multi-process
+on purpose (ee79554 mapped them in-process; its revert 4cc1239 measured the Qwen2-7B generation rows going
+from +58 % / +73 % to +116 % / +106 % with that fix alone), until the eager launch (~26 us per kernel) and the
+``gen`` timer's per-phase cost are modelled with it.
 
 The constants: ``ENGINE_S_PER_STEP`` is what the engine spends per step outside the GPU's kernels at batch 1 (the
 residual of a published batch-1 TPOT, above). ``ENGINE_S_PER_SEQUENCE``, ``FRONTEND_S_PER_STEP`` and

@@ -1,6 +1,7 @@
 """``rollout.recompute_old_logprobs`` through the exporters: no target has a setting for the old policy's log-prob
-pass (verl, OpenRLHF and NeMo RL always run it, TRL with num_iterations > 1), so every RL target names the field
-among what it loses, saying what the framework does instead."""
+pass (verl, OpenRLHF and NeMo RL always run it, TRL with vLLM's importance-sampling correction or num_iterations > 1:
+``methods.roles.trl_old_logprob_pass``), so every RL target names the field among what it loses, saying what the
+framework does instead."""
 
 import pytest
 from export_cards import GRPO_LORA, _card, assert_lost_fields_named
@@ -22,9 +23,10 @@ def test_frameworks_that_always_recompute_say_so(target):
     assert any(n.startswith(FIELD) and "every step" in n for n in e.notes), e.notes
 
 
-@pytest.mark.parametrize("iterations,does", [(1, "does not"), (2, "it does")])
-def test_trl_recomputes_only_with_several_iterations(iterations, does):
-    e = export(_card(GRPO_LORA, rollout__recompute_old_logprobs=True, rollout__num_iterations=iterations), "trl")
+@pytest.mark.parametrize("engine,iterations,does", [("hf", 1, "does not"), ("hf", 2, "it does"), ("vllm", 1, "it does")])
+def test_trl_recomputes_with_vllm_or_several_iterations(engine, iterations, does):
+    e = export(_card(GRPO_LORA, rollout__recompute_old_logprobs=True, rollout__num_iterations=iterations,
+                     rollout__engine=engine), "trl")
     assert any(n.startswith(FIELD) and does in n for n in e.notes), e.notes
 
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainfit.errors import TrainfitError
+from trainfit.methods.roles import trl_old_logprob_pass
 from trainfit.spec.card import RunCard
 from trainfit.spec.enums import (
     FSDP_STRATEGIES,
@@ -195,13 +196,15 @@ def shared_notes(card: RunCard, target: str, *, megatron_has: set[str] | None = 
 def _old_logprob_note(card: RunCard, target: str) -> str:
     """What ``target`` does about the old policy's log-prob pass that ``rollout.recompute_old_logprobs`` sets: verl
     (``compute_log_prob`` every step), OpenRLHF (the experience maker) and NeMo RL (``prev_logprobs``) always run it;
-    TRL's GRPOTrainer only with ``num_iterations`` > 1. No file has a setting for it."""
+    TRL's GRPOTrainer by ``methods.roles.trl_old_logprob_pass`` (vLLM's importance-sampling correction, on by default
+    since TRL 0.23, more than one iteration or mini-batch). No file has a setting for it."""
     ro = card.rollout
     want = "true" if ro.recompute_old_logprobs else "false"
     if target == "trl":
-        runs = ro.num_iterations > 1 or card.method is Method.PPO
-        what = ("TRL computes them only when num_iterations > 1" + (f" (here {ro.num_iterations}: it does)" if runs
-                else " (here 1: it does not)"))
+        runs = trl_old_logprob_pass(card) or card.method is Method.PPO
+        what = ("TRL computes them with vLLM's importance-sampling correction (on by default since 0.23), num_iterations"
+                " > 1 or several optimizer steps per generation batch" + (" (here: it does)" if runs
+                                                                          else " (here: it does not)"))
     else:
         what = f"{target} recomputes them every step"
     return (f"rollout.recompute_old_logprobs {want}: the {target} file has no setting for the old policy's log-prob"

@@ -415,7 +415,8 @@ def rl_groups(
         peaks.append(PhasePeak(Phase.REF_LOGPROB, trainer_resident | extras() | {"logprob_pass": tr}, "reference log-probs"))
     if old_logprob_pass(card):
         # the policy's own log-probs before the update (PPO's old policy; GRPO when each batch is reused
-        # for several updates, or every step under verl / OpenRLHF / NeMo RL: ``roles.OLD_LOGPROB_PRESETS``):
+        # for several updates, or every step under verl / OpenRLHF / NeMo RL: ``roles.OLD_LOGPROB_PRESETS``, and TRL
+        # with a serving engine: ``roles.trl_old_logprob_pass``):
         # a no-grad pass of the trained actor, adapters included
         tr = forward_only_transient(spec, sequences=mbs, seq_len=seq, chunked=chunked, gathered_units=_gathered(actor),
                                     divides_by_temperature=card.method is Method.GRPO, kernel=card.loss.kernel.value)

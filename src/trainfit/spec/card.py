@@ -528,8 +528,9 @@ class RolloutSection(_Section):
     num_iterations: int = Field(1, ge=1, le=1000, description="Updates per generated batch (GRPO mu); > 1 adds an old-policy log-prob pass.")
     recompute_old_logprobs: bool | None = Field(
         None, description="The trainer recomputes the old policy's log-probs in a forward pass every step (SkyRL,"
-        " slime, ROLL: whenever off-policy correction or the loss reads them). null: with PPO, num_iterations > 1, or"
-        " under the verl / openrlhf / nemo-rl presets; true / false: always / never (the loss uses the engine's"
+        " slime, ROLL: whenever off-policy correction or the loss reads them). null: with PPO, num_iterations > 1,"
+        " under the verl / openrlhf / nemo-rl presets, or under trl with a vLLM / SGLang engine (TRL >= 0.23's"
+        " importance-sampling correction) or several mini-batches; true / false: always / never (the loss uses the engine's"
         " log-probs).")
     mini_batches: int = Field(1, ge=1, le=100_000, description="Optimizer steps per rollout batch and iteration (verl: train_batch_size / ppo_mini_batch_size; TRL GRPO: 1).")
     response_len_mean: int | None = Field(None, ge=1, le=10_000_000, description="Mean response tokens; default: the model's length profile's mean below response_len (a truncated exponential, compute.response_lengths).")

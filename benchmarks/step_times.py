@@ -696,6 +696,17 @@ reduce-scatter are fp32 there. verl 0.9.0.dev makes Megatron-Bridge the default 
 verl-project/verl 2c62c8be1, 2026-07-09), whose DDP config does not start from True: rows on it are not mapped."""
 
 
+NANOTRON_FP32_GRADS = (
+    "fp32 gradient buffer and data-parallel reduce (precision.grads fp32): the Ultra-Scale Playbook sweep's base"
+    " config sets optimizer.accumulate_grad_in_fp32: true (huggingface/nanotron examples/config_tiny_llama_bench.yaml"
+    " l.55 @67c5ebb6a925cb47026b22013af8bd1bb6c46d93; scripts/scaling_benchmarks.py ACCUMULATE_GRAD_IN_FP32 = True"
+    " l.13 @2411b022a75fb7f7561a1bb4166706da5e1b76de), so nanotron builds an FP32GradientAccumulator and a DDP hook (src/nanotron/helpers.py"
+    " l.361-365, l.432-433) that adds each bf16 bucket into fp32 buffers and reduce-scatters (ZeRO-1) or all-reduces"
+    " (ZeRO-0) those fp32 buffers (src/nanotron/optim/gradient_accumulator.py get_fp32_accum_hook l.317,"
+    " l.366-377 @c252843039cc167ff8d6894b87172af4637eb14b)")
+"""nanotron rows whose entry note states ACCUMULATE_GRAD_IN_FP32 True (the Ultra-Scale Playbook sweep)."""
+
+
 def grad_dtype_of(e: dict[str, Any]) -> tuple[str | None, str | None]:
     """``precision.grads`` for a Megatron-family training entry, the dtype its gradient buffer holds and its
     data-parallel reduce-scatter / all-reduce moves (4 B per gradient in fp32), with the note citing the config;
@@ -709,13 +720,16 @@ def grad_dtype_of(e: dict[str, Any]) -> tuple[str | None, str | None]:
       script sets ``grad_reduce_in_fp32 = False``, fp32 for DeepSeek-V3 (bf16_mixed's True stands).
     * NeMo 2.0 performance scripts with fp8: bf16 (``recipe.trainer.plugins.grad_reduce_in_fp32 = False``).
     * ms-swift Megatron-SWIFT: fp32, Megatron-LM's --bf16 rule (``MS_SWIFT_MEGATRON_FP32_GRADS``).
-    * verl Megatron RL rows (``map_rl``): fp32 at the commits of ``VERL_MEGATRON_FP32_GRADS``."""
+    * verl Megatron RL rows (``map_rl``): fp32 at the commits of ``VERL_MEGATRON_FP32_GRADS``.
+    * nanotron (the Ultra-Scale Playbook sweep): fp32, accumulate_grad_in_fp32 (``NANOTRON_FP32_GRADS``)."""
     fw, note, compute = e["framework"], e.get("note") or "", (e.get("precision") or {}).get("compute")
     if fw == "verl" and (e.get("train") or {}).get("strategy") == "megatron":
         where = next((f"{w} @{c}" for c, w in VERL_MEGATRON_FP32_GRADS.items() if c in note), None)
         return ("fp32", f"fp32 gradient buffer and reduce-scatter (precision.grads fp32): {where}") if where else (None, None)
     if fw == "ms-swift-megatron":
         return "fp32", MS_SWIFT_MEGATRON_FP32_GRADS
+    if fw == "nanotron" and "ACCUMULATE_GRAD_IN_FP32 True" in note:
+        return "fp32", NANOTRON_FP32_GRADS
     if fw == "megatron" and compute == "bf16":
         return "fp32", MEGATRON_LM_FP32_GRADS
     if fw == "megatron" and compute == "fp16":

@@ -3,7 +3,8 @@ reduces in (precision.grads), with a note citing the config line: fp32 for Megat
 NeMo 24.07 scripts that leave Apex's grad_sync_dtype at its fp32 default and for NeMo 2.0's DeepSeek-V3 performance
 script (no performance_mode: bf16_mixed's grad_reduce_in_fp32 True stands); bf16 for the other DGX Cloud NeMo 2.0
 scripts, the Megatron-Bridge and NeMo 2.0 performance recipes (grad_reduce_in_fp32 = False), the NeMo 24.07 scripts
-that pass grad_sync_dtype=bf16 and its SFT yaml; LoRA rows and other frameworks are left to the card's default."""
+that pass grad_sync_dtype=bf16 and its SFT yaml; fp32 for nanotron's Ultra-Scale Playbook rows (accumulate_grad_in_fp32);
+LoRA rows and other frameworks are left to the card's default."""
 
 from __future__ import annotations
 
@@ -44,7 +45,7 @@ def test_every_megatron_family_full_row_states_it_and_the_card_carries_it() -> N
         grads, note = st.grad_dtype_of(e)
         if e["framework"] in ("megatron", "megatron-bridge") and e["kind"] in ("pretrain", "sft_full"):
             assert grads in ("fp32", "bf16"), e["id"]
-        if e["framework"] not in st.MEGATRON_FRAMEWORKS:
+        if e["framework"] not in st.MEGATRON_FRAMEWORKS and e["framework"] != "nanotron":
             assert grads is None, e["id"]
         try:
             card, notes = st.map_train(e)
@@ -68,3 +69,12 @@ def test_megatron_lm_fp32_rows_plan_a_larger_gradient_reduce() -> None:
     bf16 = st.plan_card(card)
     assert fp32.parts["time.communication"] > bf16.parts["time.communication"]
     assert fp32.parts["time.forward"] == bf16.parts["time.forward"]
+
+
+def test_nanotron_playbook_rows_reduce_fp32_gradients() -> None:
+    rows = [e for e in ENTRIES.values() if e["framework"] == "nanotron"]
+    assert len(rows) == 26
+    for e in rows:
+        grads, note = st.grad_dtype_of(e)
+        assert grads == "fp32" and "accumulate_grad_in_fp32" in note, e["id"]
+        assert COMMIT.search(note) and re.search(r"l\.\d+", note)

@@ -262,8 +262,13 @@ def model_parallel_of(card: RunCard, spec: ModelSpec, r: DeviceRates, *, gpus_pe
     par = card.parallel
     nic = nic_bytes_per_s(card)
 
-    def bus(span: int) -> float:
-        return coll.ring_bus_bytes_per_s(rates=r, crosses_nodes=span > gpus_per_node, nic_bytes_per_s=nic)
+    def bus(span: int, *, ring: bool = True) -> float:
+        # a ring over consecutive ranks (tensor, tensor x context, expert tensor x expert parallel: the innermost
+        # mesh dimensions) that spans nodes leaves each node through the NICs of its min(span, gpus_per_node) GPUs,
+        # one NCCL channel per NIC (collectives.ring_bus_bytes_per_s); a pipeline send is one GPU to one GPU
+        local = min(span, gpus_per_node) if ring else 1
+        return coll.ring_bus_bytes_per_s(rates=r, crosses_nodes=span > gpus_per_node, nic_bytes_per_s=nic,
+                                         local_ranks=local)
 
     tp, cp, ep = par.tensor_parallel, par.context_parallel, par.expert_parallel
     ep_local = max(1, min(ep, gpus_per_node // par.expert_tensor_parallel))
@@ -283,7 +288,7 @@ def model_parallel_of(card: RunCard, spec: ModelSpec, r: DeviceRates, *, gpus_pe
         ep_bus_bytes_per_s=coll.all_to_all_bus_bytes_per_s(rates=r, ranks=ep, ranks_in_node=max(
             1, gpus_per_node // par.expert_tensor_parallel),
                                                            nic_bytes_per_s=nic),
-        pp_bytes_per_s=bus(card.world_size if card.world_size > gpus_per_node else 1),
+        pp_bytes_per_s=bus(card.world_size if card.world_size > gpus_per_node else 1, ring=False),
         tp_comm_overlap=par.tp_comm_overlap,
         # DeepEP / HybridEP: the per-node rows leave through each GPU's NIC, the fan-out runs over NVLink
         # (compute.moe_dispatch), the same links and efficiency as the all-to-all above

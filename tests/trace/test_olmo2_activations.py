@@ -21,6 +21,7 @@ from trainfit.catalog.hf_config import spec_from_hf_config  # noqa: E402
 from trainfit.memory.activations import activation_bytes, compiled_rules_apply, loss_region_bytes  # noqa: E402
 from trainfit.spec.enums import Attention, Scope  # noqa: E402
 from trainfit.spec.training import LoraSpec, TrainableSpec  # noqa: E402
+from saved_bytes import eager_and_compiled_saved_bytes  # noqa: E402
 
 pytestmark = pytest.mark.trace
 
@@ -100,26 +101,7 @@ def _compiled_layer_bytes(hf: dict, *, b: int, s: int) -> tuple[int, int]:
     layer = Olmo2DecoderLayer(cfg, 0).to(torch.bfloat16)
     x0 = torch.randn(b, s, hf["hidden_size"], dtype=torch.bfloat16)
     cos, sin = Olmo2RotaryEmbedding(cfg)(x0, torch.arange(s)[None])
-    skip = {p.untyped_storage().data_ptr() for p in layer.parameters()} | {
-        t.untyped_storage().data_ptr() for t in (cos, sin)}
-
-    def saved(fn) -> int:
-        seen: dict[int, int] = {}
-
-        def pack(t):
-            ptr = t.untyped_storage().data_ptr()
-            if ptr not in skip:
-                seen[ptr] = t.untyped_storage().nbytes()
-            return t
-
-        x = x0.clone().requires_grad_(True)
-        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-            out = fn(x, position_embeddings=(cos, sin), attention_mask=None)
-        (out[0] if isinstance(out, tuple) else out).float().sum().backward()
-        return sum(seen.values())
-
-    torch._dynamo.reset()
-    return saved(layer), saved(torch.compile(layer))
+    return eager_and_compiled_saved_bytes(layer, x0, cos, sin, skip_rotary=True)
 
 
 # (hidden, heads, kv heads, head_dim, intermediate, batch, seq): GQA 4:1; MHA; qd = 2h with an odd sequence

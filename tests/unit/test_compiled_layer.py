@@ -9,6 +9,7 @@ from trainfit.catalog.models import resolve_model
 from trainfit.memory.activations import activation_bytes, compiled_rules_apply
 from trainfit.spec.enums import Attention, Scope
 from trainfit.spec.training import LoraSpec, TrainableSpec
+from saved_bytes import eager_and_compiled_saved_bytes, with_lora
 
 FULL = TrainableSpec()
 
@@ -68,37 +69,12 @@ def _measured(hf: dict, *, lora_targets: tuple[str, ...] = (), adapter_fp32: boo
     torch.manual_seed(0)
     layer = LlamaDecoderLayer(cfg, 0).to(torch.bfloat16)
     if lora_targets:
-        from peft import LoraConfig, inject_adapter_in_model
-
-        layer = inject_adapter_in_model(LoraConfig(r=8, lora_alpha=16, target_modules=list(lora_targets)), layer)
-        for name, p in layer.named_parameters():
-            p.requires_grad_("lora_" in name)
-        layer = layer.to(torch.bfloat16)
-        if adapter_fp32:  # PEFT's autocast_adapter_dtype: fp32 adapters on a bf16 base
-            for name, m in layer.named_modules():
-                if name.endswith(("lora_A", "lora_B")):
-                    m.float()
+        layer = with_lora(layer, lora_targets, adapter_fp32=adapter_fp32)
     x0 = torch.randn(b, s, hf["hidden_size"], dtype=torch.bfloat16)
     cos, sin = LlamaRotaryEmbedding(cfg)(x0, torch.arange(s)[None])
-    params = {p.untyped_storage().data_ptr() for p in layer.parameters()}
-
-    def saved(fn) -> int:
-        seen: dict[int, int] = {}
-
-        def pack(t):
-            ptr = t.untyped_storage().data_ptr()
-            if ptr not in params:
-                seen[ptr] = t.untyped_storage().nbytes()
-            return t
-
-        x = x0.clone().requires_grad_(True)
-        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-            out = fn(x, position_embeddings=(cos, sin), attention_mask=None)
-        (out[0] if isinstance(out, tuple) else out).float().sum().backward()
-        return sum(seen.values())
-
+    eager, comp = eager_and_compiled_saved_bytes(layer, x0, cos, sin)
     cos_sin = 2 * 2 * s * hf["head_dim"]  # bf16 cos and sin: the plan counts them once, with the embedding
-    return saved(layer) - cos_sin, saved(torch.compile(layer)) - cos_sin
+    return eager - cos_sin, comp - cos_sin
 
 
 @pytest.mark.slow

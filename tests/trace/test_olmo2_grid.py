@@ -3,6 +3,8 @@
 The cases of ``tests/trace/test_grid.py`` with an OLMo 2 model in ``trainfit.accuracy.grid.ARCHS`` (added here, for
 this module's tests only)."""
 
+from dataclasses import replace
+
 import pytest
 
 from trainfit.accuracy import grid
@@ -22,14 +24,8 @@ OLMO2 = {"model_type": "olmo2", "hidden_size": 256, "intermediate_size": 688, "n
          "tie_word_embeddings": False, "attention_bias": False}
 """GQA, heads x head_dim (384) wider than hidden: the full-width q/k norms have their own width."""
 
-CASES = [
-    GridCase("olmo2"),
-    GridCase("olmo2", ckpt=True, micro_batch_size=4, seq_len=512),
-    GridCase("olmo2", attention="eager", seq_len=512),
-    GridCase("olmo2", world_size=8, ckpt=True),
-    GridCase("olmo2", scope="lora", attention="eager", seq_len=512),
-    GridCase("olmo2", scope="lora", world_size=8),
-]
+CASES = [replace(c, arch="olmo2") for c in grid.GRID if c.arch == "qwen3" and c.scope in ("full", "lora")]
+"""The grid's qwen3 cases (q/k norms; full and LoRA, eager and SDPA, checkpointing, FSDP over 8) on OLMo 2."""
 
 
 @pytest.mark.trace

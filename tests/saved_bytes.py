@@ -21,6 +21,24 @@ def with_lora(layer, targets: tuple[str, ...], *, adapter_fp32: bool = False):
     return layer
 
 
+def random_layer(config_cls, layer_cls, rotary_cls, hf: dict, *, b: int, s: int, lora_targets: tuple[str, ...] = (),
+                 adapter_fp32: bool = False):
+    """(layer, input, cos, sin): decoder layer 0 of a transformers config built from ``hf`` (its ``model_type`` key
+    dropped), SDPA, seeded random bf16 weights (PEFT LoRA r8 on ``lora_targets``), a random bf16 input of
+    ``b`` x ``s`` tokens and the model's rotary cos/sin for it."""
+    import torch
+
+    cfg = config_cls(**{k: v for k, v in hf.items() if k != "model_type"})
+    cfg._attn_implementation = "sdpa"
+    torch.manual_seed(0)
+    layer = layer_cls(cfg, 0).to(torch.bfloat16)
+    if lora_targets:
+        layer = with_lora(layer, lora_targets, adapter_fp32=adapter_fp32)
+    x0 = torch.randn(b, s, hf["hidden_size"], dtype=torch.bfloat16)
+    cos, sin = rotary_cls(cfg)(x0, torch.arange(s)[None])
+    return layer, x0, cos, sin
+
+
 def eager_and_compiled_saved_bytes(layer, x0, cos, sin, *, input_rg: bool = True,
                                    skip_rotary: bool = False) -> tuple[int, int]:
     """(eager, compiled) bytes the layer saves for backward, storages counted once, its parameters excluded (and the

@@ -21,7 +21,7 @@ from trainfit.catalog.hf_config import spec_from_hf_config  # noqa: E402
 from trainfit.memory.activations import activation_bytes, compiled_rules_apply, loss_region_bytes  # noqa: E402
 from trainfit.spec.enums import Attention, Scope  # noqa: E402
 from trainfit.spec.training import LoraSpec, TrainableSpec  # noqa: E402
-from saved_bytes import eager_and_compiled_saved_bytes  # noqa: E402
+from saved_bytes import eager_and_compiled_saved_bytes, random_layer  # noqa: E402
 
 pytestmark = pytest.mark.trace
 
@@ -95,12 +95,7 @@ def _compiled_layer_bytes(hf: dict, *, b: int, s: int) -> tuple[int, int]:
     from transformers import Olmo2Config
     from transformers.models.olmo2.modeling_olmo2 import Olmo2DecoderLayer, Olmo2RotaryEmbedding
 
-    cfg = Olmo2Config(**{k: v for k, v in hf.items() if k != "model_type"})
-    cfg._attn_implementation = "sdpa"
-    torch.manual_seed(0)
-    layer = Olmo2DecoderLayer(cfg, 0).to(torch.bfloat16)
-    x0 = torch.randn(b, s, hf["hidden_size"], dtype=torch.bfloat16)
-    cos, sin = Olmo2RotaryEmbedding(cfg)(x0, torch.arange(s)[None])
+    layer, x0, cos, sin = random_layer(Olmo2Config, Olmo2DecoderLayer, Olmo2RotaryEmbedding, hf, b=b, s=s)
     return eager_and_compiled_saved_bytes(layer, x0, cos, sin, skip_rotary=True)
 
 

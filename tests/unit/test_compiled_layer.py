@@ -9,7 +9,7 @@ from trainfit.catalog.models import resolve_model
 from trainfit.memory.activations import activation_bytes, compiled_rules_apply
 from trainfit.spec.enums import Attention, Scope
 from trainfit.spec.training import LoraSpec, TrainableSpec
-from saved_bytes import eager_and_compiled_saved_bytes, with_lora
+from saved_bytes import eager_and_compiled_saved_bytes, random_layer
 
 FULL = TrainableSpec()
 
@@ -59,19 +59,13 @@ def _tiny(h: int, inter: int) -> dict:
 def _measured(hf: dict, *, lora_targets: tuple[str, ...] = (), adapter_fp32: bool = False) -> tuple[int, int]:
     """Saved bytes (parameters excluded, storages once) of one transformers LlamaDecoderLayer whose input needs
     a gradient, eager and inductor-compiled (CPU), bf16, SDPA, b=2, s=256; PEFT LoRA r8 when targets are given."""
-    torch = pytest.importorskip("torch")
+    pytest.importorskip("torch")
     from transformers import LlamaConfig
     from transformers.models.llama.modeling_llama import LlamaDecoderLayer, LlamaRotaryEmbedding
 
     b, s = 2, 256
-    cfg = LlamaConfig(**{k: v for k, v in hf.items() if k != "model_type"})
-    cfg._attn_implementation = "sdpa"
-    torch.manual_seed(0)
-    layer = LlamaDecoderLayer(cfg, 0).to(torch.bfloat16)
-    if lora_targets:
-        layer = with_lora(layer, lora_targets, adapter_fp32=adapter_fp32)
-    x0 = torch.randn(b, s, hf["hidden_size"], dtype=torch.bfloat16)
-    cos, sin = LlamaRotaryEmbedding(cfg)(x0, torch.arange(s)[None])
+    layer, x0, cos, sin = random_layer(LlamaConfig, LlamaDecoderLayer, LlamaRotaryEmbedding, hf, b=b, s=s,
+                                       lora_targets=lora_targets, adapter_fp32=adapter_fp32)
     eager, comp = eager_and_compiled_saved_bytes(layer, x0, cos, sin)
     cos_sin = 2 * 2 * s * hf["head_dim"]  # bf16 cos and sin: the plan counts them once, with the embedding
     return eager - cos_sin, comp - cos_sin

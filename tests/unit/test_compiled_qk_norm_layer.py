@@ -12,7 +12,7 @@ from trainfit.catalog.models import resolve_model
 from trainfit.memory.activations import activation_bytes, compiled_rules_apply
 from trainfit.spec.enums import Attention, Scope
 from trainfit.spec.training import LoraSpec, TrainableSpec
-from saved_bytes import eager_and_compiled_saved_bytes, with_lora
+from saved_bytes import eager_and_compiled_saved_bytes, random_layer
 
 FULL = TrainableSpec()
 
@@ -64,18 +64,12 @@ def _measured(hf: dict, *, b: int, s: int, lora_targets: tuple[str, ...] = (), a
     """Saved bytes (parameters excluded, storages once, rotary cos/sin excluded) of one transformers
     Qwen3DecoderLayer, eager and inductor-compiled (CPU, a fresh dynamo cache: static shapes), bf16, SDPA, random
     weights; PEFT LoRA r8 when targets are given; ``input_rg``: whether the layer input needs a gradient."""
-    torch = pytest.importorskip("torch")
+    pytest.importorskip("torch")
     from transformers import Qwen3Config
     from transformers.models.qwen3.modeling_qwen3 import Qwen3DecoderLayer, Qwen3RotaryEmbedding
 
-    cfg = Qwen3Config(**{k: v for k, v in hf.items() if k != "model_type"})
-    cfg._attn_implementation = "sdpa"
-    torch.manual_seed(0)
-    layer = Qwen3DecoderLayer(cfg, 0).to(torch.bfloat16)
-    if lora_targets:
-        layer = with_lora(layer, lora_targets, adapter_fp32=adapter_fp32)
-    x0 = torch.randn(b, s, hf["hidden_size"], dtype=torch.bfloat16)
-    cos, sin = Qwen3RotaryEmbedding(cfg)(x0, torch.arange(s)[None])
+    layer, x0, cos, sin = random_layer(Qwen3Config, Qwen3DecoderLayer, Qwen3RotaryEmbedding, hf, b=b, s=s,
+                                       lora_targets=lora_targets, adapter_fp32=adapter_fp32)
     eager, comp = eager_and_compiled_saved_bytes(layer, x0, cos, sin, input_rg=input_rg)
     cos_sin = 2 * 2 * s * hf["head_dim"]  # bf16 cos and sin: the plan counts them once, with the embedding
     return eager - cos_sin, comp - cos_sin

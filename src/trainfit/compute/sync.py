@@ -569,7 +569,7 @@ def hf_tensor_bytes(spec: ModelSpec, *, bytes_per_param: float = 2.0) -> tuple[f
     sizes = [numel for _, numel in hf_tensors(spec)]
     if any(n is None for n in sizes):
         return None
-    return tuple(float(n * bytes_per_param) for n in sizes if n is not None)
+    return tuple(float(n * bytes_per_param) for n in sizes)
 
 
 def packed_bucket_count(tensor_bytes: Sequence[float], *, bucket_bytes: float) -> int:

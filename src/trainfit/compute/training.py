@@ -202,6 +202,15 @@ class HsdpLinks:
     replica_crosses_nodes: bool
 
 
+def data_ring_bus_bytes_per_s(parallel: Parallel, rates: DeviceRates, *, ranks: int) -> float:
+    """Ring bus bandwidth of a sharded strategy's gathers over ``ranks`` consecutive data-parallel ranks: NVLink in
+    a node, else the NICs of the group's GPUs in each node (``collectives.ring_bus_bytes_per_s``; HSDP's groups:
+    ``hsdp_links``)."""
+    return coll.ring_bus_bytes_per_s(rates=rates, crosses_nodes=ranks > parallel.gpus_per_node,
+                                     nic_bytes_per_s=parallel.nic_bytes_per_s,
+                                     local_ranks=min(ranks, parallel.gpus_per_node))
+
+
 def hsdp_links(parallel: Parallel, rates: DeviceRates) -> HsdpLinks:
     """Strategy hsdp over ``parallel.ranks`` data x context ranks: a shard group of ``parallel.hsdp_shard`` ranks
     (0: ``gpus_per_node``; at most ``ranks``) and ``ranks / shard`` replicas of it.
@@ -371,7 +380,7 @@ def train_step_time(
                          expert_parallel=mp.ep, expert_token_shards=expert_token_shards(
                              tp=mp.tp, etp=mp.etp, ep=mp.ep, sequence_parallel=mp.sequence_parallel),
                          moe_dispatcher=mp.moe_dispatcher, fused_cross_entropy=fused_cross_entropy,
-                         packed_flash_syncs=packed_flash_syncs, expert_loop=expert_loop and spec.moe is not None,
+                         packed_flash_syncs=packed_flash_syncs, expert_loop=expert_loop,
                          fp8_casts=fp8_casts)
     kw = dict(rates=rates, seq_len=attention_context or seq_len, memory_factor=memory_factor, kernel_factor=kernel_factor)
     fwd = (pass_seconds(inv.layers_forward, backward=False, **kw)
@@ -389,7 +398,7 @@ def train_step_time(
             rec = _with_host_seconds(rec, hooks_s=hooks_s * recompute_layer_share)
     if parallel.strategy == "zero3" and parallel.ranks > 1:
         # DeepSpeed ZeRO-3 hooks every submodule (fetch / release / prefetch bookkeeping): rates.ZERO3_MODULE_*_HOST_S
-        modules = zero3_hooked_modules(spec, expert_loop=expert_loop and spec.moe is not None,
+        modules = zero3_hooked_modules(spec, expert_loop=expert_loop,
                                        leaf=zero3_expert_leaf)
         fwd = _with_host_seconds(fwd, hooks_s=modules * ZERO3_MODULE_FORWARD_HOST_S)
         bwd = _with_host_seconds(bwd, hooks_s=modules * ZERO3_MODULE_BACKWARD_HOST_S)
@@ -420,9 +429,7 @@ def train_step_time(
 
     # communication
     crosses = ranks > parallel.gpus_per_node if hsdp is None else hsdp.shard_crosses_nodes
-    bus = coll.ring_bus_bytes_per_s(rates=rates, crosses_nodes=crosses, nic_bytes_per_s=parallel.nic_bytes_per_s,
-                                    local_ranks=min(ranks, parallel.gpus_per_node)) if hsdp is None \
-        else hsdp.shard_bus_bytes_per_s
+    bus = data_ring_bus_bytes_per_s(parallel, rates, ranks=ranks) if hsdp is None else hsdp.shard_bus_bytes_per_s
     grad_bytes = trained_params * optimizer.grad_bytes
     layers = spec.num_layers
     comm = coll.CommTime(0.0, 0.0)
@@ -547,7 +554,7 @@ def train_step_time(
     if off_s:
         phases.append(PhaseTime("offload", off_s, "offload", {}))
     if fsdp2_copies and st in ("fsdp", "fsdp_grad_op", "hsdp") and ranks > 1:
-        copy_s = fsdp2_copy_seconds(gathered_weight_bytes=gathered_weight_bytes, root_share=root_frac,
+        copy_s = fsdp2_copy_seconds(gathered_weight_bytes=gathered_weight_bytes, root_share=FSDP_ROOT_SHARE,
                                     trained_params=trained_params, grad_bytes=optimizer.grad_bytes,
                                     reshard_after_forward=st != "fsdp_grad_op", micro_steps=micro_steps,
                                     hbm_bytes_per_s=rates.hbm_bytes_per_s)
@@ -641,7 +648,7 @@ def zero3_hooked_modules(spec: ModelSpec, *, expert_loop: bool = False, leaf: bo
     layers are counted as attention layers (an approximation)."""
     attn = 1 + (7 if spec.mla is not None else 4) + (2 if spec.qk_norm else 0)
     dense_mlp = 2 + (3 if spec.mlp_gated else 2)
-    moe_layers = spec.num_moe_layers if spec.moe is not None else 0
+    moe_layers = spec.num_moe_layers
     if spec.moe is None:
         moe_mlp = dense_mlp
     elif expert_loop:
@@ -711,7 +718,7 @@ def forward_only_time(
                          expert_parallel=expert_parallel, expert_token_shards=expert_token_shards, fp8=fp8,
                          fp8_weight_casts=_fp8_weight_casts(fp8=fp8, fp8_params=fp8_params,
                                                             fp8_weight_cache=fp8_weight_cache, micro_steps=micro_steps),
-                         packed_flash_syncs=packed_flash_syncs, expert_loop=expert_loop and spec.moe is not None)
+                         packed_flash_syncs=packed_flash_syncs, expert_loop=expert_loop)
     no_grad = replace(rates, host_s_per_forward_kernel=max(
         0.0, rates.host_s_per_forward_kernel - AUTOGRAD_RECORD_S_PER_FORWARD_KERNEL))
     kw = dict(rates=no_grad, seq_len=attention_context or seq_len, memory_factor=memory_factor,
@@ -719,7 +726,7 @@ def forward_only_time(
     one = (pass_seconds(inv.layers_forward, **kw) + pass_seconds(inv.head_forward, **kw)).scaled(count_scale)
     one = _with_host_seconds(one, hooks_s=hooked_units * FSDP_UNIT_FORWARD_HOST_S)
     if parallel.strategy == "zero3" and parallel.ranks > 1:  # a DeepSpeed ZeRO-3 engine's per-module hooks
-        modules = zero3_hooked_modules(spec, expert_loop=expert_loop and spec.moe is not None,
+        modules = zero3_hooked_modules(spec, expert_loop=expert_loop,
                                        leaf=zero3_expert_leaf)
         one = _with_host_seconds(one, hooks_s=modules * ZERO3_MODULE_FORWARD_HOST_S)
     total = one.scaled(micro_steps)
@@ -729,9 +736,7 @@ def forward_only_time(
             ranks, bus = links.shard, links.shard_bus_bytes_per_s
         else:
             ranks = parallel.ranks
-            bus = coll.ring_bus_bytes_per_s(rates=rates, crosses_nodes=parallel.ranks > parallel.gpus_per_node,
-                                            nic_bytes_per_s=parallel.nic_bytes_per_s,
-                                            local_ranks=min(ranks, parallel.gpus_per_node))
+            bus = data_ring_bus_bytes_per_s(parallel, rates, ranks=ranks)
         layers = spec.num_layers
         ag = coll.all_gather_seconds(total_bytes=gathered_weight_bytes / layers, ranks=ranks, bus_bytes_per_s=bus,
                                      latency_s=rates.collective_latency_s)

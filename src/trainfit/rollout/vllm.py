@@ -582,10 +582,10 @@ def engine_memory(
     context = float(CUDA_CONTEXT_BYTES)
 
     graphs_in = graphs if engine.cuda_graphs_in_budget else 0.0
+    free_at_start = gpu_memory_bytes - context - other_used_bytes
     available = budget - weights - profiled_peak - non_torch - graphs_in
     if engine.static_fraction:  # SGLang: free memory after the weights less the reserve (EngineConfig.static_fraction)
-        available = (gpu_memory_bytes - context - other_used_bytes - weights
-                     - (1.0 - engine.gpu_memory_utilization) * gpu_memory_bytes)
+        available = free_at_start - weights - (1.0 - engine.gpu_memory_utilization) * gpu_memory_bytes
 
     # --- page geometry (hybrid alignment and grouping) -----------------------------------------
     kv_tok = kv_bytes_per_token(spec, tp=tp, dtype_bytes=engine.kv_cache_dtype_bytes)
@@ -624,7 +624,6 @@ def engine_memory(
 
     # --- does it start? -----------------------------------------------------------------------
     reasons: list[str] = []
-    free_at_start = gpu_memory_bytes - context - other_used_bytes
     if free_at_start < budget and not engine.static_fraction:
         reasons.append(
             f"free memory at start-up {_gib(free_at_start)} GiB < requested {_gib(budget)} GiB"
@@ -652,15 +651,14 @@ def engine_memory(
                 f"one request of max_model_len {engine.max_model_len} needs {_gib(needed_one)} GiB"
                 f" of KV cache, only {_gib(available)} GiB available"
             )
+    used = context + other_used_bytes + weights + profiled_peak + non_torch + kv_cache + graphs
     if engine.static_fraction:
-        used = context + other_used_bytes + weights + profiled_peak + non_torch + kv_cache + graphs
         if used > gpu_memory_bytes:
             reasons.append(
                 f"activations, CUDA graphs and workspaces ({_gib(profiled_peak + non_torch + graphs)} GiB) overflow"
                 f" the reserve (1 - mem_fraction_static) x {_gib(gpu_memory_bytes)} GiB left beside the KV pool"
             )
     elif not engine.cuda_graphs_in_budget and graphs:
-        used = context + other_used_bytes + weights + profiled_peak + non_torch + kv_cache + graphs
         if used > gpu_memory_bytes:
             reasons.append(
                 f"CUDA graphs ({_gib(graphs)} GiB) are captured after the KV cache, outside the budget, and"

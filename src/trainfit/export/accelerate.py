@@ -85,8 +85,7 @@ def fsdp_plugin_config(card: RunCard, notes: list[str]) -> dict[str, Any]:
     if card.parallel.fsdp_version is FsdpVersion.FSDP1:
         cfg.update(
             fsdp_version=1,
-            fsdp_sharding_strategy={Strategy.HSDP: "HYBRID_SHARD", Strategy.FSDP_GRAD_OP: "SHARD_GRAD_OP"}.get(
-                s, "FULL_SHARD"),
+            fsdp_sharding_strategy=_fsdp1_sharding(s),
             fsdp_backward_prefetch="BACKWARD_PRE",
             fsdp_use_orig_params=True,
             fsdp_state_dict_type="SHARDED_STATE_DICT",
@@ -201,13 +200,18 @@ def build(card: RunCard) -> Export:
     return Export(target="accelerate", text=text, data=cfg, notes=notes, filename=FILENAME)
 
 
+def _fsdp1_sharding(s: Strategy) -> str:
+    """accelerate's ``fsdp_sharding_strategy`` for FSDP1 (``FullyShardedDataParallel``'s ShardingStrategy names)."""
+    return {Strategy.HSDP: "HYBRID_SHARD", Strategy.FSDP_GRAD_OP: "SHARD_GRAD_OP"}.get(s, "FULL_SHARD")
+
+
 def _fsdp_header(card: RunCard) -> str:
     """The header's FSDP API and sharding for an FSDP strategy (empty otherwise)."""
     s = card.parallel.strategy
     if s not in FSDP_STRATEGIES:
         return ""
     if card.parallel.fsdp_version is FsdpVersion.FSDP1:
-        return " = FSDP1 " + {Strategy.HSDP: "HYBRID_SHARD", Strategy.FSDP_GRAD_OP: "SHARD_GRAD_OP"}.get(s, "FULL_SHARD")
+        return " = FSDP1 " + _fsdp1_sharding(s)
     if s is Strategy.HSDP:
         return " = FSDP2 HSDP (parallelism_config dp_replicate_size x dp_shard_size)"
     return (" = FSDP2 FULL_SHARD (fsdp_reshard_after_forward: true)" if s is Strategy.FSDP

@@ -14,6 +14,7 @@ from trainfit.spec.enums import (
     FSDP_STRATEGIES,
     Attention,
     ComputeDtype,
+    FsdpVersion,
     Method,
     Placement,
     RolloutEngine,
@@ -233,13 +234,22 @@ def effective_weight_sync(card: RunCard) -> WeightSync:
     return WeightSync.PER_PARAMETER
 
 
+def fsdp2_only_note(card: RunCard, who: str) -> str | None:
+    """The note of a target that shards with FSDP2 only (``who``: its backend) for an fsdp1 card, else None."""
+    if is_fsdp(card) and card.parallel.fsdp_version is FsdpVersion.FSDP1:
+        return f"parallel.fsdp_version fsdp1: {who} shards with FSDP2 (fully_shard) only; exported as fsdp2"
+    return None
+
+
 def _shard_group(card: RunCard) -> int:
     """Ranks the parameters are sharded over (``trainfit.plan.stages.parallel_sharding``): the data x context
     ranks of the training GPUs; for HSDP its shard group (``hsdp_shard_group``)."""
-    par = card.parallel
-    per_node = train_gpus_per_node(card)
-    data = per_node * card.hardware.nodes // (par.tensor_parallel * par.pipeline_parallel)
-    return hsdp_shard_group(card) if par.strategy is Strategy.HSDP else data
+    return hsdp_shard_group(card) if card.parallel.strategy is Strategy.HSDP else _data_ranks(card)
+
+
+def _data_ranks(card: RunCard) -> int:
+    """The training GPUs' data x context ranks (tensor and pipeline parallel divided out)."""
+    return train_world(card) // (card.parallel.tensor_parallel * card.parallel.pipeline_parallel)
 
 
 def hsdp_shard_group(card: RunCard) -> int:
@@ -247,10 +257,7 @@ def hsdp_shard_group(card: RunCard) -> int:
     training GPUs (at most the data x context ranks), as ``trainfit.memory.sharding.make_sharding`` plans it. The
     frameworks' keys: verl ``fsdp_config.fsdp_size``, torchtitan ``data_parallel_shard_degree`` (x context
     parallel), accelerate ``parallelism_config_dp_shard_size``."""
-    par = card.parallel
-    per_node = train_gpus_per_node(card)
-    data = per_node * card.hardware.nodes // (par.tensor_parallel * par.pipeline_parallel)
-    return par.hsdp_shard_size or min(per_node, data)
+    return card.parallel.hsdp_shard_size or min(train_gpus_per_node(card), _data_ranks(card))
 
 
 def _model_fact(card: RunCard) -> Any:

@@ -219,10 +219,11 @@ def read_accelerate(text: str) -> Imported:
                                              pc.get("parallelism_config_dp_replicate_size", 1)) > 1:
                 strategy = "hsdp"  # accelerate/parallelism_config.py: dp_replicate_size > 1 and dp_shard_size > 1
                 shard = pc.get("parallelism_config_dp_shard_size")
-                if shard is not None and _num(t, "parallelism_config.parallelism_config_dp_shard_size", shard) != per_node:
+                if shard is not None:
+                    shard = _num(t, "parallelism_config.parallelism_config_dp_shard_size", shard)
+                if shard is not None and shard != per_node:
                     # the shard dimension of the (dp_replicate, dp_shard) mesh: the card's HSDP shard group
-                    set_dotted(d, "parallel.hsdp_shard_size", _num(t, "parallelism_config.parallelism_config_dp_shard_size",
-                                                                   shard))
+                    set_dotted(d, "parallel.hsdp_shard_size", shard)
         else:
             ss = str(fc.get("fsdp_sharding_strategy", "FULL_SHARD"))
             strategy = {"FULL_SHARD": "fsdp", "1": "fsdp", "SHARD_GRAD_OP": "fsdp_grad_op", "2": "fsdp_grad_op",
@@ -666,10 +667,11 @@ def read_verl(text: str) -> Imported:
     A = "actor_rollout_ref"
     d["method"] = "grpo" if get("algorithm.adv_estimator") == "grpo" else "ppo"
     ro: dict[str, Any] = {"engine": "vllm", "placement": "colocate"}
-    if get(f"{A}.rollout.name", "vllm") == "sglang":  # rollout.engine sglang (spec.enums.RolloutEngine)
+    engine = get(f"{A}.rollout.name", "vllm")
+    if engine == "sglang":  # rollout.engine sglang (spec.enums.RolloutEngine)
         ro["engine"] = "sglang"
-    elif get(f"{A}.rollout.name", "vllm") != "vllm":
-        notes.append(f"{A}.rollout.name {get(f'{A}.rollout.name')}: planned as vLLM")
+    elif engine != "vllm":
+        notes.append(f"{A}.rollout.name {engine}: planned as vLLM")
     for src, dst, k in (("data.train_batch_size", "prompts_per_step", int), ("data.max_prompt_length", "prompt_len", int),
                         ("data.max_response_length", "response_len", int), (f"{A}.rollout.n", "num_generations", int),
                         (f"{A}.rollout.gpu_memory_utilization", "gpu_memory_utilization", float),

@@ -50,6 +50,7 @@ from trainfit.export.common import (
     Export,
     ExportError,
     effective_weight_sync,
+    fsdp2_only_note,
     lora_targets,
     model_name,
     non_default,
@@ -71,8 +72,6 @@ from trainfit.spec.card import RunCard
 from trainfit.spec.enums import (
     ComputeDtype,
     Dtype,
-    FSDP_STRATEGIES,
-    FsdpVersion,
     Method,
     MoeDispatcher,
     Offload,
@@ -128,9 +127,8 @@ def _dtensor(card: RunCard, notes: list[str]) -> dict[str, Any]:
                      " states together (cpu_offload) or nothing; exported as none")
     if p.strategy is not Strategy.FSDP:
         notes.append(f"parallel.strategy {p.strategy.value}: NeMo RL's DTensor backend shards with FSDP2; exported as fsdp")
-    if p.strategy in FSDP_STRATEGIES and p.fsdp_version is FsdpVersion.FSDP1:
-        notes.append("parallel.fsdp_version fsdp1: NeMo RL's DTensor backend shards with FSDP2 (fully_shard) only;"
-                     " exported as fsdp2")
+    if note := fsdp2_only_note(card, "NeMo RL's DTensor backend"):
+        notes.append(note)
     w = card.weights_dtype
     if w is not Dtype.FP32 or card.precision.master_weights.value != "none":
         notes.append(f"precision.weights {w.value}: NeMo RL's DTensor backend loads the model in float32 (master"

@@ -36,7 +36,15 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from trainfit.export.common import Export, ExportError, hsdp_shard_group, model_name, shared_notes, train_gpus_per_node
+from trainfit.export.common import (
+    Export,
+    ExportError,
+    fsdp2_only_note,
+    hsdp_shard_group,
+    model_name,
+    shared_notes,
+    train_gpus_per_node,
+)
 from trainfit.export.parallel import data_parallel
 from trainfit.spec.card import RunCard
 from trainfit.spec.enums import (
@@ -44,8 +52,6 @@ from trainfit.spec.enums import (
     ComputeDtype,
     ContextParallelKind,
     Dtype,
-    FSDP_STRATEGIES,
-    FsdpVersion,
     Fp8Recipe,
     Method,
     MoeDispatcher,
@@ -210,8 +216,8 @@ def _sections(card: RunCard, notes: list[str]) -> dict[str, dict[str, Any]]:
     elif s is not Strategy.FSDP:
         notes.append(f"parallel.strategy {s.value}: torchtitan shards with FSDP2 (or replicates with DDP when nothing"
                      " else is parallel); exported as fsdp")
-    if s in FSDP_STRATEGIES and par.fsdp_version is FsdpVersion.FSDP1:
-        notes.append("parallel.fsdp_version fsdp1: torchtitan shards with FSDP2 (fully_shard) only; exported as fsdp2")
+    if note := fsdp2_only_note(card, "torchtitan"):
+        notes.append(note)
     para: dict[str, Any] = {"data_parallel_replicate_degree": replicate, "data_parallel_shard_degree": shard}
     if reshard != "default":
         para["fsdp_reshard_after_forward"] = reshard

@@ -516,8 +516,9 @@ def _engine(card: RunCard, spec: ModelSpec, actor: StepTerms, gpu_memory: float,
         # SGLang's release at verl's level 1 frees the KV cache only: the weights stay on the GPU (tags ["kv_cache"],
         # verl-project/verl verl/workers/rollout/sglang_rollout/sglang_rollout.py release @b9873ee98f5ee513a460a7a41623262ac4a831e9)
         idle += em.weights
-    sync = (max(0.0, idle) if ro.engine is RolloutEngine.SGLANG and ro.sleep_level == 1 else
-            em.weights + max(0.0, idle) if ro.sleep_level else run)
+        sync = max(0.0, idle)
+    else:
+        sync = em.weights + max(0.0, idle) if ro.sleep_level else run
     return summary, run, max(0.0, idle), sync
 
 

@@ -384,13 +384,11 @@ def _activations(card: RunCard, spec: ModelSpec, ss: ModelSpec, layout: Parallel
     b, s_loc = card.batch.micro_batch_size, card.batch.seq_len // layout.cp
     fp8_in = fp8_linear_input_bytes(card)
     up_proj = card.parallel.selective_checkpointing is SelectiveCheckpointing.MLA_UP_PROJ
-    # mla_up_proj and layernorm_moe_act exist in Megatron-Core only: the per-op figure runs without them,
-    # megatron_mla_savings / megatron_moe_savings drop what they free
-    module_recompute = up_proj or card.parallel.selective_checkpointing is SelectiveCheckpointing.LAYERNORM_MOE_ACT
+    # mla_up_proj and layernorm_moe_act exist in Megatron-Core only: the per-op figure runs without them
+    # (layer_selective_checkpointing), megatron_mla_savings / megatron_moe_savings drop what they free
     act = activation_bytes(ss, micro_batch_size=b, seq_len=s_loc, attention=card.attention, trainable=trainable,
                            compute_dtype_bytes=a, sequence_shards=layout.tp if layout.sp else 1,
-                           selective=(SelectiveCheckpointing.NONE if module_recompute
-                                      else card.parallel.selective_checkpointing),
+                           selective=card.parallel.layer_selective_checkpointing,
                            compiled=card.parallel.compile, linear_input_bytes=fp8_in)
     autocast = card.weights_dtype is Dtype.FP32 and prec.compute is not ComputeDtype.FP32
     act = _autocast_copies(act, ss, enabled=autocast and trainable.lora is None, scale=count_scale(ss))
@@ -415,8 +413,7 @@ def _activations(card: RunCard, spec: ModelSpec, ss: ModelSpec, layout: Parallel
         # the layers are not checkpointed: each keeps all but the up projections' query / key / value
         # (memory.arch_activations.megatron_mla_bytes); not modelled: one layer's recomputed query / key / value
         # live during its backward
-        freed = megatron_mla_savings(card, ss, layout, tokens=b * s_loc, dtype_bytes=a, recompute_up_proj=True) \
-            - megatron_mla_savings(card, ss, layout, tokens=b * s_loc, dtype_bytes=a)
+        freed = megatron_mla_up_proj_freed(ss, layout, tokens=b * s_loc, dtype_bytes=a)
         per_layer = tuple(max(0.0, n - freed) for n in per_layer)
     rope = act.embedding - act.checkpointed_embedding
     return ActivationBytes(
@@ -472,7 +469,7 @@ def megatron_activation_savings(card: RunCard, ss: ModelSpec, layout: ParallelLa
     glu_less = megatron_dense_mlp_savings(ss, tokens=tokens, dtype_bytes=dtype_bytes,
                                           linear_input_bytes=linear_input_bytes, compiled=compiled)
 
-    mla_less = megatron_mla_savings(card, ss, layout, tokens=tokens, dtype_bytes=dtype_bytes)
+    mla_less = megatron_mla_savings(ss, layout, tokens=tokens, dtype_bytes=dtype_bytes)
 
     def is_moe(i: int) -> bool:
         return ss.moe is not None and ss.moe.is_moe_layer(i)
@@ -500,20 +497,30 @@ def megatron_activation_savings(card: RunCard, ss: ModelSpec, layout: ParallelLa
     return out
 
 
-def megatron_mla_savings(card: RunCard, ss: ModelSpec, layout: ParallelLayout, *, tokens: int, dtype_bytes: int,
-                         recompute_up_proj: bool = False) -> float:
+def megatron_mla_savings(ss: ModelSpec, layout: ParallelLayout, *, tokens: int, dtype_bytes: int) -> float:
     """Bytes a Megatron-Core rank saves less per DeepSeek-V3 attention block than the per-op figure
     (``memory.arch_activations``: ``mla_bytes - megatron_mla_bytes``): the sequence shard of the down projections'
     input and of the compressed q / kv branch, a contiguous value instead of the whole kv up-projection output held
-    by a view, no contiguous copy of the attention output; with ``recompute_up_proj`` (``mla_up_proj``) also the
-    query, key and value. 0 for other families."""
+    by a view, no contiguous copy of the attention output. 0 for other families."""
     if ss.family != "deepseek_v3" or ss.mla is None:
         return 0.0
     from trainfit.memory.arch_activations import megatron_mla_bytes, mla_bytes
 
     return float(mla_bytes(ss, tokens=tokens, compute_dtype_bytes=dtype_bytes)
                  - megatron_mla_bytes(ss, tokens=tokens, sequence_shards=layout.tp if layout.sp else 1,
-                                      compute_dtype_bytes=dtype_bytes, recompute_up_proj=recompute_up_proj))
+                                      compute_dtype_bytes=dtype_bytes))
+
+
+def megatron_mla_up_proj_freed(ss: ModelSpec, layout: ParallelLayout, *, tokens: int, dtype_bytes: int) -> float:
+    """Bytes ``mla_up_proj`` (``--recompute-modules mla_up_proj``) frees per DeepSeek-V3 attention block on a
+    Megatron-Core rank: the query, key and value (``memory.arch_activations.megatron_mla_bytes`` without, less with
+    the recompute). 0 for other families."""
+    if ss.family != "deepseek_v3" or ss.mla is None:
+        return 0.0
+    from trainfit.memory.arch_activations import megatron_mla_bytes
+
+    kw = dict(tokens=tokens, sequence_shards=layout.tp if layout.sp else 1, compute_dtype_bytes=dtype_bytes)
+    return float(megatron_mla_bytes(ss, recompute_up_proj=False, **kw) - megatron_mla_bytes(ss, recompute_up_proj=True, **kw))
 
 
 def megatron_moe_savings(ss: ModelSpec, layout: ParallelLayout, *, tokens: int, dtype_bytes: int,

@@ -380,9 +380,8 @@ def training_time(
         memory_factor=COMPILE_MEMORY_FACTOR if fused_kernels(card) else 1.0,
         kernel_factor=COMPILE_KERNEL_FACTOR if fused_kernels(card) else 1.0,
         model_parallel=mp, attention_context=packed_context or (seq_len if cp > 1 else None),
-        # mla_up_proj, layernorm_moe_act: memory only, their recompute is not timed (SelectiveCheckpointing)
-        selective="none" if par.selective_checkpointing.value in ("mla_up_proj", "layernorm_moe_act")
-        else par.selective_checkpointing.value,
+        # mla_up_proj, layernorm_moe_act: memory only, their recompute is not timed
+        selective=par.layer_selective_checkpointing.value,
         fp8=card.precision.compute is ComputeDtype.FP8,
         fp8_weight_cache=card.precision.fp8_recipe in TE_ONLY_FP8_RECIPES, work_cv=work_cv, expert_params=expert,
         fp8_params=card.precision.fp8_params, fp8_param_transpose=not _fp8_non_tn(card),

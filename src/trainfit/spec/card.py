@@ -294,8 +294,16 @@ class ParallelSection(_Section):
         """Each decoder layer runs under torch's checkpoint (full or selective): memory keeps the layer input
         plus what the selective policy saves, and backward re-runs the layer. Not under ``mla_up_proj`` or
         ``layernorm_moe_act``, which free and re-run a few ops only (the layers keep their other activations)."""
-        return self.gradient_checkpointing or self.selective_checkpointing not in (
-            SelectiveCheckpointing.NONE, SelectiveCheckpointing.MLA_UP_PROJ, SelectiveCheckpointing.LAYERNORM_MOE_ACT)
+        return self.gradient_checkpointing or self.layer_selective_checkpointing is not SelectiveCheckpointing.NONE
+
+    @property
+    def layer_selective_checkpointing(self) -> SelectiveCheckpointing:
+        """The per-op selective policy of a checkpointed layer: none under Megatron-Core's module recomputes
+        (``mla_up_proj``, ``layernorm_moe_act``), which free a few ops only (memory: ``plan.ranks``'
+        megatron_*_savings; their recompute is not timed)."""
+        s = self.selective_checkpointing
+        module = s in (SelectiveCheckpointing.MLA_UP_PROJ, SelectiveCheckpointing.LAYERNORM_MOE_ACT)
+        return SelectiveCheckpointing.NONE if module else s
 
     @property
     def model_parallel(self) -> int:

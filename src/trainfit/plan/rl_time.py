@@ -494,13 +494,9 @@ def sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding,
     # back from host memory for the export (compute.sync.export_staging_seconds); colocated, the state_offload phase
     # already brings the weights back for the sync. FSDP2's shard lies in pageable memory (``model.cpu()``), FSDP1's
     # pinned (``flat_param_to(cpu, non_blocking=True)``): compute.offload, "Pinned or pageable host memory"
-    copy = dict(pcie_bytes_per_s=r.pcie_bytes_per_s, host_memory_bytes_per_s=r.host_memory_bytes_per_s,
-                gpus_per_node=train_nodes(card)[1])
     staging = export_staging_seconds(
         shard_bytes_per_rank=trainer_dtype_bytes / (_hsdp_shard_of(card, sharding) or train_gpus),
-        host_copy_bytes_per_s=pageable_copy_bytes_per_s(
-            **copy, staging_bytes_per_s=staging_bytes_per_s_of(coherent_host_link=gpu.host_link_bytes_per_s is not None))
-        if card.parallel.fsdp_version is FsdpVersion.FSDP2 else host_copy_bytes_per_s(**copy),
+        host_copy_bytes_per_s=_host_copy_rates(card, r, gpu)[1 if card.parallel.fsdp_version is FsdpVersion.FSDP2 else 0],
     ) if (fs.framework == "verl" and fs.broadcasts_whole_bucket and card.parallel.strategy in FSDP_STRATEGIES
           and card.parallel.offload is Offload.PARAMS_AND_OPTIMIZER) else 0.0
     t = weight_sync_seconds(
@@ -644,17 +640,33 @@ def nemo_rl_offload_bytes(card: RunCard, spec: ModelSpec, *, train_gpus: int) ->
         trained = n if lora is None else lora_trainable_params(spec, lora) * count_scale(spec)
         shard = max(1, train_gpus)
         return 0.0, (NEMO_RL_DTENSOR_PARAM_BYTES * n + NEMO_RL_DTENSOR_OPTIMIZER_BYTES * trained) / shard
+    weights, optimizer_params = _megatron_rank_state(card, spec, train_gpus=train_gpus)
+    return weights, NEMO_RL_MEGATRON_OPTIMIZER_BYTES * optimizer_params
+
+
+def _megatron_rank_state(card: RunCard, spec: ModelSpec, *, train_gpus: int) -> tuple[float, float]:
+    """(bf16 weight bytes, parameters its optimizer shard holds) of one Megatron-Core rank: its TP/PP/EP shard
+    (``rank_spec``), the dense parameters over the data-parallel ranks and the experts over the
+    expert-data-parallel group, world / (etp x ep x pp) (Megatron-Core's distributed optimizer,
+    ``ParallelLayout.expert_data_group``)."""
+    p = card.parallel
     shard = rank_spec(spec, tp=p.tensor_parallel, pp=p.pipeline_parallel, ep=p.expert_parallel,
                       etp=p.expert_tensor_parallel, first=p.pipeline_first_stage_layers,
                       last=p.pipeline_last_stage_layers, layout=p.pipeline_layout)
-    params = total_params(shard)
+    params, expert = total_params(shard), routed_expert_params(shard)
     dp = max(1, train_gpus // max(1, p.tensor_parallel * p.pipeline_parallel))
-    # Megatron-Core's distributed optimizer shards the experts over the expert-data-parallel group,
-    # world / (etp x ep x pp) (``ParallelLayout.expert_data_group``)
-    expert = routed_expert_params(shard)
     edp = max(1, train_gpus // max(1, p.expert_parallel * p.expert_tensor_parallel * p.pipeline_parallel))
     weights = weight_bytes(shard, weights=Dtype.BF16, compute=ComputeDtype.BF16, trainable=TrainableSpec()).base
-    return weights, NEMO_RL_MEGATRON_OPTIMIZER_BYTES * ((params - expert) / dp + expert / edp)
+    return weights, (params - expert) / dp + expert / edp
+
+
+def _host_copy_rates(card: RunCard, r: DeviceRates, gpu: GpuSpec) -> tuple[float, float]:
+    """(pinned, pageable) bytes/s of one training GPU's copies to or from host memory while every GPU of its node
+    copies (``compute.offload``: ``host_copy_bytes_per_s``, ``pageable_copy_bytes_per_s``)."""
+    rates = dict(pcie_bytes_per_s=r.pcie_bytes_per_s, host_memory_bytes_per_s=r.host_memory_bytes_per_s,
+                 gpus_per_node=train_nodes(card)[1])
+    staging = staging_bytes_per_s_of(coherent_host_link=gpu.host_link_bytes_per_s is not None)
+    return host_copy_bytes_per_s(**rates), pageable_copy_bytes_per_s(**rates, staging_bytes_per_s=staging)
 
 
 def trainer_state_offload_phase(card: RunCard, spec: ModelSpec, r: DeviceRates, *, train_gpus: int) -> PhaseTime | None:
@@ -698,13 +710,8 @@ def trainer_state_offload_phase(card: RunCard, spec: ModelSpec, r: DeviceRates, 
         if fsdp:
             weights, optimizer, _ = fsdp_offload_bytes(card, spec, shard_ranks=dp)
         else:
-            shard = rank_spec(spec, tp=p.tensor_parallel, pp=p.pipeline_parallel, ep=p.expert_parallel,
-                              etp=p.expert_tensor_parallel, first=p.pipeline_first_stage_layers,
-                              last=p.pipeline_last_stage_layers, layout=p.pipeline_layout)
-            params, expert = total_params(shard), routed_expert_params(shard)
-            edp = max(1, train_gpus // max(1, p.expert_parallel * p.expert_tensor_parallel * p.pipeline_parallel))
-            weights = weight_bytes(shard, weights=Dtype.BF16, compute=ComputeDtype.BF16, trainable=TrainableSpec()).base
-            optimizer = STATE_OFFLOAD_OPTIMIZER_BYTES * ((params - expert) / dp + expert / edp)
+            weights, optimizer_params = _megatron_rank_state(card, spec, train_gpus=train_gpus)
+            optimizer = STATE_OFFLOAD_OPTIMIZER_BYTES * optimizer_params
         moved = (optimizer, 0.0)
         if mode is Offload.PARAMS_AND_OPTIMIZER:
             # the update and the sync, and the old-policy log-probs where the step has that pass
@@ -715,11 +722,8 @@ def trainer_state_offload_phase(card: RunCard, spec: ModelSpec, r: DeviceRates, 
         return None
     from trainfit.plan.resolve import gpu_of
 
-    rates = dict(pcie_bytes_per_s=r.pcie_bytes_per_s, host_memory_bytes_per_s=r.host_memory_bytes_per_s,
-                 gpus_per_node=train_nodes(card)[1])
-    staging = staging_bytes_per_s_of(coherent_host_link=gpu_of(card).host_link_bytes_per_s is not None)
-    one_way_s = (moved[0] / host_copy_bytes_per_s(**rates)
-                 + moved[1] / pageable_copy_bytes_per_s(**rates, staging_bytes_per_s=staging))
+    pinned, pageable_rate = _host_copy_rates(card, r, gpu_of(card))
+    one_way_s = moved[0] / pinned + moved[1] / pageable_rate
     return _phase("state_offload", 2 * one_way_s, "offload", to_host=one_way_s, to_device=one_way_s)
 
 

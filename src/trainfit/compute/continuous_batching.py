@@ -178,6 +178,7 @@ class _Engine:
         self.cap = float("inf") if kv_capacity is None else kv_capacity
         self.shared = prompt_len - kv_prompt  # prompt tokens read by every sequence, stored once
         self.state = state_tokens  # a hybrid model's per-sequence state blocks, in attention tokens
+        self.held = kv_prompt + state_tokens  # what an admitted sequence takes from the capacity
         self.queue, self.active, self.ctx = float(sequences), 0.0, 0.0
         self.resume = self.queue_extra = 0.0  # preempted, waiting at the queue's front, and their context
         pad = [0.0] * (self.k.size - 1)
@@ -206,8 +207,7 @@ class _Engine:
         (x_sp_m,) = _conv(k.x_sp_kernels, self.xsp[1 - size:])
         self.active = max(0.0, self.active - fin0)  # finishers on the boundary leave before the chunk starts
         self.ctx -= self.prompt * fin0 + fin0_len + x0
-        held = self.kv_prompt + self.state  # what an admitted sequence takes from the capacity
-        room = (self.cap - self.kv_used()) / held
+        room = (self.cap - self.kv_used()) / self.held
         a_pt = max(0.0, min(self.queue, self.slots - self.active, room))
         x_pt = self._take(a_pt)
         self.active += a_pt
@@ -217,7 +217,7 @@ class _Engine:
         finm_len = pt_m_len + sp_m_len + k.ptm_len[0] * a_pt
         finm_x = x_m + x_sp_m + k.ptm[0] * x_pt
         loss = pt_loss + sp_loss + k.ptm_loss[0] * a_pt
-        room += (held * finm + finm_len) / held - a_pt
+        room += (self.held * finm + finm_len) / self.held - a_pt
         want = finm / (1 - k.sp[0]) if k.sp[0] < 1 else self.queue  # in-chunk finishers are refilled too
         a_sp = max(0.0, min(self.queue, want, room))
         x_sp = self._take(a_sp)
@@ -253,7 +253,7 @@ class _Engine:
                 if hist[idx] * left <= _EPS or over <= 1e-6:
                     continue
                 extra = xhist[idx] / hist[idx]
-                held = self.kv_prompt + self.state + age + extra
+                held = self.held + age + extra
                 n = min(hist[idx] * left, over / held)
                 hist[idx] -= n / left
                 xhist[idx] -= n / left * extra

@@ -228,7 +228,7 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
             packed_flash_syncs=packed_flash_syncs(card), expert_loop=p_.moe_experts is MoeExperts.LOOP,
             zero3_expert_leaf=p_.moe_zero3_leaf, hooked_units=_fsdp_hooked_units(card, pspec, ranks=train_gpus),
             # FSDP2's all-gather copy-out on the compute stream (no copy-in: no gradients); NeMo RL unshards once
-            fsdp2_copies=p_.strategy in FSDP_STRATEGIES and p_.fsdp_version is FsdpVersion.FSDP2,
+            fsdp2_copies=p_.fsdp2,
             unshard_once=card.preset == "nemo-rl",
         )
         comm = 0.0
@@ -716,7 +716,7 @@ def trainer_state_offload_phase(card: RunCard, spec: ModelSpec, r: DeviceRates, 
         if mode is Offload.PARAMS_AND_OPTIMIZER:
             # the update and the sync, and the old-policy log-probs where the step has that pass
             w = weights * (3 if old_logprob_pass(card) else 2)
-            pageable = fsdp and p.fsdp_version is FsdpVersion.FSDP2
+            pageable = p.fsdp2
             moved = (optimizer + (0.0 if pageable else w), w if pageable else 0.0)
     if moved == (0.0, 0.0):
         return None

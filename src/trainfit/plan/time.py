@@ -32,7 +32,7 @@ from trainfit.methods.roles import train_nodes
 from trainfit.plan.terms import trained_dtype_bytes, zero_master_states
 from trainfit.spec.card import RunCard
 from trainfit.spec.enums import Attention, ComputeDtype, ContextParallelKind, Dtype, Fp8Recipe, Method, Scope
-from trainfit.spec.enums import FSDP_STRATEGIES, FsdpVersion, LossKernel, MoeDispatcher, MoeExperts
+from trainfit.spec.enums import FSDP_STRATEGIES, LossKernel, MoeDispatcher, MoeExperts
 from trainfit.spec.model import ModelSpec
 
 COMPILE_MEMORY_FACTOR = 0.5
@@ -388,7 +388,7 @@ def training_time(
         causal_skip=causal_skip, fused_cross_entropy=card.loss.kernel is LossKernel.FLASH_ATTN,
         recompute_layer_share=_recompute_layer_share(card, spec), packed_flash_syncs=packed_flash_syncs(card),
         expert_loop=par.moe_experts is MoeExperts.LOOP, zero3_expert_leaf=par.moe_zero3_leaf,
-        fsdp2_copies=par.strategy in FSDP_STRATEGIES and par.fsdp_version is FsdpVersion.FSDP2,
+        fsdp2_copies=par.fsdp2,
         fp8_casts=fp8_casts_of(card),
     )
     return replace(t, assumptions=t.assumptions + (packed_note,)) if packed_note else t

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from trainfit.errors import CardError
 from trainfit.spec.enums import (
+    FSDP_STRATEGIES,
     AdapterDtype,
     AsyncMode,
     ContextParallelKind,
@@ -295,6 +296,11 @@ class ParallelSection(_Section):
         plus what the selective policy saves, and backward re-runs the layer. Not under ``mla_up_proj`` or
         ``layernorm_moe_act``, which free and re-run a few ops only (the layers keep their other activations)."""
         return self.gradient_checkpointing or self.layer_selective_checkpointing is not SelectiveCheckpointing.NONE
+
+    @property
+    def fsdp2(self) -> bool:
+        """An FSDP strategy (fsdp, fsdp_grad_op, hsdp) run with FSDP2 (``fully_shard``; ``fsdp_version``)."""
+        return self.strategy in FSDP_STRATEGIES and self.fsdp_version is FsdpVersion.FSDP2
 
     @property
     def layer_selective_checkpointing(self) -> SelectiveCheckpointing:

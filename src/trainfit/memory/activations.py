@@ -498,14 +498,19 @@ MEGATRON_FUSED_SWIGLU_SOURCES = (
 """Why ``megatron_moe_bytes`` takes the fused SwiGLU (Megatron-Core's own TransformerConfig default is False)."""
 
 
+def full_ctx(tokens: int, compute_dtype_bytes: int, *, linear_input_bytes: float = 0.0, compiled: bool = False) -> _Ctx:
+    """The context of one block's full-training figure over ``tokens`` tokens in one sequence (SDPA, no adapters)."""
+    return _Ctx(T=tokens, b=1, s=tokens, a=compute_dtype_bytes, full=True, targets={}, attention=Attention.SDPA,
+                linear_input_bytes=linear_input_bytes, compiled=compiled)
+
+
 def moe_block_bytes(spec: ModelSpec, *, tokens: int, compute_dtype_bytes: int = 2, linear_input_bytes: float = 0.0,
                     rows: int | None = None, fused_glu: bool = False, probs_in_glu: bool = False) -> int:
     """Saved bytes of one full-training MoE block (``_moe``, its input needing a gradient) over ``tokens`` tokens:
     the per-op figure ``activation_bytes`` counts for each MoE layer of a Qwen3-MoE-layout model, or with ``rows``
     / ``fused_glu`` / ``probs_in_glu`` another runtime's (``megatron_moe_bytes``). Families with their own layer model
     (``arch_activations``: gpt-oss, DeepSeek-V3) are not handled here."""
-    ctx = _Ctx(T=tokens, b=1, s=tokens, a=compute_dtype_bytes, full=True, targets={}, attention=Attention.SDPA,
-               linear_input_bytes=linear_input_bytes)
+    ctx = full_ctx(tokens, compute_dtype_bytes, linear_input_bytes=linear_input_bytes)
     return _moe(ctx, spec, True, rows=rows, fused_glu=fused_glu, probs_in_glu=probs_in_glu)[0]
 
 
@@ -570,8 +575,7 @@ def dense_mlp_bytes(spec: ModelSpec, *, tokens: int, compute_dtype_bytes: int = 
     tokens, ``spec.intermediate_size`` wide: the per-op figure ``activation_bytes`` counts for each dense layer of a
     Llama-style model (``compiled``: under the compiled rules), or with ``fused_glu`` Megatron-Core's
     (``megatron_dense_mlp_bytes``). Families with their own layer model (``arch_activations``) are not handled here."""
-    ctx = _Ctx(T=tokens, b=1, s=tokens, a=compute_dtype_bytes, full=True, targets={}, attention=Attention.SDPA,
-               linear_input_bytes=linear_input_bytes, compiled=compiled)
+    ctx = full_ctx(tokens, compute_dtype_bytes, linear_input_bytes=linear_input_bytes, compiled=compiled)
     return _dense_mlp(ctx, spec, spec.intermediate_size, True, fused_glu=fused_glu)[0]
 
 

@@ -44,7 +44,6 @@ from dataclasses import replace
 from trainfit.memory import activations as _act
 from trainfit.memory.activations import DROPOUT_MASK_BYTES, FP32, INT32, INT64
 from trainfit.memory.attention import runs_eager
-from trainfit.spec.enums import Attention
 from trainfit.spec.model import ModelSpec
 
 FAMILIES = _act.ARCH_FAMILIES
@@ -82,12 +81,11 @@ def _layernorm(ctx, width: int, x_rg: bool, residual: bool = True) -> tuple[int,
 
 
 def _fp32_weight_rmsnorm(ctx, width: int, x_rg: bool) -> tuple[int, bool]:
-    """gpt-oss RMSNorm with an fp32 weight: ``(w * x_fp32_normalised).to(bf16)``."""
-    T = ctx.T_seq or ctx.T
-    out = T * (FP32 * width + FP32) if x_rg else 0  # fp32 copy (pow, mul) + rsqrt
-    if ctx.full:
-        out += T * FP32 * width  # the weight's mul saves the fp32 normalised input
-    return out, x_rg or ctx.full
+    """gpt-oss RMSNorm with an fp32 weight: ``(w * x_fp32_normalised).to(bf16)``, the residual stream's norm with
+    ``activations._norm``'s ``weight_on_fp32`` rule (fp32 copy and rsqrt; a trained weight's mul saves the fp32
+    normalised input)."""
+    return _act._norm(ctx, width=width, rows=1, zero_centred=False, x_rg=x_rg, const_width=width, residual=True,
+                      weight_on_fp32=True)
 
 
 def _dropout(ctx, spec: ModelSpec, width: int, x_rg: bool) -> int:
@@ -427,8 +425,7 @@ MEGATRON_DEEPSEEK_MOE_SOURCES = (
 
 
 def _full_ctx(tokens: int, compute_dtype_bytes: int):
-    return _act._Ctx(T=tokens, b=1, s=tokens, a=compute_dtype_bytes, full=True, targets={},
-                     attention=Attention.SDPA)
+    return _act.full_ctx(tokens, compute_dtype_bytes)
 
 
 MEGATRON_MLA_SOURCES = (

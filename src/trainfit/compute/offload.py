@@ -33,6 +33,20 @@ deepspeedai/DeepSpeed ``deepspeed/runtime/zero/stage_1_and_2.py`` @1d7b90adc48d5
   copy already in ``CPU_ADAM_BYTES_PER_PARAM``) before the 16-bit copy goes up (l.2013). ``DeepSpeedCPUAdam.step``
   at that commit (``deepspeed/ops/adam/cpu_adam.py`` l.110-) takes no 16-bit output buffer.
 
+Not modelled: where the rank's host buffers lie. The fp32 parameter, gradient and 16-bit partitions are pinned
+(``get_accelerator().pin_memory``, ``stage_1_and_2.py`` l.441-451, l.754 @1d7b90ad), allocated by the rank's main
+thread; ``cudaMallocHost`` has no NUMA awareness and the pages land on the node of the thread that first touches
+them (ai-dynamo/dynamo PR #3700, 2025-10-17; pytorch/pytorch PR #197868 reads the placement from
+``/proc/self/numa_maps``). ``--bind_cores_to_rank`` adds ``numactl -m`` only when the rank's cores lie in one NUMA
+node (``deepspeed/utils/numa.py`` ``get_numactl_cmd`` @1d7b90ad), and the DeepSpeed ZenFlow core-binding blog
+(``blogs/zenflow-corebinding/README.md`` @2b68bbc59476f0a7d85ce9a6ae0a74a057a4b7d2: 2 A100-SXM4-40GB, 2x EPYC 7742,
+so 64 physical cores a rank when bound) found ``-m`` off. Its ZeRO-2 offload steps (Qwen2.5-3B 2.497 s bound / 2.887
+s unbound, 1.5B 1.365 s bound), less what this model times on the GPU and over PCIe, leave 1.78 / 2.17 / 0.97 s for
+the host's 42 B/param (CPU Adam 30 + 12 above) over a rank's 1.54e9 / 0.77e9 parameters: 30-37 GB/s a rank, about
+one NUMA node of a DGX A100's EPYC 7742 (STREAM 37 GB/s with 8 threads on one node's cores, 148 GB/s with 32 over a
+socket's four: gist.github.com/v0dro/0559e1d9b205ca9ac0ad1a29fe10377b, read 2026-12-02), not the node bandwidth this
+model divides among the ranks. No card field states a host's NUMA layout, so the 2x stays unexplained here.
+
 ZeRO-3 offload is a different path (``stage3.py``: ``partition_grads`` copies on the reduce-and-partition stream,
 the inf/nan flag accumulates on the device, l.2232-2243, read once per step) and keeps the general terms.
 

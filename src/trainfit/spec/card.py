@@ -131,8 +131,14 @@ class HardwareSection(_Section):
     currency: str | None = Field(None, description="ISO code (CNY, USD...); required with a price.")
     price_preset: str | None = Field(None, description="A named price, e.g. rtx4090-pro (1.98 CNY) or rtx4090-youth (1.24 CNY).")
     nic_gbps_per_gpu: float | None = Field(None, gt=0, le=1e6, description="Inter-node network per GPU, Gb/s (10^9 bits); default by GPU: 400 (H100/H200/H800/H20/B200/GB200 HGX), 200 (A100/A800 HGX), 100 (PCIe cards).")
-    host_memory_gbps: float | None = Field(None, gt=0, le=1e6, description="Host DRAM bandwidth per node, GB/s; times the CPU optimizer step (default 100).")
+    host_memory_gbps: float | None = Field(None, gt=0, le=1e6, description="Host DRAM bandwidth per node, GB/s; times the CPU optimizer step (default 200: half the peak of a two-socket DDR4-3200 server, compute/rates.py).")
     allocator: AllocatorKind = Field(AllocatorKind.DEFAULT, description="default | expandable_segments (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True): the caching allocator's mode; changes reserved bytes.")
+
+
+def divisors(n: int) -> list[int]:
+    """Every positive divisor of ``n``, ascending: the sizes a parallel dimension over ``n`` ranks, layers or
+    heads may take."""
+    return [d for d in range(1, n + 1) if n % d == 0]
 
 
 def _check_hsdp_shard_size(par: "ParallelSection", *, train_gpus: int) -> None:
@@ -145,8 +151,8 @@ def _check_hsdp_shard_size(par: "ParallelSection", *, train_gpus: int) -> None:
                          f" '{par.strategy.value}'); allowed with it: null")
     data = max(1, train_gpus // (par.tensor_parallel * par.pipeline_parallel))
     if data % n:
-        divisors = [d for d in range(1, data + 1) if data % d == 0]
-        shown = ", ".join(map(str, divisors)) if len(divisors) <= 16 else f"divisors of {data}"
+        allowed = divisors(data)
+        shown = ", ".join(map(str, allowed)) if len(allowed) <= 16 else f"divisors of {data}"
         raise ValueError(f"parallel.hsdp_shard_size: {n} does not divide the {data} data x context ranks; allowed:"
                          f" {shown} or null")
 

@@ -130,7 +130,10 @@ def grouped_experts_in_fp8(*, tensor_parallel_impl: TensorParallelImpl) -> bool:
 def routed_expert_gemms(spec, *, expert_parallel: int) -> tuple[int, int]:
     """(GEMMs, weight elements) of the routed experts one expert-parallel rank holds of ``spec``: each fused
     expert projection (``LinearGroup.is_fused_experts``: gate/up as one, down) is one TE ``GroupedLinear`` per MoE
-    layer of ``experts / expert_parallel`` GEMMs (Megatron-Core's ``num_local_experts``)."""
+    layer of ``experts / expert_parallel`` GEMMs (Megatron-Core's ``num_local_experts``). ``spec`` keeps every
+    expert (the full model, or ``memory.parallel.shard_spec``, which splits the experts' width, not their
+    number), so its fused groups are its routed ones (``LinearGroup.routed``), and ``expert_parallel`` =
+    experts leaves one GEMM per projection."""
     from trainfit.memory.params import linear_groups
 
     groups = [g for g in linear_groups(spec) if g.is_fused_experts]

@@ -30,6 +30,7 @@ from typing import Any
 
 from trainfit.errors import TrainfitError
 from trainfit.search import DEFAULT_LIMIT, PARALLEL_MIN, SFT_SPACE, Row, SearchResult, _evaluate
+from trainfit.spec.card import divisors
 from trainfit.spec.dotted import deep_copy
 
 SFT_FIT_SPACE: dict[str, list[Any]] = SFT_SPACE | {
@@ -208,10 +209,6 @@ def rl_combos(count: int, *, pinned: frozenset[str], base: dict[str, Any]) -> li
     return out
 
 
-def _divisors(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
-
-
 def parallel_layouts(base: dict[str, Any], count: int, *, pinned: frozenset[str]) -> list[Layout]:
     """Every model-parallel layout of ``count`` cards (one node of ``min(count, 8)`` GPUs, or whole
     nodes of 8) that the card validator and the planner accept, pinned sizes held, sorted by tier.
@@ -253,17 +250,17 @@ def parallel_layouts(base: dict[str, Any], count: int, *, pinned: frozenset[str]
     if rl and "rollout.placement" not in pinned:
         fixed["rollout.placement"] = "colocate"
     seq = (card0.rollout.prompt_len + card0.rollout.response_len) if rl else card0.batch.seq_len
-    cps = (lambda rest: _divisors(rest)) if seq >= CP_MIN_SEQ else (lambda rest: [1])
+    cps = (lambda rest: divisors(rest)) if seq >= CP_MIN_SEQ else (lambda rest: [1])
     out: list[Layout] = []
-    for tp in values("tp", [t for t in _divisors(per_node) if count % t == 0], own["tp"]):
-        for pp in values("pp", _divisors(count // tp) if count % tp == 0 else [], own["pp"]):
+    for tp in values("tp", [t for t in divisors(per_node) if count % t == 0], own["tp"]):
+        for pp in values("pp", divisors(count // tp) if count % tp == 0 else [], own["pp"]):
             rest = count // (tp * pp) if count % (tp * pp) == 0 else 0
             for cp in values("cp", cps(rest) if rest else [], own["cp"]):
                 if not rest or rest % cp:
                     continue
                 dp_cp = rest // cp * cp
                 kinds = values("kind", list(CP_KINDS) if cp > 1 else [own["kind"]], own["kind"])
-                eps = values("ep", _divisors(dp_cp) if spec.moe is not None else [1], own["ep"])
+                eps = values("ep", divisors(dp_cp) if spec.moe is not None else [1], own["ep"])
                 sps = values("sp", [True, False] if tp > 1 else [False], own["sp"])
                 for kind in kinds:
                     for ep in eps:

@@ -21,6 +21,7 @@ from trainfit.spec.enums import (
     Scope,
     Strategy,
     WeightSync,
+    ZERO_STAGES,
 )
 
 TARGETS = ("accelerate", "deepspeed", "trl", "verl", "openrlhf", "torchtitan", "nemo-rl")
@@ -92,7 +93,7 @@ def is_fsdp(card: RunCard) -> bool:
 
 
 def zero_stage(card: RunCard) -> int | None:
-    return {Strategy.ZERO1: 1, Strategy.ZERO2: 2, Strategy.ZERO3: 3}.get(card.parallel.strategy)
+    return ZERO_STAGES.get(card.parallel.strategy)
 
 
 def mixed_precision(card: RunCard) -> str:

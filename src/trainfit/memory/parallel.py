@@ -29,7 +29,7 @@ from math import ceil
 
 from trainfit.errors import CardError
 from trainfit.memory.params import param_breakdown
-from trainfit.spec.card import RunCard
+from trainfit.spec.card import RunCard, divisors
 from trainfit.spec.enums import ContextParallelKind, Dtype, PipelineSchedule, Scope
 from trainfit.spec.model import LinearAttentionSpec, ModelSpec
 
@@ -119,8 +119,9 @@ def layout_of(card: RunCard, train_gpus: int) -> ParallelLayout:
     )
 
 
-def _divisors(n: int) -> str:
-    return ", ".join(str(d) for d in range(1, n + 1) if n % d == 0)
+def _allowed(n: int) -> str:
+    """The divisors of ``n``, listed for an error message."""
+    return ", ".join(map(str, divisors(n)))
 
 
 def check_layout(card: RunCard, spec: ModelSpec, layout: ParallelLayout, seq_len: int) -> list[str]:
@@ -141,7 +142,7 @@ def check_layout(card: RunCard, spec: ModelSpec, layout: ParallelLayout, seq_len
     elif layout.pp > 1 and not uneven and spec.num_layers % layout.chunks:
         raise CardError(
             f"parallel.pipeline_parallel: {layout.pp} stages x {layout.virtual_stages} virtual stages = {layout.chunks}"
-            f" does not divide the {spec.num_layers} layers of {name}; allowed products: {_divisors(spec.num_layers)},"
+            f" does not divide the {spec.num_layers} layers of {name}; allowed products: {_allowed(spec.num_layers)},"
             " or set parallel.pipeline_first_stage_layers / pipeline_last_stage_layers (uneven end stages) or"
             " parallel.pipeline_layout (layers of every virtual stage)")
     if layout.pp > 1 and uneven and layout.stage_layout is None:
@@ -168,14 +169,14 @@ def check_layout(card: RunCard, spec: ModelSpec, layout: ParallelLayout, seq_len
     if tp > 1 and spec.num_full_attention_layers:
         if heads % tp:
             raise CardError(f"parallel.tensor_parallel: {tp} does not divide the {heads} attention heads of {name};"
-                            f" allowed: {_divisors(heads)}")
+                            f" allowed: {_allowed(heads)}")
         if kv >= tp and kv % tp:
             raise CardError(f"parallel.tensor_parallel: {tp} does not divide the {kv} KV heads of {name};"
-                            f" allowed: {_divisors(kv)} or multiples of {kv} dividing {heads}")
+                            f" allowed: {_allowed(kv)} or multiples of {kv} dividing {heads}")
         if kv < tp:
             if tp % kv:
                 raise CardError(f"parallel.tensor_parallel: {tp} KV-head shards cannot replicate the {kv} KV heads of"
-                                f" {name} evenly; allowed: {_divisors(kv)} or multiples of {kv} dividing {heads}")
+                                f" {name} evenly; allowed: {_allowed(kv)} or multiples of {kv} dividing {heads}")
             notes.append(f"tensor parallel {tp} > {kv} KV heads: each KV head is replicated on {tp // kv} ranks"
                          " (Megatron-Core / vLLM GQA replication); k/v weights count one head per rank")
     la = spec.linear_attention
@@ -183,16 +184,16 @@ def check_layout(card: RunCard, spec: ModelSpec, layout: ParallelLayout, seq_len
         for what, n in (("linear-attention key heads", la.num_key_heads), ("linear-attention value heads", la.num_value_heads)):
             if n % tp:
                 raise CardError(f"parallel.tensor_parallel: {tp} does not divide the {n} {what} of {name};"
-                                f" allowed: {_divisors(n)}")
+                                f" allowed: {_allowed(n)}")
     if layout.cp > 1 and layout.cp_kind is ContextParallelKind.ULYSSES and spec.num_full_attention_layers:
         local = heads // tp
         if local % layout.cp:
             raise CardError(f"parallel.context_parallel: Ulysses {layout.cp} does not divide the {local} attention heads"
-                            f" of a tensor-parallel rank of {name}; allowed: {_divisors(local)}")
+                            f" of a tensor-parallel rank of {name}; allowed: {_allowed(local)}")
         kv_local = max(1, kv // tp)
         if kv_local % layout.cp and layout.cp % kv_local:
             raise CardError(f"parallel.context_parallel: Ulysses {layout.cp} cannot split or replicate the {kv_local}"
-                            f" KV heads of a tensor-parallel rank of {name}; allowed: {_divisors(kv_local)}")
+                            f" KV heads of a tensor-parallel rank of {name}; allowed: {_allowed(kv_local)}")
         if kv_local < layout.cp:
             notes.append(f"Ulysses {layout.cp} > {kv_local} KV heads per TP rank: k and v are repeated to one head per"
                          " rank after the all-to-all (verl / DeepSpeed-Ulysses)")
@@ -207,7 +208,7 @@ def check_layout(card: RunCard, spec: ModelSpec, layout: ParallelLayout, seq_len
     if moe is not None:
         if moe.num_experts % layout.ep:
             raise CardError(f"parallel.expert_parallel: {layout.ep} does not divide the {moe.num_experts} experts of"
-                            f" {name}; allowed: {_divisors(moe.num_experts)}")
+                            f" {name}; allowed: {_allowed(moe.num_experts)}")
         if moe.expert_intermediate_size % layout.etp:
             raise CardError(f"parallel.expert_tensor_parallel: {layout.etp} does not divide the expert width"
                             f" {moe.expert_intermediate_size} of {name}")

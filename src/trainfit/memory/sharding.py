@@ -32,11 +32,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from trainfit.spec.enums import Strategy
+from trainfit.spec.enums import FSDP_STRATEGIES, ZERO_STAGES, Strategy
 
-_SHARDED_PARAMS = {Strategy.ZERO3, Strategy.FSDP, Strategy.HSDP, Strategy.FSDP_GRAD_OP}
-_SHARDED_GRADS = _SHARDED_PARAMS | {Strategy.ZERO2}
-_SHARDED_OPT = _SHARDED_GRADS | {Strategy.ZERO1}
+# the table above: every torch FSDP strategy shards all three terms; a ZeRO stage k shards the first k of
+# (optimizer states, gradients, parameters)
+_SHARDED_PARAMS = FSDP_STRATEGIES | {s for s, stage in ZERO_STAGES.items() if stage >= 3}
+_SHARDED_GRADS = FSDP_STRATEGIES | {s for s, stage in ZERO_STAGES.items() if stage >= 2}
+_SHARDED_OPT = FSDP_STRATEGIES | set(ZERO_STAGES)
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,7 @@ from trainfit.memory.sharding import Sharding
 from trainfit.memory.stream_pools import PoolPoint, capped_reserved_bytes, fsdp_supported, stream_pool_bytes
 from trainfit.plan.result import PhaseResult
 from trainfit.spec.card import AllocatorKind, RunCard
-from trainfit.spec.enums import FSDP_STRATEGIES, LossKernel, Method, Offload, Phase, Strategy
+from trainfit.spec.enums import FSDP_STRATEGIES, ZERO_STAGES, LossKernel, Method, Offload, Phase
 from trainfit.spec.model import ModelSpec
 from trainfit.units import MIB
 
@@ -190,13 +190,10 @@ def fsdp_replayed_overhead(
                                                workspace=workspace, expandable=expandable)
 
 
-_ZERO = {Strategy.ZERO1: 1, Strategy.ZERO2: 2, Strategy.ZERO3: 3}
-
-
 def _zero_streams(sharding: Sharding, card: RunCard) -> bool:
     """DeepSpeed ZeRO without offload: the step ``stream_pools.zero_step_sequence`` generates (ZeRO-1 only
     without ``overlap_comm``: ``stream_pools.zero_supported``)."""
-    return sharding.strategy in _ZERO and card.parallel.offload is Offload.NONE
+    return sharding.strategy in ZERO_STAGES and card.parallel.offload is Offload.NONE
 
 
 def zero_layout(terms: StepTerms, *, spec: ModelSpec, card: RunCard, sharding: Sharding,
@@ -205,7 +202,7 @@ def zero_layout(terms: StepTerms, *, spec: ModelSpec, card: RunCard, sharding: S
     step's terms (the fp32 group and gradient partition sizes the planner computed); None without a step cast."""
     from trainfit.plan.terms import zero_config_of
 
-    stage = _ZERO[sharding.strategy]
+    stage = ZERO_STAGES[sharding.strategy]
     cfg = zero_config_of(card, spec, stage)
     fp32 = terms.zero_step_fp32_grad
     if fp32 <= 0 or not cfg.contiguous_gradients:

@@ -67,7 +67,7 @@ from trainfit.plan.terms import (HOST_BYTES_PER_PROCESS, _autocast_copies, _fsdp
                                  lora_tensors, trained_dtype_bytes, zero_config_of, zero_master_states)
 from trainfit.spec.card import RunCard
 from trainfit.spec.enums import (ComputeDtype, ContextParallelKind, Dtype, LayerKind, Offload, SelectiveCheckpointing,
-                                 Strategy, TensorParallelImpl)
+                                 Strategy, TensorParallelImpl, ZERO_STAGES)
 from trainfit.spec.model import ModelSpec
 from trainfit.spec.training import TrainableSpec
 from trainfit.units import BYTES_PER_DTYPE
@@ -142,7 +142,7 @@ class _Divisors:
         return dense / self.dense + expert / self.expert
 
 
-def _divisors(d: int, layout: ParallelLayout) -> _Divisors:
+def _term_divisors(d: int, layout: ParallelLayout) -> _Divisors:
     """Dense terms shard over ``d`` of the data x context ranks; the experts over the same fraction of the
     expert-data-parallel ranks (``ParallelLayout.expert_data_group``: tp·cp·dp / (ep·etp) under
     Megatron-Core's parallel folding)."""
@@ -168,9 +168,9 @@ def rank_terms(card: RunCard, spec: ModelSpec, sharding: Sharding, layout: Paral
     wdtype = card.weights_dtype
     bpp = BYTES_PER_DTYPE[wdtype.value]
     lora = trainable.lora
-    wdiv = _divisors(sharding.weights_divisor, layout)
-    gdiv = _divisors(sharding.grads_divisor, layout)
-    odiv = _divisors(sharding.optimizer_divisor, layout)
+    wdiv = _term_divisors(sharding.weights_divisor, layout)
+    gdiv = _term_divisors(sharding.grads_divisor, layout)
+    odiv = _term_divisors(sharding.optimizer_divisor, layout)
     n_lora = rp.lora_per_layer * len(stage.layers)
 
     train_bytes, grad_bytes, use_master, state_bytes = trained_dtype_bytes(card)
@@ -366,7 +366,7 @@ def _zero_step(card: RunCard, spec: ModelSpec, strategy: Strategy, *, partition:
     temporaries, which ``precision.optimizer_impl: fused`` gives."""
     from trainfit.memory.deepspeed import zero_buffers  # DeepSpeed-only module: imported where used
 
-    stage = {Strategy.ZERO1: 1, Strategy.ZERO2: 2, Strategy.ZERO3: 3}[strategy]
+    stage = ZERO_STAGES[strategy]
     cfg = zero_config_of(card, spec, stage)
     buf = zero_buffers(cfg, dp=1, trainable_numel=partition, grad_bytes=grad_bytes, largest_param=0)
     prec = card.precision

@@ -40,6 +40,7 @@ from trainfit.spec.enums import (
     LossKernel,
     Strategy,
     TensorParallelImpl,
+    ZERO_STAGES,
 )
 from trainfit.spec.model import ModelSpec
 from trainfit.spec.training import LoraSpec, TrainableSpec
@@ -47,8 +48,6 @@ from trainfit.units import BYTES_PER_DTYPE, GIB
 
 if TYPE_CHECKING:
     from trainfit.memory.deepspeed import ZeroConfig
-
-_ZERO = (Strategy.ZERO1, Strategy.ZERO2, Strategy.ZERO3)
 
 HOST_BYTES_PER_PROCESS = 3 * GIB
 """Assumed host RSS of one training process (Python, torch + CUDA libraries, data loader)."""
@@ -164,7 +163,7 @@ def zero_master_states(card: RunCard, strategy: Strategy, *, train_bytes: float,
     keeps an fp32 master partition and steps it, so its states are fp32 (deepspeed runtime/zero/
     stage_1_and_2.py l.560, stage3.py). The single-rank walk, the model-parallel rank walk and the
     optimizer step's time all use it."""
-    if not (strategy in _ZERO and train_bytes < 4
+    if not (strategy in ZERO_STAGES and train_bytes < 4
             and card.precision.optimizer.value in ("adamw", "sgd", "adafactor")):
         return use_master, state_bytes, None
     note = None
@@ -255,8 +254,10 @@ def fp8_activation_note(card: RunCard) -> str:
 def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[StepTerms, dict[str, float], list[str]]:
     """Per-GPU byte terms, the host-RAM terms per node, and the assumptions made."""
     notes: list[str] = []
-    if (sharding.strategy in _ZERO and card.scope is not Scope.FULL and card.lora.adapter_dtype is AdapterDtype.FP32
-            and card.weights_dtype in (Dtype.NF4, Dtype.BF16, Dtype.FP16) and card.precision.compute is not ComputeDtype.FP32):
+    if (sharding.strategy in ZERO_STAGES and card.scope is not Scope.FULL
+            and card.lora.adapter_dtype is AdapterDtype.FP32
+            and card.weights_dtype in (Dtype.NF4, Dtype.BF16, Dtype.FP16)
+            and card.precision.compute is not ComputeDtype.FP32):
         # the engine casts every parameter to the mixed-precision dtype, the adapter too
         # (deepspeed runtime/engine.py _configure_distributed_model, _cast_module_mixed_precision)
         card = card_with(card, lora__adapter_dtype="bf16")
@@ -292,7 +293,7 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         notes += peft_variants.notes(spec, variant, micro_batch_size=card.batch.micro_batch_size,
                                      seq_len=card.batch.seq_len)
     train_bytes, grad_bytes, use_master, state_bytes = trained_dtype_bytes(card)
-    zero = sharding.strategy in _ZERO
+    zero = sharding.strategy in ZERO_STAGES
     use_master, state_bytes, note = zero_master_states(card, sharding.strategy, train_bytes=train_bytes,
                                                        use_master=use_master, state_bytes=state_bytes)
     notes += [note] if note else []
@@ -346,7 +347,7 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
     grads_scale = 1.0 / gd
     if offload is not Offload.NONE:
         host["optimizer_states"] = (opt + master) / od * ranks_per_node
-        if sharding.strategy in (Strategy.ZERO1, Strategy.ZERO2, Strategy.ZERO3):
+        if sharding.strategy in ZERO_STAGES:
             host["fp32_gradients"] = 4.0 * n_train / od * ranks_per_node
             if sharding.strategy is not Strategy.ZERO3:
                 # pinned bit16 copy of the partition the step writes back through, and the pinned gradient
@@ -615,7 +616,7 @@ def _deepspeed_terms(
     fields replaced for stage 3, and the optimizer temporaries of the flat fp32 partition."""
     from trainfit.memory.deepspeed import DEEPSPEED_VERSION, gathered_params, persistent_numel, zero_buffers
 
-    stage = {Strategy.ZERO1: 1, Strategy.ZERO2: 2, Strategy.ZERO3: 3}[sharding.strategy]
+    stage = ZERO_STAGES[sharding.strategy]
     cfg = zero_config_of(card, spec, stage)
     dp = sharding.shard_group
     bpp = (w.base + w.adapter) / (pb.total * scale + (n_train if trainable.lora else 0))

@@ -131,6 +131,11 @@ class Strategy(StrEnum):
 FSDP_STRATEGIES = frozenset({Strategy.FSDP, Strategy.FSDP_GRAD_OP, Strategy.HSDP})
 """The strategies torch FSDP runs (FSDP1 / FSDP2: full shard, gradient-and-optimizer shard, hybrid shard)."""
 
+ZERO_STAGES: dict[Strategy, int] = {Strategy.ZERO1: 1, Strategy.ZERO2: 2, Strategy.ZERO3: 3}
+"""The DeepSpeed ZeRO stage each ZeRO strategy runs: stage 1 shards the optimizer states, stage 2 the
+gradients too, stage 3 the parameters too (Rajbhandari et al. 2020, "ZeRO", §5: P_os, P_os+g, P_os+g+p);
+what each divides: ``trainfit.memory.sharding``."""
+
 
 class FsdpVersion(StrEnum):
     """Which torch FSDP API shards a ``FSDP_STRATEGIES`` run (``parallel.fsdp_version``); the time that differs is

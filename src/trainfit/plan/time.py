@@ -365,7 +365,12 @@ def training_time(
     expert, edp, edp_local = expert_data_parallel(card, spec, shard, params=params, data_ranks=data_ranks,
                                                   gpus_per_node=gpus_per_node)
     par_dp = Parallel(strategy=par.strategy.value, ranks=data_ranks,
-                      gpus_per_node=max(1, gpus_per_node // (tp * pp)) if tp * pp <= gpus_per_node else 1,
+                      # pipeline stages are the outermost ranks, so a node holds gpus_per_node / tp data-parallel
+                      # ranks of one stage: Megatron-Core global_rank = tp_rank + dp_rank * tp + pp_rank * tp * dp
+                      # (order tp-cp-ep-dp-pp, megatron/core/parallel_state.py l.269-300, l.617, NVIDIA/Megatron-LM
+                      # @d98e8a64ddf34856e74b24714e3bedb2f5a39553); nanotron reshapes (ep, pp, dp, tp)
+                      # (src/nanotron/parallel/context.py l.69-80, huggingface/nanotron @c252843039cc)
+                      gpus_per_node=min(data_ranks, max(1, gpus_per_node // tp)) if tp <= gpus_per_node else 1,
                       nic_bytes_per_s=nic_bytes_per_s(card), offload=par.offload.value, expert_ranks=edp,
                       expert_gpus_per_node=edp_local, overlap_param_gather=par.overlap_param_gather,
                       # HSDP's shard group as the memory plans it (plan.rl_time._hsdp_shard_of): a host's GPUs, not

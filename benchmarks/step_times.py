@@ -862,6 +862,11 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     overlap_gather = overlap_param_gather_of(e, dp) if strategy == "zero1" else None
     if overlap_gather:
         notes.append(overlap_gather)
+    # nanotron's ZeRO-1 with fp32 accumulation (the Ultra-Scale Playbook sweep) all-reduces after the backward
+    reduce_after = strategy == "zero1" and grad_dtype_of(e)[1] == NANOTRON_FP32_GRADS
+    if reduce_after:
+        from trainfit.compute.collectives import NANOTRON_ZERO1_REDUCE
+        notes.append(f"parallel.grad_reduce_after_backward: {NANOTRON_ZERO1_REDUCE}")
     kind = e["kind"]
     scope = {"sft_lora": "lora", "sft_qlora": "qlora"}.get(kind, "full")
     if "Int4" in e["model"]:
@@ -889,7 +894,8 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         "model": model, "method": "sft", "scope": scope, "hardware": hw,
         "parallel": {"strategy": strategy, "offload": e["parallel"].get("offload") or "none",
                      **ckpt, "compile": bool(e.get("compile")) or fused, **mp,
-                     **({"overlap_param_gather": True} if overlap_gather else {})},
+                     **({"overlap_param_gather": True} if overlap_gather else {}),
+                     **({"grad_reduce_after_backward": True} if reduce_after else {})},
         "batch": {"micro_batch_size": b["micro_batch_size"], "seq_len": b["seq_len"],
                   "grad_accum": b.get("grad_accum") or 1},
         "attention": attention_of(e),

@@ -424,6 +424,7 @@ def exposed_data_parallel(
     backward_s: float, micro_steps: int, zero_stage: int, expert_grad_bytes: float = 0.0,
     expert_weight_bytes: float = 0.0, expert_ranks: int = 1, expert_bus_bytes_per_s: float | None = None,
     overlap_param_gather: bool = False, forward_s: float = 0.0, gather_bucket_bytes: float = 0.0,
+    reduce_after_backward: bool = False,
 ) -> CommTime:
     """DDP (``zero_stage`` 0) and ZeRO-1/2: gradient reduction hidden behind backward as far as it goes.
 
@@ -433,7 +434,10 @@ def exposed_data_parallel(
     group's rate); module docstring. Both groups' reductions run behind the same backward; the last bucket of
     either is exposed. ``overlap_param_gather`` (ZeRO-1 as Megatron-Core's distributed optimizer): the parameter
     all-gather waits for the next step's first forward (``forward_s``, one micro-batch) and hides behind it bucket by
-    bucket (``gather_bucket_bytes`` each), all but the first bucket (``dist_optimizer.param_gather_exposed``)."""
+    bucket (``gather_bucket_bytes`` each), all but the first bucket (``dist_optimizer.param_gather_exposed``).
+    ``reduce_after_backward``: no bucketed reduction during the backward; once the step's last backward is done the
+    whole gradient buffer is all-reduced in one collective (a ZeRO-1 rank then keeps its shard), exposed: nanotron
+    with ``accumulate_grad_in_fp32`` and ZeRO-1 (``NANOTRON_ZERO1_REDUCE``)."""
     kw = dict(ranks=ranks, bus_bytes_per_s=bus_bytes_per_s, latency_s=latency_s)
     ekw = dict(ranks=expert_ranks, latency_s=latency_s,
                bus_bytes_per_s=bus_bytes_per_s if expert_bus_bytes_per_s is None else expert_bus_bytes_per_s)
@@ -452,6 +456,10 @@ def exposed_data_parallel(
             total_bytes=expert_weight_bytes, **ekw)
     reductions = micro_steps if zero_stage == 2 else 1
     exposed_red = max(red - backward_s, last)
+    if reduce_after_backward:
+        red = all_reduce_seconds(total_bytes=grad_bytes, **kw) + all_reduce_seconds(total_bytes=expert_grad_bytes,
+                                                                                     **ekw)
+        reductions, exposed_red = 1, red
     exposed_gather = gather
     if overlap_param_gather and zero_stage == 1 and gather > 0:
         bucket = gather_bucket_bytes if gather_bucket_bytes > 0 else max(weight_bytes, expert_weight_bytes)
@@ -462,6 +470,17 @@ def exposed_data_parallel(
                                               forward_s=forward_s)
     per_step = (reductions * exposed_red) + exposed_gather
     return CommTime(reductions * red + gather, per_step)
+
+
+NANOTRON_ZERO1_REDUCE = (
+    "nanotron, accumulate_grad_in_fp32 with ZeRO-1: no DDP wrapper (trainer.py init_model l.786-788 make_ddp = dp > 1"
+    " and not (accumulate_grad_in_fp32 and zero_stage > 0)), so after the pipeline engine's last backward"
+    " training_step calls sync_gradients_across_dp(reduce_scatter=False) (l.510-518, 'too memory hungry, instead we"
+    " run all_reduce'): FP32GradientAccumulator all-reduces its whole contiguous fp32 buffer over the data-parallel"
+    " group (optim/gradient_accumulator.py l.128-155); the optimizer step then all-gathers the updated bf16 shards"
+    " (optim/zero.py step l.119, _all_gather_params l.217-251) (huggingface/nanotron"
+    " @c252843039cc167ff8d6894b87172af4637eb14b, unchanged since c1df08ed)")
+"""Where ``exposed_data_parallel``'s ``reduce_after_backward`` comes from."""
 
 
 SLOWEST_RANK_SIGMA = 0.09

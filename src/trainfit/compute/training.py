@@ -186,6 +186,9 @@ class Parallel:
     overlap_param_gather: bool = False
     """ZeRO-1 as Megatron-Core's distributed optimizer with ``overlap_param_gather``: the parameter all-gather hides
     behind the next step's first forward, bucket by bucket (``dist_optimizer``)."""
+    grad_reduce_after_backward: bool = False
+    """DDP / ZeRO-1/2: the gradients are all-reduced once after the last backward, exposed
+    (``collectives.exposed_data_parallel`` ``reduce_after_backward``: nanotron's ZeRO-1 with fp32 accumulation)."""
     hsdp_shard: int = 0
     """Strategy hsdp: the ranks of one shard group (the card's ``parallel.hsdp_shard_size``); 0: ``gpus_per_node``."""
 
@@ -473,6 +476,7 @@ def train_step_time(
                 expert_bus_bytes_per_s=_expert_bus(rates, parallel, eranks),
                 overlap_param_gather=parallel.overlap_param_gather, forward_s=fwd.seconds,
                 gather_bucket_bytes=megatron_bucket_params(data_parallel=ranks) * optimizer.weight_bytes,
+                reduce_after_backward=parallel.grad_reduce_after_backward,
             )
         notes.append(f"collectives at {bus / 1e9:.0f} GB/s bus bandwidth ({'crossing nodes' if crosses else 'in a node'});"
                      f" {comm.total_s:.3f} s in all, {comm.exposed_s:.3f} s not hidden by compute")

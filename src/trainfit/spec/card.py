@@ -219,6 +219,11 @@ class ParallelSection(_Section):
                                        " the parameter all-gather after the step waits for the next forward and hides"
                                        " behind it bucket by bucket, the first bucket exposed; false: it runs right"
                                        " after the step, exposed. Needs strategy zero1.")
+    grad_reduce_after_backward: bool = Field(False, description="ddp / zero1 / zero2: the data-parallel gradient"
+                                             " reduction runs once after the step's last backward, one all-reduce of"
+                                             " the whole gradient buffer, exposed (nanotron with"
+                                             " accumulate_grad_in_fp32 and ZeRO-1 wraps no DDP); false: bucketed and"
+                                             " overlapped with the backward.")
     context_parallel: int = Field(1, ge=1, le=1024, description="Sequence split over this many ranks (context parallel / Ulysses).")
     context_parallel_kind: ContextParallelKind = Field(ContextParallelKind.RING, description="ring (Megatron CP) | ulysses (verl, OpenRLHF).")
     pipeline_parallel: int = Field(1, ge=1, le=1024, description="Pipeline stages; batch.grad_accum is the micro-batches per step.")

@@ -27,6 +27,9 @@ share ``1 − (1 − k/E)^B`` of its experts, so ``weight_bytes`` above is the d
 of the routed experts' bytes (bf16). One sequence of Qwen3-30B-A3B (8 of 128) reads 6 % of its
 experts per step, 64 sequences 98 %: the long tail of an MoE rollout is cheaper per step than its
 bulk. Real routing is skewed, so the uniform share is an upper bound on the experts read.
+Those routed experts stream through vLLM's Triton ``fused_moe`` kernel, not cuBLAS; on a card for which vLLM ships
+no tuned tile config it runs the default tiles and reads them at ``fused_moe_read_bytes_per_s`` (below
+``hbm_bytes_per_s`` on GB200: ``FUSED_MOE_UNTUNED_READ_BYTES_PER_S``).
 
 **The tensor-parallel all-reduce** (``all_reduce`` above; ``TpAllReduce``): two per decoder layer (after attention
 and after the MLP / MoE), on ``B·hidden`` bf16 activations. vLLM's ``CudaCommunicator.all_reduce`` runs its custom
@@ -222,6 +225,42 @@ writes no KV cache and has no rotary. The unpacked decode path (the same file, w
 variable at 0) adds three ``.contiguous()`` copies of q/k/v and the copy of the core output: 4 more, not counted."""
 ACTIVATION_BYTES = 2
 """bf16 hidden states in the tensor-parallel all-reduces."""
+FUSED_MOE_UNTUNED_READ_BYTES_PER_S = {"gb200": 3.756e12}
+"""Bytes per second at which vLLM's Triton ``fused_moe`` reads bf16 routed experts on a card for which vLLM ships no
+tuned tile config, by GPU id (absent: the card's ``hbm_bytes_per_s``).
+
+Why GB200: NeMo RL runs bf16 MoE generation on vLLM's Triton ``fused_moe`` (``select_unquantized_moe_backend`` picks
+TRITON on CUDA unless ``VLLM_USE_FLASHINFER_MOE_FP16`` is set, ``vllm/model_executor/layers/fused_moe/oracle/
+unquantized.py`` in the vLLM 0.17.1 sdist; NeMo RL sets neither it nor an MoE backend at v0.5.0 / v0.6.0).
+``try_get_optimal_moe_config`` looks for ``E=<experts>,N=<intermediate per rank>,device_name=<torch device name>.json``
+and otherwise takes ``get_default_config`` (``fused_moe.py``, 0.17.1 lines 1326-1356). NeMo RL v0.5.0 pins vLLM 0.11.2
+and v0.6.0 vLLM 0.17.1 (``pyproject.toml`` at tags v0.5.0 / v0.6.0 of NVIDIA-NeMo/RL; the v0.6 performance page was
+added on the r0.6.0 branch, 5fb588932bf835506a8a5bac01de4f8c7ab0a065). Neither sdist (PyPI vllm-0.11.2.tar.gz,
+vllm-0.17.1.tar.gz, read 2026-12-02) holds a bf16 config for ``NVIDIA_GB200`` for any shape (only fp8 ones), so
+Qwen3-30B-A3B (E=128, N=768 at TP 1), Qwen3-235B-A22B (N=192 at TP 8) and DeepSeek-V3 (E=256, N=64 / 128 at TP 32 /
+16) all run the default tiles there. 0.11.2's default for ``M <= E`` is ``BLOCK_SIZE_M 16, N 32, K 64, GROUP_SIZE_M
+1`` with Triton's default warps and stages.
+
+The rate: vllm-project/vllm PR #31448 (2025-12-28) ran ``benchmarks/kernels/benchmark_moe.py`` on a B200 (the same
+Blackwell die and 8 TB/s HBM3e as a GB200 GPU) for E=128, N=768, bf16, with that default config: 39.61, 51.87 and
+73.18 us for 1, 2 and 4 tokens. Top-8 of 128 experts touch ``128·(1 − (120/128)^B)`` = 8, 15.5 and 29.1 experts of
+3·768·2048·2 B = 9.44 MB each: 1.91, 2.82 and **3.756 TB/s** (47 % of 8 TB/s), the last kept here (the largest
+batch published; the kernel time includes ``moe_align_block_size``, the activation and ``moe_sum``, so a lower bound
+on the stream rate, which was still rising). The same default tiles on an A100 PCIe 40GB (PR #19049, 2025-06-03:
+109.21, 268.89 and 917.45 us at 1, 4 and 64 tokens) reach 44 %, 66 % and 83 % of its 1.555 TB/s: a kernel that keeps
+a fixed number of bytes in flight per SM streams at about SMs x bytes in flight / latency (Little's law), enough for
+an Ampere or Hopper HBM, not for Blackwell's. On A100's growth from 4 to 64 tokens the B200 rate would reach ~4.8
+TB/s at decode batches (60 %); not published, so the measured 3.756 is used. The H100 rows run the same default tiles
+for most shapes and are planned within a few percent at ``hbm_bytes_per_s``, so no H100 figure is set.
+
+Not applied: fp8 experts (GB200 has fp8 block configs for several shapes), B200 (vLLM 0.17.1 ships bf16 B200 configs
+for some shapes, e.g. E=128,N=768 from the PR above; no B200 MoE row is scored), and vLLM 0.17.1's larger default
+tiles (``num_warps`` 4, ``num_stages`` 3-4, ``BLOCK_SIZE_K`` 128 at small ``M``), for which no Blackwell measurement
+was found: the same rate is assumed (NeMo RL's v0.6 GB200 rows stayed as far under the plan as the v0.5 ones on
+the same configurations without it: Qwen3-235B 64 GPUs -37 / -28 %, 128 GPUs 1-step off -39 / -42 %, DeepSeek-V3 128
+GPUs -53 / -50 %).
+Not fitted: ``benchmarks/step_times.py`` moved GB200 MoE RL steps from a median |error| of 38 % to 20 % on the fit
+half and 44 % to 30 % on the held-out half."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -401,10 +440,11 @@ def _step_model(*, spec, matmul_params, rates, tp, weight_bytes, kv_bytes_per_to
     n_ar = 2 * spec.num_layers if tp > 1 else 0
     kernels = decode_kernels(spec, tp=tp)
     experts, miss = routed_expert_bytes(spec, weight_bytes=weight_bytes, bytes_per_param=expert_bytes_per_param)
+    moe_hbm = fused_moe_read_bytes_per_s(rates, expert_bytes_per_param=expert_bytes_per_param)
     rank = rank_weight_bytes(spec, tp=tp, weight_bytes=weight_bytes) if rank_bytes is None else rank_bytes
     state = linear_state_step_bytes(spec, tp=tp)
     return _StepModel(
-        bw0=(rank - experts / tp) / hbm, bw_experts=experts / tp / hbm, expert_miss=miss, bw_ctx=kv_bytes_per_token / tp / hbm, bw_seq=(kv_bytes_per_token / tp + state) / hbm,
+        bw0=(rank - experts / tp) / hbm, bw_experts=experts / tp / moe_hbm, expert_miss=miss, bw_ctx=kv_bytes_per_token / tp / hbm, bw_seq=(kv_bytes_per_token / tp + state) / hbm,
         fl_seq=2 * matmul_params / lin_flops, fl_ctx=4.0 * spec.q_dim * spec.num_full_attention_layers / flops,
         ar_per_step=n_ar, ar_bytes_seq=spec.hidden_size * ACTIVATION_BYTES,
         ar=tp_all_reduce(rates=rates, tp=tp, link=link, latency_s=tp_all_reduce_latency_s),
@@ -413,6 +453,16 @@ def _step_model(*, spec, matmul_params, rates, tp, weight_bytes, kv_bytes_per_to
         engine_seq=engine_s_per_sequence,
         frontend0=frontend_s_per_step, frontend_seq=frontend_s_per_sequence, frontend_serial=not engine_multiprocess,
     )
+
+
+def fused_moe_read_bytes_per_s(rates: DeviceRates, *, expert_bytes_per_param: float = ACTIVATION_BYTES) -> float:
+    """Bytes per second at which one engine GPU reads its routed experts in a decode step: the card's
+    ``hbm_bytes_per_s``, or for bf16 experts on a card vLLM ships no tuned ``fused_moe`` config for the lower
+    ``FUSED_MOE_UNTUNED_READ_BYTES_PER_S`` (whichever is lower)."""
+    untuned = FUSED_MOE_UNTUNED_READ_BYTES_PER_S.get(rates.gpu_id)
+    if untuned is None or expert_bytes_per_param != ACTIVATION_BYTES:
+        return rates.hbm_bytes_per_s
+    return min(rates.hbm_bytes_per_s, untuned)
 
 
 def decode_kernels(spec: ModelSpec, *, tp: int) -> int:

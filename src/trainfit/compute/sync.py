@@ -35,6 +35,10 @@ Seconds::
                 disk:      2·W / disk_bytes_per_s + 2·W/tp / hbm
     per_tensor = num_tensors · s_per_tensor + buckets · S_PER_BUCKET
 
+verl on an FSDP1 trainer gathers everything twice (``fsdp1_state_dict_units``): the export's ``module.state_dict()``,
+a ``SHARDED_STATE_DICT``, all-gathers each FSDP unit whole before the per-parameter ``full_tensor()`` runs
+(``unshard_units``: one more ``gather`` over the same shards and bytes, one collective per unit).
+
 NeMo RL's Megatron backend gathers differently (``megatron_export_gather``): its refit, colocated or NCCL, walks
 Megatron-Bridge's ``export_hf_weights``, which gives every training rank every full tensor, one collective after
 another per Megatron parameter: a broadcast from the owning pipeline stage to the ``pp`` ranks, an all-gather over
@@ -80,7 +84,19 @@ the device, the previous bucket's broadcast included, and ``wait_for_complete`` 
 enqueue only (lines 92-100). The same publisher's 7B receiver profile (verl-project/verl PR #6974, 2026-07-10)
 times the wire at 1.6-1.8 s for 15 GB, beside 1.2 s of SGLang apply: 5-9 GB/s from the one sending GPU, a fifth to
 a tenth of one 400 Gb/s NIC. The fabric is not stated and no catalogued rate is that low, so no term stands in for
-it.
+it. The rows price a 2 GiB bucket at 0.72 s (7B, 8 buckets), 0.42 s (32B, 34) and 0.35 s (72B, 83) against about
+0.10 s here (72B: 14 ms gather, 54 ms wire, 32 ms apply); with this model's other terms kept, the one sender's
+broadcast would run at 3.9, 6.3 and 7.1 GB/s, and the 72B sender's own loop (issue #7060: 23.5 s for 83 buckets)
+at 7.6 GB/s, 30-60 Gb/s. Two facts say the code path does not set that rate. The same publisher timed the same
+sync (1+1 H100 nodes, Qwen2.5-7B, offload on, nccl backend, SGLang) under the one-step-off trainer at 3.36-3.49 s
+after the staging fix (verl-project/verl b7ff88e3dcfc649b1bc830e00ed72ef0ac1810b9, #7005, commit message), through
+the same ``CheckpointEngineManager.update_weights`` (verl/checkpoint_engine/base.py, the same eight steps @b7ff88e3
+and @b9873ee98): about 2.3 s of the V1 trainer's 5.5-6.0 s lies outside the sync as one-step-off times it, and
+against 3.4 s this model is -47 %. And the stock engine on a stated fabric (AWS EFA, 8-GPU FSDP2 trainer to 8 vLLM
+GPUs at TP 4, a 27B bf16 model, 2 GiB buckets) took 3.01 s ± 0.25 over 20 refits (verl-project/verl PR #7263,
+2026-08-04): about 18 GB/s end to end, gather and load included; a single sender's broadcast reached ~25 GB/s,
+one NIC, on GH200 (issue #7167, 2026-07-27). What the dense rows need is that cluster's rate, which no source
+states.
 
 Why the stages add rather than overlap: ray.util.collective, which carries the checkpoint engine's broadcasts, runs
 NCCL on cupy's legacy default stream unless ``NCCL_USE_MULTISTREAM=True`` (default ``"False"``:
@@ -177,6 +193,10 @@ class FrameworkSync:
     """The all-gather moves the sharded parameters in the trainer's dtype and the cast to the engine's dtype follows
     it (verl's FSDP engine: ``full_tensor()`` then ``.to(torch.bfloat16)``; module docstring); else the
     gather is counted in the dtype sent."""
+    unshards_fsdp1_state_dict: bool = False
+    """The export starts with ``module.state_dict()``, which on an FSDP1 trainer of more than one rank is a
+    ``SHARDED_STATE_DICT`` that all-gathers every FSDP unit whole before the per-parameter ``full_tensor()`` gathers
+    again (verl: ``fsdp1_state_dict_units``, ``weight_sync_seconds`` ``unshard_units``)."""
 
 
 def weight_sync_seconds(
@@ -203,6 +223,7 @@ def weight_sync_seconds(
     tensor_bytes: Sequence[float] | None = None,
     whole_bucket: bool = False,
     export_staging_s: float = 0.0,
+    unshard_units: int = 0,
 ) -> SyncTime:
     """Seconds of one trainer -> engine weight update (module docstring).
 
@@ -215,6 +236,9 @@ def weight_sync_seconds(
     ``export_staging_s``: seconds the trainer spends copying its offloaded parameter shard back to the GPU before it
     can gather (``export_staging_seconds``); the copy of each parameter precedes its gather in the export
     generator, so it adds (``SyncTime.staging_s``).
+    ``unshard_units``: FSDP units the export's ``state_dict()`` all-gathers whole before the per-tensor gathers, one
+    collective each over the same ``train_shards`` and in the same dtype (``gather_bytes``): FSDP1's
+    ``SHARDED_STATE_DICT`` (``fsdp1_state_dict_units``); 0 where the state dict only references the shards (FSDP2).
     ``num_tensors``: parameters sent
     (``hf_tensor_count``). ``train_shards``: ranks a parameter is sharded over (1: replicated).
     ``tp``: the engine's tensor parallelism; ``engines``: engine instances receiving a broadcast.
@@ -255,10 +279,16 @@ def weight_sync_seconds(
         raise CardError(f"weight sync: gather_bytes must be > 0 or None, got {gather_bytes}")
     if export_staging_s < 0:
         raise CardError(f"weight sync: export_staging_s must be >= 0, got {export_staging_s}")
-    gather = _gather_seconds(weight_bytes=weight_bytes if gather_bytes is None else gather_bytes,
-                             num_tensors=num_tensors, shards=train_shards, rates=rates,
-                             crosses_nodes=bool(gpus_per_node and train_shards > gpus_per_node),
-                             nic_bytes_per_s=nic_bytes_per_s, s_per_tensor=gather_s_per_tensor, gpus_per_node=gpus_per_node)
+    if unshard_units < 0:
+        raise CardError(f"weight sync: unshard_units must be >= 0, got {unshard_units}")
+    gather_kw = {"weight_bytes": weight_bytes if gather_bytes is None else gather_bytes, "shards": train_shards,
+                 "rates": rates, "crosses_nodes": bool(gpus_per_node and train_shards > gpus_per_node),
+                 "nic_bytes_per_s": nic_bytes_per_s, "gpus_per_node": gpus_per_node}
+    gather = _gather_seconds(num_tensors=num_tensors, s_per_tensor=gather_s_per_tensor, **gather_kw)
+    # FSDP1's SHARDED_STATE_DICT all-gathers each unit's flat parameter before the export walks the tensors; the
+    # per-tensor gathers then run over the DTensor chunks it cut (FrameworkSync.unshards_fsdp1_state_dict)
+    unshard = _gather_seconds(num_tensors=unshard_units, s_per_tensor=None, **gather_kw) if unshard_units else 0.0
+    gather += unshard
     buckets = (0 if bucket_bytes is None or mech is SyncMechanism.DISK else
                packed_bucket_count(tensor_bytes, bucket_bytes=bucket_bytes) if tensor_bytes else
                ceil(weight_bytes / bucket_bytes))
@@ -317,10 +347,36 @@ def weight_sync_seconds(
           " traffic" + (", beside the next bucket's broadcast)" if buckets and mech is SyncMechanism.NCCL_BROADCAST
                         else ")"),) if cast else ()) + export_notes + (
         (f"the offloaded parameter shard copied back to the GPU for the export: {export_staging_s:.2f} s",)
-        if export_staging_s else ())
+        if export_staging_s else ()) + (
+        (f"state_dict() first all-gathers {unshard_units} FSDP1 units whole (SHARDED_STATE_DICT): {unshard:.2f} s",)
+        if unshard else ())
     return SyncTime(gather_s=gather, transfer_s=transfer, per_tensor_s=per_tensor,
                     total_s=gather + transfer + per_tensor + export_staging_s, assumptions=notes,
                     staging_s=export_staging_s)
+
+
+def fsdp1_state_dict_units(spec: ModelSpec) -> int:
+    """FSDP units the ``state_dict()`` of verl's FSDP1 trainer all-gathers whole before a weight sync's per-tensor
+    export: one per decoder layer and the root (embeddings, final norm, head).
+
+    Both verl exports start with ``params = self.module.state_dict()`` and then yield
+    ``param.full_tensor()`` per parameter: the engine workers' ``get_per_tensor_param``
+    (verl/workers/engine/fsdp/transformer_impl.py lines 920-981, verl-project/verl
+    @b9873ee98f5ee513a460a7a41623262ac4a831e9) and the older rollout sharding manager's ``__enter__``
+    (volcengine/verl verl/workers/sharding_manager/fsdp_vllm.py lines 75-98
+    @8e7780f5ee2021cc06c248b7cf87cf31200a38fd). On FSDP1 with more than one rank verl sets
+    ``StateDictType.SHARDED_STATE_DICT`` (transformer_impl.py lines 462-473 @bf48903d93e4618531d3bbae96551a889007dd8b;
+    fsdp_vllm.py lines 52-60 @8e7780f5 under the default ``rollout.load_format: dummy_dtensor``, ppo_trainer.yaml line
+    83 and fsdp_workers.py line 334), whose pre-hook runs ``_unshard_params`` on every FSDP unit, an all-gather of
+    its flat parameter in full precision, and whose post-hook cuts each unsharded parameter back into a ``Shard(0)``
+    chunk (pytorch/pytorch torch/distributed/fsdp/_state_dict_utils.py ``_sharded_pre_state_dict_hook`` /
+    ``_sharded_post_state_dict_hook`` @22eccc02f3a5a7818f93bc8ff2aaf98eb8d64742): the whole model crosses the
+    gather's links twice, once per unit and once per parameter. verl's own delta-sync doc says as much: "FSDP1's
+    state-dict export runs through the unshard machinery" (verl-project/verl docs/advance/delta_weight_sync.md
+    @040a28659773fd58eac91cc006d255826c6da03a). FSDP2's ``state_dict()`` only collects the DTensor shards (the same
+    file, ``get_per_tensor_param``'s comment). verl wraps one unit per ``_no_split_modules`` class, the decoder layer,
+    and the root holds the rest (``get_fsdp_wrap_policy``, verl/utils/fsdp_utils.py lines 80-140 @bf48903d)."""
+    return spec.num_layers + 1
 
 
 def export_staging_seconds(*, shard_bytes_per_rank: float, host_copy_bytes_per_s: float) -> float:
@@ -717,6 +773,8 @@ def framework_sync_mechanism(framework: str, placement: Placement | str,
                          # the engine workers' get_per_tensor_param (colocated and the checkpoint engine); the fully
                          # async trainer's own paths are not read here
                          gathers_trainer_dtype=name == "verl" and not fully_async_path,
+                         # both verl exports call module.state_dict() first (fsdp1_state_dict_units)
+                         unshards_fsdp1_state_dict=name == "verl" and not fully_async_path,
                          broadcasts_whole_bucket=(name, where) == ("verl", Placement.SPLIT) and not fully_async_path)
 
 

@@ -463,6 +463,7 @@ def sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding,
     from trainfit.compute.sync import (
         export_staging_seconds,
         framework_sync_mechanism,
+        fsdp1_state_dict_units,
         hf_tensor_bytes,
         hf_tensor_count,
         megatron_export_gather,
@@ -490,6 +491,10 @@ def sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding,
     gather_fp32 = fs.gathers_trainer_dtype and sharded and fp32 and trainable_spec(card).lora is None
     trainer_dtype_bytes = weight_bytes(spec, weights=Dtype.FP32 if fp32 else Dtype.BF16, compute=ComputeDtype.BF16,
                                        trainable=TrainableSpec()).base
+    # verl's FSDP1 export: state_dict() all-gathers every FSDP unit before the per-tensor gathers (compute.sync)
+    unshard_units = fsdp1_state_dict_units(spec) if (
+        fs.unshards_fsdp1_state_dict and sharded and card.parallel.strategy in FSDP_STRATEGIES
+        and card.parallel.fsdp_version is FsdpVersion.FSDP1 and trainable_spec(card).lora is None) else 0
     # verl's checkpoint engine on a split placement: a trainer with its parameters offloaded streams each rank's shard
     # back from host memory for the export (compute.sync.export_staging_seconds); colocated, the state_offload phase
     # already brings the weights back for the sync. FSDP2's shard lies in pageable memory (``model.cpu()``), FSDP1's
@@ -519,7 +524,7 @@ def sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding,
         receiver_cast_bytes_per_param=FP8_CAST_BYTES_PER_PARAM, trainer_gather=export,
         # verl's checkpoint engine fills its buckets in state_dict order and broadcasts each whole (compute.sync)
         tensor_bytes=hf_tensor_bytes(spec) if fs.broadcasts_whole_bucket else None,
-        whole_bucket=fs.broadcasts_whole_bucket, export_staging_s=staging,
+        whole_bucket=fs.broadcasts_whole_bucket, export_staging_s=staging, unshard_units=unshard_units,
     )
     return _phase("weight_sync", t.total_s, "communication", gather=t.gather_s, transfer=t.transfer_s,
                   per_tensor=t.per_tensor_s, staging=t.staging_s)

@@ -6,7 +6,8 @@ generations (2,048 sequences, ~3,200 of at most 4,096 tokens), generation engine
 
 * v0.5 (@9dbd9adc95a10f5946cceb36e1d5b31e2429e470, vLLM 0.11.2): 32 GPUs, 16 of them engines -> 128 sequences per
   engine, **136 s** a step (recipe ``grpo-qwen3-30ba3b-8n4g-async-1off.yaml``);
-* v0.6 (@aea463dd2dad3c9dd39d92df3a1616647c8ff45a, vLLM 0.20.0): 16 GPUs, 8 of them engines -> 256 sequences per
+* v0.6 (@aea463dd2dad3c9dd39d92df3a1616647c8ff45a; the table came in on the r0.6.0 branch, 5fb588932, whose
+  ``pyproject.toml`` pins vLLM 0.17.1): 16 GPUs, 8 of them engines -> 256 sequences per
   engine, **301 s** (recipe ``grpo-qwen3-30ba3b-4n4g-async-1off.yaml``: ``colocated.resources.num_nodes: 2`` of 4-GPU
   nodes, ``vllm_cfg.tensor_parallel_size: 1``, ``gpu_memory_utilization: 0.8``, ``async_engine: true``).
 
@@ -23,10 +24,11 @@ taking ~4,100 decode steps, the longest responses hitting the 4,096 cap).
 What was ruled out (2026-12-02; ``decode_step`` / the GB200 rows' notes hold the sources): KV capacity (Qwen3-30B-A3B
 holds 96 KiB of KV per token; at 0.8 of a 186 GB GPU less 61 GB of weights the engine keeps ~0.86-0.98 M tokens,
 and the plan's 256 sequences peak below that: no preemption); vLLM's default ``max_num_seqs`` (the engine runs all 256
-either way); the fused-MoE Triton config (none shipped for GB200 at v0.5 or v0.6, none for the H100 twin at v0.5
-either); FlashInfer's TRT-LLM decode attention (~86 % of the HBM rate in its own benchmark, ~+15 % on the KV part);
+either way); the fused-MoE Triton config as the whole cause (none shipped for GB200 at v0.5 or v0.6, none for the H100 twin at
+v0.5 either; the default tiles' lower read rate on Blackwell is now modelled, ``decode_step.fused_moe_read_bytes_per_s``,
+and the ratio still misses); FlashInfer's TRT-LLM decode attention (~86 % of the HBM rate in its own benchmark, ~+15 % on the KV part);
 the Grace host (the one-GPU Llama-3.1-8B GB200 rows, 256 sequences per engine, are planned within +4..+7 %). The
-two rows also differ in vLLM version (0.11.2 -> 0.20.0) and training EP (16 -> 8); the H100 rows moved only
+two rows also differ in vLLM version (0.11.2 -> 0.17.1) and training EP (16 -> 8); the H100 rows moved only
 154 -> 152 s over the same upgrade. No citable per-step cost was found, so none is modelled, and no constant is
 fitted to these two rows: strict xfail until a mechanism explains the ratio.
 """

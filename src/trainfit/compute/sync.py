@@ -115,6 +115,32 @@ MoE rows' VeOmni engine also sends fp32 (no cast, above), twice the bytes of the
 not name the engine (verl's TorchTitan engine, the other with expert parallelism, casts to bf16:
 verl/workers/engine/torchtitan/transformer_impl.py line 550 @ce195c95ea3aa9a8b89b00bbe669e854a91d23d1).
 
+Known gap, A800 (the same doc's second table, verl-project/verl @040a28659773fd58eac91cc006d255826c6da03a, #7324):
+this model is 5-28x too fast on the dense Qwen3-8B rows, and one unstated cross-node rate covers all of them. Here is
+what the code sends across the trainer node's boundary on each sync. (1) The fp32 ``full_tensor()`` of every
+parameter, when the 16-rank shard group spans two nodes: a ring carries 15/16 of 32.8 GB each way. Nothing crosses
+on one node, or under HSDP, whose shard group stays inside a node. (2) FSDP1's unshard of the same bytes
+(``fsdp1_state_dict_units``). (3) The broadcast. The TorchTitan engine sends 16.4 GB of bf16, because it casts
+after the gather (``get_per_tensor_param``, verl/workers/engine/torchtitan/transformer_impl.py lines 658-671). The
+FSDP engine sends 32.8 GB of fp32, because its export has not cast since f66328232 (#7161, 2026-07-27:
+``get_per_tensor_param``, verl/workers/engine/fsdp/transformer_impl.py lines 1005-1013, and ``unfuse_moe_params``
+@040a2865). That fp32 send is not modelled: a card names neither the engine nor the verl version. Take away this
+model's SGLang apply (1.0 s, 399 tensors), and the 0.2 s gather where it stays inside a node. Count the rest as
+wire, and the rows run at:
+* 1+1 nodes: 16.4 GB in 9.8 s, 1.7 GB/s;
+* 2+2 TorchTitan: 47.1 GB in 33.2 s, 1.4 GB/s;
+* FSDP engine on FSDP2: 63.5 GB in 37.6 s, 1.7 GB/s;
+* FSDP1: 94.2 GB in 64.2 s, 1.5 GB/s. FSDP1 minus FSDP2, the unshard alone, is 30.7 GB in 26.6 s (1.2 GB/s);
+* HSDP x TP2: 16.4 GB in 9.0 s, 1.8 GB/s.
+That is 10-15 Gb/s per node. Here the broadcast gets 20 GB/s, from one 200 Gb/s NIC, and the gather gets 160 GB/s,
+from eight. The publisher's pods varied: "That batch of nodes was roughly three times faster end to end (55 s per
+step against 183 s)" and "a timing only ever describes one session on one set of pods" (verl-project/verl 2d67b0eda and
+e8fd0a011, commits of the PR).
+The 30B-A3B MoE row does not share that rate. At least 124.8 GB cross in 43.43 s, 2.9 GB/s or more: 58.0 GB of fp32
+experts exchanged over efsdp=2, 5.8 GB of dense gather and 61.1 GB of bf16 broadcast. It lands at +24 % here
+through 47 s of per-tensor SGLang cost (18,867 tensors), not through the fabric. No source states the fabric, so no
+term stands in for it.
+
 Pure Python: no torch import.
 """
 

@@ -54,6 +54,34 @@ verl's fully asynchronous trainer (``fully_async`` under other presets) is plann
 generation side and the trainer side with the sync on the trainer side (its rollouter keeps generating
 with partial rollouts while the trainer syncs; not read line by line here).
 
+verl's FSDP actor update beyond a forward, backward and optimizer step, read at volcengine/verl
+@e0d035cd4a6a5c29835516a58d78710a28e73b18 (the play-verl rows; the same at v0.3.0.post0
+@8e7780f5ee2021cc06c248b7cf87cf31200a38fd) and priced at the catalog rates: each is planned or too small to plan
+apart. ``update_policy`` (verl/workers/actor/dp_actor.py l.240-362) takes ``ppo_mini_batch_size`` mini-batches x
+``ppo_epochs`` optimizer steps (as planned); it reads four or five losses per micro-batch and the norm per step with
+``.item()`` (a queue drain each); the vocabulary work is ``compute.inventory``'s (the update's entropy only where
+``entropy_coeff`` is not 0: 0 at e0d035cd, ppo_trainer.yaml l.46); FSDP1 ``clip_grad_norm_`` reads the gradient shard
+once and all-reduces one scalar; AdamW runs on the fp32 shard (``optimizer_step``); FSDP1's fp32 reduction casts and
+pre-divides each unit's unsharded gradient on its post-backward stream (14 B per parameter per micro-batch, 32 ms for
+Qwen2-7B on an H100, behind the next unit's backward). The critic's update has its own timer, before the actor's
+(verl/trainer/ppo/ray_trainer.py l.1033-1043); ``update_actor`` loads and offloads the actor's state inside its timer
+(verl/workers/fsdp_workers.py l.512-552: the benchmark's offload share). What the published per-step lines hold beyond
+the plan is none of these, and lies inside ``update_policy``: verl's own ``perf/mfu/actor`` times it alone
+(fsdp_workers.py l.525-530, an H100 counted at 989 TFLOP/s, verl/utils/flops_counter.py l.37-38), which leaves outside
+it 0.38 s of play-verl's Qwen2-7B 'recommended' 33.5 s update, 1.3 s of the offloading 'min' run's 10.6 s and 0.03 s
+of the 0.5B GRPO run's 1.0 s. A least-squares fit of each timer on the step's tokens (yushengsu-thu/verl_training_log
+gsm8k/{grpo,ppo}_run_deepseek7b_llm.log @deb1507ca0740580d2019e7150d08edf8dd6ca35, MI300X, 1007 steps each) leaves the
+log-prob passes a fixed part of 0.0-0.4 s and the updates 1.9 +- 0.5 s (GRPO actor, 4 optimizer steps), 2.6 +- 0.4 s
+(PPO actor, 4) and 2.0 +- 0.3 s (PPO critic, 4), with slopes 3.4-3.9 x the forward pass's (4 x: forward, recompute, a
+backward twice as long); play-verl's Qwen2-7B PPO actor update (dingxianzhong/play-verl
+logs/verl_qwen2_7b_recommended.log @7716a615fc4b68961f2bb7716c9aadcd65ca28d2, 55 steps, 16 optimizer steps each) grows
+6.1 +- 2.1 s per million tokens, where 4 x its log-prob pass's 3.87 +- 0.15 would give 15.5. Not modelled: a fixed
+part of about 0.5-0.7 s per optimizer step of a 7B model on 8 GPUs (the MI300X fits over 4 steps; 4 x the forward
+slope leaves 11 s over play-verl's 16), whose mechanism these reads do not name (one profiled update on a device
+would). The MI300X rows' token-proportional part is 1.35 x the plan's in the log-prob passes as well, as the torchao
+MI300X pretrain rows are under: the MI300X bf16 rate is the MAMF table's TunableOp row (``compute.rates``), not a
+default-heuristic one.
+
 Pure: no torch.
 """
 

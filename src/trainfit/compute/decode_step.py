@@ -144,8 +144,12 @@ sleep/wake; the ROCm runs need their larger per-token cost; DeepSeek-V3's eager 
 matmuls). So the launch stays at the training figure until those are modelled with it: 26 us alone moves the
 generation subset's median from 15 % to 34 % and its held-out RL steps from 15 % to 19 %.
 ``tests/compute/test_eager_decode_evidence.py`` holds the one-sequence step against the play-verl measurement
-(strict xfail). verl's synchronous rollout (``vllm_rollout_spmd.py`` @2c8b2b995f36a7cd159b5a9beb5d5ed37cae0fc1 lines
-141-164) also runs the engine in-process (``distributed_executor_backend="external_launcher"``, which vLLM 0.8.3
+(strict xfail). A fourth source agrees: vLLM and SGLang eager against CUDA graphs on one H200 (GPT-2, batch 1;
+deepspeedai/DeepSpeed PR #8352, 2026-09-22) give 24 and 27 us per kernel; ``decode_kernels`` also leaves out
+Qwen3's ``q_norm`` / ``k_norm`` (2 a layer); both in ``tests/compute/test_engine_eager_host_cost.py`` (strict
+xfails, with the rows each moves). verl's synchronous rollout (``vllm_rollout_spmd.py``
+@2c8b2b995f36a7cd159b5a9beb5d5ed37cae0fc1 lines 141-164) also runs the engine in-process
+(``distributed_executor_backend="external_launcher"``, which vLLM 0.8.3
 answers with ``VLLM_ENABLE_V1_MULTIPROCESSING=0``, ``vllm/config.py`` lines 1556-1559), all-reduces through NCCL
 (``disable_custom_all_reduce=True``) and asks for ``logprobs=0`` (one ``Logprob`` per token in the frontend); the
 measured 8.3 ms step leaves no room for the in-process ``FRONTEND_S_PER_STEP`` fitted on NeMo RL rows. The

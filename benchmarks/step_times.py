@@ -103,8 +103,8 @@ MODEL_ALIASES = {
     "Qwen/Qwen3-30B-A3B-Base": "Qwen/Qwen3-30B-A3B",
 }
 GPU_ALIASES = {
-    "a800-80gb": ("a100-80gb", "A800: A100-80GB compute and HBM, NVLink capped at 400 GB/s (catalog A100: 600)"),
-    "a800": ("a100-80gb", "A800: A100-80GB compute and HBM, NVLink capped at 400 GB/s (catalog A100: 600)"),
+    # the catalog's a800-80gb (A100-80GB compute and HBM, NVLink 400 GB/s): planned as itself, not as the A100
+    "a800": ("a800-80gb", "A800: the catalog's a800-80gb (A100-80GB compute and HBM, NVLink 400 GB/s)"),
     "h800": ("h100-sxm", "H800: H100 SXM compute and HBM, NVLink capped at 400 GB/s (catalog H100: 900)"),
 }
 NOMINAL_PARAMS = {

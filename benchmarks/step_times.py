@@ -105,7 +105,7 @@ MODEL_ALIASES = {
 GPU_ALIASES = {
     # the catalog's a800-80gb (A100-80GB compute and HBM, NVLink 400 GB/s): planned as itself, not as the A100
     "a800": ("a800-80gb", "A800: the catalog's a800-80gb (A100-80GB compute and HBM, NVLink 400 GB/s)"),
-    "h800": ("h100-sxm", "H800: H100 SXM compute and HBM, NVLink capped at 400 GB/s (catalog H100: 900)"),
+    "h800": ("h800", "H800: the catalog's h800 (H100 SXM compute and HBM, NVLink 400 GB/s)"),
 }
 NOMINAL_PARAMS = {
     # active parameters of models outside the catalog, for the rule only

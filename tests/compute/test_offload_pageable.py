@@ -11,7 +11,9 @@ import pytest
 from trainfit.catalog.gpus import resolve_gpu
 from trainfit.catalog.models import resolve_model
 from trainfit.compute.offload import (
+    PAGEABLE_FIRST_TOUCH_BYTES_PER_S,
     PAGEABLE_STAGING_BYTES_PER_S,
+    first_touch_copy_bytes_per_s,
     host_copy_bytes_per_s,
     pageable_copy_bytes_per_s,
     staging_bytes_per_s_of,
@@ -89,4 +91,17 @@ def test_nemo_rl_megatron_optimizer_states_pageable_buffers_pinned():
     pageable = NEMO_RL_MEGATRON_OPTIMIZER_BYTES * n / 8
     t = trainer_state_offload_phase(card, spec, H100, train_gpus=8)
     assert t.terms["to_host"] == pytest.approx(pinned / host_copy_bytes_per_s(**kw)
-                                               + pageable / pageable_copy_bytes_per_s(**kw), rel=1e-3)
+                                               + pageable / PAGEABLE_FIRST_TOUCH_BYTES_PER_S, rel=1e-3)
+    assert t.terms["to_device"] == pytest.approx(pinned / host_copy_bytes_per_s(**kw)
+                                                 + pageable / pageable_copy_bytes_per_s(**kw), rel=1e-3)
+
+
+def test_first_touch_caps_the_copy_to_fresh_pageable_memory_behind_pcie_only():
+    """``v.to("cpu")`` into a host tensor allocated anew: at most ``PAGEABLE_FIRST_TOUCH_BYTES_PER_S`` (PyTorch's
+    A100 ``Memcpy DtoH (Device -> Pageable)``, pytorch/pytorch PR #138018) behind PCIe; a coherent host link keeps
+    the rate it is given (no measurement)."""
+    assert PAGEABLE_FIRST_TOUCH_BYTES_PER_S < PAGEABLE_STAGING_BYTES_PER_S
+    assert first_touch_copy_bytes_per_s(pageable_bytes_per_s=10 * GB, coherent_host_link=False) == \
+        PAGEABLE_FIRST_TOUCH_BYTES_PER_S
+    assert first_touch_copy_bytes_per_s(pageable_bytes_per_s=1 * GB, coherent_host_link=False) == 1 * GB
+    assert first_touch_copy_bytes_per_s(pageable_bytes_per_s=90 * GB, coherent_host_link=True) == 90 * GB

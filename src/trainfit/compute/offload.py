@@ -122,10 +122,22 @@ device to host against 25.7 / 25.8 GB/s pinned on the same machine (gengwg/gpu `
 @f1ce2499ef5f317f60068cbee22ed8f12e9b65a5); the host-to-device figure is taken. A PCIe A100 server in the same
 file measured 3.3 / 8.5 GB/s pageable (17.3 / 24.6 pinned): the rate is the host CPU's, so a slower host is slower.
 
-Not modelled: a copy *into* freshly allocated pageable memory (``tensor.cpu()`` / ``.to("cpu")`` without
-``non_blocking``) also takes the first-touch page faults of the new pages; PyTorch measured about 1.4 GB/s for
-``Memcpy DtoH (Device -> Pageable)`` against about 12.6 GB/s into pinned memory on an A100 for ``torch.save``
-(pytorch/pytorch PR #138018, 2024-10-15), which would make the offload direction slower still."""
+A copy *into* freshly allocated pageable memory (``tensor.cpu()`` / ``.to("cpu")`` without ``non_blocking``) also
+takes the first-touch page faults of the new pages: ``PAGEABLE_FIRST_TOUCH_BYTES_PER_S``."""
+
+PAGEABLE_FIRST_TOUCH_BYTES_PER_S = 1.4e9
+"""One process's device-to-host copy into *freshly allocated* pageable memory: the staging copy above plus the
+kernel's first-touch fault and zeroing of every new 4 KiB page. PyTorch measured about 1.4 GB/s for ``Memcpy DtoH
+(Device -> Pageable)`` against about 12.6 GB/s into pinned memory on an A100, ``torch.save`` of a llama-style
+state dict, whose ``storage.cpu()`` allocates each tensor's host copy anew (pytorch/pytorch PR #138018,
+https://github.com/pytorch/pytorch/pull/138018, 2024-10-15, read 2026-12-02). The per-step offloads that copy this
+way allocate a new host tensor each step and free it when the state comes back (``state[k] = v.to("cpu")`` then
+``state[k] = v.to("cuda")``): glibc serves an allocation above its mmap threshold (at most 32 MiB,
+``DEFAULT_MMAP_THRESHOLD_MAX`` on 64-bit) with a new ``mmap`` and returns it with ``munmap``, and trims a freed
+heap top larger than its trim threshold (twice the mmap threshold) back to the kernel, so every step faults the
+pages in again. The rate is per process (each rank faults its own pages on its own thread); behind PCIe only:
+a coherent NVLink-C2C host link has no measurement here and keeps its pinned rate. The copy back reads pages
+already present (``pageable_copy_bytes_per_s``)."""
 
 
 def host_copy_bytes_per_s(*, pcie_bytes_per_s: float, host_memory_bytes_per_s: float, gpus_per_node: int) -> float:
@@ -153,6 +165,15 @@ def pageable_copy_bytes_per_s(*, pcie_bytes_per_s: float, host_memory_bytes_per_
     if staging_bytes_per_s <= 0:
         raise ValueError("staging_bytes_per_s must be > 0 (None: no staging)")
     return min(pinned, staging_bytes_per_s)
+
+
+def first_touch_copy_bytes_per_s(*, pageable_bytes_per_s: float, coherent_host_link: bool) -> float:
+    """One GPU's copy to the host into pageable memory allocated for it (``PAGEABLE_FIRST_TOUCH_BYTES_PER_S``):
+    the pageable rate ``pageable_bytes_per_s`` capped by the first-touch rate behind PCIe; on a coherent host link,
+    ``pageable_bytes_per_s`` unchanged."""
+    if coherent_host_link:
+        return pageable_bytes_per_s
+    return min(pageable_bytes_per_s, PAGEABLE_FIRST_TOUCH_BYTES_PER_S)
 
 
 def staging_bytes_per_s_of(*, coherent_host_link: bool) -> float | None:

@@ -93,7 +93,12 @@ from math import ceil
 from trainfit.catalog.gpus import GpuSpec
 from trainfit.compute.model_parallel import pipeline_bubble_micro_steps
 from trainfit.compute.moe_time import expert_token_shards
-from trainfit.compute.offload import host_copy_bytes_per_s, pageable_copy_bytes_per_s, staging_bytes_per_s_of
+from trainfit.compute.offload import (
+    first_touch_copy_bytes_per_s,
+    host_copy_bytes_per_s,
+    pageable_copy_bytes_per_s,
+    staging_bytes_per_s_of,
+)
 from trainfit.compute.rates import DeviceRates
 from trainfit.compute.training import Parallel, PhaseTime, forward_only_time, fsdp_units, model_parallel_comm_of
 from trainfit.memory import attention as attn
@@ -723,7 +728,10 @@ def trainer_state_offload_phase(card: RunCard, spec: ModelSpec, r: DeviceRates, 
 
     Every GPU of a node copies at once: a copy to or from pinned host memory runs at the smaller of the GPU's host
     link and its share of the node's host-memory bandwidth (``compute.offload.host_copy_bytes_per_s``), one to or
-    from pageable memory at most at the driver's staging rate (``pageable_copy_bytes_per_s``). Pageable
+    from pageable memory at most at the driver's staging rate (``pageable_copy_bytes_per_s``); a pageable copy *to*
+    the host lands in host tensors allocated anew each step (``v.to("cpu")``, ``model.cpu()``; freed when the state
+    goes back), so it also takes the first-touch page faults (``first_touch_copy_bytes_per_s``,
+    ``PAGEABLE_FIRST_TOUCH_BYTES_PER_S``: 1.4 GB/s behind PCIe). Pageable
     (``compute.offload``, "Pinned or pageable host memory"): verl's FSDP2 weights (``model.cpu()``), everything NeMo
     RL's DTensor worker moves, NeMo RL's Megatron optimizer states; the rest is pinned (verl's FSDP1 weights and FSDP
     optimizer states, both ``non_blocking=True``; verl's Megatron offload; Megatron-Core's DDP buffers). None when
@@ -755,9 +763,14 @@ def trainer_state_offload_phase(card: RunCard, spec: ModelSpec, r: DeviceRates, 
         return None
     from trainfit.plan.resolve import gpu_of
 
-    pinned, pageable_rate = _host_copy_rates(card, r, gpu_of(card))
-    one_way_s = moved[0] / pinned + moved[1] / pageable_rate
-    return _phase("state_offload", 2 * one_way_s, "offload", to_host=one_way_s, to_device=one_way_s)
+    gpu = gpu_of(card)
+    pinned, pageable_rate = _host_copy_rates(card, r, gpu)
+    # the pageable copies go to host tensors allocated anew each step (compute.offload: first-touch page faults)
+    fresh_rate = first_touch_copy_bytes_per_s(pageable_bytes_per_s=pageable_rate,
+                                              coherent_host_link=gpu.host_link_bytes_per_s is not None)
+    to_host_s = moved[0] / pinned + moved[1] / fresh_rate
+    to_device_s = moved[0] / pinned + moved[1] / pageable_rate
+    return _phase("state_offload", to_host_s + to_device_s, "offload", to_host=to_host_s, to_device=to_device_s)
 
 
 def reference_swap_phase(card: RunCard, spec: ModelSpec, r: DeviceRates, *, train_gpus: int,

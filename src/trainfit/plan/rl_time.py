@@ -82,6 +82,29 @@ would). The MI300X rows' token-proportional part is 1.35 x the plan's in the log
 MI300X pretrain rows are under: the MI300X bf16 rate is the MAMF table's TunableOp row (``compute.rates``), not a
 default-heuristic one.
 
+Known gap, NeMo RL colocated on-policy steps of the large MoE models (docs/about/performance-summary.md, v0.4-v0.6;
+NVIDIA-NeMo/RL read at v0.6.0 5fb588932bf835506a8a5bac01de4f8c7ab0a065, v0.5.0, v0.4.0). After the first-touch
+offload (``compute.offload.PAGEABLE_FIRST_TOUCH_BYTES_PER_S``) the published step exceeds the plan by a nearly
+constant amount: DeepSeek-V3 on H100 37.0 s at 256 GPUs and 36.4 s at 512 (v0.6; v0.5 37.0, v0.4 55.8), on GB200
+48.2 s at 128 and 50.2 s at 256; Qwen3-235B on H100 48.2 s at 128 and 48.9 s at 256; Qwen3-30B-A3B 2.3 s. What
+shrinks with the GPU count (log-prob passes, the update, the state offload) cannot carry a gap that does not; what
+is per GPU whatever the count is the refit (every training rank exports every full tensor: 14.5 s planned for
+DeepSeek-V3, 11.4 s for Qwen3-235B), the engine's sleep/wake (vLLM ``sleep(level=1)``, 1.8-3.5 s) and the
+generation. The paired 1-step-off run (512 H100s, the same 8 TP-32 engines, the same PP16/EP16 trainer on 256) is
+max(generation, trainer side) + refit = 64.1 s, which bounds that trainer side by about 49 s and is planned within
+2 %. Read and planned: ``refit_policy_generation`` (``offload_before_refit``, wake ``weights``, CUDA-IPC ping-pong
+buckets of 30 % of the free memory with one stream sync and one ZMQ round trip each, ``offload_after_refit``, wake
+``kv_cache``, vLLM's ``process_weights_after_loading`` once), ``prepare_for_lp_inference`` /
+``prepare_for_training``, ``use_reference_model`` (pinned ``non_blocking`` copies), the engines' KV capacity at the
+recipes' gpu_memory_utilization (0.6 on H100, 0.3 on GB200 at v0.6, 0.8 split: no recompute at the mean lengths).
+Seen, not timed (no rate to cite): six ``gc.collect()`` per step (five in the Megatron worker, one in vLLM's sleep);
+v0.6's ``MemoryTracker`` calls Ray's ``memory_summary`` at each stage of the loop (absent at v0.4 / v0.5, whose gap
+is as large, so not the cause); validation and the checkpoint save of step 10 (val_period and save_period 10,
+MAX_STEPS 10 in tests/test_suites/llm/performance/grpo-deepseek-v3-*.sh) run inside ``total_step_time`` in both
+loops, so they would inflate the 1-step-off rows too. Divided over the routed-expert tensors the gap is 0.8 ms
+(DeepSeek-V3, H100, 45,212 HF tensors), 1.1 ms (GB200) and 1.3 ms (Qwen3-235B, 36,945), but Qwen3-30B-A3B (18,867)
+leaves 2.3 s, so no per-tensor refit cost is applied; a profiled colocated refit of either model would settle it.
+
 Pure: no torch.
 """
 

@@ -75,7 +75,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
-from math import ceil
+from math import ceil, gcd
 from statistics import NormalDist
 
 from trainfit.compute.dist_optimizer import param_gather_exposed
@@ -101,6 +101,30 @@ def ring_bus_bytes_per_s(*, rates: DeviceRates, crosses_nodes: bool, nic_bytes_p
     """
     bus = rates.intra_node_bus_bytes_per_s
     return min(bus, nic_bytes_per_s * NIC_EFFICIENCY * max(1, local_ranks)) if crosses_nodes else bus
+
+
+def domain_ranks(*, ranks: int, stride: int = 1, domain_gpus: int) -> int:
+    """How many of one collective group's ``ranks`` share an NVLink domain of ``domain_gpus`` GPUs: a host, or on a
+    rack-scale NVLink system the job's share of one rack (``plan.time.nvlink_gpus_per_node``). ``ranks`` when every
+    group of its kind lies in one domain, fewer when some group spans domains (its traffic between them then leaves
+    through the NICs: ``ring_bus_bytes_per_s`` ``local_ranks``, ``all_to_all_bus_bytes_per_s`` ``ranks_in_node``).
+
+    The rank layout decides it. Megatron-Core numbers the global ranks in the order tp-cp-ep-dp-pp, tp innermost
+    (NVIDIA/Megatron-LM megatron/core/parallel_state.py ``generate_masked_orthogonal_rank_groups`` l. 269-300,
+    ``RankGenerator`` l. 465, default order l. 617 @d98e8a64ddf34856e74b24714e3bedb2f5a39553; the expert groups
+    the same order with tp = etp), and the hosts hold consecutive global ranks: a group of one dimension is
+    ``ranks`` ranks ``stride`` apart (``stride`` = the product of the inner dimensions: 1 for tp, tp for cp and dp,
+    etp for ep, world / pp for pp), and the groups of that dimension tile blocks of ``ranks · stride`` consecutive
+    ranks. Domains are ``domain_gpus``
+    consecutive ranks, so every group fits when its block fits a domain and divides it (``block <= D``,
+    ``D % block == 0``). Otherwise a domain boundary cuts some group, at an offset in its block that is a multiple of
+    ``gcd(block, D)``: its smallest share of one domain is ``gcd(block, D) / stride`` ranks (at least one), and the
+    slowest share sets a collective's pace."""
+    n, s, d = max(1, ranks), max(1, stride), max(1, domain_gpus)
+    block = n * s
+    if block <= d and d % block == 0:
+        return n
+    return max(1, min(n, gcd(block, d) // s))
 
 
 def all_to_all_bus_bytes_per_s(*, rates: DeviceRates, ranks: int, ranks_in_node: int, nic_bytes_per_s: float) -> float:

@@ -263,33 +263,38 @@ def model_parallel_of(card: RunCard, spec: ModelSpec, r: DeviceRates, *, gpus_pe
     par = card.parallel
     nic = nic_bytes_per_s(card)
 
-    def bus(span: int, *, ring: bool = True) -> float:
-        # a ring over consecutive ranks (tensor, tensor x context, expert tensor x expert parallel: the innermost
-        # mesh dimensions) that spans nodes leaves each node through the NICs of its min(span, gpus_per_node) GPUs,
-        # one NCCL channel per NIC (collectives.ring_bus_bytes_per_s); a pipeline send is one GPU to one GPU
-        local = min(span, gpus_per_node) if ring else 1
-        return coll.ring_bus_bytes_per_s(rates=r, crosses_nodes=span > gpus_per_node, nic_bytes_per_s=nic,
-                                         local_ranks=local)
+    def bus(span: int) -> float:
+        # a ring over ``span`` consecutive ranks (tensor, tensor x context, expert tensor x expert parallel: the
+        # innermost mesh dimensions) runs on NVLink when every such group lies in one NVLink domain
+        # (``gpus_per_node``: nvlink_gpus_per_node); one that spans domains leaves each through the NICs of its GPUs
+        # there, one NCCL channel per NIC (collectives.domain_ranks, collectives.ring_bus_bytes_per_s)
+        local = coll.domain_ranks(ranks=span, domain_gpus=gpus_per_node)
+        return coll.ring_bus_bytes_per_s(rates=r, crosses_nodes=local < span, nic_bytes_per_s=nic, local_ranks=local)
 
     tp, cp, ep = par.tensor_parallel, par.context_parallel, par.expert_parallel
-    ep_local = max(1, min(ep, gpus_per_node // par.expert_tensor_parallel))
-    if par.moe_dispatcher is MoeDispatcher.DEEPEP and spec.moe is not None and ep % ep_local:
+    # an expert-parallel group's ranks are expert_tensor_parallel apart (Megatron-Core orders the expert ranks
+    # tp-cp-ep-dp-pp with tp = expert_tensor_parallel): its ranks in one NVLink domain (collectives.domain_ranks)
+    ep_local = coll.domain_ranks(ranks=ep, stride=par.expert_tensor_parallel, domain_gpus=gpus_per_node)
+    # a pipeline group is pp ranks world / pp apart; a send between domains is one GPU to one GPU over its NIC
+    pp = par.pipeline_parallel
+    pp_crosses = coll.domain_ranks(ranks=pp, stride=max(1, card.world_size // pp), domain_gpus=gpus_per_node) < pp
+    node_ranks = max(1, min(ep, gpus_per_node // par.expert_tensor_parallel))  # the group's ranks a node can hold
+    if (par.moe_dispatcher is MoeDispatcher.DEEPEP and spec.moe is not None and ep_local < ep
+            and (ep_local < node_ranks or ep % node_ranks)):
         raise CardError(f"parallel.moe_dispatcher: deepep needs the expert-parallel group to fill whole nodes, but"
-                        f" expert_parallel {ep} spans {ep_local} ranks per node; allowed: alltoall, or expert_parallel"
-                        f" up to {ep_local} or a multiple of it")
+                        f" expert_parallel {ep} spans {node_ranks} ranks per node; allowed: alltoall, or"
+                        f" expert_parallel up to {node_ranks} or a multiple of it")
     return ModelParallel(
         tp=tp, sequence_parallel=par.sequence_parallel, cp=cp,
         ulysses=par.context_parallel_kind is ContextParallelKind.ULYSSES, pp=par.pipeline_parallel,
         virtual_stages=par.virtual_stages, ep=ep, etp=par.expert_tensor_parallel, full_q_dim=spec.q_dim,
         full_kv_dim=spec.kv_dim,
         tp_bus_bytes_per_s=bus(tp), cp_bus_bytes_per_s=bus(tp * cp),
-        # an expert-parallel group's ranks are expert_tensor_parallel apart (Megatron-Core parallel_state orders the
-        # expert ranks tp-ep-dp-pp with tp = expert_tensor_parallel): gpus_per_node / etp of them share a node; the
-        # same-node share of the all-to-all moves over NVLink, the rest over each GPU's NIC
-        ep_bus_bytes_per_s=coll.all_to_all_bus_bytes_per_s(rates=r, ranks=ep, ranks_in_node=max(
-            1, gpus_per_node // par.expert_tensor_parallel),
+        # the share of the all-to-all bound for the rank's own NVLink domain moves over NVLink, the rest over each
+        # GPU's NIC
+        ep_bus_bytes_per_s=coll.all_to_all_bus_bytes_per_s(rates=r, ranks=ep, ranks_in_node=ep_local,
                                                            nic_bytes_per_s=nic),
-        pp_bytes_per_s=bus(card.world_size if card.world_size > gpus_per_node else 1, ring=False),
+        pp_bytes_per_s=coll.ring_bus_bytes_per_s(rates=r, crosses_nodes=pp_crosses, nic_bytes_per_s=nic),
         tp_comm_overlap=par.tp_comm_overlap,
         # DeepEP / HybridEP: the per-node rows leave through each GPU's NIC, the fan-out runs over NVLink
         # (compute.moe_dispatch), the same links and efficiency as the all-to-all above
@@ -328,10 +333,27 @@ def packed_attention(card: RunCard, *, eager: bool, seq_len: int) -> tuple[float
 
 
 def nvlink_gpus_per_node(gpu_id: str, per_node: int, group_gpus: int) -> int:
-    """GPUs of a group that share one NVLink domain, the "node" its collectives see: the node's, or on a
-    rack-scale NVLink system (GB200 NVL72: 72 GPUs over 4-GPU trays, ``rates.NVLINK_DOMAIN_GPUS``)
-    the domain's, so FSDP/ZeRO rings, expert all-to-alls and pipeline sends between trays stay on NVLink."""
-    return max(per_node, min(group_gpus, NVLINK_DOMAIN_GPUS.get(gpu_id, 0)))
+    """GPUs of a ``group_gpus``-GPU job (``per_node`` per host) that share one NVLink domain: the "node" every
+    training collective sees, and the one place the training time model reads the domain size. A host's GPUs, or on a
+    rack-scale NVLink system (GB200 NVL72: 72 GPUs over 18 trays of 4, ``rates.NVLINK_DOMAIN_GPUS``) the job's share
+    of one rack, where NCCL runs on NVLink between trays: with Multi-Node NVLink it fuses the topology of the ranks of
+    one NVLink clique as one node's (NVIDIA/nccl src/graph/topo.cc l. 1887-1891) and counts its nodes as the NVLink
+    domains (src/init.cc ``initNvlDomainInfo`` l. 876-878, ``nNvlDomains = nNodes``), so its tuner prices the hops
+    inside the rack as NVLink hops (src/graph/tuning.cc ``hwLatencies[NVLINK]``, the same as inside an 8-GPU host)
+    and only those between racks as network hops (@5067397c2676d5aed50042fc39e5c8ee96eb0027).
+
+    The job's share of a rack: its hosts split into equal segments, each inside one rack, the largest segment of at
+    most a rack's trays that divides the host count, as Megatron-Bridge's GB200 launcher asks Slurm for them
+    (``sbatch --segment``: every host count up to 18 in one segment, else the largest divisor up to 18; 32 trays
+    run as two racks of 16 trays, 64 GPUs each: NVIDIA-NeMo/Megatron-Bridge scripts/performance/utils/executors.py
+    l. 168-176 @067f987df03b8355b03192d88d70f1709fedf51a). Which groups fit in one domain is the rank layout's
+    (``collectives.domain_ranks``)."""
+    rack = NVLINK_DOMAIN_GPUS.get(gpu_id, 0)
+    if per_node <= 0 or rack <= per_node:
+        return per_node
+    hosts = max(1, group_gpus // per_node)
+    segment = max(n for n in range(1, min(hosts, rack // per_node) + 1) if hosts % n == 0)
+    return segment * per_node
 
 
 def training_time(
@@ -371,7 +393,7 @@ def training_time(
                       # (order tp-cp-ep-dp-pp, megatron/core/parallel_state.py l.269-300, l.617, NVIDIA/Megatron-LM
                       # @d98e8a64ddf34856e74b24714e3bedb2f5a39553); nanotron reshapes (ep, pp, dp, tp)
                       # (src/nanotron/parallel/context.py l.69-80, huggingface/nanotron @c252843039cc)
-                      gpus_per_node=min(data_ranks, max(1, gpus_per_node // tp)) if tp <= gpus_per_node else 1,
+                      gpus_per_node=coll.domain_ranks(ranks=data_ranks, stride=tp, domain_gpus=gpus_per_node),
                       nic_bytes_per_s=nic_bytes_per_s(card), offload=par.offload.value, expert_ranks=edp,
                       expert_gpus_per_node=edp_local, overlap_param_gather=par.overlap_param_gather,
                       grad_reduce_after_backward=par.grad_reduce_after_backward,
@@ -444,8 +466,7 @@ def expert_data_parallel(card: RunCard, spec: ModelSpec, shard: ModelSpec, *, pa
         return 0.0, data_ranks, 1
     ep, etp = par.expert_parallel, par.expert_tensor_parallel
     edp = max(1, par.tensor_parallel * data_ranks // (ep * etp))
-    stride = ep * etp
-    local = min(edp, max(1, gpus_per_node // stride)) if stride <= gpus_per_node else 1
+    local = coll.domain_ranks(ranks=edp, stride=ep * etp, domain_gpus=gpus_per_node)
     return params * min(1.0, expert_shard / total), edp, local
 
 

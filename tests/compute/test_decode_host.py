@@ -25,7 +25,7 @@ def _common(spec=LLAMA8):
 
 
 def _gpu(s: ds.DecodeStep) -> float:
-    return max(max(s.bandwidth_s, s.compute_s) + s.comm_s, s.launch_s)
+    return max(max(s.bandwidth_s + s.kernel_gaps_s, s.compute_s) + s.comm_s, s.launch_s)
 
 
 @settings(max_examples=30, deadline=None)

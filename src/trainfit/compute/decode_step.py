@@ -9,7 +9,8 @@ One decode step over ``B`` running sequences holding ``T`` context tokens (Pope 
     launch    = eager: decode_kernels(spec, tp)·host_s_per_forward_kernel   (layers x kernels per layer)
                 CUDA graphs: one launch, host_s_per_forward_kernel
     core      = engine_s_per_step + B · ENGINE_S_PER_SEQUENCE      (engine core's host work, serial in both modes)
-    G         = max(max(bandwidth, compute) + comm, launch) + core
+    gaps      = CUDA graphs: (decode_kernels(spec, tp) − all-reduce kernels) · GRAPH_KERNEL_GAP_S;  eager: 0
+    G         = max(max(bandwidth + gaps, compute) + comm, launch) + core
     multi-process engine: step = max(G, B · FRONTEND_S_PER_SEQUENCE)
     in-process engine:    step = G + FRONTEND_S_PER_STEP + B · FRONTEND_S_PER_SEQUENCE
 
@@ -62,19 +63,37 @@ over InfiniBand, concurrency 1: TPOT 23.1 ms, tenstorrent/tt-inference-server is
 other hosts is ``TpLink.host_s_per_step`` (``engine_hosts``: vLLM's Ray compiled-graph executor, which NeMo RL and
 OpenRLHF use for every engine of more than one GPU, pushes the ``SchedulerOutput`` to remote workers and their
 outputs back over Ray's gRPC mutable-object channel; 1.38 ms a step from Ray's two-node compiled-graph benchmark less
-its one-node echo), added to the engine core's serial host work; the kernels a step runs slower at small batch are
-not modelled. A GB200 NVL72
+its one-node echo), added to the engine core's serial host work. The kernel gaps (below) add ~1.2 ms to that
+step; the rest of the gap to 23.1 ms is not modelled. A GB200 NVL72
 rack is one NVLink domain of 72 GPUs over 4-GPU trays, each its own host
 (https://www.nvidia.com/en-us/data-center/gb200-nvl72/): a group of up to 72 stays on NVLink (NCCL's multi-node
 NVLink), but spans hosts, so it runs NCCL, not the custom all-reduce.
 
+**Kernel gaps** (``GRAPH_KERNEL_GAP_S``). A CUDA graph removes the host's launch of each kernel, not the device's
+boundary between two kernels: the next kernel's blocks start only once the previous kernel's last block is done,
+and between them no weight streams. Hazy Research measured about 1.3 us per kernel on an H100 even with CUDA graphs
+and traces vLLM's and SGLang's batch-1 Llama-3.2-1B decode (about a hundred kernels a step) to at most 50 % of the
+H100's bandwidth for it ("Look Ma, No Bubbles!", https://hazyresearch.stanford.edu/blog/2025-05-27-no-bubbles,
+2025-05-27; the 1.3 us read 2026-12-02 through https://mlops.substack.com/p/one-megakernel-to-rule-llama-1b). The
+gaps are a stall of the weight stream, so they add to the bandwidth term (``bandwidth + K x gap``), not a floor
+under it (``max(bandwidth, K x gap)``: that would take a kernel's minimum duration, which the published figure is
+not). ``K`` is ``decode_kernels(spec, tp)`` less the two all-reduces per layer, whose fitted latencies already hold
+their kernels. Eager steps pay none: there the host's launch of the next kernel (``launch``) covers the device's gap.
+The figure is an H100 one and is taken for every card. Programmatic dependent launch hides most of it (a 100-kernel
+Llama-3.2-1B batch-1 step under CUDA graphs with PDL ran 979.5 us on an H100 against 972.8 us for the Hazy
+megakernel: msaroufim/megakernels-vs-cuda-graphs ``llama/docs/RESULTS.md`` @e7b1b5eb0e1b22370aebe48638205f046fdac620);
+vLLM's decode kernels do not launch with it, so the gap is kept whole. Per step: Llama-3.1-8B (320 kernels)
+0.42 ms, Qwen3-30B-A3B (672) 0.87 ms, Qwen3-235B-A22B at TP 8 (1,316 outside the all-reduces) 1.71 ms, DeepSeek-V3
+at TP 16 (1,257) 1.63 ms.
+
 ``ENGINE_S_PER_STEP`` is what the engine spends per step outside the GPU's kernels (scheduler,
 input preparation, sampling, output processing): the residual of a published batch-1 TPOT once
-the weight read is taken out (H100 SXM, Llama-3.1-8B bf16, vLLM 0.21, concurrency 1: TPOT p50
+the weight read and the kernel gaps are taken out (H100 SXM, Llama-3.1-8B bf16, vLLM 0.21, concurrency 1: TPOT p50
 6.48 ms, InferenceBench concurrency-sweep recipe, https://yobitelcomm.github.io/bench/recipes/
 concurrency-sweep/; the weight read at 90 % of 3.35 TB/s is 5.33 ms, the graph launch and KV
-read ~0.03 ms: 1.1 ms, rounded down to 1 ms). ``tests/compute/test_generation.py`` checks it on an
-independent A100 point.
+read ~0.03 ms: 1.1 ms, which was rounded down to 1 ms; less 320 kernels x 1.3 us = 0.42 ms of gaps: 0.58 ms), so
+the Llama-3.1-8B point is planned as before and a model of more kernels per step than Llama-3.1-8B's 320 pays more.
+``tests/compute/test_generation.py`` checks it on an independent A100 point.
 
 **Host work per decode step: the engine core and the frontend** (``engine_multiprocess``). vLLM V1 splits an
 engine into an ``EngineCore`` (scheduler, executor, model runner) and a frontend (``LLMEngine`` / ``AsyncLLM``:
@@ -188,8 +207,15 @@ from trainfit.compute import collectives
 from trainfit.compute.rates import NVLINK_DOMAIN_GPUS, DeviceRates
 from trainfit.spec.model import ModelSpec
 
-ENGINE_S_PER_STEP = 1.0e-3
-"""Engine seconds per decode step outside the kernels (module docstring: fitted on one published TPOT)."""
+ENGINE_S_PER_STEP = 0.58e-3
+"""Engine seconds per decode step outside the kernels (module docstring: the residual of one published TPOT once
+the weight read and the kernel gaps, ``GRAPH_KERNEL_GAP_S``, are taken out)."""
+GRAPH_KERNEL_GAP_S = 1.3e-6
+"""Device seconds between two kernels of a CUDA-graph replayed decode step during which no weight streams (the
+next kernel's launch and the previous one's teardown): about 1.3 us per kernel on an H100 even with CUDA graphs
+(Spector, Juravsky et al., Hazy Research, "Look Ma, No Bubbles! Designing a Low-Latency Megakernel for
+Llama-1B", https://hazyresearch.stanford.edu/blog/2025-05-27-no-bubbles, 2025-05-27, read 2026-12-02 through
+its summary at https://mlops.substack.com/p/one-megakernel-to-rule-llama-1b). Module docstring: "Kernel gaps"."""
 ENGINE_S_PER_SEQUENCE = 80e-6
 """Engine-core host seconds per running sequence per step, serial with the GPU in both engine modes (scheduler,
 input preparation, sampling bookkeeping, ``update_from_output``; module docstring; fitted, fit half)."""
@@ -362,6 +388,9 @@ class DecodeStep:
     frontend_s: float
     """The frontend's host work: part of ``total_s`` when the engine runs in-process, else overlapped."""
     total_s: float
+    kernel_gaps_s: float = 0.0
+    """Device seconds between the step's kernels under CUDA graphs (module docstring, "Kernel gaps"): they stall
+    the weight stream, so the step's device time is ``max(bandwidth_s + kernel_gaps_s, compute_s) + comm_s``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -392,6 +421,9 @@ class _StepModel:
     """Seconds to read all routed experts' weights (MoE); ``bw0`` then holds the dense part only."""
     expert_miss: float = 1.0
     """``1 − k/E``: the chance one token leaves a given routed expert untouched."""
+    kernel_gaps: float = 0.0
+    """Device seconds per step between the step's kernels, the weight stream stalled (``GRAPH_KERNEL_GAP_S`` per
+    kernel outside the all-reduces); added to the bandwidth term in ``seconds`` (``parts`` keeps the bytes alone)."""
 
     def parts(self, b: float, t: float) -> tuple[float, float, float, float]:
         experts = self.bw_experts * (1.0 - self.expert_miss ** max(b, 1.0)) if self.bw_experts else 0.0
@@ -416,6 +448,7 @@ class _StepModel:
 
     def seconds(self, b: float, t: float) -> float:
         bw, fl, cm, ln = self.parts(b, t)
+        bw += self.kernel_gaps
         gpu = max((bw if bw > fl else fl) + cm, ln) + self.core(b)
         host = self.frontend(b)
         return gpu + host if self.frontend_serial else (gpu if gpu > host else host)
@@ -453,6 +486,7 @@ def _step_model(*, spec, matmul_params, rates, tp, weight_bytes, kv_bytes_per_to
         ar_per_step=n_ar, ar_bytes_seq=spec.hidden_size * ACTIVATION_BYTES,
         ar=tp_all_reduce(rates=rates, tp=tp, link=link, latency_s=tp_all_reduce_latency_s),
         launch=rates.host_s_per_forward_kernel * (1 if cuda_graphs else kernels),
+        kernel_gaps=(kernels - n_ar) * GRAPH_KERNEL_GAP_S if cuda_graphs else 0.0,
         engine=engine_s_per_step + (link.host_s_per_step if link is not None else 0.0),
         engine_seq=engine_s_per_sequence,
         frontend0=frontend_s_per_step, frontend_seq=frontend_s_per_sequence, frontend_serial=not engine_multiprocess,
@@ -546,11 +580,13 @@ def decode_step_seconds(
                     linear_flops_per_s=linear_flops_per_s)
     bw, fl, cm, ln = m.parts(batch, context_tokens)
     return DecodeStep(bandwidth_s=bw, compute_s=fl, comm_s=cm, launch_s=ln, engine_s=m.core(batch),
-                      frontend_s=m.frontend(batch), total_s=m.seconds(batch, context_tokens))
+                      frontend_s=m.frontend(batch), total_s=m.seconds(batch, context_tokens),
+                      kernel_gaps_s=m.kernel_gaps)
 
 
 def _bound(m: _StepModel, b: float, t: float) -> int:
     bw, fl, _, ln = m.parts(b, t)
+    bw += m.kernel_gaps
     host = ln + m.core(b) + m.frontend(b) if m.frontend_serial else max(ln + m.core(b), m.frontend(b))
     return 0 if bw >= fl and bw >= host else 1 if fl >= host else 2
 

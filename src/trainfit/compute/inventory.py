@@ -316,7 +316,7 @@ def step_inventory(
     fp8_weight_casts: float = 1.0, expert_parallel: int = 1, expert_token_shards: float = 1.0,
     grouped_gemm: bool = True, fp8_weight_transposes: float | None = None, moe_dispatcher: MoeDispatcher = MoeDispatcher.ALLTOALL,
     fused_cross_entropy: bool = False, packed_flash_syncs: bool = False, expert_loop: bool = False,
-    fp8_casts: CastTraffic | None = None,
+    fp8_casts: CastTraffic | None = None, megatron_experts: bool = False,
 ) -> StepInventory:
     """The op inventory of one micro-step of ``micro_batch_size × seq_len`` tokens on one GPU.
 
@@ -347,7 +347,10 @@ def step_inventory(
     GEMMs, its kernels and host syncs, and in backward a full-size input gradient), whatever ``grouped_gemm`` says;
     ``fp8_casts``: who casts the fp8 linears' operands (``float8_casts``; None: Transformer Engine, the ``FP8_*``
     constants); counts already fused (torchao under torch.compile) go to ``PassInventory.fused_bytes`` /
-    ``fused_kernels``, which the compile factors leave alone.
+    ``fused_kernels``, which the compile factors leave alone; ``megatron_experts``: the routed experts are
+    Megatron-Core's ``TEGroupedMLP``, whose eager clamp of a clamped GLU and per-expert fc2-bias loop
+    (``moe_time.megatron_expert_elementwise``, gpt-oss) add bytes that go to the same unscaled count (no compiler
+    fuses them) and kernels counted with the others.
     """
     casts = fp8_casts if fp8_casts is not None else TRANSFORMER_ENGINE
     t = float(micro_batch_size * seq_len)
@@ -362,6 +365,7 @@ def step_inventory(
     layers = spec.num_layers
     full = spec.num_full_attention_layers
     loop_syncs = 0.0  # transformers < 5's expert loop (expert_loop=True)
+    eager_moe = moe_time.MoeLayerWork(0.0, 0.0, 0.0, 0.0)  # Megatron-Core's eager expert work (megatron_experts)
     # elementwise
     norms = spec.norms_per_layer * layers
     fwd_bytes += RESIDUAL_BYTES * t * h * 2 * layers / sequence_shards
@@ -521,6 +525,16 @@ def step_inventory(
         fq_k += work.forward_kernels * n_moe
         bq_k += work.backward_kernels * n_moe
         fwd_bytes += (SWIGLU_BYTES * rows * moe.expert_intermediate_size + 4 * 2.0 * rows * h) * n_moe
+        if megatron_experts and not expert_loop:  # gpt-oss under Megatron-Core: eager clamp and bias loop
+            eager_moe = moe_time.megatron_expert_elementwise(
+                rows=rows, hidden=h, expert_width=moe.expert_intermediate_size, local_experts=moe.num_experts,
+                clamped_glu=moe.clamped_glu, expert_bias=moe.expert_bias)
+            eager_moe = moe_time.MoeLayerWork(eager_moe.forward_bytes * n_moe, eager_moe.backward_bytes * n_moe,
+                                              eager_moe.forward_kernels * n_moe, eager_moe.backward_kernels * n_moe)
+            fq_b += eager_moe.forward_bytes
+            bq_b += eager_moe.backward_bytes
+            fq_k += eager_moe.forward_kernels
+            bq_k += eager_moe.backward_kernels
         if expert_loop:  # transformers < 5: router, mask and per-expert kernels, a sync per expert (expert_loop.py)
             fwd_k += expert_loop_time.loop_forward_kernels(local_experts=moe.num_experts) * n_moe
             loop_syncs = expert_loop_time.loop_forward_syncs(local_experts=moe.num_experts) * n_moe
@@ -574,6 +588,9 @@ def step_inventory(
     bwd_k += bq_k + cb_k
     # casts counted as a compiler already fuses them: part of the bytes and kernels above, left unscaled
     ff_b, fb_b, ff_k, fb_k = (cf_b, cb_b, cf_k, cb_k) if casts.fused else (0.0, 0.0, 0.0, 0.0)
+    # Megatron-Core's eager expert bytes: no compiler fuses them, so the compile memory factor leaves them; their
+    # launches stay with the other kernels (the plan's per-kernel host cost for Megatron-Core, compile factor included)
+    ff_b, fb_b = ff_b + eager_moe.forward_bytes, fb_b + eager_moe.backward_bytes
     sync_f, sync_b = ((PACKED_FLASH_FORWARD_SYNCS * full, PACKED_FLASH_BACKWARD_SYNCS * full)
                       if packed_flash_syncs and not eager_attention else (0.0, 0.0))
     sync_attn = sync_f  # the core-attention recompute re-runs attention only

@@ -52,6 +52,35 @@ expert GEMM launches        ``TEGroupedMLP``: one grouped GEMM per projection;  
 
 The EP all-to-all itself (dispatch and combine, forward, recompute and backward) is ``model_parallel.py``'s.
 
+**gpt-oss's experts in Megatron-Core** (``megatron_expert_elementwise``: a model with a clamped GLU or expert biases,
+``MoeSpec.clamped_glu`` / ``expert_bias``, on a Megatron-Core card). ``TEGroupedMLP`` runs two eager steps that the
+other MoE models do not, read from NVIDIA/Megatron-LM at every Megatron-Core the Megatron-Bridge containers ship
+(25.11: 0.15, 26.02: 0.16, 26.04: 0.17; Megatron-Bridge ``docs/releases/software-versions.md``
+@067f987df03b8355b03192d88d70f1709fedf51a), the same code at core_v0.15.0rc7 (53008b84), core_v0.16.0 (3bec9aa9),
+core_v0.17.0 (9539a12e) and core_v0.18.0 (ba7b5ebc):
+
+* the clamp of the GLU (``activation_func_clamp_value`` 7.0, set by Megatron-Bridge's gpt-oss provider) runs outside
+  the fused quick-GEGLU: ``weighted_bias_quick_geglu_impl`` (``megatron/core/fusions/fused_bias_geglu.py``
+  l.424-432) chunks the fc1 output, clamps each half (two kernels on strided halves) and concatenates them before
+  the compiled ``WeightedQuickGeGLUFunction``; autograd then runs each clamp's backward (``where`` over a mask built
+  by ``ge`` / ``le`` / ``logical_and_``) and the chunk's (a ``cat``);
+* the expert output bias (``add_bias_linear``; fc2 built with ``skip_bias_add=True``) is added by
+  ``TEGroupedMLP._apply_bias`` (``megatron/core/transformer/moe/experts.py`` l.609-626 @core_v0.16.0) as a Python
+  loop over the local experts, ``t + b * p`` per expert on its rows, then ``torch.cat``; backward per expert the
+  two products and their sums (the bias and the routing-probability gradients), and the split's ``cat``.
+
+Bytes and kernels per element, from the ATen ops of those two functions traced forward and backward (PyTorch
+2.13 ``TorchDispatchMode``, bf16 activations, 1-byte masks; views not counted): the clamp and cat 8 B forward and 15 B
+backward per element of the fc1 output (3 and 9 kernels), the bias loop 12 B forward and 16 B backward per element
+of the fc2 output (2 and 4 kernels per local expert, plus 1 and 2 ``cat``). Eager PyTorch, so the fused-kernel
+(compile) memory factor the plan applies to Megatron-Core's other elementwise work does not apply: the inventory
+counts the bytes as left unscaled (``inventory.PassInventory.fused_bytes``), at the streaming rate (a lower bound:
+the clamps read strided halves); the launches are counted with Megatron-Core's other kernels (the same per-kernel
+host cost; no measurement of this loop's host time on a GPU is cited, so none is modelled apart). The selective
+``moe_act`` recompute re-runs the clamp; like the rest of that recompute it is not timed. The fc1 bias is TE's
+(``GroupedLinear`` adds it in the GEMM and fuses its gradient into the wgrad GEMM, NVIDIA/TransformerEngine
+``transformer_engine/pytorch/module/grouped_linear.py`` @v2.9), not counted here.
+
 **Load imbalance is not modelled**: the expert rows are the balanced mean (``T·k / E`` per expert). Dropless
 routing lets the busiest expert (and EP rank) receive more than that, and the slowest rank sets the pace;
 no published per-micro-batch measurement of that excess for these models was found to cite, so the layer is
@@ -188,6 +217,27 @@ def count_exchange_seconds(*, ep: int, expert_tp: int = 1, experts: int, latency
                                    latency_s=latency_s)
 
 
+CLAMPED_GLU_FORWARD_BYTES = 8.0
+"""Per element of the fc1 output (gate and up): two ``clamp`` on the strided halves (read 2, write 2) and the
+``cat`` (read 2, write 2), Megatron-Core ``weighted_bias_quick_geglu_impl`` (module docstring), traced."""
+CLAMPED_GLU_BACKWARD_BYTES = 15.0
+"""Per element of the fc1 output: the clamps' backward (up, both bounds: ``ge``, ``le``, ``logical_and_`` on 1-byte
+masks and ``where``; gate, max only: ``le`` and ``where``) and the chunk's ``cat`` (read 2, write 2), traced."""
+CLAMPED_GLU_FORWARD_KERNELS = 3
+CLAMPED_GLU_BACKWARD_KERNELS = 9
+"""``scalar_tensor`` (twice), ``ge``, ``le`` (twice), ``logical_and_``, ``where`` (twice), ``cat``, traced."""
+EXPERT_BIAS_FORWARD_BYTES = 12.0
+"""Per element of the fc2 output: ``b * p`` (write 2, a broadcast), ``t + b·p`` (read 4, write 2), ``torch.cat``
+(read 2, write 2), Megatron-Core ``TEGroupedMLP._apply_bias`` (module docstring), traced."""
+EXPERT_BIAS_BACKWARD_BYTES = 16.0
+"""Per element of the fc2 output: ``grad * b`` and ``grad * p`` (read 2, write 2 each), their sums (read 2 each) and
+the split's ``cat`` (read 2, write 2), traced (16.25 with the per-row probability gradients)."""
+EXPERT_BIAS_FORWARD_KERNELS_PER_EXPERT = 2
+EXPERT_BIAS_BACKWARD_KERNELS_PER_EXPERT = 4
+EXPERT_BIAS_CAT_KERNELS = (1, 2)
+"""The ``cat`` of the per-expert sums forward; backward the probability gradients' and the output gradient's."""
+
+
 @dataclass(frozen=True, slots=True)
 class MoeLayerWork:
     """Memory-bound bytes and kernels one MoE layer adds on one rank, forward and backward (Megatron-Core's
@@ -216,3 +266,28 @@ def moe_layer_work(*, tokens: float, hidden: int, experts: int, local_experts: i
         0.0 if sort or ep <= 1 or local_experts <= 1 else CHUNK_SORT_KERNELS)
     sorts = CHUNK_SORT_KERNELS if sort else 0.0
     return MoeLayerWork(fwd, bwd, k, float(sorts))
+
+
+def megatron_expert_elementwise(*, rows: float, hidden: int, expert_width: int, local_experts: int,
+                                clamped_glu: bool, expert_bias: bool) -> MoeLayerWork:
+    """The eager elementwise work Megatron-Core's ``TEGroupedMLP`` adds per MoE layer on a rank whose local
+    experts receive ``rows`` routed rows (``T·k``): the clamp of a clamped GLU outside the fused activation, over
+    the ``rows x 2·expert_width`` fc1 output, and the per-expert loop adding the fc2 bias, over the ``rows x hidden``
+    fc2 output (module docstring). Zero for a model with neither (every MoE model but gpt-oss)."""
+    if rows <= 0:
+        return MoeLayerWork(0.0, 0.0, 0.0, 0.0)
+    fb = bb = fk = bk = 0.0
+    if clamped_glu:
+        e = rows * 2 * expert_width
+        fb += CLAMPED_GLU_FORWARD_BYTES * e
+        bb += CLAMPED_GLU_BACKWARD_BYTES * e
+        fk += CLAMPED_GLU_FORWARD_KERNELS
+        bk += CLAMPED_GLU_BACKWARD_KERNELS
+    if expert_bias:
+        e = rows * hidden
+        n = max(1, local_experts)
+        fb += EXPERT_BIAS_FORWARD_BYTES * e
+        bb += EXPERT_BIAS_BACKWARD_BYTES * e
+        fk += EXPERT_BIAS_FORWARD_KERNELS_PER_EXPERT * n + EXPERT_BIAS_CAT_KERNELS[0]
+        bk += EXPERT_BIAS_BACKWARD_KERNELS_PER_EXPERT * n + EXPERT_BIAS_CAT_KERNELS[1]
+    return MoeLayerWork(fb, bb, fk, bk)

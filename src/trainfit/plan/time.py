@@ -32,7 +32,7 @@ from trainfit.methods.roles import train_nodes
 from trainfit.plan.terms import trained_dtype_bytes, zero_master_states
 from trainfit.spec.card import RunCard
 from trainfit.spec.enums import Attention, ComputeDtype, ContextParallelKind, Dtype, Fp8Recipe, Method, Scope
-from trainfit.spec.enums import FSDP_STRATEGIES, LossKernel, MoeDispatcher, MoeExperts
+from trainfit.spec.enums import FSDP_STRATEGIES, LossKernel, MoeDispatcher, MoeExperts, TensorParallelImpl
 from trainfit.spec.model import ModelSpec
 
 COMPILE_MEMORY_FACTOR = 0.5
@@ -419,6 +419,7 @@ def training_time(
         expert_loop=par.moe_experts is MoeExperts.LOOP, zero3_expert_leaf=par.moe_zero3_leaf,
         fsdp2_copies=par.fsdp2,
         fp8_casts=fp8_casts_of(card),
+        megatron_experts=par.tensor_parallel_impl is TensorParallelImpl.MEGATRON,
     )
     return replace(t, assumptions=t.assumptions + (packed_note,)) if packed_note else t
 

@@ -1,0 +1,47 @@
+"""Megatron-Core's eager expert work for gpt-oss (compute.moe_time.megatron_expert_elementwise): the clamp of the
+clamped GLU outside the fused activation and the per-expert fc2-bias loop, counted only on Megatron-Core cards."""
+
+import pytest
+
+from trainfit.catalog.models import resolve_model
+from trainfit.compute import moe_time
+from trainfit.compute.inventory import step_inventory
+
+
+def test_zero_without_clamp_or_bias():
+    w = moe_time.megatron_expert_elementwise(rows=1000, hidden=2048, expert_width=768, local_experts=16,
+                                             clamped_glu=False, expert_bias=False)
+    assert (w.forward_bytes, w.backward_bytes, w.forward_kernels, w.backward_kernels) == (0, 0, 0, 0)
+
+
+def test_bytes_and_kernels_from_the_traced_ops():
+    rows, h, f, n = 4096, 2880, 2880, 16
+    w = moe_time.megatron_expert_elementwise(rows=rows, hidden=h, expert_width=f, local_experts=n,
+                                             clamped_glu=True, expert_bias=True)
+    assert w.forward_bytes == pytest.approx(8.0 * rows * 2 * f + 12.0 * rows * h)
+    assert w.backward_bytes == pytest.approx(15.0 * rows * 2 * f + 16.0 * rows * h)
+    assert w.forward_kernels == 3 + 2 * n + 1
+    assert w.backward_kernels == 9 + 4 * n + 2
+
+
+def test_only_megatron_cards_and_only_gpt_oss_move():
+    oss = resolve_model("openai/gpt-oss-20b")
+    kw = dict(micro_batch_size=1, seq_len=1024, expert_parallel=1)
+    plain = step_inventory(oss, **kw)
+    mega = step_inventory(oss, megatron_experts=True, **kw)
+    layers = oss.num_moe_layers
+    rows = 1024 * oss.moe.experts_per_token
+    extra = moe_time.megatron_expert_elementwise(
+        rows=rows, hidden=oss.hidden_size, expert_width=oss.moe.expert_intermediate_size,
+        local_experts=oss.moe.num_experts, clamped_glu=True, expert_bias=True)
+    assert mega.layers_forward.memory_bytes - plain.layers_forward.memory_bytes == pytest.approx(
+        extra.forward_bytes * layers)
+    assert mega.layers_backward.memory_bytes - plain.layers_backward.memory_bytes == pytest.approx(
+        extra.backward_bytes * layers)
+    # eager: left out of the compile memory factor, launches counted with the others
+    assert mega.layers_forward.fused_bytes - plain.layers_forward.fused_bytes == pytest.approx(
+        extra.forward_bytes * layers)
+    assert mega.layers_forward.kernels - plain.layers_forward.kernels == pytest.approx(extra.forward_kernels * layers)
+    assert mega.layers_forward.fused_kernels == plain.layers_forward.fused_kernels
+    qwen = resolve_model("Qwen/Qwen3-30B-A3B")
+    assert step_inventory(qwen, megatron_experts=True, **kw) == step_inventory(qwen, **kw)

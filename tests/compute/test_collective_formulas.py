@@ -34,8 +34,9 @@ def test_broadcast_and_all_to_all_by_hand():
     # a broadcast sends every byte over each link once; an all-to-all sends the (n-1)/n that leaves the rank
     assert coll.broadcast_seconds(total_bytes=16e9, ranks=8, **KW) == pytest.approx(
         30e-6 + 7 * COLLECTIVE_HOP_LATENCY_S + 0.08)
+    # all peers at once (NCCL grouped send / receive): one p2p round for 8 ranks, not 7 ring steps
     assert coll.all_to_all_seconds(total_bytes=16e9, ranks=8, **KW) == pytest.approx(
-        30e-6 + 7 * COLLECTIVE_HOP_LATENCY_S + 0.07)
+        30e-6 + 1 * COLLECTIVE_HOP_LATENCY_S + 0.07)
     for fn in (coll.broadcast_seconds, coll.all_to_all_seconds, coll.all_gather_seconds, coll.all_reduce_seconds):
         assert fn(total_bytes=16e9, ranks=1, **KW) == 0.0
         assert fn(total_bytes=0.0, ranks=8, **KW) == 0.0
@@ -50,7 +51,8 @@ def test_collectives_are_sums_of_their_parts(total_bytes, ranks, bus, latency):
     lat = coll.ring_latency_s(ranks=ranks, latency_s=latency)
     assert coll.all_gather_seconds(**kw, latency_s=latency) == lat + wire
     assert coll.reduce_scatter_seconds(**kw, latency_s=latency) == lat + wire
-    assert coll.all_to_all_seconds(**kw, latency_s=latency) == lat + wire
+    assert coll.all_to_all_seconds(**kw, latency_s=latency) == coll.grouped_p2p_latency_s(
+        ranks=ranks, latency_s=latency) + wire
     assert coll.all_reduce_seconds(**kw, latency_s=latency) == (
         coll.ring_latency_s(ranks=ranks, latency_s=latency, passes=2) + coll.all_reduce_wire_seconds(**kw))
     # an all-reduce is a reduce-scatter then an all-gather under one launch latency

@@ -47,7 +47,7 @@ def _ep(tp: int) -> float:
 
 def test_expert_all_to_all_carries_the_sequence_parallel_shard_with_tensor_parallel():
     # 1/tp of the tokens per rank; the per-collective hop latencies stay
-    fixed = 2 * 2 * 4 * COLLECTIVE_HOP_LATENCY_S * 7
+    fixed = 2 * 2 * 4 * COLLECTIVE_HOP_LATENCY_S * coll.grouped_p2p_rounds(ranks=8)
     assert _ep(2) - fixed == pytest.approx((_ep(1) - fixed) / 2)
 
 

@@ -54,7 +54,10 @@ def test_allgather_dispatcher_moves_every_token_to_every_rank():
     # inside one node (ep 8, top-k 8) both move 7 rows per token over NVLink
     one_gather = make_plan(load_card_dict(_moe({"expert_parallel": 8, "moe_dispatcher": "allgather"}, 1)))
     one_a2a = make_plan(load_card_dict(_moe({"expert_parallel": 8}, 1)))
-    assert one_gather.time_parts["expert_parallel"] == pytest.approx(one_a2a.time_parts["expert_parallel"], rel=0.1)
+    # (the same bytes; the ring all-gather / reduce-scatter pay 7 ring steps of latency where NCCL's grouped
+    # send / receive all-to-all pays one p2p round: collectives.grouped_p2p_latency_s)
+    one_g, one_a = one_gather.time_parts["expert_parallel"], one_a2a.time_parts["expert_parallel"]
+    assert one_a < one_g < 1.15 * one_a
     # across two nodes the all-to-all's cross-node rows (half of 8 per token) leave through each GPU's own NIC,
     # while the all-gather's ring enters the other node once per NCCL channel, over all 8 NICs of a node
     assert gather < a2a

@@ -4,10 +4,12 @@ Time of one collective over ``n`` ranks on a buffer of ``S`` bytes (nccl-tests `
 bus bandwidth; ring algorithm)::
 
     all-gather / reduce-scatter:  latency + (n−1)/n · S / bus_bytes_per_s
-    all-to-all:                   latency + (n−1)/n · S / bus_bytes_per_s   (each rank's share for the others)
+    all-to-all:                   p2p latency + (n−1)/n · S / bus_bytes_per_s   (each rank's share for the others)
     all-reduce:                   latency + 2·(n−1)/n · S / bus_bytes_per_s   (latency with 2 passes)
     broadcast:                    latency + S / bus_bytes_per_s   (pipelined: every byte crosses each link once)
     latency = collective_latency_s + passes · hop_latency_s · (n − 1)   (ring steps, ``ring_latency_s``)
+    p2p latency = collective_latency_s + hop_latency_s · ceil(n / p2p channels)   (NCCL's grouped send / receive
+                  to every peer at once, ``grouped_p2p_latency_s``)
 
 ``bus_bytes_per_s``: NCCL's sustained bus bandwidth (``rates.intra_node_bus_bytes_per_s``);
 a ring that crosses nodes runs at the slower of that and the NIC per GPU times ``NIC_EFFICIENCY``.
@@ -173,12 +175,61 @@ def reduce_scatter_seconds(*, total_bytes: float, ranks: int, bus_bytes_per_s: f
     return all_gather_seconds(total_bytes=total_bytes, ranks=ranks, bus_bytes_per_s=bus_bytes_per_s, latency_s=latency_s)
 
 
+# NCCL runs an all-to-all (torch ``all_to_all_single``, which Megatron-Core's alltoall token dispatcher and a Ulysses
+# context-parallel exchange call) as one group of ncclSend / ncclRecv to every peer, not as a ring (NVIDIA/nccl
+# @5067397c2676d5aed50042fc39e5c8ee96eb0027). ``src/enqueue.cc`` ``scheduleP2pTasksToPlan`` puts the whole group in one
+# kernel plan: round ``r`` of ``comm->p2pSchedule`` (``src/init.cc`` l. 930-950, one send peer and one receive peer per
+# round) goes to the channel ``ncclP2pChannelBaseForRound`` picks (``src/include/channel.h``: inside one NVLink domain
+# the round number bit-reversed over ``p2pnChannels``, so consecutive rounds land on different channels; across nodes
+# eight consecutive rounds share a channel); with more ranks than p2p channels each peer gets one channel
+# (``nChannelsMin`` halved while ``nChannelsMin * nRanks > p2pnChannels``). Every channel is one thread block that
+# runs its batches in order, a batch holding up to ``NCCL_MAX_DEV_WORK_P2P_PER_BATCH`` = 8 p2p operations of one group
+# of eight rounds (``src/include/device.h`` l. 391; ``src/enqueue.cc`` ``ncclAddWorkBatchToPlan`` l. 138-150), run at
+# once by the block's warps. So all peers progress in parallel, and a channel's block meets its operations in
+# ``ceil(ranks / p2pnChannels)`` sequential batches inside one NVLink domain (``enqueue.cc`` l. 1049-1057:
+# ``maxConcurrent = p2pnChannels / nChannelsMax * NCCL_MAX_DEV_WORK_P2P_PER_BATCH``; across nodes NCCL lowers the
+# channels per peer until every peer fits one round, ``src/graph/paths.cc`` ``ncclTopoComputeP2pChannels``), not
+# ``ranks − 1`` ring steps. The latency is the collective's fixed cost plus one hop per such round; the bandwidth term
+# is unchanged (each rank still sends ``(n−1)/n`` of its buffer). Check: an nccl-tests all-to-all table (redop
+# ``none``, root -1, 4 floats per peer at 128 B) on 8 Hopper GPUs of one node (H20, NVSwitch; deepseek-ai/DeepEP issue
+# #303, https://github.com/deepseek-ai/DeepEP/issues/303, read 2026-12-02) reads 10.6 us at 128 B and 11.1 us at
+# 4 KiB: flat in the size, 7.5 us above its 3.1 us zero-byte rows, one round; the ring here
+# (``COLLECTIVE_HOP_LATENCY_S`` per step) would add 56 us. The 30 us ``collective_latency_s`` base of every
+# collective is above that loop's 3 us and is left as it is. No published small-message all-to-all at 16-64 GPUs
+# was found to check the growth with the rank count; it rests on the code above.
+NCCL_MAX_DEV_WORK_P2P_PER_BATCH = 8
+"""p2p operations one channel's work batch runs at once (NVIDIA/nccl ``src/include/device.h`` l. 391 @5067397c)."""
+NCCL_P2P_CHANNELS = 32
+"""``p2pnChannels``: ``min(nChannels, NCCL_MAX_P2P_NCHANNELS)`` rounded to a power of two (``src/graph/paths.cc``
+``ncclTopoComputeP2pChannels`` @5067397c). NCCL's init log on 8 H100 of one node reads "24 coll channels, 16 nvls
+channels, 32 p2p channels, 32 p2p channels per peer" (aws-samples/aws-do-eks
+``Container-Root/eks/deployment/nccl-test/README.md`` @701c554a6f00012781e83e5a2ea020fe6bb8cd46, p5.48xlarge)."""
+
+
+def grouped_p2p_rounds(*, ranks: int, p2p_channels: int = NCCL_P2P_CHANNELS) -> int:
+    """Sequential p2p batches one channel runs for a grouped send / receive to every one of ``ranks − 1`` peers
+    inside one NVLink domain: ``ceil(ranks / p2p_channels)`` (block comment above; 1 up to ``p2p_channels`` ranks).
+    Across nodes NCCL packs eight peers per batch, so this is an upper bound there."""
+    n = max(1, ranks)
+    return max(1, ceil(n / max(1, p2p_channels)))
+
+
+def grouped_p2p_latency_s(*, ranks: int, latency_s: float) -> float:
+    """Fixed seconds of one grouped send / receive to every peer (an NCCL all-to-all): ``latency_s`` plus one
+    ``COLLECTIVE_HOP_LATENCY_S`` per sequential round (``grouped_p2p_rounds``), against ``ring_latency_s``'s
+    ``ranks − 1`` steps."""
+    if ranks <= 1:
+        return 0.0
+    return latency_s + grouped_p2p_rounds(ranks=ranks) * COLLECTIVE_HOP_LATENCY_S
+
+
 def all_to_all_seconds(*, total_bytes: float, ranks: int, bus_bytes_per_s: float, latency_s: float) -> float:
-    """Each rank sends ``(n−1)/n`` of its ``total_bytes`` buffer to the others (the all-gather's cost;
-    ``all_to_all_bus_bytes_per_s`` for a group that spans nodes)."""
+    """Each rank sends ``(n−1)/n`` of its ``total_bytes`` buffer to the others (the all-gather's bandwidth term;
+    ``all_to_all_bus_bytes_per_s`` for a group that spans nodes), all peers at once: the latency of grouped
+    point-to-point (``grouped_p2p_latency_s``), not a ring's."""
     if ranks <= 1 or total_bytes <= 0:
         return 0.0
-    return (ring_latency_s(ranks=ranks, latency_s=latency_s)
+    return (grouped_p2p_latency_s(ranks=ranks, latency_s=latency_s)
             + all_gather_wire_seconds(total_bytes=total_bytes, ranks=ranks, bus_bytes_per_s=bus_bytes_per_s))
 
 

@@ -41,15 +41,40 @@ splits each sample across the ranks (Megatron-Core pads each to a multiple of ``
 same ``packed_attention_context`` with the rank's tokens; the ring still passes the rank's whole K and V
 block, now behind less attention work (``model_parallel``'s exposure follows).
 
+Sliding-window layers (``ModelSpec.sliding_window`` on the layers in ``sliding_layers``: gpt-oss windows every
+other layer to 128 tokens, openai/gpt-oss gpt_oss/torch/model.py @243a1b02 ``sliding_window`` 128 on the even
+layers; Megatron-Core the same, ``window_size`` with ``window_attn_skip_freq`` 2 in
+megatron/core/transformer/utils.py l.452-461, run by Transformer Engine's cuDNN fused attention with a
+``(window, 0)`` mask): a query attends to at most ``W`` keys, so the ideal work per token is about ``W`` keys
+instead of the causal ``S/2``. The kernels skip whole tiles only: FlashAttention computes, per query block, the key
+blocks from the one holding ``q - W + 1`` to the diagonal (Dao-AILab/flash-attention
+@0251105a2fb19d2957484b7f023cd8c115286ced csrc/flash_attn/src/flash_fwd_kernel.h l.90: ``n_block_min =
+max(0, (m_block·kBlockM - window_size_left) / kBlockN)`` for local attention; FA3 hopper/block.h l.36-44), and a
+partly masked tile costs a whole one. ``windowed_attention_keys`` counts those tiles (square tiles of ``WINDOW_TILE_TOKENS``: FA2's
+head-dim-64 forward tile 128 x 128, csrc/flash_attn/src/flash_fwd_launch_template.h l.210; FA3's head-dim-128
+causal/local tile 128 x 128, hopper/tile_size.h l.31-33; cuDNN's tiles are not published and are taken the same) and
+converts them to causal-equivalent keys per query: ``S/2 · tiles(window) / tiles(causal)``, so that the causal
+calibration above (reported causal FLOPs, diagonal tiles included in its rate) prices a windowed tile like a causal
+one. gpt-oss at 4,096 tokens: 2 key tiles per 128-query block, 244 causal-equivalent keys per query against 2,048
+(12 %; the exact window would be 128).
+Its rate: the window's key loop is ``~W`` long however long the row, so the fixed per-query-block work (loading Q,
+the softmax rescale, writing O and the log-sum-exp) is amortised over the loop of a causal row of
+``2 x keys`` tokens: the windowed part is timed with the short-sequence factor at that length
+(``windowed_attention_seq``), not the row's. Eager attention and SDPA given an explicit mask compute every key
+block (no skipping): their layers are counted whole, as before.
+
 Pure Python: no torch import.
 """
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from trainfit.compute.rates import DeviceRates
 
 BACKWARD_FLOPS_FACTOR = 2.5
 SEQ_HALF = 256.0
+WINDOW_TILE_TOKENS = 128
 _EFFICIENCY = {"8": (0.80, 0.62), "9": (0.45, 0.34), "10": (0.45, 0.34), "12": (0.45, 0.34)}
 
 
@@ -78,3 +103,35 @@ def packed_attention_context(*, mean_sample_tokens: float, sample_length_cv: flo
     if sample_length_cv < 0:
         raise ValueError("sample_length_cv must be >= 0")
     return min(float(row_tokens), float(mean_sample_tokens) * (1.0 + sample_length_cv ** 2))
+
+
+@lru_cache(maxsize=512)
+def _causal_tiles(seq_tokens: int, window_tokens: int | None, tile_tokens: int) -> int:
+    """Query x key tiles a causal kernel computes over one row of ``seq_tokens``: query block ``i`` runs key blocks
+    from the one holding its first query's earliest key (``i·tile - window + 1``; 0 without a window) to ``i``."""
+    blocks = -(-seq_tokens // tile_tokens)
+    total = 0
+    for i in range(blocks):
+        first = 0 if window_tokens is None else max(0, (i * tile_tokens - window_tokens + 1) // tile_tokens)
+        total += i - first + 1
+    return total
+
+
+def windowed_attention_keys(*, window_tokens: int, context_tokens: float,
+                            tile_tokens: int = WINDOW_TILE_TOKENS) -> float:
+    """Causal-equivalent keys per query of a sliding-window layer (module docstring): ``context/2`` (the causal
+    count the inventory uses for a full layer) scaled by the tiles the kernel runs with the window over those
+    without it. Equals ``context/2`` when the window covers the row."""
+    if window_tokens < 1 or tile_tokens < 1:
+        raise ValueError("window_tokens and tile_tokens must be >= 1")
+    seq = max(1, round(context_tokens))
+    if window_tokens >= seq:
+        return context_tokens / 2.0
+    ratio = _causal_tiles(seq, window_tokens, tile_tokens) / _causal_tiles(seq, None, tile_tokens)
+    return context_tokens / 2.0 * ratio
+
+
+def windowed_attention_seq(*, keys_per_query: float) -> float:
+    """The causal row length whose mean key loop matches a windowed layer's (``2 x keys``), for the short-sequence
+    factor of ``attention_efficiency`` (module docstring)."""
+    return 2.0 * keys_per_query

@@ -100,13 +100,14 @@ from functools import lru_cache
 
 from trainfit.compute import expert_loop as expert_loop_time
 from trainfit.compute import moe_time
+from trainfit.compute.attention_time import windowed_attention_keys, windowed_attention_seq
 from trainfit.compute.float8_casts import (  # noqa: F401 - the FP8_* constants are read from here too
     FP8_BACKWARD_KERNELS, FP8_CAST_BYTES, FP8_FORWARD_KERNELS, FP8_TRANSPOSE_BYTES, FP8_WEIGHT_BACKWARD_KERNELS,
     FP8_WEIGHT_FORWARD_KERNELS, TRANSFORMER_ENGINE, CastTraffic, recompute_cast_bytes, recompute_cast_kernels,
     sharded_cast_tokens, sharded_layout_copy_bytes,
 )
 from trainfit.memory.params import linear_groups
-from trainfit.spec.enums import MoeDispatcher
+from trainfit.spec.enums import LayerKind, MoeDispatcher
 from trainfit.spec.model import ModelSpec
 
 NORM_BYTES, NORM_KERNELS = 36.0, 7
@@ -235,6 +236,12 @@ class PassInventory:
     ``float8_casts``): the compile memory factor does not scale them again."""
     fused_kernels: float = 0.0
     """Of ``kernels``, those counted the same way (the compile kernel factor leaves them)."""
+    window_attention_forward_flops: float = 0.0
+    """Of ``attention_forward_flops``, those of sliding-window layers (tile-counted,
+    ``attention_time.windowed_attention_keys``)."""
+    window_attention_seq: float = 0.0
+    """The causal row length whose key loop matches the windowed layers' (``attention_time.windowed_attention_seq``):
+    the sequence their rate is read at."""
 
     @property
     def gemm_flops(self) -> float:
@@ -247,6 +254,8 @@ class PassInventory:
             self.kernels + other.kernels, self.eager_score_elements + other.eager_score_elements,
             self.strided_bytes + other.strided_bytes, self.host_syncs + other.host_syncs,
             self.fused_bytes + other.fused_bytes, self.fused_kernels + other.fused_kernels,
+            self.window_attention_forward_flops + other.window_attention_forward_flops,
+            max(self.window_attention_seq, other.window_attention_seq),
         )
 
 
@@ -309,6 +318,14 @@ def _targeted(name: str, adapter: Adapter | None) -> bool:
 
 
 @lru_cache(maxsize=2048)
+def _windowed_layers(spec: ModelSpec) -> int:
+    """Full-attention layers of ``spec`` that attend within ``sliding_window`` (``ModelSpec.sliding_layers``)."""
+    if not spec.sliding_window:
+        return 0
+    return sum(1 for i in set(spec.sliding_layers)
+               if i < spec.num_layers and spec.layer_kind(i) is LayerKind.FULL_ATTENTION)
+
+
 def step_inventory(
     spec: ModelSpec, *, micro_batch_size: int, seq_len: int, adapter: Adapter | None = None,
     eager_attention: bool = False, causal_skip: bool = True, train_embedding: bool = True,
@@ -549,6 +566,7 @@ def step_inventory(
         fwd_k += SWIGLU_KERNELS * dense
     # attention
     attn_fwd = 0.0
+    win_fwd = win_seq = 0.0
     scores = 0.0
     if full:
         s = float(attention_context or seq_len)
@@ -566,6 +584,12 @@ def step_inventory(
             bwd_k += 8 * full
         else:
             attn_fwd = per_layer * full / (2 if causal_skip else 1)
+            windowed = _windowed_layers(spec) if causal_skip else 0
+            if windowed:  # sliding-window layers: the kernel skips the key tiles before the window
+                keys = windowed_attention_keys(window_tokens=spec.sliding_window, context_tokens=s)
+                win_fwd = per_layer / s * keys * windowed
+                attn_fwd += win_fwd - per_layer * windowed / 2
+                win_seq = windowed_attention_seq(keys_per_query=keys)
             fwd_k += full
             bwd_k += 2 * full
     if spec.num_linear_attention_layers:
@@ -595,10 +619,11 @@ def step_inventory(
                       if packed_flash_syncs and not eager_attention else (0.0, 0.0))
     sync_attn = sync_f  # the core-attention recompute re-runs attention only
     sync_f += loop_syncs
+    win = dict(window_attention_forward_flops=win_fwd, window_attention_seq=win_seq)
     layers_fwd = PassInventory(tuple(fwd), attn_fwd, float(full), fwd_bytes, fwd_k, scores, strided, sync_f,
-                               fused_bytes=ff_b, fused_kernels=ff_k)
+                               fused_bytes=ff_b, fused_kernels=ff_k, **win)
     layers_bwd = PassInventory(tuple(bwd), attn_fwd, float(full), bwd_bytes, bwd_k, scores,
-                               BACKWARD_BYTES_FACTOR * strided, sync_b, fused_bytes=fb_b, fused_kernels=fb_k)
+                               BACKWARD_BYTES_FACTOR * strided, sync_b, fused_bytes=fb_b, fused_kernels=fb_k, **win)
     # head + loss + embedding + final norm
     out = spec.head_outputs or spec.vocab_size
     ln = spec.layer_norm
@@ -628,7 +653,7 @@ def step_inventory(
     rec = PassInventory(tuple(g for g in fwd if g not in last), attn_fwd, float(full),
                         fwd_bytes - RESIDUAL_BYTES * t * h * layers / sequence_shards,
                         fwd_k - sum(g.count for g in last) - layers,
-                        scores, strided, sync_f, fused_bytes=ff_b, fused_kernels=ff_k)
+                        scores, strided, sync_f, fused_bytes=ff_b, fused_kernels=ff_k, **win)
     # selective, per op: the even-numbered matmuls of a layer re-run, SDPA and the odd ones come from the cache
     even = _sac_recomputed_gemms(spec, adapter)
     op_gemms = tuple(g for g in fwd if g.name in even or g.name.startswith("attn.") or g.name.startswith("deltanet"))
@@ -640,7 +665,7 @@ def step_inventory(
                            fused_bytes=op_cb if casts.fused else 0.0, fused_kernels=op_ck if casts.fused else 0.0)
     core_g = tuple(g for g in fwd if g.name.startswith("attn."))
     rec_core = PassInventory(core_g, attn_fwd, float(full), EAGER_SCORE_FORWARD_BYTES * scores,
-                             (8 * full) if eager_attention else float(full), scores, host_syncs=sync_attn)
+                             (8 * full) if eager_attention else float(full), scores, host_syncs=sync_attn, **win)
     return StepInventory(layers_fwd, layers_bwd, rec, head_f, head_b, layers,
                          layers_recompute_op=rec_op, layers_recompute_core_attention=rec_core)
 

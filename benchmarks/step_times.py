@@ -857,6 +857,11 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     strategy = STRATEGIES[e["parallel"]["strategy"]]
     if e["parallel"]["strategy"] == "megatron-dist-opt":
         notes.append("Megatron distributed optimizer planned as ZeRO-1")
+    if strategy == "zero2" and e["framework"] in FSDP_VERSIONS:
+        # torch FSDP SHARD_GRAD_OP recorded as zero2 (llm-foundry's table): the card's fsdp_grad_op, not DeepSpeed's
+        # ZeRO-2, whose unset overlap_comm would reduce on the compute stream (plan/time.py deepspeed_overlap_comm)
+        strategy = "fsdp_grad_op"
+        notes.append("FSDP SHARD_GRAD_OP (recorded as zero2) planned as fsdp_grad_op")
     if hw["gpus_per_node"] * hw["nodes"] == 1:
         strategy = "single"
     overlap_gather = overlap_param_gather_of(e, dp) if strategy == "zero1" else None
@@ -886,7 +891,7 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     if fused:
         notes.append("Megatron-Core / Transformer Engine fused kernels (norm + linear, RoPE, SwiGLU, cross-entropy)"
                      " planned as compile (plan/time.py fused_kernels)")
-    if strategy in ("fsdp", "hsdp"):
+    if strategy in ("fsdp", "hsdp", "fsdp_grad_op"):
         version, n = fsdp_version_of(e["framework"], e["parallel"]["strategy"])
         mp.update({"fsdp_version": version} if version else {})
         notes.append(n)
@@ -902,6 +907,11 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         "precision": {"optimizer": e["precision"]["optimizer"],
                       "optimizer_in_backward": bool(e["precision"].get("optimizer_in_backward"))},
     }
+    if e["parallel"].get("overlap_comm") is not None:
+        # DeepSpeed's zero_optimization.overlap_comm as the entry's config states it (cited in its note); unstated,
+        # the card leaves DeepSpeed's default (true at stage 3 only)
+        card["deepspeed"] = {"overlap_comm": e["parallel"]["overlap_comm"]}
+        notes.append(f"deepspeed.overlap_comm {str(e['parallel']['overlap_comm']).lower()} (the entry's DeepSpeed config)")
     if e["precision"].get("optimizer_impl"):
         # the entry's torch AdamW implementation (fused | foreach | for_loop) where its framework's code or
         # config at the run's commit is not the card's fused default; the entry's note cites it

@@ -590,3 +590,38 @@ def micro_batch_token_cv(*, sequence_tokens_cv: float, sequences: float) -> floa
     if sequences <= 0 or sequence_tokens_cv <= 0:
         return 0.0
     return sequence_tokens_cv / sequences ** 0.5
+
+
+def reductions_on_compute_stream(*, overlapped: CommTime, gathers_only: CommTime | None = None) -> CommTime:
+    """DeepSpeed ZeRO with ``overlap_comm`` false: the gradient reductions run on the compute stream, exposed.
+
+    ``overlapped``: the step's collectives as the overlapped schedule prices them (``exposed_data_parallel`` for
+    ZeRO-1/2, ``exposed_sharded`` for ZeRO-3); ``gathers_only``: ZeRO-3's, the same call with no gradient bytes (its
+    parameter all-gathers alone). DeepSpeed picks the stream by ``overlap_comm`` (deepspeedai/DeepSpeed v0.17.1; the
+    same lines from v0.9.0 to v0.19.5):
+
+    * ZeRO-1/2 (``deepspeed/runtime/zero/stage_1_and_2.py``): each IPG bucket's reduction (``average_tensor`` l.1083-
+      1090, ``reduce_ipg_grads`` l.1417-1426, ``allreduce_and_copy`` l.1572-1579) runs on ``reduction_stream`` with
+      ``overlap_comm``, else on ``current_stream()``, so the backward's next kernels queue behind it. Without
+      ``overlap_comm`` ZeRO-1 reduces nothing during the backward (``process_gradients`` l.1463) and reduces every
+      gradient at the boundary (``reduce_gradients`` l.751-755, from ``engine.py`` ``allreduce_gradients`` l.2145-2148);
+      ZeRO-2 reduces in its hooks each micro-step on the compute stream. The all-gather of the updated parameters is
+      exposed either way. Everything is exposed: ``overlapped.total_s``.
+    * ZeRO-3 (``stage3.py`` l.268-269): ``reduce_and_partition_stream`` is the default stream without ``overlap_comm``;
+      the bucket's reduce-scatter (``__avg_scatter_grads`` l.1393: ``reduce_scatter_coalesced``, ``async_op=False``,
+      ``runtime/comm/coalesced_collectives.py`` l.22-23, 205) and the partition copies that consume it
+      (``__reduce_and_partition_ipg_grads`` l.1312-1323) sit on the compute stream, which waits for them: each
+      reduce-scatter adds to the backward. The parameter all-gathers also take the default stream
+      (``parameter_offload.py`` l.146-147), but the prefetch is issued before the current module's compute
+      (``partitioned_param_coordinator.py`` ``fetch_sub_module`` l.285-419, the prefetch l.351-415) and NCCL runs it
+      on its own stream (``async_op=True``, ``partition_parameters.py`` l.102-103; torch's
+      ProcessGroupNCCL orders it after the issuing stream's earlier work and makes the stream wait only at
+      ``handle.wait()``), so it still runs behind one module's compute: the gathers keep their overlap
+      (``gathers_only.exposed_s``) and every reduce-scatter (the rest of ``overlapped.total_s``) is exposed.
+
+    The default is ``overlap_comm`` true at stage 3 and false below (``zero/config.py`` ``overlap_comm_valid``
+    l.351-354)."""
+    if gathers_only is None:
+        return CommTime(overlapped.total_s, overlapped.total_s)
+    reductions = max(0.0, overlapped.total_s - gathers_only.total_s)
+    return CommTime(overlapped.total_s, min(overlapped.total_s, gathers_only.exposed_s + reductions))

@@ -155,10 +155,7 @@ def pass_seconds(inv: PassInventory, *, rates: DeviceRates, seq_len: float, back
     scale the memory-bound bytes and the kernel count (kernel fusion by a compiler)."""
     gemm = sum(gemm_seconds(m=g.m, n=g.n, k=g.k, groups=g.groups, rates=rates, dtype_bytes=g.dtype_bytes) * g.count
                for g in inv.gemms)
-    win = inv.window_attention_forward_flops  # sliding-window layers, at their own key-loop length (attention_time)
-    attn = (attention_seconds(forward_flops=inv.attention_forward_flops - win, seq_len=seq_len, rates=rates,
-                              backward=backward)
-            + attention_seconds(forward_flops=win, seq_len=inv.window_attention_seq, rates=rates, backward=backward))
+    attn = attention_seconds(forward_flops=inv.attention_forward_flops, seq_len=seq_len, rates=rates, backward=backward)
     strided = inv.strided_bytes if memory_factor >= 1.0 else 0.0
     fused = inv.fused_bytes  # already counted as fused (inventory.PassInventory.fused_bytes): not scaled again
     mem = ((inv.memory_bytes - strided - fused) * memory_factor + fused
@@ -194,6 +191,9 @@ class Parallel:
     (``collectives.exposed_data_parallel`` ``reduce_after_backward``: nanotron's ZeRO-1 with fp32 accumulation)."""
     hsdp_shard: int = 0
     """Strategy hsdp: the ranks of one shard group (the card's ``parallel.hsdp_shard_size``); 0: ``gpus_per_node``."""
+    overlap_comm: bool = True
+    """False: DeepSpeed ZeRO without ``overlap_comm`` reduces the gradients on the compute stream, exposed
+    (``collectives.reductions_on_compute_stream``); True: every other schedule, overlapped."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -454,7 +454,7 @@ def train_step_time(
             # HSDP: each unit's gradient shard is all-reduced across the shard group's replicas (``hsdp_links``)
             # behind the remaining backward, per micro-step as torch does by default (``collectives.exposed_sharded``)
             replicas = hsdp.replicas if hsdp is not None else 1
-            comm = coll.exposed_sharded(
+            sharded = dict(
                 layers=layers, layer_weight_bytes=layer_w, layer_grad_bytes=layer_g,
                 root_weight_bytes=dense_w * root_frac, root_grad_bytes=dense_g * root_frac,
                 ranks=group, bus_bytes_per_s=bus, latency_s=rates.collective_latency_s,
@@ -471,6 +471,10 @@ def train_step_time(
                     local_experts=spec.moe.num_experts, leaf=zero3_expert_leaf or st != "zero3")
                 if expert_loop and spec.moe is not None else 1.0,
             )
+            comm = coll.exposed_sharded(**sharded)
+            if not parallel.overlap_comm and st == "zero3":
+                comm = coll.reductions_on_compute_stream(overlapped=comm, gathers_only=coll.exposed_sharded(
+                    **{**sharded, "layer_grad_bytes": 0.0, "root_grad_bytes": 0.0, "expert_layer_grad_bytes": 0.0}))
         else:
             stage = {"ddp": 0, "zero1": 1, "zero2": 2}.get(st, 0)
             dense = trained_params - expert_params
@@ -484,6 +488,8 @@ def train_step_time(
                 gather_bucket_bytes=megatron_bucket_params(data_parallel=ranks) * optimizer.weight_bytes,
                 reduce_after_backward=parallel.grad_reduce_after_backward,
             )
+            if not parallel.overlap_comm and st in ("zero1", "zero2"):
+                comm = coll.reductions_on_compute_stream(overlapped=comm)
         notes.append(f"collectives at {bus / 1e9:.0f} GB/s bus bandwidth ({'crossing nodes' if crosses else 'in a node'});"
                      f" {comm.total_s:.3f} s in all, {comm.exposed_s:.3f} s not hidden by compute")
         if hsdp is not None and hsdp.replicas > 1:

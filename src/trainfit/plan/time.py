@@ -191,7 +191,6 @@ def rank_spec(spec: ModelSpec, *, tp: int, pp: int, ep: int, etp: int, first: in
         num_kv_heads=max(1, spec.num_kv_heads // tp), intermediate_size=max(1, ceil(spec.intermediate_size / tp)),
         vocab_size=ceil(spec.vocab_size / tp), num_layers=layers,
         layer_types=tuple(spec.layer_types[i] for i in window) if spec.layer_types else (), linear_attention=la,
-        sliding_layers=tuple(j for j, i in enumerate(window) if i in spec.sliding_layers),
         moe=moe, params_override=None,
     )
 
@@ -400,7 +399,8 @@ def training_time(
                       grad_reduce_after_backward=par.grad_reduce_after_backward,
                       # HSDP's shard group as the memory plans it (plan.rl_time._hsdp_shard_of): a host's GPUs, not
                       # the NVLink domain ``gpus_per_node`` stands for on GB200 NVL72
-                      hsdp_shard=par.hsdp_shard_size or min(data_ranks, train_nodes(card)[1]))
+                      hsdp_shard=par.hsdp_shard_size or min(data_ranks, train_nodes(card)[1]),
+                      overlap_comm=deepspeed_overlap_comm(card))
     packed_context, causal_skip, packed_note = packed_attention(card, eager=eager, seq_len=seq_len)
     t = train_step_time(
         shard, rates=rates, micro_batch_size=micro_batch_size, seq_len=max(1, seq_len // cp), micro_steps=micro_steps,
@@ -423,6 +423,21 @@ def training_time(
         megatron_experts=par.tensor_parallel_impl is TensorParallelImpl.MEGATRON,
     )
     return replace(t, assumptions=t.assumptions + (packed_note,)) if packed_note else t
+
+
+def deepspeed_overlap_comm(card: RunCard) -> bool:
+    """Whether the card's gradient reductions overlap the backward (``compute.training.Parallel.overlap_comm``):
+    DeepSpeed's ZeRO (``plan.ranks._deepspeed_zero``: zero2 and zero3, zero1 under Ulysses alone) as its
+    ``zero_optimization.overlap_comm`` resolves, unset: true at stage 3 only (deepspeedai/DeepSpeed
+    deepspeed/runtime/zero/config.py ``overlap_comm_valid`` l.351-354 @v0.17.1, the same rule from v0.9.0 to v0.19.5);
+    without it the reductions run on the compute stream (``collectives.reductions_on_compute_stream``). Every other
+    framework's reductions overlap (True)."""
+    from trainfit.plan.ranks import _deepspeed_zero  # the one place the card's ZeRO is read as DeepSpeed's
+
+    if not _deepspeed_zero(card):
+        return True
+    ds = card.deepspeed.overlap_comm
+    return card.parallel.strategy.value == "zero3" if ds is None else ds
 
 
 def fp8_casts_of(card: RunCard) -> CastTraffic | None:

@@ -523,7 +523,14 @@ class RolloutSection(_Section):
     response_len: int = Field(1024, ge=1, le=10_000_000)
     num_generations: int = Field(8, ge=1, le=4096, description="Completions per prompt (GRPO group size).")
     prompts_per_step: int = Field(16, ge=1, le=1_000_000, description="Prompts per rollout step, whole run.")
-    max_num_seqs: int = Field(256, ge=1, le=1_000_000)
+    max_num_seqs: int = Field(
+        256, ge=1, le=1_000_000, description="Sequences one engine runs at once (vLLM max_num_seqs; engine sglang:"
+        " max_running_requests). Default 256: vLLM's own default for the LLM class and the OpenAI server on GPUs under"
+        " 70 GiB and on A100s (vllm-project/vllm vllm/engine/arg_utils.py get_batch_defaults lines 3010-3043 @v0.34.0;"
+        " the 70 GiB split since v0.8.5, the A100 exception since v0.9.0) and the V0 engine's (lines 211-213 @v0.7.0)."
+        " Not vLLM V1's default on larger GPUs (H100, H200, H20, MI300X, B200: 1024, the same file), nor for an engine"
+        " built with no usage context (vllm/config/scheduler.py SchedulerConfig.DEFAULT_MAX_NUM_SEQS 128, line 42"
+        " @v0.34.0): state the engine's value.")
     max_num_batched_tokens: int = Field(8192, ge=1, le=100_000_000)
     tp_gather_partition_size: int = Field(
         8, ge=1, le=4096, description="engine deepspeed_hybrid with tensor_parallel > 1: decoder layers gathered"

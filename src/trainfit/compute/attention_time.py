@@ -16,6 +16,24 @@ sm90+       0.45     0.34      FlashAttention-3 paper (Shah et al. 2024), Fig. 1
                                (what PyTorch SDPA runs) on H100 reaches ~350 / ~270 TFLOP/s of 792
 =========  =======  ========  ================================================================
 
+Head dimension: the rates above are at head dim 128. A narrower head halves each tile's matmul work against the
+same softmax, masking and Q/O traffic per score, so the kernels run further below the matmul rate. The factor
+``head_dim_efficiency`` applies, per architecture, the published ratio of head dim 64 to head dim 128 on the same
+kernel at 4k tokens, causal (linear in head dim between 64 and 128; 1 at 128 and above, where no change is claimed;
+the 64 value below 64):
+
+=========  =====  =====  ======================================================================================
+arch       fwd    bwd    source (TFLOP/s, head dim 64 / 128)
+=========  =====  =====  ======================================================================================
+sm90       0.89   0.90   Shah et al. 2024, "FlashAttention-3", arXiv:2407.08608 (read 2026-12-02), Fig. 5 causal
+                         forward, FlashAttention-2 on H100 SXM5 at 4k: 284 / 319 (16k: 299 / 335); Fig. 6 backward
+                         (non-causal, the only one drawn), FlashAttention-2 at 4k: 279 / 310
+sm100      0.67   0.67   Dao-AILab/flash-attention pull request #2605 (merged; read 2026-12-02), B200, FA4
+                         forward, causal, seqlen 4096 batch 8: 708 / 1062 (2048: 561 / 899); no backward table by
+                         head dim: the forward ratio
+others     1.00   1.00   not applied: no head-dim table for A100-class (sm80/86/89) or sm120 cards was read
+=========  =====  =====  ======================================================================================
+
 Short sequences fill fewer tiles and pay the softmax bookkeeping: ``seq / (seq + SEQ_HALF)`` with
 ``SEQ_HALF = 256`` (the same figures: half the long-sequence rate near 256-512 tokens).
 
@@ -76,20 +94,39 @@ BACKWARD_FLOPS_FACTOR = 2.5
 SEQ_HALF = 256.0
 WINDOW_TILE_TOKENS = 128
 _EFFICIENCY = {"8": (0.80, 0.62), "9": (0.45, 0.34), "10": (0.45, 0.34), "12": (0.45, 0.34)}
+BASE_HEAD_DIM = 128
+_HEAD_DIM_64 = {"9": (0.89, 0.90), "10": (0.67, 0.67)}  # (fwd, bwd) at head dim 64 / at 128
 
 
-def attention_efficiency(*, compute_capability: str | None, seq_len: float, backward: bool) -> float:
+def head_dim_efficiency(*, compute_capability: str | None, head_dim: float | None, backward: bool) -> float:
+    """The head-dim factor on the rate (module docstring table): 1 at ``BASE_HEAD_DIM`` and above or when unknown
+    (``None`` / 0), the published head-dim-64 ratio at 64 and below, linear between."""
+    if not head_dim or head_dim >= BASE_HEAD_DIM:
+        return 1.0
+    major = (compute_capability or "8.0").split(".")[0]
+    fwd, bwd = _HEAD_DIM_64.get(major, (1.0, 1.0))
+    at_64 = bwd if backward else fwd
+    share = (max(head_dim, 64.0) - 64.0) / (BASE_HEAD_DIM - 64.0)
+    return at_64 + (1.0 - at_64) * share
+
+
+def attention_efficiency(*, compute_capability: str | None, seq_len: float, backward: bool,
+                         head_dim: float | None = None) -> float:
     major = (compute_capability or "8.0").split(".")[0]
     fwd, bwd = _EFFICIENCY.get(major, (0.5, 0.4))
-    return (bwd if backward else fwd) * seq_len / (seq_len + SEQ_HALF)
+    hd = head_dim_efficiency(compute_capability=compute_capability, head_dim=head_dim, backward=backward)
+    return (bwd if backward else fwd) * hd * seq_len / (seq_len + SEQ_HALF)
 
 
-def attention_seconds(*, forward_flops: float, seq_len: float, rates: DeviceRates, backward: bool) -> float:
-    """Seconds of the fused attention kernels whose forward work is ``forward_flops``."""
+def attention_seconds(*, forward_flops: float, seq_len: float, rates: DeviceRates, backward: bool,
+                      head_dim: float | None = None) -> float:
+    """Seconds of the fused attention kernels whose forward work is ``forward_flops`` (``head_dim``: the query/key
+    head dimension, ``head_dim_efficiency``; None: the base rate)."""
     if forward_flops <= 0:
         return 0.0
     work = forward_flops * (BACKWARD_FLOPS_FACTOR if backward else 1.0)
-    eff = attention_efficiency(compute_capability=rates.compute_capability, seq_len=seq_len, backward=backward)
+    eff = attention_efficiency(compute_capability=rates.compute_capability, seq_len=seq_len, backward=backward,
+                               head_dim=head_dim)
     return work / (rates.matmul_flops_per_s * eff)
 
 

@@ -242,6 +242,8 @@ class PassInventory:
     window_attention_seq: float = 0.0
     """The causal row length whose key loop matches the windowed layers' (``attention_time.windowed_attention_seq``):
     the sequence their rate is read at."""
+    attention_head_dim: float = 0.0
+    """Query/key head dimension of the fused attention kernel (``attention_time.head_dim_efficiency``); 0: none."""
 
     @property
     def gemm_flops(self) -> float:
@@ -256,6 +258,7 @@ class PassInventory:
             self.fused_bytes + other.fused_bytes, self.fused_kernels + other.fused_kernels,
             self.window_attention_forward_flops + other.window_attention_forward_flops,
             max(self.window_attention_seq, other.window_attention_seq),
+            max(self.attention_head_dim, other.attention_head_dim),
         )
 
 
@@ -619,7 +622,8 @@ def step_inventory(
                       if packed_flash_syncs and not eager_attention else (0.0, 0.0))
     sync_attn = sync_f  # the core-attention recompute re-runs attention only
     sync_f += loop_syncs
-    win = dict(window_attention_forward_flops=win_fwd, window_attention_seq=win_seq)
+    win = dict(window_attention_forward_flops=win_fwd, window_attention_seq=win_seq,
+               attention_head_dim=float(spec.head_dim) if attn_fwd else 0.0)
     layers_fwd = PassInventory(tuple(fwd), attn_fwd, float(full), fwd_bytes, fwd_k, scores, strided, sync_f,
                                fused_bytes=ff_b, fused_kernels=ff_k, **win)
     layers_bwd = PassInventory(tuple(bwd), attn_fwd, float(full), bwd_bytes, bwd_k, scores,

@@ -155,7 +155,11 @@ def pass_seconds(inv: PassInventory, *, rates: DeviceRates, seq_len: float, back
     scale the memory-bound bytes and the kernel count (kernel fusion by a compiler)."""
     gemm = sum(gemm_seconds(m=g.m, n=g.n, k=g.k, groups=g.groups, rates=rates, dtype_bytes=g.dtype_bytes) * g.count
                for g in inv.gemms)
-    attn = attention_seconds(forward_flops=inv.attention_forward_flops, seq_len=seq_len, rates=rates, backward=backward)
+    win, hd = inv.window_attention_forward_flops, inv.attention_head_dim  # windowed layers at their key-loop length
+    attn = (attention_seconds(forward_flops=inv.attention_forward_flops - win, seq_len=seq_len, rates=rates,
+                              backward=backward, head_dim=hd)
+            + attention_seconds(forward_flops=win, seq_len=inv.window_attention_seq, rates=rates, backward=backward,
+                                head_dim=hd))
     strided = inv.strided_bytes if memory_factor >= 1.0 else 0.0
     fused = inv.fused_bytes  # already counted as fused (inventory.PassInventory.fused_bytes): not scaled again
     mem = ((inv.memory_bytes - strided - fused) * memory_factor + fused

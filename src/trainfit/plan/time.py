@@ -191,6 +191,7 @@ def rank_spec(spec: ModelSpec, *, tp: int, pp: int, ep: int, etp: int, first: in
         num_kv_heads=max(1, spec.num_kv_heads // tp), intermediate_size=max(1, ceil(spec.intermediate_size / tp)),
         vocab_size=ceil(spec.vocab_size / tp), num_layers=layers,
         layer_types=tuple(spec.layer_types[i] for i in window) if spec.layer_types else (), linear_attention=la,
+        sliding_layers=tuple(j for j, i in enumerate(window) if i in spec.sliding_layers),
         moe=moe, params_override=None,
     )
 

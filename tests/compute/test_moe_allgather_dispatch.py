@@ -50,11 +50,13 @@ def _mp(dispatcher: MoeDispatcher, **kw):
 
 
 def test_model_parallel_comm_runs_the_pair_each_pass_without_a_count_exchange():
-    ag = allgather_dispatch(tokens=4096, hidden=2048, experts=128, group=8, **KW)
+    # model_parallel_comm prices the pair with NCCL's tuner over the EP group's nodes (one rank per node by default)
+    nccl = dict(bus_bytes_per_s=KW["bus_bytes_per_s"], nodes=8)
+    ag = allgather_dispatch(tokens=4096, hidden=2048, experts=128, group=8, **nccl)
     got = _mp(MoeDispatcher.ALLGATHER).expert_s
     assert got == pytest.approx(2 * 48 * (ag.dispatch_s + ag.combine_s))  # forward + backward, dispatch + combine
     # expert tensor parallel widens the group: etp x ep ranks
-    ag16 = allgather_dispatch(tokens=4096, hidden=2048, experts=128, group=16, **KW)
+    ag16 = allgather_dispatch(tokens=4096, hidden=2048, experts=128, group=16, **nccl)
     assert _mp(MoeDispatcher.ALLGATHER, etp=2).expert_s == pytest.approx(2 * 48 * (ag16.dispatch_s + ag16.combine_s))
 
 

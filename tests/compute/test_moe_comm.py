@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from trainfit.catalog.gpus import resolve_gpu
 from trainfit.compute import collectives as coll
 from trainfit.compute.model_parallel import model_parallel_comm
-from trainfit.compute.rates import COLLECTIVE_HOP_LATENCY_S, default_rates
+from trainfit.compute.rates import default_rates
 
 H100 = default_rates(resolve_gpu("h100-sxm"))
 NIC = 25e9
@@ -46,8 +46,8 @@ def _ep(tp: int) -> float:
 
 
 def test_expert_all_to_all_carries_the_sequence_parallel_shard_with_tensor_parallel():
-    # 1/tp of the tokens per rank; the per-collective hop latencies stay
-    fixed = 2 * 2 * 4 * COLLECTIVE_HOP_LATENCY_S * coll.grouped_p2p_rounds(ranks=8)
+    # 1/tp of the tokens per rank; the per-collective latencies (NCCL's, grouped send / receive) stay
+    fixed = 2 * 2 * 4 * coll.grouped_p2p_latency_s(ranks=8, nodes=8)
     assert _ep(2) - fixed == pytest.approx((_ep(1) - fixed) / 2)
 
 

@@ -139,7 +139,7 @@ def _expert_s(**kw) -> float:
 
 
 def test_model_parallel_comm_charges_the_dispatcher():
-    old = _expert_s()
+    old = _expert_s(ep_ranks_per_node=8)  # the group's nodes set NCCL's latencies; the NIC rate is DeepEP's alone
     assert _expert_s(moe_dispatcher=MoeDispatcher.ALLTOALL, ep_ranks_per_node=8, ep_nic_bytes_per_s=1.0) == old
     rates = {"ep_ranks_per_node": 8, "ep_nic_bytes_per_s": NIC * coll.NIC_EFFICIENCY,
              "ep_nvlink_bytes_per_s": H100.intra_node_bus_bytes_per_s}

@@ -168,7 +168,8 @@ def test_expert_parallel_comm_adds_one_count_exchange_per_forward_pass():
             tp=1, cp=1, ulysses=False, ep=8, pp=1, recompute=recompute, latency_s=30e-6, tp_bus_bytes_per_s=1e11,
             cp_bus_bytes_per_s=1e11, ep_bus_bytes_per_s=1e11, pp_bytes_per_s=1e11, experts=experts).expert_s
 
-    one = mt.count_exchange_seconds(ep=8, experts=128, latency_s=30e-6, bus_bytes_per_s=1e11)
+    # model_parallel_comm prices the count all-gather with NCCL's tuner (ep_ranks_per_node 1: 8 nodes)
+    one = mt.count_exchange_seconds(ep=8, experts=128, bus_bytes_per_s=1e11, nodes=8)
     assert ep_s(128, False) - ep_s(0, False) == pytest.approx(48 * one)
     assert ep_s(128, True) - ep_s(0, True) == pytest.approx(2 * 48 * one)
 

@@ -7,9 +7,30 @@ bus bandwidth; ring algorithm)::
     all-to-all:                   p2p latency + (n−1)/n · S / bus_bytes_per_s   (each rank's share for the others)
     all-reduce:                   latency + 2·(n−1)/n · S / bus_bytes_per_s   (latency with 2 passes)
     broadcast:                    latency + S / bus_bytes_per_s   (pipelined: every byte crosses each link once)
-    latency = collective_latency_s + passes · hop_latency_s · (n − 1)   (ring steps, ``ring_latency_s``)
-    p2p latency = collective_latency_s + hop_latency_s · ceil(n / p2p channels)   (NCCL's grouped send / receive
+    latency, bandwidth: NCCL's own tuner (``nccl_collective_seconds``): its cheapest (algorithm, protocol), each
+                  ``base + steps · hop`` (src/graph/tuning.cc), the protocol's share of the bus (LL half of it)
+    p2p latency = NCCL's Simple base + one step per ceil(n / p2p channels) round   (NCCL's grouped send / receive
                   to every peer at once, ``grouped_p2p_latency_s``)
+
+Where the latency comes from. The first time model charged every ring collective ``30 us + 8 us · (n − 1)`` (per
+pass): ``rates.COLLECTIVE_LATENCY_S`` / ``COLLECTIVE_HOP_LATENCY_S``, set without a source when the time model was
+written ("Latency per collective ~ 30 us + 8 us per hop", rates docstring). NCCL's tuner (NVIDIA/nccl
+``src/graph/tuning.cc`` @5067397c2676d5aed50042fc39e5c8ee96eb0027, ``baseLatencies`` and ``hwLatencies``) prices a
+ring step on NVLink at 0.6 us (LL), 1.9 (LL128) or 3.4 us (Simple) after a 6.6-14 us base, and a network step at 2.7 /
+4 / 14 us; it runs the cheapest. Published small-message nccl-tests rows side with the tuner, not the old constants:
+an all-reduce of 4-4096 B on 8 H20 of one NVSwitch node reads 12.5-16.7 us (deepseek-ai/DeepEP issue #303,
+https://github.com/deepseek-ai/DeepEP/issues/303, read 2026-12-02; tuner 15.0 us, old form 142 us); a reduce-scatter of
+128-512 B over 2 nodes x 4 GPUs reads 23-32 us (NVIDIA/nccl-tests issue #128,
+https://github.com/NVIDIA/nccl-tests/issues/128, 2023-02-02; tuner with the measured network-step excess 33.5 us,
+old form 86 us); an all-reduce of 128 B on 2 x 8 H100 over InfiniBand reads 61.6 us (NVIDIA/nccl issue #1453; tuner
+25.2 us, with the excess 61.6, old form 270 us); 2 A100 on NVLink all-reduce 32 B in 10.1 us (NVIDIA/nccl issue
+#583, https://github.com/NVIDIA/nccl/issues/583, 2021-10-18; tuner 7.8 us, old form 46 us). So the training step's
+all-gathers, reduce-scatters and all-reduces (``all_gather_seconds`` / ``reduce_scatter_seconds`` /
+``all_reduce_seconds`` without a ``latency_s``; the MoE token-count all-gather, the all-gather dispatcher, the EP
+all-to-all and DeepEP's dispatch) take NCCL's tuner over the nodes each group spans, as the decode model's
+all-reduce does (``nccl_all_reduce``), with ``NCCL_NET_STEP_EXCESS_S`` per network step. A caller that passes a
+``latency_s`` keeps the old fixed-latency form (weight sync, the hybrid engine, Ulysses and ring context parallel,
+pipeline sends: not re-derived here).
 
 ``bus_bytes_per_s``: NCCL's sustained bus bandwidth (``rates.intra_node_bus_bytes_per_s``);
 a ring that crosses nodes runs at the slower of that and the NIC per GPU times ``NIC_EFFICIENCY``.
@@ -164,15 +185,26 @@ def all_reduce_wire_seconds(*, total_bytes: float, ranks: int, bus_bytes_per_s: 
     return 2 * (ranks - 1) / ranks * total_bytes / bus_bytes_per_s
 
 
-def all_gather_seconds(*, total_bytes: float, ranks: int, bus_bytes_per_s: float, latency_s: float) -> float:
+def all_gather_seconds(*, total_bytes: float, ranks: int, bus_bytes_per_s: float, latency_s: float | None = None,
+                       nodes: int = 1, intra_link: "IntraLink | None" = None) -> float:
+    """One ring all-gather of a ``total_bytes`` buffer over ``ranks`` GPUs on ``nodes`` nodes. ``latency_s`` None:
+    NCCL's own tuner prices it (``nccl_collective_seconds``: its cheapest protocol, tuning.cc's latencies); a number:
+    that fixed latency plus ``COLLECTIVE_HOP_LATENCY_S`` per ring step and the ring/Simple wire time (the form callers
+    outside the training step still use)."""
     if ranks <= 1 or total_bytes <= 0:
         return 0.0
+    if latency_s is None:
+        return nccl_collective_seconds(collective="all_gather", total_bytes=total_bytes, ranks=ranks, nodes=nodes,
+                                       bus_bytes_per_s=bus_bytes_per_s, intra_link=intra_link)
     return (ring_latency_s(ranks=ranks, latency_s=latency_s)
             + all_gather_wire_seconds(total_bytes=total_bytes, ranks=ranks, bus_bytes_per_s=bus_bytes_per_s))
 
 
-def reduce_scatter_seconds(*, total_bytes: float, ranks: int, bus_bytes_per_s: float, latency_s: float) -> float:
-    return all_gather_seconds(total_bytes=total_bytes, ranks=ranks, bus_bytes_per_s=bus_bytes_per_s, latency_s=latency_s)
+def reduce_scatter_seconds(*, total_bytes: float, ranks: int, bus_bytes_per_s: float, latency_s: float | None = None,
+                           nodes: int = 1, intra_link: "IntraLink | None" = None) -> float:
+    """A ring reduce-scatter costs what the all-gather does in NCCL's tuner (same ``nsteps = n − 1``, same bytes)."""
+    return all_gather_seconds(total_bytes=total_bytes, ranks=ranks, bus_bytes_per_s=bus_bytes_per_s,
+                              latency_s=latency_s, nodes=nodes, intra_link=intra_link)
 
 
 # NCCL runs an all-to-all (torch ``all_to_all_single``, which Megatron-Core's alltoall token dispatcher and a Ulysses
@@ -214,28 +246,45 @@ def grouped_p2p_rounds(*, ranks: int, p2p_channels: int = NCCL_P2P_CHANNELS) -> 
     return max(1, ceil(n / max(1, p2p_channels)))
 
 
-def grouped_p2p_latency_s(*, ranks: int, latency_s: float) -> float:
-    """Fixed seconds of one grouped send / receive to every peer (an NCCL all-to-all): ``latency_s`` plus one
-    ``COLLECTIVE_HOP_LATENCY_S`` per sequential round (``grouped_p2p_rounds``), against ``ring_latency_s``'s
-    ``ranks − 1`` steps."""
+def grouped_p2p_latency_s(*, ranks: int, latency_s: float | None = None, nodes: int = 1) -> float:
+    """Fixed seconds of one grouped send / receive to every peer (an NCCL all-to-all, or DeepEP's dispatch to every
+    peer at once), one step per sequential round (``grouped_p2p_rounds``), against ``ring_latency_s``'s ``ranks − 1``
+    steps. ``latency_s`` None: NCCL's tuner constants (tuning.cc has no p2p row; its ring/Simple ones stand in, the
+    protocol NCCL's p2p runs above ``NCCL_P2P_LL_THRESHOLD``): ``baseLat`` 8.4 us plus per round the NVLink Simple
+    step 3.4 us, or across ``nodes`` the network Simple step 14 us plus ``NCCL_NET_STEP_EXCESS_S``. Check: 11.8 us for
+    8 GPUs in one node against the 10.6 us nccl-tests all-to-all at 128 B on 8 H20 (block comment above). A number:
+    that latency plus one ``COLLECTIVE_HOP_LATENCY_S`` per round."""
     if ranks <= 1:
         return 0.0
-    return latency_s + grouped_p2p_rounds(ranks=ranks) * COLLECTIVE_HOP_LATENCY_S
+    rounds = grouped_p2p_rounds(ranks=ranks)
+    if latency_s is not None:
+        return latency_s + rounds * COLLECTIVE_HOP_LATENCY_S
+    key = ("ring", "simple")
+    step_us = (_NCCL_NVLINK_HOP_US[key] if nodes <= 1
+               else _NCCL_NET_HOP_US[key] + NCCL_NET_STEP_EXCESS_S * 1e6)
+    return (_NCCL_BASE_LAT_US[key] + rounds * step_us) * 1e-6
 
 
-def all_to_all_seconds(*, total_bytes: float, ranks: int, bus_bytes_per_s: float, latency_s: float) -> float:
+def all_to_all_seconds(*, total_bytes: float, ranks: int, bus_bytes_per_s: float, latency_s: float | None = None,
+                       nodes: int = 1) -> float:
     """Each rank sends ``(n−1)/n`` of its ``total_bytes`` buffer to the others (the all-gather's bandwidth term;
     ``all_to_all_bus_bytes_per_s`` for a group that spans nodes), all peers at once: the latency of grouped
     point-to-point (``grouped_p2p_latency_s``), not a ring's."""
     if ranks <= 1 or total_bytes <= 0:
         return 0.0
-    return (grouped_p2p_latency_s(ranks=ranks, latency_s=latency_s)
+    return (grouped_p2p_latency_s(ranks=ranks, latency_s=latency_s, nodes=nodes)
             + all_gather_wire_seconds(total_bytes=total_bytes, ranks=ranks, bus_bytes_per_s=bus_bytes_per_s))
 
 
-def all_reduce_seconds(*, total_bytes: float, ranks: int, bus_bytes_per_s: float, latency_s: float) -> float:
+def all_reduce_seconds(*, total_bytes: float, ranks: int, bus_bytes_per_s: float, latency_s: float | None = None,
+                       nodes: int = 1, intra_link: "IntraLink | None" = None) -> float:
+    """One all-reduce; ``latency_s`` None: NCCL's tuner (ring or tree, cheapest protocol: ``nccl_collective_seconds``),
+    a number: the fixed-latency ring form (``all_gather_seconds``)."""
     if ranks <= 1 or total_bytes <= 0:
         return 0.0
+    if latency_s is None:
+        return nccl_collective_seconds(collective="all_reduce", total_bytes=total_bytes, ranks=ranks, nodes=nodes,
+                                       bus_bytes_per_s=bus_bytes_per_s, intra_link=intra_link)
     return (ring_latency_s(ranks=ranks, latency_s=latency_s, passes=2)
             + all_reduce_wire_seconds(total_bytes=total_bytes, ranks=ranks, bus_bytes_per_s=bus_bytes_per_s))
 
@@ -316,6 +365,37 @@ class AllReduceChoice:
         return self.latency_s + total_bytes / self.alg_bytes_per_s
 
 
+def nccl_ring_choices(*, ranks: int, nodes: int, bus_bytes_per_s: float, intra_link: IntraLink = IntraLink.NVLINK,
+                      net_step_excess_s: float = 0.0) -> list[AllReduceChoice]:
+    """NCCL's ring all-gather / reduce-scatter costs, one per protocol (LL, LL128 on NVLink, Simple), for ``ranks`` GPUs
+    over ``nodes`` nodes (tuning.cc ``ncclTopoTuneModel`` @5067397c, the ``coll`` = AllGather / ReduceScatter rows:
+    ``nsteps = nRanks − 1``, ``nInterSteps = nNodes − 1``). Latency ``base + (n−1 − (N−1))·max(intra hop, net
+    overhead) + (N−1)·net hop`` (a group with one GPU per node takes the tree's network hop), each network step plus
+    ``net_step_excess_s``; buffer bytes per second ``bus·factor·n/(n−1)`` (LL half the bus, capped at ``llMaxBw``;
+    LL128 0.92), so ``seconds(S) = latency + (n−1)/n·S / (bus·factor)`` for a gathered buffer of ``S`` bytes.
+    Left out as for the all-reduce: per-channel caps, NVLS / CollNet, and PAT (only one GPU per node, Simple)."""
+    n, big_n = max(1, ranks), max(1, min(nodes, ranks))
+    ppn = n / big_n
+    nsteps, inter_steps = n - 1, big_n - 1
+    ll_cap = NCCL_LL_MAX_BUS_BYTES_PER_S[1 if big_n == 1 else 2 if big_n == 2 else 4]
+    hops = _NCCL_NVLINK_HOP_US if intra_link is IntraLink.NVLINK else _NCCL_PCI_HOP_US
+    out = []
+    for proto in ("ll", "ll128", "simple"):
+        if proto == "ll128" and intra_link is not IntraLink.NVLINK:
+            continue
+        key = ("ring", proto)
+        intra = hops[key]
+        inter = _NCCL_NET_HOP_US[("tree", proto) if ppn == 1 else key] + net_step_excess_s * 1e6
+        if big_n > 1:
+            intra = max(intra, _NCCL_NET_OVERHEAD_US * (3 if proto == "simple" else 1))
+        lat_us = _NCCL_BASE_LAT_US[key] + (nsteps - inter_steps) * intra + inter_steps * inter
+        bus = bus_bytes_per_s * _NCCL_BUS_FACTOR[key]
+        if proto == "ll":
+            bus = min(bus, ll_cap)
+        out.append(AllReduceChoice("ring", proto, lat_us * 1e-6, bus * n / max(1, nsteps)))
+    return out
+
+
 def nccl_all_reduce_choices(*, ranks: int, nodes: int, bus_bytes_per_s: float,
                             intra_link: IntraLink = IntraLink.NVLINK,
                             net_step_excess_s: float = 0.0) -> list[AllReduceChoice]:
@@ -385,6 +465,27 @@ def nccl_all_reduce_seconds(*, total_bytes: float, ranks: int, nodes: int, bus_b
     return c.seconds(total_bytes)
 
 
+def nccl_collective_seconds(*, collective: str, total_bytes: float, ranks: int, nodes: int, bus_bytes_per_s: float,
+                            intra_link: IntraLink | None = None) -> float:
+    """Seconds of one ``collective`` ("all_gather", "reduce_scatter" or "all_reduce") of ``total_bytes`` over ``ranks``
+    GPUs on ``nodes`` nodes as NCCL's tuner times its cheapest (algorithm, protocol) (``nccl_ring_choices``,
+    ``nccl_all_reduce_choices``): the training step's collectives priced as the decode model prices its all-reduce.
+    A group spanning nodes also pays the measured excess per network step (``NCCL_NET_STEP_EXCESS_S``), as the decode
+    model's engines across nodes do. 0 for one rank or an empty buffer."""
+    if ranks <= 1 or total_bytes <= 0:
+        return 0.0
+    nodes = max(1, min(nodes, ranks))
+    kw = dict(ranks=ranks, nodes=nodes, bus_bytes_per_s=bus_bytes_per_s, intra_link=intra_link or IntraLink.NVLINK,
+              net_step_excess_s=NCCL_NET_STEP_EXCESS_S if nodes > 1 else 0.0)
+    choices = nccl_all_reduce_choices(**kw) if collective == "all_reduce" else nccl_ring_choices(**kw)
+    return min(c.seconds(total_bytes) for c in choices)
+
+
+def group_nodes(*, ranks: int, ranks_per_node: int) -> int:
+    """Nodes a collective group of ``ranks`` spans when ``ranks_per_node`` of them share one (NVLink domain)."""
+    return max(1, ceil(max(1, ranks) / max(1, min(ranks_per_node, ranks))))
+
+
 # vLLM's custom all-reduce (vllm-project/vllm ``csrc/custom_all_reduce.cuh`` @036bb685581dbedcd6cf7fc845fe87268c7d1191,
 # ``CustomAllreduce::allreduce``): every rank reads its peers' IPC-registered buffers directly over NVLink (or PCIe
 # peer-to-peer for two GPUs) and sums them, in at most 36 blocks of 512 threads. One stage
@@ -431,12 +532,13 @@ class CommTime:
 
 def exposed_sharded(
     *, layers: int, layer_weight_bytes: float, layer_grad_bytes: float, root_weight_bytes: float,
-    root_grad_bytes: float, ranks: int, bus_bytes_per_s: float, latency_s: float,
+    root_grad_bytes: float, ranks: int, bus_bytes_per_s: float, latency_s: float | None = None,
     layer_forward_s: float, layer_backward_s: float, micro_steps: int, reshard_after_forward: bool = True,
     expert_layer_weight_bytes: float = 0.0, expert_layer_grad_bytes: float = 0.0, expert_ranks: int = 1,
     expert_bus_bytes_per_s: float | None = None, replica_layer_grad_bytes: float = 0.0,
     replica_root_grad_bytes: float = 0.0, replica_ranks: int = 1, replica_bus_bytes_per_s: float | None = None,
-    expert_layer_gathers: float = 1.0, replica_shares_link: bool = False,
+    expert_layer_gathers: float = 1.0, replica_shares_link: bool = False, nodes: int = 1, expert_nodes: int = 1,
+    replica_nodes: int = 1, intra_link: IntraLink | None = None,
 ) -> CommTime:
     """FSDP / ZeRO-3 / HSDP: per-layer gathers and reduce-scatters behind per-layer compute.
 
@@ -469,16 +571,17 @@ def exposed_sharded(
     ``replica_shares_link``: the shard group's collectives and the replica all-reduce run over the same links (a shard
     group smaller than a node with its replicas in the same node, both on NVLink; a shard group spanning nodes, both
     through the NICs: ``training.hsdp_links``), so per layer they add up instead of overlapping each other; both still
-    run behind the compute."""
-    kw = dict(ranks=ranks, bus_bytes_per_s=bus_bytes_per_s, latency_s=latency_s)
-    rkw = dict(ranks=replica_ranks, latency_s=latency_s,
+    run behind the compute. ``nodes`` / ``expert_nodes`` / ``replica_nodes``: the nodes each group spans, for NCCL's
+    latency (``latency_s`` None: ``nccl_collective_seconds``)."""
+    kw = dict(ranks=ranks, bus_bytes_per_s=bus_bytes_per_s, latency_s=latency_s, nodes=nodes, intra_link=intra_link)
+    rkw = dict(ranks=replica_ranks, latency_s=latency_s, nodes=replica_nodes, intra_link=intra_link,
                bus_bytes_per_s=bus_bytes_per_s if replica_bus_bytes_per_s is None else replica_bus_bytes_per_s)
-    ekw = dict(ranks=expert_ranks, latency_s=latency_s,
+    ekw = dict(ranks=expert_ranks, latency_s=latency_s, nodes=expert_nodes, intra_link=intra_link,
                bus_bytes_per_s=bus_bytes_per_s if expert_bus_bytes_per_s is None else expert_bus_bytes_per_s)
-    ag = all_gather_seconds(total_bytes=layer_weight_bytes, **kw) + all_gather_seconds(
-        total_bytes=expert_layer_weight_bytes, **ekw)
-    if expert_layer_gathers > 1 and expert_layer_weight_bytes > 0 and expert_ranks > 1:
-        ag += (expert_layer_gathers - 1) * ring_latency_s(ranks=expert_ranks, latency_s=latency_s)
+    # the expert weights in ``expert_layer_gathers`` separate all-gathers of an equal share each
+    gathers = expert_layer_gathers if expert_layer_gathers > 1 and expert_ranks > 1 else 1.0
+    ag = all_gather_seconds(total_bytes=layer_weight_bytes, **kw) + gathers * all_gather_seconds(
+        total_bytes=expert_layer_weight_bytes / gathers, **ekw)
     rs = reduce_scatter_seconds(total_bytes=layer_grad_bytes, **kw) + reduce_scatter_seconds(
         total_bytes=expert_layer_grad_bytes, **ekw)
     root = all_gather_seconds(total_bytes=root_weight_bytes, **kw) + reduce_scatter_seconds(
@@ -495,11 +598,11 @@ def exposed_sharded(
 
 
 def exposed_data_parallel(
-    *, grad_bytes: float, weight_bytes: float, ranks: int, bus_bytes_per_s: float, latency_s: float,
+    *, grad_bytes: float, weight_bytes: float, ranks: int, bus_bytes_per_s: float, latency_s: float | None = None,
     backward_s: float, micro_steps: int, zero_stage: int, expert_grad_bytes: float = 0.0,
     expert_weight_bytes: float = 0.0, expert_ranks: int = 1, expert_bus_bytes_per_s: float | None = None,
     overlap_param_gather: bool = False, forward_s: float = 0.0, gather_bucket_bytes: float = 0.0,
-    reduce_after_backward: bool = False,
+    reduce_after_backward: bool = False, nodes: int = 1, expert_nodes: int = 1, intra_link: IntraLink | None = None,
 ) -> CommTime:
     """DDP (``zero_stage`` 0) and ZeRO-1/2: gradient reduction hidden behind backward as far as it goes.
 
@@ -512,9 +615,10 @@ def exposed_data_parallel(
     bucket (``gather_bucket_bytes`` each), all but the first bucket (``dist_optimizer.param_gather_exposed``).
     ``reduce_after_backward``: no bucketed reduction during the backward; once the step's last backward is done the
     whole gradient buffer is all-reduced in one collective (a ZeRO-1 rank then keeps its shard), exposed: nanotron
-    with ``accumulate_grad_in_fp32`` and ZeRO-1 (``NANOTRON_ZERO1_REDUCE``)."""
-    kw = dict(ranks=ranks, bus_bytes_per_s=bus_bytes_per_s, latency_s=latency_s)
-    ekw = dict(ranks=expert_ranks, latency_s=latency_s,
+    with ``accumulate_grad_in_fp32`` and ZeRO-1 (``NANOTRON_ZERO1_REDUCE``). ``nodes`` / ``expert_nodes``: the nodes
+    each group spans (NCCL's latency when ``latency_s`` is None, ``exposed_sharded``)."""
+    kw = dict(ranks=ranks, bus_bytes_per_s=bus_bytes_per_s, latency_s=latency_s, nodes=nodes, intra_link=intra_link)
+    ekw = dict(ranks=expert_ranks, latency_s=latency_s, nodes=expert_nodes, intra_link=intra_link,
                bus_bytes_per_s=bus_bytes_per_s if expert_bus_bytes_per_s is None else expert_bus_bytes_per_s)
     if zero_stage == 0:
         red = all_reduce_seconds(total_bytes=grad_bytes, **kw) + all_reduce_seconds(total_bytes=expert_grad_bytes,

@@ -105,7 +105,7 @@ def model_parallel_comm(
     ep_nic_bytes_per_s: float = 1.0, ep_nvlink_bytes_per_s: float = 1.0, moe_groups: int = 1,
     moe_groups_per_token: int = 1, ep_comm_overlap: bool = False, compute_forward_s: float = 0.0,
     compute_backward_s: float = 0.0, micro_steps: int = 1, moe_routing: MoeRouting = MoeRouting.UNIFORM,
-    etp: int = 1, ep_ring_bus_bytes_per_s: float = 0.0,
+    etp: int = 1, ep_ring_bus_bytes_per_s: float = 0.0, tp_nodes: int = 1,
 ) -> ModelParallelComm:
     """Exposed communication of one micro-step on one rank of one pipeline stage (``layers`` = its layers).
 
@@ -125,14 +125,19 @@ def model_parallel_comm(
     ``ep_overlap_exposed``; module docstring); ``moe_routing``: the router's pick, for DeepEP's per-node rows
     (``moe_dispatch.ep_dispatch_bytes``); ``moe_dispatcher`` ALLGATHER: a ring all-gather (dispatch) and
     reduce-scatter (combine) over the ``etp·ep`` ranks at ``ep_ring_bus_bytes_per_s`` (default the all-to-all's rate)
-    (``moe_dispatch.allgather_dispatch``), no token-count exchange.
+    (``moe_dispatch.allgather_dispatch``), no token-count exchange; ``tp_nodes``: the nodes one TP group spans. The TP
+    all-reduce, the EP all-to-all, DeepEP's dispatch latency, the all-gather dispatcher and the count exchange take
+    NCCL's tuner latencies over their group's nodes (``collectives.nccl_collective_seconds``,
+    ``grouped_p2p_latency_s``); ``latency_s`` is left to the Ulysses all-to-all, ring context parallel and pipeline
+    sends.
     """
     passes = 3 if recompute else 2  # forward, (recompute), backward
     coll_passes = passes if recompute_collectives else 2
     act = tokens * hidden * dtype_bytes
     tensor = 0.0
     if tp > 1:
-        one = coll.all_reduce_seconds(total_bytes=act, ranks=tp, bus_bytes_per_s=tp_bus_bytes_per_s, latency_s=latency_s)
+        # NCCL's tuner prices the all-reduce over the ``tp_nodes`` the group spans (collectives.nccl_collective_seconds)
+        one = coll.all_reduce_seconds(total_bytes=act, ranks=tp, bus_bytes_per_s=tp_bus_bytes_per_s, nodes=tp_nodes)
         per_pass = 2 * layers * one
         if tp_comm_overlap:
             # forward (and a repeated forward) behind the forward GEMMs, backward behind the backward's
@@ -159,10 +164,12 @@ def model_parallel_comm(
         # MoE with tp > 1 runs sequence parallel (Megatron requires it: module docstring): each rank routes its
         # 1/tp sequence shard, so its all-to-all carries tokens / tp of them
         routed = tokens / tp if tp > 1 else tokens
+        # the nodes the EP group spans, for NCCL's latencies (collectives.nccl_collective_seconds)
+        ep_nodes = coll.group_nodes(ranks=ep, ranks_per_node=ep_ranks_per_node)
         if moe_dispatcher is MoeDispatcher.ALLGATHER:
             ag = allgather_dispatch(tokens=routed, hidden=hidden, experts=experts, group=ep * max(1, etp),
                                     bus_bytes_per_s=ep_ring_bus_bytes_per_s or ep_bus_bytes_per_s,
-                                    latency_s=latency_s, dtype_bytes=dtype_bytes)
+                                    dtype_bytes=dtype_bytes, nodes=ep_nodes)
             one = (ag.dispatch_s + ag.combine_s) / 2  # the mean of the pair: dispatch + combine = 2·one
         elif moe_dispatcher is MoeDispatcher.DEEPEP:
             traffic = ep_dispatch_bytes(
@@ -171,14 +178,14 @@ def model_parallel_comm(
                 dtype_bytes=dtype_bytes, routing=moe_routing)
             one = ep_dispatch_seconds(traffic=traffic, nic_bytes_per_s=ep_nic_bytes_per_s,
                                       nvlink_bytes_per_s=ep_nvlink_bytes_per_s,
-                                      latency_s=coll.ring_latency_s(ranks=ep, latency_s=latency_s))
+                                      latency_s=coll.grouped_p2p_latency_s(ranks=ep, nodes=ep_nodes))
         else:
             buf = routed * top_k * hidden * dtype_bytes
             one = coll.all_to_all_seconds(total_bytes=buf, ranks=ep, bus_bytes_per_s=ep_bus_bytes_per_s,
-                                          latency_s=latency_s)
+                                          nodes=ep_nodes)
         # the token-count all-gather before each forward (and recomputed forward) dispatch; backward reuses the counts
         counts = 0.0 if moe_dispatcher is MoeDispatcher.ALLGATHER else moe_layers * count_exchange_seconds(
-            ep=ep, experts=experts, latency_s=latency_s, bus_bytes_per_s=ep_bus_bytes_per_s)
+            ep=ep, experts=experts, bus_bytes_per_s=ep_bus_bytes_per_s, nodes=ep_nodes)
         if ep_comm_overlap:
             expert = ep_overlap_exposed(
                 forward_a2a_s=2 * moe_layers * one + counts, backward_a2a_s=2 * moe_layers * one,

@@ -193,18 +193,20 @@ class AllGatherDispatch:
 
 
 def allgather_dispatch(*, tokens: float, hidden: int, experts: int, group: int, bus_bytes_per_s: float,
-                       latency_s: float, dtype_bytes: float = 2.0, probs_dtype_bytes: float | None = None,
-                       map_bytes: float = 1.0) -> AllGatherDispatch:
+                       latency_s: float | None = None, dtype_bytes: float = 2.0,
+                       probs_dtype_bytes: float | None = None, map_bytes: float = 1.0,
+                       nodes: int = 1) -> AllGatherDispatch:
     """Megatron-Core's ``MoEAllGatherTokenDispatcher`` for one MoE layer: ``tokens`` the rank routes (its sequence
     shard), ``group`` = expert tensor parallel x expert parallel ranks, ``experts`` the model's routed experts (the
     map and probabilities are ``[tokens, experts]``), rows of ``hidden`` in ``dtype_bytes``; the probabilities (and
     the combine) in ``probs_dtype_bytes`` (default: the rows' dtype), the map in ``map_bytes`` (torch.bool). Ring
-    all-gather / reduce-scatter over ``group`` at ``bus_bytes_per_s`` (``collectives``); zero for one rank."""
+    all-gather / reduce-scatter over ``group`` at ``bus_bytes_per_s`` on ``nodes`` nodes (``collectives``; ``latency_s``
+    None: NCCL's tuner); zero for one rank."""
     if group <= 1 or tokens <= 0:
         return AllGatherDispatch(0.0, 0.0, 0.0, 0.0)
     probs = dtype_bytes if probs_dtype_bytes is None else probs_dtype_bytes
     gathered = group * tokens * (hidden * dtype_bytes + experts * (probs + map_bytes))
     combined = group * tokens * hidden * probs
-    kw = dict(ranks=group, bus_bytes_per_s=bus_bytes_per_s, latency_s=latency_s)
+    kw = dict(ranks=group, bus_bytes_per_s=bus_bytes_per_s, latency_s=latency_s, nodes=nodes)
     return AllGatherDispatch(all_gather_seconds(total_bytes=gathered, **kw),
                              reduce_scatter_seconds(total_bytes=combined, **kw), gathered, combined)

@@ -205,16 +205,17 @@ def expert_gemm_kernels(*, local_experts: int, grouped_gemm: bool = True, backwa
     return float(local_experts * per_expert)
 
 
-def count_exchange_seconds(*, ep: int, expert_tp: int = 1, experts: int, latency_s: float,
-                           bus_bytes_per_s: float) -> float:
+def count_exchange_seconds(*, ep: int, expert_tp: int = 1, experts: int, latency_s: float | None = None,
+                           bus_bytes_per_s: float, nodes: int = 1) -> float:
     """The token-count all-gather of one MoE layer's forward (``preprocess``: ``gather_from_sequence_parallel_region
     (num_local_tokens_per_expert, group=tp_ep_group)``, int64 per expert per rank): latency-bound, and the host
-    waits on its result (the D2H sync before the all-to-all), so nothing hides it. Zero without EP or expert TP."""
+    waits on its result (the D2H sync before the all-to-all), so nothing hides it. Zero without EP or expert TP.
+    ``latency_s`` None: NCCL's tuner over ``nodes`` nodes (``collectives.all_gather_seconds``)."""
     ranks = max(1, ep) * max(1, expert_tp)
     if ranks <= 1:
         return 0.0
     return coll.all_gather_seconds(total_bytes=8.0 * experts * ranks, ranks=ranks, bus_bytes_per_s=bus_bytes_per_s,
-                                   latency_s=latency_s)
+                                   latency_s=latency_s, nodes=nodes)
 
 
 CLAMPED_GLU_FORWARD_BYTES = 8.0

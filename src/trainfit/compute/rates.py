@@ -25,7 +25,11 @@ Sources of the defaults (each is listed in the plan's assumptions when used):
 * Collectives: NCCL bus bandwidth about 80 % of one direction of NVLink (nccl-tests PERFORMANCE.md
   and published DGX A100/H100 all_reduce_perf results: ~230 of 300 GB/s, ~360+ of 450 GB/s), 75 % of
   PCIe with peer-to-peer, and through host memory for cards without P2P (GeForce RTX 4090: NCCL
-  falls back to SHM, about a third of the PCIe rate). Latency per collective ~ 30 us + 8 us per hop.
+  falls back to SHM, about a third of the PCIe rate). Latency: the training step's collectives take NCCL's own tuner
+  (``collectives.nccl_collective_seconds``, tuning.cc's latencies, checked against published nccl-tests rows in the
+  ``collectives`` docstring); ``COLLECTIVE_LATENCY_S`` / ``COLLECTIVE_HOP_LATENCY_S`` (30 us + 8 us per ring step, set
+  without a source, 5-10x what nccl-tests measure for small buffers) remain only where a caller passes a fixed
+  latency (weight sync, the hybrid engine, Ulysses and ring context-parallel and pipeline exchanges).
 * Power limit: a card run below its rated board power (``nvidia-smi -pl``, or a server's default) holds a
   lower tensor-core clock. Dynamic power is ``C·V²·f`` and in the DVFS range the voltage tracks the
   clock, so power goes as ``f³`` and the sustained clock as ``(limit / rated)^(1/3)``
@@ -167,7 +171,10 @@ NVLINK_BUS_FRACTION = 0.80
 PCIE_P2P_BUS_FRACTION = 0.75
 PCIE_NO_P2P_BUS_FRACTION = 0.33
 COLLECTIVE_LATENCY_S = 30e-6
+"""Fixed seconds per collective where a caller passes a latency (module docstring: no source; not the training
+step's collectives, which take NCCL's tuner)."""
 COLLECTIVE_HOP_LATENCY_S = 8e-6
+"""Seconds per ring step in the fixed-latency form (no source; NCCL's tuner: 0.6-3.4 us per NVLink step)."""
 NVLINK_DOMAIN_GPUS = {"gb200": 72}
 """GPUs one NVLink domain spans where it is larger than a node (GB200 NVL72: 72 GPUs over 18 trays of 4)."""
 HOST_MEMORY_BYTES_PER_S = 200e9
@@ -208,6 +215,9 @@ class DeviceRates:
     picks NCCL's hop latencies and whether vLLM's custom all-reduce runs on more than two GPUs
     (``compute.decode_step``)."""
     collective_latency_s: float = COLLECTIVE_LATENCY_S
+    """Fixed latency of the collectives still priced in the fixed-latency form (weight sync, hybrid engine, ring
+    context parallel, Ulysses all-to-all, pipeline sends); the training step's all-gathers, reduce-scatters and
+    all-reduces take NCCL's tuner instead."""
     pcie_bytes_per_s: float
     """Sustained host <-> device copy rate per direction (pinned memory)."""
     host_memory_bytes_per_s: float = HOST_MEMORY_BYTES_PER_S

@@ -270,6 +270,8 @@ class ModelParallel:
     full_q_dim: int = 0
     full_kv_dim: int = 0
     tp_bus_bytes_per_s: float = 1.0
+    tp_nodes: int = 1
+    """Nodes (NVLink domains) one tensor-parallel group spans, for NCCL's latency of its all-reduces."""
     cp_bus_bytes_per_s: float = 1.0
     ep_bus_bytes_per_s: float = 1.0
     pp_bytes_per_s: float = 1.0
@@ -461,7 +463,8 @@ def train_step_time(
             sharded = dict(
                 layers=layers, layer_weight_bytes=layer_w, layer_grad_bytes=layer_g,
                 root_weight_bytes=dense_w * root_frac, root_grad_bytes=dense_g * root_frac,
-                ranks=group, bus_bytes_per_s=bus, latency_s=rates.collective_latency_s,
+                ranks=group, bus_bytes_per_s=bus, **_nccl_groups(parallel, rates, group=group, eranks=eranks,
+                                                                    hsdp=hsdp),
                 layer_forward_s=fwd.seconds / layers, layer_backward_s=(bwd.seconds + rec.seconds) / layers,
                 micro_steps=micro_steps, reshard_after_forward=st != "fsdp_grad_op",
                 expert_layer_weight_bytes=gathered_weight_bytes * expert_frac / layers,
@@ -484,7 +487,8 @@ def train_step_time(
             dense = trained_params - expert_params
             comm = coll.exposed_data_parallel(
                 grad_bytes=dense * optimizer.grad_bytes, weight_bytes=dense * optimizer.weight_bytes, ranks=ranks,
-                bus_bytes_per_s=bus, latency_s=rates.collective_latency_s, backward_s=bwd.seconds + rec.seconds,
+                bus_bytes_per_s=bus, **_nccl_groups(parallel, rates, group=ranks, eranks=eranks),
+                backward_s=bwd.seconds + rec.seconds,
                 micro_steps=micro_steps, zero_stage=stage, expert_grad_bytes=expert_params * optimizer.grad_bytes,
                 expert_weight_bytes=expert_params * optimizer.weight_bytes, expert_ranks=eranks,
                 expert_bus_bytes_per_s=_expert_bus(rates, parallel, eranks),
@@ -616,6 +620,25 @@ def fsdp2_copy_seconds(*, gathered_weight_bytes: float, root_share: float, train
     return micro_steps * per_micro / hbm_bytes_per_s
 
 
+def _intra_link(rates: DeviceRates) -> coll.IntraLink:
+    """The link NCCL's rings run on inside a node (its hop latencies: ``collectives.IntraLink``)."""
+    return coll.IntraLink.NVLINK if rates.nvlink else coll.IntraLink.PCIE
+
+
+def _nccl_groups(parallel: Parallel, rates: DeviceRates, *, group: int, eranks: int,
+                 hsdp: HsdpLinks | None = None) -> dict:
+    """The nodes each data-parallel group spans and the intra-node link, for NCCL's latency of its collectives
+    (``collectives.nccl_collective_seconds``): the dense group's ``group`` ranks ``gpus_per_node`` to a node (HSDP:
+    the shard group, and its replicas ``gpus_per_node / shard`` to a node), the experts' ``expert_gpus_per_node``."""
+    per_node = max(1, parallel.gpus_per_node)
+    kw = dict(nodes=coll.group_nodes(ranks=group, ranks_per_node=per_node),
+              expert_nodes=coll.group_nodes(ranks=eranks, ranks_per_node=parallel.expert_gpus_per_node),
+              intra_link=_intra_link(rates))
+    if hsdp is not None:
+        kw["replica_nodes"] = coll.group_nodes(ranks=hsdp.replicas, ranks_per_node=max(1, per_node // hsdp.shard))
+    return kw
+
+
 def _expert_bus(rates: DeviceRates, parallel: Parallel, eranks: int) -> float:
     """Ring bus rate of the expert-data-parallel group (``Parallel.expert_gpus_per_node`` of its ranks per node)."""
     return coll.ring_bus_bytes_per_s(rates=rates, crosses_nodes=eranks > parallel.expert_gpus_per_node,
@@ -637,6 +660,7 @@ def model_parallel_comm_of(spec: ModelSpec, mp: ModelParallel, *, tokens: float,
         layers=spec.num_layers, attention_layers=spec.num_full_attention_layers, moe_layers=moe_layers,
         top_k=spec.moe.experts_per_token if spec.moe else 0, tp=mp.tp, cp=mp.cp, ulysses=mp.ulysses, ep=mp.ep,
         pp=mp.pp, recompute=recompute, latency_s=rates.collective_latency_s, tp_bus_bytes_per_s=mp.tp_bus_bytes_per_s,
+        tp_nodes=mp.tp_nodes,
         cp_bus_bytes_per_s=mp.cp_bus_bytes_per_s, ep_bus_bytes_per_s=mp.ep_bus_bytes_per_s,
         pp_bytes_per_s=mp.pp_bytes_per_s, attention_forward_s_per_layer=fwd.attention_s / full,
         attention_backward_s_per_layer=bwd.attention_s / full, virtual_stages=mp.virtual_stages,
@@ -759,7 +783,8 @@ def forward_only_time(
             bus = data_ring_bus_bytes_per_s(parallel, rates, ranks=ranks)
         layers = spec.num_layers
         ag = coll.all_gather_seconds(total_bytes=gathered_weight_bytes / layers, ranks=ranks, bus_bytes_per_s=bus,
-                                     latency_s=rates.collective_latency_s)
+                                     nodes=coll.group_nodes(ranks=ranks, ranks_per_node=parallel.gpus_per_node),
+                                     intra_link=_intra_link(rates))
         exposed = micro_steps * (ag + (layers - 1) * max(0.0, ag - one.seconds / layers))
         # the per-layer gathers hold the ranks in lockstep: the slowest sets the pace (collectives.slowest_rank_excess)
         exposed += coll.slowest_rank_excess(ranks=ranks) * total.seconds

@@ -47,7 +47,8 @@ time that the layer's compute does not cover is exposed.
   ``parallel.hsdp_shard_size`` says otherwise: ``training.hsdp_links`` picks each group's link).
 * DDP: gradient buckets (25 MB) all-reduce during backward; exposed = what exceeds backward,
   at least the last bucket.
-* ZeRO-1/2 (DeepSpeed, ``overlap_comm``): gradient reduce-scatter overlapped like DDP; the
+* ZeRO-1/2 (DeepSpeed, ``overlap_comm``): gradient reduction overlapped like DDP (DeepSpeed all-reduces each
+  bucket in full, ``deepspeed_bucket_all_reduce``; Megatron-Core's distributed optimizer reduce-scatters); the
   all-gather of the updated parameters after the step is exposed, unless (ZeRO-1 as Megatron-Core's distributed
   optimizer with ``overlap_param_gather``) it waits for the next forward and hides behind it bucket by bucket
   (``dist_optimizer`` module docstring).
@@ -603,6 +604,7 @@ def exposed_data_parallel(
     expert_weight_bytes: float = 0.0, expert_ranks: int = 1, expert_bus_bytes_per_s: float | None = None,
     overlap_param_gather: bool = False, forward_s: float = 0.0, gather_bucket_bytes: float = 0.0,
     reduce_after_backward: bool = False, nodes: int = 1, expert_nodes: int = 1, intra_link: IntraLink | None = None,
+    bucket_all_reduce_bytes: float = 0.0,
 ) -> CommTime:
     """DDP (``zero_stage`` 0) and ZeRO-1/2: gradient reduction hidden behind backward as far as it goes.
 
@@ -616,7 +618,9 @@ def exposed_data_parallel(
     ``reduce_after_backward``: no bucketed reduction during the backward; once the step's last backward is done the
     whole gradient buffer is all-reduced in one collective (a ZeRO-1 rank then keeps its shard), exposed: nanotron
     with ``accumulate_grad_in_fp32`` and ZeRO-1 (``NANOTRON_ZERO1_REDUCE``). ``nodes`` / ``expert_nodes``: the nodes
-    each group spans (NCCL's latency when ``latency_s`` is None, ``exposed_sharded``)."""
+    each group spans (NCCL's latency when ``latency_s`` is None, ``exposed_sharded``). ``bucket_all_reduce_bytes``
+    (ZeRO-1/2 as DeepSpeed runs it): each reduce bucket of that many bytes is all-reduced in full, not reduce-scattered
+    (``deepspeed_bucket_all_reduce``); the last bucket is the one exposed."""
     kw = dict(ranks=ranks, bus_bytes_per_s=bus_bytes_per_s, latency_s=latency_s, nodes=nodes, intra_link=intra_link)
     ekw = dict(ranks=expert_ranks, latency_s=latency_s, nodes=expert_nodes, intra_link=intra_link,
                bus_bytes_per_s=bus_bytes_per_s if expert_bus_bytes_per_s is None else expert_bus_bytes_per_s)
@@ -631,6 +635,10 @@ def exposed_data_parallel(
             total_bytes=expert_grad_bytes, **ekw)
         last = max(reduce_scatter_seconds(total_bytes=min(grad_bytes, DDP_BUCKET_BYTES), **kw),
                    reduce_scatter_seconds(total_bytes=min(expert_grad_bytes, DDP_BUCKET_BYTES), **ekw))
+        if bucket_all_reduce_bytes > 0:  # DeepSpeed ZeRO-1/2: each bucket all-reduced in full
+            dense, expert = (deepspeed_bucket_all_reduce(total_bytes=b, bucket_bytes=bucket_all_reduce_bytes, **k)
+                             for b, k in ((grad_bytes, kw), (expert_grad_bytes, ekw)))
+            red, last = dense.total_s + expert.total_s, max(dense.exposed_s, expert.exposed_s)
         gather = all_gather_seconds(total_bytes=weight_bytes, **kw) + all_gather_seconds(
             total_bytes=expert_weight_bytes, **ekw)
     reductions = micro_steps if zero_stage == 2 else 1
@@ -729,3 +737,39 @@ def reductions_on_compute_stream(*, overlapped: CommTime, gathers_only: CommTime
         return CommTime(overlapped.total_s, overlapped.total_s)
     reductions = max(0.0, overlapped.total_s - gathers_only.total_s)
     return CommTime(overlapped.total_s, min(overlapped.total_s, gathers_only.exposed_s + reductions))
+
+
+def deepspeed_bucket_all_reduce(*, total_bytes: float, bucket_bytes: float, ranks: int, bus_bytes_per_s: float,
+                                latency_s: float | None = None, nodes: int = 1,
+                                intra_link: IntraLink | None = None) -> CommTime:
+    """DeepSpeed ZeRO-1/2's gradient reduction of ``total_bytes`` in reduce buckets of ``bucket_bytes``: one
+    all-reduce per bucket. ``CommTime.total_s``: every bucket's all-reduce; ``CommTime.exposed_s``: the last
+    bucket's, the one the backward cannot hide (``exposed_data_parallel``).
+
+    The collective (deepspeedai/DeepSpeed ``deepspeed/runtime/zero/stage_1_and_2.py`` @v0.17.1): a full IPG bucket
+    (``reduce_independent_p_g_buckets_and_remove_grads`` l.969-988: it is flushed when the next gradient would pass
+    ``reduce_bucket_size`` elements; a parameter larger than that is reduced alone) goes to ``average_tensor``
+    (l.1083-1181), which slices it by owning rank and, with ``use_multi_rank_bucket_allreduce`` (default True,
+    ``zero/config.py`` l.115), hands every slice of one process group to ``allreduce_and_scatter`` (l.1055-1081):
+    ``allreduce_bucket`` (l.1532-1561) flattens them and runs one ``dist.all_reduce`` over the whole bucket, and each
+    rank copies back only the slices it owns (l.1043-1053). The bucket moves ``2·(n−1)/n`` of its bytes per rank, twice a
+    reduce-scatter's. With ``reduce_scatter`` false the same bucket is all-reduced by ``gradient_reduction_w_predivide``
+    (l.1014-1041). In the bucket's dtype: ``communication_data_type`` defaults to the model's fp16 / bf16
+    (``engine.py`` l.979-990), the gradients' own (fp32 only under DeepSpeed's sequence parallel, l.1539-1540).
+    Since DeepSpeed 0.12.4: commit 2afa1c7f2 (2023-11-21, "Communication Optimization for Large-Scale Training",
+    #4695) replaced the per-owner ``dist.reduce`` of each slice (v0.12.3 l.1044, ``async_op=True``), which moved
+    about a reduce-scatter's bytes; unchanged to v0.19.5 and the default branch (@edaa72212, l.1456). The
+    benchmark entries that run DeepSpeed ZeRO-2 use later versions (ms-swift ``deepspeed>=0.14``, 0.16.9 / 0.17.5
+    recommended, docs/source_en/GetStarted/SWIFT-installation.md @7208336 / @c4d9adaa; the ZenFlow blog's DeepSpeed
+    @1d7b90adc, v0.17.4+), so the all-reduce is the one priced, for every version.
+
+    Bucket sizes: every bucket is full but the last, which holds what is left, ``total − (k−1)·bucket`` for
+    ``k = ceil(total / bucket)`` buckets (a parameter never splits, so real buckets hold a little less and the last
+    a little more)."""
+    if total_bytes <= 0 or ranks <= 1:
+        return CommTime(0.0, 0.0)
+    kw = dict(ranks=ranks, bus_bytes_per_s=bus_bytes_per_s, latency_s=latency_s, nodes=nodes, intra_link=intra_link)
+    bucket = min(bucket_bytes, total_bytes) if bucket_bytes > 0 else total_bytes
+    full = ceil(total_bytes / bucket) - 1
+    last = all_reduce_seconds(total_bytes=total_bytes - full * bucket, **kw)
+    return CommTime(full * all_reduce_seconds(total_bytes=bucket, **kw) + last, last)

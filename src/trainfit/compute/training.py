@@ -198,6 +198,10 @@ class Parallel:
     overlap_comm: bool = True
     """False: DeepSpeed ZeRO without ``overlap_comm`` reduces the gradients on the compute stream, exposed
     (``collectives.reductions_on_compute_stream``); True: every other schedule, overlapped."""
+    zero_all_reduce_bucket: int = 0
+    """ZeRO-1/2 as DeepSpeed runs it: each reduce bucket of this many gradient elements is all-reduced in full, every
+    rank keeping its own slices (``collectives.deepspeed_bucket_all_reduce``); 0: a reduce-scatter (Megatron-Core's
+    distributed optimizer and every other ZeRO-1/2)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -495,6 +499,7 @@ def train_step_time(
                 overlap_param_gather=parallel.overlap_param_gather, forward_s=fwd.seconds,
                 gather_bucket_bytes=megatron_bucket_params(data_parallel=ranks) * optimizer.weight_bytes,
                 reduce_after_backward=parallel.grad_reduce_after_backward,
+                bucket_all_reduce_bytes=parallel.zero_all_reduce_bucket * optimizer.grad_bytes,
             )
             if not parallel.overlap_comm and st in ("zero1", "zero2"):
                 comm = coll.reductions_on_compute_stream(overlapped=comm)

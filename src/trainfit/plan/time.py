@@ -402,7 +402,8 @@ def training_time(
                       # HSDP's shard group as the memory plans it (plan.rl_time._hsdp_shard_of): a host's GPUs, not
                       # the NVLink domain ``gpus_per_node`` stands for on GB200 NVL72
                       hsdp_shard=par.hsdp_shard_size or min(data_ranks, train_nodes(card)[1]),
-                      overlap_comm=deepspeed_overlap_comm(card))
+                      overlap_comm=deepspeed_overlap_comm(card),
+                      zero_all_reduce_bucket=deepspeed_all_reduce_bucket(card, spec))
     packed_context, causal_skip, packed_note = packed_attention(card, eager=eager, seq_len=seq_len)
     t = train_step_time(
         shard, rates=rates, micro_batch_size=micro_batch_size, seq_len=max(1, seq_len // cp), micro_steps=micro_steps,
@@ -440,6 +441,22 @@ def deepspeed_overlap_comm(card: RunCard) -> bool:
         return True
     ds = card.deepspeed.overlap_comm
     return card.parallel.strategy.value == "zero3" if ds is None else ds
+
+
+def deepspeed_all_reduce_bucket(card: RunCard, spec: ModelSpec) -> int:
+    """Elements per gradient all-reduce of the card's ZeRO-1/2 when it is DeepSpeed's (``plan.ranks._deepspeed_zero``;
+    ``compute.training.Parallel.zero_all_reduce_bucket``): its ``deepspeed.reduce_bucket_size`` resolved as the memory
+    plan reads it (``plan.terms.zero_config_of``: DeepSpeed's 5e8 elements unset, the HF Trainer's hidden² for auto).
+    DeepSpeed since 0.12.4 all-reduces each such bucket in full (``collectives.deepspeed_bucket_all_reduce``: the
+    entries' versions and the current one). 0 for every other ZeRO-1/2 (Megatron-Core's distributed optimizer
+    reduce-scatters) and every other strategy."""
+    from trainfit.plan.ranks import _deepspeed_zero  # the one place the card's ZeRO is read as DeepSpeed's
+    from trainfit.plan.terms import zero_config_of
+
+    stage = {"zero1": 1, "zero2": 2}.get(card.parallel.strategy.value)
+    if stage is None or not _deepspeed_zero(card):
+        return 0
+    return max(1, zero_config_of(card, spec, stage).reduce_bucket_size)
 
 
 def fp8_casts_of(card: RunCard) -> CastTraffic | None:

@@ -710,6 +710,24 @@ NEMO_RL_DTENSOR_FP32_GRADS = {
 data-parallel reduce-scatter are fp32 there."""
 
 
+NEMO_RL_DTENSOR_PRECISION = {
+    "27d0af945b96c5bf9fa928bf45fd1a6ce016632d": (
+        {"weights": "fp32", "optimizer_impl": "for_loop"},
+        "NeMo RL v0.3.1's DTensor policy: fp32 parameter shards computed in bf16 (precision.weights fp32, compute"
+        " bf16: the model config loaded with torch_dtype float32, nemo_rl/models/policy/dtensor_policy_worker.py"
+        " l.188-192; fully_shard's MixedPrecisionPolicy(param_dtype=policy.precision 'bfloat16', reduce_dtype float32),"
+        " nemo_rl/models/dtensor/parallelize.py l.464-468, param_dtype passed at dtensor_policy_worker.py l.284) and"
+        " for-loop AdamW (precision.optimizer_impl for_loop: examples/configs/grpo_math_1B.yaml l.78-88 sets"
+        " torch.optim.AdamW with foreach: False, fused: False, 'when using Dtensor, we need to set foreach and fused to"
+        " False', built at dtensor_policy_worker.py l.332-336; torch 2.7.0, pyproject.toml l.24, then runs"
+        " _single_tensor_adamw; run_grpo_math.py l.190-193 loads grpo_math_1B.yaml when no --config is given, and"
+        " AI-Hypercomputer/gpu-recipes RL/nemoRL/a4/qwen2.5-1.5b/submit_qwen2.5-1.5b.sh l.30-34 @22d106b6 overrides"
+        " neither)",
+    ),
+}
+"""NeMo RL commits (the release an entry's note names) and the DTensor (FSDP2) policy's card precision there."""
+
+
 NANOTRON_FP32_GRADS = (
     "fp32 gradient buffer and data-parallel reduce (precision.grads fp32): the Ultra-Scale Playbook sweep's base"
     " config sets optimizer.accumulate_grad_in_fp32: true (huggingface/nanotron examples/config_tiny_llama_bench.yaml"
@@ -1378,6 +1396,12 @@ def map_rl(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     if grads:
         card.setdefault("precision", {})["grads"] = grads
         notes.append(grads_note)
+    if e["framework"] == "nemo-rl" and tr.get("strategy") in ("fsdp", "fsdp2"):
+        note = e.get("note") or ""
+        dt = next(((p, f"{w} @{c}") for c, (p, w) in NEMO_RL_DTENSOR_PRECISION.items() if c in note), None)
+        if dt:
+            card["precision"] = {**card.get("precision", {}), **dt[0]}
+            notes.append(dt[1])
     if e["framework"] == "nemo-rl" and rollout["placement"] == "colocate":
         # nemo_rl/models/generation/vllm/vllm_generation.py finish_generation: a colocated engine sleeps
         # (vllm_worker.py: llm.sleep(level=1), enable_sleep_mode=True) and wakes every step (@9dbd9adc)

@@ -64,10 +64,13 @@ def test_collectives_are_sums_of_their_parts(total_bytes, ranks, bus, latency):
 
 def test_hybrid_engine_gather_is_one_ring_all_gather_per_partitioned_tensor():
     # DeepSpeed-Chat's ZeRO-3 gather: one all_gather_into_tensor per partitioned tensor, each a ring all-gather
-    # (launch latency, per-hop latency, its bytes) as collectives.all_gather_seconds times it
-    t = zero3_gather_seconds(weight_bytes=26e9, ranks=8, bus_bytes_per_s=240e9, collective_latency_s=30e-6,
-                             collectives=25)
-    shared = 25 * coll.all_gather_seconds(total_bytes=26e9 / 25, ranks=8, bus_bytes_per_s=240e9, latency_s=30e-6)
+    # as collectives.all_gather_seconds times it with NCCL's tuner (1 GB each: ring/Simple, 8.4 us + 7 x 3.4 us)
+    t = zero3_gather_seconds(weight_bytes=26e9, ranks=8, bus_bytes_per_s=240e9, collectives=25)
+    shared = 25 * coll.all_gather_seconds(total_bytes=26e9 / 25, ranks=8, bus_bytes_per_s=240e9)
     assert t == pytest.approx(shared)
     wire = coll.all_gather_wire_seconds(total_bytes=26e9, ranks=8, bus_bytes_per_s=240e9)
-    assert t - wire == pytest.approx(25 * (30e-6 + 7 * COLLECTIVE_HOP_LATENCY_S))
+    assert t - wire == pytest.approx(25 * (8.4e-6 + 7 * 3.4e-6))
+    # across two nodes each gather pays the network step (and its measured excess) in place of one NVLink step
+    two = zero3_gather_seconds(weight_bytes=26e9, ranks=16, bus_bytes_per_s=40e9, collectives=25, nodes=2)
+    assert two == pytest.approx(25 * coll.all_gather_seconds(total_bytes=26e9 / 25, ranks=16, bus_bytes_per_s=40e9,
+                                                             nodes=2))

@@ -11,8 +11,8 @@ What the engine does, per generation call (sources below):
   rank receives the whole bf16/fp16 model once per call: ``(ranks - 1) / ranks`` of the weight bytes over the
   gather's bus, as one NCCL all-gather per partitioned tensor (``_allgather_params_coalesced`` issues a
   ``dist.all_gather_into_tensor`` for each; tensors of at most DeepSpeed-Chat's persistence threshold, 1e4 elements,
-  are never partitioned: ``zero3_partitioned_tensors``), each timed as ``collectives.all_gather_seconds`` (launch and
-  per-hop ring latency, then its bytes). Without ZeRO-3 nothing is gathered.
+  are never partitioned: ``zero3_partitioned_tensors``), each timed as ``collectives.all_gather_seconds`` (NCCL's
+  tuner latency over the nodes the ranks span, then its bytes). Without ZeRO-3 nothing is gathered.
 * **The batch**: every rank brings ``per_device_generation_batch_size`` prompts; with ``inference_tp_size`` > 1 the
   tensor-parallel group all-gathers its prompts (``dist.all_gather_into_tensor(output, input_cont,
   group=self.mp_group)``) and each rank runs the whole ``tp x per-device`` batch on its 1/tp weight shard, then keeps
@@ -150,19 +150,19 @@ class HybridEngineTime:
     notes: tuple[str, ...]
 
 
-def zero3_gather_seconds(*, weight_bytes: float, ranks: int, bus_bytes_per_s: float, collective_latency_s: float,
-                         collectives: int) -> float:
+def zero3_gather_seconds(*, weight_bytes: float, ranks: int, bus_bytes_per_s: float, collectives: int,
+                         nodes: int = 1, intra_link: coll.IntraLink = coll.IntraLink.NVLINK) -> float:
     """One full-model ZeRO-3 gather (``GatheredParameters`` over the actor's partitioned parameters): one NCCL
     all-gather per partitioned tensor (``_allgather_params_coalesced``: ``dist.all_gather_into_tensor`` for each,
-    queued on one stream), each a ring all-gather of its share (``collectives.all_gather_seconds``: launch latency,
-    the ring's per-hop latency, ``(ranks - 1) / ranks`` of its bytes over the bus); ``collectives`` tensors of
-    ``weight_bytes`` in all (``zero3_partitioned_tensors``)."""
+    queued on one stream), each a ring all-gather of its share (``collectives.all_gather_seconds``: NCCL's tuner
+    latency over the ``nodes`` the ``ranks`` span, ``(ranks - 1) / ranks`` of its bytes over the bus); ``collectives``
+    tensors of ``weight_bytes`` in all (``zero3_partitioned_tensors``)."""
     if ranks < 1 or bus_bytes_per_s <= 0 or weight_bytes < 0 or collectives < 1:
         raise ValueError("zero3_gather_seconds: ranks >= 1, bus_bytes_per_s > 0, weight_bytes >= 0, collectives >= 1")
     if ranks == 1:
         return 0.0
     return collectives * coll.all_gather_seconds(total_bytes=weight_bytes / collectives, ranks=ranks,
-                                                 bus_bytes_per_s=bus_bytes_per_s, latency_s=collective_latency_s)
+                                                 bus_bytes_per_s=bus_bytes_per_s, nodes=nodes, intra_link=intra_link)
 
 
 def zero3_partitioned_tensors(*, num_layers: int, hidden_size: int,
@@ -220,6 +220,7 @@ def hybrid_engine_generation_time(
     tp_bus_bytes_per_s: float | None = None,
     tp_nodes: int = 1,
     activation_bytes: int = 2,
+    zero3_nodes: int = 1,
 ) -> HybridEngineTime:
     """One rank's generation time for ``sequences_per_gpu`` prompts (module docstring).
 
@@ -231,11 +232,13 @@ def hybrid_engine_generation_time(
     one buffer (``DS_QKV_MERGE_KERNELS_PER_LAYER``; default: under ZeRO-3, for OPT's separate q, k, v projections of
     ``hidden_size`` each); ``gather_bus_bytes_per_s`` / ``tp_bus_bytes_per_s``: the all-gather's and the
     tensor-parallel all-reduce's bus bandwidth (default: the node's NCCL bus); ``tp_nodes``: nodes one
-    inference tensor-parallel group spans."""
+    inference tensor-parallel group spans; ``zero3_nodes``: nodes the ``zero3_ranks`` span (NCCL's tuner latency of
+    the gathers)."""
     for name, v in (("sequences_per_gpu", sequences_per_gpu), ("generation_batch_per_gpu", generation_batch_per_gpu),
                     ("prompt_len_tokens", prompt_len_tokens), ("response_len_tokens", response_len_tokens),
                     ("num_layers", num_layers), ("hidden_size", hidden_size), ("inference_tp", inference_tp),
-                    ("zero3_ranks", zero3_ranks), ("tp_nodes", tp_nodes)):
+                    ("zero3_ranks", zero3_ranks), ("tp_nodes", tp_nodes),
+                    ("zero3_nodes", zero3_nodes)):
         if v < 1:
             raise ValueError(f"hybrid_engine_generation_time: {name} must be >= 1, got {v}")
     for name, f in (("matmul_params", matmul_params), ("layer_weight_bytes", layer_weight_bytes),
@@ -254,12 +257,18 @@ def hybrid_engine_generation_time(
     gather = 0.0
     if zero3_ranks > 1:
         groups = ceil(num_layers / 8) if tp > 1 else 1  # tp_gather_partition_size 8 (HybridEngineConfig default)
+        link = coll.IntraLink.NVLINK if rates.nvlink else coll.IntraLink.PCIE
         gather = zero3_gather_seconds(
-            weight_bytes=weights, ranks=zero3_ranks, bus_bytes_per_s=gather_bus,
-            collective_latency_s=rates.collective_latency_s,
+            weight_bytes=weights, ranks=zero3_ranks, bus_bytes_per_s=gather_bus, nodes=zero3_nodes, intra_link=link,
             collectives=zero3_partitioned_tensors(num_layers=num_layers, hidden_size=hidden_size))
-        if tp > 1:  # the layer groups' shards copied out (apply_tensor_parallelism), then the gathered copy released
-            gather += layer_weight_bytes / tp / rates.hbm_bytes_per_s + groups * rates.collective_latency_s
+        if tp > 1:  # the layer groups' shards copied out (apply_tensor_parallelism), then the gathered copy released:
+            # one more collective's fixed cost per group, NCCL's tuner latency of an all-gather over the ZeRO-3 ranks
+            # (its cheapest protocol's latency, collectives.nccl_ring_choices)
+            group_s = min(c.latency_s for c in coll.nccl_ring_choices(
+                ranks=zero3_ranks, nodes=max(1, min(zero3_nodes, zero3_ranks)), bus_bytes_per_s=gather_bus,
+                intra_link=link,
+                net_step_excess_s=coll.NCCL_NET_STEP_EXCESS_S if zero3_nodes > 1 else 0.0))
+            gather += layer_weight_bytes / tp / rates.hbm_bytes_per_s + groups * group_s
 
     merge = zero3_ranks > 1 if qkv_merged_per_forward is None else qkv_merged_per_forward
     # the q, k, v shards read and written to the shared buffer in every forward (DS_QKV_MERGE_KERNELS_PER_LAYER)

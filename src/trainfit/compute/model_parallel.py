@@ -96,7 +96,7 @@ class ModelParallelComm:
 
 def model_parallel_comm(
     *, tokens: float, hidden: int, q_dim: int, kv_dim: int, layers: int, attention_layers: int, moe_layers: int,
-    top_k: int, tp: int, cp: int, ulysses: bool, ep: int, pp: int, recompute: bool, latency_s: float,
+    top_k: int, tp: int, cp: int, ulysses: bool, ep: int, pp: int, recompute: bool, latency_s: float | None = None,
     tp_bus_bytes_per_s: float, cp_bus_bytes_per_s: float, ep_bus_bytes_per_s: float, pp_bytes_per_s: float,
     attention_forward_s_per_layer: float = 0.0, attention_backward_s_per_layer: float = 0.0,
     dtype_bytes: float = 2.0, virtual_stages: int = 1, experts: int = 0, sequence_parallel: bool = False,
@@ -105,7 +105,7 @@ def model_parallel_comm(
     ep_nic_bytes_per_s: float = 1.0, ep_nvlink_bytes_per_s: float = 1.0, moe_groups: int = 1,
     moe_groups_per_token: int = 1, ep_comm_overlap: bool = False, compute_forward_s: float = 0.0,
     compute_backward_s: float = 0.0, micro_steps: int = 1, moe_routing: MoeRouting = MoeRouting.UNIFORM,
-    etp: int = 1, ep_ring_bus_bytes_per_s: float = 0.0, tp_nodes: int = 1,
+    etp: int = 1, ep_ring_bus_bytes_per_s: float = 0.0, tp_nodes: int = 1, cp_nodes: int = 1, pp_nodes: int = 1,
 ) -> ModelParallelComm:
     """Exposed communication of one micro-step on one rank of one pipeline stage (``layers`` = its layers).
 
@@ -128,8 +128,10 @@ def model_parallel_comm(
     (``moe_dispatch.allgather_dispatch``), no token-count exchange; ``tp_nodes``: the nodes one TP group spans. The TP
     all-reduce, the EP all-to-all, DeepEP's dispatch latency, the all-gather dispatcher and the count exchange take
     NCCL's tuner latencies over their group's nodes (``collectives.nccl_collective_seconds``,
-    ``grouped_p2p_latency_s``); ``latency_s`` is left to the Ulysses all-to-all, ring context parallel and pipeline
-    sends.
+    ``grouped_p2p_latency_s``); so do the Ulysses all-to-all (grouped p2p over the ``cp_nodes`` the CP group spans),
+    each ring context-parallel step and each pipeline send (``p2p_send_latency_s``: one NCCL send / receive to one
+    peer, across nodes when ``cp_nodes`` / ``pp_nodes`` > 1). ``latency_s``: a number prices those three with that
+    fixed latency instead (the old form, kept for callers that pass a measured one).
     """
     passes = 3 if recompute else 2  # forward, (recompute), backward
     coll_passes = passes if recompute_collectives else 2
@@ -150,11 +152,12 @@ def model_parallel_comm(
         if ulysses:
             qkv = tokens * (2 * q_dim + 2 * kv_dim) * dtype_bytes
             one = coll.all_to_all_seconds(total_bytes=qkv, ranks=cp, bus_bytes_per_s=cp_bus_bytes_per_s,
-                                          latency_s=latency_s)
+                                          latency_s=latency_s, nodes=cp_nodes)
             context = coll_passes * attention_layers * one
         else:
             block = 2 * tokens * kv_dim * dtype_bytes  # this rank's K and V
-            fwd = (cp - 1) * (block / cp_bus_bytes_per_s + latency_s)
+            step_s = p2p_send_latency_s(crosses_nodes=cp_nodes > 1) if latency_s is None else latency_s
+            fwd = (cp - 1) * (block / cp_bus_bytes_per_s + step_s)
             bwd = 2 * fwd  # K, V and dK, dV circulate
             exposed_f = max(0.0, fwd - attention_forward_s_per_layer)
             exposed_b = max(0.0, bwd - attention_backward_s_per_layer)
@@ -197,8 +200,18 @@ def model_parallel_comm(
     if pp > 1:
         # activation forward, its gradient back, from each of the rank's v chunks; half hidden
         send = act / tp if sequence_parallel and tp > 1 else act
-        p2p = 0.5 * 2 * max(1, virtual_stages) * (send / pp_bytes_per_s + latency_s)
+        send_s = p2p_send_latency_s(crosses_nodes=pp_nodes > 1) if latency_s is None else latency_s
+        p2p = 0.5 * 2 * max(1, virtual_stages) * (send / pp_bytes_per_s + send_s)
     return ModelParallelComm(tensor, context, expert, p2p)
+
+
+def p2p_send_latency_s(*, crosses_nodes: bool) -> float:
+    """Fixed seconds of one NCCL send / receive between two ranks (a pipeline stage's activation or gradient, one
+    ring context-parallel step's K/V block): NCCL's grouped p2p to one peer is one round
+    (``collectives.grouped_p2p_latency_s`` for two ranks: tuning.cc's ring/Simple ``baseLatencies`` 8.4 us plus one
+    step, NVLink's 3.4 us, or the network's 14 us plus the measured ``NCCL_NET_STEP_EXCESS_S``). Here, not in
+    ``collectives``, because that module is being edited at the same time."""
+    return coll.grouped_p2p_latency_s(ranks=2, nodes=2 if crosses_nodes else 1)
 
 
 def ep_overlap_exposed(*, forward_a2a_s: float, backward_a2a_s: float, forward_s: float, backward_s: float,

@@ -24,10 +24,12 @@ checkpoint engine off (``per_parameter``) and 4 GiB buckets with it on (``bucket
 
 Seconds::
 
-    gather    = (s−1)/s · gather_bytes / bus  +  num_tensors · (collective latency + hops)   (s shards)
+    gather    = num_tensors · NCCL all-gather of gather_bytes / num_tensors over the s shards   (its tuner:
+                collectives.all_gather_seconds; about (s−1)/s · gather_bytes / bus + its latency each)
                 (gather_bytes: the shards in the trainer's dtype where the framework casts after the gather)
     transfer  = colocated: (2·W + 2·W/tp) / hbm        (fill the bucket; each engine rank copies its shard)
                 broadcast: S / bus + buckets · (latency + hops) + 2·W/tp / hbm
+                           (the fixed latency: NCCL's tuner leaves out the ring broadcast's fill, see the code)
                            (S = W, or buckets · bucket where every bucket is sent whole: verl's checkpoint
                            engine, its buckets filled in state_dict order, ``packed_bucket_count``)
     bus: NCCL's intra-node rate; across nodes the NICs of the group's GPUs in one node in parallel
@@ -330,8 +332,13 @@ def weight_sync_seconds(
         receivers = engines * tp
         bus = collectives.ring_bus_bytes_per_s(rates=rates, crosses_nodes=inter_node, nic_bytes_per_s=nic_bytes_per_s,
                                                local_ranks=sender_node_ranks)
-        per_call = collectives.ring_latency_s(ranks=receivers + 1, latency_s=rates.collective_latency_s)
         sent = buckets * bucket_bytes if whole_bucket and buckets and bucket_bytes else weight_bytes
+        # the broadcast keeps the fixed latency plus a hop per rank: NCCL's tuner prices a ring broadcast at its base
+        # plus one step whatever the rank count (NVIDIA/nccl src/graph/tuning.cc l. 394-401 @5067397c, the ring
+        # graph's ``sameChannels``), leaving out the pipeline's fill (the first chunk crosses every rank before the
+        # last one receives), which grows with the ranks; tried, it moved the 16- and 64-rank H20 syncs from -44 % to
+        # -58 % and -76 % (weight-sync median 49 % -> 57 %), so it waits for a model of that fill
+        per_call = collectives.ring_latency_s(ranks=receivers + 1, latency_s=rates.collective_latency_s)
         wire = sent / bus
         overlap = bool(buckets) and mech is SyncMechanism.NCCL_BROADCAST
         transfer = (max(wire, cast) if overlap else wire + cast) + (buckets or num_tensors) * per_call + load
@@ -444,12 +451,23 @@ def _gather_seconds(*, weight_bytes, num_tensors, shards, rates, crosses_nodes, 
                     gpus_per_node=None) -> float:
     if shards <= 1:
         return 0.0
+    local = min(shards, gpus_per_node or 1)
     bus = collectives.ring_bus_bytes_per_s(rates=rates, crosses_nodes=crosses_nodes, nic_bytes_per_s=nic_bytes_per_s,
-                                           local_ranks=min(shards, gpus_per_node or 1))
-    per = (collectives.ring_latency_s(ranks=shards, latency_s=rates.collective_latency_s) if s_per_tensor is None
-           else s_per_tensor)
+                                           local_ranks=local)
+    if s_per_tensor is None and num_tensors >= 1:
+        # one all-gather per tensor, NCCL's tuner over the nodes the shards span; the cost is affine in the bytes
+        # per protocol, so num_tensors gathers of the mean size stand for the tensors
+        nodes = collectives.group_nodes(ranks=shards, ranks_per_node=local) if crosses_nodes else 1
+        return num_tensors * collectives.all_gather_seconds(
+            total_bytes=weight_bytes / num_tensors, ranks=shards, bus_bytes_per_s=bus, nodes=nodes,
+            intra_link=_intra_link(rates))
     wire = collectives.all_gather_wire_seconds(total_bytes=weight_bytes, ranks=shards, bus_bytes_per_s=bus)
-    return wire + num_tensors * per
+    return wire + num_tensors * (s_per_tensor or 0.0)
+
+
+def _intra_link(rates: DeviceRates) -> collectives.IntraLink:
+    """The link NCCL's rings run on inside a node (``collectives.IntraLink``)."""
+    return collectives.IntraLink.NVLINK if rates.nvlink else collectives.IntraLink.PCIE
 
 
 @dataclass(frozen=True, slots=True)
@@ -503,7 +521,8 @@ def megatron_export_gather(*, spec: ModelSpec, tp: int, pp: int, ep: int, etp: i
       twice for ``linear_fc1`` (gate, up) and once for ``linear_fc2``. A rank holds ``E/ep`` experts per layer, so
       ``3·E/ep`` expert all-gathers per MoE layer, each returning ``ep`` experts.
 
-    Each collective costs ``collectives.all_gather_seconds`` (``broadcast_seconds`` for the PP broadcast) over its
+    Each collective costs ``collectives.all_gather_seconds`` with NCCL's tuner latency over the nodes its group spans
+    (the PP broadcast: ``broadcast_seconds`` at the fixed latency, as the refit's broadcast) over its
     group's links: Megatron-Core's rank order tp-cp-(ep-)dp-pp puts TP (and expert TP) ranks 1 apart, EP ranks
     ``etp`` apart and PP ranks ``world / pp`` apart (``parallel_state.py``); a group that fits in ``gpus_per_node``
     (pass the NVLink domain on a rack-scale system: ``plan.time.nvlink_gpus_per_node``) runs at the intra-node
@@ -536,26 +555,35 @@ def megatron_export_gather(*, spec: ModelSpec, tp: int, pp: int, ep: int, etp: i
     local_experts = ceil(moe.num_experts / ep) if moe is not None and moe_layers else 0
     expert_tasks = 2 * local_experts * moe_layers
     ep_gathers = 3 * local_experts * moe_layers
-    lat = rates.collective_latency_s
     kw = {"rates": rates, "node_gpus": gpus_per_node, "nic_bytes_per_s": nic_bytes_per_s}
     pp_bus, pp_x = _group_bus(ranks=pp, stride=max(1, world // pp), **kw)
     tp_bus, tp_x = _group_bus(ranks=tp, stride=1, **kw)
     etp_bus, etp_x = _group_bus(ranks=etp, stride=1, **kw)
     ep_bus, ep_x = _group_bus(ranks=ep, stride=etp, **kw)
 
-    def each(count: int, total_bytes: float, fn, ranks: int, bus: float) -> float:
-        # the cost is affine in the bytes: count collectives of the mean size sum to the same seconds
+    def nodes_of(ranks: int, stride: int) -> int:
+        # the nodes a group spans (its ranks per node as _group_bus counts them), for NCCL's latency
+        return collectives.group_nodes(ranks=ranks, ranks_per_node=max(1, min(ranks, gpus_per_node // stride)))
+
+    def gathers(count: int, total_bytes: float, ranks: int, bus: float, stride: int) -> float:
+        # NCCL's tuner per all-gather; the cost is affine in the bytes per protocol: count collectives of the mean
+        # size sum to the same seconds
         if count <= 0 or ranks <= 1:
             return 0.0
-        return count * fn(total_bytes=total_bytes * bytes_per_param / count, ranks=ranks, bus_bytes_per_s=bus,
-                          latency_s=lat)
+        return count * collectives.all_gather_seconds(
+            total_bytes=total_bytes * bytes_per_param / count, ranks=ranks, bus_bytes_per_s=bus,
+            nodes=nodes_of(ranks, stride), intra_link=_intra_link(rates))
 
     pp_tasks = sharded_tasks + replicated_tasks + expert_tasks
-    pp_s = each(pp_tasks, sharded_params / tp + replicated_params + expert_params / (ep * etp),
-                collectives.broadcast_seconds, pp, pp_bus)
-    tp_dense = each(sharded_tasks, sharded_params, collectives.all_gather_seconds, tp, tp_bus)
-    tp_expert = each(expert_tasks, expert_params / ep, collectives.all_gather_seconds, etp, etp_bus)
-    ep_s = each(ep_gathers, expert_params, collectives.all_gather_seconds, ep, ep_bus)
+    pp_s = 0.0
+    if pp > 1 and pp_tasks > 0:
+        # the broadcast keeps the fixed-latency form (weight_sync_seconds: tuning.cc's broadcast leaves out the fill)
+        mean = (sharded_params / tp + replicated_params + expert_params / (ep * etp)) * bytes_per_param / pp_tasks
+        pp_s = pp_tasks * collectives.broadcast_seconds(total_bytes=mean, ranks=pp, bus_bytes_per_s=pp_bus,
+                                                        latency_s=rates.collective_latency_s)
+    tp_dense = gathers(sharded_tasks, sharded_params, tp, tp_bus, 1)
+    tp_expert = gathers(expert_tasks, expert_params / ep, etp, etp_bus, 1)
+    ep_s = gathers(ep_gathers, expert_params, ep, ep_bus, etp)
     nic = (pp_s if pp_x else 0.0) + (tp_dense if tp_x else 0.0) + (tp_expert if etp_x else 0.0) + (ep_s if ep_x else 0.0)
     count = ((pp_tasks if pp > 1 else 0) + (sharded_tasks if tp > 1 else 0) + (expert_tasks if etp > 1 else 0)
              + (ep_gathers if ep > 1 else 0))

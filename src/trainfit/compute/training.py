@@ -276,6 +276,10 @@ class ModelParallel:
     tp_bus_bytes_per_s: float = 1.0
     tp_nodes: int = 1
     """Nodes (NVLink domains) one tensor-parallel group spans, for NCCL's latency of its all-reduces."""
+    cp_nodes: int = 1
+    """Nodes one context-parallel group spans (NCCL's latency of its all-to-alls and ring sends)."""
+    pp_nodes: int = 1
+    """Nodes one pipeline group spans (> 1: a stage's send crosses nodes, NCCL's network p2p latency)."""
     cp_bus_bytes_per_s: float = 1.0
     ep_bus_bytes_per_s: float = 1.0
     pp_bytes_per_s: float = 1.0
@@ -664,8 +668,8 @@ def model_parallel_comm_of(spec: ModelSpec, mp: ModelParallel, *, tokens: float,
         tokens=tokens, hidden=spec.hidden_size, q_dim=mp.full_q_dim or spec.q_dim, kv_dim=mp.full_kv_dim or spec.kv_dim,
         layers=spec.num_layers, attention_layers=spec.num_full_attention_layers, moe_layers=moe_layers,
         top_k=spec.moe.experts_per_token if spec.moe else 0, tp=mp.tp, cp=mp.cp, ulysses=mp.ulysses, ep=mp.ep,
-        pp=mp.pp, recompute=recompute, latency_s=rates.collective_latency_s, tp_bus_bytes_per_s=mp.tp_bus_bytes_per_s,
-        tp_nodes=mp.tp_nodes,
+        pp=mp.pp, recompute=recompute, tp_bus_bytes_per_s=mp.tp_bus_bytes_per_s,
+        tp_nodes=mp.tp_nodes, cp_nodes=mp.cp_nodes, pp_nodes=mp.pp_nodes,
         cp_bus_bytes_per_s=mp.cp_bus_bytes_per_s, ep_bus_bytes_per_s=mp.ep_bus_bytes_per_s,
         pp_bytes_per_s=mp.pp_bytes_per_s, attention_forward_s_per_layer=fwd.attention_s / full,
         attention_backward_s_per_layer=bwd.attention_s / full, virtual_stages=mp.virtual_stages,

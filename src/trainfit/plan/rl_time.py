@@ -506,6 +506,7 @@ def hybrid_generation_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, r: Dev
         kv_bytes_per_token=kv_bytes_per_token(spec, tp=1, dtype_bytes=2), inference_tp=tp,
         zero3_ranks=train_gpus if card.parallel.strategy is Strategy.ZERO3 else 1, gather_bus_bytes_per_s=bus,
         tp_bus_bytes_per_s=tp_bus, tp_nodes=max(1, ceil(tp / card.hardware.gpus_per_node)),
+        zero3_nodes=max(1, ceil(train_gpus / card.hardware.gpus_per_node)),
     )
     bound = {"bandwidth": "memory", "host": "launch"}.get(g.bound, g.bound)
     return _phase("generation", g.total_s, bound, zero3_gather=g.gather_s, prefill=g.prefill_s, decode=g.decode_s)

@@ -292,6 +292,11 @@ def model_parallel_of(card: RunCard, spec: ModelSpec, r: DeviceRates, *, gpus_pe
         full_kv_dim=spec.kv_dim,
         tp_bus_bytes_per_s=bus(tp), cp_bus_bytes_per_s=bus(tp * cp),
         tp_nodes=coll.group_nodes(ranks=tp, ranks_per_node=coll.domain_ranks(ranks=tp, domain_gpus=gpus_per_node)),
+        # the CP group's ranks tp apart, the pipeline's world / pp apart (collectives.domain_ranks): NCCL's latencies
+        cp_nodes=coll.group_nodes(ranks=cp, ranks_per_node=coll.domain_ranks(ranks=cp, stride=tp,
+                                                                             domain_gpus=gpus_per_node)),
+        pp_nodes=coll.group_nodes(ranks=pp, ranks_per_node=coll.domain_ranks(
+            ranks=pp, stride=max(1, card.world_size // pp), domain_gpus=gpus_per_node)),
         # the share of the all-to-all bound for the rank's own NVLink domain moves over NVLink, the rest over each
         # GPU's NIC
         ep_bus_bytes_per_s=coll.all_to_all_bus_bytes_per_s(rates=r, ranks=ep, ranks_in_node=ep_local,

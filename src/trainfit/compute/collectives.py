@@ -29,8 +29,12 @@ all-gathers, reduce-scatters and all-reduces (``all_gather_seconds`` / ``reduce_
 ``all_reduce_seconds`` without a ``latency_s``; the MoE token-count all-gather, the all-gather dispatcher, the EP
 all-to-all and DeepEP's dispatch) take NCCL's tuner over the nodes each group spans, as the decode model's
 all-reduce does (``nccl_all_reduce``), with ``NCCL_NET_STEP_EXCESS_S`` per network step. A caller that passes a
-``latency_s`` keeps the old fixed-latency form (weight sync, the hybrid engine, Ulysses and ring context parallel,
-pipeline sends: not re-derived here).
+``latency_s`` keeps the old fixed-latency form. Since then the hybrid engine's ZeRO-3 gathers, the weight-sync
+export gathers (``compute.sync``), Ulysses' all-to-all, ring context parallel and pipeline sends
+(``compute.model_parallel``: one NCCL send / receive each) take the tuner too; only the refit broadcast and the
+export's pipeline broadcast keep the fixed form (NCCL's tuner prices a ring broadcast as its base plus one step,
+tuning.cc l.394-401 @5067397c, which leaves out the pipeline fill: ``compute.sync``'s comment), with
+``decode_step.tp_all_reduce`` given a measured ``latency_s`` by its callers.
 
 ``bus_bytes_per_s``: NCCL's sustained bus bandwidth (``rates.intra_node_bus_bytes_per_s``);
 a ring that crosses nodes runs at the slower of that and the NIC per GPU times ``NIC_EFFICIENCY``.

@@ -32,6 +32,7 @@ from trainfit.spec.enums import (
     AdapterDtype,
     ComputeDtype,
     Dtype,
+    FSDP_STRATEGIES,
     LayerKind,
     MasterWeights,
     Offload,
@@ -126,6 +127,22 @@ def _autocast_copies(act: ActivationBytes, spec: ModelSpec, *, enabled: bool, sc
     pb = param_breakdown(spec)
     per_layer = tuple(a + 2 * p * scale for a, p in zip(act.per_layer, pb.per_layer))
     return replace(act, per_layer=per_layer, head=act.head + 2 * (pb.lm_head or pb.embedding) * scale)
+
+
+def fsdp_casts_gathered_params(card: RunCard, sharding: Sharding) -> bool:
+    """fp32 weights with bf16/fp16 compute under an FSDP strategy that gathers parameters: FSDP mixed precision
+    casts each shard to the compute dtype on its way into the all-gather, so the gathered parameters are 16-bit
+    and autocast, finding 16-bit weights, makes no copies of them. FSDP2 ``MixedPrecisionPolicy(param_dtype)``
+    (torch 2.13.0 ``distributed/fsdp/_fully_shard/_fsdp_collectives.py`` l.418-420: the all-gather input buffer
+    is allocated in ``param_dtype``), FSDP1 ``MixedPrecision(param_dtype)``; set by torchtitan
+    (``mixed_precision_param``), NeMo RL's DTensor policy (``MixedPrecisionPolicy(param_dtype=policy.precision,
+    reduce_dtype=float32)``, export/nemo_rl.py) and accelerate (huggingface/accelerate 1.15.0
+    ``utils/dataclasses.py`` l.2136-2143 ``set_mixed_precision``: ``param_dtype`` = the mixed-precision dtype for
+    FSDP1 and FSDP2; ``utils/fsdp_utils.py`` l.779 passes it to ``fully_shard``). Only the gathered copy and the
+    autocast copies change: the local shard, its gradient and the optimizer stay fp32. Traced (8 fake ranks,
+    MixedPrecisionPolicy(bf16, fp32)): tests/trace/test_fsdp_mixed_precision.py."""
+    return (sharding.gathers_params and card.parallel.strategy in FSDP_STRATEGIES
+            and card.weights_dtype is Dtype.FP32 and card.precision.compute in (ComputeDtype.BF16, ComputeDtype.FP16))
 
 
 def trained_dtype_bytes(card: RunCard) -> tuple[float, float, bool, float]:
@@ -408,7 +425,8 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         act = peft_variants.adjust_activations(act, spec, variant, micro_batch_size=card.batch.micro_batch_size,
                                                seq_len=seq_len, compute_dtype_bytes=act_dtype,
                                                zero_centred_norm=spec.family in ("gemma2", "qwen3_5_text"))
-    autocast = wdtype is Dtype.FP32 and compute is not ComputeDtype.FP32
+    mp_gather = fsdp_casts_gathered_params(card, sharding)
+    autocast = wdtype is Dtype.FP32 and compute is not ComputeDtype.FP32 and not mp_gather
     act = _autocast_copies(act, spec, enabled=autocast and trainable.lora is None, scale=scale)
     subset = card.parallel.checkpointed_layers(spec.num_layers)  # None: every layer as checkpoints_layers says
     if subset is not None:
@@ -487,7 +505,10 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
 
     fsdp: dict[str, float] = {}
     if sharding.gathers_params:
-        fsdp, note = _fsdp_terms(spec, sharding, trainable, w, pb=pb, scale=scale, n_train=n_train,
+        # under FSDP mixed precision the gathered units are in the compute dtype
+        w_gathered = weight_bytes(spec, weights=Dtype(compute.value), compute=compute, trainable=trainable) \
+            if mp_gather else w
+        fsdp, note = _fsdp_terms(spec, sharding, trainable, w_gathered, pb=pb, scale=scale, n_train=n_train,
                                  grad_bytes=grad_bytes)
         if not zero:
             notes.append(note)

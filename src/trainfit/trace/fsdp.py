@@ -65,10 +65,23 @@ def premade_mesh_concatenation(dp_mesh, tp_mesh) -> Iterator[None]:  # noqa: ANN
         DeviceMesh._concatenate = staticmethod(orig)  # type: ignore[method-assign]
 
 
-def shard(model: nn.Module, layers: nn.ModuleList, mesh) -> None:  # noqa: ANN001
+def mixed_precision(precision: str) -> dict:
+    """``fully_shard``'s mixed-precision keyword for a traced precision: fp32 parameters with bf16 compute are
+    gathered in bf16 (``MixedPrecisionPolicy(param_dtype=bfloat16, reduce_dtype=float32)``, as torchtitan's
+    ``mixed_precision_param``, NeMo RL's DTensor policy and accelerate set it), so autocast finds bf16 weights."""
+    if precision != "fp32_autocast":
+        return {}
+    import torch
+    from torch.distributed.fsdp import MixedPrecisionPolicy
+
+    return {"mp_policy": MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)}
+
+
+def shard(model: nn.Module, layers: nn.ModuleList, mesh, *, precision: str = "bf16") -> None:  # noqa: ANN001
     """``fully_shard`` each decoder layer, then the root (embedding, final norm and lm_head stay in one unit)."""
     from torch.distributed.fsdp import fully_shard
 
+    mp = mixed_precision(precision)
     for layer in layers:
-        fully_shard(layer, mesh=mesh)
-    fully_shard(model, mesh=mesh)
+        fully_shard(layer, mesh=mesh, **mp)
+    fully_shard(model, mesh=mesh, **mp)

@@ -105,7 +105,8 @@ def run_depth(
 def one_trace_supported(req: TraceRequest) -> bool:
     """Whether :func:`run_depth_pair` applies: the fast tracker on a training step, on one rank or FSDP2, in
     bf16 or (on one rank) fp32 with bf16 autocast. Else each depth is traced (tensor parallel, MemTracker, the
-    RL passes; fp32 autocast under FSDP2, whose autocast casts of the gathered weights are not a parameter's)."""
+    RL passes; fp32 autocast under FSDP2, whose bf16 gathered copies (``fsdp.mixed_precision``) belong to no
+    parameter and are not checked against the splice)."""
     return (req.mode == "fast" and req.pass_kind == "train_step" and req.tensor_parallel == 1
             and not req.replay_allocator and (req.precision == "bf16" or req.world_size == 1))
 
@@ -177,8 +178,8 @@ def warmed_up(
             tensor_parallel.parallelize(model, tp_mesh, sequence_parallel=req.sequence_parallel)
         if mesh is not None:
             if req.fsdp_shard_embeddings:
-                _shard_embeddings(model, mesh)
-            shard(model, build.decoder_layers(model), mesh)
+                _shard_embeddings(model, mesh, req.precision)
+            shard(model, build.decoder_layers(model), mesh, precision=req.precision)
         params = [p for p in model.parameters() if p.requires_grad]
         opt = build.make_optimizer(req, tensor_parallel.param_groups(params) if tp > 1 else params)
         ids = torch.randint(0, vocab, (req.micro_batch_size, req.seq_len))
@@ -187,15 +188,17 @@ def warmed_up(
         yield model, opt, ids
 
 
-def _shard_embeddings(model: Any, mesh: Any) -> None:
+def _shard_embeddings(model: Any, mesh: Any, precision: str = "bf16") -> None:
     """torchtune's ``custom_sharded_layers: [tok_embeddings, output]``: the input embedding and the
     output head become FSDP2 units of their own (before the layers and the root are wrapped)."""
     from torch.distributed.fsdp import fully_shard
 
+    from trainfit.trace.fsdp import mixed_precision
+
     inner = model.get_base_model() if hasattr(model, "get_base_model") else model
     for module in (inner.get_input_embeddings(), inner.get_output_embeddings()):
         if module is not None:
-            fully_shard(module, mesh=mesh)
+            fully_shard(module, mesh=mesh, **mixed_precision(precision))
 
 
 def steady_step(

@@ -696,27 +696,17 @@ reduce-scatter are fp32 there. verl 0.9.0.dev makes Megatron-Bridge the default 
 verl-project/verl 2c62c8be1, 2026-07-09), whose DDP config does not start from True: rows on it are not mapped."""
 
 
-NEMO_RL_DTENSOR_FP32_GRADS = {
-    "27d0af945b96c5bf9fa928bf45fd1a6ce016632d":
-    "NeMo RL v0.3.1's DTensor policy loads the model config with torch_dtype float32 ('Always load the model in"
-    " float32 to keep master weights in float32', NVIDIA-NeMo/RL nemo_rl/models/policy/dtensor_policy_worker.py"
-    " l.188-192, the meta-device model built from it l.218-220) and shards it with fully_shard under"
-    " MixedPrecisionPolicy(param_dtype=policy.precision (bfloat16), reduce_dtype=torch.float32)"
-    " (nemo_rl/models/dtensor/parallelize.py l.464-468, l.476-488; passed at dtensor_policy_worker.py l.284), so FSDP2"
-    " reduce-scatters the gradients in fp32 into fp32 gradient shards (v0.3.0 the same; the megatron_cfg"
-    " grad_reduce_in_fp32 false of the configs applies to the Megatron policy only)",
-}
-"""NeMo RL commits (the release an entry's note names) and why the DTensor (FSDP2) policy's gradients and their
-data-parallel reduce-scatter are fp32 there."""
-
-
 NEMO_RL_DTENSOR_PRECISION = {
     "27d0af945b96c5bf9fa928bf45fd1a6ce016632d": (
-        {"weights": "fp32", "optimizer_impl": "for_loop"},
+        {"grads": "fp32", "weights": "fp32", "optimizer_impl": "for_loop"},
         "NeMo RL v0.3.1's DTensor policy: fp32 parameter shards computed in bf16 (precision.weights fp32, compute"
-        " bf16: the model config loaded with torch_dtype float32, nemo_rl/models/policy/dtensor_policy_worker.py"
-        " l.188-192; fully_shard's MixedPrecisionPolicy(param_dtype=policy.precision 'bfloat16', reduce_dtype float32),"
-        " nemo_rl/models/dtensor/parallelize.py l.464-468, param_dtype passed at dtensor_policy_worker.py l.284) and"
+        " bf16: the model config loaded with torch_dtype float32, 'Always load the model in float32 to keep master"
+        " weights in float32', nemo_rl/models/policy/dtensor_policy_worker.py l.188-192, the meta-device model built"
+        " from it l.218-220; fully_shard's MixedPrecisionPolicy(param_dtype=policy.precision 'bfloat16', reduce_dtype"
+        " float32), nemo_rl/models/dtensor/parallelize.py l.464-468, l.476-488, param_dtype passed at"
+        " dtensor_policy_worker.py l.284), so FSDP2 reduce-scatters the gradients in fp32 into fp32 gradient shards"
+        " (precision.grads fp32; v0.3.0 the same; the megatron_cfg grad_reduce_in_fp32 false of the configs applies to"
+        " the Megatron policy only), and"
         " for-loop AdamW (precision.optimizer_impl for_loop: examples/configs/grpo_math_1B.yaml l.78-88 sets"
         " torch.optim.AdamW with foreach: False, fused: False, 'when using Dtensor, we need to set foreach and fused to"
         " False', built at dtensor_policy_worker.py l.332-336; torch 2.7.0, pyproject.toml l.24, then runs"
@@ -725,7 +715,8 @@ NEMO_RL_DTENSOR_PRECISION = {
         " neither)",
     ),
 }
-"""NeMo RL commits (the release an entry's note names) and the DTensor (FSDP2) policy's card precision there."""
+"""NeMo RL commits (the release an entry's note names) and the DTensor (FSDP2) policy's card precision there: its
+weights, gradients (and their data-parallel reduce-scatter) and optimizer implementation."""
 
 
 NANOTRON_FP32_GRADS = (
@@ -754,14 +745,12 @@ def grad_dtype_of(e: dict[str, Any]) -> tuple[str | None, str | None]:
     * ms-swift Megatron-SWIFT: fp32, Megatron-LM's --bf16 rule (``MS_SWIFT_MEGATRON_FP32_GRADS``).
     * verl Megatron RL rows (``map_rl``): fp32 at the commits of ``VERL_MEGATRON_FP32_GRADS``.
     * nanotron (the Ultra-Scale Playbook sweep): fp32, accumulate_grad_in_fp32 (``NANOTRON_FP32_GRADS``).
-    * NeMo RL DTensor (FSDP2) policy: fp32 at the releases of ``NEMO_RL_DTENSOR_FP32_GRADS`` (reduce_dtype fp32)."""
+    * NeMo RL DTensor (FSDP2) policy: fp32 at the releases of ``NEMO_RL_DTENSOR_PRECISION``, with its weights and
+      optimizer (``map_rl``)."""
     fw, note, compute = e["framework"], e.get("note") or "", (e.get("precision") or {}).get("compute")
     if fw == "verl" and (e.get("train") or {}).get("strategy") == "megatron":
         where = next((f"{w} @{c}" for c, w in VERL_MEGATRON_FP32_GRADS.items() if c in note), None)
         return ("fp32", f"fp32 gradient buffer and reduce-scatter (precision.grads fp32): {where}") if where else (None, None)
-    if fw == "nemo-rl" and (e.get("train") or {}).get("strategy") in ("fsdp", "fsdp2"):
-        where = next((f"{w} @{c}" for c, w in NEMO_RL_DTENSOR_FP32_GRADS.items() if c in note), None)
-        return ("fp32", f"fp32 gradient shards and reduce-scatter (precision.grads fp32): {where}") if where else (None, None)
     if fw == "ms-swift-megatron":
         return "fp32", MS_SWIFT_MEGATRON_FP32_GRADS
     if fw == "nanotron" and "ACCUMULATE_GRAD_IN_FP32 True" in note:

@@ -479,11 +479,19 @@ def nccl_collective_seconds(*, collective: str, total_bytes: float, ranks: int, 
     model's engines across nodes do. 0 for one rank or an empty buffer."""
     if ranks <= 1 or total_bytes <= 0:
         return 0.0
+    return min(c.seconds(total_bytes) for c in nccl_collective_choices(
+        collective=collective, ranks=ranks, nodes=nodes, bus_bytes_per_s=bus_bytes_per_s, intra_link=intra_link))
+
+
+def nccl_collective_choices(*, collective: str, ranks: int, nodes: int, bus_bytes_per_s: float,
+                            intra_link: IntraLink | None = None) -> list[AllReduceChoice]:
+    """The (algorithm, protocol) costs ``nccl_collective_seconds`` takes the cheapest of: ``nccl_all_reduce_choices``
+    for "all_reduce", else ``nccl_ring_choices``, over ``nodes`` clamped to ``1..ranks``, each network step with
+    ``NCCL_NET_STEP_EXCESS_S`` when the group spans nodes."""
     nodes = max(1, min(nodes, ranks))
     kw = dict(ranks=ranks, nodes=nodes, bus_bytes_per_s=bus_bytes_per_s, intra_link=intra_link or IntraLink.NVLINK,
               net_step_excess_s=NCCL_NET_STEP_EXCESS_S if nodes > 1 else 0.0)
-    choices = nccl_all_reduce_choices(**kw) if collective == "all_reduce" else nccl_ring_choices(**kw)
-    return min(c.seconds(total_bytes) for c in choices)
+    return nccl_all_reduce_choices(**kw) if collective == "all_reduce" else nccl_ring_choices(**kw)
 
 
 def group_nodes(*, ranks: int, ranks_per_node: int) -> int:

@@ -263,11 +263,10 @@ def hybrid_engine_generation_time(
             collectives=zero3_partitioned_tensors(num_layers=num_layers, hidden_size=hidden_size))
         if tp > 1:  # the layer groups' shards copied out (apply_tensor_parallelism), then the gathered copy released:
             # one more collective's fixed cost per group, NCCL's tuner latency of an all-gather over the ZeRO-3 ranks
-            # (its cheapest protocol's latency, collectives.nccl_ring_choices)
-            group_s = min(c.latency_s for c in coll.nccl_ring_choices(
-                ranks=zero3_ranks, nodes=max(1, min(zero3_nodes, zero3_ranks)), bus_bytes_per_s=gather_bus,
-                intra_link=link,
-                net_step_excess_s=coll.NCCL_NET_STEP_EXCESS_S if zero3_nodes > 1 else 0.0))
+            # (its cheapest protocol's latency, collectives.nccl_collective_choices)
+            group_s = min(c.latency_s for c in coll.nccl_collective_choices(
+                collective="all_gather", ranks=zero3_ranks, nodes=zero3_nodes, bus_bytes_per_s=gather_bus,
+                intra_link=link))
             gather += layer_weight_bytes / tp / rates.hbm_bytes_per_s + groups * group_s
 
     merge = zero3_ranks > 1 if qkv_merged_per_forward is None else qkv_merged_per_forward

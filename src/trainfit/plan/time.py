@@ -278,7 +278,7 @@ def model_parallel_of(card: RunCard, spec: ModelSpec, r: DeviceRates, *, gpus_pe
     ep_local = coll.domain_ranks(ranks=ep, stride=par.expert_tensor_parallel, domain_gpus=gpus_per_node)
     # a pipeline group is pp ranks world / pp apart; a send between domains is one GPU to one GPU over its NIC
     pp = par.pipeline_parallel
-    pp_crosses = coll.domain_ranks(ranks=pp, stride=max(1, card.world_size // pp), domain_gpus=gpus_per_node) < pp
+    pp_local = coll.domain_ranks(ranks=pp, stride=max(1, card.world_size // pp), domain_gpus=gpus_per_node)
     node_ranks = max(1, min(ep, gpus_per_node // par.expert_tensor_parallel))  # the group's ranks a node can hold
     if (par.moe_dispatcher is MoeDispatcher.DEEPEP and spec.moe is not None and ep_local < ep
             and (ep_local < node_ranks or ep % node_ranks)):
@@ -295,13 +295,12 @@ def model_parallel_of(card: RunCard, spec: ModelSpec, r: DeviceRates, *, gpus_pe
         # the CP group's ranks tp apart, the pipeline's world / pp apart (collectives.domain_ranks): NCCL's latencies
         cp_nodes=coll.group_nodes(ranks=cp, ranks_per_node=coll.domain_ranks(ranks=cp, stride=tp,
                                                                              domain_gpus=gpus_per_node)),
-        pp_nodes=coll.group_nodes(ranks=pp, ranks_per_node=coll.domain_ranks(
-            ranks=pp, stride=max(1, card.world_size // pp), domain_gpus=gpus_per_node)),
+        pp_nodes=coll.group_nodes(ranks=pp, ranks_per_node=pp_local),
         # the share of the all-to-all bound for the rank's own NVLink domain moves over NVLink, the rest over each
         # GPU's NIC
         ep_bus_bytes_per_s=coll.all_to_all_bus_bytes_per_s(rates=r, ranks=ep, ranks_in_node=ep_local,
                                                            nic_bytes_per_s=nic),
-        pp_bytes_per_s=coll.ring_bus_bytes_per_s(rates=r, crosses_nodes=pp_crosses, nic_bytes_per_s=nic),
+        pp_bytes_per_s=coll.ring_bus_bytes_per_s(rates=r, crosses_nodes=pp_local < pp, nic_bytes_per_s=nic),
         tp_comm_overlap=par.tp_comm_overlap,
         # DeepEP / HybridEP: the per-node rows leave through each GPU's NIC, the fan-out runs over NVLink
         # (compute.moe_dispatch), the same links and efficiency as the all-to-all above

@@ -892,8 +892,9 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     overlap_gather = overlap_param_gather_of(e, dp) if strategy == "zero1" else None
     if overlap_gather:
         notes.append(overlap_gather)
+    grad_rule = grad_dtype_of(e)
     # nanotron's ZeRO-1 with fp32 accumulation (the Ultra-Scale Playbook sweep) all-reduces after the backward
-    reduce_after = strategy == "zero1" and grad_dtype_of(e)[1] == NANOTRON_FP32_GRADS
+    reduce_after = strategy == "zero1" and grad_rule[1] == NANOTRON_FP32_GRADS
     if reduce_after:
         from trainfit.compute.collectives import NANOTRON_ZERO1_REDUCE
         notes.append(f"parallel.grad_reduce_after_backward: {NANOTRON_ZERO1_REDUCE}")
@@ -946,7 +947,7 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         impl = e["precision"]["optimizer_impl"]
         card["precision"]["optimizer_impl"] = impl
         notes.append(f"AdamW {impl} (the entry's framework at its commit, cited in its note)")
-    grads, grads_note = grad_dtype_of(e) if scope == "full" else (None, None)
+    grads, grads_note = grad_rule if scope == "full" else (None, None)
     if grads:
         card["precision"]["grads"] = grads
         notes.append(grads_note)

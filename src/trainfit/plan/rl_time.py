@@ -535,6 +535,8 @@ def sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding,
     sharded = card.parallel.strategy.value in ("zero3", "fsdp", "hsdp", "fsdp_grad_op")
     train_gpus, _ = group_sizes(card)
     p = card.parallel
+    # the ranks a parameter is sharded over: HSDP's shard group, else every training GPU
+    shard_ranks = _hsdp_shard_of(card, sharding) or train_gpus
     # NeMo RL's Megatron backend exports through Megatron-Bridge: every training rank receives every tensor over its
     # PP/TP/EP groups, whose "node" is the NVLink domain (GB200 NVL72); its DTensor backend is the sharded gather
     export = None if fs.framework != "nemo-rl" or sharded else megatron_export_gather(
@@ -557,8 +559,8 @@ def sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding,
     # already brings the weights back for the sync. FSDP2's shard lies in pageable memory (``model.cpu()``), FSDP1's
     # pinned (``flat_param_to(cpu, non_blocking=True)``): compute.offload, "Pinned or pageable host memory"
     staging = export_staging_seconds(
-        shard_bytes_per_rank=trainer_dtype_bytes / (_hsdp_shard_of(card, sharding) or train_gpus),
-        host_copy_bytes_per_s=_host_copy_rates(card, r, gpu)[1 if card.parallel.fsdp_version is FsdpVersion.FSDP2 else 0],
+        shard_bytes_per_rank=trainer_dtype_bytes / shard_ranks,
+        host_copy_bytes_per_s=_host_copy_rates(card, r, gpu)[1 if p.fsdp2 else 0],
     ) if (fs.framework == "verl" and fs.broadcasts_whole_bucket and card.parallel.strategy in FSDP_STRATEGIES
           and card.parallel.offload is Offload.PARAMS_AND_OPTIMIZER) else 0.0
     t = weight_sync_seconds(
@@ -570,7 +572,7 @@ def sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding,
         # @cf30153c4c131c8164ee7798e5022d810682e2cb torch/distributed/tensor/_api.py l. 748-776, _redistribute.py
         # l. 1625-1628; volcengine/verl @b178a3cd56f58b2d502255daba591e92833930a7
         # verl/workers/engine/fsdp/transformer_impl.py l. 666-669)
-        train_shards=(_hsdp_shard_of(card, sharding) or train_gpus) if sharded else 1, tp=ro.tensor_parallel, rates=r,
+        train_shards=shard_ranks if sharded else 1, tp=ro.tensor_parallel, rates=r,
         engines=max(1, rollout.engine_instances), inter_node=card.hardware.nodes > 1,
         gpus_per_node=card.hardware.gpus_per_node, nic_bytes_per_s=nic_bytes_per_s(card),
         bucket_bytes=fs.bucket_bytes, s_per_tensor=fs.s_per_tensor,
@@ -722,13 +724,17 @@ def _megatron_rank_state(card: RunCard, spec: ModelSpec, *, train_gpus: int) -> 
     return weights, (params - expert) / dp + expert / edp
 
 
-def _host_copy_rates(card: RunCard, r: DeviceRates, gpu: GpuSpec) -> tuple[float, float]:
-    """(pinned, pageable) bytes/s of one training GPU's copies to or from host memory while every GPU of its node
-    copies (``compute.offload``: ``host_copy_bytes_per_s``, ``pageable_copy_bytes_per_s``)."""
+def _host_copy_rates(card: RunCard, r: DeviceRates, gpu: GpuSpec) -> tuple[float, float, float]:
+    """(pinned, pageable, pageable into freshly allocated host memory) bytes/s of one training GPU's copies to or
+    from host memory while every GPU of its node copies (``compute.offload``: ``host_copy_bytes_per_s``,
+    ``pageable_copy_bytes_per_s``, ``first_touch_copy_bytes_per_s``)."""
     rates = dict(pcie_bytes_per_s=r.pcie_bytes_per_s, host_memory_bytes_per_s=r.host_memory_bytes_per_s,
                  gpus_per_node=train_nodes(card)[1])
-    staging = staging_bytes_per_s_of(coherent_host_link=gpu.host_link_bytes_per_s is not None)
-    return host_copy_bytes_per_s(**rates), pageable_copy_bytes_per_s(**rates, staging_bytes_per_s=staging)
+    coherent = gpu.host_link_bytes_per_s is not None
+    pageable = pageable_copy_bytes_per_s(**rates,
+                                         staging_bytes_per_s=staging_bytes_per_s_of(coherent_host_link=coherent))
+    return (host_copy_bytes_per_s(**rates), pageable,
+            first_touch_copy_bytes_per_s(pageable_bytes_per_s=pageable, coherent_host_link=coherent))
 
 
 def trainer_state_offload_phase(card: RunCard, spec: ModelSpec, r: DeviceRates, *, train_gpus: int) -> PhaseTime | None:
@@ -788,10 +794,8 @@ def trainer_state_offload_phase(card: RunCard, spec: ModelSpec, r: DeviceRates, 
     from trainfit.plan.resolve import gpu_of
 
     gpu = gpu_of(card)
-    pinned, pageable_rate = _host_copy_rates(card, r, gpu)
     # the pageable copies go to host tensors allocated anew each step (compute.offload: first-touch page faults)
-    fresh_rate = first_touch_copy_bytes_per_s(pageable_bytes_per_s=pageable_rate,
-                                              coherent_host_link=gpu.host_link_bytes_per_s is not None)
+    pinned, pageable_rate, fresh_rate = _host_copy_rates(card, r, gpu)
     to_host_s = moved[0] / pinned + moved[1] / fresh_rate
     to_device_s = moved[0] / pinned + moved[1] / pageable_rate
     return _phase("state_offload", to_host_s + to_device_s, "offload", to_host=to_host_s, to_device=to_device_s)

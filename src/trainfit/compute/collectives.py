@@ -643,14 +643,15 @@ def exposed_data_parallel(
                    all_reduce_seconds(total_bytes=min(expert_grad_bytes, DDP_BUCKET_BYTES), **ekw))
         gather = 0.0
     else:
-        red = reduce_scatter_seconds(total_bytes=grad_bytes, **kw) + reduce_scatter_seconds(
-            total_bytes=expert_grad_bytes, **ekw)
-        last = max(reduce_scatter_seconds(total_bytes=min(grad_bytes, DDP_BUCKET_BYTES), **kw),
-                   reduce_scatter_seconds(total_bytes=min(expert_grad_bytes, DDP_BUCKET_BYTES), **ekw))
         if bucket_all_reduce_bytes > 0:  # DeepSpeed ZeRO-1/2: each bucket all-reduced in full
             dense, expert = (deepspeed_bucket_all_reduce(total_bytes=b, bucket_bytes=bucket_all_reduce_bytes, **k)
                              for b, k in ((grad_bytes, kw), (expert_grad_bytes, ekw)))
             red, last = dense.total_s + expert.total_s, max(dense.exposed_s, expert.exposed_s)
+        else:
+            red = reduce_scatter_seconds(total_bytes=grad_bytes, **kw) + reduce_scatter_seconds(
+                total_bytes=expert_grad_bytes, **ekw)
+            last = max(reduce_scatter_seconds(total_bytes=min(grad_bytes, DDP_BUCKET_BYTES), **kw),
+                       reduce_scatter_seconds(total_bytes=min(expert_grad_bytes, DDP_BUCKET_BYTES), **ekw))
         gather = all_gather_seconds(total_bytes=weight_bytes, **kw) + all_gather_seconds(
             total_bytes=expert_weight_bytes, **ekw)
     reductions = micro_steps if zero_stage == 2 else 1

@@ -221,10 +221,15 @@ class FrameworkSync:
     """The all-gather moves the sharded parameters in the trainer's dtype and the cast to the engine's dtype follows
     it (verl's FSDP engine: ``full_tensor()`` then ``.to(torch.bfloat16)``; module docstring); else the
     gather is counted in the dtype sent."""
-    unshards_fsdp1_state_dict: bool = False
-    """The export starts with ``module.state_dict()``, which on an FSDP1 trainer of more than one rank is a
-    ``SHARDED_STATE_DICT`` that all-gathers every FSDP unit whole before the per-parameter ``full_tensor()`` gathers
-    again (verl: ``fsdp1_state_dict_units``, ``weight_sync_seconds`` ``unshard_units``)."""
+
+    @property
+    def unshards_fsdp1_state_dict(self) -> bool:
+        """The export starts with ``module.state_dict()``, which on an FSDP1 trainer of more than one rank is a
+        ``SHARDED_STATE_DICT`` that all-gathers every FSDP unit whole before the per-parameter ``full_tensor()``
+        gathers again (verl: ``fsdp1_state_dict_units``, ``weight_sync_seconds`` ``unshard_units``). The same export
+        as ``gathers_trainer_dtype`` (verl's ``get_per_tensor_param``: ``state_dict()``, then ``full_tensor()``, then
+        the cast), so derived from it."""
+        return self.gathers_trainer_dtype
 
 
 def weight_sync_seconds(
@@ -826,9 +831,8 @@ def framework_sync_mechanism(framework: str, placement: Placement | str,
                          trainer_ranks_in_group=_trainer_ranks_in_group(name, where, fully_async_path=fully_async_path),
                          # the engine workers' get_per_tensor_param (colocated and the checkpoint engine); the fully
                          # async trainer's own paths are not read here
+                         # (both verl exports call module.state_dict() first: unshards_fsdp1_state_dict)
                          gathers_trainer_dtype=name == "verl" and not fully_async_path,
-                         # both verl exports call module.state_dict() first (fsdp1_state_dict_units)
-                         unshards_fsdp1_state_dict=name == "verl" and not fully_async_path,
                          broadcasts_whole_bucket=(name, where) == ("verl", Placement.SPLIT) and not fully_async_path)
 
 

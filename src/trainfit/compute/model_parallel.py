@@ -209,8 +209,7 @@ def p2p_send_latency_s(*, crosses_nodes: bool) -> float:
     """Fixed seconds of one NCCL send / receive between two ranks (a pipeline stage's activation or gradient, one
     ring context-parallel step's K/V block): NCCL's grouped p2p to one peer is one round
     (``collectives.grouped_p2p_latency_s`` for two ranks: tuning.cc's ring/Simple ``baseLatencies`` 8.4 us plus one
-    step, NVLink's 3.4 us, or the network's 14 us plus the measured ``NCCL_NET_STEP_EXCESS_S``). Here, not in
-    ``collectives``, because that module is being edited at the same time."""
+    step, NVLink's 3.4 us, or the network's 14 us plus the measured ``NCCL_NET_STEP_EXCESS_S``)."""
     return coll.grouped_p2p_latency_s(ranks=2, nodes=2 if crosses_nodes else 1)
 
 

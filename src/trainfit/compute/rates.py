@@ -29,7 +29,7 @@ Sources of the defaults (each is listed in the plan's assumptions when used):
   (``collectives.nccl_collective_seconds``, tuning.cc's latencies, checked against published nccl-tests rows in the
   ``collectives`` docstring); ``COLLECTIVE_LATENCY_S`` / ``COLLECTIVE_HOP_LATENCY_S`` (30 us + 8 us per ring step, set
   without a source, 5-10x what nccl-tests measure for small buffers) remain only where a caller passes a fixed
-  latency (weight sync, the hybrid engine, Ulysses and ring context-parallel and pipeline exchanges).
+  latency (the weight sync's refit broadcast and the export's pipeline broadcast, ``compute.sync``).
 * Power limit: a card run below its rated board power (``nvidia-smi -pl``, or a server's default) holds a
   lower tensor-core clock. Dynamic power is ``C·V²·f`` and in the DVFS range the voltage tracks the
   clock, so power goes as ``f³`` and the sustained clock as ``(limit / rated)^(1/3)``
@@ -215,9 +215,9 @@ class DeviceRates:
     picks NCCL's hop latencies and whether vLLM's custom all-reduce runs on more than two GPUs
     (``compute.decode_step``)."""
     collective_latency_s: float = COLLECTIVE_LATENCY_S
-    """Fixed latency of the collectives still priced in the fixed-latency form (weight sync, hybrid engine, ring
-    context parallel, Ulysses all-to-all, pipeline sends); the training step's all-gathers, reduce-scatters and
-    all-reduces take NCCL's tuner instead."""
+    """Fixed latency of the collectives still priced in the fixed-latency form (the weight sync's refit broadcast and
+    the export's pipeline broadcast, ``compute.sync``); the others take NCCL's tuner (or, in
+    ``decode_step.tp_all_reduce``, a measured latency its callers pass)."""
     pcie_bytes_per_s: float
     """Sustained host <-> device copy rate per direction (pinned memory)."""
     host_memory_bytes_per_s: float = HOST_MEMORY_BYTES_PER_S

@@ -234,8 +234,6 @@ def reduce_scatter_seconds(*, total_bytes: float, ranks: int, bus_bytes_per_s: f
 # (``COLLECTIVE_HOP_LATENCY_S`` per step) would add 56 us. The 30 us ``collective_latency_s`` base of every
 # collective is above that loop's 3 us and is left as it is. No published small-message all-to-all at 16-64 GPUs
 # was found to check the growth with the rank count; it rests on the code above.
-NCCL_MAX_DEV_WORK_P2P_PER_BATCH = 8
-"""p2p operations one channel's work batch runs at once (NVIDIA/nccl ``src/include/device.h`` l. 391 @5067397c)."""
 NCCL_P2P_CHANNELS = 32
 """``p2pnChannels``: ``min(nChannels, NCCL_MAX_P2P_NCHANNELS)`` rounded to a power of two (``src/graph/paths.cc``
 ``ncclTopoComputeP2pChannels`` @5067397c). NCCL's init log on 8 H100 of one node reads "24 coll channels, 16 nvls

@@ -63,11 +63,11 @@ from trainfit.memory.sharding import Sharding
 from trainfit.memory.weights import WeightBytes, count_scale
 from trainfit.plan.rank_buffers import backward_buffers, comm_buffers, loss_region, stage_forward_transient
 from trainfit.plan.resolve import trainable_spec
-from trainfit.plan.terms import (HOST_BYTES_PER_PROCESS, _autocast_copies, _fsdp_terms, fp8_linear_input_bytes,
-                                 fsdp_casts_gathered_params,
-                                 lora_tensors, trained_dtype_bytes, zero_config_of, zero_master_states)
+from trainfit.plan.terms import (HOST_BYTES_PER_PROCESS, _autocast_copies, _fsdp_terms, autocast_copies_weights,
+                                 fp8_linear_input_bytes, fsdp_casts_gathered_params, lora_tensors,
+                                 trained_dtype_bytes, zero_config_of, zero_master_states)
 from trainfit.spec.card import RunCard
-from trainfit.spec.enums import (ComputeDtype, ContextParallelKind, Dtype, LayerKind, Offload, SelectiveCheckpointing,
+from trainfit.spec.enums import (ComputeDtype, ContextParallelKind, LayerKind, Offload, SelectiveCheckpointing,
                                  Strategy, TensorParallelImpl, ZERO_STAGES)
 from trainfit.spec.model import ModelSpec
 from trainfit.spec.training import TrainableSpec
@@ -245,8 +245,9 @@ def rank_terms(card: RunCard, spec: ModelSpec, sharding: Sharding, layout: Paral
     if lora is None and layout.pp == 1 and tied and gdiv.dense == 1 and not prec.optimizer_in_backward:
         tied_grad = 2 * rp.embedding * scale * grad_bytes
 
-    mp_gather = fsdp_casts_gathered_params(card, sharding)  # gathered 16-bit: no autocast copies
-    act = _activations(card, spec, ss, layout, stage, trainable, mp_gather=mp_gather)
+    mp_gather = fsdp_casts_gathered_params(card, sharding)  # the gathered units are in the compute dtype
+    autocast = autocast_copies_weights(card, sharding) and lora is None
+    act = _activations(card, spec, ss, layout, stage, trainable, autocast=autocast)
     in_flight = stage.in_flight_later_backward if later else stage.in_flight_first_backward
     ckpt = card.parallel.checkpoints_layers
     one = act.total(gradient_checkpointing=ckpt)
@@ -293,7 +294,6 @@ def rank_terms(card: RunCard, spec: ModelSpec, sharding: Sharding, layout: Paral
         fsdp, _ = _fsdp_terms(sspec, sharding, trainable, w_stage, pb=pb_stage, scale=scale,
                               n_train=n_lora if lora is not None else pb_stage.total * scale, grad_bytes=grad_bytes)
     paged = prec.optimizer in PAGED and offload is Offload.NONE
-    autocast = wdtype is Dtype.FP32 and prec.compute is not ComputeDtype.FP32 and lora is None and not mp_gather
     if prec.compute is ComputeDtype.FP8:  # the stage's fp8 weights / copies and scaling state (memory/fp8.py)
         from trainfit.plan.terms import fp8_weight_bytes
 
@@ -380,9 +380,9 @@ def _zero_step(card: RunCard, spec: ModelSpec, strategy: Strategy, *, partition:
 
 
 def _activations(card: RunCard, spec: ModelSpec, ss: ModelSpec, layout: ParallelLayout, stage: Stage,
-                 trainable, *, mp_gather: bool = False) -> ActivationBytes:  # noqa: ANN001
+                 trainable, *, autocast: bool) -> ActivationBytes:  # noqa: ANN001
     """Saved bytes of one forward of the walked chunk on this rank (per-op model on the shard spec);
-    ``mp_gather``: FSDP mixed precision gathers 16-bit parameters (``fsdp_casts_gathered_params``)."""
+    ``autocast``: autocast's 16-bit weight copies are saved (``autocast_copies_weights``, full training)."""
     prec = card.precision
     a = 4 if prec.compute is ComputeDtype.FP32 else 2
     b, s_loc = card.batch.micro_batch_size, card.batch.seq_len // layout.cp
@@ -394,8 +394,7 @@ def _activations(card: RunCard, spec: ModelSpec, ss: ModelSpec, layout: Parallel
                            compute_dtype_bytes=a, sequence_shards=layout.tp if layout.sp else 1,
                            selective=card.parallel.layer_selective_checkpointing,
                            compiled=card.parallel.compile, linear_input_bytes=fp8_in)
-    autocast = card.weights_dtype is Dtype.FP32 and prec.compute is not ComputeDtype.FP32 and not mp_gather
-    act = _autocast_copies(act, ss, enabled=autocast and trainable.lora is None, scale=count_scale(ss))
+    act = _autocast_copies(act, ss, enabled=autocast, scale=count_scale(ss))
     extra = 0.0
     if layout.cp > 1:
         # o_proj saves a new tensor, not a view of the attention output: Ulysses' all-to-all output, or the

@@ -145,6 +145,15 @@ def fsdp_casts_gathered_params(card: RunCard, sharding: Sharding) -> bool:
             and card.weights_dtype is Dtype.FP32 and card.precision.compute in (ComputeDtype.BF16, ComputeDtype.FP16))
 
 
+def autocast_copies_weights(card: RunCard, sharding: Sharding) -> bool:
+    """Whether autocast makes 16-bit copies of the weights it uses (``_autocast_copies`` and the autocast weight
+    cache): fp32 weights under 16-bit or fp8 compute, unless FSDP mixed precision already gathers them 16-bit
+    (``fsdp_casts_gathered_params``). Read by the single-replica walk (``step_terms``) and the rank walk
+    (``plan.ranks``)."""
+    return (card.weights_dtype is Dtype.FP32 and card.precision.compute is not ComputeDtype.FP32
+            and not fsdp_casts_gathered_params(card, sharding))
+
+
 def trained_dtype_bytes(card: RunCard) -> tuple[float, float, bool, float]:
     """Bytes of one trained weight, of its gradient, whether an fp32 master copy is kept, and bytes of one
     optimizer-state element, as the card's precision section and scope set them."""
@@ -426,7 +435,7 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
                                                seq_len=seq_len, compute_dtype_bytes=act_dtype,
                                                zero_centred_norm=spec.family in ("gemma2", "qwen3_5_text"))
     mp_gather = fsdp_casts_gathered_params(card, sharding)
-    autocast = wdtype is Dtype.FP32 and compute is not ComputeDtype.FP32 and not mp_gather
+    autocast = autocast_copies_weights(card, sharding)
     act = _autocast_copies(act, spec, enabled=autocast and trainable.lora is None, scale=scale)
     subset = card.parallel.checkpointed_layers(spec.num_layers)  # None: every layer as checkpoints_layers says
     if subset is not None:

@@ -214,6 +214,8 @@ class HsdpLinks:
     replica_bus_bytes_per_s: float
     shard_crosses_nodes: bool
     replica_crosses_nodes: bool
+    replica_nodes: int
+    """Nodes one replica group spans (``replicas / (gpus_per_node / shard)``), for NCCL's latency."""
 
 
 def data_ring_bus_bytes_per_s(parallel: Parallel, rates: DeviceRates, *, ranks: int) -> float:
@@ -254,7 +256,8 @@ def hsdp_links(parallel: Parallel, rates: DeviceRates) -> HsdpLinks:
                                                         local_ranks=min(shard, per_node)),
         replica_bus_bytes_per_s=coll.ring_bus_bytes_per_s(rates=rates, crosses_nodes=replica_crosses,
                                                           nic_bytes_per_s=nic, local_ranks=replica_local),
-        shard_crosses_nodes=shard_crosses, replica_crosses_nodes=replica_crosses)
+        shard_crosses_nodes=shard_crosses, replica_crosses_nodes=replica_crosses,
+        replica_nodes=coll.group_nodes(ranks=replicas, ranks_per_node=replica_local))
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -638,13 +641,12 @@ def _nccl_groups(parallel: Parallel, rates: DeviceRates, *, group: int, eranks: 
                  hsdp: HsdpLinks | None = None) -> dict:
     """The nodes each data-parallel group spans and the intra-node link, for NCCL's latency of its collectives
     (``collectives.nccl_collective_seconds``): the dense group's ``group`` ranks ``gpus_per_node`` to a node (HSDP:
-    the shard group, and its replicas ``gpus_per_node / shard`` to a node), the experts' ``expert_gpus_per_node``."""
-    per_node = max(1, parallel.gpus_per_node)
-    kw = dict(nodes=coll.group_nodes(ranks=group, ranks_per_node=per_node),
+    the shard group, and its replicas: ``HsdpLinks.replica_nodes``), the experts' ``expert_gpus_per_node``."""
+    kw = dict(nodes=coll.group_nodes(ranks=group, ranks_per_node=max(1, parallel.gpus_per_node)),
               expert_nodes=coll.group_nodes(ranks=eranks, ranks_per_node=parallel.expert_gpus_per_node),
               intra_link=_intra_link(rates))
     if hsdp is not None:
-        kw["replica_nodes"] = coll.group_nodes(ranks=hsdp.replicas, ranks_per_node=max(1, per_node // hsdp.shard))
+        kw["replica_nodes"] = hsdp.replica_nodes
     return kw
 
 

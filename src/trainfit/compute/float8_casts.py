@@ -206,6 +206,22 @@ def sharded_layout_copy_bytes(*, casts: CastTraffic, tokens: float, features: in
     return EAGER_LAYOUT_COPY_BYTES * tokens * features
 
 
+def linear_cast_traffic(*, casts: CastTraffic, input_tokens: float, grad_tokens: float, in_features: int,
+                        out_features: int, weight_elements: float, transposed_elements: float, weight_casts: float,
+                        weight_transposes: float, copy_bytes: float = 0.0) -> tuple[float, float, float, float]:
+    """(forward bytes, backward bytes, forward kernels, backward kernels) of one fp8 linear's operand casts: its
+    input (``input_tokens`` x ``in_features``) and weight (``weight_elements``) forward; its output gradient
+    (``grad_tokens`` x ``out_features``), input and transposed weight (``transposed_elements``) backward, plus
+    ``copy_bytes`` (``sharded_layout_copy_bytes``); ``weight_casts`` / ``weight_transposes``: the weight casts per
+    micro-step (the kernels')."""
+    return (casts.input_forward_bytes * input_tokens * in_features + casts.weight_forward_bytes * weight_elements,
+            casts.grad_output_backward_bytes * grad_tokens * out_features
+            + casts.input_backward_bytes * input_tokens * in_features + casts.weight_backward_bytes * transposed_elements
+            + copy_bytes,
+            casts.input_forward_kernels + casts.weight_forward_kernels * weight_casts,
+            casts.backward_kernels + casts.weight_backward_kernels * weight_transposes)
+
+
 def recompute_cast_bytes(*, casts: CastTraffic, input_elements: float, weight_elements: float) -> float:
     """Bytes a per-op selective recompute re-runs for one recomputed linear: the casts of its input and weight,
     not their amax (saved: ``CastTraffic.amax_bytes``)."""

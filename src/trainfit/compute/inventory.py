@@ -103,8 +103,8 @@ from trainfit.compute import moe_time
 from trainfit.compute.attention_time import windowed_attention_keys, windowed_attention_seq
 from trainfit.compute.float8_casts import (  # noqa: F401 - the FP8_* constants are read from here too
     FP8_BACKWARD_KERNELS, FP8_CAST_BYTES, FP8_FORWARD_KERNELS, FP8_TRANSPOSE_BYTES, FP8_WEIGHT_BACKWARD_KERNELS,
-    FP8_WEIGHT_FORWARD_KERNELS, TRANSFORMER_ENGINE, CastTraffic, recompute_cast_bytes, recompute_cast_kernels,
-    sharded_cast_tokens, sharded_layout_copy_bytes,
+    FP8_WEIGHT_FORWARD_KERNELS, TRANSFORMER_ENGINE, CastTraffic, linear_cast_traffic, recompute_cast_bytes,
+    recompute_cast_kernels, sharded_cast_tokens, sharded_layout_copy_bytes,
 )
 from trainfit.memory.params import linear_groups
 from trainfit.spec.enums import LayerKind, MoeDispatcher
@@ -437,16 +437,14 @@ def step_inventory(
                 bwd.append(Gemm(g.name + ".dW", g.in_features, out_f, rows, n, e, d))
             if te_fp8:
                 routed_rows = rows * g.experts
-                w = g.experts * g.in_features * out_f * fp8_weight_casts
                 tr = fp8_weight_casts if fp8_weight_transposes is None else fp8_weight_transposes
-                wt = g.experts * g.in_features * out_f * tr
-                cf_b += (casts.input_forward_bytes * routed_rows * g.in_features
-                         + casts.weight_forward_bytes * w) * g.count
-                cb_b += (casts.grad_output_backward_bytes * routed_rows * out_f
-                         + casts.input_backward_bytes * routed_rows * g.in_features
-                         + casts.weight_backward_bytes * wt) * g.count
-                cf_k += (casts.input_forward_kernels + casts.weight_forward_kernels * fp8_weight_casts) * g.count
-                cb_k += (casts.backward_kernels + casts.weight_backward_kernels * tr) * g.count
+                f_b, b_b, f_k, b_k = linear_cast_traffic(
+                    casts=casts, input_tokens=routed_rows, grad_tokens=routed_rows, in_features=g.in_features,
+                    out_features=out_f, weight_elements=g.experts * g.in_features * out_f * fp8_weight_casts,
+                    transposed_elements=g.experts * g.in_features * out_f * tr, weight_casts=fp8_weight_casts,
+                    weight_transposes=tr)
+                cf_b, cb_b, cf_k, cb_k = (cf_b + f_b * g.count, cb_b + b_b * g.count, cf_k + f_k * g.count,
+                                          cb_k + b_k * g.count)
             per = moe_time.EXPERT_PROJECTIONS  # the launches of this projection: half the expert MLP's
             if expert_loop:  # one launch per GEMM; the loop's other kernels with the MoE block below
                 fwd_k += n
@@ -483,12 +481,12 @@ def step_inventory(
             t_go = sharded_cast_tokens(features=g.out_features, **shard)
             copies = (sharded_layout_copy_bytes(features=g.in_features, name=g.name, **shard)
                       + sharded_layout_copy_bytes(features=g.out_features, **shard))
-            cf_b += (casts.input_forward_bytes * t_in * g.in_features + casts.weight_forward_bytes * w) * g.count
-            cb_b += (casts.grad_output_backward_bytes * t_go * g.out_features
-                     + casts.input_backward_bytes * t_in * g.in_features + casts.weight_backward_bytes * wt
-                     + copies) * g.count
-            cf_k += (casts.input_forward_kernels + casts.weight_forward_kernels * fp8_weight_casts) * g.count
-            cb_k += (casts.backward_kernels + casts.weight_backward_kernels * tr) * g.count
+            f_b, b_b, f_k, b_k = linear_cast_traffic(
+                casts=casts, input_tokens=t_in, grad_tokens=t_go, in_features=g.in_features,
+                out_features=g.out_features, weight_elements=w, transposed_elements=wt,
+                weight_casts=fp8_weight_casts, weight_transposes=tr, copy_bytes=copies)
+            cf_b, cb_b, cf_k, cb_k = (cf_b + f_b * g.count, cb_b + b_b * g.count, cf_k + f_k * g.count,
+                                      cb_k + b_k * g.count)
             rec_casts[g.name] = (
                 recompute_cast_bytes(casts=casts, input_elements=t_in * g.in_features, weight_elements=w) * g.count,
                 recompute_cast_kernels(casts=casts, input_casts=1.0 if t_in else 0.0,

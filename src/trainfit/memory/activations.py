@@ -428,12 +428,9 @@ def _moe(ctx: _Ctx, spec: ModelSpec, x_rg: bool, *, rows: int | None = None,
     moe = spec.moe
     assert moe is not None
     T, a, h = ctx.T, ctx.a, spec.hidden_size
-    E, k, w = moe.num_experts, moe.experts_per_token, moe.expert_intermediate_size
-    Tk = T * k if rows is None else rows  # expert-side rows (grouped GEMM inputs, SwiGLU)
+    E, k = moe.num_experts, moe.experts_per_token
     total = 0
     router_t = "gate" in ctx.targets
-    experts_t = "gate_up_proj" in ctx.targets or "gate_proj" in ctx.targets or "up_proj" in ctx.targets
-    down_t = "down_proj" in ctx.targets
     # router F.linear(x, W): saves x when W (or PEFT's merged W) needs grad; PEFT saves the merged bf16 W
     w_rg = ctx.full or router_t
     if w_rg:
@@ -445,6 +442,27 @@ def _moe(ctx: _Ctx, spec: ModelSpec, x_rg: bool, *, rows: int | None = None,
         total += T * FP32 * E  # softmax output
         total += T * INT64 * k  # topk indices
         total += T * (FP32 + FP32 * k)  # top-k renormalisation: sum and values (norm_topk_prob)
+    b, o_rg = _routed_experts(ctx, spec, x_rg, logits_rg, rows=rows, fused_glu=fused_glu, probs_in_glu=probs_in_glu,
+                              routing_weight_bytes=a)
+    return total + b, o_rg
+
+
+def _routed_experts(ctx: _Ctx, spec: ModelSpec, x_rg: bool, logits_rg: bool, *, rows: int | None, fused_glu: bool,
+                    probs_in_glu: bool, routing_weight_bytes: int, fp8_inputs: bool = True) -> tuple[int, bool]:
+    """A grouped_mm MoE block from the dispatch to the combine (after the router and top-k; ``logits_rg``: the
+    routing weights need a gradient), shared by ``_moe`` and DeepSeek-V3's block (``arch_activations``): the
+    permutation indices, the experts' grouped GEMM inputs and SwiGLU on ``rows`` (default T·k), the combine.
+    ``routing_weight_bytes``: the dtype the combine's mul saves the routing weights in; ``fp8_inputs`` false: the
+    grouped GEMMs save the compute-dtype input even under Transformer Engine fp8. Returns (bytes, output requires
+    grad)."""
+    moe = spec.moe
+    assert moe is not None
+    T, a, h = ctx.T, ctx.a, spec.hidden_size
+    E, k, w = moe.num_experts, moe.experts_per_token, moe.expert_intermediate_size
+    Tk = T * k if rows is None else rows  # expert-side rows (grouped GEMM inputs, SwiGLU)
+    total = 0
+    experts_t = "gate_up_proj" in ctx.targets or "gate_proj" in ctx.targets or "up_proj" in ctx.targets
+    down_t = "down_proj" in ctx.targets
     sel_rg = x_rg
     if sel_rg:
         total += T * INT64 * k  # hidden_states[perm // k]
@@ -455,8 +473,9 @@ def _moe(ctx: _Ctx, spec: ModelSpec, x_rg: bool, *, rows: int | None = None,
     p_rg = sel_rg or gu_rg
     if p_rg or dn_rg:
         total += INT32 * E  # offsets, saved by grouped_mm
+    fp8_in = ctx.full and fp8_inputs
     if gu_rg:
-        total += linear_input(ctx, h, tokens=Tk) if ctx.full else Tk * a * h  # grouped_mm input
+        total += linear_input(ctx, h, tokens=Tk) if fp8_in else Tk * a * h  # grouped_mm input
     if experts_t:
         r = ctx.targets.get("gate_up_proj") or ctx.targets.get("gate_proj") or ctx.targets.get("up_proj")
         total += a * E * (2 * w * h + r * (2 * w + h))  # merged weight + bf16 lhs/rhs of baddbmm
@@ -465,13 +484,13 @@ def _moe(ctx: _Ctx, spec: ModelSpec, x_rg: bool, *, rows: int | None = None,
         if not fused_glu:
             total += Tk * a * w  # mul saves act(gate)
     if dn_rg:
-        total += linear_input(ctx, w, tokens=Tk) if ctx.full else Tk * a * w  # grouped_mm input
+        total += linear_input(ctx, w, tokens=Tk) if fp8_in else Tk * a * w  # grouped_mm input
     if down_t:
         r = ctx.targets["down_proj"]
         total += a * E * (h * w + r * (h + w))
     o_rg = p_rg or dn_rg
     if o_rg:
-        total += T * k * a  # mul saves the routing weights
+        total += T * k * routing_weight_bytes  # mul saves the routing weights
     if logits_rg and not probs_in_glu:
         total += T * k * a * h  # mul saves the expert output
     if o_rg or logits_rg:

@@ -352,9 +352,8 @@ def _deepseek_moe(ctx, spec: ModelSpec, x_rg: bool, *, rows: int | None = None, 
     (Megatron-Core, ``megatron_deepseek_moe_bytes``)."""
     moe = spec.moe
     assert moe is not None
-    T, a, h = ctx.T, ctx.a, spec.hidden_size
-    E, k, w = moe.num_experts, moe.experts_per_token, moe.expert_intermediate_size
-    Tk = T * k if rows is None else rows  # expert-side rows (grouped GEMM inputs, SwiGLU)
+    T, h = ctx.T, spec.hidden_size
+    E, k = moe.num_experts, moe.experts_per_token
     total = 0
     router_t = "gate" in ctx.targets
     w_rg = ctx.full or router_t
@@ -370,39 +369,10 @@ def _deepseek_moe(ctx, spec: ModelSpec, x_rg: bool, *, rows: int | None = None, 
         total += T * E  # bool group mask of masked_fill
         total += T * INT64 * k  # top-k indices
         total += T * (FP32 + FP32 * k)  # top-k renormalisation: sum and values
-    sel_rg = x_rg
-    if sel_rg:
-        total += T * INT64 * k  # hidden_states[perm // k]
-    if logits_rg:
-        total += T * INT64 * k  # sample_weights[perm]
-    experts_t = "gate_up_proj" in ctx.targets or "gate_proj" in ctx.targets or "up_proj" in ctx.targets
-    down_t = "down_proj" in ctx.targets
-    gu_rg, dn_rg = ctx.full or experts_t, ctx.full or down_t
-    p_rg = sel_rg or gu_rg
-    if p_rg or dn_rg:
-        total += INT32 * E
-    if gu_rg:
-        total += Tk * a * h
-    if experts_t:  # PEFT's merged bf16 weight and the per-expert lhs / rhs of its baddbmm
-        r = ctx.targets.get("gate_up_proj") or ctx.targets.get("gate_proj") or ctx.targets.get("up_proj")
-        total += a * E * (2 * w * h + r * (2 * w + h))
-    if p_rg:
-        total += Tk * a * 2 * w  # silu saves the gate_up output
-        if not fused_glu:
-            total += Tk * a * w  # the mul saves act(gate)
-    if dn_rg:
-        total += Tk * a * w
-    if down_t:
-        r = ctx.targets["down_proj"]
-        total += a * E * (h * w + r * (h + w))
-    o_rg = p_rg or dn_rg
-    if o_rg:
-        total += T * k * FP32  # the mul saves the fp32 routing weights
-    if logits_rg and not probs_in_glu:
-        total += T * k * a * h  # and the expert output
-    if o_rg or logits_rg:
-        total += T * INT64 * k  # weighted_out[inv_perm]
-    m_rg = o_rg or logits_rg
+    # the experts and the combine as Qwen3-MoE's, the fp32 routing weights saved by the mul
+    b, m_rg = _act._routed_experts(ctx, spec, x_rg, logits_rg, rows=rows, fused_glu=fused_glu,
+                                   probs_in_glu=probs_in_glu, routing_weight_bytes=FP32, fp8_inputs=False)
+    total += b
     if shared and moe.shared_expert_intermediate_size:
         b, s_rg = _act._dense_mlp(_without_expert_names(ctx), spec, moe.shared_expert_intermediate_size, x_rg)
         total += b

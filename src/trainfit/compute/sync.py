@@ -496,14 +496,16 @@ class ExportGather:
 
 
 def _group_bus(*, rates: DeviceRates, ranks: int, stride: int, node_gpus: int, nic_bytes_per_s: float
-               ) -> tuple[float, bool]:
+               ) -> tuple[float, bool, int]:
     """Bus bandwidth of a group of ``ranks`` GPUs ``stride`` ranks apart in a rank order that fills a node (or
     NVLink domain) of ``node_gpus`` GPUs before the next: inside it NCCL's intra-node rate; across nodes the NICs of
-    its members in one node (``collectives.ring_bus_bytes_per_s``). Returns (bus, crosses nodes)."""
+    its members in one node (``collectives.ring_bus_bytes_per_s``). Returns (bus, crosses nodes, nodes spanned: for
+    NCCL's latency, ``collectives.group_nodes``)."""
     crosses = ranks > 1 and ranks * stride > node_gpus
     local = max(1, min(ranks, node_gpus // max(1, stride)))
-    return collectives.ring_bus_bytes_per_s(rates=rates, crosses_nodes=crosses, nic_bytes_per_s=nic_bytes_per_s,
-                                            local_ranks=local), crosses
+    bus = collectives.ring_bus_bytes_per_s(rates=rates, crosses_nodes=crosses, nic_bytes_per_s=nic_bytes_per_s,
+                                           local_ranks=local)
+    return bus, crosses, collectives.group_nodes(ranks=ranks, ranks_per_node=local)
 
 
 def megatron_export_gather(*, spec: ModelSpec, tp: int, pp: int, ep: int, etp: int, world: int, gpus_per_node: int,
@@ -561,23 +563,19 @@ def megatron_export_gather(*, spec: ModelSpec, tp: int, pp: int, ep: int, etp: i
     expert_tasks = 2 * local_experts * moe_layers
     ep_gathers = 3 * local_experts * moe_layers
     kw = {"rates": rates, "node_gpus": gpus_per_node, "nic_bytes_per_s": nic_bytes_per_s}
-    pp_bus, pp_x = _group_bus(ranks=pp, stride=max(1, world // pp), **kw)
-    tp_bus, tp_x = _group_bus(ranks=tp, stride=1, **kw)
-    etp_bus, etp_x = _group_bus(ranks=etp, stride=1, **kw)
-    ep_bus, ep_x = _group_bus(ranks=ep, stride=etp, **kw)
+    pp_bus, pp_x, _ = _group_bus(ranks=pp, stride=max(1, world // pp), **kw)
+    tp_bus, tp_x, tp_nodes = _group_bus(ranks=tp, stride=1, **kw)
+    etp_bus, etp_x, etp_nodes = _group_bus(ranks=etp, stride=1, **kw)
+    ep_bus, ep_x, ep_nodes = _group_bus(ranks=ep, stride=etp, **kw)
 
-    def nodes_of(ranks: int, stride: int) -> int:
-        # the nodes a group spans (its ranks per node as _group_bus counts them), for NCCL's latency
-        return collectives.group_nodes(ranks=ranks, ranks_per_node=max(1, min(ranks, gpus_per_node // stride)))
-
-    def gathers(count: int, total_bytes: float, ranks: int, bus: float, stride: int) -> float:
+    def gathers(count: int, total_bytes: float, ranks: int, bus: float, nodes: int) -> float:
         # NCCL's tuner per all-gather; the cost is affine in the bytes per protocol: count collectives of the mean
         # size sum to the same seconds
         if count <= 0 or ranks <= 1:
             return 0.0
         return count * collectives.all_gather_seconds(
             total_bytes=total_bytes * bytes_per_param / count, ranks=ranks, bus_bytes_per_s=bus,
-            nodes=nodes_of(ranks, stride), intra_link=_intra_link(rates))
+            nodes=nodes, intra_link=_intra_link(rates))
 
     pp_tasks = sharded_tasks + replicated_tasks + expert_tasks
     pp_s = 0.0
@@ -586,9 +584,9 @@ def megatron_export_gather(*, spec: ModelSpec, tp: int, pp: int, ep: int, etp: i
         mean = (sharded_params / tp + replicated_params + expert_params / (ep * etp)) * bytes_per_param / pp_tasks
         pp_s = pp_tasks * collectives.broadcast_seconds(total_bytes=mean, ranks=pp, bus_bytes_per_s=pp_bus,
                                                         latency_s=rates.collective_latency_s)
-    tp_dense = gathers(sharded_tasks, sharded_params, tp, tp_bus, 1)
-    tp_expert = gathers(expert_tasks, expert_params / ep, etp, etp_bus, 1)
-    ep_s = gathers(ep_gathers, expert_params, ep, ep_bus, etp)
+    tp_dense = gathers(sharded_tasks, sharded_params, tp, tp_bus, tp_nodes)
+    tp_expert = gathers(expert_tasks, expert_params / ep, etp, etp_bus, etp_nodes)
+    ep_s = gathers(ep_gathers, expert_params, ep, ep_bus, ep_nodes)
     nic = (pp_s if pp_x else 0.0) + (tp_dense if tp_x else 0.0) + (tp_expert if etp_x else 0.0) + (ep_s if ep_x else 0.0)
     count = ((pp_tasks if pp > 1 else 0) + (sharded_tasks if tp > 1 else 0) + (expert_tasks if etp > 1 else 0)
              + (ep_gathers if ep > 1 else 0))

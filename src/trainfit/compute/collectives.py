@@ -353,6 +353,11 @@ class IntraLink(str, Enum):
     NVLINK = "nvlink"
     PCIE = "pcie"
 
+    @classmethod
+    def of(cls, *, nvlink: bool) -> "IntraLink":
+        """The link of a node whose GPUs have NVLink (``DeviceRates.nvlink``), else PCIe."""
+        return cls.NVLINK if nvlink else cls.PCIE
+
 
 @dataclass(frozen=True, slots=True)
 class AllReduceChoice:

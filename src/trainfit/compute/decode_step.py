@@ -358,7 +358,7 @@ def tp_all_reduce(*, rates: DeviceRates, tp: int, link: TpLink | None = None,
         fixed = collectives.ring_latency_s(ranks=tp, latency_s=latency_s, passes=2)
         per_byte = collectives.all_reduce_wire_seconds(total_bytes=1.0, ranks=tp, bus_bytes_per_s=bus)
         return TpAllReduce(((0.0, inf, fixed, per_byte),), "ring")
-    intra = collectives.IntraLink.NVLINK if rates.nvlink else collectives.IntraLink.PCIE
+    intra = collectives.IntraLink.of(nvlink=rates.nvlink)
     nodes = 1 if link is None else link.nodes
     custom = (link is None and tp in collectives.CUSTOM_AR_WORLD_SIZES and rates.p2p
               and (tp == 2 or rates.nvlink))

@@ -257,7 +257,7 @@ def hybrid_engine_generation_time(
     gather = 0.0
     if zero3_ranks > 1:
         groups = ceil(num_layers / 8) if tp > 1 else 1  # tp_gather_partition_size 8 (HybridEngineConfig default)
-        link = coll.IntraLink.NVLINK if rates.nvlink else coll.IntraLink.PCIE
+        link = coll.IntraLink.of(nvlink=rates.nvlink)
         gather = zero3_gather_seconds(
             weight_bytes=weights, ranks=zero3_ranks, bus_bytes_per_s=gather_bus, nodes=zero3_nodes, intra_link=link,
             collectives=zero3_partitioned_tensors(num_layers=num_layers, hidden_size=hidden_size))
@@ -291,7 +291,7 @@ def hybrid_engine_generation_time(
         def all_reduce(nbytes: float) -> float:
             return coll.nccl_all_reduce_seconds(
                 total_bytes=nbytes, ranks=tp, nodes=tp_nodes, bus_bytes_per_s=tp_bus,
-                intra_link=coll.IntraLink.NVLINK if rates.nvlink else coll.IntraLink.PCIE,
+                intra_link=coll.IntraLink.of(nvlink=rates.nvlink),
                 net_step_excess_s=coll.NCCL_NET_STEP_EXCESS_S)
 
         msg = batch * hidden_size * activation_bytes

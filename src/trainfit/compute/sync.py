@@ -465,14 +465,9 @@ def _gather_seconds(*, weight_bytes, num_tensors, shards, rates, crosses_nodes, 
         nodes = collectives.group_nodes(ranks=shards, ranks_per_node=local) if crosses_nodes else 1
         return num_tensors * collectives.all_gather_seconds(
             total_bytes=weight_bytes / num_tensors, ranks=shards, bus_bytes_per_s=bus, nodes=nodes,
-            intra_link=_intra_link(rates))
+            intra_link=collectives.IntraLink.of(nvlink=rates.nvlink))
     wire = collectives.all_gather_wire_seconds(total_bytes=weight_bytes, ranks=shards, bus_bytes_per_s=bus)
     return wire + num_tensors * (s_per_tensor or 0.0)
-
-
-def _intra_link(rates: DeviceRates) -> collectives.IntraLink:
-    """The link NCCL's rings run on inside a node (``collectives.IntraLink``)."""
-    return collectives.IntraLink.NVLINK if rates.nvlink else collectives.IntraLink.PCIE
 
 
 @dataclass(frozen=True, slots=True)
@@ -575,7 +570,7 @@ def megatron_export_gather(*, spec: ModelSpec, tp: int, pp: int, ep: int, etp: i
             return 0.0
         return count * collectives.all_gather_seconds(
             total_bytes=total_bytes * bytes_per_param / count, ranks=ranks, bus_bytes_per_s=bus,
-            nodes=nodes, intra_link=_intra_link(rates))
+            nodes=nodes, intra_link=collectives.IntraLink.of(nvlink=rates.nvlink))
 
     pp_tasks = sharded_tasks + replicated_tasks + expert_tasks
     pp_s = 0.0

@@ -632,11 +632,6 @@ def fsdp2_copy_seconds(*, gathered_weight_bytes: float, root_share: float, train
     return micro_steps * per_micro / hbm_bytes_per_s
 
 
-def _intra_link(rates: DeviceRates) -> coll.IntraLink:
-    """The link NCCL's rings run on inside a node (its hop latencies: ``collectives.IntraLink``)."""
-    return coll.IntraLink.NVLINK if rates.nvlink else coll.IntraLink.PCIE
-
-
 def _nccl_groups(parallel: Parallel, rates: DeviceRates, *, group: int, eranks: int,
                  hsdp: HsdpLinks | None = None) -> dict:
     """The nodes each data-parallel group spans and the intra-node link, for NCCL's latency of its collectives
@@ -644,7 +639,7 @@ def _nccl_groups(parallel: Parallel, rates: DeviceRates, *, group: int, eranks: 
     the shard group, and its replicas: ``HsdpLinks.replica_nodes``), the experts' ``expert_gpus_per_node``."""
     kw = dict(nodes=coll.group_nodes(ranks=group, ranks_per_node=max(1, parallel.gpus_per_node)),
               expert_nodes=coll.group_nodes(ranks=eranks, ranks_per_node=parallel.expert_gpus_per_node),
-              intra_link=_intra_link(rates))
+              intra_link=coll.IntraLink.of(nvlink=rates.nvlink))
     if hsdp is not None:
         kw["replica_nodes"] = hsdp.replica_nodes
     return kw
@@ -795,7 +790,7 @@ def forward_only_time(
         layers = spec.num_layers
         ag = coll.all_gather_seconds(total_bytes=gathered_weight_bytes / layers, ranks=ranks, bus_bytes_per_s=bus,
                                      nodes=coll.group_nodes(ranks=ranks, ranks_per_node=parallel.gpus_per_node),
-                                     intra_link=_intra_link(rates))
+                                     intra_link=coll.IntraLink.of(nvlink=rates.nvlink))
         exposed = micro_steps * (ag + (layers - 1) * max(0.0, ag - one.seconds / layers))
         # the per-layer gathers hold the ranks in lockstep: the slowest sets the pace (collectives.slowest_rank_excess)
         exposed += coll.slowest_rank_excess(ranks=ranks) * total.seconds

@@ -98,3 +98,18 @@ def test_data_parallel_reduction_pays_the_network_steps():
     kw = dict(grad_bytes=1e6, weight_bytes=5e5, ranks=16, bus_bytes_per_s=80e9, backward_s=0.0, micro_steps=1,
               zero_stage=0)
     assert coll.exposed_data_parallel(nodes=2, **kw).exposed_s > coll.exposed_data_parallel(nodes=1, **kw).exposed_s
+
+
+def test_all_reduce_ring_rows_are_the_two_pass_ring():
+    # tuning.cc ring all-reduce, 2 nodes x 8: nsteps 2(16-1) = 30, nInterSteps 2(2-1) = 2; Simple 8.4 + 28 x max(3.4,
+    # 3 x 1 us net overhead) + 2 x 14 us; buffer bytes per second bus x 16 / 30
+    ar = {(c.algorithm, c.protocol): c for c in coll.nccl_all_reduce_choices(ranks=16, nodes=2, bus_bytes_per_s=BUS)}
+    assert set(ar) == {(a, p) for a in ("tree", "ring") for p in ("ll", "ll128", "simple")}
+    assert ar["ring", "simple"].latency_s == pytest.approx((8.4 + 28 * 3.4 + 2 * 14.0) * 1e-6)
+    assert ar["ring", "simple"].alg_bytes_per_s == pytest.approx(BUS * 16 / 30)
+    # the all-gather is one pass of the same ring: half the wire time of the all-reduce
+    ag = {c.protocol: c for c in coll.nccl_ring_choices(ranks=16, nodes=2, bus_bytes_per_s=BUS)}
+    for proto in ("ll", "ll128", "simple"):
+        assert ar["ring", proto].alg_bytes_per_s == pytest.approx(ag[proto].alg_bytes_per_s / 2)
+    # the tree rows: 2 x ((8 - 1) NVLink hops + log2 2 network hops), Simple
+    assert ar["tree", "simple"].latency_s == pytest.approx((8.4 + 2 * (7 * 4.0 + 1 * 14.0)) * 1e-6)

@@ -374,17 +374,19 @@ class AllReduceChoice:
 
 
 def nccl_ring_choices(*, ranks: int, nodes: int, bus_bytes_per_s: float, intra_link: IntraLink = IntraLink.NVLINK,
-                      net_step_excess_s: float = 0.0) -> list[AllReduceChoice]:
-    """NCCL's ring all-gather / reduce-scatter costs, one per protocol (LL, LL128 on NVLink, Simple), for ``ranks`` GPUs
-    over ``nodes`` nodes (tuning.cc ``ncclTopoTuneModel`` @5067397c, the ``coll`` = AllGather / ReduceScatter rows:
-    ``nsteps = nRanks − 1``, ``nInterSteps = nNodes − 1``). Latency ``base + (n−1 − (N−1))·max(intra hop, net
-    overhead) + (N−1)·net hop`` (a group with one GPU per node takes the tree's network hop), each network step plus
-    ``net_step_excess_s``; buffer bytes per second ``bus·factor·n/(n−1)`` (LL half the bus, capped at ``llMaxBw``;
-    LL128 0.92), so ``seconds(S) = latency + (n−1)/n·S / (bus·factor)`` for a gathered buffer of ``S`` bytes.
-    Left out as for the all-reduce: per-channel caps, NVLS / CollNet, and PAT (only one GPU per node, Simple)."""
+                      net_step_excess_s: float = 0.0, passes: int = 1) -> list[AllReduceChoice]:
+    """NCCL's ring costs, one per protocol (LL, LL128 on NVLink, Simple), for ``ranks`` GPUs over ``nodes`` nodes
+    (tuning.cc ``ncclTopoTuneModel`` @5067397c): ``passes`` 1 for an all-gather / reduce-scatter (``nsteps = nRanks −
+    1``, ``nInterSteps = nNodes − 1``), 2 for an all-reduce (a reduce-scatter then an all-gather around the ring:
+    ``nsteps = 2(nRanks − 1)``, ``nInterSteps = 2(nNodes − 1)``). Latency ``base + (nsteps − nInterSteps)·max(intra
+    hop, net overhead) + nInterSteps·net hop`` (the overhead only across nodes; a group with one GPU per node takes
+    the tree's network hop), each network step plus ``net_step_excess_s``; buffer bytes per second
+    ``bus·factor·n/nsteps`` (LL half the bus, capped at ``llMaxBw``; LL128 0.92), so ``seconds(S) = latency +
+    passes·(n−1)/n·S / (bus·factor)``. Left out as for the all-reduce: per-channel caps, NVLS / CollNet, and PAT (only
+    one GPU per node, Simple). The one ring formula: ``nccl_all_reduce_choices`` takes its ring rows from here."""
     n, big_n = max(1, ranks), max(1, min(nodes, ranks))
     ppn = n / big_n
-    nsteps, inter_steps = n - 1, big_n - 1
+    nsteps, inter_steps = passes * (n - 1), passes * (big_n - 1)
     ll_cap = NCCL_LL_MAX_BUS_BYTES_PER_S[1 if big_n == 1 else 2 if big_n == 2 else 4]
     hops = _NCCL_NVLINK_HOP_US if intra_link is IntraLink.NVLINK else _NCCL_PCI_HOP_US
     out = []
@@ -407,46 +409,35 @@ def nccl_ring_choices(*, ranks: int, nodes: int, bus_bytes_per_s: float, intra_l
 def nccl_all_reduce_choices(*, ranks: int, nodes: int, bus_bytes_per_s: float,
                             intra_link: IntraLink = IntraLink.NVLINK,
                             net_step_excess_s: float = 0.0) -> list[AllReduceChoice]:
-    """NCCL's six (ring, tree) x (LL, LL128, Simple) all-reduce costs for ``ranks`` GPUs over ``nodes`` nodes
+    """NCCL's six (tree, ring) x (LL, LL128, Simple) all-reduce costs for ``ranks`` GPUs over ``nodes`` nodes
     (block comment above: tuning.cc @5067397c). ``bus_bytes_per_s``: the ring/Simple bus bandwidth
-    (``ring_bus_bytes_per_s``). Latency, per tuning.cc: ring ``base + (2(n−1) − 2(N−1))·max(intra hop, net
-    overhead) + 2(N−1)·net hop``; tree ``base + 2·((n/N − 1)·intra hop + log2 N·net hop)``; a group with one GPU
-    per node takes the tree's network hop for the ring too. Left out: per-channel bandwidth caps (no channel
-    count here), NVLS / CollNet (need NVSwitch SHARP / a SHARP fabric) and the ``latencyInter`` of the topology.
-    ``intra_link`` PCIE: the PCI hop row (``_NCCL_PCI_HOP_US``) and no LL128 (four choices). Across nodes every
-    network step also pays ``net_step_excess_s`` (0: the tuner's own figure; ``NCCL_NET_STEP_EXCESS_S``: the measured
-    excess, which the decode model passes)."""
+    (``ring_bus_bytes_per_s``). The ring rows are ``nccl_ring_choices`` with ``passes=2``; the tree rows, per
+    tuning.cc: latency ``base + 2·((n/N − 1)·intra hop + log2 N·net hop)`` (a group with one GPU per node takes the
+    tree's network hop, as the ring does), buffer bytes per second half the bus bandwidth times the protocol factor.
+    Left out: per-channel bandwidth caps (no channel count here), NVLS / CollNet (need NVSwitch SHARP / a SHARP
+    fabric) and the ``latencyInter`` of the topology. ``intra_link`` PCIE: the PCI hop row (``_NCCL_PCI_HOP_US``) and
+    no LL128 (four choices). Across nodes every network step also pays ``net_step_excess_s`` (0: the tuner's own
+    figure; ``NCCL_NET_STEP_EXCESS_S``: the measured excess, which the decode model passes)."""
     n, big_n = max(1, ranks), max(1, min(nodes, ranks))
     ppn = n / big_n
-    nsteps, inter_steps = 2 * (n - 1), 2 * (big_n - 1)
     log2_nodes = big_n.bit_length() - 1
     ll_cap = NCCL_LL_MAX_BUS_BYTES_PER_S[1 if big_n == 1 else 2 if big_n == 2 else 4]
-    out = []
     hops = _NCCL_NVLINK_HOP_US if intra_link is IntraLink.NVLINK else _NCCL_PCI_HOP_US
-    for key, base_us in _NCCL_BASE_LAT_US.items():
-        algo, proto = key
+    out = []
+    for proto in ("ll", "ll128", "simple"):
         if proto == "ll128" and intra_link is not IntraLink.NVLINK:
             continue
-        intra = hops[key]
-        inter = _NCCL_NET_HOP_US[("tree", proto) if ppn == 1 else key]
-        if algo == "ring":
-            if big_n > 1:
-                intra = max(intra, _NCCL_NET_OVERHEAD_US * (3 if proto == "simple" else 1))
-            lat_us = base_us + (nsteps - inter_steps) * intra + inter_steps * inter
-            net_steps = inter_steps
-        else:
-            lat_us = base_us + 2 * ((ppn - 1) * intra + log2_nodes * inter)
-            net_steps = 2 * log2_nodes
-        lat_us += net_steps * net_step_excess_s * 1e6
-        factor = _NCCL_BUS_FACTOR[key]
-        if key == ("tree", "ll128") and big_n == 1:
-            factor = 0.92 * 7 / 9
+        key = ("tree", proto)
+        net_steps = 2 * log2_nodes
+        lat_us = (_NCCL_BASE_LAT_US[key] + 2 * ((ppn - 1) * hops[key] + log2_nodes * _NCCL_NET_HOP_US[key])
+                  + net_steps * net_step_excess_s * 1e6)
+        factor = 0.92 * 7 / 9 if proto == "ll128" and big_n == 1 else _NCCL_BUS_FACTOR[key]
         bus = bus_bytes_per_s * factor
         if proto == "ll":
             bus = min(bus, ll_cap)
-        ratio = n / nsteps if algo == "ring" else 0.5
-        out.append(AllReduceChoice(algo, proto, lat_us * 1e-6, bus * ratio))
-    return out
+        out.append(AllReduceChoice("tree", proto, lat_us * 1e-6, bus * 0.5))
+    return out + nccl_ring_choices(ranks=ranks, nodes=nodes, bus_bytes_per_s=bus_bytes_per_s, intra_link=intra_link,
+                                   net_step_excess_s=net_step_excess_s, passes=2)
 
 
 def nccl_all_reduce(*, total_bytes: float, ranks: int, nodes: int, bus_bytes_per_s: float,

@@ -52,3 +52,23 @@ def test_deepseek_rows_train_the_mtp_module() -> None:
 def test_rows_without_mtp_keep_the_plain_model() -> None:
     card, notes = st.map_train(ROWS["dgxc2505-gb200-grok1-314b-pt-bf16-128g"])
     assert "mtp" not in card["model"] and not any(n.startswith("model.mtp") for n in notes)
+
+
+def test_deepseek_on_gb200_runs_unfused_attention_and_h100_the_fused_kernel() -> None:
+    """NeMo 25.04's Transformer Engine (bee4649c) has no fused or flash backend for MLA's 192 / 128 heads on sm100:
+    the GB200 rows are entered as eager (the S x S scores materialised), the H100 rows keep the fused kernel, and the
+    other GB200 MoE rows (head dim 128) too."""
+    for row_id in ("dgxc2505-gb200-deepseek-v3-pt-bf16-128g", "dgxc2505-gb200-deepseek-v3-pt-bf16-512g"):
+        e = ROWS[row_id]
+        card, _ = st.map_train(e)
+        assert card["attention"] == "eager"
+        assert "bee4649c15a79ffcb9689ca7c0c963f5febaa28a" in e["note"] and "head_dim_qk > 128" in e["note"]
+    for row_id in ("dgxc2505-h100-deepseek-v3-pt-bf16-512g", "dgxc2505-gb200-llama4-maverick-pt-bf16-128g",
+                   "dgxc2505-gb200-grok1-314b-pt-bf16-128g"):
+        card, _ = st.map_train(ROWS[row_id])
+        assert card["attention"] == "flash"
+    unfused = st.plan_card(st.map_train(ROWS["dgxc2505-gb200-deepseek-v3-pt-bf16-128g"])[0])
+    fused_e = json.loads(json.dumps(ROWS["dgxc2505-gb200-deepseek-v3-pt-bf16-128g"]))
+    fused_e["attention"] = None
+    fused = st.plan_card(st.map_train(fused_e)[0])
+    assert unfused.step_s > 1.3 * fused.step_s

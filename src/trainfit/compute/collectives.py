@@ -155,6 +155,21 @@ def domain_ranks(*, ranks: int, stride: int = 1, domain_gpus: int) -> int:
     return max(1, min(n, gcd(block, d) // s))
 
 
+def domain_span(*, ranks: int, domain_gpus: int) -> int:
+    """NVLink domains the widest group spans when groups of ``ranks`` consecutive ranks tile the job from rank 0 and a
+    domain holds ``domain_gpus`` consecutive ranks: the ``nNodes`` of that group's NCCL communicator, which counts the
+    distinct nodes among its ranks (NVIDIA/nccl src/init.cc l. 1285-1300, one node per distinct first rank of the
+    intra-node ring, @5067397c2676d5aed50042fc39e5c8ee96eb0027) and prices the latency with it (src/graph/tuning.cc
+    l. 281 ``ppn = nRanks / nNodes``, l. 411 ``nInterSteps``). 1 when every group fits a domain (``domain_ranks``
+    returns ``ranks``); else a domain boundary cuts groups at offsets that are multiples of ``g = domain_ranks(...)``
+    (``gcd(ranks, domain_gpus)``), and the group at the last of them, ``domain_gpus − g``, keeps ``g`` ranks in its
+    first domain and spans ``ceil((ranks − g) / domain_gpus)`` more: ``1 + ceil((ranks − g) / domain_gpus)`` (a group
+    of 3 on 8-GPU hosts: ranks 6, 7 | 8, two nodes; ``group_nodes(ranks, g)`` would say three)."""
+    n, d = max(1, ranks), max(1, domain_gpus)
+    g = domain_ranks(ranks=n, domain_gpus=d)
+    return 1 + ceil((n - g) / d)
+
+
 def all_to_all_bus_bytes_per_s(*, rates: DeviceRates, ranks: int, ranks_in_node: int, nic_bytes_per_s: float) -> float:
     """The rate at which one rank's all-to-all share (``(n−1)/n`` of its buffer) leaves it, when ``ranks_in_node``
     of the group's ``ranks`` GPUs share its node: the ``(l−1)/n`` of the buffer bound for the same node moves over

@@ -216,6 +216,8 @@ class HsdpLinks:
     replica_crosses_nodes: bool
     replica_nodes: int
     """Nodes one replica group spans (``replicas / (gpus_per_node / shard)``), for NCCL's latency."""
+    shard_nodes: int
+    """Nodes the widest shard group spans (``collectives.domain_span``), for NCCL's latency."""
 
 
 def data_ring_bus_bytes_per_s(parallel: Parallel, rates: DeviceRates, *, ranks: int) -> float:
@@ -237,8 +239,12 @@ def hsdp_links(parallel: Parallel, rates: DeviceRates) -> HsdpLinks:
     1st dim and replicated across the 0th dim (HSDP)"; FSDP1 ``HYBRID_SHARD`` ``_init_utils.py`` l. 143-153 takes
     ``process_group`` = mesh dim 1 and ``_inter_node_pg`` = dim 0; ``init_device_mesh`` numbers ranks row-major), as
     verl's ``create_device_mesh`` ``(world_size // fsdp_size, fsdp_size)`` and torchtitan's
-    ``[dp_replicate, dp_shard]`` mesh do. So a shard group is ``shard`` consecutive ranks: on NVLink when it fits
-    in a node (a divisor of ``gpus_per_node``), else through the NICs of its ``gpus_per_node`` GPUs per node. A
+    ``[dp_replicate, dp_shard]`` mesh do. So a shard group is ``shard`` consecutive ranks (``init_device_mesh``
+    l. 1578-1582: a row-major layout over ``arange(world)``; ``_init_one_process_group`` l. 499-604 builds one NCCL
+    communicator per row of that dimension, ``split_group`` / ``new_group``): on NVLink when it fits in a node (a
+    divisor of ``gpus_per_node``, or the job is one node), else through the NICs of its GPUs in the node that holds
+    the fewest of them (``collectives.domain_ranks``), over the nodes its widest group spans
+    (``collectives.domain_span``: a group of 3 on 8-GPU hosts, ranks 6, 7 | 8, spans two). A
     replica group is every ``shard``-th rank: ``gpus_per_node / shard`` of them share a node (one when the shard
     group spans nodes), so it stays on NVLink within one node and otherwise leaves through those GPUs' NICs, the
     node's ``shard`` replica groups side by side on its NICs (``collectives.ring_bus_bytes_per_s``)."""
@@ -246,18 +252,20 @@ def hsdp_links(parallel: Parallel, rates: DeviceRates) -> HsdpLinks:
     per_node = max(1, parallel.gpus_per_node)
     shard = max(1, min(ranks, parallel.hsdp_shard or per_node))
     replicas = max(1, ranks // shard)
-    shard_crosses = ranks > per_node and (shard > per_node or per_node % shard != 0)
+    shard_local = coll.domain_ranks(ranks=shard, domain_gpus=min(per_node, ranks))
+    shard_crosses = shard_local < shard
     replica_local = min(replicas, max(1, per_node // shard))
     replica_crosses = replicas > replica_local
     nic = parallel.nic_bytes_per_s
     return HsdpLinks(
         shard=shard, replicas=replicas,
         shard_bus_bytes_per_s=coll.ring_bus_bytes_per_s(rates=rates, crosses_nodes=shard_crosses, nic_bytes_per_s=nic,
-                                                        local_ranks=min(shard, per_node)),
+                                                        local_ranks=shard_local),
         replica_bus_bytes_per_s=coll.ring_bus_bytes_per_s(rates=rates, crosses_nodes=replica_crosses,
                                                           nic_bytes_per_s=nic, local_ranks=replica_local),
         shard_crosses_nodes=shard_crosses, replica_crosses_nodes=replica_crosses,
-        replica_nodes=coll.group_nodes(ranks=replicas, ranks_per_node=replica_local))
+        replica_nodes=coll.group_nodes(ranks=replicas, ranks_per_node=replica_local),
+        shard_nodes=coll.domain_span(ranks=shard, domain_gpus=min(per_node, ranks)))
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -637,7 +645,8 @@ def _nccl_groups(parallel: Parallel, rates: DeviceRates, *, group: int, eranks: 
     """The nodes each data-parallel group spans and the intra-node link, for NCCL's latency of its collectives
     (``collectives.nccl_collective_seconds``): the dense group's ``group`` ranks ``gpus_per_node`` to a node (HSDP:
     the shard group, and its replicas: ``HsdpLinks.replica_nodes``), the experts' ``expert_gpus_per_node``."""
-    kw = dict(nodes=coll.group_nodes(ranks=group, ranks_per_node=max(1, parallel.gpus_per_node)),
+    kw = dict(nodes=hsdp.shard_nodes if hsdp is not None else
+              coll.group_nodes(ranks=group, ranks_per_node=max(1, parallel.gpus_per_node)),
               expert_nodes=coll.group_nodes(ranks=eranks, ranks_per_node=parallel.expert_gpus_per_node),
               intra_link=coll.IntraLink.of(nvlink=rates.nvlink))
     if hsdp is not None:
@@ -783,13 +792,14 @@ def forward_only_time(
     if parallel.strategy in ("zero3", "fsdp", "hsdp") and parallel.ranks > 1 and gathered_weight_bytes:
         if parallel.strategy == "hsdp":  # gathers over the shard group only (``hsdp_links``)
             links = hsdp_links(parallel, rates)
-            ranks, bus = links.shard, links.shard_bus_bytes_per_s
+            ranks, bus, nodes = links.shard, links.shard_bus_bytes_per_s, links.shard_nodes
         else:
             ranks = parallel.ranks
             bus = data_ring_bus_bytes_per_s(parallel, rates, ranks=ranks)
+            nodes = coll.group_nodes(ranks=ranks, ranks_per_node=parallel.gpus_per_node)
         layers = spec.num_layers
         ag = coll.all_gather_seconds(total_bytes=gathered_weight_bytes / layers, ranks=ranks, bus_bytes_per_s=bus,
-                                     nodes=coll.group_nodes(ranks=ranks, ranks_per_node=parallel.gpus_per_node),
+                                     nodes=nodes,
                                      intra_link=coll.IntraLink.of(nvlink=rates.nvlink))
         exposed = micro_steps * (ag + (layers - 1) * max(0.0, ag - one.seconds / layers))
         # the per-layer gathers hold the ranks in lockstep: the slowest sets the pace (collectives.slowest_rank_excess)

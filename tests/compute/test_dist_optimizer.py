@@ -20,8 +20,10 @@ def test_megatron_default_bucket_grows_with_the_data_parallel_group():
     assert megatron_bucket_params(data_parallel=8) == 40_000_000
     assert megatron_bucket_params(data_parallel=40) == 40_000_000
     assert megatron_bucket_params(data_parallel=48) == 48_000_000
-    assert bucket_count(params=3.9e9, bucket_params=48_000_000) == 82
-    assert bucket_count(params=0, bucket_params=48_000_000) == 0
+    # a 3.9B-parameter bf16 shard in 48M-parameter buckets: 81 full and one partly filled
+    assert bucket_count(total_bytes=2 * 3.9e9, bucket_bytes=2 * 48_000_000) == 82
+    assert bucket_count(total_bytes=2 * 48_000_000, bucket_bytes=2 * 48_000_000) == 1
+    assert bucket_count(total_bytes=0, bucket_bytes=2 * 48_000_000) == 0
 
 
 @settings(max_examples=200, deadline=None)

@@ -106,7 +106,7 @@ from enum import Enum
 from math import ceil, gcd
 from statistics import NormalDist
 
-from trainfit.compute.dist_optimizer import param_gather_exposed
+from trainfit.compute.dist_optimizer import bucket_count, param_gather_exposed
 from trainfit.compute.rates import COLLECTIVE_HOP_LATENCY_S, DeviceRates
 
 DEFAULT_INTER_NODE_BYTES_PER_S = 25e9
@@ -674,7 +674,7 @@ def exposed_data_parallel(
         bucket = gather_bucket_bytes if gather_bucket_bytes > 0 else max(weight_bytes, expert_weight_bytes)
         first = max(all_gather_seconds(total_bytes=min(weight_bytes, bucket), **kw),
                     all_gather_seconds(total_bytes=min(expert_weight_bytes, bucket), **ekw))
-        buckets = sum(ceil(b / bucket) for b in (weight_bytes, expert_weight_bytes) if b > 0)
+        buckets = sum(bucket_count(total_bytes=b, bucket_bytes=bucket) for b in (weight_bytes, expert_weight_bytes))
         exposed_gather = param_gather_exposed(gather_s=gather, first_bucket_s=first, buckets=buckets,
                                               forward_s=forward_s)
     per_step = (reductions * exposed_red) + exposed_gather

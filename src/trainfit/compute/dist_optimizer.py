@@ -56,11 +56,12 @@ def megatron_bucket_params(*, data_parallel: int) -> int:
     return max(MEGATRON_MIN_BUCKET_PARAMS, MEGATRON_BUCKET_PARAMS_PER_DP_RANK * max(1, data_parallel))
 
 
-def bucket_count(*, params: float, bucket_params: int) -> int:
-    """Buckets one rank's ``params`` fill (the last one partly); 0 for none."""
-    if params <= 0:
+def bucket_count(*, total_bytes: float, bucket_bytes: float) -> int:
+    """Buckets one rank's ``total_bytes`` of one chain fill, ``bucket_bytes`` each (the last one partly); 0 for
+    none (``collectives.exposed_data_parallel`` counts the dense and the expert chain's buckets with it)."""
+    if total_bytes <= 0:
         return 0
-    return max(1, ceil(params / max(1, bucket_params)))
+    return ceil(total_bytes / bucket_bytes)
 
 
 def param_gather_exposed(*, gather_s: float, first_bucket_s: float, buckets: int, forward_s: float) -> float:

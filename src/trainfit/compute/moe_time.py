@@ -115,8 +115,6 @@ from trainfit.spec.enums import MoeDispatcher
 INT32_BYTES = 4.0
 EXPERT_PROJECTIONS = 2
 """fc1 (gate and up fused) and fc2 per expert."""
-SEQUENTIAL_EXPERT_FORWARD_KERNELS = 3
-"""``SequentialMLP`` per local expert, forward: fc1, the activation, fc2 (``experts.py``)."""
 DISPATCH_PREPROCESS_KERNELS = 7
 """``MoEAlltoAllTokenDispatcher.preprocess`` on the device with ``ep > 1`` (or expert TP): the per-expert count
 (``routing_map.sum(dim=0)``), the per-rank split (``reshape(...).sum(axis=1)``), the all-gather over the tp x ep

@@ -73,49 +73,86 @@ lines 614-633, fp32 under its default ``mixed_precision: true``, line 293 and tr
 line 17, same commit): it gathers and sends fp32; a card does not name the engine, so that is not modelled.
 
 Known gap: verl's checkpoint engine into SGLang (verl-project/verl docs/advance/delta_weight_sync.md, nccl rows,
-H100) is 3.2-3.5x slower than this model for the dense Qwen2.5 7B, 32B and 72B rows. Its code path (@b9873ee98,
-the measured one) keeps the bytes on the GPU: the fp32 gather above, a bf16 cast, a copy into the bucket, one
-broadcast of the whole 2 GiB buffer per bucket from trainer rank 0 (83 buckets for Qwen2.5-72B,
-``packed_bucket_count``), and on each rollout rank a clone of every tensor and one CUDA-IPC handle per tensor to
-SGLang's ``update_weights_from_tensor``
-(sgl-project/sglang python/sglang/srt/weight_sync/utils.py @105cec05def6b93d68ea396000500c5d16e00a96). The
-publisher's "23.5 s of the 72B sender's 24 s is assembly/bucketing, wire_wait only 0.5-1.8 s" (verl-project/verl
-issue #7060, 2026-07-20) does not place the time in the assembly: the sender's per-bucket
-``torch.cuda.synchronize()`` (verl/checkpoint_engine/nccl_checkpoint_engine.py line 258) waits for every stream of
-the device, the previous bucket's broadcast included, and ``wait_for_complete`` (the "wire_wait") waits for its
-enqueue only (lines 92-100). The same publisher's 7B receiver profile (verl-project/verl PR #6974, 2026-07-10)
-times the wire at 1.6-1.8 s for 15 GB, beside 1.2 s of SGLang apply: 5-9 GB/s from the one sending GPU, a fifth to
-a tenth of one 400 Gb/s NIC. The fabric is not stated and no catalogued rate is that low, so no term stands in for
-it. The rows price a 2 GiB bucket at 0.72 s (7B, 8 buckets), 0.42 s (32B, 34) and 0.35 s (72B, 83) against about
-0.10 s here (72B: 14 ms gather, 54 ms wire, 32 ms apply); with this model's other terms kept, the one sender's
-broadcast would run at 3.9, 6.3 and 7.1 GB/s, and the 72B sender's own loop (issue #7060: 23.5 s for 83 buckets)
-at 7.6 GB/s, 30-60 Gb/s. Two facts say the code path does not set that rate. The same publisher timed the same
-sync (1+1 H100 nodes, Qwen2.5-7B, offload on, nccl backend, SGLang) under the one-step-off trainer at 3.36-3.49 s
-after the staging fix (verl-project/verl b7ff88e3dcfc649b1bc830e00ed72ef0ac1810b9, #7005, commit message), through
-the same ``CheckpointEngineManager.update_weights`` (verl/checkpoint_engine/base.py, the same eight steps @b7ff88e3
-and @b9873ee98): about 2.3 s of the V1 trainer's 5.5-6.0 s lies outside the sync as one-step-off times it, and
-against 3.4 s this model is -47 %. And the stock engine on a stated fabric (AWS EFA, 8-GPU FSDP2 trainer to 8 vLLM
-GPUs at TP 4, a 27B bf16 model, 2 GiB buckets) took 3.01 s ± 0.25 over 20 refits (verl-project/verl PR #7263,
-2026-08-04): about 18 GB/s end to end, gather and load included; a single sender's broadcast reached ~25 GB/s,
-one NIC, on GH200 (issue #7167, 2026-07-27). What the dense rows need is that cluster's rate, which no source
-states.
+H100) is 3.2-3.5x slower than this model for the dense Qwen2.5 7B, 32B and 72B rows. Its code path is @b9873ee98,
+the measured one. The bytes stay on the GPU: the fp32 gather above, a bf16 cast and a copy into the bucket. Trainer
+rank 0 then broadcasts the whole 2 GiB buffer once per bucket (83 buckets for Qwen2.5-72B,
+``packed_bucket_count``). Each rollout rank clones every tensor and passes SGLang's ``update_weights_from_tensor``
+one CUDA-IPC handle per tensor (sgl-project/sglang python/sglang/srt/weight_sync/utils.py
+@105cec05def6b93d68ea396000500c5d16e00a96). The publisher says "23.5 s of the 72B sender's 24 s is
+assembly/bucketing, wire_wait only 0.5-1.8 s" (verl-project/verl issue #7060, 2026-07-20). That does not put the
+time in the assembly. The sender's per-bucket ``torch.cuda.synchronize()``
+(verl/checkpoint_engine/nccl_checkpoint_engine.py line 258) waits for the previous bucket's broadcast as well.
+``wait_for_complete`` (the "wire_wait") waits only for the broadcast to be enqueued (lines 92-100). The same
+publisher timed the same sync under the one-step-off trainer at 3.36-3.49 s after the staging fix (verl-project/verl
+b7ff88e3dcfc649b1bc830e00ed72ef0ac1810b9, #7005, commit message). That run was also 1+1 H100 nodes, Qwen2.5-7B,
+offload on, the nccl backend and SGLang; against it this model is -48 %. The stock engine was also timed on a
+stated fabric: AWS EFA, an 8-GPU FSDP2 trainer to 8 vLLM GPUs at TP 4, a 27B bf16 model, 2 GiB buckets. It took
+3.01 s ± 0.25 over 20 refits, about 18 GB/s end to end with gather and load included (verl-project/verl PR #7263,
+2026-08-04). A single sender's broadcast reached ~25 GB/s on one NIC on GH200 (issue #7167, 2026-07-27).
 
-Why the stages add rather than overlap: ray.util.collective, which carries the checkpoint engine's broadcasts, runs
-NCCL on cupy's legacy default stream unless ``NCCL_USE_MULTISTREAM=True`` (default ``"False"``:
-ray-project/ray python/ray/util/collective/const.py @02f64ec3a4959c813b4e7a4910d106f43f271a95,
-collective_group/cuda_stream.py ``StreamPool._init_once`` @028f9061168f3036168b6dd9e71e38343da7025f), the stream the
-export's casts and bucket copies and the receiver's clones (``_compact_for_bucket``, verl
-verl/workers/rollout/sglang_rollout/utils.py @b9873ee98) also run on: each queues behind the broadcast before it, so
-``gather_s + transfer_s + per_tensor_s`` adds them. Of the 7B row's 5.5-6.0 s the publisher's own split
-(PR #6974; issue #7060: "gen_wait 2.4-2.7s = pageable H2D staging tax") leaves three terms this model under-counts,
-none a rate a card states: the wire (1.6-1.8 s vs 0.44 s here at 80 % of one 400 Gb/s NIC); SGLang's apply (1.2 s
-vs 0.13 s on vLLM's path, which flattens each bucket into one handle: SGLang's takes one CUDA-IPC handle per
-tensor, 0.85 s with ``S_PER_TENSOR_IPC`` under ``rollout.engine: sglang``, ``SGLANG_VERL_LOAD``); and the offloaded shard's copy back to the GPU
-(2.4-2.7 s vs 0.38 s from ``export_staging_seconds`` at the driver's pageable staging rate, 10 GB/s per GPU,
-``compute.offload.pageable_copy_bytes_per_s``; 3.8 GB per rank, so about 1.5 GB/s per GPU on that cluster). The
-MoE rows' VeOmni engine also sends fp32 (no cast, above), twice the bytes of the wire and the apply; a card does
-not name the engine (verl's TorchTitan engine, the other with expert parallelism, casts to bf16:
-verl/workers/engine/torchtitan/transformer_impl.py line 550 @ce195c95ea3aa9a8b89b00bbe669e854a91d23d1).
+The pipeline as the code runs it (verl-project/verl @b9873ee98f5ee513a460a7a41623262ac4a831e9):
+
+* Sender. Every actor rank walks the export generator, so its all-gathers run; ranks other than 0 drop the tensors
+  (nccl_checkpoint_engine.py lines 241-247). Per parameter: the shard's copy to the GPU, ``full_tensor()``, the bf16
+  cast (verl/workers/engine_workers.py lines 756-757, fsdp/transformer_impl.py lines 973-981), and on rank 0 a cupy
+  copy into the bucket (line 283). At each bucket boundary ``torch.cuda.synchronize()`` (line 258); then the whole
+  buffer's broadcast is enqueued from an executor thread (lines 264-271, 80-90). ray.util.collective runs NCCL on
+  cupy's null stream, or under ``NCCL_USE_MULTISTREAM`` on streams created blocking
+  (``cupy.cuda.Stream(null=False, non_blocking=False)``: ray-project/ray
+  python/ray/util/collective/collective_group/cuda_stream.py ``StreamPool._init_once``
+  @028f9061168f3036168b6dd9e71e38343da7025f, const.py @02f64ec3a4959c813b4e7a4910d106f43f271a95). Either way it
+  synchronises with PyTorch's default stream, where the next bucket's casts, copies and the all-gathers' stream
+  waits queue; with offload, the next parameter's pageable copy also blocks the host until that stream drains. So
+  bucket k+1's export starts when bucket k's broadcast ends: gather, staging and wire add (``gather_s + staging_s +
+  transfer_s``).
+* Receiver: the checkpoint-engine worker of each rollout rank, a process beside SGLang's on the same GPU. It
+  enqueues the broadcast of bucket j+1 before it yields bucket j (``_receive_weight_chunks`` lines 352-375). The
+  SGLang adapter regroups the tensors into 2 GiB batches and posts a batch to ``update_weights_from_tensor`` when
+  the next tensor would overflow it (sglang_rollout/utils.py ``get_named_tensor_buckets`` lines 115-121,
+  sglang_rollout.py lines 358-364). That is at the first tensor of bucket j+1, while the broadcast of bucket j+2
+  runs, and no device synchronisation comes first. The IPC handles carry an event recorded on the worker's stream,
+  so SGLang's copies wait for the broadcast in flight; its per-tensor host work (``S_PER_TENSOR_IPC``) does not.
+  So the applies run beside later broadcasts: for n buckets the code takes about max(S, A) + 2·min(S, A)/n, with S
+  the sender's chain and A the applies (the last two applies follow the last broadcast), not S + A. vLLM's receiver
+  is lock-step instead: ``BucketedWeightSender`` synchronises the device and waits for the engine's ack per bucket
+  (verl/workers/rollout/vllm_rollout/bucketed_weight_transfer.py lines 130-132 and 157-159), and that
+  synchronisation waits for the broadcast in flight.
+* The timer. The V1 trainer's ``update_weights`` (verl/trainer/ppo/v1/trainer_separate_async.py lines 126-130) and
+  the one-step-off trainer's ``sync_rollout_weights`` (@b7ff88e3 verl/experimental/separation/ray_trainer.py lines
+  640-645) both time ``CheckpointEngineManager.update_weights`` (base.py lines 486-538). Its steps: abort the
+  in-flight requests; release the KV cache; prepare the two buffers and a barrier; the transfer; finalize
+  (``empty_cache``); resume the KV cache and flush it; resume generation. No source prices the fixed steps, so
+  they are not modelled.
+
+Not modelled yet: the receiver's overlap. This model adds ``per_tensor_s`` after ``transfer_s``. Modelled as the code
+runs it, the apply hides under the sender's chain. The dense H100 rows (7B, 32B offload on, 32B offload off, 72B)
+would move from -69 / -71 / -69 / -71 % to -81 / -82 / -83 / -80 %, the one-step-off 7B from -48 to -67 %, and
+the MoE rows from +59 / -53 % to +48 / -64 %. The missing piece is not the pipeline's structure.
+
+What the dense rows need is two rates of the publisher's cluster. The publisher measured both; neither is a spec.
+(1) The sender's wire. The 7B receiver's 1.6-1.8 s for eight whole 2 GiB buffers (17.2 GB) is 9.6-10.7 GB/s. The
+72B sender's loop moved 178 GB in 23.5 s, 7.6 GB/s for wire and gather together. That is about 80 % of one
+100 Gb/s NIC, a quarter of the 400 Gb/s assumed where a card states none (``DEFAULT_INTER_NODE_BYTES_PER_S``).
+(2) The offloaded fp32 shard's pageable copy back, against 10 GB/s per GPU here
+(``compute.offload.PAGEABLE_STAGING_BYTES_PER_S``):
+* the doc's 32B pair, 17.7-18.1 s with offload and 14.2 s without, prices 8.2 GB per GPU at 3.5-3.9 s, 2.1-2.3
+  GB/s per GPU;
+* its delta column, 11.2-11.9 s against 6.2 s, gives 1.4-1.6 GB/s;
+* the 7B's "gen_wait 2.4-2.7s", 3.8 GB, gives 1.4-1.6 GB/s.
+Suppose a card stated 100 Gb/s per GPU and the pageable rate were 1.8 GB/s. This model would give 4.80 / 15.51 /
+10.96 / 24.23 s for the 7B / 32B / 32B offload off / 72B rows (-17 / -13 / -23 / -16 %; the one-step-off 7B +40 %).
+With the receiver overlapped it would give 4.14 / 13.58 / 9.03 / 21.63 s (-28 / -24 / -36 / -25 %; +21 %). So the
+code's path with the cluster's two rates accounts for the dense rows. The 7B is timed at 5.5-6.0 s by V1 and at
+3.36-3.49 s by one-step-off, through the same eight steps; the two bracket what one sync costs there. Neither rate
+is applied: the entries state no fabric and no host.
+
+The MoE rows are something else. Qwen3-30B-A3B's 18,867 tensors at ``S_PER_TENSOR_IPC`` cost 47 s, more than the
+32.2 s published. So verl's SGLang path costs at most 1.7 ms a tensor there, all in (2.3 ms from the A800 row's
+43.43 s below). The 235B-A22B row (-53 %) needs what its engine, VeOmni, adds beyond the card: fp32 on the wire (no
+cast, above; twice the bytes of the wire and the apply) and a whole-shard staging round trip
+(``export_staging_seconds``). A card does not name the engine. verl's TorchTitan engine, the other with expert
+parallelism, casts to bf16 (verl/workers/engine/torchtitan/transformer_impl.py line 550
+@ce195c95ea3aa9a8b89b00bbe669e854a91d23d1).
 
 Known gap, A800 (the same doc's second table, verl-project/verl @040a28659773fd58eac91cc006d255826c6da03a, #7324):
 this model is 5-28x too fast on the dense Qwen3-8B rows, and one unstated cross-node rate covers all of them. Here is

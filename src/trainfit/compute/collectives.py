@@ -692,6 +692,33 @@ NANOTRON_ZERO1_REDUCE = (
 """Where ``exposed_data_parallel``'s ``reduce_after_backward`` comes from."""
 
 
+NANOTRON_ZERO1_GATHER_COPY_HOST_S = 3.6e-6
+"""Host seconds per (data-parallel rank, parameter tensor) of nanotron's ZeRO-1 parameter all-gather
+(``nanotron_zero1_gather_copies_seconds``). Measured, not fitted: ``ZeroDistributedOptimizer._all_gather_params`` and
+``all_gather_coalesced`` replayed verbatim (huggingface/nanotron @c252843039cc167ff8d6894b87172af4637eb14b,
+src/nanotron/optim/zero.py l.217-251, src/nanotron/distributed.py l.153-225) on torch's fake process group (collectives
+are no-ops, so only the host's Python and dispatch are timed), bf16 tensors of 16 elements per rank, torch 2.13.0+cpu,
+one thread of a shared Intel Xeon VM core, 2026-12-02, best of 15: 3.3-3.9 us per pair over 8 x 50, 128 x 50,
+128 x 171 and 32 x 483 (ranks x tensors), linear in the pairs. A lower bound: on a GPU each copy_ also launches a
+kernel."""
+
+
+def nanotron_zero1_gather_copies_seconds(*, ranks: int, tensors: float, gather_s: float, device_s_per_copy: float,
+                                         host_s_per_copy: float = NANOTRON_ZERO1_GATHER_COPY_HOST_S) -> float:
+    """Seconds nanotron's ZeRO-1 optimizer step adds to its parameter all-gather (``gather_s``) by copying the gathered
+    slices back one by one. ``_all_gather_params`` hands ``all_gather_coalesced`` one output slice per (rank, parameter
+    tensor); it flattens each rank's slices into a buffer, runs torch's list ``all_gather``, then ``update_output``
+    copies every slice back with its own ``copy_`` (zero.py l.233-251, distributed.py l.195-218 @c252843039cc):
+    ``ranks x tensors`` copies of the rank's ``tensors`` parameter tensors. The host issues them while the all-gather
+    runs; each is one kernel on the device, after it. Seconds beyond the gather: the larger of the copies' kernels
+    (``device_s_per_copy`` each) and the host's issue time less the gather (``NANOTRON_ZERO1_GATHER_COPY_HOST_S``
+    each); 0 for one rank."""
+    if ranks <= 1 or tensors <= 0:
+        return 0.0
+    copies = ranks * tensors
+    return max(copies * device_s_per_copy, copies * host_s_per_copy - gather_s)
+
+
 SLOWEST_RANK_SIGMA = 0.09
 """Relative spread of sustained per-GPU speed (module docstring); fitted on the fit half of the published
 training steps (``benchmarks/step_times.py``), the held-out half reported beside it."""

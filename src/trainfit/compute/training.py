@@ -192,7 +192,9 @@ class Parallel:
     behind the next step's first forward, bucket by bucket (``dist_optimizer``)."""
     grad_reduce_after_backward: bool = False
     """DDP / ZeRO-1/2: the gradients are all-reduced once after the last backward, exposed
-    (``collectives.exposed_data_parallel`` ``reduce_after_backward``: nanotron's ZeRO-1 with fp32 accumulation)."""
+    (``collectives.exposed_data_parallel`` ``reduce_after_backward``: nanotron's ZeRO-1 with fp32 accumulation), whose
+    optimizer step then copies the gathered parameters back slice by slice
+    (``collectives.nanotron_zero1_gather_copies_seconds``)."""
     hsdp_shard: int = 0
     """Strategy hsdp: the ranks of one shard group (the card's ``parallel.hsdp_shard_size``); 0: ``gpus_per_node``."""
     overlap_comm: bool = True
@@ -516,6 +518,21 @@ def train_step_time(
                 reduce_after_backward=parallel.grad_reduce_after_backward,
                 bucket_all_reduce_bytes=parallel.zero_all_reduce_bucket * optimizer.grad_bytes,
             )
+            if parallel.grad_reduce_after_backward and stage == 1 and ranks > 1:
+                # nanotron's ZeRO-1 step copies the gathered parameters back slice by slice
+                # (collectives.nanotron_zero1_gather_copies_seconds); its Llama holds 3 tensors a layer fewer than the
+                # card counts, q/k/v fused in qkv_proj and gate/up in gate_up_proj (src/nanotron/models/llama.py
+                # l.223, l.384, huggingface/nanotron @c252843039cc167ff8d6894b87172af4637eb14b)
+                groups = _nccl_groups(parallel, rates, group=ranks, eranks=eranks)
+                copies_s = coll.nanotron_zero1_gather_copies_seconds(
+                    ranks=ranks, tensors=max(1.0, trained_tensors - 3 * layers),
+                    gather_s=coll.all_gather_seconds(total_bytes=dense * optimizer.weight_bytes, ranks=ranks,
+                                                     bus_bytes_per_s=bus, nodes=groups["nodes"],
+                                                     intra_link=groups["intra_link"]),
+                    device_s_per_copy=rates.device_s_per_kernel_min)
+                comm = coll.CommTime(comm.total_s + copies_s, comm.exposed_s + copies_s)
+                notes.append(f"nanotron ZeRO-1: the parameter all-gather's {ranks} x"
+                             f" {max(1.0, trained_tensors - 3 * layers):.0f} slice copies add {copies_s:.3f} s")
             if not parallel.overlap_comm and st in ("zero1", "zero2"):
                 comm = coll.reductions_on_compute_stream(overlapped=comm)
         notes.append(f"collectives at {bus / 1e9:.0f} GB/s bus bandwidth ({'crossing nodes' if crosses else 'in a node'});"

@@ -110,8 +110,9 @@ The pipeline as the code runs it (verl-project/verl @b9873ee98f5ee513a460a7a4162
   SGLang adapter regroups the tensors into 2 GiB batches and posts a batch to ``update_weights_from_tensor`` when
   the next tensor would overflow it (sglang_rollout/utils.py ``get_named_tensor_buckets`` lines 115-121,
   sglang_rollout.py lines 358-364). That is at the first tensor of bucket j+1, while the broadcast of bucket j+2
-  runs, and no device synchronisation comes first. The IPC handles carry an event recorded on the worker's stream,
-  so SGLang's copies wait for the broadcast in flight; its per-tensor host work (``S_PER_TENSOR_IPC``) does not.
+  runs, and no device synchronisation comes first. The IPC handles carry an event recorded on the worker's stream
+  (``CudaIPCSentData``, pytorch/pytorch torch/csrc/CudaIPCTypes.cpp @02ebcd7ff9db3a2d51ebd004b2c85d8f47a0bbd1), so
+  SGLang's copies wait for the broadcast in flight; its per-tensor host work (``S_PER_TENSOR_IPC``) does not.
   So the applies run beside later broadcasts: for n buckets the code takes about max(S, A) + 2·min(S, A)/n, with S
   the sender's chain and A the applies (the last two applies follow the last broadcast), not S + A. vLLM's receiver
   is lock-step instead: ``BucketedWeightSender`` synchronises the device and waits for the engine's ack per bucket

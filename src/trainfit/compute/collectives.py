@@ -625,7 +625,7 @@ def exposed_data_parallel(
     expert_weight_bytes: float = 0.0, expert_ranks: int = 1, expert_bus_bytes_per_s: float | None = None,
     overlap_param_gather: bool = False, forward_s: float = 0.0, gather_bucket_bytes: float = 0.0,
     reduce_after_backward: bool = False, nodes: int = 1, expert_nodes: int = 1, intra_link: IntraLink | None = None,
-    bucket_all_reduce_bytes: float = 0.0,
+    bucket_all_reduce_bytes: float = 0.0, ddp_bucket_bytes: float = 0.0,
 ) -> CommTime:
     """DDP (``zero_stage`` 0) and ZeRO-1/2: gradient reduction hidden behind backward as far as it goes.
 
@@ -641,11 +641,17 @@ def exposed_data_parallel(
     with ``accumulate_grad_in_fp32`` and ZeRO-1 (``NANOTRON_ZERO1_REDUCE``). ``nodes`` / ``expert_nodes``: the nodes
     each group spans (NCCL's latency when ``latency_s`` is None, ``exposed_sharded``). ``bucket_all_reduce_bytes``
     (ZeRO-1/2 as DeepSpeed runs it): each reduce bucket of that many bytes is all-reduced in full, not reduce-scattered
-    (``deepspeed_bucket_all_reduce``); the last bucket is the one exposed."""
+    (``deepspeed_bucket_all_reduce``); the last bucket is the one exposed. ``ddp_bucket_bytes`` (``zero_stage`` 0 as
+    torch DDP runs it): one all-reduce per bucket (``ddp_bucketed_all_reduce``); 0: the whole buffer in one
+    collective."""
     kw = dict(ranks=ranks, bus_bytes_per_s=bus_bytes_per_s, latency_s=latency_s, nodes=nodes, intra_link=intra_link)
     ekw = dict(ranks=expert_ranks, latency_s=latency_s, nodes=expert_nodes, intra_link=intra_link,
                bus_bytes_per_s=bus_bytes_per_s if expert_bus_bytes_per_s is None else expert_bus_bytes_per_s)
-    if zero_stage == 0:
+    if zero_stage == 0 and ddp_bucket_bytes > 0:  # torch DDP: one all-reduce per bucket
+        dense, expert = (ddp_bucketed_all_reduce(grad_bytes=g, bucketed_bytes=w, bucket_bytes=ddp_bucket_bytes, **k)
+                         for g, w, k in ((grad_bytes, weight_bytes, kw), (expert_grad_bytes, expert_weight_bytes, ekw)))
+        red, last, gather = dense.total_s + expert.total_s, max(dense.exposed_s, expert.exposed_s), 0.0
+    elif zero_stage == 0:
         red = all_reduce_seconds(total_bytes=grad_bytes, **kw) + all_reduce_seconds(total_bytes=expert_grad_bytes,
                                                                                      **ekw)
         last = max(all_reduce_seconds(total_bytes=min(grad_bytes, DDP_BUCKET_BYTES), **kw),
@@ -679,6 +685,26 @@ def exposed_data_parallel(
                                               forward_s=forward_s)
     per_step = (reductions * exposed_red) + exposed_gather
     return CommTime(reductions * red + gather, per_step)
+
+
+def ddp_bucketed_all_reduce(*, grad_bytes: float, bucketed_bytes: float, bucket_bytes: float = DDP_BUCKET_BYTES,
+                            **kw) -> CommTime:
+    """torch DDP's gradient all-reduce as its reducer runs it: the parameters' ``.grad`` tensors (``bucketed_bytes`` in
+    the parameters' dtype) fill buckets of ``bucket_bytes`` (``bucket_cap_mb``), and each full bucket is all-reduced
+    on its own, ``ceil(bucketed_bytes / bucket_bytes)`` NCCL all-reduces, each paying its latency
+    (``all_reduce_seconds``): pytorch/pytorch torch/csrc/distributed/c10d/reducer.cpp
+    @00413201d3d38d5b5bb039180220d5a0d6c74052, ``initialize_buckets`` allocates each bucket's contents in its
+    parameters' dtype, ``mark_bucket_ready`` ("Buckets are reduced in sequence") calls ``all_reduce_bucket`` ->
+    ``run_comm_hook`` once per bucket. Together they move ``grad_bytes``, the reduced buffers' bytes (a communication
+    hook may reduce other buffers: nanotron's ``fp32_accum_hook`` all-reduces each bucket's fp32 accumulators, one
+    ``all_reduce_coalesced`` per bucket, huggingface/nanotron src/nanotron/optim/gradient_accumulator.py
+    @c252843039cc167ff8d6894b87172af4637eb14b). ``total_s``: every bucket; ``exposed_s``: the last one, after the
+    backward."""
+    if grad_bytes <= 0:
+        return CommTime(0.0, 0.0)
+    buckets = max(1, ceil(max(bucketed_bytes, 0.0) / bucket_bytes))
+    one = all_reduce_seconds(total_bytes=grad_bytes / buckets, **kw)
+    return CommTime(buckets * one, one)
 
 
 NANOTRON_ZERO1_REDUCE = (

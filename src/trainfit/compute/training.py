@@ -204,6 +204,9 @@ class Parallel:
     """ZeRO-1/2 as DeepSpeed runs it: each reduce bucket of this many gradient elements is all-reduced in full, every
     rank keeping its own slices (``collectives.deepspeed_bucket_all_reduce``); 0: a reduce-scatter (Megatron-Core's
     distributed optimizer and every other ZeRO-1/2)."""
+    ddp_bucket_bytes: float = 0.0
+    """Strategy ddp as torch DDP runs it: one all-reduce per bucket of this many bytes of the parameters' gradients
+    (``collectives.ddp_bucketed_all_reduce``); 0: the whole buffer in one collective (Megatron's DDP)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -517,6 +520,7 @@ def train_step_time(
                 gather_bucket_bytes=megatron_bucket_params(data_parallel=ranks) * optimizer.weight_bytes,
                 reduce_after_backward=parallel.grad_reduce_after_backward,
                 bucket_all_reduce_bytes=parallel.zero_all_reduce_bucket * optimizer.grad_bytes,
+                ddp_bucket_bytes=parallel.ddp_bucket_bytes,
             )
             if parallel.grad_reduce_after_backward and stage == 1 and ranks > 1:
                 # nanotron's ZeRO-1 step copies the gathered parameters back slice by slice

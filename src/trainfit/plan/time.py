@@ -407,7 +407,11 @@ def training_time(
                       # the NVLink domain ``gpus_per_node`` stands for on GB200 NVL72
                       hsdp_shard=par.hsdp_shard_size or min(data_ranks, train_nodes(card)[1]),
                       overlap_comm=deepspeed_overlap_comm(card),
-                      zero_all_reduce_bucket=deepspeed_all_reduce_bucket(card, spec))
+                      zero_all_reduce_bucket=deepspeed_all_reduce_bucket(card, spec),
+                      # torch DDP's reducer all-reduces bucket by bucket (bucket_cap_mb, default 25 MiB); Megatron's DDP
+                      # (its layers: tensor_parallel_impl megatron) reduces its contiguous buffer, kept as one collective
+                      ddp_bucket_bytes=0.0 if par.tensor_parallel_impl is TensorParallelImpl.MEGATRON
+                      else coll.DDP_BUCKET_BYTES)
     packed_context, causal_skip, packed_note = packed_attention(card, eager=eager, seq_len=seq_len)
     t = train_step_time(
         shard, rates=rates, micro_batch_size=micro_batch_size, seq_len=max(1, seq_len // cp), micro_steps=micro_steps,

@@ -448,13 +448,19 @@ def _moe(ctx: _Ctx, spec: ModelSpec, x_rg: bool, *, rows: int | None = None,
 
 
 def _routed_experts(ctx: _Ctx, spec: ModelSpec, x_rg: bool, logits_rg: bool, *, rows: int | None, fused_glu: bool,
-                    probs_in_glu: bool, routing_weight_bytes: int, fp8_inputs: bool = True) -> tuple[int, bool]:
+                    probs_in_glu: bool, routing_weight_bytes: int, fp8_inputs: bool = True, expert_bias: bool = False,
+                    unfused_act_widths: int = 1, act_recomputed: bool = False,
+                    adapter_weights: bool = True) -> tuple[int, bool]:
     """A grouped_mm MoE block from the dispatch to the combine (after the router and top-k; ``logits_rg``: the
-    routing weights need a gradient), shared by ``_moe`` and DeepSeek-V3's block (``arch_activations``): the
-    permutation indices, the experts' grouped GEMM inputs and SwiGLU on ``rows`` (default T·k), the combine.
+    routing weights need a gradient), shared by ``_moe``, DeepSeek-V3's and gpt-oss's blocks (``arch_activations``):
+    the permutation indices, the experts' grouped GEMM inputs and GLU on ``rows`` (default T·k), the combine.
     ``routing_weight_bytes``: the dtype the combine's mul saves the routing weights in; ``fp8_inputs`` false: the
-    grouped GEMMs save the compute-dtype input even under Transformer Engine fp8. Returns (bytes, output requires
-    grad)."""
+    grouped GEMMs save the compute-dtype input even under Transformer Engine fp8. gpt-oss's experts:
+    ``expert_bias``, the gathered ``gate_up_proj_bias[expert_ids]`` index; ``unfused_act_widths``, the ``w``-wide
+    tensors an unfused GLU saves besides the gate_up output (SwiGLU 1: act(gate); gpt-oss's clamped GLU 4: the clamped
+    gate, the sigmoid, up + 1, the GLU); ``act_recomputed``, the down projection's input is freed and recomputed
+    (Megatron-Core ``moe_act``); ``adapter_weights`` false, PEFT's merged expert weights are not counted (gpt-oss's
+    figure never counted them). Returns (bytes, output requires grad)."""
     moe = spec.moe
     assert moe is not None
     T, a, h = ctx.T, ctx.a, spec.hidden_size
@@ -471,21 +477,23 @@ def _routed_experts(ctx: _Ctx, spec: ModelSpec, x_rg: bool, logits_rg: bool, *, 
     gu_rg = ctx.full or experts_t
     dn_rg = ctx.full or down_t
     p_rg = sel_rg or gu_rg
+    if gu_rg and expert_bias:
+        total += T * INT64 * k  # gate_up_proj_bias[expert_ids]
     if p_rg or dn_rg:
         total += INT32 * E  # offsets, saved by grouped_mm
     fp8_in = ctx.full and fp8_inputs
     if gu_rg:
         total += linear_input(ctx, h, tokens=Tk) if fp8_in else Tk * a * h  # grouped_mm input
-    if experts_t:
+    if experts_t and adapter_weights:
         r = ctx.targets.get("gate_up_proj") or ctx.targets.get("gate_proj") or ctx.targets.get("up_proj")
         total += a * E * (2 * w * h + r * (2 * w + h))  # merged weight + bf16 lhs/rhs of baddbmm
     if p_rg:
         total += Tk * a * 2 * w  # act(gate) saves the whole gate_up output (gate is a view)
         if not fused_glu:
-            total += Tk * a * w  # mul saves act(gate)
-    if dn_rg:
+            total += Tk * a * w * unfused_act_widths  # SwiGLU: mul saves act(gate)
+    if dn_rg and not act_recomputed:
         total += linear_input(ctx, w, tokens=Tk) if fp8_in else Tk * a * w  # grouped_mm input
-    if down_t:
+    if down_t and adapter_weights:
         r = ctx.targets["down_proj"]
         total += a * E * (h * w + r * (h + w))
     o_rg = p_rg or dn_rg

@@ -42,7 +42,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from trainfit.memory import activations as _act
-from trainfit.memory.activations import DROPOUT_MASK_BYTES, FP32, INT32, INT64
+from trainfit.memory.activations import DROPOUT_MASK_BYTES, FP32, INT64
 from trainfit.memory.attention import runs_eager
 from trainfit.spec.model import ModelSpec
 
@@ -517,9 +517,7 @@ def _gpt_oss_moe(ctx, spec: ModelSpec, x_rg: bool, *, rows: int | None = None, f
     freed and recomputed; ``router_input_kept`` false: the router's input (the pre-MLP norm's output) is freed."""
     moe = spec.moe
     assert moe is not None
-    T, a, h = ctx.T, ctx.a, spec.hidden_size
-    E, k, w = moe.num_experts, moe.experts_per_token, moe.expert_intermediate_size
-    Tk = T * k if rows is None else rows  # expert-side rows (grouped GEMM inputs, GLU)
+    T, a, h, k = ctx.T, ctx.a, spec.hidden_size, moe.experts_per_token
     total = 0
     router_t = "router" in ctx.targets or "gate" in ctx.targets
     w_rg = ctx.full or router_t
@@ -529,35 +527,12 @@ def _gpt_oss_moe(ctx, spec: ModelSpec, x_rg: bool, *, rows: int | None = None, f
     if logits_rg:
         total += T * INT64 * k  # top-k indices
         total += T * a * k  # softmax over the top-k values
-    sel_rg = x_rg
-    if sel_rg:
-        total += T * INT64 * k  # hidden_states[perm // k]
-    if logits_rg:
-        total += T * INT64 * k  # sample_weights[perm]
-    experts_t = "gate_up_proj" in ctx.targets
-    down_t = "down_proj" in ctx.targets
-    gu_rg, dn_rg = ctx.full or experts_t, ctx.full or down_t
-    if gu_rg:
-        total += T * INT64 * k  # gate_up_proj_bias[expert_ids]
-    p_rg = sel_rg or gu_rg
-    if p_rg or dn_rg:
-        total += INT32 * E
-    if gu_rg:
-        total += Tk * a * h
-    if p_rg:
-        total += Tk * a * 2 * w  # gate_up output
-        if not fused_act:
-            total += Tk * a * 4 * w  # clamped gate, sigmoid, up + 1, GLU
-    if dn_rg and not act_recomputed:
-        total += Tk * a * w  # (up + 1) * glu: down's input, saved when its weight trains
-    o_rg = p_rg or dn_rg
-    if o_rg:
-        total += T * k * a  # routing weights
-    if logits_rg and not probs_in_act:
-        total += T * k * a * h  # expert output
-    if o_rg or logits_rg:
-        total += T * INT64 * k  # inv_perm
-    return total, o_rg or logits_rg
+    # the experts and the combine as Qwen3-MoE's, with the experts' biases and the clamped GLU's saved tensors
+    b, m_rg = _act._routed_experts(ctx, spec, x_rg, logits_rg, rows=rows, fused_glu=fused_act,
+                                   probs_in_glu=probs_in_act, routing_weight_bytes=a, fp8_inputs=False,
+                                   expert_bias=True, unfused_act_widths=4, act_recomputed=act_recomputed,
+                                   adapter_weights=False)
+    return total + b, m_rg
 
 
 MEGATRON_GPT_OSS_MOE_SOURCES = (

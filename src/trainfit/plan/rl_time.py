@@ -82,6 +82,18 @@ would). The MI300X rows' token-proportional part is 1.35 x the plan's in the log
 MI300X pretrain rows are under: the MI300X bf16 rate is the MAMF table's TunableOp row (``compute.rates``), not a
 default-heuristic one.
 
+Seen in the offloading 'min' run, not modelled (dingxianzhong/play-verl logs/verl_qwen2_7b_min.log
+@7716a615fc4b68961f2bb7716c9aadcd65ca28d2, the benchmark's 111 steps): ``timing_s/update_actor`` is two-valued. In 24
+steps it is 8.39 s, in the other 87 11.22 s (-2.83 s); those 24 steps are 1.78 s shorter in all, their
+``old_log_prob``, ``ref``, ``values`` and ``update_critic`` timers 0.66, 0.43, 0.21 and 0.73 s longer and ``gen`` 0.97
+s shorter (update against old log-prob: r = -0.47). About 1.8 s of work that most steps pay inside the actor's update
+is skipped in some, and about 1 s moves between the trainer's timers. The actor, critic and reference share one process
+per GPU (one ``WorkerDict`` pid, 3095283, logs both the critic's and the actor's model build) and move their state with
+``non_blocking`` copies (verl/utils/fsdp_utils.py l.113-168 @e0d035cd4a6a5c29835516a58d78710a28e73b18), so a timer can
+close before its copies end and the next synchronising call pays them; what the skipped 1.8 s is, these lines do not
+say. The 'recommended' run (no offload) is one-valued (update p5-p95 31.2-35.5 s, r = +0.30). Against the 24 short
+steps the plan's 'min' update (5.19 s with its offload share) is -38 %, against the mean -51 %.
+
 Known gap, NeMo RL colocated on-policy steps of the large MoE models (docs/about/performance-summary.md, v0.4-v0.6;
 NVIDIA-NeMo/RL read at v0.6.0 5fb588932bf835506a8a5bac01de4f8c7ab0a065, v0.5.0, v0.4.0). After the first-touch
 offload (``compute.offload.PAGEABLE_FIRST_TOUCH_BYTES_PER_S``) the published step exceeds the plan by a nearly

@@ -102,6 +102,44 @@ not at all, while Megatron-Bridge 26.02 / 26.06 go -1.2% / -4.3% -> +4.0% / +0.8
 published) and sends Megatron-Bridge 26.02 / 26.06 to +16% / +19%; tripling this module's routing bytes moves none of
 these rows by more than 3 points (``benchmarks/step_times.py`` with the term scaled, not committed).
 
+**Qwen3-MoE rows, per-token evidence (2026-12-02; no number set from it).** Where the routing is force-balanced the
+shape plans close: Megatron-Bridge's H100 fp8 16-GPU Qwen3-30B-A3B rows for 25.09, 26.02.01, 26.04, 26.04.01 and 26.06
+at -4, -6, -10, -10 and -11%, its Qwen3-235B-A22B H100 rows for 25.11, 26.02, 26.04 and 26.04.01 at -10, -9, -6 and
+-5% (all force-balanced and dropless, the performance page's footnote), NeMo Automodel's H100 Qwen3-30B-A3B
+(``FakeBalancedGate``) at +11%. The two rows at -56 / -60% are the containers, not the shape: the same layout was
+published at 10,494 tokens/s/GPU for 25.09 and 5,275 for 25.11 (PP 2, VP 24, EP 8, MBS 2, GBS 512), and at 5,113 for
+26.02 and 9,058 for 26.02.01 (PP 2, VP 12, EP 8, GBS 1024; 26.02's known issue: DeepEP not supported in that
+container, Megatron-Bridge ``docs/releases/known-issues.md`` @067f987df03b8355b03192d88d70f1709fedf51a);
+Megatron-Bridge pull request #2499 (2026-02-23) records that the B200 Qwen3-30B-A3B performance config of that period
+hard-coded ``moe_token_dispatcher_type = "alltoall"``, silently dropping the flex dispatcher (the page's B200 row
+halved too), but no such note exists for H100. The Megatron-Core rows that plan far too fast run real routing: NeMo
+RL's v0.3 release blog (https://nvidia-nemo.github.io/blog/2025/07/21/nemo-rl-v0.3/, 64 H100s, the same batch for
+every model) publishes Qwen3-30B-A3B's policy training at 50 s and log-probs at 23 s against Qwen3-32B's 68 and 40 s:
+per token, layer and pass (training counted as 3 passes, the log-prob timer as 2: policy and reference) 3.24 and 2.24
+us for the MoE against 3.26 and 2.88 us for the dense 32B, planned 1.05 / 0.75 us and 2.98 / 2.45 us, i.e. a
+Qwen3-30B-A3B layer cost as much as a Qwen3-32B layer with a tenth of its FLOPs (about 54 TFLOPS per GPU in the
+log-prob forward). Its model config is not the cause as read: NeMo's ``Qwen3MoEConfig`` at the submodule NeMo RL
+v0.3.0 pins (NVIDIA/NeMo ``nemo/collections/llm/gpt/model/qwen3.py`` @33259f2540af6eef375d43fc48bdcbd7ec490c29:
+``moe_grouped_gemm`` True, ``alltoall``, ``moe_permute_fusion`` True), and NeMo RL's fp64 router
+(``examples/configs/grpo_math_1B_megatron.yaml`` l.86-89 @b1c86a816c5e2b4ca41ece193624a38dc62e6fdf; ``router.py``
+``gating`` casts input and weight to fp64, NVIDIA/Megatron-LM @2ff0f099ffc30ffd152e3e29e921a1609d00855c l.76-81) costs
+under 0.1 us of the 2.2 us gap (1 MFLOP per token and layer forward and backward at the H100's 67 fp64 TFLOPS, about
+76 KB of fp64 casts). Shared by the under-planned rows (NeMo RL v0.3 -66 / -68%, ms-swift's Megatron SFT -55%, verl's
+GRPO update -52% with an unpublished mean response, NeMo RL's on-policy DeepSeek-V3 steps -26 to -55%) and absent from
+the well-planned ones: routing by the trained router over real tokens (this module's "load imbalance is not modelled")
+and, for the three Qwen3 rows, TP 2 with sequence parallel beside EP 8; neither is modelled. Routing imbalance is
+unlikely to be the factor of three: PithTrain's Qwen3-30B-A3B on 8 B200s (EP 4, PP 2, FP8) ran 17.5k tokens/s/GPU with
+a pretrained router's real routing (load-balancing loss 1.87) against 18.2k force-balanced in the maintainers' rerun
+of the same layout (github.com/mlc-ai/pith-train issue #79, 2026-07-22), 4%; and a real-routing Megatron-Bridge
+Qwen3-30B-A3B pretraining on 16 H100s (BF16, TP 1, PP 2, VP 2, EP 2, MBS 8, GBS 512, dropless, no load-balancing loss,
+all-to-all) reported 14.4 s per step (NVIDIA-NeMo/Megatron-Bridge issue #947, 2025-10-14), which the plan puts at 12.2
+s (-16%; a card built from the issue, not scored). Split into a per-layer part and a per-token part (about 16 log-prob
+micro-batches of 13.4k tokens and 64 training micro-batches of 3.35k tokens per TP pair, training as 3 passes), the
+v0.3 blog's Qwen3-30B-A3B costs about 2.2 ms per layer and pass plus 0.95 us per token, layer and pass, the plan 0.9
+ms plus 0.25 us: the plan is short on both parts, so the missing cost is neither pure launch overhead nor pure GEMM
+rate. NeMo RL v0.4-v0.6's 32-GPU H100 Qwen3-30B-A3B steps plan within 3% with generation 70% of the plan; the v0.3
+blog's generation, the only published phase split, plans +42%, so those steps may match by the two errors cancelling.
+
 Pure Python: no torch import.
 """
 

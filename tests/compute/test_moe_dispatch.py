@@ -4,7 +4,9 @@ Megatron-Core's all-to-all and DeepEP / HybridEP move per GPU, and their seconds
 from __future__ import annotations
 
 import random
-from math import comb, gcd, sqrt
+from fractions import Fraction
+from itertools import combinations
+from math import comb, gcd, log, sqrt
 
 import pytest
 from hypothesis import given, settings
@@ -22,17 +24,56 @@ NIC = 50e9
 
 
 def _simulate(*, experts: int, top_k: int, bins: int, groups: int, groups_per_token: int, draws: int,
-              seed: int) -> tuple[float, float]:
-    """Mean and standard deviation of the distinct bins hit: pick groups, then experts, uniformly."""
+              seed: int) -> float:
+    """Sample mean of the distinct bins hit: pick groups, then experts, uniformly."""
     rng = random.Random(seed)
     size, per_bin = experts // groups, experts // bins
-    hits = []
+    hits = 0
     for _ in range(draws):
         chosen = rng.sample(range(groups), groups_per_token)
         picked = rng.sample([g * size + i for g in chosen for i in range(size)], top_k)
-        hits.append(len({e // per_bin for e in picked}))
-    mean = sum(hits) / draws
-    return mean, sqrt(sum((h - mean) ** 2 for h in hits) / draws)
+        hits += len({e // per_bin for e in picked})
+    return hits / draws
+
+
+def _exact_moments(*, experts: int, top_k: int, bins: int, groups: int,
+                   groups_per_token: int) -> tuple[Fraction, Fraction]:
+    """Mean and variance of the distinct bins hit, exactly, by enumerating the equally likely sets of chosen groups:
+    with ``c`` candidate experts of which ``m_b`` lie in bin ``b``, the ``top_k`` drawn miss bin ``b`` with probability
+    ``C(c − m_b, k) / C(c, k)`` and miss both ``b`` and ``b'`` with ``C(c − m_b − m_b', k) / C(c, k)``. The count is
+    ``D = Σ_b 1[b hit]``, so ``E[D] = Σ_b P(b hit)`` and ``E[D²] = Σ_{b, b'} P(b hit and b' hit)``."""
+    size, per_bin = experts // groups, experts // bins
+    subsets = list(combinations(range(groups), groups_per_token))
+    mean = second = Fraction(0)
+    for chosen in subsets:
+        in_bin = [0] * bins
+        for e in (g * size + i for g in chosen for i in range(size)):
+            in_bin[e // per_bin] += 1
+        c = len(chosen) * size
+        draws = comb(c, top_k)
+        miss = [Fraction(comb(c - m, top_k), draws) for m in in_bin]
+        mean += sum(1 - q for q in miss)
+        for b in range(bins):
+            for b2 in range(bins):
+                both = miss[b] if b == b2 else Fraction(comb(c - in_bin[b] - in_bin[b2], top_k), draws)
+                second += 1 - miss[b] - miss[b2] + both
+    mean, second = mean / len(subsets), second / len(subsets)
+    return mean, second - mean * mean
+
+
+SIMULATION_FAILURE_PROBABILITY = 1e-6
+"""Per example: the chance that a correct expectation falls outside ``_bernstein_half_width`` of the sample mean."""
+
+
+def _bernstein_half_width(*, variance: float, spread: float, draws: int,
+                          delta: float = SIMULATION_FAILURE_PROBABILITY) -> float:
+    """``t`` with ``P(|sample mean − mean| ≥ t) ≤ delta`` for ``draws`` independent draws that lie within ``spread`` of
+    their mean and have this ``variance``: Bernstein's inequality, ``P ≤ 2·exp(−n·t² / (2σ² + 2·M·t / 3))``, solved
+    for ``t``. Sound for any distribution, a rare outcome that the draws never show included (a sampled standard
+    deviation is then 0, and a bound built on it fails a correct expectation)."""
+    big_l = log(2.0 / delta)
+    a = spread * big_l / 3.0
+    return (a + sqrt(a * a + 2.0 * draws * variance * big_l)) / draws
 
 
 @st.composite
@@ -52,9 +93,31 @@ def _layouts(draw):
 def test_expected_distinct_bins_matches_simulation(layout, seed):
     draws = 3000
     exact = expected_distinct_bins(**layout)
-    mean, sd = _simulate(**layout, draws=draws, seed=seed)
-    assert abs(exact - mean) <= 5 * sd / sqrt(draws) + 1e-9
-    assert 1.0 - 1e-9 <= exact <= min(layout["top_k"], layout["bins"]) + 1e-9
+    true_mean, variance = _exact_moments(**layout)
+    most = min(layout["top_k"], layout["bins"])
+    spread = float(max(true_mean - 1, most - true_mean))  # D lies in [1, min(top_k, bins)]
+    sample = _simulate(**layout, draws=draws, seed=seed)
+    assert abs(exact - sample) <= _bernstein_half_width(variance=float(variance), spread=spread, draws=draws) + 1e-9
+    assert 1.0 - 1e-9 <= exact <= most + 1e-9
+
+
+@settings(max_examples=50, deadline=None)
+@given(layout=_layouts())
+def test_expected_distinct_bins_is_the_enumerated_mean(layout):
+    mean, variance = _exact_moments(**layout)
+    assert expected_distinct_bins(**layout) == pytest.approx(float(mean), rel=1e-12, abs=1e-12)
+    assert variance >= 0
+
+
+def test_a_rare_outcome_the_draws_never_show_passes():
+    # 16 experts, 2 bins, top-8: one bin only with probability 2 / C(16, 8) = 1.6e-4, so 3000 draws usually show
+    # none (a sampled standard deviation of 0 failed this correct expectation on 13 of seeds 0-19)
+    layout = {"experts": 16, "top_k": 8, "bins": 2, "groups": 1, "groups_per_token": 1}
+    mean, variance = _exact_moments(**layout)
+    assert mean == 2 - Fraction(2, comb(16, 8))
+    width = _bernstein_half_width(variance=float(variance), spread=float(mean - 1), draws=3000)
+    for seed in range(20):
+        assert abs(expected_distinct_bins(**layout) - _simulate(**layout, draws=3000, seed=seed)) <= width
 
 
 def test_expected_distinct_bins_closed_form_without_groups():

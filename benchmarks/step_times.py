@@ -149,7 +149,7 @@ def fsdp_version_of(framework: str, strategy: str | None) -> tuple[str | None, s
                      f"FSDP API of {framework} not mapped: the card's default fsdp2")
 
 
-CARD_PRESETS = ("trl", "verl", "openrlhf", "nemo-rl")
+CARD_PRESETS = ("trl", "verl", "openrlhf", "nemo-rl", "miles")  # miles: its weight sync (compute.sync MILES_BROADCAST)
 PHASES = ("generation", "weight_sync", "logprob", "actor_update")
 PHASE_TITLES = {"generation": "generation", "weight_sync": "weight sync", "logprob": "log-prob passes",
                 "actor_update": "actor update"}

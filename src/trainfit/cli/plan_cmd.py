@@ -24,7 +24,7 @@ def plan(
     grad_accum: Annotated[Optional[int], typer.Option(help="Gradient accumulation steps.")] = None,
     ckpt: Annotated[Optional[bool], typer.Option("--ckpt/--no-ckpt", help="Gradient checkpointing.")] = None,
     attention: Annotated[Optional[str], typer.Option(help="sdpa | flash | eager")] = None,
-    preset: Annotated[Optional[str], typer.Option(help="trl | verl | openrlhf | nemo-rl: a framework's documented defaults.")] = None,
+    preset: Annotated[Optional[str], typer.Option(help="trl | verl | openrlhf | nemo-rl | miles | slime: a framework's documented defaults.")] = None,
     set_: Annotated[list[str], typer.Option("--set", help="Any card field: KEY=VALUE, e.g. precision.optimizer=adamw_8bit. Repeatable.")] = [],
     html: Annotated[Optional[Path], typer.Option(help="Also write a self-contained HTML report (charts, tables, assumptions).")] = None,
     calibration: Annotated[Optional[Path], typer.Option("--calibration", help="Calibration file of measured rates (`trainfit calibrate`). Default: $TRAINFIT_CALIBRATION, else $XDG_CONFIG_HOME/trainfit/calibration.json, when it exists.")] = None,

@@ -62,6 +62,9 @@ defaults are published measurements:
 * ``S_PER_TENSOR_RPC`` = 2 ms: one request per tensor (TRL server mode, OpenRLHF's per-parameter Ray
   ``update_weight``): TRL PR #5249 measured 0.6 s for Qwen2-0.5B (290 tensors) before batching.
 * ``S_PER_BUCKET`` = 3 ms: one IPC handle open/close or broadcast handshake per bucket (slime, above).
+* ``S_PER_TENSOR_SGLANG_LOAD`` = 0.075 ms: SGLang's ``load_weights`` alone, 12 ms for ~160 tensors in the same
+  profile: the host cost per tensor of miles' / slime's broadcast path (``MILES_BROADCAST``), which sends each
+  tensor by its own async NCCL broadcast inside a bucket, with one Ray call per bucket and no IPC handle.
 
 verl's FSDP engines gather before they cast (``FrameworkSync.gathers_trainer_dtype``): ``get_per_tensor_param``
 yields ``param.to(device).full_tensor().to(torch.bfloat16)``, so each all-gather moves the sharded parameter in the
@@ -203,6 +206,11 @@ S_PER_TENSOR_BUCKETED = 0.3e-3
 S_PER_TENSOR_IPC = 2.5e-3
 S_PER_TENSOR_RPC = 2.0e-3
 S_PER_BUCKET = 3e-3
+S_PER_TENSOR_SGLANG_LOAD = 12e-3 / 160
+"""SGLang's ``model.load_weights`` per tensor, Qwen3-30B-A3B on H100: 12 ms for the ~160 tensors of one 512 MB
+bucket (slime's weight-sync write-up, Biao He et al., hebiao064.github.io/rl-weight-sync 2025-08-27, the profile
+after flattening; the same figure as ``S_PER_BUCKET``'s). The host cost per tensor of miles' / slime's broadcast
+path into SGLang, which has no IPC handle and no request per tensor (``MILES_BROADCAST``)."""
 DISK_BYTES_PER_S = 2e9
 """One NVMe SSD, sequential (write, then read); a network filesystem is slower: pass yours."""
 GIB = 2**30
@@ -791,6 +799,57 @@ _FRAMEWORKS = {
         "@9dbd9adc95a10f5946cceb36e1d5b31e2429e470"),
 }
 
+MILES_BROADCAST = (
+    "update_weights_from_distributed: one sender per pipeline stage (data-parallel and TP rank 0) broadcasts to "
+    "every SGLang rank over its own NCCL group; TP (expert-TP) all-gather per parameter, Megatron -> HF conversion, "
+    "512 MiB buckets (non-expert and expert apart; the experts EP-all-gathered per bucket); per bucket a Ray call to "
+    "each engine with the names, dtypes and shapes, one async NCCL broadcast per tensor, and SGLang's "
+    "model.load_weights on the received tensors before the next bucket (S_PER_TENSOR_SGLANG_LOAD per tensor)",
+    "radixark/miles miles/backends/megatron_utils/update_weight/update_weight_from_distributed/broadcast.py "
+    "(_is_source l.94-96, connect_rollout_engines_from_distributed l.201-244 world size engine GPUs + 1, "
+    "update_weights_from_distributed l.259-291), megatron_to_hf/qwen3moe.py l.31-39 (each expert's fc1 split into "
+    "gate_proj and up_proj: one HF tensor per projection, hf_tensor_count), update_weight_from_distributed/mixin.py "
+    "(_gather_and_update_non_expert_weights l.98-130, _gather_and_update_expert_weights l.132-158, "
+    "_update_expert_bucket_weights l.184-226), update_weight/common.py (all_gather_param l.189-221), "
+    "miles/utils/arguments.py l.771-773 (--update-weight-buffer-size 512 MiB), l.837-839 (transfer mode broadcast) "
+    "@748935dc7155d4990d02d62f6061c50ef8054051; sgl-project/sglang python/sglang/srt/model_executor/model_runner.py "
+    "ModelRunner.update_weights_from_distributed (load_format None: an async broadcast per name, then "
+    "model.load_weights)")
+MILES_COLOCATED = (
+    "update_weights_from_tensor: every trainer rank gathers the HF tensors of a 512 MiB bucket, flattens them into "
+    "one FlattenedTensorBucket, serializes one CUDA-IPC handle, gather_object (Gloo) to its engine's first rank and "
+    "one Ray call per engine; SGLang rebuilds the tensors and runs model.load_weights",
+    "radixark/miles miles/backends/megatron_utils/update_weight/update_weight_from_tensor.py (update_weights "
+    "l.237-282, _send_to_colocated_engine l.450-504) @748935dc7155d4990d02d62f6061c50ef8054051")
+SLIME_SAME = ("THUDM/slime slime/backends/megatron_utils/update_weight/update_weight_from_distributed.py "
+              "(_is_pp_src_rank, update_weights_from_distributed: one async broadcast per tensor), "
+              "update_weight_from_tensor.py (FlattenedTensorBucket, gather_object), slime/utils/arguments.py "
+              "(--update-weight-buffer-size 512 MiB) @624b824a898ab0ec1fcb4d373004c7f3852bf515: the same paths")
+
+for _fw, _source in (("miles", ""), ("slime", f"; {SLIME_SAME}")):
+    _FRAMEWORKS[(_fw, Placement.COLOCATE)] = (
+        SyncMechanism.COLOCATED_CUDA_IPC, 512 * 2**20, S_PER_TENSOR_BUCKETED, MILES_COLOCATED[0],
+        MILES_COLOCATED[1] + _source)
+    _FRAMEWORKS[(_fw, Placement.SPLIT)] = (
+        SyncMechanism.NCCL_BROADCAST, 512 * 2**20, S_PER_TENSOR_SGLANG_LOAD, MILES_BROADCAST[0],
+        MILES_BROADCAST[1] + _source)
+"""miles (radixark/miles) and slime (THUDM/slime), the framework miles derives from: Megatron-LM trainer, SGLang
+engine. Split (the default: ``--colocate`` off), the broadcast path (``MILES_BROADCAST``); colocated, flattened
+CUDA-IPC buckets (``MILES_COLOCATED``). Not modelled: the trainer-side TP / EP all-gathers (a Megatron trainer's
+card has ``train_shards`` 1, and ``megatron_export_gather`` is NeMo RL's: every rank receives every tensor, where
+miles' source rank gathers over its TP and EP groups only; Qwen3-30B-A3B at TP 4 / EP 8 on H100 moves its 57 GB of
+experts over NVLink in about 0.2 s); the NCCL latency of one broadcast per tensor (``weight_sync_seconds`` counts
+one per bucket); the pause / flush / weight-version calls around the transfer (miles' published timings exclude
+the pause). The row that prices them, Qwen3-30B-A3B from a TP 4 / EP 8 trainer on 2 H100 nodes to two TP 8 SGLang
+engines on 2 more, 1 GB buckets, 2.67 s (radixark/miles docs/advanced/p2p-weight-transfer.md @748935dc, the NCCL
+column), plans at 3.31 s: 1.55 s of wire (61 GB through the sender's one NIC, the card's default) and 1.76 s of host
+cost (18,867 x 0.075 ms + 114 buckets x 3 ms). One NCCL latency per tensor instead of per bucket would add 18,867 x
+0.16 ms (``collectives.ring_latency_s`` over 17 ranks) = 3.0 s, more than the published total leaves beside the wire
+(about 1.1 s, at most 60 us a tensor all in): the broadcasts are enqueued back to back (``async_op=True``) behind
+the host's loop, so their fixed latency is not paid one after another the way that price assumes; the row does not
+say how much of it is. Both are the Megatron backend's paths; miles' FSDP backend (miles/backends/fsdp_utils/update_weight_utils.py)
+is not read."""
+
 
 SGLANG_VERL_LOAD = (
     "into SGLang: each bucket goes through sglang.srt.weight_sync.utils.update_weights, which serializes one CUDA-IPC "
@@ -844,7 +903,8 @@ def framework_sync_mechanism(framework: str, placement: Placement | str,
     try:
         mech, bucket, per, reason, source = _FRAMEWORKS[(name, where)]
     except KeyError:
-        raise CardError(f"framework: one of verl, trl, openrlhf, nemo-rl; got {framework!r}") from None
+        known = ", ".join(dict.fromkeys(fw for fw, _ in _FRAMEWORKS))
+        raise CardError(f"framework: one of {known}; got {framework!r}") from None
     try:
         choice = None if weight_sync is None else WeightSync(weight_sync)
     except ValueError:

@@ -1,4 +1,4 @@
-"""Framework presets: the documented defaults of TRL, verl, OpenRLHF and NeMo RL, as card values.
+"""Framework presets: the documented defaults of TRL, verl, OpenRLHF, NeMo RL and miles / slime, as card values.
 
 A preset fills what the card leaves open; anything the card sets wins. Each preset names its
 source and maps trainfit's card keys to the framework's own knob names, so suggestions can be
@@ -202,6 +202,17 @@ PRESETS: dict[str, Preset] = {
         },
     ),
 }
+
+for _name, _source in (
+    ("miles", "radixark/miles (a derivative of THUDM/slime): Megatron-LM (or FSDP) training, SGLang rollout "
+     "(miles/backends/sglang_utils; miles/utils/arguments.py l.144-146 --colocate off by default: the engines on "
+     "their own GPUs unless the launch says so, set rollout.placement) @748935dc7155d4990d02d62f6061c50ef8054051; "
+     "weight sync: compute.sync MILES_BROADCAST / MILES_COLOCATED"),
+    ("slime", "THUDM/slime: Megatron-LM training, SGLang rollout (slime/utils/arguments.py --colocate off by "
+     "default, set rollout.placement) @624b824a898ab0ec1fcb4d373004c7f3852bf515; weight sync as miles' "
+     "(compute.sync SLIME_SAME)"),
+):
+    PRESETS[_name] = Preset(name=_name, source=_source, card={"rollout": {"engine": "sglang"}})
 
 
 def preset(name: str) -> Preset:

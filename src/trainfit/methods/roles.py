@@ -64,7 +64,7 @@ def reference_placement(card: RunCard) -> RefPlacement:
     return RefPlacement.GPU
 
 
-OLD_LOGPROB_PRESETS = ("verl", "openrlhf", "nemo-rl")
+OLD_LOGPROB_PRESETS = ("verl", "openrlhf", "nemo-rl", "miles", "slime")
 """Frameworks whose trainer recomputes the old policy's log-probs in a no-grad pass of the actor every step, even
 with one update per batch (the ratio is then 1, but the pass runs):
 
@@ -81,6 +81,11 @@ with one update per batch (the ratio is then 1, but the pass runs):
   ``loss_fn.force_on_policy_ratio`` (default false) skips it (NVIDIA-NeMo/RL
   @7ea279abfbeb698b092856d0dab61e7cf39bc909 ``nemo_rl/algorithms/grpo.py`` ``_resolve_logprob_skip_flags`` lines
   2488-2510, the pass lines 3238-3241; ``nemo_rl/algorithms/loss/loss_functions.py`` line 158).
+* miles / slime: ``MegatronTrainRayActor.train_actor`` switches to the actor and runs ``compute_log_prob`` (store
+  prefix "") unless ``--use-rollout-logprobs`` (default false) or ``--skip-actor-forward-only`` skips it
+  (radixark/miles @748935dc7155d4990d02d62f6061c50ef8054051 ``miles/backends/megatron_utils/actor.py`` lines
+  522-538, ``miles/utils/arguments.py`` lines 1518-1520; THUDM/slime @624b824a898ab0ec1fcb4d373004c7f3852bf515
+  ``slime/backends/megatron_utils/actor.py`` lines 474-485, ``slime/utils/arguments.py`` lines 1051-1053).
 
 TRL is not among them; its rule is ``trl_old_logprob_pass``."""
 

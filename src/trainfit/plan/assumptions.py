@@ -5,7 +5,7 @@ from __future__ import annotations
 from trainfit.memory.sharding import Sharding
 from trainfit.plan.terms import HOST_BYTES_PER_PROCESS
 from trainfit.spec.card import RunCard
-from trainfit.spec.enums import Method
+from trainfit.spec.enums import Method, RolloutEngine
 from trainfit.spec.model import ModelSpec
 from trainfit.units import GIB, MIB
 
@@ -47,6 +47,12 @@ def assumptions_of(card: RunCard, spec: ModelSpec, sharding: Sharding, *, replay
             " cross-entropy mechanism of the SFT step (same order: 10-12 B per logit at the loss)"
         )
         ro = card.rollout
+        if not card.preset and ro.engine is not RolloutEngine.DEEPSPEED_HYBRID:
+            # plan.rl_time.sync_phase plans the sync of ``card.preset or "trl"``: say so rather than hide it
+            out.append("weight sync: no preset names the RL framework, so TRL's is planned (colocated: vLLM in the"
+                       " trainer's process, load_weights per parameter; split: one HTTP request per parameter to"
+                       " trl vllm-serve, compute.sync); set preset to verl, openrlhf, nemo-rl, miles or slime for"
+                       " that framework's sync")
         if ro.prompt_len_mean is None:
             out.append(f"prompt tokens: every prompt at rollout.prompt_len ({ro.prompt_len}, the maximum) for time as"
                        " for memory, an upper bound where prompts are shorter; set rollout.prompt_len_mean (the mean"

@@ -618,7 +618,7 @@ class RunCard(_Section):
     checkpoint: CheckpointSection = Field(default_factory=CheckpointSection)
     rollout: RolloutSection = Field(default_factory=RolloutSection)
     roles: RolesSection = Field(default_factory=RolesSection)
-    preset: str | None = Field(None, description="trl | verl | openrlhf | nemo-rl | llamafactory-z2 | llamafactory-z3 | ms-swift-zero2 | ms-swift-zero3: framework defaults (applied by the CLI).")
+    preset: str | None = Field(None, description="trl | verl | openrlhf | nemo-rl | miles | slime | llamafactory-z2 | llamafactory-z3 | ms-swift-zero2 | ms-swift-zero3: framework defaults (applied by the CLI).")
     name: str | None = None
     notes: str | None = None
 

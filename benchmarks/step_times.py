@@ -486,10 +486,13 @@ def checkpointing(value: Any, framework: str, also: dict[str, Any] | None = None
                 ["Megatron selective recompute planned as core_attention"])
     if value == "selective_mla_up_proj" and framework in MEGATRON_FRAMEWORKS:
         return ({"gradient_checkpointing": "selective", "selective_checkpointing": "mla_up_proj"},
-                ["Megatron-Core --recompute-modules mla_up_proj (memory only; its recompute is not timed)"])
+                ["Megatron-Core --recompute-modules mla_up_proj"])
     if value == "selective_layernorm_moe_act" and framework in MEGATRON_FRAMEWORKS:
         return ({"gradient_checkpointing": "selective", "selective_checkpointing": "layernorm_moe_act"},
-                ["Megatron-Core --recompute-modules layernorm moe_act (memory only; its recompute is not timed)"])
+                ["Megatron-Core --recompute-modules layernorm moe_act"])
+    if value == "selective_moe_layernorm" and framework in MEGATRON_FRAMEWORKS:
+        return ({"gradient_checkpointing": "selective", "recompute_modules": ["moe", "layernorm"]},
+                ["Megatron-Core --recompute-modules moe layernorm"])
     if value == "selective_op":
         return {"gradient_checkpointing": "selective"}, []
     if isinstance(value, str) and value.startswith("selective"):

@@ -67,10 +67,28 @@ def test_tp_overlap_dispatcher_and_pipeline_split_reach_the_card() -> None:
 
 
 def test_rows_the_card_cannot_state_are_listed_with_their_reason() -> None:
-    for row_id in ("xtuner-h800-qwen3-235b-tp1-ep8-pp32-vpp3-moe", "xtuner-h800-qwen3-235b-tp4-ep8-deepep-pp8-vpp4-capacity1"):
+    for row_id in ("xtuner-h800-qwen3-235b-tp4-ep8-deepep-pp8-vpp4-capacity1",):
         with pytest.raises(st.Unmapped) as got:
             st.map_train(ROWS[row_id])
         assert got.value.status == "not_representable" and got.value.reasons == [ROWS[row_id]["card_cannot_state"]]
+
+
+def test_megatron_recompute_modules_rows_reach_the_card_and_are_planned() -> None:
+    """recompute=select ('--recompute-modules moe_act layernorm') and recompute=moe ('--recompute-modules moe
+    layernorm') on Qwen3-235B-A22B: Megatron-Core's module recompute of any MoE model
+    (plan.ranks.megatron_recompute_freed), planned, not refused."""
+    from trainfit.plan import make_plan
+    from trainfit.spec.card import load_card_dict
+
+    select = [i for i, e in ROWS.items() if e["activation_checkpointing"] == "selective_layernorm_moe_act"
+              and "qwen3-235b" in i]
+    assert len(select) == 9
+    for row_id in (*select, "xtuner-h800-qwen3-235b-tp1-ep8-pp32-vpp3-moe"):
+        card, _ = st.map_train(ROWS[row_id])
+        par = card["parallel"]
+        assert (par.get("selective_checkpointing") == "layernorm_moe_act" if row_id in select
+                else par["recompute_modules"] == ["moe", "layernorm"])
+        make_plan(load_card_dict(card))  # no refusal
 
 
 def test_automodel_lora_rows_flush_the_pipeline_once_per_local_batch() -> None:

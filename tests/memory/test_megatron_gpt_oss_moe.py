@@ -1,7 +1,7 @@
 """Megatron-Core MoE combines and gpt-oss blocks (memory.arch_activations.megatron_gpt_oss_moe_bytes,
 plan.ranks.megatron_moe_savings): the card's parallel.moe_probs_in_experts (the combine's expert output kept or not)
 and parallel.selective_checkpointing layernorm_moe_act (the pre-MLP norm's and the experts' activation outputs
-freed); by hand and in a plan."""
+freed, plan.ranks.megatron_recompute_freed); by hand and in a plan."""
 
 from __future__ import annotations
 
@@ -66,19 +66,30 @@ def _forward_activations(card) -> float:
 
 
 def test_layernorm_moe_act_frees_the_norm_output_and_the_fc2_input():
-    from trainfit.plan.ranks import megatron_moe_savings
+    from trainfit.plan.ranks import megatron_moe_savings, megatron_recompute_freed
+    from trainfit.spec.enums import RecomputeModule as M
 
     T, L, a, h = 4096, GPT_OSS.num_layers, 2, GPT_OSS.hidden_size
     k, w = GPT_OSS.moe.experts_per_token, GPT_OSS.moe.expert_intermediate_size
     plain = megatron_moe_savings(GPT_OSS, ParallelLayout(ep=8), tokens=T, dtype_bytes=a)
     assert plain == gpt_oss_moe_block_bytes(GPT_OSS, tokens=T) - megatron_gpt_oss_moe_bytes(GPT_OSS, tokens=T)
     assert plain == T * k * a * (4 * w + h)  # the unfused GLU's four tensors and the combine's expert output
-    ln = megatron_moe_savings(GPT_OSS, ParallelLayout(ep=8), tokens=T, dtype_bytes=a, recompute_layernorm_moe_act=True)
+    freed = megatron_recompute_freed(GPT_OSS, ParallelLayout(ep=8), frozenset({M.LAYERNORM, M.MOE_ACT}), tokens=T,
+                                     dtype_bytes=a)
+    ln = freed[0]
+    assert set(freed) == set(range(L)) and len(set(freed.values())) == 1
     # the fc2 input, the router input, and the norm's per-op bytes for its input held by the checkpoint
-    assert ln - plain == T * k * a * w + T * a * h + gpt_oss_norm_bytes(GPT_OSS, tokens=T) - T * a * h
+    assert ln == T * k * a * w + T * a * h + gpt_oss_norm_bytes(GPT_OSS, tokens=T) - T * a * h
+    # the same as megatron_gpt_oss_moe_bytes' own recompute flags, with the norm's per-op figure
+    assert ln == (megatron_gpt_oss_moe_bytes(GPT_OSS, tokens=T) + gpt_oss_norm_bytes(GPT_OSS, tokens=T) - T * a * h
+                  - megatron_gpt_oss_moe_bytes(GPT_OSS, tokens=T, recompute_moe_act=True, recompute_pre_mlp_norm=True))
     sel = _card(gradient_checkpointing="selective", selective_checkpointing="layernorm_moe_act")
     assert not sel.parallel.checkpoints_layers
-    assert _forward_activations(_card()) - _forward_activations(sel) == pytest.approx(L * (ln - plain))
+    assert _forward_activations(_card()) - _forward_activations(sel) == pytest.approx(L * ln)
+    # the same list spelled as Megatron-Core's recompute_modules
+    mods = _card(recompute_modules=["moe_act", "layernorm"])
+    assert mods.parallel.selective_checkpointing.value == "modules"
+    assert _forward_activations(mods) == _forward_activations(sel)
 
 
 def test_probs_in_experts_card_field():
@@ -97,12 +108,13 @@ def test_probs_in_experts_card_field():
     assert _forward_activations(d_old) == _forward_activations(d_new)
 
 
-def test_layernorm_moe_act_is_refused_outside_megatron_gpt_oss():
+def test_layernorm_moe_act_is_refused_outside_megatron():
     from trainfit.plan import make_plan
 
-    for card in (_card("Qwen/Qwen3-30B-A3B", gradient_checkpointing="selective",
-                       selective_checkpointing="layernorm_moe_act"),
-                 _card(tensor_parallel_impl="dtensor", gradient_checkpointing="selective",
-                       selective_checkpointing="layernorm_moe_act")):
-        with pytest.raises(CardError, match="layernorm_moe_act"):
-            make_plan(card)
+    card = _card(tensor_parallel_impl="dtensor", gradient_checkpointing="selective",
+                 selective_checkpointing="layernorm_moe_act")
+    with pytest.raises(CardError, match="layernorm_moe_act.*tensor_parallel_impl megatron"):
+        make_plan(card)
+    # any Megatron-Core MoE model takes it (tests/memory/test_megatron_recompute_modules.py)
+    make_plan(_card("Qwen/Qwen3-30B-A3B", gradient_checkpointing="selective",
+                    selective_checkpointing="layernorm_moe_act"))

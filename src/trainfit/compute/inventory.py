@@ -283,11 +283,34 @@ class StepInventory:
     layers_recompute_core_attention: PassInventory = PassInventory()
     """Megatron's selective recompute: only the attention core (the fused kernel, or eager's two batched
     products and its softmax traffic)."""
+    layers_recompute_parts: tuple[tuple[str, PassInventory], ...] = ()
+    """What each of Megatron-Core's other ``recompute_modules`` re-runs in backward, by module name
+    (``recompute_modules``)."""
 
     def recompute(self, selective: str = "none") -> PassInventory:
         """The recompute pass of full (``none``), ``op`` or ``core_attention`` checkpointing."""
         return {"op": self.layers_recompute_op, "core_attention": self.layers_recompute_core_attention}.get(
             selective, self.layers_recompute)
+
+    def recompute_modules(self, modules: tuple[str, ...]) -> PassInventory:
+        """The forward kernels Megatron-Core's ``--recompute-modules`` re-run inside backward (NVIDIA/Megatron-LM
+        @92c8482e6dcd11c3666c61bb8d1f7e8d0730ed13: transformer_layer.py l.616-621 / l.680-684, moe/experts.py
+        l.958-970, multi_latent_attention.py: ``CheckpointWithoutOutput`` re-runs its function when the consumer's
+        gradient arrives; transformer_layer.py l.648-663, moe/moe_layer.py l.224-236, l.313-323:
+        ``tensor_parallel.checkpoint`` re-runs the module's forward, tensor_parallel/random.py l.407-437):
+        ``core_attn`` the attention core (``layers_recompute_core_attention``); ``layernorm`` the norms not fused into
+        a linear (each MoE layer's pre-MLP norm, multi-latent attention's input norm); ``moe_act`` the experts'
+        activation; ``mlp`` each dense layer's MLP (its fused norm, fc1, activation, fc2); ``moe`` each MoE layer
+        (router, routing and permutation kernels, the routed and shared experts); ``shared_experts`` the shared
+        experts (without ``moe``); ``mla_up_proj`` the q / kv up projections and RoPE. Not counted: their fp8 casts,
+        gpt-oss's eager clamp inside its activation (``moe_time.megatron_expert_elementwise``)."""
+        parts = dict(self.layers_recompute_parts)
+        out = self.layers_recompute_core_attention if "core_attn" in modules else PassInventory()
+        for m in modules:
+            if m == "shared_experts" and "moe" in modules or m == "moe_act" and "moe" in modules:
+                continue  # inside the recomputed MoE layer already
+            out = out + parts.get(m, PassInventory())
+        return out
 
     @property
     def forward(self) -> PassInventory:
@@ -385,6 +408,16 @@ def step_inventory(
     layers = spec.num_layers
     full = spec.num_full_attention_layers
     loop_syncs = 0.0  # transformers < 5's expert loop (expert_loop=True)
+    # Megatron-Core's recompute_modules: what each re-runs (StepInventory.recompute_modules)
+    parts: dict[str, dict] = {}
+
+    def part(name: str, *, gemm: Gemm | None = None, bytes_: float = 0.0, kernels: float = 0.0, strided_: float = 0.0):
+        p = parts.setdefault(name, {"gemms": [], "bytes": 0.0, "kernels": 0.0, "strided": 0.0})
+        if gemm is not None:
+            p["gemms"].append(gemm)
+        p["bytes"] += bytes_
+        p["kernels"] += kernels
+        p["strided"] += strided_
     eager_moe = moe_time.MoeLayerWork(0.0, 0.0, 0.0, 0.0)  # Megatron-Core's eager expert work (megatron_experts)
     # elementwise
     norms = spec.norms_per_layer * layers
@@ -432,6 +465,8 @@ def step_inventory(
             te_fp8 = fp8 and casts is TRANSFORMER_ENGINE and not expert_loop
             d = 1.0 if te_fp8 else 2.0
             fwd.append(Gemm(g.name, rows, out_f, g.in_features, n, e, d))
+            part("moe", gemm=fwd[-1], kernels=g.count * moe_time.expert_gemm_kernels(
+                local_experts=g.experts, grouped_gemm=grouped_gemm) / moe_time.EXPERT_PROJECTIONS)
             bwd.append(Gemm(g.name + ".dX", rows, g.in_features, out_f, n, e, d))
             if not frozen:
                 bwd.append(Gemm(g.name + ".dW", g.in_features, out_f, rows, n, e, d))
@@ -467,6 +502,13 @@ def step_inventory(
             bq_b += BIAS_GRAD_BYTES * t * g.out_features * g.count
             bq_k += g.count
         fwd.append(Gemm(g.name, t, g.out_features, g.in_features, g.count, 1, e))
+        if g.name.startswith("shared_experts."):
+            part("shared_experts", gemm=fwd[-1], kernels=g.count)
+            part("moe", gemm=fwd[-1], kernels=g.count)
+        elif g.name in ("gate_proj", "up_proj", "down_proj", "gate_up_proj"):  # a dense layer's MLP
+            part("mlp", gemm=fwd[-1], kernels=g.count)
+        elif g.name in ("q_b_proj", "kv_b_proj"):  # multi-latent attention's up projections
+            part("mla_up_proj", gemm=fwd[-1], kernels=g.count)
         bwd.append(Gemm(g.name + ".dX", t, g.in_features, g.out_features, g.count, 1, e))
         if not frozen:
             bwd.append(Gemm(g.name + ".dW", g.in_features, g.out_features, t, g.count, 1, e))
@@ -523,6 +565,7 @@ def step_inventory(
     elif spec.moe is None:
         fwd_bytes += SWIGLU_BYTES * t * spec.intermediate_size * layers
         fwd_k += SWIGLU_KERNELS * layers
+        part("mlp", bytes_=SWIGLU_BYTES * t * spec.intermediate_size * layers, kernels=SWIGLU_KERNELS * layers)
     else:
         moe = spec.moe
         n_moe = sum(1 for i in range(layers) if moe.is_moe_layer(i))
@@ -530,6 +573,7 @@ def step_inventory(
         rows = t_moe * moe.experts_per_token
         experts = moe_time.router_experts(local_experts=moe.num_experts, ep=expert_parallel)
         fwd.append(Gemm("router", t_moe, experts, h, n_moe))
+        part("moe", gemm=fwd[-1], kernels=n_moe)
         bwd.append(Gemm("router.dX", t_moe, h, experts, n_moe))
         if adapter is None:
             bwd.append(Gemm("router.dW", h, experts, t_moe, n_moe))
@@ -543,6 +587,11 @@ def step_inventory(
         fq_k += work.forward_kernels * n_moe
         bq_k += work.backward_kernels * n_moe
         fwd_bytes += (SWIGLU_BYTES * rows * moe.expert_intermediate_size + 4 * 2.0 * rows * h) * n_moe
+        part("moe", bytes_=work.forward_bytes * n_moe + (SWIGLU_BYTES * rows * moe.expert_intermediate_size
+                                                         + 4 * 2.0 * rows * h) * n_moe,
+             kernels=work.forward_kernels * n_moe)
+        part("moe_act", bytes_=SWIGLU_BYTES * rows * moe.expert_intermediate_size * n_moe,
+             kernels=SWIGLU_KERNELS * n_moe)
         if megatron_experts and not expert_loop:  # gpt-oss under Megatron-Core: eager clamp and bias loop
             eager_moe = moe_time.megatron_expert_elementwise(
                 rows=rows, hidden=h, expert_width=moe.expert_intermediate_size, local_experts=moe.num_experts,
@@ -550,6 +599,7 @@ def step_inventory(
             eager_moe = moe_time.MoeLayerWork(eager_moe.forward_bytes * n_moe, eager_moe.backward_bytes * n_moe,
                                               eager_moe.forward_kernels * n_moe, eager_moe.backward_kernels * n_moe)
             fq_b += eager_moe.forward_bytes
+            part("moe", bytes_=eager_moe.forward_bytes, kernels=eager_moe.forward_kernels)
             bq_b += eager_moe.backward_bytes
             fq_k += eager_moe.forward_kernels
             bq_k += eager_moe.backward_kernels
@@ -560,11 +610,16 @@ def step_inventory(
             bq_k += 2 * moe.num_experts * n_moe  # the zero gradient and its accumulation, per expert
         else:
             fwd_k += (MOE_DISPATCH_KERNELS + SWIGLU_KERNELS) * n_moe + 2 * n_moe
+            part("moe", kernels=(MOE_DISPATCH_KERNELS + SWIGLU_KERNELS) * n_moe + 2 * n_moe)
         if moe.shared_expert_intermediate_size:
             fwd_bytes += SWIGLU_BYTES * t * moe.shared_expert_intermediate_size * n_moe
+            for name in ("moe", "shared_experts"):
+                part(name, bytes_=SWIGLU_BYTES * t * moe.shared_expert_intermediate_size * n_moe)
+            part("shared_experts", kernels=SWIGLU_KERNELS * n_moe)
         dense = layers - n_moe
         fwd_bytes += SWIGLU_BYTES * t * spec.intermediate_size * dense
         fwd_k += SWIGLU_KERNELS * dense
+        part("mlp", bytes_=SWIGLU_BYTES * t * spec.intermediate_size * dense, kernels=SWIGLU_KERNELS * dense)
     # attention
     attn_fwd = 0.0
     win_fwd = win_seq = 0.0
@@ -668,8 +723,25 @@ def step_inventory(
     core_g = tuple(g for g in fwd if g.name.startswith("attn."))
     rec_core = PassInventory(core_g, attn_fwd, float(full), EAGER_SCORE_FORWARD_BYTES * scores,
                              (8 * full) if eager_attention else float(full), scores, host_syncs=sync_attn, **win)
+    # Megatron-Core's module recomputes: the norms Transformer Engine does not fuse into a linear (each MoE layer's
+    # pre-MLP norm, multi-latent attention's input norm; ``layernorm``) and a dense layer's fused pre-MLP norm
+    # (inside ``mlp``), as the forward counts them; MLA's RoPE with its up projections (``mla_up_proj``)
+    n_moe_layers = sum(1 for i in range(layers) if spec.moe.is_moe_layer(i)) if spec.moe is not None else 0
+    one_norm = ((LAYER_NORM_BYTES if spec.layer_norm else NORM_BYTES) * t * h / sequence_shards,
+                LAYER_NORM_KERNELS if spec.layer_norm else NORM_KERNELS,
+                0.0 if spec.layer_norm else NORM_STRIDED_BYTES * t * h / sequence_shards)
+    for name, n in (("layernorm", n_moe_layers + (layers if spec.mla is not None else 0)),
+                    ("mlp", layers - n_moe_layers)):
+        if n:
+            part(name, bytes_=one_norm[0] * n, kernels=one_norm[1] * n, strided_=one_norm[2] * n)
+    if spec.mla is not None and rotary:
+        part("mla_up_proj", bytes_=ROTARY_BYTES * t * qkv * rotary, kernels=2 * ROTARY_KERNELS * rotary,
+             strided_=ROTARY_BYTES * t * qkv * rotary)
+    rec_parts = tuple((name, PassInventory(tuple(p["gemms"]), 0.0, 0.0, p["bytes"], p["kernels"],
+                                           strided_bytes=p["strided"])) for name, p in parts.items())
     return StepInventory(layers_fwd, layers_bwd, rec, head_f, head_b, layers,
-                         layers_recompute_op=rec_op, layers_recompute_core_attention=rec_core)
+                         layers_recompute_op=rec_op, layers_recompute_core_attention=rec_core,
+                         layers_recompute_parts=rec_parts)
 
 
 

@@ -106,6 +106,7 @@ def model_parallel_comm(
     moe_groups_per_token: int = 1, ep_comm_overlap: bool = False, compute_forward_s: float = 0.0,
     compute_backward_s: float = 0.0, micro_steps: int = 1, moe_routing: MoeRouting = MoeRouting.UNIFORM,
     etp: int = 1, ep_ring_bus_bytes_per_s: float = 0.0, tp_nodes: int = 1, cp_nodes: int = 1, pp_nodes: int = 1,
+    expert_recompute: bool = False,
 ) -> ModelParallelComm:
     """Exposed communication of one micro-step on one rank of one pipeline stage (``layers`` = its layers).
 
@@ -195,7 +196,9 @@ def model_parallel_comm(
                 forward_s=compute_forward_s, backward_s=compute_backward_s, micro_steps=micro_steps, pp=pp,
                 virtual_stages=virtual_stages)
         else:
-            expert = 2 * coll_passes * moe_layers * one + (coll_passes - 1) * counts  # dispatch + combine
+            # expert_recompute: Megatron-Core's ``moe`` recompute re-runs the dispatch and combine (training.py)
+            ep_passes = max(coll_passes, 3 if expert_recompute else 2)
+            expert = 2 * ep_passes * moe_layers * one + (ep_passes - 1) * counts  # dispatch + combine
     p2p = 0.0
     if pp > 1:
         # activation forward, its gradient back, from each of the rank's v chunks; half hidden

@@ -77,7 +77,8 @@ of the fc2 output (2 and 4 kernels per local expert, plus 1 and 2 ``cat``). Eage
 counts the bytes as left unscaled (``inventory.PassInventory.fused_bytes``), at the streaming rate (a lower bound:
 the clamps read strided halves); the launches are counted with Megatron-Core's other kernels (the same per-kernel
 host cost; no measurement of this loop's host time on a GPU is cited, so none is modelled apart). The selective
-``moe_act`` recompute re-runs the clamp; like the rest of that recompute it is not timed. The fc1 bias is TE's
+``moe_act`` recompute re-runs the clamp; the recompute pass times the activation's fused kernel only
+(``inventory.StepInventory.recompute_modules``), not this clamp. The fc1 bias is TE's
 (``GroupedLinear`` adds it in the GEMM and fuses its gradient into the wgrad GEMM, NVIDIA/TransformerEngine
 ``transformer_engine/pytorch/module/grouped_linear.py`` @v2.9), not counted here.
 

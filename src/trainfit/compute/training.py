@@ -373,7 +373,7 @@ def train_step_time(
     fp8_params: bool = False, fp8_param_transpose: bool = True,
     recompute_layer_share: float = 1.0, packed_flash_syncs: bool = False, expert_loop: bool = False,
     zero3_expert_leaf: bool = True, fsdp2_copies: bool = False, fp8_casts: CastTraffic | None = None,
-    megatron_experts: bool = False,
+    megatron_experts: bool = False, recompute_modules: tuple[str, ...] = (),
 ) -> TrainStepTime:
     """Seconds of one optimizer step on one GPU (all GPUs of a data-parallel group run in lockstep).
 
@@ -405,10 +405,15 @@ def train_step_time(
     ``zero3_expert_leaf`` each expert linear is then gathered on its own (``expert_loop.zero3_expert_gathers``);
     ``fp8_casts``: who casts the fp8 linears' operands (``float8_casts.cast_traffic``; None: Transformer Engine);
     ``megatron_experts``: the routed experts are Megatron-Core's ``TEGroupedMLP`` (``inventory.step_inventory``:
-    gpt-oss's eager clamp and per-expert bias loop, ``moe_time.megatron_expert_elementwise``).
+    gpt-oss's eager clamp and per-expert bias loop, ``moe_time.megatron_expert_elementwise``);
+    ``recompute_modules``: Megatron-Core's ``--recompute-modules`` beyond core_attn (core_attn among them when
+    listed): the recompute pass is what they re-run (``inventory.StepInventory.recompute_modules``), the recomputed
+    forward repeats the collectives of none of them but ``moe``'s expert-parallel dispatch and combine (its
+    ``tensor_parallel.checkpoint`` re-runs the whole MoE layer, NVIDIA/Megatron-LM moe/moe_layer.py l.286-323
+    @92c8482e6dcd11c3666c61bb8d1f7e8d0730ed13); core_attn's context-parallel exchange as ``selective``'s.
     """
     mp = model_parallel
-    gradient_checkpointing = gradient_checkpointing or selective != "none"
+    gradient_checkpointing = gradient_checkpointing or selective != "none" or bool(recompute_modules)
     inv = step_inventory(spec, micro_batch_size=micro_batch_size, seq_len=seq_len, adapter=adapter,
                          eager_attention=eager_attention, attention_context=attention_context, causal_skip=causal_skip,
                          sequence_shards=mp.tp if mp.sequence_parallel else 1, fp8=fp8,
@@ -424,7 +429,8 @@ def train_step_time(
     kw = dict(rates=rates, seq_len=attention_context or seq_len, memory_factor=memory_factor, kernel_factor=kernel_factor)
     fwd = (pass_seconds(inv.layers_forward, backward=False, **kw)
            + pass_seconds(inv.head_forward, backward=False, **kw)).scaled(count_scale)
-    rec = (pass_seconds(inv.recompute(selective), backward=False, **kw).scaled(count_scale * recompute_layer_share)
+    rec_inv = inv.recompute_modules(recompute_modules) if recompute_modules else inv.recompute(selective)
+    rec = (pass_seconds(rec_inv, backward=False, **kw).scaled(count_scale * recompute_layer_share)
            if gradient_checkpointing else ZERO_PASS)
     bwd_layers = pass_seconds(inv.layers_backward, backward=True, **kw).scaled(count_scale)
     bwd = bwd_layers + pass_seconds(inv.head_backward, backward=True, **kw).scaled(count_scale)
@@ -582,8 +588,11 @@ def train_step_time(
     ]
     if mp.active:
         mpc = model_parallel_comm_of(spec, mp, tokens=micro_batch_size * seq_len, fwd=fwd, bwd=bwd,
-                                     recompute=gradient_checkpointing, rates=rates, micro_steps=micro_steps,
-                                     recompute_collectives=selective != "core_attention")
+                                     recompute=gradient_checkpointing and (not recompute_modules
+                                                                           or "core_attn" in recompute_modules),
+                                     rates=rates, micro_steps=micro_steps,
+                                     recompute_collectives=selective != "core_attention" and not recompute_modules,
+                                     expert_recompute="moe" in recompute_modules)
         for name, secs in (("tensor_parallel", mpc.tensor_s), ("context_parallel", mpc.context_s),
                            ("expert_parallel", mpc.expert_s), ("pipeline_p2p", mpc.pipeline_p2p_s)):
             if secs:
@@ -684,11 +693,13 @@ def _expert_bus(rates: DeviceRates, parallel: Parallel, eranks: int) -> float:
 
 def model_parallel_comm_of(spec: ModelSpec, mp: ModelParallel, *, tokens: float, rates: DeviceRates, recompute: bool,
                            fwd: PassTime = ZERO_PASS, bwd: PassTime = ZERO_PASS,
-                           recompute_collectives: bool = True, micro_steps: int = 1) -> ModelParallelComm:
+                           recompute_collectives: bool = True, micro_steps: int = 1,
+                           expert_recompute: bool = False) -> ModelParallelComm:
     """The model-parallel traffic of one micro-step of ``tokens`` on a rank of ``spec``'s shard (``fwd`` / ``bwd``:
     the passes whose attention hides ring context-parallel exchanges, whose GEMMs hide overlapped TP collectives and
     which hide each other's overlapped EP all-to-alls; ``recompute_collectives``: False where only core attention is
-    recomputed; ``micro_steps``: per step, for the EP overlap's unpaired first and last micro-batches)."""
+    recomputed; ``micro_steps``: per step, for the EP overlap's unpaired first and last micro-batches;
+    ``expert_recompute``: the EP dispatch and combine repeat in a recomputed MoE layer whatever the others do)."""
     full = max(1, spec.num_full_attention_layers)
     moe_layers = sum(1 for i in range(spec.num_layers) if spec.moe.is_moe_layer(i)) if spec.moe else 0
     return model_parallel_comm(
@@ -702,6 +713,7 @@ def model_parallel_comm_of(spec: ModelSpec, mp: ModelParallel, *, tokens: float,
         attention_backward_s_per_layer=bwd.attention_s / full, virtual_stages=mp.virtual_stages,
         experts=spec.moe.num_experts * mp.ep if spec.moe else 0, sequence_parallel=mp.sequence_parallel,
         recompute_collectives=recompute_collectives, tp_comm_overlap=mp.tp_comm_overlap,
+        expert_recompute=expert_recompute,
         gemm_forward_s=fwd.gemm_s, gemm_backward_s=bwd.gemm_s, moe_dispatcher=mp.moe_dispatcher,
         ep_ranks_per_node=mp.ep_ranks_per_node, ep_nic_bytes_per_s=mp.ep_nic_bytes_per_s,
         ep_nvlink_bytes_per_s=mp.ep_nvlink_bytes_per_s, moe_groups=spec.moe.n_group if spec.moe else 1,

@@ -19,7 +19,7 @@ from typing import Any
 
 from trainfit.export.common import train_world
 from trainfit.spec.card import RunCard
-from trainfit.spec.enums import ComputeDtype, ContextParallelKind, Fp8Recipe, SelectiveCheckpointing
+from trainfit.spec.enums import ComputeDtype, ContextParallelKind, Fp8Recipe, RecomputeModule, SelectiveCheckpointing
 
 MEGATRON_FP8_RECIPE = {Fp8Recipe.DELAYED: "delayed", Fp8Recipe.CURRENT: "tensorwise", Fp8Recipe.BLOCKWISE: "blockwise"}
 """card ``precision.fp8_recipe`` -> Megatron-Core ``fp8_recipe``."""
@@ -52,8 +52,9 @@ def megatron_recompute(card: RunCard, notes: list[str], target: str) -> dict[str
     selective checkpointing has no Megatron form: exported as full recompute (less memory, more time), said."""
     p = card.parallel
     sel = p.selective_checkpointing
-    if sel is SelectiveCheckpointing.CORE_ATTENTION:
-        return {"recompute_granularity": "selective", "recompute_modules": ["core_attn"]}
+    if mods := p.megatron_recompute_modules:  # core_attention: [core_attn]; layernorm_moe_act, modules: their list
+        return {"recompute_granularity": "selective",
+                "recompute_modules": [m.value for m in RecomputeModule if m in mods]}
     if sel is SelectiveCheckpointing.OP:
         notes.append(f"parallel.selective_checkpointing op: {target}'s Megatron backend has no per-op selective"
                      " checkpointing (torchtitan's policy); exported as full recompute of every layer"

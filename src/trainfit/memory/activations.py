@@ -414,7 +414,7 @@ def _dense_mlp(ctx: _Ctx, spec: ModelSpec, width: int, x_rg: bool, *, fused_glu:
 
 
 def _moe(ctx: _Ctx, spec: ModelSpec, x_rg: bool, *, rows: int | None = None,
-         fused_glu: bool = False, probs_in_glu: bool = False) -> tuple[int, bool]:
+         fused_glu: bool = False, probs_in_glu: bool = False, act_recomputed: bool = False) -> tuple[int, bool]:
     """Qwen3-MoE sparse block, transformers' default ``grouped_mm`` experts (CPU with torch>=2.10 and
     CUDA sm80+). Every saved tensor has a routing-independent size (S = T·k rows, sorted by expert),
     so this is exact. The ``eager`` experts loop would instead save per-expert index tensors whose
@@ -424,7 +424,8 @@ def _moe(ctx: _Ctx, spec: ModelSpec, x_rg: bool, *, rows: int | None = None,
     ``megatron_moe_bytes``); the router, top-k, index and combine tensors stay on the rank's T tokens.
     ``fused_glu``: the SwiGLU saves only its input (the gate/up output), not ``act(gate)`` too.
     ``probs_in_glu``: the routing weights multiply inside the experts' SwiGLU, so the combine keeps no expert output
-    (Megatron-Core >= 0.12.1, ``megatron_moe_bytes``)."""
+    (Megatron-Core >= 0.12.1, ``megatron_moe_bytes``). ``act_recomputed``: the down projection's input is freed and
+    recomputed (Megatron-Core ``moe_act``)."""
     moe = spec.moe
     assert moe is not None
     T, a, h = ctx.T, ctx.a, spec.hidden_size
@@ -443,7 +444,7 @@ def _moe(ctx: _Ctx, spec: ModelSpec, x_rg: bool, *, rows: int | None = None,
         total += T * INT64 * k  # topk indices
         total += T * (FP32 + FP32 * k)  # top-k renormalisation: sum and values (norm_topk_prob)
     b, o_rg = _routed_experts(ctx, spec, x_rg, logits_rg, rows=rows, fused_glu=fused_glu, probs_in_glu=probs_in_glu,
-                              routing_weight_bytes=a)
+                              routing_weight_bytes=a, act_recomputed=act_recomputed)
     return total + b, o_rg
 
 
@@ -532,18 +533,33 @@ def full_ctx(tokens: int, compute_dtype_bytes: int, *, linear_input_bytes: float
 
 
 def moe_block_bytes(spec: ModelSpec, *, tokens: int, compute_dtype_bytes: int = 2, linear_input_bytes: float = 0.0,
-                    rows: int | None = None, fused_glu: bool = False, probs_in_glu: bool = False) -> int:
+                    rows: int | None = None, fused_glu: bool = False, probs_in_glu: bool = False,
+                    act_recomputed: bool = False) -> int:
     """Saved bytes of one full-training MoE block (``_moe``, its input needing a gradient) over ``tokens`` tokens:
     the per-op figure ``activation_bytes`` counts for each MoE layer of a Qwen3-MoE-layout model, or with ``rows``
-    / ``fused_glu`` / ``probs_in_glu`` another runtime's (``megatron_moe_bytes``). Families with their own layer model
-    (``arch_activations``: gpt-oss, DeepSeek-V3) are not handled here."""
+    / ``fused_glu`` / ``probs_in_glu`` / ``act_recomputed`` another runtime's (``megatron_moe_bytes``). Families with
+    their own layer model (``arch_activations``: gpt-oss, DeepSeek-V3) are not handled here."""
     ctx = full_ctx(tokens, compute_dtype_bytes, linear_input_bytes=linear_input_bytes)
-    return _moe(ctx, spec, True, rows=rows, fused_glu=fused_glu, probs_in_glu=probs_in_glu)[0]
+    return _moe(ctx, spec, True, rows=rows, fused_glu=fused_glu, probs_in_glu=probs_in_glu,
+                act_recomputed=act_recomputed)[0]
+
+
+def residual_norm_bytes(spec: ModelSpec, *, tokens: int, compute_dtype_bytes: int = 2) -> int:
+    """Saved bytes of one full-training residual-stream RMSNorm (its input needing a gradient) over ``tokens`` tokens:
+    the per-op figure a layer's input or pre-MLP norm adds (``_norm``; gpt-oss's fp32-weight norm:
+    ``arch_activations.gpt_oss_norm_bytes``)."""
+    if spec.family == "gpt_oss":
+        from trainfit.memory.arch_activations import gpt_oss_norm_bytes
+
+        return gpt_oss_norm_bytes(spec, tokens=tokens, compute_dtype_bytes=compute_dtype_bytes)
+    h = spec.hidden_size
+    return _norm(full_ctx(tokens, compute_dtype_bytes), width=h, rows=1, zero_centred=spec.family in _ZERO_CENTRED_NORM,
+                 x_rg=True, const_width=h)[0]
 
 
 def megatron_moe_bytes(spec: ModelSpec, *, tokens: int, sequence_shards: int = 1, expert_tensor_parallel: int = 1,
                        compute_dtype_bytes: int = 2, linear_input_bytes: float = 0.0,
-                       probs_in_experts: bool = True) -> int:
+                       probs_in_experts: bool = True, recompute_moe_act: bool = False) -> int:
     """Saved bytes of one Megatron-Core MoE block (full training, TE grouped experts) on one rank of a
     tensor-parallel shard spec (``shard_spec``: expert width already divided by the expert TP size).
 
@@ -560,6 +576,12 @@ def megatron_moe_bytes(spec: ModelSpec, *, tokens: int, sequence_shards: int = 1
       is kept for their gradient; before (0.11, 0.12.0) the unpermute multiplied the expert output by them and saved
       it, ``t · k`` rows of ``h`` (``MEGATRON_PROBS_IN_EXPERTS_SOURCES``).
 
+    * ``recompute_moe_act`` (``--recompute-modules moe_act``): the activation runs under ``CheckpointWithoutOutput``
+      and its output, fc2's input, is freed after fc2 and recomputed in backward (NVIDIA/Megatron-LM
+      megatron/core/transformer/moe/experts.py TEGroupedMLP l.802-805, l.958-970
+      @92c8482e6dcd11c3666c61bb8d1f7e8d0730ed13); the activation's own input, the fc1 output, stays saved (by the
+      checkpoint instead of the fused SwiGLU).
+
     Everything else is the per-op figure of ``_moe`` on those tokens and rows (``MEGATRON_MOE_SOURCES``). Not
     modelled: the weighted SwiGLU saves the permuted probabilities on the expert rows (fp32) where the per-op figure
     keeps the routing weights on ``t · k`` rows."""
@@ -569,7 +591,7 @@ def megatron_moe_bytes(spec: ModelSpec, *, tokens: int, sequence_shards: int = 1
     rows = t * expert_tensor_parallel * moe.experts_per_token
     return moe_block_bytes(spec, tokens=t, compute_dtype_bytes=compute_dtype_bytes,
                            linear_input_bytes=linear_input_bytes, rows=rows, fused_glu=True,
-                           probs_in_glu=probs_in_experts)
+                           probs_in_glu=probs_in_experts, act_recomputed=recompute_moe_act)
 
 
 MEGATRON_PROBS_IN_EXPERTS_SOURCES = (

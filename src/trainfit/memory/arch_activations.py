@@ -345,11 +345,12 @@ def _mla(ctx, spec: ModelSpec, x_rg: bool) -> tuple[int, bool]:
 
 
 def _deepseek_moe(ctx, spec: ModelSpec, x_rg: bool, *, rows: int | None = None, fused_glu: bool = False,
-                  probs_in_glu: bool = False, shared: bool = True) -> tuple[int, bool]:
+                  probs_in_glu: bool = False, shared: bool = True, act_recomputed: bool = False) -> tuple[int, bool]:
     """The routed block (router, experts, combine) and, with ``shared``, the shared experts. ``rows``: the expert rows
     this rank computes when they are not its own T·k; ``fused_glu``: the SwiGLU saves only its input;
     ``probs_in_glu``: the routing weights multiply inside the SwiGLU, so the combine keeps no expert output
-    (Megatron-Core, ``megatron_deepseek_moe_bytes``)."""
+    (Megatron-Core, ``megatron_deepseek_moe_bytes``); ``act_recomputed``: the routed experts' fc2 input is freed and
+    recomputed (Megatron-Core ``moe_act``)."""
     moe = spec.moe
     assert moe is not None
     T, h = ctx.T, spec.hidden_size
@@ -371,7 +372,8 @@ def _deepseek_moe(ctx, spec: ModelSpec, x_rg: bool, *, rows: int | None = None, 
         total += T * (FP32 + FP32 * k)  # top-k renormalisation: sum and values
     # the experts and the combine as Qwen3-MoE's, the fp32 routing weights saved by the mul
     b, m_rg = _act._routed_experts(ctx, spec, x_rg, logits_rg, rows=rows, fused_glu=fused_glu,
-                                   probs_in_glu=probs_in_glu, routing_weight_bytes=FP32, fp8_inputs=False)
+                                   probs_in_glu=probs_in_glu, routing_weight_bytes=FP32, fp8_inputs=False,
+                                   act_recomputed=act_recomputed)
     total += b
     if shared and moe.shared_expert_intermediate_size:
         b, s_rg = _act._dense_mlp(_without_expert_names(ctx), spec, moe.shared_expert_intermediate_size, x_rg)
@@ -455,7 +457,8 @@ def deepseek_moe_block_bytes(spec: ModelSpec, *, tokens: int, compute_dtype_byte
 
 def megatron_deepseek_moe_bytes(spec: ModelSpec, *, tokens: int, sequence_shards: int = 1,
                                 expert_tensor_parallel: int = 1, compute_dtype_bytes: int = 2,
-                                probs_in_experts: bool = True) -> int:
+                                probs_in_experts: bool = True, recompute_moe_act: bool = False,
+                                shared: bool = True) -> int:
     """Saved bytes of one Megatron-Core DeepSeek-V3 MoE block (full training, alltoall dispatcher, TE grouped experts)
     on one rank of a tensor-parallel shard spec (``MEGATRON_DEEPSEEK_MOE_SOURCES``), ``tokens`` = b·s:
 
@@ -468,18 +471,21 @@ def megatron_deepseek_moe_bytes(spec: ModelSpec, *, tokens: int, sequence_shards
 
     The routing tensors keep the per-op figure of ``_deepseek_moe`` on ``t`` tokens. ``probs_in_experts`` false:
     Megatron-Core before 0.12.1, whose combine multiplies the probabilities and keeps the expert output
-    (``memory.activations.MEGATRON_PROBS_IN_EXPERTS_SOURCES``)."""
+    (``memory.activations.MEGATRON_PROBS_IN_EXPERTS_SOURCES``). ``recompute_moe_act``: the routed experts' fc2 input
+    freed (``--recompute-modules moe_act``, as ``memory.activations.megatron_moe_bytes``); ``shared`` false: the
+    routed block only (``plan.ranks.megatron_recompute_freed`` takes the shared experts' part as the difference)."""
     moe = spec.moe
     assert moe is not None
     a, h = compute_dtype_bytes, spec.hidden_size
     t = tokens // sequence_shards
     routed = _deepseek_moe(_full_ctx(t, a), spec, True, rows=t * expert_tensor_parallel * moe.experts_per_token,
-                           fused_glu=True, probs_in_glu=probs_in_experts, shared=False)[0]
-    shared = 0
-    if moe.shared_expert_intermediate_size:
-        shared = _act._dense_mlp(_full_ctx(tokens, a), spec, moe.shared_expert_intermediate_size, True,
-                                 fused_glu=True)[0] - (tokens - t) * a * h
-    return routed + shared
+                           fused_glu=True, probs_in_glu=probs_in_experts, shared=False,
+                           act_recomputed=recompute_moe_act)[0]
+    shared_bytes = 0
+    if shared and moe.shared_expert_intermediate_size:
+        shared_bytes = _act._dense_mlp(_full_ctx(tokens, a), spec, moe.shared_expert_intermediate_size, True,
+                                       fused_glu=True)[0] - (tokens - t) * a * h
+    return routed + shared_bytes
 
 
 # ------------------------------------------------------------------------------------------ gpt-oss

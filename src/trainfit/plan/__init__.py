@@ -54,24 +54,12 @@ def make_plan(card: RunCard, *, calibration=None) -> Plan:
 
         raise CardError(f"attention: eager is not planned for {spec.family} models (no measured eager layer model);"
                         " allowed: sdpa, flash")
-    from trainfit.spec.enums import SelectiveCheckpointing, TensorParallelImpl
+    from trainfit.plan.ranks import megatron_recompute_refusal
 
-    par = card.parallel
-    if par.selective_checkpointing is SelectiveCheckpointing.MLA_UP_PROJ and (
-            spec.mla is None or par.tensor_parallel_impl is not TensorParallelImpl.MEGATRON
-            or par.model_parallel * par.expert_parallel == 1):
+    if (why := megatron_recompute_refusal(card, spec)) is not None:
         from trainfit.errors import CardError
 
-        raise CardError("parallel.selective_checkpointing: mla_up_proj is Megatron-Core's recompute of multi-latent"
-                        " attention, planned for an MLA model (DeepSeek-V3) with tensor_parallel_impl megatron and"
-                        " tensor, pipeline or expert parallel; allowed otherwise: none, op, core_attention")
-    if par.selective_checkpointing is SelectiveCheckpointing.LAYERNORM_MOE_ACT and (
-            spec.family != "gpt_oss" or par.tensor_parallel_impl is not TensorParallelImpl.MEGATRON):
-        from trainfit.errors import CardError
-
-        raise CardError("parallel.selective_checkpointing: layernorm_moe_act is Megatron-Core's recompute of the"
-                        " pre-MLP norm and the experts' activation, planned for gpt-oss with tensor_parallel_impl"
-                        " megatron; allowed otherwise: none, op, core_attention")
+        raise CardError(why)
     gpu = gpu_of(card)
     if card.method in (Method.PPO, Method.GRPO):
         sharding, groups, host, notes, rollout, ranks = walk_rl(card, spec, gpu)

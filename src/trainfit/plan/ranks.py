@@ -67,8 +67,8 @@ from trainfit.plan.terms import (HOST_BYTES_PER_PROCESS, _autocast_copies, _fsdp
                                  fp8_linear_input_bytes, fsdp_casts_gathered_params, lora_tensors,
                                  trained_dtype_bytes, zero_config_of, zero_master_states)
 from trainfit.spec.card import RunCard
-from trainfit.spec.enums import (ComputeDtype, ContextParallelKind, LayerKind, Offload, SelectiveCheckpointing,
-                                 Strategy, TensorParallelImpl, ZERO_STAGES)
+from trainfit.spec.enums import (ComputeDtype, ContextParallelKind, Fp8Recipe, LayerKind, MoeExperts, Offload,
+                                 RecomputeModule, SelectiveCheckpointing, Strategy, TensorParallelImpl, ZERO_STAGES)
 from trainfit.spec.model import ModelSpec
 from trainfit.spec.training import TrainableSpec
 from trainfit.units import BYTES_PER_DTYPE
@@ -387,9 +387,8 @@ def _activations(card: RunCard, spec: ModelSpec, ss: ModelSpec, layout: Parallel
     a = 4 if prec.compute is ComputeDtype.FP32 else 2
     b, s_loc = card.batch.micro_batch_size, card.batch.seq_len // layout.cp
     fp8_in = fp8_linear_input_bytes(card)
-    up_proj = card.parallel.selective_checkpointing is SelectiveCheckpointing.MLA_UP_PROJ
-    # mla_up_proj and layernorm_moe_act exist in Megatron-Core only: the per-op figure runs without them
-    # (layer_selective_checkpointing), megatron_mla_savings / megatron_moe_savings drop what they free
+    # Megatron-Core's module recomputes other than core_attn: the per-op figure runs without them
+    # (layer_selective_checkpointing), megatron_recompute_freed drops what they free
     act = activation_bytes(ss, micro_batch_size=b, seq_len=s_loc, attention=card.attention, trainable=trainable,
                            compute_dtype_bytes=a, sequence_shards=layout.tp if layout.sp else 1,
                            selective=card.parallel.layer_selective_checkpointing,
@@ -409,15 +408,20 @@ def _activations(card: RunCard, spec: ModelSpec, ss: ModelSpec, layout: Parallel
     per_layer = tuple(act.per_layer[i] + (extra if ss.layer_kind(i) is LayerKind.FULL_ATTENTION else 0)
                       - sp_less.get(i, 0.0) for i in stage.chunk_layers)
     ckpt = tuple(act.checkpointed_per_layer[i] for i in stage.chunk_layers)
-    if card.parallel.selective_checkpointing is SelectiveCheckpointing.CORE_ATTENTION:
+    core_attn = card.parallel.layer_selective_checkpointing is SelectiveCheckpointing.CORE_ATTENTION
+    if core_attn:
         # Megatron's selective recompute keeps everything outside the attention core, the shards among it
         ckpt = tuple(max(0.0, c - sp_less.get(i, 0.0)) for c, i in zip(ckpt, stage.chunk_layers))
-    if up_proj:
-        # the layers are not checkpointed: each keeps all but the up projections' query / key / value
-        # (memory.arch_activations.megatron_mla_bytes); not modelled: one layer's recomputed query / key / value
-        # live during its backward
-        freed = megatron_mla_up_proj_freed(ss, layout, tokens=b * s_loc, dtype_bytes=a)
-        per_layer = tuple(max(0.0, n - freed) for n in per_layer)
+    modules = card.parallel.megatron_recompute_modules - {RecomputeModule.CORE_ATTN}
+    if modules and card.parallel.tensor_parallel_impl is TensorParallelImpl.MEGATRON:
+        # each layer keeps all but what its module recomputes free (megatron_recompute_freed); not modelled: one
+        # layer's recomputed tensors live during its backward
+        freed = megatron_recompute_freed(ss, layout, modules, tokens=b * s_loc, dtype_bytes=a,
+                                         linear_input_bytes=fp8_in,
+                                         probs_in_experts=card.parallel.moe_probs_in_experts)
+        per_layer = tuple(max(0.0, n - freed.get(i, 0.0)) for n, i in zip(per_layer, stage.chunk_layers))
+        if core_attn:
+            ckpt = tuple(max(0.0, c - freed.get(i, 0.0)) for c, i in zip(ckpt, stage.chunk_layers))
     rope = act.embedding - act.checkpointed_embedding
     return ActivationBytes(
         per_layer=per_layer,
@@ -465,9 +469,7 @@ def megatron_activation_savings(card: RunCard, ss: ModelSpec, layout: ParallelLa
         return {}
     moe_less = megatron_moe_savings(ss, layout, tokens=tokens, dtype_bytes=dtype_bytes,
                                     linear_input_bytes=linear_input_bytes,
-                                    probs_in_experts=card.parallel.moe_probs_in_experts,
-                                    recompute_layernorm_moe_act=card.parallel.selective_checkpointing
-                                    is SelectiveCheckpointing.LAYERNORM_MOE_ACT)
+                                    probs_in_experts=card.parallel.moe_probs_in_experts)
     compiled = card.parallel.compile and compiled_rules_apply(ss, trainable=trainable, attention=card.attention)
     glu_less = megatron_dense_mlp_savings(ss, tokens=tokens, dtype_bytes=dtype_bytes,
                                           linear_input_bytes=linear_input_bytes, compiled=compiled)
@@ -527,30 +529,22 @@ def megatron_mla_up_proj_freed(ss: ModelSpec, layout: ParallelLayout, *, tokens:
 
 
 def megatron_moe_savings(ss: ModelSpec, layout: ParallelLayout, *, tokens: int, dtype_bytes: int,
-                         linear_input_bytes: float = 0.0, probs_in_experts: bool = True,
-                         recompute_layernorm_moe_act: bool = False) -> float:
+                         linear_input_bytes: float = 0.0, probs_in_experts: bool = True) -> float:
     """Bytes a Megatron-Core rank saves less per MoE layer than the per-op figure (``memory.activations``: the
     whole block on the rank's ``tokens``, the experts on ``tokens · k`` rows, ``act(gate)`` kept beside the SwiGLU
     input): ``moe_block_bytes - megatron_moe_bytes``. ``probs_in_experts`` (the card's
     ``parallel.moe_probs_in_experts``): the combine keeps no expert output. gpt-oss: Megatron-Core's block
-    (``memory.arch_activations.megatron_gpt_oss_moe_bytes``); with ``recompute_layernorm_moe_act``
-    (``layernorm_moe_act``) also the experts' activation output and the pre-MLP norm's output freed, the norm keeping
-    only its input (``t`` tokens of the compute dtype, held by the checkpoint) instead of its per-op figure. 0 for a
-    dense model and for the other families with their own layer model (``arch_activations``)."""
+    (``memory.arch_activations.megatron_gpt_oss_moe_bytes``). What Megatron-Core's module recomputes free beyond
+    this: ``megatron_recompute_freed``. 0 for a dense model and for the other families with their own layer model
+    (``arch_activations``)."""
     shards = layout.tp if layout.sp else 1
     if ss.moe is not None and ss.family == "gpt_oss":
-        from trainfit.memory.arch_activations import (gpt_oss_moe_block_bytes, gpt_oss_norm_bytes,
-                                                      megatron_gpt_oss_moe_bytes)
+        from trainfit.memory.arch_activations import gpt_oss_moe_block_bytes, megatron_gpt_oss_moe_bytes
 
-        t = tokens // shards
-        norm_less = (gpt_oss_norm_bytes(ss, tokens=t, compute_dtype_bytes=dtype_bytes) - t * dtype_bytes
-                     * ss.hidden_size) if recompute_layernorm_moe_act else 0
-        return float(gpt_oss_moe_block_bytes(ss, tokens=tokens, compute_dtype_bytes=dtype_bytes) + norm_less
+        return float(gpt_oss_moe_block_bytes(ss, tokens=tokens, compute_dtype_bytes=dtype_bytes)
                      - megatron_gpt_oss_moe_bytes(ss, tokens=tokens, sequence_shards=shards,
                                                   expert_tensor_parallel=layout.etp, compute_dtype_bytes=dtype_bytes,
-                                                  probs_in_experts=probs_in_experts,
-                                                  recompute_moe_act=recompute_layernorm_moe_act,
-                                                  recompute_pre_mlp_norm=recompute_layernorm_moe_act))
+                                                  probs_in_experts=probs_in_experts))
     if ss.moe is not None and ss.family == "deepseek_v3":
         from trainfit.memory.arch_activations import deepseek_moe_block_bytes, megatron_deepseek_moe_bytes
 
@@ -565,6 +559,174 @@ def megatron_moe_savings(ss: ModelSpec, layout: ParallelLayout, *, tokens: int, 
                              expert_tensor_parallel=layout.etp, compute_dtype_bytes=dtype_bytes,
                              linear_input_bytes=linear_input_bytes, probs_in_experts=probs_in_experts)
     return float(per_op - meg)
+
+
+MEGATRON_RECOMPUTE_SOURCES = (
+    "NVIDIA/Megatron-LM @92c8482e6dcd11c3666c61bb8d1f7e8d0730ed13: megatron/core/transformer/transformer_config.py"
+    " l.374-389 and l.1109-1127 (recompute_modules: core_attn, moe_act, layernorm, mla_up_proj, mlp, moe,"
+    " shared_experts for any GPT model; default [core_attn]), l.1129-1132 (moe_act needs moe_grouped_gemm),"
+    " l.1156-1163 (moe_act / layernorm refused with fp8 delayed scaling); transformer_layer.py l.378-414 ('layernorm':"
+    " input_layernorm and pre_mlp_layernorm where they are not IdentityOp; 'mlp': dense layers only), l.616-621 and"
+    " l.680-684 (the pre-MLP norm under CheckpointWithoutOutput, its output discarded after the MLP), l.521-550 (the"
+    " input norm likewise after the attention), l.648-663 (tensor_parallel.checkpoint(self.mlp, False,"
+    " pre_mlp_layernorm_output)); models/gpt/gpt_layer_specs.py l.250-261, l.344, l.368, l.446-475 (Transformer"
+    " Engine fuses the input norm into linear_qkv and a dense MLP's pre-MLP norm into linear_fc1, so both are"
+    " IdentityOp; multi-latent attention's input norm and a MoE layer's pre-MLP norm stay separate modules);"
+    " moe/moe_layer.py l.120-126, l.224-236 (shared_experts: tensor_parallel.checkpoint(self.shared_experts, False,"
+    " hidden_states)), l.286-323 (moe: router, dispatch, experts and combine under one tensor_parallel.checkpoint);"
+    " moe/experts.py TEGroupedMLP l.802-805, l.958-970 (moe_act: CheckpointWithoutOutput around the activation);"
+    " tensor_parallel/random.py l.407-437 (CheckpointFunction: the forward under no_grad, save_for_backward(*args):"
+    " the module keeps only its input), l.483-504 and l.612-624 (CheckpointWithoutOutput: its input saved, its"
+    " output's storage resized to 0 once the consumer's forward is done)")
+"""Where ``megatron_recompute_freed`` and ``megatron_recompute_refusal`` read Megatron-Core's module recompute."""
+
+
+def megatron_recompute_applies(spec: ModelSpec) -> frozenset[RecomputeModule]:
+    """The ``recompute_modules`` that recompute something of ``spec`` under Megatron-Core and that trainfit's layer
+    model holds (``MEGATRON_RECOMPUTE_SOURCES``): core_attn and layernorm always (layernorm re-runs the norms
+    Transformer Engine does not fuse into a linear: multi-latent attention's input norm and a MoE layer's pre-MLP
+    norm; none in a dense non-MLA layer); mlp with a dense layer; moe and moe_act with MoE layers; shared_experts
+    with DeepSeek-V3's shared experts (the other MoE layouts' layer model does not hold shared experts);
+    mla_up_proj with multi-latent attention. Only core_attn for the families whose Megatron figure is not modelled
+    (GPT-2, GPT-NeoX, MPT, OPT)."""
+    M = RecomputeModule
+    if spec.family in ("gpt2", "gpt_neox", "mpt", "opt"):
+        return frozenset({M.CORE_ATTN})
+    out = {M.CORE_ATTN, M.LAYERNORM}
+    moe = spec.moe
+    if moe is None or any(not moe.is_moe_layer(i) for i in range(spec.num_layers)):
+        out.add(M.MLP)
+    if moe is not None:
+        out |= {M.MOE, M.MOE_ACT}
+        if moe.shared_expert_intermediate_size and spec.family == "deepseek_v3":
+            out.add(M.SHARED_EXPERTS)
+    if spec.mla is not None and spec.family == "deepseek_v3":
+        out.add(M.MLA_UP_PROJ)
+    return frozenset(out)
+
+
+def megatron_recompute_refusal(card: RunCard, spec: ModelSpec) -> str | None:
+    """One line refusing the card's Megatron-Core module recompute (``ParallelSection.megatron_recompute_modules``)
+    where it cannot run or is not modelled, else None: any module but core_attn needs tensor_parallel_impl megatron,
+    full-parameter training (its figures are full-training ones; mla_up_proj as before), a model it applies to
+    (``megatron_recompute_applies``), moe_act grouped experts and no fp8 delayed scaling (Megatron-Core's own refusals,
+    ``MEGATRON_RECOMPUTE_SOURCES``); mla_up_proj tensor, pipeline or expert parallel."""
+    par = card.parallel
+    M = RecomputeModule
+    mods = par.megatron_recompute_modules
+    if not mods - {M.CORE_ATTN}:
+        return None
+    if par.selective_checkpointing is SelectiveCheckpointing.MODULES:
+        key, given = "parallel.recompute_modules", "[" + ", ".join(m.value for m in par.recompute_modules or ()) + "]"
+    else:
+        key, given = "parallel.selective_checkpointing", par.selective_checkpointing.value
+    order = [m for m in M]
+    if par.tensor_parallel_impl is not TensorParallelImpl.MEGATRON:
+        return (f"{key}: {given} is Megatron-Core's --recompute-modules, planned with tensor_parallel_impl megatron;"
+                " allowed otherwise: selective_checkpointing none, op, core_attention")
+    applies = megatron_recompute_applies(spec)
+    bad = [m.value for m in order if m in mods and m not in applies]
+    if bad:
+        return (f"{key}: {', '.join(bad)} recomputes nothing trainfit models in {spec.name}; allowed for this model:"
+                f" {', '.join(m.value for m in order if m in applies)}")
+    full = card.scope.value == "full" and trainable_spec(card).lora is None
+    if not full and mods - {M.CORE_ATTN, M.MLA_UP_PROJ}:
+        return (f"{key}: {given} is modelled for full-parameter training (its freed bytes are full-training ones);"
+                f" allowed with scope {card.scope.value}: core_attn, mla_up_proj")
+    if M.MLA_UP_PROJ in mods and par.model_parallel * par.expert_parallel == 1:
+        return (f"{key}: mla_up_proj is Megatron-Core's recompute of multi-latent attention, planned with tensor,"
+                " pipeline or expert parallel; allowed otherwise: none, op, core_attention")
+    if M.MOE_ACT in mods and par.moe_experts is not MoeExperts.GROUPED:
+        return (f"{key}: moe_act needs Megatron-Core's grouped experts (--moe-grouped-gemm); allowed:"
+                " parallel.moe_experts grouped")
+    prec = card.precision
+    if prec.compute is ComputeDtype.FP8 and prec.fp8_recipe is Fp8Recipe.DELAYED and mods & {M.MOE_ACT, M.LAYERNORM}:
+        return (f"{key}: moe_act and layernorm recompute are refused by Megatron-Core under fp8 delayed scaling;"
+                " allowed: precision.fp8_recipe current or blockwise")
+    return None
+
+
+def megatron_recompute_freed(ss: ModelSpec, layout: ParallelLayout, modules: frozenset[RecomputeModule], *,
+                             tokens: int, dtype_bytes: int, linear_input_bytes: float = 0.0,
+                             probs_in_experts: bool = True) -> dict[int, float]:
+    """Bytes per decoder layer that Megatron-Core's module recomputes (``modules``, core_attn aside: that one is the
+    checkpointed layer's selective figure) free on this rank beyond the Megatron figure (``per-op -
+    megatron_activation_savings``), ``tokens`` = b·s, ``t = tokens / sequence shards``
+    (``MEGATRON_RECOMPUTE_SOURCES``):
+
+    * ``layernorm``: a norm under ``CheckpointWithoutOutput`` saves nothing itself and keeps its input (``t·a·h``, the
+      residual stream) while its output's storage is freed wherever it was saved: multi-latent attention's input norm
+      (its output is the down projections' saved input) and a MoE layer's pre-MLP norm (the router's saved input;
+      DeepSeek-V3's shared experts' fc1 input; the ``moe`` / ``shared_experts`` checkpoint's input) each free their
+      per-op figure (``memory.activations.residual_norm_bytes`` on ``t`` tokens) plus that output less the input.
+      Transformer Engine fuses the other norms into a linear: nothing to recompute.
+    * ``moe_act``: the experts' fc2 input (``megatron_moe_bytes(recompute_moe_act=True)`` and its DeepSeek-V3 and
+      gpt-oss forms).
+    * ``moe``: the MoE layer under ``tensor_parallel.checkpoint`` keeps only its input (the norm output, ``t·a·h``):
+      the whole Megatron block figure (shared experts included) less that.
+    * ``shared_experts`` (without ``moe``): DeepSeek-V3's shared experts keep only their input, already counted as
+      their fc1's saved input: their figure less ``t·a·h``.
+    * ``mlp``: a dense layer's MLP (its fused pre-MLP norm inside) keeps only its input, the residual stream: the
+      norm's per-op figure plus the Megatron dense MLP figure (fc1 saving the ``t``-token shard under sequence
+      parallel) less ``t·a·h``.
+    * ``mla_up_proj``: ``megatron_mla_up_proj_freed``."""
+    from trainfit.memory.activations import residual_norm_bytes
+
+    M = RecomputeModule
+    a, h = dtype_bytes, ss.hidden_size
+    shards = layout.tp if layout.sp else 1
+    t = tokens // shards
+    moe = ss.moe
+    mla = ss.family == "deepseek_v3" and ss.mla is not None
+    norm = residual_norm_bytes(ss, tokens=t, compute_dtype_bytes=a) if M.LAYERNORM in modules or M.MLP in modules else 0
+    up_proj = megatron_mla_up_proj_freed(ss, layout, tokens=tokens, dtype_bytes=a) if M.MLA_UP_PROJ in modules else 0
+    block = act_less = shared_less = 0
+    norm_out_saved = False  # something in the Megatron block saves the pre-MLP norm's output
+    if moe is not None:
+        kw = dict(tokens=tokens, sequence_shards=shards, expert_tensor_parallel=layout.etp, compute_dtype_bytes=a,
+                  probs_in_experts=probs_in_experts)
+        if ss.family == "gpt_oss":
+            from trainfit.memory.arch_activations import megatron_gpt_oss_moe_bytes as fig
+            norm_out_saved = True  # the router's F.linear input
+        elif ss.family == "deepseek_v3":
+            from trainfit.memory.arch_activations import megatron_deepseek_moe_bytes as fig
+            norm_out_saved = bool(moe.shared_expert_intermediate_size)  # the shared experts' fc1 input
+            if M.SHARED_EXPERTS in modules:
+                shared_less = fig(ss, **kw) - fig(ss, shared=False, **kw) - t * a * h
+        else:
+            fig = megatron_moe_bytes
+            kw["linear_input_bytes"] = linear_input_bytes
+            norm_out_saved = True  # the router's F.linear input
+        block = fig(ss, **kw)
+        if M.MOE_ACT in modules:
+            act_less = block - fig(ss, recompute_moe_act=True, **kw)
+    dense_mlp = 0
+    if M.MLP in modules:
+        unit = 0
+        if layout.sp and layout.tp > 1:
+            unit = (ceil(linear_input_bytes * tokens * h) - ceil(linear_input_bytes * t * h) if linear_input_bytes
+                    else a * (tokens - t) * h)
+        dense_mlp = norm + megatron_dense_mlp_bytes(ss, tokens=tokens, compute_dtype_bytes=a,
+                                                    linear_input_bytes=linear_input_bytes) - unit - t * a * h
+    out: dict[int, float] = {}
+    for i in range(ss.num_layers):
+        moe_i = moe is not None and moe.is_moe_layer(i)
+        less = up_proj
+        if M.LAYERNORM in modules and mla:
+            less += norm  # the input norm: its output (the down projections' input) freed, its input kept
+        if moe_i:
+            if M.LAYERNORM in modules:
+                held = norm_out_saved or M.MOE in modules or M.SHARED_EXPERTS in modules
+                less += norm + (t * a * h if held else 0) - t * a * h
+            if M.MOE in modules:
+                less += block - t * a * h
+            else:
+                less += act_less + shared_less
+        elif M.MLP in modules:
+            less += dense_mlp
+        if less:
+            out[i] = float(less)
+    return out
 
 
 def megatron_dense_mlp_savings(ss: ModelSpec, *, tokens: int, dtype_bytes: int, linear_input_bytes: float = 0.0,

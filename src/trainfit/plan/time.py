@@ -421,8 +421,7 @@ def training_time(
         memory_factor=COMPILE_MEMORY_FACTOR if fused_kernels(card) else 1.0,
         kernel_factor=COMPILE_KERNEL_FACTOR if fused_kernels(card) else 1.0,
         model_parallel=mp, attention_context=packed_context or (seq_len if cp > 1 else None),
-        # mla_up_proj, layernorm_moe_act: memory only, their recompute is not timed
-        selective=par.layer_selective_checkpointing.value,
+        selective=par.layer_selective_checkpointing.value, recompute_modules=megatron_recompute_timed(card),
         fp8=card.precision.compute is ComputeDtype.FP8,
         fp8_weight_cache=card.precision.fp8_recipe in TE_ONLY_FP8_RECIPES, work_cv=work_cv, expert_params=expert,
         fp8_params=card.precision.fp8_params, fp8_param_transpose=not _fp8_non_tn(card),
@@ -434,6 +433,18 @@ def training_time(
         megatron_experts=par.tensor_parallel_impl is TensorParallelImpl.MEGATRON,
     )
     return replace(t, assumptions=t.assumptions + (packed_note,)) if packed_note else t
+
+
+def megatron_recompute_timed(card: RunCard) -> tuple[str, ...]:
+    """Megatron-Core's ``recompute_modules`` the recompute pass re-runs (``compute.training.train_step_time``):
+    the card's list when it holds more than core_attn (that one alone is the ``core_attention`` selective pass),
+    on tensor_parallel_impl megatron; else none."""
+    from trainfit.spec.enums import RecomputeModule
+
+    mods = card.parallel.megatron_recompute_modules
+    if not mods - {RecomputeModule.CORE_ATTN} or card.parallel.tensor_parallel_impl is not TensorParallelImpl.MEGATRON:
+        return ()
+    return tuple(sorted(m.value for m in mods))
 
 
 def deepspeed_overlap_comm(card: RunCard) -> bool:

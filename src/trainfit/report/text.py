@@ -61,7 +61,7 @@ def render_plan(plan: Plan, console: Console) -> None:
         f"[bold]{spec.name}[/bold]  {card.method.value.upper()} / {card.scope.value}"
         f"  on {card.world_size} x {gpu.name} ({gib(gpu.memory_bytes, 1)} each)"
         f"  strategy {plan.sharding.strategy.value}, offload {card.parallel.offload.value},"
-        f" checkpointing {'on' if card.parallel.gradient_checkpointing else 'off' if not card.parallel.checkpoints_layers else 'selective ' + card.parallel.selective_checkpointing.value}"
+        f" checkpointing {_checkpointing_text(card.parallel)}"
         + (f" (every {card.parallel.checkpoint_every_n_layers} layers)"
            if card.parallel.gradient_checkpointing and card.parallel.checkpoint_every_n_layers else "")
         + (f", compute fp8 ({card.precision.fp8_recipe.value} scaling)" if card.precision.fp8_recipe else "")
@@ -174,3 +174,13 @@ def render_suggestions(fixes, console: Console) -> None:
             what = ", ".join(f"{s.names[k]}={v}" for k, v in s.changes.items())
             cost = f", step {s.delta_seconds:+.2f} s" if s.delta_seconds is not None else ""
             console.print(f"  {label}: {what}: saves {gib(s.saving_bytes)}, peak {gib(s.peak_device_bytes)}{cost}", markup=False)
+
+
+def _checkpointing_text(par) -> str:  # noqa: ANN001
+    """on | off | selective <policy>; Megatron-Core's module recompute as its list (``recompute_modules``)."""
+    if par.gradient_checkpointing:
+        return "on"
+    sel = par.selective_checkpointing.value
+    if sel == "modules":
+        return "selective recompute_modules " + " ".join(m.value for m in par.recompute_modules or ())
+    return "off" if sel == "none" else "selective " + sel

@@ -27,6 +27,7 @@ from trainfit.spec.enums import (
     Fp8Recipe,
     FsdpVersion,
     SelectiveCheckpointing,
+    RecomputeModule,
     GradDtype,
     MasterWeights,
     Method,
@@ -179,9 +180,15 @@ class ParallelSection(_Section):
         SelectiveCheckpointing.NONE, description="none | op (torchtitan per-op SAC: every other matmul and the"
         " attention kernel saved, the rest recomputed) | core_attention (Megatron --recompute-granularity selective)"
         " | mla_up_proj (Megatron-Core --recompute-modules mla_up_proj: multi-latent attention's up projections,"
-        " Megatron tensor parallel only; memory only, its recompute time is not modelled) | layernorm_moe_act"
-        " (Megatron-Core --recompute-modules layernorm moe_act: a MoE layer's pre-MLP norm and the experts'"
-        " activation, Megatron tensor parallel, gpt-oss; memory only).")
+        " Megatron tensor parallel only) | layernorm_moe_act (Megatron-Core --recompute-modules layernorm moe_act:"
+        " the norms not fused into a linear and the experts' activation, Megatron tensor parallel) | modules"
+        " (Megatron-Core --recompute-modules with the list in recompute_modules).")
+    recompute_modules: tuple[RecomputeModule, ...] | None = Field(
+        None, max_length=7, description="Megatron-Core --recompute-granularity selective --recompute-modules: any of"
+        " core_attn, moe_act, layernorm, mla_up_proj, mlp, moe, shared_experts (tensor_parallel_impl megatron; each"
+        " where the model has what it recomputes). Given, selective_checkpointing is 'modules'. null: the list"
+        " selective_checkpointing names (core_attention: [core_attn], mla_up_proj, layernorm_moe_act: [layernorm,"
+        " moe_act]).")
     checkpoint_every_n_layers: int | None = Field(
         None, ge=1, le=100_000, description="With gradient_checkpointing true: only every n-th decoder layer is"
         " checkpointed (layers n, 2n, ... counting from 1), the others keep their activations: torchtitan"
@@ -269,14 +276,20 @@ class ParallelSection(_Section):
     @model_validator(mode="before")
     @classmethod
     def _selective(cls, v: Any) -> Any:
-        """``gradient_checkpointing: selective`` is per-op selective checkpointing (layers not fully recomputed)."""
+        """``gradient_checkpointing: selective`` is per-op selective checkpointing (layers not fully recomputed);
+        a ``recompute_modules`` list makes it Megatron-Core's module recompute (``selective_checkpointing:
+        modules``)."""
+        if isinstance(v, dict) and v.get("recompute_modules") is not None:
+            v = dict(v)
+            v.setdefault("selective_checkpointing", SelectiveCheckpointing.MODULES.value)
+            v.setdefault("gradient_checkpointing", False)  # Megatron's selective granularity: no full recompute
         if isinstance(v, dict) and isinstance(v.get("gradient_checkpointing"), str) and \
                 v["gradient_checkpointing"].strip().lower() == "selective":
             v = dict(v, gradient_checkpointing=False)
             v.setdefault("selective_checkpointing", SelectiveCheckpointing.OP.value)
             if str(getattr(v["selective_checkpointing"], "value", v["selective_checkpointing"])) == "none":
                 raise ValueError("parallel.selective_checkpointing: 'none' contradicts gradient_checkpointing: selective;"
-                                 " allowed: op, core_attention, mla_up_proj, layernorm_moe_act")
+                                 " allowed: op, core_attention, mla_up_proj, layernorm_moe_act, modules")
         return v
 
     @model_validator(mode="after")
@@ -284,6 +297,18 @@ class ParallelSection(_Section):
         if self.gradient_checkpointing and self.selective_checkpointing is not SelectiveCheckpointing.NONE:
             raise ValueError(f"parallel.selective_checkpointing: '{self.selective_checkpointing.value}' with"
                              " gradient_checkpointing: true (full recompute already); allowed with it: none")
+        mods = self.recompute_modules
+        allowed_mods = ", ".join(m.value for m in RecomputeModule)
+        if self.selective_checkpointing is SelectiveCheckpointing.MODULES and not mods:
+            raise ValueError("parallel.recompute_modules: selective_checkpointing 'modules' needs a non-empty list;"
+                             f" allowed entries: {allowed_mods}")
+        if mods is not None and self.selective_checkpointing is not SelectiveCheckpointing.MODULES:
+            raise ValueError(f"parallel.recompute_modules: given with selective_checkpointing"
+                             f" '{self.selective_checkpointing.value}'; allowed with it: null (or"
+                             " selective_checkpointing: modules)")
+        if mods is not None and len(set(mods)) != len(mods):
+            raise ValueError(f"parallel.recompute_modules: an entry repeats ({', '.join(m.value for m in mods)});"
+                             f" allowed: each of {allowed_mods} at most once")
         n = self.checkpoint_every_n_layers
         if n is not None and self.gradient_checkpointing is not True:
             raise ValueError(f"parallel.checkpoint_every_n_layers: {n} needs gradient_checkpointing: true (the chosen"
@@ -304,9 +329,23 @@ class ParallelSection(_Section):
     @property
     def checkpoints_layers(self) -> bool:
         """Each decoder layer runs under torch's checkpoint (full or selective): memory keeps the layer input
-        plus what the selective policy saves, and backward re-runs the layer. Not under ``mla_up_proj`` or
-        ``layernorm_moe_act``, which free and re-run a few ops only (the layers keep their other activations)."""
+        plus what the selective policy saves, and backward re-runs the layer. Not under Megatron-Core's module
+        recomputes other than ``core_attn``, which free and re-run a few ops only (the layers keep their other
+        activations)."""
         return self.gradient_checkpointing or self.layer_selective_checkpointing is not SelectiveCheckpointing.NONE
+
+    @property
+    def megatron_recompute_modules(self) -> frozenset[RecomputeModule]:
+        """Megatron-Core's ``recompute_modules`` the card states: ``recompute_modules`` under
+        ``selective_checkpointing: modules``, [core_attn] for ``core_attention`` (Megatron-Core's default list),
+        [mla_up_proj], [layernorm, moe_act] for ``layernorm_moe_act``; empty for none, op and full recompute."""
+        s = self.selective_checkpointing
+        if s is SelectiveCheckpointing.MODULES:
+            return frozenset(self.recompute_modules or ())
+        return {SelectiveCheckpointing.CORE_ATTENTION: frozenset({RecomputeModule.CORE_ATTN}),
+                SelectiveCheckpointing.MLA_UP_PROJ: frozenset({RecomputeModule.MLA_UP_PROJ}),
+                SelectiveCheckpointing.LAYERNORM_MOE_ACT: frozenset({RecomputeModule.LAYERNORM,
+                                                                     RecomputeModule.MOE_ACT})}.get(s, frozenset())
 
     @property
     def fsdp2(self) -> bool:
@@ -315,12 +354,14 @@ class ParallelSection(_Section):
 
     @property
     def layer_selective_checkpointing(self) -> SelectiveCheckpointing:
-        """The per-op selective policy of a checkpointed layer: none under Megatron-Core's module recomputes
-        (``mla_up_proj``, ``layernorm_moe_act``), which free a few ops only (memory: ``plan.ranks``'
-        megatron_*_savings; their recompute is not timed)."""
+        """The per-op selective policy of a checkpointed layer: ``core_attention`` where Megatron-Core's list holds
+        core_attn, none under its other module recomputes, which free a few ops only (memory:
+        ``plan.ranks.megatron_recompute_freed``; time: ``compute.inventory.StepInventory.recompute_modules``)."""
         s = self.selective_checkpointing
-        module = s in (SelectiveCheckpointing.MLA_UP_PROJ, SelectiveCheckpointing.LAYERNORM_MOE_ACT)
-        return SelectiveCheckpointing.NONE if module else s
+        if s in (SelectiveCheckpointing.NONE, SelectiveCheckpointing.OP):
+            return s
+        core = RecomputeModule.CORE_ATTN in self.megatron_recompute_modules
+        return SelectiveCheckpointing.CORE_ATTENTION if core else SelectiveCheckpointing.NONE
 
     @property
     def model_parallel(self) -> int:

@@ -74,14 +74,17 @@ class SelectiveCheckpointing(StrEnum):
     * ``mla_up_proj``: Megatron-Core ``--recompute-modules mla_up_proj`` (multi-latent attention only, with
       Megatron tensor parallel): the up projections and RoPE re-run in backward, their query / key / value freed
       after the attention forward (NVIDIA/Megatron-LM megatron/core/transformer/multi_latent_attention.py l.77-80,
-      l.215-217, l.502-508 @7094270c6fa1dbc6b2e99072171e3a559ca36d0f); memory only, its recompute time is not
-      modelled.
+      l.215-217, l.502-508 @7094270c6fa1dbc6b2e99072171e3a559ca36d0f).
     * ``layernorm_moe_act``: Megatron-Core ``--recompute-modules layernorm moe_act`` (MoE models with Megatron
-      tensor parallel; modelled for gpt-oss): the norms Transformer Engine does not fuse into a linear (a MoE layer's
+      tensor parallel): the norms Transformer Engine does not fuse into a linear (a MoE layer's
       pre-MLP norm) and the experts' activation re-run in backward, their outputs (the router's input, the expert
       fc2's input) freed after the forward (NVIDIA/Megatron-LM megatron/core/transformer/transformer_layer.py
       l.381-402, l.616-621, l.680-684, moe/experts.py l.802-805, l.958-970
-      @92c8482e6dcd11c3666c61bb8d1f7e8d0730ed13); memory only, its recompute time is not modelled.
+      @92c8482e6dcd11c3666c61bb8d1f7e8d0730ed13).
+    * ``modules``: Megatron-Core ``--recompute-granularity selective --recompute-modules ...`` with the list in
+      ``parallel.recompute_modules`` (``RecomputeModule``); ``core_attention``, ``mla_up_proj`` and
+      ``layernorm_moe_act`` are the lists [core_attn], [mla_up_proj] and [layernorm, moe_act]
+      (``ParallelSection.megatron_recompute_modules``).
     """
 
     NONE = "none"
@@ -89,6 +92,25 @@ class SelectiveCheckpointing(StrEnum):
     CORE_ATTENTION = "core_attention"
     MLA_UP_PROJ = "mla_up_proj"
     LAYERNORM_MOE_ACT = "layernorm_moe_act"
+    MODULES = "modules"
+
+
+class RecomputeModule(StrEnum):
+    """One entry of Megatron-Core's ``recompute_modules`` (NVIDIA/Megatron-LM
+    megatron/core/transformer/transformer_config.py l.374-389 and l.1112-1127, the allowed set, default
+    ["core_attn"] l.1109-1110, @92c8482e6dcd11c3666c61bb8d1f7e8d0730ed13). ``layernorm``, ``moe_act`` and
+    ``mla_up_proj`` run under ``CheckpointWithoutOutput`` (the output freed after its consumer, recomputed in
+    backward); ``core_attn``, ``mlp``, ``moe`` and ``shared_experts`` under ``tensor_parallel.checkpoint`` (the
+    module keeps only its input and re-runs its forward in backward). Where each applies, and what it frees:
+    ``plan.ranks.megatron_recompute_freed``; what it re-runs: ``compute.inventory.StepInventory.recompute_modules``."""
+
+    CORE_ATTN = "core_attn"
+    MOE_ACT = "moe_act"
+    LAYERNORM = "layernorm"
+    MLA_UP_PROJ = "mla_up_proj"
+    MLP = "mlp"
+    MOE = "moe"
+    SHARED_EXPERTS = "shared_experts"
 
 
 class MasterWeights(StrEnum):

@@ -179,6 +179,19 @@ That is 10-15 Gb/s per node. Here the broadcast gets 20 GB/s, from one 200 Gb/s 
 from eight. The publisher's pods varied: "That batch of nodes was roughly three times faster end to end (55 s per
 step against 183 s)" and "a timing only ever describes one session on one set of pods" (verl-project/verl 2d67b0eda and
 e8fd0a011, commits of the PR).
+What sets that rate, read from the code and the PR's history (verl-project/verl @040a28659773fd58eac91cc006d255826c6da03a):
+* Not the sender's one NIC. The TorchTitan rows ran before #7291 (their table is acd8d6012, authored 2026-08-10): one
+  sender. The HSDP and FSDP-engine rows were committed after the branch was rebased (2026-08-18) onto a main with
+  #7291 (8de5fb446), whose constructor default ``multi_sender=True`` (nccl_checkpoint_engine.py line 142;
+  ``engine_kwargs`` {} by default) puts every actor worker of rank 0's node into the broadcast group as a relay
+  (``_multi_sender_ranks``, lines 200-219), so the broadcast can leave through eight GPUs' NICs. Both sets run at
+  1.4-1.8 GB/s.
+* Not the checkpoint engine's communicator (ray.util.collective over cupy's NCCL). FSDP1's unshard is
+  torch.distributed's all-gather inside the trainer, and it crosses at 1.2 GB/s.
+* Not a host step per bucket. Per 2 GiB bucket the sender does one ZMQ publish of the bucket's metadata and one
+  device synchronisation (lines 95-106 and 350-383), about nine times for Qwen3-8B.
+What is left is the link between that session's nodes, 1.2-1.8 GB/s per node. The PR does not state it, so the
+entries keep the card's default NIC.
 The 30B-A3B MoE row does not share that rate. At least 124.8 GB cross in 43.43 s, 2.9 GB/s or more: 58.0 GB of fp32
 experts exchanged over efsdp=2, 5.8 GB of dense gather and 61.1 GB of bf16 broadcast. It lands at +24 % here
 through 47 s of per-tensor SGLang cost (18,867 tensors), not through the fabric. No source states the fabric, so no

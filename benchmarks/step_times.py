@@ -528,6 +528,9 @@ def lora_section(lora: dict[str, Any] | None, framework: str = "") -> dict[str, 
     out = {"rank": lora["rank"], "alpha": lora["alpha"], "targets": targets}
     if lora.get("dropout"):
         out["dropout"] = lora["dropout"]
+    if lora.get("modules_to_save"):
+        # PEFT modules_to_save as the entry's framework sets it (cited in its note): trained in full beside the adapter
+        out["modules_to_save"] = list(lora["modules_to_save"])
     if (framework or "").lower() in BF16_ADAPTER_FRAMEWORKS:
         out["adapter_dtype"] = "bf16"
     return out

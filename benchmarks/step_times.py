@@ -932,7 +932,10 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         "parallel": {"strategy": strategy, "offload": e["parallel"].get("offload") or "none",
                      **ckpt, "compile": bool(e.get("compile")) or fused, **mp,
                      **({"overlap_param_gather": True} if overlap_gather else {}),
-                     **({"grad_reduce_after_backward": True} if reduce_after else {})},
+                     **({"grad_reduce_after_backward": True} if reduce_after else {}),
+                     # the entry's run streams saved activations to host RAM (torchtune enable_activation_offloading,
+                     # cited in its note): parallel.activation_offload
+                     **({"activation_offload": True} if e.get("activation_offload") else {})},
         "batch": {"micro_batch_size": b["micro_batch_size"], "seq_len": b["seq_len"],
                   "grad_accum": b.get("grad_accum") or 1},
         "attention": attention_of(e),

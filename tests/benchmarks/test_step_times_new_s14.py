@@ -1,8 +1,9 @@
 """benchmarks/step_times.py, held-out training rows of published_train_times_new_s14.json (the Qwen (1.0) README's
 'Profiling of Memory and Speed' cells at 4096 / 8192 tokens not yet in the benchmark, and its 2-GPU full-parameter
-1024 cell; llm-foundry's 'H100 80GB BF16 (Large Scale, >= 128 GPUs)' rows not yet in the benchmark): the file is
-picked up, every row's figure is in its quote, the layouts multiply out, and an entry's PEFT modules_to_save (the
-Qwen table's 'LoRA (emb)' rows) reaches the card."""
+1024 cell; llm-foundry's 'H100 80GB BF16 (Large Scale, >= 128 GPUs)' rows not yet in the benchmark; torchtune's
+'Optimization flags' Llama 3.2 3B full-finetune rows not yet in it): the file is picked up, every row's figure is in
+its quote, the layouts multiply out, and an entry's PEFT modules_to_save (the Qwen table's 'LoRA (emb)' rows) and
+activation offloading (torchtune enable_activation_offloading) reach the card."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ def test_file_is_loaded_with_every_row_and_ids_are_unique_across_files() -> None
     assert DATA in st.data_files(st.TRAIN_DATA)
     everything = st.load_entries(st.TRAIN_DATA)
     loaded = {e["id"] for e in everything if e["_file"] == DATA.name}
-    assert loaded == set(ROWS) and len(ROWS) == 40
+    assert loaded == set(ROWS) and len(ROWS) == 45
     others = {e["id"] for e in everything if e["_file"] != DATA.name}
     assert not loaded & others
 
@@ -33,7 +34,8 @@ def test_file_is_loaded_with_every_row_and_ids_are_unique_across_files() -> None
 @pytest.mark.parametrize("row_id", sorted(ROWS))
 def test_row_figures_layout_and_mapping(row_id: str) -> None:
     e = ROWS[row_id]
-    assert str(e["measured"]["value"]) in e["quote"] and str(e["batch"]["seq_len"]) in e["quote"]
+    assert str(e["measured"]["value"]) in e["quote"]
+    assert str(e["batch"]["seq_len"]) in e["quote"] + e["note"]
     p, b = e["parallel"], e["batch"]
     dp = e["gpus"] // (p["tp"] * p["pp"] * p["cp"])
     assert dp * p["tp"] * p["pp"] * p["cp"] == e["gpus"] == e["gpus_per_node"] * e["nodes"]
@@ -50,3 +52,12 @@ def test_modules_to_save_reaches_the_card_only_where_the_entry_states_it() -> No
     assert card["lora"]["modules_to_save"] == ["embed_tokens", "lm_head"]
     card, _ = st.map_train(ROWS["qwen1-a100-14b-lora-4k"])
     assert "modules_to_save" not in card["lora"]
+
+
+def test_activation_offload_reaches_the_card_only_where_the_entry_states_it() -> None:
+    card, _ = st.map_train(ROWS["tune-a100-3b-act-offload"])
+    assert card["parallel"]["activation_offload"] is True
+    card, _ = st.map_train(ROWS["tune-a100-3b-optim-in-bwd"])
+    assert "activation_offload" not in card["parallel"] and card["precision"]["optimizer_in_backward"] is True
+    card, _ = st.map_train(ROWS["tune-a100-3b-paged-adamw8bit"])
+    assert card["precision"]["optimizer"] == "paged_adamw_8bit" and card["parallel"]["activation_offload"] is True

@@ -528,6 +528,9 @@ def lora_section(lora: dict[str, Any] | None, framework: str = "") -> dict[str, 
     out = {"rank": lora["rank"], "alpha": lora["alpha"], "targets": targets}
     if lora.get("dropout"):
         out["dropout"] = lora["dropout"]
+    if lora.get("modules_to_save"):
+        # PEFT modules_to_save as the entry's framework sets it (cited in its note): trained in full beside the adapter
+        out["modules_to_save"] = list(lora["modules_to_save"])
     if (framework or "").lower() in BF16_ADAPTER_FRAMEWORKS:
         out["adapter_dtype"] = "bf16"
     return out
@@ -929,7 +932,10 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         "parallel": {"strategy": strategy, "offload": e["parallel"].get("offload") or "none",
                      **ckpt, "compile": bool(e.get("compile")) or fused, **mp,
                      **({"overlap_param_gather": True} if overlap_gather else {}),
-                     **({"grad_reduce_after_backward": True} if reduce_after else {})},
+                     **({"grad_reduce_after_backward": True} if reduce_after else {}),
+                     # the entry's run streams saved activations to host RAM (torchtune enable_activation_offloading,
+                     # cited in its note): parallel.activation_offload
+                     **({"activation_offload": True} if e.get("activation_offload") else {})},
         "batch": {"micro_batch_size": b["micro_batch_size"], "seq_len": b["seq_len"],
                   "grad_accum": b.get("grad_accum") or 1},
         "attention": attention_of(e),

@@ -133,6 +133,7 @@ class HardwareSection(_Section):
     price_preset: str | None = Field(None, description="A named price, e.g. rtx4090-pro (1.98 CNY) or rtx4090-youth (1.24 CNY).")
     nic_gbps_per_gpu: float | None = Field(None, gt=0, le=1e6, description="Inter-node network per GPU, Gb/s (10^9 bits); default by GPU: 400 (H100/H200/H800/H20/B200/GB200 HGX), 200 (A100/A800 HGX), 100 (PCIe cards).")
     host_memory_gbps: float | None = Field(None, gt=0, le=1e6, description="Host DRAM bandwidth per node, GB/s; times the CPU optimizer step (default 200: half the peak of a two-socket DDR4-3200 server, compute/rates.py).")
+    host_numa_nodes: int | None = Field(None, ge=1, le=64, description="NUMA nodes of a node's host, all sockets (numactl --hardware; e.g. 8 on a DGX A100, two EPYC 7742 at NPS4): a rank's pinned buffers lie on one, so its CPU optimizer streams at most host_memory_gbps / host_numa_nodes when the node has fewer ranks than NUMA nodes (compute/offload.py). Default: one memory domain.")
     allocator: AllocatorKind = Field(AllocatorKind.DEFAULT, description="default | expandable_segments (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True): the caching allocator's mode; changes reserved bytes.")
 
 

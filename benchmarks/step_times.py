@@ -1135,6 +1135,10 @@ def rollout_section(e: dict[str, Any], model: Any, nodes: int) -> tuple[dict[str
                            "response_len": resp_max, "num_iterations": e["train"].get("ppo_epochs") or 1}
     if e["kind"] != "rl_phase":
         out.update(prompts_per_step=d["prompts_per_step"], num_generations=d["n_per_prompt"])
+        if d.get("generated_prompts_per_step"):  # DAPO dynamic sampling: whole generation batches, some groups dropped
+            out["generated_prompts_per_step"] = d["generated_prompts_per_step"]
+            notes.append(f"{d['generated_prompts_per_step']} prompts generated per step, {d['prompts_per_step']} of"
+                         f" them trained (rollout.generated_prompts_per_step: at least one generation batch)")
         mini = e["train"].get("ppo_mini_batch_size")
         if mini:
             # NeMo RL counts its train_global_batch_size in sequences; verl/OpenRLHF count prompts

@@ -306,6 +306,20 @@ def hardware(gpu_id: str, gpus: int, per_node: int, nodes: int, nic: float | Non
     return hw, notes
 
 
+def host_of(e: dict[str, Any], hw: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The entry's host as the card states it (``host``: ``numa_nodes`` -> ``hardware.host_numa_nodes``,
+    ``memory_gbps`` -> ``hardware.host_memory_gbps``; each cited in the entry's ``host.source``)."""
+    host = e.get("host") or {}
+    notes = []
+    if host.get("numa_nodes"):
+        hw = {**hw, "host_numa_nodes": int(host["numa_nodes"])}
+        notes.append(f"host: {host['numa_nodes']} NUMA nodes (hardware.host_numa_nodes)")
+    if host.get("memory_gbps"):
+        hw = {**hw, "host_memory_gbps": float(host["memory_gbps"])}
+        notes.append(f"host: {host['memory_gbps']} GB/s DRAM (hardware.host_memory_gbps)")
+    return hw, notes
+
+
 def model_layers(model: Any) -> int | None:
     """Decoder layers of a card's ``model`` value (a catalog id), None for an inline shape."""
     if not isinstance(model, str):
@@ -868,6 +882,8 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     notes += n
     hw, n = hardware(gpu, e["gpus"], e["gpus_per_node"], e["nodes"], e.get("inter_node_gbps_per_gpu"))
     notes += n
+    hw, n = host_of(e, hw)
+    notes += n
     ckpt, n = checkpointing(e.get("activation_checkpointing"), e["framework"], (e.get("measured") or {}).get("also"))
     notes += n
     if not e["batch"].get("micro_batch_size"):
@@ -1125,6 +1141,10 @@ def rollout_section(e: dict[str, Any], model: Any, nodes: int) -> tuple[dict[str
                            "response_len": resp_max, "num_iterations": e["train"].get("ppo_epochs") or 1}
     if e["kind"] != "rl_phase":
         out.update(prompts_per_step=d["prompts_per_step"], num_generations=d["n_per_prompt"])
+        if d.get("generated_prompts_per_step"):  # DAPO dynamic sampling: whole generation batches, some groups dropped
+            out["generated_prompts_per_step"] = d["generated_prompts_per_step"]
+            notes.append(f"{d['generated_prompts_per_step']} prompts generated per step, {d['prompts_per_step']} of"
+                         f" them trained (rollout.generated_prompts_per_step: at least one generation batch)")
         mini = e["train"].get("ppo_mini_batch_size")
         if mini:
             # NeMo RL counts its train_global_batch_size in sequences; verl/OpenRLHF count prompts

@@ -6,7 +6,8 @@ states, and the updated 16-bit parameters go back up before the next forward (ex
 
 CPU Adam is bound by host memory bandwidth: it streams the fp32 parameter, gradient and two
 moments in and the parameter, moments and a 16-bit copy out (``CPU_ADAM_BYTES_PER_PARAM``,
-``rates.py``). Every rank of a node shares the node's host bandwidth.
+``rates.py``). Every rank of a node shares the node's host bandwidth, and a rank streams at most the NUMA node
+its pinned buffers lie on (``rank_host_memory_bytes_per_s``, below).
 
 Parameter offload also streams each rank's weight shard up for the forward, the backward and the
 recompute; prefetch hides it behind the compute of the pass.
@@ -33,19 +34,28 @@ deepspeedai/DeepSpeed ``deepspeed/runtime/zero/stage_1_and_2.py`` @1d7b90adc48d5
   copy already in ``CPU_ADAM_BYTES_PER_PARAM``) before the 16-bit copy goes up (l.2013). ``DeepSpeedCPUAdam.step``
   at that commit (``deepspeed/ops/adam/cpu_adam.py`` l.110-) takes no 16-bit output buffer.
 
-Not modelled: where the rank's host buffers lie. The fp32 parameter, gradient and 16-bit partitions are pinned
-(``get_accelerator().pin_memory``, ``stage_1_and_2.py`` l.441-451, l.754 @1d7b90ad), allocated by the rank's main
-thread; ``cudaMallocHost`` has no NUMA awareness and the pages land on the node of the thread that first touches
-them (ai-dynamo/dynamo PR #3700, 2025-10-17; pytorch/pytorch PR #197868 reads the placement from
+Where a rank's host buffers lie (``rank_host_memory_bytes_per_s``). The fp32 parameter, gradient and 16-bit
+partitions are pinned (``get_accelerator().pin_memory``, ``stage_1_and_2.py`` l.441-451, l.754 @1d7b90ad), allocated
+by the rank's main thread; ``cudaMallocHost`` has no NUMA awareness and the pages land on the node of the thread
+that first touches them (ai-dynamo/dynamo PR #3700, 2025-10-17; pytorch/pytorch PR #197868 reads the placement from
 ``/proc/self/numa_maps``). ``--bind_cores_to_rank`` adds ``numactl -m`` only when the rank's cores lie in one NUMA
-node (``deepspeed/utils/numa.py`` ``get_numactl_cmd`` @1d7b90ad), and the DeepSpeed ZenFlow core-binding blog
-(``blogs/zenflow-corebinding/README.md`` @2b68bbc59476f0a7d85ce9a6ae0a74a057a4b7d2: 2 A100-SXM4-40GB, 2x EPYC 7742,
-so 64 physical cores a rank when bound) found ``-m`` off. Its ZeRO-2 offload steps (Qwen2.5-3B 2.497 s bound / 2.887
-s unbound, 1.5B 1.365 s bound), less what this model times on the GPU and over PCIe, leave 1.78 / 2.17 / 0.97 s for
-the host's 42 B/param (CPU Adam 30 + 12 above) over a rank's 1.54e9 / 0.77e9 parameters: 30-37 GB/s a rank, about
-one NUMA node of a DGX A100's EPYC 7742 (STREAM 37 GB/s with 8 threads on one node's cores, 148 GB/s with 32 over a
-socket's four: gist.github.com/v0dro/0559e1d9b205ca9ac0ad1a29fe10377b, read 2026-12-02), not the node bandwidth this
-model divides among the ranks. No card field states a host's NUMA layout, so the 2x stays unexplained here.
+node (``deepspeed/utils/numa.py`` ``get_numactl_cmd`` @1d7b90ad: ``if set(core_list_for_rank) <=
+set(numa_cores[i])``, else only ``-C``), so on a host with more NUMA nodes than ranks each rank's CPU optimizer (its
+OpenMP threads over all of its cores) streams one node's memory: at most ``host_memory_bytes_per_s /
+host_numa_nodes``, not the node's bandwidth divided among the ranks. The rates' ``host_numa_nodes`` is 1 unless the
+card states the host's layout (``hardware.host_numa_nodes``), which keeps the shared-node model. Check, the
+DeepSpeed ZenFlow core-binding blog (``blogs/zenflow-corebinding/README.md``
+@2b68bbc59476f0a7d85ce9a6ae0a74a057a4b7d2: 2 A100-SXM4-40GB of a DGX A100, 2x EPYC 7742, 64 physical cores a rank
+when bound, so four NUMA nodes a rank): its ZeRO-2 offload steps (Qwen2.5-3B 2.497 s bound / 2.887 s unbound, 1.5B
+1.365 s bound), less what this model times on the GPU and over PCIe, leave 1.78 / 2.17 / 0.97 s for the host's 42
+B/param (CPU Adam 30 + 12 above) over a rank's 1.54e9 / 0.77e9 parameters: 30-37 GB/s a rank, about one NUMA node of
+that host (STREAM 37 GB/s with 8 threads on one node's cores, 148 GB/s with 32 over a socket's four:
+gist.github.com/v0dro/0559e1d9b205ca9ac0ad1a29fe10377b, read 2026-12-02). A DGX A100 has eight NUMA nodes of 16
+cores (``nvidia-smi topo -m``: GPU NUMA affinity 3, 1, 7, 5 over cores 48-63, 16-31, 112-127, 80-95;
+gengwg/cheatsheets gpu.md@37dd04a5f11c10ce07931f102b92e66ebe9fceab); with the catalog's node bandwidth (200 GB/s,
+half the DDR4-3200 peak) that is 25 GB/s a rank, below the 37 GB/s STREAM above, so those rows now plan 16-34 % slow
+instead of 44-52 % fast. Not modelled: ranks whose buffers land on the same node (an unbound run's main threads may
+share one), which would halve each one's share again.
 
 ZeRO-3 offload is a different path (``stage3.py``: ``partition_grads`` copies on the reduce-and-partition stream,
 the inf/nan flag accumulates on the device, l.2232-2243, read once per step) and keeps the general terms.
@@ -182,9 +192,23 @@ def staging_bytes_per_s_of(*, coherent_host_link: bool) -> float | None:
     return None if coherent_host_link else PAGEABLE_STAGING_BYTES_PER_S
 
 
+def rank_host_memory_bytes_per_s(*, host_memory_bytes_per_s: float, ranks_per_node: int,
+                                 host_numa_nodes: float = 1) -> float:
+    """Host-memory bandwidth one rank's CPU optimizer streams at while every rank of the node steps at once: its share
+    of the node's ``host_memory_bytes_per_s``, and at most one NUMA node's share, where its pinned buffers lie (module
+    docstring): ``host_memory_bytes_per_s / max(ranks_per_node, host_numa_nodes)``."""
+    if host_memory_bytes_per_s <= 0 or ranks_per_node < 1 or host_numa_nodes < 1:
+        raise ValueError("rank_host_memory_bytes_per_s: host_memory_bytes_per_s > 0, ranks_per_node >= 1, "
+                         "host_numa_nodes >= 1")
+    return host_memory_bytes_per_s / max(ranks_per_node, host_numa_nodes)
+
+
 def cpu_adam_seconds(*, params_per_rank: float, ranks_per_node: int, rates: DeviceRates) -> float:
-    """Host seconds of one Adam step over each rank's ``params_per_rank`` (all ranks of a node at once)."""
-    return params_per_rank * ranks_per_node * CPU_ADAM_BYTES_PER_PARAM / rates.host_memory_bytes_per_s
+    """Host seconds of one Adam step over each rank's ``params_per_rank`` (all ranks of a node at once, each at
+    ``rank_host_memory_bytes_per_s``)."""
+    per_rank = rank_host_memory_bytes_per_s(host_memory_bytes_per_s=rates.host_memory_bytes_per_s,
+                                            ranks_per_node=ranks_per_node, host_numa_nodes=rates.host_numa_nodes)
+    return params_per_rank * CPU_ADAM_BYTES_PER_PARAM / per_rank
 
 
 def offload_seconds(
@@ -212,11 +236,13 @@ def deepspeed_zero12_offload_seconds(
     """Exposed seconds per optimizer step on one GPU of DeepSpeed ZeRO-1/2 with ``offload_optimizer`` (module
     docstring): the boundary's per-tensor loop (norm and inf/nan kernels over ``DS_BOUNDARY_HBM_BYTES_PER_PARAM``, a
     host round trip per tensor, ``sync_round_trip_s`` each, a lower bound) and its fp32 gradient copy down, both
-    exposed; CPU Adam plus the host's clip and conversion passes, all ranks of the node at once over the node's host
-    bandwidth; the 16-bit weights back up. The copies of a node's ranks run at once (``host_copy_bytes_per_s``).
+    exposed; CPU Adam plus the host's clip and conversion passes, all ranks of the node at once, each at
+    ``rank_host_memory_bytes_per_s``; the 16-bit weights back up. The copies of a node's ranks run at once
+    (``host_copy_bytes_per_s``).
     ``tensors_per_rank``: parameter tensors in the rank's partition."""
-    host_bytes = params_per_rank * ranks_per_node * (CPU_ADAM_BYTES_PER_PARAM + DS_HOST_EXTRA_BYTES_PER_PARAM)
-    cpu = host_bytes / rates.host_memory_bytes_per_s
+    per_rank = rank_host_memory_bytes_per_s(host_memory_bytes_per_s=rates.host_memory_bytes_per_s,
+                                            ranks_per_node=ranks_per_node, host_numa_nodes=rates.host_numa_nodes)
+    cpu = params_per_rank * (CPU_ADAM_BYTES_PER_PARAM + DS_HOST_EXTRA_BYTES_PER_PARAM) / per_rank
     copy_rate = host_copy_bytes_per_s(pcie_bytes_per_s=rates.pcie_bytes_per_s,
                                       host_memory_bytes_per_s=rates.host_memory_bytes_per_s,
                                       gpus_per_node=ranks_per_node)

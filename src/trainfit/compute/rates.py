@@ -222,6 +222,10 @@ class DeviceRates:
     """Sustained host <-> device copy rate per direction (pinned memory)."""
     host_memory_bytes_per_s: float = HOST_MEMORY_BYTES_PER_S
     """Host DRAM bandwidth per node that a CPU optimizer step streams at."""
+    host_numa_nodes: int = 1
+    """NUMA nodes of the host (all sockets), each with an equal share of ``host_memory_bytes_per_s``. A rank's pinned
+    host buffers lie on one of them, so its CPU optimizer streams at most one node's share
+    (``compute.offload.rank_host_memory_bytes_per_s``); 1: one memory domain, the node's ranks share it all."""
     fp32_matmul_flops_per_s: float | None = None
     """fp32 matmul without tensor cores (None: 1/12 of the bf16 rate)."""
     fp8_matmul_flops_per_s: float | None = None

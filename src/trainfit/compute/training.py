@@ -576,8 +576,9 @@ def train_step_time(
             compute_s=fwd.seconds + bwd.seconds + rec.seconds, rates=rates,
         )
         off_s = off.exposed_s
+        numa = (f", at most one of its {rates.host_numa_nodes} NUMA nodes a rank" if rates.host_numa_nodes > 1 else "")
         notes.append(f"offload: CPU Adam {off.cpu_step_s:.2f} s at {rates.host_memory_bytes_per_s / 1e9:.0f} GB/s host"
-                     f" memory (shared by the node's ranks), PCIe {rates.pcie_bytes_per_s / 1e9:.0f} GB/s"
+                     f" memory (shared by the node's ranks{numa}), PCIe {rates.pcie_bytes_per_s / 1e9:.0f} GB/s"
                      + ("; DeepSpeed ZeRO-1/2: the fp32 gradient copy down and a host round trip per tensor at the"
                         " boundary exposed, the clip and 16-bit conversion passes on the host" if ds_zero12 else ""))
 

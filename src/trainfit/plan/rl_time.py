@@ -236,6 +236,9 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
     seq_len = int(prompt + mean) if packed else ro.prompt_len + ro.response_len
     notes = [f"RL sequences: {seqs} per step, {seqs_per_gpu} per training GPU at {seq_len} tokens"
              + (" (packed: mean prompt + mean response)" if packed else " (padded to max prompt + max response)")]
+    if generated_prompts(card) != ro.prompts_per_step:
+        notes.append(f"generation: {generated_prompts(card)} prompts x {ro.num_generations} generated per step"
+                     f" (rollout.generated_prompts_per_step), {ro.prompts_per_step} of them trained")
     if not ro.response_len_mean:
         from trainfit.compute.response_lengths import profile_for
 
@@ -257,7 +260,7 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
                      + f"); each refit sends bf16 and every engine rank casts {cast / 1e9:.2f}B weights to fp8")
     gen_side = [gen] if gen is not None else []
     if ro.reward_seconds_per_sample:
-        s = seqs * ro.reward_seconds_per_sample / ro.reward_workers
+        s = generated_prompts(card) * ro.num_generations * ro.reward_seconds_per_sample / ro.reward_workers
         gen_side.append(_phase("reward", s, "host", per_sample=ro.reward_seconds_per_sample))
 
     # frozen passes on the training GPUs
@@ -460,6 +463,16 @@ def _kv_pool(rollout) -> dict[str, float | None]:
     return {"kv_capacity_tokens": rollout.kv_capacity_tokens or None}
 
 
+def generated_prompts(card: RunCard) -> int:
+    """Prompts the engine generates per step: ``rollout.generated_prompts_per_step`` where the trainer keeps only
+    ``prompts_per_step`` of them (DAPO dynamic sampling: NeMo RL's dataloader batch is ``num_prompts_per_step x
+    batch_multiplier`` prompts, each generation batch is generated whole and the groups whose rewards all agree are
+    dropped, NVIDIA-NeMo/RL nemo_rl/algorithms/grpo.py setup l.256-264 and dynamic_sampling l.766-892
+    @9dbd9adc95a10f5946cceb36e1d5b31e2429e470), else ``prompts_per_step``."""
+    ro = card.rollout
+    return ro.generated_prompts_per_step or ro.prompts_per_step
+
+
 def generation_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, rollout, r: DeviceRates) -> PhaseTime | None:
     """The rollout engine's time for the step's prompts (None when the engine cannot start)."""
     if card.rollout.engine is RolloutEngine.DEEPSPEED_HYBRID:
@@ -476,7 +489,7 @@ def generation_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, rollout, r: D
     link = tp_link(rates=r, tp=ro.tensor_parallel, engine_gpus_per_node=engine_per_node,
                    nic_bytes_per_s=nic_bytes_per_s(card), gpu_id=gpu.id, framework=card.preset)
     g = generation_time(
-        spec=spec, matmul_params=matmul_params(spec), rates=r, tp=ro.tensor_parallel, prompts=ro.prompts_per_step,
+        spec=spec, matmul_params=matmul_params(spec), rates=r, tp=ro.tensor_parallel, prompts=generated_prompts(card),
         samples_per_prompt=ro.num_generations, prompt_len=ro.prompt_len, prompt_len_mean=prompt_mean(card),
         response_len_max=ro.response_len, response_len_mean=response_mean(card, spec), response_len_shape=ro.response_len_shape,
         weight_bytes=_engine_weight_bytes(spec), kv_bytes_per_token=rollout.kv_bytes_per_token * ro.tensor_parallel,

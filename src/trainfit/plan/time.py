@@ -103,6 +103,8 @@ def rates_of(card: RunCard, gpu: GpuSpec, rates: DeviceRates | None) -> DeviceRa
     r = rates or default_rates(gpu)
     if card.hardware.host_memory_gbps:
         r = replace(r, host_memory_bytes_per_s=card.hardware.host_memory_gbps * 1e9)
+    if card.hardware.host_numa_nodes:
+        r = replace(r, host_numa_nodes=card.hardware.host_numa_nodes)
     return r
 
 

@@ -133,6 +133,7 @@ class HardwareSection(_Section):
     price_preset: str | None = Field(None, description="A named price, e.g. rtx4090-pro (1.98 CNY) or rtx4090-youth (1.24 CNY).")
     nic_gbps_per_gpu: float | None = Field(None, gt=0, le=1e6, description="Inter-node network per GPU, Gb/s (10^9 bits); default by GPU: 400 (H100/H200/H800/H20/B200/GB200 HGX), 200 (A100/A800 HGX), 100 (PCIe cards).")
     host_memory_gbps: float | None = Field(None, gt=0, le=1e6, description="Host DRAM bandwidth per node, GB/s; times the CPU optimizer step (default 200: half the peak of a two-socket DDR4-3200 server, compute/rates.py).")
+    host_numa_nodes: int | None = Field(None, ge=1, le=64, description="NUMA nodes of a node's host, all sockets (numactl --hardware; e.g. 8 on a DGX A100, two EPYC 7742 at NPS4): a rank's pinned buffers lie on one, so its CPU optimizer streams at most host_memory_gbps / host_numa_nodes when the node has fewer ranks than NUMA nodes (compute/offload.py). Default: one memory domain.")
     allocator: AllocatorKind = Field(AllocatorKind.DEFAULT, description="default | expandable_segments (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True): the caching allocator's mode; changes reserved bytes.")
 
 
@@ -564,6 +565,12 @@ class RolloutSection(_Section):
     response_len: int = Field(1024, ge=1, le=10_000_000)
     num_generations: int = Field(8, ge=1, le=4096, description="Completions per prompt (GRPO group size).")
     prompts_per_step: int = Field(16, ge=1, le=1_000_000, description="Prompts per rollout step, whole run.")
+    generated_prompts_per_step: int | None = Field(
+        None, ge=1, le=1_000_000, description="Prompts the engine generates per step when the trainer keeps only"
+        " prompts_per_step of them: DAPO dynamic sampling generates whole batches and keeps the groups whose rewards"
+        " differ (NeMo RL: grpo.batch_multiplier x num_prompts_per_step per generation batch, nemo_rl/algorithms/"
+        "grpo.py). Times the generation and reward phases; the log-prob and update passes keep prompts_per_step."
+        " Default: prompts_per_step.")
     max_num_seqs: int = Field(
         256, ge=1, le=1_000_000, description="Sequences one engine runs at once (vLLM max_num_seqs; engine sglang:"
         " max_running_requests). Default 256: vLLM's own default for the LLM class and the OpenAI server on GPUs under"
@@ -616,6 +623,10 @@ class RolloutSection(_Section):
 
     @model_validator(mode="after")
     def _prompt_mean_within_max(self) -> RolloutSection:
+        if self.generated_prompts_per_step is not None and self.generated_prompts_per_step < self.prompts_per_step:
+            raise ValueError(f"rollout.generated_prompts_per_step: {self.generated_prompts_per_step} is fewer than the"
+                             f" prompts trained (rollout.prompts_per_step {self.prompts_per_step}); allowed:"
+                             f" {self.prompts_per_step} or more, or null")
         if self.prompt_len_mean is not None and self.prompt_len_mean > self.prompt_len:
             raise ValueError(f"rollout.prompt_len_mean: {self.prompt_len_mean} is more than the longest prompt"
                              f" (rollout.prompt_len {self.prompt_len}); allowed: 1 to {self.prompt_len}, or null")

@@ -209,7 +209,9 @@ def test_xtuner_sequence_parallel_is_ulysses():
 def test_torchtune_chunked_output_loss_maps_onto_the_chunked_loss():
     card, notes = S.map_train(BY_ID["tune-4090-8b-full"])  # CEWithChunkedOutputLoss in the 8B single-device config
     assert card["loss"] == {"chunked": True} and any("loss.chunked" in n for n in notes)
-    card, _ = S.map_train(BY_ID["tune-a100-3b-ac"])
+    card, _ = S.map_train(BY_ID["tune-a100-3b-ac"])  # cumulative table: + Chunked Cross Entropy precedes + AC
+    assert card["loss"] == {"chunked": True}
+    card, _ = S.map_train(BY_ID["tune-a100-3b-packed-compile"])  # the row before + Chunked Cross Entropy
     assert "loss" not in card
 
 

@@ -3,7 +3,8 @@
 
 Megatron-FSDP at NVIDIA/Megatron-LM @1e057005959b75e8bc62f610a335bd03080bc659
 (``megatron/core/distributed/custom_fsdp/fully_sharded_data_parallel.py``) gathers an FSDP unit before its forward
-and again before its backward (l.401-435, l.513-518) and reduce-scatters its gradients after every backward, whatever
+and again for its backward (l.401-435, l.513-518; under full recompute the recomputed forward gathers it after the
+root's pre-backward hook has released every unit, l.522-556) and reduce-scatters its gradients after every backward, whatever
 ``no_sync`` says (``grad_reduce_every_bprop`` for optim_grads / optim_grads_params, l.379-399; l.600-612), the routed
 experts over the expert-data-parallel group (l.125-129). The plan's sharded-collective model must charge that per
 micro-batch and never price it below what the ranks' NICs can carry."""

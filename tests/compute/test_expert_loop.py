@@ -143,3 +143,40 @@ def test_rl_logprob_phase_follows_the_card():
             "roles": {"kl_coef": 0.04}}))
 
     assert plan("loop").time_parts["ref_logprob"] > 2 * plan("grouped").time_parts["ref_logprob"]
+
+
+def test_loop_all_is_transformers_4_52s_loop_one_sync_per_expert_none_per_layer():
+    """transformers 4.51-4.52 (``moe_experts: loop_all``) loop over every expert by a Python index: ``torch.where`` is
+    the only sync (no ``expert_hit`` hit test, no ModuleList index by a CUDA tensor), and the mask row is a view."""
+    hit = step_inventory(MOE, micro_batch_size=1, seq_len=T, expert_loop=True)
+    every = step_inventory(MOE, micro_batch_size=1, seq_len=T, expert_loop=True, expert_loop_every=True)
+    e, n = MOE.moe.num_experts, _n_moe(MOE)
+    assert every.layers_forward.host_syncs == n * e  # one per expert, none per layer
+    assert hit.layers_forward.host_syncs - every.layers_forward.host_syncs == n * (e + 1)
+    assert every.layers_recompute.host_syncs == every.layers_forward.host_syncs
+    assert every.layers_backward.host_syncs == 0
+    # the hit test's four kernels per layer (sum, greater, nonzero x 2) and the mask row's index per expert
+    assert hit.layers_forward.kernels - every.layers_forward.kernels == pytest.approx(n * (4 + e))
+    # the same GEMMs and backward bytes: only the control flow differs
+    assert every.layers_forward.gemms == hit.layers_forward.gemms
+    assert every.layers_backward.memory_bytes == hit.layers_backward.memory_bytes
+    # backward kernels follow the forward's by the inventory's elementwise factor (a convention of the inventory)
+    assert every.layers_backward.kernels < hit.layers_backward.kernels
+
+
+def test_loop_all_plans_and_refuses_as_loop_does():
+    loop = make_plan(_card(moe_experts="loop")).time
+    every = make_plan(_card(moe_experts="loop_all")).time
+    grouped = make_plan(_card()).time
+
+    def phase(t, name):
+        return next(p.seconds for p in t.phases if p.name == name)
+
+    assert phase(grouped, "forward") < phase(every, "forward") < phase(loop, "forward")  # fewer syncs, still a loop
+    # the backward's kernels follow the forward's (the inventory's factor), so a host-bound backward is a little shorter
+    assert 0.95 * phase(loop, "backward") < phase(every, "backward") <= phase(loop, "backward")
+    assert make_plan(_card(moe_experts="loop_all", moe_zero3_leaf=True)).time is not None
+    with pytest.raises(CardError):
+        load_card_dict({"model": "Qwen/Qwen3-30B-A3B", "method": "sft",
+                        "hardware": {"gpu": "a100-80gb", "gpus_per_node": 8, "nodes": 2},
+                        "parallel": {"strategy": "zero1", "expert_parallel": 8, "moe_experts": "loop_all"}})

@@ -1,4 +1,5 @@
-"""transformers < 5's sparse MoE block: the routed experts in a Python loop (``RunCard.parallel.moe_experts: loop``).
+"""transformers < 5's sparse MoE block: the routed experts in a Python loop (``RunCard.parallel.moe_experts: loop``,
+``loop_all``).
 
 The block's forward (huggingface/transformers src/transformers/models/qwen3_moe/modeling_qwen3_moe.py
 @00d4b3d2142cb4ced2f51b90614b5d26bc045015, a 4.57-era commit whose deprecations target 4.58 / 4.60,
@@ -23,6 +24,21 @@ backward replays autograd's graph without Python control flow, so no syncs, but 
 ``hidden_states[None, top_x]`` has the backward ``index_backward(grad.new_zeros(self.sizes()), indices, grad)``
 (pytorch/pytorch tools/autograd/derivatives.yaml, entry ``index.Tensor``): a zero gradient of the whole
 ``T × h`` input per expert, filled at its rows and added into the input's gradient (``LOOP_EXPERT_BACKWARD_BYTES``).
+
+Qwen3-MoE's first releases, transformers 4.51 and 4.52 (the 4.51.0 and 4.52.4 wheels from PyPI,
+``transformers/models/qwen3_moe/modeling_qwen3_moe.py`` ``Qwen3MoeSparseMoeBlock.forward``, l.275 and l.269-281), loop
+over every expert by its Python index instead (``RunCard.parallel.moe_experts: loop_all``); the hit test and the
+``ModuleList`` index by a CUDA tensor arrive in 4.53.0 (``expert_hitted``, same file l.251-254)::
+
+    expert_mask = one_hot(selected_experts, num_experts).permute(2, 1, 0)
+    for expert_idx in range(self.num_experts):
+        expert_layer = self.experts[expert_idx]      # a Python int: no sync
+        idx, top_x = torch.where(expert_mask[expert_idx])   # the mask row a view; nonzero: a sync
+        ... (the same row gather, expert MLP, weighting and index_add_)
+
+so no hit test per layer (no sum, ``greater`` or ``nonzero``, no sync) and per expert one sync and one kernel fewer
+(``LOOP_ALL_*``). The backward is the same graph; the inventory still derives the backward's kernel count from the
+forward's (``inventory.BACKWARD_KERNEL_FACTOR``), so it shrinks with the forward's.
 
 Under DeepSpeed ZeRO-3 every ``nn.Module`` that is not inside a leaf module gets its own fetch hooks
 (deepspeedai/DeepSpeed deepspeed/runtime/zero/parameter_offload.py ``_register_deepspeed_module`` @v0.17.1,
@@ -57,19 +73,35 @@ LOOP_LAYER_SYNCS = 1
 LOOP_EXPERT_SYNCS = 2
 """Per expert forward: the ``ModuleList`` index by a CUDA tensor (``operator.index`` → ``.item()``) and
 ``torch.where``'s ``nonzero``."""
+LOOP_ALL_LAYER_KERNELS = 8
+"""transformers <= 4.52 (``loop_all``): ``LOOP_LAYER_KERNELS`` without the hit test (the mask sum, ``greater`` and
+``nonzero``'s two kernels)."""
+LOOP_ALL_EXPERT_KERNELS = 8
+"""transformers <= 4.52: ``LOOP_EXPERT_KERNELS`` less the mask row's index kernel (``expert_mask[expert_idx]`` with a
+Python int is a view)."""
+LOOP_ALL_LAYER_SYNCS = 0
+"""transformers <= 4.52: no hit test, no sync per layer."""
+LOOP_ALL_EXPERT_SYNCS = 1
+"""transformers <= 4.52: ``torch.where``'s ``nonzero`` only (the ``ModuleList`` index is a Python int)."""
 LOOP_EXPERT_BACKWARD_BYTES = 8.0
 """Bytes per element of the ``T × h`` input, per expert, in backward (bf16): the zero gradient written (2), then added
 into the input's accumulated gradient (read 2 + 2, write 2). The scatter of the expert's own rows is in the rows'
 bytes already."""
 
 
-def loop_forward_kernels(*, local_experts: int) -> float:
-    """Kernels of one MoE layer's forward besides its GEMMs (router and loop)."""
+def loop_forward_kernels(*, local_experts: int, every_expert: bool = False) -> float:
+    """Kernels of one MoE layer's forward besides its GEMMs (router and loop); ``every_expert``: transformers <= 4.52's
+    loop over every expert by index (module docstring)."""
+    if every_expert:
+        return float(LOOP_ALL_LAYER_KERNELS + LOOP_ALL_EXPERT_KERNELS * local_experts)
     return float(LOOP_LAYER_KERNELS + LOOP_EXPERT_KERNELS * local_experts)
 
 
-def loop_forward_syncs(*, local_experts: int) -> float:
-    """Host-device synchronisations of one MoE layer's forward (every expert hit)."""
+def loop_forward_syncs(*, local_experts: int, every_expert: bool = False) -> float:
+    """Host-device synchronisations of one MoE layer's forward (every expert hit); ``every_expert``: transformers
+    <= 4.52's loop, one per expert and none for the layer."""
+    if every_expert:
+        return float(LOOP_ALL_LAYER_SYNCS + LOOP_ALL_EXPERT_SYNCS * local_experts)
     return float(LOOP_LAYER_SYNCS + LOOP_EXPERT_SYNCS * local_experts)
 
 

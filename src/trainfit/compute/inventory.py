@@ -359,6 +359,7 @@ def step_inventory(
     fp8_weight_casts: float = 1.0, expert_parallel: int = 1, expert_token_shards: float = 1.0,
     grouped_gemm: bool = True, fp8_weight_transposes: float | None = None, moe_dispatcher: MoeDispatcher = MoeDispatcher.ALLTOALL,
     fused_cross_entropy: bool = False, packed_flash_syncs: bool = False, expert_loop: bool = False,
+    expert_loop_every: bool = False,
     fp8_casts: CastTraffic | None = None, megatron_experts: bool = False,
 ) -> StepInventory:
     """The op inventory of one micro-step of ``micro_batch_size × seq_len`` tokens on one GPU.
@@ -388,6 +389,8 @@ def step_inventory(
     (``PACKED_FLASH_FORWARD_SYNCS`` / ``PACKED_FLASH_BACKWARD_SYNCS``; the recompute re-runs the forward's);
     ``expert_loop``: the routed experts run as transformers < 5's Python loop (``expert_loop`` module: per expert three
     GEMMs, its kernels and host syncs, and in backward a full-size input gradient), whatever ``grouped_gemm`` says;
+    ``expert_loop_every``: that loop as transformers 4.51-4.52 run it, over every expert by index (no hit test: fewer
+    kernels and syncs, ``expert_loop.loop_forward_kernels`` / ``loop_forward_syncs``);
     ``fp8_casts``: who casts the fp8 linears' operands (``float8_casts``; None: Transformer Engine, the ``FP8_*``
     constants); counts already fused (torchao under torch.compile) go to ``PassInventory.fused_bytes`` /
     ``fused_kernels``, which the compile factors leave alone; ``megatron_experts``: the routed experts are
@@ -604,8 +607,10 @@ def step_inventory(
             fq_k += eager_moe.forward_kernels
             bq_k += eager_moe.backward_kernels
         if expert_loop:  # transformers < 5: router, mask and per-expert kernels, a sync per expert (expert_loop.py)
-            fwd_k += expert_loop_time.loop_forward_kernels(local_experts=moe.num_experts) * n_moe
-            loop_syncs = expert_loop_time.loop_forward_syncs(local_experts=moe.num_experts) * n_moe
+            fwd_k += expert_loop_time.loop_forward_kernels(local_experts=moe.num_experts,
+                                                           every_expert=expert_loop_every) * n_moe
+            loop_syncs = expert_loop_time.loop_forward_syncs(local_experts=moe.num_experts,
+                                                         every_expert=expert_loop_every) * n_moe
             bq_b += expert_loop_time.loop_backward_bytes(tokens=t_moe, hidden=h, local_experts=moe.num_experts) * n_moe
             bq_k += 2 * moe.num_experts * n_moe  # the zero gradient and its accumulation, per expert
         else:

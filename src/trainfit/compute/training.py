@@ -372,6 +372,7 @@ def train_step_time(
     expert_params: float = 0.0, causal_skip: bool = True, fused_cross_entropy: bool = False,
     fp8_params: bool = False, fp8_param_transpose: bool = True,
     recompute_layer_share: float = 1.0, packed_flash_syncs: bool = False, expert_loop: bool = False,
+    expert_loop_every: bool = False,
     zero3_expert_leaf: bool = True, fsdp2_copies: bool = False, fp8_casts: CastTraffic | None = None,
     megatron_experts: bool = False, recompute_modules: tuple[str, ...] = (),
 ) -> TrainStepTime:
@@ -401,7 +402,8 @@ def train_step_time(
     per-sample attention, ``attention_time`` module docstring); ``fused_cross_entropy``: as ``inventory.step_inventory``
     (flash-attn's loss kernel); ``packed_flash_syncs``: as ``inventory.step_inventory`` (packed rows in transformers'
     flash attention synchronise the host in every attention call: ``synced_seconds``); ``expert_loop``: the routed
-    experts as transformers < 5's Python loop (``inventory.step_inventory``); under ZeRO-3 without
+    experts as transformers < 5's Python loop (``inventory.step_inventory``; ``expert_loop_every``: 4.51-4.52's loop
+    over every expert, as there); under ZeRO-3 without
     ``zero3_expert_leaf`` each expert linear is then gathered on its own (``expert_loop.zero3_expert_gathers``);
     ``fp8_casts``: who casts the fp8 linears' operands (``float8_casts.cast_traffic``; None: Transformer Engine);
     ``megatron_experts``: the routed experts are Megatron-Core's ``TEGroupedMLP`` (``inventory.step_inventory``:
@@ -425,7 +427,7 @@ def train_step_time(
                              tp=mp.tp, etp=mp.etp, ep=mp.ep, sequence_parallel=mp.sequence_parallel),
                          moe_dispatcher=mp.moe_dispatcher, fused_cross_entropy=fused_cross_entropy,
                          packed_flash_syncs=packed_flash_syncs, expert_loop=expert_loop,
-                         fp8_casts=fp8_casts, megatron_experts=megatron_experts)
+                         expert_loop_every=expert_loop_every, fp8_casts=fp8_casts, megatron_experts=megatron_experts)
     kw = dict(rates=rates, seq_len=attention_context or seq_len, memory_factor=memory_factor, kernel_factor=kernel_factor)
     fwd = (pass_seconds(inv.layers_forward, backward=False, **kw)
            + pass_seconds(inv.head_forward, backward=False, **kw)).scaled(count_scale)
@@ -772,7 +774,7 @@ def forward_only_time(
     kernel_factor: float = 1.0, attention_context: int | None = None, expert_parallel: int = 1,
     expert_token_shards: float = 1.0, fp8: bool = False, fp8_weight_cache: bool = False, fp8_params: bool = False,
     packed_flash_syncs: bool = False, expert_loop: bool = False, zero3_expert_leaf: bool = True,
-    hooked_units: int = 0, fsdp2_copies: bool = False, unshard_once: bool = False,
+    hooked_units: int = 0, fsdp2_copies: bool = False, unshard_once: bool = False, expert_loop_every: bool = False,
 ) -> PassTime:
     """A no-grad forward over ``micro_steps`` micro-batches (log-probs, values, rewards) on one GPU:
     the layers and the head (the log-softmax and gather cost about what the loss does), plus the
@@ -782,7 +784,7 @@ def forward_only_time(
     context wraps every forward, torchao's Float8Linear is the module); ``fp8_params``: fp8 primary weights, as
     ``train_step_time``: no weight casts (the optimizer step writes the fp8 weights: Megatron fp8_utils.py
     quantize_param_shard l.396-453 @d98e8a64), and a forward needs no weight transpose; ``packed_flash_syncs``,
-    ``expert_loop``: as ``train_step_time`` (the loop's per-expert GEMMs, kernels and host syncs; a no-grad pass
+    ``expert_loop`` / ``expert_loop_every``: as ``train_step_time`` (the loop's per-expert GEMMs, kernels and host syncs; a no-grad pass
     holds no ZeRO-3 expert gathers beyond the sharded weights' own all-gather below).
 
     Host per kernel: the forward's rate less autograd recording (``rates.AUTOGRAD_RECORD_S_PER_FORWARD_KERNEL``, a
@@ -811,7 +813,8 @@ def forward_only_time(
                          expert_parallel=expert_parallel, expert_token_shards=expert_token_shards, fp8=fp8,
                          fp8_weight_casts=_fp8_weight_casts(fp8=fp8, fp8_params=fp8_params,
                                                             fp8_weight_cache=fp8_weight_cache, micro_steps=micro_steps),
-                         packed_flash_syncs=packed_flash_syncs, expert_loop=expert_loop)
+                         packed_flash_syncs=packed_flash_syncs, expert_loop=expert_loop,
+                         expert_loop_every=expert_loop_every)
     no_grad = replace(rates, host_s_per_forward_kernel=max(
         0.0, rates.host_s_per_forward_kernel - AUTOGRAD_RECORD_S_PER_FORWARD_KERNEL))
     kw = dict(rates=no_grad, seq_len=attention_context or seq_len, memory_factor=memory_factor,

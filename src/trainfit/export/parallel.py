@@ -272,8 +272,8 @@ def megatron_keys_notes(card: RunCard, target: str, *, has: set[str]) -> list[st
     if p.moe_routing is not MoeRouting.UNIFORM:
         out.append(f"parallel.moe_routing {p.moe_routing.value}: how the router spreads tokens is a property of the"
                    f" model and data, not a setting of the {target} file; not written")
-    if p.moe_experts is MoeExperts.LOOP:
-        out.append(f"parallel.moe_experts loop: the per-expert loop is what transformers < 5's MoE blocks run (the"
+    if p.moe_experts.is_loop:
+        out.append(f"parallel.moe_experts {p.moe_experts.value}: the per-expert loop is what transformers < 5's MoE blocks run (the"
                    f" installed version decides, not a key of the {target} file); not written (read back: grouped)")
     if p.moe_zero3_leaf:
         out.append(f"parallel.moe_zero3_leaf: the {target} file has no key that marks the MoE block a ZeRO-3 leaf"

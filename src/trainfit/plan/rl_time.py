@@ -296,7 +296,8 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
             # a model trained in fp8 runs its log-prob forwards in fp8 as well (the same linears)
             fp8=fp8, fp8_weight_cache=fp8 and card.precision.fp8_recipe in TE_ONLY_FP8_RECIPES,
             fp8_params=fp8 and card.precision.fp8_params,  # fp8 primary weights: no weight casts
-            packed_flash_syncs=packed_flash_syncs(card), expert_loop=p_.moe_experts is MoeExperts.LOOP,
+            packed_flash_syncs=packed_flash_syncs(card), expert_loop=p_.moe_experts.is_loop,
+            expert_loop_every=p_.moe_experts is MoeExperts.LOOP_ALL,
             zero3_expert_leaf=p_.moe_zero3_leaf, hooked_units=_fsdp_hooked_units(card, pspec, ranks=train_gpus),
             # FSDP2's all-gather copy-out on the compute stream (no copy-in: no gradients); NeMo RL unshards once
             fsdp2_copies=p_.fsdp2,

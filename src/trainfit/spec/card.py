@@ -257,7 +257,9 @@ class ParallelSection(_Section):
                                     " per projection: transformers v5 grouped_mm, Megatron-Core TEGroupedMLP) | loop"
                                     " (transformers < 5's sparse MoE block: a Python loop over the experts that get"
                                     " tokens, three small GEMMs and a host sync each; LLaMA-Factory, ms-swift swift sft,"
-                                    " TRL and verl FSDP on transformers 4.x).")
+                                    " TRL and verl FSDP on transformers 4.53-4.x) | loop_all (transformers 4.51-4.52:"
+                                    " the loop over every expert by index, one host sync per expert and none per"
+                                    " layer).")
     moe_zero3_leaf: bool = Field(False, description="With moe_experts loop under strategy zero3: the MoE block is a"
                                  " DeepSpeed ZeRO-3 leaf module (deepspeed.utils.set_z3_leaf_modules), so its experts'"
                                  " weights are gathered together when the block starts; false: each expert linear is a"
@@ -774,11 +776,11 @@ class RunCard(_Section):
             if par.pipeline_parallel > 1 and par.virtual_stages <= 1:
                 raise ValueError("parallel.moe_comm_overlap: with pipeline_parallel > 1 needs virtual_stages > 1"
                                  " (interleaved schedule); allowed otherwise: false")
-        if par.moe_experts is MoeExperts.LOOP and par.tensor_parallel * par.pipeline_parallel * par.expert_parallel > 1:
+        if par.moe_experts.is_loop and par.tensor_parallel * par.pipeline_parallel * par.expert_parallel > 1:
             # transformers < 5's sparse MoE block runs every expert on each rank (no tensor, pipeline or expert split)
             raise ValueError("parallel.moe_experts: loop (transformers < 5's expert loop) runs without tensor, pipeline"
                              " or expert parallel; allowed with them: grouped")
-        if par.moe_zero3_leaf and (par.strategy is not Strategy.ZERO3 or par.moe_experts is not MoeExperts.LOOP):
+        if par.moe_zero3_leaf and (par.strategy is not Strategy.ZERO3 or not par.moe_experts.is_loop):
             raise ValueError("parallel.moe_zero3_leaf: needs strategy zero3 and moe_experts loop (a grouped experts"
                              " module is gathered whole already); allowed otherwise: false")
         if par.virtual_stages > 1 and par.pipeline_schedule is not PipelineSchedule.INTERLEAVED:

@@ -372,8 +372,16 @@ class MoeExperts(StrEnum):
     """One grouped GEMM per projection over all local experts: transformers v5 ``grouped_mm``, Megatron-Core
     ``TEGroupedMLP``."""
     LOOP = "loop"
-    """transformers < 5's sparse MoE block: a Python loop over the experts that receive tokens, each an
+    """transformers < 5's sparse MoE block (4.53 on): a Python loop over the experts that receive tokens, each an
     ``nn.Module`` of three linears run on its own rows (a host sync per expert)."""
+    LOOP_ALL = "loop_all"
+    """transformers 4.51-4.52's sparse MoE block: the same loop over every expert by its Python index, without the
+    hit test (one host sync per expert, none per layer; ``compute.expert_loop``)."""
+
+    @property
+    def is_loop(self) -> bool:
+        """Either transformers < 5 loop."""
+        return self is not MoeExperts.GROUPED
 
 
 class MoeDispatcher(StrEnum):

@@ -1421,6 +1421,12 @@ def map_rl(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         if dt:
             card["precision"] = {**card.get("precision", {}), **dt[0]}
             notes.append(dt[1])
+    if e["framework"] == "nemo-rl" and pack and tr.get("strategy") in ("fsdp", "fsdp2"):
+        # dtensor_policy_worker.py l.181-199 @27d0af945b96c5bf9fa928bf45fd1a6ce016632d: sequence packing loads the model
+        # with attn_implementation flash_attention_2 (plan.time.nemo_rl_dtensor_packed)
+        card["attention"] = "flash"
+        notes.append("NeMo RL DTensor sequence packing: flash_attention_2, packed position_ids (a host sync in each "
+                     "attention call, plan.time.packed_flash_syncs)")
     if e["framework"] == "nemo-rl" and rollout["placement"] == "colocate":
         # nemo_rl/models/generation/vllm/vllm_generation.py finish_generation: a colocated engine sleeps
         # (vllm_worker.py: llm.sleep(level=1), enable_sleep_mode=True) and wakes every step (@9dbd9adc)

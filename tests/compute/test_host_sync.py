@@ -79,16 +79,30 @@ def test_forward_only_time_carries_the_syncs():
     assert forward_only_time(QWEN05, **kw, packed_flash_syncs=True).seconds > forward_only_time(QWEN05, **kw).seconds
 
 
-def _card(preset: str, strategy: str) -> object:
+def _card(preset: str, strategy: str, attention: str = "sdpa") -> object:
     return load_card_dict({
-        "model": "Qwen/Qwen2.5-0.5B", "method": "grpo", "preset": preset,
+        "model": "Qwen/Qwen2.5-0.5B", "method": "grpo", "preset": preset, "attention": attention,
         "hardware": {"gpu": "h100-sxm", "gpus_per_node": 8, "nodes": 1},
         "parallel": {"strategy": strategy},
         "rollout": {"prompts_per_step": 16, "num_generations": 4, "prompt_len": 256, "response_len": 256},
     })
 
 
-def test_only_verl_fsdp_workers_take_the_packed_path():
+def test_only_verl_fsdp_workers_and_nemo_rl_packed_dtensor_take_the_packed_path():
     assert packed_flash_syncs(_card("verl", "fsdp"))
     assert not packed_flash_syncs(_card("verl", "zero1"))  # verl's Megatron workers
     assert not packed_flash_syncs(_card("trl", "fsdp"))
+    # NeMo RL's DTensor policy: sequence packing loads flash_attention_2 and its cu_seqlens never reach it
+    assert packed_flash_syncs(_card("nemo-rl", "fsdp", "flash"))
+    assert not packed_flash_syncs(_card("nemo-rl", "fsdp"))  # no packing: transformers' default SDPA
+    assert not packed_flash_syncs(_card("nemo-rl", "zero1", "flash"))  # the Megatron policy
+
+
+def test_nemo_rl_packed_log_prob_pass_pays_the_syncs():
+    from trainfit.plan import make_plan
+
+    def logprob(attention: str) -> float:
+        plan = make_plan(_card("nemo-rl", "fsdp", attention))
+        return next(p.seconds for p in plan.time.phases if p.name == "old_logprob")
+
+    assert logprob("flash") > logprob("sdpa")

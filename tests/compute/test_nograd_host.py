@@ -71,8 +71,28 @@ def test_verl_fsdp_log_prob_passes_run_every_units_hooks(monkeypatch):
     assert _units_seen(monkeypatch, preset="verl", parallel={"strategy": "fsdp"}) == {layers + 1}
 
 
-def test_nemo_rl_unshards_once_per_pass(monkeypatch):
-    assert _units_seen(monkeypatch, preset="nemo-rl", parallel={"strategy": "fsdp"}) == {0}
+def test_nemo_rl_layers_reshard_after_every_log_prob_forward(monkeypatch):
+    """NeMo RL's ``unshard_fsdp2_model`` unshards before the loop, but its layers keep FSDP2's default
+    ``reshard_after_forward=True``, so every micro-batch runs the units' hooks (``rl_time._fsdp_hooked_units``)."""
+    layers = SMALL.num_layers
+    assert _units_seen(monkeypatch, preset="nemo-rl", parallel={"strategy": "fsdp"}) == {layers + 1}
+
+
+def test_nemo_rl_log_prob_pass_copies_out_every_micro_batch(monkeypatch):
+    seen = []
+    real = rl_time.forward_only_time
+
+    def spy(*args, **kwargs):
+        seen.append((kwargs.get("unshard_once", False), kwargs.get("fsdp2_copies", False)))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(rl_time, "forward_only_time", spy)
+    make_plan(load_card_dict({
+        "model": "Qwen/Qwen2.5-0.5B", "method": "grpo", "preset": "nemo-rl",
+        "hardware": {"gpu": "h100-sxm", "gpus_per_node": 8, "nodes": 1}, "parallel": {"strategy": "fsdp"},
+        "rollout": {"prompts_per_step": 16, "num_generations": 4, "prompt_len": 256, "response_len": 512},
+    }))
+    assert seen and set(seen) == {(False, True)}
 
 
 def test_unsharded_models_have_no_unit_hooks(monkeypatch):

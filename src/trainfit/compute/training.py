@@ -792,7 +792,9 @@ def forward_only_time(
     model not unsharded before the pass: verl's ``compute_log_prob`` loops ``_forward_micro_batch`` under
     ``torch.no_grad()`` on the FSDP module, volcengine/verl verl/workers/actor/dp_actor.py l.179-225
     @2c8b2b995f36a7cd159b5a9beb5d5ed37cae0fc1, l.418-472 @b178a3cd56f58b2d502255daba591e92833930a7), each ``rates.FSDP_UNIT_FORWARD_HOST_S`` of host time per micro-batch
-    on top of the kernels' (0: unsharded, or unsharded once per pass as NeMo RL's ``unshard_fsdp2_model``).
+    on top of the kernels' (0: unsharded, or kept unsharded across the pass, ``unshard_once``). NeMo RL's
+    ``unshard_fsdp2_model`` does not keep it so: its layers are resharded after every micro-batch's forward
+    (``plan.rl_time._fsdp_hooked_units``), so its passes pay the hooks too.
     Strategy zero3 over more than one rank: a DeepSpeed engine's per-module hooks, ``zero3_hooked_modules`` x
     ``rates.ZERO3_MODULE_FORWARD_HOST_S`` per micro-batch, the experts counted as ``train_step_time`` counts them
     (fused; under ``expert_loop`` every expert's modules, or the block alone where ``zero3_expert_leaf``).
@@ -805,8 +807,9 @@ def forward_only_time(
     l. 203-207 ``post_forward_mesh_info = None``; ``_fsdp_param_group.py`` l. 499-502 ``reshard`` returns in
     FORWARD), and a no-grad pass runs no backward to reshard them, so the next micro-batch's ``unshard`` is a no-op
     (l. 375-376): the root's ``FSDP_ROOT_SHARE`` is gathered once a pass, the other units every micro-batch
-    (fsdp_grad_op: every unit once). ``unshard_once``: the whole model unsharded once before the pass (NeMo RL's
-    ``unshard_fsdp2_model``, see ``hooked_units``): one copy-out a pass. FSDP1 has no copy-out (its views read the
+    (fsdp_grad_op: every unit once). ``unshard_once``: the whole model unsharded once before the pass and kept so
+    (FSDP2 ``reshard_after_forward=False`` on every unit, or ``set_reshard_after_forward(False)``): one copy-out a
+    pass; an explicit ``unshard()`` alone is not that (``_fsdp_hooked_units``). FSDP1 has no copy-out (its views read the
     flat all-gather buffer)."""
     inv = step_inventory(spec, micro_batch_size=micro_batch_size, seq_len=seq_len, adapter=adapter,
                          eager_attention=eager_attention, attention_context=attention_context,

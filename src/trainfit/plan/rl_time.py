@@ -299,9 +299,9 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
             packed_flash_syncs=packed_flash_syncs(card), expert_loop=p_.moe_experts.is_loop,
             expert_loop_every=p_.moe_experts is MoeExperts.LOOP_ALL,
             zero3_expert_leaf=p_.moe_zero3_leaf, hooked_units=_fsdp_hooked_units(card, pspec, ranks=train_gpus),
-            # FSDP2's all-gather copy-out on the compute stream (no copy-in: no gradients); NeMo RL unshards once
+            # FSDP2's all-gather copy-out on the compute stream (no copy-in: no gradients), every micro-batch for the
+            # resharded layers, NeMo RL's too (_fsdp_hooked_units)
             fsdp2_copies=p_.fsdp2,
-            unshard_once=card.preset == "nemo-rl",
         )
         comm = 0.0
         if mp.active:
@@ -649,10 +649,26 @@ def _fsdp_hooked_units(card: RunCard, spec: ModelSpec, *, ranks: int) -> int:
     """FSDP units whose forward hooks run in every log-prob micro-batch (``compute.training.forward_only_time``): one
     per decoder layer and the root (verl wraps the model's ``_no_split_modules``, FSDP1 with ``use_orig_params=False``:
     volcengine/verl verl/utils/fsdp_utils.py get_fsdp_wrap_policy l.64-85, verl/workers/fsdp_workers.py l.274
-    @2c8b2b995f36a7cd159b5a9beb5d5ed37cae0fc1; l.73 and l.196 @b178a3cd56f58b2d502255daba591e92833930a7). None under the
-    nemo-rl preset, which unshards the model once per pass (NVIDIA-NeMo/RL nemo_rl/models/policy/
-    dtensor_policy_worker.py get_logprobs l.845-847 @27d0af945b96c5bf9fa928bf45fd1a6ce016632d), nor unsharded."""
-    if card.parallel.strategy not in FSDP_STRATEGIES or ranks <= 1 or card.preset == "nemo-rl":
+    @2c8b2b995f36a7cd159b5a9beb5d5ed37cae0fc1; l.73 and l.196 @b178a3cd56f58b2d502255daba591e92833930a7). None for an
+    unsharded model.
+
+    The nemo-rl preset's DTensor policy pays them too. Its ``get_logprobs`` runs the micro-batches inside
+    ``unshard_fsdp2_model`` (NVIDIA-NeMo/RL nemo_rl/models/policy/dtensor_policy_worker.py l.77-88 and l.847
+    @27d0af945b96c5bf9fa928bf45fd1a6ce016632d, v0.3.1; the same lines at v0.3.0), which calls ``unshard()`` on every
+    FSDP module before the loop and ``reshard()`` after it. That does not keep the layers unsharded between
+    micro-batches. ``_parallelize_model`` gives each decoder layer ``fully_shard`` with the default
+    ``reshard_after_forward=True`` and only the root ``reshard_after_forward=False`` (nemo_rl/models/dtensor/
+    parallelize.py l.476-489, same commit). FSDP2 runs every unit's pre-forward hook in every forward; ``unshard`` is a
+    no-op only while the group is unsharded. Its post-forward hook calls ``reshard()``, which returns early in FORWARD
+    only when ``_reshard_after_forward`` is False (pytorch/pytorch @cf30153c4c131c8164ee7798e5022d810682e2cb, the torch
+    2.13.0 wheel, torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py ``unshard`` l.372-376, ``reshard``
+    l.499-509, ``pre_forward`` l.540-555, ``post_forward`` l.557-566; ``_fsdp_state.py`` l.290-330 runs them for every
+    forward). So the first micro-batch finds the layers gathered, every later one gathers them again, and every
+    micro-batch pays the hooks. Keeping them requires ``reshard_after_forward=False``, whose runtime setter
+    ``set_reshard_after_forward`` came in pytorch/pytorch pull request #149103, which answers issue #149029 (2025-03-12:
+    "Since inference under no_grad consumes less memory, I want to set reshard_after_forward to False to save
+    computation time"). NeMo RL v0.3.x does not call it."""
+    if card.parallel.strategy not in FSDP_STRATEGIES or ranks <= 1:
         return 0
     return fsdp_units(spec)
 

@@ -91,12 +91,32 @@ def verl_fsdp_workers(card: RunCard) -> bool:
     return card.preset == "verl" and card.parallel.strategy in FSDP_STRATEGIES
 
 
+def nemo_rl_dtensor_packed(card: RunCard) -> bool:
+    """NeMo RL's DTensor (FSDP2) policy with sequence packing, which loads the model with
+    ``attn_implementation="flash_attention_2"`` (the card's ``attention: flash``; NVIDIA-NeMo/RL
+    nemo_rl/models/policy/dtensor_policy_worker.py l.181-199 @27d0af945b96c5bf9fa928bf45fd1a6ce016632d, v0.3.1; v0.3.0
+    @b1c86a816c5e2b4ca41ece193624a38dc62e6fdf the same). Without packing it keeps transformers' default (SDPA)."""
+    return card.preset == "nemo-rl" and card.parallel.strategy in FSDP_STRATEGIES and card.attention is Attention.FLASH
+
+
 def packed_flash_syncs(card: RunCard) -> bool:
     """verl's FSDP workers: transformers models under flash attention, fed packed rows with ``position_ids`` only,
     so every attention call synchronises the host (``compute.inventory.PACKED_FLASH_FORWARD_SYNCS``). verl's
     Megatron workers (zero1 cards) read the lengths to the host once per micro-batch and hand Transformer Engine a
-    ``PackedSeqParams`` (verl/models/mcore/util.py ``preprocess_packed_seqs`` l.25-103, volcengine/verl @b178a3cd)."""
-    return verl_fsdp_workers(card)
+    ``PackedSeqParams`` (verl/models/mcore/util.py ``preprocess_packed_seqs`` l.25-103, volcengine/verl @b178a3cd).
+
+    NeMo RL's packed DTensor passes sync at the same places (``nemo_rl_dtensor_packed``). ``get_logprobs`` and
+    ``train`` call the model with ``position_ids`` that restart at every packed sequence and hand the precomputed
+    ``cu_seqlens`` as one keyword, ``flash_attn_kwargs=...`` (dtensor_policy_worker.py l.940-946 and l.654-661
+    @27d0af94). transformers 4.52.4, the version NeMo RL's uv.lock pins at v0.3.0 and v0.3.1 (l.5095-5096), takes it
+    into ``Qwen2Model.forward``'s ``**flash_attn_kwargs`` (``LlamaModel``'s too: modeling_qwen2.py l.383,
+    modeling_llama.py l.400) as a single nested entry. That entry reaches ``_flash_attention_forward``'s ``**kwargs``
+    and nothing reads it; its ``cu_seq_lens_q`` stays None (modeling_flash_attention_utils.py l.279-298). With
+    ``attention_mask`` None there (the model drops an all-ones mask under flash attention: modeling_qwen2.py l.474-485,
+    modeling_llama.py l.491-494), the packed
+    ``position_ids`` take the ``prepare_fa2_from_position_ids`` branch (l.377-385, l.216-229), the lines the verl
+    figure counts."""
+    return verl_fsdp_workers(card) or nemo_rl_dtensor_packed(card)
 
 
 def rates_of(card: RunCard, gpu: GpuSpec, rates: DeviceRates | None) -> DeviceRates:

@@ -1022,14 +1022,15 @@ def sequence_capped_response(response_max: int, sequence_max: int | None,
                              prompt_mean: float | None) -> tuple[int, str | None]:
     """(longest response, note) for a run whose engine stops a sequence at ``sequence_max`` tokens of prompt +
     response (``data.sequence_len_max``) while its response limit alone would let it run past that: the longest
-    response is the cap less its prompt, taken at the mean prompt (the longest sequences' prompts are not
-    published). vLLM V1 ends a request at ``request.num_tokens >= max_model_len or request.num_output_tokens >=
+    response is the cap less its prompt, taken at the card's mean prompt (published, measured, or derived from the
+    published tokens/s; the longest sequences' own prompts are not published). vLLM V1 ends a request at ``request.num_tokens >= max_model_len or request.num_output_tokens >=
     request.max_tokens`` (``check_stop``, vllm/v1/core/sched/utils.py lines 5-9 of the vLLM 0.9.0 wheel,
     https://pypi.org/project/vllm/0.9.0/, read 2026-12-03; the same test in later releases), so with NeMo RL's
     ``max_new_tokens`` and vLLM ``max_model_len`` both ``${policy.max_total_sequence_length}``
     (NVIDIA-NeMo/RL examples/configs/grpo_math_1B.yaml lines 104 and 116, grpo_math_8B_megatron.yaml lines 62 and
-    71 @b1c86a816c5e2b4ca41ece193624a38dc62e6fdf, v0.3.0) no response reaches ``max_new_tokens``: the longest is
-    ``max_total_sequence_length`` less its prompt. ``(response_max, None)`` when the cap is not published or
+    71 @b1c86a816c5e2b4ca41ece193624a38dc62e6fdf, v0.3.0; the same in the v0.4-v0.6 performance recipes, whose
+    entries cite it) no response reaches ``max_new_tokens``: the longest is ``max_total_sequence_length`` less its
+    prompt. ``(response_max, None)`` when the cap is not published or
     leaves ``response_max`` standing."""
     if not sequence_max or not prompt_mean or prompt_mean + response_max <= sequence_max:
         return response_max, None
@@ -1049,7 +1050,8 @@ def rl_lengths(e: dict[str, Any]) -> tuple[int, int | None, int, int | None, lis
     resp_mean = int(round(d["response_len_mean"])) if d.get("response_len_mean") else None
     prompt = d.get("prompt_len_mean") or d.get("prompt_len_max")
     prompt_mean = None
-    known_prompt = d.get("prompt_len_mean")  # the mean prompt as published or measured (not bounded by a cap)
+    # the mean prompt as published, measured, or derived from the published tokens/s (not one bounded by a cap)
+    known_prompt = d.get("prompt_len_mean")
     if prompt and not d.get("prompt_len_mean"):
         got = measured_prompt_mean(d.get("dataset"), e["model"])
         if got and got["max_tokens"] <= prompt:
@@ -1066,7 +1068,7 @@ def rl_lengths(e: dict[str, Any]) -> tuple[int, int | None, int, int | None, lis
     tput = m.get("throughput") or {}
     if not prompt and resp_mean and m.get("step_s") and tput.get("metric") == "tokens_per_s_per_gpu":
         per_seq = tput["value"] * e["gpus"] * m["step_s"] / (d["prompts_per_step"] * d["n_per_prompt"])
-        prompt = max(1, int(round(per_seq - resp_mean)))
+        prompt = known_prompt = max(1, int(round(per_seq - resp_mean)))
         notes.append(f"prompt length {prompt} derived from the published tokens/s (tokens/s × GPUs × step "
                      f"/ sequences − mean response), assuming it counts prompt + response")
     if not prompt or not resp_max:

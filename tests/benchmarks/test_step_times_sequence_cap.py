@@ -80,3 +80,19 @@ def test_a_cap_derived_prompt_does_not_cap_the_response_again():
     card, notes = st.map_rl(_entry())  # its mean prompt is the cap less the mean response (capped_prompt_mean)
     assert card["rollout"]["response_len"] == 512
     assert not any(n.startswith("longest response") for n in notes)
+
+
+def test_nemo_rl_performance_rows_plan_sequences_within_max_total_sequence_length():
+    """The performance-summary rows' response limit is the table's T-Max Sequence Length, which is prompt + response
+    (max_new_tokens = max_model_len = max_total_sequence_length): their cards stop there."""
+    rows = [e for e in st.load_entries(st.RL_DATA)
+            if e["id"].startswith(("nemorl-v04-", "nemorl-v05-", "nemorl-v06-")) and e["kind"] == "rl_step"
+            and e["data"].get("response_len_max") and e["data"]["response_len_max"] <= 8192]
+    assert len(rows) >= 50
+    for e in rows:
+        assert e["data"]["sequence_len_max"] == e["data"]["response_len_max"], e["id"]
+        card, notes = st.map_rl(e)
+        ro = card["rollout"]
+        longest = ro["prompt_len"] + ro["response_len"]
+        assert longest <= e["data"]["sequence_len_max"] + 64, e["id"]  # + NeMo RL's context-parallel padding
+        assert ro["response_len"] < e["data"]["response_len_max"], e["id"]

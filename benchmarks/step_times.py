@@ -1023,15 +1023,15 @@ def sequence_capped_response(response_max: int, sequence_max: int | None,
     """(longest response, note) for a run whose engine stops a sequence at ``sequence_max`` tokens of prompt +
     response (``data.sequence_len_max``) while its response limit alone would let it run past that: the longest
     response is the cap less its prompt, taken at the card's mean prompt (published, measured, or derived from the
-    published tokens/s; the longest sequences' own prompts are not published). vLLM V1 ends a request at ``request.num_tokens >= max_model_len or request.num_output_tokens >=
-    request.max_tokens`` (``check_stop``, vllm/v1/core/sched/utils.py lines 5-9 of the vLLM 0.9.0 wheel,
-    https://pypi.org/project/vllm/0.9.0/, read 2026-12-03; the same test in later releases), so with NeMo RL's
-    ``max_new_tokens`` and vLLM ``max_model_len`` both ``${policy.max_total_sequence_length}``
-    (NVIDIA-NeMo/RL examples/configs/grpo_math_1B.yaml lines 104 and 116, grpo_math_8B_megatron.yaml lines 62 and
-    71 @b1c86a816c5e2b4ca41ece193624a38dc62e6fdf, v0.3.0; the same in the v0.4-v0.6 performance recipes, whose
-    entries cite it) no response reaches ``max_new_tokens``: the longest is ``max_total_sequence_length`` less its
-    prompt. ``(response_max, None)`` when the cap is not published or
-    leaves ``response_max`` standing."""
+    published tokens/s; the longest sequences' own prompts are not published). vLLM V1 ends a request at
+    ``request.num_tokens >= max_model_len or request.num_output_tokens >= request.max_tokens`` (``check_stop``,
+    vllm/v1/core/sched/utils.py lines 5-9 of the vLLM 0.9.0 wheel, https://pypi.org/project/vllm/0.9.0/, read
+    2026-12-03; the same test in later releases), so with NeMo RL's ``max_new_tokens`` and vLLM ``max_model_len``
+    both ``${policy.max_total_sequence_length}`` (NVIDIA-NeMo/RL examples/configs/grpo_math_1B.yaml lines 104 and
+    116, grpo_math_8B_megatron.yaml lines 62 and 71 @b1c86a816c5e2b4ca41ece193624a38dc62e6fdf, v0.3.0; the same in
+    the v0.4-v0.6 performance recipes, whose entries cite it) no response reaches ``max_new_tokens``: the longest is
+    ``max_total_sequence_length`` less its prompt. ``(response_max, None)`` when the cap is not published or leaves
+    ``response_max`` standing."""
     if not sequence_max or not prompt_mean or prompt_mean + response_max <= sequence_max:
         return response_max, None
     capped = max(1, int(sequence_max - round(prompt_mean)))

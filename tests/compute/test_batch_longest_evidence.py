@@ -6,13 +6,13 @@ the response-length groups split the top bin down to one sequence, so the phase 
 of the whole batch: for independent lengths the expected longest of all ``N`` sequences, which under the truncated
 exponential (``response_lengths``) is ``θ·ln(engines)`` tokens longer than one engine's until it reaches the limit.
 
-Taken alone that mechanism (the top group at the conditional mean of the top ``1/N`` of the distribution; tried
-on the tree of 31fc2ef) moves the NeMo RL v0.3 blog's Llama-3.1-70B generation phases from -25 % to +3 / +5 % (16 engines of 128 sequences, mean 398:
-one engine's longest ~2,300 tokens, the batch's ~3,300), but the play-verl Qwen2-7B TP-1 phase from +61 % to +91 %
-and the DAPO rows whose mean response is not published by 17-59 pt: the exponential's tail is too heavy at the
-batch's scale. Runs that log ``response_length/max`` every step show it (the mean over every logged step of the
-batch's longest response, against the expected longest of the whole batch under the truncated exponential with the
-run's mean):
+Taken alone that mechanism (the top group at the conditional mean of the top ``1/N`` of the distribution; tried on
+the tree of 31fc2ef) moves the NeMo RL v0.3 blog's Llama-3.1-70B generation phases from -25 % to +3 / +5 % (16
+engines of 128 sequences, mean 398: one engine's longest ~2,300 tokens, the batch's ~3,300), but the play-verl
+Qwen2-7B TP-1 phase from +61 % to +91 % and the DAPO rows whose mean response is not published by 17-59 pt: the
+exponential's tail is too heavy at the batch's scale. Runs that log ``response_length/max`` every step show it (the
+mean over every logged step of the batch's longest response, against the expected longest of the whole batch under
+the truncated exponential with the run's mean):
 
 * dingxianzhong/play-verl ``logs/verl_qwen2_7b_min.log`` @7716a615fc4b68961f2bb7716c9aadcd65ca28d2 (512 sequences,
   8 engines, limit 1,024, 140 steps, mean response 169.5): logged 867 (44 % of steps at the limit); batch 997, one

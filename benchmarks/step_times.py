@@ -1040,6 +1040,28 @@ def capped_prompt_mean(prompt_max: int, sequence_max: int | None,
                    f" mean response {response_mean:g} (no mean prompt published; the max {prompt_max} bounds memory)")
 
 
+def sequence_capped_response(response_max: int, sequence_max: int | None,
+                             prompt_mean: float | None) -> tuple[int, str | None]:
+    """(longest response, note) for a run whose engine stops a sequence at ``sequence_max`` tokens of prompt +
+    response (``data.sequence_len_max``) while its response limit alone would let it run past that: the longest
+    response is the cap less its prompt, taken at the card's mean prompt (published, measured, or derived from the
+    published tokens/s; the longest sequences' own prompts are not published). vLLM V1 ends a request at
+    ``request.num_tokens >= max_model_len or request.num_output_tokens >= request.max_tokens`` (``check_stop``,
+    vllm/v1/core/sched/utils.py lines 5-9 of the vLLM 0.9.0 wheel, https://pypi.org/project/vllm/0.9.0/, read
+    2026-12-03; the same test in later releases), so with NeMo RL's ``max_new_tokens`` and vLLM ``max_model_len``
+    both ``${policy.max_total_sequence_length}`` (NVIDIA-NeMo/RL examples/configs/grpo_math_1B.yaml lines 104 and
+    116, grpo_math_8B_megatron.yaml lines 62 and 71 @b1c86a816c5e2b4ca41ece193624a38dc62e6fdf, v0.3.0; the same in
+    the v0.4-v0.6 performance recipes, whose entries cite it) no response reaches ``max_new_tokens``: the longest is
+    ``max_total_sequence_length`` less its prompt. ``(response_max, None)`` when the cap is not published or leaves
+    ``response_max`` standing."""
+    if not sequence_max or not prompt_mean or prompt_mean + response_max <= sequence_max:
+        return response_max, None
+    capped = max(1, int(sequence_max - round(prompt_mean)))
+    return capped, (f"longest response {capped} tokens: prompt + response stop at {sequence_max} tokens (vLLM "
+                    f"max_model_len), less the mean prompt {prompt_mean:g} (the response limit {response_max} "
+                    "is never reached)")
+
+
 def rl_lengths(e: dict[str, Any]) -> tuple[int, int | None, int, int | None, list[str]]:
     """(prompt tokens (the maximum where only that is published), mean prompt tokens or None, max response,
     mean response or None, notes) for an RL entry. The mean prompt is the published one, else the one measured
@@ -1050,10 +1072,12 @@ def rl_lengths(e: dict[str, Any]) -> tuple[int, int | None, int, int | None, lis
     resp_mean = int(round(d["response_len_mean"])) if d.get("response_len_mean") else None
     prompt = d.get("prompt_len_mean") or d.get("prompt_len_max")
     prompt_mean = None
+    # the mean prompt as published, measured, or derived from the published tokens/s (not one bounded by a cap)
+    known_prompt = d.get("prompt_len_mean")
     if prompt and not d.get("prompt_len_mean"):
         got = measured_prompt_mean(d.get("dataset"), e["model"])
         if got and got["max_tokens"] <= prompt:
-            prompt_mean = int(round(got["mean_tokens"]))
+            prompt_mean = known_prompt = int(round(got["mean_tokens"]))
             notes.append(f"prompt mean {prompt_mean} tokens: {got['dataset']} measured ({got['prompts']:,} prompts"
                          " with the recipe's instruction and the model's chat template,"
                          f" benchmarks/rl_prompt_lengths.py; longest {got['max_tokens']}); the published max"
@@ -1066,11 +1090,16 @@ def rl_lengths(e: dict[str, Any]) -> tuple[int, int | None, int, int | None, lis
     tput = m.get("throughput") or {}
     if not prompt and resp_mean and m.get("step_s") and tput.get("metric") == "tokens_per_s_per_gpu":
         per_seq = tput["value"] * e["gpus"] * m["step_s"] / (d["prompts_per_step"] * d["n_per_prompt"])
-        prompt = max(1, int(round(per_seq - resp_mean)))
+        prompt = known_prompt = max(1, int(round(per_seq - resp_mean)))
         notes.append(f"prompt length {prompt} derived from the published tokens/s (tokens/s × GPUs × step "
                      f"/ sequences − mean response), assuming it counts prompt + response")
     if not prompt or not resp_max:
         raise Unmapped("skipped", ["prompt or response length not published"])
+    # not a mean prompt bounded by the same cap (capped_prompt_mean): that would give the cap back as the mean response
+    capped, note = sequence_capped_response(int(resp_max), d.get("sequence_len_max"), known_prompt)
+    if note:
+        resp_max = capped
+        notes.append(note)
     if resp_mean is None:
         notes.append("mean response not published: the card's default distribution below the max")
     return int(prompt), prompt_mean, int(resp_max), resp_mean, notes

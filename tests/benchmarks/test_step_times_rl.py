@@ -71,6 +71,9 @@ def test_uneven_end_stages_reach_the_card_and_the_run_plans():
 
 def test_nemo_rl_context_parallel_pads_to_tp_x_2_x_cp():
     e = RL["nemorl-v05-dapo-dsv3-h100-bf16-512g-onpol"]  # TP 8, CP 4: make_sequence_length_divisible_by 64
+    # without its max_model_len cap (data.sequence_len_max 1536, a multiple of 64: nothing left to pad), the longest
+    # sequence is prompt + 1536 and gets padded
+    e = {**e, "data": {k: v for k, v in e["data"].items() if k != "sequence_len_max"}}
     card, notes = S.map_rl(e)
     ro = card["rollout"]
     assert (ro["prompt_len"] + ro["response_len"]) % 64 == 0

@@ -89,3 +89,36 @@ def test_checkpointed_layers_hold_the_eager_mask(monkeypatch):
     with_mask = _backward(_card(gradient_checkpointing=True)).components["activations"]
     monkeypatch.setattr(attn, "eager_mask_bytes", lambda *a, **k: 0)
     assert with_mask - _backward(_card(gradient_checkpointing=True)).components["activations"] == mask
+
+
+def _gpt_oss_card(**parallel) -> dict:
+    return {"model": "openai/gpt-oss-20b", "scope": "full", "attention": "eager",
+            "hardware": {"gpu": "h200", "gpus_per_node": 1}, "batch": {"micro_batch_size": 1, "seq_len": 4096},
+            "parallel": {"strategy": "single", **parallel}}
+
+
+def test_gpt_oss_after_attention_is_the_second_norm_and_the_moe_block():
+    """gpt-oss's own layer model (``arch_activations.layer_bytes``) says what follows its attention: the
+    post-attention RMSNorm and the MoE block, each at its per-op figure."""
+    from trainfit.memory.arch_activations import gpt_oss_moe_block_bytes, gpt_oss_norm_bytes
+
+    spec = from_catalog("openai/gpt-oss-20b")
+    b, s = 2, 1024
+    act = activation_bytes(spec, micro_batch_size=b, seq_len=s, attention=Attention.EAGER,
+                           trainable=TrainableSpec(scope=Scope.FULL))
+    after = gpt_oss_norm_bytes(spec, tokens=b * s) + gpt_oss_moe_block_bytes(spec, tokens=b * s)
+    assert act.after_attention_per_layer == (after,) * spec.num_layers
+    assert all(0 < a < p for a, p in zip(act.after_attention_per_layer, act.per_layer))
+
+
+def test_gpt_oss_plan_subtracts_the_moe_block_at_the_attention_moment(monkeypatch):
+    """gpt-oss-20b full eager b1 x 4096 with checkpointing: the softmax backward's moment no longer holds the
+    layer's MoE block (the +5.9% over the trace of tests/unit/test_new_families_vs_trace.py)."""
+    spec = from_catalog("openai/gpt-oss-20b")
+    after = activation_bytes(spec, micro_batch_size=1, seq_len=4096, attention=Attention.EAGER,
+                             trainable=TrainableSpec(scope=Scope.FULL)).after_attention_per_layer[0]
+    now = _backward(_gpt_oss_card(gradient_checkpointing=True))
+    monkeypatch.setattr(terms, "attention_backward_released", lambda *a: ())
+    before = _backward(_gpt_oss_card(gradient_checkpointing=True))
+    assert now.at == before.at and now.at.startswith("layer ")
+    assert before.components["activations"] - now.components["activations"] == after

@@ -179,7 +179,7 @@ class ActivationBytes:
     MLP or MoE block, Gemma-2's feed-forward norms). Their backward runs first and frees them, so they are gone
     when the attention's backward runs (``trainfit.plan.terms``: the eager softmax backward's moment). Empty
     for the families with their own layer model (``arch_activations``) unless that model says it (MPT,
-    GPT-NeoX): nothing is assumed freed there."""
+    GPT-NeoX, GPT-2, gpt-oss): nothing is assumed freed there."""
 
     def kernel_extra(self, *, gradient_checkpointing: bool) -> tuple[int, ...]:
         return self.kernel_backward_checkpointed if gradient_checkpointing else self.kernel_backward

@@ -65,14 +65,20 @@ def score_elements(*, micro_batch_size: int, seq_len: int, heads: int, eager: bo
     return float(micro_batch_size * heads * seq_len * seq_len) if eager else 0.0
 
 
-EAGER_BYTES_PER_SCORE_BY_FAMILY: dict[str, tuple[float, float, float]] = {"gpt_oss": (6.0, 4.2, 5.9), "mpt": (12.2, 3.6, 9.8)}
+EAGER_BYTES_PER_SCORE_BY_FAMILY: dict[str, tuple[float, float, float]] = {"gpt_oss": (6.0, 4.2, 6.0), "mpt": (12.2, 3.6, 9.8)}
 """(forward with checkpointing, forward without, backward) bytes per score of families whose eager path
 differs: gpt-oss concatenates a sink column and takes a bf16 softmax (no fp32 copy), so its forward keeps
-the masked scores, the sink-extended logits and their max-shifted copy and probabilities. Fitted on the
-fake-tensor trace like the defaults (hidden 64, 8 heads, s = 1024 and 2048, both checkpointing modes: the
-slope of the traced peak in s^2). The backward includes CUDA's softmax-backward product, here in bf16 as
-the softmax is (3.9 without it, 5.9 with the trace's emulation: +2.0 with checkpointing and without); so
-all of it scales with the model's dtype.
+the masked scores, the sink-extended logits and their max-shifted copy and probabilities. The forward figures
+are fitted on the fake-tensor trace like the defaults (hidden 64, 8 heads, s = 1024 and 2048, both checkpointing
+modes: the slope of the traced peak in s^2). The backward is counted: ``eager_attention_forward``
+(transformers 5.24.0 src/transformers/models/gpt_oss/modeling_gpt_oss.py l.244-253) drops the sink column
+by slicing, ``scores = probs[..., :-1]``, so the backward's ``p @ v`` gradient of the probabilities is
+widened back to (b, H, s, s + 1) by ``slice_backward`` (the s-wide gradient is freed after it), then the
+softmax backward makes its input gradient and CUDA's ``tmp = grad * output`` (bf16, as the softmax is,
+``softmax_backward_tmp_bytes``): three score-sized bf16 tensors, 6 B per score, all of it in the model's dtype
+(the sink column adds 3 x 2 B per query row, b x H x s, left out). The fake-tensor trace holds exactly these
+three at the layer's backward peak (hidden 256 and 512, 8 heads, b 2, s 512 and 2048, full training, with and without
+checkpointing). It replaces a fitted 3.9 (5.9 with the product), 0.1 B per score short of those three.
 
 MPT (transformers' ``MptAttention``, eager only) scales the bf16 scores, adds the ALiBi bias, masks them with a
 bool mask (``arch_activations`` counts it, once) and takes an fp32 softmax of an fp32 copy: fitted on the trace

@@ -2,7 +2,7 @@
 within 2% of the fake-tensor trace's (one GPU, full and LoRA, with and without checkpointing).
 
 Measured (hidden 256, 4 layers, 8 heads, seq 512, micro-batch 2): OPT -0.01/+0.03% (full, ckpt/no ckpt),
--0.79/+0.02% (LoRA); DeepSeek-V3 -0.06/+0.16%, -0.06/-1.21%; gpt-oss (eager) -1.7/-0.00%. With OPT's
+-0.79/+0.02% (LoRA); DeepSeek-V3 -0.06/+0.16%, -0.06/-1.21%; gpt-oss (eager) -0.04/-0.00%, LoRA -0.06/-0.01%. With OPT's
 released dropout 0.1 the trace reads 1.83% higher without checkpointing: its CPU dropout keeps a bf16
 noise tensor where CUDA's native_dropout keeps a bool mask (the plan models CUDA)."""
 

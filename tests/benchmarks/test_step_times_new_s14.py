@@ -1,6 +1,7 @@
 """benchmarks/step_times.py, held-out RL rows of published_rl_times_new_s14.json (checkpoint-engine's broadcast
 update benchmark, verl's checkpoint-engine backend benchmark, NeMo RL's experimental NCCL reshard refit table and
-its v0.3 refit blog, SkyRL's Megatron vs FSDP2 Search-R1 table): the file is picked up, every figure is in its
+its v0.3 refit blog, its default non-colocated refit after PR #1379, SkyRL's Megatron vs FSDP2 Search-R1
+table): the file is picked up, every figure is in its
 quote (a range's two ends where the midpoint is recorded), every entry cites its source, and the rows the card
 cannot state, or cannot score yet, say why."""
 
@@ -22,7 +23,7 @@ def test_file_is_loaded_with_every_row_and_ids_are_unique_across_files() -> None
     assert DATA in S.data_files(S.RL_DATA)
     everything = S.load_entries(S.RL_DATA)
     loaded = {e["id"] for e in everything if e["_file"] == DATA.name}
-    assert loaded == set(ROWS) and len(ROWS) == 21
+    assert loaded == set(ROWS) and len(ROWS) == 23
     assert not loaded & {e["id"] for e in everything if e["_file"] != DATA.name}
 
 
@@ -78,6 +79,13 @@ def test_search_r1_rows_wait_for_a_measured_prompt() -> None:
         assert e["measured"]["phases_s"]["actor_update"] and e["measured"]["phases_s"]["old_logprob"]
 
 
+def test_default_refit_rows_without_a_layout_are_skipped_with_the_rule_only() -> None:
+    for row_id in ("nemorl-pr1379-nccl-refit-qwen3-235b-a22b-h100", "nemorl-pr1379-nccl-refit-dsv3-h100"):
+        with pytest.raises(S.Unmapped) as got:
+            S.map_rl(ROWS[row_id])
+        assert got.value.status == "skipped" and "layouts" in got.value.reasons[0]
+
+
 def test_refit_blog_row_is_refused_for_its_unpublished_pipeline_split() -> None:
     card, _ = S.map_rl(ROWS["nemorl-refitblog-v03-dsv3-ep64pp8-vllm-tp64-512g"])
     assert card["rollout"]["placement"] == "colocate" and card["rollout"]["tensor_parallel"] == 64
@@ -90,6 +98,6 @@ def test_the_rule_scores_the_rows_whose_model_the_catalog_has() -> None:
     rules = {i: S.rl_rule_figures(e, S.rule_params(e["model"], None)[0])["weight_sync"]
              for i, e in ROWS.items() if e["kind"] == "rl_phase"}
     scored = {i for i, v in rules.items() if v}
-    assert len(scored) == 12
+    assert len(scored) == 14
     # bf16 weight bytes over one per-direction link: DeepSeek-V3 on H100, 2 x 671.0e9 B / 450 GB/s
     assert rules["nemorl-nccl-reshard-refit-dsv3-h100-pp16ep16-tp32dp8"] == pytest.approx(2.98, abs=0.01)

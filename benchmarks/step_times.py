@@ -1124,7 +1124,8 @@ def rollout_tp(e: dict[str, Any], model: Any) -> tuple[int, list[str]]:
 
 def _rl_model(e: dict[str, Any]) -> tuple[Any, list[str]]:
     """The card's model for an RL entry, after the checks that make it not representable or skipped."""
-    blockers = parallel_blockers(e["train"])
+    # as map_train: what the run did that no card field states (cited in the entry)
+    blockers = parallel_blockers(e["train"]) + ([e["card_cannot_state"]] if e.get("card_cannot_state") else [])
     if e["rollout"].get("async") == "fully_async" and e["kind"] != "rl_phase" and e["framework"] != "nemo-rl":
         blockers.append("fully asynchronous trainer whose step consumes require_batches x ppo_mini_batch_size "
                         "prompts with partial rollouts: the published table does not pin the samples per step")

@@ -1068,10 +1068,11 @@ def throughput_prompt(e: dict[str, Any]) -> int | None:
     None where an input is missing. NeMo RL's E2E tokens/s/GPU, the performance summary's column, is
     ``total_num_tokens / total_step_time / total_num_gpus``: ``total_num_tokens`` the summed ``input_lengths`` (prompt
     + response) of the step's trained batch, ``total_num_gpus`` the whole cluster, generation GPUs included
-    (NVIDIA-NeMo/RL nemo_rl/algorithms/utils.py ``print_performance_metrics`` l.572 and l.644-666, nemo_rl/algorithms/grpo.py
-    l.1630 (synchronous) and l.2643 (``async_grpo_train``) @9dbd9adc95a10f5946cceb36e1d5b31e2429e470; the same at
-    cff17f83bf30c4f9c757b5fe707b2c32db606411 utils.py l.570 and l.642-664, grpo.py l.2259, and at
-    aea463dd2dad3c9dd39d92df3a1616647c8ff45a / 7ea279abfbeb698b092856d0dab61e7cf39bc909 utils.py l.716/723 and l.797-799)."""
+    (NVIDIA-NeMo/RL nemo_rl/algorithms/utils.py ``print_performance_metrics`` l.572 and l.644-666,
+    nemo_rl/algorithms/grpo.py l.1630 (synchronous) and l.2643 (``async_grpo_train``)
+    @9dbd9adc95a10f5946cceb36e1d5b31e2429e470; the same at cff17f83bf30c4f9c757b5fe707b2c32db606411 utils.py l.570
+    and l.642-664, grpo.py l.2259, and at aea463dd2dad3c9dd39d92df3a1616647c8ff45a /
+    7ea279abfbeb698b092856d0dab61e7cf39bc909 utils.py l.716 / l.723 and l.797-799)."""
     d, m = e["data"], e["measured"]
     tput = m.get("throughput") or {}
     if not (d.get("response_len_mean") and m.get("step_s") and tput.get("metric") == "tokens_per_s_per_gpu"

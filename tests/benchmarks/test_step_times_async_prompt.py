@@ -31,7 +31,8 @@ def test_async_235b_row_takes_the_on_policy_median_not_its_own_tokens_per_s():
     assert prompt == median and prompt_mean is None
     assert len(siblings) >= 5 and all(not st.asynchronous(_entry(i)) for i, _ in siblings)
     assert 90 <= prompt <= 140
-    assert any(n.startswith(f"prompt length {prompt}: the median of the same dataset and model's on-policy") for n in notes)
+    head = f"prompt length {prompt}: the median of the same dataset and model's on-policy"
+    assert any(n.startswith(head) for n in notes)
 
 
 def test_every_async_derived_row_lies_inside_its_on_policy_range():

@@ -1062,6 +1062,76 @@ def sequence_capped_response(response_max: int, sequence_max: int | None,
                     "is never reached)")
 
 
+def throughput_prompt(e: dict[str, Any]) -> int | None:
+    """Mean prompt tokens from a published tokens/s/GPU, step time and mean response, for a run that publishes no
+    prompt length: tokens/s × GPUs × step / sequences − mean response (the tokens counted are prompt + response);
+    None where an input is missing. NeMo RL's E2E tokens/s/GPU, the performance summary's column, is
+    ``total_num_tokens / total_step_time / total_num_gpus``: ``total_num_tokens`` the summed ``input_lengths`` (prompt
+    + response) of the step's trained batch, ``total_num_gpus`` the whole cluster, generation GPUs included
+    (NVIDIA-NeMo/RL nemo_rl/algorithms/utils.py ``print_performance_metrics`` l.572 and l.644-666,
+    nemo_rl/algorithms/grpo.py l.1630 (synchronous) and l.2643 (``async_grpo_train``)
+    @9dbd9adc95a10f5946cceb36e1d5b31e2429e470; the same at cff17f83bf30c4f9c757b5fe707b2c32db606411 utils.py l.570
+    and l.642-664, grpo.py l.2259, and at aea463dd2dad3c9dd39d92df3a1616647c8ff45a /
+    7ea279abfbeb698b092856d0dab61e7cf39bc909 utils.py l.716 / l.723 and l.797-799)."""
+    d, m = e["data"], e["measured"]
+    tput = m.get("throughput") or {}
+    if not (d.get("response_len_mean") and m.get("step_s") and tput.get("metric") == "tokens_per_s_per_gpu"
+            and d.get("prompts_per_step") and d.get("n_per_prompt")):
+        return None
+    per_seq = tput["value"] * e["gpus"] * m["step_s"] / (d["prompts_per_step"] * d["n_per_prompt"])
+    return max(1, int(round(per_seq - int(round(d["response_len_mean"])))))
+
+
+def asynchronous(e: dict[str, Any]) -> bool:
+    """Generation overlaps training (one step off or fully asynchronous)."""
+    return (e["rollout"].get("async") or "none") not in ("none", "None")
+
+
+ASYNC_THROUGHPUT_PROMPT = (
+    "An asynchronous run's published tokens/s does not give its prompt length. NeMo RL's performance summary "
+    "publishes each of 'G-Average Seq len', 'Tokens/sec/gpu' and 'Total Step time' as its own average over 5 steps "
+    "('Because of the averaging, the numbers in the table do not completely match the equation', "
+    "docs/about/performance-summary.md @cff17f83bf30c4f9c757b5fe707b2c32db606411 l.70, "
+    "@aea463dd2dad3c9dd39d92df3a1616647c8ff45a l.97), so tokens/s × step recovers a step's tokens only where each "
+    "step's time moves with its own tokens. The synchronous trainer times the generation of the batch it counts "
+    "inside the step (grpo.py ``grpo_train`` l.1222 and l.1292 @9dbd9adc95a10f5946cceb36e1d5b31e2429e470). "
+    "``async_grpo_train`` (same commit, l.2340-2575) counts the batch it trains, whose generation the collector "
+    "started a step earlier, right after the refit that began the previous step (nemo_rl/algorithms/async_utils.py "
+    "``_calculate_target_weights`` l.294-321: weight version v generates for step v + 1; ``_process_batch`` "
+    "l.451-514; the performance recipes' ``in_flight_weight_updates: true``): its step holds only what is left of "
+    "that generation after the previous step (``exposed_generation``), set by the previous step's length as much as "
+    "by its own tokens, and the first step's batch is generated before the loop starts (grpo.py l.2306-2328). Step "
+    "time and tokens vary apart, the "
+    "product of the two averages is off by their covariance: two percent of a 5,700-token sequence is the "
+    "whole prompt. The on-policy rows of the same dataset and model (same prompts, template and tokenizer) give "
+    "98-132 tokens over the v0.4-v0.6 tables; this harness takes their median for an asynchronous row.")
+"""Why an asynchronous row's prompt comes from its on-policy siblings (``on_policy_prompt``)."""
+
+
+_RL_ENTRIES: dict[Path, list[dict[str, Any]]] = {}
+
+
+def on_policy_prompt(e: dict[str, Any]) -> tuple[int, list[tuple[str, int]]] | None:
+    """(median prompt tokens, [(id, prompt)]) over the synchronous RL-step rows of ``RL_DATA`` with the entry's
+    framework, dataset and model whose prompt is derived from their published tokens/s (``throughput_prompt``);
+    None when there are none (``ASYNC_THROUGHPUT_PROMPT``)."""
+    if RL_DATA not in _RL_ENTRIES:
+        _RL_ENTRIES[RL_DATA] = load_entries(RL_DATA)
+    found = []
+    for x in _RL_ENTRIES[RL_DATA]:
+        d = x["data"]
+        if (x["kind"] != "rl_step" or asynchronous(x) or x["framework"] != e["framework"] or x["model"] != e["model"]
+                or not d.get("dataset") or d.get("dataset") != e["data"].get("dataset")
+                or d.get("prompt_len_mean") or d.get("prompt_len_max")):
+            continue
+        got = throughput_prompt(x)
+        if got is not None:
+            found.append((x["id"], got))
+    if not found:
+        return None
+    return int(round(statistics.median(v for _, v in found))), found
+
+
 def rl_lengths(e: dict[str, Any]) -> tuple[int, int | None, int, int | None, list[str]]:
     """(prompt tokens (the maximum where only that is published), mean prompt tokens or None, max response,
     mean response or None, notes) for an RL entry. The mean prompt is the published one, else the one measured
@@ -1087,10 +1157,22 @@ def rl_lengths(e: dict[str, Any]) -> tuple[int, int | None, int, int | None, lis
             notes.append(note or f"prompt length: the published max ({prompt}); no mean published"
                          + (f" (measured longest {got['max_tokens']} tokens exceeds it: the run filters or truncates,"
                             " the measured mean is not its mean)" if got else ""))
-    tput = m.get("throughput") or {}
-    if not prompt and resp_mean and m.get("step_s") and tput.get("metric") == "tokens_per_s_per_gpu":
-        per_seq = tput["value"] * e["gpus"] * m["step_s"] / (d["prompts_per_step"] * d["n_per_prompt"])
-        prompt = known_prompt = max(1, int(round(per_seq - resp_mean)))
+    derived = throughput_prompt(e) if not prompt else None
+    if derived is not None and asynchronous(e):
+        got = on_policy_prompt(e)
+        if got is not None:
+            prompt = known_prompt = got[0]
+            notes.append(f"prompt length {prompt}: the median of the same dataset and model's on-policy runs ("
+                         + ", ".join(f"{i} {v}" for i, v in got[1]) + "), each derived from its published tokens/s;"
+                         f" this asynchronous row's own tokens/s would give {derived}, but its step holds only the rest"
+                         " of a generation begun a step earlier, so its time does not move with the tokens it counts"
+                         " (ASYNC_THROUGHPUT_PROMPT)")
+        else:
+            prompt = known_prompt = derived
+            notes.append(f"prompt length {prompt} derived from the published tokens/s of an asynchronous run (no"
+                         " on-policy run of the same dataset and model): unreliable (ASYNC_THROUGHPUT_PROMPT)")
+    elif derived is not None:
+        prompt = known_prompt = derived
         notes.append(f"prompt length {prompt} derived from the published tokens/s (tokens/s × GPUs × step "
                      f"/ sequences − mean response), assuming it counts prompt + response")
     if not prompt or not resp_max:

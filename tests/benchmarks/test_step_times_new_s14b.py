@@ -1,0 +1,52 @@
+"""benchmarks/step_times.py, held-out training rows of published_train_times_new_s14b.json (prime-rl's trainer
+benchmark baselines, PrimeIntellect-ai/prime-rl benchmarks/baselines/*.json, the figures benchmarks/results/BENCHMARKS.md
+compares against): the file is picked up, ids are unique across files, every row's figure is in its quote, the layouts
+multiply out (2 micro-batches of one sequence per rank), and the RL rows' chunked LM head, the 'Offload' rows' activation
+offloading and prime-rl's bf16 LoRA adapters reach the card."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from step_times_module import load_step_times
+
+import trainfit
+
+REPO = Path(trainfit.__file__).resolve().parents[2]
+DATA = REPO / "benchmarks" / "data" / "published_train_times_new_s14b.json"
+st = load_step_times("trainfit_bench_step_times_new_s14b")
+ROWS = {e["id"]: e for e in json.loads(DATA.read_text())}
+
+
+def test_file_is_loaded_with_every_row_and_ids_are_unique_across_files() -> None:
+    assert DATA in st.data_files(st.TRAIN_DATA)
+    everything = st.load_entries(st.TRAIN_DATA)
+    loaded = {e["id"] for e in everything if e["_file"] == DATA.name}
+    assert loaded == set(ROWS) and len(ROWS) == 46
+    others = {e["id"] for e in everything if e["_file"] != DATA.name}
+    assert not loaded & others
+
+
+@pytest.mark.parametrize("row_id", sorted(ROWS))
+def test_row_figures_layout_and_mapping(row_id: str) -> None:
+    e = ROWS[row_id]
+    assert e["measured"]["metric"] == "step_s" and str(e["measured"]["value"]) in e["quote"]
+    assert f"S = {e['batch']['seq_len']}" in e["note"] and str(e["batch"]["seq_len"]) in e["source"]["path"]
+    p, b = e["parallel"], e["batch"]
+    dp = e["gpus"] // (p["tp"] * p["pp"] * p["cp"])
+    assert dp * p["tp"] * p["pp"] * p["cp"] == e["gpus"] == e["gpus_per_node"] * e["nodes"]
+    assert b["micro_batch_size"] * dp * b["grad_accum"] == b["global_batch_size"] == 2 * e["gpus"]
+    assert re.fullmatch(r"[0-9a-f]{40}", e["source"]["commit"]) and e["source"]["repo"] == "PrimeIntellect-ai/prime-rl"
+    assert e["source"]["path"].startswith("benchmarks/baselines/")
+    card, _ = st.map_train(e)
+    assert card["batch"]["seq_len"] == b["seq_len"] and card["batch"]["grad_accum"] == 2
+    assert card["parallel"]["gradient_checkpointing"] is True and card["parallel"]["compile"] is True
+    assert card["precision"]["optimizer_impl"] == "foreach"
+    rl = "-rl-" in row_id
+    assert card.get("loss", {}).get("chunked", False) is rl
+    assert card["parallel"].get("activation_offload", False) is ("-offload-" in row_id)
+    if e["kind"] == "sft_lora":
+        assert card["lora"]["rank"] == 16 and card["lora"]["alpha"] == 32 and card["lora"]["adapter_dtype"] == "bf16"

@@ -1,8 +1,8 @@
 """benchmarks/step_times.py, held-out training rows of published_train_times_new_s14b.json (prime-rl's trainer
 benchmark baselines, PrimeIntellect-ai/prime-rl benchmarks/baselines/*.json, the figures benchmarks/results/BENCHMARKS.md
-compares against): the file is picked up, ids are unique across files, every row's figure is in its quote, the layouts
-multiply out (2 micro-batches of one sequence per rank), and the RL rows' chunked LM head, the 'Offload' rows' activation
-offloading and prime-rl's bf16 LoRA adapters reach the card."""
+compares against, and NeMo Automodel's 1024-GPU DeepSeek-V3 row): the file is picked up, ids are unique across files,
+every row's figure is in its quote, the layouts multiply out (prime-rl: 2 micro-batches of one sequence per rank), and the
+RL rows' chunked LM head, the 'Offload' rows' activation offloading and prime-rl's bf16 LoRA adapters reach the card."""
 
 from __future__ import annotations
 
@@ -19,19 +19,20 @@ REPO = Path(trainfit.__file__).resolve().parents[2]
 DATA = REPO / "benchmarks" / "data" / "published_train_times_new_s14b.json"
 st = load_step_times("trainfit_bench_step_times_new_s14b")
 ROWS = {e["id"]: e for e in json.loads(DATA.read_text())}
+PRIME = sorted(i for i, e in ROWS.items() if e["framework"] == "prime-rl")
 
 
 def test_file_is_loaded_with_every_row_and_ids_are_unique_across_files() -> None:
     assert DATA in st.data_files(st.TRAIN_DATA)
     everything = st.load_entries(st.TRAIN_DATA)
     loaded = {e["id"] for e in everything if e["_file"] == DATA.name}
-    assert loaded == set(ROWS) and len(ROWS) == 46
+    assert loaded == set(ROWS) and len(ROWS) == 47 and len(PRIME) == 46
     others = {e["id"] for e in everything if e["_file"] != DATA.name}
     assert not loaded & others
 
 
-@pytest.mark.parametrize("row_id", sorted(ROWS))
-def test_row_figures_layout_and_mapping(row_id: str) -> None:
+@pytest.mark.parametrize("row_id", PRIME)
+def test_prime_rl_row_figures_layout_and_mapping(row_id: str) -> None:
     e = ROWS[row_id]
     assert e["measured"]["metric"] == "step_s" and str(e["measured"]["value"]) in e["quote"]
     assert f"S = {e['batch']['seq_len']}" in e["note"] and str(e["batch"]["seq_len"]) in e["source"]["path"]
@@ -50,3 +51,14 @@ def test_row_figures_layout_and_mapping(row_id: str) -> None:
     assert card["parallel"].get("activation_offload", False) is ("-offload-" in row_id)
     if e["kind"] == "sft_lora":
         assert card["lora"]["rank"] == 16 and card["lora"]["alpha"] == 32 and card["lora"]["adapter_dtype"] == "bf16"
+
+
+def test_automodel_deepseek_1024_row_layout() -> None:
+    e = ROWS["automodel-2861-h100-deepseek-v3-1024gpu"]
+    assert str(e["measured"]["value"]) in e["quote"] and str(e["measured"]["also"]["step_s"]) in e["quote"]
+    p, b = e["parallel"], e["batch"]
+    dp = e["gpus"] // (p["tp"] * p["pp"] * p["cp"])
+    assert dp == 256 and e["gpus"] == e["gpus_per_node"] * e["nodes"]
+    card, _ = st.map_train(e)
+    assert card["batch"]["grad_accum"] * b["micro_batch_size"] * dp == b["global_batch_size"] == 8192
+    assert card["parallel"]["pipeline_parallel"] == 4 and card["parallel"]["expert_parallel"] == 64

@@ -526,11 +526,15 @@ given, wins over this per-framework default."""
 
 
 BF16_ADAPTER_FRAMEWORKS = ("torchtune", "nemo", "megatron", "automodel", "nemo-automodel", "megatron-bridge",
-                           "hf-trainer")
+                           "hf-trainer", "prime-rl")
 """Frameworks whose LoRA adapters run their matmuls in bf16. PEFT >= 0.12 keeps the adapters fp32
 (``autocast_adapter_dtype``), but the Hugging Face Trainer with ``bf16=True`` runs the forward under
 ``torch.autocast(bfloat16)``, which casts fp32 linears to bf16 (and PEFT before 0.12 created the adapters in the
-base's dtype): the ``hf-trainer`` entries (Qwen-1's finetune.py, 2023, ``--bf16 True``) plan bf16 adapters."""
+base's dtype): the ``hf-trainer`` entries (Qwen-1's finetune.py, 2023, ``--bf16 True``) plan bf16 adapters. prime-rl
+creates its LoRA A/B in the base layer's dtype and FSDP2 all-gathers every parameter as bf16
+(PrimeIntellect-ai/prime-rl src/prime_rl/trainer/models/layers/lora/multi_linear.py l.86 / 100 and
+src/prime_rl/trainer/model.py l.156 ``MixedPrecisionPolicy(param_dtype=torch.bfloat16, ...)``
+@d8f290ef0358a804f1912bd29ea1b37cc56894b4)."""
 
 
 def lora_section(lora: dict[str, Any] | None, framework: str = "") -> dict[str, Any]:

@@ -1230,8 +1230,10 @@ def _rl_model(e: dict[str, Any]) -> tuple[Any, list[str]]:
         raise
     if blockers:
         raise Unmapped("not_representable", blockers)
+    # checkpoint-engine's update has no trainer: the engine's fp8 weights are all there is to record
+    no_trainer = e["rollout"].get("weight_transport") == "checkpoint_engine"
     if ("fp8" in e["id"] or "FP8" in (e["source"].get("section") or "")) and not (
-            e["rollout"].get("quantization") and e["train"].get("fp8_recipe")):
+            e["rollout"].get("quantization") and (e["train"].get("fp8_recipe") or no_trainer)):
         raise Unmapped("skipped", ["fp8 run whose generation and training fp8 settings are not recorded "
                                    "(rollout.quantization, train.fp8_recipe)"])
     if e.get("unscorable"):
@@ -1272,7 +1274,7 @@ def rollout_section(e: dict[str, Any], model: Any, nodes: int) -> tuple[dict[str
         out["response_len_mean"] = min(resp_mean, resp_max)
     if prompt_mean:
         out["prompt_len_mean"] = prompt_mean
-    for key in ("gpu_memory_utilization", "max_num_seqs", "weight_sync", "trainer_offload"):
+    for key in ("gpu_memory_utilization", "max_num_seqs", "weight_sync", "weight_transport", "trainer_offload"):
         if ro.get(key):
             out[key] = ro[key]
     if ro.get("sleep_level") is not None:

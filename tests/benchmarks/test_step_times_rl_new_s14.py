@@ -1,7 +1,7 @@
 """benchmarks/step_times.py, held-out RL rows of published_rl_times_new_s14.json (checkpoint-engine's broadcast
 update benchmark, verl's checkpoint-engine backend benchmark, NeMo RL's experimental NCCL reshard refit table and
 its v0.3 refit blog, its default non-colocated refit after PR #1379, SkyRL's Megatron vs FSDP2 Search-R1
-table): the file is picked up, every figure is in its
+table): the file is picked up, the reshard and checkpoint-engine rows map to their ``rollout.weight_transport``, every figure is in its
 quote (a range's two ends where the midpoint is recorded), every entry cites its source, and the rows the card
 cannot state, or cannot score yet, say why."""
 
@@ -49,7 +49,7 @@ def test_each_row_cites_its_source_and_quotes_its_figures(row_id: str) -> None:
 
 def test_rows_the_card_cannot_state_are_listed_with_their_reason() -> None:
     stated = [i for i, e in ROWS.items() if e.get("card_cannot_state")]
-    assert len(stated) == 15
+    assert len(stated) == 3  # verl's checkpoint-engine benchmark; the reshard and checkpoint-engine rows map now
     for row_id in stated:
         with pytest.raises(S.Unmapped) as got:
             S.map_rl(ROWS[row_id])
@@ -101,3 +101,21 @@ def test_the_rule_scores_the_rows_whose_model_the_catalog_has() -> None:
     assert len(scored) == 14
     # bf16 weight bytes over one per-direction link: DeepSeek-V3 on H100, 2 x 671.0e9 B / 450 GB/s
     assert rules["nemorl-nccl-reshard-refit-dsv3-h100-pp16ep16-tp32dp8"] == pytest.approx(2.98, abs=0.01)
+
+
+@pytest.mark.parametrize("row_id", sorted(i for i in ROWS if i.startswith(("nemorl-nccl-reshard-refit-",
+                                                                          "ckptengine-broadcast-"))))
+def test_transport_rows_map_to_their_weight_transport(row_id: str) -> None:
+    """rollout.weight_transport states NeMo RL's NCCL reshard refit and checkpoint-engine's Broadcast update
+    (compute.sync); the rows whose model the catalog has map and plan a weight sync, the others wait for the model."""
+    e = ROWS[row_id]
+    want = "nccl_reshard" if row_id.startswith("nemorl") else "checkpoint_engine"
+    assert e["rollout"]["weight_transport"] == want and not e.get("card_cannot_state")
+    if e["model"] in ("zai-org/GLM-4.5-Air", "moonshotai/Kimi-K2-Instruct", "Qwen/Qwen3.5-397B-A17B"):
+        with pytest.raises(S.Unmapped) as got:
+            S.map_rl(e)
+        assert "not in the catalog" in got.value.reasons[0]
+        return
+    card, _ = S.map_rl(e)
+    assert card["rollout"]["weight_transport"] == want
+    assert 0 < S.plan_card(card).parts["time.weight_sync"] < 60

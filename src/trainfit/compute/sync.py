@@ -224,6 +224,9 @@ S_PER_TENSOR_SGLANG_LOAD = 12e-3 / 160
 bucket (slime's weight-sync write-up, Biao He et al., hebiao064.github.io/rl-weight-sync 2025-08-27, the profile
 after flattening; the same figure as ``S_PER_BUCKET``'s). The host cost per tensor of miles' / slime's broadcast
 path into SGLang, which has no IPC handle and no request per tensor (``MILES_BROADCAST``)."""
+FP8_SCALE_SIBLING_BYTES = 4.0
+"""Bytes of a ``*_scale_inv`` tensor's collective as trainfit prices it: a few (one fp32 per 128 x 128 block), so
+NCCL's latency is all it costs."""
 DISK_BYTES_PER_S = 2e9
 """One NVMe SSD, sequential (write, then read); a network filesystem is slower: pass yours."""
 GIB = 2**30
@@ -564,7 +567,8 @@ def _group_bus(*, rates: DeviceRates, ranks: int, stride: int, node_gpus: int, n
 
 def megatron_export_gather(*, spec: ModelSpec, tp: int, pp: int, ep: int, etp: int, world: int, gpus_per_node: int,
                            rates: DeviceRates, nic_bytes_per_s: float = DEFAULT_INTER_NODE_BYTES_PER_S,
-                           bytes_per_param: float = 2.0) -> ExportGather:
+                           bytes_per_param: float = 2.0, ffn: bool = True,
+                           fp8_scale_siblings: bool = False) -> ExportGather:
     """Collectives of one Megatron-Bridge ``export_hf_weights`` on each training rank, as NeMo RL's Megatron refit
     runs it before sending (both paths: ``megatron_policy_worker.py`` ``_iter_params_with_optional_kv_scales``,
     NVIDIA-NeMo/RL @9dbd9adc95a10f5946cceb36e1d5b31e2429e470).
@@ -591,7 +595,14 @@ def megatron_export_gather(*, spec: ModelSpec, tp: int, pp: int, ep: int, etp: i
 
     Tensor counts are Megatron's: fused q/k/v (MLA: its four or two down/up projections) and gate/up; norms,
     routers and a shared-expert gate replicated; biases left out (they ride with their weights' tasks in
-    bytes). MTP modules are counted as dense layers in bytes only."""
+    bytes). MTP modules are counted as dense layers in bytes only.
+
+    ``ffn`` False: the export of NeMo RL's NCCL reshard refit's misc path (``nccl_reshard_seconds``), which walks only
+    the conversion tasks whose weights are not the FFN projections (``_misc_conversion_tasks``): no dense MLP tasks, no
+    routed-expert tasks and no EP gathers. ``fp8_scale_siblings``: a blockwise-fp8 trainer's export
+    (``build_export_fp8_tasks``) pairs every fp8 weight's task with a ``*_scale_inv`` task, and the reshard refit sends
+    every scale sibling on the misc path, the experts' too (``_task_is_misc``, megatron_policy_worker.py lines
+    2716-2734 @7ea279abfbeb698b092856d0dab61e7cf39bc909): the same collectives per task, of a few bytes each."""
     from trainfit.memory.params import param_breakdown, routed_expert_params
 
     if min(tp, pp, ep, etp, world, gpus_per_node) < 1:
@@ -616,6 +627,14 @@ def megatron_export_gather(*, spec: ModelSpec, tp: int, pp: int, ep: int, etp: i
     local_experts = ceil(moe.num_experts / ep) if moe is not None and moe_layers else 0
     expert_tasks = 2 * local_experts * moe_layers
     ep_gathers = 3 * local_experts * moe_layers
+    # the weight tasks of fp8 linears: every linear task but the embedding and the head (their scale siblings)
+    linear_tasks = sharded_tasks - 1 - (0 if spec.tie_word_embeddings else 1)
+    scale_tasks, scale_expert_tasks, scale_ep_gathers = (linear_tasks, expert_tasks, ep_gathers) if fp8_scale_siblings \
+        else (0, 0, 0)
+    if not ffn:
+        sharded_tasks -= 2 * (n - moe_layers)  # the dense MLPs' fc1 and fc2
+        sharded_params -= float(sum(g.weight_params for g in reshard_ffn_groups(spec) if not g.routed))
+        expert_params, expert_tasks, ep_gathers = 0.0, 0, 0
     kw = {"rates": rates, "node_gpus": gpus_per_node, "nic_bytes_per_s": nic_bytes_per_s}
     pp_bus, pp_x, _ = _group_bus(ranks=pp, stride=max(1, world // pp), **kw)
     tp_bus, tp_x, tp_nodes = _group_bus(ranks=tp, stride=1, **kw)
@@ -631,16 +650,24 @@ def megatron_export_gather(*, spec: ModelSpec, tp: int, pp: int, ep: int, etp: i
             total_bytes=total_bytes * bytes_per_param / count, ranks=ranks, bus_bytes_per_s=bus,
             nodes=nodes, intra_link=collectives.IntraLink.of(nvlink=rates.nvlink))
 
-    pp_tasks = sharded_tasks + replicated_tasks + expert_tasks
+    pp_tasks = sharded_tasks + replicated_tasks + expert_tasks + scale_tasks + scale_expert_tasks
     pp_s = 0.0
     if pp > 1 and pp_tasks > 0:
         # the broadcast keeps the fixed-latency form (weight_sync_seconds: tuning.cc's broadcast leaves out the fill)
         mean = (sharded_params / tp + replicated_params + expert_params / (ep * etp)) * bytes_per_param / pp_tasks
         pp_s = pp_tasks * collectives.broadcast_seconds(total_bytes=mean, ranks=pp, bus_bytes_per_s=pp_bus,
                                                         latency_s=rates.collective_latency_s)
-    tp_dense = gathers(sharded_tasks, sharded_params, tp, tp_bus, tp_nodes)
-    tp_expert = gathers(expert_tasks, expert_params / ep, etp, etp_bus, etp_nodes)
-    ep_s = gathers(ep_gathers, expert_params, ep, ep_bus, ep_nodes)
+    # a scale sibling's collective carries a few bytes (one fp32 per 128 x 128 block): about NCCL's latency alone
+    tiny = FP8_SCALE_SIBLING_BYTES / bytes_per_param
+    tp_dense = (gathers(sharded_tasks, sharded_params, tp, tp_bus, tp_nodes)
+                + gathers(scale_tasks, tiny * scale_tasks, tp, tp_bus, tp_nodes))
+    tp_expert = (gathers(expert_tasks, expert_params / ep, etp, etp_bus, etp_nodes)
+                 + gathers(scale_expert_tasks, tiny * scale_expert_tasks, etp, etp_bus, etp_nodes))
+    ep_s = (gathers(ep_gathers, expert_params, ep, ep_bus, ep_nodes)
+            + gathers(scale_ep_gathers, tiny * scale_ep_gathers, ep, ep_bus, ep_nodes))
+    sharded_tasks += scale_tasks
+    expert_tasks += scale_expert_tasks
+    ep_gathers += scale_ep_gathers
     nic = (pp_s if pp_x else 0.0) + (tp_dense if tp_x else 0.0) + (tp_expert if etp_x else 0.0) + (ep_s if ep_x else 0.0)
     count = ((pp_tasks if pp > 1 else 0) + (sharded_tasks if tp > 1 else 0) + (expert_tasks if etp > 1 else 0)
              + (ep_gathers if ep > 1 else 0))
@@ -957,3 +984,271 @@ def _trainer_ranks_in_group(framework: str, placement: Placement, *, fully_async
     if framework == "verl":
         return placement is Placement.COLOCATE or fully_async_path
     return framework == "nemo-rl" and placement is Placement.SPLIT
+
+
+NRL_REFIT_NUM_STREAMS = 2
+"""CUDA streams a vLLM rank spreads the training pipeline stages' bulk reshards over (``NRL_REFIT_NUM_STREAMS``,
+default 2: ``vllm_backend.py`` ``nccl_reshard_refit`` lines 1138-1166, NVIDIA-NeMo/RL
+@7ea279abfbeb698b092856d0dab61e7cf39bc909)."""
+NRL_RESHARD_SOURCE = (
+    "NVIDIA-NeMo/RL docs/design-docs/nccl-reshard-refit.md, docs/guides/refit.md, "
+    "nemo_rl/weight_sync/xferdtensor_python.py "
+    "(module docstring: striped receives, one all-gather per replica group), "
+    "nemo_rl/models/policy/workers/megatron_policy_worker.py (nccl_reshard_refit lines 2835-2925, "
+    "prepare_nccl_reshard_refit_info lines 2605-2736), nemo_rl/models/generation/vllm/vllm_backend.py "
+    "(nccl_reshard_refit lines 1096-1191, build_hf_to_local_param_map lines 811-949) "
+    "@7ea279abfbeb698b092856d0dab61e7cf39bc909 (merged in e40aa046e5fd4af30f93c27acdcdb9cc748670ab, #2971)")
+
+
+def reshard_ffn_groups(spec: ModelSpec) -> list:
+    """The linear groups NeMo RL's NCCL reshard refit sends on its bulk path: the FFN projections, dense MLP
+    ``gate_proj`` / ``up_proj`` / ``down_proj`` and the routed experts' (``is_nccl_reshard_param``); shared experts
+    ride the misc path (design doc, "Bulk path")."""
+    from trainfit.memory.params import linear_groups
+
+    return [g for g in linear_groups(spec)
+            if g.routed or (g.name in ("gate_proj", "up_proj", "down_proj", "gate_up_proj") and not g.is_fused_experts)]
+
+
+def _hf_tensors_of(g) -> int:
+    """Hugging Face tensors of a linear group: one per expert and projection (trainfit fuses gate and up)."""
+    return g.count * g.experts * (2 if g.is_fused_experts and g.lora_rank_multiplier == 2 else 1)
+
+
+def fp8_scale_tensor_count(spec: ModelSpec, kept: tuple[str, ...] = ()) -> int:
+    """``*_scale_inv`` tensors of a block-fp8 checkpoint: one per fp8 linear weight (each expert's projections
+    apart), the linears named in ``kept`` left in bf16."""
+    from trainfit.memory.params import linear_groups
+
+    return sum(_hf_tensors_of(g) for g in linear_groups(spec) if not any(k in g.name for k in kept))
+
+
+@dataclass(frozen=True, slots=True)
+class ReshardPayload:
+    """What NeMo RL's NCCL reshard refit sends on each path (``reshard_payload``)."""
+
+    bulk_bytes: float
+    """The FFN projections (``reshard_ffn_groups``) in the wire dtype: the xferdtensor path."""
+    misc_bytes: float
+    """Everything else, fp8 block scales included: the packed broadcast."""
+    bulk_calls: int
+    """xferdtensor calls: one per HF parameter, a layer's experts grouped into one per projection."""
+    misc_tensors: int
+    """Tensors the packed broadcast carries and vLLM's ``load_weights`` takes one by one."""
+    scale_tensors: int
+    """Of them, fp8 ``*_scale_inv`` siblings (one per fp8 weight, each expert's apart)."""
+    routed_bytes: float
+    gated_bytes: float
+    """Bulk bytes of gate and up projections (received into a buffer, copied into vLLM's fused tensor)."""
+    misc_fp8_params: float
+    """Misc-path fp8 weights the vLLM worker casts again on arrival (``fp8.load_weights``)."""
+
+    @property
+    def bulk_fraction(self) -> float:
+        """The design doc's "XferDTensor fraction": the bulk's share of the refit payload."""
+        return self.bulk_bytes / (self.bulk_bytes + self.misc_bytes)
+
+
+def reshard_payload(spec: ModelSpec, *, weight_bytes: float, fp8: bool = False,
+                    fp8_kept: tuple[str, ...] = ()) -> ReshardPayload:
+    """The split of one NCCL reshard refit between its bulk and misc paths (``nccl_reshard_seconds``): the FFN
+    projections in the wire dtype (1 byte under fp8) on the bulk path, and the rest of ``weight_bytes`` (the model as
+    the engine holds it) on the misc path, with one ``*_scale_inv`` per fp8 linear weight
+    (``prepare_nccl_reshard_refit_info``, megatron_policy_worker.py lines 2605-2736 @7ea279ab)."""
+    from trainfit.memory.weights import count_scale
+
+    scale = count_scale(spec)
+    groups = reshard_ffn_groups(spec)
+
+    def per_param(g) -> float:
+        return 1.0 if fp8 and not any(k in g.name for k in fp8_kept) else 2.0
+
+    bulk_bytes = scale * sum(g.weight_params * per_param(g) for g in groups)
+    gated_bytes = scale * sum(g.weight_params * per_param(g) for g in groups
+                              if g.lora_rank_multiplier == 2 or g.name in ("gate_proj", "up_proj", "gate_up_proj"))
+    routed_bytes = scale * sum(g.weight_params * per_param(g) for g in groups if g.routed)
+    bulk_tensors = sum(_hf_tensors_of(g) for g in groups)
+    # one xferdtensor per HF parameter, the experts grouped: gate, up, down per MoE layer
+    bulk_calls = sum(g.count * (2 if g.lora_rank_multiplier == 2 else 1) if g.is_fused_experts else g.count
+                     for g in groups)
+    if weight_bytes <= bulk_bytes:
+        raise CardError(f"weight sync: nccl_reshard weight_bytes {weight_bytes:.3g} must exceed the FFN bytes "
+                        f"{bulk_bytes:.3g}")
+    misc_bytes = weight_bytes - bulk_bytes
+    if fp8:
+        from trainfit.memory.params import linear_groups
+
+        fp8_linears = [g for g in linear_groups(spec) if not any(k in g.name for k in fp8_kept)]
+        scales = fp8_scale_tensor_count(spec, fp8_kept)
+        misc_fp8_params = scale * sum(g.weight_params for g in fp8_linears if g not in groups)
+    else:
+        scales, misc_fp8_params = 0, 0.0
+    misc_tensors = max(1, hf_tensor_count(spec) - bulk_tensors + scales)
+    return ReshardPayload(bulk_bytes=bulk_bytes, misc_bytes=misc_bytes, bulk_calls=bulk_calls,
+                          misc_tensors=misc_tensors, scale_tensors=scales, routed_bytes=routed_bytes,
+                          gated_bytes=gated_bytes,
+                          misc_fp8_params=misc_fp8_params)
+
+
+def nccl_reshard_seconds(*, spec: ModelSpec, weight_bytes: float, train_tp: int, train_pp: int, train_ep: int,
+                         train_etp: int, train_world: int, gen_tp: int, gen_engines: int, rates: DeviceRates,
+                         gpus_per_node: int,
+                         inter_node: bool, nic_bytes_per_s: float = DEFAULT_INTER_NODE_BYTES_PER_S,
+                         fp8: bool = False, fp8_kept: tuple[str, ...] = (), misc_bucket_bytes: float = 1.6 * GIB,
+                         sender_node_ranks: int = 1, misc_s_per_tensor: float = S_PER_TENSOR_BUCKETED,
+                         fp8_cast_bytes_per_param: float = 0.0) -> SyncTime:
+    """One refit by NeMo RL's NCCL reshard transport (``policy.generation.refit_transport: nccl_reshard``), read from
+    ``NRL_RESHARD_SOURCE``. Two paths, one after the other (the training worker synchronises between them):
+
+    * **Bulk**: the FFN projections (``reshard_ffn_groups``). Every training rank walks the metadata and calls
+      ``xferdtensor`` once per HF parameter of its pipeline stage (the experts of a layer grouped into one
+      ``[num_experts, ...]`` entry per projection), sending its live TP/EP-local shard (the grouped experts stacked
+      first, ``pre``); every vLLM rank receives exactly its own shard into the live parameter (gate and up into a
+      buffer copied into ``w13`` / ``gate_up_proj``, ``post``). The readable transport (``xferdtensor_python_impl``;
+      the nccl4py ``m2n.reshard`` one is NCCL's own) sends each destination region once, striped over the vLLM
+      replicas, and rebuilds each replica with one all-gather over the replica group: each training rank sends
+      ``bulk / train_world`` bytes, each vLLM rank receives ``bulk / gen_tp``, every rank on its own link at once
+      (its NIC when the two sides are on different nodes). Per call: a grouped point-to-point and, with more than one
+      vLLM instance, the replica all-gather, NCCL's latency each; the stages' calls spread over
+      ``NRL_REFIT_NUM_STREAMS`` streams on the vLLM side.
+    * **Misc**: everything else (attention, embeddings, norms, routers, shared experts, MTP and, with fp8, every
+      ``*_scale_inv`` sibling, the experts' included) through the default refit's machinery: Megatron-Bridge's export
+      of those tasks (``megatron_export_gather`` ``ffn=False``), the packed broadcast from training rank 0 and vLLM's
+      ``load_weights`` per tensor (``weight_sync_seconds``, ``nccl_broadcast``, NeMo RL's split settings).
+
+    ``fp8``: blockwise-fp8 training to fp8 vLLM, the pairing the transport requires ("Precision must match end to
+    end"): the bulk moves 1-byte weights, and the misc path carries one ``*_scale_inv`` per fp8 weight, each its own
+    export task with its PP / TP / EP collectives and its own ``load_weights`` entry (Qwen3-30B-A3B: 18,432 expert
+    scales beside ~580 misc tensors in bf16). The vLLM worker's ``fp8.load_weights`` re-casts each misc fp8 weight
+    on arrival (``cast_tensor_to_fp8_blockwise``, ``fp8_cast_bytes_per_param`` of HBM per weight), and the finalize
+    (``process_weights_after_loading``: the fp8 linears' and MoE layers' ``copy_`` into the kernel layout,
+    nemo_rl/models/generation/vllm/quantization/fp8.py lines 750-803 and 996-1053 @7ea279ab) passes over the rank's
+    weights once. ``fp8_kept``: linears kept bf16 (``rollout.quantization_bf16_modules``). ``weight_bytes``: the
+    whole model as the engine holds it (fp8: 1-byte linears with their block scales); the misc path carries what the
+    bulk does not.
+
+    Not modelled: the NCCL library's own reshard algorithm (the nccl4py transport, used when importable), which may
+    send more per training rank (each replica's region straight from its source, no replica all-gather)."""
+    if min(train_tp, train_pp, train_ep, train_etp, train_world, gen_tp, gen_engines, gpus_per_node) < 1:
+        raise CardError("weight sync: nccl_reshard needs tp, pp, ep, etp, world, engines and gpus_per_node >= 1")
+    if train_etp != 1:
+        raise CardError(f"rollout.weight_transport nccl_reshard: parallel.expert_tensor_parallel must be 1 (NeMo RL's "
+                        f"check_nccl_reshard_refit_support); got {train_etp}")
+    pay = reshard_payload(spec, weight_bytes=weight_bytes, fp8=fp8, fp8_kept=fp8_kept)
+    bulk_bytes, misc_bytes, bulk_calls, misc_tensors, scales = (pay.bulk_bytes, pay.misc_bytes, pay.bulk_calls,
+                                                                pay.misc_tensors, pay.scale_tensors)
+    routed_bytes, gated_bytes, misc_fp8_params = pay.routed_bytes, pay.gated_bytes, pay.misc_fp8_params
+    link = collectives.ring_bus_bytes_per_s(rates=rates, crosses_nodes=inter_node, nic_bytes_per_s=nic_bytes_per_s,
+                                            local_ranks=1)
+    send_b, recv_b = bulk_bytes / train_world, bulk_bytes / gen_tp
+    wire = max(send_b, recv_b) / link
+    streams = min(train_pp, NRL_REFIT_NUM_STREAMS)
+    calls_s = bulk_calls * rates.collective_latency_s * (2 if gen_engines > 1 else 1) / streams
+    # pre: the training rank stacks its local experts; post: each vLLM rank copies gate and up into the fused tensor
+    stack = 2 * routed_bytes / (train_ep * train_pp) / rates.hbm_bytes_per_s
+    fuse = 2 * gated_bytes / gen_tp / rates.hbm_bytes_per_s
+    export = megatron_export_gather(spec=spec, tp=train_tp, pp=train_pp, ep=train_ep, etp=train_etp, world=train_world,
+                                    gpus_per_node=gpus_per_node, rates=rates, nic_bytes_per_s=nic_bytes_per_s,
+                                    ffn=False, fp8_scale_siblings=fp8)
+    misc = weight_sync_seconds(
+        mechanism=SyncMechanism.NCCL_BROADCAST, weight_bytes=misc_bytes, num_tensors=misc_tensors,
+        train_shards=1, tp=gen_tp, rates=rates, engines=gen_engines, inter_node=inter_node,
+        gpus_per_node=gpus_per_node, nic_bytes_per_s=nic_bytes_per_s, bucket_bytes=misc_bucket_bytes,
+        s_per_tensor=misc_s_per_tensor, sender_node_ranks=sender_node_ranks,
+        receiver_cast_params=misc_fp8_params, receiver_cast_bytes_per_param=fp8_cast_bytes_per_param,
+        trainer_gather=export)
+    finalize = 2 * weight_bytes / gen_tp / rates.hbm_bytes_per_s if fp8 else 0.0
+    bulk_s = wire + stack + fuse
+    notes = (
+        f"nccl_reshard: bulk FFN {bulk_bytes / 1e9:.3g} GB ({bulk_bytes / (bulk_bytes + misc_bytes):.1%} of the "
+        f"payload) shard to shard: {send_b / 1e9:.3g} GB sent per training rank, {recv_b / 1e9:.3g} GB received per "
+        f"vLLM rank at {link / 1e9:.0f} GB/s: {wire:.2f} s; {bulk_calls} xferdtensor calls over {streams} stream(s): "
+        f"{calls_s:.2f} s; expert stacking and gate/up copies {stack + fuse:.2f} s",
+        f"misc path {misc_bytes / 1e9:.3g} GB, {misc_tensors} tensors"
+        + (f" ({scales} fp8 *_scale_inv siblings)" if scales else "")
+        + f" by the packed broadcast after the bulk: {misc.total_s:.2f} s",
+    ) + tuple(f"misc: {a}" for a in misc.assumptions) + (
+        (f"fp8 finalize (process_weights_after_loading) over the rank's weights: {finalize:.2f} s",) if finalize else ()
+    ) + (f"source: {NRL_RESHARD_SOURCE}",)
+    return SyncTime(gather_s=misc.gather_s, transfer_s=bulk_s + misc.transfer_s + finalize,
+                    per_tensor_s=calls_s + misc.per_tensor_s,
+                    total_s=bulk_s + calls_s + misc.total_s + finalize, assumptions=notes)
+
+
+CHECKPOINT_ENGINE_SOURCE = (
+    "MoonshotAI/checkpoint-engine README.md ('Optimized Weight Broadcast', Benchmark), checkpoint_engine/ps.py "
+    "(_detect_bucket_size lines 604-654, _copy_to_buffer lines 656-686, _update_per_bucket lines 723-870), "
+    "checkpoint_engine/worker.py (update_weights_from_ipc, VllmColocateWorkerExtension), examples/update.py "
+    "(split_checkpoint_files) @59a3c4ffa2e14c0c26e81f62642e2d3ed68253ab")
+CHECKPOINT_ENGINE_MAX_BUCKET_BYTES = 8 * GIB
+"""``PS_MAX_BUCKET_SIZE_GB`` default 8 (ps.py line 651 @59a3c4ff)."""
+CHECKPOINT_ENGINE_MEM_FRACTION = 0.9
+"""``PS_MEM_FRACTION`` default (ps.py ``ParameterServer.__init__`` @59a3c4ff): the share of the free device memory the
+buffers may take."""
+
+
+def checkpoint_engine_bucket_bytes(*, free_bytes: float, max_tensor_bytes: float = 0.0) -> float:
+    """The bucket ``_detect_bucket_size`` picks (ps.py lines 604-654 @59a3c4ff): a third of ``PS_MEM_FRACTION`` of
+    the free device memory (the H2D buffer and the two halves of the IPC buffer), capped at ``PS_MAX_BUCKET_SIZE_GB``
+    but never below the largest tensor."""
+    if free_bytes <= 0:
+        raise CardError("weight sync: checkpoint_engine needs free device memory beside the engine (free_bytes > 0)")
+    return max(min(CHECKPOINT_ENGINE_MAX_BUCKET_BYTES, free_bytes * CHECKPOINT_ENGINE_MEM_FRACTION / 3),
+               max_tensor_bytes)
+
+
+def checkpoint_engine_seconds(*, weight_bytes: float, num_tensors: int, ranks: int, tp: int, gpus_per_node: int,
+                              rates: DeviceRates, bucket_bytes: float, h2d_bytes_per_s: float,
+                              nic_bytes_per_s: float = DEFAULT_INTER_NODE_BYTES_PER_S,
+                              s_per_tensor: float = S_PER_TENSOR_SGLANG_LOAD, finalize: bool = False) -> SyncTime:
+    """One ``ParameterServer.update`` without ``ranks`` (the Broadcast implementation) into vLLM, read from
+    ``CHECKPOINT_ENGINE_SOURCE``.
+
+    The checkpoint's files are split over the ``ranks`` GPUs of every engine instance (``split_checkpoint_files``), and
+    each rank registers its part in pinned host memory and cuts it into buckets of ``bucket_bytes``
+    (``checkpoint_engine_bucket_bytes``). Round ``i``: every rank copies its ``i``-th bucket to its H2D buffer, all at
+    once (``_copy_to_buffer`` then a device synchronisation: ``h2d_bytes_per_s`` per GPU while the node's GPUs copy
+    together); then, owner after owner, the owner copies it into one half of the IPC buffer and broadcasts it to every
+    rank of the group (``dist.broadcast`` over all instances: NVLink in a node, the NICs of a node's GPUs across
+    nodes), and every vLLM rank loads the previous bucket from the other half (the ZMQ reply is awaited after the
+    next broadcast is enqueued) by ``model.load_weights`` on every tensor of it, each rank taking its slice. So the
+    broadcasts and the loads run as two stages over the buckets, ``max(B, L) + min(B, L) / buckets``, the H2D copies
+    do not overlap them, and each bucket adds a ZMQ round trip, an all-reduce of the return code and a
+    synchronisation (``S_PER_BUCKET``).
+
+    ``s_per_tensor``: the engine's ``load_weights`` per tensor and nothing else: one IPC buffer opened once, the
+    tensors cut from it as views (``_extract_weights``), no request and no export per tensor;
+    ``S_PER_TENSOR_SGLANG_LOAD`` by default, the only load-only measurement here (SGLang's; not vLLM's).
+    ``finalize``: vLLM's
+    ``process_weights_after_loading`` after the last bucket rewrites the rank's fp8 weights (one HBM pass over the
+    rank's shard); ``weight_bytes`` and ``num_tensors`` are the checkpoint's as stored (fp8 with its scale tensors)."""
+    if weight_bytes <= 0 or min(num_tensors, ranks, tp, gpus_per_node) < 1 or bucket_bytes <= 0 or h2d_bytes_per_s <= 0:
+        raise CardError("weight sync: checkpoint_engine needs weight_bytes, bucket_bytes, h2d_bytes_per_s > 0 and "
+                        "num_tensors, ranks, tp, gpus_per_node >= 1")
+    share = weight_bytes / ranks
+    rounds = ceil(share / bucket_bytes)
+    buckets = rounds * ranks
+    h2d = rounds * min(bucket_bytes, share) / h2d_bytes_per_s
+    crosses = ranks > gpus_per_node
+    bus = collectives.ring_bus_bytes_per_s(rates=rates, crosses_nodes=crosses, nic_bytes_per_s=nic_bytes_per_s,
+                                           local_ranks=min(ranks, gpus_per_node))
+    per_call = collectives.ring_latency_s(ranks=ranks, latency_s=rates.collective_latency_s)
+    d2d = 2 * weight_bytes / rates.hbm_bytes_per_s  # each owner's copy into the IPC half, the owners in turn
+    broadcast = weight_bytes / bus + buckets * per_call + d2d
+    load = num_tensors * s_per_tensor + 2 * weight_bytes / tp / rates.hbm_bytes_per_s
+    both = max(broadcast, load) + min(broadcast, load) / buckets
+    host = buckets * S_PER_BUCKET
+    post = 2 * weight_bytes / tp / rates.hbm_bytes_per_s if finalize else 0.0
+    notes = (
+        f"checkpoint_engine: {weight_bytes / 1e9:.3g} GB in host memory over {ranks} ranks, {buckets} bucket(s) of "
+        f"{bucket_bytes / GIB:.2f} GiB in {rounds} round(s); H2D {h2d:.2f} s at {h2d_bytes_per_s / 1e9:.0f} GB/s"
+        " per GPU",
+        f"broadcast to all {ranks} ranks at {bus / 1e9:.0f} GB/s: {broadcast:.2f} s, beside vLLM's load_weights of "
+        f"{num_tensors} tensors ({s_per_tensor * 1e3:.3f} ms each): {load:.2f} s; together {both:.2f} s",
+        f"{buckets} bucket hand-offs (ZMQ, return-code all-reduce, synchronisation): {host:.2f} s"
+        + (f"; fp8 finalize {post:.2f} s" if post else ""),
+        f"source: {CHECKPOINT_ENGINE_SOURCE}",
+    )
+    # the loads the broadcasts leave exposed count as host time
+    return SyncTime(gather_s=0.0, transfer_s=h2d + broadcast + post, per_tensor_s=both - broadcast + host,
+                    total_s=h2d + both + host + post, assumptions=notes)

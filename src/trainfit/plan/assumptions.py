@@ -47,7 +47,19 @@ def assumptions_of(card: RunCard, spec: ModelSpec, sharding: Sharding, *, replay
             " cross-entropy mechanism of the SFT step (same order: 10-12 B per logit at the loss)"
         )
         ro = card.rollout
-        if not card.preset and ro.engine is not RolloutEngine.DEEPSPEED_HYBRID:
+        if ro.weight_transport.value != "framework" and ro.engine is not RolloutEngine.DEEPSPEED_HYBRID:
+            from trainfit.compute.sync import CHECKPOINT_ENGINE_SOURCE, NRL_RESHARD_SOURCE
+
+            out.append(
+                "weight sync: rollout.weight_transport nccl_reshard, NeMo RL's NCCL reshard refit: the FFN weights"
+                " shard to shard (each training rank sends its local shard, each vLLM rank receives its own), the"
+                " rest by the packed broadcast after them (compute.sync.nccl_reshard_seconds; "
+                f"{NRL_RESHARD_SOURCE})" if ro.weight_transport.value == "nccl_reshard" else
+                "weight sync: rollout.weight_transport checkpoint_engine, MoonshotAI checkpoint-engine's Broadcast"
+                " update: the checkpoint held in pinned host memory over the engine GPUs, copied to the GPU in"
+                " buckets, broadcast to every engine rank, loaded by vLLM from a CUDA-IPC buffer beside the next"
+                f" broadcast (compute.sync.checkpoint_engine_seconds; {CHECKPOINT_ENGINE_SOURCE})")
+        elif not card.preset and ro.engine is not RolloutEngine.DEEPSPEED_HYBRID:
             # plan.rl_time.sync_phase plans the sync of ``card.preset or "trl"``: say so rather than hide it
             out.append("weight sync: no preset names the RL framework, so TRL's is planned (colocated: vLLM in the"
                        " trainer's process, load_weights per parameter; split: one HTTP request per parameter to"

@@ -166,7 +166,7 @@ from trainfit.plan.time import (
 )
 from trainfit.spec.card import RunCard
 from trainfit.spec.enums import AsyncMode, ComputeDtype, Dtype, Method, MoeExperts, Offload, RefPlacement, RolloutEngine, Strategy
-from trainfit.spec.enums import FSDP_STRATEGIES, FsdpVersion
+from trainfit.spec.enums import FSDP_STRATEGIES, FsdpVersion, WeightTransport
 from trainfit.spec.model import ModelSpec
 from trainfit.spec.training import TrainableSpec
 from trainfit.units import BYTES_PER_DTYPE
@@ -556,6 +556,8 @@ def sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding,
     from trainfit.rollout.quantization import FP8_CAST_BYTES_PER_PARAM, refit_cast_params
 
     ro = card.rollout
+    if ro.weight_transport is not WeightTransport.FRAMEWORK:
+        return _transport_sync_phase(card, spec, gpu, sharding, rollout, r)
     chosen = ro.weight_sync if "weight_sync" in ro.model_fields_set else None
     fs = framework_sync_mechanism(card.preset or "trl", ro.placement.value, chosen, engine=ro.engine)
     sharded = card.parallel.strategy.value in ("zero3", "fsdp", "hsdp", "fsdp_grad_op")
@@ -611,6 +613,63 @@ def sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding,
         tensor_bytes=hf_tensor_bytes(spec) if fs.broadcasts_whole_bucket else None,
         whole_bucket=fs.broadcasts_whole_bucket, export_staging_s=staging, unshard_units=unshard_units,
     )
+    return _phase("weight_sync", t.total_s, "communication", gather=t.gather_s, transfer=t.transfer_s,
+                  per_tensor=t.per_tensor_s, staging=t.staging_s)
+
+
+def _transport_sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding, rollout,
+                          r: DeviceRates) -> PhaseTime:
+    """The weight sync of a ``rollout.weight_transport`` other than the framework's own path (``compute.sync``):
+    NeMo RL's NCCL reshard refit (``nccl_reshard_seconds``) or checkpoint-engine's Broadcast update
+    (``checkpoint_engine_seconds``). Raises ``CardError`` (one line) where the card asks for what the transport
+    refuses."""
+    from trainfit.compute.sync import (
+        checkpoint_engine_bucket_bytes,
+        checkpoint_engine_seconds,
+        fp8_scale_tensor_count,
+        hf_tensor_count,
+        nccl_reshard_seconds,
+    )
+    from trainfit.errors import CardError
+    from trainfit.rollout.quantization import FP8_CAST_BYTES_PER_PARAM, engine_weight_bytes, is_quantized
+
+    ro, p = card.rollout, card.parallel
+    name = f"rollout.weight_transport {ro.weight_transport.value}"
+    if ro.engine is not RolloutEngine.VLLM:
+        raise CardError(f"{name}: needs rollout.engine vllm; got {ro.engine.value}")
+    fp8 = is_quantized(ro.quantization)
+    kept = tuple(ro.quantization_bf16_modules)
+    wbytes = engine_weight_bytes(spec, quantization=ro.quantization, bf16_modules=kept) if fp8 else \
+        _engine_weight_bytes(spec)
+    engines = max(1, rollout.engine_instances)
+    if ro.weight_transport is WeightTransport.NCCL_RESHARD:
+        # check_nccl_reshard_refit_support (NVIDIA-NeMo/RL docs/design-docs/nccl-reshard-refit.md @7ea279ab)
+        if ro.placement.value != "split":
+            raise CardError(f"{name}: non-colocated only (rollout.placement split); got {ro.placement.value}")
+        if p.strategy.value in ("zero3", "fsdp", "hsdp", "fsdp_grad_op"):
+            raise CardError(f"{name}: needs the Megatron training backend (a model-parallel strategy, not"
+                            f" {p.strategy.value})")
+        if fp8 and not (card.precision.compute is ComputeDtype.FP8 and card.precision.fp8_recipe is not None
+                        and card.precision.fp8_recipe.value == "blockwise"):
+            raise CardError(f"{name}: fp8 vLLM weights need blockwise-fp8 training (precision.compute fp8,"
+                            " precision.fp8_recipe blockwise): precision must match end to end")
+        train_gpus, _ = group_sizes(card)
+        t = nccl_reshard_seconds(
+            spec=spec, weight_bytes=wbytes, train_tp=p.tensor_parallel, train_pp=p.pipeline_parallel,
+            train_ep=p.expert_parallel, train_etp=p.expert_tensor_parallel, train_world=train_gpus,
+            gen_tp=ro.tensor_parallel, gen_engines=engines, rates=r,
+            gpus_per_node=nvlink_gpus_per_node(gpu.id, train_nodes(card)[1], train_gpus),
+            inter_node=card.hardware.nodes > 1, nic_bytes_per_s=nic_bytes_per_s(card), fp8=fp8, fp8_kept=kept,
+            sender_node_ranks=train_nodes(card)[1], fp8_cast_bytes_per_param=FP8_CAST_BYTES_PER_PARAM)
+    else:
+        ranks = engines * ro.tensor_parallel
+        tensors = hf_tensor_count(spec) + (fp8_scale_tensor_count(spec, kept) if fp8 else 0)
+        t = checkpoint_engine_seconds(
+            weight_bytes=wbytes, num_tensors=tensors, ranks=ranks, tp=ro.tensor_parallel,
+            gpus_per_node=card.hardware.gpus_per_node, rates=r,
+            # the free memory beside vLLM's budget (gpu_memory_utilization) sizes the buckets
+            bucket_bytes=checkpoint_engine_bucket_bytes(free_bytes=gpu.memory_bytes * (1 - ro.gpu_memory_utilization)),
+            h2d_bytes_per_s=_host_copy_rates(card, r, gpu)[0], nic_bytes_per_s=nic_bytes_per_s(card), finalize=fp8)
     return _phase("weight_sync", t.total_s, "communication", gather=t.gather_s, transfer=t.transfer_s,
                   per_tensor=t.per_tensor_s, staging=t.staging_s)
 

@@ -43,6 +43,7 @@ from trainfit.spec.enums import (
     Strategy,
     TaskKind,
     WeightSync,
+    WeightTransport,
     LossKernel,
     MoeDispatcher,
     MoeExperts,
@@ -598,6 +599,13 @@ class RolloutSection(_Section):
         " params_and_optimizer under the nemo-rl preset, else none. Unlike parallel.offload, the optimizer step"
         " stays on the GPU.")
     weight_sync: WeightSync = WeightSync.PER_PARAMETER
+    weight_transport: WeightTransport = Field(
+        WeightTransport.FRAMEWORK, description="framework | nccl_reshard | checkpoint_engine: how the weights travel at"
+        " a refit. framework: the preset's own path. nccl_reshard: NeMo RL's refit_transport nccl_reshard (split"
+        " placement, Megatron trainer, vLLM): each training rank sends its FFN shard straight to the vLLM ranks that"
+        " hold it, the rest by the packed broadcast. checkpoint_engine: MoonshotAI checkpoint-engine's Broadcast"
+        " update (vLLM): the checkpoint in host memory across the engine GPUs, bucketed copies to the GPU, a"
+        " broadcast to every engine rank, vLLM loads from a CUDA-IPC buffer. Time only; memory is unchanged.")
     quantization: RolloutQuantization = Field(
         RolloutQuantization.NONE, description="none | fp8: the vLLM engine's weights (NeMo RL vllm_cfg.precision:"
         " fp8: 128x128-block fp8 linears and experts, re-quantized from the bf16 weights at every refit; the KV"

@@ -302,6 +302,25 @@ class WeightSync(StrEnum):
     """Whole model gathered (PEFT under ZeRO-3/FSDP merges the adapter into a full copy)."""
 
 
+class WeightTransport(StrEnum):
+    """How the weights travel at a refit (``rollout.weight_transport``), where a framework offers more than its default
+    path (``compute.sync``).
+
+    * ``framework``: the card's framework's own path (``compute.sync.framework_sync_mechanism``).
+    * ``nccl_reshard``: NeMo RL's shard-to-shard refit (``policy.generation.refit_transport: nccl_reshard``): each
+      training rank sends only its local shard of the FFN weights and each vLLM rank receives exactly its own; the
+      rest rides the packed broadcast (``compute.sync.nccl_reshard_seconds``). Split placement, Megatron trainer,
+      vLLM engine.
+    * ``checkpoint_engine``: MoonshotAI checkpoint-engine's Broadcast update: the checkpoint is held in host memory
+      across the engine GPUs, copied to the GPU in buckets, broadcast to every engine rank and loaded from a CUDA-IPC
+      buffer (``compute.sync.checkpoint_engine_seconds``). vLLM engine.
+    """
+
+    FRAMEWORK = "framework"
+    NCCL_RESHARD = "nccl_reshard"
+    CHECKPOINT_ENGINE = "checkpoint_engine"
+
+
 class ResponseShape(StrEnum):
     """Distribution of RL response lengths between 1 and the maximum (``rollout.response_len``)."""
 

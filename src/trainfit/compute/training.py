@@ -43,7 +43,7 @@ from trainfit.compute.offload import deepspeed_zero12_offload_seconds, offload_s
 from trainfit.compute.optimizer_time import optimizer_seconds, shard_params
 from trainfit.compute.rates import (
     AUTOGRAD_RECORD_S_PER_FORWARD_KERNEL, FSDP_UNIT_FORWARD_HOST_S, HF_ROOT_MODULES, ZERO3_MODULE_BACKWARD_HOST_S,
-    ZERO3_MODULE_FORWARD_HOST_S, DeviceRates,
+    ZERO3_MODULE_FORWARD_HOST_S, ZERO3_REDUCE_BUCKET_HOST_S, DeviceRates,
 )
 from trainfit.spec.enums import MoeDispatcher, MoeRouting
 from trainfit.spec.model import ModelSpec
@@ -207,6 +207,10 @@ class Parallel:
     ddp_bucket_bytes: float = 0.0
     """Strategy ddp as torch DDP runs it: one all-reduce per bucket of this many bytes of the parameters' gradients
     (``collectives.ddp_bucketed_all_reduce``); 0: the whole buffer in one collective (Megatron's DDP)."""
+    zero3_reduce_buckets: int = 0
+    """Strategy zero3 as DeepSpeed runs it: gradient reduce buckets each micro-step's backward flushes
+    (``zero3_reduce_buckets``), each beyond the first costing the host ``rates.ZERO3_REDUCE_BUCKET_HOST_S``; 0: none
+    counted."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -448,7 +452,9 @@ def train_step_time(
         modules = zero3_hooked_modules(spec, expert_loop=expert_loop,
                                        leaf=zero3_expert_leaf)
         fwd = _with_host_seconds(fwd, hooks_s=modules * ZERO3_MODULE_FORWARD_HOST_S)
-        bwd = _with_host_seconds(bwd, hooks_s=modules * ZERO3_MODULE_BACKWARD_HOST_S)
+        # ... and flushes its gradient reduce buckets from the backward's hooks: ZERO3_REDUCE_BUCKET_HOST_S each
+        buckets_s = max(0, parallel.zero3_reduce_buckets - 1) * ZERO3_REDUCE_BUCKET_HOST_S
+        bwd = _with_host_seconds(bwd, hooks_s=modules * ZERO3_MODULE_BACKWARD_HOST_S + buckets_s)
         if gradient_checkpointing:  # the recomputed layers' modules run their forward hooks again
             rec = _with_host_seconds(rec, hooks_s=(modules - HF_ROOT_MODULES) * ZERO3_MODULE_FORWARD_HOST_S
                                      * recompute_layer_share)
@@ -755,6 +761,26 @@ def zero3_hooked_modules(spec: ModelSpec, *, expert_loop: bool = False, leaf: bo
     per_layer = 1 + attn + spec.norms_per_layer
     return (spec.num_layers * per_layer + moe_layers * moe_mlp + (spec.num_layers - moe_layers) * dense_mlp
             + HF_ROOT_MODULES)
+
+
+def zero3_reduce_buckets(*, grad_numels: tuple[int, ...], bucket_numel: int) -> int:
+    """Gradient reduce buckets DeepSpeed ZeRO-3 flushes in one backward whose gradients become ready in the order of
+    ``grad_numels`` (elements each): a gradient that would take a non-empty bucket past ``bucket_numel`` elements
+    first flushes it (``reduce_independent_p_g_buckets_and_remove_grads``: ``if bucket.elements + param.ds_numel >
+    self.reduce_bucket_size and bucket.elements > 0``), so a gradient larger than the bucket is reduced alone; the
+    backward's epilogue flushes the last one (``independent_gradient_partition_epilogue`` l.1407; deepspeed 0.19.8
+    from PyPI, deepspeed/runtime/zero/stage3.py l.1569-1590). Under the HF Trainer's ``auto`` (hidden^2 elements) nearly
+    every linear weight is a bucket of its own."""
+    if bucket_numel < 1:
+        raise ValueError("zero3_reduce_buckets: bucket_numel >= 1")
+    buckets, held = 0, 0
+    for n in grad_numels:
+        if n < 0:
+            raise ValueError("zero3_reduce_buckets: gradient sizes >= 0")
+        if held > 0 and held + n > bucket_numel:
+            buckets, held = buckets + 1, 0
+        held += n
+    return buckets + (1 if held > 0 else 0)
 
 
 def _with_host_seconds(t: PassTime, *, hooks_s: float) -> PassTime:

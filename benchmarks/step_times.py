@@ -967,6 +967,12 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         # the card leaves DeepSpeed's default (true at stage 3 only)
         card["deepspeed"] = {"overlap_comm": e["parallel"]["overlap_comm"]}
         notes.append(f"deepspeed.overlap_comm {str(e['parallel']['overlap_comm']).lower()} (the entry's DeepSpeed config)")
+    if e.get("deepspeed"):
+        # the run's zero_optimization settings as its DeepSpeed JSON states them ("auto": what the HF Trainer fills),
+        # cited in the entry's note: the card's deepspeed section (bucket sizes, persistence, overlap_comm)
+        card["deepspeed"] = {**card.get("deepspeed", {}), **e["deepspeed"]}
+        notes.append("deepspeed: " + ", ".join(f"{k} {v}" for k, v in e["deepspeed"].items() if k != "overlap_comm")
+                     + " (the entry's DeepSpeed config)")
     if e["precision"].get("optimizer_impl"):
         # the entry's torch AdamW implementation (fused | foreach | for_loop) where its framework's code or
         # config at the run's commit is not the card's fused default; the entry's note cites it

@@ -61,3 +61,16 @@ def test_activation_offload_reaches_the_card_only_where_the_entry_states_it() ->
     assert "activation_offload" not in card["parallel"] and card["precision"]["optimizer_in_backward"] is True
     card, _ = st.map_train(ROWS["tune-a100-3b-paged-adamw8bit"])
     assert card["precision"]["optimizer"] == "paged_adamw_8bit" and card["parallel"]["activation_offload"] is True
+
+
+def test_deepspeed_config_reaches_the_card_only_where_the_entry_states_it() -> None:
+    # finetune/ds_config_zero3.json: HF-Trainer 'auto' buckets; finetune/ds_config_zero2.json: 2e8-element buckets
+    card, notes = st.map_train(ROWS["qwen1-a100x2-7b-full-zero3-1k"])
+    assert card["deepspeed"]["reduce_bucket_size"] == "auto" and card["deepspeed"]["overlap_comm"] is True
+    assert card["deepspeed"]["stage3_param_persistence_threshold"] == "auto"
+    assert any(n.startswith("deepspeed: ") for n in notes)
+    card, _ = st.map_train(ROWS["qwen1-a100x4-7b-lora-2x2-zero2-4k"])
+    assert card["deepspeed"]["reduce_bucket_size"] == 200_000_000
+    card, _ = st.map_train(ROWS["qwen1-a100-7b-lora-8k"])
+    assert "deepspeed" not in card
+    st.validate(st.map_train(ROWS["qwen1-a100x4-72b-lora-zero3-4k"])[0])  # the card accepts the section

@@ -159,6 +159,23 @@ ZERO3_MODULE_BACKWARD_HOST_S = 160e-6
 per-parameter gradient reduce-and-partition hooks of deepspeed/runtime/zero/stage3.py): same measurement as
 ``ZERO3_MODULE_FORWARD_HOST_S``, ``engine.backward(loss)`` vs ``loss.backward()``: 4.13 ms plain, 21.73 ms ZeRO-3,
 159 us per module (166 from 4 to 8 layers). Measured, not fitted."""
+ZERO3_REDUCE_BUCKET_HOST_S = 77e-6
+"""Host seconds DeepSpeed ZeRO-3's backward takes per gradient reduce bucket beyond the first: each flush of the IPG
+bucket (``reduce_independent_p_g_buckets_and_remove_grads`` when the next gradient would pass
+``reduce_bucket_size`` elements) runs ``__reduce_and_partition_ipg_grads`` on the host (reduce-event bookkeeping,
+the bucket's ``reduce_scatter_coalesced``: flatten, pad, one collective; ``partition_grads`` into the fp32 gradient
+partitions, an event record; deepspeed 0.19.8 from PyPI, deepspeed/runtime/zero/stage3.py l.1569-1590,
+1646-1694). Same footing as ``ZERO3_MODULE_BACKWARD_HOST_S`` (a fake process group of 8 ranks, a transformers 5.24
+Qwen2 of 8 layers, hidden 64, 16 tokens, fp32, ``stage3_param_persistence_threshold`` 100, torch 2.13.0+cpu, one
+thread of a shared AMD EPYC VM core, 2026-12-03, best of 25 interleaved rounds of 5; the CPU accelerator's
+``device_count``, which forks ``numactl`` on every call (deepspeed/utils/numa.py) where CUDA's is cached, pinned to
+its first value): ``engine.backward`` at ``reduce_bucket_size`` 5e8 / 65536 / 16384 / 8192 / 4096 / 1 flushes
+1 / 6 / 23 / 43 / 75 / 99 buckets in 17.03 / 18.19 / 20.27 / 21.91 / 24.37 / 24.54 ms: 77 us per bucket (least
+squares; 96 us over the first five). ``tools/measure_zero3_reduce_buckets.py``. A CPU lower bound as its sibling
+rates (a GPU adds the NCCL launch and the stream switches). ``ZERO3_MODULE_BACKWARD_HOST_S``'s measurement sets only
+the persistence threshold, so DeepSpeed's default ``reduce_bucket_size`` 5e8 held and its model (under a million
+elements) flushed one bucket, as this measurement's 5e8 point (17.0 ms here, 21.7 there): only buckets beyond the
+first are added. Measured, not fitted."""
 HF_ROOT_MODULES = 6
 """Modules outside the decoder layers whose forward runs in a transformers causal LM (the ``*ForCausalLM``, its
 ``model``, ``embed_tokens``, ``rotary_emb``, the final ``norm``, ``lm_head``; the ``layers`` ModuleList never runs):

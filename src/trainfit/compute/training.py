@@ -43,7 +43,7 @@ from trainfit.compute.offload import deepspeed_zero12_offload_seconds, offload_s
 from trainfit.compute.optimizer_time import optimizer_seconds, shard_params
 from trainfit.compute.rates import (
     AUTOGRAD_RECORD_S_PER_FORWARD_KERNEL, FSDP_UNIT_FORWARD_HOST_S, HF_ROOT_MODULES, ZERO3_MODULE_BACKWARD_HOST_S,
-    ZERO3_MODULE_FORWARD_HOST_S, DeviceRates,
+    ZERO3_MODULE_FORWARD_HOST_S, ZERO3_REDUCE_BUCKET_HOST_S, DeviceRates,
 )
 from trainfit.spec.enums import MoeDispatcher, MoeRouting
 from trainfit.spec.model import ModelSpec
@@ -207,6 +207,14 @@ class Parallel:
     ddp_bucket_bytes: float = 0.0
     """Strategy ddp as torch DDP runs it: one all-reduce per bucket of this many bytes of the parameters' gradients
     (``collectives.ddp_bucketed_all_reduce``); 0: the whole buffer in one collective (Megatron's DDP)."""
+    zero3_grad_groups: tuple[tuple[int, ...], ...] = ()
+    """Strategy zero3 as DeepSpeed runs it: the elements of each gradient one micro-step's backward produces, in the
+    order it finishes them, grouped as the head's, each decoder layer's, the input embedding's (``plan.time.
+    zero3_grad_groups``); with ``zero3_bucket_numel`` they set the reduce buckets the backward flushes
+    (``zero3_reduce_buckets``: each beyond the first costs the host ``rates.ZERO3_REDUCE_BUCKET_HOST_S``) and how far
+    the host may run ahead of the device (``zero3_coupled_seconds``). Empty: neither priced."""
+    zero3_bucket_numel: int = 0
+    """The ZeRO-3 ``reduce_bucket_size`` in elements (0: none)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -448,12 +456,30 @@ def train_step_time(
         modules = zero3_hooked_modules(spec, expert_loop=expert_loop,
                                        leaf=zero3_expert_leaf)
         fwd = _with_host_seconds(fwd, hooks_s=modules * ZERO3_MODULE_FORWARD_HOST_S)
-        bwd = _with_host_seconds(bwd, hooks_s=modules * ZERO3_MODULE_BACKWARD_HOST_S)
+        # ... and flushes its gradient reduce buckets from the backward's hooks: ZERO3_REDUCE_BUCKET_HOST_S each
+        buckets = (zero3_reduce_buckets(grad_numels=tuple(n for g in parallel.zero3_grad_groups for n in g),
+                                        bucket_numel=parallel.zero3_bucket_numel)
+                   if parallel.zero3_grad_groups and parallel.zero3_bucket_numel > 0 else 0)
+        buckets_s = max(0, buckets - 1) * ZERO3_REDUCE_BUCKET_HOST_S
+        bwd = _with_host_seconds(bwd, hooks_s=modules * ZERO3_MODULE_BACKWARD_HOST_S + buckets_s)
         if gradient_checkpointing:  # the recomputed layers' modules run their forward hooks again
             rec = _with_host_seconds(rec, hooks_s=(modules - HF_ROOT_MODULES) * ZERO3_MODULE_FORWARD_HOST_S
                                      * recompute_layer_share)
     if gradient_checkpointing:
         rec, bwd = interleaved(rec, bwd)
+    if (parallel.strategy == "zero3" and parallel.ranks > 1 and parallel.zero3_grad_groups
+            and parallel.zero3_bucket_numel):
+        # the backward's host waits on the reduce of the bucket three flushes back (zero3_coupled_seconds)
+        coupled = zero3_coupled_seconds(
+            grad_groups=parallel.zero3_grad_groups, bucket_numel=parallel.zero3_bucket_numel,
+            backward_host_s=bwd.host_s, backward_device_s=bwd.gemm_s + bwd.attention_s + bwd.memory_s,
+            recompute_host_s=rec.host_s, recompute_device_s=rec.gemm_s + rec.attention_s + rec.memory_s,
+        ) + rec.sync_s + bwd.sync_s
+        pair = rec.seconds + bwd.seconds
+        if coupled > pair > 0:
+            f = coupled / pair
+            rec = PassTime(rec.seconds * f, rec.gemm_s, rec.attention_s, rec.memory_s, rec.host_s, rec.sync_s)
+            bwd = PassTime(bwd.seconds * f, bwd.gemm_s, bwd.attention_s, bwd.memory_s, bwd.host_s, bwd.sync_s)
     notes = [f"rates: {', '.join(rates.sources)}" if rates.sources else "rates: defaults"]
 
     # optimizer, on this GPU's shard
@@ -755,6 +781,89 @@ def zero3_hooked_modules(spec: ModelSpec, *, expert_loop: bool = False, leaf: bo
     per_layer = 1 + attn + spec.norms_per_layer
     return (spec.num_layers * per_layer + moe_layers * moe_mlp + (spec.num_layers - moe_layers) * dense_mlp
             + HF_ROOT_MODULES)
+
+
+def zero3_reduce_buckets(*, grad_numels: tuple[int, ...], bucket_numel: int) -> int:
+    """Gradient reduce buckets DeepSpeed ZeRO-3 flushes in one backward whose gradients become ready in the order of
+    ``grad_numels`` (elements each): a gradient that would take a non-empty bucket past ``bucket_numel`` elements
+    first flushes it (``reduce_independent_p_g_buckets_and_remove_grads``: ``if bucket.elements + param.ds_numel >
+    self.reduce_bucket_size and bucket.elements > 0``), so a gradient larger than the bucket is reduced alone; the
+    backward's epilogue flushes the last one (``independent_gradient_partition_epilogue`` l.1407; deepspeed 0.19.8
+    from PyPI, deepspeed/runtime/zero/stage3.py l.1569-1590). Under the HF Trainer's ``auto`` (hidden^2 elements) nearly
+    every linear weight is a bucket of its own."""
+    if bucket_numel < 1:
+        raise ValueError("zero3_reduce_buckets: bucket_numel >= 1")
+    buckets, held = 0, 0
+    for n in grad_numels:
+        if n < 0:
+            raise ValueError("zero3_reduce_buckets: gradient sizes >= 0")
+        if held > 0 and held + n > bucket_numel:
+            buckets, held = buckets + 1, 0
+        held += n
+    return buckets + (1 if held > 0 else 0)
+
+
+ZERO3_REDUCE_EVENTS_OUTSTANDING = 2
+"""DeepSpeed ZeRO-3's ``max_param_reduce_events``: before it issues a bucket's reduce, the host drops the completed
+reduce events and, while more than this many are outstanding, waits on the oldest (``__reduce_and_partition_ipg_grads``:
+``if len(self.param_reduce_events) > self.max_param_reduce_events: self.param_reduce_events.popleft().synchronize()``;
+deepspeed 0.19.8 from PyPI, deepspeed/runtime/zero/stage3.py l.462, 1663-1667). A bucket's reduce first waits for the
+compute stream (``reduce_and_partition_stream.wait_stream(default_stream)`` as each gradient joins the bucket), so
+the host can be at most three buckets ahead of the device's backward."""
+
+
+def zero3_coupled_seconds(*, grad_groups: tuple[tuple[int, ...], ...], bucket_numel: int, backward_host_s: float,
+                          backward_device_s: float, recompute_host_s: float = 0.0,
+                          recompute_device_s: float = 0.0) -> float:
+    """Seconds of one micro-step's recompute + backward under DeepSpeed ZeRO-3 when the host may run only
+    ``ZERO3_REDUCE_EVENTS_OUTSTANDING`` + 1 reduce buckets ahead of the device: a replay of the backward gradient by
+    gradient (``grad_groups``: the head's, each decoder layer's, the input embedding's, in backward order). Each
+    gradient takes an equal share of ``backward_host_s`` (the hooks and launches are per module, about one per
+    gradient) and a share of ``backward_device_s`` in proportion to its elements (a linear's weight-gradient and
+    input-gradient GEMMs scale with its weight); under gradient checkpointing each layer's recompute (an equal share
+    of ``recompute_host_s`` / ``recompute_device_s``) runs before its gradients, with no reduce of its own. The host
+    issues a gradient's kernels, then its hook flushes the bucket when the gradient would overflow it
+    (``zero3_reduce_buckets``): that bucket's reduce is ready when the device has run the kernels queued at its last
+    gradient, and the host first waits for the oldest outstanding reduce while more than
+    ``ZERO3_REDUCE_EVENTS_OUTSTANDING`` are; the epilogue flushes the last bucket and synchronises the reduce stream
+    (``independent_gradient_partition_epilogue``, stage3.py l.1407-1414). The reduces' own time is the communication
+    phase's. With buckets as large as the model the result is ``max(host, device)``; with one gradient per bucket
+    (the HF Trainer's auto) a layer's host-heavy small modules cannot hide behind its GEMM-heavy ones."""
+    numels = [n for g in grad_groups for n in g]
+    if not numels or bucket_numel < 1:
+        return max(backward_host_s + recompute_host_s, backward_device_s + recompute_device_s)
+    total = float(sum(numels)) or 1.0
+    h_grad = backward_host_s / len(numels)
+    layers = max(0, len(grad_groups) - 2)
+    rh = recompute_host_s / layers if layers else 0.0
+    rd = recompute_device_s / layers if layers else 0.0
+    host = device = 0.0
+    held, ready = 0, 0.0
+    events: list[float] = []
+
+    def flush() -> None:
+        nonlocal host, held
+        while events and events[0] <= host:
+            events.pop(0)
+        if len(events) > ZERO3_REDUCE_EVENTS_OUTSTANDING:
+            host = max(host, events.pop(0))
+        events.append(ready)
+        held = 0
+
+    for g, group in enumerate(grad_groups):
+        if 0 < g <= layers and (rh or rd):
+            host += rh
+            device = max(device, host) + rd
+        for n in group:
+            host += h_grad
+            device = max(device, host) + backward_device_s * n / total
+            if held > 0 and held + n > bucket_numel:
+                flush()
+            held += n
+            ready = device
+    if held:
+        flush()
+    return max(host, device)
 
 
 def _with_host_seconds(t: PassTime, *, hooks_s: float) -> PassTime:

@@ -20,7 +20,9 @@ from trainfit.compute.float8_casts import CastTraffic, cast_traffic
 from trainfit.compute.inventory import Adapter
 from trainfit.compute.rates import NVLINK_DOMAIN_GPUS, DeviceRates, default_rates
 from trainfit.compute import collectives as coll
-from trainfit.compute.training import ModelParallel, OptimizerSpec, Parallel, PhaseTime, train_step_time
+from trainfit.compute.training import (
+    ModelParallel, OptimizerSpec, Parallel, PhaseTime, train_step_time,
+)
 from trainfit.memory import attention as attn
 from trainfit.memory.lora import lora_trainable_params, targeted_groups
 from trainfit.memory.params import param_breakdown, param_tensors, routed_expert_layer_params, routed_expert_params
@@ -32,6 +34,7 @@ from trainfit.methods.roles import train_nodes
 from trainfit.plan.terms import trained_dtype_bytes, zero_master_states
 from trainfit.spec.card import RunCard
 from trainfit.spec.enums import Attention, ComputeDtype, ContextParallelKind, Dtype, Fp8Recipe, Method, Scope
+from trainfit.spec.enums import LayerKind
 from trainfit.spec.enums import FSDP_STRATEGIES, LossKernel, MoeDispatcher, MoeExperts, TensorParallelImpl
 from trainfit.spec.model import ModelSpec
 
@@ -430,6 +433,7 @@ def training_time(
                       hsdp_shard=par.hsdp_shard_size or min(data_ranks, train_nodes(card)[1]),
                       overlap_comm=deepspeed_overlap_comm(card),
                       zero_all_reduce_bucket=deepspeed_all_reduce_bucket(card, spec),
+                      **deepspeed_zero3_buckets(card, shard, params=params, tensors=tensors),
                       # torch DDP's reducer all-reduces bucket by bucket (bucket_cap_mb, default 25 MiB); Megatron's DDP
                       # (its layers: tensor_parallel_impl megatron) reduces its contiguous buffer, kept as one collective
                       ddp_bucket_bytes=0.0 if par.tensor_parallel_impl is TensorParallelImpl.MEGATRON
@@ -499,6 +503,51 @@ def deepspeed_all_reduce_bucket(card: RunCard, spec: ModelSpec) -> int:
     if stage is None or not _deepspeed_zero(card):
         return 0
     return max(1, zero_config_of(card, spec, stage).reduce_bucket_size)
+
+
+def zero3_grad_groups(spec: ModelSpec) -> tuple[tuple[int, ...], ...]:
+    """Elements of each gradient a full fine-tune of ``spec`` produces, in the order the backward finishes them,
+    grouped: the head's (the untied head, the final norm), each decoder layer's from the last, the input
+    embedding's. It is the forward's parameters reversed; per decoder layer, forward: the input norm, the attention
+    projections (their q/k/v biases after them), the other norms, the MLP or MoE linears (``plan.terms._layer_modules``,
+    each module one tensor)."""
+    from trainfit.plan.terms import _layer_modules  # the layout the ZeRO-3 memory plan fetches
+
+    h = spec.hidden_size
+    layers: list[tuple[int, ...]] = []
+    for i in range(spec.num_layers):
+        mods = _layer_modules(spec, i)
+        n_attn = 4 if spec.layer_kind(i) is LayerKind.FULL_ATTENTION else 5
+        attn = list(mods[:n_attn])
+        if spec.attention_bias and spec.layer_kind(i) is LayerKind.FULL_ATTENTION:
+            attn = [attn[0], spec.q_dim, attn[1], spec.kv_dim, attn[2], spec.kv_dim, attn[3]]
+        fwd = [h, *attn, *([h] * max(0, spec.norms_per_layer - 1)), *mods[n_attn:]]
+        layers.append(tuple(reversed(fwd)))
+    head = ((0 if spec.tie_word_embeddings else spec.vocab_size * h), (h if spec.final_norm else 0))
+    return (tuple(n for n in head if n), *reversed(layers), (spec.vocab_size * h,))
+
+
+def deepspeed_zero3_buckets(card: RunCard, spec: ModelSpec, *, params: float, tensors: float) -> dict:
+    """``compute.training.Parallel``'s ``zero3_grad_groups`` / ``zero3_bucket_numel`` under the card's ZeRO-3 when it
+    is DeepSpeed's: the card's ``deepspeed.reduce_bucket_size`` resolved as the memory plan reads it
+    (``plan.terms.zero_config_of``: 5e8 unset, hidden² for the HF Trainer's auto). A full fine-tune's gradients are
+    ``zero3_grad_groups`` of the rank's ``spec``; any other scope's ``tensors`` trained tensors are taken as equal,
+    ``params / tensors`` elements each, spread evenly over the decoder layers (adapters: many small tensors). Empty
+    for every other strategy."""
+    from trainfit.plan.ranks import _deepspeed_zero  # the one place the card's ZeRO is read as DeepSpeed's
+    from trainfit.plan.terms import zero_config_of
+
+    if card.parallel.strategy.value != "zero3" or not _deepspeed_zero(card) or tensors < 1 or params <= 0:
+        return {}
+    bucket = max(1, zero_config_of(card, spec, 3).reduce_bucket_size)
+    if card.scope is Scope.FULL:
+        groups = zero3_grad_groups(spec)
+    else:
+        n = max(1, round(tensors))
+        per_layer = max(1, round(n / max(1, spec.num_layers)))
+        size = max(1, round(params / n))
+        groups = ((), *(((size,) * per_layer,) * spec.num_layers), ())
+    return {"zero3_grad_groups": groups, "zero3_bucket_numel": bucket}
 
 
 def fp8_casts_of(card: RunCard) -> CastTraffic | None:

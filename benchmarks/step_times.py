@@ -237,6 +237,33 @@ LLM_FOUNDRY_MPT = {
 }
 
 
+LLM_FOUNDRY_DEFAULT_MP = (
+    "Composer amp_bf16 with FSDP mixed_precision DEFAULT (the table's Precision and MP Mode columns, which"
+    " collect_results.py fills from the run's submitted precision and fsdp_config['mixed_precision'],"
+    " mosaicml/llm-foundry scripts/train/benchmarking/collect_results.py l.217-220"
+    " @c90b9b312c644dbde5c9e6eef75c6f1c117d8782): fp32 parameter shards gathered as bf16 and gradients reduce-scattered"
+    " in fp32 into fp32 shards (precision.weights fp32, grads fp32): get_mixed_precision 'DEFAULT' sets"
+    " param_dtype = the autocast dtype, reduce_dtype = torch.float32 (mosaicml/composer"
+    " composer/trainer/mosaic_fsdp_utils.py l.75, 94-97 @83a40f5c01046cfb2d1540a1c41c1c505656ee9f v0.17.0;"
+    " composer/distributed/mosaic_parallelism.py l.78-81 @6405188805a0054b4551ec49e4919c54c971d0e8), and amp_bf16 is"
+    " torch.autocast over the fp32 model (composer/core/precision.py l.62-64 @83a40f5c0104). The table's DEFAULT is"
+    " what ran: submit_benchmarks.py's mod_parameters defaults fsdp_config_mixed_precision to 'DEFAULT' (l.321) and"
+    " run_config does not pass its --fsdp_config_mixed_precision argument on (l.513-530), so sweep.py's"
+    " '--fsdp_config_mixed_precision PURE' never reaches the config")
+"""Why an llm-foundry row run at amp_bf16 / DEFAULT is planned with fp32 weights and fp32 gradients."""
+
+
+def llm_foundry_precision(e: dict[str, Any]) -> tuple[dict[str, str], list[str]]:
+    """``precision`` overrides for an llm-foundry table row from its Precision and MP Mode columns (the quote's
+    6th and 5th cells from the end: ``... | Precision | MP Mode | Sharding Strategy | Activation Checkpointing |
+    Activation CPUOffload | NumParams |``): amp_bf16 / DEFAULT -> weights fp32, grads fp32
+    (``LLM_FOUNDRY_DEFAULT_MP``); any other pair (the older tables' bf16 / PURE) is left as the card's default."""
+    cells = [c.strip() for c in (e.get("quote") or "").strip().strip("|").split("|")]
+    if len(cells) >= 6 and (cells[-6], cells[-5]) == ("amp_bf16", "DEFAULT"):
+        return {"weights": "fp32", "grads": "fp32"}, [LLM_FOUNDRY_DEFAULT_MP]
+    return {}, []
+
+
 def llm_foundry_mpt_model(name: str, seq_len: int | None) -> tuple[dict[str, Any], list[str]]:
     """The inline MPT config of an llm-foundry benchmark row (``LLM_FOUNDRY_MPT``)."""
     m = re.match(r"llm-foundry/mpt-(\w+)\b", name)
@@ -766,8 +793,13 @@ def grad_dtype_of(e: dict[str, Any]) -> tuple[str | None, str | None]:
     * verl Megatron RL rows (``map_rl``): fp32 at the commits of ``VERL_MEGATRON_FP32_GRADS``.
     * nanotron (the Ultra-Scale Playbook sweep): fp32, accumulate_grad_in_fp32 (``NANOTRON_FP32_GRADS``).
     * NeMo RL DTensor (FSDP2) policy: fp32 at the releases of ``NEMO_RL_DTENSOR_PRECISION``, with its weights and
-      optimizer (``map_rl``)."""
+      optimizer (``map_rl``).
+    * llm-foundry (Composer FSDP1) rows at amp_bf16 / mixed_precision DEFAULT: fp32, with fp32 weights
+      (``llm_foundry_precision``, ``LLM_FOUNDRY_DEFAULT_MP``)."""
     fw, note, compute = e["framework"], e.get("note") or "", (e.get("precision") or {}).get("compute")
+    if fw == "llm-foundry":
+        prec, notes = llm_foundry_precision(e)
+        return (prec["grads"], notes[0]) if prec else (None, None)
     if fw == "verl" and (e.get("train") or {}).get("strategy") == "megatron":
         where = next((f"{w} @{c}" for c, w in VERL_MEGATRON_FP32_GRADS.items() if c in note), None)
         return ("fp32", f"fp32 gradient buffer and reduce-scatter (precision.grads fp32): {where}") if where else (None, None)
@@ -1000,6 +1032,8 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         card["loss"] = {"kernel": "flash_attn"}
         card["loop"] = {"keeps_output_through_backward": True}
         notes.append("Composer keeps state.outputs (the bf16 logits) through backward: loop.keeps_output_through_backward")
+        # the fp32 parameter shards of amp_bf16 / DEFAULT (the fp32 gradients come with grad_dtype_of's rule above)
+        card["precision"].update({k: v for k, v in llm_foundry_precision(e)[0].items() if k == "weights"})
     if scope != "full":
         card["lora"] = lora_section(e.get("lora"), e.get("framework", "")) or {}
         if not e.get("lora"):

@@ -50,3 +50,37 @@ def test_unknown_size_or_missing_length_is_skipped():
         with pytest.raises(ST.Unmapped) as err:
             ST.resolve_model(f"llm-foundry/mpt-{size} (yaml config, not an HF checkpoint)", {"gated_mlp": False}, seq)
         assert err.value.status == "skipped" and "no llm-foundry MPT yaml mapped" in err.value.reasons[0]
+
+
+def _entry(point_id):
+    return next(e for e in ST.load_entries(REPO / "benchmarks" / "data" / "published_train_times.json")
+                if e["id"] == point_id)
+
+
+@pytest.mark.parametrize("point_id", ["foundry-h100-7b-128gpu", "foundry-h100-1b-512gpu-zero2", "foundry-a100-3b-8gpu-2k"])
+def test_amp_bf16_default_rows_keep_fp32_shards_and_reduce_in_fp32(point_id):
+    """Composer's FSDP mixed_precision DEFAULT (the MP Mode column) reduce-scatters fp32 gradients into the fp32
+    parameter shards of the amp_bf16 model: precision.weights fp32, grads fp32 (the gathered copy stays bf16)."""
+    entry = _entry(point_id)
+    assert "| amp_bf16 | DEFAULT |" in entry["quote"]
+    card, notes = ST.map_train(entry)
+    assert card["precision"]["weights"] == "fp32" and card["precision"]["grads"] == "fp32"
+    assert ST.LLM_FOUNDRY_DEFAULT_MP in notes
+    planned = ST.plan_card(card)
+    assert planned.fits and planned.step_s > 0
+
+
+def test_bf16_pure_rows_keep_the_cards_default_precision():
+    entry = _entry("foundry-a100-70b-64gpu")
+    assert "| bf16 | PURE |" in entry["quote"]
+    card, notes = ST.map_train(entry)
+    assert "weights" not in card["precision"] and "grads" not in card["precision"]
+    assert ST.LLM_FOUNDRY_DEFAULT_MP not in notes
+
+
+def test_fp32_reduce_scatter_is_slower_than_bf16_across_nodes():
+    """The fp32 reduce-scatter moves twice the bytes of a bf16 one: at 512 GPUs the planned step is longer than
+    the same card with the gradients left bf16."""
+    card, _ = ST.map_train(_entry("foundry-h100-7b-512gpu"))
+    bf16 = {**card, "precision": {k: v for k, v in card["precision"].items() if k != "grads"} | {"grads": "bf16"}}
+    assert ST.plan_card(card).step_s > ST.plan_card(bf16).step_s

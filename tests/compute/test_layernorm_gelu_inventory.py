@@ -77,3 +77,32 @@ def test_the_llama_layout_is_unchanged():
                  + I.ATTENTION_GLUE_BYTES * h + I.NORM_BYTES * qkv + I.SWIGLU_BYTES * spec.intermediate_size)
     assert inv.layers_forward.memory_bytes == pytest.approx(per_layer * t * L)
     assert inv.layers_backward.memory_bytes == pytest.approx(I.BACKWARD_BYTES_FACTOR * per_layer * t * L)
+
+
+def test_mpt_flash_attn_impl_swaps_the_glue_for_the_unpad_gathers():
+    """llm-foundry's attn_impl flash (flash_attn_fn): q, k, v gathered by bert_padding.index_first_axis and the output
+    scattered back by pad_input, with their own backward (zeros + scatter_ per gather, one index gather), in place of
+    the Llama-read transposes; the fills are contiguous, the gathers / scatters strided."""
+    plain, flash = _mpt(), _mpt(attn_config={"alibi": False, "attn_impl": "flash"})
+    assert flash.unpadded_attention and not plain.unpadded_attention
+    assert not _mpt(attn_config={"alibi": False, "attn_impl": "triton"}).unpadded_attention
+    b, s = 2, 1024
+    t, h, L = float(b * s), 512.0, 4
+    a, u = (step_inventory(x, micro_batch_size=b, seq_len=s) for x in (plain, flash))
+    gathered, padded = 3 * h * t * L, h * t * L  # MHA: q, k, v and the output, each h wide
+    fwd = I.UNPAD_GATHER_BYTES * gathered + I.PAD_BYTES * padded
+    assert u.layers_forward.memory_bytes - a.layers_forward.memory_bytes == pytest.approx(
+        fwd - I.ATTENTION_GLUE_BYTES * h * t * L)
+    bwd = I.UNPAD_GATHER_BACKWARD_BYTES * gathered + I.PAD_BACKWARD_BYTES * padded
+    assert u.layers_backward.memory_bytes - a.layers_backward.memory_bytes == pytest.approx(
+        bwd - I.BACKWARD_BYTES_FACTOR * I.ATTENTION_GLUE_BYTES * h * t * L)
+    assert u.layers_forward.strided_bytes == pytest.approx(4.0 * gathered + 4.0 * padded)
+    assert u.layers_backward.strided_bytes == pytest.approx(4.0 * gathered + 4.0 * padded)
+    assert u.layers_forward.kernels - a.layers_forward.kernels == (I.UNPAD_FORWARD_KERNELS
+                                                                   - I.ATTENTION_GLUE_KERNELS) * L
+    # the recompute re-runs the forward's gathers; eager attention has none of them
+    assert u.layers_recompute.memory_bytes - a.layers_recompute.memory_bytes == pytest.approx(
+        fwd - I.ATTENTION_GLUE_BYTES * h * t * L)
+    eager = step_inventory(flash, micro_batch_size=b, seq_len=s, eager_attention=True)
+    assert eager.layers_forward.memory_bytes == step_inventory(plain, micro_batch_size=b, seq_len=s,
+                                                               eager_attention=True).layers_forward.memory_bytes

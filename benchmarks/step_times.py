@@ -264,24 +264,30 @@ def llm_foundry_precision(e: dict[str, Any]) -> tuple[dict[str, str], list[str]]
     return {}, []
 
 
-def llm_foundry_mpt_model(name: str, seq_len: int | None) -> tuple[dict[str, Any], list[str]]:
-    """The inline MPT config of an llm-foundry benchmark row (``LLM_FOUNDRY_MPT``)."""
+def llm_foundry_mpt_model(name: str, seq_len: int | None, attention: str | None = None) -> tuple[dict[str, Any], list[str]]:
+    """The inline MPT config of an llm-foundry benchmark row (``LLM_FOUNDRY_MPT``). ``attention``: the entry's
+    ``attention``; "flash" (the row's attn_impl, cited in its note) sets ``attn_config.attn_impl: flash``, the
+    unpadded flash_attn_fn (``ModelSpec.unpadded_attention``); unstated or triton rows leave MPTConfig's default."""
     m = re.match(r"llm-foundry/mpt-(\w+)\b", name)
     if not m or m.group(1) not in LLM_FOUNDRY_MPT or not seq_len:
         raise Unmapped("skipped", [f"model {name}: no llm-foundry MPT yaml mapped for it (or no sequence length)"])
     d, heads, layers, commit = LLM_FOUNDRY_MPT[m.group(1)]
     cfg = {"model_type": "mpt", "d_model": d, "n_heads": heads, "n_layers": layers, "expansion_ratio": 4,
            "max_seq_len": int(seq_len), "vocab_size": 50368, "no_bias": False, "learned_pos_emb": True,
-           "attn_config": {"alibi": False}, "tie_word_embeddings": True, "resid_pdrop": 0.0}
+           "attn_config": {"alibi": False, **({"attn_impl": "flash"} if attention == "flash" else {})},
+           "tie_word_embeddings": True, "resid_pdrop": 0.0}
     return {"id": name, "config": cfg}, [
         f"inline MPT config from mosaicml/llm-foundry scripts/train/yamls/pretrain/mpt-{m.group(1)}.yaml@{commit}"
         f" (max_seq_len {seq_len}, MPTConfig defaults: biases, learned positions, tied embeddings)",
         "loss: llm-foundry's default loss_fn fused_crossentropy, flash-attn's CrossEntropyLoss without inplace_backward"
         " (llmfoundry/models/mpt/modeling_mpt.py @c90b9b312c64 l.1295, 1329-1337): loss.kernel flash_attn (bf16 logits,"
-        " no fp32 copy; 2 / 4 B per logit)"]
+        " no fp32 copy; 2 / 4 B per logit)"] + (
+        ["attn_config.attn_impl flash (the entry's attention): flash_attn_fn's unpad / pad_input copies"
+         " (ModelSpec.unpadded_attention)"] if attention == "flash" else [])
 
 
-def resolve_model(name: str, config: dict[str, Any] | None, seq_len: int | None = None) -> tuple[Any, list[str]]:
+def resolve_model(name: str, config: dict[str, Any] | None, seq_len: int | None = None,
+                  attention: str | None = None) -> tuple[Any, list[str]]:
     """The card's ``model`` value for an entry, and notes; Unmapped when neither the catalog nor the
     entry's config gives the shape. ``seq_len``: the entry's sequence length (llm-foundry's MPT rows set
     max_seq_len, and with it the learned position rows, to it)."""
@@ -293,7 +299,7 @@ def resolve_model(name: str, config: dict[str, Any] | None, seq_len: int | None 
     if name in MODEL_ALIASES:
         return MODEL_ALIASES[name], [f"model {name} planned as {MODEL_ALIASES[name]} (same config shapes)"]
     if name.startswith("llm-foundry/mpt-"):
-        return llm_foundry_mpt_model(name, seq_len)
+        return llm_foundry_mpt_model(name, seq_len, attention)
     if config:
         if config.get("gated_mlp") is False or config.get("learned_position_embeddings"):
             raise Unmapped("not_representable", ["non-gated MLP / learned positions in a model_config without a"
@@ -888,7 +894,7 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     blockers = parallel_blockers(e["parallel"]) + ([e["card_cannot_state"]] if e.get("card_cannot_state") else [])
     notes: list[str] = []
     try:
-        model, n = resolve_model(e["model"], e.get("model_config"), e["batch"].get("seq_len"))
+        model, n = resolve_model(e["model"], e.get("model_config"), e["batch"].get("seq_len"), e.get("attention"))
         notes += n
         if e.get("mtp"):
             # the recipe trains the model's multi-token-prediction module (e.g. NVIDIA/NeMo

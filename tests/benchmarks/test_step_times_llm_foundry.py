@@ -84,3 +84,23 @@ def test_fp32_reduce_scatter_is_slower_than_bf16_across_nodes():
     card, _ = ST.map_train(_entry("foundry-h100-7b-512gpu"))
     bf16 = {**card, "precision": {k: v for k, v in card["precision"].items() if k != "grads"} | {"grads": "bf16"}}
     assert ST.plan_card(card).step_s > ST.plan_card(bf16).step_s
+
+
+def test_the_large_scale_sweep_rows_carry_its_attn_impl():
+    """The 'Large Scale' table ran sweep.py @5e85bd62: --attn_impl flash for 1b/3b/7b/70b (their entries' attention
+    flash, planned with flash_attn_fn's unpad / pad copies: ModelSpec.unpadded_attention), triton for 13b/30b
+    (unset: planned at flash's rates, the Llama-read glue); the older tables' rows stay unset."""
+    entries = [e for e in ST.load_entries(REPO / "benchmarks" / "data" / "published_train_times.json")
+               if e["framework"] == "llm-foundry"]
+    large = [e for e in entries if "Large Scale, >= 128 GPUs" in e["note"]]
+    assert len(large) == 18
+    for e in entries:
+        size = e["model"].split("mpt-")[1].split()[0]
+        flash = e in large and size in ("1b", "3b", "7b", "70b")
+        assert e.get("attention") == ("flash" if flash else None), e["id"]
+        assert ("sweep.py @5e85bd62d4ec9e13353ca95877477602ab538e5b" in e["note"]) == (e in large), e["id"]
+        model, _ = ST.resolve_model(e["model"], e.get("model_config"), e["batch"]["seq_len"], e.get("attention"))
+        spec = spec_from_hf_config(model["config"], name=model["id"], source="test")
+        assert spec.unpadded_attention is flash, e["id"]
+        card, _ = ST.map_train(e)
+        assert card["attention"] == "flash"

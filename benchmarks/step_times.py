@@ -253,6 +253,17 @@ LLM_FOUNDRY_DEFAULT_MP = (
 """Why an llm-foundry row run at amp_bf16 / DEFAULT is planned with fp32 weights and fp32 gradients."""
 
 
+LLM_FOUNDRY_SWEEP_2401 = "sweep.py @5e85bd62d4ec9e13353ca95877477602ab538e5b"
+LLM_FOUNDRY_SWEEP_2401_NOTE = (
+    "software llm-foundry 0.4.0: the Large Scale table's runs installed llm-foundry's main branch"
+    " (scripts/train/benchmarking/submit_benchmarks.py l.401 'git_branch': 'main' @5e85bd62d4ec9e13353ca95877477602ab538e5b,"
+    " the commit that added the table, 2024-01-06), whose __version__ was '0.4.0' (llmfoundry/__init__.py l.98) and"
+    " whose flash_attn_fn still unpadded q, k and v in every call (llmfoundry/models/layers/attention.py l.280-289);"
+    " the padding info moved to once per forward in 6dcc0d84b9cc7e5ba3b3f8148cf8459e298e2ba1 (2024-01-17, v0.5.0)")
+"""The entries whose note cites the Jan-2024 sweep (the 'Large Scale, >= 128 GPUs' H100 table): the card's
+``software.llm-foundry`` pin (``plan.time.llm_foundry_unpad_syncs``)."""
+
+
 def llm_foundry_precision(e: dict[str, Any]) -> tuple[dict[str, str], list[str]]:
     """``precision`` overrides for an llm-foundry table row from its Precision and MP Mode columns (the quote's
     6th and 5th cells from the end: ``... | Precision | MP Mode | Sharding Strategy | Activation Checkpointing |
@@ -1038,6 +1049,9 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         card["loss"] = {"kernel": "flash_attn"}
         card["loop"] = {"keeps_output_through_backward": True}
         notes.append("Composer keeps state.outputs (the bf16 logits) through backward: loop.keeps_output_through_backward")
+        if LLM_FOUNDRY_SWEEP_2401 in (e.get("note") or ""):
+            card["software"] = {"llm-foundry": "0.4.0"}
+            notes.append(LLM_FOUNDRY_SWEEP_2401_NOTE)
         # the fp32 parameter shards of amp_bf16 / DEFAULT (the fp32 gradients come with grad_dtype_of's rule above)
         card["precision"].update({k: v for k, v in llm_foundry_precision(e)[0].items() if k == "weights"})
     if scope != "full":

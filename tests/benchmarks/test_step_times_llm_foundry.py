@@ -104,3 +104,14 @@ def test_the_large_scale_sweep_rows_carry_its_attn_impl():
         assert spec.unpadded_attention is flash, e["id"]
         card, _ = ST.map_train(e)
         assert card["attention"] == "flash"
+
+
+def test_the_large_scale_rows_ran_llm_foundry_main_before_precomputed_padding():
+    """sweep.py @5e85bd62 installed llm-foundry main ('0.4.0', before 6dcc0d84b): the card pins it, and on a flash row
+    the per-call unpad syncs make the planned step longer than the same card without the pin."""
+    card, notes = ST.map_train(_entry("foundry-h100-3b-128gpu-zero2"))
+    assert card["software"] == {"llm-foundry": "0.4.0"} and ST.LLM_FOUNDRY_SWEEP_2401_NOTE in notes
+    unpinned = {k: v for k, v in card.items() if k != "software"}
+    assert ST.plan_card(card).step_s > ST.plan_card(unpinned).step_s
+    older, _ = ST.map_train(_entry("foundry-h100-7b-8gpu-2k"))  # the Oct-2023 table: no sweep citation, no pin
+    assert "software" not in older

@@ -106,3 +106,29 @@ def test_mpt_flash_attn_impl_swaps_the_glue_for_the_unpad_gathers():
     eager = step_inventory(flash, micro_batch_size=b, seq_len=s, eager_attention=True)
     assert eager.layers_forward.memory_bytes == step_inventory(plain, micro_batch_size=b, seq_len=s,
                                                                eager_attention=True).layers_forward.memory_bytes
+
+
+def test_llm_foundry_before_v050_unpads_in_every_attention_call():
+    """flash_attn_fn before llm-foundry v0.5.0 runs three bert_padding.unpad_input per attention forward: a nonzero
+    and an .item() each, 6 host syncs and 15 small kernels per layer (the recompute's too); backward has none."""
+    flash = _mpt(attn_config={"alibi": False, "attn_impl": "flash"})
+    a, u = (step_inventory(flash, micro_batch_size=2, seq_len=1024, unpad_call_syncs=x) for x in (False, True))
+    L = 4
+    assert a.layers_forward.host_syncs == 0 and u.layers_forward.host_syncs == I.UNPAD_CALL_SYNCS * L
+    assert u.layers_forward.kernels - a.layers_forward.kernels == I.UNPAD_CALL_KERNELS * L
+    assert u.layers_backward.host_syncs == a.layers_backward.host_syncs == 0
+    assert u.layers_backward.kernels == a.layers_backward.kernels
+    assert u.layers_recompute.host_syncs == I.UNPAD_CALL_SYNCS * L
+    # only the unpadded path has them
+    plain = step_inventory(_mpt(), micro_batch_size=2, seq_len=1024, unpad_call_syncs=True)
+    assert plain.layers_forward.host_syncs == 0
+
+
+def test_the_llm_foundry_pin_decides_the_per_call_unpad():
+    from trainfit.plan.time import llm_foundry_unpad_syncs
+    from trainfit.spec.card import load_card_dict
+
+    base = {"model": "Qwen/Qwen3-8B", "method": "sft", "scope": "full", "hardware": {"gpu": "h100-sxm"}}
+    for pin, expected in (("0.4.0", True), ("==0.3.0", True), ("0.5.0", False), ("0.10.0", False), (None, False)):
+        card = load_card_dict({**base, **({"software": {"llm-foundry": pin}} if pin else {})})
+        assert llm_foundry_unpad_syncs(card) is expected, pin

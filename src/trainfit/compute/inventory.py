@@ -138,6 +138,15 @@ view of the Wqkv output, with flash-attn's ``bert_padding.index_first_axis`` and
 
 The gathers, scatters and index kernels index every element (TensorIterator's offset calculator, not the vectorised
 loop): their bytes are strided (``PassInventory.strided_bytes``); the zero fills are not."""
+UNPAD_CALL_SYNCS, UNPAD_CALL_KERNELS = 6, 15
+"""llm-foundry before its v0.5.0 (``unpad_call_syncs``): ``flash_attn_fn`` unpads q, k and v by three
+``bert_padding.unpad_input`` calls in every attention forward (mosaicml/llm-foundry llmfoundry/models/layers/attention.py
+l.267-276 @46380924b61d84a40a60a4cd69ff12a9673a2b34, v0.4.0; l.280-289 @5e85bd62d4ec9e13353ca95877477602ab538e5b),
+each of which reads the mask's nonzero indices (``torch.nonzero``: the host waits for the count) and
+``seqlens_in_batch.max().item()`` (flash_attn/bert_padding.py ``unpad_input``): 2 host syncs per call, 6 per layer,
+besides 5 small kernels per call (the mask's sum, nonzero, max, cumsum, pad). "Precompute flash attention padding
+info" (6dcc0d84b9cc7e5ba3b3f8148cf8459e298e2ba1, 2024-01-17, first released in v0.5.0) moves the three calls to
+``gen_flash_attn_padding_info``, once per model forward."""
 SWIGLU_BYTES, SWIGLU_KERNELS = 10.0, 2
 LORA_ELEMENTWISE_BYTES, LORA_EXTRA_KERNELS = 10.0, 2
 LORA_DROPOUT_BYTES, LORA_DROPOUT_KERNELS = 5.0, 3
@@ -382,7 +391,7 @@ def step_inventory(
     grouped_gemm: bool = True, fp8_weight_transposes: float | None = None, moe_dispatcher: MoeDispatcher = MoeDispatcher.ALLTOALL,
     fused_cross_entropy: bool = False, packed_flash_syncs: bool = False, expert_loop: bool = False,
     expert_loop_every: bool = False,
-    fp8_casts: CastTraffic | None = None, megatron_experts: bool = False,
+    fp8_casts: CastTraffic | None = None, megatron_experts: bool = False, unpad_call_syncs: bool = False,
 ) -> StepInventory:
     """The op inventory of one micro-step of ``micro_batch_size × seq_len`` tokens on one GPU.
 
@@ -418,7 +427,9 @@ def step_inventory(
     ``fused_kernels``, which the compile factors leave alone; ``megatron_experts``: the routed experts are
     Megatron-Core's ``TEGroupedMLP``, whose eager clamp of a clamped GLU and per-expert fc2-bias loop
     (``moe_time.megatron_expert_elementwise``, gpt-oss) add bytes that go to the same unscaled count (no compiler
-    fuses them) and kernels counted with the others.
+    fuses them) and kernels counted with the others; ``unpad_call_syncs``: with ``ModelSpec.unpadded_attention``,
+    every attention forward unpads by itself (llm-foundry before v0.5.0: ``UNPAD_CALL_SYNCS`` host syncs and
+    ``UNPAD_CALL_KERNELS`` kernels per layer, the recompute's too).
     """
     casts = fp8_casts if fp8_casts is not None else TRANSFORMER_ENGINE
     t = float(micro_batch_size * seq_len)
@@ -477,6 +488,8 @@ def step_inventory(
         unpad_fwd_strided = UNPAD_GATHER_BYTES * gathered + (PAD_BYTES - 2.0) * padded  # less the zero fill
         unpad_bwd_strided = (UNPAD_GATHER_BACKWARD_BYTES - 2.0) * gathered + PAD_BACKWARD_BYTES * padded
         strided += unpad_fwd_strided
+        if unpad_call_syncs:
+            fq_k += UNPAD_CALL_KERNELS * full
     if spec.qk_norm:  # two RMSNorms over head_dim, on q and k reshaped per head (one copy each)
         fwd_bytes += NORM_BYTES * t * qkv * full
         fwd_k += 2 * (NORM_KERNELS + 1) * full
@@ -714,6 +727,8 @@ def step_inventory(
     ff_b, fb_b = ff_b + eager_moe.forward_bytes, fb_b + eager_moe.backward_bytes
     sync_f, sync_b = ((PACKED_FLASH_FORWARD_SYNCS * full, PACKED_FLASH_BACKWARD_SYNCS * full)
                       if packed_flash_syncs and not eager_attention else (0.0, 0.0))
+    if unpad and unpad_call_syncs:
+        sync_f += UNPAD_CALL_SYNCS * full
     sync_attn = sync_f  # the core-attention recompute re-runs attention only
     sync_f += loop_syncs
     win = dict(window_attention_forward_flops=win_fwd, window_attention_seq=win_seq,

@@ -249,7 +249,8 @@ LLM_FOUNDRY_DEFAULT_MP = (
     " torch.autocast over the fp32 model (composer/core/precision.py l.62-64 @83a40f5c0104). The table's DEFAULT is"
     " what ran: submit_benchmarks.py's mod_parameters defaults fsdp_config_mixed_precision to 'DEFAULT' (l.321) and"
     " run_config does not pass its --fsdp_config_mixed_precision argument on (l.513-530), so sweep.py's"
-    " '--fsdp_config_mixed_precision PURE' never reaches the config")
+    " '--fsdp_config_mixed_precision PURE' never reaches the config (the same at @5e85bd62d4ec9e13353ca95877477602ab538e5b,"
+    " the commit that added the Large Scale table: default l.268, no caller passes it)")
 """Why an llm-foundry row run at amp_bf16 / DEFAULT is planned with fp32 weights and fp32 gradients."""
 
 

@@ -237,24 +237,69 @@ LLM_FOUNDRY_MPT = {
 }
 
 
-def llm_foundry_mpt_model(name: str, seq_len: int | None) -> tuple[dict[str, Any], list[str]]:
-    """The inline MPT config of an llm-foundry benchmark row (``LLM_FOUNDRY_MPT``)."""
+LLM_FOUNDRY_DEFAULT_MP = (
+    "Composer amp_bf16 with FSDP mixed_precision DEFAULT (the table's Precision and MP Mode columns, which"
+    " collect_results.py fills from the run's submitted precision and fsdp_config['mixed_precision'],"
+    " mosaicml/llm-foundry scripts/train/benchmarking/collect_results.py l.217-220"
+    " @c90b9b312c644dbde5c9e6eef75c6f1c117d8782): fp32 parameter shards gathered as bf16 and gradients reduce-scattered"
+    " in fp32 into fp32 shards (precision.weights fp32, grads fp32): get_mixed_precision 'DEFAULT' sets"
+    " param_dtype = the autocast dtype, reduce_dtype = torch.float32 (mosaicml/composer"
+    " composer/trainer/mosaic_fsdp_utils.py l.75, 94-97 @83a40f5c01046cfb2d1540a1c41c1c505656ee9f v0.17.0;"
+    " composer/distributed/mosaic_parallelism.py l.78-81 @6405188805a0054b4551ec49e4919c54c971d0e8), and amp_bf16 is"
+    " torch.autocast over the fp32 model (composer/core/precision.py l.62-64 @83a40f5c0104). The table's DEFAULT is"
+    " what ran: submit_benchmarks.py's mod_parameters defaults fsdp_config_mixed_precision to 'DEFAULT' (l.321) and"
+    " run_config does not pass its --fsdp_config_mixed_precision argument on (l.513-530), so sweep.py's"
+    " '--fsdp_config_mixed_precision PURE' never reaches the config (the same at @5e85bd62d4ec9e13353ca95877477602ab538e5b,"
+    " the commit that added the Large Scale table: default l.268, no caller passes it)")
+"""Why an llm-foundry row run at amp_bf16 / DEFAULT is planned with fp32 weights and fp32 gradients."""
+
+
+LLM_FOUNDRY_SWEEP_2401 = "sweep.py @5e85bd62d4ec9e13353ca95877477602ab538e5b"
+LLM_FOUNDRY_SWEEP_2401_NOTE = (
+    "software llm-foundry 0.4.0: the Large Scale table's runs installed llm-foundry's main branch"
+    " (scripts/train/benchmarking/submit_benchmarks.py l.401 'git_branch': 'main' @5e85bd62d4ec9e13353ca95877477602ab538e5b,"
+    " the commit that added the table, 2024-01-06), whose __version__ was '0.4.0' (llmfoundry/__init__.py l.98) and"
+    " whose flash_attn_fn still unpadded q, k and v in every call (llmfoundry/models/layers/attention.py l.280-289);"
+    " the padding info moved to once per forward in 6dcc0d84b9cc7e5ba3b3f8148cf8459e298e2ba1 (2024-01-17, v0.5.0)")
+"""The entries whose note cites the Jan-2024 sweep (the 'Large Scale, >= 128 GPUs' H100 table): the card's
+``software.llm-foundry`` pin (``plan.time.llm_foundry_unpad_syncs``)."""
+
+
+def llm_foundry_precision(e: dict[str, Any]) -> tuple[dict[str, str], list[str]]:
+    """``precision`` overrides for an llm-foundry table row from its Precision and MP Mode columns (the quote's
+    6th and 5th cells from the end: ``... | Precision | MP Mode | Sharding Strategy | Activation Checkpointing |
+    Activation CPUOffload | NumParams |``): amp_bf16 / DEFAULT -> weights fp32, grads fp32
+    (``LLM_FOUNDRY_DEFAULT_MP``); any other pair (the older tables' bf16 / PURE) is left as the card's default."""
+    cells = [c.strip() for c in (e.get("quote") or "").strip().strip("|").split("|")]
+    if len(cells) >= 6 and (cells[-6], cells[-5]) == ("amp_bf16", "DEFAULT"):
+        return {"weights": "fp32", "grads": "fp32"}, [LLM_FOUNDRY_DEFAULT_MP]
+    return {}, []
+
+
+def llm_foundry_mpt_model(name: str, seq_len: int | None, attention: str | None = None) -> tuple[dict[str, Any], list[str]]:
+    """The inline MPT config of an llm-foundry benchmark row (``LLM_FOUNDRY_MPT``). ``attention``: the entry's
+    ``attention``; "flash" (the row's attn_impl, cited in its note) sets ``attn_config.attn_impl: flash``, the
+    unpadded flash_attn_fn (``ModelSpec.unpadded_attention``); unstated or triton rows leave MPTConfig's default."""
     m = re.match(r"llm-foundry/mpt-(\w+)\b", name)
     if not m or m.group(1) not in LLM_FOUNDRY_MPT or not seq_len:
         raise Unmapped("skipped", [f"model {name}: no llm-foundry MPT yaml mapped for it (or no sequence length)"])
     d, heads, layers, commit = LLM_FOUNDRY_MPT[m.group(1)]
     cfg = {"model_type": "mpt", "d_model": d, "n_heads": heads, "n_layers": layers, "expansion_ratio": 4,
            "max_seq_len": int(seq_len), "vocab_size": 50368, "no_bias": False, "learned_pos_emb": True,
-           "attn_config": {"alibi": False}, "tie_word_embeddings": True, "resid_pdrop": 0.0}
+           "attn_config": {"alibi": False, **({"attn_impl": "flash"} if attention == "flash" else {})},
+           "tie_word_embeddings": True, "resid_pdrop": 0.0}
     return {"id": name, "config": cfg}, [
         f"inline MPT config from mosaicml/llm-foundry scripts/train/yamls/pretrain/mpt-{m.group(1)}.yaml@{commit}"
         f" (max_seq_len {seq_len}, MPTConfig defaults: biases, learned positions, tied embeddings)",
         "loss: llm-foundry's default loss_fn fused_crossentropy, flash-attn's CrossEntropyLoss without inplace_backward"
         " (llmfoundry/models/mpt/modeling_mpt.py @c90b9b312c64 l.1295, 1329-1337): loss.kernel flash_attn (bf16 logits,"
-        " no fp32 copy; 2 / 4 B per logit)"]
+        " no fp32 copy; 2 / 4 B per logit)"] + (
+        ["attn_config.attn_impl flash (the entry's attention): flash_attn_fn's unpad / pad_input copies"
+         " (ModelSpec.unpadded_attention)"] if attention == "flash" else [])
 
 
-def resolve_model(name: str, config: dict[str, Any] | None, seq_len: int | None = None) -> tuple[Any, list[str]]:
+def resolve_model(name: str, config: dict[str, Any] | None, seq_len: int | None = None,
+                  attention: str | None = None) -> tuple[Any, list[str]]:
     """The card's ``model`` value for an entry, and notes; Unmapped when neither the catalog nor the
     entry's config gives the shape. ``seq_len``: the entry's sequence length (llm-foundry's MPT rows set
     max_seq_len, and with it the learned position rows, to it)."""
@@ -266,7 +311,7 @@ def resolve_model(name: str, config: dict[str, Any] | None, seq_len: int | None 
     if name in MODEL_ALIASES:
         return MODEL_ALIASES[name], [f"model {name} planned as {MODEL_ALIASES[name]} (same config shapes)"]
     if name.startswith("llm-foundry/mpt-"):
-        return llm_foundry_mpt_model(name, seq_len)
+        return llm_foundry_mpt_model(name, seq_len, attention)
     if config:
         if config.get("gated_mlp") is False or config.get("learned_position_embeddings"):
             raise Unmapped("not_representable", ["non-gated MLP / learned positions in a model_config without a"
@@ -770,8 +815,13 @@ def grad_dtype_of(e: dict[str, Any]) -> tuple[str | None, str | None]:
     * verl Megatron RL rows (``map_rl``): fp32 at the commits of ``VERL_MEGATRON_FP32_GRADS``.
     * nanotron (the Ultra-Scale Playbook sweep): fp32, accumulate_grad_in_fp32 (``NANOTRON_FP32_GRADS``).
     * NeMo RL DTensor (FSDP2) policy: fp32 at the releases of ``NEMO_RL_DTENSOR_PRECISION``, with its weights and
-      optimizer (``map_rl``)."""
+      optimizer (``map_rl``).
+    * llm-foundry (Composer FSDP1) rows at amp_bf16 / mixed_precision DEFAULT: fp32, with fp32 weights
+      (``llm_foundry_precision``, ``LLM_FOUNDRY_DEFAULT_MP``)."""
     fw, note, compute = e["framework"], e.get("note") or "", (e.get("precision") or {}).get("compute")
+    if fw == "llm-foundry":
+        prec, notes = llm_foundry_precision(e)
+        return (prec["grads"], notes[0]) if prec else (None, None)
     if fw == "verl" and (e.get("train") or {}).get("strategy") == "megatron":
         where = next((f"{w} @{c}" for c, w in VERL_MEGATRON_FP32_GRADS.items() if c in note), None)
         return ("fp32", f"fp32 gradient buffer and reduce-scatter (precision.grads fp32): {where}") if where else (None, None)
@@ -860,7 +910,7 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     blockers = parallel_blockers(e["parallel"]) + ([e["card_cannot_state"]] if e.get("card_cannot_state") else [])
     notes: list[str] = []
     try:
-        model, n = resolve_model(e["model"], e.get("model_config"), e["batch"].get("seq_len"))
+        model, n = resolve_model(e["model"], e.get("model_config"), e["batch"].get("seq_len"), e.get("attention"))
         notes += n
         if e.get("mtp"):
             # the recipe trains the model's multi-token-prediction module (e.g. NVIDIA/NeMo
@@ -1010,6 +1060,11 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         card["loss"] = {"kernel": "flash_attn"}
         card["loop"] = {"keeps_output_through_backward": True}
         notes.append("Composer keeps state.outputs (the bf16 logits) through backward: loop.keeps_output_through_backward")
+        if LLM_FOUNDRY_SWEEP_2401 in (e.get("note") or ""):
+            card["software"] = {"llm-foundry": "0.4.0"}
+            notes.append(LLM_FOUNDRY_SWEEP_2401_NOTE)
+        # the fp32 parameter shards of amp_bf16 / DEFAULT (the fp32 gradients come with grad_dtype_of's rule above)
+        card["precision"].update({k: v for k, v in llm_foundry_precision(e)[0].items() if k == "weights"})
     if scope != "full":
         card["lora"] = lora_section(e.get("lora"), e.get("framework", "")) or {}
         if not e.get("lora"):

@@ -77,3 +77,58 @@ def test_the_llama_layout_is_unchanged():
                  + I.ATTENTION_GLUE_BYTES * h + I.NORM_BYTES * qkv + I.SWIGLU_BYTES * spec.intermediate_size)
     assert inv.layers_forward.memory_bytes == pytest.approx(per_layer * t * L)
     assert inv.layers_backward.memory_bytes == pytest.approx(I.BACKWARD_BYTES_FACTOR * per_layer * t * L)
+
+
+def test_mpt_flash_attn_impl_swaps_the_glue_for_the_unpad_gathers():
+    """llm-foundry's attn_impl flash (flash_attn_fn): q, k, v gathered by bert_padding.index_first_axis and the output
+    scattered back by pad_input, with their own backward (zeros + scatter_ per gather, one index gather), in place of
+    the Llama-read transposes; the fills are contiguous, the gathers / scatters strided."""
+    plain, flash = _mpt(), _mpt(attn_config={"alibi": False, "attn_impl": "flash"})
+    assert flash.unpadded_attention and not plain.unpadded_attention
+    assert not _mpt(attn_config={"alibi": False, "attn_impl": "triton"}).unpadded_attention
+    b, s = 2, 1024
+    t, h, L = float(b * s), 512.0, 4
+    a, u = (step_inventory(x, micro_batch_size=b, seq_len=s) for x in (plain, flash))
+    gathered, padded = 3 * h * t * L, h * t * L  # MHA: q, k, v and the output, each h wide
+    fwd = I.UNPAD_GATHER_BYTES * gathered + I.PAD_BYTES * padded
+    assert u.layers_forward.memory_bytes - a.layers_forward.memory_bytes == pytest.approx(
+        fwd - I.ATTENTION_GLUE_BYTES * h * t * L)
+    bwd = I.UNPAD_GATHER_BACKWARD_BYTES * gathered + I.PAD_BACKWARD_BYTES * padded
+    assert u.layers_backward.memory_bytes - a.layers_backward.memory_bytes == pytest.approx(
+        bwd - I.BACKWARD_BYTES_FACTOR * I.ATTENTION_GLUE_BYTES * h * t * L)
+    assert u.layers_forward.strided_bytes == pytest.approx(4.0 * gathered + 4.0 * padded)
+    assert u.layers_backward.strided_bytes == pytest.approx(4.0 * gathered + 4.0 * padded)
+    assert u.layers_forward.kernels - a.layers_forward.kernels == (I.UNPAD_FORWARD_KERNELS
+                                                                   - I.ATTENTION_GLUE_KERNELS) * L
+    # the recompute re-runs the forward's gathers; eager attention has none of them
+    assert u.layers_recompute.memory_bytes - a.layers_recompute.memory_bytes == pytest.approx(
+        fwd - I.ATTENTION_GLUE_BYTES * h * t * L)
+    eager = step_inventory(flash, micro_batch_size=b, seq_len=s, eager_attention=True)
+    assert eager.layers_forward.memory_bytes == step_inventory(plain, micro_batch_size=b, seq_len=s,
+                                                               eager_attention=True).layers_forward.memory_bytes
+
+
+def test_llm_foundry_before_v050_unpads_in_every_attention_call():
+    """flash_attn_fn before llm-foundry v0.5.0 runs three bert_padding.unpad_input per attention forward: a nonzero
+    and an .item() each, 6 host syncs and 15 small kernels per layer (the recompute's too); backward has none."""
+    flash = _mpt(attn_config={"alibi": False, "attn_impl": "flash"})
+    a, u = (step_inventory(flash, micro_batch_size=2, seq_len=1024, unpad_call_syncs=x) for x in (False, True))
+    L = 4
+    assert a.layers_forward.host_syncs == 0 and u.layers_forward.host_syncs == I.UNPAD_CALL_SYNCS * L
+    assert u.layers_forward.kernels - a.layers_forward.kernels == I.UNPAD_CALL_KERNELS * L
+    assert u.layers_backward.host_syncs == a.layers_backward.host_syncs == 0
+    assert u.layers_backward.kernels == a.layers_backward.kernels
+    assert u.layers_recompute.host_syncs == I.UNPAD_CALL_SYNCS * L
+    # only the unpadded path has them
+    plain = step_inventory(_mpt(), micro_batch_size=2, seq_len=1024, unpad_call_syncs=True)
+    assert plain.layers_forward.host_syncs == 0
+
+
+def test_the_llm_foundry_pin_decides_the_per_call_unpad():
+    from trainfit.plan.time import llm_foundry_unpad_syncs
+    from trainfit.spec.card import load_card_dict
+
+    base = {"model": "Qwen/Qwen3-8B", "method": "sft", "scope": "full", "hardware": {"gpu": "h100-sxm"}}
+    for pin, expected in (("0.4.0", True), ("==0.3.0", True), ("0.5.0", False), ("0.10.0", False), (None, False)):
+        card = load_card_dict({**base, **({"software": {"llm-foundry": pin}} if pin else {})})
+        assert llm_foundry_unpad_syncs(card) is expected, pin

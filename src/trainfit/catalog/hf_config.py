@@ -472,6 +472,8 @@ def _mpt(dec: dict[str, Any], name: str) -> dict[str, Any]:
                   act="gelu", dropout=_dropout(dec, name, "resid_pdrop", 0.0), unplanned="",
                   layer_norm="layernorm" in norm_type, rotary=rope)
     out["head_dim"] = head_dim
+    # llm-foundry's attn_impl (MPTConfig default 'torch'): 'flash' runs flash_attn_fn's unpad / pad copies
+    out["unpadded_attention"] = attn.get("attn_impl") == "flash"
     return out
 
 

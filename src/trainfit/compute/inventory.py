@@ -116,6 +116,37 @@ RESIDUAL_BYTES = 6.0
 ATTENTION_GLUE_BYTES, ATTENTION_GLUE_KERNELS = 8.0, 2
 """The copies around the attention kernel (head transposes made contiguous, the output reshaped):
 8 bytes per hidden element and 2 kernels per layer, read off the trace."""
+UNPAD_GATHER_BYTES, UNPAD_GATHER_BACKWARD_BYTES = 4.0, 6.0
+PAD_BYTES, PAD_BACKWARD_BYTES = 6.0, 4.0
+UNPAD_FORWARD_KERNELS, UNPAD_BACKWARD_KERNELS = 5, 7
+"""The copies around an unpadded (varlen) fused attention (``ModelSpec.unpadded_attention``), per attention layer, in
+place of ``ATTENTION_GLUE_*``: llm-foundry's ``flash_attn_fn`` (mosaicml/llm-foundry llmfoundry/models/layers/
+attention.py l.216-370 @5e85bd62d4ec9e13353ca95877477602ab538e5b, the code its Jan-2024 H100 benchmark sweep ran;
+the same calls at @c90b9b312c644dbde5c9e6eef75c6f1c117d8782 l.279-296, 385-390) unpads q, k and v, each a split
+view of the Wqkv output, with flash-attn's ``bert_padding.index_first_axis`` and pads the kernel's output back with
+``pad_input`` (Dao-AILab/flash-attention flash_attn/bert_padding.py @2d64d7a52cc87d491bbe159b68263589780c40ed):
+
+* forward: ``IndexFirstAxis.forward`` is one ``torch.gather`` per tensor, reading and writing each element
+  (``UNPAD_GATHER_BYTES`` = 2 + 2 per element of q, k and v); ``IndexPutFirstAxis.forward`` allocates the output
+  with ``torch.zeros`` (2) and fills it by ``output[indices] = values`` (2 + 2): ``PAD_BYTES`` per element of the
+  attention output. 3 + 2 kernels.
+* backward: ``IndexPutFirstAxis.backward`` is ``grad_output[indices]`` (``PAD_BACKWARD_BYTES`` = 2 + 2);
+  ``IndexFirstAxis.backward`` a ``torch.zeros`` (2) and a ``scatter_`` (2 + 2) per tensor
+  (``UNPAD_GATHER_BACKWARD_BYTES``). 1 + 3 x 2 kernels. The cat of the three gradients into Wqkv's
+  (``split_with_sizes`` backward) is not added: the inventory times Wqkv as three projections, whose input-gradient
+  accumulation the Llama-read ``BACKWARD_BYTES_FACTOR`` already carries.
+
+The gathers, scatters and index kernels index every element (TensorIterator's offset calculator, not the vectorised
+loop): their bytes are strided (``PassInventory.strided_bytes``); the zero fills are not."""
+UNPAD_CALL_SYNCS, UNPAD_CALL_KERNELS = 6, 15
+"""llm-foundry before its v0.5.0 (``unpad_call_syncs``): ``flash_attn_fn`` unpads q, k and v by three
+``bert_padding.unpad_input`` calls in every attention forward (mosaicml/llm-foundry llmfoundry/models/layers/attention.py
+l.267-276 @46380924b61d84a40a60a4cd69ff12a9673a2b34, v0.4.0; l.280-289 @5e85bd62d4ec9e13353ca95877477602ab538e5b),
+each of which reads the mask's nonzero indices (``torch.nonzero``: the host waits for the count) and
+``seqlens_in_batch.max().item()`` (flash_attn/bert_padding.py ``unpad_input``): 2 host syncs per call, 6 per layer,
+besides 5 small kernels per call (the mask's sum, nonzero, max, cumsum, pad). "Precompute flash attention padding
+info" (6dcc0d84b9cc7e5ba3b3f8148cf8459e298e2ba1, 2024-01-17, first released in v0.5.0) moves the three calls to
+``gen_flash_attn_padding_info``, once per model forward."""
 SWIGLU_BYTES, SWIGLU_KERNELS = 10.0, 2
 LORA_ELEMENTWISE_BYTES, LORA_EXTRA_KERNELS = 10.0, 2
 LORA_DROPOUT_BYTES, LORA_DROPOUT_KERNELS = 5.0, 3
@@ -360,7 +391,7 @@ def step_inventory(
     grouped_gemm: bool = True, fp8_weight_transposes: float | None = None, moe_dispatcher: MoeDispatcher = MoeDispatcher.ALLTOALL,
     fused_cross_entropy: bool = False, packed_flash_syncs: bool = False, expert_loop: bool = False,
     expert_loop_every: bool = False,
-    fp8_casts: CastTraffic | None = None, megatron_experts: bool = False,
+    fp8_casts: CastTraffic | None = None, megatron_experts: bool = False, unpad_call_syncs: bool = False,
 ) -> StepInventory:
     """The op inventory of one micro-step of ``micro_batch_size × seq_len`` tokens on one GPU.
 
@@ -396,7 +427,9 @@ def step_inventory(
     ``fused_kernels``, which the compile factors leave alone; ``megatron_experts``: the routed experts are
     Megatron-Core's ``TEGroupedMLP``, whose eager clamp of a clamped GLU and per-expert fc2-bias loop
     (``moe_time.megatron_expert_elementwise``, gpt-oss) add bytes that go to the same unscaled count (no compiler
-    fuses them) and kernels counted with the others.
+    fuses them) and kernels counted with the others; ``unpad_call_syncs``: with ``ModelSpec.unpadded_attention``,
+    every attention forward unpads by itself (llm-foundry before v0.5.0: ``UNPAD_CALL_SYNCS`` host syncs and
+    ``UNPAD_CALL_KERNELS`` kernels per layer, the recompute's too).
     """
     casts = fp8_casts if fp8_casts is not None else TRANSFORMER_ENGINE
     t = float(micro_batch_size * seq_len)
@@ -436,11 +469,27 @@ def step_inventory(
         fwd_k += NORM_KERNELS * norms
     qkv = spec.q_dim + spec.kv_dim
     rotary = full if spec.rotary else 0
-    fwd_bytes += ROTARY_BYTES * t * qkv * rotary + ATTENTION_GLUE_BYTES * t * h * full
-    fwd_k += 2 * ROTARY_KERNELS * rotary + ATTENTION_GLUE_KERNELS * full
+    # the copies around the fused attention: the Llama-read glue, or an unpadded kernel's gathers (UNPAD_*), which
+    # carry their own backward bytes
+    unpad = spec.unpadded_attention and not eager_attention
+    glue = 0.0 if unpad else ATTENTION_GLUE_BYTES * t * h * full
+    fwd_bytes += ROTARY_BYTES * t * qkv * rotary + glue
+    fwd_k += 2 * ROTARY_KERNELS * rotary + (0 if unpad else ATTENTION_GLUE_KERNELS * full)
     # the broadcast / strided elementwise bytes among them (module docstring)
     strided = (0.0 if spec.layer_norm else NORM_STRIDED_BYTES * t * h * norms / sequence_shards) + (
-        ROTARY_BYTES * t * qkv * rotary + ATTENTION_GLUE_BYTES * t * h * full)
+        ROTARY_BYTES * t * qkv * rotary + glue)
+    unpad_fwd_strided = unpad_bwd_strided = 0.0
+    if unpad:
+        gathered, padded = t * (spec.q_dim + 2 * spec.kv_dim) * full, t * spec.q_dim * full
+        fq_b += UNPAD_GATHER_BYTES * gathered + PAD_BYTES * padded
+        bq_b += UNPAD_GATHER_BACKWARD_BYTES * gathered + PAD_BACKWARD_BYTES * padded
+        fq_k += UNPAD_FORWARD_KERNELS * full
+        bq_k += UNPAD_BACKWARD_KERNELS * full
+        unpad_fwd_strided = UNPAD_GATHER_BYTES * gathered + (PAD_BYTES - 2.0) * padded  # less the zero fill
+        unpad_bwd_strided = (UNPAD_GATHER_BACKWARD_BYTES - 2.0) * gathered + PAD_BACKWARD_BYTES * padded
+        strided += unpad_fwd_strided
+        if unpad_call_syncs:
+            fq_k += UNPAD_CALL_KERNELS * full
     if spec.qk_norm:  # two RMSNorms over head_dim, on q and k reshaped per head (one copy each)
         fwd_bytes += NORM_BYTES * t * qkv * full
         fwd_k += 2 * (NORM_KERNELS + 1) * full
@@ -678,6 +727,8 @@ def step_inventory(
     ff_b, fb_b = ff_b + eager_moe.forward_bytes, fb_b + eager_moe.backward_bytes
     sync_f, sync_b = ((PACKED_FLASH_FORWARD_SYNCS * full, PACKED_FLASH_BACKWARD_SYNCS * full)
                       if packed_flash_syncs and not eager_attention else (0.0, 0.0))
+    if unpad and unpad_call_syncs:
+        sync_f += UNPAD_CALL_SYNCS * full
     sync_attn = sync_f  # the core-attention recompute re-runs attention only
     sync_f += loop_syncs
     win = dict(window_attention_forward_flops=win_fwd, window_attention_seq=win_seq,
@@ -685,7 +736,8 @@ def step_inventory(
     layers_fwd = PassInventory(tuple(fwd), attn_fwd, float(full), fwd_bytes, fwd_k, scores, strided, sync_f,
                                fused_bytes=ff_b, fused_kernels=ff_k, **win)
     layers_bwd = PassInventory(tuple(bwd), attn_fwd, float(full), bwd_bytes, bwd_k, scores,
-                               BACKWARD_BYTES_FACTOR * strided, sync_b, fused_bytes=fb_b, fused_kernels=fb_k, **win)
+                               BACKWARD_BYTES_FACTOR * (strided - unpad_fwd_strided) + unpad_bwd_strided, sync_b,
+                               fused_bytes=fb_b, fused_kernels=fb_k, **win)
     # head + loss + embedding + final norm
     out = spec.head_outputs or spec.vocab_size
     ln = spec.layer_norm

@@ -382,7 +382,7 @@ def train_step_time(
     recompute_layer_share: float = 1.0, packed_flash_syncs: bool = False, expert_loop: bool = False,
     expert_loop_every: bool = False,
     zero3_expert_leaf: bool = True, fsdp2_copies: bool = False, fp8_casts: CastTraffic | None = None,
-    megatron_experts: bool = False, recompute_modules: tuple[str, ...] = (),
+    megatron_experts: bool = False, recompute_modules: tuple[str, ...] = (), unpad_call_syncs: bool = False,
 ) -> TrainStepTime:
     """Seconds of one optimizer step on one GPU (all GPUs of a data-parallel group run in lockstep).
 
@@ -420,7 +420,8 @@ def train_step_time(
     listed): the recompute pass is what they re-run (``inventory.StepInventory.recompute_modules``), the recomputed
     forward repeats the collectives of none of them but ``moe``'s expert-parallel dispatch and combine (its
     ``tensor_parallel.checkpoint`` re-runs the whole MoE layer, NVIDIA/Megatron-LM moe/moe_layer.py l.286-323
-    @92c8482e6dcd11c3666c61bb8d1f7e8d0730ed13); core_attn's context-parallel exchange as ``selective``'s.
+    @92c8482e6dcd11c3666c61bb8d1f7e8d0730ed13); core_attn's context-parallel exchange as ``selective``'s;
+    ``unpad_call_syncs``: as ``inventory.step_inventory`` (llm-foundry before v0.5.0 unpads in every attention call).
     """
     mp = model_parallel
     gradient_checkpointing = gradient_checkpointing or selective != "none" or bool(recompute_modules)
@@ -435,7 +436,8 @@ def train_step_time(
                              tp=mp.tp, etp=mp.etp, ep=mp.ep, sequence_parallel=mp.sequence_parallel),
                          moe_dispatcher=mp.moe_dispatcher, fused_cross_entropy=fused_cross_entropy,
                          packed_flash_syncs=packed_flash_syncs, expert_loop=expert_loop,
-                         expert_loop_every=expert_loop_every, fp8_casts=fp8_casts, megatron_experts=megatron_experts)
+                         expert_loop_every=expert_loop_every, fp8_casts=fp8_casts, megatron_experts=megatron_experts,
+                         unpad_call_syncs=unpad_call_syncs)
     kw = dict(rates=rates, seq_len=attention_context or seq_len, memory_factor=memory_factor, kernel_factor=kernel_factor)
     fwd = (pass_seconds(inv.layers_forward, backward=False, **kw)
            + pass_seconds(inv.head_forward, backward=False, **kw)).scaled(count_scale)

@@ -102,6 +102,27 @@ def nemo_rl_dtensor_packed(card: RunCard) -> bool:
     return card.preset == "nemo-rl" and card.parallel.strategy in FSDP_STRATEGIES and card.attention is Attention.FLASH
 
 
+LLM_FOUNDRY_PRECOMPUTED_PADDING = (0, 5)
+"""llm-foundry computes flash attention's padding info once per model forward from v0.5.0 on
+(``compute.inventory.UNPAD_CALL_SYNCS``)."""
+
+
+def llm_foundry_unpad_syncs(card: RunCard) -> bool:
+    """A ``software`` pin of llm-foundry before v0.5.0 (``0.4.0``, ``==0.3.0``): its ``flash_attn_fn`` unpads q, k
+    and v in every attention call, with their host syncs (``compute.inventory.UNPAD_CALL_SYNCS``); only models with
+    ``ModelSpec.unpadded_attention`` run it. No pin, or an unparsable one: False."""
+    pin = (card.software.model_extra or {}).get("llm-foundry")
+    if not pin:
+        return False
+    parts = []
+    for p in str(pin).strip().lstrip("=v ").split(".")[:2]:
+        digits = "".join(ch for ch in p if ch.isdigit())
+        if not digits:
+            return False
+        parts.append(int(digits))
+    return tuple(parts + [0] * (2 - len(parts))) < LLM_FOUNDRY_PRECOMPUTED_PADDING
+
+
 def packed_flash_syncs(card: RunCard) -> bool:
     """verl's FSDP workers: transformers models under flash attention, fed packed rows with ``position_ids`` only,
     so every attention call synchronises the host (``compute.inventory.PACKED_FLASH_FORWARD_SYNCS``). verl's
@@ -458,6 +479,7 @@ def training_time(
         fsdp2_copies=par.fsdp2,
         fp8_casts=fp8_casts_of(card),
         megatron_experts=par.tensor_parallel_impl is TensorParallelImpl.MEGATRON,
+        unpad_call_syncs=llm_foundry_unpad_syncs(card),
     )
     return replace(t, assumptions=t.assumptions + (packed_note,)) if packed_note else t
 

@@ -170,6 +170,11 @@ class ModelSpec:
     """A norm after the last layer (OPT-350m's post-LN decoder has none)."""
     learned_positions: int = 0
     """Rows of a learned absolute position embedding (OPT: max_position_embeddings + 2); 0: rotary."""
+    unpadded_attention: bool = False
+    """The fused attention runs on unpadded (varlen) rows: llm-foundry's MPT ``attn_impl: flash``
+    (``flash_attn_fn``) gathers q, k and v out of the Wqkv output with flash-attn's ``bert_padding.index_first_axis``
+    and scatters the output back with ``pad_input`` (``inventory.UNPAD_*``); MPT's config
+    ``attn_config.attn_impl``."""
     embed_proj_dim: int | None = None
     """OPT ``word_embed_proj_dim`` when it differs from hidden: embeddings and the (tied) head are this
     wide, with project_in / project_out linears (no bias) around the decoder."""

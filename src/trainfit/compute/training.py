@@ -150,16 +150,16 @@ def synced_seconds(*, host_s: float, device_s: float, kernels: float, syncs: flo
 
 
 def pass_seconds(inv: PassInventory, *, rates: DeviceRates, seq_len: float, backward: bool,
-                 memory_factor: float = 1.0, kernel_factor: float = 1.0) -> PassTime:
+                 memory_factor: float = 1.0, kernel_factor: float = 1.0, attention_kernel: str = "auto") -> PassTime:
     """Time of one pass from its inventory (module docstring). ``memory_factor`` / ``kernel_factor``
     scale the memory-bound bytes and the kernel count (kernel fusion by a compiler)."""
     gemm = sum(gemm_seconds(m=g.m, n=g.n, k=g.k, groups=g.groups, rates=rates, dtype_bytes=g.dtype_bytes) * g.count
                for g in inv.gemms)
     win, hd = inv.window_attention_forward_flops, inv.attention_head_dim  # windowed layers at their key-loop length
     attn = (attention_seconds(forward_flops=inv.attention_forward_flops - win, seq_len=seq_len, rates=rates,
-                              backward=backward, head_dim=hd)
+                              backward=backward, head_dim=hd, kernel=attention_kernel)
             + attention_seconds(forward_flops=win, seq_len=inv.window_attention_seq, rates=rates, backward=backward,
-                                head_dim=hd))
+                                head_dim=hd, kernel=attention_kernel))
     strided = inv.strided_bytes if memory_factor >= 1.0 else 0.0
     fused = inv.fused_bytes  # already counted as fused (inventory.PassInventory.fused_bytes): not scaled again
     mem = ((inv.memory_bytes - strided - fused) * memory_factor + fused
@@ -374,7 +374,7 @@ def train_step_time(
     recompute_layer_share: float = 1.0, packed_flash_syncs: bool = False, expert_loop: bool = False,
     expert_loop_every: bool = False,
     zero3_expert_leaf: bool = True, fsdp2_copies: bool = False, fp8_casts: CastTraffic | None = None,
-    megatron_experts: bool = False, recompute_modules: tuple[str, ...] = (),
+    megatron_experts: bool = False, recompute_modules: tuple[str, ...] = (), attention_kernel: str = "auto",
 ) -> TrainStepTime:
     """Seconds of one optimizer step on one GPU (all GPUs of a data-parallel group run in lockstep).
 
@@ -412,7 +412,9 @@ def train_step_time(
     listed): the recompute pass is what they re-run (``inventory.StepInventory.recompute_modules``), the recomputed
     forward repeats the collectives of none of them but ``moe``'s expert-parallel dispatch and combine (its
     ``tensor_parallel.checkpoint`` re-runs the whole MoE layer, NVIDIA/Megatron-LM moe/moe_layer.py l.286-323
-    @92c8482e6dcd11c3666c61bb8d1f7e8d0730ed13); core_attn's context-parallel exchange as ``selective``'s.
+    @92c8482e6dcd11c3666c61bb8d1f7e8d0730ed13); core_attn's context-parallel exchange as ``selective``'s;
+    ``attention_kernel``: the fused attention kernel's rates (``attention_time`` module docstring; auto: the
+    architecture's default).
     """
     mp = model_parallel
     gradient_checkpointing = gradient_checkpointing or selective != "none" or bool(recompute_modules)
@@ -428,7 +430,8 @@ def train_step_time(
                          moe_dispatcher=mp.moe_dispatcher, fused_cross_entropy=fused_cross_entropy,
                          packed_flash_syncs=packed_flash_syncs, expert_loop=expert_loop,
                          expert_loop_every=expert_loop_every, fp8_casts=fp8_casts, megatron_experts=megatron_experts)
-    kw = dict(rates=rates, seq_len=attention_context or seq_len, memory_factor=memory_factor, kernel_factor=kernel_factor)
+    kw = dict(rates=rates, seq_len=attention_context or seq_len, memory_factor=memory_factor, kernel_factor=kernel_factor,
+              attention_kernel=attention_kernel)
     fwd = (pass_seconds(inv.layers_forward, backward=False, **kw)
            + pass_seconds(inv.head_forward, backward=False, **kw)).scaled(count_scale)
     rec_inv = inv.recompute_modules(recompute_modules) if recompute_modules else inv.recompute(selective)

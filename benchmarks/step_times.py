@@ -959,6 +959,9 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         "batch": {"micro_batch_size": b["micro_batch_size"], "seq_len": b["seq_len"],
                   "grad_accum": b.get("grad_accum") or 1},
         "attention": attention_of(e),
+        # the fused kernel the entry's source shows it ran (FlashAttention-2/3/4, cuDNN), cited in its note;
+        # unstated: the card's auto (compute.attention_time)
+        **({"attention_kernel": e["attention_kernel"]} if e.get("attention_kernel") else {}),
         "precision": {"optimizer": e["precision"]["optimizer"],
                       "optimizer_in_backward": bool(e["precision"].get("optimizer_in_backward"))},
     }

@@ -133,3 +133,16 @@ def test_plan_states_the_kernel_and_times_it():
     assert fallback.step_seconds == make_plan(load_card_dict(_card("b200"))).step_seconds
     # memory does not depend on the kernel
     assert fa3.peak.device == auto.peak.device
+
+
+def test_rl_log_prob_passes_take_the_kernel():
+    rl = {"method": "grpo", "roles": {"kl_coef": 0.01}, "rollout": {"prompt_len": 1024, "response_len": 15360}}
+    base = {**_card(), **rl, "hardware": {"gpu": "h100-sxm", "gpus_per_node": 8}, "batch": {"micro_batch_size": 1,
+            "seq_len": 16384}}
+    auto = make_plan(load_card_dict(base))
+    fa3 = make_plan(load_card_dict({**base, "attention_kernel": "fa3"}))
+    parts_auto, parts_fa3 = auto.time_parts, fa3.time_parts
+    logprob = [k for k in parts_auto if "logprob" in k or "log_prob" in k]
+    assert logprob, parts_auto
+    for k in logprob:
+        assert parts_fa3[k] < parts_auto[k]

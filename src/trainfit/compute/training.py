@@ -778,6 +778,7 @@ def forward_only_time(
     expert_token_shards: float = 1.0, fp8: bool = False, fp8_weight_cache: bool = False, fp8_params: bool = False,
     packed_flash_syncs: bool = False, expert_loop: bool = False, zero3_expert_leaf: bool = True,
     hooked_units: int = 0, fsdp2_copies: bool = False, unshard_once: bool = False, expert_loop_every: bool = False,
+    attention_kernel: str = "auto",
 ) -> PassTime:
     """A no-grad forward over ``micro_steps`` micro-batches (log-probs, values, rewards) on one GPU:
     the layers and the head (the log-softmax and gather cost about what the loss does), plus the
@@ -797,7 +798,8 @@ def forward_only_time(
     @2c8b2b995f36a7cd159b5a9beb5d5ed37cae0fc1, l.418-472 @b178a3cd56f58b2d502255daba591e92833930a7), each ``rates.FSDP_UNIT_FORWARD_HOST_S`` of host time per micro-batch
     on top of the kernels' (0: unsharded, or kept unsharded across the pass, ``unshard_once``). NeMo RL's
     ``unshard_fsdp2_model`` does not keep it so: its layers are resharded after every micro-batch's forward
-    (``plan.rl_time._fsdp_hooked_units``), so its passes pay the hooks too.
+    (``plan.rl_time._fsdp_hooked_units``), so its passes pay the hooks too. ``attention_kernel``: as
+    ``train_step_time``.
     Strategy zero3 over more than one rank: a DeepSpeed engine's per-module hooks, ``zero3_hooked_modules`` x
     ``rates.ZERO3_MODULE_FORWARD_HOST_S`` per micro-batch, the experts counted as ``train_step_time`` counts them
     (fused; under ``expert_loop`` every expert's modules, or the block alone where ``zero3_expert_leaf``).
@@ -824,7 +826,7 @@ def forward_only_time(
     no_grad = replace(rates, host_s_per_forward_kernel=max(
         0.0, rates.host_s_per_forward_kernel - AUTOGRAD_RECORD_S_PER_FORWARD_KERNEL))
     kw = dict(rates=no_grad, seq_len=attention_context or seq_len, memory_factor=memory_factor,
-              kernel_factor=kernel_factor, backward=False)
+              kernel_factor=kernel_factor, backward=False, attention_kernel=attention_kernel)
     one = (pass_seconds(inv.layers_forward, **kw) + pass_seconds(inv.head_forward, **kw)).scaled(count_scale)
     one = _with_host_seconds(one, hooks_s=hooked_units * FSDP_UNIT_FORWARD_HOST_S)
     if parallel.strategy == "zero3" and parallel.ranks > 1:  # a DeepSpeed ZeRO-3 engine's per-module hooks

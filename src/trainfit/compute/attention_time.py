@@ -40,36 +40,42 @@ TMA, FlashAttention-4 Blackwell's tcgen05, while FlashAttention-2 runs its Amper
 architecture. Rates as a fraction of the card's sustained matmul rate (H100 SXM / H200 794.5 TFLOP/s, B200 1,746;
 ``rates.default_rates``), at head dim 128, long sequences:
 
-======  ====  =====  =====  ===========  ===================================================================================
+======  ====  =====  =====  ===========  =====================================================================
 kernel  arch  fwd    bwd    hd 64 ratio  source (TFLOP/s, bf16)
-======  ====  =====  =====  ===========  ===================================================================================
+======  ====  =====  =====  ===========  =====================================================================
 fa2     sm8x  0.80   0.62   1.00         the ``auto`` row (FlashAttention-2 paper)
-fa2     sm90  0.45   0.34   0.89 / 0.90  the ``auto`` row (FlashAttention-2 on H100 in the FlashAttention-3 paper)
-fa2     sm100 0.20   0.19   1.00         forward: meta-pytorch/tritonbench pull request #171 (closed; read 2026-12-03),
-                                         ``flash_v2`` on B200, head dim 128, non-causal (the only one drawn), batch 8 x 16
-                                         heads: 353.9 / 361.6 / 330.6 at 4k / 8k / 16k, mean 349; backward:
-                                         Dao-AILab/flash-attention issue #1589 (read 2026-12-03), flash_attn 2.7.4.post1
-                                         on B200, ``benchmarks/benchmark_flash_attention.py``, non-causal, head dim 64
-                                         (the only backward read): 334 at 16k (forward 379 there, so no head-dim-64 loss
-                                         is applied). About the H100's FlashAttention-2 figures in absolute terms (370 /
-                                         322 non-causal at 16k), a fifth of the B200's matmul rate
-fa3     sm90  0.78   0.71   0.75         Shah et al. 2024, "FlashAttention-3", arXiv:2407.08608 (read 2026-12-03), H100 SXM5
-                                         bf16 head dim 128 at 16k: Fig. 5 forward causal 616 (FlashAttention-2 335 in the
-                                         same figure); Fig. 6 backward (non-causal, the only one drawn) 561 (FA2 322).
-                                         Head dim 64 / 128, forward non-causal at 4k (Fig. 4): 476 / 638; the backward
-                                         takes the forward's ratio
-fa4     sm100 0.81   0.69   0.67         Dao-AILab/flash-attention pull request #2280 (merged 2026-02-27; read 2026-12-03),
-                                         B200, head dim 128, causal, seqlen 8192 batch 4 x 16 heads: forward 1418.1,
-                                         backward 1208.6 (the 2-CTA path that pull request enables); head dim: the ``auto``
-                                         sm100 factor (pull request #2605, FA4 forward)
-cudnn   sm90  0.68   0.65   0.67         Shah et al. 2024, the same figures' cuDNN bars: forward causal 539 at 16k (Fig. 5),
-                                         backward 516 (Fig. 6); head dim 64 / 128 forward non-causal at 4k: 408 / 609
-======  ====  =====  =====  ===========  ===================================================================================
+fa2     sm90  0.45   0.34   0.89 / 0.90  the ``auto`` row (FlashAttention-2 on H100 in the FlashAttention-3
+                                         paper)
+fa2     sm100 0.20   0.19   1.00         forward: meta-pytorch/tritonbench pull request #171 (closed; read
+                                         2026-12-03), ``flash_v2`` on B200, head dim 128, non-causal (the only
+                                         one drawn), batch 8 x 16 heads: 353.9 / 361.6 / 330.6 at 4k / 8k /
+                                         16k, mean 349; backward: Dao-AILab/flash-attention issue #1589 (read
+                                         2026-12-03), flash_attn 2.7.4.post1 on B200,
+                                         ``benchmarks/benchmark_flash_attention.py``, non-causal, head dim 64
+                                         (the only backward read): 334 at 16k (forward 379 there, so no
+                                         head-dim-64 loss is applied). About the H100's FlashAttention-2
+                                         figures in absolute terms (370 / 322 non-causal at 16k), a fifth of
+                                         the B200's matmul rate
+fa3     sm90  0.78   0.71   0.75         Shah et al. 2024, "FlashAttention-3", arXiv:2407.08608 (read
+                                         2026-12-03), H100 SXM5 bf16 head dim 128 at 16k: Fig. 5 forward
+                                         causal 616 (FlashAttention-2 335 in the same figure); Fig. 6 backward
+                                         (non-causal, the only one drawn) 561 (FA2 322). Head dim 64 / 128,
+                                         forward non-causal at 4k (Fig. 5's non-causal panels): 476 / 638; the
+                                         backward takes the forward's ratio
+fa4     sm100 0.81   0.69   0.67         Dao-AILab/flash-attention pull request #2280 (merged 2026-02-27; read
+                                         2026-12-03), B200, head dim 128, causal, seqlen 8192 batch 4 x 16
+                                         heads: forward 1418.1, backward 1208.6 (the 2-CTA path that pull
+                                         request enables); head dim: the ``auto`` sm100 factor (pull request
+                                         #2605, FA4 forward)
+cudnn   sm90  0.68   0.65   0.67         Shah et al. 2024, the same figures' cuDNN bars: forward causal 539 at
+                                         16k (Fig. 5), backward 516 (Fig. 6); head dim 64 / 128 forward
+                                         non-causal at 4k: 408 / 609
+======  ====  =====  =====  ===========  =====================================================================
 
 Pairs not in the table take the ``auto`` rates (the plan says so): no published FlashAttention-2 table on sm120, no
 cuDNN table on B200 at head dim 128 read (pull request #2605's cuDNN-vs-FA4 B200 table was read only at head dim 64),
-cuDNN / FlashAttention-2 on Ampere at the ``auto`` rate. FlashAttention-3 builds for Hopper only (the repository's
-``hopper/`` package), FlashAttention-4 for Blackwell (``flash_attn/cute``): ``kernel_runs_on`` refuses the others.
+none for cuDNN on Ampere. FlashAttention-3 builds for Hopper only (the repository's ``hopper/`` package),
+FlashAttention-4 for Blackwell (``flash_attn/cute``): ``kernel_runs_on`` refuses the others.
 
 Short sequences fill fewer tiles and pay the softmax bookkeeping: ``seq / (seq + SEQ_HALF)`` with
 ``SEQ_HALF = 256`` (the same figures: half the long-sequence rate near 256-512 tokens).

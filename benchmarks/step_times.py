@@ -606,6 +606,33 @@ FUSED_ATTENTION = ("flash", "flex", "te")
 Engine's fused attention): the card's ``flash``. They run where transformers has no SDPA path (gpt-oss's sinks)."""
 
 
+TE_CUDNN_FRAMEWORKS = ("nemo", "megatron-bridge")
+"""Frameworks whose Transformer Engine attention runs cuDNN's fused attention on Hopper: Megatron-Core's
+``attention_backend`` auto (NeMo / Megatron-Bridge recipes leave it so: NVIDIA-NeMo/Megatron-Bridge
+src/megatron/bridge/recipes/llama/h100/llama3.py l.97 ``cfg.model.attention_backend = None`` "auto selection"
+@067f987df03b8355b03192d88d70f1709fedf51a) leaves the choice to TE's ``get_attention_backend``, which, when both
+FlashAttention and FusedAttention can run a layer, disables FlashAttention on compute capability 9.0+ "to give
+FusedAttention preference on Hopper+ for performance reasons" (NVIDIA/TransformerEngine
+transformer_engine/pytorch/attention/dot_product_attention/utils.py l.1647-1653
+@d0067d0da6cb01811b8072a7d304f0e00344ce2b; the same choice on sm90 since 32db39288c627e9dd94a9391119619749a008f00,
+2023-12-07, in every TE release from v1.2, so in every container these entries name)."""
+
+
+def attention_kernel_of(e: dict[str, Any], gpu_id: str, notes: list[str]) -> dict[str, str]:
+    """The card's ``attention_kernel`` for an entry: the kernel its note cites (``attention_kernel``), cuDNN for
+    NeMo / Megatron-Bridge fused attention on Hopper (``TE_CUDNN_FRAMEWORKS``), else unstated (auto)."""
+    if e.get("attention_kernel"):
+        return {"attention_kernel": e["attention_kernel"]}
+    from trainfit.catalog.gpus import resolve_gpu
+
+    cc = resolve_gpu(gpu_id).compute_capability or ""
+    if e["framework"] in TE_CUDNN_FRAMEWORKS and attention_of(e) == "flash" and cc.startswith("9."):
+        notes.append("attention_kernel cudnn: Transformer Engine prefers its cuDNN fused attention on Hopper"
+                     " (TE_CUDNN_FRAMEWORKS)")
+        return {"attention_kernel": "cudnn"}
+    return {}
+
+
 def attention_of(e: dict[str, Any]) -> str:
     """The card's attention for an entry: eager when published so, flash for a fused kernel named by the entry or
     run by Megatron-Core (Transformer Engine's fused attention), else sdpa."""
@@ -1009,6 +1036,7 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         "batch": {"micro_batch_size": b["micro_batch_size"], "seq_len": b["seq_len"],
                   "grad_accum": b.get("grad_accum") or 1},
         "attention": attention_of(e),
+        **attention_kernel_of(e, gpu, notes),
         "precision": {"optimizer": e["precision"]["optimizer"],
                       "optimizer_in_backward": bool(e["precision"].get("optimizer_in_backward"))},
     }

@@ -34,6 +34,49 @@ sm100      0.67   0.67   Dao-AILab/flash-attention pull request #2605 (merged; r
 others     1.00   1.00   not applied: no head-dim table for A100-class (sm80/86/89) or sm120 cards was read
 =========  =====  =====  ======================================================================================
 
+Stated kernel (``RunCard.attention_kernel``; ``auto`` keeps the tables above). The fused kernel a run used sets the
+rate far more than the architecture does on Hopper and Blackwell: FlashAttention-3 and cuDNN use Hopper's wgmma and
+TMA, FlashAttention-4 Blackwell's tcgen05, while FlashAttention-2 runs its Ampere ``mma.sync`` kernels on every later
+architecture. Rates as a fraction of the card's sustained matmul rate (H100 SXM / H200 794.5 TFLOP/s, B200 1,746;
+``rates.default_rates``), at head dim 128, long sequences:
+
+======  ====  =====  =====  ===========  =====================================================================
+kernel  arch  fwd    bwd    hd 64 ratio  source (TFLOP/s, bf16)
+======  ====  =====  =====  ===========  =====================================================================
+fa2     sm8x  0.80   0.62   1.00         the ``auto`` row (FlashAttention-2 paper)
+fa2     sm90  0.45   0.34   0.89 / 0.90  the ``auto`` row (FlashAttention-2 on H100 in the FlashAttention-3
+                                         paper)
+fa2     sm100 0.20   0.19   1.00         forward: meta-pytorch/tritonbench pull request #171 (closed; read
+                                         2026-12-03), ``flash_v2`` on B200, head dim 128, non-causal (the only
+                                         one drawn), batch 8 x 16 heads: 353.9 / 361.6 / 330.6 at 4k / 8k /
+                                         16k, mean 349; backward: Dao-AILab/flash-attention issue #1589 (read
+                                         2026-12-03), flash_attn 2.7.4.post1 on B200,
+                                         ``benchmarks/benchmark_flash_attention.py``, non-causal, head dim 64
+                                         (the only backward read): 334 at 16k (forward 379 there, so no
+                                         head-dim-64 loss is applied). About the H100's FlashAttention-2
+                                         figures in absolute terms (370 / 322 non-causal at 16k), a fifth of
+                                         the B200's matmul rate
+fa3     sm90  0.78   0.71   0.75         Shah et al. 2024, "FlashAttention-3", arXiv:2407.08608 (read
+                                         2026-12-03), H100 SXM5 bf16 head dim 128 at 16k: Fig. 5 forward
+                                         causal 616 (FlashAttention-2 335 in the same figure); Fig. 6 backward
+                                         (non-causal, the only one drawn) 561 (FA2 322). Head dim 64 / 128,
+                                         forward non-causal at 4k (Fig. 5's non-causal panels): 476 / 638; the
+                                         backward takes the forward's ratio
+fa4     sm100 0.81   0.69   0.67         Dao-AILab/flash-attention pull request #2280 (merged 2026-02-27; read
+                                         2026-12-03), B200, head dim 128, causal, seqlen 8192 batch 4 x 16
+                                         heads: forward 1418.1, backward 1208.6 (the 2-CTA path that pull
+                                         request enables); head dim: the ``auto`` sm100 factor (pull request
+                                         #2605, FA4 forward)
+cudnn   sm90  0.68   0.65   0.67         Shah et al. 2024, the same figures' cuDNN bars: forward causal 539 at
+                                         16k (Fig. 5), backward 516 (Fig. 6); head dim 64 / 128 forward
+                                         non-causal at 4k: 408 / 609
+======  ====  =====  =====  ===========  =====================================================================
+
+Pairs not in the table take the ``auto`` rates (the plan says so): no published FlashAttention-2 table on sm120, no
+cuDNN table on B200 at head dim 128 read (pull request #2605's cuDNN-vs-FA4 B200 table was read only at head dim 64),
+none for cuDNN on Ampere. FlashAttention-3 builds for Hopper only (the repository's ``hopper/`` package),
+FlashAttention-4 for Blackwell (``flash_attn/cute``): ``kernel_runs_on`` refuses the others.
+
 Short sequences fill fewer tiles and pay the softmax bookkeeping: ``seq / (seq + SEQ_HALF)`` with
 ``SEQ_HALF = 256`` (the same figures: half the long-sequence rate near 256-512 tokens).
 
@@ -98,35 +141,83 @@ BASE_HEAD_DIM = 128
 _HEAD_DIM_64 = {"9": (0.89, 0.90), "10": (0.67, 0.67)}  # (fwd, bwd) at head dim 64 / at 128
 
 
-def head_dim_efficiency(*, compute_capability: str | None, head_dim: float | None, backward: bool) -> float:
-    """The head-dim factor on the rate (module docstring table): 1 at ``BASE_HEAD_DIM`` and above or when unknown
+AUTO_KERNEL = "auto"
+# (kernel, major) -> (fwd, bwd, (fwd, bwd) at head dim 64 / at 128): the module docstring's stated-kernel table
+_KERNEL_RATES = {
+    ("fa2", "8"): (0.80, 0.62, (1.0, 1.0)),
+    ("fa2", "9"): (0.45, 0.34, (0.89, 0.90)),
+    ("fa2", "10"): (0.20, 0.19, (1.0, 1.0)),
+    ("fa3", "9"): (0.78, 0.71, (0.75, 0.75)),
+    ("fa4", "10"): (0.81, 0.69, (0.67, 0.67)),
+    ("cudnn", "9"): (0.68, 0.65, (0.67, 0.67)),
+}
+_KERNEL_ARCH = {"fa3": ("9",), "fa4": ("10",)}
+"""Kernels built for some architectures only (module docstring); the others run everywhere this plans."""
+
+
+def _major(compute_capability: str | None) -> str:
+    return (compute_capability or "8.0").split(".")[0]
+
+
+def kernel_runs_on(*, kernel: str, compute_capability: str | None) -> bool:
+    """Whether ``kernel`` has a build for that architecture (``auto``, fa2 and cudnn: every one planned)."""
+    archs = _KERNEL_ARCH.get(kernel)
+    return archs is None or compute_capability is None or _major(compute_capability) in archs
+
+
+def kernel_rated(*, kernel: str, compute_capability: str | None) -> bool:
+    """Whether the stated-kernel table has the pair (else the ``auto`` rates apply)."""
+    return (kernel, _major(compute_capability)) in _KERNEL_RATES
+
+
+KERNEL_NAMES = {"fa2": "FlashAttention-2", "fa3": "FlashAttention-3", "fa4": "FlashAttention-4", "cudnn": "cuDNN"}
+
+
+def kernel_rates(*, kernel: str, compute_capability: str | None) -> tuple[float, float]:
+    """(forward, backward) fraction of the matmul rate at head dim 128, long sequences, of ``kernel`` on that
+    architecture (the ``auto`` rates where the pair has none)."""
+    fwd, bwd, _ = _rates(kernel, compute_capability)
+    return fwd, bwd
+
+
+def _rates(kernel: str, compute_capability: str | None) -> tuple[float, float, tuple[float, float]]:
+    major = _major(compute_capability)
+    stated = _KERNEL_RATES.get((kernel, major)) if kernel != AUTO_KERNEL else None
+    if stated:
+        return stated
+    fwd, bwd = _EFFICIENCY.get(major, (0.5, 0.4))
+    return fwd, bwd, _HEAD_DIM_64.get(major, (1.0, 1.0))
+
+
+def head_dim_efficiency(*, compute_capability: str | None, head_dim: float | None, backward: bool,
+                        kernel: str = AUTO_KERNEL) -> float:
+    """The head-dim factor on the rate (module docstring tables): 1 at ``BASE_HEAD_DIM`` and above or when unknown
     (``None`` / 0), the published head-dim-64 ratio at 64 and below, linear between."""
     if not head_dim or head_dim >= BASE_HEAD_DIM:
         return 1.0
-    major = (compute_capability or "8.0").split(".")[0]
-    fwd, bwd = _HEAD_DIM_64.get(major, (1.0, 1.0))
+    fwd, bwd = _rates(kernel, compute_capability)[2]
     at_64 = bwd if backward else fwd
     share = (max(head_dim, 64.0) - 64.0) / (BASE_HEAD_DIM - 64.0)
     return at_64 + (1.0 - at_64) * share
 
 
 def attention_efficiency(*, compute_capability: str | None, seq_len: float, backward: bool,
-                         head_dim: float | None = None) -> float:
-    major = (compute_capability or "8.0").split(".")[0]
-    fwd, bwd = _EFFICIENCY.get(major, (0.5, 0.4))
-    hd = head_dim_efficiency(compute_capability=compute_capability, head_dim=head_dim, backward=backward)
+                         head_dim: float | None = None, kernel: str = AUTO_KERNEL) -> float:
+    fwd, bwd, _ = _rates(kernel, compute_capability)
+    hd = head_dim_efficiency(compute_capability=compute_capability, head_dim=head_dim, backward=backward,
+                             kernel=kernel)
     return (bwd if backward else fwd) * hd * seq_len / (seq_len + SEQ_HALF)
 
 
 def attention_seconds(*, forward_flops: float, seq_len: float, rates: DeviceRates, backward: bool,
-                      head_dim: float | None = None) -> float:
+                      head_dim: float | None = None, kernel: str = AUTO_KERNEL) -> float:
     """Seconds of the fused attention kernels whose forward work is ``forward_flops`` (``head_dim``: the query/key
-    head dimension, ``head_dim_efficiency``; None: the base rate)."""
+    head dimension, ``head_dim_efficiency``; None: the base rate; ``kernel``: the stated kernel, module docstring)."""
     if forward_flops <= 0:
         return 0.0
     work = forward_flops * (BACKWARD_FLOPS_FACTOR if backward else 1.0)
     eff = attention_efficiency(compute_capability=rates.compute_capability, seq_len=seq_len, backward=backward,
-                               head_dim=head_dim)
+                               head_dim=head_dim, kernel=kernel)
     return work / (rates.matmul_flops_per_s * eff)
 
 

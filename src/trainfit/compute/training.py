@@ -150,16 +150,16 @@ def synced_seconds(*, host_s: float, device_s: float, kernels: float, syncs: flo
 
 
 def pass_seconds(inv: PassInventory, *, rates: DeviceRates, seq_len: float, backward: bool,
-                 memory_factor: float = 1.0, kernel_factor: float = 1.0) -> PassTime:
+                 memory_factor: float = 1.0, kernel_factor: float = 1.0, attention_kernel: str = "auto") -> PassTime:
     """Time of one pass from its inventory (module docstring). ``memory_factor`` / ``kernel_factor``
     scale the memory-bound bytes and the kernel count (kernel fusion by a compiler)."""
     gemm = sum(gemm_seconds(m=g.m, n=g.n, k=g.k, groups=g.groups, rates=rates, dtype_bytes=g.dtype_bytes) * g.count
                for g in inv.gemms)
     win, hd = inv.window_attention_forward_flops, inv.attention_head_dim  # windowed layers at their key-loop length
     attn = (attention_seconds(forward_flops=inv.attention_forward_flops - win, seq_len=seq_len, rates=rates,
-                              backward=backward, head_dim=hd)
+                              backward=backward, head_dim=hd, kernel=attention_kernel)
             + attention_seconds(forward_flops=win, seq_len=inv.window_attention_seq, rates=rates, backward=backward,
-                                head_dim=hd))
+                                head_dim=hd, kernel=attention_kernel))
     strided = inv.strided_bytes if memory_factor >= 1.0 else 0.0
     fused = inv.fused_bytes  # already counted as fused (inventory.PassInventory.fused_bytes): not scaled again
     mem = ((inv.memory_bytes - strided - fused) * memory_factor + fused
@@ -383,6 +383,7 @@ def train_step_time(
     expert_loop_every: bool = False,
     zero3_expert_leaf: bool = True, fsdp2_copies: bool = False, fp8_casts: CastTraffic | None = None,
     megatron_experts: bool = False, recompute_modules: tuple[str, ...] = (), unpad_call_syncs: bool = False,
+    attention_kernel: str = "auto",
 ) -> TrainStepTime:
     """Seconds of one optimizer step on one GPU (all GPUs of a data-parallel group run in lockstep).
 
@@ -421,7 +422,9 @@ def train_step_time(
     forward repeats the collectives of none of them but ``moe``'s expert-parallel dispatch and combine (its
     ``tensor_parallel.checkpoint`` re-runs the whole MoE layer, NVIDIA/Megatron-LM moe/moe_layer.py l.286-323
     @92c8482e6dcd11c3666c61bb8d1f7e8d0730ed13); core_attn's context-parallel exchange as ``selective``'s;
-    ``unpad_call_syncs``: as ``inventory.step_inventory`` (llm-foundry before v0.5.0 unpads in every attention call).
+    ``unpad_call_syncs``: as ``inventory.step_inventory`` (llm-foundry before v0.5.0 unpads in every attention call);
+    ``attention_kernel``: the fused attention kernel's rates (``attention_time`` module docstring; auto: the
+    architecture's default).
     """
     mp = model_parallel
     gradient_checkpointing = gradient_checkpointing or selective != "none" or bool(recompute_modules)
@@ -438,7 +441,8 @@ def train_step_time(
                          packed_flash_syncs=packed_flash_syncs, expert_loop=expert_loop,
                          expert_loop_every=expert_loop_every, fp8_casts=fp8_casts, megatron_experts=megatron_experts,
                          unpad_call_syncs=unpad_call_syncs)
-    kw = dict(rates=rates, seq_len=attention_context or seq_len, memory_factor=memory_factor, kernel_factor=kernel_factor)
+    kw = dict(rates=rates, seq_len=attention_context or seq_len, memory_factor=memory_factor, kernel_factor=kernel_factor,
+              attention_kernel=attention_kernel)
     fwd = (pass_seconds(inv.layers_forward, backward=False, **kw)
            + pass_seconds(inv.head_forward, backward=False, **kw)).scaled(count_scale)
     rec_inv = inv.recompute_modules(recompute_modules) if recompute_modules else inv.recompute(selective)
@@ -886,6 +890,7 @@ def forward_only_time(
     expert_token_shards: float = 1.0, fp8: bool = False, fp8_weight_cache: bool = False, fp8_params: bool = False,
     packed_flash_syncs: bool = False, expert_loop: bool = False, zero3_expert_leaf: bool = True,
     hooked_units: int = 0, fsdp2_copies: bool = False, unshard_once: bool = False, expert_loop_every: bool = False,
+    attention_kernel: str = "auto",
 ) -> PassTime:
     """A no-grad forward over ``micro_steps`` micro-batches (log-probs, values, rewards) on one GPU:
     the layers and the head (the log-softmax and gather cost about what the loss does), plus the
@@ -905,7 +910,8 @@ def forward_only_time(
     @2c8b2b995f36a7cd159b5a9beb5d5ed37cae0fc1, l.418-472 @b178a3cd56f58b2d502255daba591e92833930a7), each ``rates.FSDP_UNIT_FORWARD_HOST_S`` of host time per micro-batch
     on top of the kernels' (0: unsharded, or kept unsharded across the pass, ``unshard_once``). NeMo RL's
     ``unshard_fsdp2_model`` does not keep it so: its layers are resharded after every micro-batch's forward
-    (``plan.rl_time._fsdp_hooked_units``), so its passes pay the hooks too.
+    (``plan.rl_time._fsdp_hooked_units``), so its passes pay the hooks too. ``attention_kernel``: as
+    ``train_step_time``.
     Strategy zero3 over more than one rank: a DeepSpeed engine's per-module hooks, ``zero3_hooked_modules`` x
     ``rates.ZERO3_MODULE_FORWARD_HOST_S`` per micro-batch, the experts counted as ``train_step_time`` counts them
     (fused; under ``expert_loop`` every expert's modules, or the block alone where ``zero3_expert_leaf``).
@@ -932,7 +938,7 @@ def forward_only_time(
     no_grad = replace(rates, host_s_per_forward_kernel=max(
         0.0, rates.host_s_per_forward_kernel - AUTOGRAD_RECORD_S_PER_FORWARD_KERNEL))
     kw = dict(rates=no_grad, seq_len=attention_context or seq_len, memory_factor=memory_factor,
-              kernel_factor=kernel_factor, backward=False)
+              kernel_factor=kernel_factor, backward=False, attention_kernel=attention_kernel)
     one = (pass_seconds(inv.layers_forward, **kw) + pass_seconds(inv.head_forward, **kw)).scaled(count_scale)
     one = _with_host_seconds(one, hooks_s=hooked_units * FSDP_UNIT_FORWARD_HOST_S)
     if parallel.strategy == "zero3" and parallel.ranks > 1:  # a DeepSpeed ZeRO-3 engine's per-module hooks

@@ -155,6 +155,7 @@ from trainfit.plan.time import (
     TE_ONLY_FP8_RECIPES,
     StepTiming,
     adapter_of,
+    attention_kernel_of,
     fused_kernels,
     model_parallel_of,
     nic_bytes_per_s,
@@ -302,6 +303,8 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
             # FSDP2's all-gather copy-out on the compute stream (no copy-in: no gradients), every micro-batch for the
             # resharded layers, NeMo RL's too (_fsdp_hooked_units)
             fsdp2_copies=p_.fsdp2,
+            # the fused attention kernel the card states (compute.attention_time; its note is the actor's)
+            attention_kernel=attention_kernel_of(card, r, eager=eager)[0],
         )
         comm = 0.0
         if mp.active:

@@ -15,7 +15,9 @@ from dataclasses import dataclass, replace
 from math import ceil
 
 from trainfit.catalog.gpus import GpuSpec
-from trainfit.compute.attention_time import packed_attention_context
+from trainfit.compute.attention_time import (
+    AUTO_KERNEL, KERNEL_NAMES, kernel_rated, kernel_rates, kernel_runs_on, packed_attention_context,
+)
 from trainfit.compute.float8_casts import CastTraffic, cast_traffic
 from trainfit.compute.inventory import Adapter
 from trainfit.compute.rates import NVLINK_DOMAIN_GPUS, DeviceRates, default_rates
@@ -384,6 +386,29 @@ def packed_attention(card: RunCard, *, eager: bool, seq_len: int) -> tuple[float
                        f" {ctx:.0f} keys per query instead of the {seq_len}-token row's")
 
 
+def attention_kernel_of(card: RunCard, rates: DeviceRates, *, eager: bool) -> tuple[str, str | None]:
+    """(the fused attention kernel whose rates time the step, the plan's note) from ``card.attention_kernel``
+    (``compute.attention_time`` module docstring). ``auto`` and eager attention: the architecture's default rates,
+    no note. A kernel without a build for the card's architecture (FlashAttention-3 off Hopper, FlashAttention-4 off
+    Blackwell) is refused; a pair without a published rate takes the default, said so."""
+    k = card.attention_kernel.value
+    if k == AUTO_KERNEL or eager:
+        return AUTO_KERNEL, None
+    cc = rates.compute_capability
+    if not kernel_runs_on(kernel=k, compute_capability=cc):
+        arch = "Hopper (sm90)" if k == "fa3" else "Blackwell (sm100)"
+        raise CardError(f"attention_kernel: '{k}' runs on {arch} only; {rates.gpu_id} is compute capability {cc};"
+                        " allowed there: auto, fa2, cudnn" + (", fa4" if (cc or "").startswith("10") else "")
+                        + (", fa3" if (cc or "").startswith("9") else ""))
+    if not kernel_rated(kernel=k, compute_capability=cc):
+        return AUTO_KERNEL, (f"attention kernel {k}: no published rate on compute capability {cc}; timed at the"
+                             " architecture's default fused-attention rates (compute.attention_time)")
+    fwd, bwd = kernel_rates(kernel=k, compute_capability=cc)
+    return k, (f"attention kernel {k} ({KERNEL_NAMES[k]}): {fwd:.2f} / {bwd:.2f} of the matmul rate forward /"
+               f" backward at head dim 128 on compute capability {cc}, its published measurements"
+               " (compute.attention_time)")
+
+
 def nvlink_gpus_per_node(gpu_id: str, per_node: int, group_gpus: int) -> int:
     """GPUs of a ``group_gpus``-GPU job (``per_node`` per host) that share one NVLink domain: the "node" every
     training collective sees, and the one place the training time model reads the domain size. A host's GPUs, or on a
@@ -460,6 +485,7 @@ def training_time(
                       ddp_bucket_bytes=0.0 if par.tensor_parallel_impl is TensorParallelImpl.MEGATRON
                       else coll.DDP_BUCKET_BYTES)
     packed_context, causal_skip, packed_note = packed_attention(card, eager=eager, seq_len=seq_len)
+    kernel, kernel_note = attention_kernel_of(card, rates, eager=eager)
     t = train_step_time(
         shard, rates=rates, micro_batch_size=micro_batch_size, seq_len=max(1, seq_len // cp), micro_steps=micro_steps,
         adapter=adapter_of(card, spec), eager_attention=eager, gradient_checkpointing=par.gradient_checkpointing,
@@ -480,8 +506,10 @@ def training_time(
         fp8_casts=fp8_casts_of(card),
         megatron_experts=par.tensor_parallel_impl is TensorParallelImpl.MEGATRON,
         unpad_call_syncs=llm_foundry_unpad_syncs(card),
+        attention_kernel=kernel,
     )
-    return replace(t, assumptions=t.assumptions + (packed_note,)) if packed_note else t
+    notes = tuple(n for n in (packed_note, kernel_note) if n)
+    return replace(t, assumptions=t.assumptions + notes) if notes else t
 
 
 def megatron_recompute_timed(card: RunCard) -> tuple[str, ...]:

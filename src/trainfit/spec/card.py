@@ -22,6 +22,7 @@ from trainfit.spec.enums import (
     TensorParallelImpl,
     ResponseShape,
     Attention,
+    AttentionKernel,
     ComputeDtype,
     Dtype,
     Fp8Recipe,
@@ -671,6 +672,9 @@ class RunCard(_Section):
     parallel: ParallelSection = Field(default_factory=ParallelSection)
     batch: BatchSection = Field(default_factory=BatchSection)
     attention: Attention = Attention.SDPA
+    attention_kernel: AttentionKernel = Field(
+        AttentionKernel.AUTO, description="auto | fa2 | fa3 | fa4 | cudnn: the fused kernel that runs attention flash"
+        " or sdpa (FlashAttention-2/3/4, cuDNN); auto: the architecture's default rates (FlashAttention-2's)")
     loss: LossSection = Field(default_factory=LossSection)
     deepspeed: DeepSpeedSection = Field(default_factory=DeepSpeedSection)
     loop: LoopSection = Field(default_factory=LoopSection)
@@ -704,6 +708,7 @@ class RunCard(_Section):
         if self.scope is Scope.FULL and "lora" in self.model_fields_set:
             raise ValueError("lora: LoRA settings were given but scope is 'full'; set scope: lora or qlora, or drop lora")
         _check_peft_variant(self)
+        _check_attention_kernel(self)
         hw = self.hardware
         if hw.gpu_memory_gib is not None and hw.gpu.strip().lower() not in ("", "custom"):
             raise ValueError(
@@ -896,6 +901,35 @@ class RunCard(_Section):
 
 PEFT_VARIANT_SCOPES = (Scope.DORA, Scope.IA3, Scope.PROMPT_TUNING)
 """Scopes modelled by ``trainfit.memory.peft_variants`` (SFT on one data-parallel replica per rank)."""
+
+
+def _check_attention_kernel(card: "RunCard") -> None:
+    """``attention_kernel`` names a fused kernel: none runs under eager attention, and PyTorch SDPA dispatches only to
+    its own FlashAttention-2 or to cuDNN (torch/nn/attention ``SDPBackend``: FLASH_ATTENTION, EFFICIENT_ATTENTION,
+    CUDNN_ATTENTION, MATH)."""
+    k = card.attention_kernel
+    if k is AttentionKernel.AUTO:
+        return
+    if card.attention is Attention.EAGER:
+        raise ValueError(f"attention_kernel: '{k.value}' names a fused kernel but attention is eager; allowed with"
+                         " eager: auto (or set attention: flash)")
+    if card.attention is Attention.SDPA and k in (AttentionKernel.FA3, AttentionKernel.FA4):
+        raise ValueError(f"attention_kernel: '{k.value}' is not a PyTorch SDPA backend; allowed with attention sdpa:"
+                         " auto, fa2, cudnn (or set attention: flash)")
+    from trainfit.catalog.gpus import resolve_gpu
+    from trainfit.compute.attention_time import kernel_runs_on
+    from trainfit.errors import CatalogError
+
+    try:
+        spec = resolve_gpu(card.hardware.gpu)
+    except CatalogError:
+        return  # a custom card (memory only): not checked
+    cc = spec.compute_capability
+    if not kernel_runs_on(kernel=k.value, compute_capability=cc):
+        arch = "Hopper (compute capability 9.x)" if k is AttentionKernel.FA3 else "Blackwell (compute capability 10.x)"
+        allowed = ["auto", "fa2", "cudnn"] + [n for n in ("fa3", "fa4") if kernel_runs_on(kernel=n, compute_capability=cc)]
+        raise ValueError(f"attention_kernel: '{k.value}' runs on {arch} only; {spec.id} is {cc}; allowed there:"
+                         f" {', '.join(allowed)}")
 
 
 def _check_peft_variant(card: "RunCard") -> None:

@@ -190,6 +190,25 @@ class Attention(StrEnum):
     EAGER = "eager"
 
 
+class AttentionKernel(StrEnum):
+    """Which fused attention kernel runs ``attention: flash`` / ``sdpa`` (its rates: ``compute.attention_time``).
+
+    * ``auto``: not stated; the per-architecture default rates (FlashAttention-2's on Ampere and Hopper).
+    * ``fa2``: FlashAttention-2 (the ``flash-attn`` 2.x package; transformers ``flash_attention_2``; PyTorch SDPA's
+      flash backend is its code). On Blackwell it runs its Ampere ``mma.sync`` kernels (no tcgen05 path).
+    * ``fa3``: FlashAttention-3 (``flash_attn_interface`` from the repository's ``hopper/`` build; transformers
+      ``flash_attention_3``): Hopper (sm90) only.
+    * ``fa4``: FlashAttention-4 (the CuTe-DSL ``flash_attn.cute`` kernels): Blackwell (sm100).
+    * ``cudnn``: cuDNN's fused attention (Transformer Engine's ``FusedAttention``, PyTorch SDPA's cuDNN backend).
+    """
+
+    AUTO = "auto"
+    FA2 = "fa2"
+    FA3 = "fa3"
+    FA4 = "fa4"
+    CUDNN = "cudnn"
+
+
 class TaskKind(StrEnum):
     SINGLE_TURN_CODE = "single_turn_code"
     MULTI_TURN_AGENT = "multi_turn_agent"

@@ -1,0 +1,56 @@
+"""benchmarks/step_times.py: the card's ``attention_kernel`` per entry. prime-rl's rows state the kernel their
+baseline file names (flash_attention_2 -> fa2, flash_attention_3 -> fa3); NeMo / Megatron-Bridge rows on Hopper run
+Transformer Engine's cuDNN fused attention (``TE_CUDNN_FRAMEWORKS``); every other entry leaves it unstated (auto)."""
+
+from __future__ import annotations
+
+from step_times_module import load_step_times
+
+st = load_step_times("trainfit_bench_step_times_attention_kernel")
+
+
+def _entries():
+    return st.load_entries(st.TRAIN_DATA)
+
+
+def test_prime_rl_rows_state_the_kernel_of_their_baseline_file():
+    rows = [e for e in _entries() if e["framework"] == "prime-rl"]
+    assert len(rows) >= 40
+    for e in rows:
+        want = "fa3" if "flash_attention_3" in e["source"]["path"] else "fa2"
+        assert e["attention_kernel"] == want, e["id"]
+        assert "flash_attention_3" in e["source"]["path"] or "flash_attention_2" in e["source"]["path"]
+        try:
+            card, _ = st.map_train(e)
+        except st.Unmapped:
+            continue
+        assert card["attention_kernel"] == want
+
+
+def test_te_frameworks_on_hopper_run_cudnn():
+    e = {"framework": "nemo", "attention": None}
+    notes: list[str] = []
+    assert st.attention_kernel_of(e, "h100-sxm", notes) == {"attention_kernel": "cudnn"}
+    assert notes and "cuDNN" in notes[0]
+    assert st.attention_kernel_of({"framework": "megatron-bridge"}, "h200", []) == {"attention_kernel": "cudnn"}
+    # no cuDNN rate on Blackwell was read, and other frameworks are not remapped
+    assert st.attention_kernel_of({"framework": "megatron-bridge"}, "b200", []) == {}
+    assert st.attention_kernel_of({"framework": "megatron"}, "h100-sxm", []) == {}
+    assert st.attention_kernel_of({"framework": "torchtitan"}, "h100-sxm", []) == {}
+    # a kernel an entry states wins
+    assert st.attention_kernel_of({"framework": "nemo", "attention_kernel": "fa3"}, "h100-sxm", []) == {
+        "attention_kernel": "fa3"}
+
+
+def test_only_those_rows_state_a_kernel():
+    stated = {}
+    for e in _entries():
+        try:
+            card, _ = st.map_train(e)
+        except st.Unmapped:
+            continue
+        if "attention_kernel" in card:
+            stated[e["id"]] = card["attention_kernel"]
+    assert set(stated.values()) <= {"fa2", "fa3", "cudnn"}
+    for i, k in stated.items():
+        assert (i.startswith("primerl-") and k in ("fa2", "fa3")) or k == "cudnn", i

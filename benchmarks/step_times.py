@@ -1605,13 +1605,25 @@ def map_rl(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         notes.append(f"log-prob dynamic batch of {lp_tokens} tokens per GPU planned as "
                      f"{rollout['logprob_micro_batch_size']} sequence(s) per micro-batch")
     pack = tr.get("sequence_packing_tokens")
-    if pack:
+    if tr.get("sequence_packing") is False:
+        # the run's recipe turns packing off (the entry's sequence_packing_source): every sequence padded to the
+        # batch's longest in the log-prob and update passes (rollout.packed_sequences false)
+        rollout["packed_sequences"] = False
+        notes.append("sequence packing off: every sequence padded to the batch's longest (rollout.packed_sequences)")
+    elif pack:
         # NeMo RL sequence packing: micro-batches of max_total_sequence_length x (train_micro_batch_size |
         # logprob_batch_size) tokens, filled with whole sequences (modified first-fit decreasing)
         mbs = max(1, int(pack) * int(mbs or 1) // per_seq)
         rollout["logprob_micro_batch_size"] = max(1, int(pack) * int(tr.get("logprob_batch_size") or 1) // per_seq)
         notes.append(f"sequence packing: {mbs} sequence(s) of {per_seq} tokens per training micro-batch, "
                      f"{rollout['logprob_micro_batch_size']} per log-prob micro-batch")
+        if e["framework"] == "nemo-rl" and tr.get("strategy") == "megatron" and (tr.get("pp") or 1) > 1:
+            # the row capacities (train_mb_tokens, logprob_mb_tokens): Megatron pads every packed row to the
+            # batch's longest under pipeline parallel (trainfit.plan.rl_time.pipeline_packed_rows)
+            rollout["packed_row_tokens"] = int(pack) * int(tr.get("micro_batch_size") or 1)
+            rollout["packed_logprob_row_tokens"] = int(pack) * int(tr.get("logprob_batch_size") or 1)
+            notes.append(f"pipeline parallel {tr['pp']}: packed rows of {rollout['packed_row_tokens']} (update) and"
+                         f" {rollout['packed_logprob_row_tokens']} (log-prob) tokens, each padded to the longest")
     card: dict[str, Any] = {"model": model, "method": "ppo" if method == "ppo" else "grpo", "scope": "full",
                             "hardware": hw, "parallel": parallel,
                             "batch": {"micro_batch_size": mbs or 1}, "rollout": rollout}

@@ -187,6 +187,80 @@ def balanced_micro_batches(sequences: int, micro_batch_size: int) -> tuple[int, 
     return micro, ceil(sequences / micro)
 
 
+def first_fit_decreasing(lengths, *, capacity: float) -> tuple[int, float]:
+    """(bins, fullest bin's tokens) of first-fit decreasing: the longest item first, each into the first bin it
+    fits, a new bin when none. Items longer than the capacity take a bin of their own. NeMo RL's default packer is
+    Johnson & Garey's modified first-fit decreasing (``ModifiedFirstFitDecreasingPacker``, NVIDIA-NeMo/RL v0.6.0
+    ``nemo_rl/data/packing/algorithms.py`` l.476-560: one bin per item above half the capacity, then the medium and
+    small items into them, first-fit decreasing for the rest); both open one bin per item above half the capacity
+    and fill the rest first-fit, the count planned with the plain rule."""
+    bins: list[float] = []
+    for x in sorted((float(v) for v in lengths), reverse=True):
+        for i, fill in enumerate(bins):
+            if fill + x <= capacity:
+                bins[i] = fill + x
+                break
+        else:
+            bins.append(x)
+    return len(bins), (max(bins) if bins else 0.0)
+
+
+PACKING_SAMPLE_SEQUENCES = 1024
+"""At most this many representative sequences are packed (``pipeline_packed_rows``); a larger batch's bin count
+scales with its size (bins of many sequences fill alike)."""
+
+
+def pipeline_packed_rows(*, sequence_tokens, sequences: int, row_tokens: int, data_parallel: int) -> tuple[int, float]:
+    """(rows per data-parallel rank, tokens each row is padded to) when NeMo RL's Megatron worker packs a batch of
+    ``sequences`` sequences, lengths as ``sequence_tokens`` (representative lengths, one per sequence or a sample
+    of them), under pipeline parallel (``RunCard.rollout.packed_row_tokens``).
+
+    NVIDIA-NeMo/RL v0.6.0 (5fb588932bf835506a8a5bac01de4f8c7ab0a065): ``BatchedDataDict.shard_by_batch_size`` packs
+    the whole batch's sequences into bins of at most ``max_tokens_per_microbatch`` tokens (train_mb_tokens or
+    logprob_mb_tokens, ``nemo_rl/models/policy/lm_policy.py`` l.603-612, l.381-390) with ``min_bin_count`` and
+    ``bin_count_multiple`` both the data-parallel size, and deals the bins round-robin to the ranks
+    (``nemo_rl/distributed/batched_data_dict.py`` l.430-435, l.485): every rank gets ``bins / dp`` rows
+    (``first_fit_decreasing`` for the count).
+
+    With ``pipeline_model_parallel_size > 1`` each row is then padded to the longest row of the batch
+    (``pad_packed_seq_to = max_seq_len_in_batch``, ``nemo_rl/models/megatron/data.py`` l.170-179 and l.585-587; the
+    last sequence of a row absorbs the padding, l.446): Megatron's pipeline sends fixed-shape activations. The
+    same code since v0.4.0 (c751f811217db7df0d4c94abdeaada6626cfc150 ``nemo_rl/models/policy/megatron_policy_worker.py``
+    l.1020-1023, the train pass, and l.1198-1204, the log-prob pass; v0.5.0
+    6c7089300fded94abfa49bb9cbf9eb357d862461 ``nemo_rl/models/megatron/common.py`` l.278-279).
+
+    So a pipeline-parallel rank runs fewer, longer micro-batches than one sequence each: the 1F1B bubble
+    (``pp - 1`` micro-step times, ``compute.model_parallel.pipeline_bubble_micro_steps``) is then that many
+    full-row micro-steps, and the padding is computed."""
+    if row_tokens < 1 or data_parallel < 1:
+        raise ValueError("row_tokens and data_parallel must be >= 1")
+    lengths = list(sequence_tokens)
+    bins, longest = first_fit_decreasing(lengths, capacity=row_tokens)
+    bins = max(1, ceil(bins * max(1, int(sequences)) / max(1, len(lengths))))
+    return ceil(bins / data_parallel), min(float(row_tokens), longest)
+
+
+def _pipeline_packing(card: RunCard, *, row_tokens: int | None, sequences: int, prompt_tokens: float,
+                      response_mean_tokens: float, train_gpus: int) -> tuple[int, int] | None:
+    """(rows per data-parallel rank, tokens per row) of a pass whose card packs rows under pipeline parallel
+    (``pipeline_packed_rows``), the sequences the mean prompt plus the card's response lengths
+    (``compute.response_lengths``, one equal-share group per representative sequence); None without pipeline
+    parallel or without the row capacity (the pass keeps its sequences of the mean length)."""
+    from trainfit.compute.response_lengths import response_length_groups
+
+    p, ro = card.parallel, card.rollout
+    if row_tokens is None or p.pipeline_parallel <= 1:
+        return None
+    n = max(1, min(int(sequences), PACKING_SAMPLE_SEQUENCES))
+    groups = response_length_groups(shape=ro.response_len_shape, response_len_max=ro.response_len,
+                                     response_len_mean=response_mean_tokens, sequences=n, quantiles=n)
+    lengths = [prompt_tokens + length for length, share in groups for _ in range(max(1, round(share * n)))]
+    dp = max(1, train_gpus // max(1, p.tensor_parallel * p.pipeline_parallel * p.context_parallel))
+    rows, longest = pipeline_packed_rows(sequence_tokens=lengths, sequences=sequences, row_tokens=int(row_tokens),
+                                         data_parallel=dp)
+    return rows, max(1, ceil(longest))
+
+
 def response_mean(card: RunCard, spec: ModelSpec | None = None) -> float:
     """The card's mean response tokens; without one, the default of the model's length profile
     (``compute.response_lengths.default_response_mean``: a truncated exponential of the profile's natural
@@ -231,7 +305,12 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
     per_node = nvlink_gpus_per_node(gpu.id, train_nodes(card)[1], train_gpus)
     seqs = ro.prompts_per_step * ro.num_generations
     seqs_per_gpu = ceil(seqs / train_gpus)
-    packed = card.preset in PACKING_PRESETS
+    # a card may say the run did not pack (NeMo RL with policy.sequence_packing.enabled false: the Megatron worker
+    # slices the batch's right-padded [batch, longest] tensor into micro-batches and runs each at that length,
+    # NVIDIA-NeMo/RL v0.5.0 6c7089300fded94abfa49bb9cbf9eb357d862461
+    # nemo_rl/models/policy/workers/megatron_policy_worker.py l.1051, l.1129, l.1159-1161 (update) and
+    # l.1303-1312, l.1457-1459 (log-probs))
+    packed = card.preset in PACKING_PRESETS if ro.packed_sequences is None else ro.packed_sequences
     mean = response_mean(card, spec)
     prompt = prompt_mean(card)
     seq_len = int(prompt + mean) if packed else ro.prompt_len + ro.response_len
@@ -277,6 +356,12 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
     mp = model_parallel_of(card, spec, r, gpus_per_node=per_node)
     fp8 = card.precision.compute is ComputeDtype.FP8
 
+    lp_rows = _pipeline_packing(card, row_tokens=ro.packed_logprob_row_tokens, sequences=seqs, prompt_tokens=prompt,
+                                response_mean_tokens=mean, train_gpus=train_gpus) if packed else None
+    if lp_rows is not None:
+        notes.append(f"log-prob passes: packed rows of {lp_rows[1]} tokens under pipeline parallel, {lp_rows[0]} per"
+                     " data-parallel rank, each padded to the longest (plan.rl_time.pipeline_packed_rows)")
+
     def forward_pass(name: str, pspec: ModelSpec, adapter=None) -> PhaseTime:
         p_ = card.parallel
         shard = rank_spec(pspec, tp=p_.tensor_parallel, pp=p_.pipeline_parallel, ep=p_.expert_parallel,
@@ -285,12 +370,16 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
         micro, lp_mbs = balanced_micro_batches(seqs_per_gpu * p_.tensor_parallel * p_.pipeline_parallel * cp,
                                                lp_mbs_max)
         rank_seq = max(1, seq_len // cp)
+        context = seq_len if cp > 1 else None
+        if lp_rows is not None:  # NeMo RL packed rows under pipeline parallel (pipeline_packed_rows)
+            micro, lp_mbs, rank_seq = lp_rows[0], 1, max(1, lp_rows[1] // cp)
+            context = seq_len  # attention runs per sequence inside the row (THD), the mean sequence's span
         t = forward_only_time(
             shard, rates=r, micro_batch_size=lp_mbs, seq_len=rank_seq, micro_steps=micro,
             adapter=adapter, eager_attention=eager, parallel=par, gathered_weight_bytes=frozen_w,
             count_scale=count_scale(pspec), memory_factor=COMPILE_MEMORY_FACTOR if compile_ else 1.0,
             kernel_factor=COMPILE_KERNEL_FACTOR if compile_ else 1.0,
-            attention_context=seq_len if cp > 1 else None,
+            attention_context=context,
             # the same expert-parallel routing and dispatch work as the training pass (compute.moe_time)
             expert_parallel=mp.ep, expert_token_shards=expert_token_shards(
                 tp=mp.tp, etp=mp.etp, ep=mp.ep, sequence_parallel=mp.sequence_parallel),
@@ -340,13 +429,20 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
     ga, mbs = balanced_micro_batches(ceil(seqs_per_gpu * replica / ro.mini_batches), mbs)
     opt_steps = ro.mini_batches * ro.num_iterations
     work_cv = update_work_cv(card, spec, micro_batch_sequences=mbs * ga)
+    update_len, update_context = seq_len, None
+    rows = _pipeline_packing(card, row_tokens=ro.packed_row_tokens, sequences=ceil(seqs / ro.mini_batches),
+                             prompt_tokens=prompt, response_mean_tokens=mean, train_gpus=train_gpus) if packed else None
+    if rows is not None:  # NeMo RL packed rows under pipeline parallel (pipeline_packed_rows)
+        ga, mbs, update_len, update_context = rows[0], 1, rows[1], seq_len
+        notes.append(f"update: packed rows of {rows[1]} tokens under pipeline parallel, {rows[0]} per data-parallel"
+                     " rank, each padded to the longest (plan.rl_time.pipeline_packed_rows)")
     actor = training_time(card, spec, r, ranks=train_gpus, gpus_per_node=per_node, micro_batch_size=mbs,
-                          seq_len=seq_len, micro_steps=ga, work_cv=work_cv)
+                          seq_len=update_len, micro_steps=ga, work_cv=work_cv, attention_context=update_context)
     phases.append(_phase("actor_update", actor.total_s * opt_steps, actor.bound,
                          **{p.name: p.seconds * opt_steps for p in actor.phases}))
     if cspec is not None:
         critic = training_time(card, cspec, r, ranks=train_gpus, gpus_per_node=per_node, micro_batch_size=mbs,
-                               seq_len=seq_len, micro_steps=ga, work_cv=work_cv)
+                               seq_len=update_len, micro_steps=ga, work_cv=work_cv, attention_context=update_context)
         phases.append(_phase("critic_update", critic.total_s * opt_steps, critic.bound,
                              **{p.name: p.seconds * opt_steps for p in critic.phases}))
     notes.append(f"{opt_steps} optimizer step(s) per RL step (rollout.mini_batches x num_iterations),"

@@ -616,6 +616,20 @@ class RolloutSection(_Section):
         " (NeMo RL vllm_cfg.quantization_ignored_layer_kws; a linear whose name contains one stays bf16), e.g."
         " [a_proj, b_proj] for DeepSeek-V3's latent-attention projections.")
     logprob_micro_batch_size: int | None = Field(None, ge=1, le=65536, description="Sequences per log-prob pass; default micro_batch_size.")
+    packed_sequences: bool | None = Field(
+        None, description="The log-prob and update passes drop padding (pack sequences). null: under the verl, openrlhf"
+        " and nemo-rl presets (plan.rl_time.PACKING_PRESETS); false: every sequence is padded to the batch's longest"
+        " (prompt_len + response_len), as NeMo RL's Megatron worker runs with policy.sequence_packing.enabled false.")
+    packed_row_tokens: int | None = Field(
+        None, ge=1, le=10_000_000, description="Read with parallel.pipeline_parallel > 1 (NeMo RL's Megatron worker,"
+        " policy.sequence_packing on): the update's packed micro-batch capacity in tokens (sequence_packing.train_mb_tokens"
+        " = max_total_sequence_length x train_micro_batch_size). Whole sequences fill rows of at most this many tokens,"
+        " the row count a multiple of the data-parallel size, and pipeline parallel pads every row to the batch's"
+        " longest, planned as this capacity (plan.rl_time.pipeline_packed_rows). null: micro_batch_size sequences of"
+        " the mean length.")
+    packed_logprob_row_tokens: int | None = Field(
+        None, ge=1, le=10_000_000, description="As packed_row_tokens, for the log-prob passes"
+        " (sequence_packing.logprob_mb_tokens = max_total_sequence_length x logprob_batch_size).")
     num_iterations: int = Field(1, ge=1, le=1000, description="Updates per generated batch (GRPO mu); > 1 adds an old-policy log-prob pass.")
     recompute_old_logprobs: bool | None = Field(
         None, description="The trainer recomputes the old policy's log-probs in a forward pass every step (SkyRL,"

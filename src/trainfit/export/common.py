@@ -319,6 +319,9 @@ def plan_facts(card: RunCard) -> dict[str, Any]:
             torchao = (card.software.model_extra or {}).get("torchao")
             if torchao is not None:  # torchao < 0.2 NF4 sets the load phase (trainfit.memory.nf4_load)
                 f["software.torchao"] = str(torchao)
+    foundry = (card.software.model_extra or {}).get("llm-foundry")
+    if foundry is not None:  # a pin before v0.5.0 adds per-call unpad syncs (plan.time.llm_foundry_unpad_syncs)
+        f["software.llm-foundry"] = str(foundry)
     p = card.precision
     f.update({
         "precision.weights": card.weights_dtype.value, "precision.compute": p.compute.value,

@@ -38,6 +38,10 @@ from trainfit.spec.enums import LayerKind
 from trainfit.spec.enums import FSDP_STRATEGIES, LossKernel, MoeDispatcher, MoeExperts, TensorParallelImpl
 from trainfit.spec.model import ModelSpec
 
+PRIME_RL_LM_HEAD_CHUNK_COLUMNS = 2048
+"""``loss.kernel: prime_rl``: the vocabulary columns per chunk of prime-rl's fused LM head; the RL trainer sets
+``model.fused_lm_head_chunk_size`` 2048 when unset (``RLTrainerConfig.auto_setup_fused_lm_head_chunk_size``,
+PrimeIntellect-ai/prime-rl src/prime_rl/trainer/rl/config.py l.273-275 @d8f290ef0358a804f1912bd29ea1b37cc56894b4)."""
 COMPILE_MEMORY_FACTOR = 0.5
 """torch.compile (Inductor) fuses chains of pointwise ops (norm, rotary, SwiGLU, residual, the loss):
 about half the memory-bound traffic remains (each chain reads its inputs and writes its output once)."""
@@ -480,6 +484,8 @@ def training_time(
         fp8_casts=fp8_casts_of(card),
         megatron_experts=par.tensor_parallel_impl is TensorParallelImpl.MEGATRON,
         unpad_call_syncs=llm_foundry_unpad_syncs(card),
+        vocab_chunk_columns=PRIME_RL_LM_HEAD_CHUNK_COLUMNS
+        if card.loss.chunked and card.loss.kernel is LossKernel.PRIME_RL else 0,
     )
     return replace(t, assumptions=t.assumptions + (packed_note,)) if packed_note else t
 

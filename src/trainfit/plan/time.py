@@ -24,6 +24,7 @@ from trainfit.compute.training import (
     ModelParallel, OptimizerSpec, Parallel, PhaseTime, train_step_time,
 )
 from trainfit.memory import attention as attn
+from trainfit.memory.logits import PRIME_RL_LM_HEAD_CHUNK_COLUMNS
 from trainfit.memory.lora import lora_trainable_params, targeted_groups
 from trainfit.memory.params import param_breakdown, param_tensors, routed_expert_layer_params, routed_expert_params
 from trainfit.memory.sharding import Sharding
@@ -38,10 +39,6 @@ from trainfit.spec.enums import LayerKind
 from trainfit.spec.enums import FSDP_STRATEGIES, LossKernel, MoeDispatcher, MoeExperts, TensorParallelImpl
 from trainfit.spec.model import ModelSpec
 
-PRIME_RL_LM_HEAD_CHUNK_COLUMNS = 2048
-"""``loss.kernel: prime_rl``: the vocabulary columns per chunk of prime-rl's fused LM head; the RL trainer sets
-``model.fused_lm_head_chunk_size`` 2048 when unset (``RLTrainerConfig.auto_setup_fused_lm_head_chunk_size``,
-PrimeIntellect-ai/prime-rl src/prime_rl/trainer/rl/config.py l.273-275 @d8f290ef0358a804f1912bd29ea1b37cc56894b4)."""
 COMPILE_MEMORY_FACTOR = 0.5
 """torch.compile (Inductor) fuses chains of pointwise ops (norm, rotary, SwiGLU, residual, the loss):
 about half the memory-bound traffic remains (each chain reads its inputs and writes its output once)."""

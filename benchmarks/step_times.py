@@ -1077,7 +1077,13 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         # torchtune CEWithChunkedOutputLoss: the output projection and the fp32 upcast in chunks, no full fp32
         # logits; the card's chunked loss (liger's fused kernel) is the nearest it states
         card["loss"] = {"chunked": True}
-        notes.append("chunked cross-entropy (the entry's loss computes the logits in chunks) planned as loss.chunked")
+        if e.get("loss_kernel"):
+            # the entry's chunked head by name, read from its framework's code at the run's commit (cited in its
+            # note): prime-rl's RL trainer runs its own vocabulary-chunked log-prob head (loss.kernel prime_rl)
+            card["loss"]["kernel"] = e["loss_kernel"]
+            notes.append(f"chunked log-probs planned as loss.chunked, loss.kernel {e['loss_kernel']} (the entry's head)")
+        else:
+            notes.append("chunked cross-entropy (the entry's loss computes the logits in chunks) planned as loss.chunked")
     if e["framework"] == "llm-foundry":
         # ComposerMPTCausalLM's default loss_fn fused_crossentropy builds flash_attn.losses.cross_entropy.CrossEntropyLoss(
         # ignore_index=-100, reduction='none'), inplace_backward left False (mosaicml/llm-foundry

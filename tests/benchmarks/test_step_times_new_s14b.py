@@ -54,6 +54,8 @@ def test_prime_rl_row_figures_layout_and_mapping(row_id: str) -> None:
     assert card["precision"]["optimizer_impl"] == "foreach"
     rl = "-rl-" in row_id
     assert card.get("loss", {}).get("chunked", False) is rl
+    # the RL trainer's head is prime-rl's vocabulary-chunked log-prob head, not Liger's (lm_head.py @d8f290ef)
+    assert card.get("loss", {}).get("kernel") == ("prime_rl" if rl else None)
     assert card["parallel"].get("activation_offload", False) is ("-offload-" in row_id)
     if e["kind"] == "sft_lora":
         assert card["lora"]["rank"] == 16 and card["lora"]["alpha"] == 32 and card["lora"]["adapter_dtype"] == "bf16"

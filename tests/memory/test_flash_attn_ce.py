@@ -154,12 +154,12 @@ def test_time_inventory_reads_the_kernel():
 @pytest.mark.parametrize(("data", "message"), [
     ({"loss": {"kernel": "flash_attn", "chunked": True}},
      ("loss.kernel: 'flash_attn' scores the full logits (loss.chunked false); allowed with loss.chunked true: liger,"
-      " trl, torchtune")),
+      " trl, prime_rl, torchtune")),
     ({"loss": {"inplace_backward": True}},
      "loss.inplace_backward: only read with loss.kernel flash_attn (kernel is 'liger'); allowed with it: false"),
     ({"method": "dpo", "loss": {"kernel": "flash_attn"}},
      ("loss.kernel: flash_attn is a cross-entropy over the labels, read for method sft; allowed for dpo: liger,"
-      " trl, torchtune")),
+      " trl, prime_rl, torchtune")),
     ({"hardware": {"gpus_per_node": 2}, "parallel": {"tensor_parallel": 2}, "loss": {"kernel": "flash_attn"}},
      ("loss.kernel: flash_attn over a vocabulary split by tensor parallel (its process_group path) is not"
       " modelled; allowed with it: parallel.tensor_parallel 1")),

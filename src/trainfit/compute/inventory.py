@@ -164,6 +164,48 @@ FLASH_CE_FORWARD_KERNELS, FLASH_CE_BACKWARD_KERNELS = 5, 2
 ``reduction='mean'`` and llm-foundry's loss alike: sum, ne, sum, div); backward: the division's gradient, the
 kernel (the sum's gradient is an expanded view, read with a zero row stride)."""
 NORM_STRIDED_BYTES = 12.0
+PRIME_HEAD_FORWARD_BYTES, PRIME_HEAD_BACKWARD_BYTES = 54.0, 58.0
+"""prime-rl's chunked log-prob / entropy head (``loss.kernel: prime_rl``; ``_ChunkedLogProbEntropyFn``,
+PrimeIntellect-ai/prime-rl src/prime_rl/trainer/models/layers/lm_head.py l.69-192
+@d8f290ef0358a804f1912bd29ea1b37cc56894b4), bytes per logit (token x vocabulary entry), eager (uncompiled), bf16
+logits ``E`` elements. It walks the vocabulary in chunks of ``fused_lm_head_chunk_size`` columns over all tokens at
+once. Forward, per chunk (l.105-109, ``_online_logsumexp_and_weighted_update`` l.185-191): ``.to(float32)`` 2 + 4,
+``.mul_(inv_temperature)`` 4 + 4, ``amax`` 4, ``chunk_logits - m_new`` 4 + 4, ``exp`` 4 + 4, ``sum`` 4,
+``chunk_exp * chunk_logits`` 8 + 4, ``sum`` 4: 54. Backward (l.151-169) recomputes the chunk's logits and walks the
+same chunks: ``.to(float32)`` 6, ``.mul_`` 8, ``logits_f - logz`` 8, ``exp`` 8, ``(-g) * p`` 8, ``mul_(inv_temperature)``
+8, ``.to(hidden.dtype)`` 2 + 4 and ``.to(weight.dtype)`` 2 + 4 (two casts of the same fp32 gradient, one per GEMM):
+58. The GEMMs' own reads and writes are in ``gemm.gemm_seconds``; the per-token ``[N]`` running statistics and the
+label gathers are negligible beside ``E``."""
+PRIME_HEAD_FORWARD_CHUNK_KERNELS, PRIME_HEAD_BACKWARD_CHUNK_KERNELS = 27, 28
+"""Kernels per vocabulary chunk of prime-rl's head (lm_head.py l.102-116, 147-169 @d8f290ef): forward the GEMM,
+the cast and scale, the online statistics (amax, maximum, ``m - m_new``, exp, the broadcast subtract, exp, sum,
+the multiply and add for ``s``, the product and its sum, the multiply and add for ``t``: 13), the label mask (``>=``, ``<``, ``&``) and
+``torch.any``, and the three boolean-mask indexings (``labels[mask]``, ``logits_f[mask, idx]``, ``target_logits[mask]
+= ...``: a ``nonzero`` and an index kernel each) with ``- start``: 27. Backward the recompute GEMM, cast, scale, the
+broadcast subtract, exp, ``-g`` and its product (7), the mask and ``any`` (4), ``labels[mask]``, ``- start``,
+``g[mask]``, the read, add and write of ``grad_logits[mask, idx] += ...`` (10), the scale, two casts, the two GEMMs
+(d_hidden, d_weight) and their two ``add_`` into the full-size gradients (7): 28. Checked with a ``TorchDispatchMode``
+trace of the function copied from that commit (torch 2.13.0+cpu, 4 chunks): 24 dispatched ops per chunk each way,
+the ``nonzero`` inside each boolean-mask ``index`` / ``index_put_`` (3 forward, 4 backward) not dispatched apart."""
+PRIME_HEAD_FORWARD_CHUNK_SYNCS, PRIME_HEAD_BACKWARD_CHUNK_SYNCS = 4, 5
+"""Host syncs per vocabulary chunk: ``if torch.any(mask)`` reads a device bool on the host, and each boolean-mask
+index is a ``nonzero`` whose count the host waits for (lm_head.py l.113-115: 1 + 3; l.160-162: 1 + 4, the augmented
+assignment reading and writing ``grad_logits[mask, idx]``). Counted as if every chunk holds a label (natural text
+spreads its tokens over the vocabulary). prime-rl's benchmark data does not: ``FakeDataLoader._get_micro_batch``
+draws ``torch.randint(0, 100, ...)`` token ids (``generate_samples`` False by default; src/prime_rl/trainer/rl/data.py
+l.101-121, config.py l.75-81 @d8f290ef), so only the first chunk takes the branch and each other one skips 3 + 4 syncs
+and 7 + 10 kernels; at 16k tokens on an H100 the count charged here is about 10 ms per micro-batch too many."""
+PRIME_HEAD_FORWARD_FIXED_KERNELS, PRIME_HEAD_BACKWARD_FIXED_KERNELS, PRIME_HEAD_BACKWARD_FIXED_SYNCS = 9, 4, 1
+"""Outside the chunk loop: forward four ``full`` / ``zeros`` for the running statistics and ``log``, add, two
+subtracts and the division after it (lm_head.py l.97-100, 117-119); backward two ``zeros_like`` for the gradients
+(l.142-143) and the check on the zero entropy gradient autograd materialises, ``torch.all(grad_entropy == 0.0)``
+(l.131: two kernels and a host sync)."""
+PRIME_HEAD_GRAD_ACCUMULATE_BYTES = 6.0
+"""Backward, per chunk: ``grad_hidden.add_(... @ w_chunk)`` reads the running ``[N, h]`` gradient and the GEMM's
+output and writes the sum (2 + 2 + 2 bytes per ``N·h`` element; l.167), and ``grad_weight[start:end].add_`` the same
+per ``C·h`` element of the chunk's weight gradient (l.169); the two ``zeros_like`` (l.142-143) write 2 bytes per
+element of ``hidden`` and ``weight`` once."""
+
 """Of ``NORM_BYTES``, the two broadcast multiplies (module docstring: strided bytes)."""
 EMBED_BACKWARD_BYTES_PER_WEIGHT = 2.0
 LAYER_NORM_BYTES, LAYER_NORM_KERNELS = 4.0, 1
@@ -275,6 +317,9 @@ class PassInventory:
     the sequence their rate is read at."""
     attention_head_dim: float = 0.0
     """Query/key head dimension of the fused attention kernel (``attention_time.head_dim_efficiency``); 0: none."""
+    bare_kernels: float = 0.0
+    """Of ``fused_kernels``, those launched by bare aten calls from a Python loop, outside any module forward
+    (prime-rl's head, ``prime_rl_head``): the host pays the backward's per-kernel rate for them in a forward too."""
 
     @property
     def gemm_flops(self) -> float:
@@ -290,6 +335,7 @@ class PassInventory:
             self.window_attention_forward_flops + other.window_attention_forward_flops,
             max(self.window_attention_seq, other.window_attention_seq),
             max(self.attention_head_dim, other.attention_head_dim),
+            self.bare_kernels + other.bare_kernels,
         )
 
 
@@ -383,6 +429,50 @@ def _windowed_layers(spec: ModelSpec) -> int:
                if i < spec.num_layers and spec.layer_kind(i) is LayerKind.FULL_ATTENTION)
 
 
+def prime_rl_head(*, tokens: float, hidden_size: int, vocab_size: int, chunk_columns: int) -> tuple[PassInventory, PassInventory]:
+    """(forward, backward) of prime-rl's chunked log-prob / entropy head over ``tokens`` rows, without the final norm
+    (``PRIME_HEAD_*``; lm_head.py l.69-192 @d8f290ef0358a804f1912bd29ea1b37cc56894b4). The vocabulary goes in
+    ``ceil(V / chunk_columns)`` chunks, each over every token. Forward: one ``[N, h] @ [h, C]`` GEMM per chunk.
+    Backward: the chunk's logits recomputed (the same GEMM again), then the d_hidden ``[N, C] @ [C, h]`` and d_weight
+    ``[C, N] @ [N, h]`` GEMMs per chunk. ``backward`` returns ``grad_weight`` whatever ``needs_input_grad`` says
+    (l.142, 168-171), so a frozen head (LoRA) still runs the d_weight GEMMs. All of it runs eager (prime-rl compiles
+    the decoder layers only: src/prime_rl/trainer/model.py ``apply_compile`` l.400-405): the bytes and kernels go to
+    ``fused_bytes`` / ``fused_kernels``, which the compile factors leave alone. The two broadcast operands per pass
+    (``m_new`` forward; ``logz`` and ``-g`` backward) send 8 and 16 of the bytes per logit to ATen's non-vectorised
+    loop (module docstring, strided bytes); they are charged at the streaming rate here. Its kernels are bare aten
+    calls from a Python loop (no module forwards, grad mode off inside ``autograd.Function.forward``): on the host a
+    forward op costs what a backward op does (``bare_kernels``). Measured with the function copied from that commit,
+    torch 2.13.0+cpu, one thread of the shared AMD EPYC VM, 2026-12-03, 75 chunks of a 16 x 16 bf16 block (compute
+    negligible), best of 15: 1.7 us per dispatched op forward, 1.9 backward (no CUDA launch in either)."""
+    t, h, v, c = float(tokens), hidden_size, vocab_size, max(1, min(chunk_columns, vocab_size))
+    full, rest = divmod(v, c)
+    chunks = full + (1 if rest else 0)
+    e = t * v
+
+    def per_chunk(name: str, m_of, n_of, k_of) -> tuple[Gemm, ...]:
+        out = [Gemm(name, m_of(c), n_of(c), k_of(c), count=full)] if full else []
+        if rest:
+            out.append(Gemm(name, m_of(rest), n_of(rest), k_of(rest)))
+        return tuple(out)
+
+    fwd_gemms = per_chunk("lm_head", lambda w: t, lambda w: w, lambda w: h)
+    bwd_gemms = (per_chunk("lm_head.recompute", lambda w: t, lambda w: w, lambda w: h)
+                 + per_chunk("lm_head.dX", lambda w: t, lambda w: h, lambda w: w)
+                 + per_chunk("lm_head.dW", lambda w: w, lambda w: h, lambda w: t))
+    fwd_b = PRIME_HEAD_FORWARD_BYTES * e
+    fwd_k = PRIME_HEAD_FORWARD_CHUNK_KERNELS * chunks + PRIME_HEAD_FORWARD_FIXED_KERNELS
+    bwd_b = (PRIME_HEAD_BACKWARD_BYTES * e + PRIME_HEAD_GRAD_ACCUMULATE_BYTES * (chunks * t * h + v * h)
+             + 2.0 * (t * h + v * h))
+    bwd_k = PRIME_HEAD_BACKWARD_CHUNK_KERNELS * chunks + PRIME_HEAD_BACKWARD_FIXED_KERNELS
+    forward = PassInventory(fwd_gemms, memory_bytes=fwd_b, kernels=fwd_k,
+                            host_syncs=float(PRIME_HEAD_FORWARD_CHUNK_SYNCS * chunks),
+                            fused_bytes=fwd_b, fused_kernels=fwd_k, bare_kernels=fwd_k)
+    backward = PassInventory(bwd_gemms, memory_bytes=bwd_b, kernels=bwd_k,
+                             host_syncs=float(PRIME_HEAD_BACKWARD_CHUNK_SYNCS * chunks + PRIME_HEAD_BACKWARD_FIXED_SYNCS),
+                             fused_bytes=bwd_b, fused_kernels=bwd_k, bare_kernels=bwd_k)
+    return forward, backward
+
+
 def step_inventory(
     spec: ModelSpec, *, micro_batch_size: int, seq_len: int, adapter: Adapter | None = None,
     eager_attention: bool = False, causal_skip: bool = True, train_embedding: bool = True,
@@ -392,6 +482,7 @@ def step_inventory(
     fused_cross_entropy: bool = False, packed_flash_syncs: bool = False, expert_loop: bool = False,
     expert_loop_every: bool = False,
     fp8_casts: CastTraffic | None = None, megatron_experts: bool = False, unpad_call_syncs: bool = False,
+    vocab_chunk_columns: int = 0,
 ) -> StepInventory:
     """The op inventory of one micro-step of ``micro_batch_size × seq_len`` tokens on one GPU.
 
@@ -429,7 +520,9 @@ def step_inventory(
     (``moe_time.megatron_expert_elementwise``, gpt-oss) add bytes that go to the same unscaled count (no compiler
     fuses them) and kernels counted with the others; ``unpad_call_syncs``: with ``ModelSpec.unpadded_attention``,
     every attention forward unpads by itself (llm-foundry before v0.5.0: ``UNPAD_CALL_SYNCS`` host syncs and
-    ``UNPAD_CALL_KERNELS`` kernels per layer, the recompute's too).
+    ``UNPAD_CALL_KERNELS`` kernels per layer, the recompute's too); ``vocab_chunk_columns`` > 0: the head and loss are
+    prime-rl's chunked log-prob / entropy head over vocabulary chunks of that many columns (``prime_rl_head``) in
+    place of the lm_head GEMMs and the ``LOSS_*`` / ``FLASH_CE_*`` loss.
     """
     casts = fp8_casts if fp8_casts is not None else TRANSFORMER_ENGINE
     t = float(micro_batch_size * seq_len)
@@ -761,6 +854,13 @@ def step_inventory(
                            loss_b * t * out + norm_b * t * h + emb,
                            len(hb) + loss_bk + norm_bk + (1 if emb else 0) + (1 if emb and pos else 0),
                            strided_bytes=2 * norm_s * t * h)
+    if vocab_chunk_columns > 0 and spec.head_outputs is None:
+        # prime-rl's chunked head: its own GEMMs (d_weight even for a frozen head), bytes, kernels and syncs
+        prime_f, prime_b = prime_rl_head(tokens=t, hidden_size=h, vocab_size=out, chunk_columns=vocab_chunk_columns)
+        head_f = prime_f + PassInventory((), 0.0, 0.0, head_f.memory_bytes - loss_f * t * out,
+                                         head_f.kernels - 1 - loss_fk, strided_bytes=head_f.strided_bytes)
+        head_b = prime_b + PassInventory((), 0.0, 0.0, head_b.memory_bytes - loss_b * t * out,
+                                         head_b.kernels - len(hb) - loss_bk, strided_bytes=head_b.strided_bytes)
     # the last linear is not re-run unless an adapter wraps it (then its output is not the last saved tensor);
     # fc2: the non-gated MLP's (OPT, MPT's down_proj as memory.params.linear_groups names it)
     last = [g for g in fwd if g.name in ("down_proj", "out_proj", "fc2") and not _targeted(g.name, adapter)]

@@ -166,7 +166,8 @@ def pass_seconds(inv: PassInventory, *, rates: DeviceRates, seq_len: float, back
            + strided / STRIDED_BANDWIDTH_SHARE) / rates.hbm_bytes_per_s
     per_kernel = rates.host_s_per_backward_kernel if backward else rates.host_s_per_forward_kernel
     kernels = (inv.kernels - inv.fused_kernels) * kernel_factor + inv.fused_kernels
-    host = kernels * per_kernel
+    # bare aten calls outside module forwards (inventory.PassInventory.bare_kernels): the backward's rate either way
+    host = (kernels - inv.bare_kernels) * per_kernel + inv.bare_kernels * rates.host_s_per_backward_kernel
     seconds = synced_seconds(host_s=host, device_s=gemm + attn + mem, kernels=kernels, syncs=inv.host_syncs)
     return PassTime(seconds, gemm, attn, mem, host, seconds - max(gemm + attn + mem, host))
 
@@ -383,7 +384,7 @@ def train_step_time(
     expert_loop_every: bool = False,
     zero3_expert_leaf: bool = True, fsdp2_copies: bool = False, fp8_casts: CastTraffic | None = None,
     megatron_experts: bool = False, recompute_modules: tuple[str, ...] = (), unpad_call_syncs: bool = False,
-    attention_kernel: str = "auto",
+    attention_kernel: str = "auto", vocab_chunk_columns: int = 0,
 ) -> TrainStepTime:
     """Seconds of one optimizer step on one GPU (all GPUs of a data-parallel group run in lockstep).
 
@@ -424,7 +425,8 @@ def train_step_time(
     @92c8482e6dcd11c3666c61bb8d1f7e8d0730ed13); core_attn's context-parallel exchange as ``selective``'s;
     ``unpad_call_syncs``: as ``inventory.step_inventory`` (llm-foundry before v0.5.0 unpads in every attention call);
     ``attention_kernel``: the fused attention kernel's rates (``attention_time`` module docstring; auto: the
-    architecture's default).
+    architecture's default); ``vocab_chunk_columns``: as ``inventory.step_inventory`` (prime-rl's chunked log-prob
+    head, ``prime_rl_head``).
     """
     mp = model_parallel
     gradient_checkpointing = gradient_checkpointing or selective != "none" or bool(recompute_modules)
@@ -440,7 +442,7 @@ def train_step_time(
                          moe_dispatcher=mp.moe_dispatcher, fused_cross_entropy=fused_cross_entropy,
                          packed_flash_syncs=packed_flash_syncs, expert_loop=expert_loop,
                          expert_loop_every=expert_loop_every, fp8_casts=fp8_casts, megatron_experts=megatron_experts,
-                         unpad_call_syncs=unpad_call_syncs)
+                         unpad_call_syncs=unpad_call_syncs, vocab_chunk_columns=vocab_chunk_columns)
     kw = dict(rates=rates, seq_len=attention_context or seq_len, memory_factor=memory_factor, kernel_factor=kernel_factor,
               attention_kernel=attention_kernel)
     fwd = (pass_seconds(inv.layers_forward, backward=False, **kw)

@@ -144,6 +144,46 @@ def trl_fused_logprob_bytes(
     return LogitsBytes(forward_peak=forward, retained=saved, backward_peak=backward)
 
 
+PRIME_RL_LM_HEAD_CHUNK_COLUMNS = 2048
+"""``loss.kernel: prime_rl``: the vocabulary columns per chunk of prime-rl's fused LM head; the RL trainer sets
+``model.fused_lm_head_chunk_size`` 2048 when unset (``RLTrainerConfig.auto_setup_fused_lm_head_chunk_size``,
+PrimeIntellect-ai/prime-rl src/prime_rl/trainer/rl/config.py l.273-275 @d8f290ef0358a804f1912bd29ea1b37cc56894b4)."""
+PRIME_RL_FORWARD_BYTES_PER_CHUNK_LOGIT = 14
+"""prime-rl's chunked log-prob head (``loss.kernel: prime_rl``; ``_ChunkedLogProbEntropyFn``,
+PrimeIntellect-ai/prime-rl src/prime_rl/trainer/models/layers/lm_head.py l.69-192
+@d8f290ef0358a804f1912bd29ea1b37cc56894b4), forward, per element of one ``N x C`` chunk (all ``N`` tokens, ``C``
+vocabulary columns): the chunk's bf16 logits (2), their fp32 copy (4), and inside
+``_online_logsumexp_and_weighted_update`` the broadcast difference and its ``exp`` (4 + 4; then ``exp`` and the
+product ``chunk_exp * chunk_logits``, 4 + 4): 14."""
+PRIME_RL_BACKWARD_BYTES_PER_CHUNK_LOGIT = 22
+"""Backward, per chunk element: the previous chunk's fp32 ``logits_f``, ``p`` and ``grad_logits`` stay bound to their
+names until reassigned (4 + 4 + 4), so at the next chunk's ``p = torch.exp(logits_f - logz)`` the new bf16 logits (2),
+fp32 copy (4), the difference (4) and its ``exp`` (4) sit beside them: 22 (l.151-158)."""
+PRIME_RL_TOKEN_BYTES = 3 * 4
+"""Per token: the fp32 ``logz`` saved for backward and the fp32 log-probs and entropy the caller holds."""
+
+
+def prime_rl_head_bytes(*, tokens: int, hidden_size: int, vocab_size: int, chunk_columns: int,
+                        head_trainable: bool, compute_dtype_bytes: int = 2) -> LogitsBytes:
+    """Bytes of prime-rl's chunked log-prob / entropy head over ``tokens`` positions (``PRIME_RL_*``).
+
+    Checked with torch's ``MemTracker`` on the function copied from that commit (torch 2.13.0+cpu, real CPU
+    tensors, 2026-12-03; 1024-2048 tokens, 3-6 chunks of 1024-2048 columns): forward peak 14.2-15.5 B per chunk
+    element, backward 22.5-25.5 B with the two gradient buffers, the rest CPU matmul temporaries. Backward also
+    allocates ``grad_hidden`` (``N x h``) and ``grad_weight`` (``V x h``) in the model's dtype (l.142-143):
+    ``grad_weight`` becomes the head's gradient when the head trains (the gradient terms hold it); a frozen head
+    (LoRA) computes and drops it, a transient counted here. The saved ``hidden`` is the final norm's output, counted
+    with the activations."""
+    n, h, c = tokens, hidden_size, max(1, min(chunk_columns, vocab_size))
+    a = compute_dtype_bytes
+    e = n * c
+    token = PRIME_RL_TOKEN_BYTES * n  # forward adds the four fp32 running statistics m, s, t, target (l.97-100)
+    grads = n * h * a + (0 if head_trainable else vocab_size * h * a)
+    return LogitsBytes(forward_peak=PRIME_RL_FORWARD_BYTES_PER_CHUNK_LOGIT * e + token + 4 * 4 * n,
+                       retained=token,
+                       backward_peak=token + PRIME_RL_BACKWARD_BYTES_PER_CHUNK_LOGIT * e + grads)
+
+
 MEGATRON_SOFTMAX_BYTES_PER_LOGIT = 4
 """Megatron-Core's vocab-parallel cross-entropy: the one fp32 copy of the local logits, turned into the softmax in
 place and saved for backward."""
@@ -215,6 +255,8 @@ def logits_bytes(
     compiled: bool = False,
     inplace_backward: bool = False,
     logits_kept: bool = False,
+    head_trainable: bool = True,
+    prime_rl_chunk_columns: int = PRIME_RL_LM_HEAD_CHUNK_COLUMNS,
 ) -> LogitsBytes:
     """Bytes of the logits/loss path for one micro-batch.
 
@@ -223,12 +265,17 @@ def logits_bytes(
     a model with final logit softcapping (its saved ``tanh`` output), else 0. ``compiled``: the loss runs
     under ``torch.compile`` (read by ``kernel="torchtune"`` only: the other paths are fused kernels or eager).
     ``inplace_backward`` / ``logits_kept``: read by ``kernel="flash_attn"`` (``flash_attn_ce_bytes``).
+    ``head_trainable`` / ``prime_rl_chunk_columns``: read by ``kernel="prime_rl"`` (``prime_rl_head_bytes``).
     """
     tokens = micro_batch_size * seq_len
     width = vocab_size if head_outputs is None else head_outputs
     if chunked and kernel == "trl" and head_outputs is None:
         return trl_fused_logprob_bytes(tokens=tokens, hidden_size=hidden_size, vocab_size=width,
                                        compute_dtype_bytes=compute_dtype_bytes, hidden_dtype_bytes=compute_dtype_bytes)
+    if chunked and kernel == "prime_rl" and head_outputs is None:
+        return prime_rl_head_bytes(tokens=tokens, hidden_size=hidden_size, vocab_size=width,
+                                   chunk_columns=prime_rl_chunk_columns, head_trainable=head_trainable,
+                                   compute_dtype_bytes=compute_dtype_bytes)
     if chunked and kernel == "torchtune" and head_outputs is None:
         return torchtune_chunked_ce_bytes(tokens=tokens, vocab_size=width, compiled=compiled,
                                           compute_dtype_bytes=compute_dtype_bytes)

@@ -458,6 +458,7 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         compiled=card.parallel.compile,
         inplace_backward=card.loss.inplace_backward,
         logits_kept=_kept_output(card, spec, act_dtype, seq_len) > 0,
+        head_trainable=card.scope is Scope.FULL,
     )
     if (card.parallel.tensor_parallel_impl is TensorParallelImpl.MEGATRON and spec.head_outputs is None
             and not card.loss.chunked and spec.family not in SOFTCAP_FAMILIES):

@@ -26,6 +26,7 @@ from trainfit.compute.training import (
     ModelParallel, OptimizerSpec, Parallel, PhaseTime, train_step_time,
 )
 from trainfit.memory import attention as attn
+from trainfit.memory.logits import PRIME_RL_LM_HEAD_CHUNK_COLUMNS
 from trainfit.memory.lora import lora_trainable_params, targeted_groups
 from trainfit.memory.params import param_breakdown, param_tensors, routed_expert_layer_params, routed_expert_params
 from trainfit.memory.sharding import Sharding
@@ -510,6 +511,8 @@ def training_time(
         megatron_experts=par.tensor_parallel_impl is TensorParallelImpl.MEGATRON,
         unpad_call_syncs=llm_foundry_unpad_syncs(card),
         attention_kernel=kernel,
+        vocab_chunk_columns=PRIME_RL_LM_HEAD_CHUNK_COLUMNS
+        if card.loss.chunked and card.loss.kernel is LossKernel.PRIME_RL else 0,
     )
     notes = tuple(n for n in (packed_note, kernel_note) if n)
     return replace(t, assumptions=t.assumptions + notes) if notes else t

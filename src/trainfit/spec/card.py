@@ -410,8 +410,8 @@ class BatchSection(_Section):
 class LossSection(_Section):
     chunked: bool = Field(False, description="Fused/chunked linear cross-entropy (no full logits).")
     kernel: LossKernel = Field(
-        LossKernel.LIGER, description="With chunked: liger (fused linear cross-entropy), trl (TRL's fused lm_head log-probs)"
-        " or torchtune (CEWithChunkedOutputLoss). Without chunked: flash_attn (flash-attn's CrossEntropyLoss, llm-foundry's"
+        LossKernel.LIGER, description="With chunked: liger (fused linear cross-entropy), trl (TRL's fused lm_head log-probs),"
+        " prime_rl (prime-rl's chunked log-prob/entropy head) or torchtune (CEWithChunkedOutputLoss). Without chunked: flash_attn (flash-attn's CrossEntropyLoss, llm-foundry's"
         " fused_crossentropy: bf16 logits, no fp32 copy); any other value is the eager fp32 loss."
     )
     inplace_backward: bool = Field(
@@ -422,7 +422,7 @@ class LossSection(_Section):
     def _kernel_fits_chunked(self) -> LossSection:
         if self.chunked and self.kernel is LossKernel.FLASH_ATTN:
             raise ValueError("loss.kernel: 'flash_attn' scores the full logits (loss.chunked false); allowed with"
-                             " loss.chunked true: liger, trl, torchtune")
+                             " loss.chunked true: liger, trl, prime_rl, torchtune")
         if self.inplace_backward and self.kernel is not LossKernel.FLASH_ATTN:
             raise ValueError(f"loss.inplace_backward: only read with loss.kernel flash_attn (kernel is"
                              f" '{self.kernel.value}'); allowed with it: false")
@@ -884,10 +884,10 @@ class RunCard(_Section):
             # flash-attn's CrossEntropyLoss scores labels (SFT / pretraining); Megatron-Core runs its own loss
             if self.method is not Method.SFT:
                 raise ValueError(f"loss.kernel: flash_attn is a cross-entropy over the labels, read for method sft;"
-                                 f" allowed for {self.method.value}: liger, trl, torchtune")
+                                 f" allowed for {self.method.value}: liger, trl, prime_rl, torchtune")
             if par.tensor_parallel_impl is TensorParallelImpl.MEGATRON:
                 raise ValueError("loss.kernel: flash_attn is not Megatron-Core's loss (tensor_parallel_impl megatron"
-                                 " runs vocab_parallel_cross_entropy); allowed with it: liger, trl, torchtune")
+                                 " runs vocab_parallel_cross_entropy); allowed with it: liger, trl, prime_rl, torchtune")
             if par.tensor_parallel > 1:
                 raise ValueError("loss.kernel: flash_attn over a vocabulary split by tensor parallel (its process_group"
                                  " path) is not modelled; allowed with it: parallel.tensor_parallel 1")

@@ -397,6 +397,11 @@ class LossKernel(StrEnum):
     TORCHTUNE = "torchtune"
     """torchtune's ``CEWithChunkedOutputLoss``: the decoder returns every output chunk's logits at once, the loss
     runs per chunk (``trainfit.memory.logits.torchtune_chunked_ce_bytes``)."""
+    PRIME_RL = "prime_rl"
+    """prime-rl's fused LM head (``FusedOutputLinear`` / ``_ChunkedLogProbEntropyFn``, PrimeIntellect-ai/prime-rl
+    src/prime_rl/trainer/models/layers/lm_head.py @d8f290ef0358a804f1912bd29ea1b37cc56894b4): log-probs and entropy
+    over vocabulary chunks of 2048 columns, all tokens at once, eager fp32 maths, the logits recomputed in backward
+    (``trainfit.compute.inventory.prime_rl_head``; memory ``trainfit.memory.logits.prime_rl_head_bytes``)."""
     FLASH_ATTN = "flash_attn"
     """flash-attn's ``CrossEntropyLoss`` (llm-foundry's default ``loss_fn: fused_crossentropy``) over the full
     compute-dtype logits: no fp32 copy, an fp32 log-sum-exp per row; the gradient goes to a new buffer, or into

@@ -805,10 +805,11 @@ class RunCard(_Section):
                                  " (interleaved schedule); allowed otherwise: false")
         if par.moe_experts.is_loop and par.tensor_parallel * par.pipeline_parallel * par.expert_parallel > 1:
             # transformers < 5's sparse MoE block runs every expert on each rank (no tensor, pipeline or expert split)
-            raise ValueError("parallel.moe_experts: loop (transformers < 5's expert loop) runs without tensor, pipeline"
-                             " or expert parallel; allowed with them: grouped")
+            raise ValueError(f"parallel.moe_experts: {par.moe_experts.value} (transformers < 5's expert loop) runs"
+                             " without tensor, pipeline or expert parallel; allowed with them: grouped")
         if par.moe_zero3_leaf and (par.strategy is not Strategy.ZERO3 or not par.moe_experts.is_loop):
-            raise ValueError("parallel.moe_zero3_leaf: needs strategy zero3 and moe_experts loop (a grouped experts"
+            raise ValueError(f"parallel.moe_zero3_leaf: needs strategy zero3 and moe_experts loop or loop_all (got"
+                             f" strategy {par.strategy.value}, moe_experts {par.moe_experts.value}; a grouped experts"
                              " module is gathered whole already); allowed otherwise: false")
         if par.virtual_stages > 1 and par.pipeline_schedule is not PipelineSchedule.INTERLEAVED:
             raise ValueError("parallel.virtual_stages: > 1 needs parallel.pipeline_schedule: interleaved")

@@ -362,17 +362,21 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
         notes.append(f"log-prob passes: packed rows of {lp_rows[1]} tokens under pipeline parallel, {lp_rows[0]} per"
                      " data-parallel rank, each padded to the longest (plan.rl_time.pipeline_packed_rows)")
 
-    def forward_pass(name: str, pspec: ModelSpec, adapter=None) -> PhaseTime:
+    def forward_pass(name: str, pspec: ModelSpec, adapter=None, sequences: int = seqs) -> PhaseTime:
+        # ``sequences``: the step's sequences this pass runs (the reward model scores every generated one)
         p_ = card.parallel
+        rows = lp_rows if sequences == seqs else _pipeline_packing(
+            card, row_tokens=ro.packed_logprob_row_tokens, sequences=sequences, prompt_tokens=prompt,
+            response_mean_tokens=mean, train_gpus=train_gpus) if packed else None
         shard = rank_spec(pspec, tp=p_.tensor_parallel, pp=p_.pipeline_parallel, ep=p_.expert_parallel,
                           etp=p_.expert_tensor_parallel, first=p_.pipeline_first_stage_layers,
                           last=p_.pipeline_last_stage_layers, layout=p_.pipeline_layout)
-        micro, lp_mbs = balanced_micro_batches(seqs_per_gpu * p_.tensor_parallel * p_.pipeline_parallel * cp,
-                                               lp_mbs_max)
+        micro, lp_mbs = balanced_micro_batches(ceil(sequences / train_gpus) * p_.tensor_parallel
+                                               * p_.pipeline_parallel * cp, lp_mbs_max)
         rank_seq = max(1, seq_len // cp)
         context = seq_len if cp > 1 else None
-        if lp_rows is not None:  # NeMo RL packed rows under pipeline parallel (pipeline_packed_rows)
-            micro, lp_mbs, rank_seq = lp_rows[0], 1, max(1, lp_rows[1] // cp)
+        if rows is not None:  # NeMo RL packed rows under pipeline parallel (pipeline_packed_rows)
+            micro, lp_mbs, rank_seq = rows[0], 1, max(1, rows[1] // cp)
             context = seq_len  # attention runs per sequence inside the row (THD), the mean sequence's span
         t = forward_only_time(
             shard, rates=r, micro_batch_size=lp_mbs, seq_len=rank_seq, micro_steps=micro,
@@ -421,7 +425,9 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
 
         # the reward model's own shape when the card names another model (DeepSpeed-Chat: OPT-350M)
         rm_spec = spec if rm_id == spec.name else resolve_model(rm_id)
-        phases.append(forward_pass("reward_model", replace(rm_spec, head_outputs=1)))
+        # every generated group is scored, the ones dynamic sampling then drops too (generated_prompts)
+        phases.append(forward_pass("reward_model", replace(rm_spec, head_outputs=1),
+                                   sequences=generated_prompts(card) * ro.num_generations))
 
     # updates: the rollout batch in ``mini_batches`` optimizer steps, each of micro-batches
     mbs = card.batch.micro_batch_size
@@ -606,7 +612,7 @@ def generation_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, rollout, r: D
 
 def hybrid_generation_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, r: DeviceRates) -> PhaseTime:
     """DeepSpeed-Chat's generation through DeepSpeed's Hybrid Engine (``compute.hybrid_engine``): every training GPU
-    generates its share of the step's prompts in static batches of ``max_num_seqs / tensor_parallel`` prompts per GPU
+    generates its share of the step's generated prompts (``generated_prompts``) in static batches of ``max_num_seqs / tensor_parallel`` prompts per GPU
     (``per_device_generation_batch_size``), the actor's ZeRO-3 partitions gathered before every call."""
     from trainfit.compute.flops import matmul_params
     from trainfit.compute.hybrid_engine import hybrid_engine_generation_time
@@ -624,7 +630,7 @@ def hybrid_generation_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, r: Dev
     bus = min(r.intra_node_bus_bytes_per_s, nic_bytes_per_s(card)) if multi_node else r.intra_node_bus_bytes_per_s
     tp_bus = r.intra_node_bus_bytes_per_s if tp <= card.hardware.gpus_per_node else nic_bytes_per_s(card)
     g = hybrid_engine_generation_time(
-        rates=r, sequences_per_gpu=ceil(ro.prompts_per_step * ro.num_generations / train_gpus),
+        rates=r, sequences_per_gpu=ceil(generated_prompts(card) * ro.num_generations / train_gpus),
         generation_batch_per_gpu=max(1, ro.max_num_seqs // tp), prompt_len_tokens=ro.prompt_len,
         response_len_tokens=ro.response_len, num_layers=spec.num_layers, hidden_size=spec.hidden_size,
         matmul_params=matmul_params(spec), layer_weight_bytes=weights - replicated, replicated_weight_bytes=replicated,

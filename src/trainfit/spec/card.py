@@ -573,7 +573,8 @@ class RolloutSection(_Section):
         None, ge=1, le=1_000_000, description="Prompts the engine generates per step when the trainer keeps only"
         " prompts_per_step of them: DAPO dynamic sampling generates whole batches and keeps the groups whose rewards"
         " differ (NeMo RL: grpo.batch_multiplier x num_prompts_per_step per generation batch, nemo_rl/algorithms/"
-        "grpo.py). Times the generation and reward phases; the log-prob and update passes keep prompts_per_step."
+        "grpo.py). Times the generation (engine deepspeed_hybrid too), the reward and the reward model's forward (every"
+        " generated group is scored); the log-prob and update passes keep prompts_per_step."
         " Default: prompts_per_step.")
     max_num_seqs: int = Field(
         256, ge=1, le=1_000_000, description="Sequences one engine runs at once (vLLM max_num_seqs; engine sglang:"

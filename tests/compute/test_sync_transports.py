@@ -236,3 +236,43 @@ def test_reshard_fp8_with_blockwise_training_plans():
     plan = make_plan(load_card_dict(d))
     assert not _not_estimated(plan)
     assert _sync_terms(plan)["per_tensor"] > _sync_terms(make_plan(_card("nccl_reshard")))["per_tensor"]
+
+
+def _ckpt_inputs(monkeypatch, **rollout) -> dict:
+    """The inputs the plan hands ``checkpoint_engine_seconds`` (captured, then the real function runs)."""
+    seen = {}
+    real = sync.checkpoint_engine_seconds
+
+    def spy(**kw):
+        seen.update(kw)
+        return real(**kw)
+
+    monkeypatch.setattr(sync, "checkpoint_engine_seconds", spy)
+    d = default_card_dict()
+    d.update(method="grpo", model="Qwen/Qwen3-0.6B", preset="nemo-rl")
+    d["hardware"] = {**d.get("hardware", {}), "gpus_per_node": 8, "gpu": "h100-sxm", "nodes": 2}
+    d["parallel"] = {**d.get("parallel", {}), "strategy": "zero1"}
+    d["rollout"] = {"prompts_per_step": 8, "num_generations": 4, "prompt_len": 256, "response_len": 512,
+                    "weight_transport": "checkpoint_engine", **rollout}
+    make_plan(load_card_dict(apply_preset(d, "nemo-rl")))
+    return seen
+
+
+def test_checkpoint_engine_copies_are_the_engine_gpus(monkeypatch):
+    """Split placement: the H2D copies and the broadcast's node are the engine's GPUs (rollout.gpus per node), not
+    the training GPUs of the node."""
+    from trainfit.compute.offload import host_copy_bytes_per_s
+
+    r = default_rates(resolve_gpu("h100-sxm"))
+    seen = _ckpt_inputs(monkeypatch, placement="split", gpus=2, tensor_parallel=2)
+    assert seen["gpus_per_node"] == 2 and seen["ranks"] == 4  # 2 engines x tp 2 over 2 nodes: the NICs carry it
+    assert seen["h2d_bytes_per_s"] == pytest.approx(host_copy_bytes_per_s(
+        pcie_bytes_per_s=r.pcie_bytes_per_s, host_memory_bytes_per_s=r.host_memory_bytes_per_s, gpus_per_node=2))
+
+
+def test_checkpoint_engine_bucket_holds_the_largest_tensor(monkeypatch):
+    """``_detect_bucket_size`` never picks a bucket below the largest tensor: with almost no free memory the bucket is
+    the embedding (Qwen3-0.6B's 151936 x 1024 in bf16)."""
+    seen = _ckpt_inputs(monkeypatch, placement="colocate", gpu_memory_utilization=0.9999)
+    m = from_catalog("Qwen/Qwen3-0.6B")
+    assert seen["bucket_bytes"] == pytest.approx(2.0 * m.vocab_size * m.hidden_size)

@@ -732,6 +732,7 @@ def _transport_sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding
         checkpoint_engine_bucket_bytes,
         checkpoint_engine_seconds,
         fp8_scale_tensor_count,
+        hf_tensor_bytes,
         hf_tensor_count,
         nccl_reshard_seconds,
     )
@@ -769,12 +770,19 @@ def _transport_sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding
     else:
         ranks = engines * ro.tensor_parallel
         tensors = hf_tensor_count(spec) + (fp8_scale_tensor_count(spec, kept) if fp8 else 0)
+        # the engine's GPUs copy the buckets and take the broadcast: split placement gives a node rollout.gpus of them
+        engine_per_node = rollout_nodes(card)[1]
+        # the largest tensor as the checkpoint holds it in bf16 (an fp8 checkpoint keeps its embedding and head bf16)
+        largest = max(hf_tensor_bytes(spec) or (0.0,))
         t = checkpoint_engine_seconds(
             weight_bytes=wbytes, num_tensors=tensors, ranks=ranks, tp=ro.tensor_parallel,
-            gpus_per_node=card.hardware.gpus_per_node, rates=r,
-            # the free memory beside vLLM's budget (gpu_memory_utilization) sizes the buckets
-            bucket_bytes=checkpoint_engine_bucket_bytes(free_bytes=gpu.memory_bytes * (1 - ro.gpu_memory_utilization)),
-            h2d_bytes_per_s=_host_copy_rates(card, r, gpu)[0], nic_bytes_per_s=nic_bytes_per_s(card), finalize=fp8)
+            gpus_per_node=engine_per_node, rates=r,
+            # the free memory beside vLLM's budget (gpu_memory_utilization) sizes the buckets, never below the
+            # largest tensor (_detect_bucket_size)
+            bucket_bytes=checkpoint_engine_bucket_bytes(free_bytes=gpu.memory_bytes * (1 - ro.gpu_memory_utilization),
+                                                        max_tensor_bytes=largest),
+            h2d_bytes_per_s=_host_copy_rates(card, r, gpu, gpus_per_node=engine_per_node)[0],
+            nic_bytes_per_s=nic_bytes_per_s(card), finalize=fp8)
     return _phase("weight_sync", t.total_s, "communication", gather=t.gather_s, transfer=t.transfer_s,
                   per_tensor=t.per_tensor_s, staging=t.staging_s)
 
@@ -930,12 +938,14 @@ def _megatron_rank_state(card: RunCard, spec: ModelSpec, *, train_gpus: int) -> 
     return weights, (params - expert) / dp + expert / edp
 
 
-def _host_copy_rates(card: RunCard, r: DeviceRates, gpu: GpuSpec) -> tuple[float, float, float]:
-    """(pinned, pageable, pageable into freshly allocated host memory) bytes/s of one training GPU's copies to or
-    from host memory while every GPU of its node copies (``compute.offload``: ``host_copy_bytes_per_s``,
-    ``pageable_copy_bytes_per_s``, ``first_touch_copy_bytes_per_s``)."""
+def _host_copy_rates(card: RunCard, r: DeviceRates, gpu: GpuSpec, *,
+                     gpus_per_node: int | None = None) -> tuple[float, float, float]:
+    """(pinned, pageable, pageable into freshly allocated host memory) bytes/s of one GPU's copies to or from host
+    memory while every copying GPU of its node copies (``compute.offload``: ``host_copy_bytes_per_s``,
+    ``pageable_copy_bytes_per_s``, ``first_touch_copy_bytes_per_s``). ``gpus_per_node``: the GPUs of a node that
+    copy together; default the training GPUs (the trainer's offloads), the engine's for checkpoint-engine's H2D."""
     rates = dict(pcie_bytes_per_s=r.pcie_bytes_per_s, host_memory_bytes_per_s=r.host_memory_bytes_per_s,
-                 gpus_per_node=train_nodes(card)[1])
+                 gpus_per_node=gpus_per_node or train_nodes(card)[1])
     coherent = gpu.host_link_bytes_per_s is not None
     pageable = pageable_copy_bytes_per_s(**rates,
                                          staging_bytes_per_s=staging_bytes_per_s_of(coherent_host_link=coherent))

@@ -726,8 +726,7 @@ def _transport_sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding
                           r: DeviceRates) -> PhaseTime:
     """The weight sync of a ``rollout.weight_transport`` other than the framework's own path (``compute.sync``):
     NeMo RL's NCCL reshard refit (``nccl_reshard_seconds``) or checkpoint-engine's Broadcast update
-    (``checkpoint_engine_seconds``). Raises ``CardError`` (one line) where the card asks for what the transport
-    refuses."""
+    (``checkpoint_engine_seconds``). What the transports refuse, the card refuses (``spec.card._check_weight_transport``)."""
     from trainfit.compute.sync import (
         checkpoint_engine_bucket_bytes,
         checkpoint_engine_seconds,
@@ -736,29 +735,15 @@ def _transport_sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding
         hf_tensor_count,
         nccl_reshard_seconds,
     )
-    from trainfit.errors import CardError
     from trainfit.rollout.quantization import FP8_CAST_BYTES_PER_PARAM, engine_weight_bytes, is_quantized
 
     ro, p = card.rollout, card.parallel
-    name = f"rollout.weight_transport {ro.weight_transport.value}"
-    if ro.engine is not RolloutEngine.VLLM:
-        raise CardError(f"{name}: needs rollout.engine vllm; got {ro.engine.value}")
     fp8 = is_quantized(ro.quantization)
     kept = tuple(ro.quantization_bf16_modules)
     wbytes = engine_weight_bytes(spec, quantization=ro.quantization, bf16_modules=kept) if fp8 else \
         _engine_weight_bytes(spec)
     engines = max(1, rollout.engine_instances)
     if ro.weight_transport is WeightTransport.NCCL_RESHARD:
-        # check_nccl_reshard_refit_support (NVIDIA-NeMo/RL docs/design-docs/nccl-reshard-refit.md @7ea279ab)
-        if ro.placement.value != "split":
-            raise CardError(f"{name}: non-colocated only (rollout.placement split); got {ro.placement.value}")
-        if p.strategy.value in ("zero3", "fsdp", "hsdp", "fsdp_grad_op"):
-            raise CardError(f"{name}: needs the Megatron training backend (a model-parallel strategy, not"
-                            f" {p.strategy.value})")
-        if fp8 and not (card.precision.compute is ComputeDtype.FP8 and card.precision.fp8_recipe is not None
-                        and card.precision.fp8_recipe.value == "blockwise"):
-            raise CardError(f"{name}: fp8 vLLM weights need blockwise-fp8 training (precision.compute fp8,"
-                            " precision.fp8_recipe blockwise): precision must match end to end")
         train_gpus, _ = group_sizes(card)
         t = nccl_reshard_seconds(
             spec=spec, weight_bytes=wbytes, train_tp=p.tensor_parallel, train_pp=p.pipeline_parallel,

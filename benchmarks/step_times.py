@@ -1636,6 +1636,9 @@ def map_rl(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     if tr.get("fp8_recipe"):  # Megatron fp8_cfg (the entry's fp8_source recipe): the trainer's linears in fp8
         card["precision"] = {"compute": "fp8", "fp8_recipe": tr["fp8_recipe"]}
         notes.append(f"training and log-prob passes in fp8, {tr['fp8_recipe']} scaling (Megatron fp8_cfg)")
+        if tr.get("fp8_params"):  # Megatron fp8_cfg.fp8_param: fp8 primary weights (the entry cites where it is stated)
+            card["precision"]["fp8_params"] = True
+            notes.append("fp8 primary weights: precision.fp8_params (Megatron fp8_cfg.fp8_param)")
     grads, grads_note = grad_dtype_of(e)
     if grads:
         card.setdefault("precision", {})["grads"] = grads

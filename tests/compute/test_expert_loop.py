@@ -180,3 +180,14 @@ def test_loop_all_plans_and_refuses_as_loop_does():
         load_card_dict({"model": "Qwen/Qwen3-30B-A3B", "method": "sft",
                         "hardware": {"gpu": "a100-80gb", "gpus_per_node": 8, "nodes": 2},
                         "parallel": {"strategy": "zero1", "expert_parallel": 8, "moe_experts": "loop_all"}})
+
+
+@pytest.mark.parametrize("value", ["loop", "loop_all"])
+def test_refusals_name_the_given_loop_value(value):
+    base = {"model": "Qwen/Qwen3-30B-A3B", "method": "sft", "hardware": {"gpu": "a100-80gb", "gpus_per_node": 8}}
+    with pytest.raises(CardError) as exc:
+        load_card_dict({**base, "parallel": {"strategy": "zero1", "expert_parallel": 8, "moe_experts": value}})
+    assert f"parallel.moe_experts: {value} (" in str(exc.value)
+    with pytest.raises(CardError) as exc:
+        load_card_dict({**base, "parallel": {"strategy": "fsdp", "moe_experts": value, "moe_zero3_leaf": True}})
+    assert f"moe_experts {value}" in str(exc.value) and "strategy fsdp" in str(exc.value)

@@ -217,22 +217,99 @@ def test_bad_transport_value_is_one_line():
                               " checkpoint_engine")
 
 
-@pytest.mark.parametrize("card_kw, words", [
-    (dict(placement="colocate"), "non-colocated only (rollout.placement split)"),
-    (dict(strategy="fsdp"), "needs the Megatron training backend"),
-    (dict(engine="sglang", preset=None), "needs rollout.engine vllm"),
-    (dict(quantization="fp8"), "precision must match end to end"),
+@pytest.mark.parametrize("transport, card_kw, words", [
+    ("nccl_reshard", dict(placement="colocate"), "nccl_reshard is non-colocated only"),
+    ("nccl_reshard", dict(strategy="fsdp"), "allowed: parallel.strategy single, ddp or zero1"),
+    ("nccl_reshard", dict(strategy="zero2", preset=None), "allowed: parallel.strategy single, ddp or zero1"),
+    ("nccl_reshard", dict(strategy="zero2", preset="trl"), "nccl_reshard is NeMo RL's; preset is 'trl'"),
+    ("nccl_reshard", dict(engine="sglang", preset=None), "engine 'sglang' is not modelled with it"),
+    ("nccl_reshard", dict(quantization="fp8"), "needs blockwise-fp8 primary weights"),
+    ("nccl_reshard", dict(placement="colocate", engine="deepspeed_hybrid", preset=None),
+     "engine 'deepspeed_hybrid' is not modelled with it"),
+    ("checkpoint_engine", dict(placement="colocate", engine="deepspeed_hybrid", preset=None),
+     "engine 'deepspeed_hybrid' is not modelled with it"),
+    ("checkpoint_engine", dict(placement="colocate", gpu_memory_utilization=1.0),
+     "rollout.gpu_memory_utilization: 1 leaves checkpoint_engine no device memory"),
 ])
-def test_reshard_refuses_what_nemo_rl_refuses(card_kw, words):
-    """``check_nccl_reshard_refit_support``: the time is not estimated, with one line saying why."""
-    got = _not_estimated(make_plan(_card("nccl_reshard", **card_kw)))
-    assert len(got) == 1 and "rollout.weight_transport nccl_reshard" in got[0] and words in got[0]
-    assert "\n" not in got[0]
+def test_the_card_refuses_what_the_transport_refuses(transport, card_kw, words):
+    """``check_nccl_reshard_refit_support`` (NeMo RL) and checkpoint-engine's needs, decided from the card alone: the
+    card is refused in one line naming the field and what is allowed, before any plan."""
+    with pytest.raises(CardError) as got:
+        _card(transport, **card_kw)
+    msg = str(got.value)
+    assert words in msg and "\n" not in msg.strip() and "allowed" in msg
+
+
+def test_reshard_refuses_expert_tensor_parallel_and_virtual_stages():
+    d = _card("nccl_reshard").model_dump(mode="json", exclude_unset=True)
+    for par, words in (({"expert_parallel": 2, "expert_tensor_parallel": 2, "tensor_parallel": 2},
+                        "parallel.expert_tensor_parallel is 2"),
+                       ({"pipeline_parallel": 2, "virtual_stages": 2, "pipeline_schedule": "interleaved"},
+                        "virtual_stages 1")):
+        bad = {**d, "model": "Qwen/Qwen3-30B-A3B", "parallel": {**d["parallel"], **par}}
+        with pytest.raises(CardError, match=words):
+            load_card_dict(bad)
+
+
+def test_fp8_primary_weights_need_an_fp8_engine_under_reshard():
+    d = _card("nccl_reshard").model_dump(mode="json", exclude_unset=True)
+    d["precision"] = {**d.get("precision", {}), "compute": "fp8", "fp8_recipe": "blockwise", "fp8_params": True}
+    with pytest.raises(CardError, match="precision.fp8_params: fp8 primary weights have no bf16 vLLM"):
+        load_card_dict(d)
+
+
+def test_cli_refuses_a_colocated_reshard_in_one_line(capsys):
+    from trainfit.cli.main import main
+
+    assert main(["plan", "--method", "grpo", "--set", "rollout.weight_transport=nccl_reshard"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "rollout.weight_transport: nccl_reshard is non-colocated only" in err
 
 
 def test_reshard_fp8_with_blockwise_training_plans():
-    d = _card("nccl_reshard", quantization="fp8").model_dump(mode="json", exclude_unset=True)
-    d["precision"] = {**d.get("precision", {}), "compute": "fp8", "fp8_recipe": "blockwise"}
+    d = _card("nccl_reshard").model_dump(mode="json", exclude_unset=True)
+    d["precision"] = {**d.get("precision", {}), "compute": "fp8", "fp8_recipe": "blockwise", "fp8_params": True}
+    d["rollout"]["quantization"] = "fp8"
     plan = make_plan(load_card_dict(d))
     assert not _not_estimated(plan)
     assert _sync_terms(plan)["per_tensor"] > _sync_terms(make_plan(_card("nccl_reshard")))["per_tensor"]
+
+
+def _ckpt_inputs(monkeypatch, **rollout) -> dict:
+    """The inputs the plan hands ``checkpoint_engine_seconds`` (captured, then the real function runs)."""
+    seen = {}
+    real = sync.checkpoint_engine_seconds
+
+    def spy(**kw):
+        seen.update(kw)
+        return real(**kw)
+
+    monkeypatch.setattr(sync, "checkpoint_engine_seconds", spy)
+    d = default_card_dict()
+    d.update(method="grpo", model="Qwen/Qwen3-0.6B", preset="nemo-rl")
+    d["hardware"] = {**d.get("hardware", {}), "gpus_per_node": 8, "gpu": "h100-sxm", "nodes": 2}
+    d["parallel"] = {**d.get("parallel", {}), "strategy": "zero1"}
+    d["rollout"] = {"prompts_per_step": 8, "num_generations": 4, "prompt_len": 256, "response_len": 512,
+                    "weight_transport": "checkpoint_engine", **rollout}
+    make_plan(load_card_dict(apply_preset(d, "nemo-rl")))
+    return seen
+
+
+def test_checkpoint_engine_copies_are_the_engine_gpus(monkeypatch):
+    """Split placement: the H2D copies and the broadcast's node are the engine's GPUs (rollout.gpus per node), not
+    the training GPUs of the node."""
+    from trainfit.compute.offload import host_copy_bytes_per_s
+
+    r = default_rates(resolve_gpu("h100-sxm"))
+    seen = _ckpt_inputs(monkeypatch, placement="split", gpus=2, tensor_parallel=2)
+    assert seen["gpus_per_node"] == 2 and seen["ranks"] == 4  # 2 engines x tp 2 over 2 nodes: the NICs carry it
+    assert seen["h2d_bytes_per_s"] == pytest.approx(host_copy_bytes_per_s(
+        pcie_bytes_per_s=r.pcie_bytes_per_s, host_memory_bytes_per_s=r.host_memory_bytes_per_s, gpus_per_node=2))
+
+
+def test_checkpoint_engine_bucket_holds_the_largest_tensor(monkeypatch):
+    """``_detect_bucket_size`` never picks a bucket below the largest tensor: with almost no free memory the bucket is
+    the embedding (Qwen3-0.6B's 151936 x 1024 in bf16)."""
+    seen = _ckpt_inputs(monkeypatch, placement="colocate", gpu_memory_utilization=0.9999)
+    m = from_catalog("Qwen/Qwen3-0.6B")
+    assert seen["bucket_bytes"] == pytest.approx(2.0 * m.vocab_size * m.hidden_size)

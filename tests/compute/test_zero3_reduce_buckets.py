@@ -79,3 +79,31 @@ def test_bucket_host_cost_and_coupling_reach_the_step():
                                                    zero3_bucket_numel=1), **kw)
     ddp0 = train_step_time(SMALL, parallel=Parallel(strategy="ddp", ranks=8, gpus_per_node=8), **kw)
     assert ddp.total_s == pytest.approx(ddp0.total_s)
+
+
+def test_expert_loop_gives_every_expert_its_own_gradients():
+    # transformers < 5 (parallel.moe_experts loop / loop_all): each expert is a Qwen3MoeMLP of three nn.Linear, so a
+    # MoE layer's gradients are the router and 3 x num_experts expert linears, not one tensor per projection
+    moe = from_catalog("Qwen/Qwen3-30B-A3B")
+    e, h, inter = moe.moe.num_experts, moe.hidden_size, moe.moe.expert_intermediate_size
+    grouped, loop = zero3_grad_groups(moe), zero3_grad_groups(moe, expert_loop=True)
+    assert sum(map(sum, grouped)) == sum(map(sum, loop))  # the same elements
+    # per layer: 2 norms, q/k/v/o, q_norm and k_norm, the router, and the experts (2 fused tensors, or 3 per expert)
+    assert all(len(g) == 9 + 2 for g in grouped[1:-1])
+    assert all(len(g) == 9 + 3 * e for g in loop[1:-1])
+    assert loop[1][:3] == (inter * h, h * inter, h * inter)  # the last expert's down, up, gate first
+    assert loop[1].count(moe.head_dim) == 2  # Qwen3's q_norm and k_norm over head_dim
+
+
+def test_loop_cards_get_per_expert_buckets():
+    from trainfit.plan.time import deepspeed_zero3_buckets
+    from trainfit.spec.card import RunCard
+
+    moe = from_catalog("Qwen/Qwen3-30B-A3B")
+    base = {"model": "Qwen/Qwen3-30B-A3B", "method": "sft", "scope": "full",
+            "hardware": {"gpu": "h100-sxm", "gpus_per_node": 8}, "parallel": {"strategy": "zero3"}}
+    card = RunCard.model_validate(base)
+    loop = RunCard.model_validate({**base, "parallel": {"strategy": "zero3", "moe_experts": "loop_all"}})
+    g0 = deepspeed_zero3_buckets(card, moe, params=1e9, tensors=100)["zero3_grad_groups"]
+    g1 = deepspeed_zero3_buckets(loop, moe, params=1e9, tensors=100)["zero3_grad_groups"]
+    assert len(g1[1]) - len(g0[1]) == 3 * moe.moe.num_experts - 2

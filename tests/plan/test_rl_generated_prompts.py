@@ -51,3 +51,38 @@ def test_memory_does_not_move():
 def test_fewer_generated_than_trained_is_refused():
     with pytest.raises(CardError, match="generated_prompts_per_step"):
         load_card_dict(_card(16))
+
+
+def _phases_of(card: dict) -> dict[str, float]:
+    return {ph.name: ph.seconds for ph in make_plan(load_card_dict(card)).time.phases}
+
+
+def test_a_reward_model_scores_every_generated_group():
+    """The reward model's forward runs on every generated completion (the groups dynamic sampling drops are known
+    only from their rewards); the log-prob and update passes keep the trained ones."""
+    def card(generated):
+        d = _card(generated)
+        d["roles"] = {"reward_model": "Qwen/Qwen2.5-0.5B"}
+        d["rollout"].update(reward_seconds_per_sample=0.0)
+        return d
+
+    base, dapo = _phases_of(card(None)), _phases_of(card(96))
+    assert dapo["reward_model"] > 2 * base["reward_model"]
+    assert dapo["old_logprob"] == pytest.approx(base["old_logprob"])
+    assert dapo["actor_update"] == pytest.approx(base["actor_update"])
+
+
+def test_the_hybrid_engine_generates_the_generated_prompts():
+    """DeepSpeed's Hybrid Engine generates on the training GPUs: the generated prompts, not the trained ones."""
+    def card(generated):
+        ro = {"engine": "deepspeed_hybrid", "tensor_parallel": 1, "max_num_seqs": 32, "prompts_per_step": 256,
+              "num_generations": 1, "prompt_len": 256, "response_len": 256, "response_len_shape": "fixed"}
+        if generated:
+            ro["generated_prompts_per_step"] = generated
+        return {"model": "facebook/opt-1.3b", "method": "ppo", "hardware": {"gpu": "a100-80gb", "gpus_per_node": 8},
+                "parallel": {"strategy": "zero3"}, "batch": {"micro_batch_size": 8},
+                "roles": {"critic": "facebook/opt-350m", "reward_model": "facebook/opt-350m"}, "rollout": ro}
+
+    base, more = _phases_of(card(None)), _phases_of(card(512))
+    assert more["generation"] > 1.5 * base["generation"]
+    assert more["actor_update"] == pytest.approx(base["actor_update"])

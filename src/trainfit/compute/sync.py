@@ -1192,7 +1192,8 @@ def checkpoint_engine_bucket_bytes(*, free_bytes: float, max_tensor_bytes: float
     the free device memory (the H2D buffer and the two halves of the IPC buffer), capped at ``PS_MAX_BUCKET_SIZE_GB``
     but never below the largest tensor."""
     if free_bytes <= 0:
-        raise CardError("weight sync: checkpoint_engine needs free device memory beside the engine (free_bytes > 0)")
+        raise CardError("rollout.gpu_memory_utilization: checkpoint_engine needs device memory beside the engine for"
+                        " its buckets; allowed with weight_transport checkpoint_engine: below 1")
     return max(min(CHECKPOINT_ENGINE_MAX_BUCKET_BYTES, free_bytes * CHECKPOINT_ENGINE_MEM_FRACTION / 3),
                max_tensor_bytes)
 

@@ -362,17 +362,21 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
         notes.append(f"log-prob passes: packed rows of {lp_rows[1]} tokens under pipeline parallel, {lp_rows[0]} per"
                      " data-parallel rank, each padded to the longest (plan.rl_time.pipeline_packed_rows)")
 
-    def forward_pass(name: str, pspec: ModelSpec, adapter=None) -> PhaseTime:
+    def forward_pass(name: str, pspec: ModelSpec, adapter=None, sequences: int = seqs) -> PhaseTime:
+        # ``sequences``: the step's sequences this pass runs (the reward model scores every generated one)
         p_ = card.parallel
+        rows = lp_rows if sequences == seqs else _pipeline_packing(
+            card, row_tokens=ro.packed_logprob_row_tokens, sequences=sequences, prompt_tokens=prompt,
+            response_mean_tokens=mean, train_gpus=train_gpus) if packed else None
         shard = rank_spec(pspec, tp=p_.tensor_parallel, pp=p_.pipeline_parallel, ep=p_.expert_parallel,
                           etp=p_.expert_tensor_parallel, first=p_.pipeline_first_stage_layers,
                           last=p_.pipeline_last_stage_layers, layout=p_.pipeline_layout)
-        micro, lp_mbs = balanced_micro_batches(seqs_per_gpu * p_.tensor_parallel * p_.pipeline_parallel * cp,
-                                               lp_mbs_max)
+        micro, lp_mbs = balanced_micro_batches(ceil(sequences / train_gpus) * p_.tensor_parallel
+                                               * p_.pipeline_parallel * cp, lp_mbs_max)
         rank_seq = max(1, seq_len // cp)
         context = seq_len if cp > 1 else None
-        if lp_rows is not None:  # NeMo RL packed rows under pipeline parallel (pipeline_packed_rows)
-            micro, lp_mbs, rank_seq = lp_rows[0], 1, max(1, lp_rows[1] // cp)
+        if rows is not None:  # NeMo RL packed rows under pipeline parallel (pipeline_packed_rows)
+            micro, lp_mbs, rank_seq = rows[0], 1, max(1, rows[1] // cp)
             context = seq_len  # attention runs per sequence inside the row (THD), the mean sequence's span
         t = forward_only_time(
             shard, rates=r, micro_batch_size=lp_mbs, seq_len=rank_seq, micro_steps=micro,
@@ -421,7 +425,9 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
 
         # the reward model's own shape when the card names another model (DeepSpeed-Chat: OPT-350M)
         rm_spec = spec if rm_id == spec.name else resolve_model(rm_id)
-        phases.append(forward_pass("reward_model", replace(rm_spec, head_outputs=1)))
+        # every generated group is scored, the ones dynamic sampling then drops too (generated_prompts)
+        phases.append(forward_pass("reward_model", replace(rm_spec, head_outputs=1),
+                                   sequences=generated_prompts(card) * ro.num_generations))
 
     # updates: the rollout batch in ``mini_batches`` optimizer steps, each of micro-batches
     mbs = card.batch.micro_batch_size
@@ -606,7 +612,7 @@ def generation_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, rollout, r: D
 
 def hybrid_generation_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, r: DeviceRates) -> PhaseTime:
     """DeepSpeed-Chat's generation through DeepSpeed's Hybrid Engine (``compute.hybrid_engine``): every training GPU
-    generates its share of the step's prompts in static batches of ``max_num_seqs / tensor_parallel`` prompts per GPU
+    generates its share of the step's generated prompts (``generated_prompts``) in static batches of ``max_num_seqs / tensor_parallel`` prompts per GPU
     (``per_device_generation_batch_size``), the actor's ZeRO-3 partitions gathered before every call."""
     from trainfit.compute.flops import matmul_params
     from trainfit.compute.hybrid_engine import hybrid_engine_generation_time
@@ -624,7 +630,7 @@ def hybrid_generation_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, r: Dev
     bus = min(r.intra_node_bus_bytes_per_s, nic_bytes_per_s(card)) if multi_node else r.intra_node_bus_bytes_per_s
     tp_bus = r.intra_node_bus_bytes_per_s if tp <= card.hardware.gpus_per_node else nic_bytes_per_s(card)
     g = hybrid_engine_generation_time(
-        rates=r, sequences_per_gpu=ceil(ro.prompts_per_step * ro.num_generations / train_gpus),
+        rates=r, sequences_per_gpu=ceil(generated_prompts(card) * ro.num_generations / train_gpus),
         generation_batch_per_gpu=max(1, ro.max_num_seqs // tp), prompt_len_tokens=ro.prompt_len,
         response_len_tokens=ro.response_len, num_layers=spec.num_layers, hidden_size=spec.hidden_size,
         matmul_params=matmul_params(spec), layer_weight_bytes=weights - replicated, replicated_weight_bytes=replicated,
@@ -720,38 +726,24 @@ def _transport_sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding
                           r: DeviceRates) -> PhaseTime:
     """The weight sync of a ``rollout.weight_transport`` other than the framework's own path (``compute.sync``):
     NeMo RL's NCCL reshard refit (``nccl_reshard_seconds``) or checkpoint-engine's Broadcast update
-    (``checkpoint_engine_seconds``). Raises ``CardError`` (one line) where the card asks for what the transport
-    refuses."""
+    (``checkpoint_engine_seconds``). What the transports refuse, the card refuses (``spec.card._check_weight_transport``)."""
     from trainfit.compute.sync import (
         checkpoint_engine_bucket_bytes,
         checkpoint_engine_seconds,
         fp8_scale_tensor_count,
+        hf_tensor_bytes,
         hf_tensor_count,
         nccl_reshard_seconds,
     )
-    from trainfit.errors import CardError
     from trainfit.rollout.quantization import FP8_CAST_BYTES_PER_PARAM, engine_weight_bytes, is_quantized
 
     ro, p = card.rollout, card.parallel
-    name = f"rollout.weight_transport {ro.weight_transport.value}"
-    if ro.engine is not RolloutEngine.VLLM:
-        raise CardError(f"{name}: needs rollout.engine vllm; got {ro.engine.value}")
     fp8 = is_quantized(ro.quantization)
     kept = tuple(ro.quantization_bf16_modules)
     wbytes = engine_weight_bytes(spec, quantization=ro.quantization, bf16_modules=kept) if fp8 else \
         _engine_weight_bytes(spec)
     engines = max(1, rollout.engine_instances)
     if ro.weight_transport is WeightTransport.NCCL_RESHARD:
-        # check_nccl_reshard_refit_support (NVIDIA-NeMo/RL docs/design-docs/nccl-reshard-refit.md @7ea279ab)
-        if ro.placement.value != "split":
-            raise CardError(f"{name}: non-colocated only (rollout.placement split); got {ro.placement.value}")
-        if p.strategy.value in ("zero3", "fsdp", "hsdp", "fsdp_grad_op"):
-            raise CardError(f"{name}: needs the Megatron training backend (a model-parallel strategy, not"
-                            f" {p.strategy.value})")
-        if fp8 and not (card.precision.compute is ComputeDtype.FP8 and card.precision.fp8_recipe is not None
-                        and card.precision.fp8_recipe.value == "blockwise"):
-            raise CardError(f"{name}: fp8 vLLM weights need blockwise-fp8 training (precision.compute fp8,"
-                            " precision.fp8_recipe blockwise): precision must match end to end")
         train_gpus, _ = group_sizes(card)
         t = nccl_reshard_seconds(
             spec=spec, weight_bytes=wbytes, train_tp=p.tensor_parallel, train_pp=p.pipeline_parallel,
@@ -763,12 +755,19 @@ def _transport_sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding
     else:
         ranks = engines * ro.tensor_parallel
         tensors = hf_tensor_count(spec) + (fp8_scale_tensor_count(spec, kept) if fp8 else 0)
+        # the engine's GPUs copy the buckets and take the broadcast: split placement gives a node rollout.gpus of them
+        engine_per_node = rollout_nodes(card)[1]
+        # the largest tensor as the checkpoint holds it in bf16 (an fp8 checkpoint keeps its embedding and head bf16)
+        largest = max(hf_tensor_bytes(spec) or (0.0,))
         t = checkpoint_engine_seconds(
             weight_bytes=wbytes, num_tensors=tensors, ranks=ranks, tp=ro.tensor_parallel,
-            gpus_per_node=card.hardware.gpus_per_node, rates=r,
-            # the free memory beside vLLM's budget (gpu_memory_utilization) sizes the buckets
-            bucket_bytes=checkpoint_engine_bucket_bytes(free_bytes=gpu.memory_bytes * (1 - ro.gpu_memory_utilization)),
-            h2d_bytes_per_s=_host_copy_rates(card, r, gpu)[0], nic_bytes_per_s=nic_bytes_per_s(card), finalize=fp8)
+            gpus_per_node=engine_per_node, rates=r,
+            # the free memory beside vLLM's budget (gpu_memory_utilization) sizes the buckets, never below the
+            # largest tensor (_detect_bucket_size)
+            bucket_bytes=checkpoint_engine_bucket_bytes(free_bytes=gpu.memory_bytes * (1 - ro.gpu_memory_utilization),
+                                                        max_tensor_bytes=largest),
+            h2d_bytes_per_s=_host_copy_rates(card, r, gpu, gpus_per_node=engine_per_node)[0],
+            nic_bytes_per_s=nic_bytes_per_s(card), finalize=fp8)
     return _phase("weight_sync", t.total_s, "communication", gather=t.gather_s, transfer=t.transfer_s,
                   per_tensor=t.per_tensor_s, staging=t.staging_s)
 
@@ -924,12 +923,14 @@ def _megatron_rank_state(card: RunCard, spec: ModelSpec, *, train_gpus: int) -> 
     return weights, (params - expert) / dp + expert / edp
 
 
-def _host_copy_rates(card: RunCard, r: DeviceRates, gpu: GpuSpec) -> tuple[float, float, float]:
-    """(pinned, pageable, pageable into freshly allocated host memory) bytes/s of one training GPU's copies to or
-    from host memory while every GPU of its node copies (``compute.offload``: ``host_copy_bytes_per_s``,
-    ``pageable_copy_bytes_per_s``, ``first_touch_copy_bytes_per_s``)."""
+def _host_copy_rates(card: RunCard, r: DeviceRates, gpu: GpuSpec, *,
+                     gpus_per_node: int | None = None) -> tuple[float, float, float]:
+    """(pinned, pageable, pageable into freshly allocated host memory) bytes/s of one GPU's copies to or from host
+    memory while every copying GPU of its node copies (``compute.offload``: ``host_copy_bytes_per_s``,
+    ``pageable_copy_bytes_per_s``, ``first_touch_copy_bytes_per_s``). ``gpus_per_node``: the GPUs of a node that
+    copy together; default the training GPUs (the trainer's offloads), the engine's for checkpoint-engine's H2D."""
     rates = dict(pcie_bytes_per_s=r.pcie_bytes_per_s, host_memory_bytes_per_s=r.host_memory_bytes_per_s,
-                 gpus_per_node=train_nodes(card)[1])
+                 gpus_per_node=gpus_per_node or train_nodes(card)[1])
     coherent = gpu.host_link_bytes_per_s is not None
     pageable = pageable_copy_bytes_per_s(**rates,
                                          staging_bytes_per_s=staging_bytes_per_s_of(coherent_host_link=coherent))

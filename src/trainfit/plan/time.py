@@ -561,26 +561,69 @@ def deepspeed_all_reduce_bucket(card: RunCard, spec: ModelSpec) -> int:
     return max(1, zero_config_of(card, spec, stage).reduce_bucket_size)
 
 
-def zero3_grad_groups(spec: ModelSpec) -> tuple[tuple[int, ...], ...]:
+def zero3_grad_groups(spec: ModelSpec, *, expert_loop: bool = False) -> tuple[tuple[int, ...], ...]:
     """Elements of each gradient a full fine-tune of ``spec`` produces, in the order the backward finishes them,
     grouped: the head's (the untied head, the final norm), each decoder layer's from the last, the input
-    embedding's. It is the forward's parameters reversed; per decoder layer, forward: the input norm, the attention
-    projections (their q/k/v biases after them), the other norms, the MLP or MoE linears (``plan.terms._layer_modules``,
-    each module one tensor)."""
-    from trainfit.plan.terms import _layer_modules  # the layout the ZeRO-3 memory plan fetches
+    embedding's. It is the forward's parameters reversed; per decoder layer, forward: the input norm (its bias after
+    it where norms carry one), the attention projections, each followed by its bias where the family has one (q/k/v:
+    ``attention_bias``; o: ``o_proj_bias``) and q / k by their norms (``qk_norm``: Qwen3's ``q_norm`` / ``k_norm`` over
+    head_dim, applied to the q and k projections' outputs), the other norms, then the MLP's linears (their biases:
+    ``mlp_bias``) or the MoE block's router, experts and shared expert (``plan.terms._layer_modules``'s matrices, each
+    weight one tensor).
+
+    ``expert_loop`` (``parallel.moe_experts`` loop / loop_all, transformers < 5): every expert is a module of three
+    ``nn.Linear`` (``Qwen3MoeSparseMoeBlock.__init__``: ``self.experts = nn.ModuleList([Qwen3MoeMLP(...) for _ in
+    range(self.num_experts)])``, ``Qwen3MoeMLP``: ``gate_proj``, ``up_proj``, ``down_proj``, ``bias=False``;
+    huggingface/transformers src/transformers/models/qwen3_moe/modeling_qwen3_moe.py
+    @00d4b3d2142cb4ced2f51b90614b5d26bc045015, ``compute.expert_loop``), so each expert's projection is its own
+    parameter and its own gradient, not one tensor over all experts."""
+    from trainfit.plan.terms import _layer_modules  # the matrices the ZeRO-3 memory plan fetches
 
     h = spec.hidden_size
+    nb = 2 if spec.norm_bias else 1  # a LayerNorm's weight and bias are two tensors
+    norm = [h] * nb
     layers: list[tuple[int, ...]] = []
     for i in range(spec.num_layers):
         mods = _layer_modules(spec, i)
-        n_attn = 4 if spec.layer_kind(i) is LayerKind.FULL_ATTENTION else 5
+        full = spec.layer_kind(i) is LayerKind.FULL_ATTENTION
+        n_attn = 4 if full else 5
         attn = list(mods[:n_attn])
-        if spec.attention_bias and spec.layer_kind(i) is LayerKind.FULL_ATTENTION:
-            attn = [attn[0], spec.q_dim, attn[1], spec.kv_dim, attn[2], spec.kv_dim, attn[3]]
-        fwd = [h, *attn, *([h] * max(0, spec.norms_per_layer - 1)), *mods[n_attn:]]
+        if full:
+            q, k, v, o = attn
+            if spec.qk_norm:
+                qn = spec.head_dim * (spec.num_attention_heads if spec.qk_norm_full_width else 1)
+                kn = spec.head_dim * (spec.num_kv_heads if spec.qk_norm_full_width else 1)
+            attn = [q, *([spec.q_dim] if spec.attention_bias else []), *([qn] if spec.qk_norm else []),
+                    k, *([spec.kv_dim] if spec.attention_bias else []), *([kn] if spec.qk_norm else []),
+                    v, *([spec.kv_dim] if spec.attention_bias else []),
+                    o, *([h] if spec.o_proj_bias else [])]
+        ffn = list(mods[n_attn:])
+        moe = spec.moe if spec.moe is not None and spec.moe.is_moe_layer(i) else None
+        if moe is None:
+            inter = spec.intermediate_size
+            lin = [(h * inter, inter), (h * inter, inter), (inter * h, h)] if spec.mlp_gated else \
+                [(h * inter, inter), (inter * h, h)]
+            ffn = [n for w, b in lin for n in ((w, b) if spec.mlp_bias else (w,))]
+        else:
+            e, inter = moe.num_experts, moe.expert_intermediate_size
+            router = [e * h, *([e] if moe.router_bias else [])]
+            if expert_loop:
+                one = [h * inter, *([inter] if moe.expert_bias else []), h * inter,
+                       *([inter] if moe.expert_bias else []), inter * h, *([h] if moe.expert_bias else [])]
+                experts = one * e
+            else:
+                experts = [e * 2 * h * inter, *([e * 2 * inter] if moe.expert_bias else []),
+                           e * inter * h, *([e * h] if moe.expert_bias else [])]
+            shared = list(mods[n_attn + 3:])
+            if shared and moe.shared_expert_gate:
+                shared.append(h)
+            ffn = [*router, *experts, *shared]
+        fwd = [*norm, *attn, *(norm * max(0, spec.norms_per_layer - 1)), *ffn]
         layers.append(tuple(reversed(fwd)))
-    head = ((0 if spec.tie_word_embeddings else spec.vocab_size * h), (h if spec.final_norm else 0))
-    return (tuple(n for n in head if n), *reversed(layers), (spec.vocab_size * h,))
+    head = ((0 if spec.tie_word_embeddings else spec.vocab_size * h), *((norm if spec.final_norm else [0])))
+    # the input embedding, then the learned positions (OPT) it adds: their gradients finish in reverse
+    embed = (spec.learned_positions * h, spec.vocab_size * h)
+    return (tuple(n for n in head if n), *reversed(layers), tuple(n for n in embed if n))
 
 
 def deepspeed_zero3_buckets(card: RunCard, spec: ModelSpec, *, params: float, tensors: float) -> dict:
@@ -597,7 +640,7 @@ def deepspeed_zero3_buckets(card: RunCard, spec: ModelSpec, *, params: float, te
         return {}
     bucket = max(1, zero_config_of(card, spec, 3).reduce_bucket_size)
     if card.scope is Scope.FULL:
-        groups = zero3_grad_groups(spec)
+        groups = zero3_grad_groups(spec, expert_loop=card.parallel.moe_experts.is_loop)
     else:
         n = max(1, round(tensors))
         per_layer = max(1, round(n / max(1, spec.num_layers)))

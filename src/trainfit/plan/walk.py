@@ -134,6 +134,8 @@ def walk_rl(card: RunCard, spec: ModelSpec, gpu: GpuSpec):
     actor_card = card_with(
         card, batch__seq_len=seq_len, hardware__gpus_per_node=per_node,
         hardware__nodes=t_nodes, rollout__placement="colocate", rollout__gpus=None, rollout__nodes=None,
+        # the trainer's memory alone: the weight transport (time only) is not its, and a split-only one would be refused
+        rollout__weight_transport="framework",
     )
     from trainfit.plan.stages import parallel_sharding, prepare, walk_stages
 

@@ -573,7 +573,8 @@ class RolloutSection(_Section):
         None, ge=1, le=1_000_000, description="Prompts the engine generates per step when the trainer keeps only"
         " prompts_per_step of them: DAPO dynamic sampling generates whole batches and keeps the groups whose rewards"
         " differ (NeMo RL: grpo.batch_multiplier x num_prompts_per_step per generation batch, nemo_rl/algorithms/"
-        "grpo.py). Times the generation and reward phases; the log-prob and update passes keep prompts_per_step."
+        "grpo.py). Times the generation (engine deepspeed_hybrid too), the reward and the reward model's forward (every"
+        " generated group is scored); the log-prob and update passes keep prompts_per_step."
         " Default: prompts_per_step.")
     max_num_seqs: int = Field(
         256, ge=1, le=1_000_000, description="Sequences one engine runs at once (vLLM max_num_seqs; engine sglang:"
@@ -723,6 +724,7 @@ class RunCard(_Section):
             raise ValueError("lora: LoRA settings were given but scope is 'full'; set scope: lora or qlora, or drop lora")
         _check_peft_variant(self)
         _check_attention_kernel(self)
+        _check_weight_transport(self)
         hw = self.hardware
         if hw.gpu_memory_gib is not None and hw.gpu.strip().lower() not in ("", "custom"):
             raise ValueError(
@@ -805,10 +807,11 @@ class RunCard(_Section):
                                  " (interleaved schedule); allowed otherwise: false")
         if par.moe_experts.is_loop and par.tensor_parallel * par.pipeline_parallel * par.expert_parallel > 1:
             # transformers < 5's sparse MoE block runs every expert on each rank (no tensor, pipeline or expert split)
-            raise ValueError("parallel.moe_experts: loop (transformers < 5's expert loop) runs without tensor, pipeline"
-                             " or expert parallel; allowed with them: grouped")
+            raise ValueError(f"parallel.moe_experts: {par.moe_experts.value} (transformers < 5's expert loop) runs"
+                             " without tensor, pipeline or expert parallel; allowed with them: grouped")
         if par.moe_zero3_leaf and (par.strategy is not Strategy.ZERO3 or not par.moe_experts.is_loop):
-            raise ValueError("parallel.moe_zero3_leaf: needs strategy zero3 and moe_experts loop (a grouped experts"
+            raise ValueError(f"parallel.moe_zero3_leaf: needs strategy zero3 and moe_experts loop or loop_all (got"
+                             f" strategy {par.strategy.value}, moe_experts {par.moe_experts.value}; a grouped experts"
                              " module is gathered whole already); allowed otherwise: false")
         if par.virtual_stages > 1 and par.pipeline_schedule is not PipelineSchedule.INTERLEAVED:
             raise ValueError("parallel.virtual_stages: > 1 needs parallel.pipeline_schedule: interleaved")
@@ -915,6 +918,65 @@ class RunCard(_Section):
 
 PEFT_VARIANT_SCOPES = (Scope.DORA, Scope.IA3, Scope.PROMPT_TUNING)
 """Scopes modelled by ``trainfit.memory.peft_variants`` (SFT on one data-parallel replica per rank)."""
+
+
+def _check_weight_transport(card: "RunCard") -> None:
+    """``rollout.weight_transport`` other than framework: what the card alone can tell, one line naming the field.
+
+    nccl_reshard is NeMo RL's and refuses, in ``check_nccl_reshard_refit_support`` (NVIDIA-NeMo/RL
+    nemo_rl/weight_sync/nccl_reshard_utils.py l.562-749 @7ea279abfbeb698b092856d0dab61e7cf39bc909): a colocated
+    engine ("only for disaggregated train/gen"), a generation backend other than vLLM, a training backend other than
+    Megatron ("this initial version supports the Megatron train backend only": not the DTensor/FSDP2 one, and NeMo RL
+    has no DeepSpeed, so the preset is nemo-rl or none and the strategy Megatron-Core's single / ddp / zero1, not
+    trainfit's DeepSpeed ZeRO or torch FSDP), Megatron expert_tensor_parallel_size > 1, a
+    pipeline_model_parallel_layout, virtual pipeline stages, and any precision pairing but bf16 -> bf16 or
+    blockwise-fp8 primary weights (``fp8_param`` + ``fp8_recipe: blockwise``) -> fp8 vLLM (fp8_param without fp8
+    generation too: "FP8 storage on train side has no BF16 gen consumer"; receiver-side MXFP8 is not trainfit's
+    rollout.quantization fp8).
+
+    checkpoint_engine is modelled on its vLLM worker extension (``VllmColocateWorkerExtension``, MoonshotAI/checkpoint-
+    engine checkpoint_engine/worker.py @59a3c4ffa2e14c0c26e81f62642e2d3ed68253ab; its SGLang integration is not
+    modelled), and its buckets live in the device memory vLLM leaves free (``_detect_bucket_size``, ps.py l.604-654):
+    rollout.gpu_memory_utilization below 1."""
+    ro, par, prec = card.rollout, card.parallel, card.precision
+    t = ro.weight_transport
+    if t is WeightTransport.FRAMEWORK:
+        return
+    if ro.engine is not RolloutEngine.VLLM:
+        raise ValueError(f"rollout.weight_transport: {t.value} loads into vLLM; engine '{ro.engine.value}' is not"
+                         " modelled with it; allowed with it: framework")
+    if t is WeightTransport.CHECKPOINT_ENGINE:
+        if ro.gpu_memory_utilization >= 1:
+            raise ValueError("rollout.gpu_memory_utilization: 1 leaves checkpoint_engine no device memory for its"
+                             " buckets; allowed with weight_transport checkpoint_engine: above 0 and below 1")
+        return
+    if ro.placement is not Placement.SPLIT:
+        raise ValueError(f"rollout.weight_transport: nccl_reshard is non-colocated only (NeMo RL); placement is"
+                         f" '{ro.placement.value}'; allowed with colocate: framework, checkpoint_engine")
+    if card.preset not in (None, "nemo-rl"):
+        raise ValueError(f"rollout.weight_transport: nccl_reshard is NeMo RL's; preset is '{card.preset}'; allowed"
+                         " with it: framework, checkpoint_engine (or preset nemo-rl)")
+    ulysses_zero1 = (par.strategy is Strategy.ZERO1 and par.context_parallel > 1
+                     and par.context_parallel_kind is ContextParallelKind.ULYSSES
+                     and par.tensor_parallel == par.pipeline_parallel == par.expert_parallel == 1)
+    if par.strategy not in (Strategy.SINGLE, Strategy.DDP, Strategy.ZERO1) or ulysses_zero1:
+        raise ValueError(f"rollout.weight_transport: nccl_reshard needs NeMo RL's Megatron training backend;"
+                         f" strategy '{par.strategy.value}'{' with Ulysses context parallel' if ulysses_zero1 else ''}"
+                         " is not it; allowed: parallel.strategy single, ddp or zero1 (Megatron-Core)")
+    if par.expert_tensor_parallel != 1:
+        raise ValueError(f"rollout.weight_transport: nccl_reshard refuses expert tensor parallel (NeMo RL); "
+                         f"parallel.expert_tensor_parallel is {par.expert_tensor_parallel}; allowed with it: 1")
+    if par.pipeline_layout is not None or par.virtual_stages > 1:
+        raise ValueError("rollout.weight_transport: nccl_reshard refuses a pipeline layout and virtual stages (NeMo"
+                         " RL); allowed with it: parallel.pipeline_layout unset, parallel.virtual_stages 1")
+    blockwise = prec.compute is ComputeDtype.FP8 and prec.fp8_recipe is not None and prec.fp8_recipe.value == "blockwise"
+    if ro.quantization is RolloutQuantization.FP8 and not (blockwise and prec.fp8_params):
+        raise ValueError("rollout.quantization: fp8 with weight_transport nccl_reshard needs blockwise-fp8 primary"
+                         " weights (precision must match end to end); allowed: precision.compute fp8, fp8_recipe"
+                         " blockwise, fp8_params true, or quantization none")
+    if ro.quantization is not RolloutQuantization.FP8 and prec.fp8_params:
+        raise ValueError("precision.fp8_params: fp8 primary weights have no bf16 vLLM to receive them under"
+                         " weight_transport nccl_reshard; allowed with it: false, or rollout.quantization fp8")
 
 
 def _check_attention_kernel(card: "RunCard") -> None:

@@ -831,6 +831,14 @@ PRIME_RL_FP32_PRECISION = (
 (``grad_dtype_of`` for the gradients of full fine-tuning, ``map_train`` for the weights of every row)."""
 
 
+PRIME_RL_ONE_RANK_FSDP = (
+    "FSDP2 over one rank (the card's fsdp on one GPU): prime-rl's setup_model calls setup_fsdp whatever the world size"
+    " (src/prime_rl/trainer/model.py l.457, fully_shard per decoder layer and the root, l.179-216, over the one-rank"
+    " dp_shard_cp mesh) @d8f290ef0358a804f1912bd29ea1b37cc56894b4, so each unit's forward hooks run in every forward"
+    " and recompute (compute/training.py); no collective, no sharding")
+"""The note of a one-GPU prime-rl row planned as fsdp (``map_train``)."""
+
+
 NANOTRON_FP32_GRADS = (
     "fp32 gradient buffer and data-parallel reduce (precision.grads fp32): the Ultra-Scale Playbook sweep's base"
     " config sets optimizer.accumulate_grad_in_fp32: true (huggingface/nanotron examples/config_tiny_llama_bench.yaml"
@@ -1011,7 +1019,10 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         strategy = "fsdp_grad_op"
         notes.append("FSDP SHARD_GRAD_OP (recorded as zero2) planned as fsdp_grad_op")
     if hw["gpus_per_node"] * hw["nodes"] == 1:
-        strategy = "single"
+        if strategy == "fsdp" and e["framework"] == "prime-rl" and PRIME_RL_SETTINGS_COMMIT in (e.get("note") or ""):
+            notes.append(PRIME_RL_ONE_RANK_FSDP)  # fully_shard over one rank: its hooks run in every forward
+        else:
+            strategy = "single"
     overlap_gather = overlap_param_gather_of(e, dp) if strategy == "zero1" else None
     if overlap_gather:
         notes.append(overlap_gather)

@@ -57,6 +57,8 @@ def test_prime_rl_row_figures_layout_and_mapping(row_id: str) -> None:
     assert card["parallel"].get("activation_offload", False) is ("-offload-" in row_id)
     if e["kind"] == "sft_lora":
         assert card["lora"]["rank"] == 16 and card["lora"]["alpha"] == 32 and card["lora"]["adapter_dtype"] == "bf16"
+    # fully_shard over every rank, one GPU included (setup_fsdp runs whatever the world size)
+    assert card["parallel"]["strategy"] == "fsdp" and card["parallel"]["fsdp_version"] == "fsdp2"
     # fp32 parameter shards (optimization_dtype float32) under MixedPrecisionPolicy(bf16, reduce float32)
     assert card["precision"]["weights"] == "fp32"
     assert card["precision"].get("grads") == ("fp32" if e["kind"] == "sft_full" else None)

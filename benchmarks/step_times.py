@@ -815,6 +815,30 @@ NEMO_RL_DTENSOR_PRECISION = {
 weights, gradients (and their data-parallel reduce-scatter) and optimizer implementation."""
 
 
+PRIME_RL_SETTINGS_COMMIT = "d8f290ef0358a804f1912bd29ea1b37cc56894b4"
+PRIME_RL_FP32_PRECISION = (
+    "prime-rl's FSDP2 trainer: fp32 parameter shards computed in bf16 (precision.weights fp32, compute bf16), fp32"
+    " gradient shards and reduce-scatter (precision.grads fp32, full fine-tuning): setup_model builds the model in"
+    " ModelConfig.optimization_dtype (src/prime_rl/trainer/model.py l.428 on the meta device, l.440 on the CPU;"
+    " get_model loads it in that dtype, l.84-142), whose default is float32 (src/prime_rl/trainer/config.py"
+    " l.216-221), and setup_fsdp shards it with MixedPrecisionPolicy(param_dtype=torch.bfloat16,"
+    " reduce_dtype=reduce_dtype) (model.py l.156), reduce_dtype default float32 (config.py l.223-228); setup_fsdp runs"
+    " on one GPU too (model.py l.457, a one-rank mesh); the benchmark command sets neither dtype"
+    " (benchmarks/scripts/run_single_benchmark.py build_command l.103-155); LoRA rows keep the fp32 base (their A"
+    " and B are created in the base layer's dtype, src/prime_rl/trainer/models/layers/lora/multi_linear.py l.86 / 100)"
+    " @d8f290ef0358a804f1912bd29ea1b37cc56894b4")
+"""prime-rl rows whose note reads the trainer's settings at ``PRIME_RL_SETTINGS_COMMIT``: the card's precision
+(``grad_dtype_of`` for the gradients of full fine-tuning, ``map_train`` for the weights of every row)."""
+
+
+PRIME_RL_ONE_RANK_FSDP = (
+    "FSDP2 over one rank (the card's fsdp on one GPU): prime-rl's setup_model calls setup_fsdp whatever the world size"
+    " (src/prime_rl/trainer/model.py l.457, fully_shard per decoder layer and the root, l.179-216, over the one-rank"
+    " dp_shard_cp mesh) @d8f290ef0358a804f1912bd29ea1b37cc56894b4, so each unit's forward hooks run in every forward"
+    " and recompute (compute/training.py); no collective, no sharding")
+"""The note of a one-GPU prime-rl row planned as fsdp (``map_train``)."""
+
+
 NANOTRON_FP32_GRADS = (
     "fp32 gradient buffer and data-parallel reduce (precision.grads fp32): the Ultra-Scale Playbook sweep's base"
     " config sets optimizer.accumulate_grad_in_fp32: true (huggingface/nanotron examples/config_tiny_llama_bench.yaml"
@@ -844,7 +868,9 @@ def grad_dtype_of(e: dict[str, Any]) -> tuple[str | None, str | None]:
     * NeMo RL DTensor (FSDP2) policy: fp32 at the releases of ``NEMO_RL_DTENSOR_PRECISION``, with its weights and
       optimizer (``map_rl``).
     * llm-foundry (Composer FSDP1) rows at amp_bf16 / mixed_precision DEFAULT: fp32, with fp32 weights
-      (``llm_foundry_precision``, ``LLM_FOUNDRY_DEFAULT_MP``)."""
+      (``llm_foundry_precision``, ``LLM_FOUNDRY_DEFAULT_MP``).
+    * prime-rl (its FSDP2 trainer at ``PRIME_RL_SETTINGS_COMMIT``): fp32, reduce_dtype float32 over fp32 parameter
+      shards, with fp32 weights (``map_train``, ``PRIME_RL_FP32_PRECISION``)."""
     fw, note, compute = e["framework"], e.get("note") or "", (e.get("precision") or {}).get("compute")
     if fw == "llm-foundry":
         prec, notes = llm_foundry_precision(e)
@@ -856,6 +882,8 @@ def grad_dtype_of(e: dict[str, Any]) -> tuple[str | None, str | None]:
         return "fp32", MS_SWIFT_MEGATRON_FP32_GRADS
     if fw == "nanotron" and "ACCUMULATE_GRAD_IN_FP32 True" in note:
         return "fp32", NANOTRON_FP32_GRADS
+    if fw == "prime-rl" and PRIME_RL_SETTINGS_COMMIT in note:
+        return "fp32", PRIME_RL_FP32_PRECISION
     if fw == "megatron" and compute == "bf16":
         return "fp32", MEGATRON_LM_FP32_GRADS
     if fw == "megatron" and compute == "fp16":
@@ -991,7 +1019,10 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         strategy = "fsdp_grad_op"
         notes.append("FSDP SHARD_GRAD_OP (recorded as zero2) planned as fsdp_grad_op")
     if hw["gpus_per_node"] * hw["nodes"] == 1:
-        strategy = "single"
+        if strategy == "fsdp" and e["framework"] == "prime-rl" and PRIME_RL_SETTINGS_COMMIT in (e.get("note") or ""):
+            notes.append(PRIME_RL_ONE_RANK_FSDP)  # fully_shard over one rank: its hooks run in every forward
+        else:
+            strategy = "single"
     overlap_gather = overlap_param_gather_of(e, dp) if strategy == "zero1" else None
     if overlap_gather:
         notes.append(overlap_gather)
@@ -1099,6 +1130,12 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
             notes.append(LLM_FOUNDRY_SWEEP_2401_NOTE)
         # the fp32 parameter shards of amp_bf16 / DEFAULT (the fp32 gradients come with grad_dtype_of's rule above)
         card["precision"].update({k: v for k, v in llm_foundry_precision(e)[0].items() if k == "weights"})
+    if e["framework"] == "prime-rl" and PRIME_RL_SETTINGS_COMMIT in (e.get("note") or ""):
+        # the fp32 parameter shards FSDP2 casts to bf16 on their way into the all-gather (the fp32 gradients of full
+        # fine-tuning come with grad_dtype_of's rule above)
+        card["precision"]["weights"] = "fp32"
+        if scope != "full":
+            notes.append(PRIME_RL_FP32_PRECISION)
     if scope != "full":
         card["lora"] = lora_section(e.get("lora"), e.get("framework", "")) or {}
         if not e.get("lora"):

@@ -4,7 +4,8 @@ NeMo 24.07 scripts that leave Apex's grad_sync_dtype at its fp32 default and for
 script (no performance_mode: bf16_mixed's grad_reduce_in_fp32 True stands); bf16 for the other DGX Cloud NeMo 2.0
 scripts, the Megatron-Bridge and NeMo 2.0 performance recipes (grad_reduce_in_fp32 = False), the NeMo 24.07 scripts
 that pass grad_sync_dtype=bf16 and its SFT yaml; fp32 for nanotron's Ultra-Scale Playbook rows (accumulate_grad_in_fp32);
-LoRA rows and other frameworks are left to the card's default."""
+fp32 for prime-rl's FSDP2 trainer (reduce_dtype float32 over fp32 parameter shards); LoRA rows and other frameworks are
+left to the card's default."""
 
 from __future__ import annotations
 
@@ -47,6 +48,8 @@ def test_every_megatron_family_full_row_states_it_and_the_card_carries_it() -> N
             assert grads in ("fp32", "bf16"), e["id"]
         if e["framework"] == "llm-foundry":  # Composer FSDP mixed_precision DEFAULT (the table's MP Mode) reduces fp32
             assert grads == ("fp32" if "| amp_bf16 | DEFAULT |" in e["quote"] else None), e["id"]
+        elif e["framework"] == "prime-rl":  # FSDP2 reduce_dtype float32 over fp32 parameter shards
+            assert grads == ("fp32" if st.PRIME_RL_SETTINGS_COMMIT in e["note"] else None), e["id"]
         elif e["framework"] not in st.MEGATRON_FRAMEWORKS and e["framework"] != "nanotron":
             assert grads is None, e["id"]
         try:

@@ -59,6 +59,26 @@ def test_prime_rl_row_figures_layout_and_mapping(row_id: str) -> None:
     assert card["parallel"].get("activation_offload", False) is ("-offload-" in row_id)
     if e["kind"] == "sft_lora":
         assert card["lora"]["rank"] == 16 and card["lora"]["alpha"] == 32 and card["lora"]["adapter_dtype"] == "bf16"
+    # fully_shard over every rank, one GPU included (setup_fsdp runs whatever the world size)
+    assert card["parallel"]["strategy"] == "fsdp" and card["parallel"]["fsdp_version"] == "fsdp2"
+    # fp32 parameter shards (optimization_dtype float32) under MixedPrecisionPolicy(bf16, reduce float32)
+    assert card["precision"]["weights"] == "fp32"
+    assert card["precision"].get("grads") == ("fp32" if e["kind"] == "sft_full" else None)
+
+
+def test_prime_rl_fp32_shards_reach_the_plan_with_their_citation() -> None:
+    """The fp32 parameter shards and fp32 gradients are what the optimizer steps: the planned optimizer step moves
+    more bytes than the same card at the default bf16 weights, and the rule cites the trainer's lines."""
+    e = ROWS["primerl-q3-0.6b-sft-full-8k-recompute-fa3-1xh100-sxm"]
+    assert st.PRIME_RL_SETTINGS_COMMIT in e["note"]
+    grads, note = st.grad_dtype_of(e)
+    assert grads == "fp32" and "model.py l.428" in note and "config.py l.216-221" in note
+    assert st.PRIME_RL_SETTINGS_COMMIT in note
+    card, _ = st.map_train(e)
+    bf16 = {**card, "precision": {k: v for k, v in card["precision"].items() if k not in ("weights", "grads")}}
+    fp32_opt = st.plan_card(card).parts["time.optimizer_step"]
+    bf16_opt = st.plan_card(bf16).parts["time.optimizer_step"]
+    assert fp32_opt > 1.5 * bf16_opt
 
 
 def test_automodel_deepseek_1024_row_layout() -> None:

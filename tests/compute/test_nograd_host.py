@@ -116,3 +116,22 @@ def test_training_forward_and_recompute_pay_the_fsdp_unit_hooks():
     hooks_s = (SMALL.num_layers + 1) * rt.FSDP_UNIT_FORWARD_HOST_S
     assert host(sharded, "forward") - host(single, "forward") == pytest.approx(hooks_s)
     assert host(zero3, "forward") > host(sharded, "forward")  # DeepSpeed hooks every module (test_zero3_hooks.py)
+
+
+def test_fully_shard_over_one_rank_still_pays_the_unit_hooks():
+    """A card that states fsdp on one GPU (a trainer that wraps with fully_shard whatever the world size, prime-rl)
+    pays the units' forward hooks like a sharded model, and no collective; the single-GPU card pays none."""
+    from trainfit.compute.training import Parallel, train_step_time
+
+    kw = dict(rates=H100, micro_batch_size=1, seq_len=256, micro_steps=1, trained_params=5e8, trained_tensors=290,
+              gathered_weight_bytes=1e9, gradient_checkpointing=True)
+
+    def host(t, name):
+        return next(p for p in t.phases if p.name == name).terms["host_launch"]
+
+    single = train_step_time(SMALL, parallel=Parallel(strategy="single", ranks=1, gpus_per_node=1), **kw)
+    one_rank = train_step_time(SMALL, parallel=Parallel(strategy="fsdp", ranks=1, gpus_per_node=1), **kw)
+    hooks_s = (SMALL.num_layers + 1) * rt.FSDP_UNIT_FORWARD_HOST_S
+    assert host(one_rank, "forward") - host(single, "forward") == pytest.approx(hooks_s)
+    assert host(one_rank, "recompute") - host(single, "recompute") == pytest.approx(hooks_s)
+    assert not {p.name for p in one_rank.phases} & {"communication", "fsdp_copies", "slowest_rank"}

@@ -452,9 +452,14 @@ def train_step_time(
            if gradient_checkpointing else ZERO_PASS)
     bwd_layers = pass_seconds(inv.layers_backward, backward=True, **kw).scaled(count_scale)
     bwd = bwd_layers + pass_seconds(inv.head_backward, backward=True, **kw).scaled(count_scale)
-    if parallel.strategy in ("fsdp", "fsdp_grad_op", "hsdp") and parallel.ranks > 1:
+    if parallel.strategy in ("fsdp", "fsdp_grad_op", "hsdp"):
         # torch FSDP's per-unit pre/post-forward hooks (unshard, stream waits, reshard) run in Python in every
-        # forward, the recompute's included: rates.FSDP_UNIT_FORWARD_HOST_S per unit (the layers and the root)
+        # forward, the recompute's included: rates.FSDP_UNIT_FORWARD_HOST_S per unit (the layers and the root).
+        # A one-rank mesh too (a card that states fsdp on one GPU: a trainer that wraps with fully_shard whatever
+        # the world size): FSDP2's unshard still runs its hook path there, only the collective is skipped
+        # (pytorch/pytorch @cf30153c4c131c8164ee7798e5022d810682e2cb, the torch 2.13.0 wheel,
+        # torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py ``unshard`` l.392-401 and
+        # ``wait_for_unshard`` l.417-470: the shard copied parameter by parameter into the unsharded tensors)
         hooks_s = fsdp_units(spec) * FSDP_UNIT_FORWARD_HOST_S
         fwd = _with_host_seconds(fwd, hooks_s=hooks_s)
         if gradient_checkpointing:

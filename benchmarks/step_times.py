@@ -1287,12 +1287,14 @@ def rl_lengths(e: dict[str, Any]) -> tuple[int, int | None, int, int | None, lis
 
 
 ROLLOUT_TP_DEFAULTS: dict[str, tuple[int, float, str]] = {
-    "verl": (2, 0.5, "verl's rollout.tensor_model_parallel_size default 2, unchanged since the rollout config file"
-                     " was split out (verl-project/verl verl/trainer/config/rollout/rollout.yaml: added as 2 by"
-                     " cccc2ef2c94e747578b75b58eb69625a0dd2f9bf, 2025-07-08; line 47"
-                     " @beb62461003f5ff1652b2dcb8e8b89467c6552dc, line 50 @ef6eaa05dcd8beb6f02ef352d637af8a17acaf63,"
-                     " line 64 @1dda039b9c6311889a9c9a26040677e1254814f9, 2026-08-22), beside gpu_memory_utilization"
-                     " 0.5 (line 32 @ef6eaa05, line 46 @1dda039b)"),
+    "verl": (2, 0.5, "verl's rollout.tensor_model_parallel_size default 2 beside gpu_memory_utilization 0.5, both"
+                     " unchanged since the first release: verl-project/verl verl/trainer/config/ppo_trainer.yaml"
+                     " actor_rollout_ref.rollout lines 63 and 58 @30911f133aa300ae9d8e341dba8e63192335705e"
+                     " (2024-10-31), lines 294 and 275 @ad33564f849664069394108792fe5f709b9607f0; then"
+                     " verl/trainer/config/rollout/rollout.yaml from cccc2ef2c94e747578b75b58eb69625a0dd2f9bf"
+                     " (2025-07-08): lines 47 @beb62461003f5ff1652b2dcb8e8b89467c6552dc, 50 and 32"
+                     " @ef6eaa05dcd8beb6f02ef352d637af8a17acaf63, 64 and 46 @1dda039b9c6311889a9c9a26040677e1254814f9"
+                     " (2026-08-22)"),
     "nemo-rl": (1, 0.6, "NeMo RL's policy.generation.vllm_cfg.tensor_parallel_size default 1 and"
                         " gpu_memory_utilization 0.6 (NVIDIA-NeMo/RL examples/configs/grpo_math_1B.yaml lines 113"
                         " and 115 @b1c86a816c5e2b4ca41ece193624a38dc62e6fdf, v0.3.0; lines 416 and 419"

@@ -1323,9 +1323,50 @@ def rl_lengths(e: dict[str, Any]) -> tuple[int, int | None, int, int | None, lis
     return int(prompt), prompt_mean, int(resp_max), resp_mean, notes
 
 
+ROLLOUT_TP_DEFAULTS: dict[str, tuple[int, float, str]] = {
+    "verl": (2, 0.5, "verl's rollout.tensor_model_parallel_size default 2 beside gpu_memory_utilization 0.5, both"
+                     " unchanged since the first release: verl-project/verl verl/trainer/config/ppo_trainer.yaml"
+                     " actor_rollout_ref.rollout lines 63 and 58 @30911f133aa300ae9d8e341dba8e63192335705e"
+                     " (2024-10-31), lines 294 and 275 @ad33564f849664069394108792fe5f709b9607f0; then"
+                     " verl/trainer/config/rollout/rollout.yaml from cccc2ef2c94e747578b75b58eb69625a0dd2f9bf"
+                     " (2025-07-08): lines 47 @beb62461003f5ff1652b2dcb8e8b89467c6552dc, 50 and 32"
+                     " @ef6eaa05dcd8beb6f02ef352d637af8a17acaf63, 64 and 46 @1dda039b9c6311889a9c9a26040677e1254814f9"
+                     " (2026-08-22)"),
+    "nemo-rl": (1, 0.6, "NeMo RL's policy.generation.vllm_cfg.tensor_parallel_size default 1 and"
+                        " gpu_memory_utilization 0.6 (NVIDIA-NeMo/RL examples/configs/grpo_math_1B.yaml lines 113"
+                        " and 115 @b1c86a816c5e2b4ca41ece193624a38dc62e6fdf, v0.3.0; lines 416 and 419"
+                        " @7ea279abfbeb698b092856d0dab61e7cf39bc909, 2026-08-22)"),
+}
+"""The rollout engine's tensor-parallel size a framework runs when the user does not set it, the share of the card
+its engine may fill by default (vLLM's gpu_memory_utilization), and the citation. Only frameworks with a scored
+entry that leaves TP unstated and whose default is read from their code; the others (DeepSpeed-Chat's hybrid
+engine, whose entries cite their own scripts) keep the half-card rule in ``rollout_tp``."""
+
+
+ROLLOUT_TP_DEFAULTS_NOT_APPLIED: dict[str, str] = {
+    "deepspeed-chat": "DeepSpeed-Chat's --inference_tp_size default is 1 (deepspeedai/DeepSpeedExamples"
+                      " applications/DeepSpeed-Chat/training/step3_rlhf_finetuning/main.py lines 221-223"
+                      " @e468799f19423d7a045c726ff89a53086bc379fa), not applied: the hybrid engine gathers the whole"
+                      " actor on every GPU beside its ZeRO-3 shards and the reference copy, with no memory share to"
+                      " check a 1-GPU gather against, and the blog's benchmark settings are not its scripts'",
+}
+"""Frameworks whose default rollout TP is known but not applied, and why (the note says so)."""
+
+
+def _half_card_tp(weights_bytes: float, card_bytes: float) -> int:
+    """The smallest power of two whose bf16 weight shard is at most half a card."""
+    tp = 1
+    while weights_bytes / tp > 0.5 * card_bytes and tp < 64:
+        tp *= 2
+    return tp
+
+
 def rollout_tp(e: dict[str, Any], model: Any) -> tuple[int, list[str]]:
-    """Rollout tensor parallel: published, else the smallest power of two whose bf16 weight shard is at
-    most half a card (room for the KV cache)."""
+    """Rollout tensor parallel: published; else the framework's default (``ROLLOUT_TP_DEFAULTS``: a run that left
+    TP unset ran it) when the default's bf16 weight shard fits the engine's share of the card (the entry's
+    gpu_memory_utilization, else the framework's default one; an engine whose weights exceed its share does not
+    start, so a run whose model does not fit the default set its own TP); else the smallest power of two whose bf16
+    weight shard is at most half a card (room for the KV cache)."""
     if e["rollout"].get("tp"):
         return int(e["rollout"]["tp"]), []
     from trainfit.catalog.gpus import resolve_gpu
@@ -1334,10 +1375,19 @@ def rollout_tp(e: dict[str, Any], model: Any) -> tuple[int, list[str]]:
 
     gpu = resolve_gpu(GPU_ALIASES.get(e["gpu"], (e["gpu"],))[0])
     weights = 2 * total_params(from_catalog(model)) if isinstance(model, str) else 0
-    tp = 1
-    while weights / tp > 0.5 * gpu.memory_bytes and tp < 64:
-        tp *= 2
-    return tp, [f"rollout TP not published: {tp} (smallest power of two holding the bf16 weights in half a card)"]
+    tp = _half_card_tp(weights, gpu.memory_bytes)
+    rule = f"{tp} (smallest power of two holding the bf16 weights in half a card"
+    default = ROLLOUT_TP_DEFAULTS.get(e.get("framework") or "")
+    if default is None:
+        why = ROLLOUT_TP_DEFAULTS_NOT_APPLIED.get(e.get("framework") or "",
+                                                  f"no default of {e.get('framework')}'s rollout TP established")
+        return tp, [f"rollout TP not published: {rule}; {why})"]
+    default_tp, share, source = default
+    share = e["rollout"].get("gpu_memory_utilization") or share
+    if weights / default_tp <= share * gpu.memory_bytes:
+        return default_tp, [f"rollout TP not published: {default_tp}, the framework default ({source})"]
+    return tp, [f"rollout TP not published: {rule}; {e['framework']}'s default {default_tp} cannot hold them in"
+                f" {share:g} of the card, so the run set its own: {source})"]
 
 
 def _rl_model(e: dict[str, Any]) -> tuple[Any, list[str]]:

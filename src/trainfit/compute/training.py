@@ -384,7 +384,7 @@ def train_step_time(
     expert_loop_every: bool = False,
     zero3_expert_leaf: bool = True, fsdp2_copies: bool = False, fp8_casts: CastTraffic | None = None,
     megatron_experts: bool = False, recompute_modules: tuple[str, ...] = (), unpad_call_syncs: bool = False,
-    attention_kernel: str = "auto", vocab_chunk_columns: int = 0,
+    attention_kernel: str = "auto", vocab_chunk_columns: int = 0, nemo_rl_loss: str = "", loss_sequences: float = 1.0,
 ) -> TrainStepTime:
     """Seconds of one optimizer step on one GPU (all GPUs of a data-parallel group run in lockstep).
 
@@ -426,7 +426,8 @@ def train_step_time(
     ``unpad_call_syncs``: as ``inventory.step_inventory`` (llm-foundry before v0.5.0 unpads in every attention call);
     ``attention_kernel``: the fused attention kernel's rates (``attention_time`` module docstring; auto: the
     architecture's default); ``vocab_chunk_columns``: as ``inventory.step_inventory`` (prime-rl's chunked log-prob
-    head, ``prime_rl_head``).
+    head, ``prime_rl_head``); ``nemo_rl_loss`` / ``loss_sequences``: as ``inventory.step_inventory`` (NeMo RL's
+    per-sequence GRPO loss, ``nemo_rl_pg_loss``).
     """
     mp = model_parallel
     gradient_checkpointing = gradient_checkpointing or selective != "none" or bool(recompute_modules)
@@ -442,7 +443,8 @@ def train_step_time(
                          moe_dispatcher=mp.moe_dispatcher, fused_cross_entropy=fused_cross_entropy,
                          packed_flash_syncs=packed_flash_syncs, expert_loop=expert_loop,
                          expert_loop_every=expert_loop_every, fp8_casts=fp8_casts, megatron_experts=megatron_experts,
-                         unpad_call_syncs=unpad_call_syncs, vocab_chunk_columns=vocab_chunk_columns)
+                         unpad_call_syncs=unpad_call_syncs, vocab_chunk_columns=vocab_chunk_columns,
+                         nemo_rl_loss=nemo_rl_loss, loss_sequences=loss_sequences)
     kw = dict(rates=rates, seq_len=attention_context or seq_len, memory_factor=memory_factor, kernel_factor=kernel_factor,
               attention_kernel=attention_kernel)
     fwd = (pass_seconds(inv.layers_forward, backward=False, **kw)

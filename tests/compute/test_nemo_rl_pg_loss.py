@@ -67,3 +67,28 @@ def test_which_cards_run_it():
     assert nemo_rl_pg_loss_of(_card("grpo", "nemo-rl", {"strategy": "fsdp", "fsdp_version": "fsdp2",
                                                         "tensor_parallel": 2})) == ""
     assert nemo_rl_pg_loss_of(_card("grpo", "verl", {"strategy": "fsdp"})) == ""
+
+
+def test_megatron_logprob_pass_counts():
+    """Megatron's packed ``get_logprobs`` head: 26 B per logit (bf16, no fp32 cast), 21 kernels a micro-batch plus 3
+    and 4 syncs per sequence (the roll and copy-out loops), no backward."""
+    for k in (2, 4, 8):
+        f, b = nemo_rl_pg_loss(backend="megatron_logprob", tokens=T, logits_per_token=V, sequences=k)
+        assert f.memory_bytes == pytest.approx(26.0 * T * V)
+        assert f.kernels == pytest.approx(21 + 3 * k) and f.host_syncs == pytest.approx(4 * k)
+        assert b.memory_bytes == 0.0 and b.kernels == 0.0
+
+
+def test_the_megatron_log_prob_pass_costs_more_than_the_generic_head():
+    from trainfit.catalog.gpus import resolve_gpu
+    from trainfit.compute.rates import default_rates
+    from trainfit.compute.training import forward_only_time
+
+    spec = from_catalog("meta-llama/Llama-3.1-8B")
+    r = default_rates(resolve_gpu("h100-sxm"))
+    kw = dict(rates=r, micro_batch_size=17, seq_len=927, micro_steps=15, memory_factor=0.5, kernel_factor=0.35)
+    plain = forward_only_time(spec, **kw)
+    nrl = forward_only_time(spec, **kw, nemo_rl_loss="megatron_logprob", loss_sequences=17)
+    extra_bytes = (26.0 - 0.5 * I.LOSS_FORWARD_BYTES) * 17 * 927 * spec.vocab_size * 15
+    assert nrl.memory_s - plain.memory_s == pytest.approx(extra_bytes / r.hbm_bytes_per_s, rel=1e-6)
+    assert nrl.seconds > plain.seconds

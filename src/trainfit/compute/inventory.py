@@ -201,6 +201,7 @@ NEMO_RL_PG_LOSS = {
     #           backward syncs per sequence)
     "dtensor": (22.0, 41.6, 8.0, 65.5, 36.5, 18.0, 0.0),
     "megatron": (58.0, 62.0, 8.0, 79.5, 40.0, 18.0, 2.0),
+    "megatron_logprob": (26.0, 0.0, 0.0, 3.0, 0.0, 4.0, 0.0),
 }
 """NeMo RL's GRPO training loss on packed micro-batches (``nemo_rl_pg_loss``), read at NVIDIA-NeMo/RL v0.3.0
 @b1c86a816c5e2b4ca41ece193624a38dc62e6fdf: both policy workers wrap ``ClippedPGLossFn`` in
@@ -224,7 +225,15 @@ vocabulary 4000): forward 21.9 / 58.0 B per logit and 65.4-66.5 / 79.2-80.0 kern
 Megatron), backward 41.6 + 8 k / 62.0 + 8 k B per logit for k sequences and 36.2-37.0 / 40.1-40.5 kernels per
 sequence, syncs 18 / 18 forward, 0 / 2 backward (``masked_target[target_mask] = 0``'s index). Eager PyTorch ops from
 Python (no module forwards): fused bytes and bare kernels (the compile factors leave them). It replaces the
-``LOSS_*`` charge (14 / 22.5 B per logit) of the update; the log-prob passes run other code (``get_logprobs``)."""
+``LOSS_*`` charge (14 / 22.5 B per logit) of the update. ``megatron_logprob``: the Megatron worker's no-grad
+``get_logprobs`` pass (the policy's and, under ``use_reference_model``, the reference's) on packed micro-batches,
+``from_parallel_logits_to_logprobs_packed_sequences`` (model_utils.py l.253-362; megatron_policy_worker.py
+l.1057-1072): ``DistributedLogprob`` on the bf16 logits with ``inference_only`` (no fp32 cast: 26 B per logit), and
+two Python loops over the sequences (roll each one's targets; copy its log-probs out), two ``.item()`` reads each:
+4 syncs and 3 kernels per sequence, 21 kernels a micro-batch (traced the same way: 27 / 33 / 45 kernels and 8 / 16
+/ 32 syncs for 2 / 4 / 8 sequences, 26.0 B per logit). The DTensor worker's ``get_logprobs`` is not read here."""
+NEMO_RL_LOGPROB_FIXED_KERNELS = 21.0
+"""Kernels of ``megatron_logprob`` a micro-batch beside the per-sequence ones (``NEMO_RL_PG_LOSS``)."""
 PRIME_HEAD_FORWARD_FIXED_KERNELS, PRIME_HEAD_BACKWARD_FIXED_KERNELS, PRIME_HEAD_BACKWARD_FIXED_SYNCS = 9, 4, 1
 """Outside the chunk loop: forward four ``full`` / ``zeros`` for the running statistics and ``log``, add, two
 subtracts and the division after it (lm_head.py l.97-100, 117-119); backward two ``zeros_like`` for the gradients
@@ -510,8 +519,9 @@ def nemo_rl_pg_loss(*, backend: str, tokens: float, logits_per_token: float, seq
     e = float(tokens) * logits_per_token
     k = max(1.0, float(sequences))
     f_bytes, b_bytes = fb * e, (bb + bb_seq * k) * e
-    forward = PassInventory((), 0.0, 0.0, f_bytes, fk * k, host_syncs=fs * k, fused_bytes=f_bytes,
-                            fused_kernels=fk * k, bare_kernels=fk * k)
+    f_kernels = fk * k + (NEMO_RL_LOGPROB_FIXED_KERNELS if backend == "megatron_logprob" else 0.0)
+    forward = PassInventory((), 0.0, 0.0, f_bytes, f_kernels, host_syncs=fs * k, fused_bytes=f_bytes,
+                            fused_kernels=f_kernels, bare_kernels=f_kernels)
     backward = PassInventory((), 0.0, 0.0, b_bytes, bk * k, host_syncs=bs * k, fused_bytes=b_bytes,
                              fused_kernels=bk * k, bare_kernels=bk * k)
     return forward, backward
@@ -566,7 +576,8 @@ def step_inventory(
     every attention forward unpads by itself (llm-foundry before v0.5.0: ``UNPAD_CALL_SYNCS`` host syncs and
     ``UNPAD_CALL_KERNELS`` kernels per layer, the recompute's too); ``vocab_chunk_columns`` > 0: the head and loss are
     prime-rl's chunked log-prob / entropy head over vocabulary chunks of that many columns (``prime_rl_head``) in
-    place of the lm_head GEMMs and the ``LOSS_*`` / ``FLASH_CE_*`` loss. ``nemo_rl_loss`` ("dtensor" / "megatron"):
+    place of the lm_head GEMMs and the ``LOSS_*`` / ``FLASH_CE_*`` loss. ``nemo_rl_loss`` ("dtensor" / "megatron" /
+    "megatron_logprob"):
     NeMo RL's GRPO loss run once per packed sequence (``nemo_rl_pg_loss``) over ``loss_sequences`` sequences of the
     micro-batch, in place of the ``LOSS_*`` loss.
     """

@@ -158,6 +158,7 @@ from trainfit.plan.time import (
     attention_kernel_of,
     fused_kernels,
     model_parallel_of,
+    nemo_rl_pg_loss_of,
     nic_bytes_per_s,
     nvlink_gpus_per_node,
     packed_flash_syncs,
@@ -394,6 +395,9 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
             fsdp2_copies=p_.fsdp2,
             # the fused attention kernel the card states (compute.attention_time; its note is the actor's)
             attention_kernel=attention_kernel_of(card, r, eager=eager)[0],
+            # NeMo RL Megatron's packed get_logprobs head (compute.inventory.NEMO_RL_PG_LOSS "megatron_logprob")
+            nemo_rl_loss="megatron_logprob" if nemo_rl_pg_loss_of(card) == "megatron" and packed else "",
+            loss_sequences=(lp_mbs * (rank_seq * cp / context if context else 1.0)),
         )
         comm = 0.0
         if mp.active:

@@ -199,20 +199,21 @@ NEMO_RL_PG_LOSS = {
     # backend: (forward B per logit, backward B per logit, backward B per logit per sequence of the micro-batch,
     #           forward kernels per sequence, backward kernels per sequence, forward syncs per sequence,
     #           backward syncs per sequence)
-    "dtensor": (22.0, 41.6, 8.0, 65.5, 36.5, 18.0, 0.0),
-    "megatron": (58.0, 62.0, 8.0, 79.5, 40.0, 18.0, 2.0),
+    "dtensor": (18.0, 33.6, 8.0, 65.5, 36.0, 18.0, 0.0),
+    "megatron": (58.0, 58.0, 8.0, 79.5, 40.0, 20.0, 2.0),
     "megatron_logprob": (26.0, 0.0, 0.0, 3.0, 0.0, 4.0, 0.0),
 }
 """NeMo RL's GRPO training loss on packed micro-batches (``nemo_rl_pg_loss``), read at NVIDIA-NeMo/RL v0.3.0
 @b1c86a816c5e2b4ca41ece193624a38dc62e6fdf: both policy workers wrap ``ClippedPGLossFn`` in
-``SequencePackingLossWrapper`` (nemo_rl/models/policy/dtensor_policy_worker.py l.682-688; Megatron
+``SequencePackingLossWrapper`` (nemo_rl/models/policy/dtensor_policy_worker.py l.718-726; Megatron
 nemo_rl/models/megatron/common.py ``forward_step_arbitrary_loss`` l.348), which runs the loss once per packed
 sequence on a slice of the micro-batch's logits (nemo_rl/algorithms/loss_functions.py ``SequencePackingLossWrapper``):
 two ``.item()`` reads of the sequence bounds, a tensor slice bound per data key, and ``ClippedPGLossFn.__call__``'s
 metric reads (``mult_prob_error``, ``probs_ratio``, ``probs_ratio_clamped``, ``loss``, ``kl`` twice, the sampling
 ratio, ``num_valid_samples``, ``approx_entropy``: ``.item()`` each): 18 host syncs per sequence. Each call casts its
 slice to fp32 (``next_token_logits.to(torch.float32)``); the DTensor worker (TP 1: a plain tensor) then takes
-``log_softmax`` and a gather, after ``_apply_temperature_scaling``'s in-place ``div_`` on the whole bf16 logits; the
+``log_softmax`` and a gather (``_apply_temperature_scaling`` divides nothing under vLLM's V1 engine, the default:
+dtensor_policy_worker.py l.423-431, nemo_rl/models/policy/utils.py l.25-31); the
 Megatron worker takes ``from_parallel_logits_to_logprobs`` (nemo_rl/distributed/model_utils.py
 ``DistributedLogprob``, l.22-120: amax, subtract, exp, sum, subtract, clone, ``exp_``, gather, three tensor-parallel
 all-reduces), whose backward builds an int64 ``one_hot`` of the vocabulary and a float copy of it. In the backward
@@ -221,9 +222,11 @@ them up: 8 B per logit per sequence of the micro-batch. Bytes per logit (token x
 writes of logit-sized tensors), kernels and syncs from a ``TorchDispatchMode`` trace of ``ClippedPGLossFn`` and
 ``SequencePackingLossWrapper`` copied from that commit (torch 2.13.0+cpu, the grpo_math_1B.yaml loss settings:
 KL 0.01, token-level, no dual clip; Megatron through a one-rank gloo group; 2, 4 and 8 equal sequences of 80 tokens,
-vocabulary 4000): forward 21.9 / 58.0 B per logit and 65.4-66.5 / 79.2-80.0 kernels per sequence (DTensor /
-Megatron), backward 41.6 + 8 k / 62.0 + 8 k B per logit for k sequences and 36.2-37.0 / 40.1-40.5 kernels per
-sequence, syncs 18 / 18 forward, 0 / 2 backward (``masked_target[target_mask] = 0``'s index). Eager PyTorch ops from
+vocabulary 4000, the logits' producer and its backward left out): forward 17.9 / 58.0 B per logit and 65.2-66.0 /
+79.2-80.0 kernels per sequence (DTensor / Megatron), backward 33.6 + 8 k / 58.0 + 8 k B per logit for k sequences and
+36.1-36.5 / 40.1-40.5 kernels per sequence, syncs 18 / 18 forward, 0 / 2 backward; on a GPU Megatron's forward
+adds the ``nonzero`` inside its two boolean-mask assignments (``masked_target[target_mask] = 0``,
+``log_probs[target_mask] = 0``), which the CPU trace does not dispatch apart: 20 per sequence. Eager PyTorch ops from
 Python (no module forwards): fused bytes and bare kernels (the compile factors leave them). It replaces the
 ``LOSS_*`` charge (14 / 22.5 B per logit) of the update. ``megatron_logprob``: the Megatron worker's no-grad
 ``get_logprobs`` pass (the policy's and, under ``use_reference_model``, the reference's) on packed micro-batches,
@@ -231,7 +234,8 @@ Python (no module forwards): fused bytes and bare kernels (the compile factors l
 l.1057-1072): ``DistributedLogprob`` on the bf16 logits with ``inference_only`` (no fp32 cast: 26 B per logit), and
 two Python loops over the sequences (roll each one's targets; copy its log-probs out), two ``.item()`` reads each:
 4 syncs and 3 kernels per sequence, 21 kernels a micro-batch (traced the same way: 27 / 33 / 45 kernels and 8 / 16
-/ 32 syncs for 2 / 4 / 8 sequences, 26.0 B per logit). The DTensor worker's ``get_logprobs`` is not read here."""
+/ 32 syncs for 2 / 4 / 8 sequences, 26.0 B per logit); the two boolean-mask ``nonzero`` syncs a micro-batch are
+left out. The DTensor worker's ``get_logprobs`` is not read here."""
 NEMO_RL_LOGPROB_FIXED_KERNELS = 21.0
 """Kernels of ``megatron_logprob`` a micro-batch beside the per-sequence ones (``NEMO_RL_PG_LOSS``)."""
 PRIME_HEAD_FORWARD_FIXED_KERNELS, PRIME_HEAD_BACKWARD_FIXED_KERNELS, PRIME_HEAD_BACKWARD_FIXED_SYNCS = 9, 4, 1

@@ -82,6 +82,14 @@ would). The MI300X rows' token-proportional part is 1.35 x the plan's in the log
 MI300X pretrain rows are under: the MI300X bf16 rate is the MAMF table's TunableOp row (``compute.rates``), not a
 default-heuristic one.
 
+Seen, not modelled: with dynamic batching verl takes the largest micro-batch count of the data-parallel ranks
+(``rearrange_micro_batches``: ``ceildiv(total_seqlen, max_token_len)`` all-reduced with ``ReduceOp.MAX``,
+verl/utils/seqlen_balancing.py @e0d035cd4a6a5c29835516a58d78710a28e73b18), while the card carries the budget as a
+fixed ``micro_batch_size``. play-verl's 'recommended' run puts 40 sequences of 281 tokens (11.2k of its 12k budget)
+on a rank per optimizer step, its ranks spread by about 10 %, so most steps run 2 micro-batches where the plan runs
+1: about +0.6 s (2 points) on its update. NeMo RL's GRPO update runs its loss once per packed sequence
+(``compute.inventory.NEMO_RL_PG_LOSS``), planned.
+
 Seen in the offloading 'min' run, not modelled (dingxianzhong/play-verl logs/verl_qwen2_7b_min.log
 @7716a615fc4b68961f2bb7716c9aadcd65ca28d2, the benchmark's 111 steps): ``timing_s/update_actor`` is two-valued. In 24
 steps it is 8.39 s, in the other 87 11.22 s (-2.83 s); those 24 steps are 1.78 s shorter in all, their

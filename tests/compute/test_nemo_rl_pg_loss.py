@@ -63,9 +63,10 @@ def _card(method: str, preset: str, parallel: dict) -> object:
 def test_which_cards_run_it():
     assert nemo_rl_pg_loss_of(_card("grpo", "nemo-rl", {"strategy": "fsdp", "fsdp_version": "fsdp2"})) == "dtensor"
     assert nemo_rl_pg_loss_of(_card("grpo", "nemo-rl", {"strategy": "zero1", "tensor_parallel": 2})) == "megatron"
-    # the DTensor policy's vocabulary-parallel path (tensor parallel > 1) is other code, not read
+    # the DTensor policy at tensor parallel > 1 takes Megatron's DistributedLogprob on its vocabulary shard
     assert nemo_rl_pg_loss_of(_card("grpo", "nemo-rl", {"strategy": "fsdp", "fsdp_version": "fsdp2",
-                                                        "tensor_parallel": 2})) == ""
+                                                        "tensor_parallel": 2})) == "megatron"
+    assert nemo_rl_pg_loss_of(_card("sft", "nemo-rl", {"strategy": "fsdp", "fsdp_version": "fsdp2"})) == ""
     assert nemo_rl_pg_loss_of(_card("grpo", "verl", {"strategy": "fsdp"})) == ""
 
 

@@ -404,7 +404,8 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
             # the fused attention kernel the card states (compute.attention_time; its note is the actor's)
             attention_kernel=attention_kernel_of(card, r, eager=eager)[0],
             # NeMo RL Megatron's packed get_logprobs head (compute.inventory.NEMO_RL_PG_LOSS "megatron_logprob")
-            nemo_rl_loss="megatron_logprob" if nemo_rl_pg_loss_of(card) == "megatron" and packed else "",
+            nemo_rl_loss="megatron_logprob" if (nemo_rl_pg_loss_of(card) == "megatron" and packed
+                                                and p_.strategy not in FSDP_STRATEGIES) else "",
             loss_sequences=(lp_mbs * (rank_seq * cp / context if context else 1.0)),
         )
         comm = 0.0

@@ -129,14 +129,18 @@ def llm_foundry_unpad_syncs(card: RunCard) -> bool:
 def nemo_rl_pg_loss_of(card: RunCard) -> str:
     """NeMo RL's GRPO update on packed sequences runs its loss once per sequence (``SequencePackingLossWrapper``,
     ``compute.inventory.NEMO_RL_PG_LOSS``): "dtensor" for the DTensor policy at tensor parallel 1 (a plain logits
-    tensor), "megatron" for the Megatron policy (the non-FSDP strategies under the preset); "" otherwise (no packing,
-    other methods, other frameworks, the DTensor policy's vocabulary-parallel path at tensor parallel > 1, not read)."""
+    tensor), "megatron" for the Megatron policy (the non-FSDP strategies under the preset) and for the DTensor policy
+    at tensor parallel > 1, whose vocabulary-sharded DTensor logits take the same ``DistributedLogprob`` on the local
+    shard after the same fp32 cast (``ClippedPGLossFn`` -> ``get_logprobs_from_vocab_parallel_logits`` ->
+    ``dtensor_from_parallel_logits_to_logprobs``, nemo_rl/models/dtensor/parallelize.py and
+    nemo_rl/distributed/model_utils.py l.123-189 @b1c86a816c5e2b4ca41ece193624a38dc62e6fdf; DTensor's own dispatch
+    on the host not counted); "" otherwise (no packing, other methods, other frameworks)."""
     if card.preset != "nemo-rl" or card.method is not Method.GRPO:
         return ""
     if card.rollout.packed_sequences is False:
         return ""
-    if card.parallel.strategy in FSDP_STRATEGIES:
-        return "dtensor" if card.parallel.tensor_parallel == 1 else ""
+    if card.parallel.strategy in FSDP_STRATEGIES and card.parallel.tensor_parallel == 1:
+        return "dtensor"
     return "megatron"
 
 

@@ -1710,6 +1710,12 @@ def map_rl(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         rollout["logprob_micro_batch_size"] = max(1, int(pack) * int(tr.get("logprob_batch_size") or 1) // per_seq)
         notes.append(f"sequence packing: {mbs} sequence(s) of {per_seq} tokens per training micro-batch, "
                      f"{rollout['logprob_micro_batch_size']} per log-prob micro-batch")
+        if e["framework"] == "nemo-rl" and tr.get("strategy") in ("fsdp", "fsdp2"):
+            # NeMo RL's DTensor policy pads every packed update row to train_mb_tokens (pack_sequences min_seq_len,
+            # trainfit.plan.rl_time.nemo_rl_dtensor_padded_rows); its log-prob rows are not padded
+            rollout["packed_row_tokens"] = int(pack) * int(tr.get("micro_batch_size") or 1)
+            notes.append(f"DTensor policy: packed update rows of {rollout['packed_row_tokens']} tokens, each padded to"
+                         " that capacity")
         if e["framework"] == "nemo-rl" and tr.get("strategy") == "megatron" and (tr.get("pp") or 1) > 1:
             # the row capacities (train_mb_tokens, logprob_mb_tokens): Megatron pads every packed row to the
             # batch's longest under pipeline parallel (trainfit.plan.rl_time.pipeline_packed_rows)

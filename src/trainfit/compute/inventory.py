@@ -95,7 +95,7 @@ GEMM FLOPs against the fake-tensor trace. Pure Python: no torch import.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from trainfit.compute import expert_loop as expert_loop_time
@@ -195,6 +195,49 @@ spreads its tokens over the vocabulary). prime-rl's benchmark data does not: ``F
 draws ``torch.randint(0, 100, ...)`` token ids (``generate_samples`` False by default; src/prime_rl/trainer/rl/data.py
 l.101-121, config.py l.75-81 @d8f290ef), so only the first chunk takes the branch and each other one skips 3 + 4 syncs
 and 7 + 10 kernels; at 16k tokens on an H100 the count charged here is about 10 ms per micro-batch too many."""
+NEMO_RL_PG_LOSS = {
+    # backend: (forward B per logit, backward B per logit, backward B per logit per sequence of the micro-batch,
+    #           forward kernels per sequence, backward kernels per sequence, forward syncs per sequence,
+    #           backward syncs per sequence)
+    "dtensor": (18.0, 33.6, 8.0, 65.5, 36.0, 18.0, 0.0),
+    "megatron": (58.0, 58.0, 8.0, 79.5, 40.0, 20.0, 2.0),
+    "megatron_logprob": (26.0, 0.0, 0.0, 3.0, 0.0, 4.0, 0.0),
+}
+"""NeMo RL's GRPO training loss on packed micro-batches (``nemo_rl_pg_loss``), read at NVIDIA-NeMo/RL v0.3.0
+@b1c86a816c5e2b4ca41ece193624a38dc62e6fdf: both policy workers wrap ``ClippedPGLossFn`` in
+``SequencePackingLossWrapper`` (nemo_rl/models/policy/dtensor_policy_worker.py l.718-726; Megatron
+nemo_rl/models/megatron/common.py ``forward_step_arbitrary_loss`` l.348), which runs the loss once per packed
+sequence on a slice of the micro-batch's logits (nemo_rl/algorithms/loss_functions.py ``SequencePackingLossWrapper``):
+two ``.item()`` reads of the sequence bounds, a tensor slice bound per data key, and ``ClippedPGLossFn.__call__``'s
+metric reads (``mult_prob_error``, ``probs_ratio``, ``probs_ratio_clamped``, ``loss``, ``kl`` twice, the sampling
+ratio, ``num_valid_samples``, ``approx_entropy``: ``.item()`` each): 18 host syncs per sequence. Each call casts its
+slice to fp32 (``next_token_logits.to(torch.float32)``); the DTensor worker (TP 1: a plain tensor) then takes
+``log_softmax`` and a gather (``_apply_temperature_scaling`` divides nothing under vLLM's V1 engine, the default:
+dtensor_policy_worker.py l.423-431, nemo_rl/models/policy/utils.py l.25-31); the
+Megatron worker takes ``from_parallel_logits_to_logprobs`` (nemo_rl/distributed/model_utils.py
+``DistributedLogprob``, l.22-120: amax, subtract, exp, sum, subtract, clone, ``exp_``, gather, three tensor-parallel
+all-reduces), whose backward builds an int64 ``one_hot`` of the vocabulary and a float copy of it. In the backward
+every sequence's ``SliceBackward`` writes a zero tensor the size of the whole micro-batch's logits and autograd adds
+them up: 8 B per logit per sequence of the micro-batch. Bytes per logit (token x vocabulary entry, each op's reads and
+writes of logit-sized tensors), kernels and syncs from a ``TorchDispatchMode`` trace of ``ClippedPGLossFn`` and
+``SequencePackingLossWrapper`` copied from that commit (torch 2.13.0+cpu, the grpo_math_1B.yaml loss settings:
+KL 0.01, token-level, no dual clip; Megatron through a one-rank gloo group; 2, 4 and 8 equal sequences of 80 tokens,
+vocabulary 4000, the logits' producer and its backward left out): forward 17.9 / 58.0 B per logit and 65.2-66.0 /
+79.2-80.0 kernels per sequence (DTensor / Megatron), backward 33.6 + 8 k / 58.0 + 8 k B per logit for k sequences and
+36.1-36.5 / 40.1-40.5 kernels per sequence, syncs 18 / 18 forward, 0 / 2 backward; on a GPU Megatron's forward
+adds the ``nonzero`` inside its two boolean-mask assignments (``masked_target[target_mask] = 0``,
+``log_probs[target_mask] = 0``), which the CPU trace does not dispatch apart: 20 per sequence. Eager PyTorch ops from
+Python (no module forwards): fused bytes and bare kernels (the compile factors leave them). It replaces the
+``LOSS_*`` charge (14 / 22.5 B per logit) of the update. ``megatron_logprob``: the Megatron worker's no-grad
+``get_logprobs`` pass (the policy's and, under ``use_reference_model``, the reference's) on packed micro-batches,
+``from_parallel_logits_to_logprobs_packed_sequences`` (model_utils.py l.253-362; megatron_policy_worker.py
+l.1057-1072): ``DistributedLogprob`` on the bf16 logits with ``inference_only`` (no fp32 cast: 26 B per logit), and
+two Python loops over the sequences (roll each one's targets; copy its log-probs out), two ``.item()`` reads each:
+4 syncs and 3 kernels per sequence, 21 kernels a micro-batch (traced the same way: 27 / 33 / 45 kernels and 8 / 16
+/ 32 syncs for 2 / 4 / 8 sequences, 26.0 B per logit); the two boolean-mask ``nonzero`` syncs a micro-batch are
+left out. The DTensor worker's ``get_logprobs`` is not read here."""
+NEMO_RL_LOGPROB_FIXED_KERNELS = 21.0
+"""Kernels of ``megatron_logprob`` a micro-batch beside the per-sequence ones (``NEMO_RL_PG_LOSS``)."""
 PRIME_HEAD_FORWARD_FIXED_KERNELS, PRIME_HEAD_BACKWARD_FIXED_KERNELS, PRIME_HEAD_BACKWARD_FIXED_SYNCS = 9, 4, 1
 """Outside the chunk loop: forward four ``full`` / ``zeros`` for the running statistics and ``log``, add, two
 subtracts and the division after it (lm_head.py l.97-100, 117-119); backward two ``zeros_like`` for the gradients
@@ -473,6 +516,21 @@ def prime_rl_head(*, tokens: float, hidden_size: int, vocab_size: int, chunk_col
     return forward, backward
 
 
+def nemo_rl_pg_loss(*, backend: str, tokens: float, logits_per_token: float, sequences: float) -> tuple[PassInventory, PassInventory]:
+    """(forward, backward) of NeMo RL's per-sequence GRPO loss over one packed micro-batch of ``tokens`` tokens and
+    ``sequences`` sequences, ``logits_per_token`` vocabulary entries per token on this rank (``NEMO_RL_PG_LOSS``)."""
+    fb, bb, bb_seq, fk, bk, fs, bs = NEMO_RL_PG_LOSS[backend]
+    e = float(tokens) * logits_per_token
+    k = max(1.0, float(sequences))
+    f_bytes, b_bytes = fb * e, (bb + bb_seq * k) * e
+    f_kernels = fk * k + (NEMO_RL_LOGPROB_FIXED_KERNELS if backend == "megatron_logprob" else 0.0)
+    forward = PassInventory((), 0.0, 0.0, f_bytes, f_kernels, host_syncs=fs * k, fused_bytes=f_bytes,
+                            fused_kernels=f_kernels, bare_kernels=f_kernels)
+    backward = PassInventory((), 0.0, 0.0, b_bytes, bk * k, host_syncs=bs * k, fused_bytes=b_bytes,
+                             fused_kernels=bk * k, bare_kernels=bk * k)
+    return forward, backward
+
+
 def step_inventory(
     spec: ModelSpec, *, micro_batch_size: int, seq_len: int, adapter: Adapter | None = None,
     eager_attention: bool = False, causal_skip: bool = True, train_embedding: bool = True,
@@ -482,7 +540,7 @@ def step_inventory(
     fused_cross_entropy: bool = False, packed_flash_syncs: bool = False, expert_loop: bool = False,
     expert_loop_every: bool = False,
     fp8_casts: CastTraffic | None = None, megatron_experts: bool = False, unpad_call_syncs: bool = False,
-    vocab_chunk_columns: int = 0,
+    vocab_chunk_columns: int = 0, nemo_rl_loss: str = "", loss_sequences: float = 1.0,
 ) -> StepInventory:
     """The op inventory of one micro-step of ``micro_batch_size × seq_len`` tokens on one GPU.
 
@@ -522,7 +580,10 @@ def step_inventory(
     every attention forward unpads by itself (llm-foundry before v0.5.0: ``UNPAD_CALL_SYNCS`` host syncs and
     ``UNPAD_CALL_KERNELS`` kernels per layer, the recompute's too); ``vocab_chunk_columns`` > 0: the head and loss are
     prime-rl's chunked log-prob / entropy head over vocabulary chunks of that many columns (``prime_rl_head``) in
-    place of the lm_head GEMMs and the ``LOSS_*`` / ``FLASH_CE_*`` loss.
+    place of the lm_head GEMMs and the ``LOSS_*`` / ``FLASH_CE_*`` loss. ``nemo_rl_loss`` ("dtensor" / "megatron" /
+    "megatron_logprob"):
+    NeMo RL's GRPO loss run once per packed sequence (``nemo_rl_pg_loss``) over ``loss_sequences`` sequences of the
+    micro-batch, in place of the ``LOSS_*`` loss.
     """
     casts = fp8_casts if fp8_casts is not None else TRANSFORMER_ENGINE
     t = float(micro_batch_size * seq_len)
@@ -861,6 +922,13 @@ def step_inventory(
                                          head_f.kernels - 1 - loss_fk, strided_bytes=head_f.strided_bytes)
         head_b = prime_b + PassInventory((), 0.0, 0.0, head_b.memory_bytes - loss_b * t * out,
                                          head_b.kernels - len(hb) - loss_bk, strided_bytes=head_b.strided_bytes)
+    if nemo_rl_loss and spec.head_outputs is None:
+        # NeMo RL's GRPO loss, once per packed sequence (NEMO_RL_PG_LOSS), in place of the LOSS_* charge
+        nrl_f, nrl_b = nemo_rl_pg_loss(backend=nemo_rl_loss, tokens=t, logits_per_token=out, sequences=loss_sequences)
+        head_f = nrl_f + replace(head_f, memory_bytes=head_f.memory_bytes - loss_f * t * out,
+                                 kernels=head_f.kernels - loss_fk)
+        head_b = nrl_b + replace(head_b, memory_bytes=head_b.memory_bytes - loss_b * t * out,
+                                 kernels=head_b.kernels - loss_bk)
     # the last linear is not re-run unless an adapter wraps it (then its output is not the last saved tensor);
     # fc2: the non-gated MLP's (OPT, MPT's down_proj as memory.params.linear_groups names it)
     last = [g for g in fwd if g.name in ("down_proj", "out_proj", "fc2") and not _targeted(g.name, adapter)]

@@ -384,7 +384,7 @@ def train_step_time(
     expert_loop_every: bool = False,
     zero3_expert_leaf: bool = True, fsdp2_copies: bool = False, fp8_casts: CastTraffic | None = None,
     megatron_experts: bool = False, recompute_modules: tuple[str, ...] = (), unpad_call_syncs: bool = False,
-    attention_kernel: str = "auto", vocab_chunk_columns: int = 0,
+    attention_kernel: str = "auto", vocab_chunk_columns: int = 0, nemo_rl_loss: str = "", loss_sequences: float = 1.0,
 ) -> TrainStepTime:
     """Seconds of one optimizer step on one GPU (all GPUs of a data-parallel group run in lockstep).
 
@@ -426,7 +426,8 @@ def train_step_time(
     ``unpad_call_syncs``: as ``inventory.step_inventory`` (llm-foundry before v0.5.0 unpads in every attention call);
     ``attention_kernel``: the fused attention kernel's rates (``attention_time`` module docstring; auto: the
     architecture's default); ``vocab_chunk_columns``: as ``inventory.step_inventory`` (prime-rl's chunked log-prob
-    head, ``prime_rl_head``).
+    head, ``prime_rl_head``); ``nemo_rl_loss`` / ``loss_sequences``: as ``inventory.step_inventory`` (NeMo RL's
+    per-sequence GRPO loss, ``nemo_rl_pg_loss``).
     """
     mp = model_parallel
     gradient_checkpointing = gradient_checkpointing or selective != "none" or bool(recompute_modules)
@@ -442,7 +443,8 @@ def train_step_time(
                          moe_dispatcher=mp.moe_dispatcher, fused_cross_entropy=fused_cross_entropy,
                          packed_flash_syncs=packed_flash_syncs, expert_loop=expert_loop,
                          expert_loop_every=expert_loop_every, fp8_casts=fp8_casts, megatron_experts=megatron_experts,
-                         unpad_call_syncs=unpad_call_syncs, vocab_chunk_columns=vocab_chunk_columns)
+                         unpad_call_syncs=unpad_call_syncs, vocab_chunk_columns=vocab_chunk_columns,
+                         nemo_rl_loss=nemo_rl_loss, loss_sequences=loss_sequences)
     kw = dict(rates=rates, seq_len=attention_context or seq_len, memory_factor=memory_factor, kernel_factor=kernel_factor,
               attention_kernel=attention_kernel)
     fwd = (pass_seconds(inv.layers_forward, backward=False, **kw)
@@ -897,7 +899,7 @@ def forward_only_time(
     expert_token_shards: float = 1.0, fp8: bool = False, fp8_weight_cache: bool = False, fp8_params: bool = False,
     packed_flash_syncs: bool = False, expert_loop: bool = False, zero3_expert_leaf: bool = True,
     hooked_units: int = 0, fsdp2_copies: bool = False, unshard_once: bool = False, expert_loop_every: bool = False,
-    attention_kernel: str = "auto",
+    attention_kernel: str = "auto", nemo_rl_loss: str = "", loss_sequences: float = 1.0,
 ) -> PassTime:
     """A no-grad forward over ``micro_steps`` micro-batches (log-probs, values, rewards) on one GPU:
     the layers and the head (the log-softmax and gather cost about what the loss does), plus the
@@ -934,14 +936,16 @@ def forward_only_time(
     (fsdp_grad_op: every unit once). ``unshard_once``: the whole model unsharded once before the pass and kept so
     (FSDP2 ``reshard_after_forward=False`` on every unit, or ``set_reshard_after_forward(False)``): one copy-out a
     pass; an explicit ``unshard()`` alone is not that (``_fsdp_hooked_units``). FSDP1 has no copy-out (its views read the
-    flat all-gather buffer)."""
+    flat all-gather buffer). ``nemo_rl_loss`` / ``loss_sequences``: as ``inventory.step_inventory`` (NeMo RL Megatron's
+    packed log-prob head, ``megatron_logprob``)."""
     inv = step_inventory(spec, micro_batch_size=micro_batch_size, seq_len=seq_len, adapter=adapter,
                          eager_attention=eager_attention, attention_context=attention_context,
                          expert_parallel=expert_parallel, expert_token_shards=expert_token_shards, fp8=fp8,
                          fp8_weight_casts=_fp8_weight_casts(fp8=fp8, fp8_params=fp8_params,
                                                             fp8_weight_cache=fp8_weight_cache, micro_steps=micro_steps),
                          packed_flash_syncs=packed_flash_syncs, expert_loop=expert_loop,
-                         expert_loop_every=expert_loop_every)
+                         expert_loop_every=expert_loop_every, nemo_rl_loss=nemo_rl_loss,
+                         loss_sequences=loss_sequences)
     no_grad = replace(rates, host_s_per_forward_kernel=max(
         0.0, rates.host_s_per_forward_kernel - AUTOGRAD_RECORD_S_PER_FORWARD_KERNEL))
     kw = dict(rates=no_grad, seq_len=attention_context or seq_len, memory_factor=memory_factor,

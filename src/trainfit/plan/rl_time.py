@@ -82,6 +82,14 @@ would). The MI300X rows' token-proportional part is 1.35 x the plan's in the log
 MI300X pretrain rows are under: the MI300X bf16 rate is the MAMF table's TunableOp row (``compute.rates``), not a
 default-heuristic one.
 
+Seen, not modelled: with dynamic batching verl takes the largest micro-batch count of the data-parallel ranks
+(``rearrange_micro_batches``: ``ceildiv(total_seqlen, max_token_len)`` all-reduced with ``ReduceOp.MAX``,
+verl/utils/seqlen_balancing.py @e0d035cd4a6a5c29835516a58d78710a28e73b18), while the card carries the budget as a
+fixed ``micro_batch_size``. play-verl's 'recommended' run puts 40 sequences of 281 tokens (11.2k of its 12k budget)
+on a rank per optimizer step, its ranks spread by about 10 %, so most steps run 2 micro-batches where the plan runs
+1: about +0.6 s (2 points) on its update. NeMo RL's GRPO update runs its loss once per packed sequence
+(``compute.inventory.NEMO_RL_PG_LOSS``), planned.
+
 Seen in the offloading 'min' run, not modelled (dingxianzhong/play-verl logs/verl_qwen2_7b_min.log
 @7716a615fc4b68961f2bb7716c9aadcd65ca28d2, the benchmark's 111 steps): ``timing_s/update_actor`` is two-valued. In 24
 steps it is 8.39 s, in the other 87 11.22 s (-2.83 s); those 24 steps are 1.78 s shorter in all, their
@@ -158,6 +166,7 @@ from trainfit.plan.time import (
     attention_kernel_of,
     fused_kernels,
     model_parallel_of,
+    nemo_rl_pg_loss_of,
     nic_bytes_per_s,
     nvlink_gpus_per_node,
     packed_flash_syncs,
@@ -240,16 +249,31 @@ def pipeline_packed_rows(*, sequence_tokens, sequences: int, row_tokens: int, da
     return ceil(bins / data_parallel), min(float(row_tokens), longest)
 
 
+def nemo_rl_dtensor_padded_rows(card: RunCard) -> bool:
+    """NeMo RL's DTensor policy pads every packed row of its update to the row capacity: ``train`` calls
+    ``pack_sequences(..., min_seq_len=self.cfg["sequence_packing"]["train_mb_tokens"])`` ("a WAR for sequence
+    packing ... Without this, backward will fail when TP is enabled"; NVIDIA-NeMo/RL
+    nemo_rl/models/policy/dtensor_policy_worker.py l.602-613 @b1c86a816c5e2b4ca41ece193624a38dc62e6fdf, v0.3.0; l.610
+    @27d0af94 v0.3.1, l.661 v0.4.0, workers/dtensor_policy_worker.py l.643 v0.5.0, l.695 v0.6.0), and
+    ``group_and_cat_tensors`` pads each row to ``max(longest, min_seq_len)`` (nemo_rl/models/huggingface/common.py
+    l.73-125, l.115 @b1c86a81); the bins hold at most ``train_mb_tokens``, so every row is that long. Ranks with fewer bins
+    run dummy micro-batches up to the most any rank has (``max_batch_ct`` all-reduced with MAX, ``dummy_iterator``,
+    dtensor_policy_worker.py l.567-592 @b1c86a81): the ceiling of ``pipeline_packed_rows``. Its ``get_logprobs``
+    packs without ``min_seq_len`` (l.884-892): the log-prob passes keep their sequences."""
+    return card.preset == "nemo-rl" and card.parallel.strategy in FSDP_STRATEGIES
+
+
 def _pipeline_packing(card: RunCard, *, row_tokens: int | None, sequences: int, prompt_tokens: float,
-                      response_mean_tokens: float, train_gpus: int) -> tuple[int, int] | None:
+                      response_mean_tokens: float, train_gpus: int, padded_rows: bool = False) -> tuple[int, int] | None:
     """(rows per data-parallel rank, tokens per row) of a pass whose card packs rows under pipeline parallel
     (``pipeline_packed_rows``), the sequences the mean prompt plus the card's response lengths
     (``compute.response_lengths``, one equal-share group per representative sequence); None without pipeline
-    parallel or without the row capacity (the pass keeps its sequences of the mean length)."""
+    parallel or without the row capacity (the pass keeps its sequences of the mean length). ``padded_rows``: every row
+    padded to the capacity whatever the pipeline (``nemo_rl_dtensor_padded_rows``)."""
     from trainfit.compute.response_lengths import response_length_groups
 
     p, ro = card.parallel, card.rollout
-    if row_tokens is None or p.pipeline_parallel <= 1:
+    if row_tokens is None or (p.pipeline_parallel <= 1 and not padded_rows):
         return None
     n = max(1, min(int(sequences), PACKING_SAMPLE_SEQUENCES))
     groups = response_length_groups(shape=ro.response_len_shape, response_len_max=ro.response_len,
@@ -258,7 +282,7 @@ def _pipeline_packing(card: RunCard, *, row_tokens: int | None, sequences: int, 
     dp = max(1, train_gpus // max(1, p.tensor_parallel * p.pipeline_parallel * p.context_parallel))
     rows, longest = pipeline_packed_rows(sequence_tokens=lengths, sequences=sequences, row_tokens=int(row_tokens),
                                          data_parallel=dp)
-    return rows, max(1, ceil(longest))
+    return rows, (int(row_tokens) if padded_rows else max(1, ceil(longest)))
 
 
 def response_mean(card: RunCard, spec: ModelSpec | None = None) -> float:
@@ -398,6 +422,10 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
             fsdp2_copies=p_.fsdp2,
             # the fused attention kernel the card states (compute.attention_time; its note is the actor's)
             attention_kernel=attention_kernel_of(card, r, eager=eager)[0],
+            # NeMo RL Megatron's packed get_logprobs head (compute.inventory.NEMO_RL_PG_LOSS "megatron_logprob")
+            nemo_rl_loss="megatron_logprob" if (nemo_rl_pg_loss_of(card) == "megatron" and packed
+                                                and p_.strategy not in FSDP_STRATEGIES) else "",
+            loss_sequences=(lp_mbs * (rank_seq * cp / context if context else 1.0)),
         )
         comm = 0.0
         if mp.active:
@@ -436,12 +464,15 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
     opt_steps = ro.mini_batches * ro.num_iterations
     work_cv = update_work_cv(card, spec, micro_batch_sequences=mbs * ga)
     update_len, update_context = seq_len, None
+    padded_rows = nemo_rl_dtensor_padded_rows(card)
     rows = _pipeline_packing(card, row_tokens=ro.packed_row_tokens, sequences=ceil(seqs / ro.mini_batches),
-                             prompt_tokens=prompt, response_mean_tokens=mean, train_gpus=train_gpus) if packed else None
+                             prompt_tokens=prompt, response_mean_tokens=mean, train_gpus=train_gpus,
+                             padded_rows=padded_rows) if packed else None
     if rows is not None:  # NeMo RL packed rows under pipeline parallel (pipeline_packed_rows)
         ga, mbs, update_len, update_context = rows[0], 1, rows[1], seq_len
-        notes.append(f"update: packed rows of {rows[1]} tokens under pipeline parallel, {rows[0]} per data-parallel"
-                     " rank, each padded to the longest (plan.rl_time.pipeline_packed_rows)")
+        notes.append(f"update: packed rows of {rows[1]} tokens, {rows[0]} per data-parallel rank, "
+                     + ("each padded to the capacity (plan.rl_time.nemo_rl_dtensor_padded_rows)" if padded_rows else
+                        "under pipeline parallel, each padded to the longest (plan.rl_time.pipeline_packed_rows)"))
     actor = training_time(card, spec, r, ranks=train_gpus, gpus_per_node=per_node, micro_batch_size=mbs,
                           seq_len=update_len, micro_steps=ga, work_cv=work_cv, attention_context=update_context)
     phases.append(_phase("actor_update", actor.total_s * opt_steps, actor.bound,

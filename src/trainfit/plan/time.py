@@ -126,6 +126,24 @@ def llm_foundry_unpad_syncs(card: RunCard) -> bool:
     return tuple(parts + [0] * (2 - len(parts))) < LLM_FOUNDRY_PRECOMPUTED_PADDING
 
 
+def nemo_rl_pg_loss_of(card: RunCard) -> str:
+    """NeMo RL's GRPO update on packed sequences runs its loss once per sequence (``SequencePackingLossWrapper``,
+    ``compute.inventory.NEMO_RL_PG_LOSS``): "dtensor" for the DTensor policy at tensor parallel 1 (a plain logits
+    tensor), "megatron" for the Megatron policy (the non-FSDP strategies under the preset) and for the DTensor policy
+    at tensor parallel > 1, whose vocabulary-sharded DTensor logits take the same ``DistributedLogprob`` on the local
+    shard after the same fp32 cast (``ClippedPGLossFn`` -> ``get_logprobs_from_vocab_parallel_logits`` ->
+    ``dtensor_from_parallel_logits_to_logprobs``, nemo_rl/models/dtensor/parallelize.py and
+    nemo_rl/distributed/model_utils.py l.123-189 @b1c86a816c5e2b4ca41ece193624a38dc62e6fdf; DTensor's own dispatch
+    on the host not counted); "" otherwise (no packing, other methods, other frameworks)."""
+    if card.preset != "nemo-rl" or card.method is not Method.GRPO:
+        return ""
+    if card.rollout.packed_sequences is False:
+        return ""
+    if card.parallel.strategy in FSDP_STRATEGIES and card.parallel.tensor_parallel == 1:
+        return "dtensor"
+    return "megatron"
+
+
 def packed_flash_syncs(card: RunCard) -> bool:
     """verl's FSDP workers: transformers models under flash attention, fed packed rows with ``position_ids`` only,
     so every attention call synchronises the host (``compute.inventory.PACKED_FLASH_FORWARD_SYNCS``). verl's
@@ -513,6 +531,9 @@ def training_time(
         attention_kernel=kernel,
         vocab_chunk_columns=PRIME_RL_LM_HEAD_CHUNK_COLUMNS
         if card.loss.chunked and card.loss.kernel is LossKernel.PRIME_RL else 0,
+        # a packed row of seq_len tokens holds seq_len / attention_context sequences (plan.rl_time)
+        nemo_rl_loss=nemo_rl_pg_loss_of(card),
+        loss_sequences=micro_batch_size * (seq_len / attention_context if attention_context else 1.0),
     )
     notes = tuple(n for n in (packed_note, kernel_note) if n)
     return replace(t, assumptions=t.assumptions + notes) if notes else t

@@ -627,7 +627,8 @@ class RolloutSection(_Section):
         " = max_total_sequence_length x train_micro_batch_size). Whole sequences fill rows of at most this many tokens,"
         " the row count a multiple of the data-parallel size, and pipeline parallel pads every row to the batch's"
         " longest, planned as this capacity (plan.rl_time.pipeline_packed_rows). null: micro_batch_size sequences of"
-        " the mean length.")
+        " the mean length. Read as well by NeMo RL's DTensor policy (the nemo-rl preset on an FSDP strategy), whose update"
+        " pads every packed row to this capacity (plan.rl_time.nemo_rl_dtensor_padded_rows).")
     packed_logprob_row_tokens: int | None = Field(
         None, ge=1, le=10_000_000, description="As packed_row_tokens, for the log-prob passes"
         " (sequence_packing.logprob_mb_tokens = max_total_sequence_length x logprob_batch_size).")

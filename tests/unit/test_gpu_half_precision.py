@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from trainfit.catalog.gpus import GpuSpec, gpu_ids, resolve_gpu
-from trainfit.compute.rates import default_rates
+from trainfit.compute.rates import NVLINK_BUS_FRACTION, default_rates
 from trainfit.errors import CardError
 from trainfit.spec.card import load_card_dict
 
@@ -91,7 +91,7 @@ def test_rtx4090_48gb_entry():
 def test_fabric_assumptions_are_said_for_mi300x_and_h100_nvl():
     mi = default_rates(resolve_gpu("mi300x"))
     assert any("Infinity Fabric" in s and "RCCL" in s for s in mi.sources)
-    assert mi.intra_node_bus_bytes_per_s == pytest.approx(896e9 / 2 * 0.80)
+    assert mi.intra_node_bus_bytes_per_s == pytest.approx(896e9 / 2 * NVLINK_BUS_FRACTION)
     for gid in ("h100-nvl", "h100-pcie", "rtx-a6000", "rtx3090"):  # NVLink bridges join pairs only
         assert any("pairs" in s for s in default_rates(resolve_gpu(gid)).sources), gid
     assert not any("fabric" in s.lower() for s in default_rates(resolve_gpu("h100-sxm")).sources)

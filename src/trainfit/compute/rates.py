@@ -22,10 +22,12 @@ Sources of the defaults (each is listed in the plan's assumptions when used):
   (``benchmarks/gpu_calibration.md``) are 4-25x their FLOPs; eager PyTorch + HF modules spend tens
   of microseconds of CPU per kernel. The two constants are fitted on the 15 "default" cases only;
   ``benchmarks/step_times.py`` scores the three held-out sets separately.
-* Collectives: NCCL bus bandwidth about 80 % of one direction of NVLink (nccl-tests PERFORMANCE.md
-  and published DGX A100/H100 all_reduce_perf results: ~230 of 300 GB/s, ~360+ of 450 GB/s), 75 % of
-  PCIe with peer-to-peer, and through host memory for cards without P2P (GeForce RTX 4090: NCCL
-  falls back to SHM, about a third of the PCIe rate). Latency: the training step's collectives take NCCL's own tuner
+* Collectives: NCCL ring bus bandwidth 370 of 450 GB/s of one direction of NVLink (H100 SXM, NCCL's maintainer and a
+  published 2-8 GPU ``NCCL_ALGO=RING`` all_reduce_perf; ``NVLINK_BUS_FRACTION``), 0.81 of the PCIe x16 rate with
+  peer-to-peer (4 x RTX 4090 on Gen4 with P2P enabled, ``PCIE_P2P_BUS_FRACTION``), and 0.25 of it through host memory
+  for cards without P2P (GeForce RTX 4090/5090: NCCL falls back to SHM; measured all-reduce plateau of 2 GPUs on Gen3
+  x16, ``PCIE_NO_P2P_BUS_FRACTION``): a ring without P2P runs 3.2x slower than one with it. Each constant's docstring
+  gives the measurement and its hardware. Latency: the training step's collectives take NCCL's own tuner
   (``collectives.nccl_collective_seconds``, tuning.cc's latencies, checked against published nccl-tests rows in the
   ``collectives`` docstring); ``COLLECTIVE_LATENCY_S`` / ``COLLECTIVE_HOP_LATENCY_S`` (30 us + 8 us per ring step, set
   without a source, 5-10x what nccl-tests measure for small buffers) remain only where a caller passes a fixed
@@ -184,9 +186,36 @@ HOST_S_PER_BACKWARD_KERNEL = 12e-6
 """Autograd engine (C++) seconds per kernel of a backward; fitted with the forward figure."""
 DEVICE_S_PER_KERNEL_MIN = 2.5e-6
 """Shortest kernel on the device (launch latency + a small grid)."""
-NVLINK_BUS_FRACTION = 0.80
-PCIE_P2P_BUS_FRACTION = 0.75
-PCIE_NO_P2P_BUS_FRACTION = 0.33
+NVLINK_BUS_FRACTION = 370.0 / 450.0
+"""NCCL ring bus bandwidth / one direction of NVLink: 370 of 450 GB/s on H100 SXM. NCCL's maintainer: "450GB/s is the
+line rate. With the protocol overhead (~20%) NCCL can get an effective NVLink bandwidth of 370GB/s, which you can
+observe as "BusBw" when running non-allreduce operations, or when running with NCCL_ALGO=RING" (NVIDIA/nccl-tests issue
+#212, https://github.com/NVIDIA/nccl-tests/issues/212, comment of 2024-05-06, read 2026-12-03); measured on 8 x H100
+SXM with ``NCCL_ALGO=RING ./all_reduce_perf -b 2G -e 4G``: busbw 365-370 GB/s at 2 to 8 GPUs, "about 80% of 450GBps"
+(NVIDIA/nccl issue #1455, https://github.com/NVIDIA/nccl/issues/1455, 2024-09-19, read 2026-12-03). NVLS (NVLink SHARP)
+all-reduce on 5-8 H100 reads higher (420-480 GB/s, same issue) and is not modelled. Applied to every NVLink generation
+(and to MI300X's xGMI, ``_FABRIC_NOTES``); no A100 (NVLink3) ring plateau was checked. Was 0.80, unsourced."""
+PCIE_P2P_BUS_FRACTION = 25.95e9 / 32e9
+"""NCCL ring bus bandwidth with PCIe peer-to-peer / the catalog's PCIe x16 rate: 4 x GeForce RTX 4090 (PCIe Gen4 x16,
+host ``7773x``, an AMD EPYC 7773X) with P2P enabled by tinygrad's patched open kernel modules, ``all_reduce_perf -b 256M
+-e 2G -f 2 -g 4``: busbw 25.72 / 25.82 / 25.95 GB/s at 256 MB / 512 MB / 1 GB (tinygrad/open-gpu-kernel-modules issue
+#36, https://github.com/tinygrad/open-gpu-kernel-modules/issues/36, ChihayaK's all_reduce_perf comment, read
+2026-12-03); 25.95 / 32 = 0.81 (the 1 GB plateau). One host; a PCIe switch or a cross-socket path changes it. Was 0.75,
+unsourced."""
+PCIE_NO_P2P_BUS_FRACTION = 4.00e9 / 16e9
+"""NCCL ring bus bandwidth without peer-to-peer (NCCL's SHM transport: every byte staged through pinned host memory)
+/ the catalog's PCIe x16 rate. 2 x GeForce RTX 2080 Ti, PCIe Gen3 x16 behind one PCIe switch (``nvidia-smi topo``
+PIX, peer access "NS"), driver 550.90.07: ``all_reduce_perf -b 8 -e 1024M -f 2 -g2`` busbw plateau 4.00 GB/s
+(16 MB-1 GB), ``all_gather_perf`` 3.79-3.84 GB/s, while the one-directional ``broadcast_perf`` / ``reduce_perf`` reach
+11.09 / 11.14 GB/s (Anthony-Hoo/Anthony-Hoo.github.io ``posts/AutoDL_Multi-GPU_Interconnection_Test.md``
+@37e805e8e56f839f6557756d76503d45af6ab47e, measured 2025-06-05). Independently, 2 GPUs on PCIe Gen3 x16 with
+``NCCL_P2P_DISABLE=1``: all-reduce 3.9, all-gather 3.17, broadcast 10.31 GB/s (NVIDIA/nccl issue #384,
+https://github.com/NVIDIA/nccl/issues/384, 2020-09-07, read 2026-12-03; one channel). 4.00 / 16 = 0.25. The maintainer's
+reason for the gap between the bidirectional ring and broadcast: "Some components (in particular some CPUs) do not
+handle bidirectional traffic well" (same issue, 2020-09-09), and on PCIe systems "the performance you get is usually
+determined by the bandwidth your CPU and memory can deliver" (NVIDIA/nccl issue #1639, 2025-03-14, read 2026-12-03): a
+host-dependent rate, taken here as a fraction of the card's PCIe rate for want of a published SHM table at 4 and 8
+GPUs on one host. Was 0.33, unsourced."""
 COLLECTIVE_LATENCY_S = 30e-6
 """Fixed seconds per collective where a caller passes a latency (module docstring: no source; not the training
 step's collectives, which take NCCL's tuner)."""

@@ -797,6 +797,60 @@ POINTS.update({
     },
 })
 
+# ---- held-out points: prime-rl's CI benchmark peaks (published_memory_points.json ids 301+, ``heldout``)
+#
+# What prime-rl publishes (PrimeIntellect-ai/prime-rl @d8f290ef0358a804f1912bd29ea1b37cc56894b4): the trainer
+# calls ``torch.cuda.reset_peak_memory_stats()`` at the top of every step (src/prime_rl/trainer/rl/train.py
+# l.215-217; sft/train.py l.182) and logs ``perf/peak_memory = torch.cuda.max_memory_reserved() / 1024**3``
+# after the optimizer step (rl/train.py l.444, 458; sft/train.py l.324, 360); ``export_benchmark_json`` (master
+# rank only, rl/train.py l.567-572) drops the first step and writes the mean over the others
+# (src/prime_rl/trainer/utils.py l.168-193), which benchmarks/scripts/run_single_benchmark.py copies into the
+# baseline's ``metrics.peak_memory.gib`` (l.199-222). Resetting the peak never shrinks reserved memory (no
+# ``empty_cache`` in the loop), so the figure is rank 0's steady-state reserved peak -> ``reserved``, GiB.
+# The CI job runs it with ``PYTORCH_CUDA_ALLOC_CONF: expandable_segments:True`` (.github/workflows/benchmarks.yaml
+# l.106-108) -> ``hardware.allocator: expandable_segments`` (the step-time entry's ``allocator``).
+# Each card is the one the step-time harness maps the same run to (benchmarks/step_times.py ``map_train`` of the
+# point's ``train_entry``), so the memory and the time of a run are scored on one card. These points are held out:
+# ``load_points`` leaves them out of the scored set, ``heldout_rows`` scores them apart.
+
+HELDOUT_TRAIN_TIMES = ROOT / "benchmarks" / "data" / "published_train_times_new_s14b.json"
+"""The step-time entries the held-out points name (``train_entry``)."""
+
+
+def _heldout_mappings() -> dict[int, dict[str, Any]]:
+    """POINTS entries of the held-out points: the step-time harness's card of each ``train_entry``."""
+    path = ROOT / "benchmarks" / "data" / "published_memory_points.json"
+    if not path.is_file() or not HELDOUT_TRAIN_TIMES.is_file():
+        return {}
+    bench = str(Path(__file__).resolve().parent)
+    if bench not in sys.path:
+        sys.path.insert(0, bench)
+    import step_times  # noqa: PLC0415
+
+    entries = {e["id"]: e for e in json.loads(HELDOUT_TRAIN_TIMES.read_text())}
+    out: dict[int, dict[str, Any]] = {}
+    for p in json.loads(path.read_text()):
+        if not p.get("heldout"):
+            continue
+        e = entries[p["train_entry"]]
+        notes = (f"prime-rl CI benchmark ({p['train_entry']}): rank 0's steady-state max_memory_reserved -> reserved, "
+                 "GiB; allocator expandable_segments (the CI job's env). Card: step_times.map_train of that entry")
+        try:
+            card, n = step_times.map_train(e)
+        except step_times.Unmapped as u:
+            out[p["id"]] = {"card": None, "metric": "reserved", "unit": "GiB", "notes": notes,
+                            "unsupported": "the step-time harness cannot map the run: " + "; ".join(u.reasons)}
+            continue
+        if card.get("preset"):
+            from trainfit.methods.presets import apply_preset  # noqa: PLC0415
+
+            card = apply_preset(card, str(card["preset"]))
+        out[p["id"]] = {"card": card, "metric": "reserved", "unit": "GiB", "notes": notes + " (" + "; ".join(n) + ")"}
+    return out
+
+
+POINTS.update(_heldout_mappings())
+
 PEERS = ("deepspeed_zero2", "deepspeed_zero3", "llm_analysis", "accelerate")
 TOOLS = ("trainfit",) + PEERS
 _UNIT_BYTES = {"GiB": GIB, "GB": GB}
@@ -830,14 +884,18 @@ MEMORY_POINTS = ROOT / "benchmarks" / "data" / "published_memory_points.json"
 measured_points.json's shape, each with its source (repository + path + commit and date)."""
 
 
-def load_points(path: Path | None = None) -> list[dict[str, Any]]:
+def load_points(path: Path | None = None, *, heldout: bool = False) -> list[dict[str, Any]]:
+    """The scored points (reference + DeepSpeed + further memory points); ``heldout``: the held-out points
+    only (``"heldout": true`` in published_memory_points.json), which the scored set never includes."""
+    if heldout:
+        return [p for p in json.loads(MEMORY_POINTS.read_text()) if p.get("heldout")] if MEMORY_POINTS.is_file() else []
     path = path or reference_path()
     if path is None:
         raise FileNotFoundError("measured_points.json not found (set TRAINFIT_REFERENCE_DIR)")
     points = json.loads(Path(path).read_text())
     for extra in (DEEPSPEED_POINTS, MEMORY_POINTS):
         if extra.is_file():
-            points += json.loads(extra.read_text())
+            points += [p for p in json.loads(extra.read_text()) if not p.get("heldout")]
     return points
 
 
@@ -930,9 +988,15 @@ def _err(pred: float, meas: float) -> float:
     return (pred - meas) / meas
 
 
-def published_rows(*, with_peers: bool = True, path: Path | None = None) -> list[dict[str, Any]]:
-    """One row per measured point: trainfit and each peer against the measured value."""
-    points = load_points(path)
+def heldout_rows(*, with_peers: bool = False) -> list[dict[str, Any]]:
+    """The held-out points' rows (reported apart; never in ``published_rows``)."""
+    return published_rows(with_peers=with_peers, heldout=True)
+
+
+def published_rows(*, with_peers: bool = True, path: Path | None = None, heldout: bool = False) -> list[dict[str, Any]]:
+    """One row per measured point: trainfit and each peer against the measured value (``heldout``: the
+    held-out points instead of the scored ones)."""
+    points = load_points(path, heldout=heldout)
     plans, cases = [], []
     for p in points:
         entry = POINTS[p["id"]]
@@ -1144,6 +1208,19 @@ def main() -> int:
         print()
         for r in unsupported:
             print(f"- #{r['id']} trainfit {r['trainfit_bytes']}")
+    held = heldout_rows(with_peers=not args.no_peers)
+    if held:
+        print()
+        print(f"## Held-out points ({len(held)}: prime-rl CI benchmark peaks, scored at first contact, not in the figures above)")
+        print()
+        print(markdown_table(held))
+        print()
+        print(markdown_summary(summary(held)))
+        print()
+        print(markdown_split(split_summary(held)))
+        for r in held:
+            if isinstance(r["trainfit_bytes"], str):
+                print(f"- #{r['id']} trainfit {r['trainfit_bytes']}")
     return 0
 
 

@@ -353,7 +353,8 @@ def hardware(gpu_id: str, gpus: int, per_node: int, nodes: int, nic: float | Non
 
 def host_of(e: dict[str, Any], hw: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """The entry's host as the card states it (``host``: ``numa_nodes`` -> ``hardware.host_numa_nodes``,
-    ``memory_gbps`` -> ``hardware.host_memory_gbps``; each cited in the entry's ``host.source``)."""
+    ``memory_gbps`` -> ``hardware.host_memory_gbps``; each cited in the entry's ``host.source``), and its
+    caching allocator (``allocator.value`` -> ``hardware.allocator``, cited in ``allocator.source``)."""
     host = e.get("host") or {}
     notes = []
     if host.get("numa_nodes"):
@@ -362,6 +363,12 @@ def host_of(e: dict[str, Any], hw: dict[str, Any]) -> tuple[dict[str, Any], list
     if host.get("memory_gbps"):
         hw = {**hw, "host_memory_gbps": float(host["memory_gbps"])}
         notes.append(f"host: {host['memory_gbps']} GB/s DRAM (hardware.host_memory_gbps)")
+    alloc = e.get("allocator")
+    if alloc:
+        # the run's PYTORCH_CUDA_ALLOC_CONF as its source states it (``allocator.value``, cited in
+        # ``allocator.source``): changes reserved bytes and so the fit verdict, never the time
+        hw = {**hw, "allocator": alloc["value"]}
+        notes.append(f"allocator: {alloc['value']} (hardware.allocator)")
     return hw, notes
 
 

@@ -50,7 +50,31 @@ def test_memory_points_cite_a_commit_and_date_and_are_loaded():
         assert p["outcome"] == "measured" and p["peak_mem_unit"] in ("GB", "GiB"), p["id"]
         assert p["id"] > 200 and p["id"] in P.POINTS, p["id"]
     if MEASURED.is_file():
-        assert {p["id"] for p in extra} <= {p["id"] for p in P.load_points()}
+        assert {p["id"] for p in extra if not p.get("heldout")} <= {p["id"] for p in P.load_points()}
+    held = {p["id"] for p in extra if p.get("heldout")}
+    assert held == {p["id"] for p in P.load_points(heldout=True)}
+    if MEASURED.is_file():
+        assert not held & {p["id"] for p in P.load_points()}  # held-out points never enter the scored set
+
+
+def test_heldout_points_map_through_the_step_time_entry_they_name():
+    """The prime-rl CI peaks: rank 0's steady-state max_memory_reserved (reserved, GiB), under the CI job's
+    expandable_segments allocator, on the card the step-time harness maps the same run to."""
+    entries = {e["id"]: e for e in json.loads(P.HELDOUT_TRAIN_TIMES.read_text())}
+    held = P.load_points(heldout=True)
+    assert len(held) >= 40
+    for p in held:
+        e = entries[p["train_entry"]]
+        assert p["source"].split()[1] == e["source"]["path"] and e["source"]["commit"] in p["source"], p["id"]
+        assert round(p["peak_mem"], 1) == e["measured"]["also"]["peak_memory_gib_json"], p["id"]
+        m = P.POINTS[p["id"]]
+        assert (m["metric"], m["unit"], p["peak_mem_unit"]) == ("reserved", "GiB", "GiB"), p["id"]
+        assert e["allocator"]["value"] == "expandable_segments" and "benchmarks.yaml" in e["allocator"]["source"]
+        if m["card"] is not None:
+            assert m["card"]["hardware"]["allocator"] == "expandable_segments", p["id"]
+    rows = P.heldout_rows()
+    assert [r["id"] for r in rows] == [p["id"] for p in held]
+    assert all(r["trainfit_verdict_correct"] for r in rows if r["trainfit_verdict_correct"] is not None)
 
 
 def test_deepspeed_points_cite_their_source_and_outcome():
@@ -117,7 +141,7 @@ def test_measured_values_are_not_copied_into_the_repo(points):
 
 def test_rows_without_peers(points):
     rows = P.published_rows(with_peers=False)
-    assert [r["id"] for r in rows] == [p["id"] for p in points]
+    assert [r["id"] for r in rows] == [p["id"] for p in points if not p.get("heldout")]
     for r in rows:
         if P.POINTS[r["id"]].get("card") is None:
             assert str(r["trainfit_bytes"]).startswith("unsupported: ")

@@ -106,9 +106,11 @@ from trainfit.compute.float8_casts import (  # noqa: F401 - the FP8_* constants 
     FP8_WEIGHT_FORWARD_KERNELS, TRANSFORMER_ENGINE, CastTraffic, linear_cast_traffic, recompute_cast_bytes,
     recompute_cast_kernels, sharded_cast_tokens, sharded_layout_copy_bytes,
 )
+from trainfit.memory.lora import targeted_groups
 from trainfit.memory.params import linear_groups
 from trainfit.spec.enums import LayerKind, MoeDispatcher
 from trainfit.spec.model import ModelSpec
+from trainfit.spec.training import LoraSpec
 
 NORM_BYTES, NORM_KERNELS = 36.0, 7
 ROTARY_BYTES, ROTARY_KERNELS = 14.0, 5
@@ -455,12 +457,18 @@ class Adapter:
     the input is cast up, both products run in fp32, the output is cast back."""
 
 
-def _targeted(name: str, adapter: Adapter | None) -> bool:
-    if adapter is None:
-        return False
-    short = name.rsplit(".", 1)[-1]
-    return "all-linear" in adapter.targets or short in adapter.targets or (
-        short == "gate_up_proj" and ({"gate_proj", "up_proj"} & set(adapter.targets)))
+@lru_cache(maxsize=2048)
+def _adapted_groups(spec: ModelSpec, targets: tuple[str, ...]) -> frozenset[str]:
+    """Names of the linear groups PEFT wraps for ``targets``: the memory plan's ``targeted_groups``, so the
+    adapter GEMMs run exactly where the adapter parameters are counted (a gpt-oss, Llama-4 or Qwen2-MoE
+    card naming the experts gets no expert adapters; ``trainfit.memory.lora._PEFT_CONVERTS``)."""
+    if not targets:
+        return frozenset()
+    return frozenset(g.name for g in targeted_groups(spec, LoraSpec(targets=targets)))
+
+
+def _targeted(spec: ModelSpec, name: str, adapter: Adapter | None) -> bool:
+    return adapter is not None and name in _adapted_groups(spec, adapter.targets)
 
 
 @lru_cache(maxsize=2048)
@@ -651,7 +659,7 @@ def step_inventory(
     # linears
     for g in linear_groups(spec):
         frozen = adapter is not None
-        lora = _targeted(g.name, adapter)
+        lora = _targeted(spec, g.name, adapter)
         if g.routed:  # also a shard holding one expert (E / ep == 1): the routed rows, not every token.
             # Megatron-Core (NVIDIA/Megatron-LM @64cb6bd7a155c4e742514ed1024407fb97d0a367
             # moe/token_dispatcher.py l.53, 512-528) all-to-alls each rank's T / tp routed rows over
@@ -931,7 +939,7 @@ def step_inventory(
                                  kernels=head_b.kernels - loss_bk)
     # the last linear is not re-run unless an adapter wraps it (then its output is not the last saved tensor);
     # fc2: the non-gated MLP's (OPT, MPT's down_proj as memory.params.linear_groups names it)
-    last = [g for g in fwd if g.name in ("down_proj", "out_proj", "fc2") and not _targeted(g.name, adapter)]
+    last = [g for g in fwd if g.name in ("down_proj", "out_proj", "fc2") and not _targeted(spec, g.name, adapter)]
     rec = PassInventory(tuple(g for g in fwd if g not in last), attn_fwd, float(full),
                         fwd_bytes - RESIDUAL_BYTES * t * h * layers / sequence_shards,
                         fwd_k - sum(g.count for g in last) - layers,
@@ -980,7 +988,7 @@ def _sac_recomputed_gemms(spec: ModelSpec, adapter: Adapter | None) -> set[str]:
             continue
         if not g.bias:
             seq.append(g.name)
-        if _targeted(g.name, adapter):
+        if _targeted(spec, g.name, adapter):
             seq += [g.name + ".A", g.name + ".B"]
     if spec.moe is not None:  # the router's linear runs after attention, before the experts
         attn = ("q_proj", "k_proj", "v_proj", "o_proj", "in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a", "out_proj")

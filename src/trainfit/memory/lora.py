@@ -1,9 +1,10 @@
 """LoRA: which linear maps an adapter targets, and how many parameters it trains.
 
 Dense: trainable = Σ over targeted modules of r·(in + out) (PEFT's A: in→r, B: r→out).
-Fused MoE experts (transformers v5 3-D parameters): PEFT puts one LoRA pair per expert and
-gives the fused ``gate_up_proj`` rank 2r when gate_proj/up_proj are targeted
-(GROUND_TRUTH.md §1: Qwen3-30B-A3B at r=16 trains 994,836,480 parameters).
+Fused MoE experts (transformers v5 3-D parameters): where PEFT converts the targets (``_PEFT_CONVERTS``:
+Qwen3-MoE, DeepSeek-V3) it puts one LoRA pair per expert and gives the fused ``gate_up_proj`` rank 2r when
+gate_proj/up_proj are targeted (GROUND_TRUTH.md §1: Qwen3-30B-A3B at r=16 trains 994,836,480 parameters);
+on gpt-oss, Llama-4 and Qwen2-MoE it wraps no expert, whatever the targets name.
 """
 
 from __future__ import annotations
@@ -15,25 +16,72 @@ from trainfit.memory.params import LinearGroup, linear_groups
 from trainfit.spec.model import ModelSpec
 from trainfit.spec.training import ALL_LINEAR, LoraSpec
 
-_FUSED_ALIASES = {"gate_up_proj": ("gate_proj", "up_proj", "gate_up_proj")}
-
 
 def _short(name: str) -> str:
     return name.rsplit(".", 1)[-1]
 
 
+_PEFT_CONVERTS = frozenset({"qwen3_moe", "deepseek_v3"})
+"""MoE families whose adapter targets PEFT 0.21.2 rewrites for transformers v5 before it matches modules
+(``peft/utils/transformers_weight_conversion.py`` ``_convert_peft_config_moe`` l.402-482, entered for the
+model types ``_MODEL_TO_CONVERSION_PATTERN`` maps to ``qwen2_moe``; called from ``tuners/tuners_utils.py``
+``inject_adapter`` l.833-849): the v4 expert names ``gate_proj``/``up_proj``/``down_proj`` and the router
+``gate`` (``_MOE_TARGET_MODULE_MAPPING`` l.339-344) become ``target_parameters`` on the fused 3-D experts
+and the router's weight, and leave ``target_modules`` (l.444-459), so a dense or shared MLP named the same
+is not wrapped; ``gate_proj`` without ``up_proj`` (or the reverse) raises (l.461-469). A target spelled
+``gate_up_proj`` is no v4 name: it stays a module target and, the experts being a Parameter, matches
+nothing. ``qwen2_moe`` itself, ``gpt_oss`` and ``llama4`` are not in that map (l.43-45; transformers 5.24.0
+``conversion_mapping.py``): their 3-D experts are only ever plain Parameters to ``target_modules``, which
+matches modules, so PEFT never wraps them."""
+
+_ROUTER_MODULE = {"qwen3_moe": "gate", "deepseek_v3": "gate", "llama4_text": "router"}
+"""The name a target uses for the router's adapter, where PEFT 0.21.2 can wrap it: the converting families'
+``gate`` (Qwen3MoeTopKRouter / DeepseekV3TopkRouter, no ``nn.Linear``, become ``target_parameters``
+``gate.weight``), Llama-4's ``router`` (transformers 5.24.0 ``models/llama4/modeling_llama4.py`` l.141
+``class Llama4Router(nn.Linear)``, l.163 ``self.router``). gpt-oss's ``mlp.router`` (``GptOssTopKRouter``,
+``models/gpt_oss/modeling_gpt_oss.py`` l.117-124: an ``nn.Module`` holding ``weight``/``bias``
+Parameters) and Qwen2-MoE's ``mlp.gate`` (``Qwen2MoeTopKRouter``, ``models/qwen2_moe/modeling_qwen2_moe.py``
+l.311, l.335) are refused by ``tuners/lora/model.py`` ``_create_new_module`` (l.559 "Target module ... is
+not supported") when named, and ``all-linear`` (``nn.Linear`` only) skips them."""
+
+_UNWRAPPABLE_ROUTER = {"gpt_oss": "router", "qwen2_moe": "gate"}
+
+
 def _router_group(spec: ModelSpec) -> list[LinearGroup]:
-    if spec.moe is None:
+    if spec.moe is None or spec.family not in _ROUTER_MODULE:
         return []
     n_moe = sum(1 for i in range(spec.num_layers) if spec.moe.is_moe_layer(i))
-    return [LinearGroup("gate", spec.hidden_size, spec.moe.num_experts, n_moe)] if n_moe else []
+    name = _ROUTER_MODULE[spec.family]
+    return [LinearGroup(name, spec.hidden_size, spec.moe.num_experts, n_moe)] if n_moe else []
+
+
+def _wrappable_groups(spec: ModelSpec) -> list[LinearGroup]:
+    """The linear groups PEFT can wrap from ``target_modules`` (fused experts only where it converts)."""
+    groups = linear_groups(spec)
+    if spec.moe is not None and spec.family not in _PEFT_CONVERTS:
+        groups = [g for g in groups if not g.is_fused_experts]
+    return groups
+
+
+def _target_names(spec: ModelSpec, g: LinearGroup) -> tuple[str, ...]:
+    """Target names that make PEFT wrap group ``g``: the fused experts answer to their v4 names (the
+    fused ``gate_up_proj`` to ``gate_proj``+``up_proj``), a converting family's same-named dense MLP to none."""
+    short = _short(g.name)
+    if g.is_fused_experts:
+        return ("gate_proj", "up_proj") if short == "gate_up_proj" else (short,)
+    if spec.family in _PEFT_CONVERTS and short in _CONVERTED_NAMES:
+        return ()
+    return (short,)
+
+
+_CONVERTED_NAMES = frozenset({"gate_proj", "up_proj", "down_proj"})
 
 
 def linear_names(spec: ModelSpec) -> list[str]:
     """The module names a LoRA target can match in this model (PEFT matches the last name component)."""
     names: list[str] = []
-    for g in linear_groups(spec) + _router_group(spec):
-        for n in (_FUSED_ALIASES.get(_short(g.name), (_short(g.name),)) if g.is_fused_experts else (_short(g.name),)):
+    for g in _wrappable_groups(spec) + _router_group(spec):
+        for n in _target_names(spec, g):
             if n not in names:
                 names.append(n)
     return names
@@ -42,24 +90,35 @@ def linear_names(spec: ModelSpec) -> list[str]:
 @lru_cache(maxsize=4096)
 def targeted_groups(spec: ModelSpec, lora: LoraSpec) -> list[LinearGroup]:
     """Linear groups the adapter wraps. ``all-linear`` excludes the output head, as PEFT
-    does; on MoE models PEFT 0.21 also wraps the fused experts and the router weight
-    (measured: Qwen3-30B-A3B, 4 layers, r=16 -> 83,042,304).
+    does; on Qwen3-MoE and DeepSeek-V3 PEFT 0.21 also wraps the fused experts and the router weight
+    (measured: Qwen3-30B-A3B, 4 layers, r=16 -> 83,042,304). Measured against ``get_peft_model`` on meta
+    for every MoE family and target spelling in tests/unit/test_moe_lora_targets.py.
 
     Targets that match no module are refused (``CardError``, exit 2), naming the model's linear
     layers: PEFT raises "Target modules ... not found in the base model" for that case, and a
     typo or another family's name (Qwen-1's ``c_attn``) must never plan 0 trainable parameters."""
-    groups = linear_groups(spec)
-    if spec.family == "llama4_text":
-        # Llama4TextExperts holds its experts as 3-D Parameters that PEFT 0.21 never wraps (measured on meta,
-        # 4 layers, r=16, all-linear: Scout 4,981,760 = attention + shared expert + router; Maverick 5,607,424)
-        groups = [g for g in groups if not g.is_fused_experts]
+    # Llama4TextExperts, GptOssExperts and Qwen2-MoE's experts hold their experts as 3-D Parameters that PEFT
+    # 0.21 never wraps (see _PEFT_CONVERTS; measured on meta, 4 layers, r=16, all-linear: Scout 4,981,760 =
+    # attention + shared expert + router; Maverick 5,607,424; gpt-oss with its experts named: attention only)
+    groups = _wrappable_groups(spec)
     if ALL_LINEAR in lora.targets:
         return _all_linear(spec, groups)
     wanted = set(lora.targets)
+    if spec.family in _PEFT_CONVERTS and len(wanted & {"gate_proj", "up_proj"}) == 1:
+        raise CardError(f"lora.targets: on {spec.name} PEFT fuses gate_proj and up_proj into the experts'"
+                        " gate_up_proj and refuses one without the other; name both")
+    router = _UNWRAPPABLE_ROUTER.get(spec.family) if spec.moe is not None else None
+    if router in wanted:
+        raise CardError(f"lora.targets: '{router}' is {spec.name}'s router, a module PEFT cannot wrap (not an"
+                        f" nn.Linear); its linear layers: {', '.join(linear_names(spec))} (or all-linear)")
     out = []
     for g in groups + _router_group(spec):
-        names = _FUSED_ALIASES.get(_short(g.name), (_short(g.name),)) if g.is_fused_experts else (_short(g.name),)
-        if wanted.intersection(names) and (g.name != "gate" or "gate" in wanted):
+        names = _target_names(spec, g)
+        if g.is_fused_experts and _short(g.name) == "gate_up_proj":
+            hit = set(names) <= wanted
+        else:
+            hit = bool(wanted.intersection(names))
+        if hit:
             out.append(g)
     if not out:
         raise CardError(f"lora.targets: {', '.join(lora.targets)} match no linear layer of {spec.name}; its linear"
@@ -68,16 +127,13 @@ def targeted_groups(spec: ModelSpec, lora: LoraSpec) -> list[LinearGroup]:
 
 
 def _all_linear(spec: ModelSpec, groups: list[LinearGroup]) -> list[LinearGroup]:
-    """What PEFT 0.21's ``all-linear`` wraps, measured on meta models (4 layers, r=16): gpt-oss only its
-    attention projections (its experts are 3-D parameters with biases and its router is no nn.Linear);
-    DeepSeek-V3 the fused experts and the router but not the dense or shared MLPs, whose gate/up/down
-    projections share the experts' names (136,503,296 trainable on 3 dense + 1 MoE layer)."""
-    if spec.family == "gpt_oss":
-        return [g for g in groups if not g.is_fused_experts]
-    if spec.family == "deepseek_v3":
-        named_like_experts = {"gate_proj", "up_proj", "down_proj"}
-        return [g for g in groups if g.is_fused_experts or _short(g.name) not in named_like_experts] + _router_group(spec)
-    return groups + _router_group(spec)
+    """What PEFT 0.21's ``all-linear`` wraps: every ``nn.Linear`` but the head; on the converting MoE families
+    (``_PEFT_CONVERTS``) it is first resolved to leaf names plus the v4 expert and router names
+    (``_resolve_string_target_modules`` l.355-399) and converted as a list, so the dense and shared MLPs whose
+    gate/up/down projections share the experts' names are not wrapped. Measured on meta models (4 layers,
+    r=16): gpt-oss its attention projections only (1,327,104; 3-D experts, router no nn.Linear); DeepSeek-V3
+    the fused experts and the router but not the dense or shared MLPs (136,503,296 on 3 dense + 1 MoE layer)."""
+    return [g for g in groups if _target_names(spec, g)] + _router_group(spec)
 
 
 SAVABLE = ("embed_tokens", "lm_head")

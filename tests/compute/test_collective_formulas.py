@@ -12,16 +12,14 @@ from hypothesis import strategies as st
 
 from trainfit.compute import collectives as coll
 from trainfit.compute.hybrid_engine import zero3_gather_seconds
-from trainfit.compute.rates import COLLECTIVE_HOP_LATENCY_S
 
 KW = {"bus_bytes_per_s": 200e9, "latency_s": 30e-6}
 
 
-def test_ring_latency_counts_hops_per_pass():
-    assert coll.ring_latency_s(ranks=8, latency_s=30e-6) == pytest.approx(30e-6 + 7 * COLLECTIVE_HOP_LATENCY_S)
-    assert coll.ring_latency_s(ranks=8, latency_s=30e-6, passes=2) == pytest.approx(
-        30e-6 + 14 * COLLECTIVE_HOP_LATENCY_S)
-    assert coll.ring_latency_s(ranks=1, latency_s=30e-6) == 30e-6
+def test_a_callers_latency_is_taken_whole():
+    # a fixed latency (a caller's measurement) has no per-step term added: the unsourced 8 us per ring step is gone
+    assert coll.all_gather_seconds(total_bytes=16e9, ranks=8, **KW) == pytest.approx(30e-6 + 0.07)
+    assert coll.all_reduce_seconds(total_bytes=16e9, ranks=8, **KW) == pytest.approx(30e-6 + 0.14)
 
 
 def test_wire_terms_by_hand():
@@ -33,10 +31,10 @@ def test_wire_terms_by_hand():
 def test_broadcast_and_all_to_all_by_hand():
     # a broadcast sends every byte over each link once; an all-to-all sends the (n-1)/n that leaves the rank
     assert coll.broadcast_seconds(total_bytes=16e9, ranks=8, **KW) == pytest.approx(
-        30e-6 + 7 * COLLECTIVE_HOP_LATENCY_S + 0.08)
+        30e-6 + 0.08)
     # all peers at once (NCCL grouped send / receive): one p2p round for 8 ranks, not 7 ring steps
     assert coll.all_to_all_seconds(total_bytes=16e9, ranks=8, **KW) == pytest.approx(
-        30e-6 + 1 * COLLECTIVE_HOP_LATENCY_S + 0.07)
+        30e-6 + 0.07)
     for fn in (coll.broadcast_seconds, coll.all_to_all_seconds, coll.all_gather_seconds, coll.all_reduce_seconds):
         assert fn(total_bytes=16e9, ranks=1, **KW) == 0.0
         assert fn(total_bytes=0.0, ranks=8, **KW) == 0.0
@@ -48,13 +46,13 @@ def test_broadcast_and_all_to_all_by_hand():
 def test_collectives_are_sums_of_their_parts(total_bytes, ranks, bus, latency):
     kw = {"total_bytes": total_bytes, "ranks": ranks, "bus_bytes_per_s": bus}
     wire = coll.all_gather_wire_seconds(**kw)
-    lat = coll.ring_latency_s(ranks=ranks, latency_s=latency)
+    lat = latency
     assert coll.all_gather_seconds(**kw, latency_s=latency) == lat + wire
     assert coll.reduce_scatter_seconds(**kw, latency_s=latency) == lat + wire
     assert coll.all_to_all_seconds(**kw, latency_s=latency) == coll.grouped_p2p_latency_s(
         ranks=ranks, latency_s=latency) + wire
     assert coll.all_reduce_seconds(**kw, latency_s=latency) == (
-        coll.ring_latency_s(ranks=ranks, latency_s=latency, passes=2) + coll.all_reduce_wire_seconds(**kw))
+        latency + coll.all_reduce_wire_seconds(**kw))
     # an all-reduce is a reduce-scatter then an all-gather under one launch latency
     rs_ag = 2 * coll.all_gather_seconds(**kw, latency_s=latency) - latency
     assert coll.all_reduce_seconds(**kw, latency_s=latency) == pytest.approx(rs_ag, rel=1e-12, abs=1e-15)

@@ -10,7 +10,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from trainfit.compute import collectives as coll
-from trainfit.compute.rates import COLLECTIVE_HOP_LATENCY_S
 
 N = 4.0e9  # parameters on one tensor-parallel rank (GPT-32B at TP 8)
 RANKS, BUS, LAT = 48, 40e9, 3e-5
@@ -18,7 +17,7 @@ RANKS, BUS, LAT = 48, 40e9, 3e-5
 
 def _ring(total_bytes: float, *, ranks: int = RANKS, passes: int = 1) -> float:
     """latency + hop latency per ring step + passes x (n-1)/n x S / bus."""
-    return LAT + passes * COLLECTIVE_HOP_LATENCY_S * (ranks - 1) + passes * (ranks - 1) / ranks * total_bytes / BUS
+    return LAT + passes * (ranks - 1) / ranks * total_bytes / BUS
 
 
 def test_distributed_optimizer_reduce_scatters_four_bytes_and_gathers_two():

@@ -16,7 +16,7 @@ from trainfit.catalog.gpus import resolve_gpu
 from trainfit.compute import collectives as coll
 from trainfit.compute.model_parallel import model_parallel_comm
 from trainfit.compute.moe_dispatch import ep_dispatch_bytes, ep_dispatch_seconds, expected_distinct_bins
-from trainfit.compute.rates import COLLECTIVE_HOP_LATENCY_S, default_rates
+from trainfit.compute.rates import default_rates
 from trainfit.spec.enums import MoeDispatcher
 
 H100 = default_rates(resolve_gpu("h100-sxm"))
@@ -152,7 +152,7 @@ def test_alltoall_bytes_are_the_old_all_to_all():
     old = coll.all_to_all_seconds(total_bytes=t * k * h * 2, ranks=ep, bus_bytes_per_s=bus, latency_s=0.0)
     new = ep_dispatch_seconds(traffic=b, nic_bytes_per_s=NIC * coll.NIC_EFFICIENCY,
                               nvlink_bytes_per_s=H100.intra_node_bus_bytes_per_s, latency_s=0.0)
-    assert new == pytest.approx(old - COLLECTIVE_HOP_LATENCY_S * coll.grouped_p2p_rounds(ranks=ep))
+    assert new == pytest.approx(old)
 
 
 def test_deepep_sends_one_copy_per_destination_node():

@@ -5,7 +5,6 @@ import pytest
 
 from trainfit.compute import collectives as coll
 from trainfit.compute import moe_time as mt
-from trainfit.compute.rates import COLLECTIVE_HOP_LATENCY_S, COLLECTIVE_LATENCY_S
 
 BUS = 360e9
 
@@ -37,8 +36,8 @@ def test_small_buffers_meet_published_nccl_tests_rows():
     # 8 H20, one NVSwitch node, all-reduce 4-4096 B: 12.5-16.7 us (deepseek-ai/DeepEP issue #303)
     ar8 = coll.nccl_collective_seconds(collective="all_reduce", total_bytes=128, ranks=8, nodes=1, bus_bytes_per_s=BUS)
     assert 12.0e-6 < ar8 < 17.0e-6
-    old = coll.all_reduce_seconds(total_bytes=128, ranks=8, bus_bytes_per_s=BUS, latency_s=COLLECTIVE_LATENCY_S)
-    assert old > 8 * ar8
+    # the removed unsourced form (30 us + 8 us per ring step, two passes) read 142 us
+    assert (30.0 + 14 * 8.0) * 1e-6 > 8 * ar8
     # 2 nodes x 4 GPUs, reduce-scatter 128-512 B: 23-32 us (NVIDIA/nccl-tests issue #128)
     rs = coll.nccl_collective_seconds(collective="reduce_scatter", total_bytes=256, ranks=8, nodes=2,
                                       bus_bytes_per_s=80e9)
@@ -54,8 +53,8 @@ def test_grouped_p2p_inside_a_node_meets_the_published_all_to_all():
     assert coll.grouped_p2p_latency_s(ranks=8) == pytest.approx((8.4 + 3.4) * 1e-6)
     assert coll.grouped_p2p_latency_s(ranks=8, nodes=2) == pytest.approx(
         (8.4 + 14.0) * 1e-6 + coll.NCCL_NET_STEP_EXCESS_S)
-    # a fixed latency keeps the old form
-    assert coll.grouped_p2p_latency_s(ranks=8, latency_s=3e-5) == pytest.approx(3e-5 + COLLECTIVE_HOP_LATENCY_S)
+    # a caller's latency is taken whole
+    assert coll.grouped_p2p_latency_s(ranks=8, latency_s=3e-5) == pytest.approx(3e-5)
 
 
 def test_large_buffers_run_simple_at_the_full_bus():

@@ -219,13 +219,15 @@ def test_verl_fully_async_checkpoint_engine_ablation(model, gpus, tp, choice, pu
     per-tensor path) and on (buckets). The 7B with the engine on (0.02 s) is left out: every rollout
     rank receives the whole 15 GB model, which no H20 link moves in 0.02 s. Inter-node: the reference
     server's NIC (400 Gb/s per GPU), as the planner assumes; rollout TP as the benchmark maps it. verl's
-    sync group holds every trainer rank, so the broadcast leaves through all their NICs."""
+    sync group holds every trainer rank, so the broadcast leaves through all their NICs and each broadcast's ring (its
+    latency: the fill, ``collectives.nccl_broadcast``) runs through the trainer and the rollout ranks."""
     w, n = _model(model)
     fs = sync.framework_sync_mechanism("verl", "split", choice)
     t = sync.weight_sync_seconds(mechanism=fs.mechanism, weight_bytes=w, num_tensors=n, train_shards=1, tp=tp,
                                  engines=gpus // tp, rates=H20, inter_node=gpus > 4, gpus_per_node=8,
                                  nic_bytes_per_s=NDR_400G, bucket_bytes=fs.bucket_bytes, s_per_tensor=fs.s_per_tensor,
-                                 sender_node_ranks=min(gpus, 8) if fs.trainer_ranks_in_group else 1)
+                                 sender_node_ranks=min(gpus, 8) if fs.trainer_ranks_in_group else 1,
+                                 trainer_group_ranks=gpus if fs.trainer_ranks_in_group else 1)
     assert _within_2x(t.total_s, published)
 
 

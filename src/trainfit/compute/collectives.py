@@ -13,7 +13,7 @@ bus bandwidth; ring algorithm)::
                   to every peer at once, ``grouped_p2p_latency_s``)
 
 Where the latency comes from. The first time model charged every ring collective ``30 us + 8 us · (n − 1)`` (per
-pass): ``rates.COLLECTIVE_LATENCY_S`` / ``COLLECTIVE_HOP_LATENCY_S``, set without a source when the time model was
+pass): ``rates.COLLECTIVE_LATENCY_S`` / ``COLLECTIVE_HOP_LATENCY_S`` (since removed), set without a source when the time model was
 written ("Latency per collective ~ 30 us + 8 us per hop", rates docstring). NCCL's tuner (NVIDIA/nccl
 ``src/graph/tuning.cc`` @5067397c2676d5aed50042fc39e5c8ee96eb0027, ``baseLatencies`` and ``hwLatencies``) prices a
 ring step on NVLink at 0.6 us (LL), 1.9 (LL128) or 3.4 us (Simple) after a 6.6-14 us base, and a network step at 2.7 /
@@ -29,12 +29,14 @@ all-gathers, reduce-scatters and all-reduces (``all_gather_seconds`` / ``reduce_
 ``all_reduce_seconds`` without a ``latency_s``; the MoE token-count all-gather, the all-gather dispatcher, the EP
 all-to-all and DeepEP's dispatch) take NCCL's tuner over the nodes each group spans, as the decode model's
 all-reduce does (``nccl_all_reduce``), with ``NCCL_NET_STEP_EXCESS_S`` per network step. A caller that passes a
-``latency_s`` keeps the old fixed-latency form. Since then the hybrid engine's ZeRO-3 gathers, the weight-sync
-export gathers (``compute.sync``), Ulysses' all-to-all, ring context parallel and pipeline sends
-(``compute.model_parallel``: one NCCL send / receive each) take the tuner too; only the refit broadcast and the
-export's pipeline broadcast keep the fixed form (NCCL's tuner prices a ring broadcast as its base plus one step,
-tuning.cc l.394-401 @5067397c, which leaves out the pipeline fill: ``compute.sync``'s comment), with
-``decode_step.tp_all_reduce`` given a measured ``latency_s`` by its callers.
+``latency_s`` (a measured figure) takes that latency whole. Since then the hybrid engine's ZeRO-3 gathers, the
+weight-sync export gathers (``compute.sync``), Ulysses' all-to-all, ring context parallel and pipeline sends
+(``compute.model_parallel``: one NCCL send / receive each) take the tuner too, and so do the weight sync's broadcasts
+(the refit broadcast, the export's pipeline broadcast, checkpoint-engine's bucket broadcasts: ``nccl_broadcast``,
+tuning.cc's base and per-step latencies over the ring's fill) and the NCCL reshard refit's per-call grouped
+send / receive and replica all-gather. The old constants (``rates.COLLECTIVE_LATENCY_S`` 30 us,
+``COLLECTIVE_HOP_LATENCY_S`` 8 us per step) are gone; ``decode_step.tp_all_reduce`` takes a measured ``latency_s``
+where its callers pass one.
 
 ``bus_bytes_per_s``: NCCL's sustained bus bandwidth (``rates.intra_node_bus_bytes_per_s``);
 a ring that crosses nodes runs at the slower of that and the NIC per GPU times ``NIC_EFFICIENCY``.
@@ -107,7 +109,7 @@ from math import ceil, gcd
 from statistics import NormalDist
 
 from trainfit.compute.dist_optimizer import bucket_count, param_gather_exposed
-from trainfit.compute.rates import COLLECTIVE_HOP_LATENCY_S, DeviceRates
+from trainfit.compute.rates import DeviceRates
 
 DEFAULT_INTER_NODE_BYTES_PER_S = 25e9
 """One 200 Gb/s InfiniBand / RoCE NIC per GPU = 25·10⁹ B/s per direction (the card's default)."""
@@ -188,12 +190,6 @@ def all_to_all_bus_bytes_per_s(*, rates: DeviceRates, ranks: int, ranks_in_node:
     return (n - 1) / n / seconds_per_byte
 
 
-def ring_latency_s(*, ranks: int, latency_s: float, passes: int = 1) -> float:
-    """Fixed seconds of one ring collective over ``ranks``: ``latency_s + passes · hop · (ranks − 1)`` (module
-    docstring; ``passes`` 2 for an all-reduce, a reduce-scatter then an all-gather around the ring)."""
-    return latency_s + passes * COLLECTIVE_HOP_LATENCY_S * (ranks - 1)
-
-
 def all_gather_wire_seconds(*, total_bytes: float, ranks: int, bus_bytes_per_s: float) -> float:
     """Bandwidth part of one ring all-gather / reduce-scatter of a ``total_bytes`` buffer: each rank receives
     (sends) the ``(ranks − 1)/ranks`` it does not hold, ``(n−1)/n · S / bus``."""
@@ -209,14 +205,13 @@ def all_gather_seconds(*, total_bytes: float, ranks: int, bus_bytes_per_s: float
                        nodes: int = 1, intra_link: "IntraLink | None" = None) -> float:
     """One ring all-gather of a ``total_bytes`` buffer over ``ranks`` GPUs on ``nodes`` nodes. ``latency_s`` None:
     NCCL's own tuner prices it (``nccl_collective_seconds``: its cheapest protocol, tuning.cc's latencies); a number:
-    that fixed latency plus ``COLLECTIVE_HOP_LATENCY_S`` per ring step and the ring/Simple wire time (the form callers
-    outside the training step still use)."""
+    that whole fixed latency (a caller's measurement) plus the ring/Simple wire time."""
     if ranks <= 1 or total_bytes <= 0:
         return 0.0
     if latency_s is None:
         return nccl_collective_seconds(collective="all_gather", total_bytes=total_bytes, ranks=ranks, nodes=nodes,
                                        bus_bytes_per_s=bus_bytes_per_s, intra_link=intra_link)
-    return (ring_latency_s(ranks=ranks, latency_s=latency_s)
+    return (latency_s
             + all_gather_wire_seconds(total_bytes=total_bytes, ranks=ranks, bus_bytes_per_s=bus_bytes_per_s))
 
 
@@ -245,9 +240,8 @@ def reduce_scatter_seconds(*, total_bytes: float, ranks: int, bus_bytes_per_s: f
 # is unchanged (each rank still sends ``(n−1)/n`` of its buffer). Check: an nccl-tests all-to-all table (redop
 # ``none``, root -1, 4 floats per peer at 128 B) on 8 Hopper GPUs of one node (H20, NVSwitch; deepseek-ai/DeepEP issue
 # #303, https://github.com/deepseek-ai/DeepEP/issues/303, read 2026-12-02) reads 10.6 us at 128 B and 11.1 us at
-# 4 KiB: flat in the size, 7.5 us above its 3.1 us zero-byte rows, one round; the ring here
-# (``COLLECTIVE_HOP_LATENCY_S`` per step) would add 56 us. The 30 us ``collective_latency_s`` base of every
-# collective is above that loop's 3 us and is left as it is. No published small-message all-to-all at 16-64 GPUs
+# 4 KiB: flat in the size, 7.5 us above its 3.1 us zero-byte rows, one round, where a ring's 7 steps would add
+# 7 x 3.4 us at tuning.cc's NVLink Simple step. No published small-message all-to-all at 16-64 GPUs
 # was found to check the growth with the rank count; it rests on the code above.
 NCCL_P2P_CHANNELS = 32
 """``p2pnChannels``: ``min(nChannels, NCCL_MAX_P2P_NCHANNELS)`` rounded to a power of two (``src/graph/paths.cc``
@@ -266,17 +260,18 @@ def grouped_p2p_rounds(*, ranks: int, p2p_channels: int = NCCL_P2P_CHANNELS) -> 
 
 def grouped_p2p_latency_s(*, ranks: int, latency_s: float | None = None, nodes: int = 1) -> float:
     """Fixed seconds of one grouped send / receive to every peer (an NCCL all-to-all, or DeepEP's dispatch to every
-    peer at once), one step per sequential round (``grouped_p2p_rounds``), against ``ring_latency_s``'s ``ranks − 1``
-    steps. ``latency_s`` None: NCCL's tuner constants (tuning.cc has no p2p row; its ring/Simple ones stand in, the
+    peer at once), one step per sequential round (``grouped_p2p_rounds``), against a ring's ``ranks − 1`` steps. ``latency_s`` None: NCCL's tuner constants (tuning.cc has no p2p row; its ring/Simple ones stand in, the
     protocol NCCL's p2p runs above ``NCCL_P2P_LL_THRESHOLD``): ``baseLat`` 8.4 us plus per round the NVLink Simple
     step 3.4 us, or across ``nodes`` the network Simple step 14 us plus ``NCCL_NET_STEP_EXCESS_S``. Check: 11.8 us for
-    8 GPUs in one node against the 10.6 us nccl-tests all-to-all at 128 B on 8 H20 (block comment above). A number:
-    that latency plus one ``COLLECTIVE_HOP_LATENCY_S`` per round."""
+    8 GPUs in one node against the 10.6 us nccl-tests all-to-all at 128 B on 8 H20 (block comment above), and against
+    11.3-11.9 us for an all-to-all of 2 x RTX 4090 without P2P at small sizes (tinygrad/open-gpu-kernel-modules issue
+    #17, https://github.com/tinygrad/open-gpu-kernel-modules/issues/17, read 2026-12-03; there the PCI row's Simple
+    step, 5.7 us, would read 14.1 us: the NVLink row is kept for every link). A number: that whole latency."""
     if ranks <= 1:
         return 0.0
     rounds = grouped_p2p_rounds(ranks=ranks)
     if latency_s is not None:
-        return latency_s + rounds * COLLECTIVE_HOP_LATENCY_S
+        return latency_s
     key = ("ring", "simple")
     step_us = (_NCCL_NVLINK_HOP_US[key] if nodes <= 1
                else _NCCL_NET_HOP_US[key] + NCCL_NET_STEP_EXCESS_S * 1e6)
@@ -297,24 +292,29 @@ def all_to_all_seconds(*, total_bytes: float, ranks: int, bus_bytes_per_s: float
 def all_reduce_seconds(*, total_bytes: float, ranks: int, bus_bytes_per_s: float, latency_s: float | None = None,
                        nodes: int = 1, intra_link: "IntraLink | None" = None) -> float:
     """One all-reduce; ``latency_s`` None: NCCL's tuner (ring or tree, cheapest protocol: ``nccl_collective_seconds``),
-    a number: the fixed-latency ring form (``all_gather_seconds``)."""
+    a number: that whole fixed latency plus the ring/Simple wire time (``all_gather_seconds``)."""
     if ranks <= 1 or total_bytes <= 0:
         return 0.0
     if latency_s is None:
         return nccl_collective_seconds(collective="all_reduce", total_bytes=total_bytes, ranks=ranks, nodes=nodes,
                                        bus_bytes_per_s=bus_bytes_per_s, intra_link=intra_link)
-    return (ring_latency_s(ranks=ranks, latency_s=latency_s, passes=2)
+    return (latency_s
             + all_reduce_wire_seconds(total_bytes=total_bytes, ranks=ranks, bus_bytes_per_s=bus_bytes_per_s))
 
 
-def broadcast_seconds(*, total_bytes: float, ranks: int, bus_bytes_per_s: float, latency_s: float) -> float:
+def broadcast_seconds(*, total_bytes: float, ranks: int, bus_bytes_per_s: float, latency_s: float | None = None,
+                      nodes: int = 1, intra_link: IntraLink | None = None) -> float:
     """One NCCL broadcast of ``total_bytes`` from one rank to the other ``ranks − 1`` (pipelined ring: every byte
-    crosses each link once, so the bus bandwidth is the algorithm bandwidth, nccl-tests ``PERFORMANCE.md``):
-    ``latency + hop · (ranks − 1) + bytes / bus``; 0 for one rank or an empty buffer. The same cost as the
-    refit broadcast in ``sync.weight_sync_seconds``."""
+    crosses each link once, so the bus bandwidth is the algorithm bandwidth, nccl-tests ``PERFORMANCE.md``); 0 for
+    one rank or an empty buffer. ``latency_s`` None: NCCL's tuner over ``nodes`` nodes (``nccl_broadcast``, its
+    cheapest protocol); a number: that latency plus ``bytes / bus``. The same cost as the refit broadcast in
+    ``sync.weight_sync_seconds``."""
     if ranks <= 1 or total_bytes <= 0:
         return 0.0
-    return ring_latency_s(ranks=ranks, latency_s=latency_s) + total_bytes / bus_bytes_per_s
+    if latency_s is None:
+        return nccl_broadcast(total_bytes=total_bytes, ranks=ranks, nodes=nodes, bus_bytes_per_s=bus_bytes_per_s,
+                              intra_link=intra_link).seconds(total_bytes)
+    return latency_s + total_bytes / bus_bytes_per_s
 
 
 # NCCL's own cost model of an all-reduce (NVIDIA/nccl src/graph/tuning.cc, ``ncclTunerConstantsDefaults`` and
@@ -501,6 +501,51 @@ def nccl_collective_choices(*, collective: str, ranks: int, nodes: int, bus_byte
     kw = dict(ranks=ranks, nodes=nodes, bus_bytes_per_s=bus_bytes_per_s, intra_link=intra_link or IntraLink.NVLINK,
               net_step_excess_s=NCCL_NET_STEP_EXCESS_S if nodes > 1 else 0.0)
     return nccl_all_reduce_choices(**kw) if collective == "all_reduce" else nccl_ring_choices(**kw)
+
+
+def nccl_broadcast_choices(*, ranks: int, nodes: int, bus_bytes_per_s: float,
+                           intra_link: IntraLink | None = None) -> list[AllReduceChoice]:
+    """NCCL's ring broadcast of ``ranks`` GPUs over ``nodes`` nodes, one cost per protocol (LL, LL128 on NVLink,
+    Simple), NVIDIA/nccl @5067397c2676d5aed50042fc39e5c8ee96eb0027.
+
+    Bandwidth, as tuning.cc prices it (``ncclTopoTuneModel``): broadcast runs the ring only (l. 294) with
+    ``nsteps = nRanks`` (l. 289-291), so its algorithm bandwidth is the bus bandwidth times the protocol's factor
+    (l. 379 ``ratio *= nRanks / nsteps``: LL half of it, capped at ``llMaxBw``; LL128 0.92, on NVLink only).
+
+    Latency: ``baseLatencies[RING][p]`` plus the pipeline's fill. The ring kernel (``src/device/broadcast.h``
+    ``runRing`` l. 40-55) has the root send each chunk to the next rank, every other rank receive it, copy it and send
+    it on (``directRecvCopyDirectSend``), the rank before the root only receive: a chunk crosses the ``ranks − 1``
+    links one after the other, so even a one-chunk buffer waits ``ranks − 1`` steps, of which ``nodes − 1`` cross
+    nodes. Each step costs what tuning.cc charges a ring step of the all-gather (``nccl_ring_choices`` ``passes=1``:
+    the NVLink or PCI ``hwLatencies`` row inside a node, at least the network overhead when the ring spans nodes,
+    the network row across them, plus ``NCCL_NET_STEP_EXCESS_S``): the latency is the ring all-gather's. NCCL's
+    own tuner charges a broadcast one step whatever the ranks when the ring graph's channels are all the same ring
+    (l. 395-397, ``sameChannels``, the graph search's first try, search.cc l. 1106) and ``nsteps`` steps otherwise,
+    "waiting for proper chunk modeling" (l. 399): the two agree at 2 ranks; the tuner's figure only ranks the
+    protocols against each other. Checks (small-message nccl-tests rows, eager launch; data for checking, not
+    fitted): 2 x RTX 2080 Ti without P2P (SHM, the PCI row) broadcast 11.3-12 us and reduce (priced as the
+    broadcast) 9.8-10.4 us against 7.6 us here (LL: 6.6 + 1.0), all-reduce 11.6-13 us against 8.6 us
+    (``nccl_all_reduce_choices``) (Anthony-Hoo/Anthony-Hoo.github.io ``posts/AutoDL_Multi-GPU_Interconnection_Test.md``
+    @37e805e8e56f839f6557756d76503d45af6ab47e): the model is 2-4 us under a host-staged pair, about one kernel
+    launch (the tuner's constants leave the launch out). No published small-message broadcast over more than 2 GPUs
+    was found to check the growth with the ranks; it rests on the code above."""
+    out = []
+    for c in nccl_ring_choices(ranks=ranks, nodes=nodes, bus_bytes_per_s=bus_bytes_per_s,
+                               intra_link=intra_link or IntraLink.NVLINK,
+                               net_step_excess_s=NCCL_NET_STEP_EXCESS_S if min(nodes, ranks) > 1 else 0.0, passes=1):
+        n = max(1, ranks)
+        # nccl_ring_choices' buffer rate is bus·factor·n/(n−1); the broadcast's is bus·factor
+        out.append(AllReduceChoice(c.algorithm, c.protocol, c.latency_s, c.alg_bytes_per_s * max(1, n - 1) / n))
+    return out
+
+
+def nccl_broadcast(*, total_bytes: float, ranks: int, nodes: int, bus_bytes_per_s: float,
+                   intra_link: IntraLink | None = None) -> AllReduceChoice | None:
+    """The cheapest of ``nccl_broadcast_choices`` for a ``total_bytes`` buffer; None for one rank."""
+    if ranks <= 1:
+        return None
+    return min(nccl_broadcast_choices(ranks=ranks, nodes=nodes, bus_bytes_per_s=bus_bytes_per_s,
+                                      intra_link=intra_link), key=lambda c: c.seconds(max(0.0, total_bytes)))
 
 
 def group_nodes(*, ranks: int, ranks_per_node: int) -> int:

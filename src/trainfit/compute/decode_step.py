@@ -349,13 +349,13 @@ class TpAllReduce:
 def tp_all_reduce(*, rates: DeviceRates, tp: int, link: TpLink | None = None,
                   latency_s: float | None = None) -> TpAllReduce:
     """The all-reduce of a ``tp``-GPU engine (module docstring). ``latency_s``: a measured latency replaces the
-    model with the ring/Simple formula (``collectives.all_reduce_seconds``) at that latency."""
+    model with the ring/Simple formula (``collectives.all_reduce_seconds``): that whole latency plus the wire time."""
     if tp <= 1:
         return TpAllReduce()
     inf = float("inf")
     bus = rates.intra_node_bus_bytes_per_s if link is None else link.bus_bytes_per_s
     if latency_s is not None:
-        fixed = collectives.ring_latency_s(ranks=tp, latency_s=latency_s, passes=2)
+        fixed = latency_s
         per_byte = collectives.all_reduce_wire_seconds(total_bytes=1.0, ranks=tp, bus_bytes_per_s=bus)
         return TpAllReduce(((0.0, inf, fixed, per_byte),), "ring")
     intra = collectives.IntraLink.of(nvlink=rates.nvlink)

@@ -132,7 +132,7 @@ def model_parallel_comm(
     ``grouped_p2p_latency_s``); so do the Ulysses all-to-all (grouped p2p over the ``cp_nodes`` the CP group spans),
     each ring context-parallel step and each pipeline send (``p2p_send_latency_s``: one NCCL send / receive to one
     peer, across nodes when ``cp_nodes`` / ``pp_nodes`` > 1). ``latency_s``: a number prices those three with that
-    fixed latency instead (the old form, kept for callers that pass a measured one).
+    fixed latency instead (taken whole, for callers that pass a measured one).
     """
     passes = 3 if recompute else 2  # forward, (recompute), backward
     coll_passes = passes if recompute_collectives else 2

@@ -29,9 +29,8 @@ Sources of the defaults (each is listed in the plan's assumptions when used):
   x16, ``PCIE_NO_P2P_BUS_FRACTION``): a ring without P2P runs 3.2x slower than one with it. Each constant's docstring
   gives the measurement and its hardware. Latency: the training step's collectives take NCCL's own tuner
   (``collectives.nccl_collective_seconds``, tuning.cc's latencies, checked against published nccl-tests rows in the
-  ``collectives`` docstring); ``COLLECTIVE_LATENCY_S`` / ``COLLECTIVE_HOP_LATENCY_S`` (30 us + 8 us per ring step, set
-  without a source, 5-10x what nccl-tests measure for small buffers) remain only where a caller passes a fixed
-  latency (the weight sync's refit broadcast and the export's pipeline broadcast, ``compute.sync``).
+  ``collectives`` docstring), the weight sync's broadcasts too (``collectives.nccl_broadcast``, ``compute.sync``).
+  The unsourced 30 us + 8 us per ring step the first time model charged every collective are gone.
 * Power limit: a card run below its rated board power (``nvidia-smi -pl``, or a server's default) holds a
   lower tensor-core clock. Dynamic power is ``C·V²·f`` and in the DVFS range the voltage tracks the
   clock, so power goes as ``f³`` and the sustained clock as ``(limit / rated)^(1/3)``
@@ -216,11 +215,6 @@ handle bidirectional traffic well" (same issue, 2020-09-09), and on PCIe systems
 determined by the bandwidth your CPU and memory can deliver" (NVIDIA/nccl issue #1639, 2025-03-14, read 2026-12-03): a
 host-dependent rate, taken here as a fraction of the card's PCIe rate for want of a published SHM table at 4 and 8
 GPUs on one host. Was 0.33, unsourced."""
-COLLECTIVE_LATENCY_S = 30e-6
-"""Fixed seconds per collective where a caller passes a latency (module docstring: no source; not the training
-step's collectives, which take NCCL's tuner)."""
-COLLECTIVE_HOP_LATENCY_S = 8e-6
-"""Seconds per ring step in the fixed-latency form (no source; NCCL's tuner: 0.6-3.4 us per NVLink step)."""
 NVLINK_DOMAIN_GPUS = {"gb200": 72}
 """GPUs one NVLink domain spans where it is larger than a node (GB200 NVL72: 72 GPUs over 18 trays of 4)."""
 HOST_MEMORY_BYTES_PER_S = 200e9
@@ -260,10 +254,6 @@ class DeviceRates:
     """Every pair of a node's GPUs on NVLink (an NVSwitch or a full mesh; False: PCIe, or bridges in pairs);
     picks NCCL's hop latencies and whether vLLM's custom all-reduce runs on more than two GPUs
     (``compute.decode_step``)."""
-    collective_latency_s: float = COLLECTIVE_LATENCY_S
-    """Fixed latency of the collectives still priced in the fixed-latency form (the weight sync's refit broadcast and
-    the export's pipeline broadcast, ``compute.sync``); the others take NCCL's tuner (or, in
-    ``decode_step.tp_all_reduce``, a measured latency its callers pass)."""
     pcie_bytes_per_s: float
     """Sustained host <-> device copy rate per direction (pinned memory)."""
     host_memory_bytes_per_s: float = HOST_MEMORY_BYTES_PER_S

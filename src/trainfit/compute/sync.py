@@ -28,8 +28,10 @@ Seconds::
                 collectives.all_gather_seconds; about (s−1)/s · gather_bytes / bus + its latency each)
                 (gather_bytes: the shards in the trainer's dtype where the framework casts after the gather)
     transfer  = colocated: (2·W + 2·W/tp) / hbm        (fill the bucket; each engine rank copies its shard)
-                broadcast: S / bus + buckets · (latency + hops) + 2·W/tp / hbm
-                           (the fixed latency: NCCL's tuner leaves out the ring broadcast's fill, see the code)
+                broadcast: S / bus + calls · latency + 2·W/tp / hbm   (calls: buckets, or tensors unbucketed)
+                           (latency: ``collectives.nccl_broadcast``, tuning.cc's base and per-step latencies over
+                           the ring's fill, one step per link, across the communicator's ranks and nodes: the
+                           engine ranks and the trainer ranks in the group, ``trainer_group_ranks``)
                            (S = W, or buckets · bucket where every bucket is sent whole: verl's checkpoint
                            engine, its buckets filled in state_dict order, ``packed_bucket_count``)
     bus: NCCL's intra-node rate; across nodes the NICs of the group's GPUs in one node in parallel
@@ -319,6 +321,7 @@ def weight_sync_seconds(
     whole_bucket: bool = False,
     export_staging_s: float = 0.0,
     unshard_units: int = 0,
+    trainer_group_ranks: int = 1,
 ) -> SyncTime:
     """Seconds of one trainer -> engine weight update (module docstring).
 
@@ -342,6 +345,9 @@ def weight_sync_seconds(
     ``s_per_tensor``: host cost per tensor (default by mechanism and bucketing);
     ``gather_s_per_tensor``: per gathered tensor (default one NCCL launch; DeepSpeed ZeRO-3's
     per-parameter gather is ms-scale: SkyRL PR #161 took 4.4 s for a 14B model, 579 tensors).
+    ``trainer_group_ranks``: trainer ranks in the broadcast's communicator (``FrameworkSync.trainer_ranks_in_group``:
+    every trainer rank, else rank 0 alone): each broadcast's ring runs through them and the engine ranks, and NCCL's
+    latency of it (``collectives.nccl_broadcast``: the pipeline fill, one step per link) counts them.
     ``sender_node_ranks``: GPUs of the broadcast group in the sending node; across nodes their NICs
     carry NCCL's channels in parallel (1: the sending rank alone in its node, one NIC).
     ``receiver_cast_params`` / ``receiver_cast_bytes_per_param``: weights every engine rank casts on arrival and the
@@ -400,12 +406,21 @@ def weight_sync_seconds(
         bus = collectives.ring_bus_bytes_per_s(rates=rates, crosses_nodes=inter_node, nic_bytes_per_s=nic_bytes_per_s,
                                                local_ranks=sender_node_ranks)
         sent = buckets * bucket_bytes if whole_bucket and buckets and bucket_bytes else weight_bytes
-        # the broadcast keeps the fixed latency plus a hop per rank: NCCL's tuner prices a ring broadcast at its base
-        # plus one step whatever the rank count (NVIDIA/nccl src/graph/tuning.cc l. 394-401 @5067397c, the ring
-        # graph's ``sameChannels``), leaving out the pipeline's fill (the first chunk crosses every rank before the
-        # last one receives), which grows with the ranks; tried, it moved the 16- and 64-rank H20 syncs from -44 % to
-        # -58 % and -76 % (weight-sync median 49 % -> 57 %), so it waits for a model of that fill
-        per_call = collectives.ring_latency_s(ranks=receivers + 1, latency_s=rates.collective_latency_s)
+        # NCCL's latency of each broadcast (``collectives.nccl_broadcast``: tuning.cc's base and per-step latencies,
+        # one step per link of the ring's fill) over the communicator's ranks and nodes: the trainer ranks in the
+        # group (``trainer_group_ranks``) and the engines'
+        trainers = max(1, trainer_group_ranks)
+        group = receivers + trainers
+        if not inter_node:
+            nodes = 1
+        elif gpus_per_node:
+            nodes = ceil(trainers / gpus_per_node) + ceil(receivers / gpus_per_node)
+        else:
+            nodes = 2
+        calls = buckets or num_tensors
+        per_call = collectives.nccl_broadcast(
+            total_bytes=sent / max(1, calls), ranks=group, nodes=nodes, bus_bytes_per_s=bus,
+            intra_link=collectives.IntraLink.of(nvlink=rates.nvlink)).latency_s
         wire = sent / bus
         overlap = bool(buckets) and mech is SyncMechanism.NCCL_BROADCAST
         transfer = (max(wire, cast) if overlap else wire + cast) + (buckets or num_tensors) * per_call + load
@@ -587,7 +602,7 @@ def megatron_export_gather(*, spec: ModelSpec, tp: int, pp: int, ep: int, etp: i
       ``3·E/ep`` expert all-gathers per MoE layer, each returning ``ep`` experts.
 
     Each collective costs ``collectives.all_gather_seconds`` with NCCL's tuner latency over the nodes its group spans
-    (the PP broadcast: ``broadcast_seconds`` at the fixed latency, as the refit's broadcast) over its
+    (the PP broadcast: ``broadcast_seconds`` with NCCL's tuner latency of a broadcast, as the refit's broadcast) over its
     group's links: Megatron-Core's rank order tp-cp-(ep-)dp-pp puts TP (and expert TP) ranks 1 apart, EP ranks
     ``etp`` apart and PP ranks ``world / pp`` apart (``parallel_state.py``); a group that fits in ``gpus_per_node``
     (pass the NVLink domain on a rack-scale system: ``plan.time.nvlink_gpus_per_node``) runs at the intra-node
@@ -636,7 +651,7 @@ def megatron_export_gather(*, spec: ModelSpec, tp: int, pp: int, ep: int, etp: i
         sharded_params -= float(sum(g.weight_params for g in reshard_ffn_groups(spec) if not g.routed))
         expert_params, expert_tasks, ep_gathers = 0.0, 0, 0
     kw = {"rates": rates, "node_gpus": gpus_per_node, "nic_bytes_per_s": nic_bytes_per_s}
-    pp_bus, pp_x, _ = _group_bus(ranks=pp, stride=max(1, world // pp), **kw)
+    pp_bus, pp_x, pp_nodes = _group_bus(ranks=pp, stride=max(1, world // pp), **kw)
     tp_bus, tp_x, tp_nodes = _group_bus(ranks=tp, stride=1, **kw)
     etp_bus, etp_x, etp_nodes = _group_bus(ranks=etp, stride=1, **kw)
     ep_bus, ep_x, ep_nodes = _group_bus(ranks=ep, stride=etp, **kw)
@@ -653,10 +668,11 @@ def megatron_export_gather(*, spec: ModelSpec, tp: int, pp: int, ep: int, etp: i
     pp_tasks = sharded_tasks + replicated_tasks + expert_tasks + scale_tasks + scale_expert_tasks
     pp_s = 0.0
     if pp > 1 and pp_tasks > 0:
-        # the broadcast keeps the fixed-latency form (weight_sync_seconds: tuning.cc's broadcast leaves out the fill)
+        # NCCL's tuner per broadcast (``collectives.nccl_broadcast``) over the nodes the PP group spans
         mean = (sharded_params / tp + replicated_params + expert_params / (ep * etp)) * bytes_per_param / pp_tasks
         pp_s = pp_tasks * collectives.broadcast_seconds(total_bytes=mean, ranks=pp, bus_bytes_per_s=pp_bus,
-                                                        latency_s=rates.collective_latency_s)
+                                                        nodes=pp_nodes,
+                                                        intra_link=collectives.IntraLink.of(nvlink=rates.nvlink))
     # a scale sibling's collective carries a few bytes (one fp32 per 128 x 128 block): about NCCL's latency alone
     tiny = FP8_SCALE_SIBLING_BYTES / bytes_per_param
     tp_dense = (gathers(sharded_tasks, sharded_params, tp, tp_bus, tp_nodes)
@@ -884,7 +900,7 @@ the pause). The row that prices them, Qwen3-30B-A3B from a TP 4 / EP 8 trainer o
 engines on 2 more, 1 GB buckets, 2.67 s (radixark/miles docs/advanced/p2p-weight-transfer.md @748935dc, the NCCL
 column), plans at 3.31 s: 1.55 s of wire (61 GB through the sender's one NIC, the card's default) and 1.76 s of host
 cost (18,867 x 0.075 ms + 114 buckets x 3 ms). One NCCL latency per tensor instead of per bucket would add 18,867 x
-0.16 ms (``collectives.ring_latency_s`` over 17 ranks) = 3.0 s, more than the published total leaves beside the wire
+0.085 ms (``collectives.nccl_broadcast`` over 17 ranks on 3 nodes) = 1.6 s, more than the published total leaves beside the wire
 (about 1.1 s, at most 60 us a tensor all in): the broadcasts are enqueued back to back (``async_op=True``) behind
 the host's loop, so their fixed latency is not paid one after another the way that price assumes; the row does not
 say how much of it is. Both are the Megatron backend's paths; miles' FSDP backend (miles/backends/fsdp_utils/update_weight_utils.py)
@@ -1143,7 +1159,19 @@ def nccl_reshard_seconds(*, spec: ModelSpec, weight_bytes: float, train_tp: int,
     send_b, recv_b = bulk_bytes / train_world, bulk_bytes / gen_tp
     wire = max(send_b, recv_b) / link
     streams = min(train_pp, NRL_REFIT_NUM_STREAMS)
-    calls_s = bulk_calls * rates.collective_latency_s * (2 if gen_engines > 1 else 1) / streams
+    # per call NCCL's latency of a grouped send / receive (one round: each rank's few peers) and, with more than one
+    # vLLM instance, of the replica all-gather over ``gen_engines`` ranks, as NCCL's tuner prices them
+    p2p_s = collectives.grouped_p2p_latency_s(ranks=2, nodes=2 if inter_node else 1)
+    replica_s = 0.0
+    if gen_engines > 1:
+        per_node = max(1, gpus_per_node // gen_tp)
+        ag = min(collectives.nccl_collective_choices(
+            collective="all_gather", ranks=gen_engines,
+            nodes=collectives.group_nodes(ranks=gen_engines, ranks_per_node=per_node),
+            bus_bytes_per_s=link, intra_link=collectives.IntraLink.of(nvlink=rates.nvlink)),
+            key=lambda c: c.seconds(recv_b / max(1, bulk_calls)))
+        replica_s = ag.latency_s
+    calls_s = bulk_calls * (p2p_s + replica_s) / streams
     # pre: the training rank stacks its local experts; post: each vLLM rank copies gate and up into the fused tensor
     stack = 2 * routed_bytes / (train_ep * train_pp) / rates.hbm_bytes_per_s
     fuse = 2 * gated_bytes / gen_tp / rates.hbm_bytes_per_s
@@ -1233,7 +1261,12 @@ def checkpoint_engine_seconds(*, weight_bytes: float, num_tensors: int, ranks: i
     crosses = ranks > gpus_per_node
     bus = collectives.ring_bus_bytes_per_s(rates=rates, crosses_nodes=crosses, nic_bytes_per_s=nic_bytes_per_s,
                                            local_ranks=min(ranks, gpus_per_node))
-    per_call = collectives.ring_latency_s(ranks=ranks, latency_s=rates.collective_latency_s)
+    # NCCL's tuner per bucket's broadcast over the nodes the group spans (``collectives.nccl_broadcast``)
+    per_call = collectives.nccl_broadcast(
+        total_bytes=min(bucket_bytes, share), ranks=ranks,
+        nodes=collectives.group_nodes(ranks=ranks, ranks_per_node=gpus_per_node), bus_bytes_per_s=bus,
+        intra_link=collectives.IntraLink.of(nvlink=rates.nvlink))
+    per_call = per_call.latency_s if per_call is not None else 0.0
     d2d = 2 * weight_bytes / rates.hbm_bytes_per_s  # each owner's copy into the IPC half, the owners in turn
     broadcast = weight_bytes / bus + buckets * per_call + d2d
     load = num_tensors * s_per_tensor + 2 * weight_bytes / tp / rates.hbm_bytes_per_s

@@ -741,6 +741,7 @@ def sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding,
         gpus_per_node=card.hardware.gpus_per_node, nic_bytes_per_s=nic_bytes_per_s(card),
         bucket_bytes=fs.bucket_bytes, s_per_tensor=fs.s_per_tensor,
         sender_node_ranks=train_nodes(card)[1] if fs.trainer_ranks_in_group else 1,
+        trainer_group_ranks=train_gpus if fs.trainer_ranks_in_group else 1,
         # an fp8 engine receives bf16 and casts every fp8 weight whole on each rank (rollout.quantization)
         receiver_cast_params=refit_cast_params(spec, quantization=ro.quantization,
                                                bf16_modules=tuple(ro.quantization_bf16_modules)),

@@ -1137,6 +1137,12 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
             notes.append(LLM_FOUNDRY_SWEEP_2401_NOTE)
         # the fp32 parameter shards of amp_bf16 / DEFAULT (the fp32 gradients come with grad_dtype_of's rule above)
         card["precision"].update({k: v for k, v in llm_foundry_precision(e)[0].items() if k == "weights"})
+    if e.get("loop"):
+        # how the entry's training loop holds the model output through backward, as its source states it
+        # (``loop.value`` -> the card's ``loop`` section, cited in ``loop.source``): prime-rl's SFT trainer keeps the
+        # fp32 copy of the logits its ``forward`` returns (loop.kept_output_dtype fp32)
+        card["loop"] = dict(e["loop"]["value"])
+        notes.append("loop: " + ", ".join(f"{k} {v}" for k, v in e["loop"]["value"].items()) + " (the entry's loop)")
     if e["framework"] == "prime-rl" and PRIME_RL_SETTINGS_COMMIT in (e.get("note") or ""):
         # the fp32 parameter shards FSDP2 casts to bf16 on their way into the all-gather (the fp32 gradients of full
         # fine-tuning come with grad_dtype_of's rule above)

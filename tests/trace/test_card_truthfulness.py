@@ -2,6 +2,8 @@
 layer names; ``lora.modules_to_save`` and ``loop.keeps_output_through_backward`` are planned as the
 fake-tensor trace measures them (allocated peak within 2%, same peak phase)."""
 
+import re
+
 import pytest
 
 from trainfit.accuracy.grid import GridCase
@@ -40,6 +42,37 @@ def test_kept_output_adds_the_logits_through_backward():
     assert back(b) - back(a) == pytest.approx(2 * 2048 * 151936, rel=0.01)  # bf16 logits
 
 
+
+def test_kept_fp32_output_is_the_fp32_copy():
+    """prime-rl's SFT loop (loop.kept_output_dtype fp32): the kept copy is 4 B per logit through backward, and at
+    the loss the bf16 logits are already gone (8 B per logit there, not the Trainer's 10)."""
+    base = {"model": "Qwen/Qwen3-8B", "hardware": {"gpus_per_node": 1}, "parallel": {"strategy": "single"}}
+    a = make_plan(load_card_dict(base | {"loop": {"keeps_output_through_backward": True}}))
+    b = make_plan(load_card_dict(base | {"loop": {"keeps_output_through_backward": True, "kept_output_dtype": "fp32"}}))
+    e = 2048 * 151936
+    def phase(p, k):
+        return {x.phase.value: x.tensor_bytes for x in p.phases}[k]
+
+    assert phase(b, "backward") - phase(a, "backward") == pytest.approx(2 * e, rel=1e-6)
+    assert phase(b, "forward") - phase(a, "forward") == pytest.approx(-2 * e, rel=1e-6)
+
+
+@pytest.mark.parametrize(("loop", "message"), [
+    ({"kept_output_dtype": "fp32"}, ("loop.kept_output_dtype: only read with loop.keeps_output_through_backward true"
+                                     " (got 'fp32'); allowed without it: compute")),
+    ({"keeps_output_through_backward": True, "kept_output_dtype": "bf16"}, "loop.kept_output_dtype"),
+])
+def test_kept_output_dtype_is_validated(loop, message):
+    with pytest.raises(CardError, match=re.escape(message)):
+        load_card_dict({"loop": loop})
+
+
+def test_kept_fp32_needs_the_eager_loss():
+    with pytest.raises(CardError, match="loop.kept_output_dtype: fp32 is the eager loss's fp32 copy"):
+        load_card_dict({"loop": {"keeps_output_through_backward": True, "kept_output_dtype": "fp32"},
+                        "loss": {"chunked": True}})
+
+
 pytest.importorskip("torch")
 pytest.importorskip("peft")
 
@@ -51,6 +84,9 @@ CASES = [
      {"loop": {"keeps_output_through_backward": True}}, {"keep_outputs": True}),
     ("keeps-output-full-ckpt", GridCase("llama", scope="full", ckpt=True, seq_len=512),
      {"loop": {"keeps_output_through_backward": True}}, {"keep_outputs": True}),
+    ("keeps-fp32-output-full-ckpt", GridCase("llama", scope="full", ckpt=True, seq_len=512),
+     {"loop": {"keeps_output_through_backward": True, "kept_output_dtype": "fp32"}},
+     {"keep_outputs": True, "kept_output_dtype": "fp32"}),
     ("modules-to-save", GridCase("llama", scope="lora", ckpt=True, seq_len=512),
      {"lora": {"modules_to_save": ["embed_tokens", "lm_head"]}}, {"lora_modules_to_save": ("embed_tokens", "lm_head")}),
 ]
@@ -94,3 +130,22 @@ def test_separately_sharded_embeddings_match_the_trace():
     assert abs(err) <= TOLERANCE, (err, planned, measured)
     root = make_plan(load_card_dict(case.card()))
     assert plan.peak.allocated < root.peak.allocated  # the root unit no longer holds them from forward to backward
+
+
+@pytest.mark.trace
+@pytest.mark.parametrize("ckpt", [True, False], ids=["ckpt", "no-ckpt"])
+def test_fp32_kept_output_moves_plan_and_trace_alike(ckpt):
+    """prime-rl's SFT loop traced as it runs (``trainfit.trace.step.prime_rl_sft_loss``: the fp32 copy kept, the
+    bf16 logits dropped before the loss): each phase's plan-minus-trace residual is the one of the bf16-kept loop,
+    to a few KiB (the small pool), so the fp32 field adds exactly what the trace adds."""
+    case = GridCase("llama", scope="full", ckpt=ckpt, seq_len=512)
+    residual = {}
+    for dt in ("compute", "fp32"):
+        card = case.card()
+        card["loop"] = {"keeps_output_through_backward": True, "kept_output_dtype": dt}
+        plan = make_plan(load_card_dict(card))
+        traced = trace_step(TraceRequest(**(case.trace_kwargs() | {"keep_outputs": True, "kept_output_dtype": dt})))
+        planned = {p.phase.value: p.tensor_bytes for p in plan.phases}
+        residual[dt] = {p.name: planned[p.name] - p.peak_bytes for p in traced.phases}
+    for k, r in residual["compute"].items():
+        assert abs(residual["fp32"][k] - r) <= 4096, (k, residual)

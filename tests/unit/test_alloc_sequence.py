@@ -86,7 +86,8 @@ def _sequence(card):
 
 
 def test_every_tensor_a_step_allocates_is_freed_in_it():
-    for card in (_card(), _card(scope="lora", parallel={"gradient_checkpointing": True})):
+    for card in (_card(), _card(scope="lora", parallel={"gradient_checkpointing": True}),
+                 _card(loop={"keeps_output_through_backward": True, "kept_output_dtype": "fp32"})):
         _, seq = _sequence(card)
         live = set()
         for sign, key, _ in seq.step_events:
@@ -98,11 +99,41 @@ def test_the_replayed_peak_is_the_plans_allocated_peak():
     """The sequence carries the same tensors as the phase walk: its live high-water matches the
     plan's allocated peak (the small pool, under 1 MiB per tensor, is left out of the replay)."""
     for card in (_card(), _card(parallel={"gradient_checkpointing": True}), _card(scope="lora"),
-                 _card(precision={"optimizer_impl": "foreach"}), _card(loop={"keeps_output_through_backward": True})):
+                 _card(precision={"optimizer_impl": "foreach"}), _card(loop={"keeps_output_through_backward": True}),
+                 _card(loop={"keeps_output_through_backward": True, "kept_output_dtype": "fp32"})):
         plan, seq = _sequence(card)
         got = alloc_sequence.replay(seq).peak_allocated
         want = max(p.allocated for p in plan.phases if p.phase.value in TRAIN)
         assert abs(got - want) / want < 0.02, (card.scope, got / 2**30, want / 2**30)
+
+
+def test_kept_fp32_logits_replace_the_bf16_before_the_log_softmax():
+    """prime-rl's ``forward`` returns the fp32 copy: the bf16 logits are freed before the log-softmax allocates,
+    and the copy stays to the end of backward, after the loss's gradients and the bf16 logits gradient are gone."""
+    e = 2 * 2048 * 151936
+
+    def logit_events(card):
+        _, seq = _sequence(card)
+        size, out = {}, []
+        for sign, key, n in seq.step_events:
+            if sign > 0:
+                size[key] = n
+            if size.get(key) in (2 * e, 4 * e):
+                out.append((sign, key, size[key]))
+        return out
+
+    ev = logit_events(_card(loop={"keeps_output_through_backward": True, "kept_output_dtype": "fp32"}))
+    assert [(sign, n) for sign, _, n in ev[:4]] == [(1, 2 * e), (1, 4 * e), (-1, 2 * e), (1, 4 * e)]
+    copy = ev[1][1]
+    assert ev[2][1] == ev[0][1]  # the bf16 logits are the tensor freed
+    # backward: g1, g2 (fp32), free g1, free the log-softmax output, bf16 gradient, free g2 ... then the copy
+    assert [(sign, n) for sign, _, n in ev[4:10]] == [(1, 4 * e), (1, 4 * e), (-1, 4 * e), (-1, 4 * e), (1, 2 * e),
+                                                      (-1, 4 * e)]
+    free_copy = next(i for i, (sign, key, _) in enumerate(ev) if sign < 0 and key == copy)
+    assert free_copy > 10
+    # the bf16-kept loop keeps the bf16 logits instead and frees the copy at the loss
+    bf = logit_events(_card(loop={"keeps_output_through_backward": True}))
+    assert [(sign, n) for sign, _, n in bf[:5]] == [(1, 2 * e), (1, 4 * e), (1, 4 * e), (-1, 4 * e), (1, 4 * e)]
 
 
 def test_plan_says_which_reserved_path_it_used():

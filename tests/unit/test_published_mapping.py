@@ -77,6 +77,23 @@ def test_heldout_points_map_through_the_step_time_entry_they_name():
     assert all(r["trainfit_verdict_correct"] for r in rows if r["trainfit_verdict_correct"] is not None)
 
 
+def test_prime_rl_sft_points_plan_the_kept_fp32_logits():
+    """prime-rl's SFT loop keeps the fp32 copy of the logits through backward (sft/train.py l.246-272,
+    lm_head.py cast_float_and_contiguous @d8f290ef): its held-out points' cards say so, the RL and LoRA ones do not."""
+    entries = {e["id"]: e for e in json.loads(P.HELDOUT_TRAIN_TIMES.read_text())}
+    sft = [p for p in P.load_points(heldout=True) if "-sft-" in p["train_entry"]]
+    assert len(sft) == 8
+    for p in sft:
+        e = entries[p["train_entry"]]
+        assert e["loop"]["value"] == {"keeps_output_through_backward": True, "kept_output_dtype": "fp32"}, p["id"]
+        assert "d8f290ef0358a804f1912bd29ea1b37cc56894b4" in e["loop"]["source"]
+        assert P.POINTS[p["id"]]["card"]["loop"] == e["loop"]["value"], p["id"]
+    assert all("loop" not in e for e in entries.values() if "-sft-" not in e["id"])
+    # the 0.6B 16k point (measured 52.8 GiB) was planned 9.3 GiB (the fp32 logits) short without it
+    row = next(r for r in P.heldout_rows() if r["id"] == 313)
+    assert abs(row["trainfit_error"]) < 0.06, row["trainfit_error"]
+
+
 def test_deepspeed_points_cite_their_source_and_outcome():
     for p in json.loads(P.DEEPSPEED_POINTS.read_text()):
         assert p["source"].startswith("github.com/") and p["outcome"] in ("oom", "fits"), p["id"]

@@ -96,6 +96,7 @@ def trace_request_kwargs(card, spec_config: dict[str, Any], *, layouts: bool = F
         "ia3_feedforward": tuple(card.ia3.feedforward or ()),
         "num_virtual_tokens": card.prompt_tuning.num_virtual_tokens or 0,
         "keep_outputs": card.loop.keeps_output_through_backward,
+        "kept_output_dtype": card.loop.kept_output_dtype.value,
         "fsdp_shard_embeddings": card.parallel.fsdp_shard_embeddings,
         "precision": precision,
         "optimizer_impl": p.optimizer_impl.value,

@@ -158,6 +158,11 @@ written (4), scaled (4 + 4), cast down (4 + 2) and added to the base output (2 +
 NF4_DEQUANT_BYTES_PER_WEIGHT = 0.5 + 1 / 32 + 2.0
 LOSS_FORWARD_BYTES, LOSS_BACKWARD_BYTES = 14.0, 22.5
 LOSS_FORWARD_KERNELS, LOSS_BACKWARD_KERNELS = 4, 13
+"""The eager loss per logit, its fp32 upcast included (``logits.float()``: 2 B read, 4 written). prime-rl's SFT loop
+(``loop.kept_output_dtype: fp32``) makes the same passes in another place: ``forward`` casts with
+``.float().contiguous()`` (the ``contiguous`` a no-op on the fresh copy) and ``CrossEntropyLoss`` takes its
+log-softmax on the fp32 copy without a cast of its own (PrimeIntellect-ai/prime-rl models/layers/lm_head.py l.21-32,
+sft/train.py l.246-252 @d8f290ef0358a804f1912bd29ea1b37cc56894b4), so it is charged these counts unchanged."""
 FLASH_CE_FORWARD_BYTES, FLASH_CE_BACKWARD_BYTES = 2.0, 4.0
 """flash-attn's ``cross_entropy_fwd_kernel`` reads the bf16 logits (2 B) and writes fp32 per row;
 ``cross_entropy_bwd_kernel`` reads them (2 B) and stores the gradient (2 B)."""

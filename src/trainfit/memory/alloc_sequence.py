@@ -14,7 +14,8 @@ forward
     eager attention's score-sized temporaries; the head's saved input;
     the loss (``trainfit.memory.logits``): bf16 logits 2E, fp32 copy 4E, saved log-softmax 4E, the
     copy and the bf16 logits freed (kept to the end of backward with
-    ``loop.keeps_output_through_backward``); flash-attn's (``SequenceShape.fused_ce_rows``): the bf16 logits and
+    ``loop.keeps_output_through_backward``; with ``loop.kept_output_dtype: fp32`` the bf16 logits are freed
+    before the log-softmax and the fp32 copy is the one kept); flash-attn's (``SequenceShape.fused_ce_rows``): the bf16 logits and
     fp32 per-row outputs, the lse and the logits saved. The first step makes the Python thread's 32 MiB cuBLAS
     workspace after the first layer's first projection output (its first matmul).
 backward
@@ -1088,12 +1089,19 @@ def step_sequence(t: StepTerms, shape: SequenceShape, *, workspace: tuple[int, .
             bf16 = e.alloc(2 * E)
             held = e.allocs(_chunks(t.logits.retained - 4 * E, 2 * E))
             up = e.alloc(4 * E)
-            lsm = e.alloc(4 * E)
-            e.free(up)
-            if t.kept_output:  # ``out = model(...); out.loss.backward()``: the output holds the bf16 logits
-                kept_out.append(bf16)
-            else:
+            if t.kept_output and t.kept_output_fp32:
+                # prime-rl: ``forward`` returns the fp32 copy and drops the bf16 logits before the loss's
+                # log-softmax; the copy is kept (``loop.kept_output_dtype: fp32``)
                 e.free(bf16)
+                lsm = e.alloc(4 * E)
+                kept_out.append(up)
+            else:
+                lsm = e.alloc(4 * E)
+                e.free(up)
+                if t.kept_output:  # ``out = model(...); out.loss.backward()``: the output holds the bf16 logits
+                    kept_out.append(bf16)
+                else:
+                    e.free(bf16)
             loss = [(lsm, 4 * E)]
         else:  # chunked loss or a scalar head: one chunk's transient
             e.frees(e.allocs(_chunks(t.logits.forward_peak, max(r, int(t.logits.forward_peak)))))

@@ -86,6 +86,11 @@ BACKWARD_PEAK_BYTES_PER_LOGIT = 12
 """saved log-softmax output + its fp32 gradient + the fp32 input gradient."""
 HELD_LOGITS_BYTES_PER_LOGIT = 2
 """bf16 logits kept alive by a caller that holds ``outputs.logits``."""
+KEPT_FP32_FORWARD_PEAK_BYTES_PER_LOGIT = 8
+"""``loop.kept_output_dtype: fp32`` (prime-rl's SFT loop): the loop's fp32 copy (4) and the saved log-softmax output
+(4) at the loss; the bf16 logits are freed before the log-softmax runs, and ``CrossEntropyLoss`` on fp32 logits makes no
+copy of its own. The copy itself is ``StepTerms.kept_output`` after the forward. Checked against the fake-tensor trace
+(``trainfit.trace.loops.prime_rl_sft_loss``, tests/trace/test_card_truthfulness.py)."""
 SOFTCAP_FAMILIES = frozenset({"gemma2"})
 """Families whose config sets ``final_logit_softcapping`` (applied in the model's forward)."""
 
@@ -257,6 +262,7 @@ def logits_bytes(
     logits_kept: bool = False,
     head_trainable: bool = True,
     prime_rl_chunk_columns: int = PRIME_RL_LM_HEAD_CHUNK_COLUMNS,
+    kept_fp32: bool = False,
 ) -> LogitsBytes:
     """Bytes of the logits/loss path for one micro-batch.
 
@@ -266,6 +272,7 @@ def logits_bytes(
     under ``torch.compile`` (read by ``kernel="torchtune"`` only: the other paths are fused kernels or eager).
     ``inplace_backward`` / ``logits_kept``: read by ``kernel="flash_attn"`` (``flash_attn_ce_bytes``).
     ``head_trainable`` / ``prime_rl_chunk_columns``: read by ``kernel="prime_rl"`` (``prime_rl_head_bytes``).
+    ``kept_fp32``: the eager loss reads the loop's kept fp32 copy (``KEPT_FP32_FORWARD_PEAK_BYTES_PER_LOGIT``).
     """
     tokens = micro_batch_size * seq_len
     width = vocab_size if head_outputs is None else head_outputs
@@ -293,8 +300,9 @@ def logits_bytes(
                            backward_peak=lg.backward_peak + softcap)
     held = HELD_LOGITS_BYTES_PER_LOGIT * e if caller_holds_logits else 0.0
     held += softcap
+    fwd = KEPT_FP32_FORWARD_PEAK_BYTES_PER_LOGIT if kept_fp32 and head_outputs is None else FORWARD_PEAK_BYTES_PER_LOGIT
     return LogitsBytes(
-        forward_peak=FORWARD_PEAK_BYTES_PER_LOGIT * e + softcap,
+        forward_peak=fwd * e + softcap,
         retained=RETAINED_BYTES_PER_LOGIT * e + held,
         backward_peak=BACKWARD_PEAK_BYTES_PER_LOGIT * e + held,
     )

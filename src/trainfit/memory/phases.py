@@ -133,6 +133,9 @@ class StepTerms:
     """Offload: GPU staging / in-flight transfer buffers alive through backward."""
     kept_output: float = 0.0
     """loop.keeps_output_through_backward: the model output's logits, alive from the loss to the end of backward."""
+    kept_output_fp32: bool = False
+    """loop.kept_output_dtype fp32: the kept logits are the fp32 copy the loss reads (the compute-dtype logits are
+    freed before the log-softmax; ``trainfit.memory.alloc_sequence``)."""
     forward_at: str = "loss (log-softmax over the logits)"
     """Where the forward peaks when the loss dominates (a stage without the loss: its last layer)."""
 

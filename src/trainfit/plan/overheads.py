@@ -72,12 +72,13 @@ def phase_results(
     ]
     replayed = replayed_overhead(terms, spec=spec, card=card, compute_capability=compute_capability)
     if replayed is not None:
-        out = _with_replayed(out, replayed, capacity=capacity)
+        out = _with_replayed(out, replayed, capacity=capacity, expandable=_replay_process(card, compute_capability)[1])
     elif terms is not None and _side_stream_pools(sharding, card):
         streams = fsdp_replayed_overhead(terms, spec=spec, card=card, sharding=sharding,
                                          compute_capability=compute_capability)
         if streams is not None:
-            out = _with_replayed(out, streams[0], capacity=capacity, capped=True, side_pools=streams[1])
+            out = _with_replayed(out, streams[0], capacity=capacity, capped=True, side_pools=streams[1],
+                                 expandable=_replay_process(card, compute_capability)[1])
         else:
             out = _with_stream_pools(out, terms, capacity=capacity)
     elif terms is not None and _zero_streams(sharding, card):
@@ -240,7 +241,7 @@ def zero_replayed_overhead(
 
 
 def _with_replayed(out: list[PhaseResult], overhead: int, *, capacity: float, capped: bool = False,
-                   side_pools: int = 0) -> list[PhaseResult]:
+                   side_pools: int = 0, expandable: bool = False) -> list[PhaseResult]:
     """Every training phase of the step shows the step's highest allocated + the replay's overhead.
     ``capped``: cached blocks of other streams' pools are idle at the peak, and the allocator frees
     idle cached blocks before an allocation fails, so those pools' share stays within the card's room
@@ -263,6 +264,18 @@ def _with_replayed(out: list[PhaseResult], overhead: int, *, capacity: float, ca
                 top = max(out[j].allocated for j in members)
                 idle = min(side_pools, overhead)
                 high = capped_reserved_bytes(reserved_bytes=top + overhead - idle, extra_bytes=idle,
+                                             room_bytes=capacity - outside)
+            if expandable:
+                # expandable segments: the replay's free space is whole free pages of the segments, which
+                # ``release_cached_blocks`` unmaps before a mapping fails (pytorch/pytorch
+                # c10/cuda/CUDACachingAllocator.cpp @e9865f53f2566a471b5130d31034807e14755851 ``malloc``: alloc_block,
+                # then release_available_cached_blocks / release_cached_blocks and a retry; ``release_blocks``
+                # unmaps an expandable segment's free blocks, as memory.expandable_segments reads it), so it stays
+                # within the card's room; the rounding inside live blocks does not
+                outside = r.device - r.paged_resident - r.reserved
+                top = max(out[j].allocated for j in members)
+                kept = top + min(r.overhead.rounding, overhead)
+                high = capped_reserved_bytes(reserved_bytes=kept, extra_bytes=max(0.0, high - kept),
                                              room_bytes=capacity - outside)
             reserved = max(high, r.allocated)
             base = r.device - r.paged_resident + (reserved - r.reserved)

@@ -38,6 +38,7 @@ from trainfit.spec.enums import (
     Offload,
     Scope,
     StatesDtype,
+    KeptOutputDtype,
     LossKernel,
     Strategy,
     TensorParallelImpl,
@@ -459,6 +460,7 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         inplace_backward=card.loss.inplace_backward,
         logits_kept=_kept_output(card, spec, act_dtype, seq_len) > 0,
         head_trainable=card.scope is Scope.FULL,
+        kept_fp32=_kept_fp32(card),
     )
     if (card.parallel.tensor_parallel_impl is TensorParallelImpl.MEGATRON and spec.head_outputs is None
             and not card.loss.chunked and spec.family not in SOFTCAP_FAMILIES):
@@ -582,6 +584,7 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         ),
         in_backward_step=in_bwd,
         kept_output=_kept_output(card, spec, act_dtype, seq_len),
+        kept_output_fp32=_kept_fp32(card) and not card.loss.chunked,
         **fsdp,
         **zero_terms,
     )
@@ -590,10 +593,21 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
 
 def _kept_output(card: RunCard, spec: ModelSpec, act_dtype: int, seq_len: int) -> float:
     """``out = model(...); out.loss.backward()``: the output object holds the logits (compute dtype, as
-    lm_head returns them) from the loss until the loop drops it after backward."""
+    lm_head returns them) from the loss until the loop drops it after backward. ``loop.kept_output_dtype: fp32``:
+    the loop holds an fp32 copy instead (prime-rl's SFT trainer: ``forward`` returns
+    ``cast_float_and_contiguous(out)``, PrimeIntellect-ai/prime-rl src/prime_rl/trainer/model.py l.481-494 and
+    models/layers/lm_head.py l.21-32 @d8f290ef0358a804f1912bd29ea1b37cc56894b4; sft/train.py l.246-272 keeps ``out``
+    through ``.backward()``, ``del logits`` dropping a second name only): 4 bytes per logit; the loss's own
+    tensors (``logits_bytes``'s eager path) are unchanged, as ``CrossEntropyLoss`` on fp32 logits saves its fp32
+    log-softmax output the same way."""
     if not card.loop.keeps_output_through_backward or card.loss.chunked:
         return 0.0
-    return float(card.batch.micro_batch_size * seq_len * (spec.head_outputs or spec.vocab_size) * act_dtype)
+    width = 4 if _kept_fp32(card) else act_dtype
+    return float(card.batch.micro_batch_size * seq_len * (spec.head_outputs or spec.vocab_size) * width)
+
+
+def _kept_fp32(card: RunCard) -> bool:
+    return card.loop.keeps_output_through_backward and card.loop.kept_output_dtype is KeptOutputDtype.FP32
 
 
 def zero_config_of(card: RunCard, spec: ModelSpec, stage: int) -> ZeroConfig:

@@ -45,6 +45,7 @@ from trainfit.spec.enums import (
     TaskKind,
     WeightSync,
     WeightTransport,
+    KeptOutputDtype,
     LossKernel,
     MoeDispatcher,
     MoeExperts,
@@ -463,6 +464,17 @@ class LoopSection(_Section):
 
     keeps_output_through_backward: bool = Field(
         False, description="The loop keeps the model output (its logits) alive through backward: out = model(...); out.loss.backward().")
+    kept_output_dtype: KeptOutputDtype = Field(
+        KeptOutputDtype.COMPUTE, description="With keeps_output_through_backward: compute (the logits as lm_head returns"
+        " them) or fp32 (the loop casts them with .float() before the loss and keeps the copy; the compute-dtype logits"
+        " are dropped: prime-rl's SFT trainer).")
+
+    @model_validator(mode="after")
+    def _dtype_needs_kept(self) -> LoopSection:
+        if self.kept_output_dtype is not KeptOutputDtype.COMPUTE and not self.keeps_output_through_backward:
+            raise ValueError(f"loop.kept_output_dtype: only read with loop.keeps_output_through_backward true (got"
+                             f" '{self.kept_output_dtype.value}'); allowed without it: compute")
+        return self
 
 
 class ModelRef(_Section):
@@ -884,6 +896,10 @@ class RunCard(_Section):
         if any(not k.strip() for k in ro.quantization_bf16_modules):
             raise ValueError("rollout.quantization_bf16_modules: an empty keyword matches every module; give module"
                              " name parts such as a_proj")
+        if self.loop.kept_output_dtype is KeptOutputDtype.FP32 and (
+                self.loss.chunked or self.loss.kernel is LossKernel.FLASH_ATTN):
+            raise ValueError("loop.kept_output_dtype: fp32 is the eager loss's fp32 copy of the full logits; allowed with"
+                             " loss.chunked true or loss.kernel flash_attn: compute")
         if self.loss.kernel is LossKernel.FLASH_ATTN:
             # flash-attn's CrossEntropyLoss scores labels (SFT / pretraining); Megatron-Core runs its own loss
             if self.method is not Method.SFT:

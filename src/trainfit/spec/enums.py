@@ -386,6 +386,16 @@ class PipelineSchedule(StrEnum):
     INTERLEAVED = "interleaved"
 
 
+class KeptOutputDtype(StrEnum):
+    """The dtype of the logits a loop keeps through backward (``loop.keeps_output_through_backward``)."""
+
+    COMPUTE = "compute"
+    """The logits as lm_head returns them (the compute dtype): ``out = model(...); out.loss.backward()``."""
+    FP32 = "fp32"
+    """An fp32 copy made before the loss and kept in place of them (prime-rl's ``forward`` returns
+    ``cast_float_and_contiguous(out)``, models/layers/lm_head.py l.21-32 @d8f290ef0358a804f1912bd29ea1b37cc56894b4)."""
+
+
 class LossKernel(StrEnum):
     """Which fused/chunked log-prob kernel ``loss.chunked`` means; ``flash_attn`` is the one kernel read with
     ``loss.chunked: false`` (full logits, fused cross-entropy)."""

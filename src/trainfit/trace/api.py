@@ -110,6 +110,9 @@ def _trace_step(req: TraceRequest, progress: Progress | None, context_parallel: 
         from trainfit.trace.rl_passes import pass_notes
 
         notes.extend(pass_notes(req))
+    elif req.kept_output_dtype == "fp32":
+        notes.append("prime-rl's SFT loop: the logits cast to an fp32 copy that stays live through backward, the model"
+                     " output (bf16 logits) dropped before torch's CrossEntropyLoss runs on the copy")
     elif req.keep_outputs:
         notes.append(
             "the model output (logits) stays live through backward, as in `out = model(...); out.loss.backward()`"

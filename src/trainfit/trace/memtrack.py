@@ -123,10 +123,15 @@ def traced_step_memtracker(model, opt, ids, req, forward: Callable[..., Any], pr
     try:
         with mt:
             _start_phase(mt, "forward")
-            out = forward(model, ids, req)
-            loss = out.loss
-            if not req.keep_outputs:
-                del out
+            if req.kept_output_dtype == "fp32":  # prime-rl's SFT loop: the fp32 logits kept
+                from trainfit.trace.loops import prime_rl_sft_loss
+
+                loss, out = prime_rl_sft_loss(model, ids, req)
+            else:
+                out = forward(model, ids, req)
+                loss = out.loss
+                if not req.keep_outputs:
+                    del out
             finish("forward")
             progress("backward", 0.65)
             _start_phase(mt, "backward")

@@ -64,6 +64,16 @@ def _forward(model, ids, req: TraceRequest):  # noqa: ANN001, ANN202
         return model(input_ids=ids, labels=ids)
 
 
+def _loss_and_output(model, ids, req: TraceRequest):
+    """The loss and what the loop holds through backward (None: the output is dropped, as the Trainer does)."""
+    if req.kept_output_dtype == "fp32":
+        from trainfit.trace.loops import prime_rl_sft_loss
+
+        return prime_rl_sft_loss(model, ids, req)
+    out = _forward(model, ids, req)
+    return out.loss, (out if req.keep_outputs else None)
+
+
 def _warm_optimizer(model, opt) -> None:  # noqa: ANN001
     """The warm-up: create the optimizer states with one step on zero gradients (freed after). A full
     forward/backward/step warm-up leaves the same state: every traced phase's peak and breakdown, the
@@ -216,16 +226,14 @@ def steady_step(
     before backward unless ``req.keep_outputs``, as the Trainer keeps only the loss), backward, then
     ``opt.step()`` and ``zero_grad(set_to_none=True)``."""
     with phase("forward"):
-        out = _forward(model, ids, req)
-        loss = out.loss
-        if not req.keep_outputs:
-            del out  # the Trainer keeps only the loss
+        loss, out = _loss_and_output(model, ids, req)  # out None: the Trainer keeps only the loss
         after_forward()
     progress("backward", 0.65)
     with phase("backward"):
         loss.backward()
         after_backward()
-    out = loss = None
+    del out  # the loop drops what it kept after backward
+    loss = None
     progress("optimizer", 0.85)
     with phase("optimizer_step"):
         opt.step()

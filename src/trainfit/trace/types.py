@@ -125,6 +125,10 @@ class TraceRequest:
     """False: drop the model output before backward, as the transformers Trainer and TRL do
     (``loss = model(...).loss``). True: keep it (``out = model(...); out.loss.backward()``), which
     holds the bf16 logits through backward (GROUND_TRUTH.md's numbers use this)."""
+    kept_output_dtype: str = "compute"
+    """With ``keep_outputs``: ``compute`` keeps the model output as above; ``fp32`` runs prime-rl's SFT loop
+    (``trainfit.trace.loops.prime_rl_sft_loss``): the logits cast to an fp32 copy, the model output dropped, the loss
+    ``torch.nn.CrossEntropyLoss(reduction="none")`` on the copy, which is kept through backward."""
 
     def __post_init__(self) -> None:
         for name, allowed in (
@@ -162,6 +166,10 @@ class TraceRequest:
             raise TraceUnsupported("trace: tensor_parallel traces the train step only (no RL passes, no --reserved)")
         if self.layers is not None and self.layers < 1:
             raise TraceUnsupported(f"trace: layers must be >= 1 or None, got {self.layers}")
+        if self.kept_output_dtype not in ("compute", "fp32"):
+            raise TraceUnsupported(f"trace: kept_output_dtype '{self.kept_output_dtype}' is not one of compute, fp32")
+        if self.kept_output_dtype == "fp32" and (not self.keep_outputs or self.tensor_parallel > 1):
+            raise TraceUnsupported("trace: kept_output_dtype fp32 needs keep_outputs (a train step, tensor_parallel 1)")
         if self.pass_kind != "train_step":
             if self.world_size > 1:
                 raise TraceUnsupported(f"trace: pass_kind '{self.pass_kind}' is traced on one rank only (world_size 1)")

@@ -470,7 +470,7 @@ def _without_expert_targets(ctx: _Ctx) -> _Ctx:
 
 def _gated_shared_expert(ctx: _Ctx, spec: ModelSpec, x_rg: bool, *, input_saved: bool) -> tuple[int, bool]:
     """Qwen2-MoE's shared expert and its sigmoid gate (transformers v5.24.0 models/qwen2_moe/modeling_qwen2_moe.py
-    l.332-336, l.343-347: ``shared_expert`` a ``Qwen2MoeMLP`` of ``shared_expert_intermediate_size``,
+    l.332-338, l.343-347: ``shared_expert`` a ``Qwen2MoeMLP`` of ``shared_expert_intermediate_size``,
     ``shared_expert_gate = nn.Linear(hidden, 1, bias=False)``, ``sigmoid(shared_expert_gate(x)) * shared_expert(x)``):
     the gated MLP (4 saved widths in full training), the gate linear's input (the block input, one storage with the
     router's and the MLP's), the sigmoid's output (one value per token, saved by the sigmoid and by the mul) and the

@@ -180,6 +180,9 @@ def spec_from_hf_config(
                                                  most=10_000_000, default=0),
             sparse_step=sparse_step,
             mlp_only_layers=mlp_only,
+            # Qwen2MoeConfig's default is False (configuration_qwen2_moe.py l.100, transformers v5.24.0); Qwen3-MoE
+            # keeps the renormalisation its released configs set
+            norm_topk_prob=_flag(dec, "norm_topk_prob", name, default=False) if family == "qwen2_moe" else True,
         )
 
     linear = None

@@ -284,6 +284,7 @@ def _linear(ctx: _Ctx, name: str, in_features: int, x_rg: bool, *, input_saved: 
 
 _SHARED_INPUT = {
     "q_proj": "attn_in", "k_proj": "attn_in", "v_proj": "attn_in", "gate_proj": "mlp_in", "up_proj": "mlp_in",
+    "shared_expert_gate": "mlp_in",
     "in_proj_qkv": "la_in", "in_proj_z": "la_in", "in_proj_b": "la_in", "in_proj_a": "la_in",
 }
 
@@ -393,12 +394,14 @@ def _attention(ctx: _Ctx, spec: ModelSpec, x_rg: bool) -> tuple[int, bool]:
     return total, o_rg
 
 
-def _dense_mlp(ctx: _Ctx, spec: ModelSpec, width: int, x_rg: bool, *, fused_glu: bool = False) -> tuple[int, bool]:
+def _dense_mlp(ctx: _Ctx, spec: ModelSpec, width: int, x_rg: bool, *, fused_glu: bool = False,
+               input_saved: bool = False) -> tuple[int, bool]:
     """Gated MLP (act(gate) * up). ``fused_glu``: the gated activation saves only its input (gate and up, Megatron-Core's
-    fused SwiGLU, ``megatron_dense_mlp_bytes``), not ``act(gate)`` too."""
+    fused SwiGLU, ``megatron_dense_mlp_bytes``), not ``act(gate)`` too. ``input_saved``: another op already saves
+    this input's storage (Qwen2-MoE's router reads the shared expert's input)."""
     T, a, h = ctx.T, ctx.a, spec.hidden_size
     total = 0
-    b, g_rg = _linear(ctx, "gate_proj", h, x_rg)
+    b, g_rg = _linear(ctx, "gate_proj", h, x_rg, input_saved=input_saved)
     total += b
     b, u_rg = _linear(ctx, "up_proj", h, x_rg, input_saved=True)
     total += b
@@ -442,10 +445,48 @@ def _moe(ctx: _Ctx, spec: ModelSpec, x_rg: bool, *, rows: int | None = None,
     if logits_rg:
         total += T * FP32 * E  # softmax output
         total += T * INT64 * k  # topk indices
-        total += T * (FP32 + FP32 * k)  # top-k renormalisation: sum and values (norm_topk_prob)
-    b, o_rg = _routed_experts(ctx, spec, x_rg, logits_rg, rows=rows, fused_glu=fused_glu, probs_in_glu=probs_in_glu,
-                              routing_weight_bytes=a, act_recomputed=act_recomputed)
-    return total + b, o_rg
+        if moe.norm_topk_prob:
+            total += T * (FP32 + FP32 * k)  # top-k renormalisation: sum and values (norm_topk_prob)
+    gated_shared = bool(moe.shared_expert_intermediate_size) and moe.shared_expert_gate
+    if gated_shared:  # PEFT never wraps Qwen2-MoE's 3-D experts: a gate/up/down_proj target is the shared expert's
+        routed_ctx = _without_expert_targets(ctx)
+    else:
+        routed_ctx = ctx
+    b, o_rg = _routed_experts(routed_ctx, spec, x_rg, logits_rg, rows=rows, fused_glu=fused_glu,
+                              probs_in_glu=probs_in_glu, routing_weight_bytes=a, act_recomputed=act_recomputed)
+    total += b
+    if gated_shared:
+        b, s_rg = _gated_shared_expert(ctx, spec, x_rg, input_saved=w_rg)
+        total += b
+        o_rg = o_rg or s_rg
+    return total, o_rg
+
+
+def _without_expert_targets(ctx: _Ctx) -> _Ctx:
+    """``ctx`` without the short names the routed experts would read as their adapters (``_routed_experts``)."""
+    targets = {n: r for n, r in ctx.targets.items() if n not in ("gate_up_proj", "gate_proj", "up_proj", "down_proj")}
+    return replace(ctx, targets=targets)
+
+
+def _gated_shared_expert(ctx: _Ctx, spec: ModelSpec, x_rg: bool, *, input_saved: bool) -> tuple[int, bool]:
+    """Qwen2-MoE's shared expert and its sigmoid gate (transformers v5.24.0 models/qwen2_moe/modeling_qwen2_moe.py
+    l.332-338, l.343-347: ``shared_expert`` a ``Qwen2MoeMLP`` of ``shared_expert_intermediate_size``,
+    ``shared_expert_gate = nn.Linear(hidden, 1, bias=False)``, ``sigmoid(shared_expert_gate(x)) * shared_expert(x)``):
+    the gated MLP (4 saved widths in full training), the gate linear's input (the block input, one storage with the
+    router's and the MLP's), the sigmoid's output (one value per token, saved by the sigmoid and by the mul) and the
+    shared expert's output (saved by the mul when the gate needs a gradient). PEFT wraps these ``nn.Linear`` by
+    their short names (``trainfit.memory.lora``). ``input_saved``: the router already saves the block input."""
+    moe = spec.moe
+    assert moe is not None
+    T, a, h = ctx.T, ctx.a, spec.hidden_size
+    total, s_rg = _dense_mlp(ctx, spec, moe.shared_expert_intermediate_size, x_rg, input_saved=input_saved)
+    b, g_rg = _linear(ctx, "shared_expert_gate", h, x_rg, input_saved=input_saved or ctx.full)
+    total += b
+    if g_rg or s_rg:
+        total += T * a  # sigmoid output (saved by the sigmoid when its input needs grad, and by the mul)
+    if g_rg:
+        total += T * a * h  # mul saves the shared expert's output
+    return total, g_rg or s_rg
 
 
 def _routed_experts(ctx: _Ctx, spec: ModelSpec, x_rg: bool, logits_rg: bool, *, rows: int | None, fused_glu: bool,

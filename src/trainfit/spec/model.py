@@ -28,6 +28,9 @@ class MoeSpec:
     shared_expert_gate: bool = True
     """Qwen2-MoE scales its shared expert by a sigmoid gate (hidden x 1); DeepSeek-V3's shared experts
     have none."""
+    norm_topk_prob: bool = True
+    """The top-k routing weights are renormalised to sum to 1 (``norm_topk_prob``; Qwen2-MoE's config default is
+    False, transformers v5.24.0 models/qwen2_moe/configuration_qwen2_moe.py l.100, modeling_qwen2_moe.py l.325-326)."""
     router_bias: bool = False
     """The router linear has a bias (gpt-oss)."""
     router_fp32: bool = False

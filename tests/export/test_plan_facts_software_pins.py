@@ -22,3 +22,25 @@ def test_llm_foundry_pin_changes_the_plan_and_the_facts():
     assert plan_facts(old) != plan_facts(new)
     assert plan_facts(old)["software.llm-foundry"] == "0.4.0"
     assert "software.llm-foundry" not in plan_facts(new)
+
+
+def test_attention_kernel_and_kept_output_are_plan_facts_every_export_names():
+    """attention_kernel prices the fused attention (compute.attention_time) and loop.keeps_output_through_backward /
+    kept_output_dtype hold the logits through backward: plan facts, so no export drops them without a note."""
+    from trainfit.export import TARGETS, export
+
+    base = {"model": "Qwen/Qwen3-8B", "method": "sft", "scope": "full", "attention": "flash",
+            "hardware": {"gpu": "h100-sxm", "gpus_per_node": 8}, "parallel": {"strategy": "fsdp"}}
+    stated = load_card_dict({**base, "attention_kernel": "fa3",
+                             "loop": {"keeps_output_through_backward": True, "kept_output_dtype": "fp32"}})
+    plain = load_card_dict(base)
+    assert make_plan(stated).step_seconds != make_plan(plain).step_seconds
+    facts = plan_facts(stated)
+    assert facts["attention_kernel"] == "fa3" and facts["loop.kept_output_dtype"] == "fp32"
+    assert facts["loop.keeps_output_through_backward"] is True
+    for target in TARGETS:
+        e = export(stated, target)
+        for key in ("attention_kernel", "loop.keeps_output_through_backward", "loop.kept_output_dtype"):
+            assert key in e.lost, (target, key)
+        assert any(n.startswith("attention_kernel:") for n in e.notes), target
+        assert any(n.startswith("loop.*") for n in e.notes), target

@@ -346,6 +346,9 @@ def plan_facts(card: RunCard) -> dict[str, Any]:
         f["batch.packed_sample_tokens"] = card.batch.packed_sample_tokens
         f["batch.packed_sample_length_cv"] = card.batch.packed_sample_length_cv
     f["attention"] = card.attention.value
+    f["attention_kernel"] = card.attention_kernel.value  # the fused kernel's rates (compute.attention_time)
+    f["loop.keeps_output_through_backward"] = card.loop.keeps_output_through_backward  # memory: the kept logits
+    f["loop.kept_output_dtype"] = card.loop.kept_output_dtype.value
     f["loss.chunked"] = card.loss.chunked
     lo = card.loss  # the kernel is read with chunked, or as flash_attn (the full-logits flash-attn loss)
     f["loss.kernel"] = lo.kernel.value if lo.chunked or lo.kernel.value == "flash_attn" else None

@@ -23,3 +23,12 @@ def load_step_times(name: str) -> ModuleType:
     sys.modules[name] = mod
     spec.loader.exec_module(mod)
     return mod
+
+
+def file_ids(st: ModuleType, base: Path, path: Path) -> tuple[set[str], set[str]]:
+    """The ids the harness ``st`` loads from the data file ``path`` (one of ``base``'s family, picked up by
+    ``st.data_files``) and the ids of every other file of that family."""
+    assert path in st.data_files(base)
+    everything = st.load_entries(base)
+    loaded = {e["id"] for e in everything if e["_file"] == path.name}
+    return loaded, {e["id"] for e in everything if e["_file"] != path.name}

@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 import pytest
-from step_times_module import load_step_times
+from step_times_module import file_ids, load_step_times
 
 import trainfit
 
@@ -23,11 +23,8 @@ PRIME = sorted(i for i, e in ROWS.items() if e["framework"] == "prime-rl")
 
 
 def test_file_is_loaded_with_every_row_and_ids_are_unique_across_files() -> None:
-    assert DATA in st.data_files(st.TRAIN_DATA)
-    everything = st.load_entries(st.TRAIN_DATA)
-    loaded = {e["id"] for e in everything if e["_file"] == DATA.name}
+    loaded, others = file_ids(st, st.TRAIN_DATA, DATA)
     assert loaded == set(ROWS) and len(ROWS) == 47 and len(PRIME) == 46
-    others = {e["id"] for e in everything if e["_file"] != DATA.name}
     assert not loaded & others
     assert sum(1 for e in ROWS.values() if e.get("card_cannot_state")) == 4
 

@@ -12,19 +12,17 @@ import json
 import re
 
 import pytest
-from step_times_module import load_step_times
+from step_times_module import file_ids, load_step_times
 
-S = load_step_times("trainfit_bench_step_times_new_s14")
+S = load_step_times("trainfit_bench_step_times_rl_new_s14")
 DATA = S.RL_DATA.parent / "published_rl_times_new_s14.json"
 ROWS = {e["id"]: e for e in json.loads(DATA.read_text())}
 
 
 def test_file_is_loaded_with_every_row_and_ids_are_unique_across_files() -> None:
-    assert DATA in S.data_files(S.RL_DATA)
-    everything = S.load_entries(S.RL_DATA)
-    loaded = {e["id"] for e in everything if e["_file"] == DATA.name}
+    loaded, others = file_ids(S, S.RL_DATA, DATA)
     assert loaded == set(ROWS) and len(ROWS) == 23
-    assert not loaded & {e["id"] for e in everything if e["_file"] != DATA.name}
+    assert not loaded & others
 
 
 def _figures(e: dict) -> list[float]:

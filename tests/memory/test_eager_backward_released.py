@@ -60,8 +60,8 @@ def test_eager_masks_one_per_attention_kind():
     assert attn.eager_mask_bytes(llama, micro_batch_size=2, seq_len=2048, eager=False) == 0
 
 
-def _card(**parallel) -> dict:
-    return {"model": "meta-llama/Llama-3.1-8B", "scope": "full", "attention": "eager",
+def _card(model: str = "meta-llama/Llama-3.1-8B", **parallel) -> dict:
+    return {"model": model, "scope": "full", "attention": "eager",
             "hardware": {"gpu": "h200", "gpus_per_node": 1}, "batch": {"micro_batch_size": 1, "seq_len": 4096},
             "parallel": {"strategy": "single", **parallel}}
 
@@ -91,12 +91,6 @@ def test_checkpointed_layers_hold_the_eager_mask(monkeypatch):
     assert with_mask - _backward(_card(gradient_checkpointing=True)).components["activations"] == mask
 
 
-def _gpt_oss_card(**parallel) -> dict:
-    return {"model": "openai/gpt-oss-20b", "scope": "full", "attention": "eager",
-            "hardware": {"gpu": "h200", "gpus_per_node": 1}, "batch": {"micro_batch_size": 1, "seq_len": 4096},
-            "parallel": {"strategy": "single", **parallel}}
-
-
 def test_gpt_oss_after_attention_is_the_second_norm_and_the_moe_block():
     """gpt-oss's own layer model (``arch_activations.layer_bytes``) says what follows its attention: the
     post-attention RMSNorm and the MoE block, each at its per-op figure."""
@@ -117,8 +111,8 @@ def test_gpt_oss_plan_subtracts_the_moe_block_at_the_attention_moment(monkeypatc
     spec = from_catalog("openai/gpt-oss-20b")
     after = activation_bytes(spec, micro_batch_size=1, seq_len=4096, attention=Attention.EAGER,
                              trainable=TrainableSpec(scope=Scope.FULL)).after_attention_per_layer[0]
-    now = _backward(_gpt_oss_card(gradient_checkpointing=True))
+    now = _backward(_card("openai/gpt-oss-20b", gradient_checkpointing=True))
     monkeypatch.setattr(terms, "attention_backward_released", lambda *a: ())
-    before = _backward(_gpt_oss_card(gradient_checkpointing=True))
+    before = _backward(_card("openai/gpt-oss-20b", gradient_checkpointing=True))
     assert now.at == before.at and now.at.startswith("layer ")
     assert before.components["activations"] - now.components["activations"] == after

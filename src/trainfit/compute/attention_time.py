@@ -142,10 +142,11 @@ _HEAD_DIM_64 = {"9": (0.89, 0.90), "10": (0.67, 0.67)}  # (fwd, bwd) at head dim
 
 
 AUTO_KERNEL = "auto"
-# (kernel, major) -> (fwd, bwd, (fwd, bwd) at head dim 64 / at 128): the module docstring's stated-kernel table
+# (kernel, major) -> (fwd, bwd, (fwd, bwd) at head dim 64 / at 128): the module docstring's stated-kernel table;
+# FlashAttention-2 on Ampere and Hopper is what the default rates above measure (one source for both)
 _KERNEL_RATES = {
-    ("fa2", "8"): (0.80, 0.62, (1.0, 1.0)),
-    ("fa2", "9"): (0.45, 0.34, (0.89, 0.90)),
+    ("fa2", "8"): (*_EFFICIENCY["8"], _HEAD_DIM_64.get("8", (1.0, 1.0))),
+    ("fa2", "9"): (*_EFFICIENCY["9"], _HEAD_DIM_64["9"]),
     ("fa2", "10"): (0.20, 0.19, (1.0, 1.0)),
     ("fa3", "9"): (0.78, 0.71, (0.75, 0.75)),
     ("fa4", "10"): (0.81, 0.69, (0.67, 0.67)),

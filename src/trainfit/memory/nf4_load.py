@@ -27,6 +27,7 @@ from functools import lru_cache
 from trainfit.memory.caching_allocator import CachingAllocator
 from trainfit.memory.lora import targeted_groups
 from trainfit.memory.params import linear_groups, param_breakdown
+from trainfit.spec.card import pin_before
 from trainfit.spec.model import ModelSpec
 from trainfit.spec.training import LoraSpec
 
@@ -41,16 +42,7 @@ CHUNKED_SINCE = (0, 2)
 
 def spikes(torchao_version: str | None) -> bool:
     """True for a torchao pin before 0.2 (``0.1``, ``==0.1``, ``0.1.0``); None or unparsable: False."""
-    if not torchao_version:
-        return False
-    text = torchao_version.strip().lstrip("=v ")
-    parts = []
-    for p in text.split(".")[:2]:
-        digits = "".join(ch for ch in p if ch.isdigit())
-        if not digits:
-            return False
-        parts.append(int(digits))
-    return tuple(parts + [0] * (2 - len(parts))) < CHUNKED_SINCE
+    return pin_before(torchao_version, CHUNKED_SINCE)
 
 
 def _to_nf4(a: CachingAllocator, n: int) -> list:

@@ -35,7 +35,7 @@ from trainfit.errors import CardError, TrainfitError
 from trainfit.plan.resolve import gpu_of, trainable_spec
 from trainfit.methods.roles import train_nodes
 from trainfit.plan.terms import trained_dtype_bytes, zero_master_states
-from trainfit.spec.card import RunCard
+from trainfit.spec.card import RunCard, pin_before
 from trainfit.spec.enums import Attention, ComputeDtype, ContextParallelKind, Dtype, Fp8Recipe, Method, Scope
 from trainfit.spec.enums import LayerKind
 from trainfit.spec.enums import FSDP_STRATEGIES, LossKernel, MoeDispatcher, MoeExperts, TensorParallelImpl
@@ -114,16 +114,7 @@ def llm_foundry_unpad_syncs(card: RunCard) -> bool:
     """A ``software`` pin of llm-foundry before v0.5.0 (``0.4.0``, ``==0.3.0``): its ``flash_attn_fn`` unpads q, k
     and v in every attention call, with their host syncs (``compute.inventory.UNPAD_CALL_SYNCS``); only models with
     ``ModelSpec.unpadded_attention`` run it. No pin, or an unparsable one: False."""
-    pin = (card.software.model_extra or {}).get("llm-foundry")
-    if not pin:
-        return False
-    parts = []
-    for p in str(pin).strip().lstrip("=v ").split(".")[:2]:
-        digits = "".join(ch for ch in p if ch.isdigit())
-        if not digits:
-            return False
-        parts.append(int(digits))
-    return tuple(parts + [0] * (2 - len(parts))) < LLM_FOUNDRY_PRECOMPUTED_PADDING
+    return pin_before((card.software.model_extra or {}).get("llm-foundry"), LLM_FOUNDRY_PRECOMPUTED_PADDING)
 
 
 def nemo_rl_pg_loss_of(card: RunCard) -> str:

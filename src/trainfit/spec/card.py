@@ -488,6 +488,20 @@ class ModelRef(_Section):
                                          " num_nextn_predict_layers); off by default, as transformers builds none.")
 
 
+def pin_before(pin: Any, since: tuple[int, int]) -> bool:
+    """True for a ``software`` version pin (``0.4.0``, ``==0.3``, ``v0.1``) whose major.minor is before ``since``;
+    None, empty or unparsable: False (the pin then changes nothing)."""
+    if not pin:
+        return False
+    parts = []
+    for p in str(pin).strip().lstrip("=v ").split(".")[:2]:
+        digits = "".join(ch for ch in p if ch.isdigit())
+        if not digits:
+            return False
+        parts.append(int(digits))
+    return tuple(parts + [0] * (2 - len(parts))) < since
+
+
 class SoftwareSection(_Section):
     model_config = ConfigDict(extra="allow", frozen=True)
     python: str | None = None

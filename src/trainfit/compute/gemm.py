@@ -113,6 +113,35 @@ def gemm_seconds(
     return max(compute, memory, rates.device_s_per_kernel_min)
 
 
+def multi_stream_grouped_gemm_seconds(
+    *, m: float, n: float, k: float, rates: DeviceRates, groups: float = 1, dtype_bytes: float = 2.0
+) -> float:
+    """Seconds of a grouped GEMM that Transformer Engine's ``GroupedLinear`` runs as one cuBLAS GEMM per group
+    (per local expert), round-robin over its compute streams: the groups' compute at the grouped rate
+    (``gemm_seconds``) plus one kernel's fixed device cost (``rates.device_s_per_kernel_min``) per group.
+
+    The mechanism: TE's PyTorch grouped GEMM (``te_general_grouped_gemm``, ``transformer_engine/pytorch/csrc/
+    extensions/gemm.cpp`` l.393-547) calls ``nvte_multi_tensor_gemm``, which on every GPU but Hopper with
+    ``NVTE_USE_CUTLASS_GROUPED_GEMM=1`` (bf16/fp16 only) takes ``multi_stream_cublas_gemm``: a loop launching one
+    ``nvte_cublas_gemm_v2`` per GEMM on ``detail::get_compute_stream(i % num_streams)``, 4 streams
+    (NVIDIA/TransformerEngine ``transformer_engine/common/gemm/cublaslt_gemm.cu`` l.924-977 and l.1006-1026,
+    ``transformer_engine/common/util/multi_stream.cpp`` l.52-54 @v2.9 70f536662ae10a62a54f4ed1ba92e3314c5cfd69; the
+    same loop since pull request #853 "Grouped GEMM via multi-stream cuBLAS" (2024), still the default at v2.18
+    27486e03cfc1fa41f6932dcecdc47c71c47eac3e, ``cublaslt_gemm.cu`` l.970-1011 and l.1052-1076). Megatron-Bridge's
+    recipes do not set the CUTLASS switch (no ``NVTE_USE_CUTLASS_GROUPED_GEMM`` in NVIDIA-NeMo/Megatron-Bridge
+    @067f987df03b8355b03192d88d70f1709fedf51a, @97ad8cc6fb27a58bb79ff51ce73897c3887aa2c6 or
+    @fa0315ae2684693a666be9d247adf9baf1e30028), and it never covers fp8.
+
+    Checked, not fitted, against TE's own measurement of ``general_grouped_gemm`` on Hopper (bf16, TE 2.7, CUDA 12.9;
+    NVIDIA/TransformerEngine pull request #2045 "Add Cutlass GroupGEMM Support for fine-grained MoE Model", for
+    "H100(SM90)", 2025-08-08, the maintainer's update to its description, read 2026-12-03): shape
+    (groups, m, n, k) (8, 4096, 768, 2048) 627.9 TFLOPS and (16, 2048, 768, 2048) 553.9 TFLOPS, the same FLOPs in
+    164.2 and 186.1 us: 2.7 us more per extra GEMM. This function gives 162.2 and 182.2 us (635 and 566 TFLOPS, within
+    2%); ``gemm_seconds`` alone, 142.2 us for both (725 TFLOPS)."""
+    one = gemm_seconds(m=m, n=n, k=k, rates=rates, groups=groups, dtype_bytes=dtype_bytes)
+    return one + max(groups, 1) * rates.device_s_per_kernel_min if min(m, n, k) > 0 else 0.0
+
+
 def gemm_bound(*, m: float, n: float, k: float, rates: DeviceRates, groups: float = 1) -> str:
     """'compute' or 'memory': which roof the GEMM sits on."""
     compute = _model_compute_s(m=m, n=n, k=k, groups=groups, rates=rates, peak=rates.matmul_flops_per_s)

@@ -328,6 +328,9 @@ class Gemm:
     groups: float = 1
     dtype_bytes: float = 2.0
     """4: an fp32 GEMM (no tensor cores unless TF32 is enabled)."""
+    launch_per_group: bool = False
+    """The groups run as one launch each (Transformer Engine's multi-stream cuBLAS ``GroupedLinear``,
+    ``gemm.multi_stream_grouped_gemm_seconds``), not one grouped kernel."""
 
     @property
     def flops(self) -> float:
@@ -683,12 +686,15 @@ def step_inventory(
             # output-gradient casts of the routed rows (not the sequence shard)
             te_fp8 = fp8 and casts is TRANSFORMER_ENGINE and not expert_loop
             d = 1.0 if te_fp8 else 2.0
-            fwd.append(Gemm(g.name, rows, out_f, g.in_features, n, e, d))
+            # Megatron-Core's TEGroupedMLP: TE's GroupedLinear launches one cuBLAS GEMM per local expert
+            # (gemm.multi_stream_grouped_gemm_seconds), forward, dgrad and wgrad alike
+            per_group = megatron_experts and grouped_gemm and not expert_loop and e > 1
+            fwd.append(Gemm(g.name, rows, out_f, g.in_features, n, e, d, per_group))
             part("moe", gemm=fwd[-1], kernels=g.count * moe_time.expert_gemm_kernels(
                 local_experts=g.experts, grouped_gemm=grouped_gemm) / moe_time.EXPERT_PROJECTIONS)
-            bwd.append(Gemm(g.name + ".dX", rows, g.in_features, out_f, n, e, d))
+            bwd.append(Gemm(g.name + ".dX", rows, g.in_features, out_f, n, e, d, per_group))
             if not frozen:
-                bwd.append(Gemm(g.name + ".dW", g.in_features, out_f, rows, n, e, d))
+                bwd.append(Gemm(g.name + ".dW", g.in_features, out_f, rows, n, e, d, per_group))
             if te_fp8:
                 routed_rows = rows * g.experts
                 tr = fp8_weight_casts if fp8_weight_transposes is None else fp8_weight_transposes

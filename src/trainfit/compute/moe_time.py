@@ -52,6 +52,14 @@ expert GEMM launches        ``TEGroupedMLP``: one grouped GEMM per projection;  
 
 The EP all-to-all itself (dispatch and combine, forward, recompute and backward) is ``model_parallel.py``'s.
 
+**TEGroupedMLP's grouped GEMM is a loop.** Transformer Engine's ``GroupedLinear`` launches one cuBLAS GEMM per local
+expert over four compute streams (``gemm.multi_stream_grouped_gemm_seconds``): on a Megatron-Core card
+(``inventory.step_inventory(megatron_experts=True)``) each routed GEMM, forward, dgrad and wgrad, costs its grouped
+compute plus one kernel's fixed device time per local expert, which TE's published H100 grouped-GEMM rates bear out
+(that function's docstring). Only the device side is counted: ``expert_gemm_kernels`` keeps one host launch per
+projection (the C++ loop's per-GEMM host cost, and the per-expert ``torch.split`` / ``torch.empty`` TE's maintainer
+names as GroupedLinear's CPU overhead, NVIDIA/TransformerEngine issue #1499 (2025-02-24), have no published figure).
+
 **gpt-oss's experts in Megatron-Core** (``megatron_expert_elementwise``: a model with a clamped GLU or expert biases,
 ``MoeSpec.clamped_glu`` / ``expert_bias``, on a Megatron-Core card). ``TEGroupedMLP`` runs two eager steps that the
 other MoE models do not, read from NVIDIA/Megatron-LM at every Megatron-Core the Megatron-Bridge containers ship

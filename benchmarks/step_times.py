@@ -1952,6 +1952,8 @@ class Planned:
     bound: str | None
     fits: bool | None
     phase_bounds: dict[str, str] = field(default_factory=dict)
+    phase_terms: dict[str, dict[str, float]] = field(default_factory=dict)
+    """Each plan phase's terms (``PhaseTime.terms``), for a timer that covers one of them (``offload_terms``)."""
 
 
 def hardware_calibration(e: dict[str, Any], gpu_id: str) -> tuple[Any, list[str]]:
@@ -1996,11 +1998,12 @@ def plan_card(card: dict[str, Any], calibration: Any = None) -> Planned:
     parts = {k: float(v) for k, v in (plan.time_parts or {}).items() if isinstance(v, (int, float))}
     time = getattr(plan, "time", None)
     bound = getattr(time, "bound", None)
-    phase_bounds = {}
+    phase_bounds, phase_terms = {}, {}
     for ph in getattr(time, "phases", None) or ():
         name, secs = getattr(ph, "name", None), getattr(ph, "seconds", None)
         if name and isinstance(secs, (int, float)):
             parts[f"time.{name}"] = float(secs)
+            phase_terms[name] = {k: float(v) for k, v in (getattr(ph, "terms", None) or {}).items()}
         if name and getattr(ph, "bound", None):
             phase_bounds[name] = ph.bound
     if bound is None and phase_bounds:
@@ -2010,7 +2013,7 @@ def plan_card(card: dict[str, Any], calibration: Any = None) -> Planned:
     if bound is None and parts:
         bound = "largest part: " + max(parts, key=parts.get)
     fits = getattr(plan, "fits", None)
-    return Planned(plan.step_seconds, plan.tokens_per_step, parts, bound, fits, phase_bounds)
+    return Planned(plan.step_seconds, plan.tokens_per_step, parts, bound, fits, phase_bounds, phase_terms)
 
 
 def part_phase(key: str) -> str:
@@ -2063,6 +2066,15 @@ def offload_share(e: dict[str, Any], phase: str) -> float:
     if e.get("framework") != "verl" or not mode or e["train"].get("strategy") not in ("fsdp", "fsdp2"):
         return 0.0
     return VERL_FSDP_OFFLOAD_SHARES.get(mode, {}).get(phase, 0.0)
+
+
+def offload_terms(e: dict[str, Any], phase: str) -> tuple[str, ...]:
+    """The terms of the plan's ``state_offload`` (``to_host``, ``to_device``) a published phase's timer covers, when
+    the entry's ``timer_scope`` names them (``state_offload_terms``): a timer that runs one direction of the trip
+    (NeMo RL's refit moves the trainer state to the host; the way back runs under other timers). Exclusive of
+    ``state_offload_share``."""
+    scope = timer_scope(e, phase)
+    return tuple((scope or {}).get("state_offload_terms", ()))
 
 
 def timer_scope(e: dict[str, Any], phase: str) -> dict[str, Any] | None:
@@ -2390,6 +2402,14 @@ def rl_rows(entries: list[dict[str, Any]], ledger: list[dict[str, Any]]) -> list
                         row.parts_used = row.parts_used + ["time.state_offload"]
                         row.notes.append(f"{share:.0%} of the plan's trainer state offload ({moved:.2f} s) in this "
                                          "phase: the framework moves the state inside the timed call")
+                    terms = offload_terms(e, q)
+                    offload = planned.phase_terms.get("state_offload", {})
+                    if terms and offload and row.trainfit_s is not None:
+                        part = sum(offload.get(t, 0.0) for t in terms)
+                        row.trainfit_s += part
+                        row.parts_used = row.parts_used + ["time.state_offload"]
+                        row.notes.append(f"the plan's trainer state offload, {' + '.join(terms)} ({part:.2f} s of "
+                                         f"{moved:.2f} s), in this phase: the timed call moves the state one way")
                     row.bound = phase_bound(planned, row.parts_used)
                     if row.trainfit_s is None:
                         row.notes.append("no trainfit figure for this phase in the plan")

@@ -160,3 +160,20 @@ def test_verl_offload_is_counted_in_the_calls_that_move_it():
     moved = planned.parts["time.state_offload"]
     assert rows["actor_update"].trainfit_s == pytest.approx(planned.parts["time.actor_update"] + 0.6 * moved)
     assert rows["step"].trainfit_s > 0 and "time.state_offload" in rows["logprob"].parts_used
+
+
+def test_nemo_rl_refit_timer_counts_the_to_host_half_of_the_offload():
+    """NeMo RL v0.3's prepare_for_generation timer moves the trainer state to the host only (offload_before_refit /
+    offload_after_refit); the way back runs under logprob_inference_prep and training_prep. The entry names the
+    plan's to_host term, not a share of the round trip, whose two directions the plan prices differently."""
+    e = next(x for x in S.load_entries(S.RL_DATA) if x["id"] == "nemorl-v03blog-grpo-llama31-70b-megatron-h100-64g")
+    assert S.offload_terms(e, "weight_sync") == ("to_host",) and S.offload_share(e, "weight_sync") == 0.0
+    assert S.offload_terms(RL["playverl-ppo-qwen2-7b-min-h100-8g"], "actor_update") == ()
+    card, _ = S.map_rl(e)
+    planned = S.plan_card(card)
+    to_host = planned.phase_terms["state_offload"]["to_host"]
+    assert 0 < to_host < planned.parts["time.state_offload"]
+    row = next(r for r in S.rl_rows([e], []) if r.quantity == "weight_sync")
+    expected = planned.parts["time.weight_sync"] + planned.parts["time.sleep_wake"] + to_host
+    assert row.trainfit_s == pytest.approx(expected)
+    assert "time.state_offload" in row.parts_used

@@ -1121,12 +1121,21 @@ def nccl_reshard_seconds(*, spec: ModelSpec, weight_bytes: float, train_tp: int,
       ``[num_experts, ...]`` entry per projection), sending its live TP/EP-local shard (the grouped experts stacked
       first, ``pre``); every vLLM rank receives exactly its own shard into the live parameter (gate and up into a
       buffer copied into ``w13`` / ``gate_up_proj``, ``post``). The readable transport (``xferdtensor_python_impl``;
-      the nccl4py ``m2n.reshard`` one is NCCL's own) sends each destination region once, striped over the vLLM
-      replicas, and rebuilds each replica with one all-gather over the replica group: each training rank sends
-      ``bulk / train_world`` bytes, each vLLM rank receives ``bulk / gen_tp``, every rank on its own link at once
-      (its NIC when the two sides are on different nodes). Per call: a grouped point-to-point and, with more than one
-      vLLM instance, the replica all-gather, NCCL's latency each; the stages' calls spread over
-      ``NRL_REFIT_NUM_STREAMS`` streams on the vLLM side.
+      the nccl4py ``m2n.reshard`` one is NCCL's own) sends each destination region once. With more than one vLLM
+      instance it stripes each region over the replicas, takes the sources round-robin over the training ranks that
+      hold a copy (``_build_striped_transfers``, nemo_rl/weight_sync/xferdtensor_python.py lines 749-774) and
+      rebuilds each replica with one all-gather over the replica group. With one instance there is no replica group
+      (``_build_striped_targets`` returns None, lines 705-746): the generic plan sends every region from the first
+      training rank holding it (``_build_exact_plan`` line 277), so a data-parallel trainer (Qwen3-4B DP8 -> TP8)
+      sends the whole bulk from its rank 0. The NICs still carry ``bulk / gen_tp`` each: NCCL routes a cross-node
+      point-to-point through the NIC of the peer's rail, relayed over NVLink by the local GPU of the peer's index
+      (PXN, ``NCCL_P2P_PXN_LEVEL`` default 2: ``ncclTopoGetNetDev``, NVIDIA/nccl src/graph/search.cc lines 1397-1474
+      @5067397c2676d5aed50042fc39e5c8ee96eb0027), so rank 0's sends leave through the node's NICs and its NVLink
+      carries the bulk, faster than those NICs. Modelled: each training rank sends ``bulk / train_world`` bytes,
+      each vLLM rank receives ``bulk / gen_tp``, every rank on its own link at once (its NIC when the two sides are
+      on different nodes). Per call: a grouped point-to-point and, with more than one vLLM instance, the replica
+      all-gather, NCCL's latency each; the stages' calls spread over ``NRL_REFIT_NUM_STREAMS`` streams on the vLLM
+      side.
     * **Misc**: everything else (attention, embeddings, norms, routers, shared experts, MTP and, with fp8, every
       ``*_scale_inv`` sibling, the experts' included) through the default refit's machinery: Megatron-Bridge's export
       of those tasks (``megatron_export_gather`` ``ffn=False``), the packed broadcast from training rank 0 and vLLM's
@@ -1142,6 +1151,29 @@ def nccl_reshard_seconds(*, spec: ModelSpec, weight_bytes: float, train_tp: int,
     weights once. ``fp8_kept``: linears kept bf16 (``rollout.quantization_bf16_modules``). ``weight_bytes``: the
     whole model as the engine holds it (fp8: 1-byte linears with their block scales); the misc path carries what the
     bulk does not.
+
+    The timer: the design doc's "Refit time" is the whole ``sync_weights`` (``prepare_for_generation/
+    transfer_and_update_weights``: both workers' ``nccl_reshard_refit`` and ``ray.get``,
+    nemo_rl/weight_sync/nccl_reshard_weight_synchronizer.py @7ea279ab); the communicators and the metadata are built
+    once, before training (``init_communicator``). Its Qwen3-30B-A3B rows are the readable transport's: the merge
+    PR lists them under "DGX-H100 - xferdtensor_python_impl (fallback path)" (NVIDIA-NeMo/RL pull request #2971,
+    https://github.com/NVIDIA-NeMo/RL/pull/2971, description of 2026-06-27, read 2026-12-03).
+
+    Known gap, against seven of that PR's 30B rows (the design doc carries three): bf16 EP4xTP2xDP2 -> TP4xDP4
+    1.13-1.53 s (this model 0.53 s), EP4xTP2xPP2 -> TP4xDP4 0.74-1.17 s (0.55), EP8xPP2 -> TP2xDP8 1.21-1.52 s
+    (0.93), EP8xPP2 -> TP8xDP2 0.74-1.00 s (0.38); fp8 EP4xTP2xPP2 -> TP2xDP8 3.19-4.04 s (6.23), EP8xPP2 ->
+    TP2xDP8 3.20-4.30 s (6.21), EP8xDP2 -> TP2xDP8 2.90-4.00 s (6.14). The bf16 rows are 0.4-0.8 s short with
+    no bytes left to add; the fp8 rows are 2.5-2.7 s over, all of it the misc path's ~19,000 tensors at
+    ``S_PER_TENSOR_BUCKETED`` (a Megatron -> vLLM CUDA-IPC measurement, another path). The PR's bf16 / fp8 pair of
+    one layout (EP8xPP2 -> TP2xDP8) differs by 2.4 s for 18,624 more misc tensors (the fp8 ``*_scale_inv``
+    siblings) and half the bulk bytes: about 0.13-0.15 ms per misc tensor on this path (export, packed broadcast,
+    ``load_weights``). Not applied: it would be fitted on the rows it moves. Nor is the bf16 shortfall a per-tensor
+    cost (it would take 1-2 ms per misc tensor, against that pair). Read in the code, not priced (no source
+    measures them): the Python of each ``xferdtensor`` call on both sides (plan-cache look-up, the per-transfer
+    slicing, one nccl4py group of sends and receives, ``record_stream``); the device synchronisations and
+    ``empty_cache`` between the bulk and the misc path (megatron_policy_worker.py lines 2898-2899 and 2905,
+    vllm_backend.py lines 1166-1167, 1174, 1181 and 1190); vLLM's ``process_weights_after_loading`` over the whole
+    model on every refit (``finalize``, vllm_backend.py lines 620-625, 1188); the Ray dispatch of both sides.
 
     Not modelled: the NCCL library's own reshard algorithm (the nccl4py transport, used when importable), which may
     send more per training rank (each replica's region straight from its source, no replica all-gather)."""

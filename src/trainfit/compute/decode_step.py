@@ -151,14 +151,21 @@ as further regressors). dingxianzhong/play-verl ``logs/verl_qwen2_7b_min.log`` @
 1007 steps each): 12.9 +- 0.3 and 14.5 +- 0.7 ms against 24.5 ms, i.e. ~26 us per kernel (H100, vLLM 0.8.3) and
 ~33-38 us (those ROCm hosts). The same regressions give each run's cost per generated token of an engine: play-verl
 (vLLM 0.8.3) 37 +- 12 us (Qwen2-7B TP 2, up to 1024 running), 61 +- 18 us (Qwen2.5-0.5B, up to 256), 123 +- 20 us
-(0.5B, up to 64); the ROCm runs 185 +- 13 and 221 +- 16 us. The planned eager rows of ``benchmarks/step_times.py``
-land near their published phase only where the over-priced launch offsets what the plan leaves out: at 26 us per
-kernel the play-verl phases of Qwen2.5-0.5B (two runs) and Qwen2-7B (TP 1) all read 2.4-2.6 s short (Qwen2-7B at
-TP 2, 1024 running, 22 % long: its lower per-token cost), a per-phase cost of verl's ``gen`` timer outside the
-decode that does not grow with the model (candidates in the sharding manager: FSDP ``state_dict()``, a
-``full_tensor()`` and ``load_weights`` per tensor, the ``empty_cache`` calls, vLLM 0.8.3 ``CuMemAllocator.sleep``'s
-``gc.collect()``, ``vllm/device_allocator/cumem.py`` line 208), where the plan has 0.3-0.9 s of weight sync and
-sleep/wake; the ROCm runs need their larger per-token cost; DeepSeek-V3's eager step
+(0.5B, up to 64); the ROCm runs 185 +- 13 and 221 +- 16 us. Those play-verl figures compare engine generations, not
+model sizes: the Qwen2.5-0.5B runs' launch scripts export ``VLLM_ATTENTION_BACKEND=XFORMERS``, which vLLM 0.8.3
+answers with "Falling back to V0" (``arg_utils.py`` line 1708, printed in both logs), while the Qwen2-7B scripts
+unset it and their logs show ``vllm.v1.worker.gpu_worker.Worker`` (examples/tuning/*.sh and logs/*.log, same
+commit). The fixed part shows in the V1 run too: ``timing_s/gen`` = 4.43 +- 0.36 s + 8.25 +- 0.40 ms x
+``response_length/max`` (min log, 111 steps); the plan's weight sync, sleep/wake, offload share and prefill (2.0 s)
+and the bulk's per-sequence work above one-sequence steps (64 x 168 tokens x 36-80 us) leave 1.5-2 s of it, so the
+per-phase cost below is a fixed cost per ``gen`` call, not a per-step one, in V0 and V1 alike. The planned eager
+rows of ``benchmarks/step_times.py`` land near their published phase only where the over-priced launch offsets what
+the plan leaves out: at 26 us per kernel the play-verl phases of Qwen2.5-0.5B (two runs) and Qwen2-7B (TP 1) all
+read 2.4-2.6 s short (Qwen2-7B at TP 2, 1024 running, 22 % long: its lower per-token cost), a per-phase cost of
+verl's ``gen`` timer outside the decode that does not grow with the model (candidates in the sharding manager: FSDP
+``state_dict()``, a ``full_tensor()`` and ``load_weights`` per tensor, the ``empty_cache`` calls, vLLM 0.8.3
+``CuMemAllocator.sleep``'s ``gc.collect()``, ``vllm/device_allocator/cumem.py`` line 208), where the plan has
+0.3-0.9 s of weight sync and sleep/wake; the ROCm runs need their larger per-token cost; DeepSeek-V3's eager step
 (H20, TP 32) launches more kernels than ``decode_kernels`` counts (grouped top-k in torch ops, the absorbed MLA
 matmuls). So the launch stays at the training figure until those are modelled with it: 26 us alone moves the
 generation subset's median from 15 % to 34 % and its held-out RL steps from 15 % to 19 %.

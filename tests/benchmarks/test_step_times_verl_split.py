@@ -59,3 +59,24 @@ def test_the_checkpoint_engine_timer_covers_the_kv_release_and_resume(eid: str):
     rows = [r for r in S.rl_rows([e], []) if r.quantity == "weight_sync"]
     assert len(rows) == 1 and rows[0].status == "mapped"
     assert sorted(rows[0].parts_used) == ["time.sleep_wake", "time.weight_sync"]
+
+
+@pytest.mark.parametrize("eid", ["verl-v1-weight-sync-qwen3-30b-a3b-h100-1p1n-nccl-offload",
+                                 "verl-v1-weight-sync-qwen3-235b-a22b-h100-8p2n-nccl-offload"])
+def test_veomni_rows_train_bf16_weights_as_their_repro_script_sets(eid: str):
+    """PR #7085's MoE repro script runs VeOmni with mixed_precision=false, which loads the model in bf16
+    (veomni/transformer_impl.py l.287-293 @ce195c95): train.weights_dtype -> the card's precision.weights."""
+    e = PERF[eid]
+    assert e["train"]["weights_dtype"] == "bf16" and "mixed_precision=false" in e["train"]["weights_dtype_source"]
+    card, notes = S.map_rl(e)
+    assert card["precision"]["weights"] == "bf16"
+    assert any(n.startswith("trainer weights bf16 (train.weights_dtype)") for n in notes)
+    plain = copy.deepcopy(e)
+    del plain["train"]["weights_dtype"]
+    assert "weights" not in S.map_rl(plain)[0]["precision"]
+
+
+def test_the_30b_repro_rollout():
+    e = PERF["verl-v1-weight-sync-qwen3-30b-a3b-h100-1p1n-nccl-offload"]
+    card, _ = S.map_rl(e)
+    assert card["rollout"]["tensor_parallel"] == 4 and card["rollout"]["gpu_memory_utilization"] == 0.7

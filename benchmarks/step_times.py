@@ -1790,6 +1790,13 @@ def map_rl(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         # on CUDA tensors, the foreach implementation, over the FSDP flat parameters
         card["precision"] = {**card.get("precision", {}), "optimizer_impl": "foreach"}
         notes.append("verl FSDP actor: torch.optim.AdamW without fused= (the foreach default)")
+    if tr.get("weights_dtype"):
+        # the trainer's parameter dtype where the entry's source states it (train.weights_dtype_source cites it): verl's
+        # VeOmni engine under mixed_precision false loads the model in bf16 and keeps no fp32 copy, so its export
+        # gathers bf16 shards (verl-project/verl verl/workers/engine/veomni/transformer_impl.py l.287-293
+        # @ce195c95ea3aa9a8b89b00bbe669e854a91d23d1)
+        card["precision"] = {**card.get("precision", {}), "weights": tr["weights_dtype"]}
+        notes.append(f"trainer weights {tr['weights_dtype']} (train.weights_dtype): {tr['weights_dtype_source']}")
     if e["framework"] == "deepspeed-chat":
         # DeepSpeed-Chat's critic and reward model (OPT-350M for the blog's OPT runs) when the catalog has them
         from trainfit.catalog.models import resolve_model

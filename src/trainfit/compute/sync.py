@@ -127,8 +127,9 @@ The pipeline as the code runs it (verl-project/verl @b9873ee98f5ee513a460a7a4162
   the one-step-off trainer's ``sync_rollout_weights`` (@b7ff88e3 verl/experimental/separation/ray_trainer.py lines
   640-645) both time ``CheckpointEngineManager.update_weights`` (base.py lines 486-538). Its steps: abort the
   in-flight requests; release the KV cache; prepare the two buffers and a barrier; the transfer; finalize
-  (``empty_cache``); resume the KV cache and flush it; resume generation. No source prices the fixed steps, so
-  they are not modelled.
+  (``empty_cache``); resume the KV cache and flush it; resume generation. The KV release and resume are the plan's
+  ``sleep_wake`` (SGLang level 1: the KV cache only), counted in every verl checkpoint-engine row through its
+  ``timer_scope``; no source prices the other fixed steps, so they are not modelled.
 
 Not modelled yet: the receiver's overlap. This model adds ``per_tensor_s`` after ``transfer_s``. Modelled as the code
 runs it, the apply hides under the sender's chain. The dense H100 rows (7B, 32B offload on, 32B offload off, 72B)
@@ -198,6 +199,19 @@ The 30B-A3B MoE row does not share that rate. At least 124.8 GB cross in 43.43 s
 experts exchanged over efsdp=2, 5.8 GB of dense gather and 61.1 GB of bf16 broadcast. It lands at +24 % here
 through 47 s of per-tensor SGLang cost (18,867 tensors), not through the fabric. No source states the fabric, so no
 term stands in for it.
+
+Read and not the gap. (1) VeOmni's offload in the export (verl/workers/engine/veomni/transformer_impl.py lines 626-666
+@ce195c95ea3aa9a8b89b00bbe669e854a91d23d1): ``offload_veomni_model_to_cpu`` (``model.cpu()``) runs after
+``state_dict()`` and before the generator's ``full_tensor()`` calls, but ``state_dict()`` holds detached DTensors
+that keep the GPU storage (``nn.Module._apply`` swaps the parameters' contents and leaves the detached values on the
+old storage; checked on torch 2.13), so the gathers still run on the GPU over NCCL, not over the CPU group's Gloo.
+(2) The SGLang apply's handle payload grows as tensors x tp^2: per batch, TP rank 0 posts ``tp`` copies of a pickled
+list holding each tensor's ``tp`` CUDA-IPC handles (sgl-project/sglang python/sglang/srt/weight_sync/utils.py
+``update_weights`` @105cec05def6b93d68ea396000500c5d16e00a96; verl base64-encodes each copy into one JSON request,
+verl/workers/rollout/sglang_rollout/http_server_engine.py lines 758-788 @040a28659773fd58eac91cc006d255826c6da03a),
+and SGLang's scheduler broadcasts each request whole to every TP rank over its CPU group (``Scheduler.recv_requests``:
+``broadcast_pyobj(recv_reqs, ..., self.tp_cpu_group)``, sgl-project/sglang python/sglang/srt/managers/scheduler.py
+@d51c1c21d1ac07cd5d1de9ead6c99087d8428e79). No source prices it, so it stays in ``S_PER_TENSOR_IPC``.
 
 Pure Python: no torch import.
 """

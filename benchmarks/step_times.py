@@ -1665,6 +1665,10 @@ def map_rl(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         notes.append(f"verl actor.fsdp_config.fsdp_size={shard[0]} ({shard[1]}): HSDP, shard groups of {shard[0]} GPUs")
     if tr.get("strategy") == "megatron":
         notes.append("Megatron-Core planned with ZeRO-1 (its distributed optimizer) over the data-parallel ranks")
+        # Megatron-Core's layers and loss, as map_train plans Megatron frameworks (spec/enums.py TensorParallelImpl)
+        parallel["tensor_parallel_impl"] = "megatron"
+        notes.append("tensor_parallel_impl megatron (Megatron-Core ColumnParallelLinear/RowParallelLinear,"
+                     " VocabParallelEmbedding, vocab_parallel_cross_entropy)")
         # as map_train does for Megatron frameworks: Megatron-Core runs Transformer Engine's fused kernels
         # whatever its TP/PP (plan/time.py fused_kernels sees only TP x PP > 1), in the log-prob passes too
         parallel["compile"] = True

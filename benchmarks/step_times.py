@@ -2095,6 +2095,44 @@ def timer_scope(e: dict[str, Any], phase: str) -> dict[str, Any] | None:
     return (e.get("timer_scope") or {}).get(phase)
 
 
+def validation_in_step(e: dict[str, Any], card: dict[str, Any]) -> tuple[float, str] | None:
+    """(seconds, note): the share of the run's validation the published mean step carries, when the entry says its
+    step timer holds one (``timer_scope: {"step": {"validation": {...}, "why": cited text}}``); None otherwise.
+
+    NeMo RL runs validation inside ``total_step_time`` every ``val_period`` steps (NVIDIA-NeMo/RL
+    nemo_rl/algorithms/grpo.py l.1081 and l.1373-1398 @6c7089300fded94abfa49bb9cbf9eb357d862461, v0.5.0): the refit
+    the next step would make runs before it (``POLICY_GENERATION_STALE``), then ``validate`` generates one response
+    for each of ``max_val_samples // val_batch_size`` batches of ``val_batch_size`` prompts (l.1681-1712), then the
+    engine sleeps and the next step wakes it again: one generation of ``prompts`` x ``generations_per_prompt``
+    sequences on the step's engines and one more sleep/wake. A mean over ``window_steps`` consecutive steps holds
+    ``window_steps / period_steps`` validations whatever steps it starts at only when ``period_steps`` divides it;
+    the entry's data must say so (``ValueError`` otherwise: a window that may or may not hold one is not priced).
+    The validation is planned as the card's own generation with the prompts and samples replaced (lengths, engine
+    and memory unchanged): the validation set's lengths are not published."""
+    import copy
+
+    scope = timer_scope(e, "step")
+    val = (scope or {}).get("validation")
+    if not val:
+        return None
+    period, window = int(val["period_steps"]), int(val["window_steps"])
+    if period < 1 or window < 1 or window % period:
+        raise ValueError(f"{e['id']}: validation every {period} steps in a {window}-step mean: the count varies")
+    c = copy.deepcopy(card)
+    ro = c["rollout"]
+    ro.update(prompts_per_step=int(val["prompts"]), num_generations=int(val.get("generations_per_prompt", 1)))
+    ro.pop("generated_prompts_per_step", None)
+    planned = plan_card(c)
+    gen = planned.parts.get("time.generation", 0.0)
+    sleep_wake = planned.parts.get("time.sleep_wake", 0.0)
+    share = (window // period) / window
+    seconds = share * (gen + sleep_wake)
+    note = (f"published step also holds validation: {window // period} of every {window} steps validates"
+            f" ({val['prompts']} prompts x {val.get('generations_per_prompt', 1)}: generation {gen:.1f} s + sleep/wake"
+            f" {sleep_wake:.2f} s), {seconds:.1f} s a step; {scope['why']}")
+    return seconds, note
+
+
 def phase_seconds(planned: Planned, phase: str, *, also: tuple[str, ...] = ()) -> tuple[float | None, list[str]]:
     """trainfit's seconds for one published phase: the sum of the parts that belong to it (the plan's
     ``time`` phases when it has them, else ``time_parts``). ``also``: plan phases the published timer
@@ -2398,6 +2436,10 @@ def rl_rows(entries: list[dict[str, Any]], ledger: list[dict[str, Any]]) -> list
                 row.fits = planned.fits
                 if q == "step":
                     row.trainfit_s, row.bound = planned.step_s, planned.bound
+                    validation = validation_in_step(e, card)
+                    if validation is not None and row.trainfit_s is not None:
+                        row.trainfit_s += validation[0]
+                        row.notes.append(validation[1])
                 else:
                     also = ()
                     if q == "generation" and not ph.get("weight_sync") and e["rollout"].get("async") in (None, "none"):

@@ -38,7 +38,8 @@ from trainfit.compute.expert_loop import zero3_expert_gathers
 from trainfit.compute.gemm import gemm_seconds
 from trainfit.compute.inventory import Adapter, PassInventory, step_inventory
 from trainfit.compute.moe_time import expert_token_shards
-from trainfit.compute.model_parallel import ModelParallelComm, model_parallel_comm, pipeline_bubble_micro_steps
+from trainfit.compute.model_parallel import (ModelParallelComm, model_parallel_comm, pipeline_bubble_micro_steps,
+                                            tied_embedding_grad_sync_s)
 from trainfit.compute.offload import deepspeed_zero12_offload_seconds, offload_seconds
 from trainfit.compute.optimizer_time import optimizer_seconds, shard_params
 from trainfit.compute.rates import (
@@ -669,6 +670,17 @@ def train_step_time(
     phases.append(opt_phase)
     if comm.exposed_s:
         phases.append(PhaseTime("communication", comm.exposed_s, "communication", {"total": comm.total_s}))
+    if mp.pp > 1 and spec.tie_word_embeddings and adapter is None:
+        # the end stages' copies of the tied embedding: their gradients all-reduced after the data-parallel reduction
+        # (model_parallel.tied_embedding_grad_sync_s); a frozen embedding (adapters) has none
+        tied_s = tied_embedding_grad_sync_s(vocab_rows=spec.vocab_size, hidden=spec.hidden_size,
+                                            grad_bytes=optimizer.grad_bytes, pp=mp.pp, bytes_per_s=mp.pp_bytes_per_s,
+                                            crosses_nodes=mp.pp_nodes > 1)
+        if tied_s:
+            phases.append(PhaseTime("tied_embedding_sync", tied_s, "communication", {}))
+            notes.append(f"tied embeddings under {mp.pp} pipeline stages: the first and last stage all-reduce the"
+                         f" {spec.vocab_size} x {spec.hidden_size} embedding gradient after the data-parallel"
+                         f" reduction, {tied_s:.3f} s exposed")
     if off_s:
         phases.append(PhaseTime("offload", off_s, "offload", {}))
     if fsdp2_copies and st in ("fsdp", "fsdp_grad_op", "hsdp") and ranks > 1:

@@ -200,6 +200,22 @@ def test_step_time_follows_the_heaviest_rank():
     assert heavy.step_seconds > even.step_seconds * 1.05  # 9 layers on the slowest rank, not 8
 
 
+def test_a_rank_without_the_head_is_timed_without_it():
+    from trainfit.catalog.models import resolve_model
+    from trainfit.plan import make_plan
+    from trainfit.plan.time import timed_rank_holds_head
+
+    llama = resolve_model("meta-llama/Llama-3.1-8B")
+    assert not timed_rank_holds_head(llama, 4, (11, 8, 8, 5))  # rank 0's 11 layers outweigh 5 + head
+    assert timed_rank_holds_head(llama, 4, (9, 8, 8, 7))
+    assert timed_rank_holds_head(llama, 4, None) and timed_rank_holds_head(llama, 1, None)
+    first = make_plan(load_card_dict(_card({"pipeline_parallel": 4, "pipeline_layout": [11, 8, 8, 5]})))
+    last = make_plan(load_card_dict(_card({"pipeline_parallel": 4, "pipeline_layout": [5, 8, 8, 11]})))
+    # the same 11 layers set the pace; on the last rank they also run the head and the loss
+    assert first.step_seconds < last.step_seconds
+    assert any("the busiest stage, which does not hold the head, is timed" in a for a in first.assumptions)
+
+
 # --- memory: each rank's layers ------------------------------------------------------------------------------------
 
 def test_memory_of_an_even_layout_equals_the_even_split():

@@ -386,6 +386,7 @@ def train_step_time(
     zero3_expert_leaf: bool = True, fsdp2_copies: bool = False, fp8_casts: CastTraffic | None = None,
     megatron_experts: bool = False, recompute_modules: tuple[str, ...] = (), unpad_call_syncs: bool = False,
     attention_kernel: str = "auto", vocab_chunk_columns: int = 0, nemo_rl_loss: str = "", loss_sequences: float = 1.0,
+    head: bool = True,
 ) -> TrainStepTime:
     """Seconds of one optimizer step on one GPU (all GPUs of a data-parallel group run in lockstep).
 
@@ -428,7 +429,8 @@ def train_step_time(
     ``attention_kernel``: the fused attention kernel's rates (``attention_time`` module docstring; auto: the
     architecture's default); ``vocab_chunk_columns``: as ``inventory.step_inventory`` (prime-rl's chunked log-prob
     head, ``prime_rl_head``); ``nemo_rl_loss`` / ``loss_sequences``: as ``inventory.step_inventory`` (NeMo RL's
-    per-sequence GRPO loss, ``nemo_rl_pg_loss``).
+    per-sequence GRPO loss, ``nemo_rl_pg_loss``); ``head``: False when the timed pipeline rank holds no output head
+    (``plan.time.timed_rank_holds_head``): its final norm, head and loss are not timed.
     """
     mp = model_parallel
     gradient_checkpointing = gradient_checkpointing or selective != "none" or bool(recompute_modules)
@@ -448,13 +450,14 @@ def train_step_time(
                          nemo_rl_loss=nemo_rl_loss, loss_sequences=loss_sequences)
     kw = dict(rates=rates, seq_len=attention_context or seq_len, memory_factor=memory_factor, kernel_factor=kernel_factor,
               attention_kernel=attention_kernel)
-    fwd = (pass_seconds(inv.layers_forward, backward=False, **kw)
-           + pass_seconds(inv.head_forward, backward=False, **kw)).scaled(count_scale)
+    head_fwd = pass_seconds(inv.head_forward, backward=False, **kw) if head else ZERO_PASS
+    head_bwd = pass_seconds(inv.head_backward, backward=True, **kw) if head else ZERO_PASS
+    fwd = (pass_seconds(inv.layers_forward, backward=False, **kw) + head_fwd).scaled(count_scale)
     rec_inv = inv.recompute_modules(recompute_modules) if recompute_modules else inv.recompute(selective)
     rec = (pass_seconds(rec_inv, backward=False, **kw).scaled(count_scale * recompute_layer_share)
            if gradient_checkpointing else ZERO_PASS)
     bwd_layers = pass_seconds(inv.layers_backward, backward=True, **kw).scaled(count_scale)
-    bwd = bwd_layers + pass_seconds(inv.head_backward, backward=True, **kw).scaled(count_scale)
+    bwd = bwd_layers + head_bwd.scaled(count_scale)
     if parallel.strategy in ("fsdp", "fsdp_grad_op", "hsdp"):
         # torch FSDP's per-unit pre/post-forward hooks (unshard, stream waits, reshard) run in Python in every
         # forward, the recompute's included: rates.FSDP_UNIT_FORWARD_HOST_S per unit (the layers and the root).
@@ -648,7 +651,9 @@ def train_step_time(
             phases.append(PhaseTime("pipeline_bubble", bubble * micro, "idle",
                                     {"idle_micro_steps": bubble, "micro_step": micro}))
             notes.append(f"pipeline: {mp.pp} stages x {mp.virtual_stages} chunk(s), {micro_steps} micro-batches;"
-                         f" the bubble idles {bubble:.2f} micro-steps; the last stage (with the head) is timed")
+                         f" the bubble idles {bubble:.2f} micro-steps; "
+                         + ("the last stage (with the head) is timed" if head else
+                            "the busiest stage, which does not hold the head, is timed"))
     world = max(1, parallel.ranks) * mp.tp * mp.pp
     excess = coll.slowest_rank_excess(ranks=world)
     if excess:

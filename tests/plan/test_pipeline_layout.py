@@ -13,6 +13,7 @@ from trainfit.memory.pipeline import (
     automodel_layout,
     layout_rank_chunks,
     megatron_layout,
+    nanotron_layout,
     stage_layer_counts,
     stage_of,
 )
@@ -214,6 +215,19 @@ def test_a_rank_without_the_head_is_timed_without_it():
     # the same 11 layers set the pace; on the last rank they also run the head and the loss
     assert first.step_seconds < last.step_seconds
     assert any("the busiest stage, which does not hold the head, is timed" in a for a in first.assumptions)
+
+
+def test_nanotron_split_balances_its_block_costs():
+    # nanotron's costs (base.py build_model, llama.py get_block_compute_costs): a layer 4·h² + 3·ffn·h, the head
+    # vocab·h; a block that crosses a rank's share of the total stays on that rank
+    layer = 4 * 2048 * 2048 + 3 * 8192 * 2048  # the Ultra-Scale Playbook's 1.34B: 16 layers, head = 4 layers
+    assert nanotron_layout(16, 2, layer_cost=layer, head_cost=131072 * 2048) == (11, 5)
+    assert nanotron_layout(16, 1, layer_cost=layer, head_cost=131072 * 2048) == (16,)
+    assert nanotron_layout(16, 2, layer_cost=layer, head_cost=0) == (9, 7)  # 8 layers reach half, the 9th crosses
+    layer8b = 4 * 4096 * 4096 + 3 * 14336 * 4096
+    assert nanotron_layout(32, 4, layer_cost=layer8b, head_cost=131072 * 4096) == (9, 9, 8, 6)
+    with pytest.raises(ValueError):
+        nanotron_layout(2, 2, layer_cost=1, head_cost=100)
 
 
 # --- memory: each rank's layers ------------------------------------------------------------------------------------

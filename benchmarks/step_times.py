@@ -1052,6 +1052,12 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     if reduce_after:
         from trainfit.compute.collectives import NANOTRON_ZERO1_REDUCE
         notes.append(f"parallel.grad_reduce_after_backward: {NANOTRON_ZERO1_REDUCE}")
+    # ... and, ZeRO-0 or ZeRO-1, adds every micro-batch's bf16 gradients into its fp32 buffer in a pass of its own
+    accumulation_pass = grad_rule[1] == NANOTRON_FP32_GRADS
+    if accumulation_pass:
+        notes.append("parallel.grad_accumulation_pass: nanotron's FP32GradientAccumulator adds each micro-batch's bf16"
+                     " gradients into the fp32 buffer, one add_ per parameter after the backward"
+                     " (src/nanotron/optim/gradient_accumulator.py l.204-223 @c252843039cc167ff8d6894b87172af4637eb14b)")
     kind = e["kind"]
     scope = {"sft_lora": "lora", "sft_qlora": "qlora"}.get(kind, "full")
     if "Int4" in e["model"]:
@@ -1082,6 +1088,7 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
                      **ckpt, "compile": bool(e.get("compile")) or fused, **mp,
                      **({"overlap_param_gather": True} if overlap_gather else {}),
                      **({"grad_reduce_after_backward": True} if reduce_after else {}),
+                     **({"grad_accumulation_pass": True} if accumulation_pass else {}),
                      # the entry's run streams saved activations to host RAM (torchtune enable_activation_offloading,
                      # cited in its note): parallel.activation_offload
                      **({"activation_offload": True} if e.get("activation_offload") else {})},

@@ -111,6 +111,29 @@ class PassTime:
 ZERO_PASS = PassTime(0.0, 0.0, 0.0, 0.0, 0.0)
 
 
+def fp32_grad_accumulation_seconds(*, params: float, tensors: float, grad_bytes: float, accumulator_bytes: float,
+                                   hbm_bytes_per_s: float, device_s_per_kernel: float) -> PassTime:
+    """One micro-batch's accumulation of the rank's 16-bit gradients (``grad_bytes`` each) into its fp32 gradient
+    buffer (``accumulator_bytes`` each, read and written), one ``add_`` kernel per parameter tensor, on the compute
+    stream after the backward: memory-bound, ``params x (grad_bytes + 2 x accumulator_bytes)`` over HBM plus each
+    kernel's launch.
+
+    nanotron with ``accumulate_grad_in_fp32`` (huggingface/nanotron @c252843039cc167ff8d6894b87172af4637eb14b,
+    src/nanotron/optim/gradient_accumulator.py): ``FP32GradientAccumulator.backward`` runs ``loss.backward()`` and then,
+    for every parameter of the rank (the grad buffers cover all of them, not the ZeRO-1 shard: ``build_grad_buffers``,
+    ``grad_buckets_named_params``), ``_accumulate_grad``: ``fp32_grad.add_(half_param.grad)`` and ``half_param.grad =
+    None`` (l.204-223); the pipeline engine calls it for every micro-batch (src/nanotron/parallel/pipeline_parallel/
+    engine.py ``PipelineEngine.backward`` l.86). Under DDP (ZeRO-0) the step's last micro-batch makes the same ``add_``
+    per parameter in the communication hook instead, inside the backward (``fp32_accum_hook`` l.328-341): the same
+    bytes. Megatron-Core folds this add into the weight-gradient GEMM (``gradient_accumulation_fusion``), so it has no
+    such pass."""
+    if params <= 0:
+        return ZERO_PASS
+    memory_s = params * (grad_bytes + 2 * accumulator_bytes) / hbm_bytes_per_s
+    kernels_s = max(1.0, tensors) * device_s_per_kernel
+    return PassTime(memory_s + kernels_s, 0.0, 0.0, memory_s + kernels_s, 0.0)
+
+
 def interleaved(a: PassTime, b: PassTime) -> tuple[PassTime, PassTime]:
     """Two passes whose kernels interleave layer by layer (checkpoint recompute runs inside backward,
     one layer at a time): the host queue and the GPU pace the pair together, ``max(Σ device, Σ host)``,
@@ -197,6 +220,9 @@ class Parallel:
     (``collectives.exposed_data_parallel`` ``reduce_after_backward``: nanotron's ZeRO-1 with fp32 accumulation), whose
     optimizer step then copies the gathered parameters back slice by slice
     (``collectives.nanotron_zero1_gather_copies_seconds``)."""
+    grad_accumulation_pass: bool = False
+    """Every micro-batch's 16-bit gradients are added into the fp32 gradient buffer by a pass of its own
+    (``fp32_grad_accumulation_seconds``: nanotron's ``FP32GradientAccumulator``)."""
     hsdp_shard: int = 0
     """Strategy hsdp: the ranks of one shard group (the card's ``parallel.hsdp_shard_size``); 0: ``gpus_per_node``."""
     overlap_comm: bool = True
@@ -486,6 +512,14 @@ def train_step_time(
                                      * recompute_layer_share)
     if gradient_checkpointing:
         rec, bwd = interleaved(rec, bwd)
+    if parallel.grad_accumulation_pass and adapter is None:
+        # the 16-bit gradients added into the fp32 buffer after every backward (fp32_grad_accumulation_seconds); nanotron's
+        # Llama holds 3 tensors a layer fewer than the card counts (q/k/v fused in qkv_proj, gate/up in gate_up_proj:
+        # src/nanotron/models/llama.py l.223, l.384 @c252843039cc)
+        bwd = bwd + fp32_grad_accumulation_seconds(
+            params=trained_params, tensors=trained_tensors - 3 * spec.num_layers, grad_bytes=optimizer.weight_bytes,
+            accumulator_bytes=optimizer.grad_bytes, hbm_bytes_per_s=rates.hbm_bytes_per_s,
+            device_s_per_kernel=rates.device_s_per_kernel_min)
     if (parallel.strategy == "zero3" and parallel.ranks > 1 and parallel.zero3_grad_groups
             and parallel.zero3_bucket_numel):
         # the backward's host waits on the reduce of the bucket three flushes back (zero3_coupled_seconds)

@@ -470,7 +470,12 @@ def pipeline_layout_of(dims: dict[str, Any], *, pp: int, vpp: int, num_layers: i
     ``account_for_embedding/loss_in_pipeline_split`` flags (Megatron-Core's rule, memory.pipeline.megatron_layout),
     NeMo Automodel's split when the stages do not divide the layers (memory.pipeline.automodel_layout), or nanotron's
     cost-balanced split of its Llama (memory.pipeline.nanotron_layout; ``shape``: the entry's inline model_config)."""
-    from trainfit.memory.pipeline import automodel_layout, megatron_layout, nanotron_layout, stage_layer_counts
+    from trainfit.memory.pipeline import (
+        automodel_layout,
+        megatron_layout,
+        nanotron_layout,
+        stage_layer_counts,
+    )
 
     emb, loss = bool(dims.get("account_for_embedding_in_pipeline_split")), \
         bool(dims.get("account_for_loss_in_pipeline_split"))

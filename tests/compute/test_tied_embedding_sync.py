@@ -16,7 +16,7 @@ LLAMA_1B = {"model_type": "llama", "hidden_size": 2048, "intermediate_size": 819
 
 
 def test_two_rank_all_reduce_of_the_rank_vocabulary_shard():
-    kw = dict(vocab_rows=65536, hidden=2048, grad_bytes=4.0, bytes_per_s=40e9)
+    kw = {"vocab_rows": 65536, "hidden": 2048, "grad_bytes": 4.0, "bytes_per_s": 40e9}
     assert tied_embedding_grad_sync_s(pp=1, crosses_nodes=False, **kw) == 0.0
     across = tied_embedding_grad_sync_s(pp=2, crosses_nodes=True, **kw)
     assert across == pytest.approx(coll.all_reduce_seconds(total_bytes=65536 * 2048 * 4.0, ranks=2,

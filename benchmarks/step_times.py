@@ -389,10 +389,11 @@ def parallel_blockers(dims: dict[str, Any]) -> list[str]:
     return []
 
 
-def model_parallel_section(dims: dict[str, Any], *, num_layers: int | None = None,
-                           framework: str = "") -> tuple[dict[str, Any], list[str]]:
+def model_parallel_section(dims: dict[str, Any], *, num_layers: int | None = None, framework: str = "",
+                           shape: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[str]]:
     """The card's tensor / pipeline / context / expert parallel fields for an entry's parallelism (``num_layers``,
-    ``framework``: to compute a recipe's layer split, ``pipeline_layout_of``)."""
+    ``framework``, ``shape``: the entry's inline ``model_config``, to compute a recipe's layer split,
+    ``pipeline_layout_of``)."""
     out: dict[str, Any] = {}
     notes: list[str] = []
     tp, pp, ep = dims.get("tp") or 1, dims.get("pp") or 1, dims.get("ep") or 1
@@ -415,7 +416,8 @@ def model_parallel_section(dims: dict[str, Any], *, num_layers: int | None = Non
                          ("num_layers_in_last_pipeline_stage", "pipeline_last_stage_layers")):
             if dims.get(src):
                 out[key] = int(dims[src])
-        layout, why = pipeline_layout_of(dims, pp=pp, vpp=vpp, num_layers=num_layers, framework=framework)
+        layout, why = pipeline_layout_of(dims, pp=pp, vpp=vpp, num_layers=num_layers, framework=framework,
+                                         shape=shape)
         if layout is not None:
             out["pipeline_layout"] = list(layout)
             notes.append(why)
@@ -461,16 +463,24 @@ def model_parallel_section(dims: dict[str, Any], *, num_layers: int | None = Non
 
 
 def pipeline_layout_of(dims: dict[str, Any], *, pp: int, vpp: int, num_layers: int | None,
-                       framework: str) -> tuple[tuple[int, ...] | None, str]:
+                       framework: str, shape: dict[str, Any] | None = None) -> tuple[tuple[int, ...] | None, str]:
     """``parallel.pipeline_layout`` (decoder layers per virtual stage, stage i on rank i % pp) for a recipe whose split
     is neither even nor Megatron-Core's uneven end stages, and a note; (None, "") otherwise. From the entry's
     ``pipeline_layout`` (the decoder layers of its recipe's pipeline_model_parallel_layout), its
     ``account_for_embedding/loss_in_pipeline_split`` flags (Megatron-Core's rule, memory.pipeline.megatron_layout),
-    or NeMo Automodel's split when the stages do not divide the layers (memory.pipeline.automodel_layout)."""
-    from trainfit.memory.pipeline import automodel_layout, megatron_layout, stage_layer_counts
+    NeMo Automodel's split when the stages do not divide the layers (memory.pipeline.automodel_layout), or nanotron's
+    cost-balanced split of its Llama (memory.pipeline.nanotron_layout; ``shape``: the entry's inline model_config)."""
+    from trainfit.memory.pipeline import (
+        automodel_layout,
+        megatron_layout,
+        nanotron_layout,
+        stage_layer_counts,
+    )
 
     emb, loss = bool(dims.get("account_for_embedding_in_pipeline_split")), \
         bool(dims.get("account_for_loss_in_pipeline_split"))
+    if num_layers is None and shape:
+        num_layers = shape.get("num_hidden_layers")
     if dims.get("pipeline_layout"):
         layout, how = tuple(int(n) for n in dims["pipeline_layout"]), "the recipe's pipeline_model_parallel_layout"
     elif num_layers is None:
@@ -480,6 +490,14 @@ def pipeline_layout_of(dims: dict[str, Any], *, pp: int, vpp: int, num_layers: i
         how = ("Megatron-Core's split with account_for_" + " / ".join(
             k for k, on in (("embedding_in_pipeline_split", emb), ("loss_in_pipeline_split", loss)) if on)
             + " (embedding and loss one layer each)")
+    elif framework == "nanotron" and shape and vpp == 1:
+        # nanotron places its pipeline blocks by get_block_compute_costs (a decoder layer 4·heads·(hidden // heads)·hidden
+        # + 3·ffn·hidden, the lm_head vocab·hidden): the head's rank takes fewer decoder layers
+        h, heads = int(shape["hidden_size"]), int(shape["num_attention_heads"])
+        layout = nanotron_layout(num_layers, pp, layer_cost=4 * heads * (h // heads) * h + 3 * int(shape[
+            "intermediate_size"]) * h, head_cost=int(shape["vocab_size"]) * h)
+        how = ("nanotron's split balanced by its block costs (huggingface/nanotron src/nanotron/models/base.py build_model"
+               " l.216-236, src/nanotron/models/llama.py get_block_compute_costs l.913-925 @c252843039cc)")
     elif framework in ("nemo-automodel", "automodel") and num_layers % (pp * vpp):
         layout, how = automodel_layout(num_layers, pp, vpp), ("NeMo Automodel's split (the first layers % stages"
                                                               " stages one layer more, stage i on rank i % pp)")
@@ -1039,11 +1057,18 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     if reduce_after:
         from trainfit.compute.collectives import NANOTRON_ZERO1_REDUCE
         notes.append(f"parallel.grad_reduce_after_backward: {NANOTRON_ZERO1_REDUCE}")
+    # ... and, ZeRO-0 or ZeRO-1, adds every micro-batch's bf16 gradients into its fp32 buffer in a pass of its own
+    accumulation_pass = grad_rule[1] == NANOTRON_FP32_GRADS
+    if accumulation_pass:
+        notes.append("parallel.grad_accumulation_pass: nanotron's FP32GradientAccumulator adds each micro-batch's bf16"
+                     " gradients into the fp32 buffer, one add_ per parameter after the backward"
+                     " (src/nanotron/optim/gradient_accumulator.py l.204-223 @c252843039cc167ff8d6894b87172af4637eb14b)")
     kind = e["kind"]
     scope = {"sft_lora": "lora", "sft_qlora": "qlora"}.get(kind, "full")
     if "Int4" in e["model"]:
         notes.append("GPTQ int4 base planned as bitsandbytes nf4 (QLoRA)")
-    mp, n = model_parallel_section(e["parallel"], num_layers=model_layers(model), framework=e["framework"])
+    mp, n = model_parallel_section(e["parallel"], num_layers=model_layers(model), framework=e["framework"],
+                                   shape=e.get("model_config"))
     notes += n
     if e["framework"] in MEGATRON_FRAMEWORKS:
         # Megatron-Core's layers and loss (spec/enums.py TensorParallelImpl), not torch's DTensor plan
@@ -1068,6 +1093,7 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
                      **ckpt, "compile": bool(e.get("compile")) or fused, **mp,
                      **({"overlap_param_gather": True} if overlap_gather else {}),
                      **({"grad_reduce_after_backward": True} if reduce_after else {}),
+                     **({"grad_accumulation_pass": True} if accumulation_pass else {}),
                      # the entry's run streams saved activations to host RAM (torchtune enable_activation_offloading,
                      # cited in its note): parallel.activation_offload
                      **({"activation_offload": True} if e.get("activation_offload") else {})},

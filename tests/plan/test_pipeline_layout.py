@@ -13,6 +13,7 @@ from trainfit.memory.pipeline import (
     automodel_layout,
     layout_rank_chunks,
     megatron_layout,
+    nanotron_layout,
     stage_layer_counts,
     stage_of,
 )
@@ -198,6 +199,35 @@ def test_step_time_follows_the_heaviest_rank():
     light = make_plan(load_card_dict(_card({"pipeline_parallel": 4, "pipeline_layout": [8, 8, 8, 8]})))
     assert light.step_seconds == pytest.approx(even.step_seconds, rel=1e-9)
     assert heavy.step_seconds > even.step_seconds * 1.05  # 9 layers on the slowest rank, not 8
+
+
+def test_a_rank_without_the_head_is_timed_without_it():
+    from trainfit.catalog.models import resolve_model
+    from trainfit.plan import make_plan
+    from trainfit.plan.time import timed_rank_holds_head
+
+    llama = resolve_model("meta-llama/Llama-3.1-8B")
+    assert not timed_rank_holds_head(llama, 4, (11, 8, 8, 5))  # rank 0's 11 layers outweigh 5 + head
+    assert timed_rank_holds_head(llama, 4, (9, 8, 8, 7))
+    assert timed_rank_holds_head(llama, 4, None) and timed_rank_holds_head(llama, 1, None)
+    first = make_plan(load_card_dict(_card({"pipeline_parallel": 4, "pipeline_layout": [11, 8, 8, 5]})))
+    last = make_plan(load_card_dict(_card({"pipeline_parallel": 4, "pipeline_layout": [5, 8, 8, 11]})))
+    # the same 11 layers set the pace; on the last rank they also run the head and the loss
+    assert first.step_seconds < last.step_seconds
+    assert any("the busiest stage, which does not hold the head, is timed" in a for a in first.assumptions)
+
+
+def test_nanotron_split_balances_its_block_costs():
+    # nanotron's costs (base.py build_model, llama.py get_block_compute_costs): a layer 4·h² + 3·ffn·h, the head
+    # vocab·h; a block that crosses a rank's share of the total stays on that rank
+    layer = 4 * 2048 * 2048 + 3 * 8192 * 2048  # the Ultra-Scale Playbook's 1.34B: 16 layers, head = 4 layers
+    assert nanotron_layout(16, 2, layer_cost=layer, head_cost=131072 * 2048) == (11, 5)
+    assert nanotron_layout(16, 1, layer_cost=layer, head_cost=131072 * 2048) == (16,)
+    assert nanotron_layout(16, 2, layer_cost=layer, head_cost=0) == (9, 7)  # 8 layers reach half, the 9th crosses
+    layer8b = 4 * 4096 * 4096 + 3 * 14336 * 4096
+    assert nanotron_layout(32, 4, layer_cost=layer8b, head_cost=131072 * 4096) == (9, 9, 8, 6)
+    with pytest.raises(ValueError):
+        nanotron_layout(2, 2, layer_cost=1, head_cost=100)
 
 
 # --- memory: each rank's layers ------------------------------------------------------------------------------------

@@ -208,6 +208,34 @@ def model_parallel_comm(
     return ModelParallelComm(tensor, context, expert, p2p)
 
 
+def tied_embedding_grad_sync_s(*, vocab_rows: int, hidden: int, grad_bytes: float, pp: int, bytes_per_s: float,
+                               crosses_nodes: bool) -> float:
+    """Exposed seconds of the tied word embedding's gradient all-reduce between the first and the last pipeline stage,
+    once per optimizer step. With tied input and output embeddings and ``pp > 1`` both end stages hold the
+    ``vocab_rows x hidden`` matrix (the rank's vocabulary shard under tensor parallel) and accumulate its gradient
+    apart; after the backward and the data-parallel reduction the two all-reduce it over a group of those two ranks,
+    on the compute stream's critical path, before the optimizer step reads it:
+
+    * nanotron: ``training_step`` calls ``sync_tied_weights_gradients`` after ``sync_gradients_across_dp`` ("TODO
+      @nouamane: Put this in hooks so we can overlap communication with gradient computation on the last backward
+      pass"), an ``all_reduce_coalesced`` of the fp32 accumulator's gradient buffer of each tied parameter over the
+      ranks that hold it (huggingface/nanotron @c252843039cc167ff8d6894b87172af4637eb14b src/nanotron/trainer.py
+      l.509-526, src/nanotron/parallel/tied_parameters.py ``sync_tied_weights_gradients`` l.119-165);
+    * Megatron-Core: ``finalize_model_grads`` runs ``finish_grad_sync`` (the data-parallel reduction), then
+      ``_allreduce_word_embedding_grads``: ``torch.distributed.all_reduce`` of the shared word embedding's
+      ``main_grad`` over the embedding group, the first and last pipeline stages (NVIDIA/Megatron-LM
+      @d98e8a64ddf34856e74b24714e3bedb2f5a39553 megatron/core/distributed/finalize_model_grads.py l.164-258,
+      l.638-676).
+
+    ``grad_bytes``: the gradient element (the accumulation dtype: fp32 under both frameworks' defaults);
+    ``bytes_per_s``: one GPU to one GPU (the pipeline's send rate: NVLink, or one NIC when the stages sit in different
+    nodes, ``crosses_nodes``; NCCL's tuner prices the two-rank all-reduce over that many nodes). 0 without a pipeline."""
+    if pp <= 1 or vocab_rows <= 0:
+        return 0.0
+    return coll.all_reduce_seconds(total_bytes=vocab_rows * hidden * grad_bytes, ranks=2, bus_bytes_per_s=bytes_per_s,
+                                   nodes=2 if crosses_nodes else 1)
+
+
 def p2p_send_latency_s(*, crosses_nodes: bool) -> float:
     """Fixed seconds of one NCCL send / receive between two ranks (a pipeline stage's activation or gradient, one
     ring context-parallel step's K/V block): NCCL's grouped p2p to one peer is one round

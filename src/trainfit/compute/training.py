@@ -38,7 +38,8 @@ from trainfit.compute.expert_loop import zero3_expert_gathers
 from trainfit.compute.gemm import gemm_seconds, multi_stream_grouped_gemm_seconds
 from trainfit.compute.inventory import Adapter, PassInventory, step_inventory
 from trainfit.compute.moe_time import expert_token_shards
-from trainfit.compute.model_parallel import ModelParallelComm, model_parallel_comm, pipeline_bubble_micro_steps
+from trainfit.compute.model_parallel import (ModelParallelComm, model_parallel_comm, pipeline_bubble_micro_steps,
+                                            tied_embedding_grad_sync_s)
 from trainfit.compute.offload import deepspeed_zero12_offload_seconds, offload_seconds
 from trainfit.compute.optimizer_time import optimizer_seconds, shard_params
 from trainfit.compute.rates import (
@@ -108,6 +109,29 @@ class PassTime:
 
 
 ZERO_PASS = PassTime(0.0, 0.0, 0.0, 0.0, 0.0)
+
+
+def fp32_grad_accumulation_seconds(*, params: float, tensors: float, grad_bytes: float, accumulator_bytes: float,
+                                   hbm_bytes_per_s: float, device_s_per_kernel: float) -> PassTime:
+    """One micro-batch's accumulation of the rank's 16-bit gradients (``grad_bytes`` each) into its fp32 gradient
+    buffer (``accumulator_bytes`` each, read and written), one ``add_`` kernel per parameter tensor, on the compute
+    stream after the backward: memory-bound, ``params x (grad_bytes + 2 x accumulator_bytes)`` over HBM plus each
+    kernel's launch.
+
+    nanotron with ``accumulate_grad_in_fp32`` (huggingface/nanotron @c252843039cc167ff8d6894b87172af4637eb14b,
+    src/nanotron/optim/gradient_accumulator.py): ``FP32GradientAccumulator.backward`` runs ``loss.backward()`` and then,
+    for every parameter of the rank (the grad buffers cover all of them, not the ZeRO-1 shard: ``build_grad_buffers``,
+    ``grad_buckets_named_params``), ``_accumulate_grad``: ``fp32_grad.add_(half_param.grad)`` and ``half_param.grad =
+    None`` (l.204-223); the pipeline engine calls it for every micro-batch (src/nanotron/parallel/pipeline_parallel/
+    engine.py ``PipelineEngine.backward`` l.86). Under DDP (ZeRO-0) the step's last micro-batch makes the same ``add_``
+    per parameter in the communication hook instead, inside the backward (``fp32_accum_hook`` l.328-341): the same
+    bytes. Megatron-Core folds this add into the weight-gradient GEMM (``gradient_accumulation_fusion``), so it has no
+    such pass."""
+    if params <= 0:
+        return ZERO_PASS
+    memory_s = params * (grad_bytes + 2 * accumulator_bytes) / hbm_bytes_per_s
+    kernels_s = max(1.0, tensors) * device_s_per_kernel
+    return PassTime(memory_s + kernels_s, 0.0, 0.0, memory_s + kernels_s, 0.0)
 
 
 def interleaved(a: PassTime, b: PassTime) -> tuple[PassTime, PassTime]:
@@ -196,6 +220,9 @@ class Parallel:
     (``collectives.exposed_data_parallel`` ``reduce_after_backward``: nanotron's ZeRO-1 with fp32 accumulation), whose
     optimizer step then copies the gathered parameters back slice by slice
     (``collectives.nanotron_zero1_gather_copies_seconds``)."""
+    grad_accumulation_pass: bool = False
+    """Every micro-batch's 16-bit gradients are added into the fp32 gradient buffer by a pass of its own
+    (``fp32_grad_accumulation_seconds``: nanotron's ``FP32GradientAccumulator``)."""
     hsdp_shard: int = 0
     """Strategy hsdp: the ranks of one shard group (the card's ``parallel.hsdp_shard_size``); 0: ``gpus_per_node``."""
     overlap_comm: bool = True
@@ -385,6 +412,7 @@ def train_step_time(
     zero3_expert_leaf: bool = True, fsdp2_copies: bool = False, fp8_casts: CastTraffic | None = None,
     megatron_experts: bool = False, recompute_modules: tuple[str, ...] = (), unpad_call_syncs: bool = False,
     attention_kernel: str = "auto", vocab_chunk_columns: int = 0, nemo_rl_loss: str = "", loss_sequences: float = 1.0,
+    head: bool = True,
 ) -> TrainStepTime:
     """Seconds of one optimizer step on one GPU (all GPUs of a data-parallel group run in lockstep).
 
@@ -427,7 +455,8 @@ def train_step_time(
     ``attention_kernel``: the fused attention kernel's rates (``attention_time`` module docstring; auto: the
     architecture's default); ``vocab_chunk_columns``: as ``inventory.step_inventory`` (prime-rl's chunked log-prob
     head, ``prime_rl_head``); ``nemo_rl_loss`` / ``loss_sequences``: as ``inventory.step_inventory`` (NeMo RL's
-    per-sequence GRPO loss, ``nemo_rl_pg_loss``).
+    per-sequence GRPO loss, ``nemo_rl_pg_loss``); ``head``: False when the timed pipeline rank holds no output head
+    (``plan.time.timed_rank_holds_head``): its final norm, head and loss are not timed.
     """
     mp = model_parallel
     gradient_checkpointing = gradient_checkpointing or selective != "none" or bool(recompute_modules)
@@ -447,13 +476,14 @@ def train_step_time(
                          nemo_rl_loss=nemo_rl_loss, loss_sequences=loss_sequences)
     kw = dict(rates=rates, seq_len=attention_context or seq_len, memory_factor=memory_factor, kernel_factor=kernel_factor,
               attention_kernel=attention_kernel)
-    fwd = (pass_seconds(inv.layers_forward, backward=False, **kw)
-           + pass_seconds(inv.head_forward, backward=False, **kw)).scaled(count_scale)
+    head_fwd = pass_seconds(inv.head_forward, backward=False, **kw) if head else ZERO_PASS
+    head_bwd = pass_seconds(inv.head_backward, backward=True, **kw) if head else ZERO_PASS
+    fwd = (pass_seconds(inv.layers_forward, backward=False, **kw) + head_fwd).scaled(count_scale)
     rec_inv = inv.recompute_modules(recompute_modules) if recompute_modules else inv.recompute(selective)
     rec = (pass_seconds(rec_inv, backward=False, **kw).scaled(count_scale * recompute_layer_share)
            if gradient_checkpointing else ZERO_PASS)
     bwd_layers = pass_seconds(inv.layers_backward, backward=True, **kw).scaled(count_scale)
-    bwd = bwd_layers + pass_seconds(inv.head_backward, backward=True, **kw).scaled(count_scale)
+    bwd = bwd_layers + head_bwd.scaled(count_scale)
     if parallel.strategy in ("fsdp", "fsdp_grad_op", "hsdp"):
         # torch FSDP's per-unit pre/post-forward hooks (unshard, stream waits, reshard) run in Python in every
         # forward, the recompute's included: rates.FSDP_UNIT_FORWARD_HOST_S per unit (the layers and the root).
@@ -482,6 +512,14 @@ def train_step_time(
                                      * recompute_layer_share)
     if gradient_checkpointing:
         rec, bwd = interleaved(rec, bwd)
+    if parallel.grad_accumulation_pass and adapter is None:
+        # the 16-bit gradients added into the fp32 buffer after every backward (fp32_grad_accumulation_seconds); nanotron's
+        # Llama holds 3 tensors a layer fewer than the card counts (q/k/v fused in qkv_proj, gate/up in gate_up_proj:
+        # src/nanotron/models/llama.py l.223, l.384 @c252843039cc)
+        bwd = bwd + fp32_grad_accumulation_seconds(
+            params=trained_params, tensors=trained_tensors - 3 * spec.num_layers, grad_bytes=optimizer.weight_bytes,
+            accumulator_bytes=optimizer.grad_bytes, hbm_bytes_per_s=rates.hbm_bytes_per_s,
+            device_s_per_kernel=rates.device_s_per_kernel_min)
     if (parallel.strategy == "zero3" and parallel.ranks > 1 and parallel.zero3_grad_groups
             and parallel.zero3_bucket_numel):
         # the backward's host waits on the reduce of the bucket three flushes back (zero3_coupled_seconds)
@@ -647,7 +685,9 @@ def train_step_time(
             phases.append(PhaseTime("pipeline_bubble", bubble * micro, "idle",
                                     {"idle_micro_steps": bubble, "micro_step": micro}))
             notes.append(f"pipeline: {mp.pp} stages x {mp.virtual_stages} chunk(s), {micro_steps} micro-batches;"
-                         f" the bubble idles {bubble:.2f} micro-steps; the last stage (with the head) is timed")
+                         f" the bubble idles {bubble:.2f} micro-steps; "
+                         + ("the last stage (with the head) is timed" if head else
+                            "the busiest stage, which does not hold the head, is timed"))
     world = max(1, parallel.ranks) * mp.tp * mp.pp
     excess = coll.slowest_rank_excess(ranks=world)
     if excess:
@@ -669,6 +709,17 @@ def train_step_time(
     phases.append(opt_phase)
     if comm.exposed_s:
         phases.append(PhaseTime("communication", comm.exposed_s, "communication", {"total": comm.total_s}))
+    if mp.pp > 1 and spec.tie_word_embeddings and adapter is None:
+        # the end stages' copies of the tied embedding: their gradients all-reduced after the data-parallel reduction
+        # (model_parallel.tied_embedding_grad_sync_s); a frozen embedding (adapters) has none
+        tied_s = tied_embedding_grad_sync_s(vocab_rows=spec.vocab_size, hidden=spec.hidden_size,
+                                            grad_bytes=optimizer.grad_bytes, pp=mp.pp, bytes_per_s=mp.pp_bytes_per_s,
+                                            crosses_nodes=mp.pp_nodes > 1)
+        if tied_s:
+            phases.append(PhaseTime("tied_embedding_sync", tied_s, "communication", {}))
+            notes.append(f"tied embeddings under {mp.pp} pipeline stages: the first and last stage all-reduce the"
+                         f" {spec.vocab_size} x {spec.hidden_size} embedding gradient after the data-parallel"
+                         f" reduction, {tied_s:.3f} s exposed")
     if off_s:
         phases.append(PhaseTime("offload", off_s, "offload", {}))
     if fsdp2_copies and st in ("fsdp", "fsdp_grad_op", "hsdp") and ranks > 1:

@@ -151,6 +151,34 @@ def megatron_layout(num_layers: int, pp: int, v: int, *, embedding: bool, loss: 
     return tuple(out)
 
 
+def nanotron_layout(num_layers: int, pp: int, *, layer_cost: float, head_cost: float) -> tuple[int, ...]:
+    """nanotron's split of a Llama's ``num_layers`` decoder layers over ``pp`` stages, balanced by its own block costs
+    (huggingface/nanotron @c252843039cc167ff8d6894b87172af4637eb14b): ``build_model`` (src/nanotron/models/base.py
+    l.190-236) walks the pipeline blocks in model order (the embedding, the decoder layers, the final norm, the
+    lm_head, the fp32 cast, the loss: ``LlamaModel`` / ``LlamaForTraining`` l.790-993), gives each to the current rank
+    and moves to the next rank once the cumulative cost exceeds ``total x (rank + 1) / pp``, so the block that crosses
+    a threshold stays on the rank before it. The costs are ``get_block_compute_costs`` (src/nanotron/models/llama.py
+    l.913-925): a decoder layer ``4 x heads x head_dim x hidden + 3 x ffn x hidden`` (``layer_cost``), the lm_head
+    ``vocab x hidden`` (``head_cost``), every other block 0; tied or not, the head is costed. Returns the decoder layers
+    per rank (one chunk each). Raises ``ValueError`` if a rank would hold no decoder layer."""
+    if pp <= 1:
+        return (num_layers,)
+    costs = [0.0] + [float(layer_cost)] * num_layers + [0.0, float(head_cost)]
+    total = sum(costs)
+    thresholds = [total * ((r + 1) / pp) for r in range(pp)]  # as base.py l.225 computes them
+    counts = [0] * pp
+    rank, cumulative = 0, 0.0
+    for i, cost in enumerate(costs):
+        if 1 <= i <= num_layers:
+            counts[rank] += 1
+        cumulative += cost
+        if cumulative > thresholds[rank]:
+            rank += 1
+    if min(counts) == 0:
+        raise ValueError(f"nanotron's cost split leaves a pipeline rank without decoder layers: {counts}")
+    return tuple(counts)
+
+
 def automodel_layout(num_layers: int, pp: int, v: int) -> tuple[int, ...]:
     """NeMo Automodel's split of ``num_layers`` over ``pp x v`` stages (NVIDIA-NeMo/Automodel
     @2861c4143cd335539213b1b6d0c890cb17682444, ``nemo_automodel/components/distributed/pipelining/functional.py``

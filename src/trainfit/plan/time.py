@@ -266,8 +266,8 @@ def stage_layers(spec: ModelSpec, pp: int, *, first: int | None = None, last: in
     ranks' chunks differ in size and content, so the rank is picked by its work: the matmul parameters one token
     meets in its layers (attention, dense MLP, router and shared experts whole, the routed experts at top_k / E:
     ``layout_rank_work``) plus the output head's ``vocab x hidden`` on the last rank; ties go to the rank with the
-    most MoE layers, then the first. Its layers (all its chunks) are returned; the head is timed with every rank
-    as before, so a non-last pick is timed with a head it does not hold (an upper bound by one head)."""
+    most MoE layers, then the first. Its layers (all its chunks) are returned; a pick other than the last rank is
+    timed without the head (``timed_rank_holds_head``)."""
     n = spec.num_layers
     if pp <= 1:
         return tuple(range(n))
@@ -278,11 +278,7 @@ def stage_layers(spec: ModelSpec, pp: int, *, first: int | None = None, last: in
         if why:
             raise CardError(f"parallel.pipeline_layout: {why} ({spec.name})")
         ranks = [tuple(i for ch in chunks for i in ch) for chunks in layout_rank_chunks(layout, pp)]
-        work = layout_rank_work(spec, ranks)
-        moe_ = spec.moe
-        best = max(range(pp), key=lambda s: (work[s], sum(1 for i in ranks[s] if moe_ is not None
-                                                           and moe_.is_moe_layer(i))))
-        return ranks[best]
+        return ranks[layout_timed_rank(spec, pp, layout)]
     if first is not None or last is not None:
         from trainfit.memory.pipeline import stage_layer_counts
 
@@ -299,6 +295,31 @@ def stage_layers(spec: ModelSpec, pp: int, *, first: int | None = None, last: in
 
     best = max(range(pp), key=weight)  # the first of the heaviest
     return tuple(range(starts[best], min(n, starts[best] + counts[best])))
+
+
+def layout_timed_rank(spec: ModelSpec, pp: int, layout: tuple[int, ...]) -> int:
+    """The pipeline rank a ``parallel.pipeline_layout`` times (``stage_layers``): the most work
+    (``layout_rank_work``), then the most MoE layers, then the first. Assumes the layout was checked."""
+    from trainfit.memory.pipeline import layout_rank_chunks
+
+    ranks = [tuple(i for ch in chunks for i in ch) for chunks in layout_rank_chunks(layout, pp)]
+    work = layout_rank_work(spec, ranks)
+    moe = spec.moe
+    return max(range(pp), key=lambda s: (work[s], sum(1 for i in ranks[s] if moe is not None and moe.is_moe_layer(i))))
+
+
+def timed_rank_holds_head(spec: ModelSpec, pp: int, layout: tuple[int, ...] | None) -> bool:
+    """Whether the pipeline rank ``rank_spec`` times holds the final norm, the output head and the loss (the last
+    rank). Only a ``parallel.pipeline_layout`` picks its rank by work, head included (``layout_timed_rank``): where a
+    rank without the head has more (nanotron's cost-balanced split gives the head's rank fewer layers,
+    ``memory.pipeline.nanotron_layout``), that rank sets the pace and is timed without a head it does not run. Even
+    and first / last splits time the largest stage with the head, as before (an upper bound by one head where the
+    largest is not the last)."""
+    from trainfit.memory.pipeline import layout_problem
+
+    if pp <= 1 or layout is None or layout_problem(spec.num_layers, layout, pp):
+        return True
+    return layout_timed_rank(spec, pp, layout) == pp - 1
 
 
 def layout_rank_work(spec: ModelSpec, ranks: list[tuple[int, ...]]) -> tuple[float, ...]:
@@ -487,6 +508,7 @@ def training_time(
                       nic_bytes_per_s=nic_bytes_per_s(card), offload=par.offload.value, expert_ranks=edp,
                       expert_gpus_per_node=edp_local, overlap_param_gather=par.overlap_param_gather,
                       grad_reduce_after_backward=par.grad_reduce_after_backward,
+                      grad_accumulation_pass=par.grad_accumulation_pass,
                       # HSDP's shard group as the memory plans it (plan.rl_time._hsdp_shard_of): a host's GPUs, not
                       # the NVLink domain ``gpus_per_node`` stands for on GB200 NVL72
                       hsdp_shard=par.hsdp_shard_size or min(data_ranks, train_nodes(card)[1]),
@@ -520,6 +542,7 @@ def training_time(
         megatron_experts=par.tensor_parallel_impl is TensorParallelImpl.MEGATRON,
         unpad_call_syncs=llm_foundry_unpad_syncs(card),
         attention_kernel=kernel,
+        head=timed_rank_holds_head(spec, pp, par.pipeline_layout),
         vocab_chunk_columns=PRIME_RL_LM_HEAD_CHUNK_COLUMNS
         if card.loss.chunked and card.loss.kernel is LossKernel.PRIME_RL else 0,
         # a packed row of seq_len tokens holds seq_len / attention_context sequences (plan.rl_time)

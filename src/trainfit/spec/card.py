@@ -235,6 +235,12 @@ class ParallelSection(_Section):
                                              " the whole gradient buffer, exposed (nanotron with"
                                              " accumulate_grad_in_fp32 and ZeRO-1 wraps no DDP); false: bucketed and"
                                              " overlapped with the backward.")
+    grad_accumulation_pass: bool = Field(False, description="precision.grads fp32: every micro-batch's 16-bit"
+                                         " gradients are added into the fp32 gradient buffer by one add_ per parameter"
+                                         " tensor, a memory-bound pass over the rank's parameters (nanotron's"
+                                         " accumulate_grad_in_fp32, FP32GradientAccumulator); false: the accumulation"
+                                         " runs inside the weight-gradient GEMM (Megatron-Core's"
+                                         " gradient_accumulation_fusion) or none is timed.")
     context_parallel: int = Field(1, ge=1, le=1024, description="Sequence split over this many ranks (context parallel / Ulysses).")
     context_parallel_kind: ContextParallelKind = Field(ContextParallelKind.RING, description="ring (Megatron CP) | ulysses (verl, OpenRLHF).")
     pipeline_parallel: int = Field(1, ge=1, le=1024, description="Pipeline stages; batch.grad_accum is the micro-batches per step.")
@@ -813,6 +819,9 @@ class RunCard(_Section):
             # when sequence parallelism is enabled"
             raise ValueError("parallel.tp_comm_overlap: needs parallel.sequence_parallel: true (and tensor_parallel > 1);"
                              " allowed without it: false")
+        if par.grad_accumulation_pass and (self.precision.grads is None or self.precision.grads.value != "fp32"):
+            raise ValueError("parallel.grad_accumulation_pass: adds 16-bit gradients into an fp32 buffer, so it needs"
+                             " precision.grads: fp32; allowed otherwise: false")
         if par.overlap_param_gather and par.strategy is not Strategy.ZERO1:
             raise ValueError(f"parallel.overlap_param_gather: needs strategy zero1 (Megatron-Core's distributed"
                              f" optimizer), not {par.strategy.value}; allowed otherwise: false")

@@ -1952,6 +1952,9 @@ class Planned:
     bound: str | None
     fits: bool | None
     phase_bounds: dict[str, str] = field(default_factory=dict)
+    phase_terms: dict[str, dict[str, float]] = field(default_factory=dict)
+    """Each timed plan phase's named terms (``PhaseTime.terms``, seconds), for a published timer that covers one part
+    of a plan phase (``phase_seconds``: ``also`` entries ``phase.term``)."""
 
 
 def hardware_calibration(e: dict[str, Any], gpu_id: str) -> tuple[Any, list[str]]:
@@ -1996,13 +1999,16 @@ def plan_card(card: dict[str, Any], calibration: Any = None) -> Planned:
     parts = {k: float(v) for k, v in (plan.time_parts or {}).items() if isinstance(v, (int, float))}
     time = getattr(plan, "time", None)
     bound = getattr(time, "bound", None)
-    phase_bounds = {}
+    phase_bounds, phase_terms = {}, {}
     for ph in getattr(time, "phases", None) or ():
         name, secs = getattr(ph, "name", None), getattr(ph, "seconds", None)
         if name and isinstance(secs, (int, float)):
             parts[f"time.{name}"] = float(secs)
         if name and getattr(ph, "bound", None):
             phase_bounds[name] = ph.bound
+        terms = getattr(ph, "terms", None)
+        if name and terms:
+            phase_terms[name] = {k: float(v) for k, v in terms.items() if isinstance(v, (int, float))}
     if bound is None and phase_bounds:
         timed = {k: v for k, v in parts.items() if k.startswith("time.") and k[5:] in phase_bounds}
         if timed:
@@ -2010,7 +2016,7 @@ def plan_card(card: dict[str, Any], calibration: Any = None) -> Planned:
     if bound is None and parts:
         bound = "largest part: " + max(parts, key=parts.get)
     fits = getattr(plan, "fits", None)
-    return Planned(plan.step_seconds, plan.tokens_per_step, parts, bound, fits, phase_bounds)
+    return Planned(plan.step_seconds, plan.tokens_per_step, parts, bound, fits, phase_bounds, phase_terms)
 
 
 def part_phase(key: str) -> str:
@@ -2075,21 +2081,35 @@ def timer_scope(e: dict[str, Any], phase: str) -> dict[str, Any] | None:
 def phase_seconds(planned: Planned, phase: str, *, also: tuple[str, ...] = ()) -> tuple[float | None, list[str]]:
     """trainfit's seconds for one published phase: the sum of the parts that belong to it (the plan's
     ``time`` phases when it has them, else ``time_parts``). ``also``: plan phases the published timer
-    covers besides its own (``GENERATION_TIMER_SCOPE``), counted in ``phase`` rather than their own."""
+    covers besides its own (``GENERATION_TIMER_SCOPE``), counted in ``phase`` rather than their own; an entry
+    ``phase.term`` takes one named term of a timed plan phase (``Planned.phase_terms``, e.g. ``sleep_wake.sleep``:
+    a timer that covers the engine's sleep but not its wake), listed as ``time.phase.term``."""
     timed = [k for k in planned.parts if k.startswith("time.")]
     pool = timed if timed else [k for k in planned.parts if k != "tokens_per_step"]
     keys = [k for k in pool if part_phase(k) == phase or k.removeprefix("time.") in also]
+    for a in also:
+        name, _, term = a.partition(".")
+        if term and term in planned.phase_terms.get(name, {}):
+            keys.append(f"time.{a}")
     if not keys:
         return None, []
-    return sum(planned.parts[k] for k in keys), keys
+    return sum(key_seconds(planned, k) for k in keys), keys
+
+
+def key_seconds(planned: Planned, key: str) -> float:
+    """Seconds of one ``phase_seconds`` key: a part, or ``time.phase.term`` (one term of a timed phase)."""
+    if key in planned.parts:
+        return planned.parts[key]
+    name, term = key.removeprefix("time.").split(".", 1)
+    return planned.phase_terms[name][term]
 
 
 def phase_bound(planned: Planned, keys: list[str]) -> str | None:
     """The dominant bound of the largest part behind a phase (its key when the plan gives no bound)."""
     if not keys:
         return None
-    top = max(keys, key=planned.parts.get)
-    return planned.phase_bounds.get(top.removeprefix("time.")) or f"largest part: {top}"
+    top = max(keys, key=lambda k: key_seconds(planned, k))
+    return planned.phase_bounds.get(top.removeprefix("time.").split(".", 1)[0]) or f"largest part: {top}"
 
 
 # ---------------------------------------------------------------- the rule of thumb

@@ -1469,7 +1469,8 @@ def rollout_section(e: dict[str, Any], model: Any, nodes: int) -> tuple[dict[str
         out["response_len_mean"] = min(resp_mean, resp_max)
     if prompt_mean:
         out["prompt_len_mean"] = prompt_mean
-    for key in ("gpu_memory_utilization", "max_num_seqs", "weight_sync", "weight_transport", "trainer_offload"):
+    for key in ("gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens", "weight_sync", "weight_transport",
+                "trainer_offload"):
         if ro.get(key):
             out[key] = ro[key]
     if ro.get("sleep_level") is not None:

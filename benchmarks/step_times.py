@@ -1495,7 +1495,8 @@ def rollout_section(e: dict[str, Any], model: Any, nodes: int) -> tuple[dict[str
         out["response_len_mean"] = min(resp_mean, resp_max)
     if prompt_mean:
         out["prompt_len_mean"] = prompt_mean
-    for key in ("gpu_memory_utilization", "max_num_seqs", "weight_sync", "weight_transport", "trainer_offload"):
+    for key in ("gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens", "weight_sync", "weight_transport",
+                "trainer_offload"):
         if ro.get(key):
             out[key] = ro[key]
     if ro.get("sleep_level") is not None:
@@ -1990,7 +1991,8 @@ class Planned:
     fits: bool | None
     phase_bounds: dict[str, str] = field(default_factory=dict)
     phase_terms: dict[str, dict[str, float]] = field(default_factory=dict)
-    """Each plan phase's terms (``PhaseTime.terms``), for a timer that covers one of them (``offload_terms``)."""
+    """Each timed plan phase's named terms (``PhaseTime.terms``, seconds), for a published timer that covers one part
+    of a plan phase (``phase_seconds``: ``also`` entries ``phase.term``; ``offload_terms``)."""
 
 
 def hardware_calibration(e: dict[str, Any], gpu_id: str) -> tuple[Any, list[str]]:
@@ -2040,9 +2042,11 @@ def plan_card(card: dict[str, Any], calibration: Any = None) -> Planned:
         name, secs = getattr(ph, "name", None), getattr(ph, "seconds", None)
         if name and isinstance(secs, (int, float)):
             parts[f"time.{name}"] = float(secs)
-            phase_terms[name] = {k: float(v) for k, v in (getattr(ph, "terms", None) or {}).items()}
         if name and getattr(ph, "bound", None):
             phase_bounds[name] = ph.bound
+        terms = getattr(ph, "terms", None)
+        if name and terms:
+            phase_terms[name] = {k: float(v) for k, v in terms.items() if isinstance(v, (int, float))}
     if bound is None and phase_bounds:
         timed = {k: v for k, v in parts.items() if k.startswith("time.") and k[5:] in phase_bounds}
         if timed:
@@ -2162,21 +2166,35 @@ def validation_in_step(e: dict[str, Any], card: dict[str, Any]) -> tuple[float, 
 def phase_seconds(planned: Planned, phase: str, *, also: tuple[str, ...] = ()) -> tuple[float | None, list[str]]:
     """trainfit's seconds for one published phase: the sum of the parts that belong to it (the plan's
     ``time`` phases when it has them, else ``time_parts``). ``also``: plan phases the published timer
-    covers besides its own (``GENERATION_TIMER_SCOPE``), counted in ``phase`` rather than their own."""
+    covers besides its own (``GENERATION_TIMER_SCOPE``), counted in ``phase`` rather than their own; an entry
+    ``phase.term`` takes one named term of a timed plan phase (``Planned.phase_terms``, e.g. ``sleep_wake.sleep``:
+    a timer that covers the engine's sleep but not its wake), listed as ``time.phase.term``."""
     timed = [k for k in planned.parts if k.startswith("time.")]
     pool = timed if timed else [k for k in planned.parts if k != "tokens_per_step"]
     keys = [k for k in pool if part_phase(k) == phase or k.removeprefix("time.") in also]
+    for a in also:
+        name, _, term = a.partition(".")
+        if term and term in planned.phase_terms.get(name, {}):
+            keys.append(f"time.{a}")
     if not keys:
         return None, []
-    return sum(planned.parts[k] for k in keys), keys
+    return sum(key_seconds(planned, k) for k in keys), keys
+
+
+def key_seconds(planned: Planned, key: str) -> float:
+    """Seconds of one ``phase_seconds`` key: a part, or ``time.phase.term`` (one term of a timed phase)."""
+    if key in planned.parts:
+        return planned.parts[key]
+    name, term = key.removeprefix("time.").split(".", 1)
+    return planned.phase_terms[name][term]
 
 
 def phase_bound(planned: Planned, keys: list[str]) -> str | None:
     """The dominant bound of the largest part behind a phase (its key when the plan gives no bound)."""
     if not keys:
         return None
-    top = max(keys, key=planned.parts.get)
-    return planned.phase_bounds.get(top.removeprefix("time.")) or f"largest part: {top}"
+    top = max(keys, key=lambda k: key_seconds(planned, k))
+    return planned.phase_bounds.get(top.removeprefix("time.").split(".", 1)[0]) or f"largest part: {top}"
 
 
 # ---------------------------------------------------------------- the rule of thumb

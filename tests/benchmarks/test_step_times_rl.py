@@ -174,6 +174,7 @@ def test_nemo_rl_refit_timer_counts_the_to_host_half_of_the_offload():
     to_host = planned.phase_terms["state_offload"]["to_host"]
     assert 0 < to_host < planned.parts["time.state_offload"]
     row = next(r for r in S.rl_rows([e], []) if r.quantity == "weight_sync")
-    expected = planned.parts["time.weight_sync"] + planned.parts["time.sleep_wake"] + to_host
+    # the wake half of sleep_wake: the sleep runs in the generation timer (finish_generation)
+    expected = planned.parts["time.weight_sync"] + planned.phase_terms["sleep_wake"]["wake"] + to_host
     assert row.trainfit_s == pytest.approx(expected)
     assert "time.state_offload" in row.parts_used

@@ -43,8 +43,9 @@ def _line_rate_s(*, micro_steps: int, grad_bytes_per_param: float = 4.0) -> floa
 
 
 def test_the_line_rate_bound_is_the_published_step_of_the_row():
-    """The arithmetic of the row's ``checked`` text: 880 GB per rank over 4 micro-batches, 17.6 s at 50 GB/s in fp32,
-    13.2 s in bf16 (published step: 17.6 s)."""
+    """The arithmetic of the row's ``checked`` text for the table's TP 2 / GA 4 columns: 880 GB per rank over 4
+    micro-batches, 17.6 s at 50 GB/s in fp32, 13.2 s in bf16 (published step: 17.6 s); the row's card follows its
+    launch command instead (TP 1, GA 2)."""
     assert _line_rate_s(micro_steps=MICRO_STEPS) == pytest.approx(17.60, abs=0.005)
     assert _line_rate_s(micro_steps=MICRO_STEPS, grad_bytes_per_param=2.0) == pytest.approx(13.20, abs=0.005)
 

@@ -18,7 +18,7 @@ ROWS = {e["id"]: e for e in json.loads(DATA.read_text())}
 
 def test_file_is_loaded_with_every_row_and_ids_are_unique_across_files() -> None:
     loaded, others = file_ids(S, S.RL_DATA, DATA)
-    assert loaded == set(ROWS) and len(ROWS) == 2
+    assert loaded == set(ROWS) and len(ROWS) == 3
     assert not loaded & others
 
 

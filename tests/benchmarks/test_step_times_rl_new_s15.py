@@ -1,5 +1,6 @@
-"""benchmarks/step_times.py, held-out RL rows of published_rl_times_new_s15.json (verl v0.5.0's column of RLinf's
-'Comparison with VeRL' page, slime's colocated weight sync of Qwen3-30B-A3B after its weight-sync optimizations):
+"""benchmarks/step_times.py, held-out RL rows of published_rl_times_new_s15.json (verl v0.5.0's and RLinf's columns of RLinf's
+'Comparison with VeRL' page, slime's colocated weight sync of Qwen3-30B-A3B after its weight-sync optimizations, the
+'Our rerun' rows of NeMo RL issue #959 that repeat the v0.3 blog's runs):
 the file is picked up, its ids are unique across the RL files, every entry cites its source at a commit, every
 figure is in its quote, and both rows map and plan the phases they publish."""
 
@@ -18,7 +19,7 @@ ROWS = {e["id"]: e for e in json.loads(DATA.read_text())}
 
 def test_file_is_loaded_with_every_row_and_ids_are_unique_across_files() -> None:
     loaded, others = file_ids(S, S.RL_DATA, DATA)
-    assert loaded == set(ROWS) and len(ROWS) == 3
+    assert loaded == set(ROWS) and len(ROWS) == 7
     assert not loaded & others
 
 
@@ -26,8 +27,11 @@ def test_file_is_loaded_with_every_row_and_ids_are_unique_across_files() -> None
 def test_each_row_cites_its_source_and_quotes_its_figures(row_id: str) -> None:
     e = ROWS[row_id]
     src = e["source"]
-    assert src["repo"] and src["path"] and re.fullmatch(r"[0-9a-f]{40}", src["commit"])
     assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", src["date"])
+    if src.get("url"):
+        assert src["url"].startswith("https://github.com/") and src["issue"]
+    else:
+        assert src["repo"] and src["path"] and re.fullmatch(r"[0-9a-f]{40}", src["commit"])
     figures = [v for v in e["measured"]["phases_s"].values() if v is not None]
     figures += [e["measured"]["step_s"]] if e["measured"]["step_s"] else []
     for v in figures:
@@ -55,3 +59,16 @@ def test_verl_row_states_its_batch_lengths_and_reference_pass() -> None:
     assert e["data"]["prompt_len_max"] + e["data"]["response_len_max"] == e["data"]["sequence_len_max"] == 28672
     card, _ = S.map_rl(e)
     assert card["rollout"]["tensor_parallel"] == 2 and card["roles"]["kl_coef"] > 0
+
+
+def test_rerun_rows_keep_the_card_of_the_blog_run_they_repeat() -> None:
+    """NeMo RL issue #959 reruns the v0.3 blog's runs (published_rl_times_new_s13.json): same card, new measurements."""
+    blog = {e["id"]: e for e in S.load_entries(S.RL_DATA) if e["id"].startswith("nemorl-v03blog-grpo-llama31")}
+    reruns = [e for e in ROWS.values() if e["id"].startswith("nemorl-issue959-rerun-")]
+    assert len(reruns) == 4
+    for e in reruns:
+        twin = blog[e["id"].replace("nemorl-issue959-rerun-", "nemorl-v03blog-")]
+        assert e["train"] == twin["train"] and e["rollout"] == twin["rollout"] and e["gpus"] == twin["gpus"]
+        assert {k: v for k, v in e["data"].items() if k != "response_len_mean"} == \
+            {k: v for k, v in twin["data"].items() if k != "response_len_mean"}
+        assert e["measured"] != twin["measured"]

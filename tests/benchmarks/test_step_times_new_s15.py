@@ -1,6 +1,6 @@
 """benchmarks/step_times.py, held-out training rows of published_train_times_new_s15.json (Megatron-Bridge's model
-verification cards for Qwen3-8B and Qwen3-30B-A3B on H100: pretraining, full SFT at 2K and 32K, LoRA, and the tuned
-Qwen3-30B-A3B performance item): the file is picked up, its ids are unique across the training files, every figure is
+verification cards for Qwen3-8B, Qwen3-30B-A3B, gpt-oss-20b and gpt-oss-120b on H100: pretraining, full SFT at 2K
+and 32K, LoRA, and the tuned Qwen3-30B-A3B performance item): the file is picked up, its ids are unique across the training files, every figure is
 in its quote (the card's milliseconds), the layouts multiply out, the published tokens/s agree with the step time, and
 the rows map to the card with the layout their recipe states."""
 
@@ -23,7 +23,7 @@ ROWS = {e["id"]: e for e in json.loads(DATA.read_text())}
 
 def test_file_is_loaded_with_every_row_and_ids_are_unique_across_files() -> None:
     loaded, others = file_ids(st, st.TRAIN_DATA, DATA)
-    assert loaded == set(ROWS) and len(ROWS) == 9
+    assert loaded == set(ROWS) and len(ROWS) == 14
     assert not loaded & others
 
 

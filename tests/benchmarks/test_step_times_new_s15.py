@@ -1,0 +1,63 @@
+"""benchmarks/step_times.py, held-out training rows of published_train_times_new_s15.json (Megatron-Bridge's model
+verification cards for Qwen3-8B, Qwen3-30B-A3B, gpt-oss-20b and gpt-oss-120b on H100: pretraining, full SFT at 2K
+and 32K, LoRA, and the tuned Qwen3-30B-A3B performance item): the file is picked up, its ids are unique across the training files, every figure is
+in its quote (the card's milliseconds), the layouts multiply out, the published tokens/s agree with the step time, and
+the rows map to the card with the layout their recipe states."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from step_times_module import file_ids, load_step_times
+
+import trainfit
+
+REPO = Path(trainfit.__file__).resolve().parents[2]
+DATA = REPO / "benchmarks" / "data" / "published_train_times_new_s15.json"
+st = load_step_times("trainfit_bench_step_times_new_s15")
+ROWS = {e["id"]: e for e in json.loads(DATA.read_text())}
+
+
+def test_file_is_loaded_with_every_row_and_ids_are_unique_across_files() -> None:
+    loaded, others = file_ids(st, st.TRAIN_DATA, DATA)
+    assert loaded == set(ROWS) and len(ROWS) == 14
+    assert not loaded & others
+
+
+@pytest.mark.parametrize("row_id", sorted(ROWS))
+def test_row_figures_layout_and_rate(row_id: str) -> None:
+    e = ROWS[row_id]
+    assert f"last_10_steps_step_time_ms_avg: {e['measured']['value'] * 1000:.3f}" in e["quote"]
+    assert f"--seq_length {e['batch']['seq_len']}" in e["quote"] or f"seq {e['batch']['seq_len']}" in e["note"]
+    p, b = e["parallel"], e["batch"]
+    dp = e["gpus"] // (p["tp"] * p["pp"] * p["cp"])
+    assert dp * p["tp"] * p["pp"] * p["cp"] == e["gpus"] == e["gpus_per_node"] * e["nodes"]
+    assert b["micro_batch_size"] * dp * b["grad_accum"] == b["global_batch_size"]
+    # the card's tokens/s/GPU is the global batch's tokens over the step and the GPUs
+    rate = b["global_batch_size"] * b["seq_len"] / (e["measured"]["value"] * e["gpus"])
+    assert rate == pytest.approx(e["measured"]["also"]["tokens_per_s_per_gpu"], rel=2e-3)
+    src = e["source"]
+    assert src["repo"] == "NVIDIA-NeMo/Megatron-Bridge" and re.fullmatch(r"[0-9a-f]{40}", src["commit"])
+    assert src["path"].startswith("examples/model_verification_cards/")
+
+
+def test_rows_map_with_their_recipe_layout() -> None:
+    card, _ = st.map_train(ROWS["mbvc-qwen3-30b-a3b-pretrain-perf-h100-16g"])
+    par = card["parallel"]
+    assert par["expert_parallel"] == 16 and par["moe_dispatcher"] == "deepep" and par["moe_comm_overlap"] is True
+    card, _ = st.map_train(ROWS["mbvc-qwen3-30b-a3b-sft32k-h100-16g"])
+    par = card["parallel"]
+    assert (par["tensor_parallel"], par["context_parallel"], par["expert_parallel"]) == (8, 2, 8)
+    assert par["gradient_checkpointing"] is True
+    card, _ = st.map_train(ROWS["mbvc-qwen3-8b-lora-h100-1g"])
+    assert card["scope"] == "lora" and card["lora"]["rank"] == 8 and card["hardware"]["gpus_per_node"] == 1
+
+
+def test_lora_on_expert_parallel_experts_is_refused_by_the_planner() -> None:
+    card, _ = st.map_train(ROWS["mbvc-qwen3-30b-a3b-lora-h100-4g"])
+    with pytest.raises(st.Unmapped) as got:
+        st.plan_card(card)
+    assert got.value.status == "not_representable" and "LoRA on expert-parallel experts" in got.value.reasons[0]

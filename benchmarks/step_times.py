@@ -2163,15 +2163,39 @@ def validation_in_step(e: dict[str, Any], card: dict[str, Any]) -> tuple[float, 
     return seconds, note
 
 
-def phase_seconds(planned: Planned, phase: str, *, also: tuple[str, ...] = ()) -> tuple[float | None, list[str]]:
+SEPARATE_LOGPROB_TIMERS = frozenset({"verl"})
+"""Frameworks that time the old-policy and the reference log-prob passes apart: verl's trainer wraps
+``compute_log_prob`` in ``timing_s/old_log_prob`` and ``compute_ref_log_prob`` in ``timing_s/ref``
+(verl/trainer/ppo/ray_trainer.py ``fit``, ``marked_timer("old_log_prob", ...)`` and ``marked_timer("ref", ...)``,
+volcengine/verl @8fdc4d3f202f41461f4de9f42a637228e342668b l.1227 and l.1264, v0.5.0). An entry of such a framework that publishes one of the two is compared with that
+pass of the plan alone; NeMo RL's ``policy_and_reference_logprobs`` is one timer around both (recorded as
+``old_logprob``), so its entries keep both passes."""
+
+
+def logprob_exclude(e: dict[str, Any]) -> tuple[str, ...]:
+    """Plan parts a published log-prob figure does not cover: the reference pass when a framework with separate
+    timers (``SEPARATE_LOGPROB_TIMERS``) publishes only the old-policy pass, and the reverse."""
+    if e["framework"] not in SEPARATE_LOGPROB_TIMERS:
+        return ()
+    ph = e["measured"]["phases_s"]
+    if ph.get("old_logprob") and not ph.get("ref_logprob"):
+        return ("time.ref_logprob",)
+    if ph.get("ref_logprob") and not ph.get("old_logprob"):
+        return ("time.old_logprob",)
+    return ()
+
+
+def phase_seconds(planned: Planned, phase: str, *, also: tuple[str, ...] = (),
+                  exclude: tuple[str, ...] = ()) -> tuple[float | None, list[str]]:
     """trainfit's seconds for one published phase: the sum of the parts that belong to it (the plan's
     ``time`` phases when it has them, else ``time_parts``). ``also``: plan phases the published timer
     covers besides its own (``GENERATION_TIMER_SCOPE``), counted in ``phase`` rather than their own; an entry
     ``phase.term`` takes one named term of a timed plan phase (``Planned.phase_terms``, e.g. ``sleep_wake.sleep``:
-    a timer that covers the engine's sleep but not its wake), listed as ``time.phase.term``."""
+    a timer that covers the engine's sleep but not its wake), listed as ``time.phase.term``. ``exclude``: parts the
+    published timer does not cover (``logprob_exclude``)."""
     timed = [k for k in planned.parts if k.startswith("time.")]
     pool = timed if timed else [k for k in planned.parts if k != "tokens_per_step"]
-    keys = [k for k in pool if part_phase(k) == phase or k.removeprefix("time.") in also]
+    keys = [k for k in pool if (part_phase(k) == phase or k.removeprefix("time.") in also) and k not in exclude]
     for a in also:
         name, _, term = a.partition(".")
         if term and term in planned.phase_terms.get(name, {}):
@@ -2491,7 +2515,11 @@ def rl_rows(entries: list[dict[str, Any]], ledger: list[dict[str, Any]]) -> list
                     if (scope := timer_scope(e, q)) is not None:
                         also = tuple(scope.get("also", ()))
                         row.notes.append(f"published {q} timer also covers: {scope['why']}")
-                    row.trainfit_s, row.parts_used = phase_seconds(planned, q, also=also)
+                    exclude = logprob_exclude(e) if q == "logprob" else ()
+                    if exclude:
+                        row.notes.append(f"published log-prob timer covers one pass ({e['framework']} times the"
+                                         f" old-policy and reference passes apart): {', '.join(exclude)} left out")
+                    row.trainfit_s, row.parts_used = phase_seconds(planned, q, also=also, exclude=exclude)
                     share = offload_share(e, q)
                     moved = planned.parts.get("time.state_offload")
                     if share and moved and row.trainfit_s is not None:

@@ -88,7 +88,12 @@ def test_prime_rl_sft_points_plan_the_kept_fp32_logits():
         assert e["loop"]["value"] == {"keeps_output_through_backward": True, "kept_output_dtype": "fp32"}, p["id"]
         assert "d8f290ef0358a804f1912bd29ea1b37cc56894b4" in e["loop"]["source"]
         assert P.POINTS[p["id"]]["card"]["loop"] == e["loop"]["value"], p["id"]
-    assert all("loop" not in e for e in entries.values() if "-sft-" not in e["id"])
+    # the RL trainer's loop keeps no logits; it walks position_ids on the GPU token by token (get_response_lengths,
+    # rl/train.py l.367, utils.py l.59-92 @d8f290ef): a time-only field
+    rl = [e for e in entries.values() if "-sft-" not in e["id"] and e["id"].startswith("primerl-")]
+    assert rl and all(e["loop"]["value"] == {"token_scan_syncs": 1} for e in rl)
+    assert all("get_response_lengths" in e["loop"]["source"] for e in rl)
+    assert all("loop" not in e for e in entries.values() if not e["id"].startswith("primerl-"))
     # the 0.6B 16k point (measured 52.8 GiB) was planned 9.3 GiB (the fp32 logits) short without it
     row = next(r for r in P.heldout_rows() if r["id"] == 313)
     assert abs(row["trainfit_error"]) < 0.06, row["trainfit_error"]

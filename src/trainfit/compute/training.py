@@ -412,7 +412,7 @@ def train_step_time(
     zero3_expert_leaf: bool = True, fsdp2_copies: bool = False, fp8_casts: CastTraffic | None = None,
     megatron_experts: bool = False, recompute_modules: tuple[str, ...] = (), unpad_call_syncs: bool = False,
     attention_kernel: str = "auto", vocab_chunk_columns: int = 0, nemo_rl_loss: str = "", loss_sequences: float = 1.0,
-    head: bool = True,
+    head: bool = True, scan_syncs: float = 0.0,
 ) -> TrainStepTime:
     """Seconds of one optimizer step on one GPU (all GPUs of a data-parallel group run in lockstep).
 
@@ -456,7 +456,8 @@ def train_step_time(
     architecture's default); ``vocab_chunk_columns``: as ``inventory.step_inventory`` (prime-rl's chunked log-prob
     head, ``prime_rl_head``); ``nemo_rl_loss`` / ``loss_sequences``: as ``inventory.step_inventory`` (NeMo RL's
     per-sequence GRPO loss, ``nemo_rl_pg_loss``); ``head``: False when the timed pipeline rank holds no output head
-    (``plan.time.timed_rank_holds_head``): its final norm, head and loss are not timed.
+    (``plan.time.timed_rank_holds_head``): its final norm, head and loss are not timed; ``scan_syncs``: host-synchronising
+    reads of single device elements the loop makes per micro-batch (``token_scan_seconds``), a ``loop_scan`` phase.
     """
     mp = model_parallel
     gradient_checkpointing = gradient_checkpointing or selective != "none" or bool(recompute_modules)
@@ -706,6 +707,11 @@ def train_step_time(
                      f" (per-GPU speed spread {coll.SLOWEST_RANK_SIGMA:.0%}, compute/collectives.py)"
                      + (f"; unequal micro-batches (tokens spread {work_cv:.1%} across ranks) +{uneven:.3f} s"
                         if work_cv > 0 and parallel.ranks > 1 else ""))
+    if scan_syncs > 0:
+        scan_s = token_scan_seconds(syncs=scan_syncs, rates=rates)
+        phases.append(PhaseTime("loop_scan", scan_s * micro_steps, "launch", {"syncs": scan_syncs * micro_steps}))
+        notes.append(f"the loop walks a GPU tensor element by element: {scan_syncs:.0f} host-synchronising reads a"
+                     f" micro-batch, {scan_s:.3f} s each micro-batch with the GPU idle (token_scan_seconds)")
     phases.append(opt_phase)
     if comm.exposed_s:
         phases.append(PhaseTime("communication", comm.exposed_s, "communication", {"total": comm.total_s}))
@@ -732,6 +738,31 @@ def train_step_time(
                      f" the compute stream, {copy_s:.3f} s (fsdp1's flat parameters have none)")
     total = sum(p.seconds for p in phases)
     return TrainStepTime(tuple(phases), total, float(micro_batch_size * seq_len * micro_steps), tuple(notes))
+
+
+def token_scan_seconds(*, syncs: float, rates: DeviceRates) -> float:
+    """Seconds of a Python loop that reads ``syncs`` single elements of a GPU tensor, one after another, each
+    behind a one-element kernel: ``bool(t[i] == 0)`` launches an ``eq`` kernel and reads its result, so the host
+    waits for the device after every kernel and the device idles while the host dispatches the next one.
+
+    prime-rl's RL trainer (PrimeIntellect-ai/prime-rl @d8f290ef0358a804f1912bd29ea1b37cc56894b4): every micro-batch
+    moves ``position_ids`` to the GPU (src/prime_rl/trainer/rl/train.py l.308) and, after the forward, calls
+    ``get_response_lengths(position_ids)`` (l.367) to split the loss per sequence; that function
+    (src/prime_rl/trainer/utils.py l.59-92) runs ``for i in range(1, len(position_ids)): if position_ids[i] == 0 and
+    ...`` over the flattened micro-batch, one ``eq`` kernel and one device-to-host read per token (the ``and``
+    short-circuits where a position is not 0; one sequence of ``arange(S)`` positions, as the fake benchmark data
+    has, takes no other branch). The loop runs inside the timed step (step_start_time l.268 to l.447) with the GPU
+    otherwise idle: the first read waits for the forward, the backward is queued only after the loop. It was
+    removed on 2026-06-15 (commit fa21395a68728ffb80e61cb660e9b921e4c76430, "improve sequence packing").
+
+    Priced with the existing rates, nothing fitted: each ``eq`` is a bare aten call from a Python loop, at the host
+    seconds per backward kernel (the rate ``inventory.PassInventory.bare_kernels`` takes), the kernel runs
+    ``device_s_per_kernel_min``, and each read is a sync (``synced_seconds``: one kernel a segment, its round trip)."""
+    n = max(0.0, float(syncs))
+    if n <= 0:
+        return 0.0
+    return synced_seconds(host_s=n * rates.host_s_per_backward_kernel, device_s=n * rates.device_s_per_kernel_min,
+                          kernels=n, syncs=n)
 
 
 FSDP_ROOT_SHARE = 0.08

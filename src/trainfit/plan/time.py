@@ -548,6 +548,8 @@ def training_time(
         # a packed row of seq_len tokens holds seq_len / attention_context sequences (plan.rl_time)
         nemo_rl_loss=nemo_rl_pg_loss_of(card),
         loss_sequences=micro_batch_size * (seq_len / attention_context if attention_context else 1.0),
+        # the loop's element-by-element reads walk the whole (unsharded) micro-batch (loop.token_scan_syncs)
+        scan_syncs=card.loop.token_scan_syncs * max(0, micro_batch_size * seq_len - 1),
     )
     notes = tuple(n for n in (packed_note, kernel_note) if n)
     return replace(t, assumptions=t.assumptions + notes) if notes else t

@@ -474,6 +474,11 @@ class LoopSection(_Section):
         KeptOutputDtype.COMPUTE, description="With keeps_output_through_backward: compute (the logits as lm_head returns"
         " them) or fp32 (the loop casts them with .float() before the loss and keeps the copy; the compute-dtype logits"
         " are dropped: prime-rl's SFT trainer).")
+    token_scan_syncs: float = Field(
+        0.0, ge=0.0, le=16.0, description="Host-synchronising reads of a device scalar per token of every micro-batch,"
+        " each behind an elementwise kernel: a Python loop that walks a GPU tensor element by element (prime-rl's RL"
+        " trainer before 2026-06-15: get_response_lengths compares position_ids[i] == 0 on the GPU for every token, 1)."
+        " 0: none.")
 
     @model_validator(mode="after")
     def _dtype_needs_kept(self) -> LoopSection:

@@ -2114,8 +2114,11 @@ def offload_terms(e: dict[str, Any], phase: str) -> tuple[str, ...]:
     the entry's ``timer_scope`` names them (``state_offload_terms``): a timer that runs one direction of the trip
     (NeMo RL's refit moves the trainer state to the host; the way back runs under other timers). Exclusive of
     ``state_offload_share``."""
-    scope = timer_scope(e, phase)
-    return tuple((scope or {}).get("state_offload_terms", ()))
+    scope = timer_scope(e, phase) or {}
+    if "state_offload_terms" in scope and "state_offload_share" in scope:
+        raise ValueError(f"{e['id']}: timer_scope.{phase} sets both state_offload_share and state_offload_terms;"
+                         " name the terms the timer covers, or a share, not both")
+    return tuple(scope.get("state_offload_terms", ()))
 
 
 def timer_scope(e: dict[str, Any], phase: str) -> dict[str, Any] | None:
@@ -2198,8 +2201,12 @@ def phase_seconds(planned: Planned, phase: str, *, also: tuple[str, ...] = (),
     keys = [k for k in pool if (part_phase(k) == phase or k.removeprefix("time.") in also) and k not in exclude]
     for a in also:
         name, _, term = a.partition(".")
-        if term and term in planned.phase_terms.get(name, {}):
-            keys.append(f"time.{a}")
+        if not term or name not in planned.phase_terms:
+            continue  # a whole phase (matched above), or one this plan does not have
+        if term not in planned.phase_terms[name]:
+            raise ValueError(f"timer scope names {a!r}, but the plan's {name} phase has the terms "
+                             f"{', '.join(sorted(planned.phase_terms[name]))}")
+        keys.append(f"time.{a}")
     if not keys:
         return None, []
     return sum(key_seconds(planned, k) for k in keys), keys
@@ -2515,7 +2522,7 @@ def rl_rows(entries: list[dict[str, Any]], ledger: list[dict[str, Any]]) -> list
                     if (scope := timer_scope(e, q)) is not None:
                         also = tuple(scope.get("also", ()))
                         row.notes.append(f"published {q} timer also covers: {scope['why']}")
-                    exclude = logprob_exclude(e) if q == "logprob" else ()
+                    exclude = tuple(k for k in (logprob_exclude(e) if q == "logprob" else ()) if k in planned.parts)
                     if exclude:
                         row.notes.append(f"published log-prob timer covers one pass ({e['framework']} times the"
                                          f" old-policy and reference passes apart): {', '.join(exclude)} left out")
@@ -2530,7 +2537,11 @@ def rl_rows(entries: list[dict[str, Any]], ledger: list[dict[str, Any]]) -> list
                     terms = offload_terms(e, q)
                     offload = planned.phase_terms.get("state_offload", {})
                     if terms and offload and row.trainfit_s is not None:
-                        part = sum(offload.get(t, 0.0) for t in terms)
+                        unknown = [t for t in terms if t not in offload]
+                        if unknown:
+                            raise ValueError(f"{e['id']}: timer_scope.{q}.state_offload_terms {unknown} are not terms"
+                                             f" of the plan's state_offload ({', '.join(sorted(offload))})")
+                        part = sum(offload[t] for t in terms)
                         row.trainfit_s += part
                         row.parts_used = row.parts_used + ["time.state_offload"]
                         row.notes.append(f"the plan's trainer state offload, {' + '.join(terms)} ({part:.2f} s of "

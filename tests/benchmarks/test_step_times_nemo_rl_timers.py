@@ -30,12 +30,17 @@ def test_a_timer_can_cover_one_term_of_a_plan_phase(monkeypatch) -> None:
     assert S.phase_seconds(planned, "weight_sync", also=("sleep_wake.wake",)) == (
         2.5, ["time.weight_sync", "time.sleep_wake.wake"])
     assert S.phase_seconds(planned, "weight_sync", also=("sleep_wake",))[0] == 3.5  # the whole phase, as before
-    assert S.phase_seconds(planned, "weight_sync", also=("sleep_wake.nothing",)) == (0.5, ["time.weight_sync"])
+    with pytest.raises(ValueError, match="sleep, wake"):  # a misspelt term is an error, not 0 s
+        S.phase_seconds(planned, "weight_sync", also=("sleep_wake.nothing",))
+    assert S.phase_seconds(planned, "weight_sync", also=("engine_wake.wake",)) == (0.5, ["time.weight_sync"])
     assert S.phase_bound(planned, ["time.weight_sync", "time.sleep_wake.wake"]) == "offload"
 
 
 def test_the_nemo_rl_rows_with_timer_scopes_are_the_colocated_ones() -> None:
-    assert len(ENTRIES) == 11  # the six v0.3 blog rows, issue #959's four reruns of them, gpu-recipes Qwen2.5-1.5B
+    blog = {i for i in ENTRIES if i.startswith("nemorl-v03blog-")}
+    reruns = {i for i in ENTRIES if i.startswith("nemorl-issue959-rerun-")}
+    assert len(blog) == 6 and {i.replace("issue959-rerun", "v03blog") for i in reruns} <= blog
+    assert set(ENTRIES) - blog - reruns == {"gpurecipes-nemorl-grpo-qwen25-1p5b-b200-8g"}
     for e in ENTRIES.values():
         assert e["rollout"]["placement"] == "colocate"
         assert e["timer_scope"]["generation"]["also"] == ["sleep_wake.sleep"]

@@ -69,6 +69,7 @@ def test_rerun_rows_keep_the_card_of_the_blog_run_they_repeat() -> None:
     for e in reruns:
         twin = blog[e["id"].replace("nemorl-issue959-rerun-", "nemorl-v03blog-")]
         assert e["train"] == twin["train"] and e["rollout"] == twin["rollout"] and e["gpus"] == twin["gpus"]
+        assert e.get("timer_scope") == twin.get("timer_scope")  # the same NeMo RL timers
         assert {k: v for k, v in e["data"].items() if k != "response_len_mean"} == \
             {k: v for k, v in twin["data"].items() if k != "response_len_mean"}
         assert e["measured"] != twin["measured"]

@@ -1493,6 +1493,11 @@ def rollout_section(e: dict[str, Any], model: Any, nodes: int) -> tuple[dict[str
                          f" {'sequences' if e['framework'] == 'nemo-rl' else 'prompts'})")
     if resp_mean:
         out["response_len_mean"] = min(resp_mean, resp_max)
+    if d.get("length_profile"):  # the task's length profile, as the entry's source states its dataset
+        out["length_profile"] = d["length_profile"]
+        if not resp_mean:
+            notes.append(f"mean response not published: rollout.length_profile {d['length_profile']} (the run's "
+                         f"dataset, {d.get('dataset')})")
     if prompt_mean:
         out["prompt_len_mean"] = prompt_mean
     for key in ("gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens", "weight_sync", "weight_transport",
@@ -1588,12 +1593,13 @@ in the synchronous loop, and unconditionally in the asynchronous one)."""
 
 def planned_response_mean(rollout: dict[str, Any], model_name: str) -> float:
     """The mean response the planner uses for a card's rollout section (``rl_time.response_mean``): the
-    published mean, else the default of the model's length profile."""
-    from trainfit.compute.response_lengths import default_response_mean, profile_for
+    published mean, else the default of the section's ``length_profile`` (the model's under ``auto``)."""
+    from trainfit.compute.response_lengths import default_response_mean, profile_named
 
     if rollout.get("response_len_mean"):
         return float(rollout["response_len_mean"])
-    return default_response_mean(response_len_max=rollout["response_len"], profile=profile_for(model_name))
+    profile = profile_named(rollout.get("length_profile"), model_name=model_name)
+    return default_response_mean(response_len_max=rollout["response_len"], profile=profile)
 
 
 def raised_context(model: Any, needed: int) -> tuple[Any, list[str]]:
@@ -1715,7 +1721,7 @@ def map_rl(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         tokens_per_gpu = 16384
         notes.append("verl's dynamic batching assumed (use_dynamic_bsz, ppo_max_token_len_per_gpu 16384, the "
                      "trainer config's default)")
-    # packed length the planner uses (rl_time.response_mean: the mean, else the model's length profile);
+    # packed length the planner uses (rl_time.response_mean: the mean, else the card's length profile);
     # verl multiplies the per-GPU budget by the Ulysses size (dp_actor.py: ppo_max_token_len_per_gpu *
     # ulysses_sequence_parallel_size): one micro-batch spans the sequence-parallel group
     per_seq = (int(rollout.get("prompt_len_mean") or rollout["prompt_len"])

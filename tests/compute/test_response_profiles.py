@@ -11,12 +11,16 @@ from hypothesis import strategies as st
 from trainfit.compute.response_lengths import (
     COT,
     LONG_COT,
+    PROFILES,
+    SHORT_ANSWER,
     _solve_theta,
     default_response_mean,
     profile_for,
+    profile_named,
     response_length_groups,
 )
 from trainfit.errors import CardError
+from trainfit.spec.enums import LengthProfileName
 
 
 @pytest.mark.parametrize(("name", "profile"), [
@@ -97,3 +101,120 @@ def test_rl_plan_without_a_mean_uses_the_profile_and_says_so():
     assert given_.step_seconds == pytest.approx(plan.step_seconds, rel=0.02)
     longer = make_plan(load_card_dict(_rl_card("Qwen/Qwen2.5-0.5B", 8192, 4096)))
     assert longer.step_seconds > plan.step_seconds
+
+
+# ------------------------------------------------------------------------------------------------
+# rollout.length_profile: the task's profile, auto keeping the model-name rule
+
+
+def test_short_answer_scale_is_the_median_of_the_published_gsm8k_runs():
+    """SHORT_ANSWER's scale: per (model, maximum) the median scale that reproduces each published GSM8K run's mean
+    response at its maximum, then the median over the seven (the runs quoted in the module docstring; the six
+    play-verl / ROCm runs read from benchmarks/data/rl_response_length_steps.json)."""
+    import json
+    from pathlib import Path
+
+    data = json.loads((Path(__file__).resolve().parents[2] / "benchmarks" / "data"
+                       / "rl_response_length_steps.json").read_text())
+    runs: dict[tuple[str, int], list[float]] = {}
+    for r in data["runs"]:
+        assert r["dataset"] == "openai/gsm8k"
+        runs.setdefault((r["model"], r["response_len_max"]), []).append(r["summary"]["mean_of_mean"])
+    # eric-haibin-lin/verl-data gsm8k/*.log @f07af329 and diqiuzhuanzhuan/verldata run_logs/qwen2-7b_math_megatron.log
+    # @42e31cd0 (GSM8K alone): mean over every logged step of response_length/mean
+    for model, cap, mean in (("Qwen/Qwen2.5-0.5B-Instruct", 256, 161.44), ("Qwen/Qwen2.5-0.5B-Instruct", 512, 278.48),
+                             ("google/gemma-2-2b-it+gsm8k-sft", 512, 145.16), ("Qwen/Qwen2-7B-Instruct", 1024, 160.21)):
+        runs.setdefault((model, cap), []).append(mean)
+    assert len(runs) == 7
+    per_run = [statistics.median(_solve_theta(m - 1, cap - 1) for m in means) for (_, cap), means in runs.items()]
+    assert statistics.median(per_run) == pytest.approx(SHORT_ANSWER.natural_mean_tokens, abs=0.1)
+    # the GSM8K default is a fraction of the chain-of-thought one at the same maximum: 170 vs 717 at 1,024
+    assert default_response_mean(response_len_max=1024, profile=SHORT_ANSWER) == pytest.approx(169.5, abs=1)
+    assert default_response_mean(response_len_max=1024, profile=COT) > 4 * 169.5
+    # every 7B run with room (maximum 512-1,024) is within 30% of the default at its maximum (133-188 vs 162-170)
+    for (model, cap), means in runs.items():
+        if "7b" in model.lower():
+            for m in means:
+                assert default_response_mean(response_len_max=cap, profile=SHORT_ANSWER) == pytest.approx(m, rel=0.3)
+
+
+@pytest.mark.parametrize(("name", "model", "profile"), [
+    ("auto", "Qwen/Qwen2-7B-Instruct", COT),
+    ("auto", "Qwen/Qwen3-8B", LONG_COT),
+    (None, "Qwen/Qwen3-8B", LONG_COT),
+    (LengthProfileName.AUTO, None, COT),
+    ("short_answer", "Qwen/Qwen2-7B-Instruct", SHORT_ANSWER),
+    ("short_answer", "Qwen/Qwen3-8B", SHORT_ANSWER),  # a card that names the profile overrides the model rule
+    ("cot", "Qwen/Qwen3-8B", COT),
+    ("long_cot", "meta-llama/Llama-3.1-8B-Instruct", LONG_COT),
+    (LengthProfileName.SHORT_ANSWER, "x", SHORT_ANSWER),
+])
+def test_profile_named(name, model, profile):
+    assert profile_named(name, model_name=model) is profile
+
+
+def test_auto_never_picks_short_answer():
+    for name in ("Qwen/Qwen2.5-0.5B-Instruct", "deepseek-ai/deepseek-llm-7b-chat", "google/gemma-2-2b-it", None):
+        assert profile_for(name) is not SHORT_ANSWER
+        assert profile_named("auto", model_name=name) is profile_for(name)
+
+
+def test_profile_named_refuses_an_unknown_name():
+    with pytest.raises(CardError, match=r"rollout\.length_profile.*'gsm8k'.*auto, short_answer, cot, long_cot"):
+        profile_named("gsm8k", model_name="Qwen/Qwen2-7B-Instruct")
+
+
+def test_profiles_are_ordered_and_every_name_but_auto_has_one():
+    assert set(PROFILES) == set(LengthProfileName) - {LengthProfileName.AUTO}
+    assert SHORT_ANSWER.natural_mean_tokens < COT.natural_mean_tokens < LONG_COT.natural_mean_tokens
+    for prof in PROFILES.values():
+        assert "@" in prof.source
+
+
+@given(st.sampled_from([SHORT_ANSWER, COT, LONG_COT]), st.integers(1, 300_000), st.integers(1, 300_000))
+def test_every_profile_default_mean_is_monotone_in_the_cap(profile, a, b):
+    lo, hi = sorted((a, b))
+    m_lo = default_response_mean(response_len_max=lo, profile=profile)
+    m_hi = default_response_mean(response_len_max=hi, profile=profile)
+    assert 1 <= m_lo <= m_hi <= profile.natural_mean_tokens + 1
+    assert m_lo <= lo
+
+
+def _card(model: str, **ro_extra) -> dict:
+    card = _rl_card(model, 1024)
+    card["rollout"].update(ro_extra)
+    return card
+
+
+def test_card_field_defaults_to_auto_and_validates():
+    from trainfit.spec.card import load_card_dict
+
+    assert load_card_dict(_card("Qwen/Qwen2-7B-Instruct")).rollout.length_profile is LengthProfileName.AUTO
+    assert load_card_dict(_card("Qwen/Qwen2-7B-Instruct", length_profile="short_answer")).rollout.length_profile \
+        is LengthProfileName.SHORT_ANSWER
+    with pytest.raises(CardError, match=r"rollout\.length_profile.*'gsm8k'.*allowed: auto, short_answer, cot or long_cot"):
+        load_card_dict(_card("Qwen/Qwen2-7B-Instruct", length_profile="gsm8k"))
+
+
+def test_plan_reads_the_named_profile_and_auto_changes_nothing():
+    from trainfit.plan import make_plan
+    from trainfit.spec.card import load_card_dict
+
+    omitted = make_plan(load_card_dict(_card("Qwen/Qwen2-7B-Instruct")))
+    auto = make_plan(load_card_dict(_card("Qwen/Qwen2-7B-Instruct", length_profile="auto")))
+    cot = make_plan(load_card_dict(_card("Qwen/Qwen2-7B-Instruct", length_profile="cot")))
+    short = make_plan(load_card_dict(_card("Qwen/Qwen2-7B-Instruct", length_profile="short_answer")))
+    assert auto.step_seconds == omitted.step_seconds == cot.step_seconds
+    assert auto.tokens_per_step == cot.tokens_per_step
+    mean = default_response_mean(response_len_max=1024, profile=SHORT_ANSWER)
+    assert short.tokens_per_step == pytest.approx(32 * 8 * (256 + mean))
+    assert short.step_seconds < auto.step_seconds
+    assert any("'short-answer' length profile" in a and "rollout.length_profile short_answer" in a
+               for a in short.time.assumptions)
+    assert any("'chain-of-thought' length profile" in a and "auto: by the model name" in a
+               for a in omitted.time.assumptions)
+    # a published mean wins over any profile, and no profile is then stated
+    given_ = make_plan(load_card_dict(_card("Qwen/Qwen2-7B-Instruct", length_profile="short_answer",
+                                            response_len_mean=600)))
+    assert given_.tokens_per_step == pytest.approx(32 * 8 * (256 + 600))
+    assert not any("length profile" in a for a in given_.time.assumptions)

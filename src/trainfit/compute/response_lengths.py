@@ -13,14 +13,38 @@ tokens (``response_len_max`` when no mean is given, the default then).
 **No published mean** (``default_response_mean``): a model's response length is a property of the
 model and the task, not of the maximum the run allows. The default is the same truncated
 exponential with its *natural* scale ``θ`` (the mean the model would have with no limit) taken from
-a named ``LengthProfile``; the limit then clips it, so the mean is ``1 + θ·(1 − exp(−(max−1)/θ))``:
-close to ``θ`` for a generous maximum, close to the maximum for a tight one (most responses cut).
-The two profiles' ``θ`` are the medians over distinct published runs (model, data, maximum) of the
-``θ`` that reproduces each run's published mean at its maximum (``_solve_theta``):
+a named ``LengthProfile`` (the task's, ``rollout.length_profile``, else the model's); the limit then
+clips it, so the mean is ``1 + θ·(1 − exp(−(max−1)/θ))``: close to ``θ`` for a generous maximum, close to
+the maximum for a tight one (most responses cut).
+Each profile's ``θ`` is the median over distinct published runs (model, data, maximum) of the ``θ``
+that reproduces each run's published mean at its maximum (``_solve_theta``; runs sharing model, data and
+maximum first reduced to their median):
 
-* ``COT``, chain-of-thought of instruct and base models (Llama-3.1-8B-Instruct on OpenMathInstruct-2
-  at 4,096: mean 1,019-1,128, ``θ`` 1.04k-1.16k; DeepSeek-V3 on OpenMathInstruct-2 at 1,536: 697-761,
-  ``θ`` 0.82k-0.95k, and on DAPO-Math-17k at 1,536: 974, ``θ`` 1.55k; NeMo RL
+* ``SHORT_ANSWER``, grade-school word problems answered with a short worked solution (GSM8K) by non-thinking
+  instruct/chat models, from the console logs verl runs' authors committed (the mean over every logged step of
+  ``response_length/mean``): Qwen2.5-0.5B-Instruct at 192 (GRPO): 141.2, ``θ`` 292, and at 256 (PPO): 197.4,
+  ``θ`` 466 (dingxianzhong/play-verl logs/verl_grpo_qwen2.5b_8gpu.log, logs/verl_ppo_qwen2.5b_8gpu.log
+  @7716a615fc4b68961f2bb7716c9aadcd65ca28d2) and 161.4, ``θ`` 252 (eric-haibin-lin/verl-data
+  gsm8k/Qwen2.5-0.5B-bsz256_2-prompt512-resp256-0.538.log @f07af3291bd1c87fe8a7301cc3b883c0d2572720), their
+  median 359; at 512 (PPO): 278.5, ``θ`` 371 (verl-data gsm8k/Qwen2.5-0.5B-bsz256_2-prompt1024-resp512-0.567.log
+  @f07af329); Qwen2-7B-Instruct at 1,024 (PPO): 169.5 and 188.3, ``θ`` 169 and 188 (play-verl
+  logs/verl_qwen2_7b_min.log, logs/verl_qwen2_7b_recommended.log @7716a615), and (GPG, Megatron, GSM8K alone
+  despite the file name): 160.2, ``θ`` 159 (diqiuzhuanzhuan/verldata run_logs/qwen2-7b_math_megatron.log
+  @42e31cd07ea08b66e709a74e9aed2bd740589c34, linked from volcengine/verl docs/algo/baseline.md
+  @b178a3cd56f58b2d502255daba591e92833930a7), their median 169; deepseek-llm-7b-chat at 1,024 (GRPO): 133.4,
+  ``θ`` 132, and at 512 (PPO): 136.1, ``θ`` 139 (yushengsu-thu/verl_training_log gsm8k/grpo_run_deepseek7b_llm.log,
+  gsm8k/ppo_run_deepseek7b_llm.log @deb1507ca0740580d2019e7150d08edf8dd6ca35); gemma-2-2b-it fine-tuned on GSM8K,
+  at 512 (PPO): 145.2, ``θ`` 149 (verl-data gsm8k/gemma-2-2b-it-ppo-bsz512_4-prompt1024-resp-512-0.640.log
+  @f07af329). The play-verl and ROCm runs' steps are ``benchmarks/data/rl_response_length_steps.json``.
+  ``θ`` = 168.9 tokens, the median of the seven runs (a mean of 162 at a 512 maximum, 170 at 1,024). The 0.5B
+  model at tight maxima is the long end (most of its first responses run to the limit); the 7B models, with room,
+  settle at 130-190. A GSM8K + MATH mix is neither profile: Qwen2-7B-Instruct on verl's gsm8k + math parquet at
+  1,024 (GPG) averaged 315.1, ``θ`` 329 (verldata run_logs/qwen2-7b_math.log @42e31cd0). No published run of a
+  thinking model on GSM8K states its response length, so the profile is for non-thinking models: ``auto`` keeps
+  ``LONG_COT`` for a thinking checkpoint unless the card names a profile.
+* ``COT``, chain-of-thought of instruct and base models on competition math (Llama-3.1-8B-Instruct on
+  OpenMathInstruct-2 at 4,096: mean 1,019-1,128, ``θ`` 1.04k-1.16k; DeepSeek-V3 on OpenMathInstruct-2 at 1,536:
+  697-761, ``θ`` 0.82k-0.95k, and on DAPO-Math-17k at 1,536: 974, ``θ`` 1.55k; NeMo RL
   docs/about/performance-summary.md @9dbd9adc95a10f5946cceb36e1d5b31e2429e470; DeepSeek-V3 on
   DAPO-Math-17k at 9,632: 1,960, ``θ`` 1.97k, verl docs/perf/dpsk.md
   @b178a3cd56f58b2d502255daba591e92833930a7): ``θ`` = 1,341 tokens (median of the four runs' medians).
@@ -28,9 +52,11 @@ The two profiles' ``θ`` are the medians over distinct published runs (model, da
   4,096: mean 3,154-3,258, ``θ`` 7.5k-8.6k; Qwen3-235B-A22B at 8,192: 5,700-5,713, ``θ`` 10.6k; NeMo RL,
   same table): ``θ`` = 8,522 tokens (median of the three models' medians; at 8,192 it gives a mean of 5.3k).
 
-``profile_for(name)`` picks ``LONG_COT`` for checkpoints published as thinking models (Qwen3 post-trained
-models, QwQ, DeepSeek-R1 and its distillations, DeepScaleR, names with "thinking" or "reason"), and
-``COT`` otherwise (base models and Qwen3's non-thinking ``-Instruct-2507`` checkpoints included).
+**Which profile** (``profile_named``, the card's ``rollout.length_profile``): ``short_answer``, ``cot`` or
+``long_cot`` names it; ``auto`` (the default) keeps the model-name rule, ``profile_for(name)``: ``LONG_COT`` for
+checkpoints published as thinking models (Qwen3 post-trained models, QwQ, DeepSeek-R1 and its distillations,
+DeepScaleR, names with "thinking" or "reason"), ``COT`` otherwise (base models and Qwen3's non-thinking
+``-Instruct-2507`` checkpoints included). ``auto`` never picks ``SHORT_ANSWER``: the model name does not say the task.
 
 Pure Python: no torch import.
 """
@@ -43,7 +69,7 @@ from itertools import pairwise
 from math import exp, expm1, log
 
 from trainfit.errors import CardError
-from trainfit.spec.enums import ResponseShape
+from trainfit.spec.enums import LengthProfileName, ResponseShape
 
 DEFAULT_QUANTILES = 64
 
@@ -58,6 +84,14 @@ class LengthProfile:
     source: str
 
 
+SHORT_ANSWER = LengthProfile(
+    "short-answer", 168.9,
+    "median natural scale of published verl GSM8K runs of non-thinking instruct/chat models: Qwen2.5-0.5B-Instruct, "
+    "Qwen2-7B-Instruct, deepseek-llm-7b-chat, gemma-2-2b-it (dingxianzhong/play-verl logs/ "
+    "@7716a615fc4b68961f2bb7716c9aadcd65ca28d2; yushengsu-thu/verl_training_log gsm8k/ "
+    "@deb1507ca0740580d2019e7150d08edf8dd6ca35; eric-haibin-lin/verl-data gsm8k/ "
+    "@f07af3291bd1c87fe8a7301cc3b883c0d2572720; diqiuzhuanzhuan/verldata run_logs/qwen2-7b_math_megatron.log "
+    "@42e31cd07ea08b66e709a74e9aed2bd740589c34)")
 COT = LengthProfile(
     "chain-of-thought", 1341.0,
     "median natural scale of published RL runs of instruct/base models: Llama-3.1-8B-Instruct and DeepSeek-V3 "
@@ -78,6 +112,21 @@ def profile_for(model_name: str | None) -> LengthProfile:
     if not name or low.endswith("-base") or "-base-" in low or "instruct-2507" in low:
         return COT
     return LONG_COT if _THINKING.search(name) else COT
+
+
+PROFILES = {LengthProfileName.SHORT_ANSWER: SHORT_ANSWER, LengthProfileName.COT: COT,
+            LengthProfileName.LONG_COT: LONG_COT}
+
+
+def profile_named(name: LengthProfileName | str | None, *, model_name: str | None) -> LengthProfile:
+    """The card's ``rollout.length_profile``: the named profile, or with ``auto`` (or none) the model-name rule
+    ``profile_for(model_name)`` (module docstring)."""
+    try:
+        key = LengthProfileName(name if name is not None else LengthProfileName.AUTO)
+    except ValueError:
+        allowed = ", ".join(p.value for p in LengthProfileName)
+        raise CardError(f"rollout.length_profile: {name!r} is not allowed; allowed: {allowed}") from None
+    return profile_for(model_name) if key is LengthProfileName.AUTO else PROFILES[key]
 
 
 def default_response_mean(*, response_len_max: float, profile: LengthProfile = COT) -> float:

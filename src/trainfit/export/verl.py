@@ -317,8 +317,10 @@ def _ppo(card: RunCard, notes: list[str]) -> list[str]:
         )
     if ro.async_mode.value != "none":
         notes.append(f"rollout.async_mode {ro.async_mode.value}: main_ppo is synchronous; use verl's one-step-off or fully-async recipes")
-    if ro.response_len_mean is not None or non_default(card, "rollout.response_len_shape"):
-        notes.append("rollout.response_len_mean / response_len_shape: a property of the task, not a verl setting")
+    if ro.response_len_mean is not None or non_default(card, "rollout.response_len_shape") \
+            or non_default(card, "rollout.length_profile"):
+        notes.append("rollout.response_len_mean / response_len_shape / length_profile: a property of the task, not a "
+                     "verl setting")
     if non_default(card, "rollout.reward_seconds_per_sample") or non_default(card, "rollout.reward_workers"):
         notes.append("rollout.reward_seconds_per_sample / reward_workers: set by your reward function, not a verl setting")
     if non_default(card, "task.kind"):

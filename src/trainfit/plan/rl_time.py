@@ -143,6 +143,7 @@ from trainfit.compute.offload import (
     staging_bytes_per_s_of,
 )
 from trainfit.compute.rates import DeviceRates
+from trainfit.compute.response_lengths import LengthProfile, default_response_mean, profile_named
 from trainfit.compute.training import Parallel, PhaseTime, forward_only_time, fsdp_units, model_parallel_comm_of
 from trainfit.memory import attention as attn
 from trainfit.memory.params import routed_expert_params
@@ -286,15 +287,20 @@ def _pipeline_packing(card: RunCard, *, row_tokens: int | None, sequences: int, 
 
 
 def response_mean(card: RunCard, spec: ModelSpec | None = None) -> float:
-    """The card's mean response tokens; without one, the default of the model's length profile
-    (``compute.response_lengths.default_response_mean``: a truncated exponential of the profile's natural
+    """The card's mean response tokens; without one, the default of the length profile
+    (``length_profile``: the card's ``rollout.length_profile``, by the model name under ``auto``;
+    ``compute.response_lengths.default_response_mean``: a truncated exponential of the profile's natural
     scale, clipped at ``response_len``), not a fixed share of the maximum."""
-    from trainfit.compute.response_lengths import default_response_mean, profile_for
-
     ro = card.rollout
     if ro.response_len_mean:
         return float(ro.response_len_mean)
-    return default_response_mean(response_len_max=ro.response_len, profile=profile_for(spec.name if spec else None))
+    return default_response_mean(response_len_max=ro.response_len, profile=length_profile(card, spec))
+
+
+def length_profile(card: RunCard, spec: ModelSpec | None = None) -> LengthProfile:
+    """The response-length profile a card without ``rollout.response_len_mean`` plans with
+    (``compute.response_lengths.profile_named``)."""
+    return profile_named(card.rollout.length_profile, model_name=spec.name if spec else None)
 
 
 def prompt_mean(card: RunCard) -> float:
@@ -344,11 +350,12 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
         notes.append(f"generation: {generated_prompts(card)} prompts x {ro.num_generations} generated per step"
                      f" (rollout.generated_prompts_per_step), {ro.prompts_per_step} of them trained")
     if not ro.response_len_mean:
-        from trainfit.compute.response_lengths import profile_for
-
-        prof = profile_for(spec.name)
-        notes.append(f"mean response not given: {mean:.0f} tokens, the '{prof.name}' length profile (natural mean "
-                     f"{prof.natural_mean_tokens:.0f} tokens, truncated at {ro.response_len}; set rollout.response_len_mean)")
+        prof = length_profile(card, spec)
+        how = ("rollout.length_profile auto: by the model name" if ro.length_profile == "auto"
+               else f"rollout.length_profile {ro.length_profile.value}")
+        notes.append(f"mean response not given: {mean:.0f} tokens, the '{prof.name}' length profile ({how}; natural "
+                     f"mean {prof.natural_mean_tokens:.0f} tokens, truncated at {ro.response_len}; set "
+                     "rollout.response_len_mean, or rollout.length_profile short_answer | cot | long_cot)")
     phases: list[PhaseTime] = []
 
     gen = generation_phase(card, spec, gpu, rollout, r)

@@ -348,6 +348,16 @@ class ResponseShape(StrEnum):
     FIXED = "fixed"
 
 
+class LengthProfileName(StrEnum):
+    """The task's response-length profile, read when a card gives no ``rollout.response_len_mean``
+    (``compute.response_lengths``): ``auto`` picks by the model name alone (``profile_for``)."""
+
+    AUTO = "auto"
+    SHORT_ANSWER = "short_answer"
+    COT = "cot"
+    LONG_COT = "long_cot"
+
+
 class AsyncMode(StrEnum):
     """``one_step_off``: generation of step n+1 beside the training of step n; ``fully_async``: a
     separate rollout pool streams samples to the trainer (bounded staleness). Either way the step is the

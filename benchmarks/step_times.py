@@ -1733,20 +1733,40 @@ def map_rl(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         # (verl/workers/actor/megatron_actor.py compute_log_prob line 231, update_policy line 816,
         # volcengine/verl @df340d703292538fafc1439b4aa9f1f226ccadc5): a micro-batch spans the CP group
         ulysses, span = int(tr["cp"]), "context-parallel"
-    if not mbs and tokens_per_gpu:
+    # verl's dynamic batching as the card states it (rollout.max_tokens_per_micro_batch: the per-GPU budget, the
+    # micro-batch count the largest rank's, plan.rl_time.dynamic_micro_batches) where the budget holds the longest
+    # sequence, as verl asserts; else (or for other frameworks) the budget as a fixed count of mean-length sequences
+    longest = int(rollout["prompt_len"]) + int(rollout["response_len"])
+    dynamic = (e["framework"] == "verl" and not mbs and bool(tokens_per_gpu) and tr.get("sequence_packing") is not False
+               and not tr.get("sequence_packing_tokens") and int(tokens_per_gpu) * ulysses >= longest)
+    if dynamic:
+        rollout["max_tokens_per_micro_batch"] = int(tokens_per_gpu)
+        notes.append(f"dynamic batching: micro-batches of at most {tokens_per_gpu} tokens per GPU"
+                     + (f" (x{ulysses} {span} ranks)" if ulysses > 1 else "")
+                     + " (rollout.max_tokens_per_micro_batch)")
+    elif not mbs and tokens_per_gpu:
         mbs = max(1, int(tokens_per_gpu) * ulysses // per_seq)
         notes.append(f"dynamic batch of {tokens_per_gpu} tokens per GPU"
                      + (f" (x{ulysses} {span} ranks)" if ulysses > 1 else "")
-                     + f" planned as {mbs} sequence(s) of {per_seq} tokens per micro-batch")
+                     + f" planned as {mbs} sequence(s) of {per_seq} tokens per micro-batch"
+                     + (f" (the budget is below the longest sequence, {longest} tokens)"
+                        if e["framework"] == "verl" and int(tokens_per_gpu) * ulysses < longest else ""))
     lp_tokens = tr.get("log_prob_max_token_len_per_gpu")
     if tr.get("log_prob_micro_batch_size_per_gpu"):
         # fixed log-prob micro-batches (use_dynamic_bsz False): verl's rollout.log_prob_micro_batch_size_per_gpu
         rollout["logprob_micro_batch_size"] = int(tr["log_prob_micro_batch_size_per_gpu"])
         notes.append(f"log-prob micro-batch of {rollout['logprob_micro_batch_size']} sequence(s) per GPU")
-    if lp_tokens:
+    if lp_tokens and dynamic and int(lp_tokens) * ulysses >= longest:
+        rollout.pop("logprob_micro_batch_size", None)  # log_prob_use_dynamic_bsz: the budget, not the count
+        rollout["logprob_max_tokens_per_micro_batch"] = int(lp_tokens)
+        notes.append(f"log-prob dynamic batching: at most {lp_tokens} tokens per GPU"
+                     " (rollout.logprob_max_tokens_per_micro_batch)")
+    elif lp_tokens:
         rollout["logprob_micro_batch_size"] = max(1, int(lp_tokens) * ulysses // per_seq)
         notes.append(f"log-prob dynamic batch of {lp_tokens} tokens per GPU planned as "
                      f"{rollout['logprob_micro_batch_size']} sequence(s) per micro-batch")
+    elif dynamic and not tr.get("log_prob_micro_batch_size_per_gpu"):
+        notes.append("log-prob passes: the update's token budget (verl's log_prob_max_token_len_per_gpu default)")
     pack = tr.get("sequence_packing_tokens")
     if tr.get("sequence_packing") is False:
         # the run's recipe turns packing off (the entry's sequence_packing_source): every sequence padded to the
@@ -1893,20 +1913,34 @@ def role_pass_cards(e: dict[str, Any], card: dict[str, Any]) -> list[tuple[tuple
     eff = int(ro.get("prompt_len_mean") or ro["prompt_len"]) + int(planned_response_mean(ro, e["model"]))
     padded_ro = dict(ro, prompt_len=int(d.get("prompt_len_max") or ro["prompt_len"]), prompt_len_mean=None,
                      response_len_mean=ro["response_len"])
+    # a card with verl's token budget (map_rl): the padded and critic cards keep the budget as the count of
+    # sequences it holds packed (the real tokens rearrange_micro_batches counts), each then padded or the critic's
+    batch = dict(card["batch"])
+    budget = padded_ro.pop("max_tokens_per_micro_batch", None)
+    lp_budget = padded_ro.pop("logprob_max_tokens_per_micro_batch", None) or (
+        budget if padded_ro.get("logprob_micro_batch_size") is None else None)
+    cp = int(card["parallel"].get("context_parallel") or 1)
+    if budget:
+        batch["micro_batch_size"] = max(1, int(budget) * cp // eff)
+    if lp_budget:
+        padded_ro["logprob_micro_batch_size"] = max(1, int(lp_budget) * cp // eff)
     out = []
     if tr.get("remove_padding") is False:
         note = (f"actor use_remove_padding False: log-prob and update passes on sequences padded to "
-                f"{padded_ro['prompt_len']} + {ro['response_len']} tokens (the card's micro-batches)")
-        out.append((ACTOR_PASSES, dict(card, rollout=padded_ro), note))
+                f"{padded_ro['prompt_len']} + {ro['response_len']} tokens (the card's micro-batches"
+                + (", the token budget's packed sequence count" if budget else "") + ")")
+        out.append((ACTOR_PASSES, dict(card, rollout=padded_ro, batch=batch), note))
     c = tr.get("critic")
     if c and card["method"] == "ppo":
         padded = c.get("remove_padding") is False
         c_ro = dict(padded_ro if padded else ro)
+        c_ro.pop("max_tokens_per_micro_batch", None)
+        c_ro.pop("logprob_max_tokens_per_micro_batch", None)
         if c.get("max_token_len_per_gpu"):
             mbs = max(1, int(c["max_token_len_per_gpu"]) // eff)
             how = f"dynamic batch of {c['max_token_len_per_gpu']} real tokens per GPU: {mbs} sequence(s)"
         else:
-            mbs = int(c.get("micro_batch_size") or card["batch"]["micro_batch_size"])
+            mbs = int(c.get("micro_batch_size") or batch["micro_batch_size"])
             how = f"micro-batch of {mbs} sequence(s)"
         c_ro["logprob_micro_batch_size"] = mbs
         c_card = dict(card, rollout=c_ro, batch=dict(card["batch"], micro_batch_size=mbs))

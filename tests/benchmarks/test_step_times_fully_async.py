@@ -36,17 +36,27 @@ def test_swapped_update_cells_take_the_table_arithmetic():
 def test_verl_megatron_budget_spans_the_context_parallel_group():
     e = next(x for x in ROWS if x["id"] == "verl-fully-async-grpo-qwen3-30b-a3b-h20-colocate-128g")
     card, notes = S.map_rl(e)
-    per_seq = 153 + round(S.planned_response_mean(card["rollout"], e["model"]))
-    assert card["batch"]["micro_batch_size"] == 10240 * 2 // per_seq
-    assert card["rollout"]["logprob_micro_batch_size"] == 10240 * 2 // per_seq
+    # the card carries verl's per-GPU budget; the card's context_parallel multiplies it (plan.rl_time)
+    assert card["rollout"]["max_tokens_per_micro_batch"] == 10240
+    assert card["rollout"]["logprob_max_tokens_per_micro_batch"] == 10240
+    assert card["parallel"]["context_parallel"] == 2
     assert any("(x2 context-parallel ranks)" in n for n in notes)
     assert card["roles"]["kl_coef"] == 0.001 and card["roles"]["reference"] == "cpu"
-    # an FSDP entry keeps the Ulysses multiplier; a Megatron entry without CP has none
+    # a Megatron entry without CP has no multiplier: the budget then just holds the longest sequence (2048 + 8192)
     no_cp = copy.deepcopy(e)
     no_cp["train"]["cp"] = 1
     card1, notes1 = S.map_rl(no_cp)
-    assert card1["batch"]["micro_batch_size"] == 10240 // per_seq
+    assert card1["rollout"]["max_tokens_per_micro_batch"] == 10240
     assert not any("context-parallel ranks" in n for n in notes1)
+    # a budget below the longest sequence (verl would refuse it) keeps the old reading: a count of mean-length sequences
+    short = copy.deepcopy(no_cp)
+    short["train"]["dynamic_bsz / max_token_len_per_gpu"] = 8192
+    short["train"]["log_prob_max_token_len_per_gpu"] = 8192
+    card2, notes2 = S.map_rl(short)
+    per_seq = 153 + round(S.planned_response_mean(card2["rollout"], e["model"]))
+    assert "max_tokens_per_micro_batch" not in card2["rollout"]
+    assert card2["batch"]["micro_batch_size"] == 8192 // per_seq
+    assert any("below the longest sequence" in n for n in notes2)
 
 
 def test_colocated_7b_baselines_take_their_run_scripts():

@@ -152,6 +152,16 @@ def shared_notes(card: RunCard, target: str, *, megatron_has: set[str] | None = 
     if card.loss.chunked and card.loss.kernel.value != "liger":
         notes.append(f"loss.kernel {card.loss.kernel.value}: no {target} setting picks this chunked loss; not written"
                      " (where the file writes a chunked loss it is the target's own, read back as liger)")
+    ro = card.rollout
+    if target != "verl" and (ro.max_tokens_per_micro_batch is not None
+                             or ro.logprob_max_tokens_per_micro_batch is not None):
+        from trainfit.methods.rl import logprob_token_budget
+
+        lp = ("" if logprob_token_budget(card) is None else
+              "; rollout.logprob_micro_batch_size is written as the sequence count (the micro-batch's)")
+        notes.append("rollout.max_tokens_per_micro_batch / logprob_max_tokens_per_micro_batch: verl's dynamic batching"
+                     f" (use_dynamic_bsz); {target} is not given a per-GPU token budget, its micro-batches are counts of"
+                     f" sequences{lp}")
     b = card.batch
     said = (target in ("trl", "nemo-rl") and card.method is Method.SFT) or target == "openrlhf"  # write it, say so
     if b.packed_sample_tokens is not None and not said:
@@ -359,7 +369,14 @@ def plan_facts(card: RunCard) -> dict[str, Any]:
         for k, v in ro.model_dump(mode="json").items():
             f[f"rollout.{k}"] = v
         f["rollout.weight_sync"] = effective_weight_sync(card).value
-        f["rollout.logprob_micro_batch_size"] = ro.logprob_micro_batch_size or card.batch.micro_batch_size
+        # the log-prob passes' micro-batching as the plan reads it: verl's token budget (the update's by default,
+        # methods.rl.logprob_token_budget), else a count of sequences (the micro-batch by default)
+        from trainfit.methods.rl import logprob_token_budget
+
+        lp_budget = logprob_token_budget(card)
+        f["rollout.logprob_max_tokens_per_micro_batch"] = lp_budget
+        f["rollout.logprob_micro_batch_size"] = (None if lp_budget is not None
+                                                 else ro.logprob_micro_batch_size or card.batch.micro_batch_size)
         if ro.placement is not Placement.SPLIT:
             f["rollout.gpus"] = None
         if ro.engine is RolloutEngine.HF:  # generate() on the trained model: no engine, nothing to sync

@@ -702,6 +702,21 @@ def read_verl(text: str) -> Imported:
         )
     mb = _num(t, "ppo_micro_batch_size_per_gpu", get(f"{A}.actor.ppo_micro_batch_size_per_gpu", 1))
     set_dotted(d, "batch.micro_batch_size", mb)
+    # verl's dynamic batching (ppo_trainer.yaml l.37-38, l.81-82 @e0d035cd4a6a5c29835516a58d78710a28e73b18: the
+    # budget 16384 by default; the log-prob passes follow the actor's switch and budget unless set)
+    dyn = bool(get(f"{A}.actor.use_dynamic_bsz", False))
+    if dyn:
+        ro["max_tokens_per_micro_batch"] = _num(t, "ppo_max_token_len_per_gpu",
+                                                get(f"{A}.actor.ppo_max_token_len_per_gpu", 16384))
+    if bool(get(f"{A}.rollout.log_prob_use_dynamic_bsz", dyn)):
+        lp_tokens = get(f"{A}.rollout.log_prob_max_token_len_per_gpu")
+        ro.pop("logprob_micro_batch_size", None)
+        if lp_tokens is not None or not dyn:
+            ro["logprob_max_tokens_per_micro_batch"] = _num(
+                t, "log_prob_max_token_len_per_gpu", lp_tokens if lp_tokens is not None
+                else get(f"{A}.actor.ppo_max_token_len_per_gpu", 16384))
+    elif dyn and "logprob_micro_batch_size" not in ro:
+        ro["logprob_micro_batch_size"] = mb  # fixed log-prob micro-batches: the card's default is the update's
     mini = get(f"{A}.actor.ppo_mini_batch_size")
     ng = ro.get("num_generations", 8)
     if mini is not None:

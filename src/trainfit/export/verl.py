@@ -230,6 +230,7 @@ def _ppo(card: RunCard, notes: list[str]) -> list[str]:
         o += _sharding(card, f"{A}.actor.strategy", f"{A}.actor.fsdp_config", notes)
     o += _optim(card, f"{A}.actor", notes, mega)
     o.append(f"{A}.actor.ppo_micro_batch_size_per_gpu={card.batch.micro_batch_size}")
+    o += _dynamic_bsz(card, A)
     seqs = sequences_per_step(card)
     if seqs % ro.num_generations == 0:
         mini = seqs // ro.num_generations
@@ -348,10 +349,35 @@ def _ppo(card: RunCard, notes: list[str]) -> list[str]:
             if is_ulysses(card):
                 o.append(f"critic.fsdp.ulysses_sequence_parallel_size={card.parallel.context_parallel}")
         o.append(f"critic.ppo_micro_batch_size_per_gpu={card.batch.micro_batch_size}")
+        if ro.max_tokens_per_micro_batch is not None:
+            # the plan gives the critic the actor's budget; verl's own default is twice the actor's (ppo_trainer.yaml)
+            o.append(f"critic.ppo_max_token_len_per_gpu={ro.max_tokens_per_micro_batch}")
     rm = reward_model(card)
     if rm:
         o += ["reward.reward_model.enable=True", f"reward.reward_model.model_path={_fmt(rm, 'roles.reward_model')}"]
     o += [f"trainer.n_gpus_per_node={hw.gpus_per_node}", f"trainer.nnodes={hw.nodes}"]
+    return o
+
+
+def _dynamic_bsz(card: RunCard, A: str) -> list[str]:
+    """verl's dynamic batching from the card's token budgets (rollout.max_tokens_per_micro_batch,
+    logprob_max_tokens_per_micro_batch): ``actor.use_dynamic_bsz`` / ``ppo_max_token_len_per_gpu`` and the log-prob
+    passes' ``log_prob_use_dynamic_bsz`` / ``log_prob_max_token_len_per_gpu`` (rollout and ref; verl
+    ppo_trainer.yaml l.37-38, l.81-82, l.107-108 @e0d035cd4a6a5c29835516a58d78710a28e73b18). The log-prob switch is
+    written whenever it differs from verl's default (the actor's)."""
+    from trainfit.methods.rl import logprob_token_budget
+
+    ro = card.rollout
+    o: list[str] = []
+    update = ro.max_tokens_per_micro_batch
+    lp = logprob_token_budget(card)
+    if update is not None:
+        o += [f"{A}.actor.use_dynamic_bsz=True", f"{A}.actor.ppo_max_token_len_per_gpu={update}"]
+    if lp is not None:
+        for role in ("rollout", "ref"):
+            o += [f"{A}.{role}.log_prob_use_dynamic_bsz=True", f"{A}.{role}.log_prob_max_token_len_per_gpu={lp}"]
+    elif update is not None:
+        o += [f"{A}.{role}.log_prob_use_dynamic_bsz=False" for role in ("rollout", "ref")]
     return o
 
 

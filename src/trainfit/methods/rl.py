@@ -315,6 +315,19 @@ def hybrid_engine_memory_of(spec: ModelSpec, card: RunCard, train_gpus: int) -> 
     )
 
 
+def logprob_token_budget(card: RunCard) -> int | None:
+    """Tokens per GPU of a log-prob micro-batch under dynamic batching: ``rollout.logprob_max_tokens_per_micro_batch``,
+    else the update's ``max_tokens_per_micro_batch`` (verl's ``log_prob_max_token_len_per_gpu`` defaults to
+    ``${actor_rollout_ref.actor.ppo_max_token_len_per_gpu}`` and ``log_prob_use_dynamic_bsz`` to the actor's
+    ``use_dynamic_bsz``, verl/trainer/config/ppo_trainer.yaml l.81-82 and l.107-108
+    @e0d035cd4a6a5c29835516a58d78710a28e73b18) unless the card states ``logprob_micro_batch_size`` (fixed log-prob
+    micro-batches: ``log_prob_use_dynamic_bsz`` False); None: fixed micro-batches of sequences."""
+    ro = card.rollout
+    if ro.logprob_max_tokens_per_micro_batch is not None:
+        return ro.logprob_max_tokens_per_micro_batch
+    return ro.max_tokens_per_micro_batch if ro.logprob_micro_batch_size is None else None
+
+
 def rl_groups(
     card: RunCard,
     spec: ModelSpec,
@@ -333,6 +346,12 @@ def rl_groups(
     colocate = ro.placement.value == "colocate"
     seq = ro.prompt_len + ro.response_len
     mbs = ro.logprob_micro_batch_size or card.batch.micro_batch_size
+    lp_budget = logprob_token_budget(card)
+    if lp_budget is not None:
+        # dynamic batching: a log-prob micro-batch is one packed row of at most the budget's tokens on each GPU
+        # (verl rearrange_micro_batches over budget x Ulysses size, then the Ulysses slice; plan.walk.rl_budget_row)
+        mbs, seq = 1, lp_budget
+        notes.append(f"log-prob passes: packed micro-batches of at most {lp_budget} tokens per GPU (dynamic batching)")
     chunked = card.loss.chunked
 
     # frozen roles resident on the training GPUs

@@ -82,12 +82,14 @@ would). The MI300X rows' token-proportional part is 1.35 x the plan's in the log
 MI300X pretrain rows are under: the MI300X bf16 rate is the MAMF table's TunableOp row (``compute.rates``), not a
 default-heuristic one.
 
-Seen, not modelled: with dynamic batching verl takes the largest micro-batch count of the data-parallel ranks
-(``rearrange_micro_batches``: ``ceildiv(total_seqlen, max_token_len)`` all-reduced with ``ReduceOp.MAX``,
-verl/utils/seqlen_balancing.py @e0d035cd4a6a5c29835516a58d78710a28e73b18), while the card carries the budget as a
-fixed ``micro_batch_size``. play-verl's 'recommended' run puts 40 sequences of 281 tokens (11.2k of its 12k budget)
-on a rank per optimizer step, its ranks spread by about 10 %, so most steps run 2 micro-batches where the plan runs
-1: about +0.6 s (2 points) on its update. NeMo RL's GRPO update runs its loss once per packed sequence
+Dynamic batching (``rollout.max_tokens_per_micro_batch`` / ``logprob_max_tokens_per_micro_batch``, verl's
+``use_dynamic_bsz``): verl takes the largest micro-batch count of the data-parallel ranks (``rearrange_micro_batches``:
+``ceildiv(total_seqlen, max_token_len)`` all-reduced with ``ReduceOp.MAX``, verl/utils/seqlen_balancing.py
+@e0d035cd4a6a5c29835516a58d78710a28e73b18), planned as the expected largest count (``dynamic_micro_batches``), each
+micro-batch a packed row of the rank's tokens over that count. play-verl's 'recommended' run puts 40 sequences of 281
+tokens (11.2k of its 12k budget) on a rank per optimizer step, its ranks spread by about 10 %, so most steps run 2
+micro-batches where a fixed count of ``12000 // 281`` sequences runs 1. Without the budget the card's
+``micro_batch_size`` is a fixed count, as before. NeMo RL's GRPO update runs its loss once per packed sequence
 (``compute.inventory.NEMO_RL_PG_LOSS``), planned.
 
 Seen in the offloading 'min' run, not modelled (dingxianzhong/play-verl logs/verl_qwen2_7b_min.log
@@ -195,6 +197,72 @@ def balanced_micro_batches(sequences: int, micro_batch_size: int) -> tuple[int, 
     sequences, micro_batch_size = max(1, int(sequences)), max(1, int(micro_batch_size))
     micro = ceil(sequences / micro_batch_size)
     return micro, ceil(sequences / micro)
+
+
+DYNAMIC_COUNT_MIN_PROBABILITY = 1e-3
+"""Micro-batch counts less likely than this are dropped from ``dynamic_micro_batches`` (the rest renormalised): each
+count left is one more timed pass."""
+
+
+def dynamic_micro_batches(*, sequences: int, token_mean: float, token_std: float, budget_tokens: float,
+                          data_parallel: int) -> tuple[tuple[int, float], ...]:
+    """``(micro-batches, probability)`` of verl's dynamic batching on a rank: ``sequences`` packed sequences per
+    data-parallel rank, each ``token_mean`` tokens with spread ``token_std``, micro-batches of ``budget_tokens``.
+
+    volcengine/verl verl/utils/seqlen_balancing.py ``rearrange_micro_batches`` (l.216-247
+    @e0d035cd4a6a5c29835516a58d78710a28e73b18; l.346-420 @b178a3cd56f58b2d502255daba591e92833930a7): a rank's count is
+    ``ceildiv(total_seqlen, max_token_len)`` (at most its sequence count at b178a3cd), all-reduced with
+    ``ReduceOp.MAX`` so every rank runs the largest; Karmarkar-Karp then balances the rank's sequences over that many
+    micro-batches (``get_seqlen_balanced_partitions``, ``equal_size=False``), so each holds ``total / count`` tokens.
+    ``max_token_len`` is the per-GPU budget times the Ulysses size (verl/workers/actor/dp_actor.py l.211, l.274
+    @e0d035cd): the caller passes ``budget_tokens`` so.
+
+    A rank's tokens are the sum of ``sequences`` independent lengths: normal with mean ``n mu`` and spread
+    ``sqrt(n) sigma``; the largest of ``data_parallel`` such sums has ``P(M <= x) = Phi((x - n mu) / (sqrt(n)
+    sigma))^D``, and the count is ``ceil(M / budget)``: ``P(count <= k) = P(M <= k budget)``. Counts below
+    ``DYNAMIC_COUNT_MIN_PROBABILITY`` are dropped. With no spread (or one rank and a fixed length) the count is
+    ``ceil(n mu / budget)``."""
+    from statistics import NormalDist
+
+    n = max(1, int(sequences))
+    budget = float(budget_tokens)
+    if budget <= 0 or token_mean <= 0:
+        raise ValueError("budget_tokens and token_mean must be > 0")
+    mean = n * token_mean
+    spread = n ** 0.5 * max(0.0, token_std)
+    dp = max(1, int(data_parallel))
+    if spread <= 0.0:
+        return ((min(n, max(1, ceil(mean / budget - 1e-9))), 1.0),)
+    phi = NormalDist().cdf
+
+    def below(k: int) -> float:  # P(count <= k)
+        return 1.0 if k >= n else phi((k * budget - mean) / spread) ** dp
+
+    out: list[tuple[int, float]] = []
+    k = max(1, int((mean - 10 * spread) // budget))
+    prev = 0.0 if k == 1 else below(k - 1)
+    while True:
+        cur = below(k)
+        if cur - prev >= DYNAMIC_COUNT_MIN_PROBABILITY or (cur >= 1.0 and not out):
+            out.append((k, cur - prev))
+        if cur >= 1.0 - 1e-12 or k >= n:
+            break
+        prev, k = cur, k + 1
+    total = sum(p for _, p in out)
+    return tuple((c, p / total) for c, p in out)
+
+
+def sequence_token_spread(card: RunCard, spec: ModelSpec | None = None) -> float:
+    """Standard deviation of one packed sequence's tokens: the card's response-length distribution
+    (``compute.response_lengths``, as ``update_work_cv`` reads it); the prompt is taken at its mean (no spread
+    published)."""
+    from trainfit.compute.response_lengths import response_length_groups
+
+    ro = card.rollout
+    mean = response_mean(card, spec)
+    groups = response_length_groups(shape=ro.response_len_shape, response_len_max=ro.response_len,
+                                    response_len_mean=mean, sequences=4096)
+    return sum(w * (length - mean) ** 2 for length, w in groups) ** 0.5
 
 
 def first_fit_decreasing(lengths, *, capacity: float) -> tuple[int, float]:
@@ -317,6 +385,17 @@ def _phase(name: str, seconds: float, bound: str, **terms: float) -> PhaseTime:
     return PhaseTime(name, seconds, bound, dict(terms))
 
 
+def _weighted(name: str, timed: list[tuple[float, PhaseTime]]) -> PhaseTime:
+    """The expected phase over micro-batch counts drawn with the given probabilities (``dynamic_micro_batches``):
+    seconds and terms averaged, the bound of the likeliest count."""
+    terms: dict[str, float] = {}
+    for p, t in timed:
+        for k, v in t.terms.items():
+            terms[k] = terms.get(k, 0.0) + p * v
+    likeliest = max(timed, key=lambda pt: pt[0])[1]
+    return PhaseTime(name, sum(p * t.seconds for p, t in timed), likeliest.bound, terms)
+
+
 def _hsdp_shard_of(card: RunCard, sharding: Sharding) -> int:
     """Strategy hsdp: the ranks one parameter is sharded over, the memory's ``sharding.shard_group``
     (``parallel.hsdp_shard_size``, else the training GPUs of one host, ``hardware.gpus_per_node``, also on GB200
@@ -340,7 +419,10 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
     # NVIDIA-NeMo/RL v0.5.0 6c7089300fded94abfa49bb9cbf9eb357d862461
     # nemo_rl/models/policy/workers/megatron_policy_worker.py l.1051, l.1129, l.1159-1161 (update) and
     # l.1303-1312, l.1457-1459 (log-probs))
-    packed = card.preset in PACKING_PRESETS if ro.packed_sequences is None else ro.packed_sequences
+    # a token budget (verl's dynamic batching) packs its micro-batches whatever the preset (spec.card refuses it with
+    # packed_sequences false)
+    budgeted = ro.max_tokens_per_micro_batch is not None or ro.logprob_max_tokens_per_micro_batch is not None
+    packed = (card.preset in PACKING_PRESETS or budgeted) if ro.packed_sequences is None else ro.packed_sequences
     mean = response_mean(card, spec)
     prompt = prompt_mean(card)
     seq_len = int(prompt + mean) if packed else ro.prompt_len + ro.response_len
@@ -393,6 +475,19 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
         notes.append(f"log-prob passes: packed rows of {lp_rows[1]} tokens under pipeline parallel, {lp_rows[0]} per"
                      " data-parallel rank, each padded to the longest (plan.rl_time.pipeline_packed_rows)")
 
+    # verl dynamic batching (rollout.max_tokens_per_micro_batch / logprob_max_tokens_per_micro_batch): micro-batch
+    # counts from the token budget, the largest of the data-parallel ranks (dynamic_micro_batches)
+    from trainfit.methods.rl import logprob_token_budget
+
+    lp_budget = logprob_token_budget(card)
+    up_budget = ro.max_tokens_per_micro_batch
+    spread = sequence_token_spread(card, spec) if (lp_budget or up_budget) else 0.0
+    dp_ranks = max(1, train_gpus // max(1, card.parallel.model_parallel))
+    if lp_budget is not None and packed:
+        notes.append(f"log-prob passes: dynamic batching, packed micro-batches of at most {lp_budget} tokens per GPU;"
+                     f" each rank runs the largest count of the {dp_ranks} data-parallel ranks"
+                     " (plan.rl_time.dynamic_micro_batches)")
+
     def forward_pass(name: str, pspec: ModelSpec, adapter=None, sequences: int = seqs) -> PhaseTime:
         # ``sequences``: the step's sequences this pass runs (the reward model scores every generated one)
         p_ = card.parallel
@@ -402,13 +497,28 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
         shard = rank_spec(pspec, tp=p_.tensor_parallel, pp=p_.pipeline_parallel, ep=p_.expert_parallel,
                           etp=p_.expert_tensor_parallel, first=p_.pipeline_first_stage_layers,
                           last=p_.pipeline_last_stage_layers, layout=p_.pipeline_layout)
-        micro, lp_mbs = balanced_micro_batches(ceil(sequences / train_gpus) * p_.tensor_parallel
-                                               * p_.pipeline_parallel * cp, lp_mbs_max)
+
+        def timed(micro_: int, mbs_: int, rank_seq_: int, context_: float | None) -> PhaseTime:
+            return timed_pass(name, pspec, adapter, shard, micro_, mbs_, rank_seq_, context_)
+
+        rank_seqs = ceil(sequences / train_gpus) * p_.tensor_parallel * p_.pipeline_parallel * cp
+        micro, lp_mbs = balanced_micro_batches(rank_seqs, lp_mbs_max)
         rank_seq = max(1, seq_len // cp)
         context = seq_len if cp > 1 else None
         if rows is not None:  # NeMo RL packed rows under pipeline parallel (pipeline_packed_rows)
             micro, lp_mbs, rank_seq = rows[0], 1, max(1, rows[1] // cp)
             context = seq_len  # attention runs per sequence inside the row (THD), the mean sequence's span
+        if lp_budget is not None and packed:
+            # verl dynamic batching: the largest rank's micro-batch count, each a packed row of total / count tokens
+            counts = dynamic_micro_batches(sequences=rank_seqs, token_mean=seq_len, token_std=spread,
+                                           budget_tokens=lp_budget * cp, data_parallel=dp_ranks)
+            return _weighted(name, [(pr, timed(k, 1, max(1, round(rank_seqs * seq_len / k) // cp), seq_len))
+                                    for k, pr in counts])
+        return timed(micro, lp_mbs, rank_seq, context)
+
+    def timed_pass(name: str, pspec: ModelSpec, adapter, shard, micro: int, lp_mbs: int, rank_seq: int,
+                   context: float | None) -> PhaseTime:
+        p_ = card.parallel
         t = forward_only_time(
             shard, rates=r, micro_batch_size=lp_mbs, seq_len=rank_seq, micro_steps=micro,
             adapter=adapter, eager_attention=eager, parallel=par, gathered_weight_bytes=frozen_w,
@@ -480,17 +590,40 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
         notes.append(f"update: packed rows of {rows[1]} tokens, {rows[0]} per data-parallel rank, "
                      + ("each padded to the capacity (plan.rl_time.nemo_rl_dtensor_padded_rows)" if padded_rows else
                         "under pipeline parallel, each padded to the longest (plan.rl_time.pipeline_packed_rows)"))
-    actor = training_time(card, spec, r, ranks=train_gpus, gpus_per_node=per_node, micro_batch_size=mbs,
-                          seq_len=update_len, micro_steps=ga, work_cv=work_cv, attention_context=update_context)
-    phases.append(_phase("actor_update", actor.total_s * opt_steps, actor.bound,
-                         **{p.name: p.seconds * opt_steps for p in actor.phases}))
+    # the update's (count, probability, sequences, row tokens, attention span) shapes: one fixed shape, or verl's
+    # dynamic batching (dynamic_micro_batches) over a packed row of the rank's tokens / count
+    shapes = [(ga, 1.0, mbs, update_len, update_context)]
+    dynamic = up_budget is not None and packed and rows is None
+    if dynamic:
+        rank_seqs = ceil(seqs_per_gpu * replica / ro.mini_batches)
+        counts = dynamic_micro_batches(sequences=rank_seqs, token_mean=seq_len, token_std=spread,
+                                       budget_tokens=up_budget * card.parallel.context_parallel,
+                                       data_parallel=dp_ranks)
+        shapes = [(k, pr, 1, max(1, round(rank_seqs * seq_len / k)), seq_len) for k, pr in counts]
+        expected = sum(k * pr for k, pr in counts)
+        notes.append(f"update: dynamic batching, {rank_seqs} sequence(s) of {seq_len} tokens per data-parallel rank"
+                     f" and optimizer step in packed micro-batches of at most {up_budget} tokens per GPU; the largest"
+                     f" count of the {dp_ranks} ranks, {expected:.2f} expected ("
+                     + ", ".join(f"{k}: {pr:.0%}" for k, pr in counts) + ")")
+
+    def update(name: str, pspec: ModelSpec):
+        timed = [(pr, training_time(card, pspec, r, ranks=train_gpus, gpus_per_node=per_node, micro_batch_size=b,
+                                    seq_len=length, micro_steps=k, work_cv=work_cv, attention_context=context))
+                 for k, pr, b, length, context in shapes]
+        phase = _weighted(name, [(pr, _phase(name, t.total_s * opt_steps, t.bound,
+                                             **{p.name: p.seconds * opt_steps for p in t.phases}))
+                                 for pr, t in timed])
+        return phase, max(timed, key=lambda pt: pt[0])[1]
+
+    actor_phase, actor = update("actor_update", spec)
+    phases.append(actor_phase)
     if cspec is not None:
-        critic = training_time(card, cspec, r, ranks=train_gpus, gpus_per_node=per_node, micro_batch_size=mbs,
-                               seq_len=update_len, micro_steps=ga, work_cv=work_cv, attention_context=update_context)
-        phases.append(_phase("critic_update", critic.total_s * opt_steps, critic.bound,
-                             **{p.name: p.seconds * opt_steps for p in critic.phases}))
-    notes.append(f"{opt_steps} optimizer step(s) per RL step (rollout.mini_batches x num_iterations),"
-                 f" {ga} micro-batch(es) of {mbs} sequence(s) each")
+        phases.append(update("critic_update", cspec)[0])
+    if not dynamic:
+        notes.append(f"{opt_steps} optimizer step(s) per RL step (rollout.mini_batches x num_iterations),"
+                     f" {ga} micro-batch(es) of {mbs} sequence(s) each")
+    else:
+        notes.append(f"{opt_steps} optimizer step(s) per RL step (rollout.mini_batches x num_iterations)")
 
     sync = sync_phase(card, spec, gpu, sharding, rollout, r)
     if sync is not None:

@@ -112,6 +112,37 @@ def rl_sequence_padding(card: RunCard) -> tuple[int, str | None]:
                     " (the RL trainers pad each sequence for sequence / context parallel)")
 
 
+def rl_budget_row(card: RunCard) -> tuple[int, int, str] | None:
+    """(row tokens, sequences per row, note) of the actor's update micro-batch under a token budget
+    (``rollout.max_tokens_per_micro_batch``, verl's ``use_dynamic_bsz``); None without one.
+
+    verl packs a micro-batch's sequences without padding into one row (``use_remove_padding``: flash-attn's
+    ``unpad_input`` and ``cu_seqlens``, volcengine/verl verl/workers/actor/dp_actor.py l.80-97
+    @e0d035cd4a6a5c29835516a58d78710a28e73b18) and ``rearrange_micro_batches`` fills micro-batches to at most
+    ``ppo_max_token_len_per_gpu x ulysses size`` tokens (verl/utils/seqlen_balancing.py l.216-247, the count
+    ``ceildiv(total_seqlen, max_token_len)`` balanced by Karmarkar-Karp); Ulysses then gives each GPU its slice. So
+    memory plans one row of ``budget x context_parallel`` tokens (the context-parallel split then leaves the budget on
+    each GPU), aligned as ``rl_sequence_padding`` aligns a sequence. verl asserts that no sequence exceeds the budget
+    (the card refuses one, ``spec.card._check_token_budget``), so a micro-batch never holds more than that. The
+    balancing may put a few tokens over the budget in one micro-batch (balanced partitions, not a capacity
+    constraint); not planned."""
+    budget = card.rollout.max_tokens_per_micro_batch
+    if budget is None:
+        return None
+    p = card.parallel
+    row = budget * p.context_parallel
+    if p.context_parallel > 1:
+        align = p.tensor_parallel * p.context_parallel * 2
+    elif p.sequence_parallel and p.tensor_parallel > 1:
+        align = p.tensor_parallel
+    else:
+        align = 1
+    row = -(-row // align) * align
+    return row, 1, (f"rollout.max_tokens_per_micro_batch {budget}: the update's micro-batch planned as one packed row"
+                    f" of {row} tokens" + (f" over {p.context_parallel} context-parallel ranks" if p.context_parallel > 1
+                                           else "") + " (verl dynamic batching, plan.walk.rl_budget_row)")
+
+
 def walk_rl(card: RunCard, spec: ModelSpec, gpu: GpuSpec):
     """PPO and GRPO: the actor's (and critic's) step on the training group, the rollout engine and
     the frozen passes where the roles live."""
@@ -131,8 +162,12 @@ def walk_rl(card: RunCard, spec: ModelSpec, gpu: GpuSpec):
     # the actor's own step: its GPU group only (the rollout group is planned from the full card), over the longest
     # sequence padded as the RL trainers pad it under sequence / context parallel (rl_sequence_padding)
     seq_len, pad_note = rl_sequence_padding(card)
+    mbs = card.batch.micro_batch_size
+    budget_row = rl_budget_row(card)
+    if budget_row is not None:  # dynamic batching: one packed micro-batch of the token budget (rl_budget_row)
+        seq_len, mbs, pad_note = budget_row
     actor_card = card_with(
-        card, batch__seq_len=seq_len, hardware__gpus_per_node=per_node,
+        card, batch__seq_len=seq_len, batch__micro_batch_size=mbs, hardware__gpus_per_node=per_node,
         hardware__nodes=t_nodes, rollout__placement="colocate", rollout__gpus=None, rollout__nodes=None,
         # the trainer's memory alone: the weight transport (time only) is not its, and a split-only one would be refused
         rollout__weight_transport="framework",

@@ -491,7 +491,8 @@ def _variants(card: RunCard) -> list[tuple[str, dict[str, Any]]]:
     """One-variable changes worth re-planning (a micro-batch change keeps the global batch)."""
     b, p = card.batch, card.parallel
     out: list[tuple[str, dict[str, Any]]] = []
-    if b.micro_batch_size > 1:
+    budget = card.rollout.max_tokens_per_micro_batch if card.method in RL_METHODS else None
+    if b.micro_batch_size > 1 and budget is None:  # under a token budget the micro-batch count is not read
         half = b.micro_batch_size // 2
         ga = b.grad_accum * b.micro_batch_size // half
         out.append((f"batch.micro_batch_size {b.micro_batch_size} -> {half} (grad_accum {b.grad_accum} -> {ga} keeps the global batch)",
@@ -508,8 +509,19 @@ def _variants(card: RunCard) -> list[tuple[str, dict[str, Any]]]:
         out.append(("attention -> sdpa", {"attention": "sdpa"}))
     if card.method in RL_METHODS:
         ro = card.rollout
+        from trainfit.methods.rl import logprob_token_budget
+
+        # verl's dynamic batching: halve a token budget, down to the longest sequence (the card's floor)
+        floor = -(-(ro.prompt_len + ro.response_len) // p.context_parallel)
+        lp_budget = logprob_token_budget(card)
+        for key, tokens in (("max_tokens_per_micro_batch", budget),
+                            ("logprob_max_tokens_per_micro_batch", lp_budget if lp_budget != budget
+                             or ro.logprob_max_tokens_per_micro_batch is not None else None)):
+            if tokens is not None and max(floor, tokens // 2) < tokens:
+                new_tokens = max(floor, tokens // 2)
+                out.append((f"rollout.{key} {tokens} -> {new_tokens}", {f"rollout.{key}": new_tokens}))
         m = ro.logprob_micro_batch_size or b.micro_batch_size
-        if m > 1:
+        if m > 1 and lp_budget is None:
             out.append((f"rollout.logprob_micro_batch_size {m} -> {m // 2}", {"rollout.logprob_micro_batch_size": m // 2}))
         if ro.sleep_level == 0 and ro.engine.value == "vllm":
             out.append(("rollout.sleep_level 0 -> 1 (vLLM frees its KV cache and weights while training)", {"rollout.sleep_level": 1}))

@@ -670,6 +670,18 @@ class RolloutSection(_Section):
     packed_logprob_row_tokens: int | None = Field(
         None, ge=1, le=10_000_000, description="As packed_row_tokens, for the log-prob passes"
         " (sequence_packing.logprob_mb_tokens = max_total_sequence_length x logprob_batch_size).")
+    max_tokens_per_micro_batch: int | None = Field(
+        None, ge=1, le=100_000_000, description="Dynamic batching (verl actor.use_dynamic_bsz with"
+        " ppo_max_token_len_per_gpu): the update's micro-batches are formed by a token budget per GPU, not a sequence"
+        " count. The passes are then packed (no padding) whatever the preset. Each mini-batch's sequences are split into ceil(tokens / (budget x context_parallel)) balanced packed"
+        " micro-batches, the count the largest of the data-parallel ranks' (plan.rl_time.dynamic_micro_batches);"
+        " memory plans one micro-batch of the budget's tokens. Every sequence (prompt_len + response_len) must fit the"
+        " budget x context_parallel, as verl asserts. null: batch.micro_batch_size sequences (no dynamic batching).")
+    logprob_max_tokens_per_micro_batch: int | None = Field(
+        None, ge=1, le=100_000_000, description="As max_tokens_per_micro_batch, for the log-prob passes (verl"
+        " rollout.log_prob_max_token_len_per_gpu / ref.log_prob_max_token_len_per_gpu). Default: max_tokens_per_micro_batch"
+        " (verl's config interpolates the actor's budget) unless logprob_micro_batch_size is given (fixed log-prob"
+        " micro-batches, verl log_prob_use_dynamic_bsz false).")
     num_iterations: int = Field(1, ge=1, le=1000, description="Updates per generated batch (GRPO mu); > 1 adds an old-policy log-prob pass.")
     recompute_old_logprobs: bool | None = Field(
         None, description="The trainer recomputes the old policy's log-probs in a forward pass every step (SkyRL,"
@@ -771,6 +783,7 @@ class RunCard(_Section):
         _check_peft_variant(self)
         _check_attention_kernel(self)
         _check_weight_transport(self)
+        _check_token_budget(self)
         hw = self.hardware
         if hw.gpu_memory_gib is not None and hw.gpu.strip().lower() not in ("", "custom"):
             raise ValueError(
@@ -971,6 +984,43 @@ class RunCard(_Section):
 
 PEFT_VARIANT_SCOPES = (Scope.DORA, Scope.IA3, Scope.PROMPT_TUNING)
 """Scopes modelled by ``trainfit.memory.peft_variants`` (SFT on one data-parallel replica per rank)."""
+
+
+def _check_token_budget(card: RunCard) -> None:
+    """rollout.max_tokens_per_micro_batch / logprob_max_tokens_per_micro_batch (verl's dynamic batching): RL only,
+    every sequence within the budget x context_parallel (verl ``rearrange_micro_batches`` asserts ``max_token_len >=
+    max_seq_len``, the batch's padded width, verl/utils/seqlen_balancing.py l.222
+    @e0d035cd4a6a5c29835516a58d78710a28e73b18, l.382 @b178a3cd56f58b2d502255daba591e92833930a7; the budget is
+    multiplied by the Ulysses size, verl/workers/actor/dp_actor.py l.211 and l.274 @e0d035cd), packed passes only, and
+    not with another framework's packed rows."""
+    ro = card.rollout
+    keys = [k for k in ("max_tokens_per_micro_batch", "logprob_max_tokens_per_micro_batch") if getattr(ro, k) is not None]
+    if not keys:
+        return
+    if card.method not in (Method.PPO, Method.GRPO):
+        raise ValueError(f"rollout.{keys[0]}: a token budget for the RL log-prob and update passes; method is"
+                         f" '{card.method.value}'; allowed with it: null")
+    cp = card.parallel.context_parallel
+    seq = ro.prompt_len + ro.response_len
+    for k in keys:
+        budget = getattr(ro, k)
+        if budget * cp < seq:
+            span = f" x context_parallel {cp} = {budget * cp}" if cp > 1 else ""
+            raise ValueError(f"rollout.{k}: {budget} tokens{span} is less than one sequence (rollout.prompt_len +"
+                             f" response_len = {seq}); verl refuses a budget below the longest sequence; allowed:"
+                             f" {-(-seq // cp)} or more, or null")
+    if ro.packed_sequences is False:
+        raise ValueError(f"rollout.{keys[0]}: planned for packed passes (verl use_remove_padding); with"
+                         " rollout.packed_sequences false each micro-batch would be padded to the longest sequence, not"
+                         " modelled; allowed: packed_sequences null or true, or the budget null")
+    if ro.logprob_max_tokens_per_micro_batch is not None and ro.logprob_micro_batch_size is not None:
+        raise ValueError("rollout.logprob_max_tokens_per_micro_batch: the log-prob passes' token budget; with"
+                         f" rollout.logprob_micro_batch_size {ro.logprob_micro_batch_size} (a fixed count) as well;"
+                         " give one of them")
+    rows = [k for k in ("packed_row_tokens", "packed_logprob_row_tokens") if getattr(ro, k) is not None]
+    if rows:
+        raise ValueError(f"rollout.{keys[0]}: verl's dynamic batching; rollout.{rows[0]} is NeMo RL's packed row"
+                         " capacity, another framework's micro-batching; give one of them")
 
 
 def _check_weight_transport(card: "RunCard") -> None:

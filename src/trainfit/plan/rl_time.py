@@ -200,8 +200,8 @@ def balanced_micro_batches(sequences: int, micro_batch_size: int) -> tuple[int, 
 
 
 DYNAMIC_COUNT_MIN_PROBABILITY = 1e-3
-"""Micro-batch counts less likely than this are dropped from ``dynamic_micro_batches`` (the rest renormalised): each
-count left is one more timed pass."""
+"""Micro-batch counts less likely than this are folded into the next larger count kept by ``dynamic_micro_batches``
+(so the expected count never falls below the exact one): each count left is one more timed pass."""
 
 
 def dynamic_micro_batches(*, sequences: int, token_mean: float, token_std: float, budget_tokens: float,
@@ -241,13 +241,18 @@ def dynamic_micro_batches(*, sequences: int, token_mean: float, token_std: float
     out: list[tuple[int, float]] = []
     k = max(1, int((mean - 10 * spread) // budget))
     prev = 0.0 if k == 1 else below(k - 1)
+    pending = prev  # mass of counts below the first one examined, or dropped since the last kept one
     while True:
         cur = below(k)
-        if cur - prev >= DYNAMIC_COUNT_MIN_PROBABILITY or (cur >= 1.0 and not out):
-            out.append((k, cur - prev))
+        pending += cur - prev
+        if pending >= DYNAMIC_COUNT_MIN_PROBABILITY or (cur >= 1.0 and not out):
+            out.append((k, pending))  # a dropped count's mass goes to the next count kept: never fewer passes
+            pending = 0.0
         if cur >= 1.0 - 1e-12 or k >= n:
             break
         prev, k = cur, k + 1
+    if pending and out:
+        out[-1] = (out[-1][0], out[-1][1] + pending)
     total = sum(p for _, p in out)
     return tuple((c, p / total) for c, p in out)
 

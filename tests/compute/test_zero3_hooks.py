@@ -9,7 +9,7 @@ import pytest
 from trainfit.catalog.gpus import resolve_gpu
 from trainfit.catalog.models import from_catalog
 from trainfit.compute import rates as rt
-from trainfit.compute.training import Parallel, forward_only_time, train_step_time, zero3_hooked_modules
+from trainfit.compute.training import Parallel, forward_only_time, fsdp_units, train_step_time, zero3_hooked_modules
 
 H100 = rt.default_rates(resolve_gpu("h100-sxm"))
 SMALL = from_catalog("Qwen/Qwen2.5-0.5B")
@@ -77,8 +77,10 @@ def test_training_forward_recompute_and_backward_pay_the_module_hooks():
         (modules - rt.HF_ROOT_MODULES) * rt.ZERO3_MODULE_FORWARD_HOST_S)
     assert _host(zero3, "backward") - _host(single, "backward") == pytest.approx(
         modules * rt.ZERO3_MODULE_BACKWARD_HOST_S)
-    # FSDP: one unit per layer in forward and recompute, no backward hook cost priced
-    assert _host(fsdp, "backward") == pytest.approx(_host(single, "backward"))
+    # FSDP: one unit per layer (and the root) in forward and recompute, and its backward hooks once per unit
+    assert _host(fsdp, "backward") - _host(single, "backward") == pytest.approx(
+        fsdp_units(SMALL) * rt.FSDP_UNIT_BACKWARD_HOST_S)
+    assert _host(zero3, "backward") > _host(fsdp, "backward")
     assert _host(zero3, "forward") > _host(fsdp, "forward")
     for name in ("forward", "recompute", "backward"):
         assert next(p for p in zero3.phases if p.name == name).seconds > next(

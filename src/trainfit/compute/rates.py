@@ -141,6 +141,23 @@ flat parameters (``use_orig_params=False``) on a fake process group of 8 ranks, 
 the root (hidden 64, 16 tokens, no-grad forward; torch 2.13.0+cpu, one thread, AMD EPYC VM, 2026-12-02): 1.78 ms
 plain, 4.98 ms wrapped, 355 us per unit (FSDP1 ``use_orig_params=True`` 462, FSDP2 ``fully_shard`` 372; each
 unit adds 10-13 dispatched aten ops, the rest is Python). Measured, not fitted."""
+FSDP_UNIT_BACKWARD_HOST_S = 405e-6
+"""Host seconds one FSDP unit's backward hooks take per backward, beside ``FSDP_UNIT_FORWARD_HOST_S``: FSDP1's
+``_pre_backward_hook`` (unshard, the ``BACKWARD_PRE`` prefetch of the next unit, stream waits) and
+``_post_backward_hook`` (the gradient's reduce-dtype cast and pre-divide, ``reduce_scatter_tensor``, the sharded
+gradient's accumulation, ``record_stream``, reshard), all Python run from the autograd engine's thread, and
+``_post_backward_final_callback`` once (pytorch/pytorch @cf30153c4c131c8164ee7798e5022d810682e2cb, the torch 2.13.0
+wheel, ``torch/distributed/fsdp/_runtime_utils.py`` ``_pre_backward_hook`` l.630-700, ``_post_backward_hook``
+l.701-776, ``_reduce_grad`` l.831-905, ``_post_backward_final_callback`` l.1084; FSDP2's ``FSDPParamGroup``
+``pre_backward`` / ``post_backward`` are the same per unit). Measured, not fitted, with
+``tools/measure_fsdp_backward_hooks.py`` on the forward constant's footing (a fake process group of 8 ranks, a
+transformers 5.24 Qwen2 of hidden 64 and 16 tokens, torch 2.13.0+cpu, one thread of a shared AMD EPYC VM core,
+2026-12-03, best of 20 interleaved rounds of 10, the slope from 4 to 8 decoder-layer units of wrapped minus plain):
+FSDP1 flat parameters 580 and 587 us per unit for ``loss.backward()`` in two runs, against 519 and 506 us for the
+no-grad forward in the same rounds (593 and 610 for the grad forward): 1.12 and 1.16 x the forward; FSDP2
+``fully_shard`` 941 against 646 (1.46). The VM was busier than on the forward constant's day (about 510 us there
+against 355), so the constant is the FSDP1 ratio's mean on the forward constant: 1.14 x 355 us. Also a CPU lower
+bound: on a GPU the hooks also record and wait on stream events and go through the CUDA caching allocator."""
 ZERO3_MODULE_FORWARD_HOST_S = 175e-6
 """Host seconds DeepSpeed ZeRO-3's hooks take per module per forward (grad or no-grad): ZeRO-3 hooks EVERY submodule,
 not one unit per decoder layer (deepspeed 0.19.8 from PyPI, deepspeed/runtime/zero/parameter_offload.py

@@ -43,7 +43,7 @@ from trainfit.compute.model_parallel import (ModelParallelComm, model_parallel_c
 from trainfit.compute.offload import deepspeed_zero12_offload_seconds, offload_seconds
 from trainfit.compute.optimizer_time import optimizer_seconds, shard_params
 from trainfit.compute.rates import (
-    AUTOGRAD_RECORD_S_PER_FORWARD_KERNEL, FSDP_UNIT_FORWARD_HOST_S, HF_ROOT_MODULES, ZERO3_MODULE_BACKWARD_HOST_S,
+    AUTOGRAD_RECORD_S_PER_FORWARD_KERNEL, FSDP_UNIT_BACKWARD_HOST_S, FSDP_UNIT_FORWARD_HOST_S, HF_ROOT_MODULES, ZERO3_MODULE_BACKWARD_HOST_S,
     ZERO3_MODULE_FORWARD_HOST_S, ZERO3_REDUCE_BUCKET_HOST_S, DeviceRates,
 )
 from trainfit.spec.enums import MoeDispatcher, MoeRouting
@@ -497,6 +497,9 @@ def train_step_time(
         fwd = _with_host_seconds(fwd, hooks_s=hooks_s)
         if gradient_checkpointing:
             rec = _with_host_seconds(rec, hooks_s=hooks_s * recompute_layer_share)
+        # ... and its pre- and post-backward hooks (unshard and prefetch, the gradient's cast, reduce-scatter and
+        # accumulation) in every backward, from the autograd engine's thread: rates.FSDP_UNIT_BACKWARD_HOST_S per unit
+        bwd = _with_host_seconds(bwd, hooks_s=fsdp_units(spec) * FSDP_UNIT_BACKWARD_HOST_S)
     if parallel.strategy == "zero3" and parallel.ranks > 1:
         # DeepSpeed ZeRO-3 hooks every submodule (fetch / release / prefetch bookkeeping): rates.ZERO3_MODULE_*_HOST_S
         modules = zero3_hooked_modules(spec, expert_loop=expert_loop,

@@ -185,23 +185,71 @@ on purpose (ee79554 mapped them in-process; its revert 4cc1239 measured the Qwen
 from +58 % / +73 % to +116 % / +106 % with that fix alone), until the eager launch (~26 us per kernel) and the
 ``gen`` timer's per-phase cost are modelled with it.
 
-The constants: ``ENGINE_S_PER_STEP`` is what the engine spends per step outside the GPU's kernels at batch 1 (the
-residual of a published batch-1 TPOT, above). ``ENGINE_S_PER_SEQUENCE``, ``FRONTEND_S_PER_STEP`` and
-``FRONTEND_S_PER_SEQUENCE`` were fitted together on the fit half of ``benchmarks/step_times.py`` (rows with
-``int(sha1(id), 16) % 2 == 0``; RL step and RL generation-phase rows, 18 fit / 28 held out; every NeMo RL run
-mapped to its engine mode, ``async_engine`` runs multi-process), minimising the fit half's median absolute
-error over a grid: per-sequence core 0, 10, 20, 30, 45, 60 us x frontend constant 0, 4, 8 ms x frontend per
-sequence 0, 10, 20, 40 us; then 80, 100, 130 us x 4, 8 ms x 0, 10, 20 us; then 70, 80, 90 us x 6, 8, 10 ms x 0,
-5 us. Best: 80 us, 8 ms and 0 us (fit half 29.1 % -> 16.5 %, held-out half 33.7 % -> 15.4 %, from 0 us / 8 ms /
-10 us; RL step median 28 % -> 16 %, generation 33 % -> 15 %, all rows 21 % -> 15 %; fit / held-out half at
-the best frontend pair for 60 us: 18.1 % / 16.2 %, for 100 us: 19.4 % / 13.4-15.4 %).
-The held-out half supports it. 80 us per running sequence is large for the core's Python bookkeeping alone (a
-256-sequence step: 20 ms of host work); no profile of it was at hand, so it may also stand for per-sequence
-decode costs the GPU side leaves out; the frontend's per-sequence part fitted to 0 (what a multi-process engine
-overlaps showed nowhere in these rows). Earlier fits, frontend only (serial in-process, overlapped otherwise,
-every NeMo RL run taken in-process): 8 ms + 10 us on a 0-10 ms x 0-60 us grid; a re-check when the all-reduce
-became vLLM's custom one / NCCL's tuner moved the fit half's best to 20 ms + 0 us (27.7 % -> 15.5 %) but the
-held-out half got worse (21.7 % -> 23.2 %), so that one was not kept.
+**The host constants, per path** (``rollout.vllm_engine``, ``rollout.engine_multiprocess``, ``rollout.engine_outputs``).
+``ENGINE_S_PER_STEP`` is what the engine spends per step outside the GPU's kernels at batch 1 (the residual of a
+published batch-1 TPOT, above). The rest depends on the engine's path:
+
+- *V1 engine core* (``ENGINE_S_PER_SEQUENCE``, 80 us per running sequence, serial in both modes; fitted, see the
+  last paragraph): vllm-project/vllm issue #10634 ("Initial Idea and Design for Asynchronous Scheduling", 2024-11-25,
+  read 2026-12-03) publishes the GPU idle gap between two decode steps of the V1 ``AsyncLLM`` (the core in its own
+  process, the frontend not in the gap): Llama2-7b, batch 256, ShareGPT, "about 5-6ms", i.e. (5.5 - 0.58) ms / 256 =
+  19.2 us; verl's V1 per-step logs give 36 +- 10 us (play-verl Qwen2-7B). Both are well under 80 us, yet the
+  published offline batches on RTX 4090 (Database Mart, 256 sequences, ``tests/compute/test_rtx4090_decode_evidence.py``)
+  are met within 10 % at 80 us and come out 41-44 % short at 19.2 us (Qwen2.5-3B 17.1 s planned vs 29.1 s), i.e. they
+  carry ~85 us per sequence-step; the figure differs by vLLM release and host CPU, which the card does not say.
+- *V0 engine* (``ENGINE_V0_S_PER_SEQUENCE``, 80 us, all of the host work serial, no frontend split): V1 is vLLM's
+  default from 0.8 (play-verl's 0.8.3 logs show ``vllm.v1.worker.gpu_worker.Worker`` with no ``VLLM_USE_V1`` set); up
+  to 0.7 V1 is an opt-in (``VLLM_USE_V1``, ``vllm/envs.py`` line 477 @v0.7.0, default '0'), and a 0.8.x engine falls
+  back to V0 for what V1 does not support (``VLLM_ATTENTION_BACKEND=XFORMERS``: "Falling back to V0", ``arg_utils.py``
+  line 1708 @v0.8.3). The per-step logs of verl runs on V0 engines give 80-154 us per running sequence per step
+  (play-verl Qwen2.5-0.5B, ``benchmarks/data`` play-verl entries; ``tests/benchmarks/test_step_times_playverl_update_split.py``),
+  against 36 +- 10 us for the V1 run of the same logs; the low end is kept (it is also the value the earlier single
+  per-sequence constant was fitted to).
+- *V1 frontend, final outputs only* (``FRONTEND_S_PER_SEQUENCE``, 1.5 us per running sequence; ``LLM.generate``):
+  ``OutputProcessor.process_outputs`` per request per step (stats, incremental detokenization and stop check, the
+  sampled token's ``Logprob``; ``vllm/v1/engine/output_processor.py`` l.300-375 of the 0.9.0 wheel), measured as a
+  CPU lower bound by ``benchmarks/engine_frontend_cpu.py`` (1.5-2.1 us on the 2-core Xeon VM it was run on). Overlapped with
+  the GPU step when the core has its own process; serial in-process.
+- *V1 frontend, cumulative outputs* (``AsyncLLM.generate``'s default ``RequestOutputKind.CUMULATIVE``,
+  ``vllm/sampling_params.py`` l.233 @0.9.0; NeMo RL's ``async_engine`` path, ``generate_async`` iterates every step's
+  output of every request, ``nemo_rl/models/generation/vllm.py`` l.683-692 @b1c86a81,
+  ``nemo_rl/models/generation/vllm/vllm_worker_async.py`` l.750-759 @9dbd9adc95a10f5946cceb36e1d5b31e2429e470):
+  every step each request gets a ``RequestOutput`` whose ``token_ids`` is a fresh copy of all its generated tokens
+  (``IncrementalDetokenizer.output_token_ids``, ``detokenizer.py`` l.239-241) and its ``generate()`` coroutine is
+  woken: + ``FRONTEND_CUMULATIVE_S_PER_SEQUENCE`` (3.9 us) per running sequence and ``FRONTEND_CUMULATIVE_S_PER_TOKEN``
+  (12 ns) per token held, CPU lower bounds from the same script. ``AsyncLLM`` always runs the core in its own process
+  (``AsyncMPClient``, ``vllm/v1/engine/async_llm.py`` l.119-123 @0.9.0, whatever ``VLLM_ENABLE_V1_MULTIPROCESSING``
+  says), so this work overlaps the GPU step: at 256 sequences of 1,000 tokens, 4.5 ms a step, under most GPU steps.
+  It shows only where the frontend is slower than the core.
+- *V1 in-process frontend per step* (``FRONTEND_S_PER_STEP``, 8 ms; fitted). play-verl's V1 in-process eager step
+  (verl's ``external_launcher``, 8.3 ms in all at one sequence, above) leaves no room for it, so it is a cost of
+  NeMo RL's synchronous path (vLLM 0.9-0.11 ``LLM.generate`` under ``VLLM_ENABLE_V1_MULTIPROCESSING=0``), not found.
+
+**The split evaluated and not kept.** With the V1 core at the published 19.2 us and the in-process constant at 0
+(mechanisms only), ``benchmarks/step_times.py`` moves the NeMo RL v0.3 blog's in-process generation phases from +41 %
+to -32 / -35 % (Llama-3.1-8B, Qwen3-30B-A3B), the generation subset's median to 32 %. Refitting the in-process constant
+alone on the fit half (``int(sha1(id), 16) % 2 == 0``, RL step and RL generation-phase rows, 39 fit / 53 held out),
+0, 2, 4, 6, 8, 10 ms: fit-half medians 24.7, 21.8, 20.3, 20.3, 20.1, 20.3 %, held-out 23.2, 22.0, 22.0, 18.8, 18.6,
+18.6 %; at 8 ms the generation subset goes 24.2 % -> 20.1 %, the rows without a published mean response 43.4 % ->
+24.0 % (verl's one-step-off and fully-async H20 rows, verl PR #5596's SGLang GB200 row +111 % -> -2 %), but the RL
+steps 14.7 % -> 19.4 % and both halves get worse (fit 15.8 -> 20.1 %, held-out 14.8 -> 18.6 %): NeMo RL's
+multi-process (``async_engine``) Qwen3-30B-A3B and Llama-3.1-8B step rows fall from about 0 % to -26 / -42 %. Those
+rows run one step off policy on their own rollout nodes, so their step is the slower side, and it is the generation:
+NeMo RL v0.5 Qwen3-30B-A3B on 32 H100 planned 152 s -> 102 s against 154 s published, Llama-3.1-8B on 8 GB200 74 s ->
+46 s against 71 s. So there the 80 us is not an offset of training phases planned short: NeMo RL's ``AsyncLLM`` path
+(vLLM 0.10-0.17, TP 1 and 2) pays about that per sequence-step, while its synchronous path (the v0.3 blog, vLLM 0.9.0)
+and verl's V1 rows (the H20 one-step-off and fully-async rows without a published mean response) want much less. The
+cumulative-output frontend measured above does not close it: it runs beside the core and stays under the GPU step.
+What NeMo RL's asynchronous path pays per sequence beside the published core gap is not found; the card cannot tell
+the paths apart by a mechanism yet, so the fitted 80 us stays for every V1 engine and the published gap is held as a
+strict xfail (``tests/compute/test_engine_host_per_sequence_evidence.py``). The RTX 4090 offline batches
+(``tests/compute/test_rtx4090_decode_evidence.py``) also sit at 80 us, but their source reports 64 % GPU use and
+1.4 % CPU for the 1.5B / 3B runs (about one core of a many-core host busy; "all requests are sent at once"), so
+they may measure a frontend bound on one Python process rather than the engine core.
+
+Earlier fits (one per-sequence constant for every engine): ``ENGINE_S_PER_SEQUENCE``, ``FRONTEND_S_PER_STEP`` and the
+frontend's per-sequence part were fitted together on the fit half, 18 fit / 28 held out then: best 80 us, 8 ms and
+0 us (fit half 29.1 % -> 16.5 %, held-out half 33.7 % -> 15.4 %).
 
 Pure Python: no torch import.
 """
@@ -224,12 +272,36 @@ next kernel's launch and the previous one's teardown): about 1.3 us per kernel o
 Llama-1B", https://hazyresearch.stanford.edu/blog/2025-05-27-no-bubbles, 2025-05-27, read 2026-12-02 through
 its summary at https://mlops.substack.com/p/one-megakernel-to-rule-llama-1b). Module docstring: "Kernel gaps"."""
 ENGINE_S_PER_SEQUENCE = 80e-6
-"""Engine-core host seconds per running sequence per step, serial with the GPU in both engine modes (scheduler,
-input preparation, sampling bookkeeping, ``update_from_output``; module docstring; fitted, fit half)."""
+"""A vLLM V1 engine core's host seconds per running sequence per step, serial with the GPU in both engine modes
+(scheduler, input preparation, sampling bookkeeping, ``update_from_output``). Fitted on the fit half of the benchmark
+(module docstring, "The host constants, per path": the published V1 gap gives 19.2 us, which the RTX 4090 offline
+batches of ``tests/compute/test_rtx4090_decode_evidence.py`` and the RL steps contradict, so it is not used)."""
+ENGINE_V0_S_PER_SEQUENCE = 80e-6
+"""A vLLM V0 ``LLMEngine``'s host seconds per running sequence per step (scheduler, ``SequenceGroup`` bookkeeping,
+output processing and detokenization in the one process, all serial with the GPU): the low end of the 80-154 us that
+verl's per-step logs of V0 engines give (module docstring, "Host work per decode step")."""
 FRONTEND_S_PER_STEP = 8.0e-3
-"""The in-process frontend's constant host seconds per step (module docstring; fitted, fit half of the benchmark)."""
-FRONTEND_S_PER_SEQUENCE = 0.0
-"""The frontend's host seconds per running sequence per step (module docstring; fitted, fit half)."""
+"""A V1 in-process engine's constant host seconds per step beside the core's (fitted on the fit half of
+``benchmarks/step_times.py``, no mechanism found; the play-verl V1 in-process eager step, 8.3 ms in all, leaves no room
+for it there: module docstring, "The host constants, per path")."""
+FRONTEND_S_PER_SEQUENCE = 1.5e-6
+"""A V1 frontend's host seconds per running sequence per step when it returns final outputs only (``LLM.generate``):
+stats, incremental detokenization and the stop check, the sampled token's ``Logprob``. A CPU lower bound measured by
+``benchmarks/engine_frontend_cpu.py`` (module docstring)."""
+FRONTEND_CUMULATIVE_S_PER_SEQUENCE = 3.9e-6
+"""What a V1 frontend adds per running sequence per step when it streams cumulative outputs (``AsyncLLM.generate``'s
+default): the ``CompletionOutput`` / ``RequestOutput`` and the wake-up of the request's ``generate()`` coroutine. CPU
+lower bound, ``benchmarks/engine_frontend_cpu.py``."""
+FRONTEND_CUMULATIVE_S_PER_TOKEN = 12e-9
+"""And per token each running sequence has generated so far: the copy ``token_ids[prompt_len:]`` every cumulative
+output makes. CPU lower bound, ``benchmarks/engine_frontend_cpu.py`` (12.4-13.1 ns at 256 requests of 4,000 tokens)."""
+
+
+def engine_s_per_sequence_for(generation: str = "v1") -> float:
+    """The engine core's host seconds per running sequence per step for vLLM's engine ``generation`` (v0 / v1)."""
+    return ENGINE_V0_S_PER_SEQUENCE if str(generation) == "v0" else ENGINE_S_PER_SEQUENCE
+
+
 DECODE_KERNELS_PER_LAYER = 10
 """Kernels one eager decoder layer launches: input norm, QKV GEMM, rotary, KV-cache write, attention,
 O GEMM, fused add+norm, gate/up GEMM, SiLU-and-mul, down GEMM (vLLM's Llama/Qwen layers)."""
@@ -424,6 +496,9 @@ class _StepModel:
     """Frontend host seconds per running sequence per step."""
     frontend_serial: bool = False
     """True: the engine runs in-process, the frontend's work adds to the step; False: it overlaps."""
+    frontend_tok: float = 0.0
+    """Frontend host seconds per context token held per step (cumulative outputs copy every generated token each
+    step; the context ``t`` stands in for the generated tokens, an upper bound)."""
     bw_experts: float = 0.0
     """Seconds to read all routed experts' weights (MoE); ``bw0`` then holds the dense part only."""
     expert_miss: float = 1.0
@@ -441,11 +516,11 @@ class _StepModel:
         """Tensor-parallel all-reduce seconds of a step of ``b`` running sequences."""
         return self.ar_per_step * self.ar.seconds(self.ar_bytes_seq * b) if self.ar_per_step else 0.0
 
-    def frontend(self, b: float) -> float:
-        """The frontend's host seconds for a step of ``b`` running sequences that the GPU step does not
-        already hold: in-process, the constant and the per-sequence part; multi-process, the per-sequence
-        part (which overlaps the GPU step)."""
-        per_seq = self.frontend_seq * max(b, 1.0)
+    def frontend(self, b: float, t: float = 0.0) -> float:
+        """The frontend's host seconds for a step of ``b`` running sequences holding ``t`` context tokens that the
+        GPU step does not already hold: in-process, the constant, the per-sequence and the per-token parts;
+        multi-process, the per-sequence and per-token parts (which overlap the GPU step)."""
+        per_seq = self.frontend_seq * max(b, 1.0) + self.frontend_tok * t
         return self.frontend0 + per_seq if self.frontend_serial else per_seq
 
     def core(self, b: float) -> float:
@@ -457,7 +532,7 @@ class _StepModel:
         bw, fl, cm, ln = self.parts(b, t)
         bw += self.kernel_gaps
         gpu = max((bw if bw > fl else fl) + cm, ln) + self.core(b)
-        host = self.frontend(b)
+        host = self.frontend(b, t)
         return gpu + host if self.frontend_serial else (gpu if gpu > host else host)
 
 
@@ -467,8 +542,12 @@ def _step_model(*, spec, matmul_params, rates, tp, weight_bytes, kv_bytes_per_to
                 frontend_s_per_sequence: float | None = None,
                 engine_s_per_sequence: float | None = None, rank_bytes: float | None = None,
                 expert_bytes_per_param: float = ACTIVATION_BYTES,
-                linear_flops_per_s: float | None = None) -> _StepModel:
+                linear_flops_per_s: float | None = None, engine_generation: str = "v1",
+                cumulative_outputs: bool | None = None) -> _StepModel:
     """The step model's coefficients; a host constant left None is this module's value at call time.
+    ``engine_generation``: vLLM's engine, v0 (one process, its per-sequence host work holds the output processing:
+    no separate frontend term) or v1 (module docstring). ``cumulative_outputs``: the V1 frontend streams cumulative
+    outputs (None: when ``engine_multiprocess``, ``AsyncLLM``'s default; in-process engines run ``LLM.generate``).
     A quantized engine (``rollout.quantization``) passes the weight bytes one rank reads (``rank_bytes``; None:
     ``rank_weight_bytes``), its routed experts' bytes per weight and the rate of the per-token matmuls
     (``linear_flops_per_s``, a blend of fp8 and bf16 GEMMs; None: the bf16 matmul rate); attention stays bf16."""
@@ -477,7 +556,14 @@ def _step_model(*, spec, matmul_params, rates, tp, weight_bytes, kv_bytes_per_to
     if frontend_s_per_sequence is None:
         frontend_s_per_sequence = FRONTEND_S_PER_SEQUENCE
     if engine_s_per_sequence is None:
-        engine_s_per_sequence = ENGINE_S_PER_SEQUENCE
+        engine_s_per_sequence = engine_s_per_sequence_for(engine_generation)
+    frontend_tok = 0.0
+    if str(engine_generation) == "v0":
+        frontend_s_per_step = frontend_s_per_sequence = 0.0
+        engine_multiprocess = False
+    elif engine_multiprocess if cumulative_outputs is None else cumulative_outputs:
+        frontend_s_per_sequence += FRONTEND_CUMULATIVE_S_PER_SEQUENCE
+        frontend_tok = FRONTEND_CUMULATIVE_S_PER_TOKEN
     hbm = rates.hbm_bytes_per_s
     flops = rates.matmul_flops_per_s * tp
     lin_flops = (linear_flops_per_s or rates.matmul_flops_per_s) * tp
@@ -497,6 +583,7 @@ def _step_model(*, spec, matmul_params, rates, tp, weight_bytes, kv_bytes_per_to
         engine=engine_s_per_step + (link.host_s_per_step if link is not None else 0.0),
         engine_seq=engine_s_per_sequence,
         frontend0=frontend_s_per_step, frontend_seq=frontend_s_per_sequence, frontend_serial=not engine_multiprocess,
+        frontend_tok=frontend_tok,
     )
 
 
@@ -574,7 +661,7 @@ def decode_step_seconds(
     engine_s_per_step: float = ENGINE_S_PER_STEP, tp_all_reduce_latency_s: float | None = None,
     link: TpLink | None = None, engine_multiprocess: bool = True, engine_s_per_sequence: float | None = None,
     rank_bytes: float | None = None, expert_bytes_per_param: float = ACTIVATION_BYTES,
-    linear_flops_per_s: float | None = None,
+    linear_flops_per_s: float | None = None, engine_generation: str = "v1", cumulative_outputs: bool | None = None,
 ) -> DecodeStep:
     """One decode step of ``batch`` sequences holding ``context_tokens`` tokens of KV in all (module docstring);
     ``link``: the tensor-parallel group's link when it spans nodes (``tp_link``); ``engine_multiprocess``:
@@ -584,17 +671,18 @@ def decode_step_seconds(
                     engine_s_per_step=engine_s_per_step, tp_all_reduce_latency_s=tp_all_reduce_latency_s,
                     link=link, engine_multiprocess=engine_multiprocess, engine_s_per_sequence=engine_s_per_sequence,
                     rank_bytes=rank_bytes, expert_bytes_per_param=expert_bytes_per_param,
-                    linear_flops_per_s=linear_flops_per_s)
+                    linear_flops_per_s=linear_flops_per_s, engine_generation=engine_generation,
+                    cumulative_outputs=cumulative_outputs)
     bw, fl, cm, ln = m.parts(batch, context_tokens)
     return DecodeStep(bandwidth_s=bw, compute_s=fl, comm_s=cm, launch_s=ln, engine_s=m.core(batch),
-                      frontend_s=m.frontend(batch), total_s=m.seconds(batch, context_tokens),
+                      frontend_s=m.frontend(batch, context_tokens), total_s=m.seconds(batch, context_tokens),
                       kernel_gaps_s=m.kernel_gaps)
 
 
 def _bound(m: _StepModel, b: float, t: float) -> int:
     bw, fl, _, ln = m.parts(b, t)
     bw += m.kernel_gaps
-    host = ln + m.core(b) + m.frontend(b) if m.frontend_serial else max(ln + m.core(b), m.frontend(b))
+    host = ln + m.core(b) + m.frontend(b, t) if m.frontend_serial else max(ln + m.core(b), m.frontend(b, t))
     return 0 if bw >= fl and bw >= host else 1 if fl >= host else 2
 
 

@@ -221,9 +221,19 @@ published batch-1 TPOT, above). The rest depends on the engine's path:
   (``AsyncMPClient``, ``vllm/v1/engine/async_llm.py`` l.119-123 @0.9.0, whatever ``VLLM_ENABLE_V1_MULTIPROCESSING``
   says), so this work overlaps the GPU step: at 256 sequences of 1,000 tokens, 4.5 ms a step, under most GPU steps.
   It shows only where the frontend is slower than the core.
-- *V1 in-process frontend per step* (``FRONTEND_S_PER_STEP``, 8 ms; fitted). play-verl's V1 in-process eager step
-  (verl's ``external_launcher``, 8.3 ms in all at one sequence, above) leaves no room for it, so it is a cost of
-  NeMo RL's synchronous path (vLLM 0.9-0.11 ``LLM.generate`` under ``VLLM_ENABLE_V1_MULTIPROCESSING=0``), not found.
+- *V1 in-process frontend per step* (``FRONTEND_S_PER_STEP``, 2 ms; fitted). Only NeMo RL's synchronous path runs an
+  in-process engine among the scored rows (vLLM 0.9-0.11 ``LLM.generate`` under ``VLLM_ENABLE_V1_MULTIPROCESSING=0``;
+  verl's ``external_launcher`` engines are mapped multi-process, above). play-verl's V1 in-process eager step (8.3 +-
+  0.4 ms in all at one sequence, against ~8.4 ms of launch at ~26 us per kernel and the 1.1 ms batch-1 residual) leaves
+  no room for a per-step constant on verl's path, and the 8 ms fitted with the single per-sequence constant was out
+  of line with it. Refitted alone on the fit half (``int(sha1(id), 16) % 2 == 0``; RL step and RL generation-phase
+  rows, 39 fit / 53 held out; V1 core 80 us, V0 80 us, the frontend figures above), 0 / 1 / 2 / 3 / 4 / 5 / 6 / 8 ms:
+  fit-half median |error| 15.84 / 15.61 / 15.61 / 15.61 / 15.61 / 15.84 / 15.84 / 15.84 %, tied from 1 to 4 ms and
+  broken by the fit half's mean |error| (18.69 / 18.35 / 18.36 / 18.47 % at 1-4 ms): 2 ms. Held out: median 15.05 %
+  at 8 ms -> 13.46 %, mean 19.55 -> 19.54 %; the generation subset 24.2 % -> 16.7 %, the RL steps 14.7 % -> 14.3 %.
+  What NeMo RL's synchronous path does per step was not found (the remaining candidates are its piecewise CUDA graphs
+  in vLLM 0.9-0.10, whose attention runs eagerly between graph pieces, and the Ray executor's round trip for engines of
+  more than one GPU; neither is modelled).
 
 **The split evaluated and not kept.** With the V1 core at the published 19.2 us and the in-process constant at 0
 (mechanisms only), ``benchmarks/step_times.py`` moves the NeMo RL v0.3 blog's in-process generation phases from +41 %
@@ -280,10 +290,10 @@ ENGINE_V0_S_PER_SEQUENCE = 80e-6
 """A vLLM V0 ``LLMEngine``'s host seconds per running sequence per step (scheduler, ``SequenceGroup`` bookkeeping,
 output processing and detokenization in the one process, all serial with the GPU): the low end of the 80-154 us that
 verl's per-step logs of V0 engines give (module docstring, "Host work per decode step")."""
-FRONTEND_S_PER_STEP = 8.0e-3
-"""A V1 in-process engine's constant host seconds per step beside the core's (fitted on the fit half of
-``benchmarks/step_times.py``, no mechanism found; the play-verl V1 in-process eager step, 8.3 ms in all, leaves no room
-for it there: module docstring, "The host constants, per path")."""
+FRONTEND_S_PER_STEP = 2.0e-3
+"""A V1 in-process engine's constant host seconds per step beside the core's (NeMo RL's synchronous ``LLM.generate``
+path; refitted on the fit half of ``benchmarks/step_times.py`` with the other host constants as they are, no mechanism
+found: module docstring, "The host constants, per path")."""
 FRONTEND_S_PER_SEQUENCE = 1.5e-6
 """A V1 frontend's host seconds per running sequence per step when it returns final outputs only (``LLM.generate``):
 stats, incremental detokenization and the stop check, the sampled token's ``Logprob``. A CPU lower bound measured by

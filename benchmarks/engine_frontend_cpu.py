@@ -6,10 +6,11 @@ it updates stats, detokenizes the new token (``FastIncrementalDetokenizer``: ``t
 checks stop strings, appends the sampled token's ``Logprob`` (NeMo RL asks ``logprobs=0``; ``_update_sample_logprobs``
 converts the id to its token string, ``vllm/v1/engine/logprobs.py`` l.52-74), then ``make_request_output``: ``None``
 under ``FINAL_ONLY`` (what ``LLM.generate`` sets, ``vllm/entrypoints/llm.py`` l.1396) until the request finishes, else
-a ``RequestOutput`` holding a ``CompletionOutput`` whose ``token_ids`` is ``token_ids[prompt_len:]``, a copy of every
-token generated so far (``CUMULATIVE``, ``SamplingParams``' default, ``vllm/sampling_params.py`` l.233;
-``IncrementalDetokenizer.output_token_ids``, ``vllm/v1/engine/detokenizer.py`` l.239-241), put in the request's
-``RequestOutputCollector``, which wakes that request's ``generate()`` coroutine (``output_processor.py`` l.20-62).
+a ``RequestOutput`` holding a ``CompletionOutput`` (``CUMULATIVE``, ``SamplingParams``' default,
+``vllm/sampling_params.py`` l.233), put in the request's ``RequestOutputCollector``, which wakes that request's
+``generate()`` coroutine (``output_processor.py`` l.20-62). Its ``token_ids`` is ``detokenizer.output_token_ids``: the
+detokenizer's own list for ``FastIncrementalDetokenizer`` (``vllm/v1/engine/detokenizer.py`` l.26-27, inherited), a copy
+``token_ids[prompt_len:]`` of every token so far for ``SlowIncrementalDetokenizer`` (l.239-241); both are timed.
 
 This script times those pieces with stand-ins (a small byte-level BPE trained here; dataclasses shaped as vLLM's) on
 the machine it runs on and prints per request-step figures: a lower bound (no vLLM, no msgspec decode, no stats).
@@ -90,7 +91,7 @@ def _tokenizer():
     return tok, tok.encode(" ".join(text[:60])).ids
 
 
-async def _run(*, steps: int, held: int, cumulative: bool) -> float:
+async def _run(*, steps: int, held: int, cumulative: bool, copy: bool = False) -> float:
     from tokenizers import decoders
 
     tok, ids = _tokenizer()
@@ -120,7 +121,7 @@ async def _run(*, steps: int, held: int, cumulative: bool) -> float:
                 _ = "\n\n" in r["text"][-8:]                        # stop-string check on the tail
             r["lp"].append({new: Logprob(-0.5, 1, tok.id_to_token(new))})  # the sampled token's logprob
             if cumulative:
-                co = CompletionOutput(0, r["text"], r["toks"][prompt:], -1.0, r["lp"])
+                co = CompletionOutput(0, r["text"], r["toks"][prompt:] if copy else r["toks"], -1.0, r["lp"])
                 r["col"].put(RequestOutput(str(id(r)), None, None, None, [co], False))
         if cumulative:
             await asyncio.sleep(0)  # the generate() coroutines run between the output handler's batches
@@ -129,8 +130,8 @@ async def _run(*, steps: int, held: int, cumulative: bool) -> float:
     return (time.perf_counter() - t) / (B * steps)
 
 
-def per_request_step_s(*, held: int, cumulative: bool, steps: int = 40, repeats: int = 3) -> float:
-    return min(asyncio.run(_run(steps=steps, held=held, cumulative=cumulative)) for _ in range(repeats))
+def per_request_step_s(*, held: int, cumulative: bool, copy: bool = False, steps: int = 40, repeats: int = 3) -> float:
+    return min(asyncio.run(_run(steps=steps, held=held, cumulative=cumulative, copy=copy)) for _ in range(repeats))
 
 
 if __name__ == "__main__":
@@ -138,7 +139,10 @@ if __name__ == "__main__":
     f4 = per_request_step_s(held=4000, cumulative=False)
     c0 = per_request_step_s(held=0, cumulative=True)
     c4 = per_request_step_s(held=4000, cumulative=True)
+    s0 = per_request_step_s(held=0, cumulative=True, copy=True)
+    s4 = per_request_step_s(held=4000, cumulative=True, copy=True)
     print(f"final-only: {f0 * 1e6:.2f} us per request-step (0 tokens generated), {f4 * 1e6:.2f} us (4000)")
-    print(f"cumulative: {c0 * 1e6:.2f} us per request-step (0 tokens generated), {c4 * 1e6:.2f} us (4000)")
-    print(f"cumulative above final-only: {(c0 - f0) * 1e6:.2f} us per request-step + "
-          f"{((c4 - c0) - (f4 - f0)) / 4000 * 1e9:.2f} ns per token generated so far")
+    print(f"cumulative, fast detokenizer: {c0 * 1e6:.2f} us per request-step (0 tokens), {c4 * 1e6:.2f} us (4000)")
+    print(f"cumulative, slow detokenizer (copy): {s0 * 1e6:.2f} us (0 tokens), {s4 * 1e6:.2f} us (4000)")
+    print(f"cumulative above final-only: {(c0 - f0) * 1e6:.2f} us per request-step; the slow detokenizer's copy "
+          f"{((s4 - s0) - (f4 - f0)) / 4000 * 1e9:.2f} ns per token generated so far")

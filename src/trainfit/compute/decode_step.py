@@ -211,16 +211,21 @@ published batch-1 TPOT, above). The rest depends on the engine's path:
   CPU lower bound by ``benchmarks/engine_frontend_cpu.py`` (1.5-2.1 us on the 2-core Xeon VM it was run on). Overlapped with
   the GPU step when the core has its own process; serial in-process.
 - *V1 frontend, cumulative outputs* (``AsyncLLM.generate``'s default ``RequestOutputKind.CUMULATIVE``,
-  ``vllm/sampling_params.py`` l.233 @0.9.0; NeMo RL's ``async_engine`` path, ``generate_async`` iterates every step's
-  output of every request, ``nemo_rl/models/generation/vllm.py`` l.683-692 @b1c86a81,
-  ``nemo_rl/models/generation/vllm/vllm_worker_async.py`` l.750-759 @9dbd9adc95a10f5946cceb36e1d5b31e2429e470):
-  every step each request gets a ``RequestOutput`` whose ``token_ids`` is a fresh copy of all its generated tokens
-  (``IncrementalDetokenizer.output_token_ids``, ``detokenizer.py`` l.239-241) and its ``generate()`` coroutine is
-  woken: + ``FRONTEND_CUMULATIVE_S_PER_SEQUENCE`` (3.9 us) per running sequence and ``FRONTEND_CUMULATIVE_S_PER_TOKEN``
-  (12 ns) per token held, CPU lower bounds from the same script. ``AsyncLLM`` always runs the core in its own process
+  ``vllm/sampling_params.py`` l.233 @0.9.0; NeMo RL's ``async_engine`` path, whose ``generate_async`` iterates every
+  step's output of every request, ``nemo_rl/models/generation/vllm.py`` l.683-692 @b1c86a81,
+  ``nemo_rl/models/generation/vllm/vllm_worker_async.py`` l.750-759 @9dbd9adc95a10f5946cceb36e1d5b31e2429e470, keeping
+  the last): every step each request gets a ``RequestOutput`` and its ``generate()`` coroutine is woken,
+  + ``FRONTEND_CUMULATIVE_S_PER_SEQUENCE`` (3.9 us; 3.6-3.9 us over runs) per running sequence, a CPU lower bound from
+  the same script.
+  No part of it grows with the tokens generated so far: the cumulative ``CompletionOutput`` takes
+  ``detokenizer.output_token_ids``, which ``FastIncrementalDetokenizer`` (vLLM's choice for a fast tokenizer with
+  ``tokenizers`` >= 0.21.1) inherits as ``return self.token_ids``, the list itself, its ``output_text`` is the string
+  itself when no stop-string buffer is held back (NeMo RL sets ``include_stop_str_in_output=True``) and its logprobs
+  the list itself (``vllm/v1/engine/detokenizer.py`` l.20-56 and l.134-149, ``output_processor.py`` l.201-228 of the
+  0.9.0 wheel). Only ``SlowIncrementalDetokenizer`` copies ``token_ids[prompt_len:]`` every step (l.239-241): 12-13 ns
+  per token held on the machine above, not modelled. ``AsyncLLM`` always runs the core in its own process
   (``AsyncMPClient``, ``vllm/v1/engine/async_llm.py`` l.119-123 @0.9.0, whatever ``VLLM_ENABLE_V1_MULTIPROCESSING``
-  says), so this work overlaps the GPU step: at 256 sequences of 1,000 tokens, 4.5 ms a step, under most GPU steps.
-  It shows only where the frontend is slower than the core.
+  says), so this work overlaps the GPU step; it shows only where the frontend is slower than the core.
 - *V1 in-process frontend per step* (``FRONTEND_S_PER_STEP``, 2 ms; fitted). Only NeMo RL's synchronous path runs an
   in-process engine among the scored rows (vLLM 0.9-0.11 ``LLM.generate`` under ``VLLM_ENABLE_V1_MULTIPROCESSING=0``;
   verl's ``external_launcher`` engines are mapped multi-process, above). play-verl's V1 in-process eager step (8.3 +-
@@ -249,7 +254,8 @@ NeMo RL v0.5 Qwen3-30B-A3B on 32 H100 planned 152 s -> 102 s against 154 s publi
 46 s against 71 s. So there the 80 us is not an offset of training phases planned short: NeMo RL's ``AsyncLLM`` path
 (vLLM 0.10-0.17, TP 1 and 2) pays about that per sequence-step, while its synchronous path (the v0.3 blog, vLLM 0.9.0)
 and verl's V1 rows (the H20 one-step-off and fully-async rows without a published mean response) want much less. The
-cumulative-output frontend measured above does not close it: it runs beside the core and stays under the GPU step.
+cumulative-output frontend does not close it: it runs beside the core, holds no per-token copy, and stays under the
+GPU step.
 What NeMo RL's asynchronous path pays per sequence beside the published core gap is not found; the card cannot tell
 the paths apart by a mechanism yet, so the fitted 80 us stays for every V1 engine and the published gap is held as a
 strict xfail (``tests/compute/test_engine_host_per_sequence_evidence.py``). The RTX 4090 offline batches
@@ -301,10 +307,8 @@ stats, incremental detokenization and the stop check, the sampled token's ``Logp
 FRONTEND_CUMULATIVE_S_PER_SEQUENCE = 3.9e-6
 """What a V1 frontend adds per running sequence per step when it streams cumulative outputs (``AsyncLLM.generate``'s
 default): the ``CompletionOutput`` / ``RequestOutput`` and the wake-up of the request's ``generate()`` coroutine. CPU
-lower bound, ``benchmarks/engine_frontend_cpu.py``."""
-FRONTEND_CUMULATIVE_S_PER_TOKEN = 12e-9
-"""And per token each running sequence has generated so far: the copy ``token_ids[prompt_len:]`` every cumulative
-output makes. CPU lower bound, ``benchmarks/engine_frontend_cpu.py`` (12.4-13.1 ns at 256 requests of 4,000 tokens)."""
+lower bound, ``benchmarks/engine_frontend_cpu.py``. Nothing grows with the tokens generated so far: with a fast
+tokenizer the output hands back the detokenizer's own token list (module docstring)."""
 
 
 def engine_s_per_sequence_for(generation: str = "v1") -> float:
@@ -506,9 +510,6 @@ class _StepModel:
     """Frontend host seconds per running sequence per step."""
     frontend_serial: bool = False
     """True: the engine runs in-process, the frontend's work adds to the step; False: it overlaps."""
-    frontend_tok: float = 0.0
-    """Frontend host seconds per context token held per step (cumulative outputs copy every generated token each
-    step; the context ``t`` stands in for the generated tokens, an upper bound)."""
     bw_experts: float = 0.0
     """Seconds to read all routed experts' weights (MoE); ``bw0`` then holds the dense part only."""
     expert_miss: float = 1.0
@@ -526,11 +527,11 @@ class _StepModel:
         """Tensor-parallel all-reduce seconds of a step of ``b`` running sequences."""
         return self.ar_per_step * self.ar.seconds(self.ar_bytes_seq * b) if self.ar_per_step else 0.0
 
-    def frontend(self, b: float, t: float = 0.0) -> float:
-        """The frontend's host seconds for a step of ``b`` running sequences holding ``t`` context tokens that the
-        GPU step does not already hold: in-process, the constant, the per-sequence and the per-token parts;
-        multi-process, the per-sequence and per-token parts (which overlap the GPU step)."""
-        per_seq = self.frontend_seq * max(b, 1.0) + self.frontend_tok * t
+    def frontend(self, b: float) -> float:
+        """The frontend's host seconds for a step of ``b`` running sequences that the GPU step does not
+        already hold: in-process, the constant and the per-sequence part; multi-process, the per-sequence
+        part (which overlaps the GPU step)."""
+        per_seq = self.frontend_seq * max(b, 1.0)
         return self.frontend0 + per_seq if self.frontend_serial else per_seq
 
     def core(self, b: float) -> float:
@@ -542,7 +543,7 @@ class _StepModel:
         bw, fl, cm, ln = self.parts(b, t)
         bw += self.kernel_gaps
         gpu = max((bw if bw > fl else fl) + cm, ln) + self.core(b)
-        host = self.frontend(b, t)
+        host = self.frontend(b)
         return gpu + host if self.frontend_serial else (gpu if gpu > host else host)
 
 
@@ -567,13 +568,11 @@ def _step_model(*, spec, matmul_params, rates, tp, weight_bytes, kv_bytes_per_to
         frontend_s_per_sequence = FRONTEND_S_PER_SEQUENCE
     if engine_s_per_sequence is None:
         engine_s_per_sequence = engine_s_per_sequence_for(engine_generation)
-    frontend_tok = 0.0
     if str(engine_generation) == "v0":
         frontend_s_per_step = frontend_s_per_sequence = 0.0
         engine_multiprocess = False
     elif engine_multiprocess if cumulative_outputs is None else cumulative_outputs:
         frontend_s_per_sequence += FRONTEND_CUMULATIVE_S_PER_SEQUENCE
-        frontend_tok = FRONTEND_CUMULATIVE_S_PER_TOKEN
     hbm = rates.hbm_bytes_per_s
     flops = rates.matmul_flops_per_s * tp
     lin_flops = (linear_flops_per_s or rates.matmul_flops_per_s) * tp
@@ -593,7 +592,6 @@ def _step_model(*, spec, matmul_params, rates, tp, weight_bytes, kv_bytes_per_to
         engine=engine_s_per_step + (link.host_s_per_step if link is not None else 0.0),
         engine_seq=engine_s_per_sequence,
         frontend0=frontend_s_per_step, frontend_seq=frontend_s_per_sequence, frontend_serial=not engine_multiprocess,
-        frontend_tok=frontend_tok,
     )
 
 
@@ -685,14 +683,14 @@ def decode_step_seconds(
                     cumulative_outputs=cumulative_outputs)
     bw, fl, cm, ln = m.parts(batch, context_tokens)
     return DecodeStep(bandwidth_s=bw, compute_s=fl, comm_s=cm, launch_s=ln, engine_s=m.core(batch),
-                      frontend_s=m.frontend(batch, context_tokens), total_s=m.seconds(batch, context_tokens),
+                      frontend_s=m.frontend(batch), total_s=m.seconds(batch, context_tokens),
                       kernel_gaps_s=m.kernel_gaps)
 
 
 def _bound(m: _StepModel, b: float, t: float) -> int:
     bw, fl, _, ln = m.parts(b, t)
     bw += m.kernel_gaps
-    host = ln + m.core(b) + m.frontend(b, t) if m.frontend_serial else max(ln + m.core(b), m.frontend(b, t))
+    host = ln + m.core(b) + m.frontend(b) if m.frontend_serial else max(ln + m.core(b), m.frontend(b))
     return 0 if bw >= fl and bw >= host else 1 if fl >= host else 2
 
 

@@ -189,11 +189,12 @@ from +58 % / +73 % to +116 % / +106 % with that fix alone), until the eager laun
 ``ENGINE_S_PER_STEP`` is what the engine spends per step outside the GPU's kernels at batch 1 (the residual of a
 published batch-1 TPOT, above). The rest depends on the engine's path:
 
-- *V1 engine core* (``ENGINE_S_PER_SEQUENCE``, 80 us per running sequence, serial in both modes; fitted, see the
-  last paragraph): vllm-project/vllm issue #10634 ("Initial Idea and Design for Asynchronous Scheduling", 2024-11-25,
+- *V1 engine core* (``ENGINE_S_PER_SEQUENCE``, 80 us per running sequence, serial in both modes; fitted, see "The
+  split evaluated and not kept" below): vllm-project/vllm issue #10634 ("Initial Idea and Design for Asynchronous Scheduling", 2024-11-25,
   read 2026-12-03) publishes the GPU idle gap between two decode steps of the V1 ``AsyncLLM`` (the core in its own
   process, the frontend not in the gap): Llama2-7b, batch 256, ShareGPT, "about 5-6ms", i.e. (5.5 - 0.58) ms / 256 =
-  19.2 us; verl's V1 per-step logs give 36 +- 10 us (play-verl Qwen2-7B). Both are well under 80 us, yet the
+  19.2 us; play-verl's V1 per-step logs give 37 +- 12 us per generated token, GPU share included (above). Both are
+  well under 80 us, yet the
   published offline batches on RTX 4090 (Database Mart, 256 sequences, ``tests/compute/test_rtx4090_decode_evidence.py``)
   are met within 10 % at 80 us and come out 41-44 % short at 19.2 us (Qwen2.5-3B 17.1 s planned vs 29.1 s), i.e. they
   carry ~85 us per sequence-step; the figure differs by vLLM release and host CPU, which the card does not say.
@@ -201,10 +202,10 @@ published batch-1 TPOT, above). The rest depends on the engine's path:
   default from 0.8 (play-verl's 0.8.3 logs show ``vllm.v1.worker.gpu_worker.Worker`` with no ``VLLM_USE_V1`` set); up
   to 0.7 V1 is an opt-in (``VLLM_USE_V1``, ``vllm/envs.py`` line 477 @v0.7.0, default '0'), and a 0.8.x engine falls
   back to V0 for what V1 does not support (``VLLM_ATTENTION_BACKEND=XFORMERS``: "Falling back to V0", ``arg_utils.py``
-  line 1708 @v0.8.3). The per-step logs of verl runs on V0 engines give 80-154 us per running sequence per step
-  (play-verl Qwen2.5-0.5B, ``benchmarks/data`` play-verl entries; ``tests/benchmarks/test_step_times_playverl_update_split.py``),
-  against 36 +- 10 us for the V1 run of the same logs; the low end is kept (it is also the value the earlier single
-  per-sequence constant was fitted to).
+  line 1708 @v0.8.3). The play-verl per-step regressions above ("Eager decode against published per-step logs") give
+  an engine's cost per generated token, GPU share included, of 61 +- 18 and 123 +- 20 us on the V0 Qwen2.5-0.5B runs
+  (a model whose GPU share is small) against 37 +- 12 us on the V1 Qwen2-7B one; 80 us, the value the earlier single
+  per-sequence constant was fitted to, lies inside the V0 range and is kept.
 - *V1 frontend, final outputs only* (``FRONTEND_S_PER_SEQUENCE``, 1.5 us per running sequence; ``LLM.generate``):
   ``OutputProcessor.process_outputs`` per request per step (stats, incremental detokenization and stop check, the
   sampled token's ``Logprob``; ``vllm/v1/engine/output_processor.py`` l.300-375 of the 0.9.0 wheel), measured as a
@@ -294,8 +295,8 @@ ENGINE_S_PER_SEQUENCE = 80e-6
 batches of ``tests/compute/test_rtx4090_decode_evidence.py`` and the RL steps contradict, so it is not used)."""
 ENGINE_V0_S_PER_SEQUENCE = 80e-6
 """A vLLM V0 ``LLMEngine``'s host seconds per running sequence per step (scheduler, ``SequenceGroup`` bookkeeping,
-output processing and detokenization in the one process, all serial with the GPU): the low end of the 80-154 us that
-verl's per-step logs of V0 engines give (module docstring, "Host work per decode step")."""
+output processing and detokenization in the one process, all serial with the GPU): inside the 61-123 us per token that
+verl's per-step logs of V0 engines give (module docstring, "The host constants, per path")."""
 FRONTEND_S_PER_STEP = 2.0e-3
 """A V1 in-process engine's constant host seconds per step beside the core's (NeMo RL's synchronous ``LLM.generate``
 path; refitted on the fit half of ``benchmarks/step_times.py`` with the other host constants as they are, no mechanism

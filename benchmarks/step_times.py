@@ -1510,6 +1510,10 @@ def rollout_section(e: dict[str, Any], model: Any, nodes: int) -> tuple[dict[str
         out["cuda_graphs"] = bool(ro["cuda_graphs"])
     if ro.get("engine_multiprocess") is not None:  # the run's own engine mode over the preset's (NeMo RL AsyncLLM)
         out["engine_multiprocess"] = bool(ro["engine_multiprocess"])
+    if ro.get("vllm_engine"):  # vLLM's engine generation, from the run's cited vLLM version (default v1, vLLM >= 0.8)
+        out["vllm_engine"] = ro["vllm_engine"]
+    if ro.get("engine_outputs"):  # final_only / cumulative (default: cumulative with a multi-process AsyncLLM)
+        out["engine_outputs"] = ro["engine_outputs"]
     if ro.get("quantization"):  # NeMo RL vllm_cfg.precision: fp8 (the entry's fp8_source recipe)
         out["quantization"] = ro["quantization"]
         if ro.get("quantization_bf16_modules"):

@@ -420,7 +420,7 @@ def test_frontend_overlaps_in_a_multiprocess_engine_and_adds_in_process():
     common = dict(spec=LLAMA8, matmul_params=m["matmul_params"], rates=H100, tp=1, context_tokens=64 * 1000,
                   weight_bytes=m["weight_bytes"], kv_bytes_per_token=m["kv_bytes_per_token"])
     for batch in (1, 64, 256):
-        mp = gen.decode_step_seconds(batch=batch, **common)
+        mp = gen.decode_step_seconds(batch=batch, cumulative_outputs=False, **common)  # LLM.generate: final only
         inproc = gen.decode_step_seconds(batch=batch, engine_multiprocess=False, **common)
         per_seq = batch * gen.FRONTEND_S_PER_SEQUENCE
         assert inproc.frontend_s == pytest.approx(gen.FRONTEND_S_PER_STEP + per_seq)
@@ -434,7 +434,7 @@ def test_frontend_overlaps_in_a_multiprocess_engine_and_adds_in_process():
     m = gen._step_model(spec=QWEN06, matmul_params=tiny["matmul_params"], rates=H100, tp=1,
                         weight_bytes=tiny["weight_bytes"], kv_bytes_per_token=tiny["kv_bytes_per_token"],
                         cuda_graphs=True, engine_s_per_step=gen.ENGINE_S_PER_STEP, tp_all_reduce_latency_s=None,
-                        frontend_s_per_sequence=20e-6, engine_s_per_sequence=0.0)
+                        frontend_s_per_sequence=20e-6, engine_s_per_sequence=0.0, cumulative_outputs=False)
     assert m.seconds(4096, 4096 * 10) == pytest.approx(4096 * 20e-6)
 
 

@@ -185,23 +185,88 @@ on purpose (ee79554 mapped them in-process; its revert 4cc1239 measured the Qwen
 from +58 % / +73 % to +116 % / +106 % with that fix alone), until the eager launch (~26 us per kernel) and the
 ``gen`` timer's per-phase cost are modelled with it.
 
-The constants: ``ENGINE_S_PER_STEP`` is what the engine spends per step outside the GPU's kernels at batch 1 (the
-residual of a published batch-1 TPOT, above). ``ENGINE_S_PER_SEQUENCE``, ``FRONTEND_S_PER_STEP`` and
-``FRONTEND_S_PER_SEQUENCE`` were fitted together on the fit half of ``benchmarks/step_times.py`` (rows with
-``int(sha1(id), 16) % 2 == 0``; RL step and RL generation-phase rows, 18 fit / 28 held out; every NeMo RL run
-mapped to its engine mode, ``async_engine`` runs multi-process), minimising the fit half's median absolute
-error over a grid: per-sequence core 0, 10, 20, 30, 45, 60 us x frontend constant 0, 4, 8 ms x frontend per
-sequence 0, 10, 20, 40 us; then 80, 100, 130 us x 4, 8 ms x 0, 10, 20 us; then 70, 80, 90 us x 6, 8, 10 ms x 0,
-5 us. Best: 80 us, 8 ms and 0 us (fit half 29.1 % -> 16.5 %, held-out half 33.7 % -> 15.4 %, from 0 us / 8 ms /
-10 us; RL step median 28 % -> 16 %, generation 33 % -> 15 %, all rows 21 % -> 15 %; fit / held-out half at
-the best frontend pair for 60 us: 18.1 % / 16.2 %, for 100 us: 19.4 % / 13.4-15.4 %).
-The held-out half supports it. 80 us per running sequence is large for the core's Python bookkeeping alone (a
-256-sequence step: 20 ms of host work); no profile of it was at hand, so it may also stand for per-sequence
-decode costs the GPU side leaves out; the frontend's per-sequence part fitted to 0 (what a multi-process engine
-overlaps showed nowhere in these rows). Earlier fits, frontend only (serial in-process, overlapped otherwise,
-every NeMo RL run taken in-process): 8 ms + 10 us on a 0-10 ms x 0-60 us grid; a re-check when the all-reduce
-became vLLM's custom one / NCCL's tuner moved the fit half's best to 20 ms + 0 us (27.7 % -> 15.5 %) but the
-held-out half got worse (21.7 % -> 23.2 %), so that one was not kept.
+**The host constants, per path** (``rollout.vllm_engine``, ``rollout.engine_multiprocess``, ``rollout.engine_outputs``).
+``ENGINE_S_PER_STEP`` is what the engine spends per step outside the GPU's kernels at batch 1 (the residual of a
+published batch-1 TPOT, above). The rest depends on the engine's path:
+
+- *V1 engine core* (``ENGINE_S_PER_SEQUENCE``, 80 us per running sequence, serial in both modes; fitted, see "The
+  split evaluated and not kept" below): vllm-project/vllm issue #10634 ("Initial Idea and Design for Asynchronous Scheduling", 2024-11-25,
+  read 2026-12-03) publishes the GPU idle gap between two decode steps of the V1 ``AsyncLLM`` (the core in its own
+  process, the frontend not in the gap): Llama2-7b, batch 256, ShareGPT, "about 5-6ms", i.e. (5.5 - 0.58) ms / 256 =
+  19.2 us; play-verl's V1 per-step logs give 37 +- 12 us per generated token, GPU share included (above). Both are
+  well under 80 us, yet the
+  published offline batches on RTX 4090 (Database Mart, 256 sequences, ``tests/compute/test_rtx4090_decode_evidence.py``)
+  are met within 10 % at 80 us and come out 41-44 % short at 19.2 us (Qwen2.5-3B 17.1 s planned vs 29.1 s), i.e. they
+  carry ~85 us per sequence-step; the figure differs by vLLM release and host CPU, which the card does not say.
+- *V0 engine* (``ENGINE_V0_S_PER_SEQUENCE``, 80 us, all of the host work serial, no frontend split): V1 is vLLM's
+  default from 0.8 (play-verl's 0.8.3 logs show ``vllm.v1.worker.gpu_worker.Worker`` with no ``VLLM_USE_V1`` set); up
+  to 0.7 V1 is an opt-in (``VLLM_USE_V1``, ``vllm/envs.py`` line 477 @v0.7.0, default '0'), and a 0.8.x engine falls
+  back to V0 for what V1 does not support (``VLLM_ATTENTION_BACKEND=XFORMERS``: "Falling back to V0", ``arg_utils.py``
+  line 1708 @v0.8.3). The play-verl per-step regressions above ("Eager decode against published per-step logs") give
+  an engine's cost per generated token, GPU share included, of 61 +- 18 and 123 +- 20 us on the V0 Qwen2.5-0.5B runs
+  (a model whose GPU share is small) against 37 +- 12 us on the V1 Qwen2-7B one; 80 us, the value the earlier single
+  per-sequence constant was fitted to, lies inside the V0 range and is kept.
+- *V1 frontend, final outputs only* (``FRONTEND_S_PER_SEQUENCE``, 1.5 us per running sequence; ``LLM.generate``):
+  ``OutputProcessor.process_outputs`` per request per step (stats, incremental detokenization and stop check, the
+  sampled token's ``Logprob``; ``vllm/v1/engine/output_processor.py`` l.300-375 of the 0.9.0 wheel), measured as a
+  CPU lower bound by ``benchmarks/engine_frontend_cpu.py`` (1.5-2.1 us on the 2-core Xeon VM it was run on). Overlapped with
+  the GPU step when the core has its own process; serial in-process.
+- *V1 frontend, cumulative outputs* (``AsyncLLM.generate``'s default ``RequestOutputKind.CUMULATIVE``,
+  ``vllm/sampling_params.py`` l.233 @0.9.0; NeMo RL's ``async_engine`` path, whose ``generate_async`` iterates every
+  step's output of every request, ``nemo_rl/models/generation/vllm.py`` l.683-692 @b1c86a81,
+  ``nemo_rl/models/generation/vllm/vllm_worker_async.py`` l.750-759 @9dbd9adc95a10f5946cceb36e1d5b31e2429e470, keeping
+  the last): every step each request gets a ``RequestOutput`` and its ``generate()`` coroutine is woken,
+  + ``FRONTEND_CUMULATIVE_S_PER_SEQUENCE`` (3.9 us; 3.6-3.9 us over runs) per running sequence, a CPU lower bound from
+  the same script.
+  No part of it grows with the tokens generated so far: the cumulative ``CompletionOutput`` takes
+  ``detokenizer.output_token_ids``, which ``FastIncrementalDetokenizer`` (vLLM's choice for a fast tokenizer with
+  ``tokenizers`` >= 0.21.1) inherits as ``return self.token_ids``, the list itself, its ``output_text`` is the string
+  itself when no stop-string buffer is held back (NeMo RL sets ``include_stop_str_in_output=True``) and its logprobs
+  the list itself (``vllm/v1/engine/detokenizer.py`` l.20-56 and l.134-149, ``output_processor.py`` l.201-228 of the
+  0.9.0 wheel). Only ``SlowIncrementalDetokenizer`` copies ``token_ids[prompt_len:]`` every step (l.239-241): 12-13 ns
+  per token held on the machine above, not modelled. ``AsyncLLM`` always runs the core in its own process
+  (``AsyncMPClient``, ``vllm/v1/engine/async_llm.py`` l.119-123 @0.9.0, whatever ``VLLM_ENABLE_V1_MULTIPROCESSING``
+  says), so this work overlaps the GPU step; it shows only where the frontend is slower than the core.
+- *V1 in-process frontend per step* (``FRONTEND_S_PER_STEP``, 2 ms; fitted). Only NeMo RL's synchronous path runs an
+  in-process engine among the scored rows (vLLM 0.9-0.11 ``LLM.generate`` under ``VLLM_ENABLE_V1_MULTIPROCESSING=0``;
+  verl's ``external_launcher`` engines are mapped multi-process, above). play-verl's V1 in-process eager step (8.3 +-
+  0.4 ms in all at one sequence, against ~8.4 ms of launch at ~26 us per kernel and the 1.1 ms batch-1 residual) leaves
+  no room for a per-step constant on verl's path, and the 8 ms fitted with the single per-sequence constant was out
+  of line with it. Refitted alone on the fit half (``int(sha1(id), 16) % 2 == 0``; RL step and RL generation-phase
+  rows, 39 fit / 53 held out; V1 core 80 us, V0 80 us, the frontend figures above), 0 / 1 / 2 / 3 / 4 / 5 / 6 / 8 ms:
+  fit-half median |error| 15.84 / 15.61 / 15.61 / 15.61 / 15.61 / 15.84 / 15.84 / 15.84 %, tied from 1 to 4 ms and
+  broken by the fit half's mean |error| (18.69 / 18.35 / 18.36 / 18.47 % at 1-4 ms): 2 ms. Held out: median 15.05 %
+  at 8 ms -> 13.46 %, mean 19.55 -> 19.54 %; the generation subset 24.2 % -> 16.7 %, the RL steps 14.7 % -> 14.3 %.
+  What NeMo RL's synchronous path does per step was not found (the remaining candidates are its piecewise CUDA graphs
+  in vLLM 0.9-0.10, whose attention runs eagerly between graph pieces, and the Ray executor's round trip for engines of
+  more than one GPU; neither is modelled).
+
+**The split evaluated and not kept.** With the V1 core at the published 19.2 us and the in-process constant at 0
+(mechanisms only), ``benchmarks/step_times.py`` moves the NeMo RL v0.3 blog's in-process generation phases from +41 %
+to -32 / -35 % (Llama-3.1-8B, Qwen3-30B-A3B), the generation subset's median to 32 %. Refitting the in-process constant
+alone on the fit half (``int(sha1(id), 16) % 2 == 0``, RL step and RL generation-phase rows, 39 fit / 53 held out),
+0, 2, 4, 6, 8, 10 ms: fit-half medians 24.7, 21.8, 20.3, 20.3, 20.1, 20.3 %, held-out 23.2, 22.0, 22.0, 18.8, 18.6,
+18.6 %; at 8 ms the generation subset goes 24.2 % -> 20.1 %, the rows without a published mean response 43.4 % ->
+24.0 % (verl's one-step-off and fully-async H20 rows, verl PR #5596's SGLang GB200 row +111 % -> -2 %), but the RL
+steps 14.7 % -> 19.4 % and both halves get worse (fit 15.8 -> 20.1 %, held-out 14.8 -> 18.6 %): NeMo RL's
+multi-process (``async_engine``) Qwen3-30B-A3B and Llama-3.1-8B step rows fall from about 0 % to -26 / -42 %. Those
+rows run one step off policy on their own rollout nodes, so their step is the slower side, and it is the generation:
+NeMo RL v0.5 Qwen3-30B-A3B on 32 H100 planned 152 s -> 102 s against 154 s published, Llama-3.1-8B on 8 GB200 74 s ->
+46 s against 71 s. So there the 80 us is not an offset of training phases planned short: NeMo RL's ``AsyncLLM`` path
+(vLLM 0.10-0.17, TP 1 and 2) pays about that per sequence-step, while its synchronous path (the v0.3 blog, vLLM 0.9.0)
+and verl's V1 rows (the H20 one-step-off and fully-async rows without a published mean response) want much less. The
+cumulative-output frontend does not close it: it runs beside the core, holds no per-token copy, and stays under the
+GPU step.
+What NeMo RL's asynchronous path pays per sequence beside the published core gap is not found; the card cannot tell
+the paths apart by a mechanism yet, so the fitted 80 us stays for every V1 engine and the published gap is held as a
+strict xfail (``tests/compute/test_engine_host_per_sequence_evidence.py``). The RTX 4090 offline batches
+(``tests/compute/test_rtx4090_decode_evidence.py``) also sit at 80 us, but their source reports 64 % GPU use and
+1.4 % CPU for the 1.5B / 3B runs (about one core of a many-core host busy; "all requests are sent at once"), so
+they may measure a frontend bound on one Python process rather than the engine core.
+
+Earlier fits (one per-sequence constant for every engine): ``ENGINE_S_PER_SEQUENCE``, ``FRONTEND_S_PER_STEP`` and the
+frontend's per-sequence part were fitted together on the fit half, 18 fit / 28 held out then: best 80 us, 8 ms and
+0 us (fit half 29.1 % -> 16.5 %, held-out half 33.7 % -> 15.4 %).
 
 Pure Python: no torch import.
 """
@@ -224,12 +289,34 @@ next kernel's launch and the previous one's teardown): about 1.3 us per kernel o
 Llama-1B", https://hazyresearch.stanford.edu/blog/2025-05-27-no-bubbles, 2025-05-27, read 2026-12-02 through
 its summary at https://mlops.substack.com/p/one-megakernel-to-rule-llama-1b). Module docstring: "Kernel gaps"."""
 ENGINE_S_PER_SEQUENCE = 80e-6
-"""Engine-core host seconds per running sequence per step, serial with the GPU in both engine modes (scheduler,
-input preparation, sampling bookkeeping, ``update_from_output``; module docstring; fitted, fit half)."""
-FRONTEND_S_PER_STEP = 8.0e-3
-"""The in-process frontend's constant host seconds per step (module docstring; fitted, fit half of the benchmark)."""
-FRONTEND_S_PER_SEQUENCE = 0.0
-"""The frontend's host seconds per running sequence per step (module docstring; fitted, fit half)."""
+"""A vLLM V1 engine core's host seconds per running sequence per step, serial with the GPU in both engine modes
+(scheduler, input preparation, sampling bookkeeping, ``update_from_output``). Fitted on the fit half of the benchmark
+(module docstring, "The host constants, per path": the published V1 gap gives 19.2 us, which the RTX 4090 offline
+batches of ``tests/compute/test_rtx4090_decode_evidence.py`` and the RL steps contradict, so it is not used)."""
+ENGINE_V0_S_PER_SEQUENCE = 80e-6
+"""A vLLM V0 ``LLMEngine``'s host seconds per running sequence per step (scheduler, ``SequenceGroup`` bookkeeping,
+output processing and detokenization in the one process, all serial with the GPU): inside the 61-123 us per token that
+verl's per-step logs of V0 engines give (module docstring, "The host constants, per path")."""
+FRONTEND_S_PER_STEP = 2.0e-3
+"""A V1 in-process engine's constant host seconds per step beside the core's (NeMo RL's synchronous ``LLM.generate``
+path; refitted on the fit half of ``benchmarks/step_times.py`` with the other host constants as they are, no mechanism
+found: module docstring, "The host constants, per path")."""
+FRONTEND_S_PER_SEQUENCE = 1.5e-6
+"""A V1 frontend's host seconds per running sequence per step when it returns final outputs only (``LLM.generate``):
+stats, incremental detokenization and the stop check, the sampled token's ``Logprob``. A CPU lower bound measured by
+``benchmarks/engine_frontend_cpu.py`` (module docstring)."""
+FRONTEND_CUMULATIVE_S_PER_SEQUENCE = 3.9e-6
+"""What a V1 frontend adds per running sequence per step when it streams cumulative outputs (``AsyncLLM.generate``'s
+default): the ``CompletionOutput`` / ``RequestOutput`` and the wake-up of the request's ``generate()`` coroutine. CPU
+lower bound, ``benchmarks/engine_frontend_cpu.py``. Nothing grows with the tokens generated so far: with a fast
+tokenizer the output hands back the detokenizer's own token list (module docstring)."""
+
+
+def engine_s_per_sequence_for(generation: str = "v1") -> float:
+    """The engine core's host seconds per running sequence per step for vLLM's engine ``generation`` (v0 / v1)."""
+    return ENGINE_V0_S_PER_SEQUENCE if str(generation) == "v0" else ENGINE_S_PER_SEQUENCE
+
+
 DECODE_KERNELS_PER_LAYER = 10
 """Kernels one eager decoder layer launches: input norm, QKV GEMM, rotary, KV-cache write, attention,
 O GEMM, fused add+norm, gate/up GEMM, SiLU-and-mul, down GEMM (vLLM's Llama/Qwen layers)."""
@@ -467,8 +554,12 @@ def _step_model(*, spec, matmul_params, rates, tp, weight_bytes, kv_bytes_per_to
                 frontend_s_per_sequence: float | None = None,
                 engine_s_per_sequence: float | None = None, rank_bytes: float | None = None,
                 expert_bytes_per_param: float = ACTIVATION_BYTES,
-                linear_flops_per_s: float | None = None) -> _StepModel:
+                linear_flops_per_s: float | None = None, engine_generation: str = "v1",
+                cumulative_outputs: bool | None = None) -> _StepModel:
     """The step model's coefficients; a host constant left None is this module's value at call time.
+    ``engine_generation``: vLLM's engine, v0 (one process, its per-sequence host work holds the output processing:
+    no separate frontend term) or v1 (module docstring). ``cumulative_outputs``: the V1 frontend streams cumulative
+    outputs (None: when ``engine_multiprocess``, ``AsyncLLM``'s default; in-process engines run ``LLM.generate``).
     A quantized engine (``rollout.quantization``) passes the weight bytes one rank reads (``rank_bytes``; None:
     ``rank_weight_bytes``), its routed experts' bytes per weight and the rate of the per-token matmuls
     (``linear_flops_per_s``, a blend of fp8 and bf16 GEMMs; None: the bf16 matmul rate); attention stays bf16."""
@@ -477,7 +568,12 @@ def _step_model(*, spec, matmul_params, rates, tp, weight_bytes, kv_bytes_per_to
     if frontend_s_per_sequence is None:
         frontend_s_per_sequence = FRONTEND_S_PER_SEQUENCE
     if engine_s_per_sequence is None:
-        engine_s_per_sequence = ENGINE_S_PER_SEQUENCE
+        engine_s_per_sequence = engine_s_per_sequence_for(engine_generation)
+    if str(engine_generation) == "v0":
+        frontend_s_per_step = frontend_s_per_sequence = 0.0
+        engine_multiprocess = False
+    elif engine_multiprocess if cumulative_outputs is None else cumulative_outputs:
+        frontend_s_per_sequence += FRONTEND_CUMULATIVE_S_PER_SEQUENCE
     hbm = rates.hbm_bytes_per_s
     flops = rates.matmul_flops_per_s * tp
     lin_flops = (linear_flops_per_s or rates.matmul_flops_per_s) * tp
@@ -574,7 +670,7 @@ def decode_step_seconds(
     engine_s_per_step: float = ENGINE_S_PER_STEP, tp_all_reduce_latency_s: float | None = None,
     link: TpLink | None = None, engine_multiprocess: bool = True, engine_s_per_sequence: float | None = None,
     rank_bytes: float | None = None, expert_bytes_per_param: float = ACTIVATION_BYTES,
-    linear_flops_per_s: float | None = None,
+    linear_flops_per_s: float | None = None, engine_generation: str = "v1", cumulative_outputs: bool | None = None,
 ) -> DecodeStep:
     """One decode step of ``batch`` sequences holding ``context_tokens`` tokens of KV in all (module docstring);
     ``link``: the tensor-parallel group's link when it spans nodes (``tp_link``); ``engine_multiprocess``:
@@ -584,7 +680,8 @@ def decode_step_seconds(
                     engine_s_per_step=engine_s_per_step, tp_all_reduce_latency_s=tp_all_reduce_latency_s,
                     link=link, engine_multiprocess=engine_multiprocess, engine_s_per_sequence=engine_s_per_sequence,
                     rank_bytes=rank_bytes, expert_bytes_per_param=expert_bytes_per_param,
-                    linear_flops_per_s=linear_flops_per_s)
+                    linear_flops_per_s=linear_flops_per_s, engine_generation=engine_generation,
+                    cumulative_outputs=cumulative_outputs)
     bw, fl, cm, ln = m.parts(batch, context_tokens)
     return DecodeStep(bandwidth_s=bw, compute_s=fl, comm_s=cm, launch_s=ln, engine_s=m.core(batch),
                       frontend_s=m.frontend(batch), total_s=m.seconds(batch, context_tokens),

@@ -143,6 +143,8 @@ def generation_time(
     expert_bytes_per_param: float = ACTIVATION_BYTES,
     linear_flops_per_s: float | None = None,
     state_tokens_per_seq: float = 0.0,
+    engine_generation: str = "v1",
+    cumulative_outputs: bool | None = None,
 ) -> GenerationTime:
     """Seconds of one rollout phase (module docstring).
 
@@ -197,7 +199,8 @@ def generation_time(
                        link=tp_link, engine_multiprocess=engine_multiprocess,
                        frontend_s_per_step=frontend_s_per_step, frontend_s_per_sequence=frontend_s_per_sequence,
                        engine_s_per_sequence=engine_s_per_sequence, rank_bytes=rank_weight_bytes,
-                       expert_bytes_per_param=expert_bytes_per_param, linear_flops_per_s=linear_flops_per_s)
+                       expert_bytes_per_param=expert_bytes_per_param, linear_flops_per_s=linear_flops_per_s,
+                       engine_generation=engine_generation, cumulative_outputs=cumulative_outputs)
     if streaming:
         dec = _stream_decode(groups=groups, sequences=seqs, slots=max_num_seqs, prompt_len=prompt,
                              kv_prompt=kv_prompt, kv_capacity=kv_capacity_tokens, step=step,

@@ -178,7 +178,7 @@ from trainfit.plan.time import (
     training_time,
 )
 from trainfit.spec.card import RunCard
-from trainfit.spec.enums import AsyncMode, ComputeDtype, Dtype, Method, MoeExperts, Offload, RefPlacement, RolloutEngine, Strategy
+from trainfit.spec.enums import AsyncMode, ComputeDtype, Dtype, EngineOutputs, Method, MoeExperts, Offload, RefPlacement, RolloutEngine, Strategy
 from trainfit.spec.enums import FSDP_STRATEGIES, FsdpVersion, WeightTransport
 from trainfit.spec.model import ModelSpec
 from trainfit.spec.training import TrainableSpec
@@ -779,6 +779,8 @@ def generation_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, rollout, r: D
         cuda_graphs=ro.cuda_graphs, engines=max(1, rollout.engine_instances),
         streaming=ro.async_mode is AsyncMode.FULLY_ASYNC, tp_link=link, engine_multiprocess=ro.engine_multiprocess,
         frontend_s_per_step=decode_step.FRONTEND_S_PER_STEP, frontend_s_per_sequence=decode_step.FRONTEND_S_PER_SEQUENCE,
+        engine_generation=str(ro.vllm_engine),
+        cumulative_outputs=None if ro.engine_outputs is None else ro.engine_outputs is EngineOutputs.CUMULATIVE,
         **quantized_engine_inputs(card, spec, r),
     )
     bound = {"bandwidth": "memory"}.get(g.bound, g.bound)

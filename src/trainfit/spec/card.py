@@ -18,6 +18,8 @@ from trainfit.spec.enums import (
     AdapterDtype,
     AsyncMode,
     ContextParallelKind,
+    EngineOutputs,
+    VllmEngineGeneration,
     PipelineSchedule,
     TensorParallelImpl,
     ResponseShape,
@@ -701,6 +703,14 @@ class RolloutSection(_Section):
     response_len_shape: ResponseShape = Field(ResponseShape.EXPONENTIAL, description="Distribution of response lengths up to response_len: exponential (truncated, right-skewed) | uniform | fixed.")
     cuda_graphs: bool = Field(True, description="vLLM decodes with CUDA graphs (False: enforce_eager).")
     engine_multiprocess: bool = Field(True, description="vLLM's engine core runs in its own process, its frontend's per-step host work overlapped with the GPU (vLLM's default); False: VLLM_ENABLE_V1_MULTIPROCESSING=0 (NeMo RL), that work adds to every decode step.")
+    vllm_engine: VllmEngineGeneration = Field(
+        VllmEngineGeneration.V1, description="v0 | v1: vLLM's engine generation, from the vLLM version the framework"
+        " pins (V1 is the default from vLLM 0.8; up to 0.7, or with a V0 fallback such as VLLM_ATTENTION_BACKEND=XFORMERS"
+        " on 0.8.x, it is v0). Selects the host work per decode step (compute.decode_step).")
+    engine_outputs: EngineOutputs | None = Field(
+        None, description="final_only | cumulative: what the V1 frontend returns each decode step (LLM.generate:"
+        " final_only; AsyncLLM.generate, e.g. NeMo RL async_engine or verl's server: cumulative, a copy of every"
+        " token generated so far per request per step). null: cumulative with engine_multiprocess, else final_only.")
     async_mode: AsyncMode = Field(AsyncMode.NONE, description="none | one_step_off | fully_async: generation overlaps training; the step is the slower side.")
     reward_seconds_per_sample: float = Field(0.0, ge=0, le=86400, description="Reward time per completion (sandboxed tests); 0 for a rule.")
     reward_workers: int = Field(1, ge=1, le=1_000_000, description="Completions graded in parallel.")

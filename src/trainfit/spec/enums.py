@@ -358,6 +358,23 @@ class LengthProfileName(StrEnum):
     LONG_COT = "long_cot"
 
 
+class VllmEngineGeneration(StrEnum):
+    """vLLM's engine: ``v0`` (``LLMEngine`` up to vLLM 0.7, or a 0.8-0.10 engine that falls back to it) or ``v1``
+    (the ``EngineCore`` / frontend split, the default from vLLM 0.8). ``compute.decode_step``: host work per step."""
+
+    V0 = "v0"
+    V1 = "v1"
+
+
+class EngineOutputs(StrEnum):
+    """What a vLLM V1 frontend hands the caller every decode step: ``final_only`` (``LLM.generate``: nothing until a
+    request finishes) or ``cumulative`` (``AsyncLLM.generate``'s default: every step, a ``RequestOutput`` holding all
+    tokens generated so far, the fast detokenizer's own list rather than a copy). ``compute.decode_step``."""
+
+    FINAL_ONLY = "final_only"
+    CUMULATIVE = "cumulative"
+
+
 class AsyncMode(StrEnum):
     """``one_step_off``: generation of step n+1 beside the training of step n; ``fully_async``: a
     separate rollout pool streams samples to the trainer (bounded staleness). Either way the step is the

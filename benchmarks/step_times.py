@@ -1199,6 +1199,18 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     packed, n = packed_squad(e)
     card["batch"].update(packed)
     notes += n
+    if e["batch"].get("packed_sample_tokens") and not packed:
+        # the entry's own mean tokens per packed sample (its note cites where it is read): attention per sample
+        # (Transformer Engine thd with cu_seqlens), card batch.packed_sample_tokens
+        card["batch"]["packed_sample_tokens"] = int(e["batch"]["packed_sample_tokens"])
+        notes.append(f"packed rows: {e['batch']['packed_sample_tokens']} tokens per sample (the entry's"
+                     f" {e['batch'].get('packed_sample_tokens_source', 'source')}): attention per sample")
+    if e["batch"].get("packed_rope_loop") and card["batch"].get("packed_sample_tokens"):
+        # Megatron-Core's unfused thd RoPE loops over the packed samples (apply_rope_fusion False in the entry's
+        # recipe, cited in batch.packed_rope_loop_source): card batch.packed_rope_loop
+        card["batch"]["packed_rope_loop"] = True
+        notes.append("batch.packed_rope_loop: RoPE per packed sample (apply_rope_fusion False: "
+                     f"{e['batch'].get('packed_rope_loop_source', 'the entry recipe')})")
     if kind == "pretrain":
         notes.append("pretraining planned as full-scope SFT (same step)")
     return card, notes

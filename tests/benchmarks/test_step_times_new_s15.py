@@ -79,3 +79,20 @@ def test_a2a_context_parallel_maps_to_ulysses_and_recipe_gradient_dtypes_are_car
         assert card["precision"]["grads"] == grads, row_id
         src = ROWS[row_id]["precision"]["grads_source"]
         assert re.search(r"l\.\d+", src) and re.search(r"@[0-9a-f]{40}", src) and any(src in n for n in notes)
+
+
+def test_packed_rows_carry_the_sample_mean_and_the_recipes_rope_loop() -> None:
+    loop = {"mbvc-qwen3-8b-sft-h100-4g", "mbvc-qwen3-8b-sft32k-h100-8g", "mbvc-qwen3-8b-lora-h100-1g",
+            "mbvc-qwen3-30b-a3b-sft32k-h100-16g", "mbvc-gpt-oss-20b-sft-h100-8g", "mbvc-gpt-oss-20b-lora-h100-1g",
+            "mbvc-gpt-oss-120b-sft-h100-32g"}
+    for row_id in loop | {"mbvc-qwen3-30b-a3b-sft-h100-16g"}:
+        e = ROWS[row_id]
+        card, _ = st.map_train(e)
+        assert card["batch"]["packed_sample_tokens"] == 392, row_id
+        assert "83.333" in e["batch"]["packed_sample_tokens_source"]
+        assert card["batch"].get("packed_rope_loop", False) is (row_id in loop), row_id
+        assert re.search(r"@[0-9a-f]{40}", e["batch"]["packed_rope_loop_source"])
+    for e in ROWS.values():  # pretraining reads megatron-indexed rows: no packed samples
+        if e["kind"] == "pretrain":
+            card, _ = st.map_train(e)
+            assert "packed_sample_tokens" not in card["batch"] and "packed_rope_loop" not in card["batch"]

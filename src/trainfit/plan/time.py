@@ -548,9 +548,32 @@ def training_time(
         # a packed row of seq_len tokens holds seq_len / attention_context sequences (plan.rl_time)
         nemo_rl_loss=nemo_rl_pg_loss_of(card),
         loss_sequences=micro_batch_size * (seq_len / attention_context if attention_context else 1.0),
+        rope_loop_samples=rope_loop_samples_of(card, micro_batch_size=micro_batch_size, seq_len=seq_len),
+        rope_loop_context_parallel=cp,
     )
-    notes = tuple(n for n in (packed_note, kernel_note) if n)
+    rope_note = rope_loop_note(card, micro_batch_size=micro_batch_size, seq_len=seq_len)
+    notes = tuple(n for n in (packed_note, kernel_note, rope_note) if n)
     return replace(t, assumptions=t.assumptions + notes) if notes else t
+
+
+def rope_loop_samples_of(card: RunCard, *, micro_batch_size: int, seq_len: int) -> float:
+    """Packed samples per micro-batch over which Megatron-Core's unfused thd RoPE loops (``batch.packed_rope_loop``,
+    ``compute.inventory.thd_rope_loop``): ``micro_batch_size x seq_len / packed_sample_tokens`` (the whole row's,
+    before any context-parallel split: every rank loops over every sample); 0 when the card does not say so."""
+    b = card.batch
+    if not b.packed_rope_loop or not b.packed_sample_tokens:
+        return 0.0
+    return micro_batch_size * seq_len / b.packed_sample_tokens
+
+
+def rope_loop_note(card: RunCard, *, micro_batch_size: int, seq_len: int) -> str | None:
+    """The plan's note for ``rope_loop_samples_of``."""
+    n = rope_loop_samples_of(card, micro_batch_size=micro_batch_size, seq_len=seq_len)
+    if not n:
+        return None
+    return (f"rotary embeddings per packed sample: {n:.1f} samples per micro-batch, each a few bare kernels in every"
+            " attention layer's query and key, two host syncs per call (Megatron-Core's unfused thd RoPE,"
+            " compute.inventory.thd_rope_loop)")
 
 
 def megatron_recompute_timed(card: RunCard) -> tuple[str, ...]:

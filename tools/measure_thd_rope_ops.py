@@ -1,5 +1,6 @@
 """Count the aten kernels and host syncs of Megatron-Core's unfused THD RoPE (``apply_rope_fusion`` False with
-packed sequences) per call, as a function of the packed documents in the row.
+packed sequences) per call, as a function of the packed documents in the row; and of Transformer Engine's thd
+sequence reorders around the all-to-all of ``cp_comm_type`` a2a (``measure_a2a``, below).
 
 The functions below are copied from NVIDIA/Megatron-LM megatron/core/models/common/embeddings/rope_utils.py
 @61f31145dfb4cfaa7d285df12aa9abffb22ff485 (the Megatron-LM submodule of NVIDIA-NeMo/Megatron-Bridge
@@ -15,6 +16,8 @@ of ``.item()``, and ``.tolist()``, which reads every element after one device-to
 """
 
 from __future__ import annotations
+
+import itertools
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -104,9 +107,80 @@ def measure(docs: int, cp_size: int, doc_tokens: int = 64, heads: int = 2, dim: 
     return f.kernels, f.syncs + 1, b.kernels, b.syncs
 
 
+# Transformer Engine @2e559f062497bef768dfbe9d7e45548fadeca80a (the commit NVIDIA-NeMo/Megatron-Bridge pins in
+# pyproject.toml override-dependencies @f3ae2767b5e18aeb67b726cd8d5f1db58216dcc9):
+# transformer_engine/pytorch/attention/dot_product_attention/context_parallel.py
+# reorder_seq_chunks_before_a2a_after_attn_thd l.298-361 and reorder_seq_chunks_after_a2a_before_attn_thd l.364-436,
+# and get_seq_chunk_ids_for_reordering_before_attn l.236-251, copied (docstrings dropped). ``torch.arange`` of 0-d
+# device tensors reads both bounds back to the host: two syncs per call.
+
+
+def reorder_seq_chunks_before_a2a_after_attn_thd(x, cu_seqlens, cp_size, seq_dim=0):
+    total_slices_of_any_sequence = 2 * cp_size
+    slice_sizes = (cu_seqlens[1:] - cu_seqlens[:-1]) // total_slices_of_any_sequence
+    indices = [
+        (
+            torch.arange(seq_start + (cp_rank * slice_size), seq_start + ((cp_rank + 1) * slice_size),
+                         device=cu_seqlens.device),
+            torch.arange(seq_start + ((total_slices_of_any_sequence - cp_rank - 1) * slice_size),
+                         seq_start + ((total_slices_of_any_sequence - cp_rank) * slice_size), device=cu_seqlens.device),
+        )
+        for cp_rank in range(cp_size)
+        for slice_size, seq_start in zip(slice_sizes, cu_seqlens[:-1])
+    ]
+    indices = list(itertools.chain(*indices))
+    indices = torch.cat(indices)
+    return x.index_select(seq_dim, indices)
+
+
+def reorder_seq_chunks_after_a2a_before_attn_thd(x, cu_seqlens, seq_chunk_ids, cp_size, seq_dim=0):
+    max_cum_seqlen_per_cp_rank = cu_seqlens[-1] // cp_size
+    cu_seqlens_on_any_cp_rank = cu_seqlens // cp_size
+    indices = [
+        torch.arange(
+            (start + max_cum_seqlen_per_cp_rank * (chunk_id // 2) if loc < cp_size
+             else (start + end) // 2 + max_cum_seqlen_per_cp_rank * (chunk_id // 2)),
+            ((start + end) // 2 + max_cum_seqlen_per_cp_rank * (chunk_id // 2) if loc < cp_size
+             else end + max_cum_seqlen_per_cp_rank * (chunk_id // 2)),
+            device=cu_seqlens.device,
+        )
+        for start, end in zip(cu_seqlens_on_any_cp_rank[:-1], cu_seqlens_on_any_cp_rank[1:])
+        for loc, chunk_id in enumerate(seq_chunk_ids)
+    ]
+    indices = torch.cat(indices)
+    return x.index_select(seq_dim, indices)
+
+
+def get_seq_chunk_ids_for_reordering_before_attn(cp_size, device):
+    chunk_ids = torch.empty(2 * cp_size, dtype=torch.int32, device=device)
+    for rank in range(cp_size):
+        chunk_ids[rank] = 2 * rank
+        chunk_ids[rank + cp_size] = 2 * cp_size - 2 * rank - 1
+    return chunk_ids
+
+
+def measure_a2a(docs: int, cp_size: int, doc_tokens: int = 16) -> tuple[int, int, int, int]:
+    """(kernels, syncs) of the reorder after the attention (before the a2a) and of the one before it (after the
+    a2a), over ``docs`` packed sequences."""
+    cu = torch.tensor([0] + [doc_tokens * (i + 1) for i in range(docs)], dtype=torch.int32)
+    x = torch.randn(doc_tokens * docs, 2, 4)
+    ids = get_seq_chunk_ids_for_reordering_before_attn(cp_size, "cpu")
+    with Count() as after:
+        reorder_seq_chunks_before_a2a_after_attn_thd(x, cu, cp_size)
+    with Count() as before:
+        reorder_seq_chunks_after_a2a_before_attn_thd(x, cu, ids, cp_size)
+    return after.kernels, after.syncs, before.kernels, before.syncs
+
+
 if __name__ == "__main__":
     for cp in (1, 2):
         rows = [measure(n, cp) for n in (1, 2, 5, 10)]
         slope = [(rows[3][i] - rows[0][i]) / 9 for i in range(4)]
         fixed = [rows[0][i] - slope[i] for i in range(4)]
         print(f"cp {cp}: per call {rows} -> per document {slope}, fixed {fixed}")
+    for cp in (2, 4):
+        rows = [measure_a2a(n, cp) for n in (1, 2, 5, 10)]
+        slope = [(rows[3][i] - rows[0][i]) / 9 for i in range(4)]
+        fixed = [rows[0][i] - slope[i] for i in range(4)]
+        print(f"a2a cp {cp}: (after-attn kernels, syncs, before-attn kernels, syncs) {rows} -> per sequence {slope},"
+              f" fixed {fixed}")

@@ -54,3 +54,42 @@ def test_the_loop_slows_a_packed_step_only_when_the_card_says_so() -> None:
 def test_the_card_refuses_the_loop_without_packed_samples() -> None:
     with pytest.raises(Exception, match="packed_rope_loop"):
         load_card_dict({**CARD, "batch": {**CARD["batch"], "packed_rope_loop": True}})
+
+
+def test_te_a2a_reorders_count_both_sides_of_every_all_to_all() -> None:
+    f, b = inv.te_a2a_thd_reorders(sequences=10, layers=36, context_parallel=2)
+    before, after = 18 * 2 * 10 + 4, 10 * 2 * 10 + 4
+    assert f.kernels == 36 * (3 * before + after) and b.kernels == 36 * (before + 3 * after)
+    assert f.host_syncs == b.host_syncs == 36 * 4 * 4 * 2 * 10
+    assert f.bare_kernels == f.kernels and b.bare_kernels == b.kernels
+
+
+def test_the_measurement_tool_reproduces_the_a2a_constants() -> None:
+    pytest.importorskip("torch")
+    import importlib.util
+    from pathlib import Path
+
+    import trainfit
+    path = Path(trainfit.__file__).resolve().parents[2] / "tools" / "measure_thd_rope_ops.py"
+    spec = importlib.util.spec_from_file_location("measure_thd_rope_ops_a2a", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    for cp in (2, 4):
+        for n in (1, 3):
+            ak, asy, bk, bsy = mod.measure_a2a(n, cp)
+            assert ak == inv.TE_A2A_THD_AFTER_ATTN_KERNELS_PER_SEQUENCE_PER_CP * cp * n + inv.TE_A2A_THD_KERNELS_PER_CALL
+            assert bk == inv.TE_A2A_THD_BEFORE_ATTN_KERNELS_PER_SEQUENCE_PER_CP * cp * n + inv.TE_A2A_THD_KERNELS_PER_CALL
+            assert asy == bsy == inv.TE_A2A_THD_SYNCS_PER_SEQUENCE_PER_CP * cp * n
+
+
+def test_the_a2a_reorders_apply_to_megatron_ulysses_on_packed_rows_only() -> None:
+    base = {"model": "Qwen/Qwen3-8B", "hardware": {"gpu": "h100-sxm", "gpus_per_node": 8},
+            "parallel": {"strategy": "zero1", "tensor_parallel": 4, "sequence_parallel": True, "context_parallel": 2,
+                         "tensor_parallel_impl": "megatron"},
+            "batch": {"micro_batch_size": 1, "seq_len": 8192, "grad_accum": 2, "packed_sample_tokens": 392}}
+    ring = make_plan(load_card_dict(base)).step_seconds
+    a2a = make_plan(load_card_dict({**base, "parallel": {**base["parallel"], "context_parallel_kind": "ulysses"}}))
+    torch_ulysses = make_plan(load_card_dict({**base, "parallel": {**base["parallel"], "context_parallel_kind": "ulysses",
+                                                                   "tensor_parallel_impl": "dtensor"}}))
+    assert a2a.step_seconds > 2 * ring  # thousands of bare kernels and syncs per layer
+    assert torch_ulysses.step_seconds < a2a.step_seconds

@@ -592,6 +592,39 @@ def thd_rope_loop(*, samples: float, layers: float, context_parallel: int = 1) -
     return fwd, bwd
 
 
+TE_A2A_THD_BEFORE_ATTN_KERNELS_PER_SEQUENCE_PER_CP = 18.0
+"""Transformer Engine's ``cp_comm_type`` a2a with thd rows (``AttnFuncWithCPAndQKVOA2A``) reorders each tensor's
+sequence chunks around its all-to-all with a Python list over the packed sequences: after the all-to-all before the
+attention, ``reorder_seq_chunks_after_a2a_before_attn_thd`` builds one ``torch.arange`` per sequence and chunk
+(``2·cp`` chunks) from 0-d device tensors of ``cu_seqlens`` (transformer_engine/pytorch/attention/
+dot_product_attention/context_parallel.py l.364-436 @2e559f062497bef768dfbe9d7e45548fadeca80a, the commit
+NVIDIA-NeMo/Megatron-Bridge pins in pyproject.toml override-dependencies @f3ae2767b5e18aeb67b726cd8d5f1db58216dcc9);
+before the all-to-all after the attention ``reorder_seq_chunks_before_a2a_after_attn_thd`` (l.298-361) one per
+sequence and rank and half. ``flash_attn_a2a_communicate`` (l.438-587) runs the first on q, k, v and dout and the
+second on out and dq, dk, dv (l.4045, 4191, 4383, 4543). Kernels per sequence: 18·cp (before the attention) and
+10·cp (after), 4 more per call each; host syncs: 4·cp per sequence each (each ``arange`` reads its two 0-d bounds
+back). Measured, not fitted: ``tools/measure_thd_rope_ops.py`` ``measure_a2a`` runs the functions copied from that
+commit on CPU at 1, 2, 5 and 10 sequences and cp 2 and 4 (exactly linear)."""
+TE_A2A_THD_AFTER_ATTN_KERNELS_PER_SEQUENCE_PER_CP = 10.0
+TE_A2A_THD_KERNELS_PER_CALL = 4.0
+TE_A2A_THD_SYNCS_PER_SEQUENCE_PER_CP = 4.0
+
+
+def te_a2a_thd_reorders(*, sequences: float, layers: float, context_parallel: int) -> tuple[PassInventory, PassInventory]:
+    """(forward, backward) inventory of Transformer Engine's thd chunk reorders around the a2a context-parallel
+    all-to-alls (constants above) for ``sequences`` packed sequences in ``layers`` attention layers: forward three
+    before-attention reorders (q, k, v) and one after (out), backward one before (dout) and three after (dq, dk, dv).
+    Bare kernels from a Python list (``bare_kernels``, not scaled by the compile factor)."""
+    cp = float(context_parallel)
+    before = TE_A2A_THD_BEFORE_ATTN_KERNELS_PER_SEQUENCE_PER_CP * cp * sequences + TE_A2A_THD_KERNELS_PER_CALL
+    after = TE_A2A_THD_AFTER_ATTN_KERNELS_PER_SEQUENCE_PER_CP * cp * sequences + TE_A2A_THD_KERNELS_PER_CALL
+    syncs = 4 * TE_A2A_THD_SYNCS_PER_SEQUENCE_PER_CP * cp * sequences * layers  # four reorders each way
+    fk, bk = layers * (3 * before + after), layers * (before + 3 * after)
+    fwd = PassInventory((), 0.0, 0.0, 0.0, fk, host_syncs=syncs, fused_kernels=fk, bare_kernels=fk)
+    bwd = PassInventory((), 0.0, 0.0, 0.0, bk, host_syncs=syncs, fused_kernels=bk, bare_kernels=bk)
+    return fwd, bwd
+
+
 def step_inventory(
     spec: ModelSpec, *, micro_batch_size: int, seq_len: int, adapter: Adapter | None = None,
     eager_attention: bool = False, causal_skip: bool = True, train_embedding: bool = True,
@@ -602,7 +635,7 @@ def step_inventory(
     expert_loop_every: bool = False,
     fp8_casts: CastTraffic | None = None, megatron_experts: bool = False, unpad_call_syncs: bool = False,
     vocab_chunk_columns: int = 0, nemo_rl_loss: str = "", loss_sequences: float = 1.0,
-    rope_loop_samples: float = 0.0, rope_loop_context_parallel: int = 1,
+    rope_loop_samples: float = 0.0, rope_loop_context_parallel: int = 1, a2a_thd_sequences: float = 0.0,
 ) -> StepInventory:
     """The op inventory of one micro-step of ``micro_batch_size × seq_len`` tokens on one GPU.
 
@@ -647,7 +680,9 @@ def step_inventory(
     NeMo RL's GRPO loss run once per packed sequence (``nemo_rl_pg_loss``) over ``loss_sequences`` sequences of the
     micro-batch, in place of the ``LOSS_*`` loss. ``rope_loop_samples`` > 0: the packed samples of the micro-batch
     over which Megatron-Core's unfused thd RoPE loops in every rotary attention layer (``thd_rope_loop``, with
-    ``rope_loop_context_parallel``), in the forward, its recompute and the backward.
+    ``rope_loop_context_parallel``), in the forward, its recompute and the backward. ``a2a_thd_sequences`` > 0: the
+    packed sequences of a row whose chunks Transformer Engine's a2a context parallel reorders around every attention
+    layer's all-to-alls (``te_a2a_thd_reorders``, at ``rope_loop_context_parallel`` ranks).
     """
     casts = fp8_casts if fp8_casts is not None else TRANSFORMER_ENGINE
     t = float(micro_batch_size * seq_len)
@@ -1035,6 +1070,10 @@ def step_inventory(
         loop_f, loop_b = thd_rope_loop(samples=rope_loop_samples, layers=rotary,
                                        context_parallel=rope_loop_context_parallel)
         layers_fwd, layers_bwd, rec = layers_fwd + loop_f, layers_bwd + loop_b, rec + loop_f
+    if a2a_thd_sequences > 0 and full and rope_loop_context_parallel > 1:
+        a2a_f, a2a_b = te_a2a_thd_reorders(sequences=a2a_thd_sequences, layers=full,
+                                           context_parallel=rope_loop_context_parallel)
+        layers_fwd, layers_bwd, rec = layers_fwd + a2a_f, layers_bwd + a2a_b, rec + a2a_f
     return StepInventory(layers_fwd, layers_bwd, rec, head_f, head_b, layers,
                          layers_recompute_op=rec_op, layers_recompute_core_attention=rec_core,
                          layers_recompute_parts=rec_parts)

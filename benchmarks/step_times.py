@@ -423,6 +423,14 @@ def model_parallel_section(dims: dict[str, Any], *, num_layers: int | None = Non
             notes.append(why)
     if ulysses > 1:
         out.update(context_parallel=ulysses, context_parallel_kind="ulysses")
+    elif cp > 1 and dims.get("cp_comm_type") == "a2a":
+        # Megatron-Core cp_comm_type "a2a": 'Like DeepSpeed Ulysses, scatter attention heads across the CP group,
+        # and gather to get full sequence of QKV' (NVIDIA/Megatron-LM megatron/core/transformer/transformer_config.py
+        # l.1030-1040 @d98e8a64ddf34856e74b24714e3bedb2f5a39553): the card's Ulysses kind; the entry's note cites
+        # the recipe that sets it
+        out.update(context_parallel=cp, context_parallel_kind="ulysses")
+        notes.append("context parallel cp_comm_type a2a (Megatron-Core's Ulysses-style all-to-all of heads)"
+                     " planned as context_parallel_kind ulysses")
     elif cp > 1:
         out.update(context_parallel=cp, context_parallel_kind="ring")
     if ep > 1:
@@ -883,6 +891,8 @@ def grad_dtype_of(e: dict[str, Any]) -> tuple[str | None, str | None]:
     * Megatron-LM bf16 (the 2024 table, core_r0.8.0): fp32, forced (module constant ``MEGATRON_LM_FP32_GRADS``).
     * Megatron-LM fp16 (2021, torch DDP): fp16 gradients all-reduced, planned as bf16 (2 B).
     * Megatron-Bridge performance tables: bf16, the perf recipes set ``grad_reduce_in_fp32 = False``.
+    * Megatron-Bridge entries that state ``precision.grads`` (the canonical recipes of the model verification
+      cards, whose recipe line the entry's note cites): that dtype.
     * NeMo 24.07 (Apex ``distributed_fused_adam``): the launcher's ``optim.grad_sync_dtype``, default fp32.
     * NeMo 2.0 DGX Cloud benchmarking scripts (``NEMO2_PERF_GRAD_REDUCE``): bf16 where performance_mode or the
       script sets ``grad_reduce_in_fp32 = False``, fp32 for DeepSeek-V3 (bf16_mixed's True stands).
@@ -915,6 +925,13 @@ def grad_dtype_of(e: dict[str, Any]) -> tuple[str | None, str | None]:
         return "bf16", ("fp16 gradients all-reduced by torch DDP, planned as bf16 (2 B): accumulate_allreduce_grads_in_fp32"
                         " is off for --fp16 and needs --DDP-impl local (NVIDIA/Megatron-LM megatron/arguments.py l.157-161"
                         " @6985e58938d40ad91ac07b0fddcfad8132e1447e)")
+    if fw == "megatron-bridge" and (e.get("precision") or {}).get("grads"):
+        # the entry's recipe states its gradient dtype (DistributedDataParallelConfig.grad_reduce_in_fp32, e.g. the
+        # canonical SFT recipes' cfg.ddp.grad_reduce_in_fp32 = True): precision.grads, its recipe file, line and
+        # commit in precision.grads_source
+        grads, where = e["precision"]["grads"], e["precision"].get("grads_source") or "the entry's recipe"
+        what = "fp32 gradient buffer and reduce-scatter" if grads == "fp32" else "bf16 gradient reduce-scatter"
+        return grads, f"{what} (precision.grads {grads}): grad_reduce_in_fp32 {grads == 'fp32'}, {where}"
     if fw == "megatron-bridge":
         return "bf16", ("bf16 gradient reduce-scatter (precision.grads bf16): the performance recipes set"
                         " grad_reduce_in_fp32 = False, NVIDIA-NeMo/Megatron-Bridge src/megatron/bridge/perf_recipes/_common.py"
@@ -1182,6 +1199,18 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     packed, n = packed_squad(e)
     card["batch"].update(packed)
     notes += n
+    if e["batch"].get("packed_sample_tokens") and not packed:
+        # the entry's own mean tokens per packed sample (its note cites where it is read): attention per sample
+        # (Transformer Engine thd with cu_seqlens), card batch.packed_sample_tokens
+        card["batch"]["packed_sample_tokens"] = int(e["batch"]["packed_sample_tokens"])
+        notes.append(f"packed rows: {e['batch']['packed_sample_tokens']} tokens per sample (the entry's"
+                     f" {e['batch'].get('packed_sample_tokens_source', 'source')}): attention per sample")
+    if e["batch"].get("packed_rope_loop") and card["batch"].get("packed_sample_tokens"):
+        # Megatron-Core's unfused thd RoPE loops over the packed samples (apply_rope_fusion False in the entry's
+        # recipe, cited in batch.packed_rope_loop_source): card batch.packed_rope_loop
+        card["batch"]["packed_rope_loop"] = True
+        notes.append("batch.packed_rope_loop: RoPE per packed sample (apply_rope_fusion False: "
+                     f"{e['batch'].get('packed_rope_loop_source', 'the entry recipe')})")
     if kind == "pretrain":
         notes.append("pretraining planned as full-scope SFT (same step)")
     return card, notes

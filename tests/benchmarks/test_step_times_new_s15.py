@@ -61,3 +61,38 @@ def test_lora_on_expert_parallel_experts_is_refused_by_the_planner() -> None:
     with pytest.raises(st.Unmapped) as got:
         st.plan_card(card)
     assert got.value.status == "not_representable" and "LoRA on expert-parallel experts" in got.value.reasons[0]
+
+
+def test_a2a_context_parallel_maps_to_ulysses_and_recipe_gradient_dtypes_are_carried() -> None:
+    card, notes = st.map_train(ROWS["mbvc-qwen3-8b-sft32k-h100-8g"])
+    par = card["parallel"]
+    assert (par["context_parallel"], par["context_parallel_kind"]) == (2, "ulysses")
+    assert any("cp_comm_type a2a" in n for n in notes)
+    card, _ = st.map_train(ROWS["mbvc-qwen3-30b-a3b-sft32k-h100-16g"])  # p2p: the ring
+    assert card["parallel"]["context_parallel_kind"] == "ring"
+    fp32 = {"mbvc-qwen3-8b-sft-h100-4g", "mbvc-qwen3-8b-sft32k-h100-8g", "mbvc-qwen3-30b-a3b-sft-h100-16g",
+            "mbvc-qwen3-30b-a3b-sft32k-h100-16g", "mbvc-gpt-oss-20b-pretrain-h100-16g",
+            "mbvc-gpt-oss-120b-pretrain-h100-64g"}
+    for row_id in fp32 | {"mbvc-gpt-oss-20b-sft-h100-8g", "mbvc-gpt-oss-120b-sft-h100-32g"}:
+        card, notes = st.map_train(ROWS[row_id])
+        grads = "fp32" if row_id in fp32 else "bf16"
+        assert card["precision"]["grads"] == grads, row_id
+        src = ROWS[row_id]["precision"]["grads_source"]
+        assert re.search(r"l\.\d+", src) and re.search(r"@[0-9a-f]{40}", src) and any(src in n for n in notes)
+
+
+def test_packed_rows_carry_the_sample_mean_and_the_recipes_rope_loop() -> None:
+    loop = {"mbvc-qwen3-8b-sft-h100-4g", "mbvc-qwen3-8b-sft32k-h100-8g", "mbvc-qwen3-8b-lora-h100-1g",
+            "mbvc-qwen3-30b-a3b-sft32k-h100-16g", "mbvc-gpt-oss-20b-sft-h100-8g", "mbvc-gpt-oss-20b-lora-h100-1g",
+            "mbvc-gpt-oss-120b-sft-h100-32g"}
+    for row_id in loop | {"mbvc-qwen3-30b-a3b-sft-h100-16g"}:
+        e = ROWS[row_id]
+        card, _ = st.map_train(e)
+        assert card["batch"]["packed_sample_tokens"] == 392, row_id
+        assert "83.333" in e["batch"]["packed_sample_tokens_source"]
+        assert card["batch"].get("packed_rope_loop", False) is (row_id in loop), row_id
+        assert re.search(r"@[0-9a-f]{40}", e["batch"]["packed_rope_loop_source"])
+    for e in ROWS.values():  # pretraining reads megatron-indexed rows: no packed samples
+        if e["kind"] == "pretrain":
+            card, _ = st.map_train(e)
+            assert "packed_sample_tokens" not in card["batch"] and "packed_rope_loop" not in card["batch"]

@@ -547,6 +547,84 @@ def nemo_rl_pg_loss(*, backend: str, tokens: float, logits_per_token: float, seq
     return forward, backward
 
 
+THD_ROPE_FORWARD_KERNELS_PER_SAMPLE = 13.0
+"""Megatron-Core's unfused thd RoPE (``apply_rope_fusion`` False with packed sequences,
+``_apply_rotary_pos_emb_thd``, NVIDIA/Megatron-LM megatron/core/models/common/embeddings/rope_utils.py l.189-268,
+called from ``apply_rotary_pos_emb`` l.338 when ``apply_rope_fusion`` is off, @61f31145dfb4cfaa7d285df12aa9abffb22ff485, the Megatron-LM submodule of NVIDIA-NeMo/Megatron-Bridge
+@f3ae2767b5e18aeb67b726cd8d5f1db58216dcc9; the same loop at Megatron-LM adfb8ec7 and d12f6c8c, the submodules of
+Bridge 619cc20b and 6799f099): with ``freqs`` of the longest packed sample (``get_rotary_seq_len`` returns the
+packed ``max_seqlen``, rotary_pos_embedding.py l.238-241; the collate's ``max_seqlen`` is the row's longest
+sample, NVIDIA-NeMo/Megatron-Bridge src/megatron/bridge/data/packing/gpt_sft.py l.274-290 @f3ae2767), it splits the row with ``torch.split`` over
+``.tolist()`` of the sample lengths and applies ``_apply_rotary_pos_emb_bshd`` (cos, sin, the scale, two casts,
+two products, rotate-half's neg and cat, the sum, the cat with the pass-through part) and a ``copy_`` into the
+output one sample at a time. Kernels per sample and call, forward: 13 (14 with context parallel, whose
+``_get_thd_freqs_on_this_cp_rank`` cats the rank's two frequency slices); per call 2 more (the length difference
+and its division). Measured, not fitted: ``tools/measure_thd_rope_ops.py`` runs the functions copied from that
+commit on CPU under a ``TorchDispatchMode`` counting non-view aten ops, at 1, 2, 5 and 10 samples (exactly
+linear)."""
+THD_ROPE_FORWARD_KERNELS_PER_CALL = 2.0
+THD_ROPE_BACKWARD_KERNELS_PER_SAMPLE = 11.0
+"""Its backward (``autograd.grad`` of the same measurement): 11 kernels per sample, one fewer per call."""
+THD_ROPE_BACKWARD_KERNELS_PER_CALL = -1.0
+THD_ROPE_FORWARD_SYNCS_PER_CALL = 2.0
+"""Host syncs per call: ``.tolist()`` of the sample lengths and ``cu_seqlens[-1].item()`` (``cu_seqlens`` is on the
+device: Megatron-Bridge's ``get_batch_from_iterator`` moves it with ``.cuda(non_blocking=True)``,
+src/megatron/bridge/training/gpt_step.py l.250-266 @f3ae2767b5e18aeb67b726cd8d5f1db58216dcc9). None in backward."""
+THD_ROPE_CALLS_PER_LAYER = 2.0
+"""The query and the key each take one ``apply_rotary_pos_emb`` call per attention layer, with the thd
+``cu_seqlens`` of the packed batch (Megatron-Core ``Attention.forward``, megatron/core/transformer/attention.py
+l.1457-1499 @61f31145dfb4cfaa7d285df12aa9abffb22ff485)."""
+
+
+def thd_rope_loop(*, samples: float, layers: float, context_parallel: int = 1) -> tuple[PassInventory, PassInventory]:
+    """(forward, backward) inventory of Megatron-Core's per-sample thd RoPE loop over ``samples`` packed samples of a
+    row in ``layers`` attention layers (constants above). Every context-parallel rank loops over every sample (each
+    holds a slice of each). The kernels are bare aten calls from a Python loop: ``bare_kernels``, the host's
+    per-kernel rate of a backward (``training.pass_seconds``), and not scaled by the compile factor (no fusion:
+    ``fused_kernels``); their bytes are the rotary bytes the layer already counts."""
+    calls = THD_ROPE_CALLS_PER_LAYER * layers
+    per_sample = THD_ROPE_FORWARD_KERNELS_PER_SAMPLE + (1.0 if context_parallel > 1 else 0.0)
+    fk = calls * (THD_ROPE_FORWARD_KERNELS_PER_CALL + per_sample * samples)
+    bk = calls * max(0.0, THD_ROPE_BACKWARD_KERNELS_PER_CALL + THD_ROPE_BACKWARD_KERNELS_PER_SAMPLE * samples)
+    fwd = PassInventory((), 0.0, 0.0, 0.0, fk, host_syncs=calls * THD_ROPE_FORWARD_SYNCS_PER_CALL,
+                        fused_kernels=fk, bare_kernels=fk)
+    bwd = PassInventory((), 0.0, 0.0, 0.0, bk, fused_kernels=bk, bare_kernels=bk)
+    return fwd, bwd
+
+
+TE_A2A_THD_BEFORE_ATTN_KERNELS_PER_SEQUENCE_PER_CP = 18.0
+"""Transformer Engine's ``cp_comm_type`` a2a with thd rows (``AttnFuncWithCPAndQKVOA2A``) reorders each tensor's
+sequence chunks around its all-to-all with a Python list over the packed sequences: after the all-to-all before the
+attention, ``reorder_seq_chunks_after_a2a_before_attn_thd`` builds one ``torch.arange`` per sequence and chunk
+(``2·cp`` chunks) from 0-d device tensors of ``cu_seqlens`` (transformer_engine/pytorch/attention/
+dot_product_attention/context_parallel.py l.364-436 @2e559f062497bef768dfbe9d7e45548fadeca80a, the commit
+NVIDIA-NeMo/Megatron-Bridge pins in pyproject.toml override-dependencies @f3ae2767b5e18aeb67b726cd8d5f1db58216dcc9);
+before the all-to-all after the attention ``reorder_seq_chunks_before_a2a_after_attn_thd`` (l.298-361) one per
+sequence and rank and half. ``flash_attn_a2a_communicate`` (l.438-587) runs the first on q, k, v and dout and the
+second on out and dq, dk, dv (l.4045, 4191, 4383, 4543). Kernels per sequence: 18·cp (before the attention) and
+10·cp (after), 4 more per call each; host syncs: 4·cp per sequence each (each ``arange`` reads its two 0-d bounds
+back). Measured, not fitted: ``tools/measure_thd_rope_ops.py`` ``measure_a2a`` runs the functions copied from that
+commit on CPU at 1, 2, 5 and 10 sequences and cp 2 and 4 (exactly linear)."""
+TE_A2A_THD_AFTER_ATTN_KERNELS_PER_SEQUENCE_PER_CP = 10.0
+TE_A2A_THD_KERNELS_PER_CALL = 4.0
+TE_A2A_THD_SYNCS_PER_SEQUENCE_PER_CP = 4.0
+
+
+def te_a2a_thd_reorders(*, sequences: float, layers: float, context_parallel: int) -> tuple[PassInventory, PassInventory]:
+    """(forward, backward) inventory of Transformer Engine's thd chunk reorders around the a2a context-parallel
+    all-to-alls (constants above) for ``sequences`` packed sequences in ``layers`` attention layers: forward three
+    before-attention reorders (q, k, v) and one after (out), backward one before (dout) and three after (dq, dk, dv).
+    Bare kernels from a Python list (``bare_kernels``, not scaled by the compile factor)."""
+    cp = float(context_parallel)
+    before = TE_A2A_THD_BEFORE_ATTN_KERNELS_PER_SEQUENCE_PER_CP * cp * sequences + TE_A2A_THD_KERNELS_PER_CALL
+    after = TE_A2A_THD_AFTER_ATTN_KERNELS_PER_SEQUENCE_PER_CP * cp * sequences + TE_A2A_THD_KERNELS_PER_CALL
+    syncs = 4 * TE_A2A_THD_SYNCS_PER_SEQUENCE_PER_CP * cp * sequences * layers  # four reorders each way
+    fk, bk = layers * (3 * before + after), layers * (before + 3 * after)
+    fwd = PassInventory((), 0.0, 0.0, 0.0, fk, host_syncs=syncs, fused_kernels=fk, bare_kernels=fk)
+    bwd = PassInventory((), 0.0, 0.0, 0.0, bk, host_syncs=syncs, fused_kernels=bk, bare_kernels=bk)
+    return fwd, bwd
+
+
 def step_inventory(
     spec: ModelSpec, *, micro_batch_size: int, seq_len: int, adapter: Adapter | None = None,
     eager_attention: bool = False, causal_skip: bool = True, train_embedding: bool = True,
@@ -557,6 +635,7 @@ def step_inventory(
     expert_loop_every: bool = False,
     fp8_casts: CastTraffic | None = None, megatron_experts: bool = False, unpad_call_syncs: bool = False,
     vocab_chunk_columns: int = 0, nemo_rl_loss: str = "", loss_sequences: float = 1.0,
+    rope_loop_samples: float = 0.0, rope_loop_context_parallel: int = 1, a2a_thd_sequences: float = 0.0,
 ) -> StepInventory:
     """The op inventory of one micro-step of ``micro_batch_size × seq_len`` tokens on one GPU.
 
@@ -599,7 +678,11 @@ def step_inventory(
     place of the lm_head GEMMs and the ``LOSS_*`` / ``FLASH_CE_*`` loss. ``nemo_rl_loss`` ("dtensor" / "megatron" /
     "megatron_logprob"):
     NeMo RL's GRPO loss run once per packed sequence (``nemo_rl_pg_loss``) over ``loss_sequences`` sequences of the
-    micro-batch, in place of the ``LOSS_*`` loss.
+    micro-batch, in place of the ``LOSS_*`` loss. ``rope_loop_samples`` > 0: the packed samples of the micro-batch
+    over which Megatron-Core's unfused thd RoPE loops in every rotary attention layer (``thd_rope_loop``, with
+    ``rope_loop_context_parallel``), in the forward, its recompute and the backward. ``a2a_thd_sequences`` > 0: the
+    packed sequences of a row whose chunks Transformer Engine's a2a context parallel reorders around every attention
+    layer's all-to-alls (``te_a2a_thd_reorders``, at ``rope_loop_context_parallel`` ranks).
     """
     casts = fp8_casts if fp8_casts is not None else TRANSFORMER_ENGINE
     t = float(micro_batch_size * seq_len)
@@ -983,6 +1066,14 @@ def step_inventory(
              strided_=ROTARY_BYTES * t * qkv * rotary)
     rec_parts = tuple((name, PassInventory(tuple(p["gemms"]), 0.0, 0.0, p["bytes"], p["kernels"],
                                            strided_bytes=p["strided"])) for name, p in parts.items())
+    if rope_loop_samples > 0 and rotary:
+        loop_f, loop_b = thd_rope_loop(samples=rope_loop_samples, layers=rotary,
+                                       context_parallel=rope_loop_context_parallel)
+        layers_fwd, layers_bwd, rec = layers_fwd + loop_f, layers_bwd + loop_b, rec + loop_f
+    if a2a_thd_sequences > 0 and full and rope_loop_context_parallel > 1:
+        a2a_f, a2a_b = te_a2a_thd_reorders(sequences=a2a_thd_sequences, layers=full,
+                                           context_parallel=rope_loop_context_parallel)
+        layers_fwd, layers_bwd, rec = layers_fwd + a2a_f, layers_bwd + a2a_b, rec + a2a_f
     return StepInventory(layers_fwd, layers_bwd, rec, head_f, head_b, layers,
                          layers_recompute_op=rec_op, layers_recompute_core_attention=rec_core,
                          layers_recompute_parts=rec_parts)

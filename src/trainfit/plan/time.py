@@ -550,9 +550,49 @@ def training_time(
         loss_sequences=micro_batch_size * (seq_len / attention_context if attention_context else 1.0),
         # the loop's element-by-element reads walk the whole (unsharded) micro-batch (loop.token_scan_syncs)
         scan_syncs=card.loop.token_scan_syncs * max(0, micro_batch_size * seq_len - 1),
+        rope_loop_samples=rope_loop_samples_of(card, micro_batch_size=micro_batch_size, seq_len=seq_len),
+        rope_loop_context_parallel=cp,
+        a2a_thd_sequences=a2a_thd_sequences_of(card, micro_batch_size=micro_batch_size, seq_len=seq_len),
     )
-    notes = tuple(n for n in (packed_note, kernel_note) if n)
+    rope_note = rope_loop_note(card, micro_batch_size=micro_batch_size, seq_len=seq_len)
+    a2a = a2a_thd_sequences_of(card, micro_batch_size=micro_batch_size, seq_len=seq_len)
+    a2a_note = (f"a2a context parallel on packed rows: Transformer Engine reorders {a2a:.1f} sequences' chunks around"
+                " every attention all-to-all in a Python list, with host syncs (compute.inventory.te_a2a_thd_reorders)"
+                if a2a else None)
+    notes = tuple(n for n in (packed_note, kernel_note, rope_note, a2a_note) if n)
     return replace(t, assumptions=t.assumptions + notes) if notes else t
+
+
+def rope_loop_samples_of(card: RunCard, *, micro_batch_size: int, seq_len: int) -> float:
+    """Packed samples per micro-batch over which Megatron-Core's unfused thd RoPE loops (``batch.packed_rope_loop``,
+    ``compute.inventory.thd_rope_loop``): ``micro_batch_size x seq_len / packed_sample_tokens`` (the whole row's,
+    before any context-parallel split: every rank loops over every sample); 0 when the card does not say so."""
+    b = card.batch
+    if not b.packed_rope_loop or not b.packed_sample_tokens:
+        return 0.0
+    return micro_batch_size * seq_len / b.packed_sample_tokens
+
+
+def a2a_thd_sequences_of(card: RunCard, *, micro_batch_size: int, seq_len: int) -> float:
+    """Packed sequences per micro-batch whose chunks Transformer Engine's a2a context parallel reorders
+    (``compute.inventory.te_a2a_thd_reorders``): Megatron-Core layers (``tensor_parallel_impl`` megatron: its
+    ``cp_comm_type`` a2a is the card's Ulysses kind) with context parallel > 1 on packed rows (thd), ``micro_batch_size
+    x seq_len / packed_sample_tokens``; else 0."""
+    par, b = card.parallel, card.batch
+    if (par.tensor_parallel_impl is not TensorParallelImpl.MEGATRON or par.context_parallel <= 1
+            or par.context_parallel_kind is not ContextParallelKind.ULYSSES or not b.packed_sample_tokens):
+        return 0.0
+    return micro_batch_size * seq_len / b.packed_sample_tokens
+
+
+def rope_loop_note(card: RunCard, *, micro_batch_size: int, seq_len: int) -> str | None:
+    """The plan's note for ``rope_loop_samples_of``."""
+    n = rope_loop_samples_of(card, micro_batch_size=micro_batch_size, seq_len=seq_len)
+    if not n:
+        return None
+    return (f"rotary embeddings per packed sample: {n:.1f} samples per micro-batch, each a few bare kernels in every"
+            " attention layer's query and key, two host syncs per call (Megatron-Core's unfused thd RoPE,"
+            " compute.inventory.thd_rope_loop)")
 
 
 def megatron_recompute_timed(card: RunCard) -> tuple[str, ...]:

@@ -397,10 +397,18 @@ class BatchSection(_Section):
         None, ge=0, le=100,
         description="With packed_sample_tokens: the samples' length spread, std / mean (attention work ~ mean^2"
                     " (1 + cv^2) per sample); null: every sample the mean length (stated in the plan).")
+    packed_rope_loop: bool = Field(
+        False,
+        description="With packed_sample_tokens: rotary embeddings are applied one packed sample at a time in a Python"
+                    " loop, with two host syncs per call (Megatron-Core's unfused thd RoPE, apply_rope_fusion False):"
+                    " per-sample kernels in every attention layer (compute.inventory.thd_rope_loop).")
 
     @model_validator(mode="after")
     def _packed(self) -> BatchSection:
         mean, cv = self.packed_sample_tokens, self.packed_sample_length_cv
+        if self.packed_rope_loop and mean is None:
+            raise ValueError("batch.packed_rope_loop: the loop runs over the packed samples; set"
+                             " batch.packed_sample_tokens (their mean tokens), or packed_rope_loop false")
         if mean is None:
             if cv is not None:
                 raise ValueError("batch.packed_sample_length_cv: only read with batch.packed_sample_tokens (the mean"

@@ -1,0 +1,95 @@
+"""Megatron-Core's unfused thd RoPE loop (compute.inventory.thd_rope_loop): its kernel and sync counts, measured
+with tools/measure_thd_rope_ops.py, enter the forward, its recompute and the backward only when the card says
+batch.packed_rope_loop; the card refuses the flag without batch.packed_sample_tokens."""
+
+from __future__ import annotations
+
+import pytest
+
+from trainfit.compute import inventory as inv
+from trainfit.plan import make_plan
+from trainfit.spec.card import load_card_dict
+
+CARD = {"model": "Qwen/Qwen3-8B", "hardware": {"gpu": "h100-sxm", "gpus_per_node": 1},
+        "parallel": {"strategy": "single"}, "batch": {"micro_batch_size": 1, "seq_len": 2048, "grad_accum": 4}}
+
+
+def test_counts_per_sample_call_and_layer() -> None:
+    f, b = inv.thd_rope_loop(samples=5, layers=36)
+    assert f.kernels == 2 * 36 * (2 + 13 * 5) and f.host_syncs == 2 * 36 * 2
+    assert b.kernels == 2 * 36 * (11 * 5 - 1) and b.host_syncs == 0
+    assert f.bare_kernels == f.fused_kernels == f.kernels and b.bare_kernels == b.kernels
+    f2, _ = inv.thd_rope_loop(samples=5, layers=36, context_parallel=2)  # the cat of the rank's two freq slices
+    assert f2.kernels - f.kernels == 2 * 36 * 5
+
+
+def test_the_measurement_tool_reproduces_the_constants() -> None:
+    torch = pytest.importorskip("torch")  # noqa: F841 - the tool runs Megatron-Core's functions on CPU
+    import importlib.util
+    from pathlib import Path
+
+    import trainfit
+    path = Path(trainfit.__file__).resolve().parents[2] / "tools" / "measure_thd_rope_ops.py"
+    spec = importlib.util.spec_from_file_location("measure_thd_rope_ops", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    for cp, per_sample in ((1, inv.THD_ROPE_FORWARD_KERNELS_PER_SAMPLE), (2, inv.THD_ROPE_FORWARD_KERNELS_PER_SAMPLE + 1)):
+        for n in (1, 4):
+            fk, fs, bk, bs = mod.measure(n, cp)
+            assert fk == inv.THD_ROPE_FORWARD_KERNELS_PER_CALL + per_sample * n
+            assert fs == inv.THD_ROPE_FORWARD_SYNCS_PER_CALL and bs == 0
+            assert bk == inv.THD_ROPE_BACKWARD_KERNELS_PER_CALL + inv.THD_ROPE_BACKWARD_KERNELS_PER_SAMPLE * n
+
+
+def test_the_loop_slows_a_packed_step_only_when_the_card_says_so() -> None:
+    packed = make_plan(load_card_dict({**CARD, "batch": {**CARD["batch"], "packed_sample_tokens": 392}}))
+    loop = make_plan(load_card_dict({**CARD, "batch": {**CARD["batch"], "packed_sample_tokens": 392,
+                                                       "packed_rope_loop": True}}))
+    assert loop.step_seconds > packed.step_seconds
+    # the extra host work: ~5.2 samples x (13 forward + 11 backward) bare kernels x 2 calls x 36 layers per micro-step
+    extra = 4 * 2 * 36 * (2 + 13 * 2048 / 392 + 11 * 2048 / 392 - 1) * 12e-6
+    assert loop.step_seconds - packed.step_seconds == pytest.approx(extra, rel=0.5)
+
+
+def test_the_card_refuses_the_loop_without_packed_samples() -> None:
+    with pytest.raises(Exception, match="packed_rope_loop"):
+        load_card_dict({**CARD, "batch": {**CARD["batch"], "packed_rope_loop": True}})
+
+
+def test_te_a2a_reorders_count_both_sides_of_every_all_to_all() -> None:
+    f, b = inv.te_a2a_thd_reorders(sequences=10, layers=36, context_parallel=2)
+    before, after = 18 * 2 * 10 + 4, 10 * 2 * 10 + 4
+    assert f.kernels == 36 * (3 * before + after) and b.kernels == 36 * (before + 3 * after)
+    assert f.host_syncs == b.host_syncs == 36 * 4 * 4 * 2 * 10
+    assert f.bare_kernels == f.kernels and b.bare_kernels == b.kernels
+
+
+def test_the_measurement_tool_reproduces_the_a2a_constants() -> None:
+    pytest.importorskip("torch")
+    import importlib.util
+    from pathlib import Path
+
+    import trainfit
+    path = Path(trainfit.__file__).resolve().parents[2] / "tools" / "measure_thd_rope_ops.py"
+    spec = importlib.util.spec_from_file_location("measure_thd_rope_ops_a2a", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    for cp in (2, 4):
+        for n in (1, 3):
+            ak, asy, bk, bsy = mod.measure_a2a(n, cp)
+            assert ak == inv.TE_A2A_THD_AFTER_ATTN_KERNELS_PER_SEQUENCE_PER_CP * cp * n + inv.TE_A2A_THD_KERNELS_PER_CALL
+            assert bk == inv.TE_A2A_THD_BEFORE_ATTN_KERNELS_PER_SEQUENCE_PER_CP * cp * n + inv.TE_A2A_THD_KERNELS_PER_CALL
+            assert asy == bsy == inv.TE_A2A_THD_SYNCS_PER_SEQUENCE_PER_CP * cp * n
+
+
+def test_the_a2a_reorders_apply_to_megatron_ulysses_on_packed_rows_only() -> None:
+    base = {"model": "Qwen/Qwen3-8B", "hardware": {"gpu": "h100-sxm", "gpus_per_node": 8},
+            "parallel": {"strategy": "zero1", "tensor_parallel": 4, "sequence_parallel": True, "context_parallel": 2,
+                         "tensor_parallel_impl": "megatron"},
+            "batch": {"micro_batch_size": 1, "seq_len": 8192, "grad_accum": 2, "packed_sample_tokens": 392}}
+    ring = make_plan(load_card_dict(base)).step_seconds
+    a2a = make_plan(load_card_dict({**base, "parallel": {**base["parallel"], "context_parallel_kind": "ulysses"}}))
+    torch_ulysses = make_plan(load_card_dict({**base, "parallel": {**base["parallel"], "context_parallel_kind": "ulysses",
+                                                                   "tensor_parallel_impl": "dtensor"}}))
+    assert a2a.step_seconds > 2 * ring  # thousands of bare kernels and syncs per layer
+    assert torch_ulysses.step_seconds < a2a.step_seconds

@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from trainfit.memory.hybrid_engine import HE_MAX_OUT_TOKENS, HybridEngineMemory, hybrid_engine_memory
-from trainfit.memory.logits import trl_fused_logprob_bytes
+from trainfit.memory.logits import trl_fused_logprob_bytes, verl_logprob_pass_bytes
 from trainfit.memory.params import param_tensors
 from trainfit.memory.phases import PhasePeak, StepTerms, step_peaks
 from trainfit.memory.weights import count_scale, weight_bytes
@@ -159,6 +159,9 @@ def forward_only_transient(
         Without a copying division (DPO: no temperature; PPO divides in place) the full logits
         stay alive through the row loop: ``2·b·s·V + min(b, 2)·2·(s-1)·V``.
         A fused/chunked log-prob (``loss.chunked``) removes them.
+    log-probs, verl with flash-attn's kernel (``loss.kernel: flash_attn``; ``memory.logits`` module doc)
+        the bf16 logits of the packed row, divided in place, and the kernel's three fp32 per-row outputs:
+        ``2·b·s·V + 12·b·s`` (``memory.logits.verl_logprob_pass_bytes``).
     scalar head (critic values, reward scores: TRL ``get_reward``)
         ``score(last_hidden_state)``: ``T·h`` + ``T·N`` bf16, below the layer's transient.
 
@@ -179,6 +182,8 @@ def forward_only_transient(
         head = trl_fused_logprob_bytes(tokens=b * (s - 1), hidden_size=h, vocab_size=spec.vocab_size).forward_peak
     elif chunked:
         head = 0.0
+    elif kernel == "flash_attn":
+        head = verl_logprob_pass_bytes(tokens=tokens, vocab_size=spec.vocab_size)
     else:
         v = spec.vocab_size
         full, shifted, rows = 2.0 * b * s * v, 2.0 * b * (s - 1) * v, min(b, 2) * 2.0 * (s - 1) * v

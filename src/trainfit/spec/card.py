@@ -420,11 +420,13 @@ class LossSection(_Section):
     kernel: LossKernel = Field(
         LossKernel.LIGER, description="With chunked: liger (fused linear cross-entropy), trl (TRL's fused lm_head log-probs),"
         " prime_rl (prime-rl's chunked log-prob/entropy head) or torchtune (CEWithChunkedOutputLoss). Without chunked: flash_attn (flash-attn's CrossEntropyLoss, llm-foundry's"
-        " fused_crossentropy: bf16 logits, no fp32 copy); any other value is the eager fp32 loss."
+        " fused_crossentropy: bf16 logits, no fp32 copy; for ppo/grpo verl's actor log-probs, which call the same"
+        " kernel whenever flash-attn is installed); any other value is the eager fp32 loss."
     )
     inplace_backward: bool = Field(
         False, description="With kernel flash_attn: its inplace_backward=True, the gradient written into the logits"
-                           " (flash-attn's default and llm-foundry's: false, a new gradient buffer).")
+                           " (flash-attn's default and llm-foundry's: false, a new gradient buffer; verl's actor: true"
+                           " unless the update computes the entropy).")
 
     @model_validator(mode="after")
     def _kernel_fits_chunked(self) -> LossSection:
@@ -951,9 +953,10 @@ class RunCard(_Section):
                              " loss.chunked true or loss.kernel flash_attn: compute")
         if self.loss.kernel is LossKernel.FLASH_ATTN:
             # flash-attn's CrossEntropyLoss scores labels (SFT / pretraining); Megatron-Core runs its own loss
-            if self.method is not Method.SFT:
-                raise ValueError(f"loss.kernel: flash_attn is a cross-entropy over the labels, read for method sft;"
-                                 f" allowed for {self.method.value}: liger, trl, prime_rl, torchtune")
+            if self.method not in (Method.SFT, Method.PPO, Method.GRPO):
+                raise ValueError(f"loss.kernel: flash_attn is a cross-entropy over the labels, read for method sft"
+                                 f" (and ppo/grpo: verl's actor log-probs); allowed for {self.method.value}: liger, trl,"
+                                 f" prime_rl, torchtune")
             if par.tensor_parallel_impl is TensorParallelImpl.MEGATRON:
                 raise ValueError("loss.kernel: flash_attn is not Megatron-Core's loss (tensor_parallel_impl megatron"
                                  " runs vocab_parallel_cross_entropy); allowed with it: liger, trl, prime_rl, torchtune")

@@ -1913,6 +1913,21 @@ def map_rl(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
             card["roles"] = {**card.get("roles", {}), "reference": "gpu"}
             notes.append(f"actor LoRA rank {lora_dim} on the decoder layers, embeddings trained ({script.group(1)}:"
                          " --actor_lora_dim, no --only_optimize_lora); reference a separate ZeRO-3 model")
+    from trainfit.catalog.gpus import resolve_gpu as _gpu
+
+    if (e["framework"] == "verl" and tr.get("strategy") != "megatron" and "loss" not in card
+            and not (tr.get("tp") or 1) > 1 and _gpu(gpu).compute_capability is not None):
+        # verl's FSDP actor computes its log-probs with flash-attn's Triton cross-entropy whenever it imports
+        # (verl/utils/torch_functional.py l.30-36, 53-72; every verl from the first release, 30911f133aa3, to
+        # verl-project/verl 1dda039b9c63), with inplace_backward=True unless the update computes the entropy
+        # (verl/workers/actor/dp_actor.py l.118-122, 304-311; entropy_coeff 0 by default, ppo_trainer.yaml l.46,
+        # volcengine/verl @e0d035cd4a6a5c29835516a58d78710a28e73b18), and verl's images install flash-attn
+        # (docker/Dockerfile.ngc.vllm l.45, Dockerfile.ngc.vllm0.8 l.56-58 @e0d035cd; docker/Dockerfile.stable.vllm
+        # l.90 @1dda039b9c6311889a9c9a26040677e1254814f9); CUDA images only (docker/Dockerfile.rocm @e0d035cd installs
+        # none, so ROCm rows keep the eager path). The in-place temperature division (loss.temperature_copy false) is the
+        # legacy actor's through HEAD and the engine workers' until 51504d8495fbede9e8126b2dd5972a8b78f8d4ff
+        card["loss"] = {"kernel": "flash_attn", "inplace_backward": True}
+        notes.append("verl actor log-probs: flash-attn's cross-entropy, inplace_backward (loss.kernel flash_attn)")
     if e["framework"] in CARD_PRESETS:
         card["preset"] = e["framework"]
     return card, notes

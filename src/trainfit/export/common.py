@@ -364,6 +364,7 @@ def plan_facts(card: RunCard) -> dict[str, Any]:
     lo = card.loss  # the kernel is read with chunked, or as flash_attn (the full-logits flash-attn loss)
     f["loss.kernel"] = lo.kernel.value if lo.chunked or lo.kernel.value == "flash_attn" else None
     f["loss.inplace_backward"] = lo.inplace_backward
+    f["loss.temperature_copy"] = lo.temperature_copy
     if rl:
         ro = card.rollout
         for k, v in ro.model_dump(mode="json").items():

@@ -71,6 +71,31 @@ tensors: ``gI = inplace ? logits_ : at::empty_like(logits_)``). Per logit: the b
 after it; at the start of backward 4E (2E in place). The z-loss output is dropped by the caller, the per-row losses
 are reduced (their ``sum`` saves nothing): 4 B per row (the lse) is retained. Triton does not run on CPU, so the test
 (tests/memory/test_flash_attn_ce.py) replays this allocation order by hand, not a fake-tensor trace.
+
+verl's actor (PPO/GRPO with ``loss.kernel: flash_attn``) calls the same kernel through its own log-prob code, not
+a loss module: ``logprobs_from_logits`` runs flash-attn's ``cross_entropy_loss(logits, labels,
+inplace_backward=inplace_backward)`` whenever ``flash_attn.ops.triton.cross_entropy`` imports (volcengine/verl
+verl/utils/torch_functional.py l.30-36 and 53-72 @e0d035cd4a6a5c29835516a58d78710a28e73b18), on the bf16 logits as
+the model returns them (no ``.float()``). ``DataParallelPPOActor._forward_micro_batch`` (verl/workers/actor/dp_actor.py
+l.110-122, same commit; the remove-padding path, one packed row per micro-batch) takes ``logits_rmpad =
+output.logits.squeeze(0)`` (a view), divides it by the temperature in place (``logits_rmpad.div_(temperature)``)
+and passes ``inplace_backward=True`` unless the entropy is computed (the update only when ``entropy_coeff != 0``,
+l.304-311; 0 by default, verl/trainer/config/ppo_trainer.yaml l.46). The in-place division of a view puts autograd's
+``CopySlices`` before ``lm_head``: its backward makes a base-sized copy of the incoming gradient, a contiguous clone
+of the slice and the division's output while the incoming gradient (the logits buffer the kernel wrote into) is
+still bound: four bf16 logit-sized tensors, 8 B per logit at the start of backward whatever ``inplace_backward`` is
+(measured with fake tensors and the trace's tracker, tests/memory/test_flash_attn_ce.py ``test_verl_actor_*``);
+forward and after it as the kernel above (2 B per logit, the lse per row). Under ``no_grad`` (the old-policy and
+reference log-prob passes) the pass holds the bf16 logits and the kernel's three fp32 per-row outputs
+(``verl_logprob_pass_bytes``). verl's engine workers (``FSDPEngineWithLMHead.prepare_model_outputs``, the default
+actor from ``use_legacy_worker_impl: disable``, verl-project/verl verl/trainer/config/_generated_ppo_trainer.yaml
+l.804 @93f1831e42dd0608ee64f65e03a49dffa008566d) divided the view in place as well
+(``logits_rmpad.div_(temperature_rmpad...)``, verl/workers/engine/fsdp/transformer_impl.py l.1034 @93f1831e) until
+51504d8495fbede9e8126b2dd5972a8b78f8d4ff (2026-07-06) made it a copy (``logits_rmpad = logits_rmpad /
+temperature_rmpad...``, l.1352 @bf48903d93e4618531d3bbae96551a889007dd8b; ``loss.temperature_copy``): the model output
+holds the undivided logits until ``forward_step`` returns after the loss (l.1507-1563), so the forward and a no-grad
+pass hold two logits-sized tensors, and backward the kernel's gradient and the division's (4 B per logit; measured
+as above).
 """
 
 from __future__ import annotations
@@ -239,6 +264,39 @@ def flash_attn_ce_bytes(
                        backward_peak=saved + grad)
 
 
+VERL_VIEW_DIV_BACKWARD_TENSORS = 4
+"""verl's in-place temperature division of the squeezed logits view: ``CopySlices``'s backward holds the incoming
+gradient, its base-sized copy, the slice's contiguous clone and the division's output, each a logits-sized tensor in
+the compute dtype."""
+
+
+def verl_actor_logprob_bytes(
+    *, tokens: int, vocab_size: int, inplace_backward: bool = True, compute_dtype_bytes: int = 2,
+    temperature_copy: bool = False,
+) -> LogitsBytes:
+    """Bytes of verl's actor log-probs with flash-attn's kernel over ``tokens x vocab_size`` logits in the policy-loss
+    pass (module doc): the kernel's terms, the start of backward raised to ``CopySlices``'s four logits-sized
+    tensors; ``temperature_copy``: the division writes a copy (the undivided logits held through the forward; at
+    the start of backward the kernel's gradient and the division's)."""
+    ce = flash_attn_ce_bytes(tokens=tokens, vocab_size=vocab_size, inplace_backward=inplace_backward,
+                             compute_dtype_bytes=compute_dtype_bytes)
+    logits = compute_dtype_bytes * tokens * vocab_size
+    if temperature_copy:
+        return LogitsBytes(forward_peak=ce.forward_peak + logits, retained=ce.retained,
+                           backward_peak=max(ce.backward_peak, 2 * logits))
+    copy_slices = VERL_VIEW_DIV_BACKWARD_TENSORS * logits
+    return LogitsBytes(forward_peak=ce.forward_peak, retained=ce.retained,
+                       backward_peak=max(ce.backward_peak, copy_slices))
+
+
+def verl_logprob_pass_bytes(*, tokens: int, vocab_size: int, compute_dtype_bytes: int = 2,
+                            temperature_copy: bool = False) -> float:
+    """A no-grad verl log-prob pass with flash-attn's kernel: the bf16 logits (divided in place, or beside their
+    divided copy with ``temperature_copy``) and the kernel's three fp32 per-row outputs (module doc)."""
+    copies = 2 if temperature_copy else 1
+    return copies * compute_dtype_bytes * tokens * vocab_size + FLASH_CE_ROW_FORWARD_BYTES * tokens
+
+
 def liger_chunk_rows(*, tokens: int, hidden_size: int, vocab_size: int) -> int:
     """Rows per chunk of Liger's fused linear cross-entropy."""
     rows = ceil(tokens / ceil(vocab_size / hidden_size))
@@ -263,6 +321,8 @@ def logits_bytes(
     head_trainable: bool = True,
     prime_rl_chunk_columns: int = PRIME_RL_LM_HEAD_CHUNK_COLUMNS,
     kept_fp32: bool = False,
+    verl_actor: bool = False,
+    temperature_copy: bool = False,
 ) -> LogitsBytes:
     """Bytes of the logits/loss path for one micro-batch.
 
@@ -273,6 +333,8 @@ def logits_bytes(
     ``inplace_backward`` / ``logits_kept``: read by ``kernel="flash_attn"`` (``flash_attn_ce_bytes``).
     ``head_trainable`` / ``prime_rl_chunk_columns``: read by ``kernel="prime_rl"`` (``prime_rl_head_bytes``).
     ``kept_fp32``: the eager loss reads the loop's kept fp32 copy (``KEPT_FP32_FORWARD_PEAK_BYTES_PER_LOGIT``).
+    ``verl_actor``: with ``kernel="flash_attn"``, verl's PPO/GRPO actor calls the kernel (``verl_actor_logprob_bytes``,
+    which reads ``temperature_copy``).
     """
     tokens = micro_batch_size * seq_len
     width = vocab_size if head_outputs is None else head_outputs
@@ -294,8 +356,11 @@ def logits_bytes(
     softcap = softcap_bytes_per_logit * e if head_outputs is None else 0.0
     if kernel == "flash_attn" and head_outputs is None:
         # the softcapped model's saved bf16 tanh output stays beside the kernel's tensors, as in the eager path
-        lg = flash_attn_ce_bytes(tokens=tokens, vocab_size=width, inplace_backward=inplace_backward,
-                                 logits_kept=logits_kept, compute_dtype_bytes=compute_dtype_bytes)
+        lg = verl_actor_logprob_bytes(tokens=tokens, vocab_size=width, inplace_backward=inplace_backward,
+                                      compute_dtype_bytes=compute_dtype_bytes,
+                                      temperature_copy=temperature_copy) if verl_actor else \
+            flash_attn_ce_bytes(tokens=tokens, vocab_size=width, inplace_backward=inplace_backward,
+                                logits_kept=logits_kept, compute_dtype_bytes=compute_dtype_bytes)
         return LogitsBytes(forward_peak=lg.forward_peak + softcap, retained=lg.retained + softcap,
                            backward_peak=lg.backward_peak + softcap)
     held = HELD_LOGITS_BYTES_PER_LOGIT * e if caller_holds_logits else 0.0

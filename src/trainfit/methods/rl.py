@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from trainfit.memory.hybrid_engine import HE_MAX_OUT_TOKENS, HybridEngineMemory, hybrid_engine_memory
-from trainfit.memory.logits import trl_fused_logprob_bytes
+from trainfit.memory.logits import trl_fused_logprob_bytes, verl_logprob_pass_bytes
 from trainfit.memory.params import param_tensors
 from trainfit.memory.phases import PhasePeak, StepTerms, step_peaks
 from trainfit.memory.weights import count_scale, weight_bytes
@@ -135,6 +135,7 @@ def forward_only_transient(
     gathered_units: float,
     divides_by_temperature: bool = True,
     kernel: str = "liger",
+    temperature_copy: bool = False,
 ) -> float:
     """Peak transient of a no-grad forward over ``sequences`` x ``seq_len`` tokens and its log-probs.
 
@@ -159,6 +160,10 @@ def forward_only_transient(
         Without a copying division (DPO: no temperature; PPO divides in place) the full logits
         stay alive through the row loop: ``2·b·s·V + min(b, 2)·2·(s-1)·V``.
         A fused/chunked log-prob (``loss.chunked``) removes them.
+    log-probs, verl with flash-attn's kernel (``loss.kernel: flash_attn``; ``memory.logits`` module doc)
+        the bf16 logits of the packed row, divided in place, and the kernel's three fp32 per-row outputs:
+        ``2·b·s·V + 12·b·s`` (``memory.logits.verl_logprob_pass_bytes``); ``temperature_copy`` (verl's engine
+        workers from 51504d84): the undivided logits beside the divided copy, ``4·b·s·V + 12·b·s``.
     scalar head (critic values, reward scores: TRL ``get_reward``)
         ``score(last_hidden_state)``: ``T·h`` + ``T·N`` bf16, below the layer's transient.
 
@@ -179,6 +184,8 @@ def forward_only_transient(
         head = trl_fused_logprob_bytes(tokens=b * (s - 1), hidden_size=h, vocab_size=spec.vocab_size).forward_peak
     elif chunked:
         head = 0.0
+    elif kernel == "flash_attn":
+        head = verl_logprob_pass_bytes(tokens=tokens, vocab_size=spec.vocab_size, temperature_copy=temperature_copy)
     else:
         v = spec.vocab_size
         full, shifted, rows = 2.0 * b * s * v, 2.0 * b * (s - 1) * v, min(b, 2) * 2.0 * (s - 1) * v
@@ -430,7 +437,8 @@ def rl_groups(
     if ref_place in (RefPlacement.GPU, RefPlacement.LORA_DISABLED, RefPlacement.HOST_SWAP):
         # GRPO divides by the temperature into a copy; PPO divides the logits in place
         tr = forward_only_transient(spec, sequences=mbs, seq_len=seq, chunked=chunked, gathered_units=_gathered(actor),
-                                    divides_by_temperature=card.method is Method.GRPO, kernel=card.loss.kernel.value)
+                                    divides_by_temperature=card.method is Method.GRPO, kernel=card.loss.kernel.value,
+                                    temperature_copy=card.loss.temperature_copy)
         peaks.append(PhasePeak(Phase.REF_LOGPROB, trainer_resident | extras() | {"logprob_pass": tr}, "reference log-probs"))
     if old_logprob_pass(card):
         # the policy's own log-probs before the update (PPO's old policy; GRPO when each batch is reused
@@ -438,7 +446,8 @@ def rl_groups(
         # with a serving engine: ``roles.trl_old_logprob_pass``):
         # a no-grad pass of the trained actor, adapters included
         tr = forward_only_transient(spec, sequences=mbs, seq_len=seq, chunked=chunked, gathered_units=_gathered(actor),
-                                    divides_by_temperature=card.method is Method.GRPO, kernel=card.loss.kernel.value)
+                                    divides_by_temperature=card.method is Method.GRPO, kernel=card.loss.kernel.value,
+                                    temperature_copy=card.loss.temperature_copy)
         peaks.append(PhasePeak(Phase.OLD_LOGPROB, trainer_resident | extras() | {"logprob_pass": tr},
                                "old-policy log-probs"))
     if rm_spec is not None:

@@ -35,6 +35,7 @@ from trainfit.spec.enums import (
     FSDP_STRATEGIES,
     LayerKind,
     MasterWeights,
+    Method,
     Offload,
     Scope,
     StatesDtype,
@@ -461,6 +462,8 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         logits_kept=_kept_output(card, spec, act_dtype, seq_len) > 0,
         head_trainable=card.scope is Scope.FULL,
         kept_fp32=_kept_fp32(card),
+        verl_actor=card.method in (Method.PPO, Method.GRPO),  # flash_attn for RL: verl's actor calls the kernel
+        temperature_copy=card.loss.temperature_copy,
     )
     if (card.parallel.tensor_parallel_impl is TensorParallelImpl.MEGATRON and spec.head_outputs is None
             and not card.loss.chunked and spec.family not in SOFTCAP_FAMILIES):

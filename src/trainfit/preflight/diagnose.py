@@ -502,7 +502,8 @@ def _variants(card: RunCard) -> list[tuple[str, dict[str, Any]]]:
                                                                 "parallel.selective_checkpointing": "none"}))
     if not card.loss.chunked:
         # flash-attn's kernel is a full-logits one: the chunked fix switches to Liger's
-        patch = {"loss.chunked": True} | ({"loss.kernel": "liger", "loss.inplace_backward": False}
+        patch = {"loss.chunked": True} | ({"loss.kernel": "liger", "loss.inplace_backward": False,
+                                           "loss.temperature_copy": False}
                                           if card.loss.kernel.value == "flash_attn" else {})
         out.append(("loss.chunked -> true (fused linear cross-entropy / chunked log-probs: no full logits)", patch))
     if card.attention.value == "eager":

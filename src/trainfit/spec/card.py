@@ -430,17 +430,25 @@ class LossSection(_Section):
     kernel: LossKernel = Field(
         LossKernel.LIGER, description="With chunked: liger (fused linear cross-entropy), trl (TRL's fused lm_head log-probs),"
         " prime_rl (prime-rl's chunked log-prob/entropy head) or torchtune (CEWithChunkedOutputLoss). Without chunked: flash_attn (flash-attn's CrossEntropyLoss, llm-foundry's"
-        " fused_crossentropy: bf16 logits, no fp32 copy); any other value is the eager fp32 loss."
+        " fused_crossentropy: bf16 logits, no fp32 copy; for ppo/grpo verl's actor log-probs, which call the same"
+        " kernel whenever flash-attn is installed); any other value is the eager fp32 loss."
     )
     inplace_backward: bool = Field(
         False, description="With kernel flash_attn: its inplace_backward=True, the gradient written into the logits"
-                           " (flash-attn's default and llm-foundry's: false, a new gradient buffer).")
+                           " (flash-attn's default and llm-foundry's: false, a new gradient buffer; verl's actor: true"
+                           " unless the update computes the entropy).")
+    temperature_copy: bool = Field(
+        False, description="With kernel flash_attn for ppo/grpo: verl divides the logits by the temperature into a copy"
+                           " (its engine workers from 51504d84, 2026-07-06) instead of in place on the squeezed view.")
 
     @model_validator(mode="after")
     def _kernel_fits_chunked(self) -> LossSection:
         if self.chunked and self.kernel is LossKernel.FLASH_ATTN:
             raise ValueError("loss.kernel: 'flash_attn' scores the full logits (loss.chunked false); allowed with"
                              " loss.chunked true: liger, trl, prime_rl, torchtune")
+        if self.temperature_copy and self.kernel is not LossKernel.FLASH_ATTN:
+            raise ValueError(f"loss.temperature_copy: only read with loss.kernel flash_attn (kernel is"
+                             f" '{self.kernel.value}'); allowed with it: false")
         if self.inplace_backward and self.kernel is not LossKernel.FLASH_ATTN:
             raise ValueError(f"loss.inplace_backward: only read with loss.kernel flash_attn (kernel is"
                              f" '{self.kernel.value}'); allowed with it: false")
@@ -969,9 +977,13 @@ class RunCard(_Section):
                              " loss.chunked true or loss.kernel flash_attn: compute")
         if self.loss.kernel is LossKernel.FLASH_ATTN:
             # flash-attn's CrossEntropyLoss scores labels (SFT / pretraining); Megatron-Core runs its own loss
-            if self.method is not Method.SFT:
-                raise ValueError(f"loss.kernel: flash_attn is a cross-entropy over the labels, read for method sft;"
-                                 f" allowed for {self.method.value}: liger, trl, prime_rl, torchtune")
+            if self.method not in (Method.SFT, Method.PPO, Method.GRPO):
+                raise ValueError(f"loss.kernel: flash_attn is a cross-entropy over the labels, read for method sft"
+                                 f" (and ppo/grpo: verl's actor log-probs); allowed for {self.method.value}: liger, trl,"
+                                 f" prime_rl, torchtune")
+            if self.loss.temperature_copy and self.method is Method.SFT:
+                raise ValueError("loss.temperature_copy: verl's actor division, read for method ppo/grpo; allowed for"
+                                 " sft: false")
             if par.tensor_parallel_impl is TensorParallelImpl.MEGATRON:
                 raise ValueError("loss.kernel: flash_attn is not Megatron-Core's loss (tensor_parallel_impl megatron"
                                  " runs vocab_parallel_cross_entropy); allowed with it: liger, trl, prime_rl, torchtune")

@@ -147,3 +147,70 @@ def gemm_bound(*, m: float, n: float, k: float, rates: DeviceRates, groups: floa
     compute = _model_compute_s(m=m, n=n, k=k, groups=groups, rates=rates, peak=rates.matmul_flops_per_s)
     memory = gemm_bytes(m=m, n=n, k=k, groups=groups) / rates.hbm_bytes_per_s
     return "compute" if compute >= memory else "memory"
+
+
+GROUPED_MM_CEILING = 0.932
+"""A CUTLASS SM90 ptr-array grouped kernel's large-shape rate as a share of the card's dense (cuBLAS) matmul rate.
+Fitted, with ``GROUPED_MM_S_PER_GROUP``, on the one published pair that isolates the two: Transformer Engine's CUTLASS
+grouped GEMM on an H100 (NVIDIA/TransformerEngine pull request #2045, the maintainer's update, TE 2.7, CUDA 12.9,
+read 2026-12-03) at (groups, m, n, k) (8, 4096, 768, 2048) 650.574 TFLOPS and (16, 2048, 768, 2048) 636.927 TFLOPS:
+the same FLOPs and the same 768 output tiles of 128x256 (``grouped_mm_seconds``' tile and wave terms equal), so the
+3.4 us between them (158.4 and 161.8 us) is 8 groups' fixed cost, and the rest less the setup kernel, 152.5 us against
+this model's 142.2 us at the dense rate, the ceiling. Both points are half 0 of the project's split
+(``int(sha1(id).hexdigest(), 16) % 2``, ids ``te2045-h100-8x4096x768x2048`` / ``te2045-h100-16x2048x768x2048``);
+the other published points are only checked (``tests/compute/test_grouped_gemm.py``, with the error on each)."""
+GROUPED_MM_S_PER_GROUP = 0.424e-6
+"""Fixed device seconds per group of a grouped kernel (``GROUPED_MM_CEILING``'s fit): the ptr-array kernels rebuild
+their TMA descriptors for each group a CTA moves to (CUTLASS ``sm90_gemm_array_tma_warpspecialized_cooperative.hpp``
+``tensormaps_perform_update``) and read the group's problem shape."""
+
+
+def grouped_mm_tile(*, m: float, n: float, compute_capability: str | None) -> tuple[int, int, int]:
+    """(tile rows, tile columns, SMs per tile) of ``torch._grouped_mm``'s bf16 CUTLASS kernel: PyTorch's
+    ``dispatch_bf16_grouped_kernel_on_tile_size`` (pytorch/pytorch ``aten/src/ATen/native/cuda/GroupMM.cu``
+    @117b863359bf2941f50d404dc3172d1c46f92b41) takes ``small = M <= 128 or N <= 128`` on the mean per-group shape
+    (``M / group_count`` for a 2-D input; for the weight gradient, both inputs 2-D, ``M`` and ``N`` are the feature
+    sizes) and picks, SM90: 64x128x128 pingpong when small, else 128x256x64 cooperative (cluster 2x1); SM100:
+    128x256x64 one-SM when small, else 256x256x64 over two SMs (``PONGOr2SM``)."""
+    small = m <= 128 or n <= 128
+    if compute_capability and compute_capability.startswith("10"):
+        return (128, 256, 1) if small else (256, 256, 2)
+    return (64, 128, 1) if small else (128, 256, 1)
+
+
+def grouped_mm_seconds(
+    *, m: float, n: float, k: float, rates: DeviceRates, groups: float = 1, dtype_bytes: float = 2.0,
+    group_rows: tuple[float, ...] | None = None,
+) -> float:
+    """Seconds of one grouped GEMM run as a single CUTLASS grouped kernel (``torch._grouped_mm``: transformers v5
+    ``grouped_mm``, torchtitan, prime-rl; TE's ``NVTE_USE_CUTLASS_GROUPED_GEMM`` path), ``groups`` problems of
+    ``(m, k) @ (k, n)`` (``group_rows``: the groups' own row counts, ragged; their mean is ``m``)::
+
+        tiles   = sum over groups of ceil(m_g / TM) · ceil(n / TN)       (tile quantisation per group)
+        waves   = ceil(tiles / (SMs / SMs per tile))                     (the persistent scheduler's waves)
+        fill    = real output / (waves · slots · TM · TN)
+        compute = flops / (matmul rate · GROUPED_MM_CEILING · fill · depth_efficiency(k))
+                  + groups · GROUPED_MM_S_PER_GROUP
+        seconds = max(compute, memory roof, one kernel) + one kernel (``prepare_grouped_gemm_data``, the
+                  ``<<<1, group_count>>>`` launch that writes the per-group pointers and shapes, GroupMM.cu)
+
+    The tile comes from ``grouped_mm_tile``: unlike cuBLAS's heuristic, a fixed shape, so 2,048-wide expert rows at
+    768 columns fill 128x256 tiles in 3 columns and a per-group ``m`` below a tile multiple rounds up in every group.
+    The weight gradient (``k`` = the group's rows) and the input gradient are the same kernel. Cards below SM90 and
+    non-bf16 GEMMs: ``gemm_seconds`` (no published grouped-kernel point to check them on)."""
+    cc = rates.compute_capability
+    if min(m, n, k) <= 0:
+        return 0.0
+    if dtype_bytes != 2.0 or groups <= 1 or not cc or int(cc.split(".")[0]) < 9:
+        return gemm_seconds(m=m, n=n, k=k, rates=rates, groups=groups, dtype_bytes=dtype_bytes)
+    tm, tn, per_tile = grouped_mm_tile(m=m, n=n, compute_capability=cc)
+    rows = group_rows or (m,) * int(round(groups))
+    tiles = sum(ceil(max(r, 1) / tm) for r in rows) * ceil(n / tn) * (groups / len(rows))
+    slots = max(rates.sm_count // per_tile, 1)
+    waves = ceil(tiles / slots)
+    fill = (m * n * groups) / (waves * slots * tm * tn)
+    flops = gemm_flops(m=m, n=n, k=k, groups=groups)
+    compute = (flops / (rates.matmul_flops_per_s * GROUPED_MM_CEILING * fill * depth_efficiency(k=k))
+               + groups * GROUPED_MM_S_PER_GROUP)
+    memory = gemm_bytes(m=m, n=n, k=k, groups=groups, dtype_bytes=dtype_bytes) / rates.hbm_bytes_per_s
+    return max(compute, memory, rates.device_s_per_kernel_min) + rates.device_s_per_kernel_min

@@ -331,6 +331,9 @@ class Gemm:
     launch_per_group: bool = False
     """The groups run as one launch each (Transformer Engine's multi-stream cuBLAS ``GroupedLinear``,
     ``gemm.multi_stream_grouped_gemm_seconds``), not one grouped kernel."""
+    grouped_kernel: bool = False
+    """The groups run as one CUTLASS grouped kernel (``torch._grouped_mm``: routed experts outside Megatron-Core,
+    ``gemm.grouped_mm_seconds``), not a batched GEMM sharing one tile shape."""
 
     @property
     def flops(self) -> float:
@@ -689,12 +692,15 @@ def step_inventory(
             # Megatron-Core's TEGroupedMLP: TE's GroupedLinear launches one cuBLAS GEMM per local expert
             # (gemm.multi_stream_grouped_gemm_seconds), forward, dgrad and wgrad alike
             per_group = megatron_experts and grouped_gemm and not expert_loop and e > 1
-            fwd.append(Gemm(g.name, rows, out_f, g.in_features, n, e, d, per_group))
+            # elsewhere (transformers v5 grouped_mm, prime-rl, torchtitan) one torch._grouped_mm per GEMM, forward,
+            # dgrad and wgrad (gemm.grouped_mm_seconds)
+            one_kernel = grouped_gemm and not expert_loop and not megatron_experts and e > 1
+            fwd.append(Gemm(g.name, rows, out_f, g.in_features, n, e, d, per_group, one_kernel))
             part("moe", gemm=fwd[-1], kernels=g.count * moe_time.expert_gemm_kernels(
                 local_experts=g.experts, grouped_gemm=grouped_gemm) / moe_time.EXPERT_PROJECTIONS)
-            bwd.append(Gemm(g.name + ".dX", rows, g.in_features, out_f, n, e, d, per_group))
+            bwd.append(Gemm(g.name + ".dX", rows, g.in_features, out_f, n, e, d, per_group, one_kernel))
             if not frozen:
-                bwd.append(Gemm(g.name + ".dW", g.in_features, out_f, rows, n, e, d, per_group))
+                bwd.append(Gemm(g.name + ".dW", g.in_features, out_f, rows, n, e, d, per_group, one_kernel))
             if te_fp8:
                 routed_rows = rows * g.experts
                 tr = fp8_weight_casts if fp8_weight_transposes is None else fp8_weight_transposes

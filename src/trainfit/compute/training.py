@@ -35,7 +35,7 @@ from trainfit.compute import collectives as coll
 from trainfit.compute.attention_time import attention_seconds
 from trainfit.compute.dist_optimizer import megatron_bucket_params
 from trainfit.compute.expert_loop import zero3_expert_gathers
-from trainfit.compute.gemm import gemm_seconds, multi_stream_grouped_gemm_seconds
+from trainfit.compute.gemm import gemm_seconds, grouped_mm_seconds, multi_stream_grouped_gemm_seconds
 from trainfit.compute.inventory import Adapter, PassInventory, step_inventory
 from trainfit.compute.moe_time import expert_token_shards
 from trainfit.compute.model_parallel import (ModelParallelComm, model_parallel_comm, pipeline_bubble_micro_steps,
@@ -177,7 +177,8 @@ def pass_seconds(inv: PassInventory, *, rates: DeviceRates, seq_len: float, back
                  memory_factor: float = 1.0, kernel_factor: float = 1.0, attention_kernel: str = "auto") -> PassTime:
     """Time of one pass from its inventory (module docstring). ``memory_factor`` / ``kernel_factor``
     scale the memory-bound bytes and the kernel count (kernel fusion by a compiler)."""
-    gemm = sum((multi_stream_grouped_gemm_seconds if g.launch_per_group else gemm_seconds)(
+    gemm = sum((multi_stream_grouped_gemm_seconds if g.launch_per_group else grouped_mm_seconds if g.grouped_kernel
+                else gemm_seconds)(
         m=g.m, n=g.n, k=g.k, groups=g.groups, rates=rates, dtype_bytes=g.dtype_bytes) * g.count for g in inv.gemms)
     win, hd = inv.window_attention_forward_flops, inv.attention_head_dim  # windowed layers at their key-loop length
     attn = (attention_seconds(forward_flops=inv.attention_forward_flops - win, seq_len=seq_len, rates=rates,

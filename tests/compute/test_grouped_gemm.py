@@ -108,3 +108,22 @@ def test_only_non_megatron_routed_gemms_take_the_grouped_kernel():
     assert not any(g.grouped_kernel for g in mega.layers_forward.gemms + mega.layers_backward.gemms)
     loop = step_inventory(qwen, expert_loop=True, **kw)
     assert not any(g.grouped_kernel for g in loop.layers_forward.gemms + loop.layers_backward.gemms)
+
+
+def test_grouped_gemm_gmm_is_a_per_expert_cublas_loop():
+    # grouped_gemm's ops.gmm (NeMo Automodel experts gmm): CublasGroupedGemm over 4 streams on any build but SM80
+    # (fanshiqing/grouped_gemm csrc/grouped_gemm.cu l.399-401 @172fada89fa7364fe5d026b3a0dfab58b591ffdd)
+    qwen = resolve_model("Qwen/Qwen3-30B-A3B")
+    kw = {"micro_batch_size": 1, "seq_len": 1024, "expert_parallel": 8}
+    gmm = step_inventory(qwen, expert_streams=True, **kw)
+    gemms = gmm.layers_forward.gemms + gmm.layers_backward.gemms
+    assert sorted(g.name for g in gemms if g.launch_per_group) == sorted(
+        ["gate_up_proj", "down_proj", "gate_up_proj.dX", "down_proj.dX", "gate_up_proj.dW", "down_proj.dW"])
+    assert not any(g.grouped_kernel for g in gemms)
+
+
+def test_grouped_streams_card_value():
+    from trainfit.spec.enums import MoeExperts
+
+    assert not MoeExperts.GROUPED_STREAMS.is_loop
+    assert MoeExperts.LOOP.is_loop and MoeExperts.LOOP_ALL.is_loop and not MoeExperts.GROUPED.is_loop

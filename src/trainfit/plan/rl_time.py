@@ -179,7 +179,7 @@ from trainfit.plan.time import (
 )
 from trainfit.spec.card import RunCard
 from trainfit.spec.enums import AsyncMode, ComputeDtype, Dtype, Method, MoeExperts, Offload, RefPlacement, RolloutEngine, Strategy
-from trainfit.spec.enums import FSDP_STRATEGIES, FsdpVersion, WeightTransport
+from trainfit.spec.enums import FSDP_STRATEGIES, FsdpVersion, TensorParallelImpl, WeightTransport
 from trainfit.spec.model import ModelSpec
 from trainfit.spec.training import TrainableSpec
 from trainfit.units import BYTES_PER_DTYPE
@@ -548,6 +548,9 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
             nemo_rl_loss="megatron_logprob" if (nemo_rl_pg_loss_of(card) == "megatron" and packed
                                                 and p_.strategy not in FSDP_STRATEGIES) else "",
             loss_sequences=(lp_mbs * (rank_seq * cp / context if context else 1.0)),
+            # the training forward's expert modules (plan.time): Megatron-Core's TEGroupedMLP, grouped_gemm's gmm
+            megatron_experts=p_.tensor_parallel_impl is TensorParallelImpl.MEGATRON,
+            expert_streams=p_.moe_experts is MoeExperts.GROUPED_STREAMS,
         )
         comm = 0.0
         if mp.active:

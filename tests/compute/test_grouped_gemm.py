@@ -127,3 +127,28 @@ def test_grouped_streams_card_value():
 
     assert not MoeExperts.GROUPED_STREAMS.is_loop
     assert MoeExperts.LOOP.is_loop and MoeExperts.LOOP_ALL.is_loop and not MoeExperts.GROUPED.is_loop
+
+
+B200 = default_rates(resolve_gpu("b200"))
+# pytorch/ao torchao/prototype/moe_training/README.md @ff163084ee0065663204e8be404670a0406e7ec3 (2025-10-14), "Autograd
+# function" tables: B200, torch 2.10.0a0+gitf6de195, bf16_fwd_bwd_us of torch._grouped_mm (A (M, K) @ B (G, K, N),
+# forward + backward: output, input-gradient and weight-gradient grouped GEMMs) on jagged groups of M / G mean rows.
+# (M, N, K, G, published us, model error, role): half-0 rows set GROUPED_MM_CEILING_SM100, half-1 rows check it.
+B200_POINTS = [
+    (128000, 8192, 5120, 1, 43140.20, 0.035, "fit"),
+    (128000, 8192, 5120, 2, 39487.60, -0.053, "check"),
+    (128000, 8192, 5120, 4, 39189.20, -0.052, "check"),
+    (128000, 8192, 5120, 8, 37700.70, -0.093, "fit"),
+    (128000, 2048, 7168, 1, 13064.80, -0.192, "check"),
+    (128000, 2048, 7168, 2, 14900.20, -0.032, "check"),
+    (128000, 2048, 7168, 4, 15823.60, 0.053, "fit"),
+    (128000, 2048, 7168, 8, 14966.80, 0.005, "fit"),
+]
+
+
+@pytest.mark.parametrize(("M", "N", "K", "G", "us", "error", "role"), B200_POINTS)
+def test_b200_grouped_mm_forward_and_backward(M, N, K, G, us, error, role):
+    assert (_half(f"ao-moe-readme-b200-{M}x{N}x{K}x{G}") == 0) == (role == "fit")
+    m = M / G
+    s = sum(grouped_mm_seconds(m=a, n=b, k=c, groups=G, rates=B200) for a, b, c in ((m, N, K), (m, K, N), (K, N, m)))
+    assert us * 1e-6 / s - 1 == pytest.approx(error, abs=0.01)

@@ -159,6 +159,16 @@ the same FLOPs and the same 768 output tiles of 128x256 (``grouped_mm_seconds``'
 this model's 142.2 us at the dense rate, the ceiling. Both points are half 0 of the project's split
 (``int(sha1(id).hexdigest(), 16) % 2``, ids ``te2045-h100-8x4096x768x2048`` / ``te2045-h100-16x2048x768x2048``);
 the other published points are only checked (``tests/compute/test_grouped_gemm.py``, with the error on each)."""
+GROUPED_MM_CEILING_SM100 = 0.456
+"""The same ceiling for PyTorch's SM100 (B200 / GB200) grouped kernel (256x256 over two SMs, ``grouped_mm_tile``),
+which runs at about half the card's cuBLAS rate: pytorch/ao ``torchao/prototype/moe_training/README.md``
+@ff163084ee0065663204e8be404670a0406e7ec3 (2025-10-14, "Autograd function" tables, B200, torch 2.10.0a0+gitf6de195,
+``benchmark_scaled_grouped_mm_dq.py --compile``: ``torch._grouped_mm`` bf16 forward + backward, i.e. the output,
+input-gradient and weight-gradient grouped GEMMs, on ``generate_jagged_offs`` groups) publishes 712-863 TFLOPS
+where this model at ``GROUPED_MM_CEILING`` gives 1,424-1,591. Fitted on that table's half-0 rows (ids
+``ao-moe-readme-b200-{M}x{N}x{K}x{G}``: (128000, 8192, 5120) at G 1 and 8, (128000, 2048, 7168) at G 4 and 8; the mean
+of published / modelled, 2.04), checked on its half-1 rows (``tests/compute/test_grouped_gemm.py``). No SM100 kernel
+reason is read for it; a later PyTorch build may run faster."""
 GROUPED_MM_S_PER_GROUP = 0.424e-6
 """Fixed device seconds per group of a grouped kernel (``GROUPED_MM_CEILING``'s fit): the ptr-array kernels rebuild
 their TMA descriptors for each group a CTA moves to (CUTLASS ``sm90_gemm_array_tma_warpspecialized_cooperative.hpp``
@@ -189,7 +199,7 @@ def grouped_mm_seconds(
         tiles   = sum over groups of ceil(m_g / TM) · ceil(n / TN)       (tile quantisation per group)
         waves   = ceil(tiles / (SMs / SMs per tile))                     (the persistent scheduler's waves)
         fill    = real output / (waves · slots · TM · TN)
-        compute = flops / (matmul rate · GROUPED_MM_CEILING · fill · depth_efficiency(k))
+        compute = flops / (matmul rate · ceiling · fill · depth_efficiency(k))   (GROUPED_MM_CEILING, SM100's)
                   + groups · GROUPED_MM_S_PER_GROUP
         seconds = max(compute, memory roof, one kernel) + one kernel (``prepare_grouped_gemm_data``, the
                   ``<<<1, group_count>>>`` launch that writes the per-group pointers and shapes, GroupMM.cu)
@@ -201,7 +211,7 @@ def grouped_mm_seconds(
     cc = rates.compute_capability
     if min(m, n, k) <= 0:
         return 0.0
-    if dtype_bytes != 2.0 or groups <= 1 or not cc or int(cc.split(".")[0]) < 9:
+    if dtype_bytes != 2.0 or groups < 1 or not cc or int(cc.split(".")[0]) < 9:
         return gemm_seconds(m=m, n=n, k=k, rates=rates, groups=groups, dtype_bytes=dtype_bytes)
     tm, tn, per_tile = grouped_mm_tile(m=m, n=n, compute_capability=cc)
     rows = group_rows or (m,) * int(round(groups))
@@ -210,7 +220,8 @@ def grouped_mm_seconds(
     waves = ceil(tiles / slots)
     fill = (m * n * groups) / (waves * slots * tm * tn)
     flops = gemm_flops(m=m, n=n, k=k, groups=groups)
-    compute = (flops / (rates.matmul_flops_per_s * GROUPED_MM_CEILING * fill * depth_efficiency(k=k))
+    ceiling = GROUPED_MM_CEILING_SM100 if cc.startswith("10") else GROUPED_MM_CEILING
+    compute = (flops / (rates.matmul_flops_per_s * ceiling * fill * depth_efficiency(k=k))
                + groups * GROUPED_MM_S_PER_GROUP)
     memory = gemm_bytes(m=m, n=n, k=k, groups=groups, dtype_bytes=dtype_bytes) / rates.hbm_bytes_per_s
     return max(compute, memory, rates.device_s_per_kernel_min) + rates.device_s_per_kernel_min

@@ -149,30 +149,35 @@ def gemm_bound(*, m: float, n: float, k: float, rates: DeviceRates, groups: floa
     return "compute" if compute >= memory else "memory"
 
 
-GROUPED_MM_CEILING = 0.932
-"""A CUTLASS SM90 ptr-array grouped kernel's large-shape rate as a share of the card's dense (cuBLAS) matmul rate.
-Fitted, with ``GROUPED_MM_S_PER_GROUP``, on the one published pair that isolates the two: Transformer Engine's CUTLASS
-grouped GEMM on an H100 (NVIDIA/TransformerEngine pull request #2045, the maintainer's update, TE 2.7, CUDA 12.9,
-read 2026-12-03) at (groups, m, n, k) (8, 4096, 768, 2048) 650.574 TFLOPS and (16, 2048, 768, 2048) 636.927 TFLOPS:
-the same FLOPs and the same 768 output tiles of 128x256 (``grouped_mm_seconds``' tile and wave terms equal), so the
-3.4 us between them (158.4 and 161.8 us) is 8 groups' fixed cost, and the rest less the setup kernel, 152.5 us against
-this model's 142.2 us at the dense rate, the ceiling. Both points are half 0 of the project's split
-(``int(sha1(id).hexdigest(), 16) % 2``, ids ``te2045-h100-8x4096x768x2048`` / ``te2045-h100-16x2048x768x2048``);
-the other published points are only checked (``tests/compute/test_grouped_gemm.py``, with the error on each)."""
+GROUPED_MM_CEILING = 0.786
+"""``torch._grouped_mm``'s SM90 large-shape rate as a share of the card's dense (cuBLAS) matmul rate. Fitted on the
+half-0 (``int(sha1(id).hexdigest(), 16) % 2``) points of the published ``torch._grouped_mm`` measurements
+(``tests/compute/test_grouped_gemm.py``): tile-ai/TileOPs pull request #1567's H200 sweep (bf16, kernel-only CUPTI
+timing, GLM "up" shape N 4096, K 6144, 256 experts; ids ``tileops1567-h200-256x{rows}x4096x6144``) at 2,048 and 8,192
+rows per expert, 624 and 597 TFLOPS, where the model at the dense rate gives 722 and 725: the mean of published over
+modelled compute, 1.186 against a reference ceiling of 0.932, gives 0.786. Checked on the half-1 points: TileOPs at
+1,024 and 4,096 rows (603, 617 TFLOPS) and pytorch/ao pull request #2490's two H100 Llama-4 points (524.6, 545.4 TFLOPS
+on the published jagged groups), all within 2 %. Transformer Engine's own CUTLASS grouped kernel
+(``NVTE_USE_CUTLASS_GROUPED_GEMM``, a different build that no card here enables) runs faster: its published H100
+pair (``GROUPED_MM_S_PER_GROUP``) sits 15 % above this model."""
 GROUPED_MM_CEILING_SM100 = 0.456
 """The same ceiling for PyTorch's SM100 (B200 / GB200) grouped kernel (256x256 over two SMs, ``grouped_mm_tile``),
 which runs at about half the card's cuBLAS rate: pytorch/ao ``torchao/prototype/moe_training/README.md``
 @ff163084ee0065663204e8be404670a0406e7ec3 (2025-10-14, "Autograd function" tables, B200, torch 2.10.0a0+gitf6de195,
 ``benchmark_scaled_grouped_mm_dq.py --compile``: ``torch._grouped_mm`` bf16 forward + backward, i.e. the output,
 input-gradient and weight-gradient grouped GEMMs, on ``generate_jagged_offs`` groups) publishes 712-863 TFLOPS
-where this model at ``GROUPED_MM_CEILING`` gives 1,424-1,591. Fitted on that table's half-0 rows (ids
+where the model at the Hopper reference ceiling 0.932 gives 1,424-1,591. Fitted on that table's half-0 rows (ids
 ``ao-moe-readme-b200-{M}x{N}x{K}x{G}``: (128000, 8192, 5120) at G 1 and 8, (128000, 2048, 7168) at G 4 and 8; the mean
 of published / modelled, 2.04), checked on its half-1 rows (``tests/compute/test_grouped_gemm.py``). No SM100 kernel
 reason is read for it; a later PyTorch build may run faster."""
 GROUPED_MM_S_PER_GROUP = 0.424e-6
-"""Fixed device seconds per group of a grouped kernel (``GROUPED_MM_CEILING``'s fit): the ptr-array kernels rebuild
-their TMA descriptors for each group a CTA moves to (CUTLASS ``sm90_gemm_array_tma_warpspecialized_cooperative.hpp``
-``tensormaps_perform_update``) and read the group's problem shape."""
+"""Fixed device seconds per group of a CUTLASS ptr-array grouped kernel: the kernels rebuild their TMA descriptors for
+each group a CTA moves to (CUTLASS ``sm90_gemm_array_tma_warpspecialized_cooperative.hpp``
+``tensormaps_perform_update``) and read the group's problem shape. Measured, not fitted to a rate: Transformer
+Engine's CUTLASS grouped GEMM on an H100 (NVIDIA/TransformerEngine pull request #2045, the maintainer's update to its
+description, TE 2.7, CUDA 12.9, read 2026-12-03) ran (groups, m, n, k) (8, 4096, 768, 2048) at 650.574 TFLOPS and
+(16, 2048, 768, 2048) at 636.927: the same FLOPs and the same 768 output tiles of 128x256, 158.4 and 161.8 us, so the
+3.4 us between them is 8 more groups' fixed cost."""
 
 
 def grouped_mm_tile(*, m: float, n: float, compute_capability: str | None) -> tuple[int, int, int]:
@@ -193,7 +198,7 @@ def grouped_mm_seconds(
     group_rows: tuple[float, ...] | None = None,
 ) -> float:
     """Seconds of one grouped GEMM run as a single CUTLASS grouped kernel (``torch._grouped_mm``: transformers v5
-    ``grouped_mm``, torchtitan, prime-rl; TE's ``NVTE_USE_CUTLASS_GROUPED_GEMM`` path), ``groups`` problems of
+    ``grouped_mm``, torchtitan, prime-rl, NeMo Automodel's ``experts: torch_mm``), ``groups`` problems of
     ``(m, k) @ (k, n)`` (``group_rows``: the groups' own row counts, ragged; their mean is ``m``)::
 
         tiles   = sum over groups of ceil(m_g / TM) · ceil(n / TN)       (tile quantisation per group)

@@ -147,3 +147,86 @@ def gemm_bound(*, m: float, n: float, k: float, rates: DeviceRates, groups: floa
     compute = _model_compute_s(m=m, n=n, k=k, groups=groups, rates=rates, peak=rates.matmul_flops_per_s)
     memory = gemm_bytes(m=m, n=n, k=k, groups=groups) / rates.hbm_bytes_per_s
     return "compute" if compute >= memory else "memory"
+
+
+GROUPED_MM_CEILING = 0.786
+"""``torch._grouped_mm``'s SM90 large-shape rate as a share of the card's dense (cuBLAS) matmul rate. Fitted on the
+half-0 (``int(sha1(id).hexdigest(), 16) % 2``) points of the published ``torch._grouped_mm`` measurements
+(``tests/compute/test_grouped_gemm.py``): tile-ai/TileOPs pull request #1567's H200 sweep (bf16, kernel-only CUPTI
+timing, GLM "up" shape N 4096, K 6144, 256 experts; ids ``tileops1567-h200-256x{rows}x4096x6144``) at 2,048 and 8,192
+rows per expert, 624 and 597 TFLOPS, where the model at the dense rate gives 722 and 725: the mean of published over
+modelled compute, 1.186 against a reference ceiling of 0.932, gives 0.786. Checked on the half-1 points: TileOPs at
+1,024 and 4,096 rows (603, 617 TFLOPS) and pytorch/ao pull request #2490's two H100 Llama-4 points (524.6, 545.4 TFLOPS
+on the published jagged groups), all within 2 %. Transformer Engine's own CUTLASS grouped kernel
+(``NVTE_USE_CUTLASS_GROUPED_GEMM``, a different build that no card here enables) runs faster: its published H100
+pair (``GROUPED_MM_S_PER_GROUP``) sits 15 % above this model."""
+GROUPED_MM_CEILING_SM100 = 0.456
+"""The same ceiling for PyTorch's SM100 (B200 / GB200) grouped kernel (256x256 over two SMs, ``grouped_mm_tile``),
+which runs at about half the card's cuBLAS rate: pytorch/ao ``torchao/prototype/moe_training/README.md``
+@ff163084ee0065663204e8be404670a0406e7ec3 (2025-10-14, "Autograd function" tables, B200, torch 2.10.0a0+gitf6de195,
+``benchmark_scaled_grouped_mm_dq.py --compile``: ``torch._grouped_mm`` bf16 forward + backward, i.e. the output,
+input-gradient and weight-gradient grouped GEMMs, on ``generate_jagged_offs`` groups) publishes 712-863 TFLOPS
+where the model at the Hopper reference ceiling 0.932 gives 1,424-1,591. Fitted on that table's half-0 rows (ids
+``ao-moe-readme-b200-{M}x{N}x{K}x{G}``: (128000, 8192, 5120) at G 1 and 8, (128000, 2048, 7168) at G 4 and 8; the mean
+of published / modelled, 2.04), checked on its half-1 rows (``tests/compute/test_grouped_gemm.py``). No SM100 kernel
+reason is read for it; a later PyTorch build may run faster."""
+GROUPED_MM_S_PER_GROUP = 0.424e-6
+"""Fixed device seconds per group of a CUTLASS ptr-array grouped kernel: the kernels rebuild their TMA descriptors for
+each group a CTA moves to (CUTLASS ``sm90_gemm_array_tma_warpspecialized_cooperative.hpp``
+``tensormaps_perform_update``) and read the group's problem shape. Measured, not fitted to a rate: Transformer
+Engine's CUTLASS grouped GEMM on an H100 (NVIDIA/TransformerEngine pull request #2045, the maintainer's update to its
+description, TE 2.7, CUDA 12.9, read 2026-12-03) ran (groups, m, n, k) (8, 4096, 768, 2048) at 650.574 TFLOPS and
+(16, 2048, 768, 2048) at 636.927: the same FLOPs and the same 768 output tiles of 128x256, 158.4 and 161.8 us, so the
+3.4 us between them is 8 more groups' fixed cost."""
+
+
+def grouped_mm_tile(*, m: float, n: float, compute_capability: str | None) -> tuple[int, int, int]:
+    """(tile rows, tile columns, SMs per tile) of ``torch._grouped_mm``'s bf16 CUTLASS kernel: PyTorch's
+    ``dispatch_bf16_grouped_kernel_on_tile_size`` (pytorch/pytorch ``aten/src/ATen/native/cuda/GroupMM.cu``
+    @117b863359bf2941f50d404dc3172d1c46f92b41) takes ``small = M <= 128 or N <= 128`` on the mean per-group shape
+    (``M / group_count`` for a 2-D input; for the weight gradient, both inputs 2-D, ``M`` and ``N`` are the feature
+    sizes) and picks, SM90: 64x128x128 pingpong when small, else 128x256x64 cooperative (cluster 2x1); SM100:
+    128x256x64 one-SM when small, else 256x256x64 over two SMs (``PONGOr2SM``)."""
+    small = m <= 128 or n <= 128
+    if compute_capability and compute_capability.startswith("10"):
+        return (128, 256, 1) if small else (256, 256, 2)
+    return (64, 128, 1) if small else (128, 256, 1)
+
+
+def grouped_mm_seconds(
+    *, m: float, n: float, k: float, rates: DeviceRates, groups: float = 1, dtype_bytes: float = 2.0,
+    group_rows: tuple[float, ...] | None = None,
+) -> float:
+    """Seconds of one grouped GEMM run as a single CUTLASS grouped kernel (``torch._grouped_mm``: transformers v5
+    ``grouped_mm``, torchtitan, prime-rl, NeMo Automodel's ``experts: torch_mm``), ``groups`` problems of
+    ``(m, k) @ (k, n)`` (``group_rows``: the groups' own row counts, ragged; their mean is ``m``)::
+
+        tiles   = sum over groups of ceil(m_g / TM) · ceil(n / TN)       (tile quantisation per group)
+        waves   = ceil(tiles / (SMs / SMs per tile))                     (the persistent scheduler's waves)
+        fill    = real output / (waves · slots · TM · TN)
+        compute = flops / (matmul rate · ceiling · fill · depth_efficiency(k))   (GROUPED_MM_CEILING, SM100's)
+                  + groups · GROUPED_MM_S_PER_GROUP
+        seconds = max(compute, memory roof, one kernel) + one kernel (``prepare_grouped_gemm_data``, the
+                  ``<<<1, group_count>>>`` launch that writes the per-group pointers and shapes, GroupMM.cu)
+
+    The tile comes from ``grouped_mm_tile``: unlike cuBLAS's heuristic, a fixed shape, so 2,048-wide expert rows at
+    768 columns fill 128x256 tiles in 3 columns and a per-group ``m`` below a tile multiple rounds up in every group.
+    The weight gradient (``k`` = the group's rows) and the input gradient are the same kernel. Cards below SM90 and
+    non-bf16 GEMMs: ``gemm_seconds`` (no published grouped-kernel point to check them on)."""
+    cc = rates.compute_capability
+    if min(m, n, k) <= 0:
+        return 0.0
+    if dtype_bytes != 2.0 or groups < 1 or not cc or int(cc.split(".")[0]) < 9:
+        return gemm_seconds(m=m, n=n, k=k, rates=rates, groups=groups, dtype_bytes=dtype_bytes)
+    tm, tn, per_tile = grouped_mm_tile(m=m, n=n, compute_capability=cc)
+    rows = group_rows or (m,) * int(round(groups))
+    tiles = sum(ceil(max(r, 1) / tm) for r in rows) * ceil(n / tn) * (groups / len(rows))
+    slots = max(rates.sm_count // per_tile, 1)
+    waves = ceil(tiles / slots)
+    fill = (m * n * groups) / (waves * slots * tm * tn)
+    flops = gemm_flops(m=m, n=n, k=k, groups=groups)
+    ceiling = GROUPED_MM_CEILING_SM100 if cc.startswith("10") else GROUPED_MM_CEILING
+    compute = (flops / (rates.matmul_flops_per_s * ceiling * fill * depth_efficiency(k=k))
+               + groups * GROUPED_MM_S_PER_GROUP)
+    memory = gemm_bytes(m=m, n=n, k=k, groups=groups, dtype_bytes=dtype_bytes) / rates.hbm_bytes_per_s
+    return max(compute, memory, rates.device_s_per_kernel_min) + rates.device_s_per_kernel_min

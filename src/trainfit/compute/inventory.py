@@ -331,6 +331,9 @@ class Gemm:
     launch_per_group: bool = False
     """The groups run as one launch each (Transformer Engine's multi-stream cuBLAS ``GroupedLinear``,
     ``gemm.multi_stream_grouped_gemm_seconds``), not one grouped kernel."""
+    grouped_kernel: bool = False
+    """The groups run as one CUTLASS grouped kernel (``torch._grouped_mm``: routed experts outside Megatron-Core,
+    ``gemm.grouped_mm_seconds``), not a batched GEMM sharing one tile shape."""
 
     @property
     def flops(self) -> float:
@@ -633,8 +636,8 @@ def step_inventory(
     grouped_gemm: bool = True, fp8_weight_transposes: float | None = None, moe_dispatcher: MoeDispatcher = MoeDispatcher.ALLTOALL,
     fused_cross_entropy: bool = False, packed_flash_syncs: bool = False, expert_loop: bool = False,
     expert_loop_every: bool = False,
-    fp8_casts: CastTraffic | None = None, megatron_experts: bool = False, unpad_call_syncs: bool = False,
-    vocab_chunk_columns: int = 0, nemo_rl_loss: str = "", loss_sequences: float = 1.0,
+    fp8_casts: CastTraffic | None = None, megatron_experts: bool = False, expert_streams: bool = False,
+    unpad_call_syncs: bool = False, vocab_chunk_columns: int = 0, nemo_rl_loss: str = "", loss_sequences: float = 1.0,
     rope_loop_samples: float = 0.0, rope_loop_context_parallel: int = 1, a2a_thd_sequences: float = 0.0,
 ) -> StepInventory:
     """The op inventory of one micro-step of ``micro_batch_size × seq_len`` tokens on one GPU.
@@ -671,7 +674,9 @@ def step_inventory(
     ``fused_kernels``, which the compile factors leave alone; ``megatron_experts``: the routed experts are
     Megatron-Core's ``TEGroupedMLP``, whose eager clamp of a clamped GLU and per-expert fc2-bias loop
     (``moe_time.megatron_expert_elementwise``, gpt-oss) add bytes that go to the same unscaled count (no compiler
-    fuses them) and kernels counted with the others; ``unpad_call_syncs``: with ``ModelSpec.unpadded_attention``,
+    fuses them) and kernels counted with the others; ``expert_streams``: outside Megatron-Core, the routed GEMMs
+    run as one cuBLAS GEMM per local expert over four streams (``MoeExperts.GROUPED_STREAMS``: grouped_gemm's
+    ``gmm``), priced as TE's loop (``gemm.multi_stream_grouped_gemm_seconds``); ``unpad_call_syncs``: with ``ModelSpec.unpadded_attention``,
     every attention forward unpads by itself (llm-foundry before v0.5.0: ``UNPAD_CALL_SYNCS`` host syncs and
     ``UNPAD_CALL_KERNELS`` kernels per layer, the recompute's too); ``vocab_chunk_columns`` > 0: the head and loss are
     prime-rl's chunked log-prob / entropy head over vocabulary chunks of that many columns (``prime_rl_head``) in
@@ -771,13 +776,17 @@ def step_inventory(
             d = 1.0 if te_fp8 else 2.0
             # Megatron-Core's TEGroupedMLP: TE's GroupedLinear launches one cuBLAS GEMM per local expert
             # (gemm.multi_stream_grouped_gemm_seconds), forward, dgrad and wgrad alike
-            per_group = megatron_experts and grouped_gemm and not expert_loop and e > 1
-            fwd.append(Gemm(g.name, rows, out_f, g.in_features, n, e, d, per_group))
+            # grouped_gemm's gmm (expert_streams) is the same loop over four streams
+            per_group = (megatron_experts or expert_streams) and grouped_gemm and not expert_loop and e > 1
+            # elsewhere (transformers v5 grouped_mm, prime-rl, torchtitan) one torch._grouped_mm per GEMM, forward,
+            # dgrad and wgrad (gemm.grouped_mm_seconds)
+            one_kernel = grouped_gemm and not expert_loop and not per_group and e > 1
+            fwd.append(Gemm(g.name, rows, out_f, g.in_features, n, e, d, per_group, one_kernel))
             part("moe", gemm=fwd[-1], kernels=g.count * moe_time.expert_gemm_kernels(
                 local_experts=g.experts, grouped_gemm=grouped_gemm) / moe_time.EXPERT_PROJECTIONS)
-            bwd.append(Gemm(g.name + ".dX", rows, g.in_features, out_f, n, e, d, per_group))
+            bwd.append(Gemm(g.name + ".dX", rows, g.in_features, out_f, n, e, d, per_group, one_kernel))
             if not frozen:
-                bwd.append(Gemm(g.name + ".dW", g.in_features, out_f, rows, n, e, d, per_group))
+                bwd.append(Gemm(g.name + ".dW", g.in_features, out_f, rows, n, e, d, per_group, one_kernel))
             if te_fp8:
                 routed_rows = rows * g.experts
                 tr = fp8_weight_casts if fp8_weight_transposes is None else fp8_weight_transposes

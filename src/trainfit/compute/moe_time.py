@@ -97,7 +97,9 @@ timed balanced (a lower bound on its expert time).
 
 **Expert GEMM rate, checked against measurements (2026-12-02).** At Qwen3-30B-A3B's expert shape on an H100 (E 128,
 top-8, hidden 2048, expert width 768, 32,768 tokens, no EP: 2,048 rows per expert) ``gemm.py`` times the two grouped
-GEMMs at 721 TFLOPS (3.43 ms) and the routed layer's forward, with its permute, unpermute, SwiGLU and routing bytes,
+GEMMs at 721 TFLOPS (3.43 ms; since 2026-12-03 a non-Megatron card's ``torch._grouped_mm`` is priced by
+``gemm.grouped_mm_seconds`` at 550 TFLOPS, 4.50 ms, checked on published ``torch._grouped_mm`` points within 2 %) and
+the routed layer's forward, with its permute, unpermute, SwiGLU and routing bytes,
 at 5.63 ms (439 TFLOPS). Published for that shape: a fused-MoE forward built on ``torch._grouped_mm``, scatter and
 gather included, 10.2 ms (242 TFLOPS), a Triton one 11.5 ms (github.com/ByteDance-Seed/VeOmni pull request #460,
 2026-02-06); a tuned Triton fused MoE with SwiGLU fused, at best 501 TFLOPS forward and 413 forward plus backward

@@ -35,7 +35,7 @@ from trainfit.compute import collectives as coll
 from trainfit.compute.attention_time import attention_seconds
 from trainfit.compute.dist_optimizer import megatron_bucket_params
 from trainfit.compute.expert_loop import zero3_expert_gathers
-from trainfit.compute.gemm import gemm_seconds, multi_stream_grouped_gemm_seconds
+from trainfit.compute.gemm import gemm_seconds, grouped_mm_seconds, multi_stream_grouped_gemm_seconds
 from trainfit.compute.inventory import Adapter, PassInventory, step_inventory
 from trainfit.compute.moe_time import expert_token_shards
 from trainfit.compute.model_parallel import (ModelParallelComm, model_parallel_comm, pipeline_bubble_micro_steps,
@@ -177,7 +177,8 @@ def pass_seconds(inv: PassInventory, *, rates: DeviceRates, seq_len: float, back
                  memory_factor: float = 1.0, kernel_factor: float = 1.0, attention_kernel: str = "auto") -> PassTime:
     """Time of one pass from its inventory (module docstring). ``memory_factor`` / ``kernel_factor``
     scale the memory-bound bytes and the kernel count (kernel fusion by a compiler)."""
-    gemm = sum((multi_stream_grouped_gemm_seconds if g.launch_per_group else gemm_seconds)(
+    gemm = sum((multi_stream_grouped_gemm_seconds if g.launch_per_group else grouped_mm_seconds if g.grouped_kernel
+                else gemm_seconds)(
         m=g.m, n=g.n, k=g.k, groups=g.groups, rates=rates, dtype_bytes=g.dtype_bytes) * g.count for g in inv.gemms)
     win, hd = inv.window_attention_forward_flops, inv.attention_head_dim  # windowed layers at their key-loop length
     attn = (attention_seconds(forward_flops=inv.attention_forward_flops - win, seq_len=seq_len, rates=rates,
@@ -410,8 +411,8 @@ def train_step_time(
     recompute_layer_share: float = 1.0, packed_flash_syncs: bool = False, expert_loop: bool = False,
     expert_loop_every: bool = False,
     zero3_expert_leaf: bool = True, fsdp2_copies: bool = False, fp8_casts: CastTraffic | None = None,
-    megatron_experts: bool = False, recompute_modules: tuple[str, ...] = (), unpad_call_syncs: bool = False,
-    attention_kernel: str = "auto", vocab_chunk_columns: int = 0, nemo_rl_loss: str = "", loss_sequences: float = 1.0,
+    megatron_experts: bool = False, expert_streams: bool = False, recompute_modules: tuple[str, ...] = (),
+    unpad_call_syncs: bool = False, attention_kernel: str = "auto", vocab_chunk_columns: int = 0, nemo_rl_loss: str = "", loss_sequences: float = 1.0,
     head: bool = True, scan_syncs: float = 0.0, rope_loop_samples: float = 0.0, rope_loop_context_parallel: int = 1,
     a2a_thd_sequences: float = 0.0,
 ) -> TrainStepTime:
@@ -446,7 +447,8 @@ def train_step_time(
     ``zero3_expert_leaf`` each expert linear is then gathered on its own (``expert_loop.zero3_expert_gathers``);
     ``fp8_casts``: who casts the fp8 linears' operands (``float8_casts.cast_traffic``; None: Transformer Engine);
     ``megatron_experts``: the routed experts are Megatron-Core's ``TEGroupedMLP`` (``inventory.step_inventory``:
-    gpt-oss's eager clamp and per-expert bias loop, ``moe_time.megatron_expert_elementwise``);
+    gpt-oss's eager clamp and per-expert bias loop, ``moe_time.megatron_expert_elementwise``); ``expert_streams``:
+    outside Megatron-Core the routed GEMMs loop one cuBLAS GEMM per local expert (``MoeExperts.GROUPED_STREAMS``);
     ``recompute_modules``: Megatron-Core's ``--recompute-modules`` beyond core_attn (core_attn among them when
     listed): the recompute pass is what they re-run (``inventory.StepInventory.recompute_modules``), the recomputed
     forward repeats the collectives of none of them but ``moe``'s expert-parallel dispatch and combine (its
@@ -477,8 +479,8 @@ def train_step_time(
                          moe_dispatcher=mp.moe_dispatcher, fused_cross_entropy=fused_cross_entropy,
                          packed_flash_syncs=packed_flash_syncs, expert_loop=expert_loop,
                          expert_loop_every=expert_loop_every, fp8_casts=fp8_casts, megatron_experts=megatron_experts,
-                         unpad_call_syncs=unpad_call_syncs, vocab_chunk_columns=vocab_chunk_columns,
-                         nemo_rl_loss=nemo_rl_loss, loss_sequences=loss_sequences,
+                         expert_streams=expert_streams, unpad_call_syncs=unpad_call_syncs,
+                         vocab_chunk_columns=vocab_chunk_columns, nemo_rl_loss=nemo_rl_loss, loss_sequences=loss_sequences,
                          rope_loop_samples=rope_loop_samples, rope_loop_context_parallel=rope_loop_context_parallel,
                          a2a_thd_sequences=a2a_thd_sequences)
     kw = dict(rates=rates, seq_len=attention_context or seq_len, memory_factor=memory_factor, kernel_factor=kernel_factor,
@@ -991,7 +993,7 @@ def forward_only_time(
     packed_flash_syncs: bool = False, expert_loop: bool = False, zero3_expert_leaf: bool = True,
     hooked_units: int = 0, fsdp2_copies: bool = False, unshard_once: bool = False, expert_loop_every: bool = False,
     attention_kernel: str = "auto", nemo_rl_loss: str = "", loss_sequences: float = 1.0,
-    fused_cross_entropy: bool = False,
+    fused_cross_entropy: bool = False, megatron_experts: bool = False, expert_streams: bool = False,
 ) -> PassTime:
     """A no-grad forward over ``micro_steps`` micro-batches (log-probs, values, rewards) on one GPU:
     the layers and the head (the log-softmax and gather cost about what the loss does), plus the
@@ -1030,7 +1032,8 @@ def forward_only_time(
     pass; an explicit ``unshard()`` alone is not that (``_fsdp_hooked_units``). FSDP1 has no copy-out (its views read the
     flat all-gather buffer). ``nemo_rl_loss`` / ``loss_sequences``: as ``inventory.step_inventory`` (NeMo RL Megatron's
     packed log-prob head, ``megatron_logprob``); ``fused_cross_entropy``: as ``inventory.step_inventory`` (the log-probs
-    from flash-attn's kernel: verl's ``logprobs_from_logits``, ``memory.logits`` module doc)."""
+    from flash-attn's kernel: verl's ``logprobs_from_logits``, ``memory.logits`` module doc). ``megatron_experts`` /
+    ``expert_streams``: as ``train_step_time`` (the log-prob forward runs the training forward's expert modules)."""
     inv = step_inventory(spec, micro_batch_size=micro_batch_size, seq_len=seq_len, adapter=adapter,
                          eager_attention=eager_attention, attention_context=attention_context,
                          expert_parallel=expert_parallel, expert_token_shards=expert_token_shards, fp8=fp8,
@@ -1038,7 +1041,8 @@ def forward_only_time(
                                                             fp8_weight_cache=fp8_weight_cache, micro_steps=micro_steps),
                          packed_flash_syncs=packed_flash_syncs, expert_loop=expert_loop,
                          expert_loop_every=expert_loop_every, nemo_rl_loss=nemo_rl_loss,
-                         loss_sequences=loss_sequences, fused_cross_entropy=fused_cross_entropy)
+                         loss_sequences=loss_sequences, fused_cross_entropy=fused_cross_entropy,
+                         megatron_experts=megatron_experts, expert_streams=expert_streams)
     no_grad = replace(rates, host_s_per_forward_kernel=max(
         0.0, rates.host_s_per_forward_kernel - AUTOGRAD_RECORD_S_PER_FORWARD_KERNEL))
     kw = dict(rates=no_grad, seq_len=attention_context or seq_len, memory_factor=memory_factor,

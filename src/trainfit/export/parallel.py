@@ -275,6 +275,10 @@ def megatron_keys_notes(card: RunCard, target: str, *, has: set[str]) -> list[st
     if p.moe_experts.is_loop:
         out.append(f"parallel.moe_experts {p.moe_experts.value}: the per-expert loop is what transformers < 5's MoE blocks run (the"
                    f" installed version decides, not a key of the {target} file); not written (read back: grouped)")
+    if p.moe_experts is MoeExperts.GROUPED_STREAMS:
+        out.append(f"parallel.moe_experts grouped_streams: grouped_gemm's gmm is chosen by the framework's expert backend"
+                   f" (NeMo Automodel backend.experts gmm), not a key of the {target} file; not written (read back:"
+                   " grouped)")
     if p.moe_zero3_leaf:
         out.append(f"parallel.moe_zero3_leaf: the {target} file has no key that marks the MoE block a ZeRO-3 leaf"
                    " module (deepspeed.utils.set_z3_leaf_modules is called in the training code); not written")

@@ -179,7 +179,7 @@ from trainfit.plan.time import (
 )
 from trainfit.spec.card import RunCard
 from trainfit.spec.enums import AsyncMode, ComputeDtype, Dtype, EngineOutputs, Method, MoeExperts, Offload, RefPlacement, RolloutEngine, Strategy
-from trainfit.spec.enums import FSDP_STRATEGIES, FsdpVersion, LossKernel, WeightTransport
+from trainfit.spec.enums import FSDP_STRATEGIES, FsdpVersion, LossKernel, TensorParallelImpl, WeightTransport
 from trainfit.spec.model import ModelSpec
 from trainfit.spec.training import TrainableSpec
 from trainfit.units import BYTES_PER_DTYPE
@@ -550,6 +550,9 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
             loss_sequences=(lp_mbs * (rank_seq * cp / context if context else 1.0)),
             # verl's log-probs from flash-attn's kernel (loss.kernel flash_attn): its bytes, as the update's head
             fused_cross_entropy=card.loss.kernel is LossKernel.FLASH_ATTN,
+            # the training forward's expert modules (plan.time): Megatron-Core's TEGroupedMLP, grouped_gemm's gmm
+            megatron_experts=p_.tensor_parallel_impl is TensorParallelImpl.MEGATRON,
+            expert_streams=p_.moe_experts is MoeExperts.GROUPED_STREAMS,
         )
         comm = 0.0
         if mp.active:

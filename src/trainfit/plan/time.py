@@ -540,6 +540,7 @@ def training_time(
         fsdp2_copies=par.fsdp2,
         fp8_casts=fp8_casts_of(card),
         megatron_experts=par.tensor_parallel_impl is TensorParallelImpl.MEGATRON,
+        expert_streams=par.moe_experts is MoeExperts.GROUPED_STREAMS,
         unpad_call_syncs=llm_foundry_unpad_syncs(card),
         attention_kernel=kernel,
         head=timed_rank_holds_head(spec, pp, par.pipeline_layout),

@@ -266,7 +266,10 @@ class ParallelSection(_Section):
                                     " (NeMo Automodel's FakeBalancedGate: token i takes experts i*k .. i*k+k-1); sets"
                                     " how many nodes and GPUs a DeepEP dispatch reaches per token.")
     moe_experts: MoeExperts = Field(MoeExperts.GROUPED, description="grouped (the routed experts as one grouped GEMM"
-                                    " per projection: transformers v5 grouped_mm, Megatron-Core TEGroupedMLP) | loop"
+                                    " per projection: transformers v5 grouped_mm, Megatron-Core TEGroupedMLP) |"
+                                    " grouped_streams (one grouped call per projection looping one cuBLAS GEMM per"
+                                    " local expert over 4 streams: grouped_gemm.ops.gmm, NeMo Automodel experts gmm)"
+                                    " | loop"
                                     " (transformers < 5's sparse MoE block: a Python loop over the experts that get"
                                     " tokens, three small GEMMs and a host sync each; LLaMA-Factory, ms-swift swift sft,"
                                     " TRL and verl FSDP on transformers 4.53-4.x) | loop_all (transformers 4.51-4.52:"
@@ -896,7 +899,7 @@ class RunCard(_Section):
         if par.moe_experts.is_loop and par.tensor_parallel * par.pipeline_parallel * par.expert_parallel > 1:
             # transformers < 5's sparse MoE block runs every expert on each rank (no tensor, pipeline or expert split)
             raise ValueError(f"parallel.moe_experts: {par.moe_experts.value} (transformers < 5's expert loop) runs"
-                             " without tensor, pipeline or expert parallel; allowed with them: grouped")
+                             " without tensor, pipeline or expert parallel; allowed with them: grouped, grouped_streams")
         if par.moe_zero3_leaf and (par.strategy is not Strategy.ZERO3 or not par.moe_experts.is_loop):
             raise ValueError(f"parallel.moe_zero3_leaf: needs strategy zero3 and moe_experts loop or loop_all (got"
                              f" strategy {par.strategy.value}, moe_experts {par.moe_experts.value}; a grouped experts"

@@ -451,6 +451,13 @@ class MoeExperts(StrEnum):
     GROUPED = "grouped"
     """One grouped GEMM per projection over all local experts: transformers v5 ``grouped_mm``, Megatron-Core
     ``TEGroupedMLP``."""
+    GROUPED_STREAMS = "grouped_streams"
+    """One grouped call per projection that launches one cuBLAS GEMM per local expert over four streams, outside
+    Megatron-Core: ``grouped_gemm.ops.gmm`` (fanshiqing/grouped_gemm v1.1.4 / nv-grouped-gemm 1.1.4.post8, NeMo
+    Automodel's ``experts: gmm``), which on any GPU but an SM80 build runs ``CublasGroupedGemm`` /
+    ``CublasGroupedGemmVariableK`` (``csrc/grouped_gemm.cu`` l.191-312, l.399-401
+    @172fada89fa7364fe5d026b3a0dfab58b591ffdd and @15721c6f478092f58ba0767fb0f3642c4f493748), forward, input and
+    weight gradient alike: priced as TE's multi-stream loop (``compute.gemm.multi_stream_grouped_gemm_seconds``)."""
     LOOP = "loop"
     """transformers < 5's sparse MoE block (4.53 on): a Python loop over the experts that receive tokens, each an
     ``nn.Module`` of three linears run on its own rows (a host sync per expert)."""
@@ -461,7 +468,7 @@ class MoeExperts(StrEnum):
     @property
     def is_loop(self) -> bool:
         """Either transformers < 5 loop."""
-        return self is not MoeExperts.GROUPED
+        return self in (MoeExperts.LOOP, MoeExperts.LOOP_ALL)
 
 
 class MoeDispatcher(StrEnum):

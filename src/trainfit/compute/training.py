@@ -985,6 +985,7 @@ def forward_only_time(
     packed_flash_syncs: bool = False, expert_loop: bool = False, zero3_expert_leaf: bool = True,
     hooked_units: int = 0, fsdp2_copies: bool = False, unshard_once: bool = False, expert_loop_every: bool = False,
     attention_kernel: str = "auto", nemo_rl_loss: str = "", loss_sequences: float = 1.0,
+    megatron_experts: bool = False, head: bool = True,
 ) -> PassTime:
     """A no-grad forward over ``micro_steps`` micro-batches (log-probs, values, rewards) on one GPU:
     the layers and the head (the log-softmax and gather cost about what the loss does), plus the
@@ -1022,7 +1023,9 @@ def forward_only_time(
     (FSDP2 ``reshard_after_forward=False`` on every unit, or ``set_reshard_after_forward(False)``): one copy-out a
     pass; an explicit ``unshard()`` alone is not that (``_fsdp_hooked_units``). FSDP1 has no copy-out (its views read the
     flat all-gather buffer). ``nemo_rl_loss`` / ``loss_sequences``: as ``inventory.step_inventory`` (NeMo RL Megatron's
-    packed log-prob head, ``megatron_logprob``)."""
+    packed log-prob head, ``megatron_logprob``). ``megatron_experts`` and ``head``: as ``train_step_time`` (Megatron-Core's
+    per-expert grouped-GEMM kernels; False: the timed pipeline rank holds no output head), so a log-prob pass prices
+    the layers the training pass of the same card prices."""
     inv = step_inventory(spec, micro_batch_size=micro_batch_size, seq_len=seq_len, adapter=adapter,
                          eager_attention=eager_attention, attention_context=attention_context,
                          expert_parallel=expert_parallel, expert_token_shards=expert_token_shards, fp8=fp8,
@@ -1030,12 +1033,13 @@ def forward_only_time(
                                                             fp8_weight_cache=fp8_weight_cache, micro_steps=micro_steps),
                          packed_flash_syncs=packed_flash_syncs, expert_loop=expert_loop,
                          expert_loop_every=expert_loop_every, nemo_rl_loss=nemo_rl_loss,
-                         loss_sequences=loss_sequences)
+                         loss_sequences=loss_sequences, megatron_experts=megatron_experts)
     no_grad = replace(rates, host_s_per_forward_kernel=max(
         0.0, rates.host_s_per_forward_kernel - AUTOGRAD_RECORD_S_PER_FORWARD_KERNEL))
     kw = dict(rates=no_grad, seq_len=attention_context or seq_len, memory_factor=memory_factor,
               kernel_factor=kernel_factor, backward=False, attention_kernel=attention_kernel)
-    one = (pass_seconds(inv.layers_forward, **kw) + pass_seconds(inv.head_forward, **kw)).scaled(count_scale)
+    one = (pass_seconds(inv.layers_forward, **kw)
+           + (pass_seconds(inv.head_forward, **kw) if head else ZERO_PASS)).scaled(count_scale)
     one = _with_host_seconds(one, hooks_s=hooked_units * FSDP_UNIT_FORWARD_HOST_S)
     if parallel.strategy == "zero3" and parallel.ranks > 1:  # a DeepSpeed ZeRO-3 engine's per-module hooks
         modules = zero3_hooked_modules(spec, expert_loop=expert_loop,

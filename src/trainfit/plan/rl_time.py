@@ -174,12 +174,13 @@ from trainfit.plan.time import (
     nvlink_gpus_per_node,
     packed_flash_syncs,
     rank_spec,
+    timed_rank_holds_head,
     verl_fsdp_workers,
     training_time,
 )
 from trainfit.spec.card import RunCard
 from trainfit.spec.enums import AsyncMode, ComputeDtype, Dtype, Method, MoeExperts, Offload, RefPlacement, RolloutEngine, Strategy
-from trainfit.spec.enums import FSDP_STRATEGIES, FsdpVersion, WeightTransport
+from trainfit.spec.enums import FSDP_STRATEGIES, FsdpVersion, TensorParallelImpl, WeightTransport
 from trainfit.spec.model import ModelSpec
 from trainfit.spec.training import TrainableSpec
 from trainfit.units import BYTES_PER_DTYPE
@@ -548,6 +549,10 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
             nemo_rl_loss="megatron_logprob" if (nemo_rl_pg_loss_of(card) == "megatron" and packed
                                                 and p_.strategy not in FSDP_STRATEGIES) else "",
             loss_sequences=(lp_mbs * (rank_seq * cp / context if context else 1.0)),
+            # the layers the training pass prices (plan.time.training_time): Megatron-Core's per-expert grouped
+            # GEMMs, and no head on a timed pipeline rank that holds none
+            megatron_experts=p_.tensor_parallel_impl is TensorParallelImpl.MEGATRON,
+            head=timed_rank_holds_head(pspec, p_.pipeline_parallel, p_.pipeline_layout),
         )
         comm = 0.0
         if mp.active:

@@ -112,11 +112,15 @@ ZERO_PASS = PassTime(0.0, 0.0, 0.0, 0.0, 0.0)
 
 
 def fp32_grad_accumulation_seconds(*, params: float, tensors: float, grad_bytes: float, accumulator_bytes: float,
-                                   hbm_bytes_per_s: float, device_s_per_kernel: float) -> PassTime:
+                                   hbm_bytes_per_s: float, device_s_per_kernel: float,
+                                   host_s_per_tensor: float = 0.0) -> PassTime:
     """One micro-batch's accumulation of the rank's 16-bit gradients (``grad_bytes`` each) into its fp32 gradient
     buffer (``accumulator_bytes`` each, read and written), one ``add_`` kernel per parameter tensor, on the compute
-    stream after the backward: memory-bound, ``params x (grad_bytes + 2 x accumulator_bytes)`` over HBM plus each
-    kernel's launch.
+    stream after the backward: ``params x (grad_bytes + 2 x accumulator_bytes)`` over HBM plus each kernel's fixed
+    device cost (``device_s_per_kernel``), or the host's loop issuing them where that is longer: ``_accumulate_grad``
+    is a Python call per parameter tensor (a buffer lookup, the ``add_``, ``half_param.grad = None``, the fp32
+    parameter's ``.grad`` re-pointed), ``host_s_per_tensor`` each (``train_step_time`` charges the bare-loop rate the
+    optimizer's for-loop path charges per kernel, ``rates.host_s_per_backward_kernel``).
 
     nanotron with ``accumulate_grad_in_fp32`` (huggingface/nanotron @c252843039cc167ff8d6894b87172af4637eb14b,
     src/nanotron/optim/gradient_accumulator.py): ``FP32GradientAccumulator.backward`` runs ``loss.backward()`` and then,
@@ -131,7 +135,18 @@ def fp32_grad_accumulation_seconds(*, params: float, tensors: float, grad_bytes:
         return ZERO_PASS
     memory_s = params * (grad_bytes + 2 * accumulator_bytes) / hbm_bytes_per_s
     kernels_s = max(1.0, tensors) * device_s_per_kernel
-    return PassTime(memory_s + kernels_s, 0.0, 0.0, memory_s + kernels_s, 0.0)
+    host_s = max(1.0, tensors) * host_s_per_tensor
+    return PassTime(max(memory_s + kernels_s, host_s), 0.0, 0.0, memory_s + kernels_s, host_s)
+
+
+def nanotron_fused_tensors(spec: ModelSpec) -> int:
+    """Parameter tensors the card's model counts that nanotron's Llama fuses away: q, k and v in one ``qkv_proj``,
+    gate and up in one ``gate_up_proj`` (huggingface/nanotron @c252843039cc167ff8d6894b87172af4637eb14b
+    src/nanotron/models/llama.py l.223-238, l.384-389, no biases there), 3 a decoder layer. Only for a model that
+    Llama class builds: separate q/k/v projections and a dense gated MLP (no MoE, MLA or linear attention); 0 for
+    any other, whose tensors are counted as the card's model holds them."""
+    llama_like = spec.mlp_gated and spec.moe is None and spec.mla is None and spec.linear_attention is None
+    return 3 * spec.num_layers if llama_like else 0
 
 
 def interleaved(a: PassTime, b: PassTime) -> tuple[PassTime, PassTime]:
@@ -517,13 +532,13 @@ def train_step_time(
     if gradient_checkpointing:
         rec, bwd = interleaved(rec, bwd)
     if parallel.grad_accumulation_pass and adapter is None:
-        # the 16-bit gradients added into the fp32 buffer after every backward (fp32_grad_accumulation_seconds); nanotron's
-        # Llama holds 3 tensors a layer fewer than the card counts (q/k/v fused in qkv_proj, gate/up in gate_up_proj:
-        # src/nanotron/models/llama.py l.223, l.384 @c252843039cc)
+        # the 16-bit gradients added into the fp32 buffer after every backward (fp32_grad_accumulation_seconds), over
+        # the tensors nanotron's model holds (nanotron_fused_tensors), one Python call each
         bwd = bwd + fp32_grad_accumulation_seconds(
-            params=trained_params, tensors=trained_tensors - 3 * spec.num_layers, grad_bytes=optimizer.weight_bytes,
-            accumulator_bytes=optimizer.grad_bytes, hbm_bytes_per_s=rates.hbm_bytes_per_s,
-            device_s_per_kernel=rates.device_s_per_kernel_min)
+            params=trained_params, tensors=trained_tensors - nanotron_fused_tensors(spec),
+            grad_bytes=optimizer.weight_bytes, accumulator_bytes=optimizer.grad_bytes,
+            hbm_bytes_per_s=rates.hbm_bytes_per_s, device_s_per_kernel=rates.device_s_per_kernel_min,
+            host_s_per_tensor=rates.host_s_per_backward_kernel)
     if (parallel.strategy == "zero3" and parallel.ranks > 1 and parallel.zero3_grad_groups
             and parallel.zero3_bucket_numel):
         # the backward's host waits on the reduce of the bucket three flushes back (zero3_coupled_seconds)

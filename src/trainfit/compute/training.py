@@ -43,7 +43,9 @@ from trainfit.compute.model_parallel import (ModelParallelComm, model_parallel_c
 from trainfit.compute.offload import deepspeed_zero12_offload_seconds, offload_seconds
 from trainfit.compute.optimizer_time import optimizer_seconds, shard_params
 from trainfit.compute.rates import (
-    AUTOGRAD_RECORD_S_PER_FORWARD_KERNEL, FSDP_UNIT_BACKWARD_HOST_S, FSDP_UNIT_FORWARD_HOST_S, HF_ROOT_MODULES, ZERO3_MODULE_BACKWARD_HOST_S,
+    AUTOGRAD_RECORD_S_PER_FORWARD_KERNEL, FSDP2_UNIT_BACKWARD_HOST_S, FSDP2_UNIT_FORWARD_HOST_S,
+    FSDP2_UNIT_GRAD_FORWARD_HOST_S, FSDP_UNIT_BACKWARD_HOST_S, FSDP_UNIT_FORWARD_HOST_S, FSDP_UNIT_GRAD_FORWARD_HOST_S,
+    HF_ROOT_MODULES, ZERO3_MODULE_BACKWARD_HOST_S,
     ZERO3_MODULE_FORWARD_HOST_S, ZERO3_REDUCE_BUCKET_HOST_S, DeviceRates,
 )
 from trainfit.spec.enums import MoeDispatcher, MoeRouting
@@ -149,6 +151,15 @@ def nanotron_fused_tensors(spec: ModelSpec) -> int:
     return 3 * spec.num_layers if llama_like else 0
 
 
+def fsdp_unit_host_seconds(*, fsdp2: bool, grad: bool) -> tuple[float, float]:
+    """(forward, backward) host seconds of one FSDP unit's hooks: FSDP1's or FSDP2's (``fsdp2``), the forward's in a
+    pass that records autograd (``grad``: training and its recompute) or not (log-prob passes), measured
+    (``rates.FSDP_HOOK_RATIOS``)."""
+    if fsdp2:
+        return (FSDP2_UNIT_GRAD_FORWARD_HOST_S if grad else FSDP2_UNIT_FORWARD_HOST_S), FSDP2_UNIT_BACKWARD_HOST_S
+    return (FSDP_UNIT_GRAD_FORWARD_HOST_S if grad else FSDP_UNIT_FORWARD_HOST_S), FSDP_UNIT_BACKWARD_HOST_S
+
+
 def interleaved(a: PassTime, b: PassTime) -> tuple[PassTime, PassTime]:
     """Two passes whose kernels interleave layer by layer (checkpoint recompute runs inside backward,
     one layer at a time): the host queue and the GPU pace the pair together, ``max(Σ device, Σ host)``,
@@ -238,6 +249,9 @@ class Parallel:
     grad_accumulation_pass: bool = False
     """Every micro-batch's 16-bit gradients are added into the fp32 gradient buffer by a pass of its own
     (``fp32_grad_accumulation_seconds``: nanotron's ``FP32GradientAccumulator``)."""
+    fsdp2: bool = False
+    """Strategies fsdp / fsdp_grad_op / hsdp: the hooks are FSDP2's (``fully_shard``); False: FSDP1's
+    (``FullyShardedDataParallel``). Picks the hooks' host seconds per unit (``fsdp_unit_host_seconds``)."""
     hsdp_shard: int = 0
     """Strategy hsdp: the ranks of one shard group (the card's ``parallel.hsdp_shard_size``); 0: ``gpus_per_node``."""
     overlap_comm: bool = True
@@ -502,19 +516,21 @@ def train_step_time(
     bwd = bwd_layers + head_bwd.scaled(count_scale)
     if parallel.strategy in ("fsdp", "fsdp_grad_op", "hsdp"):
         # torch FSDP's per-unit pre/post-forward hooks (unshard, stream waits, reshard) run in Python in every
-        # forward, the recompute's included: rates.FSDP_UNIT_FORWARD_HOST_S per unit (the layers and the root).
+        # forward, the recompute's included, recording autograd: fsdp_unit_host_seconds per unit (the layers and the
+        # root), FSDP1's or FSDP2's (parallel.fsdp2).
         # A one-rank mesh too (a card that states fsdp on one GPU: a trainer that wraps with fully_shard whatever
         # the world size): FSDP2's unshard still runs its hook path there, only the collective is skipped
         # (pytorch/pytorch @cf30153c4c131c8164ee7798e5022d810682e2cb, the torch 2.13.0 wheel,
         # torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py ``unshard`` l.392-401 and
         # ``wait_for_unshard`` l.417-470: the shard copied parameter by parameter into the unsharded tensors)
-        hooks_s = fsdp_units(spec) * FSDP_UNIT_FORWARD_HOST_S
+        unit_fwd_s, unit_bwd_s = fsdp_unit_host_seconds(fsdp2=parallel.fsdp2, grad=True)
+        hooks_s = fsdp_units(spec) * unit_fwd_s
         fwd = _with_host_seconds(fwd, hooks_s=hooks_s)
         if gradient_checkpointing:
             rec = _with_host_seconds(rec, hooks_s=hooks_s * recompute_layer_share)
         # ... and its pre- and post-backward hooks (unshard and prefetch, the gradient's cast, reduce-scatter and
-        # accumulation) in every backward, from the autograd engine's thread: rates.FSDP_UNIT_BACKWARD_HOST_S per unit
-        bwd = _with_host_seconds(bwd, hooks_s=fsdp_units(spec) * FSDP_UNIT_BACKWARD_HOST_S)
+        # accumulation) in every backward, from the autograd engine's thread
+        bwd = _with_host_seconds(bwd, hooks_s=fsdp_units(spec) * unit_bwd_s)
     if parallel.strategy == "zero3" and parallel.ranks > 1:
         # DeepSpeed ZeRO-3 hooks every submodule (fetch / release / prefetch bookkeeping): rates.ZERO3_MODULE_*_HOST_S
         modules = zero3_hooked_modules(spec, expert_loop=expert_loop,
@@ -1017,7 +1033,8 @@ def forward_only_time(
     measured absolute share). ``hooked_units``: FSDP units whose forward hooks run in every micro-batch (a sharded
     model not unsharded before the pass: verl's ``compute_log_prob`` loops ``_forward_micro_batch`` under
     ``torch.no_grad()`` on the FSDP module, volcengine/verl verl/workers/actor/dp_actor.py l.179-225
-    @2c8b2b995f36a7cd159b5a9beb5d5ed37cae0fc1, l.418-472 @b178a3cd56f58b2d502255daba591e92833930a7), each ``rates.FSDP_UNIT_FORWARD_HOST_S`` of host time per micro-batch
+    @2c8b2b995f36a7cd159b5a9beb5d5ed37cae0fc1, l.418-472 @b178a3cd56f58b2d502255daba591e92833930a7), each
+    ``fsdp_unit_host_seconds(grad=False)`` (FSDP1's or FSDP2's, ``parallel.fsdp2``) of host time per micro-batch
     on top of the kernels' (0: unsharded, or kept unsharded across the pass, ``unshard_once``). NeMo RL's
     ``unshard_fsdp2_model`` does not keep it so: its layers are resharded after every micro-batch's forward
     (``plan.rl_time._fsdp_hooked_units``), so its passes pay the hooks too. ``attention_kernel``: as
@@ -1055,7 +1072,7 @@ def forward_only_time(
               kernel_factor=kernel_factor, backward=False, attention_kernel=attention_kernel)
     one = (pass_seconds(inv.layers_forward, **kw)
            + (pass_seconds(inv.head_forward, **kw) if head else ZERO_PASS)).scaled(count_scale)
-    one = _with_host_seconds(one, hooks_s=hooked_units * FSDP_UNIT_FORWARD_HOST_S)
+    one = _with_host_seconds(one, hooks_s=hooked_units * fsdp_unit_host_seconds(fsdp2=parallel.fsdp2, grad=False)[0])
     if parallel.strategy == "zero3" and parallel.ranks > 1:  # a DeepSpeed ZeRO-3 engine's per-module hooks
         modules = zero3_hooked_modules(spec, expert_loop=expert_loop,
                                        leaf=zero3_expert_leaf)

@@ -466,7 +466,8 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
     compile_ = fused_kernels(card)
     # HSDP: the memory's shard group (hsdp_shard_size, else a host's training GPUs), not the NVLink domain
     par = Parallel(strategy=card.parallel.strategy.value, ranks=train_gpus, gpus_per_node=per_node,
-                   nic_bytes_per_s=nic_bytes_per_s(card), hsdp_shard=_hsdp_shard_of(card, sharding))
+                   nic_bytes_per_s=nic_bytes_per_s(card), hsdp_shard=_hsdp_shard_of(card, sharding),
+                   fsdp2=card.parallel.fsdp2)
     lp_mbs_max = ro.logprob_micro_batch_size or card.batch.micro_batch_size
     eager = attn.runs_eager(spec.family, card.attention) and spec.num_full_attention_layers > 0
     frozen_w = _engine_weight_bytes(spec)

@@ -203,8 +203,12 @@ term stands in for it.
 Read and not the gap. (1) VeOmni's offload in the export (verl/workers/engine/veomni/transformer_impl.py lines 626-666
 @ce195c95ea3aa9a8b89b00bbe669e854a91d23d1): ``offload_veomni_model_to_cpu`` (``model.cpu()``) runs after
 ``state_dict()`` and before the generator's ``full_tensor()`` calls, but ``state_dict()`` holds detached DTensors
-that keep the GPU storage (``nn.Module._apply`` swaps the parameters' contents and leaves the detached values on the
-old storage; checked on torch 2.13), so the gathers still run on the GPU over NCCL, not over the CPU group's Gloo.
+that keep the GPU storage (``nn.Module._apply`` replaces each parameter's contents in place, by
+``torch.utils.swap_tensors(param, param_applied)`` for a traceable wrapper subclass such as DTensor, by
+``param.data = param_applied`` otherwise, so a tensor detached from the parameter before stays on the old storage:
+pytorch/pytorch @cf30153c4c131c8164ee7798e5022d810682e2cb, the torch 2.13.0 wheel, ``torch/nn/modules/module.py``
+``Module._apply`` l.930-1036, the swap l.967-993, ``.data`` l.994-996), so the gathers still run on the GPU over
+NCCL, not over the CPU group's Gloo.
 (2) The SGLang apply's handle payload grows as tensors x tp^2: per batch, TP rank 0 posts ``tp`` copies of a pickled
 list holding each tensor's ``tp`` CUDA-IPC handles (sgl-project/sglang python/sglang/srt/weight_sync/utils.py
 ``update_weights`` @105cec05def6b93d68ea396000500c5d16e00a96; verl base64-encodes each copy into one JSON request,

@@ -331,9 +331,11 @@ def nemo_rl_dtensor_padded_rows(card: RunCard) -> bool:
     nemo_rl/models/policy/dtensor_policy_worker.py l.602-613 @b1c86a816c5e2b4ca41ece193624a38dc62e6fdf, v0.3.0; l.610
     @27d0af94 v0.3.1, l.661 v0.4.0, workers/dtensor_policy_worker.py l.643 v0.5.0, l.695 v0.6.0), and
     ``group_and_cat_tensors`` pads each row to ``max(longest, min_seq_len)`` (nemo_rl/models/huggingface/common.py
-    l.73-125, l.115 @b1c86a81); the bins hold at most ``train_mb_tokens``, so every row is that long. Ranks with fewer bins
+    l.73-125, l.115 @b1c86a816c5e2b4ca41ece193624a38dc62e6fdf); the bins hold at most ``train_mb_tokens``, so every
+    row is that long. Ranks with fewer bins
     run dummy micro-batches up to the most any rank has (``max_batch_ct`` all-reduced with MAX, ``dummy_iterator``,
-    dtensor_policy_worker.py l.567-592 @b1c86a81): the ceiling of ``pipeline_packed_rows``. Its ``get_logprobs``
+    dtensor_policy_worker.py l.567-592 @b1c86a816c5e2b4ca41ece193624a38dc62e6fdf): the ceiling of
+    ``pipeline_packed_rows``. Its ``get_logprobs``
     packs without ``min_seq_len`` (l.884-892): the log-prob passes keep their sequences."""
     return card.preset == "nemo-rl" and card.parallel.strategy in FSDP_STRATEGIES
 

@@ -505,7 +505,8 @@ def pipeline_layout_of(dims: dict[str, Any], *, pp: int, vpp: int, num_layers: i
         layout = nanotron_layout(num_layers, pp, layer_cost=4 * heads * (h // heads) * h + 3 * int(shape[
             "intermediate_size"]) * h, head_cost=int(shape["vocab_size"]) * h)
         how = ("nanotron's split balanced by its block costs (huggingface/nanotron src/nanotron/models/base.py build_model"
-               " l.216-236, src/nanotron/models/llama.py get_block_compute_costs l.913-925 @c252843039cc)")
+               " l.216-236, src/nanotron/models/llama.py get_block_compute_costs l.913-925"
+               " @c252843039cc167ff8d6894b87172af4637eb14b)")
     elif framework in ("nemo-automodel", "automodel") and num_layers % (pp * vpp):
         layout, how = automodel_layout(num_layers, pp, vpp), ("NeMo Automodel's split (the first layers % stages"
                                                               " stages one layer more, stage i on rank i % pp)")

@@ -1,5 +1,6 @@
-"""Measure the host seconds torch FSDP's backward hooks take per unit (``rates.FSDP_UNIT_BACKWARD_HOST_S``), beside
-the forward hooks' (``rates.FSDP_UNIT_FORWARD_HOST_S``) in the same interleaved rounds.
+"""Measure the host seconds torch FSDP's hooks take per unit, FSDP1 and FSDP2, in the no-grad forward, the grad forward
+and the backward, in the same interleaved rounds: ``rates.FSDP_HOOK_RATIOS`` (each over FSDP1's no-grad forward,
+``rates.FSDP_UNIT_FORWARD_HOST_S``).
 
 A fake process group of 8 ranks (collectives are no-ops: host work only), a tiny transformers Qwen2 (hidden 64,
 16 tokens, fp32, eager attention) with 4 and 8 decoder layers, each layer a unit and the root one more: FSDP1
@@ -7,7 +8,8 @@ A fake process group of 8 ranks (collectives are no-ops: host work only), a tiny
 the decoder layer) and FSDP2 ``fully_shard`` per layer and on the root, against the same model unwrapped. Timed,
 best of ``ROUNDS`` interleaved rounds of 10 calls each: the no-grad forward, the grad forward (its backward run
 untimed after it), and ``loss.backward()`` after an untimed grad forward. The per-unit cost is the slope from 4 to
-8 layers of (wrapped - plain), so the root's own cost and any fixed part drop out.
+8 layers of (wrapped - plain), so the root's own cost and any fixed part drop out; also printed on the forward
+constant's footing, (wrapped - plain) / 9 at 8 layers (8 layer units and the root).
 
 Usage::
 
@@ -98,6 +100,10 @@ def main() -> None:
             per_unit = ((best[(w, 8, mode)] - best[("plain", 8, mode)]) - (best[(w, 4, mode)] - best[("plain", 4, mode)])) / 4
             row.append(f"{mode} {per_unit * 1e6:.0f} us")
         print(f"{w}: per unit " + ", ".join(row))
+        # the forward constant's footing (rates.FSDP_UNIT_FORWARD_HOST_S): at 8 layers, (wrapped - plain) over the
+        # 8 layer units and the root
+        whole = [f"{mode} {(best[(w, 8, mode)] - best[('plain', 8, mode)]) / 9 * 1e6:.0f} us" for mode in MODES]
+        print(f"{w}: (wrapped - plain) / 9 at 8 layers " + ", ".join(whole))
     for key in sorted(best):
         print(f"  {key}: {best[key] * 1e3:.3f} ms")
 

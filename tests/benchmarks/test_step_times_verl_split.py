@@ -50,8 +50,10 @@ def test_the_checkpoint_engine_rows_are_there():
 def test_the_checkpoint_engine_timer_covers_the_kv_release_and_resume(eid: str):
     """The V1 separate_async trainer's update_weights timer and the one-step-off trainer's sync_rollout_weights
     both wrap CheckpointEngineManager.update_weights, which releases the standalone SGLang replicas' KV cache before
-    the transfer and resumes it after (verl/checkpoint_engine/base.py l.509 / l.533 @b9873ee9 and @ce195c95,
-    l.493 / l.511 @b7ff88e3): the plan's sleep_wake (SGLang level 1, KV cache only) is in the row."""
+    the transfer and resumes it after (verl/checkpoint_engine/base.py l.509 / l.533
+    @b9873ee98f5ee513a460a7a41623262ac4a831e9 and @ce195c95ea3aa9a8b89b00bbe669e854a91d23d1,
+    l.493 / l.511 @b7ff88e3dcfc649b1bc830e00ed72ef0ac1810b9): the plan's sleep_wake (SGLang level 1, KV cache only)
+    is in the row."""
     e = PERF.get(eid) or WS[eid]
     scope = e["timer_scope"]["weight_sync"]
     assert scope["also"] == ["sleep_wake"] and "release_kv_cache_replicas" in scope["why"]
@@ -65,7 +67,8 @@ def test_the_checkpoint_engine_timer_covers_the_kv_release_and_resume(eid: str):
                                  "verl-v1-weight-sync-qwen3-235b-a22b-h100-8p2n-nccl-offload"])
 def test_veomni_rows_train_bf16_weights_as_their_repro_script_sets(eid: str):
     """PR #7085's MoE repro script runs VeOmni with mixed_precision=false, which loads the model in bf16
-    (veomni/transformer_impl.py l.287-293 @ce195c95): train.weights_dtype -> the card's precision.weights."""
+    (veomni/transformer_impl.py l.287-293 @ce195c95ea3aa9a8b89b00bbe669e854a91d23d1): train.weights_dtype -> the
+    card's precision.weights."""
     e = PERF[eid]
     assert e["train"]["weights_dtype"] == "bf16" and "mixed_precision=false" in e["train"]["weights_dtype_source"]
     card, notes = S.map_rl(e)

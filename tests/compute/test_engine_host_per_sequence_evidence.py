@@ -36,7 +36,8 @@ engines before the policy, "initialize policy_generation before policy", ``nemo_
 row from +4 % to -35 %. Two things the fitted 80 us stands in for show there. (1) A per-sequence frontend cost of the
 asynchronous path: those runs generate through NeMo RL's ``generate_async``, which reads every step's cumulative
 ``RequestOutput`` of every request (``async for req_output in vllm_request_generator``:
-``nemo_rl/models/generation/vllm.py`` l.683-692 @b1c86a81, ``nemo_rl/models/generation/vllm/vllm_worker_async.py``
+``nemo_rl/models/generation/vllm.py`` l.683-692 @b1c86a816c5e2b4ca41ece193624a38dc62e6fdf,
+``nemo_rl/models/generation/vllm/vllm_worker_async.py``
 l.750-759 @9dbd9adc95a10f5946cceb36e1d5b31e2429e470; vLLM's ``SamplingParams.output_kind`` defaults to ``CUMULATIVE``,
 ``vllm/sampling_params.py`` l.233 of the 0.9.0 wheel, and the ``OutputProcessor`` builds a ``RequestOutput`` per
 request per step unless ``FINAL_ONLY``, ``vllm/v1/engine/output_processor.py`` l.154-172), where the synchronous

@@ -1,7 +1,7 @@
 """A no-grad forward's host cost (``compute.training.forward_only_time``): the forward's per-kernel rate less the
 measured autograd-recording share, plus the host time of the FSDP units whose forward hooks run in every micro-batch
 of a sharded model (``rates.AUTOGRAD_RECORD_S_PER_FORWARD_KERNEL``, ``rates.FSDP_UNIT_FORWARD_HOST_S``: both measured
-on CPU, cited there)."""
+on CPU, cited there); the training forward pays the grad-mode hook rate (``rates.FSDP_UNIT_GRAD_FORWARD_HOST_S``)."""
 
 from __future__ import annotations
 
@@ -113,8 +113,11 @@ def test_training_forward_and_recompute_pay_the_fsdp_unit_hooks():
     single = train_step_time(SMALL, **kw)
     sharded = train_step_time(SMALL, parallel=Parallel(strategy="fsdp", ranks=8, gpus_per_node=8), **kw)
     zero3 = train_step_time(SMALL, parallel=Parallel(strategy="zero3", ranks=8, gpus_per_node=8), **kw)
-    hooks_s = (SMALL.num_layers + 1) * rt.FSDP_UNIT_FORWARD_HOST_S
+    hooks_s = (SMALL.num_layers + 1) * rt.FSDP_UNIT_GRAD_FORWARD_HOST_S  # FSDP1 (compute's default), grad mode
     assert host(sharded, "forward") - host(single, "forward") == pytest.approx(hooks_s)
+    fsdp2 = train_step_time(SMALL, parallel=Parallel(strategy="fsdp", ranks=8, gpus_per_node=8, fsdp2=True), **kw)
+    assert host(fsdp2, "forward") - host(single, "forward") == pytest.approx(
+        (SMALL.num_layers + 1) * rt.FSDP2_UNIT_GRAD_FORWARD_HOST_S)
     assert host(zero3, "forward") > host(sharded, "forward")  # DeepSpeed hooks every module (test_zero3_hooks.py)
 
 
@@ -131,7 +134,7 @@ def test_fully_shard_over_one_rank_still_pays_the_unit_hooks():
 
     single = train_step_time(SMALL, parallel=Parallel(strategy="single", ranks=1, gpus_per_node=1), **kw)
     one_rank = train_step_time(SMALL, parallel=Parallel(strategy="fsdp", ranks=1, gpus_per_node=1), **kw)
-    hooks_s = (SMALL.num_layers + 1) * rt.FSDP_UNIT_FORWARD_HOST_S
+    hooks_s = (SMALL.num_layers + 1) * rt.FSDP_UNIT_GRAD_FORWARD_HOST_S
     assert host(one_rank, "forward") - host(single, "forward") == pytest.approx(hooks_s)
     assert host(one_rank, "recompute") - host(single, "recompute") == pytest.approx(hooks_s)
     assert not {p.name for p in one_rank.phases} & {"communication", "fsdp_copies", "slowest_rank"}

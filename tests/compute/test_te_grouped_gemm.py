@@ -27,6 +27,18 @@ def test_one_fixed_kernel_cost_per_group_on_top_of_the_grouped_rate():
     assert multi_stream_grouped_gemm_seconds(m=0, n=1536, k=2048, groups=16, rates=H100) == 0.0
 
 
+def test_tiny_groups_pay_groups_kernels_not_one_more():
+    # compute and memory both below one kernel's fixed cost: the roof plus 16 kernels (it was the floor plus 16)
+    kmin = H100.device_s_per_kernel_min
+    s = multi_stream_grouped_gemm_seconds(m=8, n=8, k=8, groups=16, rates=H100)
+    assert gemm_seconds(m=8, n=8, k=8, groups=16, rates=H100) == kmin  # the floor holds for the grouped kernel
+    assert 16 * kmin < s < 17 * kmin  # 17 x kmin before
+    # one group: one kernel's cost on top of the roof, never below the plain GEMM's floor, below two kernels'
+    one = multi_stream_grouped_gemm_seconds(m=8, n=8, k=8, groups=1, rates=H100)
+    assert kmin < one < 2 * kmin
+    assert multi_stream_grouped_gemm_seconds(m=8, n=8, k=8, groups=0.5, rates=H100) >= kmin
+
+
 def test_only_megatron_routed_gemms_launch_per_expert():
     qwen = resolve_model("Qwen/Qwen3-30B-A3B")
     kw = {"micro_batch_size": 1, "seq_len": 1024, "expert_parallel": 8}

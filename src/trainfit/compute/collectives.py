@@ -779,7 +779,8 @@ def nanotron_zero1_gather_copies_seconds(*, ranks: int, tensors: float, gather_s
     """Seconds nanotron's ZeRO-1 optimizer step adds to its parameter all-gather (``gather_s``) by copying the gathered
     slices back one by one. ``_all_gather_params`` hands ``all_gather_coalesced`` one output slice per (rank, parameter
     tensor); it flattens each rank's slices into a buffer, runs torch's list ``all_gather``, then ``update_output``
-    copies every slice back with its own ``copy_`` (zero.py l.233-251, distributed.py l.195-218 @c252843039cc):
+    copies every slice back with its own ``copy_`` (zero.py l.233-251, distributed.py l.195-218
+    @c252843039cc167ff8d6894b87172af4637eb14b):
     ``ranks x tensors`` copies of the rank's ``tensors`` parameter tensors. The host issues them while the all-gather
     runs; each is one kernel on the device, after it. Seconds beyond the gather: the larger of the copies' kernels
     (``device_s_per_copy`` each) and the host's issue time less the gather (``NANOTRON_ZERO1_GATHER_COPY_HOST_S``

@@ -97,9 +97,16 @@ def _nearest(points: tuple[GemmPoint, ...], m: float, n: float, k: float) -> Gem
 def gemm_seconds(
     *, m: float, n: float, k: float, rates: DeviceRates, groups: float = 1, dtype_bytes: float = 2.0
 ) -> float:
-    """Seconds of one GEMM (or one grouped GEMM of ``groups`` equal problems) on one GPU."""
+    """Seconds of one GEMM (or one grouped GEMM of ``groups`` equal problems) on one GPU: its compute or memory
+    roof, at least one kernel's fixed device cost (``rates.device_s_per_kernel_min``)."""
     if min(m, n, k) <= 0:
         return 0.0
+    return max(_roof_seconds(m=m, n=n, k=k, rates=rates, groups=groups, dtype_bytes=dtype_bytes),
+               rates.device_s_per_kernel_min)
+
+
+def _roof_seconds(*, m: float, n: float, k: float, rates: DeviceRates, groups: float, dtype_bytes: float) -> float:
+    """The larger of a GEMM's compute and memory seconds (``gemm_seconds`` without the kernel floor)."""
     fp32 = dtype_bytes >= 4
     fp8 = dtype_bytes <= 1
     compute = _model_compute_s(m=m, n=n, k=k, groups=groups, rates=rates, fp32=fp32, peak=_peak(rates, fp8))
@@ -110,15 +117,17 @@ def gemm_seconds(
         measured = gemm_flops(m=p.m, n=p.n, k=p.k) / p.flops_per_s
         compute *= measured / modelled
     memory = gemm_bytes(m=m, n=n, k=k, groups=groups, dtype_bytes=dtype_bytes) / rates.hbm_bytes_per_s
-    return max(compute, memory, rates.device_s_per_kernel_min)
+    return max(compute, memory)
 
 
 def multi_stream_grouped_gemm_seconds(
     *, m: float, n: float, k: float, rates: DeviceRates, groups: float = 1, dtype_bytes: float = 2.0
 ) -> float:
     """Seconds of a grouped GEMM that Transformer Engine's ``GroupedLinear`` runs as one cuBLAS GEMM per group
-    (per local expert), round-robin over its compute streams: the groups' compute at the grouped rate
-    (``gemm_seconds``) plus one kernel's fixed device cost (``rates.device_s_per_kernel_min``) per group.
+    (per local expert), round-robin over its compute streams: the groups' compute (or memory) at the grouped rate
+    (``gemm_seconds``'s roof, without its one-kernel floor) plus one kernel's fixed device cost
+    (``rates.device_s_per_kernel_min``) per group, so never less than ``gemm_seconds`` (groups <= 1: one kernel's
+    cost on top of the roof), and ``groups`` kernels' fixed cost, not ``groups + 1``, where the roof is below one.
 
     The mechanism: TE's PyTorch grouped GEMM (``te_general_grouped_gemm``, ``transformer_engine/pytorch/csrc/
     extensions/gemm.cpp`` l.393-547) calls ``nvte_multi_tensor_gemm``, which on every GPU but Hopper with
@@ -138,8 +147,10 @@ def multi_stream_grouped_gemm_seconds(
     (groups, m, n, k) (8, 4096, 768, 2048) 627.9 TFLOPS and (16, 2048, 768, 2048) 553.9 TFLOPS, the same FLOPs in
     164.2 and 186.1 us: 2.7 us more per extra GEMM. This function gives 162.2 and 182.2 us (635 and 566 TFLOPS, within
     2%); ``gemm_seconds`` alone, 142.2 us for both (725 TFLOPS)."""
-    one = gemm_seconds(m=m, n=n, k=k, rates=rates, groups=groups, dtype_bytes=dtype_bytes)
-    return one + max(groups, 1) * rates.device_s_per_kernel_min if min(m, n, k) > 0 else 0.0
+    if min(m, n, k) <= 0:
+        return 0.0
+    roof = _roof_seconds(m=m, n=n, k=k, rates=rates, groups=groups, dtype_bytes=dtype_bytes)
+    return roof + max(groups, 1) * rates.device_s_per_kernel_min
 
 
 def gemm_bound(*, m: float, n: float, k: float, rates: DeviceRates, groups: float = 1) -> str:

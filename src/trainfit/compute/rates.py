@@ -136,28 +136,51 @@ graph's destruction is not timed) takes 6.74 us per op with grad, 5.47 under ``t
 with the 65 us (whose launch and allocator parts a no-grad forward pays too): 2 % of it."""
 FSDP_UNIT_FORWARD_HOST_S = 355e-6
 """Host seconds one FSDP unit's forward hooks take when the unit is sharded (all-gather issue, copy-in/out, stream
-waits, ``_pre_forward``/``_post_forward``, reshard), per forward call: FSDP1 ``FullyShardedDataParallel`` with
-flat parameters (``use_orig_params=False``) on a fake process group of 8 ranks, a Qwen2 of 8 decoder-layer units +
-the root (hidden 64, 16 tokens, no-grad forward; torch 2.13.0+cpu, one thread, AMD EPYC VM, 2026-12-02): 1.78 ms
-plain, 4.98 ms wrapped, 355 us per unit (FSDP1 ``use_orig_params=True`` 462, FSDP2 ``fully_shard`` 372; each
-unit adds 10-13 dispatched aten ops, the rest is Python). Measured, not fitted."""
-FSDP_UNIT_BACKWARD_HOST_S = 405e-6
-"""Host seconds one FSDP unit's backward hooks take per backward, beside ``FSDP_UNIT_FORWARD_HOST_S``: FSDP1's
-``_pre_backward_hook`` (unshard, the ``BACKWARD_PRE`` prefetch of the next unit, stream waits) and
-``_post_backward_hook`` (the gradient's reduce-dtype cast and pre-divide, ``reduce_scatter_tensor``, the sharded
-gradient's accumulation, ``record_stream``, reshard), all Python run from the autograd engine's thread, and
-``_post_backward_final_callback`` once (pytorch/pytorch @cf30153c4c131c8164ee7798e5022d810682e2cb, the torch 2.13.0
-wheel, ``torch/distributed/fsdp/_runtime_utils.py`` ``_pre_backward_hook`` l.630-700, ``_post_backward_hook``
-l.701-776, ``_reduce_grad`` l.831-905, ``_post_backward_final_callback`` l.1084; FSDP2's ``FSDPParamGroup``
-``pre_backward`` / ``post_backward`` are the same per unit). Measured, not fitted, with
-``tools/measure_fsdp_backward_hooks.py`` on the forward constant's footing (a fake process group of 8 ranks, a
-transformers 5.24 Qwen2 of hidden 64 and 16 tokens, torch 2.13.0+cpu, one thread of a shared AMD EPYC VM core,
-2026-12-03, best of 20 interleaved rounds of 10, the slope from 4 to 8 decoder-layer units of wrapped minus plain):
-FSDP1 flat parameters 580 and 587 us per unit for ``loss.backward()`` in two runs, against 519 and 506 us for the
-no-grad forward in the same rounds (593 and 610 for the grad forward): 1.12 and 1.16 x the forward; FSDP2
-``fully_shard`` 941 against 646 (1.46). The VM was busier than on the forward constant's day (about 510 us there
-against 355), so the constant is the FSDP1 ratio's mean on the forward constant: 1.14 x 355 us. Also a CPU lower
-bound: on a GPU the hooks also record and wait on stream events and go through the CUDA caching allocator."""
+waits, ``_pre_forward``/``_post_forward``, reshard), per no-grad forward call: FSDP1 ``FullyShardedDataParallel``
+with flat parameters (``use_orig_params=False``) on a fake process group of 8 ranks, a Qwen2 of 8 decoder-layer
+units + the root (hidden 64, 16 tokens, no-grad forward; torch 2.13.0+cpu, one thread, AMD EPYC VM, 2026-12-02):
+1.78 ms plain, 4.98 ms wrapped, 355 us per unit (FSDP1 ``use_orig_params=True`` 462, FSDP2 ``fully_shard`` 372; each
+unit adds 10-13 dispatched aten ops, the rest is Python). Measured, not fitted. The FSDP1 no-grad rate (the log-prob
+passes, ``training.forward_only_time``); the other FSDP hook rates below are measured ratios to it
+(``FSDP_HOOK_RATIOS``)."""
+FSDP_HOOK_RATIOS = {"fsdp1_grad_forward": 1.248, "fsdp1_backward": 1.110, "fsdp2_forward": 1.159,
+                    "fsdp2_grad_forward": 1.575, "fsdp2_backward": 1.773}
+"""Host seconds of FSDP's hooks per unit, over FSDP1's no-grad forward hooks (``FSDP_UNIT_FORWARD_HOST_S``), measured
+in the same interleaved rounds, not fitted: ``tools/measure_fsdp_backward_hooks.py`` (a fake process group of 8
+ranks, so collectives are no-ops and only the host's work is timed; a transformers 5.24 Qwen2 of hidden 64, 16
+tokens, fp32, eager attention, at 4 and 8 decoder layers; FSDP1 ``FullyShardedDataParallel`` with flat parameters
+and ``transformer_auto_wrap_policy`` on the decoder layer, FSDP2 ``fully_shard`` on every layer and the root, each
+against the same model unwrapped; torch 2.13.0+cpu (cf30153c4c131c8164ee7798e5022d810682e2cb), one thread of a
+shared AMD EPYC VM core, 2026-12-03; five runs, each best of 20 interleaved rounds of 10 calls). On the forward
+constant's footing, (wrapped - plain) / 9 at 8 layers (8 layer units and the root), in us per unit, runs 1-5:
+FSDP1 no-grad forward 507 / 470 / 489 / 504 / 479, grad forward (autograd recording: the hooks' outputs go through
+the backward-hook autograd Functions) 624 / 617 / 605 / 615 / 593, ``loss.backward()`` (``_pre_backward_hook``,
+``_post_backward_hook``, the final callback) 567 / 526 / 537 / 537 / 551; FSDP2 no-grad forward 554 / 563 / 579 /
+554 / 584, grad forward 718 / 797 / 780 / 790 / 766, backward (``FSDPParamGroup.pre_backward`` /
+``post_backward``: ``foreach_reduce``'s copy-in, reduce-scatter issue and the sharded gradient's accumulation)
+887 / 831 / 878 / 874 / 870. The ratios are the five runs' means of each run's ratio (spread: FSDP1 grad forward
+1.22-1.31, backward 1.07-1.15; FSDP2 forward 1.09-1.22, grad forward 1.42-1.70, backward 1.73-1.82); the slope from
+4 to 8 layers (the root's cost dropped) gives 1.25, 1.10, 1.22, 1.63 and 1.85. (The forward constant's own day
+put FSDP2's no-grad forward at 372 us, 1.05; these rounds put it higher in every run.) The VM's rate that day (about 490 us
+for FSDP1's no-grad forward) was not the forward constant's day's (355), so the ratios, not the seconds, carry over.
+CPU lower bounds: on a GPU the hooks also record and wait on stream events and go through the CUDA caching
+allocator."""
+FSDP_UNIT_GRAD_FORWARD_HOST_S = FSDP_HOOK_RATIOS["fsdp1_grad_forward"] * FSDP_UNIT_FORWARD_HOST_S
+"""FSDP1's forward hooks per unit in a forward that records autograd (training, and its recompute), 443 us."""
+FSDP_UNIT_BACKWARD_HOST_S = FSDP_HOOK_RATIOS["fsdp1_backward"] * FSDP_UNIT_FORWARD_HOST_S
+"""Host seconds one FSDP1 unit's backward hooks take per backward, 394 us: ``_pre_backward_hook`` (unshard, the
+``BACKWARD_PRE`` prefetch of the next unit, stream waits) and ``_post_backward_hook`` (the gradient's reduce-dtype
+cast and pre-divide, ``reduce_scatter_tensor``, the sharded gradient's accumulation, ``record_stream``, reshard), all
+Python run from the autograd engine's thread, and ``_post_backward_final_callback`` once (pytorch/pytorch
+@cf30153c4c131c8164ee7798e5022d810682e2cb, the torch 2.13.0 wheel, ``torch/distributed/fsdp/_runtime_utils.py``
+``_pre_backward_hook`` l.630-700, ``_post_backward_hook`` l.701-776, ``_reduce_grad`` l.831-905,
+``_post_backward_final_callback`` l.1084). Measured, not fitted (``FSDP_HOOK_RATIOS``)."""
+FSDP2_UNIT_FORWARD_HOST_S = FSDP_HOOK_RATIOS["fsdp2_forward"] * FSDP_UNIT_FORWARD_HOST_S
+"""FSDP2's (``fully_shard``) forward hooks per unit in a no-grad forward, 411 us (``FSDP_HOOK_RATIOS``)."""
+FSDP2_UNIT_GRAD_FORWARD_HOST_S = FSDP_HOOK_RATIOS["fsdp2_grad_forward"] * FSDP_UNIT_FORWARD_HOST_S
+"""FSDP2's forward hooks per unit in a forward that records autograd, 559 us (``FSDP_HOOK_RATIOS``)."""
+FSDP2_UNIT_BACKWARD_HOST_S = FSDP_HOOK_RATIOS["fsdp2_backward"] * FSDP_UNIT_FORWARD_HOST_S
+"""FSDP2's backward hooks per unit per backward, 629 us (``FSDP_HOOK_RATIOS``)."""
 ZERO3_MODULE_FORWARD_HOST_S = 175e-6
 """Host seconds DeepSpeed ZeRO-3's hooks take per module per forward (grad or no-grad): ZeRO-3 hooks EVERY submodule,
 not one unit per decoder layer (deepspeed 0.19.8 from PyPI, deepspeed/runtime/zero/parameter_offload.py

@@ -6,15 +6,17 @@ What NVIDIA-NeMo/RL does (the same at @9dbd9adc95a10f5946cceb36e1d5b31e2429e470 
 
 Megatron backend
     set-up: ``nemo_rl/models/megatron/setup.py`` ``setup_reference_model_state`` (lines 831-906 @9dbd9adc,
-    2039-2175 @7ea279ab) builds the reference model on the GPU and keeps its ``state_dict()`` as host copies,
+    2039-2175 @7ea279abfbeb698b092856d0dab61e7cf39bc909) builds the reference model on the GPU and keeps its
+    ``state_dict()`` as host copies,
     one ``item.detach().to(device="cpu", non_blocking=True, copy=True)`` per tensor (line 897 / 2162-2164);
     PyTorch's ``_to_copy`` allocates a non-blocking CUDA->CPU copy in pinned memory (pytorch/pytorch
     aten/src/ATen/native/TensorConversions.cpp ``_to_copy``: ``pin_out = non_blocking && self.is_cuda() &&
     options.device().is_cpu()``, @00faeaed23ee6728a03d806ae7a3186e08b39cbc). The reference model itself is
     dropped: no reference weights stay on the GPU.
     each reference pass: ``megatron_policy_worker.py`` ``use_reference_model`` (lines 675-722 @9dbd9adc,
-    1971-2035 @7ea279ab), entered by ``get_reference_policy_logprobs`` (``base_policy_worker.py`` line 142
-    @9dbd9adc; ``megatron_policy_worker.py`` line 1151 @7ea279ab):
+    1971-2035 @7ea279abfbeb698b092856d0dab61e7cf39bc909), entered by ``get_reference_policy_logprobs``
+    (``base_policy_worker.py`` line 142
+    @9dbd9adc; ``megatron_policy_worker.py`` line 1151 @7ea279abfbeb698b092856d0dab61e7cf39bc909):
     1. the policy's ``state_dict()`` to the host, one non-blocking (pinned) D2H copy per tensor (lines 688-694 /
        1985-1989);
     2. the reference into the policy's parameters: ``self.model.load_state_dict(self.reference_state_dict)``
@@ -29,7 +31,8 @@ DTensor (FSDP2) backend
     saves the policy in ``use_reference_model`` (lines 1607-1633: ``val.copy_(self.reference_model_state_dict[k])``
     per tensor in, ``val.copy_(curr_state_dict[k])`` back); ``dtensor_policy_worker_v2.py`` lines 304-305 and
     1208-1234 @9dbd9adc (its reference from ``nemo_rl/models/automodel/setup.py`` ``setup_reference_model_state``,
-    ``get_cpu_state_dict(..., pin_memory=True)``: line 219 @9dbd9adc, line 432 @7ea279ab).
+    ``get_cpu_state_dict(..., pin_memory=True)``: line 219 @9dbd9adc, line 432
+    @7ea279abfbeb698b092856d0dab61e7cf39bc909).
 
 Nothing is bucketed: every copy is one tensor. Per step and training GPU that is ``3 x`` the rank's
 state-dict bytes over PCIe (one D2H, two H2D), serialized on one stream, plus a per-tensor cost for the

@@ -78,7 +78,8 @@ lines 614-633, fp32 under its default ``mixed_precision: true``, line 293 and tr
 line 17, same commit): it gathers and sends fp32; a card does not name the engine, so that is not modelled.
 
 Known gap: verl's checkpoint engine into SGLang (verl-project/verl docs/advance/delta_weight_sync.md, nccl rows,
-H100) is 3.2-3.5x slower than this model for the dense Qwen2.5 7B, 32B and 72B rows. Its code path is @b9873ee98,
+H100) is 3.2-3.5x slower than this model for the dense Qwen2.5 7B, 32B and 72B rows. Its code path is
+@b9873ee98f5ee513a460a7a41623262ac4a831e9,
 the measured one. The bytes stay on the GPU: the fp32 gather above, a bf16 cast and a copy into the bucket. Trainer
 rank 0 then broadcasts the whole 2 GiB buffer once per bucket (83 buckets for Qwen2.5-72B,
 ``packed_bucket_count``). Each rollout rank clones every tensor and passes SGLang's ``update_weights_from_tensor``
@@ -124,7 +125,8 @@ The pipeline as the code runs it (verl-project/verl @b9873ee98f5ee513a460a7a4162
   (verl/workers/rollout/vllm_rollout/bucketed_weight_transfer.py lines 130-132 and 157-159), and that
   synchronisation waits for the broadcast in flight.
 * The timer. The V1 trainer's ``update_weights`` (verl/trainer/ppo/v1/trainer_separate_async.py lines 126-130) and
-  the one-step-off trainer's ``sync_rollout_weights`` (@b7ff88e3 verl/experimental/separation/ray_trainer.py lines
+  the one-step-off trainer's ``sync_rollout_weights`` (@b7ff88e3dcfc649b1bc830e00ed72ef0ac1810b9
+  verl/experimental/separation/ray_trainer.py lines
   640-645) both time ``CheckpointEngineManager.update_weights`` (base.py lines 486-538). Its steps: abort the
   in-flight requests; release the KV cache; prepare the two buffers and a barrier; the transfer; finalize
   (``empty_cache``); resume the KV cache and flush it; resume generation. The KV release and resume are the plan's
@@ -203,8 +205,12 @@ term stands in for it.
 Read and not the gap. (1) VeOmni's offload in the export (verl/workers/engine/veomni/transformer_impl.py lines 626-666
 @ce195c95ea3aa9a8b89b00bbe669e854a91d23d1): ``offload_veomni_model_to_cpu`` (``model.cpu()``) runs after
 ``state_dict()`` and before the generator's ``full_tensor()`` calls, but ``state_dict()`` holds detached DTensors
-that keep the GPU storage (``nn.Module._apply`` swaps the parameters' contents and leaves the detached values on the
-old storage; checked on torch 2.13), so the gathers still run on the GPU over NCCL, not over the CPU group's Gloo.
+that keep the GPU storage (``nn.Module._apply`` replaces each parameter's contents in place, by
+``torch.utils.swap_tensors(param, param_applied)`` for a traceable wrapper subclass such as DTensor, by
+``param.data = param_applied`` otherwise, so a tensor detached from the parameter before stays on the old storage:
+pytorch/pytorch @cf30153c4c131c8164ee7798e5022d810682e2cb, the torch 2.13.0 wheel, ``torch/nn/modules/module.py``
+``Module._apply`` l.930-1036, the swap l.967-993, ``.data`` l.994-996), so the gathers still run on the GPU over
+NCCL, not over the CPU group's Gloo.
 (2) The SGLang apply's handle payload grows as tensors x tp^2: per batch, TP rank 0 posts ``tp`` copies of a pickled
 list holding each tensor's ``tp`` CUDA-IPC handles (sgl-project/sglang python/sglang/srt/weight_sync/utils.py
 ``update_weights`` @105cec05def6b93d68ea396000500c5d16e00a96; verl base64-encodes each copy into one JSON request,
@@ -1008,7 +1014,8 @@ def _trainer_ranks_in_group(framework: str, placement: Placement, *, fully_async
     verl's default split path, the checkpoint engine's nccl backend, broadcasts from trainer rank 0 alone: its
     ``build_topology`` gives actor rank 0 rank 0 and every other actor worker rank -1 (outside the group), world size
     rollout workers + 1 (verl/checkpoint_engine/nccl_checkpoint_engine.py lines 152-160 @b178a3cd56f58b2d502255daba591e92833930a7;
-    the same @b9873ee98 of verl-project/verl, 2026-07-10, the code the docs/advance/delta_weight_sync.md nccl rows
+    the same @b9873ee98f5ee513a460a7a41623262ac4a831e9 of verl-project/verl, 2026-07-10, the code the
+    docs/advance/delta_weight_sync.md nccl rows
     were measured on). verl-project/verl 8de5fb446 (2026-08-14, ``multi_sender``) later admits rank 0's node-local
     actor workers as relays; not modelled here. OpenRLHF and TRL send from trainer rank 0 alone."""
     if framework == "verl":
@@ -1084,7 +1091,8 @@ def reshard_payload(spec: ModelSpec, *, weight_bytes: float, fp8: bool = False,
     """The split of one NCCL reshard refit between its bulk and misc paths (``nccl_reshard_seconds``): the FFN
     projections in the wire dtype (1 byte under fp8) on the bulk path, and the rest of ``weight_bytes`` (the model as
     the engine holds it) on the misc path, with one ``*_scale_inv`` per fp8 linear weight
-    (``prepare_nccl_reshard_refit_info``, megatron_policy_worker.py lines 2605-2736 @7ea279ab)."""
+    (``prepare_nccl_reshard_refit_info``, megatron_policy_worker.py lines 2605-2736
+    @7ea279abfbeb698b092856d0dab61e7cf39bc909)."""
     from trainfit.memory.weights import count_scale
 
     scale = count_scale(spec)
@@ -1161,14 +1169,16 @@ def nccl_reshard_seconds(*, spec: ModelSpec, weight_bytes: float, train_tp: int,
     scales beside ~580 misc tensors in bf16). The vLLM worker's ``fp8.load_weights`` re-casts each misc fp8 weight
     on arrival (``cast_tensor_to_fp8_blockwise``, ``fp8_cast_bytes_per_param`` of HBM per weight), and the finalize
     (``process_weights_after_loading``: the fp8 linears' and MoE layers' ``copy_`` into the kernel layout,
-    nemo_rl/models/generation/vllm/quantization/fp8.py lines 750-803 and 996-1053 @7ea279ab) passes over the rank's
+    nemo_rl/models/generation/vllm/quantization/fp8.py lines 750-803 and 996-1053
+    @7ea279abfbeb698b092856d0dab61e7cf39bc909) passes over the rank's
     weights once. ``fp8_kept``: linears kept bf16 (``rollout.quantization_bf16_modules``). ``weight_bytes``: the
     whole model as the engine holds it (fp8: 1-byte linears with their block scales); the misc path carries what the
     bulk does not.
 
     The timer: the design doc's "Refit time" is the whole ``sync_weights`` (``prepare_for_generation/
     transfer_and_update_weights``: both workers' ``nccl_reshard_refit`` and ``ray.get``,
-    nemo_rl/weight_sync/nccl_reshard_weight_synchronizer.py @7ea279ab); the communicators and the metadata are built
+    nemo_rl/weight_sync/nccl_reshard_weight_synchronizer.py @7ea279abfbeb698b092856d0dab61e7cf39bc909); the
+    communicators and the metadata are built
     once, before training (``init_communicator``). Its Qwen3-30B-A3B rows are the readable transport's: the merge
     PR lists them under "DGX-H100 - xferdtensor_python_impl (fallback path)" (NVIDIA-NeMo/RL pull request #2971,
     https://github.com/NVIDIA-NeMo/RL/pull/2971, description of 2026-06-27, read 2026-12-03).

@@ -43,7 +43,9 @@ from trainfit.compute.model_parallel import (ModelParallelComm, model_parallel_c
 from trainfit.compute.offload import deepspeed_zero12_offload_seconds, offload_seconds
 from trainfit.compute.optimizer_time import optimizer_seconds, shard_params
 from trainfit.compute.rates import (
-    AUTOGRAD_RECORD_S_PER_FORWARD_KERNEL, FSDP_UNIT_BACKWARD_HOST_S, FSDP_UNIT_FORWARD_HOST_S, HF_ROOT_MODULES, ZERO3_MODULE_BACKWARD_HOST_S,
+    AUTOGRAD_RECORD_S_PER_FORWARD_KERNEL, FSDP2_UNIT_BACKWARD_HOST_S, FSDP2_UNIT_FORWARD_HOST_S,
+    FSDP2_UNIT_GRAD_FORWARD_HOST_S, FSDP_UNIT_BACKWARD_HOST_S, FSDP_UNIT_FORWARD_HOST_S, FSDP_UNIT_GRAD_FORWARD_HOST_S,
+    HF_ROOT_MODULES, ZERO3_MODULE_BACKWARD_HOST_S,
     ZERO3_MODULE_FORWARD_HOST_S, ZERO3_REDUCE_BUCKET_HOST_S, DeviceRates,
 )
 from trainfit.spec.enums import MoeDispatcher, MoeRouting
@@ -112,11 +114,15 @@ ZERO_PASS = PassTime(0.0, 0.0, 0.0, 0.0, 0.0)
 
 
 def fp32_grad_accumulation_seconds(*, params: float, tensors: float, grad_bytes: float, accumulator_bytes: float,
-                                   hbm_bytes_per_s: float, device_s_per_kernel: float) -> PassTime:
+                                   hbm_bytes_per_s: float, device_s_per_kernel: float,
+                                   host_s_per_tensor: float = 0.0) -> PassTime:
     """One micro-batch's accumulation of the rank's 16-bit gradients (``grad_bytes`` each) into its fp32 gradient
     buffer (``accumulator_bytes`` each, read and written), one ``add_`` kernel per parameter tensor, on the compute
-    stream after the backward: memory-bound, ``params x (grad_bytes + 2 x accumulator_bytes)`` over HBM plus each
-    kernel's launch.
+    stream after the backward: ``params x (grad_bytes + 2 x accumulator_bytes)`` over HBM plus each kernel's fixed
+    device cost (``device_s_per_kernel``), or the host's loop issuing them where that is longer: ``_accumulate_grad``
+    is a Python call per parameter tensor (a buffer lookup, the ``add_``, ``half_param.grad = None``, the fp32
+    parameter's ``.grad`` re-pointed), ``host_s_per_tensor`` each (``train_step_time`` charges the bare-loop rate the
+    optimizer's for-loop path charges per kernel, ``rates.host_s_per_backward_kernel``).
 
     nanotron with ``accumulate_grad_in_fp32`` (huggingface/nanotron @c252843039cc167ff8d6894b87172af4637eb14b,
     src/nanotron/optim/gradient_accumulator.py): ``FP32GradientAccumulator.backward`` runs ``loss.backward()`` and then,
@@ -131,7 +137,27 @@ def fp32_grad_accumulation_seconds(*, params: float, tensors: float, grad_bytes:
         return ZERO_PASS
     memory_s = params * (grad_bytes + 2 * accumulator_bytes) / hbm_bytes_per_s
     kernels_s = max(1.0, tensors) * device_s_per_kernel
-    return PassTime(memory_s + kernels_s, 0.0, 0.0, memory_s + kernels_s, 0.0)
+    host_s = max(1.0, tensors) * host_s_per_tensor
+    return PassTime(max(memory_s + kernels_s, host_s), 0.0, 0.0, memory_s + kernels_s, host_s)
+
+
+def nanotron_fused_tensors(spec: ModelSpec) -> int:
+    """Parameter tensors the card's model counts that nanotron's Llama fuses away: q, k and v in one ``qkv_proj``,
+    gate and up in one ``gate_up_proj`` (huggingface/nanotron @c252843039cc167ff8d6894b87172af4637eb14b
+    src/nanotron/models/llama.py l.223-238, l.384-389, no biases there), 3 a decoder layer. Only for a model that
+    Llama class builds: separate q/k/v projections and a dense gated MLP (no MoE, MLA or linear attention); 0 for
+    any other, whose tensors are counted as the card's model holds them."""
+    llama_like = spec.mlp_gated and spec.moe is None and spec.mla is None and spec.linear_attention is None
+    return 3 * spec.num_layers if llama_like else 0
+
+
+def fsdp_unit_host_seconds(*, fsdp2: bool, grad: bool) -> tuple[float, float]:
+    """(forward, backward) host seconds of one FSDP unit's hooks: FSDP1's or FSDP2's (``fsdp2``), the forward's in a
+    pass that records autograd (``grad``: training and its recompute) or not (log-prob passes), measured
+    (``rates.FSDP_HOOK_RATIOS``)."""
+    if fsdp2:
+        return (FSDP2_UNIT_GRAD_FORWARD_HOST_S if grad else FSDP2_UNIT_FORWARD_HOST_S), FSDP2_UNIT_BACKWARD_HOST_S
+    return (FSDP_UNIT_GRAD_FORWARD_HOST_S if grad else FSDP_UNIT_FORWARD_HOST_S), FSDP_UNIT_BACKWARD_HOST_S
 
 
 def interleaved(a: PassTime, b: PassTime) -> tuple[PassTime, PassTime]:
@@ -224,6 +250,9 @@ class Parallel:
     grad_accumulation_pass: bool = False
     """Every micro-batch's 16-bit gradients are added into the fp32 gradient buffer by a pass of its own
     (``fp32_grad_accumulation_seconds``: nanotron's ``FP32GradientAccumulator``)."""
+    fsdp2: bool = False
+    """Strategies fsdp / fsdp_grad_op / hsdp: the hooks are FSDP2's (``fully_shard``); False: FSDP1's
+    (``FullyShardedDataParallel``). Picks the hooks' host seconds per unit (``fsdp_unit_host_seconds``)."""
     hsdp_shard: int = 0
     """Strategy hsdp: the ranks of one shard group (the card's ``parallel.hsdp_shard_size``); 0: ``gpus_per_node``."""
     overlap_comm: bool = True
@@ -495,19 +524,21 @@ def train_step_time(
     bwd = bwd_layers + head_bwd.scaled(count_scale)
     if parallel.strategy in ("fsdp", "fsdp_grad_op", "hsdp"):
         # torch FSDP's per-unit pre/post-forward hooks (unshard, stream waits, reshard) run in Python in every
-        # forward, the recompute's included: rates.FSDP_UNIT_FORWARD_HOST_S per unit (the layers and the root).
+        # forward, the recompute's included, recording autograd: fsdp_unit_host_seconds per unit (the layers and the
+        # root), FSDP1's or FSDP2's (parallel.fsdp2).
         # A one-rank mesh too (a card that states fsdp on one GPU: a trainer that wraps with fully_shard whatever
         # the world size): FSDP2's unshard still runs its hook path there, only the collective is skipped
         # (pytorch/pytorch @cf30153c4c131c8164ee7798e5022d810682e2cb, the torch 2.13.0 wheel,
         # torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py ``unshard`` l.392-401 and
         # ``wait_for_unshard`` l.417-470: the shard copied parameter by parameter into the unsharded tensors)
-        hooks_s = fsdp_units(spec) * FSDP_UNIT_FORWARD_HOST_S
+        unit_fwd_s, unit_bwd_s = fsdp_unit_host_seconds(fsdp2=parallel.fsdp2, grad=True)
+        hooks_s = fsdp_units(spec) * unit_fwd_s
         fwd = _with_host_seconds(fwd, hooks_s=hooks_s)
         if gradient_checkpointing:
             rec = _with_host_seconds(rec, hooks_s=hooks_s * recompute_layer_share)
         # ... and its pre- and post-backward hooks (unshard and prefetch, the gradient's cast, reduce-scatter and
-        # accumulation) in every backward, from the autograd engine's thread: rates.FSDP_UNIT_BACKWARD_HOST_S per unit
-        bwd = _with_host_seconds(bwd, hooks_s=fsdp_units(spec) * FSDP_UNIT_BACKWARD_HOST_S)
+        # accumulation) in every backward, from the autograd engine's thread
+        bwd = _with_host_seconds(bwd, hooks_s=fsdp_units(spec) * unit_bwd_s)
     if parallel.strategy == "zero3" and parallel.ranks > 1:
         # DeepSpeed ZeRO-3 hooks every submodule (fetch / release / prefetch bookkeeping): rates.ZERO3_MODULE_*_HOST_S
         modules = zero3_hooked_modules(spec, expert_loop=expert_loop,
@@ -525,13 +556,13 @@ def train_step_time(
     if gradient_checkpointing:
         rec, bwd = interleaved(rec, bwd)
     if parallel.grad_accumulation_pass and adapter is None:
-        # the 16-bit gradients added into the fp32 buffer after every backward (fp32_grad_accumulation_seconds); nanotron's
-        # Llama holds 3 tensors a layer fewer than the card counts (q/k/v fused in qkv_proj, gate/up in gate_up_proj:
-        # src/nanotron/models/llama.py l.223, l.384 @c252843039cc)
+        # the 16-bit gradients added into the fp32 buffer after every backward (fp32_grad_accumulation_seconds), over
+        # the tensors nanotron's model holds (nanotron_fused_tensors), one Python call each
         bwd = bwd + fp32_grad_accumulation_seconds(
-            params=trained_params, tensors=trained_tensors - 3 * spec.num_layers, grad_bytes=optimizer.weight_bytes,
-            accumulator_bytes=optimizer.grad_bytes, hbm_bytes_per_s=rates.hbm_bytes_per_s,
-            device_s_per_kernel=rates.device_s_per_kernel_min)
+            params=trained_params, tensors=trained_tensors - nanotron_fused_tensors(spec),
+            grad_bytes=optimizer.weight_bytes, accumulator_bytes=optimizer.grad_bytes,
+            hbm_bytes_per_s=rates.hbm_bytes_per_s, device_s_per_kernel=rates.device_s_per_kernel_min,
+            host_s_per_tensor=rates.host_s_per_backward_kernel)
     if (parallel.strategy == "zero3" and parallel.ranks > 1 and parallel.zero3_grad_groups
             and parallel.zero3_bucket_numel):
         # the backward's host waits on the reduce of the bucket three flushes back (zero3_coupled_seconds)
@@ -993,7 +1024,7 @@ def forward_only_time(
     packed_flash_syncs: bool = False, expert_loop: bool = False, zero3_expert_leaf: bool = True,
     hooked_units: int = 0, fsdp2_copies: bool = False, unshard_once: bool = False, expert_loop_every: bool = False,
     attention_kernel: str = "auto", nemo_rl_loss: str = "", loss_sequences: float = 1.0,
-    fused_cross_entropy: bool = False, megatron_experts: bool = False, expert_streams: bool = False,
+    fused_cross_entropy: bool = False, megatron_experts: bool = False, expert_streams: bool = False, head: bool = True,
 ) -> PassTime:
     """A no-grad forward over ``micro_steps`` micro-batches (log-probs, values, rewards) on one GPU:
     the layers and the head (the log-softmax and gather cost about what the loss does), plus the
@@ -1010,7 +1041,8 @@ def forward_only_time(
     measured absolute share). ``hooked_units``: FSDP units whose forward hooks run in every micro-batch (a sharded
     model not unsharded before the pass: verl's ``compute_log_prob`` loops ``_forward_micro_batch`` under
     ``torch.no_grad()`` on the FSDP module, volcengine/verl verl/workers/actor/dp_actor.py l.179-225
-    @2c8b2b995f36a7cd159b5a9beb5d5ed37cae0fc1, l.418-472 @b178a3cd56f58b2d502255daba591e92833930a7), each ``rates.FSDP_UNIT_FORWARD_HOST_S`` of host time per micro-batch
+    @2c8b2b995f36a7cd159b5a9beb5d5ed37cae0fc1, l.418-472 @b178a3cd56f58b2d502255daba591e92833930a7), each
+    ``fsdp_unit_host_seconds(grad=False)`` (FSDP1's or FSDP2's, ``parallel.fsdp2``) of host time per micro-batch
     on top of the kernels' (0: unsharded, or kept unsharded across the pass, ``unshard_once``). NeMo RL's
     ``unshard_fsdp2_model`` does not keep it so: its layers are resharded after every micro-batch's forward
     (``plan.rl_time._fsdp_hooked_units``), so its passes pay the hooks too. ``attention_kernel``: as
@@ -1033,7 +1065,9 @@ def forward_only_time(
     flat all-gather buffer). ``nemo_rl_loss`` / ``loss_sequences``: as ``inventory.step_inventory`` (NeMo RL Megatron's
     packed log-prob head, ``megatron_logprob``); ``fused_cross_entropy``: as ``inventory.step_inventory`` (the log-probs
     from flash-attn's kernel: verl's ``logprobs_from_logits``, ``memory.logits`` module doc). ``megatron_experts`` /
-    ``expert_streams``: as ``train_step_time`` (the log-prob forward runs the training forward's expert modules)."""
+    ``expert_streams`` and ``head``: as ``train_step_time`` (the log-prob forward runs the training forward's expert
+    modules; False: the timed pipeline rank holds no output head), so a log-prob pass prices the layers the training
+    pass of the same card prices."""
     inv = step_inventory(spec, micro_batch_size=micro_batch_size, seq_len=seq_len, adapter=adapter,
                          eager_attention=eager_attention, attention_context=attention_context,
                          expert_parallel=expert_parallel, expert_token_shards=expert_token_shards, fp8=fp8,
@@ -1047,8 +1081,9 @@ def forward_only_time(
         0.0, rates.host_s_per_forward_kernel - AUTOGRAD_RECORD_S_PER_FORWARD_KERNEL))
     kw = dict(rates=no_grad, seq_len=attention_context or seq_len, memory_factor=memory_factor,
               kernel_factor=kernel_factor, backward=False, attention_kernel=attention_kernel)
-    one = (pass_seconds(inv.layers_forward, **kw) + pass_seconds(inv.head_forward, **kw)).scaled(count_scale)
-    one = _with_host_seconds(one, hooks_s=hooked_units * FSDP_UNIT_FORWARD_HOST_S)
+    one = (pass_seconds(inv.layers_forward, **kw)
+           + (pass_seconds(inv.head_forward, **kw) if head else ZERO_PASS)).scaled(count_scale)
+    one = _with_host_seconds(one, hooks_s=hooked_units * fsdp_unit_host_seconds(fsdp2=parallel.fsdp2, grad=False)[0])
     if parallel.strategy == "zero3" and parallel.ranks > 1:  # a DeepSpeed ZeRO-3 engine's per-module hooks
         modules = zero3_hooked_modules(spec, expert_loop=expert_loop,
                                        leaf=zero3_expert_leaf)

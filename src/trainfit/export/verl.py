@@ -273,7 +273,8 @@ def _ppo(card: RunCard, notes: list[str]) -> list[str]:
     if ro.engine not in SERVING_ENGINES:
         notes.append(f"rollout.engine {ro.engine.value}: verl 0.9 rolls out with vllm or sglang; exported as vllm")
     # verl passes gpu_memory_utilization, max_num_seqs and enforce_eager to SGLang as mem_fraction_static,
-    # max_running_requests and disable_cuda_graph (sglang_rollout/async_sglang_server.py lines 298-310 @b9873ee98)
+    # max_running_requests and disable_cuda_graph (sglang_rollout/async_sglang_server.py lines 298-310
+    # @b9873ee98f5ee513a460a7a41623262ac4a831e9)
     o += [
         f"{A}.rollout.name={'sglang' if ro.engine is RolloutEngine.SGLANG else 'vllm'}",
         f"{A}.rollout.gpu_memory_utilization={ro.gpu_memory_utilization}",

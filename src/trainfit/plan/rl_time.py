@@ -174,6 +174,7 @@ from trainfit.plan.time import (
     nvlink_gpus_per_node,
     packed_flash_syncs,
     rank_spec,
+    timed_rank_holds_head,
     verl_fsdp_workers,
     training_time,
 )
@@ -330,9 +331,11 @@ def nemo_rl_dtensor_padded_rows(card: RunCard) -> bool:
     nemo_rl/models/policy/dtensor_policy_worker.py l.602-613 @b1c86a816c5e2b4ca41ece193624a38dc62e6fdf, v0.3.0; l.610
     @27d0af94 v0.3.1, l.661 v0.4.0, workers/dtensor_policy_worker.py l.643 v0.5.0, l.695 v0.6.0), and
     ``group_and_cat_tensors`` pads each row to ``max(longest, min_seq_len)`` (nemo_rl/models/huggingface/common.py
-    l.73-125, l.115 @b1c86a81); the bins hold at most ``train_mb_tokens``, so every row is that long. Ranks with fewer bins
+    l.73-125, l.115 @b1c86a816c5e2b4ca41ece193624a38dc62e6fdf); the bins hold at most ``train_mb_tokens``, so every
+    row is that long. Ranks with fewer bins
     run dummy micro-batches up to the most any rank has (``max_batch_ct`` all-reduced with MAX, ``dummy_iterator``,
-    dtensor_policy_worker.py l.567-592 @b1c86a81): the ceiling of ``pipeline_packed_rows``. Its ``get_logprobs``
+    dtensor_policy_worker.py l.567-592 @b1c86a816c5e2b4ca41ece193624a38dc62e6fdf): the ceiling of
+    ``pipeline_packed_rows``. Its ``get_logprobs``
     packs without ``min_seq_len`` (l.884-892): the log-prob passes keep their sequences."""
     return card.preset == "nemo-rl" and card.parallel.strategy in FSDP_STRATEGIES
 
@@ -465,7 +468,8 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
     compile_ = fused_kernels(card)
     # HSDP: the memory's shard group (hsdp_shard_size, else a host's training GPUs), not the NVLink domain
     par = Parallel(strategy=card.parallel.strategy.value, ranks=train_gpus, gpus_per_node=per_node,
-                   nic_bytes_per_s=nic_bytes_per_s(card), hsdp_shard=_hsdp_shard_of(card, sharding))
+                   nic_bytes_per_s=nic_bytes_per_s(card), hsdp_shard=_hsdp_shard_of(card, sharding),
+                   fsdp2=card.parallel.fsdp2)
     lp_mbs_max = ro.logprob_micro_batch_size or card.batch.micro_batch_size
     eager = attn.runs_eager(spec.family, card.attention) and spec.num_full_attention_layers > 0
     frozen_w = _engine_weight_bytes(spec)
@@ -550,9 +554,11 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
             loss_sequences=(lp_mbs * (rank_seq * cp / context if context else 1.0)),
             # verl's log-probs from flash-attn's kernel (loss.kernel flash_attn): its bytes, as the update's head
             fused_cross_entropy=card.loss.kernel is LossKernel.FLASH_ATTN,
-            # the training forward's expert modules (plan.time): Megatron-Core's TEGroupedMLP, grouped_gemm's gmm
+            # the layers the training pass prices (plan.time.training_time): Megatron-Core's TEGroupedMLP,
+            # grouped_gemm's gmm, and no head on a timed pipeline rank that holds none
             megatron_experts=p_.tensor_parallel_impl is TensorParallelImpl.MEGATRON,
             expert_streams=p_.moe_experts is MoeExperts.GROUPED_STREAMS,
+            head=timed_rank_holds_head(pspec, p_.pipeline_parallel, p_.pipeline_layout),
         )
         comm = 0.0
         if mp.active:

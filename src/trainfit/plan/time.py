@@ -503,12 +503,13 @@ def training_time(
                       # ranks of one stage: Megatron-Core global_rank = tp_rank + dp_rank * tp + pp_rank * tp * dp
                       # (order tp-cp-ep-dp-pp, megatron/core/parallel_state.py l.269-300, l.617, NVIDIA/Megatron-LM
                       # @d98e8a64ddf34856e74b24714e3bedb2f5a39553); nanotron reshapes (ep, pp, dp, tp)
-                      # (src/nanotron/parallel/context.py l.69-80, huggingface/nanotron @c252843039cc)
+                      # (src/nanotron/parallel/context.py l.69-80, huggingface/nanotron
+                      # @c252843039cc167ff8d6894b87172af4637eb14b)
                       gpus_per_node=coll.domain_ranks(ranks=data_ranks, stride=tp, domain_gpus=gpus_per_node),
                       nic_bytes_per_s=nic_bytes_per_s(card), offload=par.offload.value, expert_ranks=edp,
                       expert_gpus_per_node=edp_local, overlap_param_gather=par.overlap_param_gather,
                       grad_reduce_after_backward=par.grad_reduce_after_backward,
-                      grad_accumulation_pass=par.grad_accumulation_pass,
+                      grad_accumulation_pass=par.grad_accumulation_pass, fsdp2=par.fsdp2,
                       # HSDP's shard group as the memory plans it (plan.rl_time._hsdp_shard_of): a host's GPUs, not
                       # the NVLink domain ``gpus_per_node`` stands for on GB200 NVL72
                       hsdp_shard=par.hsdp_shard_size or min(data_ranks, train_nodes(card)[1]),

@@ -877,6 +877,11 @@ class RunCard(_Section):
         if par.grad_accumulation_pass and (self.precision.grads is None or self.precision.grads.value != "fp32"):
             raise ValueError("parallel.grad_accumulation_pass: adds 16-bit gradients into an fp32 buffer, so it needs"
                              " precision.grads: fp32; allowed otherwise: false")
+        if par.grad_accumulation_pass and self.scope is not Scope.FULL:
+            # nanotron's FP32GradientAccumulator (the pass's one source) trains every parameter; an adapter card's
+            # frozen base has no 16-bit gradient to add
+            raise ValueError(f"parallel.grad_accumulation_pass: nanotron's fp32 accumulation of full-model gradients,"
+                             f" not read with scope {self.scope.value}; allowed with scope {self.scope.value}: false")
         if par.overlap_param_gather and par.strategy is not Strategy.ZERO1:
             raise ValueError(f"parallel.overlap_param_gather: needs strategy zero1 (Megatron-Core's distributed"
                              f" optimizer), not {par.strategy.value}; allowed otherwise: false")

@@ -186,6 +186,10 @@ from +58 % / +73 % to +116 % / +106 % with that fix alone), until the eager laun
 ``gen`` timer's per-phase cost are modelled with it.
 
 **The host constants, per path** (``rollout.vllm_engine``, ``rollout.engine_multiprocess``, ``rollout.engine_outputs``).
+Each is a ``DeviceRates`` field of the same name in lower case (``compute.rates``, where the defaults below are
+defined), so a calibration file sets them per GPU kind; ``trainfit calibrate`` fits one factor on
+``engine_s_per_sequence``, ``engine_v0_s_per_sequence`` and ``frontend_s_per_step`` from RL run records with measured
+generation phases (``trainfit.calibration.engine``). The step model reads them from its ``rates``.
 ``ENGINE_S_PER_STEP`` is what the engine spends per step outside the GPU's kernels at batch 1 (the residual of a
 published batch-1 TPOT, above). The rest depends on the engine's path:
 

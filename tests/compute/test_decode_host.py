@@ -57,14 +57,17 @@ def test_a_multiprocess_engine_hides_only_the_frontend():
     assert inproc.total_s - mp.total_s == pytest.approx(ds.FRONTEND_S_PER_STEP + 64 * ds.FRONTEND_S_PER_SEQUENCE)
 
 
-def test_host_constants_are_read_at_call_time(monkeypatch):
-    """A constant left None is the module's value when the step model is built (the benchmark's grid patches it)."""
-    common = {**_common(), "cuda_graphs": True, "engine_s_per_step": ds.ENGINE_S_PER_STEP, "tp_all_reduce_latency_s": None}
-    monkeypatch.setattr(ds, "ENGINE_S_PER_SEQUENCE", 37e-6)
-    monkeypatch.setattr(ds, "FRONTEND_S_PER_STEP", 3e-3)
-    monkeypatch.setattr(ds, "FRONTEND_S_PER_SEQUENCE", 11e-6)
-    m = ds._step_model(engine_multiprocess=False, **common)
-    assert (m.engine_seq, m.frontend0, m.frontend_seq) == (37e-6, 3e-3, 11e-6)
+def test_host_constants_come_from_the_rates():
+    """A constant left None is the rates' field of that name (what a calibration file sets per GPU kind); the
+    defaults are the module constants."""
+    assert (H100.engine_s_per_step, H100.engine_s_per_sequence, H100.frontend_s_per_step, H100.frontend_s_per_sequence) \
+        == (ds.ENGINE_S_PER_STEP, ds.ENGINE_S_PER_SEQUENCE, ds.FRONTEND_S_PER_STEP, ds.FRONTEND_S_PER_SEQUENCE)
+    rates = H100.with_overrides({"engine_s_per_step": 1e-3, "engine_s_per_sequence": 37e-6, "frontend_s_per_step": 3e-3,
+                                 "frontend_s_per_sequence": 11e-6, "engine_v0_s_per_sequence": 50e-6}, source="test")
+    common = {**_common(), "rates": rates, "cuda_graphs": True, "tp_all_reduce_latency_s": None}
+    m = ds._step_model(engine_multiprocess=False, cumulative_outputs=False, **common)
+    assert (m.engine, m.engine_seq, m.frontend0, m.frontend_seq) == (1e-3, 37e-6, 3e-3, 11e-6)
+    assert ds._step_model(engine_generation="v0", **common).engine_seq == 50e-6
     assert ds._step_model(engine_s_per_sequence=0.0, **common).engine_seq == 0.0
 
 

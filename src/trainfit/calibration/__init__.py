@@ -1,5 +1,6 @@
 """Measured rates for the step-time model: the calibration file, and the two ways to make one
-(``benchmarks/gpu_calibrate.py time`` on a GPU; run records with measured step times).
+(``benchmarks/gpu_calibrate.py time`` on a GPU; run records with measured step times, and RL records with
+measured generation phases for the vLLM engine's host constants).
 
     cal = load_calibration(find_calibration(None) or "cal.json")
     rates = rates_for(resolve_gpu("h200"), cal)        # default_rates + the file's overrides
@@ -18,6 +19,7 @@ _HOME = {
     "calibration_to_dict": "file", "default_calibration_path": "file", "find_calibration": "file",
     "load_calibration": "file", "load_found_calibration": "file", "make_calibration": "file",
     "save_calibration": "file",
+    "EngineFit": "engine", "fit_engine": "engine",
     "from_gpu_output": "gpu_output",
     "RecordFit": "records", "RunRecord": "records", "fit_records": "records", "records_from_data": "records",
 }
@@ -42,12 +44,14 @@ if TYPE_CHECKING:
         default_calibration_path, find_calibration, load_calibration, load_found_calibration, make_calibration,
         save_calibration,
     )
+    from trainfit.calibration.engine import EngineFit, fit_engine
     from trainfit.calibration.gpu_output import from_gpu_output
     from trainfit.calibration.records import RecordFit, RunRecord, fit_records, records_from_data
 
 __all__ = [
-    "ENV_VAR", "CalibrateResult", "apply_memory_calibration", "Calibration", "DeviceCalibration", "RateChange", "RecordFit", "RunRecord",
+    "ENV_VAR", "CalibrateResult", "apply_memory_calibration", "Calibration", "DeviceCalibration", "EngineFit",
+    "RateChange", "RecordFit", "RunRecord",
     "assumption_line", "calibrate", "calibration_from_dict", "calibration_to_dict", "default_calibration_path",
-    "find_calibration", "fit_records", "from_gpu_output", "load_calibration", "load_found_calibration",
+    "find_calibration", "fit_engine", "fit_records", "from_gpu_output", "load_calibration", "load_found_calibration",
     "make_calibration", "rates_for", "records_from_data", "save_calibration",
 ]

@@ -4,7 +4,9 @@ Inputs, told apart by content (not by name):
 
 * ``benchmarks/gpu_calibrate.py time`` output (JSON with ``trainfit_gpu_time``): measured rates;
 * a calibration file (``trainfit_calibration``): merged as it is;
-* run records (YAML/JSON cards with ``record.step_s``): the scale fit (``records.py``).
+* run records (YAML/JSON cards with ``record.step_s``): the scale fit (``records.py``); RL records with
+  ``record.phases_s.generation``: the factor on the vLLM engine's host constants (``engine.py``), fitted after
+  the step-time factors, on top of them.
 
 The result is laid over the calibration already at the output path (when there is one): other
 GPUs and fields it does not measure are kept, measured fields replaced. Measurements and files are
@@ -16,6 +18,7 @@ Pure Python: no torch import.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
@@ -26,6 +29,7 @@ from trainfit.calibration.file import (
     FORMAT_KEY, Calibration, calibration_from_dict, calibration_to_dict, load_calibration, make_calibration,
     save_calibration,
 )
+from trainfit.calibration.engine import PHASES_KEY, EngineFit, fit_engine, median_generation_error
 from trainfit.calibration.gpu_output import from_gpu_output, is_gpu_output
 from trainfit.calibration.memory import (
     FIELD as SHARE_FIELD, MEMORY_FIELDS, REPLAY_FIELD, FragmentationFit, MemoryRecord, _share_of, fit_memory, is_gpu_raw,
@@ -61,6 +65,10 @@ class CalibrateResult:
     refused: tuple[str, ...] = ()
     """Fitted constants not written because the held-out records got worse with them."""
     notes: tuple[str, ...] = ()
+    engine_fits: tuple[EngineFit, ...] = ()
+    """The factor on the vLLM engine host constants, per GPU kind (RL records with generation times)."""
+    engine_held_out: tuple[tuple[str, int, float, float], ...] = ()
+    """(gpu, records, median |log error| before, after) of the held-out generation times."""
 
 
 def read_input(path: Path) -> Any:
@@ -93,7 +101,7 @@ def input_kind(data: Any, where: str) -> str:
     if is_gpu_raw(data):
         return GPU_RAW
     raise CardError(f"calibrate: '{where}' is not a `gpu_calibrate.py time` output (trainfit_gpu_time), a calibration "
-                    f"file (trainfit_calibration), run records (a card with record.step_s or record.phases) or "
+                    f"file (trainfit_calibration), run records (a card with record.step_s, record.phases_s.generation or record.phases) or "
                     f"`gpu_calibrate.py measure` output (versions, cases)")
 
 
@@ -115,7 +123,7 @@ def split_records(data: Any, kind: str, where: str) -> tuple[list[RunRecord], li
         if (rec.get("watch") or {}).get("device") == "cpu":
             notes.append(f"{at}: measured on the CPU: calibrates no GPU constant (skipped)")
             continue
-        if "step_s" in rec:
+        if "step_s" in rec or PHASES_KEY in rec:
             times += records_from_data(item, where=at)
         if rec.get("phases") is not None:
             try:
@@ -125,8 +133,9 @@ def split_records(data: Any, kind: str, where: str) -> tuple[list[RunRecord], li
             m = memory_record(card, rec, where=at)
             if m is not None:
                 mems.append(m)
-        if "step_s" not in rec and rec.get("phases") is None:
-            raise CardError(f"{at}: a run record needs record.step_s (seconds per step) or record.phases (measured)")
+        if "step_s" not in rec and PHASES_KEY not in rec and rec.get("phases") is None:
+            raise CardError(f"{at}: a run record needs record.step_s (seconds per step), record.phases_s.generation "
+                            "(RL: seconds of the generation phase per step) or record.phases (measured)")
     return times, mems, notes
 
 
@@ -186,23 +195,45 @@ def calibrate(paths: list[Path], *, out: Path, gpu: str | None = None, write: bo
     fitted_any, refused = False, []
     fits: list[RecordFit] = []
     time_held: list[tuple[str, int, float, float]] = []
-    if records:
+    if any(r.step_s is not None for r in records):
         fitted, fits = fit_records(records, current)
         trial = merge(current, make_calibration(fitted))
         ok = True
         for f in fits:
-            hs = [r for r in held_t if _gpu_id(r.card) == f.gpu_id]
+            hs = [r for r in held_t if r.step_s is not None and _gpu_id(r.card) == f.gpu_id]
             if hs:
                 b, a = _median_time_error(hs, current), _median_time_error(hs, trial)
                 time_held.append((f.gpu_id, len(hs), b, a))
                 ok = ok and a <= b
         if ok:
             fit_notes = tuple(n for f in fits for n in (*f.notes, _fit_note(f)))
-            sources = (f"run records: {', '.join(sorted({r.where.split(':')[0] for r in records}))}",)
+            sources = (f"run records: {', '.join(sorted({r.where.split(':')[0] for r in records if r.step_s is not None}))}",)
             current = merge(current, make_calibration(fitted, sources=sources, notes=fit_notes))
             fitted_any = True
         else:
             refused.append("step-time factors (matmul, host per kernel): the held-out step times got worse")
+    efits: list[EngineFit] = []
+    engine_held: list[tuple[str, int, float, float]] = []
+    if any(r.generation_s is not None for r in records):
+        efitted, efits, enotes = fit_engine(records, current)
+        notes += enotes
+        trial = merge(current, make_calibration(efitted)) if efitted else current
+        ok = True
+        for f in efits:
+            hs = [r for r in held_t if r.generation_s is not None and _gpu_id(r.card) == f.gpu_id]
+            if hs and f.fitted:
+                b, a = median_generation_error(hs, current), median_generation_error(hs, trial)
+                engine_held.append((f.gpu_id, len(hs), b, a))
+                ok = ok and a <= b
+        if efitted and ok:
+            files = sorted({re.sub(r"\[\d+\]$", "", r.where) for r in records if r.generation_s is not None})
+            current = merge(current, make_calibration(
+                efitted, sources=(f"RL run records (generation): {', '.join(files)}",),
+                notes=tuple(n for f in efits for n in (*f.notes, *((_engine_note(f),) if f.fitted else ())))))
+            fitted_any = True
+        elif efitted:
+            refused.append("engine host factor (vLLM per-sequence and per-step host constants): the held-out "
+                           "generation times got worse")
     mfits: list[FragmentationFit] = []
     if mems:
         mfits, unused = fit_memory(mems, held_m, current)
@@ -224,7 +255,8 @@ def calibrate(paths: list[Path], *, out: Path, gpu: str | None = None, write: bo
             current = merge(current, make_calibration(keep, sources=sources, notes=mnotes))
             fitted_any = True
     if (records or mems) and not fitted_any and current is before:
-        why = refused + [n.split(": ", 1)[1] if ": " in n else n for n in notes if "not fitted" in n]
+        why = refused + [n.split(": ", 1)[1] if ": " in n else n for n in (*notes, *(n for f in efits for n in f.notes))
+                         if "not fitted" in n]
         raise CardError("calibrate: nothing fitted: " + ("; ".join(why) or "no usable record") + " (nothing written)")
     if current is None:
         raise CardError("calibrate: nothing to calibrate from: "
@@ -233,7 +265,8 @@ def calibrate(paths: list[Path], *, out: Path, gpu: str | None = None, write: bo
     saved = save_calibration(current, out) if write else current
     return CalibrateResult(calibration=saved, path=out, written=write, inputs=tuple(inputs), changes=tuple(changes),
                            fits=tuple(fits), memory_fits=tuple(mfits), time_held_out=tuple(time_held),
-                           refused=tuple(refused), notes=tuple(notes))
+                           refused=tuple(refused), notes=tuple(notes), engine_fits=tuple(efits),
+                           engine_held_out=tuple(engine_held))
 
 
 def _gpu_id(card: Any) -> str:
@@ -290,6 +323,11 @@ def diff(before: Calibration | None, after: Calibration) -> list[RateChange]:
 def _fit_note(f: RecordFit) -> str:
     return (f"{f.gpu_id} fit: {f.records} run records, matmul x{f.matmul_scale:.3f}, host per kernel x{f.host_scale:.3f}; "
             f"median step-time error {f.median_error_before:.1%} -> {f.median_error_after:.1%}")
+
+
+def _engine_note(f: EngineFit) -> str:
+    return (f"{f.gpu_id} engine fit: {f.records} RL records, x{f.engine_scale:.3f} on {', '.join(f.fitted)}; "
+            f"median generation error {f.median_error_before:.1%} -> {f.median_error_after:.1%}")
 
 
 def _unique(items: tuple[str, ...]) -> tuple[str, ...]:

@@ -8,6 +8,10 @@ full plus a top-level ``record:`` mapping. Calibration needs one more field ther
     steps), for the whole card: every micro-batch of the gradient accumulation, on the card's
     ``hardware.gpu`` x ``gpus_per_node`` x ``nodes``.
 
+``record.phases_s.generation`` (RL records, beside or instead of ``step_s``)
+    Measured seconds of the generation phase per step: it calibrates the vLLM engine's host constants
+    (``trainfit.calibration.engine``), not the factors below.
+
 Everything else is the card (``model``, ``method``, ``scope``, ``hardware.gpu`` -- a catalog id,
 not ``custom`` --, ``parallel``, ``batch``, ``attention``...; sections left out take the card
 defaults). A file holds one record, or a YAML/JSON list of them.
@@ -55,10 +59,12 @@ Predict = Callable[[Any, Calibration | None], float | None]
 class RunRecord:
     card: Any
     """The validated RunCard."""
-    step_s: float
-    """Measured seconds per optimizer step."""
+    step_s: float | None
+    """Measured seconds per optimizer step (None: the record gives only a generation time)."""
     where: str
     """File (and list index) it came from, for messages."""
+    generation_s: float | None = None
+    """Measured seconds of the generation phase per step (RL records, ``record.phases_s.generation``)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -92,6 +98,7 @@ def is_record_data(data: Any) -> bool:
 
 def records_from_data(data: Any, *, where: str) -> list[RunRecord]:
     """One record (a mapping) or a list of them; CardError naming the file and the field."""
+    from trainfit.calibration.engine import check_rl, generation_of
     from trainfit.spec.card import load_card_dict
 
     items = data if isinstance(data, list) else [data]
@@ -102,28 +109,36 @@ def records_from_data(data: Any, *, where: str) -> list[RunRecord]:
             raise CardError(f"{at}: a run record is a run card with a '{RECORD_KEY}:' mapping holding {STEP_KEY}")
         card_data = {k: v for k, v in item.items() if k != RECORD_KEY}
         step = item[RECORD_KEY].get(STEP_KEY)
-        if isinstance(step, bool) or not isinstance(step, (int, float)) or not step > 0 or math.isinf(step):
+        generation = generation_of(item[RECORD_KEY], at)
+        if (step is not None or generation is None) and not _positive_seconds(step):
             raise CardError(f"{at}: {RECORD_KEY}.{STEP_KEY} must be the measured seconds per optimizer step (a positive "
                             f"number), got {step!r}")
         try:
             card = load_card_dict(card_data)
         except TrainfitError as exc:
             raise CardError(f"{at}: {exc}") from None
-        out.append(RunRecord(card=card, step_s=float(step), where=at))
+        if generation is not None:
+            check_rl(card, at)
+        out.append(RunRecord(card=card, step_s=None if step is None else float(step), where=at, generation_s=generation))
     return out
+
+
+def _positive_seconds(value: Any) -> bool:
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and value > 0 and not math.isinf(value)
 
 
 def fit_records(
     records: list[RunRecord], base: Calibration | None, *, predict: Predict | None = None,
 ) -> tuple[dict[str, dict[str, float]], list[RecordFit]]:
     """Per GPU kind: the fitted rates (``{gpu_id: {field: value}}``, to merge over ``base``) and
-    the fit report. CardError when a kind has fewer than 2 records or a record has no step time."""
+    the fit report, over the records that hold a step time. CardError when a kind has fewer than 2."""
     from trainfit.plan import gpu_of
 
     predict = predict or _plan_step_seconds
     by_gpu: dict[str, list[RunRecord]] = {}
     for r in records:
-        by_gpu.setdefault(gpu_of(r.card).id, []).append(r)
+        if r.step_s is not None:
+            by_gpu.setdefault(gpu_of(r.card).id, []).append(r)
     few = {g: len(rs) for g, rs in by_gpu.items() if len(rs) < MIN_RECORDS}
     if few:
         raise CardError("calibrate: the run-record fit needs at least 2 records per GPU kind; "

@@ -11,7 +11,7 @@ from trainfit.cli.common import print_json
 
 
 def calibrate(
-    files: Annotated[list[Path], typer.Argument(help="`gpu_calibrate.py time` outputs, calibration files, run records (cards with record.step_s or measured record.phases), or `gpu_calibrate.py measure` outputs.")],
+    files: Annotated[list[Path], typer.Argument(help="`gpu_calibrate.py time` outputs, calibration files, run records (cards with record.step_s, RL record.phases_s.generation, or measured record.phases), or `gpu_calibrate.py measure` outputs.")],
     out: Annotated[Optional[Path], typer.Option("--out", help="Calibration file to write (merged over what is there). Default: $TRAINFIT_CALIBRATION, else $XDG_CONFIG_HOME/trainfit/calibration.json.")] = None,
     held_out: Annotated[Optional[list[Path]], typer.Option("--held-out", help="Records never fitted: a fitted constant that makes them worse is refused (not written). Repeat for several files.")] = None,
     gpu: Annotated[Optional[str], typer.Option("--gpu", help="Catalog GPU the measurements are of, when the output names none (a --dry-run) or an unknown one.")] = None,

@@ -186,6 +186,10 @@ from +58 % / +73 % to +116 % / +106 % with that fix alone), until the eager laun
 ``gen`` timer's per-phase cost are modelled with it.
 
 **The host constants, per path** (``rollout.vllm_engine``, ``rollout.engine_multiprocess``, ``rollout.engine_outputs``).
+Each is a ``DeviceRates`` field of the same name in lower case (``compute.rates``, where the defaults below are
+defined), so a calibration file sets them per GPU kind; ``trainfit calibrate`` fits one factor on
+``engine_s_per_sequence``, ``engine_v0_s_per_sequence`` and ``frontend_s_per_step`` from RL run records with measured
+generation phases (``trainfit.calibration.engine``). The step model reads them from its ``rates``.
 ``ENGINE_S_PER_STEP`` is what the engine spends per step outside the GPU's kernels at batch 1 (the residual of a
 published batch-1 TPOT, above). The rest depends on the engine's path:
 
@@ -276,45 +280,32 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from trainfit.compute import collectives
-from trainfit.compute.rates import NVLINK_DOMAIN_GPUS, DeviceRates
+from trainfit.compute.rates import (  # noqa: F401 - the engine host constants' defaults live with DeviceRates
+    ENGINE_S_PER_SEQUENCE,
+    ENGINE_S_PER_STEP,
+    ENGINE_V0_S_PER_SEQUENCE,
+    FRONTEND_CUMULATIVE_S_PER_SEQUENCE,
+    FRONTEND_S_PER_SEQUENCE,
+    FRONTEND_S_PER_STEP,
+    NVLINK_DOMAIN_GPUS,
+    DeviceRates,
+)
 from trainfit.spec.model import ModelSpec
 
-ENGINE_S_PER_STEP = 0.58e-3
-"""Engine seconds per decode step outside the kernels (module docstring: the residual of one published TPOT once
-the weight read and the kernel gaps, ``GRAPH_KERNEL_GAP_S``, are taken out)."""
 GRAPH_KERNEL_GAP_S = 1.3e-6
 """Device seconds between two kernels of a CUDA-graph replayed decode step during which no weight streams (the
 next kernel's launch and the previous one's teardown): about 1.3 us per kernel on an H100 even with CUDA graphs
 (Spector, Juravsky et al., Hazy Research, "Look Ma, No Bubbles! Designing a Low-Latency Megakernel for
 Llama-1B", https://hazyresearch.stanford.edu/blog/2025-05-27-no-bubbles, 2025-05-27, read 2026-12-02 through
 its summary at https://mlops.substack.com/p/one-megakernel-to-rule-llama-1b). Module docstring: "Kernel gaps"."""
-ENGINE_S_PER_SEQUENCE = 80e-6
-"""A vLLM V1 engine core's host seconds per running sequence per step, serial with the GPU in both engine modes
-(scheduler, input preparation, sampling bookkeeping, ``update_from_output``). Fitted on the fit half of the benchmark
-(module docstring, "The host constants, per path": the published V1 gap gives 19.2 us, which the RTX 4090 offline
-batches of ``tests/compute/test_rtx4090_decode_evidence.py`` and the RL steps contradict, so it is not used)."""
-ENGINE_V0_S_PER_SEQUENCE = 80e-6
-"""A vLLM V0 ``LLMEngine``'s host seconds per running sequence per step (scheduler, ``SequenceGroup`` bookkeeping,
-output processing and detokenization in the one process, all serial with the GPU): inside the 61-123 us per token that
-verl's per-step logs of V0 engines give (module docstring, "The host constants, per path")."""
-FRONTEND_S_PER_STEP = 2.0e-3
-"""A V1 in-process engine's constant host seconds per step beside the core's (NeMo RL's synchronous ``LLM.generate``
-path; refitted on the fit half of ``benchmarks/step_times.py`` with the other host constants as they are, no mechanism
-found: module docstring, "The host constants, per path")."""
-FRONTEND_S_PER_SEQUENCE = 1.5e-6
-"""A V1 frontend's host seconds per running sequence per step when it returns final outputs only (``LLM.generate``):
-stats, incremental detokenization and the stop check, the sampled token's ``Logprob``. A CPU lower bound measured by
-``benchmarks/engine_frontend_cpu.py`` (module docstring)."""
-FRONTEND_CUMULATIVE_S_PER_SEQUENCE = 3.9e-6
-"""What a V1 frontend adds per running sequence per step when it streams cumulative outputs (``AsyncLLM.generate``'s
-default): the ``CompletionOutput`` / ``RequestOutput`` and the wake-up of the request's ``generate()`` coroutine. CPU
-lower bound, ``benchmarks/engine_frontend_cpu.py``. Nothing grows with the tokens generated so far: with a fast
-tokenizer the output hands back the detokenizer's own token list (module docstring)."""
 
 
-def engine_s_per_sequence_for(generation: str = "v1") -> float:
-    """The engine core's host seconds per running sequence per step for vLLM's engine ``generation`` (v0 / v1)."""
-    return ENGINE_V0_S_PER_SEQUENCE if str(generation) == "v0" else ENGINE_S_PER_SEQUENCE
+def engine_s_per_sequence_for(generation: str = "v1", rates: DeviceRates | None = None) -> float:
+    """The engine core's host seconds per running sequence per step for vLLM's engine ``generation`` (v0 / v1):
+    ``rates``' fields (a calibration may set them), else the defaults."""
+    if str(generation) == "v0":
+        return ENGINE_V0_S_PER_SEQUENCE if rates is None else rates.engine_v0_s_per_sequence
+    return ENGINE_S_PER_SEQUENCE if rates is None else rates.engine_s_per_sequence
 
 
 DECODE_KERNELS_PER_LAYER = 10
@@ -549,31 +540,34 @@ class _StepModel:
 
 
 def _step_model(*, spec, matmul_params, rates, tp, weight_bytes, kv_bytes_per_token, cuda_graphs,
-                engine_s_per_step, tp_all_reduce_latency_s, link: TpLink | None = None,
+                engine_s_per_step: float | None = None, tp_all_reduce_latency_s, link: TpLink | None = None,
                 engine_multiprocess: bool = True, frontend_s_per_step: float | None = None,
                 frontend_s_per_sequence: float | None = None,
                 engine_s_per_sequence: float | None = None, rank_bytes: float | None = None,
                 expert_bytes_per_param: float = ACTIVATION_BYTES,
                 linear_flops_per_s: float | None = None, engine_generation: str = "v1",
                 cumulative_outputs: bool | None = None) -> _StepModel:
-    """The step model's coefficients; a host constant left None is this module's value at call time.
+    """The step model's coefficients; a host constant left None is ``rates``' field of the same name (the defaults
+    ``ENGINE_S_PER_STEP`` ... unless a calibration set them; ``engine_s_per_sequence``: ``engine_s_per_sequence_for``).
     ``engine_generation``: vLLM's engine, v0 (one process, its per-sequence host work holds the output processing:
     no separate frontend term) or v1 (module docstring). ``cumulative_outputs``: the V1 frontend streams cumulative
     outputs (None: when ``engine_multiprocess``, ``AsyncLLM``'s default; in-process engines run ``LLM.generate``).
     A quantized engine (``rollout.quantization``) passes the weight bytes one rank reads (``rank_bytes``; None:
     ``rank_weight_bytes``), its routed experts' bytes per weight and the rate of the per-token matmuls
     (``linear_flops_per_s``, a blend of fp8 and bf16 GEMMs; None: the bf16 matmul rate); attention stays bf16."""
+    if engine_s_per_step is None:
+        engine_s_per_step = rates.engine_s_per_step
     if frontend_s_per_step is None:
-        frontend_s_per_step = FRONTEND_S_PER_STEP
+        frontend_s_per_step = rates.frontend_s_per_step
     if frontend_s_per_sequence is None:
-        frontend_s_per_sequence = FRONTEND_S_PER_SEQUENCE
+        frontend_s_per_sequence = rates.frontend_s_per_sequence
     if engine_s_per_sequence is None:
-        engine_s_per_sequence = engine_s_per_sequence_for(engine_generation)
+        engine_s_per_sequence = engine_s_per_sequence_for(engine_generation, rates)
     if str(engine_generation) == "v0":
         frontend_s_per_step = frontend_s_per_sequence = 0.0
         engine_multiprocess = False
     elif engine_multiprocess if cumulative_outputs is None else cumulative_outputs:
-        frontend_s_per_sequence += FRONTEND_CUMULATIVE_S_PER_SEQUENCE
+        frontend_s_per_sequence += rates.frontend_cumulative_s_per_sequence
     hbm = rates.hbm_bytes_per_s
     flops = rates.matmul_flops_per_s * tp
     lin_flops = (linear_flops_per_s or rates.matmul_flops_per_s) * tp
@@ -667,14 +661,15 @@ def routed_expert_bytes(spec: ModelSpec, *, weight_bytes: float,
 def decode_step_seconds(
     *, spec: ModelSpec, matmul_params: float, rates: DeviceRates, tp: int, batch: float, context_tokens: float,
     weight_bytes: float, kv_bytes_per_token: float, cuda_graphs: bool = True,
-    engine_s_per_step: float = ENGINE_S_PER_STEP, tp_all_reduce_latency_s: float | None = None,
+    engine_s_per_step: float | None = None, tp_all_reduce_latency_s: float | None = None,
     link: TpLink | None = None, engine_multiprocess: bool = True, engine_s_per_sequence: float | None = None,
     rank_bytes: float | None = None, expert_bytes_per_param: float = ACTIVATION_BYTES,
     linear_flops_per_s: float | None = None, engine_generation: str = "v1", cumulative_outputs: bool | None = None,
 ) -> DecodeStep:
     """One decode step of ``batch`` sequences holding ``context_tokens`` tokens of KV in all (module docstring);
     ``link``: the tensor-parallel group's link when it spans nodes (``tp_link``); ``engine_multiprocess``:
-    False when the engine core runs in the caller's process (the frontend's host work adds to the step)."""
+    False when the engine core runs in the caller's process (the frontend's host work adds to the step). A host
+    constant left None is ``rates``' (``_step_model``)."""
     m = _step_model(spec=spec, matmul_params=matmul_params, rates=rates, tp=tp, weight_bytes=weight_bytes,
                     kv_bytes_per_token=kv_bytes_per_token, cuda_graphs=cuda_graphs,
                     engine_s_per_step=engine_s_per_step, tp_all_reduce_latency_s=tp_all_reduce_latency_s,

@@ -131,7 +131,7 @@ def generation_time(
     prefix_sharing: bool = True,
     quantiles: int = DEFAULT_QUANTILES,
     chunk_tokens: float | None = None,
-    engine_s_per_step: float = ENGINE_S_PER_STEP,
+    engine_s_per_step: float | None = None,
     tp_all_reduce_latency_s: float | None = None,
     streaming: bool = False,
     tp_link: TpLink | None = None,
@@ -164,6 +164,8 @@ def generation_time(
     ``engine_multiprocess``: the engine core runs in its own process, its frontend's per-sequence host work
     (``frontend_s_per_sequence``) overlapped with the GPU; False (``VLLM_ENABLE_V1_MULTIPROCESSING=0``,
     NeMo RL): ``frontend_s_per_step`` + that work add to every step (``decode_step``).
+    ``engine_s_per_step`` / ``engine_s_per_sequence`` / ``frontend_s_per_step`` / ``frontend_s_per_sequence``: None
+    takes ``rates``' fields of those names (the module constants unless a calibration set them).
     ``rank_weight_bytes`` / ``expert_bytes_per_param`` / ``linear_flops_per_s``: a quantized engine's weight bytes
     per rank, routed-expert bytes per weight and per-token matmul rate (``rollout.quantization``; None / bf16 / the
     bf16 rate by default), in decode and prefill alike.
@@ -171,6 +173,8 @@ def generation_time(
     ``kv_capacity_tokens`` (``continuous_batching``; 0 without linear attention).
     Raises ``CardError`` on a non-positive count or a sequence longer than the KV capacity.
     """
+    if engine_s_per_step is None:
+        engine_s_per_step = rates.engine_s_per_step
     if min(tp, engines, prompts, samples_per_prompt, prompt_len, max_num_seqs, quantiles) < 1:
         raise CardError("generation: tp, engines, prompts, samples_per_prompt, prompt_len, max_num_seqs, "
                         "quantiles must be >= 1")

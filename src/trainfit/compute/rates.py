@@ -31,6 +31,12 @@ Sources of the defaults (each is listed in the plan's assumptions when used):
   (``collectives.nccl_collective_seconds``, tuning.cc's latencies, checked against published nccl-tests rows in the
   ``collectives`` docstring), the weight sync's broadcasts too (``collectives.nccl_broadcast``, ``compute.sync``).
   The unsourced 30 us + 8 us per ring step the first time model charged every collective are gone.
+* vLLM engine host work (``ENGINE_S_PER_STEP``, ``ENGINE_S_PER_SEQUENCE``, ``ENGINE_V0_S_PER_SEQUENCE``,
+  ``FRONTEND_S_PER_STEP``, ``FRONTEND_S_PER_SEQUENCE``, ``FRONTEND_CUMULATIVE_S_PER_SEQUENCE``): the sources are in the
+  ``compute.decode_step`` module docstring ("The host constants, per path"). They are ``DeviceRates`` fields (same
+  names, lower case) because they depend on the host CPU and the vLLM release (published and fitted per-sequence
+  figures run 19-80 us): ``trainfit calibrate`` fits one factor on the fitted ones from RL runs' measured generation
+  phases (``trainfit.calibration.engine``).
 * Power limit: a card run below its rated board power (``nvidia-smi -pl``, or a server's default) holds a
   lower tensor-core clock. Dynamic power is ``C·V²·f`` and in the DVFS range the voltage tracks the
   clock, so power goes as ``f³`` and the sustained clock as ``(limit / rated)^(1/3)``
@@ -262,6 +268,36 @@ CPU_ADAM_BYTES_PER_PARAM = 30.0
 PCIE_EFFICIENCY = 0.80
 """Pinned-memory cudaMemcpy reaches ~80 % of the PCIe x16 rate per direction."""
 
+# vLLM engine host constants (``compute.decode_step``): defaults of the DeviceRates fields of the same names in
+# lower case, so that a calibration file (``trainfit calibrate`` on RL run records with generation times) can
+# replace them per GPU kind: they differ by host CPU and vLLM release, which a card does not say.
+ENGINE_S_PER_STEP = 0.58e-3
+"""Engine seconds per decode step outside the kernels (``compute.decode_step`` module docstring: the residual of one
+published TPOT once the weight read and the kernel gaps, ``GRAPH_KERNEL_GAP_S``, are taken out)."""
+ENGINE_S_PER_SEQUENCE = 80e-6
+"""A vLLM V1 engine core's host seconds per running sequence per step, serial with the GPU in both engine modes
+(scheduler, input preparation, sampling bookkeeping, ``update_from_output``). Fitted on the fit half of the benchmark
+(``compute.decode_step`` module docstring, "The host constants, per path": the published V1 gap gives 19.2 us, which
+the RTX 4090 offline batches of ``tests/compute/test_rtx4090_decode_evidence.py`` and the RL steps contradict, so it
+is not used)."""
+ENGINE_V0_S_PER_SEQUENCE = 80e-6
+"""A vLLM V0 ``LLMEngine``'s host seconds per running sequence per step (scheduler, ``SequenceGroup`` bookkeeping,
+output processing and detokenization in the one process, all serial with the GPU): inside the 61-123 us per token that
+verl's per-step logs of V0 engines give (``compute.decode_step`` module docstring, "The host constants, per path")."""
+FRONTEND_S_PER_STEP = 2.0e-3
+"""A V1 in-process engine's constant host seconds per step beside the core's (NeMo RL's synchronous ``LLM.generate``
+path; refitted on the fit half of ``benchmarks/step_times.py`` with the other host constants as they are, no mechanism
+found: ``compute.decode_step`` module docstring, "The host constants, per path")."""
+FRONTEND_S_PER_SEQUENCE = 1.5e-6
+"""A V1 frontend's host seconds per running sequence per step when it returns final outputs only (``LLM.generate``):
+stats, incremental detokenization and the stop check, the sampled token's ``Logprob``. A CPU lower bound measured by
+``benchmarks/engine_frontend_cpu.py`` (``compute.decode_step`` module docstring)."""
+FRONTEND_CUMULATIVE_S_PER_SEQUENCE = 3.9e-6
+"""What a V1 frontend adds per running sequence per step when it streams cumulative outputs (``AsyncLLM.generate``'s
+default): the ``CompletionOutput`` / ``RequestOutput`` and the wake-up of the request's ``generate()`` coroutine. CPU
+lower bound, ``benchmarks/engine_frontend_cpu.py``. Nothing grows with the tokens generated so far: with a fast
+tokenizer the output hands back the detokenizer's own token list (``compute.decode_step`` module docstring)."""
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class GemmPoint:
@@ -287,6 +323,18 @@ class DeviceRates:
     host_s_per_forward_kernel: float = HOST_S_PER_FORWARD_KERNEL
     host_s_per_backward_kernel: float = HOST_S_PER_BACKWARD_KERNEL
     device_s_per_kernel_min: float = DEVICE_S_PER_KERNEL_MIN
+    engine_s_per_step: float = ENGINE_S_PER_STEP
+    """vLLM engine host seconds per decode step outside the kernels at batch 1 (``ENGINE_S_PER_STEP``)."""
+    engine_s_per_sequence: float = ENGINE_S_PER_SEQUENCE
+    """vLLM V1 engine core host seconds per running sequence per decode step (``ENGINE_S_PER_SEQUENCE``)."""
+    engine_v0_s_per_sequence: float = ENGINE_V0_S_PER_SEQUENCE
+    """vLLM V0 engine host seconds per running sequence per decode step (``ENGINE_V0_S_PER_SEQUENCE``)."""
+    frontend_s_per_step: float = FRONTEND_S_PER_STEP
+    """vLLM V1 in-process frontend host seconds per decode step (``FRONTEND_S_PER_STEP``)."""
+    frontend_s_per_sequence: float = FRONTEND_S_PER_SEQUENCE
+    """vLLM V1 frontend host seconds per running sequence per step, final outputs (``FRONTEND_S_PER_SEQUENCE``)."""
+    frontend_cumulative_s_per_sequence: float = FRONTEND_CUMULATIVE_S_PER_SEQUENCE
+    """What cumulative outputs add per running sequence per step (``FRONTEND_CUMULATIVE_S_PER_SEQUENCE``)."""
     intra_node_bus_bytes_per_s: float
     """NCCL bus bandwidth inside a node (per direction)."""
     p2p: bool = True

@@ -772,7 +772,6 @@ def generation_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, rollout, r: D
         return hybrid_generation_phase(card, spec, gpu, r)
     if rollout is None or not rollout.engine_fits:
         return None
-    from trainfit.compute import decode_step
     from trainfit.compute.decode_step import tp_link
     from trainfit.compute.flops import matmul_params
     from trainfit.compute.generation import generation_time
@@ -789,7 +788,6 @@ def generation_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, rollout, r: D
         max_num_seqs=ro.max_num_seqs, **_kv_pool(rollout),
         cuda_graphs=ro.cuda_graphs, engines=max(1, rollout.engine_instances),
         streaming=ro.async_mode is AsyncMode.FULLY_ASYNC, tp_link=link, engine_multiprocess=ro.engine_multiprocess,
-        frontend_s_per_step=decode_step.FRONTEND_S_PER_STEP, frontend_s_per_sequence=decode_step.FRONTEND_S_PER_SEQUENCE,
         engine_generation=str(ro.vllm_engine),
         cumulative_outputs=None if ro.engine_outputs is None else ro.engine_outputs is EngineOutputs.CUMULATIVE,
         **quantized_engine_inputs(card, spec, r),

@@ -6,7 +6,8 @@ import math
 from typing import Any
 
 _UNITS = (("_flops_per_s", 1e12, "TFLOP/s"), ("_bytes_per_s", 1e9, "GB/s"), ("_s", 1e-6, "us"),
-          ("_kernel", 1e-6, "us"), ("_kernel_min", 1e-6, "us"))
+          ("_kernel", 1e-6, "us"), ("_kernel_min", 1e-6, "us"), ("_s_per_step", 1e-6, "us"),
+          ("_s_per_sequence", 1e-6, "us"))
 _KINDS = {"gpu_output": "gpu_calibrate.py time output", "calibration": "calibration file", "run_records": "run records",
           "gpu_raw": "gpu_calibrate.py measure output (records)", "held_out_run_records": "held-out run records",
           "held_out_gpu_raw": "held-out gpu_calibrate.py measure output"}
@@ -46,6 +47,13 @@ def calibrate_to_dict(result: Any) -> dict[str, Any]:
         "fits": [{"gpu": f.gpu_id, "records": f.records, "matmul_scale": f.matmul_scale, "host_scale": f.host_scale,
                   "median_error_before": f.median_error_before, "median_error_after": f.median_error_after,
                   "fitted": list(f.fitted), "notes": list(f.notes)} for f in result.fits],
+        "engine_fits": [{"gpu": f.gpu_id, "records": f.records, "engine_scale": f.engine_scale,
+                         "median_generation_error_before": f.median_error_before,
+                         "median_generation_error_after": f.median_error_after, "fitted": list(f.fitted),
+                         "notes": list(f.notes)} for f in getattr(result, "engine_fits", ())],
+        "engine_held_out": [{"gpu": g, "records": n, "median_generation_error_before": math.expm1(b),
+                             "median_generation_error_after": math.expm1(a)}
+                            for g, n, b, a in getattr(result, "engine_held_out", ())],
         "memory_fits": [{"gpu": f.gpu_id, "constant": f.field, "layout": f.layout, "before": f.share_before,
                          "after": f.share_after, "fragmentation_share_before": f.share_before,
                          "fragmentation_share_after": f.share_after, "refused": f.refused,
@@ -94,6 +102,17 @@ def render_calibrate(result: Any, console: Any) -> None:
                       + (" (refused)" if any(r.startswith("step-time") for r in getattr(result, "refused", ())) else ""))
         for n in f.notes:
             console.print(f"  note: {n}")
+    for f in getattr(result, "engine_fits", ()):
+        console.print(f"engine fit {f.gpu_id}: {f.records} RL records; engine host constants x{f.engine_scale:.3f}"
+                      + f"; median generation error {f.median_error_before:.1%} -> {f.median_error_after:.1%}"
+                      + (" (refused)" if any(r.startswith("engine host") for r in getattr(result, "refused", ())) else ""))
+        if f.fitted:
+            console.print(f"  scaled: {', '.join(f.fitted)}")
+        for n in f.notes:
+            console.print(f"  note: {n}")
+    for g, n, b, a in getattr(result, "engine_held_out", ()):
+        console.print(f"held-out generation times {g} ({n} records): median error {math.expm1(b):.1%} -> "
+                      f"{math.expm1(a):.1%}")
     for f in getattr(result, "memory_fits", ()):
         console.print(f"memory fit {f.gpu_id}: {f.label} {f.share_before:.4g} -> {f.share_after:.4g}"
                       + (" (refused)" if f.refused else ""))

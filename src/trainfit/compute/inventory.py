@@ -639,6 +639,7 @@ def step_inventory(
     fp8_casts: CastTraffic | None = None, megatron_experts: bool = False, expert_streams: bool = False,
     unpad_call_syncs: bool = False, vocab_chunk_columns: int = 0, nemo_rl_loss: str = "", loss_sequences: float = 1.0,
     rope_loop_samples: float = 0.0, rope_loop_context_parallel: int = 1, a2a_thd_sequences: float = 0.0,
+    expert_bias_probs_grad: bool = True,
 ) -> StepInventory:
     """The op inventory of one micro-step of ``micro_batch_size × seq_len`` tokens on one GPU.
 
@@ -676,7 +677,10 @@ def step_inventory(
     (``moe_time.megatron_expert_elementwise``, gpt-oss) add bytes that go to the same unscaled count (no compiler
     fuses them) and kernels counted with the others; ``expert_streams``: outside Megatron-Core, the routed GEMMs
     run as one cuBLAS GEMM per local expert over four streams (``MoeExperts.GROUPED_STREAMS``: grouped_gemm's
-    ``gmm``), priced as TE's loop (``gemm.multi_stream_grouped_gemm_seconds``); ``unpad_call_syncs``: with ``ModelSpec.unpadded_attention``,
+    ``gmm``), priced as TE's loop (``gemm.multi_stream_grouped_gemm_seconds``), and for a model with expert biases
+    (gpt-oss) NeMo Automodel's per-expert bias loops after both GEMMs (``moe_time.automodel_expert_bias_elementwise``,
+    unscaled bytes as above; ``expert_bias_probs_grad`` False: the routing weights take no gradient, Automodel's
+    ``FakeBalancedGate``); ``unpad_call_syncs``: with ``ModelSpec.unpadded_attention``,
     every attention forward unpads by itself (llm-foundry before v0.5.0: ``UNPAD_CALL_SYNCS`` host syncs and
     ``UNPAD_CALL_KERNELS`` kernels per layer, the recompute's too); ``vocab_chunk_columns`` > 0: the head and loss are
     prime-rl's chunked log-prob / entropy head over vocabulary chunks of that many columns (``prime_rl_head``) in
@@ -712,7 +716,7 @@ def step_inventory(
         p["bytes"] += bytes_
         p["kernels"] += kernels
         p["strided"] += strided_
-    eager_moe = moe_time.MoeLayerWork(0.0, 0.0, 0.0, 0.0)  # Megatron-Core's eager expert work (megatron_experts)
+    eager_moe = moe_time.MoeLayerWork(0.0, 0.0, 0.0, 0.0)  # eager expert work (Megatron-Core or Automodel bias loops)
     # elementwise
     norms = spec.norms_per_layer * layers
     fwd_bytes += RESIDUAL_BYTES * t * h * 2 * layers / sequence_shards
@@ -920,6 +924,18 @@ def step_inventory(
             bq_b += eager_moe.backward_bytes
             fq_k += eager_moe.forward_kernels
             bq_k += eager_moe.backward_kernels
+        if expert_streams and not megatron_experts and not expert_loop and moe.expert_bias:
+            # gpt-oss under NeMo Automodel's GroupedExpertsDeepEP: the per-expert bias loops after both grouped GEMMs
+            eager_moe = moe_time.automodel_expert_bias_elementwise(
+                rows=rows, hidden=h, expert_width=moe.expert_intermediate_size, local_experts=moe.num_experts,
+                probs_grad=expert_bias_probs_grad)
+            eager_moe = moe_time.MoeLayerWork(eager_moe.forward_bytes * n_moe, eager_moe.backward_bytes * n_moe,
+                                              eager_moe.forward_kernels * n_moe, eager_moe.backward_kernels * n_moe)
+            fq_b += eager_moe.forward_bytes
+            part("moe", bytes_=eager_moe.forward_bytes, kernels=eager_moe.forward_kernels)
+            bq_b += eager_moe.backward_bytes
+            fq_k += eager_moe.forward_kernels
+            bq_k += eager_moe.backward_kernels
         if expert_loop:  # transformers < 5: router, mask and per-expert kernels, a sync per expert (expert_loop.py)
             fwd_k += expert_loop_time.loop_forward_kernels(local_experts=moe.num_experts,
                                                            every_expert=expert_loop_every) * n_moe
@@ -987,8 +1003,9 @@ def step_inventory(
     bwd_k += bq_k + cb_k
     # casts counted as a compiler already fuses them: part of the bytes and kernels above, left unscaled
     ff_b, fb_b, ff_k, fb_k = (cf_b, cb_b, cf_k, cb_k) if casts.fused else (0.0, 0.0, 0.0, 0.0)
-    # Megatron-Core's eager expert bytes: no compiler fuses them, so the compile memory factor leaves them; their
-    # launches stay with the other kernels (the plan's per-kernel host cost for Megatron-Core, compile factor included)
+    # Megatron-Core's (and Automodel's bias-loop) eager expert bytes: no compiler fuses them, so the compile memory
+    # factor leaves them; their launches stay with the other kernels (the plan's per-kernel host cost, compile
+    # factor included)
     ff_b, fb_b = ff_b + eager_moe.forward_bytes, fb_b + eager_moe.backward_bytes
     sync_f, sync_b = ((PACKED_FLASH_FORWARD_SYNCS * full, PACKED_FLASH_BACKWARD_SYNCS * full)
                       if packed_flash_syncs and not eager_attention else (0.0, 0.0))

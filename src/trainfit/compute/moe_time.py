@@ -285,6 +285,28 @@ EXPERT_BIAS_BACKWARD_KERNELS_PER_EXPERT = 4
 EXPERT_BIAS_CAT_KERNELS = (1, 2)
 """The ``cat`` of the per-expert sums forward; backward the probability gradients' and the output gradient's."""
 
+AUTOMODEL_FC1_BIAS_BYTES = (8.0, 6.0)
+"""(forward, backward) bytes per element of the fc1 output (``rows x 2·expert_width``) of NeMo Automodel's
+``_apply_bias`` without routing probabilities: forward ``t + b`` per expert (read 2, write 2) and the ``cat``
+(read 2, write 2); backward the bias gradient's row sum (read 2) and the split's ``cat`` (read 2, write 2).
+Traced, ``tools/measure_automodel_expert_bias.py`` (module docstring)."""
+AUTOMODEL_FC1_BIAS_KERNELS = ((1.0, 1.0), (1.0, 2.0))
+"""((forward per local expert, forward fixed), (backward per local expert, backward fixed)), traced."""
+AUTOMODEL_FC2_BIAS_BYTES = (28.0, 40.0)
+"""(forward, backward) bytes per element of the fc2 output (``rows x hidden``) of ``_apply_bias`` with the
+DeepEP dispatcher's float32 routing probabilities: forward ``b * p`` (write 4: the float32 product), ``t + b·p``
+(read 2 + 4, write 4), the float32 ``cat`` (read 4, write 4) and ``.to(bf16)`` (read 4, write 2); backward, with
+a gradient for the probabilities (a trained router), the cast of the output gradient to float32, ``grad * b`` and
+``grad * p`` and their row sums, the casts back and the split's ``cat``. Traced."""
+AUTOMODEL_FC2_BIAS_BACKWARD_BYTES_NO_PROBS_GRAD = 28.0
+"""The fc2 loop's backward bytes when the routing probabilities take no gradient (Automodel's ``FakeBalancedGate``
+returns constant weights, ``torch.ones(n_tokens, k) / k``, nemo_automodel/components/moe/layers.py l.269-275
+@2861c4143cd335539213b1b6d0c890cb17682444): no ``grad * b`` and no row sum for them. Traced."""
+AUTOMODEL_FC2_BIAS_KERNELS = ((2.0, 2.0), (6.0, 4.0))
+AUTOMODEL_FC2_BIAS_KERNELS_NO_PROBS_GRAD = ((2.0, 2.0), (4.0, 3.0))
+"""((forward per local expert, forward fixed), (backward per local expert, backward fixed)), traced, with and
+without the probabilities' gradient."""
+
 
 @dataclass(frozen=True, slots=True)
 class MoeLayerWork:
@@ -339,3 +361,31 @@ def megatron_expert_elementwise(*, rows: float, hidden: int, expert_width: int, 
         fk += EXPERT_BIAS_FORWARD_KERNELS_PER_EXPERT * n + EXPERT_BIAS_CAT_KERNELS[0]
         bk += EXPERT_BIAS_BACKWARD_KERNELS_PER_EXPERT * n + EXPERT_BIAS_CAT_KERNELS[1]
     return MoeLayerWork(fb, bb, fk, bk)
+
+
+def automodel_expert_bias_elementwise(*, rows: float, hidden: int, expert_width: int, local_experts: int,
+                                      probs_grad: bool = True) -> MoeLayerWork:
+    """The eager per-expert bias loops NeMo Automodel's ``GroupedExpertsDeepEP`` runs per MoE layer on a rank whose
+    local experts receive ``rows`` routed rows, for a model with expert biases (gpt-oss).
+
+    Neither grouped GEMM takes a bias (grouped_gemm's ``ops.gmm`` has no bias argument; ``torch._grouped_mm``
+    raises "Bias not supported yet"), so ``GroupedExpertsDeepEP.forward`` (NVIDIA-NeMo/Automodel
+    nemo_automodel/components/moe/experts.py l.843-854 on the ``gmm`` path, l.807-822 on the ``torch_mm`` one,
+    @2861c4143cd335539213b1b6d0c890cb17682444) calls ``_apply_bias`` (l.148-198) after each: a Python loop over
+    the local experts, ``t + b`` on each expert's rows of the ``rows x 2·expert_width`` fc1 output, then
+    ``t + b * p`` with the float32 routing probability on the ``rows x hidden`` fc2 output, each loop followed by a
+    ``torch.cat``. Eager PyTorch (only the activation around them is compiled), so the bytes go unscaled.
+    Bytes and kernels traced (``AUTOMODEL_FC1_BIAS_*``, ``AUTOMODEL_FC2_BIAS_*``); ``probs_grad`` False: the
+    routing weights take no gradient (Automodel's ``FakeBalancedGate``). Zero for a model without expert biases
+    is the caller's test (only gpt-oss has them)."""
+    if rows <= 0:
+        return MoeLayerWork(0.0, 0.0, 0.0, 0.0)
+    n = max(1, local_experts)
+    e1, e2 = rows * 2 * expert_width, rows * hidden
+    fc2_bwd = AUTOMODEL_FC2_BIAS_BYTES[1] if probs_grad else AUTOMODEL_FC2_BIAS_BACKWARD_BYTES_NO_PROBS_GRAD
+    k2 = AUTOMODEL_FC2_BIAS_KERNELS if probs_grad else AUTOMODEL_FC2_BIAS_KERNELS_NO_PROBS_GRAD
+    (f1, f1c), (b1, b1c) = AUTOMODEL_FC1_BIAS_KERNELS
+    (f2, f2c), (b2, b2c) = k2
+    return MoeLayerWork(AUTOMODEL_FC1_BIAS_BYTES[0] * e1 + AUTOMODEL_FC2_BIAS_BYTES[0] * e2,
+                        AUTOMODEL_FC1_BIAS_BYTES[1] * e1 + fc2_bwd * e2,
+                        (f1 + f2) * n + f1c + f2c, (b1 + b2) * n + b1c + b2c)

@@ -171,6 +171,14 @@ FLASH_CE_FORWARD_KERNELS, FLASH_CE_BACKWARD_KERNELS = 5, 2
 ``reduction='mean'`` and llm-foundry's loss alike: sum, ne, sum, div); backward: the division's gradient, the
 kernel (the sum's gradient is an expanded view, read with a zero row stride)."""
 NORM_STRIDED_BYTES = 12.0
+VERL_ENTROPY_COMPILED_BYTES, VERL_ENTROPY_COMPILED_KERNELS = 16.0, 1
+"""verl's old-policy log-prob pass also takes the entropy of every packed token's logits
+(``compute_log_prob(calculate_entropy=True)``, volcengine/verl verl/workers/fsdp_workers.py l.606; the reference pass
+l.640 does not), with ``entropy_from_logits`` (softmax, ``logsumexp``, ``sum(p * logits)``,
+verl/utils/torch_functional.py l.110-114) under ``torch.compile(dynamic=True)`` on the remove-padding path
+(verl/workers/actor/dp_actor.py l.57-60, l.123-124 @e0d035cd4a6a5c29835516a58d78710a28e73b18): inductor's kernel
+reads the bf16 logits four times and writes and re-reads one fp32 exp buffer, 16 B per logit (the count in the
+module docstring, torch 2.13). Charged only where a card states it (``loss.logprob_entropy``)."""
 PRIME_HEAD_FORWARD_BYTES, PRIME_HEAD_BACKWARD_BYTES = 54.0, 58.0
 """prime-rl's chunked log-prob / entropy head (``loss.kernel: prime_rl``; ``_ChunkedLogProbEntropyFn``,
 PrimeIntellect-ai/prime-rl src/prime_rl/trainer/models/layers/lm_head.py l.69-192

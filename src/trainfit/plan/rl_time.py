@@ -136,6 +136,7 @@ from dataclasses import replace
 from math import ceil
 
 from trainfit.catalog.gpus import GpuSpec
+from trainfit.compute.inventory import VERL_ENTROPY_COMPILED_BYTES, VERL_ENTROPY_COMPILED_KERNELS
 from trainfit.compute.model_parallel import pipeline_bubble_micro_steps
 from trainfit.compute.moe_time import expert_token_shards
 from trainfit.compute.offload import (
@@ -550,6 +551,10 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
             loss_sequences=(lp_mbs * (rank_seq * cp / context if context else 1.0)),
             # verl's log-probs from flash-attn's kernel (loss.kernel flash_attn): its bytes, as the update's head
             fused_cross_entropy=card.loss.kernel is LossKernel.FLASH_ATTN,
+            # verl's old-policy pass also takes the entropy of the rank's packed logits (loss.logprob_entropy:
+            # compute_log_prob(calculate_entropy=True), compute.inventory.VERL_ENTROPY_COMPILED_BYTES)
+            **(dict(entropy_bytes_per_logit=VERL_ENTROPY_COMPILED_BYTES, entropy_kernels=VERL_ENTROPY_COMPILED_KERNELS)
+               if name == "old_logprob" and card.loss.logprob_entropy else {}),
         )
         comm = 0.0
         if mp.active:

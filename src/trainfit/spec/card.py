@@ -440,6 +440,11 @@ class LossSection(_Section):
     temperature_copy: bool = Field(
         False, description="With kernel flash_attn for ppo/grpo: verl divides the logits by the temperature into a copy"
                            " (its engine workers from 51504d84, 2026-07-06) instead of in place on the squeezed view.")
+    logprob_entropy: bool = Field(
+        False, description="ppo/grpo: the old-policy log-prob pass also takes the entropy of every token's logits,"
+                           " compiled (verl's FSDP actor with use_remove_padding: compute_log_prob(calculate_entropy="
+                           "True), torch.compile'd entropy_from_logits; compute.inventory.VERL_ENTROPY_COMPILED_BYTES)."
+                           " Time only.")
 
     @model_validator(mode="after")
     def _kernel_fits_chunked(self) -> LossSection:

@@ -1936,8 +1936,12 @@ def map_rl(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         # @e0d035cd4a6a5c29835516a58d78710a28e73b18; fsdp_workers.py l.1011-1012 @b178a3cd56f58b2d502255daba591e92833930a7).
         # Rows with use_remove_padding false take it eagerly on the response slice instead (dp_actor.py l.154-155), not
         # planned here
-        card["loss"] = {**card.get("loss", {}), "logprob_entropy": True}
-        notes.append("verl old-policy log-prob pass: the compiled entropy over the logits (loss.logprob_entropy)")
+        # (old_policy: verl from #1100, 25b0f2262, 2025-04-17; an entry on an earlier verl states train.logprob_entropy
+        # every_pass, citing it: the reference pass takes it too)
+        which = tr.get("logprob_entropy") or "old_policy"
+        card["loss"] = {**card.get("loss", {}), "logprob_entropy": which}
+        notes.append(f"verl log-prob passes: the compiled entropy over the logits in the {which.replace('_', ' ')}"
+                     " pass(es) (loss.logprob_entropy)")
     if e["framework"] in CARD_PRESETS:
         card["preset"] = e["framework"]
     return card, notes

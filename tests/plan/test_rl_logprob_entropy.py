@@ -11,7 +11,8 @@ from trainfit.plan import make_plan
 from trainfit.spec.card import load_card_dict
 
 
-def _card(entropy: bool | None, kernel: str = "flash_attn"):
+def _card(entropy: bool | str | None, kernel: str = "flash_attn"):
+    entropy = {True: "old_policy", False: "none"}.get(entropy, entropy) if isinstance(entropy, bool) else entropy
     d = default_card_dict()
     d.update(method="grpo", model="Qwen/Qwen3-0.6B", preset="verl")
     d["rollout"] = {"prompts_per_step": 8, "num_generations": 4, "prompt_len": 256, "response_len": 512}
@@ -49,3 +50,16 @@ def test_old_logprob_memory_holds_the_fp32_buffer(kernel):
     for name, p in peak[0].items():
         if name != "old_logprob":
             assert peak[1][name].allocated == p.allocated
+
+
+def test_every_pass_charges_the_reference_too():
+    d = default_card_dict()
+    d.update(method="grpo", model="Qwen/Qwen3-0.6B", preset="verl")
+    d["rollout"] = {"prompts_per_step": 8, "num_generations": 4, "prompt_len": 256, "response_len": 512}
+    d["roles"] = {"kl_coef": 0.001, "reference": "gpu"}
+    plans = {}
+    for e in ("none", "old_policy", "every_pass"):
+        plans[e] = make_plan(load_card_dict({**d, "loss": {"kernel": "flash_attn", "logprob_entropy": e}}))
+    assert _phase(plans["every_pass"], "old_logprob").seconds == _phase(plans["old_policy"], "old_logprob").seconds
+    assert _phase(plans["old_policy"], "ref_logprob").seconds == _phase(plans["none"], "ref_logprob").seconds
+    assert _phase(plans["every_pass"], "ref_logprob").seconds > _phase(plans["none"], "ref_logprob").seconds

@@ -39,6 +39,7 @@ from trainfit.methods.roles import critic_model, group_sizes, old_logprob_pass, 
 from trainfit.rollout.vllm import EngineConfig, EngineMemory, RolloutDemand, engine_memory, sleep_resident_bytes
 from trainfit.spec.card import RunCard
 from trainfit.spec.enums import (
+    LogprobEntropy,
     FSDP_STRATEGIES,
     ComputeDtype,
     Dtype,
@@ -447,7 +448,10 @@ def rl_groups(
         # GRPO divides by the temperature into a copy; PPO divides the logits in place
         tr = forward_only_transient(spec, sequences=mbs, seq_len=seq, chunked=chunked, gathered_units=_gathered(actor),
                                     divides_by_temperature=card.method is Method.GRPO, kernel=card.loss.kernel.value,
-                                    temperature_copy=card.loss.temperature_copy)
+                                    temperature_copy=card.loss.temperature_copy,
+                                    entropy_buffer_bytes_per_logit=(
+                                        VERL_ENTROPY_BUFFER_BYTES
+                                        if card.loss.logprob_entropy is LogprobEntropy.EVERY_PASS else 0.0))
         peaks.append(PhasePeak(Phase.REF_LOGPROB, trainer_resident | extras() | {"logprob_pass": tr}, "reference log-probs"))
     if old_logprob_pass(card):
         # the policy's own log-probs before the update (PPO's old policy; GRPO when each batch is reused
@@ -457,8 +461,9 @@ def rl_groups(
         tr = forward_only_transient(spec, sequences=mbs, seq_len=seq, chunked=chunked, gathered_units=_gathered(actor),
                                     divides_by_temperature=card.method is Method.GRPO, kernel=card.loss.kernel.value,
                                     temperature_copy=card.loss.temperature_copy,
-                                    entropy_buffer_bytes_per_logit=(VERL_ENTROPY_BUFFER_BYTES
-                                                                    if card.loss.logprob_entropy else 0.0))
+                                    entropy_buffer_bytes_per_logit=(
+                                        VERL_ENTROPY_BUFFER_BYTES
+                                        if card.loss.logprob_entropy is not LogprobEntropy.NONE else 0.0))
         peaks.append(PhasePeak(Phase.OLD_LOGPROB, trainer_resident | extras() | {"logprob_pass": tr},
                                "old-policy log-probs"))
     if rm_spec is not None:

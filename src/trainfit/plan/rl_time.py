@@ -180,7 +180,7 @@ from trainfit.plan.time import (
 )
 from trainfit.spec.card import RunCard
 from trainfit.spec.enums import AsyncMode, ComputeDtype, Dtype, EngineOutputs, Method, MoeExperts, Offload, RefPlacement, RolloutEngine, Strategy
-from trainfit.spec.enums import FSDP_STRATEGIES, FsdpVersion, LossKernel, WeightTransport
+from trainfit.spec.enums import FSDP_STRATEGIES, FsdpVersion, LogprobEntropy, LossKernel, WeightTransport
 from trainfit.spec.model import ModelSpec
 from trainfit.spec.training import TrainableSpec
 from trainfit.units import BYTES_PER_DTYPE
@@ -387,6 +387,14 @@ def prompt_mean(card: RunCard) -> float:
     return float(ro.prompt_len_mean or ro.prompt_len)
 
 
+def _takes_entropy(card: RunCard, phase: str) -> bool:
+    """Whether the log-prob pass ``phase`` also takes the entropy of the logits (``loss.logprob_entropy``): the old
+    policy's under old_policy and every_pass, the reference's under every_pass."""
+    e = card.loss.logprob_entropy
+    return (phase == "old_logprob" and e is not LogprobEntropy.NONE) or (
+        phase == "ref_logprob" and e is LogprobEntropy.EVERY_PASS)
+
+
 def _phase(name: str, seconds: float, bound: str, **terms: float) -> PhaseTime:
     return PhaseTime(name, seconds, bound, dict(terms))
 
@@ -551,10 +559,10 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
             loss_sequences=(lp_mbs * (rank_seq * cp / context if context else 1.0)),
             # verl's log-probs from flash-attn's kernel (loss.kernel flash_attn): its bytes, as the update's head
             fused_cross_entropy=card.loss.kernel is LossKernel.FLASH_ATTN,
-            # verl's old-policy pass also takes the entropy of the rank's packed logits (loss.logprob_entropy:
-            # compute_log_prob(calculate_entropy=True), compute.inventory.VERL_ENTROPY_COMPILED_BYTES)
+            # verl's old-policy pass (and before verl #1100 the reference's) also takes the entropy of the rank's
+            # packed logits (loss.logprob_entropy, compute.inventory.VERL_ENTROPY_COMPILED_BYTES)
             **(dict(entropy_bytes_per_logit=VERL_ENTROPY_COMPILED_BYTES, entropy_kernels=VERL_ENTROPY_COMPILED_KERNELS)
-               if name == "old_logprob" and card.loss.logprob_entropy else {}),
+               if _takes_entropy(card, name) else {}),
         )
         comm = 0.0
         if mp.active:

@@ -87,7 +87,9 @@ charged; the update with ``entropy_coeff`` 0 (2c8b2b99's default) 6 + 8 B agains
 logits cast to fp32 for softmax and logsumexp, whose CUDA path is amax, sub, exp, sum). Charging verl's counts instead
 moves five of the six verl RL phase rows of ``benchmarks/step_times`` by under 1 point and the padded PPO row's log-prob
 pass by about +5 (away from its published time); a 30 / 45 B charge moves none by more than 8 points (their errors
-reach -43 % and -54 %): the vocabulary work is not what those rows miss.
+reach -43 % and -54 %): the vocabulary work is not what those rows miss. The compiled entropy is charged on top of the
+loss where a card states it (``loss.logprob_entropy``, ``VERL_ENTROPY_COMPILED_BYTES``; the eager one of padded
+passes is not).
 
 The byte constants are read off the op sequence above; ``tests/compute`` checks the kernels and
 GEMM FLOPs against the fake-tensor trace. Pure Python: no torch import.

@@ -1929,6 +1929,20 @@ def map_rl(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         # legacy actor's through HEAD and the engine workers' until 51504d8495fbede9e8126b2dd5972a8b78f8d4ff
         card["loss"] = {"kernel": "flash_attn", "inplace_backward": True}
         notes.append("verl actor log-probs: flash-attn's cross-entropy, inplace_backward (loss.kernel flash_attn)")
+    if (e["framework"] == "verl" and tr.get("strategy") != "megatron" and card.get("method") in ("ppo", "grpo")
+            and tr.get("remove_padding") is not False):
+        # verl's FSDP actor takes the entropy of every packed token's logits in the old-policy log-prob pass
+        # (verl/workers/fsdp_workers.py l.606 compute_log_prob(calculate_entropy=True), dp_actor.py l.57-60, l.123-124:
+        # torch.compile'd entropy_from_logits on the remove-padding path, volcengine/verl
+        # @e0d035cd4a6a5c29835516a58d78710a28e73b18; fsdp_workers.py l.1011-1012 @b178a3cd56f58b2d502255daba591e92833930a7).
+        # Rows with use_remove_padding false take it eagerly on the response slice instead (dp_actor.py l.154-155), not
+        # planned here
+        # (old_policy: verl from #1100, 25b0f2262, 2025-04-17; an entry on an earlier verl states train.logprob_entropy
+        # every_pass, citing it: the reference pass takes it too)
+        which = tr.get("logprob_entropy") or "old_policy"
+        card["loss"] = {**card.get("loss", {}), "logprob_entropy": which}
+        notes.append(f"verl log-prob passes: the compiled entropy over the logits in the {which.replace('_', ' ')}"
+                     " pass(es) (loss.logprob_entropy)")
     if e["framework"] in CARD_PRESETS:
         card["preset"] = e["framework"]
     return card, notes

@@ -87,7 +87,9 @@ charged; the update with ``entropy_coeff`` 0 (2c8b2b99's default) 6 + 8 B agains
 logits cast to fp32 for softmax and logsumexp, whose CUDA path is amax, sub, exp, sum). Charging verl's counts instead
 moves five of the six verl RL phase rows of ``benchmarks/step_times`` by under 1 point and the padded PPO row's log-prob
 pass by about +5 (away from its published time); a 30 / 45 B charge moves none by more than 8 points (their errors
-reach -43 % and -54 %): the vocabulary work is not what those rows miss.
+reach -43 % and -54 %): the vocabulary work is not what those rows miss. The compiled entropy is charged on top of the
+loss where a card states it (``loss.logprob_entropy``, ``VERL_ENTROPY_COMPILED_BYTES``; the eager one of padded
+passes is not).
 
 The byte constants are read off the op sequence above; ``tests/compute`` checks the kernels and
 GEMM FLOPs against the fake-tensor trace. Pure Python: no torch import.
@@ -171,6 +173,14 @@ FLASH_CE_FORWARD_KERNELS, FLASH_CE_BACKWARD_KERNELS = 5, 2
 ``reduction='mean'`` and llm-foundry's loss alike: sum, ne, sum, div); backward: the division's gradient, the
 kernel (the sum's gradient is an expanded view, read with a zero row stride)."""
 NORM_STRIDED_BYTES = 12.0
+VERL_ENTROPY_COMPILED_BYTES, VERL_ENTROPY_COMPILED_KERNELS = 16.0, 1
+"""verl's old-policy log-prob pass also takes the entropy of every packed token's logits
+(``compute_log_prob(calculate_entropy=True)``, volcengine/verl verl/workers/fsdp_workers.py l.606; the reference pass
+l.640 does not), with ``entropy_from_logits`` (softmax, ``logsumexp``, ``sum(p * logits)``,
+verl/utils/torch_functional.py l.110-114) under ``torch.compile(dynamic=True)`` on the remove-padding path
+(verl/workers/actor/dp_actor.py l.57-60, l.123-124 @e0d035cd4a6a5c29835516a58d78710a28e73b18): inductor's kernel
+reads the bf16 logits four times and writes and re-reads one fp32 exp buffer, 16 B per logit (the count in the
+module docstring, torch 2.13). Charged only where a card states it (``loss.logprob_entropy``)."""
 PRIME_HEAD_FORWARD_BYTES, PRIME_HEAD_BACKWARD_BYTES = 54.0, 58.0
 """prime-rl's chunked log-prob / entropy head (``loss.kernel: prime_rl``; ``_ChunkedLogProbEntropyFn``,
 PrimeIntellect-ai/prime-rl src/prime_rl/trainer/models/layers/lm_head.py l.69-192

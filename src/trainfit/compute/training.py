@@ -1026,6 +1026,7 @@ def forward_only_time(
     hooked_units: int = 0, fsdp2_copies: bool = False, unshard_once: bool = False, expert_loop_every: bool = False,
     attention_kernel: str = "auto", nemo_rl_loss: str = "", loss_sequences: float = 1.0,
     fused_cross_entropy: bool = False, megatron_experts: bool = False, expert_streams: bool = False, head: bool = True,
+    entropy_bytes_per_logit: float = 0.0, entropy_kernels: int = 0,
 ) -> PassTime:
     """A no-grad forward over ``micro_steps`` micro-batches (log-probs, values, rewards) on one GPU:
     the layers and the head (the log-softmax and gather cost about what the loss does), plus the
@@ -1068,7 +1069,9 @@ def forward_only_time(
     from flash-attn's kernel: verl's ``logprobs_from_logits``, ``memory.logits`` module doc). ``megatron_experts`` /
     ``expert_streams`` and ``head``: as ``train_step_time`` (the log-prob forward runs the training forward's expert
     modules; False: the timed pipeline rank holds no output head), so a log-prob pass prices the layers the training
-    pass of the same card prices."""
+    pass of the same card prices. ``entropy_bytes_per_logit`` / ``entropy_kernels``: an entropy over every token's
+    logits the pass also takes (verl's old-policy pass, ``inventory.VERL_ENTROPY_COMPILED_BYTES``), memory-bound bytes
+    and kernels on the head; 0: none. Not for a value or reward head (``spec.head_outputs``)."""
     inv = step_inventory(spec, micro_batch_size=micro_batch_size, seq_len=seq_len, adapter=adapter,
                          eager_attention=eager_attention, attention_context=attention_context,
                          expert_parallel=expert_parallel, expert_token_shards=expert_token_shards, fp8=fp8,
@@ -1078,6 +1081,11 @@ def forward_only_time(
                          expert_loop_every=expert_loop_every, nemo_rl_loss=nemo_rl_loss,
                          loss_sequences=loss_sequences, fused_cross_entropy=fused_cross_entropy,
                          megatron_experts=megatron_experts, expert_streams=expert_streams)
+    if entropy_bytes_per_logit and spec.head_outputs is None:
+        logits = float(micro_batch_size) * seq_len * spec.vocab_size
+        inv = replace(inv, head_forward=replace(
+            inv.head_forward, memory_bytes=inv.head_forward.memory_bytes + entropy_bytes_per_logit * logits,
+            kernels=inv.head_forward.kernels + entropy_kernels))
     no_grad = replace(rates, host_s_per_forward_kernel=max(
         0.0, rates.host_s_per_forward_kernel - AUTOGRAD_RECORD_S_PER_FORWARD_KERNEL))
     kw = dict(rates=no_grad, seq_len=attention_context or seq_len, memory_factor=memory_factor,

@@ -365,6 +365,7 @@ def plan_facts(card: RunCard) -> dict[str, Any]:
     f["loss.kernel"] = lo.kernel.value if lo.chunked or lo.kernel.value == "flash_attn" else None
     f["loss.inplace_backward"] = lo.inplace_backward
     f["loss.temperature_copy"] = lo.temperature_copy
+    f["loss.logprob_entropy"] = lo.logprob_entropy.value  # verl's log-prob entropy: time and memory
     if rl:
         ro = card.rollout
         for k, v in ro.model_dump(mode="json").items():

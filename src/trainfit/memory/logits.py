@@ -246,6 +246,15 @@ FLASH_CE_ROW_FORWARD_BYTES = 3 * 4
 FLASH_CE_ROW_SAVED_BYTES = 4
 """The per-row fp32 ``lse`` saved for backward."""
 
+VERL_ENTROPY_BUFFER_BYTES = 4.0
+"""Bytes per logit of the fp32 tensor torch.compile'd ``entropy_from_logits`` writes (verl's old-policy log-prob pass,
+``loss.logprob_entropy``; volcengine/verl verl/utils/torch_functional.py l.110-114, dp_actor.py l.57-60 and l.123-124
+@e0d035cd4a6a5c29835516a58d78710a28e73b18): inductor's generated code for the function (torch 2.13.0+cpu,
+``torch.compile(dynamic=True)`` on bf16 logits, read with ``torch._inductor.utils.run_and_get_code``; the CUDA schedule
+was not generated here) allocates ``buf3 = empty_strided_cpu((s88, s3), (s3, 1), torch.float32)``, the logits' shape
+in fp32, beside per-row buffers. verl's ``entropy_from_logits_with_chunking`` (actor ``entropy_from_logits_with_chunking``, default
+False, dp_actor.py l.81-84 @b178a3cd56f58b2d502255daba591e92833930a7) is not modelled."""
+
 
 def flash_attn_ce_bytes(
     *, tokens: int, vocab_size: int, inplace_backward: bool = False, logits_kept: bool = False,

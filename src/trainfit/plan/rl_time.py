@@ -136,6 +136,7 @@ from dataclasses import replace
 from math import ceil
 
 from trainfit.catalog.gpus import GpuSpec
+from trainfit.compute.inventory import VERL_ENTROPY_COMPILED_BYTES, VERL_ENTROPY_COMPILED_KERNELS
 from trainfit.compute.model_parallel import pipeline_bubble_micro_steps
 from trainfit.compute.moe_time import expert_token_shards
 from trainfit.compute.offload import (
@@ -180,7 +181,7 @@ from trainfit.plan.time import (
 )
 from trainfit.spec.card import RunCard
 from trainfit.spec.enums import AsyncMode, ComputeDtype, Dtype, EngineOutputs, Method, MoeExperts, Offload, RefPlacement, RolloutEngine, Strategy
-from trainfit.spec.enums import FSDP_STRATEGIES, FsdpVersion, LossKernel, TensorParallelImpl, WeightTransport
+from trainfit.spec.enums import FSDP_STRATEGIES, FsdpVersion, LogprobEntropy, LossKernel, TensorParallelImpl, WeightTransport
 from trainfit.spec.model import ModelSpec
 from trainfit.spec.training import TrainableSpec
 from trainfit.units import BYTES_PER_DTYPE
@@ -389,6 +390,14 @@ def prompt_mean(card: RunCard) -> float:
     return float(ro.prompt_len_mean or ro.prompt_len)
 
 
+def _takes_entropy(card: RunCard, phase: str) -> bool:
+    """Whether the log-prob pass ``phase`` also takes the entropy of the logits (``loss.logprob_entropy``): the old
+    policy's under old_policy and every_pass, the reference's under every_pass."""
+    e = card.loss.logprob_entropy
+    return (phase == "old_logprob" and e is not LogprobEntropy.NONE) or (
+        phase == "ref_logprob" and e is LogprobEntropy.EVERY_PASS)
+
+
 def _phase(name: str, seconds: float, bound: str, **terms: float) -> PhaseTime:
     return PhaseTime(name, seconds, bound, dict(terms))
 
@@ -559,6 +568,10 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
             megatron_experts=p_.tensor_parallel_impl is TensorParallelImpl.MEGATRON,
             expert_streams=p_.moe_experts is MoeExperts.GROUPED_STREAMS,
             head=timed_rank_holds_head(pspec, p_.pipeline_parallel, p_.pipeline_layout),
+            # verl's old-policy pass (and before verl #1100 the reference's) also takes the entropy of the rank's
+            # packed logits (loss.logprob_entropy, compute.inventory.VERL_ENTROPY_COMPILED_BYTES)
+            **(dict(entropy_bytes_per_logit=VERL_ENTROPY_COMPILED_BYTES, entropy_kernels=VERL_ENTROPY_COMPILED_KERNELS)
+               if _takes_entropy(card, name) else {}),
         )
         comm = 0.0
         if mp.active:

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from trainfit.errors import CardError
 from trainfit.spec.enums import (
+    LogprobEntropy,
     FSDP_STRATEGIES,
     AdapterDtype,
     AsyncMode,
@@ -443,6 +444,12 @@ class LossSection(_Section):
     temperature_copy: bool = Field(
         False, description="With kernel flash_attn for ppo/grpo: verl divides the logits by the temperature into a copy"
                            " (its engine workers from 51504d84, 2026-07-06) instead of in place on the squeezed view.")
+    logprob_entropy: LogprobEntropy = Field(
+        LogprobEntropy.NONE, description="ppo/grpo: none | old_policy | every_pass: the no-grad log-prob passes that"
+        " also take the entropy of every token's logits, compiled (verl's FSDP actor with use_remove_padding:"
+        " torch.compile'd entropy_from_logits; old_policy: compute_log_prob(calculate_entropy=True) from verl #1100,"
+        " 2025-04-17; every_pass: the reference pass too, as verl v0.3 did). Time: compute.inventory."
+        "VERL_ENTROPY_COMPILED_BYTES; memory: a logits-shaped fp32 buffer (memory.logits.VERL_ENTROPY_BUFFER_BYTES).")
 
     @model_validator(mode="after")
     def _kernel_fits_chunked(self) -> LossSection:

@@ -423,6 +423,22 @@ class KeptOutputDtype(StrEnum):
     ``cast_float_and_contiguous(out)``, models/layers/lm_head.py l.21-32 @d8f290ef0358a804f1912bd29ea1b37cc56894b4)."""
 
 
+class LogprobEntropy(StrEnum):
+    """Which no-grad log-prob passes also take the entropy of every token's logits (verl's FSDP actor,
+    torch.compile'd ``entropy_from_logits`` on the remove-padding path, volcengine/verl verl/workers/actor/dp_actor.py
+    l.57-60; ``compute.inventory.VERL_ENTROPY_COMPILED_BYTES``)."""
+
+    NONE = "none"
+    OLD_POLICY = "old_policy"
+    """The old policy's pass only: ``compute_log_prob(calculate_entropy=True)`` for the actor, False for the reference
+    (verl/workers/fsdp_workers.py l.606 and l.640 @e0d035cd4a6a5c29835516a58d78710a28e73b18; from
+    25b0f2262, 2025-04-17, #1100)."""
+    EVERY_PASS = "every_pass"
+    """The old policy's and the reference's: before #1100 ``_forward_micro_batch`` took the entropy in every call and
+    ``compute_log_prob`` dropped it (dp_actor.py l.120 and l.157, ``compute_log_prob`` l.171-227 (l.217); both roles
+    a ``DataParallelPPOActor``, fsdp_workers.py l.405, l.425 @8e7780f5ee2021cc06c248b7cf87cf31200a38fd, v0.3.0.post0)."""
+
+
 class LossKernel(StrEnum):
     """Which fused/chunked log-prob kernel ``loss.chunked`` means; ``flash_attn`` is the one kernel read with
     ``loss.chunked: false`` (full logits, fused cross-entropy)."""

@@ -147,6 +147,7 @@ def test_budget_above_the_rank_share_leaves_the_peak_unchanged():
     plan = make_plan(load_card_dict({**GRPO, "rollout": {**small, "max_tokens_per_micro_batch": 100_000}}))
     text = " ".join(plan.assumptions)
     assert "at most 24576 tokens per GPU (dynamic batching, the rank's whole share under the budget of 100000)" in text
+    assert "one packed row of 6144 tokens, the rank's whole share of a mini-batch (4 sequence(s) at the longest)" in text
 
 
 # --- time and plan -----------------------------------------------------------------------------------------------

@@ -211,6 +211,8 @@ def walk_rl(card: RunCard, spec: ModelSpec, gpu: GpuSpec):
                                  separate_embeddings=card.parallel.fsdp_shard_embeddings,
                                  hsdp_shard_size=card.parallel.hsdp_shard_size)
         actor, host, notes = step_terms(actor_card, spec, sharding)
+        if budget_row is not None:  # the update's micro-batch under the budget, said as the split layouts say it
+            notes = [*notes, budget_row[2]]
         critic = step_terms(actor_card, cspec, sharding)[0] if cspec is not None else None
     else:
         # the actor's (and critic's) worst rank stands for the training group's GPUs

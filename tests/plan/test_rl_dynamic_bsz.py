@@ -131,6 +131,25 @@ def test_memory_is_monotone_in_the_budget(a, b):
     assert _peak(_card(max_tokens_per_micro_batch=lo)) <= _peak(_card(max_tokens_per_micro_batch=hi))
 
 
+def test_budget_above_the_rank_share_leaves_the_peak_unchanged():
+    # 32 x 4 sequences over 8 GPUs: 16 per rank, 4 per mini-batch (mini_batches 4), each at most 512 + 1024 tokens;
+    # verl's micro-batch is cut from the rank's share (6144 tokens for the update, 24576 for the log-prob passes),
+    # so a larger budget plans the same peak (plan.walk.rl_rank_sequences)
+    small = {"prompt_len": 512, "response_len": 1024, "prompts_per_step": 32, "num_generations": 4,
+             "mini_batches": 4, "response_len_mean": 700, "prompt_len_mean": 200}
+
+    def peak(budget):
+        return _peak(load_card_dict({**GRPO, "rollout": {**small, "max_tokens_per_micro_batch": budget}}))
+
+    share = 16 * (512 + 1024)
+    assert peak(share) == peak(share + 1) == peak(4 * share) == peak(100_000)
+    assert peak(6144) < peak(share)  # the update's share reached, the log-prob passes' not yet
+    plan = make_plan(load_card_dict({**GRPO, "rollout": {**small, "max_tokens_per_micro_batch": 100_000}}))
+    text = " ".join(plan.assumptions)
+    assert "at most 24576 tokens per GPU (dynamic batching, the rank's whole share under the budget of 100000)" in text
+    assert "one packed row of 6144 tokens, the rank's whole share of a mini-batch (4 sequence(s) at the longest)" in text
+
+
 # --- time and plan -----------------------------------------------------------------------------------------------
 
 def test_a_card_with_the_budget_plans_and_says_so():

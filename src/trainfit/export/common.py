@@ -126,6 +126,19 @@ def global_batch(card: RunCard) -> int:
     return card.batch.micro_batch_size * card.batch.grad_accum * train_world(card)
 
 
+def verl_flash_attn_logprobs(card: RunCard, target: str) -> bool:
+    """verl's FSDP actor (PPO/GRPO) computes its log-probs with flash-attn's Triton ``cross_entropy_loss`` whenever
+    flash-attn imports (volcengine/verl verl/utils/torch_functional.py l.30-36, l.53-72
+    @e0d035cd4a6a5c29835516a58d78710a28e73b18), ``inplace_backward=True`` unless the update computes the entropy
+    (verl/workers/actor/dp_actor.py l.117-120, l.308-311, ``entropy_coeff`` 0 by default, ppo_trainer.yaml l.46):
+    no key switches it; the chunked loss (``use_fused_kernels``) and the Megatron actor run their own."""
+    if target != "verl" or card.method.value not in ("ppo", "grpo") or card.loss.chunked:
+        return False
+    from trainfit.export.verl import uses_megatron
+
+    return not uses_megatron(card)
+
+
 def shared_notes(card: RunCard, target: str, *, megatron_has: set[str] | None = None) -> list[str]:
     """Card settings no launch config of any target expresses, and the Megatron-Core-only ``parallel`` settings
     the target does not write (``megatron_has``: those it writes; ``trainfit.export.parallel.megatron_keys_notes``)."""
@@ -145,7 +158,7 @@ def shared_notes(card: RunCard, target: str, *, megatron_has: set[str] | None = 
         notes.append(f"hardware.allocator {card.hardware.allocator.value}: an environment setting"
                      " (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True), not a key of the {target} file; set it where"
                      " the run is launched".replace("{target}", target))
-    if card.loss.kernel.value == "flash_attn":
+    if card.loss.kernel.value == "flash_attn" and not verl_flash_attn_logprobs(card, target):
         inplace = " (loss.inplace_backward true)" if card.loss.inplace_backward else ""
         notes.append(f"loss.kernel flash_attn{inplace}: {target} has no switch to flash-attn's CrossEntropyLoss"
                      " (llm-foundry's model.loss_fn: fused_crossentropy); not written, the target's own loss runs")

@@ -748,6 +748,28 @@ def read_verl(text: str) -> Imported:
         set_dotted(d, "roles.critic", "same_as_actor" if c == d.get("model") else c)
     if get("reward.reward_model.enable") and get("reward.reward_model.model_path") is not None:
         set_dotted(d, "roles.reward_model", str(get("reward.reward_model.model_path")))
+    if d.get("roles", {}).get("critic") is not None and dyn:
+        # verl's critic has its own budget, 32768 by default (ppo_trainer.yaml l.160
+        # @e0d035cd4a6a5c29835516a58d78710a28e73b18), and packs only with critic.model.use_remove_padding (off by
+        # default for the FSDP critic, _generated_ppo_trainer.yaml l.432 @b178a3cd56f58b2d502255daba591e92833930a7);
+        # the card plans the critic with the actor's budget and packing
+        critic_budget = _num(t, "critic.ppo_max_token_len_per_gpu", get("critic.ppo_max_token_len_per_gpu", 32768))
+        if critic_budget != ro["max_tokens_per_micro_batch"]:
+            notes.append(f"critic.ppo_max_token_len_per_gpu {critic_budget}: the card has no critic budget of its own;"
+                         f" the critic is planned with the actor's {ro['max_tokens_per_micro_batch']}")
+        if not mega and not get("critic.model.use_remove_padding", False):
+            notes.append("critic.model.use_remove_padding false: verl's critic pads its micro-batches; the card plans"
+                         " them packed as the actor's")
+    if not mega and not get(f"{P}.use_fused_kernels"):
+        # verl's FSDP actor computes its log-probs with flash-attn's cross_entropy_loss whenever flash-attn imports,
+        # in place while entropy_coeff is 0 (export.common.verl_flash_attn_logprobs); no key switches it. Whether the
+        # temperature is divided into a copy (loss.temperature_copy) depends on the verl version, not a key
+        entropy = _num(t, "entropy_coeff", get(f"{A}.actor.entropy_coeff", 0), float)
+        set_dotted(d, "loss.kernel", "flash_attn")
+        set_dotted(d, "loss.inplace_backward", entropy == 0)
+        notes.append("loss.kernel flash_attn: verl's FSDP actor computes its log-probs with flash-attn's"
+                     " cross_entropy_loss when flash-attn is installed (no key)"
+                     + ("" if entropy == 0 else "; entropy_coeff != 0: not in place"))
     set_dotted(d, "rollout", ro)
     notes.append(_prompt_mean_note(ro.get("prompt_len")))
     return Imported(t, d, notes)

@@ -56,6 +56,7 @@ from trainfit.export.common import (
     model_name,
     non_default,
     shared_notes,
+    verl_flash_attn_logprobs,
 )
 from trainfit.export.parallel import (
     is_ulysses,
@@ -231,6 +232,18 @@ def _ppo(card: RunCard, notes: list[str]) -> list[str]:
     o += _optim(card, f"{A}.actor", notes, mega)
     o.append(f"{A}.actor.ppo_micro_batch_size_per_gpu={card.batch.micro_batch_size}")
     o += _dynamic_bsz(card, A)
+    if verl_flash_attn_logprobs(card, "verl"):
+        lo = card.loss
+        was = (f"the card's loss.kernel flash_attn (loss.inplace_backward {_fmt(lo.inplace_backward).lower()})"
+               if lo.kernel.value == "flash_attn" else "the card's eager loss (loss.kernel not flash_attn)")
+        notes.append("loss.kernel / loss.inplace_backward: verl's FSDP actor computes its log-probs with flash-attn's"
+                     " cross_entropy_loss whenever flash-attn is installed (verl/utils/torch_functional.py), in place"
+                     f" (inplace_backward) while entropy_coeff is 0; no key switches it, so {was} is not written and"
+                     " the file reads back as loss.kernel flash_attn, loss.inplace_backward true")
+        if lo.temperature_copy:
+            notes.append("loss.temperature_copy true: verl divides the logits by the temperature into a copy only in"
+                         " its engine workers from 51504d84 (the legacy actor divides in place); a version, not a key;"
+                         " read back as false")
     seqs = sequences_per_step(card)
     if seqs % ro.num_generations == 0:
         mini = seqs // ro.num_generations
@@ -351,8 +364,13 @@ def _ppo(card: RunCard, notes: list[str]) -> list[str]:
                 o.append(f"critic.fsdp.ulysses_sequence_parallel_size={card.parallel.context_parallel}")
         o.append(f"critic.ppo_micro_batch_size_per_gpu={card.batch.micro_batch_size}")
         if ro.max_tokens_per_micro_batch is not None:
-            # the plan gives the critic the actor's budget; verl's own default is twice the actor's (ppo_trainer.yaml)
+            # the plan gives the critic the actor's budget; verl's own default is twice the actor's (ppo_trainer.yaml),
+            # and packs the critic's micro-batches only with use_remove_padding, off for the FSDP critic by default
+            # (verl/trainer/config/_generated_ppo_trainer.yaml l.432, critic/dp_critic.yaml l.44
+            # @b178a3cd56f58b2d502255daba591e92833930a7; the Megatron critic's megatron.use_remove_padding is true)
             o.append(f"critic.ppo_max_token_len_per_gpu={ro.max_tokens_per_micro_batch}")
+            if not mega:
+                o.append("critic.model.use_remove_padding=True")
     rm = reward_model(card)
     if rm:
         o += ["reward.reward_model.enable=True", f"reward.reward_model.model_path={_fmt(rm, 'roles.reward_model')}"]

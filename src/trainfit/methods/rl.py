@@ -366,9 +366,15 @@ def rl_groups(
     lp_budget = logprob_token_budget(card)
     if lp_budget is not None:
         # dynamic batching: a log-prob micro-batch is one packed row of at most the budget's tokens on each GPU
-        # (verl rearrange_micro_batches over budget x Ulysses size, then the Ulysses slice; plan.walk.rl_budget_row)
-        mbs, seq = 1, lp_budget
-        notes.append(f"log-prob passes: packed micro-batches of at most {lp_budget} tokens per GPU (dynamic batching)")
+        # (verl rearrange_micro_batches over budget x Ulysses size, then the Ulysses slice; plan.walk.rl_budget_row),
+        # and never more than the rank's share of the step at the longest sequence (plan.walk.rl_rank_sequences)
+        from trainfit.plan.walk import rl_rank_sequences
+
+        cp = card.parallel.context_parallel
+        share = -(-rl_rank_sequences(card, update=False) * seq // cp)
+        mbs, seq = 1, min(lp_budget, share)
+        notes.append(f"log-prob passes: packed micro-batches of at most {seq} tokens per GPU (dynamic batching"
+                     + (f", the rank's whole share under the budget of {lp_budget})" if share < lp_budget else ")"))
     chunked = card.loss.chunked
 
     # frozen roles resident on the training GPUs

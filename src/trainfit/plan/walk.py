@@ -112,6 +112,27 @@ def rl_sequence_padding(card: RunCard) -> tuple[int, str | None]:
                     " (the RL trainers pad each sequence for sequence / context parallel)")
 
 
+def rl_rank_sequences(card: RunCard, *, update: bool) -> int:
+    """Sequences one data-parallel rank holds: of one mini-batch for the update (``update``), of the whole step for
+    the log-prob passes; the time model's ``rank_seqs`` (``plan.rl_time.rl_step_time``: the update's
+    ``ceil(ceil(sequences / train_gpus) x model_parallel / mini_batches)``, the log-prob passes'
+    ``ceil(sequences / train_gpus) x tp x pp x cp``). verl splits the step's batch over the data-parallel ranks
+    and each mini-batch of ``ppo_mini_batch_size`` sequences likewise (volcengine/verl
+    verl/workers/fsdp_workers.py ``ppo_mini_batch_size //= device_mesh.size() // ulysses_sequence_parallel_size``,
+    verl/workers/actor/dp_actor.py ``update_policy`` ``data.split(self.config.ppo_mini_batch_size)``
+    @e0d035cd4a6a5c29835516a58d78710a28e73b18), so a dynamic micro-batch never holds more than these."""
+    from math import ceil
+
+    from trainfit.methods.roles import group_sizes
+
+    ro = card.rollout
+    train_gpus, _ = group_sizes(card)
+    per_gpu = ceil(ro.prompts_per_step * ro.num_generations / train_gpus)
+    if update:
+        return ceil(per_gpu * card.parallel.model_parallel / ro.mini_batches)
+    return per_gpu * card.parallel.model_parallel
+
+
 def rl_budget_row(card: RunCard) -> tuple[int, int, str] | None:
     """(row tokens, sequences per row, note) of the actor's update micro-batch under a token budget
     (``rollout.max_tokens_per_micro_batch``, verl's ``use_dynamic_bsz``); None without one.
@@ -122,15 +143,18 @@ def rl_budget_row(card: RunCard) -> tuple[int, int, str] | None:
     ``ppo_max_token_len_per_gpu x ulysses size`` tokens (verl/utils/seqlen_balancing.py l.216-247, the count
     ``ceildiv(total_seqlen, max_token_len)`` balanced by Karmarkar-Karp); Ulysses then gives each GPU its slice. So
     memory plans one row of ``budget x context_parallel`` tokens (the context-parallel split then leaves the budget on
-    each GPU), aligned as ``rl_sequence_padding`` aligns a sequence. verl asserts that no sequence exceeds the budget
-    (the card refuses one, ``spec.card._check_token_budget``), so a micro-batch never holds more than that. The
-    balancing may put a few tokens over the budget in one micro-batch (balanced partitions, not a capacity
-    constraint); not planned."""
+    each GPU), aligned as ``rl_sequence_padding`` aligns a sequence. A micro-batch is cut from the rank's share of
+    one mini-batch (``rl_rank_sequences``), so the row is at most that share at the longest sequence
+    (``prompt_len + response_len`` each): a budget above it plans the share. verl asserts that no sequence exceeds
+    the budget (the card refuses one, ``spec.card._check_token_budget``), so a micro-batch never holds more than
+    that. The balancing may put a few tokens over the budget in one micro-batch (balanced partitions, not a
+    capacity constraint); not planned."""
     budget = card.rollout.max_tokens_per_micro_batch
     if budget is None:
         return None
     p = card.parallel
-    row = budget * p.context_parallel
+    share = rl_rank_sequences(card, update=True) * (card.rollout.prompt_len + card.rollout.response_len)
+    row = min(budget * p.context_parallel, share)
     if p.context_parallel > 1:
         align = p.tensor_parallel * p.context_parallel * 2
     elif p.sequence_parallel and p.tensor_parallel > 1:
@@ -138,9 +162,13 @@ def rl_budget_row(card: RunCard) -> tuple[int, int, str] | None:
     else:
         align = 1
     row = -(-row // align) * align
+    capped = share < budget * p.context_parallel
     return row, 1, (f"rollout.max_tokens_per_micro_batch {budget}: the update's micro-batch planned as one packed row"
                     f" of {row} tokens" + (f" over {p.context_parallel} context-parallel ranks" if p.context_parallel > 1
-                                           else "") + " (verl dynamic batching, plan.walk.rl_budget_row)")
+                                           else "")
+                    + (f", the rank's whole share of a mini-batch ({rl_rank_sequences(card, update=True)} sequence(s)"
+                       " at the longest), under the budget" if capped else "")
+                    + " (verl dynamic batching, plan.walk.rl_budget_row)")
 
 
 def walk_rl(card: RunCard, spec: ModelSpec, gpu: GpuSpec):
@@ -183,6 +211,8 @@ def walk_rl(card: RunCard, spec: ModelSpec, gpu: GpuSpec):
                                  separate_embeddings=card.parallel.fsdp_shard_embeddings,
                                  hsdp_shard_size=card.parallel.hsdp_shard_size)
         actor, host, notes = step_terms(actor_card, spec, sharding)
+        if budget_row is not None:  # the update's micro-batch under the budget, said as the split layouts say it
+            notes = [*notes, budget_row[2]]
         critic = step_terms(actor_card, cspec, sharding)[0] if cspec is not None else None
     else:
         # the actor's (and critic's) worst rank stands for the training group's GPUs

@@ -788,7 +788,7 @@ def generation_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, rollout, r: D
         max_num_seqs=ro.max_num_seqs, **_kv_pool(rollout),
         cuda_graphs=ro.cuda_graphs, engines=max(1, rollout.engine_instances),
         streaming=ro.async_mode is AsyncMode.FULLY_ASYNC, tp_link=link, engine_multiprocess=ro.engine_multiprocess,
-        engine_generation=str(ro.vllm_engine),
+        engine_generation=str(ro.vllm_engine) if ro.engine is RolloutEngine.VLLM else "v1",  # v0 is vLLM's alone
         cumulative_outputs=None if ro.engine_outputs is None else ro.engine_outputs is EngineOutputs.CUMULATIVE,
         **quantized_engine_inputs(card, spec, r),
     )

@@ -736,6 +736,14 @@ class RolloutSection(_Section):
 
     @model_validator(mode="after")
     def _prompt_mean_within_max(self) -> RolloutSection:
+        if self.vllm_engine is not VllmEngineGeneration.V1 and self.engine is not RolloutEngine.VLLM:
+            raise ValueError(f"rollout.vllm_engine: '{self.vllm_engine.value}' is vLLM's engine generation; engine is"
+                             f" '{self.engine.value}'; allowed with it: v1 (the default)")
+        if self.engine_outputs is not None and (self.engine is not RolloutEngine.VLLM
+                                                or self.vllm_engine is not VllmEngineGeneration.V1):
+            raise ValueError(f"rollout.engine_outputs: '{self.engine_outputs.value}' is vLLM V1's frontend output mode;"
+                             f" engine is '{self.engine.value}', vllm_engine '{self.vllm_engine.value}'; allowed with"
+                             " them: null (engine vllm with vllm_engine v1: final_only, cumulative, null)")
         if self.generated_prompts_per_step is not None and self.generated_prompts_per_step < self.prompts_per_step:
             raise ValueError(f"rollout.generated_prompts_per_step: {self.generated_prompts_per_step} is fewer than the"
                              f" prompts trained (rollout.prompts_per_step {self.prompts_per_step}); allowed:"

@@ -761,6 +761,13 @@ class RolesSection(_Section):
     kl_coef: float | None = Field(None, ge=0, le=1e6, description="KL coefficient; 0 means no reference model.")
 
 
+def verl_actor_loss(card: Any) -> bool:
+    """A PPO/GRPO card whose actor is verl's (preset verl or none): the trainer that calls flash-attn's
+    cross-entropy for its log-probs (``loss.kernel flash_attn``, ``loss.temperature_copy``); other RL presets run
+    their own loss and are refused the kernel."""
+    return card.method in (Method.PPO, Method.GRPO) and card.preset in (None, "verl")
+
+
 class CheckpointSection(_Section):
     path: str | None = None
     every_steps: int = Field(500, ge=1, le=1_000_000_000)
@@ -997,6 +1004,10 @@ class RunCard(_Section):
                 raise ValueError(f"loss.kernel: flash_attn is a cross-entropy over the labels, read for method sft"
                                  f" (and ppo/grpo: verl's actor log-probs); allowed for {self.method.value}: liger, trl,"
                                  f" prime_rl, torchtune")
+            if self.method in (Method.PPO, Method.GRPO) and not verl_actor_loss(self):
+                raise ValueError(f"loss.kernel: 'flash_attn' for {self.method.value} is verl's actor log-prob kernel (and"
+                                 f" loss.temperature_copy its division); preset is '{self.preset}'; allowed with it:"
+                                 " liger, trl, prime_rl, torchtune (or preset verl)")
             if self.loss.temperature_copy and self.method is Method.SFT:
                 raise ValueError("loss.temperature_copy: verl's actor division, read for method ppo/grpo; allowed for"
                                  " sft: false")

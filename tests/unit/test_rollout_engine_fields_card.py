@@ -42,3 +42,21 @@ def test_engine_outputs_is_vllm_v1s(rollout, why):
     assert msg.startswith("rollout.engine_outputs: 'final_only'") and why in msg and "\n" not in msg
     assert load_card_dict(_card(engine_outputs="final_only")).rollout.engine_outputs.value == "final_only"
 
+
+
+def test_cumulative_outputs_need_the_multiprocess_core():
+    """AsyncLLM (cumulative outputs) always runs its engine core in its own process (vllm/v1/engine/async_llm.py
+    l.118-123 of the vLLM 0.9.0 wheel: AsyncMPClient / DPAsyncMPClient)."""
+    with pytest.raises(CardError) as err:
+        load_card_dict(_card(engine_outputs="cumulative", engine_multiprocess=False))
+    msg = str(err.value)
+    assert msg.startswith("rollout.engine_outputs: 'cumulative'") and "engine_multiprocess is false" in msg
+    assert "allowed with it: final_only, null" in msg and "\n" not in msg
+    assert load_card_dict(_card(engine_outputs="final_only", engine_multiprocess=False)).rollout.engine_outputs
+    assert load_card_dict(_card(engine_outputs="cumulative")).rollout.engine_multiprocess
+
+
+def test_the_description_says_no_copy_is_made():
+    from trainfit.spec.card import RolloutSection
+    text = RolloutSection.model_fields["engine_outputs"].description
+    assert "a copy of every token" not in text and "rather than a copy" in text

@@ -728,8 +728,11 @@ class RolloutSection(_Section):
         " on 0.8.x, it is v0). Selects the host work per decode step (compute.decode_step).")
     engine_outputs: EngineOutputs | None = Field(
         None, description="final_only | cumulative: what the V1 frontend returns each decode step (LLM.generate:"
-        " final_only; AsyncLLM.generate, e.g. NeMo RL async_engine or verl's server: cumulative, a copy of every"
-        " token generated so far per request per step). null: cumulative with engine_multiprocess, else final_only.")
+        " final_only, nothing until a request finishes; AsyncLLM.generate, e.g. NeMo RL async_engine or verl's server:"
+        " cumulative, every step a RequestOutput per request holding the tokens generated so far, the fast"
+        " detokenizer's own list rather than a copy, compute.decode_step). cumulative needs engine_multiprocess:"
+        " AsyncLLM always runs the engine core in its own process (vllm/v1/engine/async_llm.py l.118-123 of the"
+        " vLLM 0.9.0 wheel). null: cumulative with engine_multiprocess, else final_only.")
     async_mode: AsyncMode = Field(AsyncMode.NONE, description="none | one_step_off | fully_async: generation overlaps training; the step is the slower side.")
     reward_seconds_per_sample: float = Field(0.0, ge=0, le=86400, description="Reward time per completion (sandboxed tests); 0 for a rule.")
     reward_workers: int = Field(1, ge=1, le=1_000_000, description="Completions graded in parallel.")
@@ -744,6 +747,9 @@ class RolloutSection(_Section):
             raise ValueError(f"rollout.engine_outputs: '{self.engine_outputs.value}' is vLLM V1's frontend output mode;"
                              f" engine is '{self.engine.value}', vllm_engine '{self.vllm_engine.value}'; allowed with"
                              " them: null (engine vllm with vllm_engine v1: final_only, cumulative, null)")
+        if self.engine_outputs is EngineOutputs.CUMULATIVE and not self.engine_multiprocess:
+            raise ValueError("rollout.engine_outputs: 'cumulative' is AsyncLLM's, whose engine core always runs in its"
+                             " own process; engine_multiprocess is false; allowed with it: final_only, null")
         if self.generated_prompts_per_step is not None and self.generated_prompts_per_step < self.prompts_per_step:
             raise ValueError(f"rollout.generated_prompts_per_step: {self.generated_prompts_per_step} is fewer than the"
                              f" prompts trained (rollout.prompts_per_step {self.prompts_per_step}); allowed:"

@@ -1523,11 +1523,11 @@ def rollout_section(e: dict[str, Any], model: Any, nodes: int) -> tuple[dict[str
                          f" {'sequences' if e['framework'] == 'nemo-rl' else 'prompts'})")
     if resp_mean:
         out["response_len_mean"] = min(resp_mean, resp_max)
-    if d.get("length_profile"):  # the task's length profile, as the entry's source states its dataset
+    if d.get("length_profile") and not resp_mean:  # the task's length profile, as the entry's source states its
+        # dataset; a published mean replaces it (the card refuses a profile next to a mean)
         out["length_profile"] = d["length_profile"]
-        if not resp_mean:
-            notes.append(f"mean response not published: rollout.length_profile {d['length_profile']} (the run's "
-                         f"dataset, {d.get('dataset')})")
+        notes.append(f"mean response not published: rollout.length_profile {d['length_profile']} (the run's "
+                     f"dataset, {d.get('dataset')})")
     if prompt_mean:
         out["prompt_len_mean"] = prompt_mean
     for key in ("gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens", "weight_sync", "weight_transport",

@@ -213,8 +213,13 @@ def test_plan_reads_the_named_profile_and_auto_changes_nothing():
                for a in short.time.assumptions)
     assert any("'chain-of-thought' length profile" in a and "auto: by the model name" in a
                for a in omitted.time.assumptions)
-    # a published mean wins over any profile, and no profile is then stated
-    given_ = make_plan(load_card_dict(_card("Qwen/Qwen2-7B-Instruct", length_profile="short_answer",
-                                            response_len_mean=600)))
+    # a published mean replaces any profile: a named profile next to it is refused (it would be ignored), auto
+    # is not, and no profile is then stated
+    with pytest.raises(CardError) as err:
+        load_card_dict(_card("Qwen/Qwen2-7B-Instruct", length_profile="short_answer", response_len_mean=600))
+    msg = str(err.value)
+    assert msg.startswith("rollout.length_profile: 'short_answer'") and "response_len_mean is 600" in msg
+    assert "allowed with it: auto" in msg and "\n" not in msg
+    given_ = make_plan(load_card_dict(_card("Qwen/Qwen2-7B-Instruct", length_profile="auto", response_len_mean=600)))
     assert given_.tokens_per_step == pytest.approx(32 * 8 * (256 + 600))
     assert not any("length profile" in a for a in given_.time.assumptions)

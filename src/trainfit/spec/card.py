@@ -714,7 +714,8 @@ class RolloutSection(_Section):
     response_len_mean: int | None = Field(None, ge=1, le=10_000_000, description="Mean response tokens; default: the length profile's mean below response_len (a truncated exponential, compute.response_lengths; see length_profile).")
     length_profile: LengthProfileName = Field(
         LengthProfileName.AUTO, description="auto | short_answer | cot | long_cot: the task's response-length profile,"
-        " read only when response_len_mean is not given (compute.response_lengths). auto: by the model name"
+        " read only when response_len_mean is not given, and refused next to it unless auto"
+        " (compute.response_lengths). auto: by the model name"
         " (long_cot for checkpoints published as thinking models, else cot). short_answer: grade-school word problems"
         " with a short worked answer (GSM8K) by non-thinking models, natural mean 169 tokens; cot: chain-of-thought"
         " competition math (MATH-style), 1,341; long_cot: thinking models, 8,522. The mean is the profile's truncated"
@@ -747,6 +748,10 @@ class RolloutSection(_Section):
             raise ValueError(f"rollout.engine_outputs: '{self.engine_outputs.value}' is vLLM V1's frontend output mode;"
                              f" engine is '{self.engine.value}', vllm_engine '{self.vllm_engine.value}'; allowed with"
                              " them: null (engine vllm with vllm_engine v1: final_only, cumulative, null)")
+        if self.response_len_mean is not None and self.length_profile is not LengthProfileName.AUTO:
+            raise ValueError(f"rollout.length_profile: '{self.length_profile.value}' is only read without a mean;"
+                             f" response_len_mean is {self.response_len_mean}; allowed with it: auto (or drop"
+                             " response_len_mean)")
         if self.engine_outputs is EngineOutputs.CUMULATIVE and not self.engine_multiprocess:
             raise ValueError("rollout.engine_outputs: 'cumulative' is AsyncLLM's, whose engine core always runs in its"
                              " own process; engine_multiprocess is false; allowed with it: final_only, null")

@@ -1083,6 +1083,11 @@ def step_inventory(
         a2a_f, a2a_b = te_a2a_thd_reorders(sequences=a2a_thd_sequences, layers=full,
                                            context_parallel=rope_loop_context_parallel)
         layers_fwd, layers_bwd, rec = layers_fwd + a2a_f, layers_bwd + a2a_b, rec + a2a_f
+        # the a2a exchange and its reorders run inside TEDotProductAttention, the module Megatron-Core's core_attn
+        # recompute checkpoints and re-runs (Attention._checkpointed_attention_forward, megatron/core/transformer/
+        # attention.py l.391-394, 444-490, 1518-1527 @61f31145dfb4cfaa7d285df12aa9abffb22ff485); the RoPE loop above
+        # runs before it (l.1457-1499), outside that recompute
+        rec_core = rec_core + a2a_f
     return StepInventory(layers_fwd, layers_bwd, rec, head_f, head_b, layers,
                          layers_recompute_op=rec_op, layers_recompute_core_attention=rec_core,
                          layers_recompute_parts=rec_parts)

@@ -1025,6 +1025,7 @@ def forward_only_time(
     hooked_units: int = 0, fsdp2_copies: bool = False, unshard_once: bool = False, expert_loop_every: bool = False,
     attention_kernel: str = "auto", nemo_rl_loss: str = "", loss_sequences: float = 1.0,
     fused_cross_entropy: bool = False, megatron_experts: bool = False, expert_streams: bool = False, head: bool = True,
+    rope_loop_samples: float = 0.0, rope_loop_context_parallel: int = 1, a2a_thd_sequences: float = 0.0,
 ) -> PassTime:
     """A no-grad forward over ``micro_steps`` micro-batches (log-probs, values, rewards) on one GPU:
     the layers and the head (the log-softmax and gather cost about what the loss does), plus the
@@ -1067,7 +1068,9 @@ def forward_only_time(
     from flash-attn's kernel: verl's ``logprobs_from_logits``, ``memory.logits`` module doc). ``megatron_experts`` /
     ``expert_streams`` and ``head``: as ``train_step_time`` (the log-prob forward runs the training forward's expert
     modules; False: the timed pipeline rank holds no output head), so a log-prob pass prices the layers the training
-    pass of the same card prices."""
+    pass of the same card prices. ``rope_loop_samples`` / ``rope_loop_context_parallel`` / ``a2a_thd_sequences``: as
+    ``train_step_time`` (Megatron-Core's per-sample thd RoPE loop and Transformer Engine's a2a thd reorders run in
+    the forward whether or not it records a graph)."""
     inv = step_inventory(spec, micro_batch_size=micro_batch_size, seq_len=seq_len, adapter=adapter,
                          eager_attention=eager_attention, attention_context=attention_context,
                          expert_parallel=expert_parallel, expert_token_shards=expert_token_shards, fp8=fp8,
@@ -1076,7 +1079,9 @@ def forward_only_time(
                          packed_flash_syncs=packed_flash_syncs, expert_loop=expert_loop,
                          expert_loop_every=expert_loop_every, nemo_rl_loss=nemo_rl_loss,
                          loss_sequences=loss_sequences, fused_cross_entropy=fused_cross_entropy,
-                         megatron_experts=megatron_experts, expert_streams=expert_streams)
+                         megatron_experts=megatron_experts, expert_streams=expert_streams,
+                         rope_loop_samples=rope_loop_samples, rope_loop_context_parallel=rope_loop_context_parallel,
+                         a2a_thd_sequences=a2a_thd_sequences)
     no_grad = replace(rates, host_s_per_forward_kernel=max(
         0.0, rates.host_s_per_forward_kernel - AUTOGRAD_RECORD_S_PER_FORWARD_KERNEL))
     kw = dict(rates=no_grad, seq_len=attention_context or seq_len, memory_factor=memory_factor,

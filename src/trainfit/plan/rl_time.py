@@ -172,8 +172,10 @@ from trainfit.plan.time import (
     nemo_rl_pg_loss_of,
     nic_bytes_per_s,
     nvlink_gpus_per_node,
+    a2a_thd_sequences_of,
     packed_flash_syncs,
     rank_spec,
+    rope_loop_samples_of,
     timed_rank_holds_head,
     verl_fsdp_workers,
     training_time,
@@ -559,6 +561,11 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
             megatron_experts=p_.tensor_parallel_impl is TensorParallelImpl.MEGATRON,
             expert_streams=p_.moe_experts is MoeExperts.GROUPED_STREAMS,
             head=timed_rank_holds_head(pspec, p_.pipeline_parallel, p_.pipeline_layout),
+            # Megatron-Core's thd RoPE loop and Transformer Engine's a2a thd reorders run in a no-grad forward as in
+            # the training pass (plan.time.training_time), counted over the whole row of rank_seq x cp tokens
+            rope_loop_samples=rope_loop_samples_of(card, micro_batch_size=lp_mbs, seq_len=rank_seq * cp),
+            rope_loop_context_parallel=cp,
+            a2a_thd_sequences=a2a_thd_sequences_of(card, micro_batch_size=lp_mbs, seq_len=rank_seq * cp),
         )
         comm = 0.0
         if mp.active:

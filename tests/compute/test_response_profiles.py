@@ -120,8 +120,9 @@ def test_short_answer_scale_is_the_median_of_the_published_gsm8k_runs():
     for r in data["runs"]:
         assert r["dataset"] == "openai/gsm8k"
         runs.setdefault((r["model"], r["response_len_max"]), []).append(r["summary"]["mean_of_mean"])
-    # eric-haibin-lin/verl-data gsm8k/*.log @f07af329 and diqiuzhuanzhuan/verldata run_logs/qwen2-7b_math_megatron.log
-    # @42e31cd0 (GSM8K alone): mean over every logged step of response_length/mean
+    # eric-haibin-lin/verl-data gsm8k/*.log @f07af3291bd1c87fe8a7301cc3b883c0d2572720 and
+    # diqiuzhuanzhuan/verldata run_logs/qwen2-7b_math_megatron.log
+    # @42e31cd07ea08b66e709a74e9aed2bd740589c34 (GSM8K alone): mean over every logged step of response_length/mean
     for model, cap, mean in (("Qwen/Qwen2.5-0.5B-Instruct", 256, 161.44), ("Qwen/Qwen2.5-0.5B-Instruct", 512, 278.48),
                              ("google/gemma-2-2b-it+gsm8k-sft", 512, 145.16), ("Qwen/Qwen2-7B-Instruct", 1024, 160.21)):
         runs.setdefault((model, cap), []).append(mean)

@@ -218,7 +218,7 @@ def dynamic_micro_batches(*, sequences: int, token_mean: float, token_std: float
     ``ReduceOp.MAX`` so every rank runs the largest; Karmarkar-Karp then balances the rank's sequences over that many
     micro-batches (``get_seqlen_balanced_partitions``, ``equal_size=False``), so each holds ``total / count`` tokens.
     ``max_token_len`` is the per-GPU budget times the Ulysses size (verl/workers/actor/dp_actor.py l.211, l.274
-    @e0d035cd): the caller passes ``budget_tokens`` so.
+    @e0d035cd4a6a5c29835516a58d78710a28e73b18): the caller passes ``budget_tokens`` so.
 
     A rank's tokens are the sum of ``sequences`` independent lengths: normal with mean ``n mu`` and spread
     ``sqrt(n) sigma``; the largest of ``data_parallel`` such sums has ``P(M <= x) = Phi((x - n mu) / (sqrt(n)

@@ -1059,7 +1059,8 @@ def _check_token_budget(card: RunCard) -> None:
     every sequence within the budget x context_parallel (verl ``rearrange_micro_batches`` asserts ``max_token_len >=
     max_seq_len``, the batch's padded width, verl/utils/seqlen_balancing.py l.222
     @e0d035cd4a6a5c29835516a58d78710a28e73b18, l.382 @b178a3cd56f58b2d502255daba591e92833930a7; the budget is
-    multiplied by the Ulysses size, verl/workers/actor/dp_actor.py l.211 and l.274 @e0d035cd), packed passes only, and
+    multiplied by the Ulysses size, verl/workers/actor/dp_actor.py l.211 and l.274
+    @e0d035cd4a6a5c29835516a58d78710a28e73b18), packed passes only, and
     not with another framework's packed rows."""
     ro = card.rollout
     keys = [k for k in ("max_tokens_per_micro_batch", "logprob_max_tokens_per_micro_batch") if getattr(ro, k) is not None]

@@ -1523,11 +1523,11 @@ def rollout_section(e: dict[str, Any], model: Any, nodes: int) -> tuple[dict[str
                          f" {'sequences' if e['framework'] == 'nemo-rl' else 'prompts'})")
     if resp_mean:
         out["response_len_mean"] = min(resp_mean, resp_max)
-    if d.get("length_profile"):  # the task's length profile, as the entry's source states its dataset
+    if d.get("length_profile") and not resp_mean:  # the task's length profile, as the entry's source states its
+        # dataset; a published mean replaces it (the card refuses a profile next to a mean)
         out["length_profile"] = d["length_profile"]
-        if not resp_mean:
-            notes.append(f"mean response not published: rollout.length_profile {d['length_profile']} (the run's "
-                         f"dataset, {d.get('dataset')})")
+        notes.append(f"mean response not published: rollout.length_profile {d['length_profile']} (the run's "
+                     f"dataset, {d.get('dataset')})")
     if prompt_mean:
         out["prompt_len_mean"] = prompt_mean
     for key in ("gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens", "weight_sync", "weight_transport",
@@ -1923,8 +1923,10 @@ def map_rl(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         # verl-project/verl 1dda039b9c63), with inplace_backward=True unless the update computes the entropy
         # (verl/workers/actor/dp_actor.py l.118-122, 304-311; entropy_coeff 0 by default, ppo_trainer.yaml l.46,
         # volcengine/verl @e0d035cd4a6a5c29835516a58d78710a28e73b18), and verl's images install flash-attn
-        # (docker/Dockerfile.ngc.vllm l.45, Dockerfile.ngc.vllm0.8 l.56-58 @e0d035cd; docker/Dockerfile.stable.vllm
-        # l.90 @1dda039b9c6311889a9c9a26040677e1254814f9); CUDA images only (docker/Dockerfile.rocm @e0d035cd installs
+        # (docker/Dockerfile.ngc.vllm l.45, Dockerfile.ngc.vllm0.8 l.56-58
+        # @e0d035cd4a6a5c29835516a58d78710a28e73b18; docker/Dockerfile.stable.vllm
+        # l.90 @1dda039b9c6311889a9c9a26040677e1254814f9); CUDA images only (docker/Dockerfile.rocm
+        # @e0d035cd4a6a5c29835516a58d78710a28e73b18 installs
         # none, so ROCm rows keep the eager path). The in-place temperature division (loss.temperature_copy false) is the
         # legacy actor's through HEAD and the engine workers' until 51504d8495fbede9e8126b2dd5972a8b78f8d4ff
         card["loss"] = {"kernel": "flash_attn", "inplace_backward": True}

@@ -1,6 +1,6 @@
 """step_times: an entry whose source states its dataset names the task's length profile (``data.length_profile``,
-with ``length_profile_source``); the card carries it as ``rollout.length_profile``, read only when the run's mean
-response is not published (compute.response_lengths)."""
+with ``length_profile_source``); the card carries it as ``rollout.length_profile`` only when the run's mean response is not
+published (compute.response_lengths; the card refuses a non-auto profile next to a mean)."""
 
 from __future__ import annotations
 
@@ -54,6 +54,6 @@ def test_thinking_models_on_gsm8k_keep_the_model_rule(entry_id):
 def test_a_published_mean_wins_over_the_profile():
     e = _entry("playverl-ppo-qwen2-7b-min-h100-8g")
     card, notes = st.map_rl(e)
-    assert card["rollout"]["length_profile"] == "short_answer"
+    assert e["data"]["length_profile"] == "short_answer" and "length_profile" not in card["rollout"]
     assert st.planned_response_mean(card["rollout"], e["model"]) == card["rollout"]["response_len_mean"]
     assert not any("rollout.length_profile" in n for n in notes)

@@ -12,7 +12,13 @@ import pytest
 
 from trainfit.catalog.gpus import resolve_gpu
 from trainfit.catalog.models import resolve_model
-from trainfit.compute.gemm import gemm_flops, gemm_seconds, grouped_mm_seconds, grouped_mm_tile
+from trainfit.compute.gemm import (
+    gemm_flops,
+    gemm_seconds,
+    grouped_mm_runs_cutlass,
+    grouped_mm_seconds,
+    grouped_mm_tile,
+)
 from trainfit.compute.inventory import step_inventory
 from trainfit.compute.rates import default_rates
 
@@ -108,13 +114,33 @@ def test_qwen3_30b_a3b_expert_shapes_on_h100():
     assert short < 0.7 * fwd
 
 
-def test_other_dtypes_and_older_cards_keep_the_batched_pricing():
-    a100 = default_rates(resolve_gpu("a100"))
-    assert grouped_mm_seconds(m=1024, n=1536, k=2048, groups=128, rates=a100) == gemm_seconds(
-        m=1024, n=1536, k=2048, groups=128, rates=a100)
+def test_other_dtypes_keep_the_batched_pricing():
     assert grouped_mm_seconds(m=1024, n=1536, k=2048, groups=128, rates=H100, dtype_bytes=1) == gemm_seconds(
         m=1024, n=1536, k=2048, groups=128, rates=H100, dtype_bytes=1)
     assert grouped_mm_seconds(m=0, n=1536, k=2048, groups=128, rates=H100) == 0.0
+
+
+def test_only_sm90_and_sm100_take_the_cutlass_kernel():
+    """PyTorch's _grouped_mm_cuda: the CUTLASS kernel when the device's major is 9 or 10 (and bf16)."""
+    assert grouped_mm_runs_cutlass("9.0") and grouped_mm_runs_cutlass("10.0")
+    for cc in ("8.0", "8.6", "8.9", "12.0", None):
+        assert not grouped_mm_runs_cutlass(cc), cc
+    assert resolve_gpu("rtx5090").compute_capability == "12.0"
+
+
+@pytest.mark.parametrize("gpu", ["a100", "rtx4090", "rtx5090"])
+def test_other_cards_run_the_per_group_mm_fallback(gpu):
+    """_grouped_mm_fallback: one at::mm_out per group, so per-group gemm_seconds (each with its kernel floor)."""
+    r = default_rates(resolve_gpu(gpu))
+    one = gemm_seconds(m=1024, n=1536, k=2048, rates=r)
+    assert grouped_mm_seconds(m=1024, n=1536, k=2048, groups=128, rates=r) == pytest.approx(128 * one, rel=1e-12)
+    rows = (512.0, 1536.0)
+    ragged = grouped_mm_seconds(m=1024, n=1536, k=2048, groups=2, rates=r, group_rows=rows)
+    assert ragged == pytest.approx(sum(gemm_seconds(m=x, n=1536, k=2048, rates=r) for x in rows), rel=1e-12)
+    # tiny groups pay a kernel each, unlike one batched roof
+    tiny = grouped_mm_seconds(m=8, n=256, k=256, groups=64, rates=r)
+    assert tiny >= 64 * r.device_s_per_kernel_min
+    assert tiny > gemm_seconds(m=8, n=256, k=256, groups=64, rates=r)
 
 
 def test_only_non_megatron_routed_gemms_take_the_grouped_kernel():

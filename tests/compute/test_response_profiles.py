@@ -120,8 +120,9 @@ def test_short_answer_scale_is_the_median_of_the_published_gsm8k_runs():
     for r in data["runs"]:
         assert r["dataset"] == "openai/gsm8k"
         runs.setdefault((r["model"], r["response_len_max"]), []).append(r["summary"]["mean_of_mean"])
-    # eric-haibin-lin/verl-data gsm8k/*.log @f07af329 and diqiuzhuanzhuan/verldata run_logs/qwen2-7b_math_megatron.log
-    # @42e31cd0 (GSM8K alone): mean over every logged step of response_length/mean
+    # eric-haibin-lin/verl-data gsm8k/*.log @f07af3291bd1c87fe8a7301cc3b883c0d2572720 and
+    # diqiuzhuanzhuan/verldata run_logs/qwen2-7b_math_megatron.log
+    # @42e31cd07ea08b66e709a74e9aed2bd740589c34 (GSM8K alone): mean over every logged step of response_length/mean
     for model, cap, mean in (("Qwen/Qwen2.5-0.5B-Instruct", 256, 161.44), ("Qwen/Qwen2.5-0.5B-Instruct", 512, 278.48),
                              ("google/gemma-2-2b-it+gsm8k-sft", 512, 145.16), ("Qwen/Qwen2-7B-Instruct", 1024, 160.21)):
         runs.setdefault((model, cap), []).append(mean)
@@ -213,8 +214,13 @@ def test_plan_reads_the_named_profile_and_auto_changes_nothing():
                for a in short.time.assumptions)
     assert any("'chain-of-thought' length profile" in a and "auto: by the model name" in a
                for a in omitted.time.assumptions)
-    # a published mean wins over any profile, and no profile is then stated
-    given_ = make_plan(load_card_dict(_card("Qwen/Qwen2-7B-Instruct", length_profile="short_answer",
-                                            response_len_mean=600)))
+    # a published mean replaces any profile: a named profile next to it is refused (it would be ignored), auto
+    # is not, and no profile is then stated
+    with pytest.raises(CardError) as err:
+        load_card_dict(_card("Qwen/Qwen2-7B-Instruct", length_profile="short_answer", response_len_mean=600))
+    msg = str(err.value)
+    assert msg.startswith("rollout.length_profile: 'short_answer'") and "response_len_mean is 600" in msg
+    assert "allowed with it: auto" in msg and "\n" not in msg
+    given_ = make_plan(load_card_dict(_card("Qwen/Qwen2-7B-Instruct", length_profile="auto", response_len_mean=600)))
     assert given_.tokens_per_step == pytest.approx(32 * 8 * (256 + 600))
     assert not any("length profile" in a for a in given_.time.assumptions)

@@ -93,3 +93,39 @@ def test_the_a2a_reorders_apply_to_megatron_ulysses_on_packed_rows_only() -> Non
                                                                    "tensor_parallel_impl": "dtensor"}}))
     assert a2a.step_seconds > 2 * ring  # thousands of bare kernels and syncs per layer
     assert torch_ulysses.step_seconds < a2a.step_seconds
+
+
+def test_core_attn_recompute_reruns_the_a2a_reorders() -> None:
+    """The a2a exchange and its reorders sit inside TEDotProductAttention, which Megatron-Core's core_attn recompute
+    re-runs (Attention._checkpointed_attention_forward); the RoPE loop runs before it and is not re-run there."""
+    spec = _spec()
+    kw = {"micro_batch_size": 1, "seq_len": 4096, "rope_loop_context_parallel": 2}
+    plain = inv.step_inventory(spec, **kw)
+    a2a = inv.step_inventory(spec, a2a_thd_sequences=10, **kw)
+    rope = inv.step_inventory(spec, rope_loop_samples=10, **kw)
+    f, _ = inv.te_a2a_thd_reorders(sequences=10, layers=spec.num_full_attention_layers, context_parallel=2)
+    core = ("core_attn",)
+    assert a2a.recompute_modules(core).kernels - plain.recompute_modules(core).kernels == pytest.approx(f.kernels)
+    assert a2a.recompute_modules(core).host_syncs - plain.recompute_modules(core).host_syncs == pytest.approx(f.host_syncs)
+    assert a2a.layers_recompute.kernels - plain.layers_recompute.kernels == pytest.approx(f.kernels)
+    assert rope.recompute_modules(core).kernels == pytest.approx(plain.recompute_modules(core).kernels)
+
+
+def test_log_prob_forwards_pay_the_rope_loop_and_the_a2a_reorders() -> None:
+    """A no-grad forward (forward_only_time, the RL log-prob passes) runs the same per-sample host work as the
+    training forward."""
+    from trainfit.catalog.gpus import resolve_gpu
+    from trainfit.compute.rates import default_rates
+    from trainfit.compute.training import forward_only_time
+
+    spec = _spec()
+    r = default_rates(resolve_gpu("h100-sxm"))
+    kw = {"rates": r, "micro_batch_size": 1, "seq_len": 2048, "micro_steps": 4, "rope_loop_context_parallel": 2}
+    base = forward_only_time(spec, **kw).seconds
+    assert forward_only_time(spec, rope_loop_samples=10, **kw).seconds > base
+    assert forward_only_time(spec, a2a_thd_sequences=10, **kw).seconds > base
+
+
+def _spec():
+    from trainfit.plan.resolve import model_spec_of
+    return model_spec_of(load_card_dict(CARD))

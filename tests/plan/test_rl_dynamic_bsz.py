@@ -201,7 +201,8 @@ def test_verl_export_writes_use_dynamic_bsz_and_reads_it_back():
 
 
 def test_verl_import_takes_verl_default_budget():
-    # use_dynamic_bsz without ppo_max_token_len_per_gpu: verl's default 16384 (ppo_trainer.yaml l.38 @e0d035cd)
+    # use_dynamic_bsz without ppo_max_token_len_per_gpu: verl's default 16384 (ppo_trainer.yaml l.38
+    # @e0d035cd4a6a5c29835516a58d78710a28e73b18)
     from trainfit.export import export
     from trainfit.export.importers import import_text
     from trainfit.methods.rl import logprob_token_budget

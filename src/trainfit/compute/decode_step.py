@@ -217,7 +217,8 @@ published batch-1 TPOT, above). The rest depends on the engine's path:
   the GPU step when the core has its own process; serial in-process.
 - *V1 frontend, cumulative outputs* (``AsyncLLM.generate``'s default ``RequestOutputKind.CUMULATIVE``,
   ``vllm/sampling_params.py`` l.233 @0.9.0; NeMo RL's ``async_engine`` path, whose ``generate_async`` iterates every
-  step's output of every request, ``nemo_rl/models/generation/vllm.py`` l.683-692 @b1c86a81,
+  step's output of every request, ``nemo_rl/models/generation/vllm.py`` l.683-692
+  @b1c86a816c5e2b4ca41ece193624a38dc62e6fdf,
   ``nemo_rl/models/generation/vllm/vllm_worker_async.py`` l.750-759 @9dbd9adc95a10f5946cceb36e1d5b31e2429e470, keeping
   the last): every step each request gets a ``RequestOutput`` and its ``generate()`` coroutine is woken,
   + ``FRONTEND_CUMULATIVE_S_PER_SEQUENCE`` (3.9 us; 3.6-3.9 us over runs) per running sequence, a CPU lower bound from

@@ -191,6 +191,21 @@ description, TE 2.7, CUDA 12.9, read 2026-12-03) ran (groups, m, n, k) (8, 4096,
 3.4 us between them is 8 more groups' fixed cost."""
 
 
+def grouped_mm_runs_cutlass(compute_capability: str | None) -> bool:
+    """Whether ``torch._grouped_mm`` takes its CUTLASS grouped kernel on a card: bf16 inputs and output on compute
+    capability 9.x or 10.x only. PyTorch's ``_grouped_mm_cuda`` sets ``use_fast_path =
+    _scaled_mm_allowed_device(/*sm90_only*/true, /*sm100_only*/true) && a_b_and_out_are_bf16``, and that helper
+    returns ``(sm90_only && dprops->major == 9) || (sm100_only && dprops->major == 10)``
+    (pytorch/pytorch ``aten/src/ATen/native/cuda/GroupedBlas.cpp`` read at
+    @00d4eaf9327928137f4cc437b17e5cf54623565f; the same test in every stored version of the file and of
+    ``Blas.cpp`` / ``ScaledBlas.cpp`` that defines the helper). Every other CUDA card (SM80 / SM86 / SM89, the
+    RTX 5090's SM120) runs ``_grouped_mm_fallback`` (``grouped_mm_seconds``). None (a card of unknown capability,
+    ROCm): False."""
+    if not compute_capability:
+        return False
+    return compute_capability.split(".")[0] in ("9", "10")
+
+
 def grouped_mm_tile(*, m: float, n: float, compute_capability: str | None) -> tuple[int, int, int]:
     """(tile rows, tile columns, SMs per tile) of ``torch._grouped_mm``'s bf16 CUTLASS kernel: PyTorch's
     ``dispatch_bf16_grouped_kernel_on_tile_size`` (pytorch/pytorch ``aten/src/ATen/native/cuda/GroupMM.cu``
@@ -222,13 +237,24 @@ def grouped_mm_seconds(
 
     The tile comes from ``grouped_mm_tile``: unlike cuBLAS's heuristic, a fixed shape, so 2,048-wide expert rows at
     768 columns fill 128x256 tiles in 3 columns and a per-group ``m`` below a tile multiple rounds up in every group.
-    The weight gradient (``k`` = the group's rows) and the input gradient are the same kernel. Cards below SM90 and
-    non-bf16 GEMMs: ``gemm_seconds`` (no published grouped-kernel point to check them on)."""
+    The weight gradient (``k`` = the group's rows) and the input gradient are the same kernel.
+
+    Only compute capability 9.x / 10.x runs that kernel (``grouped_mm_runs_cutlass``). Any other CUDA card runs
+    PyTorch's ``_grouped_mm_fallback``: ``offs.cpu()`` then, per group, ``at::mm_out`` on the group's slices (one
+    cuBLAS GEMM per group; ``bmm_out`` for 3-D x 3-D), ``ATen/native/GroupedMMUtils.h`` l.124-173 of the torch
+    2.13.0 wheel (pytorch/pytorch @cf30153c4c131c8164ee7798e5022d810682e2cb): priced as ``gemm_seconds`` per group
+    (``group_rows``' own rows, else ``m``), each with its kernel floor. Its one device-to-host copy of the offsets
+    and the per-group launches' host time are not in these device seconds. Non-bf16 GEMMs and cards of unknown
+    capability: ``gemm_seconds`` of the whole group (no published grouped-kernel point to check them on)."""
     cc = rates.compute_capability
     if min(m, n, k) <= 0:
         return 0.0
-    if dtype_bytes != 2.0 or groups < 1 or not cc or int(cc.split(".")[0]) < 9:
+    if dtype_bytes != 2.0 or groups < 1 or not cc:
         return gemm_seconds(m=m, n=n, k=k, rates=rates, groups=groups, dtype_bytes=dtype_bytes)
+    if not grouped_mm_runs_cutlass(cc):
+        rows = group_rows or (m,)
+        per_group = sum(gemm_seconds(m=r, n=n, k=k, rates=rates, dtype_bytes=dtype_bytes) for r in rows) / len(rows)
+        return groups * per_group
     tm, tn, per_tile = grouped_mm_tile(m=m, n=n, compute_capability=cc)
     rows = group_rows or (m,) * int(round(groups))
     tiles = sum(ceil(max(r, 1) / tm) for r in rows) * ceil(n / tn) * (groups / len(rows))

@@ -305,7 +305,8 @@ under ``use_remove_padding`` (verl/workers/actor/dp_actor.py ``_forward_micro_ba
 ``_flash_attention_forward``; volcengine/verl @2c8b2b995f36a7cd159b5a9beb5d5ed37cae0fc1, the same at @8e7780f5
 v0.3.0.post0 and at @b178a3cd 2026-01). Forward, transformers 4.51.1
 (src/transformers/modeling_flash_attention_utils.py, the version verl's logs print, dingxianzhong/play-verl
-logs/*.log @7716a615): (1) ``not (torch.diff(position_ids) >= 0).all()`` reads a CUDA bool (l.378);
+logs/*.log @7716a615fc4b68961f2bb7716c9aadcd65ca28d2): (1) ``not (torch.diff(position_ids) >= 0).all()``
+reads a CUDA bool (l.378);
 ``prepare_fa2_from_position_ids``: (2) ``indices_q[position_ids == 0]``, a boolean-mask index, waits for
 ``nonzero``'s count (l.224), (3) ``torch.tensor(position_ids.size(), device=...)`` is a blocking host-to-device
 copy (l.225: ``copy_kernel_cuda`` with ``non_blocking`` False calls ``at::cuda::memcpy_and_sync``, a
@@ -567,7 +568,8 @@ called from ``apply_rotary_pos_emb`` l.338 when ``apply_rope_fusion`` is off, @6
 @f3ae2767b5e18aeb67b726cd8d5f1db58216dcc9; the same loop at Megatron-LM adfb8ec7 and d12f6c8c, the submodules of
 Bridge 619cc20b and 6799f099): with ``freqs`` of the longest packed sample (``get_rotary_seq_len`` returns the
 packed ``max_seqlen``, rotary_pos_embedding.py l.238-241; the collate's ``max_seqlen`` is the row's longest
-sample, NVIDIA-NeMo/Megatron-Bridge src/megatron/bridge/data/packing/gpt_sft.py l.274-290 @f3ae2767), it splits the row with ``torch.split`` over
+sample, NVIDIA-NeMo/Megatron-Bridge src/megatron/bridge/data/packing/gpt_sft.py l.274-290
+@f3ae2767b5e18aeb67b726cd8d5f1db58216dcc9), it splits the row with ``torch.split`` over
 ``.tolist()`` of the sample lengths and applies ``_apply_rotary_pos_emb_bshd`` (cos, sin, the scale, two casts,
 two products, rotate-half's neg and cat, the sum, the cat with the pass-through part) and a ``copy_`` into the
 output one sample at a time. Kernels per sample and call, forward: 13 (14 with context parallel, whose
@@ -1110,6 +1112,11 @@ def step_inventory(
         a2a_f, a2a_b = te_a2a_thd_reorders(sequences=a2a_thd_sequences, layers=full,
                                            context_parallel=rope_loop_context_parallel)
         layers_fwd, layers_bwd, rec = layers_fwd + a2a_f, layers_bwd + a2a_b, rec + a2a_f
+        # the a2a exchange and its reorders run inside TEDotProductAttention, the module Megatron-Core's core_attn
+        # recompute checkpoints and re-runs (Attention._checkpointed_attention_forward, megatron/core/transformer/
+        # attention.py l.391-394, 444-490, 1518-1527 @61f31145dfb4cfaa7d285df12aa9abffb22ff485); the RoPE loop above
+        # runs before it (l.1457-1499), outside that recompute
+        rec_core = rec_core + a2a_f
     return StepInventory(layers_fwd, layers_bwd, rec, head_f, head_b, layers,
                          layers_recompute_op=rec_op, layers_recompute_core_attention=rec_core,
                          layers_recompute_parts=rec_parts)

@@ -27,19 +27,23 @@ maximum first reduced to their median):
   @7716a615fc4b68961f2bb7716c9aadcd65ca28d2) and 161.4, ``θ`` 252 (eric-haibin-lin/verl-data
   gsm8k/Qwen2.5-0.5B-bsz256_2-prompt512-resp256-0.538.log @f07af3291bd1c87fe8a7301cc3b883c0d2572720), their
   median 359; at 512 (PPO): 278.5, ``θ`` 371 (verl-data gsm8k/Qwen2.5-0.5B-bsz256_2-prompt1024-resp512-0.567.log
-  @f07af329); Qwen2-7B-Instruct at 1,024 (PPO): 169.5 and 188.3, ``θ`` 169 and 188 (play-verl
-  logs/verl_qwen2_7b_min.log, logs/verl_qwen2_7b_recommended.log @7716a615), and (GPG, Megatron, GSM8K alone
+  @f07af3291bd1c87fe8a7301cc3b883c0d2572720); Qwen2-7B-Instruct at 1,024 (PPO): 169.5 and 188.3, ``θ`` 169
+  and 188 (play-verl
+  logs/verl_qwen2_7b_min.log, logs/verl_qwen2_7b_recommended.log @7716a615fc4b68961f2bb7716c9aadcd65ca28d2),
+  and (GPG, Megatron, GSM8K alone
   despite the file name): 160.2, ``θ`` 159 (diqiuzhuanzhuan/verldata run_logs/qwen2-7b_math_megatron.log
   @42e31cd07ea08b66e709a74e9aed2bd740589c34, linked from volcengine/verl docs/algo/baseline.md
   @b178a3cd56f58b2d502255daba591e92833930a7), their median 169; deepseek-llm-7b-chat at 1,024 (GRPO): 133.4,
   ``θ`` 132, and at 512 (PPO): 136.1, ``θ`` 139 (yushengsu-thu/verl_training_log gsm8k/grpo_run_deepseek7b_llm.log,
   gsm8k/ppo_run_deepseek7b_llm.log @deb1507ca0740580d2019e7150d08edf8dd6ca35); gemma-2-2b-it fine-tuned on GSM8K,
   at 512 (PPO): 145.2, ``θ`` 149 (verl-data gsm8k/gemma-2-2b-it-ppo-bsz512_4-prompt1024-resp-512-0.640.log
-  @f07af329). The play-verl and ROCm runs' steps are ``benchmarks/data/rl_response_length_steps.json``.
+  @f07af3291bd1c87fe8a7301cc3b883c0d2572720). The play-verl and ROCm runs' steps are
+  ``benchmarks/data/rl_response_length_steps.json``.
   ``θ`` = 168.9 tokens, the median of the seven runs (a mean of 162 at a 512 maximum, 170 at 1,024). The 0.5B
   model at tight maxima is the long end (most of its first responses run to the limit); the 7B models, with room,
   settle at 130-190. A GSM8K + MATH mix is neither profile: Qwen2-7B-Instruct on verl's gsm8k + math parquet at
-  1,024 (GPG) averaged 315.1, ``θ`` 329 (verldata run_logs/qwen2-7b_math.log @42e31cd0). No published run of a
+  1,024 (GPG) averaged 315.1, ``θ`` 329 (verldata run_logs/qwen2-7b_math.log
+  @42e31cd07ea08b66e709a74e9aed2bd740589c34). No published run of a
   thinking model on GSM8K states its response length, so the profile is for non-thinking models: ``auto`` keeps
   ``LONG_COT`` for a thinking checkpoint unless the card names a profile.
 * ``COT``, chain-of-thought of instruct and base models on competition math (Llama-3.1-8B-Instruct on

@@ -1027,6 +1027,7 @@ def forward_only_time(
     attention_kernel: str = "auto", nemo_rl_loss: str = "", loss_sequences: float = 1.0,
     fused_cross_entropy: bool = False, megatron_experts: bool = False, expert_streams: bool = False, head: bool = True,
     entropy_bytes_per_logit: float = 0.0, entropy_kernels: int = 0,
+    rope_loop_samples: float = 0.0, rope_loop_context_parallel: int = 1, a2a_thd_sequences: float = 0.0,
 ) -> PassTime:
     """A no-grad forward over ``micro_steps`` micro-batches (log-probs, values, rewards) on one GPU:
     the layers and the head (the log-softmax and gather cost about what the loss does), plus the
@@ -1071,7 +1072,9 @@ def forward_only_time(
     modules; False: the timed pipeline rank holds no output head), so a log-prob pass prices the layers the training
     pass of the same card prices. ``entropy_bytes_per_logit`` / ``entropy_kernels``: an entropy over every token's
     logits the pass also takes (verl's old-policy pass, ``inventory.VERL_ENTROPY_COMPILED_BYTES``), memory-bound bytes
-    and kernels on the head; 0: none. Not for a value or reward head (``spec.head_outputs``)."""
+    and kernels on the head; 0: none. Not for a value or reward head (``spec.head_outputs``). ``rope_loop_samples`` /
+    ``rope_loop_context_parallel`` / ``a2a_thd_sequences``: as ``train_step_time`` (Megatron-Core's per-sample thd
+    RoPE loop and Transformer Engine's a2a thd reorders run in the forward whether or not it records a graph)."""
     inv = step_inventory(spec, micro_batch_size=micro_batch_size, seq_len=seq_len, adapter=adapter,
                          eager_attention=eager_attention, attention_context=attention_context,
                          expert_parallel=expert_parallel, expert_token_shards=expert_token_shards, fp8=fp8,
@@ -1080,7 +1083,9 @@ def forward_only_time(
                          packed_flash_syncs=packed_flash_syncs, expert_loop=expert_loop,
                          expert_loop_every=expert_loop_every, nemo_rl_loss=nemo_rl_loss,
                          loss_sequences=loss_sequences, fused_cross_entropy=fused_cross_entropy,
-                         megatron_experts=megatron_experts, expert_streams=expert_streams)
+                         megatron_experts=megatron_experts, expert_streams=expert_streams,
+                         rope_loop_samples=rope_loop_samples, rope_loop_context_parallel=rope_loop_context_parallel,
+                         a2a_thd_sequences=a2a_thd_sequences)
     if entropy_bytes_per_logit and spec.head_outputs is None:
         logits = float(micro_batch_size) * seq_len * spec.vocab_size
         inv = replace(inv, head_forward=replace(

@@ -90,7 +90,8 @@ reference log-prob passes) the pass holds the bf16 logits and the kernel's three
 (``verl_logprob_pass_bytes``). verl's engine workers (``FSDPEngineWithLMHead.prepare_model_outputs``, the default
 actor from ``use_legacy_worker_impl: disable``, verl-project/verl verl/trainer/config/_generated_ppo_trainer.yaml
 l.804 @93f1831e42dd0608ee64f65e03a49dffa008566d) divided the view in place as well
-(``logits_rmpad.div_(temperature_rmpad...)``, verl/workers/engine/fsdp/transformer_impl.py l.1034 @93f1831e) until
+(``logits_rmpad.div_(temperature_rmpad...)``, verl/workers/engine/fsdp/transformer_impl.py l.1034
+@93f1831e42dd0608ee64f65e03a49dffa008566d) until
 51504d8495fbede9e8126b2dd5972a8b78f8d4ff (2026-07-06) made it a copy (``logits_rmpad = logits_rmpad /
 temperature_rmpad...``, l.1352 @bf48903d93e4618531d3bbae96551a889007dd8b; ``loss.temperature_copy``): the model output
 holds the undivided logits until ``forward_step`` returns after the loss (l.1507-1563), so the forward and a no-grad

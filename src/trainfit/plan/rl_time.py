@@ -173,8 +173,10 @@ from trainfit.plan.time import (
     nemo_rl_pg_loss_of,
     nic_bytes_per_s,
     nvlink_gpus_per_node,
+    a2a_thd_sequences_of,
     packed_flash_syncs,
     rank_spec,
+    rope_loop_samples_of,
     timed_rank_holds_head,
     verl_fsdp_workers,
     training_time,
@@ -217,7 +219,7 @@ def dynamic_micro_batches(*, sequences: int, token_mean: float, token_std: float
     ``ReduceOp.MAX`` so every rank runs the largest; Karmarkar-Karp then balances the rank's sequences over that many
     micro-batches (``get_seqlen_balanced_partitions``, ``equal_size=False``), so each holds ``total / count`` tokens.
     ``max_token_len`` is the per-GPU budget times the Ulysses size (verl/workers/actor/dp_actor.py l.211, l.274
-    @e0d035cd): the caller passes ``budget_tokens`` so.
+    @e0d035cd4a6a5c29835516a58d78710a28e73b18): the caller passes ``budget_tokens`` so.
 
     A rank's tokens are the sum of ``sequences`` independent lengths: normal with mean ``n mu`` and spread
     ``sqrt(n) sigma``; the largest of ``data_parallel`` such sums has ``P(M <= x) = Phi((x - n mu) / (sqrt(n)
@@ -572,6 +574,11 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
             # packed logits (loss.logprob_entropy, compute.inventory.VERL_ENTROPY_COMPILED_BYTES)
             **(dict(entropy_bytes_per_logit=VERL_ENTROPY_COMPILED_BYTES, entropy_kernels=VERL_ENTROPY_COMPILED_KERNELS)
                if _takes_entropy(card, name) else {}),
+            # Megatron-Core's thd RoPE loop and Transformer Engine's a2a thd reorders run in a no-grad forward as in
+            # the training pass (plan.time.training_time), counted over the whole row of rank_seq x cp tokens
+            rope_loop_samples=rope_loop_samples_of(card, micro_batch_size=lp_mbs, seq_len=rank_seq * cp),
+            rope_loop_context_parallel=cp,
+            a2a_thd_sequences=a2a_thd_sequences_of(card, micro_batch_size=lp_mbs, seq_len=rank_seq * cp),
         )
         comm = 0.0
         if mp.active:
@@ -801,7 +808,7 @@ def generation_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, rollout, r: D
         max_num_seqs=ro.max_num_seqs, **_kv_pool(rollout),
         cuda_graphs=ro.cuda_graphs, engines=max(1, rollout.engine_instances),
         streaming=ro.async_mode is AsyncMode.FULLY_ASYNC, tp_link=link, engine_multiprocess=ro.engine_multiprocess,
-        engine_generation=str(ro.vllm_engine),
+        engine_generation=str(ro.vllm_engine) if ro.engine is RolloutEngine.VLLM else "v1",  # v0 is vLLM's alone
         cumulative_outputs=None if ro.engine_outputs is None else ro.engine_outputs is EngineOutputs.CUMULATIVE,
         **quantized_engine_inputs(card, spec, r),
     )

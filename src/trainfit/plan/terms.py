@@ -27,7 +27,7 @@ from trainfit.memory.phases import StepTerms
 from trainfit.memory.sharding import Sharding
 from trainfit.memory.weights import WeightBytes, count_scale, total_params, weight_bytes
 from trainfit.plan.resolve import card_with, trainable_spec
-from trainfit.spec.card import RunCard
+from trainfit.spec.card import RunCard, verl_actor_loss
 from trainfit.spec.enums import (
     AdapterDtype,
     ComputeDtype,
@@ -35,7 +35,6 @@ from trainfit.spec.enums import (
     FSDP_STRATEGIES,
     LayerKind,
     MasterWeights,
-    Method,
     Offload,
     Scope,
     StatesDtype,
@@ -462,7 +461,7 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         logits_kept=_kept_output(card, spec, act_dtype, seq_len) > 0,
         head_trainable=card.scope is Scope.FULL,
         kept_fp32=_kept_fp32(card),
-        verl_actor=card.method in (Method.PPO, Method.GRPO),  # flash_attn for RL: verl's actor calls the kernel
+        verl_actor=verl_actor_loss(card),
         temperature_copy=card.loss.temperature_copy,
     )
     if (card.parallel.tensor_parallel_impl is TensorParallelImpl.MEGATRON and spec.head_outputs is None

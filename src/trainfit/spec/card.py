@@ -721,7 +721,8 @@ class RolloutSection(_Section):
     response_len_mean: int | None = Field(None, ge=1, le=10_000_000, description="Mean response tokens; default: the length profile's mean below response_len (a truncated exponential, compute.response_lengths; see length_profile).")
     length_profile: LengthProfileName = Field(
         LengthProfileName.AUTO, description="auto | short_answer | cot | long_cot: the task's response-length profile,"
-        " read only when response_len_mean is not given (compute.response_lengths). auto: by the model name"
+        " read only when response_len_mean is not given, and refused next to it unless auto"
+        " (compute.response_lengths). auto: by the model name"
         " (long_cot for checkpoints published as thinking models, else cot). short_answer: grade-school word problems"
         " with a short worked answer (GSM8K) by non-thinking models, natural mean 169 tokens; cot: chain-of-thought"
         " competition math (MATH-style), 1,341; long_cot: thinking models, 8,522. The mean is the profile's truncated"
@@ -735,14 +736,32 @@ class RolloutSection(_Section):
         " on 0.8.x, it is v0). Selects the host work per decode step (compute.decode_step).")
     engine_outputs: EngineOutputs | None = Field(
         None, description="final_only | cumulative: what the V1 frontend returns each decode step (LLM.generate:"
-        " final_only; AsyncLLM.generate, e.g. NeMo RL async_engine or verl's server: cumulative, a copy of every"
-        " token generated so far per request per step). null: cumulative with engine_multiprocess, else final_only.")
+        " final_only, nothing until a request finishes; AsyncLLM.generate, e.g. NeMo RL async_engine or verl's server:"
+        " cumulative, every step a RequestOutput per request holding the tokens generated so far, the fast"
+        " detokenizer's own list rather than a copy, compute.decode_step). cumulative needs engine_multiprocess:"
+        " AsyncLLM always runs the engine core in its own process (vllm/v1/engine/async_llm.py l.118-123 of the"
+        " vLLM 0.9.0 wheel). null: cumulative with engine_multiprocess, else final_only.")
     async_mode: AsyncMode = Field(AsyncMode.NONE, description="none | one_step_off | fully_async: generation overlaps training; the step is the slower side.")
     reward_seconds_per_sample: float = Field(0.0, ge=0, le=86400, description="Reward time per completion (sandboxed tests); 0 for a rule.")
     reward_workers: int = Field(1, ge=1, le=1_000_000, description="Completions graded in parallel.")
 
     @model_validator(mode="after")
     def _prompt_mean_within_max(self) -> RolloutSection:
+        if self.vllm_engine is not VllmEngineGeneration.V1 and self.engine is not RolloutEngine.VLLM:
+            raise ValueError(f"rollout.vllm_engine: '{self.vllm_engine.value}' is vLLM's engine generation; engine is"
+                             f" '{self.engine.value}'; allowed with it: v1 (the default)")
+        if self.engine_outputs is not None and (self.engine is not RolloutEngine.VLLM
+                                                or self.vllm_engine is not VllmEngineGeneration.V1):
+            raise ValueError(f"rollout.engine_outputs: '{self.engine_outputs.value}' is vLLM V1's frontend output mode;"
+                             f" engine is '{self.engine.value}', vllm_engine '{self.vllm_engine.value}'; allowed with"
+                             " them: null (engine vllm with vllm_engine v1: final_only, cumulative, null)")
+        if self.response_len_mean is not None and self.length_profile is not LengthProfileName.AUTO:
+            raise ValueError(f"rollout.length_profile: '{self.length_profile.value}' is only read without a mean;"
+                             f" response_len_mean is {self.response_len_mean}; allowed with it: auto (or drop"
+                             " response_len_mean)")
+        if self.engine_outputs is EngineOutputs.CUMULATIVE and not self.engine_multiprocess:
+            raise ValueError("rollout.engine_outputs: 'cumulative' is AsyncLLM's, whose engine core always runs in its"
+                             " own process; engine_multiprocess is false; allowed with it: final_only, null")
         if self.generated_prompts_per_step is not None and self.generated_prompts_per_step < self.prompts_per_step:
             raise ValueError(f"rollout.generated_prompts_per_step: {self.generated_prompts_per_step} is fewer than the"
                              f" prompts trained (rollout.prompts_per_step {self.prompts_per_step}); allowed:"
@@ -758,6 +777,13 @@ class RolesSection(_Section):
     reward_model: str = Field("rule", description="none | rule | a model id (a frozen scalar-head model).")
     critic: str | None = Field(None, description="PPO: same_as_actor (default) or a model id; 'none' is refused.")
     kl_coef: float | None = Field(None, ge=0, le=1e6, description="KL coefficient; 0 means no reference model.")
+
+
+def verl_actor_loss(card: Any) -> bool:
+    """A PPO/GRPO card whose actor is verl's (preset verl or none): the trainer that calls flash-attn's
+    cross-entropy for its log-probs (``loss.kernel flash_attn``, ``loss.temperature_copy``); other RL presets run
+    their own loss and are refused the kernel."""
+    return card.method in (Method.PPO, Method.GRPO) and card.preset in (None, "verl")
 
 
 class CheckpointSection(_Section):
@@ -996,6 +1022,10 @@ class RunCard(_Section):
                 raise ValueError(f"loss.kernel: flash_attn is a cross-entropy over the labels, read for method sft"
                                  f" (and ppo/grpo: verl's actor log-probs); allowed for {self.method.value}: liger, trl,"
                                  f" prime_rl, torchtune")
+            if self.method in (Method.PPO, Method.GRPO) and not verl_actor_loss(self):
+                raise ValueError(f"loss.kernel: 'flash_attn' for {self.method.value} is verl's actor log-prob kernel (and"
+                                 f" loss.temperature_copy its division); preset is '{self.preset}'; allowed with it:"
+                                 " liger, trl, prime_rl, torchtune (or preset verl)")
             if self.loss.temperature_copy and self.method is Method.SFT:
                 raise ValueError("loss.temperature_copy: verl's actor division, read for method ppo/grpo; allowed for"
                                  " sft: false")
@@ -1036,7 +1066,8 @@ def _check_token_budget(card: RunCard) -> None:
     every sequence within the budget x context_parallel (verl ``rearrange_micro_batches`` asserts ``max_token_len >=
     max_seq_len``, the batch's padded width, verl/utils/seqlen_balancing.py l.222
     @e0d035cd4a6a5c29835516a58d78710a28e73b18, l.382 @b178a3cd56f58b2d502255daba591e92833930a7; the budget is
-    multiplied by the Ulysses size, verl/workers/actor/dp_actor.py l.211 and l.274 @e0d035cd), packed passes only, and
+    multiplied by the Ulysses size, verl/workers/actor/dp_actor.py l.211 and l.274
+    @e0d035cd4a6a5c29835516a58d78710a28e73b18), packed passes only, and
     not with another framework's packed rows."""
     ro = card.rollout
     keys = [k for k in ("max_tokens_per_micro_batch", "logprob_max_tokens_per_micro_batch") if getattr(ro, k) is not None]

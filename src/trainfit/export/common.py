@@ -167,12 +167,14 @@ def shared_notes(card: RunCard, target: str, *, megatron_has: set[str] | None = 
                      " (where the file writes a chunked loss it is the target's own, read back as liger)")
     ro = card.rollout
     if target != "verl" and (ro.max_tokens_per_micro_batch is not None
-                             or ro.logprob_max_tokens_per_micro_batch is not None):
+                             or ro.logprob_max_tokens_per_micro_batch is not None
+                             or ro.critic_max_tokens_per_micro_batch is not None):
         from trainfit.methods.rl import logprob_token_budget
 
         lp = ("" if logprob_token_budget(card) is None else
               "; rollout.logprob_micro_batch_size is written as the sequence count (the micro-batch's)")
-        notes.append("rollout.max_tokens_per_micro_batch / logprob_max_tokens_per_micro_batch: verl's dynamic batching"
+        notes.append("rollout.max_tokens_per_micro_batch / logprob_max_tokens_per_micro_batch /"
+                     " critic_max_tokens_per_micro_batch: verl's dynamic batching"
                      f" (use_dynamic_bsz); {target} is not given a per-GPU token budget, its micro-batches are counts of"
                      f" sequences{lp}")
     b = card.batch
@@ -392,6 +394,12 @@ def plan_facts(card: RunCard) -> dict[str, Any]:
         f["rollout.logprob_max_tokens_per_micro_batch"] = lp_budget
         f["rollout.logprob_micro_batch_size"] = (None if lp_budget is not None
                                                  else ro.logprob_micro_batch_size or card.batch.micro_batch_size)
+        # the critic's budget as the plan reads it: null where it is the actor's for both critic passes
+        # (methods.rl.critic_token_budget), whether the card says so or leaves it null
+        c_budget = ro.critic_max_tokens_per_micro_batch
+        f["rollout.critic_max_tokens_per_micro_batch"] = (
+            None if c_budget is None or (c_budget == ro.max_tokens_per_micro_batch and c_budget == lp_budget)
+            else c_budget)
         if ro.placement is not Placement.SPLIT:
             f["rollout.gpus"] = None
         if ro.engine is RolloutEngine.HF:  # generate() on the trained model: no engine, nothing to sync

@@ -748,15 +748,33 @@ def read_verl(text: str) -> Imported:
         set_dotted(d, "roles.critic", "same_as_actor" if c == d.get("model") else c)
     if get("reward.reward_model.enable") and get("reward.reward_model.model_path") is not None:
         set_dotted(d, "roles.reward_model", str(get("reward.reward_model.model_path")))
-    if d.get("roles", {}).get("critic") is not None and dyn:
-        # verl's critic has its own budget, 32768 by default (ppo_trainer.yaml l.160
-        # @e0d035cd4a6a5c29835516a58d78710a28e73b18), and packs only with critic.model.use_remove_padding (off by
-        # default for the FSDP critic, _generated_ppo_trainer.yaml l.432 @b178a3cd56f58b2d502255daba591e92833930a7);
-        # the card plans the critic with the actor's budget and packing
+    has_critic = d.get("roles", {}).get("critic") is not None
+    critic_dyn = bool(get("critic.use_dynamic_bsz", dyn))  # verl: ${actor.use_dynamic_bsz} unless set
+    if has_critic and critic_dyn != dyn:
+        notes.append(f"critic.use_dynamic_bsz {critic_dyn}: the card has one dynamic-batching switch, the actor's"
+                     f" ({dyn}); the critic is planned " + ("with the actor's micro-batches of sequences" if not dyn
+                                                            else "under its token budget"))
+    if has_critic and dyn:
+        # verl's critic has its own budget, 32768 by default (ppo_trainer.yaml l.159-161
+        # @e0d035cd4a6a5c29835516a58d78710a28e73b18, _generated_ppo_trainer.yaml l.446-448
+        # @b178a3cd56f58b2d502255daba591e92833930a7), its values pass critic.forward_max_token_len_per_gpu (default:
+        # the critic's budget), read as rollout.critic_max_tokens_per_micro_batch unless both are what the card's
+        # null plans (the actor's update budget and the log-prob budget); it packs only with
+        # critic.model.use_remove_padding (off by default for the FSDP critic, _generated_ppo_trainer.yaml l.432)
+        stated = get("critic.ppo_max_token_len_per_gpu") is not None
         critic_budget = _num(t, "critic.ppo_max_token_len_per_gpu", get("critic.ppo_max_token_len_per_gpu", 32768))
-        if critic_budget != ro["max_tokens_per_micro_batch"]:
-            notes.append(f"critic.ppo_max_token_len_per_gpu {critic_budget}: the card has no critic budget of its own;"
-                         f" the critic is planned with the actor's {ro['max_tokens_per_micro_batch']}")
+        forward = get("critic.forward_max_token_len_per_gpu")
+        forward = critic_budget if forward is None else _num(t, "critic.forward_max_token_len_per_gpu", forward)
+        lp_now = ro.get("logprob_max_tokens_per_micro_batch", ro["max_tokens_per_micro_batch"]
+                        if "logprob_micro_batch_size" not in ro else None)
+        if critic_budget != ro["max_tokens_per_micro_batch"] or forward != lp_now:
+            ro["critic_max_tokens_per_micro_batch"] = critic_budget
+            if not stated:
+                notes.append(f"critic.ppo_max_token_len_per_gpu {critic_budget} (verl's default, not stated): read as"
+                             " rollout.critic_max_tokens_per_micro_batch")
+            if forward != critic_budget:
+                notes.append(f"critic.forward_max_token_len_per_gpu {forward}: the card has one critic budget; the"
+                             f" values pass is planned with critic.ppo_max_token_len_per_gpu {critic_budget}")
         if not mega and not get("critic.model.use_remove_padding", False):
             notes.append("critic.model.use_remove_padding false: verl's critic pads its micro-batches; the card plans"
                          " them packed as the actor's")

@@ -364,11 +364,18 @@ def _ppo(card: RunCard, notes: list[str]) -> list[str]:
                 o.append(f"critic.fsdp.ulysses_sequence_parallel_size={card.parallel.context_parallel}")
         o.append(f"critic.ppo_micro_batch_size_per_gpu={card.batch.micro_batch_size}")
         if ro.max_tokens_per_micro_batch is not None:
-            # the plan gives the critic the actor's budget; verl's own default is twice the actor's (ppo_trainer.yaml),
-            # and packs the critic's micro-batches only with use_remove_padding, off for the FSDP critic by default
+            # the critic's budget as the plan reads it (methods.rl.critic_token_budget: its own, else the actor's);
+            # verl's own default is twice the actor's (ppo_trainer.yaml l.160), so it is always written, and the
+            # values pass's critic.forward_max_token_len_per_gpu where it is not the update's (verl's default).
+            # verl packs the critic's micro-batches only with use_remove_padding, off for the FSDP critic by default
             # (verl/trainer/config/_generated_ppo_trainer.yaml l.432, critic/dp_critic.yaml l.44
             # @b178a3cd56f58b2d502255daba591e92833930a7; the Megatron critic's megatron.use_remove_padding is true)
-            o.append(f"critic.ppo_max_token_len_per_gpu={ro.max_tokens_per_micro_batch}")
+            from trainfit.methods.rl import critic_token_budget
+
+            c_update, c_values = critic_token_budget(card), critic_token_budget(card, values=True)
+            o.append(f"critic.ppo_max_token_len_per_gpu={c_update}")
+            if c_values is not None and c_values != c_update:
+                o.append(f"critic.forward_max_token_len_per_gpu={c_values}")
             if not mega:
                 o.append("critic.model.use_remove_padding=True")
     rm = reward_model(card)

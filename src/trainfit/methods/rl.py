@@ -345,6 +345,20 @@ def logprob_token_budget(card: RunCard) -> int | None:
     return ro.max_tokens_per_micro_batch if ro.logprob_micro_batch_size is None else None
 
 
+def critic_token_budget(card: RunCard, *, values: bool = False) -> int | None:
+    """Tokens per GPU of a critic micro-batch under dynamic batching, for its update or (``values``) its values
+    pass: ``rollout.critic_max_tokens_per_micro_batch`` for both (verl's ``critic.ppo_max_token_len_per_gpu``, with
+    ``critic.forward_max_token_len_per_gpu: ${critic.ppo_max_token_len_per_gpu}`` for the values pass,
+    verl/trainer/config/ppo_trainer.yaml l.159-161 @e0d035cd4a6a5c29835516a58d78710a28e73b18,
+    _generated_ppo_trainer.yaml l.446-448 @b178a3cd56f58b2d502255daba591e92833930a7). Unset, the actor's: the
+    update's ``max_tokens_per_micro_batch`` and the log-prob passes' budget (``logprob_token_budget``) for the values
+    pass, as the plan read them before the field existed (verl's own default is 32768, the card field's doc)."""
+    ro = card.rollout
+    if ro.critic_max_tokens_per_micro_batch is not None:
+        return ro.critic_max_tokens_per_micro_batch
+    return logprob_token_budget(card) if values else ro.max_tokens_per_micro_batch
+
+
 def rl_groups(
     card: RunCard,
     spec: ModelSpec,
@@ -476,7 +490,20 @@ def rl_groups(
         tr = forward_only_transient(rm_spec, sequences=mbs, seq_len=seq, chunked=chunked, gathered_units=_gathered(actor))
         peaks.append(PhasePeak(Phase.REWARD, trainer_resident | extras() | {"reward_pass": tr}, "reward model scores"))
     if critic is not None and critic_spec is not None:
-        tr = forward_only_transient(critic_spec, sequences=mbs, seq_len=seq, chunked=chunked, gathered_units=_gathered(critic))
+        c_mbs, c_seq = mbs, seq
+        if ro.critic_max_tokens_per_micro_batch is not None:
+            # the critic's own budget (critic_token_budget): one packed row, at most the rank's share, as above
+            from trainfit.plan.walk import rl_rank_sequences
+
+            c_budget = ro.critic_max_tokens_per_micro_batch
+            c_share = -(-rl_rank_sequences(card, update=False) * (ro.prompt_len + ro.response_len)
+                        // card.parallel.context_parallel)
+            c_mbs, c_seq = 1, min(c_budget, c_share)
+            notes.append(f"critic values pass: packed micro-batches of at most {c_seq} tokens per GPU (the critic's"
+                         " budget, rollout.critic_max_tokens_per_micro_batch"
+                         + (f"; the rank's whole share under the budget of {c_budget})" if c_share < c_budget else ")"))
+        tr = forward_only_transient(critic_spec, sequences=c_mbs, seq_len=c_seq, chunked=chunked,
+                                    gathered_units=_gathered(critic))
         peaks.append(PhasePeak(Phase.CRITIC_VALUE, trainer_resident | extras() | {"value_pass": tr}, "critic values"))
     names = {Phase.FORWARD: Phase.ACTOR_FORWARD, Phase.BACKWARD: Phase.ACTOR_BACKWARD,
              Phase.OPTIMIZER_STEP: Phase.ACTOR_OPTIMIZER_STEP}

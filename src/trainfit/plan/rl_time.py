@@ -497,7 +497,7 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
 
     # verl dynamic batching (rollout.max_tokens_per_micro_batch / logprob_max_tokens_per_micro_batch): micro-batch
     # counts from the token budget, the largest of the data-parallel ranks (dynamic_micro_batches)
-    from trainfit.methods.rl import logprob_token_budget
+    from trainfit.methods.rl import critic_token_budget, logprob_token_budget
 
     lp_budget = logprob_token_budget(card)
     up_budget = ro.max_tokens_per_micro_batch
@@ -508,8 +508,10 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
                      f" each rank runs the largest count of the {dp_ranks} data-parallel ranks"
                      " (plan.rl_time.dynamic_micro_batches)")
 
-    def forward_pass(name: str, pspec: ModelSpec, adapter=None, sequences: int = seqs) -> PhaseTime:
-        # ``sequences``: the step's sequences this pass runs (the reward model scores every generated one)
+    def forward_pass(name: str, pspec: ModelSpec, adapter=None, sequences: int = seqs,
+                     budget: int | None = lp_budget) -> PhaseTime:
+        # ``sequences``: the step's sequences this pass runs (the reward model scores every generated one);
+        # ``budget``: its token budget per GPU under dynamic batching (the critic's values pass has its own)
         p_ = card.parallel
         rows = lp_rows if sequences == seqs else _pipeline_packing(
             card, row_tokens=ro.packed_logprob_row_tokens, sequences=sequences, prompt_tokens=prompt,
@@ -528,10 +530,10 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
         if rows is not None:  # NeMo RL packed rows under pipeline parallel (pipeline_packed_rows)
             micro, lp_mbs, rank_seq = rows[0], 1, max(1, rows[1] // cp)
             context = seq_len  # attention runs per sequence inside the row (THD), the mean sequence's span
-        if lp_budget is not None and packed:
+        if budget is not None and packed:
             # verl dynamic batching: the largest rank's micro-batch count, each a packed row of total / count tokens
             counts = dynamic_micro_batches(sequences=rank_seqs, token_mean=seq_len, token_std=spread,
-                                           budget_tokens=lp_budget * cp, data_parallel=dp_ranks)
+                                           budget_tokens=budget * cp, data_parallel=dp_ranks)
             return _weighted(name, [(pr, timed(k, 1, max(1, round(rank_seqs * seq_len / k) // cp), seq_len))
                                     for k, pr in counts])
         return timed(micro, lp_mbs, rank_seq, context)
@@ -599,7 +601,14 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
                                                shard_ranks=_hsdp_shard_of(card, sharding) or train_gpus))
     cspec = critic_spec_of(card, spec)
     if cspec is not None:
-        phases.append(forward_pass("critic_values", cspec, adapter))
+        # the critic's values pass under its own budget when the card gives one (methods.rl.critic_token_budget:
+        # verl's critic.forward_max_token_len_per_gpu, by default its ppo_max_token_len_per_gpu)
+        c_values_budget = critic_token_budget(card, values=True)
+        if ro.critic_max_tokens_per_micro_batch is not None and packed:
+            notes.append(f"critic: dynamic batching under its own budget, packed micro-batches of at most"
+                         f" {c_values_budget} tokens per GPU in the values pass and the update"
+                         " (rollout.critic_max_tokens_per_micro_batch)")
+        phases.append(forward_pass("critic_values", cspec, adapter, budget=c_values_budget))
     rm_id = reward_model(card)
     if rm_id not in (None, "rule", "none"):
         from trainfit.catalog.models import resolve_model
@@ -630,22 +639,31 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
     # dynamic batching (dynamic_micro_batches) over a packed row of the rank's tokens / count
     shapes = [(ga, 1.0, mbs, update_len, update_context)]
     dynamic = up_budget is not None and packed and rows is None
+    rank_seqs = ceil(seqs_per_gpu * replica / ro.mini_batches)
+
+    def budget_shapes(budget: int) -> list[tuple[int, float, int, int, int]]:
+        counts_ = dynamic_micro_batches(sequences=rank_seqs, token_mean=seq_len, token_std=spread,
+                                        budget_tokens=budget * card.parallel.context_parallel,
+                                        data_parallel=dp_ranks)
+        return [(k, pr, 1, max(1, round(rank_seqs * seq_len / k)), seq_len) for k, pr in counts_]
+
+    critic_shapes = shapes
     if dynamic:
-        rank_seqs = ceil(seqs_per_gpu * replica / ro.mini_batches)
-        counts = dynamic_micro_batches(sequences=rank_seqs, token_mean=seq_len, token_std=spread,
-                                       budget_tokens=up_budget * card.parallel.context_parallel,
-                                       data_parallel=dp_ranks)
-        shapes = [(k, pr, 1, max(1, round(rank_seqs * seq_len / k)), seq_len) for k, pr in counts]
+        shapes = budget_shapes(up_budget)
+        counts = [(k, pr) for k, pr, *_ in shapes]
+        critic_shapes = shapes
+        if ro.critic_max_tokens_per_micro_batch is not None:  # the critic's own budget (critic_token_budget)
+            critic_shapes = budget_shapes(critic_token_budget(card))
         expected = sum(k * pr for k, pr in counts)
         notes.append(f"update: dynamic batching, {rank_seqs} sequence(s) of {seq_len} tokens per data-parallel rank"
                      f" and optimizer step in packed micro-batches of at most {up_budget} tokens per GPU; the largest"
                      f" count of the {dp_ranks} ranks, {expected:.2f} expected ("
                      + ", ".join(f"{k}: {pr:.0%}" for k, pr in counts) + ")")
 
-    def update(name: str, pspec: ModelSpec):
+    def update(name: str, pspec: ModelSpec, shapes_=shapes):
         timed = [(pr, training_time(card, pspec, r, ranks=train_gpus, gpus_per_node=per_node, micro_batch_size=b,
                                     seq_len=length, micro_steps=k, work_cv=work_cv, attention_context=context))
-                 for k, pr, b, length, context in shapes]
+                 for k, pr, b, length, context in shapes_]
         phase = _weighted(name, [(pr, _phase(name, t.total_s * opt_steps, t.bound,
                                              **{p.name: p.seconds * opt_steps for p in t.phases}))
                                  for pr, t in timed])
@@ -654,7 +672,7 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
     actor_phase, actor = update("actor_update", spec)
     phases.append(actor_phase)
     if cspec is not None:
-        phases.append(update("critic_update", cspec)[0])
+        phases.append(update("critic_update", cspec, critic_shapes)[0])
     if not dynamic:
         notes.append(f"{opt_steps} optimizer step(s) per RL step (rollout.mini_batches x num_iterations),"
                      f" {ga} micro-batch(es) of {mbs} sequence(s) each")

@@ -133,9 +133,13 @@ def rl_rank_sequences(card: RunCard, *, update: bool) -> int:
     return per_gpu * card.parallel.model_parallel
 
 
-def rl_budget_row(card: RunCard) -> tuple[int, int, str] | None:
+def rl_budget_row(card: RunCard, *, critic: bool = False) -> tuple[int, int, str] | None:
     """(row tokens, sequences per row, note) of the actor's update micro-batch under a token budget
-    (``rollout.max_tokens_per_micro_batch``, verl's ``use_dynamic_bsz``); None without one.
+    (``rollout.max_tokens_per_micro_batch``, verl's ``use_dynamic_bsz``); None without one. ``critic``: the
+    critic's update under its own budget (``methods.rl.critic_token_budget``: ``rollout.critic_max_tokens_per_micro_batch``,
+    verl's ``critic.ppo_max_token_len_per_gpu``, else the actor's), formed the same way (verl's critic calls
+    ``rearrange_micro_batches`` with its budget x Ulysses size, verl/workers/critic/dp_critic.py
+    @e0d035cd4a6a5c29835516a58d78710a28e73b18).
 
     verl packs a micro-batch's sequences without padding into one row (``use_remove_padding``: flash-attn's
     ``unpad_input`` and ``cu_seqlens``, volcengine/verl verl/workers/actor/dp_actor.py l.80-97
@@ -149,7 +153,14 @@ def rl_budget_row(card: RunCard) -> tuple[int, int, str] | None:
     the budget (the card refuses one, ``spec.card._check_token_budget``), so a micro-batch never holds more than
     that. The balancing may put a few tokens over the budget in one micro-batch (balanced partitions, not a
     capacity constraint); not planned."""
-    budget = card.rollout.max_tokens_per_micro_batch
+    if critic:
+        from trainfit.methods.rl import critic_token_budget
+
+        budget, key = critic_token_budget(card), ("critic_max_tokens_per_micro_batch"
+                                                 if card.rollout.critic_max_tokens_per_micro_batch is not None
+                                                 else "max_tokens_per_micro_batch")
+    else:
+        budget, key = card.rollout.max_tokens_per_micro_batch, "max_tokens_per_micro_batch"
     if budget is None:
         return None
     p = card.parallel
@@ -163,7 +174,8 @@ def rl_budget_row(card: RunCard) -> tuple[int, int, str] | None:
         align = 1
     row = -(-row // align) * align
     capped = share < budget * p.context_parallel
-    return row, 1, (f"rollout.max_tokens_per_micro_batch {budget}: the update's micro-batch planned as one packed row"
+    return row, 1, (f"rollout.{key} {budget}: the {'critic' if critic else 'update'}'s micro-batch planned as one"
+                    " packed row"
                     f" of {row} tokens" + (f" over {p.context_parallel} context-parallel ranks" if p.context_parallel > 1
                                            else "")
                     + (f", the rank's whole share of a mini-batch ({rl_rank_sequences(card, update=True)} sequence(s)"
@@ -205,6 +217,12 @@ def walk_rl(card: RunCard, spec: ModelSpec, gpu: GpuSpec):
     layout, par_notes = prepare(actor_card, spec, train_gpus, actor_card.batch.seq_len)
     par_notes = par_notes + ([pad_note] if pad_note else [])
     cspec = critic_spec_of(card, spec)
+    # the critic's update micro-batch: its own budget when the card gives one (rl_budget_row(critic=True)), else
+    # the actor's card
+    critic_card, critic_note = actor_card, None
+    if cspec is not None and card.rollout.critic_max_tokens_per_micro_batch is not None:
+        c_seq, c_mbs, critic_note = rl_budget_row(card, critic=True)
+        critic_card = card_with(actor_card, batch__seq_len=c_seq, batch__micro_batch_size=c_mbs)
     ranks = None
     if layout.trivial:
         sharding = make_sharding(strategy=card.parallel.strategy, gpus_per_node=per_node, nodes=t_nodes,
@@ -213,18 +231,18 @@ def walk_rl(card: RunCard, spec: ModelSpec, gpu: GpuSpec):
         actor, host, notes = step_terms(actor_card, spec, sharding)
         if budget_row is not None:  # the update's micro-batch under the budget, said as the split layouts say it
             notes = [*notes, budget_row[2]]
-        critic = step_terms(actor_card, cspec, sharding)[0] if cspec is not None else None
+        critic = step_terms(critic_card, cspec, sharding)[0] if cspec is not None else None
     else:
         # the actor's (and critic's) worst rank stands for the training group's GPUs
         if cspec is not None:
             # the critic is split like the actor (the card's one layout): it must fit its own depth
             from trainfit.memory.parallel import check_layout
 
-            check_layout(actor_card, cspec, layout, actor_card.batch.seq_len)
+            check_layout(critic_card, cspec, layout, critic_card.batch.seq_len)
         sharding = parallel_sharding(actor_card, layout, train_gpus_per_node=per_node)
         ranks = walk_stages(actor_card, spec, gpu, sharding, layout)
         actor, host, notes = ranks.terms, dict(ranks.host), list(par_notes)
-        critic = walk_stages(actor_card, cspec, gpu, sharding, layout).terms if cspec is not None else None
+        critic = walk_stages(critic_card, cspec, gpu, sharding, layout).terms if cspec is not None else None
         notes.append(f"RL with model parallelism: the training group's phases are those of the actor's worst rank"
                      f" {ranks.coords}; frozen passes reuse its shard")
     frozen_divisor: float = sharding.weights_divisor
@@ -238,6 +256,8 @@ def walk_rl(card: RunCard, spec: ModelSpec, gpu: GpuSpec):
         weights_divisor=frozen_divisor,
     )
     host.update(host2)
+    if critic_note is not None:
+        notes = [*notes, critic_note]
     out = []
     for g in groups:
         phases = phase_results(g.peaks, spec=spec, sharding=sharding, card=card, capacity=gpu.memory_bytes,

@@ -710,6 +710,16 @@ class RolloutSection(_Section):
         " rollout.log_prob_max_token_len_per_gpu / ref.log_prob_max_token_len_per_gpu). Default: max_tokens_per_micro_batch"
         " (verl's config interpolates the actor's budget) unless logprob_micro_batch_size is given (fixed log-prob"
         " micro-batches, verl log_prob_use_dynamic_bsz false).")
+    critic_max_tokens_per_micro_batch: int | None = Field(
+        None, ge=1, le=100_000_000, description="PPO with a token budget: the critic's own budget per GPU, for its"
+        " update and its values pass (verl critic.ppo_max_token_len_per_gpu; critic.forward_max_token_len_per_gpu,"
+        " the values pass's, defaults to it). null: the actor's max_tokens_per_micro_batch for the update and the"
+        " log-prob passes' budget for the values pass, as planned before this field. verl's own default is 32768,"
+        " twice the actor's 16384 (verl/trainer/config/ppo_trainer.yaml l.160 @e0d035cd4a6a5c29835516a58d78710a28e73b18,"
+        " _generated_ppo_trainer.yaml l.447-448 @b178a3cd56f58b2d502255daba591e92833930a7), so a verl run that does"
+        " not state it plans with 32768 here. verl's critic.use_dynamic_bsz follows the actor's switch by default"
+        " (l.159 / l.446 there); the card has one switch, the actor's budget: a critic budget needs"
+        " max_tokens_per_micro_batch.")
     num_iterations: int = Field(1, ge=1, le=1000, description="Updates per generated batch (GRPO mu); > 1 adds an old-policy log-prob pass.")
     recompute_old_logprobs: bool | None = Field(
         None, description="The trainer recomputes the old policy's log-probs in a forward pass every step (SkyRL,"
@@ -1070,9 +1080,18 @@ def _check_token_budget(card: RunCard) -> None:
     @e0d035cd4a6a5c29835516a58d78710a28e73b18), packed passes only, and
     not with another framework's packed rows."""
     ro = card.rollout
-    keys = [k for k in ("max_tokens_per_micro_batch", "logprob_max_tokens_per_micro_batch") if getattr(ro, k) is not None]
+    keys = [k for k in ("max_tokens_per_micro_batch", "logprob_max_tokens_per_micro_batch",
+                        "critic_max_tokens_per_micro_batch") if getattr(ro, k) is not None]
     if not keys:
         return
+    if ro.critic_max_tokens_per_micro_batch is not None:
+        if card.method is not Method.PPO:
+            raise ValueError("rollout.critic_max_tokens_per_micro_batch: the PPO critic's token budget; method is"
+                             f" '{card.method.value}'; allowed with it: null")
+        if ro.max_tokens_per_micro_batch is None:
+            raise ValueError("rollout.critic_max_tokens_per_micro_batch: the critic's budget under verl's dynamic"
+                             " batching, whose switch the card reads from the actor's budget; with"
+                             " rollout.max_tokens_per_micro_batch null; allowed: that budget set as well, or this one null")
     if card.method not in (Method.PPO, Method.GRPO):
         raise ValueError(f"rollout.{keys[0]}: a token budget for the RL log-prob and update passes; method is"
                          f" '{card.method.value}'; allowed with it: null")

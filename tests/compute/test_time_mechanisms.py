@@ -17,7 +17,7 @@ from trainfit.compute.gemm import gemm_bound, gemm_seconds, wave_efficiency
 from trainfit.compute.inventory import Adapter, step_inventory
 from trainfit.compute.optimizer_time import optimizer_seconds
 from trainfit.compute.rates import GemmPoint, default_rates
-from trainfit.compute.training import OptimizerSpec, Parallel, train_step_time
+from trainfit.compute.training import OptimizerSpec, Parallel, lockstep_wait_seconds, train_step_time
 from trainfit.memory.params import linear_groups
 
 H200 = default_rates(resolve_gpu("h200"))
@@ -220,6 +220,27 @@ def test_the_slowest_of_r_gpus_sets_the_pace():
     one = train_step_time(QWEN8, **kw)
     eight = train_step_time(QWEN8, parallel=Parallel(strategy="fsdp", ranks=8, gpus_per_node=8), **kw)
     assert "slowest_rank" not in {p.name for p in one.phases}
+    # device-bound (8 x 2048 tokens a micro-batch): the slowest GPU adds the excess of the device time
+    big = train_step_time(QWEN8, parallel=Parallel(strategy="fsdp", ranks=8, gpus_per_node=8),
+                          **dict(kw, micro_batch_size=8))
+    wait = next(p for p in big.phases if p.name == "slowest_rank")
+    device = sum(p.terms["gemm"] + p.terms["attention"] + p.terms["memory_bound"] for p in big.phases
+                 if p.name in ("forward", "backward"))
+    compute = sum(p.seconds for p in big.phases if p.name in ("forward", "backward"))
+    assert device == pytest.approx(compute)
+    assert wait.seconds == pytest.approx(coll.slowest_rank_excess(ranks=8) * device)
+    # launch-bound (one 2048-token sequence): the GPU's slack behind the host absorbs the speed spread
     wait = next(p for p in eight.phases if p.name == "slowest_rank")
+    device = sum(p.terms["gemm"] + p.terms["attention"] + p.terms["memory_bound"] for p in eight.phases
+                 if p.name in ("forward", "backward"))
     compute = sum(p.seconds for p in eight.phases if p.name in ("forward", "backward"))
-    assert wait.seconds == pytest.approx(coll.slowest_rank_excess(ranks=8) * compute)
+    assert device < compute
+    assert wait.seconds == pytest.approx(max(0.0, device * (1 + coll.slowest_rank_excess(ranks=8)) - compute))
+    assert wait.seconds < coll.slowest_rank_excess(ranks=8) * device
+
+
+def test_the_lockstep_wait_is_the_slowest_gpus_device_time_beyond_the_host_paced_time():
+    assert lockstep_wait_seconds(device_s=1.0, paced_s=1.0, excess=0.1) == pytest.approx(0.1)
+    assert lockstep_wait_seconds(device_s=1.0, paced_s=1.05, excess=0.1) == pytest.approx(0.05)
+    assert lockstep_wait_seconds(device_s=1.0, paced_s=2.0, excess=0.1) == 0.0
+    assert lockstep_wait_seconds(device_s=1.0, paced_s=1.0, excess=0.0) == 0.0

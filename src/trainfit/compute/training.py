@@ -735,19 +735,24 @@ def train_step_time(
     world = max(1, parallel.ranks) * mp.tp * mp.pp
     excess = coll.slowest_rank_excess(ranks=world)
     if excess:
+        # the spread is the GPUs' (clocks, thermals): the slowest GPU's device time sets the pace only where it
+        # outlasts the micro-step's host-paced time; a launch-bound pass's GPU slack absorbs it. The syncs' round
+        # trips (``sync_s``) are serial, no slack (lockstep_wait_seconds)
         micro = fwd.seconds + rec.seconds + bwd.seconds
-        compute = micro * micro_steps
+        paced = micro - sum(p.sync_s for p in (fwd, rec, bwd))
+        device = sum(p.gemm_s + p.attention_s + p.memory_s for p in (fwd, rec, bwd))
+        speed = micro_steps * lockstep_wait_seconds(device_s=device, paced_s=paced, excess=excess)
         terms = {"ranks": world, "excess": excess}
         uneven = 0.0
         if work_cv > 0 and parallel.ranks > 1:
             # the slowest rank's device time with its extra tokens, beyond what the speed spread already adds
             both = coll.lockstep_excess(ranks=world, data_ranks=parallel.ranks, work_cv=work_cv)
-            device = sum(p.gemm_s + p.attention_s + p.memory_s for p in (fwd, rec, bwd))
-            uneven = micro_steps * max(0.0, device * (1 + both) - micro * (1 + excess))
+            uneven = micro_steps * lockstep_wait_seconds(device_s=device, paced_s=paced, excess=both) - speed
             terms.update(work_cv=work_cv, uneven_work=uneven)
-        phases.append(PhaseTime("slowest_rank", excess * compute + uneven, "compute", terms))
-        notes.append(f"lockstep: the slowest of {world} GPUs sets the pace, +{excess:.1%} of the compute"
-                     f" (per-GPU speed spread {coll.SLOWEST_RANK_SIGMA:.0%}, compute/collectives.py)"
+        phases.append(PhaseTime("slowest_rank", speed + uneven, "compute", terms))
+        notes.append(f"lockstep: the slowest of {world} GPUs sets the pace, its device time +{excess:.1%}"
+                     f" (per-GPU speed spread {coll.SLOWEST_RANK_SIGMA:.0%}, compute/collectives.py),"
+                     f" +{speed:.3f} s beyond the host-paced passes"
                      + (f"; unequal micro-batches (tokens spread {work_cv:.1%} across ranks) +{uneven:.3f} s"
                         if work_cv > 0 and parallel.ranks > 1 else ""))
     if scan_syncs > 0:
@@ -781,6 +786,16 @@ def train_step_time(
                      f" the compute stream, {copy_s:.3f} s (fsdp1's flat parameters have none)")
     total = sum(p.seconds for p in phases)
     return TrainStepTime(tuple(phases), total, float(micro_batch_size * seq_len * micro_steps), tuple(notes))
+
+
+def lockstep_wait_seconds(*, device_s: float, paced_s: float, excess: float) -> float:
+    """Seconds the slowest of the ranks in lockstep adds to a micro-step whose GPU work takes ``device_s`` on one
+    GPU and whose passes take ``paced_s`` (the larger of their host and device time, less the syncs' round trips):
+    that GPU's work is ``device_s · (1 + excess)`` (``collectives.slowest_rank_excess`` / ``lockstep_excess``), and
+    it sets the pace only beyond ``paced_s``: ``max(0, device_s · (1 + excess) − paced_s)``. A device-bound step
+    (``paced_s == device_s``) waits ``excess · device_s``; a launch-bound one, whose GPU idles behind the host's
+    launches, waits only for what its slack does not absorb."""
+    return max(0.0, device_s * (1.0 + excess) - paced_s)
 
 
 def token_scan_seconds(*, syncs: float, rates: DeviceRates) -> float:

@@ -269,6 +269,26 @@ strict xfail (``tests/compute/test_engine_host_per_sequence_evidence.py``). The 
 1.4 % CPU for the 1.5B / 3B runs (about one core of a many-core host busy; "all requests are sent at once"), so
 they may measure a frontend bound on one Python process rather than the engine core.
 
+**The split by output path, evaluated and not kept.** The core's per-sequence cost taken from the output path
+instead: ``final_only`` (``LLM.generate``; by default every in-process engine) at the published #10634 gap, (5.5 -
+0.58) ms / 256 = 19.2 us (https://github.com/vllm-project/vllm/issues/10634, 2024-11-25, read 2026-12-03), and
+``cumulative`` (``AsyncLLM``) at the fitted 80 us (fitted on the fit half, above), with ``FRONTEND_S_PER_STEP``
+refitted alone on the fit half (RL step and RL generation-phase rows, 45 fit / 59 held out; the other host constants
+as they are), 0 / 1 / 2 / 3 / 4 / 5 / 6 / 8 / 10 / 12 ms: fit-half median |error| 22.20 / 20.70 / 19.42 / 16.67 /
+16.67 / 17.65 / 16.74 / 18.17 / 18.30 / 18.67 %, 3 and 4 ms tied, broken by the fit half's mean (21.77 / 20.79 %):
+4 ms. Against the model as it is (80 us for every V1 engine, 2 ms): fit half 15.61 -> 16.67 %, held-out half median
+14.08 -> 14.08 %, mean 19.72 -> 20.23 %, the generation subset's median 16.67 -> 16.67 %, the RL steps' 14.78 ->
+15.31 %; no value of the grid keeps both subsets (10 ms: RL steps 14.67 %, generation 23.17 %). The rows it moves
+are NeMo RL's synchronous ones: its on-policy v0.4-v0.6 step rows, already planned short at 80 us, go 8-18 pt
+shorter (v0.4 Qwen3-30B-A3B on 32 H100 -15.0 -> -33.3 %, v0.5 Llama-3.1-8B on 8 GB200 -19.3 -> -28.8 %), the v0.3
+blog's Qwen3-30B-A3B generation +10.9 -> -11.3 %; so NeMo RL's synchronous path also pays more than 19.2 us per
+sequence-step at its batches. Nor is the output path a mechanism of the core: vLLM 0.9.0's engine core emits an
+``EngineCoreOutput`` for every request that sampled a token, every step (``update_from_output``,
+``vllm/v1/core/sched/scheduler.py`` l.797-811 of the wheel, https://pypi.org/project/vllm/0.9.0/) and reads no
+``output_kind``; only the frontend's ``OutputProcessor`` does (``vllm/v1/engine/output_processor.py`` l.154-158),
+and the #10634 gap was itself measured on ``AsyncLLM`` (after PR #9826: the multi-process side, not
+``LLM.generate``). So 80 us stays for every V1 engine.
+
 Earlier fits (one per-sequence constant for every engine): ``ENGINE_S_PER_SEQUENCE``, ``FRONTEND_S_PER_STEP`` and the
 frontend's per-sequence part were fitted together on the fit half, 18 fit / 28 held out then: best 80 us, 8 ms and
 0 us (fit half 29.1 % -> 16.5 %, held-out half 33.7 % -> 15.4 %).

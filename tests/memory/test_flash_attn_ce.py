@@ -47,17 +47,13 @@ def test_closed_form_per_logit():
     assert softcap.backward_peak - b.backward_peak == 2 * E
 
 
-def _emulated_step(*, inplace: bool, kept: bool) -> tuple[int, int, int, int]:
-    """(base, forward peak, live after forward, backward peak) bytes of lm_head + llm-foundry's loss with the
-    emulated flash-attn function, hidden trained, the head frozen."""
-    torch = pytest.importorskip("torch")
-    from torch._subclasses.fake_tensor import FakeTensorMode
-
-    from trainfit.trace.tracker import FastTracker
+def _flash_ce_function(torch):
+    """An autograd function with the tensors of flash-attn's triton cross-entropy
+    (flash_attn.ops.triton.cross_entropy: ``CrossEntropyLoss`` / ``cross_entropy_loss``), no kernel: fp32 losses,
+    lse and z-losses per row, the logits saved, and the logits' gradient written into them when
+    ``inplace_backward``."""
 
     class _FlashCE(torch.autograd.Function):
-        """flash_attn.ops.triton.cross_entropy.CrossEntropyLoss's tensors, no kernel."""
-
         @staticmethod
         def forward(ctx, logits, labels, inplace_backward):
             n_rows, _ = logits.shape
@@ -74,6 +70,19 @@ def _emulated_step(*, inplace: bool, kept: bool) -> tuple[int, int, int, int]:
             logits, _lse, _labels = ctx.saved_tensors
             dlogits = logits if ctx.inplace_backward else torch.empty_like(logits)
             return dlogits, None, None
+
+    return _FlashCE
+
+
+def _emulated_step(*, inplace: bool, kept: bool) -> tuple[int, int, int, int]:
+    """(base, forward peak, live after forward, backward peak) bytes of lm_head + llm-foundry's loss with the
+    emulated flash-attn function, hidden trained, the head frozen."""
+    torch = pytest.importorskip("torch")
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    from trainfit.trace.tracker import FastTracker
+
+    _FlashCE = _flash_ce_function(torch)
 
     def loss_fn(logits, targets):  # flash_attn.losses.cross_entropy.CrossEntropyLoss(reduction='none') + foundry's mean
         losses, _z = _FlashCE.apply(logits.view(-1, logits.size(-1)), targets.view(-1), inplace)
@@ -201,25 +210,7 @@ def _verl_actor_step(*, inplace: bool, copy: bool = False) -> tuple[int, int, in
 
     from trainfit.trace.tracker import FastTracker
 
-    class _FlashCE(torch.autograd.Function):
-        """flash_attn.ops.triton.cross_entropy.cross_entropy_loss's tensors, no kernel."""
-
-        @staticmethod
-        def forward(ctx, logits, labels, inplace_backward):
-            n_rows, _ = logits.shape
-            losses = torch.empty(n_rows, dtype=torch.float, device=logits.device)
-            lse = torch.empty(n_rows, dtype=torch.float, device=logits.device)
-            z_losses = torch.empty(n_rows, dtype=torch.float, device=logits.device)
-            ctx.save_for_backward(logits, lse, labels)
-            ctx.mark_non_differentiable(z_losses)
-            ctx.inplace_backward = inplace_backward
-            return losses, z_losses
-
-        @staticmethod
-        def backward(ctx, grad_losses, grad_z_losses):
-            logits, _lse, _labels = ctx.saved_tensors
-            dlogits = logits if ctx.inplace_backward else torch.empty_like(logits)
-            return dlogits, None, None
+    _FlashCE = _flash_ce_function(torch)
 
     def forward_micro_batch(hidden, weight, labels):
         output = {"logits": torch.nn.functional.linear(hidden, weight)}  # (1, total_nnz, vocab)

@@ -39,6 +39,7 @@ from typing import Any
 
 from trainfit.calibration.apply import rates_for
 from trainfit.calibration.file import Calibration
+from trainfit.calibration.records import MedianLogErrors
 from trainfit.errors import CardError
 
 PHASES_KEY = "phases_s"
@@ -54,7 +55,7 @@ PredictGeneration = Callable[[Any, Calibration | None], float | None]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
-class EngineFit:
+class EngineFit(MedianLogErrors):
     """What the engine fit found for one GPU kind. Errors are median ``|log(planned/measured)|`` of the generation."""
 
     gpu_id: str
@@ -65,15 +66,6 @@ class EngineFit:
     fitted: tuple[str, ...]
     """The DeviceRates fields written (the records' generation depends on them)."""
     notes: tuple[str, ...] = ()
-
-    @property
-    def median_error_before(self) -> float:
-        """As a fraction: exp(median |log ratio|) - 1."""
-        return math.expm1(self.median_log_error_before)
-
-    @property
-    def median_error_after(self) -> float:
-        return math.expm1(self.median_log_error_after)
 
 
 def generation_of(record: dict[str, Any], at: str) -> float | None:

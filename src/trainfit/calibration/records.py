@@ -67,8 +67,26 @@ class RunRecord:
     """Measured seconds of the generation phase per step (RL records, ``record.phases_s.generation``)."""
 
 
+class MedianLogErrors:
+    """``median_error_before`` / ``_after`` as fractions, for a fit report holding ``median_log_error_before`` /
+    ``_after`` (median ``|log(predicted/measured)|``): the step-time fit's and the engine fit's (``engine.EngineFit``)."""
+
+    __slots__ = ()
+    median_log_error_before: float
+    median_log_error_after: float
+
+    @property
+    def median_error_before(self) -> float:
+        """As a fraction: exp(median |log ratio|) - 1."""
+        return math.expm1(self.median_log_error_before)
+
+    @property
+    def median_error_after(self) -> float:
+        return math.expm1(self.median_log_error_after)
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
-class RecordFit:
+class RecordFit(MedianLogErrors):
     """What the fit found for one GPU kind. Errors are median ``|log(predicted/measured)|``."""
 
     gpu_id: str
@@ -80,15 +98,6 @@ class RecordFit:
     fitted: tuple[str, ...]
     """The DeviceRates fields written (a factor the step time ignores is not)."""
     notes: tuple[str, ...] = ()
-
-    @property
-    def median_error_before(self) -> float:
-        """As a fraction: exp(median |log ratio|) - 1."""
-        return math.expm1(self.median_log_error_before)
-
-    @property
-    def median_error_after(self) -> float:
-        return math.expm1(self.median_log_error_after)
 
 
 def is_record_data(data: Any) -> bool:

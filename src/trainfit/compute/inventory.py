@@ -925,24 +925,19 @@ def step_inventory(
              kernels=work.forward_kernels * n_moe)
         part("moe_act", bytes_=SWIGLU_BYTES * rows * moe.expert_intermediate_size * n_moe,
              kernels=SWIGLU_KERNELS * n_moe)
+        layer_eager = None
         if megatron_experts and not expert_loop:  # gpt-oss under Megatron-Core: eager clamp and bias loop
-            eager_moe = moe_time.megatron_expert_elementwise(
+            layer_eager = moe_time.megatron_expert_elementwise(
                 rows=rows, hidden=h, expert_width=moe.expert_intermediate_size, local_experts=moe.num_experts,
                 clamped_glu=moe.clamped_glu, expert_bias=moe.expert_bias)
-            eager_moe = moe_time.MoeLayerWork(eager_moe.forward_bytes * n_moe, eager_moe.backward_bytes * n_moe,
-                                              eager_moe.forward_kernels * n_moe, eager_moe.backward_kernels * n_moe)
-            fq_b += eager_moe.forward_bytes
-            part("moe", bytes_=eager_moe.forward_bytes, kernels=eager_moe.forward_kernels)
-            bq_b += eager_moe.backward_bytes
-            fq_k += eager_moe.forward_kernels
-            bq_k += eager_moe.backward_kernels
-        if expert_streams and not megatron_experts and not expert_loop and moe.expert_bias:
+        elif expert_streams and not expert_loop and moe.expert_bias:
             # gpt-oss under NeMo Automodel's GroupedExpertsDeepEP: the per-expert bias loops after both grouped GEMMs
-            eager_moe = moe_time.automodel_expert_bias_elementwise(
+            layer_eager = moe_time.automodel_expert_bias_elementwise(
                 rows=rows, hidden=h, expert_width=moe.expert_intermediate_size, local_experts=moe.num_experts,
                 probs_grad=expert_bias_probs_grad)
-            eager_moe = moe_time.MoeLayerWork(eager_moe.forward_bytes * n_moe, eager_moe.backward_bytes * n_moe,
-                                              eager_moe.forward_kernels * n_moe, eager_moe.backward_kernels * n_moe)
+        if layer_eager is not None:  # every MoE layer's eager elementwise work, outside the fused factor
+            eager_moe = moe_time.MoeLayerWork(layer_eager.forward_bytes * n_moe, layer_eager.backward_bytes * n_moe,
+                                              layer_eager.forward_kernels * n_moe, layer_eager.backward_kernels * n_moe)
             fq_b += eager_moe.forward_bytes
             part("moe", bytes_=eager_moe.forward_bytes, kernels=eager_moe.forward_kernels)
             bq_b += eager_moe.backward_bytes

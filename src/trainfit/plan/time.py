@@ -522,6 +522,8 @@ def training_time(
                       else coll.DDP_BUCKET_BYTES)
     packed_context, causal_skip, packed_note = packed_attention(card, eager=eager, seq_len=seq_len)
     kernel, kernel_note = attention_kernel_of(card, rates, eager=eager)
+    rope_samples = rope_loop_samples_of(card, micro_batch_size=micro_batch_size, seq_len=seq_len)
+    a2a = a2a_thd_sequences_of(card, micro_batch_size=micro_batch_size, seq_len=seq_len)
     t = train_step_time(
         shard, rates=rates, micro_batch_size=micro_batch_size, seq_len=max(1, seq_len // cp), micro_steps=micro_steps,
         adapter=adapter_of(card, spec), eager_attention=eager, gradient_checkpointing=par.gradient_checkpointing,
@@ -552,12 +554,11 @@ def training_time(
         loss_sequences=micro_batch_size * (seq_len / attention_context if attention_context else 1.0),
         # the loop's element-by-element reads walk the whole (unsharded) micro-batch (loop.token_scan_syncs)
         scan_syncs=card.loop.token_scan_syncs * max(0, micro_batch_size * seq_len - 1),
-        rope_loop_samples=rope_loop_samples_of(card, micro_batch_size=micro_batch_size, seq_len=seq_len),
+        rope_loop_samples=rope_samples,
         rope_loop_context_parallel=cp,
-        a2a_thd_sequences=a2a_thd_sequences_of(card, micro_batch_size=micro_batch_size, seq_len=seq_len),
+        a2a_thd_sequences=a2a,
     )
-    rope_note = rope_loop_note(card, micro_batch_size=micro_batch_size, seq_len=seq_len)
-    a2a = a2a_thd_sequences_of(card, micro_batch_size=micro_batch_size, seq_len=seq_len)
+    rope_note = rope_loop_note(rope_samples)
     a2a_note = (f"a2a context parallel on packed rows: Transformer Engine reorders {a2a:.1f} sequences' chunks around"
                 " every attention all-to-all in a Python list, with host syncs (compute.inventory.te_a2a_thd_reorders)"
                 if a2a else None)
@@ -587,9 +588,8 @@ def a2a_thd_sequences_of(card: RunCard, *, micro_batch_size: int, seq_len: int) 
     return micro_batch_size * seq_len / b.packed_sample_tokens
 
 
-def rope_loop_note(card: RunCard, *, micro_batch_size: int, seq_len: int) -> str | None:
-    """The plan's note for ``rope_loop_samples_of``."""
-    n = rope_loop_samples_of(card, micro_batch_size=micro_batch_size, seq_len=seq_len)
+def rope_loop_note(n: float) -> str | None:
+    """The plan's note for ``rope_loop_samples_of``'s ``n`` samples per micro-batch (None when 0)."""
     if not n:
         return None
     return (f"rotary embeddings per packed sample: {n:.1f} samples per micro-batch, each a few bare kernels in every"

@@ -61,6 +61,8 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT / "src"))
 
+from trainfit.calibration.engine import VERL_GEN_TIMER_ALSO
+
 TRAIN_DATA = HERE / "data" / "published_train_times.json"
 RL_DATA = HERE / "data" / "published_rl_times.json"
 PROMPT_LENGTHS = HERE / "data" / "rl_prompt_lengths.json"
@@ -2178,7 +2180,7 @@ def part_phase(key: str) -> str:
     return "other"
 
 
-GENERATION_TIMER_SCOPE = {"verl": ("weight_sync", "sleep_wake")}
+GENERATION_TIMER_SCOPE = {"verl": VERL_GEN_TIMER_ALSO}
 """Plan phases a framework's generation timer also covers, when the entry publishes no separate weight-sync
 time, in a synchronous step (the asynchronous trainers time their wait and their sync apart). verl:
 ``timing_s/gen`` wraps ``generate_sequences``, whose rollout sharding manager gathers the FSDP

@@ -1804,6 +1804,12 @@ def map_rl(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     elif dynamic and not tr.get("log_prob_micro_batch_size_per_gpu"):
         notes.append("log-prob passes: the update's token budget (verl's log_prob_max_token_len_per_gpu default)")
     pack = tr.get("sequence_packing_tokens")
+    if tr.get("sequence_packing") is True and not pack:
+        # the run's trainer removes padding and packs each micro-batch's sequences (the entry's
+        # sequence_packing_source cites it), though its framework has no card preset that says so
+        # (rollout.packed_sequences true: mean prompt + mean response per sequence)
+        rollout["packed_sequences"] = True
+        notes.append("sequences packed without padding (train.sequence_packing; rollout.packed_sequences)")
     if tr.get("sequence_packing") is False:
         # the run's recipe turns packing off (the entry's sequence_packing_source): every sequence padded to the
         # batch's longest in the log-prob and update passes (rollout.packed_sequences false)

@@ -73,3 +73,18 @@ def test_rerun_rows_keep_the_card_of_the_blog_run_they_repeat() -> None:
         assert {k: v for k, v in e["data"].items() if k != "response_len_mean"} == \
             {k: v for k, v in twin["data"].items() if k != "response_len_mean"}
         assert e["measured"] != twin["measured"]
+
+
+def test_rlinf_row_packs_its_sequences_as_rlinf_megatron_forward_does() -> None:
+    """RLinf's Megatron actor forwards through custom_forward with pack_seqs on (megatron_model_manager.py
+    @b3dca525): each one-sequence micro-batch runs at its own length, not the 28672-token padded row."""
+    e = ROWS["rlinf-rlinf-compare-grpo-r1distill-qwen15b-boba-h100-8g"]
+    assert e["train"]["sequence_packing"] is True
+    assert re.search(r"megatron_model_manager\.py l\.\d+-\d+ @[0-9a-f]{40}", e["train"]["sequence_packing_source"])
+    card, notes = S.map_rl(e)
+    assert card["rollout"]["packed_sequences"] is True and card["batch"]["micro_batch_size"] == 1
+    assert any("packed without padding" in n for n in notes)
+    packed = S.plan_card(card)
+    padded = S.plan_card({**card, "rollout": {**card["rollout"], "packed_sequences": False}})
+    # the mean sequence (max prompt + 13975) against the padded 28672: the update at least 1.5x shorter
+    assert padded.parts["time.actor_update"] > 1.5 * packed.parts["time.actor_update"]

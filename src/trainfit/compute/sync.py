@@ -139,6 +139,12 @@ would move from -69 / -71 / -69 / -71 % to -81 / -82 / -83 / -80 %, the one-step
 the MoE rows from +59 / -53 % to +48 / -64 %. The missing piece is not the pipeline's structure.
 
 What the dense rows need is two rates of the publisher's cluster. The publisher measured both; neither is a spec.
+The publisher's own split says the time is there, not in host work per tensor: a controlled profile of the 7B sync
+(one-step-off, one Slurm allocation on one node pair, offload on) times the sender's "gather/pack 1.4-1.9 s ·
+broadcast fully overlapped" and the receiver's "wire 1.6-1.8 (15 GB) · full apply 1.2" (verl-project/verl PR #6974,
+comment of 2026-07-10, https://github.com/verl-project/verl/pull/6974, read 2026-12-03): the sender's loop waits on
+the broadcast at each bucket (``torch.cuda.synchronize()``, above), so its "gather/pack" is the wire's time, as the
+72B's "assembly/bucketing" is.
 (1) The sender's wire. The 7B receiver's 1.6-1.8 s for eight whole 2 GiB buffers (17.2 GB) is 9.6-10.7 GB/s. The
 72B sender's loop moved 178 GB in 23.5 s, 7.6 GB/s for wire and gather together. That is about 80 % of one
 100 Gb/s NIC, a quarter of the 400 Gb/s assumed where a card states none (``DEFAULT_INTER_NODE_BYTES_PER_S``).

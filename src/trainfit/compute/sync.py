@@ -270,12 +270,12 @@ S_PER_SGLANG_REQUEST_BYTE = 9e-9
 rank 0's ``tp`` serializations, verl's base64 encoding, aiohttp's ``json.dumps``, the HTTP server's ``json.loads``,
 the tokenizer manager's pickle to the scheduler and back, and the scheduler's ``broadcast_pyobj`` host copies.
 Measured on this project's CPU host (an Intel Xeon, Python 3.11, standard-library ``base64`` / ``json``):
-8.6 ns/B for a 4.5 MB bucket request (TP 8) and 9.4 ns/B for 17.8 MB (TP 16), 9 ns taken
+8.1-8.6 ns/B for a 4.5 MB bucket request (TP 8) and 9.2-9.4 ns/B for 17.8 MB (TP 16) over three runs, 9 ns taken
 (benchmarks/sglang_tensor_request_cpu.py); a lower bound: the Gloo, ZMQ and HTTP transfers and FastAPI's validation
 are not timed."""
 S_PER_SGLANG_OWN_COPY_BYTE = 3.1e-9
 """Host seconds per byte of the one copy each TP rank base64-decodes and unpickles (every rank at once): 3.1 ns/B
-(3.06-3.16 at TP 4-16), the same measurement."""
+(3.0-3.2 at TP 4-16 over three runs), the same measurement."""
 FP8_SCALE_SIBLING_BYTES = 4.0
 """Bytes of a ``*_scale_inv`` tensor's collective as trainfit prices it: a few (one fp32 per 128 x 128 block), so
 NCCL's latency is all it costs."""

@@ -139,6 +139,12 @@ would move from -69 / -71 / -69 / -71 % to -81 / -82 / -83 / -80 %, the one-step
 the MoE rows from +59 / -53 % to +48 / -64 %. The missing piece is not the pipeline's structure.
 
 What the dense rows need is two rates of the publisher's cluster. The publisher measured both; neither is a spec.
+The publisher's own split says the time is there, not in host work per tensor: a controlled profile of the 7B sync
+(one-step-off, one Slurm allocation on one node pair, offload on) times the sender's "gather/pack 1.4-1.9 s ·
+broadcast fully overlapped" and the receiver's "wire 1.6-1.8 (15 GB) · full apply 1.2" (verl-project/verl PR #6974,
+comment of 2026-07-10, https://github.com/verl-project/verl/pull/6974, read 2026-12-03): the sender's loop waits on
+the broadcast at each bucket (``torch.cuda.synchronize()``, above), so its "gather/pack" is the wire's time, as the
+72B's "assembly/bucketing" is.
 (1) The sender's wire. The 7B receiver's 1.6-1.8 s for eight whole 2 GiB buffers (17.2 GB) is 9.6-10.7 GB/s. The
 72B sender's loop moved 178 GB in 23.5 s, 7.6 GB/s for wire and gather together. That is about 80 % of one
 100 Gb/s NIC, a quarter of the 400 Gb/s assumed where a card states none (``DEFAULT_INTER_NODE_BYTES_PER_S``).
@@ -202,7 +208,7 @@ experts exchanged over efsdp=2, 5.8 GB of dense gather and 61.1 GB of bf16 broad
 through 47 s of per-tensor SGLang cost (18,867 tensors), not through the fabric. No source states the fabric, so no
 term stands in for it.
 
-Read and not the gap. (1) VeOmni's offload in the export (verl/workers/engine/veomni/transformer_impl.py lines 626-666
+Read and not the gap: VeOmni's offload in the export (verl/workers/engine/veomni/transformer_impl.py lines 626-666
 @ce195c95ea3aa9a8b89b00bbe669e854a91d23d1): ``offload_veomni_model_to_cpu`` (``model.cpu()``) runs after
 ``state_dict()`` and before the generator's ``full_tensor()`` calls, but ``state_dict()`` holds detached DTensors
 that keep the GPU storage (``nn.Module._apply`` replaces each parameter's contents in place, by
@@ -211,13 +217,17 @@ that keep the GPU storage (``nn.Module._apply`` replaces each parameter's conten
 pytorch/pytorch @cf30153c4c131c8164ee7798e5022d810682e2cb, the torch 2.13.0 wheel, ``torch/nn/modules/module.py``
 ``Module._apply`` l.930-1036, the swap l.967-993, ``.data`` l.994-996), so the gathers still run on the GPU over
 NCCL, not over the CPU group's Gloo.
-(2) The SGLang apply's handle payload grows as tensors x tp^2: per batch, TP rank 0 posts ``tp`` copies of a pickled
+
+Read and priced: the SGLang apply's handle payload grows as tensors x tp^2: per batch, TP rank 0 posts ``tp`` copies of a pickled
 list holding each tensor's ``tp`` CUDA-IPC handles (sgl-project/sglang python/sglang/srt/weight_sync/utils.py
 ``update_weights`` @105cec05def6b93d68ea396000500c5d16e00a96; verl base64-encodes each copy into one JSON request,
 verl/workers/rollout/sglang_rollout/http_server_engine.py lines 758-788 @040a28659773fd58eac91cc006d255826c6da03a),
 and SGLang's scheduler broadcasts each request whole to every TP rank over its CPU group (``Scheduler.recv_requests``:
 ``broadcast_pyobj(recv_reqs, ..., self.tp_cpu_group)``, sgl-project/sglang python/sglang/srt/managers/scheduler.py
-@d51c1c21d1ac07cd5d1de9ead6c99087d8428e79). No source prices it, so it stays in ``S_PER_TENSOR_IPC``.
+@d51c1c21d1ac07cd5d1de9ead6c99087d8428e79). Its host steps are timed per byte on a CPU and priced apart
+(``sglang_tensor_request_seconds``): 18 µs a tensor at TP 2, 0.96 ms at TP 16, 36 s a sync for Qwen3-235B-A22B's
+37,000 tensors into one TP-16 engine (its row: -54 % before, -40 % with it; the Gloo broadcast of the request to the
+engine's 16 ranks on two nodes is not timed).
 
 Pure Python: no torch import.
 """
@@ -246,6 +256,26 @@ S_PER_TENSOR_SGLANG_LOAD = 12e-3 / 160
 bucket (slime's weight-sync write-up, Biao He et al., hebiao064.github.io/rl-weight-sync 2025-08-27, the profile
 after flattening; the same figure as ``S_PER_BUCKET``'s). The host cost per tensor of miles' / slime's broadcast
 path into SGLang, which has no IPC handle and no request per tensor (``MILES_BROADCAST``)."""
+SGLANG_IPC_HANDLE_BYTES = 404
+"""Bytes of one CUDA-IPC handle in the request verl's SGLang rollout posts per bucket (``sglang_tensor_request_seconds``):
+PyTorch's CUDA reduction (``rebuild_cuda_tensor`` and its arguments: two 64-byte handles, the ref-counter file name,
+shape, stride, dtype, SGLang's device UUID) pickled with ``ForkingPickler``, 398 B alone and 404 B per extra TP rank
+inside a ``LocalSerializedTensor`` (benchmarks/sglang_tensor_request_cpu.py: 469 B per tensor at TP 1, 6,531 B at
+TP 16)."""
+SGLANG_TENSOR_ENTRY_BYTES = 65
+"""Bytes per tensor of one request copy beside its handles: the name and the ``LocalSerializedTensor`` wrapper (the
+same measurement's intercept)."""
+S_PER_SGLANG_REQUEST_BYTE = 9e-9
+"""Host seconds per byte of the request's ``tp`` copies on the steps that carry all of them, one after another: TP
+rank 0's ``tp`` serializations, verl's base64 encoding, aiohttp's ``json.dumps``, the HTTP server's ``json.loads``,
+the tokenizer manager's pickle to the scheduler and back, and the scheduler's ``broadcast_pyobj`` host copies.
+Measured on this project's CPU host (an Intel Xeon, Python 3.11, standard-library ``base64`` / ``json``):
+8.1-8.6 ns/B for a 4.5 MB bucket request (TP 8) and 9.2-9.4 ns/B for 17.8 MB (TP 16) over three runs, 9 ns taken
+(benchmarks/sglang_tensor_request_cpu.py); a lower bound: the Gloo, ZMQ and HTTP transfers and FastAPI's validation
+are not timed."""
+S_PER_SGLANG_OWN_COPY_BYTE = 3.1e-9
+"""Host seconds per byte of the one copy each TP rank base64-decodes and unpickles (every rank at once): 3.1 ns/B
+(3.0-3.2 at TP 4-16 over three runs), the same measurement."""
 FP8_SCALE_SIBLING_BYTES = 4.0
 """Bytes of a ``*_scale_inv`` tensor's collective as trainfit prices it: a few (one fp32 per 128 x 128 block), so
 NCCL's latency is all it costs."""
@@ -306,6 +336,10 @@ class FrameworkSync:
     it (verl's FSDP engine: ``full_tensor()`` then ``.to(torch.bfloat16)``; module docstring); else the
     gather is counted in the dtype sent."""
 
+    sglang_tensor_requests: bool = False
+    """The engine receives each bucket through SGLang's ``update_weights_from_tensor`` request as verl posts it:
+    ``tp`` copies of ``tp`` CUDA-IPC handles per tensor (``sglang_tensor_request_seconds``)."""
+
     @property
     def unshards_fsdp1_state_dict(self) -> bool:
         """The export starts with ``module.state_dict()``, which on an FSDP1 trainer of more than one rank is a
@@ -342,6 +376,7 @@ def weight_sync_seconds(
     export_staging_s: float = 0.0,
     unshard_units: int = 0,
     trainer_group_ranks: int = 1,
+    request_s: float = 0.0,
 ) -> SyncTime:
     """Seconds of one trainer -> engine weight update (module docstring).
 
@@ -375,6 +410,8 @@ def weight_sync_seconds(
     bucketed broadcast overlaps it with the next bucket's broadcast (NeMo RL's ``packed_broadcast_consumer`` loads
     each bucket on its own stream, ``NRL_REFIT_NUM_BUFFERS`` 2: ``nemo_rl/utils/packed_tensor.py``
     @9dbd9adc95a10f5946cceb36e1d5b31e2429e470), so the larger of the two counts; other paths add it.
+    ``request_s``: host seconds of the engine's weight-update requests beyond the per-tensor cost, in
+    ``per_tensor_s`` (verl into SGLang: ``sglang_tensor_request_seconds``).
     ``trainer_gather``: Megatron-Bridge's export on every training rank (``megatron_export_gather``, NeMo RL's
     Megatron refit; ``train_shards`` must then be 1). It runs per tensor while the buckets go out: colocated, the
     trainer's export and bucket fill of bucket k+1 run while the engine loads bucket k (``stream_weights_via_ipc_zmq_impl``
@@ -402,6 +439,8 @@ def weight_sync_seconds(
         raise CardError(f"weight sync: export_staging_s must be >= 0, got {export_staging_s}")
     if unshard_units < 0:
         raise CardError(f"weight sync: unshard_units must be >= 0, got {unshard_units}")
+    if request_s < 0:
+        raise CardError(f"weight sync: request_s must be >= 0, got {request_s}")
     gather_kw = {"weight_bytes": weight_bytes if gather_bytes is None else gather_bytes, "shards": train_shards,
                  "rates": rates, "crosses_nodes": bool(gpus_per_node and train_shards > gpus_per_node),
                  "nic_bytes_per_s": nic_bytes_per_s, "gpus_per_node": gpus_per_node}
@@ -446,7 +485,7 @@ def weight_sync_seconds(
         transfer = (max(wire, cast) if overlap else wire + cast) + (buckets or num_tensors) * per_call + load
         how = f"broadcast from trainer rank 0 to {receivers} engine ranks at {bus / 1e9:.0f} GB/s" + (
             f", {sent / 1e9:.3g} GB: every bucket sent whole" if sent != weight_bytes else "")
-    per_tensor = num_tensors * _s_per_tensor(mech, bucket_bytes, s_per_tensor) + buckets * S_PER_BUCKET
+    per_tensor = num_tensors * _s_per_tensor(mech, bucket_bytes, s_per_tensor) + buckets * S_PER_BUCKET + request_s
     export_notes: tuple[str, ...] = ()
     if trainer_gather is not None:
         gather = trainer_gather.total_s
@@ -484,10 +523,40 @@ def weight_sync_seconds(
         (f"the offloaded parameter shard copied back to the GPU for the export: {export_staging_s:.2f} s",)
         if export_staging_s else ()) + (
         (f"state_dict() first all-gathers {unshard_units} FSDP1 units whole (SHARDED_STATE_DICT): {unshard:.2f} s",)
-        if unshard else ())
+        if unshard else ()) + (
+        (f"the engine's weight-update requests, tp copies of tp IPC handles per tensor: {request_s:.2f} s",)
+        if request_s else ())
     return SyncTime(gather_s=gather, transfer_s=transfer, per_tensor_s=per_tensor,
                     total_s=gather + transfer + per_tensor + export_staging_s, assumptions=notes,
                     staging_s=export_staging_s)
+
+
+def sglang_tensor_request_seconds(*, num_tensors: int, tp: int) -> float:
+    """Host seconds per sync of the requests that hand verl's received weights to an SGLang engine of ``tp`` ranks:
+    their bytes grow with ``tp²`` per tensor.
+
+    verl passes each bucket to ``sglang.srt.weight_sync.utils.update_weights`` (verl-project/verl
+    verl/workers/rollout/sglang_rollout/sglang_rollout.py lines 358-364 @b9873ee98f5ee513a460a7a41623262ac4a831e9;
+    sgl-project/sglang python/sglang/srt/weight_sync/utils.py @105cec05def6b93d68ea396000500c5d16e00a96). Every TP rank
+    pickles one CUDA-IPC handle per tensor and ``gather_object`` brings them to TP rank 0, which wraps each tensor's
+    ``tp`` handles in a ``LocalSerializedTensor`` and serializes the whole list once per TP rank
+    (``MultiprocessingSerializer.serialize(named_tensors) for _ in range(infer_tp_size)``): ``tp`` copies of ``tp``
+    handles per tensor. verl base64-encodes every copy into one JSON request (``AsyncHttpServerAdapter
+    .update_weights_from_tensor``, verl/workers/rollout/sglang_rollout/http_server_engine.py lines 745-775, same
+    commit); SGLang's server parses it, its tokenizer manager pickles it to the scheduler, TP rank 0's scheduler
+    broadcasts it whole to every TP rank (``Scheduler.recv_requests``: ``broadcast_pyobj(recv_reqs, ...,
+    self.tp_cpu_group)``, python/sglang/srt/managers/scheduler.py @d51c1c21d1ac07cd5d1de9ead6c99087d8428e79), and each
+    rank decodes its own copy. The request of bucket j runs before the checkpoint engine worker takes the next one
+    (``await sgl_update_weights``), so it adds to the per-tensor host cost (``S_PER_TENSOR_IPC``, which prices the
+    handle itself, its opening and the load).
+
+    Priced per byte, as measured on a CPU (``S_PER_SGLANG_REQUEST_BYTE`` over the ``tp`` copies,
+    ``S_PER_SGLANG_OWN_COPY_BYTE`` over one): a copy holds ``SGLANG_TENSOR_ENTRY_BYTES + tp ·
+    SGLANG_IPC_HANDLE_BYTES`` per tensor. 18 µs a tensor at TP 2, 0.96 ms at TP 16."""
+    if num_tensors < 0 or tp < 1:
+        raise CardError("weight sync: num_tensors >= 0 and tp >= 1")
+    copy_bytes = num_tensors * (SGLANG_TENSOR_ENTRY_BYTES + tp * SGLANG_IPC_HANDLE_BYTES)
+    return copy_bytes * (tp * S_PER_SGLANG_REQUEST_BYTE + S_PER_SGLANG_OWN_COPY_BYTE)
 
 
 def fsdp1_state_dict_units(spec: ModelSpec) -> int:
@@ -990,7 +1059,8 @@ def framework_sync_mechanism(framework: str, placement: Placement | str,
     fully_async_path = (name, where) in variant
     if fully_async_path:
         mech, bucket, per, reason, source = variant[(name, where)]
-    if RolloutEngine(engine) is RolloutEngine.SGLANG and name == "verl" and not fully_async_path:
+    sglang_requests = RolloutEngine(engine) is RolloutEngine.SGLANG and name == "verl" and not fully_async_path
+    if sglang_requests:
         per = S_PER_TENSOR_IPC
         reason, source = f"{reason}; {SGLANG_VERL_LOAD[0]}", f"{source}; {SGLANG_VERL_LOAD[1]}"
     return FrameworkSync(framework=name, placement=where, mechanism=mech, bucket_bytes=bucket, s_per_tensor=per,
@@ -1000,7 +1070,8 @@ def framework_sync_mechanism(framework: str, placement: Placement | str,
                          # async trainer's own paths are not read here
                          # (both verl exports call module.state_dict() first: unshards_fsdp1_state_dict)
                          gathers_trainer_dtype=name == "verl" and not fully_async_path,
-                         broadcasts_whole_bucket=(name, where) == ("verl", Placement.SPLIT) and not fully_async_path)
+                         broadcasts_whole_bucket=(name, where) == ("verl", Placement.SPLIT) and not fully_async_path,
+                         sglang_tensor_requests=sglang_requests)
 
 
 def _trainer_ranks_in_group(framework: str, placement: Placement, *, fully_async_path: bool = False) -> bool:

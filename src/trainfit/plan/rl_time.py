@@ -880,6 +880,7 @@ def sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding,
         hf_tensor_bytes,
         hf_tensor_count,
         megatron_export_gather,
+        sglang_tensor_request_seconds,
         weight_sync_seconds,
     )
 
@@ -943,6 +944,9 @@ def sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding,
         # verl's checkpoint engine fills its buckets in state_dict order and broadcasts each whole (compute.sync)
         tensor_bytes=hf_tensor_bytes(spec) if fs.broadcasts_whole_bucket else None,
         whole_bucket=fs.broadcasts_whole_bucket, export_staging_s=staging, unshard_units=unshard_units,
+        # verl into SGLang: each bucket's request carries tp copies of tp CUDA-IPC handles per tensor (compute.sync)
+        request_s=sglang_tensor_request_seconds(num_tensors=hf_tensor_count(spec), tp=ro.tensor_parallel)
+        if fs.sglang_tensor_requests else 0.0,
     )
     return _phase("weight_sync", t.total_s, "communication", gather=t.gather_s, transfer=t.transfer_s,
                   per_tensor=t.per_tensor_s, staging=t.staging_s)

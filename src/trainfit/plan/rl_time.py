@@ -181,8 +181,8 @@ from trainfit.plan.time import (
     verl_fsdp_workers,
     training_time,
 )
-from trainfit.spec.card import RunCard
-from trainfit.spec.enums import AsyncMode, ComputeDtype, Dtype, EngineOutputs, Method, MoeExperts, Offload, RefPlacement, RolloutEngine, Strategy
+from trainfit.spec.card import RunCard, pin_before
+from trainfit.spec.enums import AsyncMode, ComputeDtype, Dtype, EngineOutputs, Method, MoeExperts, Offload, Placement, RefPlacement, RolloutEngine, Strategy
 from trainfit.spec.enums import FSDP_STRATEGIES, FsdpVersion, LogprobEntropy, LossKernel, TensorParallelImpl, WeightTransport
 from trainfit.spec.model import ModelSpec
 from trainfit.spec.training import TrainableSpec
@@ -874,6 +874,7 @@ def sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding,
     if rollout is None or card.rollout.engine is RolloutEngine.DEEPSPEED_HYBRID:
         return None
     from trainfit.compute.sync import (
+        NEMO_RL_BRIDGE_SINCE,
         export_staging_seconds,
         framework_sync_mechanism,
         fsdp1_state_dict_units,
@@ -897,10 +898,14 @@ def sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding,
     shard_ranks = _hsdp_shard_of(card, sharding) or train_gpus
     # NeMo RL's Megatron backend exports through Megatron-Bridge: every training rank receives every tensor over its
     # PP/TP/EP groups, whose "node" is the NVLink domain (GB200 NVL72); its DTensor backend is the sharded gather
+    # a card pinned to NeMo RL before v0.4 (``software.nemo-rl``) runs v0.3's own gather_params, colocated
+    # (compute.sync.NEMO_RL_V03_GATHER); its NCCL path is not read here
+    v03 = (ro.placement is Placement.COLOCATE
+           and pin_before((card.software.model_extra or {}).get("nemo-rl"), NEMO_RL_BRIDGE_SINCE))
     export = None if fs.framework != "nemo-rl" or sharded else megatron_export_gather(
         spec=spec, tp=p.tensor_parallel, pp=p.pipeline_parallel, ep=p.expert_parallel, etp=p.expert_tensor_parallel,
         world=train_gpus, gpus_per_node=nvlink_gpus_per_node(gpu.id, train_nodes(card)[1], train_gpus), rates=r,
-        nic_bytes_per_s=nic_bytes_per_s(card))
+        nic_bytes_per_s=nic_bytes_per_s(card), v03_gather=v03)
     # verl's FSDP engines all-gather each fp32 shard and cast it to bf16 after (compute.sync: gathers_trainer_dtype)
     from trainfit.plan.resolve import trainable_spec
     from trainfit.plan.terms import trained_dtype_bytes

@@ -306,8 +306,9 @@ class FrameworkSync:
     it (verl's FSDP engine: ``full_tensor()`` then ``.to(torch.bfloat16)``; module docstring; NeMo RL's DTensor
     policy the same, its shards fp32: ``full_tensor = tensor.full_tensor()`` then ``full_tensor.to(self.dtype)``,
     nemo_rl/models/policy/dtensor_policy_worker.py ``get_weights_ipc_handles`` l.1202-1209
-    @b1c86a816c5e2b4ca41ece193624a38dc62e6fdf, v0.3.0; ``dtensor_params_generator``: ``tensor.full_tensor()`` then ``.to(target_dtype)``,
-    nemo_rl/models/policy/workers/dtensor_policy_worker_v2.py l.104-115 @7ea279abfbeb698b092856d0dab61e7cf39bc909);
+    @b1c86a816c5e2b4ca41ece193624a38dc62e6fdf, v0.3.0; ``dtensor_params_generator``: ``tensor.full_tensor()`` then
+    ``.to(target_dtype)``, nemo_rl/models/policy/workers/dtensor_policy_worker_v2.py l.104-115
+    @7ea279abfbeb698b092856d0dab61e7cf39bc909);
     else the gather is counted in the dtype sent."""
 
     @property
@@ -478,16 +479,14 @@ def weight_sync_seconds(
         host = per_tensor
         if trainer_gather.overlaps_send:
             per_tensor = max(host, both) + min(host, both) / stages - both
-            export_notes = trainer_gather.notes + export_notes + (
-                f"host cost {host:.2f} s per sync runs beside the device work ({both:.2f} s); {per_tensor:.2f} s"
-                " exposed",)
+            exposed = f"host cost {host:.2f} s per sync runs beside the device work ({both:.2f} s); "
+            export_notes = trainer_gather.notes + export_notes + (f"{exposed}{per_tensor:.2f} s exposed",)
         else:
             # v0.3: the host launches a group's collectives and copies ahead of the device (asynchronous), but
             # each group ends in a blocking ray.get, so nothing of one group overlaps the next
             per_tensor = max(host, both) - both
-            export_notes = trainer_gather.notes + export_notes + (
-                f"host cost {host:.2f} s per sync beside its own group's device work ({both:.2f} s); {per_tensor:.2f} s"
-                " exposed",)
+            exposed = f"host cost {host:.2f} s per sync beside its own group's device work ({both:.2f} s); "
+            export_notes = trainer_gather.notes + export_notes + (f"{exposed}{per_tensor:.2f} s exposed",)
     notes = (
         f"{mech.value}: {how}",
         f"gather over {train_shards} shard(s), one collective per tensor"

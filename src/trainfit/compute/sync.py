@@ -600,7 +600,8 @@ class ExportGather:
     overlaps_send: bool = True
     """The export of the next bucket runs beside the send (and the engine's load) of the current one
     (Megatron-Bridge's refit, ``weight_sync_seconds`` ``trainer_gather``). False: NeMo RL v0.3's colocated refit,
-    whose buckets go lock-step (``NEMO_RL_V03_GATHER``): gather, hand-off and load one after the other."""
+    whose buckets go lock-step (``NEMO_RL_V03_GATHER``): gather, hand-off and load one after the other (read on the
+    colocated CUDA-IPC path; v0.3's NCCL path is not modelled)."""
 
     @property
     def total_s(self) -> float:
@@ -1069,8 +1070,9 @@ NEMO_RL_V03_GATHER = (
     "stage the TP / expert-TP all_gather and torch.cat, then torch.distributed.broadcast of the TP-whole tensor over "
     "the PP group, then one all_gather of the stacked expert over the EP group), called per group by "
     "nemo_rl/models/policy/megatron_policy_worker.py get_weights_ipc_handles l.1420-1520; nemo_rl/algorithms/grpo.py "
-    "refit_policy_generation l.396-455: per group ray.get of every worker's handles, then ray.get of the engines' "
-    "update_weights_from_ipc_handles @b1c86a816c5e2b4ca41ece193624a38dc62e6fdf (v0.3.0; the same at v0.3.1 "
+    "refit_policy_generation l.396-455: per group ray.get of every worker's handles (lm_policy.py l.511-528), "
+    "then ray.get of the engines' update_weights_from_ipc_handles (nemo_rl/models/generation/vllm.py l.1971-1978) "
+    "@b1c86a816c5e2b4ca41ece193624a38dc62e6fdf (v0.3.0; the same at v0.3.1 "
     "27d0af945b96c5bf9fa928bf45fd1a6ce016632d); from v0.4.0 (c751f811217db7df0d4c94abdeaada6626cfc150) the refit "
     "walks Megatron-Bridge's export_hf_weights instead (megatron_policy_worker.py l.1895)")
 """Where NeMo RL's Megatron refit gathered before Megatron-Bridge (``megatron_export_gather`` ``v03_gather``)."""

@@ -850,6 +850,14 @@ NEMO_RL_DTENSOR_PRECISION = {
 """NeMo RL commits (the release an entry's note names) and the DTensor (FSDP2) policy's card precision there: its
 weights, gradients (and their data-parallel reduce-scatter) and optimizer implementation."""
 
+NEMO_RL_RELEASES = {
+    "b1c86a816c5e2b4ca41ece193624a38dc62e6fdf": "0.3.0",  # NVIDIA-NeMo/RL tag v0.3.0
+    "27d0af945b96c5bf9fa928bf45fd1a6ce016632d": "0.3.1",  # NVIDIA-NeMo/RL tag v0.3.1
+}
+"""NeMo RL release of the commit an entry's ``source.config_source`` reads its run's configs at: the card's
+``software.nemo-rl`` pin (before 0.4 the Megatron refit runs v0.3's own ``gather_params``,
+``trainfit.compute.sync.NEMO_RL_V03_GATHER``)."""
+
 
 PRIME_RL_SETTINGS_COMMIT = "d8f290ef0358a804f1912bd29ea1b37cc56894b4"
 PRIME_RL_FP32_PRECISION = (
@@ -1860,6 +1868,11 @@ def map_rl(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         card["attention"] = "flash"
         notes.append("NeMo RL DTensor sequence packing: flash_attention_2, packed position_ids (a host sync in each "
                      "attention call, plan.time.packed_flash_syncs)")
+    release = next((v for c, v in NEMO_RL_RELEASES.items()
+                    if c in str((e.get("source") or {}).get("config_source") or "")), None)
+    if e["framework"] == "nemo-rl" and release:
+        card.setdefault("software", {})["nemo-rl"] = release
+        notes.append(f"NeMo RL {release} (the release the entry's configs are read at): software.nemo-rl")
     if e["framework"] == "nemo-rl" and rollout["placement"] == "colocate":
         # nemo_rl/models/generation/vllm/vllm_generation.py finish_generation: a colocated engine sleeps
         # (vllm_worker.py: llm.sleep(level=1), enable_sleep_mode=True) and wakes every step (@9dbd9adc)

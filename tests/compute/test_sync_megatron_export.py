@@ -186,3 +186,80 @@ def test_only_nemo_rl_megatron_takes_the_export():
     assert fsdp.terms["gather"] == pytest.approx(shards.gather_s)
     verl = _sync(_card("verl", "zero1", expert_parallel=8))
     assert verl.terms["gather"] == 0
+
+
+# ------------------------------------------------------------------------------------------------
+# NeMo RL v0.3's own gather_params (compute.sync.NEMO_RL_V03_GATHER)
+# ------------------------------------------------------------------------------------------------
+
+LLAMA_70B = from_catalog("meta-llama/Llama-3.1-70B")
+
+
+def _llama70(**kw):
+    args = {"spec": LLAMA_70B, "tp": 4, "pp": 4, "ep": 1, "etp": 1, "world": 64, "gpus_per_node": 8, "rates": H100,
+            "nic_bytes_per_s": NDR_400G} | kw
+    return sync.megatron_export_gather(**args)
+
+
+def test_v03_gather_broadcasts_tp_whole_tensors():
+    """v0.3 all-gathers over TP on the owning stage first, then broadcasts the TP-whole tensor over PP: the PP
+    broadcasts carry about ``tp`` times Megatron-Bridge's bytes (the replicated norms are not split either way, and
+    NCCL's latency per broadcast is the same), and a rank all-gathers over TP only its own stage's quarter."""
+    bridge, v03 = _llama70(), _llama70(v03_gather=True)
+    assert bridge.overlaps_send and not v03.overlaps_send
+    assert 3.0 * bridge.pp_broadcast_s < v03.pp_broadcast_s < 4.0 * bridge.pp_broadcast_s
+    assert v03.tp_gather_s == pytest.approx(bridge.tp_gather_s / 4, rel=0.05)
+    assert "v0.3 gather_params" in v03.notes[0] and "TP-whole" in v03.notes[0]
+    # without pipeline parallelism nothing is broadcast whichever the release
+    assert _llama70(pp=1, world=16, v03_gather=True).pp_broadcast_s == 0.0
+
+
+def test_v03_expert_gathers_one_per_local_expert_weight():
+    """One stacked all-gather over EP per local expert key (fc1, fc2), not Megatron-Bridge's three (gate, up, down)."""
+    kw = {"spec": QWEN3_30B, "tp": 1, "pp": 1, "ep": 8, "etp": 1, "world": 32, "gpus_per_node": 8, "rates": H100,
+          "nic_bytes_per_s": NDR_400G}
+    assert sync.megatron_export_gather(**kw).collectives == 48 * 16 * 3
+    assert sync.megatron_export_gather(**kw, v03_gather=True).collectives == 48 * 16 * 2
+
+
+def test_v03_colocated_refit_is_lock_step():
+    """v0.3's groups go one after the other (ray.get of the handles, then of the engines' loads): the gather, the
+    fill and the engine's load add; the host cost overlaps only its own group's device work."""
+    fs = sync.framework_sync_mechanism("nemo-rl", "colocate")
+    wbytes = _engine_weight_bytes(LLAMA_70B)
+    kw = {"mechanism": fs.mechanism, "weight_bytes": wbytes, "num_tensors": sync.hf_tensor_count(LLAMA_70B),
+          "train_shards": 1, "tp": 4, "rates": H100, "bucket_bytes": fs.bucket_bytes, "s_per_tensor": fs.s_per_tensor}
+    g = _llama70(v03_gather=True)
+    t = sync.weight_sync_seconds(**kw, trainer_gather=g)
+    fill, load = 2 * wbytes / H100.hbm_bytes_per_s, 2 * wbytes / 4 / H100.hbm_bytes_per_s
+    assert t.gather_s + t.transfer_s == pytest.approx(g.total_s + fill + load)
+    host = sync.weight_sync_seconds(**kw).per_tensor_s
+    assert t.per_tensor_s == pytest.approx(max(host, g.total_s + fill + load) - (g.total_s + fill + load))
+    assert any("lock-step" in a for a in t.assumptions)
+    # Megatron-Bridge's export overlaps the next bucket's export with the current load: never slower
+    assert sync.weight_sync_seconds(**kw, trainer_gather=_llama70()).total_s < t.total_s
+
+
+def _llama70_card(**software):
+    return load_card_dict({
+        "model": "meta-llama/Llama-3.1-70B", "method": "grpo", "preset": "nemo-rl",
+        "hardware": {"gpu": "h100-sxm", "gpus_per_node": 8, "nodes": 8},
+        "parallel": {"strategy": "zero1", "tensor_parallel": 4, "pipeline_parallel": 4},
+        "rollout": {"placement": "colocate", "prompts_per_step": 64, "num_generations": 32, "prompt_len": 256,
+                    "response_len": 2048, "response_len_mean": 400, "tensor_parallel": 4,
+                    "gpu_memory_utilization": 0.6},
+        **({"software": software} if software else {}),
+    })
+
+
+def test_nemo_rl_pin_before_0_4_takes_the_v03_gather():
+    """A card pinned to NeMo RL 0.3.x (``software.nemo-rl``) gathers as v0.3 did; 0.4 and later, or no pin, take
+    Megatron-Bridge's export."""
+    g = {k: _sync(_llama70_card(**v)).terms["gather"] for k, v in
+         {"none": {}, "0.3.0": {"nemo-rl": "0.3.0"}, "0.3.1": {"nemo-rl": "v0.3.1"}, "0.4.0": {"nemo-rl": "0.4.0"}}.items()}
+    assert g["0.3.0"] == g["0.3.1"] > 2 * g["none"]
+    assert g["0.4.0"] == g["none"]
+    rates = default_rates(resolve_gpu("h100-sxm"))
+    want = sync.megatron_export_gather(spec=LLAMA_70B, tp=4, pp=4, ep=1, etp=1, world=64, gpus_per_node=8,
+                                       rates=rates, nic_bytes_per_s=NDR_400G, v03_gather=True)
+    assert g["0.3.0"] == pytest.approx(want.total_s)

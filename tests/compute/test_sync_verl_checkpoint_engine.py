@@ -58,9 +58,17 @@ def test_verl_engine_paths_gather_before_casting_others_not_read():
     # verl's fully-async trainer's own paths and the other frameworks are counted in the dtype sent
     assert not sync.framework_sync_mechanism("verl", "split", "per_parameter").gathers_trainer_dtype
     assert not sync.framework_sync_mechanism("verl", "split", "bucketed").gathers_trainer_dtype
-    for fw in ("trl", "openrlhf", "nemo-rl"):
+    for fw in ("trl", "openrlhf"):
         for where in ("split", "colocate"):
             assert not sync.framework_sync_mechanism(fw, where).gathers_trainer_dtype
+
+
+def test_nemo_rl_dtensor_gathers_before_casting_but_never_unshards_fsdp1():
+    # NeMo RL's DTensor policy: full_tensor() of the fp32 shard, then .to(self.dtype) (FrameworkSync docstring)
+    for where in ("split", "colocate"):
+        fs = sync.framework_sync_mechanism("nemo-rl", where)
+        assert fs.gathers_trainer_dtype
+        assert not fs.unshards_fsdp1_state_dict
 
 
 # ------------------------------------------------------------------------------------------------

@@ -333,8 +333,13 @@ class FrameworkSync:
     (``packed_bucket_count``)."""
     gathers_trainer_dtype: bool = False
     """The all-gather moves the sharded parameters in the trainer's dtype and the cast to the engine's dtype follows
-    it (verl's FSDP engine: ``full_tensor()`` then ``.to(torch.bfloat16)``; module docstring); else the
-    gather is counted in the dtype sent."""
+    it (verl's FSDP engine: ``full_tensor()`` then ``.to(torch.bfloat16)``; module docstring; NeMo RL's DTensor
+    policy the same, its shards fp32: ``full_tensor = tensor.full_tensor()`` then ``full_tensor.to(self.dtype)``,
+    nemo_rl/models/policy/dtensor_policy_worker.py ``get_weights_ipc_handles`` l.1202-1209
+    @b1c86a816c5e2b4ca41ece193624a38dc62e6fdf, v0.3.0; ``dtensor_params_generator``: ``tensor.full_tensor()`` then
+    ``.to(target_dtype)``, nemo_rl/models/policy/workers/dtensor_policy_worker_v2.py l.104-115
+    @7ea279abfbeb698b092856d0dab61e7cf39bc909);
+    else the gather is counted in the dtype sent."""
 
     sglang_tensor_requests: bool = False
     """The engine receives each bucket through SGLang's ``update_weights_from_tensor`` request as verl posts it:
@@ -346,8 +351,8 @@ class FrameworkSync:
         ``SHARDED_STATE_DICT`` that all-gathers every FSDP unit whole before the per-parameter ``full_tensor()``
         gathers again (verl: ``fsdp1_state_dict_units``, ``weight_sync_seconds`` ``unshard_units``). The same export
         as ``gathers_trainer_dtype`` (verl's ``get_per_tensor_param``: ``state_dict()``, then ``full_tensor()``, then
-        the cast), so derived from it."""
-        return self.gathers_trainer_dtype
+        the cast), so derived from it; verl's only (NeMo RL's DTensor policy is FSDP2)."""
+        return self.gathers_trainer_dtype and self.framework == "verl"
 
 
 def weight_sync_seconds(
@@ -490,7 +495,11 @@ def weight_sync_seconds(
     if trainer_gather is not None:
         gather = trainer_gather.total_s
         stages = buckets or num_tensors
-        if mech is SyncMechanism.COLOCATED_CUDA_IPC:
+        if mech is SyncMechanism.COLOCATED_CUDA_IPC and not trainer_gather.overlaps_send:
+            # NeMo RL v0.3: per group ray.get of the trainers' handles, then ray.get of the engines' loads
+            both = gather + 2 * weight_bytes / rates.hbm_bytes_per_s + load + cast
+            export_notes = ("lock-step groups: gather and fill, then the engine's load, one group after the other",)
+        elif mech is SyncMechanism.COLOCATED_CUDA_IPC:
             trainer_side, engine_side = gather + 2 * weight_bytes / rates.hbm_bytes_per_s, load + cast
             both = max(trainer_side, engine_side) + min(trainer_side, engine_side) / stages
             export_notes = ("the engine loads bucket k while the trainer exports and fills bucket k+1",)
@@ -507,9 +516,16 @@ def weight_sync_seconds(
         # the host walks the tensors (mappings, launches, packing; the engine its loads) while the GPUs run the
         # collectives it launched: CUDA work is asynchronous and both paths synchronise once per bucket
         host = per_tensor
-        per_tensor = max(host, both) + min(host, both) / stages - both
-        export_notes = trainer_gather.notes + export_notes + (
-            f"host cost {host:.2f} s per sync runs beside the device work ({both:.2f} s); {per_tensor:.2f} s exposed",)
+        if trainer_gather.overlaps_send:
+            per_tensor = max(host, both) + min(host, both) / stages - both
+            exposed = f"host cost {host:.2f} s per sync runs beside the device work ({both:.2f} s); "
+            export_notes = trainer_gather.notes + export_notes + (f"{exposed}{per_tensor:.2f} s exposed",)
+        else:
+            # v0.3: the host launches a group's collectives and copies ahead of the device (asynchronous), but
+            # each group ends in a blocking ray.get, so nothing of one group overlaps the next
+            per_tensor = max(host, both) - both
+            exposed = f"host cost {host:.2f} s per sync beside its own group's device work ({both:.2f} s); "
+            export_notes = trainer_gather.notes + export_notes + (f"{exposed}{per_tensor:.2f} s exposed",)
     notes = (
         f"{mech.value}: {how}",
         f"gather over {train_shards} shard(s), one collective per tensor"
@@ -650,6 +666,11 @@ class ExportGather:
     broadcast that crosses nodes too)."""
     collectives: int
     notes: tuple[str, ...]
+    overlaps_send: bool = True
+    """The export of the next bucket runs beside the send (and the engine's load) of the current one
+    (Megatron-Bridge's refit, ``weight_sync_seconds`` ``trainer_gather``). False: NeMo RL v0.3's colocated refit,
+    whose buckets go lock-step (``NEMO_RL_V03_GATHER``): gather, hand-off and load one after the other (read on the
+    colocated CUDA-IPC path; v0.3's NCCL path is not modelled)."""
 
     @property
     def total_s(self) -> float:
@@ -672,7 +693,7 @@ def _group_bus(*, rates: DeviceRates, ranks: int, stride: int, node_gpus: int, n
 def megatron_export_gather(*, spec: ModelSpec, tp: int, pp: int, ep: int, etp: int, world: int, gpus_per_node: int,
                            rates: DeviceRates, nic_bytes_per_s: float = DEFAULT_INTER_NODE_BYTES_PER_S,
                            bytes_per_param: float = 2.0, ffn: bool = True,
-                           fp8_scale_siblings: bool = False) -> ExportGather:
+                           fp8_scale_siblings: bool = False, v03_gather: bool = False) -> ExportGather:
     """Collectives of one Megatron-Bridge ``export_hf_weights`` on each training rank, as NeMo RL's Megatron refit
     runs it before sending (both paths: ``megatron_policy_worker.py`` ``_iter_params_with_optional_kv_scales``,
     NVIDIA-NeMo/RL @9dbd9adc95a10f5946cceb36e1d5b31e2429e470).
@@ -706,7 +727,13 @@ def megatron_export_gather(*, spec: ModelSpec, tp: int, pp: int, ep: int, etp: i
     routed-expert tasks and no EP gathers. ``fp8_scale_siblings``: a blockwise-fp8 trainer's export
     (``build_export_fp8_tasks``) pairs every fp8 weight's task with a ``*_scale_inv`` task, and the reshard refit sends
     every scale sibling on the misc path, the experts' too (``_task_is_misc``, megatron_policy_worker.py lines
-    2716-2734 @7ea279abfbeb698b092856d0dab61e7cf39bc909): the same collectives per task, of a few bytes each."""
+    2716-2734 @7ea279abfbeb698b092856d0dab61e7cf39bc909): the same collectives per task, of a few bytes each.
+
+    ``v03_gather``: NeMo RL v0.3's own ``gather_params`` instead (``NEMO_RL_V03_GATHER``, before Megatron-Bridge):
+    the TP (expert-TP) all-gather first, on the owning stage only, then the PP broadcast of the TP-whole tensor, so
+    the broadcast carries ``tp`` times the bytes and a rank all-gathers over TP only its own stage's tensors; one EP
+    all-gather per local expert weight (``fc1``, ``fc2``), not three; and the groups run lock-step
+    (``ExportGather.overlaps_send`` False)."""
     from trainfit.memory.params import param_breakdown, routed_expert_params
 
     if min(tp, pp, ep, etp, world, gpus_per_node) < 1:
@@ -730,7 +757,8 @@ def megatron_export_gather(*, spec: ModelSpec, tp: int, pp: int, ep: int, etp: i
     replicated_params = float(pb.other + pb.positions)
     local_experts = ceil(moe.num_experts / ep) if moe is not None and moe_layers else 0
     expert_tasks = 2 * local_experts * moe_layers
-    ep_gathers = 3 * local_experts * moe_layers
+    # Megatron-Bridge gathers gate and up apart (two for fc1, one for fc2); v0.3 one stacked all-gather per key
+    ep_gathers = (2 if v03_gather else 3) * local_experts * moe_layers
     # the weight tasks of fp8 linears: every linear task but the embedding and the head (their scale siblings)
     linear_tasks = sharded_tasks - 1 - (0 if spec.tie_word_embeddings else 1)
     scale_tasks, scale_expert_tasks, scale_ep_gathers = (linear_tasks, expert_tasks, ep_gathers) if fp8_scale_siblings \
@@ -758,15 +786,21 @@ def megatron_export_gather(*, spec: ModelSpec, tp: int, pp: int, ep: int, etp: i
     pp_s = 0.0
     if pp > 1 and pp_tasks > 0:
         # NCCL's tuner per broadcast (``collectives.nccl_broadcast``) over the nodes the PP group spans
-        mean = (sharded_params / tp + replicated_params + expert_params / (ep * etp)) * bytes_per_param / pp_tasks
+        # Megatron-Bridge broadcasts the owning stage's TP shard; v0.3 the TP-whole tensor (gathered before)
+        whole = tp if v03_gather else 1
+        expert_whole = etp if v03_gather else 1
+        mean = (sharded_params * whole / tp + replicated_params + expert_params * expert_whole / (ep * etp)
+                ) * bytes_per_param / pp_tasks
         pp_s = pp_tasks * collectives.broadcast_seconds(total_bytes=mean, ranks=pp, bus_bytes_per_s=pp_bus,
                                                         nodes=pp_nodes,
                                                         intra_link=collectives.IntraLink.of(nvlink=rates.nvlink))
     # a scale sibling's collective carries a few bytes (one fp32 per 128 x 128 block): about NCCL's latency alone
     tiny = FP8_SCALE_SIBLING_BYTES / bytes_per_param
-    tp_dense = (gathers(sharded_tasks, sharded_params, tp, tp_bus, tp_nodes)
+    # v0.3 all-gathers over TP on the owning stage only: a rank gathers its own stage's share of the tensors
+    own = pp if v03_gather else 1
+    tp_dense = (gathers(ceil(sharded_tasks / own), sharded_params / own, tp, tp_bus, tp_nodes)
                 + gathers(scale_tasks, tiny * scale_tasks, tp, tp_bus, tp_nodes))
-    tp_expert = (gathers(expert_tasks, expert_params / ep, etp, etp_bus, etp_nodes)
+    tp_expert = (gathers(ceil(expert_tasks / own), expert_params / ep / own, etp, etp_bus, etp_nodes)
                  + gathers(scale_expert_tasks, tiny * scale_expert_tasks, etp, etp_bus, etp_nodes))
     ep_s = (gathers(ep_gathers, expert_params, ep, ep_bus, ep_nodes)
             + gathers(scale_ep_gathers, tiny * scale_ep_gathers, ep, ep_bus, ep_nodes))
@@ -774,25 +808,28 @@ def megatron_export_gather(*, spec: ModelSpec, tp: int, pp: int, ep: int, etp: i
     expert_tasks += scale_expert_tasks
     ep_gathers += scale_ep_gathers
     nic = (pp_s if pp_x else 0.0) + (tp_dense if tp_x else 0.0) + (tp_expert if etp_x else 0.0) + (ep_s if ep_x else 0.0)
-    count = ((pp_tasks if pp > 1 else 0) + (sharded_tasks if tp > 1 else 0) + (expert_tasks if etp > 1 else 0)
-             + (ep_gathers if ep > 1 else 0))
+    count = ((pp_tasks if pp > 1 else 0) + (ceil(sharded_tasks / own) if tp > 1 else 0)
+             + (ceil(expert_tasks / own) if etp > 1 else 0) + (ep_gathers if ep > 1 else 0))
 
     def where(crosses: bool, bus: float) -> str:
         return f"{'across nodes' if crosses else 'NVLink'} at {bus / 1e9:.0f} GB/s"
 
     parts = []
     if pp > 1:
-        parts.append(f"{pp_tasks} PP broadcasts over {pp} ranks ({where(pp_x, pp_bus)}) {pp_s:.2f} s")
+        parts.append(f"{pp_tasks} PP broadcasts {'of TP-whole tensors ' if v03_gather and tp > 1 else ''}over {pp}"
+                     f" ranks ({where(pp_x, pp_bus)}) {pp_s:.2f} s")
     if tp > 1:
-        parts.append(f"{sharded_tasks} TP all-gathers over {tp} ({where(tp_x, tp_bus)}) {tp_dense:.2f} s")
+        parts.append(f"{ceil(sharded_tasks / own)} TP all-gathers over {tp} ({where(tp_x, tp_bus)}) {tp_dense:.2f} s")
     if etp > 1 and expert_tasks:
-        parts.append(f"{expert_tasks} expert-TP all-gathers over {etp} ({where(etp_x, etp_bus)}) {tp_expert:.2f} s")
+        parts.append(f"{ceil(expert_tasks / own)} expert-TP all-gathers over {etp} ({where(etp_x, etp_bus)})"
+                     f" {tp_expert:.2f} s")
     if ep > 1 and ep_gathers:
         parts.append(f"{ep_gathers} EP all-gathers over {ep} ({where(ep_x, ep_bus)}) {ep_s:.2f} s")
-    note = ("Megatron-Bridge export, every training rank receives every tensor: " + "; ".join(parts)) if parts else (
-        "Megatron-Bridge export: no model parallelism, no gather")
+    what = "NeMo RL v0.3 gather_params" if v03_gather else "Megatron-Bridge export"
+    note = (f"{what}, every training rank receives every tensor: " + "; ".join(parts)) if parts else (
+        f"{what}: no model parallelism, no gather")
     return ExportGather(pp_broadcast_s=pp_s, tp_gather_s=tp_dense + tp_expert, ep_gather_s=ep_s, nic_s=nic,
-                        collectives=count, notes=(note,))
+                        collectives=count, notes=(note,), overlaps_send=not v03_gather)
 
 
 def _sized_tensor_by_tensor(spec: ModelSpec) -> bool:
@@ -1069,7 +1106,8 @@ def framework_sync_mechanism(framework: str, placement: Placement | str,
                          # the engine workers' get_per_tensor_param (colocated and the checkpoint engine); the fully
                          # async trainer's own paths are not read here
                          # (both verl exports call module.state_dict() first: unshards_fsdp1_state_dict)
-                         gathers_trainer_dtype=name == "verl" and not fully_async_path,
+                         # NeMo RL's DTensor policy too (FrameworkSync.gathers_trainer_dtype)
+                         gathers_trainer_dtype=(name == "verl" and not fully_async_path) or name == "nemo-rl",
                          broadcasts_whole_bucket=(name, where) == ("verl", Placement.SPLIT) and not fully_async_path,
                          sglang_tensor_requests=sglang_requests)
 
@@ -1098,6 +1136,19 @@ NRL_REFIT_NUM_STREAMS = 2
 """CUDA streams a vLLM rank spreads the training pipeline stages' bulk reshards over (``NRL_REFIT_NUM_STREAMS``,
 default 2: ``vllm_backend.py`` ``nccl_reshard_refit`` lines 1138-1166, NVIDIA-NeMo/RL
 @7ea279abfbeb698b092856d0dab61e7cf39bc909)."""
+NEMO_RL_V03_GATHER = (
+    "NVIDIA-NeMo/RL nemo_rl/models/megatron/refit_utils.py gather_params l.79-161 (per key, sorted: on the owning "
+    "stage the TP / expert-TP all_gather and torch.cat, then torch.distributed.broadcast of the TP-whole tensor over "
+    "the PP group, then one all_gather of the stacked expert over the EP group), called per group by "
+    "nemo_rl/models/policy/megatron_policy_worker.py get_weights_ipc_handles l.1420-1520; nemo_rl/algorithms/grpo.py "
+    "refit_policy_generation l.396-455: per group ray.get of every worker's handles (lm_policy.py l.511-528), "
+    "then ray.get of the engines' update_weights_from_ipc_handles (nemo_rl/models/generation/vllm.py l.1971-1978) "
+    "@b1c86a816c5e2b4ca41ece193624a38dc62e6fdf (v0.3.0; the same at v0.3.1 "
+    "27d0af945b96c5bf9fa928bf45fd1a6ce016632d); from v0.4.0 (c751f811217db7df0d4c94abdeaada6626cfc150) the refit "
+    "walks Megatron-Bridge's export_hf_weights instead (megatron_policy_worker.py l.1895)")
+"""Where NeMo RL's Megatron refit gathered before Megatron-Bridge (``megatron_export_gather`` ``v03_gather``)."""
+NEMO_RL_BRIDGE_SINCE = (0, 4)
+"""The NeMo RL release whose Megatron refit exports through Megatron-Bridge (``NEMO_RL_V03_GATHER``)."""
 NRL_RESHARD_SOURCE = (
     "NVIDIA-NeMo/RL docs/design-docs/nccl-reshard-refit.md, docs/guides/refit.md, "
     "nemo_rl/weight_sync/xferdtensor_python.py "

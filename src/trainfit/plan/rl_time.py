@@ -181,8 +181,8 @@ from trainfit.plan.time import (
     verl_fsdp_workers,
     training_time,
 )
-from trainfit.spec.card import RunCard
-from trainfit.spec.enums import AsyncMode, ComputeDtype, Dtype, EngineOutputs, Method, MoeExperts, Offload, RefPlacement, RolloutEngine, Strategy
+from trainfit.spec.card import RunCard, pin_before
+from trainfit.spec.enums import AsyncMode, ComputeDtype, Dtype, EngineOutputs, Method, MoeExperts, Offload, Placement, RefPlacement, RolloutEngine, Strategy
 from trainfit.spec.enums import FSDP_STRATEGIES, FsdpVersion, LogprobEntropy, LossKernel, TensorParallelImpl, WeightTransport
 from trainfit.spec.model import ModelSpec
 from trainfit.spec.training import TrainableSpec
@@ -874,6 +874,7 @@ def sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding,
     if rollout is None or card.rollout.engine is RolloutEngine.DEEPSPEED_HYBRID:
         return None
     from trainfit.compute.sync import (
+        NEMO_RL_BRIDGE_SINCE,
         export_staging_seconds,
         framework_sync_mechanism,
         fsdp1_state_dict_units,
@@ -898,10 +899,14 @@ def sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding,
     shard_ranks = _hsdp_shard_of(card, sharding) or train_gpus
     # NeMo RL's Megatron backend exports through Megatron-Bridge: every training rank receives every tensor over its
     # PP/TP/EP groups, whose "node" is the NVLink domain (GB200 NVL72); its DTensor backend is the sharded gather
+    # a card pinned to NeMo RL before v0.4 (``software.nemo-rl``) runs v0.3's own gather_params, colocated
+    # (compute.sync.NEMO_RL_V03_GATHER); its NCCL path is not read here
+    v03 = (ro.placement is Placement.COLOCATE
+           and pin_before((card.software.model_extra or {}).get("nemo-rl"), NEMO_RL_BRIDGE_SINCE))
     export = None if fs.framework != "nemo-rl" or sharded else megatron_export_gather(
         spec=spec, tp=p.tensor_parallel, pp=p.pipeline_parallel, ep=p.expert_parallel, etp=p.expert_tensor_parallel,
         world=train_gpus, gpus_per_node=nvlink_gpus_per_node(gpu.id, train_nodes(card)[1], train_gpus), rates=r,
-        nic_bytes_per_s=nic_bytes_per_s(card))
+        nic_bytes_per_s=nic_bytes_per_s(card), v03_gather=v03)
     # verl's FSDP engines all-gather each fp32 shard and cast it to bf16 after (compute.sync: gathers_trainer_dtype)
     from trainfit.plan.resolve import trainable_spec
     from trainfit.plan.terms import trained_dtype_bytes
@@ -1122,7 +1127,24 @@ def nemo_rl_offload_bytes(card: RunCard, spec: ModelSpec, *, train_gpus: int) ->
     ``offload_optimizer_for_logprob`` (default false, grpo_math_1B.yaml l.83), and the Megatron worker's gradient
     buffers are freed, not copied (NeMo RL v0.4.0 still moved the optimizer state in every placement:
     ``prepare_for_lp_inference`` called ``offload_before_refit``, megatron_policy_worker.py l.2004-2007
-    @c751f811217db7df0d4c94abdeaada6626cfc150; not modelled)."""
+    @c751f811217db7df0d4c94abdeaada6626cfc150; not modelled).
+
+    v0.3.0 (@b1c86a816c5e2b4ca41ece193624a38dc62e6fdf) moves the same state at the same places:
+    ``offload_before_refit`` / ``offload_after_refit`` (dtensor_policy_worker.py l.1274-1310, megatron_policy_worker.py
+    l.1547-1607) inside ``refit_policy_generation`` (grpo.py l.396-455, timer ``prepare_for_generation`` l.542); its
+    ``prepare_for_lp_inference`` calls ``offload_before_refit`` again, a no-op by then (the states are on the host:
+    ``v.to("cpu")`` of a host tensor, or the Megatron loop's ``v.is_cuda`` test), and ``prepare_for_training`` brings
+    them back before each update, so each refit copies them out afresh.
+
+    Known gap, the NeMo RL v0.3 blog's and NVIDIA-NeMo/RL issue #959's Llama-3.1-8B refit rows (one node, 8 GPUs):
+    published 4 s (DTensor) and 5 s (Megatron), 6 s and 8 s in the reruns, while this phase's first-touch copies alone
+    are 8.6 s (12 GB pageable per GPU) and 7.2 s (10 GB) at ``PAGEABLE_FIRST_TOUCH_BYTES_PER_S``. The 70B rows of the
+    same code move about as much per GPU (11-13 GB) and are planned within 20 % of the blog. A copy into fresh pages
+    measured on one core of a Sapphire Rapids-class CPU (``benchmarks/host_first_touch.py``: 2.4-2.5 GB/s for
+    tensors of 28-256 MiB against 6-12 GB/s into pages already present) would put the blog's 8B rows at +12 / +48 %
+    but its 70B rows at -24 / -43 % (the reruns' at -59 / -57 %) and NeMo RL's DeepSeek-V3 steps from -27 to -34 %,
+    so the rate is not what separates them. It is not applied. Nothing read in v0.3.0 moves fewer bytes on one node
+    than on eight."""
     from trainfit.memory.lora import lora_trainable_params
     from trainfit.plan.resolve import trainable_spec
 

@@ -1,0 +1,35 @@
+"""benchmarks/step_times.py, the NeMo RL release of a row (``NEMO_RL_RELEASES``): the rows whose configs are read at
+v0.3.0 (the v0.3 blog and its issue #959 reruns) carry ``software.nemo-rl`` 0.3.0 onto the card, so their Megatron
+refit gathers as v0.3's ``gather_params`` did (``trainfit.compute.sync.NEMO_RL_V03_GATHER``); later rows carry none."""
+
+from __future__ import annotations
+
+from step_times_module import load_step_times
+
+S = load_step_times("trainfit_bench_step_times_nemo_rl_release")
+ENTRIES = {e["id"]: e for e in S.load_entries(S.RL_DATA) if e["framework"] == "nemo-rl"}
+
+
+def test_v03_rows_carry_the_release() -> None:
+    v03 = [i for i in ENTRIES if i.startswith(("nemorl-v03blog-", "nemorl-issue959-rerun-"))]
+    assert len(v03) == 10
+    for i in v03:
+        card, notes = S.map_rl(ENTRIES[i])
+        assert card["software"]["nemo-rl"] == "0.3.0"
+        assert any("software.nemo-rl" in n for n in notes)
+
+
+def test_later_rows_carry_no_release() -> None:
+    for i in ("nemorl-v05-grpo-llama31-8b-h100-bf16-16g-onpol", "nemorl-nccl-reshard-refit-qwen3-4b-h100-dp8-tp8"):
+        card, _ = S.map_rl(ENTRIES[i])
+        assert "nemo-rl" not in (card.get("software") or {})
+
+
+def test_the_v03_megatron_refit_gathers_more() -> None:
+    """The 70B Megatron rerun (TP 4, PP 4 over 8 nodes): its refit's PP broadcasts carry TP-whole tensors."""
+    e = ENTRIES["nemorl-issue959-rerun-grpo-llama31-70b-megatron-h100-64g"]
+    card, _ = S.map_rl(e)
+    v03 = S.plan_card(card).phase_terms["weight_sync"]["gather"]
+    card["software"] = {}
+    bridge = S.plan_card(card).phase_terms["weight_sync"]["gather"]
+    assert v03 > 2.5 * bridge

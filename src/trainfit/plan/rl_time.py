@@ -137,6 +137,7 @@ from math import ceil
 
 from trainfit.catalog.gpus import GpuSpec
 from trainfit.compute.inventory import VERL_ENTROPY_COMPILED_BYTES, VERL_ENTROPY_COMPILED_KERNELS
+from trainfit.compute.controller_transfer import controller_transfer_s, verl_call_row_bytes
 from trainfit.compute.model_parallel import pipeline_bubble_micro_steps
 from trainfit.compute.moe_time import expert_token_shards
 from trainfit.compute.offload import (
@@ -679,6 +680,15 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
     else:
         notes.append(f"{opt_steps} optimizer step(s) per RL step (rollout.mini_batches x num_iterations)")
 
+    if card.preset == "verl":
+        gen_side, phases = verl_controller_phases(card, gen_side, phases, receivers=dp_ranks,
+                                                  reference=any(p.name == "ref_logprob" for p in phases),
+                                                  critic=cspec is not None)
+        moved_s = sum(p.terms.get("controller_transfer", 0.0) for p in gen_side + phases)
+        notes.append(f"verl single controller: the driver serialises each call's batch padded to {ro.prompt_len} +"
+                     f" {ro.response_len} tokens and deserialises the results, {moved_s:.1f} s a step on the host"
+                     " (compute.controller_transfer)")
+
     sync = sync_phase(card, spec, gpu, sharding, rollout, r)
     if sync is not None:
         phases.append(sync)
@@ -709,6 +719,38 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
                      f" side with its weight sync ({train_side:.1f} s); the step is the larger")
     tokens = float(seqs * (prompt + mean))
     return StepTiming(total, tokens, tuple(gen_side + phases), tuple(notes) + actor.assumptions)
+
+
+VERL_CONTROLLER_CALLS = {"generation": "generation", "old_logprob": "old_logprob", "ref_logprob": "ref_logprob",
+                         "critic_values": "critic_values", "reward_model": "ref_logprob",
+                         "actor_update": "actor_update", "critic_update": "critic_update"}
+"""The plan's phases that are one verl worker call each, and the call whose fields they ship
+(``compute.controller_transfer.verl_call_row_bytes``; a reward model's ``compute_rm_score`` ships the batch and
+returns one fp32 score row, as the reference pass does)."""
+
+
+def verl_controller_phases(card: RunCard, gen_side: list[PhaseTime], phases: list[PhaseTime], *, receivers: int,
+                           reference: bool, critic: bool) -> tuple[list[PhaseTime], list[PhaseTime]]:
+    """The phases with verl's single-controller transfer added inside each call's timer (term
+    ``controller_transfer``, ``compute.controller_transfer``): the batch padded to the card's maximum prompt and
+    response, the generated sequences for the generation call (``generated_prompts``) and the trained ones for the
+    others."""
+    ro = card.rollout
+    trained = ro.prompts_per_step * ro.num_generations
+    generated = generated_prompts(card) * ro.num_generations
+
+    def added(p: PhaseTime) -> PhaseTime:
+        call = VERL_CONTROLLER_CALLS.get(p.name)
+        if call is None:
+            return p
+        rows = generated if call == "generation" or p.name == "reward_model" else trained
+        sent, returned = verl_call_row_bytes(call=call, prompt_tokens=ro.prompt_len, response_tokens=ro.response_len,
+                                             entropy=_takes_entropy(card, "old_logprob"), reference=reference,
+                                             critic=critic)
+        s = controller_transfer_s(sent_bytes=rows * sent, returned_bytes=rows * returned, receivers=receivers)
+        return PhaseTime(p.name, p.seconds + s, p.bound, {**p.terms, "controller_transfer": s})
+
+    return [added(p) for p in gen_side], [added(p) for p in phases]
 
 
 def update_work_cv(card: RunCard, spec: ModelSpec, *, micro_batch_sequences: int) -> float:

@@ -29,8 +29,12 @@ shrink with more GPUs: the fully-async doc's colocated 7B runs (docs/advance/ful
 @df340d703292538fafc1439b4aa9f1f226ccadc5) spend 107.7 / 70.3 / 53.9 s in ``old_log_prob`` on 32 / 64 / 128 GPUs,
 about 33 s + 2,400 GPU-s / GPUs.
 
-Rates: measured on CPU (``benchmarks/verl_dataproto_cpu.py``): a lower bound of the host work, with no Ray object-store
-copy and no network transfer from the driver's node, on a shared VM core. Not counted: the Python pickling of the
+Rates: measured on CPU (``benchmarks/verl_dataproto_cpu.py``), with no Ray object-store copy and no network transfer
+from the driver's node, on a shared VM core (its large-buffer ``clone`` runs at 3.8 GB/s). A faster host serialises
+faster: play-verl's Qwen2-7B 'recommended' PPO run (8 H100, one node) leaves 0.38 s of its 33.5 s ``update_actor``
+outside ``update_policy`` (verl's own MFU timer, ``plan.rl_time``), where these rates put this call at 0.91 s, so that
+host ran the serialisation at least 2.4x faster than this VM; the multi-node H20 runs above also move the batch across
+nodes, which is not priced. The rates are the measurement, neither scaled nor fitted. Not counted: the Python pickling of the
 non-tensor batch (per-row objects), the driver's ``union`` / ``concat`` copies outside the timed calls, and the newer
 engine workers (``trainer.use_legacy_worker_impl: disable``, the default from 2026) that ship nested tensors without
 the padding: for those the padded bytes overstate the transfer.

@@ -50,6 +50,10 @@ its longest sample ends, so the gain is at most the batch's tail (and at most (G
 itself (Megatron-Bridge's ``stream_weights_megatron_to_hf`` gives every training rank every full tensor: PP
 broadcast, TP and EP all-gathers) is ``compute.sync.megatron_export_gather``, in the weight sync phase.
 
+verl's single controller (every verl card): each worker call's timer also holds the driver's serialisation of the
+batch, padded to the maximum prompt + response, and of its results (``compute.controller_transfer``,
+``verl_controller_phases``): a host cost per step that does not shrink with the GPUs.
+
 verl's fully asynchronous trainer (``fully_async`` under other presets) is planned as the larger of the
 generation side and the trainer side with the sync on the trainer side (its rollouter keeps generating
 with partial rollouts while the trainer syncs; not read line by line here).

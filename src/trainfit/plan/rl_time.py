@@ -140,8 +140,8 @@ from dataclasses import replace
 from math import ceil
 
 from trainfit.catalog.gpus import GpuSpec
-from trainfit.compute.inventory import VERL_ENTROPY_COMPILED_BYTES, VERL_ENTROPY_COMPILED_KERNELS
 from trainfit.compute.controller_transfer import controller_transfer_s, verl_call_row_bytes
+from trainfit.compute.inventory import VERL_ENTROPY_COMPILED_BYTES, VERL_ENTROPY_COMPILED_KERNELS
 from trainfit.compute.model_parallel import pipeline_bubble_micro_steps
 from trainfit.compute.moe_time import expert_token_shards
 from trainfit.compute.offload import (

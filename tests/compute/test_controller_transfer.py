@@ -35,19 +35,31 @@ def test_driver_pays_the_whole_batch_receivers_their_share():
     assert controller_transfer_s(sent_bytes=8e9, returned_bytes=0, receivers=1024) > 8e9 / DATAPROTO_SERIALIZE_BYTES_PER_S
 
 
-def _card(preset: str):
+def _card(preset: str, **rollout):
     d = default_card_dict()
     d.update(method="grpo", model="Qwen/Qwen3-0.6B", preset=preset)
-    d["rollout"] = {"prompts_per_step": 8, "num_generations": 4, "prompt_len": 256, "response_len": 512}
+    d["rollout"] = {"prompts_per_step": 8, "num_generations": 4, "prompt_len": 256, "response_len": 512, **rollout}
     return load_card_dict(d)
 
 
-def test_verl_phases_carry_the_term_and_others_do_not():
-    plan = make_plan(_card("verl"))
-    terms = {ph.name: ph.terms.get("controller_transfer") for ph in plan.time.phases}
+def _terms(card):
+    return {ph.name: ph.terms.get("controller_transfer") for ph in make_plan(card).time.phases}
+
+
+def test_legacy_workers_ship_padded_batches():
+    terms = _terms(_card("verl", controller_padded_batches=True))
     assert terms["actor_update"] == pytest.approx(controller_transfer_s(
         sent_bytes=32 * verl_call_row_bytes(call="actor_update", prompt_tokens=256, response_tokens=512)[0],
         returned_bytes=0, receivers=8))  # the default card's 8 GPUs, one data-parallel rank each
     assert terms["generation"] > 0
-    other = make_plan(_card("trl"))
-    assert all("controller_transfer" not in ph.terms for ph in other.time.phases)
+
+
+def test_engine_workers_ship_the_trainer_calls_unpadded():
+    padded, unpadded = _terms(_card("verl", controller_padded_batches=True)), _terms(_card("verl"))
+    assert unpadded["actor_update"] < padded["actor_update"] and unpadded["old_logprob"] < padded["old_logprob"]
+    assert unpadded["generation"] == pytest.approx(padded["generation"])  # the rollout's output is padded either way
+
+
+def test_other_presets_pay_nothing():
+    plan = make_plan(_card("trl"))
+    assert all("controller_transfer" not in ph.terms for ph in plan.time.phases)

@@ -687,11 +687,14 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
     if card.preset == "verl":
         gen_side, phases = verl_controller_phases(card, gen_side, phases, receivers=dp_ranks,
                                                   reference=any(p.name == "ref_logprob" for p in phases),
-                                                  critic=cspec is not None)
+                                                  critic=cspec is not None, prompt_mean_tokens=prompt,
+                                                  response_mean_tokens=mean)
         moved_s = sum(p.terms.get("controller_transfer", 0.0) for p in gen_side + phases)
-        notes.append(f"verl single controller: the driver serialises each call's batch padded to {ro.prompt_len} +"
-                     f" {ro.response_len} tokens and deserialises the results, {moved_s:.1f} s a step on the host"
-                     " (compute.controller_transfer)")
+        notes.append(f"verl single controller: the driver serialises each call's batch ("
+                     + ("padded to the maxima" if ro.controller_padded_batches else
+                        "generation padded to the maxima, the trainer's calls unpadded (rollout.controller_padded_batches"
+                        " false)")
+                     + f") and deserialises the results, {moved_s:.1f} s a step on the host (compute.controller_transfer)")
 
     sync = sync_phase(card, spec, gpu, sharding, rollout, r)
     if sync is not None:
@@ -734,11 +737,13 @@ returns one fp32 score row, as the reference pass does)."""
 
 
 def verl_controller_phases(card: RunCard, gen_side: list[PhaseTime], phases: list[PhaseTime], *, receivers: int,
-                           reference: bool, critic: bool) -> tuple[list[PhaseTime], list[PhaseTime]]:
+                           reference: bool, critic: bool, prompt_mean_tokens: float,
+                           response_mean_tokens: float) -> tuple[list[PhaseTime], list[PhaseTime]]:
     """The phases with verl's single-controller transfer added inside each call's timer (term
-    ``controller_transfer``, ``compute.controller_transfer``): the batch padded to the card's maximum prompt and
-    response, the generated sequences for the generation call (``generated_prompts``) and the trained ones for the
-    others."""
+    ``controller_transfer``, ``compute.controller_transfer``): the generated sequences for the generation call
+    (``generated_prompts``), padded to the card's maximum prompt and response, and the trained ones for the others,
+    padded the same way under ``rollout.controller_padded_batches`` (verl's legacy workers), else at the mean prompt
+    and response (the engine workers' unpadded batches)."""
     ro = card.rollout
     trained = ro.prompts_per_step * ro.num_generations
     generated = generated_prompts(card) * ro.num_generations
@@ -748,9 +753,11 @@ def verl_controller_phases(card: RunCard, gen_side: list[PhaseTime], phases: lis
         if call is None:
             return p
         rows = generated if call == "generation" or p.name == "reward_model" else trained
-        sent, returned = verl_call_row_bytes(call=call, prompt_tokens=ro.prompt_len, response_tokens=ro.response_len,
-                                             entropy=_takes_entropy(card, "old_logprob"), reference=reference,
-                                             critic=critic)
+        padded = call == "generation" or ro.controller_padded_batches
+        sent, returned = verl_call_row_bytes(
+            call=call, prompt_tokens=ro.prompt_len if padded else round(prompt_mean_tokens),
+            response_tokens=ro.response_len if padded else round(response_mean_tokens),
+            entropy=_takes_entropy(card, "old_logprob"), reference=reference, critic=critic)
         s = controller_transfer_s(sent_bytes=rows * sent, returned_bytes=rows * returned, receivers=receivers)
         return PhaseTime(p.name, p.seconds + s, p.bound, {**p.terms, "controller_transfer": s})
 

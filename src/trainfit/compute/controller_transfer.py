@@ -34,10 +34,12 @@ from the driver's node, on a shared VM core (its large-buffer ``clone`` runs at 
 faster: play-verl's Qwen2-7B 'recommended' PPO run (8 H100, one node) leaves 0.38 s of its 33.5 s ``update_actor``
 outside ``update_policy`` (verl's own MFU timer, ``plan.rl_time``), where these rates put this call at 0.91 s, so that
 host ran the serialisation at least 2.4x faster than this VM; the multi-node H20 runs above also move the batch across
-nodes, which is not priced. The rates are the measurement, neither scaled nor fitted. Not counted: the Python pickling of the
-non-tensor batch (per-row objects), the driver's ``union`` / ``concat`` copies outside the timed calls, and the newer
-engine workers (``trainer.use_legacy_worker_impl: disable``, the default from 2026) that ship nested tensors without
-the padding: for those the padded bytes overstate the transfer.
+nodes, which is not priced. The rates are the measurement, neither scaled nor fitted. Not counted: the Python pickling
+of the non-tensor batch (per-row objects), the driver's ``union`` / ``concat`` copies outside the timed calls. verl's
+engine workers (``trainer.use_legacy_worker_impl: disable``, the default from verl-project/verl
+63e8a0d1617b209284011e0fcf1796574f372ffd of 2026-03-26) ship the trainer's calls without the padding
+(``left_right_2_no_padding``): the planner prices those at the mean prompt and response
+(``rollout.controller_padded_batches`` false, ``plan.rl_time.verl_controller_phases``).
 """
 
 from __future__ import annotations

@@ -1966,6 +1966,16 @@ def map_rl(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         card["loss"] = {**card.get("loss", {}), "logprob_entropy": which}
         notes.append(f"verl log-prob passes: the compiled entropy over the logits in the {which.replace('_', ' ')}"
                      " pass(es) (loss.logprob_entropy)")
+    if e["framework"] == "verl" and card.get("method") in ("ppo", "grpo"):
+        # verl's legacy fsdp/megatron workers receive every call's batch as a DataProto padded to the maxima; the
+        # engine workers (trainer.use_legacy_worker_impl disable: the default from verl-project/verl
+        # 63e8a0d1617b209284011e0fcf1796574f372ffd, 2026-03-26, #5604) receive the trainer's calls unpadded
+        # (compute.controller_transfer). An entry on a verl from that commit on states train.legacy_workers false
+        legacy = tr.get("legacy_workers", True)
+        card["rollout"]["controller_padded_batches"] = legacy
+        notes.append("verl single controller: " + ("legacy workers, every call's batch padded to the maxima" if legacy
+                     else "engine workers (train.legacy_workers false), the trainer's calls unpadded")
+                     + " (rollout.controller_padded_batches)")
     if e["framework"] in CARD_PRESETS:
         card["preset"] = e["framework"]
     return card, notes

@@ -41,14 +41,21 @@ def test_mix_run_without_a_published_mean_plans_the_short_answer_default():
         default_response_mean(response_len_max=512, profile=SHORT_ANSWER))
 
 
-@pytest.mark.parametrize("entry_id", ["verl-pr5596-grpo-qwen3-8b-gsm8k-gb200-4g",
-                                      "verl-issue7847-grpo-qwen35-9b-gsm8k-b200-8g"])
+@pytest.mark.parametrize("entry_id", ["verl-issue7847-grpo-qwen35-9b-gsm8k-b200-8g"])
 def test_thinking_models_on_gsm8k_keep_the_model_rule(entry_id):
     e = _entry(entry_id)
     card, _ = st.map_rl(e)
     assert card["rollout"]["length_profile"] == "auto"
     assert st.planned_response_mean(card["rollout"], e["model"]) == pytest.approx(
         default_response_mean(response_len_max=1024, profile=profile_for(e["model"])))
+
+
+def test_a_mean_derived_from_the_published_mfu_wins_over_the_profile():
+    # verl PR #5596: the lengths come from its published actor MFU (the entry's note), the profile stays recorded
+    e = _entry("verl-pr5596-grpo-qwen3-8b-gsm8k-gb200-4g")
+    card, _ = st.map_rl(e)
+    assert e["data"]["length_profile"] == "auto" and card["rollout"]["response_len_mean"] == 753
+    assert st.planned_response_mean(card["rollout"], e["model"]) == 753
 
 
 def test_a_published_mean_wins_over_the_profile():

@@ -332,6 +332,9 @@ def _ppo(card: RunCard, notes: list[str]) -> list[str]:
         )
     if ro.async_mode.value != "none":
         notes.append(f"rollout.async_mode {ro.async_mode.value}: main_ppo is synchronous; use verl's one-step-off or fully-async recipes")
+    if ro.controller_padded_batches:
+        notes.append("rollout.controller_padded_batches true: verl 0.9 has only its engine workers, which ship the"
+                     " trainer's batches unpadded; the padded legacy workers are not exported")
     if ro.response_len_mean is not None or non_default(card, "rollout.response_len_shape") \
             or non_default(card, "rollout.length_profile"):
         notes.append("rollout.response_len_mean / response_len_shape / length_profile: a property of the task, not a "

@@ -50,6 +50,10 @@ its longest sample ends, so the gain is at most the batch's tail (and at most (G
 itself (Megatron-Bridge's ``stream_weights_megatron_to_hf`` gives every training rank every full tensor: PP
 broadcast, TP and EP all-gathers) is ``compute.sync.megatron_export_gather``, in the weight sync phase.
 
+verl's single controller (every verl card): each worker call's timer also holds the driver's serialisation of the
+batch, padded to the maximum prompt + response, and of its results (``compute.controller_transfer``,
+``verl_controller_phases``): a host cost per step that does not shrink with the GPUs.
+
 verl's fully asynchronous trainer (``fully_async`` under other presets) is planned as the larger of the
 generation side and the trainer side with the sync on the trainer side (its rollouter keeps generating
 with partial rollouts while the trainer syncs; not read line by line here).
@@ -136,6 +140,7 @@ from dataclasses import replace
 from math import ceil
 
 from trainfit.catalog.gpus import GpuSpec
+from trainfit.compute.controller_transfer import controller_transfer_s, verl_call_row_bytes
 from trainfit.compute.inventory import VERL_ENTROPY_COMPILED_BYTES, VERL_ENTROPY_COMPILED_KERNELS
 from trainfit.compute.model_parallel import pipeline_bubble_micro_steps
 from trainfit.compute.moe_time import expert_token_shards
@@ -679,6 +684,18 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
     else:
         notes.append(f"{opt_steps} optimizer step(s) per RL step (rollout.mini_batches x num_iterations)")
 
+    if card.preset == "verl":
+        gen_side, phases = verl_controller_phases(card, gen_side, phases, receivers=dp_ranks,
+                                                  reference=any(p.name == "ref_logprob" for p in phases),
+                                                  critic=cspec is not None, prompt_mean_tokens=prompt,
+                                                  response_mean_tokens=mean)
+        moved_s = sum(p.terms.get("controller_transfer", 0.0) for p in gen_side + phases)
+        notes.append(f"verl single controller: the driver serialises each call's batch ("
+                     + ("padded to the maxima" if ro.controller_padded_batches else
+                        "generation padded to the maxima, the trainer's calls unpadded (rollout.controller_padded_batches"
+                        " false)")
+                     + f") and deserialises the results, {moved_s:.1f} s a step on the host (compute.controller_transfer)")
+
     sync = sync_phase(card, spec, gpu, sharding, rollout, r)
     if sync is not None:
         phases.append(sync)
@@ -709,6 +726,42 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
                      f" side with its weight sync ({train_side:.1f} s); the step is the larger")
     tokens = float(seqs * (prompt + mean))
     return StepTiming(total, tokens, tuple(gen_side + phases), tuple(notes) + actor.assumptions)
+
+
+VERL_CONTROLLER_CALLS = {"generation": "generation", "old_logprob": "old_logprob", "ref_logprob": "ref_logprob",
+                         "critic_values": "critic_values", "reward_model": "ref_logprob",
+                         "actor_update": "actor_update", "critic_update": "critic_update"}
+"""The plan's phases that are one verl worker call each, and the call whose fields they ship
+(``compute.controller_transfer.verl_call_row_bytes``; a reward model's ``compute_rm_score`` ships the batch and
+returns one fp32 score row, as the reference pass does)."""
+
+
+def verl_controller_phases(card: RunCard, gen_side: list[PhaseTime], phases: list[PhaseTime], *, receivers: int,
+                           reference: bool, critic: bool, prompt_mean_tokens: float,
+                           response_mean_tokens: float) -> tuple[list[PhaseTime], list[PhaseTime]]:
+    """The phases with verl's single-controller transfer added inside each call's timer (term
+    ``controller_transfer``, ``compute.controller_transfer``): the generated sequences for the generation call
+    (``generated_prompts``), padded to the card's maximum prompt and response, and the trained ones for the others,
+    padded the same way under ``rollout.controller_padded_batches`` (verl's legacy workers), else at the mean prompt
+    and response (the engine workers' unpadded batches)."""
+    ro = card.rollout
+    trained = ro.prompts_per_step * ro.num_generations
+    generated = generated_prompts(card) * ro.num_generations
+
+    def added(p: PhaseTime) -> PhaseTime:
+        call = VERL_CONTROLLER_CALLS.get(p.name)
+        if call is None:
+            return p
+        rows = generated if call == "generation" or p.name == "reward_model" else trained
+        padded = call == "generation" or ro.controller_padded_batches
+        sent, returned = verl_call_row_bytes(
+            call=call, prompt_tokens=ro.prompt_len if padded else round(prompt_mean_tokens),
+            response_tokens=ro.response_len if padded else round(response_mean_tokens),
+            entropy=_takes_entropy(card, "old_logprob"), reference=reference, critic=critic)
+        s = controller_transfer_s(sent_bytes=rows * sent, returned_bytes=rows * returned, receivers=receivers)
+        return PhaseTime(p.name, p.seconds + s, p.bound, {**p.terms, "controller_transfer": s})
+
+    return [added(p) for p in gen_side], [added(p) for p in phases]
 
 
 def update_work_cv(card: RunCard, spec: ModelSpec, *, micro_batch_sequences: int) -> float:

@@ -751,6 +751,14 @@ class RolloutSection(_Section):
         " detokenizer's own list rather than a copy, compute.decode_step). cumulative needs engine_multiprocess:"
         " AsyncLLM always runs the engine core in its own process (vllm/v1/engine/async_llm.py l.118-123 of the"
         " vLLM 0.9.0 wheel). null: cumulative with engine_multiprocess, else final_only.")
+    controller_padded_batches: bool = Field(
+        False, description="verl: the log-prob, values and update calls ship the batch padded to prompt_len +"
+        " response_len (the legacy fsdp/megatron workers, trainer.use_legacy_worker_impl auto: every verl before"
+        " verl-project/verl 63e8a0d1617b209284011e0fcf1796574f372ffd, 2026-03-26, #5604). false: the engine workers"
+        " (use_legacy_worker_impl disable, the default from that commit and the only workers of verl 0.9) ship them"
+        " without padding (left_right_2_no_padding, verl/trainer/ppo/ray_trainer.py l.1143-1224"
+        " @3f2fd075da015579639cd2f99aa1c2811c6f48d4); the generation call's output is padded either way."
+        " Priced as the driver's serialisation (compute.controller_transfer); read for the verl preset only.")
     async_mode: AsyncMode = Field(AsyncMode.NONE, description="none | one_step_off | fully_async: generation overlaps training; the step is the slower side.")
     reward_seconds_per_sample: float = Field(0.0, ge=0, le=86400, description="Reward time per completion (sandboxed tests); 0 for a rule.")
     reward_workers: int = Field(1, ge=1, le=1_000_000, description="Completions graded in parallel.")

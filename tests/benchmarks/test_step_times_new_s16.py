@@ -1,0 +1,56 @@
+"""benchmarks/step_times.py, held-out training rows of published_train_times_new_s16.json (torchtitan's own published
+throughput rows not recorded before: the Llama 2 13B selective-AC rows on 64 A100, the Llama 3.1 405B 2D rows on 128 H100
+of the 2024-08 performance page, and the float8 tensorwise vanilla-TP rows of the June 2025 async-TP benchmark): the file
+is picked up, its ids are unique across the training files, every figure is in its quote, the source is a commit, the
+layouts multiply out, and the rows map to the card their source states."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from step_times_module import file_ids, load_step_times
+
+import trainfit
+
+REPO = Path(trainfit.__file__).resolve().parents[2]
+DATA = REPO / "benchmarks" / "data" / "published_train_times_new_s16.json"
+st = load_step_times("trainfit_bench_step_times_new_s16")
+ROWS = {e["id"]: e for e in json.loads(DATA.read_text())}
+
+
+def test_file_is_loaded_with_every_row_and_ids_are_unique_across_files() -> None:
+    loaded, others = file_ids(st, st.TRAIN_DATA, DATA)
+    assert loaded == set(ROWS) and len(ROWS) == 6
+    assert not loaded & others
+
+
+@pytest.mark.parametrize("row_id", sorted(ROWS))
+def test_row_figure_source_and_layout(row_id: str) -> None:
+    e = ROWS[row_id]
+    value = e["measured"]["value"]
+    assert e["measured"]["metric"] == "tokens_per_s_per_gpu"
+    assert f"| {value:g} |" in e["quote"]
+    src = e["source"]
+    assert src["repo"] == "pytorch/torchtitan" and re.fullmatch(r"[0-9a-f]{40}", src["commit"])
+    p, b = e["parallel"], e["batch"]
+    dp = e["gpus"] // (p["tp"] * p["pp"] * p["cp"])
+    assert dp * p["tp"] * p["pp"] * p["cp"] == e["gpus"] == e["gpus_per_node"] * e["nodes"]
+    assert b["micro_batch_size"] * dp * b["grad_accum"] == b["global_batch_size"]
+
+
+def test_rows_map_with_their_stated_layout_and_precision() -> None:
+    card, _ = st.map_train(ROWS["titan-h100-405b-128gpu-fsdp16-tp8-bf16"])
+    assert card["parallel"]["tensor_parallel"] == 8 and card["parallel"]["compile"] is False
+    assert card["precision"].get("compute", "bf16") == "bf16" and card["precision"]["optimizer_impl"] == "foreach"
+    card, _ = st.map_train(ROWS["titan-h100-405b-128gpu-fsdp16-tp8-float8"])
+    assert card["precision"]["compute"] == "fp8" and card["precision"]["fp8_recipe"] == "current"
+    assert card["parallel"]["compile"] is True
+    for row_id in ("titan-h100-70b-256gpu-fsdp32-tp8-float8-tensorwise-2506",
+                   "titan-h100-8b-64gpu-fsdp8-tp8-float8-tensorwise-2506"):
+        card, _ = st.map_train(ROWS[row_id])
+        assert card["precision"]["compute"] == "fp8" and "optimizer_impl" not in card["precision"]
+    card, _ = st.map_train(ROWS["titan-a100-llama2-13b-sel-op"])
+    assert card["batch"]["seq_len"] == 4096 and card["hardware"]["gpus_per_node"] * card["hardware"]["nodes"] == 64

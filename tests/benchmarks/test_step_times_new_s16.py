@@ -1,6 +1,7 @@
 """benchmarks/step_times.py, held-out training rows of published_train_times_new_s16.json (torchtitan's own published
 throughput rows not recorded before: the Llama 2 13B selective-AC rows on 64 A100, the Llama 3.1 405B 2D rows on 128 H100
-of the 2024-08 performance page, and the float8 tensorwise vanilla-TP rows of the June 2025 async-TP benchmark): the file
+of the 2024-08 performance page, the float8 tensorwise vanilla-TP rows of the June 2025 async-TP benchmark, and the
+Llama 3 8B rows of the AWS/Meta torchtitan-on-SageMaker post on 32 H100): the file
 is picked up, its ids are unique across the training files, every figure is in its quote, the source is a commit, the
 layouts multiply out, and the rows map to the card their source states."""
 
@@ -23,7 +24,7 @@ ROWS = {e["id"]: e for e in json.loads(DATA.read_text())}
 
 def test_file_is_loaded_with_every_row_and_ids_are_unique_across_files() -> None:
     loaded, others = file_ids(st, st.TRAIN_DATA, DATA)
-    assert loaded == set(ROWS) and len(ROWS) == 6
+    assert loaded == set(ROWS) and len(ROWS) == 9
     assert not loaded & others
 
 
@@ -32,9 +33,13 @@ def test_row_figure_source_and_layout(row_id: str) -> None:
     e = ROWS[row_id]
     value = e["measured"]["value"]
     assert e["measured"]["metric"] == "tokens_per_s_per_gpu"
-    assert f"| {value:g} |" in e["quote"]
     src = e["source"]
-    assert src["repo"] == "pytorch/torchtitan" and re.fullmatch(r"[0-9a-f]{40}", src["commit"])
+    if "url" in src:  # a blog post: its URL and the date it was read
+        assert src["url"].startswith("https://") and re.fullmatch(r"\d{4}-\d{2}-\d{2}", src["date"])
+        assert f"| {value:g}" in e["quote"] and re.search(r"@[0-9a-f]{40}", e["note"])
+    else:
+        assert f"| {value:g} |" in e["quote"]
+        assert src["repo"] == "pytorch/torchtitan" and re.fullmatch(r"[0-9a-f]{40}", src["commit"])
     p, b = e["parallel"], e["batch"]
     dp = e["gpus"] // (p["tp"] * p["pp"] * p["cp"])
     assert dp * p["tp"] * p["pp"] * p["cp"] == e["gpus"] == e["gpus_per_node"] * e["nodes"]
@@ -52,5 +57,9 @@ def test_rows_map_with_their_stated_layout_and_precision() -> None:
                    "titan-h100-8b-64gpu-fsdp8-tp8-float8-tensorwise-2506"):
         card, _ = st.map_train(ROWS[row_id])
         assert card["precision"]["compute"] == "fp8" and "optimizer_impl" not in card["precision"]
+    card, _ = st.map_train(ROWS["titan-sagemaker-p5-h100-llama3-8b-32gpu-bf16"])
+    assert card["parallel"]["compile"] is False and card["batch"]["micro_batch_size"] == 1
+    card, _ = st.map_train(ROWS["titan-sagemaker-p5-h100-llama3-8b-32gpu-float8"])
+    assert card["parallel"]["compile"] is True and card["precision"]["compute"] == "fp8"
     card, _ = st.map_train(ROWS["titan-a100-llama2-13b-sel-op"])
     assert card["batch"]["seq_len"] == 4096 and card["hardware"]["gpus_per_node"] * card["hardware"]["nodes"] == 64

@@ -616,6 +616,12 @@ src/prime_rl/trainer/model.py l.156 ``MixedPrecisionPolicy(param_dtype=torch.bfl
 @d8f290ef0358a804f1912bd29ea1b37cc56894b4)."""
 
 
+PEFT_METHOD_SCOPES = ("dora", "ia3", "prompt_tuning")
+"""PEFT methods other than plain LoRA that a training entry may name (``peft_method.scope``, kind ``sft_lora``): the
+card scopes of those names (``spec.card.Scope``), which plan them (``memory.peft_variants``, ``compute.inventory``
+``Adapter``)."""
+
+
 def lora_section(lora: dict[str, Any] | None, framework: str = "") -> dict[str, Any]:
     if not lora:
         return {}
@@ -1083,6 +1089,12 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
                      " (src/nanotron/optim/gradient_accumulator.py l.204-223 @c252843039cc167ff8d6894b87172af4637eb14b)")
     kind = e["kind"]
     scope = {"sft_lora": "lora", "sft_qlora": "qlora"}.get(kind, "full")
+    peft_method = e.get("peft_method") or {}
+    if kind == "sft_lora" and peft_method.get("scope") in PEFT_METHOD_SCOPES:
+        # the entry's PEFT method as its adapter config states it (``peft_method.scope``, cited in the entry's note):
+        # the card's scope of that name (DoRA reads the lora section; (IA)^3 and prompt tuning their own sections)
+        scope = peft_method["scope"]
+        notes.append(f"PEFT method {scope} (the entry's adapter config): card scope {scope}")
     if "Int4" in e["model"]:
         notes.append("GPTQ int4 base planned as bitsandbytes nf4 (QLoRA)")
     mp, n = model_parallel_section(e["parallel"], num_layers=model_layers(model), framework=e["framework"],
@@ -1193,10 +1205,13 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         card["precision"]["weights"] = "fp32"
         if scope != "full":
             notes.append(PRIME_RL_FP32_PRECISION)
-    if scope != "full":
+    if scope in ("lora", "qlora", "dora"):
         card["lora"] = lora_section(e.get("lora"), e.get("framework", "")) or {}
         if not e.get("lora"):
             notes.append("LoRA settings not stated: the card's defaults")
+    elif scope in ("ia3", "prompt_tuning"):
+        card[scope] = dict(peft_method.get(scope) or {})
+        notes.append(f"{scope}: " + (", ".join(f"{k} {v}" for k, v in card[scope].items()) or "PEFT's defaults"))
     packed, n = packed_squad(e)
     card["batch"].update(packed)
     notes += n

@@ -24,7 +24,7 @@ ROWS = {e["id"]: e for e in json.loads(DATA.read_text())}
 
 def test_file_is_loaded_with_every_row_and_ids_are_unique_across_files() -> None:
     loaded, others = file_ids(st, st.TRAIN_DATA, DATA)
-    assert loaded == set(ROWS) and len(ROWS) == 14
+    assert loaded == set(ROWS) and len(ROWS) == 17
     assert not loaded & others
 
 
@@ -71,3 +71,17 @@ def test_rows_map_with_their_stated_layout_and_precision() -> None:
     assert card["parallel"]["compile"] is True and card["precision"]["compute"] == "fp8"
     card, _ = st.map_train(ROWS["titan-a100-llama2-13b-sel-op"])
     assert card["batch"]["seq_len"] == 4096 and card["hardware"]["gpus_per_node"] * card["hardware"]["nodes"] == 64
+
+
+def test_peft_method_rows_map_to_their_card_scope() -> None:
+    card, notes = st.map_train(ROWS["peft-mmqa-l40s-llama32-3b-dora-r32-qv"])
+    assert card["scope"] == "dora" and card["lora"]["rank"] == 32 and "adapter_dtype" not in card["lora"]
+    card, _ = st.map_train(ROWS["peft-mmqa-l40s-llama32-3b-ia3"])
+    assert card["scope"] == "ia3" and "lora" not in card and card["ia3"]["feedforward"] == ["down_proj"]
+    card, _ = st.map_train(ROWS["peft-mmqa-l40s-llama32-3b-prompt-tuning-200"])
+    assert card["scope"] == "prompt_tuning" and card["prompt_tuning"] == {"num_virtual_tokens": 200}
+    for row_id in ("peft-mmqa-l40s-llama32-3b-dora-r32-qv", "peft-mmqa-l40s-llama32-3b-ia3",
+                   "peft-mmqa-l40s-llama32-3b-prompt-tuning-200"):
+        assert st.plan_card(st.map_train(ROWS[row_id])[0]).step_s > 0
+    card, _ = st.map_train(ROWS["peft-mmqa-l40s-llama32-3b-lora-r32-qv"])  # fp32 adapters: PEFT, no autocast
+    assert card["scope"] == "lora" and "adapter_dtype" not in card["lora"]

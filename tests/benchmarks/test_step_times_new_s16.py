@@ -24,7 +24,7 @@ ROWS = {e["id"]: e for e in json.loads(DATA.read_text())}
 
 def test_file_is_loaded_with_every_row_and_ids_are_unique_across_files() -> None:
     loaded, others = file_ids(st, st.TRAIN_DATA, DATA)
-    assert loaded == set(ROWS) and len(ROWS) == 17
+    assert loaded == set(ROWS) and len(ROWS) == 32
     assert not loaded & others
 
 
@@ -40,6 +40,14 @@ def test_row_figure_source_and_layout(row_id: str) -> None:
         assert f"first block \"train time\": {also['train_time_blocks_s'][0]}" in e["quote"]
         assert also["train_total_tokens"] / also["train_samples"] == pytest.approx(e["batch"]["seq_len"], abs=0.5)
         assert re.fullmatch(r"[0-9a-f]{40}", src["commit"]) and src["path"].startswith("method_comparison/MetaMathQA/")
+        return
+    if src.get("repo") == "AnswerDotAI/fsdp_qlora":  # 1024 dummy samples of exactly context_length tokens, cut to a
+        # multiple of batch x accumulation, over the CUDA-event time of the loop
+        b, also = e["batch"], e["measured"]["also"]
+        assert also["samples"] == 1024 - 1024 % (b["micro_batch_size"] * b["grad_accum"])
+        assert value == pytest.approx(also["samples"] * b["seq_len"] / also["time_s"], rel=1e-6)
+        assert f"{also['time_s']:,}" in e["quote"] and re.fullmatch(r"[0-9a-f]{40}", src["commit"])
+        assert b["global_batch_size"] == b["micro_batch_size"] * e["gpus"] * b["grad_accum"]
         return
     assert e["measured"]["metric"] == "tokens_per_s_per_gpu"
     if "url" in src:  # a blog post: its URL and the date it was read
@@ -85,3 +93,15 @@ def test_peft_method_rows_map_to_their_card_scope() -> None:
         assert st.plan_card(st.map_train(ROWS[row_id])[0]).step_s > 0
     card, _ = st.map_train(ROWS["peft-mmqa-l40s-llama32-3b-lora-r32-qv"])  # fp32 adapters: PEFT, no autocast
     assert card["scope"] == "lora" and "adapter_dtype" not in card["lora"]
+
+
+def test_fsdp_qlora_rows_map_to_fsdp1_bf16_adapters_and_their_offload() -> None:
+    card, notes = st.map_train(ROWS["fsdpqlora-2x4090-llama2-7b-qlora-fsdp-offload-bs12"])
+    par = card["parallel"]
+    assert card["scope"] == "qlora" and par["fsdp_version"] == "fsdp1" and par["offload"] == "params_and_optimizer"
+    assert card["lora"]["adapter_dtype"] == "bf16" and card["lora"]["rank"] == 64 and par["gradient_checkpointing"]
+    card, _ = st.map_train(ROWS["fsdpqlora-2x3090-llama2-7b-lora-ddp-bs4"])
+    assert card["parallel"]["strategy"] == "ddp" and card["scope"] == "lora"
+    assert ROWS["fsdpqlora-2x3090-llama2-7b-lora-ddp-bs4"]["hardware_rates"]["power_limit_w"] == 280
+    card, _ = st.map_train(ROWS["fsdpqlora-2xa100-40gb-llama2-70b-qlora-fsdp-bs1"])
+    assert card["batch"]["grad_accum"] == 16

@@ -128,6 +128,8 @@ FSDP_VERSIONS = {
     "accelerate-fsdp2": "fsdp2",  # huggingface/accelerate examples/fsdp2/fsdp2_fp8.py @d2e6b031 l.140 fsdp_version=2
     "nemo-rl": "fsdp2",  # policy.dtensor_cfg: FSDP2 through NeMo Automodel (export/nemo_rl.py)
     "fms-fsdp": "fsdp1",  # foundation-model-stack/fms-fsdp main_training.py @ed74fd5d l.9 / 82 FullyShardedDataParallel
+    "fsdp_qlora": "fsdp1",  # AnswerDotAI/fsdp_qlora train.py @50efa1ef l.704-715 FSDP(model, ..., use_orig_params=False)
+    # (torch.distributed.fsdp FullyShardedDataParallel, l.38)
     "llm-foundry": "fsdp1",  # Composer's FSDP (llm-foundry @c90b9b31 setup.py mosaicml>=0.23.4,<0.24; mosaicml/composer
     # v0.23.4 @ec8799d3 composer/distributed/dist_strategy.py l.544 FullyShardedDataParallel(...))
     # Megatron-FSDP: parameters are views of its all-gather bucket, gradients of its reduce bucket, so no copy-out /
@@ -607,7 +609,7 @@ given, wins over this per-framework default."""
 
 
 BF16_ADAPTER_FRAMEWORKS = ("torchtune", "nemo", "megatron", "automodel", "nemo-automodel", "megatron-bridge",
-                           "hf-trainer", "prime-rl")
+                           "hf-trainer", "prime-rl", "fsdp_qlora")
 """Frameworks whose LoRA adapters run their matmuls in bf16. PEFT >= 0.12 keeps the adapters fp32
 (``autocast_adapter_dtype``), but the Hugging Face Trainer with ``bf16=True`` runs the forward under
 ``torch.autocast(bfloat16)``, which casts fp32 linears to bf16 (and PEFT before 0.12 created the adapters in the
@@ -615,7 +617,15 @@ base's dtype): the ``hf-trainer`` entries (Qwen-1's finetune.py, 2023, ``--bf16 
 creates its LoRA A/B in the base layer's dtype and FSDP2 all-gathers every parameter as bf16
 (PrimeIntellect-ai/prime-rl src/prime_rl/trainer/models/layers/lora/multi_linear.py l.86 / 100 and
 src/prime_rl/trainer/model.py l.156 ``MixedPrecisionPolicy(param_dtype=torch.bfloat16, ...)``
-@d8f290ef0358a804f1912bd29ea1b37cc56894b4)."""
+@d8f290ef0358a804f1912bd29ea1b37cc56894b4). Answer.AI's fsdp_qlora train.py with its default ``--precision bf16`` runs
+the model, adapters included, in bf16 without FSDP mixed precision ("This will cast all the model parameters to
+``torch.bfloat16`` before training", AnswerDotAI/fsdp_qlora README.md l.128 @50efa1efa0ed1451b466686bc89c07007637ae48)."""
+
+
+PEFT_METHOD_SCOPES = ("dora", "ia3", "prompt_tuning")
+"""PEFT methods other than plain LoRA that a training entry may name (``peft_method.scope``, kind ``sft_lora``): the
+card scopes of those names (``spec.card.Scope``), which plan them (``memory.peft_variants``, ``compute.inventory``
+``Adapter``)."""
 
 
 def lora_section(lora: dict[str, Any] | None, framework: str = "") -> dict[str, Any]:
@@ -1093,6 +1103,12 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
                      " (src/nanotron/optim/gradient_accumulator.py l.204-223 @c252843039cc167ff8d6894b87172af4637eb14b)")
     kind = e["kind"]
     scope = {"sft_lora": "lora", "sft_qlora": "qlora"}.get(kind, "full")
+    peft_method = e.get("peft_method") or {}
+    if kind == "sft_lora" and peft_method.get("scope") in PEFT_METHOD_SCOPES:
+        # the entry's PEFT method as its adapter config states it (``peft_method.scope``, cited in the entry's note):
+        # the card's scope of that name (DoRA reads the lora section; (IA)^3 and prompt tuning their own sections)
+        scope = peft_method["scope"]
+        notes.append(f"PEFT method {scope} (the entry's adapter config): card scope {scope}")
     if "Int4" in e["model"]:
         notes.append("GPTQ int4 base planned as bitsandbytes nf4 (QLoRA)")
     mp, n = model_parallel_section(e["parallel"], num_layers=model_layers(model), framework=e["framework"],
@@ -1203,10 +1219,13 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         card["precision"]["weights"] = "fp32"
         if scope != "full":
             notes.append(PRIME_RL_FP32_PRECISION)
-    if scope != "full":
+    if scope in ("lora", "qlora", "dora"):
         card["lora"] = lora_section(e.get("lora"), e.get("framework", "")) or {}
         if not e.get("lora"):
             notes.append("LoRA settings not stated: the card's defaults")
+    elif scope in ("ia3", "prompt_tuning"):
+        card[scope] = dict(peft_method.get(scope) or {})
+        notes.append(f"{scope}: " + (", ".join(f"{k} {v}" for k, v in card[scope].items()) or "PEFT's defaults"))
     packed, n = packed_squad(e)
     card["batch"].update(packed)
     notes += n

@@ -85,10 +85,15 @@ _OTHER_MATMUL_FRACTION = {
     "rtx4090": (0.970, "torch.matmul bf16 8192^3 160.17 TFLOP/s on an RTX 4090 (torch 2.7, cu128): github.com/zzc0721/"
                        "torch-performance-test-data issue #78, 2025-10-17; fp16 there and in issues #41 and #50 reach"
                        " 165.7-168.4"),
+    "rtx3090": (1.0, "torch.mm bf16, the best of square 1,024-10,240 (test.py), 76.58 TFLOP/s on an RTX 3090 (bare"
+                     " metal), 76.34 (bare metal, torch 2.6) and 76.68 (a cloud instance, torch 2.8) on two others:"
+                     " github.com/zzc0721/torch-performance-test-data database.md"
+                     " @078586871da31ad6aaaf6fa43bc4ec3f284b151d; 107.9 % of the datasheet's 71.0 (FP32 accumulate),"
+                     " held at the datasheet rate (a sustained rate is never planned above it)"),
 }
 """Cards outside the MAMF table with a published large-matmul measurement: (fraction of the datasheet bf16 peak,
-source). A GeForce card holds a clock above the boost clock its datasheet rate is computed at (RTX 4090: 2,520 MHz),
-so it sustains about its whole datasheet rate, not the H100's 80 %."""
+source). A GeForce card holds a clock above the boost clock its datasheet rate is computed at (RTX 4090: 2,520 MHz;
+RTX 3090: 1,695 MHz), so it sustains about its whole datasheet rate or more, not the H100's 80 %."""
 _FP8_MATMUL_FRACTION = {
     "mi300x": (0.443, "hipBLASLt fp8 e4m3fnuz GEMM 1,159.2 TFLOP/s at 8192^3 on an Azure ND MI300X v5 (hipblaslt-bench,"
                       " default heuristic, no TunableOp): samuel-bohman/AI-benchmarking-guide"

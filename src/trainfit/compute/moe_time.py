@@ -151,6 +151,51 @@ ms plus 0.25 us: the plan is short on both parts, so the missing cost is neither
 rate. NeMo RL v0.4-v0.6's 32-GPU H100 Qwen3-30B-A3B steps plan within 3% with generation 70% of the plan; the v0.3
 blog's generation, the only published phase split, plans +42%, so those steps may match by the two errors cancelling.
 
+**Where the under-planned Megatron-Core MoE rows lose their time (2026-12-03; nothing set from it).** Per decoder layer
+and micro-batch (forward + backward, ``published / micro-batches / layers`` less the plan's same quotient): gpt-oss-20b
+SFT (1 node, TP 1, EP 8, 4 local experts, 2,048 tokens) +10.2 ms; gpt-oss-20b LoRA (one GPU, EP 1, 32 local experts,
+2,048 tokens) +8.8 ms; gpt-oss-20b pre-training (TP 2, EP 4, 4,096 tokens) +6.7 ms; gpt-oss-120b SFT (TP 2, EP 8 in a
+node, 2,048 tokens) +20 ms; gpt-oss-120b pre-training (TP 2, EP 16 over two nodes, 4,096 tokens) +19 ms; the
+Qwen3-30B-A3B verification-card SFT (TP 1, EP 16, 2,048 tokens) +5.3 ms and pre-training +2.6 ms; NeMo RL v0.3's
+Qwen3-30B-A3B update (TP 2, EP 8, one 4,096-token sequence) +11.4 ms; the Qwen3-30B-A3B of NVIDIA-NeMo/Megatron-Bridge
+issue #947 (MBS 8, 32,768 tokens a micro-batch) +11.5 ms on a 75 ms layer (-16%). The 20B SFT and LoRA cards cost the
+same per micro-batch (about 400 ms) with 4 and with 32 local experts, with and without the expert all-to-all and weight
+gradients, so most of their missing time is neither the all-to-all, nor routing imbalance across EP ranks (EP 1 has
+none), nor a per-local-expert loop: it looks like a per-layer cost of the eager Megatron-Core + Transformer Engine path
+that does not grow with the tokens, and it shrinks relative to the layer as the micro-batch grows (issue #947). Read
+in code, not priced
+(no per-call figure published or measurable without Transformer Engine):
+
+* gpt-oss alternates sliding-window and full-attention layers (Megatron-Bridge ``GPTOSSBridge.provider_bridge``:
+  ``window_attn_skip_freq = 2``, src/megatron/bridge/models/gpt_oss/gpt_oss_bridge.py l.86-88
+  @6799f099712c961f15cf92d6bd88998f029d672d; Megatron-Core passes ``window_size`` to every other
+  ``TEDotProductAttention``, megatron/core/extensions/transformer_engine.py l.2117-2125
+  @d12f6c8c9aff51e166d872fd70151687a8e3f375), and Transformer Engine caches the attention-backend choice for one
+  ``AttentionParams`` only (a global ``_attention_backends``; ``DotProductAttention.forward`` reruns
+  ``get_attention_backend`` whenever the parameters differ from the previous call's, transformer_engine/pytorch/
+  attention/dot_product_attention/dot_product_attention.py l.71-78, l.1575-1597 @v2.16
+  4220403e831d29e93868f7793693ea83f6b8b05b, the same at v2.17.1 4329ff84bfbdaa778a33cba02a15fb0807c64689 l.1657-1660 and
+  on main @d0067d0da6cb01811b8072a7d304f0e00344ce2b l.2111-2114): every gpt-oss layer's forward reruns the selection,
+  which its maintainers call "CPU intensive" (NVIDIA/TransformerEngine pull request #1381 "Add caching for attention
+  backend selection results", open since 2024-12-19; issue #1349). Qwen3 layers share one configuration and keep the
+  cache. Measured on this CPU with the transformer-engine 2.16.0 sources
+  (``benchmarks/te_attention_backend_select.py``): 73-79 us a selection (135-154 us with 2,000 more loggers in the
+  process), i.e. 2-4 ms a 24-layer gpt-oss-20b micro-batch, about 1% of those rows: real, too small to be the gap,
+  not modelled;
+* NVIDIA's fused MoE MLP kernels (GroupGemm with the GLU, clamp and bias in the epilogue, sync-free routing) are
+  published at "a 93% end-to-end performance improvement" for "the GPT-OSS pre-training setup" against 8% for
+  DeepSeek-V3 ("Boosting MoE Training Throughput with Advanced Fusion Kernels",
+  https://developer.nvidia.com/blog/boosting-moe-training-throughput-with-advanced-fusion-kernels/, 2026-06-15, read
+  2026-12-03): in NVIDIA's own setup the unfused gpt-oss expert path cost about half the step. The blog names neither
+  that setup's GPU nor its precision (its kernels take MXFP8 / NVFP4 and allow full-iteration CUDA graphs) and gives no
+  per-part figure; this module prices that path's eager clamp and bias loop at under 1 ms per layer and micro-batch
+  on an H100;
+* Megatron-Bridge's LoRA wraps the grouped expert ``linear_fc1`` / ``linear_fc2`` with one adapter shared by the local
+  experts (``LoRA.share_expert_adapters = True``, src/megatron/bridge/peft/lora.py l.114
+  @a8038f6d99d8ade33e1b715ba79bc9185b073e59) and ``linear_qkv`` with one fused adapter, where the plan follows PEFT (no
+  gpt-oss expert adapters, three attention ones): on the host-bound gpt-oss LoRA card the two differences cancel
+  (about two adapters each way per layer).
+
 Pure Python: no torch import.
 """
 

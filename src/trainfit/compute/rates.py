@@ -112,8 +112,8 @@ MAMF is). A torch ``_scaled_mm`` on ROCm calls this library (hipBLASLt), so the 
 linears; it is 0.86x the assumed 2 x bf16, i.e. fp8 GEMMs are 1.72x (not 2x) the bf16 MAMF. The bf16 rate keeps
 the MAMF table's TunableOp row: no published untuned (default-heuristic) MI300X bf16 large-shape rate was found."""
 _HBM_FRACTION = {
-    "mi300x": (0.775, "STREAM Copy 4.11 TB/s of 5.3 on an Azure ND MI300X v5 (Triad 4.09, Mul 4.26):"
-                      " samuel-bohman/AI-benchmarking-guide Azure_Results/ND_MI300X_v5_results.md @3de0c294"),
+    "mi300x": (0.775, ("STREAM Copy 4.11 TB/s of 5.3 on an Azure ND MI300X v5 (Triad 4.09, Mul 4.26):"
+                       " samuel-bohman/AI-benchmarking-guide Azure_Results/ND_MI300X_v5_results.md @3de0c294")),
 }
 """Cards whose streaming bandwidth is published apart from the 90 % assumed: (fraction of the datasheet HBM rate,
 source). MI300X: the same Azure MI300X table as ``_FP8_MATMUL_FRACTION`` ('HBM Bandwidth': Copy 4.11, Mul 4.26,

@@ -17,7 +17,8 @@ Sources of the defaults (each is listed in the plan's assumptions when used):
   fraction (no published fp8 MAMF table covers every card; assumed, and listed when used), except where a
   card's own fp8 GEMM measurement is published (``_FP8_MATMUL_FRACTION``: MI300X 44.3 %).
 * HBM: a streaming copy reaches about 90 % of the datasheet bandwidth on A100/H100 (NVIDIA's
-  ``nvbandwidth`` / STREAM-style results); assumed for every card.
+  ``nvbandwidth`` / STREAM-style results); assumed for every card without a measurement of its own
+  (``_HBM_FRACTION``: MI300X 77.5 %).
 * Host cost per kernel: the H200 step times of small models in ``benchmarks/results/gpu_raw``
   (``benchmarks/gpu_calibration.md``) are 4-25x their FLOPs; eager PyTorch + HF modules spend tens
   of microseconds of CPU per kernel. The two constants are fitted on the 15 "default" cases only;
@@ -115,6 +116,15 @@ flushed (cold operands, as in the MAMF v2 rows). 1,159.5 / 2,614.9 = 44.3 %, the
 MAMF is). A torch ``_scaled_mm`` on ROCm calls this library (hipBLASLt), so the same rate holds for torchao's float8
 linears; it is 0.86x the assumed 2 x bf16, i.e. fp8 GEMMs are 1.72x (not 2x) the bf16 MAMF. The bf16 rate keeps
 the MAMF table's TunableOp row: no published untuned (default-heuristic) MI300X bf16 large-shape rate was found."""
+_HBM_FRACTION = {
+    "mi300x": (0.775, ("STREAM Copy 4.11 TB/s of 5.3 on an Azure ND MI300X v5 (Triad 4.09, Mul 4.26):"
+                       " samuel-bohman/AI-benchmarking-guide Azure_Results/ND_MI300X_v5_results.md @3de0c294")),
+}
+"""Cards whose streaming bandwidth is published apart from the 90 % assumed: (fraction of the datasheet HBM rate,
+source). MI300X: the same Azure MI300X table as ``_FP8_MATMUL_FRACTION`` ('HBM Bandwidth': Copy 4.11, Mul 4.26,
+Add 4.14, Triad 4.09, Dot 3.87 TB/s; repository samuel-bohman/AI-benchmarking-guide,
+``Azure_Results/ND_MI300X_v5_results.md`` @3de0c294fd1059a91a2c158712c4a078619d73e8): a copy kernel reaches
+4.11 / 5.3 = 77.5 % of the datasheet 5.3 TB/s, not 90 % (4.77 TB/s)."""
 DEFAULT_MAMF_FRACTION = 0.80
 _FABRIC_NOTES = {
     "mi300x": "intra-node collectives on AMD Infinity Fabric (xGMI: 7 links x 128 GB/s, a full mesh; kept in the"
@@ -394,6 +404,10 @@ def default_rates(gpu: GpuSpec) -> DeviceRates:
     fp8_frac = fp8[0] if fp8 else frac
     if fp8 and gpu.fp8_dense_flops_per_s:
         src.append(f"fp8 matmul {fp8_frac:.1%} of the datasheet fp8 peak ({fp8[1]})")
+    hbm = _HBM_FRACTION.get(gpu.id)
+    hbm_frac = hbm[0] if hbm else HBM_FRACTION
+    if hbm:
+        src.append(f"HBM {hbm_frac:.1%} of the datasheet bandwidth ({hbm[1]})")
     if gpu.id in _FABRIC_NOTES:
         src.append(_FABRIC_NOTES[gpu.id])
     nvlink = bool(gpu.nvlink and gpu.nvlink_bytes_per_s)
@@ -407,7 +421,7 @@ def default_rates(gpu: GpuSpec) -> DeviceRates:
     return DeviceRates(
         gpu_id=gpu.id,
         matmul_flops_per_s=half * frac,
-        hbm_bytes_per_s=gpu.hbm_bytes_per_s * HBM_FRACTION,
+        hbm_bytes_per_s=gpu.hbm_bytes_per_s * hbm_frac,
         sm_count=gpu.sm_count or DEFAULT_SM_COUNT,
         intra_node_bus_bytes_per_s=bus,
         p2p=p2p,

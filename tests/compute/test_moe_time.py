@@ -14,7 +14,7 @@ from trainfit.compute import moe_time as mt
 from trainfit.compute.inventory import step_inventory
 from trainfit.compute.model_parallel import model_parallel_comm
 from trainfit.compute.rates import default_rates
-from trainfit.compute.training import ModelParallel, train_step_time
+from trainfit.compute.training import SYNC_ROUND_TRIP_S, ModelParallel, synced_seconds, train_step_time
 from trainfit.plan.time import rank_spec
 
 H100 = default_rates(resolve_gpu("h100-sxm"))
@@ -191,3 +191,29 @@ def test_without_grouped_gemm_each_local_expert_launches_its_own_gemms():
     s = pass_seconds(looped.layers_forward, rates=H100, seq_len=4096, backward=False)
     assert s.gemm_s >= g.gemm_s
     assert s.host_s > g.host_s
+
+
+def test_megatron_dispatcher_waits_for_its_split_sizes_once_per_moe_layer_forward():
+    # token_dispatcher.py: one d2h_event.synchronize() (alltoall), .cpu() (allgather) or DeepEP's host wait (flex)
+    # per MoE layer forward; none backward; other frameworks' MoE layers are not Megatron-Core's dispatcher
+    kw = {"micro_batch_size": 1, "seq_len": 4096}
+    plain = step_inventory(_shard(8), expert_parallel=8, **kw)
+    for ep in (1, 8):
+        mc = step_inventory(_shard(8), expert_parallel=ep, megatron_experts=True, **kw)
+        ref = plain if ep == 8 else step_inventory(_shard(8), expert_parallel=1, **kw)
+        n_moe = sum(1 for i in range(MOE.num_layers) if MOE.moe.is_moe_layer(i))
+        assert mc.layers_forward.host_syncs - ref.layers_forward.host_syncs == mt.DISPATCH_FORWARD_SYNCS * n_moe
+        assert mc.layers_backward.host_syncs == ref.layers_backward.host_syncs
+        # full recompute re-runs the dispatcher; Megatron-Core's "moe" module recompute too, core attention not
+        assert mc.layers_recompute.host_syncs == mc.layers_forward.host_syncs
+        assert mc.recompute_modules(("moe",)).host_syncs == mt.DISPATCH_FORWARD_SYNCS * n_moe
+        assert mc.recompute_modules(("core_attn",)).host_syncs == ref.recompute_modules(("core_attn",)).host_syncs
+
+
+def test_dispatcher_sync_costs_a_refill_and_a_round_trip_not_the_layer():
+    # one sync per MoE layer: the layers are alike, so the pass pays each sync's refill and round trip only
+    inv = step_inventory(_shard(8), micro_batch_size=1, seq_len=4096, expert_parallel=8, megatron_experts=True)
+    t = inv.layers_forward
+    host, device = 0.05, 0.04
+    s = synced_seconds(host_s=host, device_s=device, kernels=t.kernels, syncs=t.host_syncs)
+    assert max(host, device) < s <= max(host, device) + t.host_syncs * (device / t.kernels * 2 + SYNC_ROUND_TRIP_S)

@@ -718,16 +718,19 @@ def step_inventory(
     layers = spec.num_layers
     full = spec.num_full_attention_layers
     loop_syncs = 0.0  # transformers < 5's expert loop (expert_loop=True)
+    dispatch_syncs = 0.0  # Megatron-Core's token dispatcher (moe_time.DISPATCH_FORWARD_SYNCS)
     # Megatron-Core's recompute_modules: what each re-runs (StepInventory.recompute_modules)
     parts: dict[str, dict] = {}
 
-    def part(name: str, *, gemm: Gemm | None = None, bytes_: float = 0.0, kernels: float = 0.0, strided_: float = 0.0):
-        p = parts.setdefault(name, {"gemms": [], "bytes": 0.0, "kernels": 0.0, "strided": 0.0})
+    def part(name: str, *, gemm: Gemm | None = None, bytes_: float = 0.0, kernels: float = 0.0, strided_: float = 0.0,
+             syncs: float = 0.0):
+        p = parts.setdefault(name, {"gemms": [], "bytes": 0.0, "kernels": 0.0, "strided": 0.0, "syncs": 0.0})
         if gemm is not None:
             p["gemms"].append(gemm)
         p["bytes"] += bytes_
         p["kernels"] += kernels
         p["strided"] += strided_
+        p["syncs"] += syncs
     eager_moe = moe_time.MoeLayerWork(0.0, 0.0, 0.0, 0.0)  # eager expert work (Megatron-Core or Automodel bias loops)
     # elementwise
     norms = spec.norms_per_layer * layers
@@ -953,6 +956,9 @@ def step_inventory(
         else:
             fwd_k += (MOE_DISPATCH_KERNELS + SWIGLU_KERNELS) * n_moe + 2 * n_moe
             part("moe", kernels=(MOE_DISPATCH_KERNELS + SWIGLU_KERNELS) * n_moe + 2 * n_moe)
+            if megatron_experts:  # the dispatcher's wait for its split sizes, every MoE layer's forward
+                dispatch_syncs = moe_time.DISPATCH_FORWARD_SYNCS * n_moe
+                part("moe", syncs=dispatch_syncs)
         if moe.shared_expert_intermediate_size:
             fwd_bytes += SWIGLU_BYTES * t * moe.shared_expert_intermediate_size * n_moe
             for name in ("moe", "shared_experts"):
@@ -1019,7 +1025,7 @@ def step_inventory(
     if unpad and unpad_call_syncs:
         sync_f += UNPAD_CALL_SYNCS * full
     sync_attn = sync_f  # the core-attention recompute re-runs attention only
-    sync_f += loop_syncs
+    sync_f += loop_syncs + dispatch_syncs
     win = dict(window_attention_forward_flops=win_fwd, window_attention_seq=win_seq,
                attention_head_dim=float(spec.head_dim) if attn_fwd else 0.0)
     layers_fwd = PassInventory(tuple(fwd), attn_fwd, float(full), fwd_bytes, fwd_k, scores, strided, sync_f,
@@ -1098,7 +1104,8 @@ def step_inventory(
         part("mla_up_proj", bytes_=ROTARY_BYTES * t * qkv * rotary, kernels=2 * ROTARY_KERNELS * rotary,
              strided_=ROTARY_BYTES * t * qkv * rotary)
     rec_parts = tuple((name, PassInventory(tuple(p["gemms"]), 0.0, 0.0, p["bytes"], p["kernels"],
-                                           strided_bytes=p["strided"])) for name, p in parts.items())
+                                           strided_bytes=p["strided"], host_syncs=p["syncs"]))
+                      for name, p in parts.items())
     if rope_loop_samples > 0 and rotary:
         loop_f, loop_b = thd_rope_loop(samples=rope_loop_samples, layers=rotary,
                                        context_parallel=rope_loop_context_parallel)

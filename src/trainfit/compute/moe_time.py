@@ -43,7 +43,9 @@ chunk sort                  with ``ep > 1`` and several local experts, the      
 dispatcher metadata         ``preprocess``: token counts summed, all-gathered      ``dispatcher_kernels``;
                             over the tp x ep group, sliced and summed; their D2H   ``count_exchange_seconds``
                             copies; the host waits on them before the all-to-all   (the all-gather, latency-
-                            (``cuda_sync_point = "before_ep_alltoall"``)           bound; forward passes only)
+                            (``cuda_sync_point = "before_ep_alltoall"``)           bound; forward passes only);
+                                                                                   ``DISPATCH_FORWARD_SYNCS``
+                                                                                   (the host's wait)
 expert GEMM launches        ``TEGroupedMLP``: one grouped GEMM per projection;     ``expert_gemm_kernels``
                             ``SequentialMLP`` (``moe_grouped_gemm`` off): a loop
                             over the local experts, each its own fc1, activation
@@ -190,6 +192,16 @@ in code, not priced
   that setup's GPU nor its precision (its kernels take MXFP8 / NVFP4 and allow full-iteration CUDA graphs) and gives no
   per-part figure; this module prices that path's eager clamp and bias loop at under 1 ms per layer and micro-batch
   on an H100;
+* the dispatcher's host wait (``DISPATCH_FORWARD_SYNCS``, one per MoE layer forward, counted since 2026-12-03) cannot be
+  the gap either: with every pass fully serialised (host time plus device time, no overlap at all: an upper bound on
+  what any host sync can expose; ``training.synced_seconds`` replaced by ``host_s + device_s``, not committed) the
+  rows stay far short: gpt-oss-20b SFT -59% -> -41%, LoRA -54% -> -33%, pre-training -46% -> -32%; gpt-oss-120b
+  SFT -71% -> -62%, pre-training -66% -> -59%; NeMo RL v0.3's Qwen3-30B-A3B actor update -70% -> -63% and log-probs
+  -65% -> -53%; ms-swift Megatron -55% -> -50%; Megatron-Bridge 25.11 / 26.02 Qwen3-30B-A3B -65% -> -55 / -53%, while
+  rows that plan close now overshoot (Megatron-Bridge 25.09 B200 Qwen3-30B-A3B +2.5% -> +32%). The gpt-oss
+  verification-card passes are already host-bound in the plan (their forward's host time is 2-4x its device time),
+  so the missing ~10 ms a layer and micro-batch is host (or device) work the inventory does not count, not overlap
+  lost to syncs;
 * Megatron-Bridge's LoRA wraps the grouped expert ``linear_fc1`` / ``linear_fc2`` with one adapter shared by the local
   experts (``LoRA.share_expert_adapters = True``, src/megatron/bridge/peft/lora.py l.114
   @a8038f6d99d8ade33e1b715ba79bc9185b073e59) and ``linear_qkv`` with one fused adapter, where the plan follows PEFT (no
@@ -218,6 +230,34 @@ DISPATCH_DTOH_COPIES = 4
 ``output_splits_tp`` to the host (``num_out_tokens`` is a host integer when dropless)."""
 CHUNK_SORT_KERNELS = 2
 """``sort_chunks_by_idxs`` after the dispatch and before the combine."""
+DISPATCH_FORWARD_SYNCS = 1
+"""Host-device synchronisations of Megatron-Core's token dispatcher per MoE layer forward (dropless routing; every
+forward: training, its full or ``moe`` recompute, no-grad log-probs), whichever dispatcher runs:
+
+* ``alltoall`` (``MoEAlltoAllTokenDispatcher``): ``preprocess`` picks one ``cuda_sync_point`` ("before_ep_alltoall"
+  with EP or TP > 1, else "before_finish"; "before_permutation_1" under a capacity factor or padding for
+  quantization) and ``_maybe_dtoh_and_synchronize`` copies the split sizes to the host on a side stream, then
+  blocks the host there on ``self.d2h_event.synchronize()``: the host cannot queue the all-to-all (or the grouped
+  GEMM's ``m_splits``) before the GPU has run the router (NVIDIA/Megatron-LM megatron/core/transformer/moe/
+  token_dispatcher.py l.449-461, 547-613, 918-957 @d12f6c8c9aff51e166d872fd70151687a8e3f375, the Megatron-LM of
+  Megatron-Bridge @6799f099712c961f15cf92d6bd88998f029d672d; ``self.cuda_dtoh_stream.synchronize()`` l.709
+  @2ff0f099ffc30ffd152e3e29e921a1609d00855c, NeMo RL v0.3's; l.705 @64cb6bd7a155c4e742514ed1024407fb97d0a367).
+  None with ``moe_pad_expert_input_to_capacity`` (drop and pad: ``_maybe_dtoh_and_synchronize`` skips) or with the
+  preprocess in a CUDA graph, neither of which a card states, so not modelled;
+* ``allgather``: ``dispatch_postprocess``'s ``self.local_map.sum(dim=0).long().cpu()`` (l.317 @d12f6c8c; its
+  ``.sum().item()`` is then on the host tensor);
+* ``flex`` (DeepEP): its dispatch busy-waits on the host for the received counts ("Synchronize total received tokens
+  and tokens per expert", deepseek-ai/DeepEP csrc/legacy/buffer.hpp l.579-600 and l.1084 @dd758caf451848bd150e1046af3d0a73e5fff38d;
+  "No CPU sync" only with ``num_worst_tokens``, which Megatron-Core's ``fused_dispatch`` does not pass,
+  megatron/core/transformer/moe/fused_a2a.py l.106-137 @d12f6c8c: "the CPU will wait for GPU's signal to arrive"); HybridEP without a capacity budget sizes its
+  buffers "dynamically (CPU sync in dispatch)" (token_dispatcher.py l.1108 @d12f6c8c). The unfused
+  ``_indices_to_multihot`` after a DeepEP dispatch (``indices[mask]``, ``repeat_interleave`` without an output size,
+  l.1333-1361) adds two more unless Megatron-Core's experimental fused path runs; the card does not tell DeepEP from
+  HybridEP, so only the one both share is counted.
+
+No backward sync: the split sizes are host values by then. The router's aux-loss trackers and the z-loss
+synchronise nothing per layer (their reduction runs at logging). The sync is timed by ``training.synced_seconds``
+(``inventory.PassInventory.host_syncs``)."""
 
 
 def expert_token_shards(*, tp: int, etp: int, ep: int, sequence_parallel: bool) -> float:

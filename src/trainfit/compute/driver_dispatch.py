@@ -17,8 +17,9 @@ v0.7.0) does the worker group ``ray.put`` each shard once when it is replicated 
 
 Ray's default serializer pickles a CPU torch tensor through ``Tensor.__reduce_ex__``: its storage reduces with
 ``torch.save(..., BytesIO)`` and ``getvalue()`` (pytorch torch/storage.py ``TypedStorage.__reduce__``); Ray's
-zero-copy tensor reducer is opt-in (``RAY_ENABLE_ZERO_COPY_TORCH_TENSORS``, off by default) and NeMo RL does not set
-it. Each worker unpickles its own shard (``torch.load`` of those bytes) before it starts; the step's first
+zero-copy tensor reducer is opt-in (``RAY_ENABLE_ZERO_COPY_TORCH_TENSORS``, "Default: False", ray-project/ray
+python/ray/_private/ray_constants.py @56b106df62c5c53ae5954147ab57f192db8ae51c) and NeMo RL sets it nowhere (no match
+at v0.3.0, v0.5.0, v0.6.0 or 7ea279abfbeb698b092856d0dab61e7cf39bc909; its pins are ray 2.46.0, 2.49.2 and 2.54.0). Each worker unpickles its own shard (``torch.load`` of those bytes) before it starts; the step's first
 collective (the ``train`` all-reduce of the batch size, the log-prob passes' first forward) waits for the last
 worker, so the driver's whole loop and one worker's unpickling are on the step's path.
 

@@ -869,6 +869,21 @@ NEMO_RL_RELEASES = {
 ``trainfit.compute.sync.NEMO_RL_V03_GATHER``)."""
 
 
+NEMO_RL_SUMMARY_PATH = "docs/about/performance-summary.md"
+
+
+def nemo_rl_summary_release(e: dict[str, Any]) -> str | None:
+    """The release a NeMo RL performance-summary row ran: the heading of the table's section names it (NVIDIA-NeMo/RL
+    docs/about/performance-summary.md line 46: "## Nemo RL v0.4" @cff17f83bf30c4f9c757b5fe707b2c32db606411, "## Nemo
+    RL v0.5" @9dbd9adc95a10f5946cceb36e1d5b31e2429e470, "## NeMo RL v0.6" @aea463dd2dad3c9dd39d92df3a1616647c8ff45a),
+    recorded in each entry's ``source.section`` ("NeMo RL v0.5 / H100 BF16"). None for any other entry."""
+    src = e.get("source") or {}
+    if e.get("framework") != "nemo-rl" or src.get("path") != NEMO_RL_SUMMARY_PATH:
+        return None
+    m = re.match(r"NeMo RL v(\d+)\.(\d+)\b", str(src.get("section") or ""), flags=re.IGNORECASE)
+    return f"{m.group(1)}.{m.group(2)}.0" if m else None
+
+
 PRIME_RL_SETTINGS_COMMIT = "d8f290ef0358a804f1912bd29ea1b37cc56894b4"
 PRIME_RL_FP32_PRECISION = (
     "prime-rl's FSDP2 trainer: fp32 parameter shards computed in bf16 (precision.weights fp32, compute bf16), fp32"
@@ -1888,10 +1903,11 @@ def map_rl(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         notes.append("NeMo RL DTensor sequence packing: flash_attention_2, packed position_ids (a host sync in each "
                      "attention call, plan.time.packed_flash_syncs)")
     release = next((v for c, v in NEMO_RL_RELEASES.items()
-                    if c in str((e.get("source") or {}).get("config_source") or "")), None)
+                    if c in str((e.get("source") or {}).get("config_source") or "")), None) or nemo_rl_summary_release(e)
     if e["framework"] == "nemo-rl" and release:
         card.setdefault("software", {})["nemo-rl"] = release
-        notes.append(f"NeMo RL {release} (the release the entry's configs are read at): software.nemo-rl")
+        notes.append(f"NeMo RL {release} (the release the entry's configs are read at, or its performance-summary"
+                     " section's): software.nemo-rl")
     if e["framework"] == "nemo-rl" and rollout["placement"] == "colocate":
         # nemo_rl/models/generation/vllm/vllm_generation.py finish_generation: a colocated engine sleeps
         # (vllm_worker.py: llm.sleep(level=1), enable_sleep_mode=True) and wakes every step (@9dbd9adc)

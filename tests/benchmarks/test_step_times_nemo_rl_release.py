@@ -1,6 +1,7 @@
 """benchmarks/step_times.py, the NeMo RL release of a row (``NEMO_RL_RELEASES``): the rows whose configs are read at
 v0.3.0 (the v0.3 blog and its issue #959 reruns) carry ``software.nemo-rl`` 0.3.0 onto the card, so their Megatron
-refit gathers as v0.3's ``gather_params`` did (``trainfit.compute.sync.NEMO_RL_V03_GATHER``); later rows carry none."""
+refit gathers as v0.3's ``gather_params`` did (``trainfit.compute.sync.NEMO_RL_V03_GATHER``); the performance-summary
+rows carry the release their section heading names (``nemo_rl_summary_release``); other later rows carry none."""
 
 from __future__ import annotations
 
@@ -20,9 +21,19 @@ def test_v03_rows_carry_the_release() -> None:
 
 
 def test_later_rows_carry_no_release() -> None:
-    for i in ("nemorl-v05-grpo-llama31-8b-h100-bf16-16g-onpol", "nemorl-nccl-reshard-refit-qwen3-4b-h100-dp8-tp8"):
+    for i in ("nemorl-nccl-reshard-refit-qwen3-4b-h100-dp8-tp8", "nemorl-refit-nccl-dsv3-h100-256t32g-sync"):
         card, _ = S.map_rl(ENTRIES[i])
         assert "nemo-rl" not in (card.get("software") or {})
+
+
+def test_summary_rows_carry_their_section_release() -> None:
+    summary = {i: e for i, e in ENTRIES.items() if (e.get("source") or {}).get("path") == S.NEMO_RL_SUMMARY_PATH}
+    assert len(summary) >= 40
+    for i, e in summary.items():
+        want = {"nemorl-v04-": "0.4.0", "nemorl-v05-": "0.5.0", "nemorl-v06-": "0.6.0"}[i[:11]]
+        assert S.nemo_rl_summary_release(e) == want, i
+    card, _ = S.map_rl(ENTRIES["nemorl-v05-grpo-llama31-8b-h100-bf16-16g-onpol"])
+    assert card["software"]["nemo-rl"] == "0.5.0"
 
 
 def test_the_v03_megatron_refit_gathers_more() -> None:
@@ -33,3 +44,14 @@ def test_the_v03_megatron_refit_gathers_more() -> None:
     card["software"] = {}
     bridge = S.plan_card(card).phase_terms["weight_sync"]["gather"]
     assert v03 > 2.5 * bridge
+
+
+def test_before_07_the_driver_pickles_each_shard_per_worker() -> None:
+    """The 70B Megatron rerun (TP 4 x PP 4, 4 data-parallel shards): at v0.3 every shard is pickled for each of its
+    16 workers (compute.driver_dispatch); a card without the pin plans the newest release's single ray.put."""
+    card, _ = S.map_rl(ENTRIES["nemorl-issue959-rerun-grpo-llama31-70b-megatron-h100-64g"])
+    v03 = S.plan_card(card).phase_terms
+    card["software"] = {}
+    newest = S.plan_card(card).phase_terms
+    for phase in ("actor_update", "old_logprob", "ref_logprob"):
+        assert v03[phase]["driver_dispatch"] > 10 * newest[phase]["driver_dispatch"] > 0

@@ -696,6 +696,10 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
                         " false)")
                      + f") and deserialises the results, {moved_s:.1f} s a step on the host (compute.controller_transfer)")
 
+    if card.preset == "nemo-rl":
+        phases, note = nemo_rl_dispatched(card, phases, sequences=seqs, longest_tokens=int(prompt + ro.response_len),
+                                          train_gpus=train_gpus)
+        notes.append(note)
     sync = sync_phase(card, spec, gpu, sharding, rollout, r)
     if sync is not None:
         phases.append(sync)
@@ -762,6 +766,47 @@ def verl_controller_phases(card: RunCard, gen_side: list[PhaseTime], phases: lis
         return PhaseTime(p.name, p.seconds + s, p.bound, {**p.terms, "controller_transfer": s})
 
     return [added(p) for p in gen_side], [added(p) for p in phases]
+
+
+NEMO_RL_DISPATCHED_CALLS = {"old_logprob": "logprob", "ref_logprob": "logprob", "actor_update": "train"}
+"""Plan phases that are one NeMo RL policy call each (``get_logprobs``, ``get_reference_policy_logprobs``,
+``train``), and the batch each sends (``compute.driver_dispatch``: the log-prob calls' 24 bytes a token, ``train``'s
+32)."""
+
+
+def nemo_rl_dispatched(card: RunCard, phases: list[PhaseTime], *, sequences: int, longest_tokens: int,
+                       train_gpus: int) -> tuple[list[PhaseTime], str]:
+    """The phases with NeMo RL's driver dispatch added to each policy call's phase (``NEMO_RL_DISPATCHED_CALLS``,
+    term ``driver_dispatch``): the step's ``sequences`` x ``longest_tokens`` batch pickled by the driver once per
+    worker before NeMo RL 0.7 (``tp x cp x pp`` replicas of each data-parallel shard), once per shard from 0.7 (the
+    card's ``software.nemo-rl`` pin; none: the newest), and unpickled by one worker
+    (``compute.driver_dispatch.sharded_dispatch_seconds``)."""
+    from trainfit.compute.driver_dispatch import (
+        LOGPROB_BYTES_PER_TOKEN,
+        NEMO_RL_PUT_ONCE_SINCE,
+        TRAIN_BYTES_PER_TOKEN,
+        sharded_dispatch_seconds,
+    )
+
+    replicas = max(1, card.parallel.model_parallel)
+    dp = max(1, train_gpus // replicas)
+    put_once = not pin_before((card.software.model_extra or {}).get("nemo-rl"), NEMO_RL_PUT_ONCE_SINCE)
+    per_token = {"logprob": LOGPROB_BYTES_PER_TOKEN, "train": TRAIN_BYTES_PER_TOKEN}
+    out, added = [], {}
+    for ph in phases:
+        call = NEMO_RL_DISPATCHED_CALLS.get(ph.name)
+        if call is None:
+            out.append(ph)
+            continue
+        t = sharded_dispatch_seconds(batch_bytes=float(sequences) * longest_tokens * per_token[call],
+                                     data_parallel=dp, replicas=replicas, put_once=put_once)
+        added[ph.name] = t.total_s
+        out.append(PhaseTime(ph.name, ph.seconds + t.total_s, ph.bound, {**ph.terms, "driver_dispatch": t.total_s}))
+    note = (f"NeMo RL driver dispatch: each policy call sends the {sequences} x {longest_tokens}-token batch to"
+            f" {dp} data-parallel shard(s) x {replicas} worker(s), pickled "
+            + ("once per shard (0.7 and later)" if put_once else "once per worker (before 0.7)") + ": "
+            + ", ".join(f"{k} +{v:.2f} s" for k, v in added.items()) + " (compute.driver_dispatch)")
+    return out, note
 
 
 def update_work_cv(card: RunCard, spec: ModelSpec, *, micro_batch_sequences: int) -> float:

@@ -152,7 +152,13 @@ from trainfit.compute.offload import (
 )
 from trainfit.compute.rates import DeviceRates
 from trainfit.compute.response_lengths import LengthProfile, default_response_mean, profile_named
-from trainfit.compute.training import Parallel, PhaseTime, forward_only_time, fsdp_units, model_parallel_comm_of
+from trainfit.compute.training import (
+    Parallel,
+    PhaseTime,
+    forward_only_time,
+    fsdp_units,
+    model_parallel_comm_of,
+)
 from trainfit.memory import attention as attn
 from trainfit.memory.params import routed_expert_params
 from trainfit.memory.sharding import Sharding
@@ -171,6 +177,7 @@ from trainfit.plan.time import (
     COMPILE_MEMORY_FACTOR,
     TE_ONLY_FP8_RECIPES,
     StepTiming,
+    a2a_thd_sequences_of,
     adapter_of,
     attention_kernel_of,
     fused_kernels,
@@ -178,17 +185,32 @@ from trainfit.plan.time import (
     nemo_rl_pg_loss_of,
     nic_bytes_per_s,
     nvlink_gpus_per_node,
-    a2a_thd_sequences_of,
     packed_flash_syncs,
     rank_spec,
     rope_loop_samples_of,
     timed_rank_holds_head,
-    verl_fsdp_workers,
     training_time,
+    verl_fsdp_workers,
 )
 from trainfit.spec.card import RunCard, pin_before
-from trainfit.spec.enums import AsyncMode, ComputeDtype, Dtype, EngineOutputs, Method, MoeExperts, Offload, Placement, RefPlacement, RolloutEngine, Strategy
-from trainfit.spec.enums import FSDP_STRATEGIES, FsdpVersion, LogprobEntropy, LossKernel, TensorParallelImpl, WeightTransport
+from trainfit.spec.enums import (
+    FSDP_STRATEGIES,
+    AsyncMode,
+    ComputeDtype,
+    Dtype,
+    EngineOutputs,
+    FsdpVersion,
+    LogprobEntropy,
+    LossKernel,
+    MoeExperts,
+    Offload,
+    Placement,
+    RefPlacement,
+    RolloutEngine,
+    Strategy,
+    TensorParallelImpl,
+    WeightTransport,
+)
 from trainfit.spec.model import ModelSpec
 from trainfit.spec.training import TrainableSpec
 from trainfit.units import BYTES_PER_DTYPE
@@ -690,7 +712,7 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
                                                   critic=cspec is not None, prompt_mean_tokens=prompt,
                                                   response_mean_tokens=mean)
         moved_s = sum(p.terms.get("controller_transfer", 0.0) for p in gen_side + phases)
-        notes.append(f"verl single controller: the driver serialises each call's batch ("
+        notes.append("verl single controller: the driver serialises each call's batch ("
                      + ("padded to the maxima" if ro.controller_padded_batches else
                         "generation padded to the maxima, the trainer's calls unpadded (rollout.controller_padded_batches"
                         " false)")
@@ -982,7 +1004,6 @@ def sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding,
         sglang_tensor_request_seconds,
         weight_sync_seconds,
     )
-
     from trainfit.rollout.quantization import FP8_CAST_BYTES_PER_PARAM, refit_cast_params
 
     ro = card.rollout
@@ -1390,7 +1411,6 @@ def sleep_wake_phase(card: RunCard, spec: ModelSpec, rollout, r: DeviceRates) ->
     if rollout is None or ro.sleep_level == 0:
         return None
     from trainfit.compute.generation import sleep_wake_seconds
-
     from trainfit.rollout.quantization import card_engine_rank_bytes
 
     rank = card_engine_rank_bytes(card, spec)  # an fp8 engine sleeps and wakes its 1-byte weights

@@ -893,6 +893,11 @@ def _train_entry_mappings() -> dict[int, dict[str, Any]]:
             from trainfit.methods.presets import apply_preset  # noqa: PLC0415
 
             card = apply_preset(card, str(card["preset"]))
+        if p.get("card_gpu"):
+            # the point's own GPU where the step-time card's differs in capacity (``card_gpu``, its notes say why):
+            # the fit verdict and the reserved cap read the capacity; the allocated bytes do not change
+            card = {**card, "hardware": {**card["hardware"], "gpu": p["card_gpu"]}}
+            n = [*n, f"hardware.gpu {p['card_gpu']} (the point's card_gpu: capacity)"]
         out[p["id"]] = {"card": card, "metric": "reserved", "unit": "GiB", "notes": notes + " (" + "; ".join(n) + ")"}
     return out
 

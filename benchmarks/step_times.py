@@ -929,7 +929,9 @@ def grad_dtype_of(e: dict[str, Any]) -> tuple[str | None, str | None]:
     * llm-foundry (Composer FSDP1) rows at amp_bf16 / mixed_precision DEFAULT: fp32, with fp32 weights
       (``llm_foundry_precision``, ``LLM_FOUNDRY_DEFAULT_MP``).
     * prime-rl (its FSDP2 trainer at ``PRIME_RL_SETTINGS_COMMIT``): fp32, reduce_dtype float32 over fp32 parameter
-      shards, with fp32 weights (``map_train``, ``PRIME_RL_FP32_PRECISION``)."""
+      shards, with fp32 weights (``map_train``, ``PRIME_RL_FP32_PRECISION``).
+    * torchtitan (and torchao's training tables, which run torchtitan): fp32, FSDP2 reduce_dtype float32 over fp32
+      parameter shards, with fp32 weights (``map_train``, ``TORCHTITAN_FP32_PRECISION``)."""
     fw, note, compute = e["framework"], e.get("note") or "", (e.get("precision") or {}).get("compute")
     if fw == "llm-foundry":
         prec, notes = llm_foundry_precision(e)
@@ -943,6 +945,8 @@ def grad_dtype_of(e: dict[str, Any]) -> tuple[str | None, str | None]:
         return "fp32", NANOTRON_FP32_GRADS
     if fw == "prime-rl" and PRIME_RL_SETTINGS_COMMIT in note:
         return "fp32", PRIME_RL_FP32_PRECISION
+    if fw == "torchtitan" and not (e.get("precision") or {}).get("weights"):
+        return "fp32", TORCHTITAN_FP32_PRECISION
     if fw == "megatron" and compute == "bf16":
         return "fp32", MEGATRON_LM_FP32_GRADS
     if fw == "megatron" and compute == "fp16":
@@ -1217,9 +1221,9 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         if scope != "full":
             notes.append(PRIME_RL_FP32_PRECISION)
     if e["framework"] == "torchtitan" and not e["precision"].get("weights"):
-        # torchtitan's fp32 parameter shards and fp32 reduce-scatter / gradient shards (TORCHTITAN_FP32_PRECISION)
-        card["precision"].update({"weights": "fp32", "grads": "fp32"})
-        notes.append(TORCHTITAN_FP32_PRECISION)
+        # torchtitan's fp32 parameter shards FSDP2 casts to bf16 on their way into the all-gather (the fp32 gradients
+        # come with grad_dtype_of's rule above, TORCHTITAN_FP32_PRECISION)
+        card["precision"]["weights"] = "fp32"
     if scope != "full":
         card["lora"] = lora_section(e.get("lora"), e.get("framework", "")) or {}
         if not e.get("lora"):

@@ -851,6 +851,59 @@ def _heldout_mappings() -> dict[int, dict[str, Any]]:
 
 POINTS.update(_heldout_mappings())
 
+# ---- torchtitan-stack peaks (published_memory_points.json ids 401+, scored with the others)
+#
+# Per-GPU reserved peaks printed next to the step times of torchtitan runs: the torchtitan team's benchmark tables
+# (benchmarks/llama3_h100_202412_torchtitan.md, the Trainy H200 file), torchtitan's nvfp4 doc, and torchao's float8 /
+# mxfp8 training tables (torchtitan runs parsed by torchao's parse_torchtitan_logs.py). Every figure is torchtitan's
+# log line ``memory: {max_reserved_gib}GiB`` = ``memory_stats()["reserved_bytes.all.peak"] / 2**30`` -> ``reserved``,
+# GiB (each point's ``mem_metric`` cites the commit). Each point names the step-time entry of the same run
+# (``train_file`` / ``train_entry``) and is planned on the card benchmarks/step_times.py ``map_train`` gives it, so
+# the memory and the time of a run are scored on one card.
+
+
+def _train_entry_mappings() -> dict[int, dict[str, Any]]:
+    """POINTS entries of the scored points that name a step-time entry: the step-time harness's card of it."""
+    path = ROOT / "benchmarks" / "data" / "published_memory_points.json"
+    if not path.is_file():
+        return {}
+    bench = str(Path(__file__).resolve().parent)
+    if bench not in sys.path:
+        sys.path.insert(0, bench)
+    import step_times  # noqa: PLC0415
+
+    out: dict[int, dict[str, Any]] = {}
+    cache: dict[str, dict[str, Any]] = {}
+    for p in json.loads(path.read_text()):
+        if p.get("heldout") or not p.get("train_file"):
+            continue
+        f = p["train_file"]
+        if f not in cache:
+            cache[f] = {e["id"]: e for e in json.loads((ROOT / "benchmarks" / "data" / f).read_text())}
+        e = cache[f][p["train_entry"]]
+        notes = (f"{p['train_entry']} ({f}): torchtitan's logged max_memory_reserved -> reserved, GiB. Card: "
+                 "step_times.map_train of that entry")
+        try:
+            card, n = step_times.map_train(e)
+        except step_times.Unmapped as u:
+            out[p["id"]] = {"card": None, "metric": "reserved", "unit": "GiB", "notes": notes,
+                            "unsupported": "the step-time harness cannot map the run: " + "; ".join(u.reasons)}
+            continue
+        if card.get("preset"):
+            from trainfit.methods.presets import apply_preset  # noqa: PLC0415
+
+            card = apply_preset(card, str(card["preset"]))
+        if p.get("card_gpu"):
+            # the point's own GPU where the step-time card's differs in capacity (``card_gpu``, its notes say why):
+            # the fit verdict and the reserved cap read the capacity; the allocated bytes do not change
+            card = {**card, "hardware": {**card["hardware"], "gpu": p["card_gpu"]}}
+            n = [*n, f"hardware.gpu {p['card_gpu']} (the point's card_gpu: capacity)"]
+        out[p["id"]] = {"card": card, "metric": "reserved", "unit": "GiB", "notes": notes + " (" + "; ".join(n) + ")"}
+    return out
+
+
+POINTS.update(_train_entry_mappings())
+
 PEERS = ("deepspeed_zero2", "deepspeed_zero3", "llm_analysis", "accelerate")
 TOOLS = ("trainfit",) + PEERS
 _UNIT_BYTES = {"GiB": GIB, "GB": GB}

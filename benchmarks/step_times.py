@@ -900,6 +900,19 @@ PRIME_RL_FP32_PRECISION = (
 (``grad_dtype_of`` for the gradients of full fine-tuning, ``map_train`` for the weights of every row)."""
 
 
+TORCHTITAN_FP32_PRECISION = (
+    "torchtitan's FSDP2 mixed precision: fp32 parameter shards gathered as bf16, gradients reduce-scattered in fp32"
+    " into fp32 shards, AdamW states fp32 (precision.weights fp32, grads fp32): the model is built on the meta device"
+    " and materialised with to_empty in torch's default float32 (train.py l.110, 164-171), and fully_shard gets"
+    " MixedPrecisionPolicy(param_dtype=training.mixed_precision_param, reduce_dtype=training.mixed_precision_reduce)"
+    " (torchtitan/parallelisms/parallelize_llama.py l.88-92, 320) with defaults 'bfloat16' / 'float32'"
+    " (torchtitan/config_manager.py l.379-392) @9dec370ad26b5f8e9a7333a0e36165018262644b; the same policy hard-coded at"
+    " @041336434916bdc0f88c1f89fda176fd3c2092e4 (parallelize_llama.py l.220-221) and the same defaults at"
+    " @b5bcd76c66d0acb1a08b176d9639425bc55e0b2a (torchtitan/config/configs.py l.94, 102; torchtitan/distributed/fsdp.py"
+    " l.155)")
+"""Why a torchtitan row (and a torchao row, which runs torchtitan) is planned with fp32 weights and fp32 gradients."""
+
+
 PRIME_RL_ONE_RANK_FSDP = (
     "FSDP2 over one rank (the card's fsdp on one GPU): prime-rl's setup_model calls setup_fsdp whatever the world size"
     " (src/prime_rl/trainer/model.py l.457, fully_shard per decoder layer and the root, l.179-216, over the one-rank"
@@ -941,7 +954,9 @@ def grad_dtype_of(e: dict[str, Any]) -> tuple[str | None, str | None]:
     * llm-foundry (Composer FSDP1) rows at amp_bf16 / mixed_precision DEFAULT: fp32, with fp32 weights
       (``llm_foundry_precision``, ``LLM_FOUNDRY_DEFAULT_MP``).
     * prime-rl (its FSDP2 trainer at ``PRIME_RL_SETTINGS_COMMIT``): fp32, reduce_dtype float32 over fp32 parameter
-      shards, with fp32 weights (``map_train``, ``PRIME_RL_FP32_PRECISION``)."""
+      shards, with fp32 weights (``map_train``, ``PRIME_RL_FP32_PRECISION``).
+    * torchtitan (and torchao's training tables, which run torchtitan): fp32, FSDP2 reduce_dtype float32 over fp32
+      parameter shards, with fp32 weights (``map_train``, ``TORCHTITAN_FP32_PRECISION``)."""
     fw, note, compute = e["framework"], e.get("note") or "", (e.get("precision") or {}).get("compute")
     if fw == "llm-foundry":
         prec, notes = llm_foundry_precision(e)
@@ -955,6 +970,8 @@ def grad_dtype_of(e: dict[str, Any]) -> tuple[str | None, str | None]:
         return "fp32", NANOTRON_FP32_GRADS
     if fw == "prime-rl" and PRIME_RL_SETTINGS_COMMIT in note:
         return "fp32", PRIME_RL_FP32_PRECISION
+    if fw == "torchtitan" and not (e.get("precision") or {}).get("weights"):
+        return "fp32", TORCHTITAN_FP32_PRECISION
     if fw == "megatron" and compute == "bf16":
         return "fp32", MEGATRON_LM_FP32_GRADS
     if fw == "megatron" and compute == "fp16":
@@ -1234,6 +1251,10 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         card["precision"]["weights"] = "fp32"
         if scope != "full":
             notes.append(PRIME_RL_FP32_PRECISION)
+    if e["framework"] == "torchtitan" and not e["precision"].get("weights"):
+        # torchtitan's fp32 parameter shards FSDP2 casts to bf16 on their way into the all-gather (the fp32 gradients
+        # come with grad_dtype_of's rule above, TORCHTITAN_FP32_PRECISION)
+        card["precision"]["weights"] = "fp32"
     if scope in ("lora", "qlora", "dora"):
         card["lora"] = lora_section(e.get("lora"), e.get("framework", "")) or {}
         if not e.get("lora"):

@@ -50,6 +50,8 @@ def test_every_megatron_family_full_row_states_it_and_the_card_carries_it() -> N
             assert grads == ("fp32" if "| amp_bf16 | DEFAULT |" in e["quote"] else None), e["id"]
         elif e["framework"] == "prime-rl":  # FSDP2 reduce_dtype float32 over fp32 parameter shards
             assert grads == ("fp32" if st.PRIME_RL_SETTINGS_COMMIT in e["note"] else None), e["id"]
+        elif e["framework"] == "torchtitan":  # FSDP2 reduce_dtype float32 over fp32 parameter shards
+            assert (grads, note) == ("fp32", st.TORCHTITAN_FP32_PRECISION), e["id"]
         elif e["framework"] not in st.MEGATRON_FRAMEWORKS and e["framework"] != "nanotron":
             assert grads is None, e["id"]
         try:

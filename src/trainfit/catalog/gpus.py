@@ -64,6 +64,14 @@ class GpuSpec:
     compute_capability: str | None = None
     """CUDA compute capability ("9.0"); picks torch's default cuBLAS workspace size."""
     compute_capability_source: str = ""
+    l2_bytes: int | None = None
+    """Last-level (L2) cache on the card as shipped, the vendor's or a measurement's figure (``l2_source``)."""
+    l2_resident_bytes: int | None = None
+    """The largest data set a streaming read still gets at the L2 rate in a published measurement (below
+    ``l2_bytes``: set associativity, and on A100 / H100 the two partitions); None: L2 residency not priced."""
+    l2_read_bytes_per_s: float | None = None
+    """Measured L2 read bandwidth of the whole card for a data set of at most ``l2_resident_bytes``."""
+    l2_source: str = ""
     source: str = ""
     notes: str = ""
 

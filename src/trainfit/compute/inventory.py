@@ -173,6 +173,31 @@ FLASH_CE_FORWARD_KERNELS, FLASH_CE_BACKWARD_KERNELS = 5, 2
 ``reduction='mean'`` and llm-foundry's loss alike: sum, ne, sum, div); backward: the division's gradient, the
 kernel (the sum's gradient is an expanded view, read with a zero row stride)."""
 NORM_STRIDED_BYTES = 12.0
+NORM_CHAINED_BYTES, NORM_CHAINED_STRIDED_BYTES = 14.0, 6.0
+"""Of ``NORM_BYTES``, the reads of a tensor the kernel just before wrote or read (contiguous, and in the broadcast
+multiplies): eager RMSNorm (huggingface/transformers src/transformers/models/llama/modeling_llama.py
+@002272831fba584eb30dca9729c1be456836960a ``LlamaRMSNorm.forward``; the same five lines in every Llama-family
+model) runs ``x.to(float32)`` (reads the bf16 residual sum the add before it wrote: 2 bytes), ``pow(2)`` (reads that
+fp32 copy: 4), ``mean`` (reads the squares: 4), ``x * rsqrt(...)`` (the fp32 copy again, read two small kernels
+back: 4, broadcast), ``.to(bf16)`` (reads that product: 4) and ``weight * x`` (reads the bf16 cast: 2, broadcast):
+14 + 6 of the 36 bytes; the other 16 are writes. ``training.pass_seconds`` serves them from L2 where the chain's
+tensors fit (``NORM_CHAIN_FORWARD_BYTES``)."""
+NORM_CHAIN_FORWARD_BYTES = 12.0
+"""Bytes per normalised element the forward chain keeps in L2 at once: the fp32 copy, its squares and the fp32
+product the broadcast multiply writes (4 + 4 + 4)."""
+NORM_BACKWARD_CHAINED_SHARE, NORM_BACKWARD_CHAINED_STRIDED_SHARE = 38.0 / 84.0, 4.0 / 84.0
+"""Of a norm's backward bytes, the reads of what the kernel before wrote or read. Autograd's backward of the five
+lines above, per element: ``grad * weight`` (2 read, 2 written, broadcast) and ``grad * x_bf16`` with its sum over
+tokens (the weight's gradient: 2 + 2 read, 2 written, 2 read back), the cast back to fp32 (2 read, 4 written),
+``grad * rsqrt`` (4 read, 4 written, broadcast), ``grad * x_fp32`` and its row sum (4 + 4 read, 4 written,
+4 read back), ``mean``'s expand-divide (4 written), ``pow``'s ``2 * x`` and product (4 read, 4 written; 4 + 4
+read, 4 written), the two branches' sum (4 + 4 read, 4 written) and the cast to bf16 (4 read, 2 written): 84
+bytes, of which 38 contiguous and 4 broadcast are reads of a tensor written or read within the chain (the first
+reads of the incoming gradient, of the saved ``x_bf16`` and ``x_fp32`` come from device memory). Applied as shares of
+the backward bytes the inventory charges a norm (``BACKWARD_BYTES_FACTOR`` or twice ``NORM_BYTES``)."""
+NORM_CHAIN_BACKWARD_BYTES = 16.0
+"""Bytes per element the backward chain keeps in L2 at once: the fp32 gradient, the saved fp32 input and the two
+fp32 branch gradients (4 x 4)."""
 VERL_ENTROPY_COMPILED_BYTES, VERL_ENTROPY_COMPILED_KERNELS = 16.0, 1
 """verl's old-policy log-prob pass also takes the entropy of every packed token's logits
 (``compute_log_prob(calculate_entropy=True)``, volcengine/verl verl/workers/fsdp_workers.py l.606; the reference pass
@@ -387,6 +412,11 @@ class PassInventory:
     bare_kernels: float = 0.0
     """Of ``fused_kernels``, those launched by bare aten calls from a Python loop, outside any module forward
     (prime-rl's head, ``prime_rl_head``): the host pays the backward's per-kernel rate for them in a forward too."""
+    chained_reads: tuple[tuple[float, float, float], ...] = ()
+    """Of ``memory_bytes``, reads of a tensor the kernel just before wrote or read, as
+    ``(working_set_bytes, contiguous_bytes, strided_bytes)`` per op chain: ``working_set_bytes`` is what one chain keeps
+    live at once (its tensors must stay in L2 for those reads to hit there); the strided bytes are part of
+    ``strided_bytes`` (``training.pass_seconds``, ``NORM_CHAINED_BYTES``)."""
 
     @property
     def gemm_flops(self) -> float:
@@ -402,7 +432,7 @@ class PassInventory:
             self.window_attention_forward_flops + other.window_attention_forward_flops,
             max(self.window_attention_seq, other.window_attention_seq),
             max(self.attention_head_dim, other.attention_head_dim),
-            self.bare_kernels + other.bare_kernels,
+            self.bare_kernels + other.bare_kernels, self.chained_reads + other.chained_reads,
         )
 
 
@@ -732,6 +762,7 @@ def step_inventory(
         p["strided"] += strided_
         p["syncs"] += syncs
     eager_moe = moe_time.MoeLayerWork(0.0, 0.0, 0.0, 0.0)  # eager expert work (Megatron-Core or Automodel bias loops)
+    norm_elements: list[tuple[float, float]] = []  # eager RMSNorms: (elements per call, calls), for NORM_CHAINED_*
     # elementwise
     norms = spec.norms_per_layer * layers
     fwd_bytes += RESIDUAL_BYTES * t * h * 2 * layers / sequence_shards
@@ -744,6 +775,7 @@ def step_inventory(
     else:
         fwd_bytes += NORM_BYTES * t * h * norms / sequence_shards
         fwd_k += NORM_KERNELS * norms
+        norm_elements.append((t * h / sequence_shards, norms))
     qkv = spec.q_dim + spec.kv_dim
     rotary = full if spec.rotary else 0
     # the copies around the fused attention: the Llama-read glue, or an unpadded kernel's gathers (UNPAD_*), which
@@ -770,6 +802,7 @@ def step_inventory(
     if spec.qk_norm:  # two RMSNorms over head_dim, on q and k reshaped per head (one copy each)
         fwd_bytes += NORM_BYTES * t * qkv * full
         fwd_k += 2 * (NORM_KERNELS + 1) * full
+        norm_elements += [(t * spec.q_dim, full), (t * spec.kv_dim, full)]
         strided += NORM_STRIDED_BYTES * t * qkv * full
     # linears
     for g in linear_groups(spec):
@@ -1028,11 +1061,13 @@ def step_inventory(
     sync_f += loop_syncs + dispatch_syncs
     win = dict(window_attention_forward_flops=win_fwd, window_attention_seq=win_seq,
                attention_head_dim=float(spec.head_dim) if attn_fwd else 0.0)
+    chain_f = norm_chained_reads(norm_elements, backward_bytes_per_element=None)
+    chain_b = norm_chained_reads(norm_elements, backward_bytes_per_element=BACKWARD_BYTES_FACTOR * NORM_BYTES)
     layers_fwd = PassInventory(tuple(fwd), attn_fwd, float(full), fwd_bytes, fwd_k, scores, strided, sync_f,
-                               fused_bytes=ff_b, fused_kernels=ff_k, **win)
+                               fused_bytes=ff_b, fused_kernels=ff_k, chained_reads=chain_f, **win)
     layers_bwd = PassInventory(tuple(bwd), attn_fwd, float(full), bwd_bytes, bwd_k, scores,
                                BACKWARD_BYTES_FACTOR * (strided - unpad_fwd_strided) + unpad_bwd_strided, sync_b,
-                               fused_bytes=fb_b, fused_kernels=fb_k, **win)
+                               fused_bytes=fb_b, fused_kernels=fb_k, chained_reads=chain_b, **win)
     # head + loss + embedding + final norm
     out = spec.head_outputs or spec.vocab_size
     ln = spec.layer_norm
@@ -1046,7 +1081,8 @@ def step_inventory(
     head_f = PassInventory((Gemm("lm_head", t, out, h),), 0.0, 0.0,
                            loss_f * t * out + norm_f * t * h + 4.0 * t * h
                            + (POSITION_ADD_BYTES * t * h if pos else 0.0),
-                           1 + loss_fk + norm_fk + 1 + (2 if pos else 0), strided_bytes=norm_s * t * h)
+                           1 + loss_fk + norm_fk + 1 + (2 if pos else 0), strided_bytes=norm_s * t * h,
+                           chained_reads=() if ln else norm_chained_reads([(t * h, 1)], backward_bytes_per_element=None))
     head_train = adapter is None
     hb = [Gemm("lm_head.dX", t, h, out)] + ([Gemm("lm_head.dW", h, out, t)] if head_train else [])
     emb = EMBED_BACKWARD_BYTES_PER_WEIGHT * spec.vocab_size * h if (head_train and train_embedding) else 0.0
@@ -1055,7 +1091,8 @@ def step_inventory(
     head_b = PassInventory(tuple(hb), 0.0, 0.0,
                            loss_b * t * out + norm_b * t * h + emb,
                            len(hb) + loss_bk + norm_bk + (1 if emb else 0) + (1 if emb and pos else 0),
-                           strided_bytes=2 * norm_s * t * h)
+                           strided_bytes=2 * norm_s * t * h,
+                           chained_reads=() if ln else norm_chained_reads([(t * h, 1)], backward_bytes_per_element=norm_b))
     if vocab_chunk_columns > 0 and spec.head_outputs is None:
         # prime-rl's chunked head: its own GEMMs (d_weight even for a frozen head), bytes, kernels and syncs
         prime_f, prime_b = prime_rl_head(tokens=t, hidden_size=h, vocab_size=out, chunk_columns=vocab_chunk_columns)
@@ -1076,7 +1113,7 @@ def step_inventory(
     rec = PassInventory(tuple(g for g in fwd if g not in last), attn_fwd, float(full),
                         fwd_bytes - RESIDUAL_BYTES * t * h * layers / sequence_shards,
                         fwd_k - sum(g.count for g in last) - layers,
-                        scores, strided, sync_f, fused_bytes=ff_b, fused_kernels=ff_k, **win)
+                        scores, strided, sync_f, fused_bytes=ff_b, fused_kernels=ff_k, chained_reads=chain_f, **win)
     # selective, per op: the even-numbered matmuls of a layer re-run, SDPA and the odd ones come from the cache
     even = _sac_recomputed_gemms(spec, adapter)
     op_gemms = tuple(g for g in fwd if g.name in even or g.name.startswith("attn.") or g.name.startswith("deltanet"))
@@ -1085,7 +1122,8 @@ def step_inventory(
     op_cb = sum(b for n, (b, _) in rec_casts.items() if n in even)
     op_ck = sum(k for n, (_, k) in rec_casts.items() if n in even)
     rec_op = PassInventory(op_gemms, 0.0, 0.0, fwd_bytes - cf_b + op_cb, fwd_k - saved_k - cf_k + op_ck, scores, strided,
-                           fused_bytes=op_cb if casts.fused else 0.0, fused_kernels=op_ck if casts.fused else 0.0)
+                           fused_bytes=op_cb if casts.fused else 0.0, fused_kernels=op_ck if casts.fused else 0.0,
+                           chained_reads=chain_f)
     core_g = tuple(g for g in fwd if g.name.startswith("attn."))
     rec_core = PassInventory(core_g, attn_fwd, float(full), EAGER_SCORE_FORWARD_BYTES * scores,
                              (8 * full) if eager_attention else float(full), scores, host_syncs=sync_attn, **win)
@@ -1123,6 +1161,25 @@ def step_inventory(
                          layers_recompute_op=rec_op, layers_recompute_core_attention=rec_core,
                          layers_recompute_parts=rec_parts)
 
+
+
+def norm_chained_reads(norms: list[tuple[float, float]], *,
+                       backward_bytes_per_element: float | None) -> tuple[tuple[float, float, float], ...]:
+    """``PassInventory.chained_reads`` of eager RMSNorms, ``(elements per call, calls)`` each: the forward's
+    (``backward_bytes_per_element`` None: ``NORM_CHAINED_BYTES``) or the backward's (those bytes per element at
+    ``NORM_BACKWARD_CHAINED_SHARE``), each with the working set of one call."""
+    out = []
+    for elements, calls in norms:
+        if elements <= 0 or calls <= 0:
+            continue
+        if backward_bytes_per_element is None:
+            out.append((NORM_CHAIN_FORWARD_BYTES * elements, NORM_CHAINED_BYTES * elements * calls,
+                        NORM_CHAINED_STRIDED_BYTES * elements * calls))
+        else:
+            b = backward_bytes_per_element * elements * calls
+            out.append((NORM_CHAIN_BACKWARD_BYTES * elements, NORM_BACKWARD_CHAINED_SHARE * b,
+                        NORM_BACKWARD_CHAINED_STRIDED_SHARE * b))
+    return tuple(out)
 
 
 def _sac_recomputed_gemms(spec: ModelSpec, adapter: Adapter | None) -> set[str]:

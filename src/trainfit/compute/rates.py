@@ -373,6 +373,11 @@ class DeviceRates:
     gemm_points: tuple[GemmPoint, ...] = ()
     """Measured matmuls (a calibration); when given they replace the shape model near their shapes."""
     compute_capability: str | None = None
+    l2_read_bytes_per_s: float | None = None
+    """Measured L2 read bandwidth (catalog ``l2_read_bytes_per_s``); None: no L2 residency priced
+    (``training.pass_seconds``)."""
+    l2_resident_bytes: float = 0.0
+    """Largest data set read at that rate (catalog ``l2_resident_bytes``)."""
     sources: tuple[str, ...] = field(default_factory=tuple)
 
     def with_overrides(self, overrides: dict[str, Any], *, source: str) -> "DeviceRates":
@@ -385,7 +390,8 @@ class DeviceRates:
         if "gemm_points" in data:
             data["gemm_points"] = tuple(p if isinstance(p, GemmPoint) else GemmPoint(**p) for p in data["gemm_points"])
         for k, v in data.items():
-            if k not in ("gemm_points", "p2p", "nvlink", "compute_capability", "fp32_matmul_flops_per_s", "fp8_matmul_flops_per_s") and not (isinstance(v, (int, float)) and v > 0):
+            if k not in ("gemm_points", "p2p", "nvlink", "compute_capability", "fp32_matmul_flops_per_s", "fp8_matmul_flops_per_s",
+                         "l2_read_bytes_per_s", "l2_resident_bytes") and not (isinstance(v, (int, float)) and v > 0):
                 raise CardError(f"calibration: {k} must be a positive number, got {v!r}")
         return replace(self, **data, sources=self.sources + (source,))
 
@@ -430,6 +436,8 @@ def default_rates(gpu: GpuSpec) -> DeviceRates:
         compute_capability=gpu.compute_capability,
         fp32_matmul_flops_per_s=gpu.fp32_flops_per_s,
         fp8_matmul_flops_per_s=gpu.fp8_dense_flops_per_s * fp8_frac if gpu.fp8_dense_flops_per_s else None,
+        l2_read_bytes_per_s=gpu.l2_read_bytes_per_s if gpu.l2_resident_bytes else None,
+        l2_resident_bytes=float(gpu.l2_resident_bytes or 0),
         sources=tuple(src),
     )
 

@@ -199,6 +199,26 @@ def synced_seconds(*, host_s: float, device_s: float, kernels: float, syncs: flo
     return segments * max(host_seg, device_seg) + syncs * (refill + round_trip_s)
 
 
+def l2_chained_bytes(chained_reads: tuple[tuple[float, float, float], ...], *,
+                     rates: DeviceRates) -> tuple[float, float]:
+    """Of a pass's chained reads (``inventory.PassInventory.chained_reads``: a kernel reading what the kernel just
+    before it wrote or read), the contiguous and strided bytes served from L2: those of the chains whose working set
+    fits in what the card keeps at the L2 rate (``rates.l2_resident_bytes``). ``pass_seconds`` prices them at
+    ``rates.l2_read_bytes_per_s`` instead of device memory's rate.
+
+    Mechanism: L2 is the last level before device memory, shared by every SM; a line a kernel wrote or read stays
+    there until newer traffic evicts it, so the next kernel's read of it hits L2 when the tensors in between fit.
+    The catalog's figures are a read-only streaming kernel's, measured per card as the data set grows
+    (te42kyfo/gpu-benches ``gpu-l2-cache``, cited in each GPU entry): on an L40 5.2 TB/s up to 89.5 MiB, then the
+    0.8 TB/s of GDDR6; on an H200 9.9 TB/s up to 39.5 MiB, then 3.9 TB/s. A card without them (None) prices every
+    read at device memory's rate. Only the chains counted in the inventory (eager RMSNorm, ``NORM_CHAINED_*``) are
+    priced so; the other elementwise kernels read a GEMM's output or a saved activation first (not counted)."""
+    if not rates.l2_read_bytes_per_s or rates.l2_resident_bytes <= 0:
+        return 0.0, 0.0
+    fit = [c for c in chained_reads if c[0] <= rates.l2_resident_bytes]
+    return sum(c[1] for c in fit), sum(c[2] for c in fit)
+
+
 def pass_seconds(inv: PassInventory, *, rates: DeviceRates, seq_len: float, backward: bool,
                  memory_factor: float = 1.0, kernel_factor: float = 1.0, attention_kernel: str = "auto") -> PassTime:
     """Time of one pass from its inventory (module docstring). ``memory_factor`` / ``kernel_factor``
@@ -213,8 +233,12 @@ def pass_seconds(inv: PassInventory, *, rates: DeviceRates, seq_len: float, back
                                 head_dim=hd, kernel=attention_kernel))
     strided = inv.strided_bytes if memory_factor >= 1.0 else 0.0
     fused = inv.fused_bytes  # already counted as fused (inventory.PassInventory.fused_bytes): not scaled again
-    mem = ((inv.memory_bytes - strided - fused) * memory_factor + fused
-           + strided / STRIDED_BANDWIDTH_SHARE) / rates.hbm_bytes_per_s
+    # reads a chain of eager kernels finds in L2 (l2_chained_bytes); none once a compiler fuses the chain
+    l2_contiguous, l2_strided = l2_chained_bytes(inv.chained_reads, rates=rates) if memory_factor >= 1.0 else (0.0, 0.0)
+    mem = ((inv.memory_bytes - strided - fused - l2_contiguous) * memory_factor + fused
+           + (strided - l2_strided) / STRIDED_BANDWIDTH_SHARE) / rates.hbm_bytes_per_s
+    if l2_contiguous or l2_strided:
+        mem += (l2_contiguous + l2_strided / STRIDED_BANDWIDTH_SHARE) / rates.l2_read_bytes_per_s
     per_kernel = rates.host_s_per_backward_kernel if backward else rates.host_s_per_forward_kernel
     kernels = (inv.kernels - inv.fused_kernels) * kernel_factor + inv.fused_kernels
     # bare aten calls outside module forwards (inventory.PassInventory.bare_kernels): the backward's rate either way

@@ -459,7 +459,8 @@ def power_limited_rates(rates: DeviceRates, *, power_limit_w: float, rated_power
     if rates.fp8_matmul_flops_per_s:
         data["fp8_matmul_flops_per_s"] = rates.fp8_matmul_flops_per_s * f
     if hbm_bytes_per_s:
-        data["hbm_bytes_per_s"] = hbm_bytes_per_s * HBM_FRACTION
+        # the card's own sustained fraction (``_HBM_FRACTION``; else the 90 % assumed)
+        data["hbm_bytes_per_s"] = hbm_bytes_per_s * _HBM_FRACTION.get(rates.gpu_id, (HBM_FRACTION,))[0]
     note = f"power limit {power_limit_w:g} W of {rated_power_w:g} W: matmul x{f:.3f} (clock ~ power^(1/3))"
     if hbm_bytes_per_s:
         note += f", HBM {hbm_bytes_per_s / 1e12:.2f} TB/s datasheet"

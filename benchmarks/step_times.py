@@ -103,6 +103,10 @@ MODEL_ALIASES = {
     "Qwen/Qwen2.5-Math-7B": "Qwen/Qwen2.5-7B",
     "Qwen/Qwen2.5-0.5B-Instruct": "Qwen/Qwen2.5-0.5B",
     "Qwen/Qwen3-30B-A3B-Base": "Qwen/Qwen3-30B-A3B",
+    # fine-tuned from Qwen2.5-32B (deepseek-ai/DeepSeek-R1 README.md @00f3296a14392e787d4138b5a0d8ce0e55a25b23, "DeepSeek-R1-Distill
+    # Models": "DeepSeek-R1-Distill-Qwen-32B | Qwen2.5-32B"; "We slightly change their configs and tokenizers"), as the catalog's
+    # DeepSeek-R1-Distill-Qwen-7B entry is read from its base, Qwen2.5-Math-7B, on the same README
+    "deepseek-ai/DeepSeek-R1-Distill-Qwen-32B": "Qwen/Qwen2.5-32B",
 }
 GPU_ALIASES = {
     # the catalog's a800-80gb (A100-80GB compute and HBM, NVLink 400 GB/s): planned as itself, not as the A100
@@ -1623,7 +1627,7 @@ def rollout_section(e: dict[str, Any], model: Any, nodes: int) -> tuple[dict[str
         notes.append("fully asynchronous trainer planned as the slower of generation and training (partial "
                      "rollouts and staleness not modelled)")
     per_node = e["gpus_per_node"]
-    if ro["placement"] == "split" and e["framework"] in ("nemo-rl", "verl") and nodes > 1 \
+    if ro["placement"] == "split" and e["framework"] in ("nemo-rl", "verl", "areal") and nodes > 1 \
             and (ro.get("rollout_gpus") or 0) % per_node == 0:
         # NeMo RL gives a non-colocated engine whole nodes when the cluster has more than one
         # (nemo_rl/algorithms/grpo.py setup: train_nodes -= inference_nodes, inference gpus_per_node must equal
@@ -1633,10 +1637,12 @@ def rollout_section(e: dict[str, Any], model: Any, nodes: int) -> tuple[dict[str
         # fully_async_main.py create_resource_pool_manager @df340d703292538fafc1439b4aa9f1f226ccadc5, e.g.
         # shell/dapo_7b_math_fsdp2_16_16.sh NNODES_ROLLOUT=2 NNODES_TRAIN=2; verl-project/verl
         # fully_async_trainer.py standalone_gpus = rollout.nnodes * rollout.n_gpus_per_node
-        # @040a28659773fd58eac91cc006d255826c6da03a)
+        # @040a28659773fd58eac91cc006d255826c6da03a); and AReaL's decoupled allocation (sglang./vllm.d..+d..): the global
+        # device mesh split at the generation world size, which must be below a node or a multiple of whole nodes
+        # (inclusionAI/AReaL realhf/experiments/common/common.py l.237-251 @aff05c2544fe725af935790d1c710bc6ebe2079f)
         out["nodes"] = ro["rollout_gpus"] // per_node
         notes.append(f"rollout on {out['nodes']} whole node(s) of {per_node} GPUs, training on the other "
-                     f"{nodes - out['nodes']} ({'NeMo RL' if e['framework'] == 'nemo-rl' else 'verl'}'s "
+                     f"{nodes - out['nodes']} ({ {'nemo-rl': 'NeMo RL', 'areal': 'AReaL'}.get(e['framework'], 'verl')}'s "
                      "multi-node split)")
     elif ro["placement"] == "split":
         out["gpus"] = (ro.get("rollout_gpus") or 0) // nodes

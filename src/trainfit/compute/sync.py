@@ -158,8 +158,16 @@ Suppose a card stated 100 Gb/s per GPU and the pageable rate were 1.8 GB/s. This
 10.96 / 24.23 s for the 7B / 32B / 32B offload off / 72B rows (-17 / -13 / -23 / -16 %; the one-step-off 7B +40 %).
 With the receiver overlapped it would give 4.14 / 13.58 / 9.03 / 21.63 s (-28 / -24 / -36 / -25 %; +21 %). So the
 code's path with the cluster's two rates accounts for the dense rows. The 7B is timed at 5.5-6.0 s by V1 and at
-3.36-3.49 s by one-step-off, through the same eight steps; the two bracket what one sync costs there. Neither rate
-is applied: the entries state no fabric and no host.
+3.36-3.49 s by one-step-off, through the same eight steps; the two bracket what one sync costs there.
+The first rate is the entries' network: the profile's receiver times the wire apart from the producer stall (it
+takes each bucket's metadata over ZMQ before it joins the bucket's broadcast, ``BroadcastOperation._run``,
+nccl_checkpoint_engine.py lines 80-90), and before #7005 the gather loop over GPU-resident shards takes 0.1-0.25 s
+(verl-project/verl issue #7015, 2026-07-10), so the 1.6-1.8 s is the broadcasts. Inverted through
+``collectives.NIC_EFFICIENCY``, 17.18 GB in 1.7 s is 101 Gb/s per GPU, set as ``inter_node_gbps_per_gpu`` on this
+author's H100 rows (the six V1 rows and #7005's, ``published_rl_times_verl_perf.json`` and
+``published_rl_times_weight_sync.json``; the #7005 row is not held out). With it the rows run at -45 / -34 / -23 / -16 %
+(one-step-off -8 %, 235B-A22B -25 %, 30B-A3B +74 %). The second rate, the pageable copy, is not applied: no source
+states the host.
 
 The MoE rows are something else. Qwen3-30B-A3B's 18,867 tensors at ``S_PER_TENSOR_IPC`` cost 47 s, more than the
 32.2 s published. So verl's SGLang path costs at most 1.7 ms a tensor there, all in (2.3 ms from the A800 row's

@@ -48,10 +48,10 @@ def test_the_v03_megatron_refit_gathers_more() -> None:
 
 def test_before_07_the_driver_pickles_each_shard_per_worker() -> None:
     """The 70B Megatron rerun (TP 4 x PP 4, 4 data-parallel shards): at v0.3 every shard is pickled for each of its
-    16 workers (compute.driver_dispatch); a card without the pin plans the newest release's single ray.put."""
+    16 workers (compute.controller_transfer); a card without the pin plans the newest release's single ray.put."""
     card, _ = S.map_rl(ENTRIES["nemorl-issue959-rerun-grpo-llama31-70b-megatron-h100-64g"])
     v03 = S.plan_card(card).phase_terms
     card["software"] = {}
     newest = S.plan_card(card).phase_terms
     for phase in ("actor_update", "old_logprob", "ref_logprob"):
-        assert v03[phase]["driver_dispatch"] > 10 * newest[phase]["driver_dispatch"] > 0
+        assert v03[phase]["controller_transfer"] > 10 * newest[phase]["controller_transfer"] > 0

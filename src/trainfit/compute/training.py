@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 from trainfit.compute import collectives as coll
 from trainfit.compute.attention_time import attention_seconds
 from trainfit.compute.dist_optimizer import megatron_bucket_params
+from trainfit.compute.te_host import te_backward_host_seconds, te_linear_calls
 from trainfit.compute.expert_loop import zero3_expert_gathers
 from trainfit.compute.gemm import gemm_seconds, grouped_mm_seconds, multi_stream_grouped_gemm_seconds
 from trainfit.compute.inventory import Adapter, PassInventory, step_inventory
@@ -443,7 +444,7 @@ def train_step_time(
     megatron_experts: bool = False, expert_streams: bool = False, recompute_modules: tuple[str, ...] = (),
     unpad_call_syncs: bool = False, attention_kernel: str = "auto", vocab_chunk_columns: int = 0, nemo_rl_loss: str = "", loss_sequences: float = 1.0,
     head: bool = True, scan_syncs: float = 0.0, rope_loop_samples: float = 0.0, rope_loop_context_parallel: int = 1,
-    a2a_thd_sequences: float = 0.0,
+    a2a_thd_sequences: float = 0.0, te_layers: bool = False,
 ) -> TrainStepTime:
     """Seconds of one optimizer step on one GPU (all GPUs of a data-parallel group run in lockstep).
 
@@ -492,7 +493,8 @@ def train_step_time(
     reads of single device elements the loop makes per micro-batch (``token_scan_seconds``), a ``loop_scan`` phase;
     ``rope_loop_samples`` / ``rope_loop_context_parallel``: as ``inventory.step_inventory`` (Megatron-Core's
     per-sample thd RoPE loop); ``a2a_thd_sequences``: as ``inventory.step_inventory`` (Transformer Engine's a2a thd
-    chunk reorders).
+    chunk reorders); ``te_layers``: the decoder layers are Megatron-Core's Transformer Engine modules, whose linears'
+    Python backward adds host seconds per call (``te_host.te_backward_host_seconds``).
     """
     mp = model_parallel
     gradient_checkpointing = gradient_checkpointing or selective != "none" or bool(recompute_modules)
@@ -523,6 +525,12 @@ def train_step_time(
            if gradient_checkpointing else ZERO_PASS)
     bwd_layers = pass_seconds(inv.layers_backward, backward=True, **kw).scaled(count_scale)
     bwd = bwd_layers + head_bwd.scaled(count_scale)
+    if te_layers:
+        # Transformer Engine's linears run their backward in Python (autograd Functions): per call, what the
+        # published CPU time exceeds the per-kernel backward rate by (compute.te_host)
+        bwd = _with_host_seconds(bwd, hooks_s=te_backward_host_seconds(
+            calls=te_linear_calls(spec), quantized=fp8, gpu_id=rates.gpu_id,
+            host_s_per_backward_kernel=rates.host_s_per_backward_kernel))
     if parallel.strategy in ("fsdp", "fsdp_grad_op", "hsdp"):
         # torch FSDP's per-unit pre/post-forward hooks (unshard, stream waits, reshard) run in Python in every
         # forward, the recompute's included, recording autograd: fsdp_unit_host_seconds per unit (the layers and the

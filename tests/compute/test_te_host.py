@@ -27,8 +27,17 @@ def test_calls_per_layer_follow_megatrons_te_spec():
     dense = from_catalog("Qwen/Qwen2.5-0.5B")
     assert te.te_linear_calls(dense) == te.TeLinearCalls(linear=2 * dense.num_layers,
                                                          layernorm_linear=2 * dense.num_layers)
-    moe = from_catalog("Qwen/Qwen3-30B-A3B")  # no shared experts: qkv, proj, two grouped linears
-    assert te.te_linear_calls(moe) == te.TeLinearCalls(linear=3 * moe.num_layers, layernorm_linear=moe.num_layers)
+    moe = from_catalog("Qwen/Qwen3-30B-A3B")  # no shared experts: qkv, proj, two grouped linears of 128 GEMMs each
+    assert te.te_linear_calls(moe) == te.TeLinearCalls(linear=3 * moe.num_layers, layernorm_linear=moe.num_layers,
+                                                       grouped_extra_gemms=moe.num_layers * 2 * 127)
+
+
+def test_the_grouped_per_gemm_loop_both_ways():
+    calls = te.TeLinearCalls(grouped_extra_gemms=10)
+    assert te.te_forward_host_seconds(calls=calls, gpu_id="h100-sxm") == pytest.approx(33.5e-6)
+    assert te.te_forward_host_seconds(calls=calls, gpu_id="gb200") == pytest.approx(33.5e-6 * 37.08 / 13.48)
+    assert te.te_backward_host_seconds(calls=calls, quantized=False, gpu_id="h100-sxm",
+                                       host_s_per_backward_kernel=12e-6) == pytest.approx(98e-6)
 
 
 def test_the_excess_over_the_per_kernel_rate_by_host():
@@ -50,7 +59,7 @@ def _host(t, name):
 
 
 @pytest.mark.parametrize("rates", [H100, GB200])
-def test_only_the_backward_of_te_layers_pays_it(rates):
+def test_a_dense_te_layer_pays_in_the_backward_only(rates):
     spec = from_catalog("Qwen/Qwen2.5-0.5B")
     plain = train_step_time(spec, rates=rates, **KW)
     t = train_step_time(spec, rates=rates, te_layers=True, **KW)

@@ -40,8 +40,17 @@ megatron/core/models/gpt/gpt_layer_specs.py l.106-170 and l.297-322, moe_module_
 ``linear_proj`` (``q_lora_rank`` 0: one ``linear_q_proj`` in place of the q pair); a dense MLP ``linear_fc1``
 ``TELayerNormColumnParallelLinear`` and ``linear_fc2`` ``TERowParallelLinear``; a MoE layer's routed experts
 ``TEColumnParallelGroupedLinear`` / ``TERowParallelGroupedLinear`` and its shared experts ``TEColumnParallelLinear`` /
-``TERowParallelLinear``. A ``GroupedLinear`` call is priced as one ``Linear`` call: a lower bound (its backward runs the
-same Python around one grouped GEMM call, plus per-GEMM list handling no source prices). Not priced either: the
+``TERowParallelLinear``. A ``GroupedLinear`` call is priced as one ``Linear`` call plus its per-GEMM Python: TE 2.16 ``_GroupedLinear``
+(module/grouped_linear.py l.63-620) splits the input with ``m_splits`` and loops over the ``num_gemms`` local experts in
+Python, forward (l.199-252: per-GEMM quantizer and output-list handling) and backward (l.388-566: the output gradient's
+split, the dgrad and wgrad lists, per-GEMM ``main_grad`` / weight-gradient bookkeeping), around
+``general_grouped_gemm`` (cpp_extensions/gemm.py l.276-420). Measured on a CPU with the compiled library stubbed
+(``benchmarks/te_linear_backward_host.py``, 2026-12-03, two runs): forward 39.7-40.6 / 50.6-50.9 / 92.9-93.5 /
+143.8-144.1 us and backward 73.1-74.0 / 104.0-115.3 / 203.4-204.1 / 370.5-384.7 us at 1 / 4 / 16 / 32 GEMMs: each
+GEMM beyond the first adds 3.35 us forward and 9.8 us backward (``GROUPED_EXTRA_GEMM_HOST_S``, an x86 host; scaled to
+Grace by ``X86_OVER_GRACE_HOST``; a third run on a more loaded machine read 3.3 and 11.4). The same script puts ``te.Linear``'s backward at 60-75 us on that CPU (the GEMM
+launches stubbed out), against the 91.6 us this module takes for an x86 host with the launches: the two sources
+agree. Not priced: the
 attention Function's Python backward (``FusedAttnFunc``), ``TENorm``, and the Megatron-side autograd Functions
 (all-to-all, permute): no published per-call figure.
 """
@@ -67,6 +76,10 @@ X86_OVER_GRACE_HOST = 13.48 / 37.08
 module docstring)."""
 GRACE_HOST_GPUS = frozenset({"gb200"})
 """Catalog GPUs whose host CPU is NVIDIA Grace (the superchip's, NVLink-C2C attached)."""
+GROUPED_EXTRA_GEMM_HOST_S = {"forward": 3.35e-6, "backward": 9.8e-6}
+"""Host seconds TE 2.16's ``GroupedLinear`` adds per GEMM beyond the first, by pass, on an x86 host: the slope of the
+measured per-call CPU time from 1 to 32 GEMMs (module docstring; ``benchmarks/te_linear_backward_host.py``). Measured,
+not fitted."""
 KERNELS_PER_CALL = {"linear": 2, "layernorm_linear": 3}
 """Kernels of one call's backward that ``rates.host_s_per_backward_kernel`` already charges: dgrad and wgrad GEMMs,
 and a ``LayerNormLinear``'s norm backward."""
@@ -80,6 +93,8 @@ class TeLinearCalls:
     """``Linear``-like calls (``TEColumnParallelLinear``, ``TERowParallelLinear``, the grouped linears)."""
     layernorm_linear: int = 0
     """``LayerNormLinear`` calls (``TELayerNormColumnParallelLinear``)."""
+    grouped_extra_gemms: int = 0
+    """Over the ``GroupedLinear`` calls, their GEMMs beyond each call's first (local experts - 1 per call)."""
 
 
 def te_linear_calls(spec: ModelSpec) -> TeLinearCalls:
@@ -92,19 +107,35 @@ def te_linear_calls(spec: ModelSpec) -> TeLinearCalls:
     moe_layers = spec.num_moe_layers
     dense_layers = spec.num_layers - moe_layers
     shared = 2 if spec.moe is not None and spec.moe.shared_expert_intermediate_size > 0 else 0
+    local_experts = spec.moe.num_experts if spec.moe is not None else 1
     return TeLinearCalls(
         linear=spec.num_layers * attn_lin + dense_layers * 1 + moe_layers * (2 + shared),
         layernorm_linear=spec.num_layers * attn_ln + dense_layers * 1,
+        grouped_extra_gemms=moe_layers * 2 * max(0, local_experts - 1),
     )
+
+
+def _host_scale(gpu_id: str) -> tuple[float, float]:
+    """(Grace figures' scale, x86 figures' scale) for ``gpu_id``'s host."""
+    if gpu_id in GRACE_HOST_GPUS:
+        return 1.0, 1.0 / X86_OVER_GRACE_HOST
+    return X86_OVER_GRACE_HOST, 1.0
+
+
+def te_forward_host_seconds(*, calls: TeLinearCalls, gpu_id: str) -> float:
+    """Host seconds TE's Python forward adds to one forward pass beyond the per-kernel rate: the grouped linears'
+    per-GEMM loop (``GROUPED_EXTRA_GEMM_HOST_S``; a call's own forward is inside the per-kernel rate, module
+    docstring)."""
+    return calls.grouped_extra_gemms * GROUPED_EXTRA_GEMM_HOST_S["forward"] * _host_scale(gpu_id)[1]
 
 
 def te_backward_host_seconds(*, calls: TeLinearCalls, quantized: bool, gpu_id: str,
                              host_s_per_backward_kernel: float) -> float:
     """Host seconds TE's Python backward adds to one backward pass beyond the per-kernel rate (module docstring):
     per call, the published backward CPU time (Grace, or scaled to an x86 host) less ``host_s_per_backward_kernel``
-    for each of its kernels, never below 0."""
-    host = 1.0 if gpu_id in GRACE_HOST_GPUS else X86_OVER_GRACE_HOST
-    total = 0.0
+    for each of its kernels, never below 0; plus the grouped linears' per-GEMM loop."""
+    host, x86 = _host_scale(gpu_id)
+    total = calls.grouped_extra_gemms * GROUPED_EXTRA_GEMM_HOST_S["backward"] * x86
     for kind, n in (("linear", calls.linear), ("layernorm_linear", calls.layernorm_linear)):
         per_call = TE_BACKWARD_HOST_S_GRACE[(kind, quantized)] * host - KERNELS_PER_CALL[kind] * host_s_per_backward_kernel
         total += n * max(0.0, per_call)

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 from trainfit.compute import collectives as coll
 from trainfit.compute.attention_time import attention_seconds
 from trainfit.compute.dist_optimizer import megatron_bucket_params
-from trainfit.compute.te_host import te_backward_host_seconds, te_linear_calls
+from trainfit.compute.te_host import te_backward_host_seconds, te_forward_host_seconds, te_linear_calls
 from trainfit.compute.expert_loop import zero3_expert_gathers
 from trainfit.compute.gemm import gemm_seconds, grouped_mm_seconds, multi_stream_grouped_gemm_seconds
 from trainfit.compute.inventory import Adapter, PassInventory, step_inventory
@@ -527,9 +527,12 @@ def train_step_time(
     bwd = bwd_layers + head_bwd.scaled(count_scale)
     if te_layers:
         # Transformer Engine's linears run their backward in Python (autograd Functions): per call, what the
-        # published CPU time exceeds the per-kernel backward rate by (compute.te_host)
+        # published CPU time exceeds the per-kernel backward rate by; the grouped linears loop over their GEMMs in
+        # Python both ways (compute.te_host)
+        calls = te_linear_calls(spec)
+        fwd = _with_host_seconds(fwd, hooks_s=te_forward_host_seconds(calls=calls, gpu_id=rates.gpu_id))
         bwd = _with_host_seconds(bwd, hooks_s=te_backward_host_seconds(
-            calls=te_linear_calls(spec), quantized=fp8, gpu_id=rates.gpu_id,
+            calls=calls, quantized=fp8, gpu_id=rates.gpu_id,
             host_s_per_backward_kernel=rates.host_s_per_backward_kernel))
     if parallel.strategy in ("fsdp", "fsdp_grad_op", "hsdp"):
         # torch FSDP's per-unit pre/post-forward hooks (unshard, stream waits, reshard) run in Python in every
@@ -1051,6 +1054,7 @@ def forward_only_time(
     fused_cross_entropy: bool = False, megatron_experts: bool = False, expert_streams: bool = False, head: bool = True,
     entropy_bytes_per_logit: float = 0.0, entropy_kernels: int = 0,
     rope_loop_samples: float = 0.0, rope_loop_context_parallel: int = 1, a2a_thd_sequences: float = 0.0,
+    te_layers: bool = False,
 ) -> PassTime:
     """A no-grad forward over ``micro_steps`` micro-batches (log-probs, values, rewards) on one GPU:
     the layers and the head (the log-softmax and gather cost about what the loss does), plus the
@@ -1097,7 +1101,8 @@ def forward_only_time(
     logits the pass also takes (verl's old-policy pass, ``inventory.VERL_ENTROPY_COMPILED_BYTES``), memory-bound bytes
     and kernels on the head; 0: none. Not for a value or reward head (``spec.head_outputs``). ``rope_loop_samples`` /
     ``rope_loop_context_parallel`` / ``a2a_thd_sequences``: as ``train_step_time`` (Megatron-Core's per-sample thd
-    RoPE loop and Transformer Engine's a2a thd reorders run in the forward whether or not it records a graph)."""
+    RoPE loop and Transformer Engine's a2a thd reorders run in the forward whether or not it records a graph).
+    ``te_layers``: as ``train_step_time`` (the forward's share: the grouped linears' per-GEMM Python)."""
     inv = step_inventory(spec, micro_batch_size=micro_batch_size, seq_len=seq_len, adapter=adapter,
                          eager_attention=eager_attention, attention_context=attention_context,
                          expert_parallel=expert_parallel, expert_token_shards=expert_token_shards, fp8=fp8,
@@ -1121,6 +1126,8 @@ def forward_only_time(
     one = (pass_seconds(inv.layers_forward, **kw)
            + (pass_seconds(inv.head_forward, **kw) if head else ZERO_PASS)).scaled(count_scale)
     one = _with_host_seconds(one, hooks_s=hooked_units * fsdp_unit_host_seconds(fsdp2=parallel.fsdp2, grad=False)[0])
+    if te_layers:  # Transformer Engine's grouped linears loop over their GEMMs in Python (compute.te_host)
+        one = _with_host_seconds(one, hooks_s=te_forward_host_seconds(calls=te_linear_calls(spec), gpu_id=rates.gpu_id))
     if parallel.strategy == "zero3" and parallel.ranks > 1:  # a DeepSpeed ZeRO-3 engine's per-module hooks
         modules = zero3_hooked_modules(spec, expert_loop=expert_loop,
                                        leaf=zero3_expert_leaf)

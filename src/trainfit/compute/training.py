@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 from trainfit.compute import collectives as coll
 from trainfit.compute.attention_time import attention_seconds
 from trainfit.compute.dist_optimizer import megatron_bucket_params
+from trainfit.compute.te_host import te_backward_host_seconds, te_forward_host_seconds, te_linear_calls
 from trainfit.compute.expert_loop import zero3_expert_gathers
 from trainfit.compute.gemm import gemm_seconds, grouped_mm_seconds, multi_stream_grouped_gemm_seconds
 from trainfit.compute.inventory import Adapter, PassInventory, step_inventory
@@ -467,7 +468,7 @@ def train_step_time(
     megatron_experts: bool = False, expert_streams: bool = False, recompute_modules: tuple[str, ...] = (),
     unpad_call_syncs: bool = False, attention_kernel: str = "auto", vocab_chunk_columns: int = 0, nemo_rl_loss: str = "", loss_sequences: float = 1.0,
     head: bool = True, scan_syncs: float = 0.0, rope_loop_samples: float = 0.0, rope_loop_context_parallel: int = 1,
-    a2a_thd_sequences: float = 0.0,
+    a2a_thd_sequences: float = 0.0, te_layers: bool = False,
 ) -> TrainStepTime:
     """Seconds of one optimizer step on one GPU (all GPUs of a data-parallel group run in lockstep).
 
@@ -516,7 +517,8 @@ def train_step_time(
     reads of single device elements the loop makes per micro-batch (``token_scan_seconds``), a ``loop_scan`` phase;
     ``rope_loop_samples`` / ``rope_loop_context_parallel``: as ``inventory.step_inventory`` (Megatron-Core's
     per-sample thd RoPE loop); ``a2a_thd_sequences``: as ``inventory.step_inventory`` (Transformer Engine's a2a thd
-    chunk reorders).
+    chunk reorders); ``te_layers``: the decoder layers are Megatron-Core's Transformer Engine modules, whose linears'
+    Python backward adds host seconds per call (``te_host.te_backward_host_seconds``).
     """
     mp = model_parallel
     gradient_checkpointing = gradient_checkpointing or selective != "none" or bool(recompute_modules)
@@ -547,6 +549,15 @@ def train_step_time(
            if gradient_checkpointing else ZERO_PASS)
     bwd_layers = pass_seconds(inv.layers_backward, backward=True, **kw).scaled(count_scale)
     bwd = bwd_layers + head_bwd.scaled(count_scale)
+    if te_layers:
+        # Transformer Engine's linears run their backward in Python (autograd Functions): per call, what the
+        # published CPU time exceeds the per-kernel backward rate by; the grouped linears loop over their GEMMs in
+        # Python both ways (compute.te_host)
+        calls = te_linear_calls(spec)
+        fwd = _with_host_seconds(fwd, hooks_s=te_forward_host_seconds(calls=calls, gpu_id=rates.gpu_id))
+        bwd = _with_host_seconds(bwd, hooks_s=te_backward_host_seconds(
+            calls=calls, quantized=fp8, gpu_id=rates.gpu_id,
+            host_s_per_backward_kernel=rates.host_s_per_backward_kernel))
     if parallel.strategy in ("fsdp", "fsdp_grad_op", "hsdp"):
         # torch FSDP's per-unit pre/post-forward hooks (unshard, stream waits, reshard) run in Python in every
         # forward, the recompute's included, recording autograd: fsdp_unit_host_seconds per unit (the layers and the
@@ -1067,6 +1078,7 @@ def forward_only_time(
     fused_cross_entropy: bool = False, megatron_experts: bool = False, expert_streams: bool = False, head: bool = True,
     entropy_bytes_per_logit: float = 0.0, entropy_kernels: int = 0,
     rope_loop_samples: float = 0.0, rope_loop_context_parallel: int = 1, a2a_thd_sequences: float = 0.0,
+    te_layers: bool = False,
 ) -> PassTime:
     """A no-grad forward over ``micro_steps`` micro-batches (log-probs, values, rewards) on one GPU:
     the layers and the head (the log-softmax and gather cost about what the loss does), plus the
@@ -1113,7 +1125,8 @@ def forward_only_time(
     logits the pass also takes (verl's old-policy pass, ``inventory.VERL_ENTROPY_COMPILED_BYTES``), memory-bound bytes
     and kernels on the head; 0: none. Not for a value or reward head (``spec.head_outputs``). ``rope_loop_samples`` /
     ``rope_loop_context_parallel`` / ``a2a_thd_sequences``: as ``train_step_time`` (Megatron-Core's per-sample thd
-    RoPE loop and Transformer Engine's a2a thd reorders run in the forward whether or not it records a graph)."""
+    RoPE loop and Transformer Engine's a2a thd reorders run in the forward whether or not it records a graph).
+    ``te_layers``: as ``train_step_time`` (the forward's share: the grouped linears' per-GEMM Python)."""
     inv = step_inventory(spec, micro_batch_size=micro_batch_size, seq_len=seq_len, adapter=adapter,
                          eager_attention=eager_attention, attention_context=attention_context,
                          expert_parallel=expert_parallel, expert_token_shards=expert_token_shards, fp8=fp8,
@@ -1137,6 +1150,8 @@ def forward_only_time(
     one = (pass_seconds(inv.layers_forward, **kw)
            + (pass_seconds(inv.head_forward, **kw) if head else ZERO_PASS)).scaled(count_scale)
     one = _with_host_seconds(one, hooks_s=hooked_units * fsdp_unit_host_seconds(fsdp2=parallel.fsdp2, grad=False)[0])
+    if te_layers:  # Transformer Engine's grouped linears loop over their GEMMs in Python (compute.te_host)
+        one = _with_host_seconds(one, hooks_s=te_forward_host_seconds(calls=te_linear_calls(spec), gpu_id=rates.gpu_id))
     if parallel.strategy == "zero3" and parallel.ranks > 1:  # a DeepSpeed ZeRO-3 engine's per-module hooks
         modules = zero3_hooked_modules(spec, expert_loop=expert_loop,
                                        leaf=zero3_expert_leaf)

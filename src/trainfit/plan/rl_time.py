@@ -609,6 +609,8 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
             # the layers the training pass prices (plan.time.training_time): Megatron-Core's TEGroupedMLP,
             # grouped_gemm's gmm, and no head on a timed pipeline rank that holds none
             megatron_experts=p_.tensor_parallel_impl is TensorParallelImpl.MEGATRON,
+            # ... whose TE grouped linears loop over their GEMMs in Python (compute.te_host)
+            te_layers=p_.tensor_parallel_impl is TensorParallelImpl.MEGATRON,
             expert_streams=p_.moe_experts is MoeExperts.GROUPED_STREAMS,
             head=timed_rank_holds_head(pspec, p_.pipeline_parallel, p_.pipeline_layout),
             # verl's old-policy pass (and before verl #1100 the reference's) also takes the entropy of the rank's

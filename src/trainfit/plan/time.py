@@ -543,6 +543,8 @@ def training_time(
         fsdp2_copies=par.fsdp2,
         fp8_casts=fp8_casts_of(card),
         megatron_experts=par.tensor_parallel_impl is TensorParallelImpl.MEGATRON,
+        # Megatron-Core's layers are Transformer Engine's modules: their Python backward (compute.te_host)
+        te_layers=par.tensor_parallel_impl is TensorParallelImpl.MEGATRON,
         expert_streams=par.moe_experts is MoeExperts.GROUPED_STREAMS,
         unpad_call_syncs=llm_foundry_unpad_syncs(card),
         attention_kernel=kernel,

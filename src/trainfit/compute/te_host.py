@@ -1,0 +1,142 @@
+"""Host seconds of Transformer Engine's Python backward, per linear module call (Megatron-Core's TE layers).
+
+What the per-kernel host rates miss. ``training.pass_seconds`` charges a backward's host at
+``rates.host_s_per_backward_kernel`` per kernel: the autograd engine's C++ walk and the launch, fitted on
+transformers' modules, whose backward nodes are C++ (``aten`` derivatives). Transformer Engine's linears are
+``torch.autograd.Function`` subclasses whose ``backward`` is Python: TE 2.16 ``_Linear.backward`` (l.1311-1333 of
+transformer_engine/pytorch/module/linear.py in the ``transformer-engine==2.16.0`` wheel from PyPI) runs
+``_linear_backward`` (l.716-1250), which restores
+the saved tensors and quantizers, picks the userbuffers / overlap options, calls ``general_gemm`` for dgrad and for
+wgrad (each through ``cpp_extensions/gemm.py``'s Python argument handling before ``tex.generic_gemm``), handles
+``fuse_wgrad_accumulation`` / ``main_grad`` and the bias gradient, and clears the saved tensors;
+``_LayerNormLinear.backward`` (module/layernorm_linear.py l.586) adds the norm's backward and its gradient bookkeeping. The
+CPU time of that Python is published per call:
+
+* NVIDIA/TransformerEngine pull request #3523 ("Remove the view() calls from Linear/LNLinear/LNMLP modules",
+  https://github.com/NVIDIA/TransformerEngine/pull/3523, opened 2026-09-15, read 2026-12-03), on GB200, CPU time only,
+  before -> after that change: ``Linear`` BF16 forward 59.19 -> 51.19 us, forward + backward 311.30 -> 276.50 us;
+  ``Linear`` MXFP8 forward 114.51 -> 103.62, forward + backward 440.93 -> 416.92; ``LayerNormLinear`` BF16 forward
+  83.48 -> 65.25, forward + backward 397.73 -> 349.00; ``LayerNormLinear`` MXFP8 forward 135.42 -> 121.07, forward +
+  backward 518.67 -> 490.49. The "before" figures are taken (the published runs predate the change): backward =
+  (forward + backward) - forward: ``Linear`` 252.1 us BF16, 326.4 us MXFP8; ``LayerNormLinear`` 314.3 us BF16,
+  383.3 us MXFP8 (``TE_BACKWARD_HOST_S_GRACE``).
+* NVIDIA/TransformerEngine issue #2053 ("[PyTorch] High CPU overhead on Grace systems",
+  https://github.com/NVIDIA/TransformerEngine/issues/2053, 2025-08-11, read 2026-12-03): CPU time of one forward of a
+  BF16 linear (hidden 2048, 8192 tokens), ``torch.nn.Linear``: 37.08 us on GB200, 33.17 us on GH200, 13.48 us on an
+  H100 DGX (Intel Xeon Platinum 8480C); TE ``Linear``: 99.66 us on GB200, 90.53 us on GH200 (the same TE / torch ratio
+  on both Grace hosts, 2.69 and 2.73). A DGX-class x86 host runs the same Python 13.48 / 37.08 = 0.364 times as long as
+  GB200's Grace (``X86_OVER_GRACE_HOST``): the GB200 figures above are scaled by it for every other host.
+
+The forward needs nothing more: TE's forward per call (59 / 83 us on Grace, 22 / 30 us on x86) is below what
+``HOST_S_PER_FORWARD_KERNEL`` already charges for the one or two kernels of that call. The backward's excess over
+``rates.host_s_per_backward_kernel`` per kernel of the call (dgrad and wgrad GEMMs; a ``LayerNormLinear`` adds the
+norm's backward) is what is added (``te_backward_host_seconds``).
+
+Which modules a Megatron-Core layer runs (NVIDIA/Megatron-LM @7094270c6fa1dbc6b2e99072171e3a559ca36d0f,
+megatron/core/models/gpt/gpt_layer_specs.py l.106-170 and l.297-322, moe_module_specs.py l.37-79): self-attention
+``linear_qkv`` ``TELayerNormColumnParallelLinear`` and ``linear_proj`` ``TERowParallelLinear``; multi-latent attention
+``linear_q_down_proj`` / ``linear_kv_down_proj`` ``TEColumnParallelLinear``, ``linear_q_up_proj`` /
+``linear_kv_up_proj`` ``TELayerNormColumnParallelLinear`` (with the q/kv norms; DeepSeek-V3 sets them) and
+``linear_proj`` (``q_lora_rank`` 0: one ``linear_q_proj`` in place of the q pair); a dense MLP ``linear_fc1``
+``TELayerNormColumnParallelLinear`` and ``linear_fc2`` ``TERowParallelLinear``; a MoE layer's routed experts
+``TEColumnParallelGroupedLinear`` / ``TERowParallelGroupedLinear`` and its shared experts ``TEColumnParallelLinear`` /
+``TERowParallelLinear``. A ``GroupedLinear`` call is priced as one ``Linear`` call plus its per-GEMM Python: TE 2.16 ``_GroupedLinear``
+(module/grouped_linear.py l.63-620) splits the input with ``m_splits`` and loops over the ``num_gemms`` local experts in
+Python, forward (l.199-252: per-GEMM quantizer and output-list handling) and backward (l.388-566: the output gradient's
+split, the dgrad and wgrad lists, per-GEMM ``main_grad`` / weight-gradient bookkeeping), around
+``general_grouped_gemm`` (cpp_extensions/gemm.py l.276-420). Measured on a CPU with the compiled library stubbed
+(``benchmarks/te_linear_backward_host.py``, 2026-12-03, two runs): forward 39.7-40.6 / 50.6-50.9 / 92.9-93.5 /
+143.8-144.1 us and backward 73.1-74.0 / 104.0-115.3 / 203.4-204.1 / 370.5-384.7 us at 1 / 4 / 16 / 32 GEMMs: each
+GEMM beyond the first adds 3.35 us forward and 9.8 us backward (``GROUPED_EXTRA_GEMM_HOST_S``, an x86 host; scaled to
+Grace by ``X86_OVER_GRACE_HOST``; a third run on a more loaded machine read 3.3 and 11.4). The same script puts ``te.Linear``'s backward at 60-75 us on that CPU (the GEMM
+launches stubbed out), against the 91.6 us this module takes for an x86 host with the launches: the two sources
+agree. Not priced: the
+attention Function's Python backward (``FusedAttnFunc``), ``TENorm``, and the Megatron-side autograd Functions
+(all-to-all, permute): no published per-call figure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from trainfit.spec.model import ModelSpec
+
+TE_BACKWARD_HOST_S_GRACE = {
+    ("linear", False): 311.30e-6 - 59.19e-6,
+    ("linear", True): 440.93e-6 - 114.51e-6,
+    ("layernorm_linear", False): 397.73e-6 - 83.48e-6,
+    ("layernorm_linear", True): 518.67e-6 - 135.42e-6,
+}
+"""CPU seconds of one TE module's backward on GB200's Grace host, by (module, quantized): forward + backward minus
+forward, the "before" column of TransformerEngine pull request #3523 (module docstring). The quantized row is MXFP8,
+the one quantized recipe that table measures; it stands for every fp8 recipe."""
+X86_OVER_GRACE_HOST = 13.48 / 37.08
+"""How long an x86 DGX host (Intel Xeon Platinum 8480C) takes for the same host Python as GB200's Grace: one
+``torch.nn.Linear`` forward's CPU time, 13.48 us on an H100 DGX vs 37.08 us on GB200 (TransformerEngine issue #2053,
+module docstring)."""
+GRACE_HOST_GPUS = frozenset({"gb200"})
+"""Catalog GPUs whose host CPU is NVIDIA Grace (the superchip's, NVLink-C2C attached)."""
+GROUPED_EXTRA_GEMM_HOST_S = {"forward": 3.35e-6, "backward": 9.8e-6}
+"""Host seconds TE 2.16's ``GroupedLinear`` adds per GEMM beyond the first, by pass, on an x86 host: the slope of the
+measured per-call CPU time from 1 to 32 GEMMs (module docstring; ``benchmarks/te_linear_backward_host.py``). Measured,
+not fitted."""
+KERNELS_PER_CALL = {"linear": 2, "layernorm_linear": 3}
+"""Kernels of one call's backward that ``rates.host_s_per_backward_kernel`` already charges: dgrad and wgrad GEMMs,
+and a ``LayerNormLinear``'s norm backward."""
+
+
+@dataclass(frozen=True, slots=True)
+class TeLinearCalls:
+    """TE linear module calls in one pass over a rank's decoder layers."""
+
+    linear: int = 0
+    """``Linear``-like calls (``TEColumnParallelLinear``, ``TERowParallelLinear``, the grouped linears)."""
+    layernorm_linear: int = 0
+    """``LayerNormLinear`` calls (``TELayerNormColumnParallelLinear``)."""
+    grouped_extra_gemms: int = 0
+    """Over the ``GroupedLinear`` calls, their GEMMs beyond each call's first (local experts - 1 per call)."""
+
+
+def te_linear_calls(spec: ModelSpec) -> TeLinearCalls:
+    """The TE linear calls of one pass over ``spec``'s decoder layers under Megatron-Core's TE layer spec (module
+    docstring)."""
+    if spec.mla is not None:
+        attn_lin, attn_ln = (3, 2) if spec.mla.q_lora_rank > 0 else (3, 1)
+    else:
+        attn_lin, attn_ln = 1, 1
+    moe_layers = spec.num_moe_layers
+    dense_layers = spec.num_layers - moe_layers
+    shared = 2 if spec.moe is not None and spec.moe.shared_expert_intermediate_size > 0 else 0
+    local_experts = spec.moe.num_experts if spec.moe is not None else 1
+    return TeLinearCalls(
+        linear=spec.num_layers * attn_lin + dense_layers * 1 + moe_layers * (2 + shared),
+        layernorm_linear=spec.num_layers * attn_ln + dense_layers * 1,
+        grouped_extra_gemms=moe_layers * 2 * max(0, local_experts - 1),
+    )
+
+
+def _host_scale(gpu_id: str) -> tuple[float, float]:
+    """(Grace figures' scale, x86 figures' scale) for ``gpu_id``'s host."""
+    if gpu_id in GRACE_HOST_GPUS:
+        return 1.0, 1.0 / X86_OVER_GRACE_HOST
+    return X86_OVER_GRACE_HOST, 1.0
+
+
+def te_forward_host_seconds(*, calls: TeLinearCalls, gpu_id: str) -> float:
+    """Host seconds TE's Python forward adds to one forward pass beyond the per-kernel rate: the grouped linears'
+    per-GEMM loop (``GROUPED_EXTRA_GEMM_HOST_S``; a call's own forward is inside the per-kernel rate, module
+    docstring)."""
+    return calls.grouped_extra_gemms * GROUPED_EXTRA_GEMM_HOST_S["forward"] * _host_scale(gpu_id)[1]
+
+
+def te_backward_host_seconds(*, calls: TeLinearCalls, quantized: bool, gpu_id: str,
+                             host_s_per_backward_kernel: float) -> float:
+    """Host seconds TE's Python backward adds to one backward pass beyond the per-kernel rate (module docstring):
+    per call, the published backward CPU time (Grace, or scaled to an x86 host) less ``host_s_per_backward_kernel``
+    for each of its kernels, never below 0; plus the grouped linears' per-GEMM loop."""
+    host, x86 = _host_scale(gpu_id)
+    total = calls.grouped_extra_gemms * GROUPED_EXTRA_GEMM_HOST_S["backward"] * x86
+    for kind, n in (("linear", calls.linear), ("layernorm_linear", calls.layernorm_linear)):
+        per_call = TE_BACKWARD_HOST_S_GRACE[(kind, quantized)] * host - KERNELS_PER_CALL[kind] * host_s_per_backward_kernel
+        total += n * max(0.0, per_call)
+    return total

@@ -11,8 +11,8 @@ remote call's argument and for each result (``ray.put`` once per data-parallel c
 the padded shapes standing in for the ``TensorDict`` (``consolidate`` stood for by one ``torch.cat`` of the flattened
 tensors into one storage, as tensordict's does; no Ray, no object-store copy, no network: a lower bound of the host
 work), and prints bytes per second for the driver's side (serialise) and a receiver's (deserialise).
-Measured 2026-12-03 (as ``benchmarks/verl_dataproto_cpu.py``, the same code), torch 2.13.0+cpu, Python 3.11.7, one
-thread of a shared 2-core AMD EPYC VM, best of 5 rounds of 256 rows of the 7B DAPO run's shapes (prompt 2,048 +
+Measured 2026-12-03 (as ``benchmarks/verl_dataproto_cpu.py``, the same code), torch 2.13.0+cpu, Python 3.11.7,
+torch's default two threads of a shared 2-vCPU Intel Xeon VM (the machine the nemo-rl mode ran on), best of 5 rounds of 256 rows of the 7B DAPO run's shapes (prompt 2,048 +
 response 28,672 tokens; 0.31 GB a round): serialise 0.44 GB/s (rounds 0.41-0.44), deserialise 0.74 GB/s (rounds
 0.72-0.74); a process's very first round ran at 0.13 / 0.64 GB/s (page faults of fresh buffers); ``clone`` of one
 int64 tensor 3.8 GB/s on the same VM. ``compute.controller_transfer`` carries the two best rates

@@ -90,8 +90,8 @@ load moved the absolute rates 2-3x between runs, so only the ratios within a run
 1.7-3.3x faster than verl's serialising path, whose ``torch.save`` took 2.2-3.3x its time without the CRC and whose
 consolidate took about as long as its pickling; NeMo RL's unpickling ran 1.0-3.6x faster than verl's two copies
 (``pickle.loads`` and ``torch.load``, about equal). The two measured pairs below (0.44 vs 1.0 GB/s, 2.3x; 0.74 vs
-2.0 GB/s, 2.7x) fall inside those ranges, though each was measured on its own machine (an AMD EPYC VM for verl's, an
-Intel Xeon VM for NeMo RL's). They are the measurements as taken, neither scaled nor fitted.
+2.0 GB/s, 2.7x) fall inside those ranges; both pairs were measured on the same 2-vCPU Intel Xeon VM (verl's with torch's default two
+threads, NeMo RL's on one). They are the measurements as taken, neither scaled nor fitted.
 
 Pure: no torch, no I/O.
 """
@@ -104,8 +104,8 @@ DATAPROTO_SERIALIZE_BYTES_PER_S = 0.44e9
 """verl's driver-side bytes per second of ``DataProto.__getstate__`` + Ray's pickling of it: consolidate (one copy),
 ``torch.save`` into ``BytesIO`` (zipfile format, CRC-32), ``getvalue``, ``pickle.dumps``. Measured with
 ``benchmarks/controller_transfer_cpu.py verl`` (named ``benchmarks/verl_dataproto_cpu.py`` when it was
-run; the same code), torch 2.13.0+cpu, one thread of a shared AMD EPYC VM core (its large-buffer ``clone`` runs at
-3.8 GB/s), 2026-12-03, best of 5 rounds of 0.31 GB; no Ray object-store copy and no network transfer from the
+run; the same code), torch 2.13.0+cpu, torch's default two threads of a shared 2-vCPU Intel Xeon VM (its large-buffer ``clone`` runs
+at 3.8 GB/s), 2026-12-03, best of 5 rounds of 0.31 GB; no Ray object-store copy and no network transfer from the
 driver's node. Not fitted."""
 DATAPROTO_DESERIALIZE_BYTES_PER_S = 0.74e9
 """verl's receiver-side bytes per second of ``pickle.loads`` + ``DataProto.__setstate__`` (``torch.load`` from

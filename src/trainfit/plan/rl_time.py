@@ -51,7 +51,9 @@ itself (Megatron-Bridge's ``stream_weights_megatron_to_hf`` gives every training
 broadcast, TP and EP all-gathers) is ``compute.sync.megatron_export_gather``, in the weight sync phase.
 
 verl's single controller (every verl card): each worker call's timer also holds the driver's serialisation of the
-batch, padded to the maximum prompt + response, and of its results (``compute.controller_transfer``,
+batch and of its results: the generation call's padded to the maximum prompt + response, the trainer's calls padded
+the same way under ``rollout.controller_padded_batches`` (the legacy workers), else at the mean prompt and response
+(the engine workers' unpadded batches) (``compute.controller_transfer``,
 ``verl_controller_phases``): a host cost per step that does not shrink with the GPUs. NeMo RL's driver pays the same
 mechanism on its policy calls' batches, at Ray's pickling rates (``nemo_rl_dispatched``).
 

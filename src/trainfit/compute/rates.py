@@ -145,7 +145,31 @@ HOST_S_PER_FORWARD_KERNEL = 65e-6
 """Host seconds per kernel of an eager forward through transformers' modules (Python module calls,
 the views and casts around each kernel, dispatch, autograd recording, launch). Fitted on the 15
 H200 "default" cases only (grid 30-70 us x 8-20 us; the fit set's median |error| 8%, worst 21%);
-the held-out sets score 8, 9 and 9% (``benchmarks/step_times.md``)."""
+the held-out sets score 8, 9 and 9% (``benchmarks/step_times.md``).
+
+Checked against the published rows from other hosts (``benchmarks/host_rate_fit.py``, 2026-12-03, trees 782102d
+and 503b68e, the second with the L2 residency of RMSNorm chains): the same 86 of 742 scored rows owe at least 15 % of
+their planned time to the host's issue rate (52 published, 20 with the mean response not published, 14 H200).
+Scaling this rate and ``HOST_S_PER_BACKWARD_KERNEL`` together (a faster or slower host) and fitting on the 16
+published half-0 rows among them gives 65 us (782102d: median |log error| 0.213; 0.216-0.231 anywhere in 45-70 us,
+0.41 at 25) or 50 us (503b68e: 0.193 against 0.197 at 65), a flat valley; the 36 held-out rows read 0.212 at 65 us
+on both trees and worsen below it (0.260-0.282 at 50, 0.300 at 40, 0.388 at 25). This rate alone fits 70 or 65 us;
+at 70 the worst rows move further (B200 NeMo RL log-prob +285 -> +309 %, DeepSpeed-Chat OPT-30B +91 -> +101 %).
+The rows that want a faster host (the L40S PEFT LoRA steps, B200 NeMo RL log-prob passes and update, play-verl's eager
+Qwen2-7B generation, DeepSpeed-Chat OPT-30B) are matched by as many that want a slower one (play-verl's Qwen2.5-0.5B
+steps, eager DeepSeek-V3 and Qwen3.5-9B generation, most Megatron-Bridge SFT steps), so no lower default is
+supported; the L40S LoRA rows stay +20..+31 % and the B200 log-prob passes +96 % even at 25 us (782102d).
+
+The H200 steps fix the host seconds per forward kernel of a training step, this rate + 1.9 x the backward's
+(``inventory.BACKWARD_KERNEL_FACTOR``) = 88 us, not the split: 30/30, 50/20 and 65/12 us score the default set
+within a point of each other (8.9, 8.4, 8.1 %). On a CPU the backward's ops cost 0.58-0.59 of the grad forward's
+per op and the no-grad forward's 0.65-0.69 (``benchmarks/host_fwd_bwd_cpu.py``: a transformers 5.24 Qwen2, SDPA, 38
+forward and 72 backward non-view ops per layer, torch 2.13.0+cpu, one thread of a shared Intel Xeon VM core,
+2026-12-03: 9.7-10.1 / 6.6 / 5.8 us per op), and a GPU adds its launch to both, so on that host the split lies
+between 41/24 (this ratio) and 30/30 (equal), not at 65/12 (0.18). It is kept: the backward rate also prices bare
+aten calls from Python loops (``PassInventory.bare_kernels``), optimizer for-loops and per-tensor host loops, and on
+782102d 40/25 moves the launch-sensitive published rows from 0.213 / 0.212 to 0.252 / 0.249 (half 0 / half 1),
+the generation subset from 17 to 22 % and the Megatron-Bridge Qwen3-8B 32k SFT step from +27 to +146 %."""
 AUTOGRAD_RECORD_S_PER_FORWARD_KERNEL = 1.3e-6
 """Of the forward's host seconds per kernel, what autograd recording adds (grad_fn nodes, saved tensors, version
 counters): absent from a no-grad forward (``training.forward_only_time``). Measured, not fitted: a transformers

@@ -1,0 +1,117 @@
+"""Which scored rows the host's per-kernel rate decides, and what a half-0 fit of that rate on them gives.
+
+``compute.rates.HOST_S_PER_FORWARD_KERNEL`` (65 us) and ``HOST_S_PER_BACKWARD_KERNEL`` (12 us) were fitted on the
+15 H200 "default" steps of one machine. This re-plans every row of ``benchmarks/step_times.py`` with both defaults
+scaled by one factor (a faster or slower host, as ``trainfit calibrate`` scales them: ``calibration.records``), or
+the forward rate alone (``--forward-only``), and with both at 0:
+
+* a row is *launch-sensitive* when ``1 - t(rates 0) / t(defaults)`` is at least ``--threshold`` (the share of the
+  planned time that the host's issue rate adds over the device's);
+* the fit takes the factor that minimises the median ``|log(planned / published)|`` over the launch-sensitive
+  published rows of half 0 (``int(sha1(id), 16) % 2 == 0``, the harness's ``half``) and reports the held-out half
+  1 at that factor beside the defaults. The "mean response not published" subset and the project's own H200 sets
+  are reported apart and never fitted on.
+
+Each setting runs ``step_times.build()`` in a subprocess whose ``DeviceRates`` keyword defaults are replaced, so a
+calibration (the harness's ``hardware_calibration``) still overrides them where an entry has one.
+
+Usage::
+
+    .venv/bin/python benchmarks/host_rate_fit.py [--threshold 0.15] [--forward-only] [--rows]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import math
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+FORWARD_US = (20, 25, 30, 35, 40, 45, 50, 55, 60, 65, 70, 75, 85)
+DEFAULT_FORWARD_US, DEFAULT_BACKWARD_US = 65.0, 12.0
+ASSUMED_MEAN = "RL, mean response not published (default length profile)"
+
+
+def _worker(forward_s: float, backward_s: float, out: str) -> None:
+    from trainfit.compute.rates import DeviceRates
+
+    kw = DeviceRates.__init__.__kwdefaults__
+    kw["host_s_per_forward_kernel"], kw["host_s_per_backward_kernel"] = forward_s, backward_s
+    sys.path.insert(0, str(HERE))
+    spec = importlib.util.spec_from_file_location("step_times", HERE / "step_times.py")
+    st = importlib.util.module_from_spec(spec)
+    sys.modules["step_times"] = st
+    spec.loader.exec_module(st)
+    rows = [{"id": r.id, "subset": r.subset, "quantity": r.quantity, "published_s": r.published_s,
+             "trainfit_s": r.trainfit_s, "half": r.half, "status": r.status} for r in st.build()["rows"]]
+    Path(out).write_text(json.dumps(rows))
+
+
+def _planned(forward_us: float, backward_us: float, tmp: Path) -> dict[tuple[str, str, str], dict]:
+    out = tmp / f"{forward_us:g}_{backward_us:g}.json"
+    subprocess.run([sys.executable, __file__, "--worker", str(forward_us * 1e-6), str(backward_us * 1e-6), str(out)],
+                   check=True)
+    return {(r["id"], r["subset"], r["quantity"]): r for r in json.loads(out.read_text())}
+
+
+def _group(key: tuple[str, str, str]) -> str:
+    return "H200" if key[1].startswith("H200") else "assumed" if key[1] == ASSUMED_MEAN else "published"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--threshold", type=float, default=0.15)
+    ap.add_argument("--forward-only", action="store_true", help="scale the forward rate only")
+    ap.add_argument("--rows", action="store_true", help="list the launch-sensitive rows")
+    ap.add_argument("--worker", nargs=3, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.worker:
+        _worker(float(args.worker[0]), float(args.worker[1]), args.worker[2])
+        return 0
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        base = _planned(DEFAULT_FORWARD_US, DEFAULT_BACKWARD_US, tmp)
+        zero = _planned(0.0, 0.0, tmp)
+        runs = {}
+        for f in FORWARD_US:
+            b = DEFAULT_BACKWARD_US if args.forward_only else DEFAULT_BACKWARD_US * f / DEFAULT_FORWARD_US
+            runs[f] = base if f == DEFAULT_FORWARD_US else _planned(f, b, tmp)
+    share = {k: 1 - zero[k]["trainfit_s"] / r["trainfit_s"] for k, r in base.items()
+             if r["status"] == "mapped" and r["trainfit_s"] and r["published_s"] and zero[k]["trainfit_s"]}
+    sens = [k for k, s in share.items() if s >= args.threshold]
+    print(f"{len(share)} scored rows; {len(sens)} with the host's issue rate >= {args.threshold:.0%} of the planned "
+          f"time ({sum(_group(k) == 'published' for k in sens)} published, "
+          f"{sum(_group(k) == 'assumed' for k in sens)} mean-response-not-published, "
+          f"{sum(_group(k) == 'H200' for k in sens)} H200)")
+    if args.rows:
+        for k in sorted(sens, key=lambda k: (_group(k), k[1], -share[k])):
+            r = base[k]
+            print(f"  {share[k]:4.0%} half {r['half']} {r['trainfit_s'] / r['published_s'] - 1:+7.1%}  {k[1][:26]:26} "
+                  f"{k[2]:12} {k[0]}")
+
+    def med_log(f: int, group: str, half: int) -> tuple[int, float]:
+        ks = [k for k in sens if _group(k) == group and base[k]["half"] == half]
+        return len(ks), statistics.median(abs(math.log(runs[f][k]["trainfit_s"] / runs[f][k]["published_s"]))
+                                          for k in ks) if ks else float("nan")
+
+    print("forward us | median |log(planned/published)| of the launch-sensitive rows, half 0 / half 1")
+    for f in FORWARD_US:
+        cells = []
+        for g in ("published", "assumed", "H200"):
+            (n0, m0), (n1, m1) = med_log(f, g, 0), med_log(f, g, 1)
+            cells.append(f"{g} {m0:.3f} (n {n0}) / {m1:.3f} (n {n1})")
+        print(f"{f:9d}  | " + " | ".join(cells))
+    best = min(FORWARD_US, key=lambda f: (med_log(f, "published", 0)[1], abs(f - DEFAULT_FORWARD_US)))
+    print(f"half-0 fit: {best} us per forward kernel; held-out half 1 at it {med_log(best, 'published', 1)[1]:.3f}, "
+          f"at {DEFAULT_FORWARD_US:g} us {med_log(int(DEFAULT_FORWARD_US), 'published', 1)[1]:.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -733,7 +733,10 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
                      + f") and deserialises the results, {moved_s:.1f} s a step on the host (compute.controller_transfer)")
 
     if card.preset == "nemo-rl":
-        phases, note = nemo_rl_dispatched(card, phases, sequences=seqs, longest_tokens=int(prompt + ro.response_len),
+        # the batch is right-padded to its longest prompt + response (batched_message_log_to_flat_message,
+        # NVIDIA-NeMo/RL nemo_rl/data/llm_message_utils.py l.277-288 @b1c86a816c5e2b4ca41ece193624a38dc62e6fdf):
+        # at most the card's longest prompt + longest response, the bound taken
+        phases, note = nemo_rl_dispatched(card, phases, sequences=seqs, longest_tokens=ro.prompt_len + ro.response_len,
                                           train_gpus=train_gpus)
         notes.append(note)
     sync = sync_phase(card, spec, gpu, sharding, rollout, r)

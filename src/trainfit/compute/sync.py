@@ -503,7 +503,10 @@ def weight_sync_seconds(
     if trainer_gather is not None:
         gather = trainer_gather.total_s
         stages = buckets or num_tensors
-        if mech is SyncMechanism.COLOCATED_CUDA_IPC and not trainer_gather.overlaps_send:
+        # v0.3's lock-step groups were read on the colocated CUDA-IPC refit only (ExportGather.overlaps_send): the
+        # device and the host parts take the same path
+        lock_step = mech is SyncMechanism.COLOCATED_CUDA_IPC and not trainer_gather.overlaps_send
+        if lock_step:
             # NeMo RL v0.3: per group ray.get of the trainers' handles, then ray.get of the engines' loads
             both = gather + 2 * weight_bytes / rates.hbm_bytes_per_s + load + cast
             export_notes = ("lock-step groups: gather and fill, then the engine's load, one group after the other",)
@@ -524,7 +527,7 @@ def weight_sync_seconds(
         # the host walks the tensors (mappings, launches, packing; the engine its loads) while the GPUs run the
         # collectives it launched: CUDA work is asynchronous and both paths synchronise once per bucket
         host = per_tensor
-        if trainer_gather.overlaps_send:
+        if not lock_step:
             per_tensor = max(host, both) + min(host, both) / stages - both
             exposed = f"host cost {host:.2f} s per sync runs beside the device work ({both:.2f} s); "
             export_notes = trainer_gather.notes + export_notes + (f"{exposed}{per_tensor:.2f} s exposed",)

@@ -1011,6 +1011,7 @@ def sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding,
         return None
     from trainfit.compute.sync import (
         NEMO_RL_BRIDGE_SINCE,
+        SyncMechanism,
         export_staging_seconds,
         framework_sync_mechanism,
         fsdp1_state_dict_units,
@@ -1034,9 +1035,10 @@ def sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding,
     shard_ranks = _hsdp_shard_of(card, sharding) or train_gpus
     # NeMo RL's Megatron backend exports through Megatron-Bridge: every training rank receives every tensor over its
     # PP/TP/EP groups, whose "node" is the NVLink domain (GB200 NVL72); its DTensor backend is the sharded gather
-    # a card pinned to NeMo RL before v0.4 (``software.nemo-rl``) runs v0.3's own gather_params, colocated
-    # (compute.sync.NEMO_RL_V03_GATHER); its NCCL path is not read here
-    v03 = (ro.placement is Placement.COLOCATE
+    # a card pinned to NeMo RL before v0.4 (``software.nemo-rl``) runs v0.3's own gather_params on the colocated
+    # CUDA-IPC refit, the path read (compute.sync.NEMO_RL_V03_GATHER); its NCCL path is not read here, so any other
+    # mechanism keeps Megatron-Bridge's export
+    v03 = (ro.placement is Placement.COLOCATE and fs.mechanism is SyncMechanism.COLOCATED_CUDA_IPC
            and pin_before((card.software.model_extra or {}).get("nemo-rl"), NEMO_RL_BRIDGE_SINCE))
     export = None if fs.framework != "nemo-rl" or sharded else megatron_export_gather(
         spec=spec, tp=p.tensor_parallel, pp=p.pipeline_parallel, ep=p.expert_parallel, etp=p.expert_tensor_parallel,

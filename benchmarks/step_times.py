@@ -870,7 +870,19 @@ NEMO_RL_RELEASES = {
 }
 """NeMo RL release of the commit an entry's ``source.config_source`` reads its run's configs at: the card's
 ``software.nemo-rl`` pin (before 0.4 the Megatron refit runs v0.3's own ``gather_params``,
-``trainfit.compute.sync.NEMO_RL_V03_GATHER``)."""
+``trainfit.compute.sync.NEMO_RL_V03_GATHER``; before 0.7 the driver pickles each shard per worker). An entry that
+reads no config but whose source names the release (a table row labelled "NeMo-RL v0.3") states it in its own
+``nemo_rl_release``, cited in ``nemo_rl_release_source``; that comes first (``nemo_rl_release_of``)."""
+
+
+def nemo_rl_release_of(e: dict[str, Any]) -> str | None:
+    """The NeMo RL release a row ran: the entry's ``nemo_rl_release``, else the release of the commit its
+    ``source.config_source`` cites (``NEMO_RL_RELEASES``), else its performance-summary section's
+    (``nemo_rl_summary_release``); None when none says."""
+    if e.get("nemo_rl_release"):
+        return str(e["nemo_rl_release"])
+    config = str((e.get("source") or {}).get("config_source") or "")
+    return next((v for c, v in NEMO_RL_RELEASES.items() if c in config), None) or nemo_rl_summary_release(e)
 
 
 NEMO_RL_SUMMARY_PATH = "docs/about/performance-summary.md"
@@ -1929,8 +1941,7 @@ def map_rl(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         card["attention"] = "flash"
         notes.append("NeMo RL DTensor sequence packing: flash_attention_2, packed position_ids (a host sync in each "
                      "attention call, plan.time.packed_flash_syncs)")
-    release = next((v for c, v in NEMO_RL_RELEASES.items()
-                    if c in str((e.get("source") or {}).get("config_source") or "")), None) or nemo_rl_summary_release(e)
+    release = nemo_rl_release_of(e)
     if e["framework"] == "nemo-rl" and release:
         card.setdefault("software", {})["nemo-rl"] = release
         notes.append(f"NeMo RL {release} (the release the entry's configs are read at, or its performance-summary"

@@ -20,6 +20,22 @@ def test_v03_rows_carry_the_release() -> None:
         assert any("software.nemo-rl" in n for n in notes)
 
 
+def test_older_rows_pinned_from_their_citations() -> None:
+    """The A4 recipe row reads grpo_math_1B.yaml at v0.3.1 (27d0af945, the v0.3.1 tag; no later release contains
+    it); the refit blog's 'NeMo-RL v0.3' row names the release in its table: both plan an older NeMo RL, not the
+    newest."""
+    want = {"gpurecipes-nemorl-grpo-qwen25-1p5b-b200-8g": "0.3.1",
+            "nemorl-refitblog-v03-dsv3-ep64pp8-vllm-tp64-512g": "0.3"}
+    for i, release in want.items():
+        assert S.nemo_rl_release_of(ENTRIES[i]) == release, i
+        card, notes = S.map_rl(ENTRIES[i])
+        assert card["software"]["nemo-rl"] == release, i
+        assert any("software.nemo-rl" in n for n in notes)
+    assert "config_source" not in ENTRIES["nemorl-refitblog-v03-dsv3-ep64pp8-vllm-tp64-512g"]["source"]
+    assert "27d0af945b96c5bf9fa928bf45fd1a6ce016632d" in ENTRIES["nemorl-refitblog-v03-dsv3-ep64pp8-vllm-tp64-512g"][
+        "nemo_rl_release_source"]
+
+
 def test_later_rows_carry_no_release() -> None:
     for i in ("nemorl-nccl-reshard-refit-qwen3-4b-h100-dp8-tp8", "nemorl-refit-nccl-dsv3-h100-256t32g-sync"):
         card, _ = S.map_rl(ENTRIES[i])

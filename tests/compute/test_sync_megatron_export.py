@@ -204,11 +204,14 @@ def _llama70(**kw):
 def test_v03_gather_broadcasts_tp_whole_tensors():
     """v0.3 all-gathers over TP on the owning stage first, then broadcasts the TP-whole tensor over PP: the PP
     broadcasts carry about ``tp`` times Megatron-Bridge's bytes (the replicated norms are not split either way, and
-    NCCL's latency per broadcast is the same), and a rank all-gathers over TP only its own stage's quarter."""
+    NCCL's latency per broadcast is the same). Every rank walks every key in one sorted loop and waits in each key's
+    PP broadcast for the owning stage's TP all-gather, so every key's TP gather is on its path: the same TP gathers,
+    in count and seconds, as Megatron-Bridge's export (not the own stage's quarter)."""
     bridge, v03 = _llama70(), _llama70(v03_gather=True)
     assert bridge.overlaps_send and not v03.overlaps_send
     assert 3.0 * bridge.pp_broadcast_s < v03.pp_broadcast_s < 4.0 * bridge.pp_broadcast_s
-    assert v03.tp_gather_s == pytest.approx(bridge.tp_gather_s / 4, rel=0.05)
+    assert v03.tp_gather_s == pytest.approx(bridge.tp_gather_s) and v03.tp_gather_s > 0
+    assert v03.collectives == bridge.collectives
     assert "v0.3 gather_params" in v03.notes[0] and "TP-whole" in v03.notes[0]
     # without pipeline parallelism nothing is broadcast whichever the release
     assert _llama70(pp=1, world=16, v03_gather=True).pp_broadcast_s == 0.0
@@ -263,3 +266,36 @@ def test_nemo_rl_pin_before_0_4_takes_the_v03_gather():
     want = sync.megatron_export_gather(spec=LLAMA_70B, tp=4, pp=4, ep=1, etp=1, world=64, gpus_per_node=8,
                                        rates=rates, nic_bytes_per_s=NDR_400G, v03_gather=True)
     assert g["0.3.0"] == pytest.approx(want.total_s)
+
+
+def test_v03_gather_needs_the_colocated_ipc_refit(monkeypatch):
+    """v0.3's gather_params and its lock-step groups were read on the colocated CUDA-IPC refit: a colocated card
+    pinned before 0.4 whose sync is another mechanism (an NCCL broadcast here) keeps Megatron-Bridge's export, so
+    its device and host parts overlap alike."""
+    split = sync.framework_sync_mechanism("nemo-rl", "split")
+
+    def nccl_everywhere(framework, placement, weight_sync=None, engine="vllm"):
+        fs = real(framework, placement, weight_sync, engine)
+        return split if fs.framework == "nemo-rl" else fs
+
+    real = sync.framework_sync_mechanism
+    monkeypatch.setattr(sync, "framework_sync_mechanism", nccl_everywhere)
+    g = _sync(_llama70_card(**{"nemo-rl": "0.3.0"})).terms["gather"]
+    bridge = sync.megatron_export_gather(spec=LLAMA_70B, tp=4, pp=4, ep=1, etp=1, world=64, gpus_per_node=8,
+                                         rates=H100, nic_bytes_per_s=NDR_400G)
+    assert g == pytest.approx(bridge.total_s)
+
+
+def test_lock_step_host_only_with_the_lock_step_device_path():
+    """weight_sync_seconds: a gather that does not overlap the send (v0.3's) is lock-step on the colocated CUDA-IPC
+    path, device and host; on an NCCL broadcast both parts take the overlapping formulas."""
+    wbytes = _engine_weight_bytes(LLAMA_70B)
+    kw = {"mechanism": "nccl_broadcast", "weight_bytes": wbytes, "num_tensors": sync.hf_tensor_count(LLAMA_70B),
+          "train_shards": 1, "tp": 4, "rates": H100, "bucket_bytes": 1.6 * sync.GIB,
+          "s_per_tensor": 2e-3, "inter_node": True, "gpus_per_node": 8, "nic_bytes_per_s": NDR_400G}
+    v03 = sync.weight_sync_seconds(**kw, trainer_gather=_llama70(v03_gather=True))
+    host = sync.weight_sync_seconds(**kw).per_tensor_s
+    both = v03.gather_s + v03.transfer_s
+    stages = -(-wbytes // (1.6 * sync.GIB))
+    assert host > 0 and not any("lock-step" in a for a in v03.assumptions)
+    assert v03.per_tensor_s == pytest.approx(max(host, both) + min(host, both) / stages - both)

@@ -503,7 +503,10 @@ def weight_sync_seconds(
     if trainer_gather is not None:
         gather = trainer_gather.total_s
         stages = buckets or num_tensors
-        if mech is SyncMechanism.COLOCATED_CUDA_IPC and not trainer_gather.overlaps_send:
+        # v0.3's lock-step groups were read on the colocated CUDA-IPC refit only (ExportGather.overlaps_send): the
+        # device and the host parts take the same path
+        lock_step = mech is SyncMechanism.COLOCATED_CUDA_IPC and not trainer_gather.overlaps_send
+        if lock_step:
             # NeMo RL v0.3: per group ray.get of the trainers' handles, then ray.get of the engines' loads
             both = gather + 2 * weight_bytes / rates.hbm_bytes_per_s + load + cast
             export_notes = ("lock-step groups: gather and fill, then the engine's load, one group after the other",)
@@ -524,7 +527,7 @@ def weight_sync_seconds(
         # the host walks the tensors (mappings, launches, packing; the engine its loads) while the GPUs run the
         # collectives it launched: CUDA work is asynchronous and both paths synchronise once per bucket
         host = per_tensor
-        if trainer_gather.overlaps_send:
+        if not lock_step:
             per_tensor = max(host, both) + min(host, both) / stages - both
             exposed = f"host cost {host:.2f} s per sync runs beside the device work ({both:.2f} s); "
             export_notes = trainer_gather.notes + export_notes + (f"{exposed}{per_tensor:.2f} s exposed",)
@@ -739,9 +742,11 @@ def megatron_export_gather(*, spec: ModelSpec, tp: int, pp: int, ep: int, etp: i
 
     ``v03_gather``: NeMo RL v0.3's own ``gather_params`` instead (``NEMO_RL_V03_GATHER``, before Megatron-Bridge):
     the TP (expert-TP) all-gather first, on the owning stage only, then the PP broadcast of the TP-whole tensor, so
-    the broadcast carries ``tp`` times the bytes and a rank all-gathers over TP only its own stage's tensors; one EP
-    all-gather per local expert weight (``fc1``, ``fc2``), not three; and the groups run lock-step
-    (``ExportGather.overlaps_send`` False)."""
+    the broadcast carries ``tp`` times the bytes; one EP all-gather per local expert weight (``fc1``, ``fc2``), not
+    three; and the groups run lock-step (``ExportGather.overlaps_send`` False). Every rank walks every key in one
+    sorted loop (refit_utils.py l.98-158 @b1c86a816c5e2b4ca41ece193624a38dc62e6fdf) and every stage joins each
+    key's PP broadcast, which waits on the owning stage's TP all-gather: every key's TP gather is on every rank's
+    path, so the TP gathers count the whole model's tensors, as Megatron-Bridge's do."""
     from trainfit.memory.params import param_breakdown, routed_expert_params
 
     if min(tp, pp, ep, etp, world, gpus_per_node) < 1:
@@ -804,11 +809,11 @@ def megatron_export_gather(*, spec: ModelSpec, tp: int, pp: int, ep: int, etp: i
                                                         intra_link=collectives.IntraLink.of(nvlink=rates.nvlink))
     # a scale sibling's collective carries a few bytes (one fp32 per 128 x 128 block): about NCCL's latency alone
     tiny = FP8_SCALE_SIBLING_BYTES / bytes_per_param
-    # v0.3 all-gathers over TP on the owning stage only: a rank gathers its own stage's share of the tensors
-    own = pp if v03_gather else 1
-    tp_dense = (gathers(ceil(sharded_tasks / own), sharded_params / own, tp, tp_bus, tp_nodes)
+    # v0.3 all-gathers over TP on the owning stage only, but the other stages wait for it in the key's PP broadcast
+    # (one sorted loop on every rank): every key's TP gather is on every rank's path, as in Megatron-Bridge's export
+    tp_dense = (gathers(sharded_tasks, sharded_params, tp, tp_bus, tp_nodes)
                 + gathers(scale_tasks, tiny * scale_tasks, tp, tp_bus, tp_nodes))
-    tp_expert = (gathers(ceil(expert_tasks / own), expert_params / ep / own, etp, etp_bus, etp_nodes)
+    tp_expert = (gathers(expert_tasks, expert_params / ep, etp, etp_bus, etp_nodes)
                  + gathers(scale_expert_tasks, tiny * scale_expert_tasks, etp, etp_bus, etp_nodes))
     ep_s = (gathers(ep_gathers, expert_params, ep, ep_bus, ep_nodes)
             + gathers(scale_ep_gathers, tiny * scale_ep_gathers, ep, ep_bus, ep_nodes))
@@ -816,8 +821,8 @@ def megatron_export_gather(*, spec: ModelSpec, tp: int, pp: int, ep: int, etp: i
     expert_tasks += scale_expert_tasks
     ep_gathers += scale_ep_gathers
     nic = (pp_s if pp_x else 0.0) + (tp_dense if tp_x else 0.0) + (tp_expert if etp_x else 0.0) + (ep_s if ep_x else 0.0)
-    count = ((pp_tasks if pp > 1 else 0) + (ceil(sharded_tasks / own) if tp > 1 else 0)
-             + (ceil(expert_tasks / own) if etp > 1 else 0) + (ep_gathers if ep > 1 else 0))
+    count = ((pp_tasks if pp > 1 else 0) + (sharded_tasks if tp > 1 else 0)
+             + (expert_tasks if etp > 1 else 0) + (ep_gathers if ep > 1 else 0))
 
     def where(crosses: bool, bus: float) -> str:
         return f"{'across nodes' if crosses else 'NVLink'} at {bus / 1e9:.0f} GB/s"
@@ -827,9 +832,9 @@ def megatron_export_gather(*, spec: ModelSpec, tp: int, pp: int, ep: int, etp: i
         parts.append(f"{pp_tasks} PP broadcasts {'of TP-whole tensors ' if v03_gather and tp > 1 else ''}over {pp}"
                      f" ranks ({where(pp_x, pp_bus)}) {pp_s:.2f} s")
     if tp > 1:
-        parts.append(f"{ceil(sharded_tasks / own)} TP all-gathers over {tp} ({where(tp_x, tp_bus)}) {tp_dense:.2f} s")
+        parts.append(f"{sharded_tasks} TP all-gathers over {tp} ({where(tp_x, tp_bus)}) {tp_dense:.2f} s")
     if etp > 1 and expert_tasks:
-        parts.append(f"{ceil(expert_tasks / own)} expert-TP all-gathers over {etp} ({where(etp_x, etp_bus)})"
+        parts.append(f"{expert_tasks} expert-TP all-gathers over {etp} ({where(etp_x, etp_bus)})"
                      f" {tp_expert:.2f} s")
     if ep > 1 and ep_gathers:
         parts.append(f"{ep_gathers} EP all-gathers over {ep} ({where(ep_x, ep_bus)}) {ep_s:.2f} s")

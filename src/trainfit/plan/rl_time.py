@@ -735,7 +735,10 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
                      + f") and deserialises the results, {moved_s:.1f} s a step on the host (compute.controller_transfer)")
 
     if card.preset == "nemo-rl":
-        phases, note = nemo_rl_dispatched(card, phases, sequences=seqs, longest_tokens=int(prompt + ro.response_len),
+        # the batch is right-padded to its longest prompt + response (batched_message_log_to_flat_message,
+        # NVIDIA-NeMo/RL nemo_rl/data/llm_message_utils.py l.277-288 @b1c86a816c5e2b4ca41ece193624a38dc62e6fdf):
+        # at most the card's longest prompt + longest response, the bound taken
+        phases, note = nemo_rl_dispatched(card, phases, sequences=seqs, longest_tokens=ro.prompt_len + ro.response_len,
                                           train_gpus=train_gpus)
         notes.append(note)
     sync = sync_phase(card, spec, gpu, sharding, rollout, r)
@@ -1010,6 +1013,7 @@ def sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding,
         return None
     from trainfit.compute.sync import (
         NEMO_RL_BRIDGE_SINCE,
+        SyncMechanism,
         export_staging_seconds,
         framework_sync_mechanism,
         fsdp1_state_dict_units,
@@ -1033,9 +1037,10 @@ def sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding,
     shard_ranks = _hsdp_shard_of(card, sharding) or train_gpus
     # NeMo RL's Megatron backend exports through Megatron-Bridge: every training rank receives every tensor over its
     # PP/TP/EP groups, whose "node" is the NVLink domain (GB200 NVL72); its DTensor backend is the sharded gather
-    # a card pinned to NeMo RL before v0.4 (``software.nemo-rl``) runs v0.3's own gather_params, colocated
-    # (compute.sync.NEMO_RL_V03_GATHER); its NCCL path is not read here
-    v03 = (ro.placement is Placement.COLOCATE
+    # a card pinned to NeMo RL before v0.4 (``software.nemo-rl``) runs v0.3's own gather_params on the colocated
+    # CUDA-IPC refit, the path read (compute.sync.NEMO_RL_V03_GATHER); its NCCL path is not read here, so any other
+    # mechanism keeps Megatron-Bridge's export
+    v03 = (ro.placement is Placement.COLOCATE and fs.mechanism is SyncMechanism.COLOCATED_CUDA_IPC
            and pin_before((card.software.model_extra or {}).get("nemo-rl"), NEMO_RL_BRIDGE_SINCE))
     export = None if fs.framework != "nemo-rl" or sharded else megatron_export_gather(
         spec=spec, tp=p.tensor_parallel, pp=p.pipeline_parallel, ep=p.expert_parallel, etp=p.expert_tensor_parallel,

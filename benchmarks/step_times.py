@@ -1609,6 +1609,8 @@ def rollout_section(e: dict[str, Any], model: Any, nodes: int) -> tuple[dict[str
         out["length_profile"] = d["length_profile"]
         notes.append(f"mean response not published: rollout.length_profile {d['length_profile']} (the run's "
                      f"dataset, {d.get('dataset')})")
+    elif not resp_mean:
+        out.update(checkpoint_length_profile(e["model"], model, notes))
     if prompt_mean:
         out["prompt_len_mean"] = prompt_mean
     for key in ("gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens", "weight_sync", "weight_transport",
@@ -1679,6 +1681,27 @@ def rollout_section(e: dict[str, Any], model: Any, nodes: int) -> tuple[dict[str
     elif ro["engine"] != "vllm":
         notes.append(f"rollout engine {ro['engine']} planned as vLLM")
     return out, notes
+
+
+def checkpoint_length_profile(published: str, planned: Any, notes: list[str]) -> dict[str, str]:
+    """The published checkpoint's length profile, named on the card when the model it is planned as (a
+    ``MODEL_ALIASES`` stand-in with the same config shapes, or an inline config) would pick another under ``auto``.
+
+    The planner's ``auto`` rule reads the card's model name (``rl_time.length_profile``, ``profile_for``): a
+    stand-in for a checkpoint's shapes is not the checkpoint, and a thinking model's fine-tune of a base model
+    (DeepSeek-R1-Distill-Qwen-32B planned with Qwen2.5-32B's shapes) thinks at length where its base does not. The
+    harness's own token budgets (``planned_response_mean(rollout, e["model"])``) already read the published name;
+    this keeps the planner's generation on the same profile. {} when they agree (nothing on the card)."""
+    from trainfit.compute.response_lengths import PROFILES, profile_for
+
+    planned_name = planned if isinstance(planned, str) else (planned or {}).get("id")
+    mine, theirs = profile_for(published), profile_for(planned_name)
+    if mine == theirs:
+        return {}
+    name = next(k for k, v in PROFILES.items() if v == mine)
+    notes.append(f"mean response not published: rollout.length_profile {name.value}, the profile of {published} "
+                 f"(planned with {planned_name}'s shapes, whose name alone would pick {theirs.name})")
+    return {"length_profile": name.value}
 
 
 DSCHAT_GENERATION_BATCH = 16

@@ -2225,6 +2225,9 @@ class Planned:
     phase_terms: dict[str, dict[str, float]] = field(default_factory=dict)
     """Each timed plan phase's named terms (``PhaseTime.terms``, seconds), for a published timer that covers one part
     of a plan phase (``phase_seconds``: ``also`` entries ``phase.term``; ``offload_terms``)."""
+    engine_fits: bool = True
+    """False when the plan's rollout engine cannot start: its step then has no generation phase
+    (``plan.rl_time.generation_phase``), so neither the step nor the generation phase is scored."""
 
 
 def hardware_calibration(e: dict[str, Any], gpu_id: str) -> tuple[Any, list[str]]:
@@ -2286,7 +2289,9 @@ def plan_card(card: dict[str, Any], calibration: Any = None) -> Planned:
     if bound is None and parts:
         bound = "largest part: " + max(parts, key=parts.get)
     fits = getattr(plan, "fits", None)
-    return Planned(plan.step_seconds, plan.tokens_per_step, parts, bound, fits, phase_bounds, phase_terms)
+    engine = getattr(plan, "rollout", None)
+    engine_fits = engine is None or bool(getattr(engine, "engine_fits", True))
+    return Planned(plan.step_seconds, plan.tokens_per_step, parts, bound, fits, phase_bounds, phase_terms, engine_fits)
 
 
 def part_phase(key: str) -> str:
@@ -2739,7 +2744,10 @@ def rl_rows(entries: list[dict[str, Any]], ledger: list[dict[str, Any]]) -> list
                     row.notes = gen_notes + [f"rule N: {how}"]
                     row.trainfit_s, row.parts_used = phase_seconds(planned_gen, q)
                     row.bound = phase_bound(planned_gen, row.parts_used)
-            if planned is not None:
+            if planned is not None and q in ("step", "generation") and not planned.engine_fits:
+                row.status = "not_representable"
+                row.notes.insert(0, "the plan's rollout engine does not fit: its step has no generation time")
+            elif planned is not None:
                 row.fits = planned.fits
                 if q == "step":
                     row.trainfit_s, row.bound = planned.step_s, planned.bound

@@ -512,6 +512,8 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
                      + (f" and {', '.join(ro.quantization_bf16_modules)}" if ro.quantization_bf16_modules else "")
                      + f"); each refit sends bf16 and every engine rank casts {cast / 1e9:.2f}B weights to fp8")
     gen_side = [gen] if gen is not None else []
+    if gen is None and rollout is not None and not rollout.engine_fits:
+        notes.append("the rollout engine does not fit (memory): the step time leaves generation out")
     if ro.reward_seconds_per_sample:
         s = generated_prompts(card) * ro.num_generations * ro.reward_seconds_per_sample / ro.reward_workers
         gen_side.append(_phase("reward", s, "host", per_sample=ro.reward_seconds_per_sample))

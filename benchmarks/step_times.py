@@ -1240,6 +1240,12 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
             notes.append(f"chunked log-probs planned as loss.chunked, loss.kernel {e['loss_kernel']} (the entry's head)")
         else:
             notes.append("chunked cross-entropy (the entry's loss computes the logits in chunks) planned as loss.chunked")
+    if e.get("loss_compiled") and e.get("compile") and not e.get("loss_chunked"):
+        # torchtitan from bbb1b616 (2025-04-02) compiles its cross-entropy with training.compile; the entry cites
+        # loss.py and the train loop at the run's commit (card loss.compiled, memory.logits.compiled_ce_bytes)
+        card["loss"] = {**(card.get("loss") or {}), "compiled": True}
+        notes.append("loss.compiled: the run's torchtitan compiles the cross-entropy with training.compile (the entry's"
+                     " loss_compiled)")
     if e["framework"] == "llm-foundry":
         # ComposerMPTCausalLM's default loss_fn fused_crossentropy builds flash_attn.losses.cross_entropy.CrossEntropyLoss(
         # ignore_index=-100, reduction='none'), inplace_backward left False (mosaicml/llm-foundry

@@ -1220,8 +1220,17 @@ def read_torchtitan(text: str) -> Imported:
     else:
         raise _bad(t, f"activation_checkpoint.mode: {mode!r}; allowed: selective, full, none")
     p["offload"] = "params_and_optimizer" if tr.get("enable_cpu_offload") else "none"
-    if sec("compile").get("enable"):
+    comp = sec("compile")
+    # torchtitan compiles ``compile.components``, default ["model", "loss"] (v0.2.2 torchtitan/config/job_config.py
+    # l.721-727; the loss: torchtitan/components/loss.py l.33-35): the model is parallel.compile, the loss loss.compiled
+    components = comp.get("components", ["model", "loss"]) if comp.get("enable") else []
+    if "model" in components:
         p["compile"] = True
+    if "loss" in components and p.get("tensor_parallel", 1) == 1:
+        set_dotted(d, "loss.compiled", True)
+    elif "loss" in components:
+        notes.append("compile.components loss: the compiled loss-parallel cross-entropy under tensor parallel is not"
+                     " modelled; planned as the eager loss")
     for k, v in p.items():
         set_dotted(d, f"parallel.{k}", v)
     dtype = tr.get("dtype", "float32")

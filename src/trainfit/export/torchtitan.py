@@ -26,7 +26,8 @@ unknown fields):
   ``quantize.linear.float8`` with ``[quantize.linear.float8] recipe_name`` tensorwise (the card's
   ``current``) | rowwise | rowwise_with_gw_hp (``torchtitan/components/quantization/float8.py``).
 * ``[optimizer]`` ``name`` (Adam | AdamW), ``implementation`` (for-loop | foreach | fused),
-  ``early_step_in_backward``; ``[compile] enable``.
+  ``early_step_in_backward``; ``[compile] enable``, ``components`` (model: ``parallel.compile``; loss:
+  ``loss.compiled``; torchtitan's default is both).
 
 torchtitan trains a causal language model on text: method sft, full weights only.
 """
@@ -295,6 +296,12 @@ def _sections(card: RunCard, notes: list[str]) -> dict[str, dict[str, Any]]:
     if card.loss.chunked:
         notes.append("loss.chunked: torchtitan computes the full logits (loss parallel over the vocabulary with TP)")
 
+    # torchtitan compiles the model and the loss by default (``compile.components`` ["model", "loss"]: pytorch/torchtitan
+    # v0.2.2 torchtitan/config/job_config.py l.721-727, torchtitan/components/loss.py l.33-35): the card's
+    # parallel.compile is the model, loss.compiled the loss
+    compile_section: dict[str, Any] = {"enable": par.compile or card.loss.compiled}
+    if compile_section["enable"] and not (par.compile and card.loss.compiled):
+        compile_section["components"] = [c for c, on in (("model", par.compile), ("loss", card.loss.compiled)) if on]
     out: dict[str, dict[str, Any]] = {
         "job": {"description": f"trainfit: {card.name or m}"},
         "model": model,
@@ -302,7 +309,7 @@ def _sections(card: RunCard, notes: list[str]) -> dict[str, dict[str, Any]]:
         "training": training,
         "parallelism": para,
         "activation_checkpoint": ac,
-        "compile": {"enable": par.compile},
+        "compile": compile_section,
     }
     if quant:
         out["quantize.linear.float8"] = quant

@@ -16,7 +16,8 @@ forward
     copy and the bf16 logits freed (kept to the end of backward with
     ``loop.keeps_output_through_backward``; with ``loop.kept_output_dtype: fp32`` the bf16 logits are freed
     before the log-softmax and the fp32 copy is the one kept); flash-attn's (``SequenceShape.fused_ce_rows``): the bf16 logits and
-    fp32 per-row outputs, the lse and the logits saved. The first step makes the Python thread's 32 MiB cuBLAS
+    fp32 per-row outputs, the lse and the logits saved; the compiled loss's (``fused_ce_compiled``): the bf16 logits and
+    two fp32 per-row tensors, all saved. The first step makes the Python thread's 32 MiB cuBLAS
     workspace after the first layer's first projection output (its first matmul).
 backward
     the loss's fp32 gradients (4E, 4E), the saved log-softmax and the first gradient freed, the
@@ -129,6 +130,9 @@ class SequenceShape:
     the bf16 logits saved, fp32 per-row outputs, no fp32 copies; 0: the eager loss."""
     fused_ce_inplace: bool = False
     """flash-attn's ``inplace_backward``: the gradient is written into the saved logits."""
+    fused_ce_compiled: bool = False
+    """With ``fused_ce_rows``: the compiled eager loss (``loss.compiled``, ``memory.logits.compiled_ce_bytes``) in
+    place of flash-attn's kernel: two fp32 per-row tensors (max, log-sum-exp), both saved with the logits."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -1077,14 +1081,20 @@ def step_sequence(t: StepTerms, shape: SequenceShape, *, workspace: tuple[int, .
         if E and shape.fused_ce_rows:  # flash-attn's kernel: per-row losses, lse, z_losses beside the logits
             rows = shape.fused_ce_rows
             bf16 = e.alloc(2 * E)
-            losses, lse, z = e.alloc(4 * rows), e.alloc(4 * rows), e.alloc(4 * rows)
-            e.free(z)  # the caller drops the z-loss and reduces the losses (the sum saves nothing)
-            e.free(losses)
+            if shape.fused_ce_compiled:  # the compiled loss: row max and log-sum-exp, both saved
+                stats = [e.alloc(4 * rows), e.alloc(4 * rows)]
+            else:
+                losses, lse, z = e.alloc(4 * rows), e.alloc(4 * rows), e.alloc(4 * rows)
+                e.free(z)  # the caller drops the z-loss and reduces the losses (the sum saves nothing)
+                e.free(losses)
+                stats = [lse]
+            row_bytes = 4 * rows * len(stats)
             # a softcapped model's saved tanh output (the rest of the retained term)
-            held = e.allocs(_chunks(t.logits.retained - 4 * rows - (0 if t.kept_output else 2 * E), 2 * E))
+            held = e.allocs(_chunks(t.logits.retained - row_bytes - (0 if t.kept_output else 2 * E), 2 * E))
             if t.kept_output:
                 kept_out.append(bf16)
-            loss = [(bf16, -2 * E), (lse, 4 * rows)]  # the negative size marks flash-attn's for backward
+            # the negative size marks a fused loss for backward
+            loss = [(bf16, -2 * E)] + [(k, 4 * rows) for k in stats]
         elif E and t.logits.retained:
             bf16 = e.alloc(2 * E)
             held = e.allocs(_chunks(t.logits.retained - 4 * E, 2 * E))

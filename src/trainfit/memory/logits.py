@@ -58,6 +58,19 @@ eager
     Backward, per chunk: the fp32 nll gradient and log-softmax input gradient (8E/n) beside the saved
     outputs: 4E + 8E/n.
 
+compiled eager loss (``loss.compiled``: torchtitan's ``build_cross_entropy_loss`` wraps ``F.cross_entropy(pred.flatten(0,
+1).float(), labels.flatten(0, 1))`` in ``torch.compile`` whenever ``training.compile`` is set, from pytorch/torchtitan
+bbb1b616ef4d01b0ea745c13b03c192910a166c9 (2025-04-02, PR #1033) ``torchtitan/components/loss.py`` l.17-29; the train
+loop ``del pred`` before ``loss.backward()``, torchtitan/train.py l.403-407 @e7c0cae934df78d6e9c2835f42ff1f757dc3fddc)
+    Inductor fuses the fp32 upcast into the row max / log-sum-exp reduction: the compiled forward writes two fp32
+    per-row tensors and a scalar, and saves the bf16 logits, the labels and the two per-row tensors (2 B per logit);
+    its backward writes the bf16 logits gradient directly, no fp32 logits-sized buffer. Measured on CPU Inductor
+    (torch 2.13.0+cpu, N=512 x V=32000): ``saved_tensors_hooks`` (``benchmarks/compiled_ce_saved_bytes.py``: eager
+    8.00 B/logit saved, compiled 2.00) and the generated code (``torch._inductor.utils.run_and_get_code``: forward
+    buffers ``(512, 1)`` fp32 x 2 and scalars; backward ``(512, 32000)`` bf16 and one ``(512, 1)`` fp32).
+    Per logit: the bf16 logits 2E at the forward peak and after it (plus 8 B per row); at the start of backward 4E
+    (the saved logits and their gradient). ``compiled_ce_bytes``.
+
 flash-attn's cross-entropy (``loss.kernel: flash_attn``; llm-foundry's default ``loss_fn: fused_crossentropy`` builds
 ``flash_attn.losses.cross_entropy.CrossEntropyLoss(ignore_index=-100, reduction='none')``, mosaicml/llm-foundry
 llmfoundry/models/mpt/modeling_mpt.py @c90b9b312c644dbde5c9e6eef75c6f1c117d8782 l.1329-1337, and passes no
@@ -247,6 +260,23 @@ FLASH_CE_ROW_FORWARD_BYTES = 3 * 4
 FLASH_CE_ROW_SAVED_BYTES = 4
 """The per-row fp32 ``lse`` saved for backward."""
 
+COMPILED_CE_ROW_SAVED_BYTES = 2 * 4
+"""The compiled eager loss's per-row fp32 max and log-sum-exp, saved for backward (module doc)."""
+
+
+def compiled_ce_bytes(*, tokens: int, vocab_size: int, logits_kept: bool = False,
+                      compute_dtype_bytes: int = 2) -> LogitsBytes:
+    """Bytes of the eager cross-entropy under ``torch.compile`` (``loss.compiled``; module doc) over ``tokens x
+    vocab_size`` logits: the compute-dtype logits it saves and two fp32 values per row; backward writes the
+    compute-dtype gradient beside them. ``logits_kept``: the caller's output holds the logits (``StepTerms.
+    kept_output`` counts them), so the saved logits are not counted here after the forward."""
+    e = tokens * vocab_size
+    logits = compute_dtype_bytes * e
+    rows = COMPILED_CE_ROW_SAVED_BYTES * tokens
+    saved = (0.0 if logits_kept else logits) + rows
+    return LogitsBytes(forward_peak=logits + rows, retained=saved, backward_peak=saved + logits)
+
+
 VERL_ENTROPY_BUFFER_BYTES = 4.0
 """Bytes per logit of the fp32 tensor torch.compile'd ``entropy_from_logits`` writes (verl's old-policy log-prob pass,
 ``loss.logprob_entropy``; volcengine/verl verl/utils/torch_functional.py l.110-114, dp_actor.py l.57-60 and l.123-124
@@ -333,6 +363,7 @@ def logits_bytes(
     kept_fp32: bool = False,
     verl_actor: bool = False,
     temperature_copy: bool = False,
+    loss_compiled: bool = False,
 ) -> LogitsBytes:
     """Bytes of the logits/loss path for one micro-batch.
 
@@ -344,7 +375,8 @@ def logits_bytes(
     ``head_trainable`` / ``prime_rl_chunk_columns``: read by ``kernel="prime_rl"`` (``prime_rl_head_bytes``).
     ``kept_fp32``: the eager loss reads the loop's kept fp32 copy (``KEPT_FP32_FORWARD_PEAK_BYTES_PER_LOGIT``).
     ``verl_actor``: with ``kernel="flash_attn"``, verl's PPO/GRPO actor calls the kernel (``verl_actor_logprob_bytes``,
-    which reads ``temperature_copy``).
+    which reads ``temperature_copy``). ``loss_compiled``: the eager loss over the full logits runs under
+    ``torch.compile`` (``compiled_ce_bytes``; ``loss.compiled``).
     """
     tokens = micro_batch_size * seq_len
     width = vocab_size if head_outputs is None else head_outputs
@@ -371,6 +403,12 @@ def logits_bytes(
                                       temperature_copy=temperature_copy) if verl_actor else \
             flash_attn_ce_bytes(tokens=tokens, vocab_size=width, inplace_backward=inplace_backward,
                                 logits_kept=logits_kept, compute_dtype_bytes=compute_dtype_bytes)
+        return LogitsBytes(forward_peak=lg.forward_peak + softcap, retained=lg.retained + softcap,
+                           backward_peak=lg.backward_peak + softcap)
+    if loss_compiled and head_outputs is None and not kept_fp32:
+        lg = compiled_ce_bytes(tokens=tokens, vocab_size=width, logits_kept=logits_kept,
+                               compute_dtype_bytes=compute_dtype_bytes)
+        # the saved logits are the ones a holding caller keeps; a softcapped model's tanh output stays beside them
         return LogitsBytes(forward_peak=lg.forward_peak + softcap, retained=lg.retained + softcap,
                            backward_peak=lg.backward_peak + softcap)
     held = HELD_LOGITS_BYTES_PER_LOGIT * e if caller_holds_logits else 0.0

@@ -150,6 +150,9 @@ def card_sequence_shape(terms: StepTerms, *, spec: ModelSpec, card: RunCard) -> 
         # flash-attn's cross-entropy allocates as memory.logits.flash_attn_ce_bytes says
         shape = replace(shape, fused_ce_rows=card.batch.micro_batch_size * card.batch.seq_len,
                         fused_ce_inplace=card.loss.inplace_backward)
+    elif card.loss.compiled and shape.logit_elements and spec.head_outputs is None:
+        # the compiled eager loss allocates as memory.logits.compiled_ce_bytes says: flash-attn's order, two saved rows
+        shape = replace(shape, fused_ce_rows=card.batch.micro_batch_size * card.batch.seq_len, fused_ce_compiled=True)
     return shape
 
 

@@ -64,8 +64,8 @@ from trainfit.memory.weights import WeightBytes, count_scale
 from trainfit.plan.rank_buffers import backward_buffers, comm_buffers, loss_region, stage_forward_transient
 from trainfit.plan.resolve import trainable_spec
 from trainfit.plan.terms import (HOST_BYTES_PER_PROCESS, _autocast_copies, _fsdp_terms, autocast_copies_weights,
-                                 fp8_linear_input_bytes, fsdp_casts_gathered_params, lora_tensors,
-                                 trained_dtype_bytes, zero_config_of, zero_master_states)
+                                 fp8_linear_input_bytes, fsdp_casts_gathered_params, fsdp_gathered_dtype,
+                                 lora_tensors, trained_dtype_bytes, zero_config_of, zero_master_states)
 from trainfit.spec.card import RunCard
 from trainfit.spec.enums import (ComputeDtype, ContextParallelKind, Fp8Recipe, LayerKind, MoeExperts, Offload,
                                  RecomputeModule, SelectiveCheckpointing, Strategy, TensorParallelImpl, ZERO_STAGES)
@@ -289,7 +289,7 @@ def rank_terms(card: RunCard, spec: ModelSpec, sharding: Sharding, layout: Paral
         pb_stage = ParamBreakdown(embedding=rp.embedding, lm_head=max(0, rp.head - ss.hidden_size) if rp.head else 0,
                                   linear_weights=sum(rp.layers), other=ss.hidden_size if rp.head else 0,
                                   largest_layer=max(rp.layers, default=0), per_layer=rp.layers)
-        gather_bpp = BYTES_PER_DTYPE[prec.compute.value] if mp_gather else bpp
+        gather_bpp = BYTES_PER_DTYPE[fsdp_gathered_dtype(card).value] if mp_gather else bpp
         w_stage = WeightBytes(base=gather_bpp * pb_stage.total * scale, adapter=n_lora * train_bytes)
         fsdp, _ = _fsdp_terms(sspec, sharding, trainable, w_stage, pb=pb_stage, scale=scale,
                               n_train=n_lora if lora is not None else pb_stage.total * scale, grad_bytes=grad_bytes)

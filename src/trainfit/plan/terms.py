@@ -141,9 +141,29 @@ def fsdp_casts_gathered_params(card: RunCard, sharding: Sharding) -> bool:
     ``utils/dataclasses.py`` l.2136-2143 ``set_mixed_precision``: ``param_dtype`` = the mixed-precision dtype for
     FSDP1 and FSDP2; ``utils/fsdp_utils.py`` l.779 passes it to ``fully_shard``). Only the gathered copy and the
     autocast copies change: the local shard, its gradient and the optimizer stay fp32. Traced (8 fake ranks,
-    MixedPrecisionPolicy(bf16, fp32)): tests/trace/test_fsdp_mixed_precision.py."""
+    MixedPrecisionPolicy(bf16, fp32)): tests/trace/test_fsdp_mixed_precision.py.
+
+    fp8 compute (only the linears' GEMMs; bf16 everywhere else) is gathered in bf16 the same way: torchtitan applies
+    the one ``MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32)`` whatever ``model.converters`` says
+    (pytorch/torchtitan@0da8901b1918fc21b5d43bbc693a120fc4281378 ``torchtitan/models/llama/parallelize_llama.py``
+    l.94-98 ``apply_fsdp(param_dtype=mixed_precision_param, reduce_dtype=mixed_precision_reduce)``, l.341
+    ``MixedPrecisionPolicy``; ``torchtitan/train.py`` l.129 runs the float8 converter before ``parallelize_fn``
+    l.188/199), and torchao's ``Float8Linear`` casts the gathered bf16 weight to fp8 inside each matmul and saves the
+    high-precision input and weight (pytorch/ao@8c81863ba85cce742244c0151c6683c5696bbe04
+    ``torchao/float8/float8_linear.py`` ``matmul_with_hp_or_float8_args`` l.61-110); Transformer Engine linears under FSDP mixed precision receive the bf16
+    gathered weight and make their fp8 copies from it (``memory.fp8``). torchtitan's own tables read the same peak for
+    the bf16 and the float8 run (pytorch/torchtitan benchmarks/llama3_h100_202412_torchtitan.md: 77.0 / 76.8 GiB).
+    torchao's fp8 all-gather (``enable_fsdp_float8_all_gather``, 1 B per gathered linear weight) is not modelled: the
+    gathered linears are planned bf16 (the larger). The gathered dtype: ``fsdp_gathered_dtype``."""
     return (sharding.gathers_params and card.parallel.strategy in FSDP_STRATEGIES
-            and card.weights_dtype is Dtype.FP32 and card.precision.compute in (ComputeDtype.BF16, ComputeDtype.FP16))
+            and card.weights_dtype is Dtype.FP32
+            and card.precision.compute in (ComputeDtype.BF16, ComputeDtype.FP16, ComputeDtype.FP8))
+
+
+def fsdp_gathered_dtype(card: RunCard) -> Dtype:
+    """The dtype FSDP mixed precision gathers the parameters in (``fsdp_casts_gathered_params``): the compute dtype,
+    bf16 for fp8 compute (whose non-GEMM ops and ``param_dtype`` are bf16)."""
+    return Dtype.BF16 if card.precision.compute is ComputeDtype.FP8 else Dtype(card.precision.compute.value)
 
 
 def autocast_copies_weights(card: RunCard, sharding: Sharding) -> bool:
@@ -463,6 +483,7 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         kept_fp32=_kept_fp32(card),
         verl_actor=verl_actor_loss(card),
         temperature_copy=card.loss.temperature_copy,
+        loss_compiled=card.loss.compiled,
     )
     if (card.parallel.tensor_parallel_impl is TensorParallelImpl.MEGATRON and spec.head_outputs is None
             and not card.loss.chunked and spec.family not in SOFTCAP_FAMILIES):

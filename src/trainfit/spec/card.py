@@ -444,6 +444,12 @@ class LossSection(_Section):
     temperature_copy: bool = Field(
         False, description="With kernel flash_attn for ppo/grpo: verl divides the logits by the temperature into a copy"
                            " (its engine workers from 51504d84, 2026-07-06) instead of in place on the squeezed view.")
+    compiled: bool = Field(
+        False, description="The eager cross-entropy over the full logits runs under torch.compile (torchtitan's"
+        " build_cross_entropy_loss with training.compile, from pytorch/torchtitan bbb1b616 of 2025-04-02): it saves the"
+        " compute-dtype logits and two fp32 values per row instead of the fp32 log-softmax, and its backward writes the"
+        " compute-dtype gradient directly (memory.logits.compiled_ce_bytes). Not with loss.chunked or kernel flash_attn"
+        " (their own kernels), method sft only, not under tensor parallelism (loss_parallel) or Megatron-Core.")
     logprob_entropy: LogprobEntropy = Field(
         LogprobEntropy.NONE, description="ppo/grpo: none | old_policy | every_pass: the no-grad log-prob passes that"
         " also take the entropy of every token's logits, compiled (verl's FSDP actor with use_remove_padding:"
@@ -459,6 +465,10 @@ class LossSection(_Section):
         if self.temperature_copy and self.kernel is not LossKernel.FLASH_ATTN:
             raise ValueError(f"loss.temperature_copy: only read with loss.kernel flash_attn (kernel is"
                              f" '{self.kernel.value}'); allowed with it: false")
+        if self.compiled and (self.chunked or self.kernel is LossKernel.FLASH_ATTN):
+            raise ValueError("loss.compiled: the compiled eager cross-entropy over the full logits; with loss.chunked"
+                             " or loss.kernel flash_attn the kernel decides (torchtune's compiled chunks: parallel.compile);"
+                             " allowed with them: false")
         if self.inplace_backward and self.kernel is not LossKernel.FLASH_ATTN:
             raise ValueError(f"loss.inplace_backward: only read with loss.kernel flash_attn (kernel is"
                              f" '{self.kernel.value}'); allowed with it: false")
@@ -1030,6 +1040,12 @@ class RunCard(_Section):
         if any(not k.strip() for k in ro.quantization_bf16_modules):
             raise ValueError("rollout.quantization_bf16_modules: an empty keyword matches every module; give module"
                              " name parts such as a_proj")
+        if self.loss.compiled and (self.method is not Method.SFT or self.loop.kept_output_dtype is KeptOutputDtype.FP32
+                                   or self.parallel.tensor_parallel > 1
+                                   or self.parallel.tensor_parallel_impl is TensorParallelImpl.MEGATRON):
+            raise ValueError(f"loss.compiled: the compiled cross-entropy over the labels of an sft step (torchtitan's"
+                             f" loss), not planned with method {self.method.value}, loop.kept_output_dtype fp32, tensor"
+                             f" parallelism (loss_parallel) or Megatron-Core's vocab-parallel loss; allowed here: false")
         if self.loop.kept_output_dtype is KeptOutputDtype.FP32 and (
                 self.loss.chunked or self.loss.kernel is LossKernel.FLASH_ATTN):
             raise ValueError("loop.kept_output_dtype: fp32 is the eager loss's fp32 copy of the full logits; allowed with"

@@ -180,7 +180,18 @@ def pageable_copy_bytes_per_s(*, pcie_bytes_per_s: float, host_memory_bytes_per_
 def first_touch_copy_bytes_per_s(*, pageable_bytes_per_s: float, coherent_host_link: bool) -> float:
     """One GPU's copy to the host into pageable memory allocated for it (``PAGEABLE_FIRST_TOUCH_BYTES_PER_S``):
     the pageable rate ``pageable_bytes_per_s`` capped by the first-touch rate behind PCIe; on a coherent host link,
-    ``pageable_bytes_per_s`` unchanged."""
+    ``pageable_bytes_per_s`` unchanged.
+
+    Known gap, coherent host links (GB200): the coherent branch is probably a lower bound on the time. The kernel
+    maps and zero-fills each fresh anonymous page on its first write, so a copy engine writing through NVLink-C2C
+    would still leave that part to the host, as the staging memcpy does behind PCIe (the driver's path there is not
+    read). NeMo RL's ten GB200
+    colocated steps (v0.5 / v0.6 performance summary; ``move_optimizer`` runs ``v.to("cpu")`` each refit) all plan
+    short, -6 to -50 %; capping their fresh-page copies at ``PAGEABLE_FIRST_TOUCH_BYTES_PER_S`` moves all ten closer
+    (DeepSeek-V3 128 GPUs v0.6 -44 % -> -7 %, Qwen3-235B 64 GPUs v0.6 -6 % -> +3 %, Llama-3.1-8B -19 % -> -11 %) and no
+    other scored row. Not applied: no measurement on a Grace host (a 64 KiB-page kernel takes a sixteenth of the
+    faults), and the fault-and-zero part alone timed on an x86 guest (``benchmarks/host_first_touch.py``
+    ``fault-only``) ranged from 3 to over 30 GB/s between runs."""
     if coherent_host_link:
         return pageable_bytes_per_s
     return min(pageable_bytes_per_s, PAGEABLE_FIRST_TOUCH_BYTES_PER_S)

@@ -1277,6 +1277,21 @@ def nemo_rl_offload_bytes(card: RunCard, spec: ModelSpec, *, train_gpus: int) ->
     ``v.to("cpu")`` of a host tensor, or the Megatron loop's ``v.is_cuda`` test), and ``prepare_for_training`` brings
     them back before each update, so each refit copies them out afresh.
 
+    v0.4.0, v0.5.0 and v0.6.0 (@c751f811217db7df0d4c94abdeaada6626cfc150, @6c7089300fded94abfa49bb9cbf9eb357d862461,
+    @5fb588932bf835506a8a5bac01de4f8c7ab0a065) run the same colocated sequence each step, read in full: grpo.py
+    ``refit_policy_generation`` (l.759-830 / 904-977 / 1097-1191: ``offload_before_refit``, vLLM wakes its weights,
+    the CUDA-IPC stream, ``offload_after_refit``, vLLM wakes its KV cache), vLLM ``sleep(level=1)`` after generation
+    (vllm_worker.py l.804 / 820 / 1009), ``prepare_for_lp_inference`` and ``prepare_for_training`` (Megatron worker
+    l.2004-2033 / 2220-2261 / 1112-1153; ``move_optimizer`` ``v.to("cpu")`` / ``v.to("cuda")``). Each copy is priced
+    here, in ``sleep_wake_phase`` or in the sync; the rest is ``gc.collect`` and ``torch.cuda.empty_cache`` calls.
+    From v0.5.0 the colocated refit also ends with vLLM's ``process_weights_after_loading`` over the model
+    (vllm_backend.py l.150 @6c708930, l.201 @5fb58893; the NCCL path does not call it), not priced. The 1-step-off
+    rows of the same tables do not separate this from the trainer: their planned trainer (log-probs, update,
+    reference swap) is hidden under generation with a margin of 1.6-2.4x (Qwen3-30B-A3B, H100), 3.5x (Qwen3-235B)
+    and 5x (DeepSeek-V3), while the H100 on-policy MoE rows that plan short (-8 to -35 %) would be closed by a
+    trainer 1.6-1.7x, 1.5-3.5x and 5-8x the plan; NeMo RL v0.3's published Qwen3-30B-A3B log-prob and update timers
+    plan -61 / -69 % (``compute.moe_time``, per-token evidence).
+
     Known gap, the NeMo RL v0.3 blog's and NVIDIA-NeMo/RL issue #959's Llama-3.1-8B refit rows (one node, 8 GPUs):
     published 4 s (DTensor) and 5 s (Megatron), 6 s and 8 s in the reruns, while this phase's first-touch copies alone
     are 8.6 s (12 GB pageable per GPU) and 7.2 s (10 GB) at ``PAGEABLE_FIRST_TOUCH_BYTES_PER_S``. The 70B rows of the

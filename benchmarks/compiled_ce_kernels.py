@@ -5,9 +5,10 @@ torchtitan's loss is ``F.cross_entropy(pred.flatten(0, 1).float(), labels.flatte
 torchtitan/components/loss.py l.17-29 @bbb1b616ef4d01b0ea745c13b03c192910a166c9; ``benchmarks/
 compiled_ce_saved_bytes.py`` measures what it saves). This script compiles it on bf16 logits, runs forward and
 backward, and reads Inductor's generated code (``torch._inductor.utils.run_and_get_code``): per graph, the loop nests
-(``#pragma omp for`` / ``#pragma omp single`` blocks of the C++ kernel: on CUDA each is at most one Triton kernel), the
-vectorised loads of the logits and the vectorised stores of a logits-sized tensor (an index ``x1 + V*x0`` over the
-whole ``[N, V]``; the forward's per-row gather of the label's logit is a scalar load, not counted).
+(``#pragma omp for`` / ``#pragma omp single`` blocks of the C++ kernel: on CUDA each is one Triton kernel, or two
+for a reduction Inductor splits), the vectorised loads of the logits and the vectorised stores of a logits-sized
+tensor (an index ``x1 + V*x0`` over the whole ``[N, V]``; the forward's per-row gather of the label's logit is a
+scalar load, not counted).
 
 Run: ``PYTHONPATH=src .venv/bin/python benchmarks/compiled_ce_kernels.py`` (needs a C++ compiler for Inductor).
 Measured 2026-12-03, torch 2.13.0+cpu, N=512 tokens x V=32000:

@@ -192,7 +192,9 @@ rewrites that pair into one online-softmax reduction (``prepare_softmax_pattern`
 torch/_inductor/fx_passes/post_grad.py @42da465a89c040399ae6d146041187e65935e20f; lowered to an
 ``OnlineSoftmaxReduction`` for rows of at least ``unroll_reductions_threshold`` elements, torch/_inductor/lowering.py
 ``prepare_softmax_online``; present in torch 2.7.0: pytorch/pytorch issue #157975), so each bf16 logit is read once:
-2 B forward, 2 + 2 backward. Each loop nest is counted as one kernel (Triton launches at most one per nest). These
+2 B forward, 2 + 2 backward. Each loop nest is counted as one kernel. The vocabulary reductions are not split (a
+row per output and at least ``2 x`` SMs rows: ``reduction_split_factor`` returns 1, torch/_inductor/choices.py, torch
+2.13.0); the rows' sum (one output) may run in two phases past 8192 rows, one more small kernel, not counted. These
 are already the fused kernels: they go to ``PassInventory.fused_bytes`` / ``fused_kernels``, which the compile
 factors leave alone."""
 NORM_STRIDED_BYTES = 12.0

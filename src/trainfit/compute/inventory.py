@@ -73,7 +73,10 @@ log-softmax and the NLL: 14 bytes per logit forward, 22.5 backward (``LOSS_*``).
 (``loss.kernel: flash_attn``, ``FLASH_CE_*``; Dao-AILab/flash-attention flash_attn/ops/triton/cross_entropy.py
 @0251105a2fb19d2957484b7f023cd8c115286ced): the forward kernel reads each bf16 logit once (online softmax, fp32 per-row
 outputs), the backward kernel reads it again and writes its bf16 gradient (in place or not, the same traffic): 2 and 4
-bytes per logit. Embedding: a gather forward; backward (trained) writes a dense V x h gradient.
+bytes per logit. The same eager loss under ``torch.compile`` (``loss.compiled``, torchtitan's;
+``COMPILED_CE_*``): Inductor reads each bf16 logit once forward (an online-softmax row reduction) and once
+backward beside the bf16 gradient's write, 2 and 4 bytes per logit, counted as already fused. Embedding: a
+gather forward; backward (trained) writes a dense V x h gradient.
 
 RL log-prob and update passes are charged ``LOSS_*`` too. verl's FSDP actor was counted against it and needs no head
 of its own: volcengine/verl verl/workers/actor/dp_actor.py ``_forward_micro_batch`` and verl/utils/torch_functional.py
@@ -172,6 +175,28 @@ FLASH_CE_FORWARD_KERNELS, FLASH_CE_BACKWARD_KERNELS = 5, 2
 """Forward: the kernel, then the mean over the rows (``losses.sum() / (target != ignore_index).sum()``, flash-attn's
 ``reduction='mean'`` and llm-foundry's loss alike: sum, ne, sum, div); backward: the division's gradient, the
 kernel (the sum's gradient is an expanded view, read with a zero row stride)."""
+COMPILED_CE_FORWARD_BYTES, COMPILED_CE_BACKWARD_BYTES = 2.0, 4.0
+COMPILED_CE_FORWARD_KERNELS, COMPILED_CE_BACKWARD_KERNELS = 3, 2
+"""The eager loss under ``torch.compile`` (``loss.compiled``: torchtitan's ``build_cross_entropy_loss`` compiles
+``F.cross_entropy(pred.flatten(0, 1).float(), labels.flatten(0, 1))`` with ``training.compile``, pytorch/torchtitan
+torchtitan/components/loss.py l.17-29 @bbb1b616ef4d01b0ea745c13b03c192910a166c9), bytes per logit and kernels.
+Inductor's generated code for it (``benchmarks/compiled_ce_kernels.py``, torch 2.13.0+cpu, N=512 x V=32000, read with
+``torch._inductor.utils.run_and_get_code``): the forward is three loop nests, the per-row max and sum of ``exp(x -
+max)`` over the vocabulary on the bf16 logits (the fp32 upcast fused into the loads; fp32 per-row outputs), the
+masked sum over the rows of the label's ``x - max - log(sum)`` (a gather, per row) with the count of valid labels,
+and the scalar division; the backward two, the per-row sum of the one-hot gradient (labels and indices only, no
+logits read) and one pointwise pass that reads each bf16 logit and writes its bf16 gradient. On CPU the max and the
+``exp`` sum are two loops over the row (the logits read twice); on CUDA / ROCm with the Triton backend Inductor
+rewrites that pair into one online-softmax reduction (``prepare_softmax_pattern`` / ``prepare_softmax_replacement``,
+``prepare_softmax_extra_check``: ``config.online_softmax`` and a cuda device, pytorch/pytorch
+torch/_inductor/fx_passes/post_grad.py @42da465a89c040399ae6d146041187e65935e20f; lowered to an
+``OnlineSoftmaxReduction`` for rows of at least ``unroll_reductions_threshold`` elements, torch/_inductor/lowering.py
+``prepare_softmax_online``; present in torch 2.7.0: pytorch/pytorch issue #157975), so each bf16 logit is read once:
+2 B forward, 2 + 2 backward. Each loop nest is counted as one kernel. The vocabulary reductions are not split (a
+row per output and at least ``2 x`` SMs rows: ``reduction_split_factor`` returns 1, torch/_inductor/choices.py, torch
+2.13.0); the rows' sum (one output) may run in two phases past 8192 rows, one more small kernel, not counted. These
+are already the fused kernels: they go to ``PassInventory.fused_bytes`` / ``fused_kernels``, which the compile
+factors leave alone."""
 NORM_STRIDED_BYTES = 12.0
 NORM_CHAINED_BYTES, NORM_CHAINED_STRIDED_BYTES = 14.0, 6.0
 """Of ``NORM_BYTES``, the reads of a tensor the kernel just before wrote or read (contiguous, and in the broadcast
@@ -677,7 +702,7 @@ def step_inventory(
     fp8_weight_casts: float = 1.0, expert_parallel: int = 1, expert_token_shards: float = 1.0,
     grouped_gemm: bool = True, fp8_weight_transposes: float | None = None, moe_dispatcher: MoeDispatcher = MoeDispatcher.ALLTOALL,
     fused_cross_entropy: bool = False, packed_flash_syncs: bool = False, expert_loop: bool = False,
-    expert_loop_every: bool = False,
+    expert_loop_every: bool = False, compiled_cross_entropy: bool = False,
     fp8_casts: CastTraffic | None = None, megatron_experts: bool = False, expert_streams: bool = False,
     unpad_call_syncs: bool = False, vocab_chunk_columns: int = 0, nemo_rl_loss: str = "", loss_sequences: float = 1.0,
     rope_loop_samples: float = 0.0, rope_loop_context_parallel: int = 1, a2a_thd_sequences: float = 0.0,
@@ -705,7 +730,9 @@ def step_inventory(
     Megatron-Core ``TEGroupedMLP``), else one GEMM per local expert (Megatron-Core ``SequentialMLP``);
     ``moe_dispatcher``: the EP dispatcher (the all-to-all one sorts the received rows by local expert and back,
     the flex / DeepEP one does not: ``moe_time.chunk_sort_bytes``); ``fused_cross_entropy``: the loss is flash-attn's
-    kernel (``FLASH_CE_*``) instead of the eager fp32 one (``LOSS_*``); ``packed_flash_syncs``: packed rows reach
+    kernel (``FLASH_CE_*``) instead of the eager fp32 one (``LOSS_*``); ``compiled_cross_entropy``: the eager loss
+    runs under ``torch.compile`` (``loss.compiled``: ``COMPILED_CE_*``, counted as fused, in place of ``LOSS_*``;
+    flash-attn's kernel, when set, wins); ``packed_flash_syncs``: packed rows reach
     transformers' flash attention with ``position_ids`` only, so every attention call synchronises the host
     (``PACKED_FLASH_FORWARD_SYNCS`` / ``PACKED_FLASH_BACKWARD_SYNCS``; the recompute re-runs the forward's);
     ``expert_loop``: the routed experts run as transformers < 5's Python loop (``expert_loop`` module: per expert three
@@ -1078,10 +1105,18 @@ def step_inventory(
     fused_ce = fused_cross_entropy and spec.head_outputs is None
     loss_f, loss_fk = (FLASH_CE_FORWARD_BYTES, FLASH_CE_FORWARD_KERNELS) if fused_ce else (LOSS_FORWARD_BYTES, LOSS_FORWARD_KERNELS)
     loss_b, loss_bk = (FLASH_CE_BACKWARD_BYTES, FLASH_CE_BACKWARD_KERNELS) if fused_ce else (LOSS_BACKWARD_BYTES, LOSS_BACKWARD_KERNELS)
+    # the compiled eager loss (COMPILED_CE_*): Inductor's fused kernels, not scaled by the compile factors again
+    compiled_ce = (compiled_cross_entropy and not fused_ce and spec.head_outputs is None and vocab_chunk_columns <= 0
+                   and not nemo_rl_loss)
+    if compiled_ce:
+        loss_f, loss_fk = COMPILED_CE_FORWARD_BYTES, COMPILED_CE_FORWARD_KERNELS
+        loss_b, loss_bk = COMPILED_CE_BACKWARD_BYTES, COMPILED_CE_BACKWARD_KERNELS
     head_f = PassInventory((Gemm("lm_head", t, out, h),), 0.0, 0.0,
                            loss_f * t * out + norm_f * t * h + 4.0 * t * h
                            + (POSITION_ADD_BYTES * t * h if pos else 0.0),
                            1 + loss_fk + norm_fk + 1 + (2 if pos else 0), strided_bytes=norm_s * t * h,
+                           fused_bytes=loss_f * t * out if compiled_ce else 0.0,
+                           fused_kernels=loss_fk if compiled_ce else 0.0,
                            chained_reads=() if ln else norm_chained_reads([(t * h, 1)], backward_bytes_per_element=None))
     head_train = adapter is None
     hb = [Gemm("lm_head.dX", t, h, out)] + ([Gemm("lm_head.dW", h, out, t)] if head_train else [])
@@ -1092,6 +1127,8 @@ def step_inventory(
                            loss_b * t * out + norm_b * t * h + emb,
                            len(hb) + loss_bk + norm_bk + (1 if emb else 0) + (1 if emb and pos else 0),
                            strided_bytes=2 * norm_s * t * h,
+                           fused_bytes=loss_b * t * out if compiled_ce else 0.0,
+                           fused_kernels=loss_bk if compiled_ce else 0.0,
                            chained_reads=() if ln else norm_chained_reads([(t * h, 1)], backward_bytes_per_element=norm_b))
     if vocab_chunk_columns > 0 and spec.head_outputs is None:
         # prime-rl's chunked head: its own GEMMs (d_weight even for a frozen head), bytes, kernels and syncs

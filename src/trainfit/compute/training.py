@@ -461,7 +461,7 @@ def train_step_time(
     kernel_factor: float = 1.0, model_parallel: ModelParallel = ModelParallel(), attention_context: float | None = None,
     selective: str = "none", fp8: bool = False, fp8_weight_cache: bool = False, work_cv: float = 0.0,
     expert_params: float = 0.0, causal_skip: bool = True, fused_cross_entropy: bool = False,
-    fp8_params: bool = False, fp8_param_transpose: bool = True,
+    compiled_cross_entropy: bool = False, fp8_params: bool = False, fp8_param_transpose: bool = True,
     recompute_layer_share: float = 1.0, packed_flash_syncs: bool = False, expert_loop: bool = False,
     expert_loop_every: bool = False,
     zero3_expert_leaf: bool = True, fsdp2_copies: bool = False, fp8_casts: CastTraffic | None = None,
@@ -494,8 +494,10 @@ def train_step_time(
     ``optimizer_time.shard_params``; HSDP keeps them with the dense parameters);
     ``attention_context`` / ``causal_skip``: as ``inventory.step_inventory`` (context parallel; packed rows with
     per-sample attention, ``attention_time`` module docstring); ``fused_cross_entropy``: as ``inventory.step_inventory``
-    (flash-attn's loss kernel); ``packed_flash_syncs``: as ``inventory.step_inventory`` (packed rows in transformers'
-    flash attention synchronise the host in every attention call: ``synced_seconds``); ``expert_loop``: the routed
+    (flash-attn's loss kernel); ``compiled_cross_entropy``: as ``inventory.step_inventory`` (the eager loss under
+    torch.compile, ``loss.compiled``); ``packed_flash_syncs``: as ``inventory.step_inventory`` (packed rows in
+    transformers' flash attention synchronise the host in every attention call: ``synced_seconds``); ``expert_loop``:
+    the routed
     experts as transformers < 5's Python loop (``inventory.step_inventory``; ``expert_loop_every``: 4.51-4.52's loop
     over every expert, as there); under ZeRO-3 without
     ``zero3_expert_leaf`` each expert linear is then gathered on its own (``expert_loop.zero3_expert_gathers``);
@@ -532,7 +534,8 @@ def train_step_time(
                          expert_parallel=mp.ep, expert_token_shards=expert_token_shards(
                              tp=mp.tp, etp=mp.etp, ep=mp.ep, sequence_parallel=mp.sequence_parallel),
                          moe_dispatcher=mp.moe_dispatcher, fused_cross_entropy=fused_cross_entropy,
-                         packed_flash_syncs=packed_flash_syncs, expert_loop=expert_loop,
+                         compiled_cross_entropy=compiled_cross_entropy, packed_flash_syncs=packed_flash_syncs,
+                         expert_loop=expert_loop,
                          expert_loop_every=expert_loop_every, fp8_casts=fp8_casts, megatron_experts=megatron_experts,
                          expert_streams=expert_streams, unpad_call_syncs=unpad_call_syncs,
                          expert_bias_probs_grad=mp.moe_routing is not MoeRouting.CONSECUTIVE,

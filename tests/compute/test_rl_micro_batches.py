@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from trainfit.plan import make_plan
-from trainfit.plan.rl_time import balanced_micro_batches
+from trainfit.plan.rl_batches import balanced_micro_batches
 from trainfit.spec.card import load_card_dict
 
 

@@ -6,7 +6,7 @@ under pipeline parallel, pads every row to the batch's longest (plan.rl_time.pip
 from math import ceil
 
 from trainfit.plan import make_plan
-from trainfit.plan.rl_time import first_fit_decreasing, pipeline_packed_rows
+from trainfit.plan.rl_batches import first_fit_decreasing, pipeline_packed_rows
 from trainfit.spec.card import load_card_dict
 
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from trainfit.errors import CardError
 from trainfit.plan import make_plan
-from trainfit.plan.rl_time import dynamic_micro_batches
+from trainfit.plan.rl_batches import dynamic_micro_batches
 from trainfit.spec.card import load_card_dict
 
 GRPO = {

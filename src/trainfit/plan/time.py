@@ -832,7 +832,7 @@ def _sft_time(card: RunCard, spec: ModelSpec, sharding: Sharding, r: DeviceRates
         if reference_placement(card) is RefPlacement.HOST_SWAP:
             # NeMo RL DPO: get_reference_policy_logprobs once per global batch (dpo.py add_ref_logprobs_to_data
             # @9dbd9adc95a10f5946cceb36e1d5b31e2429e470), the reference swapped in and the policy back around it
-            from trainfit.plan.rl_time import reference_swap_phase
+            from trainfit.plan.rl_offload import reference_swap_phase
 
             phases.insert(1, reference_swap_phase(card, spec, r, train_gpus=world))
     # one data-parallel replica (tp x cp x pp GPUs; a context-parallel group shares its sequences) per

@@ -73,7 +73,7 @@ def test_verl_fsdp_log_prob_passes_run_every_units_hooks(monkeypatch):
 
 def test_nemo_rl_layers_reshard_after_every_log_prob_forward(monkeypatch):
     """NeMo RL's ``unshard_fsdp2_model`` unshards before the loop, but its layers keep FSDP2's default
-    ``reshard_after_forward=True``, so every micro-batch runs the units' hooks (``rl_time._fsdp_hooked_units``)."""
+    ``reshard_after_forward=True``, so every micro-batch runs the units' hooks (``rl_passes._fsdp_hooked_units``)."""
     layers = SMALL.num_layers
     assert _units_seen(monkeypatch, preset="nemo-rl", parallel={"strategy": "fsdp"}) == {layers + 1}
 

@@ -1,4 +1,4 @@
-"""RL update and log-prob passes: a rollout batch splits into balanced micro-batches (plan.rl_time).
+"""RL update and log-prob passes: a rollout batch splits into balanced micro-batches (plan.rl_batches).
 
 verl's dynamic batching (``rearrange_micro_batches``) takes the micro-batch count from the token budget
 and spreads the sequences evenly; a fixed micro-batch leaves the last one short. Either way the work is

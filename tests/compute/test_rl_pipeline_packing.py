@@ -1,5 +1,5 @@
 """NeMo RL's Megatron worker packs sequences into rows of at most ``train_mb_tokens`` / ``logprob_mb_tokens`` tokens and,
-under pipeline parallel, pads every row to the batch's longest (plan.rl_time.pipeline_packed_rows); with
+under pipeline parallel, pads every row to the batch's longest (plan.rl_batches.pipeline_packed_rows); with
 ``policy.sequence_packing.enabled: false`` every sequence runs at the batch's padded length (rollout.packed_sequences).
 """
 

@@ -153,7 +153,7 @@ def test_broadcast_seconds():
 
 
 # ------------------------------------------------------------------------------------------------
-# which cards take the path (plan.rl_time.sync_phase)
+# which cards take the path (plan.rl_sync.sync_phase)
 # ------------------------------------------------------------------------------------------------
 
 

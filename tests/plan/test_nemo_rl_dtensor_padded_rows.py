@@ -1,6 +1,6 @@
 """NeMo RL's DTensor policy pads every packed update row to ``train_mb_tokens`` (``pack_sequences(...,
 min_seq_len=train_mb_tokens)``, dtensor_policy_worker.py l.600-614 @b1c86a816c5e2b4ca41ece193624a38dc62e6fdf;
-``plan.rl_time.nemo_rl_dtensor_padded_rows``); the Megatron policy pads rows only under pipeline parallel, to the
+``plan.rl_batches.nemo_rl_dtensor_padded_rows``); the Megatron policy pads rows only under pipeline parallel, to the
 longest row."""
 
 from __future__ import annotations

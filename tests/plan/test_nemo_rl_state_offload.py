@@ -1,4 +1,4 @@
-"""NeMo RL's per-step trainer state offload (``plan.rl_time.nemo_rl_offload_bytes``), read at NVIDIA-NeMo/RL
+"""NeMo RL's per-step trainer state offload (``plan.rl_offload.nemo_rl_offload_bytes``), read at NVIDIA-NeMo/RL
 @9dbd9adc95a10f5946cceb36e1d5b31e2429e470: the DTensor (FSDP2) worker moves its rank's fp32 parameter shard and the
 AdamW moments of that shard (no gradients: ``zero_grad`` after training), all pageable; the Megatron worker its
 bf16 parameter buffers (pinned) and its optimizer state (pageable, 10 B per parameter under the precision-aware

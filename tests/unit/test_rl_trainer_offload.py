@@ -1,5 +1,5 @@
 """rollout.trainer_offload: verl's / NeMo RL's phase-by-phase offload of the trainer's state around a
-colocated engine (methods/rl.py: the engine-start, rollout and weight-sync peaks; plan/rl_time.py: the
+colocated engine (methods/rl.py: the engine-start, rollout and weight-sync peaks; plan/rl_offload.py: the
 state_offload phase's PCIe copies)."""
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ two runs agreeing within 5 %::
       256 MiB x   4: warm   6.15 GB/s  fresh   2.44 GB/s  refill-after-free   2.42 GB/s
 
 From 28 MiB up a fresh tensor's pages are faulted in again every round, also after the previous round was freed
-(glibc returns them), at about 2.45 GB/s. ``trainfit.plan.rl_time.nemo_rl_offload_bytes`` cites it (not applied:
+(glibc returns them), at about 2.45 GB/s. ``trainfit.plan.rl_offload.nemo_rl_offload_bytes`` cites it (not applied:
 ``compute.offload.PAGEABLE_FIRST_TOUCH_BYTES_PER_S`` stays the A100 host's 1.4 GB/s, see the known gap there).
 
 The ``fault-only`` column (added 2026-12-03) is not stable on this guest: three runs minutes apart gave, from 28 to

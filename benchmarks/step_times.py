@@ -1693,7 +1693,7 @@ def checkpoint_length_profile(published: str, planned: Any, notes: list[str]) ->
     """The published checkpoint's length profile, named on the card when the model it is planned as (a
     ``MODEL_ALIASES`` stand-in with the same config shapes, or an inline config) would pick another under ``auto``.
 
-    The planner's ``auto`` rule reads the card's model name (``rl_time.length_profile``, ``profile_for``): a
+    The planner's ``auto`` rule reads the card's model name (``rl_common.length_profile``, ``profile_for``): a
     stand-in for a checkpoint's shapes is not the checkpoint, and a thinking model's fine-tune of a base model
     (DeepSeek-R1-Distill-Qwen-32B planned with Qwen2.5-32B's shapes) thinks at length where its base does not. The
     harness's own token budgets (``planned_response_mean(rollout, e["model"])``) already read the published name;
@@ -1738,7 +1738,7 @@ in the synchronous loop, and unconditionally in the asynchronous one)."""
 
 
 def planned_response_mean(rollout: dict[str, Any], model_name: str) -> float:
-    """The mean response the planner uses for a card's rollout section (``rl_time.response_mean``): the
+    """The mean response the planner uses for a card's rollout section (``rl_common.response_mean``): the
     published mean, else the default of the section's ``length_profile`` (the model's under ``auto``)."""
     from trainfit.compute.response_lengths import default_response_mean, profile_named
 
@@ -1867,7 +1867,7 @@ def map_rl(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         tokens_per_gpu = 16384
         notes.append("verl's dynamic batching assumed (use_dynamic_bsz, ppo_max_token_len_per_gpu 16384, the "
                      "trainer config's default)")
-    # packed length the planner uses (rl_time.response_mean: the mean, else the card's length profile);
+    # packed length the planner uses (rl_common.response_mean: the mean, else the card's length profile);
     # verl multiplies the per-GPU budget by the Ulysses size (dp_actor.py: ppo_max_token_len_per_gpu *
     # ulysses_sequence_parallel_size): one micro-batch spans the sequence-parallel group
     per_seq = (int(rollout.get("prompt_len_mean") or rollout["prompt_len"])
@@ -1880,7 +1880,7 @@ def map_rl(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         # volcengine/verl @df340d703292538fafc1439b4aa9f1f226ccadc5): a micro-batch spans the CP group
         ulysses, span = int(tr["cp"]), "context-parallel"
     # verl's dynamic batching as the card states it (rollout.max_tokens_per_micro_batch: the per-GPU budget, the
-    # micro-batch count the largest rank's, plan.rl_time.dynamic_micro_batches) where the budget holds the longest
+    # micro-batch count the largest rank's, plan.rl_batches.dynamic_micro_batches) where the budget holds the longest
     # sequence, as verl asserts; else (or for other frameworks) the budget as a fixed count of mean-length sequences
     longest = int(rollout["prompt_len"]) + int(rollout["response_len"])
     dynamic = (e["framework"] == "verl" and not mbs and bool(tokens_per_gpu) and tr.get("sequence_packing") is not False
@@ -1934,13 +1934,13 @@ def map_rl(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
                      f"{rollout['logprob_micro_batch_size']} per log-prob micro-batch")
         if e["framework"] == "nemo-rl" and tr.get("strategy") in ("fsdp", "fsdp2"):
             # NeMo RL's DTensor policy pads every packed update row to train_mb_tokens (pack_sequences min_seq_len,
-            # trainfit.plan.rl_time.nemo_rl_dtensor_padded_rows); its log-prob rows are not padded
+            # trainfit.plan.rl_batches.nemo_rl_dtensor_padded_rows); its log-prob rows are not padded
             rollout["packed_row_tokens"] = int(pack) * int(tr.get("micro_batch_size") or 1)
             notes.append(f"DTensor policy: packed update rows of {rollout['packed_row_tokens']} tokens, each padded to"
                          " that capacity")
         if e["framework"] == "nemo-rl" and tr.get("strategy") == "megatron" and (tr.get("pp") or 1) > 1:
             # the row capacities (train_mb_tokens, logprob_mb_tokens): Megatron pads every packed row to the
-            # batch's longest under pipeline parallel (trainfit.plan.rl_time.pipeline_packed_rows)
+            # batch's longest under pipeline parallel (trainfit.plan.rl_batches.pipeline_packed_rows)
             rollout["packed_row_tokens"] = int(pack) * int(tr.get("micro_batch_size") or 1)
             rollout["packed_logprob_row_tokens"] = int(pack) * int(tr.get("logprob_batch_size") or 1)
             notes.append(f"pipeline parallel {tr['pp']}: packed rows of {rollout['packed_row_tokens']} (update) and"
@@ -2089,7 +2089,7 @@ CRITIC_PASSES = ("critic_values", "critic_update")
 
 def role_pass_cards(e: dict[str, Any], card: dict[str, Any]) -> list[tuple[tuple[str, ...], dict[str, Any], str]]:
     """Extra cards for passes an entry runs with other sequences or micro-batches than the card plans
-    (``rl_time`` gives every pass the actor's packed length and micro-batch): (the plan phases to take from
+    (``rl_passes`` gives every pass the actor's packed length and micro-batch): (the plan phases to take from
     the extra card, the card, a note).
 
     * ``train.remove_padding`` False (verl ``actor_rollout_ref.model.use_remove_padding``) or
@@ -2233,7 +2233,7 @@ class Planned:
     of a plan phase (``phase_seconds``: ``also`` entries ``phase.term``; ``offload_terms``)."""
     engine_fits: bool = True
     """False when the plan's rollout engine cannot start: its step then has no generation phase
-    (``plan.rl_time.generation_phase``), so neither the step nor the generation phase is scored."""
+    (``plan.rl_generation.generation_phase``), so neither the step nor the generation phase is scored."""
 
 
 def hardware_calibration(e: dict[str, Any], gpu_id: str) -> tuple[Any, list[str]]:
@@ -2808,7 +2808,7 @@ def rl_rows(entries: list[dict[str, Any]], ledger: list[dict[str, Any]]) -> list
 def generation_only_plan(e: dict[str, Any]) -> tuple[Planned, list[str]] | None:
     """(plan, notes) for the generation phase of an entry whose training layout the card or the planner refuses
     (pipeline stages that do not divide the layers), else None. The
-    generation phase is planned from the rollout section, the hardware and the model alone (``rl_time.
+    generation phase is planned from the rollout section, the hardware and the model alone (``rl_generation.
     generation_phase``: the engine's tensor parallel, its memory budget, the lengths); the training layout
     does not enter it, so the entry is re-mapped with that layout reduced to its tensor parallel (no
     pipeline, expert or context parallel) and only the generation phase of that plan is scored."""
@@ -2911,7 +2911,7 @@ def h200_rows(ledger: list[dict[str, Any]]) -> list[Row]:
 def h200_logprob_row(case: dict[str, Any], name: str, ledger: list[dict[str, Any]]) -> Row:
     """A measured H200 log-prob pass (``gpu_calibrate.py measure_case``: ``torch.no_grad()``, the model's bf16
     logits, ``/ temperature`` and TRL's row-wise ``selective_log_softmax``; one micro-batch) beside the planner's
-    forward-only pass (``compute.training.forward_only_time``, what ``plan.rl_time`` plans each log-prob pass with)
+    forward-only pass (``compute.training.forward_only_time``, what ``plan.rl_passes`` plans each log-prob pass with)
     on one H200 at the catalog's default rates. Rule: 2·N per token."""
     from trainfit.accuracy.gpu import label
     from trainfit.catalog.gpus import resolve_gpu

@@ -36,7 +36,7 @@ def test_swapped_update_cells_take_the_table_arithmetic():
 def test_verl_megatron_budget_spans_the_context_parallel_group():
     e = next(x for x in ROWS if x["id"] == "verl-fully-async-grpo-qwen3-30b-a3b-h20-colocate-128g")
     card, notes = S.map_rl(e)
-    # the card carries verl's per-GPU budget; the card's context_parallel multiplies it (plan.rl_time)
+    # the card carries verl's per-GPU budget; the card's context_parallel multiplies it (plan.rl_passes)
     assert card["rollout"]["max_tokens_per_micro_batch"] == 10240
     assert card["rollout"]["logprob_max_tokens_per_micro_batch"] == 10240
     assert card["parallel"]["context_parallel"] == 2

@@ -24,7 +24,7 @@ from trainfit.compute.controller_transfer import (
 )
 from trainfit.compute.training import PhaseTime
 from trainfit.plan import make_plan
-from trainfit.plan.rl_time import nemo_rl_dispatched
+from trainfit.plan.rl_controller import nemo_rl_dispatched
 from trainfit.spec.card import load_card_dict
 
 VERL_RATES = {"serialize_bytes_per_s": DATAPROTO_SERIALIZE_BYTES_PER_S,

@@ -130,17 +130,17 @@ def _rl_card(fp8_params: bool):
 
 
 def test_rl_logprob_passes_with_fp8_params(monkeypatch):
-    import trainfit.plan.rl_time as rl_time
+    import trainfit.plan.rl_passes as rl_passes
     from trainfit.plan import make_plan
 
     seen = []
-    real = rl_time.forward_only_time
+    real = rl_passes.forward_only_time
 
     def spy(*a, **k):
         seen.append((a, k, t := real(*a, **k)))
         return t
 
-    monkeypatch.setattr(rl_time, "forward_only_time", spy)
+    monkeypatch.setattr(rl_passes, "forward_only_time", spy)
     off = {p.name: p.seconds for p in make_plan(_rl_card(False)).time.phases}
     assert seen and all(k["fp8_params"] is False for _, k, _ in seen)
     for a, k, t in seen:  # the card without fp8_params: the pass is the one planned before fp8_params was read

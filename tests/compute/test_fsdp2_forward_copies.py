@@ -1,5 +1,5 @@
 """FSDP2's all-gather copy-out in the no-grad passes (``training.forward_only_time(fsdp2_copies=True)``), the RL
-log-prob passes that charge it (``plan.rl_time``) and the presets' ``parallel.fsdp_version``."""
+log-prob passes that charge it (``plan.rl_passes``) and the presets' ``parallel.fsdp_version``."""
 
 from __future__ import annotations
 

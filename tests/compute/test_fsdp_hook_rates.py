@@ -67,12 +67,12 @@ def test_log_prob_passes_pay_the_no_grad_rate_of_their_version(fsdp2):
 
 @pytest.mark.parametrize("version", ["fsdp1", "fsdp2"])
 def test_the_plans_pass_the_card_version(monkeypatch, version):
-    import trainfit.plan.rl_time as rl_time
+    import trainfit.plan.rl_passes as rl_passes
     import trainfit.plan.time as plan_time
     from trainfit.plan import make_plan
 
     seen = []
-    real_train, real_fwd = plan_time.train_step_time, rl_time.forward_only_time
+    real_train, real_fwd = plan_time.train_step_time, rl_passes.forward_only_time
 
     def spy_train(*a, **k):
         seen.append(k["parallel"].fsdp2)
@@ -83,7 +83,7 @@ def test_the_plans_pass_the_card_version(monkeypatch, version):
         return real_fwd(*a, **k)
 
     monkeypatch.setattr(plan_time, "train_step_time", spy_train)
-    monkeypatch.setattr(rl_time, "forward_only_time", spy_fwd)
+    monkeypatch.setattr(rl_passes, "forward_only_time", spy_fwd)
     make_plan(load_card_dict({
         "model": "Qwen/Qwen2.5-0.5B", "method": "grpo", "hardware": {"gpu": "h100-sxm", "gpus_per_node": 8},
         "parallel": {"strategy": "fsdp", "fsdp_version": version},

@@ -1,4 +1,4 @@
-"""DeepSpeed Hybrid Engine generation (compute.hybrid_engine) and its RL-plan hook (plan.rl_time)."""
+"""DeepSpeed Hybrid Engine generation (compute.hybrid_engine) and its RL-plan hook (plan.rl_generation)."""
 
 from __future__ import annotations
 

@@ -67,7 +67,7 @@ def test_the_card_refuses_tp_comm_overlap_without_sequence_parallel():
 
 def test_a_gb200_training_step_keeps_its_collectives_on_the_nvl72_domain():
     """GB200 NVL72: 4-GPU trays joined by NVLink into one 72-GPU domain; an SFT step's data-parallel ring over 64
-    GPUs (16 trays) stays on NVLink (``plan.rl_time.nvlink_gpus_per_node``), as RL's training phases already did."""
+    GPUs (16 trays) stays on NVLink (``plan.time.nvlink_gpus_per_node``), as RL's training phases already did."""
     from trainfit.plan import make_plan
 
     def notes(gpu: str, per_node: int, nodes: int) -> list[str]:

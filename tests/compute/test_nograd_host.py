@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-import trainfit.plan.rl_time as rl_time
+import trainfit.plan.rl_passes as rl_passes
 from trainfit.catalog.gpus import resolve_gpu
 from trainfit.catalog.models import from_catalog
 from trainfit.compute import rates as rt
@@ -50,13 +50,13 @@ def test_fsdp_unit_hooks_hide_under_device_bound_passes():
 
 def _units_seen(monkeypatch, **card) -> set[int]:
     seen = []
-    real = rl_time.forward_only_time
+    real = rl_passes.forward_only_time
 
     def spy(*args, **kwargs):
         seen.append(kwargs["hooked_units"])
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(rl_time, "forward_only_time", spy)
+    monkeypatch.setattr(rl_passes, "forward_only_time", spy)
     make_plan(load_card_dict({
         "model": "Qwen/Qwen2.5-0.5B", "method": "grpo",
         "hardware": {"gpu": "h100-sxm", "gpus_per_node": 8, "nodes": 1},
@@ -73,20 +73,20 @@ def test_verl_fsdp_log_prob_passes_run_every_units_hooks(monkeypatch):
 
 def test_nemo_rl_layers_reshard_after_every_log_prob_forward(monkeypatch):
     """NeMo RL's ``unshard_fsdp2_model`` unshards before the loop, but its layers keep FSDP2's default
-    ``reshard_after_forward=True``, so every micro-batch runs the units' hooks (``rl_time._fsdp_hooked_units``)."""
+    ``reshard_after_forward=True``, so every micro-batch runs the units' hooks (``rl_passes._fsdp_hooked_units``)."""
     layers = SMALL.num_layers
     assert _units_seen(monkeypatch, preset="nemo-rl", parallel={"strategy": "fsdp"}) == {layers + 1}
 
 
 def test_nemo_rl_log_prob_pass_copies_out_every_micro_batch(monkeypatch):
     seen = []
-    real = rl_time.forward_only_time
+    real = rl_passes.forward_only_time
 
     def spy(*args, **kwargs):
         seen.append((kwargs.get("unshard_once", False), kwargs.get("fsdp2_copies", False)))
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(rl_time, "forward_only_time", spy)
+    monkeypatch.setattr(rl_passes, "forward_only_time", spy)
     make_plan(load_card_dict({
         "model": "Qwen/Qwen2.5-0.5B", "method": "grpo", "preset": "nemo-rl",
         "hardware": {"gpu": "h100-sxm", "gpus_per_node": 8, "nodes": 1}, "parallel": {"strategy": "fsdp"},

@@ -22,7 +22,7 @@ from trainfit.compute.rates import default_rates
 from trainfit.memory.weights import total_params, weight_bytes
 from trainfit.methods.presets import apply_preset
 from trainfit.plan import make_plan
-from trainfit.plan.rl_time import NEMO_RL_MEGATRON_OPTIMIZER_BYTES, trainer_state_offload_phase
+from trainfit.plan.rl_offload import NEMO_RL_MEGATRON_OPTIMIZER_BYTES, trainer_state_offload_phase
 from trainfit.spec.card import load_card_dict
 from trainfit.spec.enums import ComputeDtype, Dtype
 from trainfit.spec.training import TrainableSpec

@@ -1,4 +1,4 @@
-"""RL update and log-prob passes: a rollout batch splits into balanced micro-batches (plan.rl_time).
+"""RL update and log-prob passes: a rollout batch splits into balanced micro-batches (plan.rl_batches).
 
 verl's dynamic batching (``rearrange_micro_batches``) takes the micro-batch count from the token budget
 and spreads the sequences evenly; a fixed micro-batch leaves the last one short. Either way the work is
@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from trainfit.plan import make_plan
-from trainfit.plan.rl_time import balanced_micro_batches
+from trainfit.plan.rl_batches import balanced_micro_batches
 from trainfit.spec.card import load_card_dict
 
 

@@ -1,12 +1,12 @@
 """NeMo RL's Megatron worker packs sequences into rows of at most ``train_mb_tokens`` / ``logprob_mb_tokens`` tokens and,
-under pipeline parallel, pads every row to the batch's longest (plan.rl_time.pipeline_packed_rows); with
+under pipeline parallel, pads every row to the batch's longest (plan.rl_batches.pipeline_packed_rows); with
 ``policy.sequence_packing.enabled: false`` every sequence runs at the batch's padded length (rollout.packed_sequences).
 """
 
 from math import ceil
 
 from trainfit.plan import make_plan
-from trainfit.plan.rl_time import first_fit_decreasing, pipeline_packed_rows
+from trainfit.plan.rl_batches import first_fit_decreasing, pipeline_packed_rows
 from trainfit.spec.card import load_card_dict
 
 

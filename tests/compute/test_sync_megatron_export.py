@@ -16,7 +16,7 @@ from trainfit.compute.rates import default_rates
 from trainfit.errors import CardError
 from trainfit.memory.params import routed_expert_params
 from trainfit.plan import make_plan
-from trainfit.plan.rl_time import _engine_weight_bytes
+from trainfit.plan.rl_common import bf16_engine_weight_bytes
 from trainfit.spec.card import load_card_dict
 
 H100 = default_rates(resolve_gpu("h100-sxm"))
@@ -153,7 +153,7 @@ def test_broadcast_seconds():
 
 
 # ------------------------------------------------------------------------------------------------
-# which cards take the path (plan.rl_time.sync_phase)
+# which cards take the path (plan.rl_sync.sync_phase)
 # ------------------------------------------------------------------------------------------------
 
 
@@ -180,7 +180,7 @@ def test_only_nemo_rl_megatron_takes_the_export():
                                     nic_bytes_per_s=NDR_400G)
     assert mega.terms["gather"] == pytest.approx(g.total_s) and g.total_s > 0
     fsdp = _sync(_card("nemo-rl", "fsdp"))
-    shards = sync.weight_sync_seconds(mechanism="colocated_cuda_ipc", weight_bytes=_engine_weight_bytes(QWEN3_30B),
+    shards = sync.weight_sync_seconds(mechanism="colocated_cuda_ipc", weight_bytes=bf16_engine_weight_bytes(QWEN3_30B),
                                       num_tensors=sync.hf_tensor_count(QWEN3_30B), train_shards=16, tp=2, rates=H100,
                                       gpus_per_node=8, nic_bytes_per_s=NDR_400G)
     assert fsdp.terms["gather"] == pytest.approx(shards.gather_s)
@@ -229,7 +229,7 @@ def test_v03_colocated_refit_is_lock_step():
     """v0.3's groups go one after the other (ray.get of the handles, then of the engines' loads): the gather, the
     fill and the engine's load add; the host cost overlaps only its own group's device work."""
     fs = sync.framework_sync_mechanism("nemo-rl", "colocate")
-    wbytes = _engine_weight_bytes(LLAMA_70B)
+    wbytes = bf16_engine_weight_bytes(LLAMA_70B)
     kw = {"mechanism": fs.mechanism, "weight_bytes": wbytes, "num_tensors": sync.hf_tensor_count(LLAMA_70B),
           "train_shards": 1, "tp": 4, "rates": H100, "bucket_bytes": fs.bucket_bytes, "s_per_tensor": fs.s_per_tensor}
     g = _llama70(v03_gather=True)
@@ -289,7 +289,7 @@ def test_v03_gather_needs_the_colocated_ipc_refit(monkeypatch):
 def test_lock_step_host_only_with_the_lock_step_device_path():
     """weight_sync_seconds: a gather that does not overlap the send (v0.3's) is lock-step on the colocated CUDA-IPC
     path, device and host; on an NCCL broadcast both parts take the overlapping formulas."""
-    wbytes = _engine_weight_bytes(LLAMA_70B)
+    wbytes = bf16_engine_weight_bytes(LLAMA_70B)
     kw = {"mechanism": "nccl_broadcast", "weight_bytes": wbytes, "num_tensors": sync.hf_tensor_count(LLAMA_70B),
           "train_shards": 1, "tp": 4, "rates": H100, "bucket_bytes": 1.6 * sync.GIB,
           "s_per_tensor": 2e-3, "inter_node": True, "gpus_per_node": 8, "nic_bytes_per_s": NDR_400G}

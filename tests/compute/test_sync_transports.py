@@ -19,7 +19,7 @@ from trainfit.compute.rates import default_rates
 from trainfit.errors import CardError
 from trainfit.methods.presets import apply_preset
 from trainfit.plan import make_plan
-from trainfit.plan.rl_time import _engine_weight_bytes
+from trainfit.plan.rl_common import bf16_engine_weight_bytes
 from trainfit.rollout.quantization import engine_weight_bytes
 from trainfit.spec.card import load_card_dict
 from trainfit.spec.enums import RolloutQuantization
@@ -30,7 +30,7 @@ GIB = 2**30
 
 def _bf16(model):
     spec = from_catalog(model)
-    return spec, _engine_weight_bytes(spec)
+    return spec, bf16_engine_weight_bytes(spec)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -47,14 +47,14 @@ def test_bulk_share_is_the_design_docs_xferdtensor_fraction(model, fp8, publishe
     """The doc's "XferDTensor fraction" column (nccl-reshard-refit.md, Expected Performance) is not used by the
     model; the split read from ``is_nccl_reshard_param`` reproduces it."""
     spec = from_catalog(model)
-    w = engine_weight_bytes(spec, quantization=RolloutQuantization.FP8) if fp8 else _engine_weight_bytes(spec)
+    w = engine_weight_bytes(spec, quantization=RolloutQuantization.FP8) if fp8 else bf16_engine_weight_bytes(spec)
     pay = sync.reshard_payload(spec, weight_bytes=w, fp8=fp8)
     assert pay.bulk_fraction == pytest.approx(published, abs=0.002)
 
 
 def test_fp8_puts_one_scale_per_expert_weight_on_the_misc_path():
     spec = from_catalog("Qwen/Qwen3-30B-A3B")
-    bf16 = sync.reshard_payload(spec, weight_bytes=_engine_weight_bytes(spec))
+    bf16 = sync.reshard_payload(spec, weight_bytes=bf16_engine_weight_bytes(spec))
     fp8 = sync.reshard_payload(spec, weight_bytes=engine_weight_bytes(spec, quantization=RolloutQuantization.FP8),
                                fp8=True)
     assert bf16.scale_tensors == 0

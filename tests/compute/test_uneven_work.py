@@ -13,7 +13,7 @@ from trainfit.compute.rates import default_rates
 from trainfit.compute.training import Parallel, train_step_time
 from trainfit.memory.weights import total_params
 from trainfit.plan import make_plan
-from trainfit.plan.rl_time import update_work_cv
+from trainfit.plan.rl_batches import update_work_cv
 from trainfit.plan.resolve import model_spec_of
 from trainfit.spec.card import load_card_dict
 

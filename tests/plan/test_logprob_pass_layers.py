@@ -53,16 +53,16 @@ def _card(layout):
 
 @pytest.mark.parametrize(("layout", "head"), [(None, True), ([28, 20], False)])
 def test_rl_logprob_pass_takes_the_update_layers(monkeypatch, layout, head):
-    import trainfit.plan.rl_time as rl_time
+    import trainfit.plan.rl_passes as rl_passes
     from trainfit.plan import make_plan
 
     seen = []
-    real = rl_time.forward_only_time
+    real = rl_passes.forward_only_time
 
     def spy(*a, **k):
         seen.append(k)
         return real(*a, **k)
 
-    monkeypatch.setattr(rl_time, "forward_only_time", spy)
+    monkeypatch.setattr(rl_passes, "forward_only_time", spy)
     make_plan(_card(layout))
     assert seen and all(k["megatron_experts"] is True and k["head"] is head for k in seen)

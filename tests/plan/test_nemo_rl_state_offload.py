@@ -1,4 +1,4 @@
-"""NeMo RL's per-step trainer state offload (``plan.rl_time.nemo_rl_offload_bytes``), read at NVIDIA-NeMo/RL
+"""NeMo RL's per-step trainer state offload (``plan.rl_offload.nemo_rl_offload_bytes``), read at NVIDIA-NeMo/RL
 @9dbd9adc95a10f5946cceb36e1d5b31e2429e470: the DTensor (FSDP2) worker moves its rank's fp32 parameter shard and the
 AdamW moments of that shard (no gradients: ``zero_grad`` after training), all pageable; the Megatron worker its
 bf16 parameter buffers (pinned) and its optimizer state (pageable, 10 B per parameter under the precision-aware
@@ -17,7 +17,7 @@ from trainfit.compute.offload import (
 )
 from trainfit.compute.rates import default_rates
 from trainfit.memory.weights import total_params, weight_bytes
-from trainfit.plan.rl_time import (
+from trainfit.plan.rl_offload import (
     NEMO_RL_DTENSOR_OPTIMIZER_BYTES,
     NEMO_RL_DTENSOR_PARAM_BYTES,
     NEMO_RL_MEGATRON_OPTIMIZER_BYTES,
@@ -86,7 +86,7 @@ def test_nothing_moves_when_not_colocated(parallel):
 def test_verl_megatron_counts_no_gradient_bytes():
     """verl's Megatron offload frees ``grad_data`` and re-zeroes it on load: the round trip is the bf16 weights
     (update and sync, plus the old log-probs verl always recomputes) and the 12 B optimizer shard, pinned."""
-    from trainfit.plan.rl_time import STATE_OFFLOAD_OPTIMIZER_BYTES
+    from trainfit.plan.rl_offload import STATE_OFFLOAD_OPTIMIZER_BYTES
 
     spec = resolve_model(MODEL)
     n = total_params(spec)

@@ -1,5 +1,5 @@
 """verl's dynamic batching as a card field (rollout.max_tokens_per_micro_batch, logprob_max_tokens_per_micro_batch):
-the micro-batch count of plan.rl_time.dynamic_micro_batches, the card's refusals, the memory of one packed row of the
+the micro-batch count of plan.rl_batches.dynamic_micro_batches, the card's refusals, the memory of one packed row of the
 budget, and the verl export / import of use_dynamic_bsz."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from trainfit.errors import CardError
 from trainfit.plan import make_plan
-from trainfit.plan.rl_time import dynamic_micro_batches
+from trainfit.plan.rl_batches import dynamic_micro_batches
 from trainfit.spec.card import load_card_dict
 
 GRPO = {

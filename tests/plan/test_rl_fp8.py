@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import trainfit.plan.rl_time as rl_time
+import trainfit.plan.rl_passes as rl_passes
 from trainfit.plan import make_plan
 from trainfit.spec.card import load_card_dict
 
@@ -37,13 +37,13 @@ def test_fp8_generation_is_faster_and_its_refit_casts():
 
 def test_fp8_training_runs_its_logprob_passes_in_fp8(monkeypatch):
     seen = []
-    real = rl_time.forward_only_time
+    real = rl_passes.forward_only_time
 
     def spy(*args, **kwargs):
         seen.append((kwargs["fp8"], kwargs["fp8_weight_cache"]))
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(rl_time, "forward_only_time", spy)
+    monkeypatch.setattr(rl_passes, "forward_only_time", spy)
     fp8 = _phases(_card("fp8", compute="fp8"))
     assert seen and set(seen) == {(True, True)}  # blockwise: Transformer Engine caches the fp8 weights
     seen.clear()

@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-import trainfit.plan.rl_time as rl_time
+import trainfit.plan.rl_passes as rl_passes
 from trainfit.plan import make_plan
 from trainfit.spec.card import load_card_dict
 
 
 def test_logprob_passes_get_the_expert_parallel_routing_of_the_card(monkeypatch):
     seen = []
-    real = rl_time.forward_only_time
+    real = rl_passes.forward_only_time
 
     def spy(*args, **kwargs):
         seen.append((kwargs["expert_parallel"], kwargs["expert_token_shards"]))
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(rl_time, "forward_only_time", spy)
+    monkeypatch.setattr(rl_passes, "forward_only_time", spy)
     card = load_card_dict({
         "model": "Qwen/Qwen3-30B-A3B", "method": "grpo", "preset": "verl",
         "hardware": {"gpu": "h100-sxm", "gpus_per_node": 8, "nodes": 1},

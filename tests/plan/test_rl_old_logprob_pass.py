@@ -6,7 +6,7 @@ import pytest
 
 from trainfit.cli.common import default_card_dict
 from trainfit.plan import make_plan
-from trainfit.plan.rl_time import old_logprob_pass
+from trainfit.methods.roles import old_logprob_pass
 from trainfit.spec.card import load_card_dict
 
 

@@ -1,5 +1,5 @@
 """roles.reference host_swap: NeMo RL's reference in pinned host memory, swapped into the policy's parameters for
-its pass (methods/rl.py memory, plan/rl_time.py reference_swap phase, methods/roles.py the nemo-rl default)."""
+its pass (methods/rl.py memory, plan/rl_offload.py reference_swap phase, methods/roles.py the nemo-rl default)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """rollout.trainer_offload: verl's / NeMo RL's phase-by-phase offload of the trainer's state around a
-colocated engine (methods/rl.py: the engine-start, rollout and weight-sync peaks; plan/rl_time.py: the
+colocated engine (methods/rl.py: the engine-start, rollout and weight-sync peaks; plan/rl_offload.py: the
 state_offload phase's PCIe copies)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from trainfit.compute.rates import default_rates
 from trainfit.memory.weights import total_params
 from trainfit.methods.rl import trainer_offload_of
 from trainfit.plan import make_plan
-from trainfit.plan.rl_time import (
+from trainfit.plan.rl_offload import (
     NEMO_RL_MEGATRON_OPTIMIZER_BYTES,
     STATE_OFFLOAD_OPTIMIZER_BYTES,
     fsdp_offload_bytes,

@@ -7,8 +7,8 @@ after the other; the ``receivers`` (the data-parallel ranks, each with its own s
 serialise their results at the same time, so one receiver's share is on the path. The driver's part is the step's
 whole batch whatever the GPU count: a host cost per step that does not shrink with more GPUs. Two frameworks pay it,
 each through its own serialisation path, so each has its own byte count and its own measured rates; the plan adds
-both as the phase term ``controller_transfer`` (``plan.rl_time.verl_controller_phases``,
-``plan.rl_time.nemo_rl_dispatched``).
+both as the phase term ``controller_transfer`` (``plan.rl_controller.verl_controller_phases``,
+``plan.rl_controller.nemo_rl_dispatched``).
 
 verl (every verl card; ``verl_call_row_bytes``, ``DATAPROTO_*`` rates), read at volcengine/verl
 @94d681dce4911c3ad6abb011a2d03c62d318868d (the fully-async recipe's colocated runs; the same ``DataProto`` path from
@@ -35,14 +35,14 @@ verl v0.3 on):
 * The fully-async doc's colocated 7B runs (docs/advance/fully_async.md @df340d703292538fafc1439b4aa9f1f226ccadc5)
   spend 107.7 / 70.3 / 53.9 s in ``old_log_prob`` on 32 / 64 / 128 GPUs, about 33 s + 2,400 GPU-s / GPUs.
 * A faster host serialises faster: play-verl's Qwen2-7B 'recommended' PPO run (8 H100, one node) leaves 0.38 s of its
-  33.5 s ``update_actor`` outside ``update_policy`` (verl's own MFU timer, ``plan.rl_time``), where the ``DATAPROTO_*``
+  33.5 s ``update_actor`` outside ``update_policy`` (verl's own MFU timer, ``plan.rl_passes``), where the ``DATAPROTO_*``
   rates put this call at 0.91 s, so that host ran the serialisation at least 2.4x faster than the measuring VM; the
   multi-node H20 runs above also move the batch across nodes, which is not priced. Not counted: the Python pickling of
   the non-tensor batch (per-row objects), the driver's ``union`` / ``concat`` copies outside the timed calls. verl's
   engine workers (``trainer.use_legacy_worker_impl: disable``, the default from verl-project/verl
   63e8a0d1617b209284011e0fcf1796574f372ffd of 2026-03-26) ship the trainer's calls without the padding
   (``left_right_2_no_padding``): the planner prices those at the mean prompt and response
-  (``rollout.controller_padded_batches`` false, ``plan.rl_time.verl_controller_phases``).
+  (``rollout.controller_padded_batches`` false, ``plan.rl_controller.verl_controller_phases``).
 
 NeMo RL (``preset: nemo-rl``; ``nemo_rl_batch_bytes``, ``RAY_*`` rates), read in NVIDIA-NeMo/RL
 ``nemo_rl/models/policy/lm_policy.py`` and ``nemo_rl/distributed/worker_groups.py``:

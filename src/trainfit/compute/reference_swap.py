@@ -38,7 +38,7 @@ Nothing is bucketed: every copy is one tensor. Per step and training GPU that is
 state-dict bytes over PCIe (one D2H, two H2D), serialized on one stream, plus a per-tensor cost for the
 blocking H2D copies (a launch and a stream synchronization each; the non-blocking D2H copies queue behind
 their own transfers). Every GPU of a node copies at once, so the rate is the smaller of the GPU's host link
-and the node's host-memory bandwidth shared by its GPUs (as ``plan.rl_time.trainer_state_offload_phase``).
+and the node's host-memory bandwidth shared by its GPUs (as ``plan.rl_offload.trainer_state_offload_phase``).
 
 Host memory: the reference's pinned copy, and the saved policy copy (pinned; PyTorch's caching host
 allocator keeps the blocks for the next step), both the rank's state-dict bytes.

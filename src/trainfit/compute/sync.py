@@ -613,7 +613,7 @@ def fsdp1_state_dict_units(spec: ModelSpec) -> int:
 def export_staging_seconds(*, shard_bytes_per_rank: float, host_copy_bytes_per_s: float) -> float:
     """Seconds one trainer rank takes to copy its offloaded parameter shard from host memory back onto its GPU for a
     weight sync's export, every rank of a node at once (``host_copy_bytes_per_s``: ``compute.offload.host_copy_bytes_per_s``,
-    the rate trainfit gives verl's other ``.to(device)`` copies of offloaded state, ``plan.rl_time``
+    the rate trainfit gives verl's other ``.to(device)`` copies of offloaded state, ``plan.rl_offload``
     ``trainer_state_offload_phase``).
 
     verl's FSDP engine with ``param_offload`` keeps the parameter shards in host memory between steps

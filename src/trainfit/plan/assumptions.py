@@ -60,7 +60,7 @@ def assumptions_of(card: RunCard, spec: ModelSpec, sharding: Sharding, *, replay
                 " buckets, broadcast to every engine rank, loaded by vLLM from a CUDA-IPC buffer beside the next"
                 f" broadcast (compute.sync.checkpoint_engine_seconds; {CHECKPOINT_ENGINE_SOURCE})")
         elif not card.preset and ro.engine is not RolloutEngine.DEEPSPEED_HYBRID:
-            # plan.rl_time.sync_phase plans the sync of ``card.preset or "trl"``: say so rather than hide it
+            # plan.rl_sync.sync_phase plans the sync of ``card.preset or "trl"``: say so rather than hide it
             out.append("weight sync: no preset names the RL framework, so TRL's is planned (colocated: vLLM in the"
                        " trainer's process, load_weights per parameter; split: one HTTP request per parameter to"
                        " trl vllm-serve, compute.sync); set preset to verl, openrlhf, nemo-rl, miles or slime for"

@@ -472,7 +472,7 @@ def training_time(
     model-parallel shard; ``seq_len`` is the whole sequence (context parallel splits it here). ``work_cv``: the
     spread of a micro-batch's tokens across the data-parallel ranks (``compute.training.train_step_time``).
     ``attention_context``: the keys a query's causal span covers when a row of ``seq_len`` tokens packs several
-    sequences that attend only within themselves (``plan.rl_time.pipeline_packed_rows``); None: the row is one
+    sequences that attend only within themselves (``plan.rl_batches.pipeline_packed_rows``); None: the row is one
     sequence."""
     par = card.parallel
     tp, cp, pp = par.tensor_parallel, par.context_parallel, par.pipeline_parallel
@@ -510,7 +510,7 @@ def training_time(
                       expert_gpus_per_node=edp_local, overlap_param_gather=par.overlap_param_gather,
                       grad_reduce_after_backward=par.grad_reduce_after_backward,
                       grad_accumulation_pass=par.grad_accumulation_pass, fsdp2=par.fsdp2,
-                      # HSDP's shard group as the memory plans it (plan.rl_time._hsdp_shard_of): a host's GPUs, not
+                      # HSDP's shard group as the memory plans it (plan.rl_common.hsdp_shard_of): a host's GPUs, not
                       # the NVLink domain ``gpus_per_node`` stands for on GB200 NVL72
                       hsdp_shard=par.hsdp_shard_size or min(data_ranks, train_nodes(card)[1]),
                       overlap_comm=deepspeed_overlap_comm(card),
@@ -552,7 +552,7 @@ def training_time(
         head=timed_rank_holds_head(spec, pp, par.pipeline_layout),
         vocab_chunk_columns=PRIME_RL_LM_HEAD_CHUNK_COLUMNS
         if card.loss.chunked and card.loss.kernel is LossKernel.PRIME_RL else 0,
-        # a packed row of seq_len tokens holds seq_len / attention_context sequences (plan.rl_time)
+        # a packed row of seq_len tokens holds seq_len / attention_context sequences (plan.rl_batches)
         nemo_rl_loss=nemo_rl_pg_loss_of(card),
         loss_sequences=micro_batch_size * (seq_len / attention_context if attention_context else 1.0),
         # the loop's element-by-element reads walk the whole (unsharded) micro-batch (loop.token_scan_syncs)
@@ -833,7 +833,7 @@ def _sft_time(card: RunCard, spec: ModelSpec, sharding: Sharding, r: DeviceRates
         if reference_placement(card) is RefPlacement.HOST_SWAP:
             # NeMo RL DPO: get_reference_policy_logprobs once per global batch (dpo.py add_ref_logprobs_to_data
             # @9dbd9adc95a10f5946cceb36e1d5b31e2429e470), the reference swapped in and the policy back around it
-            from trainfit.plan.rl_time import reference_swap_phase
+            from trainfit.plan.rl_offload import reference_swap_phase
 
             phases.insert(1, reference_swap_phase(card, spec, r, train_gpus=world))
     # one data-parallel replica (tp x cp x pp GPUs; a context-parallel group shares its sequences) per

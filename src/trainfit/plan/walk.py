@@ -95,7 +95,7 @@ def rl_sequence_padding(card: RunCard) -> tuple[int, str | None]:
     sequence for Megatron's sequence / context parallel: to a multiple of ``tp · cp · 2`` under context parallel,
     else of ``tp`` under sequence parallel (volcengine/verl ``verl/models/mcore/util.py`` ``preprocess_packed_seqs``
     l.40 ``align_size = tp_size * cp_size * 2 if cp_size > 1 else tp_size``
-    @b178a3cd56f58b2d502255daba591e92833930a7; NeMo RL pads its packed sequences likewise, ``plan.rl_time``), where
+    @b178a3cd56f58b2d502255daba591e92833930a7; NeMo RL pads its packed sequences likewise, ``plan.rl_batches``), where
     an SFT card must state a divisible ``batch.seq_len``. The note says so when padding adds tokens."""
     seq = card.rollout.prompt_len + card.rollout.response_len
     p = card.parallel
@@ -114,7 +114,7 @@ def rl_sequence_padding(card: RunCard) -> tuple[int, str | None]:
 
 def rl_rank_sequences(card: RunCard, *, update: bool) -> int:
     """Sequences one data-parallel rank holds: of one mini-batch for the update (``update``), of the whole step for
-    the log-prob passes; the time model's ``rank_seqs`` (``plan.rl_time.rl_step_time``: the update's
+    the log-prob passes; the time model's ``rank_seqs`` (``plan.rl_passes.update_phases``: the update's
     ``ceil(ceil(sequences / train_gpus) x model_parallel / mini_batches)``, the log-prob passes'
     ``ceil(sequences / train_gpus) x tp x pp x cp``). verl splits the step's batch over the data-parallel ranks
     and each mini-batch of ``ppo_mini_batch_size`` sequences likewise (volcengine/verl

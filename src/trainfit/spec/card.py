@@ -695,16 +695,16 @@ class RolloutSection(_Section):
     logprob_micro_batch_size: int | None = Field(None, ge=1, le=65536, description="Sequences per log-prob pass; default micro_batch_size.")
     packed_sequences: bool | None = Field(
         None, description="The log-prob and update passes drop padding (pack sequences). null: under the verl, openrlhf"
-        " and nemo-rl presets (plan.rl_time.PACKING_PRESETS); false: every sequence is padded to the batch's longest"
+        " and nemo-rl presets (plan.rl_batches.PACKING_PRESETS); false: every sequence is padded to the batch's longest"
         " (prompt_len + response_len), as NeMo RL's Megatron worker runs with policy.sequence_packing.enabled false.")
     packed_row_tokens: int | None = Field(
         None, ge=1, le=10_000_000, description="Read with parallel.pipeline_parallel > 1 (NeMo RL's Megatron worker,"
         " policy.sequence_packing on): the update's packed micro-batch capacity in tokens (sequence_packing.train_mb_tokens"
         " = max_total_sequence_length x train_micro_batch_size). Whole sequences fill rows of at most this many tokens,"
         " the row count a multiple of the data-parallel size, and pipeline parallel pads every row to the batch's"
-        " longest, planned as this capacity (plan.rl_time.pipeline_packed_rows). null: micro_batch_size sequences of"
+        " longest, planned as this capacity (plan.rl_batches.pipeline_packed_rows). null: micro_batch_size sequences of"
         " the mean length. Read as well by NeMo RL's DTensor policy (the nemo-rl preset on an FSDP strategy), whose update"
-        " pads every packed row to this capacity (plan.rl_time.nemo_rl_dtensor_padded_rows).")
+        " pads every packed row to this capacity (plan.rl_batches.nemo_rl_dtensor_padded_rows).")
     packed_logprob_row_tokens: int | None = Field(
         None, ge=1, le=10_000_000, description="As packed_row_tokens, for the log-prob passes"
         " (sequence_packing.logprob_mb_tokens = max_total_sequence_length x logprob_batch_size).")
@@ -712,7 +712,7 @@ class RolloutSection(_Section):
         None, ge=1, le=100_000_000, description="Dynamic batching (verl actor.use_dynamic_bsz with"
         " ppo_max_token_len_per_gpu): the update's micro-batches are formed by a token budget per GPU, not a sequence"
         " count. The passes are then packed (no padding) whatever the preset. Each mini-batch's sequences are split into ceil(tokens / (budget x context_parallel)) balanced packed"
-        " micro-batches, the count the largest of the data-parallel ranks' (plan.rl_time.dynamic_micro_batches);"
+        " micro-batches, the count the largest of the data-parallel ranks' (plan.rl_batches.dynamic_micro_batches);"
         " memory plans one micro-batch of the budget's tokens. Every sequence (prompt_len + response_len) must fit the"
         " budget x context_parallel, as verl asserts. null: batch.micro_batch_size sequences (no dynamic batching).")
     logprob_max_tokens_per_micro_batch: int | None = Field(

@@ -1,0 +1,77 @@
+"""What every phase of an RL step reads: the step's prompt and response lengths, the engine's bf16 weights, the
+trainer's HSDP shard group, and the phase record itself.
+
+Pure: no torch.
+"""
+
+from __future__ import annotations
+
+from trainfit.compute.response_lengths import LengthProfile, default_response_mean, profile_named
+from trainfit.compute.training import PhaseTime
+from trainfit.memory.sharding import Sharding
+from trainfit.memory.weights import weight_bytes
+from trainfit.spec.card import RunCard
+from trainfit.spec.enums import (
+    ComputeDtype,
+    Dtype,
+    Strategy,
+)
+from trainfit.spec.model import ModelSpec
+from trainfit.spec.training import TrainableSpec
+
+
+def rl_phase(name: str, seconds: float, bound: str, **terms: float) -> PhaseTime:
+    """One phase of the step: ``seconds`` in all, what bounds it, and its terms (seconds each)."""
+    return PhaseTime(name, seconds, bound, dict(terms))
+
+
+def hsdp_shard_of(card: RunCard, sharding: Sharding) -> int:
+    """Strategy hsdp: the ranks one parameter is sharded over, the memory's ``sharding.shard_group``
+    (``parallel.hsdp_shard_size``, else the training GPUs of one host, ``hardware.gpus_per_node``, also on GB200
+    NVL72 where the collectives' "node" is the 72-GPU NVLink domain: the frameworks build the group per host, FSDP1
+    ``HYBRID_SHARD`` from ``device_count()``, pytorch/pytorch @cf30153c4c131c8164ee7798e5022d810682e2cb
+    ``torch/distributed/fsdp/_init_utils.py`` l. 162, and verl / torchtitan pass ``init_device_mesh`` a
+    ``(replicate, shard)`` shape, ``compute.training.hsdp_links``); 0 for every other strategy."""
+    return sharding.shard_group if card.parallel.strategy is Strategy.HSDP else 0
+
+
+def bf16_engine_weight_bytes(spec: ModelSpec) -> float:
+    """The whole model in bf16, as the engine holds and the sync sends it."""
+    return weight_bytes(spec, weights=Dtype.BF16, compute=ComputeDtype.BF16, trainable=TrainableSpec()).base
+
+
+def generated_prompts(card: RunCard) -> int:
+    """Prompts the engine generates per step: ``rollout.generated_prompts_per_step`` where the trainer keeps only
+    ``prompts_per_step`` of them (DAPO dynamic sampling: NeMo RL's dataloader batch is ``num_prompts_per_step x
+    batch_multiplier`` prompts, each generation batch is generated whole and the groups whose rewards all agree are
+    dropped, NVIDIA-NeMo/RL nemo_rl/algorithms/grpo.py setup l.256-264 and dynamic_sampling l.766-892
+    @9dbd9adc95a10f5946cceb36e1d5b31e2429e470), else ``prompts_per_step``."""
+    ro = card.rollout
+    return ro.generated_prompts_per_step or ro.prompts_per_step
+
+
+def response_mean(card: RunCard, spec: ModelSpec | None = None) -> float:
+    """The card's mean response tokens; without one, the default of the length profile
+    (``length_profile``: the card's ``rollout.length_profile``, by the model name under ``auto``;
+    ``compute.response_lengths.default_response_mean``: a truncated exponential of the profile's natural
+    scale, clipped at ``response_len``), not a fixed share of the maximum."""
+    ro = card.rollout
+    if ro.response_len_mean:
+        return float(ro.response_len_mean)
+    return default_response_mean(response_len_max=ro.response_len, profile=length_profile(card, spec))
+
+
+def length_profile(card: RunCard, spec: ModelSpec | None = None) -> LengthProfile:
+    """The response-length profile a card without ``rollout.response_len_mean`` plans with
+    (``compute.response_lengths.profile_named``)."""
+    return profile_named(card.rollout.length_profile, model_name=spec.name if spec else None)
+
+
+def prompt_mean(card: RunCard) -> float:
+    """Mean prompt tokens one sequence carries through generation and the passes that drop padding:
+    ``rollout.prompt_len_mean`` when the card gives it, else ``rollout.prompt_len`` (every prompt at the maximum, an
+    upper bound). verl (``use_remove_padding``), OpenRLHF (``packing_samples``) and NeMo RL (sequence packing) run
+    their log-prob and update passes on the real tokens, and vLLM prefills and attends to the prompt as tokenized;
+    memory, KV capacity and padded passes keep the maximum (``RunCard.rollout`` field docs)."""
+    ro = card.rollout
+    return float(ro.prompt_len_mean or ro.prompt_len)

@@ -1,0 +1,140 @@
+"""The generation side of an RL step: the rollout engine's generation (vLLM / SGLang, ``compute.generation``;
+DeepSpeed's Hybrid Engine, ``compute.hybrid_engine``) and the reward of each completion.
+
+Pure: no torch.
+"""
+
+from __future__ import annotations
+
+from math import ceil
+
+from trainfit.catalog.gpus import GpuSpec
+from trainfit.compute.rates import DeviceRates
+from trainfit.compute.training import PhaseTime
+from trainfit.methods.roles import (
+    group_sizes,
+    rollout_nodes,
+)
+from trainfit.plan.rl_common import (
+    bf16_engine_weight_bytes,
+    generated_prompts,
+    prompt_mean,
+    response_mean,
+    rl_phase,
+)
+from trainfit.plan.time import nic_bytes_per_s
+from trainfit.spec.card import RunCard
+from trainfit.spec.enums import (
+    AsyncMode,
+    EngineOutputs,
+    RolloutEngine,
+    Strategy,
+)
+from trainfit.spec.model import ModelSpec
+
+
+def quantized_engine_inputs(card: RunCard, spec: ModelSpec, r: DeviceRates) -> dict[str, float]:
+    """What ``rollout.quantization`` changes in the engine's generation time (``compute.generation``): the weight
+    bytes one rank reads per decode step (1-byte fp8 linears and experts with their block scales,
+    ``rollout.quantization``), the routed experts' bytes per weight, and the rate of the per-token matmuls: the fp8
+    GEMMs at ``fp8_matmul_flops_per_s``, the head and the bf16 modules at the bf16 rate
+    (``rollout.quantization.linear_flops_per_s``). Empty without quantization (bf16 defaults)."""
+    from trainfit.rollout import quantization as q
+
+    ro = card.rollout
+    if not q.is_quantized(ro.quantization):
+        return {}
+    kept = tuple(ro.quantization_bf16_modules)
+    share = q.fp8_matmul_share(spec, quantization=ro.quantization, bf16_modules=kept)
+    return {
+        "rank_weight_bytes": q.card_engine_rank_bytes(card, spec),
+        "expert_bytes_per_param": q.routed_expert_bytes_per_param(spec, quantization=ro.quantization,
+                                                                  bf16_modules=kept),
+        "linear_flops_per_s": q.linear_flops_per_s(bf16_flops_per_s=r.matmul_flops_per_s,
+                                                   fp8_flops_per_s=r.fp8_matmul_flops_per_s, fp8_share=share),
+    }
+
+
+def _kv_pool(rollout) -> dict[str, float | None]:
+    """The engine's KV capacity as ``generation_time`` admits sequences into it: vLLM's logged token capacity, or
+    for a hybrid model the attention tokens of its usable blocks with each sequence's state blocks on top
+    (``methods.rl.RolloutSummary.state_tokens_per_seq``)."""
+    if rollout.state_tokens_per_seq:
+        return {"kv_capacity_tokens": rollout.attention_kv_capacity_tokens,
+                "state_tokens_per_seq": rollout.state_tokens_per_seq}
+    return {"kv_capacity_tokens": rollout.kv_capacity_tokens or None}
+
+
+def generation_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, rollout, r: DeviceRates) -> PhaseTime | None:
+    """The rollout engine's time for the step's prompts (None when the engine cannot start)."""
+    if card.rollout.engine is RolloutEngine.DEEPSPEED_HYBRID:
+        return hybrid_generation_phase(card, spec, gpu, r)
+    if rollout is None or not rollout.engine_fits:
+        return None
+    from trainfit.compute.decode_step import tp_link
+    from trainfit.compute.flops import matmul_params
+    from trainfit.compute.generation import generation_time
+
+    ro = card.rollout
+    engine_per_node = rollout_nodes(card)[1]
+    link = tp_link(rates=r, tp=ro.tensor_parallel, engine_gpus_per_node=engine_per_node,
+                   nic_bytes_per_s=nic_bytes_per_s(card), gpu_id=gpu.id, framework=card.preset)
+    g = generation_time(
+        spec=spec, matmul_params=matmul_params(spec), rates=r, tp=ro.tensor_parallel, prompts=generated_prompts(card),
+        samples_per_prompt=ro.num_generations, prompt_len=ro.prompt_len, prompt_len_mean=prompt_mean(card),
+        response_len_max=ro.response_len, response_len_mean=response_mean(card, spec), response_len_shape=ro.response_len_shape,
+        weight_bytes=bf16_engine_weight_bytes(spec), kv_bytes_per_token=rollout.kv_bytes_per_token * ro.tensor_parallel,
+        max_num_seqs=ro.max_num_seqs, **_kv_pool(rollout),
+        cuda_graphs=ro.cuda_graphs, engines=max(1, rollout.engine_instances),
+        streaming=ro.async_mode is AsyncMode.FULLY_ASYNC, tp_link=link, engine_multiprocess=ro.engine_multiprocess,
+        engine_generation=str(ro.vllm_engine) if ro.engine is RolloutEngine.VLLM else "v1",  # v0 is vLLM's alone
+        cumulative_outputs=None if ro.engine_outputs is None else ro.engine_outputs is EngineOutputs.CUMULATIVE,
+        **quantized_engine_inputs(card, spec, r),
+    )
+    bound = {"bandwidth": "memory"}.get(g.bound, g.bound)
+    return rl_phase("generation", g.total_s, bound, prefill=g.prefill_s, decode=g.decode_s, long_tail=g.tail_s,
+                  tp_all_reduce=g.tp_comm_s, preemption_recompute=g.preemption_recompute_s)
+
+
+def hybrid_generation_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, r: DeviceRates) -> PhaseTime:
+    """DeepSpeed-Chat's generation through DeepSpeed's Hybrid Engine (``compute.hybrid_engine``): every training GPU
+    generates its share of the step's generated prompts (``generated_prompts``) in static batches of ``max_num_seqs / tensor_parallel`` prompts per GPU
+    (``per_device_generation_batch_size``), the actor's ZeRO-3 partitions gathered before every call."""
+    from trainfit.compute.flops import matmul_params
+    from trainfit.compute.hybrid_engine import hybrid_engine_generation_time
+    from trainfit.rollout.vllm import kv_bytes_per_token
+
+    ro = card.rollout
+    train_gpus, _ = group_sizes(card)
+    tp = ro.tensor_parallel
+    weights = bf16_engine_weight_bytes(spec)
+    # the embeddings every rank keeps whole (the hybrid engine's non-tensor-parallel parameters; the tied head
+    # reads the token embedding each step) and the learned positions where the model has them
+    embed = spec.vocab_size * spec.hidden_size * (1 if spec.tie_word_embeddings else 2)
+    replicated = min(weights, 2.0 * (embed + spec.learned_positions * spec.hidden_size))
+    multi_node = card.hardware.nodes > 1
+    bus = min(r.intra_node_bus_bytes_per_s, nic_bytes_per_s(card)) if multi_node else r.intra_node_bus_bytes_per_s
+    tp_bus = r.intra_node_bus_bytes_per_s if tp <= card.hardware.gpus_per_node else nic_bytes_per_s(card)
+    g = hybrid_engine_generation_time(
+        rates=r, sequences_per_gpu=ceil(generated_prompts(card) * ro.num_generations / train_gpus),
+        generation_batch_per_gpu=max(1, ro.max_num_seqs // tp), prompt_len_tokens=ro.prompt_len,
+        response_len_tokens=ro.response_len, num_layers=spec.num_layers, hidden_size=spec.hidden_size,
+        matmul_params=matmul_params(spec), layer_weight_bytes=weights - replicated, replicated_weight_bytes=replicated,
+        kv_bytes_per_token=kv_bytes_per_token(spec, tp=1, dtype_bytes=2), inference_tp=tp,
+        zero3_ranks=train_gpus if card.parallel.strategy is Strategy.ZERO3 else 1, gather_bus_bytes_per_s=bus,
+        tp_bus_bytes_per_s=tp_bus, tp_nodes=max(1, ceil(tp / card.hardware.gpus_per_node)),
+        zero3_nodes=max(1, ceil(train_gpus / card.hardware.gpus_per_node)),
+    )
+    bound = {"bandwidth": "memory", "host": "launch"}.get(g.bound, g.bound)
+    return rl_phase("generation", g.total_s, bound, zero3_gather=g.gather_s, prefill=g.prefill_s, decode=g.decode_s)
+
+
+def reward_phase(card: RunCard) -> PhaseTime | None:
+    """The reward of every generated completion (``generated_prompts`` x ``num_generations``):
+    ``rollout.reward_seconds_per_sample`` each over ``rollout.reward_workers`` in parallel (sandboxed tests); None
+    without a per-sample time (a reward model's forward is a pass on the training GPUs, ``rl_passes``)."""
+    ro = card.rollout
+    if not ro.reward_seconds_per_sample:
+        return None
+    s = generated_prompts(card) * ro.num_generations * ro.reward_seconds_per_sample / ro.reward_workers
+    return rl_phase("reward", s, "host", per_sample=ro.reward_seconds_per_sample)

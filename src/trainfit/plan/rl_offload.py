@@ -1,0 +1,307 @@
+"""The trainer's state moves to host memory and back in an RL step: the per-step state offload of a colocated
+trainer (verl, NeMo RL) and the reference model's host swap, at the node's host-copy rates (``compute.offload``).
+
+Pure: no torch.
+"""
+
+from __future__ import annotations
+
+from trainfit.catalog.gpus import GpuSpec
+from trainfit.compute.offload import (
+    first_touch_copy_bytes_per_s,
+    host_copy_bytes_per_s,
+    pageable_copy_bytes_per_s,
+    staging_bytes_per_s_of,
+)
+from trainfit.compute.rates import DeviceRates
+from trainfit.compute.training import PhaseTime
+from trainfit.memory.params import routed_expert_params
+from trainfit.memory.weights import count_scale, total_params, weight_bytes
+from trainfit.methods.roles import (
+    old_logprob_pass,
+    train_nodes,
+)
+from trainfit.plan.rl_common import rl_phase
+from trainfit.plan.time import rank_spec
+from trainfit.spec.card import RunCard
+from trainfit.spec.enums import (
+    FSDP_STRATEGIES,
+    ComputeDtype,
+    Dtype,
+)
+from trainfit.spec.model import ModelSpec
+from trainfit.spec.training import TrainableSpec
+from trainfit.units import BYTES_PER_DTYPE
+
+STATE_OFFLOAD_PRESETS = ("nemo-rl",)
+"""Frameworks whose trainer moves its state to host memory and back every step when colocated with its engine
+(NVIDIA-NeMo/RL @9dbd9adc95a10f5946cceb36e1d5b31e2429e470 ``nemo_rl/algorithms/grpo.py``
+``refit_policy_generation`` lines 1004-1079: ``offload_before_refit`` and ``offload_after_refit`` around the
+refit of a colocated engine only; ``prepare_for_lp_inference`` / ``prepare_for_training`` bring the state back)."""
+
+
+STATE_OFFLOAD_OPTIMIZER_BYTES = 12
+"""verl's Megatron offload per parameter of the rank's data-parallel shard: the distributed optimizer's fp32 main
+parameter (``offload_megatron_copy_params``) and Adam's two fp32 moments (``offload_megatron_optimizer``:
+``exp_avg``, ``exp_avg_sq``), verl-project/verl verl/utils/megatron_utils.py lines 663-776
+@b9873ee98f5ee513a460a7a41623262ac4a831e9."""
+
+
+NEMO_RL_MEGATRON_OPTIMIZER_BYTES = 10
+"""NeMo RL's Megatron worker per parameter of the rank's data-parallel shard. ``move_optimizer`` moves the tensors
+of the inner optimizer's ``state`` (megatron_policy_worker.py lines 1500-1515 @9dbd9adc); the defaults set
+``use_precision_aware_optimizer: true`` (examples/configs/grpo_math_1B.yaml l.156, and the DeepSeek-V3
+performance recipe), so that inner optimizer is Transformer Engine's FusedAdam with ``master_weights=True``
+(NVIDIA/Megatron-LM megatron/core/optimizer/__init__.py lines 365-387 @e2e5a6a11bcc517ebd9490f0df32686aaee19d78,
+the Megatron-LM of the same date) and its state holds ``exp_avg`` and ``exp_avg_sq`` in fp32 (4 + 4 B,
+``optimizer_config.py`` ``exp_avg_dtype`` / ``exp_avg_sq_dtype`` defaults) and ``master_param`` as the int16
+remainder of the fp32 master beside the bf16 parameter (2 B: ``store_param_remainders: bool = True``, same file;
+NVIDIA/TransformerEngine transformer_engine/pytorch/optimizers/fused_adam.py ``_initialize_state`` l.374-375 @v2.8.0,
+the version NeMo RL pins). Not verl's 12 B: there the fp32 main parameter is a separate tensor."""
+
+
+NEMO_RL_DTENSOR_PARAM_BYTES = 4
+"""NeMo RL's DTensor (FSDP2) worker keeps its parameter shards in fp32 whatever ``policy.precision`` says
+("Always load in float32 for master weights", nemo_rl/models/automodel/setup.py l.126 @9dbd9adc; FSDP2 casts to
+bf16 only for compute, ``param_dtype=dtype`` l.272)."""
+
+
+NEMO_RL_DTENSOR_OPTIMIZER_BYTES = 8
+"""``torch.optim.AdamW`` (grpo_math_1B.yaml ``policy.optimizer.name``) over those fp32 shards: ``exp_avg`` and
+``exp_avg_sq``, 4 B each (``step`` is a host scalar)."""
+
+
+def fsdp_offload_bytes(card: RunCard, spec: ModelSpec, *, shard_ranks: int) -> tuple[float, float, float]:
+    """(weights, optimizer state, gradients) one FSDP rank moves to the host and back per offload round trip.
+
+    verl's FSDP worker (volcengine/verl @2c8b2b99 verl/utils/fsdp_utils.py ``offload_fsdp_model_to_cpu``,
+    ``offload_fsdp2_model_to_cpu``, ``offload_fsdp_optimizer``) moves each rank's *local shard* of the flat
+    parameters, in the dtype the actor was built in (fsdp_workers.py l.178-180: fp32 for the actor unless
+    ``model_dtype`` says otherwise: the card's master copy), and the optimizer's state tensors of that
+    shard; gradients are not moved (``zero_grad`` has freed them). Not Megatron's layout (full bf16 weights
+    of a model-parallel rank, a bf16 gradient buffer, the distributed optimizer's fp32 main copy)."""
+    from trainfit.memory.lora import lora_trainable_params
+    from trainfit.memory.optimizer import optimizer_state_bytes
+    from trainfit.memory.params import param_tensors
+    from trainfit.plan.resolve import trainable_spec
+    from trainfit.plan.terms import lora_tensors, trained_dtype_bytes
+    from trainfit.spec.enums import Optimizer
+
+    train_bytes, _, use_master, state_bytes = trained_dtype_bytes(card)
+    n = float(total_params(spec))
+    lora = trainable_spec(card).lora
+    opt = card.precision.optimizer
+    if lora is None:
+        weights = (4.0 if use_master else train_bytes) * n
+        trained, tensors = n, param_tensors(spec)
+    else:  # the frozen base in the weights' dtype, the adapter in its own
+        weights = BYTES_PER_DTYPE[card.weights_dtype.value] * n
+        trained, tensors = lora_trainable_params(spec, lora) * count_scale(spec), lora_tensors(spec, lora)
+        weights += train_bytes * trained
+    # the optimizer's own state bytes, as the memory terms count them (plan.terms.step_terms)
+    optimizer = optimizer_state_bytes(optimizer=opt, params=trained, tensors=tensors, state_bytes=state_bytes)
+    if lora is None and opt not in (Optimizer.ADAMW, Optimizer.PAGED_ADAMW):
+        optimizer *= count_scale(spec)
+    return weights / shard_ranks, optimizer / shard_ranks, 0.0
+
+
+def nemo_rl_offload_bytes(card: RunCard, spec: ModelSpec, *, train_gpus: int) -> tuple[float, float]:
+    """(pinned, pageable) bytes one training GPU of NeMo RL's colocated trainer copies to the host per step; the
+    same bytes come back (NVIDIA-NeMo/RL @9dbd9adc95a10f5946cceb36e1d5b31e2429e470, ``nemo_rl/models/policy/workers/``).
+
+    Megatron worker (``megatron_policy_worker.py`` lines 1360-1515): ``offload_before_refit`` frees the gradient
+    buffers (``move_model(..., "cpu", move_params=False, move_grads=True)``) and moves the optimizer state with
+    ``v.to("cpu")`` (pageable, ``NEMO_RL_MEGATRON_OPTIMIZER_BYTES`` per parameter of the rank's data-parallel
+    shard, the experts' over the expert-data-parallel ranks); ``offload_after_refit`` moves the parameter buffers;
+    ``prepare_for_lp_inference`` brings the parameters back, ``prepare_for_training`` the optimizer state.
+    Megatron-Core's ``_ParamAndGradBuffer.offload_to_cpu`` copies ``param_data`` (the rank's bf16 parameters) into
+    a pinned host buffer (``.cpu().pin_memory()`` once, then ``copy_``) and only frees ``grad_data``
+    (``storage().resize_(0)``); ``reload_from_cpu`` re-allocates it and ``zero_()``s it on the device
+    (NVIDIA/Megatron-LM megatron/core/distributed/param_and_grad_buffer.py @2ff0f099ffc30ffd152e3e29e921a1609d00855c
+    l.780-805, the submodule of NeMo RL v0.3.1, unchanged @d98e8a64ddf34856e74b24714e3bedb2f5a39553): no gradient
+    byte crosses the host link (the memset, 2 B per parameter at HBM speed, is not counted).
+
+    DTensor (FSDP2) worker (``dtensor_policy_worker_v2.py`` lines 1399-1495): ``offload_after_refit`` runs
+    ``model.to("cpu")``, the rank's shard of every parameter (fp32, ``NEMO_RL_DTENSOR_PARAM_BYTES``; FSDP shards over
+    the data x context ranks and tensor parallel splits each shard again: 1 / world), and ``offload_before_refit``
+    the AdamW states of that shard (``NEMO_RL_DTENSOR_OPTIMIZER_BYTES``), both pageable. ``model.to`` would also move
+    each ``.grad``, but ``train`` ends with ``optimizer.zero_grad()`` ("release gradient memory before rollouts",
+    l.596-597, since NVIDIA-NeMo/RL 43928aae, 2025-10-02): none are left. Earlier releases (v0.3.1) kept the fp32
+    gradient shards, 4 B more per parameter of the shard each way; not modelled (the preset follows current code).
+
+    Not colocated, nothing moves: ``prepare_for_lp_inference`` offloads the optimizer only with
+    ``offload_optimizer_for_logprob`` (default false, grpo_math_1B.yaml l.83), and the Megatron worker's gradient
+    buffers are freed, not copied (NeMo RL v0.4.0 still moved the optimizer state in every placement:
+    ``prepare_for_lp_inference`` called ``offload_before_refit``, megatron_policy_worker.py l.2004-2007
+    @c751f811217db7df0d4c94abdeaada6626cfc150; not modelled).
+
+    v0.3.0 (@b1c86a816c5e2b4ca41ece193624a38dc62e6fdf) moves the same state at the same places:
+    ``offload_before_refit`` / ``offload_after_refit`` (dtensor_policy_worker.py l.1274-1310, megatron_policy_worker.py
+    l.1547-1607) inside ``refit_policy_generation`` (grpo.py l.396-455, timer ``prepare_for_generation`` l.542); its
+    ``prepare_for_lp_inference`` calls ``offload_before_refit`` again, a no-op by then (the states are on the host:
+    ``v.to("cpu")`` of a host tensor, or the Megatron loop's ``v.is_cuda`` test), and ``prepare_for_training`` brings
+    them back before each update, so each refit copies them out afresh.
+
+    v0.4.0, v0.5.0 and v0.6.0 (@c751f811217db7df0d4c94abdeaada6626cfc150, @6c7089300fded94abfa49bb9cbf9eb357d862461,
+    @5fb588932bf835506a8a5bac01de4f8c7ab0a065) run the same colocated sequence each step, read in full: grpo.py
+    ``refit_policy_generation`` (l.759-830 / 904-977 / 1097-1191: ``offload_before_refit``, vLLM wakes its weights,
+    the CUDA-IPC stream, ``offload_after_refit``, vLLM wakes its KV cache), vLLM ``sleep(level=1)`` after generation
+    (vllm_worker.py l.804 / 820 / 1009), ``prepare_for_lp_inference`` and ``prepare_for_training`` (Megatron worker
+    l.2004-2033 / 2220-2261 / 1112-1153; ``move_optimizer`` ``v.to("cpu")`` / ``v.to("cuda")``). Each copy is priced
+    here, in ``rl_sync.sleep_wake_phase`` or in the sync; the rest is ``gc.collect`` and ``torch.cuda.empty_cache``
+    calls.
+    From v0.5.0 the colocated refit also ends with vLLM's ``process_weights_after_loading`` over the model
+    (vllm_backend.py l.150 @6c708930, l.201 @5fb58893; the NCCL path does not call it), not priced. The 1-step-off
+    rows of the same tables do not separate this from the trainer: their planned trainer (log-probs, update,
+    reference swap) is hidden under generation with a margin of 1.6-2.4x (Qwen3-30B-A3B, H100), 3.5x (Qwen3-235B)
+    and 5x (DeepSeek-V3), while the H100 on-policy MoE rows that plan short (-8 to -35 %) would be closed by a
+    trainer 1.6-1.7x, 1.5-3.5x and 5-8x the plan; NeMo RL v0.3's published Qwen3-30B-A3B log-prob and update timers
+    plan -61 / -69 % (``compute.moe_time``, per-token evidence).
+
+    Known gap, the NeMo RL v0.3 blog's and NVIDIA-NeMo/RL issue #959's Llama-3.1-8B refit rows (one node, 8 GPUs):
+    published 4 s (DTensor) and 5 s (Megatron), 6 s and 8 s in the reruns, while this phase's first-touch copies alone
+    are 8.6 s (12 GB pageable per GPU) and 7.2 s (10 GB) at ``PAGEABLE_FIRST_TOUCH_BYTES_PER_S``. The 70B rows of the
+    same code move about as much per GPU (11-13 GB) and are planned within 20 % of the blog. A copy into fresh pages
+    measured on one core of a Sapphire Rapids-class CPU (``benchmarks/host_first_touch.py``: 2.4-2.5 GB/s for
+    tensors of 28-256 MiB against 6-12 GB/s into pages already present) would put the blog's 8B rows at +12 / +48 %
+    but its 70B rows at -24 / -43 % (the reruns' at -59 / -57 %) and NeMo RL's DeepSeek-V3 steps from -27 to -34 %,
+    so the rate is not what separates them. It is not applied. Nothing read in v0.3.0 moves fewer bytes on one node
+    than on eight."""
+    from trainfit.memory.lora import lora_trainable_params
+    from trainfit.plan.resolve import trainable_spec
+
+    p = card.parallel
+    if p.strategy in FSDP_STRATEGIES:  # the DTensor worker: no pipeline stages
+        n = float(total_params(spec))
+        lora = trainable_spec(card).lora
+        trained = n if lora is None else lora_trainable_params(spec, lora) * count_scale(spec)
+        shard = max(1, train_gpus)
+        return 0.0, (NEMO_RL_DTENSOR_PARAM_BYTES * n + NEMO_RL_DTENSOR_OPTIMIZER_BYTES * trained) / shard
+    weights, optimizer_params = _megatron_rank_state(card, spec, train_gpus=train_gpus)
+    return weights, NEMO_RL_MEGATRON_OPTIMIZER_BYTES * optimizer_params
+
+
+def _megatron_rank_state(card: RunCard, spec: ModelSpec, *, train_gpus: int) -> tuple[float, float]:
+    """(bf16 weight bytes, parameters its optimizer shard holds) of one Megatron-Core rank: its TP/PP/EP shard
+    (``rank_spec``), the dense parameters over the data-parallel ranks and the experts over the
+    expert-data-parallel group, world / (etp x ep x pp) (Megatron-Core's distributed optimizer,
+    ``ParallelLayout.expert_data_group``)."""
+    p = card.parallel
+    shard = rank_spec(spec, tp=p.tensor_parallel, pp=p.pipeline_parallel, ep=p.expert_parallel,
+                      etp=p.expert_tensor_parallel, first=p.pipeline_first_stage_layers,
+                      last=p.pipeline_last_stage_layers, layout=p.pipeline_layout)
+    params, expert = total_params(shard), routed_expert_params(shard)
+    dp = max(1, train_gpus // max(1, p.tensor_parallel * p.pipeline_parallel))
+    edp = max(1, train_gpus // max(1, p.expert_parallel * p.expert_tensor_parallel * p.pipeline_parallel))
+    weights = weight_bytes(shard, weights=Dtype.BF16, compute=ComputeDtype.BF16, trainable=TrainableSpec()).base
+    return weights, (params - expert) / dp + expert / edp
+
+
+def host_copy_rates(card: RunCard, r: DeviceRates, gpu: GpuSpec, *,
+                     gpus_per_node: int | None = None) -> tuple[float, float, float]:
+    """(pinned, pageable, pageable into freshly allocated host memory) bytes/s of one GPU's copies to or from host
+    memory while every copying GPU of its node copies (``compute.offload``: ``host_copy_bytes_per_s``,
+    ``pageable_copy_bytes_per_s``, ``first_touch_copy_bytes_per_s``). ``gpus_per_node``: the GPUs of a node that
+    copy together; default the training GPUs (the trainer's offloads), the engine's for checkpoint-engine's H2D."""
+    rates = {"pcie_bytes_per_s": r.pcie_bytes_per_s, "host_memory_bytes_per_s": r.host_memory_bytes_per_s,
+                 "gpus_per_node": gpus_per_node or train_nodes(card)[1]}
+    coherent = gpu.host_link_bytes_per_s is not None
+    pageable = pageable_copy_bytes_per_s(**rates,
+                                         staging_bytes_per_s=staging_bytes_per_s_of(coherent_host_link=coherent))
+    return (host_copy_bytes_per_s(**rates), pageable,
+            first_touch_copy_bytes_per_s(pageable_bytes_per_s=pageable, coherent_host_link=coherent))
+
+
+def trainer_state_offload_phase(card: RunCard, spec: ModelSpec, r: DeviceRates, *, train_gpus: int) -> PhaseTime | None:
+    """The trainer's per-step state moves to host memory and back, per training GPU.
+
+    NeMo RL (``STATE_OFFLOAD_PRESETS``), colocated with the engine (``rollout.trainer_offload`` not none, its
+    default under the preset there): the weights and the optimizer state, once each way per step
+    (``nemo_rl_offload_bytes``); not colocated, nothing.
+
+    Other frameworks, colocated with ``rollout.trainer_offload`` set (verl actor ``param_offload`` /
+    ``optimizer_offload``, volcengine/verl @b178a3cd56f58b2d502255daba591e92833930a7
+    verl/workers/megatron_workers.py): the optimizer state goes to the host after the update and comes back
+    before the next (``update_actor`` lines 747-748, 778-779); with parameters, the weights make a round trip
+    for each pass that needs them, the old-policy log-probs (``compute_log_prob`` lines 866-867, 902-903), the
+    update (lines 744-745, 775-776) and the weight sync (``rollout_mode`` lines 681-682, 731-732). The gradient
+    buffer is not copied: ``offload_megatron_model_to_cpu`` frees ``grad_data`` (``storage().resize_(0)``) and
+    ``load_megatron_model_to_gpu`` re-allocates and zeroes it (verl/utils/megatron_utils.py lines 582-585 and
+    629-633 @b9873ee98f5ee513a460a7a41623262ac4a831e9, lines 432-435 and 454-456 @b178a3cd).
+
+    FSDP trainers (verl's FSDP worker) move each rank's local shard instead (``fsdp_offload_bytes``).
+
+    Every GPU of a node copies at once: a copy to or from pinned host memory runs at the smaller of the GPU's host
+    link and its share of the node's host-memory bandwidth (``compute.offload.host_copy_bytes_per_s``), one to or
+    from pageable memory at most at the driver's staging rate (``pageable_copy_bytes_per_s``); a pageable copy *to*
+    the host lands in host tensors allocated anew each step (``v.to("cpu")``, ``model.cpu()``; freed when the state
+    goes back), so it also takes the first-touch page faults (``first_touch_copy_bytes_per_s``,
+    ``PAGEABLE_FIRST_TOUCH_BYTES_PER_S``: 1.4 GB/s behind PCIe). Pageable
+    (``compute.offload``, "Pinned or pageable host memory"): verl's FSDP2 weights (``model.cpu()``), everything NeMo
+    RL's DTensor worker moves, NeMo RL's Megatron optimizer states; the rest is pinned (verl's FSDP1 weights and FSDP
+    optimizer states, both ``non_blocking=True``; verl's Megatron offload; Megatron-Core's DDP buffers). None when
+    nothing moves."""
+    from trainfit.methods.rl import trainer_offload_of
+    from trainfit.spec.enums import Offload
+
+    mode, _ = trainer_offload_of(card)
+    if mode is Offload.NONE:
+        return None
+    p = card.parallel
+    fsdp = p.strategy in FSDP_STRATEGIES
+    if card.preset in STATE_OFFLOAD_PRESETS:  # (pinned, pageable) one-way bytes
+        moved = nemo_rl_offload_bytes(card, spec, train_gpus=train_gpus)
+    else:
+        dp = max(1, train_gpus // max(1, p.tensor_parallel * p.pipeline_parallel))
+        if fsdp:
+            weights, optimizer, _ = fsdp_offload_bytes(card, spec, shard_ranks=dp)
+        else:
+            weights, optimizer_params = _megatron_rank_state(card, spec, train_gpus=train_gpus)
+            optimizer = STATE_OFFLOAD_OPTIMIZER_BYTES * optimizer_params
+        moved = (optimizer, 0.0)
+        if mode is Offload.PARAMS_AND_OPTIMIZER:
+            # the update and the sync, and the old-policy log-probs where the step has that pass
+            w = weights * (3 if old_logprob_pass(card) else 2)
+            pageable = p.fsdp2
+            moved = (optimizer + (0.0 if pageable else w), w if pageable else 0.0)
+    if moved == (0.0, 0.0):
+        return None
+    from trainfit.plan.resolve import gpu_of
+
+    gpu = gpu_of(card)
+    # the pageable copies go to host tensors allocated anew each step (compute.offload: first-touch page faults)
+    pinned, pageable_rate, fresh_rate = host_copy_rates(card, r, gpu)
+    to_host_s = moved[0] / pinned + moved[1] / fresh_rate
+    to_device_s = moved[0] / pinned + moved[1] / pageable_rate
+    return rl_phase("state_offload", to_host_s + to_device_s, "offload", to_host=to_host_s, to_device=to_device_s)
+
+
+def reference_swap_phase(card: RunCard, spec: ModelSpec, r: DeviceRates, *, train_gpus: int,
+                         shard_ranks: int | None = None) -> PhaseTime:
+    """``roles.reference: host_swap`` (NeMo RL's ``use_reference_model``, ``compute.reference_swap``): per reference
+    pass each training GPU copies its policy state dict to pinned host memory, the reference's in and the policy's
+    back, one tensor at a time. The rank's state dict: under Megatron the bf16 parameters of its TP/PP/EP shard
+    (``Float16Module``), under FSDP (NeMo RL's DTensor worker) its local shard of every tensor, fp32 when the card's
+    weights are (``methods.rl.reference_swap_state_bytes``), over ``shard_ranks`` ranks (HSDP: its shard group, each
+    replica holding the whole model; None: ``train_gpus``). Tensors: the shard's Hugging Face tensor count
+    (``compute.sync.hf_tensor_count``; Megatron fuses q/k/v and gate/up, so fewer: the per-tensor term is an upper
+    bound)."""
+    from trainfit.compute.reference_swap import reference_swap_seconds
+    from trainfit.compute.sync import hf_tensor_count
+
+    p = card.parallel
+    if p.strategy in FSDP_STRATEGIES:
+        dtype = Dtype.FP32 if card.weights_dtype is Dtype.FP32 else Dtype.BF16
+        state_bytes = weight_bytes(spec, weights=dtype, compute=ComputeDtype.BF16, trainable=TrainableSpec()).base / (
+            shard_ranks or train_gpus)
+        tensors = hf_tensor_count(spec)
+    else:
+        shard = rank_spec(spec, tp=p.tensor_parallel, pp=p.pipeline_parallel, ep=p.expert_parallel,
+                          etp=p.expert_tensor_parallel, first=p.pipeline_first_stage_layers,
+                          last=p.pipeline_last_stage_layers)
+        state_bytes = weight_bytes(shard, weights=Dtype.BF16, compute=ComputeDtype.BF16, trainable=TrainableSpec()).base
+        tensors = hf_tensor_count(shard)
+    t = reference_swap_seconds(state_bytes_per_gpu=state_bytes, tensors_per_gpu=tensors, pcie_bytes_per_s=r.pcie_bytes_per_s,
+                               host_memory_bytes_per_s=r.host_memory_bytes_per_s, gpus_per_node=train_nodes(card)[1])
+    return rl_phase("reference_swap", t.total_s, "offload", to_host=t.to_host_s, to_device=t.to_device_s,
+                  per_tensor=t.per_tensor_s)

@@ -1,0 +1,394 @@
+"""The RL step's passes on the training GPUs: the frozen forwards (old-policy and reference log-probs, the critic's
+values, a reward model) and the actor's and critic's updates.
+
+verl's FSDP actor update beyond a forward, backward and optimizer step, read at volcengine/verl
+@e0d035cd4a6a5c29835516a58d78710a28e73b18 (the play-verl rows; the same at v0.3.0.post0
+@8e7780f5ee2021cc06c248b7cf87cf31200a38fd) and priced at the catalog rates: each is planned or too small to plan
+apart. ``update_policy`` (verl/workers/actor/dp_actor.py l.240-362) takes ``ppo_mini_batch_size`` mini-batches x
+``ppo_epochs`` optimizer steps (as planned); it reads four or five losses per micro-batch and the norm per step with
+``.item()`` (a queue drain each); the vocabulary work is ``compute.inventory``'s (the update's entropy only where
+``entropy_coeff`` is not 0: 0 at e0d035cd, ppo_trainer.yaml l.46); FSDP1 ``clip_grad_norm_`` reads the gradient shard
+once and all-reduces one scalar; AdamW runs on the fp32 shard (``optimizer_step``); FSDP1's fp32 reduction casts and
+pre-divides each unit's unsharded gradient on its post-backward stream (14 B per parameter per micro-batch, 32 ms for
+Qwen2-7B on an H100, behind the next unit's backward). The critic's update has its own timer, before the actor's
+(verl/trainer/ppo/ray_trainer.py l.1033-1043); ``update_actor`` loads and offloads the actor's state inside its timer
+(verl/workers/fsdp_workers.py l.512-552: the benchmark's offload share). What the published per-step lines hold beyond
+the plan is none of these, and lies inside ``update_policy``: verl's own ``perf/mfu/actor`` times it alone
+(fsdp_workers.py l.525-530, an H100 counted at 989 TFLOP/s, verl/utils/flops_counter.py l.37-38), which leaves outside
+it 0.38 s of play-verl's Qwen2-7B 'recommended' 33.5 s update, 1.3 s of the offloading 'min' run's 10.6 s and 0.03 s
+of the 0.5B GRPO run's 1.0 s. A least-squares fit of each timer on the step's tokens (yushengsu-thu/verl_training_log
+gsm8k/{grpo,ppo}_run_deepseek7b_llm.log @deb1507ca0740580d2019e7150d08edf8dd6ca35, MI300X, 1007 steps each) leaves the
+log-prob passes a fixed part of 0.0-0.4 s and the updates 1.9 +- 0.5 s (GRPO actor, 4 optimizer steps), 2.6 +- 0.4 s
+(PPO actor, 4) and 2.0 +- 0.3 s (PPO critic, 4), with slopes 3.4-3.9 x the forward pass's (4 x: forward, recompute, a
+backward twice as long); play-verl's Qwen2-7B PPO actor update (dingxianzhong/play-verl
+logs/verl_qwen2_7b_recommended.log @7716a615fc4b68961f2bb7716c9aadcd65ca28d2, 55 steps, 16 optimizer steps each) grows
+6.1 +- 2.1 s per million tokens, where 4 x its log-prob pass's 3.87 +- 0.15 would give 15.5. Not modelled: a fixed
+part of about 0.5-0.7 s per optimizer step of a 7B model on 8 GPUs (the MI300X fits over 4 steps; 4 x the forward
+slope leaves 11 s over play-verl's 16), whose mechanism these reads do not name (one profiled update on a device
+would). The MI300X rows' token-proportional part is 1.35 x the plan's in the log-prob passes as well, as the torchao
+MI300X pretrain rows are under: the MI300X bf16 rate is the MAMF table's TunableOp row (``compute.rates``), not a
+default-heuristic one.
+
+Seen in the offloading 'min' run, not modelled (dingxianzhong/play-verl logs/verl_qwen2_7b_min.log
+@7716a615fc4b68961f2bb7716c9aadcd65ca28d2, the benchmark's 111 steps): ``timing_s/update_actor`` is two-valued. In 24
+steps it is 8.39 s, in the other 87 11.22 s (-2.83 s); those 24 steps are 1.78 s shorter in all, their
+``old_log_prob``, ``ref``, ``values`` and ``update_critic`` timers 0.66, 0.43, 0.21 and 0.73 s longer and ``gen`` 0.97
+s shorter (update against old log-prob: r = -0.47). About 1.8 s of work that most steps pay inside the actor's update
+is skipped in some, and about 1 s moves between the trainer's timers. The actor, critic and reference share one process
+per GPU (one ``WorkerDict`` pid, 3095283, logs both the critic's and the actor's model build) and move their state with
+``non_blocking`` copies (verl/utils/fsdp_utils.py l.113-168 @e0d035cd4a6a5c29835516a58d78710a28e73b18), so a timer can
+close before its copies end and the next synchronising call pays them; what the skipped 1.8 s is, these lines do not
+say. The 'recommended' run (no offload) is one-valued (update p5-p95 31.2-35.5 s, r = +0.30). Against the 24 short
+steps the plan's 'min' update (5.19 s with its offload share) is -38 %, against the mean -51 %.
+
+Pure: no torch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from math import ceil
+
+from trainfit.compute.inventory import VERL_ENTROPY_COMPILED_BYTES, VERL_ENTROPY_COMPILED_KERNELS
+from trainfit.compute.model_parallel import pipeline_bubble_micro_steps
+from trainfit.compute.moe_time import expert_token_shards
+from trainfit.compute.rates import DeviceRates
+from trainfit.compute.training import (
+    Parallel,
+    PhaseTime,
+    forward_only_time,
+    fsdp_units,
+    model_parallel_comm_of,
+)
+from trainfit.memory import attention as attn
+from trainfit.memory.sharding import Sharding
+from trainfit.memory.weights import count_scale
+from trainfit.methods.roles import (
+    kl_coef,
+    old_logprob_pass,
+    reference_placement,
+    reward_model,
+)
+from trainfit.plan.rl_batches import (
+    RlBatch,
+    balanced_micro_batches,
+    dynamic_micro_batches,
+    nemo_rl_dtensor_padded_rows,
+    pipeline_packing,
+    update_work_cv,
+)
+from trainfit.plan.rl_common import bf16_engine_weight_bytes, generated_prompts, hsdp_shard_of, rl_phase
+from trainfit.plan.rl_offload import reference_swap_phase
+from trainfit.plan.time import (
+    COMPILE_KERNEL_FACTOR,
+    COMPILE_MEMORY_FACTOR,
+    TE_ONLY_FP8_RECIPES,
+    a2a_thd_sequences_of,
+    adapter_of,
+    attention_kernel_of,
+    fused_kernels,
+    model_parallel_of,
+    nemo_rl_pg_loss_of,
+    nic_bytes_per_s,
+    packed_flash_syncs,
+    rank_spec,
+    rope_loop_samples_of,
+    timed_rank_holds_head,
+    training_time,
+)
+from trainfit.spec.card import RunCard
+from trainfit.spec.enums import (
+    FSDP_STRATEGIES,
+    ComputeDtype,
+    LogprobEntropy,
+    LossKernel,
+    MoeExperts,
+    RefPlacement,
+    TensorParallelImpl,
+)
+from trainfit.spec.model import ModelSpec
+
+
+def takes_entropy(card: RunCard, phase: str) -> bool:
+    """Whether the log-prob pass ``phase`` also takes the entropy of the logits (``loss.logprob_entropy``): the old
+    policy's under old_policy and every_pass, the reference's under every_pass."""
+    e = card.loss.logprob_entropy
+    return (phase == "old_logprob" and e is not LogprobEntropy.NONE) or (
+        phase == "ref_logprob" and e is LogprobEntropy.EVERY_PASS)
+
+
+def _weighted(name: str, timed: list[tuple[float, PhaseTime]]) -> PhaseTime:
+    """The expected phase over micro-batch counts drawn with the given probabilities (``dynamic_micro_batches``):
+    seconds and terms averaged, the bound of the likeliest count."""
+    terms: dict[str, float] = {}
+    for p, t in timed:
+        for k, v in t.terms.items():
+            terms[k] = terms.get(k, 0.0) + p * v
+    likeliest = max(timed, key=lambda pt: pt[0])[1]
+    return PhaseTime(name, sum(p * t.seconds for p, t in timed), likeliest.bound, terms)
+
+
+def _fsdp_hooked_units(card: RunCard, spec: ModelSpec, *, ranks: int) -> int:
+    """FSDP units whose forward hooks run in every log-prob micro-batch (``compute.training.forward_only_time``): one
+    per decoder layer and the root (verl wraps the model's ``_no_split_modules``, FSDP1 with ``use_orig_params=False``:
+    volcengine/verl verl/utils/fsdp_utils.py get_fsdp_wrap_policy l.64-85, verl/workers/fsdp_workers.py l.274
+    @2c8b2b995f36a7cd159b5a9beb5d5ed37cae0fc1; l.73 and l.196 @b178a3cd56f58b2d502255daba591e92833930a7). None for an
+    unsharded model.
+
+    The nemo-rl preset's DTensor policy pays them too. Its ``get_logprobs`` runs the micro-batches inside
+    ``unshard_fsdp2_model`` (NVIDIA-NeMo/RL nemo_rl/models/policy/dtensor_policy_worker.py l.77-88 and l.847
+    @27d0af945b96c5bf9fa928bf45fd1a6ce016632d, v0.3.1; the same lines at v0.3.0), which calls ``unshard()`` on every
+    FSDP module before the loop and ``reshard()`` after it. That does not keep the layers unsharded between
+    micro-batches. ``_parallelize_model`` gives each decoder layer ``fully_shard`` with the default
+    ``reshard_after_forward=True`` and only the root ``reshard_after_forward=False`` (nemo_rl/models/dtensor/
+    parallelize.py l.476-489, same commit). FSDP2 runs every unit's pre-forward hook in every forward; ``unshard`` is a
+    no-op only while the group is unsharded. Its post-forward hook calls ``reshard()``, which returns early in FORWARD
+    only when ``_reshard_after_forward`` is False (pytorch/pytorch @cf30153c4c131c8164ee7798e5022d810682e2cb, the torch
+    2.13.0 wheel, torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py ``unshard`` l.372-376, ``reshard``
+    l.499-509, ``pre_forward`` l.540-555, ``post_forward`` l.557-566; ``_fsdp_state.py`` l.290-330 runs them for every
+    forward). So the first micro-batch finds the layers gathered, every later one gathers them again, and every
+    micro-batch pays the hooks. Keeping them requires ``reshard_after_forward=False``, whose runtime setter
+    ``set_reshard_after_forward`` came in pytorch/pytorch pull request #149103, which answers issue #149029 (2025-03-12:
+    "Since inference under no_grad consumes less memory, I want to set reshard_after_forward to False to save
+    computation time"). NeMo RL v0.3.x does not call it."""
+    if card.parallel.strategy not in FSDP_STRATEGIES or ranks <= 1:
+        return 0
+    return fsdp_units(spec)
+
+
+def frozen_pass_phases(card: RunCard, spec: ModelSpec, r: DeviceRates, sharding: Sharding, batch: RlBatch, *,
+                       train_gpus: int, gpus_per_node: int,
+                       critic: ModelSpec | None) -> tuple[list[PhaseTime], list[str]]:
+    """The no-grad forwards of one RL step on the ``train_gpus`` training GPUs (``gpus_per_node`` of them on one NVLink
+    domain), with their notes: the old policy's log-probs (``methods.roles.old_logprob_pass``), the reference's unless
+    the KL coefficient is 0 (and its host swap, ``rl_offload.reference_swap_phase``), the ``critic``'s values, and a
+    reward model's scores. Each is ``compute.training.forward_only_time`` over the step's sequences (``batch``) cut into
+    balanced micro-batches, verl's dynamic batches or NeMo RL's packed rows (``rl_batches``)."""
+    ro = card.rollout
+    seqs, seq_len, packed = batch.sequences, batch.seq_len, batch.packed
+    prompt, mean = batch.prompt_mean_tokens, batch.response_mean_tokens
+    spread, dp_ranks, per_node = batch.token_spread, batch.data_parallel, gpus_per_node
+    phases: list[PhaseTime] = []
+    notes: list[str] = []
+
+    compile_ = fused_kernels(card)
+    # HSDP: the memory's shard group (hsdp_shard_size, else a host's training GPUs), not the NVLink domain
+    par = Parallel(strategy=card.parallel.strategy.value, ranks=train_gpus, gpus_per_node=per_node,
+                   nic_bytes_per_s=nic_bytes_per_s(card), hsdp_shard=hsdp_shard_of(card, sharding),
+                   fsdp2=card.parallel.fsdp2)
+    lp_mbs_max = ro.logprob_micro_batch_size or card.batch.micro_batch_size
+    eager = attn.runs_eager(spec.family, card.attention) and spec.num_full_attention_layers > 0
+    frozen_w = bf16_engine_weight_bytes(spec)
+
+    cp = card.parallel.context_parallel
+    mp = model_parallel_of(card, spec, r, gpus_per_node=per_node)
+    fp8 = card.precision.compute is ComputeDtype.FP8
+
+    lp_rows = pipeline_packing(card, row_tokens=ro.packed_logprob_row_tokens, sequences=seqs, prompt_tokens=prompt,
+                                response_mean_tokens=mean, train_gpus=train_gpus) if packed else None
+    if lp_rows is not None:
+        notes.append(f"log-prob passes: packed rows of {lp_rows[1]} tokens under pipeline parallel, {lp_rows[0]} per"
+                     " data-parallel rank, each padded to the longest (plan.rl_batches.pipeline_packed_rows)")
+
+    # verl dynamic batching (rollout.max_tokens_per_micro_batch / logprob_max_tokens_per_micro_batch): micro-batch
+    # counts from the token budget, the largest of the data-parallel ranks (dynamic_micro_batches)
+    from trainfit.methods.rl import critic_token_budget, logprob_token_budget
+
+    lp_budget = logprob_token_budget(card)
+    if lp_budget is not None and packed:
+        notes.append(f"log-prob passes: dynamic batching, packed micro-batches of at most {lp_budget} tokens per GPU;"
+                     f" each rank runs the largest count of the {dp_ranks} data-parallel ranks"
+                     " (plan.rl_batches.dynamic_micro_batches)")
+
+    def forward_pass(name: str, pspec: ModelSpec, adapter=None, sequences: int = seqs,
+                     budget: int | None = lp_budget) -> PhaseTime:
+        # ``sequences``: the step's sequences this pass runs (the reward model scores every generated one);
+        # ``budget``: its token budget per GPU under dynamic batching (the critic's values pass has its own)
+        p_ = card.parallel
+        rows = lp_rows if sequences == seqs else pipeline_packing(
+            card, row_tokens=ro.packed_logprob_row_tokens, sequences=sequences, prompt_tokens=prompt,
+            response_mean_tokens=mean, train_gpus=train_gpus) if packed else None
+        shard = rank_spec(pspec, tp=p_.tensor_parallel, pp=p_.pipeline_parallel, ep=p_.expert_parallel,
+                          etp=p_.expert_tensor_parallel, first=p_.pipeline_first_stage_layers,
+                          last=p_.pipeline_last_stage_layers, layout=p_.pipeline_layout)
+
+        def timed(micro_: int, mbs_: int, rank_seq_: int, context_: float | None) -> PhaseTime:
+            return timed_pass(name, pspec, adapter, shard, micro_, mbs_, rank_seq_, context_)
+
+        rank_seqs = ceil(sequences / train_gpus) * p_.tensor_parallel * p_.pipeline_parallel * cp
+        micro, lp_mbs = balanced_micro_batches(rank_seqs, lp_mbs_max)
+        rank_seq = max(1, seq_len // cp)
+        context = seq_len if cp > 1 else None
+        if rows is not None:  # NeMo RL packed rows under pipeline parallel (rl_batches.pipeline_packed_rows)
+            micro, lp_mbs, rank_seq = rows[0], 1, max(1, rows[1] // cp)
+            context = seq_len  # attention runs per sequence inside the row (THD), the mean sequence's span
+        if budget is not None and packed:
+            # verl dynamic batching: the largest rank's micro-batch count, each a packed row of total / count tokens
+            counts = dynamic_micro_batches(sequences=rank_seqs, token_mean=seq_len, token_std=spread,
+                                           budget_tokens=budget * cp, data_parallel=dp_ranks)
+            return _weighted(name, [(pr, timed(k, 1, max(1, round(rank_seqs * seq_len / k) // cp), seq_len))
+                                    for k, pr in counts])
+        return timed(micro, lp_mbs, rank_seq, context)
+
+    def timed_pass(name: str, pspec: ModelSpec, adapter, shard, micro: int, lp_mbs: int, rank_seq: int,
+                   context: float | None) -> PhaseTime:
+        p_ = card.parallel
+        t = forward_only_time(
+            shard, rates=r, micro_batch_size=lp_mbs, seq_len=rank_seq, micro_steps=micro,
+            adapter=adapter, eager_attention=eager, parallel=par, gathered_weight_bytes=frozen_w,
+            count_scale=count_scale(pspec), memory_factor=COMPILE_MEMORY_FACTOR if compile_ else 1.0,
+            kernel_factor=COMPILE_KERNEL_FACTOR if compile_ else 1.0,
+            attention_context=context,
+            # the same expert-parallel routing and dispatch work as the training pass (compute.moe_time)
+            expert_parallel=mp.ep, expert_token_shards=expert_token_shards(
+                tp=mp.tp, etp=mp.etp, ep=mp.ep, sequence_parallel=mp.sequence_parallel),
+            # a model trained in fp8 runs its log-prob forwards in fp8 as well (the same linears)
+            fp8=fp8, fp8_weight_cache=fp8 and card.precision.fp8_recipe in TE_ONLY_FP8_RECIPES,
+            fp8_params=fp8 and card.precision.fp8_params,  # fp8 primary weights: no weight casts
+            packed_flash_syncs=packed_flash_syncs(card), expert_loop=p_.moe_experts.is_loop,
+            expert_loop_every=p_.moe_experts is MoeExperts.LOOP_ALL,
+            zero3_expert_leaf=p_.moe_zero3_leaf, hooked_units=_fsdp_hooked_units(card, pspec, ranks=train_gpus),
+            # FSDP2's all-gather copy-out on the compute stream (no copy-in: no gradients), every micro-batch for the
+            # resharded layers, NeMo RL's too (_fsdp_hooked_units)
+            fsdp2_copies=p_.fsdp2,
+            # the fused attention kernel the card states (compute.attention_time; its note is the actor's)
+            attention_kernel=attention_kernel_of(card, r, eager=eager)[0],
+            # NeMo RL Megatron's packed get_logprobs head (compute.inventory.NEMO_RL_PG_LOSS "megatron_logprob")
+            nemo_rl_loss="megatron_logprob" if (nemo_rl_pg_loss_of(card) == "megatron" and packed
+                                                and p_.strategy not in FSDP_STRATEGIES) else "",
+            loss_sequences=(lp_mbs * (rank_seq * cp / context if context else 1.0)),
+            # verl's log-probs from flash-attn's kernel (loss.kernel flash_attn): its bytes, as the update's head
+            fused_cross_entropy=card.loss.kernel is LossKernel.FLASH_ATTN,
+            # the layers the training pass prices (plan.time.training_time): Megatron-Core's TEGroupedMLP,
+            # grouped_gemm's gmm, and no head on a timed pipeline rank that holds none
+            megatron_experts=p_.tensor_parallel_impl is TensorParallelImpl.MEGATRON,
+            # ... whose TE grouped linears loop over their GEMMs in Python (compute.te_host)
+            te_layers=p_.tensor_parallel_impl is TensorParallelImpl.MEGATRON,
+            expert_streams=p_.moe_experts is MoeExperts.GROUPED_STREAMS,
+            head=timed_rank_holds_head(pspec, p_.pipeline_parallel, p_.pipeline_layout),
+            # verl's old-policy pass (and before verl #1100 the reference's) also takes the entropy of the rank's
+            # packed logits (loss.logprob_entropy, compute.inventory.VERL_ENTROPY_COMPILED_BYTES)
+            **({"entropy_bytes_per_logit": VERL_ENTROPY_COMPILED_BYTES,
+                "entropy_kernels": VERL_ENTROPY_COMPILED_KERNELS} if takes_entropy(card, name) else {}),
+            # Megatron-Core's thd RoPE loop and Transformer Engine's a2a thd reorders run in a no-grad forward as in
+            # the training pass (plan.time.training_time), counted over the whole row of rank_seq x cp tokens
+            rope_loop_samples=rope_loop_samples_of(card, micro_batch_size=lp_mbs, seq_len=rank_seq * cp),
+            rope_loop_context_parallel=cp,
+            a2a_thd_sequences=a2a_thd_sequences_of(card, micro_batch_size=lp_mbs, seq_len=rank_seq * cp),
+        )
+        comm = 0.0
+        if mp.active:
+            c = model_parallel_comm_of(shard, mp, tokens=lp_mbs * rank_seq, rates=r, recompute=False)
+            comm = micro * c.total_s / 2  # forward only: half of forward + backward
+            comm += pipeline_bubble_micro_steps(pp=mp.pp, virtual_stages=mp.virtual_stages) * t.seconds / micro
+        return rl_phase(name, t.seconds + comm, t.bound, gemm=t.gemm_s, attention=t.attention_s,
+                      memory_bound=t.memory_s, host_launch=t.host_s, model_parallel=comm)
+
+    adapter = adapter_of(card, spec)
+    if old_logprob_pass(card):
+        phases.append(forward_pass("old_logprob", spec, adapter))
+    ref = reference_placement(card)
+    if ref not in (RefPlacement.NONE, RefPlacement.PRECOMPUTED) and kl_coef(card) > 0:
+        phases.append(forward_pass("ref_logprob", spec, adapter if ref is RefPlacement.LORA_DISABLED else None))
+        if ref is RefPlacement.HOST_SWAP:
+            phases.append(reference_swap_phase(card, spec, r, train_gpus=train_gpus,
+                                               shard_ranks=hsdp_shard_of(card, sharding) or train_gpus))
+    cspec = critic
+    if cspec is not None:
+        # the critic's values pass under its own budget when the card gives one (methods.rl.critic_token_budget:
+        # verl's critic.forward_max_token_len_per_gpu, by default its ppo_max_token_len_per_gpu)
+        c_values_budget = critic_token_budget(card, values=True)
+        if ro.critic_max_tokens_per_micro_batch is not None and packed:
+            notes.append(f"critic: dynamic batching under its own budget, packed micro-batches of at most"
+                         f" {c_values_budget} tokens per GPU in the values pass and the update"
+                         " (rollout.critic_max_tokens_per_micro_batch)")
+        phases.append(forward_pass("critic_values", cspec, adapter, budget=c_values_budget))
+    rm_id = reward_model(card)
+    if rm_id not in (None, "rule", "none"):
+        from trainfit.catalog.models import resolve_model
+
+        # the reward model's own shape when the card names another model (DeepSpeed-Chat: OPT-350M)
+        rm_spec = spec if rm_id == spec.name else resolve_model(rm_id)
+        # every generated group is scored, the ones dynamic sampling then drops too (generated_prompts)
+        phases.append(forward_pass("reward_model", replace(rm_spec, head_outputs=1),
+                                   sequences=generated_prompts(card) * ro.num_generations))
+    return phases, notes
+
+
+def update_phases(card: RunCard, spec: ModelSpec, r: DeviceRates, batch: RlBatch, *, train_gpus: int,
+                  gpus_per_node: int, critic: ModelSpec | None) -> tuple[list[PhaseTime], list[str], tuple[str, ...]]:
+    """The actor's update of one RL step and the ``critic``'s (PPO), with their notes and the actor's training-step
+    assumptions: ``compute.training`` over the step's sequences (``batch``) in ``rollout.mini_batches`` optimizer steps,
+    ``num_iterations`` times; balanced micro-batches, verl's dynamic batches or NeMo RL's packed rows
+    (``rl_batches``)."""
+    from trainfit.methods.rl import critic_token_budget
+
+    ro = card.rollout
+    seqs, seqs_per_gpu, seq_len, packed = batch.sequences, batch.sequences_per_gpu, batch.seq_len, batch.packed
+    prompt, mean = batch.prompt_mean_tokens, batch.response_mean_tokens
+    spread, dp_ranks, per_node = batch.token_spread, batch.data_parallel, gpus_per_node
+    up_budget = ro.max_tokens_per_micro_batch
+    cspec = critic
+    phases: list[PhaseTime] = []
+    notes: list[str] = []
+
+    # updates: the rollout batch in ``mini_batches`` optimizer steps, each of micro-batches
+    mbs = card.batch.micro_batch_size
+    replica = card.parallel.model_parallel  # GPUs one model replica spans (tp x cp x pp)
+    ga, mbs = balanced_micro_batches(ceil(seqs_per_gpu * replica / ro.mini_batches), mbs)
+    opt_steps = ro.mini_batches * ro.num_iterations
+    work_cv = update_work_cv(card, spec, micro_batch_sequences=mbs * ga)
+    update_len, update_context = seq_len, None
+    padded_rows = nemo_rl_dtensor_padded_rows(card)
+    rows = pipeline_packing(card, row_tokens=ro.packed_row_tokens, sequences=ceil(seqs / ro.mini_batches),
+                             prompt_tokens=prompt, response_mean_tokens=mean, train_gpus=train_gpus,
+                             padded_rows=padded_rows) if packed else None
+    if rows is not None:  # NeMo RL packed rows under pipeline parallel (rl_batches.pipeline_packed_rows)
+        ga, mbs, update_len, update_context = rows[0], 1, rows[1], seq_len
+        notes.append(f"update: packed rows of {rows[1]} tokens, {rows[0]} per data-parallel rank, "
+                     + ("each padded to the capacity (plan.rl_batches.nemo_rl_dtensor_padded_rows)" if padded_rows else
+                        "under pipeline parallel, each padded to the longest (plan.rl_batches.pipeline_packed_rows)"))
+    # the update's (count, probability, sequences, row tokens, attention span) shapes: one fixed shape, or verl's
+    # dynamic batching (dynamic_micro_batches) over a packed row of the rank's tokens / count
+    shapes = [(ga, 1.0, mbs, update_len, update_context)]
+    dynamic = up_budget is not None and packed and rows is None
+    rank_seqs = ceil(seqs_per_gpu * replica / ro.mini_batches)
+
+    def budget_shapes(budget: int) -> list[tuple[int, float, int, int, int]]:
+        counts_ = dynamic_micro_batches(sequences=rank_seqs, token_mean=seq_len, token_std=spread,
+                                        budget_tokens=budget * card.parallel.context_parallel,
+                                        data_parallel=dp_ranks)
+        return [(k, pr, 1, max(1, round(rank_seqs * seq_len / k)), seq_len) for k, pr in counts_]
+
+    critic_shapes = shapes
+    if dynamic:
+        shapes = budget_shapes(up_budget)
+        counts = [(k, pr) for k, pr, *_ in shapes]
+        critic_shapes = shapes
+        if ro.critic_max_tokens_per_micro_batch is not None:  # the critic's own budget (critic_token_budget)
+            critic_shapes = budget_shapes(critic_token_budget(card))
+        expected = sum(k * pr for k, pr in counts)
+        notes.append(f"update: dynamic batching, {rank_seqs} sequence(s) of {seq_len} tokens per data-parallel rank"
+                     f" and optimizer step in packed micro-batches of at most {up_budget} tokens per GPU; the largest"
+                     f" count of the {dp_ranks} ranks, {expected:.2f} expected ("
+                     + ", ".join(f"{k}: {pr:.0%}" for k, pr in counts) + ")")
+
+    def update(name: str, pspec: ModelSpec, shapes_=shapes):
+        timed = [(pr, training_time(card, pspec, r, ranks=train_gpus, gpus_per_node=per_node, micro_batch_size=b,
+                                    seq_len=length, micro_steps=k, work_cv=work_cv, attention_context=context))
+                 for k, pr, b, length, context in shapes_]
+        phase = _weighted(name, [(pr, rl_phase(name, t.total_s * opt_steps, t.bound,
+                                             **{p.name: p.seconds * opt_steps for p in t.phases}))
+                                 for pr, t in timed])
+        return phase, max(timed, key=lambda pt: pt[0])[1]
+
+    actor_phase, actor = update("actor_update", spec)
+    phases.append(actor_phase)
+    if cspec is not None:
+        phases.append(update("critic_update", cspec, critic_shapes)[0])
+    if not dynamic:
+        notes.append(f"{opt_steps} optimizer step(s) per RL step (rollout.mini_batches x num_iterations),"
+                     f" {ga} micro-batch(es) of {mbs} sequence(s) each")
+    else:
+        notes.append(f"{opt_steps} optimizer step(s) per RL step (rollout.mini_batches x num_iterations)")
+    return phases, notes, actor.assumptions

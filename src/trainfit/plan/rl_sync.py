@@ -1,0 +1,194 @@
+"""Trainer -> engine in an RL step: the weight sync as the card's framework or transport runs it (``compute.sync``)
+and the engine's sleep/wake around it.
+
+Pure: no torch.
+"""
+
+from __future__ import annotations
+
+from trainfit.catalog.gpus import GpuSpec
+from trainfit.compute.rates import DeviceRates
+from trainfit.compute.training import PhaseTime
+from trainfit.memory.sharding import Sharding
+from trainfit.memory.weights import weight_bytes
+from trainfit.methods.roles import (
+    group_sizes,
+    rollout_nodes,
+    train_nodes,
+)
+from trainfit.plan.rl_common import bf16_engine_weight_bytes, hsdp_shard_of, rl_phase
+from trainfit.plan.rl_offload import host_copy_rates
+from trainfit.plan.time import (
+    nic_bytes_per_s,
+    nvlink_gpus_per_node,
+)
+from trainfit.spec.card import RunCard, pin_before
+from trainfit.spec.enums import (
+    FSDP_STRATEGIES,
+    ComputeDtype,
+    Dtype,
+    FsdpVersion,
+    Offload,
+    Placement,
+    RolloutEngine,
+    WeightTransport,
+)
+from trainfit.spec.model import ModelSpec
+from trainfit.spec.training import TrainableSpec
+
+
+def sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding, rollout, r: DeviceRates) -> PhaseTime | None:
+    """Trainer -> engine weights as the card's framework does it (``compute.sync``); none for DeepSpeed's Hybrid
+    Engine, which generates on the trainer's own (gathered) weights (its gather is in the generation phase)."""
+    if rollout is None or card.rollout.engine is RolloutEngine.DEEPSPEED_HYBRID:
+        return None
+    from trainfit.compute.sync import (
+        NEMO_RL_BRIDGE_SINCE,
+        SyncMechanism,
+        export_staging_seconds,
+        framework_sync_mechanism,
+        fsdp1_state_dict_units,
+        hf_tensor_bytes,
+        hf_tensor_count,
+        megatron_export_gather,
+        sglang_tensor_request_seconds,
+        weight_sync_seconds,
+    )
+    from trainfit.rollout.quantization import FP8_CAST_BYTES_PER_PARAM, refit_cast_params
+
+    ro = card.rollout
+    if ro.weight_transport is not WeightTransport.FRAMEWORK:
+        return _transport_sync_phase(card, spec, gpu, sharding, rollout, r)
+    chosen = ro.weight_sync if "weight_sync" in ro.model_fields_set else None
+    fs = framework_sync_mechanism(card.preset or "trl", ro.placement.value, chosen, engine=ro.engine)
+    sharded = card.parallel.strategy.value in ("zero3", "fsdp", "hsdp", "fsdp_grad_op")
+    train_gpus, _ = group_sizes(card)
+    p = card.parallel
+    # the ranks a parameter is sharded over: HSDP's shard group, else every training GPU
+    shard_ranks = hsdp_shard_of(card, sharding) or train_gpus
+    # NeMo RL's Megatron backend exports through Megatron-Bridge: every training rank receives every tensor over its
+    # PP/TP/EP groups, whose "node" is the NVLink domain (GB200 NVL72); its DTensor backend is the sharded gather
+    # a card pinned to NeMo RL before v0.4 (``software.nemo-rl``) runs v0.3's own gather_params on the colocated
+    # CUDA-IPC refit, the path read (compute.sync.NEMO_RL_V03_GATHER); its NCCL path is not read here, so any other
+    # mechanism keeps Megatron-Bridge's export
+    v03 = (ro.placement is Placement.COLOCATE and fs.mechanism is SyncMechanism.COLOCATED_CUDA_IPC
+           and pin_before((card.software.model_extra or {}).get("nemo-rl"), NEMO_RL_BRIDGE_SINCE))
+    export = None if fs.framework != "nemo-rl" or sharded else megatron_export_gather(
+        spec=spec, tp=p.tensor_parallel, pp=p.pipeline_parallel, ep=p.expert_parallel, etp=p.expert_tensor_parallel,
+        world=train_gpus, gpus_per_node=nvlink_gpus_per_node(gpu.id, train_nodes(card)[1], train_gpus), rates=r,
+        nic_bytes_per_s=nic_bytes_per_s(card), v03_gather=v03)
+    # verl's FSDP engines all-gather each fp32 shard and cast it to bf16 after (compute.sync: gathers_trainer_dtype)
+    from trainfit.plan.resolve import trainable_spec
+    from trainfit.plan.terms import trained_dtype_bytes
+    fp32 = card.weights_dtype is Dtype.FP32 or trained_dtype_bytes(card)[2]
+    gather_fp32 = fs.gathers_trainer_dtype and sharded and fp32 and trainable_spec(card).lora is None
+    trainer_dtype_bytes = weight_bytes(spec, weights=Dtype.FP32 if fp32 else Dtype.BF16, compute=ComputeDtype.BF16,
+                                       trainable=TrainableSpec()).base
+    # verl's FSDP1 export: state_dict() all-gathers every FSDP unit before the per-tensor gathers (compute.sync)
+    unshard_units = fsdp1_state_dict_units(spec) if (
+        fs.unshards_fsdp1_state_dict and sharded and card.parallel.strategy in FSDP_STRATEGIES
+        and card.parallel.fsdp_version is FsdpVersion.FSDP1 and trainable_spec(card).lora is None) else 0
+    # verl's checkpoint engine on a split placement: a trainer with its parameters offloaded streams each rank's shard
+    # back from host memory for the export (compute.sync.export_staging_seconds); colocated, the state_offload phase
+    # already brings the weights back for the sync. FSDP2's shard lies in pageable memory (``model.cpu()``), FSDP1's
+    # pinned (``flat_param_to(cpu, non_blocking=True)``): compute.offload, "Pinned or pageable host memory"
+    staging = export_staging_seconds(
+        shard_bytes_per_rank=trainer_dtype_bytes / shard_ranks,
+        host_copy_bytes_per_s=host_copy_rates(card, r, gpu)[1 if p.fsdp2 else 0],
+    ) if (fs.framework == "verl" and fs.broadcasts_whole_bucket and card.parallel.strategy in FSDP_STRATEGIES
+          and card.parallel.offload is Offload.PARAMS_AND_OPTIMIZER) else 0.0
+    t = weight_sync_seconds(
+        gather_bytes=trainer_dtype_bytes if gather_fp32 else None,
+        mechanism=fs.mechanism, weight_bytes=bf16_engine_weight_bytes(spec), num_tensors=hf_tensor_count(spec),
+        # HSDP gathers a tensor over its shard group only: ``full_tensor()`` (verl get_per_tensor_param, compute.sync)
+        # is ``redistribute([Replicate()] * ndim)``, and on the (Replicate(), Shard(0)) mesh the replicate dim is
+        # skipped (``current == target``) and the shard dim all-gathered (pytorch/pytorch
+        # @cf30153c4c131c8164ee7798e5022d810682e2cb torch/distributed/tensor/_api.py l. 748-776, _redistribute.py
+        # l. 1625-1628; volcengine/verl @b178a3cd56f58b2d502255daba591e92833930a7
+        # verl/workers/engine/fsdp/transformer_impl.py l. 666-669)
+        train_shards=shard_ranks if sharded else 1, tp=ro.tensor_parallel, rates=r,
+        engines=max(1, rollout.engine_instances), inter_node=card.hardware.nodes > 1,
+        gpus_per_node=card.hardware.gpus_per_node, nic_bytes_per_s=nic_bytes_per_s(card),
+        bucket_bytes=fs.bucket_bytes, s_per_tensor=fs.s_per_tensor,
+        sender_node_ranks=train_nodes(card)[1] if fs.trainer_ranks_in_group else 1,
+        trainer_group_ranks=train_gpus if fs.trainer_ranks_in_group else 1,
+        # an fp8 engine receives bf16 and casts every fp8 weight whole on each rank (rollout.quantization)
+        receiver_cast_params=refit_cast_params(spec, quantization=ro.quantization,
+                                               bf16_modules=tuple(ro.quantization_bf16_modules)),
+        receiver_cast_bytes_per_param=FP8_CAST_BYTES_PER_PARAM, trainer_gather=export,
+        # verl's checkpoint engine fills its buckets in state_dict order and broadcasts each whole (compute.sync)
+        tensor_bytes=hf_tensor_bytes(spec) if fs.broadcasts_whole_bucket else None,
+        whole_bucket=fs.broadcasts_whole_bucket, export_staging_s=staging, unshard_units=unshard_units,
+        # verl into SGLang: each bucket's request carries tp copies of tp CUDA-IPC handles per tensor (compute.sync)
+        request_s=sglang_tensor_request_seconds(num_tensors=hf_tensor_count(spec), tp=ro.tensor_parallel)
+        if fs.sglang_tensor_requests else 0.0,
+    )
+    return rl_phase("weight_sync", t.total_s, "communication", gather=t.gather_s, transfer=t.transfer_s,
+                  per_tensor=t.per_tensor_s, staging=t.staging_s)
+
+
+def _transport_sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding, rollout,
+                          r: DeviceRates) -> PhaseTime:
+    """The weight sync of a ``rollout.weight_transport`` other than the framework's own path (``compute.sync``):
+    NeMo RL's NCCL reshard refit (``nccl_reshard_seconds``) or checkpoint-engine's Broadcast update
+    (``checkpoint_engine_seconds``). What the transports refuse, the card refuses (``spec.card._check_weight_transport``)."""
+    from trainfit.compute.sync import (
+        checkpoint_engine_bucket_bytes,
+        checkpoint_engine_seconds,
+        fp8_scale_tensor_count,
+        hf_tensor_bytes,
+        hf_tensor_count,
+        nccl_reshard_seconds,
+    )
+    from trainfit.rollout.quantization import FP8_CAST_BYTES_PER_PARAM, engine_weight_bytes, is_quantized
+
+    ro, p = card.rollout, card.parallel
+    fp8 = is_quantized(ro.quantization)
+    kept = tuple(ro.quantization_bf16_modules)
+    wbytes = engine_weight_bytes(spec, quantization=ro.quantization, bf16_modules=kept) if fp8 else \
+        bf16_engine_weight_bytes(spec)
+    engines = max(1, rollout.engine_instances)
+    if ro.weight_transport is WeightTransport.NCCL_RESHARD:
+        train_gpus, _ = group_sizes(card)
+        t = nccl_reshard_seconds(
+            spec=spec, weight_bytes=wbytes, train_tp=p.tensor_parallel, train_pp=p.pipeline_parallel,
+            train_ep=p.expert_parallel, train_etp=p.expert_tensor_parallel, train_world=train_gpus,
+            gen_tp=ro.tensor_parallel, gen_engines=engines, rates=r,
+            gpus_per_node=nvlink_gpus_per_node(gpu.id, train_nodes(card)[1], train_gpus),
+            inter_node=card.hardware.nodes > 1, nic_bytes_per_s=nic_bytes_per_s(card), fp8=fp8, fp8_kept=kept,
+            sender_node_ranks=train_nodes(card)[1], fp8_cast_bytes_per_param=FP8_CAST_BYTES_PER_PARAM)
+    else:
+        ranks = engines * ro.tensor_parallel
+        tensors = hf_tensor_count(spec) + (fp8_scale_tensor_count(spec, kept) if fp8 else 0)
+        # the engine's GPUs copy the buckets and take the broadcast: split placement gives a node rollout.gpus of them
+        engine_per_node = rollout_nodes(card)[1]
+        # the largest tensor as the checkpoint holds it in bf16 (an fp8 checkpoint keeps its embedding and head bf16)
+        largest = max(hf_tensor_bytes(spec) or (0.0,))
+        t = checkpoint_engine_seconds(
+            weight_bytes=wbytes, num_tensors=tensors, ranks=ranks, tp=ro.tensor_parallel,
+            gpus_per_node=engine_per_node, rates=r,
+            # the free memory beside vLLM's budget (gpu_memory_utilization) sizes the buckets, never below the
+            # largest tensor (_detect_bucket_size)
+            bucket_bytes=checkpoint_engine_bucket_bytes(free_bytes=gpu.memory_bytes * (1 - ro.gpu_memory_utilization),
+                                                        max_tensor_bytes=largest),
+            h2d_bytes_per_s=host_copy_rates(card, r, gpu, gpus_per_node=engine_per_node)[0],
+            nic_bytes_per_s=nic_bytes_per_s(card), finalize=fp8)
+    return rl_phase("weight_sync", t.total_s, "communication", gather=t.gather_s, transfer=t.transfer_s,
+                  per_tensor=t.per_tensor_s, staging=t.staging_s)
+
+
+def sleep_wake_phase(card: RunCard, spec: ModelSpec, rollout, r: DeviceRates) -> PhaseTime | None:
+    """vLLM sleep mode between rollouts (level 1: weights to pinned host memory; level 2: dropped); SGLang's
+    release_memory_occupation (level 1: the KV cache only; level 2: also the weights, freed)."""
+    ro = card.rollout
+    if rollout is None or ro.sleep_level == 0:
+        return None
+    from trainfit.compute.generation import sleep_wake_seconds
+    from trainfit.rollout.quantization import card_engine_rank_bytes
+
+    rank = card_engine_rank_bytes(card, spec)  # an fp8 engine sleeps and wakes its 1-byte weights
+    t = sleep_wake_seconds(level=ro.sleep_level,
+                           weight_bytes_per_gpu=bf16_engine_weight_bytes(spec) / ro.tensor_parallel if rank is None else rank,
+                           kv_cache_bytes_per_gpu=rollout.kv_cache_bytes, rates=r,
+                           host_backup=ro.engine is not RolloutEngine.SGLANG, gpus_per_node=rollout_nodes(card)[1])
+    return rl_phase("sleep_wake", t.total_s, "offload", sleep=t.sleep_s, wake=t.wake_s)

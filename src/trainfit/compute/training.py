@@ -37,7 +37,7 @@ from trainfit.compute.dist_optimizer import megatron_bucket_params
 from trainfit.compute.te_host import te_backward_host_seconds, te_forward_host_seconds, te_linear_calls
 from trainfit.compute.expert_loop import zero3_expert_gathers
 from trainfit.compute.gemm import gemm_seconds, grouped_mm_seconds, multi_stream_grouped_gemm_seconds
-from trainfit.compute.inventory import Adapter, PassInventory, step_inventory
+from trainfit.compute.inventory import Adapter, ChainedRead, PassInventory, step_inventory
 from trainfit.compute.moe_time import expert_token_shards
 from trainfit.compute.model_parallel import (ModelParallelComm, model_parallel_comm, pipeline_bubble_micro_steps,
                                             tied_embedding_grad_sync_s)
@@ -200,7 +200,7 @@ def synced_seconds(*, host_s: float, device_s: float, kernels: float, syncs: flo
     return segments * max(host_seg, device_seg) + syncs * (refill + round_trip_s)
 
 
-def l2_chained_bytes(chained_reads: tuple[tuple[float, float, float], ...], *,
+def l2_chained_bytes(chained_reads: tuple[ChainedRead, ...], *,
                      rates: DeviceRates) -> tuple[float, float]:
     """Of a pass's chained reads (``inventory.PassInventory.chained_reads``: a kernel reading what the kernel just
     before it wrote or read), the contiguous and strided bytes served from L2: those of the chains whose working set
@@ -216,8 +216,8 @@ def l2_chained_bytes(chained_reads: tuple[tuple[float, float, float], ...], *,
     priced so; the other elementwise kernels read a GEMM's output or a saved activation first (not counted)."""
     if not rates.l2_read_bytes_per_s or rates.l2_resident_bytes <= 0:
         return 0.0, 0.0
-    fit = [c for c in chained_reads if c[0] <= rates.l2_resident_bytes]
-    return sum(c[1] for c in fit), sum(c[2] for c in fit)
+    fit = [c for c in chained_reads if c.working_set_bytes <= rates.l2_resident_bytes]
+    return sum(c.contiguous_bytes for c in fit), sum(c.strided_bytes for c in fit)
 
 
 def pass_seconds(inv: PassInventory, *, rates: DeviceRates, seq_len: float, backward: bool,

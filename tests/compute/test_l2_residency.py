@@ -27,6 +27,8 @@ def test_catalog_l2_fields_are_consistent():
     for g in with_l2:
         assert g.l2_read_bytes_per_s and g.l2_bytes and g.l2_source
         assert g.l2_resident_bytes <= g.l2_bytes
+        # binary bytes, as cudaDeviceProp.l2CacheSize reports them (the vendors' "40 MB" / "50 MB" are MiB)
+        assert g.l2_bytes % 2**20 == 0 and "MiB" in g.l2_source, g.id
         assert g.l2_read_bytes_per_s > g.hbm_bytes_per_s  # L2 is faster than device memory on every such card
 
 

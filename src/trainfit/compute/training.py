@@ -518,7 +518,8 @@ def train_step_time(
     ``rope_loop_samples`` / ``rope_loop_context_parallel``: as ``inventory.step_inventory`` (Megatron-Core's
     per-sample thd RoPE loop); ``a2a_thd_sequences``: as ``inventory.step_inventory`` (Transformer Engine's a2a thd
     chunk reorders); ``te_layers``: the decoder layers are Megatron-Core's Transformer Engine modules, whose linears'
-    Python backward adds host seconds per call (``te_host.te_backward_host_seconds``).
+    Python forward and backward add host seconds per call beyond the per-kernel rates times ``kernel_factor``
+    (``te_host.te_forward_host_seconds`` / ``te_backward_host_seconds``; a full recompute's forward too).
     """
     mp = model_parallel
     gradient_checkpointing = gradient_checkpointing or selective != "none" or bool(recompute_modules)
@@ -550,14 +551,19 @@ def train_step_time(
     bwd_layers = pass_seconds(inv.layers_backward, backward=True, **kw).scaled(count_scale)
     bwd = bwd_layers + head_bwd.scaled(count_scale)
     if te_layers:
-        # Transformer Engine's linears run their backward in Python (autograd Functions): per call, what the
-        # published CPU time exceeds the per-kernel backward rate by; the grouped linears loop over their GEMMs in
-        # Python both ways (compute.te_host)
+        # Transformer Engine's linears run their forward and backward in Python (autograd Functions): per call, what
+        # the published CPU time exceeds the per-kernel rate pass_seconds charged for its kernels by (the rate times
+        # kernel_factor); the grouped linears loop over their GEMMs in Python both ways (compute.te_host)
         calls = te_linear_calls(spec)
-        fwd = _with_host_seconds(fwd, hooks_s=te_forward_host_seconds(calls=calls, gpu_id=rates.gpu_id))
+        te_fwd_s = te_forward_host_seconds(calls=calls, quantized=fp8, gpu_id=rates.gpu_id,
+                                           host_s_per_forward_kernel=rates.host_s_per_forward_kernel * kernel_factor)
+        fwd = _with_host_seconds(fwd, hooks_s=te_fwd_s)
         bwd = _with_host_seconds(bwd, hooks_s=te_backward_host_seconds(
             calls=calls, quantized=fp8, gpu_id=rates.gpu_id,
-            host_s_per_backward_kernel=rates.host_s_per_backward_kernel))
+            host_s_per_backward_kernel=rates.host_s_per_backward_kernel * kernel_factor))
+        if gradient_checkpointing and selective == "none" and not recompute_modules:
+            # full recompute re-runs every checkpointed layer's forward, its TE calls with it
+            rec = _with_host_seconds(rec, hooks_s=te_fwd_s * recompute_layer_share)
     if parallel.strategy in ("fsdp", "fsdp_grad_op", "hsdp"):
         # torch FSDP's per-unit pre/post-forward hooks (unshard, stream waits, reshard) run in Python in every
         # forward, the recompute's included, recording autograd: fsdp_unit_host_seconds per unit (the layers and the
@@ -1126,7 +1132,7 @@ def forward_only_time(
     and kernels on the head; 0: none. Not for a value or reward head (``spec.head_outputs``). ``rope_loop_samples`` /
     ``rope_loop_context_parallel`` / ``a2a_thd_sequences``: as ``train_step_time`` (Megatron-Core's per-sample thd
     RoPE loop and Transformer Engine's a2a thd reorders run in the forward whether or not it records a graph).
-    ``te_layers``: as ``train_step_time`` (the forward's share: the grouped linears' per-GEMM Python)."""
+    ``te_layers``: as ``train_step_time`` (the forward's share, against the no-grad per-kernel rate charged)."""
     inv = step_inventory(spec, micro_batch_size=micro_batch_size, seq_len=seq_len, adapter=adapter,
                          eager_attention=eager_attention, attention_context=attention_context,
                          expert_parallel=expert_parallel, expert_token_shards=expert_token_shards, fp8=fp8,
@@ -1150,8 +1156,10 @@ def forward_only_time(
     one = (pass_seconds(inv.layers_forward, **kw)
            + (pass_seconds(inv.head_forward, **kw) if head else ZERO_PASS)).scaled(count_scale)
     one = _with_host_seconds(one, hooks_s=hooked_units * fsdp_unit_host_seconds(fsdp2=parallel.fsdp2, grad=False)[0])
-    if te_layers:  # Transformer Engine's grouped linears loop over their GEMMs in Python (compute.te_host)
-        one = _with_host_seconds(one, hooks_s=te_forward_host_seconds(calls=te_linear_calls(spec), gpu_id=rates.gpu_id))
+    if te_layers:  # Transformer Engine's Python forward beyond the per-kernel rate charged (compute.te_host)
+        one = _with_host_seconds(one, hooks_s=te_forward_host_seconds(
+            calls=te_linear_calls(spec), quantized=fp8, gpu_id=rates.gpu_id,
+            host_s_per_forward_kernel=no_grad.host_s_per_forward_kernel * kernel_factor))
     if parallel.strategy == "zero3" and parallel.ranks > 1:  # a DeepSpeed ZeRO-3 engine's per-module hooks
         modules = zero3_hooked_modules(spec, expert_loop=expert_loop,
                                        leaf=zero3_expert_leaf)

@@ -9,7 +9,7 @@ import pytest
 from trainfit.catalog.gpus import gpu_ids, resolve_gpu
 from trainfit.catalog.models import from_catalog as resolve_model
 from trainfit.compute import inventory as inv_mod
-from trainfit.compute.inventory import Adapter, PassInventory, step_inventory
+from trainfit.compute.inventory import Adapter, ChainedRead, PassInventory, step_inventory
 from trainfit.compute.rates import default_rates
 from trainfit.compute.training import STRIDED_BANDWIDTH_SHARE, l2_chained_bytes, pass_seconds
 
@@ -27,6 +27,8 @@ def test_catalog_l2_fields_are_consistent():
     for g in with_l2:
         assert g.l2_read_bytes_per_s and g.l2_bytes and g.l2_source
         assert g.l2_resident_bytes <= g.l2_bytes
+        # binary bytes, as cudaDeviceProp.l2CacheSize reports them (the vendors' "40 MB" / "50 MB" are MiB)
+        assert g.l2_bytes % 2**20 == 0 and "MiB" in g.l2_source, g.id
         assert g.l2_read_bytes_per_s > g.hbm_bytes_per_s  # L2 is faster than device memory on every such card
 
 
@@ -34,13 +36,14 @@ def test_chained_norm_bytes_are_a_part_of_the_pass_bytes():
     inv = _inv(840)
     for p in (inv.layers_forward, inv.layers_backward, inv.head_forward, inv.head_backward, inv.layers_recompute):
         assert p.chained_reads
-        assert sum(c[1] + c[2] for c in p.chained_reads) < p.memory_bytes
-        assert sum(c[2] for c in p.chained_reads) <= p.strided_bytes
+        assert all(isinstance(c, ChainedRead) for c in p.chained_reads)
+        assert sum(c.contiguous_bytes + c.strided_bytes for c in p.chained_reads) < p.memory_bytes
+        assert sum(c.strided_bytes for c in p.chained_reads) <= p.strided_bytes
     spec = resolve_model(LLAMA_3B)
     t, h, n = 840, spec.hidden_size, spec.norms_per_layer * spec.num_layers
     fwd = inv.layers_forward.chained_reads
-    assert sum(c[1] for c in fwd) == pytest.approx(inv_mod.NORM_CHAINED_BYTES * t * h * n)
-    assert sum(c[2] for c in fwd) == pytest.approx(inv_mod.NORM_CHAINED_STRIDED_BYTES * t * h * n)
+    assert sum(c.contiguous_bytes for c in fwd) == pytest.approx(inv_mod.NORM_CHAINED_BYTES * t * h * n)
+    assert sum(c.strided_bytes for c in fwd) == pytest.approx(inv_mod.NORM_CHAINED_STRIDED_BYTES * t * h * n)
     # the counted chain: 20 of the 36 bytes are reads, 42 of the 84 backward bytes
     assert inv_mod.NORM_CHAINED_BYTES + inv_mod.NORM_CHAINED_STRIDED_BYTES == 20.0
     assert (inv_mod.NORM_BACKWARD_CHAINED_SHARE + inv_mod.NORM_BACKWARD_CHAINED_STRIDED_SHARE) * 84 == pytest.approx(42)
@@ -54,8 +57,8 @@ def test_layer_norm_models_have_no_rmsnorm_chain():
 
 def test_l2_chained_bytes_fit_test():
     rates = default_rates(resolve_gpu("l40s"))
-    fits = (rates.l2_resident_bytes, 10.0, 1.0)
-    too_big = (rates.l2_resident_bytes + 1, 100.0, 7.0)
+    fits = ChainedRead(working_set_bytes=rates.l2_resident_bytes, contiguous_bytes=10.0, strided_bytes=1.0)
+    too_big = ChainedRead(working_set_bytes=rates.l2_resident_bytes + 1, contiguous_bytes=100.0, strided_bytes=7.0)
     assert l2_chained_bytes((fits, too_big), rates=rates) == (10.0, 1.0)
     assert l2_chained_bytes((fits,), rates=replace(rates, l2_read_bytes_per_s=None)) == (0.0, 0.0)
 
@@ -66,8 +69,8 @@ def test_small_passes_read_the_chain_from_l2():
     p = _inv(840).layers_forward
     with_l2 = pass_seconds(p, rates=rates, seq_len=840, backward=False)
     without = pass_seconds(p, rates=no_l2, seq_len=840, backward=False)
-    cc = sum(c[1] for c in p.chained_reads)
-    cs = sum(c[2] for c in p.chained_reads)
+    cc = sum(c.contiguous_bytes for c in p.chained_reads)
+    cs = sum(c.strided_bytes for c in p.chained_reads)
     moved = cc + cs / STRIDED_BANDWIDTH_SHARE
     assert without.memory_s - with_l2.memory_s == pytest.approx(
         moved / rates.hbm_bytes_per_s - moved / rates.l2_read_bytes_per_s)
@@ -95,9 +98,9 @@ def test_compiled_passes_are_unchanged():
 
 
 def test_sum_keeps_the_chains():
-    a = PassInventory(memory_bytes=10.0, chained_reads=((1.0, 2.0, 0.0),))
-    b = PassInventory(memory_bytes=10.0, chained_reads=((3.0, 4.0, 1.0),))
-    assert (a + b).chained_reads == ((1.0, 2.0, 0.0), (3.0, 4.0, 1.0))
+    a = PassInventory(memory_bytes=10.0, chained_reads=(ChainedRead(1.0, 2.0, 0.0),))
+    b = PassInventory(memory_bytes=10.0, chained_reads=(ChainedRead(3.0, 4.0, 1.0),))
+    assert (a + b).chained_reads == (ChainedRead(1.0, 2.0, 0.0), ChainedRead(3.0, 4.0, 1.0))
 
 
 def test_lora_adapter_keeps_the_chain():

@@ -1,6 +1,6 @@
-"""Transformer Engine's Python backward per linear call (``compute.te_host``): the published GB200 CPU times
-(TransformerEngine pull request #3523), scaled to an x86 host by issue #2053's ratio, less what the per-kernel backward
-rate already charges; added to Megatron-Core cards' backward only."""
+"""Transformer Engine's Python forward and backward per linear call (``compute.te_host``): the published GB200 CPU
+times (TransformerEngine pull request #3523), scaled to an x86 host by issue #2053's ratio, less what the per-kernel
+rates times the kernel factor already charge; added to Megatron-Core cards only."""
 
 from __future__ import annotations
 
@@ -11,16 +11,20 @@ from trainfit.catalog.models import from_catalog
 from trainfit.compute import rates as rt
 from trainfit.compute import te_host as te
 from trainfit.compute.training import train_step_time
+from trainfit.plan.time import rank_spec
 
 H100 = rt.default_rates(resolve_gpu("h100-sxm"))
 GB200 = rt.default_rates(resolve_gpu("gb200"))
 
 
-def test_the_published_backward_times():
-    us = {k: round(v * 1e6, 1) for k, v in te.TE_BACKWARD_HOST_S_GRACE.items()}
-    assert us == {("linear", False): 252.1, ("linear", True): 326.4, ("layernorm_linear", False): 314.2,
-                  ("layernorm_linear", True): 383.2}
-    assert te.X86_OVER_GRACE_HOST == pytest.approx(0.3635, abs=1e-4)
+def test_the_backward_is_the_published_total_less_the_forward():
+    """PR #3523's "before" column gives forward and forward + backward per module; the backward table is their
+    difference, the forward table the forward column."""
+    total_us = {("linear", False): 311.30, ("linear", True): 440.93, ("layernorm_linear", False): 397.73,
+                ("layernorm_linear", True): 518.67}
+    for key, total in total_us.items():
+        assert te.TE_BACKWARD_HOST_S_GRACE[key] + te.TE_FORWARD_HOST_S_GRACE[key] == pytest.approx(total * 1e-6)
+    assert te.X86_OVER_GRACE_HOST == pytest.approx(13.48 / 37.08)
 
 
 def test_calls_per_layer_follow_megatrons_te_spec():
@@ -32,10 +36,23 @@ def test_calls_per_layer_follow_megatrons_te_spec():
                                                        grouped_extra_gemms=moe.num_layers * 2 * 127)
 
 
+def test_an_expert_parallel_rank_loops_over_its_local_experts_only():
+    """Under expert parallelism the timed rank's spec holds E / ep experts (``plan.time.rank_spec``): each
+    GroupedLinear call loops over those, and the rank runs its pipeline stage's layers only."""
+    moe = from_catalog("Qwen/Qwen3-30B-A3B")
+    shard = rank_spec(moe, tp=1, pp=2, ep=8, etp=1)
+    local = moe.moe.num_experts // 8
+    assert shard.moe.num_experts == local and shard.num_layers == moe.num_layers // 2
+    assert te.te_linear_calls(shard) == te.TeLinearCalls(
+        linear=3 * shard.num_layers, layernorm_linear=shard.num_layers,
+        grouped_extra_gemms=shard.num_layers * 2 * (local - 1))
+
+
 def test_the_grouped_per_gemm_loop_both_ways():
     calls = te.TeLinearCalls(grouped_extra_gemms=10)
-    assert te.te_forward_host_seconds(calls=calls, gpu_id="h100-sxm") == pytest.approx(33.5e-6)
-    assert te.te_forward_host_seconds(calls=calls, gpu_id="gb200") == pytest.approx(33.5e-6 * 37.08 / 13.48)
+    fwd = dict(calls=calls, quantized=False, host_s_per_forward_kernel=65e-6)
+    assert te.te_forward_host_seconds(gpu_id="h100-sxm", **fwd) == pytest.approx(33.5e-6)
+    assert te.te_forward_host_seconds(gpu_id="gb200", **fwd) == pytest.approx(33.5e-6 * 37.08 / 13.48)
     assert te.te_backward_host_seconds(calls=calls, quantized=False, gpu_id="h100-sxm",
                                        host_s_per_backward_kernel=12e-6) == pytest.approx(98e-6)
 
@@ -56,6 +73,63 @@ KW = {"micro_batch_size": 1, "seq_len": 256, "micro_steps": 1, "trained_params":
 
 def _host(t, name):
     return next(p for p in t.phases if p.name == name).terms["host_launch"]
+
+
+def test_the_forward_excess_over_the_charged_rate():
+    """TE's forward per call against what the per-kernel forward rate charges its kernels (GEMM; norm + GEMM): nothing
+    at the full 65 us rate, the excess under the compile kernel factor (22.75 us a kernel)."""
+    calls = te.TeLinearCalls(linear=1, layernorm_linear=1)
+    full = dict(calls=calls, quantized=False, host_s_per_forward_kernel=65e-6)
+    assert te.te_forward_host_seconds(gpu_id="gb200", **full) == 0.0
+    fused = dict(calls=calls, host_s_per_forward_kernel=65e-6 * 0.35)
+    assert te.te_forward_host_seconds(gpu_id="gb200", quantized=False, **fused) == pytest.approx(
+        (59.19e-6 - 22.75e-6) + (83.48e-6 - 2 * 22.75e-6))
+    # x86: every call stays under the charge (an MXFP8 Linear, 41.6 us, against its GEMM and two cast kernels)
+    assert te.te_forward_host_seconds(gpu_id="h100-sxm", quantized=False, **fused) == 0.0
+    assert te.te_forward_host_seconds(gpu_id="h100-sxm", quantized=True, **fused) == 0.0
+    # a quantized call is charged its casts too (the input's amax and cast forward; three kernels backward)
+    assert te.te_forward_host_seconds(gpu_id="gb200", quantized=True, **fused) == pytest.approx(
+        (114.51e-6 - 3 * 22.75e-6) + (135.42e-6 - 4 * 22.75e-6))
+    assert te.te_backward_host_seconds(calls=calls, quantized=True, gpu_id="gb200",
+                                       host_s_per_backward_kernel=4.2e-6) == pytest.approx(
+        (440.93e-6 - 114.51e-6 - 5 * 4.2e-6) + (518.67e-6 - 135.42e-6 - 6 * 4.2e-6))
+
+
+@pytest.mark.parametrize("rates", [H100, GB200])
+def test_under_the_compile_kernel_factor_the_excess_is_over_the_scaled_rate(rates):
+    """pass_seconds charges every kernel at kernel_factor x the rate; TE's excess is over that charge, both ways."""
+    spec = from_catalog("Qwen/Qwen2.5-0.5B")
+    kf = 0.35
+    plain = train_step_time(spec, rates=rates, kernel_factor=kf, **KW)
+    t = train_step_time(spec, rates=rates, te_layers=True, kernel_factor=kf, **KW)
+    calls = te.te_linear_calls(spec)
+    assert _host(t, "backward") - _host(plain, "backward") == pytest.approx(te.te_backward_host_seconds(
+        calls=calls, quantized=False, gpu_id=rates.gpu_id, host_s_per_backward_kernel=rates.host_s_per_backward_kernel * kf))
+    fwd = te.te_forward_host_seconds(calls=calls, quantized=False, gpu_id=rates.gpu_id,
+                                     host_s_per_forward_kernel=rates.host_s_per_forward_kernel * kf)
+    assert _host(t, "forward") - _host(plain, "forward") == pytest.approx(fwd)
+    # x86 BF16 calls stay under the scaled forward charge; Grace's exceed it
+    assert (fwd > 0) is (rates.gpu_id == "gb200")
+    # more is left of each backward call than at the full rate (x86 Linear: 91.6 - 2 x 4.2 us, not 91.6 - 2 x 12)
+    assert te.te_backward_host_seconds(calls=te.TeLinearCalls(linear=1), quantized=False, gpu_id="h100-sxm",
+                                       host_s_per_backward_kernel=12e-6 * kf) == pytest.approx(
+        252.11e-6 * 13.48 / 37.08 - 2 * 12e-6 * kf)
+
+
+def test_a_full_recompute_repeats_the_forward_excess():
+    """Full recompute re-runs each checkpointed layer's forward, TE's Python with it (recompute_layer_share of it)."""
+    spec = from_catalog("Qwen/Qwen2.5-0.5B")
+    kw = dict(rates=GB200, kernel_factor=0.35, gradient_checkpointing=True, recompute_layer_share=0.5, **KW)
+    plain = train_step_time(spec, **kw)
+    t = train_step_time(spec, te_layers=True, **kw)
+    fwd = te.te_forward_host_seconds(calls=te.te_linear_calls(spec), quantized=False, gpu_id="gb200",
+                                     host_s_per_forward_kernel=GB200.host_s_per_forward_kernel * 0.35)
+    assert fwd > 0
+    assert _host(t, "recompute") - _host(plain, "recompute") == pytest.approx(0.5 * fwd)
+    # selective (core attention) recompute re-runs no TE linear
+    sel = dict(kw, selective="core_attention")
+    assert _host(train_step_time(spec, te_layers=True, **sel), "recompute") == _host(
+        train_step_time(spec, **sel), "recompute")
 
 
 @pytest.mark.parametrize("rates", [H100, GB200])

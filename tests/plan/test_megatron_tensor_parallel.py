@@ -143,3 +143,20 @@ def test_one_rank_megatron_card_uses_the_vocab_parallel_loss_too():
 
     assert lg("megatron") == pytest.approx(6 * e)
     assert lg("dtensor") == pytest.approx(12 * e)  # transformers' loss: log-softmax output + two fp32 gradients
+
+
+def test_megatron_layers_run_te_fused_kernels_at_tp1():
+    """Megatron-Core's TE layer spec fuses the norm into TELayerNormColumnParallelLinear whatever the TP / PP size: a
+    Megatron card at TP = PP = 1 without compile prices as the same card with compile (the fused-kernel factors), not
+    as the eager RMSNorm chain; a DTensor card at TP 1 keeps the eager kernels."""
+    from trainfit.plan.time import fused_kernels  # noqa: PLC0415
+
+    def card(impl: str, compile_: bool):
+        par = {"strategy": "zero1", "gradient_checkpointing": False, "tensor_parallel": 1,
+               "tensor_parallel_impl": impl, "compile": compile_}
+        return load_card_dict({"model": {"config": SMALL, "id": "small"}, "hardware": {"gpu": "h100-sxm",
+                               "gpus_per_node": 2}, "parallel": par, "batch": {"micro_batch_size": B, "seq_len": S}})
+
+    assert fused_kernels(card("megatron", False)) and not fused_kernels(card("dtensor", False))
+    eager, compiled = make_plan(card("megatron", False)), make_plan(card("megatron", True))
+    assert eager.time.total_s == pytest.approx(compiled.time.total_s)

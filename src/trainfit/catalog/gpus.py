@@ -65,7 +65,9 @@ class GpuSpec:
     """CUDA compute capability ("9.0"); picks torch's default cuBLAS workspace size."""
     compute_capability_source: str = ""
     l2_bytes: int | None = None
-    """Last-level (L2) cache on the card as shipped, the vendor's or a measurement's figure (``l2_source``)."""
+    """Last-level (L2) cache on the card as shipped, in bytes, the vendor's or a measurement's figure (``l2_source``).
+    The vendors' "40 MB" / "50 MB" L2 figures are binary (MiB): ``cudaDeviceProp.l2CacheSize`` reports 41,943,040 and
+    52,428,800 bytes; stored so, like ``l2_resident_bytes``."""
     l2_resident_bytes: int | None = None
     """The largest data set a streaming read still gets at the L2 rate in a published measurement (below
     ``l2_bytes``: set associativity, and on A100 / H100 the two partitions); None: L2 residency not priced."""

@@ -402,6 +402,19 @@ class Gemm:
 
 
 @dataclass(frozen=True, slots=True)
+class ChainedRead:
+    """Reads of a tensor the kernel just before wrote or read, over one op chain's calls in a pass
+    (``PassInventory.chained_reads``)."""
+
+    working_set_bytes: float
+    """What one call of the chain keeps live at once: its tensors must stay in L2 for those reads to hit there."""
+    contiguous_bytes: float
+    """The chained reads of contiguous tensors, over all calls."""
+    strided_bytes: float
+    """The chained broadcast / strided reads, over all calls (part of ``PassInventory.strided_bytes``)."""
+
+
+@dataclass(frozen=True, slots=True)
 class PassInventory:
     """One pass (forward or backward) over a part of the model, for one micro-batch on one GPU."""
 
@@ -437,11 +450,9 @@ class PassInventory:
     bare_kernels: float = 0.0
     """Of ``fused_kernels``, those launched by bare aten calls from a Python loop, outside any module forward
     (prime-rl's head, ``prime_rl_head``): the host pays the backward's per-kernel rate for them in a forward too."""
-    chained_reads: tuple[tuple[float, float, float], ...] = ()
-    """Of ``memory_bytes``, reads of a tensor the kernel just before wrote or read, as
-    ``(working_set_bytes, contiguous_bytes, strided_bytes)`` per op chain: ``working_set_bytes`` is what one chain keeps
-    live at once (its tensors must stay in L2 for those reads to hit there); the strided bytes are part of
-    ``strided_bytes`` (``training.pass_seconds``, ``NORM_CHAINED_BYTES``)."""
+    chained_reads: tuple[ChainedRead, ...] = ()
+    """Of ``memory_bytes``, reads of a tensor the kernel just before wrote or read, one ``ChainedRead`` per op chain
+    (``training.pass_seconds``, ``NORM_CHAINED_BYTES``)."""
 
     @property
     def gemm_flops(self) -> float:
@@ -1201,7 +1212,7 @@ def step_inventory(
 
 
 def norm_chained_reads(norms: list[tuple[float, float]], *,
-                       backward_bytes_per_element: float | None) -> tuple[tuple[float, float, float], ...]:
+                       backward_bytes_per_element: float | None) -> tuple[ChainedRead, ...]:
     """``PassInventory.chained_reads`` of eager RMSNorms, ``(elements per call, calls)`` each: the forward's
     (``backward_bytes_per_element`` None: ``NORM_CHAINED_BYTES``) or the backward's (those bytes per element at
     ``NORM_BACKWARD_CHAINED_SHARE``), each with the working set of one call."""
@@ -1210,12 +1221,12 @@ def norm_chained_reads(norms: list[tuple[float, float]], *,
         if elements <= 0 or calls <= 0:
             continue
         if backward_bytes_per_element is None:
-            out.append((NORM_CHAIN_FORWARD_BYTES * elements, NORM_CHAINED_BYTES * elements * calls,
-                        NORM_CHAINED_STRIDED_BYTES * elements * calls))
+            out.append(ChainedRead(NORM_CHAIN_FORWARD_BYTES * elements, NORM_CHAINED_BYTES * elements * calls,
+                                   NORM_CHAINED_STRIDED_BYTES * elements * calls))
         else:
             b = backward_bytes_per_element * elements * calls
-            out.append((NORM_CHAIN_BACKWARD_BYTES * elements, NORM_BACKWARD_CHAINED_SHARE * b,
-                        NORM_BACKWARD_CHAINED_STRIDED_SHARE * b))
+            out.append(ChainedRead(NORM_CHAIN_BACKWARD_BYTES * elements, NORM_BACKWARD_CHAINED_SHARE * b,
+                                   NORM_BACKWARD_CHAINED_STRIDED_SHARE * b))
     return tuple(out)
 
 

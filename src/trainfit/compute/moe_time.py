@@ -58,9 +58,12 @@ The EP all-to-all itself (dispatch and combine, forward, recompute and backward)
 expert over four compute streams (``gemm.multi_stream_grouped_gemm_seconds``): on a Megatron-Core card
 (``inventory.step_inventory(megatron_experts=True)``) each routed GEMM, forward, dgrad and wgrad, costs its grouped
 compute plus one kernel's fixed device time per local expert, which TE's published H100 grouped-GEMM rates bear out
-(that function's docstring). Only the device side is counted: ``expert_gemm_kernels`` keeps one host launch per
-projection (the C++ loop's per-GEMM host cost, and the per-expert ``torch.split`` / ``torch.empty`` TE's maintainer
-names as GroupedLinear's CPU overhead, NVIDIA/TransformerEngine issue #1499 (2025-02-24), have no published figure).
+(that function's docstring). Here only the device side is counted: ``expert_gemm_kernels`` keeps one host launch
+per projection. The per-GEMM host cost (the Python loop over the local experts, and the per-expert ``torch.split`` /
+``torch.empty`` TE's maintainer names as GroupedLinear's CPU overhead, NVIDIA/TransformerEngine issue #1499,
+2025-02-24) is ``te_host.GROUPED_EXTRA_GEMM_HOST_S`` per GEMM beyond a call's first, measured on a CPU with the
+compiled library stubbed and added by ``training.train_step_time`` on Megatron-Core cards (``te_host`` module
+docstring).
 
 **gpt-oss's experts in Megatron-Core** (``megatron_expert_elementwise``: a model with a clamped GLU or expert biases,
 ``MoeSpec.clamped_glu`` / ``expert_bias``, on a Megatron-Core card). ``TEGroupedMLP`` runs two eager steps that the

@@ -55,6 +55,7 @@ Pure Python: no torch import.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
@@ -414,10 +415,22 @@ class DeviceRates:
         if "gemm_points" in data:
             data["gemm_points"] = tuple(p if isinstance(p, GemmPoint) else GemmPoint(**p) for p in data["gemm_points"])
         for k, v in data.items():
-            if k not in ("gemm_points", "p2p", "nvlink", "compute_capability", "fp32_matmul_flops_per_s", "fp8_matmul_flops_per_s",
-                         "l2_read_bytes_per_s", "l2_resident_bytes") and not (isinstance(v, (int, float)) and v > 0):
+            if k in ("gemm_points", "p2p", "nvlink", "compute_capability"):
+                continue
+            positive = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
+            if k in _OPTIONAL_RATES:  # None: not measured (no fp8 tensor cores, no L2 residency priced)
+                if v is not None and not positive:
+                    raise CardError(f"calibration: {k} must be a positive number or null, got {v!r}")
+            elif not (isinstance(v, (int, float)) and v > 0):
                 raise CardError(f"calibration: {k} must be a positive number, got {v!r}")
+        if "l2_resident_bytes" in data and data["l2_resident_bytes"] is None:
+            data["l2_resident_bytes"] = 0.0  # the field's own 'none': no L2 residency priced
         return replace(self, **data, sources=self.sources + (source,))
+
+
+_OPTIONAL_RATES = ("fp32_matmul_flops_per_s", "fp8_matmul_flops_per_s", "l2_read_bytes_per_s", "l2_resident_bytes")
+"""Calibrated rates that may be null (not measured; ``l2_resident_bytes`` null is its 0: no L2 residency); any other
+value a positive number."""
 
 
 def default_rates(gpu: GpuSpec) -> DeviceRates:

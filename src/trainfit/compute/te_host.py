@@ -27,10 +27,15 @@ CPU time of that Python is published per call:
   on both Grace hosts, 2.69 and 2.73). A DGX-class x86 host runs the same Python 13.48 / 37.08 = 0.364 times as long as
   GB200's Grace (``X86_OVER_GRACE_HOST``): the GB200 figures above are scaled by it for every other host.
 
-The forward needs nothing more: TE's forward per call (59 / 83 us on Grace, 22 / 30 us on x86) is below what
-``HOST_S_PER_FORWARD_KERNEL`` already charges for the one or two kernels of that call. The backward's excess over
-``rates.host_s_per_backward_kernel`` per kernel of the call (dgrad and wgrad GEMMs; a ``LayerNormLinear`` adds the
-norm's backward) is what is added (``te_backward_host_seconds``).
+What is added is each call's excess over what ``training.pass_seconds`` already charges for the call's kernels: the
+per-kernel rate times the kernel factor (``COMPILE_KERNEL_FACTOR`` on fused-kernel cards, 1 otherwise) per kernel.
+Forward (``te_forward_host_seconds``): the GEMM, and a ``LayerNormLinear``'s norm (``FORWARD_KERNELS_PER_CALL``),
+against TE's forward per call (``TE_FORWARD_HOST_S_GRACE``: 59 / 83 us BF16 on Grace, 22 / 30 us scaled to x86).
+At the full rate (``HOST_S_PER_FORWARD_KERNEL``, 65 us) the per-kernel charge covers it; under the 0.35 kernel factor
+(22.75 us a kernel) a Grace host's calls exceed it, an x86 host's do not.
+Backward (``te_backward_host_seconds``): dgrad and wgrad GEMMs, a ``LayerNormLinear`` adds the norm's backward
+(``KERNELS_PER_CALL``), against the backward CPU time per call (``TE_BACKWARD_HOST_S_GRACE``). A quantized (fp8) call
+is also charged its operand casts' kernels by the inventory (``QUANTIZED_EXTRA_KERNELS``), both ways.
 
 Which modules a Megatron-Core layer runs (NVIDIA/Megatron-LM @7094270c6fa1dbc6b2e99072171e3a559ca36d0f,
 megatron/core/models/gpt/gpt_layer_specs.py l.106-170 and l.297-322, moe_module_specs.py l.37-79): self-attention
@@ -59,6 +64,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from trainfit.compute.float8_casts import TRANSFORMER_ENGINE
 from trainfit.spec.model import ModelSpec
 
 TE_BACKWARD_HOST_S_GRACE = {
@@ -80,9 +86,26 @@ GROUPED_EXTRA_GEMM_HOST_S = {"forward": 3.35e-6, "backward": 9.8e-6}
 """Host seconds TE 2.16's ``GroupedLinear`` adds per GEMM beyond the first, by pass, on an x86 host: the slope of the
 measured per-call CPU time from 1 to 32 GEMMs (module docstring; ``benchmarks/te_linear_backward_host.py``). Measured,
 not fitted."""
+TE_FORWARD_HOST_S_GRACE = {
+    ("linear", False): 59.19e-6,
+    ("linear", True): 114.51e-6,
+    ("layernorm_linear", False): 83.48e-6,
+    ("layernorm_linear", True): 135.42e-6,
+}
+"""CPU seconds of one TE module's forward on GB200's Grace host, by (module, quantized): the forward column of the
+same table (the "before" figures, module docstring)."""
 KERNELS_PER_CALL = {"linear": 2, "layernorm_linear": 3}
-"""Kernels of one call's backward that ``rates.host_s_per_backward_kernel`` already charges: dgrad and wgrad GEMMs,
+"""Kernels of one call's backward that the per-kernel backward rate already charges: dgrad and wgrad GEMMs,
 and a ``LayerNormLinear``'s norm backward."""
+FORWARD_KERNELS_PER_CALL = {"linear": 1, "layernorm_linear": 2}
+"""Kernels of one call's forward that the per-kernel forward rate already charges: the GEMM, and a
+``LayerNormLinear``'s norm."""
+QUANTIZED_EXTRA_KERNELS = {"forward": TRANSFORMER_ENGINE.input_forward_kernels,
+                           "backward": TRANSFORMER_ENGINE.backward_kernels}
+"""What a quantized (fp8) call adds to those: the operand casts the inventory charges every fp8 linear
+(``float8_casts.TRANSFORMER_ENGINE``: the input's amax and cast forward; the output gradient's amax and cast and the
+input's transpose backward), which the published quantized CPU time includes. The weight's casts, once per step
+under TE's cache, are left out (a share of a kernel per call)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,21 +145,43 @@ def _host_scale(gpu_id: str) -> tuple[float, float]:
     return X86_OVER_GRACE_HOST, 1.0
 
 
-def te_forward_host_seconds(*, calls: TeLinearCalls, gpu_id: str) -> float:
-    """Host seconds TE's Python forward adds to one forward pass beyond the per-kernel rate: the grouped linears'
-    per-GEMM loop (``GROUPED_EXTRA_GEMM_HOST_S``; a call's own forward is inside the per-kernel rate, module
-    docstring)."""
-    return calls.grouped_extra_gemms * GROUPED_EXTRA_GEMM_HOST_S["forward"] * _host_scale(gpu_id)[1]
+def _excess_seconds(*, calls: TeLinearCalls, published: dict[tuple[str, bool], float],
+                    kernels: dict[str, int], extra_quantized: float, quantized: bool, host_scale: float,
+                    host_s_per_kernel: float) -> float:
+    """Over the calls, each call's published CPU time (scaled to the host) less ``host_s_per_kernel`` for each of its
+    kernels (``extra_quantized`` more for a quantized call), never below 0."""
+    total = 0.0
+    for kind, n in (("linear", calls.linear), ("layernorm_linear", calls.layernorm_linear)):
+        k = kernels[kind] + (extra_quantized if quantized else 0.0)
+        total += n * max(0.0, published[(kind, quantized)] * host_scale - k * host_s_per_kernel)
+    return total
+
+
+def te_forward_host_seconds(*, calls: TeLinearCalls, quantized: bool, gpu_id: str,
+                            host_s_per_forward_kernel: float) -> float:
+    """Host seconds TE's Python forward adds to one forward pass beyond what the per-kernel rate charges (module
+    docstring): per call, the published forward CPU time (Grace, or scaled to an x86 host) less
+    ``host_s_per_forward_kernel`` for each of its kernels (``FORWARD_KERNELS_PER_CALL``; a quantized call's casts,
+    ``QUANTIZED_EXTRA_KERNELS``), never below 0; plus the
+    grouped linears' per-GEMM loop (``GROUPED_EXTRA_GEMM_HOST_S``). ``host_s_per_forward_kernel``: what
+    ``training.pass_seconds`` charges a forward kernel, the rate times the kernel factor."""
+    host, x86 = _host_scale(gpu_id)
+    return calls.grouped_extra_gemms * GROUPED_EXTRA_GEMM_HOST_S["forward"] * x86 + _excess_seconds(
+        calls=calls, published=TE_FORWARD_HOST_S_GRACE, kernels=FORWARD_KERNELS_PER_CALL,
+        extra_quantized=QUANTIZED_EXTRA_KERNELS["forward"], quantized=quantized, host_scale=host,
+        host_s_per_kernel=host_s_per_forward_kernel)
 
 
 def te_backward_host_seconds(*, calls: TeLinearCalls, quantized: bool, gpu_id: str,
                              host_s_per_backward_kernel: float) -> float:
-    """Host seconds TE's Python backward adds to one backward pass beyond the per-kernel rate (module docstring):
-    per call, the published backward CPU time (Grace, or scaled to an x86 host) less ``host_s_per_backward_kernel``
-    for each of its kernels, never below 0; plus the grouped linears' per-GEMM loop."""
+    """Host seconds TE's Python backward adds to one backward pass beyond what the per-kernel rate charges (module
+    docstring): per call, the published backward CPU time (Grace, or scaled to an x86 host) less
+    ``host_s_per_backward_kernel`` for each of its kernels (``KERNELS_PER_CALL``; a quantized call's casts,
+    ``QUANTIZED_EXTRA_KERNELS``), never below 0; plus the grouped
+    linears' per-GEMM loop. ``host_s_per_backward_kernel``: what ``training.pass_seconds`` charges a backward kernel,
+    the rate times the kernel factor."""
     host, x86 = _host_scale(gpu_id)
-    total = calls.grouped_extra_gemms * GROUPED_EXTRA_GEMM_HOST_S["backward"] * x86
-    for kind, n in (("linear", calls.linear), ("layernorm_linear", calls.layernorm_linear)):
-        per_call = TE_BACKWARD_HOST_S_GRACE[(kind, quantized)] * host - KERNELS_PER_CALL[kind] * host_s_per_backward_kernel
-        total += n * max(0.0, per_call)
-    return total
+    return calls.grouped_extra_gemms * GROUPED_EXTRA_GEMM_HOST_S["backward"] * x86 + _excess_seconds(
+        calls=calls, published=TE_BACKWARD_HOST_S_GRACE, kernels=KERNELS_PER_CALL,
+        extra_quantized=QUANTIZED_EXTRA_KERNELS["backward"], quantized=quantized, host_scale=host,
+        host_s_per_kernel=host_s_per_backward_kernel)

@@ -37,7 +37,7 @@ from trainfit.compute.dist_optimizer import megatron_bucket_params
 from trainfit.compute.te_host import te_backward_host_seconds, te_forward_host_seconds, te_linear_calls
 from trainfit.compute.expert_loop import zero3_expert_gathers
 from trainfit.compute.gemm import gemm_seconds, grouped_mm_seconds, multi_stream_grouped_gemm_seconds
-from trainfit.compute.inventory import Adapter, PassInventory, step_inventory
+from trainfit.compute.inventory import Adapter, ChainedRead, PassInventory, step_inventory
 from trainfit.compute.moe_time import expert_token_shards
 from trainfit.compute.model_parallel import (ModelParallelComm, model_parallel_comm, pipeline_bubble_micro_steps,
                                             tied_embedding_grad_sync_s)
@@ -200,7 +200,7 @@ def synced_seconds(*, host_s: float, device_s: float, kernels: float, syncs: flo
     return segments * max(host_seg, device_seg) + syncs * (refill + round_trip_s)
 
 
-def l2_chained_bytes(chained_reads: tuple[tuple[float, float, float], ...], *,
+def l2_chained_bytes(chained_reads: tuple[ChainedRead, ...], *,
                      rates: DeviceRates) -> tuple[float, float]:
     """Of a pass's chained reads (``inventory.PassInventory.chained_reads``: a kernel reading what the kernel just
     before it wrote or read), the contiguous and strided bytes served from L2: those of the chains whose working set
@@ -216,8 +216,8 @@ def l2_chained_bytes(chained_reads: tuple[tuple[float, float, float], ...], *,
     priced so; the other elementwise kernels read a GEMM's output or a saved activation first (not counted)."""
     if not rates.l2_read_bytes_per_s or rates.l2_resident_bytes <= 0:
         return 0.0, 0.0
-    fit = [c for c in chained_reads if c[0] <= rates.l2_resident_bytes]
-    return sum(c[1] for c in fit), sum(c[2] for c in fit)
+    fit = [c for c in chained_reads if c.working_set_bytes <= rates.l2_resident_bytes]
+    return sum(c.contiguous_bytes for c in fit), sum(c.strided_bytes for c in fit)
 
 
 def pass_seconds(inv: PassInventory, *, rates: DeviceRates, seq_len: float, backward: bool,
@@ -520,7 +520,8 @@ def train_step_time(
     ``rope_loop_samples`` / ``rope_loop_context_parallel``: as ``inventory.step_inventory`` (Megatron-Core's
     per-sample thd RoPE loop); ``a2a_thd_sequences``: as ``inventory.step_inventory`` (Transformer Engine's a2a thd
     chunk reorders); ``te_layers``: the decoder layers are Megatron-Core's Transformer Engine modules, whose linears'
-    Python backward adds host seconds per call (``te_host.te_backward_host_seconds``).
+    Python forward and backward add host seconds per call beyond the per-kernel rates times ``kernel_factor``
+    (``te_host.te_forward_host_seconds`` / ``te_backward_host_seconds``; a full recompute's forward too).
     """
     mp = model_parallel
     gradient_checkpointing = gradient_checkpointing or selective != "none" or bool(recompute_modules)
@@ -553,14 +554,19 @@ def train_step_time(
     bwd_layers = pass_seconds(inv.layers_backward, backward=True, **kw).scaled(count_scale)
     bwd = bwd_layers + head_bwd.scaled(count_scale)
     if te_layers:
-        # Transformer Engine's linears run their backward in Python (autograd Functions): per call, what the
-        # published CPU time exceeds the per-kernel backward rate by; the grouped linears loop over their GEMMs in
-        # Python both ways (compute.te_host)
+        # Transformer Engine's linears run their forward and backward in Python (autograd Functions): per call, what
+        # the published CPU time exceeds the per-kernel rate pass_seconds charged for its kernels by (the rate times
+        # kernel_factor); the grouped linears loop over their GEMMs in Python both ways (compute.te_host)
         calls = te_linear_calls(spec)
-        fwd = _with_host_seconds(fwd, hooks_s=te_forward_host_seconds(calls=calls, gpu_id=rates.gpu_id))
+        te_fwd_s = te_forward_host_seconds(calls=calls, quantized=fp8, gpu_id=rates.gpu_id,
+                                           host_s_per_forward_kernel=rates.host_s_per_forward_kernel * kernel_factor)
+        fwd = _with_host_seconds(fwd, hooks_s=te_fwd_s)
         bwd = _with_host_seconds(bwd, hooks_s=te_backward_host_seconds(
             calls=calls, quantized=fp8, gpu_id=rates.gpu_id,
-            host_s_per_backward_kernel=rates.host_s_per_backward_kernel))
+            host_s_per_backward_kernel=rates.host_s_per_backward_kernel * kernel_factor))
+        if gradient_checkpointing and selective == "none" and not recompute_modules:
+            # full recompute re-runs every checkpointed layer's forward, its TE calls with it
+            rec = _with_host_seconds(rec, hooks_s=te_fwd_s * recompute_layer_share)
     if parallel.strategy in ("fsdp", "fsdp_grad_op", "hsdp"):
         # torch FSDP's per-unit pre/post-forward hooks (unshard, stream waits, reshard) run in Python in every
         # forward, the recompute's included, recording autograd: fsdp_unit_host_seconds per unit (the layers and the
@@ -1129,7 +1135,7 @@ def forward_only_time(
     and kernels on the head; 0: none. Not for a value or reward head (``spec.head_outputs``). ``rope_loop_samples`` /
     ``rope_loop_context_parallel`` / ``a2a_thd_sequences``: as ``train_step_time`` (Megatron-Core's per-sample thd
     RoPE loop and Transformer Engine's a2a thd reorders run in the forward whether or not it records a graph).
-    ``te_layers``: as ``train_step_time`` (the forward's share: the grouped linears' per-GEMM Python)."""
+    ``te_layers``: as ``train_step_time`` (the forward's share, against the no-grad per-kernel rate charged)."""
     inv = step_inventory(spec, micro_batch_size=micro_batch_size, seq_len=seq_len, adapter=adapter,
                          eager_attention=eager_attention, attention_context=attention_context,
                          expert_parallel=expert_parallel, expert_token_shards=expert_token_shards, fp8=fp8,
@@ -1153,8 +1159,10 @@ def forward_only_time(
     one = (pass_seconds(inv.layers_forward, **kw)
            + (pass_seconds(inv.head_forward, **kw) if head else ZERO_PASS)).scaled(count_scale)
     one = _with_host_seconds(one, hooks_s=hooked_units * fsdp_unit_host_seconds(fsdp2=parallel.fsdp2, grad=False)[0])
-    if te_layers:  # Transformer Engine's grouped linears loop over their GEMMs in Python (compute.te_host)
-        one = _with_host_seconds(one, hooks_s=te_forward_host_seconds(calls=te_linear_calls(spec), gpu_id=rates.gpu_id))
+    if te_layers:  # Transformer Engine's Python forward beyond the per-kernel rate charged (compute.te_host)
+        one = _with_host_seconds(one, hooks_s=te_forward_host_seconds(
+            calls=te_linear_calls(spec), quantized=fp8, gpu_id=rates.gpu_id,
+            host_s_per_forward_kernel=no_grad.host_s_per_forward_kernel * kernel_factor))
     if parallel.strategy == "zero3" and parallel.ranks > 1:  # a DeepSpeed ZeRO-3 engine's per-module hooks
         modules = zero3_hooked_modules(spec, expert_loop=expert_loop,
                                        leaf=zero3_expert_leaf)

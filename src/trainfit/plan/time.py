@@ -87,9 +87,14 @@ def nic_bytes_per_s(card: RunCard) -> float:
 
 
 def fused_kernels(card: RunCard) -> bool:
-    """torch.compile, or a tensor/pipeline-parallel run: those run on Megatron-Core with Transformer
-    Engine's fused kernels (norm + linear, RoPE, SwiGLU, cross-entropy), which the compile factors stand for."""
-    return card.parallel.compile or card.parallel.tensor_parallel * card.parallel.pipeline_parallel > 1
+    """torch.compile, or a run on Megatron-Core's layers (``tensor_parallel_impl: megatron``, at any TP / PP) or a
+    tensor/pipeline-parallel one: those run Transformer Engine's fused kernels (norm + linear, RoPE, SwiGLU,
+    cross-entropy), which the compile factors stand for. At TP = PP = 1 too: Megatron-Core's TE layer spec puts the
+    norm inside ``TELayerNormColumnParallelLinear`` whatever the parallel sizes (NVIDIA/Megatron-LM
+    @7094270c6fa1dbc6b2e99072171e3a559ca36d0f, megatron/core/models/gpt/gpt_layer_specs.py l.106-170), so no eager
+    RMSNorm chain runs (``compute.te_host`` prices that module's Python)."""
+    return (card.parallel.compile or card.parallel.tensor_parallel_impl is TensorParallelImpl.MEGATRON
+            or card.parallel.tensor_parallel * card.parallel.pipeline_parallel > 1)
 
 
 def verl_fsdp_workers(card: RunCard) -> bool:

@@ -235,6 +235,7 @@ LLM_FOUNDRY_MPT = {
     # learned_pos_emb true, attn_config.alibi false, tied embeddings, low_precision_layernorm, resid_pdrop 0.
     # trainfit's parameter count of each mapped config equals the row's NumParams.
     "125m": (768, 12, 12, "5a6e81c1e0411ac0774b0fcf5129f6362309aa79"),
+    "350m": (1024, 16, 24, "c90b9b312c644dbde5c9e6eef75c6f1c117d8782"),
     "760m": (1536, 12, 24, "fe15f275b7c153fa98ea121467cf8939ea04d525"),
     "1b": (2048, 16, 24, "495218376830947dce625efabc4d86be7c47cc45"),
     "3b": (2560, 20, 32, "34c28fc9199278b10193e69fb52979043b7dc1bd"),

@@ -58,3 +58,12 @@ def test_torchtitan_import_under_tensor_parallel_plans_the_eager_loss_and_says_s
     imp = _titan({"enable": True}, tensor_parallel_degree=2)
     assert "compiled" not in (imp.card.get("loss") or {})
     assert any("compile.components loss" in n for n in imp.notes)
+
+
+def test_torchtitan_import_without_components_names_the_assumption():
+    """torchtitan configs before bbb1b616 (2025-04-02) had no compile.components and compiled the model alone: the
+    importer reads the 0.2.2 default and says so; an explicit components list needs no such note."""
+    assert any("compile.components absent" in n for n in _titan({"enable": True}).notes)
+    assert not any("compile.components absent" in n
+                   for n in _titan({"enable": True, "components": ["model", "loss"]}).notes)
+    assert not any("compile.components absent" in n for n in _titan({"enable": False}).notes)

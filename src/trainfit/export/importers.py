@@ -1224,6 +1224,10 @@ def read_torchtitan(text: str) -> Imported:
     # torchtitan compiles ``compile.components``, default ["model", "loss"] (v0.2.2 torchtitan/config/job_config.py
     # l.721-727; the loss: torchtitan/components/loss.py l.33-35): the model is parallel.compile, the loss loss.compiled
     components = comp.get("components", ["model", "loss"]) if comp.get("enable") else []
+    if comp.get("enable") and "components" not in comp:
+        # torchtitan before bbb1b616 (2025-04-02) had no compile.components and compiled the model alone
+        notes.append("compile.components absent: read as torchtitan's default [\"model\", \"loss\"] (a config from"
+                     " before torchtitan bbb1b616, 2025-04-02, compiled the model alone and ran the eager loss)")
     if "model" in components:
         p["compile"] = True
     if "loss" in components and p.get("tensor_parallel", 1) == 1:

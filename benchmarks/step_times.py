@@ -1241,7 +1241,14 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
             notes.append(f"chunked log-probs planned as loss.chunked, loss.kernel {e['loss_kernel']} (the entry's head)")
         else:
             notes.append("chunked cross-entropy (the entry's loss computes the logits in chunks) planned as loss.chunked")
-    if e.get("loss_compiled") and e.get("compile") and not e.get("loss_chunked"):
+    tp_loss = (card.get("parallel") or {}).get("tensor_parallel", 1) > 1 or (
+        (card.get("parallel") or {}).get("tensor_parallel_impl") == "megatron")
+    if e.get("loss_compiled") and e.get("compile") and not e.get("loss_chunked") and tp_loss:
+        # the card plans loss.compiled only without tensor parallel or Megatron-Core's loss (spec/card.py); as the
+        # torchtitan importer does (export/importers.py), the eager loss is planned with a note
+        notes.append("loss_compiled: the compiled loss-parallel cross-entropy under tensor parallel (or Megatron-Core's"
+                     " vocab-parallel loss) is not modelled; planned as the eager loss")
+    elif e.get("loss_compiled") and e.get("compile") and not e.get("loss_chunked"):
         # torchtitan from bbb1b616 (2025-04-02) compiles its cross-entropy with training.compile; the entry cites
         # loss.py and the train loop at the run's commit (card loss.compiled, memory.logits.compiled_ce_bytes)
         card["loss"] = {**(card.get("loss") or {}), "compiled": True}
@@ -2749,11 +2756,17 @@ def rl_rows(entries: list[dict[str, Any]], ledger: list[dict[str, Any]]) -> list
                     planned_gen, gen_notes = gen_only
                     row.status = "mapped"
                     row.notes = gen_notes + [f"rule N: {how}"]
-                    row.trainfit_s, row.parts_used = phase_seconds(planned_gen, q)
-                    row.bound = phase_bound(planned_gen, row.parts_used)
+                    row.fits = planned_gen.fits
+                    if planned_gen.engine_fits:
+                        row.trainfit_s, row.parts_used = phase_seconds(planned_gen, q)
+                        row.bound = phase_bound(planned_gen, row.parts_used)
+                    else:
+                        row.notes.insert(0, ENGINE_DOES_NOT_FIT)
             if planned is not None and q in ("step", "generation") and not planned.engine_fits:
-                row.status = "not_representable"
-                row.notes.insert(0, "the plan's rollout engine does not fit: its step has no generation time")
+                # a published run started its engine: a fit miss of the memory model, listed with its verdict
+                # (``fits`` False, no trainfit figure, so outside the medians), not a run the card cannot state
+                row.fits = planned.fits
+                row.notes.insert(0, ENGINE_DOES_NOT_FIT)
             elif planned is not None:
                 row.fits = planned.fits
                 if q == "step":
@@ -2804,6 +2817,11 @@ def rl_rows(entries: list[dict[str, Any]], ledger: list[dict[str, Any]]) -> list
             rows.append(row)
         ledger.append({"id": e["id"], "file": e.get("_file", RL_DATA.name), "status": status, "reasons": reasons})
     return rows
+
+
+ENGINE_DOES_NOT_FIT = "the plan's rollout engine does not fit: its step has no generation time"
+"""Note of a step or generation row whose plan's rollout engine cannot start (``Planned.engine_fits`` False):
+the row stays mapped with ``fits`` False and no trainfit figure."""
 
 
 def generation_only_plan(e: dict[str, Any]) -> tuple[Planned, list[str]] | None:
@@ -3025,7 +3043,15 @@ def build() -> dict[str, Any]:
     rows += rl_rows(load_entries(RL_DATA), ledger)
     rows += h200_rows(ledger)
     return {"rows": rows, "ledger": ledger, "headline": headline(rows), "halves": halves(rows),
-            "by_publication": by_publication(rows), "counts": counts(ledger)}
+            "by_publication": by_publication(rows), "counts": counts(ledger), "fit_misses": fit_misses(rows)}
+
+
+def fit_misses(rows: list[Row]) -> list[dict[str, Any]]:
+    """Mapped rows whose plan does not fit in memory although the published run ran: failed fit verdicts.
+    ``timed`` False where the plan has no figure for the row (its rollout engine cannot start), so the row
+    is outside the medians but still counted here."""
+    return [{"id": r.id, "quantity": r.quantity, "timed": r.trainfit_s is not None}
+            for r in rows if r.status == "mapped" and r.fits is False]
 
 
 # ---------------------------------------------------------------- rendering
@@ -3111,12 +3137,19 @@ def _headline_lines(res: dict[str, Any]) -> list[str]:
     c = res["counts"]
     lines = [f"Entries: **{c['mapped']['n']} mapped**, **{c['not_representable']['n']} not representable "
              f"yet** (scored by the rule only), **{c['skipped']['n']} skipped** (reasons below).", "",
-             "## Headline", "",
-             "trainfit and the rule on the same points (those with a trainfit figure); the last three columns: "
-             "the rule on every point with a published time, mapped or not.", "",
-             "| subset | n | trainfit median abs | trainfit worst | n | rule median abs | rule worst "
-             "| n (rule, all) | rule median abs, all | rule worst, all |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "## Headline", ""]
+    misses = res["fit_misses"]
+    if misses:
+        untimed = [m for m in misses if not m["timed"]]
+        listed = (": " + ", ".join(f"{m['id']} ({m['quantity']})" for m in untimed)) if untimed else ""
+        lines += [f"Failed fit verdicts: **{len(misses)}** mapped rows whose plan does not fit in memory although "
+                  f"the run ran ({len(untimed)} without a trainfit figure, the plan's rollout engine cannot "
+                  f"start{listed}).", ""]
+    lines += ["trainfit and the rule on the same points (those with a trainfit figure); the last three columns: "
+              "the rule on every point with a published time, mapped or not.", "",
+              "| subset | n | trainfit median abs | trainfit worst | n | rule median abs | rule worst "
+              "| n (rule, all) | rule median abs, all | rule worst, all |",
+              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for h in res["headline"]:
         lines.append(f"| {h['subset']} | {_stat_cells(h['trainfit'])} | {_stat_cells(h['rule_same_points'])} "
                      f"| {_stat_cells(h['rule_all_points'])} |")
@@ -3199,7 +3232,8 @@ def _point_table(rs: list[Row]) -> list[str]:
     for r in rs:
         note = "; ".join(x for x in r.notes if not x.startswith("rule N"))
         if r.fits is False:
-            note = ("does not fit in memory (time still planned); " + note).rstrip("; ")
+            timed = "time still planned" if r.trainfit_s is not None else "no time planned"
+            note = (f"does not fit in memory ({timed}); " + note).rstrip("; ")
         out.append(f"| {r.id} | {r.quantity} | {r.model} | {_cell(r.config)} | {_secs(r.published_s)} "
                    f"| {_secs(r.trainfit_s)} | {_pct(r.error)} | {_secs(r.rule_s)} | {_pct(r.rule_error)} "
                    f"| {r.bound or '-'} | {r.source} | {_cell(note)} |")
@@ -3226,7 +3260,8 @@ def render_json(res: dict[str, Any]) -> str:
         points.append(d)
     out = {"schema": 1, "generated_by": "benchmarks/step_times.py", "error": "predicted / published - 1, seconds",
            "rule_mfu": RULE_MFU, "split": "int(sha1(id).hexdigest(), 16) % 2: 0 fit half, 1 held-out half",
-           "counts": res["counts"], "headline": res["headline"], "halves": res["halves"],
+           "counts": res["counts"], "fit_misses": res["fit_misses"], "headline": res["headline"],
+           "halves": res["halves"],
            "by_publication": res["by_publication"], "points": points, "entries": res["ledger"]}
     return json.dumps(_round(out), indent=1, ensure_ascii=False) + "\n"
 

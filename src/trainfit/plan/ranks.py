@@ -245,7 +245,7 @@ def rank_terms(card: RunCard, spec: ModelSpec, sharding: Sharding, layout: Paral
     if lora is None and layout.pp == 1 and tied and gdiv.dense == 1 and not prec.optimizer_in_backward:
         tied_grad = 2 * rp.embedding * scale * grad_bytes
 
-    mp_gather = fsdp_casts_gathered_params(card, sharding)  # the gathered units are in the compute dtype
+    mp_gather = fsdp_casts_gathered_params(card, sharding)  # gathered in param_dtype: fsdp_gathered_dtype
     autocast = autocast_copies_weights(card, sharding) and lora is None
     act = _activations(card, spec, ss, layout, stage, trainable, autocast=autocast)
     in_flight = stage.in_flight_later_backward if later else stage.in_flight_first_backward

@@ -540,8 +540,9 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
 
     fsdp: dict[str, float] = {}
     if sharding.gathers_params:
-        # under FSDP mixed precision the gathered units are in the compute dtype
-        w_gathered = weight_bytes(spec, weights=Dtype(compute.value), compute=compute, trainable=trainable) \
+        # under FSDP mixed precision the gathered units are in param_dtype (fsdp_gathered_dtype: the compute
+        # dtype, bf16 for fp8 compute)
+        w_gathered = weight_bytes(spec, weights=fsdp_gathered_dtype(card), compute=compute, trainable=trainable) \
             if mp_gather else w
         fsdp, note = _fsdp_terms(spec, sharding, trainable, w_gathered, pb=pb, scale=scale, n_train=n_train,
                                  grad_bytes=grad_bytes)

@@ -34,7 +34,7 @@ from trainfit.memory.weights import count_scale, total_params, weight_bytes
 from trainfit.errors import CardError, TrainfitError
 from trainfit.plan.resolve import gpu_of, trainable_spec
 from trainfit.methods.roles import train_nodes
-from trainfit.plan.terms import trained_dtype_bytes, zero_master_states
+from trainfit.plan.terms import fsdp_gathered_dtype, trained_dtype_bytes, zero_master_states
 from trainfit.spec.card import RunCard, pin_before
 from trainfit.spec.enums import Attention, ComputeDtype, ContextParallelKind, Dtype, Fp8Recipe, Method, Scope
 from trainfit.spec.enums import LayerKind
@@ -487,11 +487,9 @@ def training_time(
     scale = count_scale(spec)
     params, tensors, opt = _trained(card, spec)  # the whole model (a bare count already scaled)
     trainable = trainable_spec(card)
-    # FSDP / ZeRO-3 gather in the compute dtype under mixed precision (fp32 master parameters are cast
-    # to bf16 before the all-gather: FSDP MixedPrecision param_dtype, FSDP2 MixedPrecisionPolicy)
-    gather_dtype = card.weights_dtype
-    if gather_dtype is Dtype.FP32 and card.precision.compute is not ComputeDtype.FP32:
-        gather_dtype = Dtype.BF16
+    # FSDP / ZeRO-3 gather fp32 master parameters in the mixed-precision dtype (cast before the all-gather: FSDP
+    # MixedPrecision param_dtype, FSDP2 MixedPrecisionPolicy): plan.terms.fsdp_gathered_dtype, bf16 for fp8 compute
+    gather_dtype = fsdp_gathered_dtype(card) if card.weights_dtype is Dtype.FP32 else card.weights_dtype
     w = weight_bytes(spec, weights=gather_dtype, compute=card.precision.compute, trainable=trainable)
     share = 1.0
     if shard is not spec:  # this rank's fraction of the parameters (and of the weight bytes)

@@ -1108,8 +1108,8 @@ def forward_only_time(
     ``fsdp_unit_host_seconds(grad=False)`` (FSDP1's or FSDP2's, ``parallel.fsdp2``) of host time per micro-batch
     on top of the kernels' (0: unsharded, or kept unsharded across the pass, ``unshard_once``). NeMo RL's
     ``unshard_fsdp2_model`` does not keep it so: its layers are resharded after every micro-batch's forward
-    (``plan.rl_passes._fsdp_hooked_units``), so its passes pay the hooks too. ``attention_kernel``: as
-    ``train_step_time``.
+    (the RL log-prob passes count these units for its DTensor policy), so its passes pay the hooks too.
+    ``attention_kernel``: as ``train_step_time``.
     Strategy zero3 over more than one rank: a DeepSpeed engine's per-module hooks, ``zero3_hooked_modules`` x
     ``rates.ZERO3_MODULE_FORWARD_HOST_S`` per micro-batch, the experts counted as ``train_step_time`` counts them
     (fused; under ``expert_loop`` every expert's modules, or the block alone where ``zero3_expert_leaf``).

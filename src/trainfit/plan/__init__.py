@@ -10,10 +10,11 @@ public names:
 - ``walk``: the phases of SFT/RM/DPO and of PPO/GRPO;
 - ``time``: the step-time hook (``step_time_of``);
 - ``rl_time``: one PPO/GRPO step assembled from its phases (``rl_step_time``), each phase in its own module:
-  ``rl_common`` (the step's lengths, the engine's bf16 weights, the phase record), ``rl_batches`` (packing and
-  micro-batches), ``rl_generation`` (generation, reward), ``rl_passes`` (log-prob passes, updates),
-  ``rl_controller`` (verl's and NeMo RL's single-controller transfers), ``rl_sync`` (weight sync, sleep/wake) and
-  ``rl_offload`` (the trainer's state moves to the host, the reference swap);
+  ``rl_common`` (the step's lengths, the prompts generated per step, the engine's bf16 weights, the phase
+  record), ``rl_batches`` (packing and micro-batches), ``rl_generation`` (generation, reward), ``rl_passes``
+  (log-prob passes, updates), ``rl_controller`` (verl's and NeMo RL's single-controller transfers),
+  ``rl_sync`` (weight sync, sleep/wake) and ``rl_offload`` (the trainer's state moves to the host, the
+  reference swap);
 - ``assumptions``: what every plan states it assumed.
 """
 

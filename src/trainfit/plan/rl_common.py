@@ -1,5 +1,6 @@
-"""What every phase of an RL step reads: the step's prompt and response lengths, the engine's bf16 weights, the
-trainer's HSDP shard group, and the phase record itself.
+"""What every phase of an RL step reads: the step's prompt and response lengths, the prompts generated per
+step (``generated_prompts``: dynamic sampling's extra prompts too), the engine's bf16 weights, the trainer's
+HSDP shard group, and the phase record itself.
 
 Pure: no torch.
 """

@@ -204,7 +204,7 @@ def host_copy_rates(card: RunCard, r: DeviceRates, gpu: GpuSpec, *,
     ``pageable_copy_bytes_per_s``, ``first_touch_copy_bytes_per_s``). ``gpus_per_node``: the GPUs of a node that
     copy together; default the training GPUs (the trainer's offloads), the engine's for checkpoint-engine's H2D."""
     rates = {"pcie_bytes_per_s": r.pcie_bytes_per_s, "host_memory_bytes_per_s": r.host_memory_bytes_per_s,
-                 "gpus_per_node": gpus_per_node or train_nodes(card)[1]}
+             "gpus_per_node": gpus_per_node or train_nodes(card)[1]}
     coherent = gpu.host_link_bytes_per_s is not None
     pageable = pageable_copy_bytes_per_s(**rates,
                                          staging_bytes_per_s=staging_bytes_per_s_of(coherent_host_link=coherent))

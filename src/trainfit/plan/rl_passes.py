@@ -185,7 +185,7 @@ def frozen_pass_phases(card: RunCard, spec: ModelSpec, r: DeviceRates, sharding:
     fp8 = card.precision.compute is ComputeDtype.FP8
 
     lp_rows = pipeline_packing(card, row_tokens=ro.packed_logprob_row_tokens, sequences=seqs, prompt_tokens=prompt,
-                                response_mean_tokens=mean, train_gpus=train_gpus) if packed else None
+                               response_mean_tokens=mean, train_gpus=train_gpus) if packed else None
     if lp_rows is not None:
         notes.append(f"log-prob passes: packed rows of {lp_rows[1]} tokens under pipeline parallel, {lp_rows[0]} per"
                      " data-parallel rank, each padded to the longest (plan.rl_batches.pipeline_packed_rows)")
@@ -282,7 +282,7 @@ def frozen_pass_phases(card: RunCard, spec: ModelSpec, r: DeviceRates, sharding:
             comm = micro * c.total_s / 2  # forward only: half of forward + backward
             comm += pipeline_bubble_micro_steps(pp=mp.pp, virtual_stages=mp.virtual_stages) * t.seconds / micro
         return rl_phase(name, t.seconds + comm, t.bound, gemm=t.gemm_s, attention=t.attention_s,
-                      memory_bound=t.memory_s, host_launch=t.host_s, model_parallel=comm)
+                        memory_bound=t.memory_s, host_launch=t.host_s, model_parallel=comm)
 
     adapter = adapter_of(card, spec)
     if old_logprob_pass(card):
@@ -341,8 +341,8 @@ def update_phases(card: RunCard, spec: ModelSpec, r: DeviceRates, batch: RlBatch
     update_len, update_context = seq_len, None
     padded_rows = nemo_rl_dtensor_padded_rows(card)
     rows = pipeline_packing(card, row_tokens=ro.packed_row_tokens, sequences=ceil(seqs / ro.mini_batches),
-                             prompt_tokens=prompt, response_mean_tokens=mean, train_gpus=train_gpus,
-                             padded_rows=padded_rows) if packed else None
+                            prompt_tokens=prompt, response_mean_tokens=mean, train_gpus=train_gpus,
+                            padded_rows=padded_rows) if packed else None
     if rows is not None:  # NeMo RL packed rows under pipeline parallel (rl_batches.pipeline_packed_rows)
         ga, mbs, update_len, update_context = rows[0], 1, rows[1], seq_len
         notes.append(f"update: packed rows of {rows[1]} tokens, {rows[0]} per data-parallel rank, "
@@ -378,7 +378,7 @@ def update_phases(card: RunCard, spec: ModelSpec, r: DeviceRates, batch: RlBatch
                                     seq_len=length, micro_steps=k, work_cv=work_cv, attention_context=context))
                  for k, pr, b, length, context in shapes_]
         phase = _weighted(name, [(pr, rl_phase(name, t.total_s * opt_steps, t.bound,
-                                             **{p.name: p.seconds * opt_steps for p in t.phases}))
+                                               **{p.name: p.seconds * opt_steps for p in t.phases}))
                                  for pr, t in timed])
         return phase, max(timed, key=lambda pt: pt[0])[1]
 

@@ -2756,11 +2756,11 @@ def rl_rows(entries: list[dict[str, Any]], ledger: list[dict[str, Any]]) -> list
                     planned_gen, gen_notes = gen_only
                     row.status = "mapped"
                     row.notes = gen_notes + [f"rule N: {how}"]
-                    row.fits = planned_gen.fits
                     if planned_gen.engine_fits:
                         row.trainfit_s, row.parts_used = phase_seconds(planned_gen, q)
                         row.bound = phase_bound(planned_gen, row.parts_used)
-                    else:
+                    else:  # the reduced training layout's memory verdict is not the run's; the engine's is
+                        row.fits = False
                         row.notes.insert(0, ENGINE_DOES_NOT_FIT)
             if planned is not None and q in ("step", "generation") and not planned.engine_fits:
                 # a published run started its engine: a fit miss of the memory model, listed with its verdict

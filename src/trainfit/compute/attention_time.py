@@ -109,13 +109,16 @@ slightly slower than CUDA forward + backward"), which llm-foundry copies (from @
 'triton_pre_mlir'") as ``llmfoundry/models/layers/flash_attn_triton.py`` and runs for ``attn_impl: triton``
 (mosaicml/llm-foundry @b2a43a1477a45f40f4086a1c72f851b0ab42d0ac that file l.1-3; ``triton_flash_attn_fn`` in
 llmfoundry/models/layers/attention.py l.373-410 @5e85bd62d4ec9e13353ca95877477602ab538e5b), on a fork of that
-pre-MLIR Triton patched to run on sm90 (setup.py l.66 @b2a43a14: ``triton-pre-mlir@...@triton_pre_mlir_sm90``). The paper's "FlashAttention Triton" bars were measured with the
-repository's benchmarks/benchmark_flash_attention.py (@60499abcfda1fabd48e1b97341f4f888c66991a3 l.17: Triton's
-``triton.ops.flash_attention``, Phil Tillet's kernel that the one above starts from, per its header): the
-closest published measurement of this kernel; the header's own comparison (slightly slower than FlashAttention
-CUDA forward + backward) matches it (80 against FlashAttention's 83 at 16k). Built only for the Triton of
-December 2022, it has no Blackwell target: ``kernel_runs_on`` refuses it on compute capability 10 and above (and
-under SDPA, which does not dispatch to it).
+pre-MLIR Triton patched to run on sm90 (setup.py l.66 @b2a43a14: ``triton-pre-mlir@...@triton_pre_mlir_sm90``).
+The paper's "FlashAttention Triton" bars are not this file: the paper credits Phil Tillet's Triton implementation, and
+the benchmark script the repository published for its figures (benchmarks/benchmark_flash_attention.py
+@60499abcfda1fabd48e1b97341f4f888c66991a3 l.17, 2023-07-28; Dao-AILab/flash-attention issue #390, read 2026-12-03)
+imports Triton's ``triton.ops.flash_attention``, the kernel this file starts from (its header: it speeds up the
+forward and makes "the backward for d=128 much faster by reducing register spilling"). It is the closest published
+measurement of this kernel, and perhaps a slow bound on its head-dim-128 backward; the header's own comparison
+(slightly slower than FlashAttention CUDA forward + backward) matches it (80 against FlashAttention's 83 at 16k).
+Built only for the Triton of December 2022, it has no Blackwell target: ``kernel_runs_on`` refuses it on compute
+capability 10 and above (and under SDPA, which does not dispatch to it).
 
 Pairs not in the table take the ``auto`` rates (the plan says so): no published FlashAttention-2 table on sm120, no
 cuDNN table on B200 at head dim 128 read (pull request #2605's cuDNN-vs-FA4 B200 table was read only at head dim 64),

@@ -671,12 +671,20 @@ transformer_engine/pytorch/attention/dot_product_attention/utils.py l.1647-1653
 
 def attention_kernel_of(e: dict[str, Any], gpu_id: str, notes: list[str]) -> dict[str, str]:
     """The card's ``attention_kernel`` for an entry: the kernel its note cites (``attention_kernel``), cuDNN for
-    NeMo / Megatron-Bridge fused attention on Hopper (``TE_CUDNN_FRAMEWORKS``), else unstated (auto)."""
+    NeMo / Megatron-Bridge fused attention on Hopper (``TE_CUDNN_FRAMEWORKS``), triton_fa for llm-foundry (its
+    ``attn_impl: triton``, ``attention_of``), else unstated (auto)."""
     if e.get("attention_kernel"):
         return {"attention_kernel": e["attention_kernel"]}
     from trainfit.catalog.gpus import resolve_gpu
 
     cc = resolve_gpu(gpu_id).compute_capability or ""
+    if e["framework"] == "llm-foundry" and not e.get("attention"):
+        # no attn_impl stated: the tables' --attn_impl default, triton (attention_of), llm-foundry's copy of
+        # flash-attention's flash_attn_triton.py on the pre-MLIR Triton fork (compute.attention_time, triton_fa).
+        # Rows whose sweep passed --attn_impl flash state attention flash (the flash-attn package): not remapped.
+        notes.append("attention_kernel triton_fa: llm-foundry's attn_impl triton (submit_benchmarks.py default"
+                     " when its tables were run)")
+        return {"attention_kernel": "triton_fa"}
     if e["framework"] in TE_CUDNN_FRAMEWORKS and attention_of(e) == "flash" and cc.startswith("9."):
         notes.append("attention_kernel cudnn: Transformer Engine prefers its cuDNN fused attention on Hopper"
                      " (TE_CUDNN_FRAMEWORKS)")
@@ -698,7 +706,9 @@ def attention_of(e: dict[str, Any]) -> str:
         # ef9e5a3da336), and scripts/train/benchmarking/submit_benchmarks.py overrides it with --attn_impl, whose
         # default was triton when the tables were run (@300cc5c58 May 2023, @b2a43a147 Oct 2023, @5e85bd62 Jan 2024;
         # flash only from 7f0fdae66, 2024-03-26): llm-foundry's Triton FlashAttention (layers/flash_attn_triton.py on
-        # the triton_pre_mlir fork, "only tested on A100"). A fused kernel either way; planned at flash's rates.
+        # the triton_pre_mlir fork, "only tested on A100"): attention flash, kernel triton_fa (attention_kernel_of).
+        # The README's tables came in with b2a43a147 (Oct 2023) or 5e85bd62 (the >= 128-GPU H100 table, whose
+        # 1b/3b/7b/70b rows state attention flash: their sweep passed --attn_impl flash).
         # The sweep also sets norm_type low_precision_layernorm (one fused LayerNorm kernel: ModelSpec.layer_norm).
         return "flash"
     return "sdpa"

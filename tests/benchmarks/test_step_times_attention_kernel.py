@@ -1,6 +1,7 @@
 """benchmarks/step_times.py: the card's ``attention_kernel`` per entry. prime-rl's rows state the kernel their
 baseline file names (flash_attention_2 -> fa2, flash_attention_3 -> fa3); NeMo / Megatron-Bridge rows on Hopper run
-Transformer Engine's cuDNN fused attention (``TE_CUDNN_FRAMEWORKS``); every other entry leaves it unstated (auto)."""
+Transformer Engine's cuDNN fused attention (``TE_CUDNN_FRAMEWORKS``); llm-foundry rows without a stated attn_impl
+ran its ``--attn_impl`` default, triton (``triton_fa``); every other entry leaves it unstated (auto)."""
 
 from __future__ import annotations
 
@@ -51,6 +52,21 @@ def test_only_those_rows_state_a_kernel():
             continue
         if "attention_kernel" in card:
             stated[e["id"]] = card["attention_kernel"]
-    assert set(stated.values()) <= {"fa2", "fa3", "cudnn"}
+    assert set(stated.values()) <= {"fa2", "fa3", "cudnn", "triton_fa"}
     for i, k in stated.items():
-        assert (i.startswith("primerl-") and k in ("fa2", "fa3")) or k == "cudnn", i
+        assert ((i.startswith("primerl-") and k in ("fa2", "fa3")) or k == "cudnn"
+                or (i.startswith("foundry-") and k == "triton_fa")), i
+
+
+def test_llm_foundry_rows_without_attn_impl_run_triton():
+    """submit_benchmarks.py's --attn_impl default was triton when the README tables were run (step_times
+    ``attention_of``); rows whose sweep passed --attn_impl flash state attention flash and keep the default rates."""
+    notes: list[str] = []
+    assert st.attention_kernel_of({"framework": "llm-foundry"}, "a100-80gb", notes) == {"attention_kernel": "triton_fa"}
+    assert notes and "attn_impl triton" in notes[0]
+    assert st.attention_kernel_of({"framework": "llm-foundry", "attention": "flash"}, "h100-sxm", []) == {}
+    rows = [e for e in _entries() if e["framework"] == "llm-foundry"]
+    assert len(rows) >= 50
+    for e in rows:
+        card, _ = st.map_train(e)
+        assert card.get("attention_kernel") == (None if e.get("attention") else "triton_fa"), e["id"]

@@ -89,7 +89,8 @@ def test_fp32_reduce_scatter_is_slower_than_bf16_across_nodes():
 def test_the_large_scale_sweep_rows_carry_its_attn_impl():
     """The 'Large Scale' table ran sweep.py @5e85bd62: --attn_impl flash for 1b/3b/7b/70b (their entries' attention
     flash, planned with flash_attn_fn's unpad / pad copies: ModelSpec.unpadded_attention), triton for 13b/30b
-    (unset: planned at flash's rates, the Llama-read glue); the older tables' rows stay unset."""
+    (unset: the default, planned with the Triton kernel's rates, attention_kernel triton_fa); the older tables' rows
+    stay unset."""
     entries = [e for e in ST.load_entries(REPO / "benchmarks" / "data" / "published_train_times.json")
                if e["framework"] == "llm-foundry"]
     large = [e for e in entries if "Large Scale, >= 128 GPUs" in e["note"]]

@@ -146,3 +146,46 @@ def test_rl_log_prob_passes_take_the_kernel():
     assert logprob, parts_auto
     for k in logprob:
         assert parts_fa3[k] < parts_auto[k]
+
+
+# -- FlashAttention in Triton (llm-foundry attn_impl: triton) ----------------------------------------------------------
+
+A100 = default_rates(resolve_gpu("a100-80gb"))
+
+
+def test_triton_fa_on_a100_matches_the_fa2_papers_triton_bars():
+    """Dao 2023 Fig. 4(d): A100, causal, head dim 128, forward + backward at 16k: Triton 80 TFLOP/s (FA2 189);
+    §4.1: FA2 ~1.3-1.5x faster forward."""
+    seq = 16384
+    t = (attention_seconds(forward_flops=1e13, seq_len=seq, rates=A100, backward=False, kernel="triton_fa")
+         + attention_seconds(forward_flops=1e13, seq_len=seq, rates=A100, backward=True, kernel="triton_fa"))
+    assert 3.5e13 / t / 1e12 == pytest.approx(80, rel=0.02)
+    ratio = _seconds(A100, "triton_fa") / _seconds(A100, "fa2")
+    assert 1.3 <= ratio <= 1.5
+    # head dim 64: no loss (Fig. 4(c): 76 / 80 at 4k / 16k against 74 / 80 at head dim 128)
+    assert head_dim_efficiency(compute_capability="8.0", head_dim=64, backward=True, kernel="triton_fa") == 1.0
+
+
+def test_triton_fa_on_hopper_keeps_its_a100_standing_against_fa2():
+    for backward in (False, True):
+        a100 = _seconds(A100, "triton_fa", backward) / _seconds(A100, "fa2", backward)
+        h100 = _seconds(H100, "triton_fa", backward) / _seconds(H100, "fa2", backward)
+        assert h100 == pytest.approx(a100, rel=0.03)
+    assert kernel_rated(kernel="triton_fa", compute_capability="9.0")
+
+
+def test_triton_fa_architectures_and_card():
+    assert kernel_runs_on(kernel="triton_fa", compute_capability="8.0")
+    assert kernel_runs_on(kernel="triton_fa", compute_capability="8.6")
+    assert kernel_runs_on(kernel="triton_fa", compute_capability="9.0")
+    assert not kernel_runs_on(kernel="triton_fa", compute_capability="10.0")
+    assert not kernel_runs_on(kernel="triton_fa", compute_capability="12.0")
+    with pytest.raises(CardError) as err:
+        load_card_dict(_card("b200", attention_kernel="triton_fa"))
+    assert str(err.value) == ("attention_kernel: 'triton_fa' runs on Ampere and Hopper (compute capability 8.x, 9.x)"
+                              " only; b200 is 10.0; allowed there: auto, fa2, cudnn, fa4")
+    with pytest.raises(CardError, match="'triton_fa' is not a PyTorch SDPA backend"):
+        load_card_dict(_card(attention="sdpa", attention_kernel="triton_fa"))
+    plan = make_plan(load_card_dict(_card(attention_kernel="triton_fa")))
+    assert plan.step_seconds > make_plan(load_card_dict(_card())).step_seconds
+    assert any("attention kernel triton_fa" in a for a in plan.assumptions)

@@ -70,12 +70,61 @@ fa4     sm100 0.81   0.69   0.67         Dao-AILab/flash-attention pull request 
 cudnn   sm90  0.68   0.65   0.67         Shah et al. 2024, the same figures' cuDNN bars: forward causal 539 at
                                          16k (Fig. 5), backward 516 (Fig. 6); head dim 64 / 128 forward
                                          non-causal at 4k: 408 / 609
+triton_fa sm8x 0.57  0.25   1.00         FlashAttention in Triton (below). Dao 2023, "FlashAttention-2",
+                                         arXiv:2307.08691 (read 2026-12-03), Fig. 4(d), A100 80GB SXM4,
+                                         forward + backward, causal, head dim 128, "FlashAttention Triton"
+                                         bars: 50 / 61 / 68 / 74 / 78 / 80 TFLOP/s at 512 / 1k / 2k / 4k / 8k
+                                         / 16k (FlashAttention-2 in the same panel: 99 / 133 / 155 / 173 /
+                                         182 / 189; FlashAttention (CUDA): 55 / 62 / 69 / 76 / 80 / 83);
+                                         §4.1: "FlashAttention-2 is around 1.3-1.5x faster than
+                                         FlashAttention in Triton in the forward pass and around 2x faster in
+                                         the backward pass". Forward: the fa2 sm8x rate / 1.4 (the quoted
+                                         range's middle) = 0.57; backward: what makes forward + backward 80
+                                         at 16k (3.5 forward-FLOP units in 80 TFLOP/s, the forward at
+                                         0.57 x 271 x 16384/16640 = 152, leaves 2.5 units at 67 = 0.25 of
+                                         the matmul rate; 2.5x slower than fa2's backward, where the text's
+                                         "around 2x" would give 102 fwd+bwd, not the figure's 80). Head dim:
+                                         Fig. 4(c) causal head dim 64 gives the kernel 76 at 4k and 80 at
+                                         16k, no loss against head dim 128 (74 / 80): 1.00. The
+                                         short-sequence factor below reproduces the panel's shape: 54 / 76
+                                         at 512 / 4k against the bars' 50 / 74
+triton_fa sm90 0.32  0.14   1.00         assumed, no published figure: Fig. 7 (H100 SXM5) draws no Triton
+                                         bar. The fa2 sm90 rates times the kernel's A100 ratio to
+                                         FlashAttention-2 per phase (0.57 / 0.80 forward, 0.25 / 0.62
+                                         backward): both are Ampere mma.sync kernels (this Triton kernel
+                                         runs on Hopper without wgmma or TMA, its pinned Triton predating
+                                         them), so each keeps its A100 standing. Check on another such
+                                         kernel: FlashAttention (CUDA) against FlashAttention-2, causal head
+                                         dim 128 at 16k, is 83 / 189 = 0.44 on A100 (Fig. 4(d)) and 137 /
+                                         328 = 0.42 on H100 (Fig. 7(d)); the rates above give about 130 TFLOP/s
+                                         forward + backward there, just under FlashAttention's 137, as the
+                                         kernel's header says of A100 ("slightly slower")
 ======  ====  =====  =====  ===========  =====================================================================
+
+``triton_fa`` is the Triton FlashAttention (the FlashAttention-1 algorithm) of Dao-AILab/flash-attention
+``flash_attn/flash_attn_triton.py`` (@5d079fdd7a20bbd354080a80b20b5c36c93898d4 l.1-37: "*Experimental*",
+"Tested with triton==2.0.0.dev20221202", "has only been tested on A100", "Triton forward is generally faster than
+CUDA forward, while Triton backward is generally slower than CUDA backward. Overall Triton forward + backward is
+slightly slower than CUDA forward + backward"), which llm-foundry copies (from @eff9fe6b, "update imports to use
+'triton_pre_mlir'") as ``llmfoundry/models/layers/flash_attn_triton.py`` and runs for ``attn_impl: triton``
+(mosaicml/llm-foundry @b2a43a1477a45f40f4086a1c72f851b0ab42d0ac that file l.1-3; ``triton_flash_attn_fn`` in
+llmfoundry/models/layers/attention.py l.373-410 @5e85bd62d4ec9e13353ca95877477602ab538e5b), on a fork of that
+pre-MLIR Triton patched to run on sm90 (setup.py l.66 @b2a43a14: ``triton-pre-mlir@...@triton_pre_mlir_sm90``).
+The paper's "FlashAttention Triton" bars are not this file: the paper credits Phil Tillet's Triton implementation, and
+the benchmark script the repository published for its figures (benchmarks/benchmark_flash_attention.py
+@60499abcfda1fabd48e1b97341f4f888c66991a3 l.17, 2023-07-28; Dao-AILab/flash-attention issue #390, read 2026-12-03)
+imports Triton's ``triton.ops.flash_attention``, the kernel this file starts from (its header: it speeds up the
+forward and makes "the backward for d=128 much faster by reducing register spilling"). It is the closest published
+measurement of this kernel, and perhaps a slow bound on its head-dim-128 backward; the header's own comparison
+(slightly slower than FlashAttention CUDA forward + backward) matches it (80 against FlashAttention's 83 at 16k).
+Built only for the Triton of December 2022, it has no Blackwell target: ``kernel_runs_on`` refuses it on compute
+capability 10 and above (and under SDPA, which does not dispatch to it).
 
 Pairs not in the table take the ``auto`` rates (the plan says so): no published FlashAttention-2 table on sm120, no
 cuDNN table on B200 at head dim 128 read (pull request #2605's cuDNN-vs-FA4 B200 table was read only at head dim 64),
 none for cuDNN on Ampere. FlashAttention-3 builds for Hopper only (the repository's ``hopper/`` package),
-FlashAttention-4 for Blackwell (``flash_attn/cute``): ``kernel_runs_on`` refuses the others.
+FlashAttention-4 for Blackwell (``flash_attn/cute``), the Triton FlashAttention for Ampere and Hopper:
+``kernel_runs_on`` refuses the others.
 
 Short sequences fill fewer tiles and pay the softmax bookkeeping: ``seq / (seq + SEQ_HALF)`` with
 ``SEQ_HALF = 256`` (the same figures: half the long-sequence rate near 256-512 tokens).
@@ -151,8 +200,12 @@ _KERNEL_RATES = {
     ("fa3", "9"): (0.78, 0.71, (0.75, 0.75)),
     ("fa4", "10"): (0.81, 0.69, (0.67, 0.67)),
     ("cudnn", "9"): (0.68, 0.65, (0.67, 0.67)),
+    ("triton_fa", "8"): (0.57, 0.25, (1.0, 1.0)),
+    ("triton_fa", "9"): (0.32, 0.14, (1.0, 1.0)),
 }
-_KERNEL_ARCH = {"fa3": ("9",), "fa4": ("10",)}
+_KERNEL_ARCH = {"fa3": ("9",), "fa4": ("10",), "triton_fa": ("8", "9")}
+KERNEL_ARCH_TEXT = {"fa3": "Hopper (compute capability 9.x)", "fa4": "Blackwell (compute capability 10.x)",
+                    "triton_fa": "Ampere and Hopper (compute capability 8.x, 9.x)"}
 """Kernels built for some architectures only (module docstring); the others run everywhere this plans."""
 
 
@@ -171,7 +224,14 @@ def kernel_rated(*, kernel: str, compute_capability: str | None) -> bool:
     return (kernel, _major(compute_capability)) in _KERNEL_RATES
 
 
-KERNEL_NAMES = {"fa2": "FlashAttention-2", "fa3": "FlashAttention-3", "fa4": "FlashAttention-4", "cudnn": "cuDNN"}
+KERNEL_NAMES = {"fa2": "FlashAttention-2", "fa3": "FlashAttention-3", "fa4": "FlashAttention-4", "cudnn": "cuDNN",
+                "triton_fa": "FlashAttention in Triton, flash_attn_triton.py"}
+
+
+def kernels_allowed(*, compute_capability: str | None) -> list[str]:
+    """The ``attention_kernel`` values with a build for that architecture (for the refusals' "allowed there")."""
+    return ["auto", "fa2", "cudnn"] + [k for k in _KERNEL_ARCH if kernel_runs_on(kernel=k,
+                                                                                 compute_capability=compute_capability)]
 
 
 def kernel_rates(*, kernel: str, compute_capability: str | None) -> tuple[float, float]:

@@ -16,7 +16,8 @@ from math import ceil
 
 from trainfit.catalog.gpus import GpuSpec
 from trainfit.compute.attention_time import (
-    AUTO_KERNEL, KERNEL_NAMES, kernel_rated, kernel_rates, kernel_runs_on, packed_attention_context,
+    AUTO_KERNEL, KERNEL_ARCH_TEXT, KERNEL_NAMES, kernel_rated, kernel_rates, kernel_runs_on, kernels_allowed,
+    packed_attention_context,
 )
 from trainfit.compute.float8_casts import CastTraffic, cast_traffic
 from trainfit.compute.inventory import Adapter
@@ -432,10 +433,8 @@ def attention_kernel_of(card: RunCard, rates: DeviceRates, *, eager: bool) -> tu
         return AUTO_KERNEL, None
     cc = rates.compute_capability
     if not kernel_runs_on(kernel=k, compute_capability=cc):
-        arch = "Hopper (sm90)" if k == "fa3" else "Blackwell (sm100)"
-        raise CardError(f"attention_kernel: '{k}' runs on {arch} only; {rates.gpu_id} is compute capability {cc};"
-                        " allowed there: auto, fa2, cudnn" + (", fa4" if (cc or "").startswith("10") else "")
-                        + (", fa3" if (cc or "").startswith("9") else ""))
+        raise CardError(f"attention_kernel: '{k}' runs on {KERNEL_ARCH_TEXT[k]} only; {rates.gpu_id} is compute"
+                        f" capability {cc}; allowed there: {', '.join(kernels_allowed(compute_capability=cc))}")
     if not kernel_rated(kernel=k, compute_capability=cc):
         return AUTO_KERNEL, (f"attention kernel {k}: no published rate on compute capability {cc}; timed at the"
                              " architecture's default fused-attention rates (compute.attention_time)")

@@ -836,8 +836,9 @@ class RunCard(_Section):
     batch: BatchSection = Field(default_factory=BatchSection)
     attention: Attention = Attention.SDPA
     attention_kernel: AttentionKernel = Field(
-        AttentionKernel.AUTO, description="auto | fa2 | fa3 | fa4 | cudnn: the fused kernel that runs attention flash"
-        " or sdpa (FlashAttention-2/3/4, cuDNN); auto: the architecture's default rates (FlashAttention-2's)")
+        AttentionKernel.AUTO, description="auto | fa2 | fa3 | fa4 | cudnn | triton_fa: the fused kernel that runs"
+        " attention flash or sdpa (FlashAttention-2/3/4, cuDNN, FlashAttention in Triton); auto: the architecture's"
+        " default rates (FlashAttention-2's)")
     loss: LossSection = Field(default_factory=LossSection)
     deepspeed: DeepSpeedSection = Field(default_factory=DeepSpeedSection)
     loop: LoopSection = Field(default_factory=LoopSection)
@@ -1211,11 +1212,11 @@ def _check_attention_kernel(card: "RunCard") -> None:
     if card.attention is Attention.EAGER:
         raise ValueError(f"attention_kernel: '{k.value}' names a fused kernel but attention is eager; allowed with"
                          " eager: auto (or set attention: flash)")
-    if card.attention is Attention.SDPA and k in (AttentionKernel.FA3, AttentionKernel.FA4):
+    if card.attention is Attention.SDPA and k in (AttentionKernel.FA3, AttentionKernel.FA4, AttentionKernel.TRITON_FA):
         raise ValueError(f"attention_kernel: '{k.value}' is not a PyTorch SDPA backend; allowed with attention sdpa:"
                          " auto, fa2, cudnn (or set attention: flash)")
     from trainfit.catalog.gpus import resolve_gpu
-    from trainfit.compute.attention_time import kernel_runs_on
+    from trainfit.compute.attention_time import KERNEL_ARCH_TEXT, kernel_runs_on, kernels_allowed
     from trainfit.errors import CatalogError
 
     try:
@@ -1224,10 +1225,8 @@ def _check_attention_kernel(card: "RunCard") -> None:
         return  # a custom card (memory only): not checked
     cc = spec.compute_capability
     if not kernel_runs_on(kernel=k.value, compute_capability=cc):
-        arch = "Hopper (compute capability 9.x)" if k is AttentionKernel.FA3 else "Blackwell (compute capability 10.x)"
-        allowed = ["auto", "fa2", "cudnn"] + [n for n in ("fa3", "fa4") if kernel_runs_on(kernel=n, compute_capability=cc)]
-        raise ValueError(f"attention_kernel: '{k.value}' runs on {arch} only; {spec.id} is {cc}; allowed there:"
-                         f" {', '.join(allowed)}")
+        raise ValueError(f"attention_kernel: '{k.value}' runs on {KERNEL_ARCH_TEXT[k.value]} only; {spec.id} is {cc};"
+                         f" allowed there: {', '.join(kernels_allowed(compute_capability=cc))}")
 
 
 def _check_peft_variant(card: "RunCard") -> None:

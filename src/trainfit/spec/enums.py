@@ -200,6 +200,9 @@ class AttentionKernel(StrEnum):
       ``flash_attention_3``): Hopper (sm90) only.
     * ``fa4``: FlashAttention-4 (the CuTe-DSL ``flash_attn.cute`` kernels): Blackwell (sm100).
     * ``cudnn``: cuDNN's fused attention (Transformer Engine's ``FusedAttention``, PyTorch SDPA's cuDNN backend).
+    * ``triton_fa``: the Triton FlashAttention of flash-attention's ``flash_attn/flash_attn_triton.py`` (the
+      FlashAttention-1 algorithm; llm-foundry ``attn_impl: triton``), built on a December 2022 pre-MLIR Triton:
+      Ampere and Hopper only, not a PyTorch SDPA backend.
     """
 
     AUTO = "auto"
@@ -207,6 +210,7 @@ class AttentionKernel(StrEnum):
     FA3 = "fa3"
     FA4 = "fa4"
     CUDNN = "cudnn"
+    TRITON_FA = "triton_fa"
 
 
 class TaskKind(StrEnum):

@@ -1901,7 +1901,11 @@ def map_rl(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     # micro-batch count the largest rank's, plan.rl_batches.dynamic_micro_batches) where the budget holds the longest
     # sequence, as verl asserts; else (or for other frameworks) the budget as a fixed count of mean-length sequences
     longest = int(rollout["prompt_len"]) + int(rollout["response_len"])
-    dynamic = (e["framework"] == "verl" and not mbs and bool(tokens_per_gpu) and tr.get("sequence_packing") is not False
+    # AReaL packs the same way (the entry's sequence_packing_source: realhf/api/core/data_api.py split_with_lengths,
+    # datapack.ffd_allocate over max_tokens_per_mb: whole sequences without padding, at most the budget per
+    # micro-batch, the sequences' count decided by the tokens, not a fixed number of sequences)
+    budget_packing = e["framework"] == "verl" or (e["framework"] == "areal" and tr.get("sequence_packing") is True)
+    dynamic = (budget_packing and not mbs and bool(tokens_per_gpu) and tr.get("sequence_packing") is not False
                and not tr.get("sequence_packing_tokens") and int(tokens_per_gpu) * ulysses >= longest)
     if dynamic:
         rollout["max_tokens_per_micro_batch"] = int(tokens_per_gpu)

@@ -1967,6 +1967,18 @@ def map_rl(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
             rollout["packed_logprob_row_tokens"] = int(pack) * int(tr.get("logprob_batch_size") or 1)
             notes.append(f"pipeline parallel {tr['pp']}: packed rows of {rollout['packed_row_tokens']} (update) and"
                          f" {rollout['packed_logprob_row_tokens']} (log-prob) tokens, each padded to the longest")
+        elif e["framework"] == "nemo-rl" and tr.get("strategy") == "megatron":
+            # without pipeline parallel the rows keep their tokens (no padding to the longest), but each micro-batch
+            # is still one packed row of at most train_mb_tokens (NVIDIA-NeMo/RL nemo_rl/models/policy/lm_policy.py
+            # l.337-345, megatron_policy_worker.py l.815-831 @b1c86a816c5e2b4ca41ece193624a38dc62e6fdf): the row
+            # capacity bounds the update's memory (plan.walk.rl_packed_row); the time plans the mean-length sequences
+            rollout["packed_row_tokens"] = int(pack) * int(tr.get("micro_batch_size") or 1)
+            notes.append(f"packed update rows of at most {rollout['packed_row_tokens']} tokens (memory)")
+        if e["framework"] == "nemo-rl" and "packed_logprob_row_tokens" not in rollout:
+            # the log-prob passes' bins of at most logprob_mb_tokens (lm_policy.py get_logprobs l.208-217
+            # @b1c86a816c5e2b4ca41ece193624a38dc62e6fdf), unpadded without pipeline parallel: their memory
+            # (methods.rl.rl_groups); the time plans the mean-length sequences
+            rollout["packed_logprob_row_tokens"] = int(pack) * int(tr.get("logprob_batch_size") or 1)
     card: dict[str, Any] = {"model": model, "method": "ppo" if method == "ppo" else "grpo", "scope": "full",
                             "hardware": hw, "parallel": parallel,
                             "batch": {"micro_batch_size": mbs or 1}, "rollout": rollout}

@@ -389,6 +389,19 @@ def rl_groups(
         mbs, seq = 1, min(lp_budget, share)
         notes.append(f"log-prob passes: packed micro-batches of at most {seq} tokens per GPU (dynamic batching"
                      + (f", the rank's whole share under the budget of {lp_budget})" if share < lp_budget else ")"))
+    elif ro.packed_logprob_row_tokens is not None and (
+            ro.packed_sequences if ro.packed_sequences is not None else card.preset in ("verl", "openrlhf", "nemo-rl")):
+        # NeMo RL sequence packing: a log-prob micro-batch is one packed row of at most logprob_mb_tokens
+        # (lm_policy.py get_logprobs l.208-217: sequence_packing_args["max_tokens_per_microbatch"] = logprob_mb_tokens,
+        # shard_by_batch_size into bins of that capacity, NVIDIA-NeMo/RL @b1c86a816c5e2b4ca41ece193624a38dc62e6fdf;
+        # plan.walk.rl_packed_row for the update), never more than the rank's share of the step at the longest
+        from trainfit.plan.walk import rl_rank_sequences
+
+        cp = card.parallel.context_parallel  # the row is the whole micro-batch; context parallel splits it
+        share = rl_rank_sequences(card, update=False) * seq
+        mbs, seq = 1, -(-min(max(int(ro.packed_logprob_row_tokens), seq), share) // cp)
+        notes.append(f"log-prob passes: packed rows of at most {seq} tokens per GPU"
+                     " (rollout.packed_logprob_row_tokens)")
     chunked = card.loss.chunked
 
     # frozen roles resident on the training GPUs

@@ -183,6 +183,43 @@ def rl_budget_row(card: RunCard, *, critic: bool = False) -> tuple[int, int, str
                     + " (verl dynamic batching, plan.walk.rl_budget_row)")
 
 
+def rl_packed_row(card: RunCard) -> tuple[int, int, str] | None:
+    """(row tokens, sequences per row, note) of the actor's update micro-batch when the card gives the packed row
+    capacity (``rollout.packed_row_tokens``: NeMo RL's ``sequence_packing.train_mb_tokens``) and the passes pack;
+    None otherwise (or under a token budget, ``rl_budget_row``).
+
+    NeMo RL's policy packs the batch's whole sequences into bins of at most ``train_mb_tokens`` tokens
+    (``lm_policy.py`` ``train``: ``sequence_packing_args["max_tokens_per_microbatch"] = train_mb_tokens`` then
+    ``shard_by_batch_size``, l.337-345; ``batched_data_dict.py`` l.379 ``bin_capacity=max_tokens_per_microbatch``,
+    NVIDIA-NeMo/RL @b1c86a816c5e2b4ca41ece193624a38dc62e6fdf, v0.3.0), and its Megatron worker runs each bin as
+    one micro-batch of one packed row (``mbs = 1``, ``megatron_policy_worker.py`` l.815-831, padded to the longest
+    row only under pipeline parallel); the DTensor worker pads each row to the capacity
+    (``plan.rl_batches.nemo_rl_dtensor_padded_rows``). So a micro-batch holds at most the capacity's tokens, not
+    ``micro_batch_size`` sequences at the longest: memory plans one row of the capacity (at most the rank's share
+    of a mini-batch at the longest, ``rl_rank_sequences``), aligned as ``rl_sequence_padding`` aligns a sequence.
+    A sequence longer than the capacity does not fit a bin; the capacity then is the longest sequence."""
+    from trainfit.plan.rl_batches import PACKING_PRESETS
+
+    ro, p = card.rollout, card.parallel
+    if ro.packed_row_tokens is None or rl_budget_row(card) is not None:
+        return None
+    packed = card.preset in PACKING_PRESETS if ro.packed_sequences is None else ro.packed_sequences
+    if not packed:
+        return None
+    longest = ro.prompt_len + ro.response_len
+    share = rl_rank_sequences(card, update=True) * longest
+    row = min(max(int(ro.packed_row_tokens), longest), share)
+    if p.context_parallel > 1:
+        align = p.tensor_parallel * p.context_parallel * 2
+    elif p.sequence_parallel and p.tensor_parallel > 1:
+        align = p.tensor_parallel
+    else:
+        align = 1
+    row = -(-row // align) * align
+    return row, 1, (f"rollout.packed_row_tokens {ro.packed_row_tokens}: the update's micro-batch planned as one packed"
+                    f" row of {row} tokens (NeMo RL sequence packing, plan.walk.rl_packed_row)")
+
+
 def walk_rl(card: RunCard, spec: ModelSpec, gpu: GpuSpec):
     """PPO and GRPO: the actor's (and critic's) step on the training group, the rollout engine and
     the frozen passes where the roles live."""
@@ -206,6 +243,9 @@ def walk_rl(card: RunCard, spec: ModelSpec, gpu: GpuSpec):
     budget_row = rl_budget_row(card)
     if budget_row is not None:  # dynamic batching: one packed micro-batch of the token budget (rl_budget_row)
         seq_len, mbs, pad_note = budget_row
+    packed_row = rl_packed_row(card)
+    if packed_row is not None:  # sequence packing: one row of the packed capacity (rl_packed_row)
+        seq_len, mbs, pad_note = packed_row
     actor_card = card_with(
         card, batch__seq_len=seq_len, batch__micro_batch_size=mbs, hardware__gpus_per_node=per_node,
         hardware__nodes=t_nodes, rollout__placement="colocate", rollout__gpus=None, rollout__nodes=None,
@@ -231,6 +271,8 @@ def walk_rl(card: RunCard, spec: ModelSpec, gpu: GpuSpec):
         actor, host, notes = step_terms(actor_card, spec, sharding)
         if budget_row is not None:  # the update's micro-batch under the budget, said as the split layouts say it
             notes = [*notes, budget_row[2]]
+        if packed_row is not None:
+            notes = [*notes, packed_row[2]]
         critic = step_terms(critic_card, cspec, sharding)[0] if cspec is not None else None
     else:
         # the actor's (and critic's) worst rank stands for the training group's GPUs

@@ -704,10 +704,12 @@ class RolloutSection(_Section):
         " the row count a multiple of the data-parallel size, and pipeline parallel pads every row to the batch's"
         " longest, planned as this capacity (plan.rl_batches.pipeline_packed_rows). null: micro_batch_size sequences of"
         " the mean length. Read as well by NeMo RL's DTensor policy (the nemo-rl preset on an FSDP strategy), whose update"
-        " pads every packed row to this capacity (plan.rl_batches.nemo_rl_dtensor_padded_rows).")
+        " pads every packed row to this capacity (plan.rl_batches.nemo_rl_dtensor_padded_rows). Memory reads it at any"
+        " pipeline depth: the update's micro-batch is one packed row of at most this many tokens (plan.walk.rl_packed_row).")
     packed_logprob_row_tokens: int | None = Field(
         None, ge=1, le=10_000_000, description="As packed_row_tokens, for the log-prob passes"
-        " (sequence_packing.logprob_mb_tokens = max_total_sequence_length x logprob_batch_size).")
+        " (sequence_packing.logprob_mb_tokens = max_total_sequence_length x logprob_batch_size); memory reads it at any"
+        " pipeline depth (methods.rl.rl_groups: one packed row of at most this many tokens per log-prob micro-batch).")
     max_tokens_per_micro_batch: int | None = Field(
         None, ge=1, le=100_000_000, description="Dynamic batching (verl actor.use_dynamic_bsz with"
         " ppo_max_token_len_per_gpu): the update's micro-batches are formed by a token budget per GPU, not a sequence"

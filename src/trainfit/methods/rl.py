@@ -359,6 +359,13 @@ def critic_token_budget(card: RunCard, *, values: bool = False) -> int | None:
     return logprob_token_budget(card) if values else ro.max_tokens_per_micro_batch
 
 
+def _packing_preset(preset: str) -> bool:
+    """The preset's passes pack sequences (``plan.rl_batches.PACKING_PRESETS``; imported late: plan imports methods)."""
+    from trainfit.plan.rl_batches import PACKING_PRESETS
+
+    return preset in PACKING_PRESETS
+
+
 def rl_groups(
     card: RunCard,
     spec: ModelSpec,
@@ -390,7 +397,7 @@ def rl_groups(
         notes.append(f"log-prob passes: packed micro-batches of at most {seq} tokens per GPU (dynamic batching"
                      + (f", the rank's whole share under the budget of {lp_budget})" if share < lp_budget else ")"))
     elif ro.packed_logprob_row_tokens is not None and (
-            ro.packed_sequences if ro.packed_sequences is not None else card.preset in ("verl", "openrlhf", "nemo-rl")):
+            ro.packed_sequences if ro.packed_sequences is not None else _packing_preset(card.preset)):
         # NeMo RL sequence packing: a log-prob micro-batch is one packed row of at most logprob_mb_tokens
         # (lm_policy.py get_logprobs l.208-217: sequence_packing_args["max_tokens_per_microbatch"] = logprob_mb_tokens,
         # shard_by_batch_size into bins of that capacity, NVIDIA-NeMo/RL @b1c86a816c5e2b4ca41ece193624a38dc62e6fdf;

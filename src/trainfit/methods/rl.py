@@ -359,13 +359,6 @@ def critic_token_budget(card: RunCard, *, values: bool = False) -> int | None:
     return logprob_token_budget(card) if values else ro.max_tokens_per_micro_batch
 
 
-def _packing_preset(preset: str) -> bool:
-    """The preset's passes pack sequences (``plan.rl_batches.PACKING_PRESETS``; imported late: plan imports methods)."""
-    from trainfit.plan.rl_batches import PACKING_PRESETS
-
-    return preset in PACKING_PRESETS
-
-
 def rl_groups(
     card: RunCard,
     spec: ModelSpec,
@@ -385,6 +378,8 @@ def rl_groups(
     seq = ro.prompt_len + ro.response_len
     mbs = ro.logprob_micro_batch_size or card.batch.micro_batch_size
     lp_budget = logprob_token_budget(card)
+    from trainfit.plan.rl_batches import passes_pack  # late: plan imports methods
+
     if lp_budget is not None:
         # dynamic batching: a log-prob micro-batch is one packed row of at most the budget's tokens on each GPU
         # (verl rearrange_micro_batches over budget x Ulysses size, then the Ulysses slice; plan.walk.rl_budget_row),
@@ -396,8 +391,7 @@ def rl_groups(
         mbs, seq = 1, min(lp_budget, share)
         notes.append(f"log-prob passes: packed micro-batches of at most {seq} tokens per GPU (dynamic batching"
                      + (f", the rank's whole share under the budget of {lp_budget})" if share < lp_budget else ")"))
-    elif ro.packed_logprob_row_tokens is not None and (
-            ro.packed_sequences if ro.packed_sequences is not None else _packing_preset(card.preset)):
+    elif ro.packed_logprob_row_tokens is not None and passes_pack(card):
         # NeMo RL sequence packing: a log-prob micro-batch is one packed row of at most logprob_mb_tokens
         # (lm_policy.py get_logprobs l.208-217: sequence_packing_args["max_tokens_per_microbatch"] = logprob_mb_tokens,
         # shard_by_batch_size into bins of that capacity, NVIDIA-NeMo/RL @b1c86a816c5e2b4ca41ece193624a38dc62e6fdf;

@@ -63,7 +63,7 @@ def rl_batch(card: RunCard, spec: ModelSpec, *, train_gpus: int) -> RlBatch:
     # a token budget (verl's dynamic batching) packs its micro-batches whatever the preset (spec.card refuses it with
     # packed_sequences false)
     budgeted = ro.max_tokens_per_micro_batch is not None or ro.logprob_max_tokens_per_micro_batch is not None
-    packed = (card.preset in PACKING_PRESETS or budgeted) if ro.packed_sequences is None else ro.packed_sequences
+    packed = passes_pack(card) or (ro.packed_sequences is None and budgeted)
     mean = response_mean(card, spec)
     prompt = prompt_mean(card)
     lp_budget = logprob_token_budget(card)
@@ -79,6 +79,13 @@ def rl_batch(card: RunCard, spec: ModelSpec, *, train_gpus: int) -> RlBatch:
 
 PACKING_PRESETS = ("verl", "openrlhf", "nemo-rl")
 """Frameworks that remove padding (pack sequences) in their log-prob and update passes."""
+
+
+def passes_pack(card: RunCard) -> bool:
+    """The log-prob and update passes pack sequences: the card's ``rollout.packed_sequences`` where it says, else
+    the preset's habit (``PACKING_PRESETS``); a token budget packs too (``rl_batch``)."""
+    ro = card.rollout
+    return card.preset in PACKING_PRESETS if ro.packed_sequences is None else ro.packed_sequences
 
 
 def balanced_micro_batches(sequences: int, micro_batch_size: int) -> tuple[int, int]:

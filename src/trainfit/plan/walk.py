@@ -90,6 +90,18 @@ def walk_sft_like(card: RunCard, spec: ModelSpec, gpu: GpuSpec):
     return sharding, groups, host, more + notes, None, None
 
 
+def rl_sequence_align(card: RunCard) -> int:
+    """The multiple the RL trainers pad a sequence (or a packed row) to for Megatron's sequence / context parallel:
+    ``tp · cp · 2`` under context parallel, ``tp`` under sequence parallel, else 1 (``rl_sequence_padding``'s
+    sources)."""
+    p = card.parallel
+    if p.context_parallel > 1:
+        return p.tensor_parallel * p.context_parallel * 2
+    if p.sequence_parallel and p.tensor_parallel > 1:
+        return p.tensor_parallel
+    return 1
+
+
 def rl_sequence_padding(card: RunCard) -> tuple[int, str | None]:
     """The actor's longest training sequence, ``prompt_len + response_len`` padded as the RL trainers pad each
     sequence for Megatron's sequence / context parallel: to a multiple of ``tp · cp · 2`` under context parallel,
@@ -98,13 +110,7 @@ def rl_sequence_padding(card: RunCard) -> tuple[int, str | None]:
     @b178a3cd56f58b2d502255daba591e92833930a7; NeMo RL pads its packed sequences likewise, ``plan.rl_batches``), where
     an SFT card must state a divisible ``batch.seq_len``. The note says so when padding adds tokens."""
     seq = card.rollout.prompt_len + card.rollout.response_len
-    p = card.parallel
-    if p.context_parallel > 1:
-        align = p.tensor_parallel * p.context_parallel * 2
-    elif p.sequence_parallel and p.tensor_parallel > 1:
-        align = p.tensor_parallel
-    else:
-        return seq, None
+    align = rl_sequence_align(card)
     padded = -(-seq // align) * align
     if padded == seq:
         return seq, None
@@ -166,12 +172,7 @@ def rl_budget_row(card: RunCard, *, critic: bool = False) -> tuple[int, int, str
     p = card.parallel
     share = rl_rank_sequences(card, update=True) * (card.rollout.prompt_len + card.rollout.response_len)
     row = min(budget * p.context_parallel, share)
-    if p.context_parallel > 1:
-        align = p.tensor_parallel * p.context_parallel * 2
-    elif p.sequence_parallel and p.tensor_parallel > 1:
-        align = p.tensor_parallel
-    else:
-        align = 1
+    align = rl_sequence_align(card)
     row = -(-row // align) * align
     capped = share < budget * p.context_parallel
     return row, 1, (f"rollout.{key} {budget}: the {'critic' if critic else 'update'}'s micro-batch planned as one"
@@ -198,23 +199,15 @@ def rl_packed_row(card: RunCard) -> tuple[int, int, str] | None:
     ``micro_batch_size`` sequences at the longest: memory plans one row of the capacity (at most the rank's share
     of a mini-batch at the longest, ``rl_rank_sequences``), aligned as ``rl_sequence_padding`` aligns a sequence.
     A sequence longer than the capacity does not fit a bin; the capacity then is the longest sequence."""
-    from trainfit.plan.rl_batches import PACKING_PRESETS
+    from trainfit.plan.rl_batches import passes_pack
 
-    ro, p = card.rollout, card.parallel
-    if ro.packed_row_tokens is None or rl_budget_row(card) is not None:
-        return None
-    packed = card.preset in PACKING_PRESETS if ro.packed_sequences is None else ro.packed_sequences
-    if not packed:
+    ro = card.rollout
+    if ro.packed_row_tokens is None or rl_budget_row(card) is not None or not passes_pack(card):
         return None
     longest = ro.prompt_len + ro.response_len
     share = rl_rank_sequences(card, update=True) * longest
     row = min(max(int(ro.packed_row_tokens), longest), share)
-    if p.context_parallel > 1:
-        align = p.tensor_parallel * p.context_parallel * 2
-    elif p.sequence_parallel and p.tensor_parallel > 1:
-        align = p.tensor_parallel
-    else:
-        align = 1
+    align = rl_sequence_align(card)
     row = -(-row // align) * align
     return row, 1, (f"rollout.packed_row_tokens {ro.packed_row_tokens}: the update's micro-batch planned as one packed"
                     f" row of {row} tokens (NeMo RL sequence packing, plan.walk.rl_packed_row)")

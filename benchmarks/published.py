@@ -817,6 +817,20 @@ HELDOUT_TRAIN_TIMES = ROOT / "benchmarks" / "data" / "published_train_times_new_
 """The step-time entries the held-out points name (``train_entry``)."""
 
 
+def _step_time_card(step_times: Any, e: dict[str, Any]) -> tuple[dict[str, Any], list[str]] | str:
+    """The card ``benchmarks/step_times.py`` ``map_train`` gives a step-time entry, its preset applied, with the
+    mapping's notes; or why the harness cannot map it."""
+    try:
+        card, n = step_times.map_train(e)
+    except step_times.Unmapped as u:
+        return "the step-time harness cannot map the run: " + "; ".join(u.reasons)
+    if card.get("preset"):
+        from trainfit.methods.presets import apply_preset  # noqa: PLC0415
+
+        card = apply_preset(card, str(card["preset"]))
+    return card, n
+
+
 def _heldout_mappings() -> dict[int, dict[str, Any]]:
     """POINTS entries of the held-out points: the step-time harness's card of each ``train_entry``."""
     path = ROOT / "benchmarks" / "data" / "published_memory_points.json"
@@ -835,16 +849,11 @@ def _heldout_mappings() -> dict[int, dict[str, Any]]:
         e = entries[p["train_entry"]]
         notes = (f"prime-rl CI benchmark ({p['train_entry']}): rank 0's steady-state max_memory_reserved -> reserved, "
                  "GiB; allocator expandable_segments (the CI job's env). Card: step_times.map_train of that entry")
-        try:
-            card, n = step_times.map_train(e)
-        except step_times.Unmapped as u:
-            out[p["id"]] = {"card": None, "metric": "reserved", "unit": "GiB", "notes": notes,
-                            "unsupported": "the step-time harness cannot map the run: " + "; ".join(u.reasons)}
+        mapped = _step_time_card(step_times, e)
+        if isinstance(mapped, str):
+            out[p["id"]] = {"card": None, "metric": "reserved", "unit": "GiB", "notes": notes, "unsupported": mapped}
             continue
-        if card.get("preset"):
-            from trainfit.methods.presets import apply_preset  # noqa: PLC0415
-
-            card = apply_preset(card, str(card["preset"]))
+        card, n = mapped
         out[p["id"]] = {"card": card, "metric": "reserved", "unit": "GiB", "notes": notes + " (" + "; ".join(n) + ")"}
     return out
 
@@ -883,16 +892,11 @@ def _train_entry_mappings() -> dict[int, dict[str, Any]]:
         e = cache[f][p["train_entry"]]
         notes = (f"{p['train_entry']} ({f}): torchtitan's logged max_memory_reserved -> reserved, GiB. Card: "
                  "step_times.map_train of that entry")
-        try:
-            card, n = step_times.map_train(e)
-        except step_times.Unmapped as u:
-            out[p["id"]] = {"card": None, "metric": "reserved", "unit": "GiB", "notes": notes,
-                            "unsupported": "the step-time harness cannot map the run: " + "; ".join(u.reasons)}
+        mapped = _step_time_card(step_times, e)
+        if isinstance(mapped, str):
+            out[p["id"]] = {"card": None, "metric": "reserved", "unit": "GiB", "notes": notes, "unsupported": mapped}
             continue
-        if card.get("preset"):
-            from trainfit.methods.presets import apply_preset  # noqa: PLC0415
-
-            card = apply_preset(card, str(card["preset"]))
+        card, n = mapped
         if p.get("card_gpu"):
             # the point's own GPU where the step-time card's differs in capacity (``card_gpu``, its notes say why):
             # the fit verdict and the reserved cap read the capacity; the allocated bytes do not change

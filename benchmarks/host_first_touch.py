@@ -56,6 +56,21 @@ def rate(nbytes: float, seconds: float) -> str:
     return f"{nbytes / seconds / 1e9:6.2f} GB/s"
 
 
+def fresh_round(count: int, n: int, write) -> float:
+    """Seconds to allocate ``count`` fresh float32 tensors of ``n`` elements and ``write`` each, all held until the
+    round ends (then freed and collected)."""
+    t = time.perf_counter()
+    held = []
+    for _ in range(count):
+        d = torch.empty(n, dtype=torch.float32)
+        write(d)
+        held.append(d)
+    seconds = time.perf_counter() - t
+    del held, d
+    gc.collect()
+    return seconds
+
+
 def one(size_mib: int, total_mib: int, reps: int = 3) -> None:
     n = size_mib * MIB // 4
     count = max(1, total_mib // size_mib)
@@ -69,35 +84,11 @@ def one(size_mib: int, total_mib: int, reps: int = 3) -> None:
         for _ in range(count):
             warm_dst.copy_(src)
         best_warm = min(best_warm, time.perf_counter() - t)
-        t = time.perf_counter()
-        held = []
-        for _ in range(count):
-            d = torch.empty(n, dtype=torch.float32)
-            d.copy_(src)
-            held.append(d)
-        best_fresh = min(best_fresh, time.perf_counter() - t)
-        del held, d
-        gc.collect()
+        best_fresh = min(best_fresh, fresh_round(count, n, lambda d: d.copy_(src)))
         # a step later: the same sizes again, after the previous round was freed
-        t = time.perf_counter()
-        held = []
-        for _ in range(count):
-            d = torch.empty(n, dtype=torch.float32)
-            d.copy_(src)
-            held.append(d)
-        best_refill = min(best_refill, time.perf_counter() - t)
-        del held, d
-        gc.collect()
+        best_refill = min(best_refill, fresh_round(count, n, lambda d: d.copy_(src)))
         # the kernel's part alone: one write per 4 KiB page of a fresh tensor (fault + zero-fill, no memcpy)
-        t = time.perf_counter()
-        held = []
-        for _ in range(count):
-            d = torch.empty(n, dtype=torch.float32)
-            d[::page].fill_(1.0)
-            held.append(d)
-        best_fault = min(best_fault, time.perf_counter() - t)
-        del held, d
-        gc.collect()
+        best_fault = min(best_fault, fresh_round(count, n, lambda d: d[::page].fill_(1.0)))
     nbytes = count * n * 4
     print(f"{size_mib:5d} MiB x {count:3d}: warm {rate(nbytes, best_warm)}  fresh {rate(nbytes, best_fresh)}  "
           f"refill-after-free {rate(nbytes, best_refill)}  fault-only {rate(nbytes, best_fault)}", flush=True)

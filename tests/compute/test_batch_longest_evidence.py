@@ -34,6 +34,31 @@ Every logged step of these runs and two more is in ``benchmarks/data/rl_response
 ``test_response_length_tail.py`` shows that a body shape fitted on the half-0 run (gamma ``k`` ~ 10) falls 30-56 %
 short of the held-out runs' batch longest while the runaway mass at the cap differs tenfold between runs, so the
 far tail is not set by the card's mean and maximum, and the xfail stays.
+
+Re-tried on the tree of 4d89d40. The slowest engine was priced as a typical engine plus the steps its straggler runs
+alone, from one engine's longest to the batch's, both under the exponential. The causes of that straggler are the
+same as above: verl's ``DP_COMPUTE_PROTO`` dispatch collects every worker, and NeMo RL's ``generate`` gathers every
+engine.
+
+* Rows with a published mean response:
+  * the four NeMo RL Llama-3.1-70B generation phases went from -40.7 / -39.7 / -43.1 / -41.6 % to -19.2 / -17.8 /
+    -22.3 / -20.6 %;
+  * play-verl Qwen2-7B TP 1 went from +61.4 to +91.2 %;
+  * fit half: mean |error| 18.1 -> 17.5 %, median unchanged;
+  * held-out half: median 14.1 -> 12.8 %, mean 20.4 -> 19.3 %.
+* Rows without a published mean response, planned with the default length profile:
+  * verl fully-async colocate 128 / 64 / 32 GPUs went from +33.4 / +90.0 / +3.9 % to +92.2 / +145.5 / +21.5 %;
+  * the one-step-off colocate FSDP2 row went from +5.5 to +25.0 %;
+  * held-out half: median 22.5 -> 25.0 %, mean 26.8 -> 32.7 %.
+* All RL rows of the held-out half: median 16.3 -> 17.9 %. Rows beyond 50 %: 41 -> 43.
+* The same straggler with vLLM's eager step priced at 26 us a kernel: all RL held-out median 16.3 -> 19.1 %.
+
+So the test stays an xfail.
+
+One published figure points the mechanism's way. verl's fully-async colocate runs (Qwen2.5-Math-7B, DAPO, 28K
+maximum, 8,192 sequences a step; ``docs/advance/fully_async.md`` l.379-383
+@df340d703292538fafc1439b4aa9f1f226ccadc5) spend 151 s in generation on 64 GPUs and 178 s on 128. One engine's
+longest shrinks with more engines; the batch's does not.
 """
 
 from __future__ import annotations

@@ -293,7 +293,31 @@ Earlier fits (one per-sequence constant for every engine): ``ENGINE_S_PER_SEQUEN
 frontend's per-sequence part were fitted together on the fit half, 18 fit / 28 held out then: best 80 us, 8 ms and
 0 us (fit half 29.1 % -> 16.5 %, held-out half 33.7 % -> 15.4 %).
 
-Pure Python: no torch import.
+**Read in vLLM and priced, not added** (the scored rows' moves are from ``benchmarks/step_times.py`` on the tree of
+4d89d40):
+
+- *The sampler's passes over the logits.* vLLM 0.8.3's V1 ``Sampler.forward`` (``vllm/v1/sample/sampler.py`` and
+  ``ops/topk_topp_sampler.py`` of the wheel, https://pypi.org/project/vllm/0.8.3/, read 2026-12-03) runs eager torch
+  ops over every running sequence's whole vocabulary row each step. With ``logprobs=0`` (verl, NeMo RL), temperature
+  1, no top-k / top-p, the bytes per vocabulary entry are: ``log_softmax(dtype=float32)`` of the bf16 logits (2 read
+  + 4 written), ``logits.to(float32)`` (2 + 4), the in-place temperature division (4 + 4), ``softmax`` (4 + 4), then
+  ``random_sample``'s ``exponential_`` (4), ``probs.div_(q)`` (8 + 4) and ``argmax`` (4), and the sampled token's
+  rank ``(logprobs >= token_logprobs).sum(-1)`` (4 + 1 + 1). That is about 54 B: 8.2 MB per Qwen sequence
+  (151,936 entries) per step on every TP rank, since ``LogitsProcessor`` all-gathers the logits (``logits_processor.py``
+  l.87-98). On an H100 that is 2.5 us, 3 % of the fitted 80 us per running sequence. Added to ``bw_seq``, it moved
+  32 scored RL points by 0.5-2 pt: the generation median went 17.2 -> 18.4 % and the RL-step median 14.1 -> 13.6 %.
+  The 80 us was fitted with this traffic already inside the rows, so the traffic is not added on top of it.
+- *Steps above the largest captured batch.* vLLM 0.8.3 V1 captures ``[1, 2, 4] + range(8, 513, 8)``
+  (``vllm/config.py`` l.3703-3711 of the wheel). A step with more scheduled tokens runs without graphs
+  (``gpu_model_runner.py`` l.996-1004). No scored generation or step row runs more than 512 sequences on one engine with
+  CUDA graphs on; only the weight-sync benchmarks' engines do, and their generation is not scored. At those batches
+  the per-sequence host work (80 us x 512 = 41 ms) is far larger than the launches.
+- *Piecewise CUDA graphs.* V1 splits the compiled graph at every attention layer. The attention runs eagerly between
+  graph replays. vllm-project/vllm PR #20059 (comment of 2025-06-29, read 2026-12-03) benchmarks Qwen2.5-1.5B-Instruct
+  on ShareGPT. Median TPOT, piecewise against full graphs: 5.42 against 5.09 / 5.02 ms at 1 request/s, and 8.00
+  against 7.68 / 7.72 ms at 100 requests/s. That is 0.3-0.4 ms a step over 28 layers, about 13 us a layer exposed;
+  the benchmark's GPU is not stated. This would add 3-6 % to the CUDA-graph steps of vLLM releases whose decode
+  replays piecewise graphs. It is not applied because the card does not say the engine's release or graph mode.
 """
 
 from __future__ import annotations

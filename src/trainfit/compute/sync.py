@@ -222,7 +222,7 @@ One rate, 1.6 GB/s per node, with the 1.0-1.2 s apply and gather above, gives th
 these rows, and the MoE row below needs a faster link, unless its nccl baseline ran the TorchTitan export before
 c0601f353 (authored 98 minutes before the table's acd8d6012), which gathered the experts over the EP group alone
 and sent 64 of the 128 per layer: then about 38 GB cross (24 s at that rate) and the rest is 1.9 ms for each of
-~9,600 tensors, inside the bound on SGLang's cost per tensor below.
+~9,600 tensors, between the 1.7 and 2.3 ms bounds on SGLang's cost per tensor above.
 The 30B-A3B MoE row does not share that rate. At least 124.8 GB cross in 43.43 s, 2.9 GB/s or more: 58.0 GB of fp32
 experts exchanged over efsdp=2, 5.8 GB of dense gather and 61.1 GB of bf16 broadcast. It lands at +24 % here
 through 47 s of per-tensor SGLang cost (18,867 tensors), not through the fabric. No source states the fabric, so no

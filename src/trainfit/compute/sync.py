@@ -211,6 +211,18 @@ What sets that rate, read from the code and the PR's history (verl-project/verl 
   device synchronisation (lines 95-106 and 350-383), about nine times for Qwen3-8B.
 What is left is the link between that session's nodes, 1.2-1.8 GB/s per node. The PR does not state it, so the
 entries keep the card's default NIC.
+The publisher calls the full broadcast "bandwidth-bound" and says the HSDP batch of nodes "was roughly three times
+faster end to end (55 s per step against 183 s)" (docs/advance/delta_weight_sync.md at the PR's commit
+2d67b0eda20e6c25c157b8386067c0d4d6f0f1fa); the merged doc says "the HSDP and FSDP rows ran on faster nodes"
+(@040a2865). Counted as above, those rows cross at 1.8 (HSDP), 1.7 (FSDP2) and 1.5 GB/s (FSDP1): not three times
+the TorchTitan rows' 1.4-1.7. On one slow cross-node path HSDP would shorten the step by itself, since its shard
+group stays in a node and the trainer's FSDP gathers stop crossing; the faster step does not show a faster link.
+One rate, 1.6 GB/s per node, with the 1.0-1.2 s apply and gather above, gives the five dense rows to within 12 %
+(+4 / -11 / +5 / -8 / +12 % for 1+1, 2+2 TorchTitan, FSDP2 engine, FSDP1, HSDP). Not applied: it is read off
+these rows, and the MoE row below needs a faster link, unless its nccl baseline ran the TorchTitan export before
+c0601f353 (authored 98 minutes before the table's acd8d6012), which gathered the experts over the EP group alone
+and sent 64 of the 128 per layer: then about 38 GB cross (24 s at that rate) and the rest is 1.9 ms for each of
+~9,600 tensors, between the 1.7 and 2.3 ms bounds on SGLang's cost per tensor above.
 The 30B-A3B MoE row does not share that rate. At least 124.8 GB cross in 43.43 s, 2.9 GB/s or more: 58.0 GB of fp32
 experts exchanged over efsdp=2, 5.8 GB of dense gather and 61.1 GB of bf16 broadcast. It lands at +24 % here
 through 47 s of per-tensor SGLang cost (18,867 tensors), not through the fabric. No source states the fabric, so no
@@ -1333,6 +1345,16 @@ def nccl_reshard_seconds(*, spec: ModelSpec, weight_bytes: float, train_tp: int,
     ``empty_cache`` between the bulk and the misc path (megatron_policy_worker.py lines 2898-2899 and 2905,
     vllm_backend.py lines 1166-1167, 1174, 1181 and 1190); vLLM's ``process_weights_after_loading`` over the whole
     model on every refit (``finalize``, vllm_backend.py lines 620-625, 1188); the Ray dispatch of both sides.
+
+    The same feature's earlier merge requests sent a wider set of parameters through ``xferdtensor`` (#2971 is "The
+    same feature as #2808, but reducing the target scope to the dominant parameters only"). They list Qwen3-4B
+    DP8 -> TP8 at 0.07-0.08 s and Qwen3-30B-A3B EP8xPP2 -> TP8xDP2 at 0.50-0.51 s (NVIDIA-NeMo/RL pull requests
+    #2413, description of 2026-05-05, and #2808, 2026-06-15, https://github.com/NVIDIA-NeMo/RL/pull/2808, read
+    2026-12-03). The design doc gives 0.21-0.34 s and 0.74-1.00 s for the merged split, whose 30B rows #2971 lists
+    under "xferdtensor_python_impl (fallback path)"; this model gives 0.12 and 0.38 s, near the earlier figures. The
+    same bytes moved 0.13-0.26 s (4B) and 0.24-0.49 s (30B) faster there, so what the doc's rows add is the merged
+    split's misc path and fallback transport, not bytes. No source splits that time between host work per call and
+    the paths' synchronisations.
 
     Not modelled: the NCCL library's own reshard algorithm (the nccl4py transport, used when importable), which may
     send more per training rank (each replica's region straight from its source, no replica all-gather)."""

@@ -128,6 +128,14 @@ def nemo_rl_offload_bytes(card: RunCard, spec: ModelSpec, *, train_gpus: int) ->
     each ``.grad``, but ``train`` ends with ``optimizer.zero_grad()`` ("release gradient memory before rollouts",
     l.596-597, since NVIDIA-NeMo/RL 43928aae, 2025-10-02): none are left. Earlier releases (v0.3.1) kept the fp32
     gradient shards, 4 B more per parameter of the shard each way; not modelled (the preset follows current code).
+    At v0.3.0 the DTensor worker's ``train`` calls ``optimizer.zero_grad()`` only before each global batch
+    (dtensor_policy_worker.py l.561 @b1c86a816c5e2b4ca41ece193624a38dc62e6fdf), so the last batch's gradient shards
+    are still on the GPU when ``offload_after_refit`` runs ``model.to("cpu")``, which moves each ``.grad`` with its
+    parameter (``nn.Module._apply``); 43928aae is in v0.4.0, not in v0.3.1. Counted for cards pinned before 0.4 it
+    moves ten scored points: the four v0.3 DTensor step rows and both 70B DTensor refit rows closer (70B refit -16 ->
+    +5 %, -37 -> -21 %), the two 8B DTensor refit rows further (+140 -> +212 %, +60 -> +108 %, out of 2x) and the
+    B200 Qwen2.5-1.5B rows further (refit +15 -> +43 %). Not applied: the 8B and 70B refits already disagree on the
+    host copy rate (the known gap below), and these bytes widen that disagreement.
 
     Not colocated, nothing moves: ``prepare_for_lp_inference`` offloads the optimizer only with
     ``offload_optimizer_for_logprob`` (default false, grpo_math_1B.yaml l.83), and the Megatron worker's gradient

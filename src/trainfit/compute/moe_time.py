@@ -237,8 +237,18 @@ it.**
   points (gpt-oss-20b SFT -59% -> -54%, gpt-oss-120b pre-training -66% -> -57%, the LoRA card and gpt-oss-120b SFT
   by under a point, NeMo RL v0.3's update -68% -> -65%) and sends force-balanced rows 20-40 points over (Megatron-Bridge
   Qwen3-235B-A22B H100 -15% -> +26%, DeepSeek-V3 H100 +1% -> +33%). The one-GPU gpt-oss LoRA card, with no EP rank
-  to wait for, misses about as much per micro-batch as the EP 8 SFT card. No published per-rank max/mean load for
-  these runs' data was found, so the layer stays timed balanced.
+  to wait for, misses about as much per micro-batch as the EP 8 SFT card. The one published per-rank load for
+  gpt-oss: Nguyen et al., "Least-Loaded Expert Parallelism" (arXiv:2601.17111, §3.1 and Fig. 3, the paper as
+  SalesforceAIResearch/LeastLoadedEP llep_paper.pdf @034974620fc7fbeac98e01b71f1167930761c849), gpt-oss-20b at EP 8 on
+  in-domain math chat data: the busiest GPU takes 30-35% of a layer's routed tokens against 12.5% balanced (2.4-2.8x
+  the mean), the busiest expert up to 20% against about 3%, both maxima over the 24 layers, varying batch to batch.
+  Applied as 2.4x to every expert GEMM and EP all-to-all (an upper bound: the maximum over layers taken for every
+  layer; not committed), the gpt-oss cards go: 20B pre-training -45% -> -20%, 20B SFT -59% -> -45%, 120B
+  pre-training -66% -> -42%, LoRA and 120B SFT within 1.3 points (host-bound in the plan); NeMo RL v0.3's Qwen3-30B-A3B update
+  -68% -> -59%. The force-balanced Megatron-Bridge gpt-oss-120b H100 rows, which a natural-routing condition would
+  leave out, would go from about -25% to +13 to +32% under the same factor. No per-layer mean of that maximum, nor
+  any figure for these runs' data (Tulu-3 for the SFT cards, a Megatron indexed corpus for pre-training), is
+  published, so the layer stays timed balanced.
 * The EP exchange: doubling every EP all-to-all (not committed) moves gpt-oss-120b pre-training (EP 16 over two
   nodes) -66% -> -57%, gpt-oss-20b SFT -59% -> -56%, ms-swift's Megatron row -55% -> -34% (its inter-node network is
   not published), the NeMo RL v0.3 update -68% -> -65%. Between the gpt-oss pre-training cards (both TP 2, PP 4, 8

@@ -211,6 +211,61 @@ in code, not priced
   gpt-oss expert adapters, three attention ones): on the host-bound gpt-oss LoRA card the two differences cancel
   (about two adapters each way per layer).
 
+**Grouped-GEMM rate, routing imbalance, the EP exchange, gpt-oss attention: checked (2026-12-03), nothing set from
+it.**
+
+* Expert GEMM rate at these rows' per-expert shapes (``gemm.multi_stream_grouped_gemm_seconds``, H100 SXM, bf16):
+  gpt-oss-20b SFT (EP 8: 4 local experts x 2,048 rows, K 2,880, N 5,760 / 2,880) 734 / 658 TFLOPS, its one-GPU LoRA
+  card (32 x 256 rows) 567 / 473, the Qwen3-30B-A3B cards at EP 16 (8 x 4,096 rows, N 1,536, K 2,048) 677;
+  Transformer Engine's own H100 grouped-GEMM points (pull request #2045, in that function's docstring) are 554-628
+  TFLOPS at 2,048-4,096 rows per expert. For the expert GEMMs alone to close the gpt-oss-20b SFT card's gap they
+  would have to run about 7x slower (near 100 TFLOPS): not the cause.
+* Routing imbalance. The gpt-oss rows and NeMo RL v0.3's route with no load-balancing term: Megatron-Bridge's
+  ``GPTOSSBridge.provider_bridge`` sets ``moe_router_load_balancing_type = "none"`` (src/megatron/bridge/models/gpt_oss/
+  gpt_oss_bridge.py l.71 @6799f099712c961f15cf92d6bd88998f029d672d) and its H100 gpt-oss recipes only set
+  ``moe_router_force_load_balancing = False`` (recipes/gpt_oss/h100/gpt_oss.py l.153, 268, 412, 542, 698 at the
+  same commit); NeMo RL v0.3 ``moe_router_load_balancing_type: "none"`` with ``freeze_moe_router: true``
+  (examples/configs/grpo_math_1B_megatron.yaml @b1c86a816c5e2b4ca41ece193624a38dc62e6fdf). The one published pair
+  that isolates routing on one layout is Megatron-Bridge's Qwen3-30B-A3B H100 verification card (16 GPUs, TP 1,
+  EP 16, HybridEP, 1 x 4,096 x 64, container 26.06): natural routing on RedPajama-2, 30.29 s a step, against the
+  force-balanced mock-data performance item, 20.15 s (examples/model_verification_cards/qwen3-30b-a3b/card.yaml
+  @067f987df03b8355b03192d88d70f1709fedf51a, items pretrain and pretrain_performance). The plan's only difference
+  between the two is the performance item's EP all-to-all overlap (5.77 s of exchange, 0.09 s left exposed), which
+  leaves 4.5 s, 22% of the balanced step, for routing, data and the performance item's other settings (fused
+  HybridEP permute, ``CUDA_DEVICE_MAX_CONNECTIONS`` 32): an upper bound on the imbalance cost there. A sensitivity
+  read (every expert GEMM and EP all-to-all 1.5x slower, not committed) moves the under-planned rows by 0-13
+  points (gpt-oss-20b SFT -59% -> -54%, gpt-oss-120b pre-training -66% -> -57%, the LoRA card and gpt-oss-120b SFT
+  by under a point, NeMo RL v0.3's update -68% -> -65%) and sends force-balanced rows 20-40 points over (Megatron-Bridge
+  Qwen3-235B-A22B H100 -15% -> +26%, DeepSeek-V3 H100 +1% -> +33%). The one-GPU gpt-oss LoRA card, with no EP rank
+  to wait for, misses about as much per micro-batch as the EP 8 SFT card. The one published per-rank load for
+  gpt-oss: Nguyen et al., "Least-Loaded Expert Parallelism" (arXiv:2601.17111, §3.1 and Fig. 3, the paper as
+  SalesforceAIResearch/LeastLoadedEP llep_paper.pdf @034974620fc7fbeac98e01b71f1167930761c849), gpt-oss-20b at EP 8 on
+  in-domain math chat data: the busiest GPU takes 30-35% of a layer's routed tokens against 12.5% balanced (2.4-2.8x
+  the mean), the busiest expert up to 20% against about 3%, both maxima over the 24 layers, varying batch to batch.
+  Applied as 2.4x to every expert GEMM and EP all-to-all (an upper bound: the maximum over layers taken for every
+  layer; not committed), the gpt-oss cards go: 20B pre-training -45% -> -20%, 20B SFT -59% -> -45%, 120B
+  pre-training -66% -> -42%, LoRA and 120B SFT within 1.3 points (host-bound in the plan); NeMo RL v0.3's Qwen3-30B-A3B update
+  -68% -> -59%. The force-balanced Megatron-Bridge gpt-oss-120b H100 rows, which a natural-routing condition would
+  leave out, would go from about -25% to +13 to +32% under the same factor. No per-layer mean of that maximum, nor
+  any figure for these runs' data (Tulu-3 for the SFT cards, a Megatron indexed corpus for pre-training), is
+  published, so the layer stays timed balanced.
+* The EP exchange: doubling every EP all-to-all (not committed) moves gpt-oss-120b pre-training (EP 16 over two
+  nodes) -66% -> -57%, gpt-oss-20b SFT -59% -> -56%, ms-swift's Megatron row -55% -> -34% (its inter-node network is
+  not published), the NeMo RL v0.3 update -68% -> -65%. Between the gpt-oss pre-training cards (both TP 2, PP 4, 8
+  local experts, 2,048 tokens per rank after sequence parallel) the 120B one, whose EP 16 crosses nodes, misses
+  about 12 ms more per layer and micro-batch than the 20B one (EP 4 in a node), where the plan puts 2.2 ms more
+  exchange; but gpt-oss-120b SFT, EP 8 inside a node, misses as much as the 120B pre-training card.
+* gpt-oss attention runs Transformer Engine's cuDNN fused kernel in the 26.06 container (Transformer Engine 2.16,
+  cuDNN 9.21.1, Megatron-Bridge docs/releases/software-versions.md @067f987df03b8355b03192d88d70f1709fedf51a):
+  ``nvte_get_fused_attn_backend`` admits learnable-sink softmax from cuDNN 9.13.1 and sliding windows on bshd / sbhd /
+  thd from 9.6 (NVIDIA/TransformerEngine transformer_engine/common/fused_attn/fused_attn.cpp l.429-456 @v2.16
+  4220403e831d29e93868f7793693ea83f6b8b05b), and the Python filter disables it for thd with sinks only below cuDNN
+  9.18 (attention/dot_product_attention/utils.py l.950-956, same commit). The plan times it at 0.1 ms a layer and
+  micro-batch on the 2,048-token SFT cards and 0.4 ms on the 4,096-token pre-training cards. The regression the
+  Megatron-Bridge performance page footnotes for its 26.06.01 gpt-oss-120b rows (NVIDIA/cudnn-frontend issue #256) is
+  ``grouped_gemm_dglu_wrapper_sm100``, a Blackwell kernel (10x slower from cudnn-frontend 1.24.0): not these H100
+  rows.
+
 Pure Python: no torch import.
 """
 

@@ -5,7 +5,7 @@
 and issues each update op on the parameter and its state one by one (``param.mul_`` for the decoupled weight decay,
 ``exp_avg.lerp_``, ``exp_avg_sq.mul_().addcmul_()``, ``exp_avg_sq.sqrt()``, the division by the bias correction,
 ``.add_(eps)``, ``param.addcdiv_``: 8 ops, the ``step`` counter a CPU scalar; torch 2.13.0
-``torch/optim/adam.py`` l.414-548). Under FSDP2 the parameters, gradients and states are DTensors, so every one of
+``torch/optim/adam.py`` l.414-546). Under FSDP2 the parameters, gradients and states are DTensors, so every one of
 those ops goes through DTensor's dispatch (unwrap, sharding propagation from its cache, wrap) before the local
 kernel. With ``foreach=True`` one ``_foreach_*`` call covers a list of tensors, so the dispatch is paid once per op.
 

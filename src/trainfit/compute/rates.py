@@ -232,7 +232,7 @@ DTENSOR_OP_HOST_S = 12.5e-6
 per-parameter ("for-loop") optimizer pays per update op when FSDP2 (``fully_shard``) holds its parameters,
 gradients and states as DTensors (``optimizer_time.optimizer_seconds`` ``dtensor_params``). ``torch.optim.AdamW``
 with ``foreach=False, fused=False`` runs ``_single_tensor_adam``, 8 ops a parameter (pytorch/pytorch
-``torch/optim/adam.py`` l.414-548 @cf30153c4c131c8164ee7798e5022d810682e2cb, the torch 2.13.0 wheel), each its own
+``torch/optim/adam.py`` l.414-546 @cf30153c4c131c8164ee7798e5022d810682e2cb, the torch 2.13.0 wheel), each its own
 DTensor dispatch; a ``_foreach_*`` op dispatches once for its whole list. Measured, not fitted:
 ``tools/measure_dtensor_optimizer.py`` (a fake process group of 8 ranks, 128 parameter tensors of ``nn.Linear(64,
 64)`` layers, each layer and the root ``fully_shard``-ed, against the same model plain; torch 2.13.0+cpu, one thread

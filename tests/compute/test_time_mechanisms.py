@@ -103,6 +103,33 @@ def test_optimizer_implementations_differ_in_kernels_and_passes():
     assert fused.bytes_moved == pytest.approx(8e9 * 28)
 
 
+def test_for_loop_optimizer_on_dtensors_pays_dtensor_dispatch_per_op():
+    """FSDP2 holds the parameters as DTensors: a for-loop AdamW dispatches each of its 8 ops a tensor through DTensor
+    (``rates.DTENSOR_OP_HOST_S``); a foreach or fused step dispatches once per list and is left as it was."""
+    from trainfit.compute.optimizer_time import FOR_LOOP_OPS_PER_TENSOR
+    from trainfit.compute.rates import DTENSOR_OP_HOST_S
+
+    kw = {"params": 1.5e9 / 8, "tensors": 338, "optimizer": "adamw", "rates": H200}
+    plain, dt = (optimizer_seconds(impl="for_loop", dtensor_params=d, **kw) for d in (False, True))
+    assert dt.host_s - plain.host_s == pytest.approx(FOR_LOOP_OPS_PER_TENSOR * 338 * DTENSOR_OP_HOST_S)
+    assert dt.device_s == plain.device_s and dt.kernels == plain.kernels and dt.bytes_moved == plain.bytes_moved
+    for impl in ("foreach", "fused"):
+        assert optimizer_seconds(impl=impl, dtensor_params=True, **kw) == optimizer_seconds(impl=impl, **kw)
+    # the step prices it only where FSDP2 shards the parameters
+    spec = from_catalog("Qwen/Qwen2.5-1.5B")
+    opt = OptimizerSpec(name="adamw", impl="for_loop", weight_bytes=4, grad_bytes=4, state_bytes=4, master=False)
+
+    def step(parallel: Parallel) -> float:
+        t = train_step_time(spec, rates=H200, micro_batch_size=1, seq_len=512, parallel=parallel, optimizer=opt,
+                            trained_params=1.5e9, trained_tensors=338, gathered_weight_bytes=3e9)
+        return next(p.seconds for p in t.phases if p.name == "optimizer_step")
+
+    fsdp1 = Parallel(strategy="fsdp", ranks=8, gpus_per_node=8)
+    fsdp2 = replace(fsdp1, fsdp2=True)
+    assert step(fsdp2) > step(fsdp1)
+    assert step(replace(fsdp2, strategy="ddp")) == step(replace(fsdp1, strategy="ddp"))
+
+
 def test_collectives_latency_and_bandwidth():
     one = coll.all_gather_seconds(total_bytes=1e9, ranks=8, bus_bytes_per_s=100e9, latency_s=30e-6)
     assert one == pytest.approx(30e-6 + 7 / 8 * 1e9 / 100e9)  # a caller's latency is taken whole

@@ -36,7 +36,13 @@ Kernels (PyTorch 2.x ``torch.optim.AdamW``), as ``trainfit trace --time`` counts
 * ``foreach``: ``FOREACH_OPS`` = 8 ``_foreach_*`` ops, each one launch per chunk and each its own pass
   over its operands: the trace measures 40 bytes per parameter where the fused kernel moves 14
   (pure bf16), so ``MULTI_PASS_BYTES_FACTOR`` = 40 / 14;
-* ``for_loop``: the same 8 ops per parameter tensor, each its own launch from Python, same bytes.
+* ``for_loop``: the same 8 ops per parameter tensor, each its own launch from Python, same bytes. When FSDP2
+  (``fully_shard``) holds the parameters, gradients and states as DTensors (``dtensor_params``), each of those ops
+  also goes through DTensor's dispatch first (``rates.DTENSOR_OP_HOST_S`` a op, measured); NeMo RL's DTensor policy
+  runs exactly this (its configs set ``foreach: False, fused: False``, "when using Dtensor, we need to set foreach
+  and fused to False": NVIDIA-NeMo/RL examples/configs/grpo_math_1B.yaml l.78-88
+  @27d0af945b96c5bf9fa928bf45fd1a6ce016632d). A foreach op dispatches once for its list (0.3 us a tensor
+  measured), not priced.
 
 Sharded optimizers step only their rank's shard (``shard_params``). Megatron-Core's distributed optimizer under
 expert parallel is two optimizers (a ``ChainedOptimizer``): one over the dense parameters, sharded over the
@@ -57,7 +63,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import ceil
 
-from trainfit.compute.rates import DeviceRates
+from trainfit.compute.rates import DTENSOR_OP_HOST_S, DeviceRates
 
 MULTI_TENSOR_CHUNK = 110
 """Tensors per multi_tensor_apply launch (ATen's ``depth_to_max_tensors`` for 4-5 lists)."""
@@ -104,8 +110,11 @@ def optimizer_bytes_per_param(
 def optimizer_seconds(
     *, params: float, tensors: float, optimizer: str, impl: str, rates: DeviceRates, weight_bytes: float = 2.0,
     grad_bytes: float = 2.0, state_bytes: float = 4.0, master: bool = False, clip: bool = True,
+    dtensor_params: bool = False,
 ) -> OptimizerTime:
-    """One step over ``params`` parameters in ``tensors`` tensors on one GPU (its shard)."""
+    """One step over ``params`` parameters in ``tensors`` tensors on one GPU (its shard). ``dtensor_params``: the
+    parameters are DTensors (FSDP2), so a for-loop step's per-tensor ops each pay DTensor's dispatch
+    (``rates.DTENSOR_OP_HOST_S``; module docstring)."""
     per = optimizer_bytes_per_param(optimizer=optimizer, weight_bytes=weight_bytes, grad_bytes=grad_bytes,
                                     state_bytes=state_bytes, master=master, clip=clip)
     moved = params * per * (1.0 if impl == "fused" else MULTI_PASS_BYTES_FACTOR)
@@ -120,4 +129,6 @@ def optimizer_seconds(
         kernels += CLIP_KERNELS * chunks
     device = max(moved / rates.hbm_bytes_per_s, kernels * rates.device_s_per_kernel_min)
     host = kernels * rates.host_s_per_backward_kernel  # dispatched from C++ (foreach) or a bare loop
+    if dtensor_params and impl == "for_loop":
+        host += FOR_LOOP_OPS_PER_TENSOR * tensors * DTENSOR_OP_HOST_S
     return OptimizerTime(max(device, host), device, host, moved, kernels)

@@ -227,6 +227,24 @@ FSDP2_UNIT_GRAD_FORWARD_HOST_S = FSDP_HOOK_RATIOS["fsdp2_grad_forward"] * FSDP_U
 """FSDP2's forward hooks per unit in a forward that records autograd, 559 us (``FSDP_HOOK_RATIOS``)."""
 FSDP2_UNIT_BACKWARD_HOST_S = FSDP_HOOK_RATIOS["fsdp2_backward"] * FSDP_UNIT_FORWARD_HOST_S
 """FSDP2's backward hooks per unit per backward, 629 us (``FSDP_HOOK_RATIOS``)."""
+DTENSOR_OP_HOST_S = 12.5e-6
+"""Host seconds DTensor's dispatch adds to one op on a DTensor, over the same op on a plain tensor: what a
+per-parameter ("for-loop") optimizer pays per update op when FSDP2 (``fully_shard``) holds its parameters,
+gradients and states as DTensors (``optimizer_time.optimizer_seconds`` ``dtensor_params``). ``torch.optim.AdamW``
+with ``foreach=False, fused=False`` runs ``_single_tensor_adam``, 8 ops a parameter (pytorch/pytorch
+``torch/optim/adam.py`` l.414-546 @cf30153c4c131c8164ee7798e5022d810682e2cb, the torch 2.13.0 wheel), each its own
+DTensor dispatch; a ``_foreach_*`` op dispatches once for its whole list. Measured, not fitted:
+``tools/measure_dtensor_optimizer.py`` (a fake process group of 8 ranks, 128 parameter tensors of ``nn.Linear(64,
+64)`` layers, each layer and the root ``fully_shard``-ed, against the same model plain; torch 2.13.0+cpu, one thread
+of a shared Intel Xeon VM core, 2026-12-03, best of 25 interleaved rounds of 5 steps, three runs): for-loop AdamW
+4.06-4.13 ms plain, 16.91-17.03 ms FSDP2, 100.1-100.8 us more per parameter tensor, 12.5-12.6 us per op; foreach
+2.3-2.5 us per tensor (0.3 us per op), not priced. A CPU lower bound of the device-independent work, as the FSDP hook
+rates above, and a lower bound for older torch too: torch 2.13 dispatches DTensor through a C++ fast path (its
+``torch/distributed/tensor/_api.py`` ``__torch_dispatch__`` l.427-432: 'Base DTensor is normally dispatched via a C++
+fast path (see #167051)'), which pytorch/pytorch pull request #166371 (2025-10-28,
+https://github.com/pytorch/pytorch/pull/166371, read 2026-12-03) reports cut DTensor's dispatch of ``detach()``
+from 36-40 to 24-26 us on a Skylake host; the Python dispatch before it (torch 2.7, NeMo RL v0.3's pin) costs
+more per op."""
 ZERO3_MODULE_FORWARD_HOST_S = 175e-6
 """Host seconds DeepSpeed ZeRO-3's hooks take per module per forward (grad or no-grad): ZeRO-3 hooks EVERY submodule,
 not one unit per decoder layer (deepspeed 0.19.8 from PyPI, deepspeed/runtime/zero/parameter_offload.py

@@ -636,7 +636,8 @@ def train_step_time(
     opt = optimizer_seconds(params=opt_params, tensors=trained_tensors, optimizer=optimizer.name,
                             impl=optimizer.impl, rates=rates, weight_bytes=optimizer.weight_bytes,
                             grad_bytes=optimizer.grad_bytes, state_bytes=optimizer.state_bytes,
-                            master=optimizer.master, clip=optimizer.clip)
+                            master=optimizer.master, clip=optimizer.clip,
+                            dtensor_params=parallel.fsdp2 and st in ("fsdp", "fsdp_grad_op", "hsdp"))
     opt_s = 0.0 if parallel.offload != "none" else opt.seconds
     opt_phase = PhaseTime("optimizer_step", opt_s, "launch" if opt.host_s > opt.device_s else "memory",
                           {"bytes_moved": opt.bytes_moved, "kernels": opt.kernels})

@@ -245,7 +245,9 @@ So the 65 us offsets more than verl's per-call cost, and the two cannot land tog
 ``HOST_S_PER_FORWARD_KERNEL``, fitted on the 15 H200 training cases (50 us at b8d08aa, 65 us at 99ad126). The eager
 decode has read it since 32189db and it was never fitted on generation rows. But ``ENGINE_S_PER_SEQUENCE`` (80 us) and
 ``FRONTEND_S_PER_STEP`` (2 ms) were fitted on the fit half with it in place (below), so a lower launch price would
-need them refitted too.
+need them refitted too. Refitting the per-sequence constant (V1 and V0 together) at 24 us on the fit half (all RL
+subsets, half 0) does not recover it: 40 / 60 / 80 / 100 / 120 / 150 us give 22.7 / 20.9 / 19.5 / 20.6 / 20.6 /
+22.4 %, against 18.7 % as it is (launch 65 us, 80 us per sequence).
 
 **The host constants, per path** (``rollout.vllm_engine``, ``rollout.engine_multiprocess``, ``rollout.engine_outputs``).
 Each is a ``DeviceRates`` field of the same name in lower case (``compute.rates``, where the defaults below are

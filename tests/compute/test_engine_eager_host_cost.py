@@ -28,7 +28,11 @@ and verl PR #5596's SGLang GB200 phase +270 % -> +130 %, but the play-verl Qwen2
 SkyRL's eager Qwen3.5-9B baseline -13 % -> -66 %. What the over-priced launch offsets there is named in
 ``decode_step``'s docstring (verl's per-phase cost outside the decode, the ROCm hosts' larger per-token cost,
 DeepSeek-V3's uncounted routing kernels); until those are modelled the price stays, and the tests below are strict
-xfails.
+xfails. Re-checked on 4d89d40 (``decode_step``'s docstring, "verl's ``gen`` timer, operation by operation"):
+published verl timers put everything in ``gen`` outside vLLM's generate under 0.9 s on one GPU, so the ~2.5 s per
+call the play-verl rows would need is not verl's sharding manager. Even 2.5 s added to every colocated synchronous
+verl call leaves the held-out RL rows at 21.3 % against 16.3 % with 24 us; most rows the lower price breaks are
+other engines' or asynchronous ones.
 
 **verl PR #5596's row also runs at the card's 256 sequences**: verl passes ``rollout.max_num_seqs`` (default 1024,
 ``verl/trainer/config/rollout/rollout.yaml`` line 76 @3f2fd075da015579639cd2f99aa1c2811c6f48d4) to SGLang as

@@ -185,6 +185,70 @@ on purpose (ee79554 mapped them in-process; its revert 4cc1239 measured the Qwen
 from +58 % / +73 % to +116 % / +106 % with that fix alone), until the eager launch (~26 us per kernel) and the
 ``gen`` timer's per-phase cost are modelled with it.
 
+**verl's ``gen`` timer, operation by operation (read, checked against published timers, nothing added).** The
+``gen`` timer wraps one ``actor_rollout_wg.generate_sequences`` call (verl e0d035cd4a6a5c29835516a58d78710a28e73b18,
+``verl/trainer/ppo/ray_trainer.py`` l.925-927). What runs inside it, and where the plan has it:
+
+- the driver's ``DP_COMPUTE_PROTO`` dispatch and collect of the padded ``DataProto`` (``controller_transfer``);
+- ``FSDPVLLMShardingManager.__enter__`` (``verl/workers/sharding_manager/fsdp_vllm.py`` l.84-131): an
+  ``empty_cache``; ``load_fsdp_model_to_gpu`` under parameter offload (the plan's ``state_offload`` share); the FSDP1
+  ``SHARDED_STATE_DICT``, which unshards every unit (``sync.fsdp1_state_dict_units``); ``wake_up(tags=["weights"])``
+  (the weight copy of ``sleep_wake``); ``load_weights`` with a ``full_tensor()`` per parameter (``weight_sync``
+  gather and per-tensor terms); the offload back; a second ``empty_cache``; ``wake_up(tags=["kv_cache"])`` (the
+  re-map of ``sleep_wake``);
+- ``vLLMRollout.generate_sequences`` (``vllm_rollout_spmd.py`` l.190-324): the prompt list, ``LLM.generate`` (this
+  module), ``pad_2d_list_to_length`` and the masks;
+- ``__exit__`` (l.134-152): ``LLM.sleep(level=1)``, which is ``reset_prefix_cache`` and then
+  ``CuMemAllocator.sleep``. That copies the weights to pinned host memory (``sleep_wake``), unmaps every
+  allocation, runs ``gc.collect()`` and an ``empty_cache`` (``vllm/device_allocator/cumem.py`` l.194-209 of the
+  0.8.3 wheel). Then ``module.train()`` and one more ``empty_cache``;
+- ``output.to("cpu")`` and a last ``empty_cache`` (``fsdp_workers.py`` l.584-587).
+
+Unpriced are the four ``empty_cache`` calls, ``gc.collect``, ``reset_prefix_cache`` and verl's pre/post-processing.
+Published timers bound them. From verl f252da34cffd66cb2eb48d41005e86e7da0c7120 (the same operations) the worker
+times ``__enter__`` as ``reshard`` and the rollout call as ``generate_sequences``, both inside ``gen``
+(``fsdp_vllm.py`` l.193, ``fsdp_workers.py`` l.740). Two published runs:
+
+- one GPU, SmolLM2-135M, vLLM 0.8.5.post1, 1,024 sequences of at most 128 tokens, parameter and optimizer offload
+  (johnson7788/RLDecisionAgent ``backend/char_count/README.md`` @bba72075dfbb86b61c98710f00591e93d0709e52, step 1):
+  ``gen`` 16.23 s, ``generate_sequences`` 15.36 s, ``reshard`` 0.23 s. Everything after the engine call (the
+  sleep, the copies, the dispatch and collect) takes 0.63 s;
+- RLinf's verl run (DeepSeek-R1-Distill-Qwen-7B, 64 GPUs, verl f252da3; RLinf/RLinf
+  ``docs/source-en/rst_source/resources/blog/compare_with_verl.rst`` @5d75412a245847a2b293a7498574dc67b46dea78, the
+  commented-out table): 325.09 s, 316.96 s and 4.19 s, so 3.94 s after the engine call. That is an upper bound:
+  ``reduce_timing`` averages ``generate_sequences`` over the ranks (``verl/utils/profiler/performance.py``
+  l.182-205), so the slowest rank's lead over the mean is in it.
+
+So on one GPU the whole part of ``gen`` outside vLLM's generate is under 0.9 s, and the plan already prices its
+copies. The 2-2.5 s per call that the play-verl intercept asks for (4.4 +- 0.6 s against 2.0 s of planned fixed
+work, above) is not in the sharding manager or verl's pre/post-processing. It would be inside ``LLM.generate`` or
+in the batch's longest response, which the regression reads from ``response_length/max``.
+
+Scored on 4d89d40 (``benchmarks/step_times.py``; median |error| of the generation, RL step and mean-not-published
+subsets, then of those three subsets' half-1 rows):
+
+- as it is: 17.2 / 14.1 / 25.5 %, held out 16.3 %;
+- the eager launch at 24 us per kernel (DeepSpeed PR #8352's vLLM figure): 28.6 / 14.7 / 25.9 %, held out 22.0 %;
+- the same and 2.5 s more on every colocated synchronous verl ``gen`` and step: 20.1 / 14.6 / 27.3 %, held out
+  21.3 %.
+
+The rows the lower launch price breaks are mostly not colocated synchronous verl calls:
+
+- verl's fully-async and one-step-off H20 rows (their own rollout GPUs, no sharding manager per call; fully-async
+  Qwen3-30B-A3B on 128 GPUs +27 -> -45 %);
+- SkyRL's eager Qwen3.5-9B baseline (-14 -> -65 %);
+- DeepSeek-V3 on H20 (-12 -> -62 %);
+- the MI300X deepseek-llm-7b phases (+24 / 0 -> -28 / -43 %);
+- rllm's DeepScaleR rows (-35 -> -58 %).
+
+So the 65 us offsets more than verl's per-call cost, and the two cannot land together. Where the 65 us comes from:
+``HOST_S_PER_FORWARD_KERNEL``, fitted on the 15 H200 training cases (50 us at b8d08aa, 65 us at 99ad126). The eager
+decode has read it since 32189db and it was never fitted on generation rows. But ``ENGINE_S_PER_SEQUENCE`` (80 us) and
+``FRONTEND_S_PER_STEP`` (2 ms) were fitted on the fit half with it in place (below), so a lower launch price would
+need them refitted too. Refitting the per-sequence constant (V1 and V0 together) at 24 us on the fit half (all RL
+subsets, half 0) does not recover it: 40 / 60 / 80 / 100 / 120 / 150 us give 22.7 / 20.9 / 19.5 / 20.6 / 20.6 /
+22.4 %, against 18.7 % as it is (launch 65 us, 80 us per sequence).
+
 **The host constants, per path** (``rollout.vllm_engine``, ``rollout.engine_multiprocess``, ``rollout.engine_outputs``).
 Each is a ``DeviceRates`` field of the same name in lower case (``compute.rates``, where the defaults below are
 defined), so a calibration file sets them per GPU kind; ``trainfit calibrate`` fits one factor on

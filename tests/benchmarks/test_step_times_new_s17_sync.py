@@ -52,3 +52,15 @@ def test_rows_map_to_the_stated_layout(row_id: str) -> None:
     ro = e["rollout"]
     assert ro["train_gpus"] % 4 == 0 and ro["rollout_gpus"] % 4 == 0  # whole nodes each side
     assert ro["weight_sync_relays"] is row_id.endswith("-multi-sender")
+
+
+def test_multi_sender_rows_put_the_relays_on_the_card_and_cross_faster() -> None:
+    """verl's _multi_sender_ranks (nccl_checkpoint_engine.py l.201-219 @8de5fb44): the card's
+    rollout.weight_sync_relays; the broadcast then leaves the trainer's node through its 4 NICs, not rank 0's one."""
+    for size in ("qwen35-27b", "qwen3-30b-a3b"):
+        single, multi = (ROWS[f"verl7291-weight-sync-{size}-gh200-4p4-{m}-sender"] for m in ("single", "multi"))
+        (c1, _), (c4, _) = S.map_rl(single), S.map_rl(multi)
+        assert c4["rollout"]["weight_sync_relays"] is True and "weight_sync_relays" not in c1["rollout"]
+        t1 = S.plan_card(c1).phase_terms["weight_sync"]
+        t4 = S.plan_card(c4).phase_terms["weight_sync"]
+        assert t4["gather"] == pytest.approx(t1["gather"]) and t4["transfer"] < 0.3 * t1["transfer"]

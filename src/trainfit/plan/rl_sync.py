@@ -52,6 +52,7 @@ def sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding,
         hf_tensor_count,
         megatron_export_gather,
         sglang_tensor_request_seconds,
+        verl_broadcast_senders,
         weight_sync_seconds,
     )
     from trainfit.rollout.quantization import FP8_CAST_BYTES_PER_PARAM, refit_cast_params
@@ -97,6 +98,10 @@ def sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding,
         host_copy_bytes_per_s=host_copy_rates(card, r, gpu)[1 if p.fsdp2 else 0],
     ) if (fs.framework == "verl" and fs.broadcasts_whole_bucket and card.parallel.strategy in FSDP_STRATEGIES
           and card.parallel.offload is Offload.PARAMS_AND_OPTIMIZER) else 0.0
+    # verl's checkpoint engine with multi_sender: actor rank 0's node-local actor workers relay its broadcast
+    # (compute.sync.verl_broadcast_senders); else rank 0 alone
+    senders = verl_broadcast_senders(relays=ro.weight_sync_relays and fs.broadcasts_whole_bucket, train_gpus=train_gpus,
+                                     gpus_per_node=train_nodes(card)[1])
     t = weight_sync_seconds(
         gather_bytes=trainer_dtype_bytes if gather_fp32 else None,
         mechanism=fs.mechanism, weight_bytes=bf16_engine_weight_bytes(spec), num_tensors=hf_tensor_count(spec),
@@ -110,8 +115,8 @@ def sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding,
         engines=max(1, rollout.engine_instances), inter_node=card.hardware.nodes > 1,
         gpus_per_node=card.hardware.gpus_per_node, nic_bytes_per_s=nic_bytes_per_s(card),
         bucket_bytes=fs.bucket_bytes, s_per_tensor=fs.s_per_tensor,
-        sender_node_ranks=train_nodes(card)[1] if fs.trainer_ranks_in_group else 1,
-        trainer_group_ranks=train_gpus if fs.trainer_ranks_in_group else 1,
+        sender_node_ranks=train_nodes(card)[1] if fs.trainer_ranks_in_group else senders,
+        trainer_group_ranks=train_gpus if fs.trainer_ranks_in_group else senders,
         # an fp8 engine receives bf16 and casts every fp8 weight whole on each rank (rollout.quantization)
         receiver_cast_params=refit_cast_params(spec, quantization=ro.quantization,
                                                bf16_modules=tuple(ro.quantization_bf16_modules)),

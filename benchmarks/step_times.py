@@ -2006,6 +2006,11 @@ def map_rl(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         card["attention"] = "flash"
         notes.append("NeMo RL DTensor sequence packing: flash_attention_2, packed position_ids (a host sync in each "
                      "attention call, plan.time.packed_flash_syncs)")
+    if e["framework"] == "verl" and e.get("verl_version"):
+        # the verl the row ran, where the entry states it: from 0.9 the FSDP engine exports uncast
+        # (compute.sync.VERL_UNCAST_EXPORT_SINCE)
+        card.setdefault("software", {})["verl"] = str(e["verl_version"])
+        notes.append(f"verl {e['verl_version']} (the entry's verl_version): software.verl")
     release = nemo_rl_release_of(e)
     if e["framework"] == "nemo-rl" and release:
         card.setdefault("software", {})["nemo-rl"] = release

@@ -49,6 +49,8 @@ def test_rows_map_to_the_stated_layout(row_id: str) -> None:
     assert card["hardware"]["nic_gbps_per_gpu"] == 200  # '~25 GB/s' per NIC, 4 NICs per node
     assert card["preset"] == "verl" and card["rollout"]["placement"] == "split"
     assert card["rollout"]["sleep_level"] == 0  # mock replicas: no KV release around the sync
+    # the PR's branch is rebased on #7107 (2026-08-10), after f66328232 dropped the export's bf16 cast: verl 0.9.0.dev
+    assert card["software"]["verl"] == "0.9.0.dev"
     ro = e["rollout"]
     assert ro["train_gpus"] % 4 == 0 and ro["rollout_gpus"] % 4 == 0  # whole nodes each side
     assert ro["weight_sync_relays"] is row_id.endswith("-multi-sender")

@@ -1146,6 +1146,19 @@ def _trainer_ranks_in_group(framework: str, placement: Placement, *, fully_async
     return framework == "nemo-rl" and placement is Placement.SPLIT
 
 
+VERL_UNCAST_EXPORT_SINCE = (0, 9)
+"""The verl release whose FSDP engine exports the trainer's own dtype: ``get_per_tensor_param`` yields
+``param.to(device).full_tensor()`` with no cast (verl-project/verl verl/workers/engine/fsdp/transformer_impl.py l.1004
+@483b8a009ba3a97563edee3a19887e4862b8094a, v0.9.0; l.998-1006 @8de5fb4463faa0a06ce1d260cadf3d7cd2a2c338), where v0.8.0
+cast each gathered tensor to bf16 (``.full_tensor().to(torch.bfloat16, non_blocking=True)``, l.841
+@v0.8.0; its "TODO: cast fp32 to bf16 to reduce weight sync overhead"). The cast went with f66328232 (#7161,
+2026-07-27, "move unfuse_moe_params to FSDP backend": l.976 before, l.975 after), whose ``verl/version/version`` is
+0.9.0.dev. The checkpoint engine sends what the generator yields (``split_weight_chunks`` views each tensor's own
+bytes, verl/checkpoint_engine/base.py l.541-567 @8de5fb44; ``engine_workers.py`` passes the generator on uncast,
+l.756-757), so an fp32 trainer's weights cross in fp32 and every receiver copies fp32: ``weight_sync_seconds``
+``weight_bytes`` is then the trainer's bytes (``plan.rl_sync``). The merged-LoRA export still casts (l.1054)."""
+
+
 VERL_MULTI_SENDER_SOURCE = (
     "verl-project/verl verl/checkpoint_engine/nccl_checkpoint_engine.py (NCCLCheckpointEngine.__init__ multi_sender "
     "l.142, _single_sender_ranks l.196-199, _multi_sender_ranks l.201-219, build_topology l.222-250, send_weights "

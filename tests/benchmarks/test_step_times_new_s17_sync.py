@@ -66,3 +66,27 @@ def test_multi_sender_rows_put_the_relays_on_the_card_and_cross_faster() -> None
         t1 = S.plan_card(c1).phase_terms["weight_sync"]
         t4 = S.plan_card(c4).phase_terms["weight_sync"]
         assert t4["gather"] == pytest.approx(t1["gather"]) and t4["transfer"] < 0.3 * t1["transfer"]
+
+
+def test_timer_without_the_engine_load_leaves_the_per_tensor_term_out() -> None:
+    """The rows' receivers are the PR's mock adapters (clone per tensor, no engine): timer_scope.weight_sync.without
+    takes the plan's per_tensor term (the engine's load) out of the compared figure."""
+    e = ROWS["verl7291-weight-sync-qwen3-30b-a3b-gh200-4p4-multi-sender"]
+    card, _ = S.map_rl(e)
+    planned = S.plan_card(card)
+    assert S.scope_without(e, "weight_sync", planned) == ("per_tensor",)
+    terms = planned.phase_terms["weight_sync"]
+    full, _ = S.phase_seconds(planned, "weight_sync")
+    assert full == pytest.approx(sum(terms.values()))
+    bad = {**e, "timer_scope": {"weight_sync": {"without": ["apply"], "why": "x"}}}
+    with pytest.raises(ValueError, match="not terms of the plan's weight_sync"):
+        S.scope_without(bad, "weight_sync", planned)
+
+
+@pytest.mark.parametrize("row_id", sorted(ROWS))
+def test_every_row_scores_without_the_engine_load(row_id: str) -> None:
+    (row,) = [r for r in S.rl_rows([ROWS[row_id]], []) if r.quantity == "weight_sync"]
+    card, _ = S.map_rl(ROWS[row_id])
+    terms = S.plan_card(card).phase_terms["weight_sync"]
+    assert row.trainfit_s == pytest.approx(sum(terms.values()) - terms["per_tensor"])
+    assert any("does not run the plan's per_tensor" in n for n in row.notes)

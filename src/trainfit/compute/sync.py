@@ -1156,7 +1156,10 @@ cast each gathered tensor to bf16 (``.full_tensor().to(torch.bfloat16, non_block
 0.9.0.dev. The checkpoint engine sends what the generator yields (``split_weight_chunks`` views each tensor's own
 bytes, verl/checkpoint_engine/base.py l.541-567 @8de5fb44; ``engine_workers.py`` passes the generator on uncast,
 l.756-757), so an fp32 trainer's weights cross in fp32 and every receiver copies fp32: ``weight_sync_seconds``
-``weight_bytes`` is then the trainer's bytes (``plan.rl_sync``). The merged-LoRA export still casts (l.1054)."""
+``weight_bytes`` is then the trainer's bytes (``plan.rl_sync``), on the colocated CUDA-IPC path too, which walks the
+same generator. The merged-LoRA export still casts (l.1054). A card names no training engine: this is the FSDP
+engine's export; verl's TorchTitan engine casts to bf16 (verl/workers/engine/torchtitan/transformer_impl.py l.550
+@ce195c95ea3aa9a8b89b00bbe669e854a91d23d1, module docstring) and would send half these bytes."""
 
 
 VERL_MULTI_SENDER_SOURCE = (

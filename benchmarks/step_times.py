@@ -1641,6 +1641,8 @@ def rollout_section(e: dict[str, Any], model: Any, nodes: int) -> tuple[dict[str
                 "trainer_offload"):
         if ro.get(key):
             out[key] = ro[key]
+    if ro.get("weight_sync_relays"):  # verl's checkpoint engine with multi_sender (compute.sync.verl_broadcast_senders)
+        out["weight_sync_relays"] = True
     if ro.get("sleep_level") is not None:
         out["sleep_level"] = int(ro["sleep_level"])
     if ro.get("cuda_graphs") is not None:
@@ -2004,6 +2006,11 @@ def map_rl(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         card["attention"] = "flash"
         notes.append("NeMo RL DTensor sequence packing: flash_attention_2, packed position_ids (a host sync in each "
                      "attention call, plan.time.packed_flash_syncs)")
+    if e["framework"] == "verl" and e.get("verl_version"):
+        # the verl the row ran, where the entry states it: from 0.9 the FSDP engine exports uncast
+        # (compute.sync.VERL_UNCAST_EXPORT_SINCE)
+        card.setdefault("software", {})["verl"] = str(e["verl_version"])
+        notes.append(f"verl {e['verl_version']} (the entry's verl_version): software.verl")
     release = nemo_rl_release_of(e)
     if e["framework"] == "nemo-rl" and release:
         card.setdefault("software", {})["nemo-rl"] = release
@@ -2396,6 +2403,20 @@ def offload_terms(e: dict[str, Any], phase: str) -> tuple[str, ...]:
         raise ValueError(f"{e['id']}: timer_scope.{phase} sets both state_offload_share and state_offload_terms;"
                          " name the terms the timer covers, or a share, not both")
     return tuple(scope.get("state_offload_terms", ()))
+
+
+def scope_without(e: dict[str, Any], phase: str, planned: Planned) -> tuple[str, ...]:
+    """Terms of the plan's own ``phase`` the published timer does not run, where the entry's ``timer_scope`` names
+    them (``timer_scope: {phase: {"without": [terms], "why": cited text}}``): e.g. a weight-sync benchmark whose
+    receivers copy the tensors and load no engine (``per_tensor``: the engine's load, ``compute.sync``). Each must be a
+    term of the plan's phase (``Planned.phase_terms``)."""
+    names = tuple((timer_scope(e, phase) or {}).get("without", ()))
+    terms = planned.phase_terms.get(phase, {})
+    unknown = [t for t in names if t not in terms]
+    if unknown:
+        raise ValueError(f"{e['id']}: timer_scope.{phase}.without {unknown} are not terms of the plan's {phase}"
+                         f" ({', '.join(sorted(terms))})")
+    return names
 
 
 def timer_scope(e: dict[str, Any], phase: str) -> dict[str, Any] | None:
@@ -2807,12 +2828,19 @@ def rl_rows(entries: list[dict[str, Any]], ledger: list[dict[str, Any]]) -> list
                         also = GENERATION_TIMER_SCOPE.get(e["framework"], ())
                     if (scope := timer_scope(e, q)) is not None:
                         also = tuple(scope.get("also", ()))
-                        row.notes.append(f"published {q} timer also covers: {scope['why']}")
+                        row.notes.append(f"published {q} timer {'also covers' if 'without' not in scope else 'runs'}:"
+                                         f" {scope['why']}")
                     exclude = tuple(k for k in (logprob_exclude(e) if q == "logprob" else ()) if k in planned.parts)
                     if exclude:
                         row.notes.append(f"published log-prob timer covers one pass ({e['framework']} times the"
                                          f" old-policy and reference passes apart): {', '.join(exclude)} left out")
                     row.trainfit_s, row.parts_used = phase_seconds(planned, q, also=also, exclude=exclude)
+                    without = scope_without(e, q, planned)
+                    if without and row.trainfit_s is not None:
+                        part = sum(planned.phase_terms[q][t] for t in without)
+                        row.trainfit_s -= part
+                        row.notes.append(f"the published {q} timer does not run the plan's {', '.join(without)} "
+                                         f"({part:.2f} s), left out")
                     share = offload_share(e, q)
                     moved = planned.parts.get("time.state_offload")
                     if share and moved and row.trainfit_s is not None:

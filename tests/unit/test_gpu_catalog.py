@@ -15,7 +15,7 @@ EXPECTED_IDS = {
     "rtx3090", "rtx4090", "rtx5090", "a10", "l40s", "a100-40gb", "a100-80gb",
     "h100-sxm", "h100-pcie", "h20", "h200", "b200",
     "a800-80gb", "h800", "l20", "rtx4090d", "rtx-a6000", "v100-sxm2-32gb", "gb200", "mi300x", "l40",
-    "h100-nvl", "rtx4090-48gb",
+    "h100-nvl", "rtx4090-48gb", "gh200",
 }
 NO_BF16 = {"v100-sxm2-32gb"}  # Volta has no bf16 (notes say so)
 
@@ -60,6 +60,7 @@ def test_aliases_do_not_collide_across_cards():
         ("v100-sxm2-32gb", 32768), ("gb200", 189471), ("l40", 46068),
         ("mi300x", 196592),  # rocm-smi's VRAM total, the AMD counterpart of nvidia-smi's
         ("h100-nvl", 95830), ("rtx4090-48gb", 46068),  # the 48 GB 4090 with ECC on, as dumped
+        ("gh200", 97871),  # the 96 GB HBM3 part
     ],
 )
 def test_memory_as_nvidia_smi_reports(gid, mib):
@@ -100,7 +101,7 @@ def test_rates_are_plausible_dense_figures():
         if g.fp8_dense_flops_per_s is not None:
             assert g.fp8_dense_flops_per_s == pytest.approx(2 * g.bf16_dense_flops_per_s, rel=0.02), gid
         assert g.nvlink == (g.nvlink_bytes_per_s is not None), gid
-        if g.pcie_gen is None:  # GB200: host link is NVLink-C2C, not PCIe (notes say so)
+        if g.pcie_gen is None:  # GB200, GH200: host link is NVLink-C2C, not PCIe (notes say so)
             assert g.pcie_bytes_per_s is None and "C2C" in g.notes, gid
         else:
             assert g.pcie_bytes_per_s == {3: 16e9, 4: 32e9, 5: 64e9}[g.pcie_gen], gid
@@ -153,6 +154,20 @@ def test_new_card_aliases_match_nvidia_smi_names():
                       ("NVIDIA L40", "l40")):
         assert resolve_gpu(name).id == gid
     assert resolve_gpu("NVIDIA GeForce RTX 4090").id == "rtx4090"  # the D's aliases do not shadow the 4090
+
+
+def test_gh200_is_the_96gb_hbm3_hopper_with_its_own_c2c_host_link():
+    g = resolve_gpu("NVIDIA GH200 120GB")
+    assert g.id == "gh200" and resolve_gpu("NVIDIA GH200 480GB").id == "gh200"
+    assert g.memory_label == "96 GB HBM3" and g.hbm_bytes_per_s == 4.0e12
+    # the datasheet's dense rates (half its sparsity figures): the H100 SXM's Hopper GPU
+    assert g.bf16_dense_flops_per_s == 990e12 and g.fp8_dense_flops_per_s == 1979e12
+    h100 = resolve_gpu("h100-sxm")
+    assert g.sm_count == h100.sm_count == 132 and g.compute_capability == h100.compute_capability == "9.0"
+    assert g.nvlink and g.nvlink_bytes_per_s == h100.nvlink_bytes_per_s == 900e9
+    # one GPU per superchip: all of NVLink-C2C's 900 GB/s (bidirectional) is its own, 450 GB/s each way; GB200 shares it
+    assert g.pcie_gen is None and g.host_link_bytes_per_s == 450e9 == 2 * resolve_gpu("gb200").host_link_bytes_per_s
+    assert "nvdam.widen.net" in g.source and "96GB HBM3" in g.source
 
 
 def test_loader_refuses_unknown_keys():

@@ -1151,10 +1151,57 @@ def _trainer_ranks_in_group(framework: str, placement: Placement, *, fully_async
     the same @b9873ee98f5ee513a460a7a41623262ac4a831e9 of verl-project/verl, 2026-07-10, the code the
     docs/advance/delta_weight_sync.md nccl rows
     were measured on). verl-project/verl 8de5fb446 (2026-08-14, ``multi_sender``) later admits rank 0's node-local
-    actor workers as relays; not modelled here. OpenRLHF and TRL send from trainer rank 0 alone."""
+    actor workers as relays: a card that sets ``rollout.weight_sync_relays`` gets them (``verl_broadcast_senders``).
+    OpenRLHF and TRL send from trainer rank 0 alone."""
     if framework == "verl":
         return placement is Placement.COLOCATE or fully_async_path
     return framework == "nemo-rl" and placement is Placement.SPLIT
+
+
+VERL_UNCAST_EXPORT_SINCE = (0, 9)
+"""The verl release whose FSDP engine exports the trainer's own dtype: ``get_per_tensor_param`` yields
+``param.to(device).full_tensor()`` with no cast (verl-project/verl verl/workers/engine/fsdp/transformer_impl.py l.1004
+@483b8a009ba3a97563edee3a19887e4862b8094a, v0.9.0; l.998-1006 @8de5fb4463faa0a06ce1d260cadf3d7cd2a2c338), where v0.8.0
+cast each gathered tensor to bf16 (``.full_tensor().to(torch.bfloat16, non_blocking=True)``, l.841
+@v0.8.0; its "TODO: cast fp32 to bf16 to reduce weight sync overhead"). The cast went with f66328232 (#7161,
+2026-07-27, "move unfuse_moe_params to FSDP backend": l.976 before, l.975 after), whose ``verl/version/version`` is
+0.9.0.dev. The checkpoint engine sends what the generator yields (``split_weight_chunks`` views each tensor's own
+bytes, verl/checkpoint_engine/base.py l.541-567 @8de5fb44; ``engine_workers.py`` passes the generator on uncast,
+l.756-757), so an fp32 trainer's weights cross in fp32 and every receiver copies fp32: ``weight_sync_seconds``
+``weight_bytes`` is then the trainer's bytes (``plan.rl_sync``), on the colocated CUDA-IPC path too, which walks the
+same generator. The merged-LoRA export still casts (l.1054). A card names no training engine: this is the FSDP
+engine's export; verl's TorchTitan engine casts to bf16 (verl/workers/engine/torchtitan/transformer_impl.py l.550
+@ce195c95ea3aa9a8b89b00bbe669e854a91d23d1, module docstring) and would send half these bytes."""
+
+
+VERL_MULTI_SENDER_SOURCE = (
+    "verl-project/verl verl/checkpoint_engine/nccl_checkpoint_engine.py (NCCLCheckpointEngine.__init__ multi_sender "
+    "l.142, _single_sender_ranks l.196-199, _multi_sender_ranks l.201-219, build_topology l.222-250, send_weights "
+    "pipelined = self.num_senders == 1 l.345, _relay_weights l.407-434) @8de5fb4463faa0a06ce1d260cadf3d7cd2a2c338 "
+    "(#7291, 2026-08-14)")
+
+
+def verl_broadcast_senders(*, relays: bool, train_gpus: int, gpus_per_node: int) -> int:
+    """Trainer ranks in the broadcast group of verl's checkpoint-engine nccl backend (``VERL_MULTI_SENDER_SOURCE``).
+
+    Without relays (``_single_sender_ranks``, every verl before 8de5fb44): actor rank 0 alone, every other actor worker
+    gets rank -1 and only walks the export generator. With ``multi_sender`` (``_multi_sender_ranks``): actor rank 0 and
+    every actor worker on rank 0's Ray node, the ones NVLink reaches; a worker on any other node gets rank -1. Rank 0
+    stays the only source: the relays walk the same generator, cut the same bucket boundaries and join each bucket's one
+    broadcast with a scratch buffer (``_relay_weights``). They give NCCL's broadcast ring more GPUs, and so more NICs,
+    on the sending node: its channels leave the node through each of them (``collectives.ring_bus_bytes_per_s``
+    ``local_ranks``), which is what lifts the cap of one NIC ("With a single sender, broadcast bandwidth is capped by
+    the one NIC reachable from the source GPU", PR #7291). The actor workers fill nodes from rank 0, so rank 0's node
+    holds ``min(train_gpus, gpus_per_node)`` of them.
+
+    With relays the root also stops overlapping the fill of bucket k+1 with the broadcast of bucket k (``pipelined``
+    is false for more than one sender: it waits for each broadcast as soon as the bucket is filled, so the relays and
+    the root queue the two groups' collectives in one order); ``weight_sync_seconds`` already adds gather and
+    broadcast one after the other for this backend (module docstring: "bucket k+1's export starts when bucket k's
+    broadcast ends"), so that changes nothing here."""
+    if min(train_gpus, gpus_per_node) < 1:
+        raise CardError("weight sync: train_gpus and gpus_per_node >= 1")
+    return min(train_gpus, gpus_per_node) if relays else 1
 
 
 NRL_REFIT_NUM_STREAMS = 2

@@ -44,6 +44,7 @@ def sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding,
         return None
     from trainfit.compute.sync import (
         NEMO_RL_BRIDGE_SINCE,
+        VERL_UNCAST_EXPORT_SINCE,
         SyncMechanism,
         export_staging_seconds,
         framework_sync_mechanism,
@@ -52,6 +53,7 @@ def sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding,
         hf_tensor_count,
         megatron_export_gather,
         sglang_tensor_request_seconds,
+        verl_broadcast_senders,
         weight_sync_seconds,
     )
     from trainfit.rollout.quantization import FP8_CAST_BYTES_PER_PARAM, refit_cast_params
@@ -97,9 +99,19 @@ def sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding,
         host_copy_bytes_per_s=host_copy_rates(card, r, gpu)[1 if p.fsdp2 else 0],
     ) if (fs.framework == "verl" and fs.broadcasts_whole_bucket and card.parallel.strategy in FSDP_STRATEGIES
           and card.parallel.offload is Offload.PARAMS_AND_OPTIMIZER) else 0.0
+    # verl from 0.9 exports the trainer's dtype uncast, so an fp32 trainer sends and its receivers copy fp32
+    # (compute.sync.VERL_UNCAST_EXPORT_SINCE); a card pinned to an earlier verl, or none, sends bf16
+    verl_pin = (card.software.model_extra or {}).get("verl")
+    uncast = (gather_fp32 and fs.framework == "verl" and bool(verl_pin)
+              and not pin_before(verl_pin, VERL_UNCAST_EXPORT_SINCE))
+    sent_bytes = trainer_dtype_bytes if uncast else bf16_engine_weight_bytes(spec)
+    # verl's checkpoint engine with multi_sender: actor rank 0's node-local actor workers relay its broadcast
+    # (compute.sync.verl_broadcast_senders); else rank 0 alone
+    senders = verl_broadcast_senders(relays=ro.weight_sync_relays and fs.broadcasts_whole_bucket, train_gpus=train_gpus,
+                                     gpus_per_node=train_nodes(card)[1])
     t = weight_sync_seconds(
         gather_bytes=trainer_dtype_bytes if gather_fp32 else None,
-        mechanism=fs.mechanism, weight_bytes=bf16_engine_weight_bytes(spec), num_tensors=hf_tensor_count(spec),
+        mechanism=fs.mechanism, weight_bytes=sent_bytes, num_tensors=hf_tensor_count(spec),
         # HSDP gathers a tensor over its shard group only: ``full_tensor()`` (verl get_per_tensor_param, compute.sync)
         # is ``redistribute([Replicate()] * ndim)``, and on the (Replicate(), Shard(0)) mesh the replicate dim is
         # skipped (``current == target``) and the shard dim all-gathered (pytorch/pytorch
@@ -110,14 +122,15 @@ def sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding,
         engines=max(1, rollout.engine_instances), inter_node=card.hardware.nodes > 1,
         gpus_per_node=card.hardware.gpus_per_node, nic_bytes_per_s=nic_bytes_per_s(card),
         bucket_bytes=fs.bucket_bytes, s_per_tensor=fs.s_per_tensor,
-        sender_node_ranks=train_nodes(card)[1] if fs.trainer_ranks_in_group else 1,
-        trainer_group_ranks=train_gpus if fs.trainer_ranks_in_group else 1,
+        sender_node_ranks=train_nodes(card)[1] if fs.trainer_ranks_in_group else senders,
+        trainer_group_ranks=train_gpus if fs.trainer_ranks_in_group else senders,
         # an fp8 engine receives bf16 and casts every fp8 weight whole on each rank (rollout.quantization)
         receiver_cast_params=refit_cast_params(spec, quantization=ro.quantization,
                                                bf16_modules=tuple(ro.quantization_bf16_modules)),
         receiver_cast_bytes_per_param=FP8_CAST_BYTES_PER_PARAM, trainer_gather=export,
         # verl's checkpoint engine fills its buckets in state_dict order and broadcasts each whole (compute.sync)
-        tensor_bytes=hf_tensor_bytes(spec) if fs.broadcasts_whole_bucket else None,
+        tensor_bytes=hf_tensor_bytes(spec, bytes_per_param=4.0 if uncast else 2.0) if fs.broadcasts_whole_bucket
+        else None,
         whole_bucket=fs.broadcasts_whole_bucket, export_staging_s=staging, unshard_units=unshard_units,
         # verl into SGLang: each bucket's request carries tp copies of tp CUDA-IPC handles per tensor (compute.sync)
         request_s=sglang_tensor_request_seconds(num_tensors=hf_tensor_count(spec), tp=ro.tensor_parallel)

@@ -684,6 +684,11 @@ class RolloutSection(_Section):
         " hold it, the rest by the packed broadcast. checkpoint_engine: MoonshotAI checkpoint-engine's Broadcast"
         " update (vLLM): the checkpoint in host memory across the engine GPUs, bucketed copies to the GPU, a"
         " broadcast to every engine rank, vLLM loads from a CUDA-IPC buffer. Time only; memory is unchanged.")
+    weight_sync_relays: bool = Field(
+        False, description="verl's checkpoint engine, nccl backend, split placement: actor rank 0's node-local actor"
+        " workers join the broadcast group as relays (engine_kwargs.nccl.multi_sender, verl-project/verl 8de5fb44"
+        " #7291), so the broadcast leaves the sending node through all their NICs; false: actor rank 0 alone, as"
+        " every verl before it. Time only; memory is unchanged.")
     quantization: RolloutQuantization = Field(
         RolloutQuantization.NONE, description="none | fp8: the vLLM engine's weights (NeMo RL vllm_cfg.precision:"
         " fp8: 128x128-block fp8 linears and experts, re-quantized from the bf16 weights at every refit; the KV"
@@ -1165,6 +1170,10 @@ def _check_weight_transport(card: "RunCard") -> None:
     rollout.gpu_memory_utilization below 1."""
     ro, par, prec = card.rollout, card.parallel, card.precision
     t = ro.weight_transport
+    if ro.weight_sync_relays and (card.preset != "verl" or ro.placement is not Placement.SPLIT
+                                  or t is not WeightTransport.FRAMEWORK):
+        raise ValueError("rollout.weight_sync_relays: verl's checkpoint-engine broadcast (preset verl, placement split,"
+                         " weight_transport framework) only; allowed otherwise: false")
     if t is WeightTransport.FRAMEWORK:
         return
     if ro.engine is not RolloutEngine.VLLM:

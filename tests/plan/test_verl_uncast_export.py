@@ -1,0 +1,44 @@
+"""verl from 0.9 exports an FSDP trainer's weights in the trainer's dtype (``get_per_tensor_param`` without the bf16
+cast v0.8.0 had: verl-project/verl verl/workers/engine/fsdp/transformer_impl.py l.841 @v0.8.0, l.1004 @v0.9.0, dropped
+in f66328232, #7161): its checkpoint engine then broadcasts fp32 (compute.sync.VERL_UNCAST_EXPORT_SINCE). A card
+pinned to an earlier verl, or not pinned, keeps the bf16 send."""
+
+from __future__ import annotations
+
+import pytest
+
+from trainfit.plan import make_plan
+from trainfit.spec.card import RunCard
+
+
+def _sync(verl: str | None, *, placement: str = "split", weights: str = "fp32") -> dict[str, float]:
+    card = {
+        "model": {"id": "Qwen/Qwen3-8B"}, "method": "grpo", "preset": "verl",
+        "hardware": {"gpu": "h100-sxm", "gpus_per_node": 8, "nodes": 2, "nic_gbps_per_gpu": 200},
+        "parallel": {"strategy": "fsdp"},
+        # verl's actor: fp32 weights, bf16 compute (the verl preset's precision)
+        "precision": {"weights": weights, "compute": "bf16"},
+        "batch": {"micro_batch_size": 1, "seq_len": 2048},
+        "rollout": {"placement": placement, "tensor_parallel": 2, "prompt_len": 512, "response_len": 1024,
+                    "sleep_level": 0, **({"nodes": 1} if placement == "split" else {})},
+    }
+    if verl:
+        card["software"] = {"verl": verl}
+    plan = make_plan(RunCard.model_validate(card))
+    return {t.name: t for t in plan.time.phases}["weight_sync"].terms
+
+
+def test_verl_09_broadcasts_the_fp32_trainer_weights():
+    old, new, unpinned = _sync("0.8.0"), _sync("0.9.0"), _sync(None)
+    assert old == unpinned  # no pin: the bf16 send, as before
+    # the same gather (it always moved the fp32 shards); twice the bytes on the wire and in each receiver's copy
+    assert new["gather"] == pytest.approx(old["gather"])
+    assert new["transfer"] == pytest.approx(2 * old["transfer"], rel=0.1)
+
+
+def test_dev_pin_of_the_09_line_counts_as_09():
+    assert _sync("0.9.0.dev") == _sync("0.9.0")
+
+
+def test_a_bf16_trainer_sends_bf16_either_way():
+    assert _sync("0.9.0", weights="bf16") == _sync("0.8.0", weights="bf16")

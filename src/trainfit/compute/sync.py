@@ -187,7 +187,8 @@ after the gather (``get_per_tensor_param``, verl/workers/engine/torchtitan/trans
 FSDP engine sends 32.8 GB of fp32, because its export has not cast since f66328232 (#7161, 2026-07-27:
 ``get_per_tensor_param``, verl/workers/engine/fsdp/transformer_impl.py lines 1005-1013, and ``unfuse_moe_params``
 @040a2865). A card pinned to verl 0.9 or later (``software.verl``) sends that fp32 (``VERL_UNCAST_EXPORT_SINCE``);
-these rows carry no pin, since neither release contains #7324's engine. Take away this
+these rows carry no pin. With the fp32 send and the node-local relays their code had (``verl_broadcast_senders``),
+the FSDP-engine rows still plan at about -96 / -97 %: the gap is the unstated link. Take away this
 model's SGLang apply (1.0 s, 399 tensors), and the 0.2 s gather where it stays inside a node. Count the rest as
 wire, and the rows run at:
 * 1+1 nodes: 16.4 GB in 9.8 s, 1.7 GB/s;

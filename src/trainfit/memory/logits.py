@@ -277,14 +277,21 @@ def compiled_ce_bytes(*, tokens: int, vocab_size: int, logits_kept: bool = False
     return LogitsBytes(forward_peak=logits + rows, retained=saved, backward_peak=saved + logits)
 
 
-VERL_ENTROPY_BUFFER_BYTES = 4.0
-"""Bytes per logit of the fp32 tensor torch.compile'd ``entropy_from_logits`` writes (verl's old-policy log-prob pass,
-``loss.logprob_entropy``; volcengine/verl verl/utils/torch_functional.py l.110-114, dp_actor.py l.57-60 and l.123-124
-@e0d035cd4a6a5c29835516a58d78710a28e73b18): inductor's generated code for the function (torch 2.13.0+cpu,
-``torch.compile(dynamic=True)`` on bf16 logits, read with ``torch._inductor.utils.run_and_get_code``; the CUDA schedule
-was not generated here) allocates ``buf3 = empty_strided_cpu((s88, s3), (s3, 1), torch.float32)``, the logits' shape
-in fp32, beside per-row buffers. verl's ``entropy_from_logits_with_chunking`` (actor ``entropy_from_logits_with_chunking``, default
-False, dp_actor.py l.81-84 @b178a3cd56f58b2d502255daba591e92833930a7) is not modelled."""
+VERL_ENTROPY_ROW_BYTES = 4 * 4 + 2
+"""Bytes per token torch.compile'd ``entropy_from_logits`` allocates on a GPU (verl's old-policy log-prob pass,
+``loss.logprob_entropy``; volcengine/verl verl/utils/torch_functional.py l.145-149, dp_actor.py l.78-87 and l.204-207
+@94d681dce4911c3ad6abb011a2d03c62d318868d): four fp32 per-row buffers (row max, sums) and the bf16 entropy, nothing
+of the logits' shape (``benchmarks/compiled_entropy_buffers.py``). The softmax's ``exp(x - max)`` feeds two
+reductions; Inductor realizes such a reused node into a buffer only for a CPU tensor (``StorageBox.
+should_realize_on_reuse``, its ``is_cpu`` "heavy ops" branch, torch 2.13.0 torch/_inductor/ir.py l.10099-10112):
+the CPU lowering allocates an fp32 tensor of the logits' shape (4 B per logit), the decision for a CUDA tensor
+recomputes the ``exp`` in each reader instead (the same generated code without that buffer, same result). verl's
+``entropy_from_logits_with_chunking`` (default False, dp_actor.py l.78-79 @94d681dc) is not modelled."""
+
+
+def verl_compiled_entropy_bytes(*, tokens: int) -> float:
+    """Bytes the compiled entropy adds beside the logits it reads, over ``tokens`` rows (``VERL_ENTROPY_ROW_BYTES``)."""
+    return VERL_ENTROPY_ROW_BYTES * tokens
 
 
 def flash_attn_ce_bytes(

@@ -455,7 +455,7 @@ class LossSection(_Section):
         " also take the entropy of every token's logits, compiled (verl's FSDP actor with use_remove_padding:"
         " torch.compile'd entropy_from_logits; old_policy: compute_log_prob(calculate_entropy=True) from verl #1100,"
         " 2025-04-17; every_pass: the reference pass too, as verl v0.3 did). Time: compute.inventory."
-        "VERL_ENTROPY_COMPILED_BYTES; memory: a logits-shaped fp32 buffer (memory.logits.VERL_ENTROPY_BUFFER_BYTES).")
+        "VERL_ENTROPY_COMPILED_BYTES; memory: per-row buffers only on a GPU (memory.logits.VERL_ENTROPY_ROW_BYTES).")
 
     @model_validator(mode="after")
     def _kernel_fits_chunked(self) -> LossSection:

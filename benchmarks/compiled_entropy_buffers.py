@@ -26,7 +26,10 @@ Measured 2026-12-03, torch 2.13.0+cpu, 300 x 1000 bf16 logits, caches off:
                    the logits read by 4 loop nests
 
 So on a GPU the compiled entropy holds per-row buffers only (4 x 4 B fp32 + 2 B bf16 output per token) beside the
-logits it reads, and its traffic is four reads of the bf16 logits (8 B per logit), not 16 B.
+logits it reads, and its traffic is four reads of the bf16 logits (8 B per logit), not 16 B. Not emulated: Triton's
+online softmax (``prepare_softmax_online``, matched for cuda / xpu tensors only, torch 2.13.0
+torch/_inductor/fx_passes/post_grad.py l.470-479), which may merge the softmax's max and sum passes (fewer reads, no
+new buffer of the logits' shape).
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from __future__ import annotations
 import re
 
 import torch
-import torch._inductor.ir as ir
+from torch._inductor import ir
 from torch._inductor.utils import run_and_get_code
 
 
@@ -49,7 +52,7 @@ def generated(cuda_decision: bool, *, tokens: int = 300, vocab: int = 1000) -> t
     """(buffer allocations, loop nests reading the logits, max abs error vs fp32 eager) of the compiled function."""
     original = ir.StorageBox.should_realize_on_reuse
 
-    def on_cuda(self, users, *, graph_reuse=True):  # noqa: ANN001, ANN202
+    def on_cuda(self, users, *, graph_reuse=True):
         saved = ir.is_cpu
         ir.is_cpu = lambda x: False
         try:

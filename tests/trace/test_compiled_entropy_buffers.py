@@ -13,7 +13,8 @@ pytest.importorskip("torch")
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "compiled_entropy_buffers.py"
 pytestmark = [pytest.mark.trace,
-              pytest.mark.skipif(not (shutil.which("g++") or shutil.which("c++")), reason="Inductor needs a C++ compiler")]
+              pytest.mark.skipif(not (shutil.which("g++") or shutil.which("c++")),
+                                 reason="Inductor needs a C++ compiler")]
 
 
 def _module():
@@ -33,7 +34,7 @@ def test_cpu_lowering_realizes_the_exp_and_the_cuda_decision_does_not():
     mod = _module()
     cpu_bufs, cpu_reads, cpu_err = mod.generated(False)
     gpu_bufs, gpu_reads, gpu_err = mod.generated(True)
-    cpu_rows, cpu_full = _row_and_full(cpu_bufs)
+    _, cpu_full = _row_and_full(cpu_bufs)
     gpu_rows, gpu_full = _row_and_full(gpu_bufs)
     assert len(cpu_full) == 1 and "float32" in cpu_full[0]  # the 4 B per logit the CPU lowering holds
     assert gpu_full == []

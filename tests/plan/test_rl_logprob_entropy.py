@@ -36,7 +36,7 @@ def test_old_logprob_pass_pays_the_entropy_bytes_only():
             assert _phase(on, name).seconds == _phase(off, name).seconds
     assert on.step_seconds - off.step_seconds == pytest.approx(
         _phase(on, "old_logprob").seconds - _phase(off, "old_logprob").seconds, rel=1e-9)
-    assert VERL_ENTROPY_COMPILED_BYTES == 16.0
+    assert VERL_ENTROPY_COMPILED_BYTES == 8.0  # four reads of the bf16 logits, no fp32 buffer on a GPU
 
 
 @pytest.mark.parametrize("kernel", ["flash_attn", "liger"])

@@ -82,10 +82,12 @@ RL log-prob and update passes are charged ``LOSS_*`` too. verl's FSDP actor was 
 of its own: volcengine/verl verl/workers/actor/dp_actor.py ``_forward_micro_batch`` and verl/utils/torch_functional.py
 @2c8b2b995f36a7cd159b5a9beb5d5ed37cae0fc1 and @8e7780f5ee2021cc06c248b7cf87cf31200a38fd (v0.3.0.post0), bf16 logits,
 ``use_remove_padding``: ``div_(temperature)`` 4 B per logit (its backward 4), flash-attn's ``cross_entropy_loss`` 2 B
-(backward 4), ``entropy_from_logits`` under ``torch.compile`` 16 B (inductor's kernel for it reads the bf16 logits four
-times and writes and re-reads one fp32 exp buffer; torch 2.13). The old-policy pass computes the entropy (2c8b2b99
-``compute_log_prob(calculate_entropy=True)``; every pass at v0.3.0.post0): 22 B, the reference 6 B, together the 2 x 14
-charged; the update with ``entropy_coeff`` 0 (2c8b2b99's default) 6 + 8 B against 14 + 22.5. Without
+(backward 4), ``entropy_from_logits`` under ``torch.compile`` 8 B on a GPU (Inductor's kernel for it reads the bf16
+logits four times; the fp32 exp buffer its CPU lowering also writes and re-reads, 16 B in all, is realized for a CPU
+tensor only: ``VERL_ENTROPY_COMPILED_BYTES``, ``benchmarks/compiled_entropy_buffers.py``; torch 2.13). The old-policy
+pass computes the entropy (2c8b2b99 ``compute_log_prob(calculate_entropy=True)``; every pass at v0.3.0.post0): 14 B,
+the reference 6 B, against the 2 x 14 charged (22 and 6 with the CPU lowering's 16 B); the update with
+``entropy_coeff`` 0 (2c8b2b99's default) 6 + 8 B against 14 + 22.5. Without
 ``use_remove_padding`` the entropy runs eager on the response slice (about 58 B per logit under CUDA autocast: the bf16
 logits cast to fp32 for softmax and logsumexp, whose CUDA path is amax, sub, exp, sum). Charging verl's counts instead
 moves five of the six verl RL phase rows of ``benchmarks/step_times`` by under 1 point and the padded PPO row's log-prob
@@ -223,14 +225,18 @@ the backward bytes the inventory charges a norm (``BACKWARD_BYTES_FACTOR`` or tw
 NORM_CHAIN_BACKWARD_BYTES = 16.0
 """Bytes per element the backward chain keeps in L2 at once: the fp32 gradient, the saved fp32 input and the two
 fp32 branch gradients (4 x 4)."""
-VERL_ENTROPY_COMPILED_BYTES, VERL_ENTROPY_COMPILED_KERNELS = 16.0, 1
+VERL_ENTROPY_COMPILED_BYTES, VERL_ENTROPY_COMPILED_KERNELS = 8.0, 1
 """verl's old-policy log-prob pass also takes the entropy of every packed token's logits
 (``compute_log_prob(calculate_entropy=True)``, volcengine/verl verl/workers/fsdp_workers.py l.606; the reference pass
 l.640 does not), with ``entropy_from_logits`` (softmax, ``logsumexp``, ``sum(p * logits)``,
 verl/utils/torch_functional.py l.110-114) under ``torch.compile(dynamic=True)`` on the remove-padding path
-(verl/workers/actor/dp_actor.py l.57-60, l.123-124 @e0d035cd4a6a5c29835516a58d78710a28e73b18): inductor's kernel
-reads the bf16 logits four times and writes and re-reads one fp32 exp buffer, 16 B per logit (the count in the
-module docstring, torch 2.13). Charged only where a card states it (``loss.logprob_entropy``)."""
+(verl/workers/actor/dp_actor.py l.57-60, l.123-124 @e0d035cd4a6a5c29835516a58d78710a28e73b18): Inductor's kernel
+reads the bf16 logits four times, 8 B per logit. On a GPU it realizes no fp32 exp buffer; its CPU lowering writes and
+re-reads one, 16 B per logit in all (Inductor realizes a reused ``exp`` for a CPU tensor only: ``StorageBox.
+should_realize_on_reuse``, torch 2.13.0 torch/_inductor/ir.py l.10099-10112; ``benchmarks/compiled_entropy_buffers.py``).
+Triton's online softmax (``prepare_softmax_online``, matched for cuda / xpu only, torch/_inductor/fx_passes/post_grad.py
+l.470-479) may merge the softmax's max and sum passes, not emulated on the CPU: 8 B is the upper end. Charged only where a
+card states it (``loss.logprob_entropy``)."""
 PRIME_HEAD_FORWARD_BYTES, PRIME_HEAD_BACKWARD_BYTES = 54.0, 58.0
 """prime-rl's chunked log-prob / entropy head (``loss.kernel: prime_rl``; ``_ChunkedLogProbEntropyFn``,
 PrimeIntellect-ai/prime-rl src/prime_rl/trainer/models/layers/lm_head.py l.69-192

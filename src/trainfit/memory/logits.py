@@ -265,16 +265,20 @@ COMPILED_CE_ROW_SAVED_BYTES = 2 * 4
 
 
 def compiled_ce_bytes(*, tokens: int, vocab_size: int, logits_kept: bool = False,
-                      compute_dtype_bytes: int = 2) -> LogitsBytes:
+                      compute_dtype_bytes: int = 2, input_copy: bool = False) -> LogitsBytes:
     """Bytes of the eager cross-entropy under ``torch.compile`` (``loss.compiled``; module doc) over ``tokens x
     vocab_size`` logits: the compute-dtype logits it saves and two fp32 values per row; backward writes the
     compute-dtype gradient beside them. ``logits_kept``: the caller's output holds the logits (``StepTerms.
-    kept_output`` counts them), so the saved logits are not counted here after the forward."""
+    kept_output`` counts them), so the saved logits are not counted here after the forward. ``input_copy``
+    (``loop.loss_input_copy``, with ``logits_kept``): the caller hands the loss a contiguous copy of its logits
+    (OLMo-core ``get_losses``), so the loss saves the copy: both are alive in the forward, and the saved copy is
+    counted here after it, beside the kept logits."""
     e = tokens * vocab_size
     logits = compute_dtype_bytes * e
     rows = COMPILED_CE_ROW_SAVED_BYTES * tokens
-    saved = (0.0 if logits_kept else logits) + rows
-    return LogitsBytes(forward_peak=logits + rows, retained=saved, backward_peak=saved + logits)
+    saved = (0.0 if logits_kept and not input_copy else logits) + rows
+    source = logits if input_copy else 0.0
+    return LogitsBytes(forward_peak=logits + source + rows, retained=saved, backward_peak=saved + logits)
 
 
 VERL_ENTROPY_ROW_BYTES = 4 * 4 + 2
@@ -371,6 +375,7 @@ def logits_bytes(
     verl_actor: bool = False,
     temperature_copy: bool = False,
     loss_compiled: bool = False,
+    loss_input_copy: bool = False,
 ) -> LogitsBytes:
     """Bytes of the logits/loss path for one micro-batch.
 
@@ -383,7 +388,8 @@ def logits_bytes(
     ``kept_fp32``: the eager loss reads the loop's kept fp32 copy (``KEPT_FP32_FORWARD_PEAK_BYTES_PER_LOGIT``).
     ``verl_actor``: with ``kernel="flash_attn"``, verl's PPO/GRPO actor calls the kernel (``verl_actor_logprob_bytes``,
     which reads ``temperature_copy``). ``loss_compiled``: the eager loss over the full logits runs under
-    ``torch.compile`` (``compiled_ce_bytes``; ``loss.compiled``).
+    ``torch.compile`` (``compiled_ce_bytes``; ``loss.compiled``); ``loss_input_copy``: the loss reads a copy of the
+    kept logits (``compiled_ce_bytes``' ``input_copy``; ``loop.loss_input_copy``).
     """
     tokens = micro_batch_size * seq_len
     width = vocab_size if head_outputs is None else head_outputs
@@ -414,7 +420,7 @@ def logits_bytes(
                            backward_peak=lg.backward_peak + softcap)
     if loss_compiled and head_outputs is None and not kept_fp32:
         lg = compiled_ce_bytes(tokens=tokens, vocab_size=width, logits_kept=logits_kept,
-                               compute_dtype_bytes=compute_dtype_bytes)
+                               compute_dtype_bytes=compute_dtype_bytes, input_copy=loss_input_copy)
         # the saved logits are the ones a holding caller keeps; a softcapped model's tanh output stays beside them
         return LogitsBytes(forward_peak=lg.forward_peak + softcap, retained=lg.retained + softcap,
                            backward_peak=lg.backward_peak + softcap)

@@ -12,7 +12,7 @@ import pytest
 pytest.importorskip("torch")
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "compiled_entropy_buffers.py"
-pytestmark = [pytest.mark.trace,
+pytestmark = [pytest.mark.trace, pytest.mark.slow,
               pytest.mark.skipif(not (shutil.which("g++") or shutil.which("c++")),
                                  reason="Inductor needs a C++ compiler")]
 

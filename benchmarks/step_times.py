@@ -1261,8 +1261,13 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     elif e.get("loss_compiled") and e.get("compile") and not e.get("loss_chunked"):
         # torchtitan from bbb1b616 (2025-04-02) compiles its cross-entropy with training.compile; the entry cites
         # loss.py and the train loop at the run's commit (card loss.compiled, memory.logits.compiled_ce_bytes)
+        # OLMo-core compiles its cross_entropy_loss (z-loss included) with TrainerConfig.compile_loss
+        # (allenai/OLMo-core src/olmo_core/train/trainer.py l.379-380 @4f2c8ef59f9268b7f3aae0c127b52a45d4c1c706; the
+        # entry cites its script's compile_loss=True)
         card["loss"] = {**(card.get("loss") or {}), "compiled": True}
-        notes.append("loss.compiled: the run's torchtitan compiles the cross-entropy with training.compile (the entry's"
+        notes.append("loss.compiled: the run's OLMo-core compiles its loss (TrainerConfig.compile_loss, the entry's"
+                     " loss_compiled)" if e["framework"] == "olmo-core" else
+                     "loss.compiled: the run's torchtitan compiles the cross-entropy with training.compile (the entry's"
                      " loss_compiled)")
     if e["framework"] == "llm-foundry":
         # ComposerMPTCausalLM's default loss_fn fused_crossentropy builds flash_attn.losses.cross_entropy.CrossEntropyLoss(

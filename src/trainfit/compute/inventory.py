@@ -82,10 +82,12 @@ RL log-prob and update passes are charged ``LOSS_*`` too. verl's FSDP actor was 
 of its own: volcengine/verl verl/workers/actor/dp_actor.py ``_forward_micro_batch`` and verl/utils/torch_functional.py
 @2c8b2b995f36a7cd159b5a9beb5d5ed37cae0fc1 and @8e7780f5ee2021cc06c248b7cf87cf31200a38fd (v0.3.0.post0), bf16 logits,
 ``use_remove_padding``: ``div_(temperature)`` 4 B per logit (its backward 4), flash-attn's ``cross_entropy_loss`` 2 B
-(backward 4), ``entropy_from_logits`` under ``torch.compile`` 16 B (inductor's kernel for it reads the bf16 logits four
-times and writes and re-reads one fp32 exp buffer; torch 2.13). The old-policy pass computes the entropy (2c8b2b99
-``compute_log_prob(calculate_entropy=True)``; every pass at v0.3.0.post0): 22 B, the reference 6 B, together the 2 x 14
-charged; the update with ``entropy_coeff`` 0 (2c8b2b99's default) 6 + 8 B against 14 + 22.5. Without
+(backward 4), ``entropy_from_logits`` under ``torch.compile`` 8 B on a GPU (Inductor's kernel for it reads the bf16
+logits four times; the fp32 exp buffer its CPU lowering also writes and re-reads, 16 B in all, is realized for a CPU
+tensor only: ``VERL_ENTROPY_COMPILED_BYTES``, ``benchmarks/compiled_entropy_buffers.py``; torch 2.13). The old-policy
+pass computes the entropy (2c8b2b99 ``compute_log_prob(calculate_entropy=True)``; every pass at v0.3.0.post0): 14 B,
+the reference 6 B, against the 2 x 14 charged (22 and 6 with the CPU lowering's 16 B); the update with
+``entropy_coeff`` 0 (2c8b2b99's default) 6 + 8 B against 14 + 22.5. Without
 ``use_remove_padding`` the entropy runs eager on the response slice (about 58 B per logit under CUDA autocast: the bf16
 logits cast to fp32 for softmax and logsumexp, whose CUDA path is amax, sub, exp, sum). Charging verl's counts instead
 moves five of the six verl RL phase rows of ``benchmarks/step_times`` by under 1 point and the padded PPO row's log-prob
@@ -175,6 +177,13 @@ FLASH_CE_FORWARD_KERNELS, FLASH_CE_BACKWARD_KERNELS = 5, 2
 """Forward: the kernel, then the mean over the rows (``losses.sum() / (target != ignore_index).sum()``, flash-attn's
 ``reduction='mean'`` and llm-foundry's loss alike: sum, ne, sum, div); backward: the division's gradient, the
 kernel (the sum's gradient is an expanded view, read with a zero row stride)."""
+LOSS_INPUT_COPY_FORWARD_BYTES, LOSS_INPUT_COPY_BACKWARD_BYTES = 4.0, 6.0
+LOSS_INPUT_COPY_FORWARD_KERNELS, LOSS_INPUT_COPY_BACKWARD_KERNELS = 1, 2
+"""``loop.loss_input_copy`` (OLMo-core ``Trainer.get_losses``: ``logits[..., :-1, :].contiguous()``, allenai/OLMo-core
+src/olmo_core/train/trainer.py l.924 @4f2c8ef59f9268b7f3aae0c127b52a45d4c1c706), bytes per logit and kernels, outside
+the compiled loss: forward one copy kernel (2 B read, 2 B written); backward the copy's gradient passes through and
+``slice_backward`` fills a zero tensor of the logits' shape and copies the gradient into its slice (2 B written, then
+2 B read and 2 B written: two kernels). Counted as already fused (eager kernels, not scaled by the compile factors)."""
 COMPILED_CE_FORWARD_BYTES, COMPILED_CE_BACKWARD_BYTES = 2.0, 4.0
 COMPILED_CE_FORWARD_KERNELS, COMPILED_CE_BACKWARD_KERNELS = 3, 2
 """The eager loss under ``torch.compile`` (``loss.compiled``: torchtitan's ``build_cross_entropy_loss`` compiles
@@ -223,14 +232,18 @@ the backward bytes the inventory charges a norm (``BACKWARD_BYTES_FACTOR`` or tw
 NORM_CHAIN_BACKWARD_BYTES = 16.0
 """Bytes per element the backward chain keeps in L2 at once: the fp32 gradient, the saved fp32 input and the two
 fp32 branch gradients (4 x 4)."""
-VERL_ENTROPY_COMPILED_BYTES, VERL_ENTROPY_COMPILED_KERNELS = 16.0, 1
+VERL_ENTROPY_COMPILED_BYTES, VERL_ENTROPY_COMPILED_KERNELS = 8.0, 1
 """verl's old-policy log-prob pass also takes the entropy of every packed token's logits
 (``compute_log_prob(calculate_entropy=True)``, volcengine/verl verl/workers/fsdp_workers.py l.606; the reference pass
 l.640 does not), with ``entropy_from_logits`` (softmax, ``logsumexp``, ``sum(p * logits)``,
 verl/utils/torch_functional.py l.110-114) under ``torch.compile(dynamic=True)`` on the remove-padding path
-(verl/workers/actor/dp_actor.py l.57-60, l.123-124 @e0d035cd4a6a5c29835516a58d78710a28e73b18): inductor's kernel
-reads the bf16 logits four times and writes and re-reads one fp32 exp buffer, 16 B per logit (the count in the
-module docstring, torch 2.13). Charged only where a card states it (``loss.logprob_entropy``)."""
+(verl/workers/actor/dp_actor.py l.57-60, l.123-124 @e0d035cd4a6a5c29835516a58d78710a28e73b18): Inductor's kernel
+reads the bf16 logits four times, 8 B per logit. On a GPU it realizes no fp32 exp buffer; its CPU lowering writes and
+re-reads one, 16 B per logit in all (Inductor realizes a reused ``exp`` for a CPU tensor only: ``StorageBox.
+should_realize_on_reuse``, torch 2.13.0 torch/_inductor/ir.py l.10099-10112; ``benchmarks/compiled_entropy_buffers.py``).
+Triton's online softmax (``prepare_softmax_online``, matched for cuda / xpu only, torch/_inductor/fx_passes/post_grad.py
+l.470-479) may merge the softmax's max and sum passes, not emulated on the CPU: 8 B is the upper end. Charged only where a
+card states it (``loss.logprob_entropy``)."""
 PRIME_HEAD_FORWARD_BYTES, PRIME_HEAD_BACKWARD_BYTES = 54.0, 58.0
 """prime-rl's chunked log-prob / entropy head (``loss.kernel: prime_rl``; ``_ChunkedLogProbEntropyFn``,
 PrimeIntellect-ai/prime-rl src/prime_rl/trainer/models/layers/lm_head.py l.69-192
@@ -717,7 +730,7 @@ def step_inventory(
     fp8_casts: CastTraffic | None = None, megatron_experts: bool = False, expert_streams: bool = False,
     unpad_call_syncs: bool = False, vocab_chunk_columns: int = 0, nemo_rl_loss: str = "", loss_sequences: float = 1.0,
     rope_loop_samples: float = 0.0, rope_loop_context_parallel: int = 1, a2a_thd_sequences: float = 0.0,
-    expert_bias_probs_grad: bool = True,
+    expert_bias_probs_grad: bool = True, loss_input_copy: bool = False,
 ) -> StepInventory:
     """The op inventory of one micro-step of ``micro_batch_size × seq_len`` tokens on one GPU.
 
@@ -743,7 +756,8 @@ def step_inventory(
     the flex / DeepEP one does not: ``moe_time.chunk_sort_bytes``); ``fused_cross_entropy``: the loss is flash-attn's
     kernel (``FLASH_CE_*``) instead of the eager fp32 one (``LOSS_*``); ``compiled_cross_entropy``: the eager loss
     runs under ``torch.compile`` (``loss.compiled``: ``COMPILED_CE_*``, counted as fused, in place of ``LOSS_*``;
-    flash-attn's kernel, when set, wins); ``packed_flash_syncs``: packed rows reach
+    flash-attn's kernel, when set, wins); ``loss_input_copy``: the loop copies the shifted logits before the loss and
+    ``slice_backward`` writes their gradient into a zeroed full-size tensor (``LOSS_INPUT_COPY_*``, counted as fused); ``packed_flash_syncs``: packed rows reach
     transformers' flash attention with ``position_ids`` only, so every attention call synchronises the host
     (``PACKED_FLASH_FORWARD_SYNCS`` / ``PACKED_FLASH_BACKWARD_SYNCS``; the recompute re-runs the forward's);
     ``expert_loop``: the routed experts run as transformers < 5's Python loop (``expert_loop`` module: per expert three
@@ -1122,12 +1136,15 @@ def step_inventory(
     if compiled_ce:
         loss_f, loss_fk = COMPILED_CE_FORWARD_BYTES, COMPILED_CE_FORWARD_KERNELS
         loss_b, loss_bk = COMPILED_CE_BACKWARD_BYTES, COMPILED_CE_BACKWARD_KERNELS
+    copy = loss_input_copy and spec.head_outputs is None
+    copy_f, copy_fk = (LOSS_INPUT_COPY_FORWARD_BYTES, LOSS_INPUT_COPY_FORWARD_KERNELS) if copy else (0.0, 0)
+    copy_b, copy_bk = (LOSS_INPUT_COPY_BACKWARD_BYTES, LOSS_INPUT_COPY_BACKWARD_KERNELS) if copy else (0.0, 0)
     head_f = PassInventory((Gemm("lm_head", t, out, h),), 0.0, 0.0,
-                           loss_f * t * out + norm_f * t * h + 4.0 * t * h
+                           (loss_f + copy_f) * t * out + norm_f * t * h + 4.0 * t * h
                            + (POSITION_ADD_BYTES * t * h if pos else 0.0),
-                           1 + loss_fk + norm_fk + 1 + (2 if pos else 0), strided_bytes=norm_s * t * h,
-                           fused_bytes=loss_f * t * out if compiled_ce else 0.0,
-                           fused_kernels=loss_fk if compiled_ce else 0.0,
+                           1 + loss_fk + copy_fk + norm_fk + 1 + (2 if pos else 0), strided_bytes=norm_s * t * h,
+                           fused_bytes=(loss_f if compiled_ce else 0.0) * t * out + copy_f * t * out,
+                           fused_kernels=(loss_fk if compiled_ce else 0.0) + copy_fk,
                            chained_reads=() if ln else norm_chained_reads([(t * h, 1)], backward_bytes_per_element=None))
     head_train = adapter is None
     hb = [Gemm("lm_head.dX", t, h, out)] + ([Gemm("lm_head.dW", h, out, t)] if head_train else [])
@@ -1135,11 +1152,11 @@ def step_inventory(
     if emb and pos:  # the position rows' dense gradient from the same dY
         emb += EMBED_BACKWARD_BYTES_PER_WEIGHT * (spec.learned_positions * h + t * h)
     head_b = PassInventory(tuple(hb), 0.0, 0.0,
-                           loss_b * t * out + norm_b * t * h + emb,
-                           len(hb) + loss_bk + norm_bk + (1 if emb else 0) + (1 if emb and pos else 0),
+                           (loss_b + copy_b) * t * out + norm_b * t * h + emb,
+                           len(hb) + loss_bk + copy_bk + norm_bk + (1 if emb else 0) + (1 if emb and pos else 0),
                            strided_bytes=2 * norm_s * t * h,
-                           fused_bytes=loss_b * t * out if compiled_ce else 0.0,
-                           fused_kernels=loss_bk if compiled_ce else 0.0,
+                           fused_bytes=(loss_b if compiled_ce else 0.0) * t * out + copy_b * t * out,
+                           fused_kernels=(loss_bk if compiled_ce else 0.0) + copy_bk,
                            chained_reads=() if ln else norm_chained_reads([(t * h, 1)], backward_bytes_per_element=norm_b))
     if vocab_chunk_columns > 0 and spec.head_outputs is None:
         # prime-rl's chunked head: its own GEMMs (d_weight even for a frozen head), bytes, kernels and syncs

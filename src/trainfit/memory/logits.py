@@ -265,26 +265,37 @@ COMPILED_CE_ROW_SAVED_BYTES = 2 * 4
 
 
 def compiled_ce_bytes(*, tokens: int, vocab_size: int, logits_kept: bool = False,
-                      compute_dtype_bytes: int = 2) -> LogitsBytes:
+                      compute_dtype_bytes: int = 2, input_copy: bool = False) -> LogitsBytes:
     """Bytes of the eager cross-entropy under ``torch.compile`` (``loss.compiled``; module doc) over ``tokens x
     vocab_size`` logits: the compute-dtype logits it saves and two fp32 values per row; backward writes the
     compute-dtype gradient beside them. ``logits_kept``: the caller's output holds the logits (``StepTerms.
-    kept_output`` counts them), so the saved logits are not counted here after the forward."""
+    kept_output`` counts them), so the saved logits are not counted here after the forward. ``input_copy``
+    (``loop.loss_input_copy``, with ``logits_kept``): the caller hands the loss a contiguous copy of its logits
+    (OLMo-core ``get_losses``), so the loss saves the copy: both are alive in the forward, and the saved copy is
+    counted here after it, beside the kept logits."""
     e = tokens * vocab_size
     logits = compute_dtype_bytes * e
     rows = COMPILED_CE_ROW_SAVED_BYTES * tokens
-    saved = (0.0 if logits_kept else logits) + rows
-    return LogitsBytes(forward_peak=logits + rows, retained=saved, backward_peak=saved + logits)
+    saved = (0.0 if logits_kept and not input_copy else logits) + rows
+    source = logits if input_copy else 0.0
+    return LogitsBytes(forward_peak=logits + source + rows, retained=saved, backward_peak=saved + logits)
 
 
-VERL_ENTROPY_BUFFER_BYTES = 4.0
-"""Bytes per logit of the fp32 tensor torch.compile'd ``entropy_from_logits`` writes (verl's old-policy log-prob pass,
-``loss.logprob_entropy``; volcengine/verl verl/utils/torch_functional.py l.110-114, dp_actor.py l.57-60 and l.123-124
-@e0d035cd4a6a5c29835516a58d78710a28e73b18): inductor's generated code for the function (torch 2.13.0+cpu,
-``torch.compile(dynamic=True)`` on bf16 logits, read with ``torch._inductor.utils.run_and_get_code``; the CUDA schedule
-was not generated here) allocates ``buf3 = empty_strided_cpu((s88, s3), (s3, 1), torch.float32)``, the logits' shape
-in fp32, beside per-row buffers. verl's ``entropy_from_logits_with_chunking`` (actor ``entropy_from_logits_with_chunking``, default
-False, dp_actor.py l.81-84 @b178a3cd56f58b2d502255daba591e92833930a7) is not modelled."""
+VERL_ENTROPY_ROW_BYTES = 4 * 4 + 2
+"""Bytes per token torch.compile'd ``entropy_from_logits`` allocates on a GPU (verl's old-policy log-prob pass,
+``loss.logprob_entropy``; volcengine/verl verl/utils/torch_functional.py l.145-149, dp_actor.py l.78-87 and l.204-207
+@94d681dce4911c3ad6abb011a2d03c62d318868d): four fp32 per-row buffers (row max, sums) and the bf16 entropy, nothing
+of the logits' shape (``benchmarks/compiled_entropy_buffers.py``). The softmax's ``exp(x - max)`` feeds two
+reductions; Inductor realizes such a reused node into a buffer only for a CPU tensor (``StorageBox.
+should_realize_on_reuse``, its ``is_cpu`` "heavy ops" branch, torch 2.13.0 torch/_inductor/ir.py l.10099-10112):
+the CPU lowering allocates an fp32 tensor of the logits' shape (4 B per logit), the decision for a CUDA tensor
+recomputes the ``exp`` in each reader instead (the same generated code without that buffer, same result). verl's
+``entropy_from_logits_with_chunking`` (default False, dp_actor.py l.78-79 @94d681dc) is not modelled."""
+
+
+def verl_compiled_entropy_bytes(*, tokens: int) -> float:
+    """Bytes the compiled entropy adds beside the logits it reads, over ``tokens`` rows (``VERL_ENTROPY_ROW_BYTES``)."""
+    return VERL_ENTROPY_ROW_BYTES * tokens
 
 
 def flash_attn_ce_bytes(
@@ -364,6 +375,7 @@ def logits_bytes(
     verl_actor: bool = False,
     temperature_copy: bool = False,
     loss_compiled: bool = False,
+    loss_input_copy: bool = False,
 ) -> LogitsBytes:
     """Bytes of the logits/loss path for one micro-batch.
 
@@ -376,7 +388,8 @@ def logits_bytes(
     ``kept_fp32``: the eager loss reads the loop's kept fp32 copy (``KEPT_FP32_FORWARD_PEAK_BYTES_PER_LOGIT``).
     ``verl_actor``: with ``kernel="flash_attn"``, verl's PPO/GRPO actor calls the kernel (``verl_actor_logprob_bytes``,
     which reads ``temperature_copy``). ``loss_compiled``: the eager loss over the full logits runs under
-    ``torch.compile`` (``compiled_ce_bytes``; ``loss.compiled``).
+    ``torch.compile`` (``compiled_ce_bytes``; ``loss.compiled``); ``loss_input_copy``: the loss reads a copy of the
+    kept logits (``compiled_ce_bytes``' ``input_copy``; ``loop.loss_input_copy``).
     """
     tokens = micro_batch_size * seq_len
     width = vocab_size if head_outputs is None else head_outputs
@@ -407,7 +420,7 @@ def logits_bytes(
                            backward_peak=lg.backward_peak + softcap)
     if loss_compiled and head_outputs is None and not kept_fp32:
         lg = compiled_ce_bytes(tokens=tokens, vocab_size=width, logits_kept=logits_kept,
-                               compute_dtype_bytes=compute_dtype_bytes)
+                               compute_dtype_bytes=compute_dtype_bytes, input_copy=loss_input_copy)
         # the saved logits are the ones a holding caller keeps; a softcapped model's tanh output stays beside them
         return LogitsBytes(forward_peak=lg.forward_peak + softcap, retained=lg.retained + softcap,
                            backward_peak=lg.backward_peak + softcap)

@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from trainfit.memory.hybrid_engine import HE_MAX_OUT_TOKENS, HybridEngineMemory, hybrid_engine_memory
-from trainfit.memory.logits import VERL_ENTROPY_BUFFER_BYTES, trl_fused_logprob_bytes, verl_logprob_pass_bytes
+from trainfit.memory.logits import trl_fused_logprob_bytes, verl_compiled_entropy_bytes, verl_logprob_pass_bytes
 from trainfit.memory.params import param_tensors
 from trainfit.memory.phases import PhasePeak, StepTerms, step_peaks
 from trainfit.memory.weights import count_scale, weight_bytes
@@ -137,7 +137,7 @@ def forward_only_transient(
     divides_by_temperature: bool = True,
     kernel: str = "liger",
     temperature_copy: bool = False,
-    entropy_buffer_bytes_per_logit: float = 0.0,
+    entropy: bool = False,
 ) -> float:
     """Peak transient of a no-grad forward over ``sequences`` x ``seq_len`` tokens and its log-probs.
 
@@ -166,11 +166,11 @@ def forward_only_transient(
         the bf16 logits of the packed row, divided in place, and the kernel's three fp32 per-row outputs:
         ``2·b·s·V + 12·b·s`` (``memory.logits.verl_logprob_pass_bytes``); ``temperature_copy`` (verl's engine
         workers from 51504d84): the undivided logits beside the divided copy, ``4·b·s·V + 12·b·s``.
-    entropy over the logits (verl's old-policy pass, ``loss.logprob_entropy``:
-        ``entropy_buffer_bytes_per_logit`` 4): torch.compile'd ``entropy_from_logits`` writes one fp32 tensor of the
-        logits' shape (``memory.logits.VERL_ENTROPY_BUFFER_BYTES``: inductor's code for it allocates a
-        logits-shaped fp32 buffer), alive with the bf16 logits before the log-probs: ``+ 4·T·V`` on the flash-attn
-        path, at least ``2·T·V + 4·T·V`` on the others.
+    entropy over the logits (verl's old-policy pass, ``loss.logprob_entropy``: ``entropy``): torch.compile'd
+        ``entropy_from_logits`` reads the logits and, on a GPU, writes per-row buffers only
+        (``memory.logits.verl_compiled_entropy_bytes``: Inductor realizes a logits-shaped fp32 ``exp`` buffer only for a
+        CPU tensor), alive with the logits before the log-probs: ``+ 18·T`` on the flash-attn path, at least
+        ``2·T·V + 18·T`` on the others.
     scalar head (critic values, reward scores: TRL ``get_reward``)
         ``score(last_hidden_state)``: ``T·h`` + ``T·N`` bf16, below the layer's transient.
 
@@ -197,8 +197,8 @@ def forward_only_transient(
         v = spec.vocab_size
         full, shifted, rows = 2.0 * b * s * v, 2.0 * b * (s - 1) * v, min(b, 2) * 2.0 * (s - 1) * v
         head = max(full + shifted, shifted + rows) if divides_by_temperature else full + rows
-    if entropy_buffer_bytes_per_logit and spec.head_outputs is None and not chunked:
-        ent = entropy_buffer_bytes_per_logit * tokens * spec.vocab_size
+    if entropy and spec.head_outputs is None and not chunked:
+        ent = verl_compiled_entropy_bytes(tokens=tokens)
         head = head + ent if kernel == "flash_attn" else max(head, 2.0 * tokens * spec.vocab_size + ent)
     return max(layer, head) + gathered_units
 
@@ -483,9 +483,7 @@ def rl_groups(
         tr = forward_only_transient(spec, sequences=mbs, seq_len=seq, chunked=chunked, gathered_units=_gathered(actor),
                                     divides_by_temperature=card.method is Method.GRPO, kernel=card.loss.kernel.value,
                                     temperature_copy=card.loss.temperature_copy,
-                                    entropy_buffer_bytes_per_logit=(
-                                        VERL_ENTROPY_BUFFER_BYTES
-                                        if card.loss.logprob_entropy is LogprobEntropy.EVERY_PASS else 0.0))
+                                    entropy=card.loss.logprob_entropy is LogprobEntropy.EVERY_PASS)
         peaks.append(PhasePeak(Phase.REF_LOGPROB, trainer_resident | extras() | {"logprob_pass": tr}, "reference log-probs"))
     if old_logprob_pass(card):
         # the policy's own log-probs before the update (PPO's old policy; GRPO when each batch is reused
@@ -495,9 +493,7 @@ def rl_groups(
         tr = forward_only_transient(spec, sequences=mbs, seq_len=seq, chunked=chunked, gathered_units=_gathered(actor),
                                     divides_by_temperature=card.method is Method.GRPO, kernel=card.loss.kernel.value,
                                     temperature_copy=card.loss.temperature_copy,
-                                    entropy_buffer_bytes_per_logit=(
-                                        VERL_ENTROPY_BUFFER_BYTES
-                                        if card.loss.logprob_entropy is not LogprobEntropy.NONE else 0.0))
+                                    entropy=card.loss.logprob_entropy is not LogprobEntropy.NONE)
         peaks.append(PhasePeak(Phase.OLD_LOGPROB, trainer_resident | extras() | {"logprob_pass": tr},
                                "old-policy log-probs"))
     if rm_spec is not None:

@@ -484,6 +484,7 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         verl_actor=verl_actor_loss(card),
         temperature_copy=card.loss.temperature_copy,
         loss_compiled=card.loss.compiled,
+        loss_input_copy=_loss_input_copied(card),
     )
     if (card.parallel.tensor_parallel_impl is TensorParallelImpl.MEGATRON and spec.head_outputs is None
             and not card.loss.chunked and spec.family not in SOFTCAP_FAMILIES):
@@ -628,6 +629,15 @@ def _kept_output(card: RunCard, spec: ModelSpec, act_dtype: int, seq_len: int) -
         return 0.0
     width = 4 if _kept_fp32(card) else act_dtype
     return float(card.batch.micro_batch_size * seq_len * (spec.head_outputs or spec.vocab_size) * width)
+
+
+def _loss_input_copied(card: RunCard) -> bool:
+    """``loop.loss_input_copy``: the compiled loss saves a contiguous copy of the shifted logits, not the kept logits
+    (OLMo-core ``Trainer.get_losses``: ``logits[..., :-1, :].contiguous()``, allenai/OLMo-core
+    src/olmo_core/train/trainer.py l.924; the loop keeps ``logits`` bound through ``loss.backward()``, l.1167-1197
+    @4f2c8ef59f9268b7f3aae0c127b52a45d4c1c706). With one sequence per micro-batch the slice is already contiguous and
+    ``.contiguous()`` returns it: no copy."""
+    return card.loop.loss_input_copy and card.batch.micro_batch_size > 1
 
 
 def _kept_fp32(card: RunCard) -> bool:

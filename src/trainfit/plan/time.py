@@ -540,6 +540,7 @@ def training_time(
         fp8_params=card.precision.fp8_params, fp8_param_transpose=not _fp8_non_tn(card),
         causal_skip=causal_skip, fused_cross_entropy=card.loss.kernel is LossKernel.FLASH_ATTN,
         compiled_cross_entropy=card.loss.compiled,
+        loss_input_copy=card.loop.loss_input_copy and card.batch.micro_batch_size > 1,
         recompute_layer_share=_recompute_layer_share(card, spec), packed_flash_syncs=packed_flash_syncs(card),
         expert_loop=par.moe_experts.is_loop, expert_loop_every=par.moe_experts is MoeExperts.LOOP_ALL,
         zero3_expert_leaf=par.moe_zero3_leaf,

@@ -455,7 +455,7 @@ class LossSection(_Section):
         " also take the entropy of every token's logits, compiled (verl's FSDP actor with use_remove_padding:"
         " torch.compile'd entropy_from_logits; old_policy: compute_log_prob(calculate_entropy=True) from verl #1100,"
         " 2025-04-17; every_pass: the reference pass too, as verl v0.3 did). Time: compute.inventory."
-        "VERL_ENTROPY_COMPILED_BYTES; memory: a logits-shaped fp32 buffer (memory.logits.VERL_ENTROPY_BUFFER_BYTES).")
+        "VERL_ENTROPY_COMPILED_BYTES; memory: per-row buffers only on a GPU (memory.logits.VERL_ENTROPY_ROW_BYTES).")
 
     @model_validator(mode="after")
     def _kernel_fits_chunked(self) -> LossSection:
@@ -513,6 +513,13 @@ class LoopSection(_Section):
         KeptOutputDtype.COMPUTE, description="With keeps_output_through_backward: compute (the logits as lm_head returns"
         " them) or fp32 (the loop casts them with .float() before the loss and keeps the copy; the compute-dtype logits"
         " are dropped: prime-rl's SFT trainer).")
+    loss_input_copy: bool = Field(
+        False, description="With keeps_output_through_backward and loss.compiled: the loop passes the loss a contiguous"
+        " copy of the logits without their last position and keeps the logits themselves, so the compiled loss saves"
+        " the copy beside the kept logits (OLMo-core Trainer.get_losses: logits[..., :-1, :].contiguous(),"
+        " allenai/OLMo-core src/olmo_core/train/trainer.py l.924 @4f2c8ef59f9268b7f3aae0c127b52a45d4c1c706). A copy"
+        " only with more than one sequence per micro-batch (one sequence: the slice is contiguous, .contiguous() returns"
+        " it).")
     token_scan_syncs: float = Field(
         0.0, ge=0.0, le=16.0, description="Host-synchronising reads of a device scalar per token of every micro-batch,"
         " each behind an elementwise kernel: a Python loop that walks a GPU tensor element by element (prime-rl's RL"
@@ -1054,6 +1061,9 @@ class RunCard(_Section):
             raise ValueError(f"loss.compiled: the compiled cross-entropy over the labels of an sft step (torchtitan's"
                              f" loss), not planned with method {self.method.value}, loop.kept_output_dtype fp32, tensor"
                              f" parallelism (loss_parallel) or Megatron-Core's vocab-parallel loss; allowed here: false")
+        if self.loop.loss_input_copy and not (self.loss.compiled and self.loop.keeps_output_through_backward):
+            raise ValueError("loop.loss_input_copy: the compiled loss's saved copy beside the kept logits, read with"
+                             " loss.compiled true and loop.keeps_output_through_backward true; allowed here: false")
         if self.loop.kept_output_dtype is KeptOutputDtype.FP32 and (
                 self.loss.chunked or self.loss.kernel is LossKernel.FLASH_ATTN):
             raise ValueError("loop.kept_output_dtype: fp32 is the eager loss's fp32 copy of the full logits; allowed with"

@@ -71,3 +71,13 @@ def test_deepspeed_config_reaches_the_card_only_where_the_entry_states_it() -> N
     card, _ = st.map_train(ROWS["qwen1-a100-7b-lora-8k"])
     assert "deepspeed" not in card
     st.validate(st.map_train(ROWS["qwen1-a100x4-72b-lora-zero3-4k"])[0])  # the card accepts the section
+
+
+def test_deepspeed_on_one_rank_keeps_its_stage() -> None:
+    # the 1.8B full-parameter cell ran finetune/finetune_ds.sh (ZeRO-3) on one GPU: the card keeps zero3 (fp32 master
+    # weights and moments), where a one-GPU entry without a deepspeed section is planned single
+    card, notes = st.map_train(ROWS["qwen1-a100-1.8b-full-4k"])
+    assert card["parallel"]["strategy"] == "zero3" and card["deepspeed"]["overlap_comm"] is True
+    assert any(n.startswith("DeepSpeed zero3 on one rank") for n in notes)
+    card, _ = st.map_train(ROWS["qwen1-a100-7b-lora-8k"])
+    assert card["parallel"]["strategy"] == "single"

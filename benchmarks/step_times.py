@@ -1268,6 +1268,12 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         card["loss"] = {**(card.get("loss") or {}), "compiled": True}
         notes.append("loss.compiled: the run's torchtitan compiles the cross-entropy with training.compile (the entry's"
                      " loss_compiled)")
+    if e.get("loss_upcast") is not None and e["loss_upcast"]["value"] is False:
+        # the model's own cross-entropy on the compute-dtype logits outside autocast, as the entry's source states it
+        # (``loss_upcast.value`` -> the card's ``loss.upcast``, cited in ``loss_upcast.source``): memory only
+        card["loss"] = {**(card.get("loss") or {}), "upcast": False}
+        notes.append("loss.upcast false: the model's own cross-entropy on the compute-dtype logits, no autocast (the"
+                     " entry's loss_upcast)")
     if e["framework"] == "llm-foundry":
         # ComposerMPTCausalLM's default loss_fn fused_crossentropy builds flash_attn.losses.cross_entropy.CrossEntropyLoss(
         # ignore_index=-100, reduction='none'), inplace_backward left False (mosaicml/llm-foundry

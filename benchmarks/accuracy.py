@@ -495,9 +495,7 @@ def render_md(data: dict[str, Any]) -> str:
         "run card and its metric are documented there. Flags: *ambiguous* = the source's metric or setup is "
         "uncertain; *approx-seq* = variable-length data mapped to its longest (peak-setting) length. "
         "Points 101+ are DeepSpeed ZeRO out-of-memory and fit reports kept in the repository with their sources "
-        "(`benchmarks/data/published_deepspeed_points.json`); points 201+ are framework docs, tutorials and benchmark "
-        "tables (`benchmarks/data/published_memory_points.json`; ids 501+ in "
-        "`benchmarks/data/published_memory_points_new_s17.json`). The fit/OOM verdict is scored against the point's "
+        "(`benchmarks/data/published_deepspeed_points.json`). The fit/OOM verdict is scored against the point's "
         "GPU and its outcome (trained or out of memory).",
         "",
         "### Summary",

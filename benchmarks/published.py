@@ -797,6 +797,30 @@ POINTS.update({
     },
 })
 
+# ---- PEFT method_comparison MetaMathQA, more runs of the harness of points 43-49 (published_memory_points_new_s17.json)
+
+POINTS.update({
+    501: {
+        "card": _peft_l40s_card("lora", lora={"rank": 64, "alpha": 64, "targets": ["q_proj", "v_proj"]}),
+        "metric": "reserved", "unit": "GiB", "approx_seq": True,
+        "notes": "PEFT LoRA r64 q,v with use_rslora (scaling alpha / sqrt(r): no memory term), fp32 adapters, AdamW "
+                 "foreach, no AC: the card of point 45. <=768 -> 768. Metric reserved 99th pct -> reserved.",
+    },
+    502: {
+        "card": _peft_l40s_card("ia3", ia3={"targets": ["q_proj", "k_proj", "v_proj", "o_proj"] + _MLP, "feedforward": _MLP}),
+        "metric": "reserved", "unit": "GiB", "approx_seq": True,
+        "notes": "PEFT IA3 on every block linear (target_modules q,k,v,o,gate,up,down; feedforward_modules gate,up,down: "
+                 "their inputs are scaled), fp32 vectors (630,784), AdamW foreach, no AC. <=768 -> 768. Metric reserved "
+                 "99th pct -> reserved.",
+    },
+    **{pid: {
+        "card": _peft_l40s_card("prompt_tuning", prompt_tuning={"num_virtual_tokens": 200}),
+        "metric": "reserved", "unit": "GiB", "approx_seq": True,
+        "notes": f"PEFT prompt tuning, 200 virtual tokens ({init}), the card of point 49. <=768 -> "
+                 "768 real tokens, 968 through the model. Metric reserved 99th pct -> reserved.",
+    } for pid, init in ((505, "initialised from sampled vocabulary embeddings"),)},
+})
+
 # ---- held-out points: prime-rl's CI benchmark peaks (published_memory_points.json ids 301+, ``heldout``)
 #
 # What prime-rl publishes (PrimeIntellect-ai/prime-rl @d8f290ef0358a804f1912bd29ea1b37cc56894b4): the trainer
@@ -872,9 +896,11 @@ POINTS.update(_heldout_mappings())
 
 
 def _train_entry_mappings() -> dict[int, dict[str, Any]]:
-    """POINTS entries of the scored points that name a step-time entry: the step-time harness's card of it."""
-    path = ROOT / "benchmarks" / "data" / "published_memory_points.json"
-    if not path.is_file():
+    """POINTS entries of the scored points that name a step-time entry: the step-time harness's card of it. The
+    metric and unit are reserved / GiB (torchtitan's log line) unless the point states its own (``metric``, ``unit``:
+    the points of published_memory_points_new_s17.json, whose ``mem_metric`` says why)."""
+    paths = [p for p in MEMORY_POINT_FILES if p.is_file()]
+    if not paths:
         return {}
     bench = str(Path(__file__).resolve().parent)
     if bench not in sys.path:
@@ -883,18 +909,22 @@ def _train_entry_mappings() -> dict[int, dict[str, Any]]:
 
     out: dict[int, dict[str, Any]] = {}
     cache: dict[str, dict[str, Any]] = {}
-    for p in json.loads(path.read_text()):
+    for p in (q for path in paths for q in json.loads(path.read_text())):
         if p.get("heldout") or not p.get("train_file"):
             continue
         f = p["train_file"]
         if f not in cache:
             cache[f] = {e["id"]: e for e in json.loads((ROOT / "benchmarks" / "data" / f).read_text())}
         e = cache[f][p["train_entry"]]
+        metric, unit = p.get("metric", "reserved"), p.get("unit", "GiB")
         notes = (f"{p['train_entry']} ({f}): torchtitan's logged max_memory_reserved -> reserved, GiB. Card: "
+                 "step_times.map_train of that entry") if "metric" not in p else (
+                 f"{p['train_entry']} ({f}): {metric}, {unit} (the point's mem_metric says why). Card: "
                  "step_times.map_train of that entry")
+        extra = {"ambiguous": True} if p.get("ambiguous") else {}
         mapped = _step_time_card(step_times, e)
         if isinstance(mapped, str):
-            out[p["id"]] = {"card": None, "metric": "reserved", "unit": "GiB", "notes": notes, "unsupported": mapped}
+            out[p["id"]] = {"card": None, "metric": metric, "unit": unit, "notes": notes, "unsupported": mapped, **extra}
             continue
         card, n = mapped
         if p.get("card_gpu"):
@@ -902,9 +932,18 @@ def _train_entry_mappings() -> dict[int, dict[str, Any]]:
             # the fit verdict and the reserved cap read the capacity; the allocated bytes do not change
             card = {**card, "hardware": {**card["hardware"], "gpu": p["card_gpu"]}}
             n = [*n, f"hardware.gpu {p['card_gpu']} (the point's card_gpu: capacity)"]
-        out[p["id"]] = {"card": card, "metric": "reserved", "unit": "GiB", "notes": notes + " (" + "; ".join(n) + ")"}
+        out[p["id"]] = {"card": card, "metric": metric, "unit": unit, "notes": notes + " (" + "; ".join(n) + ")", **extra}
     return out
 
+
+MEMORY_POINTS = ROOT / "benchmarks" / "data" / "published_memory_points.json"
+"""Further published peak-memory measurements found for issue 15 (framework docs and tutorials), in
+measured_points.json's shape, each with its source (repository + path + commit and date)."""
+MEMORY_POINTS_S17 = ROOT / "benchmarks" / "data" / "published_memory_points_new_s17.json"
+"""Published peak-memory measurements first scored in session 17 (ids 501+), in the same shape: PEFT's MetaMathQA
+results beside points 43-49 (mapped below), and runs whose step time is already an entry (``train_file`` /
+``train_entry``, with the point's own ``metric`` / ``unit``)."""
+MEMORY_POINT_FILES = (MEMORY_POINTS, MEMORY_POINTS_S17)
 
 POINTS.update(_train_entry_mappings())
 
@@ -936,11 +975,6 @@ DEEPSPEED_POINTS = ROOT / "benchmarks" / "data" / "published_deepspeed_points.js
 ``outcome`` oom | fits and, for an OOM, ``requested``: the failing allocation's size)."""
 
 
-MEMORY_POINTS = ROOT / "benchmarks" / "data" / "published_memory_points.json"
-"""Further published peak-memory measurements found for issue 15 (framework docs and tutorials), in
-measured_points.json's shape, each with its source (repository + path + commit and date)."""
-
-
 def load_points(path: Path | None = None, *, heldout: bool = False) -> list[dict[str, Any]]:
     """The scored points (reference + DeepSpeed + further memory points); ``heldout``: the held-out points
     only (``"heldout": true`` in published_memory_points.json), which the scored set never includes."""
@@ -950,7 +984,7 @@ def load_points(path: Path | None = None, *, heldout: bool = False) -> list[dict
     if path is None:
         raise FileNotFoundError("measured_points.json not found (set TRAINFIT_REFERENCE_DIR)")
     points = json.loads(Path(path).read_text())
-    for extra in (DEEPSPEED_POINTS, MEMORY_POINTS):
+    for extra in (DEEPSPEED_POINTS, *MEMORY_POINT_FILES):
         if extra.is_file():
             points += [p for p in json.loads(extra.read_text()) if not p.get("heldout")]
     return points

@@ -1143,6 +1143,10 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     if hw["gpus_per_node"] * hw["nodes"] == 1:
         if strategy == "fsdp" and e["framework"] == "prime-rl" and PRIME_RL_SETTINGS_COMMIT in (e.get("note") or ""):
             notes.append(PRIME_RL_ONE_RANK_FSDP)  # fully_shard over one rank: its hooks run in every forward
+        elif strategy in ("zero1", "zero2", "zero3") and e.get("deepspeed") is not None:
+            # DeepSpeed ZeRO over one rank (the entry's deepspeed section): the engine still keeps fp32 master weights
+            # and fp32 AdamW moments beside the compute-dtype parameters, which a single-GPU card does not
+            notes.append(f"DeepSpeed {strategy} on one rank (the entry's deepspeed section): planned as {strategy}")
         else:
             strategy = "single"
     overlap_gather = overlap_param_gather_of(e, dp) if strategy == "zero1" else None
@@ -1269,6 +1273,12 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
                      " loss_compiled)" if e["framework"] == "olmo-core" else
                      "loss.compiled: the run's torchtitan compiles the cross-entropy with training.compile (the entry's"
                      " loss_compiled)")
+    if e.get("loss_upcast") is not None and e["loss_upcast"]["value"] is False:
+        # the model's own cross-entropy on the compute-dtype logits outside autocast, as the entry's source states it
+        # (``loss_upcast.value`` -> the card's ``loss.upcast``, cited in ``loss_upcast.source``): memory only
+        card["loss"] = {**(card.get("loss") or {}), "upcast": False}
+        notes.append("loss.upcast false: the model's own cross-entropy on the compute-dtype logits, no autocast (the"
+                     " entry's loss_upcast)")
     if e["framework"] == "llm-foundry":
         # ComposerMPTCausalLM's default loss_fn fused_crossentropy builds flash_attn.losses.cross_entropy.CrossEntropyLoss(
         # ignore_index=-100, reduction='none'), inplace_backward left False (mosaicml/llm-foundry

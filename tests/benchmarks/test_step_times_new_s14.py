@@ -71,3 +71,30 @@ def test_deepspeed_config_reaches_the_card_only_where_the_entry_states_it() -> N
     card, _ = st.map_train(ROWS["qwen1-a100-7b-lora-8k"])
     assert "deepspeed" not in card
     st.validate(st.map_train(ROWS["qwen1-a100x4-72b-lora-zero3-4k"])[0])  # the card accepts the section
+
+
+def test_deepspeed_on_one_rank_keeps_its_stage() -> None:
+    # the 1.8B full-parameter cell ran finetune/finetune_ds.sh (ZeRO-3) on one GPU: the card keeps zero3 (fp32 master
+    # weights and moments), where a one-GPU entry without a deepspeed section is planned single
+    card, notes = st.map_train(ROWS["qwen1-a100-1.8b-full-4k"])
+    assert card["parallel"]["strategy"] == "zero3" and card["deepspeed"]["overlap_comm"] is True
+    assert any(n.startswith("DeepSpeed zero3 on one rank") for n in notes)
+    card, _ = st.map_train(ROWS["qwen1-a100-7b-lora-8k"])
+    assert card["parallel"]["strategy"] == "single"
+
+
+def test_deepspeed_cells_plan_the_models_own_compute_dtype_loss() -> None:
+    # every cell that ran under DeepSpeed (accelerate keeps autocast off there) states loss_upcast false, cited, and the
+    # card plans loss.upcast false; the single-GPU Q-LoRA cells ran ZeRO-2 on one rank (finetune_qlora_single_gpu.sh)
+    for row_id, e in ROWS.items():
+        if not row_id.startswith("qwen1"):
+            continue
+        card, notes = st.map_train(e)
+        if e.get("deepspeed") is not None:
+            assert e["loss_upcast"]["value"] is False and "accelerator.py" in e["loss_upcast"]["source"], row_id
+            assert card["loss"]["upcast"] is False, row_id
+            assert any(n.startswith("loss.upcast false") for n in notes), row_id
+        else:
+            assert "loss_upcast" not in e and "upcast" not in card.get("loss", {}), row_id
+        if "Int4" in e["model"]:
+            assert card["parallel"]["strategy"] == "zero2" and card["deepspeed"]["reduce_bucket_size"] == 200_000_000

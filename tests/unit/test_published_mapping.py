@@ -38,7 +38,7 @@ def points() -> list[dict]:
         pytest.skip(f"reference measurements not found at {MEASURED}")
     # plus the DeepSpeed out-of-memory / fit reports and the further memory points kept in the repository
     return (json.loads(MEASURED.read_text()) + json.loads(P.DEEPSPEED_POINTS.read_text())
-            + json.loads(P.MEMORY_POINTS.read_text()))
+            + [q for f in P.MEMORY_POINT_FILES for q in json.loads(f.read_text())])
 
 
 def test_memory_points_cite_a_commit_and_date_and_are_loaded():
@@ -256,3 +256,23 @@ def test_torchtitan_points_map_through_the_step_time_entry_they_name():
             assert p.get("card_gpu") != mapped_gpu, p["id"]  # a card_gpu names a different card
             if e.get("allocator"):
                 assert m["card"]["hardware"]["allocator"] == e["allocator"]["value"], p["id"]
+
+
+def test_session17_points_cite_a_commit_and_are_scored():
+    """published_memory_points_new_s17.json (ids 501+): each point cites a 40-hex commit and its date, states its
+    metric, and is in the scored set; the ones that name a step-time entry carry the figure that entry quotes."""
+    pts = json.loads(P.MEMORY_POINTS_S17.read_text())
+    assert 25 <= len(pts) <= 40
+    for p in pts:
+        assert p["id"] > 500 and p["id"] in P.POINTS, p["id"]
+        assert p["source"].startswith("github.com/") and re.search(r" @[0-9a-f]{40} \(\d{4}-\d{2}-\d{2}", p["source"]), p["id"]
+        assert p["outcome"] == "measured" and p["peak_mem_unit"] in ("GB", "GiB") and p["mem_metric"], p["id"]
+        m = P.POINTS[p["id"]]
+        assert m["unit"] == p["peak_mem_unit"] and m["metric"] in p["mem_metric"], p["id"]
+        if p.get("train_file"):
+            e = next(x for x in json.loads((REPO / "benchmarks" / "data" / p["train_file"]).read_text())
+                     if x["id"] == p["train_entry"])
+            assert e["source"]["commit"] in p["source"], p["id"]
+            assert (m["metric"], m["unit"]) == (p["metric"], p["unit"]), p["id"]
+    if MEASURED.is_file():
+        assert {p["id"] for p in pts} <= {p["id"] for p in P.load_points()}

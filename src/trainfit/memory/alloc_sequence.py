@@ -133,6 +133,10 @@ class SequenceShape:
     fused_ce_compiled: bool = False
     """With ``fused_ce_rows``: the compiled eager loss (``loss.compiled``, ``memory.logits.compiled_ce_bytes``) in
     place of flash-attn's kernel: two fp32 per-row tensors (max, log-sum-exp), both saved with the logits."""
+    ce_compute_dtype: bool = False
+    """The model's own eager loss on the compute-dtype logits without an fp32 copy (``loss.upcast: false``,
+    ``memory.logits.compute_dtype_ce_bytes``): the log-softmax writes and saves a logits-sized compute-dtype output, and
+    backward's two gradients are compute-dtype, the second read by ``lm_head`` as it is."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -1095,6 +1099,15 @@ def step_sequence(t: StepTerms, shape: SequenceShape, *, workspace: tuple[int, .
                 kept_out.append(bf16)
             # the negative size marks a fused loss for backward
             loss = [(bf16, -2 * E)] + [(k, 4 * rows) for k in stats]
+        elif E and t.logits.retained and shape.ce_compute_dtype:
+            bf16 = e.alloc(2 * E)
+            held = e.allocs(_chunks(t.logits.retained - 2 * E, 2 * E))  # a softcapped model's tanh output
+            lsm = e.alloc(2 * E)
+            if t.kept_output:
+                kept_out.append(bf16)
+            else:
+                e.free(bf16)
+            loss = [(lsm, 2 * E)]
         elif E and t.logits.retained:
             bf16 = e.alloc(2 * E)
             held = e.allocs(_chunks(t.logits.retained - 4 * E, 2 * E))
@@ -1143,6 +1156,12 @@ def step_sequence(t: StepTerms, shape: SequenceShape, *, workspace: tuple[int, .
                 e.free(bf16)  # the node releases its saved logits; the kept output holds them to the end
             if shape.fused_ce_inplace and t.kept_output:
                 gb = None  # the kept output's buffer, freed with it after backward
+        elif loss and shape.ce_compute_dtype:  # compute-dtype gradients; lm_head reads the second as it is
+            g1 = e.alloc(2 * E)
+            gb = e.alloc(2 * E)
+            e.free(g1)
+            e.free(loss[0][0])
+            e.frees(loss[1:])
         elif loss:
             g1 = e.alloc(4 * E)
             g2 = e.alloc(4 * E)

@@ -144,6 +144,30 @@ class LogitsBytes:
     """Transient at the start of backward."""
 
 
+def compute_dtype_ce_bytes(*, micro_batch_size: int, tokens: int, vocab_size: int,
+                           compute_dtype_bytes: int = 2) -> LogitsBytes:
+    """Bytes of a model's own ``CrossEntropyLoss`` on its compute-dtype logits, outside autocast (``loss.upcast: false``).
+
+    Qwen (1.0)'s remote ``QWenLMHeadModel.forward`` computes ``lm_logits = self.lm_head(hidden_states)``, then
+    ``shift_logits = lm_logits[..., :-1, :].contiguous()`` and ``CrossEntropyLoss()(shift_logits.view(-1, V), ...)``
+    with no ``.float()`` (modeling_qwen.py, the model repository's own code that QwenLM/Qwen finetune.py
+    @85cb093f20e1faa1d772d6abe8458661f3b09202 loads with ``trust_remote_code``; read in a copy of that repository,
+    undefdev/Qwen-7B-Chat modeling_qwen.py l.917-927 @04df5dd57b94b9ed20498ee42063ea9e164f98b3, 2023-08-04). Under DeepSpeed the Trainer's accelerate keeps native AMP off
+    (huggingface/accelerate src/accelerate/accelerator.py l.431-459 @31fd2b1ad6b9c1cd1480568399a311b3caaf62dc:
+    ``native_amp`` only when ``distributed_type`` is not DEEPSPEED), so no autocast upcasts the loss either: the
+    log-softmax writes and saves a compute-dtype output. Per logit (``a`` the compute dtype's bytes): forward peak
+    the logits and the log-softmax output (2a), retained the saved output (a), start of backward the saved output, the
+    nll gradient and the log-softmax input gradient (3a); that input gradient is the one ``lm_head``'s backward reads
+    (no cast). Replayed on CPU fp16 and bf16 tensors under trainfit.trace's dispatch tracker at batch 1: 4 / 2 / 6 B per
+    logit, and 10 / 4 / 12 with a ``.float()`` copy, this module's eager constants (tests/memory/test_compute_dtype_ce.py).
+    The shift slice is contiguous at batch 1 (one sequence: its rows stay adjacent); from batch 2 ``.contiguous()``
+    copies it, one more logits tensor at the forward peak, not counted here (nor in the eager constants)."""
+    del micro_batch_size  # the shift copy from batch 2 is not counted (see above)
+    e = tokens * vocab_size
+    a = compute_dtype_bytes
+    return LogitsBytes(forward_peak=2 * a * e, retained=a * e, backward_peak=3 * a * e)
+
+
 TORCHTUNE_OUTPUT_CHUNKS = 8
 """``CEWithChunkedOutputLoss(num_output_chunks=8)``, the default of every torchtune config that names it."""
 TORCHTUNE_ROW_STATS_BYTES = 2 * 4 + 8
@@ -376,6 +400,7 @@ def logits_bytes(
     temperature_copy: bool = False,
     loss_compiled: bool = False,
     loss_input_copy: bool = False,
+    compute_dtype_loss: bool = False,
 ) -> LogitsBytes:
     """Bytes of the logits/loss path for one micro-batch.
 
@@ -390,6 +415,7 @@ def logits_bytes(
     which reads ``temperature_copy``). ``loss_compiled``: the eager loss over the full logits runs under
     ``torch.compile`` (``compiled_ce_bytes``; ``loss.compiled``); ``loss_input_copy``: the loss reads a copy of the
     kept logits (``compiled_ce_bytes``' ``input_copy``; ``loop.loss_input_copy``).
+    ``compute_dtype_loss``: the model's own loss on the compute-dtype logits without an fp32 copy (``compute_dtype_ce_bytes``; ``loss.upcast: false``).
     """
     tokens = micro_batch_size * seq_len
     width = vocab_size if head_outputs is None else head_outputs
@@ -426,6 +452,11 @@ def logits_bytes(
                            backward_peak=lg.backward_peak + softcap)
     held = HELD_LOGITS_BYTES_PER_LOGIT * e if caller_holds_logits else 0.0
     held += softcap
+    if compute_dtype_loss and head_outputs is None and not kept_fp32:
+        lg = compute_dtype_ce_bytes(micro_batch_size=micro_batch_size, tokens=tokens, vocab_size=width,
+                                    compute_dtype_bytes=compute_dtype_bytes)
+        return LogitsBytes(forward_peak=lg.forward_peak + softcap, retained=lg.retained + held,
+                           backward_peak=lg.backward_peak + held)
     fwd = KEPT_FP32_FORWARD_PEAK_BYTES_PER_LOGIT if kept_fp32 and head_outputs is None else FORWARD_PEAK_BYTES_PER_LOGIT
     return LogitsBytes(
         forward_peak=fwd * e + softcap,

@@ -59,7 +59,8 @@ def loss_region(card: RunCard, spec: ModelSpec, ss: ModelSpec, layout: ParallelL
                       kernel=card.loss.kernel.value, compute_dtype_bytes=act_dtype, head_outputs=ss.head_outputs,
                       softcap_bytes_per_logit=act_dtype if spec.family in SOFTCAP_FAMILIES else 0,
                       compiled=card.parallel.compile, inplace_backward=card.loss.inplace_backward,
-                      head_trainable=card.scope is Scope.FULL, loss_compiled=card.loss.compiled)
+                      head_trainable=card.scope is Scope.FULL, loss_compiled=card.loss.compiled,
+                      compute_dtype_loss=not card.loss.upcast)
     return lg, grad
 
 

@@ -485,6 +485,7 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         temperature_copy=card.loss.temperature_copy,
         loss_compiled=card.loss.compiled,
         loss_input_copy=_loss_input_copied(card),
+        compute_dtype_loss=not card.loss.upcast,
     )
     if (card.parallel.tensor_parallel_impl is TensorParallelImpl.MEGATRON and spec.head_outputs is None
             and not card.loss.chunked and spec.family not in SOFTCAP_FAMILIES):

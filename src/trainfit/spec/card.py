@@ -450,6 +450,12 @@ class LossSection(_Section):
         " compute-dtype logits and two fp32 values per row instead of the fp32 log-softmax, and its backward writes the"
         " compute-dtype gradient directly (memory.logits.compiled_ce_bytes). Not with loss.chunked or kernel flash_attn"
         " (their own kernels), method sft only, not under tensor parallelism (loss_parallel) or Megatron-Core.")
+    upcast: bool = Field(
+        True, description="The eager loss over the full logits makes an fp32 copy (transformers' ForCausalLMLoss"
+        " logits.float(), or autocast's fp32 cross_entropy). false: the model's own CrossEntropyLoss scores the"
+        " compute-dtype logits as they are, outside autocast (Qwen (1.0)'s remote QWenLMHeadModel under DeepSpeed,"
+        " where accelerate turns native AMP off): memory.logits.compute_dtype_ce_bytes. Memory only; method sft,"
+        " not with loss.chunked, kernel flash_attn, loss.compiled, tensor parallelism or Megatron-Core.")
     logprob_entropy: LogprobEntropy = Field(
         LogprobEntropy.NONE, description="ppo/grpo: none | old_policy | every_pass: the no-grad log-prob passes that"
         " also take the entropy of every token's logits, compiled (verl's FSDP actor with use_remove_padding:"
@@ -1064,6 +1070,15 @@ class RunCard(_Section):
         if self.loop.loss_input_copy and not (self.loss.compiled and self.loop.keeps_output_through_backward):
             raise ValueError("loop.loss_input_copy: the compiled loss's saved copy beside the kept logits, read with"
                              " loss.compiled true and loop.keeps_output_through_backward true; allowed here: false")
+        if not self.loss.upcast and (
+                self.method is not Method.SFT or self.loss.chunked or self.loss.kernel is LossKernel.FLASH_ATTN
+                or self.loss.compiled or self.loop.kept_output_dtype is KeptOutputDtype.FP32
+                or self.parallel.tensor_parallel > 1
+                or self.parallel.tensor_parallel_impl is TensorParallelImpl.MEGATRON):
+            raise ValueError("loss.upcast: false is the model's own eager cross-entropy on the compute-dtype logits of an"
+                             " sft step; not planned with another method, loss.chunked, loss.kernel flash_attn,"
+                             " loss.compiled, loop.kept_output_dtype fp32, tensor parallelism or Megatron-Core's"
+                             " vocab-parallel loss; allowed here: true")
         if self.loop.kept_output_dtype is KeptOutputDtype.FP32 and (
                 self.loss.chunked or self.loss.kernel is LossKernel.FLASH_ATTN):
             raise ValueError("loop.kept_output_dtype: fp32 is the eager loss's fp32 copy of the full logits; allowed with"

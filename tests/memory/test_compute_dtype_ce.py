@@ -1,0 +1,114 @@
+"""The model's own loss on the compute-dtype logits (``loss.upcast: false``: Qwen (1.0)'s remote QWenLMHeadModel under
+DeepSpeed, where accelerate keeps autocast off): closed form, the pattern replayed under the trace's dispatch tracker,
+plan and allocation replay, card refusals."""
+
+from __future__ import annotations
+
+import pytest
+
+from trainfit.memory import alloc_sequence
+from trainfit.memory.logits import compute_dtype_ce_bytes, logits_bytes
+from trainfit.plan import make_plan
+from trainfit.spec.card import RunCard
+
+ROWS, VOCAB, HIDDEN = 256, 32768, 64
+E = ROWS * VOCAB
+
+
+def test_closed_form_per_logit():
+    """4 / 2 / 6 B per logit (forward peak / retained / start of backward) against the eager loss's 10 / 4 / 12."""
+    b = compute_dtype_ce_bytes(micro_batch_size=1, tokens=ROWS, vocab_size=VOCAB)
+    assert (b.forward_peak, b.retained, b.backward_peak) == (4 * E, 2 * E, 6 * E)
+    routed = logits_bytes(micro_batch_size=1, seq_len=ROWS, vocab_size=VOCAB, hidden_size=HIDDEN, compute_dtype_loss=True)
+    assert routed == b
+    held = logits_bytes(micro_batch_size=1, seq_len=ROWS, vocab_size=VOCAB, hidden_size=HIDDEN, compute_dtype_loss=True,
+                        caller_holds_logits=True)
+    assert (held.retained, held.backward_peak) == (4 * E, 8 * E)
+    scalar = logits_bytes(micro_batch_size=1, seq_len=ROWS, vocab_size=VOCAB, hidden_size=HIDDEN, head_outputs=1,
+                          compute_dtype_loss=True)
+    assert scalar == logits_bytes(micro_batch_size=1, seq_len=ROWS, vocab_size=VOCAB, hidden_size=HIDDEN, head_outputs=1)
+
+
+@pytest.mark.parametrize("dtype_name", ["float16", "bfloat16"])
+def test_pattern_under_the_dispatch_tracker(dtype_name):
+    """QWenLMHeadModel.forward's loss lines (lm_head, the shifted slice made contiguous, CrossEntropyLoss) on CPU
+    tensors at batch 1, counted by the trace's tracker: the closed form without the copy, the eager constants with a
+    ``.float()`` copy (within 1 %: the shifted slice scores s - 1 of the s rows)."""
+    torch = pytest.importorskip("torch")
+    from trainfit.trace.tracker import FastTracker
+
+    dtype = getattr(torch, dtype_name)
+    s, h, v = 512, 32, 4096
+
+    def measure(upcast: bool) -> tuple[float, float, float]:
+        torch.manual_seed(0)
+        hidden = torch.randn(1, s, h, dtype=dtype, requires_grad=True)
+        w = torch.randn(v, h, dtype=dtype)  # a frozen head (LoRA without trained embeddings, Q-LoRA)
+        labels = torch.randint(0, v, (1, s))
+        tr = FastTracker()
+        tr.add_existing(hidden, w, labels, tag="inputs")
+        base = tr.current
+        with tr:
+            lm_logits = torch.nn.functional.linear(hidden, w)
+            shift = lm_logits[..., :-1, :].contiguous()
+            if upcast:
+                shift = shift.float()
+            loss = torch.nn.CrossEntropyLoss()(shift.view(-1, v), labels[..., 1:].contiguous().view(-1))
+            del lm_logits, shift
+            retained, fwd = tr.current, tr.peak
+            tr.peak = tr.current
+            loss.backward()
+            bwd = tr.peak
+        grad = hidden.grad.numel() * hidden.grad.element_size()
+        e = s * v
+        return (fwd - base) / e, (retained - base) / e, (bwd - base - grad) / e
+
+    closed = compute_dtype_ce_bytes(micro_batch_size=1, tokens=s, vocab_size=v)
+    assert measure(False) == pytest.approx((closed.forward_peak / (s * v), closed.retained / (s * v),
+                                            closed.backward_peak / (s * v)), rel=0.01)
+    eager = logits_bytes(micro_batch_size=1, seq_len=s, vocab_size=v, hidden_size=h)
+    assert measure(True) == pytest.approx((eager.forward_peak / (s * v), eager.retained / (s * v),
+                                           eager.backward_peak / (s * v)), rel=0.01)
+
+
+def _card(**loss) -> RunCard:
+    return RunCard.model_validate({"model": "Qwen/Qwen3-0.6B", "scope": "full",
+                                   "hardware": {"gpu": "a100-80gb", "gpus_per_node": 1},
+                                   "batch": {"micro_batch_size": 1, "seq_len": 4096}, "loss": loss})
+
+
+def test_plan_peak_and_replay():
+    """The compute-dtype loss plans 6 B per logit less than the eager loss at the start of backward (12 -> 6), and
+    its replayed allocation sequence reaches the planned allocated peak."""
+    e = 4096 * 151936
+    peaks = {}
+    for name, loss in (("eager", {}), ("compute", {"upcast": False})):
+        with alloc_sequence.recording() as made:
+            plan = make_plan(_card(**loss))
+        bwd = next(p for p in plan.phases if p.phase.value == "backward")
+        peaks[name] = bwd.components["logits"]
+        rec = made[-1]
+        assert rec.shape.ce_compute_dtype is (name == "compute")
+        seq = alloc_sequence.step_sequence(rec.terms, rec.shape, workspace=rec.workspace)
+        top = max(p.allocated for p in plan.phases)
+        assert alloc_sequence.replay(seq, expandable=rec.expandable).peak_allocated == pytest.approx(top, rel=2e-3)
+        assert plan.peak.allocated <= plan.peak.reserved <= plan.peak.device
+    assert peaks["eager"] - peaks["compute"] == pytest.approx(6 * e, rel=1e-3)
+
+
+@pytest.mark.parametrize(("data", "message"), [
+    ({"loss": {"upcast": False, "chunked": True}}, "loss.upcast: false"),
+    ({"loss": {"upcast": False, "kernel": "flash_attn"}}, "loss.upcast: false"),
+    ({"loss": {"upcast": False, "compiled": True}}, "loss.upcast: false"),
+    ({"method": "dpo", "loss": {"upcast": False}}, "loss.upcast: false"),
+    ({"hardware": {"gpus_per_node": 2}, "parallel": {"tensor_parallel": 2}, "loss": {"upcast": False}},
+     "loss.upcast: false"),
+])
+def test_refused_in_one_line(data, message):
+    with pytest.raises(ValueError) as err:
+        RunCard.model_validate({"model": "Qwen/Qwen3-0.6B", **data})
+    assert message in str(err.value)
+
+
+def test_default_upcasts():
+    assert _card().loss.upcast is True

@@ -1251,6 +1251,14 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
             notes.append(f"chunked log-probs planned as loss.chunked, loss.kernel {e['loss_kernel']} (the entry's head)")
         else:
             notes.append("chunked cross-entropy (the entry's loss computes the logits in chunks) planned as loss.chunked")
+    elif e.get("loss_kernel") == "flash_attn":
+        # the entry's loss is flash-attn's CrossEntropyLoss over the full logits, as its framework's code at the run's
+        # commit builds it (cited in the entry's note; InternEvo's FlashGPTLMLoss: internlm/model/loss.py l.27-33
+        # @c18bec9361684189aadf6ffb724f9dfe48288eb0, inplace_backward=True): loss.kernel flash_attn
+        card["loss"] = {"kernel": "flash_attn",
+                        **({"inplace_backward": True} if e.get("loss_inplace_backward") else {})}
+        notes.append("loss.kernel flash_attn" + (", inplace_backward" if e.get("loss_inplace_backward") else "")
+                     + " (the entry's loss: flash-attn's CrossEntropyLoss over the full logits)")
     tp_loss = (card.get("parallel") or {}).get("tensor_parallel", 1) > 1 or (
         (card.get("parallel") or {}).get("tensor_parallel_impl") == "megatron")
     if e.get("loss_compiled") and e.get("compile") and not e.get("loss_chunked") and tp_loss:

@@ -80,3 +80,15 @@ def test_peft_rows_map_to_their_method() -> None:
         card, _ = st.map_train(ROWS[row_id])
         assert card["scope"] == "lora" and card["lora"]["rank"] == 32 and card["lora"]["targets"] == ["q_proj", "v_proj"]
         assert st.plan_card(card).step_s > 0
+
+
+def test_internevo_loss_is_flash_attn_cross_entropy_in_place() -> None:
+    # InternEvo's FlashGPTLMLoss: flash-attn's CrossEntropyLoss(inplace_backward=True) over the full logits
+    for e in INTERNEVO.values():
+        assert e["loss_kernel"] == "flash_attn" and e["loss_inplace_backward"] is True and not e.get("loss_chunked")
+        assert "inplace_backward=True" in e["note"]
+    card, notes = st.map_train(INTERNEVO["internevo-a100-7b-nockpt-16g-mbs2-mnum4"])
+    assert card["loss"] == {"kernel": "flash_attn", "inplace_backward": True}
+    assert any(n.startswith("loss.kernel flash_attn, inplace_backward") for n in notes)
+    card, _ = st.map_train(ROWS["peft-mmqa-l40s-llama32-3b-ia3-all-linear"])  # no stated loss: the eager one
+    assert "loss" not in card

@@ -1199,7 +1199,10 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
                      **({"grad_accumulation_pass": True} if accumulation_pass else {}),
                      # the entry's run streams saved activations to host RAM (torchtune enable_activation_offloading,
                      # cited in its note): parallel.activation_offload
-                     **({"activation_offload": True} if e.get("activation_offload") else {})},
+                     **({"activation_offload": True} if e.get("activation_offload") else {}),
+                     # the entry's ZeRO-1 groups and parameter hand-back as its framework's code builds them (cited in
+                     # its note; InternEvo's parallel.zero1 and HybridZeroOptimizer.broadcast_params)
+                     **{k: e["parallel"][k] for k in ("zero1_shard_size", "zero1_param_sync") if e["parallel"].get(k)}},
         "batch": {"micro_batch_size": b["micro_batch_size"], "seq_len": b["seq_len"],
                   "grad_accum": b.get("grad_accum") or 1},
         "attention": attention_of(e),

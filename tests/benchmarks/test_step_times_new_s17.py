@@ -1,5 +1,6 @@
 """benchmarks/step_times.py, held-out training rows of published_train_times_new_s17.json (InternEvo's 7B scaling
-table on 8-1024 A100-80GB, packed 2048-token rows with and without activation checkpointing, and six PEFT
+tables on 8-1024 A100-80GB: packed 2048-token rows with and without activation checkpointing at zero1 8, and the
+zero1 -1 throughput row; and six PEFT
 method-comparison runs on one L40S not recorded before: a second (IA)^3 run, (IA)^3 on every linear, two more
 prompt-tuning runs, LoRA with MiCA init and LoRA-FA): the file is picked up, its ids are unique across the training
 files, every figure is in its quote, the source is a commit, the layouts multiply out, and the rows map to the card
@@ -25,7 +26,7 @@ INTERNEVO = {k: v for k, v in ROWS.items() if v["source"]["repo"] == "InternLM/I
 
 def test_file_is_loaded_with_every_row_and_ids_are_unique_across_files() -> None:
     loaded, others = file_ids(st, st.TRAIN_DATA, DATA)
-    assert loaded == set(ROWS) and len(ROWS) == 28 and len(INTERNEVO) == 22
+    assert loaded == set(ROWS) and len(ROWS) == 36 and len(INTERNEVO) == 30
     assert not loaded & others
 
 
@@ -41,6 +42,15 @@ def test_row_figure_source_and_layout(row_id: str) -> None:
         assert f"first block \"train time\": {also['train_time_blocks_s'][0]}" in e["quote"]
         assert also["train_total_tokens"] / also["train_samples"] == pytest.approx(e["batch"]["seq_len"], abs=0.5)
         assert src["path"].startswith("method_comparison/MetaMathQA/results/")
+        return
+    if "tput-zero1all" in row_id:  # the throughput table's (tp=1, zero1=-1) row, one figure per GPU count
+        gpus = [8, 16, 32, 64, 128, 256, 512, 1024]
+        figures = [int(c) for c in e["quote"].strip("|").split("|")[1:] if c.strip()]
+        assert e["quote"].startswith("| (tp=1, zero1=-1)") and figures[gpus.index(e["gpus"])] == value
+        b = e["batch"]
+        assert (b["micro_batch_size"], b["seq_len"], b["grad_accum"]) == (2, 2048, 4)
+        assert b["global_batch_size"] == e["gpus"] * 2 * 4 and e["measured"]["also"]["zero1"] == -1
+        assert e["activation_checkpointing"] == "none" and "zero1_shard_size" not in e["parallel"]
         return
     # InternEvo: | TP | Zero1 | Pack | Ckpt | GPUs | Seq | Micro Bsz | Micro Num | Global Bsz | TGS | TFLOPS |
     cells = [c.strip() for c in e["quote"].strip("|").split("|")]
@@ -58,12 +68,16 @@ def test_row_figure_source_and_layout(row_id: str) -> None:
 
 
 def test_internevo_rows_map_to_zero1_with_their_checkpointing() -> None:
-    card, notes = st.map_train(INTERNEVO["internevo-a100-7b-ckpt-1024g-mbs8-mnum1"])
+    card, _ = st.map_train(INTERNEVO["internevo-a100-7b-ckpt-1024g-mbs8-mnum1"])
     assert card["parallel"]["strategy"] == "zero1" and card["parallel"]["gradient_checkpointing"] is True
     assert card["hardware"] == {"gpu": "a100-80gb", "gpus_per_node": 8, "nodes": 128, "nic_gbps_per_gpu": 50}
     assert card["batch"] == {"micro_batch_size": 8, "seq_len": 2048, "grad_accum": 1}
     assert card["model"]["config"]["intermediate_size"] == 11008 and card["model"]["config"]["vocab_size"] == 103168
     assert card["precision"]["optimizer_impl"] == "foreach" and card["attention"] == "flash"
+    # InternEvo's zero1 8: groups of a node's 8 ranks, parameters handed back by one broadcast per group rank
+    assert card["parallel"]["zero1_shard_size"] == 8 and card["parallel"]["zero1_param_sync"] == "broadcast_per_rank"
+    card, _ = st.map_train(ROWS["internevo-a100-7b-tput-zero1all-1024g-mbs2-mnum4"])  # zero1 -1: every data rank
+    assert "zero1_shard_size" not in card["parallel"] and card["parallel"]["zero1_param_sync"] == "broadcast_per_rank"
     card, _ = st.map_train(INTERNEVO["internevo-a100-7b-nockpt-8g-mbs2-mnum4"])
     assert card["parallel"]["gradient_checkpointing"] is False and card["batch"]["grad_accum"] == 4
     assert "nic_gbps_per_gpu" not in card["hardware"]

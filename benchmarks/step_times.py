@@ -1203,7 +1203,10 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
                      **({"grad_accumulation_pass": True} if accumulation_pass else {}),
                      # the entry's run streams saved activations to host RAM (torchtune enable_activation_offloading,
                      # cited in its note): parallel.activation_offload
-                     **({"activation_offload": True} if e.get("activation_offload") else {})},
+                     **({"activation_offload": True} if e.get("activation_offload") else {}),
+                     # the entry's ZeRO-1 groups and parameter hand-back as its framework's code builds them (cited in
+                     # its note; InternEvo's parallel.zero1 and HybridZeroOptimizer.broadcast_params)
+                     **{k: e["parallel"][k] for k in ("zero1_shard_size", "zero1_param_sync") if e["parallel"].get(k)}},
         "batch": {"micro_batch_size": b["micro_batch_size"], "seq_len": b["seq_len"],
                   "grad_accum": b.get("grad_accum") or 1},
         "attention": attention_of(e),
@@ -1255,6 +1258,14 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
             notes.append(f"chunked log-probs planned as loss.chunked, loss.kernel {e['loss_kernel']} (the entry's head)")
         else:
             notes.append("chunked cross-entropy (the entry's loss computes the logits in chunks) planned as loss.chunked")
+    elif e.get("loss_kernel") == "flash_attn":
+        # the entry's loss is flash-attn's CrossEntropyLoss over the full logits, as its framework's code at the run's
+        # commit builds it (cited in the entry's note; InternEvo's FlashGPTLMLoss: internlm/model/loss.py l.27-33
+        # @c18bec9361684189aadf6ffb724f9dfe48288eb0, inplace_backward=True): loss.kernel flash_attn
+        card["loss"] = {"kernel": "flash_attn",
+                        **({"inplace_backward": True} if e.get("loss_inplace_backward") else {})}
+        notes.append("loss.kernel flash_attn" + (", inplace_backward" if e.get("loss_inplace_backward") else "")
+                     + " (the entry's loss: flash-attn's CrossEntropyLoss over the full logits)")
     tp_loss = (card.get("parallel") or {}).get("tensor_parallel", 1) > 1 or (
         (card.get("parallel") or {}).get("tensor_parallel_impl") == "megatron")
     if e.get("loss_compiled") and e.get("compile") and not e.get("loss_chunked") and tp_loss:

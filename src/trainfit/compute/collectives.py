@@ -319,6 +319,30 @@ def broadcast_seconds(*, total_bytes: float, ranks: int, bus_bytes_per_s: float,
     return latency_s + total_bytes / bus_bytes_per_s
 
 
+def zero1_param_sync_seconds(*, total_bytes: float, ranks: int, bus_bytes_per_s: float, nodes: int = 1,
+                             intra_link: IntraLink | None = None, broadcast_per_rank: bool = False) -> float:
+    """A ZeRO-1 step handing the updated parameters (``total_bytes`` in all, one equal shard per rank) back over its
+    group of ``ranks`` GPUs on ``nodes`` nodes. ``broadcast_per_rank`` False: one ring all-gather
+    (``all_gather_seconds``). True: one NCCL broadcast per rank, each of that rank's ``total_bytes / ranks`` shard to
+    the others, run one after the other on the group's communicator, so each pays its own ring fill
+    (``broadcast_seconds``) -- InternEvo's ``HybridZeroOptimizer.broadcast_params`` (a ``dist.broadcast(..., src=g_rank,
+    group=ZERO1, async_op=True)`` per rank of the zero1 group, every handle waited before the step returns;
+    InternLM/InternEvo internlm/solver/optimizer/hybrid_zero_optim.py l.622 and l.629-647
+    @c18bec9361684189aadf6ffb724f9dfe48288eb0). The bytes are the all-gather's; the ``ranks`` fills are not.
+    Check, not fitted: InternEvo's published zero1 -1 row (7B, 8-1024 A100, 4 x 100 Gb RoCE a node;
+    ``benchmarks/data/published_train_times_new_s17.json``) loses 1.1 / 1.7 / 3.2 s a step over its 8-GPU pace
+    (4.03 s) at 256 / 512 / 1024 GPUs; with these fills the step lands within +2 / +7 / +25 % (one all-gather: -4 /
+    -13 / -30 %), so at 1024 ranks the fill priced with ``NCCL_NET_STEP_EXCESS_S`` (measured on H100 / InfiniBand) is
+    about twice what that cluster shows."""
+    if ranks <= 1 or total_bytes <= 0:
+        return 0.0
+    if not broadcast_per_rank:
+        return all_gather_seconds(total_bytes=total_bytes, ranks=ranks, bus_bytes_per_s=bus_bytes_per_s, nodes=nodes,
+                                  intra_link=intra_link)
+    return ranks * broadcast_seconds(total_bytes=total_bytes / ranks, ranks=ranks, bus_bytes_per_s=bus_bytes_per_s,
+                                     nodes=nodes, intra_link=intra_link)
+
+
 # NCCL's own cost model of an all-reduce (NVIDIA/nccl src/graph/tuning.cc, ``ncclTunerConstantsDefaults`` and
 # ``ncclTopoTuneModel``, @5067397c2676d5aed50042fc39e5c8ee96eb0027). NCCL times every (algorithm, protocol) pair
 # as ``latency + bytes / algorithm bandwidth`` and runs the fastest; the ring/Simple formula above is one of the six.
@@ -673,6 +697,8 @@ def exposed_data_parallel(
     overlap_param_gather: bool = False, forward_s: float = 0.0, gather_bucket_bytes: float = 0.0,
     reduce_after_backward: bool = False, nodes: int = 1, expert_nodes: int = 1, intra_link: IntraLink | None = None,
     bucket_all_reduce_bytes: float = 0.0, ddp_bucket_bytes: float = 0.0,
+    gather_ranks: int | None = None, gather_bus_bytes_per_s: float | None = None, gather_nodes: int | None = None,
+    gather_broadcast_per_rank: bool = False,
 ) -> CommTime:
     """DDP (``zero_stage`` 0) and ZeRO-1/2: gradient reduction hidden behind backward as far as it goes.
 
@@ -690,7 +716,10 @@ def exposed_data_parallel(
     (ZeRO-1/2 as DeepSpeed runs it): each reduce bucket of that many bytes is all-reduced in full, not reduce-scattered
     (``deepspeed_bucket_all_reduce``); the last bucket is the one exposed. ``ddp_bucket_bytes`` (``zero_stage`` 0 as
     torch DDP runs it): one all-reduce per bucket (``ddp_bucketed_all_reduce``); 0: the whole buffer in one
-    collective."""
+    collective. ``gather_ranks`` / ``gather_bus_bytes_per_s`` / ``gather_nodes`` (ZeRO-1 over groups smaller than the
+    data-parallel ranks, the card's ``parallel.zero1_shard_size``): the dense parameters are handed back inside that
+    group, the gradients still reduced over all ``ranks``; ``gather_broadcast_per_rank``: handed back as one broadcast
+    per group rank (``zero1_param_sync_seconds``)."""
     kw = dict(ranks=ranks, bus_bytes_per_s=bus_bytes_per_s, latency_s=latency_s, nodes=nodes, intra_link=intra_link)
     ekw = dict(ranks=expert_ranks, latency_s=latency_s, nodes=expert_nodes, intra_link=intra_link,
                bus_bytes_per_s=bus_bytes_per_s if expert_bus_bytes_per_s is None else expert_bus_bytes_per_s)
@@ -714,8 +743,14 @@ def exposed_data_parallel(
                 total_bytes=expert_grad_bytes, **ekw)
             last = max(reduce_scatter_seconds(total_bytes=min(grad_bytes, DDP_BUCKET_BYTES), **kw),
                        reduce_scatter_seconds(total_bytes=min(expert_grad_bytes, DDP_BUCKET_BYTES), **ekw))
-        gather = all_gather_seconds(total_bytes=weight_bytes, **kw) + all_gather_seconds(
-            total_bytes=expert_weight_bytes, **ekw)
+        dense_gather = all_gather_seconds(total_bytes=weight_bytes, **kw)
+        if zero_stage == 1 and (gather_ranks is not None or gather_broadcast_per_rank):
+            dense_gather = zero1_param_sync_seconds(
+                total_bytes=weight_bytes, ranks=ranks if gather_ranks is None else gather_ranks,
+                bus_bytes_per_s=bus_bytes_per_s if gather_bus_bytes_per_s is None else gather_bus_bytes_per_s,
+                nodes=nodes if gather_nodes is None else gather_nodes, intra_link=intra_link,
+                broadcast_per_rank=gather_broadcast_per_rank)
+        gather = dense_gather + all_gather_seconds(total_bytes=expert_weight_bytes, **ekw)
     reductions = micro_steps if zero_stage == 2 else 1
     exposed_red = max(red - backward_s, last)
     if reduce_after_backward:

@@ -283,6 +283,13 @@ class Parallel:
     overlap_comm: bool = True
     """False: DeepSpeed ZeRO without ``overlap_comm`` reduces the gradients on the compute stream, exposed
     (``collectives.reductions_on_compute_stream``); True: every other schedule, overlapped."""
+    zero1_shard: int = 0
+    """Strategy zero1: the ranks of one ZeRO-1 group (the card's ``parallel.zero1_shard_size``): optimizer states
+    split over them and the updated parameters handed back inside the group; 0: every data-parallel rank."""
+    zero1_broadcast_per_rank: bool = False
+    """Strategy zero1: the updated parameters handed back as one broadcast per group rank (the card's
+    ``parallel.zero1_param_sync: broadcast_per_rank``, ``collectives.zero1_param_sync_seconds``); False: one
+    all-gather."""
     zero_all_reduce_bucket: int = 0
     """ZeRO-1/2 as DeepSpeed runs it: each reduce bucket of this many gradient elements is all-reduced in full, every
     rank keeping its own slices (``collectives.deepspeed_bucket_all_reduce``); 0: a reduce-scatter (Megatron-Core's
@@ -629,6 +636,8 @@ def train_step_time(
     st = parallel.strategy
     ranks = max(1, parallel.ranks)
     shard = ranks if st in ("zero1", "zero2", "zero3", "fsdp", "fsdp_grad_op", "hsdp") else 1
+    if st == "zero1" and 0 < parallel.zero1_shard < ranks:
+        shard = parallel.zero1_shard  # InternEvo's zero1 groups: the optimizer steps 1/zero1 of the parameters
     hsdp = hsdp_links(parallel, rates) if st == "hsdp" else None
     if hsdp is not None:
         shard = hsdp.shard
@@ -699,6 +708,7 @@ def train_step_time(
                 reduce_after_backward=parallel.grad_reduce_after_backward,
                 bucket_all_reduce_bytes=parallel.zero_all_reduce_bucket * optimizer.grad_bytes,
                 ddp_bucket_bytes=parallel.ddp_bucket_bytes,
+                **zero1_group_of(parallel, rates, ranks=ranks, bus=bus),
             )
             if parallel.grad_reduce_after_backward and stage == 1 and ranks > 1:
                 # nanotron's ZeRO-1 step copies the gathered parameters back slice by slice
@@ -912,6 +922,25 @@ def _nccl_groups(parallel: Parallel, rates: DeviceRates, *, group: int, eranks: 
               intra_link=coll.IntraLink.of(nvlink=rates.nvlink))
     if hsdp is not None:
         kw["replica_nodes"] = hsdp.replica_nodes
+    return kw
+
+
+def zero1_group_of(parallel: Parallel, rates: DeviceRates, *, ranks: int, bus: float) -> dict:
+    """The ZeRO-1 parameter hand-back's group for ``collectives.exposed_data_parallel``: with ``zero1_shard`` smaller
+    than the ``ranks`` data-parallel ranks, that many consecutive ranks (inside a node when they fit in one, at the
+    NVLink ring rate; else over the nodes they span at the data group's rate ``bus``), and the per-rank broadcasts of
+    ``zero1_broadcast_per_rank``; empty (the data group, one all-gather) otherwise."""
+    if parallel.strategy != "zero1":
+        return {}
+    kw: dict = {"gather_broadcast_per_rank": True} if parallel.zero1_broadcast_per_rank else {}
+    group = parallel.zero1_shard
+    if 0 < group < ranks:
+        per_node = max(1, parallel.gpus_per_node)
+        local = group <= per_node
+        kw.update(gather_ranks=group, gather_nodes=coll.group_nodes(ranks=group, ranks_per_node=per_node),
+                  gather_bus_bytes_per_s=coll.ring_bus_bytes_per_s(rates=rates, crosses_nodes=False,
+                                                                   nic_bytes_per_s=parallel.nic_bytes_per_s,
+                                                                   local_ranks=group) if local else bus)
     return kw
 
 

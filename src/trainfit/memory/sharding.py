@@ -6,7 +6,7 @@ Divisors are applied once, here, to whole terms:
 strategy           weights  grads  optimizer  extra buffers
 =================  =======  =====  =========  =============================================
 single, ddp        1        1      1          DDP: a flat bucket copy of the gradients
-zero1              1        1      N          -
+zero1              1        1      N          - (N: ``parallel.zero1_shard_size`` when set, InternEvo's zero1)
 zero2              1        N      N          gradient reduce bucket
 zero3, fsdp        N        N      N          gathered units (current + prefetched), root unit
 fsdp_grad_op       1*       N      N          *sharded at rest, all units gathered from forward
@@ -88,11 +88,14 @@ class Sharding:
 
 
 def make_sharding(*, strategy: Strategy, gpus_per_node: int, nodes: int, separate_embeddings: bool = False,
-                  hsdp_shard_size: int | None = None) -> Sharding:
-    """``hsdp_shard_size``: the card's ``parallel.hsdp_shard_size`` (None: GPUs per node); read for hsdp only."""
+                  hsdp_shard_size: int | None = None, zero1_shard_size: int | None = None) -> Sharding:
+    """``hsdp_shard_size``: the card's ``parallel.hsdp_shard_size`` (None: GPUs per node); read for hsdp only.
+    ``zero1_shard_size``: the card's ``parallel.zero1_shard_size`` (None: every rank); read for zero1 only."""
     world = gpus_per_node * nodes
     if strategy is Strategy.SINGLE:
         world = 1
     group = (hsdp_shard_size or gpus_per_node) if strategy is Strategy.HSDP else world
+    if strategy is Strategy.ZERO1 and zero1_shard_size:
+        group = min(world, zero1_shard_size)
     return Sharding(strategy=strategy, world_size=world, shard_group=max(1, group),
                     separate_embedding_units=separate_embeddings and strategy in _SHARDED_PARAMS)

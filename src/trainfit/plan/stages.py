@@ -53,6 +53,8 @@ def parallel_sharding(card: RunCard, layout: ParallelLayout, *, train_gpus_per_n
     if card.parallel.strategy is Strategy.HSDP:
         return Sharding(strategy=base.strategy, world_size=world, shard_group=min(base.shard_group, layout.data_group))
     group = 1 if card.parallel.strategy is Strategy.SINGLE else layout.data_group
+    if card.parallel.strategy is Strategy.ZERO1 and card.parallel.zero1_shard_size:
+        group = min(group, card.parallel.zero1_shard_size)  # InternEvo's zero1 groups (parallel.zero1_shard_size)
     return Sharding(strategy=base.strategy, world_size=world, shard_group=group)
 
 

@@ -40,6 +40,7 @@ from trainfit.spec.card import RunCard, pin_before
 from trainfit.spec.enums import Attention, ComputeDtype, ContextParallelKind, Dtype, Fp8Recipe, Method, Scope
 from trainfit.spec.enums import LayerKind
 from trainfit.spec.enums import FSDP_STRATEGIES, LossKernel, MoeDispatcher, MoeExperts, TensorParallelImpl
+from trainfit.spec.enums import Zero1ParamSync
 from trainfit.spec.model import ModelSpec
 
 COMPILE_MEMORY_FACTOR = 0.5
@@ -517,6 +518,10 @@ def training_time(
                       hsdp_shard=par.hsdp_shard_size or min(data_ranks, train_nodes(card)[1]),
                       overlap_comm=deepspeed_overlap_comm(card),
                       zero_all_reduce_bucket=deepspeed_all_reduce_bucket(card, spec),
+                      # InternEvo's zero1 groups and per-rank parameter broadcasts (parallel.zero1_shard_size,
+                      # zero1_param_sync; compute.training.zero1_group_of)
+                      zero1_shard=par.zero1_shard_size or 0,
+                      zero1_broadcast_per_rank=par.zero1_param_sync is Zero1ParamSync.BROADCAST_PER_RANK,
                       **deepspeed_zero3_buckets(card, shard, params=params, tensors=tensors),
                       # torch DDP's reducer all-reduces bucket by bucket (bucket_cap_mb, default 25 MiB); Megatron's DDP
                       # (its layers: tensor_parallel_impl megatron) reduces its contiguous buffer, kept as one collective

@@ -31,6 +31,7 @@ from trainfit.spec.enums import (
     Dtype,
     Fp8Recipe,
     FsdpVersion,
+    Zero1ParamSync,
     SelectiveCheckpointing,
     RecomputeModule,
     GradDtype,
@@ -166,6 +167,21 @@ def _check_hsdp_shard_size(par: "ParallelSection", *, train_gpus: int) -> None:
                          f" {shown} or null")
 
 
+def _check_zero1_group(par: ParallelSection, *, train_gpus: int) -> None:
+    """``parallel.zero1_shard_size`` / ``zero1_param_sync``: read with strategy zero1 only; the shard size divides the
+    data x context ranks (InternEvo's ZERO1 process groups are consecutive blocks of ``zero1`` data ranks)."""
+    if par.strategy is not Strategy.ZERO1:
+        raise ValueError(f"parallel.zero1_shard_size / zero1_param_sync: only read with parallel.strategy: zero1"
+                         f" (strategy is '{par.strategy.value}'); allowed with it: null / all_gather")
+    n = par.zero1_shard_size
+    data = max(1, train_gpus // (par.tensor_parallel * par.pipeline_parallel))
+    if n is not None and data % n:
+        allowed = divisors(data)
+        shown = ", ".join(map(str, allowed)) if len(allowed) <= 16 else f"divisors of {data}"
+        raise ValueError(f"parallel.zero1_shard_size: {n} does not divide the {data} data x context ranks; allowed:"
+                         f" {shown} or null")
+
+
 def every_nth_layer(*, num_layers: int, every_n_layers: int) -> tuple[bool, ...]:
     """Which of ``num_layers`` decoder layers run under checkpoint when every n-th does
     (``parallel.checkpoint_every_n_layers``; the trace applies the same rule): the layer of 1-based index k
@@ -216,6 +232,16 @@ class ParallelSection(_Section):
         " one node, torch FSDP1 HYBRID_SHARD's default groups. Must divide the data x context ranks. verl"
         " actor.fsdp_config.fsdp_size, torchtitan parallelism.data_parallel_shard_degree, accelerate"
         " parallelism_config dp_shard_size.")
+    zero1_shard_size: int | None = Field(
+        None, ge=1, le=100_000, description="With strategy zero1: the data ranks one ZeRO-1 group spans (optimizer"
+        " states split over them, the updated parameters handed back inside the group), replicated over the other data"
+        " x context ranks, whose gradients are still reduced across all of them. null: every data x context rank (one"
+        " group). Must divide the data x context ranks. InternEvo parallel.zero1 (8: 'optimizer states are distributed"
+        " within 8 GPUs in a single node').")
+    zero1_param_sync: Zero1ParamSync = Field(
+        Zero1ParamSync.ALL_GATHER, description="With strategy zero1: all_gather (one all-gather of the updated shards over"
+        " the ZeRO-1 group: Megatron-Core, DeepSpeed, nanotron) | broadcast_per_rank (one NCCL broadcast per group rank,"
+        " after the step: InternEvo's HybridZeroOptimizer.broadcast_params).")
     activation_offload: bool = Field(False, description="Saved activations stream to host RAM (torchtune OffloadActivations).")
     fsdp_shard_embeddings: bool = Field(False, description="FSDP: the embedding and lm_head are units of their own, gathered only around their use (torchtune custom_sharded_layers: [tok_embeddings, output]); default: they sit in the root unit.")
     compile: bool = Field(False, description="torch.compile: fused elementwise kernels and fewer launches in the time model; per-layer compiled decoder layers save fewer activations where the compiled rules were measured (memory.activations.compiled_rules_apply), and torchtune's chunked loss keeps its compiled per-chunk tensors.")
@@ -1010,6 +1036,8 @@ class RunCard(_Section):
             train_gpus = (self.hardware.gpus_per_node - ro.gpus) * self.hardware.nodes
         if par.hsdp_shard_size is not None:
             _check_hsdp_shard_size(par, train_gpus=train_gpus)
+        if par.zero1_shard_size is not None or par.zero1_param_sync is not Zero1ParamSync.ALL_GATHER:
+            _check_zero1_group(par, train_gpus=train_gpus)
         if train_gpus % par.model_parallel:
             raise ValueError(
                 f"parallel: tensor_parallel x context_parallel x pipeline_parallel = {par.model_parallel} does not divide"

@@ -178,6 +178,24 @@ class FsdpVersion(StrEnum):
     FSDP2 = "fsdp2"
 
 
+class Zero1ParamSync(StrEnum):
+    """How a ZeRO-1 step hands each rank's updated parameter shard back to the other ranks of its group
+    (``parallel.zero1_param_sync``; ``compute.collectives.zero1_param_sync_seconds``).
+
+    * ``all_gather``: one all-gather of the shards over the group (Megatron-Core's distributed optimizer, DeepSpeed
+      ZeRO-1, nanotron).
+    * ``broadcast_per_rank``: one NCCL broadcast per rank of the group, each of that rank's shard from it to the
+      others, issued one after the other and waited for after the step: InternEvo's ``HybridZeroOptimizer``
+      (``broadcast_params``: ``for rank in range(self._zero_world_size): dist.broadcast(fp16_param, src=g_rank,
+      group=gpc.get_group(ParallelMode.ZERO1), async_op=True)``, then every handle waited, ``overlap=False`` from
+      ``step``; InternLM/InternEvo internlm/solver/optimizer/hybrid_zero_optim.py l.622 and l.629-647
+      @c18bec9361684189aadf6ffb724f9dfe48288eb0).
+    """
+
+    ALL_GATHER = "all_gather"
+    BROADCAST_PER_RANK = "broadcast_per_rank"
+
+
 class Offload(StrEnum):
     NONE = "none"
     OPTIMIZER = "optimizer"

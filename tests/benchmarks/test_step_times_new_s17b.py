@@ -1,0 +1,60 @@
+"""benchmarks/step_times.py, held-out pretraining rows of published_train_times_new_s17b.json (BLOOM-176B's
+production step on 384 A100 80GB and the 48-node topology search of its chronicles, Megatron-DeepSpeed): the file is
+picked up, its ids are unique across the training files, every figure is in its quote, the batch multiplies out,
+the published TFLOPs follow from Sec/it with Megatron-DeepSpeed's factor-4 count, and the rows map to the card
+their tables state."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from step_times_module import file_ids, load_step_times
+
+import trainfit
+
+REPO = Path(trainfit.__file__).resolve().parents[2]
+DATA = REPO / "benchmarks" / "data" / "published_train_times_new_s17b.json"
+st = load_step_times("trainfit_bench_step_times_new_s17b")
+ROWS = {e["id"]: e for e in json.loads(DATA.read_text())}
+
+
+def _tflops(e: dict, vocab: int = 250_000) -> float:
+    """Megatron-DeepSpeed's logged TFLOPs (megatron/training.py l.756-765: 24 x 4 x B s l h^2 (1 + s/(6h) + V/(16lh)))."""
+    c, b = e["model_config"], e["batch"]
+    h, l, s = c["hidden_size"], c["num_hidden_layers"], b["seq_len"]
+    flops = 24 * 4 * b["global_batch_size"] * s * l * h * h * (1 + s / (6 * h) + vocab / (16 * l * h))
+    return flops / (e["measured"]["value"] * e["gpus"] * 1e12)
+
+
+def test_file_is_loaded_with_every_row_and_ids_are_unique_across_files() -> None:
+    loaded, others = file_ids(st, st.TRAIN_DATA, DATA)
+    assert loaded == set(ROWS) and len(ROWS) == 17
+    assert not loaded & others
+
+
+@pytest.mark.parametrize("row_id", sorted(ROWS))
+def test_row_figures_source_and_batch(row_id: str) -> None:
+    e = ROWS[row_id]
+    src, b, m, p = e["source"], e["batch"], e["measured"], e["parallel"]
+    assert src["repo"] == "bigscience-workshop/bigscience" and re.fullmatch(r"[0-9a-f]{40}", src["commit"])
+    assert m["metric"] == "step_s" and f"{m['value']:.2f}" in e["quote"] and f"{m['also']['tflops_per_gpu']:.2f}" in e["quote"]
+    assert abs(_tflops(e) - m["also"]["tflops_per_gpu"]) < 0.02
+    assert p["tp"] * p["pp"] * (e["gpus"] // (p["tp"] * p["pp"])) == e["gpus"] == 384 == e["nodes"] * 8
+    dp = e["gpus"] // (p["tp"] * p["pp"])
+    assert b["micro_batch_size"] * dp * b["grad_accum"] == b["global_batch_size"] == 2048 and b["seq_len"] == 2048
+    assert e["activation_checkpointing"] == "full" and e["precision"]["compute"] == "bf16"
+    if "tr11pre" in row_id:
+        c = e["model_config"]
+        cells = [x.strip() for x in e["quote"].strip().strip("|").split("|")]
+        assert (int(cells[2]), int(cells[3]), int(cells[4]), int(cells[5])) == (dp, p["tp"], p["pp"], b["micro_batch_size"])
+        assert f"h{c['hidden_size']}-l{c['num_hidden_layers']}" in row_id and c["num_attention_heads"] == 64
+
+
+def test_bloom_row_maps_to_its_pipeline_split_and_plans() -> None:
+    card, _ = st.map_train(ROWS["bigsci-tr11-a100-bloom176b-384g-tp4pp12dp8-mbs2"])
+    par = card["parallel"]
+    assert (par["tensor_parallel"], par["pipeline_parallel"]) == (4, 12)
+    assert st.plan_card(card).step_s > 0

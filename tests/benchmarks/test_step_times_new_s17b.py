@@ -57,4 +57,11 @@ def test_bloom_row_maps_to_its_pipeline_split_and_plans() -> None:
     card, _ = st.map_train(ROWS["bigsci-tr11-a100-bloom176b-384g-tp4pp12dp8-mbs2"])
     par = card["parallel"]
     assert (par["tensor_parallel"], par["pipeline_parallel"]) == (4, 12)
+    assert card["loop"] == {"launch_blocking": True}  # the slurm script's CUDA_LAUNCH_BLOCKING=1
     assert st.plan_card(card).step_s > 0
+
+
+def test_every_row_runs_under_cuda_launch_blocking_as_its_scripts_set() -> None:
+    for e in ROWS.values():
+        assert e["loop"]["value"] == {"launch_blocking": True}
+        assert "export CUDA_LAUNCH_BLOCKING=1" in e["loop"]["source"]

@@ -200,6 +200,24 @@ def synced_seconds(*, host_s: float, device_s: float, kernels: float, syncs: flo
     return segments * max(host_seg, device_seg) + syncs * (refill + round_trip_s)
 
 
+def launch_blocking_syncs(*, kernels: float, host_syncs: float) -> float:
+    """Host syncs of a pass of ``kernels`` kernels run under ``CUDA_LAUNCH_BLOCKING=1`` (``loop.launch_blocking``): one
+    after every kernel but the last, so ``synced_seconds`` cuts the pass into one segment per kernel and the host's
+    dispatch of each kernel no longer overlaps the kernel before it: about ``host_s + device_s`` plus a round trip per
+    kernel, instead of ``max(host_s, device_s)``. Never fewer than the pass's own ``host_syncs``.
+
+    Mechanism: "Programmers can globally disable asynchronicity of kernel launches for all CUDA applications running
+    on a system by setting the CUDA_LAUNCH_BLOCKING environment variable to 1. This feature is provided for debugging
+    purposes only" (CUDA C++ Programming Guide, asynchronous concurrent execution, as quoted in
+    https://discuss.pytorch.org/t/cuda-launch-blocking-1-reduces-the-training-speed/160924, read 2026-12-03; the
+    variable: https://docs.nvidia.com/cuda/cuda-programming-guide/05-appendices/environment-variables.html, read
+    2026-12-03). A run that sets it: BigScience's BLOOM-176B scripts ('export CUDA_LAUNCH_BLOCKING=1',
+    bigscience-workshop/bigscience train/tr11-176B-ml/tr11-176B-ml.slurm l.203 and chronicles-prequel.md l.436-462
+    @9e64edec2ad1fb9263bf39ba616a84ff64b4d947: 'all CUDA operations become synchronous'). No constant: the host and
+    device seconds are the pass's own, the round trip ``SYNC_ROUND_TRIP_S``."""
+    return max(host_syncs, kernels - 1.0)
+
+
 def l2_chained_bytes(chained_reads: tuple[ChainedRead, ...], *,
                      rates: DeviceRates) -> tuple[float, float]:
     """Of a pass's chained reads (``inventory.PassInventory.chained_reads``: a kernel reading what the kernel just
@@ -221,9 +239,11 @@ def l2_chained_bytes(chained_reads: tuple[ChainedRead, ...], *,
 
 
 def pass_seconds(inv: PassInventory, *, rates: DeviceRates, seq_len: float, backward: bool,
-                 memory_factor: float = 1.0, kernel_factor: float = 1.0, attention_kernel: str = "auto") -> PassTime:
+                 memory_factor: float = 1.0, kernel_factor: float = 1.0, attention_kernel: str = "auto",
+                 launch_blocking: bool = False) -> PassTime:
     """Time of one pass from its inventory (module docstring). ``memory_factor`` / ``kernel_factor``
-    scale the memory-bound bytes and the kernel count (kernel fusion by a compiler)."""
+    scale the memory-bound bytes and the kernel count (kernel fusion by a compiler); ``launch_blocking``: every
+    kernel launch waits for the kernel (``launch_blocking_syncs``)."""
     gemm = sum((multi_stream_grouped_gemm_seconds if g.launch_per_group else grouped_mm_seconds if g.grouped_kernel
                 else gemm_seconds)(
         m=g.m, n=g.n, k=g.k, groups=g.groups, rates=rates, dtype_bytes=g.dtype_bytes) * g.count for g in inv.gemms)
@@ -244,7 +264,8 @@ def pass_seconds(inv: PassInventory, *, rates: DeviceRates, seq_len: float, back
     kernels = (inv.kernels - inv.fused_kernels) * kernel_factor + inv.fused_kernels
     # bare aten calls outside module forwards (inventory.PassInventory.bare_kernels): the backward's rate either way
     host = (kernels - inv.bare_kernels) * per_kernel + inv.bare_kernels * rates.host_s_per_backward_kernel
-    seconds = synced_seconds(host_s=host, device_s=gemm + attn + mem, kernels=kernels, syncs=inv.host_syncs)
+    syncs = launch_blocking_syncs(kernels=kernels, host_syncs=inv.host_syncs) if launch_blocking else inv.host_syncs
+    seconds = synced_seconds(host_s=host, device_s=gemm + attn + mem, kernels=kernels, syncs=syncs)
     return PassTime(seconds, gemm, attn, mem, host, seconds - max(gemm + attn + mem, host))
 
 
@@ -476,7 +497,7 @@ def train_step_time(
     unpad_call_syncs: bool = False, attention_kernel: str = "auto", vocab_chunk_columns: int = 0, nemo_rl_loss: str = "", loss_sequences: float = 1.0,
     head: bool = True, scan_syncs: float = 0.0, rope_loop_samples: float = 0.0, rope_loop_context_parallel: int = 1,
     loss_input_copy: bool = False,
-    a2a_thd_sequences: float = 0.0, te_layers: bool = False,
+    a2a_thd_sequences: float = 0.0, te_layers: bool = False, launch_blocking: bool = False,
 ) -> TrainStepTime:
     """Seconds of one optimizer step on one GPU (all GPUs of a data-parallel group run in lockstep).
 
@@ -553,7 +574,7 @@ def train_step_time(
                          rope_loop_samples=rope_loop_samples, rope_loop_context_parallel=rope_loop_context_parallel,
                          a2a_thd_sequences=a2a_thd_sequences)
     kw = dict(rates=rates, seq_len=attention_context or seq_len, memory_factor=memory_factor, kernel_factor=kernel_factor,
-              attention_kernel=attention_kernel)
+              attention_kernel=attention_kernel, launch_blocking=launch_blocking)
     head_fwd = pass_seconds(inv.head_forward, backward=False, **kw) if head else ZERO_PASS
     head_bwd = pass_seconds(inv.head_backward, backward=True, **kw) if head else ZERO_PASS
     fwd = (pass_seconds(inv.layers_forward, backward=False, **kw) + head_fwd).scaled(count_scale)
@@ -562,6 +583,11 @@ def train_step_time(
            if gradient_checkpointing else ZERO_PASS)
     bwd_layers = pass_seconds(inv.layers_backward, backward=True, **kw).scaled(count_scale)
     bwd = bwd_layers + head_bwd.scaled(count_scale)
+    # host work outside the kernels (Python hooks, TE calls): paced by the larger of host and device, or added in
+    # full when each kernel launch waits for its kernel (launch_blocking)
+    def hosted(t: PassTime, *, hooks_s: float) -> PassTime:
+        return _with_host_seconds(t, hooks_s=hooks_s, serial=launch_blocking)
+
     if te_layers:
         # Transformer Engine's linears run their forward and backward in Python (autograd Functions): per call, what
         # the published CPU time exceeds the per-kernel rate pass_seconds charged for its kernels by (the rate times
@@ -569,13 +595,13 @@ def train_step_time(
         calls = te_linear_calls(spec)
         te_fwd_s = te_forward_host_seconds(calls=calls, quantized=fp8, gpu_id=rates.gpu_id,
                                            host_s_per_forward_kernel=rates.host_s_per_forward_kernel * kernel_factor)
-        fwd = _with_host_seconds(fwd, hooks_s=te_fwd_s)
-        bwd = _with_host_seconds(bwd, hooks_s=te_backward_host_seconds(
+        fwd = hosted(fwd, hooks_s=te_fwd_s)
+        bwd = hosted(bwd, hooks_s=te_backward_host_seconds(
             calls=calls, quantized=fp8, gpu_id=rates.gpu_id,
             host_s_per_backward_kernel=rates.host_s_per_backward_kernel * kernel_factor))
         if gradient_checkpointing and selective == "none" and not recompute_modules:
             # full recompute re-runs every checkpointed layer's forward, its TE calls with it
-            rec = _with_host_seconds(rec, hooks_s=te_fwd_s * recompute_layer_share)
+            rec = hosted(rec, hooks_s=te_fwd_s * recompute_layer_share)
     if parallel.strategy in ("fsdp", "fsdp_grad_op", "hsdp"):
         # torch FSDP's per-unit pre/post-forward hooks (unshard, stream waits, reshard) run in Python in every
         # forward, the recompute's included, recording autograd: fsdp_unit_host_seconds per unit (the layers and the
@@ -587,27 +613,27 @@ def train_step_time(
         # ``wait_for_unshard`` l.417-470: the shard copied parameter by parameter into the unsharded tensors)
         unit_fwd_s, unit_bwd_s = fsdp_unit_host_seconds(fsdp2=parallel.fsdp2, grad=True)
         hooks_s = fsdp_units(spec) * unit_fwd_s
-        fwd = _with_host_seconds(fwd, hooks_s=hooks_s)
+        fwd = hosted(fwd, hooks_s=hooks_s)
         if gradient_checkpointing:
-            rec = _with_host_seconds(rec, hooks_s=hooks_s * recompute_layer_share)
+            rec = hosted(rec, hooks_s=hooks_s * recompute_layer_share)
         # ... and its pre- and post-backward hooks (unshard and prefetch, the gradient's cast, reduce-scatter and
         # accumulation) in every backward, from the autograd engine's thread
-        bwd = _with_host_seconds(bwd, hooks_s=fsdp_units(spec) * unit_bwd_s)
+        bwd = hosted(bwd, hooks_s=fsdp_units(spec) * unit_bwd_s)
     if parallel.strategy == "zero3" and parallel.ranks > 1:
         # DeepSpeed ZeRO-3 hooks every submodule (fetch / release / prefetch bookkeeping): rates.ZERO3_MODULE_*_HOST_S
         modules = zero3_hooked_modules(spec, expert_loop=expert_loop,
                                        leaf=zero3_expert_leaf)
-        fwd = _with_host_seconds(fwd, hooks_s=modules * ZERO3_MODULE_FORWARD_HOST_S)
+        fwd = hosted(fwd, hooks_s=modules * ZERO3_MODULE_FORWARD_HOST_S)
         # ... and flushes its gradient reduce buckets from the backward's hooks: ZERO3_REDUCE_BUCKET_HOST_S each
         buckets = (zero3_reduce_buckets(grad_numels=tuple(n for g in parallel.zero3_grad_groups for n in g),
                                         bucket_numel=parallel.zero3_bucket_numel)
                    if parallel.zero3_grad_groups and parallel.zero3_bucket_numel > 0 else 0)
         buckets_s = max(0, buckets - 1) * ZERO3_REDUCE_BUCKET_HOST_S
-        bwd = _with_host_seconds(bwd, hooks_s=modules * ZERO3_MODULE_BACKWARD_HOST_S + buckets_s)
+        bwd = hosted(bwd, hooks_s=modules * ZERO3_MODULE_BACKWARD_HOST_S + buckets_s)
         if gradient_checkpointing:  # the recomputed layers' modules run their forward hooks again
-            rec = _with_host_seconds(rec, hooks_s=(modules - HF_ROOT_MODULES) * ZERO3_MODULE_FORWARD_HOST_S
+            rec = hosted(rec, hooks_s=(modules - HF_ROOT_MODULES) * ZERO3_MODULE_FORWARD_HOST_S
                                      * recompute_layer_share)
-    if gradient_checkpointing:
+    if gradient_checkpointing and not launch_blocking:  # launch_blocking: nothing overlaps, each pass is serial
         rec, bwd = interleaved(rec, bwd)
     if parallel.grad_accumulation_pass and adapter is None:
         # the 16-bit gradients added into the fp32 buffer after every backward (fp32_grad_accumulation_seconds), over
@@ -1097,12 +1123,14 @@ def zero3_coupled_seconds(*, grad_groups: tuple[tuple[int, ...], ...], bucket_nu
     return max(host, device)
 
 
-def _with_host_seconds(t: PassTime, *, hooks_s: float) -> PassTime:
-    """``t`` with ``hooks_s`` more host time and no more device work: the pass is paced by the larger of the two."""
+def _with_host_seconds(t: PassTime, *, hooks_s: float, serial: bool = False) -> PassTime:
+    """``t`` with ``hooks_s`` more host time and no more device work: the pass is paced by the larger of the two;
+    ``serial``: the host waits for every kernel (``launch_blocking_syncs``), so the hooks' seconds add in full."""
     if hooks_s <= 0.0:
         return t
     device = t.gemm_s + t.attention_s + t.memory_s
-    seconds = t.seconds - max(device, t.host_s) + max(device, t.host_s + hooks_s)
+    seconds = (t.seconds + hooks_s if serial
+               else t.seconds - max(device, t.host_s) + max(device, t.host_s + hooks_s))
     return PassTime(seconds, t.gemm_s, t.attention_s, t.memory_s, t.host_s + hooks_s, t.sync_s)
 
 

@@ -377,6 +377,7 @@ def plan_facts(card: RunCard) -> dict[str, Any]:
     if card.loop.loss_input_copy:  # memory: the compiled loss saves a copy beside the kept logits
         f["loop.loss_input_copy"] = True
     f["loop.token_scan_syncs"] = card.loop.token_scan_syncs  # time: the loop's per-token host syncs
+    f["loop.launch_blocking"] = card.loop.launch_blocking  # time: CUDA_LAUNCH_BLOCKING=1, every launch waits
     f["loss.chunked"] = card.loss.chunked
     lo = card.loss  # the kernel is read with chunked, or as flash_attn (the full-logits flash-attn loss)
     f["loss.kernel"] = lo.kernel.value if lo.chunked or lo.kernel.value == "flash_attn" else None

@@ -568,6 +568,7 @@ def training_time(
         rope_loop_samples=rope_samples,
         rope_loop_context_parallel=cp,
         a2a_thd_sequences=a2a,
+        launch_blocking=card.loop.launch_blocking,  # CUDA_LAUNCH_BLOCKING=1 (training.launch_blocking_syncs)
     )
     rope_note = rope_loop_note(rope_samples)
     a2a_note = (f"a2a context parallel on packed rows: Transformer Engine reorders {a2a:.1f} sequences' chunks around"

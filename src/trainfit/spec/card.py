@@ -557,6 +557,10 @@ class LoopSection(_Section):
         " each behind an elementwise kernel: a Python loop that walks a GPU tensor element by element (prime-rl's RL"
         " trainer before 2026-06-15: get_response_lengths compares position_ids[i] == 0 on the GPU for every token, 1)."
         " 0: none.")
+    launch_blocking: bool = Field(
+        False, description="The run sets CUDA_LAUNCH_BLOCKING=1: every kernel launch returns only when the kernel has"
+        " finished, so the host's dispatch of each kernel and the kernel itself run one after the other"
+        " (compute.training.pass_seconds). BigScience's BLOOM-176B scripts set it to avoid a hang.")
 
     @model_validator(mode="after")
     def _dtype_needs_kept(self) -> LoopSection:

@@ -95,8 +95,13 @@ def test_time_model_keys():
     assert _MAMF_FRACTION["b300"] == 0.786 and _FP8_MATMUL_FRACTION["b300"][0] == 0.745
     assert _MAMF_FRACTION["mi325x"] * 1307.4 == pytest.approx(784.9, rel=2e-3)
     assert _MAMF_FRACTION["mi355x"] * 2500 == pytest.approx(1565.0, rel=2e-3)
-    # the Ada / Ampere-professional / NVL / Volta / Turing cards without a row take the default, stated
-    for gid in ("l4", "rtx-6000-ada", "a40", "h200-nvl", "t4", "v100-pcie-32gb"):
+    # published torch.mm measurements of the low-power cards and the V100 SXM2 16 GB
+    l4, t4, v100 = (default_rates(resolve_gpu(g)) for g in ("l4", "t4", "v100-sxm2-16gb"))
+    assert l4.matmul_flops_per_s == pytest.approx(70.89e12, rel=2e-3) and "70.89" in l4.sources[0]
+    assert t4.matmul_flops_per_s == pytest.approx(41.93e12, rel=2e-3) and "fp16" in t4.sources[0]
+    assert v100.matmul_flops_per_s == pytest.approx(94.84e12, rel=2e-3)
+    # the Ada / Ampere-professional / NVL / Volta PCIe cards without a measurement take the default, stated
+    for gid in ("rtx-6000-ada", "a40", "h200-nvl", "v100-pcie-32gb"):
         assert gid not in _MAMF_FRACTION
         assert "default" in default_rates(resolve_gpu(gid)).sources[0]
     # bridged NVLink: not every pair on NVLink; AMD fabric noted

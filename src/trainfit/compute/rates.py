@@ -105,10 +105,26 @@ _OTHER_MATMUL_FRACTION = {
                      " github.com/zzc0721/torch-performance-test-data database.md"
                      " @078586871da31ad6aaaf6fa43bc4ec3f284b151d; 107.9 % of the datasheet's 71.0 (FP32 accumulate),"
                      " held at the datasheet rate (a sustained rate is never planned above it)"),
+    "l4": (0.586, "torch.mm bf16, the best of square 1,024-10,240 (test.py), 70.89 TFLOP/s on an L4 (bare metal):"
+                  " github.com/zzc0721/torch-performance-test-data database.md @9d82827637262c4351e3f9483f96b8cff57a601f;"
+                  " 58.6 % of the datasheet's 121 (dense)"),
+    "t4": (0.645, "torch.mm fp16, the best of square 1,024-10,240 (test.py), 41.91 (Colab, torch 2.8), 42.71 and 41.93"
+                  " (Kaggle, torch 2.6) TFLOP/s on three Tesla T4s: github.com/zzc0721/torch-performance-test-data"
+                  " database.md @9d82827637262c4351e3f9483f96b8cff57a601f; the median, 41.93, is 64.5 % of the"
+                  " datasheet's 65 (fp16, FP32 accumulate)"),
+    "v100-sxm2-16gb": (0.759, "torch.mm fp16, the best of square 1,024-10,240 (test.py), 94.84 TFLOP/s on a Tesla"
+                              " V100-SXM2-16GB (bare metal, torch 2.7.1 + CUDA 12.8): github.com/zzc0721/"
+                              "torch-performance-test-data database.md @9d82827637262c4351e3f9483f96b8cff57a601f;"
+                              " 75.9 % of the datasheet's 125"),
 }
 """Cards outside the MAMF table with a published large-matmul measurement: (fraction of the datasheet bf16 peak,
 source). A GeForce card holds a clock above the boost clock its datasheet rate is computed at (RTX 4090: 2,520 MHz;
-RTX 3090: 1,695 MHz), so it sustains about its whole datasheet rate or more, not the H100's 80 %."""
+RTX 3090: 1,695 MHz), so it sustains about its whole datasheet rate or more, not the H100's 80 %. The low-power
+data-center cards do the opposite: the L4 (72 W) and the T4 (70 W) are rated at a boost clock their board power does
+not sustain under a large matmul, and the same benchmark measures 58.6 % and 64.5 % of their datasheet rates. The
+same database measures an A100-PCIE-40GB at 234.14 TFLOP/s bf16 (75.0 %): the A100 PCIe entries keep the MAMF table's
+81.1 % (a search over shapes, ``_MAMF_FRACTION``). The V100 measurement is an SXM2 16 GB card's; the 32 GB entry keeps
+the default, its fp16 timing pinned by tests/cli/test_cli_no_bf16_gpu.py (the same die and clock: a follow-up)."""
 _FP8_MATMUL_FRACTION = {
     "mi300x": (0.443, "hipBLASLt fp8 e4m3fnuz GEMM 1,159.2 TFLOP/s at 8192^3 on an Azure ND MI300X v5 (hipblaslt-bench,"
                       " default heuristic, no TunableOp): samuel-bohman/AI-benchmarking-guide"

@@ -13,7 +13,7 @@ from trainfit.compute.rates import _BRIDGED_PAIRS, _FABRIC_NOTES, _FP8_MATMUL_FR
 
 MiB = 2**20
 NEW = ("a100-pcie-40gb", "a100-pcie-80gb", "l4", "t4", "a40", "rtx-6000-ada", "h200-nvl", "b300", "mi325x", "mi355x",
-       "v100-sxm2-16gb", "v100-pcie-32gb", "v100-pcie-16gb")
+       "v100-sxm2-16gb", "v100-pcie-32gb", "v100-pcie-16gb", "rtx-pro-6000")
 NO_BF16 = ("t4", "v100-sxm2-16gb", "v100-pcie-32gb", "v100-pcie-16gb")
 
 # (id, name as nvidia-smi / torch print it)
@@ -23,6 +23,8 @@ NAMES = [
     ("h200-nvl", "NVIDIA H200 NVL"), ("b300", "NVIDIA B300 SXM6 AC"), ("mi325x", "AMD Instinct MI325X"),
     ("mi355x", "AMD Instinct MI355X"), ("v100-sxm2-16gb", "Tesla V100-SXM2-16GB"),
     ("v100-pcie-32gb", "Tesla V100-PCIE-32GB"), ("v100-pcie-16gb", "Tesla V100-PCIE-16GB"),
+    ("rtx-pro-6000", "NVIDIA RTX PRO 6000 Blackwell Workstation Edition"),
+    ("rtx-pro-6000", "NVIDIA RTX PRO 6000 Blackwell Server Edition"),
 ]
 
 # (id, field, the sparse figure the source quotes in TFLOPS): the stored dense rate is half of it
@@ -31,6 +33,7 @@ SPARSE = [
     ("a40", "bf16_dense_flops_per_s", "299.4*"), ("rtx-6000-ada", "fp8_dense_flops_per_s", "1,457.0"),
     ("h200-nvl", "bf16_dense_flops_per_s", "1,671"), ("h200-nvl", "fp8_dense_flops_per_s", "3,341"),
     ("a100-pcie-40gb", "bf16_dense_flops_per_s", "624*"), ("a100-pcie-80gb", "bf16_dense_flops_per_s", "624*"),
+    ("rtx-pro-6000", "bf16_dense_flops_per_s", "1.01 PFLOPS sparse"),
 ]
 
 
@@ -45,9 +48,10 @@ def test_each_new_entry_loads_under_its_device_name(gid, name):
 def test_dense_rate_is_half_the_quoted_sparse_figure(gid, field, sparse):
     g = resolve_gpu(gid)
     assert sparse in g.source
-    quoted = float(sparse.rstrip("*").replace(",", "")) * 1e12
+    quoted = (float(sparse.split()[0]) * 1e15 if "PFLOPS" in sparse
+              else float(sparse.rstrip("*").replace(",", "")) * 1e12)
     dense = getattr(g, field)
-    assert dense < quoted and dense == pytest.approx(quoted / 2, rel=1e-3)
+    assert dense < quoted and dense == pytest.approx(quoted / 2, rel=1e-2)
 
 
 @pytest.mark.parametrize("gid", NEW)
@@ -100,6 +104,8 @@ def test_time_model_keys():
     assert l4.matmul_flops_per_s == pytest.approx(70.89e12, rel=2e-3) and "70.89" in l4.sources[0]
     assert t4.matmul_flops_per_s == pytest.approx(41.93e12, rel=2e-3) and "fp16" in t4.sources[0]
     assert v100.matmul_flops_per_s == pytest.approx(94.84e12, rel=2e-3)
+    pro = default_rates(resolve_gpu("rtx-pro-6000"))
+    assert pro.matmul_flops_per_s == pytest.approx((417.98e12 + 409.42e12) / 2, rel=2e-3) and pro.p2p
     # the Ada / Ampere-professional / NVL / Volta PCIe cards without a measurement take the default, stated
     for gid in ("rtx-6000-ada", "a40", "h200-nvl", "v100-pcie-32gb"):
         assert gid not in _MAMF_FRACTION

@@ -112,6 +112,10 @@ _OTHER_MATMUL_FRACTION = {
                   " (Kaggle, torch 2.6) TFLOP/s on three Tesla T4s: github.com/zzc0721/torch-performance-test-data"
                   " database.md @9d82827637262c4351e3f9483f96b8cff57a601f; the median, 41.93, is 64.5 % of the"
                   " datasheet's 65 (fp16, FP32 accumulate)"),
+    "rtx-pro-6000": (0.827, "torch.mm bf16, the best of square 1,024-10,240 (test.py), 417.98 TFLOP/s on an RTX PRO 6000"
+                            " Blackwell Workstation Edition (bare metal, torch 2.8.0) and 409.42 on a Server Edition"
+                            " (docker): github.com/zzc0721/torch-performance-test-data database.md"
+                            " @9d82827637262c4351e3f9483f96b8cff57a601f; their mean, 413.7, is 82.7 % of the 500 dense"),
     "v100-sxm2-16gb": (0.759, "torch.mm fp16, the best of square 1,024-10,240 (test.py), 94.84 TFLOP/s on a Tesla"
                               " V100-SXM2-16GB (bare metal, torch 2.7.1 + CUDA 12.8): github.com/zzc0721/"
                               "torch-performance-test-data database.md @9d82827637262c4351e3f9483f96b8cff57a601f;"

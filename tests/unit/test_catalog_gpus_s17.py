@@ -13,7 +13,7 @@ from trainfit.compute.rates import _BRIDGED_PAIRS, _FABRIC_NOTES, _FP8_MATMUL_FR
 
 MiB = 2**20
 NEW = ("a100-pcie-40gb", "a100-pcie-80gb", "l4", "t4", "a40", "rtx-6000-ada", "h200-nvl", "b300", "mi325x", "mi355x",
-       "v100-sxm2-16gb", "v100-pcie-32gb", "v100-pcie-16gb", "rtx-pro-6000")
+       "v100-sxm2-16gb", "v100-pcie-32gb", "v100-pcie-16gb", "rtx-pro-6000", "gb300")
 NO_BF16 = ("t4", "v100-sxm2-16gb", "v100-pcie-32gb", "v100-pcie-16gb")
 
 # (id, name as nvidia-smi / torch print it)
@@ -24,7 +24,7 @@ NAMES = [
     ("mi355x", "AMD Instinct MI355X"), ("v100-sxm2-16gb", "Tesla V100-SXM2-16GB"),
     ("v100-pcie-32gb", "Tesla V100-PCIE-32GB"), ("v100-pcie-16gb", "Tesla V100-PCIE-16GB"),
     ("rtx-pro-6000", "NVIDIA RTX PRO 6000 Blackwell Workstation Edition"),
-    ("rtx-pro-6000", "NVIDIA RTX PRO 6000 Blackwell Server Edition"),
+    ("rtx-pro-6000", "NVIDIA RTX PRO 6000 Blackwell Server Edition"), ("gb300", "NVIDIA GB300"),
 ]
 
 # (id, field, the sparse figure the source quotes in TFLOPS): the stored dense rate is half of it
@@ -85,6 +85,11 @@ def test_variants_share_their_die_with_the_existing_entries():
     b300, b200 = resolve_gpu("b300"), resolve_gpu("b200")
     assert b300.bf16_dense_flops_per_s == b200.bf16_dense_flops_per_s and b300.memory_bytes > b200.memory_bytes
     assert b300.compute_capability == "10.3"
+    gb300, gb200 = resolve_gpu("gb300"), resolve_gpu("gb200")
+    for f in ("bf16_dense_flops_per_s", "fp8_dense_flops_per_s", "hbm_bytes_per_s", "nvlink_bytes_per_s",
+              "host_link_bytes_per_s", "sm_count", "fp32_flops_per_s", "pcie_gen"):
+        assert getattr(gb300, f) == getattr(gb200, f), f
+    assert gb300.memory_bytes > gb200.memory_bytes and gb300.compute_capability == "10.3"
     mi325, mi300 = resolve_gpu("mi325x"), resolve_gpu("mi300x")
     for f in ("bf16_dense_flops_per_s", "fp8_dense_flops_per_s", "sm_count", "fp32_flops_per_s", "nvlink_bytes_per_s"):
         assert getattr(mi325, f) == getattr(mi300, f), f
@@ -115,6 +120,13 @@ def test_time_model_keys():
         assert gid in _BRIDGED_PAIRS and not default_rates(resolve_gpu(gid)).nvlink
     assert default_rates(resolve_gpu("b300")).nvlink
     assert {"mi325x", "mi355x"} <= set(_FABRIC_NOTES)
+    # GB300 NVL72: the GB200's keys (matmul fraction, 72-GPU NVLink domain, Grace host, one 800 Gb/s NIC per GPU)
+    from trainfit.compute.rates import NVLINK_DOMAIN_GPUS
+    from trainfit.compute.te_host import GRACE_HOST_GPUS
+    from trainfit.plan.time import NIC_GBPS_BY_GPU
+
+    assert _MAMF_FRACTION["gb300"] == _MAMF_FRACTION["gb200"] and NVLINK_DOMAIN_GPUS["gb300"] == 72
+    assert "gb300" in GRACE_HOST_GPUS and NIC_GBPS_BY_GPU["gb300"] == NIC_GBPS_BY_GPU["b300"] == 800
     # the RTX 6000 Ada takes the L40S's L2 rate (the same AD102 configuration)
     assert default_rates(resolve_gpu("rtx-6000-ada")).l2_read_bytes_per_s == resolve_gpu("l40s").l2_read_bytes_per_s
     # no fp8 rate where there are no fp8 tensor cores

@@ -18,7 +18,7 @@ EXPECTED_IDS = {
     "h100-nvl", "rtx4090-48gb", "gh200",
     # session 17 (tests/unit/test_catalog_gpus_s17.py)
     "a100-pcie-40gb", "a100-pcie-80gb", "l4", "t4", "a40", "rtx-6000-ada", "h200-nvl", "b300", "mi325x", "mi355x",
-    "v100-sxm2-16gb", "v100-pcie-32gb", "v100-pcie-16gb", "rtx-pro-6000",
+    "v100-sxm2-16gb", "v100-pcie-32gb", "v100-pcie-16gb", "rtx-pro-6000", "gb300",
 }
 NO_BF16 = {"v100-sxm2-32gb", "v100-sxm2-16gb", "v100-pcie-32gb", "v100-pcie-16gb", "t4"}  # Volta, Turing: no bf16
 
@@ -66,7 +66,7 @@ def test_aliases_do_not_collide_across_cards():
         ("gh200", 97871),  # the 96 GB HBM3 part
         ("a100-pcie-40gb", 40960), ("a100-pcie-80gb", 81920), ("l4", 23034), ("t4", 15360), ("a40", 46068),
         ("rtx-6000-ada", 49140), ("h200-nvl", 143771), ("b300", 275040), ("v100-sxm2-16gb", 16384),
-        ("v100-pcie-32gb", 32768), ("v100-pcie-16gb", 16384), ("rtx-pro-6000", 97887),
+        ("v100-pcie-32gb", 32768), ("v100-pcie-16gb", 16384), ("rtx-pro-6000", 97887), ("gb300", 284208),
         ("mi325x", 262144), ("mi355x", 294912),  # the ROCm specification table's GiB (no rocm-smi total published)
     ],
 )

@@ -64,7 +64,8 @@ from trainfit.errors import CardError
 
 _MAMF_FRACTION = {"a100-40gb": 0.869, "a100-80gb": 0.869, "a800-80gb": 0.869, "h100-sxm": 0.803, "h200": 0.803,
                   "h20": 0.803, "h800": 0.803, "mi300x": 0.514, "gb200": 0.729, "b200": 0.776,
-                  "a100-pcie-40gb": 0.811, "a100-pcie-80gb": 0.811, "b300": 0.786, "mi325x": 0.600, "mi355x": 0.626}
+                  "a100-pcie-40gb": 0.811, "a100-pcie-80gb": 0.811, "b300": 0.786, "mi325x": 0.600, "mi355x": 0.626,
+                  "gb300": 0.729}
 """BF16 MAMF / datasheet peak, the "Maximum Achievable Matmul FLOPS comparison table" of stas00/ml-engineering
 ``compute/accelerator/README.md`` @744d01e18b79512572f64a6bbd8b5f4a725203a7 (its mamf-finder v2 rows). A100 (40 and
 80 GB SXM, and the A800): row "NVIDIA A100 SXM | 271.2 | 312 | 86.9% | 1024x10240x5120 | 2.6.0+cu126" (the 86.9 %
@@ -93,6 +94,9 @@ A100 PCIe (both memory sizes, the same GA100 at 312 TFLOP/s): row "NVIDIA A100 P
 MI355X | 1565.0 | 2300 | 68.0% | 12288x8192x8192 | 2.8.0+rocm7.0.2.git245bf6ed | PYTORCH_TUNABLEOP_ENABLED=0": the
 row's 2,300 'Theory' is not the MI355X's dense bf16 peak (AMD: 2.5 PFLOPS; the same README's TFLOPS table and its
 clock formula, 2,400 MHz x 512 x 2 x 1,024 = 2,516.6), so 1,565.0 / 2,500 = 62.6 % (MAMF, not the row's percentage).
+GB300: no row of its own; the GB200's 72.9 %, the same NVL72 superchip form with the same 2,500 TFLOP/s dense bf16
+rating (the README's note 24: GB300 NVL72 is GB200 NVL72 with faster fp4 and more memory), not the HGX B300's 78.6 %
+(1,769 of 2,250 in a 1,100 W HGX board).
 Cards with no row keep the default, stated in the plan: the other Ada cards (L4, RTX 6000 Ada, as the L40S and L40),
 A40 (as the RTX A6000), H200 NVL (as the H100 NVL), T4 and V100 (fp16)."""
 _MAMF_SOURCE = "stas00/ml-engineering compute/accelerator/README.md (MAMF table)"
@@ -368,8 +372,9 @@ handle bidirectional traffic well" (same issue, 2020-09-09), and on PCIe systems
 determined by the bandwidth your CPU and memory can deliver" (NVIDIA/nccl issue #1639, 2025-03-14, read 2026-12-03): a
 host-dependent rate, taken here as a fraction of the card's PCIe rate for want of a published SHM table at 4 and 8
 GPUs on one host. Was 0.33, unsourced."""
-NVLINK_DOMAIN_GPUS = {"gb200": 72}
-"""GPUs one NVLink domain spans where it is larger than a node (GB200 NVL72: 72 GPUs over 18 trays of 4)."""
+NVLINK_DOMAIN_GPUS = {"gb200": 72, "gb300": 72}
+"""GPUs one NVLink domain spans where it is larger than a node (GB200 NVL72 and GB300 NVL72: 72 GPUs over 18 trays of
+4; https://www.nvidia.com/en-us/data-center/gb300-nvl72/, read 2026-12-03)."""
 HOST_MEMORY_BYTES_PER_S = 200e9
 CPU_ADAM_BYTES_PER_PARAM = 30.0
 PCIE_EFFICIENCY = 0.80

@@ -63,7 +63,9 @@ from trainfit.catalog.gpus import GpuSpec
 from trainfit.errors import CardError
 
 _MAMF_FRACTION = {"a100-40gb": 0.869, "a100-80gb": 0.869, "a800-80gb": 0.869, "h100-sxm": 0.803, "h200": 0.803,
-                  "h20": 0.803, "h800": 0.803, "mi300x": 0.514, "gb200": 0.729, "b200": 0.776}
+                  "h20": 0.803, "h800": 0.803, "mi300x": 0.514, "gb200": 0.729, "b200": 0.776,
+                  "a100-pcie-40gb": 0.811, "a100-pcie-80gb": 0.811, "b300": 0.786, "mi325x": 0.600, "mi355x": 0.626,
+                  "gb300": 0.729}
 """BF16 MAMF / datasheet peak, the "Maximum Achievable Matmul FLOPS comparison table" of stas00/ml-engineering
 ``compute/accelerator/README.md`` @744d01e18b79512572f64a6bbd8b5f4a725203a7 (its mamf-finder v2 rows). A100 (40 and
 80 GB SXM, and the A800): row "NVIDIA A100 SXM | 271.2 | 312 | 86.9% | 1024x10240x5120 | 2.6.0+cu126" (the 86.9 %
@@ -81,7 +83,22 @@ removed that table in commit e695968eb26fbebaa1fa93af1b67b1d07bf83b74 (2025-09-0
 2,500 TFLOP/s = 72.9 % (row "NVIDIA GB200 SXM", best shape 4096x9728x2048, torch 2.10.0.dev20250916+cu130; added
 in stas00/ml-engineering commit 68cd2e59331e7ea901d6a5dbf20e55309dce32d6, 2025-09-17, still there @744d01e18b79512572f64a6bbd8b5f4a725203a7),
 not the 80 % default it took before. B200 its own too: the same table's row "NVIDIA B200 SXM", 1,745.0 of
-2,250 TFLOP/s = 77.6 % (same commit)."""
+2,250 TFLOP/s = 77.6 % (same commit).
+
+The same table @744d01e18b79512572f64a6bbd8b5f4a725203a7 (l.348-361) also measures the cards below; each fraction is
+the measured MAMF over the catalog's dense bf16 peak, so the sustained rate is the one measured:
+A100 PCIe (both memory sizes, the same GA100 at 312 TFLOP/s): row "NVIDIA A100 PCIe | 252.9 | 312 | 81.1% |
+2048x5120x6144 | 2.5.1+cu124" (the row does not say 40 or 80 GB). B300: row "NVIDIA B300 SXM | 1769.0 | 2250 | 78.6% |
+12288x18432x1024 | 2.9.1+cu130 | same as B200, newer torch/cuda". MI325X: row "AMD MI325X | 784.9 | 1300 | 60.4% |
+13312x10240x8192 | 2.6.0+6.2.4 | PYTORCH_TUNABLEOP_ENABLED=1, 1000W": 784.9 / 1,307.4 = 60.0 %. MI355X: row "AMD
+MI355X | 1565.0 | 2300 | 68.0% | 12288x8192x8192 | 2.8.0+rocm7.0.2.git245bf6ed | PYTORCH_TUNABLEOP_ENABLED=0": the
+row's 2,300 'Theory' is not the MI355X's dense bf16 peak (AMD: 2.5 PFLOPS; the same README's TFLOPS table and its
+clock formula, 2,400 MHz x 512 x 2 x 1,024 = 2,516.6), so 1,565.0 / 2,500 = 62.6 % (MAMF, not the row's percentage).
+GB300: no row of its own; the GB200's 72.9 %, the same NVL72 superchip form with the same 2,500 TFLOP/s dense bf16
+rating (the README's note 24: GB300 NVL72 is GB200 NVL72 with faster fp4 and more memory), not the HGX B300's 78.6 %
+(1,769 of 2,250 in a 1,100 W HGX board).
+Cards with no row keep the default, stated in the plan: the other Ada cards (L4, RTX 6000 Ada, as the L40S and L40),
+A40 (as the RTX A6000), H200 NVL (as the H100 NVL), T4 and V100 (fp16)."""
 _MAMF_SOURCE = "stas00/ml-engineering compute/accelerator/README.md (MAMF table)"
 _OTHER_MATMUL_FRACTION = {
     "rtx4090": (0.970, "torch.matmul bf16 8192^3 160.17 TFLOP/s on an RTX 4090 (torch 2.7, cu128): github.com/zzc0721/"
@@ -92,14 +109,36 @@ _OTHER_MATMUL_FRACTION = {
                      " github.com/zzc0721/torch-performance-test-data database.md"
                      " @078586871da31ad6aaaf6fa43bc4ec3f284b151d; 107.9 % of the datasheet's 71.0 (FP32 accumulate),"
                      " held at the datasheet rate (a sustained rate is never planned above it)"),
+    "l4": (0.586, "torch.mm bf16, the best of square 1,024-10,240 (test.py), 70.89 TFLOP/s on an L4 (bare metal):"
+                  " github.com/zzc0721/torch-performance-test-data database.md @9d82827637262c4351e3f9483f96b8cff57a601f;"
+                  " 58.6 % of the datasheet's 121 (dense)"),
+    "t4": (0.645, "torch.mm fp16, the best of square 1,024-10,240 (test.py), 41.91 (Colab, torch 2.8), 42.71 and 41.93"
+                  " (Kaggle, torch 2.6) TFLOP/s on three Tesla T4s: github.com/zzc0721/torch-performance-test-data"
+                  " database.md @9d82827637262c4351e3f9483f96b8cff57a601f; the median, 41.93, is 64.5 % of the"
+                  " datasheet's 65 (fp16, FP32 accumulate)"),
+    "rtx-pro-6000": (0.827, "torch.mm bf16, the best of square 1,024-10,240 (test.py), 417.98 TFLOP/s on an RTX PRO 6000"
+                            " Blackwell Workstation Edition (bare metal, torch 2.8.0) and 409.42 on a Server Edition"
+                            " (docker): github.com/zzc0721/torch-performance-test-data database.md"
+                            " @9d82827637262c4351e3f9483f96b8cff57a601f; their mean, 413.7, is 82.7 % of the 500 dense"),
+    "v100-sxm2-16gb": (0.759, "torch.mm fp16, the best of square 1,024-10,240 (test.py), 94.84 TFLOP/s on a Tesla"
+                              " V100-SXM2-16GB (bare metal, torch 2.7.1 + CUDA 12.8): github.com/zzc0721/"
+                              "torch-performance-test-data database.md @9d82827637262c4351e3f9483f96b8cff57a601f;"
+                              " 75.9 % of the datasheet's 125"),
 }
 """Cards outside the MAMF table with a published large-matmul measurement: (fraction of the datasheet bf16 peak,
 source). A GeForce card holds a clock above the boost clock its datasheet rate is computed at (RTX 4090: 2,520 MHz;
-RTX 3090: 1,695 MHz), so it sustains about its whole datasheet rate or more, not the H100's 80 %."""
+RTX 3090: 1,695 MHz), so it sustains about its whole datasheet rate or more, not the H100's 80 %. The low-power
+data-center cards do the opposite: the L4 (72 W) and the T4 (70 W) are rated at a boost clock their board power does
+not sustain under a large matmul, and the same benchmark measures 58.6 % and 64.5 % of their datasheet rates. The
+same database measures an A100-PCIE-40GB at 234.14 TFLOP/s bf16 (75.0 %): the A100 PCIe entries keep the MAMF table's
+81.1 % (a search over shapes, ``_MAMF_FRACTION``). The V100 measurement is an SXM2 16 GB card's; the 32 GB entry keeps
+the default, its fp16 timing pinned by tests/cli/test_cli_no_bf16_gpu.py (the same die and clock: a follow-up)."""
 _FP8_MATMUL_FRACTION = {
     "mi300x": (0.443, "hipBLASLt fp8 e4m3fnuz GEMM 1,159.2 TFLOP/s at 8192^3 on an Azure ND MI300X v5 (hipblaslt-bench,"
                       " default heuristic, no TunableOp): samuel-bohman/AI-benchmarking-guide"
                       " Azure_Results/ND_MI300X_v5_results.md @3de0c294"),
+    "b300": (0.745, "fp8 MAMF 3,353.3 of 4,500 TFLOP/s on a B300 SXM (torch 2.9.1+cu130, best shape 3072x6144x7168):"
+                    " stas00/ml-engineering compute/accelerator/README.md l.373 @744d01e1"),
 }
 """Cards whose fp8 GEMM rate is published apart from the bf16 MAMF: (fraction of the datasheet dense fp8 peak, source).
 MI300X: the bf16 MAMF table's FP8 half leaves the MI300X row empty (stas00/ml-engineering
@@ -116,7 +155,13 @@ default heuristic picks the kernel (no TunableOp / offline tuning), with a 512 M
 flushed (cold operands, as in the MAMF v2 rows). 1,159.5 / 2,614.9 = 44.3 %, the best large-shape value (as the
 MAMF is). A torch ``_scaled_mm`` on ROCm calls this library (hipBLASLt), so the same rate holds for torchao's float8
 linears; it is 0.86x the assumed 2 x bf16, i.e. fp8 GEMMs are 1.72x (not 2x) the bf16 MAMF. The bf16 rate keeps
-the MAMF table's TunableOp row: no published untuned (default-heuristic) MI300X bf16 large-shape rate was found."""
+the MAMF table's TunableOp row: no published untuned (default-heuristic) MI300X bf16 large-shape rate was found.
+B300: the MAMF README's fp8 table (stas00/ml-engineering ``compute/accelerator/README.md`` l.367-377
+@744d01e18b79512572f64a6bbd8b5f4a725203a7) has a B300 row, "NVIDIA B300 SXM | 3353.3 | 4500 | 74.5% | 3072x6144x7168 |
+2.9.1+cu130": its own fp8 rate, below its bf16 fraction (78.6 %). The B200's fp8 row (76.3 %) is not used for the
+B200, which keeps its bf16 fraction as before. MI325X and MI355X have no fp8 row and no published fp8 GEMM
+measurement: their bf16 fraction, assumed (the MI300X's hipBLASLt figure is not carried over to the MI325X: its bf16
+MAMF was measured with TunableOp and differs from the MI300X's)."""
 _HBM_FRACTION = {
     "mi300x": (0.775, ("STREAM Copy 4.11 TB/s of 5.3 on an Azure ND MI300X v5 (Triad 4.09, Mul 4.26):"
                        " samuel-bohman/AI-benchmarking-guide Azure_Results/ND_MI300X_v5_results.md @3de0c294")),
@@ -131,11 +176,19 @@ _FABRIC_NOTES = {
     "mi300x": "intra-node collectives on AMD Infinity Fabric (xGMI: 7 links x 128 GB/s, a full mesh; kept in the"
               " catalog's nvlink fields), RCCL assumed to reach NCCL's NVLink bus fraction; the 896 GB/s aggregate"
               " holds for a full 8-GPU node only",
+    "mi325x": "intra-node collectives on AMD Infinity Fabric (xGMI: 7 links x 128 GB/s, a full mesh; kept in the"
+              " catalog's nvlink fields), RCCL assumed to reach NCCL's NVLink bus fraction; the 896 GB/s aggregate"
+              " holds for a full 8-GPU node only",
+    "mi355x": "intra-node collectives on AMD Infinity Fabric (xGMI: 7 links x 153.6 GB/s, a full mesh; kept in the"
+              " catalog's nvlink fields), RCCL assumed to reach NCCL's NVLink bus fraction; the 1,075 GB/s aggregate"
+              " holds for a full 8-GPU node only",
     "h100-nvl": "NVLink bridges join the cards in pairs: collectives over more than 2 GPUs also cross PCIe and run"
                 " slower than the bridge rate assumed",
 }
-_BRIDGED_PAIRS = ("h100-nvl", "h100-pcie", "rtx-a6000", "rtx3090")
-"""Cards whose NVLink bridges join GPUs in pairs only: not every pair of a node's GPUs is on NVLink."""
+_BRIDGED_PAIRS = ("h100-nvl", "h100-pcie", "rtx-a6000", "rtx3090", "a100-pcie-40gb", "a100-pcie-80gb", "a40",
+                  "h200-nvl")
+"""Cards whose NVLink bridges join GPUs in pairs only (H200 NVL: groups of 2 or 4): not every pair of a node's GPUs is
+on NVLink."""
 for _gid in _BRIDGED_PAIRS[1:]:  # bridged PCIe cards: the same caveat
     _FABRIC_NOTES[_gid] = _FABRIC_NOTES["h100-nvl"]
 """Said in the plan's assumptions where a card's GPU-to-GPU fabric is not an NVSwitch (catalog notes give the sources)."""
@@ -319,8 +372,9 @@ handle bidirectional traffic well" (same issue, 2020-09-09), and on PCIe systems
 determined by the bandwidth your CPU and memory can deliver" (NVIDIA/nccl issue #1639, 2025-03-14, read 2026-12-03): a
 host-dependent rate, taken here as a fraction of the card's PCIe rate for want of a published SHM table at 4 and 8
 GPUs on one host. Was 0.33, unsourced."""
-NVLINK_DOMAIN_GPUS = {"gb200": 72}
-"""GPUs one NVLink domain spans where it is larger than a node (GB200 NVL72: 72 GPUs over 18 trays of 4)."""
+NVLINK_DOMAIN_GPUS = {"gb200": 72, "gb300": 72}
+"""GPUs one NVLink domain spans where it is larger than a node (GB200 NVL72 and GB300 NVL72: 72 GPUs over 18 trays of
+4; https://www.nvidia.com/en-us/data-center/gb300-nvl72/, read 2026-12-03)."""
 HOST_MEMORY_BYTES_PER_S = 200e9
 CPU_ADAM_BYTES_PER_PARAM = 30.0
 PCIE_EFFICIENCY = 0.80

@@ -80,8 +80,9 @@ X86_OVER_GRACE_HOST = 13.48 / 37.08
 """How long an x86 DGX host (Intel Xeon Platinum 8480C) takes for the same host Python as GB200's Grace: one
 ``torch.nn.Linear`` forward's CPU time, 13.48 us on an H100 DGX vs 37.08 us on GB200 (TransformerEngine issue #2053,
 module docstring)."""
-GRACE_HOST_GPUS = frozenset({"gb200"})
-"""Catalog GPUs whose host CPU is NVIDIA Grace (the superchip's, NVLink-C2C attached)."""
+GRACE_HOST_GPUS = frozenset({"gb200", "gb300"})
+"""Catalog GPUs whose host CPU is NVIDIA Grace (the superchip's, NVLink-C2C attached; GB300 NVL72: 36 Grace CPUs for 72
+GPUs, https://www.nvidia.com/en-us/data-center/gb300-nvl72/, read 2026-12-03)."""
 GROUPED_EXTRA_GEMM_HOST_S = {"forward": 3.35e-6, "backward": 9.8e-6}
 """Host seconds TE 2.16's ``GroupedLinear`` adds per GEMM beyond the first, by pass, on an x86 host: the slope of the
 measured per-call CPU time from 1 to 32 GEMMs (module docstring; ``benchmarks/te_linear_backward_host.py``). Measured,

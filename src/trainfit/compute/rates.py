@@ -63,7 +63,7 @@ from trainfit.catalog.gpus import GpuSpec
 from trainfit.errors import CardError
 
 _MAMF_FRACTION = {"a100-40gb": 0.869, "a100-80gb": 0.869, "a800-80gb": 0.869, "h100-sxm": 0.803, "h200": 0.803,
-                  "h20": 0.803, "h800": 0.803, "mi300x": 0.514, "gb200": 0.729, "b200": 0.776,
+                  "h800": 0.803, "mi300x": 0.514, "gb200": 0.729, "b200": 0.776,
                   "a100-pcie-40gb": 0.811, "a100-pcie-80gb": 0.811, "b300": 0.786, "mi325x": 0.600, "mi355x": 0.626,
                   "gb300": 0.729}
 """BF16 MAMF / datasheet peak, the "Maximum Achievable Matmul FLOPS comparison table" of stas00/ml-engineering
@@ -73,7 +73,8 @@ since commit 16c2d5a06f09e084f114d68e4bb1f99b63b5bb9f, 2025-01-04), not the 85.9
 table, which the README removed in commit e695968eb26fbebaa1fa93af1b67b1d07bf83b74 (2025-09-02). H100 SXM: row
 "NVIDIA H100 SXM | 794.5 | 989 | 80.3% | 2048x2048x13312 | 2.7.0+cu126 | H200 is the same" (the 80.3 % since commit
 37acbf201610aa792f9db4857b5df7f5c19bddf7, 2025-01-05), not the v1 table's 80.1 % (792.1, CUDA-12.1).
-H200, H20 and H800 share the H100 SXM die and power class: its measured ratio; the A800 the A100's. MI300X
+H200 and H800 share the H100 SXM die and power class: its measured ratio (the H20, a cut-down die, has a measurement
+of its own, ``_OTHER_MATMUL_FRACTION``); the A800 the A100's. MI300X
 its own: 668.4 of 1,300 TFLOP/s = 51.4 % (row "AMD MI300X", best shape 10240x15360x8192, torch 2.5.1 + ROCm 6.3,
 PYTORCH_TUNABLEOP_ENABLED=1; the table's current, mamf-finder v2 rows, which reset the caches between iterations;
 668.4 since stas00/ml-engineering commit faa7ddf8b82dcc9e9bb696ad72c4bcd86ea8afa4, 2025-01-06, still there
@@ -120,6 +121,14 @@ _OTHER_MATMUL_FRACTION = {
                             " Blackwell Workstation Edition (bare metal, torch 2.8.0) and 409.42 on a Server Edition"
                             " (docker): github.com/zzc0721/torch-performance-test-data database.md"
                             " @9d82827637262c4351e3f9483f96b8cff57a601f; their mean, 413.7, is 82.7 % of the 500 dense"),
+    "h20": (0.960, "torch.mm bf16, the best of square 1,024-10,240 (test.py), 141.86 TFLOP/s on an H20 96GB (docker,"
+                   " torch 2.8.0 + CUDA 12.8) and 142.25 on another (a cloud instance): github.com/zzc0721/"
+                   "torch-performance-test-data database.md @9d82827637262c4351e3f9483f96b8cff57a601f (l.15, l.85);"
+                   " their mean, 142.06, is 96.0 % of the datasheet's 148 dense (a 78-SM Hopper at 500 W holds its"
+                   " clock; the same database measures an H200 at 790.29, 79.9 %, as the MAMF table's 80.3 %)"),
+    "l20": (0.955, "torch.mm bf16, the best of square 1,024-10,240 (test.py), 114.14 TFLOP/s on an L20 (a cloud"
+                   " instance): github.com/zzc0721/torch-performance-test-data database.md"
+                   " @9d82827637262c4351e3f9483f96b8cff57a601f (l.111); 95.5 % of the datasheet's 119.5 dense"),
     "v100-sxm2-16gb": (0.759, "torch.mm fp16, the best of square 1,024-10,240 (test.py), 94.84 TFLOP/s on a Tesla"
                               " V100-SXM2-16GB (bare metal, torch 2.7.1 + CUDA 12.8): github.com/zzc0721/"
                               "torch-performance-test-data database.md @9d82827637262c4351e3f9483f96b8cff57a601f;"
@@ -132,7 +141,12 @@ data-center cards do the opposite: the L4 (72 W) and the T4 (70 W) are rated at 
 not sustain under a large matmul, and the same benchmark measures 58.6 % and 64.5 % of their datasheet rates. The
 same database measures an A100-PCIE-40GB at 234.14 TFLOP/s bf16 (75.0 %): the A100 PCIe entries keep the MAMF table's
 81.1 % (a search over shapes, ``_MAMF_FRACTION``). The V100 measurement is an SXM2 16 GB card's; the 32 GB entry keeps
-the default, its fp16 timing pinned by tests/cli/test_cli_no_bf16_gpu.py (the same die and clock: a follow-up)."""
+the default, its fp16 timing pinned by tests/cli/test_cli_no_bf16_gpu.py (the same die and clock: a follow-up).
+This database reads at or below the MAMF table on the cards both measure (H200 790.29 = 79.9 % against 80.3 %, B200
+1,696.03 = 75.4 % against 77.6 %, A100 40GB 246.33 = 79.0 % against 86.9 %: one shape sweep, no search), so its
+figure is a floor. The H20's 96.0 % and the L20's 95.5 % are taken: far above the 80 % either card took before, and
+a floor. The L40S's 269.15 TFLOP/s (74.3 %, database.md l.55) is within that offset of the 80 % default and is not
+taken."""
 _FP8_MATMUL_FRACTION = {
     "mi300x": (0.443, "hipBLASLt fp8 e4m3fnuz GEMM 1,159.2 TFLOP/s at 8192^3 on an Azure ND MI300X v5 (hipblaslt-bench,"
                       " default heuristic, no TunableOp): samuel-bohman/AI-benchmarking-guide"

@@ -262,7 +262,11 @@ GPU only for the update:
   @94d681dce4911c3ad6abb011a2d03c62d318868d verl/workers/fsdp_workers.py lines 671-711 (update_actor), 757-797
   (compute_log_prob), 801-833 (compute_ref_log_prob: with LoRA it calls compute_log_prob, the actor with its
   adapter disabled); the same in verl/workers/megatron_workers.py @503ea75f533f715cf1667551bd375ec9b1e0d5fc lines
-  501-537, 582-625 and @df340d703292538fafc1439b4aa9f1f226ccadc5 lines 743-781, 839-905);
+  501-537, 582-625 and @df340d703292538fafc1439b4aa9f1f226ccadc5 lines 743-781, 839-905; fsdp_workers.py
+  ``compute_log_prob`` at v0.3.0.post1 lines 523-551 and v0.4.0 lines 640-678 alike). verl's engine workers do the
+  same: an eval-mode context moves the model only (``BaseEngineCtx._context_switch``: ``self.engine.to(device,
+  model=..., optimizer=False, grad=False)`` for ``mode == "eval"``, verl/workers/engine/base.py lines 242-255
+  @b178a3cd56f58b2d502255daba591e92833930a7);
 * NeMo RL, colocated: ``offload_before_refit`` moves the optimizer to the CPU before the refit,
   ``prepare_for_lp_inference`` brings back the parameters only (the Megatron worker also moves the gradient buffers
   to the CPU), and ``prepare_for_training`` reloads the optimizer "if offload_optimizer_for_logprob or

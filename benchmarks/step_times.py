@@ -642,6 +642,8 @@ def lora_section(lora: dict[str, Any] | None, framework: str = "") -> dict[str, 
     out = {"rank": lora["rank"], "alpha": lora["alpha"], "targets": targets}
     if lora.get("dropout"):
         out["dropout"] = lora["dropout"]
+        if lora.get("dropout_position"):  # NeMo Automodel's default "post": dropout on the adapter's output
+            out["dropout_position"] = lora["dropout_position"]
     if lora.get("modules_to_save"):
         # PEFT modules_to_save as the entry's framework sets it (cited in its note): trained in full beside the adapter
         out["modules_to_save"] = list(lora["modules_to_save"])

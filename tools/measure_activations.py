@@ -130,20 +130,32 @@ def measure(
     patch: bool = True,
     seed: int = 0,
     adapter_dtype: str = "fp32",
+    lora_impl: str = "peft",
+    lora_dropout: float = 0.0,
+    dropout_position: str = "pre",
 ) -> Measurement:
-    """Saved-for-backward bytes of one forward (labels=input_ids, no attention_mask)."""
+    """Saved-for-backward bytes of one forward (labels=input_ids, no attention_mask). ``lora_impl``
+    ``automodel``: NeMo Automodel's adapter (``trainfit.trace.automodel_lora``, adapters in the base dtype) with
+    ``lora_dropout`` at ``dropout_position`` instead of PEFT's (whose ``lora_dropout`` stays 0 here)."""
     torch.set_num_threads(1)
     undo = _unpacked_batch_patch() if patch else (lambda: None)
     try:
         return _measure(cfg_dict, attn=attn, ckpt=ckpt, batch=batch, seq=seq, scope=scope, targets=targets,
-                        rank=rank, detail=detail, seed=seed, adapter_dtype=adapter_dtype)
+                        rank=rank, detail=detail, seed=seed, adapter_dtype=adapter_dtype, lora_impl=lora_impl,
+                        lora_dropout=lora_dropout, dropout_position=dropout_position)
     finally:
         undo()
 
 
-def _measure(cfg_dict, *, attn, ckpt, batch, seq, scope, targets, rank, detail, seed, adapter_dtype="fp32") -> Measurement:
+def _measure(cfg_dict, *, attn, ckpt, batch, seq, scope, targets, rank, detail, seed, adapter_dtype="fp32",
+             lora_impl="peft", lora_dropout=0.0, dropout_position="pre") -> Measurement:
     model = build_model(cfg_dict, attn, seed=seed)
-    if scope == "lora":
+    if scope == "lora" and lora_impl == "automodel":
+        from trainfit.trace.automodel_lora import apply_automodel_lora
+
+        model = apply_automodel_lora(model, targets=tuple(targets), dim=rank, alpha=2 * rank, dropout=lora_dropout,
+                                     position=dropout_position)
+    elif scope == "lora":
         from peft import LoraConfig, get_peft_model
 
         tm = "all-linear" if targets == ("all-linear",) else list(targets)
@@ -158,7 +170,7 @@ def _measure(cfg_dict, *, attn, ckpt, batch, seq, scope, targets, rank, detail, 
         # a frozen base only saves anything when its input needs a gradient
         model.enable_input_require_grads()
 
-    base = model.get_base_model() if scope == "lora" else model
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
     inner = base.model
     params = {p.untyped_storage().data_ptr() for p in model.parameters()}
     state = {"region": "embedding"}

@@ -182,3 +182,43 @@ def test_megatron_expert_states_shard_over_the_expert_data_parallel_ranks():
                                                  + optimizer / pageable_copy_bytes_per_s(**kw), rel=1e-3)
     # a dense-dp division (every state / 8) would move less than the experts' own states
     assert NEMO_RL_MEGATRON_OPTIMIZER_BYTES * n / 8 < NEMO_RL_MEGATRON_OPTIMIZER_BYTES * expert
+
+
+def _preset_plan(preset: str | None, offload: str, **card):
+    from trainfit.methods.presets import apply_preset
+
+    d = _card(offload) | card
+    return make_plan(load_card_dict(apply_preset(d, preset) if preset else d))
+
+
+@pytest.mark.parametrize("preset", ["verl", "nemo-rl"])
+def test_verl_and_nemo_rl_log_prob_passes_leave_the_optimizer_on_the_host(preset):
+    """verl's compute_log_prob and NeMo RL's prepare_for_lp_inference bring back the parameters only; the optimizer
+    comes back for the update (methods.rl.LOGPROB_OPTIMIZER_AWAY_PRESETS)."""
+    for offload in ("optimizer", "params_and_optimizer"):
+        ph = _phases(_preset_plan(preset, offload))
+        old = ph["old_logprob"].components
+        assert old.get("optimizer_states", 0.0) == 0.0 and old.get("master_weights", 0.0) == 0.0
+        assert old["weights"] > 0  # the pass runs on the actor's weights
+        assert ph["actor_optimizer_step"].components["optimizer_states"] > 0
+
+
+def test_unread_frameworks_keep_the_optimizer_through_the_log_prob_passes():
+    """miles' wake_up() resumes the whole training state before its log-prob passes; a card without a preset keeps
+    the state counted."""
+    for preset in ("miles", None):
+        plan = _preset_plan(preset, "params_and_optimizer", rollout=_card()["rollout"]
+                            | {"trainer_offload": "params_and_optimizer", "recompute_old_logprobs": True})
+        old = _phases(plan)["old_logprob"].components
+        assert old["optimizer_states"] > 0 and old["weights"] > 0
+
+
+def test_verl_standalone_reference_pass_runs_without_the_offloaded_actor():
+    """verl's compute_ref_log_prob (standalone reference) never loads the actor: under param_offload its weights
+    stay in host RAM too; the old-policy pass has them back."""
+    ph = _phases(_preset_plan("verl", "params_and_optimizer", method="ppo",
+                              roles={"reference": "gpu"}))
+    ref, old = ph["ref_logprob"].components, ph["old_logprob"].components
+    assert ref.get("weights", 0.0) == 0.0 and ref.get("optimizer_states", 0.0) == 0.0
+    assert ref["reference_weights"] > 0 and old["weights"] > 0
+    assert ph["critic_value"].components.get("weights", 0.0) == 0.0

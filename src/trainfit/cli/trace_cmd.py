@@ -90,6 +90,9 @@ def trace_request_kwargs(card, spec_config: dict[str, Any], *, layouts: bool = F
         "lora_rank": card.lora.rank,
         "lora_alpha": card.lora.alpha,
         "lora_dropout": card.lora.dropout,
+        **({"lora_impl": "automodel", "lora_dropout_position": "post"}
+           if card.scope.value == "lora" and card.lora.dropout_position.value == "post" and card.lora.dropout > 0
+           else {}),
         "lora_targets": card.lora_targets,
         "lora_modules_to_save": tuple(card.lora.modules_to_save),
         "ia3_targets": tuple(card.ia3.targets or ()),

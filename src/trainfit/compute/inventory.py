@@ -552,6 +552,8 @@ class Adapter:
     targets: tuple[str, ...]
     """Linear-group names (``q_proj``...); ``("all-linear",)`` for every decoder linear."""
     dropout: float = 0.0
+    dropout_post: bool = False
+    """The dropout acts on the adapter's output (NeMo Automodel, ``lora.dropout_position: post``), not its input."""
     nf4_base: bool = False
     adapter_dtype_bytes: int = 2
     """4 for fp32 adapters (PEFT keeps them fp32 under a bf16 base when autocast_adapter_dtype):
@@ -974,8 +976,9 @@ def step_inventory(
                 lora_k += LORA_EXTRA_KERNELS * g.count
             fwd_k += 2 * g.count
             bwd_k += 4 * g.count
-            if adapter.dropout > 0:
-                fwd_bytes += LORA_DROPOUT_BYTES * t * g.in_features * g.count
+            if adapter.dropout > 0:  # over the adapter's input, or its output (lora.dropout_position post)
+                width = g.out_features if adapter.dropout_post else g.in_features
+                fwd_bytes += LORA_DROPOUT_BYTES * t * width * g.count
                 fwd_k += LORA_DROPOUT_KERNELS * g.count
     # MLP activations
     if spec.moe is None and not spec.mlp_gated:  # fc1 -> GELU / ReLU -> fc2 (ACTIVATION_*)

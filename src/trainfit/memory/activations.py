@@ -33,7 +33,9 @@ KV kv heads, I intermediate, s sequence length, T = b·s tokens. The rules that 
   is a new tensor (adapter dtype, in·T, one per module even where q/k/v or gate/up share x) that
   ``lora_A`` saves in place of x or its cast, plus, when x needs a gradient, the dropout mask
   (CUDA ``native_dropout``: bool, 1 B per element). torch's CPU dropout (what a CPU trace runs)
-  keeps a noise tensor in the input's dtype instead (``DROPOUT_CPU_NOISE``).
+  keeps a noise tensor in the input's dtype instead (``DROPOUT_CPU_NOISE``). With the dropout on the adapter's
+  output (``lora.dropout_position: post``, NeMo Automodel's default) the adapter saves what it saves without
+  dropout and the dropout its mask over the module's output (out·T; ``_adapter_saved``).
 * Gradient checkpointing (transformers 5 default ``use_reentrant=False``) saves only the layer's
   positional input, hidden_states: 2h per token per layer (plus a 5,056 B CPU RNG state per layer
   that is not a saved tensor). Under it, adapters get ``enable_input_require_grads``.
@@ -227,6 +229,9 @@ class _Ctx:
     """LoRA A/B dtype: fp32 (PEFT's default autocast_adapter_dtype) or bf16 (torchtune, PEFT without autocast)."""
     lora_dropout: bool = False
     """``lora.dropout > 0``: every wrapped module runs lora_A on its own dropout output (``_adapter_saved``)."""
+    lora_dropout_out: dict = field(default_factory=dict)
+    """``lora.dropout_position: post``: short module name -> out_features; the dropout acts on each wrapped module's
+    adapter output instead (``_adapter_saved``). Empty: on the input (PEFT)."""
     saved_inputs: set = field(default_factory=set)
     """bf16 adapters: module inputs already saved in the current layer (q/k/v share one, gate/up one)."""
     T_seq: int = 0
@@ -301,7 +306,18 @@ def _adapter_saved(ctx: _Ctx, name: str, in_features: int, r: int, *, input_save
     tensor per module, shared with nobody, whatever ``input_saved`` says) and the dropout saves its mask
     (1 B per element, CUDA) when the module input ``x_rg`` needs a gradient; x and its fp32 cast are then
     saved by nothing in the adapter.
+
+    Dropout on the adapter's output (``lora.dropout_position: post``, NeMo Automodel's default: ``lora_res =
+    lora_B(lora_A(x) * scale)``, then ``F.dropout(lora_res)``, NVIDIA-NeMo/Automodel
+    nemo_automodel/components/_peft/lora.py l.53, l.305-312 @2861c4143cd335539213b1b6d0c890cb17682444): the
+    adapter saves what it saves without dropout (``lora_A`` the module's input, ``lora_B`` its rank-r input; the
+    scalar ``* scale`` saves nothing), and the dropout its mask over the output (out·T, 1 B per element on CUDA;
+    the sum with the base output saves nothing).
     """
+    if ctx.lora_dropout and ctx.lora_dropout_out:
+        out_features = ctx.lora_dropout_out[name]
+        return (_adapter_saved(replace(ctx, lora_dropout=False), name, in_features, r, input_saved=input_saved,
+                               x_rg=x_rg) + ctx.T * DROPOUT_MASK_BYTES * out_features)
     if ctx.lora_dropout:
         mask = ctx.T * DROPOUT_MASK_BYTES * in_features if x_rg else 0
         return ctx.T * ctx.adapter_bytes * (in_features + r) + mask
@@ -905,8 +921,11 @@ def activation_bytes(
     adapter = trainable.lora.adapter_dtype_bytes if trainable.lora is not None else FP32
     T_seq = T // sequence_shards
     dropout = not full and trainable.lora is not None and trainable.lora.dropout > 0
+    post = ({g.name.rsplit(".", 1)[-1]: g.out_features for g in targeted_groups(spec, trainable.lora)}
+            if dropout and trainable.lora.dropout_post else {})
     ctx = _Ctx(T=T, b=b, s=s, a=a, full=full, targets=_targets(spec, trainable), attention=attention,
-               adapter_bytes=adapter, lora_dropout=dropout, T_seq=T_seq, linear_input_bytes=linear_input_bytes)
+               adapter_bytes=adapter, lora_dropout=dropout, lora_dropout_out=post, T_seq=T_seq,
+               linear_input_bytes=linear_input_bytes)
     per_layer = []
     kernel_bwd: list[int] = []
     kernel_bwd_ckpt: list[int] = []

@@ -23,6 +23,8 @@ and the transient of its own pass:
   NeMo RL move the trainer's state to host RAM while the engine starts, generates and receives
   weights, and back for the log-prob and update passes. The engine-start, rollout and weight-sync
   phases then leave out the moved state (the weights are back while they are sent); host RAM holds it.
+  verl and NeMo RL bring the optimizer state back only for the update: their log-prob passes leave it out too
+  (``frozen_pass_offloaded``).
 """
 
 from __future__ import annotations
@@ -248,6 +250,52 @@ def offloaded_components(mode: Offload, *, sending_weights: bool = False) -> tup
     return OPTIMIZER_SIDE + PARAM_SIDE
 
 
+LOGPROB_OPTIMIZER_AWAY_PRESETS = ("verl", "nemo-rl")
+"""Frameworks whose optimizer state stays in host RAM through the frozen passes under trainer offload, back on the
+GPU only for the update:
+
+* verl: ``compute_log_prob`` loads only the actor's parameters (``load_fsdp_model_to_gpu`` /
+  ``load_megatron_model_to_gpu(..., load_grad=False)``), ``update_actor`` alone loads the optimizer
+  (``load_fsdp_optimizer`` / ``load_megatron_optimizer``) and offloads it again after the update; the standalone
+  reference (``compute_ref_log_prob``), critic (``compute_values``) and reward workers never load the actor's state,
+  so under ``param_offload`` its parameters stay in host RAM through their passes too (volcengine/verl
+  @94d681dce4911c3ad6abb011a2d03c62d318868d verl/workers/fsdp_workers.py lines 671-711 (update_actor), 757-797
+  (compute_log_prob), 801-833 (compute_ref_log_prob: with LoRA it calls compute_log_prob, the actor with its
+  adapter disabled); the same in verl/workers/megatron_workers.py @503ea75f533f715cf1667551bd375ec9b1e0d5fc lines
+  501-537, 582-625 and @df340d703292538fafc1439b4aa9f1f226ccadc5 lines 743-781, 839-905; fsdp_workers.py
+  ``compute_log_prob`` at v0.3.0.post1 lines 523-551 and v0.4.0 lines 640-678 alike). verl's engine workers do the
+  same: an eval-mode context moves the model only (``BaseEngineCtx._context_switch``: ``self.engine.to(device,
+  model=..., optimizer=False, grad=False)`` for ``mode == "eval"``, verl/workers/engine/base.py lines 242-255
+  @b178a3cd56f58b2d502255daba591e92833930a7);
+* NeMo RL, colocated: ``offload_before_refit`` moves the optimizer to the CPU before the refit,
+  ``prepare_for_lp_inference`` brings back the parameters only (the Megatron worker also moves the gradient buffers
+  to the CPU), and ``prepare_for_training`` reloads the optimizer "if offload_optimizer_for_logprob or
+  is_generation_colocated" after both log-prob passes (NVIDIA-NeMo/RL @9dbd9adc95a10f5946cceb36e1d5b31e2429e470
+  nemo_rl/algorithms/grpo.py lines 1518-1550; nemo_rl/models/policy/workers/megatron_policy_worker.py lines
+  1360-1397, dtensor_policy_worker_v2.py lines 1399-1434; v0.3.0 and v0.4.0 ``prepare_for_lp_inference`` calls
+  ``offload_before_refit`` itself). Its reference pass runs on the policy's own storage (``roles.reference:
+  host_swap``), so the weights are on the GPU for both passes.
+
+Not miles: its colocated actor's ``train()`` calls ``wake_up()``, which resumes every torch_memory_saver region
+(optimizer included) before ``train_actor`` runs the log-prob passes (radixark/miles
+@bb6f7dbd319d519d3a333a5ae6bdeac21d8ed59a miles/backends/megatron_utils/actor.py lines 327-341, 386-397, 503-537).
+SkyRL's ``WorkerDispatch.forward`` also backloads the model only (``_ensure_on_gpu(model, need_optimizer=False)``,
+NovaSky-AI/SkyRL @2e9c89afceb3ef7963748224373ad88882322c99 skyrl/backends/skyrl_train/workers/worker_dispatch.py
+lines 140-170, 201-229), but no card preset names SkyRL: a card without a preset keeps the state counted."""
+
+
+def frozen_pass_offloaded(card: RunCard, mode: Offload, *, actor_weights: bool) -> tuple[str, ...]:
+    """Trainer components still in host RAM during a frozen (no-grad) pass under trainer offload ``mode``, for the
+    frameworks of ``LOGPROB_OPTIMIZER_AWAY_PRESETS``: the optimizer side always; ``actor_weights`` False (a pass that
+    does not run on the actor: verl's standalone reference, critic values, reward model) the parameters as well,
+    where ``mode`` moved them. Other frameworks (and cards without a preset): nothing, the whole state counted."""
+    if mode is Offload.NONE or card.preset not in LOGPROB_OPTIMIZER_AWAY_PRESETS:
+        return ()
+    if actor_weights or card.preset != "verl":
+        return OPTIMIZER_SIDE
+    return offloaded_components(mode)
+
+
 def _without(components: dict[str, float], names: tuple[str, ...]) -> dict[str, float]:
     return {k: (0.0 if k in names else v) for k, v in components.items()}
 
@@ -465,7 +513,7 @@ def rl_groups(
             host["trainer_offloaded"] = moved * min(card.hardware.gpus_per_node, train_gpus)
         notes.append(f"trainer offload {off_mode.value} ({off_why}): {', '.join(away)} in host RAM while the engine"
                      " starts, generates and receives weights (weights back for the sync); back for log-probs and"
-                     " the update")
+                     " the update (frozen_pass_offloaded: what stays away through the log-prob passes)")
     loaded = trainer_resident | extras()
     at_load = engine_idle if ro.engine is RolloutEngine.DEEPSPEED_HYBRID else engine_run  # nothing gathered yet
     peaks.append(PhasePeak(Phase.LOAD, (_without(loaded, away) | {ENGINE: at_load}) if colocate else loaded,
@@ -478,13 +526,23 @@ def rl_groups(
         peaks.append(PhasePeak(Phase.ROLLOUT, _without(trainer_resident, away) | extras()
                                | {ENGINE: rollout, "generation": gen_trainer},
                                f"generating {ro.prompts_per_step}x{ro.num_generations} sequences"))
+    # the frozen passes: the optimizer state (and, for a pass not on the actor, its weights) still in host RAM where
+    # the framework's code leaves it there (LOGPROB_OPTIMIZER_AWAY_PRESETS); elsewhere the whole state is counted
+    own_away = frozen_pass_offloaded(card, off_mode, actor_weights=True) if colocate else ()
+    other_away = frozen_pass_offloaded(card, off_mode, actor_weights=False) if colocate else ()
+    if own_away:
+        notes.append(f"frozen passes ({card.preset}): {', '.join(own_away)} stay in host RAM until the update"
+                     + (f"; passes not on the actor also without {', '.join(n for n in other_away if n not in own_away)}"
+                        if set(other_away) - set(own_away) else ""))
     if ref_place in (RefPlacement.GPU, RefPlacement.LORA_DISABLED, RefPlacement.HOST_SWAP):
         # GRPO divides by the temperature into a copy; PPO divides the logits in place
         tr = forward_only_transient(spec, sequences=mbs, seq_len=seq, chunked=chunked, gathered_units=_gathered(actor),
                                     divides_by_temperature=card.method is Method.GRPO, kernel=card.loss.kernel.value,
                                     temperature_copy=card.loss.temperature_copy,
                                     entropy=card.loss.logprob_entropy is LogprobEntropy.EVERY_PASS)
-        peaks.append(PhasePeak(Phase.REF_LOGPROB, trainer_resident | extras() | {"logprob_pass": tr}, "reference log-probs"))
+        ref_away = other_away if ref_place is RefPlacement.GPU else own_away  # LoRA / host swap: the actor's weights
+        peaks.append(PhasePeak(Phase.REF_LOGPROB, _without(trainer_resident, ref_away) | extras() | {"logprob_pass": tr},
+                               "reference log-probs"))
     if old_logprob_pass(card):
         # the policy's own log-probs before the update (PPO's old policy; GRPO when each batch is reused
         # for several updates, or every step under verl / OpenRLHF / NeMo RL: ``roles.OLD_LOGPROB_PRESETS``, and TRL
@@ -494,11 +552,12 @@ def rl_groups(
                                     divides_by_temperature=card.method is Method.GRPO, kernel=card.loss.kernel.value,
                                     temperature_copy=card.loss.temperature_copy,
                                     entropy=card.loss.logprob_entropy is not LogprobEntropy.NONE)
-        peaks.append(PhasePeak(Phase.OLD_LOGPROB, trainer_resident | extras() | {"logprob_pass": tr},
+        peaks.append(PhasePeak(Phase.OLD_LOGPROB, _without(trainer_resident, own_away) | extras() | {"logprob_pass": tr},
                                "old-policy log-probs"))
     if rm_spec is not None:
         tr = forward_only_transient(rm_spec, sequences=mbs, seq_len=seq, chunked=chunked, gathered_units=_gathered(actor))
-        peaks.append(PhasePeak(Phase.REWARD, trainer_resident | extras() | {"reward_pass": tr}, "reward model scores"))
+        peaks.append(PhasePeak(Phase.REWARD, _without(trainer_resident, other_away) | extras() | {"reward_pass": tr},
+                               "reward model scores"))
     if critic is not None and critic_spec is not None:
         c_mbs, c_seq = mbs, seq
         if ro.critic_max_tokens_per_micro_batch is not None:
@@ -514,7 +573,8 @@ def rl_groups(
                          + (f"; the rank's whole share under the budget of {c_budget})" if c_share < c_budget else ")"))
         tr = forward_only_transient(critic_spec, sequences=c_mbs, seq_len=c_seq, chunked=chunked,
                                     gathered_units=_gathered(critic))
-        peaks.append(PhasePeak(Phase.CRITIC_VALUE, trainer_resident | extras() | {"value_pass": tr}, "critic values"))
+        peaks.append(PhasePeak(Phase.CRITIC_VALUE, _without(trainer_resident, other_away) | extras() | {"value_pass": tr},
+                               "critic values"))
     names = {Phase.FORWARD: Phase.ACTOR_FORWARD, Phase.BACKWARD: Phase.ACTOR_BACKWARD,
              Phase.OPTIMIZER_STEP: Phase.ACTOR_OPTIMIZER_STEP}
     for p in step_peaks(actor)[1:]:

@@ -63,15 +63,16 @@ def gpu_of(card: RunCard) -> GpuSpec:
 def trainable_spec(card: RunCard) -> TrainableSpec:
     lo = card.lora
     return _trainable(card.scope, lo.rank, lo.alpha, card.lora_targets, lo.dropout, lo.double_quant,
-                      4 if lo.adapter_dtype.value == "fp32" else 2)
+                      4 if lo.adapter_dtype.value == "fp32" else 2, lo.dropout_position.value == "post")
 
 
 @lru_cache(maxsize=1024)
-def _trainable(scope, rank, alpha, targets, dropout, double_quant, adapter_bytes) -> TrainableSpec:  # noqa: ANN001
+def _trainable(scope, rank, alpha, targets, dropout, double_quant, adapter_bytes,  # noqa: ANN001
+               dropout_post=False) -> TrainableSpec:  # noqa: ANN001
     if scope.value == "full":
         return TrainableSpec(scope=scope)
     lora = LoraSpec(rank=rank, alpha=alpha, targets=targets, dropout=dropout, double_quant=double_quant,
-                    adapter_dtype_bytes=adapter_bytes)
+                    adapter_dtype_bytes=adapter_bytes, dropout_post=dropout_post and dropout > 0)
     return TrainableSpec(scope=scope, lora=lora)
 
 

@@ -374,7 +374,11 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         n_train = n_lora + n_saved
         notes.append(f"lora.modules_to_save: {', '.join(card.lora.modules_to_save)} trained in full"
                      f" ({n_saved / 1e6:.1f} M parameters, a copy beside the frozen original: PEFT ModulesToSaveWrapper)")
-    if trainable.lora is not None and trainable.lora.dropout > 0:
+    if trainable.lora is not None and trainable.lora.dropout > 0 and trainable.lora.dropout_post:
+        notes.append(f"lora.dropout {trainable.lora.dropout:g} on the adapter's output (lora.dropout_position post):"
+                     " every adapted module saves a 1 B/element CUDA bool mask over its output beside what the"
+                     " adapter saves without dropout")
+    elif trainable.lora is not None and trainable.lora.dropout > 0:
         notes.append(f"lora.dropout {trainable.lora.dropout:g}: every adapted module saves its own dropout output (adapter"
                      " dtype) and a 1 B/element CUDA bool mask; the fp32 dropout-input gradients of a layer's backward"
                      " are not modelled")

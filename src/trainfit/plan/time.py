@@ -185,7 +185,8 @@ def adapter_of(card: RunCard, spec: ModelSpec) -> Adapter | None:
     if card.scope in (Scope.IA3, Scope.PROMPT_TUNING):  # a frozen base with gradients flowing, no LoRA GEMMs
         return Adapter(rank=1, targets=())
     lo = card.lora
-    return Adapter(rank=lo.rank, targets=card.lora_targets, dropout=lo.dropout, nf4_base=card.scope is Scope.QLORA,
+    return Adapter(rank=lo.rank, targets=card.lora_targets, dropout=lo.dropout,
+                   dropout_post=lo.dropout_position.value == "post", nf4_base=card.scope is Scope.QLORA,
                    adapter_dtype_bytes=4 if lo.adapter_dtype.value == "fp32" else 2)
 
 

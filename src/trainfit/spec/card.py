@@ -17,6 +17,7 @@ from trainfit.spec.enums import (
     LogprobEntropy,
     FSDP_STRATEGIES,
     AdapterDtype,
+    LoraDropoutPosition,
     AsyncMode,
     ContextParallelKind,
     EngineOutputs,
@@ -67,6 +68,12 @@ class LoraSection(_Section):
     alpha: float = Field(32, gt=0, le=1e6, description="LoRA alpha (scaling = alpha / r).")
     targets: str | list[str] = Field("all-linear", description="'all-linear' or module names, e.g. [q_proj, v_proj].")
     dropout: float = Field(0.0, ge=0, lt=1)
+    dropout_position: LoraDropoutPosition = Field(
+        LoraDropoutPosition.PRE, description="pre | post: where LoRA dropout acts. pre: on the adapter's input, as"
+        " PEFT does (lora_B(lora_A(dropout(x)))). post: on the adapter's output, NeMo Automodel's default"
+        " (PeftConfig dropout_position 'post'; dropout(lora_B(lora_A(x) * scale)), NVIDIA-NeMo/Automodel"
+        " nemo_automodel/components/_peft/lora.py l.53, l.311-312 @2861c4143cd335539213b1b6d0c890cb17682444)."
+        " Changes the dropout's saved mask (memory) and its traffic (step time); no effect without dropout.")
     double_quant: bool = Field(True, description="QLoRA: bitsandbytes double quantization.")
     adapter_dtype: AdapterDtype = Field(
         AdapterDtype.FP32, description="fp32 (PEFT's default autocast_adapter_dtype) or bf16 (torchtune)."
@@ -716,7 +723,9 @@ class RolloutSection(_Section):
         " receives weights, and comes back for the log-prob and update passes (verl actor param_offload /"
         " optimizer_offload; NeMo RL offload_before_refit / offload_after_refit): none | optimizer (fp32 main"
         " weights and optimizer states) | params_and_optimizer (also the weights and gradients; the weights are"
-        " back on the GPU while they are sent). Timed as PCIe copies (the state_offload phase). Default:"
+        " back on the GPU while they are sent). Under the verl and nemo-rl presets the optimizer state comes"
+        " back for the update only, so the log-prob passes leave it out too (methods.rl.frozen_pass_offloaded);"
+        " other frameworks count it there. Timed as PCIe copies (the state_offload phase). Default:"
         " params_and_optimizer under the nemo-rl preset, else none. Unlike parallel.offload, the optimizer step"
         " stays on the GPU.")
     weight_sync: WeightSync = WeightSync.PER_PARAMETER

@@ -275,6 +275,14 @@ class OptimizerImpl(StrEnum):
     FOR_LOOP = "for_loop"
 
 
+class LoraDropoutPosition(StrEnum):
+    """Where LoRA dropout acts: on the adapter's input (PEFT: ``lora_B(lora_A(dropout(x)))``) or on its output
+    (NeMo Automodel's default ``dropout_position="post"``: ``dropout(lora_B(lora_A(x) * scale))``)."""
+
+    PRE = "pre"
+    POST = "post"
+
+
 class AdapterDtype(StrEnum):
     """Dtype of LoRA A/B matrices."""
 

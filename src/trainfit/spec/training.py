@@ -21,6 +21,8 @@ class LoraSpec:
     alpha: float = 32.0
     targets: tuple[str, ...] = (ALL_LINEAR,)
     dropout: float = 0.0
+    dropout_post: bool = False
+    """Dropout on the adapter's output (NeMo Automodel's ``dropout_position="post"``), not on its input (PEFT)."""
     adapter_dtype_bytes: int = 4
     """PEFT keeps LoRA A/B in fp32 even on a bf16 base (autocast_adapter_dtype=True)."""
     double_quant: bool = True

@@ -67,6 +67,16 @@ def build_meta(req: TraceRequest, num_layers: int, *, scope: str | None = None) 
         raise TraceUnsupported(f"trace: scope 'qlora' cannot be traced: {why}")
     if scope in ("ia3", "prompt_tuning") or (scope == "dora" and req.pass_kind == "train_step"):
         return peft_variant(model, req, scope)
+    if req.lora_impl == "automodel":
+        from trainfit.trace.automodel_lora import apply_automodel_lora
+
+        try:
+            with torch.device("meta"):
+                return apply_automodel_lora(model, targets=tuple(req.lora_targets), dim=req.lora_rank,
+                                            alpha=req.lora_alpha, dropout=req.lora_dropout,
+                                            position=req.lora_dropout_position)
+        except ValueError as exc:
+            raise TraceUnsupported(f"lora.targets: {', '.join(req.lora_targets)}: {exc}") from exc
     from peft import LoraConfig, get_peft_model
 
     targets: Any = list(req.lora_targets)

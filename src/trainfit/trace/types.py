@@ -62,6 +62,11 @@ class TraceRequest:
     lora_alpha: float = 32
     lora_dropout: float = 0.0
     """PEFT ``lora_dropout``: > 0 wraps each adapter's input in an ``nn.Dropout`` (0: ``nn.Identity``)."""
+    lora_impl: str = "peft"
+    """scope ``lora``: ``peft`` (fp32 adapters) or ``automodel``: NeMo Automodel's adapter in the base dtype
+    (``trainfit.trace.automodel_lora``), its dropout at ``lora_dropout_position``."""
+    lora_dropout_position: str = "pre"
+    """``pre``: dropout on the adapter's input (PEFT's only way); ``post`` (``lora_impl`` automodel): on its output."""
     lora_targets: tuple[str, ...] = ("all-linear",)
     lora_modules_to_save: tuple[str, ...] = ()
     ia3_targets: tuple[str, ...] = ()
@@ -156,6 +161,16 @@ class TraceRequest:
                                        " scope, mode 'fast', full depth, train step")
         if not 0 <= self.lora_dropout < 1:
             raise TraceUnsupported(f"trace: lora_dropout must be in [0, 1), got {self.lora_dropout}")
+        if self.lora_impl not in ("peft", "automodel") or self.lora_dropout_position not in ("pre", "post"):
+            raise TraceUnsupported(f"trace: lora_impl '{self.lora_impl}' / lora_dropout_position"
+                                   f" '{self.lora_dropout_position}': allowed peft | automodel, pre | post")
+        if self.lora_dropout_position == "post" and self.lora_impl != "automodel":
+            raise TraceUnsupported("trace: lora_dropout_position 'post' is NeMo Automodel's adapter (lora_impl"
+                                   " automodel); PEFT applies dropout to the adapter's input only")
+        if self.lora_impl == "automodel" and (self.scope != "lora" or self.lora_modules_to_save
+                                              or self.pass_kind != "train_step"):
+            raise TraceUnsupported("trace: lora_impl 'automodel' is traced for scope lora train steps without"
+                                   " modules_to_save")
         if self.world_size % self.tensor_parallel:
             raise TraceUnsupported(f"trace: tensor_parallel {self.tensor_parallel} must divide world_size {self.world_size}")
         if self.sequence_parallel and self.tensor_parallel == 1:

@@ -943,7 +943,11 @@ MEMORY_POINTS_S17 = ROOT / "benchmarks" / "data" / "published_memory_points_new_
 """Published peak-memory measurements first scored in session 17 (ids 501+), in the same shape: PEFT's MetaMathQA
 results beside points 43-49 (mapped below), and runs whose step time is already an entry (``train_file`` /
 ``train_entry``, with the point's own ``metric`` / ``unit``)."""
-MEMORY_POINT_FILES = (MEMORY_POINTS, MEMORY_POINTS_S17)
+MEMORY_POINTS_S17B = ROOT / "benchmarks" / "data" / "published_memory_points_new_s17b.json"
+"""The Ultra-Scale Playbook sweep's per-GPU peaks (nanotron, ids 601+): rank 0's ``max_memory_reserved`` (GiB) printed
+beside the MFU of each step-time entry of published_train_times_nanotron_ultrascale.json, each point naming its entry
+(``train_file`` / ``train_entry``, ``metric`` / ``unit``; the ``mem_metric`` cites nanotron's logging code)."""
+MEMORY_POINT_FILES = (MEMORY_POINTS, MEMORY_POINTS_S17, MEMORY_POINTS_S17B)
 
 POINTS.update(_train_entry_mappings())
 

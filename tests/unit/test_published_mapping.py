@@ -276,3 +276,25 @@ def test_session17_points_cite_a_commit_and_are_scored():
             assert (m["metric"], m["unit"]) == (p["metric"], p["unit"]), p["id"]
     if MEASURED.is_file():
         assert {p["id"] for p in pts} <= {p["id"] for p in P.load_points()}
+
+
+def test_ultrascale_points_map_through_the_nanotron_entries_they_name():
+    """published_memory_points_new_s17b.json (ids 601+): the Ultra-Scale Playbook figure's per-GPU peaks, one per
+    step-time entry of the nanotron file, each the figure's printed value of that entry's cell: rank 0's
+    max_memory_reserved / 1024**3 (reserved, GiB), cited to nanotron's benchmark logging code at a commit."""
+    pts = json.loads(P.MEMORY_POINTS_S17B.read_text())
+    entries = {e["id"]: e for e in json.loads(
+        (REPO / "benchmarks" / "data" / "published_train_times_nanotron_ultrascale.json").read_text())}
+    assert [p["train_entry"] for p in pts] == list(entries)  # every entry with a printed peak, once
+    for p in pts:
+        assert 600 < p["id"] < 700 and p["id"] in P.POINTS, p["id"]
+        assert p["source"].startswith("github.com/") and re.search(r" @[0-9a-f]{40} \(\d{4}-\d{2}-\d{2}", p["source"]), p["id"]
+        e = entries[p["train_entry"]]
+        assert e["source"]["commit"] in p["source"] and e["source"]["path"] in p["source"], p["id"]
+        assert p["peak_mem"] == e["measured"]["also"]["peak_memory_gb"], p["id"]
+        assert "max_memory_reserved() / 1024**3" in p["mem_metric"] and re.search(r"@[0-9a-f]{40}", p["mem_metric"])
+        m = P.POINTS[p["id"]]
+        assert (m["metric"], m["unit"], p["metric"], p["unit"], p["peak_mem_unit"]) == ("reserved", "GiB") * 2 + ("GiB",)
+        assert m["card"] is not None and m["card"] == _step_times().map_train(e)[0], p["id"]
+    if MEASURED.is_file():
+        assert {p["id"] for p in pts} <= {p["id"] for p in P.load_points()}

@@ -296,5 +296,18 @@ def test_ultrascale_points_map_through_the_nanotron_entries_they_name():
         m = P.POINTS[p["id"]]
         assert (m["metric"], m["unit"], p["metric"], p["unit"], p["peak_mem_unit"]) == ("reserved", "GiB") * 2 + ("GiB",)
         assert m["card"] is not None and m["card"] == _step_times().map_train(e)[0], p["id"]
+        # nanotron writes the figure from world rank 0 = pipeline rank 0 (context.py's (ep, pp, dp, tp) grid)
+        assert p["pipeline_stage"] == m["pipeline_stage"] == 0 and "context.py" in p["mem_metric"], p["id"]
     if MEASURED.is_file():
         assert {p["id"] for p in pts} <= {p["id"] for p in P.load_points()}
+
+
+def test_a_point_that_logs_one_rank_is_scored_on_that_ranks_stage():
+    """The 1.34B x 64-node cell (TP 2, PP 2, one micro-batch): the logits make the last stage the worst rank, but
+    the figure is rank 0's, on the first stage; the harness scores stage 0's peak phase."""
+    plan = P.plan_point(601)
+    first = P._scored_peak(plan, 0)
+    assert plan.worst_rank.pp == 1 and "logits" in plan.peak.at
+    assert first in plan.stage_phases[0] and first.device == max(q.device for q in plan.stage_phases[0])
+    assert first.reserved < plan.peak.reserved
+    assert P._scored_peak(plan, None) is plan.peak

@@ -296,8 +296,18 @@ def test_ultrascale_points_map_through_the_nanotron_entries_they_name():
         m = P.POINTS[p["id"]]
         assert (m["metric"], m["unit"], p["metric"], p["unit"], p["peak_mem_unit"]) == ("reserved", "GiB") * 2 + ("GiB",)
         assert m["card"] is not None and m["card"] == _step_times().map_train(e)[0], p["id"]
+        # the step time is the run's logged throughput (the sweep CSV's tok/s/gpu of the job whose two columns the
+        # figure prints), not nanotron's get_flops over the figure's MFU
+        logged = e["measured"]["also"]["tokens_per_s_per_gpu_logged"]
+        assert abs(e["measured"]["value"] - 256 * 4096 / (logged * e["gpus"])) < 1e-4, p["id"]
+        assert f"tok/s/gpu {logged}" in e["note"] and "bench_final2_mfu2.csv" in e["note"], p["id"]
         # nanotron writes the figure from world rank 0 = pipeline rank 0 (context.py's (ep, pp, dp, tp) grid)
         assert p["pipeline_stage"] == m["pipeline_stage"] == 0 and "context.py" in p["mem_metric"], p["id"]
+    # the 8-node 80B cell is the sweep's GQA run (its MHA twin ran out of memory)
+    gqa = entries["ups-h100-80b-8n-dp1tp4pp16-z0"]
+    assert gqa["model_config"]["num_key_value_heads"] == 8 and "_gqa8" in gqa["note"]
+    assert all(e["model_config"]["num_key_value_heads"] == e["model_config"]["num_attention_heads"]
+               for e in entries.values() if e is not gqa)
     if MEASURED.is_file():
         assert {p["id"] for p in pts} <= {p["id"] for p in P.load_points()}
 

@@ -922,6 +922,10 @@ def _train_entry_mappings() -> dict[int, dict[str, Any]]:
                  f"{p['train_entry']} ({f}): {metric}, {unit} (the point's mem_metric says why). Card: "
                  "step_times.map_train of that entry")
         extra = {"ambiguous": True} if p.get("ambiguous") else {}
+        if p.get("pipeline_stage") is not None:
+            # the source logs one rank's figure (``pipeline_stage``: that rank's stage; the point's mem_metric says why)
+            extra["pipeline_stage"] = int(p["pipeline_stage"])
+            notes += f"; scored on pipeline stage {int(p['pipeline_stage'])}'s rank (the rank the source logs)"
         mapped = _step_time_card(step_times, e)
         if isinstance(mapped, str):
             out[p["id"]] = {"card": None, "metric": metric, "unit": unit, "notes": notes, "unsupported": mapped, **extra}
@@ -943,7 +947,11 @@ MEMORY_POINTS_S17 = ROOT / "benchmarks" / "data" / "published_memory_points_new_
 """Published peak-memory measurements first scored in session 17 (ids 501+), in the same shape: PEFT's MetaMathQA
 results beside points 43-49 (mapped below), and runs whose step time is already an entry (``train_file`` /
 ``train_entry``, with the point's own ``metric`` / ``unit``)."""
-MEMORY_POINT_FILES = (MEMORY_POINTS, MEMORY_POINTS_S17)
+MEMORY_POINTS_S17B = ROOT / "benchmarks" / "data" / "published_memory_points_new_s17b.json"
+"""The Ultra-Scale Playbook sweep's per-GPU peaks (nanotron, ids 601+): rank 0's ``max_memory_reserved`` (GiB) printed
+beside the MFU of each step-time entry of published_train_times_nanotron_ultrascale.json, each point naming its entry
+(``train_file`` / ``train_entry``, ``metric`` / ``unit``; the ``mem_metric`` cites nanotron's logging code)."""
+MEMORY_POINT_FILES = (MEMORY_POINTS, MEMORY_POINTS_S17, MEMORY_POINTS_S17B)
 
 POINTS.update(_train_entry_mappings())
 
@@ -1075,6 +1083,16 @@ def _run_peers(cases: list[dict[str, Any]]) -> dict[str, list[Any]]:
     return out
 
 
+def _scored_peak(plan, stage: int | None):
+    """The plan's peak phase; with ``stage`` (a point whose source logs one rank: that rank's pipeline stage) the
+    peak phase of that stage's rank, chosen as ``Plan.peak`` chooses (largest device figure, ties by allocated)."""
+    if stage is None or not plan.stage_phases:
+        return plan.peak
+    phases = plan.stage_phases[stage]
+    top = max(p.device for p in phases) - 1024
+    return max((p for p in phases if p.device >= top), key=lambda p: p.allocated)
+
+
 def _err(pred: float, meas: float) -> float:
     return (pred - meas) / meas
 
@@ -1121,12 +1139,13 @@ def published_rows(*, with_peers: bool = True, path: Path | None = None, heldout
             row.update(trainfit_bytes=f"unsupported: {entry['unsupported']}", trainfit_error=None,
                        trainfit_fits_verdict=None, trainfit_verdict_correct=None, trainfit_peak_phase=None)
         else:
-            pred = float(getattr(plan.peak, _METRIC_ATTR[metric]))
+            peak = _scored_peak(plan, entry.get("pipeline_stage"))
+            pred = float(getattr(peak, _METRIC_ATTR[metric]))
             row.update(trainfit_bytes=pred, trainfit_error=None if measured is None else _err(pred, measured),
                        trainfit_fits_verdict="fits" if plan.fits else "does not fit",
                        trainfit_verdict_correct=bool(plan.fits) == ran,
-                       trainfit_peak_phase=f"{plan.peak.phase.value}: {plan.peak.at}",
-                       trainfit_components={k: float(v) for k, v in plan.peak.components.items()})
+                       trainfit_peak_phase=f"{peak.phase.value}: {peak.at}",
+                       trainfit_components={k: float(v) for k, v in peak.components.items()})
         override = _peer_overrides(entry, plan)
         for name in PEERS:
             if not with_peers:

@@ -276,3 +276,48 @@ def test_session17_points_cite_a_commit_and_are_scored():
             assert (m["metric"], m["unit"]) == (p["metric"], p["unit"]), p["id"]
     if MEASURED.is_file():
         assert {p["id"] for p in pts} <= {p["id"] for p in P.load_points()}
+
+
+def test_ultrascale_points_map_through_the_nanotron_entries_they_name():
+    """published_memory_points_new_s17b.json (ids 601+): the Ultra-Scale Playbook figure's per-GPU peaks, one per
+    step-time entry of the nanotron file, each the figure's printed value of that entry's cell: rank 0's
+    max_memory_reserved / 1024**3 (reserved, GiB), cited to nanotron's benchmark logging code at a commit."""
+    pts = json.loads(P.MEMORY_POINTS_S17B.read_text())
+    entries = {e["id"]: e for e in json.loads(
+        (REPO / "benchmarks" / "data" / "published_train_times_nanotron_ultrascale.json").read_text())}
+    assert [p["train_entry"] for p in pts] == list(entries)  # every entry with a printed peak, once
+    for p in pts:
+        assert 600 < p["id"] < 700 and p["id"] in P.POINTS, p["id"]
+        assert p["source"].startswith("github.com/") and re.search(r" @[0-9a-f]{40} \(\d{4}-\d{2}-\d{2}", p["source"]), p["id"]
+        e = entries[p["train_entry"]]
+        assert e["source"]["commit"] in p["source"] and e["source"]["path"] in p["source"], p["id"]
+        assert p["peak_mem"] == e["measured"]["also"]["peak_memory_gb"], p["id"]
+        assert "max_memory_reserved() / 1024**3" in p["mem_metric"] and re.search(r"@[0-9a-f]{40}", p["mem_metric"])
+        m = P.POINTS[p["id"]]
+        assert (m["metric"], m["unit"], p["metric"], p["unit"], p["peak_mem_unit"]) == ("reserved", "GiB") * 2 + ("GiB",)
+        assert m["card"] is not None and m["card"] == _step_times().map_train(e)[0], p["id"]
+        # the step time is the run's logged throughput (the sweep CSV's tok/s/gpu of the job whose two columns the
+        # figure prints), not nanotron's get_flops over the figure's MFU
+        logged = e["measured"]["also"]["tokens_per_s_per_gpu_logged"]
+        assert abs(e["measured"]["value"] - 256 * 4096 / (logged * e["gpus"])) < 1e-4, p["id"]
+        assert f"tok/s/gpu {logged}" in e["note"] and "bench_final2_mfu2.csv" in e["note"], p["id"]
+        # nanotron writes the figure from world rank 0 = pipeline rank 0 (context.py's (ep, pp, dp, tp) grid)
+        assert p["pipeline_stage"] == m["pipeline_stage"] == 0 and "context.py" in p["mem_metric"], p["id"]
+    # the 8-node 80B cell is the sweep's GQA run (its MHA twin ran out of memory)
+    gqa = entries["ups-h100-80b-8n-dp1tp4pp16-z0"]
+    assert gqa["model_config"]["num_key_value_heads"] == 8 and "_gqa8" in gqa["note"]
+    assert all(e["model_config"]["num_key_value_heads"] == e["model_config"]["num_attention_heads"]
+               for e in entries.values() if e is not gqa)
+    if MEASURED.is_file():
+        assert {p["id"] for p in pts} <= {p["id"] for p in P.load_points()}
+
+
+def test_a_point_that_logs_one_rank_is_scored_on_that_ranks_stage():
+    """The 1.34B x 64-node cell (TP 2, PP 2, one micro-batch): the logits make the last stage the worst rank, but
+    the figure is rank 0's, on the first stage; the harness scores stage 0's peak phase."""
+    plan = P.plan_point(601)
+    first = P._scored_peak(plan, 0)
+    assert plan.worst_rank.pp == 1 and "logits" in plan.peak.at
+    assert first in plan.stage_phases[0] and first.device == max(q.device for q in plan.stage_phases[0])
+    assert first.reserved < plan.peak.reserved
+    assert P._scored_peak(plan, None) is plan.peak

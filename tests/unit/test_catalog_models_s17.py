@@ -40,6 +40,9 @@ PUBLISHED = {
     "Qwen/Qwen2.5-Coder-3B": (3.09e9, CARD, None, PADDLE_CARDS.format("Qwen/Qwen2.5-Coder-3B/index.md") + ": 3.09B"),
     "Qwen/Qwen2.5-Coder-14B": (14.7e9, CARD, None, PADDLE_CARDS.format("Qwen/Qwen2.5-Coder-14B/index.md") + ": 14.7B"),
     "Qwen/Qwen2.5-Math-1.5B": (1.5e9, NOMINAL, None, "the nominal size in the release's name"),
+    "Qwen/Qwen2-72B": (72e9, NOMINAL, None, PADDLE_CARDS.format("Qwen/Qwen2-72B/index.md") + ": #Params 72B"),
+    "Qwen/Qwen1.5-MoE-A2.7B": (14.3e9, CARD, 2.7e9, PADDLE_CARDS.format("Qwen/Qwen1.5-MoE-A2.7B/index.md")
+                               + ": 14.3B parameters in total and 2.7B activated"),
     "EleutherAI/pythia-70m": (70e6, NOMINAL, None, PYTHIA + ": 70M"),
     "EleutherAI/pythia-160m": (160e6, NOMINAL, None, PYTHIA + ": 160M"),
     "EleutherAI/pythia-410m": (410e6, NOMINAL, None, PYTHIA + ": 410M"),

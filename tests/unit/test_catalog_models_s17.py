@@ -43,6 +43,9 @@ PUBLISHED = {
     "Qwen/Qwen2-72B": (72e9, NOMINAL, None, PADDLE_CARDS.format("Qwen/Qwen2-72B/index.md") + ": #Params 72B"),
     "Qwen/Qwen1.5-MoE-A2.7B": (14.3e9, CARD, 2.7e9, PADDLE_CARDS.format("Qwen/Qwen1.5-MoE-A2.7B/index.md")
                                + ": 14.3B parameters in total and 2.7B activated"),
+    "mistralai/Mistral-7B-v0.1": (7e9, NOMINAL, None, "the nominal size in the release's name"),
+    "mistralai/Mistral-7B-Instruct-v0.2": (7e9, NOMINAL, None, "the nominal size in the release's name"),
+    "deepseek-ai/deepseek-llm-7b-base": (7e9, NOMINAL, None, "the nominal size in the release's name"),
     "EleutherAI/pythia-70m": (70e6, NOMINAL, None, PYTHIA + ": 70M"),
     "EleutherAI/pythia-160m": (160e6, NOMINAL, None, PYTHIA + ": 160M"),
     "EleutherAI/pythia-410m": (410e6, NOMINAL, None, PYTHIA + ": 410M"),
@@ -93,10 +96,22 @@ def test_default_plan_runs(model_id):
     "alias",
     ["meta-llama/Meta-Llama-3-70B-Instruct", "google/gemma-2-2b-it", "google/gemma-2-27b-it",
      "TinyLlama/TinyLlama-1.1B-intermediate-step-1431k-3T", "HuggingFaceTB/SmolLM2-1.7B-Instruct",
-     "Qwen/Qwen2.5-Coder-14B-Instruct", "Qwen/Qwen2.5-Math-1.5B-Instruct", "EleutherAI/pythia-1b-deduped"],
+     "Qwen/Qwen2.5-Coder-14B-Instruct", "Qwen/Qwen2.5-Math-1.5B-Instruct", "EleutherAI/pythia-1b-deduped",
+     "mistralai/Mistral-7B-Instruct-v0.1", "Qwen/Qwen1.5-MoE-A2.7B-Chat"],
 )
 def test_instruct_and_deduped_variants_resolve_to_the_same_shapes(alias):
     assert catalog_entry(alias)["id"] in PUBLISHED
+
+
+@pytest.mark.parametrize("size", ["7b", "13b", "70b"])
+def test_llama2_chat_resolves_to_the_base_entry(size):
+    assert catalog_entry(f"meta-llama/Llama-2-{size}-chat-hf")["id"] == f"meta-llama/Llama-2-{size}-hf"
+
+
+def test_mistral_v01_and_v02_differ_only_by_the_window():
+    v01, v02 = from_catalog("mistralai/Mistral-7B-v0.1"), from_catalog("mistralai/Mistral-7B-Instruct-v0.2")
+    assert v01.sliding_window == 4096 and v02.sliding_window is None
+    assert param_breakdown(v01).total == param_breakdown(v02).total
 
 
 def test_every_new_entry_cites_a_full_commit():

@@ -46,6 +46,9 @@ PUBLISHED = {
     "mistralai/Mistral-7B-v0.1": (7e9, NOMINAL, None, "the nominal size in the release's name"),
     "mistralai/Mistral-7B-Instruct-v0.2": (7e9, NOMINAL, None, "the nominal size in the release's name"),
     "deepseek-ai/deepseek-llm-7b-base": (7e9, NOMINAL, None, "the nominal size in the release's name"),
+    "Qwen/Qwen2.5-1.5B-Instruct": (1.54e9, CARD, None, PADDLE_CARDS.format("Qwen/Qwen2.5-1.5B-Instruct/index.md") + ": 1.54B"),
+    "Qwen/Qwen2.5-14B-Instruct": (14.7e9, CARD, None, PADDLE_CARDS.format("Qwen/Qwen2.5-14B-Instruct/index.md") + ": 14.7B"),
+    "Qwen/Qwen2.5-72B-Instruct": (72.7e9, CARD, None, PADDLE_CARDS.format("Qwen/Qwen2.5-72B-Instruct/index.md") + ": 72.7B"),
     "EleutherAI/pythia-70m": (70e6, NOMINAL, None, PYTHIA + ": 70M"),
     "EleutherAI/pythia-160m": (160e6, NOMINAL, None, PYTHIA + ": 160M"),
     "EleutherAI/pythia-410m": (410e6, NOMINAL, None, PYTHIA + ": 410M"),
@@ -101,6 +104,21 @@ def test_default_plan_runs(model_id):
 )
 def test_instruct_and_deduped_variants_resolve_to_the_same_shapes(alias):
     assert catalog_entry(alias)["id"] in PUBLISHED
+
+
+@pytest.mark.parametrize(("alias", "entry"), [("meta-llama/Llama-3.2-1B-Instruct", "meta-llama/Llama-3.2-1B"),
+                                              ("meta-llama/Llama-3.2-3B-Instruct", "meta-llama/Llama-3.2-3B"),
+                                              ("Qwen/Qwen2.5-0.5B-Instruct", "Qwen/Qwen2.5-0.5B")])
+def test_instruct_aliases_of_older_entries(alias, entry):
+    assert catalog_entry(alias)["id"] == entry
+
+
+@pytest.mark.parametrize("size", ["1.5B", "14B", "72B"])
+def test_qwen25_instruct_differs_from_base_only_in_positions(size):
+    base, inst = catalog_entry(f"Qwen/Qwen2.5-{size}")["config"], catalog_entry(f"Qwen/Qwen2.5-{size}-Instruct")["config"]
+    assert inst["max_position_embeddings"] == 32768 != base["max_position_embeddings"]
+    assert {k: v for k, v in inst.items() if k != "max_position_embeddings"} == {
+        k: v for k, v in base.items() if k != "max_position_embeddings"}
 
 
 @pytest.mark.parametrize("size", ["7b", "13b", "70b"])

@@ -49,6 +49,12 @@ PUBLISHED = {
     "Qwen/Qwen2.5-1.5B-Instruct": (1.54e9, CARD, None, PADDLE_CARDS.format("Qwen/Qwen2.5-1.5B-Instruct/index.md") + ": 1.54B"),
     "Qwen/Qwen2.5-14B-Instruct": (14.7e9, CARD, None, PADDLE_CARDS.format("Qwen/Qwen2.5-14B-Instruct/index.md") + ": 14.7B"),
     "Qwen/Qwen2.5-72B-Instruct": (72.7e9, CARD, None, PADDLE_CARDS.format("Qwen/Qwen2.5-72B-Instruct/index.md") + ": 72.7B"),
+    "deepseek-ai/DeepSeek-R1-Distill-Llama-8B": (8e9, NOMINAL, None, "the nominal size in the release's name"),
+    "deepseek-ai/DeepSeek-R1-Distill-Llama-70B": (70e9, NOMINAL, None, "the nominal size in the release's name"),
+    # its base Qwen2.5-14B's layout, whose instruct sibling's card gives 14.7B (the name's 14B is 5 % under)
+    "deepseek-ai/DeepSeek-R1-Distill-Qwen-14B": (14.7e9, CARD, None,
+                                                 PADDLE_CARDS.format("Qwen/Qwen2.5-14B-Instruct/index.md") + ": 14.7B"),
+    "deepseek-ai/DeepSeek-R1-Distill-Qwen-32B": (32e9, NOMINAL, None, "the nominal size in the release's name"),
     "EleutherAI/pythia-70m": (70e6, NOMINAL, None, PYTHIA + ": 70M"),
     "EleutherAI/pythia-160m": (160e6, NOMINAL, None, PYTHIA + ": 160M"),
     "EleutherAI/pythia-410m": (410e6, NOMINAL, None, PYTHIA + ": 410M"),

@@ -114,7 +114,9 @@ def test_instruct_and_deduped_variants_resolve_to_the_same_shapes(alias):
 
 @pytest.mark.parametrize(("alias", "entry"), [("meta-llama/Llama-3.2-1B-Instruct", "meta-llama/Llama-3.2-1B"),
                                               ("meta-llama/Llama-3.2-3B-Instruct", "meta-llama/Llama-3.2-3B"),
-                                              ("Qwen/Qwen2.5-0.5B-Instruct", "Qwen/Qwen2.5-0.5B")])
+                                              ("Qwen/Qwen2.5-0.5B-Instruct", "Qwen/Qwen2.5-0.5B"),
+                                              ("google/gemma-2-9b-it", "google/gemma-2-9b"),
+                                              ("mistralai/Mistral-7B-Instruct-v0.3", "mistralai/Mistral-7B-v0.3")])
 def test_instruct_aliases_of_older_entries(alias, entry):
     assert catalog_entry(alias)["id"] == entry
 

@@ -55,6 +55,8 @@ PUBLISHED = {
     "deepseek-ai/DeepSeek-R1-Distill-Qwen-14B": (14.7e9, CARD, None,
                                                  PADDLE_CARDS.format("Qwen/Qwen2.5-14B-Instruct/index.md") + ": 14.7B"),
     "deepseek-ai/DeepSeek-R1-Distill-Qwen-32B": (32e9, NOMINAL, None, "the nominal size in the release's name"),
+    "Qwen/Qwen2-0.5B": (0.5e9, NOMINAL, None, "the nominal size in the release's name"),
+    "Qwen/Qwen2-1.5B": (1.5e9, NOMINAL, None, "the nominal size in the release's name"),
     "EleutherAI/pythia-70m": (70e6, NOMINAL, None, PYTHIA + ": 70M"),
     "EleutherAI/pythia-160m": (160e6, NOMINAL, None, PYTHIA + ": 160M"),
     "EleutherAI/pythia-410m": (410e6, NOMINAL, None, PYTHIA + ": 410M"),

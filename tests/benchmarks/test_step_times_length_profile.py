@@ -67,17 +67,19 @@ def test_a_published_mean_wins_over_the_profile():
 
 
 def test_a_checkpoint_planned_with_its_base_shapes_keeps_its_own_profile():
-    # DeepSeek-R1-Distill-Qwen-32B is planned with Qwen2.5-32B's shapes (MODEL_ALIASES); the base's name alone would
-    # pick the chain-of-thought profile, the distilled thinking model thinks at length (profile_for)
+    # DeepSeek-R1-Distill-Qwen-32B has its own catalog entry (its base Qwen2.5-32B's shapes), so the row plans under its
+    # own name and the planner's auto rule reads the distilled thinking model's profile directly
     e = _entry("areal-v02-ppo-r1distill-32b-boba-h800-128g")
-    card, notes = st.map_rl(e)
-    assert card["model"] == "Qwen/Qwen2.5-32B" and profile_for(card["model"]) is not profile_for(e["model"])
-    assert card["rollout"]["length_profile"] == "long_cot" and "response_len_mean" not in card["rollout"]
-    assert any("rollout.length_profile long_cot, the profile of deepseek-ai/DeepSeek-R1-Distill-Qwen-32B" in n
-               for n in notes)
-    # the planner's generation and the harness's token budgets read the same profile
+    card, _ = st.map_rl(e)
+    assert card["model"] == e["model"] and profile_for(card["model"]) is not profile_for("Qwen/Qwen2.5-32B")
     assert st.planned_response_mean(card["rollout"], card["model"]) == pytest.approx(
         st.planned_response_mean(card["rollout"], e["model"]))
+    # planned as a stand-in with the same shapes (MODEL_ALIASES), the base's name alone would pick the chain-of-thought
+    # profile: the card then names the checkpoint's own
+    notes: list[str] = []
+    assert st.checkpoint_length_profile(e["model"], "Qwen/Qwen2.5-32B", notes) == {"length_profile": "long_cot"}
+    assert any("rollout.length_profile long_cot, the profile of deepseek-ai/DeepSeek-R1-Distill-Qwen-32B" in n
+               for n in notes)
 
 
 def test_an_alias_whose_profile_agrees_adds_nothing():

@@ -79,7 +79,11 @@ def test_split_follows_the_allocation_whole_nodes_beyond_one_node(row_id: str) -
 
 
 def test_distilled_32b_is_planned_with_its_base_model_shapes() -> None:
+    from trainfit.catalog.models import catalog_entry
+
     card, notes = S.map_rl(ROWS["areal-v02-ppo-r1distill-32b-boba-h800-128g"])
-    assert card["model"] == "Qwen/Qwen2.5-32B"
+    # the catalog's own entry for the checkpoint carries its base's shapes (DeepSeek-R1 README: Qwen2.5-32B)
+    assert card["model"] == "deepseek-ai/DeepSeek-R1-Distill-Qwen-32B"
+    assert catalog_entry(card["model"])["config"] == catalog_entry("Qwen/Qwen2.5-32B")["config"]
     assert card["parallel"]["tensor_parallel"] == 4 and card["parallel"]["pipeline_parallel"] == 4
     assert card["rollout"]["tensor_parallel"] == 8 and card["rollout"]["num_generations"] == 32

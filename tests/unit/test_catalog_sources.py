@@ -9,7 +9,7 @@ import pytest
 
 TOOL_NOTES = re.compile(
     r"find_string|find_files|read_file|\bfetch\b|\bgrep\b|file id|search id|\bids?\s+\d{6,}|found via|found in|"
-    r"stored (public )?(code|material|test|model)|\bindex\b|not exposed|repository not recorded|repo not recorded",
+    r"stored (public )?(code|material|test|model)|\bindex\b(?!\.\w)|not exposed|repository not recorded|repo not recorded",
     re.I,
 )
 REPO_PATH_COMMIT = re.compile(r"\b(?:github\.com|gitlab\.com|gitcode\.com)/[\w.-]+/[\w.-]+ [\w./-]+ @[0-9a-f]{7,40}\b")
@@ -47,6 +47,7 @@ def test_the_patterns_catch_the_old_notes():
     old = ("verbatim config.json dump found in stored public code via find_string('x') -> file id 30247352769 "
            "(index does not expose repo/path)")
     assert TOOL_NOTES.search(old)
+    assert not TOOL_NOTES.search("github.com/o/r Qwen/Qwen2.5-Coder-3B/index.md @40a7101e")  # a file named index.md
     assert REPO_PATH_COMMIT.search("github.com/THUDM/slime scripts/models/qwen3-8B.sh @624b824a8 (Megatron args)")
     assert not REPO_PATH_COMMIT.search("gitcode.com/Ascend/MindSpeed-RL configs/model/qwen3_235b_a22b.yaml")
 

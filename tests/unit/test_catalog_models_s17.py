@@ -1,0 +1,149 @@
+"""The catalog entries added in session 17: each one's parameter count against a published figure, and a default plan.
+
+``PUBLISHED`` holds, per entry, a published total (and for MoE the active count) with where it was read and a
+tolerance. Exact figures (keras-hub's preset ``params``) must match to the parameter; figures a model card states
+to three significant digits get 1 %; the nominal size in a release's name or a README's size column (``70B``,
+``1.1B``, ``12B``) gets 5 %, which is what rounding a size label to one or two digits allows. The meta-device
+count of each entry equals transformers' (``tests/unit/test_param_counts.py`` covers every catalog id).
+"""
+
+import pytest
+
+import trainfit
+from trainfit.catalog.models import catalog_entry, from_catalog
+from trainfit.memory.params import active_params, param_breakdown
+
+EXACT, CARD, NOMINAL = 0.0, 0.01, 0.05
+
+KERAS_GEMMA = "github.com/keras-team/keras-hub keras_hub/src/models/gemma/gemma_presets.py @cf8818bc455638d605bc9905b45826abf008e9c1"
+PADDLE_CARDS = "github.com/ZHUI/paddlenlp_model_readme {} @40a7101e89dcf9a0dedb0e0d48c8c357fcc95996 (copy of the model card)"
+FASTLLM = ("github.com/ztxz16/fastllm Qwen3-Coder-30B-A3B-Instruct/README.md @f8f04c33abb63f6cd4e45f9427a55949a8ebbb44"
+           " (copy of the model card)")
+PYTHIA = "github.com/EleutherAI/pythia README.md @a19eecb807ec2c79a39ebf18108816e6ffffc1d5 (Params column, embedding and unembedding included)"
+
+# id: (published total, tolerance, published active or None, where it was read)
+PUBLISHED = {
+    "meta-llama/Meta-Llama-3-70B": (70e9, NOMINAL, None, PADDLE_CARDS.format("meta-llama/Meta-Llama-3-70B/index.md") + ": 70B"),
+    "mistralai/Mistral-Nemo-Base-2407": (12e9, NOMINAL, None, "the release's nominal size (Mistral NeMo 12B)"),
+    "mistralai/Mistral-Small-24B-Instruct-2501": (24e9, NOMINAL, None, "the nominal size in the release's name"),
+    "google/gemma-2-2b": (2_614_341_888, EXACT, None, KERAS_GEMMA + " gemma2_2b_en params"),
+    "google/gemma-2-27b": (27_227_128_320, EXACT, None, KERAS_GEMMA + " gemma2_27b_en params"),
+    "TinyLlama/TinyLlama-1.1B-Chat-v1.0": (
+        1.1e9, NOMINAL, None, PADDLE_CARDS.format("TinyLlama/TinyLlama-1.1B-intermediate-step-1431k-3T/index.md") + ": a 1.1B Llama model"),
+    "HuggingFaceTB/SmolLM2-135M": (135e6, NOMINAL, None, "the nominal size in the release's name"),
+    "HuggingFaceTB/SmolLM2-360M": (360e6, NOMINAL, None, "the nominal size in the release's name"),
+    "HuggingFaceTB/SmolLM2-1.7B": (1.7e9, NOMINAL, None, "the nominal size in the release's name"),
+    "01-ai/Yi-1.5-6B": (6e9, NOMINAL, None, "the nominal size in the release's name"),
+    "01-ai/Yi-1.5-34B": (34e9, NOMINAL, None, "the nominal size in the release's name"),
+    "Qwen/Qwen3-Coder-30B-A3B-Instruct": (30.5e9, CARD, 3.3e9, FASTLLM + ": 30.5B in total and 3.3B activated"),
+    "Qwen/Qwen2.5-Coder-1.5B": (1.54e9, CARD, None, PADDLE_CARDS.format("Qwen/Qwen2.5-Coder-1.5B/index.md") + ": 1.54B"),
+    "Qwen/Qwen2.5-Coder-3B": (3.09e9, CARD, None, PADDLE_CARDS.format("Qwen/Qwen2.5-Coder-3B/index.md") + ": 3.09B"),
+    "Qwen/Qwen2.5-Coder-14B": (14.7e9, CARD, None, PADDLE_CARDS.format("Qwen/Qwen2.5-Coder-14B/index.md") + ": 14.7B"),
+    "Qwen/Qwen2.5-Math-1.5B": (1.5e9, NOMINAL, None, "the nominal size in the release's name"),
+    "Qwen/Qwen2-72B": (72e9, NOMINAL, None, PADDLE_CARDS.format("Qwen/Qwen2-72B/index.md") + ": #Params 72B"),
+    "Qwen/Qwen1.5-MoE-A2.7B": (14.3e9, CARD, 2.7e9, PADDLE_CARDS.format("Qwen/Qwen1.5-MoE-A2.7B/index.md")
+                               + ": 14.3B parameters in total and 2.7B activated"),
+    "mistralai/Mistral-7B-v0.1": (7e9, NOMINAL, None, "the nominal size in the release's name"),
+    "mistralai/Mistral-7B-Instruct-v0.2": (7e9, NOMINAL, None, "the nominal size in the release's name"),
+    "deepseek-ai/deepseek-llm-7b-base": (7e9, NOMINAL, None, "the nominal size in the release's name"),
+    "Qwen/Qwen2.5-1.5B-Instruct": (1.54e9, CARD, None, PADDLE_CARDS.format("Qwen/Qwen2.5-1.5B-Instruct/index.md") + ": 1.54B"),
+    "Qwen/Qwen2.5-14B-Instruct": (14.7e9, CARD, None, PADDLE_CARDS.format("Qwen/Qwen2.5-14B-Instruct/index.md") + ": 14.7B"),
+    "Qwen/Qwen2.5-72B-Instruct": (72.7e9, CARD, None, PADDLE_CARDS.format("Qwen/Qwen2.5-72B-Instruct/index.md") + ": 72.7B"),
+    "deepseek-ai/DeepSeek-R1-Distill-Llama-8B": (8e9, NOMINAL, None, "the nominal size in the release's name"),
+    "deepseek-ai/DeepSeek-R1-Distill-Llama-70B": (70e9, NOMINAL, None, "the nominal size in the release's name"),
+    # its base Qwen2.5-14B's layout, whose instruct sibling's card gives 14.7B (the name's 14B is 5 % under)
+    "deepseek-ai/DeepSeek-R1-Distill-Qwen-14B": (14.7e9, CARD, None,
+                                                 PADDLE_CARDS.format("Qwen/Qwen2.5-14B-Instruct/index.md") + ": 14.7B"),
+    "deepseek-ai/DeepSeek-R1-Distill-Qwen-32B": (32e9, NOMINAL, None, "the nominal size in the release's name"),
+    "Qwen/Qwen2-0.5B": (0.5e9, NOMINAL, None, "the nominal size in the release's name"),
+    "Qwen/Qwen2-1.5B": (1.5e9, NOMINAL, None, "the nominal size in the release's name"),
+    "EleutherAI/pythia-70m": (70e6, NOMINAL, None, PYTHIA + ": 70M"),
+    "EleutherAI/pythia-160m": (160e6, NOMINAL, None, PYTHIA + ": 160M"),
+    "EleutherAI/pythia-410m": (410e6, NOMINAL, None, PYTHIA + ": 410M"),
+    "EleutherAI/pythia-1b": (1e9, NOMINAL, None, PYTHIA + ": 1B"),
+    "EleutherAI/pythia-1.4b": (1.4e9, NOMINAL, None, PYTHIA + ": 1.4B"),
+    "EleutherAI/pythia-2.8b": (2.8e9, NOMINAL, None, PYTHIA + ": 2.8B"),
+    "EleutherAI/pythia-6.9b": (6.9e9, NOMINAL, None, PYTHIA + ": 6.9B"),
+    "EleutherAI/pythia-12b": (12e9, NOMINAL, None, PYTHIA + ": 12B"),
+}
+
+# the card figures that separate a tied from an untied head (the embedding is 0.23-0.78B of these models)
+NON_EMBEDDING = {
+    "Qwen/Qwen2.5-Coder-1.5B": 1.31e9,
+    "Qwen/Qwen2.5-Coder-3B": 2.77e9,
+}
+
+
+@pytest.mark.parametrize("model_id", sorted(PUBLISHED))
+def test_parameter_count_matches_the_published_figure(model_id):
+    published, tol, active, _where = PUBLISHED[model_id]
+    spec = from_catalog(model_id)
+    total = param_breakdown(spec).total
+    assert abs(total / published - 1) <= tol, f"{model_id}: {total:,} vs published {published:,.0f} (tolerance {tol:.0%})"
+    if active is not None:
+        assert abs(active_params(spec) / active - 1) <= 0.02, f"{model_id}: active {active_params(spec):,} vs {active:,.0f}"
+
+
+@pytest.mark.parametrize("model_id", sorted(NON_EMBEDDING))
+def test_tied_heads_give_the_cards_non_embedding_count(model_id):
+    pb = param_breakdown(from_catalog(model_id))
+    assert pb.lm_head == 0
+    assert abs((pb.total - pb.embedding) / NON_EMBEDDING[model_id] - 1) <= CARD
+
+
+def test_the_untied_coder_14b_is_larger_by_its_head():
+    pb = param_breakdown(from_catalog("Qwen/Qwen2.5-Coder-14B"))
+    assert pb.lm_head == pb.embedding == 152064 * 5120
+
+
+@pytest.mark.parametrize("model_id", sorted(PUBLISHED))
+def test_default_plan_runs(model_id):
+    p = trainfit.plan({"model": model_id})
+    assert p.params_total == param_breakdown(from_catalog(model_id)).total
+    assert p.step_seconds > 0 and p.peak.device > 0
+
+
+@pytest.mark.parametrize(
+    "alias",
+    ["meta-llama/Meta-Llama-3-70B-Instruct", "google/gemma-2-2b-it", "google/gemma-2-27b-it",
+     "TinyLlama/TinyLlama-1.1B-intermediate-step-1431k-3T", "HuggingFaceTB/SmolLM2-1.7B-Instruct",
+     "Qwen/Qwen2.5-Coder-14B-Instruct", "Qwen/Qwen2.5-Math-1.5B-Instruct", "EleutherAI/pythia-1b-deduped",
+     "mistralai/Mistral-7B-Instruct-v0.1", "Qwen/Qwen1.5-MoE-A2.7B-Chat"],
+)
+def test_instruct_and_deduped_variants_resolve_to_the_same_shapes(alias):
+    assert catalog_entry(alias)["id"] in PUBLISHED
+
+
+@pytest.mark.parametrize(("alias", "entry"), [("meta-llama/Llama-3.2-1B-Instruct", "meta-llama/Llama-3.2-1B"),
+                                              ("meta-llama/Llama-3.2-3B-Instruct", "meta-llama/Llama-3.2-3B"),
+                                              ("Qwen/Qwen2.5-0.5B-Instruct", "Qwen/Qwen2.5-0.5B"),
+                                              ("google/gemma-2-9b-it", "google/gemma-2-9b"),
+                                              ("mistralai/Mistral-7B-Instruct-v0.3", "mistralai/Mistral-7B-v0.3")])
+def test_instruct_aliases_of_older_entries(alias, entry):
+    assert catalog_entry(alias)["id"] == entry
+
+
+@pytest.mark.parametrize("size", ["1.5B", "14B", "72B"])
+def test_qwen25_instruct_differs_from_base_only_in_positions(size):
+    base, inst = catalog_entry(f"Qwen/Qwen2.5-{size}")["config"], catalog_entry(f"Qwen/Qwen2.5-{size}-Instruct")["config"]
+    assert inst["max_position_embeddings"] == 32768 != base["max_position_embeddings"]
+    assert {k: v for k, v in inst.items() if k != "max_position_embeddings"} == {
+        k: v for k, v in base.items() if k != "max_position_embeddings"}
+
+
+@pytest.mark.parametrize("size", ["7b", "13b", "70b"])
+def test_llama2_chat_resolves_to_the_base_entry(size):
+    assert catalog_entry(f"meta-llama/Llama-2-{size}-chat-hf")["id"] == f"meta-llama/Llama-2-{size}-hf"
+
+
+def test_mistral_v01_and_v02_differ_only_by_the_window():
+    v01, v02 = from_catalog("mistralai/Mistral-7B-v0.1"), from_catalog("mistralai/Mistral-7B-Instruct-v0.2")
+    assert v01.sliding_window == 4096 and v02.sliding_window is None
+    assert param_breakdown(v01).total == param_breakdown(v02).total
+
+
+def test_every_new_entry_cites_a_full_commit():
+    import re
+
+    for model_id in PUBLISHED:
+        assert re.search(r" @[0-9a-f]{40}\b", catalog_entry(model_id)["source"]), model_id

@@ -91,22 +91,12 @@ RULE_MFU = 0.40
 """The rule of thumb's model-FLOPs utilisation (a common planning default)."""
 
 MODEL_ALIASES = {
-    # same config.json shapes (hidden, intermediate, layers, heads, KV heads, vocab, tying) as the catalog id
+    # same config.json shapes (hidden, intermediate, layers, heads, KV heads, vocab, tying) as the catalog id; a name
+    # the catalog holds itself is looked up there first, so it never appears here (tests/benchmarks/test_step_times.py)
     "meta-llama/Llama-3.1-8B-Instruct": "meta-llama/Llama-3.1-8B",
     "meta-llama/Meta-Llama-3-8B-Instruct": "meta-llama/Llama-3.1-8B",
     "meta-llama/Llama-3.3-70B-Instruct": "meta-llama/Llama-3.1-70B",
-    # Llama 3 70B (NeMo 24.07 LLAMA3-70B rows): 8192 hidden, 28672 MLP, 80 layers, 64/8 heads, 128256 vocab, untied;
-    # 3.1 differs only in RoPE scaling and max_position_embeddings (8192 -> 131072), neither read at 8192 tokens
-    "meta-llama/Meta-Llama-3-70B": "meta-llama/Llama-3.1-70B",
-    "Qwen/Qwen2.5-32B-Instruct": "Qwen/Qwen2.5-32B",
-    "Qwen/Qwen2.5-7B-Instruct": "Qwen/Qwen2.5-7B",
-    "Qwen/Qwen2.5-Math-7B": "Qwen/Qwen2.5-7B",
     "Qwen/Qwen2.5-0.5B-Instruct": "Qwen/Qwen2.5-0.5B",
-    "Qwen/Qwen3-30B-A3B-Base": "Qwen/Qwen3-30B-A3B",
-    # fine-tuned from Qwen2.5-32B (deepseek-ai/DeepSeek-R1 README.md @00f3296a14392e787d4138b5a0d8ce0e55a25b23, "DeepSeek-R1-Distill
-    # Models": "DeepSeek-R1-Distill-Qwen-32B | Qwen2.5-32B"; "We slightly change their configs and tokenizers"), as the catalog's
-    # DeepSeek-R1-Distill-Qwen-7B entry is read from its base, Qwen2.5-Math-7B, on the same README
-    "deepseek-ai/DeepSeek-R1-Distill-Qwen-32B": "Qwen/Qwen2.5-32B",
 }
 GPU_ALIASES = {
     # the catalog's a800-80gb (A100-80GB compute and HBM, NVLink 400 GB/s): planned as itself, not as the A100

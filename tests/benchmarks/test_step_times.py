@@ -237,3 +237,12 @@ def test_an_entrys_checked_text_is_rendered_in_full_and_kept_out_of_the_json(res
         assert f"**{pid}**" in section and S._cell(text) in section
     points = json.loads(S.render_json(result))["points"]
     assert all("checked" not in p for p in points)
+
+
+def test_model_aliases_name_only_models_outside_the_catalog():
+    """resolve_model looks a name up in the catalog first: an alias whose key the catalog holds would never be read."""
+    from trainfit.catalog.models import catalog_ids
+
+    ids = set(catalog_ids())
+    assert not [k for k in S.MODEL_ALIASES if k in ids]
+    assert all(v in ids for v in S.MODEL_ALIASES.values())

@@ -498,6 +498,7 @@ def train_step_time(
     head: bool = True, scan_syncs: float = 0.0, rope_loop_samples: float = 0.0, rope_loop_context_parallel: int = 1,
     loss_input_copy: bool = False,
     a2a_thd_sequences: float = 0.0, te_layers: bool = False, launch_blocking: bool = False,
+    recompute_whole_layer: bool = False,
 ) -> TrainStepTime:
     """Seconds of one optimizer step on one GPU (all GPUs of a data-parallel group run in lockstep).
 
@@ -550,7 +551,10 @@ def train_step_time(
     per-sample thd RoPE loop); ``a2a_thd_sequences``: as ``inventory.step_inventory`` (Transformer Engine's a2a thd
     chunk reorders); ``te_layers``: the decoder layers are Megatron-Core's Transformer Engine modules, whose linears'
     Python forward and backward add host seconds per call beyond the per-kernel rates times ``kernel_factor``
-    (``te_host.te_forward_host_seconds`` / ``te_backward_host_seconds``; a full recompute's forward too).
+    (``te_host.te_forward_host_seconds`` / ``te_backward_host_seconds``; a full recompute's forward too);
+    ``recompute_whole_layer``: full recompute by a re-entrant checkpoint (Megatron's, DeepSpeed's), which re-runs the
+    layer's last linear and residual add too (``inventory.StepInventory.layers_recompute_whole``); otherwise torch's
+    non-re-entrant checkpoint, which stops at the last saved tensor.
     """
     mp = model_parallel
     gradient_checkpointing = gradient_checkpointing or selective != "none" or bool(recompute_modules)
@@ -578,7 +582,8 @@ def train_step_time(
     head_fwd = pass_seconds(inv.head_forward, backward=False, **kw) if head else ZERO_PASS
     head_bwd = pass_seconds(inv.head_backward, backward=True, **kw) if head else ZERO_PASS
     fwd = (pass_seconds(inv.layers_forward, backward=False, **kw) + head_fwd).scaled(count_scale)
-    rec_inv = inv.recompute_modules(recompute_modules) if recompute_modules else inv.recompute(selective)
+    rec_inv = (inv.recompute_modules(recompute_modules) if recompute_modules
+               else inv.recompute(selective, whole_layer=recompute_whole_layer))
     rec = (pass_seconds(rec_inv, backward=False, **kw).scaled(count_scale * recompute_layer_share)
            if gradient_checkpointing else ZERO_PASS)
     bwd_layers = pass_seconds(inv.layers_backward, backward=True, **kw).scaled(count_scale)

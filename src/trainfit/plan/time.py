@@ -554,6 +554,9 @@ def training_time(
         megatron_experts=par.tensor_parallel_impl is TensorParallelImpl.MEGATRON,
         # Megatron-Core's layers are Transformer Engine's modules: their Python backward (compute.te_host)
         te_layers=par.tensor_parallel_impl is TensorParallelImpl.MEGATRON,
+        # Megatron's full recompute is its re-entrant CheckpointFunction: the whole layer re-runs, its last linear and
+        # residual add included (compute.inventory.StepInventory.layers_recompute_whole)
+        recompute_whole_layer=par.tensor_parallel_impl is TensorParallelImpl.MEGATRON,
         expert_streams=par.moe_experts is MoeExperts.GROUPED_STREAMS,
         unpad_call_syncs=llm_foundry_unpad_syncs(card),
         attention_kernel=kernel,

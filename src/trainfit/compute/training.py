@@ -420,6 +420,8 @@ class ModelParallel:
     pp_bytes_per_s: float = 1.0
     tp_comm_overlap: bool = False
     """Transformer Engine userbuffers overlap the TP collectives with the GEMMs (``model_parallel`` docstring)."""
+    pp_scatter_gather: bool = False
+    """Megatron-LM's scatter/gather pipeline sends (``model_parallel.model_parallel_comm``)."""
     moe_dispatcher: MoeDispatcher = MoeDispatcher.ALLTOALL
     """How the EP group moves routed tokens (``compute.moe_dispatch``); DEEPEP reads the three fields below."""
     ep_ranks_per_node: int = 1
@@ -1004,7 +1006,7 @@ def model_parallel_comm_of(spec: ModelSpec, mp: ModelParallel, *, tokens: float,
         attention_backward_s_per_layer=bwd.attention_s / full, virtual_stages=mp.virtual_stages,
         experts=spec.moe.num_experts * mp.ep if spec.moe else 0, sequence_parallel=mp.sequence_parallel,
         recompute_collectives=recompute_collectives, tp_comm_overlap=mp.tp_comm_overlap,
-        expert_recompute=expert_recompute,
+        expert_recompute=expert_recompute, pp_scatter_gather=mp.pp_scatter_gather,
         gemm_forward_s=fwd.gemm_s, gemm_backward_s=bwd.gemm_s, moe_dispatcher=mp.moe_dispatcher,
         ep_ranks_per_node=mp.ep_ranks_per_node, ep_nic_bytes_per_s=mp.ep_nic_bytes_per_s,
         ep_nvlink_bytes_per_s=mp.ep_nvlink_bytes_per_s, moe_groups=spec.moe.n_group if spec.moe else 1,

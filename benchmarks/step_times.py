@@ -407,6 +407,9 @@ def model_parallel_section(dims: dict[str, Any], *, num_layers: int | None = Non
                 out["tp_comm_overlap"] = True
     if pp > 1:
         out["pipeline_parallel"] = pp
+        if dims.get("pipeline_scatter_gather") and tp > 1:
+            # Megatron-LM's scatter/gather pipeline sends, where the entry's note cites the run's commit
+            out["pipeline_scatter_gather"] = True
         vpp = dims.get("vpp") or dims.get("virtual_stages") or 1
         if vpp > 1:
             out.update(pipeline_schedule="interleaved", virtual_stages=vpp)

@@ -52,3 +52,18 @@ def test_pipeline_row_without_a_micro_batch_is_skipped() -> None:
         st.map_train(ROWS["megatron-lm-2024-h100-gpt-462b-6144gpu"])
     assert err.value.status == "skipped"
     assert "micro-batch size not published" in err.value.reasons[0]
+
+
+@pytest.mark.parametrize("row_id", [i for i in MEGATRON if i.startswith("megatron-lm-2021")])
+def test_the_2021_pipeline_rows_send_by_scatter_gather(row_id: str) -> None:
+    # Megatron-LM @6985e589 (the SC21 replication commit) scatters each pipeline send over the tensor-parallel
+    # ranks by default (Megatron-Core, behind the 2024 rows, has no such option); a row without pipeline or tensor
+    # parallelism has nothing to scatter
+    e = ROWS[row_id]
+    card, _ = st.map_train(e)
+    p = e["parallel"]
+    expected = row_id.startswith("megatron-lm-2021") and (p.get("tp") or 1) > 1 and (p.get("pp") or 1) > 1
+    assert bool(e["parallel"].get("pipeline_scatter_gather")) == expected
+    assert bool(card["parallel"].get("pipeline_scatter_gather")) == expected
+    if expected:
+        assert "6985e58938d40ad91ac07b0fddcfad8132e1447e" in e["note"] and "p2p_communication.py" in e["note"]

@@ -492,8 +492,11 @@ class StepInventory:
     layers_forward: PassInventory
     layers_backward: PassInventory
     layers_recompute: PassInventory
-    """The forward that activation checkpointing re-runs inside backward: torch's checkpoint stops at
-    the layer's last saved tensor, so the last linear (``down_proj``) and its add are not re-run."""
+    """The forward that activation checkpointing re-runs inside backward: torch's non-re-entrant checkpoint (its
+    early stop, on by default) stops at the layer's last saved tensor, so the last linear (``down_proj``) and its add
+    are not re-run (checked with torch 2.13.0+cpu: a checkpointed LayerNorm-fc1-GELU-fc2-add block re-runs one
+    ``addmm`` in backward with ``use_reentrant=False``, two with ``use_reentrant=True``). A re-entrant checkpoint
+    re-runs all of it: ``layers_recompute_whole``."""
     head_forward: PassInventory
     head_backward: PassInventory
     num_layers: int
@@ -509,9 +512,20 @@ class StepInventory:
     layers_recompute_parts: tuple[tuple[str, PassInventory], ...] = ()
     """What each of Megatron-Core's other ``recompute_modules`` re-runs in backward, by module name
     (``recompute_modules``)."""
+    layers_recompute_whole: PassInventory = PassInventory()
+    """The forward a re-entrant checkpoint re-runs: the whole checkpointed function, its last linear and residual add
+    included. Megatron's ``CheckpointFunction`` is an ``autograd.Function`` whose backward calls ``run_function`` on
+    the saved inputs once, to its end, before ``torch.autograd.backward`` (NVIDIA/Megatron-LM
+    @d98e8a64ddf34856e74b24714e3bedb2f5a39553 megatron/core/tensor_parallel/random.py l.600-674, reached from
+    megatron/core/recompute.py l.125-145 for every ``recompute_method`` (uniform chunks of ``recompute_num_layers``
+    layers, or block); under fp8 Transformer Engine's ``checkpoint``, re-entrant by default, l.131-140 there).
+    None stops early: unlike torch's non-re-entrant checkpoint there is no saved-tensor count to stop at."""
 
-    def recompute(self, selective: str = "none") -> PassInventory:
-        """The recompute pass of full (``none``), ``op`` or ``core_attention`` checkpointing."""
+    def recompute(self, selective: str = "none", *, whole_layer: bool = False) -> PassInventory:
+        """The recompute pass of full (``none``), ``op`` or ``core_attention`` checkpointing; ``whole_layer``: full
+        checkpointing by a re-entrant checkpoint (``layers_recompute_whole``)."""
+        if selective == "none" and whole_layer:
+            return self.layers_recompute_whole
         return {"op": self.layers_recompute_op, "core_attention": self.layers_recompute_core_attention}.get(
             selective, self.layers_recompute)
 
@@ -1225,9 +1239,12 @@ def step_inventory(
         # attention.py l.391-394, 444-490, 1518-1527 @61f31145dfb4cfaa7d285df12aa9abffb22ff485); the RoPE loop above
         # runs before it (l.1457-1499), outside that recompute
         rec_core = rec_core + a2a_f
+    # a re-entrant checkpoint re-runs what torch's early stop leaves out: the last linear and the add after it
+    rec_whole = rec + PassInventory(tuple(last), 0.0, 0.0, RESIDUAL_BYTES * t * h * layers / sequence_shards,
+                                    sum(g.count for g in last) + layers)
     return StepInventory(layers_fwd, layers_bwd, rec, head_f, head_b, layers,
                          layers_recompute_op=rec_op, layers_recompute_core_attention=rec_core,
-                         layers_recompute_parts=rec_parts)
+                         layers_recompute_parts=rec_parts, layers_recompute_whole=rec_whole)
 
 
 

@@ -107,6 +107,7 @@ def model_parallel_comm(
     compute_backward_s: float = 0.0, micro_steps: int = 1, moe_routing: MoeRouting = MoeRouting.UNIFORM,
     etp: int = 1, ep_ring_bus_bytes_per_s: float = 0.0, tp_nodes: int = 1, cp_nodes: int = 1, pp_nodes: int = 1,
     expert_recompute: bool = False,
+    pp_scatter_gather: bool = False,
 ) -> ModelParallelComm:
     """Exposed communication of one micro-step on one rank of one pipeline stage (``layers`` = its layers).
 
@@ -132,7 +133,12 @@ def model_parallel_comm(
     ``grouped_p2p_latency_s``); so do the Ulysses all-to-all (grouped p2p over the ``cp_nodes`` the CP group spans),
     each ring context-parallel step and each pipeline send (``p2p_send_latency_s``: one NCCL send / receive to one
     peer, across nodes when ``cp_nodes`` / ``pp_nodes`` > 1). ``latency_s``: a number prices those three with that
-    fixed latency instead (taken whole, for callers that pass a measured one).
+    fixed latency instead (taken whole, for callers that pass a measured one). ``pp_scatter_gather``: Megatron-LM's
+    scatter/gather pipeline sends (``--scatter-gather-tensors-in-pipeline``, on by default; Narayanan et al. 2021,
+    §4.1): without sequence parallel each of the ``tp`` ranks sends its ``1/tp`` slice of the activation, and the
+    receiver all-gathers the slices over the tensor-parallel group (NVIDIA/Megatron-LM megatron/p2p_communication.py
+    l.61-66, 88-94, 133-141 and megatron/arguments.py l.607-609 @6985e58938d40ad91ac07b0fddcfad8132e1447e, the SC21
+    runs' commit; the argument is gone from Megatron-Core, which sends the whole activation).
     """
     passes = 3 if recompute else 2  # forward, (recompute), backward
     coll_passes = passes if recompute_collectives else 2
@@ -202,9 +208,13 @@ def model_parallel_comm(
     p2p = 0.0
     if pp > 1:
         # activation forward, its gradient back, from each of the rank's v chunks; half hidden
-        send = act / tp if sequence_parallel and tp > 1 else act
+        scatter = pp_scatter_gather and tp > 1 and not sequence_parallel
+        send = act / tp if (sequence_parallel or scatter) and tp > 1 else act
         send_s = p2p_send_latency_s(crosses_nodes=pp_nodes > 1) if latency_s is None else latency_s
-        p2p = 0.5 * 2 * max(1, virtual_stages) * (send / pp_bytes_per_s + send_s)
+        # scatter/gather: the received slices all-gathered over the tensor-parallel group, one per send
+        gather_s = coll.all_gather_seconds(total_bytes=act, ranks=tp, bus_bytes_per_s=tp_bus_bytes_per_s,
+                                           nodes=tp_nodes) if scatter else 0.0
+        p2p = 0.5 * 2 * max(1, virtual_stages) * (send / pp_bytes_per_s + send_s + gather_s)
     return ModelParallelComm(tensor, context, expert, p2p)
 
 

@@ -420,6 +420,8 @@ class ModelParallel:
     pp_bytes_per_s: float = 1.0
     tp_comm_overlap: bool = False
     """Transformer Engine userbuffers overlap the TP collectives with the GEMMs (``model_parallel`` docstring)."""
+    pp_scatter_gather: bool = False
+    """Megatron-LM's scatter/gather pipeline sends (``model_parallel.model_parallel_comm``)."""
     moe_dispatcher: MoeDispatcher = MoeDispatcher.ALLTOALL
     """How the EP group moves routed tokens (``compute.moe_dispatch``); DEEPEP reads the three fields below."""
     ep_ranks_per_node: int = 1
@@ -498,6 +500,7 @@ def train_step_time(
     head: bool = True, scan_syncs: float = 0.0, rope_loop_samples: float = 0.0, rope_loop_context_parallel: int = 1,
     loss_input_copy: bool = False,
     a2a_thd_sequences: float = 0.0, te_layers: bool = False, launch_blocking: bool = False,
+    recompute_whole_layer: bool = False,
 ) -> TrainStepTime:
     """Seconds of one optimizer step on one GPU (all GPUs of a data-parallel group run in lockstep).
 
@@ -550,7 +553,10 @@ def train_step_time(
     per-sample thd RoPE loop); ``a2a_thd_sequences``: as ``inventory.step_inventory`` (Transformer Engine's a2a thd
     chunk reorders); ``te_layers``: the decoder layers are Megatron-Core's Transformer Engine modules, whose linears'
     Python forward and backward add host seconds per call beyond the per-kernel rates times ``kernel_factor``
-    (``te_host.te_forward_host_seconds`` / ``te_backward_host_seconds``; a full recompute's forward too).
+    (``te_host.te_forward_host_seconds`` / ``te_backward_host_seconds``; a full recompute's forward too);
+    ``recompute_whole_layer``: full recompute by a re-entrant checkpoint (Megatron's, DeepSpeed's), which re-runs the
+    layer's last linear and residual add too (``inventory.StepInventory.layers_recompute_whole``); otherwise torch's
+    non-re-entrant checkpoint, which stops at the last saved tensor.
     """
     mp = model_parallel
     gradient_checkpointing = gradient_checkpointing or selective != "none" or bool(recompute_modules)
@@ -578,7 +584,8 @@ def train_step_time(
     head_fwd = pass_seconds(inv.head_forward, backward=False, **kw) if head else ZERO_PASS
     head_bwd = pass_seconds(inv.head_backward, backward=True, **kw) if head else ZERO_PASS
     fwd = (pass_seconds(inv.layers_forward, backward=False, **kw) + head_fwd).scaled(count_scale)
-    rec_inv = inv.recompute_modules(recompute_modules) if recompute_modules else inv.recompute(selective)
+    rec_inv = (inv.recompute_modules(recompute_modules) if recompute_modules
+               else inv.recompute(selective, whole_layer=recompute_whole_layer))
     rec = (pass_seconds(rec_inv, backward=False, **kw).scaled(count_scale * recompute_layer_share)
            if gradient_checkpointing else ZERO_PASS)
     bwd_layers = pass_seconds(inv.layers_backward, backward=True, **kw).scaled(count_scale)
@@ -999,7 +1006,7 @@ def model_parallel_comm_of(spec: ModelSpec, mp: ModelParallel, *, tokens: float,
         attention_backward_s_per_layer=bwd.attention_s / full, virtual_stages=mp.virtual_stages,
         experts=spec.moe.num_experts * mp.ep if spec.moe else 0, sequence_parallel=mp.sequence_parallel,
         recompute_collectives=recompute_collectives, tp_comm_overlap=mp.tp_comm_overlap,
-        expert_recompute=expert_recompute,
+        expert_recompute=expert_recompute, pp_scatter_gather=mp.pp_scatter_gather,
         gemm_forward_s=fwd.gemm_s, gemm_backward_s=bwd.gemm_s, moe_dispatcher=mp.moe_dispatcher,
         ep_ranks_per_node=mp.ep_ranks_per_node, ep_nic_bytes_per_s=mp.ep_nic_bytes_per_s,
         ep_nvlink_bytes_per_s=mp.ep_nvlink_bytes_per_s, moe_groups=spec.moe.n_group if spec.moe else 1,

@@ -390,7 +390,7 @@ def model_parallel_of(card: RunCard, spec: ModelSpec, r: DeviceRates, *, gpus_pe
         ep_bus_bytes_per_s=coll.all_to_all_bus_bytes_per_s(rates=r, ranks=ep, ranks_in_node=ep_local,
                                                            nic_bytes_per_s=nic),
         pp_bytes_per_s=coll.ring_bus_bytes_per_s(rates=r, crosses_nodes=pp_local < pp, nic_bytes_per_s=nic),
-        tp_comm_overlap=par.tp_comm_overlap,
+        tp_comm_overlap=par.tp_comm_overlap, pp_scatter_gather=par.pipeline_scatter_gather,
         # DeepEP / HybridEP: the per-node rows leave through each GPU's NIC, the fan-out runs over NVLink
         # (compute.moe_dispatch), the same links and efficiency as the all-to-all above
         moe_dispatcher=par.moe_dispatcher, ep_ranks_per_node=ep_local,
@@ -557,6 +557,9 @@ def training_time(
         megatron_experts=par.tensor_parallel_impl is TensorParallelImpl.MEGATRON,
         # Megatron-Core's layers are Transformer Engine's modules: their Python backward (compute.te_host)
         te_layers=par.tensor_parallel_impl is TensorParallelImpl.MEGATRON,
+        # Megatron's full recompute is its re-entrant CheckpointFunction: the whole layer re-runs, its last linear and
+        # residual add included (compute.inventory.StepInventory.layers_recompute_whole)
+        recompute_whole_layer=par.tensor_parallel_impl is TensorParallelImpl.MEGATRON,
         expert_streams=par.moe_experts is MoeExperts.GROUPED_STREAMS,
         unpad_call_syncs=llm_foundry_unpad_syncs(card),
         attention_kernel=kernel,

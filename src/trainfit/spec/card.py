@@ -262,6 +262,7 @@ class ParallelSection(_Section):
                                        " which saves the expert output (memory.activations.megatron_moe_bytes)."
                                        " Read only for Megatron-Core MoE blocks.")
     tp_comm_overlap: bool = Field(False, description="Transformer Engine userbuffers overlap the tensor-parallel all-gathers / reduce-scatters with the GEMMs (Megatron-Core --tp-comm-overlap; needs sequence_parallel).")
+    pipeline_scatter_gather: bool = Field(False, description="Megatron-LM's scatter/gather pipeline sends (--scatter-gather-tensors-in-pipeline, on by default in Megatron-LM 2021-2022, gone from Megatron-Core): without sequence_parallel each tensor-parallel rank sends 1/tensor_parallel of the stage's activation and the receiver all-gathers it over the tensor-parallel group.")
     overlap_param_gather: bool = Field(False, description="Megatron-Core distributed optimizer (strategy zero1)"
                                        " overlap_param_gather (--overlap-param-gather; Megatron-Core's default false):"
                                        " the parameter all-gather after the step waits for the next forward and hides"

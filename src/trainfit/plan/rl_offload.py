@@ -40,6 +40,24 @@ STATE_OFFLOAD_PRESETS = ("nemo-rl",)
 refit of a colocated engine only; ``prepare_for_lp_inference`` / ``prepare_for_training`` bring the state back)."""
 
 
+ONE_WEIGHT_ROUND_TRIP_PRESETS = ("skyrl",)
+"""Frameworks whose colocated trainer moves its weights to the host and back once per step, whatever passes the step
+runs: SkyRL's ``WorkerDispatch`` (NovaSky-AI/SkyRL @2e9c89afceb3ef7963748224373ad88882322c99
+skyrl/backends/skyrl_train/workers/worker_dispatch.py) tracks what is on the GPU (``GPUState``) and reloads only what
+is missing: ``forward`` (the old log-prob pass, l.201-229) brings the weights back, ``forward_backward`` (l.311-351)
+only the optimizer (the weights are there), ``_prepare_for_weight_sync`` (l.590-598) sends the optimizer to the host
+and keeps the weights for the sync, ``_finish_weight_sync`` (l.600-604) sends the weights after it. Without the old
+log-prob pass ``forward_backward`` brings both. The copies are verl's Megatron offload functions (SkyRL
+skyrl/backends/skyrl_train/distributed/megatron/megatron_utils.py l.203-408: Megatron-Core's buffer
+``offload_to_cpu`` for the bf16 parameters, the gradient buffer freed, not copied; the fp32 main parameters and
+Adam's two moments with ``.to("cpu", non_blocking=True)``, ``STATE_OFFLOAD_OPTIMIZER_BYTES``, pinned) and, under
+FSDP2, ``model.to("cpu", non_blocking=True)`` and the AdamW states likewise (distributed/fsdp_utils.py l.67-110):
+non-blocking device-to-host copies land in pinned memory (``_to_copy``: ``pin_out`` when ``non_blocking`` and the
+target is the CPU, pytorch/pytorch aten/src/ATen/native/TensorConversions.cpp
+@fc9325ea0d1cae1bbff1b67e6962e66fe562b39a), from PyTorch's caching host allocator after the first step. A reference model (a separate actor group under
+``colocate_all``) makes its own round trip for its pass; not priced here (the card keeps it on the GPU)."""
+
+
 STATE_OFFLOAD_OPTIMIZER_BYTES = 12
 """verl's Megatron offload per parameter of the rank's data-parallel shard: the distributed optimizer's fp32 main
 parameter (``offload_megatron_copy_params``) and Adam's two fp32 moments (``offload_megatron_optimizer``:
@@ -227,6 +245,9 @@ def trainer_state_offload_phase(card: RunCard, spec: ModelSpec, r: DeviceRates, 
     default under the preset there): the weights and the optimizer state, once each way per step
     (``nemo_rl_offload_bytes``); not colocated, nothing.
 
+    SkyRL (``ONE_WEIGHT_ROUND_TRIP_PRESETS``), colocated: the weights and the optimizer state once each way per step,
+    pinned, the optimizer state as verl's Megatron offload counts it (or the FSDP shard's, ``fsdp_offload_bytes``).
+
     Other frameworks, colocated with ``rollout.trainer_offload`` set (verl actor ``param_offload`` /
     ``optimizer_offload``, volcengine/verl @b178a3cd56f58b2d502255daba591e92833930a7
     verl/workers/megatron_workers.py): the optimizer state goes to the host after the update and comes back
@@ -267,7 +288,9 @@ def trainer_state_offload_phase(card: RunCard, spec: ModelSpec, r: DeviceRates, 
             weights, optimizer_params = _megatron_rank_state(card, spec, train_gpus=train_gpus)
             optimizer = STATE_OFFLOAD_OPTIMIZER_BYTES * optimizer_params
         moved = (optimizer, 0.0)
-        if mode is Offload.PARAMS_AND_OPTIMIZER:
+        if mode is Offload.PARAMS_AND_OPTIMIZER and card.preset in ONE_WEIGHT_ROUND_TRIP_PRESETS:
+            moved = (optimizer + weights, 0.0)  # once each way, pinned (ONE_WEIGHT_ROUND_TRIP_PRESETS)
+        elif mode is Offload.PARAMS_AND_OPTIMIZER:
             # the update and the sync, and the old-policy log-probs where the step has that pass
             w = weights * (3 if old_logprob_pass(card) else 2)
             pageable = p.fsdp2

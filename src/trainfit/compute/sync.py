@@ -1077,7 +1077,8 @@ SKYRL_BROADCAST = (
     "with vLLM's packed producer, 1 GiB buffers, two of them; the other trainer ranks only take part in the "
     "exporter's gathers"),
     ("NovaSky-AI/SkyRL skyrl/backends/skyrl_train/weight_sync/broadcast_strategy.py (_send_chunks_vllm_native "
-    "l.130-182, create_init_info l.203-228: world size engine ranks + 1) @2e9c89afceb3ef7963748224373ad88882322c99; vllm-project/vllm "
+    "l.130-182, create_init_info l.203-228: world size engine ranks + 1) "
+    "@2e9c89afceb3ef7963748224373ad88882322c99; vllm-project/vllm "
     "vllm/distributed/weight_transfer/packed_tensor.py (DEFAULT_PACKED_BUFFER_SIZE_BYTES 1 GiB, "
     "DEFAULT_PACKED_NUM_BUFFERS 2, packed_broadcast_producer) @00bd1493b3e82d6c13c68ee8a0e1c5a96707e190"))
 _FRAMEWORKS[("skyrl", Placement.COLOCATE)] = (
@@ -1086,9 +1087,9 @@ _FRAMEWORKS[("skyrl", Placement.SPLIT)] = (
     SyncMechanism.NCCL_BROADCAST, GIB, S_PER_TENSOR_BUCKETED, SKYRL_BROADCAST[0], SKYRL_BROADCAST[1])
 """SkyRL (NovaSky-AI/SkyRL): the paths of verl's and miles' colocated buckets (one flattened CUDA-IPC buffer per
 bucket, ``S_PER_TENSOR_BUCKETED``) and of NeMo RL's split refit (a packed, double-buffered broadcast from trainer
-rank 0: NeMo RL's ``packed_broadcast_producer`` is the same scheme). Its Megatron backend exports through Megatron-Bridge on every rank, as NeMo RL's does
-(``megatron_export_gather``, ``plan.rl_sync``); its FSDP backend gathers in the trainer's dtype and casts after
-(``FrameworkSync.gathers_trainer_dtype``), as verl's does."""
+rank 0: NeMo RL's ``packed_broadcast_producer`` is the same scheme). Its Megatron backend exports through
+Megatron-Bridge on every rank, as NeMo RL's does (``megatron_export_gather``, ``plan.rl_sync``); its FSDP backend
+gathers in the trainer's dtype and casts after (``FrameworkSync.gathers_trainer_dtype``), as verl's does."""
 
 
 SGLANG_VERL_LOAD = (
@@ -1166,7 +1167,8 @@ def framework_sync_mechanism(framework: str, placement: Placement | str,
                          # (both verl exports call module.state_dict() first: unshards_fsdp1_state_dict)
                          # NeMo RL's DTensor policy too (FrameworkSync.gathers_trainer_dtype)
                          # SkyRL's FSDPWeightExtractor: full_tensor() then .to(dtype) (SKYRL_COLOCATED)
-                         gathers_trainer_dtype=(name == "verl" and not fully_async_path) or name in ("nemo-rl", "skyrl"),
+                         gathers_trainer_dtype=((name == "verl" and not fully_async_path)
+                                                or name in ("nemo-rl", "skyrl")),
                          broadcasts_whole_bucket=(name, where) == ("verl", Placement.SPLIT) and not fully_async_path,
                          sglang_tensor_requests=sglang_requests)
 

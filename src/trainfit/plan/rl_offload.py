@@ -54,8 +54,9 @@ Adam's two moments with ``.to("cpu", non_blocking=True)``, ``STATE_OFFLOAD_OPTIM
 FSDP2, ``model.to("cpu", non_blocking=True)`` and the AdamW states likewise (distributed/fsdp_utils.py l.67-110):
 non-blocking device-to-host copies land in pinned memory (``_to_copy``: ``pin_out`` when ``non_blocking`` and the
 target is the CPU, pytorch/pytorch aten/src/ATen/native/TensorConversions.cpp
-@fc9325ea0d1cae1bbff1b67e6962e66fe562b39a), from PyTorch's caching host allocator after the first step. A reference model (a separate actor group under
-``colocate_all``) makes its own round trip for its pass; not priced here (the card keeps it on the GPU)."""
+@fc9325ea0d1cae1bbff1b67e6962e66fe562b39a), from PyTorch's caching host allocator after the first step. A reference
+model (a separate actor group under ``colocate_all``) makes its own round trip for its pass; not priced here (the
+card keeps it on the GPU)."""
 
 
 STATE_OFFLOAD_OPTIMIZER_BYTES = 12

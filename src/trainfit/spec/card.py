@@ -723,11 +723,11 @@ class RolloutSection(_Section):
         " receives weights, and comes back for the log-prob and update passes (verl actor param_offload /"
         " optimizer_offload; NeMo RL offload_before_refit / offload_after_refit): none | optimizer (fp32 main"
         " weights and optimizer states) | params_and_optimizer (also the weights and gradients; the weights are"
-        " back on the GPU while they are sent). Under the verl, nemo-rl and skyrl presets the optimizer state comes"
-        " back for the update only, so the log-prob passes leave it out too (methods.rl.frozen_pass_offloaded);"
-        " other frameworks count it there. Timed as PCIe copies (the state_offload phase). Default:"
-        " params_and_optimizer under the nemo-rl and skyrl presets, else none. Unlike parallel.offload, the optimizer step"
-        " stays on the GPU.")
+        " back on the GPU while they are sent). Under the verl, nemo-rl and skyrl presets the optimizer state"
+        " comes back for the update only, so the log-prob passes leave it out too"
+        " (methods.rl.frozen_pass_offloaded); other frameworks count it there. Timed as PCIe copies (the"
+        " state_offload phase). Default: params_and_optimizer under the nemo-rl and skyrl presets, else none."
+        " Unlike parallel.offload, the optimizer step stays on the GPU.")
     weight_sync: WeightSync = WeightSync.PER_PARAMETER
     weight_transport: WeightTransport = Field(
         WeightTransport.FRAMEWORK, description="framework | nccl_reshard | checkpoint_engine: how the weights travel at"

@@ -106,3 +106,29 @@ def test_log_prob_pass_runs_without_the_optimizer_state():
     assert old.get("optimizer_states", 0.0) == 0.0 and old.get("master_weights", 0.0) == 0.0
     assert old["weights"] > 0
     assert ph["actor_optimizer_step"].components["optimizer_states"] > 0
+
+
+def test_reference_is_offloaded_outside_its_pass_and_priced_once_each_way():
+    """Under colocate_all the reference is its own actor group, backloaded for its pass and offloaded when the policy
+    is requested (methods.roles.REFERENCE_OFFLOAD_PRESETS): RefPlacement.CPU, and its bf16 rank shard crosses PCIe
+    once each way per step in the state_offload phase."""
+    from trainfit.methods.roles import reference_placement
+    from trainfit.spec.enums import RefPlacement
+
+    data = _data()
+    data["roles"] = {"kl_coef": 0.001}
+    with_kl = load_card_dict(apply_preset(data, "skyrl"))
+    assert reference_placement(with_kl) is RefPlacement.CPU
+    assert reference_placement(_card()) is RefPlacement.NONE  # GRPO without a KL term
+    split = dict(data, rollout=data["rollout"] | {"placement": "split", "gpus": 4})
+    assert reference_placement(load_card_dict(apply_preset(split, "skyrl"))) is RefPlacement.GPU
+    spec, r = model_spec_of(with_kl), default_rates(gpu_of(with_kl))
+    weights, _ = _megatron_rank_state(with_kl, spec, train_gpus=8)
+    pinned = host_copy_bytes_per_s(pcie_bytes_per_s=r.pcie_bytes_per_s,
+                                   host_memory_bytes_per_s=r.host_memory_bytes_per_s, gpus_per_node=8)
+    base = trainer_state_offload_phase(_card(), spec, r, train_gpus=8)
+    t = trainer_state_offload_phase(with_kl, spec, r, train_gpus=8)
+    assert t.terms["to_host"] - base.terms["to_host"] == pytest.approx(weights / pinned, rel=1e-6)
+    # the update holds no reference weights on the GPU
+    ph = _phases(make_plan(with_kl))
+    assert ph["actor_backward"].components.get("reference_weights", 0.0) == 0.0

@@ -49,6 +49,16 @@ REFERENCE_SWAP_PRESETS = ("nemo-rl",)
 ``use_reference_model``), with or without LoRA (the whole state dict is swapped)."""
 
 
+REFERENCE_OFFLOAD_PRESETS = ("skyrl",)
+"""Frameworks whose colocated reference is a separate model kept in host memory outside its own pass
+(``RefPlacement.CPU``): SkyRL's reference is its own actor group, and under ``colocate_all`` ``WorkerDispatch``
+backloads it for its forward and offloads it when the policy is next requested (``_ensure_on_gpu`` offloads the other
+members of the colocation group; the reference's pass runs before the policy's), so it holds no GPU memory through
+the policy's passes, the update or the sync (NovaSky-AI/SkyRL @2e9c89afceb3ef7963748224373ad88882322c99
+skyrl/backends/skyrl_train/workers/worker_dispatch.py lines 132-170, skyrl/train/trainer.py lines 1322-1340). Its
+copies are priced with the trainer's (``plan.rl_offload.trainer_state_offload_phase``)."""
+
+
 def reference_placement(card: RunCard) -> RefPlacement:
     """Where the reference lives when the card leaves it open (``roles.reference`` as set always wins)."""
     if card.roles.reference is not None:
@@ -59,6 +69,9 @@ def reference_placement(card: RunCard) -> RefPlacement:
         return RefPlacement.NONE
     if card.preset in REFERENCE_SWAP_PRESETS:
         return RefPlacement.HOST_SWAP
+    if (card.preset in REFERENCE_OFFLOAD_PRESETS and card.scope is Scope.FULL
+            and card.method in (Method.PPO, Method.GRPO) and card.rollout.placement is Placement.COLOCATE):
+        return RefPlacement.CPU
     if card.scope is not Scope.FULL:
         return RefPlacement.LORA_DISABLED
     return RefPlacement.GPU

@@ -222,7 +222,8 @@ PRESETS["skyrl"] = Preset(
     "RemoteInferenceClient.sleep(level=2) after each rollout (skyrl/backends/skyrl_train/inference_servers/"
     "remote_inference_client.py l.1028, forced to 1 for a LoRA sync, l.1041-1048; skyrl/train/trainer.py l.376-379). "
     "Under colocate_all WorkerDispatch moves the trainer's state to the host around the engine "
-    "(methods.rl TRAINER_OFFLOAD_PRESETS, plan.rl_offload ONE_WEIGHT_ROUND_TRIP_PRESETS), the old log-prob pass "
+    "(methods.rl TRAINER_OFFLOAD_PRESETS, plan.rl_offload ONE_WEIGHT_ROUND_TRIP_PRESETS), its reference is a "
+    "separate model offloaded outside its own pass (methods.roles REFERENCE_OFFLOAD_PRESETS), the old log-prob pass "
     "runs by default (methods.roles OLD_LOGPROB_PRESETS), the passes pack (plan.rl_batches PACKING_PRESETS) and "
     "the weights cross by bucketed CUDA IPC (compute.sync SKYRL_COLOCATED)",
     card={

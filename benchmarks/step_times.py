@@ -147,7 +147,8 @@ def fsdp_version_of(framework: str, strategy: str | None) -> tuple[str | None, s
                      f"FSDP API of {framework} not mapped: the card's default fsdp2")
 
 
-CARD_PRESETS = ("trl", "verl", "openrlhf", "nemo-rl", "miles")  # miles: its weight sync (compute.sync MILES_BROADCAST)
+CARD_PRESETS = ("trl", "verl", "openrlhf", "nemo-rl", "miles", "skyrl")  # miles: its weight sync (compute.sync
+# MILES_BROADCAST); skyrl: its colocated offload, log-prob passes and CUDA-IPC sync (methods.presets)
 PHASES = ("generation", "weight_sync", "logprob", "actor_update")
 PHASE_TITLES = {"generation": "generation", "weight_sync": "weight sync", "logprob": "log-prob passes",
                 "actor_update": "actor update"}

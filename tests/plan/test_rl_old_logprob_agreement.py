@@ -13,7 +13,7 @@ from trainfit.plan import make_plan
 from trainfit.spec.card import load_card_dict
 
 OLD = "old_logprob"
-RL_PRESETS = ("trl", "verl", "openrlhf", "nemo-rl", "miles", "slime")
+RL_PRESETS = ("trl", "verl", "openrlhf", "nemo-rl", "miles", "slime", "skyrl")
 """The presets the RL time model plans; the others (LLaMA-Factory, ms-swift) are SFT trainers."""
 
 

@@ -1059,6 +1059,38 @@ the host's loop, so their fixed latency is not paid one after another the way th
 say how much of it is. Both are the Megatron backend's paths; miles' FSDP backend (miles/backends/fsdp_utils/update_weight_utils.py)
 is not read."""
 
+SKYRL_COLOCATED = (
+    ("colocate_all with weight_sync_backend nccl: CUDA IPC. Every trainer rank walks the exporter's 1 GiB buckets "
+    "(weight_transfer_threshold_cuda_ipc_GB; Megatron: Megatron-Bridge export_hf_weights per bucket of conversion "
+    "tasks, each tensor cast to the engine's dtype; FSDP2: full_tensor() of each module's parameters in the trainer's "
+    "dtype, then the cast), packs the bucket into one contiguous buffer, makes one IPC handle, all_gather_object of "
+    "the handles, and trainer rank 0 sends one update_weights_ipc request per bucket; every engine rank rebuilds the "
+    "buffer of the trainer rank on its own GPU and runs model.load_weights"),
+    ("NovaSky-AI/SkyRL skyrl/backends/skyrl_train/weight_sync/__init__.py (get_transfer_strategy l.48-52: ipc when "
+    "weight_sync_backend nccl and colocate_all), weight_sync/cuda_ipc_strategy.py (_send_chunks_vllm_native "
+    "l.162-257), workers/megatron/megatron_worker.py (MegatronWeightExtractor l.90-324, enable_bucketing=True "
+    "l.1363-1367), workers/fsdp/fsdp_worker.py (FSDPWeightExtractor l.51-128, group_by_module for CUDA IPC "
+    "l.211-219), skyrl/train/config/config.py l.745-746 (weight_sync_backend nccl, 1.0 GB) "
+    "@2e9c89afceb3ef7963748224373ad88882322c99"))
+SKYRL_BROADCAST = (
+    ("not colocated: trainer rank 0 broadcasts to every engine rank over one NCCL group (world size engine ranks + 1) "
+    "with vLLM's packed producer, 1 GiB buffers, two of them; the other trainer ranks only take part in the "
+    "exporter's gathers"),
+    ("NovaSky-AI/SkyRL skyrl/backends/skyrl_train/weight_sync/broadcast_strategy.py (_send_chunks_vllm_native "
+    "l.130-182, create_init_info l.203-228: world size engine ranks + 1) "
+    "@2e9c89afceb3ef7963748224373ad88882322c99; vllm-project/vllm "
+    "vllm/distributed/weight_transfer/packed_tensor.py (DEFAULT_PACKED_BUFFER_SIZE_BYTES 1 GiB, "
+    "DEFAULT_PACKED_NUM_BUFFERS 2, packed_broadcast_producer) @00bd1493b3e82d6c13c68ee8a0e1c5a96707e190"))
+_FRAMEWORKS[("skyrl", Placement.COLOCATE)] = (
+    SyncMechanism.COLOCATED_CUDA_IPC, GIB, S_PER_TENSOR_BUCKETED, SKYRL_COLOCATED[0], SKYRL_COLOCATED[1])
+_FRAMEWORKS[("skyrl", Placement.SPLIT)] = (
+    SyncMechanism.NCCL_BROADCAST, GIB, S_PER_TENSOR_BUCKETED, SKYRL_BROADCAST[0], SKYRL_BROADCAST[1])
+"""SkyRL (NovaSky-AI/SkyRL): the paths of verl's and miles' colocated buckets (one flattened CUDA-IPC buffer per
+bucket, ``S_PER_TENSOR_BUCKETED``) and of NeMo RL's split refit (a packed, double-buffered broadcast from trainer
+rank 0: NeMo RL's ``packed_broadcast_producer`` is the same scheme). Its Megatron backend exports through
+Megatron-Bridge on every rank, as NeMo RL's does (``megatron_export_gather``, ``plan.rl_sync``); its FSDP backend
+gathers in the trainer's dtype and casts after (``FrameworkSync.gathers_trainer_dtype``), as verl's does."""
+
 
 SGLANG_VERL_LOAD = (
     "into SGLang: each bucket goes through sglang.srt.weight_sync.utils.update_weights, which serializes one CUDA-IPC "
@@ -1134,7 +1166,9 @@ def framework_sync_mechanism(framework: str, placement: Placement | str,
                          # async trainer's own paths are not read here
                          # (both verl exports call module.state_dict() first: unshards_fsdp1_state_dict)
                          # NeMo RL's DTensor policy too (FrameworkSync.gathers_trainer_dtype)
-                         gathers_trainer_dtype=(name == "verl" and not fully_async_path) or name == "nemo-rl",
+                         # SkyRL's FSDPWeightExtractor: full_tensor() then .to(dtype) (SKYRL_COLOCATED)
+                         gathers_trainer_dtype=((name == "verl" and not fully_async_path)
+                                                or name in ("nemo-rl", "skyrl")),
                          broadcasts_whole_bucket=(name, where) == ("verl", Placement.SPLIT) and not fully_async_path,
                          sglang_tensor_requests=sglang_requests)
 

@@ -214,6 +214,34 @@ for _name, _source in (
 ):
     PRESETS[_name] = Preset(name=_name, source=_source, card={"rollout": {"engine": "sglang"}})
 
+PRESETS["skyrl"] = Preset(
+    name="skyrl",
+    source="NovaSky-AI/SkyRL skyrl/train/config/config.py @2e9c89afceb3ef7963748224373ad88882322c99: "
+    "PlacementConfig.colocate_all True (l.418: training and the vLLM engines share the GPUs), "
+    "InferenceEngineConfig.gpu_memory_utilization 0.8 (l.764), gradient_checkpointing True (l.915); "
+    "RemoteInferenceClient.sleep(level=2) after each rollout (skyrl/backends/skyrl_train/inference_servers/"
+    "remote_inference_client.py l.1028, forced to 1 for a LoRA sync, l.1041-1048; skyrl/train/trainer.py l.376-379). "
+    "Under colocate_all WorkerDispatch moves the trainer's state to the host around the engine "
+    "(methods.rl TRAINER_OFFLOAD_PRESETS, plan.rl_offload ONE_WEIGHT_ROUND_TRIP_PRESETS), its reference is a "
+    "separate model offloaded outside its own pass (methods.roles REFERENCE_OFFLOAD_PRESETS), the old log-prob pass "
+    "runs by default (methods.roles OLD_LOGPROB_PRESETS), the passes pack (plan.rl_batches PACKING_PRESETS) and "
+    "the weights cross by bucketed CUDA IPC (compute.sync SKYRL_COLOCATED)",
+    card={
+        "rollout": {"engine": "vllm", "placement": "colocate", "gpu_memory_utilization": 0.8, "sleep_level": 2},
+        "parallel": {"gradient_checkpointing": True},
+    },
+    knobs={
+        "rollout.gpu_memory_utilization": "generator.inference_engine.gpu_memory_utilization",
+        "rollout.tensor_parallel": "generator.inference_engine.tensor_parallel_size",
+        "rollout.num_generations": "generator.n_samples_per_prompt",
+        "rollout.response_len": "generator.sampling_params.max_generate_length",
+        "rollout.prompt_len": "trainer.max_prompt_length",
+        "parallel.gradient_checkpointing": "trainer.gradient_checkpointing",
+        "batch.micro_batch_size": "trainer.micro_train_batch_size_per_gpu",
+        "rollout.logprob_micro_batch_size": "trainer.micro_forward_batch_size_per_gpu",
+    },
+)
+
 
 def preset(name: str) -> Preset:
     if name not in PRESETS:

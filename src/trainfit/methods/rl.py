@@ -205,14 +205,20 @@ def forward_only_transient(
     return max(layer, head) + gathered_units
 
 
-TRAINER_OFFLOAD_PRESETS = ("nemo-rl",)
+TRAINER_OFFLOAD_PRESETS = ("nemo-rl", "skyrl")
 """Frameworks that offload the trainer's state around a colocated engine whatever the config: NeMo RL's
 ``grpo.py`` refit calls ``policy.offload_before_refit()`` (optimizer state to CPU) and, after the refit,
 ``policy.offload_after_refit()`` (weights to CPU) before generating; ``prepare_for_lp_inference`` moves the
 gradient buffer to CPU (NVIDIA-NeMo/RL @9dbd9adc95a10f5946cceb36e1d5b31e2429e470
 nemo_rl/models/policy/workers/megatron_policy_worker.py lines 1403-1421 (grads and optimizer to cpu) and
 1435-1439 (``move_model(self.model, "cpu")``), nemo_rl/algorithms/grpo.py lines 1005, 1078; grpo_math_1B.yaml @7ea279abfbeb698b092856d0dab61e7cf39bc909
-line 139: "colocated generation will always offload optimizer ... before refit")."""
+line 139: "colocated generation will always offload optimizer ... before refit").
+
+SkyRL under ``trainer.placement.colocate_all`` (its default): ``WorkerDispatch._prepare_for_weight_sync`` offloads the
+optimizer before the sync and ``_finish_weight_sync`` the weights after it, whatever the config; ``forward`` brings
+the weights back, ``forward_backward`` the optimizer (NovaSky-AI/SkyRL
+skyrl/backends/skyrl_train/workers/worker_dispatch.py lines 124-130, 140-170, 590-604
+@2e9c89afceb3ef7963748224373ad88882322c99)."""
 
 OPTIMIZER_SIDE = ("master_weights", "optimizer_states", "paged_optimizer_states")
 """Components ``rollout.trainer_offload: optimizer`` moves to the host (verl ``offload_megatron_optimizer`` /
@@ -250,7 +256,7 @@ def offloaded_components(mode: Offload, *, sending_weights: bool = False) -> tup
     return OPTIMIZER_SIDE + PARAM_SIDE
 
 
-LOGPROB_OPTIMIZER_AWAY_PRESETS = ("verl", "nemo-rl")
+LOGPROB_OPTIMIZER_AWAY_PRESETS = ("verl", "nemo-rl", "skyrl")
 """Frameworks whose optimizer state stays in host RAM through the frozen passes under trainer offload, back on the
 GPU only for the update:
 
@@ -279,9 +285,13 @@ GPU only for the update:
 Not miles: its colocated actor's ``train()`` calls ``wake_up()``, which resumes every torch_memory_saver region
 (optimizer included) before ``train_actor`` runs the log-prob passes (radixark/miles
 @bb6f7dbd319d519d3a333a5ae6bdeac21d8ed59a miles/backends/megatron_utils/actor.py lines 327-341, 386-397, 503-537).
-SkyRL's ``WorkerDispatch.forward`` also backloads the model only (``_ensure_on_gpu(model, need_optimizer=False)``,
-NovaSky-AI/SkyRL @2e9c89afceb3ef7963748224373ad88882322c99 skyrl/backends/skyrl_train/workers/worker_dispatch.py
-lines 140-170, 201-229), but no card preset names SkyRL: a card without a preset keeps the state counted."""
+* SkyRL, colocated: ``WorkerDispatch.forward`` backloads the model only (``_ensure_on_gpu(model,
+  need_optimizer=False)``), ``forward_backward`` the optimizer as well; the optimizer went to the host before the
+  previous sync (``_prepare_for_weight_sync``). A pass of another model (the reference, the critic) first offloads
+  the policy's weights and optimizer both (``_ensure_on_gpu`` offloads the rest of the colocation group,
+  ``offload_to_cpu()`` with its defaults), as verl's standalone reference leaves them on the host (NovaSky-AI/SkyRL
+  @2e9c89afceb3ef7963748224373ad88882322c99 skyrl/backends/skyrl_train/workers/worker_dispatch.py lines 140-170,
+  201-229, 311-351, 590-604)."""
 
 
 def frozen_pass_offloaded(card: RunCard, mode: Offload, *, actor_weights: bool) -> tuple[str, ...]:
@@ -291,7 +301,7 @@ def frozen_pass_offloaded(card: RunCard, mode: Offload, *, actor_weights: bool) 
     where ``mode`` moved them. Other frameworks (and cards without a preset): nothing, the whole state counted."""
     if mode is Offload.NONE or card.preset not in LOGPROB_OPTIMIZER_AWAY_PRESETS:
         return ()
-    if actor_weights or card.preset != "verl":
+    if actor_weights or card.preset not in ("verl", "skyrl"):
         return OPTIMIZER_SIDE
     return offloaded_components(mode)
 

@@ -49,6 +49,16 @@ REFERENCE_SWAP_PRESETS = ("nemo-rl",)
 ``use_reference_model``), with or without LoRA (the whole state dict is swapped)."""
 
 
+REFERENCE_OFFLOAD_PRESETS = ("skyrl",)
+"""Frameworks whose colocated reference is a separate model kept in host memory outside its own pass
+(``RefPlacement.CPU``): SkyRL's reference is its own actor group, and under ``colocate_all`` ``WorkerDispatch``
+backloads it for its forward and offloads it when the policy is next requested (``_ensure_on_gpu`` offloads the other
+members of the colocation group; the reference's pass runs before the policy's), so it holds no GPU memory through
+the policy's passes, the update or the sync (NovaSky-AI/SkyRL @2e9c89afceb3ef7963748224373ad88882322c99
+skyrl/backends/skyrl_train/workers/worker_dispatch.py lines 132-170, skyrl/train/trainer.py lines 1322-1340). Its
+copies are priced with the trainer's (``plan.rl_offload.trainer_state_offload_phase``)."""
+
+
 def reference_placement(card: RunCard) -> RefPlacement:
     """Where the reference lives when the card leaves it open (``roles.reference`` as set always wins)."""
     if card.roles.reference is not None:
@@ -59,12 +69,15 @@ def reference_placement(card: RunCard) -> RefPlacement:
         return RefPlacement.NONE
     if card.preset in REFERENCE_SWAP_PRESETS:
         return RefPlacement.HOST_SWAP
+    if (card.preset in REFERENCE_OFFLOAD_PRESETS and card.scope is Scope.FULL
+            and card.method in (Method.PPO, Method.GRPO) and card.rollout.placement is Placement.COLOCATE):
+        return RefPlacement.CPU
     if card.scope is not Scope.FULL:
         return RefPlacement.LORA_DISABLED
     return RefPlacement.GPU
 
 
-OLD_LOGPROB_PRESETS = ("verl", "openrlhf", "nemo-rl", "miles", "slime")
+OLD_LOGPROB_PRESETS = ("verl", "openrlhf", "nemo-rl", "miles", "slime", "skyrl")
 """Frameworks whose trainer recomputes the old policy's log-probs in a no-grad pass of the actor every step, even
 with one update per batch (the ratio is then 1, but the pass runs):
 
@@ -86,6 +99,12 @@ with one update per batch (the ratio is then 1, but the pass runs):
   (radixark/miles @748935dc7155d4990d02d62f6061c50ef8054051 ``miles/backends/megatron_utils/actor.py`` lines
   522-538, ``miles/utils/arguments.py`` lines 1518-1520; THUDM/slime @624b824a898ab0ec1fcb4d373004c7f3852bf515
   ``slime/backends/megatron_utils/actor.py`` lines 474-485, ``slime/utils/arguments.py`` lines 1051-1053).
+
+* SkyRL: ``RayPPOTrainer.fwd_logprobs_values_reward`` runs the policy's forward unless ``_skip_policy_forward``
+  (a ``policy_loss_type`` in ``LOSSES_WITHOUT_OLD_LOGPROBS`` = {rollout_is, dppo} with the engine's log-probs, no KL
+  in the reward and no off-policy correction); the default ``policy_loss_type`` is ``regular`` (NovaSky-AI/SkyRL
+  @2e9c89afceb3ef7963748224373ad88882322c99 ``skyrl/train/trainer.py`` lines 1265-1340,
+  ``skyrl/backends/skyrl_train/utils/ppo_utils.py`` line 461, ``skyrl/train/config/config.py`` line 619).
 
 TRL is not among them; its rule is ``trl_old_logprob_pass``."""
 
@@ -121,10 +140,10 @@ def old_logprob_pass(card: RunCard) -> bool:
     PPO and GRPO only; ``rollout.recompute_old_logprobs`` when the card sets it, else with PPO,
     ``num_iterations > 1`` (each batch is reused, so the log-probs before the first update are needed), an
     ``OLD_LOGPROB_PRESETS`` preset, or under the trl preset ``trl_old_logprob_pass`` (vLLM importance-sampling
-    correction, TRL >= ``TRL_IS_CORRECTION_SINCE``; a card for an older TRL sets the override false). SkyRL runs
-    it unless the loss reads only the engine's log-probs with no off-policy correction and no KL in the reward
-    (``RayPPOTrainer._skip_policy_forward``, NovaSky-AI/SkyRL
-    ``skyrl/train/trainer.py`` @2e9c89afceb3ef7963748224373ad88882322c99): a card for it says so with ``true``."""
+    correction, TRL >= ``TRL_IS_CORRECTION_SINCE``; a card for an older TRL sets the override false). SkyRL (the
+    skyrl preset) runs it unless the loss reads only the engine's log-probs with no off-policy correction and no KL
+    in the reward (``RayPPOTrainer._skip_policy_forward``, NovaSky-AI/SkyRL ``skyrl/train/trainer.py``
+    @2e9c89afceb3ef7963748224373ad88882322c99): a card for such a loss says ``false``."""
     if card.method not in (Method.PPO, Method.GRPO):
         return False
     ro = card.rollout

@@ -77,8 +77,11 @@ def rl_batch(card: RunCard, spec: ModelSpec, *, train_gpus: int) -> RlBatch:
     )
 
 
-PACKING_PRESETS = ("verl", "openrlhf", "nemo-rl")
-"""Frameworks that remove padding (pack sequences) in their log-prob and update passes."""
+PACKING_PRESETS = ("verl", "openrlhf", "nemo-rl", "skyrl")
+"""Frameworks that remove padding (pack sequences) in their log-prob and update passes. SkyRL:
+``trainer.remove_microbatch_padding`` True by default, "Pack samples into the THD layout and strip
+intra-microbatch padding" (NovaSky-AI/SkyRL skyrl/train/config/config.py l.962-963
+@2e9c89afceb3ef7963748224373ad88882322c99); a recipe that turns it off says ``rollout.packed_sequences: false``."""
 
 
 def passes_pack(card: RunCard) -> bool:

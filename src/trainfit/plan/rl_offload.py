@@ -40,6 +40,25 @@ STATE_OFFLOAD_PRESETS = ("nemo-rl",)
 refit of a colocated engine only; ``prepare_for_lp_inference`` / ``prepare_for_training`` bring the state back)."""
 
 
+ONE_WEIGHT_ROUND_TRIP_PRESETS = ("skyrl",)
+"""Frameworks whose colocated trainer moves its weights to the host and back once per step, whatever passes the step
+runs: SkyRL's ``WorkerDispatch`` (NovaSky-AI/SkyRL @2e9c89afceb3ef7963748224373ad88882322c99
+skyrl/backends/skyrl_train/workers/worker_dispatch.py) tracks what is on the GPU (``GPUState``) and reloads only what
+is missing: ``forward`` (the old log-prob pass, l.201-229) brings the weights back, ``forward_backward`` (l.311-351)
+only the optimizer (the weights are there), ``_prepare_for_weight_sync`` (l.590-598) sends the optimizer to the host
+and keeps the weights for the sync, ``_finish_weight_sync`` (l.600-604) sends the weights after it. Without the old
+log-prob pass ``forward_backward`` brings both. The copies are verl's Megatron offload functions (SkyRL
+skyrl/backends/skyrl_train/distributed/megatron/megatron_utils.py l.203-408: Megatron-Core's buffer
+``offload_to_cpu`` for the bf16 parameters, the gradient buffer freed, not copied; the fp32 main parameters and
+Adam's two moments with ``.to("cpu", non_blocking=True)``, ``STATE_OFFLOAD_OPTIMIZER_BYTES``, pinned) and, under
+FSDP2, ``model.to("cpu", non_blocking=True)`` and the AdamW states likewise (distributed/fsdp_utils.py l.67-110):
+non-blocking device-to-host copies land in pinned memory (``_to_copy``: ``pin_out`` when ``non_blocking`` and the
+target is the CPU, pytorch/pytorch aten/src/ATen/native/TensorConversions.cpp
+@fc9325ea0d1cae1bbff1b67e6962e66fe562b39a), from PyTorch's caching host allocator after the first step. A reference
+model (a separate actor group under ``colocate_all``) makes its own round trip for its pass; not priced here (the
+card keeps it on the GPU)."""
+
+
 STATE_OFFLOAD_OPTIMIZER_BYTES = 12
 """verl's Megatron offload per parameter of the rank's data-parallel shard: the distributed optimizer's fp32 main
 parameter (``offload_megatron_copy_params``) and Adam's two fp32 moments (``offload_megatron_optimizer``:
@@ -220,12 +239,32 @@ def host_copy_rates(card: RunCard, r: DeviceRates, gpu: GpuSpec, *,
             first_touch_copy_bytes_per_s(pageable_bytes_per_s=pageable, coherent_host_link=coherent))
 
 
+def _offloaded_reference_bytes(card: RunCard, spec: ModelSpec, megatron_weights: float, *, shard_ranks: int) -> float:
+    """Bytes of one GPU's share of a reference model that ``REFERENCE_OFFLOAD_PRESETS`` moves in for its pass and out
+    after it, once each way per step: none without a reference pass. SkyRL builds it in bf16 (``trainer.bf16`` True,
+    skyrl/train/config/config.py l.931 @2e9c89afceb3ef7963748224373ad88882322c99): under Megatron the rank's bf16
+    shard of the card's layout (``megatron_weights``), under FSDP its bf16 shard over ``shard_ranks``."""
+    from trainfit.methods.roles import REFERENCE_OFFLOAD_PRESETS, kl_coef, reference_placement
+    from trainfit.spec.enums import RefPlacement
+
+    if (card.preset not in REFERENCE_OFFLOAD_PRESETS or reference_placement(card) is not RefPlacement.CPU
+            or kl_coef(card) <= 0):
+        return 0.0
+    if card.parallel.strategy not in FSDP_STRATEGIES:
+        return megatron_weights
+    return weight_bytes(spec, weights=Dtype.BF16, compute=ComputeDtype.BF16, trainable=TrainableSpec()).base / max(
+        1, shard_ranks)
+
+
 def trainer_state_offload_phase(card: RunCard, spec: ModelSpec, r: DeviceRates, *, train_gpus: int) -> PhaseTime | None:
     """The trainer's per-step state moves to host memory and back, per training GPU.
 
     NeMo RL (``STATE_OFFLOAD_PRESETS``), colocated with the engine (``rollout.trainer_offload`` not none, its
     default under the preset there): the weights and the optimizer state, once each way per step
     (``nemo_rl_offload_bytes``); not colocated, nothing.
+
+    SkyRL (``ONE_WEIGHT_ROUND_TRIP_PRESETS``), colocated: the weights and the optimizer state once each way per step,
+    pinned, the optimizer state as verl's Megatron offload counts it (or the FSDP shard's, ``fsdp_offload_bytes``).
 
     Other frameworks, colocated with ``rollout.trainer_offload`` set (verl actor ``param_offload`` /
     ``optimizer_offload``, volcengine/verl @b178a3cd56f58b2d502255daba591e92833930a7
@@ -267,7 +306,11 @@ def trainer_state_offload_phase(card: RunCard, spec: ModelSpec, r: DeviceRates, 
             weights, optimizer_params = _megatron_rank_state(card, spec, train_gpus=train_gpus)
             optimizer = STATE_OFFLOAD_OPTIMIZER_BYTES * optimizer_params
         moved = (optimizer, 0.0)
-        if mode is Offload.PARAMS_AND_OPTIMIZER:
+        if mode is Offload.PARAMS_AND_OPTIMIZER and card.preset in ONE_WEIGHT_ROUND_TRIP_PRESETS:
+            # once each way, pinned (ONE_WEIGHT_ROUND_TRIP_PRESETS); the offloaded reference's bf16 weights too when
+            # the step runs its pass (methods.roles.REFERENCE_OFFLOAD_PRESETS)
+            moved = (optimizer + weights + _offloaded_reference_bytes(card, spec, weights, shard_ranks=dp), 0.0)
+        elif mode is Offload.PARAMS_AND_OPTIMIZER:
             # the update and the sync, and the old-policy log-probs where the step has that pass
             w = weights * (3 if old_logprob_pass(card) else 2)
             pageable = p.fsdp2

@@ -73,9 +73,11 @@ def sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding,
     # a card pinned to NeMo RL before v0.4 (``software.nemo-rl``) runs v0.3's own gather_params on the colocated
     # CUDA-IPC refit, the path read (compute.sync.NEMO_RL_V03_GATHER); its NCCL path is not read here, so any other
     # mechanism keeps Megatron-Bridge's export
-    v03 = (ro.placement is Placement.COLOCATE and fs.mechanism is SyncMechanism.COLOCATED_CUDA_IPC
+    # SkyRL's Megatron worker exports through Megatron-Bridge on every rank too (compute.sync SKYRL_COLOCATED)
+    v03 = (fs.framework == "nemo-rl" and ro.placement is Placement.COLOCATE
+           and fs.mechanism is SyncMechanism.COLOCATED_CUDA_IPC
            and pin_before((card.software.model_extra or {}).get("nemo-rl"), NEMO_RL_BRIDGE_SINCE))
-    export = None if fs.framework != "nemo-rl" or sharded else megatron_export_gather(
+    export = None if fs.framework not in ("nemo-rl", "skyrl") or sharded else megatron_export_gather(
         spec=spec, tp=p.tensor_parallel, pp=p.pipeline_parallel, ep=p.expert_parallel, etp=p.expert_tensor_parallel,
         world=train_gpus, gpus_per_node=nvlink_gpus_per_node(gpu.id, train_nodes(card)[1], train_gpus), rates=r,
         nic_bytes_per_s=nic_bytes_per_s(card), v03_gather=v03)

@@ -724,11 +724,11 @@ class RolloutSection(_Section):
         " receives weights, and comes back for the log-prob and update passes (verl actor param_offload /"
         " optimizer_offload; NeMo RL offload_before_refit / offload_after_refit): none | optimizer (fp32 main"
         " weights and optimizer states) | params_and_optimizer (also the weights and gradients; the weights are"
-        " back on the GPU while they are sent). Under the verl and nemo-rl presets the optimizer state comes"
-        " back for the update only, so the log-prob passes leave it out too (methods.rl.frozen_pass_offloaded);"
-        " other frameworks count it there. Timed as PCIe copies (the state_offload phase). Default:"
-        " params_and_optimizer under the nemo-rl preset, else none. Unlike parallel.offload, the optimizer step"
-        " stays on the GPU.")
+        " back on the GPU while they are sent). Under the verl, nemo-rl and skyrl presets the optimizer state"
+        " comes back for the update only, so the log-prob passes leave it out too"
+        " (methods.rl.frozen_pass_offloaded); other frameworks count it there. Timed as PCIe copies (the"
+        " state_offload phase). Default: params_and_optimizer under the nemo-rl and skyrl presets, else none."
+        " Unlike parallel.offload, the optimizer step stays on the GPU.")
     weight_sync: WeightSync = WeightSync.PER_PARAMETER
     weight_transport: WeightTransport = Field(
         WeightTransport.FRAMEWORK, description="framework | nccl_reshard | checkpoint_engine: how the weights travel at"
@@ -908,7 +908,7 @@ class RunCard(_Section):
     checkpoint: CheckpointSection = Field(default_factory=CheckpointSection)
     rollout: RolloutSection = Field(default_factory=RolloutSection)
     roles: RolesSection = Field(default_factory=RolesSection)
-    preset: str | None = Field(None, description="trl | verl | openrlhf | nemo-rl | miles | slime | llamafactory-z2 | llamafactory-z3 | ms-swift-zero2 | ms-swift-zero3: framework defaults (applied by the CLI).")
+    preset: str | None = Field(None, description="trl | verl | openrlhf | nemo-rl | miles | slime | skyrl | llamafactory-z2 | llamafactory-z3 | ms-swift-zero2 | ms-swift-zero3: framework defaults (applied by the CLI).")
     name: str | None = None
     notes: str | None = None
 

@@ -769,8 +769,12 @@ def train_step_time(
             params_per_rank=opt_params, ranks_per_node=min(ranks, parallel.gpus_per_node),
             grad_bytes=optimizer.grad_bytes, weight_bytes=optimizer.weight_bytes,
             params_offloaded=parallel.offload == "params_and_optimizer",
-            weight_shard_bytes=gathered_weight_bytes / shard, passes=passes, backward_s=bwd.seconds,
-            compute_s=fwd.seconds + bwd.seconds + rec.seconds, rates=rates,
+            weight_shard_bytes=gathered_weight_bytes / shard, passes=passes,
+            # the copies run on the copy engine beside the backward and beside the communication the step leaves
+            # exposed (already a phase): hidden behind both, not behind the backward a second time, so the step is
+            # max(backward + exposed communication, copies), non-decreasing in the backward
+            backward_s=bwd.seconds + comm.exposed_s,
+            compute_s=fwd.seconds + bwd.seconds + rec.seconds + comm.exposed_s, rates=rates,
         )
         off_s = off.exposed_s
         numa = (f", at most one of its {rates.host_numa_nodes} NUMA nodes a rank" if rates.host_numa_nodes > 1 else "")

@@ -770,10 +770,11 @@ def train_step_time(
             grad_bytes=optimizer.grad_bytes, weight_bytes=optimizer.weight_bytes,
             params_offloaded=parallel.offload == "params_and_optimizer",
             weight_shard_bytes=gathered_weight_bytes / shard, passes=passes,
-            # the copies run on the copy engine beside the backward and beside the communication the step leaves
-            # exposed (already a phase): hidden behind both, not behind the backward a second time, so the step is
-            # max(backward + exposed communication, copies), non-decreasing in the backward
-            backward_s=bwd.seconds + comm.exposed_s,
+            # the copies run on the copy engine beside the backward (its checkpoint recompute inside it, as the
+            # reductions above see it) and beside the communication the step leaves exposed (already a phase): hidden
+            # behind both, not behind the backward a second time, so the step is max(backward + exposed
+            # communication, copies), non-decreasing in the backward
+            backward_s=bwd.seconds + rec.seconds + comm.exposed_s,
             compute_s=fwd.seconds + bwd.seconds + rec.seconds + comm.exposed_s, rates=rates,
         )
         off_s = off.exposed_s

@@ -17,7 +17,6 @@ parallelism, GRPO / PPO with rollout settings), on the catalog's models and GPUs
 from __future__ import annotations
 
 import math
-from dataclasses import fields
 
 import pytest
 from hypothesis import HealthCheck, assume, example, given, settings

@@ -143,9 +143,13 @@ class _Decode:
     def charge(self, step: _StepModel, steps: float, b: float, t: float) -> tuple[float, float, int]:
         """Add ``steps`` steps at ``b`` sequences and ``t`` context tokens; returns (seconds, of which
         all-reduce, bound). Below one sequence the fluid count is the chance that the last one is
-        still running; a step that runs reads the weights whole."""
+        still running; a step that runs reads the weights whole. None running (``b`` 0: every sequence the fluid
+        admitted has finished while the phase's end still waits on a readmitted straggler's longest length) is no
+        step at all, not a one-sequence step: a chance 0 that the last one still runs."""
+        if b <= 0.0:
+            return 0.0, 0.0, _bound(step, 1.0, 0.0)
         p_any = 1.0
-        if 0 < b < 1:
+        if b < 1:
             p_any, t, b = b, t / b, 1.0
         sec = steps * p_any * step.seconds(b, t)
         comm = steps * p_any * step.comm(b)

@@ -175,6 +175,31 @@ def interleaved(a: PassTime, b: PassTime) -> tuple[PassTime, PassTime]:
             PassTime(b.seconds * f, b.gemm_s, b.attention_s, b.memory_s, b.host_s, b.sync_s))
 
 
+def sequenced(a: PassTime, b: PassTime) -> PassTime:
+    """Pass ``a`` then pass ``b`` on one host thread and one stream, the queue not drained between them (the layers'
+    forward then the head's; the head's backward then the layers'): a two-machine flow shop (S. M. Johnson, Naval
+    Research Logistics Quarterly 1(1), 1954, as ``synced_seconds``) whose jobs keep their order. In the fluid limit
+    (many small kernels a pass) the last kernel ends at the latest of: every kernel on the device back to back
+    (``Da + Db``), ``a`` queued by the host then ``b`` run (``Ha + Db``), and both queued by the host (``Ha + Hb``)::
+
+        seconds = max(Da + Db, Ha + Db, Ha + Hb)
+
+    never more than the two passes apart (``max(Ha, Da) + max(Hb, Db)``: a device-bound head after host-bound layers
+    is the same; the head's backward GEMMs run while the host queues the layers' backward, which the sum missed) and
+    never less than ``max(Σ device, Σ host)``. Non-decreasing in each pass's host and device seconds. A pass with
+    host-device synchronisations (``sync_s``) drains the queue inside it, so the two are then added as they are."""
+    if b.seconds <= 0.0 and b.host_s <= 0.0:
+        return a
+    if a.seconds <= 0.0 and a.host_s <= 0.0:
+        return b
+    if a.sync_s > 0.0 or b.sync_s > 0.0:
+        return a + b
+    da, db = a.gemm_s + a.attention_s + a.memory_s, b.gemm_s + b.attention_s + b.memory_s
+    seconds = max(da + db, a.host_s + db, a.host_s + b.host_s)
+    return PassTime(seconds, a.gemm_s + b.gemm_s, a.attention_s + b.attention_s, a.memory_s + b.memory_s,
+                    a.host_s + b.host_s, 0.0)
+
+
 def synced_seconds(*, host_s: float, device_s: float, kernels: float, syncs: float,
                    round_trip_s: float = SYNC_ROUND_TRIP_S) -> float:
     """Seconds of a pass of ``kernels`` kernels (``host_s`` to queue them, ``device_s`` to run them) whose host
@@ -583,13 +608,13 @@ def train_step_time(
               attention_kernel=attention_kernel, launch_blocking=launch_blocking)
     head_fwd = pass_seconds(inv.head_forward, backward=False, **kw) if head else ZERO_PASS
     head_bwd = pass_seconds(inv.head_backward, backward=True, **kw) if head else ZERO_PASS
-    fwd = (pass_seconds(inv.layers_forward, backward=False, **kw) + head_fwd).scaled(count_scale)
+    # the decoder layers' passes: the host hooks below are theirs; the head joins each pass after them (sequenced)
+    fwd = pass_seconds(inv.layers_forward, backward=False, **kw).scaled(count_scale)
     rec_inv = (inv.recompute_modules(recompute_modules) if recompute_modules
                else inv.recompute(selective, whole_layer=recompute_whole_layer))
     rec = (pass_seconds(rec_inv, backward=False, **kw).scaled(count_scale * recompute_layer_share)
            if gradient_checkpointing else ZERO_PASS)
-    bwd_layers = pass_seconds(inv.layers_backward, backward=True, **kw).scaled(count_scale)
-    bwd = bwd_layers + head_bwd.scaled(count_scale)
+    bwd = pass_seconds(inv.layers_backward, backward=True, **kw).scaled(count_scale)
     # host work outside the kernels (Python hooks, TE calls): paced by the larger of host and device, or added in
     # full when each kernel launch waits for its kernel (launch_blocking)
     def hosted(t: PassTime, *, hooks_s: float) -> PassTime:
@@ -640,6 +665,10 @@ def train_step_time(
         if gradient_checkpointing:  # the recomputed layers' modules run their forward hooks again
             rec = hosted(rec, hooks_s=(modules - HF_ROOT_MODULES) * ZERO3_MODULE_FORWARD_HOST_S
                                      * recompute_layer_share)
+    # autograd runs the head's backward before the layers' (the reverse of the forward, which ends with the head);
+    # under launch_blocking the passes carry their synchronisations and sequenced adds them as they are
+    fwd = sequenced(fwd, head_fwd.scaled(count_scale))
+    bwd = sequenced(head_bwd.scaled(count_scale), bwd)
     if gradient_checkpointing and not launch_blocking:  # launch_blocking: nothing overlaps, each pass is serial
         rec, bwd = interleaved(rec, bwd)
     if parallel.grad_accumulation_pass and adapter is None:
@@ -787,8 +816,13 @@ def train_step_time(
             params_per_rank=opt_params, ranks_per_node=min(ranks, parallel.gpus_per_node),
             grad_bytes=optimizer.grad_bytes, weight_bytes=optimizer.weight_bytes,
             params_offloaded=parallel.offload == "params_and_optimizer",
-            weight_shard_bytes=gathered_weight_bytes / shard, passes=passes, backward_s=bwd.seconds,
-            compute_s=fwd.seconds + bwd.seconds + rec.seconds, rates=rates,
+            weight_shard_bytes=gathered_weight_bytes / shard, passes=passes,
+            # the copies run on the copy engine beside the backward (its checkpoint recompute inside it, as the
+            # reductions above see it) and beside the communication the step leaves exposed (already a phase): hidden
+            # behind both, not behind the backward a second time, so the step is max(backward + exposed
+            # communication, copies), non-decreasing in the backward
+            backward_s=bwd.seconds + rec.seconds + comm.exposed_s,
+            compute_s=fwd.seconds + bwd.seconds + rec.seconds + comm.exposed_s, rates=rates,
         )
         off_s = off.exposed_s
         numa = (f", at most one of its {rates.host_numa_nodes} NUMA nodes a rank" if rates.host_numa_nodes > 1 else "")
@@ -1223,8 +1257,8 @@ def forward_only_time(
         0.0, rates.host_s_per_forward_kernel - AUTOGRAD_RECORD_S_PER_FORWARD_KERNEL))
     kw = dict(rates=no_grad, seq_len=attention_context or seq_len, memory_factor=memory_factor,
               kernel_factor=kernel_factor, backward=False, attention_kernel=attention_kernel)
-    one = (pass_seconds(inv.layers_forward, **kw)
-           + (pass_seconds(inv.head_forward, **kw) if head else ZERO_PASS)).scaled(count_scale)
+    one = pass_seconds(inv.layers_forward, **kw).scaled(count_scale)  # the layers' hooks below, then the head (sequenced)
+    head_one = (pass_seconds(inv.head_forward, **kw) if head else ZERO_PASS).scaled(count_scale)
     one = _with_host_seconds(one, hooks_s=hooked_units * fsdp_unit_host_seconds(fsdp2=parallel.fsdp2, grad=False)[0])
     if te_layers:  # Transformer Engine's Python forward beyond the per-kernel rate charged (compute.te_host)
         one = _with_host_seconds(one, hooks_s=te_forward_host_seconds(
@@ -1234,6 +1268,7 @@ def forward_only_time(
         modules = zero3_hooked_modules(spec, expert_loop=expert_loop,
                                        leaf=zero3_expert_leaf)
         one = _with_host_seconds(one, hooks_s=modules * ZERO3_MODULE_FORWARD_HOST_S)
+    one = sequenced(one, head_one)
     total = one.scaled(micro_steps)
     if parallel.strategy in ("zero3", "fsdp", "hsdp") and parallel.ranks > 1 and gathered_weight_bytes:
         if parallel.strategy == "hsdp":  # gathers over the shard group only (``hsdp_links``)

@@ -15,7 +15,12 @@ Sources of the defaults (each is listed in the plan's assumptions when used):
   ``_OTHER_MATMUL_FRACTION``). Other NVIDIA cards take 80 % (about the H100 ratio), stated.
 * FP8 matmul: the catalog's dense fp8 peak (datasheet, without sparsity) at the card's bf16 MAMF
   fraction (no published fp8 MAMF table covers every card; assumed, and listed when used), except where a
-  card's own fp8 GEMM measurement is published (``_FP8_MATMUL_FRACTION``: MI300X 44.3 %).
+  card's own fp8 GEMM measurement is published (``_FP8_MATMUL_FRACTION``: MI300X 44.3 %, B300 74.5 %). The same
+  table's FP8 half also measures torch ``_scaled_mm`` at 70.9 % (H100 SXM), 73.4 % (H200), 77.6 % (GH200), 76.3 %
+  (B200) and 72.3 % (GB200) of the fp8 peak (l.370-376). Not taken: Transformer Engine's fp8 GEMMs (cuBLASLt with
+  its own heuristics and fused epilogues) are not the kernel measured, and at these fractions 105 published
+  Megatron/NeMo fp8 rows move with the all-rows median 10.0 -> 10.2 % (pretrain 8.6 -> 8.9 %, SFT 9.3 -> 8.1 %),
+  so the bf16 fraction stays the stated assumption for them.
 * HBM: a streaming copy reaches about 90 % of the datasheet bandwidth on A100/H100 (NVIDIA's
   ``nvbandwidth`` / STREAM-style results); assumed for every card without a measurement of its own
   (``_HBM_FRACTION``: MI300X 77.5 %).
@@ -65,7 +70,7 @@ from trainfit.errors import CardError
 _MAMF_FRACTION = {"a100-40gb": 0.869, "a100-80gb": 0.869, "a800-80gb": 0.869, "h100-sxm": 0.803, "h200": 0.803,
                   "h800": 0.803, "mi300x": 0.514, "gb200": 0.729, "b200": 0.776,
                   "a100-pcie-40gb": 0.811, "a100-pcie-80gb": 0.811, "b300": 0.786, "mi325x": 0.600, "mi355x": 0.626,
-                  "gb300": 0.729}
+                  "gb300": 0.729, "gh200": 0.838}
 """BF16 MAMF / datasheet peak, the "Maximum Achievable Matmul FLOPS comparison table" of stas00/ml-engineering
 ``compute/accelerator/README.md`` @744d01e18b79512572f64a6bbd8b5f4a725203a7 (its mamf-finder v2 rows). A100 (40 and
 80 GB SXM, and the A800): row "NVIDIA A100 SXM | 271.2 | 312 | 86.9% | 1024x10240x5120 | 2.6.0+cu126" (the 86.9 %
@@ -98,6 +103,8 @@ clock formula, 2,400 MHz x 512 x 2 x 1,024 = 2,516.6), so 1,565.0 / 2,500 = 62.6
 GB300: no row of its own; the GB200's 72.9 %, the same NVL72 superchip form with the same 2,500 TFLOP/s dense bf16
 rating (the README's note 24: GB300 NVL72 is GB200 NVL72 with faster fp4 and more memory), not the HGX B300's 78.6 %
 (1,769 of 2,250 in a 1,100 W HGX board).
+GH200: row "NVIDIA GH200 SXM | 828.6 | 989 | 83.8% | 1024x15360x4096 | 2.6.0+cu126 | 900W 141GiB HBM3e version" (l.351):
+the same Hopper die and module power as the catalog's 96 GB HBM3 GH200, so its ratio.
 Cards with no row keep the default, stated in the plan: the other Ada cards (L4, RTX 6000 Ada, as the L40S and L40),
 A40 (as the RTX A6000), H200 NVL (as the H100 NVL), T4 and V100 (fp16)."""
 _MAMF_SOURCE = "stas00/ml-engineering compute/accelerator/README.md (MAMF table)"

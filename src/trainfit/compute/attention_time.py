@@ -16,6 +16,17 @@ sm90+       0.45     0.34      FlashAttention-3 paper (Shah et al. 2024), Fig. 1
                                (what PyTorch SDPA runs) on H100 reaches ~350 / ~270 TFLOP/s of 792
 =========  =======  ========  ================================================================
 
+Known gap, Blackwell (compute capability 10.x) under Transformer Engine: TE >= 2.0 prefers its cuDNN fused attention
+on cc >= 9.0 (``get_attention_backend``, transformer_engine/pytorch/attention.py l.942
+@e5cc6c299821e222aee0a7558f88e81c7a9fb134, v2.0), and NVIDIA/cudnn-frontend's SDPA tables measure cuDNN 9.13.1 at bf16,
+head dim 128, causal, 16k tokens at 1,332.4 / 1,074.8 TFLOP/s forward / backward on a B200 and 1,702.5 / 1,267.8 on
+a GB300 (benchmark/sdpa_benchmark_training/artifacts/sdpa_bf16_benchmark_results_NVIDIA_{B200,GB300}.csv l.23
+@0b1577c8c83401237d601d0d0db5210506705396), about 0.76 / 0.62 and 0.93 / 0.70 of the matmul rate, where the Blackwell
+NeMo / Megatron-Bridge rows keep the ``auto`` 0.45 / 0.34. Taken, those rates move 72 Blackwell rows: the GB300
+rows closer (median 22.7 -> 12.7 %), the B200 and GB200 rows past zero (11.8 -> 19.1 %, 12.2 -> 13.6 %; the
+held-out half of all Blackwell rows 12.8 -> 15.1 %). Something else in the B200 / GB200 step is too fast, and the
+faster attention would expose it; not taken until that is found.
+
 Head dimension: the rates above are at head dim 128. A narrower head halves each tile's matmul work against the
 same softmax, masking and Q/O traffic per score, so the kernels run further below the matmul rate. The factor
 ``head_dim_efficiency`` applies, per architecture, the published ratio of head dim 64 to head dim 128 on the same

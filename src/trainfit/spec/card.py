@@ -6,6 +6,7 @@ are refused with one line naming the key and the allowed values (``CardError``).
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -593,6 +594,22 @@ def pin_before(pin: Any, since: tuple[int, int]) -> bool:
             return False
         parts.append(int(digits))
     return tuple(parts + [0] * (2 - len(parts))) < since
+
+
+_RELEASE_PIN = re.compile(r"(?:==|>=|~=)?\s*v?(\d+)(?:\.(\d+)(?:[.+\-]?[0-9A-Za-z.+\-]*)?)?")
+"""A release pin: ``0.9.0``, ``==0.9``, ``>=0.9``, ``v0.9.0``, ``0.9.0.dev``, ``0.9rc1``, ``1``. Not a release: a
+branch (``main``), a commit hash (``8de5fb44...``, ``b9873ee...``), an upper bound (``<0.9``)."""
+
+
+def pin_at_least(pin: Any, since: tuple[int, int]) -> bool:
+    """True for a ``software`` release pin (``_RELEASE_PIN``) whose major.minor is ``since`` or later; None, empty,
+    or anything that does not name a release (a branch, a commit hash, an upper bound): False, so a behaviour that
+    arrived in ``since`` is switched on only by a pin that names it (``pin_before``'s ``not`` would switch it on for
+    every pin it cannot read)."""
+    m = _RELEASE_PIN.fullmatch(str(pin).strip()) if pin else None
+    if m is None:
+        return False
+    return (int(m.group(1)), int(m.group(2) or 0)) >= since
 
 
 class SoftwareSection(_Section):

@@ -137,6 +137,11 @@ class SequenceShape:
     """The model's own eager loss on the compute-dtype logits without an fp32 copy (``loss.upcast: false``,
     ``memory.logits.compute_dtype_ce_bytes``): the log-softmax writes and saves a logits-sized compute-dtype output, and
     backward's two gradients are compute-dtype, the second read by ``lm_head`` as it is."""
+    ce_compute_dtype_bytes: int = 2
+    """With ``ce_compute_dtype``: the compute dtype's bytes per logit (4 for an fp32 compute dtype)."""
+    ce_shift_copy: bool = False
+    """With ``ce_compute_dtype``: the shifted slice's ``.contiguous()`` copies it (more than one sequence per
+    micro-batch, ``memory.logits.shifted_slice_copies``), a logits-sized tensor alive until the loss returns."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -1100,14 +1105,18 @@ def step_sequence(t: StepTerms, shape: SequenceShape, *, workspace: tuple[int, .
             # the negative size marks a fused loss for backward
             loss = [(bf16, -2 * E)] + [(k, 4 * rows) for k in stats]
         elif E and t.logits.retained and shape.ce_compute_dtype:
-            bf16 = e.alloc(2 * E)
-            held = e.allocs(_chunks(t.logits.retained - 2 * E, 2 * E))  # a softcapped model's tanh output
-            lsm = e.alloc(2 * E)
+            a = shape.ce_compute_dtype_bytes
+            bf16 = e.alloc(a * E)
+            held = e.allocs(_chunks(t.logits.retained - a * E, a * E))  # a softcapped model's tanh output
+            shift = e.alloc(a * E) if shape.ce_shift_copy else None  # .contiguous() on the shifted slice
+            lsm = e.alloc(a * E)
+            if shift is not None:
+                e.free(shift)  # the loss saves only its log-softmax output
             if t.kept_output:
                 kept_out.append(bf16)
             else:
                 e.free(bf16)
-            loss = [(lsm, 2 * E)]
+            loss = [(lsm, a * E)]
         elif E and t.logits.retained:
             bf16 = e.alloc(2 * E)
             held = e.allocs(_chunks(t.logits.retained - 4 * E, 2 * E))
@@ -1157,8 +1166,8 @@ def step_sequence(t: StepTerms, shape: SequenceShape, *, workspace: tuple[int, .
             if shape.fused_ce_inplace and t.kept_output:
                 gb = None  # the kept output's buffer, freed with it after backward
         elif loss and shape.ce_compute_dtype:  # compute-dtype gradients; lm_head reads the second as it is
-            g1 = e.alloc(2 * E)
-            gb = e.alloc(2 * E)
+            g1 = e.alloc(shape.ce_compute_dtype_bytes * E)
+            gb = e.alloc(shape.ce_compute_dtype_bytes * E)
             e.free(g1)
             e.free(loss[0][0])
             e.frees(loss[1:])

@@ -144,6 +144,15 @@ class LogitsBytes:
     """Transient at the start of backward."""
 
 
+def shifted_slice_copies(*, micro_batch_size: int) -> bool:
+    """Whether ``logits[..., :-1, :].contiguous()`` on ``(b, s, V)`` logits copies: a slice that drops the last
+    position of each sequence is contiguous only with one sequence (``b == 1``: its size-1 batch dimension's stride
+    is not checked), where ``.contiguous()`` returns the slice itself; from ``b == 2`` the rows of two sequences are
+    ``V`` elements apart and ``.contiguous()`` makes a copy. Either way the slice stays in autograd, so backward runs
+    ``slice_backward`` (a zero-filled tensor of the logits' shape, the gradient copied into its slice)."""
+    return micro_batch_size > 1
+
+
 def compute_dtype_ce_bytes(*, micro_batch_size: int, tokens: int, vocab_size: int,
                            compute_dtype_bytes: int = 2) -> LogitsBytes:
     """Bytes of a model's own ``CrossEntropyLoss`` on its compute-dtype logits, outside autocast (``loss.upcast: false``).
@@ -158,14 +167,17 @@ def compute_dtype_ce_bytes(*, micro_batch_size: int, tokens: int, vocab_size: in
     log-softmax writes and saves a compute-dtype output. Per logit (``a`` the compute dtype's bytes): forward peak
     the logits and the log-softmax output (2a), retained the saved output (a), start of backward the saved output, the
     nll gradient and the log-softmax input gradient (3a); that input gradient is the one ``lm_head``'s backward reads
-    (no cast). Replayed on CPU fp16 and bf16 tensors under trainfit.trace's dispatch tracker at batch 1: 4 / 2 / 6 B per
-    logit, and 10 / 4 / 12 with a ``.float()`` copy, this module's eager constants (tests/memory/test_compute_dtype_ce.py).
-    The shift slice is contiguous at batch 1 (one sequence: its rows stay adjacent); from batch 2 ``.contiguous()``
-    copies it, one more logits tensor at the forward peak, not counted here (nor in the eager constants)."""
-    del micro_batch_size  # the shift copy from batch 2 is not counted (see above)
+    (no cast). From two sequences per micro-batch the shifted slice's ``.contiguous()`` copies it
+    (``shifted_slice_copies``): the copy sits beside the logits and the log-softmax output at the forward peak (3a)
+    and is dropped when the loss returns (``CrossEntropyLoss`` saves only its output); backward passes through the
+    copy and ``slice_backward`` holds two logits-sized gradients, under the 3a before it. Replayed on CPU fp16, bf16
+    and fp32 tensors under trainfit.trace's dispatch tracker: 2a / a / 3a at batch 1, 3a / a / 3a at batch 2 and 4,
+    and 10 / 4 / 12 with a ``.float()`` copy at batch 1, this module's eager constants
+    (tests/memory/test_compute_dtype_ce.py)."""
     e = tokens * vocab_size
     a = compute_dtype_bytes
-    return LogitsBytes(forward_peak=2 * a * e, retained=a * e, backward_peak=3 * a * e)
+    copy = a * e if shifted_slice_copies(micro_batch_size=micro_batch_size) else 0
+    return LogitsBytes(forward_peak=2 * a * e + copy, retained=a * e, backward_peak=3 * a * e)
 
 
 TORCHTUNE_OUTPUT_CHUNKS = 8

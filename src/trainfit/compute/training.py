@@ -496,7 +496,7 @@ def train_step_time(
     megatron_experts: bool = False, expert_streams: bool = False, recompute_modules: tuple[str, ...] = (),
     unpad_call_syncs: bool = False, attention_kernel: str = "auto", vocab_chunk_columns: int = 0, nemo_rl_loss: str = "", loss_sequences: float = 1.0,
     head: bool = True, scan_syncs: float = 0.0, rope_loop_samples: float = 0.0, rope_loop_context_parallel: int = 1,
-    loss_input_copy: bool = False,
+    loss_input_copy: bool = False, loss_input_slice_backward: bool = False,
     a2a_thd_sequences: float = 0.0, te_layers: bool = False, launch_blocking: bool = False,
 ) -> TrainStepTime:
     """Seconds of one optimizer step on one GPU (all GPUs of a data-parallel group run in lockstep).
@@ -565,7 +565,7 @@ def train_step_time(
                              tp=mp.tp, etp=mp.etp, ep=mp.ep, sequence_parallel=mp.sequence_parallel),
                          moe_dispatcher=mp.moe_dispatcher, fused_cross_entropy=fused_cross_entropy,
                          compiled_cross_entropy=compiled_cross_entropy, packed_flash_syncs=packed_flash_syncs,
-                         loss_input_copy=loss_input_copy,
+                         loss_input_copy=loss_input_copy, loss_input_slice_backward=loss_input_slice_backward,
                          expert_loop=expert_loop,
                          expert_loop_every=expert_loop_every, fp8_casts=fp8_casts, megatron_experts=megatron_experts,
                          expert_streams=expert_streams, unpad_call_syncs=unpad_call_syncs,

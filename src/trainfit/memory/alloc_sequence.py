@@ -133,6 +133,10 @@ class SequenceShape:
     fused_ce_compiled: bool = False
     """With ``fused_ce_rows``: the compiled eager loss (``loss.compiled``, ``memory.logits.compiled_ce_bytes``) in
     place of flash-attn's kernel: two fp32 per-row tensors (max, log-sum-exp), both saved with the logits."""
+    fused_ce_slice_backward: bool = False
+    """With ``fused_ce_compiled``: the loss read a slice of the logits (``loop.loss_input_copy``), so after its
+    backward ``slice_backward`` makes a zero-filled gradient of the logits' shape beside the slice's, which it then
+    replaces (``memory.logits.compiled_ce_bytes``' ``slice_backward``)."""
     ce_compute_dtype: bool = False
     """The model's own eager loss on the compute-dtype logits without an fp32 copy (``loss.upcast: false``,
     ``memory.logits.compute_dtype_ce_bytes``): the log-softmax writes and saves a logits-sized compute-dtype output, and
@@ -1165,6 +1169,10 @@ def step_sequence(t: StepTerms, shape: SequenceShape, *, workspace: tuple[int, .
                 e.free(bf16)  # the node releases its saved logits; the kept output holds them to the end
             if shape.fused_ce_inplace and t.kept_output:
                 gb = None  # the kept output's buffer, freed with it after backward
+            if shape.fused_ce_slice_backward and gb is not None:
+                full = e.alloc(2 * E)  # slice_backward's zero-filled gradient, the slice's copied into it
+                e.free(gb)
+                gb = full
         elif loss and shape.ce_compute_dtype:  # compute-dtype gradients; lm_head reads the second as it is
             g1 = e.alloc(shape.ce_compute_dtype_bytes * E)
             gb = e.alloc(shape.ce_compute_dtype_bytes * E)

@@ -301,20 +301,28 @@ COMPILED_CE_ROW_SAVED_BYTES = 2 * 4
 
 
 def compiled_ce_bytes(*, tokens: int, vocab_size: int, logits_kept: bool = False,
-                      compute_dtype_bytes: int = 2, input_copy: bool = False) -> LogitsBytes:
+                      compute_dtype_bytes: int = 2, input_copy: bool = False,
+                      slice_backward: bool = False) -> LogitsBytes:
     """Bytes of the eager cross-entropy under ``torch.compile`` (``loss.compiled``; module doc) over ``tokens x
     vocab_size`` logits: the compute-dtype logits it saves and two fp32 values per row; backward writes the
     compute-dtype gradient beside them. ``logits_kept``: the caller's output holds the logits (``StepTerms.
     kept_output`` counts them), so the saved logits are not counted here after the forward. ``input_copy``
     (``loop.loss_input_copy``, with ``logits_kept``): the caller hands the loss a contiguous copy of its logits
     (OLMo-core ``get_losses``), so the loss saves the copy: both are alive in the forward, and the saved copy is
-    counted here after it, beside the kept logits."""
+    counted here after it, beside the kept logits. ``slice_backward`` (``loop.loss_input_copy`` at any micro-batch: the
+    loss's input is a slice of the logits): after the loss's backward node releases what it saved, ``slice_backward``
+    makes a zero-filled gradient of the logits' shape while the slice's gradient is alive, two logits-sized gradients
+    beside the kept logits. With one sequence (no copy, the loss saved the kept logits) that is a logits-sized tensor
+    more than the loss's own backward holds; with a copy, the saved copy's bytes, gone by then. Replayed on CPU under
+    trainfit.trace's dispatch tracker with a stand-in holding what this function gives the compiled loss (kept logits
+    included): 6 B per logit at the start of backward at batch 1, 2 and 4 (tests/memory/test_loss_input_copy.py)."""
     e = tokens * vocab_size
     logits = compute_dtype_bytes * e
     rows = COMPILED_CE_ROW_SAVED_BYTES * tokens
     saved = (0.0 if logits_kept and not input_copy else logits) + rows
     source = logits if input_copy else 0.0
-    return LogitsBytes(forward_peak=logits + source + rows, retained=saved, backward_peak=saved + logits)
+    backward = max(saved + logits, 2 * logits) if slice_backward else saved + logits
+    return LogitsBytes(forward_peak=logits + source + rows, retained=saved, backward_peak=backward)
 
 
 VERL_ENTROPY_ROW_BYTES = 4 * 4 + 2
@@ -412,6 +420,7 @@ def logits_bytes(
     temperature_copy: bool = False,
     loss_compiled: bool = False,
     loss_input_copy: bool = False,
+    loss_input_slice_backward: bool = False,
     compute_dtype_loss: bool = False,
 ) -> LogitsBytes:
     """Bytes of the logits/loss path for one micro-batch.
@@ -426,7 +435,8 @@ def logits_bytes(
     ``verl_actor``: with ``kernel="flash_attn"``, verl's PPO/GRPO actor calls the kernel (``verl_actor_logprob_bytes``,
     which reads ``temperature_copy``). ``loss_compiled``: the eager loss over the full logits runs under
     ``torch.compile`` (``compiled_ce_bytes``; ``loss.compiled``); ``loss_input_copy``: the loss reads a copy of the
-    kept logits (``compiled_ce_bytes``' ``input_copy``; ``loop.loss_input_copy``).
+    kept logits (``compiled_ce_bytes``' ``input_copy``; ``loop.loss_input_copy`` from two sequences);
+    ``loss_input_slice_backward``: the loss reads a slice of them (``compiled_ce_bytes``' ``slice_backward``).
     ``compute_dtype_loss``: the model's own loss on the compute-dtype logits without an fp32 copy (``compute_dtype_ce_bytes``; ``loss.upcast: false``).
     """
     tokens = micro_batch_size * seq_len
@@ -458,7 +468,8 @@ def logits_bytes(
                            backward_peak=lg.backward_peak + softcap)
     if loss_compiled and head_outputs is None and not kept_fp32:
         lg = compiled_ce_bytes(tokens=tokens, vocab_size=width, logits_kept=logits_kept,
-                               compute_dtype_bytes=compute_dtype_bytes, input_copy=loss_input_copy)
+                               compute_dtype_bytes=compute_dtype_bytes, input_copy=loss_input_copy,
+                               slice_backward=loss_input_slice_backward)
         # the saved logits are the ones a holding caller keeps; a softcapped model's tanh output stays beside them
         return LogitsBytes(forward_peak=lg.forward_peak + softcap, retained=lg.retained + softcap,
                            backward_peak=lg.backward_peak + softcap)

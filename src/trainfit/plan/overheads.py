@@ -152,8 +152,11 @@ def card_sequence_shape(terms: StepTerms, *, spec: ModelSpec, card: RunCard) -> 
         shape = replace(shape, fused_ce_rows=card.batch.micro_batch_size * card.batch.seq_len,
                         fused_ce_inplace=card.loss.inplace_backward)
     elif card.loss.compiled and shape.logit_elements and spec.head_outputs is None:
+        from trainfit.plan.terms import loss_input_copy_of
+
         # the compiled eager loss allocates as memory.logits.compiled_ce_bytes says: flash-attn's order, two saved rows
-        shape = replace(shape, fused_ce_rows=card.batch.micro_batch_size * card.batch.seq_len, fused_ce_compiled=True)
+        shape = replace(shape, fused_ce_rows=card.batch.micro_batch_size * card.batch.seq_len, fused_ce_compiled=True,
+                        fused_ce_slice_backward=loss_input_copy_of(card).slice_backward)
     elif not card.loss.upcast and shape.logit_elements and spec.head_outputs is None:
         # the model's own compute-dtype loss allocates as memory.logits.compute_dtype_ce_bytes says
         shape = replace(shape, ce_compute_dtype=True,

@@ -552,7 +552,8 @@ class LoopSection(_Section):
         " the copy beside the kept logits (OLMo-core Trainer.get_losses: logits[..., :-1, :].contiguous(),"
         " allenai/OLMo-core src/olmo_core/train/trainer.py l.924 @4f2c8ef59f9268b7f3aae0c127b52a45d4c1c706). A copy"
         " only with more than one sequence per micro-batch (one sequence: the slice is contiguous, .contiguous() returns"
-        " it).")
+        " it); at any micro-batch the slice stays in autograd, so backward's slice_backward fills a zeroed gradient of"
+        " the logits' shape beside the slice's and copies it in (two kernels; memory at the start of backward).")
     token_scan_syncs: float = Field(
         0.0, ge=0.0, le=16.0, description="Host-synchronising reads of a device scalar per token of every micro-batch,"
         " each behind an elementwise kernel: a Python loop that walks a GPU tensor element by element (prime-rl's RL"

@@ -1663,8 +1663,8 @@ def rollout_section(e: dict[str, Any], model: Any, nodes: int) -> tuple[dict[str
                 "trainer_offload"):
         if ro.get(key):
             out[key] = ro[key]
-    if ro.get("weight_sync_relays"):  # verl's checkpoint engine with multi_sender (compute.sync.verl_broadcast_senders)
-        out["weight_sync_relays"] = True
+    if ro.get("weight_sync_relays") is not None:  # verl's checkpoint engine's multi_sender as the run set it
+        out["weight_sync_relays"] = bool(ro["weight_sync_relays"])  # (compute.sync.verl_broadcast_senders)
     if ro.get("sleep_level") is not None:
         out["sleep_level"] = int(ro["sleep_level"])
     if ro.get("cuda_graphs") is not None:

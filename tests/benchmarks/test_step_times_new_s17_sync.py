@@ -62,7 +62,9 @@ def test_multi_sender_rows_put_the_relays_on_the_card_and_cross_faster() -> None
     for size in ("qwen35-27b", "qwen3-30b-a3b"):
         single, multi = (ROWS[f"verl7291-weight-sync-{size}-gh200-4p4-{m}-sender"] for m in ("single", "multi"))
         (c1, _), (c4, _) = S.map_rl(single), S.map_rl(multi)
-        assert c4["rollout"]["weight_sync_relays"] is True and "weight_sync_relays" not in c1["rollout"]
+        # the PR's single-sender runs set multi_sender False; 0.9.0.dev alone could not tell (spec.card.
+        # verl_multi_sender_default), so the card says it
+        assert c4["rollout"]["weight_sync_relays"] is True and c1["rollout"]["weight_sync_relays"] is False
         t1 = S.plan_card(c1).phase_terms["weight_sync"]
         t4 = S.plan_card(c4).phase_terms["weight_sync"]
         assert t4["gather"] == pytest.approx(t1["gather"]) and t4["transfer"] < 0.3 * t1["transfer"]
@@ -84,9 +86,16 @@ def test_timer_without_the_engine_load_leaves_the_per_tensor_term_out() -> None:
 
 
 @pytest.mark.parametrize("row_id", sorted(ROWS))
-def test_every_row_scores_without_the_engine_load(row_id: str) -> None:
+def test_every_row_says_it_scores_without_the_engine_load(row_id: str) -> None:
     (row,) = [r for r in S.rl_rows([ROWS[row_id]], []) if r.quantity == "weight_sync"]
-    card, _ = S.map_rl(ROWS[row_id])
-    terms = S.plan_card(card).phase_terms["weight_sync"]
-    assert row.trainfit_s == pytest.approx(sum(terms.values()) - terms["per_tensor"])
     assert any("does not run the plan's per_tensor" in n for n in row.notes)
+
+
+@pytest.mark.parametrize("size", ["single", "multi"])
+def test_the_moe_rows_publish_less_than_the_engine_load_alone(size: str) -> None:
+    """Why the mock receivers matter: Qwen3-30B-A3B's 18,867 tensors make the planned engine load (per_tensor, a
+    real engine's per-tensor load) longer on its own than the PR's whole published sync, with one sender or with
+    the relays; a score that kept it could not come near the published figure."""
+    e = ROWS[f"verl7291-weight-sync-qwen3-30b-a3b-gh200-4p4-{size}-sender"]
+    card, _ = S.map_rl(e)
+    assert e["measured"]["phases_s"]["weight_sync"] < S.plan_card(card).phase_terms["weight_sync"]["per_tensor"]

@@ -1,7 +1,8 @@
 """verl's checkpoint engine with node-local relays (``multi_sender``, verl-project/verl
 verl/checkpoint_engine/nccl_checkpoint_engine.py ``_multi_sender_ranks`` l.201-219 @8de5fb4463faa0a06ce1d260cadf3d7cd2a2c338):
 actor rank 0's node-local actor workers join the broadcast group, so its ring leaves the sending node through their
-NICs; without it (every verl before 8de5fb44, and the card's default) rank 0's one NIC carries it."""
+NICs; without it (every verl before 8de5fb44) rank 0's one NIC carries it. Unset, the card follows the verl pin's
+default (``spec.card.verl_multi_sender_default``): on from 8de5fb44, which no release holds yet (the 0.10 line)."""
 
 from __future__ import annotations
 
@@ -77,8 +78,49 @@ def test_relays_are_verl_checkpoint_engine_only(preset, placement):
         RunCard.model_validate(_card(True, preset=preset, placement=placement))
 
 
-def test_default_is_one_sender():
-    assert RunCard.model_validate(_card(False)).rollout.weight_sync_relays is False
+def _unset(verl: str | None) -> dict:
     card = _card(False)
     del card["rollout"]["weight_sync_relays"]
-    assert RunCard.model_validate(card).rollout.weight_sync_relays is False
+    if verl is not None:
+        card["software"] = {"verl": verl}
+    return card
+
+
+def test_unset_follows_the_verl_pin():
+    """NCCLCheckpointEngine(multi_sender=True) from 8de5fb44 with engine_kwargs {}: a 0.10 pin relays unasked; no
+    release holds 8de5fb44 (v0.9.0 was cut before it), so a release pin, a 0.9 dev pin, a commit or no pin sends
+    from rank 0 alone."""
+    assert RunCard.model_validate(_unset(None)).rollout.weight_sync_relays is None
+    one, four = _sync_terms(_card(False)), _sync_terms(_card(True))
+    for pin in (None, "0.8.0", "0.9.0", "0.9.0.dev", "main", "8de5fb4463faa0a06ce1d260cadf3d7cd2a2c338"):
+        assert _sync_terms(_unset(pin)).terms == one.terms, pin
+    for pin in ("0.10.0.dev", "0.10.0", ">=0.10"):
+        assert _sync_terms(_unset(pin)).terms == four.terms, pin
+
+
+@pytest.mark.parametrize(("pin", "default"), [("0.10.0.dev", True), ("v0.10.0", True), ("1.0", True),
+                                               ("0.9.0", False), ("0.9.1", False), ("0.8.0", False), ("0.3", False),
+                                               ("0.9.0.dev", None), ("main", None), (None, None),
+                                               ("8de5fb4463faa0a06ce1d260cadf3d7cd2a2c338", None)])
+def test_verl_multi_sender_default(pin, default):
+    from trainfit.spec.card import verl_multi_sender_default
+
+    assert verl_multi_sender_default(pin) is default
+
+
+@pytest.mark.parametrize("pin", ["0.8.0", "0.9.0"])
+def test_relays_refused_with_a_release_that_has_none(pin):
+    card = _card(True)
+    card["software"] = {"verl": pin}
+    with pytest.raises(ValueError, match="weight_sync_relays: true needs verl's multi_sender"):
+        RunCard.model_validate(card)
+    card["rollout"]["weight_sync_relays"] = False
+    RunCard.model_validate(card)
+
+
+def test_relays_allowed_with_a_dev_pin_or_none():
+    for pin in ("0.9.0.dev", "0.10.0.dev", None):
+        card = _card(True)
+        if pin:
+            card["software"] = {"verl": pin}
+        assert RunCard.model_validate(card).rollout.weight_sync_relays is True

@@ -44,3 +44,46 @@ def test_attention_kernel_and_kept_output_are_plan_facts_every_export_names():
             assert key in e.lost, (target, key)
         assert any(n.startswith("attention_kernel:") for n in e.notes), target
         assert any(n.startswith("loop.*") for n in e.notes), target
+
+
+def _facts_round_trip(card) -> dict:
+    from trainfit.export.common import card_from_facts
+
+    facts = plan_facts(card)
+    again = load_card_dict(card_from_facts(facts))
+    assert plan_facts(again) == facts
+    return facts
+
+
+def test_verl_pin_is_a_plan_fact():
+    """``software.verl`` from 0.9 sends an fp32 trainer's weights uncast (plan.rl_sync): a plan fact that survives
+    the facts' round trip."""
+    def card(pin):
+        d = {"model": "Qwen/Qwen3-8B", "method": "grpo", "preset": "verl",
+             "hardware": {"gpu": "h100-sxm", "gpus_per_node": 8, "nodes": 2, "nic_gbps_per_gpu": 200},
+             "parallel": {"strategy": "fsdp"}, "precision": {"weights": "fp32", "compute": "bf16"},
+             "batch": {"micro_batch_size": 1, "seq_len": 2048},
+             "rollout": {"placement": "split", "nodes": 1, "tensor_parallel": 2, "prompt_len": 512,
+                         "response_len": 1024, "sleep_level": 0}}
+        if pin is not None:
+            d["software"] = {"verl": pin}
+        return load_card_dict(d)
+
+    new, old = card("0.9.0"), card(None)
+    assert make_plan(new).step_seconds != make_plan(old).step_seconds
+    assert _facts_round_trip(new)["software.verl"] == "0.9.0"
+    assert "software.verl" not in _facts_round_trip(old)
+
+
+def test_loss_upcast_and_compiled_are_plan_facts():
+    """``loss.upcast: false`` changes the logits' memory and ``loss.compiled`` the loss's memory and time: both are
+    plan facts and survive the facts' round trip."""
+    base = {"model": "Qwen/Qwen3-0.6B", "method": "sft", "scope": "full",
+            "hardware": {"gpu": "h100-sxm", "gpus_per_node": 1}, "batch": {"micro_batch_size": 2, "seq_len": 2048}}
+    plain, low, comp = (load_card_dict({**base, **x}) for x in ({}, {"loss": {"upcast": False}},
+                                                                 {"loss": {"compiled": True}}))
+    assert make_plan(low).phases != make_plan(plain).phases
+    assert make_plan(comp).phases != make_plan(plain).phases
+    assert _facts_round_trip(low)["loss.upcast"] is False
+    assert _facts_round_trip(comp)["loss.compiled"] is True
+    assert plan_facts(plain)["loss.upcast"] is True and plan_facts(plain)["loss.compiled"] is False

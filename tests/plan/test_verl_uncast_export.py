@@ -42,3 +42,20 @@ def test_dev_pin_of_the_09_line_counts_as_09():
 
 def test_a_bf16_trainer_sends_bf16_either_way():
     assert _sync("0.9.0", weights="bf16") == _sync("0.8.0", weights="bf16")
+
+
+@pytest.mark.parametrize("pin", ["main", "<0.9", "b9873ee98f5ee513a460a7a41623262ac4a831e9",
+                                 "8de5fb44e6f2d8d5d3b1a1e3a4c8c64d4c2b0a11"])
+def test_a_pin_that_names_no_release_keeps_the_bf16_send(pin):
+    assert _sync(pin) == _sync(None)
+
+
+@pytest.mark.parametrize(("pin", "since"), [("0.9.0", True), ("==0.9", True), (">=0.9", True), ("v0.10.1", True),
+                                            ("0.9.0.dev", True), ("0.9rc1", True), ("1", True), ("0.8.0", False),
+                                            ("<0.9", False), ("main", False), ("", False), (None, False),
+                                            ("b9873ee98f5ee513a460a7a41623262ac4a831e9", False),
+                                            ("8de5fb44e6f2d8d5d3b1a1e3a4c8c64d4c2b0a11", False)])
+def test_pin_at_least(pin, since):
+    from trainfit.spec.card import pin_at_least
+
+    assert pin_at_least(pin, (0, 9)) is since

@@ -15,7 +15,7 @@ from trainfit import api
 from trainfit.catalog.gpus import resolve_gpu
 from trainfit.compute import collectives as coll
 from trainfit.compute.rates import default_rates
-from trainfit.compute.training import Parallel, zero1_group_of
+from trainfit.compute.training import Parallel, Zero1Group, zero1_group_of
 from trainfit.errors import CardError
 from trainfit.memory.sharding import make_sharding
 from trainfit.spec.card import load_card_dict
@@ -69,12 +69,24 @@ def test_per_rank_broadcasts_cost_one_ring_fill_each():
 def test_group_inside_a_node_hands_back_over_nvlink():
     rates = default_rates(resolve_gpu("a100-80gb"))
     par = Parallel(strategy="zero1", ranks=32, gpus_per_node=8, zero1_shard=8, zero1_broadcast_per_rank=True)
-    kw = zero1_group_of(par, rates, ranks=32, bus=1e9)
-    assert kw["gather_ranks"] == 8 and kw["gather_nodes"] == 1 and kw["gather_broadcast_per_rank"] is True
-    assert kw["gather_bus_bytes_per_s"] > 1e9
-    assert zero1_group_of(Parallel(strategy="zero1", ranks=32, gpus_per_node=8), rates, ranks=32, bus=1e9) == {}
+    g = zero1_group_of(par, rates, ranks=32, bus_bytes_per_s=1e9)
+    assert g.gather_ranks == 8 and g.gather_nodes == 1 and g.gather_broadcast_per_rank is True
+    assert g.gather_bus_bytes_per_s > 1e9
+    # over the nodes: the data group's rate
+    wide = zero1_group_of(Parallel(strategy="zero1", ranks=32, gpus_per_node=8, zero1_shard=16), rates, ranks=32,
+                          bus_bytes_per_s=1e9)
+    assert (wide.gather_ranks, wide.gather_nodes, wide.gather_bus_bytes_per_s) == (16, 2, 1e9)
+    assert zero1_group_of(Parallel(strategy="zero1", ranks=32, gpus_per_node=8), rates, ranks=32,
+                          bus_bytes_per_s=1e9) == Zero1Group()
     assert zero1_group_of(Parallel(strategy="zero2", ranks=32, gpus_per_node=8, zero1_shard=8), rates, ranks=32,
-                          bus=1e9) == {}
+                          bus_bytes_per_s=1e9) == Zero1Group()
+    # the defaults are exposed_data_parallel's own: the data group's one all-gather
+    import inspect
+
+    from trainfit.compute.collectives import exposed_data_parallel
+
+    params = inspect.signature(exposed_data_parallel).parameters
+    assert all(params[k].default == v for k, v in Zero1Group()._asdict().items())
 
 
 def test_step_time_moves_only_with_the_fields():

@@ -181,9 +181,13 @@ LOSS_INPUT_COPY_FORWARD_BYTES, LOSS_INPUT_COPY_BACKWARD_BYTES = 4.0, 6.0
 LOSS_INPUT_COPY_FORWARD_KERNELS, LOSS_INPUT_COPY_BACKWARD_KERNELS = 1, 2
 """``loop.loss_input_copy`` (OLMo-core ``Trainer.get_losses``: ``logits[..., :-1, :].contiguous()``, allenai/OLMo-core
 src/olmo_core/train/trainer.py l.924 @4f2c8ef59f9268b7f3aae0c127b52a45d4c1c706), bytes per logit and kernels, outside
-the compiled loss: forward one copy kernel (2 B read, 2 B written); backward the copy's gradient passes through and
-``slice_backward`` fills a zero tensor of the logits' shape and copies the gradient into its slice (2 B written, then
-2 B read and 2 B written: two kernels). Counted as already fused (eager kernels, not scaled by the compile factors)."""
+the compiled loss: forward one copy kernel (2 B read, 2 B written), only with more than one sequence per micro-batch
+(``memory.logits.shifted_slice_copies``: with one the slice is contiguous and ``.contiguous()`` returns it);
+backward, whatever the micro-batch, the slice stays in autograd: the copy's gradient (``CloneBackward0``, when there
+is a copy) passes through and ``slice_backward`` fills a zero tensor of the logits' shape and copies the gradient into
+its slice (2 B written, then 2 B read and 2 B written: two kernels; torch 2.13.0+cpu's profiler on the backward of
+``x[..., :-1, :].contiguous()`` at batch 1 and 2: ``aten::slice_backward``, ``aten::zeros``, ``aten::copy_``). Counted
+as already fused (eager kernels, not scaled by the compile factors)."""
 COMPILED_CE_FORWARD_BYTES, COMPILED_CE_BACKWARD_BYTES = 2.0, 4.0
 COMPILED_CE_FORWARD_KERNELS, COMPILED_CE_BACKWARD_KERNELS = 3, 2
 """The eager loss under ``torch.compile`` (``loss.compiled``: torchtitan's ``build_cross_entropy_loss`` compiles
@@ -746,7 +750,7 @@ def step_inventory(
     fp8_casts: CastTraffic | None = None, megatron_experts: bool = False, expert_streams: bool = False,
     unpad_call_syncs: bool = False, vocab_chunk_columns: int = 0, nemo_rl_loss: str = "", loss_sequences: float = 1.0,
     rope_loop_samples: float = 0.0, rope_loop_context_parallel: int = 1, a2a_thd_sequences: float = 0.0,
-    expert_bias_probs_grad: bool = True, loss_input_copy: bool = False,
+    expert_bias_probs_grad: bool = True, loss_input_copy: bool = False, loss_input_slice_backward: bool = False,
 ) -> StepInventory:
     """The op inventory of one micro-step of ``micro_batch_size × seq_len`` tokens on one GPU.
 
@@ -772,8 +776,9 @@ def step_inventory(
     the flex / DeepEP one does not: ``moe_time.chunk_sort_bytes``); ``fused_cross_entropy``: the loss is flash-attn's
     kernel (``FLASH_CE_*``) instead of the eager fp32 one (``LOSS_*``); ``compiled_cross_entropy``: the eager loss
     runs under ``torch.compile`` (``loss.compiled``: ``COMPILED_CE_*``, counted as fused, in place of ``LOSS_*``;
-    flash-attn's kernel, when set, wins); ``loss_input_copy``: the loop copies the shifted logits before the loss and
-    ``slice_backward`` writes their gradient into a zeroed full-size tensor (``LOSS_INPUT_COPY_*``, counted as fused); ``packed_flash_syncs``: packed rows reach
+    flash-attn's kernel, when set, wins); ``loss_input_copy``: the loop copies the shifted logits before the loss
+    (``LOSS_INPUT_COPY_FORWARD_*``); ``loss_input_slice_backward``: backward's ``slice_backward`` writes their gradient
+    into a zeroed full-size tensor (``LOSS_INPUT_COPY_BACKWARD_*``; both counted as fused); ``packed_flash_syncs``: packed rows reach
     transformers' flash attention with ``position_ids`` only, so every attention call synchronises the host
     (``PACKED_FLASH_FORWARD_SYNCS`` / ``PACKED_FLASH_BACKWARD_SYNCS``; the recompute re-runs the forward's);
     ``expert_loop``: the routed experts run as transformers < 5's Python loop (``expert_loop`` module: per expert three
@@ -1154,8 +1159,9 @@ def step_inventory(
         loss_f, loss_fk = COMPILED_CE_FORWARD_BYTES, COMPILED_CE_FORWARD_KERNELS
         loss_b, loss_bk = COMPILED_CE_BACKWARD_BYTES, COMPILED_CE_BACKWARD_KERNELS
     copy = loss_input_copy and spec.head_outputs is None
+    slice_bw = loss_input_slice_backward and spec.head_outputs is None
     copy_f, copy_fk = (LOSS_INPUT_COPY_FORWARD_BYTES, LOSS_INPUT_COPY_FORWARD_KERNELS) if copy else (0.0, 0)
-    copy_b, copy_bk = (LOSS_INPUT_COPY_BACKWARD_BYTES, LOSS_INPUT_COPY_BACKWARD_KERNELS) if copy else (0.0, 0)
+    copy_b, copy_bk = (LOSS_INPUT_COPY_BACKWARD_BYTES, LOSS_INPUT_COPY_BACKWARD_KERNELS) if slice_bw else (0.0, 0)
     head_f = PassInventory((Gemm("lm_head", t, out, h),), 0.0, 0.0,
                            (loss_f + copy_f) * t * out + norm_f * t * h + 4.0 * t * h
                            + (POSITION_ADD_BYTES * t * h if pos else 0.0),

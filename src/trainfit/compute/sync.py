@@ -1187,7 +1187,8 @@ def _trainer_ranks_in_group(framework: str, placement: Placement, *, fully_async
     the same @b9873ee98f5ee513a460a7a41623262ac4a831e9 of verl-project/verl, 2026-07-10, the code the
     docs/advance/delta_weight_sync.md nccl rows
     were measured on). verl-project/verl 8de5fb446 (2026-08-14, ``multi_sender``) later admits rank 0's node-local
-    actor workers as relays: a card that sets ``rollout.weight_sync_relays`` gets them (``verl_broadcast_senders``).
+    actor workers as relays, on by default: a card that sets ``rollout.weight_sync_relays``, or leaves it unset with a
+    verl pin whose default they are (``spec.card.verl_multi_sender_default``), gets them (``verl_broadcast_senders``).
     OpenRLHF and TRL send from trainer rank 0 alone."""
     if framework == "verl":
         return placement is Placement.COLOCATE or fully_async_path

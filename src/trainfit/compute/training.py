@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from trainfit.compute import collectives as coll
 from trainfit.compute.attention_time import attention_seconds
@@ -523,7 +523,7 @@ def train_step_time(
     megatron_experts: bool = False, expert_streams: bool = False, recompute_modules: tuple[str, ...] = (),
     unpad_call_syncs: bool = False, attention_kernel: str = "auto", vocab_chunk_columns: int = 0, nemo_rl_loss: str = "", loss_sequences: float = 1.0,
     head: bool = True, scan_syncs: float = 0.0, rope_loop_samples: float = 0.0, rope_loop_context_parallel: int = 1,
-    loss_input_copy: bool = False,
+    loss_input_copy: bool = False, loss_input_slice_backward: bool = False,
     a2a_thd_sequences: float = 0.0, te_layers: bool = False, launch_blocking: bool = False,
     recompute_whole_layer: bool = False,
 ) -> TrainStepTime:
@@ -596,7 +596,7 @@ def train_step_time(
                              tp=mp.tp, etp=mp.etp, ep=mp.ep, sequence_parallel=mp.sequence_parallel),
                          moe_dispatcher=mp.moe_dispatcher, fused_cross_entropy=fused_cross_entropy,
                          compiled_cross_entropy=compiled_cross_entropy, packed_flash_syncs=packed_flash_syncs,
-                         loss_input_copy=loss_input_copy,
+                         loss_input_copy=loss_input_copy, loss_input_slice_backward=loss_input_slice_backward,
                          expert_loop=expert_loop,
                          expert_loop_every=expert_loop_every, fp8_casts=fp8_casts, megatron_experts=megatron_experts,
                          expert_streams=expert_streams, unpad_call_syncs=unpad_call_syncs,
@@ -770,7 +770,7 @@ def train_step_time(
                 reduce_after_backward=parallel.grad_reduce_after_backward,
                 bucket_all_reduce_bytes=parallel.zero_all_reduce_bucket * optimizer.grad_bytes,
                 ddp_bucket_bytes=parallel.ddp_bucket_bytes,
-                **zero1_group_of(parallel, rates, ranks=ranks, bus=bus),
+                **zero1_group_of(parallel, rates, ranks=ranks, bus_bytes_per_s=bus)._asdict(),
             )
             if parallel.grad_reduce_after_backward and stage == 1 and ranks > 1:
                 # nanotron's ZeRO-1 step copies the gathered parameters back slice by slice
@@ -992,23 +992,35 @@ def _nccl_groups(parallel: Parallel, rates: DeviceRates, *, group: int, eranks: 
     return kw
 
 
-def zero1_group_of(parallel: Parallel, rates: DeviceRates, *, ranks: int, bus: float) -> dict:
+class Zero1Group(NamedTuple):
+    """The ZeRO-1 parameter hand-back's group as ``collectives.exposed_data_parallel`` reads it (its ``gather_*``
+    keywords, ``_asdict()``); the defaults are the data group's one all-gather."""
+
+    gather_ranks: int | None = None
+    gather_nodes: int | None = None
+    gather_bus_bytes_per_s: float | None = None
+    gather_broadcast_per_rank: bool = False
+
+
+def zero1_group_of(parallel: Parallel, rates: DeviceRates, *, ranks: int, bus_bytes_per_s: float) -> Zero1Group:
     """The ZeRO-1 parameter hand-back's group for ``collectives.exposed_data_parallel``: with ``zero1_shard`` smaller
     than the ``ranks`` data-parallel ranks, that many consecutive ranks (inside a node when they fit in one, at the
-    NVLink ring rate; else over the nodes they span at the data group's rate ``bus``), and the per-rank broadcasts of
-    ``zero1_broadcast_per_rank``; empty (the data group, one all-gather) otherwise."""
+    NVLink ring rate; else over the nodes they span at the data group's ring rate ``bus_bytes_per_s``), and the
+    per-rank broadcasts of ``zero1_broadcast_per_rank``; the defaults (the data group, one all-gather) otherwise."""
     if parallel.strategy != "zero1":
-        return {}
-    kw: dict = {"gather_broadcast_per_rank": True} if parallel.zero1_broadcast_per_rank else {}
+        return Zero1Group()
+    per_rank = parallel.zero1_broadcast_per_rank
     group = parallel.zero1_shard
-    if 0 < group < ranks:
-        per_node = max(1, parallel.gpus_per_node)
-        local = group <= per_node
-        kw.update(gather_ranks=group, gather_nodes=coll.group_nodes(ranks=group, ranks_per_node=per_node),
-                  gather_bus_bytes_per_s=coll.ring_bus_bytes_per_s(rates=rates, crosses_nodes=False,
-                                                                   nic_bytes_per_s=parallel.nic_bytes_per_s,
-                                                                   local_ranks=group) if local else bus)
-    return kw
+    if not 0 < group < ranks:
+        return Zero1Group(gather_broadcast_per_rank=per_rank)
+    per_node = max(1, parallel.gpus_per_node)
+    local = group <= per_node
+    return Zero1Group(
+        gather_ranks=group, gather_nodes=coll.group_nodes(ranks=group, ranks_per_node=per_node),
+        gather_bus_bytes_per_s=coll.ring_bus_bytes_per_s(rates=rates, crosses_nodes=False,
+                                                         nic_bytes_per_s=parallel.nic_bytes_per_s,
+                                                         local_ranks=group) if local else bus_bytes_per_s,
+        gather_broadcast_per_rank=per_rank)
 
 
 def _expert_bus(rates: DeviceRates, parallel: Parallel, eranks: int) -> float:

@@ -347,6 +347,9 @@ def plan_facts(card: RunCard) -> dict[str, Any]:
     foundry = (card.software.model_extra or {}).get("llm-foundry")
     if foundry is not None:  # a pin before v0.5.0 adds per-call unpad syncs (plan.time.llm_foundry_unpad_syncs)
         f["software.llm-foundry"] = str(foundry)
+    verl = (card.software.model_extra or {}).get("verl")
+    if verl is not None:  # a 0.9 pin sends an fp32 trainer's weights uncast (plan.rl_sync, VERL_UNCAST_EXPORT_SINCE)
+        f["software.verl"] = str(verl)
     p = card.precision
     f.update({
         "precision.weights": card.weights_dtype.value, "precision.compute": p.compute.value,
@@ -379,6 +382,8 @@ def plan_facts(card: RunCard) -> dict[str, Any]:
     f["loop.token_scan_syncs"] = card.loop.token_scan_syncs  # time: the loop's per-token host syncs
     f["loop.launch_blocking"] = card.loop.launch_blocking  # time: CUDA_LAUNCH_BLOCKING=1, every launch waits
     f["loss.chunked"] = card.loss.chunked
+    f["loss.upcast"] = card.loss.upcast  # memory: false, the model's own loss on the compute-dtype logits
+    f["loss.compiled"] = card.loss.compiled  # memory and time: the eager loss under torch.compile
     lo = card.loss  # the kernel is read with chunked, or as flash_attn (the full-logits flash-attn loss)
     f["loss.kernel"] = lo.kernel.value if lo.chunked or lo.kernel.value == "flash_attn" else None
     f["loss.inplace_backward"] = lo.inplace_backward

@@ -133,10 +133,19 @@ class SequenceShape:
     fused_ce_compiled: bool = False
     """With ``fused_ce_rows``: the compiled eager loss (``loss.compiled``, ``memory.logits.compiled_ce_bytes``) in
     place of flash-attn's kernel: two fp32 per-row tensors (max, log-sum-exp), both saved with the logits."""
+    fused_ce_slice_backward: bool = False
+    """With ``fused_ce_compiled``: the loss read a slice of the logits (``loop.loss_input_copy``), so after its
+    backward ``slice_backward`` makes a zero-filled gradient of the logits' shape beside the slice's, which it then
+    replaces (``memory.logits.compiled_ce_bytes``' ``slice_backward``)."""
     ce_compute_dtype: bool = False
     """The model's own eager loss on the compute-dtype logits without an fp32 copy (``loss.upcast: false``,
     ``memory.logits.compute_dtype_ce_bytes``): the log-softmax writes and saves a logits-sized compute-dtype output, and
     backward's two gradients are compute-dtype, the second read by ``lm_head`` as it is."""
+    ce_compute_dtype_bytes: int = 2
+    """With ``ce_compute_dtype``: the compute dtype's bytes per logit (4 for an fp32 compute dtype)."""
+    ce_shift_copy: bool = False
+    """With ``ce_compute_dtype``: the shifted slice's ``.contiguous()`` copies it (more than one sequence per
+    micro-batch, ``memory.logits.shifted_slice_copies``), a logits-sized tensor alive until the loss returns."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -1100,14 +1109,18 @@ def step_sequence(t: StepTerms, shape: SequenceShape, *, workspace: tuple[int, .
             # the negative size marks a fused loss for backward
             loss = [(bf16, -2 * E)] + [(k, 4 * rows) for k in stats]
         elif E and t.logits.retained and shape.ce_compute_dtype:
-            bf16 = e.alloc(2 * E)
-            held = e.allocs(_chunks(t.logits.retained - 2 * E, 2 * E))  # a softcapped model's tanh output
-            lsm = e.alloc(2 * E)
+            a = shape.ce_compute_dtype_bytes
+            bf16 = e.alloc(a * E)
+            held = e.allocs(_chunks(t.logits.retained - a * E, a * E))  # a softcapped model's tanh output
+            shift = e.alloc(a * E) if shape.ce_shift_copy else None  # .contiguous() on the shifted slice
+            lsm = e.alloc(a * E)
+            if shift is not None:
+                e.free(shift)  # the loss saves only its log-softmax output
             if t.kept_output:
                 kept_out.append(bf16)
             else:
                 e.free(bf16)
-            loss = [(lsm, 2 * E)]
+            loss = [(lsm, a * E)]
         elif E and t.logits.retained:
             bf16 = e.alloc(2 * E)
             held = e.allocs(_chunks(t.logits.retained - 4 * E, 2 * E))
@@ -1156,9 +1169,13 @@ def step_sequence(t: StepTerms, shape: SequenceShape, *, workspace: tuple[int, .
                 e.free(bf16)  # the node releases its saved logits; the kept output holds them to the end
             if shape.fused_ce_inplace and t.kept_output:
                 gb = None  # the kept output's buffer, freed with it after backward
+            if shape.fused_ce_slice_backward and gb is not None:
+                full = e.alloc(2 * E)  # slice_backward's zero-filled gradient, the slice's copied into it
+                e.free(gb)
+                gb = full
         elif loss and shape.ce_compute_dtype:  # compute-dtype gradients; lm_head reads the second as it is
-            g1 = e.alloc(2 * E)
-            gb = e.alloc(2 * E)
+            g1 = e.alloc(shape.ce_compute_dtype_bytes * E)
+            gb = e.alloc(shape.ce_compute_dtype_bytes * E)
             e.free(g1)
             e.free(loss[0][0])
             e.frees(loss[1:])

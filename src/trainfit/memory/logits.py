@@ -144,6 +144,15 @@ class LogitsBytes:
     """Transient at the start of backward."""
 
 
+def shifted_slice_copies(*, micro_batch_size: int) -> bool:
+    """Whether ``logits[..., :-1, :].contiguous()`` on ``(b, s, V)`` logits copies: a slice that drops the last
+    position of each sequence is contiguous only with one sequence (``b == 1``: its size-1 batch dimension's stride
+    is not checked), where ``.contiguous()`` returns the slice itself; from ``b == 2`` the rows of two sequences are
+    ``V`` elements apart and ``.contiguous()`` makes a copy. Either way the slice stays in autograd, so backward runs
+    ``slice_backward`` (a zero-filled tensor of the logits' shape, the gradient copied into its slice)."""
+    return micro_batch_size > 1
+
+
 def compute_dtype_ce_bytes(*, micro_batch_size: int, tokens: int, vocab_size: int,
                            compute_dtype_bytes: int = 2) -> LogitsBytes:
     """Bytes of a model's own ``CrossEntropyLoss`` on its compute-dtype logits, outside autocast (``loss.upcast: false``).
@@ -158,14 +167,17 @@ def compute_dtype_ce_bytes(*, micro_batch_size: int, tokens: int, vocab_size: in
     log-softmax writes and saves a compute-dtype output. Per logit (``a`` the compute dtype's bytes): forward peak
     the logits and the log-softmax output (2a), retained the saved output (a), start of backward the saved output, the
     nll gradient and the log-softmax input gradient (3a); that input gradient is the one ``lm_head``'s backward reads
-    (no cast). Replayed on CPU fp16 and bf16 tensors under trainfit.trace's dispatch tracker at batch 1: 4 / 2 / 6 B per
-    logit, and 10 / 4 / 12 with a ``.float()`` copy, this module's eager constants (tests/memory/test_compute_dtype_ce.py).
-    The shift slice is contiguous at batch 1 (one sequence: its rows stay adjacent); from batch 2 ``.contiguous()``
-    copies it, one more logits tensor at the forward peak, not counted here (nor in the eager constants)."""
-    del micro_batch_size  # the shift copy from batch 2 is not counted (see above)
+    (no cast). From two sequences per micro-batch the shifted slice's ``.contiguous()`` copies it
+    (``shifted_slice_copies``): the copy sits beside the logits and the log-softmax output at the forward peak (3a)
+    and is dropped when the loss returns (``CrossEntropyLoss`` saves only its output); backward passes through the
+    copy and ``slice_backward`` holds two logits-sized gradients, under the 3a before it. Replayed on CPU fp16, bf16
+    and fp32 tensors under trainfit.trace's dispatch tracker: 2a / a / 3a at batch 1, 3a / a / 3a at batch 2 and 4,
+    and 10 / 4 / 12 with a ``.float()`` copy at batch 1, this module's eager constants
+    (tests/memory/test_compute_dtype_ce.py)."""
     e = tokens * vocab_size
     a = compute_dtype_bytes
-    return LogitsBytes(forward_peak=2 * a * e, retained=a * e, backward_peak=3 * a * e)
+    copy = a * e if shifted_slice_copies(micro_batch_size=micro_batch_size) else 0
+    return LogitsBytes(forward_peak=2 * a * e + copy, retained=a * e, backward_peak=3 * a * e)
 
 
 TORCHTUNE_OUTPUT_CHUNKS = 8
@@ -289,20 +301,28 @@ COMPILED_CE_ROW_SAVED_BYTES = 2 * 4
 
 
 def compiled_ce_bytes(*, tokens: int, vocab_size: int, logits_kept: bool = False,
-                      compute_dtype_bytes: int = 2, input_copy: bool = False) -> LogitsBytes:
+                      compute_dtype_bytes: int = 2, input_copy: bool = False,
+                      slice_backward: bool = False) -> LogitsBytes:
     """Bytes of the eager cross-entropy under ``torch.compile`` (``loss.compiled``; module doc) over ``tokens x
     vocab_size`` logits: the compute-dtype logits it saves and two fp32 values per row; backward writes the
     compute-dtype gradient beside them. ``logits_kept``: the caller's output holds the logits (``StepTerms.
     kept_output`` counts them), so the saved logits are not counted here after the forward. ``input_copy``
     (``loop.loss_input_copy``, with ``logits_kept``): the caller hands the loss a contiguous copy of its logits
     (OLMo-core ``get_losses``), so the loss saves the copy: both are alive in the forward, and the saved copy is
-    counted here after it, beside the kept logits."""
+    counted here after it, beside the kept logits. ``slice_backward`` (``loop.loss_input_copy`` at any micro-batch: the
+    loss's input is a slice of the logits): after the loss's backward node releases what it saved, ``slice_backward``
+    makes a zero-filled gradient of the logits' shape while the slice's gradient is alive, two logits-sized gradients
+    beside the kept logits. With one sequence (no copy, the loss saved the kept logits) that is a logits-sized tensor
+    more than the loss's own backward holds; with a copy, the saved copy's bytes, gone by then. Replayed on CPU under
+    trainfit.trace's dispatch tracker with a stand-in holding what this function gives the compiled loss (kept logits
+    included): 6 B per logit at the start of backward at batch 1, 2 and 4 (tests/memory/test_loss_input_copy.py)."""
     e = tokens * vocab_size
     logits = compute_dtype_bytes * e
     rows = COMPILED_CE_ROW_SAVED_BYTES * tokens
     saved = (0.0 if logits_kept and not input_copy else logits) + rows
     source = logits if input_copy else 0.0
-    return LogitsBytes(forward_peak=logits + source + rows, retained=saved, backward_peak=saved + logits)
+    backward = max(saved + logits, 2 * logits) if slice_backward else saved + logits
+    return LogitsBytes(forward_peak=logits + source + rows, retained=saved, backward_peak=backward)
 
 
 VERL_ENTROPY_ROW_BYTES = 4 * 4 + 2
@@ -400,6 +420,7 @@ def logits_bytes(
     temperature_copy: bool = False,
     loss_compiled: bool = False,
     loss_input_copy: bool = False,
+    loss_input_slice_backward: bool = False,
     compute_dtype_loss: bool = False,
 ) -> LogitsBytes:
     """Bytes of the logits/loss path for one micro-batch.
@@ -414,7 +435,8 @@ def logits_bytes(
     ``verl_actor``: with ``kernel="flash_attn"``, verl's PPO/GRPO actor calls the kernel (``verl_actor_logprob_bytes``,
     which reads ``temperature_copy``). ``loss_compiled``: the eager loss over the full logits runs under
     ``torch.compile`` (``compiled_ce_bytes``; ``loss.compiled``); ``loss_input_copy``: the loss reads a copy of the
-    kept logits (``compiled_ce_bytes``' ``input_copy``; ``loop.loss_input_copy``).
+    kept logits (``compiled_ce_bytes``' ``input_copy``; ``loop.loss_input_copy`` from two sequences);
+    ``loss_input_slice_backward``: the loss reads a slice of them (``compiled_ce_bytes``' ``slice_backward``).
     ``compute_dtype_loss``: the model's own loss on the compute-dtype logits without an fp32 copy (``compute_dtype_ce_bytes``; ``loss.upcast: false``).
     """
     tokens = micro_batch_size * seq_len
@@ -446,7 +468,8 @@ def logits_bytes(
                            backward_peak=lg.backward_peak + softcap)
     if loss_compiled and head_outputs is None and not kept_fp32:
         lg = compiled_ce_bytes(tokens=tokens, vocab_size=width, logits_kept=logits_kept,
-                               compute_dtype_bytes=compute_dtype_bytes, input_copy=loss_input_copy)
+                               compute_dtype_bytes=compute_dtype_bytes, input_copy=loss_input_copy,
+                               slice_backward=loss_input_slice_backward)
         # the saved logits are the ones a holding caller keeps; a softcapped model's tanh output stays beside them
         return LogitsBytes(forward_peak=lg.forward_peak + softcap, retained=lg.retained + softcap,
                            backward_peak=lg.backward_peak + softcap)

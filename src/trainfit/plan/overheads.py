@@ -14,6 +14,7 @@ from dataclasses import replace
 from functools import lru_cache
 
 from trainfit.memory import alloc_sequence, stream_pools
+from trainfit.memory.logits import shifted_slice_copies
 from trainfit.memory.overhead import cublas_workspace_bytes, overhead_bytes
 from trainfit.memory.params import param_tensors
 from trainfit.memory.phases import PhasePeak, StepTerms
@@ -21,7 +22,7 @@ from trainfit.memory.sharding import Sharding
 from trainfit.memory.stream_pools import PoolPoint, capped_reserved_bytes, fsdp_supported, stream_pool_bytes
 from trainfit.plan.result import PhaseResult
 from trainfit.spec.card import AllocatorKind, RunCard
-from trainfit.spec.enums import FSDP_STRATEGIES, ZERO_STAGES, LossKernel, Method, Offload, Phase
+from trainfit.spec.enums import FSDP_STRATEGIES, ZERO_STAGES, ComputeDtype, LossKernel, Method, Offload, Phase
 from trainfit.spec.model import ModelSpec
 from trainfit.units import MIB
 
@@ -151,11 +152,16 @@ def card_sequence_shape(terms: StepTerms, *, spec: ModelSpec, card: RunCard) -> 
         shape = replace(shape, fused_ce_rows=card.batch.micro_batch_size * card.batch.seq_len,
                         fused_ce_inplace=card.loss.inplace_backward)
     elif card.loss.compiled and shape.logit_elements and spec.head_outputs is None:
+        from trainfit.plan.terms import loss_input_copy_of
+
         # the compiled eager loss allocates as memory.logits.compiled_ce_bytes says: flash-attn's order, two saved rows
-        shape = replace(shape, fused_ce_rows=card.batch.micro_batch_size * card.batch.seq_len, fused_ce_compiled=True)
+        shape = replace(shape, fused_ce_rows=card.batch.micro_batch_size * card.batch.seq_len, fused_ce_compiled=True,
+                        fused_ce_slice_backward=loss_input_copy_of(card).slice_backward)
     elif not card.loss.upcast and shape.logit_elements and spec.head_outputs is None:
         # the model's own compute-dtype loss allocates as memory.logits.compute_dtype_ce_bytes says
-        shape = replace(shape, ce_compute_dtype=True)
+        shape = replace(shape, ce_compute_dtype=True,
+                        ce_compute_dtype_bytes=4 if card.precision.compute is ComputeDtype.FP32 else 2,
+                        ce_shift_copy=shifted_slice_copies(micro_batch_size=card.batch.micro_batch_size))
     return shape
 
 

@@ -22,7 +22,7 @@ from trainfit.plan.time import (
     nic_bytes_per_s,
     nvlink_gpus_per_node,
 )
-from trainfit.spec.card import RunCard, pin_before
+from trainfit.spec.card import RunCard, pin_at_least, pin_before, verl_multi_sender_default
 from trainfit.spec.enums import (
     FSDP_STRATEGIES,
     ComputeDtype,
@@ -102,14 +102,18 @@ def sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding,
     ) if (fs.framework == "verl" and fs.broadcasts_whole_bucket and card.parallel.strategy in FSDP_STRATEGIES
           and card.parallel.offload is Offload.PARAMS_AND_OPTIMIZER) else 0.0
     # verl from 0.9 exports the trainer's dtype uncast, so an fp32 trainer sends and its receivers copy fp32
-    # (compute.sync.VERL_UNCAST_EXPORT_SINCE); a card pinned to an earlier verl, or none, sends bf16
-    verl_pin = (card.software.model_extra or {}).get("verl")
-    uncast = (gather_fp32 and fs.framework == "verl" and bool(verl_pin)
-              and not pin_before(verl_pin, VERL_UNCAST_EXPORT_SINCE))
+    # (compute.sync.VERL_UNCAST_EXPORT_SINCE); a card pinned to an earlier verl, or none, sends bf16, and so does a
+    # pin that names no release: a branch, a commit hash, an upper bound (spec.card.pin_at_least)
+    uncast = (gather_fp32 and fs.framework == "verl"
+              and pin_at_least((card.software.model_extra or {}).get("verl"), VERL_UNCAST_EXPORT_SINCE))
     sent_bytes = trainer_dtype_bytes if uncast else bf16_engine_weight_bytes(spec)
     # verl's checkpoint engine with multi_sender: actor rank 0's node-local actor workers relay its broadcast
-    # (compute.sync.verl_broadcast_senders); else rank 0 alone
-    senders = verl_broadcast_senders(relays=ro.weight_sync_relays and fs.broadcasts_whole_bucket, train_gpus=train_gpus,
+    # (compute.sync.verl_broadcast_senders); else rank 0 alone. Unset: the pinned verl's default
+    # (spec.card.verl_multi_sender_default: relays from a 0.10 pin; one sender for every release, a 0.9 dev pin, none)
+    relays = ro.weight_sync_relays
+    if relays is None:
+        relays = verl_multi_sender_default((card.software.model_extra or {}).get("verl")) is True
+    senders = verl_broadcast_senders(relays=relays and fs.broadcasts_whole_bucket, train_gpus=train_gpus,
                                      gpus_per_node=train_nodes(card)[1])
     t = weight_sync_seconds(
         gather_bytes=trainer_dtype_bytes if gather_fp32 else None,

@@ -8,12 +8,17 @@ from __future__ import annotations
 
 from dataclasses import replace
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from trainfit.errors import CardError
 from trainfit.memory import attention as attn
 from trainfit.memory.activations import ActivationBytes, activation_bytes
-from trainfit.memory.logits import SOFTCAP_FAMILIES, logits_bytes, megatron_vocab_parallel_ce_bytes
+from trainfit.memory.logits import (
+    SOFTCAP_FAMILIES,
+    logits_bytes,
+    megatron_vocab_parallel_ce_bytes,
+    shifted_slice_copies,
+)
 from trainfit.memory.lora import (
     lora_largest_tensor_params,
     lora_trainable_params,
@@ -488,7 +493,8 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         verl_actor=verl_actor_loss(card),
         temperature_copy=card.loss.temperature_copy,
         loss_compiled=card.loss.compiled,
-        loss_input_copy=_loss_input_copied(card),
+        loss_input_copy=loss_input_copy_of(card).forward_copy,
+        loss_input_slice_backward=loss_input_copy_of(card).slice_backward,
         compute_dtype_loss=not card.loss.upcast,
     )
     if (card.parallel.tensor_parallel_impl is TensorParallelImpl.MEGATRON and spec.head_outputs is None
@@ -636,13 +642,26 @@ def _kept_output(card: RunCard, spec: ModelSpec, act_dtype: int, seq_len: int) -
     return float(card.batch.micro_batch_size * seq_len * (spec.head_outputs or spec.vocab_size) * width)
 
 
-def _loss_input_copied(card: RunCard) -> bool:
-    """``loop.loss_input_copy``: the compiled loss saves a contiguous copy of the shifted logits, not the kept logits
-    (OLMo-core ``Trainer.get_losses``: ``logits[..., :-1, :].contiguous()``, allenai/OLMo-core
-    src/olmo_core/train/trainer.py l.924; the loop keeps ``logits`` bound through ``loss.backward()``, l.1167-1197
-    @4f2c8ef59f9268b7f3aae0c127b52a45d4c1c706). With one sequence per micro-batch the slice is already contiguous and
-    ``.contiguous()`` returns it: no copy."""
-    return card.loop.loss_input_copy and card.batch.micro_batch_size > 1
+class LossInputCopy(NamedTuple):
+    """``loop.loss_input_copy`` as the step runs it (``loss_input_copy_of``)."""
+
+    forward_copy: bool
+    """``.contiguous()`` copies the shifted slice: the copy kernel, and the compiled loss saves the copy."""
+    slice_backward: bool
+    """Backward's ``slice_backward``: a zero-filled gradient of the logits' shape beside the slice's gradient."""
+
+
+def loss_input_copy_of(card: RunCard) -> LossInputCopy:
+    """``loop.loss_input_copy``: the loop hands the compiled loss ``logits[..., :-1, :].contiguous()`` and keeps
+    ``logits`` bound through ``loss.backward()`` (OLMo-core ``Trainer.get_losses``, allenai/OLMo-core
+    src/olmo_core/train/trainer.py l.924, l.1167-1197 @4f2c8ef59f9268b7f3aae0c127b52a45d4c1c706). The copy (its kernel,
+    and the compiled loss saving it instead of the kept logits) only with more than one sequence per micro-batch
+    (``memory.logits.shifted_slice_copies``: one sequence's slice is contiguous and ``.contiguous()`` returns it); the
+    slice stays in autograd either way, so backward's ``slice_backward`` (its zero fill and copy, and the zero-filled
+    gradient beside the slice's) runs whenever the flag is set."""
+    on = card.loop.loss_input_copy
+    return LossInputCopy(forward_copy=on and shifted_slice_copies(micro_batch_size=card.batch.micro_batch_size),
+                         slice_backward=on)
 
 
 def _kept_fp32(card: RunCard) -> bool:

@@ -35,7 +35,7 @@ from trainfit.memory.weights import count_scale, total_params, weight_bytes
 from trainfit.errors import CardError, TrainfitError
 from trainfit.plan.resolve import gpu_of, trainable_spec
 from trainfit.methods.roles import train_nodes
-from trainfit.plan.terms import fsdp_gathered_dtype, trained_dtype_bytes, zero_master_states
+from trainfit.plan.terms import fsdp_gathered_dtype, loss_input_copy_of, trained_dtype_bytes, zero_master_states
 from trainfit.spec.card import RunCard, pin_before
 from trainfit.spec.enums import Attention, ComputeDtype, ContextParallelKind, Dtype, Fp8Recipe, Method, Scope
 from trainfit.spec.enums import LayerKind
@@ -548,7 +548,8 @@ def training_time(
         fp8_params=card.precision.fp8_params, fp8_param_transpose=not _fp8_non_tn(card),
         causal_skip=causal_skip, fused_cross_entropy=card.loss.kernel is LossKernel.FLASH_ATTN,
         compiled_cross_entropy=card.loss.compiled,
-        loss_input_copy=card.loop.loss_input_copy and card.batch.micro_batch_size > 1,
+        loss_input_copy=loss_input_copy_of(card).forward_copy,
+        loss_input_slice_backward=loss_input_copy_of(card).slice_backward,
         recompute_layer_share=_recompute_layer_share(card, spec), packed_flash_syncs=packed_flash_syncs(card),
         expert_loop=par.moe_experts.is_loop, expert_loop_every=par.moe_experts is MoeExperts.LOOP_ALL,
         zero3_expert_leaf=par.moe_zero3_leaf,

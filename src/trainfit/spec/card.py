@@ -6,6 +6,7 @@ are refused with one line naming the key and the allowed values (``CardError``).
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -559,7 +560,8 @@ class LoopSection(_Section):
         " the copy beside the kept logits (OLMo-core Trainer.get_losses: logits[..., :-1, :].contiguous(),"
         " allenai/OLMo-core src/olmo_core/train/trainer.py l.924 @4f2c8ef59f9268b7f3aae0c127b52a45d4c1c706). A copy"
         " only with more than one sequence per micro-batch (one sequence: the slice is contiguous, .contiguous() returns"
-        " it).")
+        " it); at any micro-batch the slice stays in autograd, so backward's slice_backward fills a zeroed gradient of"
+        " the logits' shape beside the slice's and copies it in (two kernels; memory at the start of backward).")
     token_scan_syncs: float = Field(
         0.0, ge=0.0, le=16.0, description="Host-synchronising reads of a device scalar per token of every micro-batch,"
         " each behind an elementwise kernel: a Python loop that walks a GPU tensor element by element (prime-rl's RL"
@@ -601,6 +603,45 @@ def pin_before(pin: Any, since: tuple[int, int]) -> bool:
             return False
         parts.append(int(digits))
     return tuple(parts + [0] * (2 - len(parts))) < since
+
+
+_RELEASE_PIN = re.compile(r"(?:==|>=|~=)?\s*v?(\d+)(?:\.(\d+)(?:[.+\-]?[0-9A-Za-z.+\-]*)?)?")
+"""A release pin: ``0.9.0``, ``==0.9``, ``>=0.9``, ``v0.9.0``, ``0.9.0.dev``, ``0.9rc1``, ``1``. Not a release: a
+branch (``main``), a commit hash (``8de5fb44...``, ``b9873ee...``), an upper bound (``<0.9``)."""
+
+
+def pin_at_least(pin: Any, since: tuple[int, int]) -> bool:
+    """True for a ``software`` release pin (``_RELEASE_PIN``) whose major.minor is ``since`` or later; None, empty,
+    or anything that does not name a release (a branch, a commit hash, an upper bound): False, so a behaviour that
+    arrived in ``since`` is switched on only by a pin that names it (``pin_before``'s ``not`` would switch it on for
+    every pin it cannot read)."""
+    m = _RELEASE_PIN.fullmatch(str(pin).strip()) if pin else None
+    if m is None:
+        return False
+    return (int(m.group(1)), int(m.group(2) or 0)) >= since
+
+
+VERL_MULTI_SENDER_DEFAULT_SINCE = (0, 10)
+"""The verl line whose every commit holds the checkpoint engine's node-local relays on by default:
+``NCCLCheckpointEngine.__init__(..., multi_sender: bool = True)`` (verl-project/verl
+verl/checkpoint_engine/nccl_checkpoint_engine.py l.142 @8de5fb4463faa0a06ce1d260cadf3d7cd2a2c338, #7291, 2026-08-14;
+its docstring, l.130-132, says "Defaults to False", the signature wins), and the trainer's
+``checkpoint_engine.engine_kwargs`` is ``{}`` (verl/trainer/config/_generated_ppo_trainer.yaml l.373-378
+@1dda039b9c6311889a9c9a26040677e1254814f9), so a run that says nothing relays. The bump to 0.10.0.dev (175018195,
+#7410) descends from 8de5fb44; the v0.9.0 tag (483b8a009, #7411) does not (it was cut from 5bccaf0ba of 2026-08-12),
+nor does any earlier release: no released verl holds it yet. 0.9.0.dev names main from 8f5e16179 (2026-06-01) to
+175018195, before and after 8de5fb44."""
+
+
+def verl_multi_sender_default(pin: Any) -> bool | None:
+    """Whether the ``software.verl`` pin's checkpoint engine relays by default (``VERL_MULTI_SENDER_DEFAULT_SINCE``):
+    True for a 0.10 pin or later; False for a release before it (0.9.x without ``dev``, 0.8 and earlier: they have
+    no ``multi_sender`` at all); None where the pin cannot tell (none, a 0.9 dev pin, a branch, a commit hash)."""
+    if pin_at_least(pin, VERL_MULTI_SENDER_DEFAULT_SINCE):
+        return True
+    if pin_before(pin, (0, 9)) or (pin_at_least(pin, (0, 9)) and "dev" not in str(pin).lower()):
+        return False
+    return None
 
 
 class SoftwareSection(_Section):
@@ -737,11 +778,14 @@ class RolloutSection(_Section):
         " hold it, the rest by the packed broadcast. checkpoint_engine: MoonshotAI checkpoint-engine's Broadcast"
         " update (vLLM): the checkpoint in host memory across the engine GPUs, bucketed copies to the GPU, a"
         " broadcast to every engine rank, vLLM loads from a CUDA-IPC buffer. Time only; memory is unchanged.")
-    weight_sync_relays: bool = Field(
-        False, description="verl's checkpoint engine, nccl backend, split placement: actor rank 0's node-local actor"
+    weight_sync_relays: bool | None = Field(
+        None, description="verl's checkpoint engine, nccl backend, split placement: actor rank 0's node-local actor"
         " workers join the broadcast group as relays (engine_kwargs.nccl.multi_sender, verl-project/verl 8de5fb44"
-        " #7291), so the broadcast leaves the sending node through all their NICs; false: actor rank 0 alone, as"
-        " every verl before it. Time only; memory is unchanged.")
+        " #7291, on by default from it), so the broadcast leaves the sending node through all their NICs; false:"
+        " actor rank 0 alone, as every verl before it. null: what the software.verl pin's default is (relays from"
+        " a 0.10 pin on, the first line that holds 8de5fb44; no release holds it yet, so one sender for every"
+        " release pin, a 0.9 dev pin and no pin). true is refused with a verl release that has no relays (0.9.x and"
+        " earlier). Time only; memory is unchanged.")
     quantization: RolloutQuantization = Field(
         RolloutQuantization.NONE, description="none | fp8: the vLLM engine's weights (NeMo RL vllm_cfg.precision:"
         " fp8: 128x128-block fp8 linears and experts, re-quantized from the bf16 weights at every refit; the KV"
@@ -1241,6 +1285,10 @@ def _check_weight_transport(card: "RunCard") -> None:
                                   or t is not WeightTransport.FRAMEWORK):
         raise ValueError("rollout.weight_sync_relays: verl's checkpoint-engine broadcast (preset verl, placement split,"
                          " weight_transport framework) only; allowed otherwise: false")
+    verl = (card.software.model_extra or {}).get("verl")
+    if ro.weight_sync_relays and verl_multi_sender_default(verl) is False:
+        raise ValueError(f"rollout.weight_sync_relays: true needs verl's multi_sender (8de5fb44, first in the 0.10"
+                         f" line); software.verl '{verl}' has no relays; allowed with that pin: false or null")
     if t is WeightTransport.FRAMEWORK:
         return
     if ro.engine is not RolloutEngine.VLLM:

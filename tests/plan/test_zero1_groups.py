@@ -3,9 +3,10 @@ states split over a zero1 group of consecutive data ranks, the gradients all-red
 shards handed back by one broadcast per group rank; InternLM/InternEvo internlm/solver/optimizer/hybrid_zero_optim.py
 @c18bec9361684189aadf6ffb724f9dfe48288eb0).
 
-Memory: the optimizer states are divided by the group, not the data ranks. Time: the hand-back runs inside the group
-(NVLink when it fits a node) and, with broadcast_per_rank, as one broadcast per group rank, each paying its ring fill.
-Without the fields nothing moves."""
+Memory: the optimizer states are divided by the group, not the data ranks. Time: with a group smaller than the data
+ranks the gradients are all-reduced over every data rank (not reduce-scattered: a rank steps the summed 1/group slice),
+the hand-back runs inside the group (NVLink when it fits a node) and, with broadcast_per_rank, as one broadcast per
+group rank, each paying its ring fill. Without the fields nothing moves."""
 
 from __future__ import annotations
 
@@ -94,3 +95,30 @@ def test_step_time_moves_only_with_the_fields():
     assert api.plan(_card(nodes=4, zero1_param_sync="all_gather")).time.total_s == base
     assert api.plan(_card(nodes=4, zero1_shard_size=8)).time.total_s < base
     assert api.plan(_card(nodes=4, zero1_param_sync="broadcast_per_rank")).time.total_s > base
+
+
+def test_a_smaller_group_all_reduces_the_gradients_over_every_data_rank():
+    """Group 8 of 32 ranks: each rank needs the summed 1/8 slice, so the reduction is one all-reduce over the 32 ranks
+    (InternEvo's reduce_tensor(dst_rank=None), collectives.INTERNEVO_ZERO1_REDUCE), the whole of it and the exposed last
+    bucket; a reduce-scatter over the 32 would leave each rank only 1/32 of the sum."""
+    rates = default_rates(resolve_gpu("a100-80gb"))
+    bus = coll.ring_bus_bytes_per_s(rates=rates, crosses_nodes=True, nic_bytes_per_s=6.25e9, local_ranks=8)
+    grad, kw = 14.6e9, {"ranks": 32, "bus_bytes_per_s": bus, "nodes": 4}
+    group = zero1_group_of(Parallel(strategy="zero1", ranks=32, gpus_per_node=8, zero1_shard=8), rates, ranks=32,
+                           bus_bytes_per_s=bus)
+    assert group.grad_all_reduce is True
+    comm = coll.exposed_data_parallel(grad_bytes=grad, weight_bytes=grad, backward_s=0.0, micro_steps=1,
+                                      zero_stage=1, **kw, **group._asdict())
+    gather = coll.zero1_param_sync_seconds(total_bytes=grad, ranks=8, bus_bytes_per_s=group.gather_bus_bytes_per_s,
+                                           nodes=1)
+    all_reduce = coll.all_reduce_seconds(total_bytes=grad, **kw)
+    assert comm.total_s - gather == pytest.approx(all_reduce, rel=1e-12)
+    assert comm.exposed_s - gather == pytest.approx(all_reduce, rel=1e-12)  # nothing to hide behind
+    assert all_reduce > coll.reduce_scatter_seconds(total_bytes=grad, **kw)
+    hidden = coll.exposed_data_parallel(grad_bytes=grad, weight_bytes=grad, backward_s=1e3, micro_steps=1,
+                                        zero_stage=1, **kw, **group._asdict())
+    last = coll.all_reduce_seconds(total_bytes=coll.DDP_BUCKET_BYTES, **kw)
+    assert hidden.exposed_s - gather == pytest.approx(last, rel=1e-12)
+    # the whole data group (no zero1_shard_size): still one reduce-scatter
+    whole = zero1_group_of(Parallel(strategy="zero1", ranks=32, gpus_per_node=8), rates, ranks=32, bus_bytes_per_s=bus)
+    assert whole.grad_all_reduce is False

@@ -333,7 +333,9 @@ def zero1_param_sync_seconds(*, total_bytes: float, ranks: int, bus_bytes_per_s:
     ``benchmarks/data/published_train_times_new_s17.json``) loses 1.1 / 1.7 / 3.2 s a step over its 8-GPU pace
     (4.03 s) at 256 / 512 / 1024 GPUs; with these fills the step lands within +2 / +7 / +25 % (one all-gather: -4 /
     -13 / -30 %), so at 1024 ranks the fill priced with ``NCCL_NET_STEP_EXCESS_S`` (measured on H100 / InfiniBand) is
-    about twice what that cluster shows."""
+    about twice what that cluster shows. Those rows' group is the whole data group, whose gradients
+    ``exposed_data_parallel`` reduce-scatters; InternEvo all-reduces them there too (``INTERNEVO_ZERO1_REDUCE``: every
+    hook's ``reduce_rank`` is None whatever the group), which would put them at +4 / +9 / +27 %."""
     if ranks <= 1 or total_bytes <= 0:
         return 0.0
     if not broadcast_per_rank:
@@ -698,7 +700,7 @@ def exposed_data_parallel(
     reduce_after_backward: bool = False, nodes: int = 1, expert_nodes: int = 1, intra_link: IntraLink | None = None,
     bucket_all_reduce_bytes: float = 0.0, ddp_bucket_bytes: float = 0.0,
     gather_ranks: int | None = None, gather_bus_bytes_per_s: float | None = None, gather_nodes: int | None = None,
-    gather_broadcast_per_rank: bool = False,
+    gather_broadcast_per_rank: bool = False, grad_all_reduce: bool = False,
 ) -> CommTime:
     """DDP (``zero_stage`` 0) and ZeRO-1/2: gradient reduction hidden behind backward as far as it goes.
 
@@ -718,8 +720,12 @@ def exposed_data_parallel(
     torch DDP runs it): one all-reduce per bucket (``ddp_bucketed_all_reduce``); 0: the whole buffer in one
     collective. ``gather_ranks`` / ``gather_bus_bytes_per_s`` / ``gather_nodes`` (ZeRO-1 over groups smaller than the
     data-parallel ranks, the card's ``parallel.zero1_shard_size``): the dense parameters are handed back inside that
-    group, the gradients still reduced over all ``ranks``; ``gather_broadcast_per_rank``: handed back as one broadcast
-    per group rank (``zero1_param_sync_seconds``)."""
+    group; ``gather_broadcast_per_rank``: handed back as one broadcast per group rank (``zero1_param_sync_seconds``).
+    ``grad_all_reduce`` (ZeRO-1/2, set with such a group): the dense gradients are all-reduced over all ``ranks``, not
+    reduce-scattered, the whole reduction and its exposed last bucket (``INTERNEVO_ZERO1_REDUCE``): a reduce-scatter
+    over the ``ranks`` leaves each rank 1/``ranks`` of the summed gradient, while a rank of a smaller group steps the
+    summed 1/group slice. Its last bucket is priced at ``DDP_BUCKET_BYTES`` as every ZeRO-1/2's; InternEvo's buckets
+    hold up to its ``reduce_bucket_size`` (512M elements in its 7B config), not taken here."""
     kw = dict(ranks=ranks, bus_bytes_per_s=bus_bytes_per_s, latency_s=latency_s, nodes=nodes, intra_link=intra_link)
     ekw = dict(ranks=expert_ranks, latency_s=latency_s, nodes=expert_nodes, intra_link=intra_link,
                bus_bytes_per_s=bus_bytes_per_s if expert_bus_bytes_per_s is None else expert_bus_bytes_per_s)
@@ -739,9 +745,10 @@ def exposed_data_parallel(
                              for b, k in ((grad_bytes, kw), (expert_grad_bytes, ekw)))
             red, last = dense.total_s + expert.total_s, max(dense.exposed_s, expert.exposed_s)
         else:
-            red = reduce_scatter_seconds(total_bytes=grad_bytes, **kw) + reduce_scatter_seconds(
+            dense_reduce = all_reduce_seconds if grad_all_reduce else reduce_scatter_seconds
+            red = dense_reduce(total_bytes=grad_bytes, **kw) + reduce_scatter_seconds(
                 total_bytes=expert_grad_bytes, **ekw)
-            last = max(reduce_scatter_seconds(total_bytes=min(grad_bytes, DDP_BUCKET_BYTES), **kw),
+            last = max(dense_reduce(total_bytes=min(grad_bytes, DDP_BUCKET_BYTES), **kw),
                        reduce_scatter_seconds(total_bytes=min(expert_grad_bytes, DDP_BUCKET_BYTES), **ekw))
         dense_gather = all_gather_seconds(total_bytes=weight_bytes, **kw)
         if zero_stage == 1 and (gather_ranks is not None or gather_broadcast_per_rank):
@@ -787,6 +794,20 @@ def ddp_bucketed_all_reduce(*, grad_bytes: float, bucketed_bytes: float, bucket_
     buckets = max(1, ceil(max(bucketed_bytes, 0.0) / bucket_bytes))
     one = all_reduce_seconds(total_bytes=grad_bytes / buckets, **kw)
     return CommTime(buckets * one, one)
+
+
+INTERNEVO_ZERO1_REDUCE = (
+    "InternEvo, HybridZeroOptimizer: with zero_overlap_communication (True in configs/7B_sft.py l.65) every"
+    " parameter's AccumulateGrad hook gets reduce_rank = None (_attach_reduction_hook l.299-327) and, unless"
+    " skip_grad_reduce (set on every micro-batch but the last, core/no_pipeline_scheduler.py l.259-262), stores the"
+    " gradient in a bucket of reduce_bucket_size elements (512 * 1024 * 1024 in configs/7B_sft.py l.67), flushed when"
+    " the next gradient would pass it (_store_and_try_reduce_grads_by_bucket l.329-352); _reduce_and_copy"
+    " (l.402-418) runs torch.cuda.synchronize() and then reduce_tensor(dst_rank=None, parallel_mode=DATA) on its"
+    " comm stream, which all-reduces the flat bucket over the whole data group (solver/optimizer/utils.py l.87-92),"
+    " behind the rest of the backward; step() reduces the bucket left over after the backward (l.508-514) and waits"
+    " for it (InternLM/InternEvo internlm/solver/optimizer/hybrid_zero_optim.py"
+    " @c18bec9361684189aadf6ffb724f9dfe48288eb0)")
+"""Where ``exposed_data_parallel``'s ``grad_all_reduce`` comes from."""
 
 
 NANOTRON_ZERO1_REDUCE = (

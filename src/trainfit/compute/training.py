@@ -993,20 +993,24 @@ def _nccl_groups(parallel: Parallel, rates: DeviceRates, *, group: int, eranks: 
 
 
 class Zero1Group(NamedTuple):
-    """The ZeRO-1 parameter hand-back's group as ``collectives.exposed_data_parallel`` reads it (its ``gather_*``
-    keywords, ``_asdict()``); the defaults are the data group's one all-gather."""
+    """The ZeRO-1 group as ``collectives.exposed_data_parallel`` reads it (its ``gather_*`` and ``grad_all_reduce``
+    keywords, ``_asdict()``); the defaults are the data group's reduce-scatter and one all-gather."""
 
     gather_ranks: int | None = None
     gather_nodes: int | None = None
     gather_bus_bytes_per_s: float | None = None
     gather_broadcast_per_rank: bool = False
+    grad_all_reduce: bool = False
 
 
 def zero1_group_of(parallel: Parallel, rates: DeviceRates, *, ranks: int, bus_bytes_per_s: float) -> Zero1Group:
-    """The ZeRO-1 parameter hand-back's group for ``collectives.exposed_data_parallel``: with ``zero1_shard`` smaller
-    than the ``ranks`` data-parallel ranks, that many consecutive ranks (inside a node when they fit in one, at the
-    NVLink ring rate; else over the nodes they span at the data group's ring rate ``bus_bytes_per_s``), and the
-    per-rank broadcasts of ``zero1_broadcast_per_rank``; the defaults (the data group, one all-gather) otherwise."""
+    """The ZeRO-1 group for ``collectives.exposed_data_parallel``: with ``zero1_shard`` smaller than the ``ranks``
+    data-parallel ranks, the parameters are handed back over that many consecutive ranks (inside a node when they fit
+    in one, at the NVLink ring rate; else over the nodes they span at the data group's ring rate ``bus_bytes_per_s``)
+    and the gradients all-reduced over all ``ranks`` (``grad_all_reduce``: each rank steps the summed 1/group slice,
+    which one reduce-scatter over the ``ranks`` does not leave it; InternEvo's ``reduce_tensor(dst_rank=None)``,
+    ``collectives.INTERNEVO_ZERO1_REDUCE``); the per-rank broadcasts of ``zero1_broadcast_per_rank``; the defaults
+    (the data group's reduce-scatter, one all-gather) otherwise."""
     if parallel.strategy != "zero1":
         return Zero1Group()
     per_rank = parallel.zero1_broadcast_per_rank
@@ -1020,7 +1024,7 @@ def zero1_group_of(parallel: Parallel, rates: DeviceRates, *, ranks: int, bus_by
         gather_bus_bytes_per_s=coll.ring_bus_bytes_per_s(rates=rates, crosses_nodes=False,
                                                          nic_bytes_per_s=parallel.nic_bytes_per_s,
                                                          local_ranks=group) if local else bus_bytes_per_s,
-        gather_broadcast_per_rank=per_rank)
+        gather_broadcast_per_rank=per_rank, grad_all_reduce=True)
 
 
 def _expert_bus(rates: DeviceRates, parallel: Parallel, eranks: int) -> float:

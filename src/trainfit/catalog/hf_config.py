@@ -28,6 +28,7 @@ SUPPORTED_FAMILIES = (
     "opt",
     "llama4_text",
     "olmo2",
+    "mixtral",
 )
 """Decoder model_types whose parameter layout and activations trainfit models exactly."""
 
@@ -164,6 +165,8 @@ def spec_from_hf_config(
         moe = _gpt_oss_moe(dec, name, intermediate)
     elif family == "llama4_text":
         moe = _llama4_moe(dec, name, layers)
+    elif family == "mixtral":
+        moe = _mixtral_moe(dec, name)
     if family in ("qwen3_moe", "qwen2_moe"):
         experts = _int(dec, "num_experts", name, most=100_000)
         sparse_step = _int(dec, "decoder_sparse_step", name, most=layers, default=1, zero_is_none=True) or 1
@@ -322,6 +325,33 @@ def _deepseek_moe(dec: dict[str, Any], name: str, layers: int) -> MoeSpec:
         router_fp32=True,
         n_group=n_group,
         topk_group=_int(dec, "topk_group", name, most=n_group, default=1),
+    )
+
+
+def _mixtral_moe(dec: dict[str, Any], name: str) -> MoeSpec:
+    """Mixtral (transformers v5.24.0 models/mixtral/modeling_mixtral.py l.56-130): every layer a sparse MoE of
+    num_local_experts SwiGLU experts of intermediate_size (``MixtralExperts``: gate_up_proj E x 2w x h, down_proj
+    E x h x w, no biases), a bias-free router ``weight`` E x h (``MixtralTopKRouter``), softmax over the fp32 logits,
+    top-k, always renormalised; no shared expert. The routing weights stay fp32 (no cast back, unlike Qwen3-MoE's
+    models/qwen3_moe/modeling_qwen3_moe.py l.266 ``.to(router_logits.dtype)``; Mixtral l.105-110), so the combine multiplies a bf16 expert output by fp32 weights.
+
+    Refused: ``router_jitter_noise`` > 0 (an in-place uniform multiply of the block input in training, l.124-125,
+    not modelled) and ``output_router_logits`` true (the load-balancing auxiliary loss over every layer's router
+    logits, ``load_balancing_loss_func``, not modelled)."""
+    experts = _int(dec, "num_local_experts", name, most=100_000)
+    jitter = dec.get("router_jitter_noise", 0.0)
+    if isinstance(jitter, bool) or not isinstance(jitter, (int, float)) or jitter != 0:
+        raise ConfigError(f"{name}: config.json field 'router_jitter_noise' = {jitter!r} is not modelled (Mixtral's"
+                          " training-time jitter on the MoE input); allowed: 0")
+    if _flag(dec, "output_router_logits", name, default=False):
+        raise ConfigError(f"{name}: config.json field 'output_router_logits' true is not modelled (Mixtral's"
+                          " load-balancing auxiliary loss); allowed: false")
+    return MoeSpec(
+        num_experts=experts,
+        experts_per_token=_int(dec, "num_experts_per_tok", name, most=experts),
+        expert_intermediate_size=_int(dec, "intermediate_size", name, most=10_000_000),
+        norm_topk_prob=True,
+        routing_weights_fp32=True,
     )
 
 

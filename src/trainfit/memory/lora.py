@@ -46,6 +46,13 @@ not supported") when named, and ``all-linear`` (``nn.Linear`` only) skips them."
 
 _UNWRAPPABLE_ROUTER = {"gpt_oss": "router", "qwen2_moe": "gate"}
 
+_UNMODELLED_CONVERSION = {"mixtral": frozenset({"gate", "w1", "w2", "w3"})}
+"""Families PEFT 0.21.2 converts under names trainfit does not model yet: ``utils/transformers_weight_conversion.py``
+l.45 adds ``mixtral`` to ``_MODEL_TO_CONVERSION_PATTERN`` and maps its v4 names (l.332-338: ``gate`` to
+``gate.weight``, ``w1``/``w3`` to the fused ``gate_up_proj`` at twice the rank, ``w2`` to ``down_proj``) and resolves
+``all-linear`` through them (l.424-428). A target naming one of these, or ``all-linear``, is refused; attention
+targets are plain ``nn.Linear`` modules and are counted like Llama's."""
+
 
 def _router_group(spec: ModelSpec) -> list[LinearGroup]:
     if spec.moe is None or spec.family not in _ROUTER_MODULE:
@@ -101,6 +108,12 @@ def targeted_groups(spec: ModelSpec, lora: LoraSpec) -> list[LinearGroup]:
     # 0.21 never wraps (see _PEFT_CONVERTS; measured on meta, 4 layers, r=16, all-linear: Scout 4,981,760 =
     # attention + shared expert + router; Maverick 5,607,424; gpt-oss with its experts named: attention only)
     groups = _wrappable_groups(spec)
+    if spec.family in _UNMODELLED_CONVERSION:
+        named = [t for t in lora.targets if t == ALL_LINEAR or t in _UNMODELLED_CONVERSION[spec.family]]
+        if named:
+            raise CardError(f"lora.targets: '{named[0]}' on {spec.name} is not modelled yet (PEFT rewrites Mixtral's"
+                            " v4 expert and router names w1/w3/w2/gate onto the fused experts); allowed: its"
+                            " attention projections q_proj, k_proj, v_proj, o_proj")
     if ALL_LINEAR in lora.targets:
         return _all_linear(spec, groups)
     wanted = set(lora.targets)

@@ -54,3 +54,23 @@ def test_half_of_a_fused_pair_is_refused(monkeypatch):
     card["lora"]["targets"] = ["w1", "w2"]
     with pytest.raises(CardError, match="w1 and w3"):
         make_plan(load_card_dict(card))
+
+
+EP_CASES = [replace(c, arch="mixtral") for c in grid.EP_GRID if c.arch == "qwen3_moe"][:2]
+"""Expert parallel (``trainfit.trace.expert_parallel``: experts split over the ranks, all-to-all dispatch and
+combine around transformers' grouped experts), rank 0 against the plan."""
+
+
+@pytest.mark.trace
+@pytest.mark.parametrize("case", EP_CASES, ids=[c.name for c in EP_CASES])
+def test_expert_parallel_matches_the_plan(case, monkeypatch):
+    from trainfit.trace.expert_parallel import trace_expert_parallel
+
+    monkeypatch.setitem(grid.ARCHS, "mixtral", MIXTRAL)
+    plan = make_plan(load_card_dict(case.card()))
+    traced = trace_expert_parallel(TraceRequest(**case.trace_kwargs()), expert_parallel=case.expert_parallel)
+    planned = {p.phase.value: float(p.tensor_bytes) for p in plan.phases}
+    for ph in traced.phases:
+        err = (planned[ph.name] - ph.peak_bytes) / ph.peak_bytes
+        print(f"{case.name} {ph.name}: {err:+.3%}")
+        assert abs(err) < TOLERANCE, ph.name

@@ -29,6 +29,7 @@ SUPPORTED_FAMILIES = (
     "llama4_text",
     "olmo2",
     "mixtral",
+    "phi3",
 )
 """Decoder model_types whose parameter layout and activations trainfit models exactly."""
 
@@ -43,6 +44,15 @@ REFUSED_FAMILIES = {
     "bloom": "its word_embeddings_layernorm after the token embedding has no ModelSpec field",
 }
 """Non-gated families whose parameters ModelSpec cannot count exactly: refused with the reason."""
+
+PHI3_UNPLANNED = (
+    "Phi-3's fused qkv_proj and gate_up_proj (one GEMM each, LoRA targets named qkv_proj / gate_up_proj, the value"
+    " states a view of qkv_proj's output that attention keeps alive) and its sliding-window mask are not modelled"
+    " yet (parameter counts are exact)")
+"""Why a ``phi3`` plan is refused (transformers v5.24.0 models/phi3/modeling_phi3.py l.54-61 ``gate_up_proj`` and
+``chunk``, l.205 ``qkv_proj``, l.219-223 q/k/v as slices of its output, l.386 the sliding-window mask): the fused
+projections hold exactly the separate ones' parameters (no biases), so ModelSpec counts them as q/k/v and
+gate/up, but the saved activations, kernel counts and adapter names differ."""
 
 _TOP_LEVEL_WRAPPERS = {"qwen3_5": "qwen3_5_text", "qwen3_6": "qwen3_5_text", "llama4": "llama4_text"}
 
@@ -246,6 +256,8 @@ def spec_from_hf_config(
             f"transformers' Llama4TextMoe runs every token through all {moe.num_experts} experts (hidden_states"
             f" repeated {moe.num_experts}x, one batched bmm over them), whose activations and FLOPs trainfit does"
             " not model yet (parameter counts are exact)")}
+    elif family == "phi3":
+        extra = {"unplanned": PHI3_UNPLANNED}
     elif family == "olmo2":
         # q_norm / k_norm over the full projected widths and norms after each block, none before it
         # (transformers v5.24.0 src/transformers/models/olmo2/modeling_olmo2.py l.213-214, 285-286, 299-316)

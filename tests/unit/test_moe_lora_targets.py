@@ -33,6 +33,8 @@ CFGS = {
                         topk_group=2),
     "mixtral": dict(B, model_type="mixtral", intermediate_size=128, num_key_value_heads=4, head_dim=32,
                     tie_word_embeddings=False, num_local_experts=8, num_experts_per_tok=2),
+    "olmoe": dict(B, model_type="olmoe", intermediate_size=128, num_key_value_heads=4, tie_word_embeddings=False,
+                  num_experts=8, num_experts_per_tok=2),
     "llama4_text": dict(B, model_type="llama4_text", intermediate_size=256, intermediate_size_mlp=512,
                         num_key_value_heads=2, head_dim=32, num_local_experts=4, num_experts_per_tok=1,
                         interleave_moe_layer_step=1, tie_word_embeddings=False),
@@ -57,6 +59,8 @@ PEFT = {
     ("mixtral", ATTN_V4[:4] + ("w1", "w3", "w2")): 417792, ("mixtral", ("w1", "w3", "w2")): 360448,
     ("mixtral", ("w2",)): 98304, ("mixtral", ("q_proj", "v_proj", "gate")): 37120, ("mixtral", ("w1", "w2")): None,
     ("mixtral", ("gate_proj", "up_proj", "down_proj")): None,
+    ("olmoe", ("all-linear",)): 426240, ("olmoe", ATTN_V4[:4]): 57344, ("olmoe", ATTN_V4): 417792,
+    ("olmoe", ATTN_V5): 155648, ("olmoe", ("q_proj", "v_proj", "gate")): 37120, ("olmoe", ("gate_proj", "down_proj")): None,
     ("llama4_text", ("all-linear",)): 110720, ("llama4_text", ATTN_V4): 102400,
     ("llama4_text", ("q_proj", "v_proj", "gate")): 26624, ("llama4_text", ("q_proj", "v_proj", "router")): 34944,
 }

@@ -30,6 +30,7 @@ SUPPORTED_FAMILIES = (
     "olmo2",
     "mixtral",
     "phi3",
+    "olmoe",
 )
 """Decoder model_types whose parameter layout and activations trainfit models exactly."""
 
@@ -58,7 +59,7 @@ _TOP_LEVEL_WRAPPERS = {"qwen3_5": "qwen3_5_text", "qwen3_6": "qwen3_5_text", "ll
 
 # Families whose q/k/v carry a bias regardless of config.json (Qwen2 hard-codes bias=True).
 _QKV_BIAS_ALWAYS = {"qwen2", "qwen2_moe"}
-_QK_NORM_ALWAYS = {"qwen3", "qwen3_moe", "qwen3_5_text", "olmo2"}
+_QK_NORM_ALWAYS = {"qwen3", "qwen3_moe", "qwen3_5_text", "olmo2", "olmoe"}
 
 
 def _require(cfg: dict[str, Any], key: str, where: str) -> Any:
@@ -177,6 +178,8 @@ def spec_from_hf_config(
         moe = _llama4_moe(dec, name, layers)
     elif family == "mixtral":
         moe = _mixtral_moe(dec, name)
+    elif family == "olmoe":
+        moe = _olmoe_moe(dec, name, hidden=hidden, heads=heads, head_dim=head_dim)
     if family in ("qwen3_moe", "qwen2_moe"):
         experts = _int(dec, "num_experts", name, most=100_000)
         sparse_step = _int(dec, "decoder_sparse_step", name, most=layers, default=1, zero_is_none=True) or 1
@@ -256,6 +259,10 @@ def spec_from_hf_config(
             f"transformers' Llama4TextMoe runs every token through all {moe.num_experts} experts (hidden_states"
             f" repeated {moe.num_experts}x, one batched bmm over them), whose activations and FLOPs trainfit does"
             " not model yet (parameter counts are exact)")}
+    elif family == "olmoe":
+        # q_norm over hidden_size and k_norm over kv_heads x head_dim, on the projections' outputs before the
+        # per-head view (transformers v5.24.0 models/olmoe/modeling_olmoe.py l.222-225, l.239-240), pre-norm blocks
+        extra = dict(qk_norm_full_width=True)
     elif family == "phi3":
         extra = {"unplanned": PHI3_UNPLANNED}
     elif family == "olmo2":
@@ -364,6 +371,31 @@ def _mixtral_moe(dec: dict[str, Any], name: str) -> MoeSpec:
         expert_intermediate_size=_int(dec, "intermediate_size", name, most=10_000_000),
         norm_topk_prob=True,
         routing_weights_fp32=True,
+    )
+
+
+def _olmoe_moe(dec: dict[str, Any], name: str, *, hidden: int, heads: int, head_dim: int) -> MoeSpec:
+    """OLMoE (transformers v5.24.0 models/olmoe): every layer a sparse MoE of ``num_experts`` SwiGLU experts of
+    intermediate_size (``OlmoeExperts``, the fused layout of Qwen3-MoE's), the Qwen3-MoE router (softmax, top-k,
+    renormalised only under ``norm_topk_prob``, OlmoeConfig default False, l.323-335, cast back to the model dtype),
+    no shared expert. Refused: ``clip_qkv`` (in-place clamps of q, k and v, l.243-246), ``output_router_logits``
+    true (the load-balancing auxiliary loss), and a ``head_dim`` whose heads do not span hidden_size (q_norm is
+    hidden_size wide, l.222)."""
+    if dec.get("clip_qkv") is not None:
+        raise ConfigError(f"{name}: config.json field 'clip_qkv' = {dec['clip_qkv']!r} is not modelled (OLMoE's"
+                          " in-place clamp of q, k and v); allowed: null")
+    if _flag(dec, "output_router_logits", name, default=False):
+        raise ConfigError(f"{name}: config.json field 'output_router_logits' true is not modelled (OLMoE's"
+                          " load-balancing auxiliary loss); allowed: false")
+    if heads * head_dim != hidden:
+        raise ConfigError(f"{name}: config.json field 'head_dim' = {head_dim} times num_attention_heads = {heads} is not"
+                          f" hidden_size = {hidden} (OLMoE's q_norm is hidden_size wide)")
+    experts = _int(dec, "num_experts", name, most=100_000)
+    return MoeSpec(
+        num_experts=experts,
+        experts_per_token=_int(dec, "num_experts_per_tok", name, most=experts),
+        expert_intermediate_size=_int(dec, "intermediate_size", name, most=10_000_000),
+        norm_topk_prob=_flag(dec, "norm_topk_prob", name, default=False),
     )
 
 

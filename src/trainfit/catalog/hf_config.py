@@ -31,6 +31,7 @@ SUPPORTED_FAMILIES = (
     "mixtral",
     "phi3",
     "olmoe",
+    "gemma3_text",
 )
 """Decoder model_types whose parameter layout and activations trainfit models exactly."""
 
@@ -55,11 +56,19 @@ PHI3_UNPLANNED = (
 projections hold exactly the separate ones' parameters (no biases), so ModelSpec counts them as q/k/v and
 gate/up, but the saved activations, kernel counts and adapter names differ."""
 
+GEMMA3_UNPLANNED = (
+    "Gemma-3's 5 local : 1 global attention layers (a sliding-window mask on the local ones), zero-centred sandwich"
+    " norms with per-head q/k norms and a 262k vocabulary head are not modelled yet (parameter counts are exact)")
+"""Why a ``gemma3_text`` plan is refused: its layers are Gemma-2's (four RMSNorms of (1 + weight), the scaled embedding)
+plus per-head q_norm / k_norm (transformers v5.24.0 models/gemma3/modeling_gemma3.py l.310-311, l.329-330,
+l.367-370) with sliding-window layers every ``sliding_window_pattern`` (configuration_gemma3.py l.105-110) and no
+softcapping; trainfit's Gemma-2 activation model is eager-attention with softcapping, so neither fits."""
+
 _TOP_LEVEL_WRAPPERS = {"qwen3_5": "qwen3_5_text", "qwen3_6": "qwen3_5_text", "llama4": "llama4_text"}
 
 # Families whose q/k/v carry a bias regardless of config.json (Qwen2 hard-codes bias=True).
 _QKV_BIAS_ALWAYS = {"qwen2", "qwen2_moe"}
-_QK_NORM_ALWAYS = {"qwen3", "qwen3_moe", "qwen3_5_text", "olmo2", "olmoe"}
+_QK_NORM_ALWAYS = {"qwen3", "qwen3_moe", "qwen3_5_text", "olmo2", "olmoe", "gemma3_text"}
 
 
 def _require(cfg: dict[str, Any], key: str, where: str) -> Any:
@@ -164,7 +173,7 @@ def spec_from_hf_config(
     if mla is not None:
         # the expanded keys: every head has its own qk_nope + qk_rope key and a v_head_dim value
         head_dim, kv_heads = mla.qk_head_dim, heads
-    tie_default = family in ("gemma2", "opt")
+    tie_default = family in ("gemma2", "gemma3_text", "opt")
     tie = bool(dec.get("tie_word_embeddings", tie_default))
     sliding = _int(dec, "sliding_window", name, most=1_000_000_000, default=None, zero_is_none=True)
     max_pos = _int(dec, "max_position_embeddings", name, most=1_000_000_000, default=None)
@@ -265,6 +274,8 @@ def spec_from_hf_config(
         extra = dict(qk_norm_full_width=True)
     elif family == "phi3":
         extra = {"unplanned": PHI3_UNPLANNED}
+    elif family == "gemma3_text":
+        extra = _gemma3_text(dec, name, layers, sliding)
     elif family == "olmo2":
         # q_norm / k_norm over the full projected widths and norms after each block, none before it
         # (transformers v5.24.0 src/transformers/models/olmo2/modeling_olmo2.py l.213-214, 285-286, 299-316)
@@ -288,7 +299,7 @@ def spec_from_hf_config(
             attention_bias=family in _QKV_BIAS_ALWAYS or bool(dec.get("attention_bias", False)),
             o_proj_bias=family not in _QKV_BIAS_ALWAYS and bool(dec.get("attention_bias", False)),
             mlp_bias=bool(dec.get("mlp_bias", False)),
-            norms_per_layer=4 if family == "gemma2" else 2,
+            norms_per_layer=4 if family in ("gemma2", "gemma3_text") else 2,
             hidden_act=str(dec.get("hidden_act") or dec.get("hidden_activation") or "silu"),
         )),
         qk_norm=family in _QK_NORM_ALWAYS,
@@ -303,6 +314,29 @@ def spec_from_hf_config(
         aliases=aliases,
         **extra,
     )
+
+
+def _gemma3_text(dec: dict[str, Any], name: str, layers: int, sliding: int | None) -> dict[str, Any]:
+    """Gemma-3 text decoder (``Gemma3ForCausalLM``): ``layer_types`` or every ``sliding_window_pattern``-th layer global
+    (Gemma3TextConfig l.105-110, default 6), the rest windowed; softcapping and bidirectional attention refused
+    (Gemma-3 releases have none). Parameters are exact; a plan is refused (``GEMMA3_UNPLANNED``)."""
+    for key in ("final_logit_softcapping", "attn_logit_softcapping"):
+        if dec.get(key) is not None:
+            raise ConfigError(f"{name}: config.json field '{key}' = {dec[key]!r} is not modelled for gemma3_text;"
+                              " allowed: null")
+    if _flag(dec, "use_bidirectional_attention", name, default=False):
+        raise ConfigError(f"{name}: config.json field 'use_bidirectional_attention' true is not modelled; allowed:"
+                          " false")
+    raw = dec.get("layer_types")
+    if raw is None:
+        every = _int(dec, "sliding_window_pattern", name, most=layers + 1, default=6)
+        raw = ["sliding_attention" if (i + 1) % every else "full_attention" for i in range(layers)]
+    if not isinstance(raw, (list, tuple)) or len(raw) != layers or any(
+            t not in ("sliding_attention", "full_attention") for t in raw):
+        raise ConfigError(f"{name}: config.json field 'layer_types' must list one of sliding_attention,"
+                          f" full_attention per layer ({layers} = num_hidden_layers)")
+    return dict(unplanned=GEMMA3_UNPLANNED,
+                sliding_layers=tuple(i for i, t in enumerate(raw) if t == "sliding_attention") if sliding else ())
 
 
 def _dropout(dec: dict[str, Any], name: str, key: str = "dropout", default: float = 0.1) -> float:

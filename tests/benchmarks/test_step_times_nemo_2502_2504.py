@@ -14,6 +14,7 @@ from step_times_module import load_step_times
 
 import trainfit
 from trainfit.catalog.hf_config import spec_from_hf_config
+from trainfit.catalog.models import from_catalog
 from trainfit.memory.weights import total_params
 
 REPO = Path(trainfit.__file__).resolve().parents[2]
@@ -89,7 +90,9 @@ def test_inline_shapes_have_the_models_parameter_counts(row_id: str, total: floa
 def test_mixtral_plans_eight_experts_top2_over_ep8() -> None:
     card, _ = st.map_train(ROWS["nemo2504-gb200-mixtral-8x7b-pt-fp8-64g"])
     assert card["parallel"]["expert_parallel"] == 8 and "tensor_parallel" not in card["parallel"]
-    spec = spec_from_hf_config(card["model"]["config"], name="m", source="test")
+    assert card["model"] == "mistralai/Mixtral-8x7B-v0.1"  # the catalog's Mixtral (no q/k norms), not the stand-in
+    spec = from_catalog(card["model"])
+    assert spec.family == "mixtral" and not spec.qk_norm
     assert (spec.moe.num_experts, spec.moe.experts_per_token, spec.moe.shared_expert_intermediate_size) == (8, 2, 0)
 
 

@@ -82,7 +82,7 @@ def test_cp_ep_trace_json_matches_plan(args: list[str], method: str, capsys) -> 
     (_ep("--gpus", "4"), "parallel.expert_parallel: traced with world_size = expert_parallel"),
     (_ep("--strategy", "fsdp"), "parallel.strategy: expert parallel is traced with the dense weights replicated"),
     (_ep("--scope", "lora"), "scope: context and expert parallel are traced for scope 'full' only"),
-    (["trace", "--set", LLAMA, *_ep()[3:]], "model: expert parallel is traced for qwen3_moe, not 'llama'"),
+    (["trace", "--set", LLAMA, *_ep()[3:]], "model: expert parallel is traced for mixtral, qwen3_moe, not 'llama'"),
     (_ep("--set", "parallel.context_parallel=2", "--gpus", "4"), "parallel: context and expert parallel are traced one"),
 ])
 def test_unsupported_layout_is_one_line_exit_2(args: list[str], field: str, capsys) -> None:

@@ -28,6 +28,10 @@ SUPPORTED_FAMILIES = (
     "opt",
     "llama4_text",
     "olmo2",
+    "mixtral",
+    "phi3",
+    "olmoe",
+    "gemma3_text",
 )
 """Decoder model_types whose parameter layout and activations trainfit models exactly."""
 
@@ -43,11 +47,28 @@ REFUSED_FAMILIES = {
 }
 """Non-gated families whose parameters ModelSpec cannot count exactly: refused with the reason."""
 
+PHI3_UNPLANNED = (
+    "Phi-3's fused qkv_proj and gate_up_proj (one GEMM each, LoRA targets named qkv_proj / gate_up_proj, the value"
+    " states a view of qkv_proj's output that attention keeps alive) and its sliding-window mask are not modelled"
+    " yet (parameter counts are exact)")
+"""Why a ``phi3`` plan is refused (transformers v5.24.0 models/phi3/modeling_phi3.py l.54-61 ``gate_up_proj`` and
+``chunk``, l.205 ``qkv_proj``, l.219-223 q/k/v as slices of its output, l.386 the sliding-window mask): the fused
+projections hold exactly the separate ones' parameters (no biases), so ModelSpec counts them as q/k/v and
+gate/up, but the saved activations, kernel counts and adapter names differ."""
+
+GEMMA3_UNPLANNED = (
+    "Gemma-3's 5 local : 1 global attention layers (a sliding-window mask on the local ones), zero-centred sandwich"
+    " norms with per-head q/k norms and a 262k vocabulary head are not modelled yet (parameter counts are exact)")
+"""Why a ``gemma3_text`` plan is refused: its layers are Gemma-2's (four RMSNorms of (1 + weight), the scaled embedding)
+plus per-head q_norm / k_norm (transformers v5.24.0 models/gemma3/modeling_gemma3.py l.310-311, l.329-330,
+l.367-370) with sliding-window layers every ``sliding_window_pattern`` (configuration_gemma3.py l.105-110) and no
+softcapping; trainfit's Gemma-2 activation model is eager-attention with softcapping, so neither fits."""
+
 _TOP_LEVEL_WRAPPERS = {"qwen3_5": "qwen3_5_text", "qwen3_6": "qwen3_5_text", "llama4": "llama4_text"}
 
 # Families whose q/k/v carry a bias regardless of config.json (Qwen2 hard-codes bias=True).
 _QKV_BIAS_ALWAYS = {"qwen2", "qwen2_moe"}
-_QK_NORM_ALWAYS = {"qwen3", "qwen3_moe", "qwen3_5_text", "olmo2"}
+_QK_NORM_ALWAYS = {"qwen3", "qwen3_moe", "qwen3_5_text", "olmo2", "olmoe", "gemma3_text"}
 
 
 def _require(cfg: dict[str, Any], key: str, where: str) -> Any:
@@ -152,7 +173,7 @@ def spec_from_hf_config(
     if mla is not None:
         # the expanded keys: every head has its own qk_nope + qk_rope key and a v_head_dim value
         head_dim, kv_heads = mla.qk_head_dim, heads
-    tie_default = family in ("gemma2", "opt")
+    tie_default = family in ("gemma2", "gemma3_text", "opt")
     tie = bool(dec.get("tie_word_embeddings", tie_default))
     sliding = _int(dec, "sliding_window", name, most=1_000_000_000, default=None, zero_is_none=True)
     max_pos = _int(dec, "max_position_embeddings", name, most=1_000_000_000, default=None)
@@ -164,6 +185,10 @@ def spec_from_hf_config(
         moe = _gpt_oss_moe(dec, name, intermediate)
     elif family == "llama4_text":
         moe = _llama4_moe(dec, name, layers)
+    elif family == "mixtral":
+        moe = _mixtral_moe(dec, name)
+    elif family == "olmoe":
+        moe = _olmoe_moe(dec, name, hidden=hidden, heads=heads, head_dim=head_dim)
     if family in ("qwen3_moe", "qwen2_moe"):
         experts = _int(dec, "num_experts", name, most=100_000)
         sparse_step = _int(dec, "decoder_sparse_step", name, most=layers, default=1, zero_is_none=True) or 1
@@ -243,6 +268,14 @@ def spec_from_hf_config(
             f"transformers' Llama4TextMoe runs every token through all {moe.num_experts} experts (hidden_states"
             f" repeated {moe.num_experts}x, one batched bmm over them), whose activations and FLOPs trainfit does"
             " not model yet (parameter counts are exact)")}
+    elif family == "olmoe":
+        # q_norm over hidden_size and k_norm over kv_heads x head_dim, on the projections' outputs before the
+        # per-head view (transformers v5.24.0 models/olmoe/modeling_olmoe.py l.222-225, l.239-240), pre-norm blocks
+        extra = dict(qk_norm_full_width=True)
+    elif family == "phi3":
+        extra = {"unplanned": PHI3_UNPLANNED}
+    elif family == "gemma3_text":
+        extra = _gemma3_text(dec, name, layers, sliding)
     elif family == "olmo2":
         # q_norm / k_norm over the full projected widths and norms after each block, none before it
         # (transformers v5.24.0 src/transformers/models/olmo2/modeling_olmo2.py l.213-214, 285-286, 299-316)
@@ -266,7 +299,7 @@ def spec_from_hf_config(
             attention_bias=family in _QKV_BIAS_ALWAYS or bool(dec.get("attention_bias", False)),
             o_proj_bias=family not in _QKV_BIAS_ALWAYS and bool(dec.get("attention_bias", False)),
             mlp_bias=bool(dec.get("mlp_bias", False)),
-            norms_per_layer=4 if family == "gemma2" else 2,
+            norms_per_layer=4 if family in ("gemma2", "gemma3_text") else 2,
             hidden_act=str(dec.get("hidden_act") or dec.get("hidden_activation") or "silu"),
         )),
         qk_norm=family in _QK_NORM_ALWAYS,
@@ -281,6 +314,29 @@ def spec_from_hf_config(
         aliases=aliases,
         **extra,
     )
+
+
+def _gemma3_text(dec: dict[str, Any], name: str, layers: int, sliding: int | None) -> dict[str, Any]:
+    """Gemma-3 text decoder (``Gemma3ForCausalLM``): ``layer_types`` or every ``sliding_window_pattern``-th layer global
+    (Gemma3TextConfig l.105-110, default 6), the rest windowed; softcapping and bidirectional attention refused
+    (Gemma-3 releases have none). Parameters are exact; a plan is refused (``GEMMA3_UNPLANNED``)."""
+    for key in ("final_logit_softcapping", "attn_logit_softcapping"):
+        if dec.get(key) is not None:
+            raise ConfigError(f"{name}: config.json field '{key}' = {dec[key]!r} is not modelled for gemma3_text;"
+                              " allowed: null")
+    if _flag(dec, "use_bidirectional_attention", name, default=False):
+        raise ConfigError(f"{name}: config.json field 'use_bidirectional_attention' true is not modelled; allowed:"
+                          " false")
+    raw = dec.get("layer_types")
+    if raw is None:
+        every = _int(dec, "sliding_window_pattern", name, most=layers + 1, default=6)
+        raw = ["sliding_attention" if (i + 1) % every else "full_attention" for i in range(layers)]
+    if not isinstance(raw, (list, tuple)) or len(raw) != layers or any(
+            t not in ("sliding_attention", "full_attention") for t in raw):
+        raise ConfigError(f"{name}: config.json field 'layer_types' must list one of sliding_attention,"
+                          f" full_attention per layer ({layers} = num_hidden_layers)")
+    return dict(unplanned=GEMMA3_UNPLANNED,
+                sliding_layers=tuple(i for i, t in enumerate(raw) if t == "sliding_attention") if sliding else ())
 
 
 def _dropout(dec: dict[str, Any], name: str, key: str = "dropout", default: float = 0.1) -> float:
@@ -322,6 +378,58 @@ def _deepseek_moe(dec: dict[str, Any], name: str, layers: int) -> MoeSpec:
         router_fp32=True,
         n_group=n_group,
         topk_group=_int(dec, "topk_group", name, most=n_group, default=1),
+    )
+
+
+def _mixtral_moe(dec: dict[str, Any], name: str) -> MoeSpec:
+    """Mixtral (transformers v5.24.0 models/mixtral/modeling_mixtral.py l.56-130): every layer a sparse MoE of
+    num_local_experts SwiGLU experts of intermediate_size (``MixtralExperts``: gate_up_proj E x 2w x h, down_proj
+    E x h x w, no biases), a bias-free router ``weight`` E x h (``MixtralTopKRouter``), softmax over the fp32 logits,
+    top-k, always renormalised; no shared expert. The routing weights stay fp32 (no cast back, unlike Qwen3-MoE's
+    models/qwen3_moe/modeling_qwen3_moe.py l.266 ``.to(router_logits.dtype)``; Mixtral l.105-110), so the combine multiplies a bf16 expert output by fp32 weights.
+
+    Refused: ``router_jitter_noise`` > 0 (an in-place uniform multiply of the block input in training, l.124-125,
+    not modelled) and ``output_router_logits`` true (the load-balancing auxiliary loss over every layer's router
+    logits, ``load_balancing_loss_func``, not modelled)."""
+    experts = _int(dec, "num_local_experts", name, most=100_000)
+    jitter = dec.get("router_jitter_noise", 0.0)
+    if isinstance(jitter, bool) or not isinstance(jitter, (int, float)) or jitter != 0:
+        raise ConfigError(f"{name}: config.json field 'router_jitter_noise' = {jitter!r} is not modelled (Mixtral's"
+                          " training-time jitter on the MoE input); allowed: 0")
+    if _flag(dec, "output_router_logits", name, default=False):
+        raise ConfigError(f"{name}: config.json field 'output_router_logits' true is not modelled (Mixtral's"
+                          " load-balancing auxiliary loss); allowed: false")
+    return MoeSpec(
+        num_experts=experts,
+        experts_per_token=_int(dec, "num_experts_per_tok", name, most=experts),
+        expert_intermediate_size=_int(dec, "intermediate_size", name, most=10_000_000),
+        norm_topk_prob=True,
+        routing_weights_fp32=True,
+    )
+
+
+def _olmoe_moe(dec: dict[str, Any], name: str, *, hidden: int, heads: int, head_dim: int) -> MoeSpec:
+    """OLMoE (transformers v5.24.0 models/olmoe): every layer a sparse MoE of ``num_experts`` SwiGLU experts of
+    intermediate_size (``OlmoeExperts``, the fused layout of Qwen3-MoE's), the Qwen3-MoE router (softmax, top-k,
+    renormalised only under ``norm_topk_prob``, OlmoeConfig default False, l.323-335, cast back to the model dtype),
+    no shared expert. Refused: ``clip_qkv`` (in-place clamps of q, k and v, l.243-246), ``output_router_logits``
+    true (the load-balancing auxiliary loss), and a ``head_dim`` whose heads do not span hidden_size (q_norm is
+    hidden_size wide, l.222)."""
+    if dec.get("clip_qkv") is not None:
+        raise ConfigError(f"{name}: config.json field 'clip_qkv' = {dec['clip_qkv']!r} is not modelled (OLMoE's"
+                          " in-place clamp of q, k and v); allowed: null")
+    if _flag(dec, "output_router_logits", name, default=False):
+        raise ConfigError(f"{name}: config.json field 'output_router_logits' true is not modelled (OLMoE's"
+                          " load-balancing auxiliary loss); allowed: false")
+    if heads * head_dim != hidden:
+        raise ConfigError(f"{name}: config.json field 'head_dim' = {head_dim} times num_attention_heads = {heads} is not"
+                          f" hidden_size = {hidden} (OLMoE's q_norm is hidden_size wide)")
+    experts = _int(dec, "num_experts", name, most=100_000)
+    return MoeSpec(
+        num_experts=experts,
+        experts_per_token=_int(dec, "num_experts_per_tok", name, most=experts),
+        expert_intermediate_size=_int(dec, "intermediate_size", name, most=10_000_000),
+        norm_topk_prob=_flag(dec, "norm_topk_prob", name, default=False),
     )
 
 

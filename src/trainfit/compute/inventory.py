@@ -1045,6 +1045,9 @@ def step_inventory(
             layer_eager = moe_time.automodel_expert_bias_elementwise(
                 rows=rows, hidden=h, expert_width=moe.expert_intermediate_size, local_experts=moe.num_experts,
                 probs_grad=expert_bias_probs_grad)
+        if moe.routing_weights_fp32 and not (megatron_experts or expert_streams or expert_loop):
+            # transformers' grouped_mm combine in fp32 (Mixtral's uncast routing weights), outside the factors
+            layer_eager = moe_time.hf_fp32_combine_work(tokens=t_moe, hidden=h, top_k=moe.experts_per_token)
         if layer_eager is not None:  # every MoE layer's eager elementwise work, outside the fused factor
             eager_moe = moe_time.MoeLayerWork(layer_eager.forward_bytes * n_moe, layer_eager.backward_bytes * n_moe,
                                               layer_eager.forward_kernels * n_moe, layer_eager.backward_kernels * n_moe)

@@ -462,6 +462,29 @@ class MoeLayerWork:
     backward_kernels: float
 
 
+HF_FP32_COMBINE_ROW_BYTES = ((8.0, 8.0), (26.0, 8.0))
+"""((forward per expert row, forward per token), (backward per expert row, backward per token)) bytes per hidden
+value that transformers' grouped_mm combine moves beyond its bf16 form when the routing weights arrive in fp32
+(Mixtral: ``MixtralTopKRouter`` never casts them back, transformers v5.24.0 models/mixtral/modeling_mixtral.py
+l.105-110; ``integrations/moe.py`` ``grouped_mm_experts_forward`` l.524-537). Forward, by op: ``proj_out *
+sample_weights_g`` writes fp32 (+2 per row), ``weighted_out[inv_perm]`` reads and writes fp32 (+4), the ``sum`` over
+top-k reads fp32 (+2) and writes fp32 per token (+2), and ``.to(hidden_states.dtype)`` is a cast of its own (read 4,
+write 2: +6 per token). Backward: the cast's gradient to fp32, the index's scatter, the mul's fp32 gradients and
+their casts back. Counted by the op tracer (``trainfit.trace.ops``, torch 2.13 CPU) on a Mixtral layer against the
+same layer with the weights cast to bf16: forward 24 / 40 and backward 60 / 112 bytes per token and hidden value at
+top-2 / top-4, one more backward kernel."""
+
+
+def hf_fp32_combine_work(*, tokens: float, hidden: int, top_k: int) -> MoeLayerWork:
+    """One MoE layer's extra memory-bound work in transformers' combine under fp32 routing weights
+    (``HF_FP32_COMBINE_ROW_BYTES``) on ``tokens`` tokens: forward, backward bytes and kernels."""
+    (f_row, f_tok), (b_row, b_tok) = HF_FP32_COMBINE_ROW_BYTES
+    rows = tokens * top_k
+    return MoeLayerWork(forward_bytes=(f_row * rows + f_tok * tokens) * hidden,
+                        backward_bytes=(b_row * rows + b_tok * tokens) * hidden, forward_kernels=0.0,
+                        backward_kernels=1.0)
+
+
 def moe_layer_work(*, tokens: float, hidden: int, experts: int, local_experts: int, top_k: int, ep: int,
                    expert_tp: int = 1, score_dtype_bytes: float = 4.0, act_dtype_bytes: float = 2.0,
                    aux_loss: bool = False, dispatcher: MoeDispatcher = MoeDispatcher.ALLTOALL) -> MoeLayerWork:

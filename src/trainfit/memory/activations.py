@@ -433,7 +433,8 @@ def _dense_mlp(ctx: _Ctx, spec: ModelSpec, width: int, x_rg: bool, *, fused_glu:
 
 
 def _moe(ctx: _Ctx, spec: ModelSpec, x_rg: bool, *, rows: int | None = None,
-         fused_glu: bool = False, probs_in_glu: bool = False, act_recomputed: bool = False) -> tuple[int, bool]:
+         fused_glu: bool = False, probs_in_glu: bool = False, act_recomputed: bool = False,
+         routing_weights_fp32: bool | None = None) -> tuple[int, bool]:
     """Qwen3-MoE sparse block, transformers' default ``grouped_mm`` experts (CPU with torch>=2.10 and
     CUDA sm80+). Every saved tensor has a routing-independent size (S = T·k rows, sorted by expert),
     so this is exact. The ``eager`` experts loop would instead save per-expert index tensors whose
@@ -444,11 +445,13 @@ def _moe(ctx: _Ctx, spec: ModelSpec, x_rg: bool, *, rows: int | None = None,
     ``fused_glu``: the SwiGLU saves only its input (the gate/up output), not ``act(gate)`` too.
     ``probs_in_glu``: the routing weights multiply inside the experts' SwiGLU, so the combine keeps no expert output
     (Megatron-Core >= 0.12.1, ``megatron_moe_bytes``). ``act_recomputed``: the down projection's input is freed and
-    recomputed (Megatron-Core ``moe_act``)."""
+    recomputed (Megatron-Core ``moe_act``). ``routing_weights_fp32``: the combine's mul saves fp32 routing weights
+    (None: as transformers runs the family, ``MoeSpec.routing_weights_fp32``; another runtime says its own)."""
     moe = spec.moe
     assert moe is not None
     T, a, h = ctx.T, ctx.a, spec.hidden_size
     E, k = moe.num_experts, moe.experts_per_token
+    fp32_weights = moe.routing_weights_fp32 if routing_weights_fp32 is None else routing_weights_fp32
     total = 0
     router_t = "gate" in ctx.targets
     # router F.linear(x, W): saves x when W (or PEFT's merged W) needs grad; PEFT saves the merged bf16 W
@@ -469,7 +472,9 @@ def _moe(ctx: _Ctx, spec: ModelSpec, x_rg: bool, *, rows: int | None = None,
     else:
         routed_ctx = ctx
     b, o_rg = _routed_experts(routed_ctx, spec, x_rg, logits_rg, rows=rows, fused_glu=fused_glu,
-                              probs_in_glu=probs_in_glu, routing_weight_bytes=a, act_recomputed=act_recomputed)
+                              probs_in_glu=probs_in_glu,
+                              routing_weight_bytes=FP32 if fp32_weights else a,
+                              act_recomputed=act_recomputed)
     total += b
     if gated_shared:
         b, s_rg = _gated_shared_expert(ctx, spec, x_rg, input_saved=w_rg)
@@ -591,14 +596,14 @@ def full_ctx(tokens: int, compute_dtype_bytes: int, *, linear_input_bytes: float
 
 def moe_block_bytes(spec: ModelSpec, *, tokens: int, compute_dtype_bytes: int = 2, linear_input_bytes: float = 0.0,
                     rows: int | None = None, fused_glu: bool = False, probs_in_glu: bool = False,
-                    act_recomputed: bool = False) -> int:
+                    act_recomputed: bool = False, routing_weights_fp32: bool | None = None) -> int:
     """Saved bytes of one full-training MoE block (``_moe``, its input needing a gradient) over ``tokens`` tokens:
     the per-op figure ``activation_bytes`` counts for each MoE layer of a Qwen3-MoE-layout model, or with ``rows``
     / ``fused_glu`` / ``probs_in_glu`` / ``act_recomputed`` another runtime's (``megatron_moe_bytes``). Families with
     their own layer model (``arch_activations``: gpt-oss, DeepSeek-V3) are not handled here."""
     ctx = full_ctx(tokens, compute_dtype_bytes, linear_input_bytes=linear_input_bytes)
     return _moe(ctx, spec, True, rows=rows, fused_glu=fused_glu, probs_in_glu=probs_in_glu,
-                act_recomputed=act_recomputed)[0]
+                act_recomputed=act_recomputed, routing_weights_fp32=routing_weights_fp32)[0]
 
 
 def residual_norm_bytes(spec: ModelSpec, *, tokens: int, compute_dtype_bytes: int = 2) -> int:
@@ -648,7 +653,8 @@ def megatron_moe_bytes(spec: ModelSpec, *, tokens: int, sequence_shards: int = 1
     rows = t * expert_tensor_parallel * moe.experts_per_token
     return moe_block_bytes(spec, tokens=t, compute_dtype_bytes=compute_dtype_bytes,
                            linear_input_bytes=linear_input_bytes, rows=rows, fused_glu=True,
-                           probs_in_glu=probs_in_experts, act_recomputed=recompute_moe_act)
+                           probs_in_glu=probs_in_experts, act_recomputed=recompute_moe_act,
+                           routing_weights_fp32=False)  # the figure as written before Mixtral: not transformers' rule
 
 
 MEGATRON_PROBS_IN_EXPERTS_SOURCES = (

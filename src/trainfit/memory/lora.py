@@ -21,7 +21,7 @@ def _short(name: str) -> str:
     return name.rsplit(".", 1)[-1]
 
 
-_PEFT_CONVERTS = frozenset({"qwen3_moe", "deepseek_v3"})
+_PEFT_CONVERTS = frozenset({"qwen3_moe", "deepseek_v3", "mixtral", "olmoe"})
 """MoE families whose adapter targets PEFT 0.21.2 rewrites for transformers v5 before it matches modules
 (``peft/utils/transformers_weight_conversion.py`` ``_convert_peft_config_moe`` l.402-482, entered for the
 model types ``_MODEL_TO_CONVERSION_PATTERN`` maps to ``qwen2_moe``; called from ``tuners/tuners_utils.py``
@@ -30,11 +30,15 @@ model types ``_MODEL_TO_CONVERSION_PATTERN`` maps to ``qwen2_moe``; called from 
 and the router's weight, and leave ``target_modules`` (l.444-459), so a dense or shared MLP named the same
 is not wrapped; ``gate_proj`` without ``up_proj`` (or the reverse) raises (l.461-469). A target spelled
 ``gate_up_proj`` is no v4 name: it stays a module target and, the experts being a Parameter, matches
-nothing. ``qwen2_moe`` itself, ``gpt_oss`` and ``llama4`` are not in that map (l.43-45; transformers 5.24.0
+nothing. Mixtral converts the same way under its own v4 names (``_V4_EXPERT_NAMES``; l.45 adds ``mixtral`` to the map;
+measured on a meta Mixtral, 2 layers, r=16: all-linear 426,240, w1+w3+w2 360,448, w2 98,304, q/v+gate 37,120, w1
+without w3 raises). OLMoE is mapped like Qwen3-MoE (transformers 5.24.0 ``conversion_mapping.py`` ``"olmoe": "qwen2_moe"``).
+``qwen2_moe`` itself, ``gpt_oss`` and ``llama4`` are not in that map (l.43-45; transformers 5.24.0
 ``conversion_mapping.py``): their 3-D experts are only ever plain Parameters to ``target_modules``, which
 matches modules, so PEFT never wraps them."""
 
-_ROUTER_MODULE = {"qwen3_moe": "gate", "deepseek_v3": "gate", "llama4_text": "router"}
+_ROUTER_MODULE = {"qwen3_moe": "gate", "deepseek_v3": "gate", "mixtral": "gate", "olmoe": "gate",
+                  "llama4_text": "router"}
 """The name a target uses for the router's adapter, where PEFT 0.21.2 can wrap it: the converting families'
 ``gate`` (Qwen3MoeTopKRouter / DeepseekV3TopkRouter, no ``nn.Linear``, become ``target_parameters``
 ``gate.weight``), Llama-4's ``router`` (transformers 5.24.0 ``models/llama4/modeling_llama4.py`` l.141
@@ -63,12 +67,25 @@ def _wrappable_groups(spec: ModelSpec) -> list[LinearGroup]:
     return groups
 
 
+_V4_EXPERT_NAMES = {"mixtral": (("w1", "w3"), "w2")}
+"""A converting family's v4 expert names where they are not Qwen's (``gate_proj`` + ``up_proj``, ``down_proj``):
+PEFT 0.21.2 ``utils/transformers_weight_conversion.py`` ``_MOE_TARGET_MODULE_MAPPING`` l.332-338 (``gate`` to
+``gate.weight``, ``w1``/``w3`` to ``gate_up_proj``, ``w2`` to ``down_proj``) and ``_MOE_FUSED_TARGETS`` l.350."""
+
+
+def _v4_names(spec: ModelSpec) -> tuple[tuple[str, str], str]:
+    pair, down = _V4_EXPERT_NAMES.get(spec.family, (("gate_proj", "up_proj"), "down_proj"))
+    return (pair[0], pair[1]), down
+
+
 def _target_names(spec: ModelSpec, g: LinearGroup) -> tuple[str, ...]:
     """Target names that make PEFT wrap group ``g``: the fused experts answer to their v4 names (the
-    fused ``gate_up_proj`` to ``gate_proj``+``up_proj``), a converting family's same-named dense MLP to none."""
+    fused ``gate_up_proj`` to ``gate_proj``+``up_proj``, Mixtral's to ``w1``+``w3``), a converting family's
+    same-named dense MLP to none."""
     short = _short(g.name)
     if g.is_fused_experts:
-        return ("gate_proj", "up_proj") if short == "gate_up_proj" else (short,)
+        pair, down = _v4_names(spec)
+        return pair if short == "gate_up_proj" else ((down,) if short == "down_proj" else (short,))
     if spec.family in _PEFT_CONVERTS and short in _CONVERTED_NAMES:
         return ()
     return (short,)
@@ -104,8 +121,9 @@ def targeted_groups(spec: ModelSpec, lora: LoraSpec) -> list[LinearGroup]:
     if ALL_LINEAR in lora.targets:
         return _all_linear(spec, groups)
     wanted = set(lora.targets)
-    if spec.family in _PEFT_CONVERTS and len(wanted & {"gate_proj", "up_proj"}) == 1:
-        raise CardError(f"lora.targets: on {spec.name} PEFT fuses gate_proj and up_proj into the experts'"
+    pair, _ = _v4_names(spec)
+    if spec.family in _PEFT_CONVERTS and len(wanted & set(pair)) == 1:
+        raise CardError(f"lora.targets: on {spec.name} PEFT fuses {pair[0]} and {pair[1]} into the experts'"
                         " gate_up_proj and refuses one without the other; name both")
     router = _UNWRAPPABLE_ROUTER.get(spec.family) if spec.moe is not None else None
     if router in wanted:

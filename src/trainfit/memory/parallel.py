@@ -164,8 +164,10 @@ def check_layout(card: RunCard, spec: ModelSpec, layout: ParallelLayout, seq_len
         # transformers gathers q/k/v to full width on every rank before the whole-width q/k norms
         # (Olmo2Config.base_model_tp_plan "colwise_gather_output", v5.24.0 models/olmo2/configuration_olmo2.py
         # l.54-58): not the head-sharded rank this module models
-        raise CardError(f"parallel.tensor_parallel: {tp} with {name}: its q/k norms span all heads (OLMo 2), so a"
-                        " rank's attention is not a head shard; tensor-parallel OLMo 2 is not modelled; allowed: 1")
+        # (OLMoE the same: OlmoeConfig.base_model_tp_plan, models/olmoe/configuration_olmoe.py l.47-51)
+        raise CardError(f"parallel.tensor_parallel: {tp} with {name}: its q/k norms span all heads (OLMo 2, OLMoE), so"
+                        " a rank's attention is not a head shard; tensor-parallel OLMo 2 / OLMoE is not modelled;"
+                        " allowed: 1")
     if tp > 1 and spec.num_full_attention_layers:
         if heads % tp:
             raise CardError(f"parallel.tensor_parallel: {tp} does not divide the {heads} attention heads of {name};"

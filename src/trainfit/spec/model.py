@@ -33,6 +33,9 @@ class MoeSpec:
     False, transformers v5.24.0 models/qwen2_moe/configuration_qwen2_moe.py l.100, modeling_qwen2_moe.py l.325-326)."""
     router_bias: bool = False
     """The router linear has a bias (gpt-oss)."""
+    routing_weights_fp32: bool = False
+    """The top-k routing weights reach the experts' combine in fp32 (Mixtral: no cast back to the model dtype,
+    transformers v5.24.0 models/mixtral/modeling_mixtral.py l.105-110), so the combine's mul saves fp32 weights."""
     router_fp32: bool = False
     """The router weight is an fp32 parameter whatever the model dtype (DeepSeek-V3 in transformers)."""
     expert_bias: bool = False
@@ -114,7 +117,8 @@ class ModelSpec:
     source: str
     """Where the numbers come from (URL, file, or 'assumed')."""
     family: str
-    """transformers model_type of the decoder: llama, mistral, qwen2, qwen3, qwen3_moe, gemma2, qwen3_5_text, olmo2."""
+    """transformers model_type of the decoder: llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, gemma2, qwen3_5_text,
+    olmo2."""
     hidden_size: int
     intermediate_size: int
     num_layers: int

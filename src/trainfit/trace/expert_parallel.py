@@ -1,8 +1,8 @@
 """Expert parallel on a fake process group: per-rank bytes of rank 0 (needs torch, transformers).
 
-Every MoE layer of a Qwen3-MoE-style model keeps its router whole (all experts scored) and only
-``num_experts / ep`` experts: the fused ``gate_up_proj`` / ``down_proj`` parameters are built with
-that many rows. Tokens travel as in torchtitan's and Megatron-Core's all-to-all token dispatcher:
+Every MoE layer of a Qwen3-MoE-style model (Mixtral's are the same fused experts) keeps its router whole (all
+experts scored) and only ``num_experts / ep`` experts: the fused ``gate_up_proj`` / ``down_proj`` parameters are
+built with that many rows. Tokens travel as in torchtitan's and Megatron-Core's all-to-all token dispatcher:
 
 1. the rank's ``T x top_k`` (token, expert) pairs are sorted by expert, so by destination rank, and
    gathered (``hidden[perm // top_k]``), as transformers' ``grouped_mm`` experts forward does;
@@ -29,7 +29,7 @@ from typing import Any
 
 from trainfit.trace.types import Progress, TraceRequest, TraceResult, TraceUnsupported
 
-FAMILIES = frozenset({"qwen3_moe"})
+FAMILIES = frozenset({"qwen3_moe", "mixtral"})
 
 
 def check(req: TraceRequest, *, expert_parallel: int) -> None:

@@ -1,0 +1,44 @@
+"""Gemma-3 text (``gemma3_text``): parameters counted exactly (transformers' Gemma3ForCausalLM on meta); a plan is
+refused in one line until its local/global attention and norms are modelled (``catalog.hf_config.GEMMA3_UNPLANNED``);
+softcapping (absent from Gemma-3) is refused."""
+
+import pytest
+
+from trainfit.catalog.hf_config import spec_from_hf_config
+from trainfit.errors import CardError, ConfigError
+from trainfit.memory.params import param_breakdown
+from trainfit.plan import make_plan
+from trainfit.spec.card import load_card_dict
+
+CFG = {"model_type": "gemma3_text", "hidden_size": 1152, "intermediate_size": 6912, "num_hidden_layers": 26,
+       "num_attention_heads": 4, "num_key_value_heads": 1, "head_dim": 256, "vocab_size": 262144,
+       "sliding_window": 512, "max_position_embeddings": 32768, "query_pre_attn_scalar": 256,
+       "hidden_activation": "gelu_pytorch_tanh"}
+"""Gemma-3 1B's text shape."""
+
+
+def test_layout():
+    spec = spec_from_hf_config(CFG, name="g", source="t")
+    assert spec.tie_word_embeddings and spec.qk_norm and not spec.qk_norm_full_width and spec.norms_per_layer == 4
+    assert len(spec.sliding_layers) == 22 and 5 not in spec.sliding_layers and 4 in spec.sliding_layers
+
+
+def test_count_equals_meta():
+    pytest.importorskip("torch")
+    from trainfit.trace.hf_build import build_meta_model
+
+    total = sum(p.numel() for p in build_meta_model(CFG).parameters())
+    assert param_breakdown(spec_from_hf_config(CFG, name="g", source="t")).total == total
+
+
+def test_plan_is_refused_in_one_line():
+    card = {"model": {"id": "g", "config": CFG}, "hardware": {"gpu": "a100-80gb", "gpus_per_node": 1},
+            "batch": {"micro_batch_size": 1, "seq_len": 1024}}
+    with pytest.raises(CardError, match="5 local : 1 global") as err:
+        make_plan(load_card_dict(card))
+    assert "\n" not in str(err.value)
+
+
+def test_softcapping_is_refused():
+    with pytest.raises(ConfigError, match="final_logit_softcapping"):
+        spec_from_hf_config(dict(CFG, final_logit_softcapping=30.0), name="g", source="t")

@@ -238,12 +238,24 @@ def rank_terms(card: RunCard, spec: ModelSpec, sharding: Sharding, layout: Paral
     else:
         per_layer = [n_lora * grad_bytes * grads_scale / gdiv.dense / len(stage.layers) for _ in stage.layers]
         grads_head = grads_emb = 0.0
+    # nanotron's FP32GradientAccumulator (parallel.grad_accumulation_pass, precision.grads fp32): its fp32 buffer of
+    # every parameter the rank holds (ZeRO-1 too) is made at init and kept; the walked gradients are autograd's
+    # 16-bit .grad tensors, which live until loss.backward() returns and are then added into it and freed
+    # (huggingface/nanotron src/nanotron/optim/gradient_accumulator.py l.77-80, 163-173 (torch.zeros of every
+    # parameter the accumulator is given: grad_buckets_named_params, the whole model under ZeRO-1 too, helpers.py
+    # l.364-368), l.204-223 (backward, then add_ and .grad = None) @c252843039cc167ff8d6894b87172af4637eb14b)
+    accumulator = card.parallel.grad_accumulation_pass and lora is None
+    grad_buffer = n_grad * grad_bytes if accumulator else 0.0
+    if accumulator:
+        half = bpp / grad_bytes
+        per_layer = [x * half for x in per_layer]
+        grads_head, grads_emb = grads_head * half, grads_emb * half
     walked = [pos[i] for i in stage.chunk_layers]
     grads_walk = tuple(per_layer[k] for k in walked)
     grads_other = sum(per_layer) - sum(grads_walk) if later else 0.0
     tied_grad = 0.0
     if lora is None and layout.pp == 1 and tied and gdiv.dense == 1 and not prec.optimizer_in_backward:
-        tied_grad = 2 * rp.embedding * scale * grad_bytes
+        tied_grad = 2 * rp.embedding * scale * (bpp if accumulator else grad_bytes)
 
     mp_gather = fsdp_casts_gathered_params(card, sharding)  # gathered in param_dtype: fsdp_gathered_dtype
     autocast = autocast_copies_weights(card, sharding) and lora is None
@@ -317,7 +329,7 @@ def rank_terms(card: RunCard, spec: ModelSpec, sharding: Sharding, layout: Paral
         tied_embedding_grad_transient=tied_grad,
         optimizer_temporaries=temps,
         grad_accumulation=later,
-        ddp_buckets=n_grad * grad_bytes if sharding.ddp_bucket_copy else 0.0,
+        ddp_buckets=_ddp_bucket_bytes(card, sharding, layout, n_grad=n_grad, grad_bytes=grad_bytes, half_bytes=bpp),
         zero2_bucket=spec.hidden_size ** 2 * grad_bytes if sharding.zero2_bucket else 0.0,
         activation_offload=card.parallel.activation_offload,
         autocast_weight_cache=2.0 * (sum(rp.layers) + rp.head + rp.embedding) * scale / wdiv.dense if autocast else 0.0,
@@ -328,12 +340,27 @@ def rank_terms(card: RunCard, spec: ModelSpec, sharding: Sharding, layout: Paral
                                                 head_saved=act.head).values(), default=0.0),
         forward_at="loss (log-softmax over the logits)" if stage.last else "end of the stage's forward (output sent)",
         layer_forward_transient=layer_fwd,
-        accumulation_transient=scale * grad_bytes * grads_scale * (
+        grad_buffer=grad_buffer,
+        accumulation_transient=0.0 if accumulator else scale * grad_bytes * grads_scale * (
             (rp.embedding or max(rp.layers, default=0) and rp.largest_tensor) / gdiv.dense) if lora is None else 0.0,
         **fsdp,
         **zero_step,
     )
     return terms, host
+
+
+def _ddp_bucket_bytes(card: RunCard, sharding: Sharding, layout: ParallelLayout, *, n_grad: float, grad_bytes: float,
+                      half_bytes: float) -> float:
+    """The rank's torch DDP bucket copy of its gradients (``Sharding.ddp_bucket_copy``: ``gradient_as_bucket_view``
+    False). nanotron's fp32 accumulation (``parallel.grad_accumulation_pass``) wraps the model in DDP only at ZeRO-0
+    over more than one data-parallel rank (``make_ddp = dp > 1 and not (accumulate_grad_in_fp32 and zero_stage > 0)``,
+    huggingface/nanotron src/nanotron/trainer.py l.786-788, DistributedDataParallel l.847-852 without
+    gradient_as_bucket_view @c252843039cc167ff8d6894b87172af4637eb14b); that DDP buckets the bf16 parameters' bf16
+    .grad, its comm hook adding each bucket into the fp32 buffer (optim/gradient_accumulator.py get_fp32_accum_hook),
+    so the bucket is the parameters' dtype, not precision.grads."""
+    if not card.parallel.grad_accumulation_pass or trainable_spec(card).lora is not None:
+        return n_grad * grad_bytes if sharding.ddp_bucket_copy else 0.0
+    return n_grad * half_bytes if sharding.strategy is Strategy.DDP and layout.data_group > 1 else 0.0
 
 
 def _deepspeed_zero(card: RunCard) -> bool:

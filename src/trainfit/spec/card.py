@@ -277,7 +277,10 @@ class ParallelSection(_Section):
                                          " tensor, a memory-bound pass over the rank's parameters (nanotron's"
                                          " accumulate_grad_in_fp32, FP32GradientAccumulator); false: the accumulation"
                                          " runs inside the weight-gradient GEMM (Megatron-Core's"
-                                         " gradient_accumulation_fusion) or none is timed.")
+                                         " gradient_accumulation_fusion) or none is timed. In memory the same"
+                                         " accumulator: its fp32 buffer of every parameter the rank holds is kept from"
+                                         " init (ZeRO-1 too), the bf16 .grad tensors live until each backward returns,"
+                                         " and torch DDP (ZeRO-0, data parallel > 1 only) buckets the bf16 gradients.")
     context_parallel: int = Field(1, ge=1, le=1024, description="Sequence split over this many ranks (context parallel / Ulysses).")
     context_parallel_kind: ContextParallelKind = Field(ContextParallelKind.RING, description="ring (Megatron CP) | ulysses (verl, OpenRLHF).")
     pipeline_parallel: int = Field(1, ge=1, le=1024, description="Pipeline stages; batch.grad_accum is the micro-batches per step.")

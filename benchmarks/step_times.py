@@ -1186,6 +1186,13 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     mp, n = model_parallel_section(e["parallel"], num_layers=model_layers(model), framework=e["framework"],
                                    shape=e.get("model_config"))
     notes += n
+    if e["framework"] == "nanotron":
+        # nanotron's tensor-parallel linears, embedding and loss (spec/enums.py TensorParallelImpl: Megatron-Core's in
+        # memory, per-op in time), not torch's DTensor plan
+        mp["tensor_parallel_impl"] = "nanotron"
+        notes.append("tensor_parallel_impl nanotron (TensorParallelColumnLinear saving its input's sequence shard,"
+                     " TensorParallelEmbedding, _ShardedCrossEntropy; src/nanotron/parallel/tensor_parallel/"
+                     "functional.py l.31-107, 213-216, nn.py l.277-299 @c252843039cc167ff8d6894b87172af4637eb14b)")
     if e["framework"] in MEGATRON_FRAMEWORKS:
         # Megatron-Core's layers and loss (spec/enums.py TensorParallelImpl), not torch's DTensor plan
         mp["tensor_parallel_impl"] = "megatron"

@@ -228,7 +228,7 @@ def rank_terms(card: RunCard, spec: ModelSpec, sharding: Sharding, layout: Paral
             # one matrix: its gradient appears first, in the head's backward
             grads_head, grads_emb = grads_head + grads_emb, 0.0
         elif (layout.tp > 1 and stage.first and gdiv.dense == 1
-              and card.parallel.tensor_parallel_impl is not TensorParallelImpl.MEGATRON):
+              and card.parallel.tensor_parallel_impl is TensorParallelImpl.DTENSOR):
             # RowwiseParallel embedding: a full-vocabulary Partial gradient, reduced to the rank's rows
             # (a new tensor) at the optimizer step; sharded gradients (FSDP) reduce-scatter it in backward.
             # Megatron's VocabParallelEmbedding masks the other ranks' tokens and all-reduces its output, so
@@ -491,9 +491,13 @@ def megatron_activation_savings(card: RunCard, ss: ModelSpec, layout: ParallelLa
     rules already recompute it), with or without sequence parallel. ``linear_input_bytes``: Transformer Engine fp8,
     whose QKV and fc1 save (and gather again) their input's fp8 copy at these bytes per element (``memory.fp8``); the output layer
     stays ``dtype_bytes``."""
-    if not (card.parallel.tensor_parallel_impl is TensorParallelImpl.MEGATRON and trainable.lora is None
-            and card.scope.value == "full"):
+    if not (card.parallel.tensor_parallel_impl in (TensorParallelImpl.MEGATRON, TensorParallelImpl.NANOTRON)
+            and trainable.lora is None and card.scope.value == "full"):
         return {}
+    if card.parallel.tensor_parallel_impl is TensorParallelImpl.NANOTRON:
+        # nanotron (spec/enums.py TensorParallelImpl): only the column-parallel linears' sequence-shard inputs, its
+        # MLP per-op (GLUActivation) and no Megatron MoE / MLA layers
+        return nanotron_activation_savings(ss, layout, tokens=tokens, dtype_bytes=dtype_bytes)
     moe_less = megatron_moe_savings(ss, layout, tokens=tokens, dtype_bytes=dtype_bytes,
                                     linear_input_bytes=linear_input_bytes,
                                     probs_in_experts=card.parallel.moe_probs_in_experts)
@@ -526,6 +530,24 @@ def megatron_activation_savings(card: RunCard, ss: ModelSpec, layout: ParallelLa
         else:
             less += moe_less
         out[i] = float(less)
+    return out
+
+
+def nanotron_activation_savings(ss: ModelSpec, layout: ParallelLayout, *, tokens: int, dtype_bytes: int) -> dict:
+    """Bytes per layer (and ``"head"``) a nanotron rank saves less than the per-op model under sequence parallel
+    (``tp_mode`` REDUCE_SCATTER): with ``tp_recompute_allgather`` (default True) its column-parallel linear saves
+    the sequence shard of its input and gathers it again in backward (huggingface/nanotron
+    src/nanotron/parallel/tensor_parallel/functional.py l.213-216, src/nanotron/config/parallelism_config.py l.37
+    @c252843039cc167ff8d6894b87172af4637eb14b), so ``qkv_proj``'s, ``gate_up_proj``'s and ``lm_head``'s saved
+    inputs hold ``T/tp`` tokens, not ``T`` (the same saving as ``megatron_activation_savings``' first term; nanotron's
+    MLP is per-op, so no fused-SwiGLU saving). Empty without sequence parallel."""
+    if not (layout.sp and layout.tp > 1):
+        return {}
+    unit = float(dtype_bytes * (tokens - tokens // layout.tp) * ss.hidden_size)
+    out: dict = {"head": unit}
+    for i in range(ss.num_layers):
+        attention = ss.layer_kind(i) is LayerKind.FULL_ATTENTION
+        out[i] = unit * (int(attention) + int(ss.moe is None or not ss.moe.is_moe_layer(i)))
     return out
 
 

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 from trainfit.errors import CardError
 from trainfit.memory import attention as attn
 from trainfit.memory.activations import ActivationBytes, activation_bytes
-from trainfit.memory.logits import SOFTCAP_FAMILIES, logits_bytes, megatron_vocab_parallel_ce_bytes
+from trainfit.memory.logits import (SOFTCAP_FAMILIES, logits_bytes, megatron_vocab_parallel_ce_bytes,
+                                    nanotron_sharded_ce_bytes)
 from trainfit.memory.lora import (
     lora_largest_tensor_params,
     lora_trainable_params,
@@ -496,6 +497,11 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         # Megatron-Core runs vocab_parallel_cross_entropy at every tensor-parallel size, one rank included
         lg = megatron_vocab_parallel_ce_bytes(tokens=card.batch.micro_batch_size * seq_len,
                                               local_vocab=spec.vocab_size, compute_dtype_bytes=act_dtype)
+    elif (card.parallel.tensor_parallel_impl is TensorParallelImpl.NANOTRON and spec.head_outputs is None
+          and not card.loss.chunked and spec.family not in SOFTCAP_FAMILIES):
+        # nanotron's _ShardedCrossEntropy, one rank included (memory/logits.py)
+        lg = nanotron_sharded_ce_bytes(tokens=card.batch.micro_batch_size * seq_len, local_vocab=spec.vocab_size,
+                                       compute_dtype_bytes=act_dtype)
     tokens = card.batch.micro_batch_size * seq_len
     eager = attn.runs_eager(spec.family, card.attention) and spec.num_full_attention_layers > 0
     if card.parallel.checkpoints_layers and (subset is None or any(subset)):

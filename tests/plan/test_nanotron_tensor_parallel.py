@@ -43,3 +43,16 @@ def test_memory_as_megatron_linears_time_as_the_per_op_model():
     assert _forward(nt)["logits"] < _forward(dt)["logits"]
     # no Transformer Engine terms: the step time is the per-op model's
     assert nt.step_seconds == pytest.approx(dt.step_seconds, rel=1e-12)
+
+
+def test_its_own_loss_refuses_another_loss_kernel():
+    from trainfit.errors import CardError
+
+    card = {"model": "meta-llama/Llama-3.1-8B", "method": "sft", "scope": "full",
+            "hardware": {"gpu": "h100-sxm", "gpus_per_node": 8, "nodes": 1},
+            "parallel": {"strategy": "ddp", "tensor_parallel": 2, "tensor_parallel_impl": "nanotron"},
+            "loss": {"kernel": "flash_attn"},
+            "batch": {"micro_batch_size": 1, "seq_len": 1024, "grad_accum": 1}}
+    with pytest.raises(CardError) as exc:
+        load_card_dict(card)
+    assert "loss.kernel: flash_attn is not nanotron's loss" in str(exc.value)

@@ -1107,10 +1107,11 @@ class RunCard(_Section):
                              " name parts such as a_proj")
         if self.loss.compiled and (self.method is not Method.SFT or self.loop.kept_output_dtype is KeptOutputDtype.FP32
                                    or self.parallel.tensor_parallel > 1
-                                   or self.parallel.tensor_parallel_impl is TensorParallelImpl.MEGATRON):
+                                   or self.parallel.tensor_parallel_impl is not TensorParallelImpl.DTENSOR):
             raise ValueError(f"loss.compiled: the compiled cross-entropy over the labels of an sft step (torchtitan's"
                              f" loss), not planned with method {self.method.value}, loop.kept_output_dtype fp32, tensor"
-                             f" parallelism (loss_parallel) or Megatron-Core's vocab-parallel loss; allowed here: false")
+                             f" parallelism (loss_parallel) or Megatron-Core's / nanotron's vocab-parallel loss; allowed"
+                             f" here: false")
         if self.loop.loss_input_copy and not (self.loss.compiled and self.loop.keeps_output_through_backward):
             raise ValueError("loop.loss_input_copy: the compiled loss's saved copy beside the kept logits, read with"
                              " loss.compiled true and loop.keeps_output_through_backward true; allowed here: false")
@@ -1118,11 +1119,11 @@ class RunCard(_Section):
                 self.method is not Method.SFT or self.loss.chunked or self.loss.kernel is LossKernel.FLASH_ATTN
                 or self.loss.compiled or self.loop.kept_output_dtype is KeptOutputDtype.FP32
                 or self.parallel.tensor_parallel > 1
-                or self.parallel.tensor_parallel_impl is TensorParallelImpl.MEGATRON):
+                or self.parallel.tensor_parallel_impl is not TensorParallelImpl.DTENSOR):
             raise ValueError("loss.upcast: false is the model's own eager cross-entropy on the compute-dtype logits of an"
                              " sft step; not planned with another method, loss.chunked, loss.kernel flash_attn,"
-                             " loss.compiled, loop.kept_output_dtype fp32, tensor parallelism or Megatron-Core's"
-                             " vocab-parallel loss; allowed here: true")
+                             " loss.compiled, loop.kept_output_dtype fp32, tensor parallelism or Megatron-Core's /"
+                             " nanotron's vocab-parallel loss; allowed here: true")
         if self.loop.kept_output_dtype is KeptOutputDtype.FP32 and (
                 self.loss.chunked or self.loss.kernel is LossKernel.FLASH_ATTN):
             raise ValueError("loop.kept_output_dtype: fp32 is the eager loss's fp32 copy of the full logits; allowed with"
@@ -1140,9 +1141,10 @@ class RunCard(_Section):
             if self.loss.temperature_copy and self.method is Method.SFT:
                 raise ValueError("loss.temperature_copy: verl's actor division, read for method ppo/grpo; allowed for"
                                  " sft: false")
-            if par.tensor_parallel_impl is TensorParallelImpl.MEGATRON:
-                raise ValueError("loss.kernel: flash_attn is not Megatron-Core's loss (tensor_parallel_impl megatron"
-                                 " runs vocab_parallel_cross_entropy); allowed with it: liger, trl, prime_rl, torchtune")
+            if par.tensor_parallel_impl is not TensorParallelImpl.DTENSOR:
+                raise ValueError(f"loss.kernel: flash_attn is not {par.tensor_parallel_impl.value}'s loss"
+                                 f" (tensor_parallel_impl {par.tensor_parallel_impl.value} runs its vocab-parallel"
+                                 f" cross-entropy); allowed with it: liger, trl, prime_rl, torchtune")
             if par.tensor_parallel > 1:
                 raise ValueError("loss.kernel: flash_attn over a vocabulary split by tensor parallel (its process_group"
                                  " path) is not modelled; allowed with it: parallel.tensor_parallel 1")

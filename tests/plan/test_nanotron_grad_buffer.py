@@ -71,3 +71,18 @@ def test_without_the_accumulator_nothing_changes_shape():
     # torch DDP without the accumulator: its gradients appear in backward, its bucket copy in precision.grads
     off = _phase(_plan("ddp", tp=4, accumulator=False), Phase.FORWARD).components
     assert off.get("gradients", 0.0) == 0.0
+
+
+def test_one_replica_per_gpu_plans_the_same_buffer():
+    # tensor parallel 1: the single-replica planner (plan/terms.py) holds the same fp32 buffer and bf16 bucket
+    card = {"model": "meta-llama/Llama-3.2-1B", "method": "sft", "scope": "full",
+            "hardware": {"gpu": "h100-sxm", "gpus_per_node": 8, "nodes": 1},
+            "parallel": {"strategy": "ddp", "gradient_checkpointing": False, "grad_accumulation_pass": True},
+            "precision": {"grads": "fp32", "master_weights": "fp32"},
+            "batch": {"micro_batch_size": 1, "seq_len": 2048, "grad_accum": 2}}
+    plan = make_plan(load_card_dict(card))
+    fwd = next(p for p in plan.phases if p.phase is Phase.FORWARD).components
+    opt = next(p for p in plan.phases if p.phase is Phase.OPTIMIZER_STEP).components
+    assert fwd["gradients"] == pytest.approx(2 * fwd["weights"], rel=1e-6)
+    assert opt["gradients"] == pytest.approx(2 * opt["weights"], rel=1e-6)
+    assert opt["ddp_buckets"] == pytest.approx(opt["weights"], rel=1e-6)

@@ -581,6 +581,16 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         if offload is Offload.PARAMS_AND_OPTIMIZER:
             weights_gpu = adapter_gpu = 0.0
 
+    # nanotron's FP32GradientAccumulator (parallel.grad_accumulation_pass), as on a model-parallel rank
+    # (plan/ranks.py rank_terms): the fp32 buffer of every parameter, made at init and kept; the walked gradients
+    # are the 16-bit .grad tensors, freed after each backward; DDP buckets them in their own dtype
+    accumulator = card.parallel.grad_accumulation_pass and trainable.lora is None and not zero
+    grad_buffer = 0.0
+    if accumulator:
+        grad_buffer = sum(per_layer_grads) + grads_head + grads_embed
+        half = train_bytes / grad_bytes
+        per_layer_grads = tuple(g * half for g in per_layer_grads)
+        grads_head, grads_embed, tied_grad = grads_head * half, grads_embed * half, tied_grad * half
     if prec.compute is ComputeDtype.FP8:
         fp8_b, fp8_note = fp8_weight_bytes(card, spec, scale=scale)
         weights_gpu += fp8_b
@@ -610,7 +620,8 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         tied_embedding_grad_transient=tied_grad,
         optimizer_temporaries=temps_gpu,
         grad_accumulation=card.batch.grad_accum > 1,
-        ddp_buckets=n_train * grad_bytes if sharding.ddp_bucket_copy else 0.0,
+        grad_buffer=grad_buffer,
+        ddp_buckets=n_train * (train_bytes if accumulator else grad_bytes) if sharding.ddp_bucket_copy else 0.0,
         zero2_bucket=spec.hidden_size**2 * grad_bytes if (sharding.zero2_bucket and not zero) else 0.0,
         activation_offload=card.parallel.activation_offload,
         autocast_weight_cache=(

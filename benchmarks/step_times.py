@@ -944,6 +944,13 @@ PRIME_RL_ONE_RANK_FSDP = (
 """The note of a one-GPU prime-rl row planned as fsdp (``map_train``)."""
 
 
+NANOTRON_FP32_MASTER = (
+    "fp32 master weights and fp32 AdamW moments (precision.master_weights fp32): with accumulate_grad_in_fp32 nanotron"
+    " wraps the optimizer in OptimizerFromGradientAccumulator (src/nanotron/helpers.py l.361-379), whose"
+    " FP32GradientAccumulator copies the parameters the rank steps into one fp32 flat buffer"
+    " (src/nanotron/optim/gradient_accumulator.py l.82-100) and hands torch AdamW those fp32 tensors"
+    " (src/nanotron/optim/optimizer_from_gradient_accumulator.py l.40-46), at ZeRO-0 as at ZeRO-1 (there over the"
+    " rank's shard) (huggingface/nanotron @c252843039cc167ff8d6894b87172af4637eb14b)")
 NANOTRON_FP32_GRADS = (
     "fp32 gradient buffer and data-parallel reduce (precision.grads fp32): the Ultra-Scale Playbook sweep's base"
     " config sets optimizer.accumulate_grad_in_fp32: true (huggingface/nanotron examples/config_tiny_llama_bench.yaml"
@@ -1173,6 +1180,13 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     mp, n = model_parallel_section(e["parallel"], num_layers=model_layers(model), framework=e["framework"],
                                    shape=e.get("model_config"))
     notes += n
+    if e["framework"] == "nanotron":
+        # nanotron's tensor-parallel linears, embedding and loss (spec/enums.py TensorParallelImpl: Megatron-Core's in
+        # memory, per-op in time), not torch's DTensor plan
+        mp["tensor_parallel_impl"] = "nanotron"
+        notes.append("tensor_parallel_impl nanotron (TensorParallelColumnLinear saving its input's sequence shard,"
+                     " TensorParallelEmbedding, _ShardedCrossEntropy; src/nanotron/parallel/tensor_parallel/"
+                     "functional.py l.31-107, 213-216, nn.py l.277-299 @c252843039cc167ff8d6894b87172af4637eb14b)")
     if e["framework"] in MEGATRON_FRAMEWORKS:
         # Megatron-Core's layers and loss (spec/enums.py TensorParallelImpl), not torch's DTensor plan
         mp["tensor_parallel_impl"] = "megatron"
@@ -1234,6 +1248,12 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     if grads:
         card["precision"]["grads"] = grads
         notes.append(grads_note)
+    if accumulation_pass and scope == "full":
+        # nanotron's FP32GradientAccumulator keeps an fp32 copy of the parameters the rank's optimizer steps (the
+        # ZeRO-1 shard, or all of them at ZeRO-0) and hands the optimizer those fp32 copies, so its AdamW moments are
+        # fp32 too: precision.master_weights fp32
+        card["precision"]["master_weights"] = "fp32"
+        notes.append(NANOTRON_FP32_MASTER)
     if compute == "fp8":
         recipe = e["precision"].get("fp8_recipe")
         card["precision"].update(compute="fp8", fp8_recipe=recipe or FP8_RECIPES[e["framework"]])

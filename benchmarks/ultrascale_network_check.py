@@ -11,7 +11,13 @@ huggingface/nanotron docs/benchmark_summary.svg (``published_train_times_nanotro
 64-node entry's ``checked`` text: the mapping is refuted (median 9.4 % -> 17.9 %, worst -63 % -> +272 %), so the data
 keep the card's default NIC.
 
-Run: ``PYTHONPATH=src python benchmarks/ultrascale_network_check.py``.
+``--per-job``: the same with each cell's own measurement instead, the sweep CSV's 'AllReduce (GB/s)' of its job
+(``measured.also.all_reduce_bus_gb_per_s_logged``): nanotron's ``measure_bandwidth`` all-reduces one 1 GiB fp32 tensor
+over the whole world group 10 times before training and reports bus bandwidth (huggingface/nanotron
+src/nanotron/trainer.py l.1083-1242 @6ac7d73369c1069e9887bd74cd4abc60aaabf06c). Also refuted (median 5.3 % -> 7.3 %,
+worst 63 % -> 164 %), recorded in the same ``checked`` text.
+
+Run: ``PYTHONPATH=src python benchmarks/ultrascale_network_check.py [--per-job]``.
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ ALL_REDUCE_BUS_GB_PER_S = {2: 361.7, 4: 160.1, 8: 99.6, 16: 84.7, 32: 64.9, 64: 
 """Median AllReduce bus bandwidth by node count (1 node: 436.0, NVLink only), the figure above."""
 
 
-def fitted_nic_gbps(nodes: int, bus_gb_per_s: float) -> float | None:
+def fitted_nic_gbps(nodes: int, bus_gb_per_s: float, message_bytes: int = MESSAGE_BYTES) -> float | None:
     """The per-GPU NIC rate (Gb/s) at which trainfit times the measured 256 MB AllReduce over ``nodes`` x 8 GPUs;
     None where the model is slower than the measurement at any NIC rate (the intra-node bus caps it)."""
     from trainfit.catalog.gpus import resolve_gpu
@@ -38,12 +44,12 @@ def fitted_nic_gbps(nodes: int, bus_gb_per_s: float) -> float | None:
 
     rates = default_rates(resolve_gpu("h100-sxm"))
     ranks = 8 * nodes
-    measured_s = 2 * (ranks - 1) / ranks * MESSAGE_BYTES / (bus_gb_per_s * 1e9)
+    measured_s = 2 * (ranks - 1) / ranks * message_bytes / (bus_gb_per_s * 1e9)
 
     def model_s(nic_bytes_per_s: float) -> float:
         bus = coll.ring_bus_bytes_per_s(rates=rates, crosses_nodes=True, nic_bytes_per_s=nic_bytes_per_s,
                                         local_ranks=8)
-        return coll.nccl_collective_seconds(collective="all_reduce", total_bytes=MESSAGE_BYTES, ranks=ranks,
+        return coll.nccl_collective_seconds(collective="all_reduce", total_bytes=message_bytes, ranks=ranks,
                                             nodes=nodes, bus_bytes_per_s=bus, intra_link=coll.IntraLink.NVLINK)
 
     lo, hi = 1e8, 1e12
@@ -55,7 +61,11 @@ def fitted_nic_gbps(nodes: int, bus_gb_per_s: float) -> float | None:
     return hi * 8 / 1e9
 
 
-def main() -> None:
+JOB_MESSAGE_BYTES = 256 * 1024 * 1024 * 4
+"""measure_bandwidth's tensor: torch.ones(256 x 1024 x 1024), fp32 (trainer.py l.1099-1103 @6ac7d733)."""
+
+
+def main(per_job: bool = False) -> None:
     spec = importlib.util.spec_from_file_location("step_times", HERE / "step_times.py")
     st = importlib.util.module_from_spec(spec)
     sys.modules["step_times"] = st
@@ -69,8 +79,12 @@ def main() -> None:
         published = e["measured"]["value"]
         b = st.plan_card(st.map_train(e)[0]).step_s / published - 1
         e2 = copy.deepcopy(e)
-        if nic.get(e["nodes"]):
-            e2["inter_node_gbps_per_gpu"] = round(nic[e["nodes"]], 1)
+        rate = nic.get(e["nodes"])
+        if per_job:
+            rate = fitted_nic_gbps(e["nodes"], e["measured"]["also"]["all_reduce_bus_gb_per_s_logged"],
+                                   JOB_MESSAGE_BYTES) if e["nodes"] > 1 else None
+        if rate:
+            e2["inter_node_gbps_per_gpu"] = round(rate, 1)
         a = st.plan_card(st.map_train(e2)[0]).step_s / published - 1
         before.append(abs(b))
         after.append(abs(a))
@@ -80,4 +94,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(per_job="--per-job" in sys.argv[1:])

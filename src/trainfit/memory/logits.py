@@ -291,6 +291,24 @@ def megatron_vocab_parallel_ce_bytes(*, tokens: int, local_vocab: int, compute_d
     return LogitsBytes(forward_peak=softmax + upcast_extra * e, retained=softmax, backward_peak=softmax + upcast_extra * e)
 
 
+def nanotron_sharded_ce_bytes(*, tokens: int, local_vocab: int, compute_dtype_bytes: int = 2) -> LogitsBytes:
+    """Bytes of nanotron's ``_ShardedCrossEntropy`` over one rank's ``tokens x local_vocab`` logits (huggingface/nanotron
+    @c252843039cc167ff8d6894b87172af4637eb14b). The model's ``cast_to_fp32`` block returns an fp32 copy of the
+    lm_head's logits, whose 16-bit tensor nothing keeps (src/nanotron/models/llama.py l.874-879, 907-911); ``Loss``
+    hands that copy to ``sharded_cross_entropy(..., dtype=torch.float)`` (l.971-973: no second cast) and keeps it bound
+    until the loss returns. ``_ShardedCrossEntropy.forward`` subtracts the max out of place (``sharded_logits =
+    sharded_logits - logits_max``, src/nanotron/parallel/tensor_parallel/functional.py l.43), takes ``exp`` and divides
+    in place on that new tensor and saves it as the softmax (l.73-85): 4 + 4 B per local logit at the forward's peak,
+    4 B after it. Backward writes the gradient into the saved softmax in place and returns it (l.90-107), the cast's
+    backward making the 16-bit gradient beside it: 4 + ``compute_dtype_bytes``, as Megatron-Core's
+    (``megatron_vocab_parallel_ce_bytes``, whose max subtraction is in place). Per-token masks and targets are left
+    out. The model calls it at every tensor-parallel size."""
+    e = tokens * local_vocab
+    softmax = MEGATRON_SOFTMAX_BYTES_PER_LOGIT * e
+    grad_cast = compute_dtype_bytes if compute_dtype_bytes != MEGATRON_SOFTMAX_BYTES_PER_LOGIT else 0
+    return LogitsBytes(forward_peak=2 * softmax, retained=softmax, backward_peak=softmax + grad_cast * e)
+
+
 FLASH_CE_ROW_FORWARD_BYTES = 3 * 4
 """flash-attn's per-row fp32 outputs: ``losses``, ``lse``, ``z_losses``."""
 FLASH_CE_ROW_SAVED_BYTES = 4

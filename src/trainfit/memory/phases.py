@@ -125,6 +125,11 @@ class StepTerms:
     """ZeRO-3: parameters below the persistence threshold, gathered on every rank."""
     grads_preallocated: bool = False
     """ZeRO-3: the gradient partitions exist from init, so forward holds them too."""
+    grad_buffer: float = 0.0
+    """A gradient accumulator's own buffer, made at init and kept (nanotron's ``FP32GradientAccumulator``: one zeroed
+    fp32 buffer of every trained parameter, ``trainfit.plan.ranks.rank_terms``). The ``grads_*`` fields are then the
+    16-bit ``.grad`` tensors autograd makes in each backward, freed once it returns (after being added into this
+    buffer), so none is held across micro-batches or into the optimizer step."""
     gathered_forward: float = 0.0
     """ZeRO-3: parameter bytes the coordinator holds gathered at the forward's peak (loss)."""
     gathered_backward: float = 0.0
@@ -189,7 +194,9 @@ def load_peak(t: StepTerms) -> PhasePeak:
 
 
 def _holds_grads(t: StepTerms) -> bool:
-    return t.grad_accumulation or t.grads_preallocated
+    """Whether the ``grads_*`` gradients exist from before the backward (accumulated, or preallocated); not with a
+    ``grad_buffer``, whose accumulator frees them after every backward."""
+    return not t.grad_buffer and (t.grad_accumulation or t.grads_preallocated)
 
 
 def forward_peak(t: StepTerms) -> PhasePeak:
@@ -202,7 +209,7 @@ def forward_peak(t: StepTerms) -> PhasePeak:
         # without checkpointing the cached copies are the saved tensors already counted
         saved += t.autocast_weight_cache
     comps = _persistent(t) | {
-        "gradients": held_grads,
+        "gradients": held_grads + t.grad_buffer,
         "activations": saved + t.inflight_activations,
         "logits": t.logits.forward_peak,
         "fsdp_buffers": t.fsdp_root_unit + t.fsdp_all_gathered + _last_unit(t) + t.gathered_forward,
@@ -253,7 +260,7 @@ def backward_peak(t: StepTerms) -> PhasePeak:
     pipe = {"pipeline_buffers": t.pipeline_buffers} if t.pipeline_buffers else {}
 
     def grads(new: float) -> float:
-        return max(held, new)
+        return max(held, new) + t.grad_buffer
 
     points = [
         (
@@ -289,7 +296,7 @@ def backward_peak(t: StepTerms) -> PhasePeak:
         new_grads = list(accumulate((t.grads_per_layer[i] for i in order), initial=t.grads_head))[1:]
         step = t.fsdp_all_gathered / layers
         const = (base_total + t.zero2_bucket + emb + fsdp_layer + t.in_backward_step + t.inflight_activations
-                 + t.pipeline_buffers)
+                 + t.pipeline_buffers + t.grad_buffer)
         def total(k: int) -> float:
             i, g = layers - 1 - k, new_grads[k]
             return (const + (held if held > g else g) + saved_prefix[i] + act.per_layer[i]
@@ -345,7 +352,8 @@ def backward_peak(t: StepTerms) -> PhasePeak:
 
 def optimizer_peak(t: StepTerms) -> PhasePeak:
     comps = _persistent(t) | {
-        "gradients": t.grads_total,
+        # an accumulator's buffer is what the step reads; its 16-bit gradients were freed after the backward
+        "gradients": t.grad_buffer if t.grad_buffer else t.grads_total,
         "optimizer_temporaries": t.optimizer_temporaries,
     }
     if not (t.zero_step_cast or t.zero_step_fp32_grad):

@@ -15,6 +15,7 @@ from trainfit.memory.logits import (
     LogitsBytes,
     logits_bytes,
     megatron_vocab_parallel_ce_bytes,
+    nanotron_sharded_ce_bytes,
 )
 from trainfit.memory.parallel import (
     ParallelLayout,
@@ -46,6 +47,10 @@ def loss_region(card: RunCard, spec: ModelSpec, ss: ModelSpec, layout: ParallelL
         # Megatron-Core's vocab_parallel_cross_entropy on the rank's vocabulary shard (memory/logits.py)
         return megatron_vocab_parallel_ce_bytes(tokens=tokens, local_vocab=ss.vocab_size,
                                                 compute_dtype_bytes=act_dtype), grad
+    if (card.parallel.tensor_parallel_impl is TensorParallelImpl.NANOTRON and ss.head_outputs is None
+            and not card.loss.chunked and spec.family not in SOFTCAP_FAMILIES):
+        # nanotron's _ShardedCrossEntropy on the rank's vocabulary shard (memory/logits.py)
+        return nanotron_sharded_ce_bytes(tokens=tokens, local_vocab=ss.vocab_size, compute_dtype_bytes=act_dtype), grad
     if layout.tp > 1 and ss.head_outputs is None and not card.loss.chunked:
         e = tokens * ss.vocab_size
         softcap = act_dtype * e if spec.family in SOFTCAP_FAMILIES else 0.0

@@ -228,7 +228,7 @@ def rank_terms(card: RunCard, spec: ModelSpec, sharding: Sharding, layout: Paral
             # one matrix: its gradient appears first, in the head's backward
             grads_head, grads_emb = grads_head + grads_emb, 0.0
         elif (layout.tp > 1 and stage.first and gdiv.dense == 1
-              and card.parallel.tensor_parallel_impl is not TensorParallelImpl.MEGATRON):
+              and card.parallel.tensor_parallel_impl is TensorParallelImpl.DTENSOR):
             # RowwiseParallel embedding: a full-vocabulary Partial gradient, reduced to the rank's rows
             # (a new tensor) at the optimizer step; sharded gradients (FSDP) reduce-scatter it in backward.
             # Megatron's VocabParallelEmbedding masks the other ranks' tokens and all-reduces its output, so
@@ -238,12 +238,24 @@ def rank_terms(card: RunCard, spec: ModelSpec, sharding: Sharding, layout: Paral
     else:
         per_layer = [n_lora * grad_bytes * grads_scale / gdiv.dense / len(stage.layers) for _ in stage.layers]
         grads_head = grads_emb = 0.0
+    # nanotron's FP32GradientAccumulator (parallel.grad_accumulation_pass, precision.grads fp32): its fp32 buffer of
+    # every parameter the rank holds (ZeRO-1 too) is made at init and kept; the walked gradients are autograd's
+    # 16-bit .grad tensors, which live until loss.backward() returns and are then added into it and freed
+    # (huggingface/nanotron src/nanotron/optim/gradient_accumulator.py l.77-80, 163-173 (torch.zeros of every
+    # parameter the accumulator is given: grad_buckets_named_params, the whole model under ZeRO-1 too, helpers.py
+    # l.364-368), l.204-223 (backward, then add_ and .grad = None) @c252843039cc167ff8d6894b87172af4637eb14b)
+    accumulator = card.parallel.grad_accumulation_pass and lora is None
+    grad_buffer = n_grad * grad_bytes if accumulator else 0.0
+    if accumulator:
+        half = bpp / grad_bytes
+        per_layer = [x * half for x in per_layer]
+        grads_head, grads_emb = grads_head * half, grads_emb * half
     walked = [pos[i] for i in stage.chunk_layers]
     grads_walk = tuple(per_layer[k] for k in walked)
     grads_other = sum(per_layer) - sum(grads_walk) if later else 0.0
     tied_grad = 0.0
     if lora is None and layout.pp == 1 and tied and gdiv.dense == 1 and not prec.optimizer_in_backward:
-        tied_grad = 2 * rp.embedding * scale * grad_bytes
+        tied_grad = 2 * rp.embedding * scale * (bpp if accumulator else grad_bytes)
 
     mp_gather = fsdp_casts_gathered_params(card, sharding)  # gathered in param_dtype: fsdp_gathered_dtype
     autocast = autocast_copies_weights(card, sharding) and lora is None
@@ -317,7 +329,7 @@ def rank_terms(card: RunCard, spec: ModelSpec, sharding: Sharding, layout: Paral
         tied_embedding_grad_transient=tied_grad,
         optimizer_temporaries=temps,
         grad_accumulation=later,
-        ddp_buckets=n_grad * grad_bytes if sharding.ddp_bucket_copy else 0.0,
+        ddp_buckets=_ddp_bucket_bytes(card, sharding, layout, n_grad=n_grad, grad_bytes=grad_bytes, half_bytes=bpp),
         zero2_bucket=spec.hidden_size ** 2 * grad_bytes if sharding.zero2_bucket else 0.0,
         activation_offload=card.parallel.activation_offload,
         autocast_weight_cache=2.0 * (sum(rp.layers) + rp.head + rp.embedding) * scale / wdiv.dense if autocast else 0.0,
@@ -328,12 +340,27 @@ def rank_terms(card: RunCard, spec: ModelSpec, sharding: Sharding, layout: Paral
                                                 head_saved=act.head).values(), default=0.0),
         forward_at="loss (log-softmax over the logits)" if stage.last else "end of the stage's forward (output sent)",
         layer_forward_transient=layer_fwd,
-        accumulation_transient=scale * grad_bytes * grads_scale * (
+        grad_buffer=grad_buffer,
+        accumulation_transient=0.0 if accumulator else scale * grad_bytes * grads_scale * (
             (rp.embedding or max(rp.layers, default=0) and rp.largest_tensor) / gdiv.dense) if lora is None else 0.0,
         **fsdp,
         **zero_step,
     )
     return terms, host
+
+
+def _ddp_bucket_bytes(card: RunCard, sharding: Sharding, layout: ParallelLayout, *, n_grad: float, grad_bytes: float,
+                      half_bytes: float) -> float:
+    """The rank's torch DDP bucket copy of its gradients (``Sharding.ddp_bucket_copy``: ``gradient_as_bucket_view``
+    False). nanotron's fp32 accumulation (``parallel.grad_accumulation_pass``) wraps the model in DDP only at ZeRO-0
+    over more than one data-parallel rank (``make_ddp = dp > 1 and not (accumulate_grad_in_fp32 and zero_stage > 0)``,
+    huggingface/nanotron src/nanotron/trainer.py l.786-788, DistributedDataParallel l.847-852 without
+    gradient_as_bucket_view @c252843039cc167ff8d6894b87172af4637eb14b); that DDP buckets the bf16 parameters' bf16
+    .grad, its comm hook adding each bucket into the fp32 buffer (optim/gradient_accumulator.py get_fp32_accum_hook),
+    so the bucket is the parameters' dtype, not precision.grads."""
+    if not card.parallel.grad_accumulation_pass or trainable_spec(card).lora is not None:
+        return n_grad * grad_bytes if sharding.ddp_bucket_copy else 0.0
+    return n_grad * half_bytes if sharding.strategy is Strategy.DDP and layout.data_group > 1 else 0.0
 
 
 def _deepspeed_zero(card: RunCard) -> bool:
@@ -464,9 +491,13 @@ def megatron_activation_savings(card: RunCard, ss: ModelSpec, layout: ParallelLa
     rules already recompute it), with or without sequence parallel. ``linear_input_bytes``: Transformer Engine fp8,
     whose QKV and fc1 save (and gather again) their input's fp8 copy at these bytes per element (``memory.fp8``); the output layer
     stays ``dtype_bytes``."""
-    if not (card.parallel.tensor_parallel_impl is TensorParallelImpl.MEGATRON and trainable.lora is None
-            and card.scope.value == "full"):
+    if not (card.parallel.tensor_parallel_impl in (TensorParallelImpl.MEGATRON, TensorParallelImpl.NANOTRON)
+            and trainable.lora is None and card.scope.value == "full"):
         return {}
+    if card.parallel.tensor_parallel_impl is TensorParallelImpl.NANOTRON:
+        # nanotron (spec/enums.py TensorParallelImpl): only the column-parallel linears' sequence-shard inputs, its
+        # MLP per-op (GLUActivation) and no Megatron MoE / MLA layers
+        return nanotron_activation_savings(ss, layout, tokens=tokens, dtype_bytes=dtype_bytes)
     moe_less = megatron_moe_savings(ss, layout, tokens=tokens, dtype_bytes=dtype_bytes,
                                     linear_input_bytes=linear_input_bytes,
                                     probs_in_experts=card.parallel.moe_probs_in_experts)
@@ -499,6 +530,24 @@ def megatron_activation_savings(card: RunCard, ss: ModelSpec, layout: ParallelLa
         else:
             less += moe_less
         out[i] = float(less)
+    return out
+
+
+def nanotron_activation_savings(ss: ModelSpec, layout: ParallelLayout, *, tokens: int, dtype_bytes: int) -> dict:
+    """Bytes per layer (and ``"head"``) a nanotron rank saves less than the per-op model under sequence parallel
+    (``tp_mode`` REDUCE_SCATTER): with ``tp_recompute_allgather`` (default True) its column-parallel linear saves
+    the sequence shard of its input and gathers it again in backward (huggingface/nanotron
+    src/nanotron/parallel/tensor_parallel/functional.py l.213-216, src/nanotron/config/parallelism_config.py l.37
+    @c252843039cc167ff8d6894b87172af4637eb14b), so ``qkv_proj``'s, ``gate_up_proj``'s and ``lm_head``'s saved
+    inputs hold ``T/tp`` tokens, not ``T`` (the same saving as ``megatron_activation_savings``' first term; nanotron's
+    MLP is per-op, so no fused-SwiGLU saving). Empty without sequence parallel."""
+    if not (layout.sp and layout.tp > 1):
+        return {}
+    unit = float(dtype_bytes * (tokens - tokens // layout.tp) * ss.hidden_size)
+    out: dict = {"head": unit}
+    for i in range(ss.num_layers):
+        attention = ss.layer_kind(i) is LayerKind.FULL_ATTENTION
+        out[i] = unit * (int(attention) + int(ss.moe is None or not ss.moe.is_moe_layer(i)))
     return out
 
 

@@ -71,6 +71,12 @@ def model_parallel_notes(card: RunCard, spec: ModelSpec, layout: ParallelLayout)
             " the vocab-parallel embedding keeps its rows' gradient; vocab_parallel_cross_entropy holds one fp32 copy"
             " of the local logits (6 B per local logit at its peak, 4 B saved); the decoder layers' other saved tensors"
             " are the per-op model's (not Transformer Engine's fused kernels)")
+    elif layout.tp > 1 and card.parallel.tensor_parallel_impl is TensorParallelImpl.NANOTRON:
+        notes.append(
+            "tensor parallel as nanotron's layers (parallel.tensor_parallel_impl nanotron): heads, MLP and vocabulary"
+            " split; under sequence parallel the column-parallel linears save their input's sequence shard; the"
+            " vocab-parallel embedding keeps its rows' gradient; _ShardedCrossEntropy holds the fp32 local logits and"
+            " their max-subtracted copy (8 B per local logit at its peak, 4 B saved); the MLP is per-op")
     elif layout.tp > 1:
         notes.append(
             "tensor parallel as torch's DTensor plan (ColwiseParallel q/k/v/gate/up, RowwiseParallel o/down,"

@@ -17,6 +17,7 @@ from trainfit.memory.logits import (
     SOFTCAP_FAMILIES,
     logits_bytes,
     megatron_vocab_parallel_ce_bytes,
+    nanotron_sharded_ce_bytes,
     shifted_slice_copies,
 )
 from trainfit.memory.lora import (
@@ -502,6 +503,11 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         # Megatron-Core runs vocab_parallel_cross_entropy at every tensor-parallel size, one rank included
         lg = megatron_vocab_parallel_ce_bytes(tokens=card.batch.micro_batch_size * seq_len,
                                               local_vocab=spec.vocab_size, compute_dtype_bytes=act_dtype)
+    elif (card.parallel.tensor_parallel_impl is TensorParallelImpl.NANOTRON and spec.head_outputs is None
+          and not card.loss.chunked and spec.family not in SOFTCAP_FAMILIES):
+        # nanotron's _ShardedCrossEntropy, one rank included (memory/logits.py)
+        lg = nanotron_sharded_ce_bytes(tokens=card.batch.micro_batch_size * seq_len, local_vocab=spec.vocab_size,
+                                       compute_dtype_bytes=act_dtype)
     tokens = card.batch.micro_batch_size * seq_len
     eager = attn.runs_eager(spec.family, card.attention) and spec.num_full_attention_layers > 0
     if card.parallel.checkpoints_layers and (subset is None or any(subset)):
@@ -581,6 +587,16 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         if offload is Offload.PARAMS_AND_OPTIMIZER:
             weights_gpu = adapter_gpu = 0.0
 
+    # nanotron's FP32GradientAccumulator (parallel.grad_accumulation_pass), as on a model-parallel rank
+    # (plan/ranks.py rank_terms): the fp32 buffer of every parameter, made at init and kept; the walked gradients
+    # are the 16-bit .grad tensors, freed after each backward; DDP buckets them in their own dtype
+    accumulator = card.parallel.grad_accumulation_pass and trainable.lora is None and not zero
+    grad_buffer = 0.0
+    if accumulator:
+        grad_buffer = sum(per_layer_grads) + grads_head + grads_embed
+        half = train_bytes / grad_bytes
+        per_layer_grads = tuple(g * half for g in per_layer_grads)
+        grads_head, grads_embed, tied_grad = grads_head * half, grads_embed * half, tied_grad * half
     if prec.compute is ComputeDtype.FP8:
         fp8_b, fp8_note = fp8_weight_bytes(card, spec, scale=scale)
         weights_gpu += fp8_b
@@ -610,7 +626,8 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         tied_embedding_grad_transient=tied_grad,
         optimizer_temporaries=temps_gpu,
         grad_accumulation=card.batch.grad_accum > 1,
-        ddp_buckets=n_train * grad_bytes if sharding.ddp_bucket_copy else 0.0,
+        grad_buffer=grad_buffer,
+        ddp_buckets=n_train * (train_bytes if accumulator else grad_bytes) if sharding.ddp_bucket_copy else 0.0,
         zero2_bucket=spec.hidden_size**2 * grad_bytes if (sharding.zero2_bucket and not zero) else 0.0,
         activation_offload=card.parallel.activation_offload,
         autocast_weight_cache=(

@@ -255,7 +255,7 @@ class ParallelSection(_Section):
     compile: bool = Field(False, description="torch.compile: fused elementwise kernels and fewer launches in the time model; per-layer compiled decoder layers save fewer activations where the compiled rules were measured (memory.activations.compiled_rules_apply), and torchtune's chunked loss keeps its compiled per-chunk tensors.")
     tensor_parallel: int = Field(1, ge=1, le=1024, description="Megatron-style tensor parallel size (heads, MLP width and vocabulary split).")
     sequence_parallel: bool = Field(False, description="Megatron sequence parallel: norms and dropout on sequence shards (needs tensor_parallel > 1).")
-    tensor_parallel_impl: TensorParallelImpl = Field(TensorParallelImpl.DTENSOR, description="dtensor (torch's DTensor plan, torchtitan) | megatron (Megatron-Core: Megatron-LM, NeMo, Megatron-Bridge: sequence-parallel linears save their input's shard, the embedding keeps its rows' gradient, vocab_parallel_cross_entropy, at every tensor-parallel size).")
+    tensor_parallel_impl: TensorParallelImpl = Field(TensorParallelImpl.DTENSOR, description="dtensor (torch's DTensor plan, torchtitan) | megatron (Megatron-Core: Megatron-LM, NeMo, Megatron-Bridge: sequence-parallel linears save their input's shard, the embedding keeps its rows' gradient, vocab_parallel_cross_entropy, at every tensor-parallel size) | nanotron (nanotron's linears: in memory the sequence-shard inputs, rows' embedding gradient and Megatron's vocab-parallel loss (its max subtracted out of place), its MLP per-op; in time the per-op model, no Transformer Engine).")
     moe_probs_in_experts: bool = Field(True, description="Megatron-Core MoE (tensor_parallel_impl megatron): the"
                                        " routing probabilities multiply inside the experts' fused SwiGLU, so the"
                                        " combine keeps no expert output (Megatron-Core >= 0.12.1, the default);"
@@ -279,7 +279,10 @@ class ParallelSection(_Section):
                                          " tensor, a memory-bound pass over the rank's parameters (nanotron's"
                                          " accumulate_grad_in_fp32, FP32GradientAccumulator); false: the accumulation"
                                          " runs inside the weight-gradient GEMM (Megatron-Core's"
-                                         " gradient_accumulation_fusion) or none is timed.")
+                                         " gradient_accumulation_fusion) or none is timed. In memory the same"
+                                         " accumulator: its fp32 buffer of every parameter the rank holds is kept from"
+                                         " init (ZeRO-1 too), the bf16 .grad tensors live until each backward returns,"
+                                         " and torch DDP (ZeRO-0, data parallel > 1 only) buckets the bf16 gradients.")
     context_parallel: int = Field(1, ge=1, le=1024, description="Sequence split over this many ranks (context parallel / Ulysses).")
     context_parallel_kind: ContextParallelKind = Field(ContextParallelKind.RING, description="ring (Megatron CP) | ulysses (verl, OpenRLHF).")
     pipeline_parallel: int = Field(1, ge=1, le=1024, description="Pipeline stages; batch.grad_accum is the micro-batches per step.")
@@ -1149,10 +1152,11 @@ class RunCard(_Section):
                              " name parts such as a_proj")
         if self.loss.compiled and (self.method is not Method.SFT or self.loop.kept_output_dtype is KeptOutputDtype.FP32
                                    or self.parallel.tensor_parallel > 1
-                                   or self.parallel.tensor_parallel_impl is TensorParallelImpl.MEGATRON):
+                                   or self.parallel.tensor_parallel_impl is not TensorParallelImpl.DTENSOR):
             raise ValueError(f"loss.compiled: the compiled cross-entropy over the labels of an sft step (torchtitan's"
                              f" loss), not planned with method {self.method.value}, loop.kept_output_dtype fp32, tensor"
-                             f" parallelism (loss_parallel) or Megatron-Core's vocab-parallel loss; allowed here: false")
+                             f" parallelism (loss_parallel) or Megatron-Core's / nanotron's vocab-parallel loss; allowed"
+                             f" here: false")
         if self.loop.loss_input_copy and not (self.loss.compiled and self.loop.keeps_output_through_backward):
             raise ValueError("loop.loss_input_copy: the compiled loss's saved copy beside the kept logits, read with"
                              " loss.compiled true and loop.keeps_output_through_backward true; allowed here: false")
@@ -1160,11 +1164,11 @@ class RunCard(_Section):
                 self.method is not Method.SFT or self.loss.chunked or self.loss.kernel is LossKernel.FLASH_ATTN
                 or self.loss.compiled or self.loop.kept_output_dtype is KeptOutputDtype.FP32
                 or self.parallel.tensor_parallel > 1
-                or self.parallel.tensor_parallel_impl is TensorParallelImpl.MEGATRON):
+                or self.parallel.tensor_parallel_impl is not TensorParallelImpl.DTENSOR):
             raise ValueError("loss.upcast: false is the model's own eager cross-entropy on the compute-dtype logits of an"
                              " sft step; not planned with another method, loss.chunked, loss.kernel flash_attn,"
-                             " loss.compiled, loop.kept_output_dtype fp32, tensor parallelism or Megatron-Core's"
-                             " vocab-parallel loss; allowed here: true")
+                             " loss.compiled, loop.kept_output_dtype fp32, tensor parallelism or Megatron-Core's /"
+                             " nanotron's vocab-parallel loss; allowed here: true")
         if self.loop.kept_output_dtype is KeptOutputDtype.FP32 and (
                 self.loss.chunked or self.loss.kernel is LossKernel.FLASH_ATTN):
             raise ValueError("loop.kept_output_dtype: fp32 is the eager loss's fp32 copy of the full logits; allowed with"
@@ -1182,9 +1186,10 @@ class RunCard(_Section):
             if self.loss.temperature_copy and self.method is Method.SFT:
                 raise ValueError("loss.temperature_copy: verl's actor division, read for method ppo/grpo; allowed for"
                                  " sft: false")
-            if par.tensor_parallel_impl is TensorParallelImpl.MEGATRON:
-                raise ValueError("loss.kernel: flash_attn is not Megatron-Core's loss (tensor_parallel_impl megatron"
-                                 " runs vocab_parallel_cross_entropy); allowed with it: liger, trl, prime_rl, torchtune")
+            if par.tensor_parallel_impl is not TensorParallelImpl.DTENSOR:
+                raise ValueError(f"loss.kernel: flash_attn is not {par.tensor_parallel_impl.value}'s loss"
+                                 f" (tensor_parallel_impl {par.tensor_parallel_impl.value} runs its vocab-parallel"
+                                 f" cross-entropy); allowed with it: liger, trl, prime_rl, torchtune")
             if par.tensor_parallel > 1:
                 raise ValueError("loss.kernel: flash_attn over a vocabulary split by tensor parallel (its process_group"
                                  " path) is not modelled; allowed with it: parallel.tensor_parallel 1")

@@ -432,10 +432,20 @@ class TensorParallelImpl(StrEnum):
       ``RowParallelLinear`` save the sequence shard of their input under sequence parallel, the
       ``VocabParallelEmbedding`` keeps the gradient of its own rows only, and the loss is
       ``vocab_parallel_cross_entropy`` (in place on one fp32 copy of the local logits).
+    * ``nanotron``: nanotron's ``TensorParallelColumnLinear`` / ``TensorParallelRowLinear``: in memory as Megatron-Core's
+      linears (under ``tp_mode`` REDUCE_SCATTER with ``tp_recompute_allgather``, its default, the column-parallel
+      linear saves its input's sequence shard and gathers it again in backward: huggingface/nanotron
+      src/nanotron/parallel/tensor_parallel/functional.py l.213-216, src/nanotron/config/parallelism_config.py l.37),
+      a ``TensorParallelEmbedding`` that masks the other ranks' ids (its gradient is its own rows: tensor_parallel/nn.py
+      l.277-299) and ``_ShardedCrossEntropy`` (functional.py l.31-107: Megatron's loss, on the fp32 copy of the local
+      logits with the max subtracted out of place: ``memory.logits.nanotron_sharded_ce_bytes``), all
+      @c252843039cc167ff8d6894b87172af4637eb14b; its gated MLP is per-op (``GLUActivation``, not Megatron's fused
+      SwiGLU) and it has no Transformer Engine, so its time terms are the per-op model's (as ``dtensor``).
     """
 
     DTENSOR = "dtensor"
     MEGATRON = "megatron"
+    NANOTRON = "nanotron"
 
 
 class PipelineSchedule(StrEnum):

@@ -55,8 +55,9 @@ FSDP2, ``model.to("cpu", non_blocking=True)`` and the AdamW states likewise (dis
 non-blocking device-to-host copies land in pinned memory (``_to_copy``: ``pin_out`` when ``non_blocking`` and the
 target is the CPU, pytorch/pytorch aten/src/ATen/native/TensorConversions.cpp
 @fc9325ea0d1cae1bbff1b67e6962e66fe562b39a), from PyTorch's caching host allocator after the first step. A reference
-model (a separate actor group under ``colocate_all``) makes its own round trip for its pass; not priced here (the
-card keeps it on the GPU)."""
+model (a separate actor group under ``colocate_all``) makes its own round trip for its pass: a colocated
+full-weight SkyRL card places it on the host (``methods.roles.reference_placement`` returns ``RefPlacement.CPU``,
+``REFERENCE_OFFLOAD_PRESETS``) and ``_offloaded_reference_bytes`` prices its bf16 shard once each way per step."""
 
 
 STATE_OFFLOAD_OPTIMIZER_BYTES = 12

@@ -132,3 +132,18 @@ def test_reference_is_offloaded_outside_its_pass_and_priced_once_each_way():
     # the update holds no reference weights on the GPU
     ph = _phases(make_plan(with_kl))
     assert ph["actor_backward"].components.get("reference_weights", 0.0) == 0.0
+
+
+def test_lora_sync_sleeps_at_level_1():
+    """SkyRL forces vLLM sleep level 1 when it syncs LoRA adapters (FSDP with lora.rank > 0); Megatron merges the
+    adapter by default and syncs full weights at level 2; a card's own sleep_level wins."""
+    def card(scope: str, strategy: str, **rollout):
+        d = _data(**rollout) | {"scope": scope}
+        d["parallel"] = {"strategy": strategy}
+        return load_card_dict(apply_preset(d, "skyrl"))
+
+    assert card("lora", "fsdp").rollout.sleep_level == 1
+    assert card("qlora", "fsdp").rollout.sleep_level == 1
+    assert card("full", "fsdp").rollout.sleep_level == 2
+    assert card("lora", "zero1").rollout.sleep_level == 2
+    assert card("lora", "fsdp", sleep_level=2).rollout.sleep_level == 2

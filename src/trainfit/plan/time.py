@@ -38,7 +38,7 @@ from trainfit.methods.roles import train_nodes
 from trainfit.plan.terms import fsdp_gathered_dtype, trained_dtype_bytes, zero_master_states
 from trainfit.spec.card import RunCard, pin_before
 from trainfit.spec.enums import Attention, ComputeDtype, ContextParallelKind, Dtype, Fp8Recipe, Method, Scope
-from trainfit.spec.enums import LayerKind
+from trainfit.spec.enums import AdapterDtype, LayerKind, LoraDropoutPosition
 from trainfit.spec.enums import FSDP_STRATEGIES, LossKernel, MoeDispatcher, MoeExperts, TensorParallelImpl
 from trainfit.spec.enums import Zero1ParamSync
 from trainfit.spec.model import ModelSpec
@@ -186,8 +186,8 @@ def adapter_of(card: RunCard, spec: ModelSpec) -> Adapter | None:
         return Adapter(rank=1, targets=())
     lo = card.lora
     return Adapter(rank=lo.rank, targets=card.lora_targets, dropout=lo.dropout,
-                   dropout_post=lo.dropout_position.value == "post", nf4_base=card.scope is Scope.QLORA,
-                   adapter_dtype_bytes=4 if lo.adapter_dtype.value == "fp32" else 2)
+                   dropout_post=lo.dropout_position is LoraDropoutPosition.POST, nf4_base=card.scope is Scope.QLORA,
+                   adapter_dtype_bytes=4 if lo.adapter_dtype is AdapterDtype.FP32 else 2)
 
 
 def _trained(card: RunCard, spec: ModelSpec) -> tuple[float, float, OptimizerSpec]:

@@ -280,18 +280,18 @@ GPU only for the update:
   nemo_rl/algorithms/grpo.py lines 1518-1550; nemo_rl/models/policy/workers/megatron_policy_worker.py lines
   1360-1397, dtensor_policy_worker_v2.py lines 1399-1434; v0.3.0 and v0.4.0 ``prepare_for_lp_inference`` calls
   ``offload_before_refit`` itself). Its reference pass runs on the policy's own storage (``roles.reference:
-  host_swap``), so the weights are on the GPU for both passes.
-
-Not miles: its colocated actor's ``train()`` calls ``wake_up()``, which resumes every torch_memory_saver region
-(optimizer included) before ``train_actor`` runs the log-prob passes (radixark/miles
-@bb6f7dbd319d519d3a333a5ae6bdeac21d8ed59a miles/backends/megatron_utils/actor.py lines 327-341, 386-397, 503-537).
+  host_swap``), so the weights are on the GPU for both passes;
 * SkyRL, colocated: ``WorkerDispatch.forward`` backloads the model only (``_ensure_on_gpu(model,
   need_optimizer=False)``), ``forward_backward`` the optimizer as well; the optimizer went to the host before the
   previous sync (``_prepare_for_weight_sync``). A pass of another model (the reference, the critic) first offloads
   the policy's weights and optimizer both (``_ensure_on_gpu`` offloads the rest of the colocation group,
   ``offload_to_cpu()`` with its defaults), as verl's standalone reference leaves them on the host (NovaSky-AI/SkyRL
   @2e9c89afceb3ef7963748224373ad88882322c99 skyrl/backends/skyrl_train/workers/worker_dispatch.py lines 140-170,
-  201-229, 311-351, 590-604)."""
+  201-229, 311-351, 590-604).
+
+Not miles: its colocated actor's ``train()`` calls ``wake_up()``, which resumes every torch_memory_saver region
+(optimizer included) before ``train_actor`` runs the log-prob passes (radixark/miles
+@bb6f7dbd319d519d3a333a5ae6bdeac21d8ed59a miles/backends/megatron_utils/actor.py lines 327-341, 386-397, 503-537)."""
 
 
 def frozen_pass_offloaded(card: RunCard, mode: Offload, *, actor_weights: bool) -> tuple[str, ...]:

@@ -294,6 +294,13 @@ Not miles: its colocated actor's ``train()`` calls ``wake_up()``, which resumes 
 @bb6f7dbd319d519d3a333a5ae6bdeac21d8ed59a miles/backends/megatron_utils/actor.py lines 327-341, 386-397, 503-537)."""
 
 
+OTHER_MODEL_PASS_POLICY_AWAY_PRESETS = ("verl", "skyrl")
+"""Frameworks of ``LOGPROB_OPTIMIZER_AWAY_PRESETS`` whose passes of another model (the reference, the critic, the
+reward model) run with the policy's offloaded weights still in host RAM: verl's standalone workers never load the
+actor's state, SkyRL's ``_ensure_on_gpu`` offloads the rest of the colocation group first (both cited above). Not
+NeMo RL: its reference runs on the policy's own storage."""
+
+
 def frozen_pass_offloaded(card: RunCard, mode: Offload, *, actor_weights: bool) -> tuple[str, ...]:
     """Trainer components still in host RAM during a frozen (no-grad) pass under trainer offload ``mode``, for the
     frameworks of ``LOGPROB_OPTIMIZER_AWAY_PRESETS``: the optimizer side always; ``actor_weights`` False (a pass that
@@ -301,7 +308,7 @@ def frozen_pass_offloaded(card: RunCard, mode: Offload, *, actor_weights: bool) 
     where ``mode`` moved them. Other frameworks (and cards without a preset): nothing, the whole state counted."""
     if mode is Offload.NONE or card.preset not in LOGPROB_OPTIMIZER_AWAY_PRESETS:
         return ()
-    if actor_weights or card.preset not in ("verl", "skyrl"):
+    if actor_weights or card.preset not in OTHER_MODEL_PASS_POLICY_AWAY_PRESETS:
         return OPTIMIZER_SIDE
     return offloaded_components(mode)
 

@@ -95,10 +95,10 @@ def test_data_parallel_reduction_is_not_hidden_when_every_launch_waits():
 def test_model_parallel_traffic_is_exposed_in_full_when_every_launch_waits():
     from trainfit.compute.model_parallel import model_parallel_comm
 
-    kw = dict(tokens=4096, hidden=4096, q_dim=4096, kv_dim=1024, layers=8, attention_layers=8, moe_layers=0, top_k=0,
-              tp=4, cp=1, ulysses=False, ep=1, pp=4, recompute=False, tp_bus_bytes_per_s=200e9,
-              cp_bus_bytes_per_s=1e9, ep_bus_bytes_per_s=1e9, pp_bytes_per_s=50e9, tp_comm_overlap=True,
-              gemm_forward_s=1.0, gemm_backward_s=2.0)
+    kw = {"tokens": 4096, "hidden": 4096, "q_dim": 4096, "kv_dim": 1024, "layers": 8, "attention_layers": 8,
+          "moe_layers": 0, "top_k": 0, "tp": 4, "cp": 1, "ulysses": False, "ep": 1, "pp": 4, "recompute": False,
+          "tp_bus_bytes_per_s": 200e9, "cp_bus_bytes_per_s": 1e9, "ep_bus_bytes_per_s": 1e9, "pp_bytes_per_s": 50e9,
+          "tp_comm_overlap": True, "gemm_forward_s": 1.0, "gemm_backward_s": 2.0}
     overlapped = model_parallel_comm(**kw)
     plain_tp = model_parallel_comm(**{**kw, "tp_comm_overlap": False})
     blocking = model_parallel_comm(**kw, launch_blocking=True)

@@ -579,9 +579,11 @@ def train_step_time(
     chunk reorders); ``te_layers``: the decoder layers are Megatron-Core's Transformer Engine modules, whose linears'
     Python forward and backward add host seconds per call beyond the per-kernel rates times ``kernel_factor``
     (``te_host.te_forward_host_seconds`` / ``te_backward_host_seconds``; a full recompute's forward too);
-    ``recompute_whole_layer``: full recompute by a re-entrant checkpoint (Megatron's, DeepSpeed's), which re-runs the
-    layer's last linear and residual add too (``inventory.StepInventory.layers_recompute_whole``); otherwise torch's
-    non-re-entrant checkpoint, which stops at the last saved tensor.
+    ``recompute_whole_layer``: full recompute by a re-entrant checkpoint (Megatron's, DeepSpeed's, torch's with
+    ``use_reentrant=True``), which re-runs the layer's last linear and residual add too
+    (``inventory.StepInventory.layers_recompute_whole``); otherwise torch's non-re-entrant checkpoint, which stops at
+    the last saved tensor. The card chooses (``plan.time.checkpoint_reentrant``: ``loop.checkpoint_reentrant``, else
+    re-entrant for Megatron-Core layers and LLaMA-Factory's presets).
     """
     mp = model_parallel
     gradient_checkpointing = gradient_checkpointing or selective != "none" or bool(recompute_modules)

@@ -472,6 +472,30 @@ def nvlink_gpus_per_node(gpu_id: str, per_node: int, group_gpus: int) -> int:
     return segment * per_node
 
 
+REENTRANT_CHECKPOINT_PRESETS = ("llamafactory-z2", "llamafactory-z3")
+"""Presets whose framework checkpoints layers re-entrantly by default: LLaMA-Factory's ``prepare_model_for_training``
+calls its ``_gradient_checkpointing_enable`` with ``{"use_reentrant": model_args.use_reentrant_gc}``, whose default is
+True (hiyouga/LLaMA-Factory @1d6e8b218240c154638f9bdcb76a1a089c27891b src/llamafactory/model/model_utils/
+checkpointing.py l.104-131, 164-167; src/llamafactory/hparams/model_args.py l.179-182), then ``partial(checkpoint,
+**kwargs)`` of torch.utils.checkpoint."""
+
+
+def checkpoint_reentrant(card: RunCard) -> bool:
+    """Whether full activation recompute re-runs the whole layer (a re-entrant checkpoint): ``loop.checkpoint_reentrant``
+    as set, else the framework's default. Re-entrant: Megatron-Core's full recompute (its ``CheckpointFunction``,
+    ``tensor_parallel_impl`` megatron) and the presets of ``REENTRANT_CHECKPOINT_PRESETS``. DeepSpeed's activation
+    checkpointing is re-entrant too (``deepspeed.checkpointing.checkpoint`` runs ``CheckpointFunction.apply``, a
+    ``torch.autograd.Function``; deepspeedai/DeepSpeed @edaa7221267243c7be7fb49c5d5f5c4fb97b4641
+    deepspeed/runtime/activation_checkpointing/checkpointing.py l.567, 1058-1086), but a DeepSpeed ZeRO card does
+    not say whether the model calls it or the HF Trainer's checkpointing; the HF Trainer's own default
+    (``gradient_checkpointing_enable`` without kwargs, reportedly ``use_reentrant=True`` through transformers 4.x) is
+    not read here. Neither is a default: set ``loop.checkpoint_reentrant`` for such a run."""
+    if card.loop.checkpoint_reentrant is not None:
+        return card.loop.checkpoint_reentrant
+    return (card.parallel.tensor_parallel_impl is TensorParallelImpl.MEGATRON
+            or card.preset in REENTRANT_CHECKPOINT_PRESETS)
+
+
 def training_time(
     card: RunCard, spec: ModelSpec, rates: DeviceRates, *, ranks: int, gpus_per_node: int, micro_batch_size: int,
     seq_len: int, micro_steps: int, work_cv: float = 0.0, attention_context: float | None = None,
@@ -557,9 +581,9 @@ def training_time(
         megatron_experts=par.tensor_parallel_impl is TensorParallelImpl.MEGATRON,
         # Megatron-Core's layers are Transformer Engine's modules: their Python backward (compute.te_host)
         te_layers=par.tensor_parallel_impl is TensorParallelImpl.MEGATRON,
-        # Megatron's full recompute is its re-entrant CheckpointFunction: the whole layer re-runs, its last linear and
-        # residual add included (compute.inventory.StepInventory.layers_recompute_whole)
-        recompute_whole_layer=par.tensor_parallel_impl is TensorParallelImpl.MEGATRON,
+        # a re-entrant checkpoint re-runs the whole layer, its last linear and residual add included
+        # (compute.inventory.StepInventory.layers_recompute_whole; checkpoint_reentrant)
+        recompute_whole_layer=checkpoint_reentrant(card),
         expert_streams=par.moe_experts is MoeExperts.GROUPED_STREAMS,
         unpad_call_syncs=llm_foundry_unpad_syncs(card),
         attention_kernel=kernel,

@@ -154,3 +154,21 @@ def test_lora_sync_sleeps_at_level_1():
     assert card("full", "fsdp").rollout.sleep_level == 2
     assert card("lora", "zero1").rollout.sleep_level == 2
     assert card("lora", "fsdp", sleep_level=2).rollout.sleep_level == 2
+
+
+def test_reference_pass_holds_the_reference_without_the_policy():
+    """SkyRL's reference pass (RefPlacement.CPU): the reference's bf16 shard is on the GPU with its forward's
+    transient, the policy's weights and optimizer state in host RAM (_ensure_on_gpu offloads the rest of the
+    colocation group); other phases hold no reference."""
+    data = _data()
+    data["roles"] = {"kl_coef": 0.001}
+    card = load_card_dict(apply_preset(data, "skyrl"))
+    ph = _phases(make_plan(card))
+    ref = ph["ref_logprob"].components
+    # Qwen2.5-7B's bf16 TP-2 shard (TP 2: the norms replicated), as the state offload test counts it
+    h, layers = 3584, 28
+    norms = (2 * layers + 1) * h
+    assert ref["reference_weights"] == pytest.approx(2 * ((7_615_616_512 - norms) / 2 + norms), rel=1e-6)
+    assert ref["logprob_pass"] > 0
+    assert all(ref.get(k, 0.0) == 0.0 for k in ("weights", "master_weights", "optimizer_states"))
+    assert ph["old_logprob"].components.get("reference_weights", 0.0) == 0.0

@@ -37,7 +37,8 @@ from trainfit.memory.logits import trl_fused_logprob_bytes, verl_compiled_entrop
 from trainfit.memory.params import param_tensors
 from trainfit.memory.phases import PhasePeak, StepTerms, step_peaks
 from trainfit.memory.weights import count_scale, weight_bytes
-from trainfit.methods.roles import critic_model, group_sizes, old_logprob_pass, reference_placement, reward_model
+from trainfit.methods.roles import (REFERENCE_OFFLOAD_PRESETS, critic_model, group_sizes, old_logprob_pass,
+                                    reference_placement, reward_model)
 from trainfit.rollout.vllm import EngineConfig, EngineMemory, RolloutDemand, engine_memory, sleep_resident_bytes
 from trainfit.spec.card import RunCard
 from trainfit.spec.enums import (
@@ -560,6 +561,17 @@ def rl_groups(
         ref_away = other_away if ref_place is RefPlacement.GPU else own_away  # LoRA / host swap: the actor's weights
         peaks.append(PhasePeak(Phase.REF_LOGPROB, _without(trainer_resident, ref_away) | extras() | {"logprob_pass": tr},
                                "reference log-probs"))
+    elif ref_place is RefPlacement.CPU and card.preset in REFERENCE_OFFLOAD_PRESETS:
+        # SkyRL: the reference comes to the GPU for its own pass (its bf16 shard, as the trainer's layout shards it)
+        # after _ensure_on_gpu has sent the policy's weights and optimizer to the host (other_away), and leaves after
+        # it (roles.REFERENCE_OFFLOAD_PRESETS; WorkerDispatch._ensure_on_gpu, worker_dispatch.py l.140-170 @2e9c89af)
+        tr = forward_only_transient(spec, sequences=mbs, seq_len=seq, chunked=chunked, gathered_units=_gathered(actor),
+                                    divides_by_temperature=card.method is Method.GRPO, kernel=card.loss.kernel.value,
+                                    temperature_copy=card.loss.temperature_copy,
+                                    entropy=card.loss.logprob_entropy is LogprobEntropy.EVERY_PASS)
+        on_gpu = {"reference_weights": frozen_weights(spec, card, divisor=weights_divisor), "logprob_pass": tr}
+        peaks.append(PhasePeak(Phase.REF_LOGPROB, _without(trainer_resident, other_away) | extras() | on_gpu,
+                               "reference log-probs (the reference brought in, the policy offloaded)"))
     if old_logprob_pass(card):
         # the policy's own log-probs before the update (PPO's old policy; GRPO when each batch is reused
         # for several updates, or every step under verl / OpenRLHF / NeMo RL: ``roles.OLD_LOGPROB_PRESETS``, and TRL

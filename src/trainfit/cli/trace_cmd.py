@@ -92,7 +92,8 @@ def trace_request_kwargs(card, spec_config: dict[str, Any], *, layouts: bool = F
         "lora_alpha": card.lora.alpha,
         "lora_dropout": card.lora.dropout,
         **({"lora_impl": "automodel", "lora_dropout_position": "post"}
-           if card.scope is Scope.LORA and card.lora.dropout_position is LoraDropoutPosition.POST and card.lora.dropout > 0
+           if card.scope is Scope.LORA and card.lora.dropout_position is LoraDropoutPosition.POST
+           and card.lora.dropout > 0
            else {}),
         "lora_targets": card.lora_targets,
         "lora_modules_to_save": tuple(card.lora.modules_to_save),
@@ -313,7 +314,6 @@ def _timed(run_card, inv) -> dict[str, Any] | None:
     from trainfit.compute.rates import default_rates
     from trainfit.compute.traced import traced_phase_seconds
     from trainfit.errors import TrainfitError
-from trainfit.spec.enums import LoraDropoutPosition, Scope
     from trainfit.plan import make_plan
 
     try:

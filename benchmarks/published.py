@@ -1088,9 +1088,9 @@ def _scored_peak(plan, stage: int | None):
     peak phase of that stage's rank, chosen as ``Plan.peak`` chooses (largest device figure, ties by allocated)."""
     if stage is None or not plan.stage_phases:
         return plan.peak
-    phases = plan.stage_phases[stage]
-    top = max(p.device for p in phases) - 1024
-    return max((p for p in phases if p.device >= top), key=lambda p: p.allocated)
+    from trainfit.plan.result import peak_phase
+
+    return peak_phase(plan.stage_phases[stage])
 
 
 def _err(pred: float, meas: float) -> float:

@@ -74,3 +74,33 @@ def test_every_export_names_the_flag_it_cannot_carry():
     card = load_card_dict({**CARD, "loop": {"launch_blocking": True}})
     for target in TARGETS:
         assert "loop.launch_blocking" in export(card, target).lost, target
+
+
+def _comm_phases(data: dict) -> dict:
+    return {p.name: p for p in make_plan(load_card_dict(data)).time.phases}
+
+
+def test_data_parallel_reduction_is_not_hidden_when_every_launch_waits():
+    """DDP's bucketed all-reduce hides behind the backward; under CUDA_LAUNCH_BLOCKING=1 each NCCL launch returns
+    only when the collective ends, so the whole reduction is exposed."""
+    ddp = {**CARD, "model": "Qwen/Qwen2.5-1.5B", "hardware": {"gpu": "h100-sxm", "gpus_per_node": 8},
+           "parallel": {"strategy": "ddp"}}
+    plain = _comm_phases(ddp)["communication"]
+    blocking = _comm_phases({**ddp, "loop": {"launch_blocking": True}})["communication"]
+    assert plain.seconds < plain.terms["total"]
+    assert blocking.seconds == pytest.approx(blocking.terms["total"])
+    assert blocking.terms["total"] == pytest.approx(plain.terms["total"])
+
+
+def test_model_parallel_traffic_is_exposed_in_full_when_every_launch_waits():
+    from trainfit.compute.model_parallel import model_parallel_comm
+
+    kw = {"tokens": 4096, "hidden": 4096, "q_dim": 4096, "kv_dim": 1024, "layers": 8, "attention_layers": 8,
+          "moe_layers": 0, "top_k": 0, "tp": 4, "cp": 1, "ulysses": False, "ep": 1, "pp": 4, "recompute": False,
+          "tp_bus_bytes_per_s": 200e9, "cp_bus_bytes_per_s": 1e9, "ep_bus_bytes_per_s": 1e9, "pp_bytes_per_s": 50e9,
+          "tp_comm_overlap": True, "gemm_forward_s": 1.0, "gemm_backward_s": 2.0}
+    overlapped = model_parallel_comm(**kw)
+    plain_tp = model_parallel_comm(**{**kw, "tp_comm_overlap": False})
+    blocking = model_parallel_comm(**kw, launch_blocking=True)
+    assert overlapped.tensor_s == 0.0 < plain_tp.tensor_s == pytest.approx(blocking.tensor_s)  # no TP overlap
+    assert blocking.pipeline_p2p_s == pytest.approx(2 * overlapped.pipeline_p2p_s)  # sends not half hidden

@@ -81,3 +81,30 @@ def test_a_megatron_card_recomputes_the_whole_layer_a_dtensor_card_stops_early()
     # Megatron's re-entrant checkpoint: the recompute is (nearly) the forward of the layers; torch's stops short of it
     assert meg.time_parts["recompute"] > 1.1 * dt.time_parts["recompute"]
     assert meg.time_parts["recompute"] == pytest.approx(meg.time_parts["forward"], rel=0.15)
+
+
+def test_card_chooses_the_re_entrant_checkpoint():
+    """``plan.time.checkpoint_reentrant``: the card's loop.checkpoint_reentrant as set, else Megatron-Core layers and
+    LLaMA-Factory's presets (use_reentrant_gc True by default) re-entrant, other cards not; the re-entrant recompute
+    is the slower one."""
+    from trainfit.methods.presets import apply_preset
+    from trainfit.plan import make_plan
+    from trainfit.plan.time import checkpoint_reentrant
+    from trainfit.spec.card import load_card_dict
+
+    base = {"model": "Qwen/Qwen3-8B", "method": "sft", "scope": "full",
+            "hardware": {"gpu": "h200", "gpus_per_node": 8},
+            "parallel": {"strategy": "zero2", "gradient_checkpointing": True},
+            "batch": {"micro_batch_size": 1, "seq_len": 4096}}
+    plain = load_card_dict(base)
+    lf = load_card_dict(apply_preset(base, "llamafactory-z2"))
+    assert not checkpoint_reentrant(plain) and checkpoint_reentrant(lf)
+    assert not checkpoint_reentrant(load_card_dict(apply_preset({**base, "loop": {"checkpoint_reentrant": False}},
+                                                                "llamafactory-z2")))
+    set_true = load_card_dict({**base, "loop": {"checkpoint_reentrant": True}})
+    assert checkpoint_reentrant(set_true)
+
+    def recompute_s(card):
+        return next(p.seconds for p in make_plan(card).time.phases if p.name == "recompute")
+
+    assert recompute_s(set_true) > recompute_s(plain)

@@ -16,7 +16,6 @@ from trainfit.plan import make_plan
 from trainfit.plan.resolve import gpu_of, model_spec_of
 from trainfit.plan.rl_batches import passes_pack
 from trainfit.plan.rl_offload import (
-    STATE_OFFLOAD_OPTIMIZER_BYTES,
     _megatron_rank_state,
     trainer_state_offload_phase,
 )
@@ -81,11 +80,19 @@ def test_state_offload_moves_the_weights_once():
     pinned, whatever passes the step runs; a card without the preset moves the weights for each pass."""
     card = _card()
     spec, r, gpu = model_spec_of(card), default_rates(gpu_of(card)), gpu_of(card)
-    weights, params = _megatron_rank_state(card, spec, train_gpus=8)
+    # Qwen2.5-7B counted from its config (H 3584, I 18944, 28 layers, 28 heads / 4 KV heads of 128, vocab 152064,
+    # untied head, q/k/v biases): 7,615,616,512 parameters, of which the RMSNorm weights (two a layer, one final)
+    # are replicated over tensor parallelism and the rest split in two (TP 2; 8 GPUs: 4 data-parallel ranks)
+    h, inter, layers, kv, vocab = 3584, 18944, 28, 4 * 128, 152064
+    norms = (2 * layers + 1) * h
+    layer = h * h + h + 2 * (h * kv + kv) + h * h + 3 * h * inter
+    total = 2 * vocab * h + layers * layer + norms
+    assert total == 7_615_616_512
+    tp, dp = 2, 4
+    shard = (total - norms) / tp + norms
+    one_way = (2 * shard + 12 * shard / dp) / host_copy_bytes_per_s(
+        pcie_bytes_per_s=r.pcie_bytes_per_s, host_memory_bytes_per_s=r.host_memory_bytes_per_s, gpus_per_node=8)
     t = trainer_state_offload_phase(card, spec, r, train_gpus=8)
-    pinned = host_copy_bytes_per_s(pcie_bytes_per_s=r.pcie_bytes_per_s,
-                                   host_memory_bytes_per_s=r.host_memory_bytes_per_s, gpus_per_node=8)
-    one_way = (weights + STATE_OFFLOAD_OPTIMIZER_BYTES * params) / pinned
     assert t.terms["to_host"] == pytest.approx(one_way, rel=1e-6)
     assert t.terms["to_device"] == pytest.approx(one_way, rel=1e-6)
     no_pass = trainer_state_offload_phase(_card(recompute_old_logprobs=False), spec, r, train_gpus=8)
@@ -132,3 +139,36 @@ def test_reference_is_offloaded_outside_its_pass_and_priced_once_each_way():
     # the update holds no reference weights on the GPU
     ph = _phases(make_plan(with_kl))
     assert ph["actor_backward"].components.get("reference_weights", 0.0) == 0.0
+
+
+def test_lora_sync_sleeps_at_level_1():
+    """SkyRL forces vLLM sleep level 1 when it syncs LoRA adapters (FSDP with lora.rank > 0); Megatron merges the
+    adapter by default and syncs full weights at level 2; a card's own sleep_level wins."""
+    def card(scope: str, strategy: str, **rollout):
+        d = _data(**rollout) | {"scope": scope}
+        d["parallel"] = {"strategy": strategy}
+        return load_card_dict(apply_preset(d, "skyrl"))
+
+    assert card("lora", "fsdp").rollout.sleep_level == 1
+    assert card("qlora", "fsdp").rollout.sleep_level == 1
+    assert card("full", "fsdp").rollout.sleep_level == 2
+    assert card("lora", "zero1").rollout.sleep_level == 2
+    assert card("lora", "fsdp", sleep_level=2).rollout.sleep_level == 2
+
+
+def test_reference_pass_holds_the_reference_without_the_policy():
+    """SkyRL's reference pass (RefPlacement.CPU): the reference's bf16 shard is on the GPU with its forward's
+    transient, the policy's weights and optimizer state in host RAM (_ensure_on_gpu offloads the rest of the
+    colocation group); other phases hold no reference."""
+    data = _data()
+    data["roles"] = {"kl_coef": 0.001}
+    card = load_card_dict(apply_preset(data, "skyrl"))
+    ph = _phases(make_plan(card))
+    ref = ph["ref_logprob"].components
+    # Qwen2.5-7B's bf16 TP-2 shard (TP 2: the norms replicated), as the state offload test counts it
+    h, layers = 3584, 28
+    norms = (2 * layers + 1) * h
+    assert ref["reference_weights"] == pytest.approx(2 * ((7_615_616_512 - norms) / 2 + norms), rel=1e-6)
+    assert ref["logprob_pass"] > 0
+    assert all(ref.get(k, 0.0) == 0.0 for k in ("weights", "master_weights", "optimizer_states"))
+    assert ph["old_logprob"].components.get("reference_weights", 0.0) == 0.0

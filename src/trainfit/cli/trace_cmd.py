@@ -9,6 +9,7 @@ import typer
 
 from trainfit.cli.common import load_card, print_json
 from trainfit.errors import TrainfitError
+from trainfit.spec.enums import LoraDropoutPosition, Scope
 
 
 class TraceCardError(TrainfitError):
@@ -91,7 +92,8 @@ def trace_request_kwargs(card, spec_config: dict[str, Any], *, layouts: bool = F
         "lora_alpha": card.lora.alpha,
         "lora_dropout": card.lora.dropout,
         **({"lora_impl": "automodel", "lora_dropout_position": "post"}
-           if card.scope.value == "lora" and card.lora.dropout_position.value == "post" and card.lora.dropout > 0
+           if card.scope is Scope.LORA and card.lora.dropout_position is LoraDropoutPosition.POST
+           and card.lora.dropout > 0
            else {}),
         "lora_targets": card.lora_targets,
         "lora_modules_to_save": tuple(card.lora.modules_to_save),

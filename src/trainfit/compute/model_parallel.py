@@ -107,7 +107,7 @@ def model_parallel_comm(
     compute_backward_s: float = 0.0, micro_steps: int = 1, moe_routing: MoeRouting = MoeRouting.UNIFORM,
     etp: int = 1, ep_ring_bus_bytes_per_s: float = 0.0, tp_nodes: int = 1, cp_nodes: int = 1, pp_nodes: int = 1,
     expert_recompute: bool = False,
-    pp_scatter_gather: bool = False,
+    pp_scatter_gather: bool = False, launch_blocking: bool = False,
 ) -> ModelParallelComm:
     """Exposed communication of one micro-step on one rank of one pipeline stage (``layers`` = its layers).
 
@@ -138,8 +138,16 @@ def model_parallel_comm(
     §4.1): without sequence parallel each of the ``tp`` ranks sends its ``1/tp`` slice of the activation, and the
     receiver all-gathers the slices over the tensor-parallel group (NVIDIA/Megatron-LM megatron/p2p_communication.py
     l.61-66, 88-94, 133-141 and megatron/arguments.py l.607-609 @6985e58938d40ad91ac07b0fddcfad8132e1447e, the SC21
-    runs' commit; the argument is gone from Megatron-Core, which sends the whole activation).
+    runs' commit; the argument is gone from Megatron-Core, which sends the whole activation). ``launch_blocking``
+    (``CUDA_LAUNCH_BLOCKING=1``, ``training.launch_blocking_syncs``: every kernel launch, NCCL's included, returns
+    only when the kernel has finished): nothing is launched beside a collective or a send, so the TP collectives
+    do not hide behind the GEMMs, the EP all-to-alls not behind another micro-batch's pass, and the pipeline sends
+    are exposed in full (CUDA C++ Programming Guide, asynchronous concurrent execution: the variable "globally
+    disable[s] asynchronicity of kernel launches", as quoted in
+    https://discuss.pytorch.org/t/cuda-launch-blocking-1-reduces-the-training-speed/160924, read 2026-12-03).
     """
+    if launch_blocking:  # no launch returns before its kernel ends: nothing runs beside a collective
+        tp_comm_overlap = ep_comm_overlap = False
     passes = 3 if recompute else 2  # forward, (recompute), backward
     coll_passes = passes if recompute_collectives else 2
     act = tokens * hidden * dtype_bytes
@@ -207,14 +215,16 @@ def model_parallel_comm(
             expert = 2 * ep_passes * moe_layers * one + (ep_passes - 1) * counts  # dispatch + combine
     p2p = 0.0
     if pp > 1:
-        # activation forward, its gradient back, from each of the rank's v chunks; half hidden
+        # activation forward, its gradient back, from each of the rank's v chunks; half hidden (launch_blocking:
+        # the host waits for each send, none hidden)
         scatter = pp_scatter_gather and tp > 1 and not sequence_parallel
         send = act / tp if (sequence_parallel or scatter) and tp > 1 else act
         send_s = p2p_send_latency_s(crosses_nodes=pp_nodes > 1) if latency_s is None else latency_s
         # scatter/gather: the received slices all-gathered over the tensor-parallel group, one per send
         gather_s = coll.all_gather_seconds(total_bytes=act, ranks=tp, bus_bytes_per_s=tp_bus_bytes_per_s,
                                            nodes=tp_nodes) if scatter else 0.0
-        p2p = 0.5 * 2 * max(1, virtual_stages) * (send / pp_bytes_per_s + send_s + gather_s)
+        p2p = (1.0 if launch_blocking else 0.5) * 2 * max(1, virtual_stages) * (send / pp_bytes_per_s + send_s
+                                                                                 + gather_s)
     return ModelParallelComm(tensor, context, expert, p2p)
 
 

@@ -579,9 +579,11 @@ def train_step_time(
     chunk reorders); ``te_layers``: the decoder layers are Megatron-Core's Transformer Engine modules, whose linears'
     Python forward and backward add host seconds per call beyond the per-kernel rates times ``kernel_factor``
     (``te_host.te_forward_host_seconds`` / ``te_backward_host_seconds``; a full recompute's forward too);
-    ``recompute_whole_layer``: full recompute by a re-entrant checkpoint (Megatron's, DeepSpeed's), which re-runs the
-    layer's last linear and residual add too (``inventory.StepInventory.layers_recompute_whole``); otherwise torch's
-    non-re-entrant checkpoint, which stops at the last saved tensor.
+    ``recompute_whole_layer``: full recompute by a re-entrant checkpoint (Megatron's, DeepSpeed's, torch's with
+    ``use_reentrant=True``), which re-runs the layer's last linear and residual add too
+    (``inventory.StepInventory.layers_recompute_whole``); otherwise torch's non-re-entrant checkpoint, which stops at
+    the last saved tensor. The card chooses (``plan.time.checkpoint_reentrant``: ``loop.checkpoint_reentrant``, else
+    re-entrant for Megatron-Core layers and LLaMA-Factory's presets).
     """
     mp = model_parallel
     gradient_checkpointing = gradient_checkpointing or selective != "none" or bool(recompute_modules)
@@ -789,6 +791,11 @@ def train_step_time(
                              f" {max(1.0, trained_tensors - 3 * layers):.0f} slice copies add {copies_s:.3f} s")
             if not parallel.overlap_comm and st in ("zero1", "zero2"):
                 comm = coll.reductions_on_compute_stream(overlapped=comm)
+        if launch_blocking:
+            # CUDA_LAUNCH_BLOCKING=1: each NCCL launch returns when its collective has finished, so the backward's
+            # next kernel waits for every reduction (and a gather for its forward): nothing is hidden
+            # (launch_blocking_syncs cites the CUDA programming guide's text)
+            comm = coll.CommTime(comm.total_s, comm.total_s)
         notes.append(f"collectives at {bus / 1e9:.0f} GB/s bus bandwidth ({'crossing nodes' if crosses else 'in a node'});"
                      f" {comm.total_s:.3f} s in all, {comm.exposed_s:.3f} s not hidden by compute")
         if hsdp is not None and hsdp.replicas > 1:
@@ -842,7 +849,7 @@ def train_step_time(
                                                                            or "core_attn" in recompute_modules),
                                      rates=rates, micro_steps=micro_steps,
                                      recompute_collectives=selective != "core_attention" and not recompute_modules,
-                                     expert_recompute="moe" in recompute_modules)
+                                     expert_recompute="moe" in recompute_modules, launch_blocking=launch_blocking)
         for name, secs in (("tensor_parallel", mpc.tensor_s), ("context_parallel", mpc.context_s),
                            ("expert_parallel", mpc.expert_s), ("pipeline_p2p", mpc.pipeline_p2p_s)):
             if secs:
@@ -1037,12 +1044,13 @@ def _expert_bus(rates: DeviceRates, parallel: Parallel, eranks: int) -> float:
 def model_parallel_comm_of(spec: ModelSpec, mp: ModelParallel, *, tokens: float, rates: DeviceRates, recompute: bool,
                            fwd: PassTime = ZERO_PASS, bwd: PassTime = ZERO_PASS,
                            recompute_collectives: bool = True, micro_steps: int = 1,
-                           expert_recompute: bool = False) -> ModelParallelComm:
+                           expert_recompute: bool = False, launch_blocking: bool = False) -> ModelParallelComm:
     """The model-parallel traffic of one micro-step of ``tokens`` on a rank of ``spec``'s shard (``fwd`` / ``bwd``:
     the passes whose attention hides ring context-parallel exchanges, whose GEMMs hide overlapped TP collectives and
     which hide each other's overlapped EP all-to-alls; ``recompute_collectives``: False where only core attention is
     recomputed; ``micro_steps``: per step, for the EP overlap's unpaired first and last micro-batches;
-    ``expert_recompute``: the EP dispatch and combine repeat in a recomputed MoE layer whatever the others do)."""
+    ``expert_recompute``: the EP dispatch and combine repeat in a recomputed MoE layer whatever the others do;
+    ``launch_blocking``: ``CUDA_LAUNCH_BLOCKING=1``, nothing hidden, ``model_parallel.model_parallel_comm``)."""
     full = max(1, spec.num_full_attention_layers)
     moe_layers = sum(1 for i in range(spec.num_layers) if spec.moe.is_moe_layer(i)) if spec.moe else 0
     return model_parallel_comm(
@@ -1056,7 +1064,7 @@ def model_parallel_comm_of(spec: ModelSpec, mp: ModelParallel, *, tokens: float,
         attention_backward_s_per_layer=bwd.attention_s / full, virtual_stages=mp.virtual_stages,
         experts=spec.moe.num_experts * mp.ep if spec.moe else 0, sequence_parallel=mp.sequence_parallel,
         recompute_collectives=recompute_collectives, tp_comm_overlap=mp.tp_comm_overlap,
-        expert_recompute=expert_recompute, pp_scatter_gather=mp.pp_scatter_gather,
+        expert_recompute=expert_recompute, pp_scatter_gather=mp.pp_scatter_gather, launch_blocking=launch_blocking,
         gemm_forward_s=fwd.gemm_s, gemm_backward_s=bwd.gemm_s, moe_dispatcher=mp.moe_dispatcher,
         ep_ranks_per_node=mp.ep_ranks_per_node, ep_nic_bytes_per_s=mp.ep_nic_bytes_per_s,
         ep_nvlink_bytes_per_s=mp.ep_nvlink_bytes_per_s, moe_groups=spec.moe.n_group if spec.moe else 1,

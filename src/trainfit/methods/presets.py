@@ -12,6 +12,7 @@ from typing import Any
 
 from trainfit.errors import CardError
 from trainfit.spec.dotted import merge_under
+from trainfit.spec.enums import FSDP_STRATEGIES, Strategy
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,6 +260,14 @@ def apply_preset(card_data: dict[str, Any], name: str) -> dict[str, Any]:
     merged = merge_under(defaults, card_data)
     if name == "verl" and merged.get("scope", "full") != "full" and "sleep_level" not in (card_data.get("rollout") or {}):
         merged["rollout"] = {**merged["rollout"], "sleep_level": 1}  # verl sleeps at level 1 when it syncs an adapter
+    if (name == "skyrl" and merged.get("scope", "full") != "full"
+            and str((merged.get("parallel") or {}).get("strategy", Strategy.FSDP)) in {s.value for s in FSDP_STRATEGIES}
+            and "sleep_level" not in (card_data.get("rollout") or {})):
+        # SkyRL forces sleep level 1 when it syncs LoRA adapters (RemoteInferenceClient.sleep l.1041-1048: level 2
+        # would discard the base weights): FSDP whenever lora.rank > 0; Megatron merges the adapter into the base
+        # weights by default (MegatronLoraConfig.merge_lora True, skyrl/train/config/config.py l.325) and syncs full
+        # weights, so it keeps level 2 (_uses_lora_weight_sync, inference_servers/utils.py l.23-34 @2e9c89af)
+        merged["rollout"] = {**merged["rollout"], "sleep_level": 1}
     merged["preset"] = name
     return merged
 

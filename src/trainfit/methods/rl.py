@@ -37,7 +37,8 @@ from trainfit.memory.logits import trl_fused_logprob_bytes, verl_compiled_entrop
 from trainfit.memory.params import param_tensors
 from trainfit.memory.phases import PhasePeak, StepTerms, step_peaks
 from trainfit.memory.weights import count_scale, weight_bytes
-from trainfit.methods.roles import critic_model, group_sizes, old_logprob_pass, reference_placement, reward_model
+from trainfit.methods.roles import (REFERENCE_OFFLOAD_PRESETS, critic_model, group_sizes, old_logprob_pass,
+                                    reference_placement, reward_model)
 from trainfit.rollout.vllm import EngineConfig, EngineMemory, RolloutDemand, engine_memory, sleep_resident_bytes
 from trainfit.spec.card import RunCard
 from trainfit.spec.enums import (
@@ -280,18 +281,25 @@ GPU only for the update:
   nemo_rl/algorithms/grpo.py lines 1518-1550; nemo_rl/models/policy/workers/megatron_policy_worker.py lines
   1360-1397, dtensor_policy_worker_v2.py lines 1399-1434; v0.3.0 and v0.4.0 ``prepare_for_lp_inference`` calls
   ``offload_before_refit`` itself). Its reference pass runs on the policy's own storage (``roles.reference:
-  host_swap``), so the weights are on the GPU for both passes.
-
-Not miles: its colocated actor's ``train()`` calls ``wake_up()``, which resumes every torch_memory_saver region
-(optimizer included) before ``train_actor`` runs the log-prob passes (radixark/miles
-@bb6f7dbd319d519d3a333a5ae6bdeac21d8ed59a miles/backends/megatron_utils/actor.py lines 327-341, 386-397, 503-537).
+  host_swap``), so the weights are on the GPU for both passes;
 * SkyRL, colocated: ``WorkerDispatch.forward`` backloads the model only (``_ensure_on_gpu(model,
   need_optimizer=False)``), ``forward_backward`` the optimizer as well; the optimizer went to the host before the
   previous sync (``_prepare_for_weight_sync``). A pass of another model (the reference, the critic) first offloads
   the policy's weights and optimizer both (``_ensure_on_gpu`` offloads the rest of the colocation group,
   ``offload_to_cpu()`` with its defaults), as verl's standalone reference leaves them on the host (NovaSky-AI/SkyRL
   @2e9c89afceb3ef7963748224373ad88882322c99 skyrl/backends/skyrl_train/workers/worker_dispatch.py lines 140-170,
-  201-229, 311-351, 590-604)."""
+  201-229, 311-351, 590-604).
+
+Not miles: its colocated actor's ``train()`` calls ``wake_up()``, which resumes every torch_memory_saver region
+(optimizer included) before ``train_actor`` runs the log-prob passes (radixark/miles
+@bb6f7dbd319d519d3a333a5ae6bdeac21d8ed59a miles/backends/megatron_utils/actor.py lines 327-341, 386-397, 503-537)."""
+
+
+OTHER_MODEL_PASS_POLICY_AWAY_PRESETS = ("verl", "skyrl")
+"""Frameworks of ``LOGPROB_OPTIMIZER_AWAY_PRESETS`` whose passes of another model (the reference, the critic, the
+reward model) run with the policy's offloaded weights still in host RAM: verl's standalone workers never load the
+actor's state, SkyRL's ``_ensure_on_gpu`` offloads the rest of the colocation group first (both cited above). Not
+NeMo RL: its reference runs on the policy's own storage."""
 
 
 def frozen_pass_offloaded(card: RunCard, mode: Offload, *, actor_weights: bool) -> tuple[str, ...]:
@@ -301,7 +309,7 @@ def frozen_pass_offloaded(card: RunCard, mode: Offload, *, actor_weights: bool) 
     where ``mode`` moved them. Other frameworks (and cards without a preset): nothing, the whole state counted."""
     if mode is Offload.NONE or card.preset not in LOGPROB_OPTIMIZER_AWAY_PRESETS:
         return ()
-    if actor_weights or card.preset not in ("verl", "skyrl"):
+    if actor_weights or card.preset not in OTHER_MODEL_PASS_POLICY_AWAY_PRESETS:
         return OPTIMIZER_SIDE
     return offloaded_components(mode)
 
@@ -553,6 +561,17 @@ def rl_groups(
         ref_away = other_away if ref_place is RefPlacement.GPU else own_away  # LoRA / host swap: the actor's weights
         peaks.append(PhasePeak(Phase.REF_LOGPROB, _without(trainer_resident, ref_away) | extras() | {"logprob_pass": tr},
                                "reference log-probs"))
+    elif ref_place is RefPlacement.CPU and card.preset in REFERENCE_OFFLOAD_PRESETS:
+        # SkyRL: the reference comes to the GPU for its own pass (its bf16 shard, as the trainer's layout shards it)
+        # after _ensure_on_gpu has sent the policy's weights and optimizer to the host (other_away), and leaves after
+        # it (roles.REFERENCE_OFFLOAD_PRESETS; WorkerDispatch._ensure_on_gpu, worker_dispatch.py l.140-170 @2e9c89af)
+        tr = forward_only_transient(spec, sequences=mbs, seq_len=seq, chunked=chunked, gathered_units=_gathered(actor),
+                                    divides_by_temperature=card.method is Method.GRPO, kernel=card.loss.kernel.value,
+                                    temperature_copy=card.loss.temperature_copy,
+                                    entropy=card.loss.logprob_entropy is LogprobEntropy.EVERY_PASS)
+        on_gpu = {"reference_weights": frozen_weights(spec, card, divisor=weights_divisor), "logprob_pass": tr}
+        peaks.append(PhasePeak(Phase.REF_LOGPROB, _without(trainer_resident, other_away) | extras() | on_gpu,
+                               "reference log-probs (the reference brought in, the policy offloaded)"))
     if old_logprob_pass(card):
         # the policy's own log-probs before the update (PPO's old policy; GRPO when each batch is reused
         # for several updates, or every step under verl / OpenRLHF / NeMo RL: ``roles.OLD_LOGPROB_PRESETS``, and TRL

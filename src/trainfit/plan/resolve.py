@@ -12,6 +12,7 @@ from trainfit.catalog.gpus import GpuSpec, custom_gpu, resolve_gpu
 from trainfit.catalog.models import resolve_model
 from trainfit.errors import CardError
 from trainfit.spec.card import RunCard
+from trainfit.spec.enums import AdapterDtype, LoraDropoutPosition
 from trainfit.spec.model import ModelSpec
 from trainfit.spec.training import LoraSpec, TrainableSpec
 
@@ -63,7 +64,7 @@ def gpu_of(card: RunCard) -> GpuSpec:
 def trainable_spec(card: RunCard) -> TrainableSpec:
     lo = card.lora
     return _trainable(card.scope, lo.rank, lo.alpha, card.lora_targets, lo.dropout, lo.double_quant,
-                      4 if lo.adapter_dtype.value == "fp32" else 2, lo.dropout_position.value == "post")
+                      4 if lo.adapter_dtype is AdapterDtype.FP32 else 2, lo.dropout_position is LoraDropoutPosition.POST)
 
 
 @lru_cache(maxsize=1024)

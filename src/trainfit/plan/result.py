@@ -5,6 +5,7 @@ Typed results only; no arithmetic beyond the properties that pick the peak and t
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from trainfit.catalog.gpus import GpuSpec
@@ -33,6 +34,18 @@ class PhaseResult:
     def tensor_bytes(self) -> float:
         """``allocated`` without the cuBLAS workspaces: the live tensors a fake-tensor trace measures."""
         return self.allocated - self.overhead.cublas_workspace
+
+
+PEAK_TIE_BYTES = 1024
+"""Device figures within this of the largest tie for the peak: the phases of a step share the reserved high-water
+mark, or paged memory fills the card."""
+
+
+def peak_phase(phases: Sequence[PhaseResult]) -> PhaseResult:
+    """The phase with the largest device figure; among ties (within ``PEAK_TIE_BYTES``) the largest allocated, the
+    first of equals."""
+    top = max(p.device for p in phases) - PEAK_TIE_BYTES
+    return max((p for p in phases if p.device >= top), key=lambda p: p.allocated)
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,14 +112,8 @@ class Plan:
 
     @property
     def peak(self) -> PhaseResult:
-        """The phase with the largest device figure; among ties (within 1 KiB: the phases of a step
-        share the reserved high-water mark, or paged memory fills the card) the largest allocated."""
-        top = max(p.device for p in self.phases) - 1024
-        best = None
-        for p in self.phases:
-            if p.device >= top and (best is None or p.allocated > best.allocated):
-                best = p
-        return best
+        """The phase with the largest device figure; among ties the largest allocated (``peak_phase``)."""
+        return peak_phase(self.phases)
 
     @property
     def capacity_bytes(self) -> int:

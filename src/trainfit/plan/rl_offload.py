@@ -55,8 +55,9 @@ FSDP2, ``model.to("cpu", non_blocking=True)`` and the AdamW states likewise (dis
 non-blocking device-to-host copies land in pinned memory (``_to_copy``: ``pin_out`` when ``non_blocking`` and the
 target is the CPU, pytorch/pytorch aten/src/ATen/native/TensorConversions.cpp
 @fc9325ea0d1cae1bbff1b67e6962e66fe562b39a), from PyTorch's caching host allocator after the first step. A reference
-model (a separate actor group under ``colocate_all``) makes its own round trip for its pass; not priced here (the
-card keeps it on the GPU)."""
+model (a separate actor group under ``colocate_all``) makes its own round trip for its pass: a colocated
+full-weight SkyRL card places it on the host (``methods.roles.reference_placement`` returns ``RefPlacement.CPU``,
+``REFERENCE_OFFLOAD_PRESETS``) and ``_offloaded_reference_bytes`` prices its bf16 shard once each way per step."""
 
 
 STATE_OFFLOAD_OPTIMIZER_BYTES = 12
@@ -239,11 +240,12 @@ def host_copy_rates(card: RunCard, r: DeviceRates, gpu: GpuSpec, *,
             first_touch_copy_bytes_per_s(pageable_bytes_per_s=pageable, coherent_host_link=coherent))
 
 
-def _offloaded_reference_bytes(card: RunCard, spec: ModelSpec, megatron_weights: float, *, shard_ranks: int) -> float:
+def _offloaded_reference_bytes(card: RunCard, spec: ModelSpec, *, megatron_weight_bytes: float,
+                               shard_ranks: int) -> float:
     """Bytes of one GPU's share of a reference model that ``REFERENCE_OFFLOAD_PRESETS`` moves in for its pass and out
     after it, once each way per step: none without a reference pass. SkyRL builds it in bf16 (``trainer.bf16`` True,
     skyrl/train/config/config.py l.931 @2e9c89afceb3ef7963748224373ad88882322c99): under Megatron the rank's bf16
-    shard of the card's layout (``megatron_weights``), under FSDP its bf16 shard over ``shard_ranks``."""
+    shard of the card's layout (``megatron_weight_bytes``), under FSDP its bf16 shard over ``shard_ranks``."""
     from trainfit.methods.roles import REFERENCE_OFFLOAD_PRESETS, kl_coef, reference_placement
     from trainfit.spec.enums import RefPlacement
 
@@ -251,7 +253,7 @@ def _offloaded_reference_bytes(card: RunCard, spec: ModelSpec, megatron_weights:
             or kl_coef(card) <= 0):
         return 0.0
     if card.parallel.strategy not in FSDP_STRATEGIES:
-        return megatron_weights
+        return megatron_weight_bytes
     return weight_bytes(spec, weights=Dtype.BF16, compute=ComputeDtype.BF16, trainable=TrainableSpec()).base / max(
         1, shard_ranks)
 
@@ -309,7 +311,8 @@ def trainer_state_offload_phase(card: RunCard, spec: ModelSpec, r: DeviceRates, 
         if mode is Offload.PARAMS_AND_OPTIMIZER and card.preset in ONE_WEIGHT_ROUND_TRIP_PRESETS:
             # once each way, pinned (ONE_WEIGHT_ROUND_TRIP_PRESETS); the offloaded reference's bf16 weights too when
             # the step runs its pass (methods.roles.REFERENCE_OFFLOAD_PRESETS)
-            moved = (optimizer + weights + _offloaded_reference_bytes(card, spec, weights, shard_ranks=dp), 0.0)
+            moved = (optimizer + weights + _offloaded_reference_bytes(
+                card, spec, megatron_weight_bytes=weights, shard_ranks=dp), 0.0)
         elif mode is Offload.PARAMS_AND_OPTIMIZER:
             # the update and the sync, and the old-policy log-probs where the step has that pass
             w = weights * (3 if old_logprob_pass(card) else 2)

@@ -38,7 +38,7 @@ from trainfit.methods.roles import train_nodes
 from trainfit.plan.terms import fsdp_gathered_dtype, loss_input_copy_of, trained_dtype_bytes, zero_master_states
 from trainfit.spec.card import RunCard, pin_before
 from trainfit.spec.enums import Attention, ComputeDtype, ContextParallelKind, Dtype, Fp8Recipe, Method, Scope
-from trainfit.spec.enums import LayerKind
+from trainfit.spec.enums import AdapterDtype, LayerKind, LoraDropoutPosition
 from trainfit.spec.enums import FSDP_STRATEGIES, LossKernel, MoeDispatcher, MoeExperts, TensorParallelImpl
 from trainfit.spec.enums import Zero1ParamSync
 from trainfit.spec.model import ModelSpec
@@ -186,8 +186,8 @@ def adapter_of(card: RunCard, spec: ModelSpec) -> Adapter | None:
         return Adapter(rank=1, targets=())
     lo = card.lora
     return Adapter(rank=lo.rank, targets=card.lora_targets, dropout=lo.dropout,
-                   dropout_post=lo.dropout_position.value == "post", nf4_base=card.scope is Scope.QLORA,
-                   adapter_dtype_bytes=4 if lo.adapter_dtype.value == "fp32" else 2)
+                   dropout_post=lo.dropout_position is LoraDropoutPosition.POST, nf4_base=card.scope is Scope.QLORA,
+                   adapter_dtype_bytes=4 if lo.adapter_dtype is AdapterDtype.FP32 else 2)
 
 
 def _trained(card: RunCard, spec: ModelSpec) -> tuple[float, float, OptimizerSpec]:
@@ -472,6 +472,30 @@ def nvlink_gpus_per_node(gpu_id: str, per_node: int, group_gpus: int) -> int:
     return segment * per_node
 
 
+REENTRANT_CHECKPOINT_PRESETS = ("llamafactory-z2", "llamafactory-z3")
+"""Presets whose framework checkpoints layers re-entrantly by default: LLaMA-Factory's ``prepare_model_for_training``
+calls its ``_gradient_checkpointing_enable`` with ``{"use_reentrant": model_args.use_reentrant_gc}``, whose default is
+True (hiyouga/LLaMA-Factory @1d6e8b218240c154638f9bdcb76a1a089c27891b src/llamafactory/model/model_utils/
+checkpointing.py l.104-131, 164-167; src/llamafactory/hparams/model_args.py l.179-182), then ``partial(checkpoint,
+**kwargs)`` of torch.utils.checkpoint."""
+
+
+def checkpoint_reentrant(card: RunCard) -> bool:
+    """Whether full activation recompute re-runs the whole layer (a re-entrant checkpoint): ``loop.checkpoint_reentrant``
+    as set, else the framework's default. Re-entrant: Megatron-Core's full recompute (its ``CheckpointFunction``,
+    ``tensor_parallel_impl`` megatron) and the presets of ``REENTRANT_CHECKPOINT_PRESETS``. DeepSpeed's activation
+    checkpointing is re-entrant too (``deepspeed.checkpointing.checkpoint`` runs ``CheckpointFunction.apply``, a
+    ``torch.autograd.Function``; deepspeedai/DeepSpeed @edaa7221267243c7be7fb49c5d5f5c4fb97b4641
+    deepspeed/runtime/activation_checkpointing/checkpointing.py l.567, 1058-1086), but a DeepSpeed ZeRO card does
+    not say whether the model calls it or the HF Trainer's checkpointing; the HF Trainer's own default
+    (``gradient_checkpointing_enable`` without kwargs, reportedly ``use_reentrant=True`` through transformers 4.x) is
+    not read here. Neither is a default: set ``loop.checkpoint_reentrant`` for such a run."""
+    if card.loop.checkpoint_reentrant is not None:
+        return card.loop.checkpoint_reentrant
+    return (card.parallel.tensor_parallel_impl is TensorParallelImpl.MEGATRON
+            or card.preset in REENTRANT_CHECKPOINT_PRESETS)
+
+
 def training_time(
     card: RunCard, spec: ModelSpec, rates: DeviceRates, *, ranks: int, gpus_per_node: int, micro_batch_size: int,
     seq_len: int, micro_steps: int, work_cv: float = 0.0, attention_context: float | None = None,
@@ -558,9 +582,9 @@ def training_time(
         megatron_experts=par.tensor_parallel_impl is TensorParallelImpl.MEGATRON,
         # Megatron-Core's layers are Transformer Engine's modules: their Python backward (compute.te_host)
         te_layers=par.tensor_parallel_impl is TensorParallelImpl.MEGATRON,
-        # Megatron's full recompute is its re-entrant CheckpointFunction: the whole layer re-runs, its last linear and
-        # residual add included (compute.inventory.StepInventory.layers_recompute_whole)
-        recompute_whole_layer=par.tensor_parallel_impl is TensorParallelImpl.MEGATRON,
+        # a re-entrant checkpoint re-runs the whole layer, its last linear and residual add included
+        # (compute.inventory.StepInventory.layers_recompute_whole; checkpoint_reentrant)
+        recompute_whole_layer=checkpoint_reentrant(card),
         expert_streams=par.moe_experts is MoeExperts.GROUPED_STREAMS,
         unpad_call_syncs=llm_foundry_unpad_syncs(card),
         attention_kernel=kernel,

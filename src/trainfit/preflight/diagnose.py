@@ -20,7 +20,7 @@ from typing import Any
 from trainfit.errors import TrainfitError
 from trainfit.preflight.oom import Frame, OomMessage, last_oom, traceback_before
 from trainfit.spec.card import RunCard
-from trainfit.spec.enums import Method, Phase
+from trainfit.spec.enums import Method, Phase, Scope
 from trainfit.units import GIB, MIB
 
 ONE_VARIABLE_ADVICE = (
@@ -541,7 +541,7 @@ def _variants(card: RunCard) -> list[tuple[str, dict[str, Any]]]:
                         {"rollout.tensor_parallel": ro.tensor_parallel * 2}))
     if card.scope.value == "full":
         out.append(("scope -> lora", {"scope": "lora"}))
-    elif card.scope.value == "lora":
+    elif card.scope is Scope.LORA:
         out.append(("scope -> qlora", {"scope": "qlora", "precision.weights": None}))
     if card.world_size > 1 and p.strategy.value in ("single", "ddp", "zero1", "zero2", "fsdp_grad_op"):
         out.append((f"parallel.strategy {p.strategy.value} -> fsdp (shard weights too)", {"parallel.strategy": "fsdp"}))

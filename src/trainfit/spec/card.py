@@ -574,6 +574,12 @@ class LoopSection(_Section):
         False, description="The run sets CUDA_LAUNCH_BLOCKING=1: every kernel launch returns only when the kernel has"
         " finished, so the host's dispatch of each kernel and the kernel itself run one after the other"
         " (compute.training.pass_seconds). BigScience's BLOOM-176B scripts set it to avoid a hang.")
+    checkpoint_reentrant: bool | None = Field(
+        None, description="Full activation recompute by a re-entrant checkpoint (torch.utils.checkpoint"
+        " use_reentrant=True, Megatron's and DeepSpeed's CheckpointFunction): the whole layer re-runs in the"
+        " backward, its last linear and residual add included; false: torch's non-re-entrant checkpoint, which stops"
+        " at the last saved tensor. None: the framework's default (plan.time.checkpoint_reentrant: Megatron-Core"
+        " layers and the llamafactory presets re-entrant, else non-re-entrant). Time only.")
 
     @model_validator(mode="after")
     def _dtype_needs_kept(self) -> LoopSection:

@@ -120,10 +120,12 @@ together with the Blackwell cuDNN attention rates (``attention_time``, "Known ga
 before either: each card's own MSMF (B200, H200, B300, MI300X, A100 PCIe) moves the B200 Transformer Engine rows'
 median |error| 11.8 -> 8.4 %, but the GB200 rows (no MSMF; median error already -10.5 % before either change) stay
 13.8 % and the held-out half of the Blackwell rows goes 12.8 -> 14.1 %; the H200's MSMF for the H100 too (the same die
-and 700 W) moves all 894 rows 10.1 -> 10.4 % (LoRA 7.7 -> 9.4 %), so on Hopper the burst MAMF is what this model
-reproduces; Blackwell's loss beyond the H200's (B200 0.93; GB200 0.94 from the B200's MSMF at (1,200 / 1,000)^(1/3),
-``power_limited_rates``) gives the Blackwell held-out half 12.8 -> 13.1 % and the B200 rows 11.8 -> 14.9 %. None is
-taken; the MAMF fractions above stay."""
+and 700 W) moves all 894 rows 10.1 -> 10.4 % (LoRA 7.7 -> 10.3 %; held-out half 10.15 -> 10.73 %), so on Hopper the
+burst MAMF is what this model reproduces. Each card's loss relative to the H200's instead (the MSMF / MAMF ratio over
+0.888: B200 0.93, GB200 0.94 from the B200's MSMF at (1,200 / 1,000)^(1/3) as in ``power_limited_rates``) gives the
+Blackwell held-out half 12.8 -> 13.1 % and the B200 rows 11.8 -> 14.9 %, and the same rule speeds the MI300X by 1.10
+(its MAMF is already capped at 750 W, note 9), whose rows are too fast already (torchao Llama3-8B -33 -> -38 %).
+None is taken; the MAMF fractions above stay."""
 _MAMF_SOURCE = "stas00/ml-engineering compute/accelerator/README.md (MAMF table)"
 _OTHER_MATMUL_FRACTION = {
     "rtx4090": (0.970, "torch.matmul bf16 8192^3 160.17 TFLOP/s on an RTX 4090 (torch 2.7, cu128): github.com/zzc0721/"

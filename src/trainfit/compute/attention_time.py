@@ -25,7 +25,13 @@ a GB300 (benchmark/sdpa_benchmark_training/artifacts/sdpa_bf16_benchmark_results
 NeMo / Megatron-Bridge rows keep the ``auto`` 0.45 / 0.34. Taken, those rates move 72 Blackwell rows: the GB300
 rows closer (median 22.7 -> 12.7 %), the B200 and GB200 rows past zero (11.8 -> 19.1 %, 12.2 -> 13.6 %; the
 held-out half of all Blackwell rows 12.8 -> 15.1 %). Something else in the B200 / GB200 step is too fast, and the
-faster attention would expose it; not taken until that is found.
+faster attention would expose it; not taken until that is found. Checked per term on the dense Llama rows against the
+same recipes on H100: the host launch term lies under the GPU time on both (so CUDA graphs cannot move them), and
+matmuls, attention (at the cuDNN rates above) and memory-bound kernels scale about as the rates do (B200 / H100,
+Llama3-8B fp8, Megatron-Bridge 25.11: 2.2 / 2.2 / 2.5 against 2.1 published). A sustained (power-capped) matmul rate
+is the one published candidate, and it does not close the GB200 rows (``rates._MAMF_FRACTION``, "Not taken, sustained matmul rates"). The GB200 and GB300 Llama3-70B rows
+offload the activations of 40 and 20 of 80 layers to the Grace host (their entries' notes), planned as no offload;
+that time is not priced.
 
 Head dimension: the rates above are at head dim 128. A narrower head halves each tile's matmul work against the
 same softmax, masking and Q/O traffic per score, so the kernels run further below the matmul rate. The factor

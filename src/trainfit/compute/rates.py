@@ -106,7 +106,26 @@ rating (the README's note 24: GB300 NVL72 is GB200 NVL72 with faster fp4 and mor
 GH200: row "NVIDIA GH200 SXM | 828.6 | 989 | 83.8% | 1024x15360x4096 | 2.6.0+cu126 | 900W 141GiB HBM3e version" (l.351):
 the same Hopper die and module power as the catalog's 96 GB HBM3 GH200, so its ratio.
 Cards with no row keep the default, stated in the plan: the other Ada cards (L4, RTX 6000 Ada, as the L40S and L40),
-A40 (as the RTX A6000), H200 NVL (as the H100 NVL), T4 and V100 (fp16)."""
+A40 (as the RTX A6000), H200 NVL (as the H100 NVL), T4 and V100 (fp16).
+
+Not taken, sustained matmul rates (MSMF). A later version of the same README (stas00/ml-engineering
+``compute/accelerator/README.md`` @0359db89793c313e90e4f8a8bc8a2b1514ba00ae, "Maximum Achievable and Sustainable
+Matmul FLOPS comparison table", mamf-finder v4) adds MSMF: the rate a shape holds over a 2 s window with the board at
+its power limit, the node's other GPUs running matmuls too ("Siblings yes"), which it calls the one to use for
+training. BF16: H200 755 (76.3 %; MAMF 850), ~685-688 W at 1,860-1,918 MHz (note 3); B200 1,439 (64.0 %; MAMF 1,737),
+~978-987 W at 1,399-1,443 MHz of its 1,965 MHz boost (note 6). FP8: H200 1,354 (68.4 %), B200 2,788 (62.0 %) (notes
+11-12). B300 1,519 / 2,969 measured alone (siblings idle); no H100, GB200 or GB300 row. A B200 held at its power cap
+keeps 0.83 of its burst rate, an H200 0.89: Blackwell loses more under sustained load. Tried on the step-time rows
+together with the Blackwell cuDNN attention rates (``attention_time``, "Known gap, Blackwell"), against those rows
+before either: each card's own MSMF (B200, H200, B300, MI300X, A100 PCIe) moves the B200 Transformer Engine rows'
+median |error| 11.8 -> 8.4 %, but the GB200 rows (no MSMF; median error already -10.5 % before either change) stay
+13.8 % and the held-out half of the Blackwell rows goes 12.8 -> 14.1 %; the H200's MSMF for the H100 too (the same die
+and 700 W) moves all 894 rows 10.1 -> 10.4 % (LoRA 7.7 -> 10.3 %; held-out half 10.15 -> 10.73 %), so on Hopper the
+burst MAMF is what this model reproduces. Each card's loss relative to the H200's instead (the MSMF / MAMF ratio over
+0.888: B200 0.93, GB200 0.94 from the B200's MSMF at (1,200 / 1,000)^(1/3) as in ``power_limited_rates``) gives the
+Blackwell held-out half 12.8 -> 13.1 % and the B200 rows 11.8 -> 14.9 %, and the same rule speeds the MI300X by 1.10
+(its MAMF is already capped at 750 W, note 9), whose rows are too fast already (torchao Llama3-8B -33 -> -38 %).
+None is taken; the MAMF fractions above stay."""
 _MAMF_SOURCE = "stas00/ml-engineering compute/accelerator/README.md (MAMF table)"
 _OTHER_MATMUL_FRACTION = {
     "rtx4090": (0.970, "torch.matmul bf16 8192^3 160.17 TFLOP/s on an RTX 4090 (torch 2.7, cu128): github.com/zzc0721/"

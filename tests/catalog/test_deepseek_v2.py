@@ -1,4 +1,4 @@
-"""DeepSeek-V2 (model_type deepseek_v2): DeepSeek-V3's parameter layout, exact counts, plans refused.
+"""DeepSeek-V2 (model_type deepseek_v2): DeepSeek-V3's parameter layout and machinery, its own router, exact counts.
 
 The config is DeepSeek-V2-Lite's architecture (16 heads of MLA without query compression, 64 routed experts top-6,
 2 shared, layer 0 dense), as transformers v5.24.0 ``DeepseekV2Config`` reads it."""
@@ -70,9 +70,16 @@ def test_unbuilt_variants_are_refused_in_one_line(over, field):
     assert "\n" not in str(err.value)
 
 
-def test_plans_are_refused_with_the_reason():
+def test_plans_with_deepseek_v3s_machinery_and_its_own_router():
     s = _spec()
-    assert "rotary" in s.unplanned and "router" in s.unplanned and "\n" not in s.unplanned
+    assert not s.unplanned and s.moe.softmax_router
+    from trainfit.memory.arch_activations import deepseek_moe_block_bytes
+    import dataclasses
+    v3_router = dataclasses.replace(s, moe=dataclasses.replace(s.moe, softmax_router=False))
+    T, E = 1000, 64
+    # greedy: the V3 router's group top-2 and group top-k indices, group mask and renormalisation are not saved
+    assert deepseek_moe_block_bytes(v3_router, tokens=T) - deepseek_moe_block_bytes(s, tokens=T) == T * (
+        8 * 2 + 8 + E + 4 + 4 * 6)
 
 
 @pytest.mark.parametrize("over", [{}, {"q_lora_rank": 1536, "num_hidden_layers": 3},

@@ -66,18 +66,15 @@ plus per-head q_norm / k_norm (transformers v5.24.0 models/gemma3/modeling_gemma
 l.367-370) with sliding-window layers every ``sliding_window_pattern`` (configuration_gemma3.py l.105-110) and no
 softcapping; trainfit's Gemma-2 activation model is eager-attention with softcapping, so neither fits."""
 
-DEEPSEEK_V2_UNPLANNED = (
-    "DeepSeek-V2's rotary embedding (a complex multiply of fp32 copies of q_pe and k_pe) and its softmax router"
-    " differ from DeepSeek-V3's rotate_half rotary and sigmoid router, and have no activation or time model yet"
-    " (parameter counts are exact)")
-"""Why a ``deepseek_v2`` plan is refused (transformers v5.24.0 models/deepseek_v2/modeling_deepseek_v2.py):
-``apply_rotary_emb`` l.259-269 views ``q_pe.float()`` / ``k_pe.float()`` as complex and multiplies them by
-``freqs_cis`` (the autograd saves differ from DeepSeek-V3's ``apply_rotary_pos_emb``), and ``DeepseekV2TopkRouter``
-l.98-117 takes a softmax over the fp32 logits, a plain (``greedy``) or group-max (``group_limited_greedy``) top-k
-and no renormalisation, where DeepSeek-V3 takes a sigmoid, adds ``e_score_correction_bias``, ranks groups by their
-top-2 sum, gathers and renormalises. The parameters are DeepSeek-V3's layout exactly (same MLA projections and
-norms, an fp32 ``gate.weight`` l.92, fused experts l.47-60, one shared MLP of moe_intermediate_size x
-n_shared_experts l.126-128, dense MLPs below first_k_dense_replace l.428)."""
+DEEPSEEK_V2_MAPPING = "deepseek_v2 is planned as DeepSeek-V3's layout with its own router"
+"""How a ``deepseek_v2`` model is planned (transformers v5.24.0 models/deepseek_v2/modeling_deepseek_v2.py, compared op
+by op with models/deepseek_v3/modeling_deepseek_v3.py). The same: the parameters (MLA projections and norms, an fp32
+``gate.weight`` l.92, fused experts l.47-60, one shared MLP of moe_intermediate_size x n_shared_experts l.126-128,
+dense MLPs below first_k_dense_replace l.428) and what attention saves: ``apply_rotary_emb`` l.259-272 multiplies
+fp32 complex views of q_pe / k_pe (one fp32 copy saved per operand) where DeepSeek-V3's ``apply_rotary_pos_emb``
+saves two bf16 tensors (x and rotate_half(x)) per operand, the same bytes (measured with saved_tensors_hooks,
+``tests/unit/test_arch_activations.py``). Different: the router (``MoeSpec.softmax_router``, l.98-117). The yarn
+``mscale_all_dim`` softmax scale (``yarn_apply_mscale``, l.346) changes no size or FLOP."""
 
 _TOP_LEVEL_WRAPPERS = {"qwen3_5": "qwen3_5_text", "qwen3_6": "qwen3_5_text", "llama4": "llama4_text"}
 
@@ -298,7 +295,7 @@ def spec_from_hf_config(
         # (transformers v5.24.0 src/transformers/models/olmo2/modeling_olmo2.py l.213-214, 285-286, 299-316)
         extra = dict(qk_norm_full_width=True, post_block_norms=True)
     elif family == "deepseek_v2":
-        extra = dict(mla=mla, unplanned=DEEPSEEK_V2_UNPLANNED)
+        extra = dict(mla=mla)  # DEEPSEEK_V2_MAPPING
     elif family == "deepseek_v3":
         extra = dict(mla=mla, mtp_layers_declared=_int(dec, "num_nextn_predict_layers", name, least=0, most=16,
                                                        default=0))
@@ -438,7 +435,7 @@ def _deepseek_v2_moe(dec: dict[str, Any], name: str, layers: int) -> MoeSpec:
     grouped = method == "group_limited_greedy"
     moe = _deepseek_moe({**dec, "n_shared_experts": shared, "n_group": dec.get("n_group") if grouped else 1,
                          "topk_group": dec.get("topk_group") if grouped else 1}, name, layers)
-    return dataclasses.replace(moe, norm_topk_prob=False)
+    return dataclasses.replace(moe, norm_topk_prob=False, softmax_router=True)
 
 
 def _mixtral_moe(dec: dict[str, Any], name: str) -> MoeSpec:

@@ -2,7 +2,8 @@
 within 2% of the fake-tensor trace's (one GPU, full and LoRA, with and without checkpointing).
 
 Measured (hidden 256, 4 layers, 8 heads, seq 512, micro-batch 2): OPT -0.01/+0.03% (full, ckpt/no ckpt),
--0.79/+0.02% (LoRA); DeepSeek-V3 -0.06/+0.16%, -0.06/-1.21%; gpt-oss (eager) -0.04/-0.00%, LoRA -0.06/-0.01%;
+-0.79/+0.02% (LoRA); DeepSeek-V3 -0.06/+0.16%, -0.06/-1.21%; DeepSeek-V2 (no query compression, greedy softmax
+router) -0.08/-0.03%, LoRA -0.08/-0.02%; gpt-oss (eager) -0.04/-0.00%, LoRA -0.06/-0.01%;
 Qwen2-MoE (shared expert 512) -0.07/-0.00%, LoRA -0.11/-0.01% (without checkpointing -11.7% and LoRA -15.2% before
 its shared expert, sigmoid gate and norm_topk_prob=False were planned). With OPT's
 released dropout 0.1 the trace reads 1.83% higher without checkpointing: its CPU dropout keeps a bf16
@@ -31,6 +32,11 @@ CFGS = {
                          qk_rope_head_dim=8, v_head_dim=32, n_routed_experts=8, n_shared_experts=1,
                          num_experts_per_tok=2, moe_intermediate_size=128, first_k_dense_replace=1, n_group=4,
                          topk_group=2), "sdpa"),
+    "deepseek_v2": (dict(BASE, model_type="deepseek_v2", intermediate_size=512, num_key_value_heads=8,
+                         tie_word_embeddings=False, q_lora_rank=None, kv_lora_rank=64, qk_nope_head_dim=16,
+                         qk_rope_head_dim=16, v_head_dim=32, n_routed_experts=8, n_shared_experts=2,
+                         num_experts_per_tok=2, moe_intermediate_size=128, first_k_dense_replace=1,
+                         topk_method="greedy", n_group=1, topk_group=1, norm_topk_prob=False), "sdpa"),
     "qwen2_moe": (dict(BASE, model_type="qwen2_moe", intermediate_size=512, num_key_value_heads=8,
                        tie_word_embeddings=False, num_experts=8, num_experts_per_tok=2, moe_intermediate_size=128,
                        shared_expert_intermediate_size=512, decoder_sparse_step=1), "sdpa"),

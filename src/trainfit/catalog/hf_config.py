@@ -7,6 +7,7 @@ are unwrapped.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -24,6 +25,7 @@ SUPPORTED_FAMILIES = (
     "gemma2",
     "qwen3_5_text",
     "deepseek_v3",
+    "deepseek_v2",
     "gpt_oss",
     "opt",
     "llama4_text",
@@ -63,6 +65,16 @@ GEMMA3_UNPLANNED = (
 plus per-head q_norm / k_norm (transformers v5.24.0 models/gemma3/modeling_gemma3.py l.310-311, l.329-330,
 l.367-370) with sliding-window layers every ``sliding_window_pattern`` (configuration_gemma3.py l.105-110) and no
 softcapping; trainfit's Gemma-2 activation model is eager-attention with softcapping, so neither fits."""
+
+DEEPSEEK_V2_MAPPING = "deepseek_v2 is planned as DeepSeek-V3's layout with its own router"
+"""How a ``deepseek_v2`` model is planned (transformers v5.24.0 models/deepseek_v2/modeling_deepseek_v2.py, compared op
+by op with models/deepseek_v3/modeling_deepseek_v3.py). The same: the parameters (MLA projections and norms, an fp32
+``gate.weight`` l.92, fused experts l.47-60, one shared MLP of moe_intermediate_size x n_shared_experts l.126-128,
+dense MLPs below first_k_dense_replace l.428) and what attention saves: ``apply_rotary_emb`` l.259-272 multiplies
+fp32 complex views of q_pe / k_pe (one fp32 copy saved per operand) where DeepSeek-V3's ``apply_rotary_pos_emb``
+saves two bf16 tensors (x and rotate_half(x)) per operand, the same bytes (measured with saved_tensors_hooks,
+``tests/unit/test_arch_activations.py``). Different: the router (``MoeSpec.softmax_router``, l.98-117). The yarn
+``mscale_all_dim`` softmax scale (``yarn_apply_mscale``, l.346) changes no size or FLOP."""
 
 _TOP_LEVEL_WRAPPERS = {"qwen3_5": "qwen3_5_text", "qwen3_6": "qwen3_5_text", "llama4": "llama4_text"}
 
@@ -169,7 +181,7 @@ def spec_from_hf_config(
                               f" hidden_size = {hidden} (OPT)")
     else:
         head_dim = _int(dec, "head_dim", name, most=65_536, default=hidden // heads if hidden >= heads else None)
-    mla = _mla(dec, name) if family == "deepseek_v3" else None
+    mla = _mla(dec, name, family) if family in ("deepseek_v3", "deepseek_v2") else None
     if mla is not None:
         # the expanded keys: every head has its own qk_nope + qk_rope key and a v_head_dim value
         head_dim, kv_heads = mla.qk_head_dim, heads
@@ -181,6 +193,8 @@ def spec_from_hf_config(
     moe = None
     if family == "deepseek_v3":
         moe = _deepseek_moe(dec, name, layers)
+    elif family == "deepseek_v2":
+        moe = _deepseek_v2_moe(dec, name, layers)
     elif family == "gpt_oss":
         moe = _gpt_oss_moe(dec, name, intermediate)
     elif family == "llama4_text":
@@ -280,6 +294,8 @@ def spec_from_hf_config(
         # q_norm / k_norm over the full projected widths and norms after each block, none before it
         # (transformers v5.24.0 src/transformers/models/olmo2/modeling_olmo2.py l.213-214, 285-286, 299-316)
         extra = dict(qk_norm_full_width=True, post_block_norms=True)
+    elif family == "deepseek_v2":
+        extra = dict(mla=mla)  # DEEPSEEK_V2_MAPPING
     elif family == "deepseek_v3":
         extra = dict(mla=mla, mtp_layers_declared=_int(dec, "num_nextn_predict_layers", name, least=0, most=16,
                                                        default=0))
@@ -347,10 +363,17 @@ def _dropout(dec: dict[str, Any], name: str, key: str = "dropout", default: floa
     return float(p)
 
 
-def _mla(dec: dict[str, Any], name: str) -> MlaSpec:
-    """DeepSeek-V3's multi-head latent attention sizes (q_lora_rank null: no query compression)."""
+def _mla(dec: dict[str, Any], name: str, family: str = "deepseek_v3") -> MlaSpec:
+    """DeepSeek-V3's multi-head latent attention sizes (q_lora_rank null: no query compression).
+
+    DeepSeek-V2: q_lora_rank null is a plain q_proj (DeepSeek-V2-Lite), but an absent key is DeepseekV2Config's
+    default 1536 (transformers v5.24.0 models/deepseek_v2/configuration_deepseek_v2.py l.106), so only an explicit
+    null (or 0) drops the query compression."""
+    q_rank = _int(dec, "q_lora_rank", name, least=0, most=1_000_000, default=0)
+    if family == "deepseek_v2" and "q_lora_rank" not in dec:
+        q_rank = 1536
     return MlaSpec(
-        q_lora_rank=_int(dec, "q_lora_rank", name, least=0, most=1_000_000, default=0),
+        q_lora_rank=q_rank,
         kv_lora_rank=_int(dec, "kv_lora_rank", name, most=1_000_000),
         qk_nope_head_dim=_int(dec, "qk_nope_head_dim", name, least=0, most=65_536),
         qk_rope_head_dim=_int(dec, "qk_rope_head_dim", name, most=65_536),
@@ -379,6 +402,40 @@ def _deepseek_moe(dec: dict[str, Any], name: str, layers: int) -> MoeSpec:
         n_group=n_group,
         topk_group=_int(dec, "topk_group", name, most=n_group, default=1),
     )
+
+
+DEEPSEEK_V2_TOPK_METHODS = ("greedy", "group_limited_greedy")
+
+
+def _deepseek_v2_moe(dec: dict[str, Any], name: str, layers: int) -> MoeSpec:
+    """DeepSeek-V2 MoE as transformers v5.24.0 builds it (models/deepseek_v2/modeling_deepseek_v2.py): the
+    DeepSeek-V3 layout (``_deepseek_moe``: fused routed experts, an fp32 router weight, one shared MLP of
+    moe_intermediate_size x n_shared_experts, dense MLPs below first_k_dense_replace), with what differs:
+
+    - ``topk_method`` ``greedy`` (DeepseekV2Config's default, l.115) is a plain top-k over all experts, so
+      n_group / topk_group do not route (``n_group`` 1 here); ``group_limited_greedy`` keeps the groups
+      (l.104-115). Other methods (``noaux_tc`` is DeepSeek-V3's) are refused.
+    - ``norm_topk_prob`` is never applied (the router has no renormalisation, l.98-117): False.
+    - ``n_shared_experts`` is required to be at least 1: ``DeepseekV2Moe`` always builds and adds the shared MLP
+      (l.126-128, l.137), so a null or 0 count cannot be built.
+    - ``moe_layer_freq`` is not read by transformers (every layer from first_k_dense_replace on is MoE, l.428); a
+      value other than 1 is refused rather than counted as transformers builds it but the checkpoint does not."""
+    method = dec.get("topk_method", "greedy")
+    if method not in DEEPSEEK_V2_TOPK_METHODS:
+        raise ConfigError(f"{name}: config.json field 'topk_method' = {str(method)[:40]!r} is not modelled for"
+                          f" deepseek_v2; allowed: {', '.join(DEEPSEEK_V2_TOPK_METHODS)}")
+    freq = _int(dec, "moe_layer_freq", name, most=layers, default=1)
+    if freq != 1:
+        raise ConfigError(f"{name}: config.json field 'moe_layer_freq' = {freq} is not modelled (transformers'"
+                          " DeepseekV2 builds MoE in every layer from first_k_dense_replace on); allowed: 1")
+    shared = _int(dec, "n_shared_experts", name, least=0, most=1024, default=2)
+    if shared < 1:
+        raise ConfigError(f"{name}: config.json field 'n_shared_experts' = {shared} is not modelled (transformers'"
+                          " DeepseekV2Moe always adds its shared experts); allowed: 1 or more")
+    grouped = method == "group_limited_greedy"
+    moe = _deepseek_moe({**dec, "n_shared_experts": shared, "n_group": dec.get("n_group") if grouped else 1,
+                         "topk_group": dec.get("topk_group") if grouped else 1}, name, layers)
+    return dataclasses.replace(moe, norm_topk_prob=False, softmax_router=True)
 
 
 def _mixtral_moe(dec: dict[str, Any], name: str) -> MoeSpec:

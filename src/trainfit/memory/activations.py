@@ -112,7 +112,7 @@ from trainfit.memory.attention import runs_eager
 from trainfit.memory.logits import SOFTCAP_FAMILIES
 from trainfit.memory.lora import targeted_groups
 from trainfit.spec.enums import Attention, LayerKind, Scope, SelectiveCheckpointing
-from trainfit.spec.model import ModelSpec
+from trainfit.spec.model import DEEPSEEK_FAMILIES, ModelSpec
 from trainfit.spec.training import TrainableSpec
 
 FP32 = 4
@@ -139,7 +139,7 @@ _WEIGHT_ON_FP32_NORM = {"olmo2"}
 """RMSNorms whose weight multiplies the fp32 normalised input before the cast (``_norm``'s ``weight_on_fp32``)."""
 _FP32_ROTARY = {"olmo2"}
 """Families whose rotary cos/sin stay fp32 (saved by every layer's rotary muls: 4 B per element, not 2)."""
-ARCH_FAMILIES = frozenset({"deepseek_v3", "gpt2", "gpt_neox", "gpt_oss", "mpt", "opt"})
+ARCH_FAMILIES = frozenset({"gpt2", "gpt_neox", "gpt_oss", "mpt", "opt"}) | DEEPSEEK_FAMILIES
 """Layouts with their own layer model (``trainfit.memory.arch_activations``)."""
 
 

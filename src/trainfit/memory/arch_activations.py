@@ -44,7 +44,7 @@ from dataclasses import replace
 from trainfit.memory import activations as _act
 from trainfit.memory.activations import DROPOUT_MASK_BYTES, FP32, INT64
 from trainfit.memory.attention import runs_eager
-from trainfit.spec.model import ModelSpec
+from trainfit.spec.model import DEEPSEEK_FAMILIES, ModelSpec
 
 FAMILIES = _act.ARCH_FAMILIES
 """The layouts this module models (one set, ``memory.activations.ARCH_FAMILIES``)."""
@@ -63,7 +63,7 @@ LAYERNORM_STATS_BYTES = 8
 def rope_dim(spec: ModelSpec) -> int:
     """Width of the rotary cos/sin the model saves once: DeepSeek rotates qk_rope_head_dim, gpt-oss
     builds half-width tables (it rotates the two halves with one frequency each); OPT has none."""
-    if spec.family == "deepseek_v3" and spec.mla is not None:
+    if spec.family in DEEPSEEK_FAMILIES and spec.mla is not None:
         return spec.mla.qk_rope_head_dim
     if spec.family == "gpt_oss":
         return spec.head_dim // 2
@@ -363,7 +363,14 @@ def _deepseek_moe(ctx, spec: ModelSpec, x_rg: bool, *, rows: int | None = None, 
     if router_t:
         total += FP32 * E * h  # PEFT's merged fp32 router weight (W + BA), saved by the F.linear
     logits_rg = x_rg or w_rg
-    if logits_rg:
+    if logits_rg and moe.softmax_router:  # DeepSeek-V2 (MoeSpec.softmax_router)
+        total += T * FP32 * E  # softmax output
+        if moe.n_group > 1:  # group_limited_greedy
+            total += T * INT64 * moe.n_group  # max per group (indices)
+            total += T * INT64 * moe.topk_group  # group top-k indices
+            total += T * E  # bool mask of masked_fill
+        total += T * INT64 * k  # top-k indices; the scaling by routed_scaling_factor saves nothing
+    elif logits_rg:
         total += T * FP32 * E  # sigmoid output
         total += T * INT64 * moe.n_group * 2  # top-2 per group (indices)
         total += T * INT64 * moe.topk_group  # group top-k indices

@@ -50,7 +50,7 @@ from trainfit.memory.activations import ActivationBytes
 from trainfit.memory.lora import linear_names, targeted_groups
 from trainfit.memory.params import LinearGroup, TensorGroup, linear_groups
 from trainfit.spec.enums import Scope
-from trainfit.spec.model import ModelSpec
+from trainfit.spec.model import DEEPSEEK_FAMILIES, ModelSpec
 from trainfit.spec.training import ALL_LINEAR, LoraSpec
 
 PEFT_VERSION = "0.21.2"
@@ -103,7 +103,7 @@ def _short(name: str) -> str:
 def check_dense(spec: ModelSpec, scope: Scope) -> None:
     """The variants are modelled on dense decoders of full-attention layers with transformers' standard layout."""
     kinds = {spec.layer_kind(i).value for i in range(spec.num_layers)}
-    if spec.moe is not None or len(kinds) > 1 or spec.family in ("deepseek_v3", "gpt_oss", "opt"):
+    if spec.moe is not None or len(kinds) > 1 or spec.family in DEEPSEEK_FAMILIES | {"gpt_oss", "opt"}:
         raise CardError(f"scope: {scope.value} is modelled for dense decoders with full attention in every layer"
                         f" ({spec.name} is {spec.family}); allowed there: full, lora, qlora")
 

@@ -69,7 +69,7 @@ from trainfit.plan.terms import (HOST_BYTES_PER_PROCESS, _autocast_copies, _fsdp
 from trainfit.spec.card import RunCard
 from trainfit.spec.enums import (ComputeDtype, ContextParallelKind, Fp8Recipe, LayerKind, MoeExperts, Offload,
                                  RecomputeModule, SelectiveCheckpointing, Strategy, TensorParallelImpl, ZERO_STAGES)
-from trainfit.spec.model import ModelSpec
+from trainfit.spec.model import DEEPSEEK_FAMILIES, ModelSpec
 from trainfit.spec.training import TrainableSpec
 from trainfit.units import BYTES_PER_DTYPE
 
@@ -522,7 +522,7 @@ def megatron_activation_savings(card: RunCard, ss: ModelSpec, layout: ParallelLa
     out: dict = {"head": float(head_unit)}
     for i in range(ss.num_layers):
         less = 2 * mask
-        if ss.layer_kind(i) is LayerKind.FULL_ATTENTION and ss.family != "deepseek_v3":
+        if ss.layer_kind(i) is LayerKind.FULL_ATTENTION and ss.family not in DEEPSEEK_FAMILIES:
             less += unit
         less += mla_less
         if not is_moe(i):
@@ -556,7 +556,7 @@ def megatron_mla_savings(ss: ModelSpec, layout: ParallelLayout, *, tokens: int, 
     (``memory.arch_activations``: ``mla_bytes - megatron_mla_bytes``): the sequence shard of the down projections'
     input and of the compressed q / kv branch, a contiguous value instead of the whole kv up-projection output held
     by a view, no contiguous copy of the attention output. 0 for other families."""
-    if ss.family != "deepseek_v3" or ss.mla is None:
+    if ss.family not in DEEPSEEK_FAMILIES or ss.mla is None:
         return 0.0
     from trainfit.memory.arch_activations import megatron_mla_bytes, mla_bytes
 
@@ -569,7 +569,7 @@ def megatron_mla_up_proj_freed(ss: ModelSpec, layout: ParallelLayout, *, tokens:
     """Bytes ``mla_up_proj`` (``--recompute-modules mla_up_proj``) frees per DeepSeek-V3 attention block on a
     Megatron-Core rank: the query, key and value (``memory.arch_activations.megatron_mla_bytes`` without, less with
     the recompute). 0 for other families."""
-    if ss.family != "deepseek_v3" or ss.mla is None:
+    if ss.family not in DEEPSEEK_FAMILIES or ss.mla is None:
         return 0.0
     from trainfit.memory.arch_activations import megatron_mla_bytes
 
@@ -594,7 +594,7 @@ def megatron_moe_savings(ss: ModelSpec, layout: ParallelLayout, *, tokens: int, 
                      - megatron_gpt_oss_moe_bytes(ss, tokens=tokens, sequence_shards=shards,
                                                   expert_tensor_parallel=layout.etp, compute_dtype_bytes=dtype_bytes,
                                                   probs_in_experts=probs_in_experts))
-    if ss.moe is not None and ss.family == "deepseek_v3":
+    if ss.moe is not None and ss.family in DEEPSEEK_FAMILIES:
         from trainfit.memory.arch_activations import deepseek_moe_block_bytes, megatron_deepseek_moe_bytes
 
         return float(deepseek_moe_block_bytes(ss, tokens=tokens, compute_dtype_bytes=dtype_bytes)
@@ -647,9 +647,9 @@ def megatron_recompute_applies(spec: ModelSpec) -> frozenset[RecomputeModule]:
         out.add(M.MLP)
     if moe is not None:
         out |= {M.MOE, M.MOE_ACT}
-        if moe.shared_expert_intermediate_size and spec.family == "deepseek_v3":
+        if moe.shared_expert_intermediate_size and spec.family in DEEPSEEK_FAMILIES:
             out.add(M.SHARED_EXPERTS)
-    if spec.mla is not None and spec.family == "deepseek_v3":
+    if spec.mla is not None and spec.family in DEEPSEEK_FAMILIES:
         out.add(M.MLA_UP_PROJ)
     return frozenset(out)
 
@@ -726,7 +726,7 @@ def megatron_recompute_freed(ss: ModelSpec, layout: ParallelLayout, modules: fro
     shards = layout.tp if layout.sp else 1
     t = tokens // shards
     moe = ss.moe
-    mla = ss.family == "deepseek_v3" and ss.mla is not None
+    mla = ss.family in DEEPSEEK_FAMILIES and ss.mla is not None
     norm = residual_norm_bytes(ss, tokens=t, compute_dtype_bytes=a) if M.LAYERNORM in modules or M.MLP in modules else 0
     up_proj = megatron_mla_up_proj_freed(ss, layout, tokens=tokens, dtype_bytes=a) if M.MLA_UP_PROJ in modules else 0
     block = act_less = shared_less = 0
@@ -737,7 +737,7 @@ def megatron_recompute_freed(ss: ModelSpec, layout: ParallelLayout, modules: fro
         if ss.family == "gpt_oss":
             from trainfit.memory.arch_activations import megatron_gpt_oss_moe_bytes as fig
             norm_out_saved = True  # the router's F.linear input
-        elif ss.family == "deepseek_v3":
+        elif ss.family in DEEPSEEK_FAMILIES:
             from trainfit.memory.arch_activations import megatron_deepseek_moe_bytes as fig
             norm_out_saved = bool(moe.shared_expert_intermediate_size)  # the shared experts' fc1 input
             if M.SHARED_EXPERTS in modules:
@@ -784,7 +784,7 @@ def megatron_dense_mlp_savings(ss: ModelSpec, *, tokens: int, dtype_bytes: int, 
     shard's intermediate width for a SiLU-gated MLP (``dense_mlp_bytes - megatron_dense_mlp_bytes``). 0 where the
     compiled rules (``compiled``) already recompute it, for other activations and for the families with their own
     layer model (``arch_activations``)."""
-    if ss.family in ARCH_FAMILIES and ss.family != "deepseek_v3":  # DeepSeek-V3's dense MLP is the Llama one
+    if ss.family in ARCH_FAMILIES and ss.family not in DEEPSEEK_FAMILIES:  # DeepSeek-V3's dense MLP is the Llama one
         return 0.0
     kw = {"tokens": tokens, "compute_dtype_bytes": dtype_bytes, "linear_input_bytes": linear_input_bytes,
           "compiled": compiled}

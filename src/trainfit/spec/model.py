@@ -9,6 +9,11 @@ from trainfit.errors import ConfigError
 from trainfit.spec.enums import LayerKind
 
 
+DEEPSEEK_FAMILIES = frozenset({"deepseek_v3", "deepseek_v2"})
+"""The model_types built as DeepSeek-V3's layout (MLA, fp32 router, fused routed experts, a shared MLP, dense first
+layers): DeepSeek-V2 differs in its router only (``MoeSpec.softmax_router``) as far as memory and FLOPs go."""
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class MoeSpec:
     """Mixture-of-experts MLP (Qwen3-MoE / Qwen2-MoE layout, fused experts in transformers v5)."""
@@ -42,6 +47,12 @@ class MoeSpec:
     """Every expert's gate_up and down projections carry a bias (gpt-oss)."""
     clamped_glu: bool = False
     """gpt-oss's clamped GLU ``(clamp(up)+1) * g * sigmoid(alpha g)`` instead of SiLU(gate) * up."""
+    softmax_router: bool = False
+    """DeepSeek-V2's router (transformers v5.24.0 models/deepseek_v2/modeling_deepseek_v2.py l.98-117
+    ``DeepseekV2TopkRouter.forward``): a softmax over the fp32 logits and a top-k over it (``greedy``; under
+    ``group_limited_greedy`` within the ``topk_group`` groups ranked by their max, the others masked), scaled, never
+    renormalised. False: DeepSeek-V3's sigmoid, score-correction bias, groups ranked by their top-2 sum, gather and
+    renormalisation (models/deepseek_v3/modeling_deepseek_v3.py l.133-158)."""
     n_group: int = 1
     """Expert groups of DeepSeek-V3's group-limited routing (n_group); 1 = plain top-k."""
     topk_group: int = 1

@@ -26,6 +26,8 @@ KERAS_GEMMA3 = ("github.com/keras-team/keras-hub keras_hub/src/models/gemma3/gem
 KERAS_PHI3 = "github.com/keras-team/keras-hub keras_hub/src/models/phi3/phi3_presets.py @96b86859ae924ef50e779a4eb56a30d342c71192"
 PHI3_MEDIUM_CARD = ("github.com/YinanWusoymilk/hf-readme training_and_application/readme_files/microsoft_Phi-3-medium-4k-instruct.md"
                     " @1ab39f24f8f9548593ac6304367f31ae3ff45178 (copy of the model card)")
+DSV2_CARD = ("github.com/ZHUI/paddlenlp_model_readme deepseek-ai/DeepSeek-V2-Lite/index.md"
+             " @0abc042b9d9525304d4e12e12ec7d7f3aaf48cc2 (copy of the model card)")
 QWEN15_7B_INDEX = ("github.com/huggingface/transformers examples/pytorch/torchacc/qwen/Qwen1.5-7B/model.safetensors.index.json"
                    " @f092c38c0bf55916e1c78bcf0f800a7f8a54860b (the checkpoint's shard index)")
 
@@ -79,6 +81,9 @@ PUBLISHED = {
     "microsoft/Phi-3-medium-4k-instruct": (14e9, NOMINAL, None, PHI3_MEDIUM_CARD + ": 14B parameters"),
     "microsoft/Phi-3-mini-128k-instruct": (3_821_079_552, EXACT, None, KERAS_PHI3 + " phi3_mini_128k_instruct_en params"),
     "Qwen/Qwen1.5-7B": (15_442_649_088 // 2, EXACT, None, QWEN15_7B_INDEX + ": total_size 15,442,649,088 bytes of bf16"),
+    # the card's active figures leave the input embedding out (test_deepseek_v2_active_counts_against_the_card)
+    "deepseek-ai/DeepSeek-V2-Lite": (15.7e9, CARD, None, DSV2_CARD + ": 15.7B total parameters, of which 2.4B are activated"),
+    "deepseek-ai/DeepSeek-V2": (236e9, CARD, None, DSV2_CARD + ": DeepSeek-V2 236B total, 21B activated"),
 }
 
 # entries whose family a default plan still refuses in one line (catalog.hf_config PHI3_UNPLANNED / GEMMA3_UNPLANNED);
@@ -187,3 +192,30 @@ def test_phi3_mini_128k_has_the_4k_shapes_and_131072_positions():
     assert long["max_position_embeddings"] == 131072 and short["max_position_embeddings"] == 4096
     assert param_breakdown(from_catalog("microsoft/Phi-3-mini-128k-instruct")).total == param_breakdown(
         from_catalog("microsoft/Phi-3-mini-4k-instruct")).total
+
+
+@pytest.mark.parametrize(
+    ("model_id", "card_active", "active", "embedding"),
+    [("deepseek-ai/DeepSeek-V2-Lite", 2.4e9, 2_661_150_208, 102400 * 2048),
+     ("deepseek-ai/DeepSeek-V2", 21e9, 21_375_800_320, 102400 * 5120)],
+)
+def test_deepseek_v2_active_counts_against_the_card(model_id, card_active, active, embedding):
+    # active_params counts the input embedding row lookup's matrix; the card's figure does not. Without it the Lite's
+    # 2,451,435,008 is 2.1 % over the card's two-digit 2.4B (10.9 % over with it) and the 236B's 20,851,512,320 is
+    # 0.7 % under its 21B (1.8 % over with it)
+    spec = from_catalog(model_id)
+    pb = param_breakdown(spec)
+    assert active_params(spec) == active and pb.embedding == pb.lm_head == embedding
+    assert abs((active - embedding) / card_active - 1) <= NOMINAL
+
+
+@pytest.mark.parametrize("alias", ["deepseek-ai/DeepSeek-V2-Lite-Chat", "deepseek-ai/DeepSeek-V2-Chat"])
+def test_deepseek_v2_chat_models_resolve_to_the_base_shapes(alias):
+    assert catalog_entry(alias)["id"] == alias.removesuffix("-Chat")
+
+
+def test_deepseek_v2_lite_drops_query_compression_and_v2_keeps_it():
+    lite, big = from_catalog("deepseek-ai/DeepSeek-V2-Lite"), from_catalog("deepseek-ai/DeepSeek-V2")
+    assert lite.family == big.family == "deepseek_v2"
+    assert (lite.mla.q_lora_rank, big.mla.q_lora_rank) == (0, 1536)
+    assert (big.moe.n_group, big.moe.topk_group) == (8, 3) and (lite.moe.n_group, lite.moe.topk_group) == (1, 1)

@@ -47,15 +47,6 @@ REFUSED_FAMILIES = {
 }
 """Non-gated families whose parameters ModelSpec cannot count exactly: refused with the reason."""
 
-PHI3_UNPLANNED = (
-    "Phi-3's fused qkv_proj and gate_up_proj (one GEMM each, LoRA targets named qkv_proj / gate_up_proj, the value"
-    " states a view of qkv_proj's output that attention keeps alive) and its sliding-window mask are not modelled"
-    " yet (parameter counts are exact)")
-"""Why a ``phi3`` plan is refused (transformers v5.24.0 models/phi3/modeling_phi3.py l.54-61 ``gate_up_proj`` and
-``chunk``, l.205 ``qkv_proj``, l.219-223 q/k/v as slices of its output, l.386 the sliding-window mask): the fused
-projections hold exactly the separate ones' parameters (no biases), so ModelSpec counts them as q/k/v and
-gate/up, but the saved activations, kernel counts and adapter names differ."""
-
 GEMMA3_UNPLANNED = (
     "Gemma-3's 5 local : 1 global attention layers (a sliding-window mask on the local ones), zero-centred sandwich"
     " norms with per-head q/k norms and a 262k vocabulary head are not modelled yet (parameter counts are exact)")
@@ -273,7 +264,9 @@ def spec_from_hf_config(
         # per-head view (transformers v5.24.0 models/olmoe/modeling_olmoe.py l.222-225, l.239-240), pre-norm blocks
         extra = dict(qk_norm_full_width=True)
     elif family == "phi3":
-        extra = {"unplanned": PHI3_UNPLANNED}
+        # fused qkv_proj and gate_up_proj, no biases (transformers v5.24.0 models/phi3/modeling_phi3.py l.54-61,
+        # l.205-223); a window reaching the sequence is refused at plan time (plan.sliding_window_refusal)
+        extra = dict(fused_projections=True)
     elif family == "gemma3_text":
         extra = _gemma3_text(dec, name, layers, sliding)
     elif family == "olmo2":

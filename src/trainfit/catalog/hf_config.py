@@ -47,14 +47,6 @@ REFUSED_FAMILIES = {
 }
 """Non-gated families whose parameters ModelSpec cannot count exactly: refused with the reason."""
 
-GEMMA3_UNPLANNED = (
-    "Gemma-3's 5 local : 1 global attention layers (a sliding-window mask on the local ones), zero-centred sandwich"
-    " norms with per-head q/k norms and a 262k vocabulary head are not modelled yet (parameter counts are exact)")
-"""Why a ``gemma3_text`` plan is refused: its layers are Gemma-2's (four RMSNorms of (1 + weight), the scaled embedding)
-plus per-head q_norm / k_norm (transformers v5.24.0 models/gemma3/modeling_gemma3.py l.310-311, l.329-330,
-l.367-370) with sliding-window layers every ``sliding_window_pattern`` (configuration_gemma3.py l.105-110) and no
-softcapping; trainfit's Gemma-2 activation model is eager-attention with softcapping, so neither fits."""
-
 _TOP_LEVEL_WRAPPERS = {"qwen3_5": "qwen3_5_text", "qwen3_6": "qwen3_5_text", "llama4": "llama4_text"}
 
 # Families whose q/k/v carry a bias regardless of config.json (Qwen2 hard-codes bias=True).
@@ -312,7 +304,10 @@ def spec_from_hf_config(
 def _gemma3_text(dec: dict[str, Any], name: str, layers: int, sliding: int | None) -> dict[str, Any]:
     """Gemma-3 text decoder (``Gemma3ForCausalLM``): ``layer_types`` or every ``sliding_window_pattern``-th layer global
     (Gemma3TextConfig l.105-110, default 6), the rest windowed; softcapping and bidirectional attention refused
-    (Gemma-3 releases have none). Parameters are exact; a plan is refused (``GEMMA3_UNPLANNED``)."""
+    (Gemma-3 releases have none). Its layers are Gemma-2's four zero-centred RMSNorms and scaled embedding plus per-head
+    zero-centred q_norm / k_norm (transformers v5.24.0 models/gemma3/modeling_gemma3.py l.310-311, l.329-330,
+    l.367-370), attention through SDPA (no softcapping, so no eager fallback); plans are refused from the window on
+    (``plan.sliding_window_refusal``)."""
     for key in ("final_logit_softcapping", "attn_logit_softcapping"):
         if dec.get(key) is not None:
             raise ConfigError(f"{name}: config.json field '{key}' = {dec[key]!r} is not modelled for gemma3_text;"
@@ -328,8 +323,7 @@ def _gemma3_text(dec: dict[str, Any], name: str, layers: int, sliding: int | Non
             t not in ("sliding_attention", "full_attention") for t in raw):
         raise ConfigError(f"{name}: config.json field 'layer_types' must list one of sliding_attention,"
                           f" full_attention per layer ({layers} = num_hidden_layers)")
-    return dict(unplanned=GEMMA3_UNPLANNED,
-                sliding_layers=tuple(i for i, t in enumerate(raw) if t == "sliding_attention") if sliding else ())
+    return dict(sliding_layers=tuple(i for i, t in enumerate(raw) if t == "sliding_attention") if sliding else ())
 
 
 def _dropout(dec: dict[str, Any], name: str, key: str = "dropout", default: float = 0.1) -> float:

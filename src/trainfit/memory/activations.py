@@ -134,7 +134,7 @@ DELTANET_KERNELS = ("Gated DeltaNet layers: flash-linear-attention's chunk_gated
 QWEN3_5_PARTIAL_ROTARY = 0.25
 """Qwen3.5 rotates a quarter of head_dim (config partial_rotary_factor; ModelSpec has no field)."""
 
-_ZERO_CENTRED_NORM = {"gemma2", "qwen3_5_text"}
+_ZERO_CENTRED_NORM = {"gemma2", "qwen3_5_text", "gemma3_text"}
 _WEIGHT_ON_FP32_NORM = {"olmo2"}
 """RMSNorms whose weight multiplies the fp32 normalised input before the cast (``_norm``'s ``weight_on_fp32``)."""
 _FP32_ROTARY = {"olmo2"}
@@ -993,7 +993,7 @@ def activation_bytes(
     emb_ckpt = 0
     if full:
         emb_ckpt += INT64 * T  # embedding backward keeps the indices
-        if spec.family == "gemma2":
+        if spec.family in ("gemma2", "gemma3_text"):
             emb_ckpt += a  # bf16 embed_scale scalar of the scaling mul
     emb = own = emb_ckpt
     if spec.num_full_attention_layers and _rope_dim(spec):

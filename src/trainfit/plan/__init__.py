@@ -40,15 +40,16 @@ __all__ = [
 ]
 
 
-WINDOWED_EVERY_LAYER = frozenset({"phi3"})
-"""Families whose every layer attends within ``sliding_window`` (Phi3Model builds ``create_sliding_window_causal_mask``
-whenever the config has one: transformers v5.24.0 models/phi3/modeling_phi3.py l.386). Mistral's config carries the
-same field and is planned as full causal attention as before (not changed here)."""
+WINDOWED_EVERY_LAYER = frozenset({"phi3", "gemma3_text"})
+"""Families whose windowed layers trainfit plans as plain causal attention only while the sequence is shorter than
+``sliding_window``: Phi-3's every layer (Phi3Model builds ``create_sliding_window_causal_mask`` whenever the config has
+one: transformers v5.24.0 models/phi3/modeling_phi3.py l.386), Gemma-3's local layers (``sliding_layers``,
+``create_sliding_window_causal_mask`` in Gemma3TextModel's ``causal_mask_mapping``, models/gemma3/modeling_gemma3.py l.525-527).
+Mistral's config carries the same field and is planned as full causal attention as before (not changed here)."""
 
 
 def sliding_window_refusal(card: RunCard, spec: ModelSpec) -> str | None:
-    """Why a plan of a model whose every layer has a sliding window (Phi-3's ``sliding_window``, no ``sliding_layers``
-    list) is refused, or None. transformers builds no mask while the keys are fewer than the window
+    """Why a plan of a model with sliding-window layers (``WINDOWED_EVERY_LAYER``) is refused, or None. transformers builds no mask while the keys are fewer than the window
     (v5.24.0 masking_utils.py ``_ignore_causal_mask_sdpa`` l.286-287: ``local_attention_size is not None and
     kv_length >= local_attention_size`` returns False, else the plain causal ``is_causal`` path), so a shorter
     sequence runs exactly as full causal attention; from the window on, a materialised mask disables SDPA's

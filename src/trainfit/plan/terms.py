@@ -463,7 +463,7 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
     if variant is not None:
         act = peft_variants.adjust_activations(act, spec, variant, micro_batch_size=card.batch.micro_batch_size,
                                                seq_len=seq_len, compute_dtype_bytes=act_dtype,
-                                               zero_centred_norm=spec.family in ("gemma2", "qwen3_5_text"))
+                                               zero_centred_norm=spec.family in ("gemma2", "qwen3_5_text", "gemma3_text"))
     mp_gather = fsdp_casts_gathered_params(card, sharding)
     autocast = autocast_copies_weights(card, sharding)
     act = _autocast_copies(act, spec, enabled=autocast and trainable.lora is None, scale=scale)

@@ -40,7 +40,7 @@ __all__ = [
 ]
 
 
-WINDOWED_EVERY_LAYER = frozenset({"phi3", "gemma3_text"})
+SLIDING_WINDOW_FAMILIES = frozenset({"phi3", "gemma3_text"})
 """Families whose windowed layers trainfit plans as plain causal attention only while the sequence is shorter than
 ``sliding_window``: Phi-3's every layer (Phi3Model builds ``create_sliding_window_causal_mask`` whenever the config has
 one: transformers v5.24.0 models/phi3/modeling_phi3.py l.386), Gemma-3's local layers (``sliding_layers``,
@@ -49,12 +49,12 @@ Mistral's config carries the same field and is planned as full causal attention 
 
 
 def sliding_window_refusal(card: RunCard, spec: ModelSpec) -> str | None:
-    """Why a plan of a model with sliding-window layers (``WINDOWED_EVERY_LAYER``) is refused, or None. transformers builds no mask while the keys are fewer than the window
+    """Why a plan of a model with sliding-window layers (``SLIDING_WINDOW_FAMILIES``) is refused, or None. transformers builds no mask while the keys are fewer than the window
     (v5.24.0 masking_utils.py ``_ignore_causal_mask_sdpa`` l.286-287: ``local_attention_size is not None and
     kv_length >= local_attention_size`` returns False, else the plain causal ``is_causal`` path), so a shorter
     sequence runs exactly as full causal attention; from the window on, a materialised mask disables SDPA's
     GQA path (k and v repeated) and the flash kernels: not modelled."""
-    if spec.sliding_window is None or spec.family not in WINDOWED_EVERY_LAYER:
+    if spec.sliding_window is None or spec.family not in SLIDING_WINDOW_FAMILIES:
         return None
     longest = card.rollout.prompt_len + card.rollout.response_len if card.method in (Method.PPO, Method.GRPO) else 0
     longest = max(longest, card.batch.seq_len + (card.prompt_tuning.num_virtual_tokens or 0

@@ -1,6 +1,6 @@
-"""Gemma-3 text (``gemma3_text``): parameters counted exactly (transformers' Gemma3ForCausalLM on meta); a plan is
-refused in one line until its local/global attention and norms are modelled (``catalog.hf_config.GEMMA3_UNPLANNED``);
-softcapping (absent from Gemma-3) is refused."""
+"""Gemma-3 text (``gemma3_text``): parameters counted exactly (transformers' Gemma3ForCausalLM on meta); planned while
+the sequence is shorter than the sliding window (every layer then runs plain causal SDPA), refused in one line from the
+window on (``plan.sliding_window_refusal``); softcapping (absent from Gemma-3) is refused."""
 
 import pytest
 
@@ -31,11 +31,15 @@ def test_count_equals_meta():
     assert param_breakdown(spec_from_hf_config(CFG, name="g", source="t")).total == total
 
 
-def test_plan_is_refused_in_one_line():
-    card = {"model": {"id": "g", "config": CFG}, "hardware": {"gpu": "a100-80gb", "gpus_per_node": 1},
-            "batch": {"micro_batch_size": 1, "seq_len": 1024}}
-    with pytest.raises(CardError, match="5 local : 1 global") as err:
-        make_plan(load_card_dict(card))
+def _card(seq_len):
+    return {"model": {"id": "g", "config": CFG}, "hardware": {"gpu": "a100-80gb", "gpus_per_node": 1},
+            "batch": {"micro_batch_size": 1, "seq_len": seq_len}}
+
+
+def test_plans_below_the_window_and_refuses_from_it_in_one_line():
+    assert make_plan(load_card_dict(_card(511))).phases
+    with pytest.raises(CardError, match="sliding_window 512") as err:
+        make_plan(load_card_dict(_card(512)))
     assert "\n" not in str(err.value)
 
 

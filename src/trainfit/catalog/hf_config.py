@@ -49,23 +49,6 @@ REFUSED_FAMILIES = {
 }
 """Non-gated families whose parameters ModelSpec cannot count exactly: refused with the reason."""
 
-PHI3_UNPLANNED = (
-    "Phi-3's fused qkv_proj and gate_up_proj (one GEMM each, LoRA targets named qkv_proj / gate_up_proj, the value"
-    " states a view of qkv_proj's output that attention keeps alive) and its sliding-window mask are not modelled"
-    " yet (parameter counts are exact)")
-"""Why a ``phi3`` plan is refused (transformers v5.24.0 models/phi3/modeling_phi3.py l.54-61 ``gate_up_proj`` and
-``chunk``, l.205 ``qkv_proj``, l.219-223 q/k/v as slices of its output, l.386 the sliding-window mask): the fused
-projections hold exactly the separate ones' parameters (no biases), so ModelSpec counts them as q/k/v and
-gate/up, but the saved activations, kernel counts and adapter names differ."""
-
-GEMMA3_UNPLANNED = (
-    "Gemma-3's 5 local : 1 global attention layers (a sliding-window mask on the local ones), zero-centred sandwich"
-    " norms with per-head q/k norms and a 262k vocabulary head are not modelled yet (parameter counts are exact)")
-"""Why a ``gemma3_text`` plan is refused: its layers are Gemma-2's (four RMSNorms of (1 + weight), the scaled embedding)
-plus per-head q_norm / k_norm (transformers v5.24.0 models/gemma3/modeling_gemma3.py l.310-311, l.329-330,
-l.367-370) with sliding-window layers every ``sliding_window_pattern`` (configuration_gemma3.py l.105-110) and no
-softcapping; trainfit's Gemma-2 activation model is eager-attention with softcapping, so neither fits."""
-
 DEEPSEEK_V2_MAPPING = "deepseek_v2 is planned as DeepSeek-V3's layout with its own router"
 """How a ``deepseek_v2`` model is planned (transformers v5.24.0 models/deepseek_v2/modeling_deepseek_v2.py, compared op
 by op with models/deepseek_v3/modeling_deepseek_v3.py). The same: the parameters (MLA projections and norms, an fp32
@@ -287,7 +270,9 @@ def spec_from_hf_config(
         # per-head view (transformers v5.24.0 models/olmoe/modeling_olmoe.py l.222-225, l.239-240), pre-norm blocks
         extra = dict(qk_norm_full_width=True)
     elif family == "phi3":
-        extra = {"unplanned": PHI3_UNPLANNED}
+        # fused qkv_proj and gate_up_proj, no biases (transformers v5.24.0 models/phi3/modeling_phi3.py l.54-61,
+        # l.205-223); a window reaching the sequence is refused at plan time (plan.sliding_window_refusal)
+        extra = dict(fused_projections=True)
     elif family == "gemma3_text":
         extra = _gemma3_text(dec, name, layers, sliding)
     elif family == "olmo2":
@@ -335,7 +320,10 @@ def spec_from_hf_config(
 def _gemma3_text(dec: dict[str, Any], name: str, layers: int, sliding: int | None) -> dict[str, Any]:
     """Gemma-3 text decoder (``Gemma3ForCausalLM``): ``layer_types`` or every ``sliding_window_pattern``-th layer global
     (Gemma3TextConfig l.105-110, default 6), the rest windowed; softcapping and bidirectional attention refused
-    (Gemma-3 releases have none). Parameters are exact; a plan is refused (``GEMMA3_UNPLANNED``)."""
+    (Gemma-3 releases have none). Its layers are Gemma-2's four zero-centred RMSNorms and scaled embedding plus per-head
+    zero-centred q_norm / k_norm (transformers v5.24.0 models/gemma3/modeling_gemma3.py l.310-311, l.329-330,
+    l.367-370), attention through SDPA (no softcapping, so no eager fallback); plans are refused from the window on
+    (``plan.sliding_window_refusal``)."""
     for key in ("final_logit_softcapping", "attn_logit_softcapping"):
         if dec.get(key) is not None:
             raise ConfigError(f"{name}: config.json field '{key}' = {dec[key]!r} is not modelled for gemma3_text;"
@@ -351,8 +339,7 @@ def _gemma3_text(dec: dict[str, Any], name: str, layers: int, sliding: int | Non
             t not in ("sliding_attention", "full_attention") for t in raw):
         raise ConfigError(f"{name}: config.json field 'layer_types' must list one of sliding_attention,"
                           f" full_attention per layer ({layers} = num_hidden_layers)")
-    return dict(unplanned=GEMMA3_UNPLANNED,
-                sliding_layers=tuple(i for i, t in enumerate(raw) if t == "sliding_attention") if sliding else ())
+    return dict(sliding_layers=tuple(i for i, t in enumerate(raw) if t == "sliding_attention") if sliding else ())
 
 
 def _dropout(dec: dict[str, Any], name: str, key: str = "dropout", default: float = 0.1) -> float:

@@ -156,6 +156,30 @@ each of which reads the mask's nonzero indices (``torch.nonzero``: the host wait
 besides 5 small kernels per call (the mask's sum, nonzero, max, cumsum, pad). "Precompute flash attention padding
 info" (6dcc0d84b9cc7e5ba3b3f8148cf8459e298e2ba1, 2024-01-17, first released in v0.5.0) moves the three calls to
 ``gen_flash_attn_padding_info``, once per model forward."""
+FUSED_QKV_ROTARY_CAT_BYTES, FUSED_QKV_OUTPUT_COPY_BYTES, FUSED_FORWARD_KERNELS = 4.0, 4.0, 3
+FUSED_CHUNK_CAT_BACKWARD_BYTES, FUSED_QKV_SLICE_BACKWARD_BYTES, FUSED_QKV_GRAD_SUM_BYTES = 4.0, 8.0, 12.0
+FUSED_ROTARY_SLICE_BACKWARD_BYTES, FUSED_ROTARY_PASS_ADD_BYTES, FUSED_SAVED_INPUT_GRAD_SUM_BYTES = 4.0, 6.0, 18.0
+FUSED_BACKWARD_KERNELS = 1 + 3 * 2 + 2 * 2 + 1
+"""The ops Phi-3's fused projections add per layer beyond the Llama layout's (``ModelSpec.fused_projections``;
+huggingface/transformers v5.24.0 src/transformers/models/phi3/modeling_phi3.py), read from the code and counted on a
+traced 4-layer Phi-3 against the same-shaped Llama (``trace.ops``, bf16, per layer, launches):
+
+* forward: ``apply_rotary_pos_emb`` (l.180-185) ends in ``torch.cat([rotated, q_pass])`` for q and for k: two more
+  copies of q and k (``FUSED_QKV_ROTARY_CAT_BYTES`` = 2 + 2 per element of q + kv); the cat leaves q head-major, so
+  the kernel's output is too and ``attn_output.reshape(...).contiguous()`` (l.241) copies it (2 + 2 per element of q).
+  3 kernels. The q / k / v slices of the qkv_proj output (l.218-223) and the chunk of gate_up_proj's (l.59) are views.
+* backward: the chunk's gradient is one ``cat`` of the gate and up gradients (2 + 2 per element of the 2·I output:
+  ``FUSED_CHUNK_CAT_BACKWARD_BYTES`` per element of 2·I); each of the three q / k / v slices is a ``slice_backward``
+  (a zero fill of the whole q + 2·kv gradient and a copy of the slice: 2 launches, 6 + 2 per element of q + 2·kv in
+  all) and two adds sum them (6 each); the rotary's ``q[..., :rotary_dim]`` / ``k[...]`` slices are two more
+  ``slice_backward`` (2 + 2 per element of q + kv) whose gradients the empty ``q_pass`` / ``k_pass`` ones are added to
+  (6 per element of q + kv). One qkv_proj and one gate_up_proj input gradient replace the three h-wide sums of q / k /
+  v's and gate / up's input gradients the separate projections need (two adds and one: 18 bytes per element of h,
+  taken off). ``FUSED_BACKWARD_KERNELS``: 12 launches, the cat, the five slice_backwards at 2 each (fill and copy)
+  and one add net (four added, three gone).
+Traced (8 heads, 4 KV heads, head_dim 32, hidden 256, I 688): forward +3 kernels, +2,560 B/token (formula 2,560);
+backward +1 cat (5,504 B/token = formula), +5 slice_backward (+4,864 B/token; formula 5,632: the trace counts each
+operand once, a lower bound), +1 add net (+3,840 B/token = formula)."""
 SWIGLU_BYTES, SWIGLU_KERNELS = 10.0, 2
 LORA_ELEMENTWISE_BYTES, LORA_EXTRA_KERNELS = 10.0, 2
 LORA_DROPOUT_BYTES, LORA_DROPOUT_KERNELS = 5.0, 3
@@ -872,6 +896,15 @@ def step_inventory(
         strided += unpad_fwd_strided
         if unpad_call_syncs:
             fq_k += UNPAD_CALL_KERNELS * full
+    if spec.fused_projections and full:  # Phi-3's slices, rotary cats and chunk (FUSED_*)
+        q, kv, inter = spec.q_dim, spec.kv_dim, spec.intermediate_size
+        fq_b += t * full * (FUSED_QKV_ROTARY_CAT_BYTES * (q + kv) + FUSED_QKV_OUTPUT_COPY_BYTES * q)
+        fq_k += FUSED_FORWARD_KERNELS * full
+        bq_b += t * full * (FUSED_CHUNK_CAT_BACKWARD_BYTES * 2 * inter
+                            + (FUSED_QKV_SLICE_BACKWARD_BYTES + FUSED_QKV_GRAD_SUM_BYTES) * (q + 2 * kv)
+                            + (FUSED_ROTARY_SLICE_BACKWARD_BYTES + FUSED_ROTARY_PASS_ADD_BYTES) * (q + kv)
+                            - FUSED_SAVED_INPUT_GRAD_SUM_BYTES * h)
+        bq_k += FUSED_BACKWARD_KERNELS * full
     if spec.qk_norm:  # two RMSNorms over head_dim, on q and k reshaped per head (one copy each)
         fwd_bytes += NORM_BYTES * t * qkv * full
         fwd_k += 2 * (NORM_KERNELS + 1) * full

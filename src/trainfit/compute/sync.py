@@ -896,12 +896,18 @@ def hf_tensors(spec: ModelSpec, *, fused_experts: bool = False) -> tuple[tuple[s
             + [t("o_proj", h * q)] + ([t("o_proj.bias", h)] if spec.o_proj_bias else [])
             + ([t("q_norm", q if spec.qk_norm_full_width else hd), t("k_norm", kv if spec.qk_norm_full_width else hd)]
                if spec.qk_norm else []))
+    if spec.fused_projections:  # Phi-3: one qkv_proj tensor (modeling_phi3.py l.205), then o_proj
+        attn = ([t("qkv_proj", (q + 2 * kv) * h)] + ([t("qkv_proj.bias", q + 2 * kv)] if bias else [])
+                + [t("o_proj", h * q)] + ([t("o_proj.bias", h)] if spec.o_proj_bias else []))
     linear_attn = [(f"linear_attn.{n}", None)
                    for n in ("in_proj_qkvz", "in_proj_ba", "conv1d", "dt_bias", "A_log", "norm", "out_proj")]
     inter = spec.intermediate_size
     dense = ([t("gate_proj", inter * h), t("gate_proj.bias", inter), t("up_proj", inter * h),
               t("up_proj.bias", inter), t("down_proj", h * inter), t("down_proj.bias", h)] if spec.mlp_bias
              else [t("gate_proj", inter * h), t("up_proj", inter * h), t("down_proj", h * inter)])
+    if spec.fused_projections:  # Phi-3: one gate_up_proj tensor (modeling_phi3.py l.54), then down_proj
+        dense = [t("gate_up_proj", 2 * inter * h), *([t("gate_up_proj.bias", 2 * inter)] if spec.mlp_bias else []),
+                 t("down_proj", h * inter), *([t("down_proj.bias", h)] if spec.mlp_bias else [])]
     norms = [t(f"norm{k}", h) for k in range(spec.norms_per_layer)]
     out = [t("embed_tokens", spec.vocab_size * h)]
     moe = spec.moe

@@ -134,7 +134,7 @@ DELTANET_KERNELS = ("Gated DeltaNet layers: flash-linear-attention's chunk_gated
 QWEN3_5_PARTIAL_ROTARY = 0.25
 """Qwen3.5 rotates a quarter of head_dim (config partial_rotary_factor; ModelSpec has no field)."""
 
-_ZERO_CENTRED_NORM = {"gemma2", "qwen3_5_text"}
+_ZERO_CENTRED_NORM = {"gemma2", "qwen3_5_text", "gemma3_text"}
 _WEIGHT_ON_FP32_NORM = {"olmo2"}
 """RMSNorms whose weight multiplies the fp32 normalised input before the cast (``_norm``'s ``weight_on_fp32``)."""
 _FP32_ROTARY = {"olmo2"}
@@ -268,6 +268,15 @@ def _norm(ctx: _Ctx, *, width: int, rows: int, zero_centred: bool, x_rg: bool, c
     return out, x_rg or ctx.full
 
 
+def fused_qkv_extra_bytes(spec: ModelSpec, *, tokens: int, dtype_bytes: int, value_saved: bool) -> int:
+    """Bytes of the fused ``qkv_proj`` output that attention keeps beyond v's own width: v is a slice of that
+    output (transformers v5.24.0 models/phi3/modeling_phi3.py l.218-223: ``value_states = qkv[..., query_pos +
+    ...:]``, ``view`` and ``transpose``), so the kernel that saves v keeps the whole q + 2·kv wide storage alive
+    (q + kv more per token than a separate v_proj's output). Measured on one Phi-3 layer (8 heads, 4 KV heads,
+    SDPA, CPU): 1,280 B/token over Llama's layer = this plus the head-major output copy. 0 when nothing saves v."""
+    return tokens * dtype_bytes * (spec.q_dim + spec.kv_dim) if value_saved else 0
+
+
 def linear_input(ctx: _Ctx, width: int, *, tokens: int | None = None) -> int:
     """Bytes a trained projection saves of its ``width``-wide input over ``tokens`` (default ``ctx.T``): the
     input in the compute dtype, or under Transformer Engine fp8 its fp8 copy (``ctx.linear_input_bytes``)."""
@@ -354,12 +363,17 @@ def _attention(ctx: _Ctx, spec: ModelSpec, x_rg: bool) -> tuple[int, bool]:
     zc = spec.family in _ZERO_CENTRED_NORM
     gated = spec.attn_output_gate
     total = 0
-    b, q_rg = _linear(ctx, "q_proj", h, x_rg)
-    total += b
-    b, k_rg = _linear(ctx, "k_proj", h, x_rg, input_saved=True)
-    total += b
-    b, v_rg = _linear(ctx, "v_proj", h, x_rg, input_saved=True)
-    total += b
+    fused = spec.fused_projections
+    if fused:  # one qkv_proj: q, k and v are slices of its output (Phi-3)
+        total, q_rg = _linear(ctx, "qkv_proj", h, x_rg)
+        k_rg = v_rg = q_rg
+    else:
+        b, q_rg = _linear(ctx, "q_proj", h, x_rg)
+        total += b
+        b, k_rg = _linear(ctx, "k_proj", h, x_rg, input_saved=True)
+        total += b
+        b, v_rg = _linear(ctx, "v_proj", h, x_rg, input_saved=True)
+        total += b
     if spec.qk_norm:
         # per-head RMSNorm over head_dim (rows = heads); compiled: the bf16 q/k projection output and the fp32
         # rsqrt (2qd + 4H, 2kvd + 4KV), measured in tests/unit/test_compiled_qk_norm_layer.py. OLMo 2: one norm
@@ -377,6 +391,12 @@ def _attention(ctx: _Ctx, spec: ModelSpec, x_rg: bool) -> tuple[int, bool]:
     if not eager:
         total += T * (2 * a * qd + 2 * a * kvd + FP32 * H)
         o_in_copy = gated  # Qwen3.5: q is contiguous after the partial-rotary cat, so is the output
+        if fused:
+            total += fused_qkv_extra_bytes(spec, tokens=T, dtype_bytes=a, value_saved=True)
+            # Phi-3's rotary ends in a cat: q is head-major, so is the kernel's output, and o_proj reads a copy;
+            # compiled, Inductor writes q in the layout the kernel's output reshapes as a view (one Phi-3 layer,
+            # CPU, full training: eager 12,456 B/token, compiled 8,520 = eager - (8h + 2I) - 2q)
+            o_in_copy = not ctx.compiled
     else:
         s_rg = q_rg or k_rg
         if k_rg:
@@ -391,6 +411,8 @@ def _attention(ctx: _Ctx, spec: ModelSpec, x_rg: bool) -> tuple[int, bool]:
             total += T * a * H * s  # bf16 probabilities for p@v
         if s_rg:
             total += T * a * qd  # repeat_kv(v)
+            if fused and KV == H:  # repeat_kv returns v itself: a slice of qkv_proj's output
+                total += fused_qkv_extra_bytes(spec, tokens=T, dtype_bytes=a, value_saved=True)
         o_in_copy = True
     o_rg = True
     if gated:
@@ -417,10 +439,16 @@ def _dense_mlp(ctx: _Ctx, spec: ModelSpec, width: int, x_rg: bool, *, fused_glu:
     this input's storage (Qwen2-MoE's router reads the shared expert's input)."""
     T, a, h = ctx.T, ctx.a, spec.hidden_size
     total = 0
-    b, g_rg = _linear(ctx, "gate_proj", h, x_rg, input_saved=input_saved)
-    total += b
-    b, u_rg = _linear(ctx, "up_proj", h, x_rg, input_saved=True)
-    total += b
+    if spec.fused_projections and spec.moe is None:
+        # Phi-3's gate_up_proj: gate and up are the two halves of one output (``chunk``); act(gate) saves gate and
+        # the mul saves up, two views of the one 2w-wide storage: the same bytes as separate gate and up
+        total, g_rg = _linear(ctx, "gate_up_proj", h, x_rg, input_saved=input_saved)
+        u_rg = g_rg
+    else:
+        b, g_rg = _linear(ctx, "gate_proj", h, x_rg, input_saved=input_saved)
+        total += b
+        b, u_rg = _linear(ctx, "up_proj", h, x_rg, input_saved=True)
+        total += b
     if g_rg:
         total += T * a * width  # act(gate) saves gate
     if u_rg and not ctx.compiled and not fused_glu:
@@ -872,6 +900,7 @@ def compiled_rules_apply(spec: ModelSpec, *, trainable: TrainableSpec, attention
     return ((trainable.scope is Scope.FULL or lora) and spec.family not in _ZERO_CENTRED_NORM and spec.family not in ARCH_FAMILIES
             and (trainable.scope is Scope.FULL or not spec.post_block_norms)  # OLMo 2: measured for full training only
             and spec.moe is None and spec.linear_attention is None and not spec.attn_output_gate
+            and (trainable.scope is Scope.FULL or not spec.fused_projections)  # Phi-3: measured for full training
             and spec.num_full_attention_layers == spec.num_layers and not runs_eager(spec.family, attention))
 
 
@@ -964,7 +993,7 @@ def activation_bytes(
     emb_ckpt = 0
     if full:
         emb_ckpt += INT64 * T  # embedding backward keeps the indices
-        if spec.family == "gemma2":
+        if spec.family in ("gemma2", "gemma3_text"):
             emb_ckpt += a  # bf16 embed_scale scalar of the scaling mul
     emb = own = emb_ckpt
     if spec.num_full_attention_layers and _rope_dim(spec):
@@ -1023,9 +1052,9 @@ def _mm_outputs(ctx: _Ctx, spec: ModelSpec, i: int) -> list[int]:
     moe = spec.moe is not None and spec.moe.is_moe_layer(i)
     if spec.layer_kind(i) is LayerKind.FULL_ATTENTION:
         qo = spec.q_dim * (2 if spec.attn_output_gate else 1)
-        attn = [("q_proj", qo, spec.attention_bias), ("k_proj", spec.kv_dim, spec.attention_bias),
-                ("v_proj", spec.kv_dim, spec.attention_bias),
-                ("o_proj", spec.hidden_size, spec.o_proj_bias)]
+        attn = ([("qkv_proj", qo + 2 * spec.kv_dim, spec.attention_bias)] if spec.fused_projections else
+                [("q_proj", qo, spec.attention_bias), ("k_proj", spec.kv_dim, spec.attention_bias),
+                 ("v_proj", spec.kv_dim, spec.attention_bias)]) + [("o_proj", spec.hidden_size, spec.o_proj_bias)]
     else:
         la = spec.linear_attention
         assert la is not None
@@ -1039,7 +1068,9 @@ def _mm_outputs(ctx: _Ctx, spec: ModelSpec, i: int) -> list[int]:
             mlp += [("gate_proj", sw, False), ("up_proj", sw, False), ("down_proj", spec.hidden_size, False)]
     else:
         w = spec.intermediate_size
-        mlp = [("gate_proj", w, spec.mlp_bias), ("up_proj", w, spec.mlp_bias), ("down_proj", spec.hidden_size, spec.mlp_bias)]
+        mlp = ([("gate_up_proj", 2 * w, spec.mlp_bias)] if spec.fused_projections else
+               [("gate_proj", w, spec.mlp_bias), ("up_proj", w, spec.mlp_bias)]) + [
+                   ("down_proj", spec.hidden_size, spec.mlp_bias)]
     out: list[int] = []
     for name, width, bias in attn + mlp:
         if not bias:

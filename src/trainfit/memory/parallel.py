@@ -168,6 +168,13 @@ def check_layout(card: RunCard, spec: ModelSpec, layout: ParallelLayout, seq_len
         raise CardError(f"parallel.tensor_parallel: {tp} with {name}: its q/k norms span all heads (OLMo 2, OLMoE), so"
                         " a rank's attention is not a head shard; tensor-parallel OLMo 2 / OLMoE is not modelled;"
                         " allowed: 1")
+    if tp > 1 and spec.fused_projections:
+        # transformers gathers the fused qkv_proj / gate_up_proj outputs to full width on every rank before slicing
+        # them (Phi3Config.base_model_tp_plan "colwise_gather_output" / "rowwise_split_input", v5.24.0
+        # models/phi3/configuration_phi3.py l.48-53): not the sharded rank this module models
+        raise CardError(f"parallel.tensor_parallel: {tp} with {name}: transformers gathers its fused qkv_proj and"
+                        " gate_up_proj outputs to full width on every rank (Phi-3), so a rank's layer is not a"
+                        " shard; tensor-parallel Phi-3 is not modelled; allowed: 1")
     if tp > 1 and spec.num_full_attention_layers:
         if heads % tp:
             raise CardError(f"parallel.tensor_parallel: {tp} does not divide the {heads} attention heads of {name};"

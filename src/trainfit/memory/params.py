@@ -80,6 +80,9 @@ def _attention_linears(spec: ModelSpec, count: int) -> list[LinearGroup]:
         return _mla_linears(spec, count)
     h, q, kv = spec.hidden_size, spec.q_dim, spec.kv_dim
     q_out = 2 * q if spec.attn_output_gate else q
+    if spec.fused_projections:  # Phi-3: one qkv_proj (no bias), then o_proj
+        return [LinearGroup("qkv_proj", h, q_out + 2 * kv, count, spec.attention_bias),
+                LinearGroup("o_proj", q, h, count, spec.o_proj_bias)]
     return [
         LinearGroup("q_proj", h, q_out, count, spec.attention_bias),
         LinearGroup("k_proj", h, kv, count, spec.attention_bias),
@@ -136,6 +139,9 @@ def _dense_mlp(spec: ModelSpec, width: int, count: int, prefix: str = "") -> lis
             LinearGroup(prefix + "fc1", h, width, count, spec.mlp_bias),
             LinearGroup(prefix + "fc2", width, h, count, spec.mlp_bias),
         ]
+    if spec.fused_projections and not prefix:  # Phi-3: one gate_up_proj (gate, then up), then down_proj
+        return [LinearGroup("gate_up_proj", h, 2 * width, count, spec.mlp_bias),
+                LinearGroup("down_proj", width, h, count, spec.mlp_bias)]
     return [
         LinearGroup(prefix + "gate_proj", h, width, count, spec.mlp_bias),
         LinearGroup(prefix + "up_proj", h, width, count, spec.mlp_bias),

@@ -40,6 +40,31 @@ __all__ = [
 ]
 
 
+SLIDING_WINDOW_FAMILIES = frozenset({"phi3", "gemma3_text"})
+"""Families whose windowed layers trainfit plans as plain causal attention only while the sequence is shorter than
+``sliding_window``: Phi-3's every layer (Phi3Model builds ``create_sliding_window_causal_mask`` whenever the config has
+one: transformers v5.24.0 models/phi3/modeling_phi3.py l.386), Gemma-3's local layers (``sliding_layers``,
+``create_sliding_window_causal_mask`` in Gemma3TextModel's ``causal_mask_mapping``, models/gemma3/modeling_gemma3.py l.525-527).
+Mistral's config carries the same field and is planned as full causal attention as before (not changed here)."""
+
+
+def sliding_window_refusal(card: RunCard, spec: ModelSpec) -> str | None:
+    """Why a plan of a model with sliding-window layers (``SLIDING_WINDOW_FAMILIES``) is refused, or None. transformers builds no mask while the keys are fewer than the window
+    (v5.24.0 masking_utils.py ``_ignore_causal_mask_sdpa`` l.286-287: ``local_attention_size is not None and
+    kv_length >= local_attention_size`` returns False, else the plain causal ``is_causal`` path), so a shorter
+    sequence runs exactly as full causal attention; from the window on, a materialised mask disables SDPA's
+    GQA path (k and v repeated) and the flash kernels: not modelled."""
+    if spec.sliding_window is None or spec.family not in SLIDING_WINDOW_FAMILIES:
+        return None
+    longest = card.rollout.prompt_len + card.rollout.response_len if card.method in (Method.PPO, Method.GRPO) else 0
+    longest = max(longest, card.batch.seq_len + (card.prompt_tuning.num_virtual_tokens or 0
+                                                 if card.scope.value == "prompt_tuning" else 0))
+    if longest < spec.sliding_window:
+        return None
+    return (f"batch.seq_len: {longest} tokens reach {spec.name}'s sliding_window {spec.sliding_window}: its windowed"
+            f" attention mask is not modelled; allowed: up to {spec.sliding_window - 1} tokens per sequence")
+
+
 def make_plan(card: RunCard, *, calibration=None) -> Plan:
     """The plan for a validated card. ``calibration``: a ``trainfit.calibration.Calibration`` whose
     measured rates replace the published defaults of the time model for its GPU kinds."""
@@ -48,6 +73,10 @@ def make_plan(card: RunCard, *, calibration=None) -> Plan:
         from trainfit.errors import CardError
 
         raise CardError(f"model: {spec.name} cannot be planned: {spec.unplanned}")
+    if (why := sliding_window_refusal(card, spec)) is not None:
+        from trainfit.errors import CardError
+
+        raise CardError(why)
     from trainfit.memory.arch_activations import FULL_ONLY_FAMILIES, SDPA_ONLY_FAMILIES
 
     if spec.family in FULL_ONLY_FAMILIES and card.scope.value != "full":

@@ -464,7 +464,7 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
     if variant is not None:
         act = peft_variants.adjust_activations(act, spec, variant, micro_batch_size=card.batch.micro_batch_size,
                                                seq_len=seq_len, compute_dtype_bytes=act_dtype,
-                                               zero_centred_norm=spec.family in ("gemma2", "qwen3_5_text"))
+                                               zero_centred_norm=spec.family in ("gemma2", "qwen3_5_text", "gemma3_text"))
     mp_gather = fsdp_casts_gathered_params(card, sharding)
     autocast = autocast_copies_weights(card, sharding)
     act = _autocast_copies(act, spec, enabled=autocast and trainable.lora is None, scale=scale)
@@ -710,7 +710,10 @@ def _layer_modules(spec: ModelSpec, i: int) -> tuple[int, ...]:
     mods: list[int] = []
     if spec.layer_kind(i) is LayerKind.FULL_ATTENTION:
         q_out = 2 * spec.q_dim if spec.attn_output_gate else spec.q_dim
-        mods += [h * q_out, h * spec.kv_dim, h * spec.kv_dim, spec.q_dim * h]
+        if spec.fused_projections:  # Phi-3: one qkv_proj module
+            mods += [h * (q_out + 2 * spec.kv_dim), spec.q_dim * h]
+        else:
+            mods += [h * q_out, h * spec.kv_dim, h * spec.kv_dim, spec.q_dim * h]
     else:
         la = spec.linear_attention
         assert la is not None
@@ -722,6 +725,8 @@ def _layer_modules(spec: ModelSpec, i: int) -> tuple[int, ...]:
         if moe.shared_expert_intermediate_size:
             sh = moe.shared_expert_intermediate_size
             mods += [h * sh, h * sh, sh * h]
+    elif spec.fused_projections:  # Phi-3: one gate_up_proj module
+        mods += [h * 2 * spec.intermediate_size, spec.intermediate_size * h]
     else:
         mods += [h * spec.intermediate_size] * 2 + [spec.intermediate_size * h]
     return tuple(mods)

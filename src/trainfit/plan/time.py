@@ -691,7 +691,7 @@ def zero3_grad_groups(spec: ModelSpec, *, expert_loop: bool = False) -> tuple[tu
     ``attention_bias``; o: ``o_proj_bias``) and q / k by their norms (``qk_norm``: Qwen3's ``q_norm`` / ``k_norm`` over
     head_dim, applied to the q and k projections' outputs), the other norms, then the MLP's linears (their biases:
     ``mlp_bias``) or the MoE block's router, experts and shared expert (``plan.terms._layer_modules``'s matrices, each
-    weight one tensor).
+    weight one tensor). Fused projections (Phi-3): qkv_proj, then o_proj; gate_up_proj, then down_proj.
 
     ``expert_loop`` (``parallel.moe_experts`` loop / loop_all, transformers < 5): every expert is a module of three
     ``nn.Linear`` (``Qwen3MoeSparseMoeBlock.__init__``: ``self.experts = nn.ModuleList([Qwen3MoeMLP(...) for _ in
@@ -708,9 +708,14 @@ def zero3_grad_groups(spec: ModelSpec, *, expert_loop: bool = False) -> tuple[tu
     for i in range(spec.num_layers):
         mods = _layer_modules(spec, i)
         full = spec.layer_kind(i) is LayerKind.FULL_ATTENTION
-        n_attn = 4 if full else 5
+        fused = spec.fused_projections and full  # Phi-3: qkv_proj, o_proj; gate_up_proj, down_proj
+        n_attn = (2 if fused else 4) if full else 5
         attn = list(mods[:n_attn])
-        if full:
+        if fused:
+            qkv, o = attn
+            attn = [qkv, *([spec.q_dim + 2 * spec.kv_dim] if spec.attention_bias else []),
+                    o, *([h] if spec.o_proj_bias else [])]
+        elif full:
             q, k, v, o = attn
             if spec.qk_norm:
                 qn = spec.head_dim * (spec.num_attention_heads if spec.qk_norm_full_width else 1)
@@ -725,6 +730,8 @@ def zero3_grad_groups(spec: ModelSpec, *, expert_loop: bool = False) -> tuple[tu
             inter = spec.intermediate_size
             lin = [(h * inter, inter), (h * inter, inter), (inter * h, h)] if spec.mlp_gated else \
                 [(h * inter, inter), (inter * h, h)]
+            if spec.fused_projections:
+                lin = [(2 * h * inter, 2 * inter), (inter * h, h)]
             ffn = [n for w, b in lin for n in ((w, b) if spec.mlp_bias else (w,))]
         else:
             e, inter = moe.num_experts, moe.expert_intermediate_size

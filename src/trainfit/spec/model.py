@@ -224,6 +224,10 @@ class ModelSpec:
     MPT), not Hugging Face's RMSNorm written out in eager ops (``compute.inventory``)."""
     rotary: bool = True
     """Rotary position embedding on q and k; False for learned absolute positions or ALiBi (``compute.inventory``)."""
+    fused_projections: bool = False
+    """q, k and v are one ``qkv_proj`` linear and gate / up one ``gate_up_proj`` (Phi-3: transformers v5.24.0
+    models/phi3/modeling_phi3.py l.54-61, l.205, l.219-223): the same parameters as the separate projections, one
+    GEMM each, adapters named after the fused modules, and q, k, v / gate, up are slices of the fused outputs."""
 
     def __post_init__(self) -> None:
         if self.layer_types and len(self.layer_types) != self.num_layers:

@@ -653,6 +653,16 @@ FUSED_ATTENTION = ("flash", "flex", "te")
 Engine's fused attention): the card's ``flash``. They run where transformers has no SDPA path (gpt-oss's sinks)."""
 
 
+MBRIDGE_TE_CROSS_ENTROPY = (
+    "loss.kernel te: the performance scripts set cross_entropy_fusion_impl 'te' with GPTModelProvider's"
+    " cross_entropy_loss_fusion True, so Megatron-Core runs Transformer Engine's parallel_cross_entropy (memory only):"
+    " 25.09 NVIDIA-NeMo/Megatron-Bridge scripts/performance/configs/*/*_llm_pretrain.yaml (e.g."
+    " qwen3/qwen3_30b_a3b_llm_pretrain.yaml l.17) @v0.1.0rc4; 25.11 scripts/performance/utils/helpers.py l.108 @v0.2.0;"
+    " 26.x src/megatron/bridge/perf_recipes/_common.py _benchmark_common(cross_entropy_impl='te') l.31 and l.70"
+    " @067f987df03b8355b03192d88d70f1709fedf51a (native only for DeepSeek-V4, GLM-5 and Nemotron-H, none of them"
+    " scored here); src/megatron/bridge/models/gpt_provider.py cross_entropy_loss_fusion True (l.180 @v0.2.0)")
+"""Why a Megatron-Bridge performance-summary row plans Transformer Engine's cross-entropy (``loss.kernel te``)."""
+
 TE_CUDNN_FRAMEWORKS = ("nemo", "megatron-bridge")
 """Frameworks whose Transformer Engine attention runs cuDNN's fused attention on Hopper: Megatron-Core's
 ``attention_backend`` auto (NeMo / Megatron-Bridge recipes leave it so: NVIDIA-NeMo/Megatron-Bridge
@@ -1306,6 +1316,10 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         card["loss"] = {**(card.get("loss") or {}), "upcast": False}
         notes.append("loss.upcast false: the model's own cross-entropy on the compute-dtype logits, no autocast (the"
                      " entry's loss_upcast)")
+    if (e["framework"] == "megatron-bridge" and "loss" not in card
+            and (e.get("source") or {}).get("path", "").startswith("docs/performance-summary")):
+        card["loss"] = {"kernel": "te"}
+        notes.append(MBRIDGE_TE_CROSS_ENTROPY)
     if e["framework"] == "llm-foundry":
         # ComposerMPTCausalLM's default loss_fn fused_crossentropy builds flash_attn.losses.cross_entropy.CrossEntropyLoss(
         # ignore_index=-100, reduction='none'), inplace_backward left False (mosaicml/llm-foundry

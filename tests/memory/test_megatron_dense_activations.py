@@ -70,17 +70,21 @@ def test_savings_dict_megatron_silu_uncompiled_only():
     from trainfit.plan.ranks import megatron_dense_mlp_savings, megatron_activation_savings
 
     T, L = 4096, LLAMA.num_layers
-    # tp 1: no sequence shard, act(gate) on every dense layer, no head entry
+    # tp 1: no sequence shard, act(gate) on every dense layer; the two Transformer Engine norms of each layer and the
+    # final norm keep no fp32 copy of their input (megatron_te_norm_savings: 4 B a token and hidden element each)
+    h = LLAMA.hidden_size
     one = megatron_activation_savings(_card(tp=1, sp=False), LLAMA, ParallelLayout(), tokens=T, dtype_bytes=2,
                                     trainable=FULL)
-    assert one == {i: float(T * 2 * LLAMA.intermediate_size) for i in range(L)}
+    assert one == {**{i: float(T * 2 * LLAMA.intermediate_size + 2 * 4 * T * h) for i in range(L)},
+                   "head": float(4 * T * h)}
     # tp 2 with sequence parallel: the QKV and fc1 input shards and act(gate) of the shard's width
     ss = shard_spec(LLAMA, 2)
     glu = megatron_dense_mlp_savings(ss, tokens=T, dtype_bytes=2)
     assert glu == T * 2 * ss.intermediate_size
     got = megatron_activation_savings(_card(), ss, ParallelLayout(tp=2, sp=True), tokens=T, dtype_bytes=2,
                                     trainable=FULL)
-    assert got[0] == 2 * 2 * (T - T // 2) * ss.hidden_size + glu
+    assert got[0] == 2 * 2 * (T - T // 2) * ss.hidden_size + glu + 2 * 4 * (T // 2) * ss.hidden_size
+    assert got["head"] == 2 * (T - T // 2) * ss.hidden_size + 4 * (T // 2) * ss.hidden_size
     # compiled rules (they already drop act(gate)), a GELU MLP, the DTensor plan: nothing more
     assert megatron_activation_savings(_card(tp=1, sp=False, compile_=True), LLAMA, ParallelLayout(), tokens=T,
                                      dtype_bytes=2, trainable=FULL) == {}
@@ -107,6 +111,7 @@ def test_plan_counts_the_fused_swiglu():
     T, L = 4096, LLAMA.num_layers
     ss = shard_spec(LLAMA, 2)
     shard = 2 * (T - T // 2) * ss.hidden_size
-    assert act(_card("dtensor")) - act(_card()) == L * (2 * shard + T * 2 * ss.intermediate_size) + shard
+    norms = 4 * (T // 2) * ss.hidden_size  # each Transformer Engine norm's fp32 input copy (megatron_te_norm_savings)
+    assert act(_card("dtensor")) - act(_card()) == L * (2 * shard + T * 2 * ss.intermediate_size + 2 * norms) + shard + norms
     # compiled rules: the shards only
     assert act(_card("dtensor", compile_=True)) - act(_card(compile_=True)) == L * 2 * shard + shard

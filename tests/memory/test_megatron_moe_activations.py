@@ -99,21 +99,26 @@ def test_savings_dict_megatron_only():
     moe_less = megatron_moe_savings(ss, sp, tokens=T, dtype_bytes=2)
     assert moe_less == moe_block_bytes(ss, tokens=T) - megatron_moe_bytes(ss, tokens=T, sequence_shards=2) > 0
     got = megatron_activation_savings(_card(), ss, sp, tokens=T, dtype_bytes=2, trainable=FULL)
-    # QKV's input shard and the MoE block (every Qwen3-30B-A3B layer is a MoE layer)
-    assert got[0] == 2 * (T - T // 2) * ss.hidden_size + moe_less
-    # tp 1: no sequence shard, the fused SwiGLU only, MoE layers only, no head entry
+    # QKV's input shard and the MoE block (every Qwen3-30B-A3B layer is a MoE layer); Transformer Engine's norms keep
+    # no fp32 copy of their input (megatron_te_norm_savings): the input and pre-MLP norms on the sequence shard, the
+    # per-head q/k norms on every token at the shard's widths
+    te_norms = 4 * (2 * (T // 2) * ss.hidden_size + T * (ss.q_dim + ss.kv_dim))
+    assert got[0] == 2 * (T - T // 2) * ss.hidden_size + moe_less + te_norms
+    # tp 1: no sequence shard, the fused SwiGLU, MoE layers only, the norms; the head entry is the final norm's
     one = ParallelLayout(ep=4)
     nosp = megatron_activation_savings(_card(tp=1, sp=False), QWEN3_30B, one, tokens=T, dtype_bytes=2, trainable=FULL)
     k, w, h = QWEN3_30B.moe.experts_per_token, QWEN3_30B.moe.expert_intermediate_size, QWEN3_30B.hidden_size
-    assert "head" not in nosp and set(nosp) == set(range(QWEN3_30B.num_layers))
-    assert all(v == T * k * 2 * (w + h) for v in nosp.values())  # act(gate) and the combine's expert output
+    assert nosp.pop("head") == 4 * T * h and set(nosp) == set(range(QWEN3_30B.num_layers))
+    norms = 4 * T * (2 * h + QWEN3_30B.q_dim + QWEN3_30B.kv_dim)
+    assert all(v == T * k * 2 * (w + h) + norms for v in nosp.values())  # act(gate), the combine's expert output
     # the torch DTensor plan keeps the per-op figure; a dense Megatron model without sequence parallel saves only
     # its fused SwiGLU's act(gate) (test_megatron_dense_activations.py)
     assert megatron_activation_savings(_card("dtensor"), ss, sp, tokens=T, dtype_bytes=2, trainable=FULL) == {}
     llama = from_catalog("meta-llama/Llama-3.1-8B")
     assert megatron_activation_savings(_card(tp=1, sp=False, model="meta-llama/Llama-3.1-8B"), llama, ParallelLayout(),
                                      tokens=T, dtype_bytes=2, trainable=FULL) == {
-        i: float(T * 2 * llama.intermediate_size) for i in range(llama.num_layers)}
+        **{i: float(T * 2 * llama.intermediate_size + 2 * 4 * T * llama.hidden_size) for i in range(llama.num_layers)},
+        "head": float(4 * T * llama.hidden_size)}
 
 
 def test_plan_counts_the_megatron_block():
@@ -129,4 +134,7 @@ def test_plan_counts_the_megatron_block():
     ss = shard_spec(QWEN3_30B, 2)
     moe_less = megatron_moe_savings(ss, ParallelLayout(tp=2, sp=True, ep=4), tokens=T, dtype_bytes=2)
     head = 2 * (T - T // 2) * ss.hidden_size  # the output layer's input shard
-    assert act(_card("dtensor")) - act(_card()) == L * (2 * (T - T // 2) * ss.hidden_size + moe_less) + head
+    residual_norm = 4 * (T // 2) * ss.hidden_size  # a Transformer Engine norm's fp32 input copy not kept
+    te_norms = 2 * residual_norm + 4 * T * (ss.q_dim + ss.kv_dim)
+    assert act(_card("dtensor")) - act(_card()) == (L * (2 * (T - T // 2) * ss.hidden_size + moe_less + te_norms)
+                                                    + head + residual_norm)

@@ -60,11 +60,17 @@ def test_sequence_parallel_linears_save_the_shard():
     unit = 2 * (t - t // tp) * SMALL["hidden_size"]
     meg, dt = plan("megatron", tp=tp), plan("dtensor", tp=tp)
     less = phase(dt, "forward").components["activations"] - phase(meg, "forward").components["activations"]
-    assert less == pytest.approx(SMALL["num_hidden_layers"] * 2 * unit + unit + _fused_swiglu(tp))
-    # without sequence parallel both gather nothing: only the fused SwiGLU's saving remains
+    assert less == pytest.approx(SMALL["num_hidden_layers"] * 2 * unit + unit + _fused_swiglu(tp) + _te_norms(t // tp))
+    # without sequence parallel both gather nothing: the fused SwiGLU's and the norms' savings remain
     meg0, dt0 = plan("megatron", tp=tp, sp=False), plan("dtensor", tp=tp, sp=False)
     less0 = phase(dt0, "forward").components["activations"] - phase(meg0, "forward").components["activations"]
-    assert less0 == pytest.approx(_fused_swiglu(tp))
+    assert less0 == pytest.approx(_fused_swiglu(tp) + _te_norms(t))
+
+
+def _te_norms(tokens: int) -> int:
+    """Transformer Engine's RMSNorms keep no fp32 copy of their input (plan.ranks.megatron_te_norm_savings): 4 B a
+    token and hidden element for each layer's two norms and the final norm, on the tokens the residual stream holds."""
+    return 4 * tokens * SMALL["hidden_size"] * (2 * SMALL["num_hidden_layers"] + 1)
 
 
 def _fused_swiglu(tp: int) -> int:
@@ -123,7 +129,7 @@ def test_selective_core_attention_keeps_the_shards_too():
         return phase(make_plan(load_card_dict(data)), "forward").components["activations"]
 
     assert act("dtensor") - act("megatron") == pytest.approx(SMALL["num_hidden_layers"] * 2 * unit + unit
-                                                             + _fused_swiglu(tp))
+                                                             + _fused_swiglu(tp) + _te_norms(t // tp))
 
 
 def test_the_plan_says_which_tensor_parallel_it_assumed():

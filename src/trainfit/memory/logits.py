@@ -291,6 +291,22 @@ def megatron_vocab_parallel_ce_bytes(*, tokens: int, local_vocab: int, compute_d
     return LogitsBytes(forward_peak=softmax + upcast_extra * e, retained=softmax, backward_peak=softmax + upcast_extra * e)
 
 
+def te_parallel_ce_bytes(*, tokens: int, local_vocab: int, compute_dtype_bytes: int = 2) -> LogitsBytes:
+    """Bytes of Transformer Engine's ``parallel_cross_entropy`` over one rank's ``tokens x local_vocab`` logits, the loss
+    Megatron-Core runs for ``cross_entropy_loss_fusion`` with ``cross_entropy_fusion_impl == 'te'`` (NVIDIA/Megatron-LM
+    megatron/core/models/common/language_module/language_module.py l.140-167
+    @92c8482e6dcd11c3666c61bb8d1f7e8d0730ed13). ``CrossEntropyFunction.forward`` runs the Triton kernel on the
+    logits as they are (``.contiguous()`` only when the vocabulary is not the last stride) with per-row fp32 buffers
+    (``loss_1d``, ``m_d_X_y``: 1 + 3 values a row), writes the gradient into the logits in place and saves them
+    (``ctx.save_for_backward(_input.detach())``); backward scales that tensor in place and returns it
+    (NVIDIA/TransformerEngine v2.8 40c69e751a47ec87786283e125c5eb264101270f transformer_engine/pytorch/cross_entropy.py
+    l.24-80, transformer_engine/pytorch/triton/cross_entropy.py l.164-187 (the kernel's second pass stores the
+    gradient over the logits) and l.267-341). So the compute-dtype logits are all it
+    holds: no fp32 copy (``megatron_vocab_parallel_ce_bytes``' 4 B a logit). The per-row buffers are left out."""
+    e = tokens * local_vocab * compute_dtype_bytes
+    return LogitsBytes(forward_peak=e, retained=e, backward_peak=e)
+
+
 def nanotron_sharded_ce_bytes(*, tokens: int, local_vocab: int, compute_dtype_bytes: int = 2) -> LogitsBytes:
     """Bytes of nanotron's ``_ShardedCrossEntropy`` over one rank's ``tokens x local_vocab`` logits (huggingface/nanotron
     @c252843039cc167ff8d6894b87172af4637eb14b). The model's ``cast_to_fp32`` block returns an fp32 copy of the

@@ -16,6 +16,7 @@ from trainfit.memory.logits import (
     logits_bytes,
     megatron_vocab_parallel_ce_bytes,
     nanotron_sharded_ce_bytes,
+    te_parallel_ce_bytes,
 )
 from trainfit.memory.parallel import (
     ParallelLayout,
@@ -26,7 +27,7 @@ from trainfit.memory.parallel import (
 from trainfit.memory.pipeline import Stage
 from trainfit.plan.terms import _layer_transients, logits_grad_bytes
 from trainfit.spec.card import RunCard
-from trainfit.spec.enums import ContextParallelKind, LayerKind, Scope, TensorParallelImpl
+from trainfit.spec.enums import ContextParallelKind, LayerKind, LossKernel, Scope, TensorParallelImpl
 from trainfit.spec.model import ModelSpec
 
 LOSS_PARALLEL_FORWARD_BYTES_PER_LOGIT = 14
@@ -44,7 +45,10 @@ def loss_region(card: RunCard, spec: ModelSpec, ss: ModelSpec, layout: ParallelL
     grad = logits_grad_bytes(card, tokens=tokens, width=width)
     if (card.parallel.tensor_parallel_impl is TensorParallelImpl.MEGATRON and ss.head_outputs is None
             and not card.loss.chunked and spec.family not in SOFTCAP_FAMILIES):
-        # Megatron-Core's vocab_parallel_cross_entropy on the rank's vocabulary shard (memory/logits.py)
+        # Megatron-Core's vocab_parallel_cross_entropy on the rank's vocabulary shard (memory/logits.py), or
+        # Transformer Engine's parallel_cross_entropy (loss.kernel te)
+        if card.loss.kernel is LossKernel.TE:
+            return te_parallel_ce_bytes(tokens=tokens, local_vocab=ss.vocab_size, compute_dtype_bytes=act_dtype), grad
         return megatron_vocab_parallel_ce_bytes(tokens=tokens, local_vocab=ss.vocab_size,
                                                 compute_dtype_bytes=act_dtype), grad
     if (card.parallel.tensor_parallel_impl is TensorParallelImpl.NANOTRON and ss.head_outputs is None

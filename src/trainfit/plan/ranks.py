@@ -443,9 +443,12 @@ def _activations(card: RunCard, spec: ModelSpec, ss: ModelSpec, layout: Parallel
     if modules and card.parallel.tensor_parallel_impl is TensorParallelImpl.MEGATRON:
         # each layer keeps all but what its module recomputes free (megatron_recompute_freed); not modelled: one
         # layer's recomputed tensors live during its backward
+        te_norms = bool(megatron_te_norm_savings(
+            ss, layout, tokens=b * s_loc, dtype_bytes=a,
+            compiled=card.parallel.compile and compiled_rules_apply(ss, trainable=trainable, attention=card.attention)))
         freed = megatron_recompute_freed(ss, layout, modules, tokens=b * s_loc, dtype_bytes=a,
                                          linear_input_bytes=fp8_in,
-                                         probs_in_experts=card.parallel.moe_probs_in_experts)
+                                         probs_in_experts=card.parallel.moe_probs_in_experts, te_norms=te_norms)
         per_layer = tuple(max(0.0, n - freed.get(i, 0.0)) for n, i in zip(per_layer, stage.chunk_layers))
         if core_attn:
             ckpt = tuple(max(0.0, c - freed.get(i, 0.0)) for c, i in zip(ckpt, stage.chunk_layers))
@@ -506,12 +509,15 @@ def megatron_activation_savings(card: RunCard, ss: ModelSpec, layout: ParallelLa
                                           linear_input_bytes=linear_input_bytes, compiled=compiled)
 
     mla_less = megatron_mla_savings(ss, layout, tokens=tokens, dtype_bytes=dtype_bytes)
+    norm_less = megatron_te_norm_savings(ss, layout, tokens=tokens, dtype_bytes=dtype_bytes, compiled=compiled)
 
     def is_moe(i: int) -> bool:
         return ss.moe is not None and ss.moe.is_moe_layer(i)
 
     if not (layout.sp and layout.tp > 1):
-        less = {i: mla_less + (moe_less if is_moe(i) else glu_less) for i in range(ss.num_layers)}
+        less = {i: mla_less + (moe_less if is_moe(i) else glu_less) + norm_less.get(i, 0.0) for i in range(ss.num_layers)}
+        if norm_less.get("head"):
+            less["head"] = norm_less["head"]
         return {i: v for i, v in less.items() if v}
     h = ss.hidden_size
     gathered_less = tokens - tokens // layout.tp
@@ -519,9 +525,9 @@ def megatron_activation_savings(card: RunCard, ss: ModelSpec, layout: ParallelLa
     unit = (ceil(linear_input_bytes * tokens * h) - ceil(linear_input_bytes * (tokens // layout.tp) * h)
             if linear_input_bytes else head_unit)
     mask = gathered_less * h * DROPOUT_MASK_BYTES if ss.family in RESIDUAL_DROPOUT_FAMILIES and ss.dropout > 0 else 0
-    out: dict = {"head": float(head_unit)}
+    out: dict = {"head": float(head_unit + norm_less.get("head", 0.0))}
     for i in range(ss.num_layers):
-        less = 2 * mask
+        less = 2 * mask + norm_less.get(i, 0.0)
         if ss.layer_kind(i) is LayerKind.FULL_ATTENTION and ss.family not in DEEPSEEK_FAMILIES:
             less += unit
         less += mla_less
@@ -530,6 +536,46 @@ def megatron_activation_savings(card: RunCard, ss: ModelSpec, layout: ParallelLa
         else:
             less += moe_less
         out[i] = float(less)
+    return out
+
+
+MEGATRON_TE_NORM_SOURCES = (
+    "NVIDIA/Megatron-LM @92c8482e6dcd11c3666c61bb8d1f7e8d0730ed13: megatron/core/models/gpt/gpt_layer_specs.py"
+    " l.250-261 (the input norm fused into linear_qkv, TELayerNormColumnParallelLinear; a dense MLP's pre-MLP norm"
+    " into linear_fc1; any other norm backend.layer_norm), l.352-357 (q_layernorm / k_layernorm"
+    " backend.layer_norm(for_qk=True)), megatron/core/extensions/transformer_engine_spec_provider.py l.53-60"
+    " (layer_norm: TENorm), megatron/core/extensions/transformer_engine.py l.206-238 (TENorm: te.pytorch.RMSNorm);"
+    " NVIDIA/TransformerEngine v2.8 (40c69e751a47ec87786283e125c5eb264101270f)"
+    " transformer_engine/pytorch/ops/basic/rmsnorm.py l.187-202 (RMSNorm: rmsnorm_fwd, ctx.save_for_backward(x,"
+    " rstdevs)), transformer_engine/pytorch/module/layernorm_linear.py l.208 and l.448-458 (LayerNormLinear saves"
+    " inputmat, ln_out, mu, rsigma)")
+"""Where ``megatron_te_norm_savings`` reads what Megatron-Core's Transformer Engine norms save."""
+
+
+def megatron_te_norm_savings(ss: ModelSpec, layout: ParallelLayout, *, tokens: int, dtype_bytes: int,
+                             compiled: bool = False) -> dict:
+    """Bytes per layer (and ``"head"``) a Megatron-Core rank's RMSNorms save less than the per-op (eager
+    transformers) figure, ``memory.activations._norm``: Transformer Engine's fused kernels save the norm's input in
+    the compute dtype and one fp32 rstd per row (``RMSNorm``: ``save_for_backward(x, rstdevs)``; the input norm
+    fused into ``linear_qkv``, ``LayerNormLinear``: ``inputmat``, ``ln_out`` (the linear's saved input, counted
+    apart), ``mu`` (empty for RMSNorm), ``rsigma``), with no fp32 copy of the input (``MEGATRON_TE_NORM_SOURCES``).
+    The per-op figure keeps that fp32 copy (``4·w`` per token), so each norm saves ``4·w`` bytes a token less: the
+    input and pre-MLP norms on the residual stream (``tokens / tp`` under sequence parallel), the per-head q/k norms
+    over every token at the shard's q/k widths, the final norm (``"head"``). Empty where the per-op figure already
+    keeps no fp32 copy (``compiled``: the compiled rules), for zero-centred and fp32-weight norms, an fp32 compute
+    dtype, layer layouts other than two norms a layer, and the families with their own layer model
+    (``arch_activations``)."""
+    from trainfit.memory.activations import _WEIGHT_ON_FP32_NORM, _ZERO_CENTRED_NORM, FP32
+
+    if (compiled or dtype_bytes == FP32 or ss.family in ARCH_FAMILIES or ss.family in _ZERO_CENTRED_NORM
+            or ss.family in _WEIGHT_ON_FP32_NORM or ss.norms_per_layer != 2 or ss.post_block_norms):
+        return {}
+    t = tokens // (layout.tp if layout.sp else 1)
+    residual = FP32 * t * ss.hidden_size
+    qk = FP32 * tokens * (ss.q_dim + ss.kv_dim) if ss.qk_norm and not ss.qk_norm_full_width else 0
+    out: dict = {"head": float(residual)}
+    for i in range(ss.num_layers):
+        out[i] = float(2 * residual + (qk if ss.layer_kind(i) is LayerKind.FULL_ATTENTION else 0))
     return out
 
 
@@ -697,7 +743,7 @@ def megatron_recompute_refusal(card: RunCard, spec: ModelSpec) -> str | None:
 
 def megatron_recompute_freed(ss: ModelSpec, layout: ParallelLayout, modules: frozenset[RecomputeModule], *,
                              tokens: int, dtype_bytes: int, linear_input_bytes: float = 0.0,
-                             probs_in_experts: bool = True) -> dict[int, float]:
+                             probs_in_experts: bool = True, te_norms: bool = False) -> dict[int, float]:
     """Bytes per decoder layer that Megatron-Core's module recomputes (``modules``, core_attn aside: that one is the
     checkpointed layer's selective figure) free on this rank beyond the Megatron figure (``per-op -
     megatron_activation_savings``), ``tokens`` = b·s, ``t = tokens / sequence shards``
@@ -728,6 +774,8 @@ def megatron_recompute_freed(ss: ModelSpec, layout: ParallelLayout, modules: fro
     moe = ss.moe
     mla = ss.family in DEEPSEEK_FAMILIES and ss.mla is not None
     norm = residual_norm_bytes(ss, tokens=t, compute_dtype_bytes=a) if M.LAYERNORM in modules or M.MLP in modules else 0
+    if norm and te_norms:  # the figure the layer already holds: Transformer Engine's norm (megatron_te_norm_savings)
+        norm -= 4 * t * h
     up_proj = megatron_mla_up_proj_freed(ss, layout, tokens=tokens, dtype_bytes=a) if M.MLA_UP_PROJ in modules else 0
     block = act_less = shared_less = 0
     norm_out_saved = False  # something in the Megatron block saves the pre-MLP norm's output

@@ -473,7 +473,9 @@ class LossSection(_Section):
         LossKernel.LIGER, description="With chunked: liger (fused linear cross-entropy), trl (TRL's fused lm_head log-probs),"
         " prime_rl (prime-rl's chunked log-prob/entropy head) or torchtune (CEWithChunkedOutputLoss). Without chunked: flash_attn (flash-attn's CrossEntropyLoss, llm-foundry's"
         " fused_crossentropy: bf16 logits, no fp32 copy; for ppo/grpo verl's actor log-probs, which call the same"
-        " kernel whenever flash-attn is installed); any other value is the eager fp32 loss."
+        " kernel whenever flash-attn is installed), te (Transformer Engine's parallel_cross_entropy, Megatron-Core's"
+        " cross_entropy_fusion_impl 'te': bf16 logits, gradient in place; tensor_parallel_impl megatron); any other"
+        " value is the eager fp32 loss."
     )
     inplace_backward: bool = Field(
         False, description="With kernel flash_attn: its inplace_backward=True, the gradient written into the logits"
@@ -503,9 +505,9 @@ class LossSection(_Section):
 
     @model_validator(mode="after")
     def _kernel_fits_chunked(self) -> LossSection:
-        if self.chunked and self.kernel is LossKernel.FLASH_ATTN:
-            raise ValueError("loss.kernel: 'flash_attn' scores the full logits (loss.chunked false); allowed with"
-                             " loss.chunked true: liger, trl, prime_rl, torchtune")
+        if self.chunked and self.kernel in (LossKernel.FLASH_ATTN, LossKernel.TE):
+            raise ValueError(f"loss.kernel: '{self.kernel.value}' scores the full logits (loss.chunked false); allowed"
+                             " with loss.chunked true: liger, trl, prime_rl, torchtune")
         if self.temperature_copy and self.kernel is not LossKernel.FLASH_ATTN:
             raise ValueError(f"loss.temperature_copy: only read with loss.kernel flash_attn (kernel is"
                              f" '{self.kernel.value}'); allowed with it: false")
@@ -1179,6 +1181,10 @@ class RunCard(_Section):
                 self.loss.chunked or self.loss.kernel is LossKernel.FLASH_ATTN):
             raise ValueError("loop.kept_output_dtype: fp32 is the eager loss's fp32 copy of the full logits; allowed with"
                              " loss.chunked true or loss.kernel flash_attn: compute")
+        if self.loss.kernel is LossKernel.TE and par.tensor_parallel_impl is not TensorParallelImpl.MEGATRON:
+            raise ValueError(f"loss.kernel: te is Megatron-Core's Transformer Engine cross-entropy"
+                             f" (cross_entropy_fusion_impl 'te'), read with tensor_parallel_impl megatron; allowed with"
+                             f" {par.tensor_parallel_impl.value}: liger, trl, prime_rl, torchtune, flash_attn")
         if self.loss.kernel is LossKernel.FLASH_ATTN:
             # flash-attn's CrossEntropyLoss scores labels (SFT / pretraining); Megatron-Core runs its own loss
             if self.method not in (Method.SFT, Method.PPO, Method.GRPO):

@@ -499,6 +499,12 @@ class LossKernel(StrEnum):
     """flash-attn's ``CrossEntropyLoss`` (llm-foundry's default ``loss_fn: fused_crossentropy``) over the full
     compute-dtype logits: no fp32 copy, an fp32 log-sum-exp per row; the gradient goes to a new buffer, or into
     the logits with ``loss.inplace_backward`` (``trainfit.memory.logits.flash_attn_ce_bytes``). Not chunked."""
+    TE = "te"
+    """Transformer Engine's ``parallel_cross_entropy``, which Megatron-Core calls for ``cross_entropy_loss_fusion``
+    with ``cross_entropy_fusion_impl 'te'`` (Megatron-Bridge's performance recipes), over the rank's compute-dtype
+    vocabulary shard: per-row fp32 statistics only, the gradient written into the logits in place
+    (``trainfit.memory.logits.te_parallel_ce_bytes``). Not chunked; tensor_parallel_impl megatron only. Memory only:
+    the step time keeps Megatron-Core's vocab-parallel loss."""
 
 
 class MoeExperts(StrEnum):

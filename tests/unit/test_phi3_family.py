@@ -104,3 +104,18 @@ def test_compiled_full_training_layer():
     assert all(e - c == less for e, c in zip(eager.per_layer, comp.per_layer))
     lora = TrainableSpec(scope=Scope.LORA, lora=LoraSpec(rank=8, targets=("qkv_proj",)))
     assert not compiled_rules_apply(s, trainable=lora, attention=Attention.SDPA)
+
+
+def test_the_window_refusal_names_the_field_that_set_the_length():
+    """The refusal names what the user set and the limit on it, not a derived total."""
+    import trainfit
+
+    m = "microsoft/Phi-3-mini-4k-instruct"
+    with pytest.raises(CardError, match=r"^rollout\.prompt_len \+ rollout\.response_len: 2524 tokens .* up to 2046$"):
+        trainfit.plan({"model": m, "method": "grpo", "batch": {"seq_len": 1024},
+                       "rollout": {"prompt_len": 1024, "response_len": 1500}})
+    with pytest.raises(CardError, match=r"^batch\.seq_len: 2030 tokens with 20 virtual tokens .* up to 2026$"):
+        trainfit.plan({"model": m, "scope": "prompt_tuning", "batch": {"seq_len": 2030},
+                       "prompt_tuning": {"num_virtual_tokens": 20}})
+    assert trainfit.plan({"model": m, "scope": "prompt_tuning", "batch": {"seq_len": 2026},
+                          "prompt_tuning": {"num_virtual_tokens": 20}}).step_seconds > 0

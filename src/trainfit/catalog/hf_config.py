@@ -350,15 +350,20 @@ def _dropout(dec: dict[str, Any], name: str, key: str = "dropout", default: floa
     return float(p)
 
 
+DEEPSEEK_Q_LORA_RANK_DEFAULT = 1536
+"""DeepseekV2Config's and DeepseekV3Config's ``q_lora_rank`` default (``_mla``)."""
+
+
 def _mla(dec: dict[str, Any], name: str, family: str = "deepseek_v3") -> MlaSpec:
     """DeepSeek-V3's multi-head latent attention sizes (q_lora_rank null: no query compression).
 
-    DeepSeek-V2: q_lora_rank null is a plain q_proj (DeepSeek-V2-Lite), but an absent key is DeepseekV2Config's
-    default 1536 (transformers v5.24.0 models/deepseek_v2/configuration_deepseek_v2.py l.106), so only an explicit
-    null (or 0) drops the query compression."""
+    q_lora_rank null is a plain q_proj (DeepSeek-V2-Lite), but an absent key is the config class's default 1536 in
+    both families (transformers v5.24.0 models/deepseek_v2/configuration_deepseek_v2.py l.106,
+    models/deepseek_v3/configuration_deepseek_v3.py l.93), so only an explicit null (or 0) drops the query
+    compression."""
     q_rank = _int(dec, "q_lora_rank", name, least=0, most=1_000_000, default=0)
-    if family == "deepseek_v2" and "q_lora_rank" not in dec:
-        q_rank = 1536
+    if "q_lora_rank" not in dec:
+        q_rank = DEEPSEEK_Q_LORA_RANK_DEFAULT
     return MlaSpec(
         q_lora_rank=q_rank,
         kv_lora_rank=_int(dec, "kv_lora_rank", name, most=1_000_000),

@@ -134,7 +134,7 @@ DELTANET_KERNELS = ("Gated DeltaNet layers: flash-linear-attention's chunk_gated
 QWEN3_5_PARTIAL_ROTARY = 0.25
 """Qwen3.5 rotates a quarter of head_dim (config partial_rotary_factor; ModelSpec has no field)."""
 
-_ZERO_CENTRED_NORM = {"gemma2", "qwen3_5_text", "gemma3_text"}
+ZERO_CENTRED_NORM_FAMILIES = frozenset({"gemma2", "qwen3_5_text", "gemma3_text"})
 _WEIGHT_ON_FP32_NORM = {"olmo2"}
 """RMSNorms whose weight multiplies the fp32 normalised input before the cast (``_norm``'s ``weight_on_fp32``)."""
 _FP32_ROTARY = {"olmo2"}
@@ -360,7 +360,7 @@ def _attention(ctx: _Ctx, spec: ModelSpec, x_rg: bool) -> tuple[int, bool]:
     """Full attention block after the input norm (x = normalised input). Returns (bytes, out rg)."""
     T, a, s = ctx.T, ctx.a, ctx.s
     h, qd, kvd, H, KV, d = spec.hidden_size, spec.q_dim, spec.kv_dim, spec.num_attention_heads, spec.num_kv_heads, spec.head_dim
-    zc = spec.family in _ZERO_CENTRED_NORM
+    zc = spec.family in ZERO_CENTRED_NORM_FAMILIES
     gated = spec.attn_output_gate
     total = 0
     fused = spec.fused_projections
@@ -643,7 +643,7 @@ def residual_norm_bytes(spec: ModelSpec, *, tokens: int, compute_dtype_bytes: in
 
         return gpt_oss_norm_bytes(spec, tokens=tokens, compute_dtype_bytes=compute_dtype_bytes)
     h = spec.hidden_size
-    return _norm(full_ctx(tokens, compute_dtype_bytes), width=h, rows=1, zero_centred=spec.family in _ZERO_CENTRED_NORM,
+    return _norm(full_ctx(tokens, compute_dtype_bytes), width=h, rows=1, zero_centred=spec.family in ZERO_CENTRED_NORM_FAMILIES,
                  x_rg=True, const_width=h)[0]
 
 
@@ -838,7 +838,7 @@ def _layer(ctx: _Ctx, spec: ModelSpec, i: int, x_rg: bool) -> tuple[int, bool]:
 
         return layer_bytes(ctx, spec, i, x_rg)
     h = spec.hidden_size
-    zc = spec.family in _ZERO_CENTRED_NORM
+    zc = spec.family in ZERO_CENTRED_NORM_FAMILIES
     four = spec.norms_per_layer == 4
     ctx.saved_inputs.clear()
     ctx.parts.clear()
@@ -897,7 +897,7 @@ def compiled_rules_apply(spec: ModelSpec, *, trainable: TrainableSpec, attention
     full training or PEFT LoRA without dropout (bf16 or fp32 adapters) of dense, full-attention, Llama-style
     layers, with or without Qwen3's per-head qk-norm (no output gate), under SDPA/flash; OLMo 2 in full training."""
     lora = trainable.scope is Scope.LORA and trainable.lora is not None and trainable.lora.dropout == 0
-    return ((trainable.scope is Scope.FULL or lora) and spec.family not in _ZERO_CENTRED_NORM and spec.family not in ARCH_FAMILIES
+    return ((trainable.scope is Scope.FULL or lora) and spec.family not in ZERO_CENTRED_NORM_FAMILIES and spec.family not in ARCH_FAMILIES
             and (trainable.scope is Scope.FULL or not spec.post_block_norms)  # OLMo 2: measured for full training only
             and spec.moe is None and spec.linear_attention is None and not spec.attn_output_gate
             and (trainable.scope is Scope.FULL or not spec.fused_projections)  # Phi-3: measured for full training
@@ -1004,7 +1004,7 @@ def activation_bytes(
         # models/olmo2/modeling_olmo2.py l.109-113) and its q * cos runs in fp32 (l.172-176)
         rope_bytes = FP32 if spec.family in _FP32_ROTARY else a
         emb += 2 * rope_bytes * rows * s * _rope_dim(spec)
-    zc = spec.family in _ZERO_CENTRED_NORM
+    zc = spec.family in ZERO_CENTRED_NORM_FAMILIES
     if spec.family in ARCH_FAMILIES:
         from trainfit.memory import arch_activations
 

@@ -31,7 +31,7 @@ from trainfit.plan.terms import HOST_BYTES_PER_PROCESS, lora_tensors, step_terms
 from trainfit.plan.time import step_time_of
 from trainfit.plan.walk import dpo_logits, walk_rl, walk_sft_like
 from trainfit.spec.card import RunCard
-from trainfit.spec.enums import Method, Strategy
+from trainfit.spec.enums import Method, Scope, Strategy
 
 __all__ = [
     "HOST_BYTES_PER_PROCESS", "OUTSIDE_ALLOCATOR", "PAGEABLE", "GroupPlan", "PhaseResult", "Plan",
@@ -45,24 +45,32 @@ SLIDING_WINDOW_FAMILIES = frozenset({"phi3", "gemma3_text"})
 ``sliding_window``: Phi-3's every layer (Phi3Model builds ``create_sliding_window_causal_mask`` whenever the config has
 one: transformers v5.24.0 models/phi3/modeling_phi3.py l.386), Gemma-3's local layers (``sliding_layers``,
 ``create_sliding_window_causal_mask`` in Gemma3TextModel's ``causal_mask_mapping``, models/gemma3/modeling_gemma3.py l.525-527).
-Mistral's config carries the same field and is planned as full causal attention as before (not changed here)."""
+Mistral's config carries the same field (Mistral-7B-v0.1: 4096) and takes the same mask path (modeling_mistral.py
+l.355), but is planned as full causal attention at any length: from the window on, the materialised mask and the k/v
+that SDPA's non-GQA path repeats are not counted (an approximation, where Phi-3 and Gemma-3 are refused)."""
 
 
 def sliding_window_refusal(card: RunCard, spec: ModelSpec) -> str | None:
-    """Why a plan of a model with sliding-window layers (``SLIDING_WINDOW_FAMILIES``) is refused, or None. transformers builds no mask while the keys are fewer than the window
+    """Why a plan of a model with sliding-window layers (``SLIDING_WINDOW_FAMILIES``) is refused, or None, naming the
+    field that set the length. transformers builds no mask while the keys are fewer than the window
     (v5.24.0 masking_utils.py ``_ignore_causal_mask_sdpa`` l.286-287: ``local_attention_size is not None and
     kv_length >= local_attention_size`` returns False, else the plain causal ``is_causal`` path), so a shorter
     sequence runs exactly as full causal attention; from the window on, a materialised mask disables SDPA's
     GQA path (k and v repeated) and the flash kernels: not modelled."""
     if spec.sliding_window is None or spec.family not in SLIDING_WINDOW_FAMILIES:
         return None
-    longest = card.rollout.prompt_len + card.rollout.response_len if card.method in (Method.PPO, Method.GRPO) else 0
-    longest = max(longest, card.batch.seq_len + (card.prompt_tuning.num_virtual_tokens or 0
-                                                 if card.scope.value == "prompt_tuning" else 0))
-    if longest < spec.sliding_window:
-        return None
-    return (f"batch.seq_len: {longest} tokens reach {spec.name}'s sliding_window {spec.sliding_window}: its windowed"
-            f" attention mask is not modelled; allowed: up to {spec.sliding_window - 1} tokens per sequence")
+    window = spec.sliding_window
+    virtual = (card.prompt_tuning.num_virtual_tokens or 0) if card.scope is Scope.PROMPT_TUNING else 0
+    if card.method in (Method.PPO, Method.GRPO):
+        rollout = card.rollout.prompt_len + card.rollout.response_len
+        if rollout >= window:
+            return (f"rollout.prompt_len + rollout.response_len: {rollout} tokens reach {spec.name}'s sliding_window"
+                    f" {window}: its windowed attention mask is not modelled; allowed: a sum up to {window - 1}")
+    if card.batch.seq_len + virtual >= window:
+        extra = f" with {virtual} virtual tokens (prompt_tuning.num_virtual_tokens)" if virtual else ""
+        return (f"batch.seq_len: {card.batch.seq_len} tokens{extra} reach {spec.name}'s sliding_window {window}: its"
+                f" windowed attention mask is not modelled; allowed: up to {window - 1 - virtual}")
+    return None
 
 
 def make_plan(card: RunCard, *, calibration=None) -> Plan:

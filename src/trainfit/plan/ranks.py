@@ -565,9 +565,9 @@ def megatron_te_norm_savings(ss: ModelSpec, layout: ParallelLayout, *, tokens: i
     keeps no fp32 copy (``compiled``: the compiled rules), for zero-centred and fp32-weight norms, an fp32 compute
     dtype, layer layouts other than two norms a layer, and the families with their own layer model
     (``arch_activations``)."""
-    from trainfit.memory.activations import _WEIGHT_ON_FP32_NORM, _ZERO_CENTRED_NORM, FP32
+    from trainfit.memory.activations import _WEIGHT_ON_FP32_NORM, FP32, ZERO_CENTRED_NORM_FAMILIES
 
-    if (compiled or dtype_bytes == FP32 or ss.family in ARCH_FAMILIES or ss.family in _ZERO_CENTRED_NORM
+    if (compiled or dtype_bytes == FP32 or ss.family in ARCH_FAMILIES or ss.family in ZERO_CENTRED_NORM_FAMILIES
             or ss.family in _WEIGHT_ON_FP32_NORM or ss.norms_per_layer != 2 or ss.post_block_norms):
         return {}
     t = tokens // (layout.tp if layout.sp else 1)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from trainfit.errors import CardError
 from trainfit.memory import attention as attn
-from trainfit.memory.activations import ActivationBytes, activation_bytes
+from trainfit.memory.activations import ZERO_CENTRED_NORM_FAMILIES, ActivationBytes, activation_bytes
 from trainfit.memory.logits import (
     SOFTCAP_FAMILIES,
     logits_bytes,
@@ -464,7 +464,7 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
     if variant is not None:
         act = peft_variants.adjust_activations(act, spec, variant, micro_batch_size=card.batch.micro_batch_size,
                                                seq_len=seq_len, compute_dtype_bytes=act_dtype,
-                                               zero_centred_norm=spec.family in ("gemma2", "qwen3_5_text", "gemma3_text"))
+                                               zero_centred_norm=spec.family in ZERO_CENTRED_NORM_FAMILIES)
     mp_gather = fsdp_casts_gathered_params(card, sharding)
     autocast = autocast_copies_weights(card, sharding)
     act = _autocast_copies(act, spec, enabled=autocast and trainable.lora is None, scale=scale)

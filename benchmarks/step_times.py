@@ -1224,6 +1224,11 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
                      # the entry's run streams saved activations to host RAM (torchtune enable_activation_offloading,
                      # cited in its note): parallel.activation_offload
                      **({"activation_offload": True} if e.get("activation_offload") else {}),
+                     # Megatron-Core cpu_offloading of the first N layers' activations (cpu_offloading_num_layers,
+                     # cpu_offloading_weights false; the entry's note cites the recipe):
+                     # parallel.activation_offload_layers
+                     **({"activation_offload": True, "activation_offload_layers": int(e["activation_offload_layers"])}
+                        if e.get("activation_offload_layers") else {}),
                      # the entry's ZeRO-1 groups and parameter hand-back as its framework's code builds them (cited in
                      # its note; InternEvo's parallel.zero1 and HybridZeroOptimizer.broadcast_params)
                      **{k: e["parallel"][k] for k in ("zero1_shard_size", "zero1_param_sync") if e["parallel"].get(k)}},

@@ -30,8 +30,9 @@ same recipes on H100: the host launch term lies under the GPU time on both (so C
 matmuls, attention (at the cuDNN rates above) and memory-bound kernels scale about as the rates do (B200 / H100,
 Llama3-8B fp8, Megatron-Bridge 25.11: 2.2 / 2.2 / 2.5 against 2.1 published). A sustained (power-capped) matmul rate
 is the one published candidate, and it does not close the GB200 rows (``rates._MAMF_FRACTION``, "Not taken, sustained matmul rates"). The GB200 and GB300 Llama3-70B rows
-offload the activations of 40 and 20 of 80 layers to the Grace host (their entries' notes), planned as no offload;
-that time is not priced.
+offload the activations of 40 and 20 of 80 layers to the Grace host (their entries' notes), planned as
+``parallel.activation_offload_layers``: at the NVLink-C2C rate the copies hide behind the layers
+(``offload.layer_offload_stall_seconds``), so that time does not explain them either.
 
 Head dimension: the rates above are at head dim 128. A narrower head halves each tile's matmul work against the
 same softmax, masking and Q/O traffic per score, so the kernels run further below the matmul rate. The factor

@@ -263,3 +263,53 @@ def deepspeed_zero12_offload_seconds(
             + tensors_per_rank * (DS_BOUNDARY_KERNELS_PER_TENSOR * rates.device_s_per_kernel_min
                                   + DS_SYNCS_PER_TENSOR * sync_round_trip_s))
     return OffloadTime(cpu, down + up, cpu + down + up + loop)
+
+
+def layer_offload_stall_seconds(*, layers: int, offloaded_layers: int, forward_s_per_layer: float,
+                                backward_s_per_layer: float, copy_s_per_layer: float) -> tuple[float, float]:
+    """Seconds the compute stream waits in one micro-batch's forward and in its backward under Transformer Engine's
+    default partial activation offload of the first ``offloaded_layers`` = N of ``layers`` = L decoder layers
+    (Megatron-Core ``cpu_offloading`` with ``cpu_offloading_num_layers`` N; the schedule is
+    ``DefaultOffloadSynchronizer``, transformer_engine/pytorch/cpu_offload.py l.602-647, and ``OffloadableLayerState``
+    l.259-364, NVIDIA/TransformerEngine @e7c550c5f80636cf841a8204b1d6f85a5f3f28b7, the TE Megatron-Bridge
+    @067f987df03b8355b03192d88d70f1709fedf51a locks; ``memory.phases.partial_offload_alive_below`` has the memory
+    side). One side stream carries every copy, one after another, and each layer's copy takes ``copy_s_per_layer``
+    (its saved bytes over ``host_copy_bytes_per_s``):
+
+    - forward: layer r's copy to the host starts when its tensors are ready (taken here as the end of its forward;
+      TE records an event per tensor, so the first tensors may start a little earlier) and the stream is free; before
+      layer L - N + r's forward the compute stream waits for it (``release_activation_forward_gpu_memory``);
+    - backward: layer r's copy back is queued at layer L - 1 - N + r's backward, after all compute queued so far
+      (``offload_stream.wait_stream(current_stream)``), and layer r's backward waits for it (``pop_tensor``; taken
+      here as waiting for the whole layer at its start).
+
+    Layers are taken as equal (``forward_s_per_layer``, ``backward_s_per_layer``). The copies' HBM traffic beside the
+    compute is not charged. Returns (forward wait, backward wait), each >= 0."""
+    n, L = offloaded_layers, layers
+    if not 0 <= n < L or min(forward_s_per_layer, backward_s_per_layer, copy_s_per_layer) < 0:
+        raise ValueError("layer_offload_stall_seconds: 0 <= offloaded_layers < layers, seconds >= 0")
+    if n == 0:
+        return 0.0, 0.0
+    t = stream = forward_wait = 0.0
+    done: dict[int, float] = {}
+    for j in range(L):
+        if 0 <= j - 1 < n:  # fwd_step(j): layer j - 1's copy starts
+            stream = max(stream, t) + copy_s_per_layer
+            done[j - 1] = stream
+        r = j - (L - n)
+        if 0 <= r < n and done[r] > t:  # finish_offload_map[j]: the compute stream waits for layer r's copy
+            forward_wait += done[r] - t
+            t = done[r]
+        t += forward_s_per_layer
+    t = stream = backward_wait = 0.0
+    ready: dict[int, float] = {}
+    for j in range(L - 1, -1, -1):
+        r = j - (L - 1 - n)
+        if 0 <= r < n:  # start_reload_map[j]: layer r's copy back
+            stream = max(stream, t) + copy_s_per_layer
+            ready[r] = stream
+        if j < n and ready[j] > t:  # pop_tensor: layer j's backward waits for its copy back
+            backward_wait += ready[j] - t
+            t = ready[j]
+        t += backward_s_per_layer
+    return forward_wait, backward_wait

@@ -41,7 +41,7 @@ from trainfit.compute.inventory import Adapter, ChainedRead, PassInventory, step
 from trainfit.compute.moe_time import expert_token_shards
 from trainfit.compute.model_parallel import (ModelParallelComm, model_parallel_comm, pipeline_bubble_micro_steps,
                                             tied_embedding_grad_sync_s)
-from trainfit.compute.offload import deepspeed_zero12_offload_seconds, offload_seconds
+from trainfit.compute.offload import deepspeed_zero12_offload_seconds, layer_offload_stall_seconds, offload_seconds
 from trainfit.compute.optimizer_time import optimizer_seconds, shard_params
 from trainfit.compute.rates import (
     AUTOGRAD_RECORD_S_PER_FORWARD_KERNEL, FSDP2_UNIT_BACKWARD_HOST_S, FSDP2_UNIT_FORWARD_HOST_S,
@@ -525,7 +525,8 @@ def train_step_time(
     head: bool = True, scan_syncs: float = 0.0, rope_loop_samples: float = 0.0, rope_loop_context_parallel: int = 1,
     loss_input_copy: bool = False, loss_input_slice_backward: bool = False,
     a2a_thd_sequences: float = 0.0, te_layers: bool = False, launch_blocking: bool = False,
-    recompute_whole_layer: bool = False,
+    recompute_whole_layer: bool = False, activation_offload_layers: int = 0,
+    activation_offload_bytes_per_layer: float = 0.0, activation_offload_copy_bytes_per_s: float = 0.0,
 ) -> TrainStepTime:
     """Seconds of one optimizer step on one GPU (all GPUs of a data-parallel group run in lockstep).
 
@@ -838,6 +839,25 @@ def train_step_time(
                      + ("; DeepSpeed ZeRO-1/2: the fp32 gradient copy down and a host round trip per tensor at the"
                         " boundary exposed, the clip and 16-bit conversion passes on the host" if ds_zero12 else ""))
 
+    act_off_s = 0.0
+    if activation_offload_layers:
+        # Transformer Engine's partial activation offload (parallel.activation_offload_layers): each micro-batch's
+        # offloaded layers go to pinned host memory and come back on one side stream, the node's GPUs at once
+        # (activation_offload_copy_bytes_per_s: compute.offload.host_copy_bytes_per_s over the host's GPUs); the
+        # compute stream waits where a copy is late (layer_offload_stall_seconds)
+        layers = max(1, spec.num_layers)
+        copy_rate = activation_offload_copy_bytes_per_s
+        if copy_rate <= 0:
+            raise ValueError("activation offload: the host copy rate must be > 0")
+        fw, bw = layer_offload_stall_seconds(
+            layers=layers, offloaded_layers=activation_offload_layers, forward_s_per_layer=fwd.seconds / layers,
+            backward_s_per_layer=bwd.seconds / layers, copy_s_per_layer=activation_offload_bytes_per_layer / copy_rate)
+        act_off_s = (fw + bw) * micro_steps
+        notes.append(f"activation offload of {activation_offload_layers} of {layers} layers:"
+                     f" {activation_offload_bytes_per_layer / 1e9:.2f} GB a layer each way at {copy_rate / 1e9:.0f} GB/s"
+                     f" per micro-batch; the compute stream waits {fw:.3f} s in the forward and {bw:.3f} s in the"
+                     " backward of each")
+
     phases = [
         _phase("forward", fwd.scaled(micro_steps)),
         *([_phase("recompute", rec.scaled(micro_steps))] if gradient_checkpointing else []),
@@ -907,6 +927,8 @@ def train_step_time(
                          f" reduction, {tied_s:.3f} s exposed")
     if off_s:
         phases.append(PhaseTime("offload", off_s, "offload", {}))
+    if act_off_s:
+        phases.append(PhaseTime("activation_offload", act_off_s, "offload", {}))
     if fsdp2_copies and st in ("fsdp", "fsdp_grad_op", "hsdp") and ranks > 1:
         copy_s = fsdp2_copy_seconds(gathered_weight_bytes=gathered_weight_bytes, root_share=FSDP_ROOT_SHARE,
                                     trained_params=trained_params, grad_bytes=optimizer.grad_bytes,

@@ -180,6 +180,9 @@ def _model(card: RunCard, prefix: str, notes: list[str], mega: bool = False) -> 
     ]
     if card.parallel.activation_offload:
         out.append(f"{prefix}.enable_activation_offload=True")
+        if card.parallel.activation_offload_layers:
+            notes.append(f"parallel.activation_offload_layers {card.parallel.activation_offload_layers}: verl's"
+                         " enable_activation_offload offloads every layer; exported as all layers")
     if card.scope is not Scope.FULL and mega:
         out += _megatron_lora(card, prefix, notes)
     elif card.scope is not Scope.FULL:

@@ -164,6 +164,7 @@ def supported(t: StepTerms) -> bool:
     """Whether ``step_sequence`` models every term of ``t`` (one data-parallel rank of a plain step)."""
     return not (t.fsdp_root_unit or t.fsdp_layer_units or t.fsdp_unsharded_grads or t.fsdp_root_grads
                 or t.fsdp_root_embedding_grads or t.fsdp_all_gathered or t.zero2_bucket or t.activation_offload
+                or t.offloaded_layers
                 or t.in_backward_step or t.inflight_activations or t.grads_other or t.pipeline_buffers
                 or t.comm_forward_transient or t.layer_forward_transient or t.zero_ipg_buckets
                 or t.zero_step_grads or t.zero_step_cast or t.zero_step_fp32_grad or t.zero_persistent_params

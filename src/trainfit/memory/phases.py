@@ -72,6 +72,9 @@ class StepTerms:
     """bf16 copies autocast makes of fp32 weights; cached until the autocast region (forward) ends."""
     activation_offload: bool = False
     """Saved tensors stream to host RAM; only the layer in flight is on the GPU."""
+    offloaded_layers: int = 0
+    """Transformer Engine's partial activation offload (``parallel.activation_offload_layers``): the first N decoder
+    layers' saved activations leave the GPU on its default schedule (``partial_offload_alive_below``)."""
     checkpointed_layers: tuple[bool, ...] = ()
     """With ``gradient_checkpointing``: the decoder layers that run under checkpoint, the others keeping their
     activations (``ActivationBytes.checkpointing_only`` has folded that into ``activations``); empty: every layer."""
@@ -205,6 +208,9 @@ def forward_peak(t: StepTerms) -> PhasePeak:
     saved = act.total(gradient_checkpointing=t.gradient_checkpointing)
     if t.activation_offload:
         saved = act.head + (act.max_layer if not t.gradient_checkpointing else max(act.checkpointed_per_layer, default=0))
+    elif t.offloaded_layers:
+        # at the loss every offloaded layer's copy has finished and its GPU tensors are freed
+        saved -= sum(act.per_layer[:t.offloaded_layers])
     if t.gradient_checkpointing:
         # without checkpointing the cached copies are the saved tensors already counted
         saved += t.autocast_weight_cache
@@ -252,6 +258,8 @@ def backward_peak(t: StepTerms) -> PhasePeak:
     kept = (0.0 for _ in range(layers)) if t.activation_offload else (
         act.checkpointed_per_layer if ckpt else act.per_layer)
     saved_prefix = list(accumulate(kept, initial=0.0))
+    if t.offloaded_layers:
+        saved_prefix = partial_offload_alive_below(act.per_layer, offloaded_layers=t.offloaded_layers)
     if t.activation_offload:
         emb = 0.0
     # at the embedding's own backward the layers' shared inputs (rotary cos/sin, eager masks) are gone
@@ -303,8 +311,8 @@ def backward_peak(t: StepTerms) -> PhasePeak:
                     + t.layer_backward_transient[i] - (released[i] if released else 0.0)
                     + t.fsdp_all_gathered - k * step)
 
-        ends = _candidates(layers, act.per_layer, t.grads_per_layer, t.layer_backward_transient,
-                           act.checkpointed_per_layer, released)
+        ends = None if t.offloaded_layers else _candidates(
+            layers, act.per_layer, t.grads_per_layer, t.layer_backward_transient, act.checkpointed_per_layer, released)
         if ends is not None:
             k = max(ends, key=lambda j: (total(j), -j))  # the first maximum among the candidates
         else:
@@ -388,6 +396,40 @@ def _period(n: int, *series: tuple[float, ...]) -> int:
 def _class_ends(n: int, period: int) -> set[int]:
     """First and last index of each residue class of 0..n-1 modulo ``period``."""
     return {k for r in range(min(period, n)) for k in (r, r + ((n - 1 - r) // period) * period)}
+
+
+def partial_offload_alive_below(per_layer: tuple[float, ...] | list[float], *, offloaded_layers: int) -> list[float]:
+    """Saved bytes of the layers below layer i that are on the GPU when layer i runs its backward, for each i, and
+    (last entry) of all layers at the loss, under Transformer Engine's default partial activation offload of the
+    first ``offloaded_layers`` = N of L layers (``DefaultOffloadSynchronizer._init_offload_synchronization_dicts``,
+    ``fwd_step``, ``bwd_step``, transformer_engine/pytorch/cpu_offload.py l.602-647, NVIDIA/TransformerEngine
+    @e7c550c5f80636cf841a8204b1d6f85a5f3f28b7, the TE that Megatron-Bridge @067f987df03b8355b03192d88d70f1709fedf51a
+    locks in uv.lock, through Megatron-Core's TransformerBlock ``get_cpu_offload_context``,
+    megatron/core/transformer/transformer_block.py l.298-311, NVIDIA/Megatron-LM
+    @2a75ac12c54ba6a42b34024756820bf819a2e25f):
+
+    - layer r < N starts its copy to pinned host memory before layer r + 1's forward and its GPU tensors are freed
+      before layer L - N + r's forward (the compute stream waits for the copy there): at the loss every offloaded
+      layer is gone, the other L - N are kept;
+    - in backward, layer r's copy back starts at layer L - 1 - N + r's backward (``start_reload_map``) into new GPU
+      tensors, freed after layer r's own backward (``release_all_memory``).
+
+    So at layer i's backward the GPU holds the kept layers N <= r < i and the reloaded layers
+    max(0, i - L + 1 + N) <= r < min(N, i): with equal layers L - N layers including layer i itself, TE's stated
+    "peak memory usage of saving activations is (num_layers - num_offloaded_layers) * T" (l.607-615). TE skips
+    tensors under 256 Ki elements (``_check_if_offload``, l.454-460): a layer's small tensors (norm statistics) stay,
+    not counted here."""
+    layers = len(per_layer)
+    n = offloaded_layers
+    if not 0 <= n < layers:
+        raise ValueError(f"partial_offload_alive_below: offloaded_layers {n} must be in [0, {layers})")
+    out = []
+    for i in range(layers):
+        kept = sum(per_layer[n:i]) if i > n else 0.0
+        lo = max(0, i - layers + 1 + n)
+        out.append(kept + sum(per_layer[lo:min(n, i)]))
+    out.append(sum(per_layer[n:]))
+    return out
 
 
 def _candidates(layers: int, *series: tuple[float, ...]) -> list[int] | None:

@@ -47,6 +47,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from math import ceil
 
+from trainfit.errors import CardError
 from trainfit.memory import attention as attn
 from trainfit.memory.activations import (ARCH_FAMILIES, DROPOUT_MASK_BYTES, ActivationBytes, activation_bytes,
                                          compiled_rules_apply, dense_mlp_bytes, megatron_dense_mlp_bytes,
@@ -263,7 +264,12 @@ def rank_terms(card: RunCard, spec: ModelSpec, sharding: Sharding, layout: Paral
     in_flight = stage.in_flight_later_backward if later else stage.in_flight_first_backward
     ckpt = card.parallel.checkpoints_layers
     one = act.total(gradient_checkpointing=ckpt)
-    inflight = 0.0 if card.parallel.activation_offload else (in_flight - 1) * one
+    offloaded = card.parallel.activation_offload_layers or 0
+    if offloaded >= len(stage.layers):
+        raise CardError(f"parallel.activation_offload_layers: {offloaded} must be below the stage's"
+                        f" {len(stage.layers)} decoder layers (Transformer Engine keeps the last layer on the GPU)")
+    full_offload = card.parallel.activation_offload and not offloaded
+    inflight = 0.0 if full_offload else (in_flight - 1) * one
     b, s_loc = card.batch.micro_batch_size, card.batch.seq_len // layout.cp
     tokens = b * s_loc
     a = 4 if prec.compute is ComputeDtype.FP32 else 2
@@ -293,7 +299,9 @@ def rank_terms(card: RunCard, spec: ModelSpec, sharding: Sharding, layout: Paral
         grads_walk = tuple(0.0 for _ in grads_walk)
         grads_head = grads_emb = grads_other = 0.0
         temps = 0.0
-    if card.parallel.activation_offload:
+    if offloaded:
+        host["activations"] = sum(act.per_layer[:offloaded]) * per_node
+    elif card.parallel.activation_offload:
         host["activations"] = one * in_flight * per_node
 
     fsdp: dict[str, float] = {}
@@ -331,7 +339,8 @@ def rank_terms(card: RunCard, spec: ModelSpec, sharding: Sharding, layout: Paral
         grad_accumulation=later,
         ddp_buckets=_ddp_bucket_bytes(card, sharding, layout, n_grad=n_grad, grad_bytes=grad_bytes, half_bytes=bpp),
         zero2_bucket=spec.hidden_size ** 2 * grad_bytes if sharding.zero2_bucket else 0.0,
-        activation_offload=card.parallel.activation_offload,
+        activation_offload=full_offload,
+        offloaded_layers=offloaded,
         autocast_weight_cache=2.0 * (sum(rp.layers) + rp.head + rp.embedding) * scale / wdiv.dense if autocast else 0.0,
         in_backward_step=in_bwd,
         inflight_activations=inflight,

@@ -552,7 +552,15 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         grads_head = grads_embed = 0.0
         temps_gpu = 0.0
         notes.append("optimizer in backward: gradients are freed as each parameter steps; no full gradient set exists")
-    if card.parallel.activation_offload:
+    offloaded = card.parallel.activation_offload_layers or 0
+    if offloaded:
+        if offloaded >= layers:
+            raise CardError(f"parallel.activation_offload_layers: {offloaded} must be below the model's {layers}"
+                            " decoder layers (Transformer Engine keeps the last layer on the GPU)")
+        host["activations"] = sum(act.per_layer[:offloaded]) * ranks_per_node
+        notes.append(f"activation offloading of the first {offloaded} of {layers} layers (Transformer Engine's"
+                     f" schedule): {layers - offloaded} layers' saved activations on the GPU at the peak")
+    elif card.parallel.activation_offload:
         host["activations"] = act.total(gradient_checkpointing=card.parallel.checkpoints_layers) * ranks_per_node
         notes.append("activation offloading: saved tensors stream to host RAM; the GPU keeps the layer in flight")
 
@@ -629,7 +637,8 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         grad_buffer=grad_buffer,
         ddp_buckets=n_train * (train_bytes if accumulator else grad_bytes) if sharding.ddp_bucket_copy else 0.0,
         zero2_bucket=spec.hidden_size**2 * grad_bytes if (sharding.zero2_bucket and not zero) else 0.0,
-        activation_offload=card.parallel.activation_offload,
+        activation_offload=card.parallel.activation_offload and not offloaded,
+        offloaded_layers=offloaded,
         autocast_weight_cache=(
             2.0 * (pb.linear_weights + (pb.lm_head or pb.embedding)) * scale / wd
             if autocast and trainable.lora is None

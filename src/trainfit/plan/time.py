@@ -164,6 +164,33 @@ def packed_flash_syncs(card: RunCard) -> bool:
     return verl_fsdp_workers(card) or nemo_rl_dtensor_packed(card)
 
 
+def activation_offload_of(card: RunCard, shard: ModelSpec, rates: DeviceRates, *, micro_batch_size: int,
+                          seq_len: int) -> tuple[int, float, float]:
+    """(layers, mean saved bytes of one offloaded layer of one micro-batch, host copy bytes/s) of Transformer Engine's
+    partial activation offload (``parallel.activation_offload_layers``; ``compute.offload.layer_offload_stall_seconds``);
+    (0, 0, 0) without it. The bytes are the memory model's saved activations of the rank's layers
+    (``memory.activations.activation_bytes`` of the rank's shard, as ``plan.terms.step_terms``); the rate is
+    ``compute.offload.host_copy_bytes_per_s`` with every GPU of the host copying at once, as the trainer's other
+    host copies (``plan.rl_offload.host_copy_rates``)."""
+    n = card.parallel.activation_offload_layers
+    if not n:
+        return 0, 0.0, 0.0
+    from trainfit.compute.offload import host_copy_bytes_per_s
+    from trainfit.memory.activations import activation_bytes
+    from trainfit.plan.terms import fp8_linear_input_bytes
+
+    act = activation_bytes(shard, micro_batch_size=micro_batch_size, seq_len=seq_len, attention=card.attention,
+                           trainable=trainable_spec(card),
+                           compute_dtype_bytes=4 if card.precision.compute is ComputeDtype.FP32 else 2,
+                           selective=card.parallel.selective_checkpointing, compiled=card.parallel.compile,
+                           linear_input_bytes=fp8_linear_input_bytes(card))
+    n = min(n, len(act.per_layer))
+    rate = host_copy_bytes_per_s(pcie_bytes_per_s=rates.pcie_bytes_per_s,
+                                 host_memory_bytes_per_s=rates.host_memory_bytes_per_s,
+                                 gpus_per_node=train_nodes(card)[1])
+    return n, sum(act.per_layer[:n]) / max(1, n), rate
+
+
 def rates_of(card: RunCard, gpu: GpuSpec, rates: DeviceRates | None) -> DeviceRates:
     r = rates or default_rates(gpu)
     if card.hardware.host_memory_gbps:
@@ -558,8 +585,12 @@ def training_time(
     kernel, kernel_note = attention_kernel_of(card, rates, eager=eager)
     rope_samples = rope_loop_samples_of(card, micro_batch_size=micro_batch_size, seq_len=seq_len)
     a2a = a2a_thd_sequences_of(card, micro_batch_size=micro_batch_size, seq_len=seq_len)
+    off_layers, off_bytes, off_rate = activation_offload_of(card, shard, rates, micro_batch_size=micro_batch_size,
+                                                            seq_len=max(1, seq_len // cp))
     t = train_step_time(
         shard, rates=rates, micro_batch_size=micro_batch_size, seq_len=max(1, seq_len // cp), micro_steps=micro_steps,
+        activation_offload_layers=off_layers, activation_offload_bytes_per_layer=off_bytes,
+        activation_offload_copy_bytes_per_s=off_rate,
         adapter=adapter_of(card, spec), eager_attention=eager, gradient_checkpointing=par.gradient_checkpointing,
         parallel=par_dp, optimizer=opt, trained_params=params, trained_tensors=tensors,
         gathered_weight_bytes=(w.base + w.adapter) * share, count_scale=scale,

@@ -251,6 +251,14 @@ class ParallelSection(_Section):
         " the ZeRO-1 group: Megatron-Core, DeepSpeed, nanotron) | broadcast_per_rank (one NCCL broadcast per group rank,"
         " after the step: InternEvo's HybridZeroOptimizer.broadcast_params).")
     activation_offload: bool = Field(False, description="Saved activations stream to host RAM (torchtune OffloadActivations).")
+    activation_offload_layers: int | None = Field(
+        None, ge=1, le=100_000, description="With activation_offload: only the first N decoder layers of each"
+        " stage offload their saved activations, on Transformer Engine's default schedule (Megatron-Core"
+        " cpu_offloading with cpu_offloading_num_layers N, cpu_offloading_weights false: layer i's copy to the host"
+        " starts after its forward and must finish before layer L - N + i's; its copy back starts at layer"
+        " L - 1 - N + i's backward), so L - N layers' saved activations are on the GPU at the peak"
+        " (memory.phases, compute.offload.layer_offload_stall_seconds). Must be below the layers of a stage;"
+        " null: every layer (torchtune's OffloadActivations).")
     fsdp_shard_embeddings: bool = Field(False, description="FSDP: the embedding and lm_head are units of their own, gathered only around their use (torchtune custom_sharded_layers: [tok_embeddings, output]); default: they sit in the root unit.")
     compile: bool = Field(False, description="torch.compile: fused elementwise kernels and fewer launches in the time model; per-layer compiled decoder layers save fewer activations where the compiled rules were measured (memory.activations.compiled_rules_apply), and torchtune's chunked loss keeps its compiled per-chunk tensors.")
     tensor_parallel: int = Field(1, ge=1, le=1024, description="Megatron-style tensor parallel size (heads, MLP width and vocabulary split).")
@@ -366,6 +374,17 @@ class ParallelSection(_Section):
         if mods is not None and len(set(mods)) != len(mods):
             raise ValueError(f"parallel.recompute_modules: an entry repeats ({', '.join(m.value for m in mods)});"
                              f" allowed: each of {allowed_mods} at most once")
+        k = self.activation_offload_layers
+        if k is not None and not self.activation_offload:
+            raise ValueError(f"parallel.activation_offload_layers: {k} needs activation_offload: true; allowed"
+                             " without it: null")
+        if k is not None and (self.gradient_checkpointing or self.selective_checkpointing is not SelectiveCheckpointing.NONE
+                              or self.pipeline_parallel > 1):
+            # Megatron-Core refuses cpu_offloading with recompute or pipeline parallelism
+            # (megatron/core/transformer/transformer_config.py l.1771-1779, NVIDIA/Megatron-LM
+            # @2a75ac12c54ba6a42b34024756820bf819a2e25f)
+            raise ValueError(f"parallel.activation_offload_layers: {k} is Megatron-Core's cpu_offloading, which runs"
+                             " without activation recompute and without pipeline parallelism; allowed with them: null")
         n = self.checkpoint_every_n_layers
         if n is not None and self.gradient_checkpointing is not True:
             raise ValueError(f"parallel.checkpoint_every_n_layers: {n} needs gradient_checkpointing: true (the chosen"

@@ -76,10 +76,10 @@ def test_plans_with_deepseek_v3s_machinery_and_its_own_router():
     from trainfit.memory.arch_activations import deepseek_moe_block_bytes
     import dataclasses
     v3_router = dataclasses.replace(s, moe=dataclasses.replace(s.moe, softmax_router=False))
-    T, E = 1000, 64
-    # greedy: the V3 router's group top-2 and group top-k indices, group mask and renormalisation are not saved
-    assert deepseek_moe_block_bytes(v3_router, tokens=T) - deepseek_moe_block_bytes(s, tokens=T) == T * (
-        8 * 2 + 8 + E + 4 + 4 * 6)
+    T = 1000
+    # greedy: the V3 router's group top-2 and group top-k indices, group mask and renormalisation are not saved; the
+    # byte counts themselves are checked against saved_tensors_hooks on the real layer (tests/unit/test_arch_activations)
+    assert deepseek_moe_block_bytes(s, tokens=T) < deepseek_moe_block_bytes(v3_router, tokens=T)
 
 
 @pytest.mark.parametrize("over", [{}, {"q_lora_rank": 1536, "num_hidden_layers": 3},

@@ -104,6 +104,16 @@ def test_compiled_full_training_layer():
     assert all(e - c == less for e, c in zip(eager.per_layer, comp.per_layer))
     lora = TrainableSpec(scope=Scope.LORA, lora=LoraSpec(rank=8, targets=("qkv_proj",)))
     assert not compiled_rules_apply(s, trainable=lora, attention=Attention.SDPA)
+    # the measured layer itself: the plan's bytes per token at that shape are the measurement's
+    from trainfit.catalog.hf_config import spec_from_hf_config
+
+    tiny = spec_from_hf_config({"model_type": "phi3", "hidden_size": 256, "intermediate_size": 688,
+                                "num_hidden_layers": 1, "num_attention_heads": 8, "num_key_value_heads": 4,
+                                "vocab_size": 1024, "max_position_embeddings": 4096, "tie_word_embeddings": False,
+                                "sliding_window": None, "hidden_act": "silu"}, name="phi3-measured", source="test")
+    kw = {"micro_batch_size": 1, "seq_len": 512, "attention": Attention.SDPA, "trainable": full}
+    assert activation_bytes(tiny, **kw).per_layer[0] == 12_456 * 512
+    assert activation_bytes(tiny, compiled=True, **kw).per_layer[0] == 8_520 * 512
 
 
 def test_the_window_refusal_names_the_field_that_set_the_length():

@@ -467,7 +467,9 @@ def megatron_deepseek_moe_bytes(spec: ModelSpec, *, tokens: int, sequence_shards
                                 probs_in_experts: bool = True, recompute_moe_act: bool = False,
                                 shared: bool = True) -> int:
     """Saved bytes of one Megatron-Core DeepSeek-V3 MoE block (full training, alltoall dispatcher, TE grouped experts)
-    on one rank of a tensor-parallel shard spec (``MEGATRON_DEEPSEEK_MOE_SOURCES``), ``tokens`` = b·s:
+    on one rank of a tensor-parallel shard spec (``MEGATRON_DEEPSEEK_MOE_SOURCES``), ``tokens`` = b·s. A DeepSeek-V2
+    card (``DEEPSEEK_FAMILIES``) takes the same block; its softmax router is counted as transformers runs it, not
+    compared op by op with Megatron-Core's router:
 
     * router, top-k and combine on the sequence shard, ``t = tokens / sequence_shards`` tokens;
     * the experts on ``t · expert_tensor_parallel · k`` rows (routing-balanced: the token-drop capacity 1.0 pads each

@@ -1,6 +1,7 @@
 """trainfit plan vs the fake-tensor trace on the grid: allocated peak within 2%, same peak phase."""
 
 import pytest
+from plan_vs_trace import assert_plan_matches_trace
 
 from trainfit.accuracy.grid import GRID, SLOW_GRID, SLOW_TP_GRID, TP_GRID
 from trainfit.plan import make_plan
@@ -19,14 +20,7 @@ TOLERANCE = 0.02
 def test_plan_matches_trace(case):
     plan = make_plan(load_card_dict(case.card()))
     traced = trace_step(TraceRequest(**case.trace_kwargs()))
-    planned = {p.phase.value: p.tensor_bytes for p in case.planned_phases(plan)}
-    measured = {p.name: p.peak_bytes for p in traced.phases}
-    peak_planned = max(planned[k] for k in measured)
-    err = (peak_planned - traced.peak_bytes) / traced.peak_bytes
-    detail = {k: (round(planned[k] / 2**20, 2), round(measured[k] / 2**20, 2)) for k in measured}
-    assert abs(err) <= TOLERANCE, f"peak error {err:+.2%}; per phase MiB (plan, trace): {detail}"
-    plan_phase = max(measured, key=lambda k: planned[k])
-    assert plan_phase == traced.peak_phase, detail
+    assert_plan_matches_trace(case, plan, traced, tolerance=TOLERANCE)
 
 
 def test_grid_covers_the_required_axes():

@@ -6,6 +6,7 @@ this module's tests only)."""
 from dataclasses import replace
 
 import pytest
+from plan_vs_trace import assert_plan_matches_trace
 
 from trainfit.accuracy import grid
 from trainfit.accuracy.grid import GridCase
@@ -34,13 +35,7 @@ def test_plan_matches_trace(case, monkeypatch):
     monkeypatch.setitem(grid.ARCHS, "olmo2", OLMO2)
     plan = make_plan(load_card_dict(case.card()))
     traced = trace_step(TraceRequest(**case.trace_kwargs()))
-    planned = {p.phase.value: p.tensor_bytes for p in case.planned_phases(plan)}
-    measured = {p.name: p.peak_bytes for p in traced.phases}
-    err = (max(planned[k] for k in measured) - traced.peak_bytes) / traced.peak_bytes
-    detail = {k: (round(planned[k] / 2**20, 2), round(measured[k] / 2**20, 2)) for k in measured}
-    print(f"{case.name}: peak error {err:+.3%}")
-    assert abs(err) <= TOLERANCE, f"peak error {err:+.2%}; per phase MiB (plan, trace): {detail}"
-    assert max(measured, key=lambda k: planned[k]) == traced.peak_phase, detail
+    assert_plan_matches_trace(case, plan, traced, tolerance=TOLERANCE)
 
 
 def test_tensor_parallel_is_refused(monkeypatch):

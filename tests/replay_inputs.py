@@ -1,5 +1,6 @@
 """Shared by the allocation-replay tests (tests/unit/test_alloc_sequence.py, tests/memory/test_stream_replay*.py,
-tests/memory/test_zero_stream_replay.py); importable because pytest puts tests/ on sys.path for its conftest."""
+tests/memory/test_zero_stream_replay.py, the loss tests of tests/memory); importable because pytest puts tests/ on
+sys.path for its conftest."""
 
 from __future__ import annotations
 
@@ -26,3 +27,21 @@ def planned_replay(card: Any, replay: str) -> tuple[Any, dict[str, Any]]:
     if seen:
         seen["shape"] = overheads.card_sequence_shape(seen["terms"], spec=seen["spec"], card=seen["card"])
     return plan, seen
+
+
+def recorded_plan(card: Any) -> tuple[Any, Any]:
+    """(``make_plan(card)``, the planner's last ``alloc_sequence`` record: its terms, shape, workspace, allocator)."""
+    from trainfit.memory import alloc_sequence
+
+    with alloc_sequence.recording() as made:
+        plan = make_plan(card)
+    return plan, made[-1]
+
+
+def replay_gap(plan: Any, rec: Any) -> tuple[int, int]:
+    """(the replayed allocation sequence's peak allocated bytes, the plan's largest phase allocated bytes)."""
+    from trainfit.memory import alloc_sequence
+
+    seq = alloc_sequence.step_sequence(rec.terms, rec.shape, workspace=rec.workspace)
+    return (alloc_sequence.replay(seq, expandable=rec.expandable).peak_allocated,
+            max(p.allocated for p in plan.phases))

@@ -4,10 +4,9 @@ closed form, plan, allocation replay, card refusals, and the saved tensors of th
 from __future__ import annotations
 
 import pytest
+from replay_inputs import recorded_plan, replay_gap
 
-from trainfit.memory import alloc_sequence
 from trainfit.memory.logits import COMPILED_CE_ROW_SAVED_BYTES, compiled_ce_bytes, logits_bytes
-from trainfit.plan import make_plan
 from trainfit.spec.card import RunCard
 
 ROWS, VOCAB, HIDDEN = 256, 32768, 64
@@ -46,15 +45,12 @@ def test_plan_peak_and_replay():
     e = 2 * 2048 * 151936
     peaks = {}
     for name, loss in (("eager", {}), ("compiled", {"compiled": True})):
-        with alloc_sequence.recording() as made:
-            plan = make_plan(_card(**loss))
+        plan, rec = recorded_plan(_card(**loss))
         bwd = next(p for p in plan.phases if p.phase.value == "backward")
         peaks[name] = bwd.components["logits"]
-        rec = made[-1]
         assert rec.shape.fused_ce_compiled is (name == "compiled")
-        seq = alloc_sequence.step_sequence(rec.terms, rec.shape, workspace=rec.workspace)
-        top = max(p.allocated for p in plan.phases)
-        assert alloc_sequence.replay(seq, expandable=rec.expandable).peak_allocated == pytest.approx(top, rel=2e-3)
+        replayed, top = replay_gap(plan, rec)
+        assert replayed == pytest.approx(top, rel=2e-3)
     assert peaks["eager"] - peaks["compiled"] == pytest.approx(8 * e, rel=1e-3)
     assert peaks["compiled"] == pytest.approx(4 * e, rel=1e-3)
 

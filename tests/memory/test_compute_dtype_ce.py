@@ -5,8 +5,8 @@ plan and allocation replay, card refusals."""
 from __future__ import annotations
 
 import pytest
+from replay_inputs import recorded_plan, replay_gap
 
-from trainfit.memory import alloc_sequence
 from trainfit.memory.logits import compute_dtype_ce_bytes, logits_bytes
 from trainfit.plan import make_plan
 from trainfit.spec.card import RunCard
@@ -102,19 +102,16 @@ def _card(mbs: int = 1, compute: str = "bf16", **loss) -> RunCard:
 def test_plan_and_replay_of_the_shift_copy_and_the_dtype(mbs, compute):
     """The plan's forward logits term grows by the copy from batch 2, and the replay allocates the loss's tensors in
     the compute dtype with that copy: the replayed forward holds what the plan's forward phase does."""
-    with alloc_sequence.recording() as made:
-        plan = make_plan(_card(mbs, compute, upcast=False))
+    plan, rec = recorded_plan(_card(mbs, compute, upcast=False))
     base = make_plan(_card(1, compute, upcast=False))
     a = 4 if compute == "fp32" else 2
     fwd = next(p for p in plan.phases if p.phase.value == "forward").components["logits"]
     fwd1 = next(p for p in base.phases if p.phase.value == "forward").components["logits"]
     e = 4096 * 151936
     assert fwd - mbs * fwd1 == pytest.approx((a * mbs * e) if mbs > 1 else 0.0, rel=1e-3)
-    rec = made[-1]
     assert rec.shape.ce_compute_dtype_bytes == a and rec.shape.ce_shift_copy is (mbs > 1)
-    seq = alloc_sequence.step_sequence(rec.terms, rec.shape, workspace=rec.workspace)
-    top = max(p.allocated for p in plan.phases)
-    assert alloc_sequence.replay(seq, expandable=rec.expandable).peak_allocated == pytest.approx(top, rel=2e-3)
+    replayed, top = replay_gap(plan, rec)
+    assert replayed == pytest.approx(top, rel=2e-3)
 
 
 def test_plan_peak_and_replay():
@@ -123,15 +120,12 @@ def test_plan_peak_and_replay():
     e = 4096 * 151936
     peaks = {}
     for name, loss in (("eager", {}), ("compute", {"upcast": False})):
-        with alloc_sequence.recording() as made:
-            plan = make_plan(_card(**loss))
+        plan, rec = recorded_plan(_card(**loss))
         bwd = next(p for p in plan.phases if p.phase.value == "backward")
         peaks[name] = bwd.components["logits"]
-        rec = made[-1]
         assert rec.shape.ce_compute_dtype is (name == "compute")
-        seq = alloc_sequence.step_sequence(rec.terms, rec.shape, workspace=rec.workspace)
-        top = max(p.allocated for p in plan.phases)
-        assert alloc_sequence.replay(seq, expandable=rec.expandable).peak_allocated == pytest.approx(top, rel=2e-3)
+        replayed, top = replay_gap(plan, rec)
+        assert replayed == pytest.approx(top, rel=2e-3)
         assert plan.peak.allocated <= plan.peak.reserved <= plan.peak.device
     assert peaks["eager"] - peaks["compute"] == pytest.approx(6 * e, rel=1e-3)
 

@@ -10,6 +10,7 @@ kernel on a GPU."""
 from __future__ import annotations
 
 import pytest
+from replay_inputs import recorded_plan, replay_gap
 
 from trainfit.catalog.models import resolve_model
 from trainfit.compute.inventory import (
@@ -19,7 +20,6 @@ from trainfit.compute.inventory import (
     LOSS_FORWARD_BYTES,
     step_inventory,
 )
-from trainfit.memory import alloc_sequence
 from trainfit.memory.logits import FLASH_CE_ROW_SAVED_BYTES, flash_attn_ce_bytes, logits_bytes
 from trainfit.plan import make_plan
 from trainfit.spec.card import RunCard
@@ -134,14 +134,11 @@ def test_plan_peak_and_replay():
     peaks = {}
     for name, loss in (("eager", {}), ("flash", {"kernel": "flash_attn"}),
                        ("inplace", {"kernel": "flash_attn", "inplace_backward": True})):
-        with alloc_sequence.recording() as made:
-            plan = make_plan(_card(**loss))
+        plan, rec = recorded_plan(_card(**loss))
         bwd = next(p for p in plan.phases if p.phase.value == "backward")
         peaks[name] = bwd.components["logits"]
-        rec = made[-1]
-        seq = alloc_sequence.step_sequence(rec.terms, rec.shape, workspace=rec.workspace)
-        top = max(p.allocated for p in plan.phases)
-        assert alloc_sequence.replay(seq, expandable=rec.expandable).peak_allocated == pytest.approx(top, rel=2e-3)
+        replayed, top = replay_gap(plan, rec)
+        assert replayed == pytest.approx(top, rel=2e-3)
     assert peaks["eager"] - peaks["flash"] == pytest.approx(8 * e, rel=1e-3)
     assert peaks["flash"] == pytest.approx(4 * e, rel=1e-3)
 

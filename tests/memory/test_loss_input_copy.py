@@ -8,6 +8,7 @@ of backward); its time, the copy and ``slice_backward``'s zero fill and copy (``
 from __future__ import annotations
 
 import pytest
+from replay_inputs import recorded_plan, replay_gap
 
 from trainfit.compute.inventory import (
     LOSS_INPUT_COPY_BACKWARD_BYTES,
@@ -16,7 +17,6 @@ from trainfit.compute.inventory import (
     LOSS_INPUT_COPY_FORWARD_KERNELS,
     step_inventory,
 )
-from trainfit.memory import alloc_sequence
 from trainfit.plan import make_plan
 from trainfit.plan.resolve import model_spec_of
 from trainfit.spec.card import RunCard
@@ -54,9 +54,7 @@ def test_the_copy_is_saved_beside_the_kept_logits():
 
 def _terms(mbs: int, copy: bool):
     """The plan's logits terms (and kept output) for the card."""
-    with alloc_sequence.recording() as made:
-        make_plan(_card(mbs, copy))
-    t = made[-1].terms
+    t = recorded_plan(_card(mbs, copy))[1].terms
     return t.logits, t.kept_output
 
 
@@ -109,13 +107,10 @@ def test_start_of_backward_under_the_dispatch_tracker(rows):
 
 @pytest.mark.parametrize("mbs", [1, 2])
 def test_replay_reaches_the_planned_peak(mbs):
-    with alloc_sequence.recording() as made:
-        plan = make_plan(_card(mbs, True))
-    assert made[-1].shape.fused_ce_slice_backward is True
-    rec = made[-1]
-    seq = alloc_sequence.step_sequence(rec.terms, rec.shape, workspace=rec.workspace)
-    top = max(p.allocated for p in plan.phases)
-    assert alloc_sequence.replay(seq, expandable=rec.expandable).peak_allocated == pytest.approx(top, rel=2e-3)
+    plan, rec = recorded_plan(_card(mbs, True))
+    assert rec.shape.fused_ce_slice_backward is True
+    replayed, top = replay_gap(plan, rec)
+    assert replayed == pytest.approx(top, rel=2e-3)
 
 
 def test_time_pays_the_copy_and_its_backward():

@@ -167,12 +167,16 @@ def _check_hsdp_shard_size(par: "ParallelSection", *, train_gpus: int) -> None:
     if par.strategy is not Strategy.HSDP:
         raise ValueError(f"parallel.hsdp_shard_size: {n} is only read with parallel.strategy: hsdp (strategy is"
                          f" '{par.strategy.value}'); allowed with it: null")
+    _check_divides_data_ranks("parallel.hsdp_shard_size", n, par, train_gpus=train_gpus)
+
+
+def _check_divides_data_ranks(field: str, n: int, par: ParallelSection, *, train_gpus: int) -> None:
+    """A shard group of ``n`` data ranks (``field``) divides the data x context ranks; ValueError naming the divisors."""
     data = max(1, train_gpus // (par.tensor_parallel * par.pipeline_parallel))
     if data % n:
         allowed = divisors(data)
         shown = ", ".join(map(str, allowed)) if len(allowed) <= 16 else f"divisors of {data}"
-        raise ValueError(f"parallel.hsdp_shard_size: {n} does not divide the {data} data x context ranks; allowed:"
-                         f" {shown} or null")
+        raise ValueError(f"{field}: {n} does not divide the {data} data x context ranks; allowed: {shown} or null")
 
 
 def _check_zero1_group(par: ParallelSection, *, train_gpus: int) -> None:
@@ -181,13 +185,8 @@ def _check_zero1_group(par: ParallelSection, *, train_gpus: int) -> None:
     if par.strategy is not Strategy.ZERO1:
         raise ValueError(f"parallel.zero1_shard_size / zero1_param_sync: only read with parallel.strategy: zero1"
                          f" (strategy is '{par.strategy.value}'); allowed with it: null / all_gather")
-    n = par.zero1_shard_size
-    data = max(1, train_gpus // (par.tensor_parallel * par.pipeline_parallel))
-    if n is not None and data % n:
-        allowed = divisors(data)
-        shown = ", ".join(map(str, allowed)) if len(allowed) <= 16 else f"divisors of {data}"
-        raise ValueError(f"parallel.zero1_shard_size: {n} does not divide the {data} data x context ranks; allowed:"
-                         f" {shown} or null")
+    if par.zero1_shard_size is not None:
+        _check_divides_data_ranks("parallel.zero1_shard_size", par.zero1_shard_size, par, train_gpus=train_gpus)
 
 
 def every_nth_layer(*, num_layers: int, every_n_layers: int) -> tuple[bool, ...]:

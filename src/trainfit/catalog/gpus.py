@@ -49,6 +49,12 @@ class GpuSpec:
     fp16_dense_flops_per_s: float | None = None
     """Dense FP16 tensor-core rate (FP32 accumulate); the bf16 rate where the entry omits it."""
     fp8_dense_flops_per_s: float | None = None
+    """Dense fp8 tensor-core rate; on Blackwell also the MXFP8 (block-scaled) rate, which the datasheets list as
+    FP8 (the block scales are applied inside the tensor-core instruction)."""
+    fp4_dense_flops_per_s: float | None = None
+    """Dense fp4 (NVFP4 / MXFP4) block-scaled tensor-core rate, without sparsity; Blackwell only."""
+    fp4_source: str = ""
+    """Where ``fp4_dense_flops_per_s`` is read (URL and date)."""
     nvlink: bool | None = None
     nvlink_bytes_per_s: float | None = None
     pcie_gen: int | None = None

@@ -34,6 +34,11 @@ SUPPORTED_FAMILIES = (
     "phi3",
     "olmoe",
     "gemma3_text",
+    "glm4_moe",
+    "gemma",
+    "granite",
+    "smollm3",
+    "glm4",
 )
 """Decoder model_types whose parameter layout and activations trainfit models exactly."""
 
@@ -63,7 +68,14 @@ _TOP_LEVEL_WRAPPERS = {"qwen3_5": "qwen3_5_text", "qwen3_6": "qwen3_5_text", "ll
 
 # Families whose q/k/v carry a bias regardless of config.json (Qwen2 hard-codes bias=True).
 _QKV_BIAS_ALWAYS = {"qwen2", "qwen2_moe"}
+_EVERY_LAYER_WINDOW_FAMILIES = frozenset({"phi3", "mistral", "mixtral"})
+"""Families whose every layer attends within ``sliding_window`` when the config sets one."""
 _QK_NORM_ALWAYS = {"qwen3", "qwen3_moe", "qwen3_5_text", "olmo2", "olmoe", "gemma3_text"}
+_O_PROJ_NO_BIAS = {"glm4_moe", "glm4"}
+"""Families whose ``attention_bias`` covers q/k/v only: GLM-4.5's o_proj is built with ``bias=False``
+(transformers v5.24.0 models/glm4_moe/modeling_glm4_moe.py l.188-197)."""
+_QK_NORM_FLAG = {"glm4_moe": "use_qk_norm"}
+"""Families whose per-head q/k RMSNorms are a config switch (Glm4MoeConfig ``use_qk_norm``, default false; l.198-201)."""
 
 
 def _require(cfg: dict[str, Any], key: str, where: str) -> Any:
@@ -168,7 +180,7 @@ def spec_from_hf_config(
     if mla is not None:
         # the expanded keys: every head has its own qk_nope + qk_rope key and a v_head_dim value
         head_dim, kv_heads = mla.qk_head_dim, heads
-    tie_default = family in ("gemma2", "gemma3_text", "opt")
+    tie_default = family in ("gemma", "gemma2", "gemma3_text", "opt", "smollm3")
     tie = bool(dec.get("tie_word_embeddings", tie_default))
     sliding = _int(dec, "sliding_window", name, most=1_000_000_000, default=None, zero_is_none=True)
     max_pos = _int(dec, "max_position_embeddings", name, most=1_000_000_000, default=None)
@@ -186,6 +198,8 @@ def spec_from_hf_config(
         moe = _mixtral_moe(dec, name)
     elif family == "olmoe":
         moe = _olmoe_moe(dec, name, hidden=hidden, heads=heads, head_dim=head_dim)
+    elif family == "glm4_moe":
+        moe = _glm4_moe_moe(dec, name, layers)
     if family in ("qwen3_moe", "qwen2_moe"):
         experts = _int(dec, "num_experts", name, most=100_000)
         sparse_step = _int(dec, "decoder_sparse_step", name, most=layers, default=1, zero_is_none=True) or 1
@@ -271,19 +285,39 @@ def spec_from_hf_config(
         extra = dict(qk_norm_full_width=True)
     elif family == "phi3":
         # fused qkv_proj and gate_up_proj, no biases (transformers v5.24.0 models/phi3/modeling_phi3.py l.54-61,
-        # l.205-223); a window reaching the sequence is refused at plan time (plan.sliding_window_refusal)
+        # l.205-223); every layer windowed when the config has a sliding_window (l.247, l.386)
         extra = dict(fused_projections=True)
     elif family == "gemma3_text":
         extra = _gemma3_text(dec, name, layers, sliding)
+    elif family == "gemma":
+        _gemma(dec, name)
+    elif family == "glm4":
+        # GLM-4-0414 (transformers v5.24.0 models/glm4/modeling_glm4.py): q/k/v bias (Glm4Config attention_bias default
+        # true, l.73 of configuration_glm4.py) and no o_proj bias (l.212-220), one gate_up_proj (l.54), four norms per
+        # layer (input, post_self_attn on the attention output, post_attention before the MLP, post_mlp on its output,
+        # l.238-241, l.263-278: Gemma-2's places, plain RMSNorm), interleaved partial rotary ending in a cat (l.176-196)
+        extra = dict(partial_rotary_factor=_partial_rotary(dec, name, default=0.5), rotary_cat=True,
+                     interleaved_rotary=True, fused_gate_up=True)
+    elif family == "smollm3":
+        extra = _smollm3(dec, name, layers)
+    elif family == "granite":
+        extra = dict(scalar_multipliers=True)  # ModelSpec.scalar_multipliers: Llama's parameters and saved tensors
     elif family == "olmo2":
         # q_norm / k_norm over the full projected widths and norms after each block, none before it
         # (transformers v5.24.0 src/transformers/models/olmo2/modeling_olmo2.py l.213-214, 285-286, 299-316)
         extra = dict(qk_norm_full_width=True, post_block_norms=True)
     elif family == "deepseek_v2":
         extra = dict(mla=mla)  # DEEPSEEK_V2_MAPPING
+    elif family == "glm4_moe":
+        extra = dict(partial_rotary_factor=_partial_rotary(dec, name, default=0.5), rotary_cat=True)
     elif family == "deepseek_v3":
         extra = dict(mla=mla, mtp_layers_declared=_int(dec, "num_nextn_predict_layers", name, least=0, most=16,
                                                        default=0))
+    if family in _EVERY_LAYER_WINDOW_FAMILIES and sliding:
+        # Phi-3, Mistral and Mixtral build the sliding-window mask for the whole stack whenever the config has one and
+        # pass ``sliding_window`` to every layer's attention (transformers v5.24.0 models/phi3/modeling_phi3.py l.247,
+        # l.386; models/mistral/modeling_mistral.py l.173, l.355; models/mixtral/modeling_mixtral.py l.322, l.444)
+        extra = dict(extra, sliding_layers=tuple(range(layers)))
     return ModelSpec(
         name=name,
         source=source,
@@ -297,13 +331,16 @@ def spec_from_hf_config(
         vocab_size=vocab,
         tie_word_embeddings=tie,
         **({} if opt else dict(
-            attention_bias=family in _QKV_BIAS_ALWAYS or bool(dec.get("attention_bias", False)),
-            o_proj_bias=family not in _QKV_BIAS_ALWAYS and bool(dec.get("attention_bias", False)),
+            attention_bias=family in _QKV_BIAS_ALWAYS or bool(dec.get("attention_bias", family == "glm4")),
+            o_proj_bias=(family not in _QKV_BIAS_ALWAYS and family not in _O_PROJ_NO_BIAS
+                         and bool(dec.get("attention_bias", False))),
             mlp_bias=bool(dec.get("mlp_bias", False)),
-            norms_per_layer=4 if family in ("gemma2", "gemma3_text") else 2,
-            hidden_act=str(dec.get("hidden_act") or dec.get("hidden_activation") or "silu"),
+            norms_per_layer=4 if family in ("gemma2", "gemma3_text", "glm4") else 2,
+            hidden_act=_gemma_act(dec) if family == "gemma" else
+            str(dec.get("hidden_act") or dec.get("hidden_activation") or "silu"),
         )),
-        qk_norm=family in _QK_NORM_ALWAYS,
+        qk_norm=family in _QK_NORM_ALWAYS or (family in _QK_NORM_FLAG
+                                               and _flag(dec, _QK_NORM_FLAG[family], name, default=False)),
         attn_output_gate=family == "qwen3_5_text",
         layer_types=layer_types,
         sliding_window=sliding,
@@ -322,8 +359,8 @@ def _gemma3_text(dec: dict[str, Any], name: str, layers: int, sliding: int | Non
     (Gemma3TextConfig l.105-110, default 6), the rest windowed; softcapping and bidirectional attention refused
     (Gemma-3 releases have none). Its layers are Gemma-2's four zero-centred RMSNorms and scaled embedding plus per-head
     zero-centred q_norm / k_norm (transformers v5.24.0 models/gemma3/modeling_gemma3.py l.310-311, l.329-330,
-    l.367-370), attention through SDPA (no softcapping, so no eager fallback); plans are refused from the window on
-    (``plan.sliding_window_refusal``)."""
+    l.367-370), attention through SDPA (no softcapping, so no eager fallback); from the window on the local layers take
+    the sliding-window mask (``memory.attention.sdpa_window_masked``)."""
     for key in ("final_logit_softcapping", "attn_logit_softcapping"):
         if dec.get(key) is not None:
             raise ConfigError(f"{name}: config.json field '{key}' = {dec[key]!r} is not modelled for gemma3_text;"
@@ -340,6 +377,43 @@ def _gemma3_text(dec: dict[str, Any], name: str, layers: int, sliding: int | Non
         raise ConfigError(f"{name}: config.json field 'layer_types' must list one of sliding_attention,"
                           f" full_attention per layer ({layers} = num_hidden_layers)")
     return dict(sliding_layers=tuple(i for i, t in enumerate(raw) if t == "sliding_attention") if sliding else ())
+
+
+def _smollm3(dec: dict[str, Any], name: str, layers: int) -> dict[str, Any]:
+    """SmolLM3 (``SmolLM3ForCausalLM``, transformers v5.24.0 models/smollm3): Llama's layer, with rotary skipped in the
+    layers whose ``no_rope_layers`` entry is 0 (l.192, l.215), by default every ``no_rope_layer_interval``-th layer
+    (SmolLM3Config.__post_init__: ``int((i + 1) % interval != 0)``, default 4); tied head by default. Refused:
+    ``use_sliding_window`` true (windowed layers are not modelled for this family)."""
+    if _flag(dec, "use_sliding_window", name, default=False):
+        raise ConfigError(f"{name}: config.json field 'use_sliding_window' true is not modelled for smollm3; allowed:"
+                          " false")
+    raw = dec.get("no_rope_layers")
+    if raw is None:
+        every = _int(dec, "no_rope_layer_interval", name, most=layers + 1, default=4)
+        raw = [int((i + 1) % every != 0) for i in range(layers)]
+    if (not isinstance(raw, (list, tuple)) or len(raw) != layers
+            or any(isinstance(v, bool) or v not in (0, 1) for v in raw)):
+        raise ConfigError(f"{name}: config.json field 'no_rope_layers' must list 1 (rotary) or 0 (NoPE) per layer"
+                          f" ({layers} = num_hidden_layers)")
+    return dict(nope_layers=tuple(i for i, v in enumerate(raw) if v == 0))
+
+
+def _gemma(dec: dict[str, Any], name: str) -> None:
+    """Gemma (``GemmaForCausalLM``, transformers v5.24.0 models/gemma/modeling_gemma.py): Gemma-2's zero-centred
+    RMSNorm (``x_fp32 * rsqrt(...) * (1 + w)``, l.64-78) and embedding scaled by sqrt(hidden_size) (l.55-61, l.363),
+    two norms per layer (input and post-attention, Llama's places), q/k/v/o with ``attention_bias`` (default false),
+    a GeGLU MLP, a tied head by default (GemmaConfig l.81); no soft-capping, so SDPA runs. Refused:
+    ``use_bidirectional_attention`` true (not a causal decoder)."""
+    if _flag(dec, "use_bidirectional_attention", name, default=False):
+        raise ConfigError(f"{name}: config.json field 'use_bidirectional_attention' true is not modelled; allowed:"
+                          " false")
+
+
+def _gemma_act(dec: dict[str, Any]) -> str:
+    """Gemma's MLP activation: ``hidden_act`` (GemmaConfig default gelu_pytorch_tanh), the released configs' legacy
+    ``gelu`` read as the tanh approximation as GemmaConfig rewrites it (configuration_gemma.py l.89-94)."""
+    act = str(dec.get("hidden_act") or dec.get("hidden_activation") or "gelu_pytorch_tanh")
+    return "gelu_pytorch_tanh" if act == "gelu" else act
 
 
 def _dropout(dec: dict[str, Any], name: str, key: str = "dropout", default: float = 0.1) -> float:
@@ -376,7 +450,13 @@ def _mla(dec: dict[str, Any], name: str, family: str = "deepseek_v3") -> MlaSpec
 def _deepseek_moe(dec: dict[str, Any], name: str, layers: int) -> MoeSpec:
     """DeepSeek-V3 MoE: n_routed_experts routed (top-k within topk_group of n_group groups), n_shared_experts
     always-on experts fused into one MLP of moe_intermediate_size x n_shared_experts, dense MLPs in the first
-    first_k_dense_replace layers (transformers builds MoE from that index on)."""
+    first_k_dense_replace layers (transformers builds MoE from that index on). The top-k weights stay fp32 into the
+    combine (``MoeSpec.routing_weights_fp32``): ``DeepseekV3TopkRouter.forward`` gathers them from the fp32 sigmoid
+    scores and scales them without a cast back (transformers v5.24.0 models/deepseek_v3/modeling_deepseek_v3.py
+    l.133-158), DeepSeek-V2's takes them from the fp32 softmax the same way (models/deepseek_v2/modeling_deepseek_v2.py
+    l.98-117), and the grouped_mm experts multiply the bf16 expert outputs by them uncast (the traced combine's mul
+    writes fp32, then an fp32 index and sum), as GLM-4.5's. The memory model's DeepSeek-V3 block saves them as fp32
+    whatever this flag says (``arch_activations._deepseek_moe``)."""
     experts = _int(dec, "n_routed_experts", name, most=100_000)
     width = _int(dec, "moe_intermediate_size", name, most=10_000_000)
     first_dense = _int(dec, "first_k_dense_replace", name, least=0, most=layers, default=0)
@@ -393,7 +473,41 @@ def _deepseek_moe(dec: dict[str, Any], name: str, layers: int) -> MoeSpec:
         router_fp32=True,
         n_group=n_group,
         topk_group=_int(dec, "topk_group", name, most=n_group, default=1),
+        routing_weights_fp32=True,
     )
+
+
+def _partial_rotary(dec: dict[str, Any], name: str, *, default: float) -> float:
+    """The rotated share of head_dim: ``partial_rotary_factor`` at the top level (config.json as released) or in
+    ``rope_parameters`` (as transformers 5 writes it), else the config class's ``default``."""
+    rope = dec.get("rope_parameters") if isinstance(dec.get("rope_parameters"), dict) else {}
+    key, p = next(((k, v) for k, v in (("partial_rotary_factor", dec.get("partial_rotary_factor")),
+                                       ("rope_parameters.partial_rotary_factor", rope.get("partial_rotary_factor")))
+                   if v is not None), ("partial_rotary_factor", default))
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 < p <= 1:
+        raise ConfigError(f"{name}: config.json field '{key}' must be a number in (0, 1], got {str(p)[:40]!r}")
+    return float(p)
+
+
+def _glm4_moe_moe(dec: dict[str, Any], name: str, layers: int) -> MoeSpec:
+    """GLM-4.5 / GLM-4.6 MoE (transformers v5.24.0 models/glm4_moe/modeling_glm4_moe.py): the DeepSeek-V3 block op for
+    op (``Glm4MoeTopkRouter`` / ``Glm4MoeNaiveMoe`` / ``Glm4MoeMoE`` l.269-392 are DeepSeek-V3's l.120-243 with the
+    class names changed: fp32 ``gate.weight`` and ``e_score_correction_bias`` kept in fp32, l.460, sigmoid scores,
+    group-limited top-k over ``n_group`` / ``topk_group``, renormalised under ``norm_topk_prob``, scaled by
+    ``routed_scaling_factor``, fused routed experts, ``n_shared_experts`` always-on experts as one MLP of
+    moe_intermediate_size x n_shared_experts), dense MLPs of intermediate_size below ``first_k_dense_replace``
+    (l.402-405). Glm4MoeConfig's defaults differ from DeepSeek-V3's (configuration_glm4_moe.py): first_k_dense_replace
+    1, n_shared_experts 1, n_group 1, topk_group 1. The top-k weights stay fp32 into the combine
+    (``MoeSpec.routing_weights_fp32``). Refused: ``norm_topk_prob`` false (the sigmoid router's saved
+    set is modelled with the renormalisation, ``arch_activations._deepseek_moe``). The multi-token-prediction layer
+    (``num_nextn_predict_layers``) is not built by transformers and not counted."""
+    if not _flag(dec, "norm_topk_prob", name, default=True):
+        raise ConfigError(f"{name}: config.json field 'norm_topk_prob' false is not modelled for glm4_moe; allowed: true")
+    filled = {"first_k_dense_replace": 1, "n_shared_experts": 1, "n_group": 1, "topk_group": 1}
+    filled.update({k: v for k, v in dec.items() if v is not None})
+    # the router returns fp32 top-k weights (gather of the fp32 sigmoid scores, l.299-306) and the experts multiply
+    # the bf16 expert outputs by them uncast (l.348): Mixtral's fp32 combine
+    return dataclasses.replace(_deepseek_moe(filled, name, layers), routing_weights_fp32=True)
 
 
 DEEPSEEK_V2_TOPK_METHODS = ("greedy", "group_limited_greedy")

@@ -329,4 +329,5 @@ def _timed(run_card, inv) -> dict[str, Any] | None:
     return {"gpu": gpu.id, "phases": [
         {"name": phase, "seconds": t.seconds, "bound": t.bound, "gemm_s": t.gemm_s, "attention_s": t.attention_s,
          "memory_s": t.memory_s, "host_s": t.host_s, "plan_seconds": planned_by_traced.get(phase)}
-        for phase, t in traced_phase_seconds(inv.records, rates=rates).items()]}
+        for phase, t in traced_phase_seconds(inv.records, rates=rates, sliding_layers=plan.spec.sliding_layers,
+                                             sliding_window=plan.spec.sliding_window).items()]}

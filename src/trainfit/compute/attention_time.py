@@ -34,6 +34,14 @@ offload the activations of 40 and 20 of 80 layers to the Grace host (their entri
 ``parallel.activation_offload_layers``: at the NVLink-C2C rate the copies hide behind the layers
 (``offload.layer_offload_stall_seconds``), so that time does not explain them either.
 
+Blackwell Ultra (B300, GB300; compute capability 10.3): the same tensor-core rate per SM as Blackwell, twice its
+exponential unit (``MUFU.EX2``). The rates above, set at Blackwell's, are divided by ``exp_unit_time_factor``: the
+kernel's exponential time, half of it exposed, at the card's own unit rate (its docstring: the model gives GB300 /
+GB200 forward 1.20, backward 1.09 at head dim 128; NVIDIA's cuDNN benchmark measures 1.12-1.21 forward and
+1.08-1.22 backward on the causal Llama-3.1 cases). Only the kernels near those bounds are scaled
+(``EXP_BOUND_KERNELS``: auto, cuDNN, FlashAttention-4); FlashAttention-2, the Triton kernel and the windowed layers
+are not.
+
 Head dimension: the rates above are at head dim 128. A narrower head halves each tile's matmul work against the
 same softmax, masking and Q/O traffic per score, so the kernels run further below the matmul rate. The factor
 ``head_dim_efficiency`` applies, per architecture, the published ratio of head dim 64 to head dim 128 on the same
@@ -191,10 +199,33 @@ the softmax rescale, writing O and the log-sum-exp) is amortised over the loop o
 (``windowed_attention_seq``), not the row's. Eager attention and SDPA given an explicit mask compute every key
 block (no skipping): their layers are counted whole, as before.
 
+The transformers models with a ``sliding_window`` (Phi-3, Mistral, Mixtral on every layer; Gemma-3 on its local
+layers; ``memory.attention.WINDOW_MASK_FAMILIES``), per ``attn_implementation``, from ``kv_length >= sliding_window``
+on (transformers v5.24.0 src/transformers/masking_utils.py l.286-287; below it every path is plain causal):
+
+* ``flash_attention_2`` / ``_3``: no 4-D mask (``flash_attention_mask`` l.621-661); ``_flash_attention_forward``
+  passes ``window_size = (sliding_window - 1, sliding_window - 1)`` with ``causal`` once ``key_length >
+  sliding_window`` (modeling_flash_attention_utils.py l.687-692), so each query sees ``sliding_window`` keys and the
+  kernel skips the key tiles before them: ``windowed_attention_keys`` above. It saves what a causal call saves.
+* ``sdpa``: ``sdpa_mask`` builds one bool (b, 1, q, k) mask per forward (l.517-548), shared by the windowed layers;
+  ``sdpa_attention_forward`` passes it and so drops ``is_causal`` and SDPA's ``enable_gqa``
+  (integrations/sdpa_attention.py l.42-51, 119-148); PyTorch converts the bool mask to the query's dtype in every
+  call (``convert_boolean_attn_mask`` in aten/src/ATen/native/transformers/attention.cpp: a new (b, 1, q, k) tensor,
+  ``window_mask_bytes_per_element``) and, with a mask, cannot take the flash kernel: the memory-efficient kernel runs every key block of
+  the row (``Params::advance_to_block`` shortens ``num_keys`` to the diagonal only for a causal ``custom_mask_type``,
+  i.e. ``is_causal``; an ``attn_bias`` skips no key block: pytorch/pytorch aten/src/ATen/native/transformers/cuda/
+  mem_eff_attention/kernel_forward.h @4f4bcdbe6ddea60634d2af07a07c2e88dfd39a1e), ``S²`` work
+  per windowed layer instead of the causal ``S²/2``. The conversion is memory-bound traffic per windowed layer's
+  forward (and its recompute): ``window_mask_forward_bytes``, ``WINDOW_MASK_KERNELS`` launches. Memory:
+  ``memory.attention.sdpa_window_masked``.
+* ``eager``: the float masks are built at every length and every score computed: unchanged by the window.
+
 Pure Python: no torch import.
 """
 
 from __future__ import annotations
+
+import math
 
 from functools import lru_cache
 
@@ -203,6 +234,24 @@ from trainfit.compute.rates import DeviceRates
 BACKWARD_FLOPS_FACTOR = 2.5
 SEQ_HALF = 256.0
 WINDOW_TILE_TOKENS = 128
+WINDOW_MASK_READ_BYTES_PER_ELEMENT = 1
+"""Bytes per (b, q, k) mask element each masked SDPA call reads converting transformers' bool window mask (module
+docstring): torch 2.13's ``scaled_dot_product_attention`` runs one ``aten.where.self(mask, 0, -inf)`` on the bool
+mask before choosing a kernel (the op sequence under a ``TorchDispatchMode``: ``scalar_tensor`` x 2, ``where``, then
+the attention kernel), reading the 1-B bool and writing the query's dtype (``window_mask_bytes_per_element``: 3 B in
+bf16 / fp16, 5 in fp32; the memory side saves the same tensor at the compute dtype,
+``memory.attention.sdpa_window_mask_saved_bytes``). Older releases first took ``logical_not`` (one more bool pass, 2
+B more: pytorch/pytorch aten/src/ATen/native/transformers/attention.cpp @bc8cb28010a6b27e1817d38e1c1e0ac59b34477e,
+``zeros_like`` + ``masked_fill_(attn_mask->logical_not(), -inf)``); not separated here."""
+
+
+def window_mask_bytes_per_element(*, dtype_bytes: float) -> float:
+    """Bytes per mask element of one conversion: the bool read and the ``dtype_bytes`` (the query's dtype) write."""
+    return WINDOW_MASK_READ_BYTES_PER_ELEMENT + dtype_bytes
+
+
+WINDOW_MASK_KERNELS = 1
+"""The conversion's kernels per masked SDPA call (``where``; torch 2.13)."""
 _EFFICIENCY = {"8": (0.80, 0.62), "9": (0.45, 0.34), "10": (0.45, 0.34), "12": (0.45, 0.34)}
 BASE_HEAD_DIM = 128
 _HEAD_DIM_64 = {"9": (0.89, 0.90), "10": (0.67, 0.67)}  # (fwd, bwd) at head dim 64 / at 128
@@ -280,24 +329,186 @@ def head_dim_efficiency(*, compute_capability: str | None, head_dim: float | Non
     return at_64 + (1.0 - at_64) * share
 
 
+TENSOR_FLOPS_PER_CLOCK_PER_SM = 8192.0
+"""Dense bf16 tensor-core FLOPs per clock per SM on Blackwell (B200; Blackwell Ultra's dense bf16 rate is the same):
+Zadouri, Hoehnerbach, Shah, Liu, Thakkar, Dao 2026, "FlashAttention-4", arXiv:2603.05451, its feeds-and-speeds for
+B200 (8,192 MMA ops and 16 MUFU exponentials per clock per SM, shared memory 128 B per clock per SM) as quoted at
+https://jianyuh.github.io/flashattention/2026/03/06/FA4.html (read 2026-12-03)."""
+EXP_PER_CLOCK_PER_SM = {"10.0": 16.0, "10.3": 32.0}
+"""``MUFU.EX2`` (the softmax exponential) per clock per SM, by compute capability: 16 on Blackwell (B200 / GB200,
+sm_100; unchanged from Hopper: FlashAttention-4, ``TENSOR_FLOPS_PER_CLOCK_PER_SM``), twice that on Blackwell Ultra
+(B300 / GB300, sm_103: "doubling SFU throughput over the standard NVIDIA Blackwell architecture" for ``MUFU.EX2``,
+NVIDIA technical blog "Making Softmax More Efficient with NVIDIA Blackwell Ultra",
+https://developer.nvidia.com/blog/making-softmax-more-efficient-with-nvidia-blackwell-ultra/, read 2026-12-03)."""
+EXP_REFERENCE_PER_CLOCK_PER_SM = {"10": 16.0}
+"""The exponential rate the architecture's attention rates above were set at (sm_100's: the ``auto`` and stated
+Blackwell rates are B200 figures)."""
+EXP_EXPOSED_FRACTION = 0.5
+"""Share of a kernel's exponential time not hidden behind its tensor-core work (``exp_unit_time_factor``)."""
+
+
+EXP_BOUND_KERNELS = frozenset({AUTO_KERNEL, "cudnn", "fa4"})
+"""Kernels whose Blackwell rates sit near the tensor-core and exponential bounds, so a faster exponential unit
+shortens them (``exp_unit_time_factor``): the ``auto`` rate (cuDNN / FlashAttention-4 figures) and the two stated
+kernels it rests on. FlashAttention-2 on Blackwell (0.20 / 0.19 of the matmul rate, ``_KERNEL_RATES``) and the
+Triton kernel run far below both bounds, as the windowed layers do, and are not scaled."""
+
+
+def exp_unit_time_factor(*, compute_capability: str | None, head_dim: float | None, backward: bool) -> float:
+    """Attention kernel time on a card whose exponential unit runs at a different rate than the one its
+    architecture's rates were set at, over the time at that reference rate (1.0 where both are the same or either
+    is unknown: every card but Blackwell Ultra).
+
+    Per score (one query-key pair) the kernel issues ``m`` tensor-core clocks per SM (forward: ``Q·Kᵀ`` and
+    ``P·V``, ``4·d`` FLOPs at head dim ``d``; backward: ``S`` recomputed, ``dP``, ``dV``, ``dQ``, ``dK``, ``10·d``)
+    over ``TENSOR_FLOPS_PER_CLOCK_PER_SM``, and one exponential (``P``; the backward recomputes it) at ``1 / e``
+    clocks (``EXP_PER_CLOCK_PER_SM``); at head dim 128 on B200 both are 1/16 clock per score. FlashAttention-4's
+    authors name the forward's exponential the bottleneck on B200 and the backward's shared-memory traffic
+    (https://www.together.ai/blog/flashattention-4, read 2026-12-03); part of the exponential overlaps the matmuls
+    (the two-tile ping-pong), the rest waits between ``Q·Kᵀ`` and ``P·V``. Time per score ``∝ m + u / e``, with
+    ``u = EXP_EXPOSED_FRACTION`` = 0.5: the least-squares value on the 8 causal Llama-3.1 cases of 4k-32k tokens
+    (head dim 128, GQA 64/8, bf16, forward and backward)
+    that NVIDIA/cudnn-frontend measured on a GB300 and a GB200 with the same cuDNN 9.22
+    (benchmark/sdpa_benchmark_training/results/llama3.1/{gb200,gb300}/llama3.1_2026042410075*.csv
+    @fb682ce761a2705e40f9b5d528737a3e0eb33cec): GB300 / GB200 forward 1.21 / 1.18 / 1.12 / 1.20 and backward
+    1.09 / 1.08 / 1.14 / 1.22 at 4k / 8k / 16k / 32k, against 1.20 and 1.09 here. Not used for the fit: the same
+    files' non-causal Llama-3.1, LTX-2 and Wan2.2 (head dim 128; forward 1.12-1.26 against 1.20, backward 1.05-1.14
+    against 1.09), DeepSeek-V3 and Kimi-K2.6 MLA (query/key 192, value 128; forward 1.12-1.25 against 1.17 with the
+    exact dimensions, backward 1.07-1.10 up to 8k and 1.15-1.20 at 16k-32k against 1.07, the widest miss) and the
+    cuDNN 9.19 pair of runs in results/{gb200,gb300}_919_only_cudnn (forward 1.06-1.26, backward 1.04-1.08). Here
+    ``d`` is the query/key head dimension for both products (MLA at 192: 1.14 / 1.06).
+    The measured ratio also holds whatever clock difference the two cards' board power (1,400 against 1,200 W)
+    makes inside the kernel; none is separated. The windowed layers are not scaled (``exp_bound=False`` in
+    ``attention_seconds``): the same benchmark's gpt-oss cases (window 128, head dim 64) run at 100-200 TFLOP/s,
+    far below both bounds, and GB300 / GB200 is 1.04-1.07 there, not the 1.33 this factor would give."""
+    own = EXP_PER_CLOCK_PER_SM.get(compute_capability or "")
+    ref = EXP_REFERENCE_PER_CLOCK_PER_SM.get(_major(compute_capability))
+    if not own or not ref or own == ref:
+        return 1.0
+    d = float(head_dim or BASE_HEAD_DIM)
+    m = (10.0 if backward else 4.0) * d / TENSOR_FLOPS_PER_CLOCK_PER_SM
+    return (m + EXP_EXPOSED_FRACTION / own) / (m + EXP_EXPOSED_FRACTION / ref)
+
+
 def attention_efficiency(*, compute_capability: str | None, seq_len: float, backward: bool,
-                         head_dim: float | None = None, kernel: str = AUTO_KERNEL) -> float:
+                         head_dim: float | None = None, kernel: str = AUTO_KERNEL, exp_bound: bool = True) -> float:
     fwd, bwd, _ = _rates(kernel, compute_capability)
     hd = head_dim_efficiency(compute_capability=compute_capability, head_dim=head_dim, backward=backward,
                              kernel=kernel)
-    return (bwd if backward else fwd) * hd * seq_len / (seq_len + SEQ_HALF)
+    exp = (exp_unit_time_factor(compute_capability=compute_capability, head_dim=head_dim, backward=backward)
+           if exp_bound and kernel in EXP_BOUND_KERNELS else 1.0)
+    return (bwd if backward else fwd) * hd * seq_len / (seq_len + SEQ_HALF) / exp
 
 
 def attention_seconds(*, forward_flops: float, seq_len: float, rates: DeviceRates, backward: bool,
-                      head_dim: float | None = None, kernel: str = AUTO_KERNEL) -> float:
+                      head_dim: float | None = None, kernel: str = AUTO_KERNEL, exp_bound: bool = True,
+                      fp8_recipe: str = "") -> float:
     """Seconds of the fused attention kernels whose forward work is ``forward_flops`` (``head_dim``: the query/key
-    head dimension, ``head_dim_efficiency``; None: the base rate; ``kernel``: the stated kernel, module docstring)."""
+    head dimension, ``head_dim_efficiency``; None: the base rate; ``kernel``: the stated kernel, module docstring;
+    ``exp_bound``: False for windowed layers, whose kernels the exponential unit does not bound,
+    ``exp_unit_time_factor``; it is read only for the ``EXP_BOUND_KERNELS``); ``fp8_recipe`` "mxfp8" / "fp8": fp8
+    attention, the rate scaled by ``fp8_attention_ratio``)."""
     if forward_flops <= 0:
         return 0.0
     work = forward_flops * (BACKWARD_FLOPS_FACTOR if backward else 1.0)
     eff = attention_efficiency(compute_capability=rates.compute_capability, seq_len=seq_len, backward=backward,
-                               head_dim=head_dim, kernel=kernel)
+                               head_dim=head_dim, kernel=kernel, exp_bound=exp_bound)
+    eff *= fp8_attention_ratio(compute_capability=rates.compute_capability, recipe=fp8_recipe, seq_len=seq_len,
+                               backward=backward, head_dim=head_dim)
     return work / (rates.matmul_flops_per_s * eff)
+
+
+# fp8 attention (``precision.fp8_attention``: Megatron-Core ``fp8_dot_product_attention`` -> TE ``fp8_dpa``): cuDNN's
+# fused attention on quantised Q, K, V (and dO in backward) against its bf16 kernel, same shape, causal (top_left),
+# non-deterministic backward, cuDNN backend 9.22.0, measured by NVIDIA/cudnn-frontend
+# benchmark/sdpa_benchmark_training/results/ @3929da2ef4c1dba1bb8acb68727b9134f26f40c0: head dim 128 (Llama 3.1, 64 / 8
+# heads) llama3.1/gb200/llama3.1_20260424_100750.csv and llama3.1/gb300/llama3.1_20260424_100757.csv, head dim
+# 192 / 128 (DeepSeek-V3 MLA) dsv3/gb200/dsv3_20260424_101009.csv and dsv3/gb300/dsv3_20260424_101002.csv (TFLOP/s,
+# rows 2-87 of each). Entries (seq_len, forward ratio, backward ratio), the ratio being the data type's TFLOP/s over
+# bfloat16's, keyed by (compute capability: GB200 10.0, GB300 10.3; recipe: "mxfp8" MXFP8 attention, "fp8"
+# per-tensor scaled; the table's query/key head dim).
+_FP8_ATTENTION_POINTS = {
+    ("10.0", "mxfp8", 128): ((2048, 1330 / 1097, 745 / 885), (4096, 1685 / 1408, 1054 / 1148),
+                             (8192, 1902 / 1574, 1287 / 1332), (16384, 1999 / 1708, 1436 / 1328),
+                             (32768, 2046 / 1622, 1425 / 1226)),
+    ("10.0", "fp8", 128): ((2048, 1420 / 1097, 831 / 885), (4096, 1805 / 1408, 1178 / 1148),
+                           (8192, 2047 / 1574, 1454 / 1332), (16384, 2154 / 1708, 1632 / 1328),
+                           (32768, 2197 / 1622, 1687 / 1226)),
+    ("10.3", "mxfp8", 128): ((2048, 1751 / 1373, 811 / 967), (4096, 2272 / 1703, 1143 / 1248),
+                             (8192, 2570 / 1856, 1404 / 1435), (16384, 2727 / 1915, 1563 / 1507),
+                             (32768, 2785 / 1953, 1590 / 1490)),
+    ("10.3", "fp8", 128): ((2048, 1954 / 1373, 944 / 967), (4096, 2532 / 1703, 1396 / 1248),
+                           (8192, 2897 / 1856, 1781 / 1435), (16384, 3054 / 1915, 2035 / 1507),
+                           (32768, 3108 / 1953, 2128 / 1490)),
+    ("10.0", "mxfp8", 192): ((2048, 1535 / 1072, 1047 / 846), (4096, 1925 / 1406, 1364 / 1057),
+                             (8192, 2219 / 1585, 1494 / 1193), (16384, 2355 / 1678, 1552 / 1134),
+                             (32768, 2329 / 1743, 1532 / 1076)),
+    ("10.0", "fp8", 192): ((2048, 1659 / 1072, 1312 / 846), (4096, 2095 / 1406, 1692 / 1057),
+                           (8192, 2397 / 1585, 1959 / 1193), (16384, 2486 / 1678, 1968 / 1134),
+                           (32768, 2447 / 1743, 1857 / 1076)),
+    ("10.3", "mxfp8", 192): ((2048, 2069 / 1285, 1158 / 914), (4096, 2517 / 1590, 1522 / 1143),
+                             (8192, 2829 / 1825, 1780 / 1291), (16384, 2998 / 1967, 1844 / 1302),
+                             (32768, 2959 / 1991, 1863 / 1289)),
+    ("10.3", "fp8", 192): ((2048, 2290 / 1285, 1511 / 914), (4096, 2788 / 1590, 1982 / 1143),
+                           (8192, 3128 / 1825, 2310 / 1291), (16384, 3305 / 1967, 2459 / 1302),
+                           (32768, 3364 / 1991, 2406 / 1289)),
+}
+"""Measured fp8 / bf16 cuDNN attention rate ratios (comment above). Not applied (ratio 1): other architectures, whose
+two passes were not measured apart (the same repository's H200 table times forward + backward together: 1.459 ms fp8
+against 1.450 ms bf16 at 4k, cuDNN 9.19, ``results/h200_919_only_cudnn/llama3.1_20260227_034703.csv``), and head dims
+below 128 (its gpt-oss table, head dim 64 with sinks and a 128-token window, measures the fp8 backward at 41-49
+against 182 TFLOP/s bf16 at 4k, a kernel of another kind than the tables above)."""
+
+
+FP8_ATTENTION_FORWARD_KERNELS = 4
+"""Forward cast kernels per fp8 attention call: Q, K and V quantised (one each), the quantised output dequantised."""
+FP8_ATTENTION_BACKWARD_KERNELS = 1
+"""Backward: the output gradient quantised (cuDNN returns dQ, dK, dV in bf16)."""
+
+
+FP8_ATTENTION_ELEMENT_BYTES = {"mxfp8": 1.0 + 1.0 / 32, "fp8": 1.0}
+"""A quantised attention element with its scale: MXFP8 an E8M0 byte per 32 (``memory.fp8.quantized_element_bytes``),
+per-tensor fp8 one fp32 scale per tensor (left out)."""
+
+
+def fp8_attention_cast_bytes(*, tokens: float, q_dim: float, kv_dim: float, element_bytes: float,
+                             calls: float = 1.0) -> tuple[float, float]:
+    """(forward, backward) bytes of Transformer Engine's casts around one fp8 attention call per ``calls`` (the
+    bf16 activations at 2 B; ``element_bytes``: a quantised element with its scale, ``memory.fp8``). Forward: Q, K, V
+    read and written quantised in both row- and column-wise copies (``combine_and_quantize`` sets no usage when a
+    tensor serves forward and backward), the kernel's quantised output dequantised to the bf16 output it returns and
+    saves; backward: the output gradient read and written quantised in both copies. NVIDIA/TransformerEngine
+    transformer_engine/pytorch/attention/dot_product_attention/backends.py l.1390 (Q, K, V), l.1450-1464 (O: the
+    MXFP8 backward needs O in bf16), l.1648-1656 (dO), l.1788-1801 (dQ, dK, dV returned in bf16) and utils.py
+    l.2675-2730 (the usages) @4220403e831d29e93868f7793693ea83f6b8b05b. The output's width is taken as ``q_dim``."""
+    qkv = tokens * (q_dim + 2 * kv_dim)
+    out = tokens * q_dim
+    fwd = qkv * (2.0 + 2 * element_bytes) + out * (element_bytes + 2.0)
+    bwd = out * (2.0 + 2 * element_bytes)
+    return fwd * calls, bwd * calls
+
+
+def fp8_attention_ratio(*, compute_capability: str | None, recipe: str, seq_len: float, backward: bool,
+                        head_dim: float | None = None) -> float:
+    """The fp8 attention kernel's rate over the bf16 kernel's (``_FP8_ATTENTION_POINTS``: the head-dim-192 table
+    from head dim 192 up, the head-dim-128 table from 128 (also when the head dim is not known); 1 below 128), linear
+    in log2 of the sequence length between the measured lengths and held at the ends; 1 where nothing was measured
+    (no ``recipe``, another architecture)."""
+    hd = head_dim or BASE_HEAD_DIM
+    if not recipe or seq_len <= 0 or hd < BASE_HEAD_DIM:
+        return 1.0
+    points = _FP8_ATTENTION_POINTS.get((compute_capability or "", recipe, 192 if hd >= 192 else 128))
+    if not points:
+        return 1.0
+    col = 2 if backward else 1
+    x = math.log2(seq_len)
+    if x <= math.log2(points[0][0]):
+        return points[0][col]
+    for lo, hi in zip(points, points[1:]):
+        if x <= math.log2(hi[0]):
+            t = (x - math.log2(lo[0])) / (math.log2(hi[0]) - math.log2(lo[0]))
+            return lo[col] + (hi[col] - lo[col]) * t
+    return points[-1][col]
 
 
 def packed_attention_context(*, mean_sample_tokens: float, sample_length_cv: float, row_tokens: float) -> float:
@@ -336,6 +547,38 @@ def windowed_attention_keys(*, window_tokens: int, context_tokens: float,
         return context_tokens / 2.0
     ratio = _causal_tiles(seq, window_tokens, tile_tokens) / _causal_tiles(seq, None, tile_tokens)
     return context_tokens / 2.0 * ratio
+
+
+def legacy_sdpa_copy_work(*, q_dim: int, kv_dim: int, num_heads: int, num_kv_heads: int, repeats_kv: bool,
+                          contiguous: bool, dtype_bytes: int = 2) -> tuple[float, int]:
+    """Bytes per token and kernels per full-attention layer that a pinned transformers release's SDPA path runs in the
+    forward beyond v5's (``memory.attention.legacy_sdpa``: ``HF_SDPA_GQA_SINCE``, ``HF_SDPA_CONTIGUOUS``), each a
+    memory-bound copy that reads and writes its tensor once: ``repeat_kv``'s ``reshape`` of the expanded k and v
+    (reads kv, writes the heads-wide copy; an ``expand`` view for one KV head unless made contiguous), and under
+    ``.contiguous()`` q, k and v (k and v only when not already repeated) and the kernel's head-major output
+    (``attn_output.transpose(1, 2).contiguous()``). The recompute of a checkpointed layer runs them again. Backward:
+    nothing counted: the gradient of ``repeat_kv`` sums the heads-wide dK/dV back to the KV heads, which v5's
+    ``enable_gqa`` kernel does inside (flash-attention's ``mha_bwd`` allocates ``dk_expanded``/``dv_expanded`` and sums
+    them over the groups), and ``.contiguous()``'s gradient passes through."""
+    repeated = repeats_kv and num_kv_heads < num_heads and (num_kv_heads > 1 or contiguous)
+    per_token, kernels = 0.0, 0
+    if repeated:
+        per_token += 2.0 * dtype_bytes * (kv_dim + q_dim)
+        kernels += 2
+    if contiguous:
+        per_token += 2.0 * dtype_bytes * 2 * q_dim  # q and the output
+        kernels += 2
+        if not repeated:
+            per_token += 2.0 * dtype_bytes * 2 * kv_dim
+            kernels += 2
+    return per_token, kernels
+
+
+def window_mask_forward_bytes(*, micro_batch_size: float, seq_len: float, dtype_bytes: float = 2.0) -> float:
+    """Bytes one masked SDPA call (a sliding-window layer past its window under ``sdpa``) moves converting the bool
+    (b, 1, s, s) mask to the query's dtype of ``dtype_bytes`` (the compute dtype: 2 in bf16 / fp16, 4 in fp32;
+    ``window_mask_bytes_per_element``, module docstring)."""
+    return window_mask_bytes_per_element(dtype_bytes=dtype_bytes) * micro_batch_size * seq_len * seq_len
 
 
 def windowed_attention_seq(*, keys_per_query: float) -> float:

@@ -116,6 +116,39 @@ from trainfit.compute.rates import DeviceRates
 DEFAULT_INTER_NODE_BYTES_PER_S = 25e9
 """One 200 Gb/s InfiniBand / RoCE NIC per GPU = 25·10⁹ B/s per direction (the card's default)."""
 NIC_EFFICIENCY = 0.80
+"""Share of a NIC's line rate a ring crossing nodes is planned at: an assumption, 0.80, below the isolated peak, which is
+0.96 as NCCL's maintainers state it: "We usually consider 24GB/s is the peak performance per 200G NIC (12 GB/s for
+100G NICs)" (NVIDIA/nccl-tests issue #119, reply of 2022-11-17, https://github.com/NVIDIA/nccl-tests/issues/119, read
+2026-12-03; the same 24 GB/s inter-node for one HDR card in NVIDIA/nccl issue #412, 2023-04-24). For NDR 400 Gb/s:
+"46-48GB/s per NIC" (NVIDIA/nccl-tests issue #290, 2025-03-03) and "up to 48-49GB/s per NIC" (issue #267,
+2025-01-23), 0.92-0.98. Measured: 3 nodes x 8 A100 on 4 HDR cards a node, all-reduce 128 MB busbw 95.7 GB/s of 100
+(issue #119, 0.957); DeepEP's NVSHMEM kernels on one CX7 400G NIC per H800 43-47 GB/s (deepseek-ai/DeepEP README.md
+@ebfe47e46fa86a5b41be96c326a92f62ed6721da, 0.86-0.94); nccl-tests alltoall with NVLink disabled between 2 DGX H100,
+46 GB/s busbw a 400G NIC (deepseek-ai/DeepEP issue #3, 2025-02-25, 0.92); but 4 nodes x 8 H100 on 8 x 400G RoCE,
+all-reduce 4-8 GB busbw 320 GB/s of 400 (NVIDIA/nccl issue #1221, 2024-03-13, 0.80), and the Ultra-Scale Playbook's
+EFA cluster falls from 0.90 of its NICs at 2 nodes to 0.08 at 64 for a 256 MB all-reduce.
+``benchmarks/data/nccl_collective_bandwidths.json`` holds these and ``benchmarks/collectives_vs_published.py`` scores
+the model against them (at 0.80 the isolated per-NIC statements read about 20 % slow).
+
+Evaluated and not taken: 0.96. On the step-time benchmark (903 rows) it moves 224 rows, every one faster: the
+training rows get worse on both halves (fit 8.45 -> 8.69 %, held-out 8.01 -> 8.33 %; pretrain 8.1 -> 8.5 %, 113 rows
+that were already too fast go further), the RL rows better (held-out 14.9 -> 14.8 %, weight sync 23.4 -> 22.7 %).
+A training step's collectives run beside its GEMMs and at many nodes, where neither the isolated nccl-tests peak
+nor the congestion of a large cluster is what the NIC delivers; neither effect is modelled. 0.80 stays an
+assumption (it matches the one at-scale measurement above, issue #1221, and was not fitted), to be replaced by a
+mechanism for concurrent compute and cluster congestion, not by another constant.
+
+Evaluated and not taken, 2026-12-03: concurrent compute as a mechanism (compute and a collective started together,
+each slowed while both run, each at its isolated rate once the other is done), with its one published factor
+(compute beside a collective 18.9 % slower on average, at most 40 %: Lee et al., arXiv 2507.03114v1, 2025-07-03; A100
+GEMM 1.18 -> 2.08 ms beside an all-gather, NVIDIA/nccl issue #1428; no published average for the collective's own
+slowdown, so 1), in every overlapped span of ``exposed_sharded`` / ``exposed_data_parallel`` /
+``dist_optimizer.param_gather_exposed``, with this constant at 0.96. On the step-time benchmark (1,121 rows) against
+0.80 without it: fit half 10.85 -> 10.97 %, held-out half 10.22 -> 10.20 %; training rows fit 9.76 -> 9.94 %,
+held-out 8.80 -> 8.92 %; RL rows fit 18.67 -> 19.43 %, held-out 17.02 -> 16.27 %. The mechanism alone at 0.80:
+fit 10.81 %, held-out 10.23 % (training 9.66 / 8.95 %). 0.96 alone: fit 11.12 %, held-out 9.94 % (training
+10.11 / 8.94 %). A compute slowdown cannot slow a collective-bound span, which is where 0.96 is too fast; an HBM
+contention term (the collective's bus bytes passing HBM two to three times, issue #1428) is the next candidate."""
 DDP_BUCKET_BYTES = 25 * 2**20
 """torch DDP's default ``bucket_cap_mb=25`` (MiB)."""
 

@@ -11,6 +11,8 @@ One decode step over ``B`` running sequences holding ``T`` context tokens (Pope 
     core      = engine_s_per_step + B · ENGINE_S_PER_SEQUENCE      (engine core's host work, serial in both modes)
     gaps      = CUDA graphs: (decode_kernels(spec, tp) − all-reduce kernels) · GRAPH_KERNEL_GAP_S;  eager: 0
     G         = max(max(bandwidth + gaps, compute) + comm, launch) + core
+                SGLang's overlap scheduler: max(max(bandwidth + gaps, compute) + comm, launch + engine_s_per_step)
+                                            + B · ENGINE_S_PER_SEQUENCE
     multi-process engine: step = max(G, B · FRONTEND_S_PER_SEQUENCE)
     in-process engine:    step = G + FRONTEND_S_PER_STEP + B · FRONTEND_S_PER_SEQUENCE
 
@@ -136,6 +138,61 @@ parallel > 1, a non-EAGLE speculative decoder or an executor without it: only ``
 the verl rows of the benchmark that name their vLLM ran 0.7 / 0.8.3, before async scheduling. So the step here has none: the
 exception is a one-GPU NeMo RL engine on vLLM >= 0.14 (``uni`` executor, async scheduling on by default), which
 the card cannot say yet (2 benchmark rows: the v0.20 Qwen3-30B-A3B GB200 ones).
+
+**SGLang's overlap scheduler** (``rollout.engine: sglang``; ``overlap_schedule``, ``rollout.sglang_overlap_schedule``).
+SGLang's scheduler runs one batch ahead of the GPU: ``Scheduler.event_loop_overlap`` receives requests, builds the
+next batch (``get_next_batch_to_run``), hands it to the model worker (``run_batch``) and only then processes the
+previous batch's result (``process_batch_result``), so scheduling step ``n+1`` and processing step ``n-1``'s tokens
+run while the GPU runs step ``n``; the next step's input ids are "future" token ids resolved on the GPU
+(sgl-project/sglang ``python/sglang/srt/managers/scheduler.py`` l.402-437 and ``tp_worker_overlap_thread.py``
+l.109-167 of the 0.4.0.post2 wheel: a forward thread launches the batch on its own stream, ``resolve_batch_result``
+waits on the batch's ``copy_done`` event; in 0.5.6.post2 the scheduler thread itself launches the forward on a
+forward stream and the sampling after the previous result, ``scheduler.py`` l.1005-1063, l.1968-2108; wheels
+https://pypi.org/project/sglang/0.4.0.post2/ and /0.5.6.post2/, read 2026-12-03). It has been on by default since
+0.3.6 (``--disable-overlap-schedule``, ``server_args.py`` l.127 of the 0.3.6 wheel, l.133 of 0.4.0.post2;
+sgl-project/sglang PR #2067, 2024-11-18, "Enable overlap by default"; 0.3.5 has ``enable_overlap_schedule: bool =
+False``, l.121), so a card pinning an earlier release runs it off (``plan.rl_generation.sglang_scheduler_inputs``). SGLang turns it off for embedding models and, in 0.4.0, multimodal models
+(``scheduler.py`` l.174-181) and DP attention (``server_args.py`` l.220-225); in 0.5.6.post2 for pipeline parallel
+(l.1675-1677), speculative decoding without ``SGLANG_ENABLE_SPEC_V2`` (l.1754-1755, l.1840), Qwen3-Next and the
+NemotronH family while their Mamba radix cache is on (l.1291-1297, l.1336-1342) and diffusion LLMs (l.2096-2100).
+With a grammar, 0.4.0's sampler of step ``n+1`` waits for step ``n``'s result processing (``ModelRunner.sample``,
+``model_executor/model_runner.py`` l.704-708). The launch and the scheduler's work share one Python process (a
+thread and the GIL in 0.4, one thread in 0.5.6; sgl-project/sglang issue #10514, 2025-09-16, names that contention),
+so the host side of a step is the launch plus the host work, and the step is
+``max(device, launch + engine_s_per_step) + B · ENGINE_S_PER_SEQUENCE`` (``overlap_schedule_step_seconds``) where
+the serial engine gives ``max(device, launch) + engine_s_per_step + B · ENGINE_S_PER_SEQUENCE``
+(``serial_schedule_step_seconds``).
+
+Only the per-step constant (the batch-1 host residual above) is hidden: no source gives SGLang's host cost per
+running request, and the per-sequence constant, fitted on vLLM rows, is not that. SGLang's own measurements of
+the overlap put its gain near 10 %: "10% throughput improvement even when radix cache is turned off" (Llama-3.1-8B,
+3,000 ShareGPT prompts, sgl-project/sglang PR #1738, 2024-10-21) and "Zero-overhead batch scheduler: 1.1x increase
+in throughput" (SGLang v0.4 release blog, https://lmsys.org/blog/2024-12-04-sglang-v0-4/, 2024-12-04, read
+2026-12-03 through its copy at https://openlm.ai/sglang-v0.4). For Llama-3.1-8B on an H100 at 128 running sequences of
+700 context tokens this model gives 1.03x with only the constant hidden, 1.17x if vLLM's published host gap (19.2 us
+per sequence, vLLM issue #10634, below) were hidden too and 1.88x (1.64x at 256 sequences) if the whole 80 us were:
+so at most a small part of the 80 us is host work SGLang overlaps, and it stays serial. On the scored SGLang rows
+(``benchmarks/step_times.py``; all serial, then the overlap with the per-sequence part hidden at 0 / 19.2 / 80 us):
+RLinf's R1-Distill-1.5B H100 generation +13.0 -> +7.0 / -5.8 / -30.6 %, its step +5.1 -> +0.5 / -9.3 / -28.4 %;
+AReaL v0.2's H800 rows (SGLang 0.4.0.post2, graphs up to 160) 1.5B on 8 GPUs +10.4 -> +9.2 / +4.5 / +2.6 %, on 32
++4.9 -> +3.6 / +1.2 / -6.1 %, on 128 -25.5 -> -29.6 / -34.7 / -46.1 %, 7B on 32 -7.2 -> -8.3 / -11.2 / -18.2 %, on
+128 -24.3 -> -26.2 / -28.7 / -36.4 %, 32B 0.0 -> -1.3 / -6.1 / -21.3 %; verl PR #5596's eager GB200 row is
+host-bound and does not move. The values were not chosen by these rows: 0 is the absence of a source.
+
+Not modelled: SGLang's admission. A new request needs its prompt plus min(``max_new_tokens``, 4,096) free tokens after
+every running request's min(remaining ``max_new_tokens``, 4,096) x ``new_token_ratio`` is set aside (0.7 at first,
+decaying to 0.1 over 600 steps; ``managers/schedule_policy.py`` l.33-35, l.208-219, l.341-352 and ``global_config.py``
+l.17-25 of 0.4.0.post2), and running requests are retracted when the pool runs out (``retract_decode``). With a
+27,648-token limit the estimate is clipped at 4,096, so, like vLLM's admission on the KV held
+(``continuous_batching``), it admits more long responses than the pool keeps to the end.
+
+**CUDA graph batch limit** (``cuda_graph_max_batch``; ``sglang_cuda_graph_max_batch``). SGLang replays a CUDA
+graph only up to the largest batch it captured (``CudaGraphRunner.can_run``); a larger decode batch runs eagerly,
+every kernel launched (``launch`` at ``decode_kernels``) and no kernel gaps. The default limit depends on the
+release and the GPU's memory: 160 on an 80 GB GPU from 0.4.0 to 0.5.2, 256 / 512 from 0.5.4
+(``sglang_cuda_graph_max_batch``). The card gives the release as ``software.sglang``; a card without it is
+planned at the newest release read (0.5.6, ``plan.rl_generation.SGLANG_NEWEST_RELEASE_READ``), a release before
+0.4.0 or a pin that names none (a branch, a commit) gets no limit. vLLM's captured sizes (up to 512 by default, 0.8.3, below) are not limited here.
 
 **Eager decode against published per-step logs (a known gap, not yet modelled).** The eager launch above prices
 every kernel at ``host_s_per_forward_kernel`` (65 us, fitted on transformers *training* forwards: module hooks and
@@ -417,6 +474,63 @@ def engine_s_per_sequence_for(generation: str = "v1", rates: DeviceRates | None 
     return ENGINE_S_PER_SEQUENCE if rates is None else rates.engine_s_per_sequence
 
 
+def serial_schedule_step_seconds(*, device_s: float, launch_s: float, host_s: float) -> float:
+    """Seconds of one decode step whose engine host work ``host_s`` (scheduling, input preparation, output
+    processing) runs between two GPU steps: ``max(device_s, launch_s) + host_s`` (vLLM V1 without async scheduling,
+    SGLang with ``--disable-overlap-schedule``; module docstring)."""
+    return max(device_s, launch_s) + host_s
+
+
+def overlap_schedule_step_seconds(*, device_s: float, launch_s: float, host_s: float,
+                                  serial_s: float = 0.0) -> float:
+    """Seconds of one decode step under SGLang's overlap scheduler: the host schedules and launches step ``n+1`` and
+    processes step ``n-1``'s result while the GPU runs step ``n``, so the step is the slower of the device's
+    ``device_s`` and the host's ``launch_s + host_s`` (the launch and the scheduler share one Python thread or
+    the GIL), plus ``serial_s``, per-step work the overlap does not hide (module docstring, "SGLang's overlap
+    scheduler")."""
+    return max(device_s, launch_s + host_s) + serial_s
+
+
+SGLANG_GRAPH_MAX_BS_0_4 = 160
+"""SGLang 0.4.0-0.5.2's largest CUDA-graph decode batch on a CUDA GPU above its small-memory threshold and, from
+0.4.8, up to 90 GB (``sglang_cuda_graph_max_batch``)."""
+
+
+def sglang_cuda_graph_max_batch(*, release: tuple[int, int, int] | None, gpu_memory_mib: float,
+                                tp: int) -> int | None:
+    """The largest decode batch SGLang ``release`` replays as a CUDA graph on a CUDA GPU of ``gpu_memory_mib``
+    (``nvidia-smi``'s total) in an engine of ``tp`` ranks when the run sets neither ``cuda_graph_max_bs`` nor
+    ``cuda_graph_bs``; a larger batch runs eagerly (``CudaGraphRunner.can_run``: ``batch_size <= self.max_bs``, the
+    largest captured). None: not modelled (no release, or one whose defaults were not read: every release before
+    0.4.0, 0.5.3, the smaller GPUs from 0.5.4). Read in the wheels
+    (https://pypi.org/project/sglang/<release>/, read 2026-12-03):
+
+    - 0.4.0.post2 and 0.4.4: under 25,000 MiB 8 at ``tp`` < 4, else 80; above it 160 (``server_args.py``
+      l.189-198 of 0.4.0.post2; the capture list ``[1, 2, 4] + [8 ... 160]`` cut at ``cuda_graph_max_bs``,
+      ``model_executor/cuda_graph_runner.py`` l.132-154 of 0.4.0.post2, l.109-145 of 0.4.4).
+    - 0.4.8 and 0.5.2: under 35 x 1024 MiB 8 / 80 as above; else the default list, ``[1, 2, 4, 8] + [16 ... 160]``,
+      extended to 256 above 90 x 1024 MiB and to 512 above 160,000 MiB (``get_batch_sizes_to_capture``,
+      ``cuda_graph_runner.py`` l.140-180 of 0.4.8, l.165-190 of 0.5.2). Releases 0.4.5-0.4.7 are taken as 0.4.8.
+    - 0.5.4 and later, 60 GB or more (``server_args.py`` l.700-730 of 0.5.4, l.797-829 of 0.5.6.post2): 256 at
+      ``tp`` < 4 and 512 from ``tp`` 4 below 160 GB (H100, H200, H20), 512 above (B200). The smaller GPUs' rows
+      differ between 0.5.4 and 0.5.6, and 0.5.3 was not read: None.
+    """
+    if release is None or release < (0, 4, 0):
+        return None
+    if release < (0, 5, 3):
+        small = 25_000 if release < (0, 4, 5) else 35 * 1024
+        if gpu_memory_mib < small:
+            return 8 if tp < 4 else 80
+        if release < (0, 4, 5):
+            return SGLANG_GRAPH_MAX_BS_0_4
+        return 512 if gpu_memory_mib > 160_000 else 256 if gpu_memory_mib > 90 * 1024 else SGLANG_GRAPH_MAX_BS_0_4
+    if release < (0, 5, 4) or gpu_memory_mib < 60 * 1024:
+        return None
+    if gpu_memory_mib < 160 * 1024:
+        return 256 if tp < 4 else 512
+    return 512
+
+
 DECODE_KERNELS_PER_LAYER = 10
 """Kernels one eager decoder layer launches: input norm, QKV GEMM, rotary, KV-cache write, attention,
 O GEMM, fused add+norm, gate/up GEMM, SiLU-and-mul, down GEMM (vLLM's Llama/Qwen layers)."""
@@ -579,6 +693,10 @@ class DecodeStep:
     comm_s: float
     launch_s: float
     engine_s: float
+    """The engine core's host work per step, the per-step constant and the per-sequence part (``_StepModel.core``).
+    Serial with the GPU step without the overlap scheduler; under it (``overlap_schedule``) the per-step constant
+    runs beside the device and adds to ``total_s`` only where the launch plus it exceed the device step, so
+    ``engine_s`` is then what the host spends, not what the step pays."""
     frontend_s: float
     """The frontend's host work: part of ``total_s`` when the engine runs in-process, else overlapped."""
     total_s: float
@@ -618,11 +736,29 @@ class _StepModel:
     kernel_gaps: float = 0.0
     """Device seconds per step between the step's kernels, the weight stream stalled (``GRAPH_KERNEL_GAP_S`` per
     kernel outside the all-reduces); added to the bandwidth term in ``seconds`` (``parts`` keeps the bytes alone)."""
+    overlap_schedule: bool = False
+    """True: the engine's per-step host work (``engine``) and the launch run while the GPU runs the previous step
+    (SGLang's overlap scheduler, ``overlap_schedule_step_seconds``), the per-sequence ``engine_seq`` stays serial
+    (module docstring); False: all of it is serial with the GPU step (``serial_schedule_step_seconds``)."""
+    graph_max_batch: float = float("inf")
+    """Largest batch the engine replays a CUDA graph for (SGLang's ``cuda_graph_max_bs``,
+    ``sglang_cuda_graph_max_batch``); a larger step runs eagerly: ``eager_launch``, no kernel gaps."""
+    eager_launch: float = 0.0
+    """Host seconds to launch an eager step's kernels (read above ``graph_max_batch``)."""
+
+    def launch_s(self, b: float) -> float:
+        """Host seconds to launch a step of ``b`` sequences: one graph replay up to ``graph_max_batch``, else every
+        kernel eagerly."""
+        return self.launch if b <= self.graph_max_batch else self.eager_launch
+
+    def gaps_s(self, b: float) -> float:
+        """Device seconds between the kernels of a step of ``b`` sequences (0 for an eager step)."""
+        return self.kernel_gaps if b <= self.graph_max_batch else 0.0
 
     def parts(self, b: float, t: float) -> tuple[float, float, float, float]:
         experts = self.bw_experts * (1.0 - self.expert_miss ** max(b, 1.0)) if self.bw_experts else 0.0
         return (self.bw0 + experts + self.bw_ctx * t + self.bw_seq * b, self.fl_seq * b + self.fl_ctx * t,
-                self.comm(b), self.launch)
+                self.comm(b), self.launch_s(b))
 
     def comm(self, b: float) -> float:
         """Tensor-parallel all-reduce seconds of a step of ``b`` running sequences."""
@@ -642,8 +778,13 @@ class _StepModel:
 
     def seconds(self, b: float, t: float) -> float:
         bw, fl, cm, ln = self.parts(b, t)
-        bw += self.kernel_gaps
-        gpu = max((bw if bw > fl else fl) + cm, ln) + self.core(b)
+        bw += self.gaps_s(b)
+        device = (bw if bw > fl else fl) + cm
+        if self.overlap_schedule:  # the per-step host work hides, the per-sequence constant stays serial
+            gpu = overlap_schedule_step_seconds(device_s=device, launch_s=ln, host_s=self.engine,
+                                                serial_s=self.engine_seq * max(b, 1.0))
+        else:
+            gpu = serial_schedule_step_seconds(device_s=device, launch_s=ln, host_s=self.core(b))
         host = self.frontend(b)
         return gpu + host if self.frontend_serial else (gpu if gpu > host else host)
 
@@ -655,7 +796,8 @@ def _step_model(*, spec, matmul_params, rates, tp, weight_bytes, kv_bytes_per_to
                 engine_s_per_sequence: float | None = None, rank_bytes: float | None = None,
                 expert_bytes_per_param: float = ACTIVATION_BYTES,
                 linear_flops_per_s: float | None = None, engine_generation: str = "v1",
-                cumulative_outputs: bool | None = None) -> _StepModel:
+                cumulative_outputs: bool | None = None, overlap_schedule: bool = False,
+                cuda_graph_max_batch: int | None = None) -> _StepModel:
     """The step model's coefficients; a host constant left None is ``rates``' field of the same name (the defaults
     ``ENGINE_S_PER_STEP`` ... unless a calibration set them; ``engine_s_per_sequence``: ``engine_s_per_sequence_for``).
     ``engine_generation``: vLLM's engine, v0 (one process, its per-sequence host work holds the output processing:
@@ -663,7 +805,10 @@ def _step_model(*, spec, matmul_params, rates, tp, weight_bytes, kv_bytes_per_to
     outputs (None: when ``engine_multiprocess``, ``AsyncLLM``'s default; in-process engines run ``LLM.generate``).
     A quantized engine (``rollout.quantization``) passes the weight bytes one rank reads (``rank_bytes``; None:
     ``rank_weight_bytes``), its routed experts' bytes per weight and the rate of the per-token matmuls
-    (``linear_flops_per_s``, a blend of fp8 and bf16 GEMMs; None: the bf16 matmul rate); attention stays bf16."""
+    (``linear_flops_per_s``, a blend of fp8 and bf16 GEMMs; None: the bf16 matmul rate); attention stays bf16.
+    ``overlap_schedule``: the engine's host work overlaps the GPU step (SGLang's overlap scheduler, module docstring).
+    ``cuda_graph_max_batch``: under ``cuda_graphs`` the largest batch replayed as a graph, a larger one runs eagerly
+    (None: every batch; ``sglang_cuda_graph_max_batch``)."""
     if engine_s_per_step is None:
         engine_s_per_step = rates.engine_s_per_step
     if frontend_s_per_step is None:
@@ -693,6 +838,10 @@ def _step_model(*, spec, matmul_params, rates, tp, weight_bytes, kv_bytes_per_to
         ar=tp_all_reduce(rates=rates, tp=tp, link=link, latency_s=tp_all_reduce_latency_s),
         launch=rates.host_s_per_forward_kernel * (1 if cuda_graphs else kernels),
         kernel_gaps=(kernels - n_ar) * GRAPH_KERNEL_GAP_S if cuda_graphs else 0.0,
+        overlap_schedule=overlap_schedule,
+        graph_max_batch=(float(cuda_graph_max_batch) if cuda_graphs and cuda_graph_max_batch is not None
+                         else float("inf")),
+        eager_launch=rates.host_s_per_forward_kernel * kernels,
         engine=engine_s_per_step + (link.host_s_per_step if link is not None else 0.0),
         engine_seq=engine_s_per_sequence,
         frontend0=frontend_s_per_step, frontend_seq=frontend_s_per_sequence, frontend_serial=not engine_multiprocess,
@@ -774,6 +923,7 @@ def decode_step_seconds(
     link: TpLink | None = None, engine_multiprocess: bool = True, engine_s_per_sequence: float | None = None,
     rank_bytes: float | None = None, expert_bytes_per_param: float = ACTIVATION_BYTES,
     linear_flops_per_s: float | None = None, engine_generation: str = "v1", cumulative_outputs: bool | None = None,
+    overlap_schedule: bool = False, cuda_graph_max_batch: int | None = None,
 ) -> DecodeStep:
     """One decode step of ``batch`` sequences holding ``context_tokens`` tokens of KV in all (module docstring);
     ``link``: the tensor-parallel group's link when it spans nodes (``tp_link``); ``engine_multiprocess``:
@@ -785,17 +935,22 @@ def decode_step_seconds(
                     link=link, engine_multiprocess=engine_multiprocess, engine_s_per_sequence=engine_s_per_sequence,
                     rank_bytes=rank_bytes, expert_bytes_per_param=expert_bytes_per_param,
                     linear_flops_per_s=linear_flops_per_s, engine_generation=engine_generation,
-                    cumulative_outputs=cumulative_outputs)
+                    cumulative_outputs=cumulative_outputs, overlap_schedule=overlap_schedule,
+                    cuda_graph_max_batch=cuda_graph_max_batch)
     bw, fl, cm, ln = m.parts(batch, context_tokens)
     return DecodeStep(bandwidth_s=bw, compute_s=fl, comm_s=cm, launch_s=ln, engine_s=m.core(batch),
                       frontend_s=m.frontend(batch), total_s=m.seconds(batch, context_tokens),
-                      kernel_gaps_s=m.kernel_gaps)
+                      kernel_gaps_s=m.gaps_s(batch))
 
 
 def _bound(m: _StepModel, b: float, t: float) -> int:
+    """What sets the pace of a step: 0 the weight stream, 1 the FLOPs, 2 the host (launch and host work). Under the
+    overlap scheduler only the per-step host work races the device (``overlap_schedule_step_seconds``); the
+    per-sequence constant adds to whichever side wins, so it does not decide the bound."""
     bw, fl, _, ln = m.parts(b, t)
-    bw += m.kernel_gaps
-    host = ln + m.core(b) + m.frontend(b) if m.frontend_serial else max(ln + m.core(b), m.frontend(b))
+    bw += m.gaps_s(b)
+    engine = ln + (m.engine if m.overlap_schedule else m.core(b))
+    host = engine + m.frontend(b) if m.frontend_serial else max(engine, m.frontend(b))
     return 0 if bw >= fl and bw >= host else 1 if fl >= host else 2
 
 

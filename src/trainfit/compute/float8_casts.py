@@ -48,7 +48,9 @@ Pure Python: no torch import.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+
+from trainfit.spec.enums import Fp4Recipe, Fp8Recipe
 
 BF16_BYTES, FP32_BYTES, FP8_BYTES = 2.0, 4.0, 1.0
 
@@ -96,6 +98,17 @@ class CastTraffic:
     sequence_sharded: bool = False
     """Under tensor + sequence parallelism the hidden-width tensors are cast on the rank's sequence shard, before
     their fp8 all-gather, once per module input (``sharded_cast_tokens``)."""
+    gemm_operand_bytes: float = 1.0
+    """Bytes per GEMM operand element the casts produce, which picks the GEMMs' tensor-core rate
+    (``gemm.gemm_seconds``' ``dtype_bytes``): 1 for fp8 and MXFP8, 0.5 for NVFP4."""
+    transformer_engine: bool = False
+    """Transformer Engine's linears (Megatron-Core's grouped experts run in the same recipe)."""
+    sac_counted_gemm: bool = True
+    """The linear's GEMM is an op torchtitan's per-op selective checkpointing counts as a matmul (``aten.mm`` /
+    ``aten.linear``, of which it saves every second one): true for bf16, torchao float8 and MXFP8 (``Float8Tensor``
+    / ``MXTensor`` subclasses reach the policy's dispatch mode as ``aten.mm``). torchao's NVFP4 linear calls
+    ``torch.nn.functional.scaled_mm``, which is in neither the matmul pair nor the save list, so the policy marks
+    every one PREFER_RECOMPUTE (``inventory._sac_recomputed_gemms``)."""
 
 
 TRANSFORMER_ENGINE = CastTraffic(
@@ -106,6 +119,7 @@ TRANSFORMER_ENGINE = CastTraffic(
     weight_forward_kernels=FP8_WEIGHT_FORWARD_KERNELS,
     backward_kernels=FP8_BACKWARD_KERNELS - FP8_WEIGHT_BACKWARD_KERNELS,
     weight_backward_kernels=FP8_WEIGHT_BACKWARD_KERNELS, fused=False, amax_bytes=BF16_BYTES, amax_kernels=1,
+    transformer_engine=True,
 )
 """Transformer Engine's casts (``FP8_*``), scaled by the compile factors as before."""
 
@@ -235,8 +249,86 @@ def recompute_cast_kernels(*, casts: CastTraffic, input_casts: float, weight_cas
             + (casts.weight_forward_kernels - casts.amax_kernels) * weight_casts)
 
 
-def cast_traffic(*, transformer_engine: bool, compiled: bool) -> CastTraffic:
-    """The casts of a card's fp8 linears: Transformer Engine's, else torchao float8's, compiled or eager."""
+# Block-scaled recipes on Blackwell (``fp8_recipe: mxfp8``, ``compute: fp4`` / ``fp4_recipe: nvfp4``). Their scales
+# are local to a block, written by the quantize kernel itself, so a cast is one pass over the bf16 tensor (no amax
+# reduction) for MXFP8; NVFP4 adds one per-tensor amax pass for its second-level fp32 scale. Bytes per element of
+# one quantised copy, its 1-B block scale included: MXFP8 1 + 1/32 (E8M0 per 32), NVFP4 0.5 + 1/16 (E4M3 per 16).
+MXFP8_COPY_BYTES = FP8_BYTES + 1.0 / 32
+NVFP4_COPY_BYTES = 0.5 + 1.0 / 16
+
+
+def block_scaled_cast_bytes(*, copies: int, copy_bytes: float, amax_passes: int = 0) -> float:
+    """Bytes per element of one fused block-scaled quantize kernel: ``amax_passes`` reads of the bf16 tensor for a
+    per-tensor amax, one read of it, ``copies`` quantised copies written (row-wise and / or column-wise)."""
+    return amax_passes * BF16_BYTES + BF16_BYTES + copies * copy_bytes
+
+
+TE_MXFP8 = CastTraffic(
+    input_forward_bytes=block_scaled_cast_bytes(copies=2, copy_bytes=MXFP8_COPY_BYTES), input_backward_bytes=0.0,
+    weight_forward_bytes=block_scaled_cast_bytes(copies=2, copy_bytes=MXFP8_COPY_BYTES), weight_backward_bytes=0.0,
+    grad_output_backward_bytes=block_scaled_cast_bytes(copies=2, copy_bytes=MXFP8_COPY_BYTES),
+    input_forward_kernels=1, weight_forward_kernels=1, backward_kernels=1, weight_backward_kernels=0, fused=True,
+    transformer_engine=True,
+)
+"""Transformer Engine ``MXFP8BlockScaling``: ``MXFP8Quantizer`` with row-wise and column-wise usage writes both
+copies from one read of the bf16 tensor (``transformer_engine/common/cast/mxfp8/quantize_mxfp8.cuh``, one kernel
+for both directions; NVIDIA/TransformerEngine @d0067d0da6cb01811b8072a7d304f0e00344ce2b): the input and the weight
+(cached for the step, ``is_first_microbatch``) in forward, the output gradient in backward; the backward GEMMs read
+the column-wise copies, so nothing is transposed. The cast kernels are TE's own fused kernels: not scaled by the
+compile factors."""
+
+TE_NVFP4 = CastTraffic(
+    input_forward_bytes=block_scaled_cast_bytes(copies=2, copy_bytes=NVFP4_COPY_BYTES, amax_passes=1),
+    input_backward_bytes=0.0,
+    weight_forward_bytes=block_scaled_cast_bytes(copies=2, copy_bytes=NVFP4_COPY_BYTES, amax_passes=1),
+    weight_backward_bytes=0.0,
+    grad_output_backward_bytes=block_scaled_cast_bytes(copies=2, copy_bytes=NVFP4_COPY_BYTES, amax_passes=1),
+    input_forward_kernels=2, weight_forward_kernels=2, backward_kernels=2, weight_backward_kernels=0, fused=True,
+    amax_bytes=BF16_BYTES, amax_kernels=1, gemm_operand_bytes=0.5, transformer_engine=True,
+)
+"""Transformer Engine ``NVFP4BlockScaling`` (recipe/__init__.py l.489-600 @d0067d0d): each quantised tensor needs
+its per-tensor amax for the fp32 second-level scale (one read), then one kernel writes the row-wise copy and the
+column-wise copy ("both versions are computed from the high precision input"; the column-wise input and output
+gradient through the 16x16 random Hadamard transform for the weight gradient; stochastic rounding on the
+gradient): input and weight in forward, output gradient in backward; 0.5 B elements, so the GEMMs run at the fp4
+rate."""
+
+TORCHAO_MXFP8 = CastTraffic(
+    input_forward_bytes=block_scaled_cast_bytes(copies=1, copy_bytes=MXFP8_COPY_BYTES),
+    input_backward_bytes=block_scaled_cast_bytes(copies=1, copy_bytes=MXFP8_COPY_BYTES),
+    weight_forward_bytes=block_scaled_cast_bytes(copies=1, copy_bytes=MXFP8_COPY_BYTES),
+    weight_backward_bytes=block_scaled_cast_bytes(copies=1, copy_bytes=MXFP8_COPY_BYTES),
+    grad_output_backward_bytes=2 * block_scaled_cast_bytes(copies=1, copy_bytes=MXFP8_COPY_BYTES),
+    input_forward_kernels=1, weight_forward_kernels=1, backward_kernels=3, weight_backward_kernels=1, fused=True,
+)
+"""torchao's MXFP8 linear (torchtitan ``MXFP8LinearConverter``): ``mx_mm`` (pytorch/ao
+``torchao/prototype/moe_training/mxfp8_linear.py`` l.84-270 @36027d82d1ad9949597ea16002ff4940374b1b94) saves the
+bf16 input and weight; forward casts both along dim 0 (``MXTensor.to_mx``: read 2 B, write 1 + 1/32 B); backward
+casts the output gradient along dim 0 (dgrad) and dim 1 (wgrad), the weight along dim 1 (dgrad) and the saved input
+along dim 1 (wgrad), each one dedicated kernel (``_to_mxfp8_dim1_kernel_wrapper``): no amax, no transposes. Already
+fused kernels: not scaled by the compile factors."""
+
+TORCHAO_NVFP4 = replace(TE_NVFP4, amax_bytes=0.0, amax_kernels=0.0, transformer_engine=False, sac_counted_gemm=False)
+"""torchao's NVFP4 linear (torchtitan ``NVFP4LinearConverter``): ``nvfp4_mm_triton`` (pytorch/ao
+``torchao/prototype/moe_training/nvfp4_training/nvfp4_linear.py`` l.159-301 @36027d82d1ad9949597ea16002ff4940374b1b94):
+forward ``_rht_amax`` (one read of the input) then ``_rht_quantize_row_col`` (one read, row-wise and RHT'd
+column-wise fp4 copies written), ``_weight_quantize_2d`` (global amax, then the 16x16-block row-wise and column-wise
+copies); backward the same amax + quantize of the output gradient with stochastic rounding; the saved column-wise
+input and weight feed the backward GEMMs, so nothing is cast again. Its amax is a dedicated kernel, not the
+``aten.max`` torchtitan's per-op policy saves, so a recompute re-runs it (``amax_bytes`` 0), and its GEMM is not
+one the policy saves (``sac_counted_gemm``). So its bytes and kernels are ``TE_NVFP4``'s (the same amax pass and two
+copies per tensor), without TE's separate amax accounting."""
+
+
+def cast_traffic(*, transformer_engine: bool, compiled: bool,
+                 recipe: Fp8Recipe | Fp4Recipe | None = None) -> CastTraffic:
+    """The casts of a card's fp8 / fp4 linears: Transformer Engine's, else torchao float8's, compiled or eager;
+    ``recipe`` ``Fp8Recipe.MXFP8`` / ``Fp4Recipe.NVFP4``: the block-scaled casts of TE or torchao (``TE_MXFP8`` ...);
+    the per-tensor recipes (or None) the casts above."""
+    if recipe is Fp8Recipe.MXFP8:
+        return TE_MXFP8 if transformer_engine else TORCHAO_MXFP8
+    if recipe is Fp4Recipe.NVFP4:
+        return TE_NVFP4 if transformer_engine else TORCHAO_NVFP4
     if transformer_engine:
         return TRANSFORMER_ENGINE
     return TORCHAO_COMPILED if compiled else TORCHAO_EAGER

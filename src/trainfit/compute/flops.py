@@ -33,19 +33,20 @@ Attention (the part with no weights), per token and full-attention layer, forwar
 masked half (FlashAttention does): ``2·s·q_dim``. Backward is twice forward (grads for both operands
 of each matmul). PaLM appendix B writes the non-causal total as ``6·N + 12·L·H·Q·T``; torchtitan
 uses the same 12·l·h·q·t (non-causal) term. Linear-attention (DeltaNet) layers are linear in ``s``
-and counted with their projections only.
+and counted with their projections only. Sliding-window layers count the keys inside their window
+(``windowed_keys_per_token``).
 
 Pure Python: no torch import.
 """
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 from dataclasses import dataclass
+from functools import lru_cache
 
 from trainfit.memory.params import active_params, param_breakdown
 from trainfit.memory.weights import count_scale
+from trainfit.spec.enums import LayerKind
 from trainfit.spec.model import ModelSpec
 
 
@@ -67,11 +68,45 @@ def attention_forward_flops_per_token(spec: ModelSpec, *, context_len: float, ca
     ``4·context_len·q_dim`` per layer (``2·context_len·(q_dim + heads·v_head_dim)`` under MLA, whose values
     are narrower than its queries and keys), halved when ``causal`` (``context_len`` is the sequence
     length the token attends within; for a packed/unpadded batch pass the document length).
+
+    A layer in ``sliding_layers`` (gpt-oss's every other layer, Gemma-3's local layers) attends to the last
+    ``sliding_window`` keys only (``windowed_keys_per_token``). Megatron-Bridge's FLOP count does the same for
+    gpt-oss (``window_attn_skip_freq``: full causal attention on every second layer, the average windowed causal
+    context on the others; NVIDIA-NeMo/Megatron-Bridge src/megatron/bridge/training/utils/flop_utils.py
+    l.1078-1124 @6799f099712c961f15cf92d6bd88998f029d672d).
     """
-    per_layer = 2.0 * context_len * (spec.q_dim + spec.attn_out_dim)  # Q·Kᵀ over qk dims, P·V over v dims (MLA)
-    if causal:
-        per_layer /= 2
-    return spec.num_full_attention_layers * per_layer
+    per_key = 2.0 * (spec.q_dim + spec.attn_out_dim)  # Q·Kᵀ over qk dims, P·V over v dims (MLA), per key
+    full_keys = context_len / 2 if causal else context_len
+    windowed = _windowed_layers(spec)
+    keys = (spec.num_full_attention_layers - windowed) * full_keys
+    if windowed:
+        keys += windowed * windowed_keys_per_token(window=spec.sliding_window, context_len=context_len, causal=causal)
+    return per_key * keys
+
+
+def _windowed_layers(spec: ModelSpec) -> int:
+    """Full-attention layers of ``spec`` that attend within ``sliding_window`` (``ModelSpec.sliding_layers``)."""
+    if not spec.sliding_window:
+        return 0
+    return sum(1 for i in set(spec.sliding_layers) if i < spec.num_layers and spec.layer_kind(i) is LayerKind.FULL_ATTENTION)
+
+
+def windowed_keys_per_token(*, window: int, context_len: float, causal: bool = True) -> float:
+    """Mean keys a token attends to in a sliding-window layer of ``window`` keys over a row of ``context_len``.
+
+    Causal, on the same footing as a full layer's ``context_len / 2`` (no ``+ 1/2``): token ``t`` sees
+    ``min(t, window)`` keys, whose mean over the row is ``window − window² / (2·context_len)`` while the window is
+    shorter than the row (Megatron-Bridge's exact form, ``W − W·(W − 1) / (2·T)``, flop_utils.py l.1089-1094
+    @6799f099712c961f15cf92d6bd88998f029d672d, differs by ``W / (2·T)``), and ``context_len / 2`` once the window
+    covers it. Not causal (one decode token over its context): ``min(window, context_len)``.
+    """
+    if window < 1:
+        raise ValueError("windowed_keys_per_token: window >= 1")
+    if not causal:
+        return float(min(window, context_len))
+    if window >= context_len:
+        return context_len / 2
+    return window - window * window / (2.0 * context_len)
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,12 @@ Its time is the larger of the two roofs, each at what the card sustains (``rates
 * **fp8.** A GEMM with 1-byte operands (``dtype_bytes=1``: Transformer Engine / torchao float8 linears)
   runs at ``rates.fp8_matmul_flops_per_s`` under the same tile, wave and depth model (its tiles are
   128 wide on Hopper too: cuBLASLt / CUTLASS fp8 kernels); a card without an fp8 rate is an error. The
-  casts that feed it are memory-bound kernels, counted in the op inventory.
+  casts that feed it are memory-bound kernels, counted in the op inventory. MXFP8 (1x32 E8M0 block scales) runs
+  at the same rate: on Blackwell the block scales are operands of the tensor-core instruction itself
+  (``tcgen05.mma ... .block_scale``), and NVIDIA's datasheets give one FP8 figure.
+* **fp4.** A GEMM with half-byte operands (``dtype_bytes=0.5``: NVFP4 linears, E2M1 with E4M3 scales per 16) runs
+  at ``rates.fp4_matmul_flops_per_s`` (the datasheet's dense FP4 rate at the card's fp8 fraction) under the same
+  tile, wave and depth model; a card without an fp4 rate is an error.
 * **Calibration.** When ``rates.gemm_points`` holds measurements, the model's time at the nearest
   measured shape (in log space) is corrected by measured/modelled there.
 
@@ -48,9 +53,25 @@ def gemm_flops(*, m: float, n: float, k: float, groups: float = 1) -> float:
     return 2.0 * m * n * k * groups
 
 
+QUANTIZED_GEMM_OUTPUT_BYTES = 2.0
+"""Bytes per output element of an fp8 / fp4 GEMM: the quantized linears write their output in the activation dtype,
+bf16 (Transformer Engine ``general_gemm(..., out_dtype=activation_dtype)`` forward and dgrad,
+transformer_engine/pytorch/module/linear.py l.536-540 and l.1086-1093 @d0067d0da6cb01811b8072a7d304f0e00344ce2b)."""
+NVFP4_SCALE_BYTES_PER_ELEMENT = 1.0 / 16
+"""NVFP4's block scale read with each operand element: one 1-B E4M3 scale per 16 elements (``memory.fp8``'s
+``NVFP4_BLOCK``)."""
+
+
 def gemm_bytes(*, m: float, n: float, k: float, groups: float = 1, dtype_bytes: float = 2.0) -> float:
-    """Operands read once and the output written once (the memory-traffic lower bound)."""
-    return (m * k + k * n + m * n) * dtype_bytes * groups
+    """Operands read once and the output written once (the memory-traffic lower bound). Operands at
+    ``dtype_bytes`` (a 0.5-B fp4 operand with its NVFP4 block scales, ``NVFP4_SCALE_BYTES_PER_ELEMENT``); the output
+    in ``dtype_bytes`` for a bf16 / fp16 / fp32 GEMM and in bf16 for an fp8 or fp4 one
+    (``QUANTIZED_GEMM_OUTPUT_BYTES``). The fp8 operands' scales are left out: one fp32 per tensor for the per-tensor
+    recipes, and the recipe (blockwise 4/128 B, MXFP8 1/32 B per element) is not known here."""
+    fp4 = dtype_bytes <= 0.5
+    operand = dtype_bytes + (NVFP4_SCALE_BYTES_PER_ELEMENT if fp4 else 0.0)
+    output = max(dtype_bytes, QUANTIZED_GEMM_OUTPUT_BYTES)
+    return ((m * k + k * n) * operand + m * n * output) * groups
 
 
 def wave_efficiency(*, m: float, n: float, sm_count: int, groups: float = 1) -> float:
@@ -79,7 +100,12 @@ def _model_compute_s(*, m: float, n: float, k: float, groups: float, rates: Devi
     return gemm_flops(m=m, n=n, k=k, groups=groups) / ((peak or rates.matmul_flops_per_s) * eff)
 
 
-def _peak(rates: DeviceRates, fp8: bool) -> float:
+def _peak(rates: DeviceRates, fp8: bool, fp4: bool = False) -> float:
+    if fp4:
+        if not rates.fp4_matmul_flops_per_s:
+            raise CardError(f"precision.compute: fp4 needs fp4 tensor cores; {rates.gpu_id} has no fp4 rate in the"
+                            " catalog")
+        return rates.fp4_matmul_flops_per_s
     if not fp8:
         return rates.matmul_flops_per_s
     if not rates.fp8_matmul_flops_per_s:
@@ -109,7 +135,8 @@ def _roof_seconds(*, m: float, n: float, k: float, rates: DeviceRates, groups: f
     """The larger of a GEMM's compute and memory seconds (``gemm_seconds`` without the kernel floor)."""
     fp32 = dtype_bytes >= 4
     fp8 = dtype_bytes <= 1
-    compute = _model_compute_s(m=m, n=n, k=k, groups=groups, rates=rates, fp32=fp32, peak=_peak(rates, fp8))
+    fp4 = dtype_bytes <= 0.5
+    compute = _model_compute_s(m=m, n=n, k=k, groups=groups, rates=rates, fp32=fp32, peak=_peak(rates, fp8, fp4))
     if rates.gemm_points and not fp32 and not fp8:  # measured points are bf16
         p = _nearest(rates.gemm_points, m, n, k)
         modelled = max(_model_compute_s(m=p.m, n=p.n, k=p.k, groups=1, rates=rates, peak=rates.matmul_flops_per_s),

@@ -145,6 +145,8 @@ def generation_time(
     state_tokens_per_seq: float = 0.0,
     engine_generation: str = "v1",
     cumulative_outputs: bool | None = None,
+    overlap_schedule: bool = False,
+    cuda_graph_max_batch: int | None = None,
 ) -> GenerationTime:
     """Seconds of one rollout phase (module docstring).
 
@@ -171,6 +173,9 @@ def generation_time(
     bf16 rate by default), in decode and prefill alike.
     ``state_tokens_per_seq``: a hybrid model's per-sequence state blocks in the attention tokens of
     ``kv_capacity_tokens`` (``continuous_batching``; 0 without linear attention).
+    ``overlap_schedule``: the engine's host work runs beside the GPU step (SGLang's overlap scheduler) instead of
+    between steps; ``cuda_graph_max_batch``: the largest batch replayed as a CUDA graph, larger steps eager (None:
+    every batch) (``decode_step``).
     Raises ``CardError`` on a non-positive count or a sequence longer than the KV capacity.
     """
     if engine_s_per_step is None:
@@ -204,7 +209,8 @@ def generation_time(
                        frontend_s_per_step=frontend_s_per_step, frontend_s_per_sequence=frontend_s_per_sequence,
                        engine_s_per_sequence=engine_s_per_sequence, rank_bytes=rank_weight_bytes,
                        expert_bytes_per_param=expert_bytes_per_param, linear_flops_per_s=linear_flops_per_s,
-                       engine_generation=engine_generation, cumulative_outputs=cumulative_outputs)
+                       engine_generation=engine_generation, cumulative_outputs=cumulative_outputs,
+                       overlap_schedule=overlap_schedule, cuda_graph_max_batch=cuda_graph_max_batch)
     if streaming:
         dec = _stream_decode(groups=groups, sequences=seqs, slots=max_num_seqs, prompt_len=prompt,
                              kv_prompt=kv_prompt, kv_capacity=kv_capacity_tokens, step=step,
@@ -230,9 +236,15 @@ def generation_time(
                          l_top=l_top, response_len_max=response_len_max, groups=len(groups), chunk=chunk,
                          engine_s=engine_s_per_step, cuda_graphs=cuda_graphs, prefix_sharing=prefix_sharing,
                          streaming=streaming, peak=dec.peak)
-    notes += ((f"engine core host work per decode step ({step.engine * 1e3:.1f} ms + {step.engine_seq * 1e6:.0f} us "
-               "per running sequence: scheduler, input preparation, sampling, update_from_output) is serial with the "
-               "GPU step (no async scheduling)"),)
+    host_work = (f"engine core host work per decode step ({step.engine * 1e3:.1f} ms + {step.engine_seq * 1e6:.0f} us "
+                 "per running sequence: scheduler, input preparation, sampling, output processing)")
+    notes += ((f"{host_work}: SGLang's overlap scheduler runs the per-step part and the launch beside the GPU step "
+               "(a step takes the slower of the device and the host's launch plus that part); the per-sequence part "
+               "stays serial (no source gives SGLang's per-request host cost)") if overlap_schedule else
+              f"{host_work} is serial with the GPU step (no async scheduling)",)
+    if cuda_graphs and cuda_graph_max_batch is not None:
+        notes += ((f"CUDA graphs up to {cuda_graph_max_batch} running sequences (SGLang's cuda_graph_max_bs "
+                   "default); larger decode batches launch eagerly"),)
     notes += ((f"engine in-process (VLLM_ENABLE_V1_MULTIPROCESSING=0): the frontend's host work, "
                f"{step.frontend0 * 1e3:.1f} ms + {step.frontend_seq * 1e6:.0f} us per running sequence, "
                "adds to every decode step") if not engine_multiprocess else

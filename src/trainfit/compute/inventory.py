@@ -107,12 +107,22 @@ from functools import lru_cache
 
 from trainfit.compute import expert_loop as expert_loop_time
 from trainfit.compute import moe_time
-from trainfit.compute.attention_time import windowed_attention_keys, windowed_attention_seq
+from trainfit.compute.attention_time import (
+    FP8_ATTENTION_BACKWARD_KERNELS,
+    FP8_ATTENTION_ELEMENT_BYTES,
+    FP8_ATTENTION_FORWARD_KERNELS,
+    WINDOW_MASK_KERNELS,
+    fp8_attention_cast_bytes,
+    window_mask_forward_bytes,
+    windowed_attention_keys,
+    windowed_attention_seq,
+)
 from trainfit.compute.float8_casts import (  # noqa: F401 - the FP8_* constants are read from here too
     FP8_BACKWARD_KERNELS, FP8_CAST_BYTES, FP8_FORWARD_KERNELS, FP8_TRANSPOSE_BYTES, FP8_WEIGHT_BACKWARD_KERNELS,
     FP8_WEIGHT_FORWARD_KERNELS, TRANSFORMER_ENGINE, CastTraffic, linear_cast_traffic, recompute_cast_bytes,
     recompute_cast_kernels, sharded_cast_tokens, sharded_layout_copy_bytes,
 )
+from trainfit.memory.activations import GPTQ_KERNEL_SWITCH_ROWS
 from trainfit.memory.lora import targeted_groups
 from trainfit.memory.params import linear_groups
 from trainfit.spec.enums import LayerKind, MoeDispatcher
@@ -180,6 +190,40 @@ traced 4-layer Phi-3 against the same-shaped Llama (``trace.ops``, bf16, per lay
 Traced (8 heads, 4 KV heads, head_dim 32, hidden 256, I 688): forward +3 kernels, +2,560 B/token (formula 2,560);
 backward +1 cat (5,504 B/token = formula), +5 slice_backward (+4,864 B/token; formula 5,632: the trace counts each
 operand once, a lower bound), +1 add net (+3,840 B/token = formula)."""
+ROTARY_CAT_FORWARD_KERNELS = FUSED_FORWARD_KERNELS
+ROTARY_CAT_BACKWARD_BYTES = 2 * FUSED_ROTARY_SLICE_BACKWARD_BYTES + FUSED_ROTARY_PASS_ADD_BYTES
+ROTARY_CAT_BACKWARD_KERNELS = 2 * 2 * 2 + 2
+"""The ops GLM-4.5's partial rotary (``ModelSpec.rotary_cat``; huggingface/transformers v5.24.0
+src/transformers/models/glm4_moe/modeling_glm4_moe.py l.156-171, l.248) adds per attention layer beyond the Llama
+layout's, read from the code and counted on a traced 4-layer GLM-4.5 against the same-shaped Llama (``trace.ops``,
+bf16, hidden 512, 8 heads, 4 KV heads, head_dim 64, partial_rotary_factor 0.5, per layer):
+
+* forward: q and k are sliced into their rotated and passed parts (views); the rotary muls, neg, cat and adds run
+  over the rotated dims only (``ROTARY_BYTES`` times the rotated share); ``torch.cat([q_embed, q_pass])`` for q and k
+  copies both whole (Phi-3's ``FUSED_QKV_ROTARY_CAT_BYTES`` per element of q + kv), and the head-major output is
+  copied by ``reshape(...).contiguous()`` (``FUSED_QKV_OUTPUT_COPY_BYTES`` per element of q): 3 launches. Traced:
+  +2 cat, +1 clone (+1,536 B/token of cat beside the halved rotate_half cat, +2,048 of clone).
+* backward: the cat's gradient is two views; the rotated and the passed slice of q and of k each take a
+  ``slice_backward`` (fill and copy: 2 launches, Phi-3's ``FUSED_ROTARY_SLICE_BACKWARD_BYTES`` each) and an add sums
+  the two (``FUSED_ROTARY_PASS_ADD_BYTES``): 4 slice_backward and 2 adds more than Llama (traced: +4
+  slice_backward, +2 add)."""
+FUSED_GATE_UP_INPUT_GRAD_SUM_BYTES, FUSED_GATE_UP_BACKWARD_KERNELS = 6.0, 0
+"""GLM-4's one ``gate_up_proj`` (``ModelSpec.fused_gate_up``; transformers v5.24.0 models/glm4/modeling_glm4.py
+l.54-62, ``chunk(2)``) with separate q / k / v: of Phi-3's ``FUSED_*`` backward only the MLP's part, the chunk's
+gradient as one ``cat`` of the gate and up gradients (``FUSED_CHUNK_CAT_BACKWARD_BYTES`` per element of 2·I) and the
+one h-wide add that summed the separate gate and up input gradients gone (6 bytes per element of h): the cat's launch
+added and the add's gone, none net."""
+INTERLEAVED_ROTARY_FORWARD_KERNELS = 2
+"""GLM-4's ``cos[..., :d//2].repeat_interleave(2)`` and the same for sin in every rotary layer (``ModelSpec.
+interleaved_rotary``; modeling_glm4.py l.180-181): two copies of a (1, s, rot) table (bytes per layer, not per token:
+left out), counted on a traced 4-layer GLM-4 (+2 ``clone`` per layer against GLM-4.5's rotary)."""
+SCALAR_MULTIPLIER_BYTES, SCALAR_MULTIPLIER_KERNELS = 4.0, 1
+"""One elementwise multiply of a bf16 tensor by a Python scalar (Granite, ``ModelSpec.scalar_multipliers``): read 2 and
+write 2 bytes per element, one launch, and the same again in backward (its gradient is the incoming one times the
+scalar). Per layer two (the residual multiplier on the attention and the MLP outputs), on the head one over the logits
+(``logits / logits_scaling``) and on the embedding one. Counted on a traced 4-layer Granite against the same-shaped
+Llama (``trace.ops``, bf16, hidden 512, vocab 32000, per layer): forward and backward +2 ``mul`` and +4,096 B/token each;
+head +1 kernel and +128,000 B/token (4 x vocab) each way; embedding +1 kernel and +2,048 B/token (4 x hidden) each way."""
 SWIGLU_BYTES, SWIGLU_KERNELS = 10.0, 2
 LORA_ELEMENTWISE_BYTES, LORA_EXTRA_KERNELS = 10.0, 2
 LORA_DROPOUT_BYTES, LORA_DROPOUT_KERNELS = 5.0, 3
@@ -187,6 +231,31 @@ FP32_LORA_INPUT_BYTES, FP32_LORA_OUTPUT_BYTES = 6.0, 24.0
 """fp32 adapters: x.to(fp32) (2 in, 4 out) per input element; per output element the fp32 product is
 written (4), scaled (4 + 4), cast down (4 + 2) and added to the base output (2 + 2 + 2)."""
 NF4_DEQUANT_BYTES_PER_WEIGHT = 0.5 + 1 / 32 + 2.0
+GPTQ_TORCH_DEQUANT_FORWARD_BYTES_PER_WEIGHT = (0.5 + 4.0) + (4.0 + 1.0) + (1.0 + 1.0) + (1.0 + 1.0) + (1.0 + 2.0)
+GPTQ_TORCH_DEQUANT_FORWARD_KERNELS = 9
+GPTQ_TORCH_DEQUANT_STRIDED_BYTES_PER_WEIGHT = (0.5 + 4.0) + (1.0 + 1.0) + (1.0 + 2.0)
+"""A GPTQ int4 linear through AutoGPTQ's ``qlinear_cuda_old`` QuantLinear at 128 or more input rows (``lora.dequant:
+autogptq_torch``), per weight element of each forward call (the recompute's too). ``kernel_switch_threshold`` 128:
+below it the fused ``vecquant4matmul_old`` kernel, at or above it the PyTorch unpacking (AutoGPTQ/AutoGPTQ
+auto_gptq/nn_modules/qlinear/qlinear_cuda_old.py ``forward`` l.196-272 @ef442d9f70c50a9c1d9f2d4aa8622d1b89c83ea2,
+v0.4.2; the same ops in v0.5.1 @f4c9681020f23909faecc50ddaf24ee538e90395 l.197-276): ``bitwise_right_shift`` of the
+int32 ``qweight`` broadcast over its 8 nibbles (0.5 B read, an int32 written: 4), ``.to(int8)`` (4 in, 1 out),
+``bitwise_and`` in place (1 + 1), ``weight - zeros`` (1 + 1), ``scales * (...)`` to fp16 (1 in, 2 out); the zeros'
+shift, cast, and, +1 on the per-group words are 4 more kernels of negligible bytes. Three of the five run ATen's
+non-vectorised loop (the module docstring's strided bytes): the shift (both operands expanded), the subtraction of
+the group-broadcast zeros and the product with the group-broadcast scales (``GPTQ_TORCH_DEQUANT_STRIDED_*``). ``torch.matmul`` then reads
+the fp16 weight as its operand (the GEMM's). Autograd keeps that fp16 weight for the input gradient (the matmul's
+saved ``mat2``; ``qweight``, ``scales`` and ``qzeros`` are buffers, so nothing is unpacked again): the backward's dX
+adds no dequantisation, where bitsandbytes NF4 dequantises per use (``NF4_DEQUANT_BYTES_PER_WEIGHT`` forward and
+backward). AutoGPTQ 0.4.x picks this QuantLinear when exllama is disabled and the checkpoint has ``desc_act`` False
+(auto_gptq/utils/import_utils.py ``dynamically_import_QuantLinear`` l.31-45 @ef442d9f; optimum passes
+``disable_exllama`` through: optimum/gptq/quantizer.py l.202-208 @aaa07fe68698eb28316ffc02209a1b4121be4e2d, v1.13.0)."""
+GPTQ_FUSED_KERNEL_BYTES_PER_WEIGHT = 0.5
+"""Below AutoGPTQ's ``kernel_switch_threshold`` (``memory.activations.GPTQ_KERNEL_SWITCH_ROWS``, 128 input rows:
+qlinear_cuda_old.py l.32, l.196-200 @ef442d9f70c50a9c1d9f2d4aa8622d1b89c83ea2) the fused ``vecquant4matmul`` kernel
+replaces the unpacking: its read of the packed int4 weight per weight element (the per-group scales and zeros add
+1/``group_size`` of that, negligible); the base linear's GEMM stays charged as it is (an upper bound: the fused kernel
+reads the int4 weight in its place)."""
 LOSS_FORWARD_BYTES, LOSS_BACKWARD_BYTES = 14.0, 22.5
 LOSS_FORWARD_KERNELS, LOSS_BACKWARD_KERNELS = 4, 13
 """The eager loss per logit, its fp32 upcast included (``logits.float()``: 2 B read, 4 written). prime-rl's SFT loop
@@ -359,6 +428,27 @@ element of ``hidden`` and ``weight`` once."""
 
 """Of ``NORM_BYTES``, the two broadcast multiplies (module docstring: strided bytes)."""
 EMBED_BACKWARD_BYTES_PER_WEIGHT = 2.0
+ZERO_CENTRED_NORM_FAMILIES = frozenset({"gemma", "gemma2", "gemma3_text", "qwen3_5_text"})
+"""Families whose RMSNorm scales by ``1 + weight`` in fp32 before the cast: ``output = self._norm(x.float());
+output = output * (1.0 + self.weight.float()); return output.type_as(x)`` (transformers v5.24.0
+models/gemma2/modeling_gemma2.py l.58-63 ``Gemma2RMSNorm.forward``; the same in models/gemma/modeling_gemma.py,
+models/gemma3/modeling_gemma3.py and models/qwen3_5/modeling_qwen3_5.py l.844-849, whose q/k norms are the same
+class, l.766-767). The memory model's ``memory.activations.ZERO_CENTRED_NORM_FAMILIES``."""
+ZERO_CENTRED_NORM_FORWARD_BYTES, ZERO_CENTRED_NORM_FORWARD_KERNELS = 4.0, 2
+ZERO_CENTRED_NORM_BACKWARD_BYTES, ZERO_CENTRED_NORM_BACKWARD_KERNELS = 12.0, 1
+ZERO_CENTRED_NORM_FROZEN_BACKWARD_BYTES, ZERO_CENTRED_NORM_FROZEN_BACKWARD_KERNELS = 4.0, 0
+ZERO_CENTRED_NORM_STRIDED_BYTES = 4.0
+"""What a zero-centred RMSNorm adds per normalised element to ``NORM_BYTES`` / ``NORM_KERNELS``, read off the
+fake-tensor trace of a Gemma and a Llama layer of the same shape (bf16, full fine-tuning): forward, the weight's
+fp32 copy and ``1 + weight`` (two ``[h]`` kernels) and the weight multiply in fp32 (4 + 4 bytes) instead of bf16
+(2 + 2); backward, the upstream gradient reaches the multiplies already in fp32 (``type_as``'s backward runs first):
+``dy * (1 + w)`` 8 bytes instead of 4, ``dy * x_hat`` 12 instead of 6, the weight-gradient sum 4 instead of 2, and
+the ``[h]`` gradient's cast back to the bf16 weight (one kernel). A frozen norm weight (LoRA) takes no gradient:
+autograd runs only ``dy * (1 + w)`` (``ZERO_CENTRED_NORM_FROZEN_BACKWARD_*``: 4 more bytes, no more kernels; traced
+the same way with PEFT all-linear adapters). Counted with their own backward (outside
+``BACKWARD_BYTES_FACTOR``, which would charge the backward 2.2 x 4 bytes and 1.9 x 2 kernels). Of them, the
+broadcast multiply's growth is strided, forward and backward (``ZERO_CENTRED_NORM_STRIDED_BYTES``)."""
+
 LAYER_NORM_BYTES, LAYER_NORM_KERNELS = 4.0, 1
 LAYER_NORM_BACKWARD_BYTES, LAYER_NORM_BACKWARD_KERNELS = 6.0, 2
 """LayerNorm (``ModelSpec.layer_norm``): ``torch.nn.functional.layer_norm`` is one ``native_layer_norm`` kernel
@@ -436,6 +526,8 @@ class Gemm:
     grouped_kernel: bool = False
     """The groups run as one CUTLASS grouped kernel (``torch._grouped_mm``: routed experts outside Megatron-Core,
     ``gemm.grouped_mm_seconds``), not a batched GEMM sharing one tile shape."""
+    bf16_layers: bool = False
+    """The bf16 layers' share of a quantised run's linear (``step_inventory`` ``fp8_layer_share``)."""
 
     @property
     def flops(self) -> float:
@@ -494,6 +586,10 @@ class PassInventory:
     chained_reads: tuple[ChainedRead, ...] = ()
     """Of ``memory_bytes``, reads of a tensor the kernel just before wrote or read, one ``ChainedRead`` per op chain
     (``training.pass_seconds``, ``NORM_CHAINED_BYTES``)."""
+    fused_strided_bytes: float = 0.0
+    """Of ``fused_bytes`` and of ``strided_bytes``, the strided reads of kernels no compiler fuses (AutoGPTQ's
+    unpacking, ``GPTQ_TORCH_DEQUANT_STRIDED_BYTES_PER_WEIGHT``): they keep the non-vectorised loop's rate under
+    compile too (``training.pass_seconds``)."""
 
     @property
     def gemm_flops(self) -> float:
@@ -510,6 +606,7 @@ class PassInventory:
             max(self.window_attention_seq, other.window_attention_seq),
             max(self.attention_head_dim, other.attention_head_dim),
             self.bare_kernels + other.bare_kernels, self.chained_reads + other.chained_reads,
+            fused_strided_bytes=self.fused_strided_bytes + other.fused_strided_bytes,
         )
 
 
@@ -597,6 +694,16 @@ class Adapter:
     dropout_post: bool = False
     """The dropout acts on the adapter's output (NeMo Automodel, ``lora.dropout_position: post``), not its input."""
     nf4_base: bool = False
+    gptq_torch_dequant: bool = False
+    """With ``nf4_base``: the base is a GPTQ int4 checkpoint unpacked by PyTorch ops in every forward
+    (``GPTQ_TORCH_DEQUANT_*``), none in the backward."""
+    nf4_torch_ops: bool = False
+    """With ``nf4_base``: torchao's ``NF4Tensor`` (torchtune's QLoRA), whose dequantisation is plain PyTorch ops inside
+    the layer (``LinearNF4.forward``: ``F.linear(input, weight.to(input.dtype))``, a traceable wrapper subclass with
+    ``__tensor_flatten__``; pytorch/ao torchao/dtypes/nf4tensor.py l.481, l.557-565
+    @ff2889540075e8c8d0a2f4b9900da1b9136ae376), so a compiler's factors scale its bytes and kernels like the other
+    elementwise work. False: bitsandbytes, whose ``dequantize_4bit`` is its own CUDA kernel no compiler fuses
+    (left in the unscaled fused counts)."""
     adapter_dtype_bytes: int = 2
     """4 for fp32 adapters (PEFT keeps them fp32 under a bf16 base when autocast_adapter_dtype):
     the input is cast up, both products run in fp32, the output is cast back."""
@@ -772,9 +879,13 @@ def step_inventory(
     fused_cross_entropy: bool = False, packed_flash_syncs: bool = False, expert_loop: bool = False,
     expert_loop_every: bool = False, compiled_cross_entropy: bool = False,
     fp8_casts: CastTraffic | None = None, megatron_experts: bool = False, expert_streams: bool = False,
+    attention_fp8: str = "",
+    fp8_layer_share: float = 1.0,
     unpad_call_syncs: bool = False, vocab_chunk_columns: int = 0, nemo_rl_loss: str = "", loss_sequences: float = 1.0,
     rope_loop_samples: float = 0.0, rope_loop_context_parallel: int = 1, a2a_thd_sequences: float = 0.0,
     expert_bias_probs_grad: bool = True, loss_input_copy: bool = False, loss_input_slice_backward: bool = False,
+    window_mask: bool = False, window_mask_dtype_bytes: float = 2.0, sdpa_copy_bytes_per_token: float = 0.0,
+    sdpa_copy_kernels: int = 0,
 ) -> StepInventory:
     """The op inventory of one micro-step of ``micro_batch_size × seq_len`` tokens on one GPU.
 
@@ -783,7 +894,13 @@ def step_inventory(
     ``attention_time.packed_attention_context`` when attention runs per packed sample (``Σ len_i² / Σ len_i``;
     the fused-kernel path only: eager attention's score GEMMs are the whole row's); ``causal_skip``: the fused
     kernel skips the masked half of the causal mask (False: SDPA handed an explicit mask, every key block
-    computed); ``sequence_shards``: Megatron sequence parallel splits
+    computed); ``window_mask``: the sliding-window layers run SDPA with transformers' materialised window mask
+    (``memory.attention.sdpa_window_masked``): every key block of those layers computed, and the per-call conversion
+    of the bool mask to the query's dtype, ``window_mask_dtype_bytes`` (the compute dtype's bytes, as the memory side's
+    saved mask; ``attention_time.window_mask_forward_bytes``); ``sdpa_copy_bytes_per_token`` / ``sdpa_copy_kernels``:
+    the copies a pinned transformers release's SDPA path adds per full-attention layer's forward
+    (``attention_time.legacy_sdpa_copy_work``); ``sequence_shards``:
+    Megatron sequence parallel splits
     the norms and residual adds over the tensor-parallel ranks; ``fp8_weight_casts``: the share of micro-steps
     that cast (and transpose) the weights to fp8: 1 when every forward casts them (torchao / torchtitan float8),
     ``1 / micro_steps`` when Transformer Engine caches the fp8 weights between the micro-batches of one step
@@ -809,7 +926,11 @@ def step_inventory(
     GEMMs, its kernels and host syncs, and in backward a full-size input gradient), whatever ``grouped_gemm`` says;
     ``expert_loop_every``: that loop as transformers 4.51-4.52 run it, over every expert by index (no hit test: fewer
     kernels and syncs, ``expert_loop.loop_forward_kernels`` / ``loop_forward_syncs``);
-    ``fp8_casts``: who casts the fp8 linears' operands (``float8_casts``; None: Transformer Engine, the ``FP8_*``
+    ``fp8_layer_share``: the share of the decoder layers whose linears run quantised (fp8 / fp4); the rest keep bf16
+    GEMMs and no casts (Megatron-Core's ``first_last_layers_bf16`` / ``num_layers_at_start_in_bf16`` /
+    ``num_layers_at_end_in_bf16``, torchtitan's per-layer converter filters; ``precision.bf16_first_layers`` /
+    ``bf16_last_layers``): every per-layer GEMM and cast is split by it. ``fp8_casts``: who casts the fp8 linears'
+    operands (``float8_casts``; None: Transformer Engine, the ``FP8_*``
     constants); counts already fused (torchao under torch.compile) go to ``PassInventory.fused_bytes`` /
     ``fused_kernels``, which the compile factors leave alone; ``megatron_experts``: the routed experts are
     Megatron-Core's ``TEGroupedMLP``, whose eager clamp of a clamped GLU and per-expert fc2-bias loop
@@ -830,7 +951,9 @@ def step_inventory(
     over which Megatron-Core's unfused thd RoPE loops in every rotary attention layer (``thd_rope_loop``, with
     ``rope_loop_context_parallel``), in the forward, its recompute and the backward. ``a2a_thd_sequences`` > 0: the
     packed sequences of a row whose chunks Transformer Engine's a2a context parallel reorders around every attention
-    layer's all-to-alls (``te_a2a_thd_reorders``, at ``rope_loop_context_parallel`` ranks).
+    layer's all-to-alls (``te_a2a_thd_reorders``, at ``rope_loop_context_parallel`` ranks). ``attention_fp8``
+    "mxfp8" / "fp8": Transformer Engine's fp8 attention, its casts in each full-attention layer
+    (``attention_time.fp8_attention_cast_bytes``).
     """
     casts = fp8_casts if fp8_casts is not None else TRANSFORMER_ENGINE
     t = float(micro_batch_size * seq_len)
@@ -838,8 +961,13 @@ def step_inventory(
     fwd, bwd = [], []
     fwd_bytes = bwd_bytes = lora_bytes = 0.0
     fwd_k = bwd_k = lora_k = 0.0
+    gq_b = gq_k = gq_s = 0.0  # AutoGPTQ PyTorch unpacking (GPTQ_TORCH_DEQUANT_*), forward only
+    nf_b = nf_k = 0.0  # bitsandbytes NF4 dequantisation, once a forward and once a backward per linear
     cf_b = cb_b = cf_k = cb_k = 0.0  # fp8 casts (``casts``)
     rec_casts: dict[str, tuple[float, float]] = {}  # per linear group: the casts a per-op recompute re-runs
+    # per linear group: its base's forward dequantisation (bytes, strided bytes, kernels), which a recompute pays only
+    # for the GEMMs it re-runs
+    deq: dict[str, tuple[float, float, float]] = {}
     fq_b = bq_b = fq_k = bq_k = 0.0  # MoE dispatch, LayerNorm / GELU / bias-gradient work: each with its
     # own backward bytes, added after the backward factors
     layers = spec.num_layers
@@ -873,17 +1001,22 @@ def step_inventory(
         fwd_bytes += NORM_BYTES * t * h * norms / sequence_shards
         fwd_k += NORM_KERNELS * norms
         norm_elements.append((t * h / sequence_shards, norms))
+    zero_centred = spec.family in ZERO_CENTRED_NORM_FAMILIES and not spec.layer_norm
+    zc_elements = t * h * norms / sequence_shards if zero_centred else 0.0  # + the q/k norms' below
+    zc_calls = norms if zero_centred else 0.0
     qkv = spec.q_dim + spec.kv_dim
-    rotary = full if spec.rotary else 0
+    rotary = full - len(spec.nope_layers) if spec.rotary else 0  # SmolLM3's NoPE layers skip it (ModelSpec.nope_layers)
+    # the rotary elementwise work covers the rotated dims only where the model slices them off (ModelSpec.rotary_cat)
+    rot_share = spec.partial_rotary_factor if spec.rotary_cat else 1.0
     # the copies around the fused attention: the Llama-read glue, or an unpadded kernel's gathers (UNPAD_*), which
     # carry their own backward bytes
     unpad = spec.unpadded_attention and not eager_attention
     glue = 0.0 if unpad else ATTENTION_GLUE_BYTES * t * h * full
-    fwd_bytes += ROTARY_BYTES * t * qkv * rotary + glue
+    fwd_bytes += ROTARY_BYTES * t * qkv * rot_share * rotary + glue
     fwd_k += 2 * ROTARY_KERNELS * rotary + (0 if unpad else ATTENTION_GLUE_KERNELS * full)
     # the broadcast / strided elementwise bytes among them (module docstring)
     strided = (0.0 if spec.layer_norm else NORM_STRIDED_BYTES * t * h * norms / sequence_shards) + (
-        ROTARY_BYTES * t * qkv * rotary + glue)
+        ROTARY_BYTES * t * qkv * rot_share * rotary + glue)
     unpad_fwd_strided = unpad_bwd_strided = 0.0
     if unpad:
         gathered, padded = t * (spec.q_dim + 2 * spec.kv_dim) * full, t * spec.q_dim * full
@@ -905,11 +1038,41 @@ def step_inventory(
                             + (FUSED_ROTARY_SLICE_BACKWARD_BYTES + FUSED_ROTARY_PASS_ADD_BYTES) * (q + kv)
                             - FUSED_SAVED_INPUT_GRAD_SUM_BYTES * h)
         bq_k += FUSED_BACKWARD_KERNELS * full
+    if spec.rotary_cat and rotary:  # GLM-4.5's rotary slices and cats (ROTARY_CAT_*)
+        q, kv = spec.q_dim, spec.kv_dim
+        fq_b += t * rotary * (FUSED_QKV_ROTARY_CAT_BYTES * (q + kv) + FUSED_QKV_OUTPUT_COPY_BYTES * q)
+        fq_k += ROTARY_CAT_FORWARD_KERNELS * rotary
+        bq_b += t * rotary * ROTARY_CAT_BACKWARD_BYTES * (q + kv)
+        bq_k += ROTARY_CAT_BACKWARD_KERNELS * rotary
+    if spec.fused_gate_up and not spec.fused_projections:  # GLM-4's gate_up_proj chunk (FUSED_GATE_UP_*)
+        dense_layers = layers - (spec.num_moe_layers if spec.moe is not None else 0)
+        bq_b += t * dense_layers * (FUSED_CHUNK_CAT_BACKWARD_BYTES * 2 * spec.intermediate_size
+                                    - FUSED_GATE_UP_INPUT_GRAD_SUM_BYTES * h)
+        bq_k += FUSED_GATE_UP_BACKWARD_KERNELS * dense_layers
+    if spec.interleaved_rotary and rotary:  # GLM-4's per-layer cos/sin re-layout (INTERLEAVED_ROTARY_*)
+        fq_k += INTERLEAVED_ROTARY_FORWARD_KERNELS * rotary
+    if spec.scalar_multipliers:  # Granite's residual multiplier on both block outputs (SCALAR_MULTIPLIER_*)
+        fq_b += 2 * SCALAR_MULTIPLIER_BYTES * t * h * layers / sequence_shards
+        bq_b += 2 * SCALAR_MULTIPLIER_BYTES * t * h * layers / sequence_shards
+        fq_k += 2 * SCALAR_MULTIPLIER_KERNELS * layers
+        bq_k += 2 * SCALAR_MULTIPLIER_KERNELS * layers
     if spec.qk_norm:  # two RMSNorms over head_dim, on q and k reshaped per head (one copy each)
         fwd_bytes += NORM_BYTES * t * qkv * full
         fwd_k += 2 * (NORM_KERNELS + 1) * full
         norm_elements += [(t * spec.q_dim, full), (t * spec.kv_dim, full)]
         strided += NORM_STRIDED_BYTES * t * qkv * full
+        if zero_centred:
+            zc_elements += t * qkv * full
+            zc_calls += 2 * full
+    # zero-centred norms' fp32 weight multiply (ZERO_CENTRED_NORM_*), with its own backward
+    fq_b += ZERO_CENTRED_NORM_FORWARD_BYTES * zc_elements
+    zc_bwd_b, zc_bwd_k = ((ZERO_CENTRED_NORM_BACKWARD_BYTES, ZERO_CENTRED_NORM_BACKWARD_KERNELS) if adapter is None
+                          else (ZERO_CENTRED_NORM_FROZEN_BACKWARD_BYTES, ZERO_CENTRED_NORM_FROZEN_BACKWARD_KERNELS))
+    bq_b += zc_bwd_b * zc_elements
+    fq_k += ZERO_CENTRED_NORM_FORWARD_KERNELS * zc_calls
+    bq_k += zc_bwd_k * zc_calls
+    zc_strided = ZERO_CENTRED_NORM_STRIDED_BYTES * zc_elements
+    strided += zc_strided
     # linears
     for g in linear_groups(spec):
         frozen = adapter is not None
@@ -930,8 +1093,8 @@ def step_inventory(
             # @64cb6bd7a155c4e742514ed1024407fb97d0a367 moe/experts.py l.716-741 Fp8Padding; moe/README.md
             # l.427: TE grouped GEMM "support ... FP8 Training"): fp8 GEMMs, with the input, weight and
             # output-gradient casts of the routed rows (not the sequence shard)
-            te_fp8 = fp8 and casts is TRANSFORMER_ENGINE and not expert_loop
-            d = 1.0 if te_fp8 else 2.0
+            te_fp8 = fp8 and casts.transformer_engine and not expert_loop
+            d = casts.gemm_operand_bytes if te_fp8 else 2.0
             # Megatron-Core's TEGroupedMLP: TE's GroupedLinear launches one cuBLAS GEMM per local expert
             # (gemm.multi_stream_grouped_gemm_seconds), forward, dgrad and wgrad alike
             # grouped_gemm's gmm (expert_streams) is the same loop over four streams
@@ -939,12 +1102,21 @@ def step_inventory(
             # elsewhere (transformers v5 grouped_mm, prime-rl, torchtitan) one torch._grouped_mm per GEMM, forward,
             # dgrad and wgrad (gemm.grouped_mm_seconds)
             one_kernel = grouped_gemm and not expert_loop and not per_group and e > 1
-            fwd.append(Gemm(g.name, rows, out_f, g.in_features, n, e, d, per_group, one_kernel))
-            part("moe", gemm=fwd[-1], kernels=g.count * moe_time.expert_gemm_kernels(
-                local_experts=g.experts, grouped_gemm=grouped_gemm) / moe_time.EXPERT_PROJECTIONS)
-            bwd.append(Gemm(g.name + ".dX", rows, g.in_features, out_f, n, e, d, per_group, one_kernel))
-            if not frozen:
-                bwd.append(Gemm(g.name + ".dW", g.in_features, out_f, rows, n, e, d, per_group, one_kernel))
+            # the recipe's bf16 layers run their experts' GEMMs in bf16 too, without casts (the whole layer is
+            # outside the fp8 / fp4 autocast), as plan.terms.fp8_weight_bytes leaves them without quantised copies
+            q_e = fp8_layer_share if te_fp8 else 1.0
+            for dt, share in ((d, q_e), (2.0, 1.0 - q_e)):
+                if share <= 0.0:
+                    continue
+                bf16_part = dt == 2.0 and te_fp8
+                fwd.append(Gemm(g.name, rows, out_f, g.in_features, n * share, e, dt, per_group, one_kernel,
+                                bf16_layers=bf16_part))
+                part("moe", gemm=fwd[-1], kernels=0.0 if bf16_part else g.count * moe_time.expert_gemm_kernels(
+                    local_experts=g.experts, grouped_gemm=grouped_gemm) / moe_time.EXPERT_PROJECTIONS)
+                bwd.append(Gemm(g.name + ".dX", rows, g.in_features, out_f, n * share, e, dt, per_group, one_kernel))
+                if not frozen:
+                    bwd.append(Gemm(g.name + ".dW", g.in_features, out_f, rows, n * share, e, dt, per_group,
+                                    one_kernel))
             if te_fp8:
                 routed_rows = rows * g.experts
                 tr = fp8_weight_casts if fp8_weight_transposes is None else fp8_weight_transposes
@@ -953,8 +1125,8 @@ def step_inventory(
                     out_features=out_f, weight_elements=g.experts * g.in_features * out_f * fp8_weight_casts,
                     transposed_elements=g.experts * g.in_features * out_f * tr, weight_casts=fp8_weight_casts,
                     weight_transposes=tr)
-                cf_b, cb_b, cf_k, cb_k = (cf_b + f_b * g.count, cb_b + b_b * g.count, cf_k + f_k * g.count,
-                                          cb_k + b_k * g.count)
+                nq = g.count * q_e
+                cf_b, cb_b, cf_k, cb_k = (cf_b + f_b * nq, cb_b + b_b * nq, cf_k + f_k * nq, cb_k + b_k * nq)
             per = moe_time.EXPERT_PROJECTIONS  # the launches of this projection: half the expert MLP's
             if expert_loop:  # one launch per GEMM; the loop's other kernels with the MoE block below
                 fwd_k += n
@@ -972,21 +1144,31 @@ def step_inventory(
                 fwd_k += 3 * g.count
                 bwd_k += 4 * g.count
             continue
-        e = 1.0 if fp8 else 2.0
+        e = casts.gemm_operand_bytes if fp8 else 2.0
+        q_share = fp8_layer_share if fp8 else 1.0  # the quantised layers' share of this group's GEMMs and casts
         if g.bias and not frozen:  # the bias gradient: a reduction of dY over the tokens (BIAS_GRAD_BYTES)
             bq_b += BIAS_GRAD_BYTES * t * g.out_features * g.count
             bq_k += g.count
-        fwd.append(Gemm(g.name, t, g.out_features, g.in_features, g.count, 1, e))
-        if g.name.startswith("shared_experts."):
-            part("shared_experts", gemm=fwd[-1], kernels=g.count)
-            part("moe", gemm=fwd[-1], kernels=g.count)
-        elif g.name in ("gate_proj", "up_proj", "down_proj", "gate_up_proj"):  # a dense layer's MLP
-            part("mlp", gemm=fwd[-1], kernels=g.count)
-        elif g.name in ("q_b_proj", "kv_b_proj"):  # multi-latent attention's up projections
-            part("mla_up_proj", gemm=fwd[-1], kernels=g.count)
-        bwd.append(Gemm(g.name + ".dX", t, g.in_features, g.out_features, g.count, 1, e))
+        own = [Gemm(g.name, t, g.out_features, g.in_features, g.count * q_share, 1, e)]
+        if q_share < 1.0:  # the bf16 layers' GEMMs (the recipe's first / last layers kept in bf16)
+            n16 = g.count * (1.0 - q_share)
+            own.append(Gemm(g.name, t, g.out_features, g.in_features, n16, 1, 2.0, bf16_layers=True))
+            bwd.append(Gemm(g.name + ".dX", t, g.in_features, g.out_features, n16, 1, 2.0))
+            if not frozen:
+                bwd.append(Gemm(g.name + ".dW", g.in_features, g.out_features, t, n16, 1, 2.0))
+        fwd += own
+        for j, gm in enumerate(own):
+            k_ = g.count if j == 0 else 0
+            if g.name.startswith("shared_experts."):
+                part("shared_experts", gemm=gm, kernels=k_)
+                part("moe", gemm=gm, kernels=k_)
+            elif g.name in ("gate_proj", "up_proj", "down_proj", "gate_up_proj"):  # a dense layer's MLP
+                part("mlp", gemm=gm, kernels=k_)
+            elif g.name in ("q_b_proj", "kv_b_proj"):  # multi-latent attention's up projections
+                part("mla_up_proj", gemm=gm, kernels=k_)
+        bwd.append(Gemm(g.name + ".dX", t, g.in_features, g.out_features, g.count * q_share, 1, e))
         if not frozen:
-            bwd.append(Gemm(g.name + ".dW", g.in_features, g.out_features, t, g.count, 1, e))
+            bwd.append(Gemm(g.name + ".dW", g.in_features, g.out_features, t, g.count * q_share, 1, e))
         fwd_k += g.count
         bwd_k += g.count * (1 if frozen else 2)
         if fp8:
@@ -1002,17 +1184,29 @@ def step_inventory(
                 casts=casts, input_tokens=t_in, grad_tokens=t_go, in_features=g.in_features,
                 out_features=g.out_features, weight_elements=w, transposed_elements=wt,
                 weight_casts=fp8_weight_casts, weight_transposes=tr, copy_bytes=copies)
-            cf_b, cb_b, cf_k, cb_k = (cf_b + f_b * g.count, cb_b + b_b * g.count, cf_k + f_k * g.count,
-                                      cb_k + b_k * g.count)
+            nq = g.count * q_share
+            cf_b, cb_b, cf_k, cb_k = (cf_b + f_b * nq, cb_b + b_b * nq, cf_k + f_k * nq, cb_k + b_k * nq)
             rec_casts[g.name] = (
-                recompute_cast_bytes(casts=casts, input_elements=t_in * g.in_features, weight_elements=w) * g.count,
+                recompute_cast_bytes(casts=casts, input_elements=t_in * g.in_features, weight_elements=w) * nq,
                 recompute_cast_kernels(casts=casts, input_casts=1.0 if t_in else 0.0,
-                                       weight_casts=fp8_weight_casts) * g.count)
-        if adapter is not None and adapter.nf4_base:
-            fwd_bytes += NF4_DEQUANT_BYTES_PER_WEIGHT * g.in_features * g.out_features * g.count
-            bwd_bytes += NF4_DEQUANT_BYTES_PER_WEIGHT * g.in_features * g.out_features * g.count
-            fwd_k += g.count
-            bwd_k += g.count
+                                       weight_casts=fp8_weight_casts) * nq)
+        if adapter is not None and adapter.nf4_base and adapter.gptq_torch_dequant:
+            # forward (and recompute) only, no backward of its own: kept apart from the elementwise ops the backward
+            # factors scale, and bare aten calls (no module of their own, no autograd record: buffers only)
+            nw = g.in_features * g.out_features * g.count
+            if t >= GPTQ_KERNEL_SWITCH_ROWS:
+                d = (GPTQ_TORCH_DEQUANT_FORWARD_BYTES_PER_WEIGHT * nw, GPTQ_TORCH_DEQUANT_STRIDED_BYTES_PER_WEIGHT * nw,
+                     GPTQ_TORCH_DEQUANT_FORWARD_KERNELS * g.count)
+            else:  # the fused vecquant4matmul kernel: one launch reading the packed int4 weight
+                d = (GPTQ_FUSED_KERNEL_BYTES_PER_WEIGHT * nw, 0.0, float(g.count))
+            gq_b, gq_s, gq_k = gq_b + d[0], gq_s + d[1], gq_k + d[2]
+            deq[g.name] = d
+        elif adapter is not None and adapter.nf4_base:
+            # one dequantisation per forward call and one in its backward (bitsandbytes MatMul4Bit: forward l.516,
+            # backward l.546 @48763245): kept apart from the elementwise ops the backward factors scale
+            nf_b += NF4_DEQUANT_BYTES_PER_WEIGHT * g.in_features * g.out_features * g.count
+            nf_k += g.count
+            deq[g.name] = (NF4_DEQUANT_BYTES_PER_WEIGHT * g.in_features * g.out_features * g.count, 0.0, float(g.count))
         if lora:
             r, d = adapter.rank, adapter.adapter_dtype_bytes
             fwd += [Gemm(g.name + ".A", t, r, g.in_features, g.count, 1, d), Gemm(g.name + ".B", t, g.out_features, r, g.count, 1, d)]
@@ -1062,6 +1256,12 @@ def step_inventory(
         bq_b += work.backward_bytes * n_moe
         fq_k += work.forward_kernels * n_moe
         bq_k += work.backward_kernels * n_moe
+        if moe.router_fp32 and not moe.softmax_router and not (megatron_experts or expert_streams or expert_loop):
+            # transformers' DeepSeek-V3 / GLM-4.5 sigmoid, group-limited router (moe_time.SIGMOID_ROUTER_*)
+            sig = moe_time.sigmoid_router_work(tokens=t_moe, hidden=h)
+            fq_b, bq_b = fq_b + sig.forward_bytes * n_moe, bq_b + sig.backward_bytes * n_moe
+            fq_k += sig.forward_kernels * n_moe
+            part("moe", bytes_=sig.forward_bytes * n_moe, kernels=sig.forward_kernels * n_moe)
         fwd_bytes += (SWIGLU_BYTES * rows * moe.expert_intermediate_size + 4 * 2.0 * rows * h) * n_moe
         part("moe", bytes_=work.forward_bytes * n_moe + (SWIGLU_BYTES * rows * moe.expert_intermediate_size
                                                          + 4 * 2.0 * rows * h) * n_moe,
@@ -1107,6 +1307,12 @@ def step_inventory(
             for name in ("moe", "shared_experts"):
                 part(name, bytes_=SWIGLU_BYTES * t * moe.shared_expert_intermediate_size * n_moe)
             part("shared_experts", kernels=SWIGLU_KERNELS * n_moe)
+            # its activation and product, and the add of its output to the routed experts' (``hidden_states +
+            # self.shared_experts(residuals)``, transformers v5.24.0 models/deepseek_v3/modeling_deepseek_v3.py
+            # ``DeepseekV3MoE.forward``): launched every forward like the dense MLP's
+            fwd_k += (SWIGLU_KERNELS + 1) * n_moe
+            fwd_bytes += RESIDUAL_BYTES * t * h * n_moe
+            part("moe", bytes_=RESIDUAL_BYTES * t * h * n_moe, kernels=(SWIGLU_KERNELS + 1) * n_moe)
         dense = layers - n_moe
         fwd_bytes += SWIGLU_BYTES * t * spec.intermediate_size * dense
         fwd_k += SWIGLU_KERNELS * dense
@@ -1132,11 +1338,19 @@ def step_inventory(
         else:
             attn_fwd = per_layer * full / (2 if causal_skip else 1)
             windowed = _windowed_layers(spec) if causal_skip else 0
-            if windowed:  # sliding-window layers: the kernel skips the key tiles before the window
+            if windowed and window_mask:  # SDPA handed the window mask: every key block of those layers
+                attn_fwd += per_layer * windowed / 2
+                fq_b += window_mask_forward_bytes(micro_batch_size=micro_batch_size, seq_len=s,
+                                                  dtype_bytes=window_mask_dtype_bytes) * windowed
+                fq_k += WINDOW_MASK_KERNELS * windowed
+            elif windowed:  # sliding-window layers: the kernel skips the key tiles before the window
                 keys = windowed_attention_keys(window_tokens=spec.sliding_window, context_tokens=s)
                 win_fwd = per_layer / s * keys * windowed
                 attn_fwd += win_fwd - per_layer * windowed / 2
                 win_seq = windowed_attention_seq(keys_per_query=keys)
+            if sdpa_copy_kernels:  # a pinned transformers release's repeat_kv / .contiguous() copies
+                fq_b += sdpa_copy_bytes_per_token * t * full
+                fq_k += sdpa_copy_kernels * full
             fwd_k += full
             bwd_k += 2 * full
     if spec.num_linear_attention_layers:
@@ -1152,6 +1366,15 @@ def step_inventory(
     elementwise_k = fwd_k - sum(g.count for g in fwd) - (0 if eager_attention else full)
     bwd_k += BACKWARD_KERNEL_FACTOR * elementwise_k + LORA_BACKWARD_KERNEL_FACTOR * lora_k
     fwd_k += lora_k
+    fwd_bytes, bwd_bytes, fwd_k, bwd_k = fwd_bytes + nf_b, bwd_bytes + nf_b, fwd_k + nf_k, bwd_k + nf_k
+    # fp8 attention (``attention_fp8``, Transformer Engine's fp8_dpa): its Q, K, V / output / output-gradient casts
+    # (``attention_time.fp8_attention_cast_bytes``), their own backward; a core-attention recompute does not repeat them
+    if attention_fp8 and full and not eager_attention:
+        af_b, ab_b = fp8_attention_cast_bytes(tokens=t, q_dim=spec.q_dim, kv_dim=spec.kv_dim, calls=full,
+                                              element_bytes=FP8_ATTENTION_ELEMENT_BYTES[attention_fp8])
+        fq_b, bq_b = fq_b + af_b, bq_b + ab_b
+        fq_k += FP8_ATTENTION_FORWARD_KERNELS * full
+        bq_k += FP8_ATTENTION_BACKWARD_KERNELS * full
     # fp8 casts and MoE dispatch work: not elementwise ops whose backward the factors above describe; their own backward
     fwd_bytes += fq_b + cf_b
     bwd_bytes += bq_b + cb_b
@@ -1159,6 +1382,12 @@ def step_inventory(
     bwd_k += bq_k + cb_k
     # casts counted as a compiler already fuses them: part of the bytes and kernels above, left unscaled
     ff_b, fb_b, ff_k, fb_k = (cf_b, cb_b, cf_k, cb_k) if casts.fused else (0.0, 0.0, 0.0, 0.0)
+    # AutoGPTQ's PyTorch unpacking (GPTQ_TORCH_DEQUANT_*): forward and recompute, bare kernels, unscaled by compile
+    fwd_bytes, fwd_k, ff_b, ff_k = fwd_bytes + gq_b, fwd_k + gq_k, ff_b + gq_b, ff_k + gq_k
+    # bitsandbytes' NF4 dequantisation (NF4_DEQUANT_BYTES_PER_WEIGHT): its own CUDA kernel inside MatMul4Bit, which
+    # no compiler fuses (the compile factors leave it, as they leave GPTQ's); torchao's NF4Tensor: traced torch ops
+    if nf_b and not adapter.nf4_torch_ops:
+        ff_b, fb_b, ff_k, fb_k = ff_b + nf_b, fb_b + nf_b, ff_k + nf_k, fb_k + nf_k
     # Megatron-Core's (and Automodel's bias-loop) eager expert bytes: no compiler fuses them, so the compile memory
     # factor leaves them; their launches stay with the other kernels (the plan's per-kernel host cost, compile
     # factor included)
@@ -1173,10 +1402,12 @@ def step_inventory(
                attention_head_dim=float(spec.head_dim) if attn_fwd else 0.0)
     chain_f = norm_chained_reads(norm_elements, backward_bytes_per_element=None)
     chain_b = norm_chained_reads(norm_elements, backward_bytes_per_element=BACKWARD_BYTES_FACTOR * NORM_BYTES)
-    layers_fwd = PassInventory(tuple(fwd), attn_fwd, float(full), fwd_bytes, fwd_k, scores, strided, sync_f,
-                               fused_bytes=ff_b, fused_kernels=ff_k, chained_reads=chain_f, **win)
+    layers_fwd = PassInventory(tuple(fwd), attn_fwd, float(full), fwd_bytes, fwd_k, scores, strided + gq_s, sync_f,
+                               fused_bytes=ff_b, fused_kernels=ff_k, bare_kernels=gq_k, chained_reads=chain_f,
+                               fused_strided_bytes=gq_s, **win)
     layers_bwd = PassInventory(tuple(bwd), attn_fwd, float(full), bwd_bytes, bwd_k, scores,
-                               BACKWARD_BYTES_FACTOR * (strided - unpad_fwd_strided) + unpad_bwd_strided, sync_b,
+                               BACKWARD_BYTES_FACTOR * (strided - unpad_fwd_strided - zc_strided) + unpad_bwd_strided
+                               + zc_strided, sync_b,
                                fused_bytes=fb_b, fused_kernels=fb_k, chained_reads=chain_b, **win)
     # head + loss + embedding + final norm
     out = spec.head_outputs or spec.vocab_size
@@ -1184,6 +1415,11 @@ def step_inventory(
     norm_f, norm_fk = (LAYER_NORM_BYTES, LAYER_NORM_KERNELS) if ln else (NORM_BYTES, NORM_KERNELS)
     norm_b, norm_bk = (LAYER_NORM_BACKWARD_BYTES, LAYER_NORM_BACKWARD_KERNELS) if ln else (2 * NORM_BYTES, NORM_KERNELS)
     norm_s = 0.0 if ln else NORM_STRIDED_BYTES
+    norm_bs, norm_chain_b = 2 * norm_s, norm_b
+    if zero_centred:  # the final norm too (ZERO_CENTRED_NORM_*)
+        norm_f, norm_fk = norm_f + ZERO_CENTRED_NORM_FORWARD_BYTES, norm_fk + ZERO_CENTRED_NORM_FORWARD_KERNELS
+        norm_b, norm_bk = norm_b + zc_bwd_b, norm_bk + zc_bwd_k
+        norm_s, norm_bs = norm_s + ZERO_CENTRED_NORM_STRIDED_BYTES, norm_bs + ZERO_CENTRED_NORM_STRIDED_BYTES
     pos = spec.learned_positions > 0
     fused_ce = fused_cross_entropy and spec.head_outputs is None
     loss_f, loss_fk = (FLASH_CE_FORWARD_BYTES, FLASH_CE_FORWARD_KERNELS) if fused_ce else (LOSS_FORWARD_BYTES, LOSS_FORWARD_KERNELS)
@@ -1213,10 +1449,18 @@ def step_inventory(
     head_b = PassInventory(tuple(hb), 0.0, 0.0,
                            (loss_b + copy_b) * t * out + norm_b * t * h + emb,
                            len(hb) + loss_bk + copy_bk + norm_bk + (1 if emb else 0) + (1 if emb and pos else 0),
-                           strided_bytes=2 * norm_s * t * h,
+                           strided_bytes=norm_bs * t * h,
                            fused_bytes=(loss_b if compiled_ce else 0.0) * t * out + copy_b * t * out,
                            fused_kernels=(loss_bk if compiled_ce else 0.0) + copy_bk,
-                           chained_reads=() if ln else norm_chained_reads([(t * h, 1)], backward_bytes_per_element=norm_b))
+                           chained_reads=() if ln else norm_chained_reads([(t * h, 1)],
+                                                                           backward_bytes_per_element=norm_chain_b))
+    if spec.scalar_multipliers:  # Granite: logits / logits_scaling and the embedding multiplier (SCALAR_MULTIPLIER_*)
+        scaled = SCALAR_MULTIPLIER_BYTES * t * (out + h)
+        head_f = replace(head_f, memory_bytes=head_f.memory_bytes + scaled,
+                         kernels=head_f.kernels + 2 * SCALAR_MULTIPLIER_KERNELS)
+        emb_grad = head_train and train_embedding  # the embedding multiplier's backward runs when the embedding trains
+        head_b = replace(head_b, memory_bytes=head_b.memory_bytes + SCALAR_MULTIPLIER_BYTES * t * (
+            out + (h if emb_grad else 0)), kernels=head_b.kernels + SCALAR_MULTIPLIER_KERNELS * (2 if emb_grad else 1))
     if vocab_chunk_columns > 0 and spec.head_outputs is None:
         # prime-rl's chunked head: its own GEMMs (d_weight even for a frozen head), bytes, kernels and syncs
         prime_f, prime_b = prime_rl_head(tokens=t, hidden_size=h, vocab_size=out, chunk_columns=vocab_chunk_columns)
@@ -1234,20 +1478,38 @@ def step_inventory(
     # the last linear is not re-run unless an adapter wraps it (then its output is not the last saved tensor);
     # fc2: the non-gated MLP's (OPT, MPT's down_proj as memory.params.linear_groups names it)
     last = [g for g in fwd if g.name in ("down_proj", "out_proj", "fc2") and not _targeted(spec, g.name, adapter)]
+    # the base dequantisation goes with its GEMM: none for a linear the recompute does not re-run
+    gptq = adapter is not None and adapter.nf4_base and adapter.gptq_torch_dequant
+    deq_fused = gptq or (adapter is not None and adapter.nf4_base and not adapter.nf4_torch_ops)
+
+    def _deq(names) -> tuple[float, float, float]:  # noqa: ANN001
+        picked = [deq[n] for n in set(names) if n in deq]
+        return sum(d[0] for d in picked), sum(d[1] for d in picked), sum(d[2] for d in picked)
+
+    lb, ls, lk = _deq(g.name for g in last)
     rec = PassInventory(tuple(g for g in fwd if g not in last), attn_fwd, float(full),
-                        fwd_bytes - RESIDUAL_BYTES * t * h * layers / sequence_shards,
-                        fwd_k - sum(g.count for g in last) - layers,
-                        scores, strided, sync_f, fused_bytes=ff_b, fused_kernels=ff_k, chained_reads=chain_f, **win)
-    # selective, per op: the even-numbered matmuls of a layer re-run, SDPA and the odd ones come from the cache
-    even = _sac_recomputed_gemms(spec, adapter)
-    op_gemms = tuple(g for g in fwd if g.name in even or g.name.startswith("attn.") or g.name.startswith("deltanet"))
+                        fwd_bytes - RESIDUAL_BYTES * t * h * layers / sequence_shards - lb,
+                        fwd_k - sum(g.count for g in last) - layers - lk,
+                        scores, strided + gq_s - ls, sync_f, fused_bytes=ff_b - (lb if deq_fused else 0.0),
+                        fused_kernels=ff_k - (lk if deq_fused else 0.0), bare_kernels=gq_k - (lk if gptq else 0.0),
+                        chained_reads=chain_f, fused_strided_bytes=gq_s - ls, **win)
+    # selective, per op: the even-numbered matmuls of a layer re-run, SDPA and the odd ones come from the cache;
+    # GEMMs the policy does not count as matmuls (torchao NVFP4's scaled_mm, CastTraffic.sac_counted_gemm) all re-run
+    even = _sac_recomputed_gemms(spec, adapter, all_linears=fp8 and not casts.sac_counted_gemm)
+    even16 = _sac_recomputed_gemms(spec, adapter)  # the bf16 layers' linears: every second one, as without fp8
+    op_gemms = tuple(g for g in fwd if g.name in (even16 if g.bf16_layers else even) or g.name.startswith("attn.")
+                     or g.name.startswith("deltanet"))
     saved_k = sum(g.count for g in fwd if g not in op_gemms) + (0 if eager_attention else full)
     # its fp8 casts: those of the recomputed linears, without their amax (float8_casts.recompute_cast_bytes)
     op_cb = sum(b for n, (b, _) in rec_casts.items() if n in even)
     op_ck = sum(k for n, (_, k) in rec_casts.items() if n in even)
-    rec_op = PassInventory(op_gemms, 0.0, 0.0, fwd_bytes - cf_b + op_cb, fwd_k - saved_k - cf_k + op_ck, scores, strided,
-                           fused_bytes=op_cb if casts.fused else 0.0, fused_kernels=op_ck if casts.fused else 0.0,
-                           chained_reads=chain_f)
+    ab, _, ak = _deq(deq)
+    kb, ks, kk = _deq(g.name for g in op_gemms)  # the re-run GEMMs' dequantisation
+    rec_op = PassInventory(op_gemms, 0.0, 0.0, fwd_bytes - cf_b + op_cb - (ab - kb),
+                           fwd_k - saved_k - cf_k + op_ck - (ak - kk), scores, strided + ks,
+                           fused_bytes=(op_cb if casts.fused else 0.0) + (kb if deq_fused else 0.0),
+                           fused_kernels=(op_ck if casts.fused else 0.0) + (kk if deq_fused else 0.0),
+                           bare_kernels=kk if gptq else 0.0, chained_reads=chain_f, fused_strided_bytes=ks)
     core_g = tuple(g for g in fwd if g.name.startswith("attn."))
     rec_core = PassInventory(core_g, attn_fwd, float(full), EAGER_SCORE_FORWARD_BYTES * scores,
                              (8 * full) if eager_attention else float(full), scores, host_syncs=sync_attn, **win)
@@ -1309,11 +1571,17 @@ def norm_chained_reads(norms: list[tuple[float, float]], *,
     return tuple(out)
 
 
-def _sac_recomputed_gemms(spec: ModelSpec, adapter: Adapter | None) -> set[str]:
+def _sac_recomputed_gemms(spec: ModelSpec, adapter: Adapter | None, *, all_linears: bool = False) -> set[str]:
     """Names of the GEMMs torchtitan's per-op policy recomputes: every second ``aten.mm`` of a layer, in
     execution order (a biased linear is ``addmm``: saved, not counted; LoRA's A and B products count; the
-    order is that of a full-attention layer)."""
+    order is that of a full-attention layer). ``all_linears``: the dense linears' GEMMs are ops outside the policy's
+    save list (torchao NVFP4's ``scaled_mm``: PREFER_RECOMPUTE, pytorch/torchtitan
+    torchtitan/distributed/activation_checkpoint.py l.31-75, 260-275 @bcc09297a1d892e0ccf6a41fc367e76aab02475b), so
+    every one of them re-runs, and only the other matmuls (the router's) alternate."""
     seq: list[str] = []
+    if all_linears:
+        names = {g.name for g in linear_groups(spec) if not g.routed}
+        return names | {n for n in _sac_recomputed_gemms(spec, adapter) if n not in names}
     for g in linear_groups(spec):
         if g.routed:
             continue

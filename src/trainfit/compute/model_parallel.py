@@ -49,6 +49,24 @@ that consumes or produces it (QKV and fc1 after the all-gathers, the output proj
 reduce-scatters: NVIDIA/TransformerEngine transformer_engine/pytorch/module/base.py ``initialize_ub``, the
 ``qkv_fprop`` / ``proj_fprop`` / ``fc1_fprop`` / ``fc2_fprop`` buffers and their dgrad/wgrad twins). A pass's
 collectives are then exposed only where they outlast its GEMMs: ``max(0, comm − gemm)`` per pass.
+Without userbuffers, a sequence-parallel run on Megatron-Core's layers (Transformer Engine's ``LayerNormLinear`` /
+``Linear``, or Megatron-Core's own ``LinearWithGradAccumulationAndAsyncCommunication``) still hides part of the
+backward's traffic (``te_sp_backward_pair_s``). Per column-parallel / row-parallel module pair (QKV and the output
+projection; fc1 and fc2) and micro-step: the forward all-gathers the column module's input and reduce-scatters the row
+module's output, both blocking; the backward all-gathers the row module's output gradient (blocking,
+``base.py`` ``grad_output_preprocess``), re-gathers the column module's saved input shard for its wgrad GEMM on an
+async handle behind its dgrad GEMM ("Tensor-parallel communication is overlapped with dgrad GEMM", waited before the
+wgrad GEMM) and reduce-scatters its input gradient on an async handle behind its wgrad GEMM (waited at the end of the
+module's backward): NVIDIA/TransformerEngine transformer_engine/pytorch/module/layernorm_linear.py
+@e7c550c5f80636cf841a8204b1d6f85a5f3f28b7 l.270-300 (forward gather), l.745-768 and 962-964 (re-gather), l.877-888
+and 1097-1101 (reduce-scatter); the same async re-gather and reduce-scatter at v1.8 l.436-448, 560-568, 660 and v2.2
+l.607-611, 662-668, 690. The all-gathers move the QUANTISED input / gradient when the GEMMs are quantised (e7c550c5
+l.277-300 quantise ``ln_out`` before ``gather_along_first_dim(..., quantizer=...)``, whose fp8 / MXFP8 / NVFP4
+branches gather the quantised data and scales, ``transformer_engine/pytorch/distributed.py`` l.1699-1747; the output
+gradient likewise, ``base.py`` l.1645-1649; TE 1.8 emits the fused norm's output in fp8 before its gather,
+``layernorm_linear.py`` l.126-127 at v1.8); the reduce-scatters move the bf16 GEMM outputs. The SMs the async NCCL
+kernels take from the overlapped GEMM are not modelled. An MoE layer's MLP pair keeps the older all-reduce pricing
+(its experts are not these modules).
 Expert-parallel all-to-all overlap (``ep_comm_overlap``: Megatron-Core ``overlap_moe_expert_parallel_comm``, the
 combined 1F1B schedule) runs the forward of one micro-batch together with the backward of another, layer by layer,
 their all-to-alls on a separate stream: "EP A2A in forward step is hidden by the attention/mlp computation in the
@@ -107,7 +125,9 @@ def model_parallel_comm(
     compute_backward_s: float = 0.0, micro_steps: int = 1, moe_routing: MoeRouting = MoeRouting.UNIFORM,
     etp: int = 1, ep_ring_bus_bytes_per_s: float = 0.0, tp_nodes: int = 1, cp_nodes: int = 1, pp_nodes: int = 1,
     expert_recompute: bool = False,
-    pp_scatter_gather: bool = False, launch_blocking: bool = False,
+    pp_scatter_gather: bool = False, launch_blocking: bool = False, sp_async_backward: bool = False,
+    sp_gather_bytes_per_element: float = 0.0, attention_column_share: float = 0.0,
+    mlp_column_share: float = 0.0, frozen_weights: bool = False,
 ) -> ModelParallelComm:
     """Exposed communication of one micro-step on one rank of one pipeline stage (``layers`` = its layers).
 
@@ -145,6 +165,18 @@ def model_parallel_comm(
     are exposed in full (CUDA C++ Programming Guide, asynchronous concurrent execution: the variable "globally
     disable[s] asynchronicity of kernel launches", as quoted in
     https://discuss.pytorch.org/t/cuda-launch-blocking-1-reduces-the-training-speed/160924, read 2026-12-03).
+    ``sp_async_backward`` (sequence parallel on Megatron-Core / Transformer Engine layers, no userbuffers): the
+    module pairs' backward hides the column module's input re-gather behind its dgrad GEMM and its gradient
+    reduce-scatter behind its wgrad GEMM (``te_sp_backward_pair_s``, module docstring); the all-gathers move
+    ``sp_gather_bytes_per_element`` per element (the quantised width with its scales; 0: ``dtype_bytes``);
+    ``attention_column_share`` / ``mlp_column_share``: the QKV / fc1 module's share of a layer's backward GEMM time
+    (its dgrad and wgrad GEMMs each half of it; ``mlp_column_share`` applies to the ``layers − moe_layers`` dense
+    layers, whose MLP pair it prices; an MoE layer's MLP pair stays an exposed all-reduce per pass);
+    ``frozen_weights``: LoRA's frozen base linears (``te_sp_backward_pair_s``); their column modules' forward gather
+    moves the activation dtype: NeMo / Megatron-Bridge LoRA set ``return_layernorm_output_gathered`` on a sequence-
+    parallel ``TELayerNormColumnParallelLinear`` (NVIDIA/NeMo nemo/collections/llm/peft/utils.py
+    @0cdc2a0041ec2168a1c2009f7e96c49b7ab8af4e ``get_adapter_attributes_from_linear``), and TE then gathers the norm
+    output in high precision and quantises the gathered copy (``layernorm_linear.py`` @e7c550c5 l.271-278).
     """
     if launch_blocking:  # no launch returns before its kernel ends: nothing runs beside a collective
         tp_comm_overlap = ep_comm_overlap = False
@@ -156,7 +188,27 @@ def model_parallel_comm(
         # NCCL's tuner prices the all-reduce over the ``tp_nodes`` the group spans (collectives.nccl_collective_seconds)
         one = coll.all_reduce_seconds(total_bytes=act, ranks=tp, bus_bytes_per_s=tp_bus_bytes_per_s, nodes=tp_nodes)
         per_pass = 2 * layers * one
-        if tp_comm_overlap:
+        if sp_async_backward and sequence_parallel and not tp_comm_overlap and not launch_blocking:
+            gather_bytes = tokens * hidden * (sp_gather_bytes_per_element or dtype_bytes)
+            ag = coll.all_gather_seconds(total_bytes=gather_bytes, ranks=tp, bus_bytes_per_s=tp_bus_bytes_per_s,
+                                         nodes=tp_nodes)
+            rs = coll.reduce_scatter_seconds(total_bytes=act, ranks=tp, bus_bytes_per_s=tp_bus_bytes_per_s,
+                                             nodes=tp_nodes)
+            # LoRA: the column module returns its gathered norm output to the adapter, gathered in high precision
+            fwd_ag = coll.all_gather_seconds(total_bytes=act, ranks=tp, bus_bytes_per_s=tp_bus_bytes_per_s,
+                                             nodes=tp_nodes) if frozen_weights else ag
+            dense = max(0, layers - moe_layers)
+            layer_gemm_s = gemm_backward_s / max(1, layers)
+            fwd_s = (layers + dense) * (fwd_ag + rs) + (layers - dense) * one
+            bwd_s = (layers * te_sp_backward_pair_s(gather_s=ag, reduce_scatter_s=rs,
+                                                    column_gemm_s=attention_column_share * layer_gemm_s,
+                                                    frozen_weights=frozen_weights)
+                     + dense * te_sp_backward_pair_s(gather_s=ag, reduce_scatter_s=rs,
+                                                     column_gemm_s=mlp_column_share * layer_gemm_s,
+                                                     frozen_weights=frozen_weights)
+                     + (layers - dense) * one)
+            tensor = (coll_passes - 1) * fwd_s + bwd_s
+        elif tp_comm_overlap:
             # forward (and a repeated forward) behind the forward GEMMs, backward behind the backward's
             fwd_exposed = max(0.0, per_pass - gemm_forward_s)
             tensor = (coll_passes - 1) * fwd_exposed + max(0.0, per_pass - gemm_backward_s)
@@ -226,6 +278,22 @@ def model_parallel_comm(
         p2p = (1.0 if launch_blocking else 0.5) * 2 * max(1, virtual_stages) * (send / pp_bytes_per_s + send_s
                                                                                  + gather_s)
     return ModelParallelComm(tensor, context, expert, p2p)
+
+
+def te_sp_backward_pair_s(*, gather_s: float, reduce_scatter_s: float, column_gemm_s: float,
+                          frozen_weights: bool = False) -> float:
+    """Exposed seconds of one column-parallel / row-parallel module pair's sequence-parallel backward without
+    userbuffers (module docstring): the row module's output-gradient all-gather (blocking, ``gather_s``), the column
+    module's input re-gather past its dgrad GEMM and its input-gradient reduce-scatter past its wgrad GEMM, each GEMM
+    half of ``column_gemm_s`` (the column module's backward GEMMs: dgrad and wgrad have the forward's FLOPs each).
+    NVIDIA/TransformerEngine transformer_engine/pytorch/module/layernorm_linear.py
+    @e7c550c5f80636cf841a8204b1d6f85a5f3f28b7 l.745-768, 877-888, 962-964, 1097-1101. ``frozen_weights`` (LoRA's
+    frozen base linears): no wgrad GEMM, so no re-gather (``ctx.ln_out_needs_gather = weight.requires_grad and ...``,
+    l.455-457) and nothing between the reduce-scatter's launch and its wait: the gather and the reduce-scatter."""
+    if frozen_weights:
+        return gather_s + reduce_scatter_s
+    gemm_s = column_gemm_s / 2
+    return gather_s + max(0.0, gather_s - gemm_s) + max(0.0, reduce_scatter_s - gemm_s)
 
 
 def tied_embedding_grad_sync_s(*, vocab_rows: int, hidden: int, grad_bytes: float, pp: int, bytes_per_s: float,

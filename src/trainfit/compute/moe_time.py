@@ -266,6 +266,26 @@ it.**
   ``grouped_gemm_dglu_wrapper_sm100``, a Blackwell kernel (10x slower from cudnn-frontend 1.24.0): not these H100
   rows.
 
+**Twins in the published data (2026-12-03; nothing set from them).** Every Megatron-Core MoE row that plans within
+about 25% routes balanced by construction: Megatron-Bridge's performance tables (``moe_router_force_load_balancing``,
+the page's footnote), DGX Cloud's and NeMo 25.02/25.04's (token drop, capacity factor 1, padded to capacity), NeMo
+Automodel's ``FakeBalancedGate``. The rows that plan 40-70% short route with the trained router on real tokens (the
+verification cards, NeMo RL, ms-swift, verl) or are the two Megatron-Bridge containers the same page shows at half
+the throughput of their neighbours (25.11 and 26.02 on H100). One layout pair isolates the recipe: gpt-oss-120b on
+64 H100s, TP 1 / PP 4 / EP 8 / 4,096 tokens a rank, balanced (performance table) costs 18.3 ms per decoder layer and
+micro-batch, 4.4 ms over the plan, while the verification card's TP 2 / PP 4 / EP 16 / 2,048 tokens a rank, natural
+routing, costs 27.6 ms (19.5 ms over); gpt-oss-20b's cards cost 14-17 ms a layer and micro-batch at 2,048 tokens with
+TP 1 or 2, EP 1, 4 or 8 (7.9-10.2 ms over). Qwen3-30B-A3B's balanced cards miss 1-2.5 ms a layer, its natural-routing
+card 2.6 ms (4,096 tokens) and 5.2 ms (2,048). The model FLOPs agree with Megatron's own count where it is exact:
+the published TFLOP/s over tokens/s equals the plan's FLOPs per token within 0.5% for Qwen3-30B-A3B, Qwen3-235B-A22B
+and DeepSeek-V3; NeMo 25.02's Mixtral is 4% over (that formula's attention takes no causal half); Megatron-Bridge up
+to 26.04 counts gpt-oss's experts as two projections, not three (``gated_linear_multiplier`` 3/2 only when
+``activation_func == F.silu``, src/megatron/bridge/training/utils/flop_utils.py l.231-232
+@df0289c180dd20ff26933455c7a0a11084f6a36f), so its gpt-oss TFLOP/s is 21% low; the 26.06 count (gated, windowed) on
+the verification cards' pretraining items matches their run only with a 32,000-entry vocabulary, which their
+recipe's tokenizer sets (the entries' note). No published per-layer load of these runs' routers exists, so the layer
+stays timed balanced.
+
 Pure Python: no torch import.
 """
 
@@ -483,6 +503,32 @@ def hf_fp32_combine_work(*, tokens: float, hidden: int, top_k: int) -> MoeLayerW
     return MoeLayerWork(forward_bytes=(f_row * rows + f_tok * tokens) * hidden,
                         backward_bytes=(b_row * rows + b_tok * tokens) * hidden, forward_kernels=0.0,
                         backward_kernels=1.0)
+
+
+SIGMOID_ROUTER_FORWARD_KERNELS = 11
+"""Kernels transformers' DeepSeek-V3 / GLM-4.5 router (``DeepseekV3TopkRouter.forward``, transformers v5.24.0
+models/deepseek_v3/modeling_deepseek_v3.py l.133-158; ``Glm4MoeTopkRouter`` the same, models/glm4_moe/
+modeling_glm4_moe.py) launches per forward beyond the softmax router the inventory's ``MOE_DISPATCH_KERNELS``
+holds (Qwen3-MoE's: logits cast, softmax, top-k, sum, clone, divide, cast back: 7). Traced op by op (fake-tensor
+trace of a glm4_moe layer, bf16): the input's fp32 cast (``hidden_states.type(torch.float32)``), ``sigmoid``, the
+``+ e_score_correction_bias``, the per-group top-2 and its sum, the group top-k, ``zeros_like``, ``scatter_``, the
+expanded mask's copy, its bool cast, ``~``, ``masked_fill``, the top-k, ``gather``, the renormalising sum, clone and
+divide, and the ``routed_scaling_factor`` multiply: 18, whatever ``n_group`` (the group path runs with one group
+too). Backward launches as many as the softmax router's (12 each: the scale's and division's gradients, the gather's
+``scatter_add`` in place of the top-k's ``scatter``, ``sigmoid_backward`` for ``_softmax_backward_data``, the input
+gradient's cast back in place of the logits' cast)."""
+SIGMOID_ROUTER_INPUT_CAST_BYTES = 6.0
+"""Per element of the ``T x h`` router input: its fp32 copy (read 2, write 4) forward and the fp32 input gradient's
+cast back to bf16 (read 4, write 2) backward, the same trace; the softmax router casts its ``T x E`` logits instead
+(the score traffic, ``routing_bytes``)."""
+
+
+def sigmoid_router_work(*, tokens: float, hidden: int) -> MoeLayerWork:
+    """What the sigmoid, group-limited router (``SIGMOID_ROUTER_*``) adds per MoE layer on ``tokens`` tokens beyond
+    the shared softmax-router charge: forward and backward bytes and kernels."""
+    cast = SIGMOID_ROUTER_INPUT_CAST_BYTES * tokens * hidden
+    return MoeLayerWork(forward_bytes=cast, backward_bytes=cast, forward_kernels=float(SIGMOID_ROUTER_FORWARD_KERNELS),
+                        backward_kernels=0.0)
 
 
 def moe_layer_work(*, tokens: float, hidden: int, experts: int, local_experts: int, top_k: int, ep: int,

@@ -102,7 +102,15 @@ row's 2,300 'Theory' is not the MI355X's dense bf16 peak (AMD: 2.5 PFLOPS; the s
 clock formula, 2,400 MHz x 512 x 2 x 1,024 = 2,516.6), so 1,565.0 / 2,500 = 62.6 % (MAMF, not the row's percentage).
 GB300: no row of its own; the GB200's 72.9 %, the same NVL72 superchip form with the same 2,500 TFLOP/s dense bf16
 rating (the README's note 24: GB300 NVL72 is GB200 NVL72 with faster fp4 and more memory), not the HGX B300's 78.6 %
-(1,769 of 2,250 in a 1,100 W HGX board).
+(1,769 of 2,250 in a 1,100 W HGX board). Its attention kernels do differ (``attention_time.exp_unit_time_factor``:
+the doubled exponential unit). Tried and not taken: the GB300's 1,400 W against the GB200's 1,200 W at
+``power_limited_rates``' law, (1,400 / 1,200)^(1/3) = 1.053 on the matmul rates. On the GB300 Megatron-Bridge rows
+(after the exponential-unit factor) the signed median goes fp8 current +23.9 -> +18.7 %, MXFP8 +15.3 -> +10.2 %,
+NVFP4 +16.1 -> +12.6 %, bf16 -14.8 -> -17.5 %. No measurement supports it: the burst MAMF rates of Blackwell cards of
+different board power grow less than the law (GB200 / B200 1,822 / 1,745 = 1.044 at 1.2x the power, 1.017 per SM
+with 152 against 148 SMs; B300 / B200 1.014 at 1.1x). The one sustained pair (MSMF, below: B300 / B200 1.056) was
+measured with the B300's siblings idle and the B200's busy. The GB300 keeps the GB200's fraction: same-layout
+GB300 / GB200 rows publish 1.05-1.27x (12 pairs), and this model now gives 1.00-1.05x (1.03 for most).
 GH200: row "NVIDIA GH200 SXM | 828.6 | 989 | 83.8% | 1024x15360x4096 | 2.6.0+cu126 | 900W 141GiB HBM3e version" (l.351):
 the same Hopper die and module power as the catalog's 96 GB HBM3 GH200, so its ratio.
 Cards with no row keep the default, stated in the plan: the other Ada cards (L4, RTX 6000 Ada, as the L40S and L40),
@@ -253,6 +261,20 @@ The rows that want a faster host (the L40S PEFT LoRA steps, B200 NeMo RL log-pro
 Qwen2-7B generation, DeepSpeed-Chat OPT-30B) are matched by as many that want a slower one (play-verl's Qwen2.5-0.5B
 steps, eager DeepSeek-V3 and Qwen3.5-9B generation, most Megatron-Bridge SFT steps), so no lower default is
 supported; the L40S LoRA rows stay +20..+31 % and the B200 log-prob passes +96 % even at 25 us (782102d).
+Checked again with the held-out fine-tuning rows of ``published_train_times_new_s18.json`` (tree 9b67d9a, 967 scored
+rows, 123 launch-sensitive: 89 published): the Qwen (1.0) README's single-A100 LoRA cells at 256-1,024 tokens (torch
+2.0, Qwen's own modeling code, 2023) plan 2.5-2.8x their published step at every model size (1.8B 2.51 s vs 1.0,
+7B 3.35 vs 1.2, 14B 4.19 vs 1.6, all launch-bound), i.e. about 25 us per forward kernel on that host. The half-0 fit
+now lands at 30 us (median |log error| 0.162 against 0.231 at 65; 25 and 35 us read 0.209, so the valley is
+narrow), the held-out half reads 0.239 against 0.252, and the project's own H200 steps (not fitted) go from 0.084 /
+0.063 to 0.294 / 0.513: one rate cannot serve both hosts, so the default stays and these rows stay over-planned
+(a per-host rate is a calibration: ``trainfit calibrate``, not this default). Nor is it the older
+software stack: measured on one CPU with compute made negligible (``benchmarks/host_stack_cpu.py``, data in
+``benchmarks/data/host_stack_cpu.json``, 2026-12-03), a transformers Llama step on torch 2.0.1 / transformers 4.32.1
+/ PEFT 0.5.0 (that README's era) costs 1.3x the current stack's host seconds per op on the grad forward, 1.05x on
+the backward and 1.2x / 0.9x on the LoRA forward / backward (whole pass, median of 3 rounds), and dispatches more
+ops per layer (54 against 41 forward); torch 2.3 and 2.5 stacks read 1.3-1.65x. An older stack adds host time per
+kernel, so a stack factor would move these rows further from their published steps; none is applied.
 
 The H200 steps fix the host seconds per forward kernel of a training step, this rate + 1.9 x the backward's
 (``inventory.BACKWARD_KERNEL_FACTOR``) = 88 us, not the split: 30/30, 50/20 and 65/12 us score the default set
@@ -263,16 +285,63 @@ forward and 72 backward non-view ops per layer, torch 2.13.0+cpu, one thread of 
 between 41/24 (this ratio) and 30/30 (equal), not at 65/12 (0.18). It is kept: the backward rate also prices bare
 aten calls from Python loops (``PassInventory.bare_kernels``), optimizer for-loops and per-tensor host loops, and on
 782102d 40/25 moves the launch-sensitive published rows from 0.213 / 0.212 to 0.252 / 0.249 (half 0 / half 1),
-the generation subset from 17 to 22 % and the Megatron-Bridge Qwen3-8B 32k SFT step from +27 to +146 %."""
-AUTOGRAD_RECORD_S_PER_FORWARD_KERNEL = 1.3e-6
-"""Of the forward's host seconds per kernel, what autograd recording adds (grad_fn nodes, saved tensors, version
-counters): absent from a no-grad forward (``training.forward_only_time``). Measured, not fitted: a transformers
-Qwen2 forward (8 layers, hidden 64, 16 tokens, 330 non-view aten ops, torch 2.13.0+cpu, transformers 5.24, one
-thread of a shared AMD EPYC VM core, 2026-12-02; best of 15 interleaved rounds of 30, outputs kept alive so the
-graph's destruction is not timed) takes 6.74 us per op with grad, 5.47 under ``torch.no_grad`` and 4.70 under
-``torch.inference_mode``: 1.3 us per op (19 % of that CPU forward, which pays no kernel launch; 2.6 us per op,
-29 %, on a 4-layer run). The work is the same C++ whatever the device, so it is subtracted as seconds, not scaled
-with the 65 us (whose launch and allocator parts a no-grad forward pays too): 2 % of it."""
+the generation subset from 17 to 22 % and the Megatron-Bridge Qwen3-8B 32k SFT step from +27 to +146 %. A
+no-grad forward (log-prob, reference and value passes) is priced from the identified sum, not from this side of the
+split (``nograd_forward_host_s_per_kernel``, 27.7 us at the defaults)."""
+NOGRAD_FORWARD_OP_RATIO = 0.71
+"""Host seconds per dispatched op of a no-grad forward over a grad forward's, the same transformers layers on the same
+CPU (autograd recording: grad_fn nodes, saved tensors, version counters, absent under ``torch.no_grad``). Measured,
+not fitted: ``benchmarks/host_fwd_bwd_cpu.py`` (a transformers 5.24 Qwen2, hidden 64, SDPA, 16 tokens, 38 forward
+and 72 backward non-view aten ops per decoder layer, the per-layer slope from 4 to 8 layers; torch 2.13.0+cpu, one
+thread of a shared Intel Xeon VM core, best of 15 interleaved rounds of 10), three runs on 2026-12-03: no-grad /
+grad forward 0.70, 0.81, 0.71 (the median taken), backward / grad forward 0.65, 0.77, 0.66
+(``BACKWARD_OP_RATIO``); over the whole pass (embedding, head and loss included) 0.71 / 0.75 / 0.72 and 0.59 /
+0.62 / 0.59. The same script's earlier run on that VM read 0.65-0.69 and 0.58-0.59; a separate forward-only
+measurement on an AMD EPYC VM (2026-12-02: 330 ops, outputs kept alive) read 6.74 us per op with grad and 5.47
+without, 0.81. Used by ``nograd_forward_host_s_per_kernel``."""
+BACKWARD_OP_RATIO = 0.66
+"""Host seconds per dispatched op of ``loss.backward()`` over the grad forward's, same runs as
+``NOGRAD_FORWARD_OP_RATIO`` (the median of 0.65, 0.77, 0.66). Measured, not fitted."""
+
+
+def nograd_forward_host_s_per_kernel(*, host_s_per_forward_kernel: float, host_s_per_backward_kernel: float,
+                                     backward_kernel_factor: float) -> float:
+    """Host seconds per kernel of a no-grad forward through transformers' modules (log-prob, reference and value
+    passes: ``training.forward_only_time``), from what the training steps identify.
+
+    The H200 training steps fix one quantity, the host seconds a forward kernel brings into a step:
+    ``host_s_per_forward_kernel + backward_kernel_factor x host_s_per_backward_kernel`` (65 + 1.9 x 12 = 88 us by
+    default), not the split between forward and backward (30/30, 50/20 and 65/12 score the fit set within a point:
+    ``HOST_S_PER_FORWARD_KERNEL``). A no-grad pass pays neither side of that split: it pays the grad forward's
+    work less autograd recording. Split the identified sum by the measured per-op ratios instead: with the grad
+    forward at ``a`` per kernel, the backward at ``BACKWARD_OP_RATIO x a`` and the no-grad forward at
+    ``NOGRAD_FORWARD_OP_RATIO x a``, ``a (1 + F x BACKWARD_OP_RATIO)`` is the sum, so the no-grad kernel costs
+    ``sum x NOGRAD_FORWARD_OP_RATIO / (1 + F x BACKWARD_OP_RATIO)``: 27.7 us by default (the whole-pass ratios
+    give 29.8). A per-kernel part ``L`` that all three pay alike (the launch, the caching allocator) barely moves
+    it: ``NOGRAD_FORWARD_OP_RATIO x (sum - L (1 + F)) / (1 + F x BACKWARD_OP_RATIO) + L`` is 28.1 us at L = 5 us,
+    28.5 at 10 and 29.4 at 20. Before, the no-grad kernel was priced at the 65 us side of an unidentified split
+    less 1.3 us of autograd recording (63.7 us). Neither figure below set it, and both agree with it: gpt-fast's eager
+    Llama-2-7B decode step under ``torch.no_grad`` issues a kernel every 21.6 us, and play-verl's eager vLLM 0.8.3
+    Qwen2-7B step of one sequence on an H100 (8.3 +- 0.4 ms, the slope of ``timing_s/gen`` over
+    ``response_length/max`` in logs/verl_qwen2_7b_min.log) is 280 kernels at 28 us with its 5.1 ms weight read
+    hidden under them (``tests/compute/test_eager_decode_evidence.py``); ``decode_step`` still prices an eager
+    engine kernel at the training figure (its module docstring: the engines' per-phase costs that figure offsets).
+
+    Check on published runs that time both launch-bound phases on one host (the host's own speed cancels): the log
+    error of the log-prob passes less that of the actor update, NVIDIA-NeMo/RL v0.3.1 Qwen2.5-1.5B on 8 B200s
+    (AI-Hypercomputer/gpu-recipes RL/nemoRL/a4/qwen2.5-1.5b/README.md @22d106b61788e60f8b4a99291dc3629387ff6df5)
+    0.73 -> 0.16 (log-prob +289 -> +118 %, update +87 %), play-verl's Qwen2.5-0.5B GRPO 0.43 -> 0.11 (log-prob +12 ->
+    -35 %, update -27 %) and PPO 0.34 -> 0.21 (+23 -> -29 %, update -12 %) (dingxianzhong/play-verl logs
+    @7716a615fc4b68961f2bb7716c9aadcd65ca28d2); the other 26 runs publishing both move by at most 0.03 (their
+    passes are device-bound). The play-verl passes move away from their published seconds: at 63.7 us their no-grad
+    kernels offset a host that runs those runs' training slower than the H200 reference (their updates read -12 and
+    -27 %); the B200 host runs it faster (+87 %). Neither host's rate is published, so no per-host factor is carried
+    (a calibration record sets ``host_s_per_forward_kernel`` / ``host_s_per_backward_kernel``, and this follows
+    them)."""
+    per_forward_kernel_s = host_s_per_forward_kernel + backward_kernel_factor * host_s_per_backward_kernel
+    return per_forward_kernel_s * NOGRAD_FORWARD_OP_RATIO / (1.0 + backward_kernel_factor * BACKWARD_OP_RATIO)
+
+
 FSDP_UNIT_FORWARD_HOST_S = 355e-6
 """Host seconds one FSDP unit's forward hooks take when the unit is sharded (all-gather issue, copy-in/out, stream
 waits, ``_pre_forward``/``_post_forward``, reshard), per no-grad forward call: FSDP1 ``FullyShardedDataParallel``
@@ -507,6 +576,11 @@ class DeviceRates:
     fp8_matmul_flops_per_s: float | None = None
     """Sustained dense fp8 (E4M3/E5M2) matmul rate; None on cards without fp8 tensor cores (Ampere, Turing,
     Volta), where ``precision.compute: fp8`` is refused."""
+    fp4_matmul_flops_per_s: float | None = None
+    """Sustained dense fp4 (NVFP4 block-scaled) matmul rate: the catalog's dense fp4 peak at the card's fp8
+    fraction (no published fp4 GEMM sweep of these cards is read; assumed, not fitted: ``FP4_MATMUL_ASSUMPTION``, in
+    the plan's assumptions of an fp4 card). None on cards without fp4 tensor cores (everything before Blackwell),
+    where ``precision.compute: fp4`` is refused."""
     gemm_points: tuple[GemmPoint, ...] = ()
     """Measured matmuls (a calibration); when given they replace the shape model near their shapes."""
     compute_capability: str | None = None
@@ -540,7 +614,18 @@ class DeviceRates:
         return replace(self, **data, sources=self.sources + (source,))
 
 
-_OPTIONAL_RATES = ("fp32_matmul_flops_per_s", "fp8_matmul_flops_per_s", "l2_read_bytes_per_s", "l2_resident_bytes")
+FP4_MATMUL_ASSUMPTION = (
+    "fp4 GEMM rate ASSUMED, not fitted: the catalog's dense FP4 peak at the card's fp8 matmul fraction"
+    " (compute.rates fp4_matmul_flops_per_s; no fp4 GEMM sweep of the card is read). One published B200 NVFP4 GEMM"
+    " check: torchao's benchmarks/float8/bench_matmul.py --recipe nvfp4 on an NVIDIA B200 reads 5.37 PFLOPS at"
+    " 8192x8192x8192 (https://github.com/pytorch/ao/pull/2427, 2025-06-23, read 2026-12-03), 0.79 of the 6.8 PFLOPS"
+    " this rate gives the B200 there: fp4 GEMM time may be planned up to about a fifth short")
+"""The plan's assumption line for a ``precision.compute: fp4`` card (``plan.assumptions``): the fp4 matmul rate is
+not fitted, and the one published B200 NVFP4 GEMM measurement read runs below it (not taken as a fit: one shape, one
+card, an early torchao/cuBLAS pairing)."""
+
+_OPTIONAL_RATES = ("fp32_matmul_flops_per_s", "fp8_matmul_flops_per_s", "fp4_matmul_flops_per_s", "l2_read_bytes_per_s",
+                   "l2_resident_bytes")
 """Calibrated rates that may be null (not measured; ``l2_resident_bytes`` null is its 0: no L2 residency); any other
 value a positive number."""
 
@@ -585,6 +670,7 @@ def default_rates(gpu: GpuSpec) -> DeviceRates:
         compute_capability=gpu.compute_capability,
         fp32_matmul_flops_per_s=gpu.fp32_flops_per_s,
         fp8_matmul_flops_per_s=gpu.fp8_dense_flops_per_s * fp8_frac if gpu.fp8_dense_flops_per_s else None,
+        fp4_matmul_flops_per_s=gpu.fp4_dense_flops_per_s * fp8_frac if gpu.fp4_dense_flops_per_s else None,
         l2_read_bytes_per_s=gpu.l2_read_bytes_per_s if gpu.l2_resident_bytes else None,
         l2_resident_bytes=float(gpu.l2_resident_bytes or 0),
         sources=tuple(src),
@@ -607,6 +693,8 @@ def power_limited_rates(rates: DeviceRates, *, power_limit_w: float, rated_power
     data: dict[str, Any] = {"matmul_flops_per_s": rates.matmul_flops_per_s * f}
     if rates.fp8_matmul_flops_per_s:
         data["fp8_matmul_flops_per_s"] = rates.fp8_matmul_flops_per_s * f
+    if rates.fp4_matmul_flops_per_s:
+        data["fp4_matmul_flops_per_s"] = rates.fp4_matmul_flops_per_s * f
     if hbm_bytes_per_s:
         # the card's own sustained fraction (``_HBM_FRACTION``; else the 90 % assumed)
         data["hbm_bytes_per_s"] = hbm_bytes_per_s * _HBM_FRACTION.get(rates.gpu_id, (HBM_FRACTION,))[0]

@@ -211,6 +211,15 @@ What sets that rate, read from the code and the PR's history (verl-project/verl 
   torch.distributed's all-gather inside the trainer, and it crosses at 1.2 GB/s.
 * Not a host step per bucket. Per 2 GiB bucket the sender does one ZMQ publish of the bucket's metadata and one
   device synchronisation (lines 95-106 and 350-383), about nine times for Qwen3-8B.
+* Not a communicator set up inside the timer. The rows are per-step syncs of training runs (the 1+1 row "50 steps
+  sustained"; the PR has no benchmark script), timed after the trainer's first sync (``fit`` syncs once before
+  its loop, one_step_off_policy/ray_trainer.py l.286). Each sync does rebuild the group's bookkeeping
+  (``CheckpointEngineManager.update_weights`` calls ``build_process_group`` every time, base.py l.532: ``prepare``
+  allocates the two 2 GiB buffers, cupy's pool on the sender, ``torch.zeros`` on each receiver after the last
+  ``finalize`` emptied the cache; ``init_process_group`` opens a ZMQ subscriber and runs one barrier,
+  nccl_checkpoint_engine.py l.165-180 and l.279-312), but the NCCL communicator is created only while the group
+  is missing (``rebuild_group`` False by default, l.139 and l.297-300; ``finalize`` destroys it only under
+  ``rebuild_group``, l.182-193): milliseconds a sync, not the seconds of a cross-node ``ncclCommInitRank``.
 What is left is the link between that session's nodes, 1.2-1.8 GB/s per node. The PR does not state it, so the
 entries keep the card's default NIC.
 The publisher calls the full broadcast "bandwidth-bound" and says the HSDP batch of nodes "was roughly three times
@@ -404,6 +413,7 @@ def weight_sync_seconds(
     unshard_units: int = 0,
     trainer_group_ranks: int = 1,
     request_s: float = 0.0,
+    inner_shards: int = 1,
 ) -> SyncTime:
     """Seconds of one trainer -> engine weight update (module docstring).
 
@@ -439,6 +449,9 @@ def weight_sync_seconds(
     @9dbd9adc95a10f5946cceb36e1d5b31e2429e470), so the larger of the two counts; other paths add it.
     ``request_s``: host seconds of the engine's weight-update requests beyond the per-tensor cost, in
     ``per_tensor_s`` (verl into SGLang: ``sglang_tensor_request_seconds``).
+    ``inner_shards``: of the ``train_shards``, the ranks of the inner mesh dimension of a 2-D DTensor (FSDP2 over
+    tensor parallelism: the TP degree); its ``full_tensor()`` gathers that dimension first and the outer one second,
+    over the whole tensor (``dtensor_full_tensor_gather_seconds``). 1: one gather over all ``train_shards``.
     ``trainer_gather``: Megatron-Bridge's export on every training rank (``megatron_export_gather``, NeMo RL's
     Megatron refit; ``train_shards`` must then be 1). It runs per tensor while the buckets go out: colocated, the
     trainer's export and bucket fill of bucket k+1 run while the engine loads bucket k (``stream_weights_via_ipc_zmq_impl``
@@ -471,7 +484,15 @@ def weight_sync_seconds(
     gather_kw = {"weight_bytes": weight_bytes if gather_bytes is None else gather_bytes, "shards": train_shards,
                  "rates": rates, "crosses_nodes": bool(gpus_per_node and train_shards > gpus_per_node),
                  "nic_bytes_per_s": nic_bytes_per_s, "gpus_per_node": gpus_per_node}
-    gather = _gather_seconds(num_tensors=num_tensors, s_per_tensor=gather_s_per_tensor, **gather_kw)
+    if inner_shards < 1 or train_shards % inner_shards:
+        raise CardError(f"weight sync: inner_shards {inner_shards} must divide train_shards {train_shards}")
+    if inner_shards > 1 and gather_s_per_tensor is None:
+        gather = dtensor_full_tensor_gather_seconds(
+            gather_bytes=gather_kw["weight_bytes"], num_tensors=num_tensors, outer_shards=train_shards // inner_shards,
+            inner_shards=inner_shards, gpus_per_node=gpus_per_node or inner_shards, rates=rates,
+            nic_bytes_per_s=nic_bytes_per_s)
+    else:
+        gather = _gather_seconds(num_tensors=num_tensors, s_per_tensor=gather_s_per_tensor, **gather_kw)
     # FSDP1's SHARDED_STATE_DICT all-gathers each unit's flat parameter before the export walks the tensors; the
     # per-tensor gathers then run over the DTensor chunks it cut (FrameworkSync.unshards_fsdp1_state_dict)
     unshard = _gather_seconds(num_tensors=unshard_units, s_per_tensor=None, **gather_kw) if unshard_units else 0.0
@@ -675,6 +696,61 @@ def _gather_seconds(*, weight_bytes, num_tensors, shards, rates, crosses_nodes, 
             intra_link=collectives.IntraLink.of(nvlink=rates.nvlink))
     wire = collectives.all_gather_wire_seconds(total_bytes=weight_bytes, ranks=shards, bus_bytes_per_s=bus)
     return wire + num_tensors * (s_per_tensor or 0.0)
+
+
+DTENSOR_STRIDED_GRAPH_PLAN_SINCE = (2, 10)
+"""The torch release whose redistribute no longer plans FSDP2's column-parallel parameters greedily. FSDP2 gives a
+parameter whose FSDP and TP cuts fall on one dimension (column-parallel linears, the vocab-parallel embedding)
+``_StridedShard(0)`` on its FSDP dimension; from 2.10.0 ``DTensorSpec`` decodes that into a shard order in which
+the TP cut comes first (``_normalize_placements_into_shard_order``, torch/distributed/tensor/_dtensor_spec.py l.97,
+l.102-125), not the default order, and ``_gen_transform_infos_non_cached`` plans any non-default order with its
+graph-based search (``has_non_default_order`` -> ``use_graph_based_transform = True``, _redistribute.py l.757-763),
+pytorch/pytorch @449b1768410104d3ed79d3bcfe4ba1d65c7f22c0 (the 2.10.0 release; 2.11.0,
+@70d99e998b4955e0049d13a98d77ae1b14db1f45, adds ``has_strided_shard`` to the same test). The 2.7.0, 2.7.1 and 2.9.0
+releases (@134179474539648ba7dee1317959529fbd0e7f89, @e2d141dbde55c2a4370fac5165b0561b6af4798b,
+@0fabc3ba44823f257e70ce397d989c8de5e362c1) have no other planner: every parameter takes the greedy inner-first
+order (``dtensor_full_tensor_gather_seconds``). The graph search's choice is not read here, so a card pinned to
+2.10 or later (``software.torch``) keeps the one flat gather over all the shards."""
+
+
+def dtensor_full_tensor_gather_seconds(*, gather_bytes: float, num_tensors: int, outer_shards: int, inner_shards: int,
+                                       gpus_per_node: int, rates: DeviceRates,
+                                       nic_bytes_per_s: float = DEFAULT_INTER_NODE_BYTES_PER_S) -> float:
+    """Seconds of ``full_tensor()`` on every parameter of an FSDP2 x tensor-parallel model: ``num_tensors``
+    parameters, ``gather_bytes`` in all, on a 2-D mesh of ``outer_shards`` FSDP ranks by ``inner_shards`` TP ranks.
+
+    FSDP2 builds each parameter of a TP-sharded model on the 2-D mesh ``(dp, tp)``, the FSDP dimension outer
+    (``FSDPParam._init_sharded_param``: ``submesh_names = dp_mesh.mesh_dim_names + tp_mesh.mesh_dim_names``,
+    placements ``(Shard(0) or _StridedShard(0), tp placement)``, torch/distributed/fsdp/_fully_shard/_fsdp_param.py
+    l.285-329), and ``full_tensor()`` is ``redistribute([Replicate()] * mesh.ndim)`` (torch/distributed/tensor/
+    _api.py l.544-573), whose plan walks a sharded source's mesh dimensions from the inner one to the outer one
+    (``_gen_transform_infos_non_cached``: ``for mesh_dim in reversed(range(len(current_placements)))`` when
+    ``src_spec.num_shards > 1``, a target that is not a Shard taken at once, torch/distributed/tensor/
+    _redistribute.py l.92-127), all @134179474539648ba7dee1317959529fbd0e7f89 (the torch 2.7.0 release, NeMo RL
+    v0.3's pin). So the TP ranks gather first, each the FSDP shard of the tensor, and then the FSDP ranks gather
+    the whole tensor: each rank receives ``(outer − 1)/outer`` of every full parameter over the FSDP group's links.
+    The mesh fills a node with TP ranks first (``init_device_mesh`` in row-major order, TP innermost: NeMo RL's
+    ``(dp, cp, tp)`` mesh, nemo_rl/models/policy/dtensor_policy_worker.py l.264-266
+    @b1c86a816c5e2b4ca41ece193624a38dc62e6fdf), so with TP filling the node the FSDP group has one rank per node and
+    each rank's own NIC carries the whole model (``_group_bus``); a flat ring over all the ranks would cross at the
+    node's NICs together and move only ``1/inner`` of that per NIC. Each all-gather is priced by NCCL's tuner
+    (``collectives.all_gather_seconds``) at the mean tensor size. The plan of torch releases before
+    ``DTENSOR_STRIDED_GRAPH_PLAN_SINCE``."""
+    if min(num_tensors, outer_shards, inner_shards, gpus_per_node) < 1 or gather_bytes < 0:
+        raise CardError("weight sync: num_tensors, outer_shards, inner_shards, gpus_per_node >= 1 and gather_bytes >= 0")
+    per_tensor = gather_bytes / num_tensors
+    link = collectives.IntraLink.of(nvlink=rates.nvlink)
+    total = 0.0
+    # inner (TP) first: each rank assembles its FSDP shard; then outer (FSDP), the whole tensor
+    for ranks, stride, out_bytes in ((inner_shards, 1, per_tensor / outer_shards),
+                                     (outer_shards, inner_shards, per_tensor)):
+        if ranks <= 1:
+            continue
+        bus, _, nodes = _group_bus(rates=rates, ranks=ranks, stride=stride, node_gpus=gpus_per_node,
+                                   nic_bytes_per_s=nic_bytes_per_s)
+        total += collectives.all_gather_seconds(total_bytes=out_bytes, ranks=ranks, bus_bytes_per_s=bus, nodes=nodes,
+                                                intra_link=link)
+    return num_tensors * total
 
 
 @dataclass(frozen=True, slots=True)
@@ -905,7 +981,7 @@ def hf_tensors(spec: ModelSpec, *, fused_experts: bool = False) -> tuple[tuple[s
     dense = ([t("gate_proj", inter * h), t("gate_proj.bias", inter), t("up_proj", inter * h),
               t("up_proj.bias", inter), t("down_proj", h * inter), t("down_proj.bias", h)] if spec.mlp_bias
              else [t("gate_proj", inter * h), t("up_proj", inter * h), t("down_proj", h * inter)])
-    if spec.fused_projections:  # Phi-3: one gate_up_proj tensor (modeling_phi3.py l.54), then down_proj
+    if spec.fused_mlp:  # Phi-3 (modeling_phi3.py l.54), GLM-4: one gate_up_proj tensor, then down_proj
         dense = [t("gate_up_proj", 2 * inter * h), *([t("gate_up_proj.bias", 2 * inter)] if spec.mlp_bias else []),
                  t("down_proj", h * inter), *([t("down_proj.bias", h)] if spec.mlp_bias else [])]
     norms = [t(f"norm{k}", h) for k in range(spec.norms_per_layer)]
@@ -1057,13 +1133,18 @@ experts over NVLink in about 0.2 s); the NCCL latency of one broadcast per tenso
 one per bucket); the pause / flush / weight-version calls around the transfer (miles' published timings exclude
 the pause). The row that prices them, Qwen3-30B-A3B from a TP 4 / EP 8 trainer on 2 H100 nodes to two TP 8 SGLang
 engines on 2 more, 1 GB buckets, 2.67 s (radixark/miles docs/advanced/p2p-weight-transfer.md @748935dc, the NCCL
-column), plans at 3.31 s: 1.55 s of wire (61 GB through the sender's one NIC, the card's default) and 1.76 s of host
-cost (18,867 x 0.075 ms + 114 buckets x 3 ms). One NCCL latency per tensor instead of per bucket would add 18,867 x
+column), plans at 3.12 s: 1.54 s of wire (61 GB through the sender's one NIC, the card's default) and 1.59 s of host
+cost (18,867 x 0.075 ms + 57 buckets x 3 ms: the run's 1 GiB buckets, ``rollout.weight_sync_bucket_mib``; 3.31 s in
+miles' default 512 MiB ones). One NCCL latency per tensor instead of per bucket would add 18,867 x
 0.085 ms (``collectives.nccl_broadcast`` over 17 ranks on 3 nodes) = 1.6 s, more than the published total leaves beside the wire
 (about 1.1 s, at most 60 us a tensor all in): the broadcasts are enqueued back to back (``async_op=True``) behind
 the host's loop, so their fixed latency is not paid one after another the way that price assumes; the row does not
-say how much of it is. Both are the Megatron backend's paths; miles' FSDP backend (miles/backends/fsdp_utils/update_weight_utils.py)
-is not read."""
+say how much of it is. Pipeline stages: each stage's source rank broadcasts its own stage over its own group
+(``miles-pp_{pp_rank}``), but every bucket's broadcast and its engines' load run under the rollout manager's one lock
+(``_update_weight_implementation`` l.105-125 of broadcast.py, ``Lock`` actor at miles/ray/rollout/rollout_manager.py
+l.106 @748935dc7155d4990d02d62f6061c50ef8054051: "Serialize NCCL broadcasts"), so the stages' buckets go one after
+another and the plan sums them; only the stages' gathers and conversions, outside the lock, overlap. Both are the
+Megatron backend's paths; miles' FSDP backend (miles/backends/fsdp_utils/update_weight_utils.py) is not read."""
 
 SKYRL_COLOCATED = (
     ("colocate_all with weight_sync_backend nccl: CUDA IPC. Every trainer rank walks the exporter's 1 GiB buckets "

@@ -35,7 +35,8 @@ At the full rate (``HOST_S_PER_FORWARD_KERNEL``, 65 us) the per-kernel charge co
 (22.75 us a kernel) a Grace host's calls exceed it, an x86 host's do not.
 Backward (``te_backward_host_seconds``): dgrad and wgrad GEMMs, a ``LayerNormLinear`` adds the norm's backward
 (``KERNELS_PER_CALL``), against the backward CPU time per call (``TE_BACKWARD_HOST_S_GRACE``). A quantized (fp8) call
-is also charged its operand casts' kernels by the inventory (``QUANTIZED_EXTRA_KERNELS``), both ways.
+is also charged its operand casts' kernels by the inventory (``quantized_extra_kernels``: the card's recipe's
+casts), both ways.
 
 Which modules a Megatron-Core layer runs (NVIDIA/Megatron-LM @7094270c6fa1dbc6b2e99072171e3a559ca36d0f,
 megatron/core/models/gpt/gpt_layer_specs.py l.106-170 and l.297-322, moe_module_specs.py l.37-79): self-attention
@@ -64,7 +65,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from trainfit.compute.float8_casts import TRANSFORMER_ENGINE
+from trainfit.compute.float8_casts import TRANSFORMER_ENGINE, CastTraffic
 from trainfit.spec.model import ModelSpec
 
 TE_BACKWARD_HOST_S_GRACE = {
@@ -101,12 +102,17 @@ and a ``LayerNormLinear``'s norm backward."""
 FORWARD_KERNELS_PER_CALL = {"linear": 1, "layernorm_linear": 2}
 """Kernels of one call's forward that the per-kernel forward rate already charges: the GEMM, and a
 ``LayerNormLinear``'s norm."""
-QUANTIZED_EXTRA_KERNELS = {"forward": TRANSFORMER_ENGINE.input_forward_kernels,
-                           "backward": TRANSFORMER_ENGINE.backward_kernels}
-"""What a quantized (fp8) call adds to those: the operand casts the inventory charges every fp8 linear
-(``float8_casts.TRANSFORMER_ENGINE``: the input's amax and cast forward; the output gradient's amax and cast and the
-input's transpose backward), which the published quantized CPU time includes. The weight's casts, once per step
-under TE's cache, are left out (a share of a kernel per call)."""
+
+
+def quantized_extra_kernels(casts: CastTraffic | None) -> dict[str, int]:
+    """What a quantized call adds to those, by pass: the operand casts the inventory charges every quantized linear
+    under ``casts`` (the card's ``float8_casts.CastTraffic``; None: ``TRANSFORMER_ENGINE``'s per-tensor fp8 casts,
+    the input's amax and cast forward, the output gradient's amax and cast and the input's transpose backward;
+    ``TE_MXFP8``: one fused quantize each way; ``TE_NVFP4``: amax and quantize each way), which the published
+    quantized CPU time includes. The weight's casts, once per step under TE's cache, are left out (a share of a
+    kernel per call)."""
+    c = casts if casts is not None else TRANSFORMER_ENGINE
+    return {"forward": c.input_forward_kernels, "backward": c.backward_kernels}
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,30 +165,30 @@ def _excess_seconds(*, calls: TeLinearCalls, published: dict[tuple[str, bool], f
 
 
 def te_forward_host_seconds(*, calls: TeLinearCalls, quantized: bool, gpu_id: str,
-                            host_s_per_forward_kernel: float) -> float:
+                            host_s_per_forward_kernel: float, casts: CastTraffic | None = None) -> float:
     """Host seconds TE's Python forward adds to one forward pass beyond what the per-kernel rate charges (module
     docstring): per call, the published forward CPU time (Grace, or scaled to an x86 host) less
     ``host_s_per_forward_kernel`` for each of its kernels (``FORWARD_KERNELS_PER_CALL``; a quantized call's casts,
-    ``QUANTIZED_EXTRA_KERNELS``), never below 0; plus the
-    grouped linears' per-GEMM loop (``GROUPED_EXTRA_GEMM_HOST_S``). ``host_s_per_forward_kernel``: what
+    ``quantized_extra_kernels(casts)``, ``casts`` the card's cast traffic as the inventory charges it), never below 0;
+    plus the grouped linears' per-GEMM loop (``GROUPED_EXTRA_GEMM_HOST_S``). ``host_s_per_forward_kernel``: what
     ``training.pass_seconds`` charges a forward kernel, the rate times the kernel factor."""
     host, x86 = _host_scale(gpu_id)
     return calls.grouped_extra_gemms * GROUPED_EXTRA_GEMM_HOST_S["forward"] * x86 + _excess_seconds(
         calls=calls, published=TE_FORWARD_HOST_S_GRACE, kernels=FORWARD_KERNELS_PER_CALL,
-        extra_quantized=QUANTIZED_EXTRA_KERNELS["forward"], quantized=quantized, host_scale=host,
+        extra_quantized=quantized_extra_kernels(casts)["forward"], quantized=quantized, host_scale=host,
         host_s_per_kernel=host_s_per_forward_kernel)
 
 
 def te_backward_host_seconds(*, calls: TeLinearCalls, quantized: bool, gpu_id: str,
-                             host_s_per_backward_kernel: float) -> float:
+                             host_s_per_backward_kernel: float, casts: CastTraffic | None = None) -> float:
     """Host seconds TE's Python backward adds to one backward pass beyond what the per-kernel rate charges (module
     docstring): per call, the published backward CPU time (Grace, or scaled to an x86 host) less
     ``host_s_per_backward_kernel`` for each of its kernels (``KERNELS_PER_CALL``; a quantized call's casts,
-    ``QUANTIZED_EXTRA_KERNELS``), never below 0; plus the grouped
-    linears' per-GEMM loop. ``host_s_per_backward_kernel``: what ``training.pass_seconds`` charges a backward kernel,
+    ``quantized_extra_kernels(casts)``, ``casts`` the card's cast traffic as the inventory charges it), never below
+    0; plus the grouped linears' per-GEMM loop. ``host_s_per_backward_kernel``: what ``training.pass_seconds`` charges a backward kernel,
     the rate times the kernel factor."""
     host, x86 = _host_scale(gpu_id)
     return calls.grouped_extra_gemms * GROUPED_EXTRA_GEMM_HOST_S["backward"] * x86 + _excess_seconds(
         calls=calls, published=TE_BACKWARD_HOST_S_GRACE, kernels=KERNELS_PER_CALL,
-        extra_quantized=QUANTIZED_EXTRA_KERNELS["backward"], quantized=quantized, host_scale=host,
+        extra_quantized=quantized_extra_kernels(casts)["backward"], quantized=quantized, host_scale=host,
         host_s_per_kernel=host_s_per_backward_kernel)

@@ -16,7 +16,7 @@ bytes_written, launches, calls``): this module does not import the trace package
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Collection, Iterable
 
 from trainfit.compute.attention_time import attention_efficiency
 from trainfit.compute.gemm import gemm_seconds
@@ -26,8 +26,12 @@ from trainfit.compute.training import PassTime
 _BYTES = {"float32": 4, "float64": 8, "bfloat16": 2, "float16": 2}
 
 
-def traced_phase_seconds(records: Iterable[Any], *, rates: DeviceRates) -> dict[str, PassTime]:
-    """Seconds per traced phase (``forward``, ``backward`` incl. recompute, ``optimizer_step``), by phase name."""
+def traced_phase_seconds(records: Iterable[Any], *, rates: DeviceRates, sliding_layers: Collection[int] = (),
+                         sliding_window: int | None = None) -> dict[str, PassTime]:
+    """Seconds per traced phase (``forward``, ``backward`` incl. recompute, ``optimizer_step``), by phase name.
+    ``sliding_layers`` / ``sliding_window``: the model's windowed layers (``ModelSpec``); their attention records
+    whose keys exceed the window are priced without the exponential-unit factor (``exp_bound=False``, as
+    ``training.pass_seconds`` prices the windowed share)."""
     acc: dict[str, list[float]] = {}
     for r in records:
         a = acc.setdefault(r.phase, [0.0, 0.0, 0.0, 0.0])
@@ -37,8 +41,9 @@ def traced_phase_seconds(records: Iterable[Any], *, rates: DeviceRates) -> dict[
             a[0] += calls * gemm_seconds(m=m, n=n, k=k, groups=b, rates=rates, dtype_bytes=_BYTES.get(r.dtype, 2))
         elif r.category == "attention" and len(r.shape) == 7:
             backward = r.phase == "backward" and not r.recompute
+            windowed = (sliding_window is not None and r.layer in sliding_layers and r.shape[4] > sliding_window)
             eff = attention_efficiency(compute_capability=rates.compute_capability, seq_len=r.shape[4],
-                                       backward=backward)
+                                       backward=backward, exp_bound=not windowed)
             a[1] += calls * r.flops_causal / (rates.matmul_flops_per_s * eff)
         elif r.category == "memory":
             a[2] += calls * (r.bytes_read + r.bytes_written) / rates.hbm_bytes_per_s

@@ -37,17 +37,17 @@ from trainfit.compute.dist_optimizer import megatron_bucket_params
 from trainfit.compute.te_host import te_backward_host_seconds, te_forward_host_seconds, te_linear_calls
 from trainfit.compute.expert_loop import zero3_expert_gathers
 from trainfit.compute.gemm import gemm_seconds, grouped_mm_seconds, multi_stream_grouped_gemm_seconds
-from trainfit.compute.inventory import Adapter, ChainedRead, PassInventory, step_inventory
+from trainfit.compute.inventory import BACKWARD_KERNEL_FACTOR, Adapter, ChainedRead, PassInventory, step_inventory
 from trainfit.compute.moe_time import expert_token_shards
 from trainfit.compute.model_parallel import (ModelParallelComm, model_parallel_comm, pipeline_bubble_micro_steps,
                                             tied_embedding_grad_sync_s)
 from trainfit.compute.offload import deepspeed_zero12_offload_seconds, layer_offload_stall_seconds, offload_seconds
 from trainfit.compute.optimizer_time import optimizer_seconds, shard_params
 from trainfit.compute.rates import (
-    AUTOGRAD_RECORD_S_PER_FORWARD_KERNEL, FSDP2_UNIT_BACKWARD_HOST_S, FSDP2_UNIT_FORWARD_HOST_S,
+    FSDP2_UNIT_BACKWARD_HOST_S, FSDP2_UNIT_FORWARD_HOST_S,
     FSDP2_UNIT_GRAD_FORWARD_HOST_S, FSDP_UNIT_BACKWARD_HOST_S, FSDP_UNIT_FORWARD_HOST_S, FSDP_UNIT_GRAD_FORWARD_HOST_S,
     HF_ROOT_MODULES, ZERO3_MODULE_BACKWARD_HOST_S,
-    ZERO3_MODULE_FORWARD_HOST_S, ZERO3_REDUCE_BUCKET_HOST_S, DeviceRates,
+    ZERO3_MODULE_FORWARD_HOST_S, ZERO3_REDUCE_BUCKET_HOST_S, DeviceRates, nograd_forward_host_s_per_kernel,
 )
 from trainfit.spec.enums import MoeDispatcher, MoeRouting
 from trainfit.spec.model import ModelSpec
@@ -265,24 +265,28 @@ def l2_chained_bytes(chained_reads: tuple[ChainedRead, ...], *,
 
 def pass_seconds(inv: PassInventory, *, rates: DeviceRates, seq_len: float, backward: bool,
                  memory_factor: float = 1.0, kernel_factor: float = 1.0, attention_kernel: str = "auto",
-                 launch_blocking: bool = False) -> PassTime:
+                 launch_blocking: bool = False, attention_fp8: str = "") -> PassTime:
     """Time of one pass from its inventory (module docstring). ``memory_factor`` / ``kernel_factor``
     scale the memory-bound bytes and the kernel count (kernel fusion by a compiler); ``launch_blocking``: every
-    kernel launch waits for the kernel (``launch_blocking_syncs``)."""
+    kernel launch waits for the kernel (``launch_blocking_syncs``); ``attention_fp8``: fp8 attention's recipe
+    ("mxfp8" / "fp8", ``attention_time.fp8_attention_ratio``; "": bf16 attention)."""
     gemm = sum((multi_stream_grouped_gemm_seconds if g.launch_per_group else grouped_mm_seconds if g.grouped_kernel
                 else gemm_seconds)(
         m=g.m, n=g.n, k=g.k, groups=g.groups, rates=rates, dtype_bytes=g.dtype_bytes) * g.count for g in inv.gemms)
     win, hd = inv.window_attention_forward_flops, inv.attention_head_dim  # windowed layers at their key-loop length
     attn = (attention_seconds(forward_flops=inv.attention_forward_flops - win, seq_len=seq_len, rates=rates,
-                              backward=backward, head_dim=hd, kernel=attention_kernel)
+                              backward=backward, head_dim=hd, kernel=attention_kernel, fp8_recipe=attention_fp8)
             + attention_seconds(forward_flops=win, seq_len=inv.window_attention_seq, rates=rates, backward=backward,
-                                head_dim=hd, kernel=attention_kernel))
-    strided = inv.strided_bytes if memory_factor >= 1.0 else 0.0
+                                head_dim=hd, kernel=attention_kernel, exp_bound=False, fp8_recipe=attention_fp8))
+    # a compiler's fused kernels read contiguously; the strided reads of kernels it cannot fuse (part of both the
+    # fused and the strided bytes, inventory.PassInventory.fused_strided_bytes) keep the strided rate
+    bare_strided = inv.fused_strided_bytes
+    strided = inv.strided_bytes - bare_strided if memory_factor >= 1.0 else 0.0
     fused = inv.fused_bytes  # already counted as fused (inventory.PassInventory.fused_bytes): not scaled again
     # reads a chain of eager kernels finds in L2 (l2_chained_bytes); none once a compiler fuses the chain
     l2_contiguous, l2_strided = l2_chained_bytes(inv.chained_reads, rates=rates) if memory_factor >= 1.0 else (0.0, 0.0)
-    mem = ((inv.memory_bytes - strided - fused - l2_contiguous) * memory_factor + fused
-           + (strided - l2_strided) / STRIDED_BANDWIDTH_SHARE) / rates.hbm_bytes_per_s
+    mem = ((inv.memory_bytes - strided - fused - l2_contiguous) * memory_factor + fused - bare_strided
+           + (strided + bare_strided - l2_strided) / STRIDED_BANDWIDTH_SHARE) / rates.hbm_bytes_per_s
     if l2_contiguous or l2_strided:
         mem += (l2_contiguous + l2_strided / STRIDED_BANDWIDTH_SHARE) / rates.l2_read_bytes_per_s
     per_kernel = rates.host_s_per_backward_kernel if backward else rates.host_s_per_forward_kernel
@@ -447,6 +451,14 @@ class ModelParallel:
     """Transformer Engine userbuffers overlap the TP collectives with the GEMMs (``model_parallel`` docstring)."""
     pp_scatter_gather: bool = False
     """Megatron-LM's scatter/gather pipeline sends (``model_parallel.model_parallel_comm``)."""
+    sp_async_backward: bool = False
+    """Megatron-Core / Transformer Engine layers: without userbuffers the sequence-parallel backward hides the column
+    modules' input re-gather and gradient reduce-scatter behind their GEMMs (``model_parallel.te_sp_backward_pair_s``)."""
+    sp_gather_bytes_per_element: float = 0.0
+    """Bytes per element of the sequence-parallel all-gathers (Transformer Engine gathers the quantised tensor and its
+    scales; 0: the activation dtype)."""
+    frozen_weights: bool = False
+    """LoRA's frozen base linears: no wgrad GEMM, no input re-gather (``model_parallel.te_sp_backward_pair_s``)."""
     moe_dispatcher: MoeDispatcher = MoeDispatcher.ALLTOALL
     """How the EP group moves routed tokens (``compute.moe_dispatch``); DEEPEP reads the three fields below."""
     ep_ranks_per_node: int = 1
@@ -515,13 +527,18 @@ def train_step_time(
     trained_tensors: float, gathered_weight_bytes: float, count_scale: float = 1.0, memory_factor: float = 1.0,
     kernel_factor: float = 1.0, model_parallel: ModelParallel = ModelParallel(), attention_context: float | None = None,
     selective: str = "none", fp8: bool = False, fp8_weight_cache: bool = False, work_cv: float = 0.0,
-    expert_params: float = 0.0, causal_skip: bool = True, fused_cross_entropy: bool = False,
+    expert_params: float = 0.0, causal_skip: bool = True, window_mask: bool = False,
+    sdpa_copy_bytes_per_token: float = 0.0, sdpa_copy_kernels: int = 0,
+    window_mask_dtype_bytes: float = 2.0, fused_cross_entropy: bool = False,
     compiled_cross_entropy: bool = False, fp8_params: bool = False, fp8_param_transpose: bool = True,
+    fp8_param_transpose_every_micro: bool = False,
     recompute_layer_share: float = 1.0, packed_flash_syncs: bool = False, expert_loop: bool = False,
     expert_loop_every: bool = False,
     zero3_expert_leaf: bool = True, fsdp2_copies: bool = False, fp8_casts: CastTraffic | None = None,
+    fp8_layer_share: float = 1.0,
     megatron_experts: bool = False, expert_streams: bool = False, recompute_modules: tuple[str, ...] = (),
-    unpad_call_syncs: bool = False, attention_kernel: str = "auto", vocab_chunk_columns: int = 0, nemo_rl_loss: str = "", loss_sequences: float = 1.0,
+    unpad_call_syncs: bool = False, attention_kernel: str = "auto", attention_fp8: str = "",
+    vocab_chunk_columns: int = 0, nemo_rl_loss: str = "", loss_sequences: float = 1.0,
     head: bool = True, scan_syncs: float = 0.0, rope_loop_samples: float = 0.0, rope_loop_context_parallel: int = 1,
     loss_input_copy: bool = False, loss_input_slice_backward: bool = False,
     a2a_thd_sequences: float = 0.0, te_layers: bool = False, launch_blocking: bool = False,
@@ -541,7 +558,8 @@ def train_step_time(
     ``is_first_microbatch`` cache, ``inventory.step_inventory``); ``fp8_params``: fp8 primary weights (``memory.fp8``):
     no weight casts (the optimizer step writes the fp8 weights: ``optimizer.weight_bytes`` is then their mean bytes,
     which the data-parallel all-gather moves too), their transpose once per step where ``fp8_param_transpose``
-    (TE ``post_all_gather_processing`` on GPUs without non-TN fp8 GEMMs);
+    (TE ``post_all_gather_processing`` on GPUs without non-TN fp8 GEMMs), every micro-step where
+    ``fp8_param_transpose_every_micro`` (Megatron-FSDP: after each backward all-gather, ``memory.fp8``);
     ``work_cv``: relative spread of one micro-batch's tokens across the data-parallel ranks (variable-length RL
     sequences, ``collectives.micro_batch_token_cv``; 0 for fixed-length training data). The ranks run in lockstep,
     so the slowest rank's device time, with its extra tokens and the per-GPU speed spread
@@ -550,7 +568,8 @@ def train_step_time(
     ``expert_params``: the routed-expert parameters among ``trained_params``, reduced and optimizer-sharded over
     ``parallel.expert_ranks`` (``collectives.exposed_data_parallel`` / ``exposed_sharded``,
     ``optimizer_time.shard_params``; HSDP keeps them with the dense parameters);
-    ``attention_context`` / ``causal_skip``: as ``inventory.step_inventory`` (context parallel; packed rows with
+    ``attention_context`` / ``causal_skip`` / ``window_mask`` / ``window_mask_dtype_bytes`` / ``sdpa_copy_*``: as
+    ``inventory.step_inventory`` (context parallel; packed rows with
     per-sample attention, ``attention_time`` module docstring); ``fused_cross_entropy``: as ``inventory.step_inventory``
     (flash-attn's loss kernel); ``compiled_cross_entropy``: as ``inventory.step_inventory`` (the eager loss under
     torch.compile, ``loss.compiled``); ``packed_flash_syncs``: as ``inventory.step_inventory`` (packed rows in
@@ -560,6 +579,7 @@ def train_step_time(
     over every expert, as there); under ZeRO-3 without
     ``zero3_expert_leaf`` each expert linear is then gathered on its own (``expert_loop.zero3_expert_gathers``);
     ``fp8_casts``: who casts the fp8 linears' operands (``float8_casts.cast_traffic``; None: Transformer Engine);
+    ``fp8_layer_share``: the share of the decoder layers run quantised (``inventory.step_inventory``);
     ``megatron_experts``: the routed experts are Megatron-Core's ``TEGroupedMLP`` (``inventory.step_inventory``:
     gpt-oss's eager clamp and per-expert bias loop, ``moe_time.megatron_expert_elementwise``); ``expert_streams``:
     outside Megatron-Core the routed GEMMs loop one cuBLAS GEMM per local expert (``MoeExperts.GROUPED_STREAMS``);
@@ -570,7 +590,8 @@ def train_step_time(
     @92c8482e6dcd11c3666c61bb8d1f7e8d0730ed13); core_attn's context-parallel exchange as ``selective``'s;
     ``unpad_call_syncs``: as ``inventory.step_inventory`` (llm-foundry before v0.5.0 unpads in every attention call);
     ``attention_kernel``: the fused attention kernel's rates (``attention_time`` module docstring; auto: the
-    architecture's default); ``vocab_chunk_columns``: as ``inventory.step_inventory`` (prime-rl's chunked log-prob
+    architecture's default); ``attention_fp8``: fp8 attention's recipe (``pass_seconds``); ``vocab_chunk_columns``:
+    as ``inventory.step_inventory`` (prime-rl's chunked log-prob
     head, ``prime_rl_head``); ``nemo_rl_loss`` / ``loss_sequences``: as ``inventory.step_inventory`` (NeMo RL's
     per-sequence GRPO loss, ``nemo_rl_pg_loss``); ``head``: False when the timed pipeline rank holds no output head
     (``plan.time.timed_rank_holds_head``): its final norm, head and loss are not timed; ``scan_syncs``: host-synchronising
@@ -590,11 +611,14 @@ def train_step_time(
     gradient_checkpointing = gradient_checkpointing or selective != "none" or bool(recompute_modules)
     inv = step_inventory(spec, micro_batch_size=micro_batch_size, seq_len=seq_len, adapter=adapter,
                          eager_attention=eager_attention, attention_context=attention_context, causal_skip=causal_skip,
+                         window_mask=window_mask, window_mask_dtype_bytes=window_mask_dtype_bytes,
+                         sdpa_copy_bytes_per_token=sdpa_copy_bytes_per_token, sdpa_copy_kernels=sdpa_copy_kernels,
                          sequence_shards=mp.tp if mp.sequence_parallel else 1, fp8=fp8,
                          fp8_weight_casts=_fp8_weight_casts(fp8=fp8, fp8_params=fp8_params,
                                                             fp8_weight_cache=fp8_weight_cache, micro_steps=micro_steps),
-                         fp8_weight_transposes=(1.0 / max(1, micro_steps) if fp8_param_transpose else 0.0)
-                         if fp8 and fp8_params else None,
+                         fp8_weight_transposes=(
+                             (1.0 if fp8_param_transpose_every_micro else 1.0 / max(1, micro_steps))
+                             if fp8_param_transpose else 0.0) if fp8 and fp8_params else None,
                          expert_parallel=mp.ep, expert_token_shards=expert_token_shards(
                              tp=mp.tp, etp=mp.etp, ep=mp.ep, sequence_parallel=mp.sequence_parallel),
                          moe_dispatcher=mp.moe_dispatcher, fused_cross_entropy=fused_cross_entropy,
@@ -602,13 +626,14 @@ def train_step_time(
                          loss_input_copy=loss_input_copy, loss_input_slice_backward=loss_input_slice_backward,
                          expert_loop=expert_loop,
                          expert_loop_every=expert_loop_every, fp8_casts=fp8_casts, megatron_experts=megatron_experts,
+                         fp8_layer_share=fp8_layer_share,
                          expert_streams=expert_streams, unpad_call_syncs=unpad_call_syncs,
                          expert_bias_probs_grad=mp.moe_routing is not MoeRouting.CONSECUTIVE,
                          vocab_chunk_columns=vocab_chunk_columns, nemo_rl_loss=nemo_rl_loss, loss_sequences=loss_sequences,
                          rope_loop_samples=rope_loop_samples, rope_loop_context_parallel=rope_loop_context_parallel,
-                         a2a_thd_sequences=a2a_thd_sequences)
+                         a2a_thd_sequences=a2a_thd_sequences, attention_fp8=attention_fp8)
     kw = dict(rates=rates, seq_len=attention_context or seq_len, memory_factor=memory_factor, kernel_factor=kernel_factor,
-              attention_kernel=attention_kernel, launch_blocking=launch_blocking)
+              attention_kernel=attention_kernel, launch_blocking=launch_blocking, attention_fp8=attention_fp8)
     head_fwd = pass_seconds(inv.head_forward, backward=False, **kw) if head else ZERO_PASS
     head_bwd = pass_seconds(inv.head_backward, backward=True, **kw) if head else ZERO_PASS
     # the decoder layers' passes: the host hooks below are theirs; the head joins each pass after them (sequenced)
@@ -628,11 +653,11 @@ def train_step_time(
         # the published CPU time exceeds the per-kernel rate pass_seconds charged for its kernels by (the rate times
         # kernel_factor); the grouped linears loop over their GEMMs in Python both ways (compute.te_host)
         calls = te_linear_calls(spec)
-        te_fwd_s = te_forward_host_seconds(calls=calls, quantized=fp8, gpu_id=rates.gpu_id,
+        te_fwd_s = te_forward_host_seconds(calls=calls, quantized=fp8, gpu_id=rates.gpu_id, casts=fp8_casts,
                                            host_s_per_forward_kernel=rates.host_s_per_forward_kernel * kernel_factor)
         fwd = hosted(fwd, hooks_s=te_fwd_s)
         bwd = hosted(bwd, hooks_s=te_backward_host_seconds(
-            calls=calls, quantized=fp8, gpu_id=rates.gpu_id,
+            calls=calls, quantized=fp8, gpu_id=rates.gpu_id, casts=fp8_casts,
             host_s_per_backward_kernel=rates.host_s_per_backward_kernel * kernel_factor))
         if gradient_checkpointing and selective == "none" and not recompute_modules:
             # full recompute re-runs every checkpointed layer's forward, its TE calls with it
@@ -654,15 +679,18 @@ def train_step_time(
         # ... and its pre- and post-backward hooks (unshard and prefetch, the gradient's cast, reduce-scatter and
         # accumulation) in every backward, from the autograd engine's thread
         bwd = hosted(bwd, hooks_s=fsdp_units(spec) * unit_bwd_s)
-    if parallel.strategy == "zero3" and parallel.ranks > 1:
-        # DeepSpeed ZeRO-3 hooks every submodule (fetch / release / prefetch bookkeeping): rates.ZERO3_MODULE_*_HOST_S
+    if parallel.strategy == "zero3":
+        # DeepSpeed ZeRO-3 hooks every submodule (fetch / release / prefetch bookkeeping): rates.ZERO3_MODULE_*_HOST_S,
+        # on one rank too (zero3_hooks_on_one_rank)
         modules = zero3_hooked_modules(spec, expert_loop=expert_loop,
                                        leaf=zero3_expert_leaf)
         fwd = hosted(fwd, hooks_s=modules * ZERO3_MODULE_FORWARD_HOST_S)
-        # ... and flushes its gradient reduce buckets from the backward's hooks: ZERO3_REDUCE_BUCKET_HOST_S each
+        # ... and flushes its gradient reduce buckets from the backward's hooks: ZERO3_REDUCE_BUCKET_HOST_S each, on
+        # more than one rank only (the rate was taken from multi-rank runs; the one-rank measurement,
+        # ZERO3_HOOKS_ON_ONE_RANK, timed the per-module hooks, not the bucket flush)
         buckets = (zero3_reduce_buckets(grad_numels=tuple(n for g in parallel.zero3_grad_groups for n in g),
                                         bucket_numel=parallel.zero3_bucket_numel)
-                   if parallel.zero3_grad_groups and parallel.zero3_bucket_numel > 0 else 0)
+                   if parallel.zero3_grad_groups and parallel.zero3_bucket_numel > 0 and parallel.ranks > 1 else 0)
         buckets_s = max(0, buckets - 1) * ZERO3_REDUCE_BUCKET_HOST_S
         bwd = hosted(bwd, hooks_s=modules * ZERO3_MODULE_BACKWARD_HOST_S + buckets_s)
         if gradient_checkpointing:  # the recomputed layers' modules run their forward hooks again
@@ -1063,6 +1091,25 @@ def _expert_bus(rates: DeviceRates, parallel: Parallel, eranks: int) -> float:
                                      local_ranks=min(eranks, parallel.expert_gpus_per_node))
 
 
+def column_gemm_shares(spec: ModelSpec, *, moe_layers: int) -> tuple[float, float]:
+    """The QKV and fc1 (column-parallel) modules' shares of a mean layer's linear GEMM FLOPs (their weights' share
+    of the layer's active linear weights; an MoE layer's top-k experts and shared expert count as its MLP), for
+    ``model_parallel.te_sp_backward_pair_s``; the attention core and the head are not in the denominator."""
+    h, g = spec.hidden_size, (3 if spec.mlp_gated else 2)
+    qkv, proj = h * (spec.q_dim + 2 * spec.kv_dim), spec.q_dim * h
+    dense_mlp = g * h * spec.intermediate_size
+    layers = max(1, spec.num_layers)
+    moe_mlp = 0.0
+    if spec.moe is not None and moe_layers:
+        m = spec.moe
+        moe_mlp = g * h * (m.experts_per_token * m.expert_intermediate_size + m.shared_expert_intermediate_size)
+    dense_layers = layers - moe_layers
+    mean_layer = qkv + proj + (dense_layers * dense_mlp + moe_layers * moe_mlp) / layers
+    if mean_layer <= 0:
+        return 0.0, 0.0
+    return qkv / mean_layer, (dense_mlp * (g - 1) / g) / mean_layer
+
+
 def model_parallel_comm_of(spec: ModelSpec, mp: ModelParallel, *, tokens: float, rates: DeviceRates, recompute: bool,
                            fwd: PassTime = ZERO_PASS, bwd: PassTime = ZERO_PASS,
                            recompute_collectives: bool = True, micro_steps: int = 1,
@@ -1075,6 +1122,7 @@ def model_parallel_comm_of(spec: ModelSpec, mp: ModelParallel, *, tokens: float,
     ``launch_blocking``: ``CUDA_LAUNCH_BLOCKING=1``, nothing hidden, ``model_parallel.model_parallel_comm``)."""
     full = max(1, spec.num_full_attention_layers)
     moe_layers = sum(1 for i in range(spec.num_layers) if spec.moe.is_moe_layer(i)) if spec.moe else 0
+    attention_column_share, mlp_column_share = column_gemm_shares(spec, moe_layers=moe_layers)
     return model_parallel_comm(
         tokens=tokens, hidden=spec.hidden_size, q_dim=mp.full_q_dim or spec.q_dim, kv_dim=mp.full_kv_dim or spec.kv_dim,
         layers=spec.num_layers, attention_layers=spec.num_full_attention_layers, moe_layers=moe_layers,
@@ -1087,6 +1135,9 @@ def model_parallel_comm_of(spec: ModelSpec, mp: ModelParallel, *, tokens: float,
         experts=spec.moe.num_experts * mp.ep if spec.moe else 0, sequence_parallel=mp.sequence_parallel,
         recompute_collectives=recompute_collectives, tp_comm_overlap=mp.tp_comm_overlap,
         expert_recompute=expert_recompute, pp_scatter_gather=mp.pp_scatter_gather, launch_blocking=launch_blocking,
+        sp_async_backward=mp.sp_async_backward, sp_gather_bytes_per_element=mp.sp_gather_bytes_per_element,
+        attention_column_share=attention_column_share, mlp_column_share=mlp_column_share,
+        frozen_weights=mp.frozen_weights,
         gemm_forward_s=fwd.gemm_s, gemm_backward_s=bwd.gemm_s, moe_dispatcher=mp.moe_dispatcher,
         ep_ranks_per_node=mp.ep_ranks_per_node, ep_nic_bytes_per_s=mp.ep_nic_bytes_per_s,
         ep_nvlink_bytes_per_s=mp.ep_nvlink_bytes_per_s, moe_groups=spec.moe.n_group if spec.moe else 1,
@@ -1100,6 +1151,23 @@ def fsdp_units(spec: ModelSpec) -> int:
     """Units of a torch FSDP model whose hooks run in every forward: one per decoder layer (the wrap policy's
     ``_no_split_modules``, or ``fully_shard`` per layer) and the root (embedding, final norm, head)."""
     return spec.num_layers + 1
+
+
+ZERO3_HOOKS_ON_ONE_RANK = (
+    "A DeepSpeed ZeRO-3 engine on one rank pays its per-module hooks as on eight: DeepSpeedZeRoOffload.__init__ calls"
+    " setup_zero_stage3_hooks whatever the world size (deepspeedai/DeepSpeed deepspeed/runtime/zero/parameter_offload.py"
+    " l.269 and l.343-355 @1d35db76a07b9aba002ddb98d793ec148275c6cf, v0.13.1; DeepSpeedZeroOptimizer_Stage3 builds it"
+    " unconditionally, stage3.py l.177), and fetch_sub_module / release_sub_module keep their bookkeeping there; only"
+    " the parameter all-gather takes its one-partition path. Measured, not fitted: tools/measure_zero3_one_rank_hooks.py"
+    " (a fake process group of 1 or of 8 ranks, the rates' transformers 5.24 Qwen2 of 8 layers, 111 modules, ZeRO-3"
+    " engine vs plain, deepspeed 0.19.8, torch 2.13.0+cpu, one thread, best of 8 interleaved rounds of 10, two runs"
+    " each, 2026-12-03): per module, grad forward 162 / 174 us on one rank against 188 us on eight (a second 8-rank"
+    " run, 497, was taken under load), backward 154 / 170 against 170 us: the 8-rank rates (175 / 160 us) are"
+    " charged as they are")
+"""Why ``train_step_time`` and ``forward_only_time`` charge ``rates.ZERO3_MODULE_*_HOST_S`` on one rank (a card that
+states zero3 on one GPU: Qwen (1.0)'s finetune_ds.sh on a single A100). The gather, its reduce-scatter, the
+backward's wait on it (``zero3_coupled_seconds``) and the reduce-bucket flush (``rates.ZERO3_REDUCE_BUCKET_HOST_S``,
+not measured on one rank) stay multi-rank only."""
 
 
 def zero3_hooked_modules(spec: ModelSpec, *, expert_loop: bool = False, leaf: bool = True) -> int:
@@ -1228,36 +1296,40 @@ def forward_only_time(
     gathered_weight_bytes: float = 0.0, count_scale: float = 1.0, memory_factor: float = 1.0,
     kernel_factor: float = 1.0, attention_context: int | None = None, expert_parallel: int = 1,
     expert_token_shards: float = 1.0, fp8: bool = False, fp8_weight_cache: bool = False, fp8_params: bool = False,
+    fp8_casts: CastTraffic | None = None, fp8_layer_share: float = 1.0,
     packed_flash_syncs: bool = False, expert_loop: bool = False, zero3_expert_leaf: bool = True,
     hooked_units: int = 0, fsdp2_copies: bool = False, unshard_once: bool = False, expert_loop_every: bool = False,
     attention_kernel: str = "auto", nemo_rl_loss: str = "", loss_sequences: float = 1.0,
     fused_cross_entropy: bool = False, megatron_experts: bool = False, expert_streams: bool = False, head: bool = True,
     entropy_bytes_per_logit: float = 0.0, entropy_kernels: int = 0,
     rope_loop_samples: float = 0.0, rope_loop_context_parallel: int = 1, a2a_thd_sequences: float = 0.0,
-    te_layers: bool = False,
+    te_layers: bool = False, window_mask: bool = False, window_mask_dtype_bytes: float = 2.0,
+    attention_fp8: str = "",
 ) -> PassTime:
     """A no-grad forward over ``micro_steps`` micro-batches (log-probs, values, rewards) on one GPU:
     the layers and the head (the log-softmax and gather cost about what the loss does), plus the
     per-layer all-gathers a sharded model leaves exposed. ``expert_parallel`` / ``expert_token_shards``: as
     ``inventory.step_inventory`` (an expert-parallel shard's router and dispatch). ``fp8`` / ``fp8_weight_cache``:
     as ``train_step_time`` (a model trained in fp8 runs its no-grad forwards in fp8 too: Megatron-Core's fp8
-    context wraps every forward, torchao's Float8Linear is the module); ``fp8_params``: fp8 primary weights, as
+    context wraps every forward, torchao's Float8Linear is the module; ``fp8_casts``: who casts, as
+    ``train_step_time``); ``fp8_params``: fp8 primary weights, as
     ``train_step_time``: no weight casts (the optimizer step writes the fp8 weights: Megatron fp8_utils.py
     quantize_param_shard l.396-453 @d98e8a64), and a forward needs no weight transpose; ``packed_flash_syncs``,
     ``expert_loop`` / ``expert_loop_every``: as ``train_step_time`` (the loop's per-expert GEMMs, kernels and host syncs; a no-grad pass
     holds no ZeRO-3 expert gathers beyond the sharded weights' own all-gather below).
 
-    Host per kernel: the forward's rate less autograd recording (``rates.AUTOGRAD_RECORD_S_PER_FORWARD_KERNEL``, a
-    measured absolute share). ``hooked_units``: FSDP units whose forward hooks run in every micro-batch (a sharded
-    model not unsharded before the pass: verl's ``compute_log_prob`` loops ``_forward_micro_batch`` under
-    ``torch.no_grad()`` on the FSDP module, volcengine/verl verl/workers/actor/dp_actor.py l.179-225
+    Host per kernel: ``rates.nograd_forward_host_s_per_kernel`` (the training steps' identified
+    forward-plus-backward sum split by the CPU-measured per-op ratios of a grad forward, its backward and a no-grad
+    forward). ``hooked_units``: FSDP units whose forward hooks run in every micro-batch (a sharded model not
+    unsharded before the pass: verl's ``compute_log_prob`` loops ``_forward_micro_batch`` under ``torch.no_grad()``
+    on the FSDP module, volcengine/verl verl/workers/actor/dp_actor.py l.179-225
     @2c8b2b995f36a7cd159b5a9beb5d5ed37cae0fc1, l.418-472 @b178a3cd56f58b2d502255daba591e92833930a7), each
-    ``fsdp_unit_host_seconds(grad=False)`` (FSDP1's or FSDP2's, ``parallel.fsdp2``) of host time per micro-batch
-    on top of the kernels' (0: unsharded, or kept unsharded across the pass, ``unshard_once``). NeMo RL's
-    ``unshard_fsdp2_model`` does not keep it so: its layers are resharded after every micro-batch's forward
-    (the RL log-prob passes count these units for its DTensor policy), so its passes pay the hooks too.
+    ``fsdp_unit_host_seconds(grad=False)`` (FSDP1's or FSDP2's, ``parallel.fsdp2``) of host time per micro-batch on
+    top of the kernels' (0: unsharded, or kept unsharded across the pass, ``unshard_once``). NeMo RL's
+    ``unshard_fsdp2_model`` does not keep it so: its layers are resharded after every micro-batch's forward (the RL
+    log-prob passes count these units for its DTensor policy), so its passes pay the hooks too.
     ``attention_kernel``: as ``train_step_time``.
-    Strategy zero3 over more than one rank: a DeepSpeed engine's per-module hooks, ``zero3_hooked_modules`` x
+    Strategy zero3 (one rank too, ``ZERO3_HOOKS_ON_ONE_RANK``): a DeepSpeed engine's per-module hooks, ``zero3_hooked_modules`` x
     ``rates.ZERO3_MODULE_FORWARD_HOST_S`` per micro-batch, the experts counted as ``train_step_time`` counts them
     (fused; under ``expert_loop`` every expert's modules, or the block alone where ``zero3_expert_leaf``).
 
@@ -1282,35 +1354,44 @@ def forward_only_time(
     and kernels on the head; 0: none. Not for a value or reward head (``spec.head_outputs``). ``rope_loop_samples`` /
     ``rope_loop_context_parallel`` / ``a2a_thd_sequences``: as ``train_step_time`` (Megatron-Core's per-sample thd
     RoPE loop and Transformer Engine's a2a thd reorders run in the forward whether or not it records a graph).
-    ``te_layers``: as ``train_step_time`` (the forward's share, against the no-grad per-kernel rate charged)."""
+    ``te_layers``: as ``train_step_time`` (the forward's share, against the no-grad per-kernel rate charged).
+    ``window_mask``: as ``inventory.step_inventory`` (the sliding-window layers run SDPA with transformers'
+    materialised window mask, which ``_ignore_causal_mask_sdpa`` builds whether or not the pass records a graph:
+    every key block of those layers and the mask's conversion; ``memory.attention.sdpa_window_masked``);
+    ``window_mask_dtype_bytes``: as ``train_step_time``. ``attention_fp8``: as ``train_step_time`` (Transformer
+    Engine's fp8 attention runs in every forward under the fp8 autocast, a no-grad one included: its casts and the fp8
+    kernel's rate)."""
     inv = step_inventory(spec, micro_batch_size=micro_batch_size, seq_len=seq_len, adapter=adapter,
+                         window_mask=window_mask, window_mask_dtype_bytes=window_mask_dtype_bytes,
                          eager_attention=eager_attention, attention_context=attention_context,
                          expert_parallel=expert_parallel, expert_token_shards=expert_token_shards, fp8=fp8,
                          fp8_weight_casts=_fp8_weight_casts(fp8=fp8, fp8_params=fp8_params,
                                                             fp8_weight_cache=fp8_weight_cache, micro_steps=micro_steps),
-                         packed_flash_syncs=packed_flash_syncs, expert_loop=expert_loop,
+                         fp8_casts=fp8_casts, fp8_layer_share=fp8_layer_share, packed_flash_syncs=packed_flash_syncs, expert_loop=expert_loop,
                          expert_loop_every=expert_loop_every, nemo_rl_loss=nemo_rl_loss,
                          loss_sequences=loss_sequences, fused_cross_entropy=fused_cross_entropy,
                          megatron_experts=megatron_experts, expert_streams=expert_streams,
                          rope_loop_samples=rope_loop_samples, rope_loop_context_parallel=rope_loop_context_parallel,
-                         a2a_thd_sequences=a2a_thd_sequences)
+                         a2a_thd_sequences=a2a_thd_sequences, attention_fp8=attention_fp8)
     if entropy_bytes_per_logit and spec.head_outputs is None:
         logits = float(micro_batch_size) * seq_len * spec.vocab_size
         inv = replace(inv, head_forward=replace(
             inv.head_forward, memory_bytes=inv.head_forward.memory_bytes + entropy_bytes_per_logit * logits,
             kernels=inv.head_forward.kernels + entropy_kernels))
-    no_grad = replace(rates, host_s_per_forward_kernel=max(
-        0.0, rates.host_s_per_forward_kernel - AUTOGRAD_RECORD_S_PER_FORWARD_KERNEL))
+    no_grad = replace(rates, host_s_per_forward_kernel=nograd_forward_host_s_per_kernel(
+        host_s_per_forward_kernel=rates.host_s_per_forward_kernel,
+        host_s_per_backward_kernel=rates.host_s_per_backward_kernel, backward_kernel_factor=BACKWARD_KERNEL_FACTOR))
     kw = dict(rates=no_grad, seq_len=attention_context or seq_len, memory_factor=memory_factor,
-              kernel_factor=kernel_factor, backward=False, attention_kernel=attention_kernel)
+              kernel_factor=kernel_factor, backward=False, attention_kernel=attention_kernel,
+              attention_fp8=attention_fp8)
     one = pass_seconds(inv.layers_forward, **kw).scaled(count_scale)  # the layers' hooks below, then the head (sequenced)
     head_one = (pass_seconds(inv.head_forward, **kw) if head else ZERO_PASS).scaled(count_scale)
     one = _with_host_seconds(one, hooks_s=hooked_units * fsdp_unit_host_seconds(fsdp2=parallel.fsdp2, grad=False)[0])
     if te_layers:  # Transformer Engine's Python forward beyond the per-kernel rate charged (compute.te_host)
         one = _with_host_seconds(one, hooks_s=te_forward_host_seconds(
-            calls=te_linear_calls(spec), quantized=fp8, gpu_id=rates.gpu_id,
+            calls=te_linear_calls(spec), quantized=fp8, gpu_id=rates.gpu_id, casts=fp8_casts,
             host_s_per_forward_kernel=no_grad.host_s_per_forward_kernel * kernel_factor))
-    if parallel.strategy == "zero3" and parallel.ranks > 1:  # a DeepSpeed ZeRO-3 engine's per-module hooks
+    if parallel.strategy == "zero3":  # a DeepSpeed ZeRO-3 engine's per-module hooks, one rank too
         modules = zero3_hooked_modules(spec, expert_loop=expert_loop,
                                        leaf=zero3_expert_leaf)
         one = _with_host_seconds(one, hooks_s=modules * ZERO3_MODULE_FORWARD_HOST_S)

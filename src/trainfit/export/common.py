@@ -100,7 +100,7 @@ def mixed_precision(card: RunCard) -> str:
     # fp8: accelerate's mixed_precision "fp8" needs a backend config (TE / torchao) this export does not write;
     # the non-GEMM ops run in bf16 and the round trip lists precision.compute as lost
     return {ComputeDtype.BF16: "bf16", ComputeDtype.FP16: "fp16", ComputeDtype.FP32: "no",
-            ComputeDtype.FP8: "bf16"}[card.precision.compute]
+            ComputeDtype.FP8: "bf16", ComputeDtype.FP4: "bf16"}[card.precision.compute]
 
 
 def torch_dtype_name(card: RunCard) -> str:
@@ -204,15 +204,19 @@ def shared_notes(card: RunCard, target: str, *, megatron_has: set[str] | None = 
         notes.append(f"precision.fp8_params: {target} has no setting for fp8 primary weights (Transformer Engine"
                      " fp8_model_init, Megatron fp8_param / fp8_param_gather); not written, the file keeps bf16 weights"
                      " beside their fp8 copies (use --to verl or nemo-rl)")
+    if p.fp8_attention and target != "verl":
+        notes.append(f"precision.fp8_attention: {target} has no setting for Transformer Engine's fp8 attention"
+                     " (Megatron-Core fp8_dot_product_attention); not written, attention runs bf16 (use --to verl)")
     if non_default(card, "parallel.compile") and card.parallel.compile and target in ("verl", "openrlhf"):
         notes.append(f"parallel.compile: {target} has no torch.compile switch for the trained model here")
     if target in ("accelerate", "trl", "deepspeed"):  # the model-parallel targets say their own
         from trainfit.export.parallel import missing_parallel_notes
 
-        if p.compute is ComputeDtype.FP8:
-            notes.append(f"precision.compute fp8 ({p.fp8_recipe.value if p.fp8_recipe else '?'}): the {target} export"
-                         " writes bf16 mixed precision; fp8 GEMMs need a Transformer Engine or torchao recipe it does not"
-                         " write (use --to verl, nemo-rl or torchtitan)")
+        if p.compute.quantized_gemms:
+            c, r = p.compute.value, p.gemm_recipe.value if p.gemm_recipe else "?"
+            notes.append(f"precision.compute {c} ({r}): the {target} export writes bf16 mixed precision; {c} GEMMs"
+                         " need a Transformer Engine or torchao recipe it does not write (use --to verl, nemo-rl or"
+                         " torchtitan)")
         notes.extend(missing_parallel_notes(card, target, has={"tensor_parallel"} if target == "deepspeed" else set()))
         if card.parallel.selective_checkpointing.value != "none":
             notes.append(f"parallel.selective_checkpointing {card.parallel.selective_checkpointing.value}: {target} has no"
@@ -357,6 +361,8 @@ def plan_facts(card: RunCard) -> dict[str, Any]:
         "precision.optimizer": p.optimizer.value, "precision.optimizer_states": p.optimizer_states.value,
         "precision.optimizer_impl": p.optimizer_impl.value, "precision.optimizer_in_backward": p.optimizer_in_backward,
         "precision.fp8_recipe": p.fp8_recipe.value if p.fp8_recipe else None, "precision.fp8_params": p.fp8_params,
+        "precision.fp8_attention": p.fp8_attention,
+        "precision.fp4_recipe": p.fp4_recipe.value if p.fp4_recipe else None, "precision.fp4_params": p.fp4_params,
     })
     hw = card.hardware
     for k in ("gpu", "gpu_memory_gib", "gpus_per_node", "nodes", "interconnect", "host_ram_gib", "nic_gbps_per_gpu",

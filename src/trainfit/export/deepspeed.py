@@ -94,7 +94,7 @@ def build(card: RunCard) -> Export:
         "gradient_clipping": 1.0,
     }
     c = card.precision.compute
-    if c in (ComputeDtype.BF16, ComputeDtype.FP8):  # fp8: bf16 around the GEMMs; the fp8 recipe is said in a note
+    if c in (ComputeDtype.BF16, ComputeDtype.FP8, ComputeDtype.FP4):  # fp8/fp4: bf16 around the GEMMs (said in a note)
         cfg["bf16"] = {"enabled": True}
     elif c is ComputeDtype.FP16:
         cfg["fp16"] = {"enabled": True, "loss_scale": 0, "initial_scale_power": 16}

@@ -881,6 +881,9 @@ def _verl_megatron(t: str, M: str, get: Any, d: dict[str, Any], notes: list[str]
         set_dotted(d, "precision.fp8_recipe", FP8_RECIPE_FROM_MEGATRON[recipe].value)
         if get(f"{M}.override_transformer_config.fp8_param", False) not in (None, False, "False", "false"):
             set_dotted(d, "precision.fp8_params", True)  # TransformerConfig.fp8_param: fp8 primary weights
+        if get(f"{M}.override_transformer_config.fp8_dot_product_attention", False) not in (None, False, "False",
+                                                                                          "false"):
+            set_dotted(d, "precision.fp8_attention", True)  # TE fp8_dpa (export.parallel.megatron_fp8)
     set_dotted(d, "precision.compute", compute)
     strategy = ("fsdp" if get(f"{M}.use_megatron_fsdp") else
                 "zero1" if get(f"{M}.use_distributed_optimizer", True) else "ddp")

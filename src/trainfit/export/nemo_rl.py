@@ -92,7 +92,7 @@ FILENAME = "nemo_rl.yaml"
 DEFAULTS = {Method.GRPO: "grpo_math_1B.yaml", Method.SFT: "sft.yaml"}
 SCRIPT = {Method.GRPO: "examples/run_grpo.py", Method.SFT: "examples/run_sft.py"}
 PRECISION = {ComputeDtype.BF16: "bfloat16", ComputeDtype.FP16: "float16", ComputeDtype.FP32: "float32",
-             ComputeDtype.FP8: "bfloat16"}
+             ComputeDtype.FP8: "bfloat16", ComputeDtype.FP4: "bfloat16"}
 
 
 def uses_megatron(card: RunCard) -> bool:
@@ -102,7 +102,7 @@ def uses_megatron(card: RunCard) -> bool:
     p = card.parallel
     return (p.pipeline_parallel > 1 or p.expert_parallel > 1 or p.expert_tensor_parallel > 1
             or p.selective_checkpointing is SelectiveCheckpointing.CORE_ATTENTION
-            or card.precision.compute is ComputeDtype.FP8
+            or card.precision.compute.quantized_gemms
             or p.tensor_parallel_impl is TensorParallelImpl.MEGATRON or p.moe_dispatcher is not MoeDispatcher.ALLTOALL
             or p.overlap_param_gather)
 
@@ -190,6 +190,9 @@ def _megatron(card: RunCard, notes: list[str]) -> dict[str, Any]:
     if card.precision.compute is ComputeDtype.FP8 and card.precision.fp8_recipe is not None:
         cfg["fp8_cfg"] = {"enabled": True, "fp8": "e4m3", "fp8_recipe": MEGATRON_FP8_RECIPE[card.precision.fp8_recipe],
                           **({"fp8_param": True} if card.precision.fp8_params else {})}  # the recipes' fp8 weights key
+    if card.precision.compute is ComputeDtype.FP4 or card.precision.bf16_first_layers or card.precision.bf16_last_layers:
+        notes.append("precision.compute fp4 / bf16_first_layers / bf16_last_layers: NeMo RL's fp8_cfg has no fp4 or"
+                     " per-layer keys; not written")
     prec = megatron_precision_note(card, "NeMo RL")
     if prec:
         notes.append(prec)

@@ -136,8 +136,8 @@ def _ds_flags(card: RunCard, notes: list[str], gc_flag: str) -> list[str]:
         f += ["--ds.param_dtype", "bf16"]
         if c is ComputeDtype.FP32:
             notes.append("precision.compute fp32: OpenRLHF trains in bf16 or fp16 only; exported as bf16")
-        if c is ComputeDtype.FP8:
-            notes.append("precision.compute fp8: OpenRLHF 0.11 has no fp8 training; exported as bf16")
+        if c.quantized_gemms:
+            notes.append(f"precision.compute {c.value}: OpenRLHF 0.11 has no {c.value} training; exported as bf16")
     par = card.parallel
     notes.extend(missing_parallel_notes(card, "OpenRLHF 0.11", has={"tensor_parallel", "context_parallel"}))
     attn = card.attention

@@ -21,7 +21,8 @@ from trainfit.export.common import train_world
 from trainfit.spec.card import RunCard
 from trainfit.spec.enums import ComputeDtype, ContextParallelKind, Fp8Recipe, RecomputeModule, SelectiveCheckpointing
 
-MEGATRON_FP8_RECIPE = {Fp8Recipe.DELAYED: "delayed", Fp8Recipe.CURRENT: "tensorwise", Fp8Recipe.BLOCKWISE: "blockwise"}
+MEGATRON_FP8_RECIPE = {Fp8Recipe.DELAYED: "delayed", Fp8Recipe.CURRENT: "tensorwise", Fp8Recipe.BLOCKWISE: "blockwise",
+                       Fp8Recipe.MXFP8: "mxfp8"}
 """card ``precision.fp8_recipe`` -> Megatron-Core ``fp8_recipe``."""
 FP8_RECIPE_FROM_MEGATRON = {v: k for k, v in MEGATRON_FP8_RECIPE.items()}
 
@@ -77,14 +78,30 @@ def checkpointing_from_megatron(granularity: Any) -> dict[str, Any]:
 
 
 def megatron_fp8(card: RunCard) -> dict[str, str]:
-    """``fp8`` / ``fp8_recipe`` for Megatron-Core, or {} when the card does not compute in fp8."""
+    """``fp8`` / ``fp8_recipe`` / ``fp8_param`` (``fp4`` / ``fp4_recipe`` / ``fp4_param`` under compute fp4) for
+    Megatron-Core, with ``first_last_layers_bf16`` and its layer counts where the card keeps bf16 layers
+    (NVIDIA/Megatron-LM megatron/core/transformer/transformer_config.py l.673-692 @d98e8a64), or {} when the card
+    does not compute in fp8 / fp4."""
+    prec = card.precision
+    layers = ({"first_last_layers_bf16": "True", "num_layers_at_start_in_bf16": str(prec.bf16_first_layers),
+               "num_layers_at_end_in_bf16": str(prec.bf16_last_layers)}
+              if prec.bf16_first_layers or prec.bf16_last_layers else {})
+    if prec.compute is ComputeDtype.FP4 and prec.fp4_recipe is not None:
+        # precision.fp4_params: TransformerConfig.fp4_param, "keep the parameters in fp4 precision to save memory"
+        # (NVIDIA/Megatron-LM megatron/core/transformer/transformer_config.py l.683-688 @d98e8a64; --fp4-param-gather
+        # sets it, megatron/training/argument_utils.py l.313)
+        return {"fp4": "e2m1", "fp4_recipe": prec.fp4_recipe.value,
+                **({"fp4_param": "True"} if prec.fp4_params else {}), **layers}
     if card.precision.compute is not ComputeDtype.FP8 or card.precision.fp8_recipe is None:
         return {}
     # precision.fp8_params: TransformerConfig.fp8_param, "keep the parameters in fp8 precision" (NVIDIA/Megatron-LM
     # megatron/core/transformer/transformer_config.py l.602 @d98e8a64; --fp8-param-gather sets it,
     # megatron/training/argument_utils.py l.312)
+    # precision.fp8_attention: TransformerConfig.fp8_dot_product_attention, which Megatron-Core hands Transformer
+    # Engine's recipe as fp8_dpa (megatron/core/fp8_utils.py l.787-790 @2a75ac12c54ba6a42b34024756820bf819a2e25f)
     return {"fp8": "e4m3", "fp8_recipe": MEGATRON_FP8_RECIPE[card.precision.fp8_recipe],
-            **({"fp8_param": "True"} if card.precision.fp8_params else {})}
+            **({"fp8_param": "True"} if card.precision.fp8_params else {}),
+            **({"fp8_dot_product_attention": "True"} if card.precision.fp8_attention else {}), **layers}
 
 
 def megatron_precision(compute: str, *, grad_reduce_in_fp32: bool = True) -> dict[str, str]:

@@ -178,7 +178,10 @@ def _sections(card: RunCard, notes: list[str]) -> dict[str, dict[str, Any]]:
     if c is ComputeDtype.FP16:
         notes.append("precision.compute fp16: torchtitan's mixed precision is bfloat16 or float32; exported as bfloat16")
     quant: dict[str, Any] = {}
-    if c is ComputeDtype.FP8:
+    if c is ComputeDtype.FP4 or prec.fp8_recipe is Fp8Recipe.MXFP8:
+        notes.append(f"precision.compute {c.value} ({prec.gemm_recipe.value}): torchtitan's MXFP8 / NVFP4 converters"
+                     " are not written by this export; exported without them (precision.compute bf16)")
+    elif c is ComputeDtype.FP8:
         if prec.fp8_recipe is Fp8Recipe.CURRENT:
             model["converters"] = ["quantize.linear.float8"]
             quant = {"recipe_name": "tensorwise"}

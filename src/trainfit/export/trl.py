@@ -149,7 +149,7 @@ def _common_args(card: RunCard, notes: list[str]) -> dict[str, Any]:
         )
     else:
         a["gradient_checkpointing"] = ckpt
-    a["bf16"] = p.compute in (ComputeDtype.BF16, ComputeDtype.FP8)  # fp8: the GEMMs only; the rest runs in bf16
+    a["bf16"] = p.compute in (ComputeDtype.BF16, ComputeDtype.FP8, ComputeDtype.FP4)  # fp8/fp4: the GEMMs only
     if p.compute is ComputeDtype.FP16:
         a["fp16"] = True
     a["optim"] = hf_optim(card, notes)

@@ -504,12 +504,13 @@ def uses_megatron(card: RunCard) -> bool:
     return (p.tensor_parallel > 1 or p.pipeline_parallel > 1 or p.expert_parallel > 1 or p.expert_tensor_parallel > 1
             or (p.context_parallel > 1 and p.context_parallel_kind is ContextParallelKind.RING)
             or p.selective_checkpointing is SelectiveCheckpointing.CORE_ATTENTION
-            or card.precision.compute is ComputeDtype.FP8
+            or card.precision.compute.quantized_gemms
             or p.tensor_parallel_impl is TensorParallelImpl.MEGATRON or p.moe_dispatcher is not MoeDispatcher.ALLTOALL
             or p.moe_comm_overlap or p.overlap_param_gather)
 
 
 _MEGATRON_DTYPE = {ComputeDtype.BF16: "bfloat16", ComputeDtype.FP16: "float16", ComputeDtype.FP8: "bfloat16",
+                   ComputeDtype.FP4: "bfloat16",
                    ComputeDtype.FP32: "bfloat16"}
 
 

@@ -108,11 +108,21 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from math import ceil
 
-from trainfit.memory.attention import runs_eager
+from trainfit.memory.attention import (
+    runs_eager,
+    sdpa_window_mask_saved_bytes,
+    V5_SDPA,
+    HfSdpaCopies,
+    legacy_sdpa_repeats_kv,
+    legacy_shared_mask,
+    sdpa_window_masked,
+    sdpa_window_repeats_kv,
+)
 from trainfit.memory.logits import SOFTCAP_FAMILIES
 from trainfit.memory.lora import targeted_groups
+from trainfit.memory.params import _layer_params
 from trainfit.spec.enums import Attention, LayerKind, Scope, SelectiveCheckpointing
-from trainfit.spec.model import DEEPSEEK_FAMILIES, ModelSpec
+from trainfit.spec.model import DEEPSEEK_FAMILIES, DEEPSEEK_MOE_BLOCK, ModelSpec
 from trainfit.spec.training import TrainableSpec
 
 FP32 = 4
@@ -134,13 +144,16 @@ DELTANET_KERNELS = ("Gated DeltaNet layers: flash-linear-attention's chunk_gated
 QWEN3_5_PARTIAL_ROTARY = 0.25
 """Qwen3.5 rotates a quarter of head_dim (config partial_rotary_factor; ModelSpec has no field)."""
 
-ZERO_CENTRED_NORM_FAMILIES = frozenset({"gemma2", "qwen3_5_text", "gemma3_text"})
+ZERO_CENTRED_NORM_FAMILIES = frozenset({"gemma2", "qwen3_5_text", "gemma3_text", "gemma"})
 _WEIGHT_ON_FP32_NORM = {"olmo2"}
 """RMSNorms whose weight multiplies the fp32 normalised input before the cast (``_norm``'s ``weight_on_fp32``)."""
 _FP32_ROTARY = {"olmo2"}
 """Families whose rotary cos/sin stay fp32 (saved by every layer's rotary muls: 4 B per element, not 2)."""
 ARCH_FAMILIES = frozenset({"gpt2", "gpt_neox", "gpt_oss", "mpt", "opt"}) | DEEPSEEK_FAMILIES
 """Layouts with their own layer model (``trainfit.memory.arch_activations``)."""
+DEEPSEEK_MOE_FAMILIES = DEEPSEEK_MOE_BLOCK - DEEPSEEK_FAMILIES
+"""Llama-layout families whose MoE block is DeepSeek-V3's (``arch_activations._deepseek_moe``): GLM-4.5's
+``Glm4MoeMoE`` (``catalog.hf_config._glm4_moe_moe``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,6 +256,8 @@ class _Ctx:
     linear_input_bytes: float = 0.0
     """Transformer Engine fp8: bytes per element a trained projection saves of its input (its fp8 copy,
     ``trainfit.memory.fp8.saved_input_bytes``); 0: the compute dtype's (the input itself)."""
+    hf_sdpa: HfSdpaCopies = V5_SDPA
+    """What the pinned transformers release's SDPA path copies besides v5's (``attention.legacy_sdpa``)."""
     """Tokens of the residual stream on this rank: T, or T / tp under sequence parallel."""
 
 
@@ -286,7 +301,8 @@ def linear_input(ctx: _Ctx, width: int, *, tokens: int | None = None) -> int:
 
 def _linear(ctx: _Ctx, name: str, in_features: int, x_rg: bool, *, input_saved: bool = False) -> tuple[int, bool]:
     """A projection. Full: saves its bf16 input (once per distinct input; TE fp8: its fp8 copy). LoRA: fp32
-    input cast (4·in) and the fp32 rank-r A output (4r); the frozen base saves nothing."""
+    input cast (4·in) and the fp32 rank-r A output (4r); the frozen base saves nothing (AutoGPTQ's unpacked
+    weight: ``gptq_saved_weights``, added per layer)."""
     out = 0
     if ctx.full and not input_saved:
         out += linear_input(ctx, in_features)
@@ -353,11 +369,18 @@ def _rope_dim(spec: ModelSpec) -> int:
     if spec.family == "qwen3_5_text":
         half = int(spec.head_dim * QWEN3_5_PARTIAL_ROTARY) // 2
         return 2 * half
+    if spec.interleaved_rotary:  # GLM-4: every layer saves its own re-laid-out cos/sin (_attention), none shared
+        return 0
+    if spec.rotary_cat:  # the rotary embedding's dim = int(head_dim * partial_rotary_factor)
+        return int(spec.head_dim * spec.partial_rotary_factor)
     return spec.head_dim
 
 
-def _attention(ctx: _Ctx, spec: ModelSpec, x_rg: bool) -> tuple[int, bool]:
-    """Full attention block after the input norm (x = normalised input). Returns (bytes, out rg)."""
+def _attention(ctx: _Ctx, spec: ModelSpec, x_rg: bool, *, masked: bool = False) -> tuple[int, bool]:
+    """Full attention block after the input norm (x = normalised input). Returns (bytes, out rg).
+    ``masked``: the layer runs SDPA with a materialised sliding-window mask (``attention.sdpa_window_masked``): the
+    call saves its float mask and, for grouped-query layers, k and v repeated to every head (``attention.
+    sdpa_window_repeats_kv``; then v is a copy, no longer a slice keeping Phi-3's whole qkv_proj output)."""
     T, a, s = ctx.T, ctx.a, ctx.s
     h, qd, kvd, H, KV, d = spec.hidden_size, spec.q_dim, spec.kv_dim, spec.num_attention_heads, spec.num_kv_heads, spec.head_dim
     zc = spec.family in ZERO_CENTRED_NORM_FAMILIES
@@ -387,11 +410,26 @@ def _attention(ctx: _Ctx, spec: ModelSpec, x_rg: bool) -> tuple[int, bool]:
         total += b
     if not (q_rg or k_rg or v_rg):
         return total, False
+    if spec.interleaved_rotary and (q_rg or k_rg):  # this layer's (1, s, rot) cos and sin (ModelSpec.interleaved_rotary)
+        total += 2 * a * s * int(d * spec.partial_rotary_factor)
     eager = runs_eager(spec.family, ctx.attention)
     if not eager:
-        total += T * (2 * a * qd + 2 * a * kvd + FP32 * H)
+        legacy = ctx.hf_sdpa if ctx.attention is Attention.SDPA else V5_SDPA
+        repeated = (masked and sdpa_window_repeats_kv(spec)) or legacy_sdpa_repeats_kv(spec, legacy)
+        total += T * (2 * a * qd + 2 * a * (qd if repeated else kvd) + FP32 * H)
+        if masked and not legacy_shared_mask(spec, legacy):  # before 4.53: one shared mask (activation_bytes)
+            total += sdpa_window_mask_saved_bytes(micro_batch_size=ctx.b, seq_len=s, dtype_bytes=a)
         o_in_copy = gated  # Qwen3.5: q is contiguous after the partial-rotary cat, so is the output
-        if fused:
+        if spec.rotary_cat:  # the same rotary cat (GLM-4.5, ModelSpec.rotary_cat); its muls save only cos/sin
+            o_in_copy = True
+        if fused and (repeated or legacy.contiguous):
+            # v is a copy (repeated, or made contiguous), no longer a slice keeping qkv_proj's output
+            o_in_copy = not ctx.compiled
+        elif legacy.contiguous:
+            # transformers 4.48-4.55 makes q contiguous (head-major): the output's transpose is a copy
+            # (attention.HF_SDPA_CONTIGUOUS); compiled layers keep the measured rules
+            o_in_copy = o_in_copy or not ctx.compiled
+        elif fused:
             total += fused_qkv_extra_bytes(spec, tokens=T, dtype_bytes=a, value_saved=True)
             # Phi-3's rotary ends in a cat: q is head-major, so is the kernel's output, and o_proj reads a copy;
             # compiled, Inductor writes q in the layout the kernel's output reshapes as a view (one Phi-3 layer,
@@ -399,10 +437,16 @@ def _attention(ctx: _Ctx, spec: ModelSpec, x_rg: bool) -> tuple[int, bool]:
             o_in_copy = not ctx.compiled
     else:
         s_rg = q_rg or k_rg
+        # repeat_kv (transformers v5.24.0 models/llama/modeling_llama.py l.81-89) reshapes k expanded to
+        # (b, KV, n_rep, s, d); with one KV head (MQA: Gemma-2B) the merged head dim has stride 0 and the reshape is
+        # a view of k. torch.matmul then folds (b, H) into bmm's batch: a view again only for b = 1 (b > 1 meets the
+        # stride-0 heads and copies), so with one sequence q@k^T and p@v save the kv-wide k and v (traced: a 4-layer
+        # MQA llama/gemma, eager, b = 1: 2(qd - kvd) bytes per token and layer less); GQA, or b > 1, keep qd-wide copies
+        rep = kvd if KV == 1 and ctx.b == 1 and not fused else qd
         if k_rg:
             total += T * a * qd  # q for q@k^T
         if q_rg:
-            total += T * a * qd  # repeat_kv(k) (== k when kv_heads == heads)
+            total += T * a * rep  # repeat_kv(k) (== k when kv_heads == heads, a view of k under MQA)
         if s_rg:
             if spec.family in SOFTCAP_FAMILIES:
                 total += T * a * H * s  # tanh output
@@ -410,7 +454,7 @@ def _attention(ctx: _Ctx, spec: ModelSpec, x_rg: bool) -> tuple[int, bool]:
         if v_rg:
             total += T * a * H * s  # bf16 probabilities for p@v
         if s_rg:
-            total += T * a * qd  # repeat_kv(v)
+            total += T * a * rep  # repeat_kv(v)
             if fused and KV == H:  # repeat_kv returns v itself: a slice of qkv_proj's output
                 total += fused_qkv_extra_bytes(spec, tokens=T, dtype_bytes=a, value_saved=True)
         o_in_copy = True
@@ -439,7 +483,7 @@ def _dense_mlp(ctx: _Ctx, spec: ModelSpec, width: int, x_rg: bool, *, fused_glu:
     this input's storage (Qwen2-MoE's router reads the shared expert's input)."""
     T, a, h = ctx.T, ctx.a, spec.hidden_size
     total = 0
-    if spec.fused_projections and spec.moe is None:
+    if spec.fused_mlp and spec.moe is None:
         # Phi-3's gate_up_proj: gate and up are the two halves of one output (``chunk``); act(gate) saves gate and
         # the mul saves up, two views of the one 2w-wide storage: the same bytes as separate gate and up
         total, g_rg = _linear(ctx, "gate_up_proj", h, x_rg, input_saved=input_saved)
@@ -846,7 +890,8 @@ def _layer(ctx: _Ctx, spec: ModelSpec, i: int, x_rg: bool) -> tuple[int, bool]:
         return _post_norm_layer(ctx, spec, i, x_rg)
     total, n_rg = _norm(ctx, width=h, rows=1, zero_centred=zc, x_rg=x_rg, const_width=h, residual=True)
     if spec.layer_kind(i) is LayerKind.FULL_ATTENTION:
-        b, o_rg = _attention(ctx, spec, n_rg)
+        b, o_rg = _attention(ctx, spec, n_rg, masked=sdpa_window_masked(spec, layer=i, kv_tokens=ctx.s,
+                                                                        attention=ctx.attention))
     else:
         b, o_rg = _deltanet(ctx, spec, n_rg)
     total += b
@@ -857,7 +902,14 @@ def _layer(ctx: _Ctx, spec: ModelSpec, i: int, x_rg: bool) -> tuple[int, bool]:
     res_rg = x_rg or o_rg
     b, n2_rg = _norm(ctx, width=h, rows=1, zero_centred=zc, x_rg=res_rg, const_width=h, residual=True)
     total += b
-    if spec.moe is not None and spec.moe.is_moe_layer(i):
+    if spec.family in DEEPSEEK_MOE_FAMILIES:
+        from trainfit.memory.arch_activations import _deepseek_moe, _without_expert_names
+
+        if spec.moe is not None and spec.moe.is_moe_layer(i):
+            b, m_rg = _deepseek_moe(ctx, spec, n2_rg)
+        else:  # the dense first layers: PEFT's converted expert names leave their gate/up/down unwrapped
+            b, m_rg = _dense_mlp(_without_expert_names(ctx), spec, spec.intermediate_size, n2_rg)
+    elif spec.moe is not None and spec.moe.is_moe_layer(i):
         b, m_rg = _moe(ctx, spec, n2_rg)
     else:
         b, m_rg = _dense_mlp(ctx, spec, spec.intermediate_size, n2_rg)
@@ -901,6 +953,7 @@ def compiled_rules_apply(spec: ModelSpec, *, trainable: TrainableSpec, attention
             and (trainable.scope is Scope.FULL or not spec.post_block_norms)  # OLMo 2: measured for full training only
             and spec.moe is None and spec.linear_attention is None and not spec.attn_output_gate
             and (trainable.scope is Scope.FULL or not spec.fused_projections)  # Phi-3: measured for full training
+            and not spec.rotary_cat and spec.norms_per_layer == 2  # GLM-4.5 / GLM-4: not measured compiled
             and spec.num_full_attention_layers == spec.num_layers and not runs_eager(spec.family, attention))
 
 
@@ -911,6 +964,41 @@ def _targets(spec: ModelSpec, trainable: TrainableSpec) -> dict[str, int]:
     for g in targeted_groups(spec, trainable.lora):
         out[g.name.rsplit(".", 1)[-1]] = trainable.lora.rank * g.lora_rank_multiplier
     return out
+
+
+GPTQ_KERNEL_SWITCH_ROWS = 128
+"""AutoGPTQ's ``kernel_switch_threshold``: a ``qlinear_cuda_old`` QuantLinear multiplies an input of fewer rows
+(tokens of the call, ``x.reshape(-1, x.shape[-1])``) with the fused ``vecquant4matmul`` kernel, and from this many
+rows on unpacks the weight with PyTorch ops and ``torch.matmul`` (AutoGPTQ/AutoGPTQ
+auto_gptq/nn_modules/qlinear/qlinear_cuda_old.py l.32, l.196-200 @ef442d9f70c50a9c1d9f2d4aa8622d1b89c83ea2)."""
+
+GPTQ_TORCH_SAVED_WEIGHT_BYTES = 2.0
+"""Bytes per weight element AutoGPTQ's PyTorch path keeps for the backward: ``weight = scales * (weight - zeros)``
+is fp16 (the fp16 ``scales``), and ``out = torch.matmul(x.half(), weight)`` (qlinear_cuda_old.py l.268-269
+@ef442d9f) records the matmul with ``weight`` as its saved ``mat2`` for the input gradient whenever ``x`` needs one;
+``weight`` itself is made from buffers and needs none, so ``x`` is not saved. The copy is one per call, freed when
+that linear's backward runs."""
+
+
+def saved_frozen_weight_bytes(*, gptq_torch_dequant: bool, rows: int) -> float:
+    """Bytes per weight element a frozen GPTQ linear saves for the backward of one call over ``rows`` tokens:
+    ``GPTQ_TORCH_SAVED_WEIGHT_BYTES`` on AutoGPTQ's PyTorch path (``rows`` >= ``GPTQ_KERNEL_SWITCH_ROWS``); 0 below
+    it (the fused kernel writes a fresh output, nothing recorded) and for every other base."""
+    return GPTQ_TORCH_SAVED_WEIGHT_BYTES if gptq_torch_dequant and rows >= GPTQ_KERNEL_SWITCH_ROWS else 0.0
+
+
+def gptq_saved_weights(spec: ModelSpec, layer: int, *, input_needs_grad: bool, bytes_per_weight: float) -> int:
+    """Bytes of the unpacked weights one decoder layer's frozen GPTQ linears keep for the backward
+    (``saved_frozen_weight_bytes`` per weight element): every linear of the layer (``memory.params``' per-layer
+    linear weights, the rank's shard under tensor parallelism) whose input needs a gradient. A layer entered by an
+    input that needs none (an adapter run's first layer: the frozen embedding's output) records no matmul for the
+    projections that read it, the attention's q/k/v (the rest are fed by the adapters' outputs); other layer kinds are
+    counted whole there (an upper bound)."""
+    weights = _layer_params(spec, layer)[0]
+    if not input_needs_grad and spec.layer_kind(layer) is LayerKind.FULL_ATTENTION and spec.mla is None:
+        q_out = 2 * spec.q_dim if spec.attn_output_gate else spec.q_dim
+        weights -= spec.hidden_size * (q_out + 2 * spec.kv_dim)
+    return ceil(bytes_per_weight * weights)
 
 
 @lru_cache(maxsize=4096)
@@ -926,6 +1014,10 @@ def activation_bytes(
     selective: SelectiveCheckpointing = SelectiveCheckpointing.NONE,
     compiled: bool = False,
     linear_input_bytes: float = 0.0,
+    sac_saves_linear_outputs: bool = True,
+    bf16_layers: tuple[int, int] = (0, 0),
+    hf_sdpa: HfSdpaCopies = V5_SDPA,
+    gptq_torch_dequant: bool = False,
 ) -> ActivationBytes:
     """Saved-for-backward bytes per decoder layer, embedding and head (see the module docstring).
 
@@ -948,6 +1040,21 @@ def activation_bytes(
 
     ``linear_input_bytes``: Transformer Engine fp8 linears (``trainfit.memory.fp8.saved_input_bytes``): each trained
     projection saves its input's fp8 copy at these bytes per element (module docstring); 0: the compute dtype.
+
+    ``sac_saves_linear_outputs``: False where the dense linears' GEMMs are not ops torchtitan's per-op policy saves
+    (torchao NVFP4's ``scaled_mm``, ``compute.float8_casts.CastTraffic.sac_counted_gemm``): under ``selective: op``
+    a layer then keeps none of their outputs, only its input and the attention's saved set. ``bf16_layers``: (first,
+    last) decoder layers (of ``spec``'s ``num_layers``: pass the model's spec, not a pipeline stage's) whose linears
+    stay bf16 (``precision.bf16_first_layers`` / ``bf16_last_layers``): those keep the policy's matmul outputs whatever
+    ``sac_saves_linear_outputs`` says, and save their linears' inputs in the compute dtype, not at
+    ``linear_input_bytes`` (Megatron-Core runs them outside the fp8 / fp4 autocast, ``PrecisionSpec.layer_quantized``).
+    ``hf_sdpa``: the pinned transformers release's SDPA copies (``attention.legacy_sdpa`` of ``software.transformers``):
+    k and v repeated to every head, o_proj's input a copy of the output; v5's path (nothing more) by default.
+
+    ``gptq_torch_dequant``: an adapter on a GPTQ int4 base through AutoGPTQ's cuda-old QuantLinear
+    (``lora.dequant: autogptq_torch``): each frozen linear whose input needs a gradient saves its unpacked fp16 weight
+    (``saved_frozen_weight_bytes``) in its layer's ``per_layer``: without checkpointing every layer's until its
+    backward, under checkpointing only inside the recompute of one layer (the walk's largest ``per_layer``).
     """
     b, s = micro_batch_size, seq_len
     T = b * s
@@ -960,7 +1067,8 @@ def activation_bytes(
             if dropout and trainable.lora.dropout_post else {})
     ctx = _Ctx(T=T, b=b, s=s, a=a, full=full, targets=_targets(spec, trainable), attention=attention,
                adapter_bytes=adapter, lora_dropout=dropout, lora_dropout_out=post, T_seq=T_seq,
-               linear_input_bytes=linear_input_bytes)
+               linear_input_bytes=linear_input_bytes, hf_sdpa=hf_sdpa)
+    frozen_w = saved_frozen_weight_bytes(gptq_torch_dequant=gptq_torch_dequant and not full, rows=T)
     per_layer = []
     kernel_bwd: list[int] = []
     kernel_bwd_ckpt: list[int] = []
@@ -971,9 +1079,16 @@ def activation_bytes(
     layer_ctx = (replace(ctx, compiled=True)
                  if compiled and compiled_rules_apply(spec, trainable=trainable, attention=attention) else ctx)
     after_attention: list[int] = []
+    first, last = bf16_layers
+    # the recipe's bf16 layers save their linears' inputs in the compute dtype (no quantised copy)
+    bf16_ctx = replace(layer_ctx, linear_input_bytes=0.0) if linear_input_bytes and (first or last) else layer_ctx
     for i in range(spec.num_layers):
         ctx.parts.clear()
-        nbytes, x_rg = _layer(layer_ctx, spec, i, x_rg)
+        bf16 = i < first or i >= spec.num_layers - last
+        x_in = x_rg
+        nbytes, x_rg = _layer(bf16_ctx if bf16 else layer_ctx, spec, i, x_rg)
+        if frozen_w:
+            nbytes += gptq_saved_weights(spec, i, input_needs_grad=x_in, bytes_per_weight=frozen_w)
         per_layer.append(nbytes)
         after_attention.append(layer_ctx.parts.get("after_attention", 0))
         live, post = ctx.parts.get("live"), ctx.parts.get("post")
@@ -993,10 +1108,10 @@ def activation_bytes(
     emb_ckpt = 0
     if full:
         emb_ckpt += INT64 * T  # embedding backward keeps the indices
-        if spec.family in ("gemma2", "gemma3_text"):
+        if spec.family in ("gemma", "gemma2", "gemma3_text"):
             emb_ckpt += a  # bf16 embed_scale scalar of the scaling mul
     emb = own = emb_ckpt
-    if spec.num_full_attention_layers and _rope_dim(spec):
+    if spec.num_full_attention_layers and _rope_dim(spec) and len(spec.nope_layers) < spec.num_layers:
         # cos and sin, bf16, shared by all layers: (1, s, rot); Qwen3.5's mrope position ids are
         # expanded to the batch, so (b, s, rot) there
         rows = b if spec.family == "qwen3_5_text" else 1
@@ -1018,11 +1133,18 @@ def activation_bytes(
         if full:
             head += a * T * spec.hidden_size  # lm_head input
     if selective is SelectiveCheckpointing.OP:
-        ckpt = tuple(c + selective_layer_bytes(ctx, spec, i, sequence_shards=sequence_shards)
+        ckpt = tuple(c + selective_layer_bytes(ctx, spec, i, sequence_shards=sequence_shards,
+                                               linear_outputs=sac_saves_linear_outputs or i < first
+                                               or i >= spec.num_layers - last)
                      for i, c in enumerate(ckpt))
     elif selective is SelectiveCheckpointing.CORE_ATTENTION:
         ckpt = tuple(max(0, n - _core_attention_bytes(ctx, spec, i)) for i, n in enumerate(per_layer))
         emb_ckpt = emb  # nothing outside the attention core is recomputed: the rotary cos/sin stay saved
+    if (attention is Attention.SDPA and legacy_shared_mask(spec, hf_sdpa)
+            and any(sdpa_window_masked(spec, layer=i, kv_tokens=s, attention=attention) for i in spec.sliding_layers)):
+        # transformers < 4.53: the one float mask every windowed layer saves (attention.HF_SHARED_MASK_UNTIL), alive
+        # from before layer 0 to its backward; under checkpointing plan.terms holds it (sdpa_window_bool_mask_bytes)
+        emb += b * s * s * a
     hybrid = any(kernel_fwd)
     # a checkpointed forward inside DeltaNet layer j holds the inputs saved so far (embedding, layers <= j),
     # not the whole model's: the transient is given beyond the end-of-forward total
@@ -1068,7 +1190,7 @@ def _mm_outputs(ctx: _Ctx, spec: ModelSpec, i: int) -> list[int]:
             mlp += [("gate_proj", sw, False), ("up_proj", sw, False), ("down_proj", spec.hidden_size, False)]
     else:
         w = spec.intermediate_size
-        mlp = ([("gate_up_proj", 2 * w, spec.mlp_bias)] if spec.fused_projections else
+        mlp = ([("gate_up_proj", 2 * w, spec.mlp_bias)] if spec.fused_mlp else
                [("gate_proj", w, spec.mlp_bias), ("up_proj", w, spec.mlp_bias)]) + [
                    ("down_proj", spec.hidden_size, spec.mlp_bias)]
     out: list[int] = []
@@ -1081,11 +1203,16 @@ def _mm_outputs(ctx: _Ctx, spec: ModelSpec, i: int) -> list[int]:
     return out
 
 
-def selective_layer_bytes(ctx: _Ctx, spec: ModelSpec, i: int, *, sequence_shards: int = 1) -> int:
+def selective_layer_bytes(ctx: _Ctx, spec: ModelSpec, i: int, *, sequence_shards: int = 1,
+                          linear_outputs: bool = True) -> int:
     """What torchtitan's per-op policy saves in layer ``i`` beside the layer input (module docstring): the
-    odd-numbered matmuls' outputs, SDPA's output and logsumexp, the reduce-scatter outputs."""
+    odd-numbered matmuls' outputs, SDPA's output and logsumexp, the reduce-scatter outputs. ``linear_outputs``
+    False: the linears' GEMMs are outside the policy's matmul pair and save list (torchao NVFP4's ``scaled_mm``:
+    PREFER_RECOMPUTE, pytorch/torchtitan torchtitan/distributed/activation_checkpoint.py l.31-75, 260-275
+    @bcc09297a1d892e0ccf6a41fc367e76aab02475b), so none of their outputs is kept."""
     T = ctx.T
-    saved = sum(n for k, n in enumerate(_mm_outputs(ctx, spec, i), start=1) if k % 2 == 1) * T
+    saved = (sum(n for k, n in enumerate(_mm_outputs(ctx, spec, i), start=1) if k % 2 == 1) * T
+             if linear_outputs else 0)
     if spec.layer_kind(i) is LayerKind.FULL_ATTENTION and not runs_eager(spec.family, ctx.attention):
         saved += T * (ctx.a * spec.q_dim + FP32 * spec.num_attention_heads)
     if sequence_shards > 1:

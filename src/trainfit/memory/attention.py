@@ -27,7 +27,11 @@ read 3% low in backward) and measured on the trace.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 from trainfit.memory.logits import SOFTCAP_FAMILIES
+from trainfit.spec.card import pin_at_least, pin_before
 from trainfit.spec.enums import Attention
 from trainfit.spec.model import ModelSpec
 
@@ -133,6 +137,146 @@ def eager_mask_bytes(spec: ModelSpec, *, micro_batch_size: int, seq_len: int, ea
     mixed = bool(spec.sliding_layers) and len(spec.sliding_layers) < spec.num_layers
     kinds = 2 if spec.family == "gemma2" or mixed else 1
     return kinds * micro_batch_size * seq_len * seq_len * dtype_bytes
+
+
+WINDOW_MASK_FAMILIES = frozenset({"phi3", "gemma3_text", "mistral", "mixtral"})
+"""Families whose windowed layers (``ModelSpec.sliding_layers``) take transformers' sliding-window mask
+(``masking_utils.create_sliding_window_causal_mask``): Phi-3, Mistral and Mixtral on every layer whenever the config
+has a ``sliding_window`` (transformers v5.24.0 models/phi3/modeling_phi3.py l.386, models/mistral/modeling_mistral.py
+l.355, models/mixtral/modeling_mixtral.py l.444), Gemma-3 on its ``sliding_attention`` layers
+(models/gemma3/modeling_gemma3.py l.525-527). gpt-oss and Gemma-2 run eager (``runs_eager``)."""
+
+
+def sdpa_window_masked(spec: ModelSpec, *, layer: int, kv_tokens: int, attention: Attention) -> bool:
+    """Whether layer ``layer`` runs SDPA with a materialised sliding-window mask: from ``kv_tokens >= sliding_window``
+    on, ``_ignore_causal_mask_sdpa`` no longer lets the mask go (transformers v5.24.0 masking_utils.py l.286-287:
+    ``local_attention_size is not None and kv_length >= local_attention_size`` returns False) and ``sdpa_mask``
+    builds a bool (b, 1, q, k) tensor (l.517-548), handed to every windowed layer's SDPA call. Below the window the
+    mask is skipped and SDPA runs ``is_causal`` (no change). Eager attention builds its float masks at every length
+    (``eager_mask_bytes``); the flash path takes no 4-D mask (``flash_attention_mask``, l.621-661) and passes
+    ``window_size`` to the kernel, which saves what a causal call saves."""
+    return (attention is Attention.SDPA and spec.family in WINDOW_MASK_FAMILIES and spec.sliding_window is not None
+            and kv_tokens >= spec.sliding_window and layer in spec.sliding_layers
+            and not runs_eager(spec.family, attention))
+
+
+def sdpa_window_repeats_kv(spec: ModelSpec) -> bool:
+    """Whether a masked SDPA call (``sdpa_window_masked``) saves k and v repeated to every query head as new tensors.
+    transformers' ``use_gqa_in_sdpa`` takes SDPA's ``enable_gqa`` on CUDA only when ``attention_mask is None``
+    (v5.24.0 integrations/sdpa_attention.py l.42-51), so with the mask ``repeat_kv`` runs (l.119-127): an
+    ``expand`` + ``reshape`` of (b, kv, s, d) to (b, heads, s, d), a copy for 1 < kv < heads, a view of the same
+    storage for one KV head (the fake-tensor trace: Gemma-3's MQA layer saves a (b, 4, s, 64) view of its
+    (b, 1, s, 64) key) and the tensor itself for kv == heads."""
+    return 1 < spec.num_kv_heads < spec.num_attention_heads
+
+
+HF_SDPA_GQA_SINCE = (4, 54)
+"""The transformers line whose SDPA path hands grouped-query k and v to ``scaled_dot_product_attention(...,
+enable_gqa=True)`` when no mask is built: ``use_gqa_in_sdpa`` (torch >= 2.5, ``attention_mask is None``) guards
+``repeat_kv`` (transformers 4.54.1 src/transformers/integrations/sdpa_attention.py l.27-32, 52-57, wheel
+transformers-4.54.1-py3-none-any.whl from PyPI, files.pythonhosted.org, read 2026-12-03). Every release before it calls
+``repeat_kv(key/value, num_key_value_groups)`` unconditionally: 4.48.0-4.53.3 in ``sdpa_attention_forward``
+(4.48.0 integrations/sdpa_attention.py l.29-31, 4.52.4 l.29-31, 4.53.3 l.40-42; 4.54.1-4.55.4 only without
+the mask, as v5), 4.4x in ``LlamaSdpaAttention.forward``
+(4.45.2 models/llama/modeling_llama.py l.637-638, 4.47.1 l.548-549; 4.45.2 models/mistral/modeling_mistral.py
+l.461)."""
+
+HF_SDPA_CONTIGUOUS = ((4, 48), (4, 56))
+"""The transformers lines (from, before) whose ``sdpa_attention_forward`` makes q, k and v contiguous on every call
+("SDPA with memory-efficient backend is bugged with non-contiguous inputs", pytorch/pytorch#112577): 4.48.0
+integrations/sdpa_attention.py l.39-41 (the function's first release; 4.47.1's ``LlamaSdpaAttention`` does it only
+``if query_states.device.type == "cuda" and causal_mask is not None``, models/llama/modeling_llama.py l.557-560),
+4.52.4 l.39-41, 4.55.4 l.72-74; 4.56.0 drops the three calls (its l.59-93 hold none). q arrives as ``q_proj(x).view(b, s, H, d).transpose(1, 2)``
+through the rotary: token-major. Made contiguous it is head-major, and the flash kernel writes its output in q's
+layout (``empty_like``), so ``attn_output.transpose(1, 2).contiguous()`` (4.48.0 l.57, 4.52.4 l.63, 4.55.4 l.99) is a copy where, in v5, it is
+a view of the kernel's saved output: o_proj, where it saves its input, then holds a tensor of its own."""
+
+
+HF_SHARED_MASK_UNTIL = (4, 53)
+"""Before 4.53 Mistral, Mixtral and Phi-3 build their SDPA mask in ``_update_causal_mask``: skipped below the window
+(``AttentionMaskConverter._ignore_causal_mask_sdpa(..., sliding_window=...)``, the v5 threshold), past it one float
+(b, 1, q, k) tensor in the model's dtype (``torch.full(..., min_dtype, dtype=dtype)``, ``causal_mask.clone()`` when
+the batch carries an ``attention_mask``, then ``_unmask_unattended`` on CUDA) handed to every layer: transformers 4.52.4
+models/mistral/modeling_mistral.py l.453-537 and l.540-605, models/mixtral/modeling_mixtral.py l.594-676,
+models/phi3/modeling_phi3.py l.508-590. ``at::scaled_dot_product_attention`` takes a float mask as it is (no per-call
+``convert_boolean_attn_mask`` copy), so every layer saves the same storage: one mask in all, no bool mask. 4.53.3
+builds the bool mask of ``masking_utils`` (modeling_mistral.py l.16, l.395), as v5. Fake-tensor trace, Mistral GQA,
+window 256, b 4 x 512, 4 layers, no checkpointing: 4.52.4 holds 0.50 MiB more than without the window, one
+(1, 1, 512, 512) bf16 mask (the trace passes no ``attention_mask``, so the mask is expanded, not cloned)."""
+SHARED_MASK_FAMILIES = frozenset({"mistral", "mixtral", "phi3"})
+
+
+@dataclass(frozen=True)
+class HfSdpaCopies:
+    """What transformers' SDPA path of a pinned release copies that v5's does not (``legacy_sdpa``)."""
+    repeats_kv: bool = False
+    """k and v repeated to every query head with or without a mask (``HF_SDPA_GQA_SINCE``)."""
+    contiguous: bool = False
+    """q, k and v made contiguous, so o_proj's input is a copy of the output (``HF_SDPA_CONTIGUOUS``)."""
+    shared_float_mask: bool = False
+    """Past the sliding window, one float mask in the model's dtype shared by every layer (``HF_SHARED_MASK_UNTIL``)."""
+
+
+V5_SDPA = HfSdpaCopies()
+
+
+def legacy_sdpa(transformers_pin: Any) -> HfSdpaCopies:
+    """The SDPA copies of the ``software.transformers`` pin: none for no pin or one from 4.56 on (the newest
+    behaviour, what the fake-tensor trace runs), ``repeats_kv`` for a pin before 4.54, ``contiguous`` for 4.48-4.55,
+    ``shared_float_mask`` before 4.53.
+    A pin that names no release (a branch, a commit) keeps v5's path."""
+    repeats = pin_before(transformers_pin, HF_SDPA_GQA_SINCE)
+    since, until = HF_SDPA_CONTIGUOUS
+    contiguous = pin_at_least(transformers_pin, since) and pin_before(transformers_pin, until)
+    return HfSdpaCopies(repeats_kv=repeats, contiguous=contiguous,
+                        shared_float_mask=pin_before(transformers_pin, HF_SHARED_MASK_UNTIL))
+
+
+def legacy_sdpa_repeats_kv(spec: ModelSpec, copies: HfSdpaCopies) -> bool:
+    """Whether an unmasked SDPA call of a pinned release saves k and v repeated to every head as new tensors
+    (b, heads, s, d) in place of the (b, kv, s, d) ones v5 saves: grouped-query layers (1 < kv < heads) under
+    ``repeats_kv``; multi-query (kv == 1) only when they are also made contiguous (``repeat_kv`` of one KV head is an
+    ``expand`` view, ``.contiguous()`` copies it). Measured: a one-layer Llama (hidden 256, 8 heads, 2 KV heads, bf16,
+    b 2 x 128) run on the CPU under ``saved_tensors_hooks``, full training: 4.52.4 saves 327,680 B more than
+    5.24.0 (two (2, 8, 128, 32) repeated k/v at 3/4 new = 196,608 B, o_proj's copied input 131,072 B); with 8 KV
+    heads 131,072 B more (the copy alone)."""
+    kv, heads = spec.num_kv_heads, spec.num_attention_heads
+    if not copies.repeats_kv or kv >= heads:
+        return False
+    return kv > 1 or copies.contiguous
+
+
+def sdpa_window_mask_saved_bytes(*, micro_batch_size: int, seq_len: int, dtype_bytes: int) -> int:
+    """The float mask each masked SDPA call saves for backward: ``at::scaled_dot_product_attention`` converts the bool
+    mask with ``convert_boolean_attn_mask`` (a ``where`` in the query's dtype, a new (b, 1, q, k) tensor per call:
+    pytorch/pytorch aten/src/ATen/native/transformers/attention.cpp; torch 2.13 runs ``aten.where.self(mask, 0,
+    -inf)``) and the chosen kernel saves its ``attn_mask``/``attn_bias`` for backward (tools/autograd/derivatives.yaml:
+    ``_scaled_dot_product_efficient_attention`` and ``_scaled_dot_product_flash_attention_for_cpu`` pass it to their
+    backward). One per windowed layer, b x s x s in the compute dtype (one Gemma-3 sliding layer run on the CPU under
+    ``saved_tensors_hooks``, b 2, s 96: a (2, 1, 96, 96) bf16 tensor saved at window 32, none at window 128; the
+    fake-tensor grid ``tests/trace/test_sliding_window_grid.py``)."""
+    return micro_batch_size * seq_len * seq_len * dtype_bytes
+
+
+def legacy_shared_mask(spec: ModelSpec, copies: HfSdpaCopies) -> bool:
+    """Whether the windowed layers share one float mask (``HF_SHARED_MASK_UNTIL``) instead of each saving its own."""
+    return copies.shared_float_mask and spec.family in SHARED_MASK_FAMILIES
+
+
+def sdpa_window_bool_mask_bytes(spec: ModelSpec, *, micro_batch_size: int, seq_len: int,
+                                attention: Attention, copies: HfSdpaCopies = V5_SDPA, dtype_bytes: int = 2) -> int:
+    """The bool sliding-window mask built once per forward (``create_sliding_window_causal_mask``) when any layer
+    runs masked SDPA: an input of every checkpointed layer, held from before the first layer to its backward, as
+    eager's masks are (``eager_mask_bytes``). (b, 1, s, s), 1 B per element, when the batch carries an
+    ``attention_mask`` (the padding mask joins the mask function: ``padding_mask_function``, masking_utils.py
+    l.166-177, 524-526), as the Trainer's collators pass it; a forward on ``input_ids`` alone (the fake-tensor trace)
+    builds (1, 1, s, s) and expands it."""
+    if not any(sdpa_window_masked(spec, layer=i, kv_tokens=seq_len, attention=attention)
+               for i in spec.sliding_layers[:1]):
+        return 0
+    if legacy_shared_mask(spec, copies):  # the one float mask of a release before 4.53
+        return micro_batch_size * seq_len * seq_len * dtype_bytes
+    return micro_batch_size * seq_len * seq_len
 
 
 def mla_kv_bytes_per_token(spec: ModelSpec, *, dtype_bytes: float) -> float:

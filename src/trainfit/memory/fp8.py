@@ -70,11 +70,40 @@ Megatron-Core keeps the bf16 input instead only under ``save_original_input`` (a
 d98e8a64ddf34856e74b24714e3bedb2f5a39553 ``moe/experts.py`` l.273-284: fc2 with ``moe_act`` recompute, fc1 with
 expert offloading; not modelled). Other runtimes' fused experts (transformers ``grouped_mm``, torchtitan's grouped
 experts under torchao float8) are 3-D parameters outside TE's and torchao's linear swaps: they stay bf16 here.
+
+Block-scaled recipes on Blackwell (``fp8_recipe: mxfp8``, ``compute: fp4`` with ``fp4_recipe: nvfp4``), read at
+NVIDIA/TransformerEngine @d0067d0da6cb01811b8072a7d304f0e00344ce2b:
+
+* **mxfp8** (TE ``MXFP8BlockScaling``, ``transformer_engine/common/recipe/__init__.py`` l.337-390): E4M3 elements
+  with one E8M0 (1 B) scale per 32 consecutive elements. The 1x32 blocks run along the GEMM's reduction axis, which
+  is a different axis for the forward and the backward GEMMs, so ``MXFP8Quantizer`` writes a row-wise and a
+  separately scaled column-wise copy (``tensor/mxfp8_tensor.py``: ``_rowwise_data`` / ``_columnwise_data``, each with
+  its ``uint8`` ``scale_inv`` of shape ``[M, K/32]`` / ``[M/32, K]``, padded to 128x4): a cached weight is 1 B + 1 B
+  per element plus 2 B per 32; the saved input (column-wise only) 1 B plus 1 B per 32.
+* **nvfp4** (TE ``NVFP4BlockScaling``, recipe l.489-600): E2M1 elements (0.5 B, two per byte), one E4M3 (1 B) scale
+  per 16 consecutive elements and one fp32 scale per tensor; "when Transformer Engine needs both the tensor and its
+  transpose ... both versions are computed from the high precision input" (row-wise and column-wise data, each with
+  a ``[M, K/16]``-shaped ``uint8`` scale, ``tensor/nvfp4_tensor.py`` ``get_scale_shape`` l.273-307, the weights'
+  16x16 2-D blocks stored at the same 1x16 scale layout): a cached weight is 0.5 B + 0.5 B plus 2 B per 16; the
+  saved input (column-wise only, random-Hadamard-transformed for the weight gradient) 0.5 B plus 1 B per 16.
+
+Both are Transformer Engine's on a Megatron-Core card; elsewhere they are torchao's (torchtitan's
+``MXFP8LinearConverter`` / ``NVFP4LinearConverter``), read at pytorch/ao @36027d82d1ad9949597ea16002ff4940374b1b94:
+
+* torchao MXFP8 (``torchao/prototype/moe_training/mxfp8_linear.py``): the ``mx_mm`` autograd function saves the
+  high-precision input and weight (``ctx.save_for_backward(input_hp, weight_hp)``, l.108) and quantises again in
+  backward: no kept copies and the compute dtype's saved input, as torchao float8.
+* torchao NVFP4 (``torchao/prototype/moe_training/nvfp4_training/nvfp4_linear.py``): ``nvfp4_mm_triton.forward``
+  quantises the input row- and column-wise (l.197-199) and saves the column-wise fp4 input with its scales
+  (``x_col_codes`` / ``x_col_sf``) and the column-wise fp4 weight with its scales (``Wt_fp4_x2`` / ``Wt_sf``) for
+  backward (l.228-236): a 0.5625 B saved input (``saves_quantized_input``) and one column-wise weight copy at
+  ``quantized_element_bytes`` per weight (``fp8_bytes``), held as saved tensors, so a checkpointed layer drops it
+  (``plan.terms.fp8_weight_bytes``).
 """
 
 from __future__ import annotations
 
-from trainfit.spec.enums import Fp8Recipe, TensorParallelImpl
+from trainfit.spec.enums import Fp4Recipe, Fp8Recipe, TensorParallelImpl
 
 AMAX_HISTORY_LEN = 1024
 """TE ``DelayedScaling.amax_history_len`` default."""
@@ -82,31 +111,71 @@ FP8_TENSORS_PER_LINEAR = 5
 """Forward: input, weight, output; backward: output gradient, input gradient (TE's fp8 meta per module)."""
 FP32 = 4
 BLOCK = 128
+MX_BLOCK = 32
+"""MXFP8: elements per E8M0 scale (1 B)."""
+NVFP4_BLOCK = 16
+"""NVFP4: elements per E4M3 scale (1 B)."""
+TE_ONLY_RECIPES = (Fp8Recipe.DELAYED, Fp8Recipe.BLOCKWISE)
+"""Recipes no other stack runs: a card that names them runs Transformer Engine's linears."""
+
+Recipe = Fp8Recipe | Fp4Recipe
 
 
-def transformer_engine_linears(*, recipe: Fp8Recipe, tensor_parallel_impl: TensorParallelImpl) -> bool:
-    """Whether a card's fp8 linears are Transformer Engine's: delayed and blockwise scaling exist only there, and a
-    Megatron-Core card (``parallel.tensor_parallel_impl: megatron``: Megatron-LM, NeMo, Megatron-Bridge, whose fp8
-    runs through TE) runs current scaling as TE's ``Float8CurrentScaling``; otherwise current scaling is torchao's
-    float8 (torchtitan)."""
-    return recipe is not Fp8Recipe.CURRENT or tensor_parallel_impl is TensorParallelImpl.MEGATRON
-
-
-def saved_input_bytes(*, recipe: Fp8Recipe) -> float:
-    """Bytes per element of the input a Transformer Engine fp8 linear saves for its weight gradient (module
-    docstring): the fp8 element, plus blockwise scaling's fp32 scale per 1x128 tile."""
+def quantized_element_bytes(recipe: Recipe) -> float:
+    """Bytes of one quantised element of one copy (row-wise or column-wise), its block scale included: 1 B for the
+    per-tensor fp8 recipes (one fp32 scale per tensor, left out), 1 + 4/128 for blockwise (fp32 per 1x128 tile), 1 +
+    1/32 for mxfp8 (E8M0 per 32), 0.5 + 1/16 for nvfp4 (E4M3 per 16)."""
+    if recipe is Fp4Recipe.NVFP4:
+        return 0.5 + 1.0 / NVFP4_BLOCK
+    if recipe is Fp8Recipe.MXFP8:
+        return 1.0 + 1.0 / MX_BLOCK
     return 1.0 + (FP32 / BLOCK if recipe is Fp8Recipe.BLOCKWISE else 0.0)
 
 
-def fp8_weight_copy_bytes(*, linear_weight_params: float) -> float:
-    """The fp8 copy of each linear weight and its transpose (1 B each per weight)."""
+def transformer_engine_linears(*, recipe: Recipe, tensor_parallel_impl: TensorParallelImpl) -> bool:
+    """Whether a card's fp8 linears are Transformer Engine's: delayed and blockwise scaling exist only there, and a
+    Megatron-Core card (``parallel.tensor_parallel_impl: megatron``: Megatron-LM, NeMo, Megatron-Bridge, whose fp8
+    runs through TE) runs current scaling as TE's ``Float8CurrentScaling``; otherwise current scaling is torchao's
+    float8 (torchtitan). mxfp8 and nvfp4 likewise: TE's ``MXFP8BlockScaling`` / ``NVFP4BlockScaling`` on a
+    Megatron-Core card, torchao's MX / NVFP4 linears (torchtitan's converters) elsewhere."""
+    return recipe in TE_ONLY_RECIPES or tensor_parallel_impl is TensorParallelImpl.MEGATRON
+
+
+def saves_quantized_input(*, recipe: Recipe, tensor_parallel_impl: TensorParallelImpl) -> bool:
+    """Whether a card's quantised linears save their input's quantised column-wise copy for the weight gradient
+    (``saved_input_bytes``) rather than the 16-bit input: Transformer Engine's (``transformer_engine_linears``), and
+    torchao's NVFP4 linear, whose ``nvfp4_mm_triton.forward`` saves ``x_col_codes`` / ``x_col_sf`` (the RHT'd
+    column-wise fp4 input and its scales) and ``Wt_fp4_x2`` / ``Wt_sf`` (pytorch/ao
+    ``torchao/prototype/moe_training/nvfp4_training/nvfp4_linear.py`` l.198-236
+    @36027d82d1ad9949597ea16002ff4940374b1b94). torchao float8 and MXFP8 (``mx_mm.forward`` ``ctx.save_for_backward
+    (input_hp, weight_hp)``, ``torchao/prototype/moe_training/mxfp8_linear.py`` l.108 there) save the 16-bit input."""
+    return (transformer_engine_linears(recipe=recipe, tensor_parallel_impl=tensor_parallel_impl)
+            or recipe is Fp4Recipe.NVFP4)
+
+
+def saved_input_bytes(*, recipe: Recipe) -> float:
+    """Bytes per element of the input a Transformer Engine fp8 / fp4 linear saves for its weight gradient (module
+    docstring): its column-wise quantised copy, block scales included (``quantized_element_bytes``)."""
+    return quantized_element_bytes(recipe)
+
+
+def fp8_weight_copy_bytes(*, linear_weight_params: float, recipe: Recipe | None = None) -> float:
+    """The fp8 copy of each linear weight and its transpose (1 B each per weight); mxfp8 / nvfp4: the row-wise and
+    the column-wise copy at their element bytes, block scales included (``quantized_element_bytes``)."""
+    if recipe in (Fp8Recipe.MXFP8, Fp4Recipe.NVFP4):
+        return 2.0 * quantized_element_bytes(recipe) * linear_weight_params
     return 2.0 * linear_weight_params
 
 
-def fp8_scaling_state_bytes(*, recipe: Fp8Recipe, linears: int, linear_weight_params: float) -> float:
+def fp8_scaling_state_bytes(*, recipe: Recipe, linears: int, linear_weight_params: float) -> float:
     """Amax history and scales: delayed keeps ``AMAX_HISTORY_LEN`` fp32 amaxes per fp8 tensor per linear plus a
     scale and an inverse scale; current keeps the scales only; blockwise one fp32 scale per 128x128 weight block
-    for the copy and its transpose."""
+    for the copy and its transpose; mxfp8 none beyond the block scales its copies carry (``fp8_weight_copy_bytes``);
+    nvfp4 one fp32 per-tensor amax per quantised tensor (input, weight, output gradient) per linear."""
+    if recipe is Fp8Recipe.MXFP8:
+        return 0.0
+    if recipe is Fp4Recipe.NVFP4:
+        return float(linears * 3 * FP32)
     if recipe is Fp8Recipe.DELAYED:
         return float(linears * FP8_TENSORS_PER_LINEAR * (AMAX_HISTORY_LEN + 2) * FP32)
     if recipe is Fp8Recipe.CURRENT:
@@ -114,9 +183,19 @@ def fp8_scaling_state_bytes(*, recipe: Fp8Recipe, linears: int, linear_weight_pa
     return 2.0 * FP32 * linear_weight_params / (BLOCK * BLOCK)
 
 
-def fp8_bytes(*, recipe: Fp8Recipe, linears: int, linear_weight_params: float) -> float:
-    """All fp8 state one rank holds through a step for ``linears`` fp8 linears of ``linear_weight_params``
-    (current scaling: torchao's, without kept copies)."""
+def fp8_bytes(*, recipe: Recipe, linears: int, linear_weight_params: float,
+              transformer_engine: bool | None = None) -> float:
+    """All fp8 / fp4 state one rank holds through a step for ``linears`` quantised linears of
+    ``linear_weight_params`` (current scaling: torchao's, without kept copies). mxfp8 / nvfp4: TE's cached row- and
+    column-wise weight copies where ``transformer_engine`` (``transformer_engine_linears``), nothing kept under
+    torchao (module docstring)."""
+    if recipe in (Fp8Recipe.MXFP8, Fp4Recipe.NVFP4):
+        state = fp8_scaling_state_bytes(recipe=recipe, linears=linears, linear_weight_params=linear_weight_params)
+        if transformer_engine:
+            return fp8_weight_copy_bytes(linear_weight_params=linear_weight_params, recipe=recipe) + state
+        if recipe is Fp4Recipe.NVFP4:  # torchao: the column-wise weight saved for the dgrad GEMM (module docstring)
+            return quantized_element_bytes(recipe) * linear_weight_params + state
+        return 0.0
     copies = 0.0 if recipe is Fp8Recipe.CURRENT else fp8_weight_copy_bytes(linear_weight_params=linear_weight_params)
     return copies + fp8_scaling_state_bytes(recipe=recipe, linears=linears, linear_weight_params=linear_weight_params)
 
@@ -159,12 +238,14 @@ def fp8_linear_params(spec, *, expert_parallel: int | None = None) -> int:
     return _fp8_linears(spec, expert_parallel=expert_parallel)[1]
 
 
-def fp8_model_bytes(spec, *, recipe: Fp8Recipe, scale: float = 1.0, expert_parallel: int | None = None) -> float:
+def fp8_model_bytes(spec, *, recipe: Recipe, scale: float = 1.0, expert_parallel: int | None = None,
+                    transformer_engine: bool | None = None) -> float:
     """``fp8_bytes`` for every dense linear of ``spec`` and, given ``expert_parallel`` (Transformer Engine grouped
     experts, ``grouped_experts_in_fp8``), every routed expert GEMM of one expert-parallel rank; without it the fused
     experts stay bf16. Weights scaled by ``scale`` (the rank's share of the parameters)."""
     linears, params = _fp8_linears(spec, expert_parallel=expert_parallel)
-    return fp8_bytes(recipe=recipe, linears=linears, linear_weight_params=params * scale)
+    return fp8_bytes(recipe=recipe, linears=linears, linear_weight_params=params * scale,
+                     transformer_engine=transformer_engine)
 
 
 # fp8 primary weights (``precision.fp8_params``): Transformer Engine ``quantized_model_init`` (``fp8_model_init``,
@@ -189,6 +270,43 @@ def fp8_model_bytes(spec, *, recipe: Fp8Recipe, scale: float = 1.0, expert_paral
 # l.1095-1097 (``--fp8-param-gather`` needs the distributed optimizer or an FSDP).
 
 
+# Megatron-FSDP with fp8 primary weights (Megatron-Bridge's FP8 presets set ``fp8_param_gather`` True, and the
+# performance scripts' ``set_megatron_fsdp_overrides`` run Megatron-FSDP with ``data_parallel_sharding_strategy
+# optim_grads_params`` and ``keep_fp8_transpose_cache = False``: NVIDIA-NeMo/Megatron-Bridge
+# src/megatron/bridge/training/mixed_precision.py l.272-289 and scripts/performance/utils/helpers.py l.35-41,
+# l.116-121 @7af9601c9da746d21481194356295bfe23df3737 (v0.2.0); scripts/performance/utils/overrides.py l.94-102
+# @067f987df03b8355b03192d88d70f1709fedf51a). Megatron-FSDP (NVIDIA/Megatron-LM
+# megatron/core/distributed/fsdp/src/megatron_fsdp/ @3097d81dd48633acad6bd08fb7c960a124e37c83, the Megatron-LM
+# Megatron-Bridge 26.04-alpha.rc2 pins): an fp8 parameter group's model-weight buffer is ``torch.uint8``
+# (param_and_grad_buffer.py l.2212-2225), sharded over the data-parallel ranks and all-gathered per unit: 1 B per
+# weight both in the shard and in the gathered unit; its main weights are the fp32 ``main_weight_buffer``
+# (l.2281-2300; unchanged) and its main gradients bf16 (l.2222). A separate transpose buffer is made only for MXFP8
+# (l.2230-2238, mixed_precision.py l.182-189 ``fp8_need_transpose_data``); a per-tensor fp8 weight's transpose is
+# built by ``fp8_create_transpose_cache`` (TE ``post_all_gather_processing``: only where the GPU lacks non-TN fp8
+# GEMMs) after the backward all-gather of each unit (megatron_fsdp.py l.486-490) and dropped when the unit is
+# released (l.575-581, ``keep_fp8_transpose_cache`` False). The same at the other pins:
+# @0d8e0714cd29c01e164fe6de9f532182bdffa942 (v0.2.0's: uint8 buffer param_and_grad_buffer.py l.1817; the released unit's transpose invalidated, megatron_fsdp.py
+# l.492-504, so TE rebuilds it in the next backward) and @2a75ac12c54ba6a42b34024756820bf819a2e25f (067f987d's:
+# l.2632-2635; megatron_fsdp.py l.498, l.626). The current-scaling step's per-tensor amax all-reduce (one fp32 per
+# linear) is not timed.
+
+
+def megatron_fsdp_fp8_shard_bytes(*, linear_weight_params: float, shards: int) -> float:
+    """Bytes one rank keeps of the fp8 primary weights under Megatron-FSDP: its 1/``shards`` of the uint8 row-wise
+    data (no transpose is kept between steps)."""
+    return 1.0 * linear_weight_params / max(1, shards)
+
+
+def megatron_fsdp_fp8_unit_bytes(*, unit_params: float, unit_linear_params: float, other_bytes_per_param: float,
+                                 non_tn_gemm: bool) -> tuple[float, float]:
+    """(one gathered layer unit, the transpose its backward adds) under Megatron-FSDP with per-tensor fp8 primary
+    weights: the unit's linear weights at 1 B (the uint8 buffer), its other parameters (norms) at
+    ``other_bytes_per_param``; on a GPU without non-TN fp8 GEMMs the backward builds a 1 B transpose of the unit's
+    linear weights after its all-gather and drops it with the unit."""
+    unit = unit_linear_params * 1.0 + max(0.0, unit_params - unit_linear_params) * other_bytes_per_param
+    return unit, (0.0 if non_tn_gemm else 1.0 * unit_linear_params)
+
+
 def non_tn_fp8_gemm(compute_capability: str | None) -> bool:
     """TE ``is_non_tn_fp8_gemm_supported``: Blackwell (10.x, 11.x, >= 13.0) runs fp8 GEMMs on either layout, so a
     per-tensor fp8 weight keeps no transpose. Unknown capability: False (the transpose is kept, the larger)."""
@@ -199,16 +317,20 @@ def non_tn_fp8_gemm(compute_capability: str | None) -> bool:
     return (10, 0) <= cc < (12, 0) or cc >= (13, 0)
 
 
-def fp8_param_bytes_per_weight(*, recipe: Fp8Recipe, non_tn_gemm: bool) -> float:
+def fp8_param_bytes_per_weight(*, recipe: Recipe, non_tn_gemm: bool) -> float:
     """Bytes a linear's fp8 primary weight holds per element, scales aside: 1 B of row-wise data, plus 1 B for the
     transpose (per-tensor delayed/current scaling without non-TN GEMMs) or the separately quantised column-wise copy
-    (blockwise, every GPU)."""
+    (blockwise, every GPU); mxfp8 / nvfp4: both copies with their block scales (``fp8_weight_copy_bytes``; an NVFP4
+    primary weight's column-wise copy is the 16x16-block transpose TE builds after the all-gather,
+    ``post_all_gather_processing``)."""
+    if recipe in (Fp8Recipe.MXFP8, Fp4Recipe.NVFP4):
+        return 2.0 * quantized_element_bytes(recipe)
     if recipe is Fp8Recipe.BLOCKWISE:
         return 2.0
     return 1.0 if non_tn_gemm else 2.0
 
 
-def fp8_param_model_bytes(spec, *, recipe: Fp8Recipe, non_tn_gemm: bool, scale: float = 1.0,
+def fp8_param_model_bytes(spec, *, recipe: Recipe, non_tn_gemm: bool, scale: float = 1.0,
                           expert_parallel: int | None = None) -> float:
     """The dense linears' fp8 primary weights of ``spec`` (``fp8_param_bytes_per_weight``) and their scaling state
     (``fp8_scaling_state_bytes``: amax history, scales, block scales for both copies): what replaces their bf16

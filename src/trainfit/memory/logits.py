@@ -116,6 +116,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from math import ceil
+from typing import Any, NamedTuple
+
+from trainfit.spec.card import pin_before
 
 FORWARD_PEAK_BYTES_PER_LOGIT = 10
 """bf16 logits + fp32 upcast + fp32 log-softmax output."""
@@ -132,6 +135,62 @@ copy of its own. The copy itself is ``StepTerms.kept_output`` after the forward.
 (``trainfit.trace.loops.prime_rl_sft_loss``, tests/trace/test_card_truthfulness.py)."""
 SOFTCAP_FAMILIES = frozenset({"gemma2"})
 """Families whose config sets ``final_logit_softcapping`` (applied in the model's forward)."""
+
+
+HF_SHIFTED_COPY_UNTIL = (4, 49)
+"""transformers releases before 4.49 shift the fp32 logits for the causal-LM loss with a copy:
+``shift_logits = logits[..., :-1, :].contiguous()`` after ``logits = logits.float()`` (4.46.0-4.48.0
+src/transformers/loss/loss_utils.py ``ForCausalLMLoss`` l.36-39; before 4.46 the same two lines in each model's forward,
+4.45.2 models/llama/modeling_llama.py l.1219-1221). 4.49.0 pads the labels instead (loss_utils.py l.39
+``labels = nn.functional.pad(labels, (0, 1), value=ignore_index)``) and scores the unshifted fp32 copy, as v5 does.
+Wheels transformers-4.45.2 ... 4.49.0-py3-none-any.whl from PyPI, read 2026-12-03."""
+
+HF_LOSS_FUNCTION_SINCE: dict[str, tuple[int, int]] = {"mistral": (4, 48)}
+"""The release from which a family's causal-LM forward hands its bf16 logits to ``self.loss_function`` and keeps them
+bound through the loss (4.46.0 models/llama/modeling_llama.py l.1210-1214, models/qwen2/modeling_qwen2.py l.1183;
+Mistral from 4.48.0, models/mistral/modeling_mistral.py l.852). Before it the forward rebinds ``logits =
+logits.float()`` (Llama and Qwen2 4.45.2: ``self.lm_head(...).float()``, l.1214 and l.1187; Mistral 4.47.1 l.1090), so
+the bf16 logits are freed before the shifted copy is made. Families not listed: 4.46 (``HF_LOSS_FUNCTION_DEFAULT``)."""
+HF_LOSS_FUNCTION_DEFAULT = (4, 46)
+
+
+class HfLossCopies(NamedTuple):
+    """What a pinned transformers release's causal-LM loss holds besides v5's (``hf_loss_copies``)."""
+
+    shifted_copy: bool = False
+    """The fp32 shifted copy (``HF_SHIFTED_COPY_UNTIL``): 4 B per logit of ``s - 1`` positions at the loss."""
+    bf16_dropped: bool = False
+    """The bf16 logits are freed by the forward's own upcast (``HF_LOSS_FUNCTION_SINCE``): 2 B per logit less."""
+
+
+def hf_loss_copies(transformers_pin: Any, family: str, *, model_loss: bool = True) -> HfLossCopies:
+    """The loss copies of the ``software.transformers`` pin: none for no pin or one from 4.49 on (v5's path).
+    ``model_loss``: the model is called with labels and its own causal-LM loss runs (an SFT step). A caller that
+    computes its own log-probs (TRL / OpenRLHF / NeMo RL actors, TRL's DPO ``concatenated_forward``) calls the model
+    without labels: no shifted copy is made (4.46.0 models/llama/modeling_llama.py l.1213-1214: ``loss_function`` only
+    under ``if labels is not None``; 4.45.2 l.1217-1221 the shift likewise), and only a release before
+    ``HF_LOSS_FUNCTION_SINCE`` still upcasts in the forward whatever the labels (``bf16_dropped``; 4.45.2 l.1214
+    ``self.lm_head(...).float()``)."""
+    since = HF_LOSS_FUNCTION_SINCE.get(family, HF_LOSS_FUNCTION_DEFAULT)
+    if not model_loss:
+        return HfLossCopies(shifted_copy=False, bf16_dropped=pin_before(transformers_pin, since))
+    if not pin_before(transformers_pin, HF_SHIFTED_COPY_UNTIL):
+        return HfLossCopies()
+    return HfLossCopies(shifted_copy=True, bf16_dropped=pin_before(transformers_pin, since))
+
+
+def hf_shifted_copy_bytes(*, micro_batch_size: int, seq_len: int, vocab_size: int, copies: HfLossCopies,
+                          compute_dtype_bytes: int = 2) -> float:
+    """What the pinned release's eager loss adds at the forward's peak over v5's ``FORWARD_PEAK_BYTES_PER_LOGIT``:
+    the fp32 shifted copy (b x (s - 1) x V x 4 B) beside the full fp32 upcast and the log-softmax output, less the bf16
+    logits a release before ``HF_LOSS_FUNCTION_SINCE`` has already freed. The copy is no saved tensor (the log-softmax
+    saves its output), so what is retained and the backward's peak are v5's (with s - 1 rows: left out). Measured with
+    the fake-tensor trace (Llama, hidden 256, 4 layers, vocab 4096, b 4 x 512, full training, no checkpointing):
+    forward peak over 5.24.0's, less the repeated k/v (``memory.attention.legacy_sdpa``, 6 MiB): 4.47.1 +31.86 MiB,
+    4.45.2 +15.86 MiB; counted here 31.94 and 15.94 (4 x 511 x 4096 x 4 B, less 4 x 512 x 4096 x 2 B)."""
+    shifted = 4.0 * micro_batch_size * max(seq_len - 1, 0) * vocab_size if copies.shifted_copy else 0.0
+    dropped = float(compute_dtype_bytes * micro_batch_size * seq_len * vocab_size) if copies.bf16_dropped else 0.0
+    return shifted - dropped
 
 
 @dataclass(frozen=True, slots=True)
@@ -456,6 +515,7 @@ def logits_bytes(
     loss_input_copy: bool = False,
     loss_input_slice_backward: bool = False,
     compute_dtype_loss: bool = False,
+    hf_loss: HfLossCopies = HfLossCopies(),
 ) -> LogitsBytes:
     """Bytes of the logits/loss path for one micro-batch.
 
@@ -472,6 +532,8 @@ def logits_bytes(
     kept logits (``compiled_ce_bytes``' ``input_copy``; ``loop.loss_input_copy`` from two sequences);
     ``loss_input_slice_backward``: the loss reads a slice of them (``compiled_ce_bytes``' ``slice_backward``).
     ``compute_dtype_loss``: the model's own loss on the compute-dtype logits without an fp32 copy (``compute_dtype_ce_bytes``; ``loss.upcast: false``).
+    ``hf_loss``: the pinned transformers release's shifted fp32 copy (``hf_shifted_copy_bytes``; the eager fp32 loss
+    only).
     """
     tokens = micro_batch_size * seq_len
     width = vocab_size if head_outputs is None else head_outputs
@@ -515,8 +577,12 @@ def logits_bytes(
         return LogitsBytes(forward_peak=lg.forward_peak + softcap, retained=lg.retained + held,
                            backward_peak=lg.backward_peak + held)
     fwd = KEPT_FP32_FORWARD_PEAK_BYTES_PER_LOGIT if kept_fp32 and head_outputs is None else FORWARD_PEAK_BYTES_PER_LOGIT
+    shifted = 0.0
+    if head_outputs is None and not kept_fp32:
+        shifted = hf_shifted_copy_bytes(micro_batch_size=micro_batch_size, seq_len=seq_len, vocab_size=width,
+                                        copies=hf_loss, compute_dtype_bytes=compute_dtype_bytes)
     return LogitsBytes(
-        forward_peak=fwd * e + softcap,
+        forward_peak=fwd * e + softcap + shifted,
         retained=RETAINED_BYTES_PER_LOGIT * e + held,
         backward_peak=BACKWARD_PEAK_BYTES_PER_LOGIT * e + held,
     )

@@ -21,7 +21,7 @@ def _short(name: str) -> str:
     return name.rsplit(".", 1)[-1]
 
 
-_PEFT_CONVERTS = frozenset({"qwen3_moe", "mixtral", "olmoe"}) | DEEPSEEK_FAMILIES
+_PEFT_CONVERTS = frozenset({"qwen3_moe", "mixtral", "olmoe", "glm4_moe"}) | DEEPSEEK_FAMILIES
 """MoE families whose adapter targets PEFT 0.21.2 rewrites for transformers v5 before it matches modules
 (``peft/utils/transformers_weight_conversion.py`` ``_convert_peft_config_moe`` l.402-482, entered for the
 model types ``_MODEL_TO_CONVERSION_PATTERN`` maps to ``qwen2_moe``; called from ``tuners/tuners_utils.py``
@@ -33,13 +33,13 @@ is not wrapped; ``gate_proj`` without ``up_proj`` (or the reverse) raises (l.461
 nothing. Mixtral converts the same way under its own v4 names (``_V4_EXPERT_NAMES``; l.45 adds ``mixtral`` to the map;
 measured on a meta Mixtral, 2 layers, r=16: all-linear 426,240, w1+w3+w2 360,448, w2 98,304, q/v+gate 37,120, w1
 without w3 raises). OLMoE is mapped like Qwen3-MoE (transformers 5.24.0 ``conversion_mapping.py`` ``"olmoe": "qwen2_moe"``), and so are
-DeepSeek-V2 and -V3 (l.55-56).
+DeepSeek-V2 and -V3 (l.55-56) and GLM-4.5 (``"glm4_moe": "qwen2_moe"``, l.60).
 ``qwen2_moe`` itself, ``gpt_oss`` and ``llama4`` are not in that map (l.43-45; transformers 5.24.0
 ``conversion_mapping.py``): their 3-D experts are only ever plain Parameters to ``target_modules``, which
 matches modules, so PEFT never wraps them."""
 
 _ROUTER_MODULE = {"qwen3_moe": "gate", "deepseek_v3": "gate", "deepseek_v2": "gate", "mixtral": "gate", "olmoe": "gate",
-                  "llama4_text": "router"}
+                  "glm4_moe": "gate", "llama4_text": "router"}
 """The name a target uses for the router's adapter, where PEFT 0.21.2 can wrap it: the converting families'
 ``gate`` (Qwen3MoeTopKRouter / DeepseekV3TopkRouter, no ``nn.Linear``, become ``target_parameters``
 ``gate.weight``), Llama-4's ``router`` (transformers 5.24.0 ``models/llama4/modeling_llama4.py`` l.141

@@ -175,6 +175,12 @@ def check_layout(card: RunCard, spec: ModelSpec, layout: ParallelLayout, seq_len
         raise CardError(f"parallel.tensor_parallel: {tp} with {name}: transformers gathers its fused qkv_proj and"
                         " gate_up_proj outputs to full width on every rank (Phi-3), so a rank's layer is not a"
                         " shard; tensor-parallel Phi-3 is not modelled; allowed: 1")
+    if tp > 1 and spec.fused_gate_up:
+        # Glm4Config.base_model_tp_plan gathers gate_up_proj's output to full width ("colwise_gather_output",
+        # transformers v5.24.0 models/glm4/configuration_glm4.py l.46-47): not the sharded rank this module models
+        raise CardError(f"parallel.tensor_parallel: {tp} with {name}: transformers gathers its fused gate_up_proj output"
+                        " to full width on every rank (GLM-4), so a rank's MLP is not a shard; tensor-parallel GLM-4 is"
+                        " not modelled; allowed: 1")
     if tp > 1 and spec.num_full_attention_layers:
         if heads % tp:
             raise CardError(f"parallel.tensor_parallel: {tp} does not divide the {heads} attention heads of {name};"

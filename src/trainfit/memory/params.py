@@ -139,7 +139,7 @@ def _dense_mlp(spec: ModelSpec, width: int, count: int, prefix: str = "") -> lis
             LinearGroup(prefix + "fc1", h, width, count, spec.mlp_bias),
             LinearGroup(prefix + "fc2", width, h, count, spec.mlp_bias),
         ]
-    if spec.fused_projections and not prefix:  # Phi-3: one gate_up_proj (gate, then up), then down_proj
+    if spec.fused_mlp and not prefix:  # Phi-3, GLM-4: one gate_up_proj (gate, then up), then down_proj
         return [LinearGroup("gate_up_proj", h, 2 * width, count, spec.mlp_bias),
                 LinearGroup("down_proj", width, h, count, spec.mlp_bias)]
     return [

@@ -260,6 +260,14 @@ def apply_preset(card_data: dict[str, Any], name: str) -> dict[str, Any]:
     merged = merge_under(defaults, card_data)
     if name == "verl" and merged.get("scope", "full") != "full" and "sleep_level" not in (card_data.get("rollout") or {}):
         merged["rollout"] = {**merged["rollout"], "sleep_level": 1}  # verl sleeps at level 1 when it syncs an adapter
+    if (name == "verl" and str((merged.get("parallel") or {}).get("tensor_parallel_impl", "")) == "megatron"
+            and "weights" not in (card_data.get("precision") or {})):
+        # the fp32 parameters are the FSDP actor's: verl's Megatron backend wraps its model in Megatron-Core's
+        # Float16Module (bf16 parameters) and keeps the fp32 copy in the distributed optimizer's main parameters
+        # (get_model: ``Float16Module(config, model_module)``, volcengine/verl verl/utils/megatron_utils.py l.114-115
+        # @04acd09d65900521e8019adefd10308220cb7ee2, l.135 @b178a3cd56f58b2d502255daba591e92833930a7;
+        # ``init_megatron_optim_config``: ``bf16=True, params_dtype=torch.bfloat16``, l.199-208 @04acd09d)
+        merged["precision"] = {k: v for k, v in merged["precision"].items() if k != "weights"}
     if (name == "skyrl" and merged.get("scope", "full") != "full"
             and str((merged.get("parallel") or {}).get("strategy", Strategy.FSDP)) in {s.value for s in FSDP_STRATEGIES}
             and "sleep_level" not in (card_data.get("rollout") or {})):

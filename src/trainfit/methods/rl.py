@@ -30,6 +30,7 @@ and the transient of its own pass:
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from enum import StrEnum
 from functools import lru_cache
 
 from trainfit.memory.hybrid_engine import HE_MAX_OUT_TOKENS, HybridEngineMemory, hybrid_engine_memory
@@ -62,7 +63,21 @@ from trainfit.spec.training import TrainableSpec
 from trainfit.units import GIB
 
 SYNC_BUCKET_BYTES = 1 * GIB
-"""Assumed bucket of bucketed weight sync (verl/OpenRLHF send weights in buckets of this order)."""
+"""Assumed bucket of bucketed weight sync (verl/OpenRLHF send weights in buckets of this order); a card's
+``rollout.weight_sync_bucket_mib`` replaces it (``sync_bucket_bytes``)."""
+
+
+def sync_bucket_bytes(card: RunCard) -> float:
+    """The bucket a bucketed weight sync holds: the card's ``rollout.weight_sync_bucket_mib`` (miles / slime
+    ``--update-weight-buffer-size``), else ``SYNC_BUCKET_BYTES``. miles' source rank keeps each TP-gathered,
+    HF-converted tensor in ``converted_named_tensors`` until the next unit would pass
+    ``update_weight_buffer_size``, then
+    broadcasts the bucket (``_gather_and_update_non_expert_weights``; experts: the bucket of TP-gathered tensors
+    times the EP size after the EP gather, ``_gather_and_update_expert_weights``; radixark/miles
+    miles/backends/megatron_utils/update_weight/update_weight_from_distributed/mixin.py l.98-158
+    @748935dc7155d4990d02d62f6061c50ef8054051); each engine rank receives the same bytes per broadcast."""
+    mib = card.rollout.weight_sync_bucket_mib
+    return SYNC_BUCKET_BYTES if mib is None else float(mib) * 2**20
 ENGINE = "rollout_engine"
 """Component name of the engine's memory: outside the trainer's torch allocator."""
 
@@ -226,7 +241,8 @@ OPTIMIZER_SIDE = ("master_weights", "optimizer_states", "paged_optimizer_states"
 ``offload_fsdp_optimizer``: the optimizer's fp32 main parameters and states)."""
 PARAM_SIDE = ("weights", "adapter_weights")
 """Components ``params_and_optimizer`` moves as well (verl ``offload_megatron_model_to_cpu`` /
-``offload_fsdp_model_to_cpu``; gradients go with them and are not resident outside the update anyway)."""
+``offload_fsdp_model_to_cpu``; FSDP's gradients are freed after the update anyway, and Megatron-Core's gradient buffer
+is planned per phase by ``grad_buffer_held``)."""
 
 
 def trainer_offload_of(card: RunCard) -> tuple[Offload, str]:
@@ -312,6 +328,67 @@ def frozen_pass_offloaded(card: RunCard, mode: Offload, *, actor_weights: bool) 
     if actor_weights or card.preset not in OTHER_MODEL_PASS_POLICY_AWAY_PRESETS:
         return OPTIMIZER_SIDE
     return offloaded_components(mode)
+
+
+class GradBufferPhase(StrEnum):
+    """The RL phases outside a role's own update, as ``grad_buffer_held`` names them: loading, generation, the log-prob
+    passes on the actor (old policy, reference on its storage), passes of another model (standalone reference, critic
+    values, reward), the weight sync and the other role's update."""
+
+    LOAD = "load"
+    ROLLOUT = "rollout"
+    LOGPROB = "logprob"
+    OTHER_PASS = "other_pass"
+    WEIGHT_SYNC = "weight_sync"
+    OTHER_UPDATE = "other_update"
+
+
+GRAD_BUFFER_PHASES = tuple(GradBufferPhase)
+
+
+def grad_buffer_held(card: RunCard, mode: Offload, *, phase: GradBufferPhase) -> bool:
+    """Whether a Megatron-Core trainer's gradient buffer is on the GPU in ``phase`` (one of ``GRAD_BUFFER_PHASES``)
+    of an RL step. Its own update always holds it (``plan.ranks.megatron_grad_buffer_held``: allocated when
+    ``DistributedDataParallel`` wraps the model and only zeroed each iteration, ``grads_preallocated``).
+
+    * Not Megatron-Core (``megatron_grad_buffer_held`` False): no buffer outside the update.
+    * NeMo RL (``nemo-rl``): ``prepare_for_lp_inference`` frees it before the log-prob passes in every placement
+      (``move_model(self.model, "cpu", move_params=False, move_grads=True)`` "get rid of grad buffers"),
+      ``offload_before_refit`` before a colocated refit, and ``prepare_for_training`` re-allocates it for the update
+      (NVIDIA-NeMo/RL nemo_rl/models/policy/workers/megatron_policy_worker.py l.1360-1436
+      @9dbd9adc95a10f5946cceb36e1d5b31e2429e470; Megatron-Core's ``offload_to_cpu`` frees ``grad_data`` with
+      ``storage().resize_(0)``, ``reload_from_cpu`` re-allocates and zeroes it, megatron/core/distributed/
+      param_and_grad_buffer.py l.780-805 @2ff0f099ffc30ffd152e3e29e921a1609d00855c). So held only where nothing
+      freed it since the update: in a split placement the load, the weight sync and the other role's update. In a
+      colocated placement in no phase at all, the load included: ``offload_before_refit`` runs before every refit,
+      the first one too, so the load is planned as the steady state after it (the buffer allocated when
+      ``DistributedDataParallel`` wraps the model and held until that first refit is not planned).
+    * ``rollout.trainer_offload: params_and_optimizer`` (verl ``param_offload``, SkyRL): verl's
+      ``offload_megatron_model_to_cpu`` frees it (``grad_data.storage().resize_(0)``), the log-prob pass and the sync
+      bring the parameters back with ``load_grad=False``, and only ``update_actor`` re-allocates it
+      (volcengine/verl verl/utils/megatron_utils.py l.411-435, 447-456, verl/workers/megatron_workers.py
+      ``rollout_mode`` l.681-682, ``compute_log_prob`` l.866-867 @b178a3cd56f58b2d502255daba591e92833930a7; at
+      04acd09d65900521e8019adefd10308220cb7ee2
+      ``generate_sequences`` still reloaded it with the parameters, l.420-421, not planned): freed outside the
+      update.
+    * Otherwise (no offload, or the optimizer only): nothing frees it. verl offloads the model only under
+      ``param_offload`` (megatron_workers.py ``init_model`` l.319-324, ``update_actor`` l.384-411,
+      ``generate_sequences`` l.420-433 @04acd09d; the critic's ``CriticWorker`` likewise, l.624-687), and
+      ``offload_megatron_optimizer`` moves the optimizer state only: held in every phase."""
+    from trainfit.plan.ranks import megatron_grad_buffer_held
+
+    phase = GradBufferPhase(phase)  # ValueError naming the value for anything else
+    if not megatron_grad_buffer_held(card):
+        return False
+    if card.preset == "nemo-rl":
+        colocated = card.rollout.placement is Placement.COLOCATE
+        return phase in (GradBufferPhase.LOAD, GradBufferPhase.WEIGHT_SYNC, GradBufferPhase.OTHER_UPDATE) and not colocated
+    return mode is not Offload.PARAMS_AND_OPTIMIZER
+
+
+def _held_grads(t: StepTerms) -> float:
+    """A Megatron-Core trainer's gradient buffer: the gradients its forward already holds (``grads_preallocated``)."""
+    return t.grads_total if t.grads_preallocated and not t.grad_buffer else 0.0
 
 
 def _without(components: dict[str, float], names: tuple[str, ...]) -> dict[str, float]:
@@ -492,7 +569,7 @@ def rl_groups(
 
         rm_spec = replace(resolve_model(rm_id), head_outputs=1)
         rm_w = frozen_weights(rm_spec, card, divisor=weights_divisor)
-    critic_keep = _persistent(critic) if critic is not None else 0.0
+    critic_keep = _persistent(critic) if critic is not None else 0.0  # its gradient buffer added below
 
     # the engine
     summary, engine_run, engine_idle, engine_sync = _engine(card, spec, actor, gpu_memory, train_gpus)
@@ -525,6 +602,20 @@ def rl_groups(
     if ro.engine not in SERVING_ENGINES:
         off_mode, off_why = Offload.NONE, "engine hf generates on the trainer's own weights"
     away = offloaded_components(off_mode)
+    # Megatron-Core's gradient buffers outside their own update (grad_buffer_held): the actor's per phase, the critic's
+    # with the critic's state, the actor's through the critic's update
+    actor_grads, critic_grads = _held_grads(actor), (_held_grads(critic) if critic is not None else 0.0)
+
+    def grads(phase: GradBufferPhase) -> dict[str, float]:
+        return {"gradients": actor_grads} if actor_grads and grad_buffer_held(card, off_mode, phase=phase) else {}
+
+    if critic_grads and grad_buffer_held(card, off_mode, phase=GradBufferPhase.OTHER_UPDATE):
+        critic_keep += critic_grads
+    kept = [ph for ph in GRAD_BUFFER_PHASES if actor_grads and grad_buffer_held(card, off_mode, phase=ph)]
+    if kept:
+        notes.append(f"Megatron-Core gradient buffer ({actor_grads / GIB:.2f} GiB"
+                     + (f", the critic's {critic_grads / GIB:.2f} GiB" if critic_grads else "")
+                     + f") kept outside the update: {', '.join(kept)} (methods.rl.grad_buffer_held)")
     if away:
         moved = sum(v for k, v in trainer_resident.items() if k in away)
         if moved > 0:
@@ -534,7 +625,7 @@ def rl_groups(
                      " the update (frozen_pass_offloaded: what stays away through the log-prob passes)")
     loaded = trainer_resident | extras()
     at_load = engine_idle if ro.engine is RolloutEngine.DEEPSPEED_HYBRID else engine_run  # nothing gathered yet
-    peaks.append(PhasePeak(Phase.LOAD, (_without(loaded, away) | {ENGINE: at_load}) if colocate else loaded,
+    peaks.append(PhasePeak(Phase.LOAD, ((_without(loaded, away) | {ENGINE: at_load}) if colocate else loaded) | grads(GradBufferPhase.LOAD),
                            "all roles loaded" + (", trainer state offloaded" if away else "")))
     if colocate:
         rollout = engine_run if ro.engine in SERVING_ENGINES else 0.0
@@ -542,7 +633,7 @@ def rl_groups(
         if ro.engine is RolloutEngine.DEEPSPEED_HYBRID:  # workspace outside the allocator, the gather inside
             rollout, gen_trainer = engine_idle, engine_run - engine_idle
         peaks.append(PhasePeak(Phase.ROLLOUT, _without(trainer_resident, away) | extras()
-                               | {ENGINE: rollout, "generation": gen_trainer},
+                               | {ENGINE: rollout, "generation": gen_trainer} | grads(GradBufferPhase.ROLLOUT),
                                f"generating {ro.prompts_per_step}x{ro.num_generations} sequences"))
     # the frozen passes: the optimizer state (and, for a pass not on the actor, its weights) still in host RAM where
     # the framework's code leaves it there (LOGPROB_OPTIMIZER_AWAY_PRESETS); elsewhere the whole state is counted
@@ -559,7 +650,9 @@ def rl_groups(
                                     temperature_copy=card.loss.temperature_copy,
                                     entropy=card.loss.logprob_entropy is LogprobEntropy.EVERY_PASS)
         ref_away = other_away if ref_place is RefPlacement.GPU else own_away  # LoRA / host swap: the actor's weights
-        peaks.append(PhasePeak(Phase.REF_LOGPROB, _without(trainer_resident, ref_away) | extras() | {"logprob_pass": tr},
+        ref_grads = grads(GradBufferPhase.OTHER_PASS if ref_place is RefPlacement.GPU else GradBufferPhase.LOGPROB)
+        peaks.append(PhasePeak(Phase.REF_LOGPROB, _without(trainer_resident, ref_away) | extras() | {"logprob_pass": tr}
+                               | ref_grads,
                                "reference log-probs"))
     elif ref_place is RefPlacement.CPU and card.preset in REFERENCE_OFFLOAD_PRESETS:
         # SkyRL: the reference comes to the GPU for its own pass (its bf16 shard, as the trainer's layout shards it)
@@ -570,7 +663,8 @@ def rl_groups(
                                     temperature_copy=card.loss.temperature_copy,
                                     entropy=card.loss.logprob_entropy is LogprobEntropy.EVERY_PASS)
         on_gpu = {"reference_weights": frozen_weights(spec, card, divisor=weights_divisor), "logprob_pass": tr}
-        peaks.append(PhasePeak(Phase.REF_LOGPROB, _without(trainer_resident, other_away) | extras() | on_gpu,
+        peaks.append(PhasePeak(Phase.REF_LOGPROB, _without(trainer_resident, other_away) | extras() | on_gpu
+                               | grads(GradBufferPhase.OTHER_PASS),
                                "reference log-probs (the reference brought in, the policy offloaded)"))
     if old_logprob_pass(card):
         # the policy's own log-probs before the update (PPO's old policy; GRPO when each batch is reused
@@ -581,11 +675,13 @@ def rl_groups(
                                     divides_by_temperature=card.method is Method.GRPO, kernel=card.loss.kernel.value,
                                     temperature_copy=card.loss.temperature_copy,
                                     entropy=card.loss.logprob_entropy is not LogprobEntropy.NONE)
-        peaks.append(PhasePeak(Phase.OLD_LOGPROB, _without(trainer_resident, own_away) | extras() | {"logprob_pass": tr},
+        peaks.append(PhasePeak(Phase.OLD_LOGPROB, _without(trainer_resident, own_away) | extras() | {"logprob_pass": tr}
+                               | grads(GradBufferPhase.LOGPROB),
                                "old-policy log-probs"))
     if rm_spec is not None:
         tr = forward_only_transient(rm_spec, sequences=mbs, seq_len=seq, chunked=chunked, gathered_units=_gathered(actor))
-        peaks.append(PhasePeak(Phase.REWARD, _without(trainer_resident, other_away) | extras() | {"reward_pass": tr},
+        peaks.append(PhasePeak(Phase.REWARD, _without(trainer_resident, other_away) | extras() | {"reward_pass": tr}
+                               | grads(GradBufferPhase.OTHER_PASS),
                                "reward model scores"))
     if critic is not None and critic_spec is not None:
         c_mbs, c_seq = mbs, seq
@@ -602,7 +698,8 @@ def rl_groups(
                          + (f"; the rank's whole share under the budget of {c_budget})" if c_share < c_budget else ")"))
         tr = forward_only_transient(critic_spec, sequences=c_mbs, seq_len=c_seq, chunked=chunked,
                                     gathered_units=_gathered(critic))
-        peaks.append(PhasePeak(Phase.CRITIC_VALUE, _without(trainer_resident, other_away) | extras() | {"value_pass": tr},
+        peaks.append(PhasePeak(Phase.CRITIC_VALUE, _without(trainer_resident, other_away) | extras() | {"value_pass": tr}
+                               | grads(GradBufferPhase.OTHER_PASS),
                                "critic values"))
     names = {Phase.FORWARD: Phase.ACTOR_FORWARD, Phase.BACKWARD: Phase.ACTOR_BACKWARD,
              Phase.OPTIMIZER_STEP: Phase.ACTOR_OPTIMIZER_STEP}
@@ -612,11 +709,13 @@ def rl_groups(
         cnames = {Phase.FORWARD: Phase.CRITIC_FORWARD, Phase.BACKWARD: Phase.CRITIC_BACKWARD,
                   Phase.OPTIMIZER_STEP: Phase.CRITIC_OPTIMIZER_STEP}
         for p in step_peaks(critic)[1:]:
-            comps = dict(p.components) | extras(skip="critic") | {"actor_state": actor_keep}
+            held = actor_grads if grad_buffer_held(card, off_mode, phase=GradBufferPhase.OTHER_UPDATE) else 0.0
+            comps = dict(p.components) | extras(skip="critic") | {"actor_state": actor_keep + held}
             peaks.append(PhasePeak(cnames[p.phase], comps, p.at))
     mech, why = effective_weight_sync(card, actor)
-    spike = _sync_spike(mech, spec)
-    sync = trainer_resident | extras() | {"weight_sync_buffer": spike}
+    bucket = sync_bucket_bytes(card)
+    spike = _sync_spike(mech, spec, bucket_bytes=bucket)
+    sync = trainer_resident | extras() | {"weight_sync_buffer": spike} | grads(GradBufferPhase.WEIGHT_SYNC)
     from trainfit.rollout.quantization import card_refit_cast_peak_bytes
 
     # an fp8 engine casts each received bf16 tensor to fp8 on its own GPUs (rollout.quantization)
@@ -631,7 +730,7 @@ def rl_groups(
         rpeaks = (
             PhasePeak(Phase.LOAD, {ENGINE: engine_run}, "engine started"),
             PhasePeak(Phase.ROLLOUT, {ENGINE: engine_run}, f"generating {ro.prompts_per_step}x{ro.num_generations} sequences"),
-            PhasePeak(Phase.WEIGHT_SYNC, {ENGINE: engine_sync, "weight_sync_buffer": min(spike, SYNC_BUCKET_BYTES)}
+            PhasePeak(Phase.WEIGHT_SYNC, {ENGINE: engine_sync, "weight_sync_buffer": min(spike, bucket)}
                       | cast, "receiving weights"),
         )
         groups.append(GroupPhases("rollout", roll_gpus, rpeaks))
@@ -712,13 +811,14 @@ def effective_weight_sync(card: RunCard, actor: StepTerms) -> tuple[WeightSync, 
     return mech, "rollout.weight_sync default"
 
 
-def _sync_spike(mech: WeightSync, spec: ModelSpec) -> float:
-    """Bytes the trainer holds while sending weights by ``mech`` (bf16 engine weights)."""
+def _sync_spike(mech: WeightSync, spec: ModelSpec, *, bucket_bytes: float = SYNC_BUCKET_BYTES) -> float:
+    """Bytes the trainer holds while sending weights by ``mech`` (bf16 engine weights); ``bucket_bytes``: a bucketed
+    sync's bucket (``sync_bucket_bytes``)."""
     full = weight_bytes(spec, weights=Dtype.BF16, compute=ComputeDtype.BF16, trainable=TrainableSpec()).base
     if mech is WeightSync.FULL_GATHER:
         return full
     if mech is WeightSync.BUCKETED:
-        return min(SYNC_BUCKET_BYTES, full)
+        return min(bucket_bytes, full)
     largest = max(t.numel for t in param_tensors(spec)) * count_scale(spec)
     return 2.0 * largest
 

@@ -31,7 +31,7 @@ from trainfit.plan.terms import HOST_BYTES_PER_PROCESS, lora_tensors, step_terms
 from trainfit.plan.time import step_time_of
 from trainfit.plan.walk import dpo_logits, walk_rl, walk_sft_like
 from trainfit.spec.card import RunCard
-from trainfit.spec.enums import Method, Scope, Strategy
+from trainfit.spec.enums import Attention, Method, Scope, Strategy
 
 __all__ = [
     "HOST_BYTES_PER_PROCESS", "OUTSIDE_ALLOCATOR", "PAGEABLE", "GroupPlan", "PhaseResult", "Plan",
@@ -40,24 +40,26 @@ __all__ = [
 ]
 
 
-SLIDING_WINDOW_FAMILIES = frozenset({"phi3", "gemma3_text"})
-"""Families whose windowed layers trainfit plans as plain causal attention only while the sequence is shorter than
-``sliding_window``: Phi-3's every layer (Phi3Model builds ``create_sliding_window_causal_mask`` whenever the config has
-one: transformers v5.24.0 models/phi3/modeling_phi3.py l.386), Gemma-3's local layers (``sliding_layers``,
-``create_sliding_window_causal_mask`` in Gemma3TextModel's ``causal_mask_mapping``, models/gemma3/modeling_gemma3.py l.525-527).
-Mistral's config carries the same field (Mistral-7B-v0.1: 4096) and takes the same mask path (modeling_mistral.py
-l.355), but is planned as full causal attention at any length: from the window on, the materialised mask and the k/v
-that SDPA's non-GQA path repeats are not counted (an approximation, where Phi-3 and Gemma-3 are refused)."""
+SLIDING_WINDOW_FAMILIES = frozenset({"phi3", "gemma3_text", "mistral", "mixtral"})
+"""Families whose windowed layers (``ModelSpec.sliding_layers``) take transformers' sliding-window mask
+(``memory.attention.WINDOW_MASK_FAMILIES``): Phi-3, Mistral and Mixtral on every layer, Gemma-3 on its local ones.
+Below the window every layer runs plain causal attention (transformers v5.24.0 masking_utils.py
+``_ignore_causal_mask_sdpa`` l.286-287 lets the mask go while ``kv_length < local_attention_size``). From the window
+on they are planned by kernel: SDPA saves a float mask and repeated k/v per windowed layer
+(``memory.attention.sdpa_window_masked``) and runs every key block (``compute.attention_time``); eager builds its
+masks at any length (``memory.attention.eager_mask_bytes``); flash passes ``window_size`` and skips the key tiles
+before the window (``compute.attention_time.windowed_attention_keys``)."""
 
 
 def sliding_window_refusal(card: RunCard, spec: ModelSpec) -> str | None:
     """Why a plan of a model with sliding-window layers (``SLIDING_WINDOW_FAMILIES``) is refused, or None, naming the
-    field that set the length. transformers builds no mask while the keys are fewer than the window
-    (v5.24.0 masking_utils.py ``_ignore_causal_mask_sdpa`` l.286-287: ``local_attention_size is not None and
-    kv_length >= local_attention_size`` returns False, else the plain causal ``is_causal`` path), so a shorter
-    sequence runs exactly as full causal attention; from the window on, a materialised mask disables SDPA's
-    GQA path (k and v repeated) and the flash kernels: not modelled."""
-    if spec.sliding_window is None or spec.family not in SLIDING_WINDOW_FAMILIES:
+    field that set the length. What remains refused: context parallelism once the sequence reaches the window. torch's
+    ring attention runs ``is_causal`` blocks only and takes no mask (torch/distributed/tensor/experimental/_attention.py
+    ``_templated_ring_attention``), and Ulysses splits heads around a kernel call whose windowed mask over the gathered
+    sequence trainfit does not model."""
+    if spec.sliding_window is None or spec.family not in SLIDING_WINDOW_FAMILIES or not spec.sliding_layers:
+        return None
+    if card.parallel.context_parallel <= 1:
         return None
     window = spec.sliding_window
     virtual = (card.prompt_tuning.num_virtual_tokens or 0) if card.scope is Scope.PROMPT_TUNING else 0
@@ -65,12 +67,53 @@ def sliding_window_refusal(card: RunCard, spec: ModelSpec) -> str | None:
         rollout = card.rollout.prompt_len + card.rollout.response_len
         if rollout >= window:
             return (f"rollout.prompt_len + rollout.response_len: {rollout} tokens reach {spec.name}'s sliding_window"
-                    f" {window}: its windowed attention mask is not modelled; allowed: a sum up to {window - 1}")
+                    f" {window} with parallel.context_parallel {card.parallel.context_parallel}: a windowed mask"
+                    f" split over context-parallel ranks is not modelled; allowed: a sum up to {window - 1}, or"
+                    " context_parallel 1")
     if card.batch.seq_len + virtual >= window:
         extra = f" with {virtual} virtual tokens (prompt_tuning.num_virtual_tokens)" if virtual else ""
-        return (f"batch.seq_len: {card.batch.seq_len} tokens{extra} reach {spec.name}'s sliding_window {window}: its"
-                f" windowed attention mask is not modelled; allowed: up to {window - 1 - virtual}")
+        return (f"batch.seq_len: {card.batch.seq_len} tokens{extra} reach {spec.name}'s sliding_window {window} with"
+                f" parallel.context_parallel {card.parallel.context_parallel}: a windowed mask split over"
+                f" context-parallel ranks is not modelled; allowed: up to {window - 1 - virtual}, or"
+                " context_parallel 1")
     return None
+
+
+def sliding_window_note(card: RunCard, spec: ModelSpec) -> str | None:
+    """The plan's line for a card whose rows reach the sliding window (``SLIDING_WINDOW_FAMILIES``), or None: what
+    the card's attention does there, and the transformers releases that path was read at."""
+    if spec.sliding_window is None or spec.family not in SLIDING_WINDOW_FAMILIES or not spec.sliding_layers:
+        return None
+    from trainfit.memory.attention import runs_eager
+    from trainfit.plan.time import _model_seq_len
+
+    seq = _model_seq_len(card)
+    if card.method in (Method.PPO, Method.GRPO):
+        seq = card.rollout.prompt_len + card.rollout.response_len
+    window = spec.sliding_window
+    if seq < window:
+        return None
+    n = len(spec.sliding_layers)
+    if runs_eager(spec.family, card.attention):
+        how = "eager attention masks every score, as below the window"
+    elif card.attention is Attention.FLASH:
+        how = (f"flash attention runs window_size ({window - 1}, {window - 1}) on them, skipping the key tiles before"
+               " the window")
+    else:
+        how = ("SDPA takes transformers' materialised window mask (masking_utils, transformers 4.53 on): each such"
+               " layer saves a float (b, 1, s, s) copy of it (and, with grouped-query heads, k/v repeated to every"
+               " head), and its kernel runs every key block")
+    return f"sliding window: {seq} tokens reach {spec.name}'s sliding_window {window} on {n} layers; {how}"
+
+
+def bf16_layers_refusal(card: RunCard, spec: ModelSpec) -> str | None:
+    """One line when ``precision.bf16_first_layers`` + ``bf16_last_layers`` exceed the model's decoder layers (the
+    quantised recipe would run no layer quantised and the bf16 counts name layers the model lacks); else None."""
+    first, last = card.precision.bf16_first_layers, card.precision.bf16_last_layers
+    if first + last <= spec.num_layers:
+        return None
+    return (f"precision.bf16_first_layers ({first}) + precision.bf16_last_layers ({last}) exceed {spec.name}'s"
+            f" {spec.num_layers} decoder layers")
 
 
 def make_plan(card: RunCard, *, calibration=None) -> Plan:
@@ -97,6 +140,10 @@ def make_plan(card: RunCard, *, calibration=None) -> Plan:
 
         raise CardError(f"attention: eager is not planned for {spec.family} models (no measured eager layer model);"
                         " allowed: sdpa, flash")
+    if (why := bf16_layers_refusal(card, spec)) is not None:
+        from trainfit.errors import CardError
+
+        raise CardError(why)
     from trainfit.plan.ranks import megatron_recompute_refusal
 
     if (why := megatron_recompute_refusal(card, spec)) is not None:
@@ -111,6 +158,8 @@ def make_plan(card: RunCard, *, calibration=None) -> Plan:
         from trainfit.plan.terms import torchao_nf4_load
 
         groups, notes = torchao_nf4_load(card, spec, groups, notes)
+    if (line := sliding_window_note(card, spec)) is not None:
+        notes = [*notes, line]
     worst = max(groups, key=lambda g: max(p.device for p in g.phases))
     phases = worst.phases
     spill = max((p.components.get("paged_optimizer_states", 0.0) - p.paged_resident for p in phases), default=0.0)

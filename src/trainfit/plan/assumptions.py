@@ -5,7 +5,7 @@ from __future__ import annotations
 from trainfit.memory.sharding import Sharding
 from trainfit.plan.terms import HOST_BYTES_PER_PROCESS
 from trainfit.spec.card import RunCard
-from trainfit.spec.enums import Method, RolloutEngine
+from trainfit.spec.enums import ComputeDtype, Method, RolloutEngine
 from trainfit.spec.model import ModelSpec
 from trainfit.units import GIB, MIB
 
@@ -73,6 +73,10 @@ def assumptions_of(card: RunCard, spec: ModelSpec, sharding: Sharding, *, replay
             out.append(f"prompt tokens: time uses the mean, rollout.prompt_len_mean {ro.prompt_len_mean} (prefill,"
                        " decode context, the log-prob and update passes of frameworks that remove padding); memory,"
                        f" KV capacity and padded passes use the maximum, rollout.prompt_len {ro.prompt_len}")
+    if card.precision.compute is ComputeDtype.FP4:
+        from trainfit.compute.rates import FP4_MATMUL_ASSUMPTION
+
+        out.append(FP4_MATMUL_ASSUMPTION)
     if spec.num_linear_attention_layers:
         from trainfit.memory.activations import DELTANET_KERNELS
 

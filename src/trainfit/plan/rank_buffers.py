@@ -25,7 +25,7 @@ from trainfit.memory.parallel import (
     expert_parallel_forward_bytes,
 )
 from trainfit.memory.pipeline import Stage
-from trainfit.plan.terms import _layer_transients, logits_grad_bytes
+from trainfit.plan.terms import _layer_transients, hf_loss_of, logits_grad_bytes
 from trainfit.spec.card import RunCard
 from trainfit.spec.enums import ContextParallelKind, LayerKind, LossKernel, Scope, TensorParallelImpl
 from trainfit.spec.model import ModelSpec
@@ -56,6 +56,8 @@ def loss_region(card: RunCard, spec: ModelSpec, ss: ModelSpec, layout: ParallelL
         # nanotron's _ShardedCrossEntropy on the rank's vocabulary shard (memory/logits.py)
         return nanotron_sharded_ce_bytes(tokens=tokens, local_vocab=ss.vocab_size, compute_dtype_bytes=act_dtype), grad
     if layout.tp > 1 and ss.head_outputs is None and not card.loss.chunked:
+        # DTensor's loss_parallel cross-entropy on the vocabulary-sharded logits: the caller's loss, not transformers'
+        # causal-LM loss, so no pinned-release copies (plan.terms.hf_loss_of) are added here
         e = tokens * ss.vocab_size
         softcap = act_dtype * e if spec.family in SOFTCAP_FAMILIES else 0.0
         # under SP the final norm's sequence shard (the model output's last_hidden_state) lives to the loss
@@ -69,7 +71,8 @@ def loss_region(card: RunCard, spec: ModelSpec, ss: ModelSpec, layout: ParallelL
                       softcap_bytes_per_logit=act_dtype if spec.family in SOFTCAP_FAMILIES else 0,
                       compiled=card.parallel.compile, inplace_backward=card.loss.inplace_backward,
                       head_trainable=card.scope is Scope.FULL, loss_compiled=card.loss.compiled,
-                      compute_dtype_loss=not card.loss.upcast)
+                      compute_dtype_loss=not card.loss.upcast,
+                      hf_loss=hf_loss_of(card, spec))
     return lg, grad
 
 

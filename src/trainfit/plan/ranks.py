@@ -44,6 +44,7 @@ Pure: no torch.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from math import ceil
 
@@ -64,13 +65,15 @@ from trainfit.memory.sharding import Sharding
 from trainfit.memory.weights import WeightBytes, count_scale
 from trainfit.plan.rank_buffers import backward_buffers, comm_buffers, loss_region, stage_forward_transient
 from trainfit.plan.resolve import trainable_spec
-from trainfit.plan.terms import (HOST_BYTES_PER_PROCESS, _autocast_copies, _fsdp_terms, autocast_copies_weights,
+from trainfit.plan.terms import (HOST_BYTES_PER_PROCESS, hf_sdpa_of, _autocast_copies, _fsdp_terms, _megatron_fsdp_fp8_units,
+                                 autocast_copies_weights, megatron_fsdp_fp8_params,
                                  fp8_linear_input_bytes, fsdp_casts_gathered_params, fsdp_gathered_dtype,
+                                 gptq_torch_dequant, sac_saves_linear_outputs,
                                  lora_tensors, trained_dtype_bytes, zero_config_of, zero_master_states)
 from trainfit.spec.card import RunCard
 from trainfit.spec.enums import (ComputeDtype, ContextParallelKind, Fp8Recipe, LayerKind, MoeExperts, Offload,
                                  RecomputeModule, SelectiveCheckpointing, Strategy, TensorParallelImpl, ZERO_STAGES)
-from trainfit.spec.model import DEEPSEEK_FAMILIES, ModelSpec
+from trainfit.spec.model import DEEPSEEK_FAMILIES, DEEPSEEK_MOE_BLOCK, ModelSpec
 from trainfit.spec.training import TrainableSpec
 from trainfit.units import BYTES_PER_DTYPE
 
@@ -130,9 +133,11 @@ def rank_params(spec: ModelSpec, ss: ModelSpec, layout: ParallelLayout, stage: S
 
 
 def stage_spec(ss: ModelSpec, stage: Stage) -> ModelSpec:
-    """The shard spec cut to the stage's layers (for per-layer counts of its own)."""
+    """The shard spec cut to the stage's layers (for per-layer counts of its own); its windowed layers renumbered
+    to the stage's, as ``plan.time`` does for its shard."""
     types = tuple(ss.layer_types[i] for i in stage.layers) if ss.layer_types else ()
-    return replace(ss, num_layers=len(stage.layers), layer_types=types)
+    return replace(ss, num_layers=len(stage.layers), layer_types=types,
+                   sliding_layers=tuple(j for j, i in enumerate(stage.layers) if i in ss.sliding_layers))
 
 
 @dataclass(frozen=True, slots=True)
@@ -313,11 +318,14 @@ def rank_terms(card: RunCard, spec: ModelSpec, sharding: Sharding, layout: Paral
         w_stage = WeightBytes(base=gather_bpp * pb_stage.total * scale, adapter=n_lora * train_bytes)
         fsdp, _ = _fsdp_terms(sspec, sharding, trainable, w_stage, pb=pb_stage, scale=scale,
                               n_train=n_lora if lora is not None else pb_stage.total * scale, grad_bytes=grad_bytes)
+        if megatron_fsdp_fp8_params(card) and fsdp.get("fsdp_layer_units"):
+            fsdp, _ = _megatron_fsdp_fp8_units(card, sspec, fsdp, pb=pb_stage, scale=scale)
     paged = prec.optimizer in PAGED and offload is Offload.NONE
-    if prec.compute is ComputeDtype.FP8:  # the stage's fp8 weights / copies and scaling state (memory/fp8.py)
+    if prec.compute.quantized_gemms:  # the stage's fp8 weights / copies and scaling state (memory/fp8.py)
         from trainfit.plan.terms import fp8_weight_bytes
 
-        weights += fp8_weight_bytes(card, sspec, scale=scale)[0]
+        weights += fp8_weight_bytes(card, sspec, scale=scale, layers=stage.layers, model_layers=spec.num_layers,
+                                    shards=wdiv.dense if megatron_fsdp_fp8_params(card) else 1)[0]
     terms = StepTerms(
         weights=weights,
         adapter_weights=adapter,
@@ -337,6 +345,7 @@ def rank_terms(card: RunCard, spec: ModelSpec, sharding: Sharding, layout: Paral
         tied_embedding_grad_transient=tied_grad,
         optimizer_temporaries=temps,
         grad_accumulation=later,
+        grads_preallocated=megatron_grad_buffer_held(card),
         ddp_buckets=_ddp_bucket_bytes(card, sharding, layout, n_grad=n_grad, grad_bytes=grad_bytes, half_bytes=bpp),
         zero2_bucket=spec.hidden_size ** 2 * grad_bytes if sharding.zero2_bucket else 0.0,
         activation_offload=full_offload,
@@ -356,6 +365,26 @@ def rank_terms(card: RunCard, spec: ModelSpec, sharding: Sharding, layout: Paral
         **zero_step,
     )
     return terms, host
+
+
+def megatron_grad_buffer_held(card: RunCard) -> bool:
+    """Whether the rank's gradients exist before its first backward: Megatron-Core's ``DistributedDataParallel``
+    (``parallel.tensor_parallel_impl`` megatron) makes one contiguous gradient buffer of every parameter it trains
+    when it wraps the model (``_ParamAndGradBuffer.__init__``: ``self.grad_data = torch.zeros(self.numel,
+    dtype=self.grad_dtype, ...)``, ``param.main_grad`` a view into it; megatron/core/distributed/
+    param_and_grad_buffer.py l.628-633 and the mapping after it) and only zeroes it at the start of each iteration
+    (``DistributedDataParallel.zero_grad_buffer`` -> ``buffer.reset()`` = ``self.grad_data.zero_()``,
+    distributed_data_parallel.py l.487-501, param_and_grad_buffer.py l.772-776; NVIDIA/Megatron-LM
+    @5cb6dbb3ed04e6fa11a862d90fe898ac2d3ddfad, core_r0.12.0). So the buffer is held through every forward, the first
+    micro-batch's too, as ZeRO-3's preallocated partitions are (``StepTerms.grads_preallocated``); without it a run of
+    one micro-batch per step and no pipeline planned its forward with no gradient at all. Not where nanotron's
+    accumulator already holds its own buffer (``grad_buffer``). Published check that does not depend on the rows'
+    lengths: ms-swift's Megatron-SWIFT pair of one command, full 2 * 70GiB and LoRA 2 * 14GiB (Qwen2.5-7B-Instruct, TP 2,
+    16 rows, one micro-batch; modelscope/ms-swift docs/source_en/Megatron-SWIFT/LoRA-Training.md, first printed
+    @ea766ff5b4bbcec67b14309ab6203245e64b3298) differ by 56 GiB; the plans differ by 57 GiB with the buffer, 43 without
+    (benchmarks points 703 / 704)."""
+    return (card.parallel.tensor_parallel_impl is TensorParallelImpl.MEGATRON
+            and not card.parallel.grad_accumulation_pass)
 
 
 def _ddp_bucket_bytes(card: RunCard, sharding: Sharding, layout: ParallelLayout, *, n_grad: float, grad_bytes: float,
@@ -428,7 +457,11 @@ def _activations(card: RunCard, spec: ModelSpec, ss: ModelSpec, layout: Parallel
     act = activation_bytes(ss, micro_batch_size=b, seq_len=s_loc, attention=card.attention, trainable=trainable,
                            compute_dtype_bytes=a, sequence_shards=layout.tp if layout.sp else 1,
                            selective=card.parallel.layer_selective_checkpointing,
-                           compiled=card.parallel.compile, linear_input_bytes=fp8_in)
+                           compiled=card.parallel.compile, linear_input_bytes=fp8_in,
+                           sac_saves_linear_outputs=sac_saves_linear_outputs(card),
+                           bf16_layers=(card.precision.bf16_first_layers, card.precision.bf16_last_layers),
+                           hf_sdpa=hf_sdpa_of(card),
+                           gptq_torch_dequant=gptq_torch_dequant(card))
     act = _autocast_copies(act, ss, enabled=autocast, scale=count_scale(ss))
     extra = 0.0
     if layout.cp > 1:
@@ -439,8 +472,8 @@ def _activations(card: RunCard, spec: ModelSpec, ss: ModelSpec, layout: Parallel
         extra = b * s_loc * a * ss.q_dim if trainable.lora is None and not fp8_in else 0
         if layout.cp_kind is ContextParallelKind.ULYSSES:
             extra += max(0.0, 2 * a * b * card.batch.seq_len * ss.head_dim * (1 - ss.num_kv_heads / layout.cp))
-    sp_less = megatron_activation_savings(card, ss, layout, tokens=b * s_loc, dtype_bytes=a, trainable=trainable,
-                                          linear_input_bytes=fp8_in)
+    sp_less = _by_layer_precision(card, ss, lambda lib: megatron_activation_savings(
+        card, ss, layout, tokens=b * s_loc, dtype_bytes=a, trainable=trainable, linear_input_bytes=lib), fp8_in)
     per_layer = tuple(act.per_layer[i] + (extra if ss.layer_kind(i) is LayerKind.FULL_ATTENTION else 0)
                       - sp_less.get(i, 0.0) for i in stage.chunk_layers)
     ckpt = tuple(act.checkpointed_per_layer[i] for i in stage.chunk_layers)
@@ -455,9 +488,9 @@ def _activations(card: RunCard, spec: ModelSpec, ss: ModelSpec, layout: Parallel
         te_norms = bool(megatron_te_norm_savings(
             ss, layout, tokens=b * s_loc, dtype_bytes=a,
             compiled=card.parallel.compile and compiled_rules_apply(ss, trainable=trainable, attention=card.attention)))
-        freed = megatron_recompute_freed(ss, layout, modules, tokens=b * s_loc, dtype_bytes=a,
-                                         linear_input_bytes=fp8_in,
-                                         probs_in_experts=card.parallel.moe_probs_in_experts, te_norms=te_norms)
+        freed = _by_layer_precision(card, ss, lambda lib: megatron_recompute_freed(
+            ss, layout, modules, tokens=b * s_loc, dtype_bytes=a, linear_input_bytes=lib,
+            probs_in_experts=card.parallel.moe_probs_in_experts, te_norms=te_norms), fp8_in)
         per_layer = tuple(max(0.0, n - freed.get(i, 0.0)) for n, i in zip(per_layer, stage.chunk_layers))
         if core_attn:
             ckpt = tuple(max(0.0, c - freed.get(i, 0.0)) for c, i in zip(ckpt, stage.chunk_layers))
@@ -476,6 +509,25 @@ def _activations(card: RunCard, spec: ModelSpec, ss: ModelSpec, layout: Parallel
 
 RESIDUAL_DROPOUT_FAMILIES = frozenset({"opt", "mpt"})
 """Layer models that save a dropout mask on the residual branch after the attention and the MLP output."""
+
+
+def _by_layer_precision(card: RunCard, ss: ModelSpec, per_layer: Callable[[float], dict], linear_input_bytes: float,
+                        ) -> dict:
+    """A per-layer dict of ``per_layer(linear_input_bytes)`` (``megatron_activation_savings``,
+    ``megatron_recompute_freed``) whose layers ``precision.bf16_first_layers`` / ``bf16_last_layers`` keep in bf16
+    (``PrecisionSpec.layer_quantized``, global indices of the model's spec ``ss``) take ``per_layer(0.0)``: their
+    linears save the compute dtype's input, not a quantised copy. Other keys (``"head"``) keep the quantised run's."""
+    quantized = per_layer(linear_input_bytes)
+    prec = card.precision
+    if not linear_input_bytes or not (prec.bf16_first_layers or prec.bf16_last_layers):
+        return quantized
+    bf16 = per_layer(0.0)
+    out = {k: v for k, v in quantized.items() if not isinstance(k, int)}
+    for i in range(ss.num_layers):
+        v = (quantized if prec.layer_quantized(i, ss.num_layers) else bf16).get(i, 0.0)
+        if v:
+            out[i] = v
+    return out
 
 
 def megatron_activation_savings(card: RunCard, ss: ModelSpec, layout: ParallelLayout, *, tokens: int, dtype_bytes: int,
@@ -649,7 +701,7 @@ def megatron_moe_savings(ss: ModelSpec, layout: ParallelLayout, *, tokens: int, 
                      - megatron_gpt_oss_moe_bytes(ss, tokens=tokens, sequence_shards=shards,
                                                   expert_tensor_parallel=layout.etp, compute_dtype_bytes=dtype_bytes,
                                                   probs_in_experts=probs_in_experts))
-    if ss.moe is not None and ss.family in DEEPSEEK_FAMILIES:
+    if ss.moe is not None and ss.family in DEEPSEEK_MOE_BLOCK:  # GLM-4.5 too: DeepSeek-V3's block
         from trainfit.memory.arch_activations import deepseek_moe_block_bytes, megatron_deepseek_moe_bytes
 
         return float(deepseek_moe_block_bytes(ss, tokens=tokens, compute_dtype_bytes=dtype_bytes)
@@ -702,7 +754,7 @@ def megatron_recompute_applies(spec: ModelSpec) -> frozenset[RecomputeModule]:
         out.add(M.MLP)
     if moe is not None:
         out |= {M.MOE, M.MOE_ACT}
-        if moe.shared_expert_intermediate_size and spec.family in DEEPSEEK_FAMILIES:
+        if moe.shared_expert_intermediate_size and spec.family in DEEPSEEK_MOE_BLOCK:
             out.add(M.SHARED_EXPERTS)
     if spec.mla is not None and spec.family in DEEPSEEK_FAMILIES:
         out.add(M.MLA_UP_PROJ)
@@ -794,7 +846,7 @@ def megatron_recompute_freed(ss: ModelSpec, layout: ParallelLayout, modules: fro
         if ss.family == "gpt_oss":
             from trainfit.memory.arch_activations import megatron_gpt_oss_moe_bytes as fig
             norm_out_saved = True  # the router's F.linear input
-        elif ss.family in DEEPSEEK_FAMILIES:
+        elif ss.family in DEEPSEEK_MOE_BLOCK:
             from trainfit.memory.arch_activations import megatron_deepseek_moe_bytes as fig
             norm_out_saved = bool(moe.shared_expert_intermediate_size)  # the shared experts' fc1 input
             if M.SHARED_EXPERTS in modules:

@@ -6,6 +6,7 @@ Pure: no torch.
 
 from __future__ import annotations
 
+import re
 from math import ceil
 
 from trainfit.catalog.gpus import GpuSpec
@@ -65,6 +66,54 @@ def _kv_pool(rollout) -> dict[str, float | None]:
     return {"kv_capacity_tokens": rollout.kv_capacity_tokens or None}
 
 
+_SGLANG_RELEASE_PIN = r"(?:==)?\s*v?(\d+)\.(\d+)(?:\.(\d+))?(?:[.+\-]?(?:post|rc|dev)\d*|[.+\-]\d+)*"
+"""A release pin and its suffixes (``.post2``, ``rc1``, ``.dev0``, ``.1``). Each repetition of the tail is a
+``post``/``rc``/``dev`` literal (after an optional separator) or a separator followed by at least one digit, so every
+pin has one parse and a long pin that does not match fails in linear time (the earlier all-optional repetition,
+``(?:[.+\\-]?(?:post|rc|dev)?\\d*)*``, backtracked exponentially: 35 s for ``0.4.0`` + 24 ones + ``!``)."""
+
+
+def sglang_release(pin) -> tuple[int, int, int] | None:
+    """(major, minor, patch) of a ``software.sglang`` release pin (``0.4.0.post2``, ``==0.5.6``, ``v0.4.4``); None
+    for anything else (no pin, a branch, a commit hash, a bound)."""
+    m = re.fullmatch(_SGLANG_RELEASE_PIN, str(pin).strip()) if pin else None
+    return None if m is None else (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0))
+
+
+SGLANG_OVERLAP_DEFAULT_SINCE = (0, 3, 6)
+"""The first SGLang release whose overlap scheduler is on unless ``--disable-overlap-schedule``: 0.3.6
+(``ServerArgs.disable_overlap_schedule: bool = False``, ``--enable-overlap-schedule`` deprecated "It is enabled by
+default now", sglang/srt/server_args.py l.127, l.705-707 of the 0.3.6 wheel, 2024-11-22,
+https://pypi.org/project/sglang/0.3.6/, read 2026-12-03; sgl-project/sglang#2067 "Enable overlap by default", merged
+2024-11-18). 0.3.5 has it off unless asked (``enable_overlap_schedule: bool = False``, l.121 of its wheel)."""
+
+SGLANG_NEWEST_RELEASE_READ = (0, 5, 6)
+"""The newest SGLang release whose defaults were read (``decode_step.sglang_cuda_graph_max_batch``): a card that pins
+no ``software.sglang`` is planned at it, as an unpinned framework is planned at its newest release elsewhere."""
+
+
+def sglang_scheduler_inputs(card: RunCard, gpu: GpuSpec) -> dict:
+    """An SGLang engine's scheduler as ``generation_time`` reads it: the overlap scheduler (``overlap_schedule``:
+    ``rollout.sglang_overlap_schedule``; unset, on from ``SGLANG_OVERLAP_DEFAULT_SINCE`` and off for a release pinned
+    before it) and the largest CUDA-graph batch of the ``software.sglang`` release
+    (``decode_step.sglang_cuda_graph_max_batch``; an unpinned card at ``SGLANG_NEWEST_RELEASE_READ``, a pin that
+    names no release, a branch or a commit, none). {} for any other engine (vLLM's host work stays serial, its
+    captured batches are not limited here)."""
+    if card.rollout.engine is not RolloutEngine.SGLANG:
+        return {}
+    from trainfit.compute.decode_step import sglang_cuda_graph_max_batch
+
+    ro = card.rollout
+    pin = (card.software.model_extra or {}).get("sglang")
+    release = sglang_release(pin) if pin else SGLANG_NEWEST_RELEASE_READ
+    overlap = ro.sglang_overlap_schedule
+    if overlap is None:
+        overlap = release is None or release >= SGLANG_OVERLAP_DEFAULT_SINCE
+    return {"overlap_schedule": bool(overlap),
+            "cuda_graph_max_batch": sglang_cuda_graph_max_batch(
+                release=release, gpu_memory_mib=gpu.memory_bytes / 2**20, tp=ro.tensor_parallel)}
+
+
 def generation_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, rollout, r: DeviceRates) -> PhaseTime | None:
     """The rollout engine's time for the step's prompts (None when the engine cannot start)."""
     if card.rollout.engine is RolloutEngine.DEEPSPEED_HYBRID:
@@ -89,7 +138,7 @@ def generation_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, rollout, r: D
         streaming=ro.async_mode is AsyncMode.FULLY_ASYNC, tp_link=link, engine_multiprocess=ro.engine_multiprocess,
         engine_generation=str(ro.vllm_engine) if ro.engine is RolloutEngine.VLLM else "v1",  # v0 is vLLM's alone
         cumulative_outputs=None if ro.engine_outputs is None else ro.engine_outputs is EngineOutputs.CUMULATIVE,
-        **quantized_engine_inputs(card, spec, r),
+        **sglang_scheduler_inputs(card, gpu), **quantized_engine_inputs(card, spec, r),
     )
     bound = {"bandwidth": "memory"}.get(g.bound, g.bound)
     return rl_phase("generation", g.total_s, bound, prefill=g.prefill_s, decode=g.decode_s, long_tail=g.tail_s,

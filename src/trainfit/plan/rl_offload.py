@@ -194,7 +194,13 @@ def nemo_rl_offload_bytes(card: RunCard, spec: ModelSpec, *, train_gpus: int) ->
     tensors of 28-256 MiB against 6-12 GB/s into pages already present) would put the blog's 8B rows at +12 / +48 %
     but its 70B rows at -24 / -43 % (the reruns' at -59 / -57 %) and NeMo RL's DeepSeek-V3 steps from -27 to -34 %,
     so the rate is not what separates them. It is not applied. Nothing read in v0.3.0 moves fewer bytes on one node
-    than on eight."""
+    than on eight. Since the 70B DTensor refit carries its two-stage ``full_tensor()`` (TP, then the FSDP ranks over
+    the whole tensor on one NIC each: ``compute.sync.dtensor_full_tensor_gather_seconds``, 5.3 s more), that rate
+    would put the two 70B DTensor refits at -8 / -31 % and the four 8B refits at +48 / -2 / +12 / -30 %, but the
+    70B Megatron refits at -23 / -58 % and 38 scored points move, 30 of them further (the NeMo RL step rows, the B200
+    Qwen2.5-1.5B refit +15 -> -22 %): still not one rate. The 8B rows' per-GPU tensors (fp32 shards of 2-29 MB, the
+    embedding and head 263 MB) and the 70B's (0.5-15 MB, 66 MB) fall on the same sides of glibc's 32 MiB mmap
+    ceiling, so the allocator does not separate them either."""
     from trainfit.memory.lora import lora_trainable_params
     from trainfit.plan.resolve import trainable_spec
 

@@ -82,12 +82,17 @@ from trainfit.plan.rl_offload import reference_swap_phase
 from trainfit.plan.time import (
     COMPILE_KERNEL_FACTOR,
     COMPILE_MEMORY_FACTOR,
-    TE_ONLY_FP8_RECIPES,
     a2a_thd_sequences_of,
     adapter_of,
     attention_kernel_of,
+    compute_dtype_bytes,
+    fp8_attention_recipe,
+    fp8_casts_of,
+    fp8_layer_share_of,
+    fp8_weight_cache_of,
     fused_kernels,
     model_parallel_of,
+    mxfp8_params_gather_bf16,
     nemo_rl_pg_loss_of,
     nic_bytes_per_s,
     packed_flash_syncs,
@@ -95,11 +100,11 @@ from trainfit.plan.time import (
     rope_loop_samples_of,
     timed_rank_holds_head,
     training_time,
+    window_masked_sdpa,
 )
 from trainfit.spec.card import RunCard
 from trainfit.spec.enums import (
     FSDP_STRATEGIES,
-    ComputeDtype,
     LogprobEntropy,
     LossKernel,
     MoeExperts,
@@ -182,7 +187,7 @@ def frozen_pass_phases(card: RunCard, spec: ModelSpec, r: DeviceRates, sharding:
 
     cp = card.parallel.context_parallel
     mp = model_parallel_of(card, spec, r, gpus_per_node=per_node)
-    fp8 = card.precision.compute is ComputeDtype.FP8
+    fp8 = card.precision.compute.quantized_gemms
 
     lp_rows = pipeline_packing(card, row_tokens=ro.packed_logprob_row_tokens, sequences=seqs, prompt_tokens=prompt,
                                response_mean_tokens=mean, train_gpus=train_gpus) if packed else None
@@ -239,12 +244,21 @@ def frozen_pass_phases(card: RunCard, spec: ModelSpec, r: DeviceRates, sharding:
             count_scale=count_scale(pspec), memory_factor=COMPILE_MEMORY_FACTOR if compile_ else 1.0,
             kernel_factor=COMPILE_KERNEL_FACTOR if compile_ else 1.0,
             attention_context=context,
+            # SDPA handed transformers' sliding-window mask past the window, as the training pass of the same card
+            # (plan.time.window_masked_sdpa over the row's key span)
+            window_mask=window_masked_sdpa(shard, card, seq_len=round(context) if context else rank_seq),
+            window_mask_dtype_bytes=compute_dtype_bytes(card),
             # the same expert-parallel routing and dispatch work as the training pass (compute.moe_time)
             expert_parallel=mp.ep, expert_token_shards=expert_token_shards(
                 tp=mp.tp, etp=mp.etp, ep=mp.ep, sequence_parallel=mp.sequence_parallel),
             # a model trained in fp8 runs its log-prob forwards in fp8 as well (the same linears)
-            fp8=fp8, fp8_weight_cache=fp8 and card.precision.fp8_recipe in TE_ONLY_FP8_RECIPES,
-            fp8_params=fp8 and card.precision.fp8_params,  # fp8 primary weights: no weight casts
+            fp8=fp8, fp8_weight_cache=fp8 and fp8_weight_cache_of(card),
+            # the card's casts, as the training pass takes them (plan.time.training_time): TE's, torchao float8's
+            # (compiled or eager) or the block-scaled recipes' own, with their GEMM rate
+            fp8_casts=fp8_casts_of(card),
+            fp8_layer_share=fp8_layer_share_of(card, pspec),
+            # fp8 primary weights: no weight casts (MXFP8's are cast once per step from the bf16 gather)
+            fp8_params=fp8 and card.precision.quantized_params and not mxfp8_params_gather_bf16(card),
             packed_flash_syncs=packed_flash_syncs(card), expert_loop=p_.moe_experts.is_loop,
             expert_loop_every=p_.moe_experts is MoeExperts.LOOP_ALL,
             zero3_expert_leaf=p_.moe_zero3_leaf, hooked_units=_fsdp_hooked_units(card, pspec, ranks=train_gpus),
@@ -275,6 +289,8 @@ def frozen_pass_phases(card: RunCard, spec: ModelSpec, r: DeviceRates, sharding:
             rope_loop_samples=rope_loop_samples_of(card, micro_batch_size=lp_mbs, seq_len=rank_seq * cp),
             rope_loop_context_parallel=cp,
             a2a_thd_sequences=a2a_thd_sequences_of(card, micro_batch_size=lp_mbs, seq_len=rank_seq * cp),
+            # precision.fp8_attention: the fp8 attention kernel and its casts, as the training pass (plan.time)
+            attention_fp8=fp8_attention_recipe(card),
         )
         comm = 0.0
         if mp.active:

@@ -43,6 +43,7 @@ def sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding,
     if rollout is None or card.rollout.engine is RolloutEngine.DEEPSPEED_HYBRID:
         return None
     from trainfit.compute.sync import (
+        DTENSOR_STRIDED_GRAPH_PLAN_SINCE,
         NEMO_RL_BRIDGE_SINCE,
         VERL_UNCAST_EXPORT_SINCE,
         SyncMechanism,
@@ -125,9 +126,18 @@ def sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding,
         # l. 1625-1628; volcengine/verl @b178a3cd56f58b2d502255daba591e92833930a7
         # verl/workers/engine/fsdp/transformer_impl.py l. 666-669)
         train_shards=shard_ranks if sharded else 1, tp=ro.tensor_parallel, rates=r,
+        # an FSDP2 x TP parameter is a 2-D DTensor: ``full_tensor()`` gathers the TP dimension, then the FSDP one over
+        # the whole tensor (compute.sync.dtensor_full_tensor_gather_seconds)
+        # (torch before 2.10, or no torch pin: compute.sync.DTENSOR_STRIDED_GRAPH_PLAN_SINCE)
+        inner_shards=p.tensor_parallel if (sharded and p.fsdp2 and p.tensor_parallel > 1
+                                           and shard_ranks % p.tensor_parallel == 0
+                                           and not pin_at_least(card.software.torch,
+                                                                DTENSOR_STRIDED_GRAPH_PLAN_SINCE)) else 1,
         engines=max(1, rollout.engine_instances), inter_node=card.hardware.nodes > 1,
         gpus_per_node=card.hardware.gpus_per_node, nic_bytes_per_s=nic_bytes_per_s(card),
-        bucket_bytes=fs.bucket_bytes, s_per_tensor=fs.s_per_tensor,
+        # the bucket the run set (rollout.weight_sync_bucket_mib: miles' --update-weight-buffer-size), else the preset's
+        bucket_bytes=fs.bucket_bytes if ro.weight_sync_bucket_mib is None else ro.weight_sync_bucket_mib * 2**20,
+        s_per_tensor=fs.s_per_tensor,
         sender_node_ranks=train_nodes(card)[1] if fs.trainer_ranks_in_group else senders,
         trainer_group_ranks=train_gpus if fs.trainer_ranks_in_group else senders,
         # an fp8 engine receives bf16 and casts every fp8 weight whole on each rank (rollout.quantization)

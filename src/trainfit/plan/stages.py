@@ -22,7 +22,7 @@ from trainfit.memory.sharding import Sharding, make_sharding
 from trainfit.plan.overheads import phase_results
 from trainfit.plan.result import PhaseResult
 from trainfit.spec.card import RunCard
-from trainfit.spec.enums import ComputeDtype, Method, Strategy, TensorParallelImpl
+from trainfit.spec.enums import Method, Strategy, TensorParallelImpl
 from trainfit.spec.model import ModelSpec
 
 
@@ -83,11 +83,11 @@ def model_parallel_notes(card: RunCard, spec: ModelSpec, layout: ParallelLayout)
             " vocabulary-parallel embedding and head with loss_parallel; traced exactly): heads, MLP and vocabulary"
             " split, norms replicated; Megatron-LM differs in the SP linear inputs (saves the sequence shard),"
             " the embedding gradient (its rows only) and the fused cross-entropy")
-    if card.precision.compute is ComputeDtype.FP8:
+    if card.precision.compute.quantized_gemms:
         from trainfit.plan.terms import fp8_activation_note, fp8_params_note
 
         notes.append(fp8_activation_note(card))
-        if card.precision.fp8_params:
+        if card.precision.quantized_params:
             notes.append(fp8_params_note(card))
     if layout.pp > 1:
         from trainfit.memory.pipeline import schedule_note

@@ -15,6 +15,8 @@ from trainfit.memory import attention as attn
 from trainfit.memory.activations import ZERO_CENTRED_NORM_FAMILIES, ActivationBytes, activation_bytes
 from trainfit.memory.logits import (
     SOFTCAP_FAMILIES,
+    HfLossCopies,
+    hf_loss_copies,
     logits_bytes,
     megatron_vocab_parallel_ce_bytes,
     nanotron_sharded_ce_bytes,
@@ -38,14 +40,17 @@ from trainfit.spec.enums import (
     AdapterDtype,
     ComputeDtype,
     Dtype,
+    Fp8Recipe,
     FSDP_STRATEGIES,
     LayerKind,
     MasterWeights,
     Offload,
+    QloraDequant,
     Scope,
     StatesDtype,
     KeptOutputDtype,
     LossKernel,
+    Method,
     Strategy,
     TensorParallelImpl,
     ZERO_STAGES,
@@ -55,6 +60,8 @@ from trainfit.spec.training import LoraSpec, TrainableSpec
 from trainfit.units import BYTES_PER_DTYPE, GIB
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from trainfit.memory.deepspeed import ZeroConfig
 
 HOST_BYTES_PER_PROCESS = 3 * GIB
@@ -163,13 +170,13 @@ def fsdp_casts_gathered_params(card: RunCard, sharding: Sharding) -> bool:
     gathered linears are planned bf16 (the larger). The gathered dtype: ``fsdp_gathered_dtype``."""
     return (sharding.gathers_params and card.parallel.strategy in FSDP_STRATEGIES
             and card.weights_dtype is Dtype.FP32
-            and card.precision.compute in (ComputeDtype.BF16, ComputeDtype.FP16, ComputeDtype.FP8))
+            and card.precision.compute in (ComputeDtype.BF16, ComputeDtype.FP16, ComputeDtype.FP8, ComputeDtype.FP4))
 
 
 def fsdp_gathered_dtype(card: RunCard) -> Dtype:
     """The dtype FSDP mixed precision gathers the parameters in (``fsdp_casts_gathered_params``): the compute dtype,
     bf16 for fp8 compute (whose non-GEMM ops and ``param_dtype`` are bf16)."""
-    return Dtype.BF16 if card.precision.compute is ComputeDtype.FP8 else Dtype(card.precision.compute.value)
+    return Dtype.BF16 if card.precision.compute.quantized_gemms else Dtype(card.precision.compute.value)
 
 
 def autocast_copies_weights(card: RunCard, sharding: Sharding) -> bool:
@@ -179,6 +186,14 @@ def autocast_copies_weights(card: RunCard, sharding: Sharding) -> bool:
     (``plan.ranks``)."""
     return (card.weights_dtype is Dtype.FP32 and card.precision.compute is not ComputeDtype.FP32
             and not fsdp_casts_gathered_params(card, sharding))
+
+
+def gptq_torch_dequant(card: RunCard) -> bool:
+    """A QLoRA card whose GPTQ int4 base runs through AutoGPTQ's PyTorch unpacking (``lora.dequant:
+    autogptq_torch``): each frozen linear then saves its fp16 weight for the backward
+    (``memory.activations.saved_frozen_weight_bytes``)."""
+    return (card.scope is Scope.QLORA and card.lora is not None
+            and card.lora.dequant is QloraDequant.AUTOGPTQ_TORCH)
 
 
 def trained_dtype_bytes(card: RunCard) -> tuple[float, float, bool, float]:
@@ -229,17 +244,62 @@ def zero_master_states(card: RunCard, strategy: Strategy, *, train_bytes: float,
     return True, 4.0, note
 
 
+def runs_hf_modelling_code(card: RunCard) -> bool:
+    """Whether the card's layers and loss are transformers' modelling code, the only code a ``software.transformers``
+    pin describes. A Megatron-Core card (``tensor_parallel_impl: megatron``) builds its own ``GPTModel`` with
+    Transformer Engine attention and ``vocab_parallel_cross_entropy`` whatever its default ``attention`` says, and a
+    nanotron card its own ``LlamaModel`` and ``_ShardedCrossEntropy`` (``spec.enums.TensorParallelImpl``): neither runs
+    transformers' SDPA path or causal-LM loss. (A torchtitan card runs torchtitan's own model too, but the card does
+    not say so apart from ``dtensor``, which transformers' own tensor-parallel plan also uses.)"""
+    return card.parallel.tensor_parallel_impl not in (TensorParallelImpl.MEGATRON, TensorParallelImpl.NANOTRON)
+
+
+def hf_sdpa_of(card: RunCard) -> attn.HfSdpaCopies:
+    """The SDPA copies of the card's transformers pin (``memory.attention.legacy_sdpa``) when its layers are
+    transformers' (``runs_hf_modelling_code``), else none (v5's path, ``V5_SDPA``)."""
+    return attn.legacy_sdpa(card.software.transformers) if runs_hf_modelling_code(card) else attn.V5_SDPA
+
+
+def hf_loss_of(card: RunCard, spec: ModelSpec) -> HfLossCopies:
+    """The loss copies of the card's transformers pin (``memory.logits.hf_loss_copies``): none unless the model is
+    transformers' (``runs_hf_modelling_code``); the shifted copy only when the model is called with labels and its own
+    causal-LM loss runs, an SFT step (``Method.SFT``). PPO / GRPO actors (TRL, OpenRLHF, NeMo RL) and DPO (TRL's
+    ``concatenated_forward``) call it without labels and compute the log-probs themselves (trl 0.19.1 wheel from
+    PyPI, read 2026-12-03: trl/trainer/grpo_trainer.py l.865-867 ``model(input_ids=..., attention_mask=...,
+    logits_to_keep=...)``, trl/trainer/dpo_trainer.py l.1494 ``model(input_ids, **model_kwargs)`` for a decoder-only
+    model); reward models score a scalar head."""
+    if not runs_hf_modelling_code(card):
+        return HfLossCopies()
+    return hf_loss_copies(card.software.transformers, spec.family, model_loss=card.method is Method.SFT)
+
+
 def fp8_linear_input_bytes(card: RunCard) -> float:
     """Bytes per element a trained linear saves of its input under Transformer Engine fp8 (``memory.fp8``); 0 when
     the card is not fp8 or its fp8 is torchao's (which saves the bf16 input)."""
     prec = card.precision
-    if prec.compute is not ComputeDtype.FP8 or prec.fp8_recipe is None:
+    recipe = prec.gemm_recipe
+    if recipe is None:
         return 0.0
-    from trainfit.memory.fp8 import saved_input_bytes, transformer_engine_linears
+    from trainfit.memory.fp8 import saved_input_bytes, saves_quantized_input
 
-    if not transformer_engine_linears(recipe=prec.fp8_recipe, tensor_parallel_impl=card.parallel.tensor_parallel_impl):
+    if not saves_quantized_input(recipe=recipe, tensor_parallel_impl=card.parallel.tensor_parallel_impl):
         return 0.0
-    return saved_input_bytes(recipe=prec.fp8_recipe)
+    return saved_input_bytes(recipe=recipe)
+
+
+def torchao_nvfp4(card: RunCard) -> bool:
+    """torchao's NVFP4 linears (``compute: fp4`` without Megatron-Core: torchtitan's NVFP4 converter)."""
+    from trainfit.memory.fp8 import transformer_engine_linears
+
+    recipe = card.precision.gemm_recipe
+    return (card.precision.compute is ComputeDtype.FP4 and recipe is not None
+            and not transformer_engine_linears(recipe=recipe, tensor_parallel_impl=card.parallel.tensor_parallel_impl))
+
+
+def sac_saves_linear_outputs(card: RunCard) -> bool:
+    """Whether torchtitan's per-op selective checkpointing saves (every second of) the linears' outputs: not for
+    torchao NVFP4, whose ``scaled_mm`` is no op the policy saves (``memory.activations.selective_layer_bytes``)."""
+    return not torchao_nvfp4(card)
 
 
 def fp8_card_non_tn_gemm(card: RunCard) -> bool:
@@ -255,27 +315,70 @@ def fp8_card_non_tn_gemm(card: RunCard) -> bool:
         return False
 
 
-def fp8_weight_bytes(card: RunCard, spec: ModelSpec, *, scale: float) -> tuple[float, str]:
+def megatron_fsdp_fp8_params(card: RunCard) -> bool:
+    """fp8 primary weights (per-tensor delayed / current scaling) under Megatron-FSDP (strategy fsdp on Megatron-Core
+    layers): uint8 weight shards, gathered as 1 B units (``memory.fp8.megatron_fsdp_fp8_unit_bytes``)."""
+    prec, par = card.precision, card.parallel
+    return (prec.fp8_params and prec.fp8_recipe in (Fp8Recipe.DELAYED, Fp8Recipe.CURRENT)
+            and par.strategy is Strategy.FSDP and par.tensor_parallel_impl is TensorParallelImpl.MEGATRON)
+
+
+def fp8_weight_bytes(card: RunCard, spec: ModelSpec, *, scale: float, layers: Sequence[int] | None = None,
+                     model_layers: int | None = None, shards: int = 1) -> tuple[float, str]:
     """(bytes an fp8 card adds to one rank's weights, one-line note). Without ``precision.fp8_params``: the fp8
     weight copies, transposes and scaling state beside the bf16 weights (``memory.fp8.fp8_model_bytes``). With it:
     the linears' fp8 primary weights (``fp8_param_model_bytes``) minus their bf16 weights, which are not kept
     (negative: a saving); the fp32 main params stay in the optimizer's terms. The linears: the dense ones, and on a
     Megatron-Core card (``memory.fp8.grouped_experts_in_fp8``) the routed experts the rank holds (``parallel.
-    expert_parallel``: its ``experts / ep`` of each MoE layer); elsewhere the fused experts stay bf16."""
+    expert_parallel``: its ``experts / ep`` of each MoE layer); elsewhere the fused experts stay bf16.
+
+    The layers ``precision.bf16_first_layers`` / ``bf16_last_layers`` keep in bf16 hold no quantised copy, and
+    under quantised primary weights their bf16 weights (Megatron-Core builds them outside ``fp8_model_init`` too:
+    ``get_fp8_context(is_init=True)`` is the same null context): each layer counts as ``spec``'s mean layer.
+    ``layers``: the global indices of ``spec``'s decoder layers (a pipeline stage's ``Stage.layers``; default
+    ``0..spec.num_layers``), ``model_layers``: the model's layer count (default ``spec.num_layers``): which of them
+    are bf16 is read from the model's numbering (``PrecisionSpec.layer_quantized``), not the stage's.
+
+    torchao NVFP4 (``torchao_nvfp4``) keeps its column-wise weight copy as a tensor saved for backward: a layer run
+    under checkpoint drops it with its other saved tensors and its recompute makes it again, one layer at a time.
+    So the quantised and checkpointed layers' copies are taken out, and one layer's copy is kept for the recompute
+    (the layer being recomputed and run backward)."""
     from trainfit.memory import fp8
     from trainfit.units import BYTES_PER_DTYPE
 
     prec = card.precision
+    recipe = prec.gemm_recipe
     ep = (card.parallel.expert_parallel if spec.moe is not None
           and fp8.grouped_experts_in_fp8(tensor_parallel_impl=card.parallel.tensor_parallel_impl) else None)
-    if not prec.fp8_params:
-        b = fp8.fp8_model_bytes(spec, recipe=prec.fp8_recipe, scale=scale, expert_parallel=ep)
-        return b, (f"fp8 ({prec.fp8_recipe.value} scaling): {b / 2**30:.2f} GiB of fp8 weight copies, their transposes"
-                   " and scaling state (amax history / block scales) in the weights (memory/fp8.py)")
+    n = spec.num_layers
+    idx = range(n) if layers is None else layers
+    quantized = [prec.layer_quantized(i, n if model_layers is None else model_layers) for i in idx]
+    share = sum(quantized) / len(quantized) if quantized else 1.0  # the bf16 layers hold no quantised copies
+    if not prec.quantized_params:
+        te = fp8.transformer_engine_linears(recipe=recipe, tensor_parallel_impl=card.parallel.tensor_parallel_impl)
+        b = share * fp8.fp8_model_bytes(spec, recipe=recipe, scale=scale, expert_parallel=ep, transformer_engine=te)
+        if torchao_nvfp4(card) and card.parallel.checkpoints_layers and quantized:
+            ckpt = card.parallel.checkpointed_layers(n) or (True,) * n
+            both = sum(q and c for q, c in zip(quantized, ckpt, strict=True))
+            copies = fp8.quantized_element_bytes(recipe) * fp8.fp8_linear_params(spec, expert_parallel=ep) * scale
+            if both:
+                b = max(0.0, b - both / n * copies) + copies / n
+        return b, (f"{prec.compute.value} ({recipe.value} scaling): {b / 2**30:.2f} GiB of quantized weight copies,"
+                   " their transposes / column-wise copies and scaling state (amax history / block scales) in the"
+                   " weights (memory/fp8.py)")
     non_tn = fp8_card_non_tn_gemm(card)
-    kept = fp8.fp8_param_model_bytes(spec, recipe=prec.fp8_recipe, non_tn_gemm=non_tn, scale=scale,
-                                     expert_parallel=ep)
-    bf16 = fp8.fp8_linear_params(spec, expert_parallel=ep) * scale * BYTES_PER_DTYPE[card.weights_dtype.value]
+    if megatron_fsdp_fp8_params(card):
+        # Megatron-FSDP: the rank's shard of the uint8 row-wise data and the (unsharded, per-tensor) scaling state;
+        # the transpose lives only in a gathered unit's backward (memory.fp8.megatron_fsdp_fp8_unit_bytes)
+        lin = share * fp8.fp8_linear_params(spec, expert_parallel=ep) * scale
+        kept = (fp8.megatron_fsdp_fp8_shard_bytes(linear_weight_params=lin, shards=shards)
+                + share * fp8.fp8_param_model_bytes(spec, recipe=prec.gemm_recipe, non_tn_gemm=True, scale=scale,
+                                                    expert_parallel=ep) - lin)
+        bf16 = lin * BYTES_PER_DTYPE[card.weights_dtype.value] / max(1, shards)
+        return kept - bf16, fp8_params_note(card, held_gib=kept / 2**30, bf16_gib=bf16 / 2**30)
+    kept = share * fp8.fp8_param_model_bytes(spec, recipe=prec.gemm_recipe, non_tn_gemm=non_tn, scale=scale,
+                                             expert_parallel=ep)
+    bf16 = share * fp8.fp8_linear_params(spec, expert_parallel=ep) * scale * BYTES_PER_DTYPE[card.weights_dtype.value]
     return kept - bf16, fp8_params_note(card, held_gib=kept / 2**30, bf16_gib=bf16 / 2**30)
 
 
@@ -284,11 +387,20 @@ def fp8_params_note(card: RunCard, *, held_gib: float | None = None, bf16_gib: f
     from trainfit.memory import fp8
 
     prec = card.precision
-    per = fp8.fp8_param_bytes_per_weight(recipe=prec.fp8_recipe, non_tn_gemm=fp8_card_non_tn_gemm(card))
-    how = ("row-wise data only: the GPU runs non-TN fp8 GEMMs" if per == 1.0 else
-           "a column-wise copy" if prec.fp8_recipe.value == "blockwise" else "the transpose TE keeps for the dgrad GEMM")
+    per = fp8.fp8_param_bytes_per_weight(recipe=prec.gemm_recipe, non_tn_gemm=fp8_card_non_tn_gemm(card))
     size = (f", {held_gib:.2f} GiB with their scaling state, in place of {bf16_gib:.2f} GiB of bf16 weights"
             if held_gib is not None and bf16_gib is not None else "")
+    if prec.fp4_params:
+        return (f"NVFP4 primary weights (precision.fp4_params): the linears' weights held as NVFP4 ({per:g} B per"
+                f" weight: row-wise and column-wise copies with their e4m3 scales){size}; no separate copy; the"
+                " optimizer keeps fp32 main params; the data-parallel parameter all-gather moves the packed 0.5 B per"
+                " linear weight (memory/fp8.py)")
+    if prec.fp8_recipe is Fp8Recipe.MXFP8:
+        return (f"MXFP8 primary weights (precision.fp8_params): the linears' weights held as MXFP8 ({per:g} B per"
+                f" weight: row-wise and column-wise copies with their e8m0 scales){size}; the optimizer keeps fp32 main"
+                " params; Megatron-Core all-gathers bf16 through the gradient buffer and casts it in (memory/fp8.py)")
+    how = ("row-wise data only: the GPU runs non-TN fp8 GEMMs" if per == 1.0 else
+           "a column-wise copy" if prec.fp8_recipe.value == "blockwise" else "the transpose TE keeps for the dgrad GEMM")
     return (f"fp8 primary weights (precision.fp8_params, {prec.fp8_recipe.value} scaling): the linears' weights held as"
             f" fp8 ({per:g} B per weight, {how}){size}; no separate fp8 copy; the optimizer keeps fp32 main params; the"
             " data-parallel parameter all-gather moves 1 B per linear weight (memory/fp8.py)")
@@ -297,6 +409,14 @@ def fp8_params_note(card: RunCard, *, held_gib: float | None = None, bf16_gib: f
 def fp8_activation_note(card: RunCard) -> str:
     """What an fp8 card's linears save for backward (``fp8_linear_input_bytes``), one line."""
     fp8_in = fp8_linear_input_bytes(card)
+    prec = card.precision
+    if prec.compute is ComputeDtype.FP4 or prec.fp8_recipe is Fp8Recipe.MXFP8:
+        recipe = prec.gemm_recipe.value
+        if fp8_in:
+            return (f"{recipe} activations: the linears save their input's column-wise {recipe} copy ({fp8_in:g} B per"
+                    " element, block scales included) for the weight gradient (memory/fp8.py)")
+        return (f"{recipe} activations: torchao's {recipe} linears save their bf16 input and re-quantize it in"
+                " backward (memory/fp8.py)")
     if fp8_in:
         return (f"fp8 activations: Transformer Engine linears save their input's fp8 copy ({fp8_in:g} B per element)"
                 " for the weight gradient, the attention projection beside the attention's bf16 output (memory/fp8.py)")
@@ -324,7 +444,7 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
     scale = count_scale(spec)
     pb = param_breakdown(spec)
     wdtype = card.weights_dtype
-    compute = ComputeDtype.BF16 if prec.compute is ComputeDtype.FP8 else prec.compute  # fp8: only the GEMMs
+    compute = ComputeDtype.BF16 if prec.compute.quantized_gemms else prec.compute  # fp8 / fp4: only the GEMMs
     w = weight_bytes(spec, weights=wdtype, compute=compute, trainable=trainable)
 
     if trainable.lora is not None:
@@ -460,6 +580,10 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         selective=card.parallel.selective_checkpointing,
         compiled=card.parallel.compile,
         linear_input_bytes=fp8_linear_input_bytes(card),
+        sac_saves_linear_outputs=sac_saves_linear_outputs(card),
+        bf16_layers=(card.precision.bf16_first_layers, card.precision.bf16_last_layers),
+        hf_sdpa=hf_sdpa_of(card),
+        gptq_torch_dequant=gptq_torch_dequant(card),
     )
     if variant is not None:
         act = peft_variants.adjust_activations(act, spec, variant, micro_batch_size=card.batch.micro_batch_size,
@@ -497,6 +621,7 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         loss_input_copy=loss_input_copy_of(card).forward_copy,
         loss_input_slice_backward=loss_input_copy_of(card).slice_backward,
         compute_dtype_loss=not card.loss.upcast,
+        hf_loss=hf_loss_of(card, spec),
     )
     if (card.parallel.tensor_parallel_impl is TensorParallelImpl.MEGATRON and spec.head_outputs is None
             and not card.loss.chunked and spec.family not in SOFTCAP_FAMILIES):
@@ -515,6 +640,11 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         # forward to its backward
         mask = attn.eager_mask_bytes(spec, micro_batch_size=card.batch.micro_batch_size, seq_len=seq_len,
                                      eager=eager, dtype_bytes=act_dtype)
+        # SDPA past a sliding window: the one bool mask the windowed layers take (memory.attention)
+        mask += attn.sdpa_window_bool_mask_bytes(spec, micro_batch_size=card.batch.micro_batch_size,
+                                                 seq_len=seq_len, attention=card.attention,
+                                                 copies=hf_sdpa_of(card),
+                                                 dtype_bytes=act_dtype)
         if mask:
             act = replace(act, checkpointed_embedding=act.checkpointed_embedding + mask)
     scores = attn.score_elements(micro_batch_size=card.batch.micro_batch_size, seq_len=seq_len,
@@ -572,6 +702,8 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
             if mp_gather else w
         fsdp, note = _fsdp_terms(spec, sharding, trainable, w_gathered, pb=pb, scale=scale, n_train=n_train,
                                  grad_bytes=grad_bytes)
+        if megatron_fsdp_fp8_params(card) and fsdp.get("fsdp_layer_units"):
+            fsdp, note = _megatron_fsdp_fp8_units(card, spec, fsdp, pb=pb, scale=scale)
         if not zero:
             notes.append(note)
     zero_terms: dict[str, float | bool] = {}
@@ -595,6 +727,13 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         if offload is Offload.PARAMS_AND_OPTIMIZER:
             weights_gpu = adapter_gpu = 0.0
 
+    from trainfit.plan.ranks import megatron_grad_buffer_held  # late: plan.ranks imports this module
+
+    if megatron_grad_buffer_held(card) and card.parallel.strategy not in FSDP_STRATEGIES:
+        # a Megatron-Core card without tensor / pipeline / expert parallelism: its DistributedDataParallel still makes
+        # the one gradient buffer when it wraps the model and keeps it (plan.ranks.megatron_grad_buffer_held), so the
+        # forward of the first micro-batch holds it too, not only the ZeRO-1 path's gradients from the backward on
+        zero_terms["grads_preallocated"] = True
     # nanotron's FP32GradientAccumulator (parallel.grad_accumulation_pass), as on a model-parallel rank
     # (plan/ranks.py rank_terms): the fp32 buffer of every parameter, made at init and kept; the walked gradients
     # are the 16-bit .grad tensors, freed after each backward; DDP buckets them in their own dtype
@@ -605,8 +744,8 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         half = train_bytes / grad_bytes
         per_layer_grads = tuple(g * half for g in per_layer_grads)
         grads_head, grads_embed, tied_grad = grads_head * half, grads_embed * half, tied_grad * half
-    if prec.compute is ComputeDtype.FP8:
-        fp8_b, fp8_note = fp8_weight_bytes(card, spec, scale=scale)
+    if prec.compute.quantized_gemms:
+        fp8_b, fp8_note = fp8_weight_bytes(card, spec, scale=scale, shards=wd if megatron_fsdp_fp8_params(card) else 1)
         weights_gpu += fp8_b
         notes.append(fp8_note)
         notes.append(fp8_activation_note(card))
@@ -734,7 +873,7 @@ def _layer_modules(spec: ModelSpec, i: int) -> tuple[int, ...]:
         if moe.shared_expert_intermediate_size:
             sh = moe.shared_expert_intermediate_size
             mods += [h * sh, h * sh, sh * h]
-    elif spec.fused_projections:  # Phi-3: one gate_up_proj module
+    elif spec.fused_mlp:  # Phi-3, GLM-4: one gate_up_proj module
         mods += [h * 2 * spec.intermediate_size, spec.intermediate_size * h]
     else:
         mods += [h * spec.intermediate_size] * 2 + [spec.intermediate_size * h]
@@ -800,6 +939,26 @@ def _deepspeed_terms(
                      f" at most in backward; {persist * bpp / GIB:.2f} GiB of persistent parameters"
                      f" (<= {threshold:,} elements each)")
     return out, fsdp, temps, notes
+
+
+def _megatron_fsdp_fp8_units(card: RunCard, spec: ModelSpec, fsdp: dict[str, float], *, pb: ParamBreakdown,
+                             scale: float) -> tuple[dict[str, float], str]:
+    """Megatron-FSDP's gathered layer units with fp8 primary weights (``memory.fp8.megatron_fsdp_fp8_unit_bytes``):
+    current + one prefetched unit at 1 B per linear weight, plus, on a GPU without non-TN fp8 GEMMs, the transpose
+    the current unit's backward builds; the root unit (embedding, lm_head: not fp8) unchanged."""
+    from trainfit.memory import fp8
+
+    layers = max(1, spec.num_layers)
+    unit_linear = fp8.fp8_linear_params(spec) * scale / layers
+    unit, transpose = fp8.megatron_fsdp_fp8_unit_bytes(
+        unit_params=pb.largest_layer * scale, unit_linear_params=unit_linear,
+        other_bytes_per_param=BYTES_PER_DTYPE[card.weights_dtype.value], non_tn_gemm=fp8_card_non_tn_gemm(card))
+    out = dict(fsdp, fsdp_layer_units=2 * unit + transpose)
+    note = (f"Megatron-FSDP units with fp8 primary weights: one per decoder layer ({unit / GIB:.2f} GiB gathered, the"
+            " linears' weights as uint8), current + one prefetched"
+            + (f"; the backward's transpose of one unit ({transpose / GIB:.2f} GiB)" if transpose else "")
+            + "; root unit (embedding, norm, lm_head) stays gathered from forward to the end of backward")
+    return out, note
 
 
 def _fsdp_terms(

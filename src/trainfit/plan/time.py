@@ -27,6 +27,7 @@ from trainfit.compute.training import (
     ModelParallel, OptimizerSpec, Parallel, PhaseTime, train_step_time,
 )
 from trainfit.memory import attention as attn
+from trainfit.memory.fp8 import quantized_element_bytes
 from trainfit.memory.logits import PRIME_RL_LM_HEAD_CHUNK_COLUMNS
 from trainfit.memory.lora import lora_trainable_params, targeted_groups
 from trainfit.memory.params import param_breakdown, param_tensors, routed_expert_layer_params, routed_expert_params
@@ -35,13 +36,15 @@ from trainfit.memory.weights import count_scale, total_params, weight_bytes
 from trainfit.errors import CardError, TrainfitError
 from trainfit.plan.resolve import gpu_of, trainable_spec
 from trainfit.methods.roles import train_nodes
-from trainfit.plan.terms import fsdp_gathered_dtype, loss_input_copy_of, trained_dtype_bytes, zero_master_states
+from trainfit.plan.terms import (fsdp_gathered_dtype, loss_input_copy_of, megatron_fsdp_fp8_params, trained_dtype_bytes,
+                                 zero_master_states)
 from trainfit.spec.card import RunCard, pin_before
 from trainfit.spec.enums import Attention, ComputeDtype, ContextParallelKind, Dtype, Fp8Recipe, Method, Scope
-from trainfit.spec.enums import AdapterDtype, LayerKind, LoraDropoutPosition
+from trainfit.spec.enums import AdapterDtype, LayerKind, LoraDropoutPosition, QloraDequant
 from trainfit.spec.enums import FSDP_STRATEGIES, LossKernel, MoeDispatcher, MoeExperts, TensorParallelImpl
 from trainfit.spec.enums import Zero1ParamSync
 from trainfit.spec.model import ModelSpec
+from trainfit.units import BYTES_PER_DTYPE
 
 COMPILE_MEMORY_FACTOR = 0.5
 """torch.compile (Inductor) fuses chains of pointwise ops (norm, rotary, SwiGLU, residual, the loss):
@@ -177,13 +180,22 @@ def activation_offload_of(card: RunCard, shard: ModelSpec, rates: DeviceRates, *
         return 0, 0.0, 0.0
     from trainfit.compute.offload import host_copy_bytes_per_s
     from trainfit.memory.activations import activation_bytes
-    from trainfit.plan.terms import fp8_linear_input_bytes
+    from trainfit.plan.terms import (
+        fp8_linear_input_bytes,
+        gptq_torch_dequant,
+        hf_sdpa_of,
+        sac_saves_linear_outputs,
+    )
 
     act = activation_bytes(shard, micro_batch_size=micro_batch_size, seq_len=seq_len, attention=card.attention,
                            trainable=trainable_spec(card),
-                           compute_dtype_bytes=4 if card.precision.compute is ComputeDtype.FP32 else 2,
+                           compute_dtype_bytes=compute_dtype_bytes(card),
                            selective=card.parallel.selective_checkpointing, compiled=card.parallel.compile,
-                           linear_input_bytes=fp8_linear_input_bytes(card))
+                           linear_input_bytes=fp8_linear_input_bytes(card),
+                           sac_saves_linear_outputs=sac_saves_linear_outputs(card),
+                           bf16_layers=(card.precision.bf16_first_layers, card.precision.bf16_last_layers),
+                           hf_sdpa=hf_sdpa_of(card),
+                           gptq_torch_dequant=gptq_torch_dequant(card))
     n = min(n, len(act.per_layer))
     rate = host_copy_bytes_per_s(pcie_bytes_per_s=rates.pcie_bytes_per_s,
                                  host_memory_bytes_per_s=rates.host_memory_bytes_per_s,
@@ -214,6 +226,9 @@ def adapter_of(card: RunCard, spec: ModelSpec) -> Adapter | None:
     lo = card.lora
     return Adapter(rank=lo.rank, targets=card.lora_targets, dropout=lo.dropout,
                    dropout_post=lo.dropout_position is LoraDropoutPosition.POST, nf4_base=card.scope is Scope.QLORA,
+                   gptq_torch_dequant=card.scope is Scope.QLORA and lo.dequant is QloraDequant.AUTOGPTQ_TORCH,
+                   nf4_torch_ops=card.scope is Scope.QLORA and (lo.dequant is QloraDequant.TORCHAO
+                                                                 or card.preset == "torchtune"),
                    adapter_dtype_bytes=4 if lo.adapter_dtype is AdapterDtype.FP32 else 2)
 
 
@@ -234,13 +249,13 @@ def _trained(card: RunCard, spec: ModelSpec) -> tuple[float, float, OptimizerSpe
         tensors = float(sum(t.count for t in param_tensors(spec)))
     w, g, master, s = trained_dtype_bytes(card)
     master, s, _ = zero_master_states(card, card.parallel.strategy, train_bytes=w, use_master=master, state_bytes=s)
-    if prec.fp8_params and variant is None and trainable.lora is None:
+    if prec.quantized_params and not mxfp8_params_gather_bf16(card) and variant is None and trainable.lora is None:
         # fp8 primary weights: the dense linears' weights are 1 B (Megatron's uint8 parameter buffer,
         # param_and_grad_buffer.py l.921-923 @d98e8a64): the step writes and the all-gather moves their mean bytes
         from trainfit.memory.weights import quantized_linear_params
 
         share = quantized_linear_params(spec) / max(1, total_params(spec))
-        w = w * (1.0 - share) + FP8_PARAM_BYTES * share
+        w = w * (1.0 - share) + (NVFP4_PARAM_BYTES if prec.fp4_params else FP8_PARAM_BYTES) * share
     opt = OptimizerSpec(name=prec.optimizer.value, impl=prec.optimizer_impl.value, weight_bytes=w, grad_bytes=g,
                         state_bytes=s, master=master, clip=True, in_backward=prec.optimizer_in_backward)
     return params, tensors, opt
@@ -248,11 +263,31 @@ def _trained(card: RunCard, spec: ModelSpec) -> tuple[float, float, OptimizerSpe
 
 FP8_PARAM_BYTES = 1.0
 """An fp8 primary weight's element (``memory.fp8``)."""
+NVFP4_PARAM_BYTES = 0.5
+"""An NVFP4 primary weight's element in Megatron-Core's packed parameter buffer (``nvfp4_packed_numel``: numel / 2,
+NVIDIA/Megatron-LM megatron/core/distributed/param_and_grad_buffer.py l.1100-1130 @d98e8a64ddf34856e74b24714e3bedb2f5a39553):
+what the step writes and the all-gather moves; TE then builds the column-wise copy by a 16x16-block transpose
+(``post_all_gather_processing`` -> ``_nvfp4_2d_multi_tensor_transpose``, NVIDIA/TransformerEngine
+transformer_engine/pytorch/tensor/utils.py l.1404-1450 @d0067d0da6cb01811b8072a7d304f0e00344ce2b; its ~1.1 B per weight
+once per step is not timed)."""
+
+
+def mxfp8_params_gather_bf16(card: RunCard) -> bool:
+    """MXFP8 primary weights (``fp8_params`` with ``fp8_recipe: mxfp8``): Megatron-Core all-gathers them in bf16
+    through the gradient buffer and casts the gathered bf16 into the MXFP8 weights (row- and column-wise) once per
+    step: ``_post_param_sync`` under ``reuse_grad_buf_for_mxfp8_param_ag`` ("Cast the bucket in one call",
+    ``copy_tensors_to_quantized_params``; NVIDIA/Megatron-LM megatron/core/distributed/param_and_grad_buffer.py
+    l.301-330 @d98e8a64ddf34856e74b24714e3bedb2f5a39553), which Megatron-Bridge's ``bf16_with_mxfp8_mixed`` sets
+    with ``fp8_param_gather`` (src/megatron/bridge/training/mixed_precision.py l.255-267
+    @067f987df03b8355b03192d88d70f1709fedf51a). So the step writes and the all-gather moves bf16, and the weights are
+    cast once per step as TE's weight cache casts them: timed as mxfp8 without primary weights."""
+    prec = card.precision
+    return prec.fp8_params and prec.fp8_recipe is Fp8Recipe.MXFP8
 
 
 def _fp8_non_tn(card: RunCard) -> bool:
     """Whether fp8 primary weights skip TE's post-all-gather transpose (``plan.terms.fp8_card_non_tn_gemm``)."""
-    if not card.precision.fp8_params:
+    if not card.precision.quantized_params:
         return False
     from trainfit.plan.terms import fp8_card_non_tn_gemm
 
@@ -418,6 +453,10 @@ def model_parallel_of(card: RunCard, spec: ModelSpec, r: DeviceRates, *, gpus_pe
                                                            nic_bytes_per_s=nic),
         pp_bytes_per_s=coll.ring_bus_bytes_per_s(rates=r, crosses_nodes=pp_local < pp, nic_bytes_per_s=nic),
         tp_comm_overlap=par.tp_comm_overlap, pp_scatter_gather=par.pipeline_scatter_gather,
+        # Megatron-Core's layers (Transformer Engine's LayerNormLinear / Linear): the sequence-parallel backward's
+        # async re-gather and reduce-scatter, the all-gathers at the quantised width (compute.model_parallel)
+        sp_async_backward=par.tensor_parallel_impl is TensorParallelImpl.MEGATRON,
+        sp_gather_bytes_per_element=sp_gather_element_bytes(card), frozen_weights=card.scope is not Scope.FULL,
         # DeepEP / HybridEP: the per-node rows leave through each GPU's NIC, the fan-out runs over NVLink
         # (compute.moe_dispatch), the same links and efficiency as the all-to-all above
         moe_dispatcher=par.moe_dispatcher, ep_ranks_per_node=ep_local,
@@ -427,6 +466,60 @@ def model_parallel_of(card: RunCard, spec: ModelSpec, r: DeviceRates, *, gpus_pe
         # the all-gather dispatcher's ring over the expert tensor x expert parallel ranks (compute.moe_dispatch)
         ep_ring_bus_bytes_per_s=bus(ep * par.expert_tensor_parallel),
     )
+
+
+def fp8_attention_recipe(card: RunCard) -> str:
+    """The fp8 attention kernel's recipe for ``compute.attention_time.fp8_attention_ratio``: "mxfp8" under the
+    MXFP8 recipe (Transformer Engine runs MXFP8 attention with an MXFP8 autocast, its ``DotProductAttention`` recipe
+    table, NVIDIA/TransformerEngine transformer_engine/pytorch/attention/dot_product_attention/dot_product_attention.py
+    l.164 @4220403e831d29e93868f7793693ea83f6b8b05b, the TE Megatron-Bridge v0.5.0 pins), "fp8" under a per-tensor
+    recipe, "" without ``precision.fp8_attention``."""
+    prec = card.precision
+    if not prec.fp8_attention:
+        return ""
+    return "mxfp8" if prec.fp8_recipe is Fp8Recipe.MXFP8 else "fp8"
+
+
+def sp_gather_element_bytes(card: RunCard) -> float:
+    """Bytes per element of Transformer Engine's sequence-parallel all-gathers: the quantised copy with its block
+    scales under quantised GEMMs on Megatron-Core's layers (``memory.fp8.quantized_element_bytes``; a card without a
+    recipe: 1 B), else 0 (the activation dtype) (``compute.model_parallel`` module docstring)."""
+    prec = card.precision
+    if not prec.compute.quantized_gemms or card.parallel.tensor_parallel_impl is not TensorParallelImpl.MEGATRON:
+        return 0.0
+    recipe = prec.gemm_recipe
+    return 1.0 if recipe is None else quantized_element_bytes(recipe)
+
+
+def legacy_sdpa_copies_of(spec: ModelSpec, card: RunCard, *, eager: bool) -> dict[str, float]:
+    """The forward copies the card's ``software.transformers`` pin adds to each SDPA layer
+    (``compute.attention_time.legacy_sdpa_copy_work`` of ``memory.attention.legacy_sdpa``): none for v5's path,
+    eager attention, the flash path, or layers that are not transformers' (``plan.terms.hf_sdpa_of``)."""
+    from trainfit.compute.attention_time import legacy_sdpa_copy_work
+    from trainfit.plan.terms import hf_sdpa_of
+
+    copies = hf_sdpa_of(card)
+    if eager or card.attention is not Attention.SDPA or not (copies.repeats_kv or copies.contiguous):
+        return {}
+    per_token, kernels = legacy_sdpa_copy_work(
+        q_dim=spec.q_dim, kv_dim=spec.kv_dim, num_heads=spec.num_attention_heads, num_kv_heads=spec.num_kv_heads,
+        repeats_kv=copies.repeats_kv, contiguous=copies.contiguous,
+        dtype_bytes=compute_dtype_bytes(card))
+    return {"sdpa_copy_bytes_per_token": per_token, "sdpa_copy_kernels": kernels} if kernels else {}
+
+
+def compute_dtype_bytes(card: RunCard) -> int:
+    """Bytes of the card's activations' dtype: 4 in fp32 compute, else 2 (bf16 / fp16; fp8 / fp4 run their non-GEMM
+    ops in bf16), as the memory plan takes them."""
+    return 4 if card.precision.compute is ComputeDtype.FP32 else 2
+
+
+def window_masked_sdpa(spec: ModelSpec, card: RunCard, *, seq_len: int) -> bool:
+    """Whether the windowed layers of ``spec`` (the rank's shard) run SDPA with transformers' materialised
+    sliding-window mask at ``seq_len`` tokens per row (``memory.attention.sdpa_window_masked``;
+    ``compute.attention_time`` module docstring)."""
+    return any(attn.sdpa_window_masked(spec, layer=i, kv_tokens=seq_len, attention=card.attention)
+               for i in spec.sliding_layers[:1])
 
 
 def packed_attention(card: RunCard, *, eager: bool, seq_len: int) -> tuple[float | None, bool, str | None]:
@@ -545,6 +638,11 @@ def training_time(
     # MixedPrecision param_dtype, FSDP2 MixedPrecisionPolicy): plan.terms.fsdp_gathered_dtype, bf16 for fp8 compute
     gather_dtype = fsdp_gathered_dtype(card) if card.weights_dtype is Dtype.FP32 else card.weights_dtype
     w = weight_bytes(spec, weights=gather_dtype, compute=card.precision.compute, trainable=trainable)
+    mfsdp_fp8 = megatron_fsdp_fp8_params(card)
+    if mfsdp_fp8:  # Megatron-FSDP gathers the fp8 primary weights' uint8 buffer: 1 B per linear weight
+        from trainfit.memory.fp8 import fp8_linear_params
+
+        w = replace(w, base=w.base - fp8_linear_params(spec) * scale * (BYTES_PER_DTYPE[gather_dtype.value] - 1.0))
     share = 1.0
     if shard is not spec:  # this rank's fraction of the parameters (and of the weight bytes)
         share = param_breakdown(shard).total / param_breakdown(spec).total
@@ -598,10 +696,17 @@ def training_time(
         kernel_factor=COMPILE_KERNEL_FACTOR if fused_kernels(card) else 1.0,
         model_parallel=mp, attention_context=packed_context or attention_context or (seq_len if cp > 1 else None),
         selective=par.layer_selective_checkpointing.value, recompute_modules=megatron_recompute_timed(card),
-        fp8=card.precision.compute is ComputeDtype.FP8,
-        fp8_weight_cache=card.precision.fp8_recipe in TE_ONLY_FP8_RECIPES, work_cv=work_cv, expert_params=expert,
-        fp8_params=card.precision.fp8_params, fp8_param_transpose=not _fp8_non_tn(card),
-        causal_skip=causal_skip, fused_cross_entropy=card.loss.kernel is LossKernel.FLASH_ATTN,
+        fp8=card.precision.compute.quantized_gemms,
+        fp8_weight_cache=fp8_weight_cache_of(card), work_cv=work_cv, expert_params=expert,
+        fp8_params=card.precision.quantized_params and not mxfp8_params_gather_bf16(card),
+        fp8_param_transpose=not _fp8_non_tn(card),
+        # Megatron-FSDP builds the transpose after each backward all-gather and drops it with the unit
+        # (memory.fp8.megatron_fsdp_fp8_unit_bytes): every micro-step, not once per step
+        fp8_param_transpose_every_micro=mfsdp_fp8,
+        causal_skip=causal_skip, window_mask=window_masked_sdpa(shard, card, seq_len=seq_len),
+        **legacy_sdpa_copies_of(shard, card, eager=eager),
+        window_mask_dtype_bytes=compute_dtype_bytes(card),
+        fused_cross_entropy=card.loss.kernel is LossKernel.FLASH_ATTN,
         compiled_cross_entropy=card.loss.compiled,
         loss_input_copy=loss_input_copy_of(card).forward_copy,
         loss_input_slice_backward=loss_input_copy_of(card).slice_backward,
@@ -610,6 +715,7 @@ def training_time(
         zero3_expert_leaf=par.moe_zero3_leaf,
         fsdp2_copies=par.fsdp2,
         fp8_casts=fp8_casts_of(card),
+        fp8_layer_share=fp8_layer_share_of(card, spec),
         megatron_experts=par.tensor_parallel_impl is TensorParallelImpl.MEGATRON,
         # Megatron-Core's layers are Transformer Engine's modules: their Python backward (compute.te_host)
         te_layers=par.tensor_parallel_impl is TensorParallelImpl.MEGATRON,
@@ -618,7 +724,7 @@ def training_time(
         recompute_whole_layer=checkpoint_reentrant(card),
         expert_streams=par.moe_experts is MoeExperts.GROUPED_STREAMS,
         unpad_call_syncs=llm_foundry_unpad_syncs(card),
-        attention_kernel=kernel,
+        attention_kernel=kernel, attention_fp8=fp8_attention_recipe(card),
         head=timed_rank_holds_head(spec, pp, par.pipeline_layout),
         vocab_chunk_columns=PRIME_RL_LM_HEAD_CHUNK_COLUMNS
         if card.loss.chunked and card.loss.kernel is LossKernel.PRIME_RL else 0,
@@ -761,7 +867,7 @@ def zero3_grad_groups(spec: ModelSpec, *, expert_loop: bool = False) -> tuple[tu
             inter = spec.intermediate_size
             lin = [(h * inter, inter), (h * inter, inter), (inter * h, h)] if spec.mlp_gated else \
                 [(h * inter, inter), (inter * h, h)]
-            if spec.fused_projections:
+            if spec.fused_mlp:  # Phi-3, GLM-4: one gate_up_proj
                 lin = [(2 * h * inter, 2 * inter), (inter * h, h)]
             ffn = [n for w, b in lin for n in ((w, b) if spec.mlp_bias else (w,))]
         else:
@@ -814,12 +920,47 @@ def fp8_casts_of(card: RunCard) -> CastTraffic | None:
     ``transformer_engine_linears``), else torchao float8, whose casts ``parallel.compile`` fuses or leaves eager.
     None without fp8 compute."""
     prec = card.precision
-    if prec.compute is not ComputeDtype.FP8:
+    recipe = prec.gemm_recipe
+    if recipe is None:
         return None
     from trainfit.memory.fp8 import transformer_engine_linears
 
-    te = transformer_engine_linears(recipe=prec.fp8_recipe, tensor_parallel_impl=card.parallel.tensor_parallel_impl)
-    return cast_traffic(transformer_engine=te, compiled=card.parallel.compile)
+    te = transformer_engine_linears(recipe=recipe, tensor_parallel_impl=card.parallel.tensor_parallel_impl)
+    return cast_traffic(transformer_engine=te, compiled=card.parallel.compile, recipe=recipe)
+
+
+def fp8_layer_share_of(card: RunCard, spec: ModelSpec) -> float:
+    """The share of the model's decoder layers whose linears run quantised (``precision.bf16_first_layers`` /
+    ``bf16_last_layers``; Megatron-Core ``get_fp8_context`` / ``get_fp4_context`` return a null context for them:
+    NVIDIA/Megatron-LM megatron/core/fp8_utils.py l.706-730, megatron/core/fp4_utils.py l.247-265
+    @d98e8a64ddf34856e74b24714e3bedb2f5a39553). A pipeline stage is timed at the whole model's share."""
+    if not card.precision.compute.quantized_gemms:
+        return 1.0
+    return card.precision.quantized_layer_share(spec.num_layers)
+
+
+def block_scaled_recipe(card: RunCard) -> bool:
+    """Whether the card's quantised GEMMs are Blackwell block-scaled ones: ``fp8_recipe: mxfp8`` or ``compute:
+    fp4``."""
+    return card.precision.compute is ComputeDtype.FP4 or card.precision.fp8_recipe is Fp8Recipe.MXFP8
+
+
+def fp8_weight_cache_of(card: RunCard) -> bool:
+    """Whether the card's quantised weights are cast once per step rather than per micro-step: Transformer Engine's
+    ``is_first_microbatch`` weight cache for the TE-only recipes (``memory.fp8.TE_ONLY_RECIPES``: under Megatron-Core / NeMo its linears cache their fp8 weights between the
+    micro-batches of a step; ``current`` is also torchao's, which casts every forward), and for mxfp8 / nvfp4 on
+    Transformer Engine (a Megatron-Core card); torchao casts every forward."""
+    prec = card.precision
+    recipe = prec.gemm_recipe
+    from trainfit.memory.fp8 import TE_ONLY_RECIPES
+
+    if recipe in TE_ONLY_RECIPES:
+        return True
+    if block_scaled_recipe(card):
+        from trainfit.memory.fp8 import transformer_engine_linears
+
+        return transformer_engine_linears(recipe=recipe, tensor_parallel_impl=card.parallel.tensor_parallel_impl)
+    return False
 
 
 def _recompute_layer_share(card: RunCard, spec: ModelSpec) -> float:
@@ -854,12 +995,6 @@ def expert_data_parallel(card: RunCard, spec: ModelSpec, shard: ModelSpec, *, pa
     edp = max(1, par.tensor_parallel * data_ranks // (ep * etp))
     local = coll.domain_ranks(ranks=edp, stride=ep * etp, domain_gpus=gpus_per_node)
     return params * min(1.0, expert_shard / total), edp, local
-
-
-TE_ONLY_FP8_RECIPES = (Fp8Recipe.DELAYED, Fp8Recipe.BLOCKWISE)
-"""Recipes only Transformer Engine runs; under Megatron-Core / NeMo its linears cache their fp8 weights between
-the micro-batches of a step (``is_first_microbatch``). ``current`` is also torchao's (torchtitan), which casts
-the weights every forward: counted so."""
 
 
 PAGING_PASSES = 2

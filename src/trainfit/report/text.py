@@ -64,7 +64,8 @@ def render_plan(plan: Plan, console: Console) -> None:
         f" checkpointing {_checkpointing_text(card.parallel)}"
         + (f" (every {card.parallel.checkpoint_every_n_layers} layers)"
            if card.parallel.gradient_checkpointing and card.parallel.checkpoint_every_n_layers else "")
-        + (f", compute fp8 ({card.precision.fp8_recipe.value} scaling)" if card.precision.fp8_recipe else "")
+        + (f", compute {card.precision.compute.value} ({card.precision.gemm_recipe.value} scaling)"
+           if card.precision.gemm_recipe else "")
     )
     console.print(
         f"parameters: total {count(plan.params_total)}, trainable {count(plan.params_trainable)},"

@@ -7,6 +7,7 @@ are refused with one line naming the key and the allowed values (``CardError``).
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from trainfit.spec.enums import (
     LogprobEntropy,
     FSDP_STRATEGIES,
     AdapterDtype,
+    QloraDequant,
     LoraDropoutPosition,
     AsyncMode,
     ContextParallelKind,
@@ -31,6 +33,7 @@ from trainfit.spec.enums import (
     AttentionKernel,
     ComputeDtype,
     Dtype,
+    Fp4Recipe,
     Fp8Recipe,
     FsdpVersion,
     Zero1ParamSync,
@@ -76,6 +79,15 @@ class LoraSection(_Section):
         " nemo_automodel/components/_peft/lora.py l.53, l.311-312 @2861c4143cd335539213b1b6d0c890cb17682444)."
         " Changes the dropout's saved mask (memory) and its traffic (step time); no effect without dropout.")
     double_quant: bool = Field(True, description="QLoRA: bitsandbytes double quantization.")
+    dequant: QloraDequant = Field(
+        QloraDequant.BITSANDBYTES, description="QLoRA: how the 4-bit base reaches the GEMMs. bitsandbytes (NF4, one"
+        " dequantise kernel per use, which no compiler fuses), torchao (torchtune's NF4Tensor: the same dequantisation"
+        " as PyTorch ops that torch.compile fuses) or autogptq_torch (a GPTQ int4 checkpoint through AutoGPTQ's cuda-old QuantLinear"
+        " with exllama disabled, GPTQConfig(disable_exllama=True): at 128 or more input rows it unpacks each weight"
+        " with nine PyTorch ops and keeps the fp16 copy for the backward). Step time, and memory: each frozen linear"
+        " whose input needs a gradient saves its fp16 weight (2 B per weight) until its backward, every layer's"
+        " without checkpointing, one layer's inside the recompute with it (memory.activations"
+        ".saved_frozen_weight_bytes).")
     adapter_dtype: AdapterDtype = Field(
         AdapterDtype.FP32, description="fp32 (PEFT's default autocast_adapter_dtype) or bf16 (torchtune)."
     )
@@ -122,12 +134,70 @@ class PrecisionSection(_Section):
     fp8_recipe: Fp8Recipe | None = Field(
         None, description="With compute fp8 (required): delayed (TE DelayedScaling, amax history) | current"
         " (per-tensor dynamic: TE Float8CurrentScaling, torchao/torchtitan float8 tensorwise) | blockwise"
-        " (TE Float8BlockScaling, DeepSeek-V3's 1x128 / 128x128 scales).")
+        " (TE Float8BlockScaling, DeepSeek-V3's 1x128 / 128x128 scales) | mxfp8 (MX: one e8m0 scale per 32"
+        " elements, row- and column-wise copies; TE MXFP8BlockScaling, torchao MXLinear; Blackwell).")
+    fp4_params: bool = Field(
+        False, description="NVFP4 primary weights (Megatron-Core fp4_param, Megatron-Bridge fp4_param_gather, set by its"
+        " bf16_with_nvfp4_mixed): the linears' weights are kept only as NVFP4 (row-wise and column-wise copies, 0.5 B"
+        " each plus an e4m3 scale per 16), the optimizer keeps fp32 main params, the data-parallel all-gather moves"
+        " the packed 0.5 B data. Needs compute fp4 on Megatron-Core; strategies single, ddp, zero1.")
+    bf16_first_layers: int = Field(
+        0, ge=0, le=10_000, description="With compute fp8 / fp4: this many first decoder layers keep bf16 linears"
+        " (Megatron-Core first_last_layers_bf16 with num_layers_at_start_in_bf16; Megatron-Bridge's FP8-CS and"
+        " NVFP4 recipes). Their GEMMs run at the bf16 rate without casts or quantized copies.")
+    bf16_last_layers: int = Field(
+        0, ge=0, le=10_000, description="With compute fp8 / fp4: this many last decoder layers keep bf16 linears"
+        " (Megatron-Core num_layers_at_end_in_bf16; torchtitan's 'first 85 % of layers' NVFP4 recipes).")
+    fp4_recipe: Fp4Recipe | None = Field(
+        None, description="With compute fp4 (required): nvfp4 (e2m1 elements, an e4m3 scale per 16 elements and an"
+        " fp32 scale per tensor; TE NVFP4BlockScaling, torchao / torchtitan NVFP4; Blackwell).")
     fp8_params: bool = Field(
         False, description="fp8 primary weights (Transformer Engine fp8_model_init / quantized_model_init, Megatron"
         " --fp8-param-gather, NeMo fp8_params): the linears' weights are kept only as fp8 (1 B + the transpose where"
         " the GPU's GEMMs need one), the optimizer keeps fp32 main params, the data-parallel all-gather moves fp8."
-        " Needs compute fp8 with a Transformer Engine recipe; strategies single, ddp, zero1.")
+        " Needs compute fp8 with a Transformer Engine recipe; strategies single, ddp, zero1, or fsdp with"
+        " tensor_parallel_impl megatron (Megatron-FSDP: fp8 weight shards, fp8 gathered units).")
+    fp8_attention: bool = Field(
+        False, description="fp8 attention (Megatron-Core fp8_dot_product_attention, Transformer Engine fp8_dpa): the"
+        " fused attention kernel runs on quantised Q, K, V (MXFP8 under fp8_recipe mxfp8, per-tensor fp8 otherwise)"
+        " at cuDNN's measured fp8 / bf16 rate ratio (compute.attention_time.fp8_attention_ratio; 1 where none is"
+        " measured). Needs compute fp8 and Transformer Engine attention (parallel.tensor_parallel_impl megatron).")
+
+    @property
+    def quantized_params(self) -> bool:
+        """Quantised primary weights: ``fp8_params`` under fp8, ``fp4_params`` under fp4."""
+        return self.fp8_params or self.fp4_params
+
+    def quantized_layer_share(self, num_layers: int, layers: Sequence[int] | None = None) -> float:
+        """The share of ``num_layers`` decoder layers whose linears run quantised (``bf16_first_layers`` /
+        ``bf16_last_layers`` aside); 1 without them, 0 without quantised compute. ``layers``: the share among these
+        global layer indices only (a pipeline stage's, ``layer_quantized``)."""
+        if not self.compute.quantized_gemms:
+            return 0.0
+        if num_layers <= 0:
+            return 1.0
+        if layers is not None:
+            return sum(self.layer_quantized(i, num_layers) for i in layers) / len(layers) if layers else 1.0
+        return max(0, num_layers - self.bf16_first_layers - self.bf16_last_layers) / num_layers
+
+    def layer_quantized(self, i: int, num_layers: int) -> bool:
+        """Whether decoder layer ``i`` (a global index: a pipeline stage's layers keep the model's numbering) of
+        ``num_layers`` runs its linears quantised: not among the first ``bf16_first_layers`` or the last
+        ``bf16_last_layers`` (Megatron-Core ``get_fp8_context`` / ``get_fp4_context`` take the *global* layer index
+        and compare it with ``config.num_layers``: NVIDIA/Megatron-LM megatron/core/fp8_utils.py l.706-730,
+        megatron/core/fp4_utils.py l.247-265 @d98e8a64ddf34856e74b24714e3bedb2f5a39553; torchtitan's converters
+        filter the model's ``layers.{i}`` names). False without quantised compute."""
+        return (self.compute.quantized_gemms and i >= self.bf16_first_layers
+                and i < num_layers - self.bf16_last_layers)
+
+    @property
+    def gemm_recipe(self) -> Fp8Recipe | Fp4Recipe | None:
+        """The quantized GEMMs' recipe: ``fp8_recipe`` under compute fp8, ``fp4_recipe`` under fp4; else None."""
+        if self.compute is ComputeDtype.FP8:
+            return self.fp8_recipe
+        if self.compute is ComputeDtype.FP4:
+            return self.fp4_recipe
+        return None
 
 
 class AllocatorKind(StrEnum):
@@ -621,17 +691,28 @@ class ModelRef(_Section):
 
 
 def pin_before(pin: Any, since: tuple[int, int]) -> bool:
-    """True for a ``software`` version pin (``0.4.0``, ``==0.3``, ``v0.1``) whose major.minor is before ``since``;
-    None, empty or unparsable: False (the pin then changes nothing)."""
-    if not pin:
+    """True for a ``software`` version pin whose every release is before ``since``: a release pin
+    (``_RELEASE_PIN``: ``0.4.0``, ``==0.3``, ``v0.1``) whose major.minor is before it, or an upper bound
+    (``<0.9``, ``<=0.8.2``) that admits no release from ``since`` on. None, empty, or anything that names no release
+    (a branch, a commit hash such as ``0a3f9c1``, a lower bound ``>=`` read by ``pin_at_least``): False, so the pin
+    then changes nothing."""
+    text = str(pin).strip() if pin else ""
+    if not text:
         return False
-    parts = []
-    for p in str(pin).strip().lstrip("=v ").split(".")[:2]:
-        digits = "".join(ch for ch in p if ch.isdigit())
-        if not digits:
-            return False
-        parts.append(int(digits))
-    return tuple(parts + [0] * (2 - len(parts))) < since
+    if (bound := _UPPER_BOUND_PIN.fullmatch(text)) is not None:
+        major, minor = int(bound.group(2)), int(bound.group(3) or 0)
+        patch = bound.group(4)
+        if bound.group(1) == "<" and int(patch or 0) == 0:
+            return (major, minor) <= since
+        return (major, minor) < since
+    m = _RELEASE_PIN.fullmatch(text)
+    if m is None or text.startswith((">=", "~=")):
+        return False
+    return (int(m.group(1)), int(m.group(2) or 0)) < since
+
+
+_UPPER_BOUND_PIN = re.compile(r"(<=|<)\s*v?(\d+)(?:\.(\d+)(?:\.(\d+))?)?")
+"""An upper-bound pin: ``<0.9`` (every release before 0.9.0), ``<=0.8.2``, ``<0.9.1`` (0.9.0 is admitted)."""
 
 
 _RELEASE_PIN = re.compile(r"(?:==|>=|~=)?\s*v?(\d+)(?:\.(\d+)(?:[.+\-]?[0-9A-Za-z.+\-]*)?)?")
@@ -815,6 +896,12 @@ class RolloutSection(_Section):
         " a 0.10 pin on, the first line that holds 8de5fb44; no release holds it yet, so one sender for every"
         " release pin, a 0.9 dev pin and no pin). true is refused with a verl release that has no relays (0.9.x and"
         " earlier). Time only; memory is unchanged.")
+    weight_sync_bucket_mib: int | None = Field(
+        None, ge=1, le=65536, description="weight_sync bucketed on the preset's own path (weight_transport framework):"
+        " the bucket the run set, MiB (miles / slime --update-weight-buffer-size, default 512). null: the preset's"
+        " (compute.sync.framework_sync_mechanism). Each bucket is one broadcast and one engine load; the count of"
+        " buckets sets the per-bucket cost. Memory: the bucket the trainer's source rank fills before each broadcast and"
+        " each engine rank receives (methods.rl.sync_bucket_bytes; null: the plan's 1 GiB, SYNC_BUCKET_BYTES).")
     quantization: RolloutQuantization = Field(
         RolloutQuantization.NONE, description="none | fp8: the vLLM engine's weights (NeMo RL vllm_cfg.precision:"
         " fp8: 128x128-block fp8 linears and experts, re-quantized from the bf16 weights at every refit; the KV"
@@ -894,6 +981,13 @@ class RolloutSection(_Section):
         " detokenizer's own list rather than a copy, compute.decode_step). cumulative needs engine_multiprocess:"
         " AsyncLLM always runs the engine core in its own process (vllm/v1/engine/async_llm.py l.118-123 of the"
         " vLLM 0.9.0 wheel). null: cumulative with engine_multiprocess, else final_only.")
+    sglang_overlap_schedule: bool | None = Field(
+        None, description="Engine sglang: SGLang's overlap scheduler, which schedules step n+1 and processes step"
+        " n-1's outputs while the GPU runs step n (on by default since SGLang 0.3.6, Scheduler.event_loop_overlap;"
+        " false: --disable-overlap-schedule, or a mode SGLang turns it off for: pipeline parallel, speculative decoding"
+        " without spec v2, DP attention in 0.4, a Mamba-hybrid model with its radix cache in 0.5.6)."
+        " null: on, off for a software.sglang release pinned before 0.3.6 (plan.rl_generation"
+        ".SGLANG_OVERLAP_DEFAULT_SINCE). Refused for any other engine.")
     controller_padded_batches: bool = Field(
         False, description="verl: the log-prob, values and update calls ship the batch padded to prompt_len +"
         " response_len (the legacy fsdp/megatron workers, trainer.use_legacy_worker_impl auto: every verl before"
@@ -916,6 +1010,9 @@ class RolloutSection(_Section):
             raise ValueError(f"rollout.engine_outputs: '{self.engine_outputs.value}' is vLLM V1's frontend output mode;"
                              f" engine is '{self.engine.value}', vllm_engine '{self.vllm_engine.value}'; allowed with"
                              " them: null (engine vllm with vllm_engine v1: final_only, cumulative, null)")
+        if self.sglang_overlap_schedule is not None and self.engine is not RolloutEngine.SGLANG:
+            raise ValueError(f"rollout.sglang_overlap_schedule: {str(self.sglang_overlap_schedule).lower()} is SGLang's"
+                             f" overlap-scheduler switch; engine is '{self.engine.value}'; allowed with it: null")
         if self.response_len_mean is not None and self.length_profile is not LengthProfileName.AUTO:
             raise ValueError(f"rollout.length_profile: '{self.length_profile.value}' is only read without a mean;"
                              f" response_len_mean is {self.response_len_mean}; allowed with it: auto (or drop"
@@ -1153,15 +1250,39 @@ class RunCard(_Section):
         if prec.compute is ComputeDtype.FP8:
             if prec.fp8_recipe is None:
                 raise ValueError("precision.fp8_recipe: required with precision.compute: fp8; allowed: delayed, current,"
-                                 " blockwise")
+                                 " blockwise or mxfp8")
             _check_fp8_gpu(self.hardware.gpu)
+            if prec.fp8_recipe is Fp8Recipe.MXFP8:
+                _check_block_scaled_gpu(self.hardware.gpu, key="precision.fp8_recipe", what="mxfp8",
+                                        te_mxfp8=par.tensor_parallel_impl is TensorParallelImpl.MEGATRON)
             if prec.fp8_params:
                 _check_fp8_params(self)
         elif prec.fp8_recipe is not None:
             raise ValueError(f"precision.fp8_recipe: only read with precision.compute: fp8 (compute is"
                              f" '{prec.compute.value}')")
+        if prec.compute is ComputeDtype.FP4:
+            if prec.fp4_recipe is None:
+                raise ValueError("precision.fp4_recipe: required with precision.compute: fp4; allowed: nvfp4")
+            _check_fp4_gpu(self.hardware.gpu)
+            if prec.fp4_params:
+                _check_fp8_params(self, key="precision.fp4_params")
+        elif prec.fp4_recipe is not None:
+            raise ValueError(f"precision.fp4_recipe: only read with precision.compute: fp4 (compute is"
+                             f" '{prec.compute.value}')")
+        for key in ("bf16_first_layers", "bf16_last_layers"):
+            if getattr(prec, key) and not prec.compute.quantized_gemms:
+                raise ValueError(f"precision.{key}: only read with precision.compute: fp8 or fp4 (compute is"
+                                 f" '{prec.compute.value}')")
         if prec.fp8_params and prec.compute is not ComputeDtype.FP8:
             raise ValueError(f"precision.fp8_params: only read with precision.compute: fp8 (compute is"
+                             f" '{prec.compute.value}')")
+        if prec.fp8_attention and (prec.compute is not ComputeDtype.FP8
+                                   or self.parallel.tensor_parallel_impl is not TensorParallelImpl.MEGATRON):
+            raise ValueError(f"precision.fp8_attention: Transformer Engine's fp8 attention (Megatron-Core"
+                             f" fp8_dot_product_attention) needs precision.compute fp8 (is '{prec.compute.value}') and"
+                             f" parallel.tensor_parallel_impl megatron (is '{self.parallel.tensor_parallel_impl.value}')")
+        if prec.fp4_params and prec.compute is not ComputeDtype.FP4:
+            raise ValueError(f"precision.fp4_params: only read with precision.compute: fp4 (compute is"
                              f" '{prec.compute.value}')")
         if ro.quantization is RolloutQuantization.FP8:
             if ro.engine is not RolloutEngine.VLLM:
@@ -1225,6 +1346,9 @@ class RunCard(_Section):
                                  " path) is not modelled; allowed with it: parallel.tensor_parallel 1")
         if self.scope is Scope.QLORA and w not in (None, Dtype.NF4):
             raise ValueError(f"precision.weights: qlora stores the base in nf4, got '{w.value}'; use scope lora")
+        if self.lora.dequant is not QloraDequant.BITSANDBYTES and self.scope is not Scope.QLORA:
+            raise ValueError(f"lora.dequant: {self.lora.dequant.value} is a QLoRA base's kernel; allowed with scope"
+                             f" {self.scope.value}: bitsandbytes (the default)")
         _check_bf16_gpu(self.hardware.gpu, compute=prec.compute, compute_set="compute" in prec.model_fields_set,
                         weights=self.weights_dtype, weights_set=w is not None)
         return self
@@ -1320,6 +1444,10 @@ def _check_weight_transport(card: "RunCard") -> None:
                                   or t is not WeightTransport.FRAMEWORK):
         raise ValueError("rollout.weight_sync_relays: verl's checkpoint-engine broadcast (preset verl, placement split,"
                          " weight_transport framework) only; allowed otherwise: false")
+    if ro.weight_sync_bucket_mib is not None and (t is not WeightTransport.FRAMEWORK
+                                                  or ro.weight_sync is not WeightSync.BUCKETED):
+        raise ValueError("rollout.weight_sync_bucket_mib: the bucket of the preset's own bucketed path (weight_sync"
+                         " bucketed, weight_transport framework) only; allowed otherwise: null")
     verl = (card.software.model_extra or {}).get("verl")
     if ro.weight_sync_relays and verl_multi_sender_default(verl) is False:
         raise ValueError(f"rollout.weight_sync_relays: true needs verl's multi_sender (8de5fb44, first in the 0.10"
@@ -1358,6 +1486,9 @@ def _check_weight_transport(card: "RunCard") -> None:
         raise ValueError("rollout.quantization: fp8 with weight_transport nccl_reshard needs blockwise-fp8 primary"
                          " weights (precision must match end to end); allowed: precision.compute fp8, fp8_recipe"
                          " blockwise, fp8_params true, or quantization none")
+    if prec.fp4_params:
+        raise ValueError("precision.fp4_params: NVFP4 primary weights have no bf16 vLLM to receive them under"
+                         " weight_transport nccl_reshard; allowed with it: false")
     if ro.quantization is not RolloutQuantization.FP8 and prec.fp8_params:
         raise ValueError("precision.fp8_params: fp8 primary weights have no bf16 vLLM to receive them under"
                          " weight_transport nccl_reshard; allowed with it: false, or rollout.quantization fp8")
@@ -1484,23 +1615,117 @@ def _check_pipeline_layout(par: ParallelSection) -> None:
         raise ValueError(f"parallel.pipeline_layout: no decoder layers at all; {allowed}")
 
 
-def _check_fp8_params(card: RunCard) -> None:
+def _check_fp8_params(card: RunCard, key: str = "precision.fp8_params") -> None:
     """``precision.fp8_params`` is Transformer Engine's (``quantized_model_init``) over 16-bit weights, under a
     strategy whose ranks hold whole (tensor/pipeline-parallel) weights: single, ddp or zero1 (Megatron's distributed
-    optimizer, ``--fp8-param-gather``); one line otherwise."""
+    optimizer, ``--fp8-param-gather``), or under Megatron-FSDP (strategy fsdp with tensor_parallel_impl megatron:
+    uint8 weight shards gathered as fp8, ``memory.fp8.megatron_fsdp_fp8_units``); one line otherwise. torch FSDP2
+    stays refused: torchao's float8 all-gather (``enable_fsdp_float8_all_gather``) is a different mechanism, not
+    modelled."""
     from trainfit.memory.fp8 import transformer_engine_linears
 
     prec, par = card.precision, card.parallel
-    if not transformer_engine_linears(recipe=prec.fp8_recipe, tensor_parallel_impl=par.tensor_parallel_impl):
-        raise ValueError("precision.fp8_params: fp8 primary weights are Transformer Engine's; current scaling without"
-                         " parallel.tensor_parallel_impl: megatron is torchao's float8; allowed: fp8_recipe delayed or"
-                         " blockwise, or current with tensor_parallel_impl megatron")
-    if par.strategy not in (Strategy.SINGLE, Strategy.DDP, Strategy.ZERO1):
-        raise ValueError(f"precision.fp8_params: strategy '{par.strategy.value}' is not modelled with fp8 primary"
-                         " weights; allowed: single, ddp, zero1")
+    what = "fp8" if key == "precision.fp8_params" else "NVFP4"
+    if not transformer_engine_linears(recipe=prec.gemm_recipe, tensor_parallel_impl=par.tensor_parallel_impl):
+        if what == "NVFP4":
+            raise ValueError(f"{key}: NVFP4 primary weights are Megatron-Core's (Transformer Engine); torchao's NVFP4"
+                             " keeps bf16 weights; allowed with it: parallel.tensor_parallel_impl megatron")
+        raise ValueError(f"{key}: fp8 primary weights are Transformer Engine's; current or mxfp8 scaling"
+                         " without parallel.tensor_parallel_impl: megatron is torchao's; allowed: fp8_recipe delayed or"
+                         " blockwise, or current / mxfp8 with tensor_parallel_impl megatron")
+    megatron_fsdp = (what == "fp8" and par.strategy is Strategy.FSDP
+                     and par.tensor_parallel_impl is TensorParallelImpl.MEGATRON)
+    if megatron_fsdp and prec.fp8_recipe not in (Fp8Recipe.DELAYED, Fp8Recipe.CURRENT):
+        raise ValueError(f"{key}: under Megatron-FSDP (strategy fsdp) only per-tensor fp8 primary weights are"
+                         " modelled (its MXFP8 transpose buffer and blockwise copies are not); allowed: fp8_recipe"
+                         " delayed or current")
+    if par.strategy not in (Strategy.SINGLE, Strategy.DDP, Strategy.ZERO1) and not megatron_fsdp:
+        raise ValueError(f"{key}: strategy '{par.strategy.value}' is not modelled with {what} primary"
+                         " weights; allowed: single, ddp, zero1"
+                         + (", or fsdp with tensor_parallel_impl megatron (Megatron-FSDP)" if what == "fp8" else ""))
     if prec.weights not in (None, Dtype.BF16):
-        raise ValueError(f"precision.fp8_params: replaces bf16 weights (weights is '{prec.weights.value}');"
+        raise ValueError(f"{key}: replaces bf16 weights (weights is '{prec.weights.value}');"
                          " allowed: weights bf16 or unset")
+
+
+BLOCK_SCALED_MIN_CC = (10, 0)
+"""Block-scaled (MX / NVFP4) tensor cores: NVIDIA Blackwell, compute capability 10.0 on (``tcgen05.mma`` with
+``.block_scale``). Transformer Engine's NVFP4 check requires >= 10.0 (``_compute_nvfp4_support``,
+NVIDIA/TransformerEngine transformer_engine/pytorch/quantization.py l.171-175
+@d0067d0da6cb01811b8072a7d304f0e00344ce2b); its MXFP8 check requires 10.x (``TE_MXFP8_MAX_CC``). torchao's MX
+linears (torchtitan's ``MXFP8LinearConverter``) ask only for >= 10.0: torchtitan
+torchtitan/components/quantization/mx.py l.70-71 ``has_cuda_capability(10, 0)`` (tools/utils.py l.27-33, a ``>=``
+on the device capability) @b5bcd76c66d0acb1a08b176d9639425bc55e0b2a, and pytorch/ao torchao/utils.py l.1157-1162
+``is_sm_at_least_100`` (``>= (10, 0)``), which gates its MXFP8 CUDA and Triton cast kernels
+(torchao/prototype/mx_formats/kernels.py l.454-459, l.1016-1020 @36027d82d1ad9949597ea16002ff4940374b1b94)."""
+TE_MXFP8_MAX_CC = (12, 0)
+"""Transformer Engine refuses MXFP8 from compute capability 12.0 on: ``_compute_mxfp8_support`` returns False with
+"MXFP8 (for all gemm layouts) is not supported on 12.0+ architectures yet" (NVIDIA/TransformerEngine
+transformer_engine/pytorch/quantization.py l.162-168 @d0067d0da6cb01811b8072a7d304f0e00344ce2b; its
+``check_recipe_support`` raises it for ``MXFP8BlockScaling``, l.224-239), so a Megatron-Core card (TE's linears)
+with ``fp8_recipe: mxfp8`` needs a 10.x GPU (B200, B300, GB200, GB300), not an RTX PRO 6000 or RTX 5090 (12.0)."""
+
+
+def _cc_tuple(cc: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in cc.split("."))
+
+
+def _block_scaled_ok(cc: str | None, *, te_mxfp8: bool) -> bool:
+    """Whether compute capability ``cc`` runs block-scaled GEMMs (``BLOCK_SCALED_MIN_CC``), below
+    ``TE_MXFP8_MAX_CC`` for Transformer Engine's MXFP8 (``te_mxfp8``)."""
+    if not cc:
+        return False
+    t = _cc_tuple(cc)
+    return t >= BLOCK_SCALED_MIN_CC and not (te_mxfp8 and t >= TE_MXFP8_MAX_CC)
+
+
+def _block_scaled_gpus(*, te_mxfp8: bool = False) -> list[str]:
+    from trainfit.catalog.gpus import gpu_ids, resolve_gpu
+
+    return [g for g in gpu_ids() if _block_scaled_ok(resolve_gpu(g).compute_capability, te_mxfp8=te_mxfp8)]
+
+
+def _check_block_scaled_gpu(gpu: str, *, key: str, what: str, te_mxfp8: bool = False) -> None:
+    """MXFP8 / NVFP4 need block-scaled tensor cores (``BLOCK_SCALED_MIN_CC``): a catalog card of lower (or unknown,
+    e.g. AMD) compute capability is refused in one line naming the cards that have them; ``te_mxfp8`` (MXFP8 through
+    Transformer Engine, a Megatron-Core card): 12.x too (``TE_MXFP8_MAX_CC``). A custom card (memory only) is not
+    checked."""
+    from trainfit.catalog.gpus import resolve_gpu
+    from trainfit.errors import CatalogError
+
+    try:
+        spec = resolve_gpu(gpu)
+    except CatalogError:
+        return
+    cc = spec.compute_capability
+    if _block_scaled_ok(cc, te_mxfp8=te_mxfp8):
+        return
+    allowed = ", ".join(_block_scaled_gpus(te_mxfp8=te_mxfp8))
+    if cc and _block_scaled_ok(cc, te_mxfp8=False):  # 12.x under Transformer Engine's MXFP8
+        raise ValueError(f"{key}: {what} through Transformer Engine (tensor_parallel_impl megatron) needs compute"
+                         f" capability 10.x (TE: MXFP8 is not supported on 12.0+ architectures yet); {spec.id} is"
+                         f" {cc}; allowed GPUs: {allowed}; torchao's MX linears (another tensor_parallel_impl)"
+                         " accept it")
+    raise ValueError(f"{key}: {what} needs NVIDIA Blackwell block-scaled tensor cores (compute capability 10.0+);"
+                     f" {spec.id} ({cc or 'no NVIDIA compute capability'}) has none; allowed GPUs: {allowed}")
+
+
+def _check_fp4_gpu(gpu: str) -> None:
+    """fp4 compute needs Blackwell's fp4 tensor cores: a catalog card without an fp4 rate (Hopper, Ada, Ampere,
+    AMD) is refused in one line; a custom card (memory only) is not checked."""
+    from trainfit.catalog.gpus import gpu_ids, resolve_gpu
+    from trainfit.errors import CatalogError
+
+    try:
+        spec = resolve_gpu(gpu)
+    except CatalogError:
+        return
+    if spec.fp4_dense_flops_per_s:
+        _check_block_scaled_gpu(gpu, key="precision.compute", what="fp4")
+        return
+    have = ", ".join(g for g in gpu_ids() if resolve_gpu(g).fp4_dense_flops_per_s)
+    raise ValueError(f"precision.compute: fp4 needs fp4 tensor cores; {spec.id} has no fp4 rate in the catalog;"
+                     f" allowed GPUs: {have}")
 
 
 def _check_fp8_gpu(gpu: str, *, key: str = "precision.compute") -> None:

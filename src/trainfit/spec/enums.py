@@ -43,6 +43,14 @@ class ComputeDtype(StrEnum):
     FP8 = "fp8"
     """The linear layers' GEMMs in fp8 (E4M3 forward, E5M2/E4M3 gradients) with bf16 everywhere else;
     the recipe is ``precision.fp8_recipe``."""
+    FP4 = "fp4"
+    """The linear layers' GEMMs in fp4 (E2M1 elements with block scales) on Blackwell's block-scaled tensor cores,
+    bf16 everywhere else; the recipe is ``precision.fp4_recipe``."""
+
+    @property
+    def quantized_gemms(self) -> bool:
+        """Whether the linears' GEMMs run below 16 bits (fp8 or fp4), with their operand casts and copies."""
+        return self in (ComputeDtype.FP8, ComputeDtype.FP4)
 
 
 class Fp8Recipe(StrEnum):
@@ -54,11 +62,28 @@ class Fp8Recipe(StrEnum):
       float8 ``tensorwise`` dynamic scaling, torchtitan's float8 converter).
     * ``blockwise``: one scale per 1x128 activation tile and 128x128 weight block (TE
       ``Float8BlockScaling``, DeepSeek-V3's recipe; torchao ``rowwise`` is per row).
+    * ``mxfp8``: OCP microscaling, one E8M0 (power-of-two, 1 B) scale per 32 consecutive elements along the
+      GEMM's reduction dimension, run on Blackwell's block-scaled tensor cores (TE ``MXFP8BlockScaling``; torchao
+      ``MXLinear``, torchtitan's ``MXFP8LinearConverter``). Each tensor is quantised row-wise and column-wise
+      separately (the 1x32 blocks run along different axes), so there is no transpose of quantised data.
     """
 
     DELAYED = "delayed"
     CURRENT = "current"
     BLOCKWISE = "blockwise"
+    MXFP8 = "mxfp8"
+
+
+class Fp4Recipe(StrEnum):
+    """How fp4 GEMM inputs are scaled (``precision.compute: fp4``).
+
+    * ``nvfp4``: NVIDIA's NVFP4: E2M1 elements, one E4M3 scale per 16 consecutive elements and one fp32
+      scale per tensor (TE ``NVFP4BlockScaling``: 16x16 2-D blocks for the weights, random Hadamard transforms on
+      the weight-gradient GEMM's inputs, stochastic rounding of the gradients; torchao's NVFP4 training, torchtitan's
+      ``NVFP4LinearConverter``).
+    """
+
+    NVFP4 = "nvfp4"
 
 
 class SelectiveCheckpointing(StrEnum):
@@ -288,6 +313,20 @@ class AdapterDtype(StrEnum):
 
     FP32 = "fp32"
     BF16 = "bf16"
+
+
+class QloraDequant(StrEnum):
+    """How a QLoRA base's 4-bit weights reach the GEMMs (``lora.dequant``). ``bitsandbytes``: NF4, one dequantise
+    kernel per use (forward, recompute, backward's dX). ``autogptq_torch``: a GPTQ int4 checkpoint through AutoGPTQ's
+    ``qlinear_cuda_old`` / ``qlinear_cuda`` QuantLinear with exllama disabled, which for 128 or more input rows unpacks
+    the weight with PyTorch ops and multiplies with ``torch.matmul``, autograd keeping the 16-bit weight for the
+    backward (``compute.inventory.GPTQ_TORCH_DEQUANT_*``). ``torchao``: torchao's ``NF4Tensor`` (torchtune's QLoRA),
+    NF4 dequantised per use as bitsandbytes does, but by PyTorch ops a compiler traces and fuses
+    (``compute.inventory.Adapter.nf4_torch_ops``)."""
+
+    BITSANDBYTES = "bitsandbytes"
+    AUTOGPTQ_TORCH = "autogptq_torch"
+    TORCHAO = "torchao"
 
 
 class RolloutEngine(StrEnum):

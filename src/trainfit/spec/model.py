@@ -12,6 +12,10 @@ from trainfit.spec.enums import LayerKind
 DEEPSEEK_FAMILIES = frozenset({"deepseek_v3", "deepseek_v2"})
 """The model_types built as DeepSeek-V3's layout (MLA, fp32 router, fused routed experts, a shared MLP, dense first
 layers): DeepSeek-V2 differs in its router only (``MoeSpec.softmax_router``) as far as memory and FLOPs go."""
+DEEPSEEK_MOE_BLOCK = DEEPSEEK_FAMILIES | {"glm4_moe"}
+"""The model_types whose MoE block is DeepSeek-V3's (fp32 sigmoid group-limited router, fused routed experts, an
+ungated shared MLP): DeepSeek-V2/-V3 and GLM-4.5 (Llama-layout attention; ``catalog.hf_config._glm4_moe_moe``). Their
+per-op and Megatron-Core MoE figures are ``memory.arch_activations``' DeepSeek ones."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -158,8 +162,10 @@ class ModelSpec:
     """Per-layer attention kind; empty means all full attention."""
     sliding_window: int | None = None
     sliding_layers: tuple[int, ...] = ()
-    """Full-attention layers that attend within ``sliding_window`` only (gpt-oss's even layers). Training
-    saves the same q, k, v either way; a decode cache needs at most the window for them."""
+    """Full-attention layers that attend within ``sliding_window`` only (gpt-oss's even layers, Gemma-3's local ones,
+    every layer of Phi-3 / Mistral / Mixtral with a window). Flash and eager training save the same q, k, v either way;
+    SDPA past the window saves a mask and repeated k/v (``memory.attention.sdpa_window_masked``); a decode cache needs
+    at most the window for them (not modelled: ``rollout.vllm``)."""
     linear_attention: LinearAttentionSpec | None = None
     moe: MoeSpec | None = None
     verified: bool = True
@@ -219,6 +225,32 @@ class ModelSpec:
     ``use_parallel_residual``, Falcon ``parallel_attn``); False: the MLP's norm reads the attention's sum."""
     partial_rotary_factor: float = 1.0
     """Share of head_dim that rotary rotates (GPT-NeoX ``rotary_pct``, default 0.25)."""
+    fused_gate_up: bool = False
+    """gate and up are one ``gate_up_proj`` linear while q, k and v stay separate (GLM-4-0414: transformers v5.24.0
+    models/glm4/modeling_glm4.py l.54-62, ``up_states.chunk(2)``); ``fused_mlp`` covers it and Phi-3's
+    ``fused_projections``."""
+    interleaved_rotary: bool = False
+    """Rotary on interleaved pairs with the cos/sin re-laid out inside every layer (GLM-4-0414: ``cos[..., :d//2]
+    .repeat_interleave(2)`` in ``apply_rotary_pos_emb``, transformers v5.24.0 models/glm4/modeling_glm4.py l.176-181):
+    each layer's rotary muls save that layer's own (1, s, rot) cos and sin, and the shared ones are saved by none
+    (``memory.activations``)."""
+    nope_layers: tuple[int, ...] = ()
+    """Layers that apply no rotary embedding (SmolLM3's NoPE layers, ``no_rope_layers`` 0: transformers v5.24.0
+    models/smollm3/modeling_smollm3.py l.192, l.215-216 ``if self.use_rope``): their q and k go to attention as the
+    projections' transposed views, so their saved set is a rotary layer's (the rotary muls save only the shared cos/sin)
+    and their time has no rotary kernels (``compute.inventory``)."""
+    scalar_multipliers: bool = False
+    """Granite's four scalar multipliers (transformers v5.24.0 models/granite/modeling_granite.py): the embedding output
+    times ``embedding_multiplier`` (l.388), each block output times ``residual_multiplier`` before its residual add
+    (l.275, l.280), ``attention_multiplier`` as the softmax scale (l.124) and ``logits / logits_scaling`` (l.489), all
+    run whatever their values. A multiply by a Python scalar saves nothing for backward, so memory is Llama's; each is
+    one more elementwise kernel forward and one in backward (``compute.inventory.SCALAR_MULTIPLIER_*``)."""
+    rotary_cat: bool = False
+    """Rotary rotates the first ``int(head_dim * partial_rotary_factor)`` dims of q and k and ends in
+    ``torch.cat([q_embed, q_pass])`` (GLM-4.5: transformers v5.24.0 models/glm4_moe/modeling_glm4_moe.py l.156-171):
+    q and k are new head-major tensors, so the attention output is head-major and o_proj reads the contiguous copy
+    ``attn_output.reshape(...).contiguous()`` makes (l.248); the rotary elementwise work covers the rotated dims only
+    (``compute.inventory``, ``memory.activations``)."""
     layer_norm: bool = False
     """The norms are LayerNorm run as one ``torch.nn.functional.layer_norm`` kernel (OPT, GPT-NeoX, Falcon, GPT-2,
     MPT), not Hugging Face's RMSNorm written out in eager ops (``compute.inventory``)."""
@@ -238,6 +270,11 @@ class ModelSpec:
 
     def layer_kind(self, layer_idx: int) -> LayerKind:
         return self.layer_types[layer_idx] if self.layer_types else LayerKind.FULL_ATTENTION
+
+    @property
+    def fused_mlp(self) -> bool:
+        """gate and up are one ``gate_up_proj`` (Phi-3's ``fused_projections``, GLM-4's ``fused_gate_up``)."""
+        return self.fused_projections or self.fused_gate_up
 
     @property
     def num_full_attention_layers(self) -> int:

@@ -51,6 +51,10 @@ def layer_period(hf_config: dict[str, Any]) -> int:
     if not types and dec.get("full_attention_interval"):
         return int(dec["full_attention_interval"])
     types = types[:n]
+    # SmolLM3: the NoPE layers (no_rope_layers 0) differ from the rotary ones in their ops, so they join the pattern
+    nope = list(getattr(build_hf_config(hf_config), "no_rope_layers", None) or dec.get("no_rope_layers") or [])[:n]
+    if nope:
+        types = [(types[i] if i < len(types) else "", nope[i]) for i in range(len(nope))]
     for p in range(1, len(types) + 1):
         if all(types[i] == types[i % p] for i in range(len(types))):
             return p

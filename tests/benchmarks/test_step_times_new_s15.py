@@ -96,3 +96,35 @@ def test_packed_rows_carry_the_sample_mean_and_the_recipes_rope_loop() -> None:
         if e["kind"] == "pretrain":
             card, _ = st.map_train(e)
             assert "packed_sample_tokens" not in card["batch"] and "packed_rope_loop" not in card["batch"]
+
+
+def _bridge_gqa_moe_flops_per_token(cfg: dict, *, seq_len: int, padded_vocab: int) -> float:
+    """Megatron-Bridge's FLOPs per token for a GQA model with GLU experts in every layer and window attention on
+    all but every second layer (src/megatron/bridge/training/utils/flop_utils.py l.775, 1068-1130, 1245-1284
+    @6799f099712c961f15cf92d6bd88998f029d672d), bias-free as the formula is."""
+    h, layers = cfg["hidden_size"], cfg["num_hidden_layers"]
+    q = cfg["num_attention_heads"] * cfg["head_dim"]
+    kv = cfg["num_key_value_heads"] * cfg["head_dim"]
+    proj = h * (q + 2 * kv) + q * h
+    window = cfg["sliding_window"] + 1  # window_size (128, 0): W = 128 + 0 + 1
+    swa_context = window - window * (window - 1) / (2 * seq_len)
+    full = sum(1 for i in range(layers) if (i + 1) % 2 == 0)
+    attn = 6 * (full * (proj + q * seq_len) + (layers - full) * (proj + 2 * q * swa_context))
+    mlp = 6 * h * cfg["intermediate_size"] * cfg["num_experts_per_tok"] * 3 * layers
+    return mlp + attn + 6 * h * padded_vocab
+
+
+@pytest.mark.parametrize("row_id", ["mbvc-gpt-oss-20b-pretrain-h100-16g", "mbvc-gpt-oss-120b-pretrain-h100-64g"])
+def test_gpt_oss_pretraining_rows_carry_the_tokenizers_vocabulary(row_id: str) -> None:
+    """The from-scratch pretraining recipes size the embedding and output layer from the 32,000-entry tokenizer: the
+    card's model TFLOP/s over its tokens/s is Megatron-Bridge's FLOP count with that vocabulary, not with gpt-oss's."""
+    e = ROWS[row_id]
+    cfg = e["model_config"]
+    assert cfg["vocab_size"] == 32000 and cfg["model_type"] == "gpt_oss" and "use_tokenizer_vocab_size=True" in e["note"]
+    also = e["measured"]["also"]
+    implied = also["tflops_per_gpu"] * 1e12 / also["tokens_per_s_per_gpu"]
+    seq = e["batch"]["seq_len"]
+    assert implied == pytest.approx(_bridge_gqa_moe_flops_per_token(cfg, seq_len=seq, padded_vocab=32000), rel=1e-3)
+    assert implied < 0.93 * _bridge_gqa_moe_flops_per_token(cfg, seq_len=seq, padded_vocab=201216)
+    card, notes = st.map_train(e)
+    assert card["model"]["config"]["vocab_size"] == 32000 and any("inline model_config" in n for n in notes)

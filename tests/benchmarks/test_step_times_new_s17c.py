@@ -63,5 +63,8 @@ def test_gpt_oss_rows_follow_their_presets(row_id: str) -> None:
 
 @pytest.mark.parametrize("row_id", sorted(r for r in ROWS if "llama" in r))
 def test_llama_rows_are_fp8_current_scaling(row_id: str) -> None:
+    # the FP8 preset sets fp8_param_gather (fp8 primary weights); the card models it on the distributed optimizer
+    # and on Megatron-FSDP (uint8 weight shards and gathered units)
+    assert ROWS[row_id]["parallel"]["strategy"] in ("megatron-dist-opt", "fsdp")
     assert ROWS[row_id]["precision"] == {"compute": "fp8", "optimizer": "adamw", "optimizer_in_backward": False,
-                                         "fp8_recipe": "current"}
+                                         "fp8_recipe": "current", "fp8_params": True}

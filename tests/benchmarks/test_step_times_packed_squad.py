@@ -29,6 +29,9 @@ SQUAD_ROWS = {  # the published rows whose notes or recipes name packed SQuAD v1
     "mbridge-2606-gb200-llama3-70b-sft-fp8-32g", "mbridge-2606-h100-llama3-70b-sft-fp8-32g",
     "mbridge-2606-gb200-llama3-70b-lora-fp8-8g", "mbridge-2606-h100-llama3-70b-lora-fp8-8g",
     "mbridge-2606-gb300-llama3-70b-sft-fp8-32g", "mbridge-2606-gb300-llama3-70b-lora-fp8-8g",
+    # the MXFP8 rows of the same 26.06 SFT / LoRA tables (published_train_times_new_s18_lowp.json)
+    "mbridge-2606-gb300-llama3-70b-sft-mxfp8-32g", "mbridge-2606-gb200-llama3-70b-sft-mxfp8-32g",
+    "mbridge-2606-gb300-llama3-70b-lora-mxfp8-8g", "mbridge-2606-gb200-llama3-70b-lora-mxfp8-8g",
     # NeMo 2.0 llm.finetune (NVIDIA/dgxc-benchmarking ft_llama3 @741c886): 8B SFT / LoRA at 8, 16, 32 GPUs,
     # 70B SFT at 32, 70B LoRA at 8, 16, 32, each BF16 and FP8
     *(f"dgxc2504-h100-llama3-8b-{k}-{d}-{g}g" for k in ("sft", "lora") for d in ("bf16", "fp8")

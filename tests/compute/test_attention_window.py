@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 
 from trainfit.catalog.models import from_catalog
-from trainfit.compute.attention_time import windowed_attention_keys, windowed_attention_seq
+from trainfit.compute.attention_time import window_mask_forward_bytes, windowed_attention_keys, windowed_attention_seq
 from trainfit.compute.inventory import step_inventory
 from trainfit.plan.time import rank_spec
 
@@ -52,3 +52,125 @@ def test_pipeline_stage_keeps_its_own_sliding_layers():
     stage = rank_spec(GPT_OSS, tp=1, pp=4, ep=1, etp=1)
     assert stage.num_layers == 9
     assert all(i < 9 for i in stage.sliding_layers) and len(stage.sliding_layers) in (4, 5)
+
+
+PHI3 = from_catalog("microsoft/Phi-3-mini-4k-instruct")
+MISTRAL = from_catalog("mistralai/Mistral-7B-v0.1")
+
+
+@pytest.mark.parametrize("spec", [PHI3, MISTRAL], ids=lambda s: s.name)
+def test_every_layer_windowed_flash_does_no_more_than_causal_and_masked_sdpa_every_block(spec):
+    """Phi-3 and Mistral window every layer (``catalog.hf_config``). Past the window flash skips the tiles before it
+    (no more work than the causal row); SDPA handed transformers' window mask runs every key block, the causal work
+    twice, and converts the bool mask once per layer (``attention_time.window_mask_forward_bytes``)."""
+    assert spec.sliding_layers == tuple(range(spec.num_layers))
+    s = 4 * spec.sliding_window
+    causal = step_inventory(replace(spec, sliding_layers=()), micro_batch_size=2, seq_len=s).layers_forward
+    flash = step_inventory(spec, micro_batch_size=2, seq_len=s).layers_forward
+    sdpa = step_inventory(spec, micro_batch_size=2, seq_len=s, window_mask=True).layers_forward
+    assert flash.attention_forward_flops < causal.attention_forward_flops
+    assert sdpa.attention_forward_flops == pytest.approx(2 * causal.attention_forward_flops)
+    assert sdpa.window_attention_forward_flops == 0.0
+    assert sdpa.memory_bytes - flash.memory_bytes == pytest.approx(
+        window_mask_forward_bytes(micro_batch_size=2, seq_len=s) * spec.num_layers)
+    # below the window both are the causal row
+    short = spec.sliding_window - 1
+    assert (step_inventory(spec, micro_batch_size=2, seq_len=short).layers_forward.attention_forward_flops
+            == step_inventory(replace(spec, sliding_layers=()), micro_batch_size=2,
+                              seq_len=short).layers_forward.attention_forward_flops)
+
+
+def test_masked_sdpa_is_planned_from_the_window_on():
+    from trainfit.plan.time import window_masked_sdpa
+    from trainfit.spec.card import load_card_dict
+
+    def card(seq_len, attention="sdpa"):
+        return load_card_dict({"model": "microsoft/Phi-3-mini-4k-instruct", "attention": attention,
+                               "batch": {"seq_len": seq_len}})
+
+    assert not window_masked_sdpa(PHI3, card(2046), seq_len=2046)
+    assert window_masked_sdpa(PHI3, card(2047), seq_len=2047)  # kv_length >= sliding_window: the mask is built
+    assert not window_masked_sdpa(PHI3, card(4096, "flash"), seq_len=4096)
+    assert not window_masked_sdpa(PHI3, card(4096, "eager"), seq_len=4096)
+    assert not window_masked_sdpa(LLAMA8, card(4096), seq_len=4096)
+
+
+def test_a_no_grad_pass_prices_the_window_mask_as_training_does():
+    """forward_only_time threads window_mask into step_inventory: the masked SDPA's every key block and the mask's
+    conversion, as the training forward."""
+    from trainfit.catalog.gpus import resolve_gpu
+    from trainfit.compute import rates as rt
+    from trainfit.compute.training import forward_only_time
+
+    r = rt.default_rates(resolve_gpu("h100-sxm"))
+    kw = {"rates": r, "micro_batch_size": 2, "seq_len": 4096, "micro_steps": 1}
+    skip = forward_only_time(PHI3, **kw)
+    masked = forward_only_time(PHI3, window_mask=True, **kw)
+    assert masked.attention_s > skip.attention_s
+    assert masked.memory_s > skip.memory_s
+
+
+def test_rl_logprob_passes_take_the_window_mask_past_the_window(monkeypatch):
+    """An sdpa Phi-3 mini RL card past its 2047-token window: the log-prob passes get window_mask, as its update."""
+    import trainfit.plan.rl_passes as rl_passes
+    from trainfit.plan import make_plan
+    from trainfit.spec.card import load_card_dict
+
+    seen = []
+    real = rl_passes.forward_only_time
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs["window_mask"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(rl_passes, "forward_only_time", spy)
+
+    def card(response_len, attention="sdpa"):
+        return load_card_dict({
+            "model": "microsoft/Phi-3-mini-4k-instruct", "method": "grpo", "attention": attention,
+            "hardware": {"gpu": "h100-sxm", "gpus_per_node": 8, "nodes": 1},
+            "parallel": {"strategy": "fsdp"}, "batch": {"micro_batch_size": 2},
+            "rollout": {"prompts_per_step": 16, "num_generations": 4, "prompt_len": 512,
+                        "response_len": response_len, "logprob_micro_batch_size": 2,
+                        "recompute_old_logprobs": True},
+        })
+
+    make_plan(card(3584))
+    assert seen and all(seen)
+    seen.clear()
+    make_plan(card(1024))  # 1536 tokens: under the window, SDPA runs is_causal
+    assert seen and not any(seen)
+    seen.clear()
+    make_plan(card(3584, "flash"))
+    assert seen and not any(seen)
+
+
+def test_the_mask_conversion_writes_the_compute_dtype():
+    """The bool mask read (1 B) and written in the query's dtype: 3 B per element in bf16, 5 in fp32, as the memory
+    side saves it at the compute dtype."""
+    assert window_mask_forward_bytes(micro_batch_size=2, seq_len=4096) == 3 * 2 * 4096**2
+    assert window_mask_forward_bytes(micro_batch_size=2, seq_len=4096, dtype_bytes=4) == 5 * 2 * 4096**2
+    kw = {"micro_batch_size": 2, "seq_len": 4096, "window_mask": True}
+    bf16 = step_inventory(PHI3, **kw).layers_forward.memory_bytes
+    fp32 = step_inventory(PHI3, window_mask_dtype_bytes=4, **kw).layers_forward.memory_bytes
+    assert fp32 - bf16 == pytest.approx(2 * 2 * 4096**2 * len(PHI3.sliding_layers))
+
+
+def test_an_fp32_card_prices_its_mask_in_fp32(monkeypatch):
+    import trainfit.plan.time as pt
+    from trainfit.plan import make_plan
+    from trainfit.spec.card import load_card_dict
+
+    seen = []
+    real = pt.train_step_time
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs["window_mask_dtype_bytes"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(pt, "train_step_time", spy)
+    for compute, want in (("fp32", 4), ("bf16", 2)):
+        seen.clear()
+        make_plan(load_card_dict({"model": "microsoft/Phi-3-mini-4k-instruct", "attention": "sdpa",
+                                  "precision": {"compute": compute}, "batch": {"seq_len": 4096}}))
+        assert seen and set(seen) == {want}

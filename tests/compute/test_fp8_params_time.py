@@ -149,3 +149,46 @@ def test_rl_logprob_passes_with_fp8_params(monkeypatch):
     on = {p.name: p.seconds for p in make_plan(_rl_card(True)).time.phases}
     assert seen and all(k["fp8_params"] is True for _, k, _ in seen)
     assert on["old_logprob"] < off["old_logprob"]
+
+
+# Megatron-FSDP (strategy fsdp on Megatron-Core layers) with fp8 primary weights: the per-layer all-gather moves the
+# uint8 buffer (1 B per linear weight), no weight casts, and on Hopper the transpose every micro-step (built after each
+# backward all-gather and dropped with the unit, memory.fp8 megatron_fsdp_fp8_unit_bytes)
+
+def _fsdp_card(fp8_params: bool, gpu: str):
+    from trainfit.spec.card import load_card_dict
+
+    return load_card_dict({
+        "model": "meta-llama/Llama-3.1-8B", "method": "sft", "hardware": {"gpu": gpu, "gpus_per_node": 8, "nodes": 2},
+        "parallel": {"strategy": "fsdp", "tensor_parallel_impl": "megatron"},
+        "batch": {"micro_batch_size": 1, "seq_len": 4096, "grad_accum": 4},
+        "precision": {"compute": "fp8", "fp8_recipe": "current", "fp8_params": fp8_params}})
+
+
+@pytest.mark.parametrize("gpu,transpose", [("h100-sxm", True), ("b200", False)])
+def test_megatron_fsdp_gathers_fp8_and_transposes_every_micro_step(monkeypatch, gpu, transpose):
+    import trainfit.plan.time as plan_time
+    from trainfit.plan import make_plan
+
+    seen = []
+    real = plan_time.train_step_time
+
+    def spy(*a, **k):
+        seen.append(k)
+        return real(*a, **k)
+
+    monkeypatch.setattr(plan_time, "train_step_time", spy)
+    off, on = make_plan(_fsdp_card(False, gpu)), make_plan(_fsdp_card(True, gpu))
+    k_off, k_on = seen[0], seen[-1]
+    assert k_off["gathered_weight_bytes"] - k_on["gathered_weight_bytes"] == pytest.approx(1.0 * W, rel=1e-9)
+    assert k_on["fp8_params"] and k_on["fp8_param_transpose_every_micro"]
+    assert k_on["fp8_param_transpose"] is transpose  # Blackwell runs non-TN fp8 GEMMs: no transpose
+    assert not k_off["fp8_param_transpose_every_micro"]
+    assert on.step_seconds < off.step_seconds
+
+
+def test_megatron_fsdp_transposes_every_micro_step_on_hopper_only():
+    every = _inv(fp8_weight_casts=0.0, fp8_weight_transposes=1.0)
+    once = _inv(fp8_weight_casts=0.0, fp8_weight_transposes=0.25)
+    assert every.layers_backward.memory_bytes - once.layers_backward.memory_bytes == pytest.approx(
+        FP8_TRANSPOSE_BYTES * 0.75 * W, rel=1e-12)

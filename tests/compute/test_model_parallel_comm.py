@@ -79,3 +79,38 @@ def test_a_gb200_training_step_keeps_its_collectives_on_the_nvl72_domain():
     assert "(in a node)" in notes("gb200", 4, 16)[0]
     assert "(crossing nodes)" in notes("gb200", 4, 32)[0]  # 128 GPUs: beyond one NVL72 domain
     assert "(crossing nodes)" in notes("h100-sxm", 8, 2)[0]
+
+
+def test_te_sequence_parallel_backward_hides_the_regather_and_reduce_scatter():
+    """Transformer Engine's column-parallel backward without userbuffers: the input re-gather behind the dgrad GEMM,
+    the gradient reduce-scatter behind the wgrad GEMM; the row module's output-gradient gather stays exposed."""
+    from trainfit.compute.model_parallel import te_sp_backward_pair_s
+    assert te_sp_backward_pair_s(gather_s=1.0, reduce_scatter_s=2.0, column_gemm_s=10.0) == 1.0
+    assert te_sp_backward_pair_s(gather_s=1.0, reduce_scatter_s=2.0, column_gemm_s=2.0) == pytest.approx(2.0)
+    assert te_sp_backward_pair_s(gather_s=1.0, reduce_scatter_s=2.0, column_gemm_s=0.0) == pytest.approx(4.0)
+    # LoRA's frozen base: no wgrad GEMM, no re-gather, nothing hides the reduce-scatter
+    assert te_sp_backward_pair_s(gather_s=1.0, reduce_scatter_s=2.0, column_gemm_s=10.0, frozen_weights=True) == 3.0
+
+
+def test_te_sequence_parallel_gathers_the_quantised_width():
+    kw = dict(BASE, tp=8, pp=1, recompute=False, sequence_parallel=True, sp_async_backward=True,
+              attention_column_share=0.3, mlp_column_share=0.4, gemm_backward_s=10.0)
+    bf16 = model_parallel_comm(**kw)
+    fp8 = model_parallel_comm(**kw, sp_gather_bytes_per_element=1.0)
+    nvfp4 = model_parallel_comm(**kw, sp_gather_bytes_per_element=0.5625)
+    plain = model_parallel_comm(**dict(kw, sp_async_backward=False))
+    assert nvfp4.tensor_s < fp8.tensor_s < bf16.tensor_s < plain.tensor_s
+    # userbuffers or a blocking launch: the old pricing
+    assert model_parallel_comm(**kw, tp_comm_overlap=True).tensor_s == model_parallel_comm(
+        **dict(kw, sp_async_backward=False), tp_comm_overlap=True).tensor_s
+    assert model_parallel_comm(**kw, launch_blocking=True).tensor_s == plain.tensor_s
+
+
+@given(gemm_b=st.floats(0, 10), width=st.sampled_from([0.0, 0.5625, 1.0, 1.03125]), moe=st.integers(0, 20))
+def test_te_backward_overlap_never_exposes_more_than_a_bf16_pass_pair(gemm_b: float, width: float, moe: int):
+    kw = dict(BASE, tp=4, pp=1, recompute=False, sequence_parallel=True, moe_layers=moe)
+    sp = model_parallel_comm(**kw, sp_async_backward=True, sp_gather_bytes_per_element=width,
+                             attention_column_share=0.3, mlp_column_share=0.4, gemm_backward_s=gemm_b)
+    # with no GEMM to hide behind, the re-gather is a third collective per pair (1.5x the old backward, 1.25x the
+    # micro-step), and an all-gather + reduce-scatter pays two latencies where the all-reduce paid one
+    assert 0.0 <= sp.tensor_s <= 1.3 * model_parallel_comm(**kw).tensor_s + 1e-9

@@ -1,7 +1,8 @@
-"""A no-grad forward's host cost (``compute.training.forward_only_time``): the forward's per-kernel rate less the
-measured autograd-recording share, plus the host time of the FSDP units whose forward hooks run in every micro-batch
-of a sharded model (``rates.AUTOGRAD_RECORD_S_PER_FORWARD_KERNEL``, ``rates.FSDP_UNIT_FORWARD_HOST_S``: both measured
-on CPU, cited there); the training forward pays the grad-mode hook rate (``rates.FSDP_UNIT_GRAD_FORWARD_HOST_S``)."""
+"""A no-grad forward's host cost (``compute.training.forward_only_time``): the training steps' forward-plus-backward
+host sum per forward kernel split by the measured per-op ratios (``rates.nograd_forward_host_s_per_kernel``), plus
+the host time of the FSDP units whose forward hooks run in every micro-batch of a sharded model
+(``rates.NOGRAD_FORWARD_OP_RATIO``, ``rates.BACKWARD_OP_RATIO``, ``rates.FSDP_UNIT_FORWARD_HOST_S``: measured on CPU,
+cited there); the training forward pays the grad-mode hook rate (``rates.FSDP_UNIT_GRAD_FORWARD_HOST_S``)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import trainfit.plan.rl_passes as rl_passes
 from trainfit.catalog.gpus import resolve_gpu
 from trainfit.catalog.models import from_catalog
 from trainfit.compute import rates as rt
-from trainfit.compute.inventory import step_inventory
+from trainfit.compute.inventory import BACKWARD_KERNEL_FACTOR, step_inventory
 from trainfit.compute.training import forward_only_time
 from trainfit.plan import make_plan
 from trainfit.spec.card import load_card_dict
@@ -21,13 +22,28 @@ SMALL = from_catalog("Qwen/Qwen2.5-0.5B")
 BIG = from_catalog("Qwen/Qwen2-7B-Instruct")
 
 
-def test_no_grad_kernels_cost_the_forward_rate_less_autograd_recording():
+def test_no_grad_kernels_cost_the_identified_sum_split_by_the_measured_ratios():
     t = forward_only_time(SMALL, rates=H100, micro_batch_size=1, seq_len=256, micro_steps=1)
     inv = step_inventory(SMALL, micro_batch_size=1, seq_len=256)
     kernels = inv.layers_forward.kernels + inv.head_forward.kernels
-    assert t.host_s / kernels == pytest.approx(rt.HOST_S_PER_FORWARD_KERNEL - rt.AUTOGRAD_RECORD_S_PER_FORWARD_KERNEL)
-    # an absolute share: a few percent of the fitted training figure, not a third
-    assert 0.01 < rt.AUTOGRAD_RECORD_S_PER_FORWARD_KERNEL / rt.HOST_S_PER_FORWARD_KERNEL < 0.05
+    per_kernel = t.host_s / kernels
+    total = rt.HOST_S_PER_FORWARD_KERNEL + BACKWARD_KERNEL_FACTOR * rt.HOST_S_PER_BACKWARD_KERNEL
+    assert per_kernel == pytest.approx(total * rt.NOGRAD_FORWARD_OP_RATIO
+                                       / (1 + BACKWARD_KERNEL_FACTOR * rt.BACKWARD_OP_RATIO))
+    assert per_kernel == pytest.approx(27.7e-6, abs=0.05e-6)  # the docstring's default figure
+
+
+def test_no_grad_rate_follows_the_sum_not_the_split():
+    """Any forward/backward split with the same per-forward-kernel sum (the quantity the H200 steps fix) prices a
+    no-grad kernel the same; a calibrated faster host (both rates halved) halves it."""
+    f = rt.nograd_forward_host_s_per_kernel
+    base = f(host_s_per_forward_kernel=65e-6, host_s_per_backward_kernel=12e-6, backward_kernel_factor=1.9)
+    even = f(host_s_per_forward_kernel=43.1e-6, host_s_per_backward_kernel=23.526315789e-6, backward_kernel_factor=1.9)
+    assert even == pytest.approx(base)
+    half = f(host_s_per_forward_kernel=32.5e-6, host_s_per_backward_kernel=6e-6, backward_kernel_factor=1.9)
+    assert half == pytest.approx(base / 2)
+    # a no-grad kernel costs less than a grad forward kernel at any split the fit allows (30/30 .. 65/12)
+    assert base < 30e-6
 
 
 def test_fsdp_unit_hooks_add_host_time_per_micro_batch():

@@ -141,3 +141,38 @@ def test_a_dense_te_layer_pays_in_the_backward_only(rates):
     assert _host(t, "backward") - _host(plain, "backward") == pytest.approx(te.te_backward_host_seconds(
         calls=te.te_linear_calls(spec), quantized=False, gpu_id=rates.gpu_id,
         host_s_per_backward_kernel=rates.host_s_per_backward_kernel))
+
+
+def test_a_quantized_call_subtracts_its_own_recipes_cast_kernels():
+    """The inventory charges an MXFP8 call one fused quantize each way (TE_MXFP8), an NVFP4 call amax + quantize each
+    way (TE_NVFP4), a per-tensor fp8 call TRANSFORMER_ENGINE's 2 forward / 3 backward: the excess subtracts those."""
+    from trainfit.compute.float8_casts import TE_MXFP8, TE_NVFP4, TRANSFORMER_ENGINE
+
+    calls = te.TeLinearCalls(linear=1)
+    rate = 4.2e-6
+    for casts, fwd_k, bwd_k in ((TE_MXFP8, 1, 1), (TE_NVFP4, 2, 2), (TRANSFORMER_ENGINE, 2, 3), (None, 2, 3)):
+        assert te.te_forward_host_seconds(calls=calls, quantized=True, gpu_id="gb200", casts=casts,
+                                          host_s_per_forward_kernel=rate) == pytest.approx(114.51e-6 - (1 + fwd_k) * rate)
+        assert te.te_backward_host_seconds(calls=calls, quantized=True, gpu_id="gb200", casts=casts,
+                                           host_s_per_backward_kernel=rate) == pytest.approx(
+            440.93e-6 - 114.51e-6 - (2 + bwd_k) * rate)
+    # unquantized calls ignore the casts
+    assert te.te_backward_host_seconds(calls=calls, quantized=False, gpu_id="gb200", casts=TE_MXFP8,
+                                       host_s_per_backward_kernel=rate) == pytest.approx(252.11e-6 - 2 * rate, rel=1e-3)
+
+
+def test_train_step_time_passes_the_cards_casts_to_the_te_host_excess():
+    from trainfit.compute.float8_casts import TE_MXFP8
+
+    spec = from_catalog("Qwen/Qwen2.5-0.5B")
+    kw = {"rates": GB200, "kernel_factor": 0.35, "te_layers": True, "fp8": True, **KW}
+    te_casts = train_step_time(spec, fp8_casts=None, **kw)
+    mx = train_step_time(spec, fp8_casts=TE_MXFP8, **kw)
+    calls = te.te_linear_calls(spec)
+    # the forward excess grows by one kernel's charge per call (the inventory charges one fewer cast kernel)
+    diff = te.te_forward_host_seconds(calls=calls, quantized=True, gpu_id="gb200", casts=TE_MXFP8,
+                                      host_s_per_forward_kernel=GB200.host_s_per_forward_kernel * 0.35) - \
+        te.te_forward_host_seconds(calls=calls, quantized=True, gpu_id="gb200",
+                                   host_s_per_forward_kernel=GB200.host_s_per_forward_kernel * 0.35)
+    assert diff > 0
+    assert _host(mx, "backward") > _host(te_casts, "backward") - 1e-12

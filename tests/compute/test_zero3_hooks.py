@@ -1,6 +1,7 @@
 """DeepSpeed ZeRO-3's per-module hooks (``rates.ZERO3_MODULE_FORWARD_HOST_S`` / ``ZERO3_MODULE_BACKWARD_HOST_S``,
 measured on CPU, cited there): charged per hooked module (``training.zero3_hooked_modules``) in the training forward,
-recompute and backward and in no-grad forwards, with more than one rank; hidden where the device paces the pass."""
+recompute and backward and in no-grad forwards, on one rank as on many (DeepSpeed registers them whatever the world
+size: ``training.ZERO3_HOOKS_ON_ONE_RANK``); hidden where the device paces the pass."""
 
 from __future__ import annotations
 
@@ -47,9 +48,9 @@ def test_no_grad_forward_pays_every_module_hook_when_launch_bound():
     assert single.bound == "launch"
     assert zero3.seconds - single.seconds == pytest.approx(hooks_s)
     assert zero3.host_s > fsdp.host_s
-    # one rank: no sharding hooks priced
+    # one rank: the same hooks (DeepSpeedZeRoOffload registers them whatever the world size), no gather
     one = forward_only_time(SMALL, parallel=Parallel(strategy="zero3", ranks=1), **kw)
-    assert one.host_s == pytest.approx(single.host_s)
+    assert one.host_s - single.host_s == pytest.approx(hooks_s)
 
 
 def test_no_grad_hooks_hide_under_a_device_bound_pass():
@@ -62,6 +63,20 @@ def test_no_grad_hooks_hide_under_a_device_bound_pass():
 
 def _host(t, name):
     return next(p for p in t.phases if p.name == name).terms["host_launch"]
+
+
+def test_a_one_rank_zero3_training_step_pays_the_hooks_of_every_pass():
+    # Qwen (1.0)'s finetune_ds.sh on one GPU: forward, recompute (the layers' modules) and backward hooks, no gather
+    kw = dict(rates=H100, micro_batch_size=1, seq_len=256, micro_steps=1, trained_params=5e8, trained_tensors=290,
+              gathered_weight_bytes=0.0, gradient_checkpointing=True)
+    single = train_step_time(SMALL, **kw)
+    one = train_step_time(SMALL, parallel=Parallel(strategy="zero3", ranks=1), **kw)
+    modules = zero3_hooked_modules(SMALL)
+    assert _host(one, "forward") - _host(single, "forward") == pytest.approx(modules * rt.ZERO3_MODULE_FORWARD_HOST_S)
+    assert _host(one, "recompute") - _host(single, "recompute") == pytest.approx(
+        (modules - rt.HF_ROOT_MODULES) * rt.ZERO3_MODULE_FORWARD_HOST_S)
+    assert _host(one, "backward") - _host(single, "backward") == pytest.approx(
+        modules * rt.ZERO3_MODULE_BACKWARD_HOST_S)
 
 
 def test_training_forward_recompute_and_backward_pay_the_module_hooks():

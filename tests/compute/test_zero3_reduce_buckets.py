@@ -81,6 +81,19 @@ def test_bucket_host_cost_and_coupling_reach_the_step():
     assert ddp.total_s == pytest.approx(ddp0.total_s)
 
 
+def test_one_rank_pays_the_module_hooks_but_no_bucket_flush():
+    """The one-rank measurement (``training.ZERO3_HOOKS_ON_ONE_RANK``) timed the per-module hooks, not the
+    reduce-bucket flush: a one-rank ZeRO-3 step is the same whatever its bucket size."""
+    kw = dict(rates=H100, micro_batch_size=1, seq_len=256, micro_steps=2, trained_params=5e8, trained_tensors=290,
+              gathered_weight_bytes=1e9, gradient_checkpointing=True)
+    base = dict(strategy="zero3", ranks=1, gpus_per_node=1, zero3_grad_groups=GROUPS)
+    one = train_step_time(SMALL, parallel=Parallel(**base, zero3_bucket_numel=500_000_000), **kw)
+    many = train_step_time(SMALL, parallel=Parallel(**base, zero3_bucket_numel=1), **kw)
+    plain = train_step_time(SMALL, parallel=Parallel(strategy="ddp", ranks=1, gpus_per_node=1), **kw)
+    assert _phase(many, "backward").terms["host_launch"] == pytest.approx(_phase(one, "backward").terms["host_launch"])
+    assert _phase(one, "forward").terms["host_launch"] > _phase(plain, "forward").terms["host_launch"]
+
+
 def test_expert_loop_gives_every_expert_its_own_gradients():
     # transformers < 5 (parallel.moe_experts loop / loop_all): each expert is a Qwen3MoeMLP of three nn.Linear, so a
     # MoE layer's gradients are the router and 3 x num_experts expert linears, not one tensor per projection

@@ -52,3 +52,31 @@ def test_fp8_training_runs_its_logprob_passes_in_fp8(monkeypatch):
     # packed micro-batches under fused kernels (the NeMo RL rows' shape): GEMM-bound, so fp8 is faster
     assert fp8["old_logprob"].seconds < bf16["old_logprob"].seconds
     assert fp8["actor_update"].seconds < bf16["actor_update"].seconds
+
+
+def test_logprob_passes_take_the_cards_casts_as_training_does(monkeypatch):
+    """A torchao current-scaling card (not Megatron-Core, compiled) casts with torchao's compiled float8 casts in its
+    log-prob passes as in its update (plan.time.fp8_casts_of), not with Transformer Engine's."""
+    from trainfit.compute.float8_casts import TORCHAO_COMPILED
+    from trainfit.plan.time import fp8_casts_of
+
+    seen = []
+    real = rl_passes.forward_only_time
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs["fp8_casts"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(rl_passes, "forward_only_time", spy)
+    card = load_card_dict({
+        "model": "meta-llama/Llama-3.1-8B", "method": "grpo", "preset": "nemo-rl",
+        "hardware": {"gpu": "h100-sxm", "gpus_per_node": 8, "nodes": 2},
+        "parallel": {"strategy": "zero1", "compile": True},
+        "precision": {"compute": "fp8", "fp8_recipe": "current"}, "batch": {"micro_batch_size": 3},
+        "rollout": {"placement": "split", "nodes": 1, "gpu_memory_utilization": 0.8, "prompts_per_step": 64,
+                    "num_generations": 32, "prompt_len": 128, "response_len": 4096, "response_len_mean": 1100,
+                    "async_mode": "one_step_off", "logprob_micro_batch_size": 6},
+    })
+    _phases(card)
+    assert fp8_casts_of(card) is TORCHAO_COMPILED
+    assert seen and all(c is TORCHAO_COMPILED for c in seen)

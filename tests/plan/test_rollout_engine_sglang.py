@@ -1,5 +1,6 @@
-"""``rollout.engine: sglang``: planned with vLLM's memory and generation, SGLang's per-tensor CUDA-IPC weight load
-under verl (``compute.sync.SGLANG_VERL_LOAD``) and its memory release (``compute.sleep_wake``, ``host_backup``)."""
+"""``rollout.engine: sglang``: planned with vLLM's memory and generation model, SGLang's overlap scheduler
+(``compute.decode_step``, "SGLang's overlap scheduler"), its per-tensor CUDA-IPC weight load under verl
+(``compute.sync.SGLANG_VERL_LOAD``) and its memory release (``compute.sleep_wake``, ``host_backup``)."""
 
 from __future__ import annotations
 
@@ -55,12 +56,15 @@ def test_verl_sglang_loads_one_ipc_handle_per_tensor_same_buckets():
         "nemo-rl", "split")
 
 
-def test_plan_differs_in_weight_sync_and_kv_pool_only():
+def test_plan_differs_in_weight_sync_kv_pool_and_overlap_scheduler_only():
     v, s = make_plan(_card("vllm")), make_plan(_card("sglang"))
-    pv, ps = _phases(v), _phases(s)
+    off = make_plan(_card("sglang", sglang_overlap_schedule=False))
+    pv, ps, po = _phases(v), _phases(s), _phases(off)
     assert ps.pop("weight_sync") > pv.pop("weight_sync")
     assert ps.pop("sleep_wake") > pv.pop("sleep_wake")  # a larger KV pool to re-map
-    assert ps == pv  # generation (KV not limiting here), log-probs, update
+    # the overlap scheduler hides the per-step host work; without it the generation is vLLM's (KV not limiting here)
+    assert ps.pop("generation") < pv.pop("generation") == po["generation"]
+    assert ps == pv  # log-probs, update
     assert s.rollout.kv_cache_bytes > v.rollout.kv_cache_bytes
 
 

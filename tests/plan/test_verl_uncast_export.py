@@ -59,3 +59,17 @@ def test_pin_at_least(pin, since):
     from trainfit.spec.card import pin_at_least
 
     assert pin_at_least(pin, (0, 9)) is since
+
+
+@pytest.mark.parametrize(("pin", "before"), [("0.8.0", True), ("==0.8", True), ("v0.3.1", True), ("0.9rc1", False),
+                                             ("0.9.0", False), ("1", False), ("<0.9", True), ("<=0.8.2", True),
+                                             ("<0.9.1", False), ("<0.9.0", True), ("<1.0", False), (">=0.3", False), ("~=0.3", False),
+                                             ("main", False), ("", False), (None, False),
+                                             ("000abc1", False), ("0a3f9c1e", False),
+                                             ("8de5fb44e6f2d8d5d3b1a1e3a4c8c64d4c2b0a11", False)])
+def test_pin_before(pin, before):
+    """A commit hash whose digits read as an old release (``000abc1`` -> 0.0) named no release and must not switch a
+    pre-release behaviour on; an upper bound does when it admits nothing from ``since`` on."""
+    from trainfit.spec.card import pin_before
+
+    assert pin_before(pin, (0, 9)) is before

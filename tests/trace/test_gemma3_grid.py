@@ -1,6 +1,6 @@
 """trainfit plan vs the fake-tensor trace for Gemma-3 text (``gemma3_text``): allocated peak within 2%, same peak phase.
 
-Below the sliding window every layer runs plain causal SDPA (``plan.sliding_window_refusal``); the layers are
+Below the sliding window every layer runs plain causal SDPA (past it: ``test_sliding_window_grid.py``); the layers are
 Gemma-2's zero-centred sandwich norms with per-head zero-centred q/k norms and no softcapping. The cases hold 2-3k
 tokens per micro-batch, the accuracy grid's scale (its cases: 2,048). Measured when this was written: all within 0.15%.
 A 256-token micro-batch reads +2.7% (checkpointed, 1.25 MiB of 47 MiB) and eager at 448 tokens +1.4%: a fixed

@@ -144,3 +144,13 @@ def test_default_plan_runs_and_times_a_step(gid):
     p = trainfit.plan(None, overrides=overrides, calibration=None)
     assert p.card.hardware.gpu == gid
     assert p.step_seconds > 0 and p.step_seconds < 3600
+
+
+@pytest.mark.parametrize("gpu", ["b300", "gb300"])
+def test_blackwell_ultra_notes_do_not_call_the_fp4_figure_half_the_sparse_one(gpu):
+    """The stored dense FP4 (13,125 / 15,000 TFLOPS) is the published dense figure, not half the sparse one (18,000 /
+    20,000): the notes say so, and say only BF16 / FP8 are the halved figures."""
+    g = resolve_gpu(gpu)
+    assert g.fp4_dense_flops_per_s in (13.125e15, 15e15)
+    assert "Dense values stored (half the sparsity figures)" not in g.notes
+    assert "not half the" in g.notes and "not used here" not in g.notes

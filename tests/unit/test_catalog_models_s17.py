@@ -86,9 +86,9 @@ PUBLISHED = {
     "deepseek-ai/DeepSeek-V2": (236e9, CARD, None, DSV2_CARD + ": DeepSeek-V2 236B total, 21B activated"),
 }
 
-# entries whose sliding window the default card's 2,048 tokens reach: the windowed mask is not modelled, so the plan is
-# refused in one line at 2,048 tokens and runs below the window (plan.SLIDING_WINDOW_FAMILIES)
-REFUSED = {"google/gemma-3-1b-it": 512, "microsoft/Phi-3-medium-4k-instruct": 2047}
+# entries whose sliding window the default card's 2,048 tokens reach: planned past it (SDPA's window mask,
+# memory.attention.sdpa_window_masked); refused in one line only with context parallelism (plan.sliding_window_refusal)
+WINDOWED = {"google/gemma-3-1b-it": 512, "microsoft/Phi-3-medium-4k-instruct": 2047}
 
 # the card figures that separate a tied from an untied head (the embedding is 0.23-0.78B of these models)
 NON_EMBEDDING = {
@@ -119,22 +119,24 @@ def test_the_untied_coder_14b_is_larger_by_its_head():
     assert pb.lm_head == pb.embedding == 152064 * 5120
 
 
-@pytest.mark.parametrize("model_id", sorted(set(PUBLISHED) - set(REFUSED)))
+@pytest.mark.parametrize("model_id", sorted(PUBLISHED))
 def test_default_plan_runs(model_id):
     p = trainfit.plan({"model": model_id})
     assert p.params_total == param_breakdown(from_catalog(model_id)).total
     assert p.step_seconds > 0 and p.peak.device > 0
 
 
-@pytest.mark.parametrize("model_id", sorted(REFUSED))
-def test_windowed_families_plan_below_their_window_and_are_refused_from_it(model_id):
-    window = REFUSED[model_id]
-    with pytest.raises(CardError, match=f"reach {model_id}'s sliding_window {window}") as err:
-        trainfit.plan({"model": model_id})
+@pytest.mark.parametrize("model_id", sorted(WINDOWED))
+def test_windowed_families_plan_past_their_window_and_refuse_context_parallel_from_it(model_id):
+    window = WINDOWED[model_id]
+    cp = {"hardware": {"gpu": "h100-sxm", "gpus_per_node": 2}, "parallel": {"context_parallel": 2}}
+    with pytest.raises(CardError, match=f"reach {model_id}'s sliding_window {window} with") as err:
+        trainfit.plan({"model": model_id, **cp})
     assert "\n" not in str(err.value)
-    p = trainfit.plan({"model": model_id, "batch": {"seq_len": window - 1}})
-    assert p.params_total == param_breakdown(from_catalog(model_id)).total
-    assert p.step_seconds > 0 and p.peak.device > 0
+    for seq_len in (window - 1, 2 * window):
+        p = trainfit.plan({"model": model_id, "batch": {"seq_len": seq_len}})
+        assert p.params_total == param_breakdown(from_catalog(model_id)).total
+        assert p.step_seconds > 0 and p.peak.device > 0
 
 
 @pytest.mark.parametrize(

@@ -84,3 +84,35 @@ def test_mfu_definition():
     )
     mfu = model_flops_utilization(tokens_per_s=2973, model_flops_per_token=per_token, peak_flops_per_s=312e12)
     assert mfu == pytest.approx(0.582, abs=0.002)
+
+
+def test_windowed_keys_per_token():
+    from trainfit.compute.flops import windowed_keys_per_token
+
+    assert windowed_keys_per_token(window=4096, context_len=4096) == 2048  # the window covers the row: causal s/2
+    assert windowed_keys_per_token(window=8192, context_len=4096) == 2048
+    # token t sees min(t, W) keys: mean W - W^2 / (2T) for W < T, continuous with T/2 at W = T
+    assert windowed_keys_per_token(window=128, context_len=4096) == pytest.approx(128 - 128 * 128 / 8192)
+    assert windowed_keys_per_token(window=128, context_len=4096, causal=False) == 128
+    assert windowed_keys_per_token(window=128, context_len=64, causal=False) == 64
+    with pytest.raises(ValueError):
+        windowed_keys_per_token(window=0, context_len=10)
+
+
+def test_gpt_oss_window_layers_attend_within_their_window():
+    """gpt-oss windows every other layer to 128 keys: at 4,096 tokens only the 18 full layers of the 120B pay the
+    row's causal attention, as Megatron-Bridge's FLOP count takes it (flop_utils.py window_attn_skip_freq)."""
+    spec = from_catalog("openai/gpt-oss-120b")
+    s = 4096
+    per_key = 2 * (spec.q_dim + spec.attn_out_dim)
+    got = attention_forward_flops_per_token(spec, context_len=s)
+    assert got == pytest.approx(per_key * (18 * s / 2 + 18 * (128 - 128 * 128 / (2 * s))))
+    # Megatron-Bridge's windowed mean is W - W(W - 1)/(2T) with W = 128 + 0 + 1 (window_size (128, 0)): within 0.2 %
+    bridge = per_key * (18 * s / 2 + 18 * (129 - 129 * 128 / (2 * s)))
+    assert got == pytest.approx(bridge, rel=2e-3)
+    assert got < 0.54 * per_key * 36 * s / 2  # about half of all-full attention
+    # a window longer than the row changes nothing
+    assert attention_forward_flops_per_token(spec, context_len=100) == pytest.approx(per_key * 36 * 50)
+    # a model without windowed layers is unchanged
+    q8 = from_catalog("Qwen/Qwen3-8B")
+    assert attention_forward_flops_per_token(q8, context_len=s) == 2 * s * q8.q_dim * 36

@@ -20,7 +20,7 @@ def _card(**prec):
 
 
 def test_fp8_needs_a_recipe():
-    with pytest.raises(CardError, match=r"^precision.fp8_recipe: required .*allowed: delayed, current, blockwise$"):
+    with pytest.raises(CardError, match=r"^precision.fp8_recipe: required .*allowed: delayed, current, blockwise or mxfp8$"):
         load_card_dict(_card(compute="fp8"))
 
 

@@ -1,6 +1,7 @@
-"""Gemma-3 text (``gemma3_text``): parameters counted exactly (transformers' Gemma3ForCausalLM on meta); planned while
-the sequence is shorter than the sliding window (every layer then runs plain causal SDPA), refused in one line from the
-window on (``plan.sliding_window_refusal``); softcapping (absent from Gemma-3) is refused."""
+"""Gemma-3 text (``gemma3_text``): parameters counted exactly (transformers' Gemma3ForCausalLM on meta); planned below
+the sliding window (every layer then runs plain causal SDPA) and past it (SDPA's materialised window mask on the local
+layers, ``memory.attention.sdpa_window_masked``); refused in one line only with context parallelism from the window
+on (``plan.sliding_window_refusal``); softcapping (absent from Gemma-3) is refused."""
 
 import pytest
 
@@ -36,11 +37,27 @@ def _card(seq_len):
             "batch": {"micro_batch_size": 1, "seq_len": seq_len}}
 
 
-def test_plans_below_the_window_and_refuses_from_it_in_one_line():
+def test_plans_past_the_window_and_refuses_context_parallel_from_it_in_one_line():
     assert make_plan(load_card_dict(_card(511))).phases
-    with pytest.raises(CardError, match="sliding_window 512") as err:
-        make_plan(load_card_dict(_card(512)))
+    sdpa, flash = (make_plan(load_card_dict(dict(_card(2048), attention=a, parallel={"gradient_checkpointing": False})))
+                   for a in ("sdpa", "flash"))
+    # SDPA past the window: every local layer saves its float mask (22 x 2048^2 x 2 B without checkpointing)
+    assert sdpa.peak.tensor_bytes - flash.peak.tensor_bytes >= 22 * 2048 * 2048 * 2
+    card = dict(_card(512), hardware={"gpu": "a100-80gb", "gpus_per_node": 2}, parallel={"context_parallel": 2})
+    with pytest.raises(CardError, match="sliding_window 512 with parallel.context_parallel 2") as err:
+        make_plan(load_card_dict(card))
     assert "\n" not in str(err.value)
+
+
+def test_the_plan_says_what_its_attention_does_past_the_window():
+    def line(seq_len, attention):
+        notes = make_plan(load_card_dict(dict(_card(seq_len), attention=attention))).assumptions
+        return [n for n in notes if n.startswith("sliding window:")]
+
+    assert line(511, "sdpa") == []
+    assert "22 layers; SDPA takes transformers' materialised window mask" in line(512, "sdpa")[0]
+    assert "window_size (511, 511)" in line(2048, "flash")[0]
+    assert "eager attention masks every score" in line(2048, "eager")[0]
 
 
 def test_softcapping_is_refused():

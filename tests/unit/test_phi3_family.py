@@ -1,6 +1,6 @@
 """Phi-3 (``phi3``, phi-4 too): parameters counted exactly; fused ``qkv_proj`` / ``gate_up_proj`` groups
 (``ModelSpec.fused_projections``) in the linear groups, the ZeRO-3 modules and gradients, the weight-sync walk and the
-LoRA targets; a sequence reaching the sliding window and tensor parallelism refused in one line."""
+LoRA targets; tensor parallelism, and context parallelism from the sliding window on, refused in one line."""
 
 import pytest
 
@@ -51,9 +51,14 @@ def test_plans_below_the_window():
         make_plan(load_card_dict(_card(scope="lora", lora={"rank": 16, "targets": ["q_proj", "v_proj"]})))
 
 
-def test_window_reached_is_refused_in_one_line():
-    with pytest.raises(CardError, match="sliding_window 2047") as err:
-        make_plan(load_card_dict(_card(seq_len=2047)))
+def test_window_reached_plans_by_kernel_and_context_parallel_is_refused_in_one_line():
+    sdpa = make_plan(load_card_dict(_card(seq_len=4096)))
+    flash = make_plan(load_card_dict(_card(seq_len=4096, attention="flash")))
+    assert sdpa.peak.tensor_bytes > flash.peak.tensor_bytes  # the saved float masks
+    assert sdpa.step_seconds > flash.step_seconds  # every key block against the window's tiles
+    card = _card(seq_len=2047, hardware={"gpu": "h100-sxm", "gpus_per_node": 2}, parallel={"context_parallel": 2})
+    with pytest.raises(CardError, match="sliding_window 2047 with parallel.context_parallel 2") as err:
+        make_plan(load_card_dict(card))
     assert "\n" not in str(err.value)
     assert make_plan(load_card_dict(_card(model="microsoft/phi-4", seq_len=8192))).phases  # no window
 
@@ -121,11 +126,11 @@ def test_the_window_refusal_names_the_field_that_set_the_length():
     import trainfit
 
     m = "microsoft/Phi-3-mini-4k-instruct"
-    with pytest.raises(CardError, match=r"^rollout\.prompt_len \+ rollout\.response_len: 2524 tokens .* up to 2046$"):
+    cp = {"hardware": {"gpu": "h100-sxm", "gpus_per_node": 2}, "parallel": {"context_parallel": 2}}
+    with pytest.raises(CardError, match=r"^rollout\.prompt_len \+ rollout\.response_len: 2524 tokens .* up to 2046,"):
         trainfit.plan({"model": m, "method": "grpo", "batch": {"seq_len": 1024},
-                       "rollout": {"prompt_len": 1024, "response_len": 1500}})
-    with pytest.raises(CardError, match=r"^batch\.seq_len: 2030 tokens with 20 virtual tokens .* up to 2026$"):
-        trainfit.plan({"model": m, "scope": "prompt_tuning", "batch": {"seq_len": 2030},
-                       "prompt_tuning": {"num_virtual_tokens": 20}})
-    assert trainfit.plan({"model": m, "scope": "prompt_tuning", "batch": {"seq_len": 2026},
+                       "rollout": {"prompt_len": 1024, "response_len": 1500}, **cp})
+    with pytest.raises(CardError, match=r"^batch\.seq_len: 2047 tokens reach .* up to 2046, or context_parallel 1$"):
+        trainfit.plan({"model": m, "batch": {"seq_len": 2047}, **cp})
+    assert trainfit.plan({"model": m, "scope": "prompt_tuning", "batch": {"seq_len": 2030},
                           "prompt_tuning": {"num_virtual_tokens": 20}}).step_seconds > 0

@@ -48,6 +48,8 @@ def test_memory_points_cite_a_commit_and_date_and_are_loaded():
         assert p["source"].startswith("github.com/") and " @" in p["source"], p["id"]
         assert re.search(r"\(\d{4}-\d{2}-\d{2}", p["source"]), p["id"]  # the commit's date
         assert p["outcome"] == "measured" and p["peak_mem_unit"] in ("GB", "GiB"), p["id"]
+        if 711 <= p["id"] <= 724:  # ms-swift logs memory(GiB) = max_memory_reserved / 1024**3: one reading
+            assert p["peak_mem_unit"] == p["unit"] == "GiB", p["id"]
         assert p["id"] > 200 and p["id"] in P.POINTS, p["id"]
     if MEASURED.is_file():
         assert {p["id"] for p in extra if not p.get("heldout")} <= {p["id"] for p in P.load_points()}
@@ -321,3 +323,41 @@ def test_a_point_that_logs_one_rank_is_scored_on_that_ranks_stage():
     assert first in plan.stage_phases[0] and first.device == max(q.device for q in plan.stage_phases[0])
     assert first.reserved < plan.peak.reserved
     assert P._scored_peak(plan, None) is plan.peak
+
+
+def test_session18_points_cite_a_commit_and_are_scored():
+    """published_memory_points_new_s18.json (ids 701+): ms-swift's Megatron-SWIFT and swift sft example runs. Each point
+    cites a 40-hex commit and its date and the header or table it quotes, is read as ms-swift's logged max_memory_reserved
+    (flagged ambiguous: no header says how it was read), and is in the scored set. A point naming a step-time entry is
+    planned on that entry's card; a point carrying its own entry (``run``) on ``map_train`` of it, or is unsupported with
+    the planner's reason."""
+    pts = json.loads(P.MEMORY_POINTS_S18.read_text())
+    assert 25 <= len(pts) <= 40
+    ids = [p["id"] for p in pts]
+    assert ids == sorted(ids) and len(set(ids)) == len(ids)
+    for p in pts:
+        assert 700 < p["id"] < 800 and p["id"] in P.POINTS, p["id"]
+        assert p["source"].startswith("github.com/modelscope/ms-swift "), p["id"]
+        assert re.search(r" @[0-9a-f]{40} \(\d{4}-\d{2}-\d{2}", p["source"]), p["id"]
+        assert p["outcome"] == "measured" and p["peak_mem_unit"] in ("GB", "GiB"), p["id"]
+        if 711 <= p["id"] <= 724:  # ms-swift logs memory(GiB) = max_memory_reserved / 1024**3: one reading
+            assert p["peak_mem_unit"] == p["unit"] == "GiB", p["id"]
+        assert p["mem_metric"].startswith("reserved") and "max_memory_reserved" in p["mem_metric"], p["id"]
+        assert re.search(r"@[0-9a-f]{40}", p["mem_metric"]), p["id"]
+        m = P.POINTS[p["id"]]
+        assert (m["metric"], m["unit"]) == ("reserved", p["peak_mem_unit"]) and m["ambiguous"], p["id"]
+        if p.get("run"):
+            assert not p.get("train_file")
+            card = _step_times().map_train(p["run"])[0]
+            assert m["card"] == card or (m["card"] is None and "refuses" in m["unsupported"]), p["id"]
+        elif p.get("train_file"):
+            e = next(x for x in json.loads((REPO / "benchmarks" / "data" / p["train_file"]).read_text())
+                     if x["id"] == p["train_entry"])
+            assert m["card"] == _step_times().map_train(e)[0], p["id"]
+        else:
+            assert m["card"] is not None and m["card"]["model"] == p["hf_id"] or p["id"] == 724, p["id"]
+    # LoRA on expert-parallel experts is the one setting planned as unsupported
+    unsupported = sorted(p["id"] for p in pts if P.POINTS[p["id"]]["card"] is None)
+    assert unsupported == [705, 706, 710, 725, 726]
+    if MEASURED.is_file():
+        assert set(ids) <= {p["id"] for p in P.load_points()}

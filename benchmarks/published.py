@@ -110,8 +110,13 @@ _PEFT_BF16_FOREACH = {"weights": "bf16", "compute": "bf16", "master_weights": "n
 
 def _peft_l40s_card(scope: str, **section: dict) -> dict:
     """A PEFT method_comparison MetaMathQA run (L40S, bs 4, max_seq_length 768, no AC, bf16 model without
-    AMP, torch AdamW foreach); ``section``: the scope's own card section (lora, prompt_tuning)."""
+    AMP, torch AdamW foreach); ``section``: the scope's own card section (lora, prompt_tuning). Every scored result
+    file records ``meta_info.package_info`` ``transformers-version`` 5.13.1 (``torch-version`` 2.13.0+cu130)
+    (huggingface/peft method_comparison/MetaMathQA/results/*--llama-3.2-3B-*.json
+    @5d602fdbff04c33c1c4de55cda9d4ae1d7cb7e40, the ten files of points 43-49 and 501-505): v5's attention and loss
+    paths (``memory.attention.legacy_sdpa``: nothing more copied)."""
     return {"model": "meta-llama/Llama-3.2-3B", "scope": scope, **section, "precision": _PEFT_BF16_FOREACH,
+            "software": {"transformers": "5.13.1"},
             "hardware": {"gpu": "l40s", "gpus_per_node": 1},
             "parallel": {"strategy": "single", "gradient_checkpointing": False},
             "batch": {"micro_batch_size": 4, "seq_len": 768}}
@@ -714,10 +719,14 @@ POINTS.update({
             "hardware": {"gpu": "l20", "gpus_per_node": 4},
             "parallel": {"strategy": "zero3", "gradient_checkpointing": True},
             "batch": {"micro_batch_size": mbs, "seq_len": 15000, "grad_accum": 8}, "deepspeed": _LF_Z3,
+            "software": {"transformers": "4.46.1"},
         },
         "metric": "allocated", "unit": "GiB", "approx_seq": True,
         "notes": f"Fit report only (batch {mbs}: {'trains' if mbs == 1 else 'out of memory'}); the longest samples "
-                 "(the 15,000-token cutoff) set the peak. Instruct = the base model's shapes.",
+                 "(the 15,000-token cutoff) set the peak. Instruct = the base model's shapes. transformers 4.46.1: the "
+                 "issue's System Info ('Transformers version: 4.46.1', PyTorch 2.3.1+cu118; "
+                 "https://github.com/hiyouga/LlamaFactory/issues/6531, read 2026-12-03): SDPA repeats k/v and the "
+                 "loss shifts an fp32 copy of the logits (memory.attention.legacy_sdpa, memory.logits.hf_loss_copies).",
     } for pid, mbs in ((104, 1), (105, 2))},
 })
 
@@ -821,6 +830,117 @@ POINTS.update({
     } for pid, init in ((505, "initialised from sampled vocabulary embeddings"),)},
 })
 
+# ---- ms-swift ``swift sft`` example runs (published_memory_points_new_s18.json ids 711-724, sources there; the
+# Megatron-SWIFT points 701-710 and 725-726 carry or name a step-time entry and are mapped by _train_entry_mappings)
+
+_SWIFT_Z3_HEAD = {"reduce_bucket_size": "auto", "stage3_prefetch_bucket_size": "auto",
+                  "stage3_param_persistence_threshold": "auto", "stage3_max_live_parameters": 1_000_000_000,
+                  "stage3_max_reuse_distance": 1_000_000_000, "sub_group_size": 1_000_000_000, "overlap_comm": False,
+                  "contiguous_gradients": True}
+"""modelscope/ms-swift swift/config/zero3.json@3602360a562313afbf2ef6065fdf61f271a2c5b9."""
+_SWIFT_LORA = {"rank": 8, "alpha": 32, "targets": "all-linear", "dropout": 0.05}
+"""ms-swift's LoRA defaults and the examples' flags: lora_rank 8, lora_alpha 32, target_modules all-linear, lora_dropout
+0.05 (modelscope/ms-swift swift/arguments/tuner_args.py@3602360a562313afbf2ef6065fdf61f271a2c5b9 l.126-135); PEFT's fp32
+adapters (lora_dtype None)."""
+_SWIFT_SFT_NOTE = ("ms-swift swift sft: HF Trainer on a bf16 checkpoint (torch_dtype bfloat16), gradient checkpointing on "
+                   "(modelscope/ms-swift swift/trainers/arguments.py@3602360a562313afbf2ef6065fdf61f271a2c5b9 l.134), the model's own "
+                   "loss, batch 1. GPU not stated: "
+                   "a100-80gb (capacity only). Figure: the script's header comment, read as the log's memory(GiB) "
+                   "(max_memory_reserved); AMBIGUOUS, the header does not say how it was read")
+_SWIFT_DATA_STATS = ("ms-swift's dataset table (docs/source_en/Instruction/Supported-models-and-datasets.md "
+                     "@3602360a562313afbf2ef6065fdf61f271a2c5b9, 'Statistic (token)': every sample encoded with the "
+                     "Qwen2.5 tokenizer and template, scripts/utils/run_dataset_info.py l.63-74) gives the longest sample: "
+                     "AI-ModelScope/alpaca-gpt4-data-en 607 tokens, alpaca-gpt4-data-zh 544, swift/self-cognition 131")
+_SWIFT_SC_NOTE = ("swift/self-cognition only, batch 1: its longest sample, 131 tokens, an upper bound on the sampled rows "
+                  "(approx_seq); " + _SWIFT_DATA_STATS)
+_SWIFT_ALPACA_NOTE = ("alpaca-gpt4 zh/en #500 each + self-cognition #500, batch 1 (no padding): the longest sample of the "
+                      "three, 607 tokens, an upper bound on the sampled rows (approx_seq; max_length 2048 never truncates); "
+                      + _SWIFT_DATA_STATS)
+
+
+def _swift_sft_card(model: str, *, scope: str = "lora", gpus: int = 1, strategy: str = "single", seq: int = 2048,
+                    **extra: Any) -> dict[str, Any]:
+    """A ms-swift ``swift sft`` example run: bf16 checkpoint, batch 1, gradient checkpointing, on ``gpus`` GPUs."""
+    card = {"model": model, "scope": scope,
+            "precision": {"weights": "bf16", "compute": "bf16", "master_weights": "none", "optimizer": "adamw",
+                          "optimizer_states": "same_as_weights", "optimizer_impl": "foreach"},
+            "hardware": {"gpu": "a100-80gb", "gpus_per_node": gpus},
+            "parallel": {"strategy": strategy, "gradient_checkpointing": True},
+            "batch": {"micro_batch_size": 1, "seq_len": seq}}
+    if scope in ("lora", "qlora", "dora"):
+        card["lora"] = dict(_SWIFT_LORA)
+    if scope == "full" and strategy.startswith("zero"):
+        # DeepSpeed's bf16 engine keeps fp32 master weights and states (trainfit's defaults for full under ZeRO)
+        card["precision"] = {"optimizer": "adamw", "optimizer_impl": "foreach"}
+    for k, v in extra.items():
+        card[k] = {**card.get(k, {}), **v} if isinstance(v, dict) else v
+    return card
+
+
+POINTS.update({
+    711: {"card": _swift_sft_card("Qwen/Qwen2.5-7B-Instruct", seq=607), "metric": "reserved", "unit": "GiB",
+          "approx_seq": True, "ambiguous": True, "notes": "examples/train/lora_sft.sh: LoRA on one GPU. " + _SWIFT_ALPACA_NOTE
+          + ". " + _SWIFT_SFT_NOTE},
+    712: {"card": _swift_sft_card("Qwen/Qwen2.5-7B-Instruct", attention="flash"), "metric": "reserved", "unit": "GiB",
+          "ambiguous": True, "notes": "examples/train/packing/llm.sh: LoRA with packing to max_length 2048 and "
+          "flash_attn -> seq 2048. " + _SWIFT_SFT_NOTE},
+    713: {"card": _swift_sft_card("Qwen/Qwen2.5-7B-Instruct", scope="qlora", seq=607,
+                                  precision={"weights": "nf4", "master_weights": "none"}),
+          "metric": "reserved", "unit": "GiB", "approx_seq": True, "ambiguous": True,
+          "notes": "examples/train/qlora/bnb/train.sh: bnb nf4 with double quant, bf16 compute. " + _SWIFT_ALPACA_NOTE
+          + ". " + _SWIFT_SFT_NOTE},
+    714: {"card": _swift_sft_card("Qwen/Qwen2.5-7B-Instruct", gpus=2, strategy="zero2", seq=131, deepspeed=_SWIFT_Z2),
+          "metric": "reserved", "unit": "GiB", "approx_seq": True, "ambiguous": True,
+          "notes": "examples/train/multi-gpu/deepspeed/train_zero2.sh, measured with ms-swift of a3731f998 (2024-12-23), "
+          "whose swift/llm/ds_config/zero2.json sets overlap_comm true (_SWIFT_Z2: the same zero_optimization block). "
+          + _SWIFT_SC_NOTE + ". " + _SWIFT_SFT_NOTE},
+    715: {"card": _swift_sft_card("Qwen/Qwen2.5-7B-Instruct", gpus=2, strategy="zero3", seq=131, deepspeed=_SWIFT_Z3),
+          "metric": "reserved", "unit": "GiB", "approx_seq": True, "ambiguous": True,
+          "notes": "examples/train/multi-gpu/deepspeed/train_zero3.sh, measured with ms-swift of a3731f998 (2024-12-23), "
+          "whose swift/llm/ds_config/zero3.json sets overlap_comm true (_SWIFT_Z3: the same zero_optimization block). "
+          + _SWIFT_SC_NOTE + ". " + _SWIFT_SFT_NOTE},
+    716: {"card": _swift_sft_card("Qwen/Qwen2.5-7B-Instruct", gpus=2, strategy="ddp", seq=131),
+          "metric": "reserved", "unit": "GiB", "approx_seq": True, "ambiguous": True,
+          "notes": "examples/train/multi-gpu/ddp/train.sh (non-reentrant checkpointing). " + _SWIFT_SC_NOTE + ". "
+          + _SWIFT_SFT_NOTE},
+    717: {"card": _swift_sft_card("Qwen/Qwen2.5-7B-Instruct", gpus=2, strategy="fsdp", seq=131,
+                                  parallel={"fsdp_version": "fsdp2"}),
+          "metric": "reserved", "unit": "GiB", "approx_seq": True, "ambiguous": True,
+          "notes": "examples/train/multi-gpu/fsdp2_lora/train.sh with fsdp2.json (fsdp_version 2, full shard, "
+          "activation checkpointing by FSDP although --gradient_checkpointing false). " + _SWIFT_SC_NOTE + ". "
+          + _SWIFT_SFT_NOTE},
+    718: {"card": _swift_sft_card("Qwen/Qwen2.5-7B-Instruct", scope="dora", seq=131),
+          "metric": "reserved", "unit": "GiB", "approx_seq": True, "ambiguous": True,
+          "notes": "examples/train/tuners/dora/train.sh: --use_dora true. " + _SWIFT_SC_NOTE + ". " + _SWIFT_SFT_NOTE},
+    719: {"card": _swift_sft_card("Qwen/Qwen3-8B"), "metric": "reserved", "unit": "GiB", "approx_seq": True,
+          "ambiguous": True, "notes": "Qwen3-Best-Practice.md self-cognition LoRA on one GPU; max_length 2048 -> 2048 "
+          "(upper bound). " + _SWIFT_SFT_NOTE},
+    720: {"card": _swift_sft_card("Qwen/Qwen3-8B", scope="full", gpus=4, strategy="zero3", seq=8192,
+                                  deepspeed=_SWIFT_Z3_HEAD, attention="flash",
+                                  loss={"chunked": True, "kernel": "liger"}),
+          "metric": "reserved", "unit": "GiB", "ambiguous": True,
+          "notes": "Qwen3-Best-Practice.md multi-GPU full fine-tune: ZeRO-3 on 4 GPUs, packing to 8192, "
+          "--use_liger_kernel true (fused linear cross-entropy -> loss.chunked liger), flash_attn. " + _SWIFT_SFT_NOTE},
+    721: {"card": _swift_sft_card("Qwen/Qwen2.5-7B-Instruct", seq=131), "metric": "reserved", "unit": "GiB",
+          "approx_seq": True, "ambiguous": True,
+          "notes": "examples/train/streaming/lazy_tokenize.sh: LoRA on one GPU (lazy tokenization: no memory term). "
+          + _SWIFT_SC_NOTE + ". " + _SWIFT_SFT_NOTE},
+    722: {"card": _swift_sft_card("Qwen/Qwen2.5-3B", scope="full", seq=8192, attention="flash",
+                                  loss={"chunked": True, "kernel": "liger"}),
+          "metric": "reserved", "unit": "GiB", "ambiguous": True,
+          "notes": "examples/train/agent/qwen2_5.sh: full fine-tune on one GPU without DeepSpeed: the bf16 checkpoint's "
+          "parameters train in bf16 and torch AdamW keeps its states in the parameters' dtype (pure bf16); packing to "
+          "8192, --use_liger_kernel true -> loss.chunked liger, flash_attn. " + _SWIFT_SFT_NOTE},
+    723: {"card": _swift_sft_card("Qwen/Qwen2.5-7B-Instruct", scope="full", seq=607), "metric": "reserved", "unit": "GiB",
+          "approx_seq": True, "ambiguous": True,
+          "notes": "examples/train/full/train.sh: full fine-tune on one GPU without DeepSpeed (pure bf16 as point 722). "
+          + _SWIFT_ALPACA_NOTE + ". " + _SWIFT_SFT_NOTE},
+    724: {"card": _swift_sft_card("Qwen/Qwen3-8B", loss={"chunked": True, "kernel": "liger"}), "metric": "reserved",
+          "unit": "GiB", "approx_seq": True, "ambiguous": True,
+          "notes": "examples/train/think_model/deepseek_r1.sh: DeepSeek-R1-0528-Qwen3-8B (Qwen3-8B's shapes) LoRA on one "
+          "GPU, --use_liger_kernel true -> loss.chunked liger; max_length 2048 -> 2048 (upper bound). " + _SWIFT_SFT_NOTE},
+})
+
 # ---- held-out points: prime-rl's CI benchmark peaks (published_memory_points.json ids 301+, ``heldout``)
 #
 # What prime-rl publishes (PrimeIntellect-ai/prime-rl @d8f290ef0358a804f1912bd29ea1b37cc56894b4): the trainer
@@ -910,23 +1030,38 @@ def _train_entry_mappings() -> dict[int, dict[str, Any]]:
     out: dict[int, dict[str, Any]] = {}
     cache: dict[str, dict[str, Any]] = {}
     for p in (q for path in paths for q in json.loads(path.read_text())):
-        if p.get("heldout") or not p.get("train_file"):
+        if p.get("heldout") or not (p.get("train_file") or p.get("run")):
             continue
-        f = p["train_file"]
-        if f not in cache:
-            cache[f] = {e["id"]: e for e in json.loads((ROOT / "benchmarks" / "data" / f).read_text())}
-        e = cache[f][p["train_entry"]]
         metric, unit = p.get("metric", "reserved"), p.get("unit", "GiB")
-        notes = (f"{p['train_entry']} ({f}): torchtitan's logged max_memory_reserved -> reserved, GiB. Card: "
-                 "step_times.map_train of that entry") if "metric" not in p else (
-                 f"{p['train_entry']} ({f}): {metric}, {unit} (the point's mem_metric says why). Card: "
-                 "step_times.map_train of that entry")
+        if p.get("run"):
+            # a run with no published step time, written in the step-time entries' schema (``run``): the same mapping
+            e = p["run"]
+            notes = (f"run {e['id']} (the point's own entry): {metric}, {unit} (the point's mem_metric says why). Card: "
+                     "step_times.map_train of that entry")
+        else:
+            f = p["train_file"]
+            if f not in cache:
+                cache[f] = {e["id"]: e for e in json.loads((ROOT / "benchmarks" / "data" / f).read_text())}
+            e = cache[f][p["train_entry"]]
+            notes = (f"{p['train_entry']} ({f}): torchtitan's logged max_memory_reserved -> reserved, GiB. Card: "
+                     "step_times.map_train of that entry") if "metric" not in p else (
+                     f"{p['train_entry']} ({f}): {metric}, {unit} (the point's mem_metric says why). Card: "
+                     "step_times.map_train of that entry")
         extra = {"ambiguous": True} if p.get("ambiguous") else {}
         if p.get("pipeline_stage") is not None:
             # the source logs one rank's figure (``pipeline_stage``: that rank's stage; the point's mem_metric says why)
             extra["pipeline_stage"] = int(p["pipeline_stage"])
             notes += f"; scored on pipeline stage {int(p['pipeline_stage'])}'s rank (the rank the source logs)"
         mapped = _step_time_card(step_times, e)
+        if not isinstance(mapped, str) and p.get("run"):
+            from trainfit.errors import CardError  # noqa: PLC0415
+            from trainfit.plan import make_plan  # noqa: PLC0415
+            from trainfit.spec.card import load_card_dict  # noqa: PLC0415
+
+            try:  # a run of the point's own: a card the planner refuses is a setting trainfit does not model
+                make_plan(load_card_dict(mapped[0]))
+            except (ValueError, CardError) as exc:
+                mapped = "trainfit refuses the card: " + str(exc).splitlines()[0][:300]
         if isinstance(mapped, str):
             out[p["id"]] = {"card": None, "metric": metric, "unit": unit, "notes": notes, "unsupported": mapped, **extra}
             continue
@@ -951,7 +1086,13 @@ MEMORY_POINTS_S17B = ROOT / "benchmarks" / "data" / "published_memory_points_new
 """The Ultra-Scale Playbook sweep's per-GPU peaks (nanotron, ids 601+): rank 0's ``max_memory_reserved`` (GiB) printed
 beside the MFU of each step-time entry of published_train_times_nanotron_ultrascale.json, each point naming its entry
 (``train_file`` / ``train_entry``, ``metric`` / ``unit``; the ``mem_metric`` cites nanotron's logging code)."""
-MEMORY_POINT_FILES = (MEMORY_POINTS, MEMORY_POINTS_S17, MEMORY_POINTS_S17B)
+MEMORY_POINTS_S18 = ROOT / "benchmarks" / "data" / "published_memory_points_new_s18.json"
+"""Published peak-memory figures first scored in session 18 (ids 701+): ms-swift's Megatron-SWIFT runs (each naming a
+step-time entry, ``train_file`` / ``train_entry``, or carrying its own entry in that schema, ``run``) and ms-swift's
+``swift sft`` example runs (mapped below, ``_swift_sft_card``). Every figure is the header comment of the script (or the
+doc's table) that states the run; the points say which log field it would be (``mem_metric``) and are flagged
+ambiguous, since no header says how it was read."""
+MEMORY_POINT_FILES = (MEMORY_POINTS, MEMORY_POINTS_S17, MEMORY_POINTS_S17B, MEMORY_POINTS_S18)
 
 POINTS.update(_train_entry_mappings())
 

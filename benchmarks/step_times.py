@@ -124,6 +124,8 @@ FSDP_VERSIONS = {
     "fms-fsdp": "fsdp1",  # foundation-model-stack/fms-fsdp main_training.py @ed74fd5d l.9 / 82 FullyShardedDataParallel
     "fsdp_qlora": "fsdp1",  # AnswerDotAI/fsdp_qlora train.py @50efa1ef l.704-715 FSDP(model, ..., use_orig_params=False)
     # (torch.distributed.fsdp FullyShardedDataParallel, l.38)
+    "vectorlm": "fsdp1",  # VectorInstitute/vectorlm vectorlm/utils/model_utils.py @9045f08a l.291 FSDP(model, **fsdp_cfg)
+    # (torch.distributed.fsdp FullyShardedDataParallel, FULL_SHARD, MixedPrecision bf16, forward_prefetch True)
     "llm-foundry": "fsdp1",  # Composer's FSDP (llm-foundry @c90b9b31 setup.py mosaicml>=0.23.4,<0.24; mosaicml/composer
     # v0.23.4 @ec8799d3 composer/distributed/dist_strategy.py l.544 FullyShardedDataParallel(...))
     # Megatron-FSDP: parameters are views of its all-gather bucket, gradients of its reduce bucket, so no copy-out /
@@ -603,12 +605,12 @@ FP8_RECIPES = {"torchtitan": "current", "nemo": "delayed", "megatron": "delayed"
 Transformer Engine, whose default recipe is DelayedScaling. Megatron-Bridge's performance recipes run "FP8" as FP8
 current scaling (NVIDIA-NeMo/Megatron-Bridge src/megatron/bridge/perf_recipes/_common.py
 @067f987df03b8355b03192d88d70f1709fedf51a: ``_perf_precision("fp8_cs")`` = ``bf16_with_fp8_current_scaling_mixed``; the
-25.11 summary labels the same rows FP8-CS). An entry's ``precision.fp8_recipe`` (delayed | current | blockwise), when
-given, wins over this per-framework default."""
+25.11 summary labels the same rows FP8-CS). An entry's ``precision.fp8_recipe`` (delayed | current | blockwise |
+mxfp8), when given, wins over this per-framework default; ``precision.compute: fp4`` needs the entry's ``fp4_recipe``."""
 
 
 BF16_ADAPTER_FRAMEWORKS = ("torchtune", "nemo", "megatron", "automodel", "nemo-automodel", "megatron-bridge",
-                           "hf-trainer", "prime-rl", "fsdp_qlora")
+                           "hf-trainer", "prime-rl", "fsdp_qlora", "vectorlm")
 """Frameworks whose LoRA adapters run their matmuls in bf16. PEFT >= 0.12 keeps the adapters fp32
 (``autocast_adapter_dtype``), but the Hugging Face Trainer with ``bf16=True`` runs the forward under
 ``torch.autocast(bfloat16)``, which casts fp32 linears to bf16 (and PEFT before 0.12 created the adapters in the
@@ -618,7 +620,17 @@ creates its LoRA A/B in the base layer's dtype and FSDP2 all-gathers every param
 src/prime_rl/trainer/model.py l.156 ``MixedPrecisionPolicy(param_dtype=torch.bfloat16, ...)``
 @d8f290ef0358a804f1912bd29ea1b37cc56894b4). Answer.AI's fsdp_qlora train.py with its default ``--precision bf16`` runs
 the model, adapters included, in bf16 without FSDP mixed precision ("This will cast all the model parameters to
-``torch.bfloat16`` before training", AnswerDotAI/fsdp_qlora README.md l.128 @50efa1efa0ed1451b466686bc89c07007637ae48)."""
+``torch.bfloat16`` before training", AnswerDotAI/fsdp_qlora README.md l.128 @50efa1efa0ed1451b466686bc89c07007637ae48). VectorLM
+casts the PEFT model, adapters included, to bf16 (``lora_model.bfloat16()``, VectorInstitute/vectorlm
+vectorlm/utils/model_utils.py l.69 @9045f08ac1af38c13100cfabdd17412f57dbffd2) and FSDP1 runs MixedPrecision bf16."""
+
+
+TORCHTUNE_NF4 = (
+    "lora.dequant torchao: torchtune's QLoRA quantizes the base with torchao's to_nf4 and multiplies with linear_nf4"
+    " (pytorch/torchtune torchtune/modules/peft/lora.py l.14, l.95, l.125 @30b8519e86d2094879576e16ab1f8d21a6f6f9f7),"
+    " whose dequantisation is PyTorch ops torch.compile traces (pytorch/ao torchao/dtypes/nf4tensor.py l.481, l.557-565"
+    " @ff2889540075e8c8d0a2f4b9900da1b9136ae376), not bitsandbytes' dequantize kernel")
+"""Why a torchtune QLoRA entry plans ``lora.dequant: torchao``."""
 
 
 PEFT_METHOD_SCOPES = ("dora", "ia3", "prompt_tuning")
@@ -836,6 +848,10 @@ NEMO2_PERF_GRAD_REDUCE = {
 (nemo/collections/llm/recipes/precision/mixed_precision.py l.35), so a script that neither applies performance_mode
 nor overrides it reduces in fp32."""
 VERL_MEGATRON_FP32_GRADS = {
+    "04acd09d65900521e8019adefd10308220cb7ee2":
+    "verl's Megatron get_model wraps each chunk in Megatron-Core's DistributedDataParallel with"
+    " DistributedDataParallelConfig(overlap_grad_reduce=False, use_distributed_optimizer=..., grad_reduce_in_fp32=True)"
+    " (volcengine/verl verl/utils/megatron_utils.py l.118-128), the actor's and the critic's alike; no override",
     "503ea75f533f715cf1667551bd375ec9b1e0d5fc":
     "verl's Megatron get_model builds DistributedDataParallelConfig from {grad_reduce_in_fp32: True} updated by"
     " megatron.override_ddp_config (volcengine/verl verl/utils/megatron_utils.py l.134-141), which"
@@ -1119,8 +1135,8 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         # loss scale; the same tensor-core rate and byte counts as bf16 mixed precision (the loss scaling is not timed)
         compute = "bf16"
         notes.append("Megatron --fp16 mixed precision planned as bf16 (same tensor-core rate and bytes)")
-    if compute not in ("bf16", "fp8") or (compute == "fp8" and e["framework"] not in FP8_RECIPES
-                                          and not e["precision"].get("fp8_recipe")):
+    if compute not in ("bf16", "fp8", "fp4") or (compute == "fp8" and e["framework"] not in FP8_RECIPES
+                                                 and not e["precision"].get("fp8_recipe")):
         raise Unmapped("skipped", [f"{compute} compute not modelled for {e['framework']}"])
     gpu, n = resolve_gpu_id(e["gpu"])
     notes += n
@@ -1278,6 +1294,19 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
             card["precision"]["fp8_params"] = True
             notes.append("fp8 primary weights: precision.fp8_params (the config's fp8_params: TE fp8_model_init,"
                          " Megatron fp8 parameter all-gather)")
+        if e["precision"].get("fp8_attention"):  # the config sets fp8_dot_product_attention (the entry cites it)
+            card["precision"]["fp8_attention"] = True
+            notes.append("fp8 attention: precision.fp8_attention (the config's fp8_dot_product_attention: TE fp8_dpa)")
+    if compute == "fp4":  # the entry's fp4 recipe (nvfp4), required as on the card
+        card["precision"].update(compute="fp4", fp4_recipe=e["precision"].get("fp4_recipe"))
+        notes.append(f"fp4: {e['precision'].get('fp4_recipe')} scaling (the entry's recipe)")
+        if e["precision"].get("fp4_params"):  # the entry's config states NVFP4 primary weights (fp4_param_gather)
+            card["precision"]["fp4_params"] = True
+            notes.append("NVFP4 primary weights: precision.fp4_params (the config's fp4_param / fp4_param_gather)")
+    for key in ("bf16_first_layers", "bf16_last_layers"):  # the recipe's decoder layers kept bf16 (cited in the entry)
+        if compute in ("fp8", "fp4") and e["precision"].get(key):
+            card["precision"][key] = e["precision"][key]
+            notes.append(f"precision.{key} {e['precision'][key]}: those decoder layers' linears stay bf16")
     if e.get("loss_chunked"):
         # torchtune CEWithChunkedOutputLoss: the output projection and the fp32 upcast in chunks, no full fp32
         # logits; the card's chunked loss (liger's fused kernel) is the nearest it states
@@ -1360,6 +1389,12 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         card["lora"] = lora_section(e.get("lora"), e.get("framework", "")) or {}
         if not e.get("lora"):
             notes.append("LoRA settings not stated: the card's defaults")
+        if scope == "qlora" and e.get("qlora_dequant"):  # the base's 4-bit kernel the entry's note cites
+            card["lora"]["dequant"] = e["qlora_dequant"]
+            notes.append(f"lora.dequant {e['qlora_dequant']}")
+        elif scope == "qlora" and e.get("framework") == "torchtune":
+            card["lora"]["dequant"] = "torchao"
+            notes.append(TORCHTUNE_NF4)
     elif scope in ("ia3", "prompt_tuning"):
         card[scope] = dict(peft_method.get(scope) or {})
         notes.append(f"{scope}: " + (", ".join(f"{k} {v}" for k, v in card[scope].items()) or "PEFT's defaults"))
@@ -1699,7 +1734,7 @@ def rollout_section(e: dict[str, Any], model: Any, nodes: int) -> tuple[dict[str
     if prompt_mean:
         out["prompt_len_mean"] = prompt_mean
     for key in ("gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens", "weight_sync", "weight_transport",
-                "trainer_offload"):
+                "trainer_offload", "weight_sync_bucket_mib"):
         if ro.get(key):
             out[key] = ro[key]
     if ro.get("weight_sync_relays") is not None:  # verl's checkpoint engine's multi_sender as the run set it
@@ -2045,7 +2080,10 @@ def map_rl(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     card: dict[str, Any] = {"model": model, "method": "ppo" if method == "ppo" else "grpo", "scope": "full",
                             "hardware": hw, "parallel": parallel,
                             "batch": {"micro_batch_size": mbs or 1}, "rollout": rollout}
-    if tr.get("fp8_recipe"):  # Megatron fp8_cfg (the entry's fp8_source recipe): the trainer's linears in fp8
+    if tr.get("fp4_recipe"):  # Megatron fp4 (NVFP4): the trainer's linears in fp4
+        card["precision"] = {"compute": "fp4", "fp4_recipe": tr["fp4_recipe"]}
+        notes.append(f"training and log-prob passes in fp4, {tr['fp4_recipe']} scaling")
+    elif tr.get("fp8_recipe"):  # Megatron fp8_cfg (the entry's fp8_source recipe): the trainer's linears in fp8
         card["precision"] = {"compute": "fp8", "fp8_recipe": tr["fp8_recipe"]}
         notes.append(f"training and log-prob passes in fp8, {tr['fp8_recipe']} scaling (Megatron fp8_cfg)")
         if tr.get("fp8_params"):  # Megatron fp8_cfg.fp8_param: fp8 primary weights (the entry cites where it is stated)
@@ -2072,6 +2110,11 @@ def map_rl(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         # (compute.sync.VERL_UNCAST_EXPORT_SINCE)
         card.setdefault("software", {})["verl"] = str(e["verl_version"])
         notes.append(f"verl {e['verl_version']} (the entry's verl_version): software.verl")
+    if rollout.get("engine") == "sglang" and e["rollout"].get("sglang_version"):
+        # the SGLang release the run installed, where the entry cites it: its default CUDA-graph batch limit
+        # (compute.decode_step.sglang_cuda_graph_max_batch)
+        card.setdefault("software", {})["sglang"] = str(e["rollout"]["sglang_version"])
+        notes.append(f"SGLang {e['rollout']['sglang_version']} (the entry's sglang_version): software.sglang")
     release = nemo_rl_release_of(e)
     if e["framework"] == "nemo-rl" and release:
         card.setdefault("software", {})["nemo-rl"] = release
@@ -2664,7 +2707,9 @@ def implausible_rate(e: dict[str, Any], n: float | None, tokens: float, publishe
         return None
     gpu = resolve_gpu(gid)
     fp8 = e["precision"]["compute"] == "fp8" and gpu.fp8_dense_flops_per_s
-    peak = (gpu.fp8_dense_flops_per_s if fp8 else gpu.bf16_dense_flops_per_s) or 0.0
+    fp4 = e["precision"]["compute"] == "fp4" and gpu.fp4_dense_flops_per_s
+    peak = (gpu.fp4_dense_flops_per_s if fp4 else gpu.fp8_dense_flops_per_s if fp8
+            else gpu.bf16_dense_flops_per_s) or 0.0
     if not peak:
         return None
     per_n = (4.0 if e["kind"] in ("sft_lora", "sft_qlora") else 6.0) + (
@@ -2734,6 +2779,8 @@ def _summary(card: dict[str, Any] | None, e: dict[str, Any]) -> str:
         s += f" every {par['checkpoint_every_n_layers']} layers"
     if card.get("precision", {}).get("compute") == "fp8":
         s += f", fp8 {card['precision']['fp8_recipe']}"
+    elif card.get("precision", {}).get("compute") == "fp4":
+        s += f", fp4 {card['precision']['fp4_recipe']}"
     if card["method"] == "sft":
         b = card["batch"]
         s += f", {card['scope']}, {b['micro_batch_size']}×{b['seq_len']}×ga{b['grad_accum']}"

@@ -75,6 +75,23 @@ Checks (nothing here is fitted to them):
   maintainers answer that 16 works), so it pins neither figure; the rates' per-call host cost is kept (as
   ``compute.decode_step`` keeps it for vLLM's eager decode).
 
+Two cheaper host prices were tried and rejected on the published rows (2026-12-03; diagnostic runs, nothing kept):
+
+* The no-grad forward's rate for every Python-level call (``rates.nograd_forward_host_s_per_kernel``, 27.7 us at the
+  defaults, since ``generate`` runs under ``torch.no_grad``). This takes the OPT-1.3B step-3 log check above from
+  2.64 s a call (+5 %) to 1.22 s (-52 %). The fused ops' 65 us a call stays.
+* The six q/k/v copies of ``DS_QKV_MERGE_KERNELS_PER_LAYER`` at the bare-call rate (``host_s_per_backward_kernel``,
+  the rate ``inventory.PassInventory.bare_kernels`` takes). They are slice assignments from Python, outside any
+  module forward. On this CPU one costs 1.9-2.9 us against 1.2-1.4 us for a bare ``torch.add`` (torch 2.13.0+cpu,
+  one thread, no grad, best of 15 rounds of 200, twice). That is two dispatched ops (the slice view and ``copy_``),
+  far below a module op's cost. The rows move as follows: DeepSpeed-Chat OPT-30B on 8 A100-80GB +90 -> +40 %, OPT-6.7B
+  80GB +35 -> -2 %, OPT-30B 80GB x64 +27 -> -1 %, OPT-66B 80GB x64 +15 -> -5 %, OPT-66B 80GB +9 -> -15 %, OPT-13B 80GB
+  +2 -> -19 % (at its script's 16 prompts a GPU, which 8 A100-80GB are reported to fit), OPT-13B 80GB x64 +0 -> -18 %,
+  OPT-6.7B 40GB -2 -> -25 %, OPT-13B 40GB -14 -> -32 %, OPT-30B 40GB -22 -> -43 %. The RL-step median goes from 14.5
+  to 15.3 %. The 80-GB rows whose batch is not published want less host time. The OPT-13B row at its script's batch,
+  and the 40-GB rows, want more. So the copies keep the per-call rate. The OPT-30B 80-GB row stays +90 %, for the
+  reason its entry gives: the largest batch that fits, which is not published.
+
 Not modelled: the unpinned path (``pin_parameters`` False: every layer re-gathered inside every forward, so once per
 decode step), ``release_inference_cache`` (workspace freed and rebuilt per call), LoRA fuse/unfuse (a few element-wise
 passes over the weights per call), the LoRA adapters' own gathers (two more partitioned tensors per adapted linear:

@@ -41,6 +41,22 @@ close before its copies end and the next synchronising call pays them; what the 
 say. The 'recommended' run (no offload) is one-valued (update p5-p95 31.2-35.5 s, r = +0.30). Against the 24 short
 steps the plan's 'min' update (5.19 s with its offload share) is -38 %, against the mean -51 %.
 
+Two candidate mechanisms for the 'min' update were checked and rejected (2026-12-03). Neither explains the gap.
+(1) The optimizer offload is not a per-step transfer. verl turns FSDP's CPUOffload off for the actor ("it causes
+incorrect results when using grad accumulation": fsdp_workers.py l.260-262 @e0d035cd). ``update_actor`` moves the
+parameters and the optimizer state to the GPU once before ``update_policy`` and back once after it (l.517-520,
+l.546-551; ``verl/utils/fsdp_utils.py`` l.112-166, all ``non_blocking``). So all 16 optimizer steps run AdamW on the
+GPU, with no PCIe traffic per step; the plan's state-offload share already prices the two moves. (2) FSDP1's
+``limit_all_gathers`` rate limiter (torch's default, which verl does not override: l.263-275) does not stall the
+host here. It blocks the CPU only when the GPU is two units behind. Each 'min' micro-batch is one packed row of
+about 1,046 tokens (4 sequences a rank per optimizer step). The plan's forward issues about 3.2 ms of host work per
+decoder layer (1.42 s over 16 micro-batches and 28 layers), against a 1.1 ms all-gather of the layer's 466 MB of
+bf16 weights (7/8 of them over a 370 GB/s NVLink ring). The stream is host-paced, and the GPU never falls behind.
+What is left is a fixed 0.33 s per optimizer step inside ``update_policy``. verl's own MFU metric gives 9.34 s
+there, against the plan's 4.12 s without the offload; the non-blocking state loads, which the stream runs first,
+fall inside the 9.34 s. The 'recommended' run, with no offload, leaves 0.58 s per step (33.5 s against 24.2 s, 16
+steps). These reads do not name what either gap is.
+
 Pure: no torch.
 """
 

@@ -200,7 +200,25 @@ def nemo_rl_offload_bytes(card: RunCard, spec: ModelSpec, *, train_gpus: int) ->
     70B Megatron refits at -23 / -58 % and 38 scored points move, 30 of them further (the NeMo RL step rows, the B200
     Qwen2.5-1.5B refit +15 -> -22 %): still not one rate. The 8B rows' per-GPU tensors (fp32 shards of 2-29 MB, the
     embedding and head 263 MB) and the 70B's (0.5-15 MB, 66 MB) fall on the same sides of glibc's 32 MiB mmap
-    ceiling, so the allocator does not separate them either."""
+    ceiling, so the allocator does not separate them either.
+
+    Checked and not the gap, the refit path itself (the Refit column's other terms). Of the 8B DTensor plan's
+    9.59 s, the CUDA-IPC sync is 0.21 s (gather 0.085, copies 0.021, host per tensor 0.099) and vLLM's weight wake
+    0.78 s; this phase's ``to_host`` is 8.60 s. Zeroing the whole sync moves the blog's 8B DTensor row from +140 to
+    +135 % and its Megatron twin from +74 to +72 %, so a cheaper IPC path cannot close them. The ZMQ streaming
+    refit with a pre-allocated buffer (``stream_weights_via_ipc_zmq``) is not in v0.3.0: it arrived in
+    NVIDIA-NeMo/RL 3a69c2168 (#1267, 2025-10-22). v0.3.0 groups the keys by ``NRL_REFIT_BUFFER_MEMORY_RATIO``
+    (0.8 of free memory, dtensor_policy_worker.py l.1176-1185; 0.2 in megatron_policy_worker.py l.1410-1414)
+    measured after ``offload_before_refit`` (grpo.py l.411-430 @b1c86a816c5e2b4ca41ece193624a38dc62e6fdf). For the
+    8B that leaves tens of GB, so the 16 GB bf16 model goes in one or two groups of per-tensor ``reduce_tensor``
+    handles, as priced. Zeroing ``to_host`` instead gives -75 % (blog) and -84 % (rerun): the timer does run the
+    copy. What the published rows leave for it, after the planned sync and wake, as a share of the planned
+    ``to_host``: 8B DTensor 0.35 (blog) / 0.58 (rerun); 70B DTensor 0.70 / 1.22; 8B Megatron 0.53 / 0.91; 70B
+    Megatron 0.94 / 2.28. On both clusters the 70B leaves about twice the 8B's share per byte moved (2.0x and 2.1x
+    DTensor; 1.8x and 2.5x Megatron), for about the same bytes per GPU (12.0 and 13.2 GB, DTensor). Host bandwidth
+    is one rate per cluster, so a rate cannot give that factor. Either the 70B's refit holds seconds this plan
+    does not price (beyond its 6.45 s DTensor / 3.87 s Megatron gather), or the 8B's copy is cheaper per byte for a
+    reason not found in v0.3.0's code. Not applied."""
     from trainfit.memory.lora import lora_trainable_params
     from trainfit.plan.resolve import trainable_spec
 

@@ -218,7 +218,15 @@ def nemo_rl_offload_bytes(card: RunCard, spec: ModelSpec, *, train_gpus: int) ->
     DTensor; 1.8x and 2.5x Megatron), for about the same bytes per GPU (12.0 and 13.2 GB, DTensor). Host bandwidth
     is one rate per cluster, so a rate cannot give that factor. Either the 70B's refit holds seconds this plan
     does not price (beyond its 6.45 s DTensor / 3.87 s Megatron gather), or the 8B's copy is cheaper per byte for a
-    reason not found in v0.3.0's code. Not applied."""
+    reason not found in v0.3.0's code. Not applied.
+    One such cost read at v0.3.0 points the other way. The DTensor worker sends one CUDA-IPC handle per tensor,
+    always: ``serialized = (False, all_handles)`` in ``get_weights_ipc_handles``, dtensor_policy_worker.py
+    l.1188-1226. The Megatron worker packs a group of 32 tensors or more into one buffer per dtype
+    (``NEMO_RL_MEGATRON_IPC_TENSOR_PACKING_THRESHOLD``, megatron_policy_worker.py l.1447-1453,
+    @b1c86a816c5e2b4ca41ece193624a38dc62e6fdf). Priced as ``compute.sync.S_PER_TENSOR_IPC`` (2.5 ms) instead of the
+    bucketed 0.3 ms, the DTensor refits gain 291 x 2.2 ms = 0.64 s (8B) and 723 x 2.2 ms = 1.59 s (70B). That moves
+    the 8B DTensor rows further out (+140 -> +156 %, +60 -> +71 %) and the 70B's to +30 / -3 %. Not applied: it
+    raises the very rows that are already over."""
     from trainfit.memory.lora import lora_trainable_params
     from trainfit.plan.resolve import trainable_spec
 

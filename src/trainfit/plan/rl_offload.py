@@ -226,7 +226,11 @@ def nemo_rl_offload_bytes(card: RunCard, spec: ModelSpec, *, train_gpus: int) ->
     @b1c86a816c5e2b4ca41ece193624a38dc62e6fdf). Priced as ``compute.sync.S_PER_TENSOR_IPC`` (2.5 ms) instead of the
     bucketed 0.3 ms, the DTensor refits gain 291 x 2.2 ms = 0.64 s (8B) and 723 x 2.2 ms = 1.59 s (70B). That moves
     the 8B DTensor rows further out (+140 -> +156 %, +60 -> +71 %) and the 70B's to +30 / -3 %. Not applied: it
-    raises the very rows that are already over."""
+    raises the very rows that are already over.
+    Nor do the averaged steps skip refits. After a validation step the validation runs the refit itself, so the
+    next step's timer only wakes the engine (grpo.py l.675-688, ``POLICY_GENERATION_STALE = False``). With
+    ``val_period`` 10 (grpo_math_1B.yaml l.9) and steps logged as ``step + 1`` (l.803-804), those are steps 11, 21
+    and 31. Steps 22-29, the blog's average, hold none whether counted from 0 or 1."""
     from trainfit.memory.lora import lora_trainable_params
     from trainfit.plan.resolve import trainable_spec
 

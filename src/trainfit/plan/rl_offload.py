@@ -230,7 +230,13 @@ def nemo_rl_offload_bytes(card: RunCard, spec: ModelSpec, *, train_gpus: int) ->
     Nor do the averaged steps skip refits. After a validation step the validation runs the refit itself, so the
     next step's timer only wakes the engine (grpo.py l.675-688, ``POLICY_GENERATION_STALE = False``). With
     ``val_period`` 10 (grpo_math_1B.yaml l.9) and steps logged as ``step + 1`` (l.803-804), those are steps 11, 21
-    and 31. Steps 22-29, the blog's average, hold none whether counted from 0 or 1."""
+    and 31. Steps 22-29, the blog's average, hold none whether counted from 0 or 1.
+    The 8B pair is also in the wrong order. Per GPU, the DTensor refit moves 12.05 GB pageable. The Megatron refit
+    moves 10.04 GB pageable and 16.06 GB pinned (the full bf16 buffer: data parallel only). Its sync is also 0.11 s
+    shorter. So with one pageable rate ``f`` and one pinned rate ``p``, Megatron minus DTensor is
+    16.06 / p - 2.01 / f - 0.11 s: -0.90 s as planned (p 25, f 1.4 GB/s). Published it is +1 s (blog) and +2 s
+    (rerun). Take ``f`` as the DTensor rows imply it, 4.0 and 2.4 GB/s. Then ``p`` must be 10 and 5.5 GB/s, not
+    25. Or the Megatron refit holds 1.5-3 s that neither the bytes nor the sync account for."""
     from trainfit.memory.lora import lora_trainable_params
     from trainfit.plan.resolve import trainable_spec
 

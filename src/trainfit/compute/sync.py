@@ -1528,7 +1528,32 @@ def nccl_reshard_seconds(*, spec: ModelSpec, weight_bytes: float, train_tp: int,
     the paths' synchronisations.
 
     Not modelled: the NCCL library's own reshard algorithm (the nccl4py transport, used when importable), which may
-    send more per training rank (each replica's region straight from its source, no replica all-gather)."""
+    send more per training rank (each replica's region straight from its source, no replica all-gather).
+
+    Checked, not the gap (the design doc's rows, this model: 4B DP8 -> TP8 0.119 s for 0.275 published, -57 %;
+    30B bf16 0.380 s for 0.87, -56 %; 30B fp8 6.14 s for 3.45, +78 %):
+    * The two sides' host work on the misc path overlaps, and this model adds it. The producer only synchronises
+      the stream of the buffer it is about to reuse. The consumer enqueues each bucket's receive and runs
+      ``load_weights`` on its views straight away (``packed_broadcast_producer`` / ``packed_broadcast_consumer``,
+      nemo_rl/utils/packed_tensor.py, two buffers, @7ea279abfbeb698b092856d0dab61e7cf39bc909). So the trainer's
+      export and the engine's load run at the same time in two processes: ``max(a, b) + min(a, b) / buckets``, not
+      ``a + b``. ``S_PER_TENSOR_BUCKETED`` comes from a lock-step path: SkyRL's rank 0 awaits each bucket's
+      ``update_named_weights`` before it exports the next (NovaSky-AI/SkyRL
+      skyrl-train/skyrl_train/workers/megatron/megatron_worker.py ``broadcast_to_inference_engines``
+      @0d350b17f70ecaeb9dd1dc8207a8c7e6a962aafc; the packed buckets that PR #487 added await the same way). PR #487
+      ran Qwen3-30B-A3B at TP 2, EP 8 on 8 H100s. Split into an engine
+      share of ``S_PER_TENSOR_SGLANG_LOAD`` (the only engine ``load_weights`` rate measured, and that is SGLang's)
+      and the rest to the trainer, the fp8 row goes from +78 to +57 % (6.14 -> 5.42 s; 2 misc buckets, so only
+      half of the smaller side hides). The bf16 rows go further under: 4B -57 -> -61 %, 30B -56 -> -58 %;
+      DeepSeek-V3 is unchanged within 0.01 s. Not applied: the fp8 row stays past 50 %, the bf16 rows get worse,
+      and the split borrows SGLang's rate for vLLM.
+    * Nothing priced here is a fixed cost that the bf16 rows lack. The 4B's bulk, 5.38 GB, takes 0.02 s over eight
+      NICs. Its misc path, 2.67 GB and 290 tensors, takes 0.10 s, of which 0.09 s is host time per tensor. The
+      feature's earlier PRs, which put more tensors on the bulk path, give 0.07-0.08 s for the same layout
+      (above). The design doc describes a refit that runs "concurrently with generation" (Execution Flow: Refit
+      Time, docs/design-docs/nccl-reshard-refit.md @7ea279ab). Under the async engine the vLLM side is the
+      ``nccl_reshard_refit_async`` engine call (vllm_generation.py l.1160-1174), so it can meet generation in flight.
+      The generation load behind the table's rows is not stated, so no term prices it."""
     if min(train_tp, train_pp, train_ep, train_etp, train_world, gen_tp, gen_engines, gpus_per_node) < 1:
         raise CardError("weight sync: nccl_reshard needs tp, pp, ep, etp, world, engines and gpus_per_node >= 1")
     if train_etp != 1:

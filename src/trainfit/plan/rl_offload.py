@@ -200,7 +200,43 @@ def nemo_rl_offload_bytes(card: RunCard, spec: ModelSpec, *, train_gpus: int) ->
     70B Megatron refits at -23 / -58 % and 38 scored points move, 30 of them further (the NeMo RL step rows, the B200
     Qwen2.5-1.5B refit +15 -> -22 %): still not one rate. The 8B rows' per-GPU tensors (fp32 shards of 2-29 MB, the
     embedding and head 263 MB) and the 70B's (0.5-15 MB, 66 MB) fall on the same sides of glibc's 32 MiB mmap
-    ceiling, so the allocator does not separate them either."""
+    ceiling, so the allocator does not separate them either.
+
+    Checked and not the gap, the refit path itself (the Refit column's other terms). Of the 8B DTensor plan's
+    9.59 s, the CUDA-IPC sync is 0.21 s (gather 0.085, copies 0.021, host per tensor 0.099) and vLLM's weight wake
+    0.78 s; this phase's ``to_host`` is 8.60 s. Zeroing the whole sync moves the blog's 8B DTensor row from +140 to
+    +135 % and its Megatron twin from +74 to +72 %, so a cheaper IPC path cannot close them. The ZMQ streaming
+    refit with a pre-allocated buffer (``stream_weights_via_ipc_zmq``) is not in v0.3.0: it arrived in
+    NVIDIA-NeMo/RL 3a69c2168 (#1267, 2025-10-22). v0.3.0 groups the keys by ``NRL_REFIT_BUFFER_MEMORY_RATIO``
+    (0.8 of free memory, dtensor_policy_worker.py l.1176-1185; 0.2 in megatron_policy_worker.py l.1410-1414)
+    measured after ``offload_before_refit`` (grpo.py l.411-430 @b1c86a816c5e2b4ca41ece193624a38dc62e6fdf). For the
+    8B that leaves tens of GB, so the 16 GB bf16 model goes in one or two groups of per-tensor ``reduce_tensor``
+    handles, as priced. Zeroing ``to_host`` instead gives -75 % (blog) and -84 % (rerun): the timer does run the
+    copy. What the published rows leave for it, after the planned sync and wake, as a share of the planned
+    ``to_host``: 8B DTensor 0.35 (blog) / 0.58 (rerun); 70B DTensor 0.70 / 1.22; 8B Megatron 0.53 / 0.91; 70B
+    Megatron 0.94 / 2.28. On both clusters the 70B leaves about twice the 8B's share per byte moved (2.0x and 2.1x
+    DTensor; 1.8x and 2.5x Megatron), for about the same bytes per GPU (12.0 and 13.2 GB, DTensor). Host bandwidth
+    is one rate per cluster, so a rate cannot give that factor. Either the 70B's refit holds seconds this plan
+    does not price (beyond its 6.45 s DTensor / 3.87 s Megatron gather), or the 8B's copy is cheaper per byte for a
+    reason not found in v0.3.0's code. Not applied.
+    One such cost read at v0.3.0 points the other way. The DTensor worker sends one CUDA-IPC handle per tensor,
+    always: ``serialized = (False, all_handles)`` in ``get_weights_ipc_handles``, dtensor_policy_worker.py
+    l.1188-1226. The Megatron worker packs a group of 32 tensors or more into one buffer per dtype
+    (``NEMO_RL_MEGATRON_IPC_TENSOR_PACKING_THRESHOLD``, megatron_policy_worker.py l.1447-1453,
+    @b1c86a816c5e2b4ca41ece193624a38dc62e6fdf). Priced as ``compute.sync.S_PER_TENSOR_IPC`` (2.5 ms) instead of the
+    bucketed 0.3 ms, the DTensor refits gain 291 x 2.2 ms = 0.64 s (8B) and 723 x 2.2 ms = 1.59 s (70B). That moves
+    the 8B DTensor rows further out (+140 -> +156 %, +60 -> +71 %) and the 70B's to +30 / -3 %. Not applied: it
+    raises the very rows that are already over.
+    Nor do the averaged steps skip refits. After a validation step the validation runs the refit itself, so the
+    next step's timer only wakes the engine (grpo.py l.675-688, ``POLICY_GENERATION_STALE = False``). With
+    ``val_period`` 10 (grpo_math_1B.yaml l.9) and steps logged as ``step + 1`` (l.803-804), those are steps 11, 21
+    and 31. Steps 22-29, the blog's average, hold none whether counted from 0 or 1.
+    The 8B pair is also in the wrong order. Per GPU, the DTensor refit moves 12.05 GB pageable. The Megatron refit
+    moves 10.04 GB pageable and 16.06 GB pinned (the full bf16 buffer: data parallel only). Its sync is also 0.11 s
+    shorter. So with one pageable rate ``f`` and one pinned rate ``p``, Megatron minus DTensor is
+    16.06 / p - 2.01 / f - 0.11 s: -0.90 s as planned (p 25, f 1.4 GB/s). Published it is +1 s (blog) and +2 s
+    (rerun). Take ``f`` as the DTensor rows imply it, 4.0 and 2.4 GB/s. Then ``p`` must be 10 and 5.5 GB/s, not
+    25. Or the Megatron refit holds 1.5-3 s that neither the bytes nor the sync account for."""
     from trainfit.memory.lora import lora_trainable_params
     from trainfit.plan.resolve import trainable_spec
 

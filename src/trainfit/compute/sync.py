@@ -239,9 +239,12 @@ experts exchanged over efsdp=2, 5.8 GB of dense gather and 61.1 GB of bf16 broad
 through 47 s of per-tensor SGLang cost (18,867 tensors), not through the fabric. No source states the fabric, so no
 term stands in for it.
 
-The same-session control (the doc's ``delta_sharded`` column). Each row's delta figure was timed in the same
-session as its nccl figure ("ran back to back on the same nodes", 2d67b0eda, above). Both backends go through the
-same ``CheckpointEngineManager.update_weights`` (base.py l.486-538 @040a2865). So both pay the same fixed steps:
+The same-session control (the doc's ``delta_sharded`` column). Each row's delta figure pairs with the nccl figure
+of its own session: "Speedups are per session [...] compare each only to its own ``nccl`` baseline"
+(docs/advance/delta_weight_sync.md l.182-183 @040a2865); for the HSDP row, "they ran back to back on the same
+nodes" (2d67b0eda, same file, l.196-197). Both backends go through the same
+``CheckpointEngineManager.update_weights`` (verl/checkpoint_engine/base.py l.505-558 @040a2865; the l.486-538 above
+are @b9873ee). So both pay the same fixed steps:
 the abort, the KV release and resume, the group build and barrier, ``finalize`` and the Ray calls. The sharded delta
 engine drives the training engine itself (verl/workers/engine_workers.py l.758-762 @040a2865) and diffs each rank's
 own shard: no full gather (#6974). Its wire is the changed pairs, 418.6 MB for Qwen3-8B. Its apply is one in-place

@@ -276,7 +276,13 @@ path took 1.2 ms a tensor instead of 2.5. The 0.6B row would move +55 -> -12 %, 
 30B-A3B +24 -> -33 %. But V1 7B would move -45 -> -53 %, 235B-A22B -25 -> -44 % and #7005's 7B -8 -> -21 %. At vime's
 0.58 ms, 7B / 235B / A800 30B-A3B would land at -57 / -52 / -60 %. Not applied. Both values push rows that are now
 within 50 % beyond it, and the dense H100 rows still miss the unmodelled pageable staging (above). The cost per
-tensor cannot be set from these rows until that is modelled.
+tensor cannot be set from these rows until that is modelled. The two go together. Take the pageable rate the
+publisher measured, 1.8 GB/s per GPU, with 1.2 ms a tensor. Then the rows land at: V1 7B -23 %, 32B -19 / -30 %
+(offload on / off), 72B -20 %, 30B-A3B +9 %, 235B-A22B -42 %, #7005's 7B +30 %, A800 0.6B -12 % and A800 30B-A3B
+-33 %. Only the five dense A800 rows stay beyond 50 %. The same rate with 2.5 ms leaves 30B-A3B at +85 % and #7005 at
++43 %. With vime's 0.58 ms, 235B-A22B lands at -51 % and A800 30B-A3B at -60 %. (These are what-ifs: the staging rate
+was patched for every row, not for these cards alone.) Neither value is applied. The host rate is one publisher's
+cluster and no card field carries it. 1.2 ms is read off these rows.
 
 Read and not the gap: VeOmni's offload in the export (verl/workers/engine/veomni/transformer_impl.py lines 626-666
 @ce195c95ea3aa9a8b89b00bbe669e854a91d23d1): ``offload_veomni_model_to_cpu`` (``model.cpu()``) runs after

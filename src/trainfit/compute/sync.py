@@ -283,6 +283,11 @@ publisher measured, 1.8 GB/s per GPU, with 1.2 ms a tensor. Then the rows land a
 +43 %. With vime's 0.58 ms, 235B-A22B lands at -51 % and A800 30B-A3B at -60 %. (These are what-ifs: the staging rate
 was patched for every row, not for these cards alone.) Neither value is applied. The host rate is one publisher's
 cluster and no card field carries it. 1.2 ms is read off these rows.
+The name walk is not the cost per tensor either. sgl-project/sglang issue #30848 (2026-07-11, by the H100 rows'
+publisher) blames "~60 s per full pass on Qwen3-30B-A3B" on SGLang's MoE ``load_weights``, which tests each tensor's
+name against the 3E-entry expert mapping. That walk is 3.75 M substring tests per Qwen3-30B-A3B pass, and it took
+0.35-0.73 s on this project's CPU, 19-39 us a tensor (benchmarks/sglang_moe_name_scan_cpu.py). That is under 2 % of
+the 47 s that ``S_PER_TENSOR_IPC`` prices, so it is not priced apart.
 
 Read and not the gap: VeOmni's offload in the export (verl/workers/engine/veomni/transformer_impl.py lines 626-666
 @ce195c95ea3aa9a8b89b00bbe669e854a91d23d1): ``offload_veomni_model_to_cpu`` (``model.cpu()``) runs after

@@ -239,6 +239,56 @@ experts exchanged over efsdp=2, 5.8 GB of dense gather and 61.1 GB of bf16 broad
 through 47 s of per-tensor SGLang cost (18,867 tensors), not through the fabric. No source states the fabric, so no
 term stands in for it.
 
+The same-session control (the doc's ``delta_sharded`` column). Each row's delta figure pairs with the nccl figure
+of its own session: "Speedups are per session [...] compare each only to its own ``nccl`` baseline"
+(docs/advance/delta_weight_sync.md l.182-183 @040a2865); for the HSDP row, "they ran back to back on the same
+nodes" (2d67b0eda, same file, l.196-197). Both backends go through the same
+``CheckpointEngineManager.update_weights`` (verl/checkpoint_engine/base.py l.505-558 @040a2865; the l.486-538 above
+are @b9873ee). So both pay the same fixed steps:
+the abort, the KV release and resume, the group build and barrier, ``finalize`` and the Ray calls. The sharded delta
+engine drives the training engine itself (verl/workers/engine_workers.py l.758-762 @040a2865) and diffs each rank's
+own shard: no full gather (#6974). Its wire is the changed pairs, 418.6 MB for Qwen3-8B. Its apply is one in-place
+request per flush. So the fixed steps cost at most the delta figure, 2.2-3.4 s. The nccl excess (nccl minus delta)
+is the full path: the gather, the broadcast and the per-tensor apply. No model is needed to see where it goes:
+* 0.6B, one node: 0.61 - 0.59 = 0.02 s;
+* 1+1 TorchTitan: 11.00 - 3.00 = 8.00 s for 16.4 GB of broadcast crossing, 2.05 GB/s;
+* 2+2 HSDP x TP2 (gather inside a node): 10.24 - 2.41 = 7.83 s for 16.4 GB, 2.09 GB/s;
+* 2+2 TorchTitan: 34.26 - 3.34 = 30.92 s for 30.7 GB of fp32 gather plus 16.4 GB of broadcast, 1.52 GB/s;
+* FSDP engine, FSDP2: 38.58 - 2.24 = 36.34 s for 30.7 + 32.8 GB (fp32 on the wire), 1.75 GB/s;
+* FSDP engine, FSDP1: 65.22 - 24.86 = 40.36 s for the same 63.5 GB, 1.57 GB/s. Both FSDP1 figures pay the unshard:
+  its delta figure minus the FSDP2 delta, 22.62 s for 30.7 GB, is 1.36 GB/s.
+Every one of the excesses, in three sessions and on the "faster nodes" too, is 1.4-2.1 GB/s (11-17 Gb/s) per
+trainer node for everything that crosses. Taking out this model's 1.0 s SGLang apply gives 1.6-2.4 GB/s. That
+is the order of NCCL over TCP sockets, not of an RDMA NIC. NVIDIA/nccl issue #209 (2019-05-12) measured
+10.7-18.4 Gb/s on a 100 Gb/s link, against 92 Gb/s for iperf3. No source says which transport or NIC these pods
+had, so the card keeps its default NIC. This is a null result for the code path: nothing in the PR's code
+explains the rows, and the link explains all of them.
+
+The cost per tensor, from the same control (a null result). In the H100 30B-A3B session, 32.2 - 7.1 = 25.1 s holds
+the nccl path's broadcast (6.2 s here at the card's 101 Gb/s), its gather and staging (1.3 s) and the 18,867-tensor
+SGLang apply. So the apply costs at most 0.93 ms a tensor, or 1.33 ms with the wire at zero. That assumes the delta
+path's in-place apply costs nothing per tensor. The 0.6B row gives at most (0.61 - 0.125 s of KV release and
+resume) / 310 = 1.56 ms. Both are below ``S_PER_TENSOR_IPC``'s 2.5 ms, which came from SkyRL PR #487. That PR's
+48 s -> 6 s also removed "redundant torch.device() calls", so its 2.5 ms includes SkyRL's own host work. Another
+per-tensor IPC path measured 0.58 ms a tensor for the rebuild and ``load_weights``: Qwen3-30B-A3B, 8xH200, vLLM
+TP4, 10.9-11.8 s for 115 chunks of ~170 tensors (vllm-project/vime issue #175, 2026-06-07). Suppose verl's SGLang
+path took 1.2 ms a tensor instead of 2.5. The 0.6B row would move +55 -> -12 %, H100 30B-A3B +74 -> -2 % and A800
+30B-A3B +24 -> -33 %. But V1 7B would move -45 -> -53 %, 235B-A22B -25 -> -44 % and #7005's 7B -8 -> -21 %. At vime's
+0.58 ms, 7B / 235B / A800 30B-A3B would land at -57 / -52 / -60 %. Not applied. Both values push rows that are now
+within 50 % beyond it, and the dense H100 rows still miss the unmodelled pageable staging (above). The cost per
+tensor cannot be set from these rows until that is modelled. The two go together. Take the pageable rate the
+publisher measured, 1.8 GB/s per GPU, with 1.2 ms a tensor. Then the rows land at: V1 7B -23 %, 32B -19 / -30 %
+(offload on / off), 72B -20 %, 30B-A3B +9 %, 235B-A22B -42 %, #7005's 7B +30 %, A800 0.6B -12 % and A800 30B-A3B
+-33 %. Only the five dense A800 rows stay beyond 50 %. The same rate with 2.5 ms leaves 30B-A3B at +85 % and #7005 at
++43 %. With vime's 0.58 ms, 235B-A22B lands at -51 % and A800 30B-A3B at -60 %. (These are what-ifs: the staging rate
+was patched for every row, not for these cards alone.) Neither value is applied. The host rate is one publisher's
+cluster and no card field carries it. 1.2 ms is read off these rows.
+The name walk is not the cost per tensor either. sgl-project/sglang issue #30848 (2026-07-11, by the H100 rows'
+publisher) blames "~60 s per full pass on Qwen3-30B-A3B" on SGLang's MoE ``load_weights``, which tests each tensor's
+name against the 3E-entry expert mapping. That walk is 3.75 M substring tests per Qwen3-30B-A3B pass, and it took
+0.35-0.73 s on this project's CPU, 19-39 us a tensor (benchmarks/sglang_moe_name_scan_cpu.py). That is under 2 % of
+the 47 s that ``S_PER_TENSOR_IPC`` prices, so it is not priced apart.
+
 Read and not the gap: VeOmni's offload in the export (verl/workers/engine/veomni/transformer_impl.py lines 626-666
 @ce195c95ea3aa9a8b89b00bbe669e854a91d23d1): ``offload_veomni_model_to_cpu`` (``model.cpu()``) runs after
 ``state_dict()`` and before the generator's ``full_tensor()`` calls, but ``state_dict()`` holds detached DTensors

@@ -147,6 +147,7 @@ def generation_time(
     cumulative_outputs: bool | None = None,
     overlap_schedule: bool = False,
     cuda_graph_max_batch: int | None = None,
+    eager_s_per_kernel: float | None = None,
 ) -> GenerationTime:
     """Seconds of one rollout phase (module docstring).
 
@@ -175,7 +176,9 @@ def generation_time(
     ``kv_capacity_tokens`` (``continuous_batching``; 0 without linear attention).
     ``overlap_schedule``: the engine's host work runs beside the GPU step (SGLang's overlap scheduler) instead of
     between steps; ``cuda_graph_max_batch``: the largest batch replayed as a CUDA graph, larger steps eager (None:
-    every batch) (``decode_step``).
+    every batch) (``decode_step``); ``eager_s_per_kernel``: the host's cost per kernel of an eager step (None:
+    ``rates.host_s_per_forward_kernel``; SGLang's published figure,
+    ``decode_step.SGLANG_EAGER_S_PER_KERNEL``).
     Raises ``CardError`` on a non-positive count or a sequence longer than the KV capacity.
     """
     if engine_s_per_step is None:
@@ -210,7 +213,8 @@ def generation_time(
                        engine_s_per_sequence=engine_s_per_sequence, rank_bytes=rank_weight_bytes,
                        expert_bytes_per_param=expert_bytes_per_param, linear_flops_per_s=linear_flops_per_s,
                        engine_generation=engine_generation, cumulative_outputs=cumulative_outputs,
-                       overlap_schedule=overlap_schedule, cuda_graph_max_batch=cuda_graph_max_batch)
+                       overlap_schedule=overlap_schedule, cuda_graph_max_batch=cuda_graph_max_batch,
+                       eager_s_per_kernel=eager_s_per_kernel)
     if streaming:
         dec = _stream_decode(groups=groups, sequences=seqs, slots=max_num_seqs, prompt_len=prompt,
                              kv_prompt=kv_prompt, kv_capacity=kv_capacity_tokens, step=step,
@@ -242,6 +246,9 @@ def generation_time(
                "(a step takes the slower of the device and the host's launch plus that part); the per-sequence part "
                "stays serial (no source gives SGLang's per-request host cost)") if overlap_schedule else
               f"{host_work} is serial with the GPU step (no async scheduling)",)
+    if eager_s_per_kernel is not None and (not cuda_graphs or cuda_graph_max_batch is not None):
+        notes += (f"eager decode kernels at {eager_s_per_kernel * 1e6:.1f} us of host time each "
+                  "(the engine's published eager cost per kernel)",)
     if cuda_graphs and cuda_graph_max_batch is not None:
         notes += ((f"CUDA graphs up to {cuda_graph_max_batch} running sequences (SGLang's cuda_graph_max_bs "
                    "default); larger decode batches launch eagerly"),)

@@ -17,6 +17,26 @@ tensor-parallel all-reduces per layer per forward pass of ``PREFILL_TOKENS_PER_P
 added to the decode time (vLLM's chunked prefill can hide some of it in bandwidth-bound decode
 steps, so the sum is an upper bound).
 
+**Not modelled: the slowest engine holds the batch's longest response** (checked, not kept). ``engines``
+engines share the step's ``prompts x samples_per_prompt`` sequences and the phase ends with the slowest, the
+one holding the longest response of the whole batch; the groups above model one engine's ``S`` sequences, so
+its longest is the top of ``S`` draws, not of ``engines x S``. Giving that engine the batch's top
+(``response_length_groups`` over all sequences, the top group one whole sequence of the engine, the rest
+rescaled) moved ``benchmarks/step_times.py`` (tree of ff04df9; a crude patch that also made one play-verl row
+unplannable): the generation subset's median 17.2 -> 16.8 % with 3 -> 3 rows beyond 50 %, NeMo RL's
+Llama-3.1-70B phases on 64 H100 -40..-43 % -> -17..-22 %, but the rows without a published mean response 18.0
+-> 22.1 % (5 -> 8 beyond 50 %), play-verl's Qwen2-7B (min) phase +61 -> +92 % and verl's fully-async H20
+64-GPU phase +90 -> +146 %. The published per-step logs say why it cannot go in alone: the truncated
+exponential's tail is heavier than the runs' (``benchmarks/data/rl_response_length_steps.json``, mean over
+logged steps). The batch's longest response, published against the exponential's expected longest of all ``N``
+sequences and of one engine's ``N / engines``, at each run's mean and cap: play-verl Qwen2-7B min (N 512, 8
+engines, cap 1,024) 867 against 997 / 778; the MI300X deepseek-llm-7b GRPO run (N 5,120, 4 engines, cap 1,024)
+647 against 1,020 / 960; its PPO run (N 1,024, 2 engines, cap 512) 453 against 512 / 512; play-verl Qwen2-7B
+recommended (N 5,120, cap 1,024) 1,011 against 1,024. The share cut at the cap is likewise overstated where
+the cap binds: play-verl's Qwen2.5-0.5B runs clip 17 % and 32 % of responses (cap 192 / 256), the truncated
+exponential at their means 52 % and 58 %. So the batch-wide longest needs a lighter-tailed length shape (its
+parameter read from such logs' length statistics, not from the time residuals) to land with it.
+
 Pure Python: no torch import.
 """
 

@@ -6,7 +6,8 @@ One decode step over ``B`` running sequences holding ``T`` context tokens (Pope 
     bandwidth = (rank weight bytes + T·kv_bytes_per_token/tp + B·(kv_bytes_per_token/tp + state)) / hbm_bytes_per_s
     compute   = (B·2·N + T·4·q_dim·full_attention_layers) / (matmul_flops_per_s · tp)
     comm      = 2·layers · all_reduce(B·hidden·2 bytes)                               (0 when tp = 1)
-    launch    = eager: decode_kernels(spec, tp)·host_s_per_forward_kernel   (layers x kernels per layer)
+    launch    = eager: decode_kernels(spec, tp)·host_s_per_forward_kernel   (layers x kernels per layer;
+                       SGLang: ·SGLANG_EAGER_S_PER_KERNEL)
                 CUDA graphs: one launch, host_s_per_forward_kernel
     core      = engine_s_per_step + B · ENGINE_S_PER_SEQUENCE      (engine core's host work, serial in both modes)
     gaps      = CUDA graphs: (decode_kernels(spec, tp) − all-reduce kernels) · GRAPH_KERNEL_GAP_S;  eager: 0
@@ -193,6 +194,27 @@ release and the GPU's memory: 160 on an 80 GB GPU from 0.4.0 to 0.5.2, 256 / 512
 (``sglang_cuda_graph_max_batch``). The card gives the release as ``software.sglang``; a card without it is
 planned at the newest release read (0.5.6, ``plan.rl_generation.SGLANG_NEWEST_RELEASE_READ``), a release before
 0.4.0 or a pin that names none (a branch, a commit) gets no limit. vLLM's captured sizes (up to 512 by default, 0.8.3, below) are not limited here.
+
+**SGLang's eager launch** (``SGLANG_EAGER_S_PER_KERNEL``, ``eager_s_per_kernel``). An SGLang engine's eager
+step (``disable_cuda_graph``, or a batch above ``cuda_graph_max_batch``) issues its kernels at SGLang's
+published host cost per eager kernel, 26.6 us (DeepSpeed PR #8352, GPT-2 on one H200, eager against CUDA
+graphs), not at the transformers training-forward figure (``host_s_per_forward_kernel``, 65 us: module hooks
+and autograd recording included). SGLang's scheduler loops, which run the forward, are wrapped in
+``DynamicGradMode`` (``torch.inference_mode``, else ``torch.no_grad``): no autograd recording
+(``@DynamicGradMode()`` on ``event_loop_normal`` / ``event_loop_overlap``,
+``sglang/srt/managers/scheduler.py`` l.979-1005 of the 0.5.6.post2 wheel,
+https://pypi.org/project/sglang/0.5.6.post2/, read 2026-12-03), as in the measurement. vLLM's eager steps keep
+the training figure although the same source gives vLLM 24 us: there the over-priced launch offsets costs not
+yet modelled (below), and re-pricing them alone worsens the generation subset (17.2 % -> 28.6 % median |error|
+on the tree of ff04df9); no SGLang row has such an offset named. On ``benchmarks/step_times.py`` (tree of
+ff04df9) the one SGLang eager row, verl PR #5596's Qwen3-8B on a GB200 NVL4 (SGLang TP 4, ``enforce_eager``,
+1,024 running), goes from +65 % to +38 % on its generation phase (436 -> 365 s against 265 s published) and
+from +35 % to +17 % on its step; AReaL v0.2's H800 steps, whose batches above SGLang 0.4.0's 160 captured run
+eagerly, move by 0.4-7 points (1.5B on 8 GPUs +9.2 -> +7.4 %, on 32 +3.6 -> -3.1 %, 7B on 32 -8.3 -> -8.7 %);
+no other row moves, no subset median moves. The source's host is an x86 H200 server; the GB200's host is a
+Grace CPU (aarch64), whose per-kernel cost was not found published. What is left of the PR #5596 row is the
+engine core's per-sequence host work (80 us per running sequence, fitted on vLLM rows, 82 ms of a ~94 ms step
+at 1,024 running; no source gives SGLang's).
 
 **Eager decode against published per-step logs (a known gap, not yet modelled).** The eager launch above prices
 every kernel at ``host_s_per_forward_kernel`` (65 us, fitted on transformers *training* forwards: module hooks and
@@ -464,6 +486,23 @@ next kernel's launch and the previous one's teardown): about 1.3 us per kernel o
 (Spector, Juravsky et al., Hazy Research, "Look Ma, No Bubbles! Designing a Low-Latency Megakernel for
 Llama-1B", https://hazyresearch.stanford.edu/blog/2025-05-27-no-bubbles, 2025-05-27, read 2026-12-02 through
 its summary at https://mlops.substack.com/p/one-megakernel-to-rule-llama-1b). Module docstring: "Kernel gaps"."""
+
+
+SGLANG_EAGER_S_PER_KERNEL = (156.0e-3 - 33.2e-3) / 33 / 140
+"""Host seconds SGLang spends per kernel of an eager forward (about 26.6 us): deepspeedai/DeepSpeed pull
+request #8352 (comment "Controlled Rollout Performance Attribution on NVIDIA H200", 2026-09-22) times GPT-2 in
+bf16 on one H200, batch 1, 128 prompt + 32 greedy tokens, mean request latency over 5 runs: "slime / SGLang"
+156.0 ms with CUDA graphs disabled and 33.2 ms with "SGLang CUDA Graph". A request is 33 forwards (the prefill
+and 32 decode steps) of ~140 kernels (12 layers of 11, ~8 outside them;
+``tests/compute/test_engine_eager_host_cost.py`` counts them from the GPT-2 layer's modules), and the graphed
+step holds the same host work around one graph launch, so the difference per forward per kernel is what
+issuing one kernel eagerly costs the host. Module docstring: "SGLang's eager launch"."""
+
+
+def eager_s_per_kernel_of(rates: DeviceRates, eager_s_per_kernel: float | None = None) -> float:
+    """Host seconds per kernel of an eager decode step: the engine's published figure when one is given
+    (``SGLANG_EAGER_S_PER_KERNEL``), else ``rates.host_s_per_forward_kernel`` (module docstring)."""
+    return rates.host_s_per_forward_kernel if eager_s_per_kernel is None else eager_s_per_kernel
 
 
 def engine_s_per_sequence_for(generation: str = "v1", rates: DeviceRates | None = None) -> float:
@@ -797,7 +836,8 @@ def _step_model(*, spec, matmul_params, rates, tp, weight_bytes, kv_bytes_per_to
                 expert_bytes_per_param: float = ACTIVATION_BYTES,
                 linear_flops_per_s: float | None = None, engine_generation: str = "v1",
                 cumulative_outputs: bool | None = None, overlap_schedule: bool = False,
-                cuda_graph_max_batch: int | None = None) -> _StepModel:
+                cuda_graph_max_batch: int | None = None,
+                eager_s_per_kernel: float | None = None) -> _StepModel:
     """The step model's coefficients; a host constant left None is ``rates``' field of the same name (the defaults
     ``ENGINE_S_PER_STEP`` ... unless a calibration set them; ``engine_s_per_sequence``: ``engine_s_per_sequence_for``).
     ``engine_generation``: vLLM's engine, v0 (one process, its per-sequence host work holds the output processing:
@@ -808,7 +848,8 @@ def _step_model(*, spec, matmul_params, rates, tp, weight_bytes, kv_bytes_per_to
     (``linear_flops_per_s``, a blend of fp8 and bf16 GEMMs; None: the bf16 matmul rate); attention stays bf16.
     ``overlap_schedule``: the engine's host work overlaps the GPU step (SGLang's overlap scheduler, module docstring).
     ``cuda_graph_max_batch``: under ``cuda_graphs`` the largest batch replayed as a graph, a larger one runs eagerly
-    (None: every batch; ``sglang_cuda_graph_max_batch``)."""
+    (None: every batch; ``sglang_cuda_graph_max_batch``). ``eager_s_per_kernel``: the host's cost per kernel
+    of an eager step (None: ``rates.host_s_per_forward_kernel``; SGLang: ``SGLANG_EAGER_S_PER_KERNEL``)."""
     if engine_s_per_step is None:
         engine_s_per_step = rates.engine_s_per_step
     if frontend_s_per_step is None:
@@ -836,12 +877,13 @@ def _step_model(*, spec, matmul_params, rates, tp, weight_bytes, kv_bytes_per_to
         fl_seq=2 * matmul_params / lin_flops, fl_ctx=4.0 * spec.q_dim * spec.num_full_attention_layers / flops,
         ar_per_step=n_ar, ar_bytes_seq=spec.hidden_size * ACTIVATION_BYTES,
         ar=tp_all_reduce(rates=rates, tp=tp, link=link, latency_s=tp_all_reduce_latency_s),
-        launch=rates.host_s_per_forward_kernel * (1 if cuda_graphs else kernels),
+        launch=(rates.host_s_per_forward_kernel if cuda_graphs
+                else eager_s_per_kernel_of(rates, eager_s_per_kernel) * kernels),
         kernel_gaps=(kernels - n_ar) * GRAPH_KERNEL_GAP_S if cuda_graphs else 0.0,
         overlap_schedule=overlap_schedule,
         graph_max_batch=(float(cuda_graph_max_batch) if cuda_graphs and cuda_graph_max_batch is not None
                          else float("inf")),
-        eager_launch=rates.host_s_per_forward_kernel * kernels,
+        eager_launch=eager_s_per_kernel_of(rates, eager_s_per_kernel) * kernels,
         engine=engine_s_per_step + (link.host_s_per_step if link is not None else 0.0),
         engine_seq=engine_s_per_sequence,
         frontend0=frontend_s_per_step, frontend_seq=frontend_s_per_sequence, frontend_serial=not engine_multiprocess,
@@ -924,6 +966,7 @@ def decode_step_seconds(
     rank_bytes: float | None = None, expert_bytes_per_param: float = ACTIVATION_BYTES,
     linear_flops_per_s: float | None = None, engine_generation: str = "v1", cumulative_outputs: bool | None = None,
     overlap_schedule: bool = False, cuda_graph_max_batch: int | None = None,
+    eager_s_per_kernel: float | None = None,
 ) -> DecodeStep:
     """One decode step of ``batch`` sequences holding ``context_tokens`` tokens of KV in all (module docstring);
     ``link``: the tensor-parallel group's link when it spans nodes (``tp_link``); ``engine_multiprocess``:
@@ -936,7 +979,7 @@ def decode_step_seconds(
                     rank_bytes=rank_bytes, expert_bytes_per_param=expert_bytes_per_param,
                     linear_flops_per_s=linear_flops_per_s, engine_generation=engine_generation,
                     cumulative_outputs=cumulative_outputs, overlap_schedule=overlap_schedule,
-                    cuda_graph_max_batch=cuda_graph_max_batch)
+                    cuda_graph_max_batch=cuda_graph_max_batch, eager_s_per_kernel=eager_s_per_kernel)
     bw, fl, cm, ln = m.parts(batch, context_tokens)
     return DecodeStep(bandwidth_s=bw, compute_s=fl, comm_s=cm, launch_s=ln, engine_s=m.core(batch),
                       frontend_s=m.frontend(batch), total_s=m.seconds(batch, context_tokens),

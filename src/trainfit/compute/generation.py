@@ -17,6 +17,26 @@ tensor-parallel all-reduces per layer per forward pass of ``PREFILL_TOKENS_PER_P
 added to the decode time (vLLM's chunked prefill can hide some of it in bandwidth-bound decode
 steps, so the sum is an upper bound).
 
+**Not modelled: the slowest engine holds the batch's longest response** (checked, not kept). ``engines``
+engines share the step's ``prompts x samples_per_prompt`` sequences and the phase ends with the slowest, the
+one holding the longest response of the whole batch; the groups above model one engine's ``S`` sequences, so
+its longest is the top of ``S`` draws, not of ``engines x S``. Giving that engine the batch's top
+(``response_length_groups`` over all sequences, the top group one whole sequence of the engine, the rest
+rescaled) moved ``benchmarks/step_times.py`` (tree of ff04df9; a crude patch that also made one play-verl row
+unplannable): the generation subset's median 17.2 -> 16.8 % with 3 -> 3 rows beyond 50 %, NeMo RL's
+Llama-3.1-70B phases on 64 H100 -40..-43 % -> -17..-22 %, but the rows without a published mean response 18.0
+-> 22.1 % (5 -> 8 beyond 50 %), play-verl's Qwen2-7B (min) phase +61 -> +92 % and verl's fully-async H20
+64-GPU phase +90 -> +146 %. The published per-step logs say why it cannot go in alone: the truncated
+exponential's tail is heavier than the runs' (``benchmarks/data/rl_response_length_steps.json``, mean over
+logged steps). The batch's longest response, published against the exponential's expected longest of all ``N``
+sequences and of one engine's ``N / engines``, at each run's mean and cap: play-verl Qwen2-7B min (N 512, 8
+engines, cap 1,024) 867 against 997 / 778; the MI300X deepseek-llm-7b GRPO run (N 5,120, 4 engines, cap 1,024)
+647 against 1,020 / 960; its PPO run (N 1,024, 2 engines, cap 512) 453 against 512 / 512; play-verl Qwen2-7B
+recommended (N 5,120, cap 1,024) 1,011 against 1,024. The share cut at the cap is likewise overstated where
+the cap binds: play-verl's Qwen2.5-0.5B runs clip 17 % and 32 % of responses (cap 192 / 256), the truncated
+exponential at their means 52 % and 58 %. So the batch-wide longest needs a lighter-tailed length shape (its
+parameter read from such logs' length statistics, not from the time residuals) to land with it.
+
 Pure Python: no torch import.
 """
 
@@ -147,6 +167,7 @@ def generation_time(
     cumulative_outputs: bool | None = None,
     overlap_schedule: bool = False,
     cuda_graph_max_batch: int | None = None,
+    eager_s_per_kernel: float | None = None,
 ) -> GenerationTime:
     """Seconds of one rollout phase (module docstring).
 
@@ -175,7 +196,9 @@ def generation_time(
     ``kv_capacity_tokens`` (``continuous_batching``; 0 without linear attention).
     ``overlap_schedule``: the engine's host work runs beside the GPU step (SGLang's overlap scheduler) instead of
     between steps; ``cuda_graph_max_batch``: the largest batch replayed as a CUDA graph, larger steps eager (None:
-    every batch) (``decode_step``).
+    every batch) (``decode_step``); ``eager_s_per_kernel``: the host's cost per kernel of an eager step (None:
+    ``rates.host_s_per_forward_kernel``; SGLang's published figure,
+    ``decode_step.SGLANG_EAGER_S_PER_KERNEL``).
     Raises ``CardError`` on a non-positive count or a sequence longer than the KV capacity.
     """
     if engine_s_per_step is None:
@@ -210,7 +233,8 @@ def generation_time(
                        engine_s_per_sequence=engine_s_per_sequence, rank_bytes=rank_weight_bytes,
                        expert_bytes_per_param=expert_bytes_per_param, linear_flops_per_s=linear_flops_per_s,
                        engine_generation=engine_generation, cumulative_outputs=cumulative_outputs,
-                       overlap_schedule=overlap_schedule, cuda_graph_max_batch=cuda_graph_max_batch)
+                       overlap_schedule=overlap_schedule, cuda_graph_max_batch=cuda_graph_max_batch,
+                       eager_s_per_kernel=eager_s_per_kernel)
     if streaming:
         dec = _stream_decode(groups=groups, sequences=seqs, slots=max_num_seqs, prompt_len=prompt,
                              kv_prompt=kv_prompt, kv_capacity=kv_capacity_tokens, step=step,
@@ -242,6 +266,9 @@ def generation_time(
                "(a step takes the slower of the device and the host's launch plus that part); the per-sequence part "
                "stays serial (no source gives SGLang's per-request host cost)") if overlap_schedule else
               f"{host_work} is serial with the GPU step (no async scheduling)",)
+    if eager_s_per_kernel is not None and (not cuda_graphs or cuda_graph_max_batch is not None):
+        notes += (f"eager decode kernels at {eager_s_per_kernel * 1e6:.1f} us of host time each "
+                  "(the engine's published eager cost per kernel)",)
     if cuda_graphs and cuda_graph_max_batch is not None:
         notes += ((f"CUDA graphs up to {cuda_graph_max_batch} running sequences (SGLang's cuda_graph_max_bs "
                    "default); larger decode batches launch eagerly"),)

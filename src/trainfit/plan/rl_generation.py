@@ -97,11 +97,13 @@ def sglang_scheduler_inputs(card: RunCard, gpu: GpuSpec) -> dict:
     ``rollout.sglang_overlap_schedule``; unset, on from ``SGLANG_OVERLAP_DEFAULT_SINCE`` and off for a release pinned
     before it) and the largest CUDA-graph batch of the ``software.sglang`` release
     (``decode_step.sglang_cuda_graph_max_batch``; an unpinned card at ``SGLANG_NEWEST_RELEASE_READ``, a pin that
-    names no release, a branch or a commit, none). {} for any other engine (vLLM's host work stays serial, its
-    captured batches are not limited here)."""
+    names no release, a branch or a commit, none) and SGLang's published host cost per eager kernel
+    (``decode_step.SGLANG_EAGER_S_PER_KERNEL``). {} for any other engine (vLLM's host work stays serial, its
+    captured batches are not limited here, its eager kernels cost ``rates.host_s_per_forward_kernel``
+    each)."""
     if card.rollout.engine is not RolloutEngine.SGLANG:
         return {}
-    from trainfit.compute.decode_step import sglang_cuda_graph_max_batch
+    from trainfit.compute.decode_step import SGLANG_EAGER_S_PER_KERNEL, sglang_cuda_graph_max_batch
 
     ro = card.rollout
     pin = (card.software.model_extra or {}).get("sglang")
@@ -111,7 +113,8 @@ def sglang_scheduler_inputs(card: RunCard, gpu: GpuSpec) -> dict:
         overlap = release is None or release >= SGLANG_OVERLAP_DEFAULT_SINCE
     return {"overlap_schedule": bool(overlap),
             "cuda_graph_max_batch": sglang_cuda_graph_max_batch(
-                release=release, gpu_memory_mib=gpu.memory_bytes / 2**20, tp=ro.tensor_parallel)}
+                release=release, gpu_memory_mib=gpu.memory_bytes / 2**20, tp=ro.tensor_parallel),
+            "eager_s_per_kernel": SGLANG_EAGER_S_PER_KERNEL}
 
 
 def generation_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, rollout, r: DeviceRates) -> PhaseTime | None:

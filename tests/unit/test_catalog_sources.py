@@ -56,3 +56,31 @@ def test_the_patterns_catch_the_old_notes():
 def test_gpu_source_cites_and_never_describes_tooling(entry):
     assert not TOOL_NOTES.search(entry["source"]), entry["id"]
     assert REPO_PATH_COMMIT.search(entry["source"]) or URL.search(entry["source"]), entry["id"]
+
+
+MEMORY_TOTAL = re.compile(r"Memory total (\d+) MiB")
+REPO_AT_COMMIT = re.compile(r"\b[\w.-]+/[\w.-]+ [\w./-]+@[0-9a-f]{7,40}\b")
+GPUS = _catalog("gpus")
+
+
+@pytest.mark.parametrize("entry", GPUS, ids=lambda e: e["id"])
+def test_gpu_memory_total_is_the_stored_bytes_and_is_cited(entry):
+    """The memory total a GPU note quotes (the MiB nvidia-smi prints) is the stored memory_bytes, and the note cites
+    where that total was printed (repository path@commit, or a URL) right after it: never 'public dumps'."""
+    notes = entry.get("notes", "")
+    assert "nvidia-smi dump" not in notes, f"{entry['id']}: 'nvidia-smi dumps' cites nothing"
+    m = MEMORY_TOTAL.search(notes)
+    if m is None:
+        return
+    assert entry["memory_bytes"] == int(m.group(1)) * 2**20, entry["id"]
+    following = notes[m.start():m.start() + 900]
+    nxt = MEMORY_TOTAL.search(notes, m.end())
+    if nxt is not None:
+        following = notes[m.start():min(nxt.start(), m.start() + 900)]
+    assert REPO_AT_COMMIT.search(following) or URL.search(following), f"{entry['id']}: the memory total cites nothing"
+
+
+def test_the_memory_total_pattern_catches_the_old_phrase():
+    old = "Memory total 81559 MiB: the total nvidia-smi prints for this card in public nvidia-smi dumps."
+    assert not (REPO_AT_COMMIT.search(old) or URL.search(old)) and "nvidia-smi dump" in old
+    assert REPO_AT_COMMIT.search("(ECC on: xforcevesa/new-vrwkv README.md@e7a40aa9f4c4b2d06f526f313821f850b96d17ad)")

@@ -226,7 +226,13 @@ Llama (``trace.ops``, bf16, hidden 512, vocab 32000, per layer): forward and bac
 head +1 kernel and +128,000 B/token (4 x vocab) each way; embedding +1 kernel and +2,048 B/token (4 x hidden) each way."""
 SWIGLU_BYTES, SWIGLU_KERNELS = 10.0, 2
 LORA_ELEMENTWISE_BYTES, LORA_EXTRA_KERNELS = 10.0, 2
-LORA_DROPOUT_BYTES, LORA_DROPOUT_KERNELS = 5.0, 3
+LORA_DROPOUT_BYTES, LORA_DROPOUT_KERNELS = 5.0, 1
+"""PEFT's ``lora_dropout`` (``nn.Dropout``, p in (0, 1)) in training on a GPU: ``at::native::dropout`` takes the fused
+path for a CUDA tensor with 0 < p < 1 (``is_fused_kernel_acceptable``) and returns ``at::native_dropout``, one kernel
+that reads the input (2 bytes) and writes the output (2) and the bool mask (1) (pytorch/pytorch
+aten/src/ATen/native/Dropout.cpp ``is_fused_kernel_acceptable`` / ``dropout``; aten/src/ATen/native/cuda/Dropout.cu
+``native_dropout_cuda``, the same at torch 2.0). The unfused path (``bernoulli_`` of a noise tensor, ``div_``,
+``mul``: 3 kernels) is what a CPU trace records; it was counted before (3 kernels per adapter)."""
 FP32_LORA_INPUT_BYTES, FP32_LORA_OUTPUT_BYTES = 6.0, 24.0
 """fp32 adapters: x.to(fp32) (2 in, 4 out) per input element; per output element the fp32 product is
 written (4), scaled (4 + 4), cast down (4 + 2) and added to the base output (2 + 2 + 2)."""

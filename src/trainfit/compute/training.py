@@ -236,9 +236,12 @@ def checkpointed_forward_host_s_per_kernel(*, rates: DeviceRates, reentrant_shar
     its docstring: "The reentrant variant does not record the autograd graph during the forward pass, as it runs
     with the forward pass under torch.no_grad"). torch 2.0's ``checkpoint`` defaults to ``use_reentrant=True``, so a
     model that calls it without the keyword (Qwen (1.0)'s ``QWenModel.forward``) checkpoints re-entrantly. Megatron's
-    ``CheckpointFunction`` is an ``autograd.Function`` too, whose ``forward`` runs with grad mode off likewise. The
-    recompute in backward records the graph (the grad forward's rate, unchanged). No constant: the rates are the
-    identified ones (``rates.NOGRAD_FORWARD_OP_RATIO``)."""
+    ``CheckpointFunction`` is an ``autograd.Function`` too, whose ``forward`` runs with grad mode off likewise; but
+    Megatron-Core's Transformer Engine layers launch their kernels inside TE's autograd Functions (``_Linear``,
+    ``_LayerNormLinear``, fused attention), where grad mode is off in a plain forward too, so the per-op saving measured
+    on transformers' eager layers (``rates.NOGRAD_FORWARD_OP_RATIO``) is not applied to them (``train_step_time``:
+    ``te_layers``). The recompute in backward records the graph (the grad forward's rate, unchanged). No constant:
+    the rates are the identified ones."""
     no_grad = nograd_forward_host_s_per_kernel(
         host_s_per_forward_kernel=rates.host_s_per_forward_kernel,
         host_s_per_backward_kernel=rates.host_s_per_backward_kernel, backward_kernel_factor=BACKWARD_KERNEL_FACTOR)
@@ -658,8 +661,11 @@ def train_step_time(
     head_fwd = pass_seconds(inv.head_forward, backward=False, **kw) if head else ZERO_PASS
     head_bwd = pass_seconds(inv.head_backward, backward=True, **kw) if head else ZERO_PASS
     # the decoder layers' passes: the host hooks below are theirs; the head joins each pass after them (sequenced)
+    # a re-entrant checkpoint's first forward records no autograd graph (checkpointed_forward_host_s_per_kernel);
+    # Transformer Engine layers launch their kernels inside TE's own autograd Functions, grad mode off either way, so
+    # the discount measured on transformers' eager layers is not theirs
     reentrant_share = (recompute_layer_share if gradient_checkpointing and recompute_whole_layer
-                       and selective == "none" and not recompute_modules else 0.0)
+                       and selective == "none" and not recompute_modules and not te_layers else 0.0)
     fwd_kw = kw if reentrant_share <= 0.0 else {**kw, "rates": replace(rates, host_s_per_forward_kernel=(
         checkpointed_forward_host_s_per_kernel(rates=rates, reentrant_share=reentrant_share)))}
     fwd = pass_seconds(inv.layers_forward, backward=False, **fwd_kw).scaled(count_scale)

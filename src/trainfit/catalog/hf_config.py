@@ -67,12 +67,12 @@ saves two bf16 tensors (x and rotate_half(x)) per operand, the same bytes (measu
 _TOP_LEVEL_WRAPPERS = {"qwen3_5": "qwen3_5_text", "qwen3_6": "qwen3_5_text", "llama4": "llama4_text"}
 
 QWEN1_MODEL_TYPE = "qwen"
-"""Qwen (1.0)'s remote-code ``model_type``, planned on the Qwen2 layout (``_qwen1_as_qwen2``) with its fused ``c_attn``
+"""Qwen (1.0)'s remote-code ``model_type``, planned on the Qwen2 layout (``qwen1_as_qwen2``) with its fused ``c_attn``
 (``ModelSpec.fused_qkv``) and flash-attn's rotary kernel (``ModelSpec.fused_rotary``; the config's ``use_flash_attn``
 "auto" imports it whenever flash-attn is installed, as the model's flash attention needs)."""
 
 
-def _qwen1_as_qwen2(dec: dict[str, Any], name: str) -> dict[str, Any]:
+def qwen1_as_qwen2(dec: dict[str, Any], name: str) -> dict[str, Any]:
     """A Qwen (1.0) ``config.json`` read as the Qwen2 layout it shares parameters with: ``QWenMLP`` builds ``w1`` and
     ``w2`` of ``intermediate_size // 2`` each and ``c_proj`` back (so the SwiGLU width is half the config's
     ``intermediate_size``), ``QWenAttention`` one ``c_attn`` of ``3 * kv_channels * num_attention_heads`` outputs with a
@@ -83,6 +83,7 @@ def _qwen1_as_qwen2(dec: dict[str, Any], name: str) -> dict[str, Any]:
     out["intermediate_size"] = _int(dec, "intermediate_size", name, least=2, most=20_000_000) // 2
     if "kv_channels" in dec and "head_dim" not in dec:
         out["head_dim"] = _int(dec, "kv_channels", name, most=65_536)
+    out.setdefault("num_key_value_heads", _int(dec, "num_attention_heads", name, most=100_000))  # c_attn: no GQA
     return out
 
 # Families whose q/k/v carry a bias regardless of config.json (Qwen2 hard-codes bias=True).
@@ -169,7 +170,7 @@ def spec_from_hf_config(
     family = _TOP_LEVEL_WRAPPERS.get(family, family)
     qwen1 = family == QWEN1_MODEL_TYPE
     if qwen1:
-        dec, family = _qwen1_as_qwen2(dec, name), "qwen2"
+        dec, family = qwen1_as_qwen2(dec, name), "qwen2"
     if family in REFUSED_FAMILIES:
         raise ConfigError(f"{name}: model_type '{family}' is not supported: {REFUSED_FAMILIES[family]};"
                           f" supported: {', '.join(SUPPORTED_FAMILIES + COUNTED_FAMILIES)}")

@@ -274,8 +274,10 @@ class ModelSpec:
     (same file, ``_import_flash_attn`` and ``apply_rotary_pos_emb``; ``compute.inventory.FLASH_ROTARY_*``). Its
     ``RMSNorm`` would likewise call flash-attn's fused ``rms_norm``, but that needs the ``csrc/layer_norm`` extension,
     which Qwen's README lists as optional ("Below are optional. Installing them might be slow.", QwenLM/Qwen README.md
-    @85cb093f20e1faa1d772d6abe8458661f3b09202): the eager norm is kept (with it, 2 x 6 fewer forward kernels per
-    layer, 57 -> 45 for a LoRA layer, and the README's 256-token LoRA cells would plan about 0-15 % lower)."""
+    @85cb093f20e1faa1d772d6abe8458661f3b09202): the eager norm is kept. Counted as one kernel per norm instead
+    (2 x 6 fewer forward kernels per layer, bytes unchanged), that README's 256-token LoRA cells would plan
+    1.8B +23 -> -4 %, 7B +37 -> +7 %, 14B +28 -> +4 % (tree of 2026-12-03; 1,024 tokens: 7B -1 % either way): the
+    rows cannot tell whether it was installed."""
 
     def __post_init__(self) -> None:
         if self.layer_types and len(self.layer_types) != self.num_layers:

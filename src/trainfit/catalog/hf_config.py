@@ -66,6 +66,26 @@ saves two bf16 tensors (x and rotate_half(x)) per operand, the same bytes (measu
 
 _TOP_LEVEL_WRAPPERS = {"qwen3_5": "qwen3_5_text", "qwen3_6": "qwen3_5_text", "llama4": "llama4_text"}
 
+QWEN1_MODEL_TYPE = "qwen"
+"""Qwen (1.0)'s remote-code ``model_type``, planned on the Qwen2 layout (``qwen1_as_qwen2``) with its fused ``c_attn``
+(``ModelSpec.fused_qkv``) and flash-attn's rotary kernel (``ModelSpec.fused_rotary``; the config's ``use_flash_attn``
+"auto" imports it whenever flash-attn is installed, as the model's flash attention needs)."""
+
+
+def qwen1_as_qwen2(dec: dict[str, Any], name: str) -> dict[str, Any]:
+    """A Qwen (1.0) ``config.json`` read as the Qwen2 layout it shares parameters with: ``QWenMLP`` builds ``w1`` and
+    ``w2`` of ``intermediate_size // 2`` each and ``c_proj`` back (so the SwiGLU width is half the config's
+    ``intermediate_size``), ``QWenAttention`` one ``c_attn`` of ``3 * kv_channels * num_attention_heads`` outputs with a
+    bias and a bias-free ``c_proj`` (``no_bias`` true), no grouped-query heads, RMSNorm before each block (modeling_qwen.py
+    shipped with the checkpoints, read in a copy of the Qwen-72B repository: mapengAdam/qianwen-72B modeling_qwen.py
+    @3334bfe3d6d9d445cbe54185cd6aaef7e1e3c068 ``QWenMLP.__init__``, ``QWenAttention.__init__``, ``QWenBlock``)."""
+    out = dict(dec, model_type="qwen2")
+    out["intermediate_size"] = _int(dec, "intermediate_size", name, least=2, most=20_000_000) // 2
+    if "kv_channels" in dec and "head_dim" not in dec:
+        out["head_dim"] = _int(dec, "kv_channels", name, most=65_536)
+    out.setdefault("num_key_value_heads", _int(dec, "num_attention_heads", name, most=100_000))  # c_attn: no GQA
+    return out
+
 # Families whose q/k/v carry a bias regardless of config.json (Qwen2 hard-codes bias=True).
 _QKV_BIAS_ALWAYS = {"qwen2", "qwen2_moe"}
 _EVERY_LAYER_WINDOW_FAMILIES = frozenset({"phi3", "mistral", "mixtral"})
@@ -148,6 +168,9 @@ def spec_from_hf_config(
     if not isinstance(family, str):
         raise ConfigError(f"{name}: config.json field 'model_type' must be text; supported: {', '.join(SUPPORTED_FAMILIES)}")
     family = _TOP_LEVEL_WRAPPERS.get(family, family)
+    qwen1 = family == QWEN1_MODEL_TYPE
+    if qwen1:
+        dec, family = qwen1_as_qwen2(dec, name), "qwen2"
     if family in REFUSED_FAMILIES:
         raise ConfigError(f"{name}: model_type '{family}' is not supported: {REFUSED_FAMILIES[family]};"
                           f" supported: {', '.join(SUPPORTED_FAMILIES + COUNTED_FAMILIES)}")
@@ -318,6 +341,8 @@ def spec_from_hf_config(
         # pass ``sliding_window`` to every layer's attention (transformers v5.24.0 models/phi3/modeling_phi3.py l.247,
         # l.386; models/mistral/modeling_mistral.py l.173, l.355; models/mixtral/modeling_mixtral.py l.322, l.444)
         extra = dict(extra, sliding_layers=tuple(range(layers)))
+    if qwen1:
+        extra = dict(extra, fused_qkv=True, fused_rotary=True)
     return ModelSpec(
         name=name,
         source=source,

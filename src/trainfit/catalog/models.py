@@ -85,10 +85,15 @@ def from_catalog(model_id: str) -> ModelSpec:
 def hf_config_of(model_id: str) -> dict[str, Any]:
     """The HF config dict of a catalog model (for building it with transformers in tests/trace).
 
-    A deep copy: the catalog entry is cached, and callers (the GPU calibration's dry run) edit it."""
+    A deep copy: the catalog entry is cached, and callers (the GPU calibration's dry run) edit it. A Qwen (1.0) config
+    (remote code: transformers has no class for it) comes back as the Qwen2 config it is planned on
+    (``hf_config.qwen1_as_qwen2``)."""
     import copy
 
-    return copy.deepcopy(catalog_entry(model_id)["config"])
+    from trainfit.catalog.hf_config import QWEN1_MODEL_TYPE, qwen1_as_qwen2
+
+    cfg = copy.deepcopy(catalog_entry(model_id)["config"])
+    return qwen1_as_qwen2(cfg, model_id) if cfg.get("model_type") == QWEN1_MODEL_TYPE else cfg
 
 
 def from_config_path(path: Path) -> ModelSpec:

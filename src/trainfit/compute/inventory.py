@@ -124,7 +124,7 @@ from trainfit.compute.float8_casts import (  # noqa: F401 - the FP8_* constants 
 )
 from trainfit.memory.activations import GPTQ_KERNEL_SWITCH_ROWS
 from trainfit.memory.lora import targeted_groups
-from trainfit.memory.params import linear_groups
+from trainfit.memory.params import LinearGroup, linear_groups
 from trainfit.spec.enums import LayerKind, MoeDispatcher
 from trainfit.spec.model import ModelSpec
 from trainfit.spec.training import LoraSpec
@@ -190,6 +190,24 @@ traced 4-layer Phi-3 against the same-shaped Llama (``trace.ops``, bf16, per lay
 Traced (8 heads, 4 KV heads, head_dim 32, hidden 256, I 688): forward +3 kernels, +2,560 B/token (formula 2,560);
 backward +1 cat (5,504 B/token = formula), +5 slice_backward (+4,864 B/token; formula 5,632: the trace counts each
 operand once, a lower bound), +1 add net (+3,840 B/token = formula)."""
+FLASH_ROTARY_FORWARD_BYTES, FLASH_ROTARY_FORWARD_KERNELS = 6.0 + 8.0 + 6.0, 3
+FLASH_ROTARY_BACKWARD_BYTES, FLASH_ROTARY_BACKWARD_KERNELS = 6.0 + 8.0 + 6.0, 3
+FLASH_ROTARY_STRIDED_BYTES = 6.0
+"""flash-attn's rotary (``ModelSpec.fused_rotary``) as Qwen (1.0)'s ``apply_rotary_pos_emb`` calls it, per element of q
+and of k, in place of the eager ``ROTARY_*`` ops: ``t.float()`` (read bf16 2, write fp32 4), ``apply_rotary_emb_func``
+(one Triton kernel, ``ApplyRotaryEmb.forward`` -> ``apply_rotary``: read 4, write 4; the (s, d/2) cos / sin tables
+are negligible) and ``.type_as(t)`` (4 + 2): 3 kernels and 20 bytes (modeling_qwen.py, read in a copy of the Qwen-72B
+repository: mapengAdam/qianwen-72B modeling_qwen.py @3334bfe3d6d9d445cbe54185cd6aaef7e1e3c068
+``apply_rotary_pos_emb``; Dao-AILab/flash-attention flash_attn/layers/rotary.py ``ApplyRotaryEmb``, whose backward
+is the same kernel with ``conjugate=True``). Backward: the cast back's gradient (2 + 4), the kernel (4 + 4) and the
+upcast's gradient (4 + 2): 3 kernels, 20 bytes. The upcast reads q / k as split views of the fused ``c_attn`` output
+(strided rows: ``FLASH_ROTARY_STRIDED_BYTES``); the rest is contiguous."""
+FUSED_QKV_SPLIT_BACKWARD_BYTES, FUSED_QKV_SPLIT_BACKWARD_KERNELS = 4.0, 1
+FUSED_QKV_INPUT_GRAD_SUM_BYTES, FUSED_QKV_INPUT_GRAD_SUM_KERNELS = 12.0, 2
+"""A fused q/k/v linear whose output is ``split`` (``ModelSpec.fused_qkv``, Qwen (1.0)'s ``c_attn``), beyond one GEMM
+for three: backward, ``split_with_sizes``' gradient is one ``cat`` of the q, k and v gradients (2 + 2 bytes per
+element of q + 2 kv, 1 kernel), and one input gradient replaces the three of separate projections, whose two adds
+(6 bytes per hidden element each, 2 kernels) the Llama-read ``BACKWARD_BYTES_FACTOR`` carries: taken off."""
 ROTARY_CAT_FORWARD_KERNELS = FUSED_FORWARD_KERNELS
 ROTARY_CAT_BACKWARD_BYTES = 2 * FUSED_ROTARY_SLICE_BACKWARD_BYTES + FUSED_ROTARY_PASS_ADD_BYTES
 ROTARY_CAT_BACKWARD_KERNELS = 2 * 2 * 2 + 2
@@ -226,7 +244,13 @@ Llama (``trace.ops``, bf16, hidden 512, vocab 32000, per layer): forward and bac
 head +1 kernel and +128,000 B/token (4 x vocab) each way; embedding +1 kernel and +2,048 B/token (4 x hidden) each way."""
 SWIGLU_BYTES, SWIGLU_KERNELS = 10.0, 2
 LORA_ELEMENTWISE_BYTES, LORA_EXTRA_KERNELS = 10.0, 2
-LORA_DROPOUT_BYTES, LORA_DROPOUT_KERNELS = 5.0, 3
+LORA_DROPOUT_BYTES, LORA_DROPOUT_KERNELS = 5.0, 1
+"""PEFT's ``lora_dropout`` (``nn.Dropout``, p in (0, 1)) in training on a GPU: ``at::native::dropout`` takes the fused
+path for a CUDA tensor with 0 < p < 1 (``is_fused_kernel_acceptable``) and returns ``at::native_dropout``, one kernel
+that reads the input (2 bytes) and writes the output (2) and the bool mask (1) (pytorch/pytorch
+aten/src/ATen/native/Dropout.cpp ``is_fused_kernel_acceptable`` / ``dropout``; aten/src/ATen/native/cuda/Dropout.cu
+``native_dropout_cuda``, the same at torch 2.0). The unfused path (``bernoulli_`` of a noise tensor, ``div_``,
+``mul``: 3 kernels) is what a CPU trace records; it was counted before (3 kernels per adapter)."""
 FP32_LORA_INPUT_BYTES, FP32_LORA_OUTPUT_BYTES = 6.0, 24.0
 """fp32 adapters: x.to(fp32) (2 in, 4 out) per input element; per output element the fp32 product is
 written (4), scaled (4 + 4), cast down (4 + 2) and added to the base output (2 + 2 + 2)."""
@@ -709,6 +733,21 @@ class Adapter:
     the input is cast up, both products run in fp32, the output is cast back."""
 
 
+def timed_linear_groups(spec: ModelSpec) -> list[LinearGroup]:
+    """The decoder linears as they run: ``memory.params.linear_groups``, with q, k and v one ``qkv_proj`` GEMM where
+    the model fuses them alone (``ModelSpec.fused_qkv``: Qwen (1.0)'s ``c_attn``, one biased linear of q + 2 kv
+    outputs and one adapter on it)."""
+    groups = linear_groups(spec)
+    if not spec.fused_qkv or spec.fused_projections:
+        return groups
+    by_name = {g.name: g for g in groups}
+    q, k, v = (by_name.get(n) for n in ("q_proj", "k_proj", "v_proj"))
+    if q is None or k is None or v is None:
+        return groups
+    fused = LinearGroup("qkv_proj", q.in_features, q.out_features + k.out_features + v.out_features, q.count, q.bias)
+    return [fused if g is q else g for g in groups if g is not k and g is not v]
+
+
 @lru_cache(maxsize=2048)
 def _adapted_groups(spec: ModelSpec, targets: tuple[str, ...]) -> frozenset[str]:
     """Names of the linear groups PEFT wraps for ``targets``: the memory plan's ``targeted_groups``, so the
@@ -720,6 +759,8 @@ def _adapted_groups(spec: ModelSpec, targets: tuple[str, ...]) -> frozenset[str]
 
 
 def _targeted(spec: ModelSpec, name: str, adapter: Adapter | None) -> bool:
+    if name == "qkv_proj" and spec.fused_qkv and not spec.fused_projections:  # the memory plan's q_proj adapter
+        name = "q_proj"
     return adapter is not None and name in _adapted_groups(spec, adapter.targets)
 
 
@@ -1012,11 +1053,22 @@ def step_inventory(
     # carry their own backward bytes
     unpad = spec.unpadded_attention and not eager_attention
     glue = 0.0 if unpad else ATTENTION_GLUE_BYTES * t * h * full
-    fwd_bytes += ROTARY_BYTES * t * qkv * rot_share * rotary + glue
-    fwd_k += 2 * ROTARY_KERNELS * rotary + (0 if unpad else ATTENTION_GLUE_KERNELS * full)
+    eager_rotary = 0 if spec.fused_rotary else rotary  # flash-attn's kernel instead (FLASH_ROTARY_*, below)
+    fwd_bytes += ROTARY_BYTES * t * qkv * rot_share * eager_rotary + glue
+    fwd_k += 2 * ROTARY_KERNELS * eager_rotary + (0 if unpad else ATTENTION_GLUE_KERNELS * full)
     # the broadcast / strided elementwise bytes among them (module docstring)
     strided = (0.0 if spec.layer_norm else NORM_STRIDED_BYTES * t * h * norms / sequence_shards) + (
-        ROTARY_BYTES * t * qkv * rot_share * rotary + glue)
+        ROTARY_BYTES * t * qkv * rot_share * eager_rotary + glue)
+    if spec.fused_rotary and rotary:  # with their own backward (FLASH_ROTARY_*)
+        fq_b += FLASH_ROTARY_FORWARD_BYTES * t * qkv * rot_share * rotary
+        bq_b += FLASH_ROTARY_BACKWARD_BYTES * t * qkv * rot_share * rotary
+        fq_k += 2 * FLASH_ROTARY_FORWARD_KERNELS * rotary
+        bq_k += 2 * FLASH_ROTARY_BACKWARD_KERNELS * rotary
+        strided += FLASH_ROTARY_STRIDED_BYTES * t * qkv * rot_share * rotary
+    if spec.fused_qkv and not spec.fused_projections and full:  # the split's cat and the input-gradient sums
+        bq_b += t * full * (FUSED_QKV_SPLIT_BACKWARD_BYTES * (spec.q_dim + 2 * spec.kv_dim)
+                            - FUSED_QKV_INPUT_GRAD_SUM_BYTES * h)
+        bq_k += (FUSED_QKV_SPLIT_BACKWARD_KERNELS - FUSED_QKV_INPUT_GRAD_SUM_KERNELS) * full
     unpad_fwd_strided = unpad_bwd_strided = 0.0
     if unpad:
         gathered, padded = t * (spec.q_dim + 2 * spec.kv_dim) * full, t * spec.q_dim * full
@@ -1074,7 +1126,7 @@ def step_inventory(
     zc_strided = ZERO_CENTRED_NORM_STRIDED_BYTES * zc_elements
     strided += zc_strided
     # linears
-    for g in linear_groups(spec):
+    for g in timed_linear_groups(spec):
         frozen = adapter is not None
         lora = _targeted(spec, g.name, adapter)
         if g.routed:  # also a shard holding one expert (E / ep == 1): the routed rows, not every token.
@@ -1580,9 +1632,9 @@ def _sac_recomputed_gemms(spec: ModelSpec, adapter: Adapter | None, *, all_linea
     every one of them re-runs, and only the other matmuls (the router's) alternate."""
     seq: list[str] = []
     if all_linears:
-        names = {g.name for g in linear_groups(spec) if not g.routed}
+        names = {g.name for g in timed_linear_groups(spec) if not g.routed}
         return names | {n for n in _sac_recomputed_gemms(spec, adapter) if n not in names}
-    for g in linear_groups(spec):
+    for g in timed_linear_groups(spec):
         if g.routed:
             continue
         if not g.bias:

@@ -268,7 +268,12 @@ rows, 123 launch-sensitive: 89 published): the Qwen (1.0) README's single-A100 L
 now lands at 30 us (median |log error| 0.162 against 0.231 at 65; 25 and 35 us read 0.209, so the valley is
 narrow), the held-out half reads 0.239 against 0.252, and the project's own H200 steps (not fitted) go from 0.084 /
 0.063 to 0.294 / 0.513: one rate cannot serve both hosts, so the default stays and these rows stay over-planned
-(a per-host rate is a calibration: ``trainfit calibrate``, not this default). Nor is it the older
+(a per-host rate is a calibration: ``trainfit calibrate``, not this default). The same cells were then found to
+owe the excess to their code path, not the host: Qwen-1's remote code checkpoints re-entrantly under torch 2.0 (the
+first forward at the no-grad rate, ``training.checkpointed_forward_host_s_per_kernel``), runs one fused ``c_attn`` and
+flash-attn's rotary kernel (``ModelSpec.fused_qkv`` / ``fused_rotary``), and CUDA's dropout is one kernel
+(``inventory.LORA_DROPOUT_KERNELS``): 87 -> 57 forward kernels per layer, and the 256-1,024-token cells plan
++3..+37 % of their published step at this default rate. Nor is it the older
 software stack: measured on one CPU with compute made negligible (``benchmarks/host_stack_cpu.py``, data in
 ``benchmarks/data/host_stack_cpu.json``, 2026-12-03), a transformers Llama step on torch 2.0.1 / transformers 4.32.1
 / PEFT 0.5.0 (that README's era) costs 1.3x the current stack's host seconds per op on the grad forward, 1.05x on

@@ -225,6 +225,30 @@ def synced_seconds(*, host_s: float, device_s: float, kernels: float, syncs: flo
     return segments * max(host_seg, device_seg) + syncs * (refill + round_trip_s)
 
 
+def checkpointed_forward_host_s_per_kernel(*, rates: DeviceRates, reentrant_share: float) -> float:
+    """Host seconds per kernel of the decoder layers' first forward when ``reentrant_share`` of them run under a
+    re-entrant checkpoint: those layers' forward runs under ``torch.no_grad`` and records no autograd graph, so it pays
+    the no-grad forward's rate (``rates.nograd_forward_host_s_per_kernel``); the other layers the grad forward's.
+
+    Mechanism: torch's ``CheckpointFunction.forward`` runs ``with torch.no_grad(): outputs = run_function(*args)``
+    and its backward re-runs the function under ``torch.enable_grad()`` before ``torch.autograd.backward``
+    (pytorch/pytorch torch/utils/checkpoint.py @0008d771a4015b0b43165ea470653b52e92b2148 ``CheckpointFunction``;
+    its docstring: "The reentrant variant does not record the autograd graph during the forward pass, as it runs
+    with the forward pass under torch.no_grad"). torch 2.0's ``checkpoint`` defaults to ``use_reentrant=True``, so a
+    model that calls it without the keyword (Qwen (1.0)'s ``QWenModel.forward``) checkpoints re-entrantly. Megatron's
+    ``CheckpointFunction`` is an ``autograd.Function`` too, whose ``forward`` runs with grad mode off likewise; but
+    Megatron-Core's Transformer Engine layers launch their kernels inside TE's autograd Functions (``_Linear``,
+    ``_LayerNormLinear``, fused attention), where grad mode is off in a plain forward too, so the per-op saving measured
+    on transformers' eager layers (``rates.NOGRAD_FORWARD_OP_RATIO``) is not applied to them (``train_step_time``:
+    ``te_layers``). The recompute in backward records the graph (the grad forward's rate, unchanged). No constant:
+    the rates are the identified ones."""
+    no_grad = nograd_forward_host_s_per_kernel(
+        host_s_per_forward_kernel=rates.host_s_per_forward_kernel,
+        host_s_per_backward_kernel=rates.host_s_per_backward_kernel, backward_kernel_factor=BACKWARD_KERNEL_FACTOR)
+    share = min(1.0, max(0.0, reentrant_share))
+    return share * no_grad + (1.0 - share) * rates.host_s_per_forward_kernel
+
+
 def launch_blocking_syncs(*, kernels: float, host_syncs: float) -> float:
     """Host syncs of a pass of ``kernels`` kernels run under ``CUDA_LAUNCH_BLOCKING=1`` (``loop.launch_blocking``): one
     after every kernel but the last, so ``synced_seconds`` cuts the pass into one segment per kernel and the host's
@@ -637,7 +661,14 @@ def train_step_time(
     head_fwd = pass_seconds(inv.head_forward, backward=False, **kw) if head else ZERO_PASS
     head_bwd = pass_seconds(inv.head_backward, backward=True, **kw) if head else ZERO_PASS
     # the decoder layers' passes: the host hooks below are theirs; the head joins each pass after them (sequenced)
-    fwd = pass_seconds(inv.layers_forward, backward=False, **kw).scaled(count_scale)
+    # a re-entrant checkpoint's first forward records no autograd graph (checkpointed_forward_host_s_per_kernel);
+    # Transformer Engine layers launch their kernels inside TE's own autograd Functions, grad mode off either way, so
+    # the discount measured on transformers' eager layers is not theirs
+    reentrant_share = (recompute_layer_share if gradient_checkpointing and recompute_whole_layer
+                       and selective == "none" and not recompute_modules and not te_layers else 0.0)
+    fwd_kw = kw if reentrant_share <= 0.0 else {**kw, "rates": replace(rates, host_s_per_forward_kernel=(
+        checkpointed_forward_host_s_per_kernel(rates=rates, reentrant_share=reentrant_share)))}
+    fwd = pass_seconds(inv.layers_forward, backward=False, **fwd_kw).scaled(count_scale)
     rec_inv = (inv.recompute_modules(recompute_modules) if recompute_modules
                else inv.recompute(selective, whole_layer=recompute_whole_layer))
     rec = (pass_seconds(rec_inv, backward=False, **kw).scaled(count_scale * recompute_layer_share)

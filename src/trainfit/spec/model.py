@@ -261,6 +261,24 @@ class ModelSpec:
     models/phi3/modeling_phi3.py l.54-61, l.205, l.219-223): the same parameters as the separate projections, one
     GEMM each, adapters named after the fused modules, and q, k, v / gate, up are slices of the fused outputs."""
 
+    fused_qkv: bool = False
+    """q, k and v are one biased linear while the MLP's stay separate (Qwen (1.0)'s ``c_attn``: ``nn.Linear(hidden,
+    3 * projection_size)`` then ``mixed_x_layer.split(self.split_size, dim=2)``; its MLP is ``w1``, ``w2``,
+    ``c_proj``; modeling_qwen.py shipped with the checkpoints, read in a copy of the Qwen-72B repository:
+    mapengAdam/qianwen-72B modeling_qwen.py @3334bfe3d6d9d445cbe54185cd6aaef7e1e3c068 ``QWenAttention``,
+    ``QWenMLP``): one GEMM and one adapter instead of three (``compute.inventory``, step time only: the memory terms
+    keep three projections of the same total shape, whose adapters hold 2 x rank x hidden more parameters)."""
+    fused_rotary: bool = False
+    """Rotary runs as flash-attn's ``apply_rotary_emb_func`` (one Triton kernel per tensor, between an fp32 upcast and
+    the cast back) instead of eager ops: Qwen (1.0)'s ``apply_rotary_pos_emb`` when flash-attn >= 2.1.1 is installed
+    (same file, ``_import_flash_attn`` and ``apply_rotary_pos_emb``; ``compute.inventory.FLASH_ROTARY_*``). Its
+    ``RMSNorm`` would likewise call flash-attn's fused ``rms_norm``, but that needs the ``csrc/layer_norm`` extension,
+    which Qwen's README lists as optional ("Below are optional. Installing them might be slow.", QwenLM/Qwen README.md
+    @85cb093f20e1faa1d772d6abe8458661f3b09202): the eager norm is kept. Counted as one kernel per norm instead
+    (2 x 6 fewer forward kernels per layer, bytes unchanged), that README's 256-token LoRA cells would plan
+    1.8B +23 -> -4 %, 7B +37 -> +7 %, 14B +28 -> +4 % (tree of 2026-12-03; 1,024 tokens: 7B -1 % either way): the
+    rows cannot tell whether it was installed."""
+
     def __post_init__(self) -> None:
         if self.layer_types and len(self.layer_types) != self.num_layers:
             raise ValueError(

@@ -646,11 +646,17 @@ class StepInventory:
     layers, or block); under fp8 Transformer Engine's ``checkpoint``, re-entrant by default, l.131-140 there).
     None stops early: unlike torch's non-re-entrant checkpoint there is no saved-tensor count to stop at."""
 
-    def recompute(self, selective: str = "none", *, whole_layer: bool = False) -> PassInventory:
+    def recompute(self, selective: str = "none", *, whole_layer: bool = False,
+                  op_recomputes_attention: bool = False) -> PassInventory:
         """The recompute pass of full (``none``), ``op`` or ``core_attention`` checkpointing; ``whole_layer``: full
-        checkpointing by a re-entrant checkpoint (``layers_recompute_whole``)."""
+        checkpointing by a re-entrant checkpoint (``layers_recompute_whole``); ``op_recomputes_attention``: the per-op
+        policy's save list lacks the fused attention op the run dispatches to (``RunCard.parallel.sac_saves_attention``
+        false), so ``op`` re-runs the attention forward too (the core-attention pass's kernels, not its GEMMs: a fused
+        kernel has none)."""
         if selective == "none" and whole_layer:
             return self.layers_recompute_whole
+        if selective == "op" and op_recomputes_attention:
+            return self.layers_recompute_op + replace(self.layers_recompute_core_attention, gemms=())
         return {"op": self.layers_recompute_op, "core_attention": self.layers_recompute_core_attention}.get(
             selective, self.layers_recompute)
 

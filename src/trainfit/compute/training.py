@@ -544,6 +544,7 @@ def train_step_time(
     a2a_thd_sequences: float = 0.0, te_layers: bool = False, launch_blocking: bool = False,
     recompute_whole_layer: bool = False, activation_offload_layers: int = 0,
     activation_offload_bytes_per_layer: float = 0.0, activation_offload_copy_bytes_per_s: float = 0.0,
+    op_recomputes_attention: bool = False,
 ) -> TrainStepTime:
     """Seconds of one optimizer step on one GPU (all GPUs of a data-parallel group run in lockstep).
 
@@ -601,6 +602,8 @@ def train_step_time(
     chunk reorders); ``te_layers``: the decoder layers are Megatron-Core's Transformer Engine modules, whose linears'
     Python forward and backward add host seconds per call beyond the per-kernel rates times ``kernel_factor``
     (``te_host.te_forward_host_seconds`` / ``te_backward_host_seconds``; a full recompute's forward too);
+    ``op_recomputes_attention``: with ``selective`` ``op``, the attention forward re-runs too
+    (``inventory.StepInventory.recompute``, ``RunCard.parallel.sac_saves_attention``);
     ``recompute_whole_layer``: full recompute by a re-entrant checkpoint (Megatron's, DeepSpeed's, torch's with
     ``use_reentrant=True``), which re-runs the layer's last linear and residual add too
     (``inventory.StepInventory.layers_recompute_whole``); otherwise torch's non-re-entrant checkpoint, which stops at
@@ -639,7 +642,8 @@ def train_step_time(
     # the decoder layers' passes: the host hooks below are theirs; the head joins each pass after them (sequenced)
     fwd = pass_seconds(inv.layers_forward, backward=False, **kw).scaled(count_scale)
     rec_inv = (inv.recompute_modules(recompute_modules) if recompute_modules
-               else inv.recompute(selective, whole_layer=recompute_whole_layer))
+               else inv.recompute(selective, whole_layer=recompute_whole_layer,
+                                  op_recomputes_attention=op_recomputes_attention))
     rec = (pass_seconds(rec_inv, backward=False, **kw).scaled(count_scale * recompute_layer_share)
            if gradient_checkpointing else ZERO_PASS)
     bwd = pass_seconds(inv.layers_backward, backward=True, **kw).scaled(count_scale)

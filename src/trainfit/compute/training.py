@@ -255,8 +255,9 @@ def l2_chained_bytes(chained_reads: tuple[ChainedRead, ...], *,
     The catalog's figures are a read-only streaming kernel's, measured per card as the data set grows
     (te42kyfo/gpu-benches ``gpu-l2-cache``, cited in each GPU entry): on an L40 5.2 TB/s up to 89.5 MiB, then the
     0.8 TB/s of GDDR6; on an H200 9.9 TB/s up to 39.5 MiB, then 3.9 TB/s. A card without them (None) prices every
-    read at device memory's rate. Only the chains counted in the inventory (eager RMSNorm, ``NORM_CHAINED_*``) are
-    priced so; the other elementwise kernels read a GEMM's output or a saved activation first (not counted)."""
+    read at device memory's rate. Only the chains counted in the inventory (eager RMSNorm, ``NORM_CHAINED_*``; PEFT's
+    fp32-adapter casts, scale and add around lora_A / lora_B, ``FP32_LORA_CHAINED_*``) are priced so; the other
+    elementwise kernels read a GEMM's output or a saved activation first (not counted)."""
     if not rates.l2_read_bytes_per_s or rates.l2_resident_bytes <= 0:
         return 0.0, 0.0
     fit = [c for c in chained_reads if c.working_set_bytes <= rates.l2_resident_bytes]

@@ -46,3 +46,26 @@ def test_plan_recompute_phase_grows_by_the_attention_forward():
     assert ph2["recompute"].terms["attention"] == pytest.approx(ph["forward"].terms["attention"])
     assert ph["recompute"].terms.get("attention", 0.0) == 0.0
     assert rerun.step_seconds > saved.step_seconds
+
+
+def test_memory_drops_the_attention_output_and_logsumexp():
+    from trainfit.memory.activations import activation_bytes
+    from trainfit.spec.enums import Attention, SelectiveCheckpointing
+    from trainfit.spec.training import TrainableSpec
+
+    s = resolve_model("meta-llama/Llama-3.1-8B")
+    kw = dict(micro_batch_size=1, seq_len=8192, attention=Attention.SDPA, trainable=TrainableSpec(),
+              selective=SelectiveCheckpointing.OP)
+    saved = activation_bytes(s, **kw)
+    rerun = activation_bytes(s, sac_saves_attention=False, **kw)
+    per_layer = 8192 * (2 * s.q_dim + 4 * s.num_attention_heads)  # bf16 output, fp32 logsumexp
+    assert all(a - b == per_layer for a, b in zip(saved.checkpointed_per_layer, rerun.checkpointed_per_layer))
+    assert saved.per_layer == rerun.per_layer  # without checkpointing nothing changes
+    full = dict(kw, selective=SelectiveCheckpointing.NONE)
+    assert activation_bytes(s, sac_saves_attention=False, **full) == activation_bytes(s, **full)
+
+
+def test_plan_peak_falls_with_the_unsaved_attention():
+    saved = make_plan(load_card_dict(_card()))
+    rerun = make_plan(load_card_dict(_card(sac_saves_attention=False)))
+    assert rerun.peak.allocated < saved.peak.allocated

@@ -193,6 +193,7 @@ def activation_offload_of(card: RunCard, shard: ModelSpec, rates: DeviceRates, *
                            selective=card.parallel.selective_checkpointing, compiled=card.parallel.compile,
                            linear_input_bytes=fp8_linear_input_bytes(card),
                            sac_saves_linear_outputs=sac_saves_linear_outputs(card),
+                           sac_saves_attention=card.parallel.sac_saves_attention,
                            bf16_layers=(card.precision.bf16_first_layers, card.precision.bf16_last_layers),
                            hf_sdpa=hf_sdpa_of(card),
                            gptq_torch_dequant=gptq_torch_dequant(card))

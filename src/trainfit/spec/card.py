@@ -288,7 +288,8 @@ class ParallelSection(_Section):
         True, description="With selective_checkpointing op: the per-op policy's save list holds the fused attention"
         " op the run dispatches to, so attention is not recomputed. false: it does not (torchtitan before"
         " b39377f9, 2025-12-01, saves SDPA's flash and efficient ops but not _scaled_dot_product_cudnn_attention,"
-        " which its SDPA prefers on compute capability >= 10.0), and the attention forward re-runs in backward.")
+        " which its SDPA prefers on compute capability >= 10.0): the attention forward re-runs in backward and its"
+        " output is not kept.")
     recompute_modules: tuple[RecomputeModule, ...] | None = Field(
         None, max_length=7, description="Megatron-Core --recompute-granularity selective --recompute-modules: any of"
         " core_attn, moe_act, layernorm, mla_up_proj, mlp, moe, shared_experts (tensor_parallel_impl megatron; each"

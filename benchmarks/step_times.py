@@ -1146,6 +1146,13 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     notes += n
     ckpt, n = checkpointing(e.get("activation_checkpointing"), e["framework"], (e.get("measured") or {}).get("also"))
     notes += n
+    if (e.get("sac_attention_recomputed") and ckpt.get("gradient_checkpointing") == "selective"
+            and ckpt.get("selective_checkpointing", "op") == "op"):
+        # the entry cites its framework's SDPA backend order and per-op save list at the run's commit: the attention
+        # op it dispatches to is not saved, so the policy re-runs it (card parallel.sac_saves_attention false)
+        ckpt = {**ckpt, "sac_saves_attention": False}
+        notes.append("parallel.sac_saves_attention false: the per-op policy does not save the attention op the run's"
+                     " SDPA dispatches to (the entry's sac_attention_recomputed)")
     if not e["batch"].get("micro_batch_size"):
         # e.g. Megatron-LM's 2024 H100 scaling table: pipeline rows without a published micro-batch (or virtual
         # stages), whose bubble depends on them

@@ -254,6 +254,23 @@ aten/src/ATen/native/Dropout.cpp ``is_fused_kernel_acceptable`` / ``dropout``; a
 FP32_LORA_INPUT_BYTES, FP32_LORA_OUTPUT_BYTES = 6.0, 24.0
 """fp32 adapters: x.to(fp32) (2 in, 4 out) per input element; per output element the fp32 product is
 written (4), scaled (4 + 4), cast down (4 + 2) and added to the base output (2 + 2 + 2)."""
+FP32_LORA_CHAINED_OUTPUT_BYTES, FP32_LORA_CHAINED_INPUT_BYTES = 12.0, 2.0
+"""Of ``FP32_LORA_OUTPUT_BYTES`` / ``FP32_LORA_INPUT_BYTES``, the reads of a tensor a kernel just before wrote or read
+(``ChainedRead``): the scale reads the product lora_B wrote (4), the cast reads the scaled product (4), the add reads
+the cast (2) and the base output the base GEMM wrote three small launches earlier (2); the input's cast reads the
+module input the base GEMM has just read (2). PEFT's ``Linear.forward`` (huggingface/peft
+src/peft/tuners/lora/layer.py l.1030-1070, ``_cast_input_dtype`` src/peft/tuners/tuners_utils.py l.1777-1792
+@d787f51bbaa196862733ed53c1b7def75b49ab29) runs them back to back for each adapted module."""
+FP32_LORA_CHAIN_OUTPUT_SET_BYTES, FP32_LORA_CHAIN_INPUT_SET_BYTES = 12.0, 6.0
+"""Bytes per output / input element one adapted module's chains keep live: after lora_B, the fp32 product, the scaled
+product, the bf16 cast and the base output (4 + 4 + 2 + 2); before lora_A, the bf16 input and its fp32 copy (2 + 4).
+The two chains are apart (lora_A and lora_B run between them), so each must fit on its own."""
+FP32_LORA_BACKWARD_CHAINED_SHARE = 8.0 / 20.0
+"""Of the adapter's backward elementwise bytes (``LORA_BACKWARD_BYTES_FACTOR`` x the forward's), the chained reads.
+Autograd's backward of the output side, per element: the incoming bf16 gradient cast to fp32 (2 read, 4 written), the
+promoted add's gradient cast back to bf16 for the base branch (4 read, 2 written), the scalar multiply's (4 read,
+4 written): 20 bytes, of which the two reads of the fp32 gradient just written (4 + 4) are chained; applied to the
+input side's casts too (its fp32 gradient read back as lora_A's dX GEMM writes it)."""
 NF4_DEQUANT_BYTES_PER_WEIGHT = 0.5 + 1 / 32 + 2.0
 GPTQ_TORCH_DEQUANT_FORWARD_BYTES_PER_WEIGHT = (0.5 + 4.0) + (4.0 + 1.0) + (1.0 + 1.0) + (1.0 + 1.0) + (1.0 + 2.0)
 GPTQ_TORCH_DEQUANT_FORWARD_KERNELS = 9
@@ -670,11 +687,17 @@ class StepInventory:
     layers, or block); under fp8 Transformer Engine's ``checkpoint``, re-entrant by default, l.131-140 there).
     None stops early: unlike torch's non-re-entrant checkpoint there is no saved-tensor count to stop at."""
 
-    def recompute(self, selective: str = "none", *, whole_layer: bool = False) -> PassInventory:
+    def recompute(self, selective: str = "none", *, whole_layer: bool = False,
+                  op_recomputes_attention: bool = False) -> PassInventory:
         """The recompute pass of full (``none``), ``op`` or ``core_attention`` checkpointing; ``whole_layer``: full
-        checkpointing by a re-entrant checkpoint (``layers_recompute_whole``)."""
+        checkpointing by a re-entrant checkpoint (``layers_recompute_whole``); ``op_recomputes_attention``: the per-op
+        policy's save list lacks the fused attention op the run dispatches to (``RunCard.parallel.sac_saves_attention``
+        false), so ``op`` re-runs the attention forward too (the core-attention pass's kernels, not its GEMMs: a fused
+        kernel has none)."""
         if selective == "none" and whole_layer:
             return self.layers_recompute_whole
+        if selective == "op" and op_recomputes_attention:
+            return self.layers_recompute_op + replace(self.layers_recompute_core_attention, gemms=())
         return {"op": self.layers_recompute_op, "core_attention": self.layers_recompute_core_attention}.get(
             selective, self.layers_recompute)
 
@@ -1001,6 +1024,8 @@ def step_inventory(
     h = spec.hidden_size
     fwd, bwd = [], []
     fwd_bytes = bwd_bytes = lora_bytes = 0.0
+    lora_chain_f: list[ChainedRead] = []  # fp32 adapters' elementwise chains (FP32_LORA_CHAINED_*)
+    lora_chain_b: list[ChainedRead] = []
     fwd_k = bwd_k = lora_k = 0.0
     gq_b = gq_k = gq_s = 0.0  # AutoGPTQ PyTorch unpacking (GPTQ_TORCH_DEQUANT_*), forward only
     nf_b = nf_k = 0.0  # bitsandbytes NF4 dequantisation, once a forward and once a backward per linear
@@ -1269,6 +1294,17 @@ def step_inventory(
             if d >= 4:  # cast x up (2 in, 4 out) and the fp32 output scaled, cast down, added
                 lora_bytes += (FP32_LORA_INPUT_BYTES * g.in_features + FP32_LORA_OUTPUT_BYTES * g.out_features) * t * g.count
                 lora_k += (LORA_EXTRA_KERNELS + 2) * g.count
+                # the chains' reads of what their previous kernel wrote (the input's cast before lora_A, the output's
+                # scale, cast and add after lora_B): L2 hits where one module's chain fits
+                for width, chained, elementwise, live in (
+                        (g.in_features, FP32_LORA_CHAINED_INPUT_BYTES, FP32_LORA_INPUT_BYTES,
+                         FP32_LORA_CHAIN_INPUT_SET_BYTES),
+                        (g.out_features, FP32_LORA_CHAINED_OUTPUT_BYTES, FP32_LORA_OUTPUT_BYTES,
+                         FP32_LORA_CHAIN_OUTPUT_SET_BYTES)):
+                    lora_chain_f.append(ChainedRead(live * t * width, chained * t * width * g.count, 0.0))
+                    lora_chain_b.append(ChainedRead(live * t * width, FP32_LORA_BACKWARD_CHAINED_SHARE
+                                                    * LORA_BACKWARD_BYTES_FACTOR * elementwise * t * width * g.count,
+                                                    0.0))
             else:
                 lora_bytes += LORA_ELEMENTWISE_BYTES * t * g.out_features * g.count
                 lora_k += LORA_EXTRA_KERNELS * g.count
@@ -1452,8 +1488,9 @@ def step_inventory(
     sync_f += loop_syncs + dispatch_syncs
     win = dict(window_attention_forward_flops=win_fwd, window_attention_seq=win_seq,
                attention_head_dim=float(spec.head_dim) if attn_fwd else 0.0)
-    chain_f = norm_chained_reads(norm_elements, backward_bytes_per_element=None)
-    chain_b = norm_chained_reads(norm_elements, backward_bytes_per_element=BACKWARD_BYTES_FACTOR * NORM_BYTES)
+    chain_f = norm_chained_reads(norm_elements, backward_bytes_per_element=None) + tuple(lora_chain_f)
+    chain_b = (norm_chained_reads(norm_elements, backward_bytes_per_element=BACKWARD_BYTES_FACTOR * NORM_BYTES)
+               + tuple(lora_chain_b))
     layers_fwd = PassInventory(tuple(fwd), attn_fwd, float(full), fwd_bytes, fwd_k, scores, strided + gq_s, sync_f,
                                fused_bytes=ff_b, fused_kernels=ff_k, bare_kernels=gq_k, chained_reads=chain_f,
                                fused_strided_bytes=gq_s, **win)

@@ -279,8 +279,9 @@ def l2_chained_bytes(chained_reads: tuple[ChainedRead, ...], *,
     The catalog's figures are a read-only streaming kernel's, measured per card as the data set grows
     (te42kyfo/gpu-benches ``gpu-l2-cache``, cited in each GPU entry): on an L40 5.2 TB/s up to 89.5 MiB, then the
     0.8 TB/s of GDDR6; on an H200 9.9 TB/s up to 39.5 MiB, then 3.9 TB/s. A card without them (None) prices every
-    read at device memory's rate. Only the chains counted in the inventory (eager RMSNorm, ``NORM_CHAINED_*``) are
-    priced so; the other elementwise kernels read a GEMM's output or a saved activation first (not counted)."""
+    read at device memory's rate. Only the chains counted in the inventory (eager RMSNorm, ``NORM_CHAINED_*``; PEFT's
+    fp32-adapter casts, scale and add around lora_A / lora_B, ``FP32_LORA_CHAINED_*``) are priced so; the other
+    elementwise kernels read a GEMM's output or a saved activation first (not counted)."""
     if not rates.l2_read_bytes_per_s or rates.l2_resident_bytes <= 0:
         return 0.0, 0.0
     fit = [c for c in chained_reads if c.working_set_bytes <= rates.l2_resident_bytes]
@@ -568,6 +569,7 @@ def train_step_time(
     a2a_thd_sequences: float = 0.0, te_layers: bool = False, launch_blocking: bool = False,
     recompute_whole_layer: bool = False, activation_offload_layers: int = 0,
     activation_offload_bytes_per_layer: float = 0.0, activation_offload_copy_bytes_per_s: float = 0.0,
+    op_recomputes_attention: bool = False,
 ) -> TrainStepTime:
     """Seconds of one optimizer step on one GPU (all GPUs of a data-parallel group run in lockstep).
 
@@ -625,6 +627,8 @@ def train_step_time(
     chunk reorders); ``te_layers``: the decoder layers are Megatron-Core's Transformer Engine modules, whose linears'
     Python forward and backward add host seconds per call beyond the per-kernel rates times ``kernel_factor``
     (``te_host.te_forward_host_seconds`` / ``te_backward_host_seconds``; a full recompute's forward too);
+    ``op_recomputes_attention``: with ``selective`` ``op``, the attention forward re-runs too
+    (``inventory.StepInventory.recompute``, ``RunCard.parallel.sac_saves_attention``);
     ``recompute_whole_layer``: full recompute by a re-entrant checkpoint (Megatron's, DeepSpeed's, torch's with
     ``use_reentrant=True``), which re-runs the layer's last linear and residual add too
     (``inventory.StepInventory.layers_recompute_whole``); otherwise torch's non-re-entrant checkpoint, which stops at
@@ -670,7 +674,8 @@ def train_step_time(
         checkpointed_forward_host_s_per_kernel(rates=rates, reentrant_share=reentrant_share)))}
     fwd = pass_seconds(inv.layers_forward, backward=False, **fwd_kw).scaled(count_scale)
     rec_inv = (inv.recompute_modules(recompute_modules) if recompute_modules
-               else inv.recompute(selective, whole_layer=recompute_whole_layer))
+               else inv.recompute(selective, whole_layer=recompute_whole_layer,
+                                  op_recomputes_attention=op_recomputes_attention))
     rec = (pass_seconds(rec_inv, backward=False, **kw).scaled(count_scale * recompute_layer_share)
            if gradient_checkpointing else ZERO_PASS)
     bwd = pass_seconds(inv.layers_backward, backward=True, **kw).scaled(count_scale)

@@ -207,6 +207,10 @@ def shared_notes(card: RunCard, target: str, *, megatron_has: set[str] | None = 
     if p.fp8_attention and target != "verl":
         notes.append(f"precision.fp8_attention: {target} has no setting for Transformer Engine's fp8 attention"
                      " (Megatron-Core fp8_dot_product_attention); not written, attention runs bf16 (use --to verl)")
+    if not card.parallel.sac_saves_attention:
+        notes.append("parallel.sac_saves_attention false: a description of torchtitan's per-op policy before b39377f9"
+                     f" (cuDNN attention missing from its save list), not a setting; {target} has no switch for it;"
+                     " not written")
     if non_default(card, "parallel.compile") and card.parallel.compile and target in ("verl", "openrlhf"):
         notes.append(f"parallel.compile: {target} has no torch.compile switch for the trained model here")
     if target in ("accelerate", "trl", "deepspeed"):  # the model-parallel targets say their own

@@ -1015,6 +1015,7 @@ def activation_bytes(
     compiled: bool = False,
     linear_input_bytes: float = 0.0,
     sac_saves_linear_outputs: bool = True,
+    sac_saves_attention: bool = True,
     bf16_layers: tuple[int, int] = (0, 0),
     hf_sdpa: HfSdpaCopies = V5_SDPA,
     gptq_torch_dequant: bool = False,
@@ -1135,7 +1136,7 @@ def activation_bytes(
     if selective is SelectiveCheckpointing.OP:
         ckpt = tuple(c + selective_layer_bytes(ctx, spec, i, sequence_shards=sequence_shards,
                                                linear_outputs=sac_saves_linear_outputs or i < first
-                                               or i >= spec.num_layers - last)
+                                               or i >= spec.num_layers - last, attention=sac_saves_attention)
                      for i, c in enumerate(ckpt))
     elif selective is SelectiveCheckpointing.CORE_ATTENTION:
         ckpt = tuple(max(0, n - _core_attention_bytes(ctx, spec, i)) for i, n in enumerate(per_layer))
@@ -1204,16 +1205,18 @@ def _mm_outputs(ctx: _Ctx, spec: ModelSpec, i: int) -> list[int]:
 
 
 def selective_layer_bytes(ctx: _Ctx, spec: ModelSpec, i: int, *, sequence_shards: int = 1,
-                          linear_outputs: bool = True) -> int:
+                          linear_outputs: bool = True, attention: bool = True) -> int:
     """What torchtitan's per-op policy saves in layer ``i`` beside the layer input (module docstring): the
     odd-numbered matmuls' outputs, SDPA's output and logsumexp, the reduce-scatter outputs. ``linear_outputs``
     False: the linears' GEMMs are outside the policy's matmul pair and save list (torchao NVFP4's ``scaled_mm``:
     PREFER_RECOMPUTE, pytorch/torchtitan torchtitan/distributed/activation_checkpoint.py l.31-75, 260-275
-    @bcc09297a1d892e0ccf6a41fc367e76aab02475b), so none of their outputs is kept."""
+    @bcc09297a1d892e0ccf6a41fc367e76aab02475b), so none of their outputs is kept. ``attention`` False: the fused
+    attention op the run dispatches to is not in the save list (``RunCard.parallel.sac_saves_attention``: cuDNN SDPA
+    under torchtitan before b39377f9), so its output and logsumexp are recomputed, not kept."""
     T = ctx.T
     saved = (sum(n for k, n in enumerate(_mm_outputs(ctx, spec, i), start=1) if k % 2 == 1) * T
              if linear_outputs else 0)
-    if spec.layer_kind(i) is LayerKind.FULL_ATTENTION and not runs_eager(spec.family, ctx.attention):
+    if attention and spec.layer_kind(i) is LayerKind.FULL_ATTENTION and not runs_eager(spec.family, ctx.attention):
         saved += T * (ctx.a * spec.q_dim + FP32 * spec.num_attention_heads)
     if sequence_shards > 1:
         saved += 2 * ctx.a * (ctx.T_seq or T) * spec.hidden_size

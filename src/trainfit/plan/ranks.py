@@ -459,6 +459,7 @@ def _activations(card: RunCard, spec: ModelSpec, ss: ModelSpec, layout: Parallel
                            selective=card.parallel.layer_selective_checkpointing,
                            compiled=card.parallel.compile, linear_input_bytes=fp8_in,
                            sac_saves_linear_outputs=sac_saves_linear_outputs(card),
+                           sac_saves_attention=card.parallel.sac_saves_attention,
                            bf16_layers=(card.precision.bf16_first_layers, card.precision.bf16_last_layers),
                            hf_sdpa=hf_sdpa_of(card),
                            gptq_torch_dequant=gptq_torch_dequant(card))

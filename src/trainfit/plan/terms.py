@@ -581,6 +581,7 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         compiled=card.parallel.compile,
         linear_input_bytes=fp8_linear_input_bytes(card),
         sac_saves_linear_outputs=sac_saves_linear_outputs(card),
+        sac_saves_attention=card.parallel.sac_saves_attention,
         bf16_layers=(card.precision.bf16_first_layers, card.precision.bf16_last_layers),
         hf_sdpa=hf_sdpa_of(card),
         gptq_torch_dequant=gptq_torch_dequant(card),

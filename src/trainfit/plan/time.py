@@ -193,6 +193,7 @@ def activation_offload_of(card: RunCard, shard: ModelSpec, rates: DeviceRates, *
                            selective=card.parallel.selective_checkpointing, compiled=card.parallel.compile,
                            linear_input_bytes=fp8_linear_input_bytes(card),
                            sac_saves_linear_outputs=sac_saves_linear_outputs(card),
+                           sac_saves_attention=card.parallel.sac_saves_attention,
                            bf16_layers=(card.precision.bf16_first_layers, card.precision.bf16_last_layers),
                            hf_sdpa=hf_sdpa_of(card),
                            gptq_torch_dequant=gptq_torch_dequant(card))
@@ -696,6 +697,7 @@ def training_time(
         kernel_factor=COMPILE_KERNEL_FACTOR if fused_kernels(card) else 1.0,
         model_parallel=mp, attention_context=packed_context or attention_context or (seq_len if cp > 1 else None),
         selective=par.layer_selective_checkpointing.value, recompute_modules=megatron_recompute_timed(card),
+        op_recomputes_attention=not par.sac_saves_attention,
         fp8=card.precision.compute.quantized_gemms,
         fp8_weight_cache=fp8_weight_cache_of(card), work_cv=work_cv, expert_params=expert,
         fp8_params=card.precision.quantized_params and not mxfp8_params_gather_bf16(card),

@@ -284,6 +284,12 @@ class ParallelSection(_Section):
         " Megatron tensor parallel only) | layernorm_moe_act (Megatron-Core --recompute-modules layernorm moe_act:"
         " the norms not fused into a linear and the experts' activation, Megatron tensor parallel) | modules"
         " (Megatron-Core --recompute-modules with the list in recompute_modules).")
+    sac_saves_attention: bool = Field(
+        True, description="With selective_checkpointing op: the per-op policy's save list holds the fused attention"
+        " op the run dispatches to, so attention is not recomputed. false: it does not (torchtitan before"
+        " b39377f9, 2025-12-01, saves SDPA's flash and efficient ops but not _scaled_dot_product_cudnn_attention,"
+        " which its SDPA prefers on compute capability >= 10.0): the attention forward re-runs in backward and its"
+        " output is not kept.")
     recompute_modules: tuple[RecomputeModule, ...] | None = Field(
         None, max_length=7, description="Megatron-Core --recompute-granularity selective --recompute-modules: any of"
         " core_attn, moe_act, layernorm, mla_up_proj, mlp, moe, shared_experts (tensor_parallel_impl megatron; each"
@@ -431,6 +437,10 @@ class ParallelSection(_Section):
         if self.gradient_checkpointing and self.selective_checkpointing is not SelectiveCheckpointing.NONE:
             raise ValueError(f"parallel.selective_checkpointing: '{self.selective_checkpointing.value}' with"
                              " gradient_checkpointing: true (full recompute already); allowed with it: none")
+        if not self.sac_saves_attention and self.selective_checkpointing is not SelectiveCheckpointing.OP:
+            raise ValueError("parallel.sac_saves_attention: false describes torchtitan's per-op policy; it needs"
+                             f" selective_checkpointing: op, got '{self.selective_checkpointing.value}'; allowed"
+                             " otherwise: true")
         mods = self.recompute_modules
         allowed_mods = ", ".join(m.value for m in RecomputeModule)
         if self.selective_checkpointing is SelectiveCheckpointing.MODULES and not mods:

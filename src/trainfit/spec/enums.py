@@ -413,6 +413,7 @@ class ResponseShape(StrEnum):
     """Distribution of RL response lengths between 1 and the maximum (``rollout.response_len``)."""
 
     EXPONENTIAL = "exponential"
+    SHIFTED_EXPONENTIAL = "shifted_exponential"
     UNIFORM = "uniform"
     FIXED = "fixed"
 

@@ -42,7 +42,10 @@ fit-half length log's shortest response): with the slowest engine (``generation_
 the shifted shape as the card default, the generation subset 17.2 -> 14.6 % (3 -> 2 beyond 50 %), but NeMo RL's
 70B phases −44..−47 % (the lighter tail shortens their longest too), the actor update 22.3 -> 23.1 %, the rows
 without a published mean 18.0 -> 19.9 % and one RL step row past 50 % (the numbers in ``response_lengths``): still
-an option, off by default.
+an option, off by default. What it says of the 70B miss: under a length shape whose tail the logs support, the
+slowest engine's longest does not close it (−44..−47 % at the fitted floor of 0.437 x the mean, −32..−36 % at 0.25 x
+as a sensitivity check); their task's (OpenMathInstruct-2) shortest responses are not published, so how much of the
+miss is the length tail stays open.
 
 Pure Python: no torch import.
 """

@@ -10,6 +10,45 @@ has at least one token: ``1 + min(Exp(θ), max − 1)``). ``uniform`` is uniform
 ``[2·mean − max, max]`` (mean >= (max+1)/2); ``fixed`` gives every response ``response_len_mean``
 tokens (``response_len_max`` when no mean is given, the default then).
 
+``shifted_exponential`` (an option, not the default): the truncated exponential above a floor,
+``floor + min(Exp(θ), max − floor)`` with ``floor = SHORTEST_SHARE_OF_MEAN × mean`` and ``θ`` solved for the mean.
+verl logs each step's shortest response (``response_length/min``) too, and it is far from the exponential's: the
+shortest of 512-5,120 responses is 16-44 % of the step's mean in every run of
+``benchmarks/data/rl_response_length_steps.json`` (mean over logged steps), where the exponential's is ``1 + θ/N``,
+about 1 token. The floor's share is read from the fit-half run's logged minimum (``SHORTEST_SHARE_OF_MEAN``); the
+tail above it is lighter than the plain exponential's at the same mean. Checked on that file's runs, at every 1/40th
+logged step's mean, cap and batch (the expected longest of all ``N`` responses; the share cut at the cap):
+
+* fit half, play-verl Qwen2.5-0.5B GRPO (cap 192): clip ratio logged 0.170, shifted 0.352, exponential 0.529;
+* held out, play-verl Qwen2.5-0.5B PPO (cap 256): clip 0.321 logged, 0.436 shifted, 0.589 exponential;
+* held out, the batch's longest, logged / shifted / exponential: play-verl Qwen2-7B min 867 / 719 (−17 %) / 988
+  (+14 %); Qwen2-7B recommended 1,011 / 975 (−4 %) / 1,024 (+1 %); the MI300X deepseek-llm-7b GRPO run 647 / 745
+  (+15 %) / 1,019 (+57 %); its PPO run 453 / 511 (+13 %) / 512 (+13 %): median |error| 14 % against 13.5 %, the
+  largest 17 % against 57 %. The clip ratio of the cap-free 7B runs (0.00003-0.0044 logged) is not reproduced by
+  either (shifted 0-0.0031, exponential 0.0005-0.026).
+
+So it is the better shape for the batch's longest, but not the default: the step-time benchmark
+(``benchmarks/step_times.py``, tree of 2cbdbdc, against the same tree) moved the wrong way on subsets the default
+must not worsen. As the card default alone: the generation subset's median 17.2 -> 15.2 % but 3 -> 6 rows beyond
+50 % (NeMo RL's Llama-3.1-70B phases on 64 H100 −40..−43 -> −57..−60 %: one engine's longest falls), the RL step
+subset 14.5 -> 14.9 %, the actor update 22.3 -> 23.1 %, the rows without a published mean 18.0 -> 20.0 % (5 -> 2
+beyond 50 %), all rows 10.4 -> 10.7 % (63 -> 64 beyond 50 %). With the slowest engine holding the batch's longest
+(``slowest_engine_groups``, ``generation_time(slowest_engine=True)``) as well: generation 17.2 -> 14.6 % (3 -> 2
+beyond 50 %; fit half 10.9 -> 5.9 %, held-out half 37.2 -> 37.0 %; play-verl Qwen2-7B min +61 -> +48 %, the MI300X
+deepseek-llm-7b GRPO phase +24 -> +11 %, verl fully-async H20 64-GPU +90 -> +67 %, but NeMo RL's 70B phases
+−40..−43 -> −44..−47 %), RL step 14.5 -> 14.5 % with 2 -> 3 beyond 50 % (NeMo RL v0.6 DeepSeek-V3 GB200 step
+−49.9 -> −50.6 %; RL step held-out half 12.8 -> 13.5 %), actor update 22.3 -> 23.1 % (the shape also sets the
+update's micro-batch spread), rows without a published mean 18.0 -> 19.9 %, all rows 10.4 -> 10.5 % (63 -> 63).
+The lighter tail is what lets the slowest engine in at all: the same slowest engine with the plain exponential
+moved generation 17.2 -> 18.0 % and the rows without a published mean 18.0 -> 22.2 % (5 -> 8 beyond 50 %; all rows
+63 -> 66 beyond 50 %). Nor does the floor's value rescue the default: at a floor of 0.25 x the mean (a sensitivity
+check, not a fit) with the slowest engine, generation 17.2 -> 15.8 %, NeMo RL's 70B phases −40..−43 -> −32..−36 %,
+rows without a published mean 18.0 -> 17.2 % but 5 -> 6 beyond 50 %, the RL step 2 -> 3 beyond 50 %, the actor
+update 22.3 -> 22.8 %, all rows 63 -> 65 beyond 50 %.
+The floor was read from one short-answer run at a tight cap (0.5B GSM8K, cap 1.36x its mean); the held-out runs'
+floors are 0.16-0.35 of their means, and no run with a chain-of-thought profile logs its shortest response, so the
+floor of the ``COT`` / ``LONG_COT`` rows (NeMo RL's 70B, the DAPO rows) is unmeasured.
+
 **No published mean** (``default_response_mean``): a model's response length is a property of the
 model and the task, not of the maximum the run allows. The default is the same truncated
 exponential with its *natural* scale ``θ`` (the mean the model would have with no limit) taken from
@@ -76,6 +115,13 @@ from trainfit.errors import CardError
 from trainfit.spec.enums import LengthProfileName, ResponseShape
 
 DEFAULT_QUANTILES = 64
+
+SHORTEST_SHARE_OF_MEAN = 0.437
+"""The shifted shape's floor as a share of the mean response: the batch's shortest response over its mean,
+``response_length/min`` / ``response_length/mean``, averaged over the 435 logged steps of the one fit-half run of
+``benchmarks/data/rl_response_length_steps.json`` (dingxianzhong/play-verl logs/verl_grpo_qwen2.5b_8gpu.log
+@7716a615fc4b68961f2bb7716c9aadcd65ca28d2, Qwen2.5-0.5B-Instruct GRPO on GSM8K, 512 sequences, cap 192): 0.4365.
+The shortest of ``N`` draws of ``floor + Exp(θ)`` is ``floor + θ/N``, so the logged minimum reads the floor."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,15 +203,43 @@ def response_length_groups(
         return ((mean, 1.0),)
     edges = _bin_edges(sequences, quantiles)
     groups = []
-    top = response_len_max - 1  # lengths are 1 (the first token) + a draw on [0, max − 1]
+    floor = _floor_tokens(kind, mean)
+    top = response_len_max - floor  # lengths are the floor + a draw on [0, max − floor]
     for p0, p1 in pairwise(edges):
         if kind is ResponseShape.UNIFORM:
             lo = 2 * mean - response_len_max
             length = lo + (response_len_max - lo) * (p0 + p1) / 2
         else:
-            length = 1 + (_exp_integral(p1, theta, top) - _exp_integral(p0, theta, top)) / (p1 - p0)
+            length = floor + (_exp_integral(p1, theta, top) - _exp_integral(p0, theta, top)) / (p1 - p0)
         groups.append((min(length, response_len_max), p1 - p0))
     return tuple(groups)
+
+
+def slowest_engine_groups(
+    *, shape: ResponseShape | str | None, response_len_max: float, response_len_mean: float | None,
+    sequences_per_engine: int, engines: int, quantiles: int = DEFAULT_QUANTILES,
+) -> tuple[tuple[float, float], ...]:
+    """``(length, share)`` groups of the engine that holds the batch's longest response, ``sequences_per_engine``
+    draws.
+
+    The step waits for its slowest engine, and with independent lengths that is the one holding the longest of all
+    ``engines × sequences_per_engine`` responses: its groups are those of the whole batch
+    (``response_length_groups`` over all sequences, whose top group is the batch's longest, share ``1/N``) with
+    that top group made one whole sequence of the engine (share ``1/S``) and the others rescaled to the rest.
+    With one engine these are ``response_length_groups``.
+    """
+    if engines <= 1:
+        return response_length_groups(shape=shape, response_len_max=response_len_max,
+                                      response_len_mean=response_len_mean, sequences=sequences_per_engine,
+                                      quantiles=quantiles)
+    n = sequences_per_engine * engines
+    groups = response_length_groups(shape=shape, response_len_max=response_len_max,
+                                    response_len_mean=response_len_mean, sequences=n, quantiles=quantiles)
+    if len(groups) == 1 or sequences_per_engine <= 1:
+        return groups if len(groups) == 1 else ((groups[-1][0], 1.0),)
+    *rest, (top, _) = groups
+    scale = (1 - 1 / sequences_per_engine) / (1 - 1 / n)
+    return tuple((length, share * scale) for length, share in rest) + ((top, 1 / sequences_per_engine),)
 
 
 def _shape(shape, response_len_max, response_len_mean) -> tuple[ResponseShape, float, float]:
@@ -180,7 +254,7 @@ def _shape(shape, response_len_max, response_len_mean) -> tuple[ResponseShape, f
         kind = ResponseShape(shape) if shape is not None else (
             ResponseShape.FIXED if response_len_mean is None else ResponseShape.EXPONENTIAL)
     except ValueError:
-        raise CardError(f"response length shape: one of exponential-truncated, uniform, fixed; "
+        raise CardError(f"response length shape: one of exponential-truncated, shifted_exponential, uniform, fixed; "
                         f"got {shape!r}") from None
     if kind is ResponseShape.FIXED:
         return kind, float(response_len_mean or response_len_max), 0.0
@@ -192,7 +266,13 @@ def _shape(shape, response_len_max, response_len_mean) -> tuple[ResponseShape, f
         return kind, mean, 0.0
     if mean >= response_len_max - 1e-6 * response_len_max or mean <= 1 + 1e-9:
         return ResponseShape.FIXED, mean, 0.0
-    return kind, mean, _solve_theta(mean - 1, response_len_max - 1)
+    floor = _floor_tokens(kind, mean)
+    return kind, mean, _solve_theta(mean - floor, response_len_max - floor)
+
+
+def _floor_tokens(kind: ResponseShape, mean: float) -> float:
+    """Where the exponential part starts: 1 token, or ``SHORTEST_SHARE_OF_MEAN × mean`` for the shifted shape."""
+    return max(1.0, SHORTEST_SHARE_OF_MEAN * mean) if kind is ResponseShape.SHIFTED_EXPONENTIAL else 1.0
 
 
 def _solve_theta(mean: float, cap: float) -> float:

@@ -410,9 +410,12 @@ class WeightTransport(StrEnum):
 
 
 class ResponseShape(StrEnum):
-    """Distribution of RL response lengths between 1 and the maximum (``rollout.response_len``)."""
+    """Distribution of RL response lengths between 1 and the maximum (``rollout.response_len``)
+    (``compute.response_lengths``): ``shifted_exponential`` is the truncated exponential above a floor read from
+    published per-step shortest responses, an option (its null result as a default is in that module)."""
 
     EXPONENTIAL = "exponential"
+    SHIFTED_EXPONENTIAL = "shifted_exponential"
     UNIFORM = "uniform"
     FIXED = "fixed"
 

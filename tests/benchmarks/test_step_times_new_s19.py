@@ -2,9 +2,9 @@
 
 NeMo 24.03's long-sequence table for Llama-2-7B on H100 (the with-CP layouts, 4K to 1024K tokens; TFLOPS/GPU
 turned into seconds a step with NeMo's own model-FLOPs formula) and the DGX Cloud llama3.1 recipes of the NeMo
-24.09 release (8B, 70B and 405B, BF16 and FP8, seconds a step): the file is picked up, its ids are unique
-across the training files, every figure is in its quote, the source is a commit, the layouts multiply out
-and the derivations are re-done here."""
+24.09 release (8B, 70B and 405B) and its Nemotron-4 15B / 340B recipes (BF16 and FP8, seconds a step): the
+file is picked up, its ids are unique across the training files, every figure is in its quote, the source is a
+commit, the layouts multiply out and the derivations are re-done here."""
 
 from __future__ import annotations
 
@@ -34,8 +34,8 @@ def nemo_llama2_7b_flops(gbs: int, seq: int) -> float:
 
 def test_file_is_loaded_with_every_row_and_ids_are_unique_across_files() -> None:
     loaded, others = file_ids(st, st.TRAIN_DATA, DATA)
-    assert loaded == set(ROWS) and len(ROWS) == 23
-    assert (len(LONGSEQ), len(DGXC)) == (9, 14)
+    assert loaded == set(ROWS) and len(ROWS) == 31
+    assert (len(LONGSEQ), len(DGXC)) == (9, 22)
     assert not loaded & others
 
 
@@ -67,15 +67,19 @@ def test_long_sequence_row_quote_layout_and_derivation(row_id: str) -> None:
 def test_dgxc_row_quote_layout_and_throughput(row_id: str) -> None:
     e = DGXC[row_id]
     assert re.fullmatch(r"[0-9a-f]{40}", e["source"]["commit"])
-    m = re.match(r"\| Llama 3\.1 (\d+b) 24\.09 (BF16|FP8) \(TP=(\d), PP=(\d), CP=(\d), (?:VP=(\d), )?MBS=1,"
-                 r" GA=(\d+)\) \| \.\.\. Throughput on (\d+)x H100 GPUs", e["quote"])
+    m = re.match(r"\| (?:Llama 3\.1|Nemotron4) (\d+b) (?:24\.\d\d )?(BF16|FP8) \(([^)]*)\) \|"
+                 r" \.\.\. Throughput on (\d+)x H100 GPUs", e["quote"])
     assert m, e["quote"]
-    size, dtype, tp, pp, cp, vp, ga, gpus = m.groups()
+    size, dtype, layout, gpus = m.groups()
+    h = {k: int(v) for k, v in (kv.split("=") for kv in layout.split(", "))}
     p, b = e["parallel"], e["batch"]
     assert size in e["id"] and dtype.lower() == e["precision"]["compute"] and int(gpus) == e["gpus"]
-    assert (int(tp), int(pp), int(cp), int(vp) if vp else None) == (p["tp"], p["pp"], p["cp"], p["vpp"])
+    assert (h["TP"], h["PP"], h.get("CP", 1), h.get("VP")) == (p["tp"], p["pp"], p["cp"], p["vpp"])
+    assert (h["MBS"], h["GA"]) == (b["micro_batch_size"], b["grad_accum"])
     dp = e["gpus"] // (p["tp"] * p["pp"] * p["cp"])
-    assert b["grad_accum"] == int(ga) and b["global_batch_size"] == int(ga) * dp * b["micro_batch_size"]
+    assert b["global_batch_size"] == b["grad_accum"] * dp * b["micro_batch_size"]
+    if "(GBS=" in e["quote"]:
+        assert f"(GBS={b['global_batch_size']})" in e["quote"]
     step = re.search(r"Training step time \(seconds per step\) \| \.\.\. ([\d.]+) \.\.\.", e["quote"])[1]
     tok = re.search(r"Throughput in tokens per second \| \.\.\. (\d+) \.\.\.", e["quote"])[1]
     assert float(step) == e["measured"]["value"] and int(tok) == e["measured"]["also"]["tokens_per_s_total"]

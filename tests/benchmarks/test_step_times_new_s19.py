@@ -96,3 +96,14 @@ def test_rows_map_to_their_stated_layout() -> None:
         assert card["batch"]["seq_len"] == e["batch"]["seq_len"]
         assert card["batch"]["grad_accum"] == e["batch"]["grad_accum"]
         assert par.get("virtual_stages") == e["parallel"]["vpp"] and par["gradient_checkpointing"] is False
+
+
+def test_llama31_70b_and_405b_rows_carry_the_launcher_tp_comm_overlap() -> None:
+    # the NeMo Launcher's llama3_1_70b.yaml / llama3_1_405b.yaml set ub_tp_comm_overlap true,
+    # its llama3_1_8b.yaml false
+    for row_id, e in DGXC.items():
+        if not row_id.startswith("dgxc2409"):
+            continue
+        card, _ = st.map_train(e)
+        assert card["parallel"].get("tp_comm_overlap", False) is ("-8b-" not in row_id), row_id
+        assert ("ub_tp_comm_overlap true" in e["note"]) is ("-8b-" not in row_id)

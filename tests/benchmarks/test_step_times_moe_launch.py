@@ -48,3 +48,22 @@ def test_eager_launches_lengthen_the_host_bound_sft_card_toward_its_published_st
     assert t_fused < t_eager < published
     # 2.70 s -> 3.34 s against 6.62 s published (2026-12-03)
     assert t_eager / published - 1 == pytest.approx(-0.496, abs=0.02)
+
+
+def test_nemo_rl_v03_megatron_policy_maps_eager_and_its_update_grows() -> None:
+    from trainfit.plan import make_plan
+
+    rl = {e["id"]: e for e in st.load_entries(st.RL_DATA)}
+    e = rl["nemorl-v03blog-grpo-qwen3-30b-a3b-megatron-h100-64g"]
+    assert e["train"]["moe_launch"] == "eager" and "@2ff0f099ffc30ffd152e3e29e921a1609d00855c" in e["note"]
+    card, _ = st.map_rl(e)
+    assert card["parallel"]["moe_launch"] == "eager"
+    fused = copy.deepcopy(card)
+    fused["parallel"]["moe_launch"] = "fused"
+
+    def update_s(c: dict) -> float:
+        time = make_plan(st.validate(c)).time
+        return next(p.seconds for p in time.phases if p.name == "actor_update")
+
+    # 15.8 s -> 19.0 s against 50 s published (2026-12-03); the log-prob passes are device-bound in the plan
+    assert update_s(fused) < update_s(card) < e["measured"]["phases_s"]["actor_update"]

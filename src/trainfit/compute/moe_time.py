@@ -115,7 +115,9 @@ inventory's and ``rates``'. Effect (``benchmarks/step_times.py``, 2026-12-03, th
 verification cards, the only rows mapped eager): gpt-oss-20b pre-training -59.1% -> -45.0%, SFT -59.1% -> -49.6%, LoRA
 (one GPU) -47.6% -> -18.9%, gpt-oss-120b pre-training -70.8% -> -64.1%, SFT -69.8% -> -56.3%; NeMo RL v0.3's Qwen3-30B-A3B Megatron
 policy (no CUDA graph, a Megatron-Core without router fusion) update -68.5% -> -62.0%, its log-prob passes not at all
-(16k-token micro-batches: device-bound in the plan); nothing else moves. Set on
+(16k-token micro-batches: device-bound in the plan); ms-swift's Megatron-SWIFT Qwen3-30B-A3B (A800, also mapped
+eager) not at all (host 0.19 -> 0.30 s a forward, under its 0.47 s of device work at 8,192 tokens a micro-batch: a
+null result for that row's -54%); nothing else moves. Set on
 every Megatron-Core MoE row instead (an experiment, not committed), the force-balanced performance rows whose recipes
 graph the router move 8-28 points over (Megatron-Bridge 25.09 GB200 Qwen3-235B-A22B +10% -> +38%, B200 Qwen3-30B-A3B
 -1% -> +23%): those recipes' CUDA graphs are why the factor stays their default.

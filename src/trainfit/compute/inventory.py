@@ -935,11 +935,11 @@ def step_inventory(
     ``fused_kernels``, which the compile factors leave alone; ``megatron_experts``: the routed experts are
     Megatron-Core's ``TEGroupedMLP``, whose eager clamp of a clamped GLU and per-expert fc2-bias loop
     (``moe_time.megatron_expert_elementwise``, gpt-oss) add bytes that go to the same unscaled count (no compiler
-    fuses them) and kernels counted with the others; ``moe_eager_launch`` (with ``megatron_experts``): the router's
-    and dispatcher's kernels and that eager expert work launch one by one from Python (no CUDA graph, no router
-    fusion: ``MoeLaunch.EAGER``), so they go to ``fused_kernels`` too, which the compile kernel factor leaves
-    (``moe_time`` "Eager router and dispatcher launches"); ``expert_streams``: outside Megatron-Core, the routed GEMMs
-    run as one cuBLAS GEMM per local expert over four streams (``MoeExperts.GROUPED_STREAMS``: grouped_gemm's
+    fuses them) and kernels counted with the others; ``moe_eager_launch`` (with ``megatron_experts``): the
+    router's and dispatcher's kernels and that eager expert work launch one by one from Python (no CUDA graph,
+    no router fusion: ``MoeLaunch.EAGER``), so they go to ``fused_kernels`` too, which the compile kernel factor
+    leaves (``moe_time`` "Eager router and dispatcher launches"); ``expert_streams``: outside Megatron-Core, the
+    routed GEMMs run as one cuBLAS GEMM per local expert over four streams (``MoeExperts.GROUPED_STREAMS``: grouped_gemm's
     ``gmm``), priced as TE's loop (``gemm.multi_stream_grouped_gemm_seconds``), and for a model with expert biases
     (gpt-oss) NeMo Automodel's per-expert bias loops after both GEMMs (``moe_time.automodel_expert_bias_elementwise``,
     unscaled bytes as above; ``expert_bias_probs_grad`` False: the routing weights take no gradient, Automodel's
@@ -1310,7 +1310,7 @@ def step_inventory(
         else:
             fwd_k += (MOE_DISPATCH_KERNELS + SWIGLU_KERNELS) * n_moe + 2 * n_moe
             part("moe", kernels=(MOE_DISPATCH_KERNELS + SWIGLU_KERNELS) * n_moe + 2 * n_moe)
-            if eager_launch:  # the router's and the permutation's kernels, and their backward (BACKWARD_KERNEL_FACTOR)
+            if eager_launch:  # the router's and permutation's kernels and their backward
                 moe_eager_fk += MOE_DISPATCH_KERNELS * n_moe
                 moe_eager_bk += BACKWARD_KERNEL_FACTOR * MOE_DISPATCH_KERNELS * n_moe
             if megatron_experts:  # the dispatcher's wait for its split sizes, every MoE layer's forward

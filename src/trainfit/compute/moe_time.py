@@ -95,32 +95,34 @@ host cost; no measurement of this loop's host time on a GPU is cited, so none is
 (``GroupedLinear`` adds it in the GEMM and fuses its gradient into the wgrad GEMM, NVIDIA/TransformerEngine
 ``transformer_engine/pytorch/module/grouped_linear.py`` @v2.9), not counted here.
 
-**Eager router and dispatcher launches** (``RunCard.parallel.moe_launch``, ``MoeLaunch``). The plan prices a fused-kernel
-card's launches at ``plan.time.COMPILE_KERNEL_FACTOR`` of its kernels (a compiler, or Transformer Engine's fused norm +
-linear, RoPE, SwiGLU and cross-entropy, leaves about a third). Megatron-Core's router and token dispatcher are neither:
-``router.py`` (``topk_routing_with_score_function`` unfused unless ``moe_router_fusion``), ``moe_utils.py`` and
-``token_dispatcher.py`` issue their top-k, softmax, scatters, histogram, D2H copies, sorts and permutations one PyTorch
-op at a time from Python, and gpt-oss's clamp and bias loop with them (above). Only a CUDA graph over them (Megatron-Core
-``cuda_graph_scope`` ``moe_router`` / ``moe_preprocess``) or the fused router removes that host work, and
-Megatron-Bridge's performance recipes set both (src/megatron/bridge/perf_recipes/qwen/b200/qwen3_moe.py l.43
-``moe_router_fusion = True`` and l.203 ``cuda_graph_scope = ["attn", "moe_router", "moe_preprocess"]``, b300 l.39 and
-l.219, @067f987df03b8355b03192d88d70f1709fedf51a; the Qwen3-30B-A3B 16-GPU H100 library recipe too,
-src/megatron/bridge/recipes/qwen/h100/qwen3_moe.py l.160 and l.213-214 @6799f099712c961f15cf92d6bd88998f029d672d). ``MoeLaunch.FUSED`` (the default) keeps the factor on them, as for those recipes; ``MoeLaunch.EAGER`` (a recipe with
+**Eager router and dispatcher launches** (``RunCard.parallel.moe_launch``, ``MoeLaunch``). The plan prices a
+fused-kernel card's launches at ``plan.time.COMPILE_KERNEL_FACTOR`` of its kernels (a compiler, or Transformer
+Engine's fused norm + linear, RoPE, SwiGLU and cross-entropy, leaves about a third). Megatron-Core's router and token
+dispatcher are neither: ``router.py`` (``topk_routing_with_score_function`` unfused unless ``moe_router_fusion``),
+``moe_utils.py`` and ``token_dispatcher.py`` issue their top-k, softmax, scatters, histogram, D2H copies, sorts and
+permutations one PyTorch op at a time from Python, and gpt-oss's clamp and bias loop with them (above). Only a CUDA
+graph over them (Megatron-Core ``cuda_graph_scope`` ``moe_router`` / ``moe_preprocess``) or the fused router removes
+that host work, and Megatron-Bridge's performance recipes set both
+(src/megatron/bridge/perf_recipes/qwen/b200/qwen3_moe.py l.43 ``moe_router_fusion = True`` and l.203
+``cuda_graph_scope = ["attn", "moe_router", "moe_preprocess"]``, b300 l.39 and l.219,
+@067f987df03b8355b03192d88d70f1709fedf51a; the Qwen3-30B-A3B 16-GPU H100 library recipe too,
+src/megatron/bridge/recipes/qwen/h100/qwen3_moe.py l.160 and l.213-214 @6799f099712c961f15cf92d6bd88998f029d672d).
+``MoeLaunch.FUSED`` (the default) keeps the factor on them, as for those recipes; ``MoeLaunch.EAGER`` (a recipe with
 ``cuda_graph_impl = "none"`` and ``moe_router_fusion = False``, as every gpt-oss H100 library recipe, same file family
-src/megatron/bridge/recipes/gpt_oss/h100/gpt_oss.py l.99/105, 223/229, 366/372, 496/502, 652/658 at that commit) counts
-each of them at the full per-kernel host rate (``inventory.step_inventory(moe_eager_launch=True)``: the
+src/megatron/bridge/recipes/gpt_oss/h100/gpt_oss.py l.99/105, 223/229, 366/372, 496/502, 652/658 at that commit)
+counts each of them at the full per-kernel host rate (``inventory.step_inventory(moe_eager_launch=True)``: the
 ``MOE_DISPATCH_KERNELS`` and their backward, ``dispatcher_kernels`` and the eager expert work go to the unscaled
 ``PassInventory.fused_kernels``). No constant is set here: the kernel counts and the per-kernel host rates are the
-inventory's and ``rates``'. Effect (``benchmarks/step_times.py``, 2026-12-03, the Megatron-Bridge gpt-oss
-verification cards, the only rows mapped eager): gpt-oss-20b pre-training -59.1% -> -45.0%, SFT -59.1% -> -49.6%, LoRA
-(one GPU) -47.6% -> -18.9%, gpt-oss-120b pre-training -70.8% -> -64.1%, SFT -69.8% -> -56.3%; NeMo RL v0.3's Qwen3-30B-A3B Megatron
-policy (no CUDA graph, a Megatron-Core without router fusion) update -68.5% -> -62.0%, its log-prob passes not at all
-(16k-token micro-batches: device-bound in the plan); ms-swift's Megatron-SWIFT Qwen3-30B-A3B (A800, also mapped
-eager) not at all (host 0.19 -> 0.30 s a forward, under its 0.47 s of device work at 8,192 tokens a micro-batch: a
-null result for that row's -54%); nothing else moves. Set on
-every Megatron-Core MoE row instead (an experiment, not committed), the force-balanced performance rows whose recipes
-graph the router move 8-28 points over (Megatron-Bridge 25.09 GB200 Qwen3-235B-A22B +10% -> +38%, B200 Qwen3-30B-A3B
--1% -> +23%): those recipes' CUDA graphs are why the factor stays their default.
+inventory's and ``rates``'. Effect (``benchmarks/step_times.py``, 2026-12-03, the Megatron-Bridge gpt-oss verification
+cards, the only rows mapped eager): gpt-oss-20b pre-training -59.1% -> -45.0%, SFT -59.1% -> -49.6%, LoRA (one GPU)
+-47.6% -> -18.9%, gpt-oss-120b pre-training -70.8% -> -64.1%, SFT -69.8% -> -56.3%; NeMo RL v0.3's Qwen3-30B-A3B
+Megatron policy (no CUDA graph, a Megatron-Core without router fusion) update -68.5% -> -62.0%, its log-prob passes
+not at all (16k-token micro-batches: device-bound in the plan); ms-swift's Megatron-SWIFT Qwen3-30B-A3B (A800, also
+mapped eager) not at all (host 0.19 -> 0.30 s a forward, under its 0.47 s of device work at 8,192 tokens a
+micro-batch: a null result for that row's -54%); nothing else moves. Set on every Megatron-Core MoE row instead (an
+experiment, not committed), the force-balanced performance rows whose recipes graph the router move 8-28 points over
+(Megatron-Bridge 25.09 GB200 Qwen3-235B-A22B +10% -> +38%, B200 Qwen3-30B-A3B -1% -> +23%): those recipes' CUDA graphs
+are why the factor stays their default.
 
 **Load imbalance is not modelled**: the expert rows are the balanced mean (``T·k / E`` per expert). Dropless
 routing lets the busiest expert (and EP rank) receive more than that, and the slowest rank sets the pace;

@@ -124,6 +124,26 @@ experiment, not committed), the force-balanced performance rows whose recipes gr
 (Megatron-Bridge 25.09 GB200 Qwen3-235B-A22B +10% -> +38%, B200 Qwen3-30B-A3B -1% -> +23%): those recipes' CUDA graphs
 are why the factor stays their default.
 
+**Checked on the gpt-oss verification cards after the eager launches (2026-12-03), nothing set from it.** (1) Their
+RoPE is unfused on unpacked rows too (Megatron-Core's default apply_rope_fusion False stands in the gpt-oss H100
+recipes; src/megatron/bridge/perf_recipes/gpt_oss/common.py l.83 sets it False for the performance recipes as well,
+@6799f099712c961f15cf92d6bd88998f029d672d), where the plan prices RoPE as fused except the packed thd loop: priced as
+that loop with one sample a row (13 forward and 11 backward kernels a call, its per-call kernels and syncs included:
+an upper bound, not committed), gpt-oss-20b pre-training goes 12.31 -> 12.99 s (-45.0% -> -42.0%) and gpt-oss-120b
+pre-training 5.98 -> 6.24 s (-64.1% -> -62.5%). (2) Transformer Engine 2.16 drops its cuDNN fused attention for sink
+softmax only under determinism (transformer_engine/pytorch/attention/dot_product_attention/utils.py l.1324-1332
+@4220403e831d29e93868f7793693ea83f6b8b05b, 'requires NVTE_ALLOW_NONDETERMINISTIC_ALGO=1'); the recipes' environment
+(src/megatron/bridge/recipes/utils/environment_utils.py COMMON_RECIPE_ENV_VARS @6799f099: NCCL_GRAPH_REGISTER,
+NCCL_NVLS_ENABLE, PYTORCH_CUDA_ALLOC_CONF, TORCH_NCCL_AVOID_RECORD_STREAMS, TORCH_NCCL_HIGH_PRIORITY) does not set it
+and Megatron-Bridge's deterministic mode refuses the recipes' cross-entropy fusion
+(src/megatron/bridge/training/config.py l.1042-1062, same commit), so cuDNN stays; even the unfused fallback (scores
+64 heads x 2,048^2 bf16 materialised, about 22 bytes a score forward and backward) would cost about 2 ms a layer and
+micro-batch against the 20B SFT card's 10 ms gap. (3) The EP all-to-all overlap credit on the two H100 Qwen3-30B-A3B
+performance rows that plan 65-66% short (25.11 PP 2 VP 24 EP 8, 26.02 PP 2 VP 12 EP 8 DeepEP, both moe_comm_overlap):
+with the overlap removed from the plan (not committed) 8.71 -> 10.59 s (-65% -> -57%) and 17.53 -> 20.27 s (-66% ->
+-60%) against 24.85 / 51.27 s; the overlap credit is at most 8 points of those misses, the rest the containers (their
+entries' notes).
+
 **Load imbalance is not modelled**: the expert rows are the balanced mean (``T·k / E`` per expert). Dropless
 routing lets the busiest expert (and EP rank) receive more than that, and the slowest rank sets the pace;
 no published per-micro-batch measurement of that excess for these models was found to cite, so the layer is

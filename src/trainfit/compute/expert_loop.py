@@ -63,8 +63,8 @@ against 0.71, backward 7.50 against 1.90; 28.44 s a step against 91.2 s publishe
 completely adds at most the device time (3.43 s) and exposing every ZeRO-3 gather the plan hides at most 3.06 s more
 (3.46 s of gathers, 0.40 exposed), 34.9 s together (-69% -> -62%): neither the throttle nor the lost overlap is the
 gap. The 55,000 per-expert-linear all-gathers a step (48 layers x 128 experts x 3 linears x forward, recompute,
-backward) would have to cost about 1 ms each, a collective latency the plan gives only to a slow inter-node network,
-which the publication does not state.
+backward) would have to cost about 1 ms each to fill the gap, far above the plan's (3.46 s for all of them and the
+gradient reductions together); the run's inter-node network is not published.
 
 Pure Python: no torch import.
 """

@@ -1,6 +1,7 @@
-"""benchmarks/step_times.py, parallel.moe_launch: the Megatron-Bridge gpt-oss H100 verification cards, whose recipes
-set cuda_graph_impl "none" and moe_router_fusion False, map with eager router and dispatcher launches
-(compute/moe_time.py "Eager router and dispatcher launches"), which adds host time on those cards only."""
+"""benchmarks/step_times.py, parallel.moe_launch: the Megatron-Bridge gpt-oss H100 verification cards and the
+Qwen3-30B-A3B 32K SFT card, whose recipes set cuda_graph_impl "none" and moe_router_fusion False, map with eager
+router and dispatcher launches (compute/moe_time.py "Eager router and dispatcher launches"), which adds host time on
+those cards only; so do NeMo RL v0.3's Megatron policy and ms-swift's Megatron-SWIFT row."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ DATA = REPO / "benchmarks" / "data" / "published_train_times_new_s15.json"
 st = load_step_times("trainfit_bench_step_times_moe_launch")
 ROWS = {e["id"]: e for e in json.loads(DATA.read_text())}
 EAGER = ("mbvc-gpt-oss-20b-pretrain-h100-16g", "mbvc-gpt-oss-20b-sft-h100-8g", "mbvc-gpt-oss-20b-lora-h100-1g",
-         "mbvc-gpt-oss-120b-pretrain-h100-64g", "mbvc-gpt-oss-120b-sft-h100-32g")
+         "mbvc-gpt-oss-120b-pretrain-h100-64g", "mbvc-gpt-oss-120b-sft-h100-32g",
+         "mbvc-qwen3-30b-a3b-sft32k-h100-16g")
 
 
 @pytest.mark.parametrize("row_id", EAGER)
@@ -31,8 +33,11 @@ def test_gpt_oss_cards_map_eager_with_their_recipe_cited(row_id: str) -> None:
 
 
 def test_other_megatron_moe_rows_keep_the_default() -> None:
-    card, _ = st.map_train(ROWS["mbvc-qwen3-30b-a3b-pretrain-h100-16g"])
-    assert "moe_launch" not in card["parallel"]
+    # the Qwen3-30B-A3B 16-GPU recipes fuse the router (and the pretraining one graphs it): the default stands
+    for row_id in ("mbvc-qwen3-30b-a3b-pretrain-h100-16g", "mbvc-qwen3-30b-a3b-sft-h100-16g",
+                   "mbvc-qwen3-30b-a3b-pretrain-perf-h100-16g"):
+        card, _ = st.map_train(ROWS[row_id])
+        assert "moe_launch" not in card["parallel"]
 
 
 def test_eager_launches_lengthen_the_host_bound_sft_card_toward_its_published_step() -> None:

@@ -114,15 +114,17 @@ counts each of them at the full per-kernel host rate (``inventory.step_inventory
 ``MOE_DISPATCH_KERNELS`` and their backward, ``dispatcher_kernels`` and the eager expert work go to the unscaled
 ``PassInventory.fused_kernels``). No constant is set here: the kernel counts and the per-kernel host rates are the
 inventory's and ``rates``'. Effect (``benchmarks/step_times.py``, 2026-12-03, the Megatron-Bridge gpt-oss verification
-cards, the only rows mapped eager): gpt-oss-20b pre-training -59.1% -> -45.0%, SFT -59.1% -> -49.6%, LoRA (one GPU)
--47.6% -> -18.9%, gpt-oss-120b pre-training -70.8% -> -64.1%, SFT -69.8% -> -56.3%; NeMo RL v0.3's Qwen3-30B-A3B
-Megatron policy (no CUDA graph, a Megatron-Core without router fusion) update -68.5% -> -62.0%, its log-prob passes
-not at all (16k-token micro-batches: device-bound in the plan); ms-swift's Megatron-SWIFT Qwen3-30B-A3B (A800, also
-mapped eager) not at all (host 0.19 -> 0.30 s a forward, under its 0.47 s of device work at 8,192 tokens a
-micro-batch: a null result for that row's -54%); nothing else moves. Set on every Megatron-Core MoE row instead (an
-experiment, not committed), the force-balanced performance rows whose recipes graph the router move 8-28 points over
-(Megatron-Bridge 25.09 GB200 Qwen3-235B-A22B +10% -> +38%, B200 Qwen3-30B-A3B -1% -> +23%): those recipes' CUDA graphs
-are why the factor stays their default.
+cards and the rows below, the only ones mapped eager): gpt-oss-20b pre-training -59.1% -> -45.0%, SFT -59.1% ->
+-49.6%, LoRA (one GPU) -47.6% -> -18.9%, gpt-oss-120b pre-training -70.8% -> -64.1%, SFT -69.8% -> -56.3%; the
+Qwen3-30B-A3B 32K SFT card (recipe qwen3_30b_a3b_sft_8gpu_h100_bf16_config l.405 and l.411
+@f3ae2767b5e18aeb67b726cd8d5f1db58216dcc9) -6.1% -> -3.6%; NeMo RL v0.3's Qwen3-30B-A3B Megatron policy (no CUDA
+graph, a Megatron-Core without router fusion) update -68.5% -> -62.0%, its log-prob passes not at all (16k-token
+micro-batches: device-bound in the plan); ms-swift's Megatron-SWIFT Qwen3-30B-A3B (A800, also mapped eager) not at all
+(host 0.19 -> 0.30 s a forward, under its 0.47 s of device work at 8,192 tokens a micro-batch: a null result for that
+row's -54%); nothing else moves. Set on every Megatron-Core MoE row instead (an experiment, not committed), the
+force-balanced performance rows whose recipes graph the router move 8-28 points over (Megatron-Bridge 25.09 GB200
+Qwen3-235B-A22B +10% -> +38%, B200 Qwen3-30B-A3B -1% -> +23%): those recipes' CUDA graphs are why the factor stays
+their default.
 
 **Checked on the gpt-oss verification cards after the eager launches (2026-12-03), nothing set from it.** (1) Their
 RoPE is unfused on unpacked rows too (Megatron-Core's default apply_rope_fusion False stands in the gpt-oss H100

@@ -72,3 +72,14 @@ def test_nemo_rl_v03_megatron_policy_maps_eager_and_its_update_grows() -> None:
 
     # 15.8 s -> 19.0 s against 50 s published (2026-12-03); the log-prob passes are device-bound in the plan
     assert update_s(fused) < update_s(card) < e["measured"]["phases_s"]["actor_update"]
+
+
+def test_nemo_rl_performance_rows_with_expert_parallel_map_eager_with_their_release_cited() -> None:
+    rl = [e for e in st.load_entries(st.RL_DATA) if str(e["id"]).startswith(("nemorl-v04", "nemorl-v05", "nemorl-v06"))
+          and e["train"].get("strategy") == "megatron" and (e["train"].get("ep") or 1) > 1]
+    assert len(rl) == 39
+    for e in rl:
+        assert e["train"]["moe_launch"] == "eager"
+        assert "transformer_config.py" in e["note"] and "moe_router_fusion False" in e["note"]
+    card, _ = st.map_rl(next(e for e in rl if e["id"] == "nemorl-v04-grpo-qwen3-30b-a3b-h100-bf16-32g-onpol"))
+    assert card["parallel"]["moe_launch"] == "eager"

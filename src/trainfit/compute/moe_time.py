@@ -119,12 +119,16 @@ cards and the rows below, the only ones mapped eager): gpt-oss-20b pre-training 
 Qwen3-30B-A3B 32K SFT card (recipe qwen3_30b_a3b_sft_8gpu_h100_bf16_config l.405 and l.411
 @f3ae2767b5e18aeb67b726cd8d5f1db58216dcc9) -6.1% -> -3.6%; NeMo RL v0.3's Qwen3-30B-A3B Megatron policy (no CUDA
 graph, a Megatron-Core without router fusion) update -68.5% -> -62.0%, its log-prob passes not at all (16k-token
-micro-batches: device-bound in the plan); ms-swift's Megatron-SWIFT Qwen3-30B-A3B (A800, also mapped eager) not at all
-(host 0.19 -> 0.30 s a forward, under its 0.47 s of device work at 8,192 tokens a micro-batch: a null result for that
-row's -54%); nothing else moves. Set on every Megatron-Core MoE row instead (an experiment, not committed), the
-force-balanced performance rows whose recipes graph the router move 8-28 points over (Megatron-Bridge 25.09 GB200
-Qwen3-235B-A22B +10% -> +38%, B200 Qwen3-30B-A3B -1% -> +23%): those recipes' CUDA graphs are why the factor stays
-their default.
+micro-batches: device-bound in the plan); NeMo RL v0.4-v0.6's performance-summary Megatron MoE rows (39, expert
+parallel > 1; no training CUDA graph or router fusion in those releases, Megatron-Core's defaults off: the entries'
+notes) move toward their published steps or not at all: Qwen3-30B-A3B v0.5 / v0.6 GB200 on-policy -16% -> -6% and -15%
+-> -6%, v0.4 H100 on-policy -12% -> -5%, Qwen3-235B-A22B v0.6 GB200 64-GPU -5% -> -2%, v0.5 -21% -> -18%, the
+DeepSeek-V3 rows by at most a point (RL step median 14.5% -> 14.2%); ms-swift's Megatron-SWIFT Qwen3-30B-A3B (A800,
+also mapped eager) not at all (host 0.19 -> 0.30 s a forward, under its 0.47 s of device work at 8,192 tokens a
+micro-batch: a null result for that row's -54%); nothing else moves. Set on every Megatron-Core MoE row instead (an
+experiment, not committed), the force-balanced performance rows whose recipes graph the router move 8-28 points over
+(Megatron-Bridge 25.09 GB200 Qwen3-235B-A22B +10% -> +38%, B200 Qwen3-30B-A3B -1% -> +23%): those recipes' CUDA graphs
+are why the factor stays their default.
 
 **Checked on the gpt-oss verification cards after the eager launches (2026-12-03), nothing set from it.** (1) Their
 RoPE is unfused on unpacked rows too (Megatron-Core's default apply_rope_fusion False stands in the gpt-oss H100

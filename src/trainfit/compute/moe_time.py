@@ -123,12 +123,15 @@ micro-batches: device-bound in the plan); NeMo RL v0.4-v0.6's performance-summar
 parallel > 1; no training CUDA graph or router fusion in those releases, Megatron-Core's defaults off: the entries'
 notes) move toward their published steps or not at all: Qwen3-30B-A3B v0.5 / v0.6 GB200 on-policy -16% -> -6% and -15%
 -> -6%, v0.4 H100 on-policy -12% -> -5%, Qwen3-235B-A22B v0.6 GB200 64-GPU -5% -> -2%, v0.5 -21% -> -18%, the
-DeepSeek-V3 rows by at most a point (RL step median 14.5% -> 14.2%); ms-swift's Megatron-SWIFT Qwen3-30B-A3B (A800,
-also mapped eager) not at all (host 0.19 -> 0.30 s a forward, under its 0.47 s of device work at 8,192 tokens a
-micro-batch: a null result for that row's -54%); nothing else moves. Set on every Megatron-Core MoE row instead (an
-experiment, not committed), the force-balanced performance rows whose recipes graph the router move 8-28 points over
-(Megatron-Bridge 25.09 GB200 Qwen3-235B-A22B +10% -> +38%, B200 Qwen3-30B-A3B -1% -> +23%): those recipes' CUDA graphs
-are why the factor stays their default.
+DeepSeek-V3 rows by at most a point (RL step median 14.5% -> 14.2%); verl's fully-async Qwen3-30B-A3B Megatron rows
+(their script verl/experimental/fully_async_policy/shell/grpo_30b_a3b_base_math_megatron_96_32.sh l.160-169
+@df340d703292538fafc1439b4aa9f1f226ccadc5 overrides neither setting) and its DeepSeek-V3 671B row, tried eager (not
+committed), do not move: 10k-token dynamic micro-batches, device-bound in the plan; ms-swift's Megatron-SWIFT
+Qwen3-30B-A3B (A800, also mapped eager) not at all (host 0.19 -> 0.30 s a forward, under its 0.47 s of device work at
+8,192 tokens a micro-batch: a null result for that row's -54%); nothing else moves. Set on every Megatron-Core MoE row
+instead (an experiment, not committed), the force-balanced performance rows whose recipes graph the router move 8-28
+points over (Megatron-Bridge 25.09 GB200 Qwen3-235B-A22B +10% -> +38%, B200 Qwen3-30B-A3B -1% -> +23%): those recipes'
+CUDA graphs are why the factor stays their default.
 
 **Checked on the gpt-oss verification cards after the eager launches (2026-12-03), nothing set from it.** (1) Their
 RoPE is unfused on unpacked rows too (Megatron-Core's default apply_rope_fusion False stands in the gpt-oss H100

@@ -426,6 +426,11 @@ def model_parallel_section(dims: dict[str, Any], *, num_layers: int | None = Non
         if layout is not None:
             out["pipeline_layout"] = list(layout)
             notes.append(why)
+    # how Megatron-Core's router and dispatcher launch where the entry's recipe states it (cuda_graph_impl "none"
+    # with moe_router_fusion False: eager), at any expert parallel: the card's parallel.moe_launch; each entry's
+    # note cites the recipe
+    if dims.get("moe_launch"):
+        out["moe_launch"] = dims["moe_launch"]
     if ulysses > 1:
         out.update(context_parallel=ulysses, context_parallel_kind="ulysses")
     elif cp > 1 and dims.get("cp_comm_type") == "a2a":

@@ -217,3 +217,36 @@ def test_dispatcher_sync_costs_a_refill_and_a_round_trip_not_the_layer():
     host, device = 0.05, 0.04
     s = synced_seconds(host_s=host, device_s=device, kernels=t.kernels, syncs=t.host_syncs)
     assert max(host, device) < s <= max(host, device) + t.host_syncs * (device / t.kernels * 2 + SYNC_ROUND_TRIP_S)
+
+
+def test_eager_router_and_dispatcher_launches_leave_the_compile_kernel_factor():
+    # MoeLaunch.EAGER (cuda_graph_impl "none", moe_router_fusion False): the router's and dispatcher's kernels and
+    # their backward go to the unscaled fused_kernels; the kernel and byte totals are unchanged
+    kw = {"micro_batch_size": 1, "seq_len": 4096, "expert_parallel": 8, "megatron_experts": True}
+    fused = step_inventory(_shard(8), **kw)
+    eager = step_inventory(_shard(8), moe_eager_launch=True, **kw)
+    n_moe = sum(1 for i in range(MOE.num_layers) if MOE.moe.is_moe_layer(i))
+    work = mt.moe_layer_work(tokens=4096, hidden=MOE.hidden_size, experts=mt.router_experts(local_experts=16, ep=8),
+                             local_experts=16, top_k=MOE.moe.experts_per_token, ep=8)
+    from trainfit.compute.inventory import BACKWARD_KERNEL_FACTOR, MOE_DISPATCH_KERNELS
+    assert eager.layers_forward.fused_kernels - fused.layers_forward.fused_kernels == pytest.approx(
+        n_moe * (MOE_DISPATCH_KERNELS + work.forward_kernels))
+    assert eager.layers_backward.fused_kernels - fused.layers_backward.fused_kernels == pytest.approx(
+        n_moe * (BACKWARD_KERNEL_FACTOR * MOE_DISPATCH_KERNELS + work.backward_kernels))
+    assert eager.layers_forward.kernels == fused.layers_forward.kernels
+    assert eager.layers_forward.memory_bytes == fused.layers_forward.memory_bytes
+    # only Megatron-Core's layers: elsewhere the flag changes nothing
+    assert step_inventory(_shard(8), micro_batch_size=1, seq_len=4096, expert_parallel=8, moe_eager_launch=True) == \
+        step_inventory(_shard(8), micro_batch_size=1, seq_len=4096, expert_parallel=8)
+
+
+def test_eager_launches_add_host_time_at_the_full_per_kernel_rate():
+    from trainfit.compute.training import pass_seconds
+    from trainfit.plan.time import COMPILE_KERNEL_FACTOR
+    kw = {"micro_batch_size": 1, "seq_len": 4096, "expert_parallel": 8, "megatron_experts": True}
+    fused = step_inventory(_shard(8), **kw).layers_forward
+    eager = step_inventory(_shard(8), moe_eager_launch=True, **kw).layers_forward
+    f = pass_seconds(fused, rates=H100, seq_len=4096, backward=False, kernel_factor=COMPILE_KERNEL_FACTOR)
+    e = pass_seconds(eager, rates=H100, seq_len=4096, backward=False, kernel_factor=COMPILE_KERNEL_FACTOR)
+    moved = eager.fused_kernels - fused.fused_kernels
+    assert e.host_s - f.host_s == pytest.approx(moved * (1 - COMPILE_KERNEL_FACTOR) * H100.host_s_per_forward_kernel)

@@ -54,6 +54,18 @@ block one fetch (``RunCard.parallel.moe_zero3_leaf``).
 
 The Python time of DeepSpeed's per-module hooks themselves, each expert's MLP and linears included: measured on CPU
 (``rates.ZERO3_MODULE_FORWARD_HOST_S``), charged per hooked module (``training.zero3_hooked_modules``).
+**DeepSpeed's fetch throttle, checked on ms-swift's ZeRO-3 Qwen3-30B-A3B row (2026-12-03, nothing set).**
+``fetch_sub_module`` lets at most ``__max_ongoing_fetch_events`` = 2 fetch events queue and otherwise
+``synchronize()``s the oldest (deepspeed/runtime/zero/partitioned_param_coordinator.py l.130-132 and l.330-343
+@2ce55057999bdf1c9bf26cb5f000a8a9fb97e2d9), so the host cannot run more than a few module fetches ahead of the
+all-gather stream. The row plans host-bound (forward 10.05 s of host against 0.82 s of device work, recompute 9.65
+against 0.71, backward 7.50 against 1.90; 28.44 s a step against 91.2 s published): serialising host and device
+completely adds at most the device time (3.43 s) and exposing every ZeRO-3 gather the plan hides at most 3.06 s more
+(3.46 s of gathers, 0.40 exposed), 34.9 s together (-69% -> -62%): neither the throttle nor the lost overlap is the
+gap. The 55,000 per-expert-linear all-gathers a step (48 layers x 128 experts x 3 linears x forward, recompute,
+backward) would have to cost about 1 ms each to fill the gap, far above the plan's (3.46 s for all of them and the
+gradient reductions together); the run's inter-node network is not published.
+
 Pure Python: no torch import.
 """
 

@@ -943,7 +943,7 @@ def step_inventory(
     fused_cross_entropy: bool = False, packed_flash_syncs: bool = False, expert_loop: bool = False,
     expert_loop_every: bool = False, compiled_cross_entropy: bool = False,
     fp8_casts: CastTraffic | None = None, megatron_experts: bool = False, expert_streams: bool = False,
-    attention_fp8: str = "",
+    moe_eager_launch: bool = False, attention_fp8: str = "",
     fp8_layer_share: float = 1.0,
     unpad_call_syncs: bool = False, vocab_chunk_columns: int = 0, nemo_rl_loss: str = "", loss_sequences: float = 1.0,
     rope_loop_samples: float = 0.0, rope_loop_context_parallel: int = 1, a2a_thd_sequences: float = 0.0,
@@ -999,8 +999,11 @@ def step_inventory(
     ``fused_kernels``, which the compile factors leave alone; ``megatron_experts``: the routed experts are
     Megatron-Core's ``TEGroupedMLP``, whose eager clamp of a clamped GLU and per-expert fc2-bias loop
     (``moe_time.megatron_expert_elementwise``, gpt-oss) add bytes that go to the same unscaled count (no compiler
-    fuses them) and kernels counted with the others; ``expert_streams``: outside Megatron-Core, the routed GEMMs
-    run as one cuBLAS GEMM per local expert over four streams (``MoeExperts.GROUPED_STREAMS``: grouped_gemm's
+    fuses them) and kernels counted with the others; ``moe_eager_launch`` (with ``megatron_experts``): the
+    router's and dispatcher's kernels and that eager expert work launch one by one from Python (no CUDA graph,
+    no router fusion: ``MoeLaunch.EAGER``), so they go to ``fused_kernels`` too, which the compile kernel factor
+    leaves (``moe_time`` "Eager router and dispatcher launches"); ``expert_streams``: outside Megatron-Core, the
+    routed GEMMs run as one cuBLAS GEMM per local expert over four streams (``MoeExperts.GROUPED_STREAMS``: grouped_gemm's
     ``gmm``), priced as TE's loop (``gemm.multi_stream_grouped_gemm_seconds``), and for a model with expert biases
     (gpt-oss) NeMo Automodel's per-expert bias loops after both GEMMs (``moe_time.automodel_expert_bias_elementwise``,
     unscaled bytes as above; ``expert_bias_probs_grad`` False: the routing weights take no gradient, Automodel's
@@ -1039,6 +1042,7 @@ def step_inventory(
     layers = spec.num_layers
     full = spec.num_full_attention_layers
     loop_syncs = 0.0  # transformers < 5's expert loop (expert_loop=True)
+    moe_eager_fk = moe_eager_bk = 0.0  # Megatron-Core's router / dispatcher launches under MoeLaunch.EAGER
     dispatch_syncs = 0.0  # Megatron-Core's token dispatcher (moe_time.DISPATCH_FORWARD_SYNCS)
     # Megatron-Core's recompute_modules: what each re-runs (StepInventory.recompute_modules)
     parts: dict[str, dict] = {}
@@ -1344,6 +1348,10 @@ def step_inventory(
         bq_b += work.backward_bytes * n_moe
         fq_k += work.forward_kernels * n_moe
         bq_k += work.backward_kernels * n_moe
+        eager_launch = megatron_experts and moe_eager_launch and not expert_loop
+        if eager_launch:  # moe_time "Eager router and dispatcher launches"
+            moe_eager_fk += work.forward_kernels * n_moe
+            moe_eager_bk += work.backward_kernels * n_moe
         if moe.router_fp32 and not moe.softmax_router and not (megatron_experts or expert_streams or expert_loop):
             # transformers' DeepSeek-V3 / GLM-4.5 sigmoid, group-limited router (moe_time.SIGMOID_ROUTER_*)
             sig = moe_time.sigmoid_router_work(tokens=t_moe, hidden=h)
@@ -1377,6 +1385,9 @@ def step_inventory(
             bq_b += eager_moe.backward_bytes
             fq_k += eager_moe.forward_kernels
             bq_k += eager_moe.backward_kernels
+            if eager_launch:
+                moe_eager_fk += eager_moe.forward_kernels
+                moe_eager_bk += eager_moe.backward_kernels
         if expert_loop:  # transformers < 5: router, mask and per-expert kernels, a sync per expert (expert_loop.py)
             fwd_k += expert_loop_time.loop_forward_kernels(local_experts=moe.num_experts,
                                                            every_expert=expert_loop_every) * n_moe
@@ -1387,6 +1398,9 @@ def step_inventory(
         else:
             fwd_k += (MOE_DISPATCH_KERNELS + SWIGLU_KERNELS) * n_moe + 2 * n_moe
             part("moe", kernels=(MOE_DISPATCH_KERNELS + SWIGLU_KERNELS) * n_moe + 2 * n_moe)
+            if eager_launch:  # the router's and permutation's kernels and their backward
+                moe_eager_fk += MOE_DISPATCH_KERNELS * n_moe
+                moe_eager_bk += BACKWARD_KERNEL_FACTOR * MOE_DISPATCH_KERNELS * n_moe
             if megatron_experts:  # the dispatcher's wait for its split sizes, every MoE layer's forward
                 dispatch_syncs = moe_time.DISPATCH_FORWARD_SYNCS * n_moe
                 part("moe", syncs=dispatch_syncs)
@@ -1480,6 +1494,8 @@ def step_inventory(
     # factor leaves them; their launches stay with the other kernels (the plan's per-kernel host cost, compile
     # factor included)
     ff_b, fb_b = ff_b + eager_moe.forward_bytes, fb_b + eager_moe.backward_bytes
+    # ... and under MoeLaunch.EAGER the router's and dispatcher's launches too (moe_eager_launch): unscaled
+    ff_k, fb_k = ff_k + moe_eager_fk, fb_k + moe_eager_bk
     sync_f, sync_b = ((PACKED_FLASH_FORWARD_SYNCS * full, PACKED_FLASH_BACKWARD_SYNCS * full)
                       if packed_flash_syncs and not eager_attention else (0.0, 0.0))
     if unpad and unpad_call_syncs:

@@ -95,6 +95,64 @@ host cost; no measurement of this loop's host time on a GPU is cited, so none is
 (``GroupedLinear`` adds it in the GEMM and fuses its gradient into the wgrad GEMM, NVIDIA/TransformerEngine
 ``transformer_engine/pytorch/module/grouped_linear.py`` @v2.9), not counted here.
 
+**Eager router and dispatcher launches** (``RunCard.parallel.moe_launch``, ``MoeLaunch``). The plan prices a
+fused-kernel card's launches at ``plan.time.COMPILE_KERNEL_FACTOR`` of its kernels (a compiler, or Transformer
+Engine's fused norm + linear, RoPE, SwiGLU and cross-entropy, leaves about a third). Megatron-Core's router and token
+dispatcher are neither: ``router.py`` (``topk_routing_with_score_function`` unfused unless ``moe_router_fusion``),
+``moe_utils.py`` and ``token_dispatcher.py`` issue their top-k, softmax, scatters, histogram, D2H copies, sorts and
+permutations one PyTorch op at a time from Python, and gpt-oss's clamp and bias loop with them (above). Only a CUDA
+graph over them (Megatron-Core ``cuda_graph_scope`` ``moe_router`` / ``moe_preprocess``) or the fused router removes
+that host work, and Megatron-Bridge's performance recipes set both
+(src/megatron/bridge/perf_recipes/qwen/b200/qwen3_moe.py l.43 ``moe_router_fusion = True`` and l.203
+``cuda_graph_scope = ["attn", "moe_router", "moe_preprocess"]``, b300 l.39 and l.219,
+@067f987df03b8355b03192d88d70f1709fedf51a; the Qwen3-30B-A3B 16-GPU H100 library recipe too,
+src/megatron/bridge/recipes/qwen/h100/qwen3_moe.py l.160 and l.213-214 @6799f099712c961f15cf92d6bd88998f029d672d).
+``MoeLaunch.FUSED`` (the default) keeps the factor on them, as for those recipes; ``MoeLaunch.EAGER`` (a recipe with
+``cuda_graph_impl = "none"`` and ``moe_router_fusion = False``, as every gpt-oss H100 library recipe, same file family
+src/megatron/bridge/recipes/gpt_oss/h100/gpt_oss.py l.99/105, 223/229, 366/372, 496/502, 652/658 at that commit)
+counts each of them at the full per-kernel host rate (``inventory.step_inventory(moe_eager_launch=True)``: the
+``MOE_DISPATCH_KERNELS`` and their backward, ``dispatcher_kernels`` and the eager expert work go to the unscaled
+``PassInventory.fused_kernels``). No constant is set here: the kernel counts and the per-kernel host rates are the
+inventory's and ``rates``'. Effect (``benchmarks/step_times.py``, 2026-12-03, the Megatron-Bridge gpt-oss verification
+cards and the rows below, the only ones mapped eager): gpt-oss-20b pre-training -59.1% -> -45.0%, SFT -59.1% ->
+-49.6%, LoRA (one GPU) -47.6% -> -18.9%, gpt-oss-120b pre-training -70.8% -> -64.1%, SFT -69.8% -> -56.3%; the
+Qwen3-30B-A3B 32K SFT card (recipe qwen3_30b_a3b_sft_8gpu_h100_bf16_config l.405 and l.411
+@f3ae2767b5e18aeb67b726cd8d5f1db58216dcc9) -6.1% -> -3.6%; NeMo RL v0.3's Qwen3-30B-A3B Megatron policy (no CUDA
+graph, a Megatron-Core without router fusion) update -68.5% -> -62.0%, its log-prob passes not at all (16k-token
+micro-batches: device-bound in the plan); NeMo RL v0.4-v0.6's performance-summary Megatron MoE rows (39, expert
+parallel > 1; no training CUDA graph or router fusion in those releases, Megatron-Core's defaults off: the entries'
+notes) move toward their published steps or not at all: Qwen3-30B-A3B v0.5 / v0.6 GB200 on-policy -16% -> -6% and -15%
+-> -6%, v0.4 H100 on-policy -12% -> -5%, Qwen3-235B-A22B v0.6 GB200 64-GPU -5% -> -2%, v0.5 -21% -> -18%, the
+DeepSeek-V3 rows by at most a point (RL step median 14.5% -> 14.2%); verl's fully-async Qwen3-30B-A3B Megatron rows
+(their script verl/experimental/fully_async_policy/shell/grpo_30b_a3b_base_math_megatron_96_32.sh l.160-169
+@df340d703292538fafc1439b4aa9f1f226ccadc5 overrides neither setting) and its DeepSeek-V3 671B row, tried eager (not
+committed), do not move: 10k-token dynamic micro-batches, device-bound in the plan; ms-swift's Megatron-SWIFT
+Qwen3-30B-A3B (A800, also mapped eager) not at all (host 0.19 -> 0.30 s a forward, under its 0.47 s of device work at
+8,192 tokens a micro-batch: a null result for that row's -54%); nothing else moves. Set on every Megatron-Core MoE row
+instead (an experiment, not committed), the force-balanced performance rows whose recipes graph the router move 8-28
+points over (Megatron-Bridge 25.09 GB200 Qwen3-235B-A22B +10% -> +38%, B200 Qwen3-30B-A3B -1% -> +23%): those recipes'
+CUDA graphs are why the factor stays their default.
+
+**Checked on the gpt-oss verification cards after the eager launches (2026-12-03), nothing set from it.** (1) Their
+RoPE is unfused on unpacked rows too (Megatron-Core's default apply_rope_fusion False stands in the gpt-oss H100
+recipes; src/megatron/bridge/perf_recipes/gpt_oss/common.py l.83 sets it False for the performance recipes as well,
+@6799f099712c961f15cf92d6bd88998f029d672d), where the plan prices RoPE as fused except the packed thd loop: priced as
+that loop with one sample a row (13 forward and 11 backward kernels a call, its per-call kernels and syncs included:
+an upper bound, not committed), gpt-oss-20b pre-training goes 12.31 -> 12.99 s (-45.0% -> -42.0%) and gpt-oss-120b
+pre-training 5.98 -> 6.24 s (-64.1% -> -62.5%). (2) Transformer Engine 2.16 drops its cuDNN fused attention for sink
+softmax only under determinism (transformer_engine/pytorch/attention/dot_product_attention/utils.py l.1324-1332
+@4220403e831d29e93868f7793693ea83f6b8b05b, 'requires NVTE_ALLOW_NONDETERMINISTIC_ALGO=1'); the recipes' environment
+(src/megatron/bridge/recipes/utils/environment_utils.py COMMON_RECIPE_ENV_VARS @6799f099: NCCL_GRAPH_REGISTER,
+NCCL_NVLS_ENABLE, PYTORCH_CUDA_ALLOC_CONF, TORCH_NCCL_AVOID_RECORD_STREAMS, TORCH_NCCL_HIGH_PRIORITY) does not set it
+and Megatron-Bridge's deterministic mode refuses the recipes' cross-entropy fusion
+(src/megatron/bridge/training/config.py l.1042-1062, same commit), so cuDNN stays; even the unfused fallback (scores
+64 heads x 2,048^2 bf16 materialised, about 22 bytes a score forward and backward) would cost about 2 ms a layer and
+micro-batch against the 20B SFT card's 10 ms gap. (3) The EP all-to-all overlap credit on the two H100 Qwen3-30B-A3B
+performance rows that plan 65-66% short (25.11 PP 2 VP 24 EP 8, 26.02 PP 2 VP 12 EP 8 DeepEP, both moe_comm_overlap):
+with the overlap removed from the plan (not committed) 8.71 -> 10.59 s (-65% -> -57%) and 17.53 -> 20.27 s (-66% ->
+-60%) against 24.85 / 51.27 s; the overlap credit is at most 8 points of those misses, the rest the containers (their
+entries' notes).
+
 **Load imbalance is not modelled**: the expert rows are the balanced mean (``T·k / E`` per expert). Dropless
 routing lets the busiest expert (and EP rank) receive more than that, and the slowest rank sets the pace;
 no published per-micro-batch measurement of that excess for these models was found to cite, so the layer is

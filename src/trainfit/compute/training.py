@@ -562,6 +562,7 @@ def train_step_time(
     zero3_expert_leaf: bool = True, fsdp2_copies: bool = False, fp8_casts: CastTraffic | None = None,
     fp8_layer_share: float = 1.0,
     megatron_experts: bool = False, expert_streams: bool = False, recompute_modules: tuple[str, ...] = (),
+    moe_eager_launch: bool = False,
     unpad_call_syncs: bool = False, attention_kernel: str = "auto", attention_fp8: str = "",
     vocab_chunk_columns: int = 0, nemo_rl_loss: str = "", loss_sequences: float = 1.0,
     head: bool = True, scan_syncs: float = 0.0, rope_loop_samples: float = 0.0, rope_loop_context_parallel: int = 1,
@@ -654,7 +655,7 @@ def train_step_time(
                          loss_input_copy=loss_input_copy, loss_input_slice_backward=loss_input_slice_backward,
                          expert_loop=expert_loop,
                          expert_loop_every=expert_loop_every, fp8_casts=fp8_casts, megatron_experts=megatron_experts,
-                         fp8_layer_share=fp8_layer_share,
+                         moe_eager_launch=moe_eager_launch, fp8_layer_share=fp8_layer_share,
                          expert_streams=expert_streams, unpad_call_syncs=unpad_call_syncs,
                          expert_bias_probs_grad=mp.moe_routing is not MoeRouting.CONSECUTIVE,
                          vocab_chunk_columns=vocab_chunk_columns, nemo_rl_loss=nemo_rl_loss, loss_sequences=loss_sequences,
@@ -1337,7 +1338,7 @@ def forward_only_time(
     hooked_units: int = 0, fsdp2_copies: bool = False, unshard_once: bool = False, expert_loop_every: bool = False,
     attention_kernel: str = "auto", nemo_rl_loss: str = "", loss_sequences: float = 1.0,
     fused_cross_entropy: bool = False, megatron_experts: bool = False, expert_streams: bool = False, head: bool = True,
-    entropy_bytes_per_logit: float = 0.0, entropy_kernels: int = 0,
+    moe_eager_launch: bool = False, entropy_bytes_per_logit: float = 0.0, entropy_kernels: int = 0,
     rope_loop_samples: float = 0.0, rope_loop_context_parallel: int = 1, a2a_thd_sequences: float = 0.0,
     te_layers: bool = False, window_mask: bool = False, window_mask_dtype_bytes: float = 2.0,
     attention_fp8: str = "",
@@ -1407,6 +1408,7 @@ def forward_only_time(
                          expert_loop_every=expert_loop_every, nemo_rl_loss=nemo_rl_loss,
                          loss_sequences=loss_sequences, fused_cross_entropy=fused_cross_entropy,
                          megatron_experts=megatron_experts, expert_streams=expert_streams,
+                         moe_eager_launch=moe_eager_launch,
                          rope_loop_samples=rope_loop_samples, rope_loop_context_parallel=rope_loop_context_parallel,
                          a2a_thd_sequences=a2a_thd_sequences, attention_fp8=attention_fp8)
     if entropy_bytes_per_logit and spec.head_outputs is None:

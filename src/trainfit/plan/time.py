@@ -42,6 +42,7 @@ from trainfit.spec.card import RunCard, pin_before
 from trainfit.spec.enums import Attention, ComputeDtype, ContextParallelKind, Dtype, Fp8Recipe, Method, Scope
 from trainfit.spec.enums import AdapterDtype, LayerKind, LoraDropoutPosition, QloraDequant
 from trainfit.spec.enums import FSDP_STRATEGIES, LossKernel, MoeDispatcher, MoeExperts, TensorParallelImpl
+from trainfit.spec.enums import MoeLaunch
 from trainfit.spec.enums import Zero1ParamSync
 from trainfit.spec.model import ModelSpec
 from trainfit.units import BYTES_PER_DTYPE
@@ -719,6 +720,7 @@ def training_time(
         fp8_casts=fp8_casts_of(card),
         fp8_layer_share=fp8_layer_share_of(card, spec),
         megatron_experts=par.tensor_parallel_impl is TensorParallelImpl.MEGATRON,
+        moe_eager_launch=par.moe_launch is MoeLaunch.EAGER,
         # Megatron-Core's layers are Transformer Engine's modules: their Python backward (compute.te_host)
         te_layers=par.tensor_parallel_impl is TensorParallelImpl.MEGATRON,
         # a re-entrant checkpoint re-runs the whole layer, its last linear and residual add included

@@ -59,6 +59,7 @@ from trainfit.spec.enums import (
     LossKernel,
     MoeDispatcher,
     MoeExperts,
+    MoeLaunch,
     MoeRouting,
 )
 
@@ -387,6 +388,10 @@ class ParallelSection(_Section):
                                     " balanced router, Megatron-Core moe_router_force_load_balancing) | consecutive"
                                     " (NeMo Automodel's FakeBalancedGate: token i takes experts i*k .. i*k+k-1); sets"
                                     " how many nodes and GPUs a DeepEP dispatch reaches per token.")
+    moe_launch: MoeLaunch = Field(MoeLaunch.FUSED, description="fused (Megatron-Core's router and dispatcher captured"
+                                  " in CUDA graphs or fused: their launches priced like the other fused work) | eager"
+                                  " (cuda_graph_impl none and moe_router_fusion false: each router and dispatcher op"
+                                  " pays a host launch); Megatron-Core cards only.")
     moe_experts: MoeExperts = Field(MoeExperts.GROUPED, description="grouped (the routed experts as one grouped GEMM"
                                     " per projection: transformers v5 grouped_mm, Megatron-Core TEGroupedMLP) |"
                                     " grouped_streams (one grouped call per projection looping one cuBLAS GEMM per"

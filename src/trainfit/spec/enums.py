@@ -588,6 +588,19 @@ class MoeDispatcher(StrEnum):
     the expert tensor x expert parallel group, each rank keeps its experts' rows, the output reduce-scattered back."""
 
 
+class MoeLaunch(StrEnum):
+    """How Megatron-Core's router and token dispatcher reach the GPU, for their host launch cost
+    (``compute.moe_time`` "Eager router and dispatcher launches")."""
+
+    FUSED = "fused"
+    """Priced like the model's other fused elementwise work (the plan's compile kernel factor): a recipe that captures
+    the router and the dispatcher's preprocessing in CUDA graphs (Megatron-Core ``cuda_graph_scope`` ``moe_router``,
+    ``moe_preprocess``) or fuses the router (``moe_router_fusion``), as Megatron-Bridge's performance recipes do."""
+    EAGER = "eager"
+    """Every router and dispatcher op launched one by one from Python: ``cuda_graph_impl`` "none" with
+    ``moe_router_fusion`` False (Megatron-Bridge's gpt-oss H100 library recipes)."""
+
+
 class MoeRouting(StrEnum):
     """Which experts a token's router picks, for the dispatch volume (``compute.moe_dispatch``)."""
 

@@ -564,6 +564,25 @@ docs/source_en/Instruction/Megatron-SWIFT-Training.md l.25 @0f31a5a9ebe0), Megat
 commit @067f987df03b (2a75ac12c54b, 0.20.0)."""
 
 
+def megatron_recompute_modules_of(value: str) -> list[str] | None:
+    """The Megatron-Core ``recompute_modules`` a published ``selective_<module>_<module>...`` setting names (the
+    preset's list joined by underscores, e.g. ``selective_mla_up_proj_mlp`` for ``["mla_up_proj", "mlp"]``), read
+    greedily against ``spec.enums.RecomputeModule``; None when the rest is not such a list."""
+    from trainfit.spec.enums import RecomputeModule
+
+    rest, out = value.removeprefix("selective_"), []
+    if rest == value or not rest:
+        return None
+    names = sorted((m.value for m in RecomputeModule), key=len, reverse=True)
+    while rest:
+        hit = next((n for n in names if rest == n or rest.startswith(n + "_")), None)
+        if hit is None:
+            return None
+        out.append(hit)
+        rest = rest[len(hit) + 1:]
+    return out
+
+
 def checkpointing(value: Any, framework: str, also: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[str]]:
     """The card's ``parallel`` checkpointing keys for a published setting (``also``: the row's other published
     figures, read for fms-fsdp's share of checkpointed layers)."""
@@ -593,6 +612,10 @@ def checkpointing(value: Any, framework: str, also: dict[str, Any] | None = None
                 ["Megatron-Core --recompute-modules moe layernorm"])
     if value == "selective_op":
         return {"gradient_checkpointing": "selective"}, []
+    if (framework in MEGATRON_FRAMEWORKS and isinstance(value, str)
+            and (modules := megatron_recompute_modules_of(value)) is not None):
+        return ({"gradient_checkpointing": "selective", "recompute_modules": modules},
+                [f"Megatron-Core --recompute-modules {' '.join(modules)}"])
     if isinstance(value, str) and value.startswith("selective"):
         return {"gradient_checkpointing": False}, [f"selective activation checkpointing ({value}) counted as none"]
     if framework == "ms-swift-deepspeed":

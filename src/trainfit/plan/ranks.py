@@ -274,7 +274,8 @@ def rank_terms(card: RunCard, spec: ModelSpec, sharding: Sharding, layout: Paral
         raise CardError(f"parallel.activation_offload_layers: {offloaded} must be below the stage's"
                         f" {len(stage.layers)} decoder layers (Transformer Engine keeps the last layer on the GPU)")
     full_offload = card.parallel.activation_offload and not offloaded
-    inflight = 0.0 if full_offload else (in_flight - 1) * one
+    # in-flight forwards other than the current one hold decoder layers only (head_forwards_in_flight)
+    inflight = 0.0 if full_offload else (in_flight - 1) * (one - act.head * head_forwards_in_flight(stage))
     b, s_loc = card.batch.micro_batch_size, card.batch.seq_len // layout.cp
     tokens = b * s_loc
     a = 4 if prec.compute is ComputeDtype.FP32 else 2
@@ -365,6 +366,25 @@ def rank_terms(card: RunCard, spec: ModelSpec, sharding: Sharding, layout: Paral
         **zero_step,
     )
     return terms, host
+
+
+def head_forwards_in_flight(stage: Stage) -> int:
+    """Forwards of the last model chunk (the one holding the final norm, the head, MTP and the loss) whose saved
+    activations are alive at a backward of pipeline rank ``stage``: 1 on the last rank, 0 elsewhere (no head); the
+    rank's other in-flight forwards hold decoder layers only.
+
+    Megatron-Core's interleaved schedule (NVIDIA/Megatron-LM @d98e8a64ddf34856e74b24714e3bedb2f5a39553,
+    ``megatron/core/pipeline_parallel/schedules.py``): the last rank warms up with ``(v - 1) x g`` forwards
+    (l.964-965, ``g = microbatch_group_size_per_vp_stage``, pp by default), i.e. chunks 0 .. v-2 of the first group
+    (``get_schedule_table`` l.989-1015); in the steady state forward ``k + W`` and backward ``k`` run in one
+    iteration (l.1733-1749) and ``get_model_chunk_id`` (l.1244-1249) maps both to chunk v-1 of the same micro-batch
+    whenever the forward is of chunk v-1 (the backward walks the chunks in reverse). So the last chunk's forward is
+    always followed by its own backward. Under 1F1B the last rank warms up with none (l.957). Every forward is
+    warm-up on the last rank only with fewer micro-batches than stages, which the interleaved schedule refuses
+    (``memory.parallel.check_layout``). Before this, the walked chunk's figure with the head was counted for every
+    in-flight forward: DeepSeek-V3 on 256 GB200 (PP 4, VP 4, 13 forwards in flight on the last rank) planned
+    12 x 5.66 GiB of head activations that are never alive together (last rank 209.9 -> 142.1 GiB)."""
+    return 1 if stage.last else 0
 
 
 def megatron_grad_buffer_held(card: RunCard) -> bool:

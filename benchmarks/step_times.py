@@ -391,6 +391,14 @@ def parallel_blockers(dims: dict[str, Any]) -> list[str]:
     return []
 
 
+PIPELINE_OUTPUTS_DEALLOCATED = ("megatron-bridge",)
+"""Frameworks whose pipeline stages free each sent output (the card's ``parallel.pipeline_outputs_deallocated``):
+Megatron-Bridge's GPTModelProvider defaults Megatron-Core's deallocate_pipeline_outputs to True
+(NVIDIA-NeMo/Megatron-Bridge src/megatron/bridge/models/gpt_provider.py l.162 @067f987df03b8355b03192d88d70f1709fedf51a).
+The ``megatron`` entries are left out: that name also covers Megatron-DeepSpeed runs (bigscience) and Megatron-LM
+releases older than the option."""
+
+
 def model_parallel_section(dims: dict[str, Any], *, num_layers: int | None = None, framework: str = "",
                            shape: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[str]]:
     """The card's tensor / pipeline / context / expert parallel fields for an entry's parallelism (``num_layers``,
@@ -413,6 +421,8 @@ def model_parallel_section(dims: dict[str, Any], *, num_layers: int | None = Non
         if dims.get("pipeline_scatter_gather") and tp > 1:
             # Megatron-LM's scatter/gather pipeline sends, where the entry's note cites the run's commit
             out["pipeline_scatter_gather"] = True
+        if framework in PIPELINE_OUTPUTS_DEALLOCATED:
+            out["pipeline_outputs_deallocated"] = True
         vpp = dims.get("vpp") or dims.get("virtual_stages") or 1
         if vpp > 1:
             out.update(pipeline_schedule="interleaved", virtual_stages=vpp)

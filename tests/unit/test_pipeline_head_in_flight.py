@@ -67,3 +67,27 @@ def test_steady_state_holds_one_and_other_ranks_none() -> None:
     assert head_forwards_in_flight(stage_of(layout, 16, 0)) == 0
     one_f_one_b = stage_of(ParallelLayout(pp=4, micro_batches=8), 8, 3)
     assert one_f_one_b.in_flight_first_backward == 1 and head_forwards_in_flight(one_f_one_b) == 1
+
+
+def test_deallocated_outputs_leave_only_the_received_input() -> None:
+    """Megatron-Core's deallocate_pipeline_outputs (``plan.ranks.pipeline_output_bytes``): a middle rank of a 1F1B
+    pipeline keeps its received inputs only, the stage outputs' bytes drop by in-flight x one residual tensor."""
+    from trainfit.plan import make_plan
+    from trainfit.spec.card import load_card_dict
+
+    def card(deallocated: bool) -> dict:
+        return {"model": "meta-llama/Llama-3.1-8B", "method": "sft", "scope": "full",
+                "hardware": {"gpu": "h100-sxm", "gpus_per_node": 8, "nodes": 1},
+                "parallel": {"strategy": "zero1", "tensor_parallel": 2, "sequence_parallel": True,
+                             "pipeline_parallel": 4, "tensor_parallel_impl": "megatron",
+                             "pipeline_outputs_deallocated": deallocated},
+                "batch": {"micro_batch_size": 1, "seq_len": 4096, "grad_accum": 8}}
+
+    kept, freed = (make_plan(load_card_dict(card(d))) for d in (False, True))
+    unit = 2 * 4096 // 2 * 4096  # bf16, the sequence shard of one micro-batch, hidden 4096
+    for stage, in_flight in ((0, 4), (1, 3), (2, 2)):
+        before = max(p.components.get("pipeline_buffers", 0.0) for p in kept.stage_phases[stage])
+        after = max(p.components.get("pipeline_buffers", 0.0) for p in freed.stage_phases[stage])
+        assert before - after == in_flight * unit
+    last = [max(p.components.get("pipeline_buffers", 0.0) for p in plan.stage_phases[3]) for plan in (kept, freed)]
+    assert last[0] == last[1]

@@ -282,10 +282,13 @@ def rank_terms(card: RunCard, spec: ModelSpec, sharding: Sharding, layout: Paral
     seq_tokens = tokens // (layout.tp if layout.sp else 1)
     unit = a * seq_tokens * spec.hidden_size  # one residual-stream tensor of a micro-batch
     # torch.distributed.pipelining keeps each in-flight micro-batch's stage output and received input
-    # (the latter is the checkpointed first layer's saved input under checkpointing) until its backward
+    # (the latter is the checkpointed first layer's saved input under checkpointing) until its backward;
+    # Megatron-Core with deallocate_pipeline_outputs frees the output once sent (pipeline_output_bytes)
     pipe = 0.0
     if layout.pp > 1:
-        pipe = in_flight * ((unit if not stage.last else 0.0) + (unit if not stage.first and not ckpt else 0.0))
+        out = pipeline_output_bytes(unit=unit, last=stage.last,
+                                    deallocated=card.parallel.pipeline_outputs_deallocated)
+        pipe = in_flight * (out + (unit if not stage.first and not ckpt else 0.0))
     layer_fwd = 0.0 if stage.last else stage_forward_transient(ss, stage, ckpt=ckpt, unit=unit, tokens=tokens, a=a)
 
     lg, lg_grad = loss_region(card, spec, ss, layout, stage, tokens=tokens, act_dtype=a)
@@ -366,6 +369,21 @@ def rank_terms(card: RunCard, spec: ModelSpec, sharding: Sharding, layout: Paral
         **zero_step,
     )
     return terms, host
+
+
+def pipeline_output_bytes(*, unit: float, last: bool, deallocated: bool) -> float:
+    """Bytes of a stage's output that each in-flight micro-batch keeps until its backward: ``unit`` (one
+    residual-stream tensor of a micro-batch, bytes) on every rank but the last (which sends none), 0 when the
+    framework deallocates sent outputs. Megatron-Core's ``deallocate_output_tensor`` replaces the sent output's
+    ``.data`` with a one-element tensor, keeping only its ``grad_fn`` (NVIDIA/Megatron-LM
+    @d98e8a64ddf34856e74b24714e3bedb2f5a39553 megatron/core/pipeline_parallel/schedules.py l.171-201, called after
+    each send), when ``config.deallocate_pipeline_outputs`` is set: Megatron-LM sets it for every run
+    (megatron/training/argument_utils.py l.305 at that commit) and Megatron-Bridge's GPTModelProvider defaults it
+    to True (NVIDIA-NeMo/Megatron-Bridge src/megatron/bridge/models/gpt_provider.py l.162
+    @067f987df03b8355b03192d88d70f1709fedf51a); Megatron-Core's own default is False (model_parallel_config.py
+    l.405), which is what mbridge's TransformerConfig keeps (ISEEKYAN/mbridge mbridge/core/llm_bridge.py
+    ``_build_base_config`` @0656235e14d1cd43149dbc3d5d825c6e089fe630 sets no value)."""
+    return 0.0 if last or deallocated else unit
 
 
 def head_forwards_in_flight(stage: Stage) -> int:

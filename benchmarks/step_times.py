@@ -2035,7 +2035,13 @@ def map_rl(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     # AReaL packs the same way (the entry's sequence_packing_source: realhf/api/core/data_api.py split_with_lengths,
     # datapack.ffd_allocate over max_tokens_per_mb: whole sequences without padding, at most the budget per
     # micro-batch, the sequences' count decided by the tokens, not a fixed number of sequences)
-    budget_packing = e["framework"] == "verl" or (e["framework"] == "areal" and tr.get("sequence_packing") is True)
+    # NeMo RL's dynamic batching (policy.dynamic_batching, train_mb_tokens / logprob_mb_tokens) sorts the sequences by
+    # length and closes a micro-batch once its count x its longest (rounded up) sequence would pass the budget
+    # (NVIDIA-NeMo/RL nemo_rl/distributed/batched_data_dict.py shard_by_batch_size l.524-592
+    # @b1c86a816c5e2b4ca41ece193624a38dc62e6fdf): each micro-batch's padded tensor holds at most the budget, a token
+    # budget as verl's, not a fixed count of sequences
+    budget_packing = (e["framework"] in ("verl", "nemo-rl")
+                      or (e["framework"] == "areal" and tr.get("sequence_packing") is True))
     dynamic = (budget_packing and not mbs and bool(tokens_per_gpu) and tr.get("sequence_packing") is not False
                and not tr.get("sequence_packing_tokens") and int(tokens_per_gpu) * ulysses >= longest)
     if dynamic:

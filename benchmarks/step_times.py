@@ -396,7 +396,8 @@ PIPELINE_OUTPUTS_DEALLOCATED = ("megatron-bridge",)
 Megatron-Bridge's GPTModelProvider defaults Megatron-Core's deallocate_pipeline_outputs to True
 (NVIDIA-NeMo/Megatron-Bridge src/megatron/bridge/models/gpt_provider.py l.162 @067f987df03b8355b03192d88d70f1709fedf51a).
 The ``megatron`` entries are left out: that name also covers Megatron-DeepSpeed runs (bigscience) and Megatron-LM
-releases older than the option."""
+releases older than the option; an entry whose run is a Megatron-LM of 2023-05 or later states
+``parallel.pipeline_outputs_deallocated`` itself."""
 
 
 def model_parallel_section(dims: dict[str, Any], *, num_layers: int | None = None, framework: str = "",
@@ -421,7 +422,8 @@ def model_parallel_section(dims: dict[str, Any], *, num_layers: int | None = Non
         if dims.get("pipeline_scatter_gather") and tp > 1:
             # Megatron-LM's scatter/gather pipeline sends, where the entry's note cites the run's commit
             out["pipeline_scatter_gather"] = True
-        if framework in PIPELINE_OUTPUTS_DEALLOCATED:
+        if framework in PIPELINE_OUTPUTS_DEALLOCATED or dims.get("pipeline_outputs_deallocated"):
+            # the framework's default, or the entry's own Megatron-LM run (its note cites the option's source)
             out["pipeline_outputs_deallocated"] = True
         vpp = dims.get("vpp") or dims.get("virtual_stages") or 1
         if vpp > 1:

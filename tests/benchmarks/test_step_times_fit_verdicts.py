@@ -38,3 +38,12 @@ def test_nemo_rl_dynamic_batching_is_a_token_budget() -> None:
     assert card["rollout"]["max_tokens_per_micro_batch"] == 4096
     assert card["rollout"]["logprob_max_tokens_per_micro_batch"] == 8192  # logprob_mb_tokens 4096 x 2
     assert st.plan_card(card).fits is True
+
+
+def test_megatron_lm_entry_states_deallocated_outputs() -> None:
+    """A Megatron-LM run (Pai-Megatron-Patch, 2025) states parallel.pipeline_outputs_deallocated in its entry; the
+    harness leaves the framework name 'megatron' alone (it also covers Megatron-DeepSpeed runs)."""
+    card, _ = st.map_train(TRAIN["xtuner-h800-qwen3-235b-tp1-ep8-pp32-vpp3-mbs8-full"])
+    assert card["parallel"]["pipeline_outputs_deallocated"] is True
+    assert st.plan_card(card).fits is True
+    assert "megatron" not in st.PIPELINE_OUTPUTS_DEALLOCATED

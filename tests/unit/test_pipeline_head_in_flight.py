@@ -91,3 +91,14 @@ def test_deallocated_outputs_leave_only_the_received_input() -> None:
         assert before - after == in_flight * unit
     last = [max(p.components.get("pipeline_buffers", 0.0) for p in plan.stage_phases[3]) for plan in (kept, freed)]
     assert last[0] == last[1]
+
+
+def test_megatron_received_input_is_the_first_norms_saved_input() -> None:
+    """``plan.ranks.pipeline_input_bytes``: a Megatron-Core rank's first layer saves the received tensor itself (its
+    norm's input, in the layer figure), torch.distributed.pipelining's eager layers keep it apart."""
+    from trainfit.plan.ranks import pipeline_input_bytes
+
+    assert pipeline_input_bytes(unit=8.0, first=False, checkpointed=False, megatron=False) == 8.0
+    assert pipeline_input_bytes(unit=8.0, first=False, checkpointed=False, megatron=True) == 0.0
+    assert pipeline_input_bytes(unit=8.0, first=False, checkpointed=True, megatron=False) == 0.0
+    assert pipeline_input_bytes(unit=8.0, first=True, checkpointed=False, megatron=False) == 0.0

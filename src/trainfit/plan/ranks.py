@@ -283,12 +283,15 @@ def rank_terms(card: RunCard, spec: ModelSpec, sharding: Sharding, layout: Paral
     unit = a * seq_tokens * spec.hidden_size  # one residual-stream tensor of a micro-batch
     # torch.distributed.pipelining keeps each in-flight micro-batch's stage output and received input
     # (the latter is the checkpointed first layer's saved input under checkpointing) until its backward;
-    # Megatron-Core with deallocate_pipeline_outputs frees the output once sent (pipeline_output_bytes)
+    # Megatron-Core with deallocate_pipeline_outputs frees the output once sent (pipeline_output_bytes), and its
+    # first layer's norm saves the received tensor itself (pipeline_input_bytes)
     pipe = 0.0
     if layout.pp > 1:
         out = pipeline_output_bytes(unit=unit, last=stage.last,
                                     deallocated=card.parallel.pipeline_outputs_deallocated)
-        pipe = in_flight * (out + (unit if not stage.first and not ckpt else 0.0))
+        received = pipeline_input_bytes(unit=unit, first=stage.first, checkpointed=ckpt,
+                                        megatron=card.parallel.tensor_parallel_impl is TensorParallelImpl.MEGATRON)
+        pipe = in_flight * (out + received)
     layer_fwd = 0.0 if stage.last else stage_forward_transient(ss, stage, ckpt=ckpt, unit=unit, tokens=tokens, a=a)
 
     lg, lg_grad = loss_region(card, spec, ss, layout, stage, tokens=tokens, act_dtype=a)
@@ -384,6 +387,21 @@ def pipeline_output_bytes(*, unit: float, last: bool, deallocated: bool) -> floa
     l.405), which is what mbridge's TransformerConfig keeps (ISEEKYAN/mbridge mbridge/core/llm_bridge.py
     ``_build_base_config`` @0656235e14d1cd43149dbc3d5d825c6e089fe630 sets no value)."""
     return 0.0 if last or deallocated else unit
+
+
+def pipeline_input_bytes(*, unit: float, first: bool, checkpointed: bool, megatron: bool) -> float:
+    """Bytes of a stage's received input that each in-flight micro-batch keeps beyond the layers' saved activations:
+    ``unit`` (one residual-stream tensor of a micro-batch) on every rank but the first, none under full checkpointing
+    (the checkpointed first layer saves that input, already in its figure), and none under Megatron-Core: its
+    TransformerBlock runs the received tensor itself as the first layer's input (``hidden_states =
+    self.input_tensor`` and ``make_viewless_tensor``, which shares its storage: NVIDIA/Megatron-LM
+    @d98e8a64ddf34856e74b24714e3bedb2f5a39553 megatron/core/transformer/transformer_block.py l.588, l.605), and that
+    layer's Transformer Engine norm saves its input tensor, not a copy (``save_for_backward(x, rstdevs)``,
+    ``LayerNormLinear`` ``inputmat``: ``MEGATRON_TE_NORM_SOURCES``), which the Megatron layer figure already counts
+    (``megatron_te_norm_savings`` leaves the norm its compute-dtype input). torch.distributed.pipelining with the
+    per-op (transformers) layers keeps it apart: the eager RMSNorm saves an fp32 copy, not the received tensor (the
+    pipeline stage trace of the accuracy grid)."""
+    return 0.0 if first or checkpointed or megatron else unit
 
 
 def head_forwards_in_flight(stage: Stage) -> int:

@@ -391,6 +391,15 @@ def parallel_blockers(dims: dict[str, Any]) -> list[str]:
     return []
 
 
+PIPELINE_OUTPUTS_DEALLOCATED = ("megatron-bridge",)
+"""Frameworks whose pipeline stages free each sent output (the card's ``parallel.pipeline_outputs_deallocated``):
+Megatron-Bridge's GPTModelProvider defaults Megatron-Core's deallocate_pipeline_outputs to True
+(NVIDIA-NeMo/Megatron-Bridge src/megatron/bridge/models/gpt_provider.py l.162 @067f987df03b8355b03192d88d70f1709fedf51a).
+The ``megatron`` entries are left out: that name also covers Megatron-DeepSpeed runs (bigscience) and Megatron-LM
+releases older than the option; an entry whose run is a Megatron-LM of 2023-05 or later states
+``parallel.pipeline_outputs_deallocated`` itself."""
+
+
 def model_parallel_section(dims: dict[str, Any], *, num_layers: int | None = None, framework: str = "",
                            shape: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[str]]:
     """The card's tensor / pipeline / context / expert parallel fields for an entry's parallelism (``num_layers``,
@@ -413,6 +422,9 @@ def model_parallel_section(dims: dict[str, Any], *, num_layers: int | None = Non
         if dims.get("pipeline_scatter_gather") and tp > 1:
             # Megatron-LM's scatter/gather pipeline sends, where the entry's note cites the run's commit
             out["pipeline_scatter_gather"] = True
+        if framework in PIPELINE_OUTPUTS_DEALLOCATED or dims.get("pipeline_outputs_deallocated"):
+            # the framework's default, or the entry's own Megatron-LM run (its note cites the option's source)
+            out["pipeline_outputs_deallocated"] = True
         vpp = dims.get("vpp") or dims.get("virtual_stages") or 1
         if vpp > 1:
             out.update(pipeline_schedule="interleaved", virtual_stages=vpp)
@@ -569,6 +581,25 @@ docs/source_en/Instruction/Megatron-SWIFT-Training.md l.25 @0f31a5a9ebe0), Megat
 commit @067f987df03b (2a75ac12c54b, 0.20.0)."""
 
 
+def megatron_recompute_modules_of(value: str) -> list[str] | None:
+    """The Megatron-Core ``recompute_modules`` a published ``selective_<module>_<module>...`` setting names (the
+    preset's list joined by underscores, e.g. ``selective_mla_up_proj_mlp`` for ``["mla_up_proj", "mlp"]``), read
+    greedily against ``spec.enums.RecomputeModule``; None when the rest is not such a list."""
+    from trainfit.spec.enums import RecomputeModule
+
+    rest, out = value.removeprefix("selective_"), []
+    if rest == value or not rest:
+        return None
+    names = sorted((m.value for m in RecomputeModule), key=len, reverse=True)
+    while rest:
+        hit = next((n for n in names if rest == n or rest.startswith(n + "_")), None)
+        if hit is None:
+            return None
+        out.append(hit)
+        rest = rest[len(hit) + 1:]
+    return out
+
+
 def checkpointing(value: Any, framework: str, also: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[str]]:
     """The card's ``parallel`` checkpointing keys for a published setting (``also``: the row's other published
     figures, read for fms-fsdp's share of checkpointed layers)."""
@@ -598,6 +629,10 @@ def checkpointing(value: Any, framework: str, also: dict[str, Any] | None = None
                 ["Megatron-Core --recompute-modules moe layernorm"])
     if value == "selective_op":
         return {"gradient_checkpointing": "selective"}, []
+    if (framework in MEGATRON_FRAMEWORKS and isinstance(value, str)
+            and (modules := megatron_recompute_modules_of(value)) is not None):
+        return ({"gradient_checkpointing": "selective", "recompute_modules": modules},
+                [f"Megatron-Core --recompute-modules {' '.join(modules)}"])
     if isinstance(value, str) and value.startswith("selective"):
         return {"gradient_checkpointing": False}, [f"selective activation checkpointing ({value}) counted as none"]
     if framework == "ms-swift-deepspeed":
@@ -2014,7 +2049,13 @@ def map_rl(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     # AReaL packs the same way (the entry's sequence_packing_source: realhf/api/core/data_api.py split_with_lengths,
     # datapack.ffd_allocate over max_tokens_per_mb: whole sequences without padding, at most the budget per
     # micro-batch, the sequences' count decided by the tokens, not a fixed number of sequences)
-    budget_packing = e["framework"] == "verl" or (e["framework"] == "areal" and tr.get("sequence_packing") is True)
+    # NeMo RL's dynamic batching (policy.dynamic_batching, train_mb_tokens / logprob_mb_tokens) sorts the sequences by
+    # length and closes a micro-batch once its count x its longest (rounded up) sequence would pass the budget
+    # (NVIDIA-NeMo/RL nemo_rl/distributed/batched_data_dict.py shard_by_batch_size l.524-592
+    # @b1c86a816c5e2b4ca41ece193624a38dc62e6fdf): each micro-batch's padded tensor holds at most the budget, a token
+    # budget as verl's, not a fixed count of sequences
+    budget_packing = (e["framework"] in ("verl", "nemo-rl")
+                      or (e["framework"] == "areal" and tr.get("sequence_packing") is True))
     dynamic = (budget_packing and not mbs and bool(tokens_per_gpu) and tr.get("sequence_packing") is not False
                and not tr.get("sequence_packing_tokens") and int(tokens_per_gpu) * ulysses >= longest)
     if dynamic:

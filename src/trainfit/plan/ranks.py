@@ -274,17 +274,24 @@ def rank_terms(card: RunCard, spec: ModelSpec, sharding: Sharding, layout: Paral
         raise CardError(f"parallel.activation_offload_layers: {offloaded} must be below the stage's"
                         f" {len(stage.layers)} decoder layers (Transformer Engine keeps the last layer on the GPU)")
     full_offload = card.parallel.activation_offload and not offloaded
-    inflight = 0.0 if full_offload else (in_flight - 1) * one
+    # in-flight forwards other than the current one hold decoder layers only (head_forwards_in_flight)
+    inflight = 0.0 if full_offload else (in_flight - 1) * (one - act.head * head_forwards_in_flight(stage))
     b, s_loc = card.batch.micro_batch_size, card.batch.seq_len // layout.cp
     tokens = b * s_loc
     a = 4 if prec.compute is ComputeDtype.FP32 else 2
     seq_tokens = tokens // (layout.tp if layout.sp else 1)
     unit = a * seq_tokens * spec.hidden_size  # one residual-stream tensor of a micro-batch
     # torch.distributed.pipelining keeps each in-flight micro-batch's stage output and received input
-    # (the latter is the checkpointed first layer's saved input under checkpointing) until its backward
+    # (the latter is the checkpointed first layer's saved input under checkpointing) until its backward;
+    # Megatron-Core with deallocate_pipeline_outputs frees the output once sent (pipeline_output_bytes), and its
+    # first layer's norm saves the received tensor itself (pipeline_input_bytes)
     pipe = 0.0
     if layout.pp > 1:
-        pipe = in_flight * ((unit if not stage.last else 0.0) + (unit if not stage.first and not ckpt else 0.0))
+        out = pipeline_output_bytes(unit=unit, last=stage.last,
+                                    deallocated=card.parallel.pipeline_outputs_deallocated)
+        received = pipeline_input_bytes(unit=unit, first=stage.first, checkpointed=ckpt,
+                                        megatron=card.parallel.tensor_parallel_impl is TensorParallelImpl.MEGATRON)
+        pipe = in_flight * (out + received)
     layer_fwd = 0.0 if stage.last else stage_forward_transient(ss, stage, ckpt=ckpt, unit=unit, tokens=tokens, a=a)
 
     lg, lg_grad = loss_region(card, spec, ss, layout, stage, tokens=tokens, act_dtype=a)
@@ -365,6 +372,61 @@ def rank_terms(card: RunCard, spec: ModelSpec, sharding: Sharding, layout: Paral
         **zero_step,
     )
     return terms, host
+
+
+def pipeline_output_bytes(*, unit: float, last: bool, deallocated: bool) -> float:
+    """Bytes of a stage's output that each in-flight micro-batch keeps until its backward: ``unit`` (one
+    residual-stream tensor of a micro-batch, bytes) on every rank but the last (which sends none), 0 when the
+    framework deallocates sent outputs. Megatron-Core's ``deallocate_output_tensor`` replaces the sent output's
+    ``.data`` with a one-element tensor, keeping only its ``grad_fn`` (NVIDIA/Megatron-LM
+    @d98e8a64ddf34856e74b24714e3bedb2f5a39553 megatron/core/pipeline_parallel/schedules.py l.171-201, called after
+    each send), when ``config.deallocate_pipeline_outputs`` is set: Megatron-LM sets it for every run
+    (megatron/training/argument_utils.py l.305 at that commit) and Megatron-Bridge's GPTModelProvider defaults it
+    to True (NVIDIA-NeMo/Megatron-Bridge src/megatron/bridge/models/gpt_provider.py l.162
+    @067f987df03b8355b03192d88d70f1709fedf51a); Megatron-Core's own default is False (model_parallel_config.py
+    l.405), which is what mbridge's TransformerConfig keeps (ISEEKYAN/mbridge mbridge/core/llm_bridge.py
+    ``_build_base_config`` @0656235e14d1cd43149dbc3d5d825c6e089fe630 sets no value)."""
+    return 0.0 if last or deallocated else unit
+
+
+def pipeline_input_bytes(*, unit: float, first: bool, checkpointed: bool, megatron: bool) -> float:
+    """Bytes of a stage's received input that each in-flight micro-batch keeps beyond the layers' saved activations:
+    ``unit`` (one residual-stream tensor of a micro-batch) on every rank but the first, none under full checkpointing
+    (the checkpointed first layer saves that input, already in its figure), and none under Megatron-Core: its
+    TransformerBlock runs the received tensor itself as the first layer's input (``hidden_states =
+    self.input_tensor`` and ``make_viewless_tensor``, which shares its storage: NVIDIA/Megatron-LM
+    @d98e8a64ddf34856e74b24714e3bedb2f5a39553 megatron/core/transformer/transformer_block.py l.588, l.605), and that
+    layer's Transformer Engine norm saves its input tensor, not a copy (``save_for_backward(x, rstdevs)``,
+    ``LayerNormLinear`` ``inputmat``: ``MEGATRON_TE_NORM_SOURCES``), which the Megatron layer figure already counts
+    (``megatron_te_norm_savings`` leaves the norm its compute-dtype input). torch.distributed.pipelining with the
+    per-op (transformers) layers keeps it apart: the eager RMSNorm saves an fp32 copy, not the received tensor (the
+    pipeline stage trace of the accuracy grid)."""
+    return 0.0 if first or checkpointed or megatron else unit
+
+
+def head_forwards_in_flight(stage: Stage) -> int:
+    """Forwards of the last model chunk (the one holding the final norm, the head, MTP and the loss) whose saved
+    activations are alive at a backward of pipeline rank ``stage``: 1 on the last rank, 0 elsewhere (no head); the
+    rank's other in-flight forwards hold decoder layers only.
+
+    Megatron-Core's interleaved schedule (NVIDIA/Megatron-LM @d98e8a64ddf34856e74b24714e3bedb2f5a39553,
+    ``megatron/core/pipeline_parallel/schedules.py``): the last rank warms up with ``(v - 1) x g`` forwards
+    (l.964-965, ``g = microbatch_group_size_per_vp_stage``, pp by default), i.e. chunks 0 .. v-2 of the first group
+    (``get_schedule_table`` l.989-1015); in the steady state forward ``k + W`` and backward ``k`` run in one
+    iteration (l.1733-1749) and ``get_model_chunk_id`` (l.1244-1249) maps both to chunk v-1 of the same micro-batch
+    whenever the forward is of chunk v-1 (the backward walks the chunks in reverse). So the last chunk's forward is
+    always followed by its own backward. torch.distributed.pipelining's ScheduleInterleaved1F1B (torchtitan) orders
+    the same way: warm-up ``(v - 1) x microbatches_per_round`` on the last rank, forward and backward stage indices
+    that both give its last local stage for the first round of the steady state (torch 2.13.0
+    torch/distributed/pipelining/schedules.py l.2884-2886, l.2981-2992). Under 1F1B the last rank warms up with
+    none (l.957). Every forward is
+    warm-up on the last rank only with fewer micro-batches than stages, which the interleaved schedule refuses
+    (``memory.parallel.check_layout``). Before this, the walked chunk's figure with the head was counted for every
+    in-flight forward: DeepSeek-V3 on 256 GB200 (PP 4, VP 4, 13 forwards in flight on the last rank) planned
+    12 x 5.66 GiB of head activations that are never alive together (last rank 209.9 -> 142.0 GiB). Published
+    memory point #413 (torchtitan Llama 3.1 405B, PP 8 interleaved, reserved 72.7 GiB) moves -39.0% -> -45.3%: its
+    over-counted head had hidden part of an underestimate that lies elsewhere."""
+    return 1 if stage.last else 0
 
 
 def megatron_grad_buffer_held(card: RunCard) -> bool:

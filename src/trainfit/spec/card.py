@@ -347,6 +347,13 @@ class ParallelSection(_Section):
                                        " which saves the expert output (memory.activations.megatron_moe_bytes)."
                                        " Read only for Megatron-Core MoE blocks.")
     tp_comm_overlap: bool = Field(False, description="Transformer Engine userbuffers overlap the tensor-parallel all-gathers / reduce-scatters with the GEMMs (Megatron-Core --tp-comm-overlap; needs sequence_parallel).")
+    pipeline_outputs_deallocated: bool = Field(False, description="Megatron-Core's deallocate_pipeline_outputs: a"
+                                                " pipeline stage's output is reduced to a one-element tensor once it is"
+                                                " sent (only its grad_fn is kept for backward), so an in-flight"
+                                                " micro-batch holds no copy of it (megatron/core/pipeline_parallel/"
+                                                "schedules.py deallocate_output_tensor). Megatron-LM and"
+                                                " Megatron-Bridge set it; Megatron-Core's own default is false."
+                                                " Read only with pipeline_parallel > 1.")
     pipeline_scatter_gather: bool = Field(False, description="Megatron-LM's scatter/gather pipeline sends (--scatter-gather-tensors-in-pipeline, on by default in Megatron-LM 2021-2022, gone from Megatron-Core): without sequence_parallel each tensor-parallel rank sends 1/tensor_parallel of the stage's activation and the receiver all-gathers it over the tensor-parallel group.")
     overlap_param_gather: bool = Field(False, description="Megatron-Core distributed optimizer (strategy zero1)"
                                        " overlap_param_gather (--overlap-param-gather; Megatron-Core's default false):"

@@ -1,0 +1,49 @@
+"""benchmarks/step_times.py: published runs that ran and that the plan once said do not fit (``fit_misses``), fixed
+by a mechanism or a mapping: the last pipeline rank's head counted once (``plan.ranks.head_forwards_in_flight``),
+Megatron-Bridge's deallocated pipeline outputs (``parallel.pipeline_outputs_deallocated``), Megatron
+``recompute_modules`` read from the published setting, NeMo RL's dynamic batching as a token budget."""
+
+from __future__ import annotations
+
+import pytest
+from step_times_module import load_step_times
+
+st = load_step_times("trainfit_bench_step_times_fit_verdicts")
+TRAIN = {e["id"]: e for e in st.load_entries(st.TRAIN_DATA)}
+RL = {e["id"]: e for e in st.load_entries(st.RL_DATA)}
+
+
+@pytest.mark.parametrize(("value", "modules"), [
+    ("selective_mlp", ["mlp"]), ("selective_mla_up_proj_mlp", ["mla_up_proj", "mlp"]),
+    ("selective_moe_act", ["moe_act"]), ("selective_block_5_of_32", None), ("full", None)])
+def test_recompute_modules_are_read_from_the_setting(value: str, modules: list[str] | None) -> None:
+    assert st.megatron_recompute_modules_of(value) == modules
+
+
+@pytest.mark.parametrize("row_id", ["mbridge-2602-gb200-deepseek-v3-pt-mxfp8-256g",
+                                    "mbridge-2602-gb200-llama31-405b-pt-mxfp8-256g"])
+def test_megatron_bridge_pipeline_rows_fit(row_id: str) -> None:
+    card, _ = st.map_train(TRAIN[row_id])
+    assert card["parallel"]["pipeline_outputs_deallocated"] is True
+    assert st.plan_card(card).fits is True
+
+
+def test_deepseek_v3_mlp_recompute_is_planned() -> None:
+    card, _ = st.map_train(TRAIN["mbridge-260401-b200-deepseek-v3-pt-mxfp8-256g"])
+    assert card["parallel"]["recompute_modules"] == ["mla_up_proj", "mlp"]
+
+
+def test_nemo_rl_dynamic_batching_is_a_token_budget() -> None:
+    card, _ = st.map_rl(RL["nemorl-v03blog-grpo-llama31-70b-dtensor-h100-64g"])
+    assert card["rollout"]["max_tokens_per_micro_batch"] == 4096
+    assert card["rollout"]["logprob_max_tokens_per_micro_batch"] == 8192  # logprob_mb_tokens 4096 x 2
+    assert st.plan_card(card).fits is True
+
+
+def test_megatron_lm_entry_states_deallocated_outputs() -> None:
+    """A Megatron-LM run (Pai-Megatron-Patch, 2025) states parallel.pipeline_outputs_deallocated in its entry; the
+    harness leaves the framework name 'megatron' alone (it also covers Megatron-DeepSpeed runs)."""
+    card, _ = st.map_train(TRAIN["xtuner-h800-qwen3-235b-tp1-ep8-pp32-vpp3-mbs8-full"])
+    assert card["parallel"]["pipeline_outputs_deallocated"] is True
+    assert st.plan_card(card).fits is True
+    assert "megatron" not in st.PIPELINE_OUTPUTS_DEALLOCATED

@@ -1,0 +1,104 @@
+"""The last pipeline rank keeps one forward of its last model chunk (the head, MTP and loss) in flight under
+Megatron-Core's schedules (``plan.ranks.head_forwards_in_flight``): checked against a replay of the interleaved
+schedule's order (NVIDIA/Megatron-LM @d98e8a64ddf34856e74b24714e3bedb2f5a39553,
+megatron/core/pipeline_parallel/schedules.py ``get_pp_rank_microbatches`` l.949-985, ``get_schedule_table``
+l.989-1015, ``get_model_chunk_id`` l.1244-1249, the steady state l.1733-1749) and on a DeepSeek-V3 rank."""
+
+from __future__ import annotations
+
+import pytest
+
+from trainfit.memory.parallel import ParallelLayout
+from trainfit.memory.pipeline import stage_of
+from trainfit.plan.ranks import head_forwards_in_flight
+from trainfit.spec.enums import PipelineSchedule
+
+
+def _last_rank_order(pp: int, v: int, m: int) -> list[tuple[str, int, int]]:
+    """The last rank's forwards and backwards, ('f' | 'b', micro-batch, chunk), in Megatron-Core's order (group size
+    pp, the default ``microbatch_group_size_per_vp_stage``)."""
+    table = []
+    for lo in range(0, m, pp):
+        hi = m if lo + pp >= m else lo + pp
+        table += [(mb, c) for c in range(v) for mb in range(lo, hi)]
+    total = m * v
+    warm = min((v - 1) * pp, total)  # rank pp-1: 2·(pp - rank - 1) = 0
+    order = [("f", *table[k]) for k in range(warm)]
+    for k in range(total - warm):
+        order.append(("f", *table[k + warm]))
+        mb, c = table[k]
+        order.append(("b", mb, v - 1 - c))
+    for k in range(total - warm, total):
+        mb, c = table[k]
+        order.append(("b", mb, v - 1 - c))
+    return order
+
+
+def _max_heads_at_backward(pp: int, v: int, m: int) -> tuple[int, int]:
+    """Last-chunk forwards alive at the rank's first backward and at its second."""
+    alive: set[int] = set()
+    seen = []
+    for kind, mb, c in _last_rank_order(pp, v, m):
+        if c != v - 1:
+            if kind == "b":
+                seen.append(len(alive))
+            continue
+        if kind == "f":
+            alive.add(mb)
+        else:
+            seen.append(len(alive))
+            alive.discard(mb)
+    return seen[0], seen[1]
+
+
+@pytest.mark.parametrize(("pp", "v", "m"), [(4, 4, 64), (4, 4, 8), (16, 8, 384), (2, 2, 4), (4, 2, 4), (8, 4, 8)])
+def test_matches_the_interleaved_schedule(pp: int, v: int, m: int) -> None:
+    layout = ParallelLayout(pp=pp, virtual_stages=v, micro_batches=m, schedule=PipelineSchedule.INTERLEAVED)
+    stage = stage_of(layout, pp * v, pp - 1)
+    first, second = _max_heads_at_backward(pp, v, m)
+    assert head_forwards_in_flight(stage) == first == max(1, second)
+
+
+def test_steady_state_holds_one_and_other_ranks_none() -> None:
+    layout = ParallelLayout(pp=4, virtual_stages=4, micro_batches=64, schedule=PipelineSchedule.INTERLEAVED)
+    last = stage_of(layout, 16, 3)
+    assert last.in_flight_first_backward == 13  # 12 warm-up chunk forwards + the current one
+    assert head_forwards_in_flight(last) == 1
+    assert head_forwards_in_flight(stage_of(layout, 16, 0)) == 0
+    one_f_one_b = stage_of(ParallelLayout(pp=4, micro_batches=8), 8, 3)
+    assert one_f_one_b.in_flight_first_backward == 1 and head_forwards_in_flight(one_f_one_b) == 1
+
+
+def test_deallocated_outputs_leave_only_the_received_input() -> None:
+    """Megatron-Core's deallocate_pipeline_outputs (``plan.ranks.pipeline_output_bytes``): a middle rank of a 1F1B
+    pipeline keeps its received inputs only, the stage outputs' bytes drop by in-flight x one residual tensor."""
+    from trainfit.plan import make_plan
+    from trainfit.spec.card import load_card_dict
+
+    def card(deallocated: bool) -> dict:
+        return {"model": "meta-llama/Llama-3.1-8B", "method": "sft", "scope": "full",
+                "hardware": {"gpu": "h100-sxm", "gpus_per_node": 8, "nodes": 1},
+                "parallel": {"strategy": "zero1", "tensor_parallel": 2, "sequence_parallel": True,
+                             "pipeline_parallel": 4, "tensor_parallel_impl": "megatron",
+                             "pipeline_outputs_deallocated": deallocated},
+                "batch": {"micro_batch_size": 1, "seq_len": 4096, "grad_accum": 8}}
+
+    kept, freed = (make_plan(load_card_dict(card(d))) for d in (False, True))
+    unit = 2 * 4096 // 2 * 4096  # bf16, the sequence shard of one micro-batch, hidden 4096
+    for stage, in_flight in ((0, 4), (1, 3), (2, 2)):
+        before = max(p.components.get("pipeline_buffers", 0.0) for p in kept.stage_phases[stage])
+        after = max(p.components.get("pipeline_buffers", 0.0) for p in freed.stage_phases[stage])
+        assert before - after == in_flight * unit
+    last = [max(p.components.get("pipeline_buffers", 0.0) for p in plan.stage_phases[3]) for plan in (kept, freed)]
+    assert last[0] == last[1]
+
+
+def test_megatron_received_input_is_the_first_norms_saved_input() -> None:
+    """``plan.ranks.pipeline_input_bytes``: a Megatron-Core rank's first layer saves the received tensor itself (its
+    norm's input, in the layer figure), torch.distributed.pipelining's eager layers keep it apart."""
+    from trainfit.plan.ranks import pipeline_input_bytes
+
+    assert pipeline_input_bytes(unit=8.0, first=False, checkpointed=False, megatron=False) == 8.0
+    assert pipeline_input_bytes(unit=8.0, first=False, checkpointed=False, megatron=True) == 0.0
+    assert pipeline_input_bytes(unit=8.0, first=False, checkpointed=True, megatron=False) == 0.0
+    assert pipeline_input_bytes(unit=8.0, first=True, checkpointed=False, megatron=False) == 0.0

@@ -233,6 +233,11 @@ def _fp8_linears(spec, *, expert_parallel: int | None) -> tuple[int, int]:
     return linears + gemms, params + expert_params
 
 
+def fp8_linear_count(spec, *, expert_parallel: int | None = None) -> int:
+    """Linears / GEMMs of ``spec`` run in fp8 (``_fp8_linears``)."""
+    return _fp8_linears(spec, expert_parallel=expert_parallel)[0]
+
+
 def fp8_linear_params(spec, *, expert_parallel: int | None = None) -> int:
     """Weight elements of ``spec``'s fp8 linears (``_fp8_linears``): what fp8 primary weights replace."""
     return _fp8_linears(spec, expert_parallel=expert_parallel)[1]

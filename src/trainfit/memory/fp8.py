@@ -312,6 +312,18 @@ def megatron_fsdp_fp8_unit_bytes(*, unit_params: float, unit_linear_params: floa
     return unit, (0.0 if non_tn_gemm else 1.0 * unit_linear_params)
 
 
+def torchao_fp8_gather_unit_bytes(*, unit_params: float, unit_linear_params: float, unit_linears: float,
+                                  other_bytes_per_param: float) -> float:
+    """One gathered layer unit under torchao's float8 FSDP2 all-gather (``precision.fp8_all_gather``): the unit's
+    float8 linear weights arrive as ``Float8Tensor._data`` at 1 B each, with one fp32 scale per linear from
+    ``fsdp_post_all_gather``'s metadata (pytorch/ao @8c81863ba85cce742244c0151c6683c5696bbe04
+    ``torchao/float8/fsdp_utils.py`` l.236, 246-268), its other parameters (norms) in ``other_bytes_per_param``
+    (``param_dtype``). The fp32 (or bf16) shards, their gradients and the optimizer are unchanged; no transpose is
+    kept (the backward's layout copy is a transient of the GEMM)."""
+    return (unit_linear_params * 1.0 + unit_linears * 4.0
+            + max(0.0, unit_params - unit_linear_params) * other_bytes_per_param)
+
+
 def non_tn_fp8_gemm(compute_capability: str | None) -> bool:
     """TE ``is_non_tn_fp8_gemm_supported``: Blackwell (10.x, 11.x, >= 13.0) runs fp8 GEMMs on either layout, so a
     per-tensor fp8 weight keeps no transpose. Unknown capability: False (the transpose is kept, the larger)."""

@@ -582,6 +582,8 @@ def train_step_time(
     ``zero3_expert_leaf`` each expert linear is then gathered on its own (``expert_loop.zero3_expert_gathers``);
     ``fp8_casts``: who casts the fp8 linears' operands (``float8_casts.cast_traffic``; None: Transformer Engine);
     ``fp8_layer_share``: the share of the decoder layers run quantised (``inventory.step_inventory``);
+    ``fp8_gather``: the rank's float8 weight shards under torchao's float8 all-gather (``float8_all_gather``): their
+    casts before each all-gather (copy-in stream, host launches) and the scales' precompute after the optimizer step;
     ``megatron_experts``: the routed experts are Megatron-Core's ``TEGroupedMLP`` (``inventory.step_inventory``:
     gpt-oss's eager clamp and per-expert bias loop, ``moe_time.megatron_expert_elementwise``); ``expert_streams``:
     outside Megatron-Core the routed GEMMs loop one cuBLAS GEMM per local expert (``MoeExperts.GROUPED_STREAMS``);

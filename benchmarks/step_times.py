@@ -1341,6 +1341,10 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
             card["precision"]["fp8_params"] = True
             notes.append("fp8 primary weights: precision.fp8_params (the config's fp8_params: TE fp8_model_init,"
                          " Megatron fp8 parameter all-gather)")
+        if e["precision"].get("fp8_all_gather"):  # the command / config sets enable_fsdp_float8_all_gather (cited)
+            card["precision"]["fp8_all_gather"] = True
+            notes.append("torchao float8 FSDP2 all-gather: precision.fp8_all_gather (the command's"
+                         " enable_fsdp_float8_all_gather)")
         if e["precision"].get("fp8_attention"):  # the config sets fp8_dot_product_attention (the entry cites it)
             card["precision"]["fp8_attention"] = True
             notes.append("fp8 attention: precision.fp8_attention (the config's fp8_dot_product_attention: TE fp8_dpa)")

@@ -666,9 +666,13 @@ def exposed_sharded(
     expert_bus_bytes_per_s: float | None = None, replica_layer_grad_bytes: float = 0.0,
     replica_root_grad_bytes: float = 0.0, replica_ranks: int = 1, replica_bus_bytes_per_s: float | None = None,
     expert_layer_gathers: float = 1.0, replica_shares_link: bool = False, nodes: int = 1, expert_nodes: int = 1,
-    replica_nodes: int = 1, intra_link: IntraLink | None = None,
+    replica_nodes: int = 1, intra_link: IntraLink | None = None, layer_gather_prep_s: float = 0.0,
 ) -> CommTime:
     """FSDP / ZeRO-3 / HSDP: per-layer gathers and reduce-scatters behind per-layer compute.
+
+    ``layer_gather_prep_s``: seconds a layer's all-gather input takes to prepare on FSDP2's all-gather copy-in
+    stream before the all-gather can start (torchao's float8 shard cast, ``compute.float8_all_gather``): it delays
+    each of the layer's gathers the way a longer all-gather would, behind the compute like the all-gather itself.
 
     ``expert_layer_*``: a layer's routed experts under expert parallel (not in ``layer_*``), sharded over their own
     ``expert_ranks`` group (NeMo Automodel ``moe/parallelizer.py`` ``apply_fsdp`` @4a37629a9a5d200c009692787dafc5f88aa85326:
@@ -708,7 +712,7 @@ def exposed_sharded(
                bus_bytes_per_s=bus_bytes_per_s if expert_bus_bytes_per_s is None else expert_bus_bytes_per_s)
     # the expert weights in ``expert_layer_gathers`` separate all-gathers of an equal share each
     gathers = expert_layer_gathers if expert_layer_gathers > 1 and expert_ranks > 1 else 1.0
-    ag = all_gather_seconds(total_bytes=layer_weight_bytes, **kw) + gathers * all_gather_seconds(
+    ag = layer_gather_prep_s + all_gather_seconds(total_bytes=layer_weight_bytes, **kw) + gathers * all_gather_seconds(
         total_bytes=expert_layer_weight_bytes / gathers, **ekw)
     rs = reduce_scatter_seconds(total_bytes=layer_grad_bytes, **kw) + reduce_scatter_seconds(
         total_bytes=expert_layer_grad_bytes, **ekw)

@@ -40,8 +40,9 @@ sets their bytes:
 Two more torchao mechanisms: under tensor + sequence parallelism torchtitan's float8 plans cast the hidden-width
 tensors on the sequence shard before their fp8 all-gather, once per module input (``sharded_cast_tokens``); and
 torchtitan's per-op selective recompute keeps the amax, so it re-runs only the recomputed linears' casts
-(``recompute_cast_bytes``). Not modelled: torchao's FSDP float8 all-gather of the weights
-(``enable_fsdp_float8_all_gather``, the card has no field for it: the weights are cast per forward as above).
+(``recompute_cast_bytes``). torchao's FSDP float8 all-gather of the weights
+(``enable_fsdp_float8_all_gather``, the card's ``precision.fp8_all_gather``) removes the weight casts here and casts
+the shards before the all-gather instead: ``compute.float8_all_gather``.
 
 Pure Python: no torch import.
 """
@@ -255,15 +256,16 @@ def linear_cast_traffic(*, casts: CastTraffic, input_tokens: float, grad_tokens:
 
 def recompute_cast_bytes(*, casts: CastTraffic, input_elements: float, weight_elements: float) -> float:
     """Bytes a per-op selective recompute re-runs for one recomputed linear: the casts of its input and weight,
-    not their amax (saved: ``CastTraffic.amax_bytes``)."""
+    not their amax (saved: ``CastTraffic.amax_bytes``); a weight that arrives already cast (torchao's float8
+    all-gather, ``compute.float8_all_gather``: ``weight_forward_bytes`` 0) re-runs nothing."""
     return cast_stream_bytes(casts=casts, bytes_moved=(casts.input_forward_bytes - casts.amax_bytes) * input_elements
-                             + (casts.weight_forward_bytes - casts.amax_bytes) * weight_elements)
+                             + max(0.0, casts.weight_forward_bytes - casts.amax_bytes) * weight_elements)
 
 
 def recompute_cast_kernels(*, casts: CastTraffic, input_casts: float, weight_casts: float) -> float:
     """Kernels of ``recompute_cast_bytes``: each cast less its amax kernels."""
     return ((casts.input_forward_kernels - casts.amax_kernels) * input_casts
-            + (casts.weight_forward_kernels - casts.amax_kernels) * weight_casts)
+            + max(0.0, casts.weight_forward_kernels - casts.amax_kernels) * weight_casts)
 
 
 # Block-scaled recipes on Blackwell (``fp8_recipe: mxfp8``, ``compute: fp4`` / ``fp4_recipe: nvfp4``). Their scales

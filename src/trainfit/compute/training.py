@@ -36,6 +36,8 @@ from trainfit.compute.attention_time import attention_seconds
 from trainfit.compute.dist_optimizer import megatron_bucket_params
 from trainfit.compute.te_host import te_backward_host_seconds, te_forward_host_seconds, te_linear_calls
 from trainfit.compute.expert_loop import zero3_expert_gathers
+from trainfit.compute.float8_all_gather import (Fp8GatherShard, amax_vector_bytes, layer_gather_prep_seconds,
+                                               precompute_seconds, shard_cast_host_seconds)
 from trainfit.compute.gemm import gemm_seconds, grouped_mm_seconds, multi_stream_grouped_gemm_seconds
 from trainfit.compute.inventory import BACKWARD_KERNEL_FACTOR, Adapter, ChainedRead, PassInventory, step_inventory
 from trainfit.compute.moe_time import expert_token_shards
@@ -560,7 +562,7 @@ def train_step_time(
     recompute_layer_share: float = 1.0, packed_flash_syncs: bool = False, expert_loop: bool = False,
     expert_loop_every: bool = False,
     zero3_expert_leaf: bool = True, fsdp2_copies: bool = False, fp8_casts: CastTraffic | None = None,
-    fp8_layer_share: float = 1.0,
+    fp8_layer_share: float = 1.0, fp8_gather: Fp8GatherShard | None = None,
     megatron_experts: bool = False, expert_streams: bool = False, recompute_modules: tuple[str, ...] = (),
     moe_eager_launch: bool = False,
     unpad_call_syncs: bool = False, attention_kernel: str = "auto", attention_fp8: str = "",
@@ -607,6 +609,8 @@ def train_step_time(
     ``zero3_expert_leaf`` each expert linear is then gathered on its own (``expert_loop.zero3_expert_gathers``);
     ``fp8_casts``: who casts the fp8 linears' operands (``float8_casts.cast_traffic``; None: Transformer Engine);
     ``fp8_layer_share``: the share of the decoder layers run quantised (``inventory.step_inventory``);
+    ``fp8_gather``: the rank's float8 weight shards under torchao's float8 all-gather (``float8_all_gather``): their
+    casts before each all-gather (copy-in stream, host launches) and the scales' precompute after the optimizer step;
     ``megatron_experts``: the routed experts are Megatron-Core's ``TEGroupedMLP`` (``inventory.step_inventory``:
     gpt-oss's eager clamp and per-expert bias loop, ``moe_time.megatron_expert_elementwise``); ``expert_streams``:
     outside Megatron-Core the routed GEMMs loop one cuBLAS GEMM per local expert (``MoeExperts.GROUPED_STREAMS``);
@@ -716,6 +720,14 @@ def train_step_time(
         # ... and its pre- and post-backward hooks (unshard and prefetch, the gradient's cast, reduce-scatter and
         # accumulation) in every backward, from the autograd engine's thread
         bwd = hosted(bwd, hooks_s=fsdp_units(spec) * unit_bwd_s)
+        if fp8_gather is not None and parallel.ranks > 1:
+            # torchao's float8 all-gather: each gather's shard casts are eager aten calls the hook makes on the host
+            # thread (their kernels run on the copy-in stream: layer_gather_prep_s below); the backward re-gathers
+            # the units resharded after forward
+            cast_host_s = shard_cast_host_seconds(fp8_gather, host_s_per_kernel=rates.host_s_per_backward_kernel)
+            fwd = hosted(fwd, hooks_s=cast_host_s)
+            if parallel.strategy != "fsdp_grad_op":
+                bwd = hosted(bwd, hooks_s=cast_host_s)
     if parallel.strategy == "zero3":
         # DeepSpeed ZeRO-3 hooks every submodule (fetch / release / prefetch bookkeeping): rates.ZERO3_MODULE_*_HOST_S,
         # on one rank too (zero3_hooks_on_one_rank)
@@ -818,6 +830,9 @@ def train_step_time(
                 expert_layer_gathers=zero3_expert_gathers(
                     local_experts=spec.moe.num_experts, leaf=zero3_expert_leaf or st != "zero3")
                 if expert_loop and spec.moe is not None else 1.0,
+                # torchao's float8 all-gather casts each unit's shards on the copy-in stream first
+                layer_gather_prep_s=layer_gather_prep_seconds(
+                    fp8_gather, layers=layers, hbm_bytes_per_s=rates.hbm_bytes_per_s) if fp8_gather is not None else 0.0,
             )
             comm = coll.exposed_sharded(**sharded)
             if not parallel.overlap_comm and st == "zero3":
@@ -977,6 +992,16 @@ def train_step_time(
         notes.append(f"the loop walks a GPU tensor element by element: {scan_syncs:.0f} host-synchronising reads a"
                      f" micro-batch, {scan_s:.3f} s each micro-batch with the GPU idle (token_scan_seconds)")
     phases.append(opt_phase)
+    if fp8_gather is not None and st in ("fsdp", "fsdp_grad_op", "hsdp") and ranks > 1:
+        amax_s = coll.all_reduce_seconds(total_bytes=amax_vector_bytes(linears=fp8_gather.linears), ranks=shard,
+                                         bus_bytes_per_s=bus, **{k: v for k, v in _nccl_groups(
+                                             parallel, rates, group=shard, eranks=eranks, hsdp=hsdp).items()
+                                             if k in ("nodes", "intra_link")})
+        pre_s = precompute_seconds(fp8_gather, hbm_bytes_per_s=rates.hbm_bytes_per_s,
+                                   host_s_per_kernel=rates.host_s_per_backward_kernel, all_reduce_s=amax_s)
+        phases.append(PhaseTime("fp8_scale_precompute", pre_s, "memory", {}))
+        notes.append(f"torchao float8 all-gather: the weight shards cast to fp8 before each all-gather (copy-in"
+                     f" stream) and one amax pass + all-reduce after the optimizer step, {pre_s * 1e3:.2f} ms")
     if comm.exposed_s:
         phases.append(PhaseTime("communication", comm.exposed_s, "communication", {"total": comm.total_s}))
     if mp.pp > 1 and spec.tie_word_embeddings and adapter is None:

@@ -1252,6 +1252,9 @@ def read_torchtitan(text: str) -> Imported:
             raise _bad(t, f"quantize.linear.float8.recipe_name: {recipe!r}; a card's fp8 recipe here: tensorwise (current)")
         set_dotted(d, "precision.compute", "fp8")
         set_dotted(d, "precision.fp8_recipe", "current")
+        if sec("quantize.linear.float8").get("enable_fsdp_float8_all_gather") and p.get("strategy") in (
+                "fsdp", "fsdp_grad_op", "hsdp"):  # torchao's float8 all-gather applies to the FSDP-sharded weights
+            set_dotted(d, "precision.fp8_all_gather", True)
     opt = sec("optimizer")
     if opt.get("name", "AdamW") not in ("AdamW", "Adam"):
         raise _bad(t, f"optimizer.name: {opt.get('name')!r}; allowed: Adam, AdamW")

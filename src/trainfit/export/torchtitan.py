@@ -185,6 +185,8 @@ def _sections(card: RunCard, notes: list[str]) -> dict[str, dict[str, Any]]:
         if prec.fp8_recipe is Fp8Recipe.CURRENT:
             model["converters"] = ["quantize.linear.float8"]
             quant = {"recipe_name": "tensorwise"}
+            if prec.fp8_all_gather:  # torchao's float8 FSDP2 all-gather, with the scales precomputed once a step
+                quant |= {"enable_fsdp_float8_all_gather": True, "precompute_float8_dynamic_scale_for_fsdp": True}
         else:
             notes.append(f"precision.fp8_recipe {prec.fp8_recipe.value if prec.fp8_recipe else None}: torchtitan's float8"
                          " (torchao) scales tensorwise (the card's current) or rowwise, not delayed or 128x128 blockwise;"

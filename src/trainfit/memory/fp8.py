@@ -233,6 +233,11 @@ def _fp8_linears(spec, *, expert_parallel: int | None) -> tuple[int, int]:
     return linears + gemms, params + expert_params
 
 
+def fp8_linear_count(spec, *, expert_parallel: int | None = None) -> int:
+    """Linears / GEMMs of ``spec`` run in fp8 (``_fp8_linears``)."""
+    return _fp8_linears(spec, expert_parallel=expert_parallel)[0]
+
+
 def fp8_linear_params(spec, *, expert_parallel: int | None = None) -> int:
     """Weight elements of ``spec``'s fp8 linears (``_fp8_linears``): what fp8 primary weights replace."""
     return _fp8_linears(spec, expert_parallel=expert_parallel)[1]
@@ -305,6 +310,18 @@ def megatron_fsdp_fp8_unit_bytes(*, unit_params: float, unit_linear_params: floa
     linear weights after its all-gather and drops it with the unit."""
     unit = unit_linear_params * 1.0 + max(0.0, unit_params - unit_linear_params) * other_bytes_per_param
     return unit, (0.0 if non_tn_gemm else 1.0 * unit_linear_params)
+
+
+def torchao_fp8_gather_unit_bytes(*, unit_params: float, unit_linear_params: float, unit_linears: float,
+                                  other_bytes_per_param: float) -> float:
+    """One gathered layer unit under torchao's float8 FSDP2 all-gather (``precision.fp8_all_gather``): the unit's
+    float8 linear weights arrive as ``Float8Tensor._data`` at 1 B each, with one fp32 scale per linear from
+    ``fsdp_post_all_gather``'s metadata (pytorch/ao @8c81863ba85cce742244c0151c6683c5696bbe04
+    ``torchao/float8/fsdp_utils.py`` l.236, 246-268), its other parameters (norms) in ``other_bytes_per_param``
+    (``param_dtype``). The fp32 (or bf16) shards, their gradients and the optimizer are unchanged; no transpose is
+    kept (the backward's layout copy is a transient of the GEMM)."""
+    return (unit_linear_params * 1.0 + unit_linears * 4.0
+            + max(0.0, unit_params - unit_linear_params) * other_bytes_per_param)
 
 
 def non_tn_fp8_gemm(compute_capability: str | None) -> bool:

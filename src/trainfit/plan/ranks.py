@@ -69,7 +69,8 @@ from trainfit.plan.terms import (HOST_BYTES_PER_PROCESS, hf_sdpa_of, _autocast_c
                                  autocast_copies_weights, megatron_fsdp_fp8_params,
                                  fp8_linear_input_bytes, fsdp_casts_gathered_params, fsdp_gathered_dtype,
                                  gptq_torch_dequant, sac_saves_linear_outputs,
-                                 lora_tensors, trained_dtype_bytes, zero_config_of, zero_master_states)
+                                 lora_tensors, torchao_fp8_gather_units, trained_dtype_bytes, zero_config_of,
+                                 zero_master_states)
 from trainfit.spec.card import RunCard
 from trainfit.spec.enums import (ComputeDtype, ContextParallelKind, Fp8Recipe, LayerKind, MoeExperts, Offload,
                                  RecomputeModule, SelectiveCheckpointing, Strategy, TensorParallelImpl, ZERO_STAGES)
@@ -327,6 +328,7 @@ def rank_terms(card: RunCard, spec: ModelSpec, sharding: Sharding, layout: Paral
                               n_train=n_lora if lora is not None else pb_stage.total * scale, grad_bytes=grad_bytes)
         if megatron_fsdp_fp8_params(card) and fsdp.get("fsdp_layer_units"):
             fsdp, _ = _megatron_fsdp_fp8_units(card, sspec, fsdp, pb=pb_stage, scale=scale)
+        fsdp = (torchao_fp8_gather_units(card, sspec, fsdp, pb=pb_stage, scale=scale) or (fsdp, ""))[0]
     paged = prec.optimizer in PAGED and offload is Offload.NONE
     if prec.compute.quantized_gemms:  # the stage's fp8 weights / copies and scaling state (memory/fp8.py)
         from trainfit.plan.terms import fp8_weight_bytes

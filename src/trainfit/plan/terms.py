@@ -166,8 +166,9 @@ def fsdp_casts_gathered_params(card: RunCard, sharding: Sharding) -> bool:
     ``torchao/float8/float8_linear.py`` ``matmul_with_hp_or_float8_args`` l.61-110); Transformer Engine linears under FSDP mixed precision receive the bf16
     gathered weight and make their fp8 copies from it (``memory.fp8``). torchtitan's own tables read the same peak for
     the bf16 and the float8 run (pytorch/torchtitan benchmarks/llama3_h100_202412_torchtitan.md: 77.0 / 76.8 GiB).
-    torchao's fp8 all-gather (``enable_fsdp_float8_all_gather``, 1 B per gathered linear weight) is not modelled: the
-    gathered linears are planned bf16 (the larger). The gathered dtype: ``fsdp_gathered_dtype``."""
+    torchao's fp8 all-gather (``enable_fsdp_float8_all_gather``, 1 B per gathered linear weight) is the card's
+    ``precision.fp8_all_gather``: its gathered units are ``torchao_fp8_gather_units``, its time
+    ``compute.float8_all_gather``. The gathered dtype of everything else: ``fsdp_gathered_dtype``."""
     return (sharding.gathers_params and card.parallel.strategy in FSDP_STRATEGIES
             and card.weights_dtype is Dtype.FP32
             and card.precision.compute in (ComputeDtype.BF16, ComputeDtype.FP16, ComputeDtype.FP8, ComputeDtype.FP4))
@@ -705,6 +706,7 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
                                  grad_bytes=grad_bytes)
         if megatron_fsdp_fp8_params(card) and fsdp.get("fsdp_layer_units"):
             fsdp, note = _megatron_fsdp_fp8_units(card, spec, fsdp, pb=pb, scale=scale)
+        fsdp, note = torchao_fp8_gather_units(card, spec, fsdp, pb=pb, scale=scale) or (fsdp, note)
         if not zero:
             notes.append(note)
     zero_terms: dict[str, float | bool] = {}
@@ -960,6 +962,29 @@ def _megatron_fsdp_fp8_units(card: RunCard, spec: ModelSpec, fsdp: dict[str, flo
             + (f"; the backward's transpose of one unit ({transpose / GIB:.2f} GiB)" if transpose else "")
             + "; root unit (embedding, norm, lm_head) stays gathered from forward to the end of backward")
     return out, note
+
+
+def torchao_fp8_gather_units(card: RunCard, spec: ModelSpec, fsdp: dict[str, float], *, pb: ParamBreakdown,
+                             scale: float) -> tuple[dict[str, float], str] | None:
+    """The gathered layer units (current + one prefetched) under torchao's float8 all-gather
+    (``precision.fp8_all_gather``; ``memory.fp8.torchao_fp8_gather_unit_bytes``): the linears' weights at 1 B, the
+    norms in ``param_dtype``; the root unit (embedding, norm, output head: not float8) unchanged. None where the
+    units are not resharded layer units, or some layers keep bf16 linears (their unit, the larger, stays)."""
+    if not (card.precision.fp8_all_gather and fsdp.get("fsdp_layer_units")):
+        return None
+    layers = max(1, spec.num_layers)
+    if card.precision.quantized_layer_share(layers) < 1.0:
+        return None
+    from trainfit.memory import fp8
+
+    other = BYTES_PER_DTYPE[fsdp_gathered_dtype(card).value if card.weights_dtype is Dtype.FP32
+                           else card.weights_dtype.value]
+    unit = fp8.torchao_fp8_gather_unit_bytes(
+        unit_params=pb.largest_layer * scale, unit_linear_params=fp8.fp8_linear_params(spec) * scale / layers,
+        unit_linears=fp8.fp8_linear_count(spec) / layers, other_bytes_per_param=other)
+    note = (f"FSDP units with torchao's float8 all-gather: one per decoder layer ({unit / GIB:.2f} GiB gathered, the"
+            " linears' weights as fp8), current + one prefetched; root unit (embedding, norm, output) in param_dtype")
+    return dict(fsdp, fsdp_layer_units=2 * unit), note
 
 
 def _fsdp_terms(

@@ -19,6 +19,7 @@ from trainfit.compute.attention_time import (
     AUTO_KERNEL, KERNEL_ARCH_TEXT, KERNEL_NAMES, kernel_rated, kernel_rates, kernel_runs_on, kernels_allowed,
     packed_attention_context,
 )
+from trainfit.compute.float8_all_gather import Fp8GatherShard, gathered_bytes_saved, gathered_weight_casts
 from trainfit.compute.float8_casts import CastTraffic, cast_traffic
 from trainfit.compute.inventory import Adapter
 from trainfit.compute.rates import NVLINK_DOMAIN_GPUS, DeviceRates, default_rates
@@ -645,6 +646,12 @@ def training_time(
         from trainfit.memory.fp8 import fp8_linear_params
 
         w = replace(w, base=w.base - fp8_linear_params(spec) * scale * (BYTES_PER_DTYPE[gather_dtype.value] - 1.0))
+    if card.precision.fp8_all_gather:  # torchao gathers its float8 linears' weights as fp8 (compute.float8_all_gather)
+        from trainfit.memory.fp8 import fp8_linear_params
+
+        w = replace(w, base=w.base - gathered_bytes_saved(
+            linear_weight_params=fp8_linear_params(spec) * scale * fp8_layer_share_of(card, spec),
+            gathered_dtype_bytes=BYTES_PER_DTYPE[gather_dtype.value]))
     share = 1.0
     if shard is not spec:  # this rank's fraction of the parameters (and of the weight bytes)
         share = param_breakdown(shard).total / param_breakdown(spec).total
@@ -719,6 +726,7 @@ def training_time(
         fsdp2_copies=par.fsdp2,
         fp8_casts=fp8_casts_of(card),
         fp8_layer_share=fp8_layer_share_of(card, spec),
+        fp8_gather=fp8_gather_shard_of(card, shard, data_ranks=data_ranks),
         megatron_experts=par.tensor_parallel_impl is TensorParallelImpl.MEGATRON,
         moe_eager_launch=par.moe_launch is MoeLaunch.EAGER,
         # Megatron-Core's layers are Transformer Engine's modules: their Python backward (compute.te_host)
@@ -930,7 +938,28 @@ def fp8_casts_of(card: RunCard) -> CastTraffic | None:
     from trainfit.memory.fp8 import transformer_engine_linears
 
     te = transformer_engine_linears(recipe=recipe, tensor_parallel_impl=card.parallel.tensor_parallel_impl)
-    return cast_traffic(transformer_engine=te, compiled=card.parallel.compile, recipe=recipe)
+    casts = cast_traffic(transformer_engine=te, compiled=card.parallel.compile, recipe=recipe)
+    # torchao's float8 all-gather hands the linear an fp8 weight: no weight cast in the layer (compute.float8_all_gather)
+    return gathered_weight_casts(casts) if prec.fp8_all_gather else casts
+
+
+def fp8_gather_shard_of(card: RunCard, shard: ModelSpec, *, data_ranks: int) -> Fp8GatherShard | None:
+    """The rank's float8 linear weight shards under torchao's float8 all-gather (``precision.fp8_all_gather``;
+    ``compute.float8_all_gather``): the model-parallel ``shard``'s float8 linears (their quantised layers' share,
+    ``fp8_layer_share_of``) over the FSDP shard group (HSDP: the shard group ``training_time`` prices; otherwise
+    the ``data_ranks`` data x context ranks), held in ``precision.weights`` (fp32 under FSDP2 mixed precision). None
+    without it."""
+    if not card.precision.fp8_all_gather:
+        return None
+    from trainfit.memory.fp8 import fp8_linear_count, fp8_linear_params
+
+    share = fp8_layer_share_of(card, shard)
+    par = card.parallel
+    group = max(1, (par.hsdp_shard_size or min(data_ranks, train_nodes(card)[1])) if par.strategy.value == "hsdp"
+                else data_ranks)
+    return Fp8GatherShard(shard_elements=fp8_linear_params(shard) * count_scale(shard) * share / group,
+                          linears=fp8_linear_count(shard) * share,
+                          shard_dtype_bytes=BYTES_PER_DTYPE[card.weights_dtype.value])
 
 
 def fp8_layer_share_of(card: RunCard, spec: ModelSpec) -> float:

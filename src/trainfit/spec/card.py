@@ -158,6 +158,14 @@ class PrecisionSection(_Section):
         " the GPU's GEMMs need one), the optimizer keeps fp32 main params, the data-parallel all-gather moves fp8."
         " Needs compute fp8 with a Transformer Engine recipe; strategies single, ddp, zero1, or fsdp with"
         " tensor_parallel_impl megatron (Megatron-FSDP: fp8 weight shards, fp8 gathered units).")
+    fp8_all_gather: bool = Field(
+        False, description="torchao's float8 FSDP2 all-gather (torchtitan --float8.enable_fsdp_float8_all_gather"
+        " --float8.precompute_float8_dynamic_scale_for_fsdp; torchao Float8LinearConfig enable_fsdp_float8_all_gather):"
+        " each float8 linear's weight shard is cast to fp8 before the all-gather, so the gathered units hold 1 B per"
+        " float8 linear weight (embeddings, norms, the output head stay bf16), the all-gather moves half the bytes,"
+        " and the scales come from one fused amax pass and one all-reduce after the optimizer step. Needs compute fp8"
+        " with fp8_recipe current on torchao linears (tensor_parallel_impl not megatron) under strategy fsdp / hsdp"
+        " with fsdp_version fsdp2.")
     fp8_attention: bool = Field(
         False, description="fp8 attention (Megatron-Core fp8_dot_product_attention, Transformer Engine fp8_dpa): the"
         " fused attention kernel runs on quantised Q, K, V (MXFP8 under fp8_recipe mxfp8, per-tensor fp8 otherwise)"
@@ -1298,6 +1306,8 @@ class RunCard(_Section):
         if prec.fp8_params and prec.compute is not ComputeDtype.FP8:
             raise ValueError(f"precision.fp8_params: only read with precision.compute: fp8 (compute is"
                              f" '{prec.compute.value}')")
+        if prec.fp8_all_gather:
+            _check_fp8_all_gather(self)
         if prec.fp8_attention and (prec.compute is not ComputeDtype.FP8
                                    or self.parallel.tensor_parallel_impl is not TensorParallelImpl.MEGATRON):
             raise ValueError(f"precision.fp8_attention: Transformer Engine's fp8 attention (Megatron-Core"
@@ -1637,13 +1647,36 @@ def _check_pipeline_layout(par: ParallelSection) -> None:
         raise ValueError(f"parallel.pipeline_layout: no decoder layers at all; {allowed}")
 
 
+def _check_fp8_all_gather(card: RunCard) -> None:
+    """``precision.fp8_all_gather`` is torchao's: ``WeightWithDynamicFloat8CastTensor.fsdp_pre_all_gather`` /
+    ``fsdp_post_all_gather`` are FSDP2 (``fully_shard``) extension hooks on a tensorwise dynamically scaled
+    ``Float8Linear`` weight (pytorch/ao @8c81863ba85cce742244c0151c6683c5696bbe04 ``torchao/float8/fsdp_utils.py``
+    l.129-268; ``float8_linear.py`` l.406-420 wraps the weight only for dynamic scaling with the flag set). So it
+    needs compute fp8, fp8_recipe current, torchao linears (not Transformer Engine's: tensor_parallel_impl not
+    megatron), a strategy that gathers with FSDP2 and no fp8 primary weights; one line otherwise."""
+    prec, par = card.precision, card.parallel
+    if prec.compute is not ComputeDtype.FP8 or prec.fp8_recipe is not Fp8Recipe.CURRENT:
+        recipe = prec.fp8_recipe.value if prec.fp8_recipe is not None else "null"
+        raise ValueError(f"precision.fp8_all_gather: torchao's float8 all-gather casts tensorwise (current) scaled"
+                         f" weights; needs precision.compute fp8 (is '{prec.compute.value}') and fp8_recipe current"
+                         f" (is '{recipe}')")
+    if par.tensor_parallel_impl is TensorParallelImpl.MEGATRON or prec.fp8_params:
+        raise ValueError("precision.fp8_all_gather: torchao's, not Transformer Engine's (Megatron-FSDP gathers fp8"
+                         " primary weights: precision.fp8_params); allowed: tensor_parallel_impl not megatron and"
+                         " fp8_params false")
+    if not par.fsdp2:
+        raise ValueError(f"precision.fp8_all_gather: an FSDP2 (fully_shard) all-gather hook; strategy is"
+                         f" '{par.strategy.value}' (fsdp_version '{par.fsdp_version.value}'); allowed: strategy fsdp,"
+                         " fsdp_grad_op or hsdp with fsdp_version fsdp2")
+
+
 def _check_fp8_params(card: RunCard, key: str = "precision.fp8_params") -> None:
     """``precision.fp8_params`` is Transformer Engine's (``quantized_model_init``) over 16-bit weights, under a
     strategy whose ranks hold whole (tensor/pipeline-parallel) weights: single, ddp or zero1 (Megatron's distributed
     optimizer, ``--fp8-param-gather``), or under Megatron-FSDP (strategy fsdp with tensor_parallel_impl megatron:
     uint8 weight shards gathered as fp8, ``memory.fp8.megatron_fsdp_fp8_units``); one line otherwise. torch FSDP2
-    stays refused: torchao's float8 all-gather (``enable_fsdp_float8_all_gather``) is a different mechanism, not
-    modelled."""
+    stays refused here: torchao's float8 all-gather keeps the bf16 (fp32) weights and is its own setting,
+    ``precision.fp8_all_gather`` (``_check_fp8_all_gather``)."""
     from trainfit.memory.fp8 import transformer_engine_linears
 
     prec, par = card.precision, card.parallel

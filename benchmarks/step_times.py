@@ -1814,7 +1814,13 @@ def rollout_section(e: dict[str, Any], model: Any, nodes: int) -> tuple[dict[str
         notes.append("fully asynchronous trainer planned as the slower of generation and training (partial "
                      "rollouts and staleness not modelled)")
     per_node = e["gpus_per_node"]
-    if ro["placement"] == "split" and e["framework"] in ("nemo-rl", "verl", "areal") and nodes > 1 \
+    if ro["placement"] == "split" and nodes > 1 and ro.get("rollout_nodes"):
+        # the source names the engines' whole nodes itself (rollout_nodes, cited in the entry's quote), whatever the
+        # framework's default layout
+        out["nodes"] = int(ro["rollout_nodes"])
+        notes.append(f"rollout on {out['nodes']} whole node(s) of {per_node} GPUs, training on the other "
+                     f"{nodes - out['nodes']} (the layout the source states)")
+    elif ro["placement"] == "split" and e["framework"] in ("nemo-rl", "verl", "areal") and nodes > 1 \
             and (ro.get("rollout_gpus") or 0) % per_node == 0:
         # NeMo RL gives a non-colocated engine whole nodes when the cluster has more than one
         # (nemo_rl/algorithms/grpo.py setup: train_nodes -= inference_nodes, inference gpus_per_node must equal

@@ -6,15 +6,18 @@ forwards); and what ``decode_kernels`` leaves out of vLLM's Qwen3 layer.
 Rollout Performance Attribution on NVIDIA H200", 2026-09-22): GPT-2 in bf16, one H200 per backend, batch 1, 128
 prompt + 32 greedy tokens, mean request latency over 5 runs after 2 warm-ups: "verl / vLLM" 154.1 ms eager, 41.8 ms
 with the "vLLM non-eager path"; "slime / SGLang" 156.0 ms eager, 33.2 ms with "SGLang CUDA Graph". A request is
-33 forwards (the prefill and 32 decode steps; the prefill's 128 tokens are nothing on an H200). Graphed, the step is
+33 forwards, of which the graphs replace the 32 decode steps (SGLang captures decode batches only; the prefill
+stays eager in both columns: ``rates.EAGER_DECODE_FORWARDS_PER_REQUEST``). Graphed, the step is
 the engine's host work around one graph launch (GPT-2's 250 MB of weights read in ~0.05 ms), eager the same host work
 plus the issue of every kernel, which runs ahead of the device: the difference per forward over the kernels is the
 host's cost per eager kernel. vLLM's GPT-2 layer (vllm-project/vllm ``vllm/model_executor/models/gpt2.py``
 @017689429418547490506c3bf52419a806c115d7, ``GPT2Block.forward``) launches 11: ``ln_1``, ``c_attn`` (GEMM with its
 bias), the KV-cache write and the attention kernel, ``c_proj``, the residual add, ``ln_2``, ``c_fc``, the GELU,
 ``c_proj``, the residual add; 12 layers, plus ~8 outside them (``wte``, ``wpe``, their add, ``ln_f``, the logits
-row gather and ``lm_head``, greedy sampling): ~140. vLLM: (154.1 - 41.8) / 33 / 140 = **24 us**; SGLang (its GPT-2
-layer is the same modules): (156.0 - 33.2) / 33 / 140 = **27 us**.
+row gather and ``lm_head``, greedy sampling): ~140. vLLM: (154.1 - 41.8) / 32 / 140 = **25.1 us**; SGLang (its
+GPT-2 layer, sgl-project/sglang ``python/sglang/srt/models/gpt2.py`` @00b08c497f0735678e084ae5e3dd88ca06b46627, is
+the same modules): (156.0 - 33.2) / 32 / 140 = **27.4 us** (``rates.GPT2_DECODE_FORWARD_KERNELS``,
+``rates.VLLM_EAGER_DECODE_S_PER_KERNEL_MEASURED``, ``rates.SGLANG_EAGER_DECODE_S_PER_KERNEL_MEASURED``).
 
 With gpt-fast's eager A100 step (21.6 us, ``test_eager_decode_evidence``) and the per-step slope of
 dingxianzhong/play-verl's Qwen2-7B log (~26 us, vLLM 0.8.3 V1 ``enforce_eager``, H100), four sources put an
@@ -47,15 +50,18 @@ import pytest
 
 from trainfit.catalog.models import from_catalog
 from trainfit.compute import decode_step as ds
-from trainfit.compute.rates import HOST_S_PER_FORWARD_KERNEL
+from trainfit.compute.rates import (
+    EAGER_DECODE_FORWARDS_PER_REQUEST,
+    GPT2_DECODE_FORWARD_KERNELS,
+    HOST_S_PER_FORWARD_KERNEL,
+    SGLANG_EAGER_DECODE_S_PER_KERNEL_MEASURED,
+    VLLM_EAGER_DECODE_S_PER_KERNEL_MEASURED,
+)
 
-FORWARDS_PER_REQUEST = 1 + 32
-"""The prefill and 32 decode steps of one DeepSpeed PR #8352 request."""
-GPT2_LAYERS = 12
-GPT2_KERNELS_PER_LAYER = 11
-GPT2_KERNELS_OUTSIDE_LAYERS = 8
-GPT2_KERNELS = GPT2_LAYERS * GPT2_KERNELS_PER_LAYER + GPT2_KERNELS_OUTSIDE_LAYERS
-"""~140 kernels per vLLM GPT-2 forward (module docstring)."""
+FORWARDS_PER_REQUEST = EAGER_DECODE_FORWARDS_PER_REQUEST
+"""The 32 decode steps of one DeepSpeed PR #8352 request that the graphs replace."""
+GPT2_KERNELS = GPT2_DECODE_FORWARD_KERNELS
+"""~140 kernels per GPT-2 decode forward, vLLM's and SGLang's (module docstring)."""
 PUBLISHED_MS = {"vllm": (154.1, 41.8), "sglang": (156.0, 33.2)}
 """(eager, graphed) mean request latency, ms, H200, DeepSpeed PR #8352."""
 GPT_FAST_S_PER_KERNEL = 21.6e-6
@@ -70,6 +76,11 @@ def _per_kernel_s(engine: str) -> float:
 @pytest.mark.parametrize("engine", ["vllm", "sglang"])
 def test_an_h200_engine_eager_kernel_costs_the_host_about_25_us(engine):
     assert 20e-6 < _per_kernel_s(engine) < 30e-6
+
+
+def test_the_rates_constants_are_this_arithmetic():
+    assert VLLM_EAGER_DECODE_S_PER_KERNEL_MEASURED == pytest.approx(_per_kernel_s("vllm"))
+    assert SGLANG_EAGER_DECODE_S_PER_KERNEL_MEASURED == pytest.approx(_per_kernel_s("sglang"))
 
 
 def test_the_four_sources_agree_within_a_third():

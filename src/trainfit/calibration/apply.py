@@ -10,8 +10,9 @@ from trainfit.catalog.gpus import GpuSpec
 from trainfit.compute.rates import DeviceRates, default_rates
 
 ENGINE_HOST_FIELDS = ("engine_s_per_step", "engine_s_per_sequence", "engine_v0_s_per_sequence", "frontend_s_per_step",
-                      "frontend_s_per_sequence", "frontend_cumulative_s_per_sequence")
-"""The vLLM engine's host constants (``compute.decode_step``) a calibration may set: listed in the assumptions."""
+                      "frontend_s_per_sequence", "frontend_cumulative_s_per_sequence", "vllm_eager_s_per_kernel",
+                      "sglang_eager_s_per_kernel")
+"""The rollout engines' host constants (``compute.decode_step``) a calibration may set: listed in the assumptions."""
 
 
 def rates_for(gpu: GpuSpec, calibration: Calibration | None) -> DeviceRates:
@@ -38,9 +39,11 @@ def assumption_line(calibration: Calibration, gpu_id: str) -> str:
     if entry is None:
         line += f"; {gpu_id} is not in it: default rates"
     else:
-        engine = [(k, v) for k, v in entry.rates if k in ENGINE_HOST_FIELDS]
-        if engine:
-            line += "; vLLM engine host " + ", ".join(f"{k} {v * 1e6:.4g} us" for k, v in engine)
+        engine = [(k, v) for k, v in entry.rates if k in ENGINE_HOST_FIELDS and v is not None]
+        for label, own in (("vLLM", [kv for kv in engine if not kv[0].startswith("sglang_")]),
+                           ("SGLang", [kv for kv in engine if kv[0].startswith("sglang_")])):
+            if own:
+                line += f"; {label} engine host " + ", ".join(f"{k} {v * 1e6:.4g} us" for k, v in own)
         mem = entry.memory_overrides()
         if "fragmentation_share" in mem:
             line += f"; fragmentation share {mem['fragmentation_share']:.4g} of the step's largest transient"

@@ -6,8 +6,8 @@ One decode step over ``B`` running sequences holding ``T`` context tokens (Pope 
     bandwidth = (rank weight bytes + T·kv_bytes_per_token/tp + B·(kv_bytes_per_token/tp + state)) / hbm_bytes_per_s
     compute   = (B·2·N + T·4·q_dim·full_attention_layers) / (matmul_flops_per_s · tp)
     comm      = 2·layers · all_reduce(B·hidden·2 bytes)                               (0 when tp = 1)
-    launch    = eager: decode_kernels(spec, tp)·host_s_per_forward_kernel   (layers x kernels per layer;
-                       SGLang: ·SGLANG_EAGER_S_PER_KERNEL)
+    launch    = eager: decode_kernels(spec, tp)·eager_s_per_kernel_of(rates, engine)   (layers x kernels per
+                       layer; default host_s_per_forward_kernel for vLLM and SGLang alike)
                 CUDA graphs: one launch, host_s_per_forward_kernel
     core      = engine_s_per_step + B · ENGINE_S_PER_SEQUENCE      (engine core's host work, serial in both modes)
     gaps      = CUDA graphs: (decode_kernels(spec, tp) − all-reduce kernels) · GRAPH_KERNEL_GAP_S;  eager: 0
@@ -195,26 +195,38 @@ release and the GPU's memory: 160 on an 80 GB GPU from 0.4.0 to 0.5.2, 256 / 512
 planned at the newest release read (0.5.6, ``plan.rl_generation.SGLANG_NEWEST_RELEASE_READ``), a release before
 0.4.0 or a pin that names none (a branch, a commit) gets no limit. vLLM's captured sizes (up to 512 by default, 0.8.3, below) are not limited here.
 
-**SGLang's eager launch** (``SGLANG_EAGER_S_PER_KERNEL``, ``eager_s_per_kernel``). An SGLang engine's eager
-step (``disable_cuda_graph``, or a batch above ``cuda_graph_max_batch``) issues its kernels at SGLang's
-published host cost per eager kernel, 26.6 us (DeepSpeed PR #8352, GPT-2 on one H200, eager against CUDA
-graphs), not at the transformers training-forward figure (``host_s_per_forward_kernel``, 65 us: module hooks
-and autograd recording included). SGLang's scheduler loops, which run the forward, are wrapped in
-``DynamicGradMode`` (``torch.inference_mode``, else ``torch.no_grad``): no autograd recording
-(``@DynamicGradMode()`` on ``event_loop_normal`` / ``event_loop_overlap``,
-``sglang/srt/managers/scheduler.py`` l.979-1005 of the 0.5.6.post2 wheel,
-https://pypi.org/project/sglang/0.5.6.post2/, read 2026-12-03), as in the measurement. vLLM's eager steps keep
-the training figure although the same source gives vLLM 24 us: there the over-priced launch offsets costs not
-yet modelled (below), and re-pricing them alone worsens the generation subset (17.2 % -> 28.6 % median |error|
-on the tree of ff04df9); no SGLang row has such an offset named. On ``benchmarks/step_times.py`` (tree of
-ff04df9) the one SGLang eager row, verl PR #5596's Qwen3-8B on a GB200 NVL4 (SGLang TP 4, ``enforce_eager``,
-1,024 running), goes from +65 % to +38 % on its generation phase (436 -> 365 s against 265 s published) and
-from +35 % to +17 % on its step; AReaL v0.2's H800 steps, whose batches above SGLang 0.4.0's 160 captured run
-eagerly, move by 0.4-7 points (1.5B on 8 GPUs +9.2 -> +7.4 %, on 32 +3.6 -> -3.1 %, 7B on 32 -8.3 -> -8.7 %);
-no other row moves, no subset median moves. The source's host is an x86 H200 server; the GB200's host is a
-Grace CPU (aarch64), whose per-kernel cost was not found published. What is left of the PR #5596 row is the
-engine core's per-sequence host work (80 us per running sequence, fitted on vLLM rows, 82 ms of a ~94 ms step
-at 1,024 running; no source gives SGLang's).
+**The eager decode launch, one rule for both engines** (``eager_s_per_kernel_of``; ``DeviceRates``'
+``vllm_eager_s_per_kernel`` / ``sglang_eager_s_per_kernel``). An eager decode step (vLLM ``enforce_eager``, SGLang
+``disable_cuda_graph`` or a batch above its largest captured graph) issues ``decode_kernels`` kernels at the engine's
+rate field, which a calibration may set (``calibration.apply.ENGINE_HOST_FIELDS``); unset (the default, both engines)
+it is ``host_s_per_forward_kernel``, the transformers training-forward figure (65 us), so vLLM and SGLang are priced
+by the same rule. The published engine figures are kept as measurements, not defaults: DeepSpeed PR #8352 (GPT-2,
+one H200, eager against CUDA graphs, over the 32 graphed decode forwards of 140 kernels) gives SGLang 27.4 us and vLLM
+25.1 us per kernel (``rates.SGLANG_EAGER_DECODE_S_PER_KERNEL_MEASURED``,
+``rates.VLLM_EAGER_DECODE_S_PER_KERNEL_MEASURED``). SGLang's scheduler loops run the forward grad-free (``@DynamicGradMode()`` on ``event_loop_normal`` /
+``event_loop_overlap``, ``sglang/srt/managers/scheduler.py`` l.979-1005 of the 0.5.6.post2 wheel,
+https://pypi.org/project/sglang/0.5.6.post2/, read 2026-12-03), and so does vLLM's (``torch.inference_mode()``,
+below): the mechanism that makes the measured price lower than the training figure is the same in both engines, so a
+split keyed on the engine would be chosen by its effect on the rows alone.
+
+Null result, both measured figures applied (``benchmarks/step_times.py`` on the tree of d51490c, vLLM 25.1 us and
+SGLang 27.4 us against 65 us for both): median |error| of the generation subset 17.2 -> 27.6 % (beyond 50 %: 3 -> 3),
+RL step 14.2 -> 15.3 % (2 -> 3), mean response not published 18.0 -> 24.2 %; ALL 10.1 -> 10.2 % (39 -> 40). Rows
+helped: verl's fully-async Qwen2.5-Math-7B H20 64-GPU generation +90 -> +7 %, play-verl Qwen2-7B ``rec`` +74 -> +22 %
+and ``min`` +61 -> -20 %, one-step-off colocated Megatron +55 -> +15 %, verl PR #5596's SGLang GB200 phase +65 ->
++38 %. Rows broken, none explained by a mechanism read here: DeepSeek-V3 on H20 generation -12 -> -61 % (step -17 ->
+-48 %; ``decode_kernels`` counts DeepSeek's grouped top-k and the absorbed MLA matmuls low, see
+``MOE_EXTRA_KERNELS`` and ``MLA_EXTRA_KERNELS``, but no kernel count of those eager paths is read); SkyRL's eager
+Qwen3.5-9B baseline generation -14 -> -63 % (step -17 -> -54 %; its Gated DeltaNet layers are counted at 16 kernels
+from vLLM's packed decode, the unpacked path's 4 more would not close it); play-verl GRPO Qwen2.5-0.5B
+generation -16 -> -53 % (vLLM V0 by its XFORMERS fallback: V0's Python scheduling and sampling per step, priced by
+``ENGINE_V0_S_PER_SEQUENCE``, fitted with the 65 us in place); NeMo RL v0.5 DAPO DeepSeek-V3 512-GPU step -49 -> -69
+%; rllm's DeepScaleR-1.5B H200 step -35 -> -58 %; verl's fully-async Qwen3-30B-A3B 128-GPU generation +27 -> -43 %;
+the MI300X deepseek-llm-7b generation 0 / +24 -> -42 / -26 % (ROCm hosts). SGLang alone at 27.4 us (vLLM at 65 us)
+moves only verl PR #5596's row (+65 -> +38 %) and AReaL v0.2's H800 steps (0.4-7 points): that was the split of
+1877794, reverted here because it rests on the rows' effect only. ``ENGINE_S_PER_SEQUENCE`` and
+``FRONTEND_S_PER_STEP`` were fitted with the 65 us in place (below), so the measured figures need those refitted with
+them and the missing kernel counts above; until then a calibration sets the engine fields.
 
 **Eager decode against published per-step logs (a known gap, not yet modelled).** The eager launch above prices
 every kernel at ``host_s_per_forward_kernel`` (65 us, fitted on transformers *training* forwards: module hooks and
@@ -250,7 +262,7 @@ matmuls). So the launch stays at the training figure until those are modelled wi
 generation subset's median from 15 % to 34 % and its held-out RL steps from 15 % to 19 %.
 ``tests/compute/test_eager_decode_evidence.py`` holds the one-sequence step against the play-verl measurement
 (strict xfail). A fourth source agrees: vLLM and SGLang eager against CUDA graphs on one H200 (GPT-2, batch 1;
-deepspeedai/DeepSpeed PR #8352, 2026-09-22) give 24 and 27 us per kernel; ``decode_kernels`` also leaves out
+deepspeedai/DeepSpeed PR #8352, 2026-09-22) give 25 and 27 us per kernel; ``decode_kernels`` also leaves out
 Qwen3's ``q_norm`` / ``k_norm`` (2 a layer); both in ``tests/compute/test_engine_eager_host_cost.py`` (strict
 xfails, with the rows each moves). verl's synchronous rollout (``vllm_rollout_spmd.py``
 @2c8b2b995f36a7cd159b5a9beb5d5ed37cae0fc1 lines 141-164) also runs the engine in-process
@@ -488,21 +500,13 @@ Llama-1B", https://hazyresearch.stanford.edu/blog/2025-05-27-no-bubbles, 2025-05
 its summary at https://mlops.substack.com/p/one-megakernel-to-rule-llama-1b). Module docstring: "Kernel gaps"."""
 
 
-SGLANG_EAGER_S_PER_KERNEL = (156.0e-3 - 33.2e-3) / 33 / 140
-"""Host seconds SGLang spends per kernel of an eager forward (about 26.6 us): deepspeedai/DeepSpeed pull
-request #8352 (comment "Controlled Rollout Performance Attribution on NVIDIA H200", 2026-09-22) times GPT-2 in
-bf16 on one H200, batch 1, 128 prompt + 32 greedy tokens, mean request latency over 5 runs: "slime / SGLang"
-156.0 ms with CUDA graphs disabled and 33.2 ms with "SGLang CUDA Graph". A request is 33 forwards (the prefill
-and 32 decode steps) of ~140 kernels (12 layers of 11, ~8 outside them;
-``tests/compute/test_engine_eager_host_cost.py`` counts them from the GPT-2 layer's modules), and the graphed
-step holds the same host work around one graph launch, so the difference per forward per kernel is what
-issuing one kernel eagerly costs the host. Module docstring: "SGLang's eager launch"."""
-
-
-def eager_s_per_kernel_of(rates: DeviceRates, eager_s_per_kernel: float | None = None) -> float:
-    """Host seconds per kernel of an eager decode step: the engine's published figure when one is given
-    (``SGLANG_EAGER_S_PER_KERNEL``), else ``rates.host_s_per_forward_kernel`` (module docstring)."""
-    return rates.host_s_per_forward_kernel if eager_s_per_kernel is None else eager_s_per_kernel
+def eager_s_per_kernel_of(rates: DeviceRates, engine: str = "vllm") -> float:
+    """Host seconds per kernel of an eager decode step of ``engine`` (``vllm`` / ``sglang``, a ``RolloutEngine``):
+    ``rates``' field for that engine (``vllm_eager_s_per_kernel`` / ``sglang_eager_s_per_kernel``, which a calibration
+    may set), else ``rates.host_s_per_forward_kernel``: one rule for both engines (module docstring, "The eager
+    decode launch, one rule for both engines")."""
+    own = rates.sglang_eager_s_per_kernel if engine == "sglang" else rates.vllm_eager_s_per_kernel
+    return rates.host_s_per_forward_kernel if own is None else own
 
 
 def engine_s_per_sequence_for(generation: str = "v1", rates: DeviceRates | None = None) -> float:
@@ -849,7 +853,9 @@ def _step_model(*, spec, matmul_params, rates, tp, weight_bytes, kv_bytes_per_to
     ``overlap_schedule``: the engine's host work overlaps the GPU step (SGLang's overlap scheduler, module docstring).
     ``cuda_graph_max_batch``: under ``cuda_graphs`` the largest batch replayed as a graph, a larger one runs eagerly
     (None: every batch; ``sglang_cuda_graph_max_batch``). ``eager_s_per_kernel``: the host's cost per kernel
-    of an eager step (None: ``rates.host_s_per_forward_kernel``; SGLang: ``SGLANG_EAGER_S_PER_KERNEL``)."""
+    of an eager step (None: ``eager_s_per_kernel_of(rates)``, vLLM's)."""
+    if eager_s_per_kernel is None:
+        eager_s_per_kernel = eager_s_per_kernel_of(rates)
     if engine_s_per_step is None:
         engine_s_per_step = rates.engine_s_per_step
     if frontend_s_per_step is None:
@@ -878,12 +884,12 @@ def _step_model(*, spec, matmul_params, rates, tp, weight_bytes, kv_bytes_per_to
         ar_per_step=n_ar, ar_bytes_seq=spec.hidden_size * ACTIVATION_BYTES,
         ar=tp_all_reduce(rates=rates, tp=tp, link=link, latency_s=tp_all_reduce_latency_s),
         launch=(rates.host_s_per_forward_kernel if cuda_graphs
-                else eager_s_per_kernel_of(rates, eager_s_per_kernel) * kernels),
+                else eager_s_per_kernel * kernels),
         kernel_gaps=(kernels - n_ar) * GRAPH_KERNEL_GAP_S if cuda_graphs else 0.0,
         overlap_schedule=overlap_schedule,
         graph_max_batch=(float(cuda_graph_max_batch) if cuda_graphs and cuda_graph_max_batch is not None
                          else float("inf")),
-        eager_launch=eager_s_per_kernel_of(rates, eager_s_per_kernel) * kernels,
+        eager_launch=eager_s_per_kernel * kernels,
         engine=engine_s_per_step + (link.host_s_per_step if link is not None else 0.0),
         engine_seq=engine_s_per_sequence,
         frontend0=frontend_s_per_step, frontend_seq=frontend_s_per_sequence, frontend_serial=not engine_multiprocess,

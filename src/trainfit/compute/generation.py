@@ -213,8 +213,8 @@ def generation_time(
     ``overlap_schedule``: the engine's host work runs beside the GPU step (SGLang's overlap scheduler) instead of
     between steps; ``cuda_graph_max_batch``: the largest batch replayed as a CUDA graph, larger steps eager (None:
     every batch) (``decode_step``); ``eager_s_per_kernel``: the host's cost per kernel of an eager step (None:
-    ``rates.host_s_per_forward_kernel``; SGLang's published figure,
-    ``decode_step.SGLANG_EAGER_S_PER_KERNEL``).
+    ``decode_step.eager_s_per_kernel_of(rates)``; the plan passes the engine's, ``eager_s_per_kernel_of(rates,
+    engine)``).
     ``slowest_engine``: plan the engine that holds the batch's longest response
     (``response_lengths.slowest_engine_groups``) instead of a typical engine's ``S`` draws; not on by default (the
     null result in the module docstring); ignored when ``streaming``.
@@ -290,9 +290,10 @@ def generation_time(
                "(a step takes the slower of the device and the host's launch plus that part); the per-sequence part "
                "stays serial (no source gives SGLang's per-request host cost)") if overlap_schedule else
               f"{host_work} is serial with the GPU step (no async scheduling)",)
-    if eager_s_per_kernel is not None and (not cuda_graphs or cuda_graph_max_batch is not None):
+    if (eager_s_per_kernel is not None and eager_s_per_kernel != rates.host_s_per_forward_kernel
+            and (not cuda_graphs or cuda_graph_max_batch is not None)):
         notes += (f"eager decode kernels at {eager_s_per_kernel * 1e6:.1f} us of host time each "
-                  "(the engine's published eager cost per kernel)",)
+                  "(the engine's eager cost per kernel from the rates)",)
     if cuda_graphs and cuda_graph_max_batch is not None:
         notes += ((f"CUDA graphs up to {cuda_graph_max_batch} running sequences (SGLang's cuda_graph_max_bs "
                    "default); larger decode batches launch eagerly"),)

@@ -523,6 +523,33 @@ FRONTEND_CUMULATIVE_S_PER_SEQUENCE = 3.9e-6
 default): the ``CompletionOutput`` / ``RequestOutput`` and the wake-up of the request's ``generate()`` coroutine. CPU
 lower bound, ``benchmarks/engine_frontend_cpu.py``. Nothing grows with the tokens generated so far: with a fast
 tokenizer the output hands back the detokenizer's own token list (``compute.decode_step`` module docstring)."""
+GPT2_DECODE_FORWARD_KERNELS = 12 * 11 + 8
+"""Kernels of one eager GPT-2 decode forward in vLLM and in SGLang (both ``GPT2Block.forward`` issue the same 11 per
+layer: ``ln_1``, ``c_attn`` GEMM with its bias, the KV-cache write and the attention kernel, ``c_proj``, the residual
+add, ``ln_2``, ``c_fc``, the GELU, ``c_proj``, the residual add; outside the 12 layers ``wte``, ``wpe``, their add,
+``ln_f``, the last-row gather and ``lm_head``, sampling, ~8). vllm-project/vllm ``vllm/model_executor/models/gpt2.py``
+@017689429418547490506c3bf52419a806c115d7 and sgl-project/sglang ``python/sglang/srt/models/gpt2.py``
+@00b08c497f0735678e084ae5e3dd88ca06b46627 (``GPT2Block.forward``, ``GPT2Model.forward``: the same modules; SGLang's
+``RadixAttention`` writes the cache and runs the decode kernel, its ``LogitsProcessor`` gathers the last row and
+multiplies by the tied ``wte``)."""
+EAGER_DECODE_FORWARDS_PER_REQUEST = 32
+"""Forwards of one DeepSpeed PR #8352 request that a CUDA graph replaces: its 32 decode steps. SGLang captures decode
+batches only (``disable_cuda_graph`` leaves the prefill eager in both columns). vLLM's V1 piecewise graphs would also
+cover a 128-token prefill (a captured size) but still run its attention eagerly; the PR does not give the vLLM
+release, so both engines are read over the 32 decode forwards (over 33, vLLM's figure is 24.3 us)."""
+SGLANG_EAGER_DECODE_S_PER_KERNEL_MEASURED = ((156.0e-3 - 33.2e-3) / EAGER_DECODE_FORWARDS_PER_REQUEST
+                                             / GPT2_DECODE_FORWARD_KERNELS)
+"""Host seconds SGLang spends per kernel of an eager decode forward, 27.4 us: deepspeedai/DeepSpeed pull request #8352
+(https://github.com/deepspeedai/DeepSpeed/pull/8352, comment "Controlled Rollout Performance Attribution on NVIDIA
+H200", 2026-09-22, read 2026-12-03) times GPT-2 in bf16 on one H200, batch 1, 128 prompt + 32 greedy tokens, mean
+request latency over 5 runs after 2 warm-ups: "slime / SGLang" 156.0 ms eager and 33.2 ms with "SGLang CUDA Graph";
+the difference over the 32 graphed decode forwards (``EAGER_DECODE_FORWARDS_PER_REQUEST``) of
+``GPT2_DECODE_FORWARD_KERNELS`` kernels. A measurement, not the default: ``DeviceRates.sglang_eager_s_per_kernel``."""
+VLLM_EAGER_DECODE_S_PER_KERNEL_MEASURED = ((154.1e-3 - 41.8e-3) / EAGER_DECODE_FORWARDS_PER_REQUEST
+                                           / GPT2_DECODE_FORWARD_KERNELS)
+"""Host seconds vLLM spends per kernel of an eager decode forward, 25.1 us: the same comment, "verl / vLLM" 154.1 ms
+eager and 41.8 ms with the "vLLM non-eager path" (CUDA graphs and its compiled forward), same arithmetic. A
+measurement, not the default: ``DeviceRates.vllm_eager_s_per_kernel``."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -561,6 +588,13 @@ class DeviceRates:
     """vLLM V1 frontend host seconds per running sequence per step, final outputs (``FRONTEND_S_PER_SEQUENCE``)."""
     frontend_cumulative_s_per_sequence: float = FRONTEND_CUMULATIVE_S_PER_SEQUENCE
     """What cumulative outputs add per running sequence per step (``FRONTEND_CUMULATIVE_S_PER_SEQUENCE``)."""
+    vllm_eager_s_per_kernel: float | None = None
+    """vLLM's host seconds per kernel of an eager decode step (``enforce_eager``); None: ``host_s_per_forward_kernel``,
+    as for SGLang (``compute.decode_step`` module docstring, "The eager decode launch, one rule for both engines";
+    published: ``VLLM_EAGER_DECODE_S_PER_KERNEL_MEASURED``)."""
+    sglang_eager_s_per_kernel: float | None = None
+    """SGLang's host seconds per kernel of an eager decode step (``disable_cuda_graph``, or a batch above the largest
+    captured); None: ``host_s_per_forward_kernel`` (published: ``SGLANG_EAGER_DECODE_S_PER_KERNEL_MEASURED``)."""
     intra_node_bus_bytes_per_s: float
     """NCCL bus bandwidth inside a node (per direction)."""
     p2p: bool = True
@@ -630,7 +664,7 @@ not fitted, and the one published B200 NVFP4 GEMM measurement read runs below it
 card, an early torchao/cuBLAS pairing)."""
 
 _OPTIONAL_RATES = ("fp32_matmul_flops_per_s", "fp8_matmul_flops_per_s", "fp4_matmul_flops_per_s", "l2_read_bytes_per_s",
-                   "l2_resident_bytes")
+                   "l2_resident_bytes", "vllm_eager_s_per_kernel", "sglang_eager_s_per_kernel")
 """Calibrated rates that may be null (not measured; ``l2_resident_bytes`` null is its 0: no L2 residency); any other
 value a positive number."""
 

@@ -97,13 +97,12 @@ def sglang_scheduler_inputs(card: RunCard, gpu: GpuSpec) -> dict:
     ``rollout.sglang_overlap_schedule``; unset, on from ``SGLANG_OVERLAP_DEFAULT_SINCE`` and off for a release pinned
     before it) and the largest CUDA-graph batch of the ``software.sglang`` release
     (``decode_step.sglang_cuda_graph_max_batch``; an unpinned card at ``SGLANG_NEWEST_RELEASE_READ``, a pin that
-    names no release, a branch or a commit, none) and SGLang's published host cost per eager kernel
-    (``decode_step.SGLANG_EAGER_S_PER_KERNEL``). {} for any other engine (vLLM's host work stays serial, its
-    captured batches are not limited here, its eager kernels cost ``rates.host_s_per_forward_kernel``
-    each)."""
+    names no release, a branch or a commit, none). {} for any other engine (vLLM's host work stays serial, its
+    captured batches are not limited here). Eager kernels are priced per engine by ``generation_phase``
+    (``decode_step.eager_s_per_kernel_of``)."""
     if card.rollout.engine is not RolloutEngine.SGLANG:
         return {}
-    from trainfit.compute.decode_step import SGLANG_EAGER_S_PER_KERNEL, sglang_cuda_graph_max_batch
+    from trainfit.compute.decode_step import sglang_cuda_graph_max_batch
 
     ro = card.rollout
     pin = (card.software.model_extra or {}).get("sglang")
@@ -113,8 +112,7 @@ def sglang_scheduler_inputs(card: RunCard, gpu: GpuSpec) -> dict:
         overlap = release is None or release >= SGLANG_OVERLAP_DEFAULT_SINCE
     return {"overlap_schedule": bool(overlap),
             "cuda_graph_max_batch": sglang_cuda_graph_max_batch(
-                release=release, gpu_memory_mib=gpu.memory_bytes / 2**20, tp=ro.tensor_parallel),
-            "eager_s_per_kernel": SGLANG_EAGER_S_PER_KERNEL}
+                release=release, gpu_memory_mib=gpu.memory_bytes / 2**20, tp=ro.tensor_parallel)}
 
 
 def generation_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, rollout, r: DeviceRates) -> PhaseTime | None:
@@ -123,7 +121,7 @@ def generation_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, rollout, r: D
         return hybrid_generation_phase(card, spec, gpu, r)
     if rollout is None or not rollout.engine_fits:
         return None
-    from trainfit.compute.decode_step import tp_link
+    from trainfit.compute.decode_step import eager_s_per_kernel_of, tp_link
     from trainfit.compute.flops import matmul_params
     from trainfit.compute.generation import generation_time
 
@@ -141,6 +139,7 @@ def generation_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, rollout, r: D
         streaming=ro.async_mode is AsyncMode.FULLY_ASYNC, tp_link=link, engine_multiprocess=ro.engine_multiprocess,
         engine_generation=str(ro.vllm_engine) if ro.engine is RolloutEngine.VLLM else "v1",  # v0 is vLLM's alone
         cumulative_outputs=None if ro.engine_outputs is None else ro.engine_outputs is EngineOutputs.CUMULATIVE,
+        eager_s_per_kernel=eager_s_per_kernel_of(r, str(ro.engine)),
         **sglang_scheduler_inputs(card, gpu), **quantized_engine_inputs(card, spec, r),
     )
     bound = {"bandwidth": "memory"}.get(g.bound, g.bound)

@@ -10,8 +10,8 @@ all of it. The attention FLOPs of those calls equal the causal ``1/cp`` share th
 NVIDIA/TransformerEngine transformer_engine/pytorch/attention.py @0fbc76af3733ae997394eaf82b78ff9c0498fe91 (tag
 v1.4, ``AttnFuncWithCP``, cuDNN fused-attention branch):
 
-Forward (``AttnFuncWithCP`` from l.491), with ``Q`` the rank's query elements (tokens x its heads x head dim; also the output's) and
-``K`` its key elements (the same for values):
+Forward (``AttnFuncWithCP`` from l.491), with ``Q`` the rank's query elements (tokens x its heads x head dim;
+also the output's) and ``K`` its key elements (the same for values):
 
 * the first send buffer ``torch.cat((k, v))`` (l.537): ``2K`` read and written, ``4K·b``;
 * ``out = torch.empty_like(q).zero_()`` (l.683): ``Q·b`` written;
@@ -36,7 +36,8 @@ Backward (from l.736):
 
 Over the ranks a rank has ``(cp − 1) / 2`` lower and as many higher steps on average (rank ``r`` has ``r`` lower
 ones), which the sums below take. The current file keeps the same copies and merges
-(transformer_engine/pytorch/attention/dot_product_attention/context_parallel.py @d0067d0da6cb01811b8072a7d304f0e00344ce2b:
+(transformer_engine/pytorch/attention/dot_product_attention/context_parallel.py
+@d0067d0da6cb01811b8072a7d304f0e00344ce2b:
 ``k_part.contiguous()`` / ``q_part.contiguous()`` l.872-887, ``flash_attn_fwd_out_correction`` l.1993-2012,
 ``q_part, out_part, dout_part`` l.1178, ``dq.add_`` l.2667-2698).
 
@@ -44,6 +45,32 @@ Kernels per step: forward the copy, the log-sum-exp merge (l.689-695) and the ou
 copies (one for a lower step, three for a higher), the ``cat`` and the two accumulations.
 
 The P2P exchange itself (K/V around the ring, and dK/dV in the backward) is ``model_parallel``'s context term.
+
+All of it is timed as serial memory-bound work. Two departures, both small: the forward issues each step on one of
+two alternating streams (l.531-532, "to resolve wave quantization issue"), so a step's half copy (``n·(2K + Q)·b``
+over the ``n = (cp − 1)/2`` steps of each kind) may run beside the previous step's attention call (about a tenth of
+the glue at cp 32); and later releases accumulate dK and dV in place without the ``cat`` (context_parallel.py
+l.2774-2810 @d0067d0), about a tenth of the backward glue on a GQA model at cp 2, counted here as in v1.4.
+
+Checked and not taken (NeMo 24.03 long-sequence Llama-2-7B rows on H100, ``published_train_times_new_s19.json``,
+at -18 to -22 % after this term, with the same container's context-parallel-free 4K / 8K / 16K rows at -13 to -16 %):
+
+* FlashAttention instead of cuDNN under CP: v1.4 keeps cuDNN's ``F16_arbitrary_seqlen`` backend with context
+  parallel (attention.py l.2810-2814) and prefers it on sm90 (l.2834-2838), so the rows' cuDNN rates stand.
+* A slower causal backward: cuDNN 9.19 on an H200, Llama-3.1 shape, bf16 (NVIDIA/cudnn-frontend
+  benchmark/sdpa_benchmark_training/results/h200_919_only_cudnn/llama3.1_20260227_034703.csv
+  @df73764adb98b7445b77662ce07b1ea434c8f3ee) runs the causal backward at 579 / 581 TFLOP/s at 16k / 32k against
+  612 / 572 without a mask (forward 673 / 688 against 702 / 693): at most 5 % apart, and ring CP turns all but one
+  of a rank's ``cp`` calls into unmasked ones, which would make CP rows faster, not slower.
+* The P2P exchange: at the rows' layouts each step's K/V (and dK/dV) block moves in under the step's attention call
+  (1M tokens, CP 32, TP 8: 67 MB forward, 134 MB backward per step over the 50 GB/s NIC, 1.3 / 2.7 ms, against
+  about 2 / 5 ms of attention), so ``model_parallel`` leaves none exposed. Not modelled: the SMs NCCL's send and
+  receive kernels hold during that time (no published figure read).
+
+What remains looks like the attention rate itself: taking the non-attention terms as far off as in the 4K row (where
+attention is 15 % of the step), the same rows imply cuDNN attention about 1.2x (no CP, 16K) to 1.3x (CP) slower
+than the Hopper cuDNN rates of ``attention_time`` (FlashAttention-3 paper figures, mid-2024) in a container of March
+2024 (cuDNN 9.0); no cuDNN 9.0 attention rate was found to take.
 
 Pure Python: no torch import.
 """
@@ -80,5 +107,6 @@ def ring_merge_kernels(*, context_parallel: int) -> tuple[float, float]:
         return 0.0, 0.0
     half = (context_parallel - 1) / 2.0
     fwd = 2.0 + FORWARD_KERNELS_PER_STEP * context_parallel
-    bwd = 1.0 + BACKWARD_KERNELS_DIAGONAL + half * (BACKWARD_KERNELS_PER_LOWER_STEP + BACKWARD_KERNELS_PER_HIGHER_STEP)
+    per_pair = BACKWARD_KERNELS_PER_LOWER_STEP + BACKWARD_KERNELS_PER_HIGHER_STEP
+    bwd = 1.0 + BACKWARD_KERNELS_DIAGONAL + half * per_pair
     return fwd, bwd

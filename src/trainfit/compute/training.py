@@ -625,8 +625,8 @@ def train_step_time(
     reads of single device elements the loop makes per micro-batch (``token_scan_seconds``), a ``loop_scan`` phase;
     ``rope_loop_samples`` / ``rope_loop_context_parallel``: as ``inventory.step_inventory`` (Megatron-Core's
     per-sample thd RoPE loop); ``te_ring_context_parallel``: as ``inventory.step_inventory`` (Transformer Engine's
-    ring context-parallel glue, ``compute.cp_ring``); ``a2a_thd_sequences``: as ``inventory.step_inventory`` (Transformer Engine's a2a thd
-    chunk reorders); ``te_layers``: the decoder layers are Megatron-Core's Transformer Engine modules, whose linears'
+    ring context-parallel glue, ``compute.cp_ring``); ``a2a_thd_sequences``: as ``inventory.step_inventory``
+    (Transformer Engine's a2a thd chunk reorders); ``te_layers``: the decoder layers are Megatron-Core's Transformer Engine modules, whose linears'
     Python forward and backward add host seconds per call beyond the per-kernel rates times ``kernel_factor``
     (``te_host.te_forward_host_seconds`` / ``te_backward_host_seconds``; a full recompute's forward too);
     ``op_recomputes_attention``: with ``selective`` ``op``, the attention forward re-runs too

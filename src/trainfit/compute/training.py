@@ -626,8 +626,9 @@ def train_step_time(
     ``rope_loop_samples`` / ``rope_loop_context_parallel``: as ``inventory.step_inventory`` (Megatron-Core's
     per-sample thd RoPE loop); ``te_ring_context_parallel``: as ``inventory.step_inventory`` (Transformer Engine's
     ring context-parallel glue, ``compute.cp_ring``); ``a2a_thd_sequences``: as ``inventory.step_inventory``
-    (Transformer Engine's a2a thd chunk reorders); ``te_layers``: the decoder layers are Megatron-Core's Transformer Engine modules, whose linears'
-    Python forward and backward add host seconds per call beyond the per-kernel rates times ``kernel_factor``
+    (Transformer Engine's a2a thd chunk reorders); ``te_layers``: the decoder layers are Megatron-Core's Transformer
+    Engine modules, whose linears' Python forward and backward add host seconds per call beyond the per-kernel
+    rates times ``kernel_factor``
     (``te_host.te_forward_host_seconds`` / ``te_backward_host_seconds``; a full recompute's forward too);
     ``op_recomputes_attention``: with ``selective`` ``op``, the attention forward re-runs too
     (``inventory.StepInventory.recompute``, ``RunCard.parallel.sac_saves_attention``);

@@ -1343,6 +1343,7 @@ def forward_only_time(
     fused_cross_entropy: bool = False, megatron_experts: bool = False, expert_streams: bool = False, head: bool = True,
     entropy_bytes_per_logit: float = 0.0, entropy_kernels: int = 0,
     rope_loop_samples: float = 0.0, rope_loop_context_parallel: int = 1, a2a_thd_sequences: float = 0.0,
+    te_ring_context_parallel: int = 1,
     te_layers: bool = False, window_mask: bool = False, window_mask_dtype_bytes: float = 2.0,
     attention_fp8: str = "",
 ) -> PassTime:
@@ -1392,8 +1393,9 @@ def forward_only_time(
     pass of the same card prices. ``entropy_bytes_per_logit`` / ``entropy_kernels``: an entropy over every token's
     logits the pass also takes (verl's old-policy pass, ``inventory.VERL_ENTROPY_COMPILED_BYTES``), memory-bound bytes
     and kernels on the head; 0: none. Not for a value or reward head (``spec.head_outputs``). ``rope_loop_samples`` /
-    ``rope_loop_context_parallel`` / ``a2a_thd_sequences``: as ``train_step_time`` (Megatron-Core's per-sample thd
-    RoPE loop and Transformer Engine's a2a thd reorders run in the forward whether or not it records a graph).
+    ``rope_loop_context_parallel`` / ``a2a_thd_sequences`` / ``te_ring_context_parallel``: as ``train_step_time``
+    (Megatron-Core's per-sample thd RoPE loop, Transformer Engine's a2a thd reorders and its ring glue run in the
+    forward whether or not it records a graph).
     ``te_layers``: as ``train_step_time`` (the forward's share, against the no-grad per-kernel rate charged).
     ``window_mask``: as ``inventory.step_inventory`` (the sliding-window layers run SDPA with transformers'
     materialised window mask, which ``_ignore_causal_mask_sdpa`` builds whether or not the pass records a graph:
@@ -1412,7 +1414,8 @@ def forward_only_time(
                          loss_sequences=loss_sequences, fused_cross_entropy=fused_cross_entropy,
                          megatron_experts=megatron_experts, expert_streams=expert_streams,
                          rope_loop_samples=rope_loop_samples, rope_loop_context_parallel=rope_loop_context_parallel,
-                         a2a_thd_sequences=a2a_thd_sequences, attention_fp8=attention_fp8)
+                         a2a_thd_sequences=a2a_thd_sequences, te_ring_context_parallel=te_ring_context_parallel,
+                         attention_fp8=attention_fp8)
     if entropy_bytes_per_logit and spec.head_outputs is None:
         logits = float(micro_batch_size) * seq_len * spec.vocab_size
         inv = replace(inv, head_forward=replace(

@@ -67,6 +67,15 @@ at -18 to -22 % after this term, with the same container's context-parallel-free
   about 2 / 5 ms of attention), so ``model_parallel`` leaves none exposed. Not modelled: the SMs NCCL's send and
   receive kernels hold during that time (no published figure read).
 
+torch's own ring attention (torchtitan's context parallel; not counted here, those rows are not Megatron-Core):
+its merges run in fp32 outside the kernel (pytorch/pytorch torch/distributed/tensor/experimental/_attention.py
+@0123248a484ffe531edb5098b986c1bac08cd296, a later file than the torch those rows ran: ``_SDPAMerger`` converts each
+step's output to fp32 and merges it with four eager ops, a half-query step re-concatenates the whole fp32 output in
+``_partial_update``; the backward accumulates dQ, dK, dV in fp32 and concatenates dK/dV every step). Counted by hand
+for the Llama-3.1-8B 256K CP 8 row (32K tokens a rank, 134 M query and 34 M key elements a layer): about 34 GB a
+layer forward (run twice under full recompute) and 26 GB backward, about 1.1 s a step at the H100's memory rate,
+against 44.6 s planned and 59.8 s published: 2 points of that row's -25 %, so not the cause of its miss.
+
 What remains looks like the attention rate itself: taking the non-attention terms as far off as in the 4K row (where
 attention is 15 % of the step), the same rows imply cuDNN attention about 1.2x (no CP, 16K) to 1.3x (CP) slower
 than the Hopper cuDNN rates of ``attention_time`` (FlashAttention-3 paper figures, mid-2024) in a container of March

@@ -106,7 +106,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from trainfit.compute import expert_loop as expert_loop_time
-from trainfit.compute import moe_time
+from trainfit.compute import cp_ring, moe_time
 from trainfit.compute.attention_time import (
     FP8_ATTENTION_BACKWARD_KERNELS,
     FP8_ATTENTION_ELEMENT_BYTES,
@@ -919,6 +919,21 @@ TE_A2A_THD_KERNELS_PER_CALL = 4.0
 TE_A2A_THD_SYNCS_PER_SEQUENCE_PER_CP = 4.0
 
 
+def te_ring_attention_glue(*, query_elements: float, kv_elements: float, layers: float,
+                           context_parallel: int) -> tuple[PassInventory, PassInventory]:
+    """(forward, backward) inventory of Transformer Engine's ring (P2P) context-parallel glue around its per-step
+    attention calls (K/V half copies, partial-output merges, dQ / dK / dV accumulation: ``cp_ring``) in ``layers``
+    causal attention layers, ``query_elements`` / ``kv_elements`` per layer on this rank. Transformer Engine's own
+    kernels and ``torch.compile`` merges inside its autograd function: counted as fused (the compile factors leave
+    them)."""
+    fb, bb = cp_ring.ring_merge_bytes(query_elements=query_elements, kv_elements=kv_elements,
+                                      context_parallel=context_parallel)
+    fk, bk = cp_ring.ring_merge_kernels(context_parallel=context_parallel)
+    fwd = PassInventory((), 0.0, 0.0, fb * layers, fk * layers, fused_bytes=fb * layers, fused_kernels=fk * layers)
+    bwd = PassInventory((), 0.0, 0.0, bb * layers, bk * layers, fused_bytes=bb * layers, fused_kernels=bk * layers)
+    return fwd, bwd
+
+
 def te_a2a_thd_reorders(*, sequences: float, layers: float, context_parallel: int) -> tuple[PassInventory, PassInventory]:
     """(forward, backward) inventory of Transformer Engine's thd chunk reorders around the a2a context-parallel
     all-to-alls (constants above) for ``sequences`` packed sequences in ``layers`` attention layers: forward three
@@ -947,6 +962,7 @@ def step_inventory(
     fp8_layer_share: float = 1.0,
     unpad_call_syncs: bool = False, vocab_chunk_columns: int = 0, nemo_rl_loss: str = "", loss_sequences: float = 1.0,
     rope_loop_samples: float = 0.0, rope_loop_context_parallel: int = 1, a2a_thd_sequences: float = 0.0,
+    te_ring_context_parallel: int = 1,
     expert_bias_probs_grad: bool = True, loss_input_copy: bool = False, loss_input_slice_backward: bool = False,
     window_mask: bool = False, window_mask_dtype_bytes: float = 2.0, sdpa_copy_bytes_per_token: float = 0.0,
     sdpa_copy_kernels: int = 0,
@@ -1018,7 +1034,10 @@ def step_inventory(
     over which Megatron-Core's unfused thd RoPE loops in every rotary attention layer (``thd_rope_loop``, with
     ``rope_loop_context_parallel``), in the forward, its recompute and the backward. ``a2a_thd_sequences`` > 0: the
     packed sequences of a row whose chunks Transformer Engine's a2a context parallel reorders around every attention
-    layer's all-to-alls (``te_a2a_thd_reorders``, at ``rope_loop_context_parallel`` ranks). ``attention_fp8``
+    layer's all-to-alls (``te_a2a_thd_reorders``, at ``rope_loop_context_parallel`` ranks).
+    ``te_ring_context_parallel`` > 1: Transformer Engine's ring (P2P) context parallel over that many ranks, its
+    per-step copies and merges around every full-attention layer's calls (``te_ring_attention_glue``), in the
+    forward, its recompute and the backward. ``attention_fp8``
     "mxfp8" / "fp8": Transformer Engine's fp8 attention, its casts in each full-attention layer
     (``attention_time.fp8_attention_cast_bytes``).
     """
@@ -1648,6 +1667,13 @@ def step_inventory(
         # attention.py l.391-394, 444-490, 1518-1527 @61f31145dfb4cfaa7d285df12aa9abffb22ff485); the RoPE loop above
         # runs before it (l.1457-1499), outside that recompute
         rec_core = rec_core + a2a_f
+    if te_ring_context_parallel > 1 and full and not eager_attention:
+        # the rank's tokens (t, its sequence shard) x its heads' widths (spec is the tensor-parallel shard)
+        ring_f, ring_b = te_ring_attention_glue(query_elements=t * spec.q_dim, kv_elements=t * spec.kv_dim,
+                                                layers=full, context_parallel=te_ring_context_parallel)
+        layers_fwd, layers_bwd, rec = layers_fwd + ring_f, layers_bwd + ring_b, rec + ring_f
+        # inside TEDotProductAttention, as the a2a reorders above: a core_attn recompute re-runs it
+        rec_core = rec_core + ring_f
     # a re-entrant checkpoint re-runs what torch's early stop leaves out: the last linear and the add after it
     rec_whole = rec + PassInventory(tuple(last), 0.0, 0.0, RESIDUAL_BYTES * t * h * layers / sequence_shards,
                                     sum(g.count for g in last) + layers)

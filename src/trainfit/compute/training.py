@@ -569,7 +569,8 @@ def train_step_time(
     vocab_chunk_columns: int = 0, nemo_rl_loss: str = "", loss_sequences: float = 1.0,
     head: bool = True, scan_syncs: float = 0.0, rope_loop_samples: float = 0.0, rope_loop_context_parallel: int = 1,
     loss_input_copy: bool = False, loss_input_slice_backward: bool = False,
-    a2a_thd_sequences: float = 0.0, te_layers: bool = False, launch_blocking: bool = False,
+    a2a_thd_sequences: float = 0.0, te_ring_context_parallel: int = 1, te_layers: bool = False,
+    launch_blocking: bool = False,
     recompute_whole_layer: bool = False, activation_offload_layers: int = 0,
     activation_offload_bytes_per_layer: float = 0.0, activation_offload_copy_bytes_per_s: float = 0.0,
     op_recomputes_attention: bool = False,
@@ -628,9 +629,11 @@ def train_step_time(
     (``plan.time.timed_rank_holds_head``): its final norm, head and loss are not timed; ``scan_syncs``: host-synchronising
     reads of single device elements the loop makes per micro-batch (``token_scan_seconds``), a ``loop_scan`` phase;
     ``rope_loop_samples`` / ``rope_loop_context_parallel``: as ``inventory.step_inventory`` (Megatron-Core's
-    per-sample thd RoPE loop); ``a2a_thd_sequences``: as ``inventory.step_inventory`` (Transformer Engine's a2a thd
-    chunk reorders); ``te_layers``: the decoder layers are Megatron-Core's Transformer Engine modules, whose linears'
-    Python forward and backward add host seconds per call beyond the per-kernel rates times ``kernel_factor``
+    per-sample thd RoPE loop); ``te_ring_context_parallel``: as ``inventory.step_inventory`` (Transformer Engine's
+    ring context-parallel glue, ``compute.cp_ring``); ``a2a_thd_sequences``: as ``inventory.step_inventory``
+    (Transformer Engine's a2a thd chunk reorders); ``te_layers``: the decoder layers are Megatron-Core's Transformer
+    Engine modules, whose linears' Python forward and backward add host seconds per call beyond the per-kernel
+    rates times ``kernel_factor``
     (``te_host.te_forward_host_seconds`` / ``te_backward_host_seconds``; a full recompute's forward too);
     ``op_recomputes_attention``: with ``selective`` ``op``, the attention forward re-runs too
     (``inventory.StepInventory.recompute``, ``RunCard.parallel.sac_saves_attention``);
@@ -664,7 +667,8 @@ def train_step_time(
                          expert_bias_probs_grad=mp.moe_routing is not MoeRouting.CONSECUTIVE,
                          vocab_chunk_columns=vocab_chunk_columns, nemo_rl_loss=nemo_rl_loss, loss_sequences=loss_sequences,
                          rope_loop_samples=rope_loop_samples, rope_loop_context_parallel=rope_loop_context_parallel,
-                         a2a_thd_sequences=a2a_thd_sequences, attention_fp8=attention_fp8)
+                         a2a_thd_sequences=a2a_thd_sequences, te_ring_context_parallel=te_ring_context_parallel,
+                         attention_fp8=attention_fp8)
     kw = dict(rates=rates, seq_len=attention_context or seq_len, memory_factor=memory_factor, kernel_factor=kernel_factor,
               attention_kernel=attention_kernel, launch_blocking=launch_blocking, attention_fp8=attention_fp8)
     head_fwd = pass_seconds(inv.head_forward, backward=False, **kw) if head else ZERO_PASS
@@ -1365,6 +1369,7 @@ def forward_only_time(
     fused_cross_entropy: bool = False, megatron_experts: bool = False, expert_streams: bool = False, head: bool = True,
     moe_eager_launch: bool = False, entropy_bytes_per_logit: float = 0.0, entropy_kernels: int = 0,
     rope_loop_samples: float = 0.0, rope_loop_context_parallel: int = 1, a2a_thd_sequences: float = 0.0,
+    te_ring_context_parallel: int = 1,
     te_layers: bool = False, window_mask: bool = False, window_mask_dtype_bytes: float = 2.0,
     attention_fp8: str = "",
 ) -> PassTime:
@@ -1414,8 +1419,9 @@ def forward_only_time(
     pass of the same card prices. ``entropy_bytes_per_logit`` / ``entropy_kernels``: an entropy over every token's
     logits the pass also takes (verl's old-policy pass, ``inventory.VERL_ENTROPY_COMPILED_BYTES``), memory-bound bytes
     and kernels on the head; 0: none. Not for a value or reward head (``spec.head_outputs``). ``rope_loop_samples`` /
-    ``rope_loop_context_parallel`` / ``a2a_thd_sequences``: as ``train_step_time`` (Megatron-Core's per-sample thd
-    RoPE loop and Transformer Engine's a2a thd reorders run in the forward whether or not it records a graph).
+    ``rope_loop_context_parallel`` / ``a2a_thd_sequences`` / ``te_ring_context_parallel``: as ``train_step_time``
+    (Megatron-Core's per-sample thd RoPE loop, Transformer Engine's a2a thd reorders and its ring glue run in the
+    forward whether or not it records a graph).
     ``te_layers``: as ``train_step_time`` (the forward's share, against the no-grad per-kernel rate charged).
     ``window_mask``: as ``inventory.step_inventory`` (the sliding-window layers run SDPA with transformers'
     materialised window mask, which ``_ignore_causal_mask_sdpa`` builds whether or not the pass records a graph:
@@ -1435,7 +1441,8 @@ def forward_only_time(
                          megatron_experts=megatron_experts, expert_streams=expert_streams,
                          moe_eager_launch=moe_eager_launch,
                          rope_loop_samples=rope_loop_samples, rope_loop_context_parallel=rope_loop_context_parallel,
-                         a2a_thd_sequences=a2a_thd_sequences, attention_fp8=attention_fp8)
+                         a2a_thd_sequences=a2a_thd_sequences, te_ring_context_parallel=te_ring_context_parallel,
+                         attention_fp8=attention_fp8)
     if entropy_bytes_per_logit and spec.head_outputs is None:
         logits = float(micro_batch_size) * seq_len * spec.vocab_size
         inv = replace(inv, head_forward=replace(

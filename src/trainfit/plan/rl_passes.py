@@ -114,6 +114,7 @@ from trainfit.plan.time import (
     packed_flash_syncs,
     rank_spec,
     rope_loop_samples_of,
+    te_ring_context_parallel_of,
     timed_rank_holds_head,
     training_time,
     window_masked_sdpa,
@@ -308,6 +309,8 @@ def frozen_pass_phases(card: RunCard, spec: ModelSpec, r: DeviceRates, sharding:
             rope_loop_samples=rope_loop_samples_of(card, micro_batch_size=lp_mbs, seq_len=rank_seq * cp),
             rope_loop_context_parallel=cp,
             a2a_thd_sequences=a2a_thd_sequences_of(card, micro_batch_size=lp_mbs, seq_len=rank_seq * cp),
+            # Transformer Engine's ring context-parallel glue runs in its forward, grad or not (compute.cp_ring)
+            te_ring_context_parallel=te_ring_context_parallel_of(card, eager=eager),
             # precision.fp8_attention: the fp8 attention kernel and its casts, as the training pass (plan.time)
             attention_fp8=fp8_attention_recipe(card),
         )

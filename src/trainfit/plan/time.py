@@ -748,6 +748,7 @@ def training_time(
         rope_loop_samples=rope_samples,
         rope_loop_context_parallel=cp,
         a2a_thd_sequences=a2a,
+        te_ring_context_parallel=te_ring_context_parallel_of(card, eager=eager),
         launch_blocking=card.loop.launch_blocking,  # CUDA_LAUNCH_BLOCKING=1 (training.launch_blocking_syncs)
     )
     rope_note = rope_loop_note(rope_samples)
@@ -766,6 +767,17 @@ def rope_loop_samples_of(card: RunCard, *, micro_batch_size: int, seq_len: int) 
     if not b.packed_rope_loop or not b.packed_sample_tokens:
         return 0.0
     return micro_batch_size * seq_len / b.packed_sample_tokens
+
+
+def te_ring_context_parallel_of(card: RunCard, *, eager: bool) -> int:
+    """The ring size of Transformer Engine's P2P context-parallel attention (``compute.cp_ring``): the card's context
+    parallel on Megatron-Core layers (``tensor_parallel_impl`` megatron, whose attention is TEDotProductAttention) of
+    the ring kind, with a fused attention kernel; 1 otherwise (torch's ring attention, Ulysses, eager attention)."""
+    par = card.parallel
+    if (par.tensor_parallel_impl is not TensorParallelImpl.MEGATRON or par.context_parallel <= 1
+            or par.context_parallel_kind is not ContextParallelKind.RING or eager):
+        return 1
+    return par.context_parallel
 
 
 def a2a_thd_sequences_of(card: RunCard, *, micro_batch_size: int, seq_len: int) -> float:

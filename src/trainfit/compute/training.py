@@ -36,7 +36,8 @@ from trainfit.compute.attention_time import attention_seconds
 from trainfit.compute.dist_optimizer import megatron_bucket_params
 from trainfit.compute.te_host import te_backward_host_seconds, te_forward_host_seconds, te_linear_calls
 from trainfit.compute.expert_loop import zero3_expert_gathers
-from trainfit.compute.gemm import gemm_seconds, grouped_mm_seconds, multi_stream_grouped_gemm_seconds
+from trainfit.compute.gemm import (fp8_backward_rates, gemm_seconds, grouped_mm_seconds,
+                                   multi_stream_grouped_gemm_seconds)
 from trainfit.compute.inventory import BACKWARD_KERNEL_FACTOR, Adapter, ChainedRead, PassInventory, step_inventory
 from trainfit.compute.moe_time import expert_token_shards
 from trainfit.compute.model_parallel import (ModelParallelComm, model_parallel_comm, pipeline_bubble_micro_steps,
@@ -294,10 +295,13 @@ def pass_seconds(inv: PassInventory, *, rates: DeviceRates, seq_len: float, back
     """Time of one pass from its inventory (module docstring). ``memory_factor`` / ``kernel_factor``
     scale the memory-bound bytes and the kernel count (kernel fusion by a compiler); ``launch_blocking``: every
     kernel launch waits for the kernel (``launch_blocking_syncs``); ``attention_fp8``: fp8 attention's recipe
-    ("mxfp8" / "fp8", ``attention_time.fp8_attention_ratio``; "": bf16 attention)."""
+    ("mxfp8" / "fp8", ``attention_time.fp8_attention_ratio``; "": bf16 attention). A backward's fp8 GEMMs run
+    without fast accumulation (``gemm.fp8_backward_rates``)."""
+    gemm_rates = fp8_backward_rates(rates) if backward else rates
     gemm = sum((multi_stream_grouped_gemm_seconds if g.launch_per_group else grouped_mm_seconds if g.grouped_kernel
                 else gemm_seconds)(
-        m=g.m, n=g.n, k=g.k, groups=g.groups, rates=rates, dtype_bytes=g.dtype_bytes) * g.count for g in inv.gemms)
+        m=g.m, n=g.n, k=g.k, groups=g.groups, rates=gemm_rates, dtype_bytes=g.dtype_bytes) * g.count
+        for g in inv.gemms)
     win, hd = inv.window_attention_forward_flops, inv.attention_head_dim  # windowed layers at their key-loop length
     attn = (attention_seconds(forward_flops=inv.attention_forward_flops - win, seq_len=seq_len, rates=rates,
                               backward=backward, head_dim=hd, kernel=attention_kernel, fp8_recipe=attention_fp8)

@@ -119,6 +119,12 @@ class CastTraffic:
     """The cast kernels' own published bandwidth as a fraction of the card's datasheet HBM rate, where it is below
     the streaming copy the plan assumes for memory-bound work (``rates.HBM_FRACTION``); None: that streaming rate.
     The bytes above are then charged as ``cast_stream_bytes`` (``TORCHAO_MXFP8_CAST_BANDWIDTH_FRACTION``)."""
+    forward_split_accumulator: bool = False
+    """The forward's fp8 GEMMs also accumulate at full precision (no cuBLASLt fast accumulation), as the backward's
+    always do: Transformer Engine's ``Float8BlockScaling`` requires ``use_split_accumulator`` for fprop, dgrad and
+    wgrad (NVIDIA/TransformerEngine ``transformer_engine/common/recipe/__init__.py`` l.438-460, against
+    ``Float8CurrentScaling``'s fprop False, l.307-309, and ``_2X_ACC_FPROP = False`` for delayed scaling,
+    ``pytorch/module/base.py`` l.83 @d0067d0da6cb01811b8072a7d304f0e00344ce2b). The rate: ``gemm.fp8_precise_rates``."""
     sac_counted_gemm: bool = True
     """The linear's GEMM is an op torchtitan's per-op selective checkpointing counts as a matmul (``aten.mm`` /
     ``aten.linear``, of which it saves every second one): true for bf16, torchao float8 and MXFP8 (``Float8Tensor``
@@ -366,6 +372,11 @@ one the policy saves (``sac_counted_gemm``). So its bytes and kernels are ``TE_N
 copies per tensor), without TE's separate amax accounting."""
 
 
+TE_BLOCKWISE = replace(TRANSFORMER_ENGINE, forward_split_accumulator=True)
+"""Transformer Engine's ``Float8BlockScaling`` linears: the per-tensor casts' budget (unchanged), every GEMM at full
+precision (``forward_split_accumulator``)."""
+
+
 def cast_traffic(*, transformer_engine: bool, compiled: bool,
                  recipe: Fp8Recipe | Fp4Recipe | None = None) -> CastTraffic:
     """The casts of a card's fp8 / fp4 linears: Transformer Engine's, else torchao float8's, compiled or eager;
@@ -376,5 +387,5 @@ def cast_traffic(*, transformer_engine: bool, compiled: bool,
     if recipe is Fp4Recipe.NVFP4:
         return TE_NVFP4 if transformer_engine else TORCHAO_NVFP4
     if transformer_engine:
-        return TRANSFORMER_ENGINE
+        return TE_BLOCKWISE if recipe is Fp8Recipe.BLOCKWISE else TRANSFORMER_ENGINE
     return TORCHAO_COMPILED if compiled else TORCHAO_EAGER

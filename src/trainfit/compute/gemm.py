@@ -101,8 +101,9 @@ def _model_compute_s(*, m: float, n: float, k: float, groups: float, rates: Devi
     return gemm_flops(m=m, n=n, k=k, groups=groups) / ((peak or rates.matmul_flops_per_s) * eff)
 
 
-def fp8_backward_rates(rates: DeviceRates) -> DeviceRates:
-    """``rates`` for a backward pass's GEMMs: its fp8 GEMMs (Transformer Engine's dgrad and wgrad, torchao's
+def fp8_precise_rates(rates: DeviceRates) -> DeviceRates:
+    """``rates`` for a pass whose fp8 GEMMs run at full precision (a backward; a blockwise recipe's forward too,
+    ``float8_casts.CastTraffic.forward_split_accumulator``): a backward's fp8 GEMMs (Transformer Engine's dgrad and wgrad, torchao's
     ``grad_input`` and ``grad_weight``) accumulate at full precision, without cuBLASLt's fast accumulation, at
     ``rates.fp8_precise_matmul_flops_per_s`` where the card has one (``rates._FP8_PRECISE_ACCUMULATION_FRACTION``:
     Hopper); otherwise ``rates`` unchanged. The forward's fp8 GEMMs keep ``fp8_matmul_flops_per_s``."""

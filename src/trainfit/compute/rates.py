@@ -230,7 +230,7 @@ l.83-85; ``use_split_accumulator`` sets ``fastAccuMode = 0``, ``transformer_engi
 l.478-480, both @d0067d0da6cb01811b8072a7d304f0e00344ce2b); torchao's float8 linears the same
 (``gemm_config_output = Float8GemmConfig(use_fast_accum=True)``, ``gemm_config_grad_input`` / ``gemm_config_grad_weight``
 default False, pytorch/ao ``torchao/float8/config.py`` l.137, 215-217 @36027d82d1ad9949597ea16002ff4940374b1b94). So the
-backward's fp8 GEMMs take this rate (``gemm.fp8_backward_rates``), the forward's (fast accumulation, no published
+backward's fp8 GEMMs take this rate (``gemm.fp8_precise_rates``), the forward's (fast accumulation, no published
 sweep) keep the fp8 rate at the bf16 MAMF fraction (module docstring). On Hopper the gap is the fp8 tensor cores'
 reduced-precision accumulator, whose partial sums the precise mode promotes to fp32 registers in the main loop: the
 same table's fp8 / bf16 fractions are 0.88 (H100), 0.91 (H200), 0.93 (GH200). Blackwell accumulates in fp32 tensor

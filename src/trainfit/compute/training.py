@@ -36,7 +36,7 @@ from trainfit.compute.attention_time import attention_seconds
 from trainfit.compute.dist_optimizer import megatron_bucket_params
 from trainfit.compute.te_host import te_backward_host_seconds, te_forward_host_seconds, te_linear_calls
 from trainfit.compute.expert_loop import zero3_expert_gathers
-from trainfit.compute.gemm import (fp8_backward_rates, gemm_seconds, grouped_mm_seconds,
+from trainfit.compute.gemm import (fp8_precise_rates, gemm_seconds, grouped_mm_seconds,
                                    multi_stream_grouped_gemm_seconds)
 from trainfit.compute.inventory import BACKWARD_KERNEL_FACTOR, Adapter, ChainedRead, PassInventory, step_inventory
 from trainfit.compute.moe_time import expert_token_shards
@@ -291,13 +291,15 @@ def l2_chained_bytes(chained_reads: tuple[ChainedRead, ...], *,
 
 def pass_seconds(inv: PassInventory, *, rates: DeviceRates, seq_len: float, backward: bool,
                  memory_factor: float = 1.0, kernel_factor: float = 1.0, attention_kernel: str = "auto",
-                 launch_blocking: bool = False, attention_fp8: str = "") -> PassTime:
+                 launch_blocking: bool = False, attention_fp8: str = "",
+                 fp8_precise_forward: bool = False) -> PassTime:
     """Time of one pass from its inventory (module docstring). ``memory_factor`` / ``kernel_factor``
     scale the memory-bound bytes and the kernel count (kernel fusion by a compiler); ``launch_blocking``: every
     kernel launch waits for the kernel (``launch_blocking_syncs``); ``attention_fp8``: fp8 attention's recipe
     ("mxfp8" / "fp8", ``attention_time.fp8_attention_ratio``; "": bf16 attention). A backward's fp8 GEMMs run
-    without fast accumulation (``gemm.fp8_backward_rates``)."""
-    gemm_rates = fp8_backward_rates(rates) if backward else rates
+    without fast accumulation (``gemm.fp8_precise_rates``), a forward's too where ``fp8_precise_forward`` (Transformer
+    Engine's blockwise recipe, ``float8_casts.CastTraffic.forward_split_accumulator``)."""
+    gemm_rates = fp8_precise_rates(rates) if backward or fp8_precise_forward else rates
     gemm = sum((multi_stream_grouped_gemm_seconds if g.launch_per_group else grouped_mm_seconds if g.grouped_kernel
                 else gemm_seconds)(
         m=g.m, n=g.n, k=g.k, groups=g.groups, rates=gemm_rates, dtype_bytes=g.dtype_bytes) * g.count
@@ -665,7 +667,8 @@ def train_step_time(
                          rope_loop_samples=rope_loop_samples, rope_loop_context_parallel=rope_loop_context_parallel,
                          a2a_thd_sequences=a2a_thd_sequences, attention_fp8=attention_fp8)
     kw = dict(rates=rates, seq_len=attention_context or seq_len, memory_factor=memory_factor, kernel_factor=kernel_factor,
-              attention_kernel=attention_kernel, launch_blocking=launch_blocking, attention_fp8=attention_fp8)
+              attention_kernel=attention_kernel, launch_blocking=launch_blocking, attention_fp8=attention_fp8,
+              fp8_precise_forward=bool(fp8 and fp8_casts is not None and fp8_casts.forward_split_accumulator))
     head_fwd = pass_seconds(inv.head_forward, backward=False, **kw) if head else ZERO_PASS
     head_bwd = pass_seconds(inv.head_backward, backward=True, **kw) if head else ZERO_PASS
     # the decoder layers' passes: the host hooks below are theirs; the head joins each pass after them (sequenced)
@@ -1423,7 +1426,8 @@ def forward_only_time(
         host_s_per_backward_kernel=rates.host_s_per_backward_kernel, backward_kernel_factor=BACKWARD_KERNEL_FACTOR))
     kw = dict(rates=no_grad, seq_len=attention_context or seq_len, memory_factor=memory_factor,
               kernel_factor=kernel_factor, backward=False, attention_kernel=attention_kernel,
-              attention_fp8=attention_fp8)
+              attention_fp8=attention_fp8,
+              fp8_precise_forward=bool(fp8 and fp8_casts is not None and fp8_casts.forward_split_accumulator))
     one = pass_seconds(inv.layers_forward, **kw).scaled(count_scale)  # the layers' hooks below, then the head (sequenced)
     head_one = (pass_seconds(inv.head_forward, **kw) if head else ZERO_PASS).scaled(count_scale)
     one = _with_host_seconds(one, hooks_s=hooked_units * fsdp_unit_host_seconds(fsdp2=parallel.fsdp2, grad=False)[0])

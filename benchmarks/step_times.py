@@ -2462,6 +2462,8 @@ def hardware_calibration(e: dict[str, Any], gpu_id: str) -> tuple[Any, list[str]
     over = {"matmul_flops_per_s": r.matmul_flops_per_s, "hbm_bytes_per_s": r.hbm_bytes_per_s}
     if r.fp8_matmul_flops_per_s:
         over["fp8_matmul_flops_per_s"] = r.fp8_matmul_flops_per_s
+    if r.fp8_precise_matmul_flops_per_s:
+        over["fp8_precise_matmul_flops_per_s"] = r.fp8_precise_matmul_flops_per_s
     cal = make_calibration({gpu_id: over}, sources=[f"{e['id']}: published hardware"], created="2026-12-01")
     return cal, [r.sources[-1]]
 

@@ -35,6 +35,7 @@ Pure Python: no torch import.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from math import ceil, log
 
 from trainfit.compute.rates import DeviceRates, GemmPoint
@@ -98,6 +99,17 @@ def _model_compute_s(*, m: float, n: float, k: float, groups: float, rates: Devi
         return gemm_flops(m=m, n=n, k=k, groups=groups) / ((rates.fp32_matmul_flops_per_s or rates.matmul_flops_per_s / 12) * eff)
     eff = wave_efficiency(m=m, n=n, sm_count=rates.sm_count, groups=groups) * depth_efficiency(k=k) * tile_fill(m=m, n=n)
     return gemm_flops(m=m, n=n, k=k, groups=groups) / ((peak or rates.matmul_flops_per_s) * eff)
+
+
+def fp8_precise_rates(rates: DeviceRates) -> DeviceRates:
+    """``rates`` for a pass whose fp8 GEMMs run at full precision (a backward; a blockwise recipe's forward too,
+    ``float8_casts.CastTraffic.forward_split_accumulator``): a backward's fp8 GEMMs (Transformer Engine's dgrad and wgrad, torchao's
+    ``grad_input`` and ``grad_weight``) accumulate at full precision, without cuBLASLt's fast accumulation, at
+    ``rates.fp8_precise_matmul_flops_per_s`` where the card has one (``rates._FP8_PRECISE_ACCUMULATION_FRACTION``:
+    Hopper); otherwise ``rates`` unchanged. The forward's fp8 GEMMs keep ``fp8_matmul_flops_per_s``."""
+    if not rates.fp8_precise_matmul_flops_per_s or not rates.fp8_matmul_flops_per_s:
+        return rates
+    return replace(rates, fp8_matmul_flops_per_s=rates.fp8_precise_matmul_flops_per_s)
 
 
 def _peak(rates: DeviceRates, fp8: bool, fp4: bool = False) -> float:

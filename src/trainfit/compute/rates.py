@@ -20,7 +20,13 @@ Sources of the defaults (each is listed in the plan's assumptions when used):
   (B200) and 72.3 % (GB200) of the fp8 peak (l.370-376). Not taken: Transformer Engine's fp8 GEMMs (cuBLASLt with
   its own heuristics and fused epilogues) are not the kernel measured, and at these fractions 105 published
   Megatron/NeMo fp8 rows move with the all-rows median 10.0 -> 10.2 % (pretrain 8.6 -> 8.9 %, SFT 9.3 -> 8.1 %),
-  so the bf16 fraction stays the stated assumption for them.
+  so the bf16 fraction stays the stated assumption for them. That table times ``_scaled_mm`` without fast
+  accumulation, which is what Transformer Engine and torchao run in the backward (dgrad, wgrad) and not in the
+  forward: on Hopper the backward's fp8 GEMMs take it (``_FP8_PRECISE_ACCUMULATION_FRACTION``), the forward's keep
+  the bf16 fraction. Against the rates before, 37 same-layout bf16 / fp8 published pairs' fp8/bf16 step ratio goes
+  from a median -6.2 % below the published one (30 of 37 below) to -2.2 % (27 below); all rows 10.2 -> 9.9 %
+  (pretrain 9.0 -> 8.6 %, SFT 8.8 -> 8.0 %, LoRA 8.4 -> 8.5 %). Every fp8 GEMM at the 70.9 % instead (forward too)
+  gives the pairs -0.1 % but LoRA 8.4 -> 9.2 % (its frozen base has no wgrad; its bf16 rows run 8-13 % slow already).
 * HBM: a streaming copy reaches about 90 % of the datasheet bandwidth on A100/H100 (NVIDIA's
   ``nvbandwidth`` / STREAM-style results); assumed for every card without a measurement of its own
   (``_HBM_FRACTION``: MI300X 77.5 %).
@@ -210,6 +216,26 @@ B300: the MAMF README's fp8 table (stas00/ml-engineering ``compute/accelerator/R
 B200, which keeps its bf16 fraction as before. MI325X and MI355X have no fp8 row and no published fp8 GEMM
 measurement: their bf16 fraction, assumed (the MI300X's hipBLASLt figure is not carried over to the MI325X: its bf16
 MAMF was measured with TunableOp and differs from the MI300X's)."""
+_FP8_PRECISE_ACCUMULATION_FRACTION = {"h100-sxm": 0.709, "h800": 0.709, "h200": 0.734, "gh200": 0.776}
+"""Hopper fp8 GEMMs with full-precision accumulation (cuBLASLt ``CUBLASLT_MATMUL_DESC_FAST_ACCUM`` = 0), as a fraction
+of the datasheet dense fp8 peak: the FP8 half of the MAMF table (stas00/ml-engineering ``compute/accelerator/README.md``
+l.365-376 @744d01e18b79512572f64a6bbd8b5f4a725203a7): "NVIDIA H100 SXM | 1402.6 | 1979 | 70.9%", "NVIDIA H200 SXM |
+1453.4 | 1979 | 73.4%", "NVIDIA GH200 SXM | 1535.0 | 1979 | 77.6%" (the H800 shares the H100's die and clock). Its finder
+times ``torch._scaled_mm(A, B, scale, scale, out=C)`` (``compute/accelerator/benchmarks/mamf-finder.py`` l.329-349, same
+commit), whose ``use_fast_accum`` defaults to False (``aten::_scaled_mm`` schema): the accumulate-in-fp32 kernels.
+
+Which fp8 GEMMs run that way: Transformer Engine's dgrad and wgrad, not its fprop (``_2X_ACC_FPROP = False``,
+``_2X_ACC_DGRAD = True``, ``_2X_ACC_WGRAD = True``, NVIDIA/TransformerEngine ``transformer_engine/pytorch/module/base.py``
+l.83-85; ``use_split_accumulator`` sets ``fastAccuMode = 0``, ``transformer_engine/common/gemm/cublaslt_gemm.cu``
+l.478-480, both @d0067d0da6cb01811b8072a7d304f0e00344ce2b); torchao's float8 linears the same
+(``gemm_config_output = Float8GemmConfig(use_fast_accum=True)``, ``gemm_config_grad_input`` / ``gemm_config_grad_weight``
+default False, pytorch/ao ``torchao/float8/config.py`` l.137, 215-217 @36027d82d1ad9949597ea16002ff4940374b1b94). So the
+backward's fp8 GEMMs take this rate (``gemm.fp8_precise_rates``), the forward's (fast accumulation, no published
+sweep) keep the fp8 rate at the bf16 MAMF fraction (module docstring). On Hopper the gap is the fp8 tensor cores'
+reduced-precision accumulator, whose partial sums the precise mode promotes to fp32 registers in the main loop: the
+same table's fp8 / bf16 fractions are 0.88 (H100), 0.91 (H200), 0.93 (GH200). Blackwell accumulates in fp32 tensor
+memory and its rows show no such gap (B200 76.3 % fp8 against 77.6 % bf16), so no Blackwell card is listed: the
+fp8 rows there keep their rate."""
 _HBM_FRACTION = {
     "mi300x": (0.775, ("STREAM Copy 4.11 TB/s of 5.3 on an Azure ND MI300X v5 (Triad 4.09, Mul 4.26):"
                        " samuel-bohman/AI-benchmarking-guide Azure_Results/ND_MI300X_v5_results.md @3de0c294")),
@@ -615,6 +641,9 @@ class DeviceRates:
     fp8_matmul_flops_per_s: float | None = None
     """Sustained dense fp8 (E4M3/E5M2) matmul rate; None on cards without fp8 tensor cores (Ampere, Turing,
     Volta), where ``precision.compute: fp8`` is refused."""
+    fp8_precise_matmul_flops_per_s: float | None = None
+    """Sustained dense fp8 matmul rate with full-precision accumulation (no cuBLASLt fast accumulation), the rate of
+    the backward's fp8 GEMMs (``_FP8_PRECISE_ACCUMULATION_FRACTION``); None: ``fp8_matmul_flops_per_s``."""
     fp4_matmul_flops_per_s: float | None = None
     """Sustained dense fp4 (NVFP4 block-scaled) matmul rate: the catalog's dense fp4 peak at the card's fp8
     fraction (no published fp4 GEMM sweep of these cards is read; assumed, not fitted: ``FP4_MATMUL_ASSUMPTION``, in
@@ -664,7 +693,8 @@ not fitted, and the one published B200 NVFP4 GEMM measurement read runs below it
 card, an early torchao/cuBLAS pairing)."""
 
 _OPTIONAL_RATES = ("fp32_matmul_flops_per_s", "fp8_matmul_flops_per_s", "fp4_matmul_flops_per_s", "l2_read_bytes_per_s",
-                   "l2_resident_bytes", "vllm_eager_s_per_kernel", "sglang_eager_s_per_kernel")
+                   "l2_resident_bytes", "vllm_eager_s_per_kernel", "sglang_eager_s_per_kernel",
+                   "fp8_precise_matmul_flops_per_s")
 """Calibrated rates that may be null (not measured; ``l2_resident_bytes`` null is its 0: no L2 residency); any other
 value a positive number."""
 
@@ -683,6 +713,10 @@ def default_rates(gpu: GpuSpec) -> DeviceRates:
     fp8_frac = fp8[0] if fp8 else frac
     if fp8 and gpu.fp8_dense_flops_per_s:
         src.append(f"fp8 matmul {fp8_frac:.1%} of the datasheet fp8 peak ({fp8[1]})")
+    precise = _FP8_PRECISE_ACCUMULATION_FRACTION.get(gpu.id) if gpu.fp8_dense_flops_per_s else None
+    if precise:
+        src.append(f"fp8 backward GEMMs (full-precision accumulation) {precise:.1%} of the datasheet fp8 peak"
+                   " (stas00/ml-engineering compute/accelerator/README.md, MAMF table FP8 half)")
     hbm = _HBM_FRACTION.get(gpu.id)
     hbm_frac = hbm[0] if hbm else HBM_FRACTION
     if hbm:
@@ -710,6 +744,7 @@ def default_rates(gpu: GpuSpec) -> DeviceRates:
         fp32_matmul_flops_per_s=gpu.fp32_flops_per_s,
         fp8_matmul_flops_per_s=gpu.fp8_dense_flops_per_s * fp8_frac if gpu.fp8_dense_flops_per_s else None,
         fp4_matmul_flops_per_s=gpu.fp4_dense_flops_per_s * fp8_frac if gpu.fp4_dense_flops_per_s else None,
+        fp8_precise_matmul_flops_per_s=gpu.fp8_dense_flops_per_s * precise if precise else None,
         l2_read_bytes_per_s=gpu.l2_read_bytes_per_s if gpu.l2_resident_bytes else None,
         l2_resident_bytes=float(gpu.l2_resident_bytes or 0),
         sources=tuple(src),
@@ -734,6 +769,8 @@ def power_limited_rates(rates: DeviceRates, *, power_limit_w: float, rated_power
         data["fp8_matmul_flops_per_s"] = rates.fp8_matmul_flops_per_s * f
     if rates.fp4_matmul_flops_per_s:
         data["fp4_matmul_flops_per_s"] = rates.fp4_matmul_flops_per_s * f
+    if rates.fp8_precise_matmul_flops_per_s:
+        data["fp8_precise_matmul_flops_per_s"] = rates.fp8_precise_matmul_flops_per_s * f
     if hbm_bytes_per_s:
         # the card's own sustained fraction (``_HBM_FRACTION``; else the 90 % assumed)
         data["hbm_bytes_per_s"] = hbm_bytes_per_s * _HBM_FRACTION.get(rates.gpu_id, (HBM_FRACTION,))[0]

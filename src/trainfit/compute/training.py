@@ -38,7 +38,8 @@ from trainfit.compute.te_host import te_backward_host_seconds, te_forward_host_s
 from trainfit.compute.expert_loop import zero3_expert_gathers
 from trainfit.compute.float8_all_gather import (Fp8GatherShard, amax_vector_bytes, layer_gather_prep_seconds,
                                                precompute_seconds, shard_cast_host_seconds)
-from trainfit.compute.gemm import gemm_seconds, grouped_mm_seconds, multi_stream_grouped_gemm_seconds
+from trainfit.compute.gemm import (fp8_precise_rates, gemm_seconds, grouped_mm_seconds,
+                                   multi_stream_grouped_gemm_seconds)
 from trainfit.compute.inventory import BACKWARD_KERNEL_FACTOR, Adapter, ChainedRead, PassInventory, step_inventory
 from trainfit.compute.moe_time import expert_token_shards
 from trainfit.compute.model_parallel import (ModelParallelComm, model_parallel_comm, pipeline_bubble_micro_steps,
@@ -292,14 +293,19 @@ def l2_chained_bytes(chained_reads: tuple[ChainedRead, ...], *,
 
 def pass_seconds(inv: PassInventory, *, rates: DeviceRates, seq_len: float, backward: bool,
                  memory_factor: float = 1.0, kernel_factor: float = 1.0, attention_kernel: str = "auto",
-                 launch_blocking: bool = False, attention_fp8: str = "") -> PassTime:
+                 launch_blocking: bool = False, attention_fp8: str = "",
+                 fp8_precise_forward: bool = False) -> PassTime:
     """Time of one pass from its inventory (module docstring). ``memory_factor`` / ``kernel_factor``
     scale the memory-bound bytes and the kernel count (kernel fusion by a compiler); ``launch_blocking``: every
     kernel launch waits for the kernel (``launch_blocking_syncs``); ``attention_fp8``: fp8 attention's recipe
-    ("mxfp8" / "fp8", ``attention_time.fp8_attention_ratio``; "": bf16 attention)."""
+    ("mxfp8" / "fp8", ``attention_time.fp8_attention_ratio``; "": bf16 attention). A backward's fp8 GEMMs run
+    without fast accumulation (``gemm.fp8_precise_rates``), a forward's too where ``fp8_precise_forward`` (Transformer
+    Engine's blockwise recipe, ``float8_casts.CastTraffic.forward_split_accumulator``)."""
+    gemm_rates = fp8_precise_rates(rates) if backward or fp8_precise_forward else rates
     gemm = sum((multi_stream_grouped_gemm_seconds if g.launch_per_group else grouped_mm_seconds if g.grouped_kernel
                 else gemm_seconds)(
-        m=g.m, n=g.n, k=g.k, groups=g.groups, rates=rates, dtype_bytes=g.dtype_bytes) * g.count for g in inv.gemms)
+        m=g.m, n=g.n, k=g.k, groups=g.groups, rates=gemm_rates, dtype_bytes=g.dtype_bytes) * g.count
+        for g in inv.gemms)
     win, hd = inv.window_attention_forward_flops, inv.attention_head_dim  # windowed layers at their key-loop length
     attn = (attention_seconds(forward_flops=inv.attention_forward_flops - win, seq_len=seq_len, rates=rates,
                               backward=backward, head_dim=hd, kernel=attention_kernel, fp8_recipe=attention_fp8)
@@ -670,7 +676,8 @@ def train_step_time(
                          a2a_thd_sequences=a2a_thd_sequences, te_ring_context_parallel=te_ring_context_parallel,
                          attention_fp8=attention_fp8)
     kw = dict(rates=rates, seq_len=attention_context or seq_len, memory_factor=memory_factor, kernel_factor=kernel_factor,
-              attention_kernel=attention_kernel, launch_blocking=launch_blocking, attention_fp8=attention_fp8)
+              attention_kernel=attention_kernel, launch_blocking=launch_blocking, attention_fp8=attention_fp8,
+              fp8_precise_forward=bool(fp8 and fp8_casts is not None and fp8_casts.forward_split_accumulator))
     head_fwd = pass_seconds(inv.head_forward, backward=False, **kw) if head else ZERO_PASS
     head_bwd = pass_seconds(inv.head_backward, backward=True, **kw) if head else ZERO_PASS
     # the decoder layers' passes: the host hooks below are theirs; the head joins each pass after them (sequenced)
@@ -1453,7 +1460,8 @@ def forward_only_time(
         host_s_per_backward_kernel=rates.host_s_per_backward_kernel, backward_kernel_factor=BACKWARD_KERNEL_FACTOR))
     kw = dict(rates=no_grad, seq_len=attention_context or seq_len, memory_factor=memory_factor,
               kernel_factor=kernel_factor, backward=False, attention_kernel=attention_kernel,
-              attention_fp8=attention_fp8)
+              attention_fp8=attention_fp8,
+              fp8_precise_forward=bool(fp8 and fp8_casts is not None and fp8_casts.forward_split_accumulator))
     one = pass_seconds(inv.layers_forward, **kw).scaled(count_scale)  # the layers' hooks below, then the head (sequenced)
     head_one = (pass_seconds(inv.head_forward, **kw) if head else ZERO_PASS).scaled(count_scale)
     one = _with_host_seconds(one, hooks_s=hooked_units * fsdp_unit_host_seconds(fsdp2=parallel.fsdp2, grad=False)[0])

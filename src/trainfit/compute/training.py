@@ -633,8 +633,8 @@ def train_step_time(
     ``recompute_whole_layer``: full recompute by a re-entrant checkpoint (Megatron's, DeepSpeed's, torch's with
     ``use_reentrant=True``), which re-runs the layer's last linear and residual add too
     (``inventory.StepInventory.layers_recompute_whole``); otherwise torch's non-re-entrant checkpoint, which stops at
-    the last saved tensor. The card chooses (``plan.time.checkpoint_reentrant``: ``loop.checkpoint_reentrant``, else
-    re-entrant for Megatron-Core layers and LLaMA-Factory's presets).
+    the last saved tensor. The card chooses (``plan.checkpointing.checkpoint_reentrant``: ``loop.checkpoint_reentrant``,
+    else the default of the card's framework and software pins).
     """
     mp = model_parallel
     gradient_checkpointing = gradient_checkpointing or selective != "none" or bool(recompute_modules)

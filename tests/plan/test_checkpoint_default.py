@@ -77,3 +77,12 @@ def test_a_transformers_4_pin_times_the_whole_layer_recompute():
     v4, v5 = parts(_card(software={"transformers": "4.57.1"})), parts(_card(software={"transformers": "5.0.0"}))
     assert v4["recompute"] > v5["recompute"]
     assert v4["forward"] <= v5["forward"]
+
+
+def test_verl_and_nemo_rl_dtensor_checkpoint_non_reentrantly_on_any_transformers():
+    for preset in ("verl", "nemo-rl"):
+        card = _card(method="grpo", preset=preset, software={"transformers": "4.57.1"})
+        assert not checkpoint_reentrant(card), preset
+    meg = _card(method="grpo", preset="nemo-rl", parallel={"strategy": "ddp", "gradient_checkpointing": True,
+                                                           "tensor_parallel_impl": "megatron"})
+    assert checkpoint_reentrant(meg)

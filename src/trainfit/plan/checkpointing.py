@@ -7,13 +7,22 @@ The card says so itself (``loop.checkpoint_reentrant``), or its own settings dec
 
 * Megatron-Core layers (``tensor_parallel_impl: megatron``): re-entrant, Megatron's ``CheckpointFunction`` (an
   ``autograd.Function`` whose forward runs under ``torch.no_grad``).
-* LLaMA-Factory's presets: re-entrant (``REENTRANT_CHECKPOINT_PRESETS``).
+* LLaMA-Factory's presets: re-entrant (``REENTRANT_CHECKPOINT_PRESETS``); verl's and NeMo RL's (DTensor) presets:
+  non-re-entrant whatever the transformers pin (``NON_REENTRANT_CHECKPOINT_PRESETS``).
 * transformers' modelling code (``plan.terms.runs_hf_modelling_code``) checkpointed by the HF Trainer: what
   ``PreTrainedModel.gradient_checkpointing_enable`` passes to ``torch.utils.checkpoint.checkpoint`` when the
   Trainer hands it ``TrainingArguments.gradient_checkpointing_kwargs`` (default None): ``{"use_reentrant": True}``
   before transformers 5 (``HF_REENTRANT_BEFORE``), ``{"use_reentrant": False}`` from 5.0 on; TRL's trainers set
   ``use_reentrant`` False by default on transformers < 5 from TRL 0.27 (``TRL_NON_REENTRANT_SINCE``), and force it
   True for a PEFT model under DeepSpeed ZeRO-3 (``trl_forces_reentrant``).
+
+torchtitan's full activation checkpoint is non-re-entrant too: ``ptd_checkpoint_wrapper(module, ...,
+early_stop=False)`` (pytorch/torchtitan @b5bcd76c66d0acb1a08b176d9639425bc55e0b2a
+torchtitan/distributed/activation_checkpoint.py l.176-182), whose ``checkpoint_impl`` defaults to
+``CheckpointImpl.NO_REENTRANT`` (torch 2.13.0 wheel torch/distributed/algorithms/_checkpoint/checkpoint_wrapper.py
+l.196-198); a torchtitan card pins no transformers, so the rules below leave it non-re-entrant. (With
+``early_stop=False`` its recompute re-runs the whole block, the last linear and residual add included, which
+``recompute_whole_layer`` ties to the re-entrant checkpoint: not modelled, the card cannot tell torchtitan apart.)
 
 A missing ``software`` pin reads as the newest release, as everywhere else on the card (``spec.card.pin_before``):
 transformers 5's non-re-entrant checkpoint, TRL's newest trainers. Not read (no card field says so): a remote-code
@@ -37,6 +46,15 @@ calls its ``_gradient_checkpointing_enable`` with ``{"use_reentrant": model_args
 True (hiyouga/LLaMA-Factory @1d6e8b218240c154638f9bdcb76a1a089c27891b src/llamafactory/model/model_utils/
 checkpointing.py l.104-131, 164-167; src/llamafactory/hparams/model_args.py l.179-182), then ``partial(checkpoint,
 **kwargs)`` of torch.utils.checkpoint."""
+
+NON_REENTRANT_CHECKPOINT_PRESETS = ("verl", "nemo-rl")
+"""Presets whose framework checkpoints transformers' layers non-re-entrantly, whatever the transformers release:
+verl's FSDP engine calls ``module.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant":
+False})`` (verl-project/verl @1dda039b9c6311889a9c9a26040677e1254814f9 verl/workers/engine/fsdp/transformer_impl.py
+l.316-317; its activation offload's own checkpoint, verl/utils/activation_offload.py l.425, is re-entrant and not
+read here); NeMo RL's DTensor policy wraps each layer in ``checkpoint_wrapper(layers[i])``
+(NVIDIA-NeMo/RL @7ea279abfbeb698b092856d0dab61e7cf39bc909 nemo_rl/models/dtensor/parallelize.py l.505), torch's
+``CheckpointImpl.NO_REENTRANT`` by default. A nemo-rl card on Megatron-Core layers is re-entrant (Megatron's)."""
 
 HF_REENTRANT_BEFORE = (5, 0)
 """transformers' ``PreTrainedModel.gradient_checkpointing_enable(gradient_checkpointing_kwargs=None)`` sets
@@ -81,7 +99,7 @@ def checkpoint_reentrant(card: RunCard) -> bool:
         return card.loop.checkpoint_reentrant
     if card.parallel.tensor_parallel_impl is TensorParallelImpl.MEGATRON or card.preset in REENTRANT_CHECKPOINT_PRESETS:
         return True
-    if not runs_hf_modelling_code(card):
+    if not runs_hf_modelling_code(card) or card.preset in NON_REENTRANT_CHECKPOINT_PRESETS:
         return False
     trl = card.preset == "trl" or bool(card.software.trl)
     if trl and trl_forces_reentrant(card):

@@ -86,3 +86,8 @@ def test_verl_and_nemo_rl_dtensor_checkpoint_non_reentrantly_on_any_transformers
     meg = _card(method="grpo", preset="nemo-rl", parallel={"strategy": "ddp", "gradient_checkpointing": True,
                                                            "tensor_parallel_impl": "megatron"})
     assert checkpoint_reentrant(meg)
+
+
+def test_llamafactory_and_ms_swift_deepspeed_presets_are_reentrant_on_transformers_5():
+    for preset in ("llamafactory-z3", "ms-swift-zero2", "ms-swift-zero3"):
+        assert checkpoint_reentrant(_card(preset=preset, software={"transformers": "5.0.0"})), preset

@@ -40,12 +40,18 @@ from trainfit.plan.terms import runs_hf_modelling_code
 from trainfit.spec.card import RunCard, pin_at_least, pin_before
 from trainfit.spec.enums import Method, Scope, Strategy, TensorParallelImpl
 
-REENTRANT_CHECKPOINT_PRESETS = ("llamafactory-z2", "llamafactory-z3")
-"""Presets whose framework checkpoints layers re-entrantly by default: LLaMA-Factory's ``prepare_model_for_training``
-calls its ``_gradient_checkpointing_enable`` with ``{"use_reentrant": model_args.use_reentrant_gc}``, whose default is
-True (hiyouga/LLaMA-Factory @1d6e8b218240c154638f9bdcb76a1a089c27891b src/llamafactory/model/model_utils/
-checkpointing.py l.104-131, 164-167; src/llamafactory/hparams/model_args.py l.179-182), then ``partial(checkpoint,
-**kwargs)`` of torch.utils.checkpoint."""
+REENTRANT_CHECKPOINT_PRESETS = ("llamafactory-z2", "llamafactory-z3", "ms-swift-zero2", "ms-swift-zero3")
+"""Presets whose framework checkpoints layers re-entrantly by default, whatever the transformers release.
+LLaMA-Factory's ``prepare_model_for_training`` calls its ``_gradient_checkpointing_enable`` with
+``{"use_reentrant": model_args.use_reentrant_gc}``, whose default is True (hiyouga/LLaMA-Factory
+@1d6e8b218240c154638f9bdcb76a1a089c27891b src/llamafactory/model/model_utils/checkpointing.py l.104-131, 164-167;
+src/llamafactory/hparams/model_args.py l.179-182), then ``partial(checkpoint, **kwargs)`` of torch.utils.checkpoint.
+ms-swift's Trainer mixin replaces ``torch.utils.checkpoint.checkpoint`` (and transformers' reference to it) by a
+wrapper that passes its own ``use_reentrant`` whatever the caller's: with ``gradient_checkpointing_kwargs`` unset,
+False only for a distributed run without DeepSpeed or FSDP, True otherwise, so under its DeepSpeed presets True
+(modelscope/ms-swift @3602360a562313afbf2ef6065fdf61f271a2c5b9 swift/trainers/mixin.py l.900-927
+``_fix_gradient_checkpointing``, called from the constructor l.141; v3.6.0 l.336-358; before v3.6
+swift/trainers/arguments.py set True by default outright, v3.5.3 l.69-80)."""
 
 NON_REENTRANT_CHECKPOINT_PRESETS = ("verl", "nemo-rl")
 """Presets whose framework checkpoints transformers' layers non-re-entrantly, whatever the transformers release:

@@ -239,10 +239,10 @@ def checkpointed_forward_host_s_per_kernel(*, rates: DeviceRates, reentrant_shar
     with the forward pass under torch.no_grad"). torch 2.0's ``checkpoint`` defaults to ``use_reentrant=True``, so a
     model that calls it without the keyword (Qwen (1.0)'s ``QWenModel.forward``) checkpoints re-entrantly. Megatron's
     ``CheckpointFunction`` is an ``autograd.Function`` too, whose ``forward`` runs with grad mode off likewise; but
-    Megatron-Core's Transformer Engine layers launch their kernels inside TE's autograd Functions (``_Linear``,
-    ``_LayerNormLinear``, fused attention), where grad mode is off in a plain forward too, so the per-op saving measured
-    on transformers' eager layers (``rates.NOGRAD_FORWARD_OP_RATIO``) is not applied to them (``train_step_time``:
-    ``te_layers``). The recompute in backward records the graph (the grad forward's rate, unchanged). No constant:
+    Megatron-Core's Transformer Engine layers launch their linears' and attention's kernels inside TE's autograd
+    Functions (``_Linear``, ``_LayerNormLinear``, fused attention), where grad mode is off in a plain forward too, so the
+    per-op saving measured on transformers' eager layers (``rates.NOGRAD_FORWARD_OP_RATIO``) goes only to their other
+    kernels: ``train_step_time`` passes ``reentrant_share`` times ``outside_te_kernel_share``. The recompute in backward records the graph (the grad forward's rate, unchanged). No constant:
     the rates are the identified ones."""
     no_grad = nograd_forward_host_s_per_kernel(
         host_s_per_forward_kernel=rates.host_s_per_forward_kernel,

@@ -164,6 +164,17 @@ def _excess_seconds(*, calls: TeLinearCalls, published: dict[tuple[str, bool], f
     return total
 
 
+def te_forward_kernels(*, calls: TeLinearCalls, quantized: bool, casts: CastTraffic | None = None) -> float:
+    """Kernels of one forward pass that the inventory charges to TE's linear modules and that run inside their
+    autograd Functions (``_Linear.forward``, ``_LayerNormLinear.forward``, ``_GroupedLinear.forward``): the GEMM, a
+    ``LayerNormLinear``'s norm (``FORWARD_KERNELS_PER_CALL``) and a quantized call's casts
+    (``quantized_extra_kernels(casts)``), per call. A grouped call's GEMMs are one kernel in the inventory
+    (``moe_time.expert_gemm_kernels``), as here."""
+    extra = quantized_extra_kernels(casts)["forward"] if quantized else 0
+    return sum(n * (FORWARD_KERNELS_PER_CALL[kind] + extra)
+               for kind, n in (("linear", calls.linear), ("layernorm_linear", calls.layernorm_linear)))
+
+
 def te_forward_host_seconds(*, calls: TeLinearCalls, quantized: bool, gpu_id: str,
                             host_s_per_forward_kernel: float, casts: CastTraffic | None = None) -> float:
     """Host seconds TE's Python forward adds to one forward pass beyond what the per-kernel rate charges (module

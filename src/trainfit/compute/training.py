@@ -34,7 +34,8 @@ from typing import TYPE_CHECKING, NamedTuple
 from trainfit.compute import collectives as coll
 from trainfit.compute.attention_time import attention_seconds
 from trainfit.compute.dist_optimizer import megatron_bucket_params
-from trainfit.compute.te_host import te_backward_host_seconds, te_forward_host_seconds, te_linear_calls
+from trainfit.compute.te_host import (te_backward_host_seconds, te_forward_host_seconds, te_forward_kernels,
+                                     te_linear_calls)
 from trainfit.compute.expert_loop import zero3_expert_gathers
 from trainfit.compute.float8_all_gather import (Fp8GatherShard, amax_vector_bytes, layer_gather_prep_seconds,
                                                precompute_seconds, shard_cast_host_seconds)
@@ -57,6 +58,7 @@ from trainfit.spec.model import ModelSpec
 
 if TYPE_CHECKING:
     from trainfit.compute.float8_casts import CastTraffic
+    from trainfit.compute.te_host import TeLinearCalls
 
 BOUNDS = ("compute", "memory", "launch", "communication", "offload", "idle")
 
@@ -240,16 +242,48 @@ def checkpointed_forward_host_s_per_kernel(*, rates: DeviceRates, reentrant_shar
     with the forward pass under torch.no_grad"). torch 2.0's ``checkpoint`` defaults to ``use_reentrant=True``, so a
     model that calls it without the keyword (Qwen (1.0)'s ``QWenModel.forward``) checkpoints re-entrantly. Megatron's
     ``CheckpointFunction`` is an ``autograd.Function`` too, whose ``forward`` runs with grad mode off likewise; but
-    Megatron-Core's Transformer Engine layers launch their kernels inside TE's autograd Functions (``_Linear``,
-    ``_LayerNormLinear``, fused attention), where grad mode is off in a plain forward too, so the per-op saving measured
-    on transformers' eager layers (``rates.NOGRAD_FORWARD_OP_RATIO``) is not applied to them (``train_step_time``:
-    ``te_layers``). The recompute in backward records the graph (the grad forward's rate, unchanged). No constant:
+    Megatron-Core's Transformer Engine layers launch their linears' and attention's kernels inside TE's autograd
+    Functions (``_Linear``, ``_LayerNormLinear``, fused attention), where grad mode is off in a plain forward too, so the
+    per-op saving measured on transformers' eager layers (``rates.NOGRAD_FORWARD_OP_RATIO``) goes only to their other
+    kernels: ``train_step_time`` passes ``reentrant_share`` times ``outside_te_kernel_share``. The recompute in backward records the graph (the grad forward's rate, unchanged). No constant:
     the rates are the identified ones."""
     no_grad = nograd_forward_host_s_per_kernel(
         host_s_per_forward_kernel=rates.host_s_per_forward_kernel,
         host_s_per_backward_kernel=rates.host_s_per_backward_kernel, backward_kernel_factor=BACKWARD_KERNEL_FACTOR)
     share = min(1.0, max(0.0, reentrant_share))
     return share * no_grad + (1.0 - share) * rates.host_s_per_forward_kernel
+
+
+MEGATRON_GRAD_ENABLED_FORWARD_KERNELS_PER_LAYER = 2
+"""Kernels of a Megatron-Core decoder layer's forward that record autograd even under ``torch.no_grad``: its two
+bias-dropout-adds (attention output + residual, MLP output + residual, one kernel each in the inventory), which the
+layer runs inside ``self.bias_dropout_add_exec_handler()``, set to ``torch.enable_grad`` (NVIDIA/Megatron-LM
+@7094270c6fa1dbc6b2e99072171e3a559ca36d0f megatron/core/transformer/transformer_layer.py l.366, 470, 542)."""
+
+
+def outside_te_kernel_share(inv: PassInventory, *, calls: TeLinearCalls, quantized: bool,
+                            casts: CastTraffic | None, te_layers: bool, layers: float = 0.0) -> float:
+    """Of a decoder-layer forward's kernels (``inv``), the share launched outside Transformer Engine's autograd
+    Functions: 1 for transformers' eager layers (``te_layers`` false); for Megatron-Core's TE layers the kernels
+    less TE's linears' (``te_host.te_forward_kernels``) and the fused attention's (one per call,
+    ``inv.attention_calls``: ``FusedAttnFunc``). A Function's forward runs with grad mode off whether or not the
+    caller's is (``torch.is_grad_enabled()`` reads False inside a Python ``Function.forward`` called with grad on,
+    torch 2.13.0+cpu on this project's CPU, 2026-12-03; the C++ API's ``Function::apply`` holds
+    ``AutoGradMode grad_mode(false)`` around ``forward``, torch/csrc/autograd/custom_function.h l.505 of that wheel), so
+    a re-entrant checkpoint's ``torch.no_grad`` saves nothing inside it. Nor on the ``layers`` layers' bias-dropout-adds,
+    which Megatron-Core runs under ``torch.enable_grad`` (``MEGATRON_GRAD_ENABLED_FORWARD_KERNELS_PER_LAYER``). It
+    saves the recording of the layer's other ops, plain torch calls: the unfused rotary embedding, the MoE router's
+    softmax / top-k and the token permutation (NVIDIA/Megatron-LM @7094270c6fa1dbc6b2e99072171e3a559ca36d0f
+    megatron/core/transformer/moe/router.py l.157, 166; moe/moe_utils.py ``permute`` l.230). Some of them are
+    Megatron's own fused Functions (megatron/core/fusions/fused_bias_swiglu.py l.61 ``BiasSwiGLUFunction``) and save
+    nothing either: counted as outside, an upper bound on the saving."""
+    if not te_layers:
+        return 1.0
+    if inv.kernels <= 0.0:
+        return 0.0
+    te = (te_forward_kernels(calls=calls, quantized=quantized, casts=casts) + inv.attention_calls
+          + MEGATRON_GRAD_ENABLED_FORWARD_KERNELS_PER_LAYER * layers)
+    return min(1.0, max(0.0, 1.0 - te / inv.kernels))
 
 
 def launch_blocking_syncs(*, kernels: float, host_syncs: float) -> float:
@@ -646,8 +680,8 @@ def train_step_time(
     ``recompute_whole_layer``: full recompute by a re-entrant checkpoint (Megatron's, DeepSpeed's, torch's with
     ``use_reentrant=True``), which re-runs the layer's last linear and residual add too
     (``inventory.StepInventory.layers_recompute_whole``); otherwise torch's non-re-entrant checkpoint, which stops at
-    the last saved tensor. The card chooses (``plan.time.checkpoint_reentrant``: ``loop.checkpoint_reentrant``, else
-    re-entrant for Megatron-Core layers and LLaMA-Factory's presets).
+    the last saved tensor. The card chooses (``plan.checkpointing.checkpoint_reentrant``: ``loop.checkpoint_reentrant``,
+    else the default of the card's framework and software pins).
     """
     mp = model_parallel
     gradient_checkpointing = gradient_checkpointing or selective != "none" or bool(recompute_modules)
@@ -682,10 +716,13 @@ def train_step_time(
     head_bwd = pass_seconds(inv.head_backward, backward=True, **kw) if head else ZERO_PASS
     # the decoder layers' passes: the host hooks below are theirs; the head joins each pass after them (sequenced)
     # a re-entrant checkpoint's first forward records no autograd graph (checkpointed_forward_host_s_per_kernel);
-    # Transformer Engine layers launch their kernels inside TE's own autograd Functions, grad mode off either way, so
-    # the discount measured on transformers' eager layers is not theirs
-    reentrant_share = (recompute_layer_share if gradient_checkpointing and recompute_whole_layer
-                       and selective == "none" and not recompute_modules and not te_layers else 0.0)
+    # Transformer Engine's linears and fused attention launch their kernels inside TE's own autograd Functions, grad
+    # mode off either way: the discount measured on transformers' eager layers goes to the layers' other kernels only
+    reentrant_share = (recompute_layer_share * outside_te_kernel_share(
+        inv.layers_forward, calls=te_linear_calls(spec), quantized=fp8, casts=fp8_casts, te_layers=te_layers,
+        layers=spec.num_layers)
+        if gradient_checkpointing and recompute_whole_layer and selective == "none" and not recompute_modules
+        else 0.0)
     fwd_kw = kw if reentrant_share <= 0.0 else {**kw, "rates": replace(rates, host_s_per_forward_kernel=(
         checkpointed_forward_host_s_per_kernel(rates=rates, reentrant_share=reentrant_share)))}
     fwd = pass_seconds(inv.layers_forward, backward=False, **fwd_kw).scaled(count_scale)

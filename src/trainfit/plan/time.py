@@ -35,6 +35,7 @@ from trainfit.memory.params import param_breakdown, param_tensors, routed_expert
 from trainfit.memory.sharding import Sharding
 from trainfit.memory.weights import count_scale, total_params, weight_bytes
 from trainfit.errors import CardError, TrainfitError
+from trainfit.plan.checkpointing import checkpoint_reentrant
 from trainfit.plan.resolve import gpu_of, trainable_spec
 from trainfit.methods.roles import train_nodes
 from trainfit.plan.terms import (fsdp_gathered_dtype, loss_input_copy_of, megatron_fsdp_fp8_params, trained_dtype_bytes,
@@ -593,30 +594,6 @@ def nvlink_gpus_per_node(gpu_id: str, per_node: int, group_gpus: int) -> int:
     hosts = max(1, group_gpus // per_node)
     segment = max(n for n in range(1, min(hosts, rack // per_node) + 1) if hosts % n == 0)
     return segment * per_node
-
-
-REENTRANT_CHECKPOINT_PRESETS = ("llamafactory-z2", "llamafactory-z3")
-"""Presets whose framework checkpoints layers re-entrantly by default: LLaMA-Factory's ``prepare_model_for_training``
-calls its ``_gradient_checkpointing_enable`` with ``{"use_reentrant": model_args.use_reentrant_gc}``, whose default is
-True (hiyouga/LLaMA-Factory @1d6e8b218240c154638f9bdcb76a1a089c27891b src/llamafactory/model/model_utils/
-checkpointing.py l.104-131, 164-167; src/llamafactory/hparams/model_args.py l.179-182), then ``partial(checkpoint,
-**kwargs)`` of torch.utils.checkpoint."""
-
-
-def checkpoint_reentrant(card: RunCard) -> bool:
-    """Whether full activation recompute re-runs the whole layer (a re-entrant checkpoint): ``loop.checkpoint_reentrant``
-    as set, else the framework's default. Re-entrant: Megatron-Core's full recompute (its ``CheckpointFunction``,
-    ``tensor_parallel_impl`` megatron) and the presets of ``REENTRANT_CHECKPOINT_PRESETS``. DeepSpeed's activation
-    checkpointing is re-entrant too (``deepspeed.checkpointing.checkpoint`` runs ``CheckpointFunction.apply``, a
-    ``torch.autograd.Function``; deepspeedai/DeepSpeed @edaa7221267243c7be7fb49c5d5f5c4fb97b4641
-    deepspeed/runtime/activation_checkpointing/checkpointing.py l.567, 1058-1086), but a DeepSpeed ZeRO card does
-    not say whether the model calls it or the HF Trainer's checkpointing; the HF Trainer's own default
-    (``gradient_checkpointing_enable`` without kwargs, reportedly ``use_reentrant=True`` through transformers 4.x) is
-    not read here. Neither is a default: set ``loop.checkpoint_reentrant`` for such a run."""
-    if card.loop.checkpoint_reentrant is not None:
-        return card.loop.checkpoint_reentrant
-    return (card.parallel.tensor_parallel_impl is TensorParallelImpl.MEGATRON
-            or card.preset in REENTRANT_CHECKPOINT_PRESETS)
 
 
 def training_time(

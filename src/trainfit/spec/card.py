@@ -698,8 +698,10 @@ class LoopSection(_Section):
         None, description="Full activation recompute by a re-entrant checkpoint (torch.utils.checkpoint"
         " use_reentrant=True, Megatron's and DeepSpeed's CheckpointFunction): the whole layer re-runs in the"
         " backward, its last linear and residual add included; false: torch's non-re-entrant checkpoint, which stops"
-        " at the last saved tensor. None: the framework's default (plan.time.checkpoint_reentrant: Megatron-Core"
-        " layers and the llamafactory presets re-entrant, else non-re-entrant). Time only.")
+        " at the last saved tensor. None: the default of the card's own settings (plan.checkpointing: Megatron-Core"
+        " layers and the llamafactory presets re-entrant; transformers' layers by the HF Trainer re-entrant on a"
+        " software.transformers pin before 5, unless a TRL run from 0.27 on; TRL with an adapter under ZeRO-3"
+        " re-entrant; else non-re-entrant). Time only.")
 
     @model_validator(mode="after")
     def _dtype_needs_kept(self) -> LoopSection:

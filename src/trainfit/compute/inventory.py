@@ -957,7 +957,7 @@ def step_inventory(
     rope_loop_samples: float = 0.0, rope_loop_context_parallel: int = 1, a2a_thd_sequences: float = 0.0,
     expert_bias_probs_grad: bool = True, loss_input_copy: bool = False, loss_input_slice_backward: bool = False,
     window_mask: bool = False, window_mask_dtype_bytes: float = 2.0, sdpa_copy_bytes_per_token: float = 0.0,
-    sdpa_copy_kernels: int = 0,
+    sdpa_copy_kernels: int = 0, hbm_bytes_per_s: float | None = None,
 ) -> StepInventory:
     """The op inventory of one micro-step of ``micro_batch_size × seq_len`` tokens on one GPU.
 
@@ -1003,7 +1003,9 @@ def step_inventory(
     ``num_layers_at_end_in_bf16``, torchtitan's per-layer converter filters; ``precision.bf16_first_layers`` /
     ``bf16_last_layers``): every per-layer GEMM and cast is split by it. ``fp8_casts``: who casts the fp8 linears'
     operands (``float8_casts``; None: Transformer Engine, the ``FP8_*``
-    constants); counts already fused (torchao under torch.compile) go to ``PassInventory.fused_bytes`` /
+    constants); ``hbm_bytes_per_s``: the card's streaming rate at which the memory-bound bytes are priced
+    (``rates.DeviceRates.hbm_bytes_per_s``), against which casts with a published rate of their own are charged
+    (``float8_casts.cast_stream_bytes``; None: every cast at the streaming rate); counts already fused (torchao under torch.compile) go to ``PassInventory.fused_bytes`` /
     ``fused_kernels``, which the compile factors leave alone; ``megatron_experts``: the routed experts are
     Megatron-Core's ``TEGroupedMLP``, whose eager clamp of a clamped GLU and per-expert fc2-bias loop
     (``moe_time.megatron_expert_elementwise``, gpt-oss) add bytes that go to the same unscaled count (no compiler
@@ -1213,7 +1215,7 @@ def step_inventory(
                     casts=casts, input_tokens=routed_rows, grad_tokens=routed_rows, in_features=g.in_features,
                     out_features=out_f, weight_elements=g.experts * g.in_features * out_f * fp8_weight_casts,
                     transposed_elements=g.experts * g.in_features * out_f * tr, weight_casts=fp8_weight_casts,
-                    weight_transposes=tr)
+                    weight_transposes=tr, stream_bytes_per_s=hbm_bytes_per_s)
                 nq = g.count * q_e
                 cf_b, cb_b, cf_k, cb_k = (cf_b + f_b * nq, cb_b + b_b * nq, cf_k + f_k * nq, cb_k + b_k * nq)
             per = moe_time.EXPERT_PROJECTIONS  # the launches of this projection: half the expert MLP's
@@ -1272,11 +1274,13 @@ def step_inventory(
             f_b, b_b, f_k, b_k = linear_cast_traffic(
                 casts=casts, input_tokens=t_in, grad_tokens=t_go, in_features=g.in_features,
                 out_features=g.out_features, weight_elements=w, transposed_elements=wt,
-                weight_casts=fp8_weight_casts, weight_transposes=tr, copy_bytes=copies)
+                weight_casts=fp8_weight_casts, weight_transposes=tr, copy_bytes=copies,
+                stream_bytes_per_s=hbm_bytes_per_s)
             nq = g.count * q_share
             cf_b, cb_b, cf_k, cb_k = (cf_b + f_b * nq, cb_b + b_b * nq, cf_k + f_k * nq, cb_k + b_k * nq)
             rec_casts[g.name] = (
-                recompute_cast_bytes(casts=casts, input_elements=t_in * g.in_features, weight_elements=w) * nq,
+                recompute_cast_bytes(casts=casts, input_elements=t_in * g.in_features, weight_elements=w,
+                                     stream_bytes_per_s=hbm_bytes_per_s) * nq,
                 recompute_cast_kernels(casts=casts, input_casts=1.0 if t_in else 0.0,
                                        weight_casts=fp8_weight_casts) * nq)
         if adapter is not None and adapter.nf4_base and adapter.gptq_torch_dequant:

@@ -38,7 +38,9 @@ def test_l2_chain_shortens_the_step_toward_the_published(monkeypatch, fresh_cach
     training.train_step_time.cache_clear()
     monkeypatch.setattr(inv_mod, "FP32_LORA_CHAINED_OUTPUT_BYTES", 0.0)
     monkeypatch.setattr(inv_mod, "FP32_LORA_CHAINED_INPUT_BYTES", 0.0)
-    monkeypatch.setattr(inv_mod, "FP32_LORA_BACKWARD_CHAINED_SHARE", 0.0)
+    monkeypatch.setattr(inv_mod, "FP32_LORA_CHAINED_BASE_OUTPUT_BYTES", 0.0)
+    monkeypatch.setattr(inv_mod, "FP32_LORA_BACKWARD_CHAINED_OUTPUT_BYTES", 0.0)
+    monkeypatch.setattr(inv_mod, "FP32_LORA_BACKWARD_CHAINED_INPUT_BYTES", 0.0)
     without = _step(row_id)
     assert without - with_chain > least_ms / 1000
     published = ENTRIES[row_id]["measured"]["value"]

@@ -48,7 +48,8 @@ def test_gathered_fp8_weight_is_not_cast_in_the_layer(casts):
     assert (g.input_forward_bytes, g.grad_output_backward_bytes) == (casts.input_forward_bytes,
                                                                      casts.grad_output_backward_bytes)
     # a recompute re-runs the input's cast only, never a negative weight term
-    assert recompute_cast_bytes(casts=g, input_elements=10.0, weight_elements=1e6) == pytest.approx(
+    assert recompute_cast_bytes(casts=g, input_elements=10.0, weight_elements=1e6,
+                                stream_bytes_per_s=7.2e12) == pytest.approx(
         (casts.input_forward_bytes - casts.amax_bytes) * 10.0)
     assert recompute_cast_kernels(casts=g, input_casts=1.0, weight_casts=1.0) == (
         casts.input_forward_kernels - casts.amax_kernels)

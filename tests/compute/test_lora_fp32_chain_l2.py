@@ -7,16 +7,7 @@ import pytest
 
 from trainfit.catalog.gpus import resolve_gpu
 from trainfit.catalog.models import resolve_model
-from trainfit.compute.inventory import (
-    FP32_LORA_BACKWARD_CHAINED_SHARE,
-    FP32_LORA_CHAINED_INPUT_BYTES,
-    FP32_LORA_CHAINED_OUTPUT_BYTES,
-    FP32_LORA_INPUT_BYTES,
-    FP32_LORA_OUTPUT_BYTES,
-    LORA_BACKWARD_BYTES_FACTOR,
-    Adapter,
-    step_inventory,
-)
+from trainfit.compute.inventory import Adapter, step_inventory
 from trainfit.compute.rates import default_rates
 from trainfit.compute.training import l2_chained_bytes, pass_seconds
 
@@ -37,13 +28,33 @@ def test_fp32_adapter_chains_count_their_reads():
     extra_b = inv.layers_backward.chained_reads[len(base.layers_backward.chained_reads):]
     layers, h, i = SPEC.num_layers, SPEC.hidden_size, SPEC.intermediate_size
     widths_in, widths_out = h + h + i, i + i + h  # gate, up: hidden -> intermediate; down: intermediate -> hidden
+    # forward, per element: the input's cast reads x (2); the scale, cast and add read what lora_B, the scale and the
+    # cast wrote (4 + 4 + 2), and the add the base output (2)
     assert sum(c.contiguous_bytes for c in extra_f) == pytest.approx(
-        t * layers * (FP32_LORA_CHAINED_INPUT_BYTES * widths_in + FP32_LORA_CHAINED_OUTPUT_BYTES * widths_out))
-    assert sum(c.contiguous_bytes for c in extra_b) == pytest.approx(
-        t * layers * FP32_LORA_BACKWARD_CHAINED_SHARE * LORA_BACKWARD_BYTES_FACTOR
-        * (FP32_LORA_INPUT_BYTES * widths_in + FP32_LORA_OUTPUT_BYTES * widths_out))
+        t * layers * (2.0 * widths_in + (4 + 4 + 2 + 2) * widths_out))
+    # backward, per element: the cast of lora_A's fp32 dX (4); the two reads of the fp32 output gradient (4 + 4)
+    assert sum(c.contiguous_bytes for c in extra_b) == pytest.approx(t * layers * (4.0 * widths_in + 8.0 * widths_out))
     # bf16 adapters run no fp32 chain
     assert len(_inv(t, dtype_bytes=2).layers_forward.chained_reads) == len(base.layers_forward.chained_reads)
+
+
+def test_base_output_read_needs_the_input_side_resident_too():
+    """The add's 2-byte read of the base output comes after the input's cast and lora_A: its working set is the output
+    chain's 12 B x out plus the input side's 6 B x in (bf16 x and its fp32 copy), not the output chain's alone."""
+    t = 840
+    base = step_inventory(SPEC, micro_batch_size=1, seq_len=t)
+    extra_f = _inv(t).layers_forward.chained_reads[len(base.layers_forward.chained_reads):]
+    h, i = SPEC.hidden_size, SPEC.intermediate_size
+    base_reads = [c for c in extra_f if c.contiguous_bytes == pytest.approx(2.0 * t * i * SPEC.num_layers)
+                  and c.working_set_bytes > 12.0 * t * i]
+    assert len(base_reads) == 2  # gate and up (hidden -> intermediate)
+    assert all(c.working_set_bytes == pytest.approx(t * (12.0 * i + 6.0 * h)) for c in base_reads)
+    # on the L40S (93.8 MB L2) gate / up's base-output read (840 x (12 x 8192 + 6 x 3072) B = 98.1 MB) misses,
+    # down's (840 x (12 x 3072 + 6 x 8192) B = 72.3 MB) hits
+    l40s = default_rates(resolve_gpu("l40s"))
+    assert l2_chained_bytes(tuple(base_reads), rates=l40s)[0] == 0.0
+    down = [c for c in extra_f if c.working_set_bytes == pytest.approx(t * (12.0 * h + 6.0 * i))]
+    assert len(down) == 1 and l2_chained_bytes(tuple(down), rates=l40s)[0] > 0.0
 
 
 def test_chains_hit_l2_only_where_a_module_fits():

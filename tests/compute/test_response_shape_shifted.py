@@ -1,6 +1,6 @@
 """The shifted truncated exponential (``response_lengths``' ``shifted_exponential``): its floor read from the
 fit-half length log's shortest responses, checked on the held-out runs' batch longest and clip ratio
-(``benchmarks/data/rl_response_length_steps.json``), and the slowest engine's groups (``slowest_engine_groups``)."""
+(``benchmarks/data/rl_response_length_steps.json``)."""
 
 from __future__ import annotations
 
@@ -13,14 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trainfit.catalog.gpus import resolve_gpu
-from trainfit.catalog.models import from_catalog
-from trainfit.compute import generation as gen
 from trainfit.compute import response_lengths as rl
-from trainfit.compute.flops import matmul_params
-from trainfit.compute.rates import default_rates
 from trainfit.errors import CardError
-from trainfit.memory.weights import total_params
 from trainfit.spec.enums import ResponseShape
 
 REPO = Path(__file__).resolve().parents[2]
@@ -105,35 +99,3 @@ def test_shifted_batch_longest_on_the_held_out_runs():
     assert max(abs(e) for e in shifted) < 0.2  # -17, -4, +15, +13 %
     assert max(abs(e) for e in expo) > 0.5  # the MI300X GRPO run: +57 %
     assert statistics.fmean(abs(e) for e in shifted) < statistics.fmean(abs(e) for e in expo)
-
-
-@pytest.mark.parametrize("shape", [SHIFTED, EXPO])
-def test_slowest_engine_holds_the_batchs_longest(shape):
-    kw = dict(shape=shape, response_len_max=1024, response_len_mean=170)
-    groups = rl.slowest_engine_groups(**kw, sequences_per_engine=64, engines=8)
-    batch = rl.response_length_groups(**kw, sequences=512)
-    typical = rl.response_length_groups(**kw, sequences=64)
-    assert sum(share for _, share in groups) == pytest.approx(1.0)
-    assert groups[-1] == (pytest.approx(max(g[0] for g in batch)), pytest.approx(1 / 64))
-    assert max(g[0] for g in groups) > max(g[0] for g in typical)
-    assert sum(a * b for a, b in groups) > 170
-    assert rl.slowest_engine_groups(**kw, sequences_per_engine=64, engines=1) == typical
-    fixed = rl.slowest_engine_groups(shape="fixed", response_len_max=1024, response_len_mean=170,
-                                     sequences_per_engine=64, engines=8)
-    assert fixed == ((170.0, 1.0),)
-
-
-def test_generation_with_the_slowest_engine_is_longer_and_the_same_with_one_engine():
-    spec = from_catalog("Qwen/Qwen3-0.6B")
-    args = dict(spec=spec, matmul_params=matmul_params(spec), weight_bytes=total_params(spec) * 2.0,
-                kv_bytes_per_token=2.0 * spec.num_layers * spec.kv_dim * 2,
-                rates=default_rates(resolve_gpu("h100-sxm")), tp=1, max_num_seqs=64, prompts=64,
-                samples_per_prompt=8, prompt_len=128, response_len_max=1024, response_len_mean=170,
-                response_len_shape=SHIFTED)
-    plain = gen.generation_time(**args, engines=8)
-    slow = gen.generation_time(**args, engines=8, slowest_engine=True)
-    assert slow.response_len_max_used > plain.response_len_max_used
-    assert slow.decode_s > plain.decode_s
-    assert gen.generation_time(**args, engines=1, slowest_engine=True) == gen.generation_time(**args, engines=1)
-    assert gen.generation_time(**args, engines=8, slowest_engine=True, streaming=True) == \
-        gen.generation_time(**args, engines=8, streaming=True)

@@ -62,7 +62,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from trainfit.compute.rates import HBM_FRACTION
 from trainfit.spec.enums import Fp4Recipe, Fp8Recipe
 
 BF16_BYTES, FP32_BYTES, FP8_BYTES = 2.0, 4.0, 1.0
@@ -116,10 +115,10 @@ class CastTraffic:
     (``gemm.gemm_seconds``' ``dtype_bytes``): 1 for fp8 and MXFP8, 0.5 for NVFP4."""
     transformer_engine: bool = False
     """Transformer Engine's linears (Megatron-Core's grouped experts run in the same recipe)."""
-    cast_bandwidth_fraction: float | None = None
-    """The cast kernels' own published bandwidth as a fraction of the card's datasheet HBM rate, where it is below
-    the streaming copy the plan assumes for memory-bound work (``rates.HBM_FRACTION``); None: that streaming rate.
-    The bytes above are then charged as ``cast_stream_bytes`` (``TORCHAO_MXFP8_CAST_BANDWIDTH_FRACTION``)."""
+    cast_bytes_per_s: float | None = None
+    """The cast kernels' own published bandwidth, bytes read and written per second; where it is below the card's
+    streaming rate (``rates.DeviceRates.hbm_bytes_per_s``, at which the plan prices memory-bound bytes) the bytes
+    above are charged as ``cast_stream_bytes``; None: that streaming rate (``TORCHAO_MXFP8_CAST_BYTES_PER_S``)."""
     forward_split_accumulator: bool = False
     """The forward's fp8 GEMMs also accumulate at full precision (no cuBLASLt fast accumulation), as the backward's
     always do: Transformer Engine's ``Float8BlockScaling`` requires ``use_split_accumulator`` for fprop, dgrad and
@@ -243,40 +242,45 @@ def sharded_layout_copy_bytes(*, casts: CastTraffic, tokens: float, features: in
     return EAGER_LAYOUT_COPY_BYTES * tokens * features
 
 
-def cast_stream_bytes(*, casts: CastTraffic, bytes_moved: float) -> float:
-    """Bytes at the plan's streaming rate that take as long as ``bytes_moved`` at the cast kernels' own bandwidth:
-    ``bytes_moved x HBM_FRACTION / cast_bandwidth_fraction`` (unchanged when the casts have no published rate of
-    their own, or one at or above the streaming fraction)."""
-    f = casts.cast_bandwidth_fraction
-    if f is None or f >= HBM_FRACTION:
+def cast_stream_bytes(*, casts: CastTraffic, bytes_moved: float, stream_bytes_per_s: float | None) -> float:
+    """Bytes at the card's streaming rate ``stream_bytes_per_s`` (``rates.DeviceRates.hbm_bytes_per_s``) that take as
+    long as ``bytes_moved`` at the cast kernels' own bandwidth: ``bytes_moved x stream_bytes_per_s /
+    cast_bytes_per_s``; unchanged when the casts have no published rate of their own, when it is at or above the
+    streaming rate, or when no streaming rate is given (None)."""
+    rate = casts.cast_bytes_per_s
+    if rate is None or not stream_bytes_per_s or rate >= stream_bytes_per_s:
         return bytes_moved
-    return bytes_moved * HBM_FRACTION / f
+    return bytes_moved * stream_bytes_per_s / rate
 
 
 def linear_cast_traffic(*, casts: CastTraffic, input_tokens: float, grad_tokens: float, in_features: int,
                         out_features: int, weight_elements: float, transposed_elements: float, weight_casts: float,
-                        weight_transposes: float, copy_bytes: float = 0.0) -> tuple[float, float, float, float]:
+                        weight_transposes: float, copy_bytes: float = 0.0,
+                        stream_bytes_per_s: float | None) -> tuple[float, float, float, float]:
     """(forward bytes, backward bytes, forward kernels, backward kernels) of one fp8 linear's operand casts: its
     input (``input_tokens`` x ``in_features``) and weight (``weight_elements``) forward; its output gradient
     (``grad_tokens`` x ``out_features``), input and transposed weight (``transposed_elements``) backward, plus
     ``copy_bytes`` (``sharded_layout_copy_bytes``); ``weight_casts`` / ``weight_transposes``: the weight casts per
-    micro-step (the kernels')."""
+    micro-step (the kernels'); ``stream_bytes_per_s``: the card's streaming rate (``cast_stream_bytes``)."""
     forward = casts.input_forward_bytes * input_tokens * in_features + casts.weight_forward_bytes * weight_elements
     backward = (casts.grad_output_backward_bytes * grad_tokens * out_features
                 + casts.input_backward_bytes * input_tokens * in_features
                 + casts.weight_backward_bytes * transposed_elements)
-    return (cast_stream_bytes(casts=casts, bytes_moved=forward),
-            cast_stream_bytes(casts=casts, bytes_moved=backward) + copy_bytes,
+    return (cast_stream_bytes(casts=casts, bytes_moved=forward, stream_bytes_per_s=stream_bytes_per_s),
+            cast_stream_bytes(casts=casts, bytes_moved=backward, stream_bytes_per_s=stream_bytes_per_s) + copy_bytes,
             casts.input_forward_kernels + casts.weight_forward_kernels * weight_casts,
             casts.backward_kernels + casts.weight_backward_kernels * weight_transposes)
 
 
-def recompute_cast_bytes(*, casts: CastTraffic, input_elements: float, weight_elements: float) -> float:
+def recompute_cast_bytes(*, casts: CastTraffic, input_elements: float, weight_elements: float,
+                         stream_bytes_per_s: float | None) -> float:
     """Bytes a per-op selective recompute re-runs for one recomputed linear: the casts of its input and weight,
     not their amax (saved: ``CastTraffic.amax_bytes``); a weight that arrives already cast (torchao's float8
-    all-gather, ``compute.float8_all_gather``: ``weight_forward_bytes`` 0) re-runs nothing."""
+    all-gather, ``compute.float8_all_gather``: ``weight_forward_bytes`` 0) re-runs nothing. ``stream_bytes_per_s``:
+    the card's streaming rate (``cast_stream_bytes``)."""
     return cast_stream_bytes(casts=casts, bytes_moved=(casts.input_forward_bytes - casts.amax_bytes) * input_elements
-                             + max(0.0, casts.weight_forward_bytes - casts.amax_bytes) * weight_elements)
+                             + max(0.0, casts.weight_forward_bytes - casts.amax_bytes) * weight_elements,
+                             stream_bytes_per_s=stream_bytes_per_s)
 
 
 def recompute_cast_kernels(*, casts: CastTraffic, input_casts: float, weight_casts: float) -> float:
@@ -329,21 +333,19 @@ gradient through the 16x16 random Hadamard transform for the weight gradient; st
 gradient): input and weight in forward, output gradient in backward; 0.5 B elements, so the GEMMs run at the fp4
 rate."""
 
-TORCHAO_MXFP8_CAST_TB_PER_S = 5.5
-"""The attained bandwidth of torchao's MXFP8 cast kernels on a B200, TB/s (read + written bytes over kernel time,
+TORCHAO_MXFP8_CAST_BYTES_PER_S = 5.5e12
+"""The attained bandwidth of torchao's MXFP8 cast kernels on a B200, bytes/s (read + written bytes over kernel time,
 ``benchmarks/mx_formats/cast_bench.py``'s ``bytes_rw``: 2 B read, 1 + 1/32 B written per element, as counted here):
 the dim0 cast under torch.compile 'up to 5.5 TB/s', the Triton dim1 cast 'up to 3.9 TB/s' (pytorch/ao
 ``torchao/prototype/mx_formats/README.md`` l.107-111 @d8bb51f63143188272e116c820d5f303c7017781, the page that
 publishes the B200 training rows), and the CUDA dim1 kernel the ``mxfp8_cublas`` recipes select there
 (``config.py`` ``from_recipe_name`` l.186-196: ``MXFP8Dim1CastKernelChoice.CUDA``) 'about 1.4x faster than the
 existing Triton kernel' (pytorch/ao pull request #2513, 2025-07-09; pytorch/torchtitan pull request #1427): 1.4 x 3.9
-= 5.5 TB/s, so both directions at 5.5 TB/s, at M = K = 16384 ('up to': the largest shapes)."""
-B200_DATASHEET_HBM_TB_PER_S = 8.0
-"""The B200's datasheet HBM3e bandwidth (the catalog's ``b200`` entry, https://www.nvidia.com/en-us/data-center/hgx/)."""
-TORCHAO_MXFP8_CAST_BANDWIDTH_FRACTION = TORCHAO_MXFP8_CAST_TB_PER_S / B200_DATASHEET_HBM_TB_PER_S
-"""0.69 of the datasheet rate, against the 0.90 a streaming copy reaches (``rates.HBM_FRACTION``): the casts take
-0.90 / 0.69 = 1.31 times the plan's streaming time for their bytes. torchao's MXFP8 linear runs on Blackwell only
-(the cuBLAS block-scaled GEMM), so the B200 figure is taken as the fraction on its Blackwell peers too."""
+= 5.5 TB/s, so both directions at 5.5 TB/s, at M = K = 16384 ('up to': the largest shapes). Compared where the casts
+are priced with the card's own streaming rate (``rates.DeviceRates.hbm_bytes_per_s``: a B200's default 0.90 x its
+catalog 8 TB/s = 7.2 TB/s, so the casts take 7.2 / 5.5 = 1.31 times the streaming time for their bytes; a calibrated
+streaming rate moves the streaming side only). torchao's MXFP8 linear runs on Blackwell only (the cuBLAS block-scaled
+GEMM), so the B200 figure is taken on its Blackwell peers too."""
 
 TORCHAO_MXFP8 = CastTraffic(
     input_forward_bytes=block_scaled_cast_bytes(copies=1, copy_bytes=MXFP8_COPY_BYTES),
@@ -352,7 +354,7 @@ TORCHAO_MXFP8 = CastTraffic(
     weight_backward_bytes=block_scaled_cast_bytes(copies=1, copy_bytes=MXFP8_COPY_BYTES),
     grad_output_backward_bytes=2 * block_scaled_cast_bytes(copies=1, copy_bytes=MXFP8_COPY_BYTES),
     input_forward_kernels=1, weight_forward_kernels=1, backward_kernels=3, weight_backward_kernels=1, fused=True,
-    cast_bandwidth_fraction=TORCHAO_MXFP8_CAST_BANDWIDTH_FRACTION,
+    cast_bytes_per_s=TORCHAO_MXFP8_CAST_BYTES_PER_S,
 )
 """torchao's MXFP8 linear (torchtitan ``MXFP8LinearConverter``): ``mx_mm`` (pytorch/ao
 ``torchao/prototype/moe_training/mxfp8_linear.py`` l.84-270 @36027d82d1ad9949597ea16002ff4940374b1b94) saves the
@@ -360,7 +362,7 @@ bf16 input and weight; forward casts both along dim 0 (``MXTensor.to_mx``: read 
 casts the output gradient along dim 0 (dgrad) and dim 1 (wgrad), the weight along dim 1 (dgrad) and the saved input
 along dim 1 (wgrad), each one dedicated kernel (``_to_mxfp8_dim1_kernel_wrapper``): no amax, no transposes. Already
 fused kernels: not scaled by the compile factors; timed at their published bandwidth
-(``TORCHAO_MXFP8_CAST_BANDWIDTH_FRACTION``)."""
+(``TORCHAO_MXFP8_CAST_BYTES_PER_S``)."""
 
 TORCHAO_NVFP4 = replace(TE_NVFP4, amax_bytes=0.0, amax_kernels=0.0, transformer_engine=False, sac_counted_gemm=False)
 """torchao's NVFP4 linear (torchtitan ``NVFP4LinearConverter``): ``nvfp4_mm_triton`` (pytorch/ao

@@ -38,11 +38,12 @@ exponential at their means 52 % and 58 %. So the batch-wide longest needs a ligh
 parameter read from such logs' length statistics, not from the time residuals) to land with it.
 
 Re-checked with that lighter-tailed shape (``response_lengths``' ``shifted_exponential``, its floor read from the
-fit-half length log's shortest response): with the slowest engine (``generation_time(slowest_engine=True)``) and
+fit-half length log's shortest response): with the slowest engine (the engine holding the batch's longest response
+planned instead of a typical engine's draws; that experiment's code is not kept) and
 the shifted shape as the card default, the generation subset 17.2 -> 14.6 % (3 -> 2 beyond 50 %), but NeMo RL's
 70B phases −44..−47 % (the lighter tail shortens their longest too), the actor update 22.3 -> 23.1 %, the rows
-without a published mean 18.0 -> 19.9 % and one RL step row past 50 % (the numbers in ``response_lengths``): still
-an option, off by default. What it says of the 70B miss: under a length shape whose tail the logs support, the
+without a published mean 18.0 -> 19.9 % and one RL step row past 50 % (the numbers in ``response_lengths``): not
+adopted. What it says of the 70B miss: under a length shape whose tail the logs support, the
 slowest engine's longest does not close it (−44..−47 % at the fitted floor of 0.437 x the mean, −32..−36 % at 0.25 x
 as a sensitivity check); their task's (OpenMathInstruct-2) shortest responses are not published, so how much of the
 miss is the length tail stays open.
@@ -83,7 +84,6 @@ from trainfit.compute.response_lengths import (
     DEFAULT_QUANTILES,
     _shape,
     response_length_groups,
-    slowest_engine_groups,
 )
 from trainfit.compute.sleep_wake import KV_REMAP_S_PER_BYTE, SleepWakeTime, sleep_wake_seconds  # noqa: F401
 from trainfit.errors import CardError
@@ -183,7 +183,6 @@ def generation_time(
     overlap_schedule: bool = False,
     cuda_graph_max_batch: int | None = None,
     eager_s_per_kernel: float | None = None,
-    slowest_engine: bool = False,
 ) -> GenerationTime:
     """Seconds of one rollout phase (module docstring).
 
@@ -215,9 +214,6 @@ def generation_time(
     every batch) (``decode_step``); ``eager_s_per_kernel``: the host's cost per kernel of an eager step (None:
     ``decode_step.eager_s_per_kernel_of(rates)``; the plan passes the engine's, ``eager_s_per_kernel_of(rates,
     engine)``).
-    ``slowest_engine``: plan the engine that holds the batch's longest response
-    (``response_lengths.slowest_engine_groups``) instead of a typical engine's ``S`` draws; not on by default (the
-    null result in the module docstring); ignored when ``streaming``.
     Raises ``CardError`` on a non-positive count or a sequence longer than the KV capacity.
     """
     if engine_s_per_step is None:
@@ -232,13 +228,8 @@ def generation_time(
         raise CardError(f"generation: weight_bytes must be > 0 and kv_bytes_per_token >= 0, "
                         f"got {weight_bytes}, {kv_bytes_per_token}")
     seqs = ceil(prompts * samples_per_prompt / engines)
-    if streaming or not slowest_engine:
-        groups = response_length_groups(shape=response_len_shape, response_len_max=response_len_max,
-                                        response_len_mean=response_len_mean, sequences=seqs, quantiles=quantiles)
-    else:
-        groups = slowest_engine_groups(shape=response_len_shape, response_len_max=response_len_max,
-                                       response_len_mean=response_len_mean, sequences_per_engine=seqs,
-                                       engines=engines, quantiles=quantiles)
+    groups = response_length_groups(shape=response_len_shape, response_len_max=response_len_max,
+                                    response_len_mean=response_len_mean, sequences=seqs, quantiles=quantiles)
     mean = sum(length * share for length, share in groups)
     l_top = max(length for length, _ in groups)
     if kv_capacity_tokens is not None and prompt_len + l_top + state_tokens_per_seq > kv_capacity_tokens:

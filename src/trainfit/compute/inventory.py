@@ -254,23 +254,31 @@ aten/src/ATen/native/Dropout.cpp ``is_fused_kernel_acceptable`` / ``dropout``; a
 FP32_LORA_INPUT_BYTES, FP32_LORA_OUTPUT_BYTES = 6.0, 24.0
 """fp32 adapters: x.to(fp32) (2 in, 4 out) per input element; per output element the fp32 product is
 written (4), scaled (4 + 4), cast down (4 + 2) and added to the base output (2 + 2 + 2)."""
-FP32_LORA_CHAINED_OUTPUT_BYTES, FP32_LORA_CHAINED_INPUT_BYTES = 12.0, 2.0
-"""Of ``FP32_LORA_OUTPUT_BYTES`` / ``FP32_LORA_INPUT_BYTES``, the reads of a tensor a kernel just before wrote or read
-(``ChainedRead``): the scale reads the product lora_B wrote (4), the cast reads the scaled product (4), the add reads
-the cast (2) and the base output the base GEMM wrote three small launches earlier (2); the input's cast reads the
-module input the base GEMM has just read (2). PEFT's ``Linear.forward`` (huggingface/peft
-src/peft/tuners/lora/layer.py l.1030-1070, ``_cast_input_dtype`` src/peft/tuners/tuners_utils.py l.1777-1792
-@d787f51bbaa196862733ed53c1b7def75b49ab29) runs them back to back for each adapted module."""
+FP32_LORA_CHAINED_OUTPUT_BYTES, FP32_LORA_CHAINED_INPUT_BYTES = 10.0, 2.0
+"""Of ``FP32_LORA_OUTPUT_BYTES`` / ``FP32_LORA_INPUT_BYTES``, the reads of a tensor the kernel just before wrote or
+read (``ChainedRead``): the scale reads the product lora_B wrote (4), the cast reads the scaled product (4), the add
+reads the cast (2); the input's cast reads the module input the base GEMM has just read (2). PEFT's
+``Linear.forward`` (huggingface/peft src/peft/tuners/lora/layer.py l.1030-1070, ``_cast_input_dtype``
+src/peft/tuners/tuners_utils.py l.1777-1792 @d787f51bbaa196862733ed53c1b7def75b49ab29) runs them back to back for
+each adapted module. The add's other read, of the base output, is not one of these: the input's cast, lora_A and
+lora_B run between the base GEMM's write and it (``FP32_LORA_CHAINED_BASE_OUTPUT_BYTES``)."""
 FP32_LORA_CHAIN_OUTPUT_SET_BYTES, FP32_LORA_CHAIN_INPUT_SET_BYTES = 12.0, 6.0
 """Bytes per output / input element one adapted module's chains keep live: after lora_B, the fp32 product, the scaled
-product, the bf16 cast and the base output (4 + 4 + 2 + 2); before lora_A, the bf16 input and its fp32 copy (2 + 4).
-The two chains are apart (lora_A and lora_B run between them), so each must fit on its own."""
-FP32_LORA_BACKWARD_CHAINED_SHARE = 8.0 / 20.0
-"""Of the adapter's backward elementwise bytes (``LORA_BACKWARD_BYTES_FACTOR`` x the forward's), the chained reads.
-Autograd's backward of the output side, per element: the incoming bf16 gradient cast to fp32 (2 read, 4 written), the
-promoted add's gradient cast back to bf16 for the base branch (4 read, 2 written), the scalar multiply's (4 read,
-4 written): 20 bytes, of which the two reads of the fp32 gradient just written (4 + 4) are chained; applied to the
-input side's casts too (its fp32 gradient read back as lora_A's dX GEMM writes it)."""
+product, the bf16 cast and the base output the add reads beside it (4 + 4 + 2 + 2); before lora_A, the bf16 input and
+its fp32 copy (2 + 4). The two chains are apart (lora_A and lora_B run between them), so each must fit on its own."""
+FP32_LORA_CHAINED_BASE_OUTPUT_BYTES = 2.0
+"""The add's read of the base output (2 bytes per output element), an L2 hit only where everything touched since the
+base GEMM wrote it stays resident: the output chain's set (``FP32_LORA_CHAIN_OUTPUT_SET_BYTES`` per output element,
+the base output among it) and the input side's (``FP32_LORA_CHAIN_INPUT_SET_BYTES`` per input element: the bf16 input
+the cast reads and the fp32 copy it writes and lora_A reads), in the order of PEFT's ``Linear.forward`` above."""
+FP32_LORA_BACKWARD_CHAINED_OUTPUT_BYTES, FP32_LORA_BACKWARD_CHAINED_INPUT_BYTES = 8.0, 4.0
+"""Chained reads of the adapter's backward per output / input element, counted from autograd's graph of the forward
+above (the backward's priced bytes stay ``LORA_BACKWARD_BYTES_FACTOR`` x the forward's). Output side: the incoming
+bf16 gradient cast to fp32 (2 read, 4 written), the promoted add's gradient cast back to bf16 for the base branch
+(4 read, 2 written), the scalar multiply's (4 read, 4 written): 20 bytes, of which the two reads of the fp32 gradient
+just written (4 + 4) are chained. Input side: ``x.to(fp32)``'s backward casts the fp32 gradient lora_A's dX GEMM has
+just written back to bf16 (4 read, 2 written): its 4-byte read is chained, over the input chain's set (4 + 2 of
+``FP32_LORA_CHAIN_INPUT_SET_BYTES``)."""
 NF4_DEQUANT_BYTES_PER_WEIGHT = 0.5 + 1 / 32 + 2.0
 GPTQ_TORCH_DEQUANT_FORWARD_BYTES_PER_WEIGHT = (0.5 + 4.0) + (4.0 + 1.0) + (1.0 + 1.0) + (1.0 + 1.0) + (1.0 + 2.0)
 GPTQ_TORCH_DEQUANT_FORWARD_KERNELS = 9
@@ -965,7 +973,7 @@ def step_inventory(
     te_ring_context_parallel: int = 1,
     expert_bias_probs_grad: bool = True, loss_input_copy: bool = False, loss_input_slice_backward: bool = False,
     window_mask: bool = False, window_mask_dtype_bytes: float = 2.0, sdpa_copy_bytes_per_token: float = 0.0,
-    sdpa_copy_kernels: int = 0,
+    sdpa_copy_kernels: int = 0, hbm_bytes_per_s: float | None = None,
 ) -> StepInventory:
     """The op inventory of one micro-step of ``micro_batch_size × seq_len`` tokens on one GPU.
 
@@ -1011,7 +1019,9 @@ def step_inventory(
     ``num_layers_at_end_in_bf16``, torchtitan's per-layer converter filters; ``precision.bf16_first_layers`` /
     ``bf16_last_layers``): every per-layer GEMM and cast is split by it. ``fp8_casts``: who casts the fp8 linears'
     operands (``float8_casts``; None: Transformer Engine, the ``FP8_*``
-    constants); counts already fused (torchao under torch.compile) go to ``PassInventory.fused_bytes`` /
+    constants); ``hbm_bytes_per_s``: the card's streaming rate at which the memory-bound bytes are priced
+    (``rates.DeviceRates.hbm_bytes_per_s``), against which casts with a published rate of their own are charged
+    (``float8_casts.cast_stream_bytes``; None: every cast at the streaming rate); counts already fused (torchao under torch.compile) go to ``PassInventory.fused_bytes`` /
     ``fused_kernels``, which the compile factors leave alone; ``megatron_experts``: the routed experts are
     Megatron-Core's ``TEGroupedMLP``, whose eager clamp of a clamped GLU and per-expert fc2-bias loop
     (``moe_time.megatron_expert_elementwise``, gpt-oss) add bytes that go to the same unscaled count (no compiler
@@ -1224,7 +1234,7 @@ def step_inventory(
                     casts=casts, input_tokens=routed_rows, grad_tokens=routed_rows, in_features=g.in_features,
                     out_features=out_f, weight_elements=g.experts * g.in_features * out_f * fp8_weight_casts,
                     transposed_elements=g.experts * g.in_features * out_f * tr, weight_casts=fp8_weight_casts,
-                    weight_transposes=tr)
+                    weight_transposes=tr, stream_bytes_per_s=hbm_bytes_per_s)
                 nq = g.count * q_e
                 cf_b, cb_b, cf_k, cb_k = (cf_b + f_b * nq, cb_b + b_b * nq, cf_k + f_k * nq, cb_k + b_k * nq)
             per = moe_time.EXPERT_PROJECTIONS  # the launches of this projection: half the expert MLP's
@@ -1283,11 +1293,13 @@ def step_inventory(
             f_b, b_b, f_k, b_k = linear_cast_traffic(
                 casts=casts, input_tokens=t_in, grad_tokens=t_go, in_features=g.in_features,
                 out_features=g.out_features, weight_elements=w, transposed_elements=wt,
-                weight_casts=fp8_weight_casts, weight_transposes=tr, copy_bytes=copies)
+                weight_casts=fp8_weight_casts, weight_transposes=tr, copy_bytes=copies,
+                stream_bytes_per_s=hbm_bytes_per_s)
             nq = g.count * q_share
             cf_b, cb_b, cf_k, cb_k = (cf_b + f_b * nq, cb_b + b_b * nq, cf_k + f_k * nq, cb_k + b_k * nq)
             rec_casts[g.name] = (
-                recompute_cast_bytes(casts=casts, input_elements=t_in * g.in_features, weight_elements=w) * nq,
+                recompute_cast_bytes(casts=casts, input_elements=t_in * g.in_features, weight_elements=w,
+                                     stream_bytes_per_s=hbm_bytes_per_s) * nq,
                 recompute_cast_kernels(casts=casts, input_casts=1.0 if t_in else 0.0,
                                        weight_casts=fp8_weight_casts) * nq)
         if adapter is not None and adapter.nf4_base and adapter.gptq_torch_dequant:
@@ -1319,15 +1331,17 @@ def step_inventory(
                 lora_k += (LORA_EXTRA_KERNELS + 2) * g.count
                 # the chains' reads of what their previous kernel wrote (the input's cast before lora_A, the output's
                 # scale, cast and add after lora_B): L2 hits where one module's chain fits
-                for width, chained, elementwise, live in (
-                        (g.in_features, FP32_LORA_CHAINED_INPUT_BYTES, FP32_LORA_INPUT_BYTES,
+                for width, chained, chained_b, live in (
+                        (g.in_features, FP32_LORA_CHAINED_INPUT_BYTES, FP32_LORA_BACKWARD_CHAINED_INPUT_BYTES,
                          FP32_LORA_CHAIN_INPUT_SET_BYTES),
-                        (g.out_features, FP32_LORA_CHAINED_OUTPUT_BYTES, FP32_LORA_OUTPUT_BYTES,
+                        (g.out_features, FP32_LORA_CHAINED_OUTPUT_BYTES, FP32_LORA_BACKWARD_CHAINED_OUTPUT_BYTES,
                          FP32_LORA_CHAIN_OUTPUT_SET_BYTES)):
                     lora_chain_f.append(ChainedRead(live * t * width, chained * t * width * g.count, 0.0))
-                    lora_chain_b.append(ChainedRead(live * t * width, FP32_LORA_BACKWARD_CHAINED_SHARE
-                                                    * LORA_BACKWARD_BYTES_FACTOR * elementwise * t * width * g.count,
-                                                    0.0))
+                    lora_chain_b.append(ChainedRead(live * t * width, chained_b * t * width * g.count, 0.0))
+                # the add's read of the base output, over both chains' sets (the input side's runs in between)
+                lora_chain_f.append(ChainedRead(
+                    (FP32_LORA_CHAIN_OUTPUT_SET_BYTES * g.out_features + FP32_LORA_CHAIN_INPUT_SET_BYTES * g.in_features)
+                    * t, FP32_LORA_CHAINED_BASE_OUTPUT_BYTES * t * g.out_features * g.count, 0.0))
             else:
                 lora_bytes += LORA_ELEMENTWISE_BYTES * t * g.out_features * g.count
                 lora_k += LORA_EXTRA_KERNELS * g.count

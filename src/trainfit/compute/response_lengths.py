@@ -33,7 +33,8 @@ must not worsen. As the card default alone: the generation subset's median 17.2 
 50 % (NeMo RL's Llama-3.1-70B phases on 64 H100 −40..−43 -> −57..−60 %: one engine's longest falls), the RL step
 subset 14.5 -> 14.9 %, the actor update 22.3 -> 23.1 %, the rows without a published mean 18.0 -> 20.0 % (5 -> 2
 beyond 50 %), all rows 10.4 -> 10.7 % (63 -> 64 beyond 50 %). With the slowest engine holding the batch's longest
-(``slowest_engine_groups``, ``generation_time(slowest_engine=True)``) as well: generation 17.2 -> 14.6 % (3 -> 2
+(its groups: the whole batch's, the top one made one whole sequence of that engine, share 1/S, the others
+rescaled to the rest; that experiment's code is not kept) as well: generation 17.2 -> 14.6 % (3 -> 2
 beyond 50 %; fit half 10.9 -> 5.9 %, held-out half 37.2 -> 37.0 %; play-verl Qwen2-7B min +61 -> +48 %, the MI300X
 deepseek-llm-7b GRPO phase +24 -> +11 %, verl fully-async H20 64-GPU +90 -> +67 %, but NeMo RL's 70B phases
 −40..−43 -> −44..−47 %), RL step 14.5 -> 14.5 % with 2 -> 3 beyond 50 % (NeMo RL v0.6 DeepSeek-V3 GB200 step
@@ -213,33 +214,6 @@ def response_length_groups(
             length = floor + (_exp_integral(p1, theta, top) - _exp_integral(p0, theta, top)) / (p1 - p0)
         groups.append((min(length, response_len_max), p1 - p0))
     return tuple(groups)
-
-
-def slowest_engine_groups(
-    *, shape: ResponseShape | str | None, response_len_max: float, response_len_mean: float | None,
-    sequences_per_engine: int, engines: int, quantiles: int = DEFAULT_QUANTILES,
-) -> tuple[tuple[float, float], ...]:
-    """``(length, share)`` groups of the engine that holds the batch's longest response, ``sequences_per_engine``
-    draws.
-
-    The step waits for its slowest engine, and with independent lengths that is the one holding the longest of all
-    ``engines × sequences_per_engine`` responses: its groups are those of the whole batch
-    (``response_length_groups`` over all sequences, whose top group is the batch's longest, share ``1/N``) with
-    that top group made one whole sequence of the engine (share ``1/S``) and the others rescaled to the rest.
-    With one engine these are ``response_length_groups``.
-    """
-    if engines <= 1:
-        return response_length_groups(shape=shape, response_len_max=response_len_max,
-                                      response_len_mean=response_len_mean, sequences=sequences_per_engine,
-                                      quantiles=quantiles)
-    n = sequences_per_engine * engines
-    groups = response_length_groups(shape=shape, response_len_max=response_len_max,
-                                    response_len_mean=response_len_mean, sequences=n, quantiles=quantiles)
-    if len(groups) == 1 or sequences_per_engine <= 1:
-        return groups if len(groups) == 1 else ((groups[-1][0], 1.0),)
-    *rest, (top, _) = groups
-    scale = (1 - 1 / sequences_per_engine) / (1 - 1 / n)
-    return tuple((length, share * scale) for length, share in rest) + ((top, 1 / sequences_per_engine),)
 
 
 def _shape(shape, response_len_max, response_len_mean) -> tuple[ResponseShape, float, float]:

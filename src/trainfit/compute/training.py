@@ -708,7 +708,7 @@ def train_step_time(
                          vocab_chunk_columns=vocab_chunk_columns, nemo_rl_loss=nemo_rl_loss, loss_sequences=loss_sequences,
                          rope_loop_samples=rope_loop_samples, rope_loop_context_parallel=rope_loop_context_parallel,
                          a2a_thd_sequences=a2a_thd_sequences, te_ring_context_parallel=te_ring_context_parallel,
-                         attention_fp8=attention_fp8)
+                         attention_fp8=attention_fp8, hbm_bytes_per_s=rates.hbm_bytes_per_s)
     kw = dict(rates=rates, seq_len=attention_context or seq_len, memory_factor=memory_factor, kernel_factor=kernel_factor,
               attention_kernel=attention_kernel, launch_blocking=launch_blocking, attention_fp8=attention_fp8,
               fp8_precise_forward=bool(fp8 and fp8_casts is not None and fp8_casts.forward_split_accumulator))
@@ -1486,7 +1486,7 @@ def forward_only_time(
                          moe_eager_launch=moe_eager_launch,
                          rope_loop_samples=rope_loop_samples, rope_loop_context_parallel=rope_loop_context_parallel,
                          a2a_thd_sequences=a2a_thd_sequences, te_ring_context_parallel=te_ring_context_parallel,
-                         attention_fp8=attention_fp8)
+                         attention_fp8=attention_fp8, hbm_bytes_per_s=rates.hbm_bytes_per_s)
     if entropy_bytes_per_logit and spec.head_outputs is None:
         logits = float(micro_batch_size) * seq_len * spec.vocab_size
         inv = replace(inv, head_forward=replace(

@@ -999,7 +999,7 @@ class RolloutSection(_Section):
         " with a short worked answer (GSM8K) by non-thinking models, natural mean 169 tokens; cot: chain-of-thought"
         " competition math (MATH-style), 1,341; long_cot: thinking models, 8,522. The mean is the profile's truncated"
         " exponential clipped at response_len.")
-    response_len_shape: ResponseShape = Field(ResponseShape.EXPONENTIAL, description="Distribution of response lengths up to response_len: exponential (truncated, right-skewed) | shifted_exponential (the same above a floor of 0.437 x the mean, compute.response_lengths) | uniform | fixed.")
+    response_len_shape: ResponseShape = Field(ResponseShape.EXPONENTIAL, description="Distribution of response lengths up to response_len: exponential (truncated, right-skewed) | shifted_exponential (the same above a floor of compute.response_lengths.SHORTEST_SHARE_OF_MEAN x the mean, read from a published run's length log) | uniform | fixed.")
     cuda_graphs: bool = Field(True, description="vLLM decodes with CUDA graphs (False: enforce_eager).")
     engine_multiprocess: bool = Field(True, description="vLLM's engine core runs in its own process, its frontend's per-step host work overlapped with the GPU (vLLM's default); False: VLLM_ENABLE_V1_MULTIPROCESSING=0 (NeMo RL), that work adds to every decode step.")
     vllm_engine: VllmEngineGeneration = Field(

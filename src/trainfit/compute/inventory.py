@@ -756,21 +756,6 @@ class Adapter:
     the input is cast up, both products run in fp32, the output is cast back."""
 
 
-def timed_linear_groups(spec: ModelSpec) -> list[LinearGroup]:
-    """The decoder linears as they run: ``memory.params.linear_groups``, with q, k and v one ``qkv_proj`` GEMM where
-    the model fuses them alone (``ModelSpec.fused_qkv``: Qwen (1.0)'s ``c_attn``, one biased linear of q + 2 kv
-    outputs and one adapter on it)."""
-    groups = linear_groups(spec)
-    if not spec.fused_qkv or spec.fused_projections:
-        return groups
-    by_name = {g.name: g for g in groups}
-    q, k, v = (by_name.get(n) for n in ("q_proj", "k_proj", "v_proj"))
-    if q is None or k is None or v is None:
-        return groups
-    fused = LinearGroup("qkv_proj", q.in_features, q.out_features + k.out_features + v.out_features, q.count, q.bias)
-    return [fused if g is q else g for g in groups if g is not k and g is not v]
-
-
 @lru_cache(maxsize=2048)
 def _adapted_groups(spec: ModelSpec, targets: tuple[str, ...]) -> frozenset[str]:
     """Names of the linear groups PEFT wraps for ``targets``: the memory plan's ``targeted_groups``, so the
@@ -782,8 +767,6 @@ def _adapted_groups(spec: ModelSpec, targets: tuple[str, ...]) -> frozenset[str]
 
 
 def _targeted(spec: ModelSpec, name: str, adapter: Adapter | None) -> bool:
-    if name == "qkv_proj" and spec.fused_qkv and not spec.fused_projections:  # the memory plan's q_proj adapter
-        name = "q_proj"
     return adapter is not None and name in _adapted_groups(spec, adapter.targets)
 
 
@@ -1155,7 +1138,7 @@ def step_inventory(
     zc_strided = ZERO_CENTRED_NORM_STRIDED_BYTES * zc_elements
     strided += zc_strided
     # linears
-    for g in timed_linear_groups(spec):
+    for g in linear_groups(spec):
         frozen = adapter is not None
         lora = _targeted(spec, g.name, adapter)
         if g.routed:  # also a shard holding one expert (E / ep == 1): the routed rows, not every token.
@@ -1685,9 +1668,9 @@ def _sac_recomputed_gemms(spec: ModelSpec, adapter: Adapter | None, *, all_linea
     every one of them re-runs, and only the other matmuls (the router's) alternate."""
     seq: list[str] = []
     if all_linears:
-        names = {g.name for g in timed_linear_groups(spec) if not g.routed}
+        names = {g.name for g in linear_groups(spec) if not g.routed}
         return names | {n for n in _sac_recomputed_gemms(spec, adapter) if n not in names}
-    for g in timed_linear_groups(spec):
+    for g in linear_groups(spec):
         if g.routed:
             continue
         if not g.bias:
@@ -1695,7 +1678,7 @@ def _sac_recomputed_gemms(spec: ModelSpec, adapter: Adapter | None, *, all_linea
         if _targeted(spec, g.name, adapter):
             seq += [g.name + ".A", g.name + ".B"]
     if spec.moe is not None:  # the router's linear runs after attention, before the experts
-        attn = ("q_proj", "k_proj", "v_proj", "o_proj", "in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a", "out_proj")
+        attn = ("q_proj", "k_proj", "v_proj", "qkv_proj", "o_proj", "in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a", "out_proj")
         at = sum(1 for n in seq if n.split(".")[0] in attn)
         seq.insert(at, "router")
     return {n for k, n in enumerate(seq, start=1) if k % 2 == 0}

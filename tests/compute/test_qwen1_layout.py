@@ -119,3 +119,19 @@ def test_reentrant_checkpoint_forward_pays_the_no_grad_rate():
     assert f(rates=rates, reentrant_share=1.0) == pytest.approx(no_grad)
     assert f(rates=rates, reentrant_share=0.5) == pytest.approx((no_grad + rates.host_s_per_forward_kernel) / 2)
     assert no_grad < rates.host_s_per_forward_kernel
+
+
+@pytest.mark.parametrize(("attention", "compute", "runs"), [("flash", "bf16", True), ("flash", "fp16", True),
+                                                            ("sdpa", "bf16", False), ("flash", "fp32", False)])
+def test_flash_rotary_is_decided_from_the_card(attention: str, compute: str, runs: bool) -> None:
+    """Qwen (1.0) binds flash-attn's rotary only when its flash attention is on (``use_flash_attn`` "auto": bf16 or
+    fp16 only): the plan's spec keeps ``fused_rotary`` for a bf16 / fp16 card with ``attention: flash`` alone."""
+    from trainfit.plan.resolve import model_spec_of
+    from trainfit.spec.card import load_card_dict
+
+    card = load_card_dict({"model": "Qwen/Qwen-1_8B", "hardware": {"gpu": "a100-80gb", "gpus_per_node": 1},
+                           "parallel": {"strategy": "single"}, "attention": attention,
+                           "precision": {"compute": compute},
+                           "batch": {"micro_batch_size": 1, "seq_len": 1024, "grad_accum": 1}})
+    spec = model_spec_of(card)
+    assert spec.fused_qkv and spec.fused_rotary is runs

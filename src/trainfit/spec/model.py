@@ -270,9 +270,11 @@ class ModelSpec:
     adapter (named ``c_attn``, ``memory.lora.QWEN1_MODULE_NAMES``) and v a slice of its output, in memory, time and
     weight sync alike."""
     fused_rotary: bool = False
-    """Rotary runs as flash-attn's ``apply_rotary_emb_func`` (one Triton kernel per tensor, between an fp32 upcast and
-    the cast back) instead of eager ops: Qwen (1.0)'s ``apply_rotary_pos_emb`` when flash-attn >= 2.1.1 is installed
-    (same file, ``_import_flash_attn`` and ``apply_rotary_pos_emb``; ``compute.inventory.FLASH_ROTARY_*``). Its
+    """The model's code runs rotary as flash-attn's ``apply_rotary_emb_func`` (one Triton kernel per tensor, between an
+    fp32 upcast and the cast back) instead of eager ops when its flash attention is on: Qwen (1.0)'s
+    ``apply_rotary_pos_emb`` (same file, ``_import_flash_attn`` and ``apply_rotary_pos_emb``;
+    ``compute.inventory.FLASH_ROTARY_*``). The plan keeps it only for a card with ``attention: flash`` and bf16 / fp16
+    compute (``plan.resolve.flash_rotary_runs``: ``use_flash_attn`` "auto" is off in fp32). Its
     ``RMSNorm`` would likewise call flash-attn's fused ``rms_norm``, but that needs the ``csrc/layer_norm`` extension,
     which Qwen's README lists as optional ("Below are optional. Installing them might be slow.", QwenLM/Qwen README.md
     @85cb093f20e1faa1d772d6abe8458661f3b09202): the eager norm is kept. Counted as one kernel per norm instead

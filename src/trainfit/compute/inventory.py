@@ -190,18 +190,26 @@ traced 4-layer Phi-3 against the same-shaped Llama (``trace.ops``, bf16, per lay
 Traced (8 heads, 4 KV heads, head_dim 32, hidden 256, I 688): forward +3 kernels, +2,560 B/token (formula 2,560);
 backward +1 cat (5,504 B/token = formula), +5 slice_backward (+4,864 B/token; formula 5,632: the trace counts each
 operand once, a lower bound), +1 add net (+3,840 B/token = formula)."""
-FLASH_ROTARY_FORWARD_BYTES, FLASH_ROTARY_FORWARD_KERNELS = 6.0 + 8.0 + 6.0, 3
-FLASH_ROTARY_BACKWARD_BYTES, FLASH_ROTARY_BACKWARD_KERNELS = 6.0 + 8.0 + 6.0, 3
+FLASH_ROTARY_FORWARD_BYTES, FLASH_ROTARY_FORWARD_KERNELS = 6.0 + 8.0 + 6.0, 1 + 2 + 1 + 1
+FLASH_ROTARY_BACKWARD_BYTES, FLASH_ROTARY_BACKWARD_KERNELS = 6.0 + 8.0 + 8.0 + 6.0, 1 + 1 + 2 + 1 + 1
 FLASH_ROTARY_STRIDED_BYTES = 6.0
-"""flash-attn's rotary (``ModelSpec.fused_rotary``) as Qwen (1.0)'s ``apply_rotary_pos_emb`` calls it, per element of q
-and of k, in place of the eager ``ROTARY_*`` ops: ``t.float()`` (read bf16 2, write fp32 4), ``apply_rotary_emb_func``
-(one Triton kernel, ``ApplyRotaryEmb.forward`` -> ``apply_rotary``: read 4, write 4; the (s, d/2) cos / sin tables
-are negligible) and ``.type_as(t)`` (4 + 2): 3 kernels and 20 bytes (modeling_qwen.py, read in a copy of the Qwen-72B
+"""flash-attn's Triton rotary (``ModelSpec.fused_rotary``) as Qwen (1.0)'s ``apply_rotary_pos_emb`` calls it, per
+element of q and of k, in place of the eager ``ROTARY_*`` ops (modeling_qwen.py, read in a copy of the Qwen-72B
 repository: mapengAdam/qianwen-72B modeling_qwen.py @3334bfe3d6d9d445cbe54185cd6aaef7e1e3c068
-``apply_rotary_pos_emb``; Dao-AILab/flash-attention flash_attn/layers/rotary.py ``ApplyRotaryEmb``, whose backward
-is the same kernel with ``conjugate=True``). Backward: the cast back's gradient (2 + 4), the kernel (4 + 4) and the
-upcast's gradient (4 + 2): 3 kernels, 20 bytes. The upcast reads q / k as split views of the fused ``c_attn`` output
-(strided rows: ``FLASH_ROTARY_STRIDED_BYTES``); the rest is contiguous."""
+``apply_rotary_pos_emb``: ``t_ = t.float()``, ``cos = cos.squeeze(0).squeeze(1)[:, :cos.shape[-1] // 2]`` (likewise
+sin), ``apply_rotary_emb_func(t_, cos, sin).type_as(t)``; Dao-AILab/flash-attention v2.3.3
+@83aef842beec1037eb8c1d9c3ef3ed8aae80b091 flash_attn/layers/rotary.py ``ApplyRotaryEmb`` l.36-92 and
+flash_attn/ops/triton/rotary.py ``apply_rotary`` l.190-200; the Triton rotary of v2.1.2 to v2.7.x, 2023's Qwen README
+profiling included). Forward, 5 kernels and 20 bytes: the upcast (read bf16 2, write fp32 4); ``apply_rotary``'s
+``cos, sin = cos.contiguous(), sin.contiguous()``, two copies since Qwen passes column slices of its (s, d) tables (the
+(s, d/2) fp32 tables are negligible bytes); the rotary kernel (read 4, write 4; rotary_dim == head_dim, so no
+pass-through copy) and ``.type_as(t)`` (4 + 2). Backward, 6 kernels and 28 bytes: the cast back's gradient (2 + 4),
+``ApplyRotaryEmb.backward``'s ``do = do.clone()`` (taken when neither ``interleaved`` nor ``inplace``, Qwen's call;
+4 + 4), the same two table copies (``ctx.save_for_backward`` keeps the sliced cos / sin, not ``apply_rotary``'s
+contiguous copies), the kernel with ``conjugate=True`` (4 + 4) and the upcast's gradient (4 + 2). flash-attn v2.8.0
+drops the clone (flash_attn/layers/rotary.py @09d422b1adda90f847b16c1a03d0d0dd6208f95f ``ApplyRotaryEmb.backward``),
+which postdates the rows. The upcast reads q / k as split views of the fused ``c_attn`` output (strided rows:
+``FLASH_ROTARY_STRIDED_BYTES``); the rest is contiguous."""
 FUSED_QKV_SPLIT_BACKWARD_BYTES, FUSED_QKV_SPLIT_BACKWARD_KERNELS = 4.0, 1
 FUSED_QKV_INPUT_GRAD_SUM_BYTES, FUSED_QKV_INPUT_GRAD_SUM_KERNELS = 12.0, 2
 """A fused q/k/v linear whose output is ``split`` (``ModelSpec.fused_qkv``, Qwen (1.0)'s ``c_attn``), beyond one GEMM

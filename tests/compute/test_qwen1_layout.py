@@ -136,3 +136,20 @@ def test_flash_rotary_is_decided_from_the_card(attention: str, compute: str, run
                            "batch": {"micro_batch_size": 1, "seq_len": 1024, "grad_accum": 1}})
     spec = model_spec_of(card)
     assert spec.fused_qkv and spec.fused_rotary is runs
+
+
+def test_trace_builds_qwen1_as_qwen2_from_inline_and_local_configs(tmp_path) -> None:
+    import json
+
+    from trainfit.cli.trace_cmd import hf_config_for
+    from trainfit.spec.card import load_card_dict
+
+    (tmp_path / "config.json").write_text(json.dumps(QWEN1_7B))
+    base = {"hardware": {"gpu": "a100-80gb", "gpus_per_node": 1}, "parallel": {"strategy": "single"},
+            "batch": {"micro_batch_size": 1, "seq_len": 256, "grad_accum": 1}}
+    for model in ({"id": "Qwen/Qwen-7B", "config": QWEN1_7B}, {"path": str(tmp_path)}, "Qwen/Qwen-1_8B"):
+        cfg = hf_config_for(load_card_dict(dict(base, model=model)))
+        assert cfg["model_type"] == "qwen2", model
+        assert cfg["num_key_value_heads"] == cfg["num_attention_heads"], model
+    inline = hf_config_for(load_card_dict(dict(base, model={"id": "Qwen/Qwen-7B", "config": QWEN1_7B})))
+    assert inline["intermediate_size"] == 11008 and inline["head_dim"] == 128

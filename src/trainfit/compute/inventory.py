@@ -209,7 +209,12 @@ pass-through copy) and ``.type_as(t)`` (4 + 2). Backward, 6 kernels and 28 bytes
 contiguous copies), the kernel with ``conjugate=True`` (4 + 4) and the upcast's gradient (4 + 2). flash-attn v2.8.0
 drops the clone (flash_attn/layers/rotary.py @09d422b1adda90f847b16c1a03d0d0dd6208f95f ``ApplyRotaryEmb.backward``),
 which postdates the rows. The upcast reads q / k as split views of the fused ``c_attn`` output (strided rows:
-``FLASH_ROTARY_STRIDED_BYTES``); the rest is contiguous."""
+``FLASH_ROTARY_STRIDED_BYTES``); the rest is contiguous.
+Null result (2026-12-03): these counts raise the host-bound Qwen README LoRA cells at 256 tokens (7B +37 -> +46 %,
+14B +28 -> +37 %, 1.8B +23 -> +32 %). Not offset by the attention glue: Qwen's ``FlashSelfAttention`` launches two
+``torch.arange`` cu_seqlens per layer at micro-batch 1 where the Llama-read glue counts two copies
+(``ATTENTION_GLUE_KERNELS``), the same launches (its bytes are fewer: q / k are the rotary's token-major outputs, v
+a view, the output a view)."""
 FUSED_QKV_SPLIT_BACKWARD_BYTES, FUSED_QKV_SPLIT_BACKWARD_KERNELS = 4.0, 1
 FUSED_QKV_INPUT_GRAD_SUM_BYTES, FUSED_QKV_INPUT_GRAD_SUM_KERNELS = 12.0, 2
 """A fused q/k/v linear whose output is ``split`` (``ModelSpec.fused_qkv``, Qwen (1.0)'s ``c_attn``), beyond one GEMM

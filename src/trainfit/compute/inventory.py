@@ -124,7 +124,7 @@ from trainfit.compute.float8_casts import (  # noqa: F401 - the FP8_* constants 
 )
 from trainfit.memory.activations import GPTQ_KERNEL_SWITCH_ROWS
 from trainfit.memory.lora import targeted_groups
-from trainfit.memory.params import LinearGroup, linear_groups
+from trainfit.memory.params import linear_groups
 from trainfit.spec.enums import LayerKind, MoeDispatcher
 from trainfit.spec.model import ModelSpec
 from trainfit.spec.training import LoraSpec

@@ -39,3 +39,26 @@ def test_host_bound_short_cells_within_half_of_published(row_id: str) -> None:
     card, _ = st.map_train(e)
     planned = st.plan_card(card)
     assert abs(planned.step_s / e["measured"]["value"] - 1.0) <= 0.5, planned.step_s
+
+
+def test_qwen1_zero3_fetches_c_attn_as_one_module() -> None:
+    """ZeRO-3 fetches Qwen (1.0)'s c_attn as one module (``plan.terms._layer_modules``), as its weight sync sends one
+    c_attn weight and bias (``compute.sync.hf_tensors``), not q / k / v."""
+    from trainfit.catalog.hf_config import spec_from_hf_config
+    from trainfit.compute.sync import hf_tensors
+    from trainfit.plan.terms import _layer_modules
+
+    card, _ = st.map_train(ROWS["qwen1-a100x2-7b-full-zero3-512"])
+    spec = spec_from_hf_config(card["model"]["config"], name="Qwen/Qwen-7B", source="test")
+    h, i = 4096, 11008
+    assert _layer_modules(spec, 0) == (h * 3 * h, h * h, h * i, h * i, i * h)
+    names = [n for n, _ in hf_tensors(spec)]
+    assert "qkv_proj" in names and "qkv_proj.bias" in names and "q_proj" not in names
+
+
+@pytest.mark.slow
+def test_every_qwen1_row_plans_within_half_of_published() -> None:
+    for row_id, e in ROWS.items():
+        card, _ = st.map_train(e)
+        planned = st.plan_card(card)
+        assert abs(planned.step_s / e["measured"]["value"] - 1.0) <= 0.5, (row_id, planned.step_s)

@@ -68,8 +68,8 @@ _TOP_LEVEL_WRAPPERS = {"qwen3_5": "qwen3_5_text", "qwen3_6": "qwen3_5_text", "ll
 
 QWEN1_MODEL_TYPE = "qwen"
 """Qwen (1.0)'s remote-code ``model_type``, planned on the Qwen2 layout (``qwen1_as_qwen2``) with its fused ``c_attn``
-(``ModelSpec.fused_qkv``) and flash-attn's rotary kernel (``ModelSpec.fused_rotary``; the config's ``use_flash_attn``
-"auto" imports it whenever flash-attn is installed, as the model's flash attention needs)."""
+(``ModelSpec.fused_qkv``) and flash-attn's rotary kernel where its flash attention runs (``ModelSpec.fused_rotary``, which
+the plan keeps only for a bf16 / fp16 card with ``attention: flash``: ``plan.resolve.flash_rotary_runs``)."""
 
 
 def qwen1_as_qwen2(dec: dict[str, Any], name: str) -> dict[str, Any]:

@@ -175,12 +175,15 @@ def _cp_ep_layout(card, spec_config: dict[str, Any]) -> dict[str, Any]:
 
 
 def hf_config_for(card) -> dict[str, Any]:
+    """The config transformers builds for the card's model: a Qwen (1.0) config (remote code, no transformers class)
+    as the Qwen2 config it is planned on (``hf_config.qwen1_as_qwen2``), whether it comes from the catalog, inline or
+    from a local config.json."""
     from trainfit.catalog.models import _index, hf_config_of
 
     m = card.model
     if not isinstance(m, str):
         if m.config is not None:
-            return m.config
+            return _buildable(m.config, m.id or "inline config")
         if m.params is not None:
             raise TraceCardError("model: a bare parameter count has no architecture to build; give a catalog id or config.json")
         m = m.id or m.path
@@ -189,8 +192,14 @@ def hf_config_for(card) -> dict[str, Any]:
     path = Path(m).expanduser()
     cfg = path / "config.json" if path.is_dir() else path
     if cfg.is_file():
-        return _read_config(cfg)
+        return _buildable(_read_config(cfg), str(cfg))
     raise TraceCardError(f"model: '{m}' is neither a catalog id nor a local config.json")
+
+
+def _buildable(cfg: dict[str, Any], name: str) -> dict[str, Any]:
+    from trainfit.catalog.hf_config import QWEN1_MODEL_TYPE, qwen1_as_qwen2
+
+    return qwen1_as_qwen2(cfg, name) if cfg.get("model_type") == QWEN1_MODEL_TYPE else cfg
 
 
 def _read_config(cfg: Path) -> dict[str, Any]:

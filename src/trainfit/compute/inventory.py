@@ -124,7 +124,7 @@ from trainfit.compute.float8_casts import (  # noqa: F401 - the FP8_* constants 
 )
 from trainfit.memory.activations import GPTQ_KERNEL_SWITCH_ROWS
 from trainfit.memory.lora import targeted_groups
-from trainfit.memory.params import LinearGroup, linear_groups
+from trainfit.memory.params import linear_groups
 from trainfit.spec.enums import LayerKind, MoeDispatcher
 from trainfit.spec.model import ModelSpec
 from trainfit.spec.training import LoraSpec
@@ -190,18 +190,31 @@ traced 4-layer Phi-3 against the same-shaped Llama (``trace.ops``, bf16, per lay
 Traced (8 heads, 4 KV heads, head_dim 32, hidden 256, I 688): forward +3 kernels, +2,560 B/token (formula 2,560);
 backward +1 cat (5,504 B/token = formula), +5 slice_backward (+4,864 B/token; formula 5,632: the trace counts each
 operand once, a lower bound), +1 add net (+3,840 B/token = formula)."""
-FLASH_ROTARY_FORWARD_BYTES, FLASH_ROTARY_FORWARD_KERNELS = 6.0 + 8.0 + 6.0, 3
-FLASH_ROTARY_BACKWARD_BYTES, FLASH_ROTARY_BACKWARD_KERNELS = 6.0 + 8.0 + 6.0, 3
+FLASH_ROTARY_FORWARD_BYTES, FLASH_ROTARY_FORWARD_KERNELS = 6.0 + 8.0 + 6.0, 1 + 2 + 1 + 1
+FLASH_ROTARY_BACKWARD_BYTES, FLASH_ROTARY_BACKWARD_KERNELS = 6.0 + 8.0 + 8.0 + 6.0, 1 + 1 + 2 + 1 + 1
 FLASH_ROTARY_STRIDED_BYTES = 6.0
-"""flash-attn's rotary (``ModelSpec.fused_rotary``) as Qwen (1.0)'s ``apply_rotary_pos_emb`` calls it, per element of q
-and of k, in place of the eager ``ROTARY_*`` ops: ``t.float()`` (read bf16 2, write fp32 4), ``apply_rotary_emb_func``
-(one Triton kernel, ``ApplyRotaryEmb.forward`` -> ``apply_rotary``: read 4, write 4; the (s, d/2) cos / sin tables
-are negligible) and ``.type_as(t)`` (4 + 2): 3 kernels and 20 bytes (modeling_qwen.py, read in a copy of the Qwen-72B
+"""flash-attn's Triton rotary (``ModelSpec.fused_rotary``) as Qwen (1.0)'s ``apply_rotary_pos_emb`` calls it, per
+element of q and of k, in place of the eager ``ROTARY_*`` ops (modeling_qwen.py, read in a copy of the Qwen-72B
 repository: mapengAdam/qianwen-72B modeling_qwen.py @3334bfe3d6d9d445cbe54185cd6aaef7e1e3c068
-``apply_rotary_pos_emb``; Dao-AILab/flash-attention flash_attn/layers/rotary.py ``ApplyRotaryEmb``, whose backward
-is the same kernel with ``conjugate=True``). Backward: the cast back's gradient (2 + 4), the kernel (4 + 4) and the
-upcast's gradient (4 + 2): 3 kernels, 20 bytes. The upcast reads q / k as split views of the fused ``c_attn`` output
-(strided rows: ``FLASH_ROTARY_STRIDED_BYTES``); the rest is contiguous."""
+``apply_rotary_pos_emb``: ``t_ = t.float()``, ``cos = cos.squeeze(0).squeeze(1)[:, :cos.shape[-1] // 2]`` (likewise
+sin), ``apply_rotary_emb_func(t_, cos, sin).type_as(t)``; Dao-AILab/flash-attention v2.3.3
+@83aef842beec1037eb8c1d9c3ef3ed8aae80b091 flash_attn/layers/rotary.py ``ApplyRotaryEmb`` l.36-92 and
+flash_attn/ops/triton/rotary.py ``apply_rotary`` l.190-200; the Triton rotary of v2.1.2 to v2.7.x, 2023's Qwen README
+profiling included). Forward, 5 kernels and 20 bytes: the upcast (read bf16 2, write fp32 4); ``apply_rotary``'s
+``cos, sin = cos.contiguous(), sin.contiguous()``, two copies since Qwen passes column slices of its (s, d) tables (the
+(s, d/2) fp32 tables are negligible bytes); the rotary kernel (read 4, write 4; rotary_dim == head_dim, so no
+pass-through copy) and ``.type_as(t)`` (4 + 2). Backward, 6 kernels and 28 bytes: the cast back's gradient (2 + 4),
+``ApplyRotaryEmb.backward``'s ``do = do.clone()`` (taken when neither ``interleaved`` nor ``inplace``, Qwen's call;
+4 + 4), the same two table copies (``ctx.save_for_backward`` keeps the sliced cos / sin, not ``apply_rotary``'s
+contiguous copies), the kernel with ``conjugate=True`` (4 + 4) and the upcast's gradient (4 + 2). flash-attn v2.8.0
+drops the clone (flash_attn/layers/rotary.py @09d422b1adda90f847b16c1a03d0d0dd6208f95f ``ApplyRotaryEmb.backward``),
+which postdates the rows. The upcast reads q / k as split views of the fused ``c_attn`` output (strided rows:
+``FLASH_ROTARY_STRIDED_BYTES``); the rest is contiguous.
+Null result (2026-12-03): these counts raise the host-bound Qwen README LoRA cells at 256 tokens (7B +37 -> +46 %,
+14B +28 -> +37 %, 1.8B +23 -> +32 %). Not offset by the attention glue: Qwen's ``FlashSelfAttention`` launches two
+``torch.arange`` cu_seqlens per layer at micro-batch 1 where the Llama-read glue counts two copies
+(``ATTENTION_GLUE_KERNELS``), the same launches (its bytes are fewer: q / k are the rotary's token-major outputs, v
+a view, the output a view)."""
 FUSED_QKV_SPLIT_BACKWARD_BYTES, FUSED_QKV_SPLIT_BACKWARD_KERNELS = 4.0, 1
 FUSED_QKV_INPUT_GRAD_SUM_BYTES, FUSED_QKV_INPUT_GRAD_SUM_KERNELS = 12.0, 2
 """A fused q/k/v linear whose output is ``split`` (``ModelSpec.fused_qkv``, Qwen (1.0)'s ``c_attn``), beyond one GEMM
@@ -764,21 +777,6 @@ class Adapter:
     the input is cast up, both products run in fp32, the output is cast back."""
 
 
-def timed_linear_groups(spec: ModelSpec) -> list[LinearGroup]:
-    """The decoder linears as they run: ``memory.params.linear_groups``, with q, k and v one ``qkv_proj`` GEMM where
-    the model fuses them alone (``ModelSpec.fused_qkv``: Qwen (1.0)'s ``c_attn``, one biased linear of q + 2 kv
-    outputs and one adapter on it)."""
-    groups = linear_groups(spec)
-    if not spec.fused_qkv or spec.fused_projections:
-        return groups
-    by_name = {g.name: g for g in groups}
-    q, k, v = (by_name.get(n) for n in ("q_proj", "k_proj", "v_proj"))
-    if q is None or k is None or v is None:
-        return groups
-    fused = LinearGroup("qkv_proj", q.in_features, q.out_features + k.out_features + v.out_features, q.count, q.bias)
-    return [fused if g is q else g for g in groups if g is not k and g is not v]
-
-
 @lru_cache(maxsize=2048)
 def _adapted_groups(spec: ModelSpec, targets: tuple[str, ...]) -> frozenset[str]:
     """Names of the linear groups PEFT wraps for ``targets``: the memory plan's ``targeted_groups``, so the
@@ -790,8 +788,6 @@ def _adapted_groups(spec: ModelSpec, targets: tuple[str, ...]) -> frozenset[str]
 
 
 def _targeted(spec: ModelSpec, name: str, adapter: Adapter | None) -> bool:
-    if name == "qkv_proj" and spec.fused_qkv and not spec.fused_projections:  # the memory plan's q_proj adapter
-        name = "q_proj"
     return adapter is not None and name in _adapted_groups(spec, adapter.targets)
 
 
@@ -1184,7 +1180,7 @@ def step_inventory(
     zc_strided = ZERO_CENTRED_NORM_STRIDED_BYTES * zc_elements
     strided += zc_strided
     # linears
-    for g in timed_linear_groups(spec):
+    for g in linear_groups(spec):
         frozen = adapter is not None
         lora = _targeted(spec, g.name, adapter)
         if g.routed:  # also a shard holding one expert (E / ep == 1): the routed rows, not every token.
@@ -1725,9 +1721,9 @@ def _sac_recomputed_gemms(spec: ModelSpec, adapter: Adapter | None, *, all_linea
     every one of them re-runs, and only the other matmuls (the router's) alternate."""
     seq: list[str] = []
     if all_linears:
-        names = {g.name for g in timed_linear_groups(spec) if not g.routed}
+        names = {g.name for g in linear_groups(spec) if not g.routed}
         return names | {n for n in _sac_recomputed_gemms(spec, adapter) if n not in names}
-    for g in timed_linear_groups(spec):
+    for g in linear_groups(spec):
         if g.routed:
             continue
         if not g.bias:
@@ -1735,7 +1731,7 @@ def _sac_recomputed_gemms(spec: ModelSpec, adapter: Adapter | None, *, all_linea
         if _targeted(spec, g.name, adapter):
             seq += [g.name + ".A", g.name + ".B"]
     if spec.moe is not None:  # the router's linear runs after attention, before the experts
-        attn = ("q_proj", "k_proj", "v_proj", "o_proj", "in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a", "out_proj")
+        attn = ("q_proj", "k_proj", "v_proj", "qkv_proj", "o_proj", "in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a", "out_proj")
         at = sum(1 for n in seq if n.split(".")[0] in attn)
         seq.insert(at, "router")
     return {n for k, n in enumerate(seq, start=1) if k % 2 == 0}

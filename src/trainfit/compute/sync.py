@@ -1022,7 +1022,9 @@ def hf_tensors(spec: ModelSpec, *, fused_experts: bool = False) -> tuple[tuple[s
             + [t("o_proj", h * q)] + ([t("o_proj.bias", h)] if spec.o_proj_bias else [])
             + ([t("q_norm", q if spec.qk_norm_full_width else hd), t("k_norm", kv if spec.qk_norm_full_width else hd)]
                if spec.qk_norm else []))
-    if spec.fused_projections:  # Phi-3: one qkv_proj tensor (modeling_phi3.py l.205), then o_proj
+    if spec.fused_projections or spec.fused_qkv:
+        # Phi-3: one qkv_proj tensor (modeling_phi3.py l.205), then o_proj; Qwen (1.0): c_attn.weight, c_attn.bias,
+        # then c_proj.weight (``ModelSpec.fused_qkv``)
         attn = ([t("qkv_proj", (q + 2 * kv) * h)] + ([t("qkv_proj.bias", q + 2 * kv)] if bias else [])
                 + [t("o_proj", h * q)] + ([t("o_proj.bias", h)] if spec.o_proj_bias else []))
     linear_attn = [(f"linear_attn.{n}", None)

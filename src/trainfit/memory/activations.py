@@ -387,7 +387,8 @@ def _attention(ctx: _Ctx, spec: ModelSpec, x_rg: bool, *, masked: bool = False) 
     gated = spec.attn_output_gate
     total = 0
     fused = spec.fused_projections
-    if fused:  # one qkv_proj: q, k and v are slices of its output (Phi-3)
+    sliced_v = fused or spec.fused_qkv  # v is a slice of one qkv output (Phi-3's qkv_proj, Qwen (1.0)'s c_attn)
+    if sliced_v:  # one qkv_proj: q, k and v are slices of its output
         total, q_rg = _linear(ctx, "qkv_proj", h, x_rg)
         k_rg = v_rg = q_rg
     else:
@@ -429,6 +430,11 @@ def _attention(ctx: _Ctx, spec: ModelSpec, x_rg: bool, *, masked: bool = False) 
             # transformers 4.48-4.55 makes q contiguous (head-major): the output's transpose is a copy
             # (attention.HF_SDPA_CONTIGUOUS); compiled layers keep the measured rules
             o_in_copy = o_in_copy or not ctx.compiled
+        elif spec.fused_qkv and not fused:
+            # Qwen (1.0): the attention kernel saves v, a split view of c_attn's output (modeling_qwen.py
+            # ``mixed_x_layer.split``; FlashSelfAttention's ``rearrange`` of it is a view), so that output stays
+            # alive; q and k are the rotary's new tensors, and the kernel's output is token-major (no copy)
+            total += fused_qkv_extra_bytes(spec, tokens=T, dtype_bytes=a, value_saved=True)
         elif fused:
             total += fused_qkv_extra_bytes(spec, tokens=T, dtype_bytes=a, value_saved=True)
             # Phi-3's rotary ends in a cat: q is head-major, so is the kernel's output, and o_proj reads a copy;
@@ -455,7 +461,7 @@ def _attention(ctx: _Ctx, spec: ModelSpec, x_rg: bool, *, masked: bool = False) 
             total += T * a * H * s  # bf16 probabilities for p@v
         if s_rg:
             total += T * a * rep  # repeat_kv(v)
-            if fused and KV == H:  # repeat_kv returns v itself: a slice of qkv_proj's output
+            if sliced_v and KV == H:  # repeat_kv returns v itself: a slice of qkv_proj's output
                 total += fused_qkv_extra_bytes(spec, tokens=T, dtype_bytes=a, value_saved=True)
         o_in_copy = True
     o_rg = True
@@ -1175,7 +1181,7 @@ def _mm_outputs(ctx: _Ctx, spec: ModelSpec, i: int) -> list[int]:
     moe = spec.moe is not None and spec.moe.is_moe_layer(i)
     if spec.layer_kind(i) is LayerKind.FULL_ATTENTION:
         qo = spec.q_dim * (2 if spec.attn_output_gate else 1)
-        attn = ([("qkv_proj", qo + 2 * spec.kv_dim, spec.attention_bias)] if spec.fused_projections else
+        attn = ([("qkv_proj", qo + 2 * spec.kv_dim, spec.attention_bias)] if spec.fused_projections or spec.fused_qkv else
                 [("q_proj", qo, spec.attention_bias), ("k_proj", spec.kv_dim, spec.attention_bias),
                  ("v_proj", spec.kv_dim, spec.attention_bias)]) + [("o_proj", spec.hidden_size, spec.o_proj_bias)]
     else:

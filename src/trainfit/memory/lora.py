@@ -79,11 +79,29 @@ def _v4_names(spec: ModelSpec) -> tuple[tuple[str, str], str]:
     return (pair[0], pair[1]), down
 
 
+QWEN1_MODULE_NAMES = {"qkv_proj": "c_attn", "o_proj": "c_proj", "gate_proj": "w2", "up_proj": "w1",
+                      "down_proj": "c_proj"}
+"""The module names Qwen (1.0)'s remote code gives the linears (``ModelSpec.fused_qkv``), the names a PEFT target
+matches there: ``QWenAttention.c_attn`` (q, k and v in one biased linear) and ``.c_proj``; ``QWenMLP.w1`` and ``.w2``
+(``a1 * F.silu(a2)``: w2 is the gated branch) and ``.c_proj``, so ``c_proj`` names both the attention output and the
+MLP's down projection (modeling_qwen.py shipped with the checkpoints, read in a copy of the Qwen-72B repository:
+mapengAdam/qianwen-72B modeling_qwen.py @3334bfe3d6d9d445cbe54185cd6aaef7e1e3c068 ``QWenAttention.__init__``,
+``QWenMLP``). Qwen's own finetune.py targets ``["c_attn", "c_proj", "w1", "w2"]`` (QwenLM/Qwen finetune.py
+@00dceebbaaec2bf642ad327f7022ac9b6f8da187 ``LoraArguments.lora_target_modules``); ``q_proj`` / ``k_proj`` /
+``v_proj`` match no module of it and are refused, as PEFT refuses them."""
+
+
+def _qwen1_layout(spec: ModelSpec) -> bool:
+    return spec.fused_qkv and not spec.fused_projections
+
+
 def _target_names(spec: ModelSpec, g: LinearGroup) -> tuple[str, ...]:
     """Target names that make PEFT wrap group ``g``: the fused experts answer to their v4 names (the
     fused ``gate_up_proj`` to ``gate_proj``+``up_proj``, Mixtral's to ``w1``+``w3``), a converting family's
-    same-named dense MLP to none."""
+    same-named dense MLP to none, Qwen (1.0)'s linears to their own names (``QWEN1_MODULE_NAMES``)."""
     short = _short(g.name)
+    if _qwen1_layout(spec) and short in QWEN1_MODULE_NAMES:
+        return (QWEN1_MODULE_NAMES[short],)
     if g.is_fused_experts:
         pair, down = _v4_names(spec)
         return pair if short == "gate_up_proj" else ((down,) if short == "down_proj" else (short,))

@@ -80,7 +80,9 @@ def _attention_linears(spec: ModelSpec, count: int) -> list[LinearGroup]:
         return _mla_linears(spec, count)
     h, q, kv = spec.hidden_size, spec.q_dim, spec.kv_dim
     q_out = 2 * q if spec.attn_output_gate else q
-    if spec.fused_projections:  # Phi-3: one qkv_proj (no bias), then o_proj
+    if spec.fused_projections or spec.fused_qkv:
+        # Phi-3: one qkv_proj (no bias), then o_proj; Qwen (1.0): one biased c_attn, then c_proj
+        # (``ModelSpec.fused_qkv``; its MLP stays three linears, ``_dense_mlp``)
         return [LinearGroup("qkv_proj", h, q_out + 2 * kv, count, spec.attention_bias),
                 LinearGroup("o_proj", q, h, count, spec.o_proj_bias)]
     return [

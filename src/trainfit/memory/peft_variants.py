@@ -110,6 +110,9 @@ def check_dense(spec: ModelSpec, scope: Scope) -> None:
 
 def resolve_ia3(spec: ModelSpec, targets: list[str] | None, feedforward: list[str] | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(targets, feedforward) with PEFT's defaults for the model type; a target matching no linear is refused."""
+    if spec.fused_qkv and not spec.fused_projections:
+        raise CardError(f"scope: ia3 on {spec.name} (Qwen (1.0)'s c_attn / c_proj / w1 / w2 layout) is not modelled;"
+                        " allowed there: full, lora, qlora, dora")
     if targets is None:
         if spec.family not in IA3_DEFAULTS:
             raise CardError(f"ia3.targets: PEFT has no default (IA)^3 targets for {spec.family}; give them, from:"

@@ -6,13 +6,14 @@ Pure: no torch, no I/O beyond reading catalog data files.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import lru_cache
 
 from trainfit.catalog.gpus import GpuSpec, custom_gpu, resolve_gpu
 from trainfit.catalog.models import resolve_model
 from trainfit.errors import CardError
 from trainfit.spec.card import RunCard
-from trainfit.spec.enums import AdapterDtype, LoraDropoutPosition
+from trainfit.spec.enums import AdapterDtype, Attention, ComputeDtype, LoraDropoutPosition
 from trainfit.spec.model import ModelSpec
 from trainfit.spec.training import LoraSpec, TrainableSpec
 
@@ -33,7 +34,24 @@ def model_spec_of(card: RunCard) -> ModelSpec:
             spec = with_mtp(spec)
         except ConfigError as exc:
             raise CardError(f"model.mtp: {exc}") from None
+    if spec.fused_rotary and not flash_rotary_runs(card):
+        spec = replace(spec, fused_rotary=False)
     return spec
+
+
+FLASH_ROTARY_COMPUTE = frozenset({ComputeDtype.BF16, ComputeDtype.FP16})
+
+
+def flash_rotary_runs(card: RunCard) -> bool:
+    """Whether a model whose code calls flash-attn's rotary kernel (``ModelSpec.fused_rotary``: Qwen (1.0)) runs it
+    under this card: Qwen (1.0)'s ``_import_flash_attn`` (which binds ``apply_rotary_emb_func``) runs only when
+    ``use_flash_attn`` resolves true, and its ``"auto"`` is true only for a bf16 or fp16 model (an fp32 one turns it
+    off) with flash-attn importable; ``apply_rotary_pos_emb`` then calls the kernel only on a CUDA tensor
+    (modeling_qwen.py shipped with the checkpoints, read in a copy of the Qwen-72B repository: mapengAdam/qianwen-72B
+    modeling_qwen.py @3334bfe3d6d9d445cbe54185cd6aaef7e1e3c068 ``QWenLMHeadModel.__init__``'s ``use_flash_attn``
+    branch, ``_import_flash_attn``, ``apply_rotary_pos_emb``). The card says it with ``attention: flash`` and
+    ``precision.compute`` bf16 / fp16; otherwise the eager rotary ops run."""
+    return card.attention is Attention.FLASH and card.precision.compute in FLASH_ROTARY_COMPUTE
 
 
 def _model_ref(card: RunCard) -> str | dict:

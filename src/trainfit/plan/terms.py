@@ -861,7 +861,7 @@ def _layer_modules(spec: ModelSpec, i: int) -> tuple[int, ...]:
     mods: list[int] = []
     if spec.layer_kind(i) is LayerKind.FULL_ATTENTION:
         q_out = 2 * spec.q_dim if spec.attn_output_gate else spec.q_dim
-        if spec.fused_projections:  # Phi-3: one qkv_proj module
+        if spec.fused_projections or spec.fused_qkv:  # Phi-3: one qkv_proj module; Qwen (1.0): one c_attn
             mods += [h * (q_out + 2 * spec.kv_dim), spec.q_dim * h]
         else:
             mods += [h * q_out, h * spec.kv_dim, h * spec.kv_dim, spec.q_dim * h]

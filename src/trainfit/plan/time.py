@@ -846,7 +846,8 @@ def zero3_grad_groups(spec: ModelSpec, *, expert_loop: bool = False) -> tuple[tu
     for i in range(spec.num_layers):
         mods = _layer_modules(spec, i)
         full = spec.layer_kind(i) is LayerKind.FULL_ATTENTION
-        fused = spec.fused_projections and full  # Phi-3: qkv_proj, o_proj; gate_up_proj, down_proj
+        # Phi-3: qkv_proj, o_proj (gate_up_proj, down_proj below); Qwen (1.0): c_attn with its bias, c_proj
+        fused = (spec.fused_projections or spec.fused_qkv) and full
         n_attn = (2 if fused else 4) if full else 5
         attn = list(mods[:n_attn])
         if fused:

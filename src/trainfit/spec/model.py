@@ -266,12 +266,15 @@ class ModelSpec:
     3 * projection_size)`` then ``mixed_x_layer.split(self.split_size, dim=2)``; its MLP is ``w1``, ``w2``,
     ``c_proj``; modeling_qwen.py shipped with the checkpoints, read in a copy of the Qwen-72B repository:
     mapengAdam/qianwen-72B modeling_qwen.py @3334bfe3d6d9d445cbe54185cd6aaef7e1e3c068 ``QWenAttention``,
-    ``QWenMLP``): one GEMM and one adapter instead of three (``compute.inventory``, step time only: the memory terms
-    keep three projections of the same total shape, whose adapters hold 2 x rank x hidden more parameters)."""
+    ``QWenMLP``): one ``qkv_proj`` linear group with its bias (``memory.params.linear_groups``), so one GEMM, one
+    adapter (named ``c_attn``, ``memory.lora.QWEN1_MODULE_NAMES``) and v a slice of its output, in memory, time and
+    weight sync alike."""
     fused_rotary: bool = False
-    """Rotary runs as flash-attn's ``apply_rotary_emb_func`` (one Triton kernel per tensor, between an fp32 upcast and
-    the cast back) instead of eager ops: Qwen (1.0)'s ``apply_rotary_pos_emb`` when flash-attn >= 2.1.1 is installed
-    (same file, ``_import_flash_attn`` and ``apply_rotary_pos_emb``; ``compute.inventory.FLASH_ROTARY_*``). Its
+    """The model's code runs rotary as flash-attn's ``apply_rotary_emb_func`` (one Triton kernel per tensor, between an
+    fp32 upcast and the cast back) instead of eager ops when its flash attention is on: Qwen (1.0)'s
+    ``apply_rotary_pos_emb`` (same file, ``_import_flash_attn`` and ``apply_rotary_pos_emb``;
+    ``compute.inventory.FLASH_ROTARY_*``). The plan keeps it only for a card with ``attention: flash`` and bf16 / fp16
+    compute (``plan.resolve.flash_rotary_runs``: ``use_flash_attn`` "auto" is off in fp32). Its
     ``RMSNorm`` would likewise call flash-attn's fused ``rms_norm``, but that needs the ``csrc/layer_norm`` extension,
     which Qwen's README lists as optional ("Below are optional. Installing them might be slow.", QwenLM/Qwen README.md
     @85cb093f20e1faa1d772d6abe8458661f3b09202): the eager norm is kept. Counted as one kernel per norm instead

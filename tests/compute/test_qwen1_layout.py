@@ -96,14 +96,16 @@ def _forward_s(**kw) -> float:
 
 
 def test_reentrant_discount_is_gated_by_the_checkpoint_and_te_layers():
-    """The first forward pays the no-grad host rate only under a re-entrant checkpoint of eager layers: the same step
-    with the non-re-entrant checkpoint, or with Transformer Engine layers, keeps the autograd rate."""
+    """The first forward pays the no-grad host rate only under a re-entrant checkpoint: the non-re-entrant checkpoint
+    keeps the autograd rate; with Transformer Engine layers only the kernels launched outside TE's autograd Functions
+    (``training.outside_te_kernel_share``) get it, so the saving is smaller than for eager layers but not nil."""
     reentrant = _forward_s(recompute_whole_layer=True)
     plain = _forward_s(recompute_whole_layer=False)
     assert reentrant < plain
     te = _forward_s(recompute_whole_layer=True, te_layers=True)
     te_plain = _forward_s(recompute_whole_layer=False, te_layers=True)
-    assert te == pytest.approx(te_plain)
+    assert te_plain == pytest.approx(plain)
+    assert reentrant < te < te_plain
 
 
 def test_lora_dropout_is_one_fused_kernel():

@@ -60,7 +60,7 @@ from trainfit.memory.params import (
     ParamBreakdown, linear_groups, param_breakdown, param_tensors, routed_expert_layer_params,
 )
 from trainfit.memory.phases import StepTerms
-from trainfit.memory.pipeline import Stage
+from trainfit.memory.pipeline import Stage, first_chunk_forwards_in_flight
 from trainfit.memory.sharding import Sharding
 from trainfit.memory.weights import WeightBytes, count_scale
 from trainfit.plan.rank_buffers import backward_buffers, comm_buffers, loss_region, stage_forward_transient
@@ -276,9 +276,14 @@ def rank_terms(card: RunCard, spec: ModelSpec, sharding: Sharding, layout: Paral
                         f" {len(stage.layers)} decoder layers (Transformer Engine keeps the last layer on the GPU)")
     full_offload = card.parallel.activation_offload and not offloaded
     # the head's saved inputs are alive for head_forwards_in_flight of the in-flight forwards (the current one among
-    # them on the last rank), the other in-flight forwards hold decoder layers only
+    # them on the last rank), the token ids (the first rank's embedding less the rotary cos/sin every chunk saves,
+    # checkpointed_embedding) for the chunk-0 forwards only (first_chunk_forwards_in_flight); the other in-flight
+    # forwards hold decoder layers (and the cos/sin) only
     heads = head_forwards_in_flight(stage)
-    inflight = 0.0 if full_offload else (in_flight - 1) * (one - act.head) + (heads - 1) * act.head
+    ids = act.checkpointed_embedding if stage.first else 0.0
+    embedded = first_chunk_forwards_in_flight(layout, stage.index, later=later) if stage.first else 0
+    held = (in_flight - 1) * (one - act.head - ids) + (heads - 1) * act.head + (embedded - 1) * ids
+    inflight = 0.0 if full_offload else held
     b, s_loc = card.batch.micro_batch_size, card.batch.seq_len // layout.cp
     tokens = b * s_loc
     a = 4 if prec.compute is ComputeDtype.FP32 else 2
@@ -317,7 +322,8 @@ def rank_terms(card: RunCard, spec: ModelSpec, sharding: Sharding, layout: Paral
     if offloaded:
         host["activations"] = sum(act.per_layer[:offloaded]) * per_node
     elif card.parallel.activation_offload:
-        host["activations"] = one * in_flight * per_node
+        # every in-flight forward offloaded: the same heads and embeddings as kept on the GPU otherwise
+        host["activations"] = (one + held) * per_node
 
     fsdp: dict[str, float] = {}
     if sharding.gathers_params:

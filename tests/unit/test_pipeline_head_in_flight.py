@@ -95,13 +95,31 @@ def test_deallocated_outputs_leave_only_the_received_input() -> None:
 
 def test_megatron_received_input_is_the_first_norms_saved_input() -> None:
     """``plan.ranks.pipeline_input_bytes``: a Megatron-Core rank's first layer saves the received tensor itself (its
-    norm's input, in the layer figure), torch.distributed.pipelining's eager layers keep it apart."""
-    from trainfit.plan.ranks import pipeline_input_bytes
+    norm's input, in the layer figure), torch.distributed.pipelining's eager layers keep it apart. Llama-3.1-8B, pp 4
+    1F1B, 8 micro-batches of 1 x 2048 tokens, bf16, no TP, outputs kept (not deallocated): one residual tensor is
+    2 B x 2048 x 4096 = 16,777,216 B; in flight at the first backward 4, 3, 2, 1 micro-batches on ranks 0-3. Stage
+    buffers = in-flight x (output sent + input received):
+    torch pipelining  rank 0: 4 x (1 + 0) x 16,777,216 = 67,108,864 (no input: the embedding)
+                      rank 1: 3 x (1 + 1) x 16,777,216 = 100,663,296
+                      rank 2: 2 x (1 + 1) x 16,777,216 = 67,108,864
+                      rank 3: 1 x (0 + 1) x 16,777,216 = 16,777,216 (no output: the loss)
+    Megatron-Core     the received input inside the layer figure: 67,108,864, 50,331,648, 33,554,432, 0
+    full checkpointing (torch): the checkpointed first layer's saved input is the received one: as Megatron-Core."""
+    from trainfit.plan import make_plan
+    from trainfit.spec.card import load_card_dict
 
-    assert pipeline_input_bytes(unit=8.0, first=False, checkpointed=False, megatron=False) == 8.0
-    assert pipeline_input_bytes(unit=8.0, first=False, checkpointed=False, megatron=True) == 0.0
-    assert pipeline_input_bytes(unit=8.0, first=False, checkpointed=True, megatron=False) == 0.0
-    assert pipeline_input_bytes(unit=8.0, first=True, checkpointed=False, megatron=False) == 0.0
+    def buffers(impl: str, ckpt: bool) -> list[float]:
+        plan = make_plan(load_card_dict({
+            "model": "meta-llama/Llama-3.1-8B", "method": "sft", "scope": "full",
+            "hardware": {"gpu": "h100-sxm", "gpus_per_node": 4, "nodes": 1},
+            "parallel": {"strategy": "ddp", "pipeline_parallel": 4, "tensor_parallel_impl": impl,
+                         "gradient_checkpointing": ckpt},
+            "batch": {"micro_batch_size": 1, "seq_len": 2048, "grad_accum": 8}}))
+        return [max(p.components.get("pipeline_buffers", 0.0) for p in plan.stage_phases[s]) for s in range(4)]
+
+    assert buffers("dtensor", False) == [67_108_864, 100_663_296, 67_108_864, 16_777_216]
+    assert buffers("megatron", False) == [67_108_864, 50_331_648, 33_554_432, 0]
+    assert buffers("dtensor", True) == [67_108_864, 50_331_648, 33_554_432, 0]
 
 
 def _combined_last_rank_peaks(pp: int, v: int, m: int) -> tuple[int, int, int]:

@@ -2074,7 +2074,12 @@ def map_rl(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     # length and closes a micro-batch once its count x its longest (rounded up) sequence would pass the budget
     # (NVIDIA-NeMo/RL nemo_rl/distributed/batched_data_dict.py shard_by_batch_size l.524-592
     # @b1c86a816c5e2b4ca41ece193624a38dc62e6fdf): each micro-batch's padded tensor holds at most the budget, a token
-    # budget as verl's, not a fixed count of sequences
+    # budget, not a fixed count of sequences. Planned with verl's semantics (packed, balanced, ceil(tokens / budget)
+    # micro-batches): an approximation. NeMo RL sorts each chunk by length (l.340-375 there), strides it over the
+    # data-parallel ranks, fills greedily and pads every micro-batch to count x its longest (rounded to
+    # sequence_length_round), so a micro-batch holds floor(budget / longest) sequences: at least verl's count, and
+    # more padded tokens. Not modelled: the plan carries one mean and spread per length, not the sorted lengths the
+    # greedy fill needs; the rows' notes say so.
     budget_packing = (e["framework"] in ("verl", "nemo-rl")
                       or (e["framework"] == "areal" and tr.get("sequence_packing") is True))
     dynamic = (budget_packing and not mbs and bool(tokens_per_gpu) and tr.get("sequence_packing") is not False

@@ -391,10 +391,21 @@ def parallel_blockers(dims: dict[str, Any]) -> list[str]:
     return []
 
 
-PIPELINE_OUTPUTS_DEALLOCATED = ("megatron-bridge",)
+PIPELINE_OUTPUTS_DEALLOCATED = ("megatron-bridge", "nemo-rl")
 """Frameworks whose pipeline stages free each sent output (the card's ``parallel.pipeline_outputs_deallocated``):
 Megatron-Bridge's GPTModelProvider defaults Megatron-Core's deallocate_pipeline_outputs to True
 (NVIDIA-NeMo/Megatron-Bridge src/megatron/bridge/models/gpt_provider.py l.162 @067f987df03b8355b03192d88d70f1709fedf51a).
+NeMo RL's Megatron backend builds its model from that provider since v0.4: ``AutoBridge.from_hf_pretrained(...)
+.to_megatron_provider`` saved at import (NVIDIA-NeMo/RL nemo_rl/models/megatron/community_import.py l.36-40, l.90 at
+v0.4.0 c751f811217db7df0d4c94abdeaada6626cfc150) and reloaded as ``model_cfg = cfg_from_pretrained.model``
+(nemo_rl/models/policy/megatron_policy_worker.py l.537 at v0.4.0; policy/workers/megatron_policy_worker.py l.619 at
+v0.5.0 6c7089300fded94abfa49bb9cbf9eb357d862461; nemo_rl/models/megatron/setup.py l.296-325 at v0.6.0
+5fb588932bf835506a8a5bac01de4f8c7ab0a065), and no NeMo RL file sets deallocate_pipeline_outputs at those tags; the
+Megatron-Bridge they pin keeps the default True (gpt_provider.py l.107 @62f4704b, l.139 @1e9a459b, l.157 @95e5f38f:
+the v0.4.0, v0.5.0 and v0.6.0 submodule commits). NeMo RL v0.3 built through NeMo's ``nemo.tron`` and GPTConfig
+instead (nemo_rl/models/policy/megatron_policy_worker.py l.58-106, l.443 at v0.3.0
+b1c86a816c5e2b4ca41ece193624a38dc62e6fdf), whose default at its pinned NeMo is not checked here: the v0.3 rows state
+``pipeline_outputs_deallocated: false`` (Megatron-Core's own default), which an entry's value overrides.
 The ``megatron`` entries are left out: that name also covers Megatron-DeepSpeed runs (bigscience) and Megatron-LM
 releases older than the option; an entry whose run is a Megatron-LM of 2023-05 or later states
 ``parallel.pipeline_outputs_deallocated`` itself."""
@@ -422,8 +433,8 @@ def model_parallel_section(dims: dict[str, Any], *, num_layers: int | None = Non
         if dims.get("pipeline_scatter_gather") and tp > 1:
             # Megatron-LM's scatter/gather pipeline sends, where the entry's note cites the run's commit
             out["pipeline_scatter_gather"] = True
-        if framework in PIPELINE_OUTPUTS_DEALLOCATED or dims.get("pipeline_outputs_deallocated"):
-            # the framework's default, or the entry's own Megatron-LM run (its note cites the option's source)
+        if dims.get("pipeline_outputs_deallocated", framework in PIPELINE_OUTPUTS_DEALLOCATED):
+            # the entry's own value where it states one (its note cites the option's source), else the framework's
             out["pipeline_outputs_deallocated"] = True
         vpp = dims.get("vpp") or dims.get("virtual_stages") or 1
         if vpp > 1:
@@ -2028,7 +2039,7 @@ def map_rl(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
                      " planned as compile (plan/time.py fused_kernels)")
     if tr.get("activation_checkpointing") is not None:
         parallel["gradient_checkpointing"] = bool(tr["activation_checkpointing"])
-    mp, n = model_parallel_section(tr)
+    mp, n = model_parallel_section(tr, framework=e["framework"])
     parallel.update(mp)
     notes += n
     mbs = tr.get("micro_batch_size")
@@ -2063,7 +2074,12 @@ def map_rl(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     # length and closes a micro-batch once its count x its longest (rounded up) sequence would pass the budget
     # (NVIDIA-NeMo/RL nemo_rl/distributed/batched_data_dict.py shard_by_batch_size l.524-592
     # @b1c86a816c5e2b4ca41ece193624a38dc62e6fdf): each micro-batch's padded tensor holds at most the budget, a token
-    # budget as verl's, not a fixed count of sequences
+    # budget, not a fixed count of sequences. Planned with verl's semantics (packed, balanced, ceil(tokens / budget)
+    # micro-batches): an approximation. NeMo RL sorts each chunk by length (l.340-375 there), strides it over the
+    # data-parallel ranks, fills greedily and pads every micro-batch to count x its longest (rounded to
+    # sequence_length_round), so a micro-batch holds floor(budget / longest) sequences: at least verl's count, and
+    # more padded tokens. Not modelled: the plan carries one mean and spread per length, not the sorted lengths the
+    # greedy fill needs; the rows' notes say so.
     budget_packing = (e["framework"] in ("verl", "nemo-rl")
                       or (e["framework"] == "areal" and tr.get("sequence_packing") is True))
     dynamic = (budget_packing and not mbs and bool(tokens_per_gpu) and tr.get("sequence_packing") is not False

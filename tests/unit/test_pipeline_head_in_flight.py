@@ -95,10 +95,80 @@ def test_deallocated_outputs_leave_only_the_received_input() -> None:
 
 def test_megatron_received_input_is_the_first_norms_saved_input() -> None:
     """``plan.ranks.pipeline_input_bytes``: a Megatron-Core rank's first layer saves the received tensor itself (its
-    norm's input, in the layer figure), torch.distributed.pipelining's eager layers keep it apart."""
-    from trainfit.plan.ranks import pipeline_input_bytes
+    norm's input, in the layer figure), torch.distributed.pipelining's eager layers keep it apart. Llama-3.1-8B, pp 4
+    1F1B, 8 micro-batches of 1 x 2048 tokens, bf16, no TP, outputs kept (not deallocated): one residual tensor is
+    2 B x 2048 x 4096 = 16,777,216 B; in flight at the first backward 4, 3, 2, 1 micro-batches on ranks 0-3. Stage
+    buffers = in-flight x (output sent + input received):
+    torch pipelining  rank 0: 4 x (1 + 0) x 16,777,216 = 67,108,864 (no input: the embedding)
+                      rank 1: 3 x (1 + 1) x 16,777,216 = 100,663,296
+                      rank 2: 2 x (1 + 1) x 16,777,216 = 67,108,864
+                      rank 3: 1 x (0 + 1) x 16,777,216 = 16,777,216 (no output: the loss)
+    Megatron-Core     the received input inside the layer figure: 67,108,864, 50,331,648, 33,554,432, 0
+    full checkpointing (torch): the checkpointed first layer's saved input is the received one: as Megatron-Core."""
+    from trainfit.plan import make_plan
+    from trainfit.spec.card import load_card_dict
 
-    assert pipeline_input_bytes(unit=8.0, first=False, checkpointed=False, megatron=False) == 8.0
-    assert pipeline_input_bytes(unit=8.0, first=False, checkpointed=False, megatron=True) == 0.0
-    assert pipeline_input_bytes(unit=8.0, first=False, checkpointed=True, megatron=False) == 0.0
-    assert pipeline_input_bytes(unit=8.0, first=True, checkpointed=False, megatron=False) == 0.0
+    def buffers(impl: str, ckpt: bool) -> list[float]:
+        plan = make_plan(load_card_dict({
+            "model": "meta-llama/Llama-3.1-8B", "method": "sft", "scope": "full",
+            "hardware": {"gpu": "h100-sxm", "gpus_per_node": 4, "nodes": 1},
+            "parallel": {"strategy": "ddp", "pipeline_parallel": 4, "tensor_parallel_impl": impl,
+                         "gradient_checkpointing": ckpt},
+            "batch": {"micro_batch_size": 1, "seq_len": 2048, "grad_accum": 8}}))
+        return [max(p.components.get("pipeline_buffers", 0.0) for p in plan.stage_phases[s]) for s in range(4)]
+
+    assert buffers("dtensor", False) == [67_108_864, 100_663_296, 67_108_864, 16_777_216]
+    assert buffers("megatron", False) == [67_108_864, 50_331_648, 33_554_432, 0]
+    assert buffers("dtensor", True) == [67_108_864, 50_331_648, 33_554_432, 0]
+
+
+def _combined_last_rank_peaks(pp: int, v: int, m: int) -> tuple[int, int, int]:
+    """Replay of the last rank under ``overlap_moe_expert_parallel_comm`` (schedules.py l.966-969: one warm-up forward
+    more; l.1735, l.1890-1905: forward ``k + W`` and backward ``k`` in one combined step; model_chunk_schedule_plan.py
+    l.500-630: the backward chunk's head backward first, then forward layer i with backward layer L-1-i, the forward
+    chunk's head forward last). Returns the chunk forwards alive at the first head backward, the most head forwards
+    alive at once and the most chunk forwards' worth of decoder layers alive at once (a layer pair counted at the
+    backward layer's release, its one-layer transient aside)."""
+    layers = 4  # decoder layers per chunk: only ratios matter
+    table = []
+    for lo in range(0, m, pp):
+        hi = m if lo + pp >= m else lo + pp
+        table += [(mb, c) for c in range(v) for mb in range(lo, hi)]
+    total = m * v
+    warm = min((v - 1) * pp + 1, total)
+    held: dict[tuple[int, int], int] = {}  # (micro-batch, chunk) -> decoder layers alive
+    heads: set[int] = set()
+    at_first_head_bwd, most_heads, most_layers = -1, 0, 0
+    for k in range(warm):
+        held[table[k]] = layers
+        heads |= {table[k][0]} if table[k][1] == v - 1 else set()
+        most_heads = max(most_heads, len(heads))
+    for k in range(total - warm):
+        f, (bmb, bc) = table[k + warm], table[k]
+        b = (bmb, v - 1 - bc)
+        if b[1] == v - 1:  # head backward first
+            if at_first_head_bwd < 0:
+                at_first_head_bwd = len(held)
+            heads.discard(bmb)
+        held[f] = 0
+        for i in range(layers):
+            held[f] += 1
+            held[b] -= 1
+            most_layers = max(most_layers, sum(held.values()))
+        del held[b]
+        if f[1] == v - 1:  # head forward last
+            heads.add(f[0])
+        most_heads = max(most_heads, len(heads))
+    return at_first_head_bwd, most_heads, most_layers // layers
+
+
+@pytest.mark.parametrize(("pp", "v", "m"), [(4, 4, 64), (4, 4, 8), (2, 12, 32), (2, 2, 4), (8, 4, 16)])
+def test_moe_comm_overlap_keeps_the_counts(pp: int, v: int, m: int) -> None:
+    """The extra warm-up forward of the combined 1F1B schedule is the forward that 1F1B runs just before its first
+    backward: the same chunk forwards are alive at the first backward (``Stage.in_flight_first_backward`` without the
+    overlap), one head at a time on the last rank (``head_forwards_in_flight``)."""
+    layout = ParallelLayout(pp=pp, virtual_stages=v, micro_batches=m, schedule=PipelineSchedule.INTERLEAVED)
+    stage = stage_of(layout, pp * v, pp - 1)
+    at_first, most_heads, most_forwards = _combined_last_rank_peaks(pp, v, m)
+    assert at_first == stage.in_flight_first_backward == most_forwards
+    assert most_heads == head_forwards_in_flight(stage) == 1

@@ -89,6 +89,37 @@ def warmup_forwards(layout: ParallelLayout, stage: int) -> int:
     return min(2 * (pp - stage - 1) + (v - 1) * pp, m * v)
 
 
+def schedule_table(micro_batches: int, chunks: int, group: int) -> list[tuple[int, int]]:
+    """Megatron-Core's interleaved order of (micro-batch, model chunk) forwards on every rank
+    (``get_schedule_table``, NVIDIA/Megatron-LM @d98e8a64ddf34856e74b24714e3bedb2f5a39553
+    megatron/core/pipeline_parallel/schedules.py l.989-1015): groups of ``group`` micro-batches
+    (``microbatch_group_size_per_vp_stage``, pp by default), each group through every chunk in turn, the last group
+    holding what is left. Backward k walks the micro-batch of entry k through the chunks in reverse
+    (``get_model_chunk_id`` l.1244-1249)."""
+    table: list[tuple[int, int]] = []
+    for lo in range(0, micro_batches, group):
+        hi = micro_batches if lo + group >= micro_batches else lo + group
+        table += [(mb, c) for c in range(chunks) for mb in range(lo, hi)]
+    return table
+
+
+def first_chunk_forwards_in_flight(layout: ParallelLayout, stage: int, *, later: bool) -> int:
+    """Forwards of model chunk 0 (on rank 0 the one holding the embedding) whose saved activations are alive when
+    pipeline rank ``stage`` starts its first backward (``later``: its second). 1F1B has one chunk: every in-flight
+    forward (``Stage.in_flight_first_backward`` / ``in_flight_later_backward``). Interleaved: the forwards run so far
+    (the warm-up, the steady state's forward ``k + W`` before backward ``k``, all of them when everything is
+    warm-up) less those already walked back, counted in ``schedule_table``'s order (group size pp)."""
+    pp, v, m = layout.pp, layout.virtual_stages, layout.micro_batches
+    warm, total = warmup_forwards(layout, stage), m * v
+    k = 1 if later else 0
+    if v == 1:
+        return max(1, min(warm + 1, total - k))
+    table = schedule_table(m, v, pp)
+    run = table[:min(warm + 1 + k, total)]
+    done = {(mb, v - 1 - c) for mb, c in table[:k]}
+    return sum(1 for f in run if f[1] == 0 and f not in done)
+
+
 def stage_layer_counts(num_layers: int, pp: int, *, first: int | None = None, last: int | None = None,
                        layout: tuple[int, ...] | None = None) -> tuple[int, ...]:
     """Decoder layers of each pipeline rank (all its chunks): a ``layout``'s virtual stages summed per rank

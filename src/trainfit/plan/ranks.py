@@ -60,7 +60,7 @@ from trainfit.memory.params import (
     ParamBreakdown, linear_groups, param_breakdown, param_tensors, routed_expert_layer_params,
 )
 from trainfit.memory.phases import StepTerms
-from trainfit.memory.pipeline import Stage
+from trainfit.memory.pipeline import Stage, first_chunk_forwards_in_flight
 from trainfit.memory.sharding import Sharding
 from trainfit.memory.weights import WeightBytes, count_scale
 from trainfit.plan.rank_buffers import backward_buffers, comm_buffers, loss_region, stage_forward_transient
@@ -275,8 +275,15 @@ def rank_terms(card: RunCard, spec: ModelSpec, sharding: Sharding, layout: Paral
         raise CardError(f"parallel.activation_offload_layers: {offloaded} must be below the stage's"
                         f" {len(stage.layers)} decoder layers (Transformer Engine keeps the last layer on the GPU)")
     full_offload = card.parallel.activation_offload and not offloaded
-    # in-flight forwards other than the current one hold decoder layers only (head_forwards_in_flight)
-    inflight = 0.0 if full_offload else (in_flight - 1) * (one - act.head * head_forwards_in_flight(stage))
+    # the head's saved inputs are alive for head_forwards_in_flight of the in-flight forwards (the current one among
+    # them on the last rank), the token ids (the first rank's embedding less the rotary cos/sin every chunk saves,
+    # checkpointed_embedding) for the chunk-0 forwards only (first_chunk_forwards_in_flight); the other in-flight
+    # forwards hold decoder layers (and the cos/sin) only
+    heads = head_forwards_in_flight(stage)
+    ids = act.checkpointed_embedding if stage.first else 0.0
+    embedded = first_chunk_forwards_in_flight(layout, stage.index, later=later) if stage.first else 0
+    held = (in_flight - 1) * (one - act.head - ids) + (heads - 1) * act.head + (embedded - 1) * ids
+    inflight = 0.0 if full_offload else held
     b, s_loc = card.batch.micro_batch_size, card.batch.seq_len // layout.cp
     tokens = b * s_loc
     a = 4 if prec.compute is ComputeDtype.FP32 else 2
@@ -315,7 +322,8 @@ def rank_terms(card: RunCard, spec: ModelSpec, sharding: Sharding, layout: Paral
     if offloaded:
         host["activations"] = sum(act.per_layer[:offloaded]) * per_node
     elif card.parallel.activation_offload:
-        host["activations"] = one * in_flight * per_node
+        # every in-flight forward offloaded: the same heads and embeddings as kept on the GPU otherwise
+        host["activations"] = (one + held) * per_node
 
     fsdp: dict[str, float] = {}
     if sharding.gathers_params:
@@ -427,7 +435,22 @@ def head_forwards_in_flight(stage: Stage) -> int:
     in-flight forward: DeepSeek-V3 on 256 GB200 (PP 4, VP 4, 13 forwards in flight on the last rank) planned
     12 x 5.66 GiB of head activations that are never alive together (last rank 209.9 -> 142.0 GiB). Published
     memory point #413 (torchtitan Llama 3.1 405B, PP 8 interleaved, reserved 72.7 GiB) moves -39.0% -> -45.3%: its
-    over-counted head had hidden part of an underestimate that lies elsewhere."""
+    over-counted head had hidden part of an underestimate that lies elsewhere.
+
+    Megatron-Core's ``overlap_moe_expert_parallel_comm`` (``parallel.moe_comm_overlap``) changes neither count. Its
+    interleaved schedule warms up with one forward more (schedules.py l.966-969), but its steady state then runs
+    forward ``k + W + 1`` and backward ``k`` as one combined step (l.1735, l.1890-1905 -> ``combined_1f1b.py``
+    ``combined_forward_backward_step`` -> ``TransformerModelChunkSchedulePlan.run``,
+    megatron/core/models/common/model_chunk_schedule_plan.py l.500-630 at the same commit) whose order is: the
+    backward chunk's post-process (the head and loss backward, l.551-552) first, then forward layer i paired with
+    backward layer ``L - 1 - i`` (each backward layer released after its pair, l.560-574), and the forward chunk's
+    post-process (the head forward, l.617-618) last. So at the step's first backward the rank holds the ``W + 1``
+    warm-up forwards, the count ``warmup_forwards`` + 1 without the overlap; the pairs keep their sum at that count
+    (plus the paired forward layer, a one-layer transient not modelled here); and the new micro-batch's head runs
+    only after the old one's is freed: one head alive on the last rank, not two. PP = 1
+    (``forward_backward_no_pipelining`` l.778 -> ``combined_1f1b_schedule_for_no_pipelining``, combined_1f1b.py
+    l.59-117: the first micro-batch's forward alone, then forward i + 1 with backward i) is the same order with no
+    warm-up: one micro-batch in flight. Checked by the replay in tests/unit/test_pipeline_head_in_flight.py."""
     return 1 if stage.last else 0
 
 

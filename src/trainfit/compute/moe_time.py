@@ -107,7 +107,8 @@ that host work, and Megatron-Bridge's performance recipes set both
 ``cuda_graph_scope = ["attn", "moe_router", "moe_preprocess"]``, b300 l.39 and l.219,
 @067f987df03b8355b03192d88d70f1709fedf51a; the Qwen3-30B-A3B 16-GPU H100 library recipe too,
 src/megatron/bridge/recipes/qwen/h100/qwen3_moe.py l.160 and l.213-214 @6799f099712c961f15cf92d6bd88998f029d672d).
-``MoeLaunch.FUSED`` (the default) keeps the factor on them, as for those recipes; ``MoeLaunch.EAGER`` (a recipe with
+``MoeLaunch.FUSED`` keeps the factor on them, as for those recipes; ``MoeLaunch.EAGER`` (Megatron-Core's own
+defaults, which an unset ``moe_launch`` resolves to on a Megatron-Core card, ``ParallelSection.resolved_moe_launch``: a recipe with
 ``cuda_graph_impl = "none"`` and ``moe_router_fusion = False``, as every gpt-oss H100 library recipe, same file family
 src/megatron/bridge/recipes/gpt_oss/h100/gpt_oss.py l.99/105, 223/229, 366/372, 496/502, 652/658 at that commit)
 counts each of them at the full per-kernel host rate (``inventory.step_inventory(moe_eager_launch=True)``: the

@@ -485,6 +485,17 @@ class ParallelSection(_Section):
             # @2a75ac12c54ba6a42b34024756820bf819a2e25f)
             raise ValueError(f"parallel.activation_offload_layers: {k} is Megatron-Core's cpu_offloading, which runs"
                              " without activation recompute and without pipeline parallelism; allowed with them: null")
+        megatron = self.tensor_parallel_impl is TensorParallelImpl.MEGATRON
+        if self.pipeline_outputs_deallocated and not (megatron and self.pipeline_parallel > 1):
+            # Megatron-Core's deallocate_pipeline_outputs frees a sent stage output: only a Megatron-Core pipeline
+            raise ValueError("parallel.pipeline_outputs_deallocated: true is Megatron-Core's deallocate_pipeline_outputs,"
+                             " read with tensor_parallel_impl: megatron and pipeline_parallel > 1 (got"
+                             f" {self.tensor_parallel_impl.value}, pipeline_parallel {self.pipeline_parallel});"
+                             " allowed otherwise: false")
+        if self.moe_launch is not None and not megatron:
+            raise ValueError(f"parallel.moe_launch: '{self.moe_launch.value}' describes Megatron-Core's router and"
+                             " dispatcher, read with tensor_parallel_impl: megatron (got"
+                             f" {self.tensor_parallel_impl.value}); allowed otherwise: null")
         n = self.checkpoint_every_n_layers
         if n is not None and self.gradient_checkpointing is not True:
             raise ValueError(f"parallel.checkpoint_every_n_layers: {n} needs gradient_checkpointing: true (the chosen"

@@ -133,6 +133,12 @@ Qwen3-30B-A3B (A800, also mapped eager) not at all (host 0.19 -> 0.30 s a forwar
 instead (an experiment, not committed), the force-balanced performance rows whose recipes graph the router move 8-28
 points over (Megatron-Bridge 25.09 GB200 Qwen3-235B-A22B +10% -> +38%, B200 Qwen3-30B-A3B -1% -> +23%): those recipes'
 CUDA graphs are why the factor stays their default.
+Since 2026-12-03 the card's ``moe_launch`` is null unless stated, resolved to Megatron-Core's defaults (eager) on a
+Megatron-Core card (``spec.card.ParallelSection.resolved_moe_launch``); ``benchmarks/step_times.py`` maps fused the
+Megatron-Bridge MoE rows whose recipes set ``moe_router_fusion`` / the router CUDA graph (``MOE_LAUNCH_FUSED``), so
+the rows above keep their values, and the Megatron-LM and NeMo 2.0 MoE rows that state neither now resolve eager:
+Qwen3-235B-A22B TP 4 / EP 8 / PP 8 / VPP 4 (MoE-Zoo H100 -33.2% -> -25.5%, XTuner H800 -30.3% -> -23.5%), the
+others within 0.2 points except DGX Cloud 25.05 Grok-1 fp8 on GB200 (-12.6% -> -13.4%); no subset median moved.
 
 **Checked on the gpt-oss verification cards after the eager launches (2026-12-03), nothing set from it.** (1) Their
 RoPE is unfused on unpacked rows too (Megatron-Core's default apply_rope_fusion False stands in the gpt-oss H100

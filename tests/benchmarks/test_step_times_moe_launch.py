@@ -46,6 +46,16 @@ def test_megatron_bridge_moe_rows_map_fused_and_others_resolve_eager() -> None:
     assert st.validate(card).parallel.resolved_moe_launch.value == "eager"
 
 
+@pytest.mark.parametrize("row_id", ["moezoo-h100-qwen3-235b-deepep-tp4-ep8-pp8-vpp4", "dgxc2505-gb200-grok1-314b-pt-fp8-128g",
+                                    "nemo2502-b200-mixtral-8x7b-pt-fp8-64g", "nemo2504-gb200-mixtral-8x7b-pt-fp8-64g"])
+def test_rows_whose_recipe_fuses_or_graphs_the_router_state_fused(row_id: str) -> None:
+    train = {e["id"]: e for e in st.load_entries(st.TRAIN_DATA)}
+    e = train[row_id]
+    assert e["parallel"]["moe_launch"] == "fused" and "Router and dispatcher launches: fused" in e["note"]
+    card, _ = st.map_train(e)
+    assert card["parallel"]["moe_launch"] == "fused"
+
+
 def test_verl_megatron_moe_rows_map_eager_with_their_script_cited() -> None:
     rl = {e["id"]: e for e in st.load_entries(st.RL_DATA)}
     for row_id in ("verl-fully-async-grpo-qwen3-30b-a3b-h20-colocate-128g",

@@ -135,10 +135,13 @@ points over (Megatron-Bridge 25.09 GB200 Qwen3-235B-A22B +10% -> +38%, B200 Qwen
 CUDA graphs are why the factor stays their default.
 Since 2026-12-03 the card's ``moe_launch`` is null unless stated, resolved to Megatron-Core's defaults (eager) on a
 Megatron-Core card (``spec.card.ParallelSection.resolved_moe_launch``); ``benchmarks/step_times.py`` maps fused the
-Megatron-Bridge MoE rows whose recipes set ``moe_router_fusion`` / the router CUDA graph (``MOE_LAUNCH_FUSED``), so
-the rows above keep their values, and the Megatron-LM and NeMo 2.0 MoE rows that state neither now resolve eager:
-Qwen3-235B-A22B TP 4 / EP 8 / PP 8 / VPP 4 (MoE-Zoo H100 -33.2% -> -25.5%, XTuner H800 -30.3% -> -23.5%), the
-others within 0.2 points except DGX Cloud 25.05 Grok-1 fp8 on GB200 (-12.6% -> -13.4%); no subset median moved.
+Megatron-Bridge MoE rows whose recipes set ``moe_router_fusion`` / the router CUDA graph (``MOE_LAUNCH_FUSED``), and
+the entries whose notes cite ``--moe-router-fusion`` / router CUDA graphs / ``enable_cuda_graph`` state
+``moe_launch: fused`` (MoE-Zoo's Qwen3-235B-A22B H100 rows, DGX Cloud 25.05 Grok-1 GB200, NeMo 25.02 B200 and 25.04
+GB200 Mixtral-8x7B), so those rows keep their values; the Megatron-LM and NeMo 2.0 MoE rows that cite neither now
+resolve eager: XTuner's Qwen3-235B-A22B H800 TP 4 / EP 8 / PP 8 / VPP 4 -30.3% -> -23.5%, the others (XTuner's other
+layouts, DGX Cloud's DeepSeek-V3, Llama 4 Maverick and H100 Grok-1, NeMo's Mixtral-8x22B) within 0.2 points; no
+subset median moved.
 
 **Checked on the gpt-oss verification cards after the eager launches (2026-12-03), nothing set from it.** (1) Their
 RoPE is unfused on unpacked rows too (Megatron-Core's default apply_rope_fusion False stands in the gpt-oss H100

@@ -411,6 +411,33 @@ releases older than the option; an entry whose run is a Megatron-LM of 2023-05 o
 ``parallel.pipeline_outputs_deallocated`` itself."""
 
 
+MOE_LAUNCH_FUSED = ("megatron-bridge",)
+"""Frameworks whose MoE recipes fuse Megatron-Core's router or capture it and the dispatcher's preprocessing in CUDA
+graphs (the card's ``parallel.moe_launch`` fused; unset, a Megatron-Core card launches them eagerly,
+``ParallelSection.resolved_moe_launch``): Megatron-Bridge's performance recipes set ``moe_router_fusion = True`` for
+every MoE family (NVIDIA-NeMo/Megatron-Bridge @067f987df03b8355b03192d88d70f1709fedf51a
+src/megatron/bridge/perf_recipes/deepseek/common.py l.34, qwen/b200/qwen3_moe.py l.43 and l.203 ``cuda_graph_scope =
+["attn", "moe_router", "moe_preprocess"]``, qwen/gb300/qwen3_moe.py l.41, gpt_oss/b200/gpt_oss.py l.29,
+gpt_oss/gb300/gpt_oss.py l.184 and l.194-195), and its Qwen3-30B-A3B H100 library recipes too
+(src/megatron/bridge/recipes/qwen/h100/qwen3_moe.py l.160 and l.213-214 @6799f099712c961f15cf92d6bd88998f029d672d).
+An entry whose recipe sets ``cuda_graph_impl = "none"`` with ``moe_router_fusion = False`` (the gpt-oss H100 library
+recipes) states ``moe_launch: eager`` itself, and the entry's value wins. Only the 067f987d perf recipes were read;
+the older releases' rows (2509-2606) are keyed on the same framework without their own commit read."""
+
+
+def model_is_moe(model: Any) -> bool:
+    """A card's ``model`` value (catalog id or inline ``{"id", "config"}``) has routed experts."""
+    if isinstance(model, dict) and model.get("config"):
+        from trainfit.catalog.hf_config import spec_from_hf_config
+
+        spec = spec_from_hf_config(model["config"], name=str(model.get("id") or "inline"), source="entry config")
+    else:
+        from trainfit.catalog.models import resolve_model as catalog_model
+
+        spec = catalog_model(model["id"] if isinstance(model, dict) else model)
+    return spec.moe is not None
+
+
 def model_parallel_section(dims: dict[str, Any], *, num_layers: int | None = None, framework: str = "",
                            shape: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[str]]:
     """The card's tensor / pipeline / context / expert parallel fields for an entry's parallelism (``num_layers``,
@@ -1276,6 +1303,11 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         mp["tensor_parallel_impl"] = "megatron"
         notes.append("tensor_parallel_impl megatron (Megatron-Core ColumnParallelLinear/RowParallelLinear,"
                      " VocabParallelEmbedding, vocab_parallel_cross_entropy)")
+        if "moe_launch" not in mp and e["framework"] in MOE_LAUNCH_FUSED and model_is_moe(model):
+            # the framework's MoE recipes fuse the router / graph the dispatcher (MOE_LAUNCH_FUSED cites them)
+            mp["moe_launch"] = "fused"
+            notes.append("parallel.moe_launch fused: Megatron-Bridge's MoE recipes set moe_router_fusion True"
+                         " (and cuda_graph_scope moe_router / moe_preprocess)")
         container = next((c for c in MEGATRON_CORE_COMBINE_KEEPS_EXPERT_OUTPUT if e.get("note", "").startswith(c)), None)
         if container:
             mp["moe_probs_in_experts"] = False

@@ -32,12 +32,40 @@ def test_gpt_oss_cards_map_eager_with_their_recipe_cited(row_id: str) -> None:
     assert card["parallel"]["moe_launch"] == "eager"
 
 
-def test_other_megatron_moe_rows_keep_the_default() -> None:
-    # the Qwen3-30B-A3B 16-GPU recipes fuse the router (and the pretraining one graphs it): the default stands
+def test_megatron_bridge_moe_rows_map_fused_and_others_resolve_eager() -> None:
+    # the Qwen3-30B-A3B 16-GPU recipes fuse the router (and the pretraining one graphs it): Megatron-Bridge's MoE
+    # recipes map fused (step_times.MOE_LAUNCH_FUSED); a Megatron-LM MoE row states nothing and resolves to
+    # Megatron-Core's defaults, eager
     for row_id in ("mbvc-qwen3-30b-a3b-pretrain-h100-16g", "mbvc-qwen3-30b-a3b-sft-h100-16g",
                    "mbvc-qwen3-30b-a3b-pretrain-perf-h100-16g"):
         card, _ = st.map_train(ROWS[row_id])
-        assert "moe_launch" not in card["parallel"]
+        assert card["parallel"]["moe_launch"] == "fused"
+    train = {e["id"]: e for e in st.load_entries(st.TRAIN_DATA)}
+    card, _ = st.map_train(train["xtuner-h800-qwen3-235b-tp4-ep8-pp8-vpp4"])
+    assert "moe_launch" not in card["parallel"]
+    assert st.validate(card).parallel.resolved_moe_launch.value == "eager"
+
+
+@pytest.mark.parametrize("row_id", ["moezoo-h100-qwen3-235b-deepep-tp4-ep8-pp8-vpp4", "dgxc2505-gb200-grok1-314b-pt-fp8-128g",
+                                    "nemo2502-b200-mixtral-8x7b-pt-fp8-64g", "nemo2504-gb200-mixtral-8x7b-pt-fp8-64g"])
+def test_rows_whose_recipe_fuses_or_graphs_the_router_state_fused(row_id: str) -> None:
+    train = {e["id"]: e for e in st.load_entries(st.TRAIN_DATA)}
+    e = train[row_id]
+    assert e["parallel"]["moe_launch"] == "fused" and "Router and dispatcher launches: fused" in e["note"]
+    card, _ = st.map_train(e)
+    assert card["parallel"]["moe_launch"] == "fused"
+
+
+def test_verl_megatron_moe_rows_map_eager_with_their_script_cited() -> None:
+    rl = {e["id"]: e for e in st.load_entries(st.RL_DATA)}
+    for row_id in ("verl-fully-async-grpo-qwen3-30b-a3b-h20-colocate-128g",
+                   "verl-fully-async-grpo-qwen3-30b-a3b-h20-async-96-32", "verl-grpo-deepseek-v3-671b-h20-96g"):
+        e = rl[row_id]
+        assert e["train"]["moe_launch"] == "eager" and "overrides neither moe_router_fusion" in e["note"]
+    # the async 96/32 row is unmapped (its samples per step are not pinned); the two others map eager
+    for row_id in ("verl-fully-async-grpo-qwen3-30b-a3b-h20-colocate-128g", "verl-grpo-deepseek-v3-671b-h20-96g"):
+        card, _ = st.map_rl(rl[row_id])
+        assert card["parallel"]["moe_launch"] == "eager"
 
 
 def test_eager_launches_lengthen_the_host_bound_sft_card_toward_its_published_step() -> None:

@@ -219,34 +219,52 @@ def test_dispatcher_sync_costs_a_refill_and_a_round_trip_not_the_layer():
     assert max(host, device) < s <= max(host, device) + t.host_syncs * (device / t.kernels * 2 + SYNC_ROUND_TRIP_S)
 
 
+# One decoder layer of Qwen3-30B-A3B (an MoE layer: 128 experts, top-8, softmax router), expert parallel 8 (16 local
+# experts), tensor parallel 1, 4,096 tokens, the all-to-all dispatcher, Megatron-Core's TEGroupedMLP. Hand count of
+# the launches MoeLaunch.EAGER moves out of the compile kernel factor, per pass:
+#   forward: router and permutation, 14 (softmax, top-k, normalise, the routing-map sort / histogram, permute,
+#            unpermute, probability scale, scatter-add: compute/inventory.py MOE_DISPATCH_KERNELS' list)
+#          + dispatcher preprocess, 7 (routing_map.sum, the per-rank split sum, the tp x ep all-gather, the local slice,
+#            its per-rank sum, the per-TP sum, the per-local-expert sum: token_dispatcher.py preprocess)
+#          + 4 D2H copies (tokens_per_expert, input_splits, output_splits, output_splits_tp)
+#          + 2 chunk sorts (sort_chunks_by_idxs after the dispatch and before the combine; 16 local experts, ep 8)
+#          = 27 kernels
+#   backward: the router / permutation backward at 1.9 kernels per forward kernel (14 x 1.9 = 26.6) + the 2 inverse
+#             chunk sorts (the split sizes are already on the host) = 28.6 kernels
+# Host time: those kernels lose the compile factor's 0.35 and pay the whole per-kernel rate, H100 65 us forward /
+# 12 us backward (compute/rates.py defaults): 27 x 0.65 x 65 us = 1,140.75 us; 28.6 x 0.65 x 12 us = 223.08 us.
+ONE_MOE_LAYER = replace(MOE, num_layers=1)
+EAGER_FORWARD_KERNELS, EAGER_BACKWARD_KERNELS = 27.0, 28.6
+EAGER_FORWARD_HOST_S, EAGER_BACKWARD_HOST_S = 1140.75e-6, 223.08e-6
+
+
+def _one_layer_inventories():
+    shard = rank_spec(ONE_MOE_LAYER, tp=1, pp=1, ep=8, etp=1)
+    kw = {"micro_batch_size": 1, "seq_len": 4096, "expert_parallel": 8, "megatron_experts": True}
+    return shard, step_inventory(shard, **kw), step_inventory(shard, moe_eager_launch=True, **kw)
+
+
 def test_eager_router_and_dispatcher_launches_leave_the_compile_kernel_factor():
     # MoeLaunch.EAGER (cuda_graph_impl "none", moe_router_fusion False): the router's and dispatcher's kernels and
     # their backward go to the unscaled fused_kernels; the kernel and byte totals are unchanged
-    kw = {"micro_batch_size": 1, "seq_len": 4096, "expert_parallel": 8, "megatron_experts": True}
-    fused = step_inventory(_shard(8), **kw)
-    eager = step_inventory(_shard(8), moe_eager_launch=True, **kw)
-    n_moe = sum(1 for i in range(MOE.num_layers) if MOE.moe.is_moe_layer(i))
-    work = mt.moe_layer_work(tokens=4096, hidden=MOE.hidden_size, experts=mt.router_experts(local_experts=16, ep=8),
-                             local_experts=16, top_k=MOE.moe.experts_per_token, ep=8)
-    from trainfit.compute.inventory import BACKWARD_KERNEL_FACTOR, MOE_DISPATCH_KERNELS
-    assert eager.layers_forward.fused_kernels - fused.layers_forward.fused_kernels == pytest.approx(
-        n_moe * (MOE_DISPATCH_KERNELS + work.forward_kernels))
+    shard, fused, eager = _one_layer_inventories()
+    assert ONE_MOE_LAYER.moe.is_moe_layer(0)
+    assert eager.layers_forward.fused_kernels - fused.layers_forward.fused_kernels == pytest.approx(EAGER_FORWARD_KERNELS)
     assert eager.layers_backward.fused_kernels - fused.layers_backward.fused_kernels == pytest.approx(
-        n_moe * (BACKWARD_KERNEL_FACTOR * MOE_DISPATCH_KERNELS + work.backward_kernels))
+        EAGER_BACKWARD_KERNELS)
     assert eager.layers_forward.kernels == fused.layers_forward.kernels
     assert eager.layers_forward.memory_bytes == fused.layers_forward.memory_bytes
     # only Megatron-Core's layers: elsewhere the flag changes nothing
-    assert step_inventory(_shard(8), micro_batch_size=1, seq_len=4096, expert_parallel=8, moe_eager_launch=True) == \
-        step_inventory(_shard(8), micro_batch_size=1, seq_len=4096, expert_parallel=8)
+    kw = {"micro_batch_size": 1, "seq_len": 4096, "expert_parallel": 8}
+    assert step_inventory(shard, moe_eager_launch=True, **kw) == step_inventory(shard, **kw)
 
 
 def test_eager_launches_add_host_time_at_the_full_per_kernel_rate():
     from trainfit.compute.training import pass_seconds
     from trainfit.plan.time import COMPILE_KERNEL_FACTOR
-    kw = {"micro_batch_size": 1, "seq_len": 4096, "expert_parallel": 8, "megatron_experts": True}
-    fused = step_inventory(_shard(8), **kw).layers_forward
-    eager = step_inventory(_shard(8), moe_eager_launch=True, **kw).layers_forward
-    f = pass_seconds(fused, rates=H100, seq_len=4096, backward=False, kernel_factor=COMPILE_KERNEL_FACTOR)
-    e = pass_seconds(eager, rates=H100, seq_len=4096, backward=False, kernel_factor=COMPILE_KERNEL_FACTOR)
-    moved = eager.fused_kernels - fused.fused_kernels
-    assert e.host_s - f.host_s == pytest.approx(moved * (1 - COMPILE_KERNEL_FACTOR) * H100.host_s_per_forward_kernel)
+    _, fused, eager = _one_layer_inventories()
+    for backward, want in ((False, EAGER_FORWARD_HOST_S), (True, EAGER_BACKWARD_HOST_S)):
+        f, e = ((inv.layers_backward if backward else inv.layers_forward) for inv in (fused, eager))
+        t_f = pass_seconds(f, rates=H100, seq_len=4096, backward=backward, kernel_factor=COMPILE_KERNEL_FACTOR)
+        t_e = pass_seconds(e, rates=H100, seq_len=4096, backward=backward, kernel_factor=COMPILE_KERNEL_FACTOR)
+        assert t_e.host_s - t_f.host_s == pytest.approx(want, rel=1e-9)

@@ -52,7 +52,7 @@ def check_torchtitan(cfg: dict, keys: dict) -> None:
                 assert isinstance(value, list), (key, value)
 
 
-MODEL_OVERRIDES = {"pipeline_model_parallel_layout"}
+MODEL_OVERRIDES = {"pipeline_model_parallel_layout", "deallocate_pipeline_outputs", "moe_router_fusion"}
 """Megatron-Core TransformerConfig fields the NeMo RL export sets through megatron_cfg.model_overrides."""
 
 

@@ -107,7 +107,8 @@ that host work, and Megatron-Bridge's performance recipes set both
 ``cuda_graph_scope = ["attn", "moe_router", "moe_preprocess"]``, b300 l.39 and l.219,
 @067f987df03b8355b03192d88d70f1709fedf51a; the Qwen3-30B-A3B 16-GPU H100 library recipe too,
 src/megatron/bridge/recipes/qwen/h100/qwen3_moe.py l.160 and l.213-214 @6799f099712c961f15cf92d6bd88998f029d672d).
-``MoeLaunch.FUSED`` (the default) keeps the factor on them, as for those recipes; ``MoeLaunch.EAGER`` (a recipe with
+``MoeLaunch.FUSED`` keeps the factor on them, as for those recipes; ``MoeLaunch.EAGER`` (Megatron-Core's own
+defaults, which an unset ``moe_launch`` resolves to on a Megatron-Core card, ``ParallelSection.resolved_moe_launch``: a recipe with
 ``cuda_graph_impl = "none"`` and ``moe_router_fusion = False``, as every gpt-oss H100 library recipe, same file family
 src/megatron/bridge/recipes/gpt_oss/h100/gpt_oss.py l.99/105, 223/229, 366/372, 496/502, 652/658 at that commit)
 counts each of them at the full per-kernel host rate (``inventory.step_inventory(moe_eager_launch=True)``: the
@@ -132,6 +133,15 @@ Qwen3-30B-A3B (A800, also mapped eager) not at all (host 0.19 -> 0.30 s a forwar
 instead (an experiment, not committed), the force-balanced performance rows whose recipes graph the router move 8-28
 points over (Megatron-Bridge 25.09 GB200 Qwen3-235B-A22B +10% -> +38%, B200 Qwen3-30B-A3B -1% -> +23%): those recipes'
 CUDA graphs are why the factor stays their default.
+Since 2026-12-03 the card's ``moe_launch`` is null unless stated, resolved to Megatron-Core's defaults (eager) on a
+Megatron-Core card (``spec.card.ParallelSection.resolved_moe_launch``); ``benchmarks/step_times.py`` maps fused the
+Megatron-Bridge MoE rows whose recipes set ``moe_router_fusion`` / the router CUDA graph (``MOE_LAUNCH_FUSED``), and
+the entries whose notes cite ``--moe-router-fusion`` / router CUDA graphs / ``enable_cuda_graph`` state
+``moe_launch: fused`` (MoE-Zoo's Qwen3-235B-A22B H100 rows, DGX Cloud 25.05 Grok-1 GB200, NeMo 25.02 B200 and 25.04
+GB200 Mixtral-8x7B), so those rows keep their values; the Megatron-LM and NeMo 2.0 MoE rows that cite neither now
+resolve eager: XTuner's Qwen3-235B-A22B H800 TP 4 / EP 8 / PP 8 / VPP 4 -30.3% -> -23.5%, the others (XTuner's other
+layouts, DGX Cloud's DeepSeek-V3, Llama 4 Maverick and H100 Grok-1, NeMo's Mixtral-8x22B) within 0.2 points; no
+subset median moved.
 
 **Checked on the gpt-oss verification cards after the eager launches (2026-12-03), nothing set from it.** (1) Their
 RoPE is unfused on unpacked rows too (Megatron-Core's default apply_rope_fusion False stands in the gpt-oss H100

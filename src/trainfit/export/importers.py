@@ -824,6 +824,7 @@ def _verl_megatron(t: str, M: str, get: Any, d: dict[str, Any], notes: list[str]
     from trainfit.export.parallel import (
         FP8_RECIPE_FROM_MEGATRON,
         checkpointing_from_megatron,
+        launch_from_megatron,
         megatron_precision,
     )
 
@@ -846,6 +847,14 @@ def _verl_megatron(t: str, M: str, get: Any, d: dict[str, Any], notes: list[str]
         if n is not None:
             par[field] = _num(t, f"{M}.override_transformer_config.{key}", n)
     _megatron_extras(t, f"{M}.override_transformer_config", lambda k: get(f"{M}.override_transformer_config.{k}"), par)
+    # deallocate_pipeline_outputs / moe_router_fusion as the file sets them; unset, Megatron-Core's defaults (both
+    # false): verl's config converter leaves deallocate_pipeline_outputs commented out
+    # (verl/models/mcore/config_converter.py l.374 @1dda039b6c6311889a9c9a26040677e1254814f9)
+    try:
+        launch_from_megatron(f"{M}.override_transformer_config", lambda k: get(f"{M}.override_transformer_config.{k}"),
+                             pipeline_parallel=par["pipeline_parallel"], deallocated_default=False, par=par)
+    except ValueError as exc:
+        raise _bad(t, str(exc)) from None
     comm = get(f"{M}.override_transformer_config.cp_comm_type")
     if comm not in (None, "p2p", "a2a"):
         raise _bad(t, f"{M}.override_transformer_config.cp_comm_type: {comm!r}; allowed: p2p (ring), a2a (Ulysses)")
@@ -1290,7 +1299,7 @@ def read_torchtitan(text: str) -> Imported:
 def read_nemo_rl(text: str) -> Imported:
     """A NeMo RL override config (``trainfit.export.nemo_rl``): ``defaults:`` names the example (grpo_math_1B.yaml:
     GRPO, sft.yaml: SFT); keys it leaves out take that example's values at NVIDIA-NeMo/RL 7ea279a."""
-    from trainfit.export.parallel import FP8_RECIPE_FROM_MEGATRON, megatron_precision
+    from trainfit.export.parallel import FP8_RECIPE_FROM_MEGATRON, launch_from_megatron, megatron_precision
     from trainfit.spec.safe_yaml import load_yaml_limited
 
     t = "nemo-rl"
@@ -1361,6 +1370,15 @@ def read_nemo_rl(text: str) -> Imported:
             return text_value(f"{M}.{k}", v) if isinstance(v, str) else v
 
         _megatron_extras(t, M, mega_key, par)
+        # NeMo RL builds its model with Megatron-Bridge's AutoBridge and overrides neither key unless the file does
+        # (nemo_rl/models/megatron/setup.py l.608-609, l.662-670 @7ea279abfbeb698b092856d0dab61e7cf39bc909): the
+        # provider's deallocate_pipeline_outputs True (Megatron-Bridge src/megatron/bridge/models/gpt_provider.py
+        # l.162 @067f987df03b8355b03192d88d70f1709fedf51a), Megatron-Core's moe_router_fusion False (eager)
+        try:
+            launch_from_megatron(M, mega_key, pipeline_parallel=par["pipeline_parallel"], deallocated_default=True,
+                                 par=par)
+        except ValueError as exc:
+            raise _bad(t, str(exc)) from None
         gc = bool(get(f"{M}.activation_checkpointing", False))
         gran = get(f"{M}.recompute_granularity", "full")
         par["gradient_checkpointing"] = gc and gran == "full"

@@ -61,6 +61,7 @@ from trainfit.export.parallel import (
     MEGATRON_FP8_RECIPE,
     is_ulysses,
     megatron_grad_reduce_in_fp32,
+    megatron_launch,
     megatron_layout,
     megatron_moe,
     megatron_precision_note,
@@ -202,14 +203,23 @@ def _megatron(card: RunCard, notes: list[str]) -> dict[str, Any]:
     # MoE dispatcher: first-class megatron_cfg keys (grpo_math_1B.yaml moe_enable_deepep / moe_token_dispatcher_type,
     # nemo_rl/models/megatron/setup.py _apply_moe_config)
     cfg.update(megatron_moe(card))
+    # deallocate_pipeline_outputs and moe_router_fusion have no first-class megatron_cfg key: model_overrides, merged
+    # into the Megatron Bridge provider (nemo_rl/models/megatron/setup.py l.662-670 @7ea279a). NeMo RL builds that
+    # provider with AutoBridge.from_hf_config(...).to_megatron_provider (l.608-609) and overrides neither, so it runs
+    # the provider's deallocate_pipeline_outputs True (NVIDIA-NeMo/Megatron-Bridge src/megatron/bridge/models/
+    # gpt_provider.py l.162 @067f987df03b8355b03192d88d70f1709fedf51a) and Megatron-Core's moe_router_fusion False;
+    # both are written, as the card states them
+    overrides = dict(megatron_launch(card))
     if p.pipeline_layout is not None:
         if p.virtual_stages == 1:
             # no first-class key: megatron_cfg.model_overrides sets Megatron Bridge provider fields before the
             # parallel sizes are applied (nemo_rl/models/megatron/setup.py, model_overrides -> _merge_model_overrides)
-            cfg["model_overrides"] = {"pipeline_model_parallel_layout": megatron_layout(p.pipeline_layout)}
+            overrides["pipeline_model_parallel_layout"] = megatron_layout(p.pipeline_layout)
         else:
             notes.append("parallel.pipeline_layout: not written (a layout of virtual stages needs the virtual-pipeline"
                          " size, which NeMo RL's megatron_cfg does not take)")
+    if overrides:
+        cfg["model_overrides"] = overrides
     if p.tensor_parallel_impl is not TensorParallelImpl.MEGATRON:
         notes.append("parallel.tensor_parallel_impl dtensor: NeMo RL's Megatron backend is Megatron-Core (its"
                      " tensor-parallel linears and vocab_parallel_cross_entropy: tensor_parallel_impl megatron); read"
@@ -363,7 +373,8 @@ def build(card: RunCard) -> Export:
     if card.scope is Scope.QLORA:
         raise ExportError("scope: NeMo RL has no 4-bit (QLoRA) base; allowed for --to nemo-rl: full, lora")
     data = _grpo(card, notes) if card.method is Method.GRPO else _sft(card, notes)
-    has = {"tensor_parallel_impl", "moe_dispatcher", "overlap_param_gather"} if uses_megatron(card) else set()
+    has = ({"tensor_parallel_impl", "moe_dispatcher", "overlap_param_gather", "pipeline_outputs_deallocated",
+            "moe_launch"} if uses_megatron(card) else set())
     notes.extend(shared_notes(card, "nemo-rl", megatron_has=has))
     script = SCRIPT[card.method]
     launch = f"uv run {script} --config {FILENAME}"

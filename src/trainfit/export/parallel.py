@@ -246,6 +246,42 @@ def megatron_moe(card: RunCard) -> dict[str, Any]:
     return {}
 
 
+def megatron_launch(card: RunCard) -> dict[str, Any]:
+    """Megatron-Core TransformerConfig keys for the card's ``pipeline_outputs_deallocated`` and ``moe_launch``:
+    ``deallocate_pipeline_outputs`` where the card has a pipeline (the only place it is read), and
+    ``moe_router_fusion`` (true for ``moe_launch: fused``, false for eager) where the card states a launch (unset,
+    the target's own default stands: eager in both verl and NeMo RL);
+    Megatron-Core's own defaults are false for both (NVIDIA/Megatron-LM megatron/core/transformer/
+    transformer_config.py moe_router_fusion l.792 @d30c3ae5469fe3f6a64d4fd2e63b6e7f7844ea81). A fused launch is
+    written as the fused router only, not a CUDA graph (its capture scope is not a card setting)."""
+    from trainfit.spec.enums import MoeLaunch
+
+    p = card.parallel
+    out: dict[str, Any] = {}
+    if p.pipeline_parallel > 1:
+        out["deallocate_pipeline_outputs"] = p.pipeline_outputs_deallocated
+    if p.moe_launch is not None:
+        out["moe_router_fusion"] = p.moe_launch is MoeLaunch.FUSED
+    return out
+
+
+def launch_from_megatron(where: str, get: Any, *, pipeline_parallel: int, deallocated_default: bool,
+                         par: dict[str, Any]) -> None:
+    """The card's ``pipeline_outputs_deallocated`` (``deallocate_pipeline_outputs``, else ``deallocated_default``,
+    read with a pipeline only) and ``moe_launch`` (fused where ``moe_router_fusion`` is true; otherwise left unset:
+    Megatron-Core's defaults, eager) from a TransformerConfig-like mapping: ``moe_router_fusion`` true reads as
+    fused, false as eager, unset leaves ``moe_launch`` null (Megatron-Core's defaults, eager); a non-boolean is
+    refused in one line."""
+    for key in ("deallocate_pipeline_outputs", "moe_router_fusion"):
+        if get(key) not in (None, True, False):
+            raise ValueError(f"{where}.{key}: {get(key)!r}; allowed: true, false")
+    dealloc = get("deallocate_pipeline_outputs")
+    if pipeline_parallel > 1 and (deallocated_default if dealloc is None else dealloc):
+        par["pipeline_outputs_deallocated"] = True
+    if get("moe_router_fusion") is not None:
+        par["moe_launch"] = "fused" if get("moe_router_fusion") else "eager"
+
+
 def dispatcher_from_megatron(kind: Any, deepep: Any, where: str) -> str:
     """The card's ``parallel.moe_dispatcher`` from ``moe_token_dispatcher_type`` (and ``moe_enable_deepep``):
     flex (DeepEP / HybridEP) -> deepep, alltoall -> alltoall, allgather -> allgather; others refused in one line."""
@@ -286,6 +322,12 @@ def megatron_keys_notes(card: RunCard, target: str, *, has: set[str]) -> list[st
     if p.moe_comm_overlap and "moe_comm_overlap" not in has:
         out.append(f"parallel.moe_comm_overlap: {target} has no expert-parallel all-to-all overlap setting"
                    " (Megatron-Core overlap_moe_expert_parallel_comm); not written")
+    if p.pipeline_outputs_deallocated and "pipeline_outputs_deallocated" not in has:
+        out.append(f"parallel.pipeline_outputs_deallocated: {target} has no Megatron-Core deallocate_pipeline_outputs"
+                   " setting; not written")
+    if p.moe_launch is not None and "moe_launch" not in has:
+        out.append(f"parallel.moe_launch {p.moe_launch.value}: {target} has no Megatron-Core router fusion or CUDA"
+                   " graph setting (moe_router_fusion, cuda_graph_scope); not written")
     if p.moe_routing is not MoeRouting.UNIFORM:
         out.append(f"parallel.moe_routing {p.moe_routing.value}: how the router spreads tokens is a property of the"
                    f" model and data, not a setting of the {target} file; not written")

@@ -268,6 +268,17 @@ def apply_preset(card_data: dict[str, Any], name: str) -> dict[str, Any]:
         # @04acd09d65900521e8019adefd10308220cb7ee2, l.135 @b178a3cd56f58b2d502255daba591e92833930a7;
         # ``init_megatron_optim_config``: ``bf16=True, params_dtype=torch.bfloat16``, l.199-208 @04acd09d)
         merged["precision"] = {k: v for k, v in merged["precision"].items() if k != "weights"}
+    par = merged.get("parallel") or {}
+    if (name == "nemo-rl" and str(par.get("tensor_parallel_impl", "")) == "megatron"
+            and int(par.get("pipeline_parallel", 1) or 1) > 1
+            and "pipeline_outputs_deallocated" not in (card_data.get("parallel") or {})):
+        # NeMo RL builds its Megatron model with Megatron-Bridge's AutoBridge and overrides neither
+        # deallocate_pipeline_outputs nor moe_router_fusion (NVIDIA-NeMo/RL nemo_rl/models/megatron/setup.py
+        # l.608-609, l.662-670 @7ea279abfbeb698b092856d0dab61e7cf39bc909): the provider's deallocate True
+        # (NVIDIA-NeMo/Megatron-Bridge src/megatron/bridge/models/gpt_provider.py l.162 @067f987d); the router
+        # launches stay Megatron-Core's eager default (parallel.moe_launch null); verl keeps both Megatron-Core
+        # defaults (false / eager), so its preset sets neither
+        merged["parallel"] = {**par, "pipeline_outputs_deallocated": True}
     if (name == "skyrl" and merged.get("scope", "full") != "full"
             and str((merged.get("parallel") or {}).get("strategy", Strategy.FSDP)) in {s.value for s in FSDP_STRATEGIES}
             and "sleep_level" not in (card_data.get("rollout") or {})):

@@ -124,6 +124,11 @@ def make_plan(card: RunCard, *, calibration=None) -> Plan:
         from trainfit.errors import CardError
 
         raise CardError(f"model: {spec.name} cannot be planned: {spec.unplanned}")
+    if card.parallel.moe_launch is not None and spec.moe is None:
+        from trainfit.errors import CardError
+
+        raise CardError(f"parallel.moe_launch: '{card.parallel.moe_launch.value}' describes an MoE router and"
+                        f" dispatcher; {spec.name} is dense; allowed for it: null")
     if (why := sliding_window_refusal(card, spec)) is not None:
         from trainfit.errors import CardError
 

@@ -295,7 +295,7 @@ def frozen_pass_phases(card: RunCard, spec: ModelSpec, r: DeviceRates, sharding:
             # grouped_gemm's gmm, and no head on a timed pipeline rank that holds none
             megatron_experts=p_.tensor_parallel_impl is TensorParallelImpl.MEGATRON,
             # ... and their router and dispatcher launches as the card states them (compute.moe_time)
-            moe_eager_launch=p_.moe_launch is MoeLaunch.EAGER,
+            moe_eager_launch=p_.resolved_moe_launch is MoeLaunch.EAGER,
             # ... whose TE grouped linears loop over their GEMMs in Python (compute.te_host)
             te_layers=p_.tensor_parallel_impl is TensorParallelImpl.MEGATRON,
             expert_streams=p_.moe_experts is MoeExperts.GROUPED_STREAMS,

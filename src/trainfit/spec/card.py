@@ -403,10 +403,11 @@ class ParallelSection(_Section):
                                     " balanced router, Megatron-Core moe_router_force_load_balancing) | consecutive"
                                     " (NeMo Automodel's FakeBalancedGate: token i takes experts i*k .. i*k+k-1); sets"
                                     " how many nodes and GPUs a DeepEP dispatch reaches per token.")
-    moe_launch: MoeLaunch = Field(MoeLaunch.FUSED, description="fused (Megatron-Core's router and dispatcher captured"
-                                  " in CUDA graphs or fused: their launches priced like the other fused work) | eager"
-                                  " (cuda_graph_impl none and moe_router_fusion false: each router and dispatcher op"
-                                  " pays a host launch); Megatron-Core cards only.")
+    moe_launch: MoeLaunch | None = Field(None, description="fused (Megatron-Core's router and dispatcher captured"
+                                         " in CUDA graphs or fused: their launches priced like the other fused"
+                                         " work) | eager (cuda_graph_impl none and moe_router_fusion false: each"
+                                         " router and dispatcher op pays a host launch); null: Megatron-Core's"
+                                         " defaults, eager (resolved_moe_launch). Megatron-Core MoE cards only.")
     moe_experts: MoeExperts = Field(MoeExperts.GROUPED, description="grouped (the routed experts as one grouped GEMM"
                                     " per projection: transformers v5 grouped_mm, Megatron-Core TEGroupedMLP) |"
                                     " grouped_streams (one grouped call per projection looping one cuBLAS GEMM per"
@@ -484,6 +485,17 @@ class ParallelSection(_Section):
             # @2a75ac12c54ba6a42b34024756820bf819a2e25f)
             raise ValueError(f"parallel.activation_offload_layers: {k} is Megatron-Core's cpu_offloading, which runs"
                              " without activation recompute and without pipeline parallelism; allowed with them: null")
+        megatron = self.tensor_parallel_impl is TensorParallelImpl.MEGATRON
+        if self.pipeline_outputs_deallocated and not (megatron and self.pipeline_parallel > 1):
+            # Megatron-Core's deallocate_pipeline_outputs frees a sent stage output: only a Megatron-Core pipeline
+            raise ValueError("parallel.pipeline_outputs_deallocated: true is Megatron-Core's deallocate_pipeline_outputs,"
+                             " read with tensor_parallel_impl: megatron and pipeline_parallel > 1 (got"
+                             f" {self.tensor_parallel_impl.value}, pipeline_parallel {self.pipeline_parallel});"
+                             " allowed otherwise: false")
+        if self.moe_launch is not None and not megatron:
+            raise ValueError(f"parallel.moe_launch: '{self.moe_launch.value}' describes Megatron-Core's router and"
+                             " dispatcher, read with tensor_parallel_impl: megatron (got"
+                             f" {self.tensor_parallel_impl.value}); allowed otherwise: null")
         n = self.checkpoint_every_n_layers
         if n is not None and self.gradient_checkpointing is not True:
             raise ValueError(f"parallel.checkpoint_every_n_layers: {n} needs gradient_checkpointing: true (the chosen"
@@ -537,6 +549,17 @@ class ParallelSection(_Section):
             return s
         core = RecomputeModule.CORE_ATTN in self.megatron_recompute_modules
         return SelectiveCheckpointing.CORE_ATTENTION if core else SelectiveCheckpointing.NONE
+
+    @property
+    def resolved_moe_launch(self) -> MoeLaunch | None:
+        """How Megatron-Core's router and dispatcher launch (``compute.moe_time`` "Eager router and dispatcher
+        launches"): the card's ``moe_launch``, else Megatron-Core's defaults under ``tensor_parallel_impl: megatron``
+        -- ``moe_router_fusion`` False and ``cuda_graph_impl`` "none" (NVIDIA/Megatron-LM
+        megatron/core/transformer/transformer_config.py l.792 and l.857 @d30c3ae5469fe3f6a64d4fd2e63b6e7f7844ea81),
+        so ``MoeLaunch.EAGER``; None on other implementations (no Megatron-Core router)."""
+        if self.moe_launch is not None:
+            return self.moe_launch
+        return MoeLaunch.EAGER if self.tensor_parallel_impl is TensorParallelImpl.MEGATRON else None
 
     @property
     def model_parallel(self) -> int:

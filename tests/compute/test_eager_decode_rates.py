@@ -20,6 +20,7 @@ from trainfit.memory.weights import total_params
 from trainfit.plan import make_plan
 from trainfit.plan.rl_generation import sglang_scheduler_inputs
 from trainfit.spec.card import load_card_dict
+from trainfit.spec.enums import RolloutEngine
 
 H100 = default_rates(resolve_gpu("h100-sxm"))
 QWEN8 = from_catalog("Qwen/Qwen3-8B")
@@ -118,3 +119,27 @@ def test_a_calibration_sets_one_engines_eager_price_for_the_plan():
     assert sglang_cal < _generation_s(_card())
     assert vllm_cal == pytest.approx(_generation_s(_card(engine="vllm")), rel=1e-12)
     assert assumption_line(cal, "h100-sxm").endswith("; SGLang engine host sglang_eager_s_per_kernel 27.4 us")
+
+
+def test_only_vllm_and_sglang_read_an_engine_field():
+    r = H100.with_overrides({"vllm_eager_s_per_kernel": 25e-6, "sglang_eager_s_per_kernel": 27e-6}, source="test")
+    assert ds.eager_s_per_kernel_of(r, RolloutEngine.VLLM) == 25e-6
+    assert ds.eager_s_per_kernel_of(r, RolloutEngine.SGLANG) == 27e-6
+    for other in (RolloutEngine.HF, RolloutEngine.DEEPSPEED_HYBRID, "hf", "deepspeed_hybrid"):
+        assert ds.eager_s_per_kernel_of(r, other) == HOST_S_PER_FORWARD_KERNEL
+    with pytest.raises(ValueError):
+        ds.eager_s_per_kernel_of(r, "tgi")
+
+
+@pytest.mark.parametrize("engine", ["hf", "deepspeed_hybrid"])
+def test_a_vllm_calibration_does_not_reprice_other_engines_generation(engine):
+    from trainfit.calibration import make_calibration
+
+    cal = make_calibration({"h100-sxm": {"vllm_eager_s_per_kernel": 10e-6}})
+    card = _card(engine=engine)
+    calibrated = next(ph.seconds for ph in make_plan(card, calibration=cal).time.phases if ph.name == "generation")
+    assert calibrated == pytest.approx(_generation_s(card), rel=1e-12)
+    # the same calibration does reprice vLLM's eager generation
+    vllm = _card(engine="vllm")
+    assert next(ph.seconds for ph in make_plan(vllm, calibration=cal).time.phases
+                if ph.name == "generation") < _generation_s(vllm)

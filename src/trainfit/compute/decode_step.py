@@ -490,6 +490,7 @@ from trainfit.compute.rates import (  # noqa: F401 - the engine host constants' 
     NVLINK_DOMAIN_GPUS,
     DeviceRates,
 )
+from trainfit.spec.enums import RolloutEngine
 from trainfit.spec.model import ModelSpec
 
 GRAPH_KERNEL_GAP_S = 1.3e-6
@@ -500,12 +501,14 @@ Llama-1B", https://hazyresearch.stanford.edu/blog/2025-05-27-no-bubbles, 2025-05
 its summary at https://mlops.substack.com/p/one-megakernel-to-rule-llama-1b). Module docstring: "Kernel gaps"."""
 
 
-def eager_s_per_kernel_of(rates: DeviceRates, engine: str = "vllm") -> float:
-    """Host seconds per kernel of an eager decode step of ``engine`` (``vllm`` / ``sglang``, a ``RolloutEngine``):
+def eager_s_per_kernel_of(rates: DeviceRates, engine: RolloutEngine | str = RolloutEngine.VLLM) -> float:
+    """Host seconds per kernel of an eager decode step of ``engine`` (a ``RolloutEngine``): vLLM and SGLang read
     ``rates``' field for that engine (``vllm_eager_s_per_kernel`` / ``sglang_eager_s_per_kernel``, which a calibration
-    may set), else ``rates.host_s_per_forward_kernel``: one rule for both engines (module docstring, "The eager
-    decode launch, one rule for both engines")."""
-    own = rates.sglang_eager_s_per_kernel if engine == "sglang" else rates.vllm_eager_s_per_kernel
+    may set); unset, and for every other engine (transformers ``generate``, DeepSpeed's Hybrid Engine, which no engine
+    calibration measured), ``rates.host_s_per_forward_kernel``: one rule for every engine (module docstring, "The
+    eager decode launch, one rule for both engines"). Raises ``ValueError`` for a name that is no ``RolloutEngine``."""
+    own = {RolloutEngine.VLLM: rates.vllm_eager_s_per_kernel,
+           RolloutEngine.SGLANG: rates.sglang_eager_s_per_kernel}.get(RolloutEngine(engine))
     return rates.host_s_per_forward_kernel if own is None else own
 
 

@@ -24,8 +24,10 @@ l.196-198); a torchtitan card pins no transformers, so the rules below leave it 
 ``early_stop=False`` its recompute re-runs the whole block, the last linear and residual add included, which
 ``recompute_whole_layer`` ties to the re-entrant checkpoint: not modelled, the card cannot tell torchtitan apart.)
 
-A missing ``software`` pin reads as the newest release, as everywhere else on the card (``spec.card.pin_before``):
-transformers 5's non-re-entrant checkpoint, TRL's newest trainers. Not read (no card field says so): a remote-code
+A missing ``software`` pin, or one that names no release (a branch such as ``main``, a commit hash:
+``spec.card.pin_names_release``), reads as the newest release, as everywhere else on the card
+(``spec.card.pin_before``): transformers 5's non-re-entrant checkpoint, TRL's newest trainers. A major series
+(``4.x``) reads as that major. Not read (no card field says so): a remote-code
 model that calls ``torch.utils.checkpoint.checkpoint`` without the keyword (torch's default is still
 ``use_reentrant=True``, with a warning: torch 2.13.0 wheel, torch/utils/checkpoint.py l.486-496, read 2026-12-03; Qwen
 (1.0)'s ``QWenModel`` does so) and a model that calls DeepSpeed's ``checkpointing.checkpoint`` (re-entrant:
@@ -37,7 +39,7 @@ such a run.
 from __future__ import annotations
 
 from trainfit.plan.terms import runs_hf_modelling_code
-from trainfit.spec.card import RunCard, pin_at_least, pin_before
+from trainfit.spec.card import RunCard, pin_at_least, pin_before, pin_names_release
 from trainfit.spec.enums import Method, Scope, Strategy, TensorParallelImpl
 
 REENTRANT_CHECKPOINT_PRESETS = ("llamafactory-z2", "llamafactory-z3", "ms-swift-zero2", "ms-swift-zero3")
@@ -90,11 +92,11 @@ l.672-689); v1.8.0 has neither."""
 def trl_forces_reentrant(card: RunCard) -> bool:
     """Whether TRL forces a re-entrant checkpoint on the card (``TRL_PEFT_ZERO3_REENTRANT_SINCE``): a TRL run (preset
     trl or a ``software.trl`` pin) of an adapter (any scope but full) under ZeRO-3, with a trainer that forces it in
-    the pinned release (no pin: the newest)."""
+    the pinned release (no pin, or one that names no release such as ``main`` or a commit: the newest)."""
     since = TRL_PEFT_ZERO3_REENTRANT_SINCE.get(card.method)
     pin = card.software.trl
     return (since is not None and card.scope is not Scope.FULL and card.parallel.strategy is Strategy.ZERO3
-            and (not pin or pin_at_least(pin, since)))
+            and (not pin_names_release(pin) or pin_at_least(pin, since)))
 
 
 def checkpoint_reentrant(card: RunCard) -> bool:
@@ -112,5 +114,7 @@ def checkpoint_reentrant(card: RunCard) -> bool:
         return True
     if not pin_before(card.software.transformers, HF_REENTRANT_BEFORE):
         return False  # transformers 5 (or no pin: the newest): use_reentrant False
-    # transformers 4.x: the Trainer's use_reentrant True, unless a TRL from 0.27 on sets False (no TRL pin: the newest)
-    return not (trl and (not card.software.trl or pin_at_least(card.software.trl, TRL_NON_REENTRANT_SINCE)))
+    # transformers 4.x: the Trainer's use_reentrant True, unless a TRL from 0.27 on sets False (a TRL pin naming no
+    # release, a branch or a commit, or none: the newest)
+    trl_pin = card.software.trl
+    return not (trl and (not pin_names_release(trl_pin) or pin_at_least(trl_pin, TRL_NON_REENTRANT_SINCE)))

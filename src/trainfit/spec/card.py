@@ -747,10 +747,10 @@ class ModelRef(_Section):
 
 def pin_before(pin: Any, since: tuple[int, int]) -> bool:
     """True for a ``software`` version pin whose every release is before ``since``: a release pin
-    (``_RELEASE_PIN``: ``0.4.0``, ``==0.3``, ``v0.1``) whose major.minor is before it, or an upper bound
-    (``<0.9``, ``<=0.8.2``) that admits no release from ``since`` on. None, empty, or anything that names no release
-    (a branch, a commit hash such as ``0a3f9c1``, a lower bound ``>=`` read by ``pin_at_least``): False, so the pin
-    then changes nothing."""
+    (``_RELEASE_PIN``: ``0.4.0``, ``==0.3``, ``v0.1``) whose major.minor is before it, a major series (``_SERIES_PIN``:
+    ``4.x``, ``4.*``) whose major is before ``since``'s, or an upper bound (``<0.9``, ``<=0.8.2``) that admits no
+    release from ``since`` on. None, empty, or anything that names no release (a branch, a commit hash such as
+    ``0a3f9c1``, a lower bound ``>=`` read by ``pin_at_least``): False, so the pin then changes nothing."""
     text = str(pin).strip() if pin else ""
     if not text:
         return False
@@ -760,6 +760,8 @@ def pin_before(pin: Any, since: tuple[int, int]) -> bool:
         if bound.group(1) == "<" and int(patch or 0) == 0:
             return (major, minor) <= since
         return (major, minor) < since
+    if (series := _SERIES_PIN.fullmatch(text)) is not None:
+        return int(series.group(1)) < since[0]
     m = _RELEASE_PIN.fullmatch(text)
     if m is None or text.startswith((">=", "~=")):
         return False
@@ -775,15 +777,31 @@ _RELEASE_PIN = re.compile(r"(?:==|>=|~=)?\s*v?(\d+)(?:\.(\d+)(?:[.+\-]?[0-9A-Za-
 branch (``main``), a commit hash (``8de5fb44...``, ``b9873ee...``), an upper bound (``<0.9``)."""
 
 
+_SERIES_PIN = re.compile(r"(?:==|~=)?\s*v?(\d+)\.[xX*]")
+"""A major series: ``4.x``, ``4.*``, ``==4.*`` (every release of major 4; its minor is not known)."""
+
+
 def pin_at_least(pin: Any, since: tuple[int, int]) -> bool:
-    """True for a ``software`` release pin (``_RELEASE_PIN``) whose major.minor is ``since`` or later; None, empty,
-    or anything that does not name a release (a branch, a commit hash, an upper bound): False, so a behaviour that
+    """True for a ``software`` release pin (``_RELEASE_PIN``) whose major.minor is ``since`` or later, or a major
+    series (``_SERIES_PIN``, ``4.x``) whose every release is (its major.0 is ``since`` or later); None, empty, or
+    anything that does not name a release (a branch, a commit hash, an upper bound): False, so a behaviour that
     arrived in ``since`` is switched on only by a pin that names it (``pin_before``'s ``not`` would switch it on for
     every pin it cannot read)."""
-    m = _RELEASE_PIN.fullmatch(str(pin).strip()) if pin else None
+    text = str(pin).strip() if pin else ""
+    if (series := _SERIES_PIN.fullmatch(text)) is not None:
+        return (int(series.group(1)), 0) >= since
+    m = _RELEASE_PIN.fullmatch(text) if text else None
     if m is None:
         return False
     return (int(m.group(1)), int(m.group(2) or 0)) >= since
+
+
+def pin_names_release(pin: Any) -> bool:
+    """Whether a ``software`` pin names a release or a range of them: a release pin (``_RELEASE_PIN``, lower bounds
+    included), a major series (``_SERIES_PIN``) or an upper bound (``<0.9``). None, empty, a branch (``main``) or a
+    commit hash: False; a rule that reads a missing pin as the newest release reads such a pin the same way."""
+    text = str(pin).strip() if pin else ""
+    return bool(text) and any(p.fullmatch(text) is not None for p in (_RELEASE_PIN, _SERIES_PIN, _UPPER_BOUND_PIN))
 
 
 VERL_MULTI_SENDER_DEFAULT_SINCE = (0, 10)

@@ -23,6 +23,15 @@ def test_cp2_hand_count() -> None:
     assert bwd == pytest.approx(2 * (14 * k + 3 * q + 0.5 * (7 * k + 3 * q) + 0.5 * (4.5 * q + 10 * k)))
 
 
+@pytest.mark.parametrize("cp", [2, 4, 8, 32])
+def test_kernel_hand_count(cp: int) -> None:
+    # forward: cat + zero_, step 0's two merges (no half copy), then copy + two merges on each other step
+    # backward: K/V buffer copy, diagonal dq add + cat + dkv add, then 4 per lower and 6 per higher step
+    fwd, bwd = cp_ring.ring_merge_kernels(context_parallel=cp)
+    assert fwd == 1 + 1 + 2 + 3 * (cp - 1) == 3 * cp + 1
+    assert bwd == pytest.approx(1 + 3 + (cp - 1) / 2 * (4 + 6))
+
+
 def test_glue_grows_linearly_with_the_ring() -> None:
     one = [cp_ring.ring_merge_bytes(query_elements=1.0, kv_elements=1.0, context_parallel=c)[1] for c in (2, 4, 8)]
     assert one[1] - one[0] == pytest.approx((one[2] - one[1]) / 2)

@@ -88,7 +88,12 @@ from __future__ import annotations
 
 RING_DTYPE_BYTES = 2.0
 """bf16 / fp16 activations (Transformer Engine's CP path takes only those, attention.py l.2706-2712 @v1.4)."""
+FORWARD_KERNELS_SETUP = 2.0
+"""The forward's kernels before the ring: the first send buffer's ``torch.cat`` and ``out``'s ``zero_``."""
+FORWARD_KERNELS_DIAGONAL = 2.0
+"""Step 0's forward glue: the log-sum-exp and output merges, no half copy (its K/V are the rank's own)."""
 FORWARD_KERNELS_PER_STEP = 3.0
+"""A later forward step's glue: the half copy and the two merges."""
 BACKWARD_KERNELS_PER_LOWER_STEP = 4.0
 BACKWARD_KERNELS_PER_HIGHER_STEP = 6.0
 BACKWARD_KERNELS_DIAGONAL = 3.0
@@ -111,11 +116,14 @@ def ring_merge_bytes(*, query_elements: float, kv_elements: float, context_paral
 
 
 def ring_merge_kernels(*, context_parallel: int) -> tuple[float, float]:
-    """(forward, backward) kernels of the same glue per layer (module docstring)."""
+    """(forward, backward) kernels of the same glue per layer (module docstring). Forward: ``cat`` and ``zero_``,
+    step 0's two merges, then a half copy and two merges on each of the other ``cp − 1`` steps: ``3·cp + 1``.
+    Backward: the K/V buffer copy, the diagonal step's three, then 4 per lower and 6 per higher step, ``(cp − 1)/2``
+    of each on average."""
     if context_parallel <= 1:
         return 0.0, 0.0
     half = (context_parallel - 1) / 2.0
-    fwd = 2.0 + FORWARD_KERNELS_PER_STEP * context_parallel
+    fwd = FORWARD_KERNELS_SETUP + FORWARD_KERNELS_DIAGONAL + FORWARD_KERNELS_PER_STEP * (context_parallel - 1)
     per_pair = BACKWARD_KERNELS_PER_LOWER_STEP + BACKWARD_KERNELS_PER_HIGHER_STEP
     bwd = 1.0 + BACKWARD_KERNELS_DIAGONAL + half * per_pair
     return fwd, bwd

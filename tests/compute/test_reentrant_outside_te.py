@@ -50,3 +50,28 @@ def test_te_layers_reentrant_forward_is_discounted_less_than_eager_layers():
     assert eager_reent < eager_plain
     assert te_reent < te_plain
     assert (te_plain - te_reent) < (eager_plain - eager_reent)
+
+
+@pytest.mark.parametrize("glue", ["ring", "a2a"])
+def test_context_parallel_glue_inside_te_functions_gets_no_saving(glue):
+    # ring: AttnFuncWithCP's copies and merges; a2a: AttnFuncWithCPAndQKVOA2A's thd reorders. Both run inside
+    # TE's autograd Functions, so the kernels outside them are the same with and without the glue
+    kw = {"ring": {"te_ring_context_parallel": 4},
+          "a2a": {"a2a_thd_sequences": 4.0, "rope_loop_context_parallel": 4}}[glue]
+    calls = te_linear_calls(QWEN8)
+    plain = step_inventory(QWEN8, micro_batch_size=1, seq_len=8192, sequence_shards=4).layers_forward
+    glued = step_inventory(QWEN8, micro_batch_size=1, seq_len=8192, sequence_shards=4, **kw).layers_forward
+    assert glued.te_function_kernels > 0 and glued.kernels - plain.kernels >= glued.te_function_kernels
+    outside = [outside_te_kernel_share(inv, calls=calls, quantized=False, casts=None, te_layers=True,
+                                       layers=QWEN8.num_layers) * inv.kernels for inv in (plain, glued)]
+    assert outside[1] == pytest.approx(outside[0], rel=1e-9, abs=1e-6)
+
+
+def test_megatron_ring_cp_reentrant_forward_saves_nothing_on_the_ring_glue():
+    # Megatron-Core TE layers under ring context parallel 4: the re-entrant checkpoint's no-grad saving on the
+    # forward is the same with and without the glue's kernels
+    plain = _forward_s(te_layers=True) - _forward_s(te_layers=True, recompute_whole_layer=True)
+    ring = (_forward_s(te_layers=True, te_ring_context_parallel=4)
+            - _forward_s(te_layers=True, te_ring_context_parallel=4, recompute_whole_layer=True))
+    assert plain > 0
+    assert ring == pytest.approx(plain, rel=1e-9)

@@ -652,6 +652,12 @@ class PassInventory:
     """Of ``fused_bytes`` and of ``strided_bytes``, the strided reads of kernels no compiler fuses (AutoGPTQ's
     unpacking, ``GPTQ_TORCH_DEQUANT_STRIDED_BYTES_PER_WEIGHT``): they keep the non-vectorised loop's rate under
     compile too (``training.pass_seconds``)."""
+    te_function_kernels: float = 0.0
+    """Of ``kernels``, those Transformer Engine's context-parallel attention launches inside its own autograd Function
+    (``AttnFuncWithCP``'s ring glue, ``te_ring_attention_glue``; ``AttnFuncWithCPAndQKVOA2A``'s thd reorders,
+    ``te_a2a_thd_reorders``), beyond its linears and the fused attention call: grad mode is off there whether or not
+    the caller's is, so a re-entrant checkpoint's ``torch.no_grad`` saves nothing on them
+    (``training.outside_te_kernel_share``)."""
 
     @property
     def gemm_flops(self) -> float:
@@ -669,6 +675,7 @@ class PassInventory:
             max(self.attention_head_dim, other.attention_head_dim),
             self.bare_kernels + other.bare_kernels, self.chained_reads + other.chained_reads,
             fused_strided_bytes=self.fused_strided_bytes + other.fused_strided_bytes,
+            te_function_kernels=self.te_function_kernels + other.te_function_kernels,
         )
 
 
@@ -929,12 +936,14 @@ def te_ring_attention_glue(*, query_elements: float, kv_elements: float, layers:
     attention calls (K/V half copies, partial-output merges, dQ / dK / dV accumulation: ``cp_ring``) in ``layers``
     causal attention layers, ``query_elements`` / ``kv_elements`` per layer on this rank. Transformer Engine's own
     kernels and ``torch.compile`` merges inside its autograd function: counted as fused (the compile factors leave
-    them)."""
+    them). All of it runs inside ``AttnFuncWithCP``, an autograd Function: ``te_function_kernels``."""
     fb, bb = cp_ring.ring_merge_bytes(query_elements=query_elements, kv_elements=kv_elements,
                                       context_parallel=context_parallel)
     fk, bk = cp_ring.ring_merge_kernels(context_parallel=context_parallel)
-    fwd = PassInventory((), 0.0, 0.0, fb * layers, fk * layers, fused_bytes=fb * layers, fused_kernels=fk * layers)
-    bwd = PassInventory((), 0.0, 0.0, bb * layers, bk * layers, fused_bytes=bb * layers, fused_kernels=bk * layers)
+    fwd = PassInventory((), 0.0, 0.0, fb * layers, fk * layers, fused_bytes=fb * layers, fused_kernels=fk * layers,
+                        te_function_kernels=fk * layers)
+    bwd = PassInventory((), 0.0, 0.0, bb * layers, bk * layers, fused_bytes=bb * layers, fused_kernels=bk * layers,
+                        te_function_kernels=bk * layers)
     return fwd, bwd
 
 
@@ -942,14 +951,17 @@ def te_a2a_thd_reorders(*, sequences: float, layers: float, context_parallel: in
     """(forward, backward) inventory of Transformer Engine's thd chunk reorders around the a2a context-parallel
     all-to-alls (constants above) for ``sequences`` packed sequences in ``layers`` attention layers: forward three
     before-attention reorders (q, k, v) and one after (out), backward one before (dout) and three after (dq, dk, dv).
-    Bare kernels from a Python list (``bare_kernels``, not scaled by the compile factor)."""
+    Bare kernels from a Python list (``bare_kernels``, not scaled by the compile factor), launched inside
+    ``AttnFuncWithCPAndQKVOA2A``'s forward and backward, an autograd Function (``te_function_kernels``)."""
     cp = float(context_parallel)
     before = TE_A2A_THD_BEFORE_ATTN_KERNELS_PER_SEQUENCE_PER_CP * cp * sequences + TE_A2A_THD_KERNELS_PER_CALL
     after = TE_A2A_THD_AFTER_ATTN_KERNELS_PER_SEQUENCE_PER_CP * cp * sequences + TE_A2A_THD_KERNELS_PER_CALL
     syncs = 4 * TE_A2A_THD_SYNCS_PER_SEQUENCE_PER_CP * cp * sequences * layers  # four reorders each way
     fk, bk = layers * (3 * before + after), layers * (before + 3 * after)
-    fwd = PassInventory((), 0.0, 0.0, 0.0, fk, host_syncs=syncs, fused_kernels=fk, bare_kernels=fk)
-    bwd = PassInventory((), 0.0, 0.0, 0.0, bk, host_syncs=syncs, fused_kernels=bk, bare_kernels=bk)
+    fwd = PassInventory((), 0.0, 0.0, 0.0, fk, host_syncs=syncs, fused_kernels=fk, bare_kernels=fk,
+                        te_function_kernels=fk)
+    bwd = PassInventory((), 0.0, 0.0, 0.0, bk, host_syncs=syncs, fused_kernels=bk, bare_kernels=bk,
+                        te_function_kernels=bk)
     return fwd, bwd
 
 

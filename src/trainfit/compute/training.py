@@ -265,8 +265,9 @@ def outside_te_kernel_share(inv: PassInventory, *, calls: TeLinearCalls, quantiz
                             casts: CastTraffic | None, te_layers: bool, layers: float = 0.0) -> float:
     """Of a decoder-layer forward's kernels (``inv``), the share launched outside Transformer Engine's autograd
     Functions: 1 for transformers' eager layers (``te_layers`` false); for Megatron-Core's TE layers the kernels
-    less TE's linears' (``te_host.te_forward_kernels``) and the fused attention's (one per call,
-    ``inv.attention_calls``: ``FusedAttnFunc``). A Function's forward runs with grad mode off whether or not the
+    less TE's linears' (``te_host.te_forward_kernels``), the fused attention's (one per call,
+    ``inv.attention_calls``: ``FusedAttnFunc``) and the context-parallel attention's glue around those calls
+    (``inv.te_function_kernels``: ring ``AttnFuncWithCP``, a2a ``AttnFuncWithCPAndQKVOA2A``). A Function's forward runs with grad mode off whether or not the
     caller's is (``torch.is_grad_enabled()`` reads False inside a Python ``Function.forward`` called with grad on,
     torch 2.13.0+cpu on this project's CPU, 2026-12-03; the C++ API's ``Function::apply`` holds
     ``AutoGradMode grad_mode(false)`` around ``forward``, torch/csrc/autograd/custom_function.h l.505 of that wheel), so
@@ -282,7 +283,7 @@ def outside_te_kernel_share(inv: PassInventory, *, calls: TeLinearCalls, quantiz
     if inv.kernels <= 0.0:
         return 0.0
     te = (te_forward_kernels(calls=calls, quantized=quantized, casts=casts) + inv.attention_calls
-          + MEGATRON_GRAD_ENABLED_FORWARD_KERNELS_PER_LAYER * layers)
+          + inv.te_function_kernels + MEGATRON_GRAD_ENABLED_FORWARD_KERNELS_PER_LAYER * layers)
     return min(1.0, max(0.0, 1.0 - te / inv.kernels))
 
 

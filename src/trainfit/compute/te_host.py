@@ -152,27 +152,34 @@ def _host_scale(gpu_id: str) -> tuple[float, float]:
     return X86_OVER_GRACE_HOST, 1.0
 
 
+def _call_kernels(*, calls: TeLinearCalls, kernels: dict[str, int], extra_quantized: float,
+                  quantized: bool) -> tuple[tuple[str, int, float], ...]:
+    """``(kind, calls, kernels per call)`` of the ``Linear`` and ``LayerNormLinear`` calls: ``kernels[kind]``, plus
+    ``extra_quantized`` for a quantized call (its casts). One count for the host excess and the kernels inside TE."""
+    extra = extra_quantized if quantized else 0.0
+    return tuple((kind, n, kernels[kind] + extra)
+                 for kind, n in (("linear", calls.linear), ("layernorm_linear", calls.layernorm_linear)))
+
+
 def _excess_seconds(*, calls: TeLinearCalls, published: dict[tuple[str, bool], float],
                     kernels: dict[str, int], extra_quantized: float, quantized: bool, host_scale: float,
                     host_s_per_kernel: float) -> float:
     """Over the calls, each call's published CPU time (scaled to the host) less ``host_s_per_kernel`` for each of its
-    kernels (``extra_quantized`` more for a quantized call), never below 0."""
-    total = 0.0
-    for kind, n in (("linear", calls.linear), ("layernorm_linear", calls.layernorm_linear)):
-        k = kernels[kind] + (extra_quantized if quantized else 0.0)
-        total += n * max(0.0, published[(kind, quantized)] * host_scale - k * host_s_per_kernel)
-    return total
+    kernels (``_call_kernels``), never below 0."""
+    return sum(n * max(0.0, published[(kind, quantized)] * host_scale - k * host_s_per_kernel)
+               for kind, n, k in _call_kernels(calls=calls, kernels=kernels, extra_quantized=extra_quantized,
+                                               quantized=quantized))
 
 
 def te_forward_kernels(*, calls: TeLinearCalls, quantized: bool, casts: CastTraffic | None = None) -> float:
     """Kernels of one forward pass that the inventory charges to TE's linear modules and that run inside their
     autograd Functions (``_Linear.forward``, ``_LayerNormLinear.forward``, ``_GroupedLinear.forward``): the GEMM, a
     ``LayerNormLinear``'s norm (``FORWARD_KERNELS_PER_CALL``) and a quantized call's casts
-    (``quantized_extra_kernels(casts)``), per call. A grouped call's GEMMs are one kernel in the inventory
-    (``moe_time.expert_gemm_kernels``), as here."""
+    (``quantized_extra_kernels(casts)``), per call (``_call_kernels``, the count ``te_forward_host_seconds`` reads).
+    A grouped call's GEMMs are one kernel in the inventory (``moe_time.expert_gemm_kernels``), as here."""
     extra = quantized_extra_kernels(casts)["forward"] if quantized else 0
-    return sum(n * (FORWARD_KERNELS_PER_CALL[kind] + extra)
-               for kind, n in (("linear", calls.linear), ("layernorm_linear", calls.layernorm_linear)))
+    return sum(n * k for _, n, k in _call_kernels(calls=calls, kernels=FORWARD_KERNELS_PER_CALL,
+                                                  extra_quantized=extra, quantized=quantized))
 
 
 def te_forward_host_seconds(*, calls: TeLinearCalls, quantized: bool, gpu_id: str,

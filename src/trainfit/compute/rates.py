@@ -679,7 +679,33 @@ class DeviceRates:
                 raise CardError(f"calibration: {k} must be a positive number, got {v!r}")
         if "l2_resident_bytes" in data and data["l2_resident_bytes"] is None:
             data["l2_resident_bytes"] = 0.0  # the field's own 'none': no L2 residency priced
+        fp8 = data.get("fp8_matmul_flops_per_s", self.fp8_matmul_flops_per_s)
+        precise = data.get("fp8_precise_matmul_flops_per_s", self.fp8_precise_matmul_flops_per_s)
+        if ("fp8_matmul_flops_per_s" in data and "fp8_precise_matmul_flops_per_s" not in data and precise
+                and fp8 and self.fp8_matmul_flops_per_s):
+            precise = fp8_precise_from_calibrated(fp8_matmul_flops_per_s=fp8,
+                                                  default_fp8_matmul_flops_per_s=self.fp8_matmul_flops_per_s,
+                                                  default_fp8_precise_matmul_flops_per_s=precise)
+            data["fp8_precise_matmul_flops_per_s"] = precise
+        if precise and fp8 and precise > fp8:  # full-precision accumulation is never faster than fast accumulation
+            data["fp8_precise_matmul_flops_per_s"] = fp8
         return replace(self, **data, sources=self.sources + (source,))
+
+
+def fp8_precise_from_calibrated(*, fp8_matmul_flops_per_s: float, default_fp8_matmul_flops_per_s: float,
+                                default_fp8_precise_matmul_flops_per_s: float) -> float:
+    """The full-precision-accumulation fp8 GEMM rate of a card whose fp8 rate was calibrated and whose precise rate
+    was not: the calibrated rate times the card's published precise / fast ratio, capped at the calibrated rate.
+
+    The ratio is the default rates' own: the MAMF table's FP8 row (``torch._scaled_mm`` without fast accumulation,
+    ``_FP8_PRECISE_ACCUMULATION_FRACTION``) over the default fp8 rate (the datasheet fp8 peak at the bf16 MAMF
+    fraction, ``_MAMF_FRACTION``), both from stas00/ml-engineering ``compute/accelerator/README.md``
+    @744d01e18b79512572f64a6bbd8b5f4a725203a7: H100 SXM 1,402.6 / (1,979 x 80.3 % = 1,589.1) TFLOP/s = 0.883 (the H800
+    the same), H200 1,453.4 / 1,589.1 = 0.914, GH200 1,535.0 / (1,979 x 83.8 % = 1,658.4) = 0.926.
+    Without it a calibrated fp8 rate of 500 TFLOP/s on an H100 SXM left the backward's fp8 GEMMs at the default
+    1,403 TFLOP/s, 2.8 x the calibrated forward."""
+    ratio = default_fp8_precise_matmul_flops_per_s / default_fp8_matmul_flops_per_s
+    return fp8_matmul_flops_per_s * min(ratio, 1.0)
 
 
 FP4_MATMUL_ASSUMPTION = (

@@ -324,6 +324,19 @@ def torchao_fp8_gather_unit_bytes(*, unit_params: float, unit_linear_params: flo
             + max(0.0, unit_params - unit_linear_params) * other_bytes_per_param)
 
 
+def torchao_fp8_all_gathered_bytes(*, all_gathered_bytes: float, linear_params: float, linears: float,
+                                   other_bytes_per_param: float, gathered_share: float) -> float:
+    """The whole gathered model kept from forward to the end of backward (FSDP2 ``reshard_after_forward=False``,
+    strategy ``fsdp_grad_op``) under torchao's float8 all-gather: ``all_gathered_bytes`` (the ``gathered_share`` of
+    every parameter not held locally, in ``other_bytes_per_param``) with the ``linear_params`` float8 linear weight
+    elements at 1 B (``Float8Tensor._data``, kept unsharded until the backward ends) plus one fp32 scale for each of
+    the ``linears`` (``fsdp_post_all_gather``'s metadata; pytorch/ao @8c81863ba85cce742244c0151c6683c5696bbe04
+    ``torchao/float8/fsdp_utils.py`` l.236, 246-268): the per-linear saving of ``torchao_fp8_gather_unit_bytes``
+    over every layer at once."""
+    saved = linear_params * gathered_share * max(0.0, other_bytes_per_param - 1.0)
+    return max(0.0, all_gathered_bytes - saved) + linears * 4.0
+
+
 def non_tn_fp8_gemm(compute_capability: str | None) -> bool:
     """TE ``is_non_tn_fp8_gemm_supported``: Blackwell (10.x, 11.x, >= 13.0) runs fp8 GEMMs on either layout, so a
     per-tensor fp8 weight keeps no transpose. Unknown capability: False (the transpose is kept, the larger)."""

@@ -90,3 +90,14 @@ def test_precise_rate_never_exceeds_the_fp8_rate() -> None:
     assert only_precise.fp8_precise_matmul_flops_per_s == r.fp8_matmul_flops_per_s
     explicit = r.with_overrides({"fp8_matmul_flops_per_s": 5e14, "fp8_precise_matmul_flops_per_s": 4e14}, source="t")
     assert explicit.fp8_precise_matmul_flops_per_s == 4e14  # a calibrated precise rate is kept as measured
+
+
+@pytest.mark.parametrize("gid", ["h100-pcie", "h100-nvl", "h200-nvl", "h20"])
+def test_every_hopper_card_gets_the_precise_rate_by_compute_capability(gid: str) -> None:
+    """Compute capability 9.0 without a measured row: the fp8 rate x the H100 SXM's 1,402.6 / (1,979 x 80.3 %)."""
+    gpu = resolve_gpu(gid)
+    assert gpu.compute_capability == "9.0"
+    r = default_rates(gpu)
+    assert r.fp8_precise_matmul_flops_per_s == pytest.approx(r.fp8_matmul_flops_per_s * 1402.6 / (1979 * 0.803),
+                                                             rel=2e-3)
+    assert fp8_precise_rates(r).fp8_matmul_flops_per_s < r.fp8_matmul_flops_per_s

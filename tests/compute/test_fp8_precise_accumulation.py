@@ -68,3 +68,36 @@ def test_a_precise_forward_pass_times_its_fp8_gemms_at_the_backward_rate() -> No
     backward = pass_seconds(inv, rates=r, seq_len=4096, backward=True).gemm_s
     assert precise == pytest.approx(backward)
     assert precise / fast == pytest.approx(0.803 / 0.709, rel=1e-3)
+
+
+def test_calibrated_fp8_rate_carries_over_to_the_precise_rate() -> None:
+    """A calibrated fp8 rate moves the backward's rate by the card's published precise / fast ratio
+    (H100 SXM: MAMF fp8 row 1,402.6 over 1,979 x 80.3 % TFLOP/s = 0.883)."""
+    from trainfit.calibration import make_calibration, rates_for
+
+    cal = make_calibration({"h100-sxm": {"fp8_matmul_flops_per_s": 5e14}}, created="2026-12-03")
+    r = rates_for(resolve_gpu("h100-sxm"), cal)
+    assert r.fp8_matmul_flops_per_s == 5e14
+    assert r.fp8_precise_matmul_flops_per_s == pytest.approx(5e14 * 1402.6 / (1979 * 0.803), rel=2e-3)
+    assert fp8_precise_rates(r).fp8_matmul_flops_per_s < 5e14
+
+
+def test_precise_rate_never_exceeds_the_fp8_rate() -> None:
+    r = default_rates(resolve_gpu("h200"))
+    both = r.with_overrides({"fp8_matmul_flops_per_s": 5e14, "fp8_precise_matmul_flops_per_s": 9e14}, source="t")
+    assert both.fp8_precise_matmul_flops_per_s == 5e14
+    only_precise = r.with_overrides({"fp8_precise_matmul_flops_per_s": 2e15}, source="t")
+    assert only_precise.fp8_precise_matmul_flops_per_s == r.fp8_matmul_flops_per_s
+    explicit = r.with_overrides({"fp8_matmul_flops_per_s": 5e14, "fp8_precise_matmul_flops_per_s": 4e14}, source="t")
+    assert explicit.fp8_precise_matmul_flops_per_s == 4e14  # a calibrated precise rate is kept as measured
+
+
+@pytest.mark.parametrize("gid", ["h100-pcie", "h100-nvl", "h200-nvl", "h20"])
+def test_every_hopper_card_gets_the_precise_rate_by_compute_capability(gid: str) -> None:
+    """Compute capability 9.0 without a measured row: the fp8 rate x the H100 SXM's 1,402.6 / (1,979 x 80.3 %)."""
+    gpu = resolve_gpu(gid)
+    assert gpu.compute_capability == "9.0"
+    r = default_rates(gpu)
+    assert r.fp8_precise_matmul_flops_per_s == pytest.approx(r.fp8_matmul_flops_per_s * 1402.6 / (1979 * 0.803),
+                                                             rel=2e-3)
+    assert fp8_precise_rates(r).fp8_matmul_flops_per_s < r.fp8_matmul_flops_per_s

@@ -162,3 +162,25 @@ def test_replay_scales_round_trip_per_layout(tmp_path):
         "default/single": 1.1, "expandable_segments/ddp": 0.9}
     gpu = resolve_gpu("h200")  # a memory constant is no rate: the time model's rates are the defaults
     assert rates_for(gpu, back).matmul_flops_per_s == default_rates(gpu).matmul_flops_per_s
+
+
+def test_null_optional_rates_round_trip(tmp_path):
+    """A null optional rate (not measured) loads, saves and loads again as None, and rates_for takes it."""
+    data = _valid()
+    data["devices"]["h200"].update(fp8_precise_matmul_flops_per_s=None, vllm_eager_s_per_kernel=None,
+                                   sglang_eager_s_per_kernel=None)
+    first = load_calibration(_file(tmp_path, data))
+    saved = save_calibration(first, tmp_path / "again.json")
+    again = load_calibration(saved.path)
+    assert again.devices == first.devices
+    for name in ("fp8_precise_matmul_flops_per_s", "vllm_eager_s_per_kernel", "sglang_eager_s_per_kernel"):
+        assert again.device("h200").values()[name] is None
+        assert json.loads((tmp_path / "again.json").read_text())["devices"]["h200"][name] is None
+    assert rates_for(resolve_gpu("h200"), again).fp8_precise_matmul_flops_per_s is None
+
+
+def test_null_is_refused_for_a_required_rate(tmp_path):
+    data = _valid()
+    data["devices"]["h200"]["matmul_flops_per_s"] = None
+    with pytest.raises(CardError, match="matmul_flops_per_s must be a positive number, got None"):
+        load_calibration(_file(tmp_path, data))

@@ -35,7 +35,7 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
-from trainfit.compute.rates import DeviceRates, GemmPoint
+from trainfit.compute.rates import _OPTIONAL_RATES, DeviceRates, GemmPoint
 from trainfit.errors import CardError, CatalogError
 
 FORMAT_KEY = "trainfit_calibration"
@@ -255,6 +255,9 @@ def _device(gpu_id: str, rates: Any, where: str) -> DeviceCalibration:
     for name, value in rates.items():
         if name not in allowed:
             raise CardError(f"{where}: unknown rate '{name}'; allowed: {', '.join(allowed)}")
+        if value is None and name in _OPTIONAL_RATES:  # null: not measured, as DeviceRates.with_overrides takes it
+            out[name] = None
+            continue
         out[name] = _value(value, allowed[name], f"{where}.{name}")
     return DeviceCalibration(gpu_id=gpu_id, rates=tuple(sorted(out.items())))
 

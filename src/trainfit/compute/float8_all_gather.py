@@ -39,11 +39,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from trainfit.compute.float8_casts import EAGER_LAYOUT_COPY_BYTES, FP8_BYTES, FP32_BYTES, CastTraffic
-
-FP8_GATHERED_BYTES = FP8_BYTES
-"""Bytes per gathered float8 linear weight element: ``float8_tensor._data`` (e4m3, 1 B)."""
-SCALE_BYTES = FP32_BYTES
-"""One fp32 scale per float8 linear (``_precomputed_scale``, ``local_scale_tensor[i]``)."""
+from trainfit.memory.fp8 import FP8_GATHERED_BYTES, SCALE_BYTES  # one definition: the memory model's gathered bytes
 
 
 def gathered_bytes_saved(*, linear_weight_params: float, gathered_dtype_bytes: float) -> float:

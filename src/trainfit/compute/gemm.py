@@ -106,10 +106,11 @@ def fp8_precise_rates(rates: DeviceRates) -> DeviceRates:
     ``float8_casts.CastTraffic.forward_split_accumulator``): a backward's fp8 GEMMs (Transformer Engine's dgrad and wgrad, torchao's
     ``grad_input`` and ``grad_weight``) accumulate at full precision, without cuBLASLt's fast accumulation, at
     ``rates.fp8_precise_matmul_flops_per_s`` where the card has one (``rates._FP8_PRECISE_ACCUMULATION_FRACTION``:
-    Hopper); otherwise ``rates`` unchanged. The forward's fp8 GEMMs keep ``fp8_matmul_flops_per_s``."""
+    Hopper), never above ``fp8_matmul_flops_per_s``; otherwise ``rates`` unchanged. The forward's fp8 GEMMs keep
+    ``fp8_matmul_flops_per_s``."""
     if not rates.fp8_precise_matmul_flops_per_s or not rates.fp8_matmul_flops_per_s:
         return rates
-    return replace(rates, fp8_matmul_flops_per_s=rates.fp8_precise_matmul_flops_per_s)
+    return replace(rates, fp8_matmul_flops_per_s=min(rates.fp8_precise_matmul_flops_per_s, rates.fp8_matmul_flops_per_s))
 
 
 def _peak(rates: DeviceRates, fp8: bool, fp4: bool = False) -> float:

@@ -217,10 +217,20 @@ B200, which keeps its bf16 fraction as before. MI325X and MI355X have no fp8 row
 measurement: their bf16 fraction, assumed (the MI300X's hipBLASLt figure is not carried over to the MI325X: its bf16
 MAMF was measured with TunableOp and differs from the MI300X's)."""
 _FP8_PRECISE_ACCUMULATION_FRACTION = {"h100-sxm": 0.709, "h800": 0.709, "h200": 0.734, "gh200": 0.776}
+HOPPER_FP8_PRECISE_OVER_FAST = 0.709 / 0.803
+"""A Hopper card (compute capability 9.x) without a measured full-precision fp8 row: its fp8 rate times the H100
+SXM's measured precise / fast ratio, 1,402.6 / (1,979 x 80.3 %) = 0.883 (the MAMF table's FP8 row over the fp8
+peak at the bf16 MAMF fraction, stas00/ml-engineering ``compute/accelerator/README.md`` l.354 and l.376
+@744d01e18b79512572f64a6bbd8b5f4a725203a7). The H100 PCIe, H100 NVL, H200 NVL and H20 share the 9.0 tensor cores and
+their reduced-precision fp8 accumulator (``_FP8_PRECISE_ACCUMULATION_FRACTION``); no precise row is published for
+them. The measured cards' ratios span 0.883 (H100 SXM) to 0.914 (H200) and 0.926 (GH200): the H100 SXM's, the
+lowest, is taken (the H20's cut-down die and the PCIe / NVL parts' lower power sit nearer it than the GH200's)."""
 """Hopper fp8 GEMMs with full-precision accumulation (cuBLASLt ``CUBLASLT_MATMUL_DESC_FAST_ACCUM`` = 0), as a fraction
 of the datasheet dense fp8 peak: the FP8 half of the MAMF table (stas00/ml-engineering ``compute/accelerator/README.md``
 l.365-376 @744d01e18b79512572f64a6bbd8b5f4a725203a7): "NVIDIA H100 SXM | 1402.6 | 1979 | 70.9%", "NVIDIA H200 SXM |
 1453.4 | 1979 | 73.4%", "NVIDIA GH200 SXM | 1535.0 | 1979 | 77.6%" (the H800 shares the H100's die and clock). Its finder
+The GH200 rows (bf16 l.352, fp8 l.370) were measured on the "900W 141GiB HBM3e version"; the catalog's ``gh200`` is
+the 96 GB HBM3 part: its rates here are that variant's fractions, not a measurement of the 96 GB card. Its finder
 times ``torch._scaled_mm(A, B, scale, scale, out=C)`` (``compute/accelerator/benchmarks/mamf-finder.py`` l.329-349, same
 commit), whose ``use_fast_accum`` defaults to False (``aten::_scaled_mm`` schema): the accumulate-in-fp32 kernels.
 
@@ -679,7 +689,33 @@ class DeviceRates:
                 raise CardError(f"calibration: {k} must be a positive number, got {v!r}")
         if "l2_resident_bytes" in data and data["l2_resident_bytes"] is None:
             data["l2_resident_bytes"] = 0.0  # the field's own 'none': no L2 residency priced
+        fp8 = data.get("fp8_matmul_flops_per_s", self.fp8_matmul_flops_per_s)
+        precise = data.get("fp8_precise_matmul_flops_per_s", self.fp8_precise_matmul_flops_per_s)
+        if ("fp8_matmul_flops_per_s" in data and "fp8_precise_matmul_flops_per_s" not in data and precise
+                and fp8 and self.fp8_matmul_flops_per_s):
+            precise = fp8_precise_from_calibrated(fp8_matmul_flops_per_s=fp8,
+                                                  default_fp8_matmul_flops_per_s=self.fp8_matmul_flops_per_s,
+                                                  default_fp8_precise_matmul_flops_per_s=precise)
+            data["fp8_precise_matmul_flops_per_s"] = precise
+        if precise and fp8 and precise > fp8:  # full-precision accumulation is never faster than fast accumulation
+            data["fp8_precise_matmul_flops_per_s"] = fp8
         return replace(self, **data, sources=self.sources + (source,))
+
+
+def fp8_precise_from_calibrated(*, fp8_matmul_flops_per_s: float, default_fp8_matmul_flops_per_s: float,
+                                default_fp8_precise_matmul_flops_per_s: float) -> float:
+    """The full-precision-accumulation fp8 GEMM rate of a card whose fp8 rate was calibrated and whose precise rate
+    was not: the calibrated rate times the card's published precise / fast ratio, capped at the calibrated rate.
+
+    The ratio is the default rates' own: the MAMF table's FP8 row (``torch._scaled_mm`` without fast accumulation,
+    ``_FP8_PRECISE_ACCUMULATION_FRACTION``) over the default fp8 rate (the datasheet fp8 peak at the bf16 MAMF
+    fraction, ``_MAMF_FRACTION``), both from stas00/ml-engineering ``compute/accelerator/README.md``
+    @744d01e18b79512572f64a6bbd8b5f4a725203a7: H100 SXM 1,402.6 / (1,979 x 80.3 % = 1,589.1) TFLOP/s = 0.883 (the H800
+    the same), H200 1,453.4 / 1,589.1 = 0.914, GH200 1,535.0 / (1,979 x 83.8 % = 1,658.4) = 0.926.
+    Without it a calibrated fp8 rate of 500 TFLOP/s on an H100 SXM left the backward's fp8 GEMMs at the default
+    1,403 TFLOP/s, 2.8 x the calibrated forward."""
+    ratio = default_fp8_precise_matmul_flops_per_s / default_fp8_matmul_flops_per_s
+    return fp8_matmul_flops_per_s * min(ratio, 1.0)
 
 
 FP4_MATMUL_ASSUMPTION = (
@@ -699,6 +735,17 @@ _OPTIONAL_RATES = ("fp32_matmul_flops_per_s", "fp8_matmul_flops_per_s", "fp4_mat
 value a positive number."""
 
 
+def _fp8_precise_fraction(gpu: GpuSpec, fp8_fraction: float) -> float | None:
+    """Full-precision-accumulation fp8 GEMM rate as a fraction of the datasheet fp8 peak: Hopper's (compute
+    capability 9.x) measured row (``_FP8_PRECISE_ACCUMULATION_FRACTION``), else ``fp8_fraction`` (the card's fast
+    fp8 fraction) x ``HOPPER_FP8_PRECISE_OVER_FAST``; None off Hopper (no reduced-precision fp8 accumulator)."""
+    if gpu.id in _FP8_PRECISE_ACCUMULATION_FRACTION:
+        return _FP8_PRECISE_ACCUMULATION_FRACTION[gpu.id]
+    if (gpu.compute_capability or "").partition(".")[0] == "9":
+        return fp8_fraction * HOPPER_FP8_PRECISE_OVER_FAST
+    return None
+
+
 def default_rates(gpu: GpuSpec) -> DeviceRates:
     """Published-measurement defaults for a catalog card (module docstring)."""
     half = gpu.half_dense_flops_per_s
@@ -713,10 +760,16 @@ def default_rates(gpu: GpuSpec) -> DeviceRates:
     fp8_frac = fp8[0] if fp8 else frac
     if fp8 and gpu.fp8_dense_flops_per_s:
         src.append(f"fp8 matmul {fp8_frac:.1%} of the datasheet fp8 peak ({fp8[1]})")
-    precise = _FP8_PRECISE_ACCUMULATION_FRACTION.get(gpu.id) if gpu.fp8_dense_flops_per_s else None
-    if precise:
+    precise = _fp8_precise_fraction(gpu, fp8_frac) if gpu.fp8_dense_flops_per_s else None
+    if precise and gpu.id in _FP8_PRECISE_ACCUMULATION_FRACTION:
         src.append(f"fp8 backward GEMMs (full-precision accumulation) {precise:.1%} of the datasheet fp8 peak"
-                   " (stas00/ml-engineering compute/accelerator/README.md, MAMF table FP8 half)")
+                   " (stas00/ml-engineering compute/accelerator/README.md, MAMF table FP8 half"
+                   + (", measured on the 900 W 141 GB HBM3e GH200" if gpu.id == "gh200" else "") + ")")
+    elif precise:
+        src.append(f"fp8 backward GEMMs (full-precision accumulation) {precise:.1%} of the datasheet fp8 peak: Hopper"
+                   f" (compute capability {gpu.compute_capability}), the fp8 rate x the H100 SXM's measured precise/fast"
+                   f" ratio {HOPPER_FP8_PRECISE_OVER_FAST:.3f} (stas00/ml-engineering compute/accelerator/README.md,"
+                   " MAMF table)")
     hbm = _HBM_FRACTION.get(gpu.id)
     hbm_frac = hbm[0] if hbm else HBM_FRACTION
     if hbm:

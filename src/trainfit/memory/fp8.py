@@ -312,6 +312,13 @@ def megatron_fsdp_fp8_unit_bytes(*, unit_params: float, unit_linear_params: floa
     return unit, (0.0 if non_tn_gemm else 1.0 * unit_linear_params)
 
 
+FP8_GATHERED_BYTES = 1.0
+"""Bytes per gathered torchao float8 linear weight element: ``Float8Tensor._data`` (e4m3, 1 B)."""
+SCALE_BYTES = 4.0
+"""One fp32 scale per torchao float8 linear (``_precomputed_scale``, ``local_scale_tensor[i]``; pytorch/ao
+@8c81863ba85cce742244c0151c6683c5696bbe04 ``torchao/float8/fsdp_utils.py`` l.236, 246-268)."""
+
+
 def torchao_fp8_gather_unit_bytes(*, unit_params: float, unit_linear_params: float, unit_linears: float,
                                   other_bytes_per_param: float) -> float:
     """One gathered layer unit under torchao's float8 FSDP2 all-gather (``precision.fp8_all_gather``): the unit's
@@ -320,8 +327,21 @@ def torchao_fp8_gather_unit_bytes(*, unit_params: float, unit_linear_params: flo
     ``torchao/float8/fsdp_utils.py`` l.236, 246-268), its other parameters (norms) in ``other_bytes_per_param``
     (``param_dtype``). The fp32 (or bf16) shards, their gradients and the optimizer are unchanged; no transpose is
     kept (the backward's layout copy is a transient of the GEMM)."""
-    return (unit_linear_params * 1.0 + unit_linears * 4.0
+    return (unit_linear_params * FP8_GATHERED_BYTES + unit_linears * SCALE_BYTES
             + max(0.0, unit_params - unit_linear_params) * other_bytes_per_param)
+
+
+def torchao_fp8_all_gathered_bytes(*, all_gathered_bytes: float, linear_params: float, linears: float,
+                                   other_bytes_per_param: float, gathered_share: float) -> float:
+    """The whole gathered model kept from forward to the end of backward (FSDP2 ``reshard_after_forward=False``,
+    strategy ``fsdp_grad_op``) under torchao's float8 all-gather: ``all_gathered_bytes`` (the ``gathered_share`` of
+    every parameter not held locally, in ``other_bytes_per_param``) with the ``linear_params`` float8 linear weight
+    elements at 1 B (``Float8Tensor._data``, kept unsharded until the backward ends) plus one fp32 scale for each of
+    the ``linears`` (``fsdp_post_all_gather``'s metadata; pytorch/ao @8c81863ba85cce742244c0151c6683c5696bbe04
+    ``torchao/float8/fsdp_utils.py`` l.236, 246-268): the per-linear saving of ``torchao_fp8_gather_unit_bytes``
+    over every layer at once."""
+    saved = linear_params * gathered_share * max(0.0, other_bytes_per_param - FP8_GATHERED_BYTES)
+    return max(0.0, all_gathered_bytes - saved) + linears * SCALE_BYTES
 
 
 def non_tn_fp8_gemm(compute_capability: str | None) -> bool:

@@ -336,7 +336,8 @@ def rank_terms(card: RunCard, spec: ModelSpec, sharding: Sharding, layout: Paral
                               n_train=n_lora if lora is not None else pb_stage.total * scale, grad_bytes=grad_bytes)
         if megatron_fsdp_fp8_params(card) and fsdp.get("fsdp_layer_units"):
             fsdp, _ = _megatron_fsdp_fp8_units(card, sspec, fsdp, pb=pb_stage, scale=scale)
-        fsdp = (torchao_fp8_gather_units(card, sspec, fsdp, pb=pb_stage, scale=scale) or (fsdp, ""))[0]
+        fsdp = (torchao_fp8_gather_units(card, sspec, fsdp, pb=pb_stage, scale=scale,
+                                         weights_divisor=sharding.weights_divisor) or (fsdp, ""))[0]
     paged = prec.optimizer in PAGED and offload is Offload.NONE
     if prec.compute.quantized_gemms:  # the stage's fp8 weights / copies and scaling state (memory/fp8.py)
         from trainfit.plan.terms import fp8_weight_bytes

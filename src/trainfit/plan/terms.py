@@ -706,7 +706,8 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
                                  grad_bytes=grad_bytes)
         if megatron_fsdp_fp8_params(card) and fsdp.get("fsdp_layer_units"):
             fsdp, note = _megatron_fsdp_fp8_units(card, spec, fsdp, pb=pb, scale=scale)
-        fsdp, note = torchao_fp8_gather_units(card, spec, fsdp, pb=pb, scale=scale) or (fsdp, note)
+        fsdp, note = torchao_fp8_gather_units(card, spec, fsdp, pb=pb, scale=scale,
+                                              weights_divisor=sharding.weights_divisor) or (fsdp, note)
         if not zero:
             notes.append(note)
     zero_terms: dict[str, float | bool] = {}
@@ -965,12 +966,15 @@ def _megatron_fsdp_fp8_units(card: RunCard, spec: ModelSpec, fsdp: dict[str, flo
 
 
 def torchao_fp8_gather_units(card: RunCard, spec: ModelSpec, fsdp: dict[str, float], *, pb: ParamBreakdown,
-                             scale: float) -> tuple[dict[str, float], str] | None:
+                             scale: float, weights_divisor: float) -> tuple[dict[str, float], str] | None:
     """The gathered layer units (current + one prefetched) under torchao's float8 all-gather
     (``precision.fp8_all_gather``; ``memory.fp8.torchao_fp8_gather_unit_bytes``): the linears' weights at 1 B, the
-    norms in ``param_dtype``; the root unit (embedding, norm, output head: not float8) unchanged. None where the
-    units are not resharded layer units, or some layers keep bf16 linears (their unit, the larger, stays)."""
-    if not (card.precision.fp8_all_gather and fsdp.get("fsdp_layer_units")):
+    norms in ``param_dtype``; the root unit (embedding, norm, output head: not float8) unchanged. Where the model is
+    not resharded after forward (``fsdp_grad_op``: ``fsdp_all_gathered``, no layer units) the whole gathered model
+    takes the same per-linear saving (``memory.fp8.torchao_fp8_all_gathered_bytes``, the non-local
+    ``1 - 1 / weights_divisor`` of each weight). None without gathered parameters, or where some layers keep bf16
+    linears (their unit, the larger, stays)."""
+    if not (card.precision.fp8_all_gather and (fsdp.get("fsdp_layer_units") or fsdp.get("fsdp_all_gathered"))):
         return None
     layers = max(1, spec.num_layers)
     if card.precision.quantized_layer_share(layers) < 1.0:
@@ -979,6 +983,15 @@ def torchao_fp8_gather_units(card: RunCard, spec: ModelSpec, fsdp: dict[str, flo
 
     other = BYTES_PER_DTYPE[fsdp_gathered_dtype(card).value if card.weights_dtype is Dtype.FP32
                            else card.weights_dtype.value]
+    if not fsdp.get("fsdp_layer_units"):
+        gathered = fp8.torchao_fp8_all_gathered_bytes(
+            all_gathered_bytes=fsdp["fsdp_all_gathered"], linear_params=fp8.fp8_linear_params(spec) * scale,
+            linears=fp8.fp8_linear_count(spec), other_bytes_per_param=other,
+            gathered_share=1 - 1 / max(1.0, weights_divisor))
+        note = (f"FSDP with torchao's float8 all-gather, not resharded after forward: the gathered model"
+                f" ({gathered / GIB:.2f} GiB) holds the linears' weights as fp8 from forward to the end of backward;"
+                " root unit (embedding, norm, output) in param_dtype")
+        return dict(fsdp, fsdp_all_gathered=gathered), note
     unit = fp8.torchao_fp8_gather_unit_bytes(
         unit_params=pb.largest_layer * scale, unit_linear_params=fp8.fp8_linear_params(spec) * scale / layers,
         unit_linears=fp8.fp8_linear_count(spec) / layers, other_bytes_per_param=other)

@@ -1,4 +1,5 @@
-"""The tensor-parallel collectives of a launch-bound pass run in its GPU slack (``model_parallel.host_slack_exposed_s``)."""
+"""The tensor-parallel collectives of a launch-bound pass run in its GPU slack
+(``model_parallel.host_slack_exposed_s``)."""
 
 from __future__ import annotations
 

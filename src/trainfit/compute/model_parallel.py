@@ -106,6 +106,8 @@ class ModelParallelComm:
     context_s: float = 0.0
     expert_s: float = 0.0
     pipeline_p2p_s: float = 0.0
+    tensor_forward_s: float = 0.0
+    """Of ``tensor_s``, the first forward's (the rest: the recomputed forward's and the backward's)."""
 
     @property
     def total_s(self) -> float:
@@ -183,7 +185,7 @@ def model_parallel_comm(
     passes = 3 if recompute else 2  # forward, (recompute), backward
     coll_passes = passes if recompute_collectives else 2
     act = tokens * hidden * dtype_bytes
-    tensor = 0.0
+    tensor = tensor_forward = 0.0
     if tp > 1:
         # NCCL's tuner prices the all-reduce over the ``tp_nodes`` the group spans (collectives.nccl_collective_seconds)
         one = coll.all_reduce_seconds(total_bytes=act, ranks=tp, bus_bytes_per_s=tp_bus_bytes_per_s, nodes=tp_nodes)
@@ -208,12 +210,15 @@ def model_parallel_comm(
                                                      frozen_weights=frozen_weights)
                      + (layers - dense) * one)
             tensor = (coll_passes - 1) * fwd_s + bwd_s
+            tensor_forward = fwd_s
         elif tp_comm_overlap:
             # forward (and a repeated forward) behind the forward GEMMs, backward behind the backward's
             fwd_exposed = max(0.0, per_pass - gemm_forward_s)
             tensor = (coll_passes - 1) * fwd_exposed + max(0.0, per_pass - gemm_backward_s)
+            tensor_forward = fwd_exposed
         else:
             tensor = coll_passes * per_pass
+            tensor_forward = per_pass
     context = 0.0
     if cp > 1 and attention_layers:
         if ulysses:
@@ -277,7 +282,32 @@ def model_parallel_comm(
                                            nodes=tp_nodes) if scatter else 0.0
         p2p = (1.0 if launch_blocking else 0.5) * 2 * max(1, virtual_stages) * (send / pp_bytes_per_s + send_s
                                                                                  + gather_s)
-    return ModelParallelComm(tensor, context, expert, p2p)
+    return ModelParallelComm(tensor, context, expert, p2p, tensor_forward_s=tensor_forward)
+
+
+def host_slack_exposed_s(*, comm_s: float, device_s: float, paced_s: float) -> float:
+    """Seconds that ``comm_s`` of collectives on the compute stream (exposed on the device's timeline: blocking, or
+    outlasting the GEMM they overlap) add to passes whose GPU work takes ``device_s`` and whose host-paced time is
+    ``paced_s`` (the larger of their host and device time, less the syncs' round trips):
+    ``max(0, device_s + comm_s − paced_s)`` (``paced_s >= device_s``).
+
+    An NCCL collective is a kernel the host enqueues and walks past (no host wait: ``torch.distributed`` returns once
+    the work is enqueued, and ``Work.wait()`` only makes the compute stream wait on it: pytorch/pytorch
+    torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp on main, read 2026-12-03, ``WorkNCCL::wait``: "synchronize()
+    will block the current stream on the NCCL stream", the CPU thread blocked only under ``TORCH_NCCL_BLOCKING_WAIT``
+    or a timeout; ``WorkNCCL::synchronizeStream``: "Block the current stream on the NCCL stream"); in a launch-bound
+    pass the GPU idles behind the host's launches and runs the
+    collective in that idle time, so only the part the slack does not absorb reaches the step. A device-bound pass
+    (``paced_s == device_s``) pays ``comm_s`` in full. The same slack absorbs the slowest rank's excess
+    (``training.lockstep_wait_seconds``).
+
+    This keeps the step consistent: the exposure ``comm_s`` shrinks where a GEMM the collective overlaps grows (a
+    tile / wave boundary: ``te_sp_backward_pair_s`` hides the reduce-scatter behind the wgrad GEMM), by less than
+    that GEMM grows the device time, so ``device_s + comm_s`` never falls as the work grows; priced against the
+    device time alone, a launch-bound pass (whose time does not grow with the GEMM) would get faster with more work
+    (Qwen3-8B on B200, TP 4 sequence parallel on Megatron-Core layers, compile: 4096 -> 4100 tokens crossed a
+    128-row tile, the backward GEMMs +0.95 ms, the exposed reduce-scatter −0.11 ms, the host-paced backward flat)."""
+    return min(comm_s, max(0.0, device_s + comm_s - max(paced_s, device_s)))
 
 
 def te_sp_backward_pair_s(*, gather_s: float, reduce_scatter_s: float, column_gemm_s: float,

@@ -43,7 +43,8 @@ from trainfit.compute.gemm import (fp8_precise_rates, gemm_seconds, grouped_mm_s
                                    multi_stream_grouped_gemm_seconds)
 from trainfit.compute.inventory import BACKWARD_KERNEL_FACTOR, Adapter, ChainedRead, PassInventory, step_inventory
 from trainfit.compute.moe_time import expert_token_shards
-from trainfit.compute.model_parallel import (ModelParallelComm, model_parallel_comm, pipeline_bubble_micro_steps,
+from trainfit.compute.model_parallel import (ModelParallelComm, host_slack_exposed_s, model_parallel_comm,
+                                            pipeline_bubble_micro_steps,
                                             tied_embedding_grad_sync_s)
 from trainfit.compute.offload import deepspeed_zero12_offload_seconds, layer_offload_stall_seconds, offload_seconds
 from trainfit.compute.optimizer_time import optimizer_seconds, shard_params
@@ -999,6 +1000,19 @@ def train_step_time(
                                      rates=rates, micro_steps=micro_steps,
                                      recompute_collectives=selective != "core_attention" and not recompute_modules,
                                      expert_recompute="moe" in recompute_modules, launch_blocking=launch_blocking)
+        if mpc.tensor_s and not launch_blocking:
+            # the TP collectives run on the GPU's timeline: a launch-bound pass's GPU slack absorbs them
+            # (model_parallel.host_slack_exposed_s), the forward's in the forward, the recomputed forward's (run
+            # layer by layer inside the backward) and the backward's in the backward; CUDA_LAUNCH_BLOCKING leaves no
+            # slack
+            def exposed(comm_s: float, *passes: PassTime) -> float:
+                return host_slack_exposed_s(comm_s=comm_s,
+                                            device_s=sum(p.gemm_s + p.attention_s + p.memory_s for p in passes),
+                                            paced_s=sum(p.seconds - p.sync_s for p in passes))
+
+            tp_fwd = exposed(mpc.tensor_forward_s, fwd)
+            mpc = replace(mpc, tensor_s=tp_fwd + exposed(mpc.tensor_s - mpc.tensor_forward_s, rec, bwd),
+                          tensor_forward_s=tp_fwd)
         for name, secs in (("tensor_parallel", mpc.tensor_s), ("context_parallel", mpc.context_s),
                            ("expert_parallel", mpc.expert_s), ("pipeline_p2p", mpc.pipeline_p2p_s)):
             if secs:

@@ -806,7 +806,7 @@ POINTS.update({
     },
 })
 
-# ---- PEFT method_comparison MetaMathQA, more runs of the harness of points 43-49 (published_memory_points_new_s17.json)
+# ---- PEFT method_comparison MetaMathQA, more runs of the harness of points 43-49 (published_memory_points_qwen_torchao_peft.json)
 
 POINTS.update({
     501: {
@@ -830,7 +830,7 @@ POINTS.update({
     } for pid, init in ((505, "initialised from sampled vocabulary embeddings"),)},
 })
 
-# ---- ms-swift ``swift sft`` example runs (published_memory_points_new_s18.json ids 711-724, sources there; the
+# ---- ms-swift ``swift sft`` example runs (published_memory_points_ms_swift.json ids 711-724, sources there; the
 # Megatron-SWIFT points 701-710 and 725-726 carry or name a step-time entry and are mapped by _train_entry_mappings)
 
 _SWIFT_Z3_HEAD = {"reduce_bucket_size": "auto", "stage3_prefetch_bucket_size": "auto",
@@ -957,7 +957,7 @@ POINTS.update({
 # point's ``train_entry``), so the memory and the time of a run are scored on one card. These points are held out:
 # ``load_points`` leaves them out of the scored set, ``heldout_rows`` scores them apart.
 
-HELDOUT_TRAIN_TIMES = ROOT / "benchmarks" / "data" / "published_train_times_new_s14b.json"
+HELDOUT_TRAIN_TIMES = ROOT / "benchmarks" / "data" / "published_train_times_prime_rl_baselines.json"
 """The step-time entries the held-out points name (``train_entry``)."""
 
 
@@ -1018,7 +1018,7 @@ POINTS.update(_heldout_mappings())
 def _train_entry_mappings() -> dict[int, dict[str, Any]]:
     """POINTS entries of the scored points that name a step-time entry: the step-time harness's card of it. The
     metric and unit are reserved / GiB (torchtitan's log line) unless the point states its own (``metric``, ``unit``:
-    the points of published_memory_points_new_s17.json, whose ``mem_metric`` says why)."""
+    the points of published_memory_points_qwen_torchao_peft.json, whose ``mem_metric`` says why)."""
     paths = [p for p in MEMORY_POINT_FILES if p.is_file()]
     if not paths:
         return {}
@@ -1078,21 +1078,21 @@ def _train_entry_mappings() -> dict[int, dict[str, Any]]:
 MEMORY_POINTS = ROOT / "benchmarks" / "data" / "published_memory_points.json"
 """Further published peak-memory measurements found for issue 15 (framework docs and tutorials), in
 measured_points.json's shape, each with its source (repository + path + commit and date)."""
-MEMORY_POINTS_S17 = ROOT / "benchmarks" / "data" / "published_memory_points_new_s17.json"
+MEMORY_POINTS_QWEN_TORCHAO_PEFT = ROOT / "benchmarks" / "data" / "published_memory_points_qwen_torchao_peft.json"
 """Published peak-memory measurements first scored in session 17 (ids 501+), in the same shape: PEFT's MetaMathQA
 results beside points 43-49 (mapped below), and runs whose step time is already an entry (``train_file`` /
 ``train_entry``, with the point's own ``metric`` / ``unit``)."""
-MEMORY_POINTS_S17B = ROOT / "benchmarks" / "data" / "published_memory_points_new_s17b.json"
+MEMORY_POINTS_NANOTRON = ROOT / "benchmarks" / "data" / "published_memory_points_nanotron_benchmark.json"
 """The Ultra-Scale Playbook sweep's per-GPU peaks (nanotron, ids 601+): rank 0's ``max_memory_reserved`` (GiB) printed
 beside the MFU of each step-time entry of published_train_times_nanotron_ultrascale.json, each point naming its entry
 (``train_file`` / ``train_entry``, ``metric`` / ``unit``; the ``mem_metric`` cites nanotron's logging code)."""
-MEMORY_POINTS_S18 = ROOT / "benchmarks" / "data" / "published_memory_points_new_s18.json"
+MEMORY_POINTS_MS_SWIFT = ROOT / "benchmarks" / "data" / "published_memory_points_ms_swift.json"
 """Published peak-memory figures first scored in session 18 (ids 701+): ms-swift's Megatron-SWIFT runs (each naming a
 step-time entry, ``train_file`` / ``train_entry``, or carrying its own entry in that schema, ``run``) and ms-swift's
 ``swift sft`` example runs (mapped below, ``_swift_sft_card``). Every figure is the header comment of the script (or the
 doc's table) that states the run; the points say which log field it would be (``mem_metric``) and are flagged
 ambiguous, since no header says how it was read."""
-MEMORY_POINT_FILES = (MEMORY_POINTS, MEMORY_POINTS_S17, MEMORY_POINTS_S17B, MEMORY_POINTS_S18)
+MEMORY_POINT_FILES = (MEMORY_POINTS, MEMORY_POINTS_QWEN_TORCHAO_PEFT, MEMORY_POINTS_NANOTRON, MEMORY_POINTS_MS_SWIFT)
 
 POINTS.update(_train_entry_mappings())
 

@@ -1,5 +1,5 @@
 """benchmarks/step_times.py: Transformer Engine's ring context-parallel glue (compute.cp_ring) in the NeMo 24.03
-long-sequence Llama-2-7B rows (published_train_times_new_s19.json): it is planned for the Megatron-Core ring rows
+long-sequence Llama-2-7B rows (published_train_times_nemo_dgxc_2403_2409.json): it is planned for the Megatron-Core ring rows
 only, and lengthens their step by the bytes it moves."""
 
 from __future__ import annotations

@@ -23,8 +23,8 @@ def test_the_key_is_where_the_config_states_it():
     stated = {i for i, e in ENTRIES.items() if SAYS.search(e.get("note") or "")}
     keyed = {i for i, e in ENTRIES.items() if e["precision"].get("fp8_params")}
     # 31 NeMo / DGX Cloud entries, the 154 Megatron-Bridge MXFP8 and FP8-CS rows of
-    # published_train_times_new_s18_lowp.json (their configs set fp8_param_gather), and the 50 older Megatron-Bridge
-    # FP8 rows on the distributed optimizer (megatron_bridge, new_s12, new_s17c: the FP8 presets set it too), and
+    # published_train_times_megatron_bridge_perf_lowp.json (their configs set fp8_param_gather), and the 50 older Megatron-Bridge
+    # FP8 rows on the distributed optimizer (megatron_bridge, megatron_bridge_perf_releases, megatron_bridge_perf_bf16_fp8: the FP8 presets set it too), and
     # the 14 Megatron-Bridge FP8 rows on Megatron-FSDP (same presets; parallel.strategy fsdp)
     assert stated == keyed and len(keyed) == 31 + 154 + 50 + 14
 

@@ -15,7 +15,7 @@ import trainfit
 
 REPO = Path(trainfit.__file__).resolve().parents[2]
 st = load_step_times("trainfit_bench_step_times_megatron_reentrant_forward")
-ROW = next(e for e in json.loads((REPO / "benchmarks" / "data" / "published_train_times_new_s15.json").read_text())
+ROW = next(e for e in json.loads((REPO / "benchmarks" / "data" / "published_train_times_megatron_bridge_verification.json").read_text())
            if e["id"] == "mbvc-qwen3-30b-a3b-sft32k-h100-16g")
 
 

@@ -1,5 +1,5 @@
 """benchmarks/step_times.py, the Qwen3-235B-A22B row of miles' P2P weight-transfer table
-(published_rl_times_new_s13.json, miles-p2p-weight-sync-qwen3-235b-a22b-h100-8p8n-nccl): the table's 'PP=4' cannot
+(published_rl_times_nemo_rl_v03_miles_p2p.json, miles-p2p-weight-sync-qwen3-235b-a22b-h100-8p8n-nccl): the table's 'PP=4' cannot
 split 94 layers evenly; the row's own profiling script (radixark/miles
 examples/infra_features/p2p_weight_transfer/run-qwen3-235B-A22B-16node-profile.sh
 @748935dc7155d4990d02d62f6061c50ef8054051) passes ``--decoder-last-pipeline-num-layers 22``, so the entry states
@@ -12,7 +12,7 @@ import json
 from step_times_module import load_step_times
 
 S = load_step_times("trainfit_bench_step_times_miles_p2p_pipeline_split")
-DATA = S.RL_DATA.parent / "published_rl_times_new_s13.json"
+DATA = S.RL_DATA.parent / "published_rl_times_nemo_rl_v03_miles_p2p.json"
 ROW = "miles-p2p-weight-sync-qwen3-235b-a22b-h100-8p8n-nccl"
 E = {e["id"]: e for e in json.loads(DATA.read_text())}[ROW]
 

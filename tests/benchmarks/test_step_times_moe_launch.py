@@ -15,7 +15,7 @@ from step_times_module import load_step_times
 import trainfit
 
 REPO = Path(trainfit.__file__).resolve().parents[2]
-DATA = REPO / "benchmarks" / "data" / "published_train_times_new_s15.json"
+DATA = REPO / "benchmarks" / "data" / "published_train_times_megatron_bridge_verification.json"
 st = load_step_times("trainfit_bench_step_times_moe_launch")
 ROWS = {e["id"]: e for e in json.loads(DATA.read_text())}
 EAGER = ("mbvc-gpt-oss-20b-pretrain-h100-16g", "mbvc-gpt-oss-20b-sft-h100-8g", "mbvc-gpt-oss-20b-lora-h100-1g",

@@ -1,4 +1,4 @@
-"""benchmarks/step_times.py, the vLLM engine limits of the NeMo RL v0.3 blog rows (published_rl_times_new_s13.json,
+"""benchmarks/step_times.py, the vLLM engine limits of the NeMo RL v0.3 blog rows (published_rl_times_nemo_rl_v03_miles_p2p.json,
 ids nemorl-v03blog-*): vLLM 0.9.0's V1 defaults for the LLM class on an 80 GB H100 (max_num_seqs 1024,
 max_num_batched_tokens 16384; NeMo RL v0.3.0 sets neither) reach the card, and they change the KV pool only, not the
 admission of at most 256 sequences per engine."""

@@ -29,7 +29,7 @@ SQUAD_ROWS = {  # the published rows whose notes or recipes name packed SQuAD v1
     "mbridge-2606-gb200-llama3-70b-sft-fp8-32g", "mbridge-2606-h100-llama3-70b-sft-fp8-32g",
     "mbridge-2606-gb200-llama3-70b-lora-fp8-8g", "mbridge-2606-h100-llama3-70b-lora-fp8-8g",
     "mbridge-2606-gb300-llama3-70b-sft-fp8-32g", "mbridge-2606-gb300-llama3-70b-lora-fp8-8g",
-    # the MXFP8 rows of the same 26.06 SFT / LoRA tables (published_train_times_new_s18_lowp.json)
+    # the MXFP8 rows of the same 26.06 SFT / LoRA tables (published_train_times_megatron_bridge_perf_lowp.json)
     "mbridge-2606-gb300-llama3-70b-sft-mxfp8-32g", "mbridge-2606-gb200-llama3-70b-sft-mxfp8-32g",
     "mbridge-2606-gb300-llama3-70b-lora-mxfp8-8g", "mbridge-2606-gb200-llama3-70b-lora-mxfp8-8g",
     # NeMo 2.0 llm.finetune (NVIDIA/dgxc-benchmarking ft_llama3 @741c886): 8B SFT / LoRA at 8, 16, 32 GPUs,

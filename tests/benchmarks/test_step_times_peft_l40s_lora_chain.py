@@ -1,4 +1,4 @@
-"""benchmarks/step_times.py, PEFT's MetaMathQA rows on one L40S (published_train_times_new_s16.json): 840 tokens a
+"""benchmarks/step_times.py, PEFT's MetaMathQA rows on one L40S (published_train_times_fsdp_qlora_peft_torchtitan.json): 840 tokens a
 step, so each fp32 adapter's elementwise chain fits the card's L2 (``inventory.FP32_LORA_CHAINED_*``) and its reads of
 what the kernel before it wrote run at the L2 rate; the MLP-targeted row moves most (three 8192- or 3072-wide chains
 a layer)."""

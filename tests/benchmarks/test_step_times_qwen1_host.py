@@ -17,8 +17,8 @@ import trainfit
 REPO = Path(trainfit.__file__).resolve().parents[2]
 DATA = REPO / "benchmarks" / "data"
 st = load_step_times("trainfit_bench_step_times_qwen1_host")
-ROWS = {e["id"]: e for f in ("published_train_times.json", "published_train_times_new_s14.json",
-                             "published_train_times_new_s18.json")
+ROWS = {e["id"]: e for f in ("published_train_times.json", "published_train_times_qwen_foundry_torchtune.json",
+                             "published_train_times_qwen_vectorlm.json")
         for e in json.loads((DATA / f).read_text()) if e["id"].startswith("qwen1-")}
 
 

@@ -13,7 +13,7 @@ from step_times_module import load_step_times
 import trainfit
 
 REPO = Path(trainfit.__file__).resolve().parents[2]
-DATA = REPO / "benchmarks" / "data" / "published_train_times_new_s15.json"
+DATA = REPO / "benchmarks" / "data" / "published_train_times_megatron_bridge_verification.json"
 st = load_step_times("trainfit_bench_step_times_tp_host_slack")
 ROWS = {e["id"]: e for e in json.loads(DATA.read_text())}
 

@@ -13,7 +13,7 @@ GPU idles 5-6 ms per step while the core schedules, prepares inputs and updates 
 sequence ((5.5 - 0.58) / 256). The V1 engine of that issue predates vLLM 0.9.0 (the NeMo RL v0.3 runs) and its
 later releases, which only took host work off the step.
 
-**What it explains in the NeMo RL v0.3 blog rows** (benchmarks/data/published_rl_times_new_s13.json; vLLM 0.9.0 V1,
+**What it explains in the NeMo RL v0.3 blog rows** (benchmarks/data/published_rl_times_nemo_rl_v03_miles_p2p.json; vLLM 0.9.0 V1,
 in-process, ``LLM.generate``): host time is most of the planned step for the small and sparse models and a minority
 for Llama-3.1-70B at TP 4, which is why their errors split by model size. Planned generation of the Llama-3.1-8B rows
 (tree of 5182f6f): ~50 of 81 s is host time (8 ms in-process frontend x 3,964 steps, 80 us x 203k tokens per engine,

@@ -261,9 +261,9 @@ def test_torchtitan_points_map_through_the_step_time_entry_they_name():
 
 
 def test_session17_points_cite_a_commit_and_are_scored():
-    """published_memory_points_new_s17.json (ids 501+): each point cites a 40-hex commit and its date, states its
+    """published_memory_points_qwen_torchao_peft.json (ids 501+): each point cites a 40-hex commit and its date, states its
     metric, and is in the scored set; the ones that name a step-time entry carry the figure that entry quotes."""
-    pts = json.loads(P.MEMORY_POINTS_S17.read_text())
+    pts = json.loads(P.MEMORY_POINTS_QWEN_TORCHAO_PEFT.read_text())
     assert 25 <= len(pts) <= 40
     for p in pts:
         assert p["id"] > 500 and p["id"] in P.POINTS, p["id"]
@@ -281,10 +281,10 @@ def test_session17_points_cite_a_commit_and_are_scored():
 
 
 def test_ultrascale_points_map_through_the_nanotron_entries_they_name():
-    """published_memory_points_new_s17b.json (ids 601+): the Ultra-Scale Playbook figure's per-GPU peaks, one per
+    """published_memory_points_nanotron_benchmark.json (ids 601+): the Ultra-Scale Playbook figure's per-GPU peaks, one per
     step-time entry of the nanotron file, each the figure's printed value of that entry's cell: rank 0's
     max_memory_reserved / 1024**3 (reserved, GiB), cited to nanotron's benchmark logging code at a commit."""
-    pts = json.loads(P.MEMORY_POINTS_S17B.read_text())
+    pts = json.loads(P.MEMORY_POINTS_NANOTRON.read_text())
     entries = {e["id"]: e for e in json.loads(
         (REPO / "benchmarks" / "data" / "published_train_times_nanotron_ultrascale.json").read_text())}
     assert [p["train_entry"] for p in pts] == list(entries)  # every entry with a printed peak, once
@@ -326,12 +326,12 @@ def test_a_point_that_logs_one_rank_is_scored_on_that_ranks_stage():
 
 
 def test_session18_points_cite_a_commit_and_are_scored():
-    """published_memory_points_new_s18.json (ids 701+): ms-swift's Megatron-SWIFT and swift sft example runs. Each point
+    """published_memory_points_ms_swift.json (ids 701+): ms-swift's Megatron-SWIFT and swift sft example runs. Each point
     cites a 40-hex commit and its date and the header or table it quotes, is read as ms-swift's logged max_memory_reserved
     (flagged ambiguous: no header says how it was read), and is in the scored set. A point naming a step-time entry is
     planned on that entry's card; a point carrying its own entry (``run``) on ``map_train`` of it, or is unsupported with
     the planner's reason."""
-    pts = json.loads(P.MEMORY_POINTS_S18.read_text())
+    pts = json.loads(P.MEMORY_POINTS_MS_SWIFT.read_text())
     assert 25 <= len(pts) <= 40
     ids = [p["id"] for p in pts]
     assert ids == sorted(ids) and len(set(ids)) == len(ids)

@@ -363,7 +363,7 @@ def zero1_param_sync_seconds(*, total_bytes: float, ranks: int, bus_bytes_per_s:
     InternLM/InternEvo internlm/solver/optimizer/hybrid_zero_optim.py l.622 and l.629-647
     @c18bec9361684189aadf6ffb724f9dfe48288eb0). The bytes are the all-gather's; the ``ranks`` fills are not.
     Check, not fitted: InternEvo's published zero1 -1 row (7B, 8-1024 A100, 4 x 100 Gb RoCE a node;
-    ``benchmarks/data/published_train_times_new_s17.json``) loses 1.1 / 1.7 / 3.2 s a step over its 8-GPU pace
+    ``benchmarks/data/published_train_times_internevo_peft.json``) loses 1.1 / 1.7 / 3.2 s a step over its 8-GPU pace
     (4.03 s) at 256 / 512 / 1024 GPUs; with these fills the step lands within +2 / +7 / +25 % (one all-gather: -4 /
     -13 / -30 %), so at 1024 ranks the fill priced with ``NCCL_NET_STEP_EXCESS_S`` (measured on H100 / InfiniBand) is
     about twice what that cluster shows. Those rows' group is the whole data group, whose gradients

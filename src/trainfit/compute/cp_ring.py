@@ -52,7 +52,7 @@ over the ``n = (cp − 1)/2`` steps of each kind) may run beside the previous st
 the glue at cp 32); and later releases accumulate dK and dV in place without the ``cat`` (context_parallel.py
 l.2774-2810 @d0067d0), about a tenth of the backward glue on a GQA model at cp 2, counted here as in v1.4.
 
-Checked and not taken (NeMo 24.03 long-sequence Llama-2-7B rows on H100, ``published_train_times_new_s19.json``,
+Checked and not taken (NeMo 24.03 long-sequence Llama-2-7B rows on H100, ``published_train_times_nemo_dgxc_2403_2409.json``,
 at -18 to -22 % after this term, with the same container's context-parallel-free 4K / 8K / 16K rows at -13 to -16 %):
 
 * FlashAttention instead of cuDNN under CP: v1.4 keeps cuDNN's ``F16_arbitrary_seqlen`` backend with context

@@ -297,7 +297,7 @@ The rows that want a faster host (the L40S PEFT LoRA steps, B200 NeMo RL log-pro
 Qwen2-7B generation, DeepSpeed-Chat OPT-30B) are matched by as many that want a slower one (play-verl's Qwen2.5-0.5B
 steps, eager DeepSeek-V3 and Qwen3.5-9B generation, most Megatron-Bridge SFT steps), so no lower default is
 supported; the L40S LoRA rows stay +20..+31 % and the B200 log-prob passes +96 % even at 25 us (782102d).
-Checked again with the held-out fine-tuning rows of ``published_train_times_new_s18.json`` (tree 9b67d9a, 967 scored
+Checked again with the held-out fine-tuning rows of ``published_train_times_qwen_vectorlm.json`` (tree 9b67d9a, 967 scored
 rows, 123 launch-sensitive: 89 published): the Qwen (1.0) README's single-A100 LoRA cells at 256-1,024 tokens (torch
 2.0, Qwen's own modeling code, 2023) plan 2.5-2.8x their published step at every model size (1.8B 2.51 s vs 1.0,
 7B 3.35 vs 1.2, 14B 4.19 vs 1.6, all launch-bound), i.e. about 25 us per forward kernel on that host. The half-0 fit

@@ -1,4 +1,4 @@
-"""benchmarks/step_times.py, held-out Megatron-Bridge rows on Blackwell Ultra of published_train_times_new_s17c.json
+"""benchmarks/step_times.py, held-out Megatron-Bridge rows on Blackwell Ultra of published_train_times_megatron_bridge_perf_bf16_fp8.json
 (DGX-GB300 and DGX-B300 rows of the performance summary archive, BF16 and FP8 current scaling): the file is picked
 up, its ids are unique across the training files, each quote is a row of its table whose cells give the card's
 layout, batch and measured figures, and the rows map to their presets (no recompute and the alltoall or HybridEP
@@ -15,8 +15,8 @@ from step_times_module import file_ids, load_step_times
 import trainfit
 
 REPO = Path(trainfit.__file__).resolve().parents[2]
-DATA = REPO / "benchmarks" / "data" / "published_train_times_new_s17c.json"
-st = load_step_times("trainfit_bench_step_times_new_s17c")
+DATA = REPO / "benchmarks" / "data" / "published_train_times_megatron_bridge_perf_bf16_fp8.json"
+st = load_step_times("trainfit_bench_step_times_megatron_bridge_perf_bf16_fp8")
 ROWS = {e["id"]: e for e in json.loads(DATA.read_text())}
 
 

@@ -1,4 +1,4 @@
-"""benchmarks/step_times.py, held-out training rows of published_train_times_new_s14.json (the Qwen (1.0) README's
+"""benchmarks/step_times.py, held-out training rows of published_train_times_qwen_foundry_torchtune.json (the Qwen (1.0) README's
 'Profiling of Memory and Speed' cells at 4096 / 8192 tokens not yet in the benchmark, and its 2-GPU full-parameter
 1024 cell; llm-foundry's 'H100 80GB BF16 (Large Scale, >= 128 GPUs)' rows not yet in the benchmark; torchtune's
 'Optimization flags' Llama 3.2 3B full-finetune rows not yet in it): the file is picked up, every row's figure is in
@@ -17,8 +17,8 @@ from step_times_module import file_ids, load_step_times
 import trainfit
 
 REPO = Path(trainfit.__file__).resolve().parents[2]
-DATA = REPO / "benchmarks" / "data" / "published_train_times_new_s14.json"
-st = load_step_times("trainfit_bench_step_times_new_s14")
+DATA = REPO / "benchmarks" / "data" / "published_train_times_qwen_foundry_torchtune.json"
+st = load_step_times("trainfit_bench_step_times_qwen_foundry_torchtune")
 ROWS = {e["id"]: e for e in json.loads(DATA.read_text())}
 
 

@@ -1,4 +1,4 @@
-"""benchmarks/step_times.py, held-out training rows of published_train_times_new_s16.json (torchtitan's own published
+"""benchmarks/step_times.py, held-out training rows of published_train_times_fsdp_qlora_peft_torchtitan.json (torchtitan's own published
 throughput rows not recorded before: the Llama 2 13B selective-AC rows on 64 A100, the Llama 3.1 405B 2D rows on 128 H100
 of the 2024-08 performance page, the float8 tensorwise vanilla-TP rows of the June 2025 async-TP benchmark, and the
 Llama 3 8B rows of the AWS/Meta torchtitan-on-SageMaker post on 32 H100): the file
@@ -17,8 +17,8 @@ from step_times_module import file_ids, load_step_times
 import trainfit
 
 REPO = Path(trainfit.__file__).resolve().parents[2]
-DATA = REPO / "benchmarks" / "data" / "published_train_times_new_s16.json"
-st = load_step_times("trainfit_bench_step_times_new_s16")
+DATA = REPO / "benchmarks" / "data" / "published_train_times_fsdp_qlora_peft_torchtitan.json"
+st = load_step_times("trainfit_bench_step_times_fsdp_qlora_peft_torchtitan")
 ROWS = {e["id"]: e for e in json.loads(DATA.read_text())}
 
 

@@ -1,4 +1,4 @@
-"""benchmarks/step_times.py, held-out training rows of published_train_times_new_s17.json (InternEvo's 7B scaling
+"""benchmarks/step_times.py, held-out training rows of published_train_times_internevo_peft.json (InternEvo's 7B scaling
 tables on 8-1024 A100-80GB: packed 2048-token rows with and without activation checkpointing at zero1 8, and the
 throughput rows at tp 1 zero1 -1 and tp 2 zero1 -1 / 4; and six PEFT
 method-comparison runs on one L40S not recorded before: a second (IA)^3 run, (IA)^3 on every linear, two more
@@ -18,8 +18,8 @@ from step_times_module import file_ids, load_step_times
 import trainfit
 
 REPO = Path(trainfit.__file__).resolve().parents[2]
-DATA = REPO / "benchmarks" / "data" / "published_train_times_new_s17.json"
-st = load_step_times("trainfit_bench_step_times_new_s17")
+DATA = REPO / "benchmarks" / "data" / "published_train_times_internevo_peft.json"
+st = load_step_times("trainfit_bench_step_times_internevo_peft")
 ROWS = {e["id"]: e for e in json.loads(DATA.read_text())}
 INTERNEVO = {k: v for k, v in ROWS.items() if v["source"]["repo"] == "InternLM/InternEvo"}
 

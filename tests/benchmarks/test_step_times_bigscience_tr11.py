@@ -1,4 +1,4 @@
-"""benchmarks/step_times.py, held-out pretraining rows of published_train_times_new_s17b.json (BLOOM-176B's
+"""benchmarks/step_times.py, held-out pretraining rows of published_train_times_bigscience_tr11.json (BLOOM-176B's
 production step on 384 A100 80GB and the 48-node topology search of its chronicles, Megatron-DeepSpeed): the file is
 picked up, its ids are unique across the training files, every figure is in its quote, the batch multiplies out,
 the published TFLOPs follow from Sec/it with Megatron-DeepSpeed's factor-4 count, and the rows map to the card
@@ -16,8 +16,8 @@ from step_times_module import file_ids, load_step_times
 import trainfit
 
 REPO = Path(trainfit.__file__).resolve().parents[2]
-DATA = REPO / "benchmarks" / "data" / "published_train_times_new_s17b.json"
-st = load_step_times("trainfit_bench_step_times_new_s17b")
+DATA = REPO / "benchmarks" / "data" / "published_train_times_bigscience_tr11.json"
+st = load_step_times("trainfit_bench_step_times_bigscience_tr11")
 ROWS = {e["id"]: e for e in json.loads(DATA.read_text())}
 
 

@@ -1,4 +1,4 @@
-"""benchmarks/step_times.py, held-out training rows of published_train_times_new_s14b.json (prime-rl's trainer
+"""benchmarks/step_times.py, held-out training rows of published_train_times_prime_rl_baselines.json (prime-rl's trainer
 benchmark baselines, PrimeIntellect-ai/prime-rl benchmarks/baselines/*.json, the figures benchmarks/results/BENCHMARKS.md
 compares against, and NeMo Automodel's 1024-GPU DeepSeek-V3 row): the file is picked up, ids are unique across files,
 every row's figure is in its quote, the layouts multiply out (prime-rl: 2 micro-batches of one sequence per rank), and the
@@ -16,8 +16,8 @@ from step_times_module import file_ids, load_step_times
 import trainfit
 
 REPO = Path(trainfit.__file__).resolve().parents[2]
-DATA = REPO / "benchmarks" / "data" / "published_train_times_new_s14b.json"
-st = load_step_times("trainfit_bench_step_times_new_s14b")
+DATA = REPO / "benchmarks" / "data" / "published_train_times_prime_rl_baselines.json"
+st = load_step_times("trainfit_bench_step_times_prime_rl_baselines")
 ROWS = {e["id"]: e for e in json.loads(DATA.read_text())}
 PRIME = sorted(i for i, e in ROWS.items() if e["framework"] == "prime-rl")
 

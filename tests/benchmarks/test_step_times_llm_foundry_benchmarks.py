@@ -1,4 +1,4 @@
-"""benchmarks/step_times.py, held-out training rows of published_train_times_new_s16b.json (llm-foundry's single-node
+"""benchmarks/step_times.py, held-out training rows of published_train_times_llm_foundry_benchmarks.json (llm-foundry's single-node
 MPT throughput rows not recorded before: every 8-GPU row at 4096 and 16384 tokens of the 'H100 80GB BF16' and
 'A100 80GB' tables of scripts/train/benchmarking/README.md): the file is picked up, its ids are unique across the
 training files, every figure is in its quote, the batch multiplies out, each row's inline MPT config has the
@@ -18,8 +18,8 @@ from trainfit.catalog.hf_config import spec_from_hf_config
 from trainfit.memory.params import param_breakdown
 
 REPO = Path(trainfit.__file__).resolve().parents[2]
-DATA = REPO / "benchmarks" / "data" / "published_train_times_new_s16b.json"
-st = load_step_times("trainfit_bench_step_times_new_s16b")
+DATA = REPO / "benchmarks" / "data" / "published_train_times_llm_foundry_benchmarks.json"
+st = load_step_times("trainfit_bench_step_times_llm_foundry_benchmarks")
 ROWS = {e["id"]: e for e in json.loads(DATA.read_text())}
 
 

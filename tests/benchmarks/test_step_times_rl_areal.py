@@ -1,4 +1,4 @@
-"""benchmarks/step_times.py, held-out RL rows of published_rl_times_new_s16.json (AReaL's v0.2 tutorial table of
+"""benchmarks/step_times.py, held-out RL rows of published_rl_times_areal.json (AReaL's v0.2 tutorial table of
 single-step times with the configs it launches, and the first six steps of the 7B 16-node run its v0.1 tutorial
 logs): the file is picked up, its ids are unique across the RL files, every entry cites its source at a commit,
 every figure is in its quote, and every row maps, plans and keeps the split the run's allocation states."""
@@ -12,8 +12,8 @@ import statistics
 import pytest
 from step_times_module import file_ids, load_step_times
 
-S = load_step_times("trainfit_bench_step_times_rl_new_s16")
-DATA = S.RL_DATA.parent / "published_rl_times_new_s16.json"
+S = load_step_times("trainfit_bench_step_times_rl_areal")
+DATA = S.RL_DATA.parent / "published_rl_times_areal.json"
 ROWS = {e["id"]: e for e in json.loads(DATA.read_text())}
 LOG_ROW = "areal-v01-ppo-r1distill-7b-h800-128g-log"
 

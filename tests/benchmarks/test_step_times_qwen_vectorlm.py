@@ -1,4 +1,4 @@
-"""benchmarks/step_times.py, held-out fine-tuning rows of published_train_times_new_s18.json: VectorLM's reference
+"""benchmarks/step_times.py, held-out fine-tuning rows of published_train_times_qwen_vectorlm.json: VectorLM's reference
 throughput for Meta-Llama-3-8B on 1, 2 and 4 A100-80GB (full and LoRA, FSDP1 FULL_SHARD, 2048 / 4096 / 8192
 tokens), Answer.AI's two RTX 6000 Ada rows of its Llama-2-70B QLoRA recommendations table, and the Qwen (1.0)
 README's profiling cells at the lengths not recorded before (256 to 2048 tokens, and 2048 where missing): the file
@@ -17,8 +17,8 @@ from step_times_module import file_ids, load_step_times
 import trainfit
 
 REPO = Path(trainfit.__file__).resolve().parents[2]
-DATA = REPO / "benchmarks" / "data" / "published_train_times_new_s18.json"
-st = load_step_times("trainfit_bench_step_times_new_s18")
+DATA = REPO / "benchmarks" / "data" / "published_train_times_qwen_vectorlm.json"
+st = load_step_times("trainfit_bench_step_times_qwen_vectorlm")
 ROWS = {e["id"]: e for e in json.loads(DATA.read_text())}
 VECTORLM = {k: v for k, v in ROWS.items() if v["source"]["repo"] == "VectorInstitute/vectorlm"}
 QWEN = {k: v for k, v in ROWS.items() if v["source"]["repo"] == "QwenLM/Qwen"}

@@ -1,4 +1,4 @@
-"""benchmarks/step_times.py, held-out weight-sync rows of published_rl_times_new_s17_sync.json (verl PR #7291's
+"""benchmarks/step_times.py, held-out weight-sync rows of published_rl_times_verl_nccl_checkpoint_engine.json (verl PR #7291's
 GH200 timings of its checkpoint engine, one sender against node-local relays): the file is picked up, its ids are
 unique across the RL files, every entry cites its source at a commit, every figure is in its quote, and every row maps
 to a split verl card on GH200 nodes of 4 GPUs with one 200 Gb/s NIC each, the layout the PR states."""
@@ -11,8 +11,8 @@ import re
 import pytest
 from step_times_module import file_ids, load_step_times
 
-S = load_step_times("trainfit_bench_step_times_new_s17_sync")
-DATA = S.RL_DATA.parent / "published_rl_times_new_s17_sync.json"
+S = load_step_times("trainfit_bench_step_times_rl_verl_nccl_checkpoint_engine")
+DATA = S.RL_DATA.parent / "published_rl_times_verl_nccl_checkpoint_engine.json"
 ROWS = {e["id"]: e for e in json.loads(DATA.read_text())}
 MERGE = "8de5fb4463faa0a06ce1d260cadf3d7cd2a2c338"
 

@@ -1,4 +1,4 @@
-"""benchmarks/step_times.py, held-out pre-training rows of published_train_times_new_s19.json.
+"""benchmarks/step_times.py, held-out pre-training rows of published_train_times_nemo_dgxc_2403_2409.json.
 
 NeMo 24.03's long-sequence table for Llama-2-7B on H100 (the with-CP layouts, 4K to 1024K tokens; TFLOPS/GPU
 turned into seconds a step with NeMo's own model-FLOPs formula) and the DGX Cloud llama3.1 recipes of the NeMo
@@ -18,8 +18,8 @@ from step_times_module import file_ids, load_step_times
 import trainfit
 
 REPO = Path(trainfit.__file__).resolve().parents[2]
-DATA = REPO / "benchmarks" / "data" / "published_train_times_new_s19.json"
-st = load_step_times("trainfit_bench_step_times_new_s19")
+DATA = REPO / "benchmarks" / "data" / "published_train_times_nemo_dgxc_2403_2409.json"
+st = load_step_times("trainfit_bench_step_times_nemo_dgxc_2403_2409")
 ROWS = {e["id"]: e for e in json.loads(DATA.read_text())}
 LONGSEQ = {k: v for k, v in ROWS.items() if v["source"]["repo"] == "NVIDIA/NeMo"}
 DGXC = {k: v for k, v in ROWS.items() if v["source"]["repo"] == "NVIDIA/dgxc-benchmarking"}

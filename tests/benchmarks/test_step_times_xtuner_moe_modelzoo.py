@@ -1,4 +1,4 @@
-"""benchmarks/step_times.py, held-out training rows of published_train_times_new_s13.json (XTuner's Megatron MoE
+"""benchmarks/step_times.py, held-out training rows of published_train_times_xtuner_moe_modelzoo.json (XTuner's Megatron MoE
 benchmark of Qwen3-235B-A22B on 256 H800, Megatron-MoE-ModelZoo's Qwen3-235B-A22B H100 table, NeMo Automodel's
 pipeline-parallel LoRA rows at c0e4fe1b, Megatron-Bridge 26.02 GPT-OSS 120B rows): the file is picked up, every
 row's figure is in its quote, the layouts multiply out to the GPU count and the global batch, and the run flags the
@@ -17,8 +17,8 @@ from step_times_module import file_ids, load_step_times
 import trainfit
 
 REPO = Path(trainfit.__file__).resolve().parents[2]
-DATA = REPO / "benchmarks" / "data" / "published_train_times_new_s13.json"
-st = load_step_times("trainfit_bench_step_times_new_s13")
+DATA = REPO / "benchmarks" / "data" / "published_train_times_xtuner_moe_modelzoo.json"
+st = load_step_times("trainfit_bench_step_times_xtuner_moe_modelzoo")
 ROWS = {e["id"]: e for e in json.loads(DATA.read_text())}
 
 

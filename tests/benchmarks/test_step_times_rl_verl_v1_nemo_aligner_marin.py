@@ -1,4 +1,4 @@
-"""benchmarks/step_times.py, held-out RL rows of published_rl_times_new_s19.json: verl's PrefixGrouper benchmark
+"""benchmarks/step_times.py, held-out RL rows of published_rl_times_verl_v1_nemo_aligner_marin.json: verl's PrefixGrouper benchmark
 (examples/prefix_grouper/README.md, PR #4368), verl's V1-trainer benchmarks (docs/advance/v1_async_trainer.md and
 the PR #7373 description in its merge commit) and NeMo-Aligner's PPO-with-TensorRT-LLM scaling table
 (docs/user-guide/rlhf.rst). The file is picked up, its ids are unique across the RL files, every row cites its source
@@ -23,8 +23,8 @@ import re
 import pytest
 from step_times_module import file_ids, load_step_times
 
-S = load_step_times("trainfit_bench_step_times_rl_new_s19")
-DATA = S.RL_DATA.parent / "published_rl_times_new_s19.json"
+S = load_step_times("trainfit_bench_step_times_rl_verl_v1_nemo_aligner_marin")
+DATA = S.RL_DATA.parent / "published_rl_times_verl_v1_nemo_aligner_marin.json"
 ROWS = {e["id"]: e for e in json.loads(DATA.read_text())}
 PG = sorted(i for i in ROWS if i.startswith("verl-pr4368-"))
 V1 = sorted(i for i in ROWS if i.startswith(("verl-v1trainer-", "verl-pr7373-")))

@@ -1,4 +1,4 @@
-"""benchmarks/step_times.py, held-out training rows of published_train_times_new_s15.json (Megatron-Bridge's model
+"""benchmarks/step_times.py, held-out training rows of published_train_times_megatron_bridge_verification.json (Megatron-Bridge's model
 verification cards for Qwen3-8B, Qwen3-30B-A3B, gpt-oss-20b and gpt-oss-120b on H100: pretraining, full SFT at 2K
 and 32K, LoRA, and the tuned Qwen3-30B-A3B performance item): the file is picked up, its ids are unique across the training files, every figure is
 in its quote (the card's milliseconds), the layouts multiply out, the published tokens/s agree with the step time, and
@@ -16,8 +16,8 @@ from step_times_module import file_ids, load_step_times
 import trainfit
 
 REPO = Path(trainfit.__file__).resolve().parents[2]
-DATA = REPO / "benchmarks" / "data" / "published_train_times_new_s15.json"
-st = load_step_times("trainfit_bench_step_times_new_s15")
+DATA = REPO / "benchmarks" / "data" / "published_train_times_megatron_bridge_verification.json"
+st = load_step_times("trainfit_bench_step_times_megatron_bridge_verification")
 ROWS = {e["id"]: e for e in json.loads(DATA.read_text())}
 
 

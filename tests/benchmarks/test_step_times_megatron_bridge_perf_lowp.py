@@ -1,6 +1,6 @@
 """benchmarks/step_times.py, Megatron-Bridge's MXFP8 / NVFP4 rows (the 25.09 table's parenthesised FP8-MX figures among
 them, and the GB300 / B300 rows in BF16 or FP8 current scaling no earlier file holds) of
-published_train_times_new_s18_lowp.json: the file is picked up, its ids are unique
+published_train_times_megatron_bridge_perf_lowp.json: the file is picked up, its ids are unique
 across the training files, each quote is a row of its table whose cells give the card's layout, batch, precision and
 measured figures, every note cites the preset or recipe it read at a 40-hex commit and says which layers stay bf16, and
 every row either plans or gives the harness's reason."""
@@ -17,8 +17,8 @@ from step_times_module import file_ids, load_step_times
 import trainfit
 
 REPO = Path(trainfit.__file__).resolve().parents[2]
-DATA = REPO / "benchmarks" / "data" / "published_train_times_new_s18_lowp.json"
-st = load_step_times("trainfit_bench_step_times_new_s18_lowp")
+DATA = REPO / "benchmarks" / "data" / "published_train_times_megatron_bridge_perf_lowp.json"
+st = load_step_times("trainfit_bench_step_times_megatron_bridge_perf_lowp")
 ROWS = {e["id"]: e for e in json.loads(DATA.read_text())}
 SYSTEMS = {"gb300": "DGX-GB300", "gb200": "DGX-GB200", "b300": "DGX-B300", "b200": "DGX-B200"}
 PRECISIONS = {  # the table's label -> the card's precision (compute, recipe field, recipe)

@@ -1,4 +1,4 @@
-"""benchmarks/step_times.py, held-out RL rows of published_rl_times_new_s15.json (verl v0.5.0's and RLinf's columns of RLinf's
+"""benchmarks/step_times.py, held-out RL rows of published_rl_times_nemo_rl_issue959_rlinf.json (verl v0.5.0's and RLinf's columns of RLinf's
 'Comparison with VeRL' page, slime's colocated weight sync of Qwen3-30B-A3B after its weight-sync optimizations, the
 'Our rerun' rows of NeMo RL issue #959 that repeat the v0.3 blog's runs):
 the file is picked up, its ids are unique across the RL files, every entry cites its source at a commit, every
@@ -12,8 +12,8 @@ import re
 import pytest
 from step_times_module import file_ids, load_step_times
 
-S = load_step_times("trainfit_bench_step_times_rl_new_s15")
-DATA = S.RL_DATA.parent / "published_rl_times_new_s15.json"
+S = load_step_times("trainfit_bench_step_times_rl_nemo_rl_issue959_rlinf")
+DATA = S.RL_DATA.parent / "published_rl_times_nemo_rl_issue959_rlinf.json"
 ROWS = {e["id"]: e for e in json.loads(DATA.read_text())}
 
 
@@ -62,7 +62,7 @@ def test_verl_row_states_its_batch_lengths_and_reference_pass() -> None:
 
 
 def test_rerun_rows_keep_the_card_of_the_blog_run_they_repeat() -> None:
-    """NeMo RL issue #959 reruns the v0.3 blog's runs (published_rl_times_new_s13.json): same card, new measurements."""
+    """NeMo RL issue #959 reruns the v0.3 blog's runs (published_rl_times_nemo_rl_v03_miles_p2p.json): same card, new measurements."""
     blog = {e["id"]: e for e in S.load_entries(S.RL_DATA) if e["id"].startswith("nemorl-v03blog-grpo-llama31")}
     reruns = [e for e in ROWS.values() if e["id"].startswith("nemorl-issue959-rerun-")]
     assert len(reruns) == 4

@@ -1,4 +1,4 @@
-"""benchmarks/step_times.py, held-out RL rows of published_rl_times_new_s14.json (checkpoint-engine's broadcast
+"""benchmarks/step_times.py, held-out RL rows of published_rl_times_sync_engines_skyrl.json (checkpoint-engine's broadcast
 update benchmark, verl's checkpoint-engine backend benchmark, NeMo RL's experimental NCCL reshard refit table and
 its v0.3 refit blog, its default non-colocated refit after PR #1379, SkyRL's Megatron vs FSDP2 Search-R1
 table): the file is picked up, the reshard and checkpoint-engine rows map to their ``rollout.weight_transport``, every figure is in its
@@ -14,8 +14,8 @@ import re
 import pytest
 from step_times_module import file_ids, load_step_times
 
-S = load_step_times("trainfit_bench_step_times_rl_new_s14")
-DATA = S.RL_DATA.parent / "published_rl_times_new_s14.json"
+S = load_step_times("trainfit_bench_step_times_rl_sync_engines_skyrl")
+DATA = S.RL_DATA.parent / "published_rl_times_sync_engines_skyrl.json"
 ROWS = {e["id"]: e for e in json.loads(DATA.read_text())}
 
 
@@ -106,7 +106,7 @@ def test_the_rule_scores_the_rows_whose_model_the_catalog_has() -> None:
 def test_transport_rows_map_to_their_weight_transport(row_id: str) -> None:
     """rollout.weight_transport states NeMo RL's NCCL reshard refit and checkpoint-engine's Broadcast update
     (compute.sync); the rows whose model the catalog has, or whose entry gives the shape (Kimi-K2 and GLM-4.5-Air:
-    model_config from miles' model arguments, test_step_times_rl_new_s18), map and plan a weight sync; the others
+    model_config from miles' model arguments, test_step_times_rl_miles_p2p_transfer), map and plan a weight sync; the others
     wait for the model."""
     e = ROWS[row_id]
     want = "nccl_reshard" if row_id.startswith("nemorl") else "checkpoint_engine"

@@ -1,7 +1,7 @@
-"""benchmarks/step_times.py, held-out weight-sync rows of published_rl_times_new_s18.json (the NCCL broadcast column
+"""benchmarks/step_times.py, held-out weight-sync rows of published_rl_times_miles_p2p_transfer.json (the NCCL broadcast column
 of miles' P2P weight-transfer table for the models not recorded before: Kimi-K2, GLM-4.5-Air, GLM-4.7-Flash, GLM-5
 and GLM-5's 4-layer cut, radixark/miles docs/advanced/p2p-weight-transfer.md @748935dc), and the model shapes that
-also let the checkpoint-engine Kimi-K2 / GLM-4.5-Air rows of published_rl_times_new_s14.json plan: the file is picked
+also let the checkpoint-engine Kimi-K2 / GLM-4.5-Air rows of published_rl_times_sync_engines_skyrl.json plan: the file is picked
 up, its ids are unique across the RL files, every entry cites its source and its profiling script at the commit and
 quotes its figure, the inline shapes reproduce the table's 'Total Param' column, and every row maps to the split
 layout and bucket its script sets.
@@ -22,10 +22,10 @@ from step_times_module import file_ids, load_step_times
 from trainfit.plan import make_plan
 from trainfit.spec.card import RunCard
 
-S = load_step_times("trainfit_bench_step_times_rl_new_s18")
-DATA = S.RL_DATA.parent / "published_rl_times_new_s18.json"
+S = load_step_times("trainfit_bench_step_times_rl_miles_p2p_transfer")
+DATA = S.RL_DATA.parent / "published_rl_times_miles_p2p_transfer.json"
 ROWS = {e["id"]: e for e in json.loads(DATA.read_text())}
-S14 = {e["id"]: e for e in json.loads((S.RL_DATA.parent / "published_rl_times_new_s14.json").read_text())}
+S14 = {e["id"]: e for e in json.loads((S.RL_DATA.parent / "published_rl_times_sync_engines_skyrl.json").read_text())}
 COMMIT = "748935dc7155d4990d02d62f6061c50ef8054051"
 # the table's 'Total Param' column, billions (Kimi-K2 '1T'); GLM-5 is planned without its DSA indexer (~0.1 %)
 TOTAL_B = {"kimi-k2": 1000, "glm45-air": 106, "glm47-flash": 30, "glm5-h100": 744}

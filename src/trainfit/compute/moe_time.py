@@ -198,7 +198,14 @@ scripts/performance/run_script.py l.101-114 @fa0315ae2684693a666be9d247adf9baf1e
 copy, no host wait), dropless takes the other (megatron/core/transformer/moe/token_dispatcher.py l.445-533
 @core_v0.15.0); the plan counts that all-gather and the host wait (``count_exchange_seconds``,
 ``DISPATCH_FORWARD_SYNCS``) and their full serialisation bounds them at -55% on these rows (above), so the rest of
-the regression is not in the plan's terms and stays unpriced. The Qwen3-235B-A22B MXFP8 rows that run with the EP
+the regression is not in the plan's terms and stays unpriced. Nor does the sync's place in the layer add anything:
+it splits each MoE layer's forward into the work the host queues first after it (permute, dispatch, experts,
+combine) and the work before the next one (norms, attention, router, preprocess), and a pass whose first part is
+host-heavy and second device-heavy would take ``max(Da + Db, Ha + Db, Ha + Hb)`` (``training.sequenced``) instead of
+``max(ΣH, ΣD)``; but the plan's two parts have the same balance (forward per micro-batch, the ``moe`` part of
+``StepInventory.layers_recompute_parts`` against the rest, host / device: 25.11 H100 19 / 23 ms and 33 / 37 ms, 25.11
+B200 37 / 13 and 71 / 21, 26.02 B300 Qwen3-235B-A22B 9 / 7 and 16 / 10, the gpt-oss-120b verification card 11 / 7
+and 24 / 5), so the ordered bound adds 0 s on each (2026-12-03, not committed). The Qwen3-235B-A22B MXFP8 rows that run with the EP
 all-to-all overlap and virtual pipeline stages on B200 / B300 (25.11 B200 64 GPUs -46%; 26.02 and 26.02.01 B300 256
 GPUs, PP 8 VP 4 MBS 1, -56% and -53%) are the recipes NVIDIA changed for speed: "Disable ``moe_a2a_overlap`` due to
 CPU overhead for BF16 and MXFP8. Disable VP for mxfp8", 25.11 B200 MXFP8 step 20.1 s -> 16.9 s

@@ -197,8 +197,8 @@ scripts/performance/run_script.py l.101-114 @fa0315ae2684693a666be9d247adf9baf1e
 ``drop_and_pad`` branch of ``MoEAlltoAllTokenDispatcher.preprocess`` (fixed split sizes, no count all-gather, no D2H
 copy, no host wait), dropless takes the other (megatron/core/transformer/moe/token_dispatcher.py l.445-533
 @core_v0.15.0); the plan counts that all-gather and the host wait (``count_exchange_seconds``,
-``DISPATCH_FORWARD_SYNCS``) and their full serialisation bounds them at -55% on these rows (above), so the rest of
-the regression is not in the plan's terms and stays unpriced. Nor does the sync's place in the layer add anything:
+``DISPATCH_FORWARD_SYNCS``), and serialising every pass fully bounds what syncs can add at -55% on these rows (the
+dispatcher host-wait bullet below), so the rest of the regression is not in the plan's terms and stays unpriced. Nor does the sync's place in the layer add anything:
 it splits each MoE layer's forward into the work the host queues first after it (permute, dispatch, experts,
 combine) and the work before the next one (norms, attention, router, preprocess), and a pass whose first part is
 host-heavy and second device-heavy would take ``max(Da + Db, Ha + Db, Ha + Hb)`` (``training.sequenced``) instead of

@@ -20,7 +20,9 @@ disk                     write a checkpoint, the engine reloads it (``bytes / di
 
 A card that sets ``rollout.weight_sync`` picks the framework's other path where it has one
 (``framework_sync_mechanism``): verl's fully-async trainer sends one tensor at a time with its
-checkpoint engine off (``per_parameter``) and 4 GiB buckets with it on (``bucketed``).
+checkpoint engine off (``per_parameter``) and 4 GiB buckets with it on (``bucketed``); SkyRL's split placement with
+``per_parameter`` runs its older per-tensor loop, one awaited engine request per tensor (``_PER_PARAMETER``,
+``S_PER_SKYRL_WEIGHT_REQUEST``), which Marin's fork of it still runs.
 
 Seconds::
 

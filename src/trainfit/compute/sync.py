@@ -1291,7 +1291,10 @@ broadcasts the tensor to the engine ranks in a worker thread and awaits the task
 and ``load_weights`` that one tensor; then every trainer rank meets at ``torch.distributed.barrier()``. So nothing of
 one tensor overlaps the next: each pays its gather, its broadcast's NCCL latency and one awaited request
 (``S_PER_SKYRL_WEIGHT_REQUEST``). Not priced: the world barrier per tensor, NCCL's tuner latency of a 4-byte
-all-reduce over the trainer's ranks (45 us over 64 ranks on 8 nodes, 1.7 s for Qwen3-235B-A22B's 36,945 tensors), and
+all-reduce over the trainer's ranks (45 us over 64 ranks on 8 nodes, 1.7 s for Qwen3-235B-A22B's 36,945 tensors);
+under ``cpu_offload`` each shard's copy to the GPU ahead of its gather (``param.to(device, non_blocking=True)``,
+fsdp_worker.py l.171, from FSDP2's ``CPUOffloadPolicy(pin_memory=True)``, skyrl_train/distributed/fsdp_strategy.py
+l.343-344, same commit: pinned, 14.7 GB of fp32 per rank for that model on 64 ranks, about a second); and
 the fork's layerwise-reload bracket around the sync (``begin_weight_reload`` / ``finish_weight_reload``: one
 ``process_weights_after_loading`` over the model at the end; on by default from 2026-06-27, MarinSkyRL
 2bb70a8800f7af7a0600f4c5a8c310ae4ffafc96)."""

@@ -263,7 +263,13 @@ Every one of the excesses, in three sessions and on the "faster nodes" too, is 1
 trainer node for everything that crosses. Taking out this model's 1.0 s SGLang apply gives 1.6-2.4 GB/s. That
 is the order of NCCL over TCP sockets, not of an RDMA NIC. NVIDIA/nccl issue #209 (2019-05-12) measured
 10.7-18.4 Gb/s on a 100 Gb/s link, against 92 Gb/s for iperf3. No source says which transport or NIC these pods
-had, so the card keeps its default NIC. This is a null result for the code path: nothing in the PR's code
+had, so the card keeps its default NIC. Checked for it (a null result): the PR's description ("A800 80GB, up to 32
+GPUs", https://github.com/verl-project/verl/pull/7324), the merge 040a2865 and all 33 of its author's commits in
+verl-project/verl (every branch, up to 1dda039b9c6311889a9c9a26040677e1254814f9 of 2026-08-22) set no ``NCCL_IB_*``,
+``NCCL_NET``, ``NCCL_SOCKET_IFNAME`` or ``NCCL_IB_DISABLE`` and name no NIC, RDMA, RoCE or InfiniBand; no launch
+script of these rows is committed (the doc's one example,
+verl/experimental/one_step_off_policy/shell/grpo_0.6b_gsm8k_fsdp2_sglang_delta_sharded_2_6.sh, sets no NCCL
+variable). This is a null result for the code path: nothing in the PR's code
 explains the rows, and the link explains all of them.
 
 The cost per tensor, from the same control (a null result). In the H100 30B-A3B session, 32.2 - 7.1 = 25.1 s holds

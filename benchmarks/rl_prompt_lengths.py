@@ -59,6 +59,22 @@ SOURCES = {
     "dapo_template": {"repo": "qurakchin/RLinf", "path": "examples/rstar2/data_process/process_train_dataset.py",
                       "commit": "4330aad76958bb31dc76405c98a4f392adf79a60",
                       "note": "the DAPO-Math-17k prompt text around each problem (the hub file's prompt[0].content)"},
+    "retool_dataset": {"repo": "volcengine/verl", "path": "recipe/retool/retool.py",
+                       "commit": "ea56e9ac47c3dfed65c028899012bb67f41f4c83",
+                       "note": "CustomRLHFDataset.map_fn2 (l.100-104): the DAPO-Math-17k prompt[0].content +"
+                               " answer_format (l.61), one user turn; recipe/retool/run_qwen2_7b_dapo.sh (same commit)"
+                               " trains on it"},
+    "retool_tool_schema": {"repo": "volcengine/verl", "path": "recipe/retool/sandbox_fusion_tool_config.yaml",
+                           "commit": "ea56e9ac47c3dfed65c028899012bb67f41f4c83",
+                           "note": "the one code_interpreter tool; verl/experimental/agent_loop/tool_agent_loop.py"
+                                   " (same commit) l.103 passes tool_schema.model_dump(exclude_unset=True,"
+                                   " exclude_none=True) as tools= to apply_chat_template (l.205-207)"},
+    "qwen25_tools_template": {"repo": "volcengine/verl", "path": "docs/sglang_multiturn/sandbox_fusion.rst",
+                              "commit": "2b2aa9d3fdefe4c1fc821b7d83b1cfd431927dc0",
+                              "note": "l.222: a rollout of a Qwen2.5 model with this code_interpreter tool, its system"
+                                      " turn as Qwen2.5-Instruct's chat template renders tools (the system text, the"
+                                      " '# Tools' block, the tool's JSON, the <tool_call> instruction); without a"
+                                      " system message the template opens with Qwen2.5-Instruct's default one"},
     "qwen25_math_template": {"repo": "QwenLM/Qwen2.5-Math", "path": "evaluation/utils.py",
                              "commit": "a45202bd16f1ec06f433442dc1152d0074773465",
                              "note": "'qwen25-math-cot': the system message Qwen2.5-Math's chat template adds when the"
@@ -69,6 +85,25 @@ DAPO_PREFIX = ("Solve the following math problem step by step. The last line of 
                " Answer: $Answer (without quotes) where $Answer is the answer to the problem.\n\n")
 DAPO_SUFFIX = '\n\nRemember to put your answer on its own line after "Answer:".'
 GSM8K_INSTRUCTION = 'Let\'s think step by step and output the final answer after "####".'
+RETOOL_ANSWER_FORMAT = "\nThe answer format must be: \\boxed{'The final answer goes here.'}"
+RETOOL_TOOL = {"type": "function", "function": {
+    "name": "code_interpreter", "description": "A tool for executing code.",
+    "parameters": {"type": "object", "properties": {"code": {"type": "string", "description": "The code to execute."}},
+                   "required": ["code"]}}}
+"""``recipe/retool/sandbox_fusion_tool_config.yaml``'s schema as ``model_dump(exclude_unset=True, exclude_none=True)``
+gives it (source ``retool_tool_schema``): the unset ``enum`` and ``strict`` are left out."""
+QWEN25_DEFAULT_SYSTEM = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant."
+
+
+def qwen25_tools_system(tools: list[dict]) -> str:
+    """Qwen2.5-Instruct's system turn with ``tools`` and no system message (source ``qwen25_tools_template``);
+    ``tojson`` is transformers' ``json.dumps(x, ensure_ascii=False)``."""
+    listed = "".join("\n" + json.dumps(t, ensure_ascii=False) for t in tools)
+    return (QWEN25_DEFAULT_SYSTEM + "\n\n# Tools\n\nYou may call one or more functions to assist with the user query."
+            "\n\nYou are provided with function signatures within <tools></tools> XML tags:\n<tools>" + listed
+            + "\n</tools>\n\nFor each function call, return a json object with function name and arguments within"
+            " <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\":"
+            " <args-json-object>}\n</tool_call>")
 
 # the chat template of each model, as apply_chat_template(add_generation_prompt=True) renders one user turn
 # (HF tokenizer_config.json chat_template of each model: a default system turn where the model's template has one)
@@ -78,6 +113,10 @@ CHAT = {
                                    "Qwen2.5-Instruct default system message"),
     "Qwen/Qwen2.5-Math-7B": ("Please reason step by step, and put your final answer within \\boxed{}.",
                              "Qwen2.5-Math default system message (source qwen25_math_template)"),
+    "Qwen/Qwen2.5-7B-Instruct": (qwen25_tools_system([RETOOL_TOOL]),
+                                 "Qwen2.5-Instruct default system message with the code_interpreter tool's block"
+                                 " (sources qwen25_tools_template, retool_tool_schema); the prompt only, before any"
+                                 " turn"),
     "Qwen/Qwen3-30B-A3B-Base": (None, ("Qwen3 template: no default system turn, generation prompt"
                                        " '<|im_start|>assistant\\n' (the Qwen3 template was not read here for this"
                                        " model: a thinking-variant template adds '<think>\\n', 2 tokens more)")),
@@ -90,6 +129,8 @@ MEASURE = [
     ("BytedTsinghua-SIA/DAPO-Math-17k", "Qwen/Qwen2.5-Math-7B", ("dapo", "dapo_template", "qwen25_math_template"),
      "dapo"),
     ("BytedTsinghua-SIA/DAPO-Math-17k", "Qwen/Qwen3-30B-A3B-Base", ("dapo", "dapo_template"), "dapo"),
+    ("BytedTsinghua-SIA/DAPO-Math-17k (multi-turn ReTool)", "Qwen/Qwen2.5-7B-Instruct",
+     ("dapo", "dapo_template", "retool_dataset", "retool_tool_schema", "qwen25_tools_template"), "retool"),
 ]
 
 
@@ -120,7 +161,8 @@ def user_texts(kind: str, inputs: Path) -> list[str]:
     problems = [r["prompt"][0]["content"] for r in table]
     if any(p.startswith(DAPO_PREFIX[:40]) for p in problems):
         raise SystemExit("dapo: the problems already carry the instruction; this file is not the stripped one")
-    return [DAPO_PREFIX + p + DAPO_SUFFIX for p in problems]
+    end = RETOOL_ANSWER_FORMAT if kind == "retool" else ""
+    return [DAPO_PREFIX + p + DAPO_SUFFIX + end for p in problems]
 
 
 def measure(inputs: Path) -> list[dict]:
@@ -154,7 +196,6 @@ def main(argv: list[str] | None = None) -> int:
                       " Qwen2.5-0.5B-Instruct), a check of tokenizer, instruction and template together",
         "not_measured": {
             "BytedTsinghua-SIA/DAPO-Math-17k / deepseek-ai/DeepSeek-V3": "DeepSeek-V3 tokenizer not obtained",
-            "BytedTsinghua-SIA/DAPO-Math-17k (multi-turn ReTool)": "tool-calling system prompt and turns not rebuilt",
             "agentica-org/DeepScaleR-Preview-Dataset": "dataset file not found in the public repositories searched",
             "hiyouga/geometry3k": "image tokens depend on each image's resolution; images not obtained",
         },

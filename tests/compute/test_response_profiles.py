@@ -193,7 +193,8 @@ def test_card_field_defaults_to_auto_and_validates():
     assert load_card_dict(_card("Qwen/Qwen2-7B-Instruct")).rollout.length_profile is LengthProfileName.AUTO
     assert load_card_dict(_card("Qwen/Qwen2-7B-Instruct", length_profile="short_answer")).rollout.length_profile \
         is LengthProfileName.SHORT_ANSWER
-    with pytest.raises(CardError, match=r"rollout\.length_profile.*'gsm8k'.*allowed: auto, short_answer, cot or long_cot"):
+    allowed = r"allowed: auto, short_answer, cot, long_cot or tool_integrated"
+    with pytest.raises(CardError, match=r"rollout\.length_profile.*'gsm8k'.*" + allowed):
         load_card_dict(_card("Qwen/Qwen2-7B-Instruct", length_profile="gsm8k"))
 
 

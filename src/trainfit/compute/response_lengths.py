@@ -96,8 +96,25 @@ maximum first reduced to their median):
   4,096: mean 3,154-3,258, ``θ`` 7.5k-8.6k; Qwen3-235B-A22B at 8,192: 5,700-5,713, ``θ`` 10.6k; NeMo RL,
   same table): ``θ`` = 8,522 tokens (median of the three models' medians; at 8,192 it gives a mean of 5.3k).
 
-**Which profile** (``profile_named``, the card's ``rollout.length_profile``): ``short_answer``, ``cot`` or
-``long_cot`` names it; ``auto`` (the default) keeps the model-name rule, ``profile_for(name)``: ``LONG_COT`` for
+* ``TOOL_INTEGRATED``, multi-turn tool-integrated reasoning: the model writes code, the engine stops at the tool call,
+  the interpreter's output is appended and generation resumes (verl's ``ToolAgentLoop``). The sequence the engine
+  decodes and prefills and the trainer processes is the whole trajectory: verl's ``response_ids`` hold every
+  assistant turn and every tool response, the latter masked out of the loss only
+  (``verl/experimental/agent_loop/tool_agent_loop.py`` ``_handle_processing_tools_state``, ``response_mask`` 0 for
+  the tool tokens, volcengine/verl @ea56e9ac47c3dfed65c028899012bb67f41f4c83). ReTool (Feng et al., arXiv:2504.11536v2,
+  its cognitive analysis, Fig. 3: Qwen2.5-32B-Instruct cold-started on ReTool-SFT, then RL with a code sandbox at a
+  16,384-token cap) publishes the trajectory length over RL: about 10k tokens at the start (the SFT model) and about
+  6k after training, 40 % shorter (read through two summaries of the paper,
+  https://zhangshuibai.github.io/paper-notes/agents/notes/11_ReTool_2504.11536.html "10k -> 6k tokens" and
+  http://xdnf.cn/news/35317.html "the response length 40 % shorter than at the start", both read 2026-12-03; the
+  paper's own text was not reachable here). ``θ`` = 6,530 tokens: the natural scale whose truncated mean at the
+  paper's 16,384 cap is the 6k the paper reports after RL (``_solve_theta(5999, 16383)``); the profile stands for RL
+  runs, and the 10k is the SFT model before any RL step (it would give ``θ`` 15.1k). One published run of one model:
+  a placeholder for tool-integrated tasks until runs that log their mean trajectory length are read. ``auto`` never
+  picks it (the model name does not say the task); a card names it.
+
+**Which profile** (``profile_named``, the card's ``rollout.length_profile``): ``short_answer``, ``cot``,
+``long_cot`` or ``tool_integrated`` names it; ``auto`` (the default) keeps the model-name rule, ``profile_for(name)``: ``LONG_COT`` for
 checkpoints published as thinking models (Qwen3 post-trained models, QwQ, DeepSeek-R1 and its distillations,
 DeepScaleR, names with "thinking" or "reason"), ``COT`` otherwise (base models and Qwen3's non-thinking
 ``-Instruct-2507`` checkpoints included). ``auto`` never picks ``SHORT_ANSWER``: the model name does not say the task.
@@ -153,6 +170,12 @@ LONG_COT = LengthProfile(
     "median natural scale of published RL runs of thinking models: Qwen3-32B, Qwen3-30B-A3B, Qwen3-235B-A22B "
     "(NVIDIA-NeMo/RL docs/about/performance-summary.md @9dbd9adc95a10f5946cceb36e1d5b31e2429e470)")
 
+TOOL_INTEGRATED = LengthProfile(
+    "tool-integrated reasoning", 6530.0,
+    "ReTool (Feng et al., arXiv:2504.11536v2, Fig. 3): Qwen2.5-32B-Instruct trajectories with code-interpreter "
+    "turns at a 16,384-token cap, about 6k tokens after RL (10k at the SFT start), read through "
+    "https://zhangshuibai.github.io/paper-notes/agents/notes/11_ReTool_2504.11536.html @2026-12-03")
+
 _THINKING = re.compile(r"qwq|deepseek-r1|r1-distill|deepscaler|thinking|reason|(^|/)qwen3[^/]*$", re.IGNORECASE)
 
 
@@ -166,7 +189,7 @@ def profile_for(model_name: str | None) -> LengthProfile:
 
 
 PROFILES = {LengthProfileName.SHORT_ANSWER: SHORT_ANSWER, LengthProfileName.COT: COT,
-            LengthProfileName.LONG_COT: LONG_COT}
+            LengthProfileName.LONG_COT: LONG_COT, LengthProfileName.TOOL_INTEGRATED: TOOL_INTEGRATED}
 
 
 def profile_named(name: LengthProfileName | str | None, *, model_name: str | None) -> LengthProfile:

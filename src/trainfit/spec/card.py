@@ -1033,13 +1033,16 @@ class RolloutSection(_Section):
     mini_batches: int = Field(1, ge=1, le=100_000, description="Optimizer steps per rollout batch and iteration (verl: train_batch_size / ppo_mini_batch_size; TRL GRPO: 1).")
     response_len_mean: int | None = Field(None, ge=1, le=10_000_000, description="Mean response tokens; default: the length profile's mean below response_len (a truncated exponential, compute.response_lengths; see length_profile).")
     length_profile: LengthProfileName = Field(
-        LengthProfileName.AUTO, description="auto | short_answer | cot | long_cot: the task's response-length profile,"
+        LengthProfileName.AUTO, description="auto | short_answer | cot | long_cot | tool_integrated: the task's"
+        " response-length profile,"
         " read only when response_len_mean is not given, and refused next to it unless auto"
         " (compute.response_lengths). auto: by the model name"
         " (long_cot for checkpoints published as thinking models, else cot). short_answer: grade-school word problems"
         " with a short worked answer (GSM8K) by non-thinking models, natural mean 169 tokens; cot: chain-of-thought"
-        " competition math (MATH-style), 1,341; long_cot: thinking models, 8,522. The mean is the profile's truncated"
-        " exponential clipped at response_len.")
+        " competition math (MATH-style), 1,341; long_cot: thinking models, 8,522; tool_integrated: multi-turn"
+        " code-interpreter reasoning (ReTool-style), the response holding the model's turns and the interpreter's"
+        " outputs, 6,530 (never picked by auto). The mean is the profile's truncated exponential clipped at"
+        " response_len.")
     response_len_shape: ResponseShape = Field(ResponseShape.EXPONENTIAL, description="Distribution of response lengths up to response_len: exponential (truncated, right-skewed) | shifted_exponential (the same above a floor of compute.response_lengths.SHORTEST_SHARE_OF_MEAN x the mean, read from a published run's length log) | uniform | fixed.")
     cuda_graphs: bool = Field(True, description="vLLM decodes with CUDA graphs (False: enforce_eager).")
     engine_multiprocess: bool = Field(True, description="vLLM's engine core runs in its own process, its frontend's per-step host work overlapped with the GPU (vLLM's default); False: VLLM_ENABLE_V1_MULTIPROCESSING=0 (NeMo RL), that work adds to every decode step.")

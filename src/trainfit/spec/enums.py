@@ -428,6 +428,7 @@ class LengthProfileName(StrEnum):
     SHORT_ANSWER = "short_answer"
     COT = "cot"
     LONG_COT = "long_cot"
+    TOOL_INTEGRATED = "tool_integrated"
 
 
 class VllmEngineGeneration(StrEnum):

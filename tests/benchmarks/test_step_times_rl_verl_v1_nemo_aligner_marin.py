@@ -163,3 +163,26 @@ def test_marin_row_update_pays_fsdp2_host_side_gradient_accumulation() -> None:
     assert planned.phase_terms["actor_update"]["offload"] > 300
     fsdp1 = S.plan_card({**card, "parallel": {**card["parallel"], "fsdp_version": "fsdp1"}})
     assert fsdp1.phase_terms["actor_update"]["offload"] < 50
+
+
+def test_marin_row_syncs_one_tensor_at_a_time_through_the_forks_request_loop() -> None:
+    # MarinSkyRL's FSDP broadcast path: per tensor a gather, one awaited update_named_weights request, rank 0's
+    # broadcast and a barrier (compute.sync: _PER_PARAMETER skyrl, S_PER_SKYRL_WEIGHT_REQUEST); published 376 s
+    from trainfit.catalog.models import from_catalog
+    from trainfit.compute.sync import S_PER_SKYRL_WEIGHT_REQUEST, hf_tensor_count
+
+    e = ROWS[MARIN]
+    assert e["rollout"]["weight_sync"] == "per_parameter" and "MarinSkyRL" in e["note"]
+    card, _ = S.map_rl(e)
+    assert card["rollout"]["weight_sync"] == "per_parameter"
+    planned = S.plan_card(card)
+    sync_s = planned.parts["time.weight_sync"]
+    tensors = hf_tensor_count(from_catalog("Qwen/Qwen3-235B-A22B"))
+    assert tensors == 36945
+    assert planned.phase_terms["weight_sync"]["per_tensor"] == pytest.approx(tensors * S_PER_SKYRL_WEIGHT_REQUEST)
+    assert abs(sync_s / e["measured"]["phases_s"]["weight_sync"] - 1) <= 0.5
+    # the preset's packed-producer path (SkyRL's own trainers) leaves the row at a tenth of the published time
+    packed = copy.deepcopy(e)
+    del packed["rollout"]["weight_sync"]
+    card, _ = S.map_rl(packed)
+    assert S.plan_card(card).parts["time.weight_sync"] < 0.15 * e["measured"]["phases_s"]["weight_sync"]

@@ -168,6 +168,56 @@ routing lets the busiest expert (and EP rank) receive more than that, and the sl
 no published per-micro-batch measurement of that excess for these models was found to cite, so the layer is
 timed balanced (a lower bound on its expert time).
 
+**Force-balanced routing is random, not exact (checked 2026-12-03; nothing set from it).** Megatron-Core's
+``moe_router_force_load_balancing``, which every Megatron-Bridge performance recipe sets for dropless runs, replaces
+the router's logits by standard-normal draws from a per-rank generator (``RandomSTE``, seed 42 + global rank,
+megatron/core/transformer/moe/moe_utils.py l.899-936, applied in router.py ``TopKRouter.forward`` l.554-556
+@core_v0.15.0 of NVIDIA/Megatron-LM), so each token's top-k is a uniform k-subset of the ``E`` experts and the loads
+fluctuate. The rows an EP rank receives per layer are a sum over the group's ``T·ep`` tokens of hypergeometric counts
+(variance ``k·p·(1−p)·(E−k)/(E−1)`` a token, ``p = 1/ep``); the all-to-all waits for the busiest of the ``ep`` ranks,
+``E[max]`` of ``ep`` normals (1.425 for 8, 1.764 for 16) standard deviations above the mean. Qwen3-30B-A3B and
+Qwen3-235B-A22B (E 128, top-8) at EP 8 and 4,096 tokens a rank: 32,768 rows a rank, sd 165 (0.50%), busiest rank
++0.72%; 8,192 tokens (the 25.11 H100 row's MBS 2) +0.51%; EP 16 +0.92%. Per expert (2,048 rows) the sd is 2.1%,
+but a rank runs its local experts one after another, so only the rank's sum counts. Under 1% of the expert time:
+not the cause of the Megatron-Bridge Qwen3 rows that plan 45-65% short, and too small to model apart.
+
+**Published regressions behind the Megatron-Bridge Qwen3 rows that plan about half their step (2026-12-03; nothing set
+from them).** The 25.11 and 26.02 H100 Qwen3-30B-A3B FP8 rows (-64%, -65%) and the 25.11 and 26.02 B200 ones (-47%,
+-45%) are the releases NVIDIA itself files as a regression: "We have 2X slower performance in QWEN3 30B on H100 and B200
+with the dropless schedule compared to the token-drop schedule. Basically, the perf in 25.11 is 2X slower than 25.09"
+(NVIDIA-NeMo/Megatron-Bridge issue #1998, 2026-01-20, open without a root cause when read). The row pairs agree: the
+same H100 layout and precision (FP8, PP 2, VP 24, EP 8, MBS 2) ran 10,494 tokens/s/GPU token-drop in 25.09 (plan -14%)
+and 5,275 dropless in 25.11; B200 EP 8 MBS 1, 18,066 (25.09, plan -1%) and 9,299 (25.11). So the miss is not FP8: the
+FP8 rows of 25.09 and 26.02.01 plan -14% and -23%, and a BF16 dropless all-to-all Qwen3-30B-A3B on 8 B200s at MBS 1
+reported about 150 TFLOP/s per GPU (yanring/Megatron-MoE-ModelZoo issue #7, 2025-08-18), against the 25.09 token-drop
+row's 416. What differs in code between the two schedules is this module's dispatcher metadata: ``apply_moe_token_drop``
+(capacity factor 1, ``moe_pad_expert_input_to_capacity`` True; src/megatron/bridge/training/utils/moe_token_drop.py
+l.18-21, applied to every Qwen3 run by scripts/performance/run_script.py l.101-114
+@fa0315ae2684693a666be9d247adf9baf1e30028, the 25.09 scripts) takes the ``drop_and_pad`` branch of
+``MoEAlltoAllTokenDispatcher.preprocess`` (fixed split sizes, no count all-gather, no D2H copy, no host wait), dropless
+takes the other (megatron/core/transformer/moe/token_dispatcher.py l.445-533 @core_v0.15.0); the plan counts that
+all-gather and the host wait (``count_exchange_seconds``, ``DISPATCH_FORWARD_SYNCS``), and serialising every pass fully
+bounds what syncs can add at -55% on these rows (the dispatcher host-wait bullet below), so the rest of the regression
+is not in the plan's terms and stays unpriced. Nor does the sync's place in the layer add anything: it splits each MoE
+layer's forward into the work the host queues first after it (permute, dispatch, experts, combine) and the work before
+the next one (norms, attention, router, preprocess), and a pass whose first part is host-heavy and second device-heavy
+would take ``max(Da + Db, Ha + Db, Ha + Hb)`` (``training.sequenced``) instead of ``max(ΣH, ΣD)``; but the plan's two
+parts have the same balance (forward per micro-batch, the ``moe`` part of ``StepInventory.layers_recompute_parts``
+against the rest, host / device: 25.11 H100 19 / 23 ms and 33 / 37 ms, 25.11 B200 37 / 13 and 71 / 21, 26.02 B300
+Qwen3-235B-A22B 9 / 7 and 16 / 10, the gpt-oss-120b verification card 11 / 7 and 24 / 5), so the ordered bound adds 0 s
+on each (2026-12-03, not committed). The Qwen3-235B-A22B MXFP8 rows that run with the EP all-to-all overlap and virtual
+pipeline stages on B200 / B300 (25.11 B200 64 GPUs -46%; 26.02 and 26.02.01 B300 256 GPUs, PP 8 VP 4 MBS 1, -56% and
+-53%) are the recipes NVIDIA changed for speed: "Disable ``moe_a2a_overlap`` due to CPU overhead for BF16 and MXFP8.
+Disable VP for mxfp8", 25.11 B200 MXFP8 step 20.1 s -> 16.9 s (NVIDIA-NeMo/Megatron-Bridge pull request #1760,
+2025-12-17; issue #1705 classifies it "RECIPE/CONFIG"), and on B300 "moe_a2a_overlap and VP degraded perf, so we didn't
+enable it" (issue #3399, comment of 2026-05-12); the 26.04 B300 row without VP at MBS 2 plans -7%. The plan prices the
+overlap and the virtual stages only as savings (hidden all-to-all, smaller bubble): without the overlap credit the 26.02
+B300 row goes -56% -> -49%, the 25.11 B200 row -46% -> -37% (``benchmarks/step_times.py``, not committed); the host cost
+of the combined 1F1B schedule and of the interleaved schedule at MBS 1 is not published per layer or call, so it is not
+priced. EP placement is not the cause either: Megatron-Core orders ranks ``tp-cp-ep-dp-pp``
+(megatron/core/parallel_state.py l.527 @core_v0.15.0), so these rows' EP 8 groups (TP 1, CP 1) are one 8-GPU node and
+their all-to-all never crosses the NIC.
+
 **Expert GEMM rate, checked against measurements (2026-12-02).** At Qwen3-30B-A3B's expert shape on an H100 (E 128,
 top-8, hidden 2048, expert width 768, 32,768 tokens, no EP: 2,048 rows per expert) ``gemm.py`` times the two grouped
 GEMMs at 721 TFLOPS (3.43 ms; since 2026-12-03 a non-Megatron card's ``torch._grouped_mm`` is priced by

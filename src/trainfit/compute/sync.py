@@ -20,7 +20,9 @@ disk                     write a checkpoint, the engine reloads it (``bytes / di
 
 A card that sets ``rollout.weight_sync`` picks the framework's other path where it has one
 (``framework_sync_mechanism``): verl's fully-async trainer sends one tensor at a time with its
-checkpoint engine off (``per_parameter``) and 4 GiB buckets with it on (``bucketed``).
+checkpoint engine off (``per_parameter``) and 4 GiB buckets with it on (``bucketed``); SkyRL's split placement with
+``per_parameter`` runs its older per-tensor loop, one awaited engine request per tensor (``_PER_PARAMETER``,
+``S_PER_SKYRL_WEIGHT_REQUEST``), which Marin's fork of it still runs.
 
 Seconds::
 
@@ -261,7 +263,13 @@ Every one of the excesses, in three sessions and on the "faster nodes" too, is 1
 trainer node for everything that crosses. Taking out this model's 1.0 s SGLang apply gives 1.6-2.4 GB/s. That
 is the order of NCCL over TCP sockets, not of an RDMA NIC. NVIDIA/nccl issue #209 (2019-05-12) measured
 10.7-18.4 Gb/s on a 100 Gb/s link, against 92 Gb/s for iperf3. No source says which transport or NIC these pods
-had, so the card keeps its default NIC. This is a null result for the code path: nothing in the PR's code
+had, so the card keeps its default NIC. Checked for it (a null result): the PR's description ("A800 80GB, up to 32
+GPUs", https://github.com/verl-project/verl/pull/7324), the merge 040a2865 and all 33 of its author's commits in
+verl-project/verl (every branch, up to 1dda039b9c6311889a9c9a26040677e1254814f9 of 2026-08-22) set no ``NCCL_IB_*``,
+``NCCL_NET``, ``NCCL_SOCKET_IFNAME`` or ``NCCL_IB_DISABLE`` and name no NIC, RDMA, RoCE or InfiniBand; no launch
+script of these rows is committed (the doc's one example,
+verl/experimental/one_step_off_policy/shell/grpo_0.6b_gsm8k_fsdp2_sglang_delta_sharded_2_6.sh, sets no NCCL
+variable). This is a null result for the code path: nothing in the PR's code
 explains the rows, and the link explains all of them.
 
 The cost per tensor, from the same control (a null result). In the H100 30B-A3B session, 32.2 - 7.1 = 25.1 s holds
@@ -361,6 +369,20 @@ FP8_SCALE_SIBLING_BYTES = 4.0
 """Bytes of a ``*_scale_inv`` tensor's collective as trainfit prices it: a few (one fp32 per 128 x 128 block), so
 NCCL's latency is all it costs."""
 DISK_BYTES_PER_S = 2e9
+S_PER_SKYRL_WEIGHT_REQUEST = (4.4 - 1.6) / (443 - 25)
+"""Host seconds of one awaited weight-update request to the engines, per tensor, on SkyRL's per-parameter paths
+(6.7 ms). SkyRL's colocated FSDP sync of a 14B model on one 8xH100 node (vLLM TP 2: four engines) took "around
+4.4s" with one ``update_named_weight`` request per parameter and 1.6 s once the requests were batched by 1 GB
+(NovaSky-AI/SkyRL pull request #161, 2025-08-19, description; merged as d07f293e9899e8c7fca037afb8ca3ddd88cf069b).
+Both loops keep the per-parameter gather, IPC handle, ``all_gather_object``, barrier and
+``torch.cuda.synchronize()`` (skyrl-train/skyrl_train/workers/fsdp/fsdp_worker.py ``broadcast_to_inference_engines``
+l.139-175 at the parent commit, l.144-185 at d07f293; the older loop also cloned each tensor, 30 GB of HBM copies,
+about 0.02 s), so the 2.8 s they differ by is the requests the batching removed: one per tensor, 443 for Qwen3-14B
+(``hf_tensor_count``), less the 25 that remain (a batch is sent once it exceeds 1 GiB,
+``weight_transfer_threshold_cuda_ipc_GB``, l.169-170). The PR names no checkpoint; SkyRL's 14B model then was
+Qwen3-14B (SkyRL-Agent-14B-v0, NovaSky-AI's SkyRL-v0 post, 2025-05-06); Qwen2.5-14B's 579 tensors would give
+5.1 ms. Each request is a Ray call to every engine, vLLM's ``collective_rpc`` to the engine's workers and a
+``model.load_weights`` of that one tensor on each, awaited before the trainer's next parameter."""
 """One NVMe SSD, sequential (write, then read); a network filesystem is slower: pass yours."""
 GIB = 2**30
 
@@ -1252,8 +1274,36 @@ _PER_PARAMETER = {
         "tensor on each rollout rank (no RPC per tensor)",
         "volcengine/verl verl/experimental/fully_async_policy/base_detach_sync.py (_sync_vllm_weights) "
         "@b178a3cd56f58b2d502255daba591e92833930a7"),
+    ("skyrl", Placement.SPLIT): (
+        SyncMechanism.NCCL_BROADCAST, None, S_PER_SKYRL_WEIGHT_REQUEST,
+        "SkyRL's FSDP broadcast path before vLLM's packed producer: per parameter full_tensor() and the cast on every "
+        "trainer rank, one update_named_weights request to every engine (S_PER_SKYRL_WEIGHT_REQUEST), trainer rank 0's "
+        "NCCL broadcast of that tensor, the request awaited, then a barrier of every trainer rank",
+        "marin-community/MarinSkyRL skyrl-train/skyrl_train/workers/fsdp/fsdp_worker.py "
+        "(broadcast_to_inference_engines l.735-822: the loop l.785-812; FSDPWeightExtractor.extract_weights l.91-152, "
+        "one chunk per parameter), "
+        "skyrl-train/skyrl_train/inference_engines/vllm/vllm_engine.py (WorkerWrap.load_weights l.553-577: "
+        "model.load_weights of the received tensor; update_named_weights l.1746-1759) "
+        "@a559688ccdfe65e44d9f13ddaaccb57aa8a3b0b9; NovaSky-AI/SkyRL the same loop before the weight-sync strategies "
+        "(fsdp_worker.py l.111-138 @d07f293e9899e8c7fca037afb8ca3ddd88cf069b)"),
 }
-"""The unbucketed path of frameworks whose default is bucketed (``rollout.weight_sync: per_parameter``)."""
+"""The unbucketed path of frameworks whose default is bucketed (``rollout.weight_sync: per_parameter``).
+
+SkyRL's (``rollout.weight_sync: per_parameter`` with the skyrl preset, split): the per-tensor loop SkyRL's FSDP worker
+ran before its weight-sync strategies and vLLM's packed producer (``SKYRL_BROADCAST``), and that Marin's fork of it
+(MarinSkyRL) still runs. Per HF tensor, one after the other: every trainer rank gathers it (``full_tensor()`` in the
+trainer's dtype, then the cast: ``gathers_trainer_dtype``); rank 0 creates the engines' ``update_named_weights`` task,
+broadcasts the tensor to the engine ranks in a worker thread and awaits the task, whose engines receive the broadcast
+and ``load_weights`` that one tensor; then every trainer rank meets at ``torch.distributed.barrier()``. So nothing of
+one tensor overlaps the next: each pays its gather, its broadcast's NCCL latency and one awaited request
+(``S_PER_SKYRL_WEIGHT_REQUEST``). Not priced: the world barrier per tensor, NCCL's tuner latency of a 4-byte
+all-reduce over the trainer's ranks (45 us over 64 ranks on 8 nodes, 1.7 s for Qwen3-235B-A22B's 36,945 tensors);
+under ``cpu_offload`` each shard's copy to the GPU ahead of its gather (``param.to(device, non_blocking=True)``,
+fsdp_worker.py l.171, from FSDP2's ``CPUOffloadPolicy(pin_memory=True)``, skyrl_train/distributed/fsdp_strategy.py
+l.343-344, same commit: pinned, 14.7 GB of fp32 per rank for that model on 64 ranks, about a second); and
+the fork's layerwise-reload bracket around the sync (``begin_weight_reload`` / ``finish_weight_reload``: one
+``process_weights_after_loading`` over the model at the end; on by default from 2026-06-27, MarinSkyRL
+2bb70a8800f7af7a0600f4c5a8c310ae4ffafc96)."""
 
 _BUCKETED = {
     ("verl", Placement.SPLIT): (

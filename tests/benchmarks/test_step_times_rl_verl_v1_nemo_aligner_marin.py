@@ -142,6 +142,29 @@ def test_marin_row_plans_its_engines_on_the_whole_nodes_the_source_states() -> N
         S.plan_card(card)
 
 
+def test_marin_row_decodes_without_cuda_graphs_as_marinskyrl_defaults() -> None:
+    # MarinSkyRL's generator.enforce_eager true (the entry's cuda_graphs_source): vLLM's eager decode, several times
+    # the CUDA-graph decode of the same card
+    e = ROWS[MARIN]
+    assert e["rollout"]["cuda_graphs"] is False and "enforce_eager" in e["rollout"]["cuda_graphs_source"]
+    card, _ = S.map_rl(e)
+    assert card["rollout"]["cuda_graphs"] is False
+    eager = S.plan_card(card).parts["time.generation"]
+    graphs = S.plan_card({**card, "rollout": {**card["rollout"], "cuda_graphs": True}}).parts["time.generation"]
+    assert eager > 2 * graphs
+    assert abs(eager / e["measured"]["phases_s"]["generation"] - 1) <= 0.5
+
+
+def test_marin_row_update_pays_fsdp2_host_side_gradient_accumulation() -> None:
+    # FSDP2 CPUOffloadPolicy (cpu_offload on), 64 micro-batches per optimizer step: 63 of them accumulate on the host
+    # behind a blocking copy (compute.offload.fsdp2_offload_accumulation_seconds)
+    card, _ = S.map_rl(ROWS[MARIN])
+    planned = S.plan_card(card)
+    assert planned.phase_terms["actor_update"]["offload"] > 300
+    fsdp1 = S.plan_card({**card, "parallel": {**card["parallel"], "fsdp_version": "fsdp1"}})
+    assert fsdp1.phase_terms["actor_update"]["offload"] < 50
+
+
 def test_marin_row_syncs_one_tensor_at_a_time_through_the_forks_request_loop() -> None:
     # MarinSkyRL's FSDP broadcast path: per tensor a gather, one awaited update_named_weights request, rank 0's
     # broadcast and a barrier (compute.sync: _PER_PARAMETER skyrl, S_PER_SKYRL_WEIGHT_REQUEST); published 376 s

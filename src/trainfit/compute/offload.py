@@ -313,3 +313,45 @@ def layer_offload_stall_seconds(*, layers: int, offloaded_layers: int, forward_s
             t = ready[j]
         t += backward_s_per_layer
     return forward_wait, backward_wait
+
+
+FSDP2_CPU_ACCUMULATE_BYTES_PER_GRAD_BYTE = 3.0
+"""Host-memory bytes per gradient byte of FSDP2's host-side accumulation ``grad._local_tensor += new_sharded_grad``
+(``fsdp2_offload_accumulation_seconds``): the accumulated shard and the new one read, the sum written."""
+GLIBC_MMAP_THRESHOLD_MAX_BYTES = 32 * 2**20
+"""glibc's ceiling on its dynamic mmap threshold, ``DEFAULT_MMAP_THRESHOLD_MAX`` on 64-bit (32 MiB): an allocation
+above it is always a fresh ``mmap``, returned with ``munmap`` when freed (``PAGEABLE_FIRST_TOUCH_BYTES_PER_S``)."""
+
+
+def fsdp2_offload_accumulation_seconds(*, grad_bytes_per_rank: float, unit_grad_bytes_per_rank: float,
+                                       micro_steps: int, pageable_bytes_per_s: float,
+                                       first_touch_bytes_per_s: float, host_add_bytes_per_s: float,
+                                       reduce_scatter_s: float) -> float:
+    """Exposed seconds per optimizer step of FSDP2's CPU offload (``CPUOffloadPolicy``) accumulating gradients over
+    ``micro_steps`` micro-batches, beyond the one overlapped gradient copy per step that ``offload_seconds`` prices.
+
+    torch's ``foreach_reduce`` (pytorch/pytorch @cf30153c4c131c8164ee7798e5022d810682e2cb, the torch 2.13.0 wheel,
+    ``torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py`` l.710-745) copies each unit's reduce-scattered
+    gradient shard to the host with ``non_blocking = fsdp_param.pin_memory and not to_accumulate_grad and not
+    has_post_acc_grad_hook`` ("Accumulating grads: the CPU add kernel depends on the copy result and we cannot run
+    the add as a callback") and then, when the shard already holds a gradient, adds it on the host
+    (``fsdp_param.sharded_param.grad._local_tensor += new_sharded_grad``), all inside the unit's post-backward hook
+    on the training thread. So in the first micro-batch of a step (gradients set to None by ``zero_grad``) the copy
+    goes to pinned memory behind the backward; in each later one the hook's ``.to("cpu")`` is blocking: the host waits
+    for the unit's reduce-scatter (``reduce_scatter_s``, the whole model's per micro-batch: nothing more of the
+    backward is launched meanwhile, so it is not hidden), copies the shard into pageable memory allocated for it
+    (``_to_copy`` pins only a non-blocking copy, module docstring), and adds it before the next unit's backward is
+    launched. A unit's shard above ``GLIBC_MMAP_THRESHOLD_MAX_BYTES`` is a fresh mapping every time, so its copy
+    faults its pages in (``first_touch_bytes_per_s``); a smaller one may reuse heap pages (``pageable_bytes_per_s``).
+    The add streams ``FSDP2_CPU_ACCUMULATE_BYTES_PER_GRAD_BYTE`` per gradient byte at ``host_add_bytes_per_s`` (the
+    rank's share of its host's memory bandwidth, ``rank_host_memory_bytes_per_s``).
+
+    ``grad_bytes_per_rank``: the rank's gradient shard in its parameters' dtype (the reduce-scatter output is cast
+    back to it); ``unit_grad_bytes_per_rank``: one FSDP unit's part of it. Returns 0 for one micro-batch."""
+    if micro_steps < 1 or min(grad_bytes_per_rank, unit_grad_bytes_per_rank, reduce_scatter_s) < 0 \
+            or min(pageable_bytes_per_s, first_touch_bytes_per_s, host_add_bytes_per_s) <= 0:
+        raise ValueError("fsdp2_offload_accumulation_seconds: micro_steps >= 1, bytes and seconds >= 0, rates > 0")
+    fresh = unit_grad_bytes_per_rank > GLIBC_MMAP_THRESHOLD_MAX_BYTES
+    copy_s = grad_bytes_per_rank / (first_touch_bytes_per_s if fresh else pageable_bytes_per_s)
+    add_s = grad_bytes_per_rank * FSDP2_CPU_ACCUMULATE_BYTES_PER_GRAD_BYTE / host_add_bytes_per_s
+    return (micro_steps - 1) * (reduce_scatter_s + copy_s + add_s)

@@ -46,7 +46,13 @@ from trainfit.compute.moe_time import expert_token_shards
 from trainfit.compute.model_parallel import (ModelParallelComm, host_slack_exposed_s, model_parallel_comm,
                                             pipeline_bubble_micro_steps,
                                             tied_embedding_grad_sync_s)
-from trainfit.compute.offload import deepspeed_zero12_offload_seconds, layer_offload_stall_seconds, offload_seconds
+from trainfit.compute.offload import (
+    deepspeed_zero12_offload_seconds,
+    fsdp2_offload_accumulation_seconds,
+    layer_offload_stall_seconds,
+    offload_seconds,
+    rank_host_memory_bytes_per_s,
+)
 from trainfit.compute.optimizer_time import optimizer_seconds, shard_params
 from trainfit.compute.rates import (
     FSDP2_UNIT_BACKWARD_HOST_S, FSDP2_UNIT_FORWARD_HOST_S,
@@ -615,7 +621,7 @@ def train_step_time(
     launch_blocking: bool = False,
     recompute_whole_layer: bool = False, activation_offload_layers: int = 0,
     activation_offload_bytes_per_layer: float = 0.0, activation_offload_copy_bytes_per_s: float = 0.0,
-    op_recomputes_attention: bool = False,
+    op_recomputes_attention: bool = False, fsdp2_offload_copy_bytes_per_s: tuple[float, float] | None = None,
 ) -> TrainStepTime:
     """Seconds of one optimizer step on one GPU (all GPUs of a data-parallel group run in lockstep).
 
@@ -963,6 +969,28 @@ def train_step_time(
             compute_s=fwd.seconds + bwd.seconds + rec.seconds + comm.exposed_s, rates=rates,
         )
         off_s = off.exposed_s
+        if (fsdp2_offload_copy_bytes_per_s is not None and parallel.fsdp2 and micro_steps > 1
+                and parallel.offload == "params_and_optimizer" and st in ("fsdp", "fsdp_grad_op", "hsdp")):
+            # FSDP2's CPUOffloadPolicy accumulates every later micro-batch's gradient on the host, each unit's copy
+            # blocking behind its reduce-scatter (offload.fsdp2_offload_accumulation_seconds)
+            groups = {k: v for k, v in _nccl_groups(parallel, rates, group=shard, eranks=eranks, hsdp=hsdp).items()
+                      if k in ("nodes", "intra_link")}
+            rs_s = (layers * coll.reduce_scatter_seconds(total_bytes=grad_bytes * (1 - FSDP_ROOT_SHARE) / layers,
+                                                         ranks=shard, bus_bytes_per_s=bus, **groups)
+                    + coll.reduce_scatter_seconds(total_bytes=grad_bytes * FSDP_ROOT_SHARE, ranks=shard,
+                                                  bus_bytes_per_s=bus, **groups)) if shard > 1 else 0.0
+            pageable, fresh = fsdp2_offload_copy_bytes_per_s
+            acc_s = fsdp2_offload_accumulation_seconds(
+                grad_bytes_per_rank=opt_params * optimizer.grad_bytes,
+                unit_grad_bytes_per_rank=opt_params * optimizer.grad_bytes / max(1, layers), micro_steps=micro_steps,
+                pageable_bytes_per_s=pageable, first_touch_bytes_per_s=fresh,
+                host_add_bytes_per_s=rank_host_memory_bytes_per_s(
+                    host_memory_bytes_per_s=rates.host_memory_bytes_per_s,
+                    ranks_per_node=min(ranks, parallel.gpus_per_node), host_numa_nodes=rates.host_numa_nodes),
+                reduce_scatter_s=rs_s)
+            off_s += acc_s
+            notes.append(f"FSDP2 CPU offload, {micro_steps} micro-batches: each later one's gradient reduce-scatter,"
+                         f" blocking copy to pageable host memory and host-side add per unit, {acc_s:.2f} s exposed")
         numa = (f", at most one of its {rates.host_numa_nodes} NUMA nodes a rank" if rates.host_numa_nodes > 1 else "")
         notes.append(f"offload: CPU Adam {off.cpu_step_s:.2f} s at {rates.host_memory_bytes_per_s / 1e9:.0f} GB/s host"
                      f" memory (shared by the node's ranks{numa}), PCIe {rates.pcie_bytes_per_s / 1e9:.0f} GB/s"

@@ -44,7 +44,7 @@ from trainfit.spec.card import RunCard, pin_before
 from trainfit.spec.enums import Attention, ComputeDtype, ContextParallelKind, Dtype, Fp8Recipe, Method, Scope
 from trainfit.spec.enums import AdapterDtype, LayerKind, LoraDropoutPosition, QloraDequant
 from trainfit.spec.enums import FSDP_STRATEGIES, LossKernel, MoeDispatcher, MoeExperts, TensorParallelImpl
-from trainfit.spec.enums import MoeLaunch
+from trainfit.spec.enums import MoeLaunch, Offload
 from trainfit.spec.enums import Zero1ParamSync
 from trainfit.spec.model import ModelSpec
 from trainfit.units import BYTES_PER_DTYPE
@@ -596,6 +596,26 @@ def nvlink_gpus_per_node(gpu_id: str, per_node: int, group_gpus: int) -> int:
     return segment * per_node
 
 
+def fsdp2_offload_copy_rates(card: RunCard, rates: DeviceRates, *, gpus_per_node: int) -> tuple[float, float] | None:
+    """(pageable, pageable into freshly allocated memory) bytes/s of one training GPU's blocking gradient copies under
+    FSDP2's CPU offload (``parallel.fsdp_version`` fsdp2, ``offload`` params_and_optimizer: torch's
+    ``CPUOffloadPolicy``), every GPU of its node copying at once (``compute.offload``: ``pageable_copy_bytes_per_s``,
+    ``first_touch_copy_bytes_per_s``; ``compute.offload.fsdp2_offload_accumulation_seconds`` reads them); None for
+    any other layout."""
+    from trainfit.catalog.gpus import resolve_gpu
+    from trainfit.compute.offload import first_touch_copy_bytes_per_s, pageable_copy_bytes_per_s, staging_bytes_per_s_of
+
+    par = card.parallel
+    if not par.fsdp2 or par.offload is not Offload.PARAMS_AND_OPTIMIZER:
+        return None
+    coherent = resolve_gpu(card.hardware.gpu).host_link_bytes_per_s is not None
+    pageable = pageable_copy_bytes_per_s(pcie_bytes_per_s=rates.pcie_bytes_per_s,
+                                         host_memory_bytes_per_s=rates.host_memory_bytes_per_s,
+                                         gpus_per_node=gpus_per_node,
+                                         staging_bytes_per_s=staging_bytes_per_s_of(coherent_host_link=coherent))
+    return pageable, first_touch_copy_bytes_per_s(pageable_bytes_per_s=pageable, coherent_host_link=coherent)
+
+
 def training_time(
     card: RunCard, spec: ModelSpec, rates: DeviceRates, *, ranks: int, gpus_per_node: int, micro_batch_size: int,
     seq_len: int, micro_steps: int, work_cv: float = 0.0, attention_context: float | None = None,
@@ -675,6 +695,7 @@ def training_time(
         shard, rates=rates, micro_batch_size=micro_batch_size, seq_len=max(1, seq_len // cp), micro_steps=micro_steps,
         activation_offload_layers=off_layers, activation_offload_bytes_per_layer=off_bytes,
         activation_offload_copy_bytes_per_s=off_rate,
+        fsdp2_offload_copy_bytes_per_s=fsdp2_offload_copy_rates(card, rates, gpus_per_node=min(ranks, gpus_per_node)),
         adapter=adapter_of(card, spec), eager_attention=eager, gradient_checkpointing=par.gradient_checkpointing,
         parallel=par_dp, optimizer=opt, trained_params=params, trained_tensors=tensors,
         gathered_weight_bytes=(w.base + w.adapter) * share, count_scale=scale,

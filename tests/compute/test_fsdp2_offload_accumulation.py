@@ -1,0 +1,74 @@
+"""FSDP2 CPU offload with gradient accumulation (``compute.offload.fsdp2_offload_accumulation_seconds``): after the
+first micro-batch of a step, torch's ``foreach_reduce`` copies each unit's reduce-scattered shard to the host with a
+blocking ``.to("cpu")`` and adds it there, inside the post-backward hook, so every later micro-batch pays the whole
+reduce-scatter, the copy into pageable memory (first-touch above glibc's mmap ceiling) and the host add."""
+
+from __future__ import annotations
+
+import pytest
+
+from trainfit.compute.offload import (
+    FSDP2_CPU_ACCUMULATE_BYTES_PER_GRAD_BYTE,
+    GLIBC_MMAP_THRESHOLD_MAX_BYTES,
+    PAGEABLE_FIRST_TOUCH_BYTES_PER_S,
+    PAGEABLE_STAGING_BYTES_PER_S,
+    fsdp2_offload_accumulation_seconds,
+)
+from trainfit.plan import make_plan
+from trainfit.spec.card import load_card_dict
+
+GB = 1e9
+KW = dict(pageable_bytes_per_s=PAGEABLE_STAGING_BYTES_PER_S, first_touch_bytes_per_s=PAGEABLE_FIRST_TOUCH_BYTES_PER_S,
+          host_add_bytes_per_s=25 * GB, reduce_scatter_s=1.5)
+
+
+def test_one_micro_batch_accumulates_nothing():
+    assert fsdp2_offload_accumulation_seconds(grad_bytes_per_rank=7 * GB, unit_grad_bytes_per_rank=0.1 * GB,
+                                              micro_steps=1, **KW) == 0.0
+
+
+def test_every_later_micro_batch_pays_reduce_scatter_copy_and_add():
+    g = 7.3 * GB
+    one = 1.5 + g / PAGEABLE_FIRST_TOUCH_BYTES_PER_S + g * FSDP2_CPU_ACCUMULATE_BYTES_PER_GRAD_BYTE / (25 * GB)
+    s = fsdp2_offload_accumulation_seconds(grad_bytes_per_rank=g, unit_grad_bytes_per_rank=78e6, micro_steps=64, **KW)
+    assert s == pytest.approx(63 * one)
+
+
+def test_units_below_the_mmap_ceiling_copy_at_the_pageable_rate():
+    g = 2 * GB
+    small = fsdp2_offload_accumulation_seconds(grad_bytes_per_rank=g, unit_grad_bytes_per_rank=GLIBC_MMAP_THRESHOLD_MAX_BYTES,
+                                               micro_steps=2, **KW)
+    large = fsdp2_offload_accumulation_seconds(grad_bytes_per_rank=g,
+                                               unit_grad_bytes_per_rank=GLIBC_MMAP_THRESHOLD_MAX_BYTES + 1,
+                                               micro_steps=2, **KW)
+    assert small == pytest.approx(1.5 + g / PAGEABLE_STAGING_BYTES_PER_S + 3 * g / (25 * GB))
+    assert large > small
+
+
+def test_rejects_bad_input():
+    with pytest.raises(ValueError):
+        fsdp2_offload_accumulation_seconds(grad_bytes_per_rank=1.0, unit_grad_bytes_per_rank=1.0, micro_steps=0, **KW)
+    with pytest.raises(ValueError):
+        fsdp2_offload_accumulation_seconds(grad_bytes_per_rank=1.0, unit_grad_bytes_per_rank=1.0, micro_steps=2,
+                                           **{**KW, "host_add_bytes_per_s": 0.0})
+
+
+def _card(fsdp_version: str, offload: str, grad_accum: int) -> dict:
+    return {"model": "Qwen/Qwen2.5-7B", "hardware": {"gpu": "h100-sxm", "gpus_per_node": 8, "nodes": 1},
+            "parallel": {"strategy": "fsdp", "fsdp_version": fsdp_version, "offload": offload},
+            "batch": {"micro_batch_size": 1, "seq_len": 2048, "grad_accum": grad_accum}}
+
+
+def _offload_s(card: dict) -> float:
+    plan = make_plan(load_card_dict(card))
+    return next((p.seconds for p in plan.time.phases if p.name == "offload"), 0.0)
+
+
+def test_plan_charges_it_only_to_fsdp2_cpu_offload_with_accumulation():
+    base = _offload_s(_card("fsdp2", "params_and_optimizer", 1))
+    accumulated = _offload_s(_card("fsdp2", "params_and_optimizer", 4))
+    # three later micro-batches, each at least its copy of the rank's bf16/fp32 gradient shard (7.6e9 / 8 params)
+    assert accumulated - base > 3 * 7.6e9 / 8 * 2 / PAGEABLE_STAGING_BYTES_PER_S
+    # FSDP1's CPUOffload keeps its own path (no host-side accumulation term)
+    fsdp1 = _offload_s(_card("fsdp1", "params_and_optimizer", 4)) - _offload_s(_card("fsdp1", "params_and_optimizer", 1))
+    assert fsdp1 < accumulated - base

@@ -84,7 +84,8 @@ def summary(label: str, errors: list[float]) -> str:
 def main(path: str, groups: tuple[str, ...]) -> None:
     st = step_times()
     entries = {e["id"]: e for e in st.load_entries(st.TRAIN_DATA)}
-    rows = list(csv.DictReader(open(path, newline="")))
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
     jobs = [j for j in (job_error(st, entries, r) for r in rows
                         if JOB_NAME.match(r["name"]) and r["status"] == "Success") if j]
     if "80b" in groups:

@@ -1,0 +1,50 @@
+"""benchmarks/ultrascale_sweep_check.py: a sweep CSV row of a scored Ultra-Scale Playbook cell is planned on that cell's
+card, so its error is the step-time benchmark's for the entry; rows the script cannot plan are skipped."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _module():
+    spec = importlib.util.spec_from_file_location("ultrascale_sweep_check",
+                                                  ROOT / "benchmarks" / "ultrascale_sweep_check.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["ultrascale_sweep_check"] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+USC = _module()
+ST = USC.step_times()
+ENTRIES = {e["id"]: e for e in ST.load_entries(ST.TRAIN_DATA)}
+
+
+def _row(name: str, nodes: float, tok: float, status: str = "Success", all_reduce: float = 165.83) -> dict:
+    return {"job_id": "1", "name": name, "nodes": str(nodes), "tok/s/gpu": str(tok), "status": status,
+            "AllReduce (GB/s)": str(all_reduce)}
+
+
+def test_the_scored_cells_row_reproduces_its_benchmark_error():
+    e = ENTRIES["ups-h100-80b-4n-dp1tp8pp4-z0"]
+    row = _row("80G_dp1_tp8_pp4_acc256_mbs1_seq4096_zero0_tpmodeRED_vocab131k", 4.0,
+               e["measured"]["also"]["tokens_per_s_per_gpu_logged"])
+    job, err = USC.job_error(ST, ENTRIES, row)
+    assert (job["size"], job["tp"], job["pp"], job["mbs"], job["zero"]) == ("80G", 8, 4, 1, 0)
+    planned = ST.plan_card(ST.map_train(e)[0])
+    assert err == pytest.approx(planned.step_s / e["measured"]["value"] - 1, rel=1e-3)
+
+
+def test_rows_it_cannot_plan_are_skipped():
+    assert USC.job_error(ST, ENTRIES, _row("80G_dp1_tp8_pp4_acc256_mbs1_seq4096_zero0_tpmodeRED_vocab49k", 4.0,
+                                           251.32)) is None  # another vocabulary: not a benchmark shape
+    assert USC.job_error(ST, ENTRIES, _row("80G_dp1_tp4_pp8_acc256_mbs1_seq4096_zero0_tpmodeRED_vocab131k", 4.0,
+                                           0, status="OOM")) is None
+    assert USC.job_error(ST, ENTRIES, _row("3.57G_dp1_tp1_pp32_acc256_mbs1_seq4096_zero0_tpmodeRED_vocab131k", 4.0,
+                                           100.0)) is None  # nanotron's split leaves a stage without layers

@@ -1,0 +1,74 @@
+"""benchmarks/step_times.py, the single-GPU fine-tuning rows of published_train_times_universal_llm_trainer.json:
+universal-llm-trainer's docs/gpu_test.md (H100, RTX Pro 6000 and A100 tables; full, LoRA and QLoRA of Llama-3.1-8B,
+Llama-2-13B, Gemma-2-9B, Phi-3-mini and Qwen3-8B at 2 x 8,192 tokens). The file is picked up, its ids are unique
+across the training files, every figure and table line is in its quote and source, the source is a commit, and each
+row maps to a card that validates and plans: one GPU, one 2 x 8,192-token micro-batch, pure bf16 AdamW (foreach),
+every layer checkpointed, LoRA r 8 / alpha 16 on every linear."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from step_times_module import file_ids, load_step_times
+
+import trainfit
+
+REPO = Path(trainfit.__file__).resolve().parents[2]
+DATA = REPO / "benchmarks" / "data" / "published_train_times_universal_llm_trainer.json"
+st = load_step_times("trainfit_bench_step_times_universal_llm_trainer")
+ROWS = {e["id"]: e for e in json.loads(DATA.read_text())}
+SOURCE = ("ljm565/universal-llm-trainer", "docs/gpu_test.md", "aefdc4a4982c8e9e186d4169aa5b902db1067a52")
+# the page's GPU column -> the catalog id the row plans on, and the table's line span
+GPU_COLUMN = {"H100 x 1": ("h100-sxm", range(25, 44)), "Pro 6000 x 1": ("rtx-pro-6000", range(66, 85)),
+              "A100 x 1": ("a100-80gb", range(107, 129))}
+METHOD_KIND = {"Full": "sft_full", "LoRA": "sft_lora", "QLoRA": "sft_qlora"}
+
+
+def test_file_is_loaded_with_every_row_and_ids_are_unique_across_files() -> None:
+    loaded, others = file_ids(st, st.TRAIN_DATA, DATA)
+    assert loaded == set(ROWS) and len(ROWS) == 31
+    assert not loaded & others
+    lines = [e["source"]["line"] for e in ROWS.values()]
+    assert len(set(lines)) == len(lines)  # one table line per row
+
+
+@pytest.mark.parametrize("row_id", sorted(ROWS))
+def test_row_figure_source_and_layout(row_id: str) -> None:
+    e = ROWS[row_id]
+    src, b = e["source"], e["batch"]
+    assert (src["repo"], src["path"], src["commit"]) == SOURCE and re.fullmatch(r"[0-9a-f]{40}", src["commit"])
+    assert e["note"] and f"Table line {src['line']}." in e["note"]
+    # | [Model](config) | Method | GPU | Peak (Model) | Sec/step |
+    cells = [c.strip() for c in e["quote"].strip().strip("|").split("|")]
+    method, gpu_column, memory, secs = cells[1], cells[2], cells[3], float(cells[4])
+    gpu, lines = GPU_COLUMN[gpu_column]
+    assert e["gpu"] == gpu and src["line"] in lines
+    assert e["kind"] == METHOD_KIND[method] and f"_{method.lower()}.yaml" in cells[0]
+    assert e["measured"] == {"metric": "step_s", "value": secs,
+                             "also": {"peak_memory_gib": float(memory.split("GiB")[0]),
+                                      "model_memory_gib": float(memory.split("(")[1].split("GiB")[0])}}
+    assert (e["gpus"], e["gpus_per_node"], e["nodes"], e["parallel"]["strategy"]) == (1, 1, 1, "single")
+    assert b == {"micro_batch_size": 2, "seq_len": 8192, "grad_accum": 1, "global_batch_size": 2, "packed": False}
+    assert (e["lora"] is None) == (method == "Full")
+
+
+@pytest.mark.parametrize("row_id", sorted(ROWS))
+def test_rows_map_to_a_valid_card(row_id: str) -> None:
+    e = ROWS[row_id]
+    card, _ = st.map_train(e)
+    st.validate(card)
+    assert card["scope"] == {"sft_full": "full", "sft_lora": "lora", "sft_qlora": "qlora"}[e["kind"]]
+    assert card["hardware"]["gpu"] == e["gpu"] and card["parallel"]["strategy"] == "single"
+    assert card["parallel"]["gradient_checkpointing"] is True and card["attention"] == "sdpa"
+    assert card["batch"] == {"micro_batch_size": 2, "seq_len": 8192, "grad_accum": 1}
+    assert card["precision"]["optimizer"] == "adamw" and card["precision"]["optimizer_impl"] == "foreach"
+    if card["scope"] != "full":
+        assert card["lora"] == {"rank": 8, "alpha": 16, "targets": "all-linear", "dropout": 0.05}
+
+
+def test_a_row_plans_a_step() -> None:
+    card, _ = st.map_train(ROWS["ult-gputest-llama3.1-8b-full-a100-1g"])
+    assert st.plan_card(card).step_s > 0

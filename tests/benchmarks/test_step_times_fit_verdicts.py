@@ -47,3 +47,16 @@ def test_megatron_lm_entry_states_deallocated_outputs() -> None:
     assert card["parallel"]["pipeline_outputs_deallocated"] is True
     assert st.plan_card(card).fits is True
     assert "megatron" not in st.PIPELINE_OUTPUTS_DEALLOCATED
+
+
+@pytest.mark.parametrize("row_id", ["titan-h100-8b-8gpu", "titan-h100-8b-8gpu-256k-cp8-float8"])
+def test_grand_teton_h100_rows_plan_on_the_96gb_card(row_id: str) -> None:
+    """torchtitan's H100 rows ran on Meta's Grand Teton H100s, 96GB HBM2e (docs/performance.md @eaea6f6a l.5):
+    planned on that card (catalog h100-sxm-hbm2e-96gb) they fit, with the published peak (84.5 GiB reserved on the
+    256k CP 8 row) above the 80 GB H100's total; on the 80 GB card they do not."""
+    e = TRAIN[row_id]
+    assert e["gpu"] == "h100-sxm-hbm2e-96gb"
+    card, _ = st.map_train(e)
+    assert st.plan_card(card).fits is True
+    card["hardware"]["gpu"] = "h100-sxm"
+    assert st.plan_card(card).fits is False

@@ -60,3 +60,16 @@ def test_grand_teton_h100_rows_plan_on_the_96gb_card(row_id: str) -> None:
     assert st.plan_card(card).fits is True
     card["hardware"]["gpu"] = "h100-sxm"
     assert st.plan_card(card).fits is False
+
+
+def test_megatron_bridge_deepseek_v3_recipe_moments_are_bf16() -> None:
+    """Megatron-Bridge's DeepSeek-V3 recipe runs Megatron-Core's precision-aware optimizer with bf16 Adam moments
+    (recipes/deepseek/deepseek_v3.py @c8101293 l.161-165, cited in the entry): mapped to precision.optimizer_states
+    bf16, the B200 26.04.01 row (PP 16, EP 8) fits its card (179.8 -> 169.1 GiB planned of 179.1)."""
+    e = TRAIN["mbridge-260401-b200-deepseek-v3-pt-mxfp8-256g"]
+    assert e["precision"]["optimizer_states"] == "bf16" and "l.161-165" in e["precision"]["optimizer_states_source"]
+    card, notes = st.map_train(e)
+    assert card["precision"]["optimizer_states"] == "bf16" and any("AdamW moments bf16" in n for n in notes)
+    assert st.plan_card(card).fits is True
+    del card["precision"]["optimizer_states"]
+    assert st.plan_card(card).fits is False

@@ -73,3 +73,18 @@ def test_megatron_bridge_deepseek_v3_recipe_moments_are_bf16() -> None:
     assert st.plan_card(card).fits is True
     del card["precision"]["optimizer_states"]
     assert st.plan_card(card).fits is False
+
+
+def test_miles_p2p_rows_take_the_launchers_engine_fraction_and_optimizer_offload() -> None:
+    """miles' P2P weight-transfer table ran the repository's launcher (examples/infra_features/p2p_weight_transfer/
+    run.py @748935dc, cited in each entry): SGLang mem_fraction_static 0.8 and Megatron's optimizer CPU offload for
+    GLM-4.5-Air. With the card's default 0.3 share its SGLang engine could not hold its 24.9 GiB weight shard; with the
+    launcher's 0.8 it starts and the row fits. The weight-sync time does not depend on either."""
+    e = RL["miles-p2p-weight-sync-glm45-air-h100-4p4n-nccl"]
+    assert e["rollout"]["gpu_memory_utilization"] == 0.8 and e["train"]["offload"] == "optimizer"
+    card, _ = st.map_rl(e)
+    planned = st.plan_card(card)
+    assert planned.engine_fits and planned.fits is True
+    card["rollout"].pop("gpu_memory_utilization")
+    default = st.plan_card(card)
+    assert not default.engine_fits and default.parts["weight_sync"] == planned.parts["weight_sync"]

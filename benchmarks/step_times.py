@@ -1365,6 +1365,14 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         impl = e["precision"]["optimizer_impl"]
         card["precision"]["optimizer_impl"] = impl
         notes.append(f"AdamW {impl} (the entry's framework at its commit, cited in its note)")
+    if e["precision"].get("optimizer_states"):
+        # the AdamW moments' dtype where the entry's recipe sets it (Megatron-Core's precision-aware optimizer:
+        # OptimizerConfig.exp_avg_dtype / exp_avg_sq_dtype, e.g. bf16 in Megatron-Bridge's DeepSeek-V3 recipe);
+        # its file, lines and commit in precision.optimizer_states_source
+        states = e["precision"]["optimizer_states"]
+        card["precision"]["optimizer_states"] = states
+        notes.append(f"AdamW moments {states} (precision.optimizer_states): "
+                     f"{e['precision'].get('optimizer_states_source') or 'the entry recipe'}")
     grads, grads_note = grad_rule if scope == "full" else (None, None)
     if grads:
         card["precision"]["grads"] = grads

@@ -47,3 +47,44 @@ def test_megatron_lm_entry_states_deallocated_outputs() -> None:
     assert card["parallel"]["pipeline_outputs_deallocated"] is True
     assert st.plan_card(card).fits is True
     assert "megatron" not in st.PIPELINE_OUTPUTS_DEALLOCATED
+
+
+@pytest.mark.parametrize("row_id", ["titan-h100-8b-8gpu", "titan-h100-8b-8gpu-256k-cp8-float8"])
+def test_grand_teton_h100_rows_plan_on_the_96gb_card(row_id: str) -> None:
+    """torchtitan's H100 rows ran on Meta's Grand Teton H100s, 96GB HBM2e (docs/performance.md @eaea6f6a l.5):
+    planned on that card (catalog h100-sxm-hbm2e-96gb) they fit, with the published peak (84.5 GiB reserved on the
+    256k CP 8 row) above the 80 GB H100's total; on the 80 GB card they do not."""
+    e = TRAIN[row_id]
+    assert e["gpu"] == "h100-sxm-hbm2e-96gb"
+    card, _ = st.map_train(e)
+    assert st.plan_card(card).fits is True
+    card["hardware"]["gpu"] = "h100-sxm"
+    assert st.plan_card(card).fits is False
+
+
+def test_megatron_bridge_deepseek_v3_recipe_moments_are_bf16() -> None:
+    """Megatron-Bridge's DeepSeek-V3 recipe runs Megatron-Core's precision-aware optimizer with bf16 Adam moments
+    (recipes/deepseek/deepseek_v3.py @c8101293 l.161-165, cited in the entry): mapped to precision.optimizer_states
+    bf16, the B200 26.04.01 row (PP 16, EP 8) fits its card (179.8 -> 169.1 GiB planned of 179.1)."""
+    e = TRAIN["mbridge-260401-b200-deepseek-v3-pt-mxfp8-256g"]
+    assert e["precision"]["optimizer_states"] == "bf16" and "l.161-165" in e["precision"]["optimizer_states_source"]
+    card, notes = st.map_train(e)
+    assert card["precision"]["optimizer_states"] == "bf16" and any("AdamW moments bf16" in n for n in notes)
+    assert st.plan_card(card).fits is True
+    del card["precision"]["optimizer_states"]
+    assert st.plan_card(card).fits is False
+
+
+def test_miles_p2p_rows_take_the_launchers_engine_fraction_and_optimizer_offload() -> None:
+    """miles' P2P weight-transfer table ran the repository's launcher (examples/infra_features/p2p_weight_transfer/
+    run.py @748935dc, cited in each entry): SGLang mem_fraction_static 0.8 and Megatron's optimizer CPU offload for
+    GLM-4.5-Air. With the card's default 0.3 share its SGLang engine could not hold its 24.9 GiB weight shard; with the
+    launcher's 0.8 it starts and the row fits. The weight-sync time does not depend on either."""
+    e = RL["miles-p2p-weight-sync-glm45-air-h100-4p4n-nccl"]
+    assert e["rollout"]["gpu_memory_utilization"] == 0.8 and e["train"]["offload"] == "optimizer"
+    card, _ = st.map_rl(e)
+    planned = st.plan_card(card)
+    assert planned.engine_fits and planned.fits is True
+    card["rollout"].pop("gpu_memory_utilization")
+    default = st.plan_card(card)
+    assert not default.engine_fits and default.parts["weight_sync"] == planned.parts["weight_sync"]

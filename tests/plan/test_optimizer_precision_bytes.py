@@ -48,3 +48,24 @@ def test_zero_keeps_bf16_parameters_with_an_fp32_master(strategy):
 
 def test_megatron_fp32_main_grads():
     assert _step_bytes(_card("zero1", grads="fp32")) == ((2.0, 4.0, 4.0, True), 30.0)
+
+
+def _megatron_card(**precision) -> dict:
+    card = _card("zero1", **precision)
+    card["parallel"] = {"strategy": "zero1", "tensor_parallel_impl": "megatron"}
+    return card
+
+
+def test_megatron_precision_aware_optimizer_keeps_bf16_moments():
+    """Megatron-Core's precision-aware optimizer (exp_avg_dtype / exp_avg_sq_dtype bf16, main params fp32), as
+    Megatron-Bridge's DeepSeek-V3 recipe sets it: 2-byte moments on the distributed optimizer's shard, in the time
+    model and in the rank's memory; DeepSpeed ZeRO (the same strategy without the Megatron implementation) and a
+    Megatron card that does not state its states stay fp32."""
+    assert _step_bytes(_megatron_card(optimizer_states="bf16")) == ((2.0, 2.0, 2.0, True), 20.0)
+    assert _step_bytes(_card("zero1", optimizer_states="bf16")) == ((2.0, 2.0, 4.0, True), 28.0)
+    assert _step_bytes(_megatron_card()) == ((2.0, 2.0, 4.0, True), 28.0)
+    from trainfit.plan import make_plan
+
+    plans = [make_plan(load_card_dict(_megatron_card(**p))) for p in ({}, {"optimizer_states": "bf16"})]
+    fp32, bf16 = (max(ph.components.get("optimizer_states", 0.0) for ph in p.phases) for p in plans)
+    assert bf16 == pytest.approx(fp32 / 2)

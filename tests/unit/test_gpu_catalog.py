@@ -19,6 +19,7 @@ EXPECTED_IDS = {
     # session 17 (tests/unit/test_catalog_gpus_s17.py)
     "a100-pcie-40gb", "a100-pcie-80gb", "l4", "t4", "a40", "rtx-6000-ada", "h200-nvl", "b300", "mi325x", "mi355x",
     "v100-sxm2-16gb", "v100-pcie-32gb", "v100-pcie-16gb", "rtx-pro-6000", "gb300",
+    "h100-sxm-hbm2e-96gb",  # Meta's Grand Teton H100 (torchtitan's and torchao's benchmark hosts)
 }
 NO_BF16 = {"v100-sxm2-32gb", "v100-sxm2-16gb", "v100-pcie-32gb", "v100-pcie-16gb", "t4"}  # Volta, Turing: no bf16
 
@@ -68,6 +69,7 @@ def test_aliases_do_not_collide_across_cards():
         ("rtx-6000-ada", 49140), ("h200-nvl", 143771), ("b300", 275040), ("v100-sxm2-16gb", 16384),
         ("v100-pcie-32gb", 32768), ("v100-pcie-16gb", 16384), ("rtx-pro-6000", 97887), ("gb300", 284208),
         ("mi325x", 262144), ("mi355x", 294912),  # the ROCm specification table's GiB (no rocm-smi total published)
+        ("h100-sxm-hbm2e-96gb", 97871),  # as the other 96 GB Hopper parts (h20, gh200)
     ],
 )
 def test_memory_as_nvidia_smi_reports(gid, mib):
@@ -175,6 +177,22 @@ def test_gh200_is_the_96gb_hbm3_hopper_with_its_own_c2c_host_link():
     # one GPU per superchip: all of NVLink-C2C's 900 GB/s (bidirectional) is its own, 450 GB/s each way; GB200 shares it
     assert g.pcie_gen is None and g.host_link_bytes_per_s == 450e9 == 2 * resolve_gpu("gb200").host_link_bytes_per_s
     assert "nvdam.widen.net" in g.source and "96GB HBM3" in g.source
+
+
+def test_grand_teton_h100_is_the_h100_sxm_die_with_96gb_hbm2e():
+    """torchtitan's and torchao's H100 benchmark hosts: 96GB HBM2e at 2.4 TB/s, 700 W TDP (run at a 500 W limit),
+    torch total 95 GiB; everything else the H100 SXM's, so a card moved onto it keeps its step time."""
+    g, h100 = resolve_gpu("Grand Teton H100"), resolve_gpu("h100-sxm")
+    assert g.id == "h100-sxm-hbm2e-96gb" and g.memory_label == "96 GB HBM2e"
+    assert g.hbm_bytes_per_s == 2.4e12 and g.tdp_w == 700
+    assert abs(g.torch_total_memory_bytes / 2**30 - 95.0) < 0.01  # torchtitan's 48.87 GiB = 51.44 % of capacity
+    assert g.memory_bytes == resolve_gpu("h20").memory_bytes == resolve_gpu("gh200").memory_bytes
+    assert g.memory_bytes - h100.memory_bytes > 15 * 2**30
+    for f in ("bf16_dense_flops_per_s", "fp8_dense_flops_per_s", "nvlink", "nvlink_bytes_per_s", "pcie_bytes_per_s",
+              "sm_count", "fp32_flops_per_s", "compute_capability", "l2_bytes", "l2_resident_bytes",
+              "l2_read_bytes_per_s"):
+        assert getattr(g, f) == getattr(h100, f), f
+    assert "96GB HBM2e" in g.source and "pull/800" in g.source
 
 
 def test_loader_refuses_unknown_keys():

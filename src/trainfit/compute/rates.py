@@ -76,7 +76,7 @@ from trainfit.errors import CardError
 _MAMF_FRACTION = {"a100-40gb": 0.869, "a100-80gb": 0.869, "a800-80gb": 0.869, "h100-sxm": 0.803, "h200": 0.803,
                   "h800": 0.803, "mi300x": 0.514, "gb200": 0.729, "b200": 0.776,
                   "a100-pcie-40gb": 0.811, "a100-pcie-80gb": 0.811, "b300": 0.786, "mi325x": 0.600, "mi355x": 0.626,
-                  "gb300": 0.729, "gh200": 0.838}
+                  "gb300": 0.729, "gh200": 0.838, "h100-sxm-hbm2e-96gb": 0.803}
 """BF16 MAMF / datasheet peak, the "Maximum Achievable Matmul FLOPS comparison table" of stas00/ml-engineering
 ``compute/accelerator/README.md`` @744d01e18b79512572f64a6bbd8b5f4a725203a7 (its mamf-finder v2 rows). A100 (40 and
 80 GB SXM, and the A800): row "NVIDIA A100 SXM | 271.2 | 312 | 86.9% | 1024x10240x5120 | 2.6.0+cu126" (the 86.9 %
@@ -118,7 +118,9 @@ with 152 against 148 SMs; B300 / B200 1.014 at 1.1x). The one sustained pair (MS
 measured with the B300's siblings idle and the B200's busy. The GB300 keeps the GB200's fraction: same-layout
 GB300 / GB200 rows publish 1.05-1.27x (12 pairs), and this model now gives 1.00-1.05x (1.03 for most).
 GH200: row "NVIDIA GH200 SXM | 828.6 | 989 | 83.8% | 1024x15360x4096 | 2.6.0+cu126 | 900W 141GiB HBM3e version" (l.351):
-the same Hopper die and module power as the catalog's 96 GB HBM3 GH200, so its ratio.
+the same Hopper die and module power as the catalog's 96 GB HBM3 GH200, so its ratio. The H100 SXM 96GB HBM2e (Meta's
+Grand Teton variant, catalog h100-sxm-hbm2e-96gb) is the H100 SXM's die and 700 W TDP with other memory: the H100 SXM's
+ratio (a run at its default 500 W limit states it: ``power_limited_rates``).
 Cards with no row keep the default, stated in the plan: the other Ada cards (L4, RTX 6000 Ada, as the L40S and L40),
 A40 (as the RTX A6000), H200 NVL (as the H100 NVL), T4 and V100 (fp16).
 
@@ -216,7 +218,8 @@ B300: the MAMF README's fp8 table (stas00/ml-engineering ``compute/accelerator/R
 B200, which keeps its bf16 fraction as before. MI325X and MI355X have no fp8 row and no published fp8 GEMM
 measurement: their bf16 fraction, assumed (the MI300X's hipBLASLt figure is not carried over to the MI325X: its bf16
 MAMF was measured with TunableOp and differs from the MI300X's)."""
-_FP8_PRECISE_ACCUMULATION_FRACTION = {"h100-sxm": 0.709, "h800": 0.709, "h200": 0.734, "gh200": 0.776}
+_FP8_PRECISE_ACCUMULATION_FRACTION = {"h100-sxm": 0.709, "h800": 0.709, "h200": 0.734, "gh200": 0.776,
+                                      "h100-sxm-hbm2e-96gb": 0.709}
 HOPPER_FP8_PRECISE_OVER_FAST = 0.709 / 0.803
 """A Hopper card (compute capability 9.x) without a measured full-precision fp8 row: its fp8 rate times the H100
 SXM's measured precise / fast ratio, 1,402.6 / (1,979 x 80.3 %) = 0.883 (the MAMF table's FP8 row over the fp8
@@ -228,7 +231,8 @@ lowest, is taken (the H20's cut-down die and the PCIe / NVL parts' lower power s
 """Hopper fp8 GEMMs with full-precision accumulation (cuBLASLt ``CUBLASLT_MATMUL_DESC_FAST_ACCUM`` = 0), as a fraction
 of the datasheet dense fp8 peak: the FP8 half of the MAMF table (stas00/ml-engineering ``compute/accelerator/README.md``
 l.365-376 @744d01e18b79512572f64a6bbd8b5f4a725203a7): "NVIDIA H100 SXM | 1402.6 | 1979 | 70.9%", "NVIDIA H200 SXM |
-1453.4 | 1979 | 73.4%", "NVIDIA GH200 SXM | 1535.0 | 1979 | 77.6%" (the H800 shares the H100's die and clock). Its finder
+1453.4 | 1979 | 73.4%", "NVIDIA GH200 SXM | 1535.0 | 1979 | 77.6%" (the H800 and the H100 SXM 96GB HBM2e share the
+H100's die and clock). Its finder
 The GH200 rows (bf16 l.352, fp8 l.370) were measured on the "900W 141GiB HBM3e version"; the catalog's ``gh200`` is
 the 96 GB HBM3 part: its rates here are that variant's fractions, not a measurement of the 96 GB card. Its finder
 times ``torch._scaled_mm(A, B, scale, scale, out=C)`` (``compute/accelerator/benchmarks/mamf-finder.py`` l.329-349, same

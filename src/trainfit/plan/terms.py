@@ -231,10 +231,21 @@ def zero_master_states(card: RunCard, strategy: Strategy, *, train_bytes: float,
     with the assumption line when they differ from what the card's precision section says: ZeRO (bf16/fp16)
     keeps an fp32 master partition and steps it, so its states are fp32 (deepspeed runtime/zero/
     stage_1_and_2.py l.560, stage3.py). The single-rank walk, the model-parallel rank walk and the
-    optimizer step's time all use it."""
+    optimizer step's time all use it.
+
+    A Megatron-Core card (``tensor_parallel_impl: megatron``; its distributed optimizer is planned as ZeRO-1) that
+    states ``precision.optimizer_states`` keeps them: Megatron-Core's precision-aware optimizer hands
+    ``OptimizerConfig.exp_avg_dtype`` / ``exp_avg_sq_dtype`` to Transformer Engine's FusedAdam and the distributed
+    optimizer allocates its Adam state shards in them (NVIDIA/Megatron-LM megatron/core/optimizer/__init__.py
+    l.549-555, distrib_optimizer.py l.802-803 ``init_shard(self.config.exp_avg_dtype)``, optimizer_config.py l.197-207
+    @2edffadb528ea07e261b0c02cdc42a7bb9c3197a), while the master copy stays fp32 (``main_params_dtype``). Without the
+    precision-aware optimizer its states are fp32, as the override gives."""
     if not (strategy in ZERO_STAGES and train_bytes < 4
             and card.precision.optimizer.value in ("adamw", "sgd", "adafactor")):
         return use_master, state_bytes, None
+    if (card.parallel.tensor_parallel_impl is TensorParallelImpl.MEGATRON
+            and card.precision.optimizer_states is not StatesDtype.SAME_AS_WEIGHTS):
+        return True, state_bytes, None
     note = None
     if not use_master or state_bytes != 4.0:
         from trainfit.memory.deepspeed import DEEPSPEED_VERSION  # DeepSpeed-only module: imported where used

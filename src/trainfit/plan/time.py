@@ -75,12 +75,15 @@ class StepTiming:
         return max(self.phases, key=lambda p: p.seconds).bound if self.phases else "compute"
 
 
-NIC_GBPS_BY_GPU = {"h100-sxm": 400, "h200": 400, "h800": 400, "h20": 400, "b200": 400, "gb200": 400,
+NIC_GBPS_BY_GPU = {"h100-sxm": 400, "h100-sxm-hbm2e-96gb": 400, "h200": 400, "h800": 400, "h20": 400, "b200": 400,
+                   "gb200": 400,
                    "a100-80gb": 200, "a100-40gb": 200, "a800-80gb": 200, "b300": 800, "gb300": 800}
 """One NIC per GPU in the vendors' reference 8-GPU servers: DGX H100/H200 and HGX B200 (ConnectX-7, 400 Gb/s
 NDR), DGX A100 (ConnectX-6, 200 Gb/s HDR), DGX B300 (8 ConnectX-8 SuperNICs at up to 800 Gb/s: NVIDIA DGX B300
 datasheet, https://resources.nvidia.com/en-us-dgx-systems/dgx-b300-datasheet, read 2026-12-03), GB300 NVL72 (a
-ConnectX-8 SuperNIC at 800 Gb/s per GPU: https://www.nvidia.com/en-us/data-center/gb300-nvl72/, read 2026-12-03); the A800 (an A100 with
+ConnectX-8 SuperNIC at 800 Gb/s per GPU: https://www.nvidia.com/en-us/data-center/gb300-nvl72/, read 2026-12-03), Meta's
+Grand Teton H100 96GB HBM2e hosts ('backend RDMA network with 400 Gb/s per GPU', pytorch/torchtitan docs/performance.md
+@eaea6f6a2fa940f03a10906be1df3489cf30af85 l.6); the A800 (an A100 with
 NVLink cut to 400 GB/s, catalog a800-80gb) assumed on the A100's server. Other (PCIe) cards: 100 Gb/s assumed."""
 
 

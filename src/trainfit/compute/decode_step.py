@@ -228,6 +228,57 @@ moves only verl PR #5596's row (+65 -> +38 %) and AReaL v0.2's H800 steps (0.4-7
 ``FRONTEND_S_PER_STEP`` were fitted with the 65 us in place (below), so the measured figures need those refitted with
 them and the missing kernel counts above; until then a calibration sets the engine fields.
 
+Null result, the measured figures as defaults with the eager kernels read and the host constants refitted on the
+fit half (``benchmarks/step_times.py`` on the tree of a75453f, 2026-12-03). (1) vLLM 25.1 us and SGLang 27.4 us per
+eager kernel as the engines' defaults. (2) The eager-only kernels read in the vLLM 0.8.5 sdist
+(https://pypi.org/project/vllm/0.8.5/, read 2026-12-03). V1 compiles the model with inductor and custom ops off only
+when not ``enforce_eager`` (``vllm/config.py`` l.3884-3891), so these count for eager steps only, not for the graph
+steps' kernel gaps:
+
+- DeepSeek's absorbed MLA decode, 10 a layer beyond ``MLA_EXTRA_KERNELS``: ``q_a_proj`` and ``kv_a_proj_with_mqa``
+  as two GEMMs and ``kv_c.contiguous()`` (``vllm/model_executor/models/deepseek_v2.py`` l.470-477); the ``W_UK_T``
+  batched matmul (``vllm/v1/attention/backends/mla/common.py`` l.700-710), ``decode_q_pe.contiguous()`` and the two
+  copies of the rotated ``q_pe`` / ``k_pe`` back (l.938-942), the ``torch.cat`` of the query
+  (``mla/flashmla.py`` l.133), the ``W_UV`` batched matmul and its ``transpose(0, 1).reshape`` copy (``common.py``
+  l.690-697), the copy into ``output[:num_decode_tokens]`` (l.970-972);
+- DeepSeek's YaRN rotary in torch ops (``DeepseekScalingRotaryEmbedding.forward``,
+  ``vllm/model_executor/layers/rotary_embedding.py`` l.779-815, ``_rotate_gptj`` l.42-46, non-NeoX at
+  ``deepseek_v2.py`` l.421-427): the cache gather, two ``repeat_interleave`` (2 each), and per query and key the
+  negation, ``stack`` and ``x * cos + rotate(x) * sin``: 15 where one is counted;
+- DeepSeek's ``grouped_topk``, ``torch.compile(dynamic=True)`` even under ``enforce_eager``
+  (``vllm/model_executor/layers/fused_moe/fused_moe.py`` l.887-944): its three aten ``topk`` and about five
+  generated kernels around them where one is counted, plus the ``routed_scaling_factor`` multiply
+  (``deepseek_v2.py`` l.157-160): 8 more per routed layer (the count follows the compiled function's structure,
+  it was not traced);
+- Qwen3's ``q_norm`` / ``k_norm``: 2 a layer (a custom-op kernel each; 0.8.5 itself runs ``forward_native``, eight
+  torch ops each, ``qwen3.py`` l.136-140, ``qwen3_moe.py`` l.228-233, ``layers/layernorm.py`` l.117-143, but the
+  card does not give the release). Qwen3-MoE's renormalisation runs inside ``topk_softmax`` at 0.8.5
+  (``fused_moe.py`` l.856-881): nothing added. Gated DeltaNet was not recounted: recent vLLM fuses Qwen3.5's split,
+  QK norm, rotary and gate into one kernel (``fused_qk_rmsnorm_rope_gate``, ``vllm/model_executor/models/
+  qwen3_next.py`` @002d6073aa034d4f5545d45021b0e56d1f3c3593), and the card does not give the SkyRL row's release.
+
+DeepSeek-V3 at TP 32: 3,307 eager kernels a step against the 1,379 of ``decode_kernels``; Qwen3-8B 432 against
+360. (3) The constants fitted with 65 us in place, refitted the way they were fitted: a grid on the fit half
+(``half_of(id) == 0``; RL step and RL generation-phase rows, 46 rows; median |error|, ties broken by the mean),
+one constant at a time, then jointly around the optimum. ``ENGINE_S_PER_SEQUENCE`` 60 / 80 / 100 / 120 us:
+15.30 / 14.90 / 15.42 / 15.79 %; ``ENGINE_V0_S_PER_SEQUENCE`` 80 / 120 / 160 / 200 / 240 / 300 us: 14.90 / 14.90 /
+14.21 / 14.21 / 14.90 / 14.21 % (means 18.06 / 17.87 / 17.96 % at 160 / 200 / 300); ``FRONTEND_S_PER_STEP`` 0 / 1 /
+2 / 4 / 8 ms: 15.29 / 14.90 / 14.90 / 15.46 / 16.46 %; jointly (65-80 us x 160 / 200 us, then 1-4 ms) best at 70
+us, 200 us and 3 ms: fit half 12.96 % (mean 18.07 %) against 14.90 % (17.77 %) as it is. Held-out half, as it is
+-> refitted: generation 37.2 -> 26.7 % (beyond 50 %: 4 -> 1), RL step 12.8 -> 14.2 % (1 -> 2), mean response not
+published 16.6 -> 16.5 % (6 -> 6); whole subsets: generation 17.2 -> 19.7 %, RL step 14.2 -> 14.2 % (2 -> 4), not
+published 18.0 -> 20.2 % (6 -> 7); ALL 9.9 -> 9.9 % (41 -> 41). Not kept: the held-out RL steps get worse and two
+rows go beyond 50 %: SkyRL's eager Qwen3.5-9B step -17 -> -54 % (generation -14 -> -63 %) and rllm's DeepScaleR-1.5B
+H200 step -35 -> -59 %. Helped: DeepSeek-V3 on H20 generation -12 -> -18 % (the counts; -61 % without them), verl's
+fully-async Qwen2.5-Math-7B 64-GPU generation +90 -> +2 %, play-verl Qwen2-7B ``rec`` +74 -> +12 %, one-step-off
+colocated Megatron +55 -> +8 %, AReaL v0.1's 7B H800 step -34 -> +9 %. Broken besides: verl's fully-async
+Qwen3-30B-A3B H20 step +5 -> -41 % (fit half), the H20 Qwen2.5-Math-7B colocated FSDP2 and 32-GPU generations +4 / +3
+-> -36 %, play-verl's Qwen2.5-0.5B PPO generation 0 -> +42 % (V0 at 200 us), Marin's generation -48 -> -75 %. The
+counts alone at 65 us take the held-out generation from 37.2 to 39.8 % (beyond 50 %: 4 -> 5), so neither part is
+kept alone. What breaks are V1 eager engines of 1.5-9B models (verl, SkyRL, rllm) whose phase the 65 us offsets: the
+per-call cost of the play-verl intercept (below) is still missing, and no refit of the per-sequence, V0 or
+in-process constants stands in for it.
+
 **Eager decode against published per-step logs (a known gap, not yet modelled).** The eager launch above prices
 every kernel at ``host_s_per_forward_kernel`` (65 us, fitted on transformers *training* forwards: module hooks and
 autograd recording included). vLLM runs its model under ``torch.inference_mode()`` with fused custom ops

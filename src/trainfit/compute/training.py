@@ -1430,7 +1430,7 @@ def forward_only_time(
     rope_loop_samples: float = 0.0, rope_loop_context_parallel: int = 1, a2a_thd_sequences: float = 0.0,
     te_ring_context_parallel: int = 1,
     te_layers: bool = False, window_mask: bool = False, window_mask_dtype_bytes: float = 2.0,
-    attention_fp8: str = "",
+    attention_fp8: str = "", work_cv: float = 0.0, data_ranks: int = 0,
 ) -> PassTime:
     """A no-grad forward over ``micro_steps`` micro-batches (log-probs, values, rewards) on one GPU:
     the layers and the head (the log-softmax and gather cost about what the loss does), plus the
@@ -1487,7 +1487,11 @@ def forward_only_time(
     every key block of those layers and the mask's conversion; ``memory.attention.sdpa_window_masked``);
     ``window_mask_dtype_bytes``: as ``train_step_time``. ``attention_fp8``: as ``train_step_time`` (Transformer
     Engine's fp8 attention runs in every forward under the fp8 autocast, a no-grad one included: its casts and the fp8
-    kernel's rate)."""
+    kernel's rate).
+    ``work_cv``: relative spread of one micro-batch's tokens across the ``data_ranks`` data-parallel ranks (0: all the
+    gathering ranks) that hold different sequences, as ``train_step_time``'s: the sharded ranks gather every layer
+    together, so each micro-batch runs at the pace of the rank with the most tokens (``collectives.lockstep_excess``,
+    charged on the pass as the speed spread is). 0 for fixed-length sequences."""
     inv = step_inventory(spec, micro_batch_size=micro_batch_size, seq_len=seq_len, adapter=adapter,
                          window_mask=window_mask, window_mask_dtype_bytes=window_mask_dtype_bytes,
                          eager_attention=eager_attention, attention_context=attention_context,
@@ -1540,8 +1544,10 @@ def forward_only_time(
                                      nodes=nodes,
                                      intra_link=coll.IntraLink.of(nvlink=rates.nvlink))
         exposed = micro_steps * (ag + (layers - 1) * max(0.0, ag - one.seconds / layers))
-        # the per-layer gathers hold the ranks in lockstep: the slowest sets the pace (collectives.slowest_rank_excess)
-        exposed += coll.slowest_rank_excess(ranks=ranks) * total.seconds
+        # the per-layer gathers hold the ranks in lockstep: the slowest sets the pace (collectives.slowest_rank_excess),
+        # and with unequal micro-batches the rank holding the most tokens (collectives.lockstep_excess, ``work_cv``)
+        exposed += coll.lockstep_excess(ranks=ranks, data_ranks=min(ranks, data_ranks or ranks),
+                                        work_cv=work_cv) * total.seconds
         total = PassTime(total.seconds + exposed, total.gemm_s, total.attention_s, total.memory_s, total.host_s,
                          total.sync_s)
     if fsdp2_copies and parallel.strategy in ("fsdp", "fsdp_grad_op", "hsdp") and parallel.ranks > 1 \

@@ -235,8 +235,8 @@ def frozen_pass_phases(card: RunCard, spec: ModelSpec, r: DeviceRates, sharding:
                           etp=p_.expert_tensor_parallel, first=p_.pipeline_first_stage_layers,
                           last=p_.pipeline_last_stage_layers, layout=p_.pipeline_layout)
 
-        def timed(micro_: int, mbs_: int, rank_seq_: int, context_: float | None) -> PhaseTime:
-            return timed_pass(name, pspec, adapter, shard, micro_, mbs_, rank_seq_, context_)
+        def timed(micro_: int, mbs_: int, rank_seq_: int, context_: float | None, work_cv_: float = 0.0) -> PhaseTime:
+            return timed_pass(name, pspec, adapter, shard, micro_, mbs_, rank_seq_, context_, work_cv_)
 
         rank_seqs = ceil(sequences / train_gpus) * p_.tensor_parallel * p_.pipeline_parallel * cp
         micro, lp_mbs = balanced_micro_batches(rank_seqs, lp_mbs_max)
@@ -251,10 +251,20 @@ def frozen_pass_phases(card: RunCard, spec: ModelSpec, r: DeviceRates, sharding:
                                            budget_tokens=budget * cp, data_parallel=dp_ranks)
             return _weighted(name, [(pr, timed(k, 1, max(1, round(rank_seqs * seq_len / k) // cp), seq_len))
                                     for k, pr in counts])
-        return timed(micro, lp_mbs, rank_seq, context)
+        # verl's fixed log-prob micro-batches: ``compute_log_prob`` splits the rank's share in batch order
+        # (``batch.split(micro_batch_size)``, volcengine/verl verl/workers/actor/dp_actor.py l.209-214
+        # @e0d035cd4a6a5c29835516a58d78710a28e73b18), so each micro-batch is a random draw of lp_mbs packed sequences and
+        # the FSDP ranks, gathering every layer together, run at the pace of the one holding the most tokens
+        # (update_work_cv, as the update's). Dynamic batching (above) balances the rank's whole share, itself balanced
+        # across ranks by ``_balance_batch``: no spread charged there. Only where the card states the fixed count
+        # (rollout.logprob_micro_batch_size, verl's log_prob_micro_batch_size_per_gpu): a count taken from
+        # batch.micro_batch_size may stand for a token budget, which the card cannot tell apart (the lower, 0, taken)
+        fixed = ro.logprob_micro_batch_size is not None and packed and rows is None
+        work_cv = update_work_cv(card, spec, micro_batch_sequences=lp_mbs) if fixed else 0.0
+        return timed(micro, lp_mbs, rank_seq, context, work_cv)
 
     def timed_pass(name: str, pspec: ModelSpec, adapter, shard, micro: int, lp_mbs: int, rank_seq: int,
-                   context: float | None) -> PhaseTime:
+                   context: float | None, work_cv: float = 0.0) -> PhaseTime:
         p_ = card.parallel
         t = forward_only_time(
             shard, rates=r, micro_batch_size=lp_mbs, seq_len=rank_seq, micro_steps=micro,
@@ -313,6 +323,7 @@ def frozen_pass_phases(card: RunCard, spec: ModelSpec, r: DeviceRates, sharding:
             te_ring_context_parallel=te_ring_context_parallel_of(card, eager=eager),
             # precision.fp8_attention: the fp8 attention kernel and its casts, as the training pass (plan.time)
             attention_fp8=fp8_attention_recipe(card),
+            work_cv=work_cv, data_ranks=dp_ranks,
         )
         comm = 0.0
         if mp.active:

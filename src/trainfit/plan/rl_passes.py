@@ -151,6 +151,25 @@ def _weighted(name: str, timed: list[tuple[float, PhaseTime]]) -> PhaseTime:
     return PhaseTime(name, sum(p * t.seconds for p, t in timed), likeliest.bound, terms)
 
 
+def _reference_host_shard_bytes_per_s(card: RunCard, r: DeviceRates) -> float:
+    """Bytes/s at which a verl FSDP reference's host-resident shards come to the GPU in its log-prob pass, 0 where
+    its weights stay on the GPU. verl's FSDP workers wrap every role but the actor with FSDP's own CPU offload
+    (``cpu_offload = None if role == "actor" else CPUOffload(offload_params=True)``, volcengine/verl
+    verl/workers/fsdp_workers.py l.260-262 @e0d035cd4a6a5c29835516a58d78710a28e73b18; ``CPUOffloadPolicy`` under
+    FSDP2 at b178a3cd56f58b2d502255daba591e92833930a7), which the card states as ``roles.reference: cpu``
+    (``methods.roles.reference_placement``). FSDP keeps that shard pinned (``_flat_param.py`` l.1260, torch 2.13.0;
+    FSDP2's ``CPUOffloadPolicy(pin_memory=True)``), so every training GPU of the node copies at the pinned rate
+    (``compute.offload.host_copy_bytes_per_s``); ``compute.training.forward_only_time`` times the copies."""
+    from trainfit.compute.offload import host_copy_bytes_per_s
+    from trainfit.methods.roles import train_nodes
+    from trainfit.plan.time import verl_fsdp_workers
+
+    if not verl_fsdp_workers(card) or reference_placement(card) is not RefPlacement.CPU:
+        return 0.0
+    return host_copy_bytes_per_s(pcie_bytes_per_s=r.pcie_bytes_per_s, host_memory_bytes_per_s=r.host_memory_bytes_per_s,
+                                 gpus_per_node=train_nodes(card)[1])
+
+
 def _fsdp_hooked_units(card: RunCard, spec: ModelSpec, *, ranks: int) -> int:
     """FSDP units whose forward hooks run in every log-prob micro-batch (``compute.training.forward_only_time``): one
     per decoder layer and the root (verl wraps the model's ``_no_split_modules``, FSDP1 with ``use_orig_params=False``:
@@ -324,6 +343,9 @@ def frozen_pass_phases(card: RunCard, spec: ModelSpec, r: DeviceRates, sharding:
             # precision.fp8_attention: the fp8 attention kernel and its casts, as the training pass (plan.time)
             attention_fp8=fp8_attention_recipe(card),
             work_cv=work_cv, data_ranks=dp_ranks,
+            # verl's FSDP reference lives in pinned host memory (CPUOffload(offload_params=True)): each unit's shard
+            # is copied in before its all-gather, every micro-batch (_reference_host_shard_bytes_per_s)
+            host_shard_bytes_per_s=_reference_host_shard_bytes_per_s(card, r) if name == "ref_logprob" else 0.0,
         )
         comm = 0.0
         if mp.active:

@@ -57,6 +57,24 @@ there, against the plan's 4.12 s without the offload; the non-blocking state loa
 fall inside the 9.34 s. The 'recommended' run, with no offload, leaves 0.58 s per step (33.5 s against 24.2 s, 16
 steps). These reads do not name what either gap is.
 
+The RL passes' signed bias (2026-12-03: actor update median -20.6 %, 20 of 21 rows under; log-prob passes -15.9 %,
+16 of 20). Taken: verl's fixed log-prob micro-batches pay the ranks' token spread (``update_work_cv``, in
+``forward_pass``) and verl's FSDP reference copies its pinned host shards in every micro-batch
+(``_reference_host_shard_bytes_per_s``); together they move the MI300X PPO row's log-prob passes -24 -> -19 % and
+the log-prob median 18.2 -> 17.6 %, and leave the update's bias as it was. Checked and not the cause of the update's
+gap, which stays about 1.9-2.4 s per optimizer step on NeMo RL's DTensor Llama-3.1-8B rows (30.5 s planned against
+38 and 40 s, 4 steps), 1.2-1.45 s on its Megatron ones (22.2 s against 27 and 28 s) and 0.58 s on play-verl's
+Qwen2-7B (above): NeMo RL's ``get_grad_norm`` and ``clip_grad_by_total_norm_`` over the 291 gradient DTensors
+(``to_local``, norm, power, sum, then a multiply each, about 1,500 ops at ``rates.DTENSOR_OP_HOST_S``: 19 ms a step,
+0.2 % of the update; nemo_rl/models/dtensor/parallelize.py l.538-608 @b1c86a816c5e2b4ca41ece193624a38dc62e6fdf);
+its ``torch.cuda.empty_cache()`` runs once per ``train`` call, after every global batch (dtensor_policy_worker.py
+l.791, same commit), not per optimizer step; its dummy micro-batches are in ``nemo_rl_dtensor_padded_rows``. verl
+empties the cache only after generation and in its offload helpers (fsdp_workers.py l.587, fsdp_utils.py l.36 and
+l.128 @e0d035cd), none inside ``update_policy``, whose entropy runs only with ``entropy_coeff`` not 0 (0 at
+e0d035cd). Charging the rank spread to a log-prob count that stands for a token budget (the rows that state no
+fixed count: verl balances those micro-batches) sends verl-v050-rlinf-compare's log-prob pass from -16 to +38 %:
+not done.
+
 Pure: no torch.
 """
 
@@ -274,8 +292,11 @@ def frozen_pass_phases(card: RunCard, spec: ModelSpec, r: DeviceRates, sharding:
         # (``batch.split(micro_batch_size)``, volcengine/verl verl/workers/actor/dp_actor.py l.209-214
         # @e0d035cd4a6a5c29835516a58d78710a28e73b18), so each micro-batch is a random draw of lp_mbs packed sequences and
         # the FSDP ranks, gathering every layer together, run at the pace of the one holding the most tokens
-        # (update_work_cv, as the update's). Dynamic batching (above) balances the rank's whole share, itself balanced
-        # across ranks by ``_balance_batch``: no spread charged there. Only where the card states the fixed count
+        # (update_work_cv, as the update's). Dynamic batching (above) balances the rank's whole share over its
+        # micro-batches (rearrange_micro_batches, Karmarkar-Karp), and that share is itself balanced across the ranks
+        # by ``_balance_batch`` (trainer.balance_batch True, verl/trainer/config/ppo_trainer.yaml l.210;
+        # ray_trainer.py l.849-859 and l.958-959, equal_size=True, @e0d035cd): no spread charged there (other
+        # frameworks: none, as update_work_cv). Only where the card states the fixed count
         # (rollout.logprob_micro_batch_size, verl's log_prob_micro_batch_size_per_gpu): a count taken from
         # batch.micro_batch_size may stand for a token budget, which the card cannot tell apart (the lower, 0, taken)
         fixed = ro.logprob_micro_batch_size is not None and packed and rows is None

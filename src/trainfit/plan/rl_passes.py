@@ -188,6 +188,32 @@ def _reference_host_shard_bytes_per_s(card: RunCard, r: DeviceRates) -> float:
                                  gpus_per_node=train_nodes(card)[1])
 
 
+def packed_span_factor(card: RunCard, spec: ModelSpec, batch: RlBatch, *, eager: bool) -> float:
+    """The attention span of an RL pass's packed sequences over their mean length: ``E[len²] / E[len]²`` =
+    ``1 + cv²`` (``compute.attention_time.packed_attention_context``), ``cv`` the relative spread of one sequence's
+    tokens (``rl_batches.sequence_token_spread``: the card's response lengths, the prompt at its mean), at most the
+    longest sequence (prompt_len + response_len) over the mean. The passes run each sequence's attention alone
+    (verl's remove-padding flash-attn varlen path, NeMo RL's packed flash-attention and THD rows), so the work is
+    ``Σ len_i²``, not ``n · mean²``: the sequences' lengths vary and the quadratic term follows the longer ones.
+    1.0 for padded sequences (every one the longest) and eager attention (which plans a whole row).
+
+    Only where the card states the mean response (``rollout.response_len_mean``): without it the lengths are a length
+    profile's guess (``rl_common.length_profile``), whose truncated-exponential tail the logged runs do not bear out
+    (``compute.response_lengths``: logged clip ratios and batches' longest below the exponential's), so its spread is a
+    guess on a guess. Charged there too (checked 2026-12-03), the 54 rows without a published mean go from a 20.9 to a
+    22.5 % median (verl's one-step-off DAPO Qwen2.5-Math-7B updates, already over, +16 -> +21 % and +28 -> +34 %; AReaL
+    v0.2 1.5B 8-GPU step +9 -> +14 %; the under-planned ones closer: verl fully-async Qwen3-30B-A3B update -45 -> -40
+    %), the other subsets as with the gate."""
+    from trainfit.plan.rl_batches import sequence_token_spread
+
+    if not batch.packed or eager or batch.seq_len <= 0 or not card.rollout.response_len_mean:
+        return 1.0
+    spread = batch.token_spread or sequence_token_spread(card, spec)
+    cv = spread / batch.seq_len
+    longest = card.rollout.prompt_len + card.rollout.response_len
+    return max(1.0, min(1.0 + cv * cv, longest / batch.seq_len))
+
+
 def _fsdp_hooked_units(card: RunCard, spec: ModelSpec, *, ranks: int) -> int:
     """FSDP units whose forward hooks run in every log-prob micro-batch (``compute.training.forward_only_time``): one
     per decoder layer and the root (verl wraps the model's ``_no_split_modules``, FSDP1 with ``use_orig_params=False``:
@@ -290,8 +316,8 @@ def frozen_pass_phases(card: RunCard, spec: ModelSpec, r: DeviceRates, sharding:
                                     for k, pr in counts])
         # verl's fixed log-prob micro-batches: ``compute_log_prob`` splits the rank's share in batch order
         # (``batch.split(micro_batch_size)``, volcengine/verl verl/workers/actor/dp_actor.py l.209-214
-        # @e0d035cd4a6a5c29835516a58d78710a28e73b18), so each micro-batch is a random draw of lp_mbs packed sequences and
-        # the FSDP ranks, gathering every layer together, run at the pace of the one holding the most tokens
+        # @e0d035cd4a6a5c29835516a58d78710a28e73b18), so each micro-batch is a random draw of lp_mbs packed sequences
+        # and the FSDP ranks, gathering every layer together, run at the pace of the one holding the most tokens
         # (update_work_cv, as the update's). Dynamic batching (above) balances the rank's whole share over its
         # micro-batches (rearrange_micro_batches, Karmarkar-Karp), and that share is itself balanced across the ranks
         # by ``_balance_batch`` (trainer.balance_batch True, verl/trainer/config/ppo_trainer.yaml l.210;
@@ -311,7 +337,8 @@ def frozen_pass_phases(card: RunCard, spec: ModelSpec, r: DeviceRates, sharding:
             adapter=adapter, eager_attention=eager, parallel=par, gathered_weight_bytes=frozen_w,
             count_scale=count_scale(pspec), memory_factor=COMPILE_MEMORY_FACTOR if compile_ else 1.0,
             kernel_factor=COMPILE_KERNEL_FACTOR if compile_ else 1.0,
-            attention_context=context,
+            # each packed sequence attends alone: the span of the varied lengths, not the mean's (packed_span_factor)
+            attention_context=(context or rank_seq) * span if span != 1.0 else context,
             # SDPA handed transformers' sliding-window mask past the window, as the training pass of the same card
             # (plan.time.window_masked_sdpa over the row's key span)
             window_mask=window_masked_sdpa(shard, card, seq_len=round(context) if context else rank_seq),
@@ -377,6 +404,10 @@ def frozen_pass_phases(card: RunCard, spec: ModelSpec, r: DeviceRates, sharding:
                         memory_bound=t.memory_s, host_launch=t.host_s, model_parallel=comm)
 
     adapter = adapter_of(card, spec)
+    span = packed_span_factor(card, spec, batch, eager=eager)
+    if span != 1.0:
+        notes.append(f"packed sequences attend alone: the causal span of their lengths is {span:.2f}x the mean's"
+                     " (E[len²] / E[len]², plan.rl_passes.packed_span_factor)")
     if old_logprob_pass(card):
         phases.append(forward_pass("old_logprob", spec, adapter))
     ref = reference_placement(card)
@@ -465,9 +496,13 @@ def update_phases(card: RunCard, spec: ModelSpec, r: DeviceRates, batch: RlBatch
                      f" count of the {dp_ranks} ranks, {expected:.2f} expected ("
                      + ", ".join(f"{k}: {pr:.0%}" for k, pr in counts) + ")")
 
+    eager = attn.runs_eager(spec.family, card.attention) and spec.num_full_attention_layers > 0
+    span = packed_span_factor(card, spec, batch, eager=eager)
+
     def update(name: str, pspec: ModelSpec, shapes_=shapes):
         timed = [(pr, training_time(card, pspec, r, ranks=train_gpus, gpus_per_node=per_node, micro_batch_size=b,
-                                    seq_len=length, micro_steps=k, work_cv=work_cv, attention_context=context))
+                                    seq_len=length, micro_steps=k, work_cv=work_cv, attention_context=context,
+                                    attention_span_factor=span))
                  for k, pr, b, length, context in shapes_]
         phase = _weighted(name, [(pr, rl_phase(name, t.total_s * opt_steps, t.bound,
                                                **{p.name: p.seconds * opt_steps for p in t.phases}))

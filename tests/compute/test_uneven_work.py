@@ -90,3 +90,46 @@ def test_verl_actor_update_is_slower_with_uneven_micro_batches_than_their_mean()
     update = next(p for p in plan.time.phases if p.name == "actor_update")
     assert update.terms["slowest_rank"] > 0
     assert any("unequal micro-batches" in a for a in plan.time.assumptions)
+
+
+def _fwd(work_cv: float, data_ranks: int = 0):
+    from trainfit.compute.training import forward_only_time
+
+    return forward_only_time(QWEN7, rates=H100, micro_batch_size=16, seq_len=1024, micro_steps=4, parallel=FSDP8,
+                             gathered_weight_bytes=2.0 * total_params(QWEN7), work_cv=work_cv, data_ranks=data_ranks)
+
+
+def test_a_sharded_log_prob_pass_runs_at_the_pace_of_the_rank_with_the_most_tokens():
+    from trainfit.compute.training import forward_only_time
+
+    even, uneven = _fwd(0.0), _fwd(0.2)
+    # the pass's own layers and head, without the gathers: the same inventory unsharded
+    bare = forward_only_time(QWEN7, rates=H100, micro_batch_size=16, seq_len=1024, micro_steps=4)
+    extra = coll.lockstep_excess(ranks=8, data_ranks=8, work_cv=0.2) - coll.slowest_rank_excess(ranks=8)
+    # charged on the pass as the speed spread is: the pass times the excess added by the uneven tokens
+    assert uneven.seconds - even.seconds == pytest.approx(extra * bare.seconds, rel=1e-9)
+    assert extra > 0.1
+    # fewer data-parallel ranks (a sequence-parallel group shares its data): a smaller expected maximum
+    assert even.seconds < _fwd(0.2, data_ranks=2).seconds < uneven.seconds
+
+
+def _verl_logprob_card(logprob_mbs: int | None) -> dict:
+    d = _verl()
+    if logprob_mbs is not None:
+        d["rollout"]["logprob_micro_batch_size"] = logprob_mbs
+    return d
+
+
+def test_verl_fixed_log_prob_micro_batches_carry_the_length_spread_a_count_from_the_update_none():
+    def logprob(d):
+        return next(p for p in make_plan(load_card_dict(d)).time.phases if p.name == "old_logprob").seconds
+
+    fixed, fallback = logprob(_verl_logprob_card(10)), logprob(_verl_logprob_card(None))
+    # the same 10 sequences a micro-batch; only the stated fixed count (verl's log_prob_micro_batch_size_per_gpu,
+    # batch.split in batch order) is charged the spread
+    assert fixed > fallback
+    padded = _verl(padded=True)
+    padded["rollout"]["logprob_micro_batch_size"] = 10
+    no_spread = dict(padded, rollout=dict(padded["rollout"]))
+    no_spread["rollout"].pop("logprob_micro_batch_size")
+    assert logprob(padded) == pytest.approx(logprob(no_spread))

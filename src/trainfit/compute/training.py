@@ -1157,6 +1157,16 @@ def token_scan_seconds(*, syncs: float, rates: DeviceRates) -> float:
                           kernels=n, syncs=n)
 
 
+def root_unit_share(spec: ModelSpec) -> float:
+    """The root FSDP unit's share of the model's parameters: the token and position embeddings and an untied head
+    (``memory.params.param_breakdown``), what a wrap by decoder layer leaves to the root (the final norm is
+    negligible)."""
+    from trainfit.memory.params import param_breakdown
+
+    bd = param_breakdown(spec)
+    return (bd.embedding + bd.lm_head + bd.positions) / bd.total if bd.total > 0 else 0.0
+
+
 FSDP_ROOT_SHARE = 0.08
 """The root unit's share (embeddings, final norm, head) of a sharded model's gathered weights: ``train_step_time``'s
 collectives and ``fsdp2_copy_seconds``' root share, and the part of a no-grad pass FSDP2 gathers once
@@ -1458,7 +1468,7 @@ def forward_only_time(
     rope_loop_samples: float = 0.0, rope_loop_context_parallel: int = 1, a2a_thd_sequences: float = 0.0,
     te_ring_context_parallel: int = 1,
     te_layers: bool = False, window_mask: bool = False, window_mask_dtype_bytes: float = 2.0,
-    attention_fp8: str = "",
+    attention_fp8: str = "", work_cv: float = 0.0, data_ranks: int = 0, host_shard_bytes_per_s: float = 0.0,
 ) -> PassTime:
     """A no-grad forward over ``micro_steps`` micro-batches (log-probs, values, rewards) on one GPU:
     the layers and the head (the log-softmax and gather cost about what the loss does), plus the
@@ -1515,7 +1525,21 @@ def forward_only_time(
     every key block of those layers and the mask's conversion; ``memory.attention.sdpa_window_masked``);
     ``window_mask_dtype_bytes``: as ``train_step_time``. ``attention_fp8``: as ``train_step_time`` (Transformer
     Engine's fp8 attention runs in every forward under the fp8 autocast, a no-grad one included: its casts and the fp8
-    kernel's rate)."""
+    kernel's rate).
+    ``work_cv``: relative spread of one micro-batch's tokens across the ``data_ranks`` data-parallel ranks (0: all the
+    gathering ranks) that hold different sequences, as ``train_step_time``'s: the sharded ranks gather every layer
+    together, so each micro-batch runs at the pace of the rank with the most tokens (``collectives.lockstep_excess``,
+    charged on the pass as the speed spread is). 0 for fixed-length sequences.
+    ``host_shard_bytes_per_s``: the sharded weights live in pinned host memory (FSDP's CPU offload of parameters,
+    ``CPUOffload(offload_params=True)`` / ``CPUOffloadPolicy``), copied to the GPU at this rate, unit by unit, before
+    each all-gather: FSDP1's ``FlatParamHandle.pre_unshard`` runs ``flat_param_to(device, non_blocking=True)`` on
+    the pre-unshard stream, which the all-gather's stream waits for, and a frozen unit's reshard only points back at
+    its pinned host shard (no copy back), every micro-batch (pytorch/pytorch torch/distributed/fsdp/_flat_param.py
+    ``pre_unshard`` l.1307-1340, the pinned ``_local_shard`` l.1260, torch 2.13.0; ``_runtime_utils._unshard``). The
+    rank's shard of each layer's gathered bytes is added to that layer's gather, which the previous layer's compute
+    hides as it hides the gather. The root unit (embeddings, head: ``root_unit_share``) is not resharded after a
+    forward (FSDP1 ``_post_forward_reshard`` frees only non-root units; FSDP2's root keeps its parameters,
+    ``FSDP_ROOT_SHARE``'s note), so its shard is copied once a pass, exposed. 0: the shards are on the GPU."""
     inv = step_inventory(spec, micro_batch_size=micro_batch_size, seq_len=seq_len, adapter=adapter,
                          window_mask=window_mask, window_mask_dtype_bytes=window_mask_dtype_bytes,
                          eager_attention=eager_attention, attention_context=attention_context,
@@ -1567,9 +1591,16 @@ def forward_only_time(
         ag = coll.all_gather_seconds(total_bytes=gathered_weight_bytes / layers, ranks=ranks, bus_bytes_per_s=bus,
                                      nodes=nodes,
                                      intra_link=coll.IntraLink.of(nvlink=rates.nvlink))
-        exposed = micro_steps * (ag + (layers - 1) * max(0.0, ag - one.seconds / layers))
-        # the per-layer gathers hold the ranks in lockstep: the slowest sets the pace (collectives.slowest_rank_excess)
-        exposed += coll.slowest_rank_excess(ranks=ranks) * total.seconds
+        root_copy_s = 0.0
+        if host_shard_bytes_per_s > 0:  # each layer's local shard copied from pinned host memory first (docstring)
+            root = root_unit_share(spec)
+            ag += gathered_weight_bytes * (1.0 - root) / layers / ranks / host_shard_bytes_per_s
+            root_copy_s = gathered_weight_bytes * root / ranks / host_shard_bytes_per_s
+        exposed = micro_steps * (ag + (layers - 1) * max(0.0, ag - one.seconds / layers)) + root_copy_s
+        # the per-layer gathers hold the ranks in lockstep: the slowest sets the pace (collectives.slowest_rank_excess),
+        # and with unequal micro-batches the rank holding the most tokens (collectives.lockstep_excess, ``work_cv``)
+        exposed += coll.lockstep_excess(ranks=ranks, data_ranks=min(ranks, data_ranks or ranks),
+                                        work_cv=work_cv) * total.seconds
         total = PassTime(total.seconds + exposed, total.gemm_s, total.attention_s, total.memory_s, total.host_s,
                          total.sync_s)
     if fsdp2_copies and parallel.strategy in ("fsdp", "fsdp_grad_op", "hsdp") and parallel.ranks > 1 \

@@ -272,7 +272,9 @@ def update_work_cv(card: RunCard, spec: ModelSpec, *, micro_batch_sequences: int
     micro-batch. 0 for other frameworks and strategies (not read), and for padded sequences (a fixed length).
     The caller passes the rank's whole optimizer-step share: with dynamic batching verl balances the micro-batches
     inside one rank (``rearrange_micro_batches``), so each spreads as that share does; fixed micro-batches spread
-    more (``cv/sqrt(micro-batch)``), which the card cannot tell apart, so this is the lower of the two."""
+    more (``cv/sqrt(micro-batch)``), which the card cannot tell apart, so this is the lower of the two. verl's fixed
+    log-prob micro-batches (``rollout.logprob_micro_batch_size`` stated) take it per micro-batch
+    (``plan.rl_passes`` ``forward_pass``)."""
     if not verl_fsdp_workers(card):
         return 0.0
     from trainfit.compute.collectives import micro_batch_token_cv

@@ -57,6 +57,24 @@ there, against the plan's 4.12 s without the offload; the non-blocking state loa
 fall inside the 9.34 s. The 'recommended' run, with no offload, leaves 0.58 s per step (33.5 s against 24.2 s, 16
 steps). These reads do not name what either gap is.
 
+The RL passes' signed bias (2026-12-03: actor update median -20.6 %, 20 of 21 rows under; log-prob passes -15.9 %,
+16 of 20). Taken: verl's fixed log-prob micro-batches pay the ranks' token spread (``update_work_cv``, in
+``forward_pass``) and verl's FSDP reference copies its pinned host shards in every micro-batch
+(``_reference_host_shard_bytes_per_s``); together they move the MI300X PPO row's log-prob passes -24 -> -19 % and
+the log-prob median 18.2 -> 17.6 %, and leave the update's bias as it was. Checked and not the cause of the update's
+gap, which stays about 1.9-2.4 s per optimizer step on NeMo RL's DTensor Llama-3.1-8B rows (30.5 s planned against
+38 and 40 s, 4 steps), 1.2-1.45 s on its Megatron ones (22.2 s against 27 and 28 s) and 0.58 s on play-verl's
+Qwen2-7B (above): NeMo RL's ``get_grad_norm`` and ``clip_grad_by_total_norm_`` over the 291 gradient DTensors
+(``to_local``, norm, power, sum, then a multiply each, about 1,500 ops at ``rates.DTENSOR_OP_HOST_S``: 19 ms a step,
+0.2 % of the update; nemo_rl/models/dtensor/parallelize.py l.538-608 @b1c86a816c5e2b4ca41ece193624a38dc62e6fdf);
+its ``torch.cuda.empty_cache()`` runs once per ``train`` call, after every global batch (dtensor_policy_worker.py
+l.791, same commit), not per optimizer step; its dummy micro-batches are in ``nemo_rl_dtensor_padded_rows``. verl
+empties the cache only after generation and in its offload helpers (fsdp_workers.py l.587, fsdp_utils.py l.36 and
+l.128 @e0d035cd), none inside ``update_policy``, whose entropy runs only with ``entropy_coeff`` not 0 (0 at
+e0d035cd). Charging the rank spread to a log-prob count that stands for a token budget (the rows that state no
+fixed count: verl balances those micro-batches) sends verl-v050-rlinf-compare's log-prob pass from -16 to +38 %:
+not done.
+
 Pure: no torch.
 """
 
@@ -151,6 +169,51 @@ def _weighted(name: str, timed: list[tuple[float, PhaseTime]]) -> PhaseTime:
     return PhaseTime(name, sum(p * t.seconds for p, t in timed), likeliest.bound, terms)
 
 
+def _reference_host_shard_bytes_per_s(card: RunCard, r: DeviceRates) -> float:
+    """Bytes/s at which a verl FSDP reference's host-resident shards come to the GPU in its log-prob pass, 0 where
+    its weights stay on the GPU. verl's FSDP workers wrap every role but the actor with FSDP's own CPU offload
+    (``cpu_offload = None if role == "actor" else CPUOffload(offload_params=True)``, volcengine/verl
+    verl/workers/fsdp_workers.py l.260-262 @e0d035cd4a6a5c29835516a58d78710a28e73b18; ``CPUOffloadPolicy`` under
+    FSDP2 at b178a3cd56f58b2d502255daba591e92833930a7), which the card states as ``roles.reference: cpu``
+    (``methods.roles.reference_placement``). FSDP keeps that shard pinned (``_flat_param.py`` l.1260, torch 2.13.0;
+    FSDP2's ``CPUOffloadPolicy(pin_memory=True)``), so every training GPU of the node copies at the pinned rate
+    (``compute.offload.host_copy_bytes_per_s``); ``compute.training.forward_only_time`` times the copies."""
+    from trainfit.compute.offload import host_copy_bytes_per_s
+    from trainfit.methods.roles import train_nodes
+    from trainfit.plan.time import verl_fsdp_workers
+
+    if not verl_fsdp_workers(card) or reference_placement(card) is not RefPlacement.CPU:
+        return 0.0
+    return host_copy_bytes_per_s(pcie_bytes_per_s=r.pcie_bytes_per_s, host_memory_bytes_per_s=r.host_memory_bytes_per_s,
+                                 gpus_per_node=train_nodes(card)[1])
+
+
+def packed_span_factor(card: RunCard, spec: ModelSpec, batch: RlBatch, *, eager: bool) -> float:
+    """The attention span of an RL pass's packed sequences over their mean length: ``E[len²] / E[len]²`` =
+    ``1 + cv²`` (``compute.attention_time.packed_attention_context``), ``cv`` the relative spread of one sequence's
+    tokens (``rl_batches.sequence_token_spread``: the card's response lengths, the prompt at its mean), at most the
+    longest sequence (prompt_len + response_len) over the mean. The passes run each sequence's attention alone
+    (verl's remove-padding flash-attn varlen path, NeMo RL's packed flash-attention and THD rows), so the work is
+    ``Σ len_i²``, not ``n · mean²``: the sequences' lengths vary and the quadratic term follows the longer ones.
+    1.0 for padded sequences (every one the longest) and eager attention (which plans a whole row).
+
+    Only where the card states the mean response (``rollout.response_len_mean``): without it the lengths are a length
+    profile's guess (``rl_common.length_profile``), whose truncated-exponential tail the logged runs do not bear out
+    (``compute.response_lengths``: logged clip ratios and batches' longest below the exponential's), so its spread is a
+    guess on a guess. Charged there too (checked 2026-12-03), the 54 rows without a published mean go from a 20.9 to a
+    22.5 % median (verl's one-step-off DAPO Qwen2.5-Math-7B updates, already over, +16 -> +21 % and +28 -> +34 %; AReaL
+    v0.2 1.5B 8-GPU step +9 -> +14 %; the under-planned ones closer: verl fully-async Qwen3-30B-A3B update -45 -> -40
+    %), the other subsets as with the gate."""
+    from trainfit.plan.rl_batches import sequence_token_spread
+
+    if not batch.packed or eager or batch.seq_len <= 0 or not card.rollout.response_len_mean:
+        return 1.0
+    spread = batch.token_spread or sequence_token_spread(card, spec)
+    cv = spread / batch.seq_len
+    longest = card.rollout.prompt_len + card.rollout.response_len
+    return max(1.0, min(1.0 + cv * cv, longest / batch.seq_len))
+
+
 def _fsdp_hooked_units(card: RunCard, spec: ModelSpec, *, ranks: int) -> int:
     """FSDP units whose forward hooks run in every log-prob micro-batch (``compute.training.forward_only_time``): one
     per decoder layer and the root (verl wraps the model's ``_no_split_modules``, FSDP1 with ``use_orig_params=False``:
@@ -235,8 +298,8 @@ def frozen_pass_phases(card: RunCard, spec: ModelSpec, r: DeviceRates, sharding:
                           etp=p_.expert_tensor_parallel, first=p_.pipeline_first_stage_layers,
                           last=p_.pipeline_last_stage_layers, layout=p_.pipeline_layout)
 
-        def timed(micro_: int, mbs_: int, rank_seq_: int, context_: float | None) -> PhaseTime:
-            return timed_pass(name, pspec, adapter, shard, micro_, mbs_, rank_seq_, context_)
+        def timed(micro_: int, mbs_: int, rank_seq_: int, context_: float | None, work_cv_: float = 0.0) -> PhaseTime:
+            return timed_pass(name, pspec, adapter, shard, micro_, mbs_, rank_seq_, context_, work_cv_)
 
         rank_seqs = ceil(sequences / train_gpus) * p_.tensor_parallel * p_.pipeline_parallel * cp
         micro, lp_mbs = balanced_micro_batches(rank_seqs, lp_mbs_max)
@@ -251,17 +314,31 @@ def frozen_pass_phases(card: RunCard, spec: ModelSpec, r: DeviceRates, sharding:
                                            budget_tokens=budget * cp, data_parallel=dp_ranks)
             return _weighted(name, [(pr, timed(k, 1, max(1, round(rank_seqs * seq_len / k) // cp), seq_len))
                                     for k, pr in counts])
-        return timed(micro, lp_mbs, rank_seq, context)
+        # verl's fixed log-prob micro-batches: ``compute_log_prob`` splits the rank's share in batch order
+        # (``batch.split(micro_batch_size)``, volcengine/verl verl/workers/actor/dp_actor.py l.209-214
+        # @e0d035cd4a6a5c29835516a58d78710a28e73b18), so each micro-batch is a random draw of lp_mbs packed sequences
+        # and the FSDP ranks, gathering every layer together, run at the pace of the one holding the most tokens
+        # (update_work_cv, as the update's). Dynamic batching (above) balances the rank's whole share over its
+        # micro-batches (rearrange_micro_batches, Karmarkar-Karp), and that share is itself balanced across the ranks
+        # by ``_balance_batch`` (trainer.balance_batch True, verl/trainer/config/ppo_trainer.yaml l.210;
+        # ray_trainer.py l.849-859 and l.958-959, equal_size=True, @e0d035cd): no spread charged there (other
+        # frameworks: none, as update_work_cv). Only where the card states the fixed count
+        # (rollout.logprob_micro_batch_size, verl's log_prob_micro_batch_size_per_gpu): a count taken from
+        # batch.micro_batch_size may stand for a token budget, which the card cannot tell apart (the lower, 0, taken)
+        fixed = ro.logprob_micro_batch_size is not None and packed and rows is None
+        work_cv = update_work_cv(card, spec, micro_batch_sequences=lp_mbs) if fixed else 0.0
+        return timed(micro, lp_mbs, rank_seq, context, work_cv)
 
     def timed_pass(name: str, pspec: ModelSpec, adapter, shard, micro: int, lp_mbs: int, rank_seq: int,
-                   context: float | None) -> PhaseTime:
+                   context: float | None, work_cv: float = 0.0) -> PhaseTime:
         p_ = card.parallel
         t = forward_only_time(
             shard, rates=r, micro_batch_size=lp_mbs, seq_len=rank_seq, micro_steps=micro,
             adapter=adapter, eager_attention=eager, parallel=par, gathered_weight_bytes=frozen_w,
             count_scale=count_scale(pspec), memory_factor=COMPILE_MEMORY_FACTOR if compile_ else 1.0,
             kernel_factor=COMPILE_KERNEL_FACTOR if compile_ else 1.0,
-            attention_context=context,
+            # each packed sequence attends alone: the span of the varied lengths, not the mean's (packed_span_factor)
+            attention_context=(context or rank_seq) * span if span != 1.0 else context,
             # SDPA handed transformers' sliding-window mask past the window, as the training pass of the same card
             # (plan.time.window_masked_sdpa over the row's key span)
             window_mask=window_masked_sdpa(shard, card, seq_len=round(context) if context else rank_seq),
@@ -313,6 +390,10 @@ def frozen_pass_phases(card: RunCard, spec: ModelSpec, r: DeviceRates, sharding:
             te_ring_context_parallel=te_ring_context_parallel_of(card, eager=eager),
             # precision.fp8_attention: the fp8 attention kernel and its casts, as the training pass (plan.time)
             attention_fp8=fp8_attention_recipe(card),
+            work_cv=work_cv, data_ranks=dp_ranks,
+            # verl's FSDP reference lives in pinned host memory (CPUOffload(offload_params=True)): each unit's shard
+            # is copied in before its all-gather, every micro-batch (_reference_host_shard_bytes_per_s)
+            host_shard_bytes_per_s=_reference_host_shard_bytes_per_s(card, r) if name == "ref_logprob" else 0.0,
         )
         comm = 0.0
         if mp.active:
@@ -323,6 +404,10 @@ def frozen_pass_phases(card: RunCard, spec: ModelSpec, r: DeviceRates, sharding:
                         memory_bound=t.memory_s, host_launch=t.host_s, model_parallel=comm)
 
     adapter = adapter_of(card, spec)
+    span = packed_span_factor(card, spec, batch, eager=eager)
+    if span != 1.0:
+        notes.append(f"packed sequences attend alone: the causal span of their lengths is {span:.2f}x the mean's"
+                     " (E[len²] / E[len]², plan.rl_passes.packed_span_factor)")
     if old_logprob_pass(card):
         phases.append(forward_pass("old_logprob", spec, adapter))
     ref = reference_placement(card)
@@ -411,9 +496,13 @@ def update_phases(card: RunCard, spec: ModelSpec, r: DeviceRates, batch: RlBatch
                      f" count of the {dp_ranks} ranks, {expected:.2f} expected ("
                      + ", ".join(f"{k}: {pr:.0%}" for k, pr in counts) + ")")
 
+    eager = attn.runs_eager(spec.family, card.attention) and spec.num_full_attention_layers > 0
+    span = packed_span_factor(card, spec, batch, eager=eager)
+
     def update(name: str, pspec: ModelSpec, shapes_=shapes):
         timed = [(pr, training_time(card, pspec, r, ranks=train_gpus, gpus_per_node=per_node, micro_batch_size=b,
-                                    seq_len=length, micro_steps=k, work_cv=work_cv, attention_context=context))
+                                    seq_len=length, micro_steps=k, work_cv=work_cv, attention_context=context,
+                                    attention_span_factor=span))
                  for k, pr, b, length, context in shapes_]
         phase = _weighted(name, [(pr, rl_phase(name, t.total_s * opt_steps, t.bound,
                                                **{p.name: p.seconds * opt_steps for p in t.phases}))

@@ -622,13 +622,17 @@ def fsdp2_offload_copy_rates(card: RunCard, rates: DeviceRates, *, gpus_per_node
 def training_time(
     card: RunCard, spec: ModelSpec, rates: DeviceRates, *, ranks: int, gpus_per_node: int, micro_batch_size: int,
     seq_len: int, micro_steps: int, work_cv: float = 0.0, attention_context: float | None = None,
+    attention_span_factor: float = 1.0,
 ):
     """One optimizer step on ``ranks`` training GPUs (``gpus_per_node`` of them per node), each holding its
     model-parallel shard; ``seq_len`` is the whole sequence (context parallel splits it here). ``work_cv``: the
     spread of a micro-batch's tokens across the data-parallel ranks (``compute.training.train_step_time``).
     ``attention_context``: the keys a query's causal span covers when a row of ``seq_len`` tokens packs several
     sequences that attend only within themselves (``plan.rl_batches.pipeline_packed_rows``); None: the row is one
-    sequence."""
+    sequence. ``attention_span_factor``: the packed sequences' attention span over their mean length, ``1 + cv²``
+    for lengths of relative spread ``cv`` (``compute.attention_time.packed_attention_context``; the RL passes,
+    ``plan.rl_passes.packed_span_factor``): the causal span each query covers is ``attention_context`` (else the
+    sequence) times it; the sequence count the loss sees keeps the mean."""
     par = card.parallel
     tp, cp, pp = par.tensor_parallel, par.context_parallel, par.pipeline_parallel
     shard = rank_spec(spec, tp=tp, pp=pp, ep=par.expert_parallel, etp=par.expert_tensor_parallel,
@@ -704,7 +708,9 @@ def training_time(
         gathered_weight_bytes=(w.base + w.adapter) * share, count_scale=scale,
         memory_factor=COMPILE_MEMORY_FACTOR if fused_kernels(card) else 1.0,
         kernel_factor=COMPILE_KERNEL_FACTOR if fused_kernels(card) else 1.0,
-        model_parallel=mp, attention_context=packed_context or attention_context or (seq_len if cp > 1 else None),
+        model_parallel=mp, attention_context=packed_context or (
+            (attention_context or seq_len) * attention_span_factor if attention_span_factor != 1.0
+            else attention_context or (seq_len if cp > 1 else None)),
         selective=par.layer_selective_checkpointing.value, recompute_modules=megatron_recompute_timed(card),
         op_recomputes_attention=not par.sac_saves_attention,
         fp8=card.precision.compute.quantized_gemms,

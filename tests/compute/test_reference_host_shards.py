@@ -1,0 +1,75 @@
+"""A verl FSDP reference kept in pinned host memory (FSDP's ``CPUOffload(offload_params=True)``): each unit's local
+shard is copied to the GPU before its all-gather in every micro-batch of the reference log-prob pass, the root unit's
+once a pass (``compute.training.forward_only_time`` ``host_shard_bytes_per_s``, ``plan.rl_passes``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from trainfit.catalog.gpus import resolve_gpu
+from trainfit.catalog.models import from_catalog
+from trainfit.compute.rates import default_rates
+from trainfit.compute.training import Parallel, forward_only_time, root_unit_share
+from trainfit.memory.weights import total_params
+from trainfit.plan import make_plan
+from trainfit.spec.card import load_card_dict
+
+H100 = default_rates(resolve_gpu("h100-sxm"))
+QWEN7 = from_catalog("Qwen/Qwen2.5-7B")
+FSDP8 = Parallel(strategy="fsdp", ranks=8, gpus_per_node=8)
+WEIGHTS = 2.0 * total_params(QWEN7)
+
+
+def _pass(micro_steps: int, rate: float, tokens: int = 1024):
+    return forward_only_time(QWEN7, rates=H100, micro_batch_size=1, seq_len=tokens, micro_steps=micro_steps,
+                             parallel=FSDP8, gathered_weight_bytes=WEIGHTS, host_shard_bytes_per_s=rate)
+
+
+def test_root_share_is_the_embeddings_and_untied_head():
+    # Qwen2.5-7B: 152,064 x 3,584 embedding and an untied head of the same size, 7.62B parameters in all
+    assert root_unit_share(QWEN7) == pytest.approx(2 * 152064 * 3584 / total_params(QWEN7), rel=1e-9)
+    tied = from_catalog("Qwen/Qwen2.5-0.5B")
+    assert tied.tie_word_embeddings
+    assert root_unit_share(tied) == pytest.approx(151936 * 896 / total_params(tied), rel=1e-9)
+
+
+def test_a_copy_slower_than_a_layers_compute_is_exposed_every_micro_batch():
+    # a slow host link (1 GB/s): the layer's shard copy (~83 MB) outlasts the layer's compute at 1k tokens
+    rate = 1e9
+    on_gpu1, on_gpu4 = _pass(1, 0.0), _pass(4, 0.0)
+    host1, host4 = _pass(1, rate), _pass(4, rate)
+    per_micro = WEIGHTS * (1 - root_unit_share(QWEN7)) / 8 / rate
+    root_once = WEIGHTS * root_unit_share(QWEN7) / 8 / rate
+    # three more micro-batches copy the layers three more times; the root is copied once either way
+    extra1, extra4 = host1.seconds - on_gpu1.seconds, host4.seconds - on_gpu4.seconds
+    assert extra4 - extra1 == pytest.approx(3 * per_micro, rel=0.05)
+    assert extra1 > root_once
+    assert extra1 <= (root_once + per_micro) * (1 + 1e-9)
+
+
+def test_a_fast_copy_hides_behind_the_previous_layers_compute():
+    # 25 GB/s at 16k tokens a micro-batch: each layer's copy and gather fit behind the layer before, only the first
+    # layer's and the root's show
+    on_gpu, host = _pass(2, 0.0, tokens=16384), _pass(2, 25e9, tokens=16384)
+    first = 2 * WEIGHTS * (1 - root_unit_share(QWEN7)) / QWEN7.num_layers / 8 / 25e9
+    root = WEIGHTS * root_unit_share(QWEN7) / 8 / 25e9
+    assert host.seconds - on_gpu.seconds == pytest.approx(first + root, rel=0.05)
+
+
+def _verl(reference: str) -> dict:
+    rollout = {"placement": "colocate", "prompts_per_step": 64, "num_generations": 8, "prompt_len": 93,
+               "response_len": 1024, "response_len_mean": 188, "mini_batches": 4}
+    return {"model": "Qwen/Qwen2.5-7B", "method": "grpo", "scope": "full", "preset": "verl",
+            "hardware": {"gpu": "h100-sxm", "gpus_per_node": 8, "nodes": 1},
+            "parallel": {"strategy": "fsdp", "gradient_checkpointing": True}, "batch": {"micro_batch_size": 4},
+            "rollout": rollout, "roles": {"reference": reference, "kl_coef": 0.001}}
+
+
+def test_only_the_host_resident_verl_reference_pays_the_copies():
+    def phases(reference):
+        return {p.name: p.seconds for p in make_plan(load_card_dict(_verl(reference))).time.phases}
+
+    cpu, gpu = phases("cpu"), phases("gpu")
+    assert cpu["ref_logprob"] > gpu["ref_logprob"]
+    # the old policy's pass (the actor: no CPU offload in verl) is the same either way
+    assert cpu["old_logprob"] == pytest.approx(gpu["old_logprob"])

@@ -1501,6 +1501,11 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         card["batch"]["packed_sample_tokens"] = int(e["batch"]["packed_sample_tokens"])
         notes.append(f"packed rows: {e['batch']['packed_sample_tokens']} tokens per sample (the entry's"
                      f" {e['batch'].get('packed_sample_tokens_source', 'source')}): attention per sample")
+    if e["batch"].get("padding"):
+        # samples padded to the row with an attention mask that holds zeros (the entry's note cites the collator):
+        # card batch.padding (plan.time.padding_mask_attention)
+        card["batch"]["padding"] = e["batch"]["padding"]
+        notes.append(f"batch.padding {e['batch']['padding']}: samples padded to seq_len with an attention mask")
     if e["batch"].get("packed_rope_loop") and card["batch"].get("packed_sample_tokens"):
         # Megatron-Core's unfused thd RoPE loops over the packed samples (apply_rope_fusion False in the entry's
         # recipe, cited in batch.packed_rope_loop_source): card batch.packed_rope_loop

@@ -205,6 +205,8 @@ def cards(draw):
         d["batch"]["packed_sample_tokens"] = d["batch"]["seq_len"] // 4
         if draw(st.booleans()):
             d["batch"]["packed_sample_length_cv"] = 0.5
+    elif method in ("sft", "rm", "dpo") and draw(st.integers(0, 3)) == 0:
+        d["batch"]["padding"] = "mask"  # the data's padding mask: no file writes it, the import plans none
     d["attention"] = draw(st.sampled_from(["sdpa", "flash", "eager"]))
     d["loss"] = {"chunked": draw(st.booleans())}
     if d["loss"]["chunked"]:

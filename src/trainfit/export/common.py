@@ -185,6 +185,10 @@ def shared_notes(card: RunCard, target: str, *, megatron_has: set[str] | None = 
         notes.append(f"batch.packed_sample_tokens {b.packed_sample_tokens}{cv}: the mean length of the samples packed"
                      f" into a row is a property of the data, and the {target} file does not write packing with"
                      " attention per sample; not written (rows are planned back as one causal sequence each)")
+    if b.padding.value != "none":
+        notes.append(f"batch.padding {b.padding.value}: samples padded to batch.seq_len with an attention mask of zeros"
+                     f" after each sample are a property of the data and its collator; the {target} file has no setting"
+                     " for it; not written (read back as padding none: causal attention with the causal skip)")
     ro = card.rollout
     if is_rl(card) and ro.prompt_len_mean is not None and target in ("trl", "verl", "openrlhf", "nemo-rl"):
         notes.append(f"rollout.prompt_len_mean {ro.prompt_len_mean}: the mean prompt length is a property of the data"
@@ -383,6 +387,7 @@ def plan_facts(card: RunCard) -> dict[str, Any]:
     if not rl:  # packing is read for sft, rm and dpo (the card refuses it for ppo / grpo)
         f["batch.packed_sample_tokens"] = card.batch.packed_sample_tokens
         f["batch.packed_sample_length_cv"] = card.batch.packed_sample_length_cv
+        f["batch.padding"] = card.batch.padding.value  # time: SDPA with the padding mask runs every key block
     f["attention"] = card.attention.value
     f["attention_kernel"] = card.attention_kernel.value  # the fused kernel's rates (compute.attention_time)
     f["loop.keeps_output_through_backward"] = card.loop.keeps_output_through_backward  # memory: the kept logits

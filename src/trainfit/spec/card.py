@@ -44,6 +44,7 @@ from trainfit.spec.enums import (
     Method,
     Offload,
     Optimizer,
+    Padding,
     OptimizerImpl,
     Placement,
     RefPlacement,
@@ -585,6 +586,12 @@ class BatchSection(_Section):
         description="With packed_sample_tokens: rotary embeddings are applied one packed sample at a time in a Python"
                     " loop, with two host syncs per call (Megatron-Core's unfused thd RoPE, apply_rope_fusion False):"
                     " per-sample kernels in every attention layer (compute.inventory.thd_rope_loop).")
+    padding: Padding = Field(
+        Padding.NONE,
+        description="none: rows are full (or the mask is all ones), attention is causal. mask: every sample is padded"
+                    " to seq_len and an attention_mask with zeros is passed to a transformers model: under sdpa"
+                    " transformers hands SDPA the 4-D mask without is_causal, so its memory-efficient kernel runs"
+                    " every key block (no causal skip; plan.time.padding_mask_attention). Read for sft, rm and dpo.")
 
     @model_validator(mode="after")
     def _packed(self) -> BatchSection:
@@ -592,6 +599,9 @@ class BatchSection(_Section):
         if self.packed_rope_loop and mean is None:
             raise ValueError("batch.packed_rope_loop: the loop runs over the packed samples; set"
                              " batch.packed_sample_tokens (their mean tokens), or packed_rope_loop false")
+        if mean is not None and self.padding is Padding.MASK:
+            raise ValueError("batch.padding: mask pads each sample to a row of its own; batch.packed_sample_tokens packs"
+                             " several samples into a row; allowed with packed_sample_tokens: padding none")
         if mean is None:
             if cv is not None:
                 raise ValueError("batch.packed_sample_length_cv: only read with batch.packed_sample_tokens (the mean"
@@ -1220,6 +1230,9 @@ class RunCard(_Section):
         if self.method in (Method.PPO, Method.GRPO) and self.batch.packed_sample_tokens is not None:
             raise ValueError(f"batch.packed_sample_tokens: read for sft, rm and dpo; {self.method.value} packs its"
                              " rollouts from their planned lengths (rollout settings); allowed with it: null")
+        if self.method in (Method.PPO, Method.GRPO) and self.batch.padding is not Padding.NONE:
+            raise ValueError(f"batch.padding: read for sft, rm and dpo; {self.method.value} plans its passes from the"
+                             " rollout settings; allowed with it: none")
         if self.method in (Method.PPO, Method.GRPO):
             whole = ro.placement is Placement.SPLIT and ro.nodes is not None
             engine_gpus = (self.hardware.gpus_per_node if whole else (ro.gpus or 0)) if ro.placement is Placement.SPLIT \

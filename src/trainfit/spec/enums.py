@@ -233,6 +233,23 @@ class Attention(StrEnum):
     EAGER = "eager"
 
 
+class Padding(StrEnum):
+    """How a row shorter than ``batch.seq_len`` reaches the model (``batch.padding``).
+
+    * ``none``: every row is ``seq_len`` tokens and no attention mask with zeros is passed (or none at all):
+      transformers drops an all-ones mask and SDPA runs ``is_causal``, the causal half of the key blocks.
+    * ``mask``: every sample is padded to ``seq_len`` and the batch carries an ``attention_mask`` with zeros after
+      each sample's tokens. transformers keeps that mask (``AttentionMaskConverter._ignore_causal_mask_sdpa`` lets
+      only an all-ones mask go: v4.49.0 modeling_attn_mask_utils.py l.288-291), builds the 4-D causal-and-padding
+      mask and hands it to SDPA with ``is_causal`` False (integrations/sdpa_attention.py l.45-46); PyTorch's flash
+      backend takes no ``attn_mask``, so the memory-efficient kernel runs every key block (no causal skip). The padded
+      tokens still run every GEMM: the row costs its full ``seq_len``.
+    """
+
+    NONE = "none"
+    MASK = "mask"
+
+
 class AttentionKernel(StrEnum):
     """Which fused attention kernel runs ``attention: flash`` / ``sdpa`` (its rates: ``compute.attention_time``).
 

@@ -1365,6 +1365,12 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         impl = e["precision"]["optimizer_impl"]
         card["precision"]["optimizer_impl"] = impl
         notes.append(f"AdamW {impl} (the entry's framework at its commit, cited in its note)")
+    if e["precision"].get("nf4_compute_dtype") and scope == "qlora":
+        # the dtype the 4-bit base's GEMMs run in, as the entry's note reads it from the framework's model loading
+        # (bitsandbytes' Linear4bit takes an fp32 input's dtype: spec.enums.Nf4ComputeDtype)
+        card["precision"]["nf4_compute_dtype"] = e["precision"]["nf4_compute_dtype"]
+        notes.append(f"precision.nf4_compute_dtype {e['precision']['nf4_compute_dtype']} (the entry's model loading,"
+                     " cited in its note)")
     grads, grads_note = grad_rule if scope == "full" else (None, None)
     if grads:
         card["precision"]["grads"] = grads

@@ -44,7 +44,7 @@ from trainfit.spec.card import RunCard, pin_before
 from trainfit.spec.enums import Attention, ComputeDtype, ContextParallelKind, Dtype, Fp8Recipe, Method, Scope
 from trainfit.spec.enums import AdapterDtype, LayerKind, LoraDropoutPosition, QloraDequant
 from trainfit.spec.enums import FSDP_STRATEGIES, LossKernel, MoeDispatcher, MoeExperts, TensorParallelImpl
-from trainfit.spec.enums import MoeLaunch, Offload, Padding
+from trainfit.spec.enums import MoeLaunch, Nf4ComputeDtype, Offload, Padding
 from trainfit.spec.enums import Zero1ParamSync
 from trainfit.spec.model import ModelSpec
 from trainfit.units import BYTES_PER_DTYPE
@@ -233,7 +233,9 @@ def adapter_of(card: RunCard, spec: ModelSpec) -> Adapter | None:
                    gptq_torch_dequant=card.scope is Scope.QLORA and lo.dequant is QloraDequant.AUTOGPTQ_TORCH,
                    nf4_torch_ops=card.scope is Scope.QLORA and (lo.dequant is QloraDequant.TORCHAO
                                                                  or card.preset == "torchtune"),
-                   adapter_dtype_bytes=4 if lo.adapter_dtype is AdapterDtype.FP32 else 2)
+                   adapter_dtype_bytes=4 if lo.adapter_dtype is AdapterDtype.FP32 else 2,
+                   # bitsandbytes' Linear4bit: the dtype its dequantised GEMMs run in (spec.enums.Nf4ComputeDtype)
+                   base_dtype_bytes=4 if card.precision.nf4_compute_dtype is Nf4ComputeDtype.FP32 else 2)
 
 
 def _trained(card: RunCard, spec: ModelSpec) -> tuple[float, float, OptimizerSpec]:

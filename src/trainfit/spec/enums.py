@@ -250,6 +250,28 @@ class Padding(StrEnum):
     MASK = "mask"
 
 
+class Nf4ComputeDtype(StrEnum):
+    """The dtype a QLoRA base's dequantised GEMMs run in (``precision.nf4_compute_dtype``).
+
+    bitsandbytes' ``Linear4bit`` casts its input to ``compute_dtype`` and runs ``torch.nn.functional.linear`` over the
+    weight dequantised to that dtype (bitsandbytes 0.46.1 bitsandbytes/nn/modules.py l.486-490; MatMul4Bit forward
+    and backward, bitsandbytes/autograd/_functions.py l.322 and l.353). Two things set it: transformers'
+    ``BitsAndBytesConfig`` takes ``bnb_4bit_compute_dtype`` float32 when it is not given (v4.49.0
+    src/transformers/utils/quantization_config.py l.408-409), and on its first call ``Linear4bit.set_compute_type``
+    replaces it by the input's dtype whenever that is float32 or bfloat16 (bitsandbytes/nn/modules.py l.442-446): a
+    model loaded with ``torch_dtype`` float32 and no autocast feeds fp32 activations, and its 4-bit GEMMs then run
+    in fp32 whatever the config says.
+
+    * ``bf16`` / ``fp16``: tensor-core GEMMs at the 16-bit rate (the default; the same time).
+    * ``fp32``: fp32 GEMMs, no tensor cores (``torch.backends.cuda.matmul.allow_tf32`` is False by default since
+      torch 1.12): ``DeviceRates.fp32_matmul_flops_per_s``.
+    """
+
+    BF16 = "bf16"
+    FP16 = "fp16"
+    FP32 = "fp32"
+
+
 class AttentionKernel(StrEnum):
     """Which fused attention kernel runs ``attention: flash`` / ``sdpa`` (its rates: ``compute.attention_time``).
 

@@ -1373,6 +1373,12 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         card["precision"]["optimizer_states"] = states
         notes.append(f"AdamW moments {states} (precision.optimizer_states): "
                      f"{e['precision'].get('optimizer_states_source') or 'the entry recipe'}")
+    if e["precision"].get("nf4_compute_dtype") and scope == "qlora":
+        # the dtype the 4-bit base's GEMMs run in, as the entry's note reads it from the framework's model loading
+        # (bitsandbytes' Linear4bit takes an fp32 input's dtype: spec.enums.Nf4ComputeDtype)
+        card["precision"]["nf4_compute_dtype"] = e["precision"]["nf4_compute_dtype"]
+        notes.append(f"precision.nf4_compute_dtype {e['precision']['nf4_compute_dtype']} (the entry's model loading,"
+                     " cited in its note)")
     grads, grads_note = grad_rule if scope == "full" else (None, None)
     if grads:
         card["precision"]["grads"] = grads
@@ -1509,6 +1515,11 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         card["batch"]["packed_sample_tokens"] = int(e["batch"]["packed_sample_tokens"])
         notes.append(f"packed rows: {e['batch']['packed_sample_tokens']} tokens per sample (the entry's"
                      f" {e['batch'].get('packed_sample_tokens_source', 'source')}): attention per sample")
+    if e["batch"].get("padding"):
+        # samples padded to the row with an attention mask that holds zeros (the entry's note cites the collator):
+        # card batch.padding (plan.time.padding_mask_attention)
+        card["batch"]["padding"] = e["batch"]["padding"]
+        notes.append(f"batch.padding {e['batch']['padding']}: samples padded to seq_len with an attention mask")
     if e["batch"].get("packed_rope_loop") and card["batch"].get("packed_sample_tokens"):
         # Megatron-Core's unfused thd RoPE loops over the packed samples (apply_rope_fusion False in the entry's
         # recipe, cited in batch.packed_rope_loop_source): card batch.packed_rope_loop

@@ -130,6 +130,10 @@ CARDS = {
                                                                                    "packed_sample_tokens": 512,
                                                                                    "packed_sample_length_cv": 0.8},
                                                    loss={"kernel": "flash_attn", "inplace_backward": True}),
+    "sft-padding-mask-sdpa": lambda: _default(model="Qwen/Qwen3-0.6B", batch={"seq_len": 4096, "padding": "mask"},
+                                              attention="sdpa"),
+    "sft-qlora-fp32-base-gemms": lambda: _default(model="Qwen/Qwen3-0.6B", scope="qlora",
+                                                  precision__nf4_compute_dtype="fp32"),
     "sft-chunked-torchtune-loss": lambda: _default(model="Qwen/Qwen3-0.6B", loss={"chunked": True, "kernel": "torchtune"}),
     "sft-expandable-segments": lambda: _default(model="Qwen/Qwen3-0.6B", hardware__allocator="expandable_segments"),
     # session 9's fields: the distributed optimizer's overlap_param_gather, the all-gather MoE dispatcher, fp32

@@ -20,7 +20,7 @@ from trainfit.spec.card import load_card_dict
 NEW_FIELDS = ("parallel.tensor_parallel_impl", "parallel.tp_comm_overlap", "parallel.pipeline_layout",
               "parallel.moe_dispatcher", "parallel.moe_comm_overlap", "parallel.moe_routing", "rollout.quantization",
               "rollout.quantization_bf16_modules", "roles.reference", "batch.packed_sample_tokens",
-              "batch.packed_sample_length_cv", "loss.kernel", "loss.inplace_backward", "hardware.allocator", "model")
+              "batch.packed_sample_length_cv", "batch.padding", "precision.nf4_compute_dtype", "loss.kernel", "loss.inplace_backward", "hardware.allocator", "model")
 
 
 @pytest.mark.parametrize("layout", [(1,), (3, 4), (0, 5, 2, 1), (28, 0, 0, 8), tuple(range(1, 17))])
@@ -44,7 +44,8 @@ def test_megatron_layout_reads_megatrons_own_spellings():
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("name", ["sft-moe-megatron-deepep-overlap", "sft-8b-pp2-layout-megatron",
                                   "sft-8b-pp2-vpp2-layout", "grpo-fp8-rollout-host-swap", "sft-packed-flash-attn-loss",
-                                  "sft-chunked-torchtune-loss", "sft-expandable-segments", "sft-mtp"])
+                                  "sft-chunked-torchtune-loss", "sft-expandable-segments", "sft-mtp",
+                                  "sft-padding-mask-sdpa", "sft-qlora-fp32-base-gemms"])
 def test_every_new_setting_is_carried_or_named(name, target):
     """A new field the file does not carry is lost, and a note says so naming the field (not the generic
     'reads back as' line for the framework settings)."""

@@ -205,6 +205,8 @@ def cards(draw):
         d["batch"]["packed_sample_tokens"] = d["batch"]["seq_len"] // 4
         if draw(st.booleans()):
             d["batch"]["packed_sample_length_cv"] = 0.5
+    elif method in ("sft", "rm", "dpo") and draw(st.integers(0, 3)) == 0:
+        d["batch"]["padding"] = "mask"  # the data's padding mask: no file writes it, the import plans none
     d["attention"] = draw(st.sampled_from(["sdpa", "flash", "eager"]))
     d["loss"] = {"chunked": draw(st.booleans())}
     if d["loss"]["chunked"]:
@@ -216,6 +218,8 @@ def cards(draw):
                       "optimizer": draw(st.sampled_from(["adamw", "adamw_8bit", "paged_adamw_8bit", "sgd"]))}
     if d["precision"]["compute"] == "fp8":
         d["precision"]["fp8_recipe"] = draw(st.sampled_from(["delayed", "current", "blockwise"]))
+    if scope == "qlora" and draw(st.integers(0, 3)) == 0:  # an fp32 model load: the 4-bit base's GEMMs in fp32
+        d["precision"]["nf4_compute_dtype"] = "fp32"
     grads = draw(st.sampled_from([None, None, "fp32", "bf16"]))  # fp32: Megatron's grad_reduce_in_fp32
     if grads:
         d["precision"]["grads"] = grads

@@ -779,6 +779,10 @@ class Adapter:
     @ff2889540075e8c8d0a2f4b9900da1b9136ae376), so a compiler's factors scale its bytes and kernels like the other
     elementwise work. False: bitsandbytes, whose ``dequantize_4bit`` is its own CUDA kernel no compiler fuses
     (left in the unscaled fused counts)."""
+    base_dtype_bytes: int = 2
+    """With ``nf4_base``: 4 where the frozen 4-bit base's dequantised GEMMs (forward, recompute, the backward's dX)
+    run in fp32 (``spec.enums.Nf4ComputeDtype``: bitsandbytes' Linear4bit on an fp32 input), at the fp32
+    non-tensor-core rate (``gemm.gemm_seconds`` with 4-byte operands); 2: bf16 / fp16."""
     adapter_dtype_bytes: int = 2
     """4 for fp32 adapters (PEFT keeps them fp32 under a bf16 base when autocast_adapter_dtype):
     the input is cast up, both products run in fp32, the output is cast back."""
@@ -1262,7 +1266,8 @@ def step_inventory(
                 fwd_k += 3 * g.count
                 bwd_k += 4 * g.count
             continue
-        e = casts.gemm_operand_bytes if fp8 else 2.0
+        e = casts.gemm_operand_bytes if fp8 else (
+            float(adapter.base_dtype_bytes) if adapter is not None and adapter.nf4_base else 2.0)
         q_share = fp8_layer_share if fp8 else 1.0  # the quantised layers' share of this group's GEMMs and casts
         if g.bias and not frozen:  # the bias gradient: a reduction of dY over the tokens (BIAS_GRAD_BYTES)
             bq_b += BIAS_GRAD_BYTES * t * g.out_features * g.count

@@ -185,6 +185,15 @@ def shared_notes(card: RunCard, target: str, *, megatron_has: set[str] | None = 
         notes.append(f"batch.packed_sample_tokens {b.packed_sample_tokens}{cv}: the mean length of the samples packed"
                      f" into a row is a property of the data, and the {target} file does not write packing with"
                      " attention per sample; not written (rows are planned back as one causal sequence each)")
+    if card.precision.nf4_compute_dtype.value != "bf16":
+        notes.append(f"precision.nf4_compute_dtype {card.precision.nf4_compute_dtype.value}: the 4-bit base's GEMMs"
+                     " take the dtype of the activations bitsandbytes is handed (a float32 model load without autocast"
+                     f" gives fp32); the {target} file loads the model in its 16-bit compute dtype; not written (read"
+                     " back as bf16)")
+    if b.padding.value != "none":
+        notes.append(f"batch.padding {b.padding.value}: samples padded to batch.seq_len with an attention mask of zeros"
+                     f" after each sample are a property of the data and its collator; the {target} file has no setting"
+                     " for it; not written (read back as padding none: causal attention with the causal skip)")
     ro = card.rollout
     if is_rl(card) and ro.prompt_len_mean is not None and target in ("trl", "verl", "openrlhf", "nemo-rl"):
         notes.append(f"rollout.prompt_len_mean {ro.prompt_len_mean}: the mean prompt length is a property of the data"
@@ -367,6 +376,7 @@ def plan_facts(card: RunCard) -> dict[str, Any]:
         "precision.fp8_recipe": p.fp8_recipe.value if p.fp8_recipe else None, "precision.fp8_params": p.fp8_params,
         "precision.fp8_attention": p.fp8_attention,
         "precision.fp4_recipe": p.fp4_recipe.value if p.fp4_recipe else None, "precision.fp4_params": p.fp4_params,
+        "precision.nf4_compute_dtype": p.nf4_compute_dtype.value,  # time: the 4-bit base's GEMM rate
     })
     hw = card.hardware
     for k in ("gpu", "gpu_memory_gib", "gpus_per_node", "nodes", "interconnect", "host_ram_gib", "nic_gbps_per_gpu",
@@ -383,6 +393,7 @@ def plan_facts(card: RunCard) -> dict[str, Any]:
     if not rl:  # packing is read for sft, rm and dpo (the card refuses it for ppo / grpo)
         f["batch.packed_sample_tokens"] = card.batch.packed_sample_tokens
         f["batch.packed_sample_length_cv"] = card.batch.packed_sample_length_cv
+        f["batch.padding"] = card.batch.padding.value  # time: SDPA with the padding mask runs every key block
     f["attention"] = card.attention.value
     f["attention_kernel"] = card.attention_kernel.value  # the fused kernel's rates (compute.attention_time)
     f["loop.keeps_output_through_backward"] = card.loop.keeps_output_through_backward  # memory: the kept logits

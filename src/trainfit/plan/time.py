@@ -44,7 +44,7 @@ from trainfit.spec.card import RunCard, pin_before
 from trainfit.spec.enums import Attention, ComputeDtype, ContextParallelKind, Dtype, Fp8Recipe, Method, Scope
 from trainfit.spec.enums import AdapterDtype, LayerKind, LoraDropoutPosition, QloraDequant
 from trainfit.spec.enums import FSDP_STRATEGIES, LossKernel, MoeDispatcher, MoeExperts, TensorParallelImpl
-from trainfit.spec.enums import MoeLaunch, Offload
+from trainfit.spec.enums import MoeLaunch, Nf4ComputeDtype, Offload, Padding
 from trainfit.spec.enums import Zero1ParamSync
 from trainfit.spec.model import ModelSpec
 from trainfit.units import BYTES_PER_DTYPE
@@ -236,7 +236,9 @@ def adapter_of(card: RunCard, spec: ModelSpec) -> Adapter | None:
                    gptq_torch_dequant=card.scope is Scope.QLORA and lo.dequant is QloraDequant.AUTOGPTQ_TORCH,
                    nf4_torch_ops=card.scope is Scope.QLORA and (lo.dequant is QloraDequant.TORCHAO
                                                                  or card.preset == "torchtune"),
-                   adapter_dtype_bytes=4 if lo.adapter_dtype is AdapterDtype.FP32 else 2)
+                   adapter_dtype_bytes=4 if lo.adapter_dtype is AdapterDtype.FP32 else 2,
+                   # bitsandbytes' Linear4bit: the dtype its dequantised GEMMs run in (spec.enums.Nf4ComputeDtype)
+                   base_dtype_bytes=4 if card.precision.nf4_compute_dtype is Nf4ComputeDtype.FP32 else 2)
 
 
 def _trained(card: RunCard, spec: ModelSpec) -> tuple[float, float, OptimizerSpec]:
@@ -554,6 +556,25 @@ def packed_attention(card: RunCard, *, eager: bool, seq_len: int) -> tuple[float
                        f" {ctx:.0f} keys per query instead of the {seq_len}-token row's")
 
 
+def padding_mask_attention(card: RunCard, *, eager: bool, seq_len: int) -> tuple[bool, str | None]:
+    """(causal skip, the plan's note) of a card whose samples are padded to ``seq_len`` with an attention mask that
+    holds zeros (``batch.padding`` mask). Under SDPA transformers keeps such a mask (only an all-ones mask is dropped:
+    ``AttentionMaskConverter._ignore_causal_mask_sdpa``, huggingface/transformers v4.49.0
+    src/transformers/modeling_attn_mask_utils.py l.288-291; the model's ``_update_causal_mask`` calls it,
+    models/llama/modeling_llama.py l.646, and returns the 4-D float mask, l.686), and ``sdpa_attention_forward`` then
+    calls ``scaled_dot_product_attention`` with ``attn_mask`` set and ``is_causal`` False (integrations/sdpa_attention.py
+    l.45-46). PyTorch's flash backend refuses a mask (``check_for_attn_mask`` in ``use_flash_attention``,
+    aten/src/ATen/native/transformers/cuda/sdp_utils.cpp), so the memory-efficient kernel runs and computes every key
+    block of the row: no causal halving, as SDPA handed a packed block mask (``packed_attention``). Eager attention
+    computes every score anyway; the flash path unpads and stays causal: (True, None) for both, and for ``padding``
+    none."""
+    if card.batch.padding is not Padding.MASK or eager or card.attention is not Attention.SDPA:
+        return True, None
+    return False, (f"batch.padding mask: SDPA given transformers' 4-D padding mask runs its memory-efficient kernel"
+                   f" over every key block of the {seq_len}-token row (no causal skip); every padded token still runs"
+                   " the GEMMs")
+
+
 def attention_kernel_of(card: RunCard, rates: DeviceRates, *, eager: bool) -> tuple[str, str | None]:
     """(the fused attention kernel whose rates time the step, the plan's note) from ``card.attention_kernel``
     (``compute.attention_time`` module docstring). ``auto`` and eager attention: the architecture's default rates,
@@ -693,6 +714,8 @@ def training_time(
                       ddp_bucket_bytes=0.0 if par.tensor_parallel_impl is TensorParallelImpl.MEGATRON
                       else coll.DDP_BUCKET_BYTES)
     packed_context, causal_skip, packed_note = packed_attention(card, eager=eager, seq_len=seq_len)
+    padded_skip, padding_note = padding_mask_attention(card, eager=eager, seq_len=seq_len)
+    causal_skip = causal_skip and padded_skip
     kernel, kernel_note = attention_kernel_of(card, rates, eager=eager)
     rope_samples = rope_loop_samples_of(card, micro_batch_size=micro_batch_size, seq_len=seq_len)
     a2a = a2a_thd_sequences_of(card, micro_batch_size=micro_batch_size, seq_len=seq_len)
@@ -762,7 +785,7 @@ def training_time(
     a2a_note = (f"a2a context parallel on packed rows: Transformer Engine reorders {a2a:.1f} sequences' chunks around"
                 " every attention all-to-all in a Python list, with host syncs (compute.inventory.te_a2a_thd_reorders)"
                 if a2a else None)
-    notes = tuple(n for n in (packed_note, kernel_note, rope_note, a2a_note) if n)
+    notes = tuple(n for n in (packed_note, padding_note, kernel_note, rope_note, a2a_note) if n)
     return replace(t, assumptions=t.assumptions + notes) if notes else t
 
 

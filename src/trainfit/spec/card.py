@@ -44,6 +44,8 @@ from trainfit.spec.enums import (
     Method,
     Offload,
     Optimizer,
+    Padding,
+    Nf4ComputeDtype,
     OptimizerImpl,
     Placement,
     RefPlacement,
@@ -142,6 +144,12 @@ class PrecisionSection(_Section):
         " bf16_with_nvfp4_mixed): the linears' weights are kept only as NVFP4 (row-wise and column-wise copies, 0.5 B"
         " each plus an e4m3 scale per 16), the optimizer keeps fp32 main params, the data-parallel all-gather moves"
         " the packed 0.5 B data. Needs compute fp4 on Megatron-Core; strategies single, ddp, zero1.")
+    nf4_compute_dtype: Nf4ComputeDtype = Field(
+        Nf4ComputeDtype.BF16, description="Scope qlora: the dtype the 4-bit base's dequantised GEMMs run in."
+        " bitsandbytes' Linear4bit takes the input's dtype when it is float32 or bfloat16, else bnb_4bit_compute_dtype"
+        " (transformers' default float32): fp32 where the model is loaded in float32 without autocast, or where"
+        " bnb_4bit_compute_dtype is left unset on a float16 model; those GEMMs then run at the fp32 (non-tensor-core)"
+        " rate. Default bf16.")
     bf16_first_layers: int = Field(
         0, ge=0, le=10_000, description="With compute fp8 / fp4: this many first decoder layers keep bf16 linears"
         " (Megatron-Core first_last_layers_bf16 with num_layers_at_start_in_bf16; Megatron-Bridge's FP8-CS and"
@@ -585,6 +593,12 @@ class BatchSection(_Section):
         description="With packed_sample_tokens: rotary embeddings are applied one packed sample at a time in a Python"
                     " loop, with two host syncs per call (Megatron-Core's unfused thd RoPE, apply_rope_fusion False):"
                     " per-sample kernels in every attention layer (compute.inventory.thd_rope_loop).")
+    padding: Padding = Field(
+        Padding.NONE,
+        description="none: rows are full (or the mask is all ones), attention is causal. mask: every sample is padded"
+                    " to seq_len and an attention_mask with zeros is passed to a transformers model: under sdpa"
+                    " transformers hands SDPA the 4-D mask without is_causal, so its memory-efficient kernel runs"
+                    " every key block (no causal skip; plan.time.padding_mask_attention). Read for sft, rm and dpo.")
 
     @model_validator(mode="after")
     def _packed(self) -> BatchSection:
@@ -592,6 +606,9 @@ class BatchSection(_Section):
         if self.packed_rope_loop and mean is None:
             raise ValueError("batch.packed_rope_loop: the loop runs over the packed samples; set"
                              " batch.packed_sample_tokens (their mean tokens), or packed_rope_loop false")
+        if mean is not None and self.padding is Padding.MASK:
+            raise ValueError("batch.padding: mask pads each sample to a row of its own; batch.packed_sample_tokens packs"
+                             " several samples into a row; allowed with packed_sample_tokens: padding none")
         if mean is None:
             if cv is not None:
                 raise ValueError("batch.packed_sample_length_cv: only read with batch.packed_sample_tokens (the mean"
@@ -1220,6 +1237,12 @@ class RunCard(_Section):
         if self.method in (Method.PPO, Method.GRPO) and self.batch.packed_sample_tokens is not None:
             raise ValueError(f"batch.packed_sample_tokens: read for sft, rm and dpo; {self.method.value} packs its"
                              " rollouts from their planned lengths (rollout settings); allowed with it: null")
+        if self.precision.nf4_compute_dtype is not Nf4ComputeDtype.BF16 and self.scope is not Scope.QLORA:
+            raise ValueError(f"precision.nf4_compute_dtype: read for scope qlora (the 4-bit base's GEMMs); scope"
+                             f" {self.scope.value} has none; allowed with it: bf16")
+        if self.method in (Method.PPO, Method.GRPO) and self.batch.padding is not Padding.NONE:
+            raise ValueError(f"batch.padding: read for sft, rm and dpo; {self.method.value} plans its passes from the"
+                             " rollout settings; allowed with it: none")
         if self.method in (Method.PPO, Method.GRPO):
             whole = ro.placement is Placement.SPLIT and ro.nodes is not None
             engine_gpus = (self.hardware.gpus_per_node if whole else (ro.gpus or 0)) if ro.placement is Placement.SPLIT \

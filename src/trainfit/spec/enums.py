@@ -233,6 +233,45 @@ class Attention(StrEnum):
     EAGER = "eager"
 
 
+class Padding(StrEnum):
+    """How a row shorter than ``batch.seq_len`` reaches the model (``batch.padding``).
+
+    * ``none``: every row is ``seq_len`` tokens and no attention mask with zeros is passed (or none at all):
+      transformers drops an all-ones mask and SDPA runs ``is_causal``, the causal half of the key blocks.
+    * ``mask``: every sample is padded to ``seq_len`` and the batch carries an ``attention_mask`` with zeros after
+      each sample's tokens. transformers keeps that mask (``AttentionMaskConverter._ignore_causal_mask_sdpa`` lets
+      only an all-ones mask go: v4.49.0 modeling_attn_mask_utils.py l.288-291), builds the 4-D causal-and-padding
+      mask and hands it to SDPA with ``is_causal`` False (integrations/sdpa_attention.py l.45-46); PyTorch's flash
+      backend takes no ``attn_mask``, so the memory-efficient kernel runs every key block (no causal skip). The padded
+      tokens still run every GEMM: the row costs its full ``seq_len``.
+    """
+
+    NONE = "none"
+    MASK = "mask"
+
+
+class Nf4ComputeDtype(StrEnum):
+    """The dtype a QLoRA base's dequantised GEMMs run in (``precision.nf4_compute_dtype``).
+
+    bitsandbytes' ``Linear4bit`` casts its input to ``compute_dtype`` and runs ``torch.nn.functional.linear`` over the
+    weight dequantised to that dtype (bitsandbytes 0.46.1 bitsandbytes/nn/modules.py l.486-490; MatMul4Bit forward
+    and backward, bitsandbytes/autograd/_functions.py l.322 and l.353). Two things set it: transformers'
+    ``BitsAndBytesConfig`` takes ``bnb_4bit_compute_dtype`` float32 when it is not given (v4.49.0
+    src/transformers/utils/quantization_config.py l.408-409), and on its first call ``Linear4bit.set_compute_type``
+    replaces it by the input's dtype whenever that is float32 or bfloat16 (bitsandbytes/nn/modules.py l.442-446): a
+    model loaded with ``torch_dtype`` float32 and no autocast feeds fp32 activations, and its 4-bit GEMMs then run
+    in fp32 whatever the config says.
+
+    * ``bf16`` / ``fp16``: tensor-core GEMMs at the 16-bit rate (the default; the same time).
+    * ``fp32``: fp32 GEMMs, no tensor cores (``torch.backends.cuda.matmul.allow_tf32`` is False by default since
+      torch 1.12): ``DeviceRates.fp32_matmul_flops_per_s``.
+    """
+
+    BF16 = "bf16"
+    FP16 = "fp16"
+    FP32 = "fp32"
+
+
 class AttentionKernel(StrEnum):
     """Which fused attention kernel runs ``attention: flash`` / ``sdpa`` (its rates: ``compute.attention_time``).
 

@@ -16,9 +16,9 @@ three ways:
   training (the CSV's 'AllReduce (GB/s)', nanotron's ``measure_bandwidth``; huggingface/nanotron src/nanotron/trainer.py
   l.1083-1242 @6ac7d73369c1069e9887bd74cd4abc60aaabf06c), below or above 40 GB/s;
 * ``floor``: no plan, only the published time: milliseconds per decoder layer and micro-batch slot
-  (``layer_slot_ms``) of the micro-batch-1 jobs at 1-32 nodes, medians by shape, TP size and where the pipeline's
-  sends run (``pipeline_kind``: no pipeline, a pipeline inside one node, a pipeline whose stages sit in different
-  nodes).
+  (``layer_slot_ms``) of the micro-batch-1 jobs at 1-32 nodes, medians by the CSV's ``after_pp_fix`` flag (the
+  sweep's batch of runs), one node or several, TP size, where the pipeline's sends run (``pipeline_kind``: no
+  pipeline, a pipeline inside one node, a pipeline whose stages sit in different nodes) and shape.
 
 The numbers are recorded in the ``checked`` text of the 80B x 4-node and 1.34B x 64-node entries.
 
@@ -138,7 +138,7 @@ LAYERS = {"1.34G": 16, "3.57G": 28, "8.86G": 32, "80G": 80}
 
 def floor_groups(rows: list[dict]) -> None:
     """Print the ``floor`` group (module docstring): medians of ``layer_slot_ms`` at micro-batch 1, 1-32 nodes."""
-    cells: dict[tuple[str, int, str], list[float]] = {}
+    cells: dict[tuple[str, str, int, str, str], list[float]] = {}
     for row in rows:
         m = JOB_NAME.match(row["name"])
         if not m or row["status"] != "Success" or not row["tok/s/gpu"]:
@@ -148,10 +148,11 @@ def floor_groups(rows: list[dict]) -> None:
         if mbs != 1 or nodes > 32:
             continue
         step_s = dp * acc * 4096 / (float(row["tok/s/gpu"]) * 8 * nodes)
-        key = (size, tp, pipeline_kind(dp=dp, tp=tp, pp=pp))
+        key = (row.get("after_pp_fix", ""), "1 node" if nodes == 1 else "nodes", tp,
+               pipeline_kind(dp=dp, tp=tp, pp=pp), size)
         cells.setdefault(key, []).append(layer_slot_ms(step_s=step_s, grad_accum=acc, pp=pp, layers=LAYERS[size]))
-    for (size, tp, kind), ms in sorted(cells.items(), key=lambda kv: (kv[0][2], kv[0][1], LAYERS[kv[0][0]])):
-        print(f"micro-batch 1, pipeline {kind:5s} TP {tp:2d} {size:5s}: n={len(ms):2d} "
+    for (fix, span, tp, kind, size), ms in sorted(cells.items(), key=lambda kv: (*kv[0][:4], LAYERS[kv[0][4]])):
+        print(f"micro-batch 1, after_pp_fix {fix:5s} {span:6s} TP {tp:2d} pipeline {kind:5s} {size:5s}: n={len(ms):2d} "
               f"median {statistics.median(ms):6.1f} ms a layer and slot (min {min(ms):.1f}, max {max(ms):.1f})")
 
 

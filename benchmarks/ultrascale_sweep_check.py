@@ -14,11 +14,15 @@ three ways:
 * ``tp8``: the 3.57B and 8.86B jobs without a pipeline, 1-32 nodes, by TP size (2, 4, 8) and micro-batch size;
 * ``fabric``: the 64-node jobs of the three smaller shapes by the world all-reduce bus bandwidth their job logged before
   training (the CSV's 'AllReduce (GB/s)', nanotron's ``measure_bandwidth``; huggingface/nanotron src/nanotron/trainer.py
-  l.1083-1242 @6ac7d73369c1069e9887bd74cd4abc60aaabf06c), below or above 40 GB/s.
+  l.1083-1242 @6ac7d73369c1069e9887bd74cd4abc60aaabf06c), below or above 40 GB/s;
+* ``floor``: no plan, only the published time: milliseconds per decoder layer and micro-batch slot
+  (``layer_slot_ms``) of the micro-batch-1 jobs at 1-32 nodes, medians by the CSV's ``after_pp_fix`` flag (the
+  sweep's batch of runs), one node or several, TP size, where the pipeline's sends run (``pipeline_kind``: no
+  pipeline, a pipeline inside one node, a pipeline whose stages sit in different nodes) and shape.
 
 The numbers are recorded in the ``checked`` text of the 80B x 4-node and 1.34B x 64-node entries.
 
-Run: ``PYTHONPATH=src python benchmarks/ultrascale_sweep_check.py bench_final2_mfu2.csv [80b|tp8|fabric]``.
+Run: ``PYTHONPATH=src python benchmarks/ultrascale_sweep_check.py bench_final2_mfu2.csv [80b|tp8|fabric|floor]``.
 """
 
 from __future__ import annotations
@@ -74,6 +78,28 @@ def job_error(st, entries: dict, row: dict) -> tuple[dict, float] | None:  # noq
     return job, planned.step_s / published_s - 1
 
 
+def pipeline_kind(*, dp: int, tp: int, pp: int) -> str:
+    """Where a job's pipeline sends run. Ranks are laid out (pp, dp, tp) with tensor-parallel ranks innermost
+    (huggingface/nanotron src/nanotron/parallel/context.py l.69-80 @c252843039cc167ff8d6894b87172af4637eb14b), 8 GPUs a
+    node, so a stage holds dp x tp consecutive ranks and a rank sends to the rank dp x tp further on: 'none' without a
+    pipeline, 'node' when every stage pair shares a node, 'nodes' when a stage fills whole nodes (every send crosses),
+    'mixed' otherwise."""
+    if pp <= 1:
+        return "none"
+    stage = dp * tp
+    if stage * pp <= 8:
+        return "node"
+    return "nodes" if stage % 8 == 0 else "mixed"
+
+
+def layer_slot_ms(*, step_s: float, grad_accum: int, pp: int, layers: int) -> float:
+    """Published milliseconds per decoder layer and micro-batch slot: the step over the 1F1B schedule's
+    ``grad_accum + pp - 1`` micro-batch slots and the ``ceil(layers / pp)`` layers of the fullest stage (nanotron's
+    cost-balanced split may put one more or fewer there: src/nanotron/models/base.py build_model l.216-236 @c252843039cc;
+    the embedding and the head are not split off, so this overstates a layer of a small model slightly)."""
+    return step_s / (grad_accum + pp - 1) / -(-layers // pp) * 1e3
+
+
 def summary(label: str, errors: list[float]) -> str:
     if not errors:
         return f"{label}: none"
@@ -98,14 +124,40 @@ def main(path: str, groups: tuple[str, ...]) -> None:
                 sel = [err for j, err in jobs if j["size"] in ("3.57G", "8.86G") and j["tp"] == tp and j["pp"] == 1
                        and j["mbs"] == mbs and j["nodes"] <= 32]
                 print(summary(f"3.57B / 8.86B, TP {tp}, PP 1, micro-batch {mbs}, 1-32 nodes", sel))
+    if "floor" in groups:
+        floor_groups(rows)
     if "fabric" in groups:
         small = [(j, err) for j, err in jobs if j["size"] != "80G" and j["nodes"] == 64]
         print(summary("64 nodes, logged all-reduce < 40 GB/s", [e for j, e in small if j["all_reduce"] < 40]))
         print(summary("64 nodes, logged all-reduce >= 40 GB/s", [e for j, e in small if j["all_reduce"] >= 40]))
 
 
+LAYERS = {"1.34G": 16, "3.57G": 28, "8.86G": 32, "80G": 80}
+"""Decoder layers of each benchmark shape (scripts/scaling_benchmarks.py model_configs, see the entries' note)."""
+
+
+def floor_groups(rows: list[dict]) -> None:
+    """Print the ``floor`` group (module docstring): medians of ``layer_slot_ms`` at micro-batch 1, 1-32 nodes."""
+    cells: dict[tuple[str, str, int, str, str], list[float]] = {}
+    for row in rows:
+        m = JOB_NAME.match(row["name"])
+        if not m or row["status"] != "Success" or not row["tok/s/gpu"]:
+            continue
+        size, dp, tp, pp, acc, mbs = m.group(1), *map(int, m.groups()[1:6])
+        nodes = int(float(row["nodes"]))
+        if mbs != 1 or nodes > 32:
+            continue
+        step_s = dp * acc * 4096 / (float(row["tok/s/gpu"]) * 8 * nodes)
+        key = (row.get("after_pp_fix", ""), "1 node" if nodes == 1 else "nodes", tp,
+               pipeline_kind(dp=dp, tp=tp, pp=pp), size)
+        cells.setdefault(key, []).append(layer_slot_ms(step_s=step_s, grad_accum=acc, pp=pp, layers=LAYERS[size]))
+    for (fix, span, tp, kind, size), ms in sorted(cells.items(), key=lambda kv: (*kv[0][:4], LAYERS[kv[0][4]])):
+        print(f"micro-batch 1, after_pp_fix {fix:5s} {span:6s} TP {tp:2d} pipeline {kind:5s} {size:5s}: n={len(ms):2d} "
+              f"median {statistics.median(ms):6.1f} ms a layer and slot (min {min(ms):.1f}, max {max(ms):.1f})")
+
+
 if __name__ == "__main__":
     args = sys.argv[1:]
     if not args:
-        raise SystemExit("usage: ultrascale_sweep_check.py bench_final2_mfu2.csv [80b|tp8|fabric ...]")
-    main(args[0], tuple(args[1:]) or ("80b", "tp8", "fabric"))
+        raise SystemExit("usage: ultrascale_sweep_check.py bench_final2_mfu2.csv [80b|tp8|fabric|floor ...]")
+    main(args[0], tuple(args[1:]) or ("80b", "tp8", "fabric", "floor"))

@@ -48,3 +48,34 @@ def test_rows_it_cannot_plan_are_skipped():
                                            0, status="OOM")) is None
     assert USC.job_error(ST, ENTRIES, _row("3.57G_dp1_tp1_pp32_acc256_mbs1_seq4096_zero0_tpmodeRED_vocab131k", 4.0,
                                            100.0)) is None  # nanotron's split leaves a stage without layers
+
+
+def test_pipeline_kind_follows_nanotrons_rank_layout():
+    assert USC.pipeline_kind(dp=4, tp=8, pp=1) == "none"
+    assert USC.pipeline_kind(dp=1, tp=4, pp=2) == "node"  # 8 ranks: both stages in one node
+    assert USC.pipeline_kind(dp=1, tp=8, pp=4) == "nodes"  # a stage fills a node: every send crosses
+    assert USC.pipeline_kind(dp=4, tp=4, pp=2) == "nodes"  # 16 ranks a stage
+    assert USC.pipeline_kind(dp=1, tp=4, pp=4) == "mixed"  # stages 0-1 share node 0, 1 -> 2 crosses
+
+
+def test_layer_slot_ms_divides_the_step_by_slots_and_the_fullest_stage():
+    # the scored 80B x 4-node cell: 114.97 s over 256 + 3 slots and ceil(80 / 4) = 20 layers
+    assert USC.layer_slot_ms(step_s=114.9714, grad_accum=256, pp=4, layers=80) == pytest.approx(22.19, abs=0.01)
+    # nanotron's 1.34B on two stages: ceil(16 / 2) = 8 layers, one micro-batch: 2 slots
+    assert USC.layer_slot_ms(step_s=0.016, grad_accum=1, pp=2, layers=16) == pytest.approx(1.0)
+    assert USC.layer_slot_ms(step_s=0.016, grad_accum=1, pp=3, layers=16) == pytest.approx(16 / 3 / 6)
+
+
+def test_floor_groups_splits_by_batch_span_tp_and_pipeline(capsys):
+    rows = [dict(_row("1.34G_dp1_tp8_pp2_acc256_mbs1_seq4096_zero0_tpmodeRED_vocab131k", 2.0, 1204.51),
+                 after_pp_fix="True"),
+            dict(_row("1.34G_dp8_tp8_pp1_acc32_mbs1_seq4096_zero0_tpmodeRED_vocab131k", 8.0, 6888.54),
+                 after_pp_fix="False"),
+            dict(_row("1.34G_dp8_tp8_pp1_acc32_mbs2_seq4096_zero0_tpmodeRED_vocab131k", 8.0, 9000.0),
+                 after_pp_fix="False")]  # micro-batch 2: left out
+    USC.floor_groups(rows)
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 2
+    # 256 x 4096 tokens over 1204.51 tok/s/GPU x 16 GPUs = 54.41 s, over 257 slots and 8 layers a stage
+    assert "after_pp_fix False nodes  TP  8 pipeline none" in lines[0] and "median    4.6 ms" in lines[0]
+    assert "after_pp_fix True  nodes  TP  8 pipeline nodes" in lines[1] and "median   26.5 ms" in lines[1]

@@ -299,7 +299,7 @@ engine is 0.8.3) adds each prompt through ``Processor.process_inputs``, ``Output
 sdist, https://pypi.org/project/vllm/0.8.5/) and then steps the engine until it is empty (``llm.py`` l.1405-1430): work
 per request (64 a engine on this run), not per call, and no warm-up or cache reset per call beyond
 ``reset_prefix_cache`` in ``sleep``. No per-call term beyond those was found in the code, and none was measured here
-(vLLM does not install in this CPU environment). (3) Added anyway, 2.4 s on every colocated synchronous verl vLLM
+(no vLLM in the CPU environment). (3) Added anyway, 2.4 s on every colocated synchronous verl vLLM
 ``gen`` timer and step on top of the attempt: held-out generation 26.7 -> 26.8 % (beyond 50 %: 1 -> 2, play-verl
 Qwen2.5-0.5B PPO +42 -> +69 %), held-out RL step 14.2 -> 13.9 % (12.8 % as it is), fit-half RL step 14.0 -> 12.0 %;
 play-verl Qwen2-7B ``min`` -21 -> 0 %, ``rec`` +12 -> +22 %. The rows the attempt breaks do not move: at 25.1 us they

@@ -279,6 +279,43 @@ kept alone. What breaks are V1 eager engines of 1.5-9B models (verl, SkyRL, rllm
 per-call cost of the play-verl intercept (below) is still missing, and no refit of the per-sequence, V0 or
 in-process constants stands in for it.
 
+Null result, a fixed cost per generation call under the measured price (``benchmarks/step_times.py`` on the tree of
+4b1ed8b, 2026-12-03; "the attempt" is the previous paragraph's change: 25.1 / 27.4 us, the eager kernels read in vLLM
+0.8.5, the host constants at 70 us / 200 us / 3 ms). (1) The per-call cost the play-verl log measures: ``timing_s/gen``
+of dingxianzhong/play-verl ``logs/verl_qwen2_7b_min.log`` @7716a615fc4b68961f2bb7716c9aadcd65ca28d2 (111 steps: step 1
+and the 28 steps with ``timing_s/testing`` or ``timing_s/save_checkpoint`` left out; ``response_length/max`` 363-1,024,
+mean 150-242) by least squares is 4.43 +- 0.36 s + 8.25 +- 0.40 ms x max (rmse 0.89 s); with the mean as a second
+regressor 4.88 +- 0.94 s + 8.27 +- 0.41 ms x max - 2.8 +- 5.4 ms x mean, i.e. 4.41 +- 0.36 s at the run's mean response
+(168 tokens). The plan's own per-call work inside that timer is 2.07 s (sleep/wake 1.33, weight sync 0.30, the 20 %
+offload share of 1.52, prefill 0.11, controller transfer 0.03), so the log asks for 2.3-2.4 s more per call. The same
+regression on ``logs/verl_qwen2_7b_recommended.log`` (TP 2, 55 steps) gives 1.7 +- 4.1 s: no second measurement of it.
+(2) Where it could be, read: verl's sharding manager and post-processing take 0.86 s in all for SmolLM2-135M on one GPU,
+but RLinf's verl run of a 7B on 64 GPUs times 4.19 s of ``reshard`` and up to 3.94 s after the engine call (the
+paragraph "verl's ``gen`` timer, operation by operation" below), so for a 7B the work outside the engine can hold the
+4.4 s; the plan prices its weight copies and sync (the 2.07 s above), and what it leaves unpriced there (four
+``empty_cache``, ``gc.collect``, ``reset_prefix_cache``) was not measured; vLLM 0.8.5's ``LLM.generate`` (the log's
+engine is 0.8.3) adds each prompt through ``Processor.process_inputs``, ``OutputProcessor.add_request`` and
+``EngineCore.add_request`` (``vllm/entrypoints/llm.py`` l.1314-1360, ``vllm/v1/engine/llm_engine.py`` l.171-208 of the
+sdist, https://pypi.org/project/vllm/0.8.5/) and then steps the engine until it is empty (``llm.py`` l.1405-1430): work
+per request (64 a engine on this run), not per call, and no warm-up or cache reset per call beyond
+``reset_prefix_cache`` in ``sleep``. No per-call term beyond those was found in the code, and none was measured here (no
+vLLM in the CPU environment). (3) Added anyway, 2.4 s on the ``gen`` timer and step of every verl vLLM row mapped
+colocated with no ``rollout.async`` in its entry (the fully-async H20 rows among them, +1-2 points) on top of the
+attempt: held-out generation 26.7 -> 26.8 % (beyond 50 %: 1 -> 2, play-verl Qwen2.5-0.5B PPO +42 -> +69 %), held-out RL
+step 14.2 -> 13.9 % (12.8 % as it is), fit-half RL step 14.0 -> 12.0 %; play-verl Qwen2-7B ``min`` -21 -> 0 %, ``rec``
++12 -> +22 %. The rows the attempt breaks do not move: at 25.1 us they lack 115-235 s a step with one generation phase a
+step (rllm DeepScaleR-1.5B H200 235 s, SkyRL Qwen3.5-9B 217 s, verl fully-async Qwen3-30B-A3B 206 s, the H20
+Qwen2.5-Math-7B colocated generations 115 / 128 s), 50-100 times the play-verl intercept: what the 65 us offsets there
+grows with the decode steps, not with the calls. (4) The price each row implies (the plan interpolated per row between
+25.1 and 65 us with the attempt's counts and constants; held-out generation / RL step medians 26.7 / 14.2 % at 25.1 us,
+36.9 / 14.2 % at 45 us, 38.6 / 13.9 % at 65 us, against 37.2 / 12.8 % as it is): verl fully-async Qwen2.5-Math-7B on
+H20, one framework, engine, model and GPU, generation 66 / 24 / 46 us at 32 / 64 / 128 GPUs; one-step-off colocated
+FSDP2 64 us against Megatron 17 us; play-verl Qwen2-7B ``min`` 35 us, ``rec`` 16 us; Qwen3-30B-A3B fully-async 45 us;
+DeepSeek-V3 H20 31 us; SkyRL Qwen3.5-9B 75 us; rllm DeepScaleR-1.5B steps 102 / 128 us (A100 / H200); Marin 114 us; the
+V0 and ROCm phases -33 to 59 us. Rows whose cards state the same engine, framework and release (the H20 rows) ask for
+prices 2-4x apart, so neither a per-call constant nor a per-kernel price keyed on those fields reconciles them; the
+launch stays at ``host_s_per_forward_kernel`` and the attempt is not applied.
+
 **Eager decode against published per-step logs (a known gap, not yet modelled).** The eager launch above prices
 every kernel at ``host_s_per_forward_kernel`` (65 us, fitted on transformers *training* forwards: module hooks and
 autograd recording included). vLLM runs its model under ``torch.inference_mode()`` with fused custom ops

@@ -447,6 +447,14 @@ class FrameworkSync:
     sglang_tensor_requests: bool = False
     """The engine receives each bucket through SGLang's ``update_weights_from_tensor`` request as verl posts it:
     ``tp`` copies of ``tp`` CUDA-IPC handles per tensor (``sglang_tensor_request_seconds``)."""
+    sends_trainer_state_dict: bool = False
+    """The export walks the trainer module's own ``state_dict()``, one tensor per entry, with no renaming to the
+    checkpoint's layout: MarinSkyRL's ``FSDPWeightExtractor.extract_weights`` simple path (``params =
+    self.model.state_dict()``, then one ``WeightChunk`` per ``params.items()``; the per-expert remap
+    ``_extract_weights_streamed`` / ``_remap_grouped_state_dict`` runs only under ``moe_grouped_gemm``, default false,
+    skyrl-train/skyrl_train/config/ppo_base_config.yaml l.98), skyrl-train/skyrl_train/workers/fsdp/fsdp_worker.py
+    l.91-152 @a559688ccdfe65e44d9f13ddaaccb57aa8a3b0b9. So its tensors are the trainer's parameters
+    (``trainer_tensor_count``), not the checkpoint's."""
 
     @property
     def unshards_fsdp1_state_dict(self) -> bool:
@@ -1082,6 +1090,18 @@ def hf_tensor_count(spec: ModelSpec, *, fused_experts: bool = False) -> int:
     return len(hf_tensors(spec, fused_experts=fused_experts))
 
 
+def trainer_tensor_count(spec: ModelSpec, *, fused_experts: bool) -> int:
+    """Entries of a transformers trainer module's ``state_dict()``: the checkpoint's tensors (``hf_tensors``) with each
+    MoE layer's routed experts as that module holds them. transformers from 5.0 holds them as two stacked parameters,
+    ``experts.gate_up_proj`` ``[E, 2 * moe_intermediate, hidden]`` and ``experts.down_proj`` (``fused_experts``):
+    ``Qwen3MoeExperts.__init__``, transformers 5.10.1 wheel (PyPI) models/qwen3_moe/modeling_qwen3_moe.py l.214-224, the
+    checkpoint's per-expert tensors merged on load by ``conversion_mapping.py`` (``"qwen3_moe": "qwen2_moe"`` l.56,
+    the ``MergeModulelist`` converters l.712-726); transformers < 5 keeps an ``nn.ModuleList`` of per-expert MLPs, the
+    checkpoint's layout. Qwen3-235B-A22B (94 MoE layers of 128 experts, untied head): 1,037 fused, 36,945 per
+    expert."""
+    return hf_tensor_count(spec, fused_experts=fused_experts)
+
+
 def hf_tensor_bytes(spec: ModelSpec, *, bytes_per_param: float = 2.0) -> tuple[float, ...] | None:
     """Bytes of each tensor ``hf_tensor_count`` counts, in ``state_dict`` order (``hf_tensors``); None for
     the layouts it does not size tensor by tensor (``_sized_tensor_by_tensor``)."""
@@ -1297,13 +1317,15 @@ broadcasts the tensor to the engine ranks in a worker thread and awaits the task
 and ``load_weights`` that one tensor; then every trainer rank meets at ``torch.distributed.barrier()``. So nothing of
 one tensor overlaps the next: each pays its gather, its broadcast's NCCL latency and one awaited request
 (``S_PER_SKYRL_WEIGHT_REQUEST``). Not priced: the world barrier per tensor, NCCL's tuner latency of a 4-byte
-all-reduce over the trainer's ranks (45 us over 64 ranks on 8 nodes, 1.7 s for Qwen3-235B-A22B's 36,945 tensors);
+all-reduce over the trainer's ranks (45 us over 64 ranks on 8 nodes, 0.05 s for Qwen3-235B-A22B's 1,037 tensors);
 under ``cpu_offload`` each shard's copy to the GPU ahead of its gather (``param.to(device, non_blocking=True)``,
 fsdp_worker.py l.171, from FSDP2's ``CPUOffloadPolicy(pin_memory=True)``, skyrl_train/distributed/fsdp_strategy.py
 l.343-344, same commit: pinned, 14.7 GB of fp32 per rank for that model on 64 ranks, about a second); and
 the fork's layerwise-reload bracket around the sync (``begin_weight_reload`` / ``finish_weight_reload``: one
 ``process_weights_after_loading`` over the model at the end; on by default from 2026-06-27, MarinSkyRL
-2bb70a8800f7af7a0600f4c5a8c310ae4ffafc96)."""
+2bb70a8800f7af7a0600f4c5a8c310ae4ffafc96). Its tensors are the trainer module's ``state_dict()`` entries
+(``FrameworkSync.sends_trainer_state_dict``, ``trainer_tensor_count``): under transformers 5 a MoE layer's routed
+experts are two stacked tensors, not three per expert."""
 
 _BUCKETED = {
     ("verl", Placement.SPLIT): (
@@ -1359,7 +1381,8 @@ def framework_sync_mechanism(framework: str, placement: Placement | str,
                          gathers_trainer_dtype=((name == "verl" and not fully_async_path)
                                                 or name in ("nemo-rl", "skyrl")),
                          broadcasts_whole_bucket=(name, where) == ("verl", Placement.SPLIT) and not fully_async_path,
-                         sglang_tensor_requests=sglang_requests)
+                         sglang_tensor_requests=sglang_requests,
+                         sends_trainer_state_dict=name == "skyrl" and choice is WeightSync.PER_PARAMETER)
 
 
 def _trainer_ranks_in_group(framework: str, placement: Placement, *, fully_async_path: bool = False) -> bool:

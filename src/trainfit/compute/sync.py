@@ -369,6 +369,7 @@ FP8_SCALE_SIBLING_BYTES = 4.0
 """Bytes of a ``*_scale_inv`` tensor's collective as trainfit prices it: a few (one fp32 per 128 x 128 block), so
 NCCL's latency is all it costs."""
 DISK_BYTES_PER_S = 2e9
+"""One NVMe SSD, sequential (write, then read); a network filesystem is slower: pass yours."""
 S_PER_SKYRL_WEIGHT_REQUEST = (4.4 - 1.6) / (443 - 25)
 """Host seconds of one awaited weight-update request to the engines, per tensor, on SkyRL's per-parameter paths
 (6.7 ms). SkyRL's colocated FSDP sync of a 14B model on one 8xH100 node (vLLM TP 2: four engines) took "around
@@ -383,7 +384,6 @@ about 0.02 s), so the 2.8 s they differ by is the requests the batching removed:
 Qwen3-14B (SkyRL-Agent-14B-v0, NovaSky-AI's SkyRL-v0 post, 2025-05-06); Qwen2.5-14B's 579 tensors would give
 5.1 ms. Each request is a Ray call to every engine, vLLM's ``collective_rpc`` to the engine's workers and a
 ``model.load_weights`` of that one tensor on each, awaited before the trainer's next parameter."""
-"""One NVMe SSD, sequential (write, then read); a network filesystem is slower: pass yours."""
 GIB = 2**30
 
 

@@ -72,3 +72,19 @@ def test_plan_charges_it_only_to_fsdp2_cpu_offload_with_accumulation():
     # FSDP1's CPUOffload keeps its own path (no host-side accumulation term)
     fsdp1 = _offload_s(_card("fsdp1", "params_and_optimizer", 4)) - _offload_s(_card("fsdp1", "params_and_optimizer", 1))
     assert fsdp1 < accumulated - base
+
+
+def test_copy_rates_are_host_copy_rates_and_only_for_fsdp2_cpu_offload():
+    from trainfit.compute.rates import default_rates
+    from trainfit.plan import gpu_of
+    from trainfit.plan.rl_offload import host_copy_rates
+    from trainfit.plan.time import fsdp2_offload_copy_rates
+
+    card = load_card_dict(_card("fsdp2", "params_and_optimizer", 4))
+    r = default_rates(gpu_of(card))
+    assert fsdp2_offload_copy_rates(card, r, gpus_per_node=8) == host_copy_rates(card, r, gpu_of(card),
+                                                                                 gpus_per_node=8)[1:]
+    for other in (_card("fsdp1", "params_and_optimizer", 4), _card("fsdp2", "optimizer", 4),
+                  {**_card("fsdp2", "params_and_optimizer", 4), "parallel": {"strategy": "zero3",
+                                                                             "offload": "params_and_optimizer"}}):
+        assert fsdp2_offload_copy_rates(load_card_dict(other), r, gpus_per_node=8) is None

@@ -690,6 +690,10 @@ def train_step_time(
     (``inventory.StepInventory.layers_recompute_whole``); otherwise torch's non-re-entrant checkpoint, which stops at
     the last saved tensor. The card chooses (``plan.checkpointing.checkpoint_reentrant``: ``loop.checkpoint_reentrant``,
     else the default of the card's framework and software pins).
+    ``fsdp2_offload_copy_bytes_per_s``: (pageable, fresh-page) copy rates of a sharded FSDP2 trainer under
+    ``CPUOffloadPolicy`` (``plan.time.fsdp2_offload_copy_rates``, which returns None for every other layout): set, and
+    with more than one micro-batch, the host-side gradient accumulation is priced
+    (``offload.fsdp2_offload_accumulation_seconds``).
     """
     mp = model_parallel
     gradient_checkpointing = gradient_checkpointing or selective != "none" or bool(recompute_modules)
@@ -969,8 +973,7 @@ def train_step_time(
             compute_s=fwd.seconds + bwd.seconds + rec.seconds + comm.exposed_s, rates=rates,
         )
         off_s = off.exposed_s
-        if (fsdp2_offload_copy_bytes_per_s is not None and parallel.fsdp2 and micro_steps > 1
-                and parallel.offload == "params_and_optimizer" and st in ("fsdp", "fsdp_grad_op", "hsdp")):
+        if fsdp2_offload_copy_bytes_per_s is not None and micro_steps > 1:
             # FSDP2's CPUOffloadPolicy accumulates every later micro-batch's gradient on the host, each unit's copy
             # blocking behind its reduce-scatter (offload.fsdp2_offload_accumulation_seconds)
             groups = {k: v for k, v in _nccl_groups(parallel, rates, group=shard, eranks=eranks, hsdp=hsdp).items()

@@ -1327,7 +1327,10 @@ one tensor overlaps the next: each pays its gather, its broadcast's NCCL latency
 all-reduce over the trainer's ranks (45 us over 64 ranks on 8 nodes, 0.05 s for Qwen3-235B-A22B's 1,037 tensors);
 under ``cpu_offload`` each shard's copy to the GPU ahead of its gather (``param.to(device, non_blocking=True)``,
 fsdp_worker.py l.171, from FSDP2's ``CPUOffloadPolicy(pin_memory=True)``, skyrl_train/distributed/fsdp_strategy.py
-l.343-344, same commit: pinned, 14.7 GB of fp32 per rank for that model on 64 ranks, about a second); and
+l.343-344, same commit: pinned, 7.3 GB of bf16 per rank for that model on 64 ranks, about half a second: the fork
+builds the policy in bf16, ``HFModelWrapper(bf16=True)`` -> ``from_pretrained(torch_dtype=torch.bfloat16)``,
+fsdp_worker.py l.652 and model_wrapper.py l.427, since MarinSkyRL 090f3257932d680636723fdc8da1cf83750ce37f,
+2025-12-24, and ``fsdp2_load_full_state_dict`` casts the shards to that dtype, fsdp_utils.py l.486-506); and
 the fork's layerwise-reload bracket around the sync (``begin_weight_reload`` / ``finish_weight_reload``: one
 ``process_weights_after_loading`` over the model at the end; on by default from 2026-06-27, MarinSkyRL
 2bb70a8800f7af7a0600f4c5a8c310ae4ffafc96). Its tensors are the trainer module's ``state_dict()`` entries

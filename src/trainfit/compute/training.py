@@ -983,9 +983,14 @@ def train_step_time(
                     + coll.reduce_scatter_seconds(total_bytes=grad_bytes * FSDP_ROOT_SHARE, ranks=shard,
                                                   bus_bytes_per_s=bus, **groups)) if shard > 1 else 0.0
             pageable, fresh = fsdp2_offload_copy_bytes_per_s
+            # the host shard's .grad is in the sharded parameters' dtype, whatever the reduce dtype: foreach_reduce
+            # casts the reduce-scatter output back to orig_dtype, the sharded parameter's dtype (torch 2.13.0
+            # _fsdp_collectives.py l.696 _to_dtype_if_needed(reduce_output, orig_dtype); _fsdp_param.py l.588
+            # orig_dtype = sharded_param.dtype): 4 B for fp32 shards under a mixed-precision policy, 2 B for bf16 ones
+            shard_bytes = optimizer.weight_bytes
             acc_s = fsdp2_offload_accumulation_seconds(
-                grad_bytes_per_rank=opt_params * optimizer.grad_bytes,
-                unit_grad_bytes_per_rank=opt_params * optimizer.grad_bytes / max(1, layers), micro_steps=micro_steps,
+                grad_bytes_per_rank=opt_params * shard_bytes,
+                unit_grad_bytes_per_rank=opt_params * shard_bytes / max(1, layers), micro_steps=micro_steps,
                 pageable_bytes_per_s=pageable, first_touch_bytes_per_s=fresh,
                 host_add_bytes_per_s=rank_host_memory_bytes_per_s(
                     host_memory_bytes_per_s=rates.host_memory_bytes_per_s,
@@ -993,7 +998,9 @@ def train_step_time(
                 reduce_scatter_s=rs_s)
             off_s += acc_s
             notes.append(f"FSDP2 CPU offload, {micro_steps} micro-batches: each later one's gradient reduce-scatter,"
-                         f" blocking copy to pageable host memory and host-side add per unit, {acc_s:.2f} s exposed")
+                         f" blocking copy to pageable host memory and host-side add per unit"
+                         f" ({opt_params * shard_bytes / 1e9:.2f} GB a micro-batch, {shard_bytes:g} B an element, the"
+                         f" sharded parameters' dtype), {acc_s:.2f} s exposed")
         numa = (f", at most one of its {rates.host_numa_nodes} NUMA nodes a rank" if rates.host_numa_nodes > 1 else "")
         notes.append(f"offload: CPU Adam {off.cpu_step_s:.2f} s at {rates.host_memory_bytes_per_s / 1e9:.0f} GB/s host"
                      f" memory (shared by the node's ranks{numa}), PCIe {rates.pcie_bytes_per_s / 1e9:.0f} GB/s"

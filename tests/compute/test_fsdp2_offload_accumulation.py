@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from trainfit.compute import collectives as coll
 from trainfit.compute.offload import (
     FSDP2_CPU_ACCUMULATE_BYTES_PER_GRAD_BYTE,
     GLIBC_MMAP_THRESHOLD_MAX_BYTES,
@@ -101,3 +102,31 @@ def test_host_gradient_is_in_the_sharded_parameters_dtype(weights, grads, elemen
     assert len(notes) == 1
     assert f"{element_bytes} B an element, the sharded parameters' dtype" in notes[0]
     assert f"({0.952 * element_bytes:.2f} GB a micro-batch" in notes[0]
+
+
+def test_reductions_one_after_another_include_experts_and_the_hsdp_all_reduce():
+    # 1 ms fixed latency, ring wire times. Per layer: dense reduce-scatter 8 GB over 8 ranks at 100 GB/s
+    # 0.001 + 8 x 7/8 / 100 = 0.071 s; experts 4 GB over 4 ranks at 50 GB/s 0.001 + 4 x 3/4 / 50 = 0.061 s; HSDP
+    # all-reduce 1 GB over 2 replicas at 25 GB/s 0.001 + 2 x 1 x 1/2 / 25 = 0.041 s: 0.173 s, two layers 0.346 s.
+    # Root: 0.001 + 1 x 7/8 / 100 = 0.00975 s and its all-reduce 0.001 + 0.5 / 25 = 0.021 s. In all 0.37675 s
+    kw = dict(layers=2, layer_grad_bytes=8e9, root_grad_bytes=1e9, ranks=8, bus_bytes_per_s=100e9, latency_s=1e-3,
+              expert_layer_grad_bytes=4e9, expert_ranks=4, expert_bus_bytes_per_s=50e9, replica_layer_grad_bytes=1e9,
+              replica_root_grad_bytes=0.5e9, replica_ranks=2, replica_bus_bytes_per_s=25e9)
+    assert coll.sharded_reductions_seconds(**kw) == pytest.approx(0.37675, abs=1e-9)
+    assert coll.sharded_reductions_seconds(**{**kw, "replica_ranks": 1}) == pytest.approx(0.37675 - 2 * 0.041 - 0.021)
+
+
+def test_later_micro_batches_reductions_leave_the_communication_phase():
+    # the accumulation term pays micro-batches 2..m's reductions whole; the communication phase no longer counts the
+    # part of them it had exposed (same card without the CPU offload keeps it)
+    def phases(offload: str) -> tuple[float, list[str]]:
+        plan = make_plan(load_card_dict(_card("fsdp2", offload, 4)))
+        comm = next(p.seconds for p in plan.time.phases if p.name == "communication")
+        return comm, list(plan.time.assumptions)
+
+    kept, _ = phases("none")
+    moved, notes = phases("params_and_optimizer")
+    note = next(n for n in notes if "FSDP2 CPU offload" in n)
+    removed = float(note.split("; the ")[1].split(" s ")[0])
+    assert removed > 0
+    assert kept - moved == pytest.approx(removed, abs=0.006)

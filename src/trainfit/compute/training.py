@@ -48,6 +48,7 @@ from trainfit.compute.model_parallel import (ModelParallelComm, host_slack_expos
                                             tied_embedding_grad_sync_s)
 from trainfit.compute.offload import (
     deepspeed_zero12_offload_seconds,
+    fsdp2_host_add_bytes_per_s,
     fsdp2_offload_accumulation_seconds,
     layer_offload_stall_seconds,
     offload_seconds,
@@ -999,9 +1000,11 @@ def train_step_time(
                 grad_bytes_per_rank=opt_params * shard_bytes,
                 unit_grad_bytes_per_rank=opt_params * shard_bytes / max(1, layers), micro_steps=micro_steps,
                 pageable_bytes_per_s=pageable, first_touch_bytes_per_s=fresh,
-                host_add_bytes_per_s=rank_host_memory_bytes_per_s(
-                    host_memory_bytes_per_s=rates.host_memory_bytes_per_s,
-                    ranks_per_node=min(ranks, parallel.gpus_per_node), host_numa_nodes=rates.host_numa_nodes),
+                host_add_bytes_per_s=fsdp2_host_add_bytes_per_s(
+                    rank_share_bytes_per_s=rank_host_memory_bytes_per_s(
+                        host_memory_bytes_per_s=rates.host_memory_bytes_per_s,
+                        ranks_per_node=min(ranks, parallel.gpus_per_node), host_numa_nodes=rates.host_numa_nodes),
+                    element_bytes=shard_bytes),
                 reduce_scatter_s=rs_s)
             off_s += acc_s
             notes.append(f"FSDP2 CPU offload, {micro_steps} micro-batches: each later one's gradient reduce-scatter,"

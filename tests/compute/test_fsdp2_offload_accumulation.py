@@ -93,7 +93,8 @@ def test_copy_rates_are_host_copy_rates_and_only_for_fsdp2_cpu_offload():
         assert fsdp2_offload_copy_rates(load_card_dict(other), r, gpus_per_node=8) is None
 
 
-@pytest.mark.parametrize(("weights", "grads", "element_bytes"), [("bf16", None, 2), ("fp32", None, 4), ("fp32", "bf16", 4)])
+@pytest.mark.parametrize(("weights", "grads", "element_bytes"),
+                         [("bf16", None, 2), ("fp32", None, 4), ("fp32", "bf16", 4)])
 def test_host_gradient_is_in_the_sharded_parameters_dtype(weights, grads, element_bytes):
     # foreach_reduce casts the reduce-scatter output to the sharded parameter's dtype before the host copy and add:
     # Qwen2.5-7B, 7.616e9 parameters over 8 ranks = 0.952e9 a rank: 1.90 GB in bf16, 3.81 GB in fp32, whatever the

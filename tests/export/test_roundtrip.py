@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from trainfit.errors import TrainfitError
 from trainfit.export import TARGETS, ExportError, export, read_back
 from trainfit.export.common import DS_STAGE3_KEYS, DS_STAGE12_KEYS, card_from_facts, plan_facts
-from trainfit.spec.card import load_card_dict
+from trainfit.spec.card import RolloutSection, load_card_dict
+from trainfit.spec.enums import LengthProfileName
 
 # fact keys each file carries: a lost key from this set must come with a note that names it
 CARRIES = {
@@ -241,6 +242,8 @@ def cards(draw):
             ro["placement"], ro["gpus"] = "split", gpn // 2
         if draw(st.integers(0, 2)) == 0:  # session 9: the data's mean prompt, below the longest
             ro["prompt_len_mean"] = ro["prompt_len"] // 3
+        # no response_len_mean is drawn, so the task's length profile sets the planned response
+        ro["length_profile"] = draw(st.sampled_from([p.value for p in LengthProfileName]))
         if ro["engine"] == "vllm" and d["hardware"]["gpu"] == "h100-sxm" and draw(st.booleans()):
             ro["quantization"] = "fp8"
             if draw(st.booleans()):
@@ -375,3 +378,31 @@ def test_verl_preset_frees_vllm_like_verl():
     assert "rollout.sleep_level" not in e.lost
     lora = load_card(None, {"method": "grpo", "scope": "lora"}, ["preset=verl"])
     assert lora.rollout.sleep_level == 1 and "rollout.sleep_level" not in export(lora, "verl").lost
+
+
+# RunCard rollout fields the fuzz does not draw; a field added to the card lands in neither set and fails the test below
+ROLLOUT_FIELDS_NOT_DRAWN = frozenset({
+    "async_mode", "controller_padded_batches", "critic_max_tokens_per_micro_batch", "cuda_graphs",
+    "engine_multiprocess", "engine_outputs", "generated_prompts_per_step", "logprob_max_tokens_per_micro_batch",
+    "logprob_micro_batch_size", "max_num_batched_tokens", "max_num_seqs", "max_tokens_per_micro_batch", "mini_batches",
+    "nodes", "packed_logprob_row_tokens", "packed_row_tokens", "packed_sequences", "recompute_old_logprobs",
+    "response_len_mean", "response_len_shape", "reward_seconds_per_sample", "reward_workers", "sglang_overlap_schedule",
+    "tp_gather_partition_size", "trainer_offload", "vllm_engine", "weight_sync_bucket_mib", "weight_sync_relays",
+    "weight_transport",
+})
+_DRAWN_ROLLOUT_FIELDS: set[str] = set()
+
+
+@settings(max_examples=200, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(data=cards())
+def _collect_drawn_rollout_fields(data):
+    _DRAWN_ROLLOUT_FIELDS.update((data.get("rollout") or {}).keys())
+
+
+def test_fuzz_draws_every_rollout_field_but_the_listed_ones():
+    _collect_drawn_rollout_fields()
+    fields = set(RolloutSection.model_fields)
+    assert _DRAWN_ROLLOUT_FIELDS <= fields, _DRAWN_ROLLOUT_FIELDS - fields
+    assert "length_profile" in _DRAWN_ROLLOUT_FIELDS
+    assert fields - _DRAWN_ROLLOUT_FIELDS == ROLLOUT_FIELDS_NOT_DRAWN

@@ -729,6 +729,34 @@ def exposed_sharded(
     return CommTime(total, micro_steps * per_micro)
 
 
+def sharded_reductions_seconds(
+    *, layers: int, layer_grad_bytes: float, root_grad_bytes: float, ranks: int, bus_bytes_per_s: float,
+    latency_s: float | None = None, expert_layer_grad_bytes: float = 0.0, expert_ranks: int = 1,
+    expert_bus_bytes_per_s: float | None = None, replica_layer_grad_bytes: float = 0.0,
+    replica_root_grad_bytes: float = 0.0, replica_ranks: int = 1, replica_bus_bytes_per_s: float | None = None,
+    nodes: int = 1, expert_nodes: int = 1, replica_nodes: int = 1, intra_link: IntraLink | None = None,
+    **_gathers,
+) -> float:
+    """Seconds of one micro-batch's gradient reductions of every FSDP unit, one after another, as ``exposed_sharded``
+    prices each (its keyword arguments; the gathers' are ignored): per layer the dense reduce-scatter over ``ranks``,
+    the routed experts' over ``expert_ranks`` and HSDP's replica all-reduce over ``replica_ranks``, then the root
+    unit's. What a micro-batch waits for when every unit's gradient must land before the next unit's backward is
+    launched (FSDP2's CPU offload accumulating on the host: ``foreach_reduce`` runs the HSDP all-reduce on its stream
+    after the reduce-scatter and the blocking copy waits for both, torch 2.13.0 ``_fsdp_collectives.py`` l.634-672,
+    l.729-749; ``offload.fsdp2_offload_accumulation_seconds``)."""
+    kw = dict(ranks=ranks, bus_bytes_per_s=bus_bytes_per_s, latency_s=latency_s, nodes=nodes, intra_link=intra_link)
+    rkw = dict(ranks=replica_ranks, latency_s=latency_s, nodes=replica_nodes, intra_link=intra_link,
+               bus_bytes_per_s=bus_bytes_per_s if replica_bus_bytes_per_s is None else replica_bus_bytes_per_s)
+    ekw = dict(ranks=expert_ranks, latency_s=latency_s, nodes=expert_nodes, intra_link=intra_link,
+               bus_bytes_per_s=bus_bytes_per_s if expert_bus_bytes_per_s is None else expert_bus_bytes_per_s)
+    layer = (reduce_scatter_seconds(total_bytes=layer_grad_bytes, **kw)
+             + reduce_scatter_seconds(total_bytes=expert_layer_grad_bytes, **ekw)
+             + all_reduce_seconds(total_bytes=replica_layer_grad_bytes, **rkw))
+    root = (reduce_scatter_seconds(total_bytes=root_grad_bytes, **kw)
+            + all_reduce_seconds(total_bytes=replica_root_grad_bytes, **rkw))
+    return layers * layer + root
+
+
 def exposed_data_parallel(
     *, grad_bytes: float, weight_bytes: float, ranks: int, bus_bytes_per_s: float, latency_s: float | None = None,
     backward_s: float, micro_steps: int, zero_stage: int, expert_grad_bytes: float = 0.0,

@@ -323,6 +323,33 @@ GLIBC_MMAP_THRESHOLD_MAX_BYTES = 32 * 2**20
 above it is always a fresh ``mmap``, returned with ``munmap`` when freed (``PAGEABLE_FIRST_TOUCH_BYTES_PER_S``)."""
 
 
+ONE_THREAD_ADD_BYTES_PER_S = {2.0: 30e9, 4.0: 45e9}
+"""Host-memory bytes per second (three per gradient byte: two reads, one write) of one thread's in-place add
+``a += b`` of two host tensors, by element bytes (bf16, fp32), torch 2.13.0+cpu, Python 3.11.7,
+``torch.set_num_threads(1)`` on this project's shared 2-vCPU AMD EPYC VM, 2026-12-03, best of 5-7 rounds of 128 and
+512 MiB tensors over seven runs (benchmarks/fsdp2_host_add_cpu.py): bf16 15.9-33.1 GB/s, median 29.9; fp32
+28.3-47.9 GB/s, median 45.4 (bf16 converts each element through fp32, so it streams slower). Medians taken. The run's
+host CPU is not this one: a measured lower bound of what a thread does, not the H100 host's own figure."""
+
+
+def fsdp2_host_add_bytes_per_s(*, rank_share_bytes_per_s: float, element_bytes: float) -> float:
+    """Bytes/s of FSDP2's host-side gradient add (``fsdp2_offload_accumulation_seconds``) on one rank: one thread
+    (``ONE_THREAD_ADD_BYTES_PER_S``, the bf16 rate for any element but fp32), and at most the rank's share of its
+    host's memory bandwidth (``rank_host_memory_bytes_per_s``).
+
+    One thread because the add is a torch CPU op, whose intra-op pool has ``OMP_NUM_THREADS`` threads, and both
+    launchers of multi-GPU training set that to 1 or to the worker's CPU allotment: Ray, for a worker without it, to
+    the floor of the CPUs the worker was given, 1 when none (ray-project/ray python/ray/_private/utils.py
+    ``set_omp_num_threads_if_unset`` @f0cfdad9e9d7823676609c680034903201203304), and SkyRL's training actors ask for
+    one CPU per GPU (``num_cpus=num_gpus_per_actor``, 1 for a policy on its own GPUs: marin-community/MarinSkyRL
+    skyrl-train/skyrl_train/workers/worker.py l.754-824, trainer.py l.818 @a559688ccdfe65e44d9f13ddaaccb57aa8a3b0b9);
+    torchrun sets it to 1 when a node runs more than one process (torch 2.13.0 torch/distributed/run.py l.872-884)."""
+    if rank_share_bytes_per_s <= 0 or element_bytes <= 0:
+        raise ValueError("fsdp2_host_add_bytes_per_s: rates and element bytes > 0")
+    one_thread = ONE_THREAD_ADD_BYTES_PER_S.get(float(element_bytes), ONE_THREAD_ADD_BYTES_PER_S[2.0])
+    return min(rank_share_bytes_per_s, one_thread)
+
+
 def fsdp2_offload_accumulation_seconds(*, grad_bytes_per_rank: float, unit_grad_bytes_per_rank: float,
                                        micro_steps: int, pageable_bytes_per_s: float,
                                        first_touch_bytes_per_s: float, host_add_bytes_per_s: float,
@@ -343,8 +370,8 @@ def fsdp2_offload_accumulation_seconds(*, grad_bytes_per_rank: float, unit_grad_
     (``_to_copy`` pins only a non-blocking copy, module docstring), and adds it before the next unit's backward is
     launched. A unit's shard above ``GLIBC_MMAP_THRESHOLD_MAX_BYTES`` is a fresh mapping every time, so its copy
     faults its pages in (``first_touch_bytes_per_s``); a smaller one may reuse heap pages (``pageable_bytes_per_s``).
-    The add streams ``FSDP2_CPU_ACCUMULATE_BYTES_PER_GRAD_BYTE`` per gradient byte at ``host_add_bytes_per_s`` (the
-    rank's share of its host's memory bandwidth, ``rank_host_memory_bytes_per_s``).
+    The add streams ``FSDP2_CPU_ACCUMULATE_BYTES_PER_GRAD_BYTE`` per gradient byte at ``host_add_bytes_per_s`` (one
+    thread, at most the rank's share of its host's memory bandwidth: ``fsdp2_host_add_bytes_per_s``).
 
     ``grad_bytes_per_rank``: the rank's gradient shard in its parameters' dtype (the reduce-scatter output is cast
     back to it); ``unit_grad_bytes_per_rank``: one FSDP unit's part of it. Returns 0 for one micro-batch."""

@@ -103,13 +103,14 @@ maximum first reduced to their median):
   (``verl/experimental/agent_loop/tool_agent_loop.py`` ``_handle_processing_tools_state``, ``response_mask`` 0 for
   the tool tokens, volcengine/verl @ea56e9ac47c3dfed65c028899012bb67f41f4c83). ReTool (Feng et al., arXiv:2504.11536v2,
   its cognitive analysis, Fig. 3: Qwen2.5-32B-Instruct cold-started on ReTool-SFT, then RL with a code sandbox at a
-  16,384-token cap) publishes the trajectory length over RL: about 10k tokens at the start (the SFT model) and about
-  6k after training, 40 % shorter (read through two summaries of the paper,
-  https://zhangshuibai.github.io/paper-notes/agents/notes/11_ReTool_2504.11536.html "10k -> 6k tokens" and
-  http://xdnf.cn/news/35317.html "the response length 40 % shorter than at the start", both read 2026-12-03; the
-  paper's own text was not reachable here). ``θ`` = 6,530 tokens: the natural scale whose truncated mean at the
-  paper's 16,384 cap is the 6k the paper reports after RL (``_solve_theta(5999, 16383)``); the profile stands for RL
-  runs, and the 10k is the SFT model before any RL step (it would give ``θ`` 15.1k). One published run of one model:
+  16,384-token cap) plots the trajectory length over RL, from about 10k tokens at the start (the SFT model) to about
+  6k after 400 steps. The paper's Fig. 3 was not read here: it is a plot, and no text of it was reachable; its two
+  end points are taken from one second-hand summary (https://zhangshuibai.github.io/paper-notes/agents/notes/
+  11_ReTool_2504.11536.html, "10k -> 6k tokens", -40 %, read 2026-12-03). An RL run from the SFT checkpoint spends its
+  steps along that curve, so the profile stands for the run's average, not its end point: with the curve unread, the
+  mean of the two stated end points, 8k tokens. ``θ`` = 9,882 tokens: the natural scale whose truncated mean at the
+  paper's 16,384 cap is 8k (``_solve_theta(7999, 16383)``; the 6k end point alone gives 6,530, the 10k start 15.1k).
+  A 32B model's curve, one published run:
   a placeholder for tool-integrated tasks until runs that log their mean trajectory length are read. ``auto`` never
   picks it (the model name does not say the task); a card names it.
 
@@ -171,10 +172,11 @@ LONG_COT = LengthProfile(
     "(NVIDIA-NeMo/RL docs/about/performance-summary.md @9dbd9adc95a10f5946cceb36e1d5b31e2429e470)")
 
 TOOL_INTEGRATED = LengthProfile(
-    "tool-integrated reasoning", 6530.0,
-    "ReTool (Feng et al., arXiv:2504.11536v2, Fig. 3): Qwen2.5-32B-Instruct trajectories with code-interpreter "
-    "turns at a 16,384-token cap, about 6k tokens after RL (10k at the SFT start), read through "
-    "https://zhangshuibai.github.io/paper-notes/agents/notes/11_ReTool_2504.11536.html @2026-12-03")
+    "tool-integrated reasoning", 9882.0,
+    "ReTool (Feng et al., arXiv:2504.11536v2, Fig. 3, not read here): Qwen2.5-32B-Instruct trajectories with "
+    "code-interpreter turns at a 16,384-token cap, about 10k tokens at the SFT start and 6k after RL as "
+    "https://zhangshuibai.github.io/paper-notes/agents/notes/11_ReTool_2504.11536.html states them @2026-12-03; "
+    "the run average taken as their mean, 8k")
 
 _THINKING = re.compile(r"qwq|deepseek-r1|r1-distill|deepscaler|thinking|reason|(^|/)qwen3[^/]*$", re.IGNORECASE)
 

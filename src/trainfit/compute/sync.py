@@ -369,6 +369,7 @@ FP8_SCALE_SIBLING_BYTES = 4.0
 """Bytes of a ``*_scale_inv`` tensor's collective as trainfit prices it: a few (one fp32 per 128 x 128 block), so
 NCCL's latency is all it costs."""
 DISK_BYTES_PER_S = 2e9
+"""One NVMe SSD, sequential (write, then read); a network filesystem is slower: pass yours."""
 S_PER_SKYRL_WEIGHT_REQUEST = (4.4 - 1.6) / (443 - 25)
 """Host seconds of one awaited weight-update request to the engines, per tensor, on SkyRL's per-parameter paths
 (6.7 ms). SkyRL's colocated FSDP sync of a 14B model on one 8xH100 node (vLLM TP 2: four engines) took "around
@@ -383,7 +384,6 @@ about 0.02 s), so the 2.8 s they differ by is the requests the batching removed:
 Qwen3-14B (SkyRL-Agent-14B-v0, NovaSky-AI's SkyRL-v0 post, 2025-05-06); Qwen2.5-14B's 579 tensors would give
 5.1 ms. Each request is a Ray call to every engine, vLLM's ``collective_rpc`` to the engine's workers and a
 ``model.load_weights`` of that one tensor on each, awaited before the trainer's next parameter."""
-"""One NVMe SSD, sequential (write, then read); a network filesystem is slower: pass yours."""
 GIB = 2**30
 
 
@@ -447,6 +447,14 @@ class FrameworkSync:
     sglang_tensor_requests: bool = False
     """The engine receives each bucket through SGLang's ``update_weights_from_tensor`` request as verl posts it:
     ``tp`` copies of ``tp`` CUDA-IPC handles per tensor (``sglang_tensor_request_seconds``)."""
+    sends_trainer_state_dict: bool = False
+    """The export walks the trainer module's own ``state_dict()``, one tensor per entry, with no renaming to the
+    checkpoint's layout: MarinSkyRL's ``FSDPWeightExtractor.extract_weights`` simple path (``params =
+    self.model.state_dict()``, then one ``WeightChunk`` per ``params.items()``; the per-expert remap
+    ``_extract_weights_streamed`` / ``_remap_grouped_state_dict`` runs only under ``moe_grouped_gemm``, default false,
+    skyrl-train/skyrl_train/config/ppo_base_config.yaml l.98), skyrl-train/skyrl_train/workers/fsdp/fsdp_worker.py
+    l.91-152 @a559688ccdfe65e44d9f13ddaaccb57aa8a3b0b9. So its tensors are the trainer's parameters
+    (``trainer_tensor_count``), not the checkpoint's."""
 
     @property
     def unshards_fsdp1_state_dict(self) -> bool:
@@ -1082,6 +1090,18 @@ def hf_tensor_count(spec: ModelSpec, *, fused_experts: bool = False) -> int:
     return len(hf_tensors(spec, fused_experts=fused_experts))
 
 
+def trainer_tensor_count(spec: ModelSpec, *, fused_experts: bool) -> int:
+    """Entries of a transformers trainer module's ``state_dict()``: the checkpoint's tensors (``hf_tensors``) with each
+    MoE layer's routed experts as that module holds them. transformers from 5.0 holds them as two stacked parameters,
+    ``experts.gate_up_proj`` ``[E, 2 * moe_intermediate, hidden]`` and ``experts.down_proj`` (``fused_experts``):
+    ``Qwen3MoeExperts.__init__``, transformers 5.10.1 wheel (PyPI) models/qwen3_moe/modeling_qwen3_moe.py l.214-224, the
+    checkpoint's per-expert tensors merged on load by ``conversion_mapping.py`` (``"qwen3_moe": "qwen2_moe"`` l.56,
+    the ``MergeModulelist`` converters l.712-726); transformers < 5 keeps an ``nn.ModuleList`` of per-expert MLPs, the
+    checkpoint's layout. Qwen3-235B-A22B (94 MoE layers of 128 experts, untied head): 1,037 fused, 36,945 per
+    expert."""
+    return hf_tensor_count(spec, fused_experts=fused_experts)
+
+
 def hf_tensor_bytes(spec: ModelSpec, *, bytes_per_param: float = 2.0) -> tuple[float, ...] | None:
     """Bytes of each tensor ``hf_tensor_count`` counts, in ``state_dict`` order (``hf_tensors``); None for
     the layouts it does not size tensor by tensor (``_sized_tensor_by_tensor``)."""
@@ -1286,6 +1306,13 @@ _PER_PARAMETER = {
         "model.load_weights of the received tensor; update_named_weights l.1746-1759) "
         "@a559688ccdfe65e44d9f13ddaaccb57aa8a3b0b9; NovaSky-AI/SkyRL the same loop before the weight-sync strategies "
         "(fsdp_worker.py l.111-138 @d07f293e9899e8c7fca037afb8ca3ddd88cf069b)"),
+    ("skyrl", Placement.COLOCATE): (
+        SyncMechanism.COLOCATED_CUDA_IPC, None, S_PER_SKYRL_WEIGHT_REQUEST + S_PER_TENSOR_IPC,
+        "SkyRL's colocated FSDP path before the 1 GB request batching: per parameter full_tensor() and the cast, one "
+        "CUDA-IPC handle (S_PER_TENSOR_IPC), all_gather_object of the handles and one awaited update_named_weight "
+        "request to the engines (S_PER_SKYRL_WEIGHT_REQUEST), then a barrier",
+        "NovaSky-AI/SkyRL skyrl-train/skyrl_train/workers/fsdp/fsdp_worker.py broadcast_to_inference_engines "
+        "(l.139-175 at the parent of d07f293e9899e8c7fca037afb8ca3ddd88cf069b, pull request #161)"),
 }
 """The unbucketed path of frameworks whose default is bucketed (``rollout.weight_sync: per_parameter``).
 
@@ -1297,13 +1324,23 @@ broadcasts the tensor to the engine ranks in a worker thread and awaits the task
 and ``load_weights`` that one tensor; then every trainer rank meets at ``torch.distributed.barrier()``. So nothing of
 one tensor overlaps the next: each pays its gather, its broadcast's NCCL latency and one awaited request
 (``S_PER_SKYRL_WEIGHT_REQUEST``). Not priced: the world barrier per tensor, NCCL's tuner latency of a 4-byte
-all-reduce over the trainer's ranks (45 us over 64 ranks on 8 nodes, 1.7 s for Qwen3-235B-A22B's 36,945 tensors);
+all-reduce over the trainer's ranks (45 us over 64 ranks on 8 nodes, 0.05 s for Qwen3-235B-A22B's 1,037 tensors);
 under ``cpu_offload`` each shard's copy to the GPU ahead of its gather (``param.to(device, non_blocking=True)``,
 fsdp_worker.py l.171, from FSDP2's ``CPUOffloadPolicy(pin_memory=True)``, skyrl_train/distributed/fsdp_strategy.py
-l.343-344, same commit: pinned, 14.7 GB of fp32 per rank for that model on 64 ranks, about a second); and
+l.343-344, same commit: pinned, 7.3 GB of bf16 per rank for that model on 64 ranks, about half a second: the fork
+builds the policy in bf16, ``HFModelWrapper(bf16=True)`` -> ``from_pretrained(torch_dtype=torch.bfloat16)``,
+fsdp_worker.py l.652 and model_wrapper.py l.427, since MarinSkyRL 090f3257932d680636723fdc8da1cf83750ce37f,
+2025-12-24, and ``fsdp2_load_full_state_dict`` casts the shards to that dtype, fsdp_utils.py l.486-506); and
 the fork's layerwise-reload bracket around the sync (``begin_weight_reload`` / ``finish_weight_reload``: one
 ``process_weights_after_loading`` over the model at the end; on by default from 2026-06-27, MarinSkyRL
-2bb70a8800f7af7a0600f4c5a8c310ae4ffafc96)."""
+2bb70a8800f7af7a0600f4c5a8c310ae4ffafc96). Its tensors are the trainer module's ``state_dict()`` entries
+(``FrameworkSync.sends_trainer_state_dict``, ``trainer_tensor_count``): under transformers 5 a MoE layer's routed
+experts are two stacked tensors, not three per expert.
+
+SkyRL's colocated per-parameter loop (``rollout.weight_sync: per_parameter`` with the skyrl preset, colocate): the loop
+SkyRL pull request #161 timed, 4.4 s for a 14B model on one 8xH100 node, where ``S_PER_SKYRL_WEIGHT_REQUEST`` comes
+from. Per tensor it makes one CUDA-IPC handle (``S_PER_TENSOR_IPC``) and one awaited request
+(``S_PER_SKYRL_WEIGHT_REQUEST``): 9.2 ms, 4.1 s over Qwen3-14B's 443 tensors against the 4.4 s published."""
 
 _BUCKETED = {
     ("verl", Placement.SPLIT): (
@@ -1359,7 +1396,8 @@ def framework_sync_mechanism(framework: str, placement: Placement | str,
                          gathers_trainer_dtype=((name == "verl" and not fully_async_path)
                                                 or name in ("nemo-rl", "skyrl")),
                          broadcasts_whole_bucket=(name, where) == ("verl", Placement.SPLIT) and not fully_async_path,
-                         sglang_tensor_requests=sglang_requests)
+                         sglang_tensor_requests=sglang_requests,
+                         sends_trainer_state_dict=name == "skyrl" and choice is WeightSync.PER_PARAMETER)
 
 
 def _trainer_ranks_in_group(framework: str, placement: Placement, *, fully_async_path: bool = False) -> bool:

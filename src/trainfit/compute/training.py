@@ -48,6 +48,7 @@ from trainfit.compute.model_parallel import (ModelParallelComm, host_slack_expos
                                             tied_embedding_grad_sync_s)
 from trainfit.compute.offload import (
     deepspeed_zero12_offload_seconds,
+    fsdp2_host_add_bytes_per_s,
     fsdp2_offload_accumulation_seconds,
     layer_offload_stall_seconds,
     offload_seconds,
@@ -690,6 +691,10 @@ def train_step_time(
     (``inventory.StepInventory.layers_recompute_whole``); otherwise torch's non-re-entrant checkpoint, which stops at
     the last saved tensor. The card chooses (``plan.checkpointing.checkpoint_reentrant``: ``loop.checkpoint_reentrant``,
     else the default of the card's framework and software pins).
+    ``fsdp2_offload_copy_bytes_per_s``: (pageable, fresh-page) copy rates of a sharded FSDP2 trainer under
+    ``CPUOffloadPolicy`` (``plan.time.fsdp2_offload_copy_rates``, which returns None for every other layout): set, and
+    with more than one micro-batch, the host-side gradient accumulation is priced
+    (``offload.fsdp2_offload_accumulation_seconds``).
     """
     mp = model_parallel
     gradient_checkpointing = gradient_checkpointing or selective != "none" or bool(recompute_modules)
@@ -857,6 +862,7 @@ def train_step_time(
     grad_bytes = trained_params * optimizer.grad_bytes
     layers = spec.num_layers
     comm = coll.CommTime(0.0, 0.0)
+    sharded: dict | None = None  # exposed_sharded's arguments, for FSDP / ZeRO-3 / HSDP
     if (ranks > 1 or eranks > 1) and st != "single":
         if st in ("zero3", "fsdp", "fsdp_grad_op", "hsdp"):
             group = shard
@@ -969,28 +975,44 @@ def train_step_time(
             compute_s=fwd.seconds + bwd.seconds + rec.seconds + comm.exposed_s, rates=rates,
         )
         off_s = off.exposed_s
-        if (fsdp2_offload_copy_bytes_per_s is not None and parallel.fsdp2 and micro_steps > 1
-                and parallel.offload == "params_and_optimizer" and st in ("fsdp", "fsdp_grad_op", "hsdp")):
+        if fsdp2_offload_copy_bytes_per_s is not None and micro_steps > 1:
             # FSDP2's CPUOffloadPolicy accumulates every later micro-batch's gradient on the host, each unit's copy
-            # blocking behind its reduce-scatter (offload.fsdp2_offload_accumulation_seconds)
-            groups = {k: v for k, v in _nccl_groups(parallel, rates, group=shard, eranks=eranks, hsdp=hsdp).items()
-                      if k in ("nodes", "intra_link")}
-            rs_s = (layers * coll.reduce_scatter_seconds(total_bytes=grad_bytes * (1 - FSDP_ROOT_SHARE) / layers,
-                                                         ranks=shard, bus_bytes_per_s=bus, **groups)
-                    + coll.reduce_scatter_seconds(total_bytes=grad_bytes * FSDP_ROOT_SHARE, ranks=shard,
-                                                  bus_bytes_per_s=bus, **groups)) if shard > 1 else 0.0
+            # blocking behind its reduce-scatter and, under HSDP, its replica all-reduce
+            # (offload.fsdp2_offload_accumulation_seconds), the experts' over their own group: the reductions as
+            # exposed_sharded prices them, one after another (collectives.sharded_reductions_seconds)
+            rs_s = coll.sharded_reductions_seconds(**sharded) if sharded is not None else 0.0
+            # exposed_sharded already charged each micro-batch's reductions where they outran the backward; in the
+            # later micro-batches the whole of them is the accumulation's, so that share of the communication goes
+            grads = ("layer_grad_bytes", "root_grad_bytes", "expert_layer_grad_bytes", "replica_layer_grad_bytes",
+                     "replica_root_grad_bytes")
+            gathers_only = (coll.exposed_sharded(**{**sharded, **dict.fromkeys(grads, 0.0)}) if sharded is not None
+                            else coll.CommTime(0.0, 0.0))
+            gathers_exposed = gathers_only.total_s if launch_blocking else gathers_only.exposed_s
+            reductions_exposed = max(0.0, comm.exposed_s - gathers_exposed) / micro_steps
+            comm = coll.CommTime(comm.total_s, comm.exposed_s - (micro_steps - 1) * reductions_exposed)
             pageable, fresh = fsdp2_offload_copy_bytes_per_s
+            # the host shard's .grad is in the sharded parameters' dtype, whatever the reduce dtype: foreach_reduce
+            # casts the reduce-scatter output back to orig_dtype, the sharded parameter's dtype (torch 2.13.0
+            # _fsdp_collectives.py l.696 _to_dtype_if_needed(reduce_output, orig_dtype); _fsdp_param.py l.588
+            # orig_dtype = sharded_param.dtype): 4 B for fp32 shards under a mixed-precision policy, 2 B for bf16 ones
+            shard_bytes = optimizer.weight_bytes
             acc_s = fsdp2_offload_accumulation_seconds(
-                grad_bytes_per_rank=opt_params * optimizer.grad_bytes,
-                unit_grad_bytes_per_rank=opt_params * optimizer.grad_bytes / max(1, layers), micro_steps=micro_steps,
+                grad_bytes_per_rank=opt_params * shard_bytes,
+                unit_grad_bytes_per_rank=opt_params * shard_bytes / max(1, layers), micro_steps=micro_steps,
                 pageable_bytes_per_s=pageable, first_touch_bytes_per_s=fresh,
-                host_add_bytes_per_s=rank_host_memory_bytes_per_s(
-                    host_memory_bytes_per_s=rates.host_memory_bytes_per_s,
-                    ranks_per_node=min(ranks, parallel.gpus_per_node), host_numa_nodes=rates.host_numa_nodes),
+                host_add_bytes_per_s=fsdp2_host_add_bytes_per_s(
+                    rank_share_bytes_per_s=rank_host_memory_bytes_per_s(
+                        host_memory_bytes_per_s=rates.host_memory_bytes_per_s,
+                        ranks_per_node=min(ranks, parallel.gpus_per_node), host_numa_nodes=rates.host_numa_nodes),
+                    element_bytes=shard_bytes),
                 reduce_scatter_s=rs_s)
             off_s += acc_s
             notes.append(f"FSDP2 CPU offload, {micro_steps} micro-batches: each later one's gradient reduce-scatter,"
-                         f" blocking copy to pageable host memory and host-side add per unit, {acc_s:.2f} s exposed")
+                         f" blocking copy to pageable host memory and host-side add per unit"
+                         f" ({opt_params * shard_bytes / 1e9:.2f} GB a micro-batch, {shard_bytes:g} B an element, the"
+                         f" sharded parameters' dtype), {acc_s:.2f} s exposed; the"
+                         f" {(micro_steps - 1) * reductions_exposed:.2f} s of those micro-batches' reductions the"
+                         " collectives had exposed are counted here instead")
         numa = (f", at most one of its {rates.host_numa_nodes} NUMA nodes a rank" if rates.host_numa_nodes > 1 else "")
         notes.append(f"offload: CPU Adam {off.cpu_step_s:.2f} s at {rates.host_memory_bytes_per_s / 1e9:.0f} GB/s host"
                      f" memory (shared by the node's ranks{numa}), PCIe {rates.pcie_bytes_per_s / 1e9:.0f} GB/s"

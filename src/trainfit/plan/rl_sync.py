@@ -37,6 +37,20 @@ from trainfit.spec.model import ModelSpec
 from trainfit.spec.training import TrainableSpec
 
 
+TRANSFORMERS_FUSED_EXPERTS_SINCE = (5, 0)
+"""The transformers release whose MoE modules hold the routed experts as two stacked parameters
+(``compute.sync.trainer_tensor_count``: ``Qwen3MoeExperts``, transformers 5.10.1 models/qwen3_moe/modeling_qwen3_moe.py
+l.214-224); before it, one ``nn.Module`` of three linears per expert."""
+
+
+def trainer_fuses_experts(card: RunCard) -> bool:
+    """A transformers trainer's MoE experts are stacked (``TRANSFORMERS_FUSED_EXPERTS_SINCE``) unless the card states
+    otherwise: ``parallel.moe_experts`` loop / loop_all (transformers < 5's per-expert modules) or a
+    ``software.transformers`` pin before 5.0 (``pin_before``)."""
+    return not (card.parallel.moe_experts.is_loop
+                or pin_before(card.software.transformers, TRANSFORMERS_FUSED_EXPERTS_SINCE))
+
+
 def sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding, rollout, r: DeviceRates) -> PhaseTime | None:
     """Trainer -> engine weights as the card's framework does it (``compute.sync``); none for DeepSpeed's Hybrid
     Engine, which generates on the trainer's own (gathered) weights (its gather is in the generation phase)."""
@@ -54,6 +68,7 @@ def sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding,
         hf_tensor_count,
         megatron_export_gather,
         sglang_tensor_request_seconds,
+        trainer_tensor_count,
         verl_broadcast_senders,
         weight_sync_seconds,
     )
@@ -116,9 +131,13 @@ def sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding,
         relays = verl_multi_sender_default((card.software.model_extra or {}).get("verl")) is True
     senders = verl_broadcast_senders(relays=relays and fs.broadcasts_whole_bucket, train_gpus=train_gpus,
                                      gpus_per_node=train_nodes(card)[1])
+    # MarinSkyRL's per-tensor loop sends the trainer module's state_dict() entries (compute.sync:
+    # FrameworkSync.sends_trainer_state_dict): transformers 5 stacks a MoE layer's experts in two tensors
+    tensors = (trainer_tensor_count(spec, fused_experts=trainer_fuses_experts(card)) if fs.sends_trainer_state_dict
+               and sharded else hf_tensor_count(spec))
     t = weight_sync_seconds(
         gather_bytes=trainer_dtype_bytes if gather_fp32 else None,
-        mechanism=fs.mechanism, weight_bytes=sent_bytes, num_tensors=hf_tensor_count(spec),
+        mechanism=fs.mechanism, weight_bytes=sent_bytes, num_tensors=tensors,
         # HSDP gathers a tensor over its shard group only: ``full_tensor()`` (verl get_per_tensor_param, compute.sync)
         # is ``redistribute([Replicate()] * ndim)``, and on the (Replicate(), Shard(0)) mesh the replicate dim is
         # skipped (``current == target``) and the shard dim all-gathered (pytorch/pytorch

@@ -105,6 +105,7 @@ from trainfit.plan.time import (
 from trainfit.spec.card import RunCard
 from trainfit.spec.enums import (
     AsyncMode,
+    LengthProfileName,
     RolloutEngine,
 )
 from trainfit.spec.model import ModelSpec
@@ -136,7 +137,8 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
                else f"rollout.length_profile {ro.length_profile.value}")
         notes.append(f"mean response not given: {mean:.0f} tokens, the '{prof.name}' length profile ({how}; natural "
                      f"mean {prof.natural_mean_tokens:.0f} tokens, truncated at {ro.response_len}; set "
-                     "rollout.response_len_mean, or rollout.length_profile short_answer | cot | long_cot)")
+                     "rollout.response_len_mean, or rollout.length_profile "
+                     + " | ".join(p.value for p in LengthProfileName if p is not LengthProfileName.AUTO) + ")")
     phases: list[PhaseTime] = []
 
     gen = generation_phase(card, spec, gpu, rollout, r)

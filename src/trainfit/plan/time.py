@@ -622,22 +622,17 @@ def nvlink_gpus_per_node(gpu_id: str, per_node: int, group_gpus: int) -> int:
 
 def fsdp2_offload_copy_rates(card: RunCard, rates: DeviceRates, *, gpus_per_node: int) -> tuple[float, float] | None:
     """(pageable, pageable into freshly allocated memory) bytes/s of one training GPU's blocking gradient copies under
-    FSDP2's CPU offload (``parallel.fsdp_version`` fsdp2, ``offload`` params_and_optimizer: torch's
-    ``CPUOffloadPolicy``), every GPU of its node copying at once (``compute.offload``: ``pageable_copy_bytes_per_s``,
-    ``first_touch_copy_bytes_per_s``; ``compute.offload.fsdp2_offload_accumulation_seconds`` reads them); None for
-    any other layout."""
-    from trainfit.catalog.gpus import resolve_gpu
-    from trainfit.compute.offload import first_touch_copy_bytes_per_s, pageable_copy_bytes_per_s, staging_bytes_per_s_of
+    FSDP2's CPU offload (an FSDP strategy with ``parallel.fsdp_version`` fsdp2 and ``offload`` params_and_optimizer:
+    torch's ``CPUOffloadPolicy``), every GPU of its node copying at once (``plan.rl_offload.host_copy_rates``;
+    ``compute.offload.fsdp2_offload_accumulation_seconds`` reads them); None for any other layout, which is the one
+    guard of that term."""
+    from trainfit.plan.rl_offload import host_copy_rates
 
     par = card.parallel
-    if not par.fsdp2 or par.offload is not Offload.PARAMS_AND_OPTIMIZER:
+    if not (par.fsdp2 and par.strategy in FSDP_STRATEGIES and par.offload is Offload.PARAMS_AND_OPTIMIZER):
         return None
-    coherent = resolve_gpu(card.hardware.gpu).host_link_bytes_per_s is not None
-    pageable = pageable_copy_bytes_per_s(pcie_bytes_per_s=rates.pcie_bytes_per_s,
-                                         host_memory_bytes_per_s=rates.host_memory_bytes_per_s,
-                                         gpus_per_node=gpus_per_node,
-                                         staging_bytes_per_s=staging_bytes_per_s_of(coherent_host_link=coherent))
-    return pageable, first_touch_copy_bytes_per_s(pageable_bytes_per_s=pageable, coherent_host_link=coherent)
+    _, pageable, fresh = host_copy_rates(card, rates, gpu_of(card), gpus_per_node=gpus_per_node)
+    return pageable, fresh
 
 
 def training_time(

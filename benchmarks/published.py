@@ -1079,7 +1079,7 @@ MEMORY_POINTS = ROOT / "benchmarks" / "data" / "published_memory_points.json"
 """Further published peak-memory measurements found for issue 15 (framework docs and tutorials), in
 measured_points.json's shape, each with its source (repository + path + commit and date)."""
 MEMORY_POINTS_QWEN_TORCHAO_PEFT = ROOT / "benchmarks" / "data" / "published_memory_points_qwen_torchao_peft.json"
-"""Published peak-memory measurements first scored in session 17 (ids 501+), in the same shape: PEFT's MetaMathQA
+"""Published peak-memory measurements scored as ids 501+, in the same shape: PEFT's MetaMathQA
 results beside points 43-49 (mapped below), and runs whose step time is already an entry (``train_file`` /
 ``train_entry``, with the point's own ``metric`` / ``unit``)."""
 MEMORY_POINTS_NANOTRON = ROOT / "benchmarks" / "data" / "published_memory_points_nanotron_benchmark.json"
@@ -1087,7 +1087,7 @@ MEMORY_POINTS_NANOTRON = ROOT / "benchmarks" / "data" / "published_memory_points
 beside the MFU of each step-time entry of published_train_times_nanotron_ultrascale.json, each point naming its entry
 (``train_file`` / ``train_entry``, ``metric`` / ``unit``; the ``mem_metric`` cites nanotron's logging code)."""
 MEMORY_POINTS_MS_SWIFT = ROOT / "benchmarks" / "data" / "published_memory_points_ms_swift.json"
-"""Published peak-memory figures first scored in session 18 (ids 701+): ms-swift's Megatron-SWIFT runs (each naming a
+"""Published peak-memory figures scored as ids 701+: ms-swift's Megatron-SWIFT runs (each naming a
 step-time entry, ``train_file`` / ``train_entry``, or carrying its own entry in that schema, ``run``) and ms-swift's
 ``swift sft`` example runs (mapped below, ``_swift_sft_card``). Every figure is the header comment of the script (or the
 doc's table) that states the run; the points say which log field it would be (``mem_metric``) and are flagged

@@ -32,7 +32,7 @@ def test_unknown_command_is_a_usage_error_with_a_suggestion(capsys):
 FORBIDDEN = ("torch", "numpy", "transformers", "peft", "trl", "accelerate", "deepspeed", "safetensors",
              "huggingface_hub", "scipy", "pandas", "typer", "click", "rich", "jinja2", "requests")
 # Modules in sys.modules after a cold `trainfit plan --json` (the interpreter's own included): 303 when this was
-# set in session 9, 323 where the default card's parsed JSON cannot be kept (PYTHONDONTWRITEBYTECODE: PyYAML
+# first set, 323 where the default card's parsed JSON cannot be kept (PYTHONDONTWRITEBYTECODE: PyYAML
 # parses it); 372 before (typer, click, the RL, ZeRO and model-parallel planner modules). Each module is CPU
 # time at every cold start (the guide's < 0.5 s): raise this only for a module the plan needs, never for one
 # it could import inside the function that uses it.

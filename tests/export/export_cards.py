@@ -105,7 +105,7 @@ CARDS = {
     "ppo-tp2-megatron-critic": lambda: _default(method="ppo", model="Qwen/Qwen3-0.6B", parallel={"strategy": "zero1", "tensor_parallel": 2,
                                                                                             "sequence_parallel": True},
                                                 roles={"reference": "cpu"}, rollout={"tensor_parallel": 2}),
-    # the Megatron-Core settings of session 8: tensor_parallel_impl, tp_comm_overlap, the DeepEP dispatcher, the EP
+    # Megatron-Core settings: tensor_parallel_impl, tp_comm_overlap, the DeepEP dispatcher, the EP
     # all-to-all overlap, a pipeline layer layout (one stage per rank, and interleaved), the routing assumption
     "sft-moe-megatron-deepep-overlap": lambda: _default(
         model="Qwen/Qwen3-30B-A3B", hardware={"gpu": "h100-sxm", "gpus_per_node": 8, "nodes": 2},
@@ -136,7 +136,7 @@ CARDS = {
                                                   precision__nf4_compute_dtype="fp32"),
     "sft-chunked-torchtune-loss": lambda: _default(model="Qwen/Qwen3-0.6B", loss={"chunked": True, "kernel": "torchtune"}),
     "sft-expandable-segments": lambda: _default(model="Qwen/Qwen3-0.6B", hardware__allocator="expandable_segments"),
-    # session 9's fields: the distributed optimizer's overlap_param_gather, the all-gather MoE dispatcher, fp32
+    # further Megatron-Core fields: the distributed optimizer's overlap_param_gather, the all-gather MoE dispatcher, fp32
     # gradient reduction on a Megatron backend (grad_reduce_in_fp32), the mean prompt length
     "grpo-moe-allgather-overlap-gather": lambda: _card(
         QWEN_MOE_GRPO, parallel={"strategy": "zero1", "expert_parallel": 8, "tensor_parallel_impl": "megatron",

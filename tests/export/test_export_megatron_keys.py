@@ -1,4 +1,4 @@
-"""Session 8's card fields through every exporter and importer: the Megatron-Core settings (tensor_parallel_impl,
+"""Megatron-Core card fields through every exporter and importer: the Megatron-Core settings (tensor_parallel_impl,
 pipeline_layout, moe_dispatcher, moe_comm_overlap, tp_comm_overlap), the fp8 rollout, the host-swapped reference,
 packing and the flash-attn loss. Written where the framework has the key (read back from hand-written framework
 files too), said in one note naming the field where it has not; never dropped silently."""

@@ -16,7 +16,7 @@ EXPECTED_IDS = {
     "h100-sxm", "h100-pcie", "h20", "h200", "b200",
     "a800-80gb", "h800", "l20", "rtx4090d", "rtx-a6000", "v100-sxm2-32gb", "gb200", "mi300x", "l40",
     "h100-nvl", "rtx4090-48gb", "gh200",
-    # session 17 (tests/unit/test_catalog_gpus_s17.py)
+    # (tests/unit/test_catalog_gpus_added.py)
     "a100-pcie-40gb", "a100-pcie-80gb", "l4", "t4", "a40", "rtx-6000-ada", "h200-nvl", "b300", "mi325x", "mi355x",
     "v100-sxm2-16gb", "v100-pcie-32gb", "v100-pcie-16gb", "rtx-pro-6000", "gb300",
     "h100-sxm-hbm2e-96gb",  # Meta's Grand Teton H100 (torchtitan's and torchao's benchmark hosts)

@@ -1,4 +1,4 @@
-"""Session 9's card fields through every exporter and importer: ``parallel.overlap_param_gather`` (Megatron-Core's
+"""Further Megatron-Core card fields through every exporter and importer: ``parallel.overlap_param_gather`` (Megatron-Core's
 distributed optimizer), ``parallel.moe_dispatcher: allgather``, ``precision.grads`` as Megatron's
 ``grad_reduce_in_fp32`` and ``rollout.prompt_len_mean`` (the data's mean prompt). Written where the framework has
 the key and read back (also from hand-written framework files), said in one note naming the field where it has not."""

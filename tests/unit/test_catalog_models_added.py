@@ -1,4 +1,4 @@
-"""The catalog entries added in session 17: each one's parameter count against a published figure, and a default plan.
+"""Catalog model entries added together: each one's parameter count against a published figure, and a default plan.
 
 ``PUBLISHED`` holds, per entry, a published total (and for MoE the active count) with where it was read and a
 tolerance. Exact figures (keras-hub's preset ``params``) must match to the parameter; figures a model card states

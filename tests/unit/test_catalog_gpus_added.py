@@ -1,4 +1,4 @@
-"""GPU catalog entries added in session 17: each loads under its nvidia-smi / torch name, its figures agree with
+"""GPU catalog entries added together: each loads under its nvidia-smi / torch name, its figures agree with
 the sparse figure its source quotes and with its memory label, its time-model keys are the ones its docstrings cite,
 and the default card plans on it with a step time."""
 

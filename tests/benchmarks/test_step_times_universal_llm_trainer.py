@@ -104,11 +104,24 @@ def test_qlora_rows_run_their_4bit_base_in_fp32(row_id: str) -> None:
 
 def test_the_fp32_base_gemms_explain_part_of_the_qlora_gap() -> None:
     """Llama-3.1-8B QLoRA minus LoRA, published per iteration: 46.1 s A100, 19.7 s H100, 18.2 s RTX Pro 6000. The fp32
-    rate of the base GEMMs plans 33.5 s, 9.6 s and 3.9 s of it: most on A100, half on H100, a fifth on the RTX Pro
-    6000 (whose 125 TFLOP/s fp32 figure counts both FP32 issue paths); the rest is not attributed."""
+    rate of the base GEMMs plans 33.5 s, 9.6 s and 7.4 s of it: most on A100, about half on H100 and on the RTX Pro
+    6000 (at its measured SGEMM rate, 77.1 TFLOP/s: rates._FP32_MATMUL_FRACTION; 3.9 s at the datasheet's 125); the
+    rest is not attributed."""
     got = {}
     for gpu in ("a100", "h100", "pro6000"):
         q, lo = (ROWS[f"ult-gputest-llama3.1-8b-{m}-{gpu}-1g"] for m in ("qlora", "lora"))
         planned = [st.plan_card(st.map_train(e)[0]).step_s for e in (q, lo)]
         got[gpu] = (planned[0] - planned[1]) / (q["measured"]["value"] - lo["measured"]["value"])
-    assert 0.6 < got["a100"] < 1.0 and 0.35 < got["h100"] < 0.65 and 0.1 < got["pro6000"] < 0.35
+    assert 0.6 < got["a100"] < 1.0 and 0.35 < got["h100"] < 0.65 and 0.35 < got["pro6000"] < 0.65
+
+
+@pytest.mark.parametrize("model", ["llama3.1-8b", "llama2-13b", "phi3-mini"])
+def test_the_rtx_pro_6000_qlora_rows_plan_slower_than_the_h100_ones(model: str) -> None:
+    """The QLoRA rows run their dequantised base GEMMs in fp32 (SIMT, TF32 off). The RTX PRO 6000's measured SGEMM rate
+    (77.1 TFLOP/s, rates._FP32_MATMUL_FRACTION) is 1.15x the H100 SXM's datasheet 66.9, not the 1.87x its datasheet
+    125 gives; the page publishes the RTX PRO 6000 QLoRA step at 1.18-1.21x the H100's (30.7 / 26.1 s, 52.0 / 43.0,
+    20.7 / 17.6). Planned at the datasheet rate the ratio was 0.77-0.88; now it is above 1 and below the published."""
+    pro, h100 = (ROWS[f"ult-gputest-{model}-qlora-{gpu}-1g"] for gpu in ("pro6000", "h100"))
+    planned = st.plan_card(st.map_train(pro)[0]).step_s / st.plan_card(st.map_train(h100)[0]).step_s
+    published = pro["measured"]["value"] / h100["measured"]["value"]
+    assert 1.0 < planned < published

@@ -94,7 +94,7 @@ def depth_efficiency(*, k: float) -> float:
 
 def _model_compute_s(*, m: float, n: float, k: float, groups: float, rates: DeviceRates, fp32: bool = False,
                      peak: float | None = None) -> float:
-    if fp32:  # no tensor cores: SIMT fp32 at the datasheet rate, in its smaller tiles
+    if fp32:  # no tensor cores: SIMT fp32 at the card's fp32 rate (rates._FP32_MATMUL_FRACTION), in smaller tiles
         eff = tile_fill(m=m, n=n, tile_m=FP32_TILE_M, tile_n=FP32_TILE_N) * depth_efficiency(k=k)
         return gemm_flops(m=m, n=n, k=k, groups=groups) / ((rates.fp32_matmul_flops_per_s or rates.matmul_flops_per_s / 12) * eff)
     eff = wave_efficiency(m=m, n=n, sm_count=rates.sm_count, groups=groups) * depth_efficiency(k=k) * tile_fill(m=m, n=n)

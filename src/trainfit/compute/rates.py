@@ -27,6 +27,8 @@ Sources of the defaults (each is listed in the plan's assumptions when used):
   from a median -6.2 % below the published one (30 of 37 below) to -2.2 % (27 below); all rows 10.2 -> 9.9 %
   (pretrain 9.0 -> 8.6 %, SFT 8.8 -> 8.0 %, LoRA 8.4 -> 8.5 %). Every fp8 GEMM at the 70.9 % instead (forward too)
   gives the pairs -0.1 % but LoRA 8.4 -> 9.2 % (its frozen base has no wgrad; its bf16 rows run 8-13 % slow already).
+* FP32 matmul (SIMT, TF32 off): the datasheet FP32 rate, except where a card's torch.mm fp32 is published
+  (``_FP32_MATMUL_FRACTION``: RTX PRO 6000 Blackwell 61.7 %).
 * HBM: a streaming copy reaches about 90 % of the datasheet bandwidth on A100/H100 (NVIDIA's
   ``nvbandwidth`` / STREAM-style results); assumed for every card without a measurement of its own
   (``_HBM_FRACTION``: MI300X 77.5 %).
@@ -189,6 +191,30 @@ This database reads at or below the MAMF table on the cards both measure (H200 7
 figure is a floor. The H20's 96.0 % and the L20's 95.5 % are taken: far above the 80 % either card took before, and
 a floor. The L40S's 269.15 TFLOP/s (74.3 %, database.md l.55) is within that offset of the 80 % default and is not
 taken."""
+_FP32_MATMUL_FRACTION = {
+    "rtx-pro-6000": (0.617, "torch.mm fp32 with TF32 off, the best of square 1,024-10,240 (test.py), 77.24 TFLOP/s on"
+                            " an RTX PRO 6000 Blackwell Workstation Edition (bare metal, torch 2.8.0) and 77.01 on a"
+                            " Server Edition (docker): github.com/zzc0721/torch-performance-test-data database.md"
+                            " @9d82827637262c4351e3f9483f96b8cff57a601f (l.35, l.56); their mean, 77.13, is 61.7 % of"
+                            " the datasheet's 125 FP32"),
+}
+"""Cards whose SIMT fp32 GEMM (TF32 off: ``torch.backends.cuda.matmul.allow_tf32`` False, torch's default since 1.12)
+is measured apart from the datasheet FP32 rate: (fraction of ``GpuSpec.fp32_flops_per_s``, source). The fraction scales
+``DeviceRates.fp32_matmul_flops_per_s``, the rate of the fp32 GEMMs (``gemm._model_compute_s``: a QLoRA base
+dequantised to fp32, ``precision.nf4_compute_dtype`` fp32; fp32 compute). Cards not listed keep the datasheet rate.
+
+RTX PRO 6000 Blackwell: the datasheet's 125 TFLOPS counts one FFMA per CUDA core per clock on all 24,064 cores at the
+2,617 MHz boost; cuBLAS's SGEMM reaches 61.7 % of it on both 600 W editions in the same database that gives the card's
+bf16 rate (``_OTHER_MATMUL_FRACTION``), and two later submissions of the same script agree (github.com/zzc0721/
+torch-performance-test-data issues #160 and #161, torch 2.7.0: 74.03 on a Workstation Edition, 78.99 on a Server
+Edition, read 2026-12-03). At 125 the card's fp32 GEMMs ran 1.87x an H100 SXM's (66.9 datasheet); the
+universal-llm-trainer QLoRA rows (fp32 base GEMMs) publish the RTX PRO 6000 at 1.18-1.21x the H100's step
+(Llama-3.1-8B 30.7 / 26.1 s, Llama-2-13B 52.0 / 43.0, Phi-3-mini 20.7 / 17.6), where trainfit planned 0.77-0.88x.
+
+Not taken here (other cards unchanged): the same database measures fp32 torch.mm at 51.88 and 52.11 TFLOP/s on two
+H100 80GB HBM3 (l.34, l.52: 77.6-77.9 % of 66.9), 18.11 on an A100 40GB and 19.18 on an A100 SXM4 80GB (l.7, l.13:
+92.9-98.4 % of 19.5), 54.69 on an RTX 4090 48GB (l.12: 66.2 % of 82.6) and 36.95 on an H100 PCIe (l.101: 72.3 % of
+51.2)."""
 _FP8_MATMUL_FRACTION = {
     "mi300x": (0.443, "hipBLASLt fp8 e4m3fnuz GEMM 1,159.2 TFLOP/s at 8192^3 on an Azure ND MI300X v5 (hipblaslt-bench,"
                       " default heuristic, no TunableOp): samuel-bohman/AI-benchmarking-guide"
@@ -774,6 +800,9 @@ def default_rates(gpu: GpuSpec) -> DeviceRates:
                    f" (compute capability {gpu.compute_capability}), the fp8 rate x the H100 SXM's measured precise/fast"
                    f" ratio {HOPPER_FP8_PRECISE_OVER_FAST:.3f} (stas00/ml-engineering compute/accelerator/README.md,"
                    " MAMF table)")
+    fp32 = _FP32_MATMUL_FRACTION.get(gpu.id)
+    if fp32 and gpu.fp32_flops_per_s:
+        src.append(f"fp32 matmul {fp32[0]:.1%} of the datasheet FP32 rate ({fp32[1]})")
     hbm = _HBM_FRACTION.get(gpu.id)
     hbm_frac = hbm[0] if hbm else HBM_FRACTION
     if hbm:
@@ -798,7 +827,8 @@ def default_rates(gpu: GpuSpec) -> DeviceRates:
         nvlink=nvlink and gpu.id not in _BRIDGED_PAIRS,
         pcie_bytes_per_s=(gpu.host_link_bytes_per_s or gpu.pcie_bytes_per_s or 32e9) * PCIE_EFFICIENCY,
         compute_capability=gpu.compute_capability,
-        fp32_matmul_flops_per_s=gpu.fp32_flops_per_s,
+        fp32_matmul_flops_per_s=(gpu.fp32_flops_per_s * fp32[0] if fp32 and gpu.fp32_flops_per_s
+                                 else gpu.fp32_flops_per_s),
         fp8_matmul_flops_per_s=gpu.fp8_dense_flops_per_s * fp8_frac if gpu.fp8_dense_flops_per_s else None,
         fp4_matmul_flops_per_s=gpu.fp4_dense_flops_per_s * fp8_frac if gpu.fp4_dense_flops_per_s else None,
         fp8_precise_matmul_flops_per_s=gpu.fp8_dense_flops_per_s * precise if precise else None,

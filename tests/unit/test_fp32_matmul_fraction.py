@@ -1,0 +1,41 @@
+"""compute.rates._FP32_MATMUL_FRACTION: the SIMT fp32 GEMM rate (TF32 off) of a card whose SGEMM is measured apart
+from its datasheet FP32 rate. The RTX PRO 6000 Blackwell's torch.mm fp32 is 77.24 / 77.01 TFLOP/s (Workstation /
+Server Edition), 61.7 % of the datasheet 125; every other card keeps its datasheet rate."""
+
+from __future__ import annotations
+
+import pytest
+
+from trainfit.catalog.gpus import resolve_gpu
+from trainfit.compute.gemm import gemm_seconds
+from trainfit.compute.rates import _FP32_MATMUL_FRACTION, default_rates
+
+
+def test_the_rtx_pro_6000_fp32_rate_is_its_measured_sgemm() -> None:
+    gpu = resolve_gpu("rtx-pro-6000")
+    rates = default_rates(gpu)
+    assert rates.fp32_matmul_flops_per_s == pytest.approx((77.24e12 + 77.01e12) / 2, rel=2e-3)
+    assert rates.fp32_matmul_flops_per_s < 0.65 * gpu.fp32_flops_per_s
+    assert any("fp32 matmul 61.7%" in s and "9d82827637262c4351e3f9483f96b8cff57a601f" in s for s in rates.sources)
+    # the bf16 rate is not touched: the card's measured torch.mm bf16 (_OTHER_MATMUL_FRACTION)
+    assert rates.matmul_flops_per_s == pytest.approx((417.98e12 + 409.42e12) / 2, rel=2e-3)
+
+
+@pytest.mark.parametrize("gid", ["h100-sxm", "a100-80gb", "rtx4090", "rtx5090", "l40s", "b200"])
+def test_cards_without_a_measurement_keep_the_datasheet_fp32_rate(gid: str) -> None:
+    gpu = resolve_gpu(gid)
+    assert gid not in _FP32_MATMUL_FRACTION
+    assert default_rates(gpu).fp32_matmul_flops_per_s == gpu.fp32_flops_per_s
+
+
+def test_an_fp32_gemm_on_the_rtx_pro_6000_takes_the_measured_rate() -> None:
+    """A large fp32 GEMM (compute-bound, full tiles) takes 125 / 77.1 = 1.62x what the datasheet rate gives; a bf16
+    one of the same shape is unchanged."""
+    rates = default_rates(resolve_gpu("rtx-pro-6000"))
+    datasheet = rates.__class__(**{**{f: getattr(rates, f) for f in rates.__slots__},
+                                   "fp32_matmul_flops_per_s": 125e12})
+    shape = {"m": 16384, "n": 4096, "k": 4096}
+    measured_s = gemm_seconds(**shape, rates=rates, dtype_bytes=4.0)
+    ratio = measured_s / gemm_seconds(**shape, rates=datasheet, dtype_bytes=4.0)
+    assert ratio == pytest.approx(125e12 / rates.fp32_matmul_flops_per_s, rel=1e-6)
+    assert gemm_seconds(**shape, rates=rates) == gemm_seconds(**shape, rates=datasheet)

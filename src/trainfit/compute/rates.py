@@ -28,7 +28,8 @@ Sources of the defaults (each is listed in the plan's assumptions when used):
   (pretrain 9.0 -> 8.6 %, SFT 8.8 -> 8.0 %, LoRA 8.4 -> 8.5 %). Every fp8 GEMM at the 70.9 % instead (forward too)
   gives the pairs -0.1 % but LoRA 8.4 -> 9.2 % (its frozen base has no wgrad; its bf16 rows run 8-13 % slow already).
 * FP32 matmul (SIMT, TF32 off): the datasheet FP32 rate, except where a card's torch.mm fp32 is published
-  (``_FP32_MATMUL_FRACTION``: RTX PRO 6000 Blackwell 61.7 %).
+  (``_FP32_MATMUL_FRACTION``: RTX PRO 6000 Blackwell 61.7 %, H100 SXM 77.7 %, H100 PCIe 72.2 %, A100 SXM4 80GB
+  98.4 %, RTX 4090 48GB 66.2 %).
 * HBM: a streaming copy reaches about 90 % of the datasheet bandwidth on A100/H100 (NVIDIA's
   ``nvbandwidth`` / STREAM-style results); assumed for every card without a measurement of its own
   (``_HBM_FRACTION``: MI300X 77.5 %).
@@ -197,6 +198,19 @@ _FP32_MATMUL_FRACTION = {
                             " Server Edition (docker): github.com/zzc0721/torch-performance-test-data database.md"
                             " @9d82827637262c4351e3f9483f96b8cff57a601f (l.35, l.56); their mean, 77.13, is 61.7 % of"
                             " the datasheet's 125 FP32"),
+    "h100-sxm": (0.777, "torch.mm fp32 with TF32 off, the best of square 1,024-10,240 (test.py), 51.88 and 52.11 TFLOP/s"
+                        " on two H100 80GB HBM3: github.com/zzc0721/torch-performance-test-data database.md"
+                        " @9d82827637262c4351e3f9483f96b8cff57a601f (l.34, l.52); their mean, 52.0, is 77.7 % of the"
+                        " datasheet's 66.9 FP32"),
+    "h100-pcie": (0.722, "torch.mm fp32 with TF32 off (test.py), 36.95 TFLOP/s on an H100 PCIe: github.com/zzc0721/"
+                         "torch-performance-test-data database.md @9d82827637262c4351e3f9483f96b8cff57a601f (l.101);"
+                         " 72.2 % of the datasheet's 51.2 FP32"),
+    "a100-80gb": (0.984, "torch.mm fp32 with TF32 off (test.py), 19.18 TFLOP/s on an A100 SXM4 80GB: github.com/zzc0721/"
+                         "torch-performance-test-data database.md @9d82827637262c4351e3f9483f96b8cff57a601f (l.13);"
+                         " 98.4 % of the datasheet's 19.5 FP32"),
+    "rtx4090-48gb": (0.662, "torch.mm fp32 with TF32 off (test.py), 54.69 TFLOP/s on an RTX 4090 48GB: github.com/"
+                            "zzc0721/torch-performance-test-data database.md @9d82827637262c4351e3f9483f96b8cff57a601f"
+                            " (l.12); 66.2 % of the datasheet's 82.6 FP32"),
 }
 """Cards whose SIMT fp32 GEMM (TF32 off: ``torch.backends.cuda.matmul.allow_tf32`` False, torch's default since 1.12)
 is measured apart from the datasheet FP32 rate: (fraction of ``GpuSpec.fp32_flops_per_s``, source). The fraction scales
@@ -211,10 +225,10 @@ Edition, read 2026-12-03). At 125 the card's fp32 GEMMs ran 1.87x an H100 SXM's 
 universal-llm-trainer QLoRA rows (fp32 base GEMMs) publish the RTX PRO 6000 at 1.18-1.21x the H100's step
 (Llama-3.1-8B 30.7 / 26.1 s, Llama-2-13B 52.0 / 43.0, Phi-3-mini 20.7 / 17.6), where trainfit planned 0.77-0.88x.
 
-Not taken here (other cards unchanged): the same database measures fp32 torch.mm at 51.88 and 52.11 TFLOP/s on two
-H100 80GB HBM3 (l.34, l.52: 77.6-77.9 % of 66.9), 18.11 on an A100 40GB and 19.18 on an A100 SXM4 80GB (l.7, l.13:
-92.9-98.4 % of 19.5), 54.69 on an RTX 4090 48GB (l.12: 66.2 % of 82.6) and 36.95 on an H100 PCIe (l.101: 72.3 % of
-51.2)."""
+Every card the same database measures in fp32 is taken, one rule for all: the H100 SXM (77.7 %), the H100 PCIe
+(72.2 %), the A100 SXM4 80GB (98.4 %) and the RTX 4090 48GB (66.2 %). Not taken: its 18.11 TFLOP/s "A100 40GB" (l.7:
+92.9 % of 19.5), whose form factor (SXM4 or PCIe) the line does not name; the catalog's two 40 GB entries keep the
+datasheet rate."""
 _FP8_MATMUL_FRACTION = {
     "mi300x": (0.443, "hipBLASLt fp8 e4m3fnuz GEMM 1,159.2 TFLOP/s at 8192^3 on an Azure ND MI300X v5 (hipblaslt-bench,"
                       " default heuristic, no TunableOp): samuel-bohman/AI-benchmarking-guide"

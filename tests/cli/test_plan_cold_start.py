@@ -30,3 +30,35 @@ def test_card_default_factories_make_what_they_did():
     assert a.lora == LoraSection() and a.lora.modules_to_save == [] and a.recipe.changes == []
     assert a.rollout.quantization_bf16_modules == [] and a.rollout.quantization_bf16_modules is not \
         b.rollout.quantization_bf16_modules
+
+
+def _recorded(model: str):
+    from replay_inputs import recorded_plan
+
+    from trainfit.spec.card import load_card_dict
+
+    card = load_card_dict({"model": model, "hardware": {"gpu": "h100-sxm", "gpus_per_node": 1},
+                           "parallel": {"strategy": "single"}, "batch": {"seq_len": 1024}})
+    return recorded_plan(card)[1]
+
+
+def test_identical_layers_share_their_ops(monkeypatch):
+    """The step's sequence builds a layer's ops once per distinct layer (36 identical ones in Qwen3-8B). The
+    workspace marks' positions are held by tests/unit/test_alloc_sequence.py."""
+    from trainfit.memory import alloc_sequence as a
+
+    rec = _recorded("Qwen/Qwen3-8B")
+    calls: list[float] = []
+    real = a._layer_ops
+
+    def spy(total, shape, *, full):
+        calls.append(total)
+        return real(total, shape, full=full)
+
+    monkeypatch.setattr(a, "_layer_ops", spy)
+    seq = a.step_sequence(rec.terms, rec.shape, workspace=rec.workspace)
+    layers = rec.terms.activations.per_layer
+    assert len(layers) == 36 and len(calls) == len(set(layers)) == 1
+    assert seq is not None and len(seq.workspace_at) == len(rec.workspace) == 2
+    fwd_mark, bwd_mark = seq.workspace_at
+    assert 0 < fwd_mark < bwd_mark < len(seq.step_events)

@@ -62,3 +62,20 @@ def test_identical_layers_share_their_ops(monkeypatch):
     assert seq is not None and len(seq.workspace_at) == len(rec.workspace) == 2
     fwd_mark, bwd_mark = seq.workspace_at
     assert 0 < fwd_mark < bwd_mark < len(seq.step_events)
+
+
+def test_a_plan_reads_one_model_file_one_gpu_file_and_no_price_table():
+    """A cold `trainfit plan --json` of the default card: the catalogs give its model and GPU from their own
+    files, and the price table (read by ``trainfit.compute.PRESETS`` on first use) is not read."""
+    import json
+    import subprocess
+    import sys
+
+    code = ("import sys, io, json, contextlib\nfrom trainfit.cli.main import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n    assert main(['plan', '--json']) == 0\n"
+            "from trainfit.catalog import gpus, models\n"
+            "print(json.dumps([models._load.cache_info().currsize, models._entries.cache_info().currsize,"
+            " gpus._load.cache_info().currsize, gpus._entries.cache_info().currsize,"
+            " 'trainfit.catalog.prices' in sys.modules]))\n")
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+    assert json.loads(out.strip().splitlines()[-1]) == [1, 0, 1, 0, False]

@@ -79,3 +79,27 @@ def test_a_plan_reads_one_model_file_one_gpu_file_and_no_price_table():
             " 'trainfit.catalog.prices' in sys.modules]))\n")
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
     assert json.loads(out.strip().splitlines()[-1]) == [1, 0, 1, 0, False]
+
+
+def test_family_refusals_hold_where_the_arch_module_is_imported(tmp_path):
+    """A card that could be refused imports ``memory.arch_activations`` for its family sets (a large module the
+    default card's plan does not import); the refusals themselves are unchanged."""
+    import json
+
+    import pytest
+
+    from trainfit.errors import CardError
+    from trainfit.plan import make_plan
+    from trainfit.spec.card import load_card_dict
+
+    with pytest.raises(CardError, match="scope: lora is not planned for gpt_neox models"):
+        make_plan(load_card_dict({"model": "EleutherAI/pythia-160m", "scope": "lora"}))
+    gpt2 = {"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"], "vocab_size": 50257, "n_positions": 1024,
+            "n_embd": 768, "n_layer": 12, "n_head": 12, "n_inner": None, "activation_function": "gelu_new",
+            "resid_pdrop": 0.0, "embd_pdrop": 0.0, "attn_pdrop": 0.0, "layer_norm_epsilon": 1e-05,
+            "tie_word_embeddings": True, "torch_dtype": "float32"}
+    (tmp_path / "config.json").write_text(json.dumps(gpt2))
+    card = {"model": str(tmp_path), "batch": {"seq_len": 512}}
+    assert make_plan(load_card_dict({**card, "attention": "sdpa"})).phases  # planned
+    with pytest.raises(CardError, match="attention: eager is not planned for gpt2 models"):
+        make_plan(load_card_dict({**card, "attention": "eager"}))

@@ -12,7 +12,7 @@
 Pure Python: no torch import.
 """
 
-from trainfit.compute.cost import EXCLUDES, PRESETS, Cost, Price, cost_per_hour, parse_price, price_preset, run_cost
+from trainfit.compute.cost import EXCLUDES, Cost, Price, cost_per_hour, parse_price, price_preset, run_cost
 from trainfit.compute.flops import TrainingFlops, matmul_params, training_flops_per_token
 from trainfit.compute.rates import DeviceRates, default_rates
 from trainfit.compute.training import PhaseTime, TrainStepTime, train_step_time
@@ -22,3 +22,13 @@ __all__ = [
     "cost_per_hour", "default_rates", "matmul_params", "parse_price", "price_preset", "run_cost",
     "train_step_time", "training_flops_per_token",
 ]
+
+
+def __getattr__(name: str):
+    # ``PRESETS`` is read on first use, as in ``trainfit.compute.cost``: importing it here made every import of
+    # the package (every plan) read the price table and resolve each of its GPUs
+    if name == "PRESETS":
+        from trainfit.compute import cost
+
+        return cost.PRESETS
+    raise AttributeError(f"module 'trainfit.compute' has no attribute '{name}'")

@@ -87,6 +87,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from functools import lru_cache
+from itertools import accumulate
 from typing import Iterator
 
 from trainfit.memory.caching_allocator import ROUND_LARGE, SMALL_SIZE, CachingAllocator, end_case, replay_steps
@@ -1282,10 +1283,11 @@ def step_sequence(t: StepTerms, shape: SequenceShape, *, workspace: tuple[int, .
 
     full_layers = bool(layer_w) and all(g >= 0.5 * layer_w for g in t.grads_per_layer)
     lora_layers = not full_layers and t.adapter_weights > 0 and not t.grads_head and not t.grads_embedding
-    if lora_layers:
-        layer_ops = [_lora_layer_ops(act.per_layer[i], shape) for i in idx]
-    else:
-        layer_ops = [_layer_ops(act.per_layer[i], shape, full=full_layers) for i in idx]
+    # a layer's ops depend only on what it saves: identical layers (every layer of a dense model) share them
+    ops_of: dict[float, _LayerOps | None] = {}
+    for x in set(act.per_layer):
+        ops_of[x] = _lora_layer_ops(x, shape) if lora_layers else _layer_ops(x, shape, full=full_layers)
+    layer_ops = [ops_of[act.per_layer[i]] for i in idx]
     if any(o is None for o in layer_ops):
         layer_ops = []
     if not layer_ops:
@@ -1332,10 +1334,11 @@ def step_sequence(t: StepTerms, shape: SequenceShape, *, workspace: tuple[int, .
     # their gradients and states) live in 2 MiB segments of their own pool and add at most its slack
     large = {k for s_, k, n in e.ev if s_ > 0}
     events = tuple(ev for ev in e.ev if ev[0] > 0 or ev[1] in large)
+    dropped = list(accumulate(ev[0] < 0 and ev[1] not in large for ev in e.ev))  # before each raw index, plus one
 
     def kept(raw: int) -> int:
         """Index in ``events`` of raw index ``raw`` (frees of small tensors are dropped)."""
-        return raw - sum(1 for ev in e.ev[:raw] if ev[0] < 0 and ev[1] not in large)
+        return raw - (dropped[raw - 1] if raw > 0 else 0)
 
     marks = [kept(m) for m in e.marks]
     if workspace and len(marks) < len(workspace):  # no matmul seen (cannot happen for a decoder): up front

@@ -106,6 +106,20 @@ def sliding_window_note(card: RunCard, spec: ModelSpec) -> str | None:
     return f"sliding window: {seq} tokens reach {spec.name}'s sliding_window {window} on {n} layers; {how}"
 
 
+def _arch_refusals(card: RunCard, spec: ModelSpec) -> None:
+    """CardError where the family's layer model covers full training only, or fused attention kernels only
+    (``memory.arch_activations``; imported only for a card that could be refused: it is a large module)."""
+    from trainfit.errors import CardError
+    from trainfit.memory.arch_activations import FULL_ONLY_FAMILIES, SDPA_ONLY_FAMILIES
+
+    if spec.family in FULL_ONLY_FAMILIES and card.scope.value != "full":
+        raise CardError(f"scope: {card.scope.value} is not planned for {spec.family} models (their fused projections"
+                        " have no LoRA/PEFT target names in trainfit yet); allowed: full")
+    if spec.family in SDPA_ONLY_FAMILIES and card.attention.value == "eager":
+        raise CardError(f"attention: eager is not planned for {spec.family} models (no measured eager layer model);"
+                        " allowed: sdpa, flash")
+
+
 def bf16_layers_refusal(card: RunCard, spec: ModelSpec) -> str | None:
     """One line when ``precision.bf16_first_layers`` + ``bf16_last_layers`` exceed the model's decoder layers (the
     quantised recipe would run no layer quantised and the bf16 counts name layers the model lacks); else None."""
@@ -133,18 +147,8 @@ def make_plan(card: RunCard, *, calibration=None) -> Plan:
         from trainfit.errors import CardError
 
         raise CardError(why)
-    from trainfit.memory.arch_activations import FULL_ONLY_FAMILIES, SDPA_ONLY_FAMILIES
-
-    if spec.family in FULL_ONLY_FAMILIES and card.scope.value != "full":
-        from trainfit.errors import CardError
-
-        raise CardError(f"scope: {card.scope.value} is not planned for {spec.family} models (their fused projections"
-                        " have no LoRA/PEFT target names in trainfit yet); allowed: full")
-    if spec.family in SDPA_ONLY_FAMILIES and card.attention.value == "eager":
-        from trainfit.errors import CardError
-
-        raise CardError(f"attention: eager is not planned for {spec.family} models (no measured eager layer model);"
-                        " allowed: sdpa, flash")
+    if card.scope.value != "full" or card.attention.value == "eager":  # else neither refusal applies
+        _arch_refusals(card, spec)
     if (why := bf16_layers_refusal(card, spec)) is not None:
         from trainfit.errors import CardError
 

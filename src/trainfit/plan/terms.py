@@ -98,13 +98,15 @@ def variant_trained(card: RunCard, spec: ModelSpec) -> tuple[float, float] | Non
 def torchao_nf4_load(card: RunCard, spec: ModelSpec, groups, notes):  # noqa: ANN001, ANN201
     """QLoRA with a ``software.torchao`` pin before 0.2 (torchtune's NF4 path): the load phase holds what
     torchao 0.1's quantization leaves reserved (``trainfit.memory.nf4_load``); one GPU only."""
+    if card.scope is not Scope.QLORA or card.world_size > 1:
+        return groups, notes
     from dataclasses import replace as _replace
 
     from trainfit.memory import nf4_load
     from trainfit.spec.enums import Phase
 
     pin = (card.software.model_extra or {}).get("torchao")
-    if card.scope is not Scope.QLORA or card.world_size > 1 or not nf4_load.spikes(str(pin) if pin else None):
+    if not nf4_load.spikes(str(pin) if pin else None):
         return groups, notes
     peak_alloc, reserved = nf4_load.load_reserved_bytes(spec, trainable_spec(card).lora)
     out = []

@@ -1,0 +1,105 @@
+"""What a cold `trainfit plan` pays for: the guards of benchmarks/speed.md's figures (no wall-clock assertion)."""
+
+from __future__ import annotations
+
+import types
+
+from pydantic import BaseModel
+
+from trainfit.spec import card as card_module
+
+
+def _card_models() -> list[type[BaseModel]]:
+    return [v for v in vars(card_module).values()
+            if isinstance(v, type) and issubclass(v, BaseModel) and v.__module__ == card_module.__name__]
+
+
+def test_card_default_factories_are_plain_functions():
+    """pydantic reads each default factory's signature when it builds a model: a builtin (``list``) costs a
+    tokenize of its text signature, a model class the build of that model's own signature."""
+    factories = [(m.__name__, name, f.default_factory) for m in _card_models() for name, f in m.model_fields.items()
+                 if f.default_factory is not None]
+    assert len(factories) >= 19
+    assert [(m, n) for m, n, f in factories if not isinstance(f, types.FunctionType)] == []
+
+
+def test_card_default_factories_make_what_they_did():
+    from trainfit.spec.card import LoraSection, RunCard
+
+    a, b = RunCard(), RunCard()
+    assert a.lora == LoraSection() and a.lora.modules_to_save == [] and a.recipe.changes == []
+    assert a.rollout.quantization_bf16_modules == [] and a.rollout.quantization_bf16_modules is not \
+        b.rollout.quantization_bf16_modules
+
+
+def _recorded(model: str):
+    from replay_inputs import recorded_plan
+
+    from trainfit.spec.card import load_card_dict
+
+    card = load_card_dict({"model": model, "hardware": {"gpu": "h100-sxm", "gpus_per_node": 1},
+                           "parallel": {"strategy": "single"}, "batch": {"seq_len": 1024}})
+    return recorded_plan(card)[1]
+
+
+def test_identical_layers_share_their_ops(monkeypatch):
+    """The step's sequence builds a layer's ops once per distinct layer (36 identical ones in Qwen3-8B). The
+    workspace marks' positions are held by tests/unit/test_alloc_sequence.py."""
+    from trainfit.memory import alloc_sequence as a
+
+    rec = _recorded("Qwen/Qwen3-8B")
+    calls: list[float] = []
+    real = a._layer_ops
+
+    def spy(total, shape, *, full):
+        calls.append(total)
+        return real(total, shape, full=full)
+
+    monkeypatch.setattr(a, "_layer_ops", spy)
+    seq = a.step_sequence(rec.terms, rec.shape, workspace=rec.workspace)
+    layers = rec.terms.activations.per_layer
+    assert len(layers) == 36 and len(calls) == len(set(layers)) == 1
+    assert seq is not None and len(seq.workspace_at) == len(rec.workspace) == 2
+    fwd_mark, bwd_mark = seq.workspace_at
+    assert 0 < fwd_mark < bwd_mark < len(seq.step_events)
+
+
+def test_a_plan_reads_one_model_file_one_gpu_file_and_no_price_table():
+    """A cold `trainfit plan --json` of the default card: the catalogs give its model and GPU from their own
+    files, and the price table (read by ``trainfit.compute.PRESETS`` on first use) is not read."""
+    import json
+    import subprocess
+    import sys
+
+    code = ("import sys, io, json, contextlib\nfrom trainfit.cli.main import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n    assert main(['plan', '--json']) == 0\n"
+            "from trainfit.catalog import gpus, models\n"
+            "print(json.dumps([models._load.cache_info().currsize, models._entries.cache_info().currsize,"
+            " gpus._load.cache_info().currsize, gpus._entries.cache_info().currsize,"
+            " 'trainfit.catalog.prices' in sys.modules]))\n")
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+    assert json.loads(out.strip().splitlines()[-1]) == [1, 0, 1, 0, False]
+
+
+def test_family_refusals_hold_where_the_arch_module_is_imported(tmp_path):
+    """A card that could be refused imports ``memory.arch_activations`` for its family sets (a large module the
+    default card's plan does not import); the refusals themselves are unchanged."""
+    import json
+
+    import pytest
+
+    from trainfit.errors import CardError
+    from trainfit.plan import make_plan
+    from trainfit.spec.card import load_card_dict
+
+    with pytest.raises(CardError, match="scope: lora is not planned for gpt_neox models"):
+        make_plan(load_card_dict({"model": "EleutherAI/pythia-160m", "scope": "lora"}))
+    gpt2 = {"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"], "vocab_size": 50257, "n_positions": 1024,
+            "n_embd": 768, "n_layer": 12, "n_head": 12, "n_inner": None, "activation_function": "gelu_new",
+            "resid_pdrop": 0.0, "embd_pdrop": 0.0, "attn_pdrop": 0.0, "layer_norm_epsilon": 1e-05,
+            "tie_word_embeddings": True, "torch_dtype": "float32"}
+    (tmp_path / "config.json").write_text(json.dumps(gpt2))
+    card = {"model": str(tmp_path), "batch": {"seq_len": 512}}
+    assert make_plan(load_card_dict({**card, "attention": "sdpa"})).phases  # planned
+    with pytest.raises(CardError, match="attention: eager is not planned for gpt2 models"):
+        make_plan(load_card_dict({**card, "attention": "eager"}))

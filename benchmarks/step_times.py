@@ -1373,6 +1373,14 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         card["precision"]["optimizer_states"] = states
         notes.append(f"AdamW moments {states} (precision.optimizer_states): "
                      f"{e['precision'].get('optimizer_states_source') or 'the entry recipe'}")
+    if (e.get("optimizer_steps") or {}).get("value") is False:
+        # the entry's timed loop never calls its optimizer's step() (``optimizer_steps.source`` cites the lines), so
+        # the lazily built AdamW moments never exist: the card plans SGD at torch's default momentum 0, which keeps no
+        # state (memory.optimizer) and prices a memory-bound update in place of the step the run never makes
+        card["precision"]["optimizer"] = "sgd"
+        card["precision"].pop("optimizer_impl", None)
+        notes.append("precision.optimizer sgd: the entry's loop never steps its optimizer, so it holds no optimizer"
+                     " state (the entry's optimizer_steps)")
     grads, grads_note = grad_rule if scope == "full" else (None, None)
     if grads:
         card["precision"]["grads"] = grads

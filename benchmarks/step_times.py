@@ -1373,6 +1373,11 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         card["precision"]["optimizer_states"] = states
         notes.append(f"AdamW moments {states} (precision.optimizer_states): "
                      f"{e['precision'].get('optimizer_states_source') or 'the entry recipe'}")
+        if e["precision"].get("master_weights"):
+            # the master copy as the same source states it (NeMo's distributed_fused_adam keeps none when its dtype
+            # is the model's): stated on the card, a Megatron card keeps it (plan.terms.zero_master_states)
+            card["precision"]["master_weights"] = e["precision"]["master_weights"]
+            notes.append(f"master weights {e['precision']['master_weights']} (precision.master_weights, the same source)")
     if (e.get("optimizer_steps") or {}).get("value") is False:
         # the entry's timed loop never calls its optimizer's step() (``optimizer_steps.source`` cites the lines), so
         # the lazily built AdamW moments never exist: the card plans SGD at torch's default momentum 0, which keeps no

@@ -247,7 +247,11 @@ def zero_master_states(card: RunCard, strategy: Strategy, *, train_bytes: float,
     @f3f049246e5bdf6fdddf251ebe6b65dd4ca1ee29), which NeMo switches off when the optimizer ``dtype`` is the model's
     (NVIDIA/NeMo nemo/collections/nlp/models/language_modeling/megatron_base_model.py l.790-812
     @8e3d65dcfe3504689bfc5b6e67d502780aacad41): ``dtype: bf16`` on a bf16 O2 model keeps no master copy
-    (``master_weights: none``, ``optimizer_states: bf16``)."""
+    (``master_weights: none``, ``optimizer_states: bf16``). Not modelled: the same optimizer at its default fp32
+    ``dtype`` on a bf16 model keeps ``store_param_remainders`` (l.808-810 there: the low 16 bits of each fp32 master,
+    2 B a parameter, not 4), which the card cannot state; such NeMo rows plan the fp32 master, 2 B a parameter of the
+    shard above the run's. NeMo's ``mcore_distributed_optim`` ignores ``optim.dtype`` (its ``OptimizerConfig`` is built
+    without it, nemo/core/classes/modelPT.py l.598-622 @v2.0.0 e938df32): fp32 master and moments."""
     if not (strategy in ZERO_STAGES and train_bytes < 4
             and card.precision.optimizer.value in ("adamw", "sgd", "adafactor")):
         return use_master, state_bytes, None

@@ -1373,6 +1373,19 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         card["precision"]["optimizer_states"] = states
         notes.append(f"AdamW moments {states} (precision.optimizer_states): "
                      f"{e['precision'].get('optimizer_states_source') or 'the entry recipe'}")
+        if e["precision"].get("master_weights"):
+            # the master copy as the same source states it (NeMo's distributed_fused_adam keeps none when its dtype
+            # is the model's): stated on the card, a Megatron card keeps it (plan.terms.zero_master_states)
+            card["precision"]["master_weights"] = e["precision"]["master_weights"]
+            notes.append(f"master weights {e['precision']['master_weights']} (precision.master_weights, the same source)")
+    if (e.get("optimizer_steps") or {}).get("value") is False:
+        # the entry's timed loop never calls its optimizer's step() (``optimizer_steps.source`` cites the lines), so
+        # the lazily built AdamW moments never exist: the card plans SGD at torch's default momentum 0, which keeps no
+        # state (memory.optimizer) and prices a memory-bound update in place of the step the run never makes
+        card["precision"]["optimizer"] = "sgd"
+        card["precision"].pop("optimizer_impl", None)
+        notes.append("precision.optimizer sgd: the entry's loop never steps its optimizer, so it holds no optimizer"
+                     " state (the entry's optimizer_steps)")
     if e["precision"].get("nf4_compute_dtype") and scope == "qlora":
         # the dtype the 4-bit base's GEMMs run in, as the entry's note reads it from the framework's model loading
         # (bitsandbytes' Linear4bit takes an fp32 input's dtype: spec.enums.Nf4ComputeDtype)

@@ -88,3 +88,35 @@ def test_miles_p2p_rows_take_the_launchers_engine_fraction_and_optimizer_offload
     card["rollout"].pop("gpu_memory_utilization")
     default = st.plan_card(card)
     assert not default.engine_fits and default.parts["weight_sync"] == planned.parts["weight_sync"]
+
+
+@pytest.mark.parametrize("row_id", ["vectorlm-a100-llama3-8b-full-1g-2k-mbs8", "vectorlm-a100-llama3-8b-full-1g-4k-mbs4",
+                                    "vectorlm-a100-llama3-8b-full-1g-8k-mbs2"])
+def test_vectorlm_benchmark_never_steps_its_optimizer(row_id: str) -> None:
+    """VectorLM's benchmark calls Trainer.train_step directly, so tr_step stays 0 and every call takes the no_sync
+    branch: optimizer.step() never runs and AdamW's moments never exist (vectorlm/trainer.py l.75, l.273, l.291,
+    profiling/benchmark.py l.433 @9045f08a). The card plans no optimizer state and keeps the output through backward
+    (l.294-296); the one-GPU rows then fit on the 80 GB A100, and with AdamW's moments they do not."""
+    e = TRAIN[row_id]
+    card, _ = st.map_train(e)
+    assert card["precision"]["optimizer"] == "sgd" and "optimizer_impl" not in card["precision"]
+    assert card["loop"] == {"keeps_output_through_backward": True}
+    assert st.plan_card(card).fits is True
+    card["precision"]["optimizer"] = "adamw"
+    assert st.plan_card(card).fits is False
+
+
+@pytest.mark.parametrize(("row_id", "master"), [("nemo-h100-nemotron-340b-pretrain-fp8-2407", "none"),
+                                                ("nemo-h100-llama2-70b-sft-fp8-2407", None)])
+def test_nemo_distributed_fused_adam_bf16_state(row_id: str, master: str | None) -> None:
+    """NeMo 24.07's launcher sets optim.dtype bf16 for distributed_fused_adam (nemotron_340b.yaml l.162, peft/llama
+    sft.yaml l.257 @8325688d): Apex keeps bf16 moments, and NeMo drops the parameter shard when the dtype is the model's
+    (megatron_base_model.py l.805-807 @8e3d65dc) but keeps it under fp8_params. The cards state it and fit; with fp32
+    state (the card before) they do not."""
+    card, _ = st.map_train(TRAIN[row_id])
+    assert card["precision"]["optimizer_states"] == "bf16"
+    assert card["precision"].get("master_weights") == master
+    assert st.plan_card(card).fits is True
+    card["precision"].pop("optimizer_states")
+    card["precision"].pop("master_weights", None)
+    assert st.plan_card(card).fits is False

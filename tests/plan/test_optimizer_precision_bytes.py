@@ -69,3 +69,19 @@ def test_megatron_precision_aware_optimizer_keeps_bf16_moments():
     plans = [make_plan(load_card_dict(_megatron_card(**p))) for p in ({}, {"optimizer_states": "bf16"})]
     fp32, bf16 = (max(ph.components.get("optimizer_states", 0.0) for ph in p.phases) for p in plans)
     assert bf16 == pytest.approx(fp32 / 2)
+
+
+def test_megatron_card_that_states_no_master_keeps_none():
+    """NeMo's distributed_fused_adam with ``dtype: bf16`` on a bf16 model: Apex keeps bf16 moments and no parameter
+    shard (store_params False, NeMo megatron_base_model.py l.805-807 @8e3d65dc): a Megatron card stating
+    master_weights none and optimizer_states bf16 plans no master copy; left unstated the master stays fp32, and a
+    DeepSpeed ZeRO card keeps its fp32 master whatever it states."""
+    assert _step_bytes(_megatron_card(optimizer_states="bf16", master_weights="none")) == ((2.0, 2.0, 2.0, False), 14.0)
+    assert _step_bytes(_megatron_card(optimizer_states="bf16"))[0][3] is True
+    assert _step_bytes(_card("zero1", optimizer_states="bf16", master_weights="none"))[0][3] is True
+    from trainfit.plan import make_plan
+
+    plans = [make_plan(load_card_dict(_megatron_card(**p)))
+             for p in ({"optimizer_states": "bf16"}, {"optimizer_states": "bf16", "master_weights": "none"})]
+    kept, none = (max(ph.components.get("master_weights", 0.0) for ph in p.phases) for p in plans)
+    assert kept > 0 and none == 0.0

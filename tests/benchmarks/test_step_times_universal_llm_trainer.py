@@ -102,13 +102,27 @@ def test_qlora_rows_run_their_4bit_base_in_fp32(row_id: str) -> None:
     assert card["precision"]["nf4_compute_dtype"] == "fp32"
 
 
-def test_the_fp32_base_gemms_explain_part_of_the_qlora_gap() -> None:
+def test_the_fp32_model_explains_most_of_the_qlora_gap() -> None:
     """Llama-3.1-8B QLoRA minus LoRA, published per iteration: 46.1 s A100, 19.7 s H100, 18.2 s RTX Pro 6000. The fp32
-    rate of the base GEMMs plans 33.5 s, 9.6 s and 3.9 s of it: most on A100, half on H100, a fifth on the RTX Pro
-    6000 (whose 125 TFLOP/s fp32 figure counts both FP32 issue paths); the rest is not attributed."""
+    rate of the base GEMMs alone planned 33.5 s, 9.6 s and 3.9 s of it; with the rest of the float32 model (SDPA's
+    memory-efficient kernel in 3xTF32, attention_time.fp32_attention_ratio; the unquantised head in fp32) it plans
+    43.9 s, 15.5 s and 14.5 s: 95 %, 79 % and 80 %, on all three GPUs, and no more than the gap."""
     got = {}
     for gpu in ("a100", "h100", "pro6000"):
         q, lo = (ROWS[f"ult-gputest-llama3.1-8b-{m}-{gpu}-1g"] for m in ("qlora", "lora"))
         planned = [st.plan_card(st.map_train(e)[0]).step_s for e in (q, lo)]
         got[gpu] = (planned[0] - planned[1]) / (q["measured"]["value"] - lo["measured"]["value"])
-    assert 0.6 < got["a100"] < 1.0 and 0.35 < got["h100"] < 0.65 and 0.1 < got["pro6000"] < 0.35
+    assert all(0.7 < v < 1.0 for v in got.values()), got
+
+
+@pytest.mark.parametrize("row_id", QLORA_ROWS)
+def test_qlora_rows_within_half_once_the_model_is_fp32(row_id: str) -> None:
+    """Every QLoRA row plans within 50 % of its published iteration (24-67 % too fast with only the base GEMMs in
+    fp32), and slower than the same card with bf16 attention and head (nf4_compute_dtype bf16)."""
+    e = ROWS[row_id]
+    card, _ = st.map_train(e)
+    fp32 = st.plan_card(card).step_s
+    card["precision"]["nf4_compute_dtype"] = "bf16"
+    bf16 = st.plan_card(card).step_s
+    assert bf16 < fp32
+    assert abs(fp32 / e["measured"]["value"] - 1) <= 0.5

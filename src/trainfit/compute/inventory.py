@@ -658,6 +658,10 @@ class PassInventory:
     ``te_a2a_thd_reorders``), beyond its linears and the fused attention call: grad mode is off there whether or not
     the caller's is, so a re-entrant checkpoint's ``torch.no_grad`` saves nothing on them
     (``training.outside_te_kernel_share``)."""
+    attention_dtype_bytes: float = 2.0
+    """Bytes of the fused attention kernel's q / k / v elements: 4 when they are fp32 (a QLoRA model loaded in
+    float32, ``Adapter.base_dtype_bytes``), which PyTorch's SDPA runs on its memory-efficient kernel in 3xTF32
+    (``attention_time.fp32_attention_ratio``); 2: bf16 / fp16."""
 
     @property
     def gemm_flops(self) -> float:
@@ -676,6 +680,7 @@ class PassInventory:
             self.bare_kernels + other.bare_kernels, self.chained_reads + other.chained_reads,
             fused_strided_bytes=self.fused_strided_bytes + other.fused_strided_bytes,
             te_function_kernels=self.te_function_kernels + other.te_function_kernels,
+            attention_dtype_bytes=max(self.attention_dtype_bytes, other.attention_dtype_bytes),
         )
 
 
@@ -1064,6 +1069,9 @@ def step_inventory(
     (``attention_time.fp8_attention_cast_bytes``).
     """
     casts = fp8_casts if fp8_casts is not None else TRANSFORMER_ENGINE
+    # the dtype of the modules outside a QLoRA base's 4-bit linears (the head, eager attention's products): fp32 where
+    # the model is loaded in float32 without autocast (Adapter.base_dtype_bytes), else the 16-bit compute dtype
+    model_dtype_bytes = float(adapter.base_dtype_bytes) if adapter is not None and adapter.nf4_base else 2.0
     t = float(micro_batch_size * seq_len)
     h = spec.hidden_size
     fwd, bwd = [], []
@@ -1474,10 +1482,11 @@ def step_inventory(
         per_layer = 2.0 * s * (spec.q_dim + spec.attn_out_dim) * t  # P·V over v dims (MLA: narrower than q·k)
         if eager_attention:
             b = micro_batch_size
-            fwd.append(Gemm("attn.scores", s, s, spec.head_dim, full, b * spec.num_attention_heads))
-            fwd.append(Gemm("attn.pv", s, spec.head_dim, s, full, b * spec.num_attention_heads))
-            bwd += [Gemm("attn.scores.bwd", s, s, spec.head_dim, 2 * full, b * spec.num_attention_heads),
-                    Gemm("attn.pv.bwd", s, spec.head_dim, s, 2 * full, b * spec.num_attention_heads)]
+            ea = dict(dtype_bytes=model_dtype_bytes)  # torch.matmul in the hidden states' dtype
+            fwd.append(Gemm("attn.scores", s, s, spec.head_dim, full, b * spec.num_attention_heads, **ea))
+            fwd.append(Gemm("attn.pv", s, spec.head_dim, s, full, b * spec.num_attention_heads, **ea))
+            bwd += [Gemm("attn.scores.bwd", s, s, spec.head_dim, 2 * full, b * spec.num_attention_heads, **ea),
+                    Gemm("attn.pv.bwd", s, spec.head_dim, s, 2 * full, b * spec.num_attention_heads, **ea)]
             scores = b * spec.num_attention_heads * s * s * full
             fwd_bytes += EAGER_SCORE_FORWARD_BYTES * scores
             bwd_bytes += EAGER_SCORE_BACKWARD_BYTES * scores
@@ -1549,7 +1558,9 @@ def step_inventory(
     sync_attn = sync_f  # the core-attention recompute re-runs attention only
     sync_f += loop_syncs + dispatch_syncs
     win = dict(window_attention_forward_flops=win_fwd, window_attention_seq=win_seq,
-               attention_head_dim=float(spec.head_dim) if attn_fwd else 0.0)
+               attention_head_dim=float(spec.head_dim) if attn_fwd else 0.0,
+               # a QLoRA model loaded in float32: q / k / v reach SDPA in fp32 (Adapter.base_dtype_bytes)
+               attention_dtype_bytes=model_dtype_bytes)
     chain_f = norm_chained_reads(norm_elements, backward_bytes_per_element=None) + tuple(lora_chain_f)
     chain_b = (norm_chained_reads(norm_elements, backward_bytes_per_element=BACKWARD_BYTES_FACTOR * NORM_BYTES)
                + tuple(lora_chain_b))
@@ -1585,7 +1596,10 @@ def step_inventory(
     slice_bw = loss_input_slice_backward and spec.head_outputs is None
     copy_f, copy_fk = (LOSS_INPUT_COPY_FORWARD_BYTES, LOSS_INPUT_COPY_FORWARD_KERNELS) if copy else (0.0, 0)
     copy_b, copy_bk = (LOSS_INPUT_COPY_BACKWARD_BYTES, LOSS_INPUT_COPY_BACKWARD_KERNELS) if slice_bw else (0.0, 0)
-    head_f = PassInventory((Gemm("lm_head", t, out, h),), 0.0, 0.0,
+    # a QLoRA model's head is not quantised (transformers' bitsandbytes quantizer skips the output embedding,
+    # integrations/bitsandbytes.py get_keys_to_not_convert): it runs in the loaded dtype (model_dtype_bytes)
+    hd_b = model_dtype_bytes
+    head_f = PassInventory((Gemm("lm_head", t, out, h, dtype_bytes=hd_b),), 0.0, 0.0,
                            (loss_f + copy_f) * t * out + norm_f * t * h + 4.0 * t * h
                            + (POSITION_ADD_BYTES * t * h if pos else 0.0),
                            1 + loss_fk + copy_fk + norm_fk + 1 + (2 if pos else 0), strided_bytes=norm_s * t * h,
@@ -1593,7 +1607,7 @@ def step_inventory(
                            fused_kernels=(loss_fk if compiled_ce else 0.0) + copy_fk,
                            chained_reads=() if ln else norm_chained_reads([(t * h, 1)], backward_bytes_per_element=None))
     head_train = adapter is None
-    hb = [Gemm("lm_head.dX", t, h, out)] + ([Gemm("lm_head.dW", h, out, t)] if head_train else [])
+    hb = [Gemm("lm_head.dX", t, h, out, dtype_bytes=hd_b)] + ([Gemm("lm_head.dW", h, out, t)] if head_train else [])
     emb = EMBED_BACKWARD_BYTES_PER_WEIGHT * spec.vocab_size * h if (head_train and train_embedding) else 0.0
     if emb and pos:  # the position rows' dense gradient from the same dY
         emb += EMBED_BACKWARD_BYTES_PER_WEIGHT * (spec.learned_positions * h + t * h)

@@ -1,6 +1,7 @@
 """A QLoRA model loaded in float32 without autocast (``precision.nf4_compute_dtype`` fp32): besides the 4-bit base's
 GEMMs, SDPA runs fp32 q / k / v on its memory-efficient kernel in 3xTF32 (``attention_time.fp32_attention_ratio``),
-and the unquantised head and eager attention's products run as fp32 GEMMs (``inventory.step_inventory``)."""
+the unquantised head and eager attention's products run as fp32 GEMMs, and the residual stream's elementwise ops move
+4-byte elements (``inventory.fp32_stream_extra_forward_bytes``)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from trainfit.compute.attention_time import (
     attention_seconds,
     fp32_attention_ratio,
 )
-from trainfit.compute.inventory import Adapter, step_inventory
+from trainfit.compute.inventory import BACKWARD_BYTES_FACTOR, Adapter, fp32_stream_extra_forward_bytes, step_inventory
 from trainfit.compute.rates import default_rates
 
 A100 = default_rates(resolve_gpu("a100-80gb"))
@@ -53,3 +54,28 @@ def test_eager_attention_products_follow_the_model_dtype():
     fp32 = step_inventory(SPEC, adapter=_adapter(4), eager_attention=True, **KW)
     attn = [g for g in fp32.layers_forward.gemms + fp32.layers_backward.gemms if g.name.startswith("attn.")]
     assert len(attn) == 4 and {g.dtype_bytes for g in attn} == {4}
+
+
+def test_fp32_stream_bytes_per_op():
+    """Residual add 6 -> 12, rotary 14 -> 28, glue 8 -> 16, SwiGLU 10 -> 20, RMSNorm 36 -> 28 (two casts fewer)."""
+    b, k = fp32_stream_extra_forward_bytes(tokens=1, hidden_size=1, norms=1, residual_layers=0,
+                                           rotary_elements_per_token=0, glue_layers=0, swiglu_elements_per_token=0)
+    assert (b, k) == (-8.0, -2.0)
+    b, _ = fp32_stream_extra_forward_bytes(tokens=10, hidden_size=4, norms=0, residual_layers=1,
+                                           rotary_elements_per_token=3, glue_layers=1, swiglu_elements_per_token=5)
+    assert b == 10 * (12 * 4 + 14 * 3 + 8 * 4 + 10 * 5)
+
+
+def test_fp32_stream_adds_layer_bytes_through_the_backward_factor():
+    bf16 = step_inventory(SPEC, adapter=_adapter(2), **KW)
+    fp32 = step_inventory(SPEC, adapter=_adapter(4), **KW)
+    t, h, n = 1024, SPEC.hidden_size, SPEC.num_layers
+    x, _ = fp32_stream_extra_forward_bytes(
+        tokens=t, hidden_size=h, norms=SPEC.norms_per_layer * n, residual_layers=n,
+        rotary_elements_per_token=(SPEC.q_dim + SPEC.kv_dim) * n, glue_layers=n,
+        swiglu_elements_per_token=SPEC.intermediate_size * n)
+    assert x > 0
+    assert fp32.layers_forward.memory_bytes - bf16.layers_forward.memory_bytes == pytest.approx(x)
+    assert fp32.layers_backward.memory_bytes - bf16.layers_backward.memory_bytes == pytest.approx(
+        BACKWARD_BYTES_FACTOR * x)
+    assert fp32.layers_forward.kernels - bf16.layers_forward.kernels == -2 * SPEC.norms_per_layer * n

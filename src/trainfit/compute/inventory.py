@@ -974,6 +974,33 @@ def te_a2a_thd_reorders(*, sequences: float, layers: float, context_parallel: in
     return fwd, bwd
 
 
+FP32_NORM_CAST_BYTES, FP32_NORM_CAST_KERNELS = 12.0, 2
+"""Of ``NORM_BYTES`` / ``NORM_KERNELS``, transformers' two casts in an RMSNorm on a 16-bit input
+(``hidden_states.to(torch.float32)``: read 2, write 4; ``hidden_states.to(input_dtype)``: read 4, write 2; v4.49.0
+src/transformers/models/llama/modeling_llama.py ``LlamaRMSNorm.forward``): no-ops on an fp32 input, where the weight
+multiply reads and writes 4-byte elements instead (``fp32_stream_extra_forward_bytes``)."""
+
+
+def fp32_stream_extra_forward_bytes(*, tokens: float, hidden_size: int, norms: float, residual_layers: float,
+                                    rotary_elements_per_token: float, glue_layers: float,
+                                    swiglu_elements_per_token: float) -> tuple[float, float]:
+    """The forward bytes and kernels a float32 model's residual stream adds over the 16-bit one the ``*_BYTES``
+    constants count (a QLoRA model loaded in float32 without autocast, ``Adapter.base_dtype_bytes`` 4).
+
+    Every elementwise op of the stream moves 4-byte elements where the constants count 2: the residual adds
+    (``RESIDUAL_BYTES`` 6 -> 12 per hidden element, ``residual_layers`` x 2 per layer), the rotary products
+    (``ROTARY_BYTES`` 14 -> 28 per rotated q / k element), the copies around attention (``ATTENTION_GLUE_BYTES``
+    8 -> 16 per hidden element, ``glue_layers``) and SwiGLU (``SWIGLU_BYTES`` 10 -> 20 per intermediate element); an
+    RMSNorm loses its two casts (``FP32_NORM_CAST_BYTES``) and its weight multiply reads and writes 4 bytes (+4):
+    36 -> 28 per element, two kernels fewer. The backward follows through ``BACKWARD_BYTES_FACTOR``. Returns
+    ``(bytes, kernels)``; the kernels are negative (the casts that vanish)."""
+    h = float(hidden_size)
+    per_token = (RESIDUAL_BYTES * 2 * h * residual_layers + ROTARY_BYTES * rotary_elements_per_token
+                 + ATTENTION_GLUE_BYTES * h * glue_layers + SWIGLU_BYTES * swiglu_elements_per_token
+                 + (4.0 - FP32_NORM_CAST_BYTES) * h * norms)
+    return tokens * per_token, -FP32_NORM_CAST_KERNELS * norms
+
+
 def step_inventory(
     spec: ModelSpec, *, micro_batch_size: int, seq_len: int, adapter: Adapter | None = None,
     eager_attention: bool = False, causal_skip: bool = True, train_embedding: bool = True,
@@ -1518,6 +1545,12 @@ def step_inventory(
         bwd.append(Gemm("deltanet.chunk.bwd", t, la.value_dim, 8 * la.key_head_dim, n))
         fwd_bytes += 40.0 * t * (la.conv_dim + la.value_dim) * n
         fwd_k += 30 * n
+    if model_dtype_bytes >= 4 and not spec.layer_norm:  # a float32 residual stream around a QLoRA base
+        x_b, x_k = fp32_stream_extra_forward_bytes(
+            tokens=t, hidden_size=h, norms=norms / sequence_shards, residual_layers=layers / sequence_shards,
+            rotary_elements_per_token=qkv * rot_share * eager_rotary, glue_layers=0 if unpad else full,
+            swiglu_elements_per_token=spec.intermediate_size * layers if spec.moe is None and spec.mlp_gated else 0.0)
+        fwd_bytes, fwd_k = fwd_bytes + x_b, fwd_k + x_k
     bwd_bytes += BACKWARD_BYTES_FACTOR * fwd_bytes + LORA_BACKWARD_BYTES_FACTOR * lora_bytes
     fwd_bytes += lora_bytes
     elementwise_k = fwd_k - sum(g.count for g in fwd) - (0 if eager_attention else full)

@@ -15,7 +15,7 @@ from trainfit.compute.attention_time import (
     attention_seconds,
     fp32_attention_ratio,
 )
-from trainfit.compute.inventory import BACKWARD_BYTES_FACTOR, Adapter, fp32_stream_extra_forward_bytes, step_inventory
+from trainfit.compute.inventory import BACKWARD_BYTES_FACTOR, EAGER_SCORE_FORWARD_BYTES, Adapter, fp32_stream_extra_forward_bytes, step_inventory
 from trainfit.compute.rates import default_rates
 
 A100 = default_rates(resolve_gpu("a100-80gb"))
@@ -54,6 +54,16 @@ def test_eager_attention_products_follow_the_model_dtype():
     fp32 = step_inventory(SPEC, adapter=_adapter(4), eager_attention=True, **KW)
     attn = [g for g in fp32.layers_forward.gemms + fp32.layers_backward.gemms if g.name.startswith("attn.")]
     assert len(attn) == 4 and {g.dtype_bytes for g in attn} == {4}
+    # the score tensor's elementwise bytes at 4 bytes an element: twice the 16-bit figure
+    bf16 = step_inventory(SPEC, adapter=_adapter(2), eager_attention=True, **KW)
+    scores = bf16.layers_forward.eager_score_elements
+    assert scores > 0
+    x, _ = fp32_stream_extra_forward_bytes(
+        tokens=1024, hidden_size=SPEC.hidden_size, norms=SPEC.norms_per_layer * SPEC.num_layers,
+        residual_layers=SPEC.num_layers, rotary_elements_per_token=(SPEC.q_dim + SPEC.kv_dim) * SPEC.num_layers,
+        glue_layers=SPEC.num_layers, swiglu_elements_per_token=SPEC.intermediate_size * SPEC.num_layers)
+    assert fp32.layers_forward.memory_bytes - bf16.layers_forward.memory_bytes == pytest.approx(
+        x + EAGER_SCORE_FORWARD_BYTES * scores)
 
 
 def test_fp32_stream_bytes_per_op():

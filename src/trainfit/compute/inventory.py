@@ -1515,8 +1515,10 @@ def step_inventory(
             bwd += [Gemm("attn.scores.bwd", s, s, spec.head_dim, 2 * full, b * spec.num_attention_heads, **ea),
                     Gemm("attn.pv.bwd", s, spec.head_dim, s, 2 * full, b * spec.num_attention_heads, **ea)]
             scores = b * spec.num_attention_heads * s * s * full
-            fwd_bytes += EAGER_SCORE_FORWARD_BYTES * scores
-            bwd_bytes += EAGER_SCORE_BACKWARD_BYTES * scores
+            # a float32 model's score tensor holds 4-byte elements: every op on it moves twice the 16-bit bytes
+            # (the softmax's own fp32 upcast, then a no-op, is not taken off: an upper figure)
+            fwd_bytes += EAGER_SCORE_FORWARD_BYTES * scores * model_dtype_bytes / 2.0
+            bwd_bytes += EAGER_SCORE_BACKWARD_BYTES * scores * model_dtype_bytes / 2.0
             fwd_k += 8 * full
             bwd_k += 8 * full
         else:
@@ -1709,7 +1711,8 @@ def step_inventory(
                            fused_kernels=(op_ck if casts.fused else 0.0) + (kk if deq_fused else 0.0),
                            bare_kernels=kk if gptq else 0.0, chained_reads=chain_f, fused_strided_bytes=ks)
     core_g = tuple(g for g in fwd if g.name.startswith("attn."))
-    rec_core = PassInventory(core_g, attn_fwd, float(full), EAGER_SCORE_FORWARD_BYTES * scores,
+    rec_core = PassInventory(core_g, attn_fwd, float(full),
+                             EAGER_SCORE_FORWARD_BYTES * scores * model_dtype_bytes / 2.0,
                              (8 * full) if eager_attention else float(full), scores, host_syncs=sync_attn, **win)
     # Megatron-Core's module recomputes: the norms Transformer Engine does not fuse into a linear (each MoE layer's
     # pre-MLP norm, multi-latent attention's input norm; ``layernorm``) and a dense layer's fused pre-MLP norm

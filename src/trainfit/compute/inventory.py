@@ -993,7 +993,12 @@ def fp32_stream_extra_forward_bytes(*, tokens: float, hidden_size: int, norms: f
     8 -> 16 per hidden element, ``glue_layers``) and SwiGLU (``SWIGLU_BYTES`` 10 -> 20 per intermediate element); an
     RMSNorm loses its two casts (``FP32_NORM_CAST_BYTES``) and its weight multiply reads and writes 4 bytes (+4):
     36 -> 28 per element, two kernels fewer. The backward follows through ``BACKWARD_BYTES_FACTOR``. Returns
-    ``(bytes, kernels)``; the kernels are negative (the casts that vanish)."""
+    ``(bytes, kernels)``; the kernels are negative (the casts that vanish).
+
+    Small beside the rest of a float32 model: on universal-llm-trainer's 11 QLoRA rows (2 x 8,192 tokens) it adds
+    0.13-0.51 s an iteration (Llama-3.1-8B: H100 +0.17 s, A100 +0.28 s, RTX Pro 6000 +0.32 s), where the fp32
+    attention kernel adds 5.4 / 8.7 / 10.4 s. Not counted: PEFT's fp32 adapters lose their input / output casts
+    under an fp32 residual stream (fewer bytes), and the head's final norm and the embedding output."""
     h = float(hidden_size)
     per_token = (RESIDUAL_BYTES * 2 * h * residual_layers + ROTARY_BYTES * rotary_elements_per_token
                  + ATTENTION_GLUE_BYTES * h * glue_layers + SWIGLU_BYTES * swiglu_elements_per_token

@@ -50,3 +50,17 @@ def test_the_field_is_read_for_qlora_only():
         _card(scope="lora", nf4_compute_dtype="fp32")
     with pytest.raises(CardError, match="nf4_compute_dtype"):
         _card(nf4_compute_dtype="tf32")
+
+
+def test_a_float32_load_holds_the_unquantised_weights_and_activations_in_fp32():
+    """resolve.model_dtype: the embeddings, norms and head (not quantised) and the saved activations take 4 bytes
+    where the QLoRA model is loaded in float32; the 4-bit linears keep their packed bytes."""
+    from trainfit.plan.resolve import model_dtype
+    from trainfit.spec.enums import ComputeDtype
+    assert model_dtype(_card(nf4_compute_dtype="fp32")) is ComputeDtype.FP32
+    assert model_dtype(_card()) is ComputeDtype.BF16
+    bf16, fp32 = (make_plan(_card(nf4_compute_dtype=d)).peak.components for d in ("bf16", "fp32"))
+    spec = model_spec_of(_card())
+    embed = spec.vocab_size * spec.hidden_size  # Qwen3-0.6B ties its head to the embedding
+    assert fp32["weights"] - bf16["weights"] >= 2 * embed
+    assert fp32["activations"] > 1.8 * bf16["activations"]

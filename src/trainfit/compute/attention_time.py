@@ -400,14 +400,51 @@ def attention_efficiency(*, compute_capability: str | None, seq_len: float, back
     return (bwd if backward else fwd) * hd * seq_len / (seq_len + SEQ_HALF) / exp
 
 
+FP32_ATTENTION_TENSOR_OPS_PER_PRODUCT = 3
+"""Tensor-core MMAs per fp32 product in PyTorch's memory-efficient attention kernel on fp32 q / k / v: on compute
+capability >= 8.0 its GEMMs are CUTLASS ``OpClassTensorOp`` with ``OpMultiplyAddFastF32`` (pytorch/pytorch
+aten/src/ATen/native/transformers/cuda/mem_eff_attention/gemm_kernel_utils.h l.80-92
+@a60dd4b0ba5902121c9bd3ed5be874a93fe92fa1, ``DefaultGemmType<ArchTag, float>``), CUTLASS's 3xTF32: each operand
+split into a TF32 "big" and "small" part, ``big·big + big·small + small·big``, three TF32 MMAs per product (NVIDIA
+CUTLASS examples/27_ampere_3xtf32_fast_accurate_tensorop_gemm)."""
+
+TF32_TO_BF16_TENSOR_RATE = 0.5
+"""Dense TF32 tensor-core rate over the dense bf16 one: A100 156 / 312 TFLOP/s (NVIDIA A100 datasheet, the
+catalog's a100-80gb source), H100 SXM 494.7 / 989.4 (NVIDIA H100 datasheet: 989 / 1,979 with sparsity). Applied to
+every architecture with tensor cores (an assumption where no datasheet was read: the RTX PRO 6000)."""
+
+
+def fp32_attention_ratio() -> float:
+    """The fused attention rate on fp32 q / k / v over the bf16 one, same kernel shape: ``1 / 6``.
+
+    Which kernel runs: transformers v4.49.0's SDPA path hands ``torch.nn.functional.scaled_dot_product_attention``
+    q / k / v in the hidden states' dtype (src/transformers/integrations/sdpa_attention.py), fp32 for a model loaded
+    in float32 without autocast. PyTorch's flash backend accepts only fp16 / bf16 (and no explicit mask), its
+    memory-efficient backend fp16 / fp32 / bf16 on sm80+ (pytorch/pytorch aten/src/ATen/native/transformers/cuda/
+    sdp_utils.cpp ``can_use_flash_attention``, ``can_use_mem_efficient_attention``:
+    ``greater_than_or_equal_sm80_mem_efficient_dtypes``, read @001f694aef6f922b4fdf6d27d59162d27bf3df58), so fp32
+    attention runs the memory-efficient kernel, not the math path (no ``(b, h, s, s)`` scores materialised). Its fp32
+    GEMMs issue ``FP32_ATTENTION_TENSOR_OPS_PER_PRODUCT`` TF32 MMAs per product at ``TF32_TO_BF16_TENSOR_RATE`` of
+    the bf16 rate: the tensor-core time of each product is ``3 / 0.5 = 6x`` the bf16 kernel's. The kernel's softmax,
+    masking and exponentials are not scaled (taken as hidden under the 6x longer MMA loop).
+
+    What it explains (universal-llm-trainer, Llama-3.1-8B QLoRA loaded in float32, 2 x 8,192 tokens with a padding
+    mask): with the fp32 base GEMMs, head and residual stream, the planned QLoRA-minus-LoRA difference is 44.2 of the
+    published 46.1 s on A100, 15.7 of 19.7 s on H100 and 14.8 of 18.2 s on the RTX Pro 6000. Left on H100 (4.0 s)
+    and the RTX Pro 6000 (3.4 s), not attributed: the fp32 GEMMs are priced at the datasheet's non-tensor fp32 peak
+    (``DeviceRates.fp32_matmul_flops_per_s``), and no published sustained SGEMM share for those cards was read."""
+    return TF32_TO_BF16_TENSOR_RATE / FP32_ATTENTION_TENSOR_OPS_PER_PRODUCT
+
+
 def attention_seconds(*, forward_flops: float, seq_len: float, rates: DeviceRates, backward: bool,
                       head_dim: float | None = None, kernel: str = AUTO_KERNEL, exp_bound: bool = True,
-                      fp8_recipe: str = "") -> float:
+                      fp8_recipe: str = "", fp32: bool = False) -> float:
     """Seconds of the fused attention kernels whose forward work is ``forward_flops`` (``head_dim``: the query/key
     head dimension, ``head_dim_efficiency``; None: the base rate; ``kernel``: the stated kernel, module docstring;
     ``exp_bound``: False for windowed layers, whose kernels the exponential unit does not bound,
     ``exp_unit_time_factor``; it is read only for the ``EXP_BOUND_KERNELS``); ``fp8_recipe`` "mxfp8" / "fp8": fp8
-    attention, the rate scaled by ``fp8_attention_ratio``)."""
+    attention, the rate scaled by ``fp8_attention_ratio``; ``fp32``: fp32 q / k / v on the memory-efficient kernel,
+    the rate scaled by ``fp32_attention_ratio``)."""
     if forward_flops <= 0:
         return 0.0
     work = forward_flops * (BACKWARD_FLOPS_FACTOR if backward else 1.0)
@@ -415,6 +452,8 @@ def attention_seconds(*, forward_flops: float, seq_len: float, rates: DeviceRate
                                head_dim=head_dim, kernel=kernel, exp_bound=exp_bound)
     eff *= fp8_attention_ratio(compute_capability=rates.compute_capability, recipe=fp8_recipe, seq_len=seq_len,
                                backward=backward, head_dim=head_dim)
+    if fp32:
+        eff *= fp32_attention_ratio()
     return work / (rates.matmul_flops_per_s * eff)
 
 

@@ -658,6 +658,10 @@ class PassInventory:
     ``te_a2a_thd_reorders``), beyond its linears and the fused attention call: grad mode is off there whether or not
     the caller's is, so a re-entrant checkpoint's ``torch.no_grad`` saves nothing on them
     (``training.outside_te_kernel_share``)."""
+    attention_dtype_bytes: float = 2.0
+    """Bytes of the fused attention kernel's q / k / v elements: 4 when they are fp32 (a QLoRA model loaded in
+    float32, ``Adapter.base_dtype_bytes``), which PyTorch's SDPA runs on its memory-efficient kernel in 3xTF32
+    (``attention_time.fp32_attention_ratio``); 2: bf16 / fp16."""
 
     @property
     def gemm_flops(self) -> float:
@@ -676,6 +680,7 @@ class PassInventory:
             self.bare_kernels + other.bare_kernels, self.chained_reads + other.chained_reads,
             fused_strided_bytes=self.fused_strided_bytes + other.fused_strided_bytes,
             te_function_kernels=self.te_function_kernels + other.te_function_kernels,
+            attention_dtype_bytes=max(self.attention_dtype_bytes, other.attention_dtype_bytes),
         )
 
 
@@ -969,6 +974,38 @@ def te_a2a_thd_reorders(*, sequences: float, layers: float, context_parallel: in
     return fwd, bwd
 
 
+FP32_NORM_CAST_BYTES, FP32_NORM_CAST_KERNELS = 12.0, 2
+"""Of ``NORM_BYTES`` / ``NORM_KERNELS``, transformers' two casts in an RMSNorm on a 16-bit input
+(``hidden_states.to(torch.float32)``: read 2, write 4; ``hidden_states.to(input_dtype)``: read 4, write 2; v4.49.0
+src/transformers/models/llama/modeling_llama.py ``LlamaRMSNorm.forward``): no-ops on an fp32 input, where the weight
+multiply reads and writes 4-byte elements instead (``fp32_stream_extra_forward_bytes``)."""
+
+
+def fp32_stream_extra_forward_bytes(*, tokens: float, hidden_size: int, norms: float, residual_layers: float,
+                                    rotary_elements_per_token: float, glue_layers: float,
+                                    swiglu_elements_per_token: float) -> tuple[float, float]:
+    """The forward bytes and kernels a float32 model's residual stream adds over the 16-bit one the ``*_BYTES``
+    constants count (a QLoRA model loaded in float32 without autocast, ``Adapter.base_dtype_bytes`` 4).
+
+    Every elementwise op of the stream moves 4-byte elements where the constants count 2: the residual adds
+    (``RESIDUAL_BYTES`` 6 -> 12 per hidden element, ``residual_layers`` x 2 per layer), the rotary products
+    (``ROTARY_BYTES`` 14 -> 28 per rotated q / k element), the copies around attention (``ATTENTION_GLUE_BYTES``
+    8 -> 16 per hidden element, ``glue_layers``) and SwiGLU (``SWIGLU_BYTES`` 10 -> 20 per intermediate element); an
+    RMSNorm loses its two casts (``FP32_NORM_CAST_BYTES``) and its weight multiply reads and writes 4 bytes (+4):
+    36 -> 28 per element, two kernels fewer. The backward follows through ``BACKWARD_BYTES_FACTOR``. Returns
+    ``(bytes, kernels)``; the kernels are negative (the casts that vanish).
+
+    Small beside the rest of a float32 model: on universal-llm-trainer's 11 QLoRA rows (2 x 8,192 tokens) it adds
+    0.13-0.51 s an iteration (Llama-3.1-8B: H100 +0.17 s, A100 +0.28 s, RTX Pro 6000 +0.32 s), where the fp32
+    attention kernel adds 5.4 / 8.7 / 10.4 s. Not counted: PEFT's fp32 adapters lose their input / output casts
+    under an fp32 residual stream (fewer bytes), and the head's final norm and the embedding output."""
+    h = float(hidden_size)
+    per_token = (RESIDUAL_BYTES * 2 * h * residual_layers + ROTARY_BYTES * rotary_elements_per_token
+                 + ATTENTION_GLUE_BYTES * h * glue_layers + SWIGLU_BYTES * swiglu_elements_per_token
+                 + (4.0 - FP32_NORM_CAST_BYTES) * h * norms)
+    return tokens * per_token, -FP32_NORM_CAST_KERNELS * norms
+
+
 def step_inventory(
     spec: ModelSpec, *, micro_batch_size: int, seq_len: int, adapter: Adapter | None = None,
     eager_attention: bool = False, causal_skip: bool = True, train_embedding: bool = True,
@@ -1064,6 +1101,9 @@ def step_inventory(
     (``attention_time.fp8_attention_cast_bytes``).
     """
     casts = fp8_casts if fp8_casts is not None else TRANSFORMER_ENGINE
+    # the dtype of the modules outside a QLoRA base's 4-bit linears (the head, eager attention's products): fp32 where
+    # the model is loaded in float32 without autocast (Adapter.base_dtype_bytes), else the 16-bit compute dtype
+    model_dtype_bytes = float(adapter.base_dtype_bytes) if adapter is not None and adapter.nf4_base else 2.0
     t = float(micro_batch_size * seq_len)
     h = spec.hidden_size
     fwd, bwd = [], []
@@ -1474,13 +1514,16 @@ def step_inventory(
         per_layer = 2.0 * s * (spec.q_dim + spec.attn_out_dim) * t  # P·V over v dims (MLA: narrower than q·k)
         if eager_attention:
             b = micro_batch_size
-            fwd.append(Gemm("attn.scores", s, s, spec.head_dim, full, b * spec.num_attention_heads))
-            fwd.append(Gemm("attn.pv", s, spec.head_dim, s, full, b * spec.num_attention_heads))
-            bwd += [Gemm("attn.scores.bwd", s, s, spec.head_dim, 2 * full, b * spec.num_attention_heads),
-                    Gemm("attn.pv.bwd", s, spec.head_dim, s, 2 * full, b * spec.num_attention_heads)]
+            ea = dict(dtype_bytes=model_dtype_bytes)  # torch.matmul in the hidden states' dtype
+            fwd.append(Gemm("attn.scores", s, s, spec.head_dim, full, b * spec.num_attention_heads, **ea))
+            fwd.append(Gemm("attn.pv", s, spec.head_dim, s, full, b * spec.num_attention_heads, **ea))
+            bwd += [Gemm("attn.scores.bwd", s, s, spec.head_dim, 2 * full, b * spec.num_attention_heads, **ea),
+                    Gemm("attn.pv.bwd", s, spec.head_dim, s, 2 * full, b * spec.num_attention_heads, **ea)]
             scores = b * spec.num_attention_heads * s * s * full
-            fwd_bytes += EAGER_SCORE_FORWARD_BYTES * scores
-            bwd_bytes += EAGER_SCORE_BACKWARD_BYTES * scores
+            # a float32 model's score tensor holds 4-byte elements: every op on it moves twice the 16-bit bytes
+            # (the softmax's own fp32 upcast, then a no-op, is not taken off: an upper figure)
+            fwd_bytes += EAGER_SCORE_FORWARD_BYTES * scores * model_dtype_bytes / 2.0
+            bwd_bytes += EAGER_SCORE_BACKWARD_BYTES * scores * model_dtype_bytes / 2.0
             fwd_k += 8 * full
             bwd_k += 8 * full
         else:
@@ -1509,6 +1552,12 @@ def step_inventory(
         bwd.append(Gemm("deltanet.chunk.bwd", t, la.value_dim, 8 * la.key_head_dim, n))
         fwd_bytes += 40.0 * t * (la.conv_dim + la.value_dim) * n
         fwd_k += 30 * n
+    if model_dtype_bytes >= 4 and not spec.layer_norm:  # a float32 residual stream around a QLoRA base
+        x_b, x_k = fp32_stream_extra_forward_bytes(
+            tokens=t, hidden_size=h, norms=norms / sequence_shards, residual_layers=layers / sequence_shards,
+            rotary_elements_per_token=qkv * rot_share * eager_rotary, glue_layers=0 if unpad else full,
+            swiglu_elements_per_token=spec.intermediate_size * layers if spec.moe is None and spec.mlp_gated else 0.0)
+        fwd_bytes, fwd_k = fwd_bytes + x_b, fwd_k + x_k
     bwd_bytes += BACKWARD_BYTES_FACTOR * fwd_bytes + LORA_BACKWARD_BYTES_FACTOR * lora_bytes
     fwd_bytes += lora_bytes
     elementwise_k = fwd_k - sum(g.count for g in fwd) - (0 if eager_attention else full)
@@ -1549,7 +1598,9 @@ def step_inventory(
     sync_attn = sync_f  # the core-attention recompute re-runs attention only
     sync_f += loop_syncs + dispatch_syncs
     win = dict(window_attention_forward_flops=win_fwd, window_attention_seq=win_seq,
-               attention_head_dim=float(spec.head_dim) if attn_fwd else 0.0)
+               attention_head_dim=float(spec.head_dim) if attn_fwd else 0.0,
+               # a QLoRA model loaded in float32: q / k / v reach SDPA in fp32 (Adapter.base_dtype_bytes)
+               attention_dtype_bytes=model_dtype_bytes)
     chain_f = norm_chained_reads(norm_elements, backward_bytes_per_element=None) + tuple(lora_chain_f)
     chain_b = (norm_chained_reads(norm_elements, backward_bytes_per_element=BACKWARD_BYTES_FACTOR * NORM_BYTES)
                + tuple(lora_chain_b))
@@ -1585,7 +1636,10 @@ def step_inventory(
     slice_bw = loss_input_slice_backward and spec.head_outputs is None
     copy_f, copy_fk = (LOSS_INPUT_COPY_FORWARD_BYTES, LOSS_INPUT_COPY_FORWARD_KERNELS) if copy else (0.0, 0)
     copy_b, copy_bk = (LOSS_INPUT_COPY_BACKWARD_BYTES, LOSS_INPUT_COPY_BACKWARD_KERNELS) if slice_bw else (0.0, 0)
-    head_f = PassInventory((Gemm("lm_head", t, out, h),), 0.0, 0.0,
+    # a QLoRA model's head is not quantised (transformers' bitsandbytes quantizer skips the output embedding,
+    # integrations/bitsandbytes.py get_keys_to_not_convert): it runs in the loaded dtype (model_dtype_bytes)
+    hd_b = model_dtype_bytes
+    head_f = PassInventory((Gemm("lm_head", t, out, h, dtype_bytes=hd_b),), 0.0, 0.0,
                            (loss_f + copy_f) * t * out + norm_f * t * h + 4.0 * t * h
                            + (POSITION_ADD_BYTES * t * h if pos else 0.0),
                            1 + loss_fk + copy_fk + norm_fk + 1 + (2 if pos else 0), strided_bytes=norm_s * t * h,
@@ -1593,7 +1647,7 @@ def step_inventory(
                            fused_kernels=(loss_fk if compiled_ce else 0.0) + copy_fk,
                            chained_reads=() if ln else norm_chained_reads([(t * h, 1)], backward_bytes_per_element=None))
     head_train = adapter is None
-    hb = [Gemm("lm_head.dX", t, h, out)] + ([Gemm("lm_head.dW", h, out, t)] if head_train else [])
+    hb = [Gemm("lm_head.dX", t, h, out, dtype_bytes=hd_b)] + ([Gemm("lm_head.dW", h, out, t)] if head_train else [])
     emb = EMBED_BACKWARD_BYTES_PER_WEIGHT * spec.vocab_size * h if (head_train and train_embedding) else 0.0
     if emb and pos:  # the position rows' dense gradient from the same dY
         emb += EMBED_BACKWARD_BYTES_PER_WEIGHT * (spec.learned_positions * h + t * h)
@@ -1662,7 +1716,8 @@ def step_inventory(
                            fused_kernels=(op_ck if casts.fused else 0.0) + (kk if deq_fused else 0.0),
                            bare_kernels=kk if gptq else 0.0, chained_reads=chain_f, fused_strided_bytes=ks)
     core_g = tuple(g for g in fwd if g.name.startswith("attn."))
-    rec_core = PassInventory(core_g, attn_fwd, float(full), EAGER_SCORE_FORWARD_BYTES * scores,
+    rec_core = PassInventory(core_g, attn_fwd, float(full),
+                             EAGER_SCORE_FORWARD_BYTES * scores * model_dtype_bytes / 2.0,
                              (8 * full) if eager_attention else float(full), scores, host_syncs=sync_attn, **win)
     # Megatron-Core's module recomputes: the norms Transformer Engine does not fuse into a linear (each MoE layer's
     # pre-MLP norm, multi-latent attention's input norm; ``layernorm``) and a dense layer's fused pre-MLP norm

@@ -350,10 +350,13 @@ def pass_seconds(inv: PassInventory, *, rates: DeviceRates, seq_len: float, back
         m=g.m, n=g.n, k=g.k, groups=g.groups, rates=gemm_rates, dtype_bytes=g.dtype_bytes) * g.count
         for g in inv.gemms)
     win, hd = inv.window_attention_forward_flops, inv.attention_head_dim  # windowed layers at their key-loop length
+    fp32_attn = inv.attention_dtype_bytes >= 4  # fp32 q / k / v: the memory-efficient kernel in 3xTF32
     attn = (attention_seconds(forward_flops=inv.attention_forward_flops - win, seq_len=seq_len, rates=rates,
-                              backward=backward, head_dim=hd, kernel=attention_kernel, fp8_recipe=attention_fp8)
+                              backward=backward, head_dim=hd, kernel=attention_kernel, fp8_recipe=attention_fp8,
+                              fp32=fp32_attn)
             + attention_seconds(forward_flops=win, seq_len=inv.window_attention_seq, rates=rates, backward=backward,
-                                head_dim=hd, kernel=attention_kernel, exp_bound=False, fp8_recipe=attention_fp8))
+                                head_dim=hd, kernel=attention_kernel, exp_bound=False, fp8_recipe=attention_fp8,
+                                fp32=fp32_attn))
     # a compiler's fused kernels read contiguously; the strided reads of kernels it cannot fuse (part of both the
     # fused and the strided bytes, inventory.PassInventory.fused_strided_bytes) keep the strided rate
     bare_strided = inv.fused_strided_bytes

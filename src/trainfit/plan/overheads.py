@@ -20,6 +20,7 @@ from trainfit.memory.params import param_tensors
 from trainfit.memory.phases import PhasePeak, StepTerms
 from trainfit.memory.sharding import Sharding
 from trainfit.memory.stream_pools import PoolPoint, capped_reserved_bytes, fsdp_supported, stream_pool_bytes
+from trainfit.plan.resolve import model_dtype
 from trainfit.plan.result import PhaseResult
 from trainfit.spec.card import AllocatorKind, RunCard
 from trainfit.spec.enums import FSDP_STRATEGIES, ZERO_STAGES, ComputeDtype, LossKernel, Method, Offload, Phase
@@ -160,7 +161,7 @@ def card_sequence_shape(terms: StepTerms, *, spec: ModelSpec, card: RunCard) -> 
     elif not card.loss.upcast and shape.logit_elements and spec.head_outputs is None:
         # the model's own compute-dtype loss allocates as memory.logits.compute_dtype_ce_bytes says
         shape = replace(shape, ce_compute_dtype=True,
-                        ce_compute_dtype_bytes=4 if card.precision.compute is ComputeDtype.FP32 else 2,
+                        ce_compute_dtype_bytes=4 if model_dtype(card) is ComputeDtype.FP32 else 2,
                         ce_shift_copy=shifted_slice_copies(micro_batch_size=card.batch.micro_batch_size))
     return shape
 

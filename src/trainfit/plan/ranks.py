@@ -64,7 +64,7 @@ from trainfit.memory.pipeline import Stage, first_chunk_forwards_in_flight
 from trainfit.memory.sharding import Sharding
 from trainfit.memory.weights import WeightBytes, count_scale
 from trainfit.plan.rank_buffers import backward_buffers, comm_buffers, loss_region, stage_forward_transient
-from trainfit.plan.resolve import trainable_spec
+from trainfit.plan.resolve import model_dtype, trainable_spec
 from trainfit.plan.terms import (HOST_BYTES_PER_PROCESS, hf_sdpa_of, _autocast_copies, _fsdp_terms, _megatron_fsdp_fp8_units,
                                  autocast_copies_weights, megatron_fsdp_fp8_params,
                                  fp8_linear_input_bytes, fsdp_casts_gathered_params, fsdp_gathered_dtype,
@@ -286,7 +286,7 @@ def rank_terms(card: RunCard, spec: ModelSpec, sharding: Sharding, layout: Paral
     inflight = 0.0 if full_offload else held
     b, s_loc = card.batch.micro_batch_size, card.batch.seq_len // layout.cp
     tokens = b * s_loc
-    a = 4 if prec.compute is ComputeDtype.FP32 else 2
+    a = 4 if model_dtype(card) is ComputeDtype.FP32 else 2
     seq_tokens = tokens // (layout.tp if layout.sp else 1)
     unit = a * seq_tokens * spec.hidden_size  # one residual-stream tensor of a micro-batch
     # torch.distributed.pipelining keeps each in-flight micro-batch's stage output and received input
@@ -537,7 +537,7 @@ def _activations(card: RunCard, spec: ModelSpec, ss: ModelSpec, layout: Parallel
     """Saved bytes of one forward of the walked chunk on this rank (per-op model on the shard spec);
     ``autocast``: autocast's 16-bit weight copies are saved (``autocast_copies_weights``, full training)."""
     prec = card.precision
-    a = 4 if prec.compute is ComputeDtype.FP32 else 2
+    a = 4 if model_dtype(card) is ComputeDtype.FP32 else 2
     b, s_loc = card.batch.micro_batch_size, card.batch.seq_len // layout.cp
     fp8_in = fp8_linear_input_bytes(card)
     # Megatron-Core's module recomputes other than core_attn: the per-op figure runs without them

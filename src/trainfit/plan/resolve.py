@@ -13,7 +13,7 @@ from trainfit.catalog.gpus import GpuSpec, custom_gpu, resolve_gpu
 from trainfit.catalog.models import resolve_model
 from trainfit.errors import CardError
 from trainfit.spec.card import RunCard
-from trainfit.spec.enums import AdapterDtype, Attention, ComputeDtype, LoraDropoutPosition
+from trainfit.spec.enums import AdapterDtype, Attention, ComputeDtype, LoraDropoutPosition, Nf4ComputeDtype, Scope
 from trainfit.spec.model import ModelSpec
 from trainfit.spec.training import LoraSpec, TrainableSpec
 
@@ -68,6 +68,15 @@ def _model_ref(card: RunCard) -> str | dict:
 
 def _revision(card: RunCard) -> str | None:
     return None if isinstance(card.model, str) else card.model.revision
+
+
+def model_dtype(card: RunCard) -> ComputeDtype:
+    """The dtype the model's unquantised modules and activations are held in: fp32 for a QLoRA model loaded in
+    float32 without autocast (``precision.nf4_compute_dtype`` fp32: the embeddings, norms, head and the residual
+    stream around the 4-bit linears are fp32, spec.enums.Nf4ComputeDtype), else ``precision.compute``."""
+    if card.scope is Scope.QLORA and card.precision.nf4_compute_dtype is Nf4ComputeDtype.FP32:
+        return ComputeDtype.FP32
+    return card.precision.compute
 
 
 def gpu_of(card: RunCard) -> GpuSpec:

@@ -34,7 +34,7 @@ from trainfit.memory.params import ParamBreakdown, TensorGroup, param_breakdown,
 from trainfit.memory.phases import StepTerms
 from trainfit.memory.sharding import Sharding
 from trainfit.memory.weights import WeightBytes, count_scale, total_params, weight_bytes
-from trainfit.plan.resolve import card_with, trainable_spec
+from trainfit.plan.resolve import card_with, model_dtype, trainable_spec
 from trainfit.spec.card import RunCard, verl_actor_loss
 from trainfit.spec.enums import (
     AdapterDtype,
@@ -471,7 +471,7 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
     scale = count_scale(spec)
     pb = param_breakdown(spec)
     wdtype = card.weights_dtype
-    compute = ComputeDtype.BF16 if prec.compute.quantized_gemms else prec.compute  # fp8 / fp4: only the GEMMs
+    compute = ComputeDtype.BF16 if prec.compute.quantized_gemms else model_dtype(card)  # fp8 / fp4: only the GEMMs
     w = weight_bytes(spec, weights=wdtype, compute=compute, trainable=trainable)
 
     if trainable.lora is not None:

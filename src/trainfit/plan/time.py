@@ -36,7 +36,7 @@ from trainfit.memory.sharding import Sharding
 from trainfit.memory.weights import count_scale, total_params, weight_bytes
 from trainfit.errors import CardError, TrainfitError
 from trainfit.plan.checkpointing import checkpoint_reentrant
-from trainfit.plan.resolve import gpu_of, trainable_spec
+from trainfit.plan.resolve import gpu_of, model_dtype, trainable_spec
 from trainfit.methods.roles import train_nodes
 from trainfit.plan.terms import (fsdp_gathered_dtype, loss_input_copy_of, megatron_fsdp_fp8_params, trained_dtype_bytes,
                                  zero_master_states)
@@ -519,8 +519,8 @@ def legacy_sdpa_copies_of(spec: ModelSpec, card: RunCard, *, eager: bool) -> dic
 
 def compute_dtype_bytes(card: RunCard) -> int:
     """Bytes of the card's activations' dtype: 4 in fp32 compute, else 2 (bf16 / fp16; fp8 / fp4 run their non-GEMM
-    ops in bf16), as the memory plan takes them."""
-    return 4 if card.precision.compute is ComputeDtype.FP32 else 2
+    ops in bf16; a QLoRA model loaded in float32: 4, ``resolve.model_dtype``), as the memory plan takes them."""
+    return 4 if model_dtype(card) is ComputeDtype.FP32 else 2
 
 
 def window_masked_sdpa(spec: ModelSpec, card: RunCard, *, seq_len: int) -> bool:

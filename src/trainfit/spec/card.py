@@ -174,7 +174,9 @@ class PrecisionSection(_Section):
         " bitsandbytes' Linear4bit takes the input's dtype when it is float32 or bfloat16, else bnb_4bit_compute_dtype"
         " (transformers' default float32): fp32 where the model is loaded in float32 without autocast, or where"
         " bnb_4bit_compute_dtype is left unset on a float16 model; those GEMMs then run at the fp32 (non-tensor-core)"
-        " rate. Default bf16.")
+        " rate. fp32 means the whole unquantised model is fp32 (a float32 load): SDPA's memory-efficient kernel in"
+        " 3xTF32, the head as an fp32 GEMM, the residual stream's elementwise ops, weights and saved activations at"
+        " 4 bytes. Default bf16.")
     bf16_first_layers: int = Field(
         0, ge=0, le=10_000, description="With compute fp8 / fp4: this many first decoder layers keep bf16 linears"
         " (Megatron-Core first_last_layers_bf16 with num_layers_at_start_in_bf16; Megatron-Bridge's FP8-CS and"

@@ -264,7 +264,10 @@ class Nf4ComputeDtype(StrEnum):
 
     * ``bf16`` / ``fp16``: tensor-core GEMMs at the 16-bit rate (the default; the same time).
     * ``fp32``: fp32 GEMMs, no tensor cores (``torch.backends.cuda.matmul.allow_tf32`` is False by default since
-      torch 1.12): ``DeviceRates.fp32_matmul_flops_per_s``.
+      torch 1.12): ``DeviceRates.fp32_matmul_flops_per_s``. The rest of the model is then fp32 too (the float32
+      load): SDPA on fp32 q / k / v (``compute.attention_time.fp32_attention_ratio``), the unquantised head's GEMMs,
+      the residual stream's elementwise bytes (``compute.inventory.fp32_stream_extra_forward_bytes``), and in memory
+      the unquantised weights and the activations (``plan.resolve.model_dtype``).
     """
 
     BF16 = "bf16"

@@ -1240,6 +1240,12 @@ class RunCard(_Section):
         if self.precision.nf4_compute_dtype is not Nf4ComputeDtype.BF16 and self.scope is not Scope.QLORA:
             raise ValueError(f"precision.nf4_compute_dtype: read for scope qlora (the 4-bit base's GEMMs); scope"
                              f" {self.scope.value} has none; allowed with it: bf16")
+        prec = self.precision
+        if (self.parallel.tensor_parallel_impl is TensorParallelImpl.MEGATRON and prec.optimizer is not Optimizer.ADAMW
+                and prec.optimizer_states is StatesDtype.BF16):
+            raise ValueError(f"precision.optimizer_states: bf16 moments are Megatron-Core's precision-aware Adam"
+                             f" (exp_avg_dtype / exp_avg_sq_dtype); optimizer {prec.optimizer.value} keeps fp32 states;"
+                             " allowed with it: same_as_weights, fp32 (or optimizer adamw)")
         if self.method in (Method.PPO, Method.GRPO) and self.batch.padding is not Padding.NONE:
             raise ValueError(f"batch.padding: read for sft, rm and dpo; {self.method.value} plans its passes from the"
                              " rollout settings; allowed with it: none")

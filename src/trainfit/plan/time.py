@@ -38,8 +38,8 @@ from trainfit.errors import CardError, TrainfitError
 from trainfit.plan.checkpointing import checkpoint_reentrant
 from trainfit.plan.resolve import gpu_of, trainable_spec
 from trainfit.methods.roles import train_nodes
-from trainfit.plan.terms import (fsdp_gathered_dtype, loss_input_copy_of, megatron_fsdp_fp8_params, trained_dtype_bytes,
-                                 zero_master_states)
+from trainfit.plan.terms import (fsdp_gathered_dtype, loss_input_copy_of, megatron_fsdp_fp8_params,
+                                 runs_hf_modelling_code, trained_dtype_bytes, zero_master_states)
 from trainfit.spec.card import RunCard, pin_before
 from trainfit.spec.enums import Attention, ComputeDtype, ContextParallelKind, Dtype, Fp8Recipe, Method, Scope
 from trainfit.spec.enums import AdapterDtype, LayerKind, LoraDropoutPosition, QloraDequant
@@ -567,8 +567,10 @@ def padding_mask_attention(card: RunCard, *, eager: bool, seq_len: int) -> tuple
     aten/src/ATen/native/transformers/cuda/sdp_utils.cpp), so the memory-efficient kernel runs and computes every key
     block of the row: no causal halving, as SDPA handed a packed block mask (``packed_attention``). Eager attention
     computes every score anyway; the flash path unpads and stays causal: (True, None) for both, and for ``padding``
-    none."""
-    if card.batch.padding is not Padding.MASK or eager or card.attention is not Attention.SDPA:
+    none. A card whose layers are not transformers' (``plan.terms.runs_hf_modelling_code``: Megatron-Core's and
+    nanotron's own attention) is refused the mask in ``spec.card``; here it keeps the causal skip."""
+    if (card.batch.padding is not Padding.MASK or eager or card.attention is not Attention.SDPA
+            or not runs_hf_modelling_code(card)):
         return True, None
     return False, (f"batch.padding mask: SDPA given transformers' 4-D padding mask runs its memory-efficient kernel"
                    f" over every key block of the {seq_len}-token row (no causal skip); every padded token still runs"

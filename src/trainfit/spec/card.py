@@ -1240,6 +1240,11 @@ class RunCard(_Section):
         if self.precision.nf4_compute_dtype is not Nf4ComputeDtype.BF16 and self.scope is not Scope.QLORA:
             raise ValueError(f"precision.nf4_compute_dtype: read for scope qlora (the 4-bit base's GEMMs); scope"
                              f" {self.scope.value} has none; allowed with it: bf16")
+        if (self.batch.padding is Padding.MASK
+                and self.parallel.tensor_parallel_impl in (TensorParallelImpl.MEGATRON, TensorParallelImpl.NANOTRON)):
+            raise ValueError(f"batch.padding: mask is transformers' 4-D padding mask handed to SDPA;"
+                             f" tensor_parallel_impl {self.parallel.tensor_parallel_impl.value} runs its own attention"
+                             " and takes no such mask; allowed with it: none")
         prec = self.precision
         if (self.parallel.tensor_parallel_impl is TensorParallelImpl.MEGATRON and prec.optimizer is not Optimizer.ADAMW
                 and prec.optimizer_states is StatesDtype.BF16):

@@ -1075,6 +1075,20 @@ PAGING_PASSES = 2
 out again under the next step's activation pressure (bitsandbytes paged optimizers on CUDA managed memory)."""
 
 
+def default_power_limit_note(gpu: GpuSpec) -> str | None:
+    """The plan's note for a card whose hosts run below its TDP by default (``GpuSpec.default_power_limit_w``): the
+    plan keeps the datasheet peaks and says what the limit would give (``compute.rates.power_limited_rates``)."""
+    from trainfit.compute.rates import POWER_CLOCK_EXPONENT
+
+    lim, tdp = gpu.default_power_limit_w, gpu.tdp_w
+    if not lim or not tdp or lim >= tdp:
+        return None
+    return (f"{gpu.name}: its hosts run a default {lim:g} W power limit of the {tdp:g} W TDP (catalog source);"
+            f" planned at the {tdp:g} W datasheet peaks; at the limit the matmul rates would be"
+            f" x{(lim / tdp) ** POWER_CLOCK_EXPONENT:.3f} (compute.rates.power_limited_rates; state it with trainfit"
+            " calibrate)")
+
+
 def step_time_of(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding, rollout, *,
                  rates: DeviceRates | None = None, paged_spill_bytes: float = 0.0) -> StepTiming | None:
     """The step's time on the slowest GPU; None when the GPU catalog lacks FLOP/s or bandwidth."""
@@ -1095,6 +1109,9 @@ def step_time_of(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
                            t.phases + (PhaseTime("paging", secs, "offload", {"spilled_bytes": paged_spill_bytes}),),
                            t.assumptions + (f"paged optimizer: {paged_spill_bytes / 2**30:.1f} GiB of states do not fit"
                                             f" and page over PCIe {PAGING_PASSES}x per step",))
+        limit = default_power_limit_note(gpu) if rates is None else None
+        if limit:
+            t = replace(t, assumptions=t.assumptions + (limit,))
         return t
     except TrainfitError as exc:
         return StepTiming(float("nan"), 0.0, (), (f"not estimated: {exc}",))

@@ -81,3 +81,41 @@ def test_only_the_host_resident_verl_reference_pays_the_copies():
     assert cpu["ref_logprob"] > gpu["ref_logprob"]
     # the old policy's pass (the actor: no CPU offload in verl) is the same either way
     assert cpu["old_logprob"] == pytest.approx(gpu["old_logprob"])
+
+
+def test_one_gpu_copies_the_whole_reference_in_every_pass():
+    # one rank: FSDP's CPU offload still copies each unit's weights in before it runs; at 1 GB/s the copies dwarf the
+    # compute: all 15,231,233,024 bf16 bytes of Qwen2.5-7B, less at most the compute they hide behind
+    one = Parallel(strategy="fsdp", ranks=1, gpus_per_node=1)
+    on_gpu, host = (forward_only_time(QWEN7, rates=H100, micro_batch_size=1, seq_len=1024, micro_steps=1, parallel=one,
+                                      gathered_weight_bytes=WEIGHTS, host_shard_bytes_per_s=rate) for rate in (0.0, 1e9))
+    extra = host.seconds - on_gpu.seconds
+    assert 15.231233024 - on_gpu.seconds <= extra <= 15.231233024 * (1 + 1e-9)
+
+
+def _verl_default(**over) -> dict:
+    d = _verl("gpu")
+    del d["roles"]["reference"]
+    for k, v in over.items():
+        d[k] = {**d[k], **v} if isinstance(v, dict) else v
+    return d
+
+
+def test_verl_fsdp_reference_defaults_to_host_memory():
+    """verl wraps every role but the actor in FSDP's CPU offload (fsdp_workers.py l.260-262 @e0d035cd, FSDP2 l.547-552
+    @b178a3cd): a full-weight verl FSDP card's reference is on the host by default, in memory and in time; LoRA's
+    reference is the actor with its adapters off, verl's Megatron workers keep theirs on the GPU."""
+    from trainfit.methods.roles import reference_placement
+    from trainfit.spec.enums import RefPlacement
+
+    card = load_card_dict(_verl_default())
+    assert reference_placement(card) is RefPlacement.CPU
+    plan, gpu = make_plan(card), make_plan(load_card_dict(_verl("gpu")))
+    assert plan.host_ram.get("reference_weights", 0.0) > 0.0
+    ref = {p.name: p.seconds for p in plan.time.phases}["ref_logprob"]
+    assert ref > {p.name: p.seconds for p in gpu.time.phases}["ref_logprob"]
+    assert max(ph.components.get("reference_weights", 0.0) for ph in plan.phases) == 0.0
+    lora = load_card_dict(_verl_default(scope="lora"))
+    assert reference_placement(lora) is RefPlacement.LORA_DISABLED
+    mega = load_card_dict(_verl_default(parallel={"strategy": "zero1", "tensor_parallel_impl": "megatron"}))
+    assert reference_placement(mega) is RefPlacement.GPU

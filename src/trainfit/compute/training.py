@@ -1634,6 +1634,16 @@ def forward_only_time(
                                         work_cv=work_cv) * total.seconds
         total = PassTime(total.seconds + exposed, total.gemm_s, total.attention_s, total.memory_s, total.host_s,
                          total.sync_s)
+    elif host_shard_bytes_per_s > 0 and gathered_weight_bytes:
+        # one rank: FSDP still wraps the model with its CPU offload and copies each unit's whole (unsharded) weights
+        # in before the unit runs, hidden behind the previous unit's compute as the gathers above are
+        layers = spec.num_layers
+        root = root_unit_share(spec, embedding_unit=fsdp2_copies)
+        copy = gathered_weight_bytes * (1.0 - root) / layers / host_shard_bytes_per_s
+        exposed = (micro_steps * (copy + (layers - 1) * max(0.0, copy - one.seconds / layers))
+                   + gathered_weight_bytes * root / host_shard_bytes_per_s)
+        total = PassTime(total.seconds + exposed, total.gemm_s, total.attention_s, total.memory_s, total.host_s,
+                         total.sync_s)
     if fsdp2_copies and parallel.strategy in ("fsdp", "fsdp_grad_op", "hsdp") and parallel.ranks > 1 \
             and gathered_weight_bytes:
         every_micro = (0.0 if unshard_once or parallel.strategy == "fsdp_grad_op"

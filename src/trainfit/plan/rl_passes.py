@@ -174,8 +174,8 @@ def _reference_host_shard_bytes_per_s(card: RunCard, r: DeviceRates) -> float:
     its weights stay on the GPU. verl's FSDP workers wrap every role but the actor with FSDP's own CPU offload
     (``cpu_offload = None if role == "actor" else CPUOffload(offload_params=True)``, volcengine/verl
     verl/workers/fsdp_workers.py l.260-262 @e0d035cd4a6a5c29835516a58d78710a28e73b18; ``CPUOffloadPolicy`` under
-    FSDP2 at b178a3cd56f58b2d502255daba591e92833930a7), which the card states as ``roles.reference: cpu``
-    (``methods.roles.reference_placement``). FSDP keeps that shard pinned (``_flat_param.py`` l.1260, torch 2.13.0;
+    FSDP2 at b178a3cd56f58b2d502255daba591e92833930a7), which ``methods.roles.reference_placement`` gives a verl FSDP
+    card by default (``roles.reference: cpu``). FSDP keeps that shard pinned (``_flat_param.py`` l.1260, torch 2.13.0;
     FSDP2's ``CPUOffloadPolicy(pin_memory=True)``), so every training GPU of the node copies at the pinned rate
     (``compute.offload.host_copy_bytes_per_s``); ``compute.training.forward_only_time`` times the copies."""
     from trainfit.compute.offload import host_copy_bytes_per_s

@@ -1634,7 +1634,7 @@ def forward_only_time(
                                         work_cv=work_cv) * total.seconds
         total = PassTime(total.seconds + exposed, total.gemm_s, total.attention_s, total.memory_s, total.host_s,
                          total.sync_s)
-    elif host_shard_bytes_per_s > 0 and gathered_weight_bytes:
+    elif host_shard_bytes_per_s > 0 and gathered_weight_bytes and parallel.ranks <= 1:
         # one rank: FSDP still wraps the model with its CPU offload and copies each unit's whole (unsharded) weights
         # in before the unit runs, hidden behind the previous unit's compute as the gathers above are
         layers = spec.num_layers

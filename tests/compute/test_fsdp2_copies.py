@@ -39,10 +39,15 @@ def test_train_step_adds_the_copies_only_when_asked_and_only_under_fsdp():
     off, on = _step("fsdp", False), _step("fsdp", True)
     assert "fsdp_copies" not in {p.name for p in off.phases}
     copies = next(p for p in on.phases if p.name == "fsdp_copies").seconds
-    assert copies == pytest.approx(fsdp2_copy_seconds(gathered_weight_bytes=2 * PARAMS, root_share=0.08,
+    # FSDP2's root (verl apply_fsdp2: the untied embedding a unit of its own) is Llama-3.1-8B's head and final norm,
+    # 128,256 x 4,096 + 4,096 = 525,340,672 of 8,030,261,248 parameters
+    root = 525_340_672 / 8_030_261_248
+    assert copies == pytest.approx(fsdp2_copy_seconds(gathered_weight_bytes=2 * PARAMS, root_share=root,
                                                       trained_params=PARAMS, grad_bytes=4.0,
                                                       hbm_bytes_per_s=H100.hbm_bytes_per_s))
-    assert on.total_s == pytest.approx(off.total_s + copies)
+    # the rest moves only by the embedding's gather leaving the root (gathered once a step, exposed) for a unit of its
+    # own, hidden behind compute like a layer's: a little less exposed communication, under 3 %
+    assert 0.97 * off.total_s < on.total_s - copies < off.total_s
     assert 0.02 < copies < 0.06  # ~110 GB at H100's HBM rate
     ddp = _step("ddp", True)
     assert "fsdp_copies" not in {p.name for p in ddp.phases}

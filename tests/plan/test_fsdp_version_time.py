@@ -22,7 +22,9 @@ def _copies(plan) -> float:
 def test_fsdp2_pays_the_copies_fsdp1_does_not(strategy):
     one, two = _plan(strategy, "fsdp1"), _plan(strategy, "fsdp2")
     assert _copies(one) == 0.0 and 0.01 < _copies(two) < 0.1  # ~100 GB of copies at H100's HBM rate
-    assert two.step_seconds == pytest.approx(one.step_seconds + _copies(two))
+    # besides the copies, FSDP2 (as verl applies it) gathers the untied embedding as a unit of its own, not in the
+    # root (compute.training.root_unit_share): the collectives move by under 1 %
+    assert two.step_seconds == pytest.approx(one.step_seconds + _copies(two), rel=0.01)
     assert two.peak.device == one.peak.device  # a time term: memory does not move
 
 

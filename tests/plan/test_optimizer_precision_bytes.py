@@ -85,3 +85,14 @@ def test_megatron_card_that_states_no_master_keeps_none():
              for p in ({"optimizer_states": "bf16"}, {"optimizer_states": "bf16", "master_weights": "none"})]
     kept, none = (max(ph.components.get("master_weights", 0.0) for ph in p.phases) for p in plans)
     assert kept > 0 and none == 0.0
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "adafactor"])
+def test_megatron_bf16_moments_are_adam_only(optimizer):
+    """Megatron-Core's precision-aware moments are Adam's (exp_avg / exp_avg_sq handed to TE's FusedAdam): another
+    optimizer on a Megatron card is refused bf16 states with one line, and its fp32 states stay 4 bytes."""
+    from trainfit.errors import CardError
+
+    with pytest.raises(CardError, match=r"precision.optimizer_states: .*optimizer " + optimizer):
+        load_card_dict(_megatron_card(optimizer=optimizer, optimizer_states="bf16"))
+    assert _step_bytes(_megatron_card(optimizer=optimizer, optimizer_states="fp32"))[0][2] == 4.0

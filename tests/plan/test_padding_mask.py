@@ -50,3 +50,15 @@ def test_the_default_is_none_and_bad_values_are_one_line():
 def test_padding_mask_is_refused_with_packed_rows():
     with pytest.raises(CardError, match="batch.padding: mask pads each sample"):
         _card(batch={"padding": "mask", "packed_sample_tokens": 1024})
+
+
+@pytest.mark.parametrize("over", [{"method": "ppo"}, {"method": "grpo"},
+                                  {"parallel": {"tensor_parallel_impl": "megatron"}},
+                                  {"parallel": {"tensor_parallel_impl": "nanotron"}}])
+def test_padding_mask_is_refused_where_it_means_nothing(over):
+    """RL plans its passes from the rollout settings, and Megatron-Core / nanotron run their own attention, which
+    takes no transformers padding mask: one line, naming the key."""
+    with pytest.raises(CardError) as exc:
+        _card(batch={"padding": "mask"}, **over)
+    msg = str(exc.value).strip()
+    assert msg.startswith("batch.padding") and "allowed with it: none" in msg and "\n" not in msg

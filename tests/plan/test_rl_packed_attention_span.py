@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from trainfit.plan import make_plan
-from trainfit.plan.rl_batches import rl_batch, sequence_token_spread
+from trainfit.plan.rl_batches import rl_batch
 from trainfit.plan.rl_passes import packed_span_factor
 from trainfit.plan.resolve import model_spec_of
 from trainfit.spec.card import load_card_dict
@@ -29,26 +31,36 @@ def _factor(d: dict) -> float:
     return packed_span_factor(card, spec, rl_batch(card, spec, train_gpus=8), eager=False)
 
 
-def test_the_span_is_one_plus_the_squared_spread_of_a_sequences_tokens():
-    card = load_card_dict(_card())
-    spec = model_spec_of(card)
-    batch = rl_batch(card, spec, train_gpus=8)
-    cv = sequence_token_spread(card, spec) / batch.seq_len
-    assert 0.3 < cv < 1.0  # a truncated exponential of mean 4,000 of at most 16,384, behind a 512-token prompt
-    assert _factor(_card()) == pytest.approx(1 + cv * cv, rel=1e-9)
+def test_the_span_of_uniform_responses_is_hand_computed():
+    """Responses uniform on [1, 8191] (mean 4,096) behind a 512-token prompt: a sequence's tokens have the mean 4,608
+    and the standard deviation 8,190 / sqrt(12) = 2,364.25, so the span is 1 + (2,364.25 / 4,608)^2 = 1.2632 (the
+    discrete bins of the length groups shave a little off the continuous variance)."""
+    d = _card(mean=4096, response_len=8191)
+    d["rollout"]["response_len_shape"] = "uniform"
+    assert _factor(d) == pytest.approx(1.2632, rel=2e-3)
 
 
-def test_no_span_for_padded_sequences_eager_attention_or_a_guessed_mean():
+def test_no_span_for_padded_sequences_or_eager_attention():
     assert _factor(_card(packed=False)) == 1.0
-    assert _factor(_card(mean=None)) == 1.0
     card = load_card_dict(_card())
     spec = model_spec_of(card)
     assert packed_span_factor(card, spec, rl_batch(card, spec, train_gpus=8), eager=True) == 1.0
 
 
+def test_a_length_profile_spreads_the_span_too():
+    """Without a stated mean the length profile's shape gives the spread: the span is charged as with a mean."""
+    assert _factor(_card(mean=None)) > 1.05
+
+
 def test_the_span_never_passes_the_longest_sequence():
-    # responses capped near their mean: the spread is small and the cap binds neither way
-    assert 1.0 <= _factor(_card(mean=1000, response_len=1024)) <= (512 + 1024) / (512 + 1000)
+    """A spread as large as the mean (1 + cv^2 = 2) on sequences of 512 + 1,000 tokens of at most 512 + 1,024: the
+    span stops at the longest, 1,536 / 1,512 = 1.01587."""
+    card = load_card_dict(_card(mean=1000, response_len=1024))
+    spec = model_spec_of(card)
+    batch = rl_batch(card, spec, train_gpus=8)
+    assert batch.seq_len == 1512
+    wide = replace(batch, token_spread=1512.0)
+    assert packed_span_factor(card, spec, wide, eager=False) == pytest.approx(1536 / 1512, rel=1e-9)
 
 
 def test_the_attention_of_the_passes_follows_the_span():

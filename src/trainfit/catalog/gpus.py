@@ -64,6 +64,10 @@ class GpuSpec:
     """Host <-> device link per direction per GPU where it is not PCIe (GB200: its share of the superchip's
     NVLink-C2C); the host copies (offload, sleep/wake, swaps) run at it instead of the PCIe rate."""
     tdp_w: float | None = None
+    default_power_limit_w: float | None = None
+    """The power limit the card's hosts run at by default when it is below ``tdp_w`` (the source's words: Meta's
+    Grand Teton H100s at 500 W of 700 W); None: the TDP. The catalog's rates stay the datasheet peaks; a plan without
+    calibration says it plans at them (``plan.time.step_time_of``)."""
     sm_count: int | None = None
     """Streaming multiprocessors (NVIDIA) or compute units (AMD) on the card as shipped."""
     fp32_flops_per_s: float | None = None

@@ -869,7 +869,7 @@ def train_step_time(
     if (ranks > 1 or eranks > 1) and st != "single":
         if st in ("zero3", "fsdp", "fsdp_grad_op", "hsdp"):
             group = shard
-            root_frac = FSDP_ROOT_SHARE
+            root_frac = root_unit_share(spec, embedding_unit=fsdp2_copies)
             # the routed experts (none in the root unit) are sharded over their own group
             expert_frac = expert_params / trained_params if trained_params > 0 else 0.0
             dense_w, dense_g = gathered_weight_bytes * (1 - expert_frac), grad_bytes * (1 - expert_frac)
@@ -1136,7 +1136,8 @@ def train_step_time(
     if act_off_s:
         phases.append(PhaseTime("activation_offload", act_off_s, "offload", {}))
     if fsdp2_copies and st in ("fsdp", "fsdp_grad_op", "hsdp") and ranks > 1:
-        copy_s = fsdp2_copy_seconds(gathered_weight_bytes=gathered_weight_bytes, root_share=FSDP_ROOT_SHARE,
+        copy_s = fsdp2_copy_seconds(gathered_weight_bytes=gathered_weight_bytes,
+                                    root_share=root_unit_share(spec, embedding_unit=True),
                                     trained_params=trained_params, grad_bytes=optimizer.grad_bytes,
                                     reshard_after_forward=st != "fsdp_grad_op", micro_steps=micro_steps,
                                     hbm_bytes_per_s=rates.hbm_bytes_per_s)
@@ -1182,20 +1183,28 @@ def token_scan_seconds(*, syncs: float, rates: DeviceRates) -> float:
                           kernels=n, syncs=n)
 
 
-def root_unit_share(spec: ModelSpec) -> float:
-    """The root FSDP unit's share of the model's parameters: the token and position embeddings and an untied head
-    (``memory.params.param_breakdown``), what a wrap by decoder layer leaves to the root (the final norm is
-    negligible)."""
+def root_unit_share(spec: ModelSpec, *, embedding_unit: bool = False) -> float:
+    """The root FSDP unit's share of the model's parameters: what a wrap by decoder layer leaves outside the layers'
+    units (``memory.params.param_breakdown``: parameters minus the decoder layers'), the token and position embeddings,
+    the final norm and an untied head (a tied head is the embedding's tensor). verl's FSDP1 wrap policy wraps the
+    ``_no_split_modules`` only (volcengine/verl verl/utils/fsdp_utils.py ``get_fsdp_wrap_policy`` l.56 on
+    @e0d035cd4a6a5c29835516a58d78710a28e73b18), so the root keeps all of them. ``embedding_unit``: FSDP2 as verl's
+    ``apply_fsdp2`` applies it also gives every ``nn.Embedding`` its own ``fully_shard`` unit when the embeddings are
+    untied (verl/utils/fsdp_utils.py l.507-537 @b178a3cd56f58b2d502255daba591e92833930a7), so the root keeps the final
+    norm and the head. Qwen2.5-7B: 14.3 % under FSDP1, 7.2 % under FSDP2; the tied Qwen2.5-0.5B: 27.6 % either way.
+
+    ``train_step_time``'s collectives (the root gathered once a step, the layers every micro-step),
+    ``fsdp2_copy_seconds``' root share and ``forward_only_time``'s once-a-pass gather and host-shard copy all read it
+    (it replaces a round 8 % share)."""
     from trainfit.memory.params import param_breakdown
 
     bd = param_breakdown(spec)
-    return (bd.embedding + bd.lm_head + bd.positions) / bd.total if bd.total > 0 else 0.0
-
-
-FSDP_ROOT_SHARE = 0.08
-"""The root unit's share (embeddings, final norm, head) of a sharded model's gathered weights: ``train_step_time``'s
-collectives and ``fsdp2_copy_seconds``' root share, and the part of a no-grad pass FSDP2 gathers once
-(``forward_only_time``). A round share, not measured and not fitted."""
+    if bd.total <= 0:
+        return 0.0
+    outside = bd.total - sum(bd.per_layer)
+    if embedding_unit and bd.lm_head > 0:
+        outside -= bd.embedding + bd.positions
+    return max(0.0, outside) / bd.total
 
 
 def fsdp2_copy_seconds(*, gathered_weight_bytes: float, root_share: float, trained_params: float,
@@ -1529,7 +1538,7 @@ def forward_only_time(
     ``torch/distributed/fsdp/_fully_shard/``): the root keeps its parameters after forward (``_fsdp_state.py``
     l. 203-207 ``post_forward_mesh_info = None``; ``_fsdp_param_group.py`` l. 499-502 ``reshard`` returns in
     FORWARD), and a no-grad pass runs no backward to reshard them, so the next micro-batch's ``unshard`` is a no-op
-    (l. 375-376): the root's ``FSDP_ROOT_SHARE`` is gathered once a pass, the other units every micro-batch
+    (l. 375-376): the root's share (``root_unit_share``) is gathered once a pass, the other units every micro-batch
     (fsdp_grad_op: every unit once). ``unshard_once``: the whole model unsharded once before the pass and kept so
     (FSDP2 ``reshard_after_forward=False`` on every unit, or ``set_reshard_after_forward(False)``): one copy-out a
     pass; an explicit ``unshard()`` alone is not that (``_fsdp_hooked_units``). FSDP1 has no copy-out (its views read the
@@ -1564,7 +1573,7 @@ def forward_only_time(
     rank's shard of each layer's gathered bytes is added to that layer's gather, which the previous layer's compute
     hides as it hides the gather. The root unit (embeddings, head: ``root_unit_share``) is not resharded after a
     forward (FSDP1 ``_post_forward_reshard`` frees only non-root units; FSDP2's root keeps its parameters,
-    ``FSDP_ROOT_SHARE``'s note), so its shard is copied once a pass, exposed. 0: the shards are on the GPU."""
+    ``fsdp2_copies``' note), so its shard is copied once a pass, exposed. 0: the shards are on the GPU."""
     inv = step_inventory(spec, micro_batch_size=micro_batch_size, seq_len=seq_len, adapter=adapter,
                          window_mask=window_mask, window_mask_dtype_bytes=window_mask_dtype_bytes,
                          eager_attention=eager_attention, attention_context=attention_context,
@@ -1618,7 +1627,7 @@ def forward_only_time(
                                      intra_link=coll.IntraLink.of(nvlink=rates.nvlink))
         root_copy_s = 0.0
         if host_shard_bytes_per_s > 0:  # each layer's local shard copied from pinned host memory first (docstring)
-            root = root_unit_share(spec)
+            root = root_unit_share(spec, embedding_unit=fsdp2_copies)
             ag += gathered_weight_bytes * (1.0 - root) / layers / ranks / host_shard_bytes_per_s
             root_copy_s = gathered_weight_bytes * root / ranks / host_shard_bytes_per_s
         exposed = micro_steps * (ag + (layers - 1) * max(0.0, ag - one.seconds / layers)) + root_copy_s
@@ -1628,9 +1637,20 @@ def forward_only_time(
                                         work_cv=work_cv) * total.seconds
         total = PassTime(total.seconds + exposed, total.gemm_s, total.attention_s, total.memory_s, total.host_s,
                          total.sync_s)
+    elif host_shard_bytes_per_s > 0 and gathered_weight_bytes and parallel.ranks <= 1:
+        # one rank: FSDP still wraps the model with its CPU offload and copies each unit's whole (unsharded) weights
+        # in before the unit runs, hidden behind the previous unit's compute as the gathers above are
+        layers = spec.num_layers
+        root = root_unit_share(spec, embedding_unit=fsdp2_copies)
+        copy = gathered_weight_bytes * (1.0 - root) / layers / host_shard_bytes_per_s
+        exposed = (micro_steps * (copy + (layers - 1) * max(0.0, copy - one.seconds / layers))
+                   + gathered_weight_bytes * root / host_shard_bytes_per_s)
+        total = PassTime(total.seconds + exposed, total.gemm_s, total.attention_s, total.memory_s, total.host_s,
+                         total.sync_s)
     if fsdp2_copies and parallel.strategy in ("fsdp", "fsdp_grad_op", "hsdp") and parallel.ranks > 1 \
             and gathered_weight_bytes:
-        every_micro = 0.0 if unshard_once or parallel.strategy == "fsdp_grad_op" else 1.0 - FSDP_ROOT_SHARE
+        every_micro = (0.0 if unshard_once or parallel.strategy == "fsdp_grad_op"
+                       else 1.0 - root_unit_share(spec, embedding_unit=True))
         gathered = gathered_weight_bytes * (1.0 + (micro_steps - 1) * every_micro)
         copy_s = fsdp2_copy_seconds(gathered_weight_bytes=gathered, root_share=0.0, trained_params=0.0,
                                     grad_bytes=0.0, reshard_after_forward=False, hbm_bytes_per_s=rates.hbm_bytes_per_s)

@@ -12,16 +12,18 @@ from trainfit.methods.roles import trl_old_logprob_pass
 from trainfit.spec.card import RunCard
 from trainfit.spec.enums import (
     FSDP_STRATEGIES,
+    ZERO_STAGES,
     Attention,
     ComputeDtype,
     FsdpVersion,
     Method,
+    Nf4ComputeDtype,
+    Padding,
     Placement,
     RolloutEngine,
     Scope,
     Strategy,
     WeightSync,
-    ZERO_STAGES,
 )
 
 TARGETS = ("accelerate", "deepspeed", "trl", "verl", "openrlhf", "torchtitan", "nemo-rl")
@@ -185,12 +187,12 @@ def shared_notes(card: RunCard, target: str, *, megatron_has: set[str] | None = 
         notes.append(f"batch.packed_sample_tokens {b.packed_sample_tokens}{cv}: the mean length of the samples packed"
                      f" into a row is a property of the data, and the {target} file does not write packing with"
                      " attention per sample; not written (rows are planned back as one causal sequence each)")
-    if card.precision.nf4_compute_dtype.value != "bf16":
+    if card.precision.nf4_compute_dtype is not Nf4ComputeDtype.BF16:
         notes.append(f"precision.nf4_compute_dtype {card.precision.nf4_compute_dtype.value}: the 4-bit base's GEMMs"
                      " take the dtype of the activations bitsandbytes is handed (a float32 model load without autocast"
                      f" gives fp32); the {target} file loads the model in its 16-bit compute dtype; not written (read"
                      " back as bf16)")
-    if b.padding.value != "none":
+    if b.padding is not Padding.NONE:
         notes.append(f"batch.padding {b.padding.value}: samples padded to batch.seq_len with an attention mask of zeros"
                      f" after each sample are a property of the data and its collator; the {target} file has no setting"
                      " for it; not written (read back as padding none: causal attention with the causal skip)")

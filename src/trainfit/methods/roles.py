@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from trainfit.spec.card import RunCard
-from trainfit.spec.enums import SERVING_ENGINES, Method, Placement, RefPlacement, Scope
+from trainfit.spec.enums import FSDP_STRATEGIES, SERVING_ENGINES, Method, Placement, RefPlacement, Scope
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +60,18 @@ copies are priced with the trainer's (``plan.rl_offload.trainer_state_offload_ph
 
 
 def reference_placement(card: RunCard) -> RefPlacement:
-    """Where the reference lives when the card leaves it open (``roles.reference`` as set always wins)."""
+    """Where the reference lives when the card leaves it open (``roles.reference`` as set always wins).
+
+    verl's FSDP workers keep a full-weight reference in host memory under FSDP's own CPU offload, at every version the
+    rows cite and under both FSDP versions: ``cpu_offload = None if role == "actor" else
+    CPUOffload(offload_params=True)`` (volcengine/verl verl/workers/fsdp_workers.py l.260-262
+    @e0d035cd4a6a5c29835516a58d78710a28e73b18, FSDP1), the same at l.524-526 and, under FSDP2,
+    ``CPUOffloadPolicy(pin_memory=True)`` for every role but the actor at l.547-552
+    @b178a3cd56f58b2d502255daba591e92833930a7, and the newer engine workers give a forward-only engine
+    ``CPUOffload(offload_params=True)`` / ``CPUOffloadPolicy(pin_memory=True)`` (verl/workers/engine/fsdp/
+    transformer_impl.py l.309-349, same commit): ``RefPlacement.CPU``, whose shards ``plan.rl_passes`` copies in
+    during the reference pass. A LoRA card's reference is the actor with its adapters off; verl's Megatron
+    workers are not FSDP."""
     if card.roles.reference is not None:
         return card.roles.reference
     if card.method in (Method.SFT, Method.RM):
@@ -69,6 +80,9 @@ def reference_placement(card: RunCard) -> RefPlacement:
         return RefPlacement.NONE
     if card.preset in REFERENCE_SWAP_PRESETS:
         return RefPlacement.HOST_SWAP
+    if (card.preset == "verl" and card.parallel.strategy in FSDP_STRATEGIES and card.scope is Scope.FULL
+            and card.method in (Method.PPO, Method.GRPO)):
+        return RefPlacement.CPU
     if (card.preset in REFERENCE_OFFLOAD_PRESETS and card.scope is Scope.FULL
             and card.method in (Method.PPO, Method.GRPO) and card.rollout.placement is Placement.COLOCATE):
         return RefPlacement.CPU

@@ -174,8 +174,8 @@ def _reference_host_shard_bytes_per_s(card: RunCard, r: DeviceRates) -> float:
     its weights stay on the GPU. verl's FSDP workers wrap every role but the actor with FSDP's own CPU offload
     (``cpu_offload = None if role == "actor" else CPUOffload(offload_params=True)``, volcengine/verl
     verl/workers/fsdp_workers.py l.260-262 @e0d035cd4a6a5c29835516a58d78710a28e73b18; ``CPUOffloadPolicy`` under
-    FSDP2 at b178a3cd56f58b2d502255daba591e92833930a7), which the card states as ``roles.reference: cpu``
-    (``methods.roles.reference_placement``). FSDP keeps that shard pinned (``_flat_param.py`` l.1260, torch 2.13.0;
+    FSDP2 at b178a3cd56f58b2d502255daba591e92833930a7), which ``methods.roles.reference_placement`` gives a verl FSDP
+    card by default (``roles.reference: cpu``). FSDP keeps that shard pinned (``_flat_param.py`` l.1260, torch 2.13.0;
     FSDP2's ``CPUOffloadPolicy(pin_memory=True)``), so every training GPU of the node copies at the pinned rate
     (``compute.offload.host_copy_bytes_per_s``); ``compute.training.forward_only_time`` times the copies."""
     from trainfit.compute.offload import host_copy_bytes_per_s
@@ -197,21 +197,24 @@ def packed_span_factor(card: RunCard, spec: ModelSpec, batch: RlBatch, *, eager:
     ``Σ len_i²``, not ``n · mean²``: the sequences' lengths vary and the quadratic term follows the longer ones.
     1.0 for padded sequences (every one the longest) and eager attention (which plans a whole row).
 
-    Only where the card states the mean response (``rollout.response_len_mean``): without it the lengths are a length
-    profile's guess (``rl_common.length_profile``), whose truncated-exponential tail the logged runs do not bear out
-    (``compute.response_lengths``: logged clip ratios and batches' longest below the exponential's), so its spread is a
-    guess on a guess. Charged there too (checked 2026-12-03), the 54 rows without a published mean go from a 20.9 to a
-    22.5 % median (verl's one-step-off DAPO Qwen2.5-Math-7B updates, already over, +16 -> +21 % and +28 -> +34 %; AReaL
-    v0.2 1.5B 8-GPU step +9 -> +14 %; the under-planned ones closer: verl fully-async Qwen3-30B-A3B update -45 -> -40
-    %), the other subsets as with the gate."""
+    Every packed pass takes it, whether the card states the mean response (``rollout.response_len_mean``) or a
+    length profile gives it (``rl_common.length_profile``): the spread comes from the same length shape either way
+    (``rollout.response_len_shape``), so a gate on the stated mean would pick rows by outcome. Measured
+    2026-12-03 against the gated version: the 54 rows without a published mean go from an 18.3 to a 21.6 % median
+    (beyond 50 %: 7 -> 7; verl fully-async ReTool Qwen2.5-7B update +75 -> +95 %, log-prob +30 -> +41 %, step +10 ->
+    +17 %; verl one-step-off DAPO Qwen2.5-Math-7B updates +28 -> +34 % and +16 -> +21 %; AReaL v0.2 1.5B 8-GPU step +9
+    -> +14 %; the under-planned closer: verl fully-async Qwen3-30B-A3B update -45 -> -40 %); every other subset and
+    the whole table (10.4 %) unchanged. Those rows' over-plans are not this term's: they stay a miss to explain."""
+    from trainfit.compute.attention_time import packed_attention_context
     from trainfit.plan.rl_batches import sequence_token_spread
 
-    if not batch.packed or eager or batch.seq_len <= 0 or not card.rollout.response_len_mean:
+    if not batch.packed or eager or batch.seq_len <= 0:
         return 1.0
     spread = batch.token_spread or sequence_token_spread(card, spec)
-    cv = spread / batch.seq_len
     longest = card.rollout.prompt_len + card.rollout.response_len
-    return max(1.0, min(1.0 + cv * cv, longest / batch.seq_len))
+    context = packed_attention_context(mean_sample_tokens=batch.seq_len, sample_length_cv=spread / batch.seq_len,
+                                       row_tokens=max(longest, batch.seq_len))
+    return context / batch.seq_len
 
 
 def _fsdp_hooked_units(card: RunCard, spec: ModelSpec, *, ranks: int) -> int:

@@ -45,6 +45,7 @@ from trainfit.spec.enums import (
     LayerKind,
     MasterWeights,
     Offload,
+    Optimizer,
     QloraDequant,
     Scope,
     StatesDtype,
@@ -241,7 +242,10 @@ def zero_master_states(card: RunCard, strategy: Strategy, *, train_bytes: float,
     optimizer allocates its Adam state shards in them (NVIDIA/Megatron-LM megatron/core/optimizer/__init__.py
     l.549-555, distrib_optimizer.py l.802-803 ``init_shard(self.config.exp_avg_dtype)``, optimizer_config.py l.197-207
     @2edffadb528ea07e261b0c02cdc42a7bb9c3197a), while the master copy stays fp32 (``main_params_dtype``). Without the
-    precision-aware optimizer its states are fp32, as the override gives.
+    precision-aware optimizer its states are fp32, as the override gives. The precision-aware moments exist for Adam
+    only: ``exp_avg_dtype`` / ``exp_avg_sq_dtype`` name Adam's two moments and are handed to TE's FusedAdam
+    (__init__.py l.549-555), so the branch reads adamw; the card refuses ``optimizer_states`` bf16 on a Megatron-Core
+    card with another optimizer (``spec.card``).
 
     Such a card that also states ``precision.master_weights`` keeps that too: NeMo 1.0's ``distributed_fused_adam``
     (Apex ``DistributedFusedAdam``) allocates its moments in the optimizer ``dtype`` and a parameter shard only with
@@ -257,7 +261,7 @@ def zero_master_states(card: RunCard, strategy: Strategy, *, train_bytes: float,
     if not (strategy in ZERO_STAGES and train_bytes < 4
             and card.precision.optimizer.value in ("adamw", "sgd", "adafactor")):
         return use_master, state_bytes, None
-    if (card.parallel.tensor_parallel_impl is TensorParallelImpl.MEGATRON
+    if (card.parallel.tensor_parallel_impl is TensorParallelImpl.MEGATRON and card.precision.optimizer is Optimizer.ADAMW
             and card.precision.optimizer_states is not StatesDtype.SAME_AS_WEIGHTS):
         stated = "master_weights" in card.precision.model_fields_set
         return (use_master if stated else True), state_bytes, None

@@ -38,8 +38,8 @@ from trainfit.errors import CardError, TrainfitError
 from trainfit.plan.checkpointing import checkpoint_reentrant
 from trainfit.plan.resolve import gpu_of, model_dtype, trainable_spec
 from trainfit.methods.roles import train_nodes
-from trainfit.plan.terms import (fsdp_gathered_dtype, loss_input_copy_of, megatron_fsdp_fp8_params, trained_dtype_bytes,
-                                 zero_master_states)
+from trainfit.plan.terms import (fsdp_gathered_dtype, loss_input_copy_of, megatron_fsdp_fp8_params,
+                                 runs_hf_modelling_code, trained_dtype_bytes, zero_master_states)
 from trainfit.spec.card import RunCard, pin_before
 from trainfit.spec.enums import Attention, ComputeDtype, ContextParallelKind, Dtype, Fp8Recipe, Method, Scope
 from trainfit.spec.enums import AdapterDtype, LayerKind, LoraDropoutPosition, QloraDequant
@@ -567,8 +567,10 @@ def padding_mask_attention(card: RunCard, *, eager: bool, seq_len: int) -> tuple
     aten/src/ATen/native/transformers/cuda/sdp_utils.cpp), so the memory-efficient kernel runs and computes every key
     block of the row: no causal halving, as SDPA handed a packed block mask (``packed_attention``). Eager attention
     computes every score anyway; the flash path unpads and stays causal: (True, None) for both, and for ``padding``
-    none."""
-    if card.batch.padding is not Padding.MASK or eager or card.attention is not Attention.SDPA:
+    none. A card whose layers are not transformers' (``plan.terms.runs_hf_modelling_code``: Megatron-Core's and
+    nanotron's own attention) is refused the mask in ``spec.card``; here it keeps the causal skip."""
+    if (card.batch.padding is not Padding.MASK or eager or card.attention is not Attention.SDPA
+            or not runs_hf_modelling_code(card)):
         return True, None
     return False, (f"batch.padding mask: SDPA given transformers' 4-D padding mask runs its memory-efficient kernel"
                    f" over every key block of the {seq_len}-token row (no causal skip); every padded token still runs"
@@ -1073,6 +1075,20 @@ PAGING_PASSES = 2
 out again under the next step's activation pressure (bitsandbytes paged optimizers on CUDA managed memory)."""
 
 
+def default_power_limit_note(gpu: GpuSpec) -> str | None:
+    """The plan's note for a card whose hosts run below its TDP by default (``GpuSpec.default_power_limit_w``): the
+    plan keeps the datasheet peaks and says what the limit would give (``compute.rates.power_limited_rates``)."""
+    from trainfit.compute.rates import POWER_CLOCK_EXPONENT
+
+    lim, tdp = gpu.default_power_limit_w, gpu.tdp_w
+    if not lim or not tdp or lim >= tdp:
+        return None
+    return (f"{gpu.name}: its hosts run a default {lim:g} W power limit of the {tdp:g} W TDP (catalog source);"
+            f" planned at the {tdp:g} W datasheet peaks; at the limit the matmul rates would be"
+            f" x{(lim / tdp) ** POWER_CLOCK_EXPONENT:.3f} (compute.rates.power_limited_rates; state it with trainfit"
+            " calibrate)")
+
+
 def step_time_of(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding, rollout, *,
                  rates: DeviceRates | None = None, paged_spill_bytes: float = 0.0) -> StepTiming | None:
     """The step's time on the slowest GPU; None when the GPU catalog lacks FLOP/s or bandwidth."""
@@ -1093,6 +1109,9 @@ def step_time_of(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
                            t.phases + (PhaseTime("paging", secs, "offload", {"spilled_bytes": paged_spill_bytes}),),
                            t.assumptions + (f"paged optimizer: {paged_spill_bytes / 2**30:.1f} GiB of states do not fit"
                                             f" and page over PCIe {PAGING_PASSES}x per step",))
+        limit = default_power_limit_note(gpu) if rates is None else None
+        if limit:
+            t = replace(t, assumptions=t.assumptions + (limit,))
         return t
     except TrainfitError as exc:
         return StepTiming(float("nan"), 0.0, (), (f"not estimated: {exc}",))

@@ -16,53 +16,53 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from trainfit.errors import CardError
 from trainfit.spec.enums import (
-    LogprobEntropy,
     FSDP_STRATEGIES,
     AdapterDtype,
-    QloraDequant,
-    LoraDropoutPosition,
     AsyncMode,
-    ContextParallelKind,
-    EngineOutputs,
-    VllmEngineGeneration,
-    PipelineSchedule,
-    TensorParallelImpl,
-    ResponseShape,
-    LengthProfileName,
     Attention,
     AttentionKernel,
     ComputeDtype,
+    ContextParallelKind,
     Dtype,
+    EngineOutputs,
     Fp4Recipe,
     Fp8Recipe,
     FsdpVersion,
-    Zero1ParamSync,
-    SelectiveCheckpointing,
-    RecomputeModule,
     GradDtype,
+    KeptOutputDtype,
+    LengthProfileName,
+    LogprobEntropy,
+    LoraDropoutPosition,
+    LossKernel,
     MasterWeights,
     Method,
-    Offload,
-    Optimizer,
-    Padding,
-    Nf4ComputeDtype,
-    OptimizerImpl,
-    Placement,
-    RefPlacement,
-    RolloutEngine,
-    RolloutQuantization,
-    Scope,
-    StatesDtype,
-    Strategy,
-    TaskKind,
-    WeightSync,
-    WeightTransport,
-    KeptOutputDtype,
-    LossKernel,
     MoeDispatcher,
     MoeExperts,
     MoeLaunch,
     MoeRouting,
+    Nf4ComputeDtype,
+    Offload,
+    Optimizer,
+    OptimizerImpl,
+    Padding,
+    PipelineSchedule,
+    Placement,
+    QloraDequant,
+    RecomputeModule,
+    RefPlacement,
+    ResponseShape,
+    RolloutEngine,
+    RolloutQuantization,
+    Scope,
+    SelectiveCheckpointing,
+    StatesDtype,
+    Strategy,
+    TaskKind,
+    TensorParallelImpl,
+    VllmEngineGeneration,
+    WeightSync,
+    WeightTransport,
+    Zero1ParamSync,
 )
 
 
@@ -1267,6 +1267,17 @@ class RunCard(_Section):
         if self.precision.nf4_compute_dtype is not Nf4ComputeDtype.BF16 and self.scope is not Scope.QLORA:
             raise ValueError(f"precision.nf4_compute_dtype: read for scope qlora (the 4-bit base's GEMMs); scope"
                              f" {self.scope.value} has none; allowed with it: bf16")
+        if (self.batch.padding is Padding.MASK
+                and self.parallel.tensor_parallel_impl in (TensorParallelImpl.MEGATRON, TensorParallelImpl.NANOTRON)):
+            raise ValueError(f"batch.padding: mask is transformers' 4-D padding mask handed to SDPA;"
+                             f" tensor_parallel_impl {self.parallel.tensor_parallel_impl.value} runs its own attention"
+                             " and takes no such mask; allowed with it: none")
+        prec = self.precision
+        if (self.parallel.tensor_parallel_impl is TensorParallelImpl.MEGATRON and prec.optimizer is not Optimizer.ADAMW
+                and prec.optimizer_states is StatesDtype.BF16):
+            raise ValueError(f"precision.optimizer_states: bf16 moments are Megatron-Core's precision-aware Adam"
+                             f" (exp_avg_dtype / exp_avg_sq_dtype); optimizer {prec.optimizer.value} keeps fp32 states;"
+                             " allowed with it: same_as_weights, fp32 (or optimizer adamw)")
         if self.method in (Method.PPO, Method.GRPO) and self.batch.padding is not Padding.NONE:
             raise ValueError(f"batch.padding: read for sft, rm and dpo; {self.method.value} plans its passes from the"
                              " rollout settings; allowed with it: none")

@@ -5,6 +5,8 @@ reduce-scatter, the copy into pageable memory (first-touch above glibc's mmap ce
 
 from __future__ import annotations
 
+import inspect
+
 import pytest
 
 from trainfit.compute import collectives as coll
@@ -146,3 +148,29 @@ def test_host_add_runs_on_one_thread():
     assert set(ONE_THREAD_ADD_BYTES_PER_S) == {2.0, 4.0}
     with pytest.raises(ValueError):
         fsdp2_host_add_bytes_per_s(rank_share_bytes_per_s=0.0, element_bytes=2)
+
+
+def test_sharded_reductions_take_explicit_keywords_only():
+    # the keywords a caller holding exposed_sharded's passes on are the function's own; a misspelt one raises
+    params = inspect.signature(coll.sharded_reductions_seconds).parameters
+    assert tuple(params) == coll.SHARDED_REDUCTION_KEYWORDS
+    assert set(params) <= set(inspect.signature(coll.exposed_sharded).parameters)
+    with pytest.raises(TypeError):
+        coll.sharded_reductions_seconds(layers=2, layer_grad_bytes=8e9, root_grad_bytes=1e9, ranks=8,
+                                        bus_bytes_per_s=100e9, replica_rank=2)
+
+
+def test_one_unit_terms_serve_both_schedules():
+    # the per-unit terms of the test above (1 ms latency, ring wire times): exposed_sharded with no gathers, one
+    # micro-batch and a backward long enough to hide the layers' reductions exposes the last layer's and the root's
+    kw = dict(layer_grad_bytes=8e9, root_grad_bytes=1e9, ranks=8, bus_bytes_per_s=100e9, latency_s=1e-3,
+              expert_layer_grad_bytes=4e9, expert_ranks=4, expert_bus_bytes_per_s=50e9, replica_layer_grad_bytes=1e9,
+              replica_root_grad_bytes=0.5e9, replica_ranks=2, replica_bus_bytes_per_s=25e9)
+    unit = coll.sharded_unit_seconds(**kw)
+    assert unit.reduce_scatter_s == pytest.approx(0.071 + 0.061, abs=1e-12)
+    assert unit.all_reduce_s == pytest.approx(0.041, abs=1e-12)
+    assert (unit.root_reduce_scatter_s, unit.root_all_reduce_s) == pytest.approx((0.00975, 0.021), abs=1e-12)
+    assert unit.all_gather_s == unit.root_all_gather_s == 0.0
+    exposed = coll.exposed_sharded(layers=2, layer_weight_bytes=0.0, root_weight_bytes=0.0, layer_forward_s=1.0,
+                                   layer_backward_s=1.0, micro_steps=1, **kw)
+    assert exposed.exposed_s == pytest.approx(0.173 + 0.00975 + 0.021, abs=1e-12)

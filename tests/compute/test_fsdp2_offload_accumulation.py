@@ -82,13 +82,16 @@ def test_plan_charges_it_only_to_fsdp2_cpu_offload_with_accumulation():
 def test_copy_rates_are_host_copy_rates_and_only_for_fsdp2_cpu_offload():
     from trainfit.compute.rates import default_rates
     from trainfit.plan import gpu_of
-    from trainfit.plan.rl_offload import host_copy_rates
     from trainfit.plan.time import fsdp2_offload_copy_rates
 
     card = load_card_dict(_card("fsdp2", "params_and_optimizer", 4))
     r = default_rates(gpu_of(card))
-    assert fsdp2_offload_copy_rates(card, r, gpus_per_node=8) == host_copy_rates(card, r, gpu_of(card),
-                                                                                 gpus_per_node=8)[1:]
+    # H100 SXM, 8 GPUs of a node copying at once: pinned min(PCIe 51.2, host 200 / 8 = 25) = 25 GB/s; pageable
+    # min(25, the driver's 10 GB/s staging copy) = 10 GB/s; into fresh pages min(10, 1.4 first touch) = 1.4 GB/s
+    assert (r.pcie_bytes_per_s, r.host_memory_bytes_per_s) == (51.2 * GB, 200 * GB)
+    assert fsdp2_offload_copy_rates(card, r, gpus_per_node=8) == pytest.approx((10 * GB, 1.4 * GB), rel=1e-12)
+    # one GPU of the node copying: pinned min(51.2, 200) = 51.2 GB/s, the staging and first-touch rates still bind
+    assert fsdp2_offload_copy_rates(card, r, gpus_per_node=1) == pytest.approx((10 * GB, 1.4 * GB), rel=1e-12)
     for other in (_card("fsdp1", "params_and_optimizer", 4), _card("fsdp2", "optimizer", 4),
                   {**_card("fsdp2", "params_and_optimizer", 4), "parallel": {"strategy": "zero3",
                                                                              "offload": "params_and_optimizer"}}):
@@ -142,9 +145,16 @@ def test_host_add_runs_on_one_thread():
 
     # 8 ranks of a 200 GB/s host: 25 GB/s each, below one thread's bf16 add (29.9 GB/s measured): the share binds
     assert fsdp2_host_add_bytes_per_s(rank_share_bytes_per_s=25 * GB, element_bytes=2) == 25 * GB
-    # 2 ranks (100 GB/s each): one thread binds, 29.9 GB/s for bf16, 45.4 GB/s for fp32
-    assert fsdp2_host_add_bytes_per_s(rank_share_bytes_per_s=100 * GB, element_bytes=2) == 29.9 * GB
-    assert fsdp2_host_add_bytes_per_s(rank_share_bytes_per_s=100 * GB, element_bytes=4) == 45.4 * GB
+    # 2 ranks (100 GB/s each): one thread binds. A 1 GB gradient shard, one later micro-batch, no reductions, small
+    # units (the 10 GB/s staging copy): bf16 1 / 10 + 3 x 1 / 29.9 = 0.1 + 0.100334 = 0.200334 s; fp32
+    # 0.1 + 3 / 45.4 = 0.1 + 0.066079 = 0.166079 s
+    for element_bytes, seconds in ((2, 0.200334), (4, 0.166079)):
+        add = fsdp2_host_add_bytes_per_s(rank_share_bytes_per_s=100 * GB, element_bytes=element_bytes)
+        s = fsdp2_offload_accumulation_seconds(
+            grad_bytes_per_rank=1 * GB, unit_grad_bytes_per_rank=GLIBC_MMAP_THRESHOLD_MAX_BYTES, micro_steps=2,
+            pageable_bytes_per_s=10 * GB, first_touch_bytes_per_s=1.4 * GB, host_add_bytes_per_s=add,
+            reduce_scatter_s=0.0)
+        assert s == pytest.approx(seconds, abs=1e-6)
     assert set(ONE_THREAD_ADD_BYTES_PER_S) == {2.0, 4.0}
     with pytest.raises(ValueError):
         fsdp2_host_add_bytes_per_s(rank_share_bytes_per_s=0.0, element_bytes=2)

@@ -250,8 +250,9 @@ mean over the catalog's datasheet fp32 rate. Lines left out, and why: l.7 "A100 
 53.84) are torch's device name, which the 48 GB board reports too (rtx4090-48gb's notes), so either entry (with them
 the 24 GB mean is 52.72 instead of 52.73: no difference); l.116 "H800 PCIe" is not the catalog's H800 (SXM5); l.26 /
 l.30 "RTX 4090D 48GB", l.5 "V100S", l.47 / l.99 "RTX 5090 D" and the laptop / other cards have no catalog entry.
-GeForce and workstation cards run their SGEMM at 62-69 % of the datasheet's one-FFMA-per-core-per-clock count, the
-low-power data-center cards lower (L4 50.8 %, L40S 51.2 %, T4 53.3 %), the A100 / A800 / V100 at 90-98 %."""
+Read off the entries: GeForce and workstation cards run their SGEMM at 62-69 % of the datasheet's
+one-FFMA-per-core-per-clock count, the L4, L40S and T4 lower (50.8 %, 51.2 %, 53.3 %), the Hopper cards at 72-78 %,
+the B200 at 88.3 %, the A100 / A800 / V100 at 90-98 %."""
 _FP8_MATMUL_FRACTION = {
     "mi300x": (0.443, "hipBLASLt fp8 e4m3fnuz GEMM 1,159.2 TFLOP/s at 8192^3 on an Azure ND MI300X v5 (hipblaslt-bench,"
                       " default heuristic, no TunableOp): samuel-bohman/AI-benchmarking-guide"

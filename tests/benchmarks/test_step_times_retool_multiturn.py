@@ -2,10 +2,11 @@
 measured one (DAPO-Math-17k with the ReTool answer format and Qwen2.5's tool block, benchmarks/rl_prompt_lengths.py),
 not the published maximum, and its response is the tool-integrated trajectory profile (the interpreter's outputs in
 the sequence) at the run average of ReTool's length curve (8k at the 16,384 cap), which puts the step and the log-prob
-pass within 50 % of the published ones and the update above it."""
+pass within 50 % of the published ones; the update is +75 % (a strict xfail until the run average is read)."""
 
 from __future__ import annotations
 
+import pytest
 from step_times_module import load_step_times
 
 st = load_step_times("step_times_retool_multiturn")
@@ -29,15 +30,23 @@ def test_measured_retool_prompt_replaces_the_maximum():
     assert any("rollout.length_profile tool_integrated" in n for n in notes)
 
 
-def test_step_and_logprob_within_half_of_published_and_the_update_above():
-    e = _entry()
-    rows = {r.quantity: r for r in st.rl_rows([e], [])}
+def _rows() -> dict:
+    return {r.quantity: r for r in st.rl_rows([_entry()], [])}
+
+
+def test_step_and_logprob_within_half_of_published():
+    rows = _rows()
     for q in ("step", "logprob"):
         assert abs(rows[q].error) <= 0.5, (q, rows[q].error)
-    # the 32B model's run-average trajectory puts this 7B run's update +75 %: recorded in the row's note, not fitted
-    assert 0.5 < rows["actor_update"].error < 1.0
     # the generation stays short: the sandbox's share of the critical path is not modelled (no published latency)
     assert -0.5 <= rows["generation"].error < 0
+
+
+@pytest.mark.xfail(strict=True, reason="the actor update is +75 % at the assumed 8k run average (the mean of ReTool's"
+                                       " two stated end points; its Fig. 3 curve not read)")
+def test_the_update_within_half_of_published():
+    error = _rows()["actor_update"].error
+    assert abs(error) <= 0.5, error
 
 
 def test_both_retool_twins_name_the_tool_integrated_profile():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import types
 
+import pytest
 from pydantic import BaseModel
 
 from trainfit.spec import card as card_module
@@ -103,3 +104,59 @@ def test_family_refusals_hold_where_the_arch_module_is_imported(tmp_path):
     assert make_plan(load_card_dict({**card, "attention": "sdpa"})).phases  # planned
     with pytest.raises(CardError, match="attention: eager is not planned for gpt2 models"):
         make_plan(load_card_dict({**card, "attention": "eager"}))
+
+
+class _Apart(float):
+    """A float that hashes by identity: every layer's saved bytes a key of its own, so ``step_sequence`` builds
+    each layer's ops separately, as it did before it shared them between identical layers."""
+
+    __hash__ = object.__hash__
+
+
+def _recorded_card(model: str, **card) -> object:
+    from replay_inputs import recorded_plan
+
+    from trainfit.spec.card import load_card_dict
+
+    return recorded_plan(load_card_dict({"model": model, "hardware": {"gpu": "h100-sxm", "gpus_per_node": 1},
+                                         "parallel": {"strategy": "single"}, "batch": {"seq_len": 1024},
+                                         **card}))[1]
+
+
+@pytest.mark.parametrize(("model", "card", "distinct"), [
+    ("deepseek-ai/DeepSeek-V2-Lite", {}, 2),  # MoE, its first layer dense
+    ("deepseek-ai/DeepSeek-V2-Lite", {"scope": "lora"}, 2),
+    ("google/gemma-2-2b", {"batch": {"seq_len": 8192}}, 1),  # sliding-window and global layers save the same bytes
+    ("google/gemma-2-2b", {"scope": "lora"}, 2),  # LoRA: the first layer saves less than the rest
+    ("Qwen/Qwen3-8B", {"scope": "lora"}, 2),
+    ("Qwen/Qwen3-8B", {"parallel": {"strategy": "single", "gradient_checkpointing": False}}, 1),
+])
+def test_shared_layer_ops_give_the_sequence_of_one_build_per_layer(monkeypatch, model, card, distinct):
+    """The whole allocation sequence (events, workspace marks, everything ``step_sequence`` returns) is the same
+    when every layer's ops are built on their own (the way before the sharing), on models whose layers differ."""
+    from dataclasses import replace
+
+    from trainfit.memory import alloc_sequence as a
+
+    rec = _recorded_card(model, **card)
+    per_layer = rec.terms.activations.per_layer
+    apart = replace(rec.terms, activations=replace(rec.terms.activations,
+                                                   per_layer=tuple(_Apart(x) for x in per_layer)))
+    calls: list[float] = []
+
+    def spy(real):
+        def built(total, *args, **kw):
+            if kw.get("grad", True):  # not the checkpointed LoRA layer's one no-grad forward
+                calls.append(total)
+            return real(total, *args, **kw)
+        return built
+
+    for name in ("_layer_ops", "_lora_layer_ops"):
+        monkeypatch.setattr(a, name, spy(getattr(a, name)))
+    shared = a.step_sequence(rec.terms, rec.shape, workspace=rec.workspace)
+    shared_calls, calls[:] = len(calls), []
+    separate = a.step_sequence(apart, rec.shape, workspace=rec.workspace)
+    assert separate == shared
+    # the layer generators ran once per distinct layer shared, once per layer apart
+    assert shared is not None and len(set(per_layer)) == distinct
+    assert shared_calls == distinct and len(calls) == len(per_layer)

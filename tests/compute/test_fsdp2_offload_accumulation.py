@@ -5,6 +5,8 @@ reduce-scatter, the copy into pageable memory (first-touch above glibc's mmap ce
 
 from __future__ import annotations
 
+import inspect
+
 import pytest
 
 from trainfit.compute import collectives as coll
@@ -80,13 +82,16 @@ def test_plan_charges_it_only_to_fsdp2_cpu_offload_with_accumulation():
 def test_copy_rates_are_host_copy_rates_and_only_for_fsdp2_cpu_offload():
     from trainfit.compute.rates import default_rates
     from trainfit.plan import gpu_of
-    from trainfit.plan.rl_offload import host_copy_rates
     from trainfit.plan.time import fsdp2_offload_copy_rates
 
     card = load_card_dict(_card("fsdp2", "params_and_optimizer", 4))
     r = default_rates(gpu_of(card))
-    assert fsdp2_offload_copy_rates(card, r, gpus_per_node=8) == host_copy_rates(card, r, gpu_of(card),
-                                                                                 gpus_per_node=8)[1:]
+    # H100 SXM, 8 GPUs of a node copying at once: pinned min(PCIe 51.2, host 200 / 8 = 25) = 25 GB/s; pageable
+    # min(25, the driver's 10 GB/s staging copy) = 10 GB/s; into fresh pages min(10, 1.4 first touch) = 1.4 GB/s
+    assert (r.pcie_bytes_per_s, r.host_memory_bytes_per_s) == (51.2 * GB, 200 * GB)
+    assert fsdp2_offload_copy_rates(card, r, gpus_per_node=8) == pytest.approx((10 * GB, 1.4 * GB), rel=1e-12)
+    # one GPU of the node copying: pinned min(51.2, 200) = 51.2 GB/s, the staging and first-touch rates still bind
+    assert fsdp2_offload_copy_rates(card, r, gpus_per_node=1) == pytest.approx((10 * GB, 1.4 * GB), rel=1e-12)
     for other in (_card("fsdp1", "params_and_optimizer", 4), _card("fsdp2", "optimizer", 4),
                   {**_card("fsdp2", "params_and_optimizer", 4), "parallel": {"strategy": "zero3",
                                                                              "offload": "params_and_optimizer"}}):
@@ -138,11 +143,44 @@ def test_later_micro_batches_reductions_leave_the_communication_phase():
 def test_host_add_runs_on_one_thread():
     from trainfit.compute.offload import ONE_THREAD_ADD_BYTES_PER_S, fsdp2_host_add_bytes_per_s
 
-    # 8 ranks of a 200 GB/s host: 25 GB/s each, below one thread's bf16 add (30 GB/s measured): the share binds
+    # 8 ranks of a 200 GB/s host: 25 GB/s each, below one thread's bf16 add (29.9 GB/s measured): the share binds
     assert fsdp2_host_add_bytes_per_s(rank_share_bytes_per_s=25 * GB, element_bytes=2) == 25 * GB
-    # 2 ranks (100 GB/s each): one thread binds, 30 GB/s for bf16, 45 GB/s for fp32
-    assert fsdp2_host_add_bytes_per_s(rank_share_bytes_per_s=100 * GB, element_bytes=2) == 30 * GB
-    assert fsdp2_host_add_bytes_per_s(rank_share_bytes_per_s=100 * GB, element_bytes=4) == 45 * GB
+    # 2 ranks (100 GB/s each): one thread binds. A 1 GB gradient shard, one later micro-batch, no reductions, small
+    # units (the 10 GB/s staging copy): bf16 1 / 10 + 3 x 1 / 29.9 = 0.1 + 0.100334 = 0.200334 s; fp32
+    # 0.1 + 3 / 45.4 = 0.1 + 0.066079 = 0.166079 s
+    for element_bytes, seconds in ((2, 0.200334), (4, 0.166079)):
+        add = fsdp2_host_add_bytes_per_s(rank_share_bytes_per_s=100 * GB, element_bytes=element_bytes)
+        s = fsdp2_offload_accumulation_seconds(
+            grad_bytes_per_rank=1 * GB, unit_grad_bytes_per_rank=GLIBC_MMAP_THRESHOLD_MAX_BYTES, micro_steps=2,
+            pageable_bytes_per_s=10 * GB, first_touch_bytes_per_s=1.4 * GB, host_add_bytes_per_s=add,
+            reduce_scatter_s=0.0)
+        assert s == pytest.approx(seconds, abs=1e-6)
     assert set(ONE_THREAD_ADD_BYTES_PER_S) == {2.0, 4.0}
     with pytest.raises(ValueError):
         fsdp2_host_add_bytes_per_s(rank_share_bytes_per_s=0.0, element_bytes=2)
+
+
+def test_sharded_reductions_take_explicit_keywords_only():
+    # the keywords a caller holding exposed_sharded's passes on are the function's own; a misspelt one raises
+    params = inspect.signature(coll.sharded_reductions_seconds).parameters
+    assert tuple(params) == coll.SHARDED_REDUCTION_KEYWORDS
+    assert set(params) <= set(inspect.signature(coll.exposed_sharded).parameters)
+    with pytest.raises(TypeError):
+        coll.sharded_reductions_seconds(layers=2, layer_grad_bytes=8e9, root_grad_bytes=1e9, ranks=8,
+                                        bus_bytes_per_s=100e9, replica_rank=2)
+
+
+def test_one_unit_terms_serve_both_schedules():
+    # the per-unit terms of the test above (1 ms latency, ring wire times): exposed_sharded with no gathers, one
+    # micro-batch and a backward long enough to hide the layers' reductions exposes the last layer's and the root's
+    kw = dict(layer_grad_bytes=8e9, root_grad_bytes=1e9, ranks=8, bus_bytes_per_s=100e9, latency_s=1e-3,
+              expert_layer_grad_bytes=4e9, expert_ranks=4, expert_bus_bytes_per_s=50e9, replica_layer_grad_bytes=1e9,
+              replica_root_grad_bytes=0.5e9, replica_ranks=2, replica_bus_bytes_per_s=25e9)
+    unit = coll.sharded_unit_seconds(**kw)
+    assert unit.reduce_scatter_s == pytest.approx(0.071 + 0.061, abs=1e-12)
+    assert unit.all_reduce_s == pytest.approx(0.041, abs=1e-12)
+    assert (unit.root_reduce_scatter_s, unit.root_all_reduce_s) == pytest.approx((0.00975, 0.021), abs=1e-12)
+    assert unit.all_gather_s == unit.root_all_gather_s == 0.0
+    exposed = coll.exposed_sharded(layers=2, layer_weight_bytes=0.0, root_weight_bytes=0.0, layer_forward_s=1.0,
+                                   layer_backward_s=1.0, micro_steps=1, **kw)
+    assert exposed.exposed_s == pytest.approx(0.173 + 0.00975 + 0.021, abs=1e-12)

@@ -6,8 +6,6 @@ from __future__ import annotations
 import pytest
 
 from trainfit.compute.response_lengths import (
-    COT,
-    LONG_COT,
     PROFILES,
     TOOL_INTEGRATED,
     _solve_theta,
@@ -33,9 +31,8 @@ def test_scale_gives_the_run_average_at_the_published_cap():
     assert 3000 < default_response_mean(response_len_max=4096, profile=TOOL_INTEGRATED) < 4096
 
 
-def test_it_is_longer_than_chain_of_thought():
-    assert COT.natural_mean_tokens < TOOL_INTEGRATED.natural_mean_tokens
-    assert LONG_COT.natural_mean_tokens < TOOL_INTEGRATED.natural_mean_tokens
+def test_it_is_registered_with_its_source():
+    # no ordering against the chain-of-thought profiles: the source gives the trajectory mean at its cap only
     assert PROFILES[LengthProfileName.TOOL_INTEGRATED] is TOOL_INTEGRATED
     assert "arXiv:2504.11536" in TOOL_INTEGRATED.source
 

@@ -658,6 +658,50 @@ class CommTime:
     exposed_s: float
 
 
+@dataclass(frozen=True, slots=True)
+class ShardedUnitSeconds:
+    """One FSDP unit's collectives, seconds each on its own: a layer's and the root unit's."""
+
+    all_gather_s: float  # a layer's gather prep, dense all-gather and its experts' (``expert_layer_gathers`` pieces)
+    reduce_scatter_s: float  # a layer's dense reduce-scatter and its experts'
+    all_reduce_s: float  # a layer's HSDP replica all-reduce of its gradient shard
+    root_all_gather_s: float
+    root_reduce_scatter_s: float
+    root_all_reduce_s: float
+
+
+def sharded_unit_seconds(
+    *, layer_weight_bytes: float = 0.0, layer_grad_bytes: float, root_weight_bytes: float = 0.0,
+    root_grad_bytes: float, ranks: int, bus_bytes_per_s: float, latency_s: float | None = None,
+    expert_layer_weight_bytes: float = 0.0, expert_layer_grad_bytes: float = 0.0, expert_ranks: int = 1,
+    expert_bus_bytes_per_s: float | None = None, replica_layer_grad_bytes: float = 0.0,
+    replica_root_grad_bytes: float = 0.0, replica_ranks: int = 1, replica_bus_bytes_per_s: float | None = None,
+    expert_layer_gathers: float = 1.0, nodes: int = 1, expert_nodes: int = 1, replica_nodes: int = 1,
+    intra_link: IntraLink | None = None, layer_gather_prep_s: float = 0.0,
+) -> ShardedUnitSeconds:
+    """A layer's and the root unit's all-gather, reduce-scatter and HSDP all-reduce seconds, the dense unit over
+    ``ranks``, its routed experts over ``expert_ranks`` and the replica all-reduce over ``replica_ranks`` (the
+    arguments as ``exposed_sharded`` documents them); ``exposed_sharded`` and ``sharded_reductions_seconds`` schedule
+    them."""
+    kw = dict(ranks=ranks, bus_bytes_per_s=bus_bytes_per_s, latency_s=latency_s, nodes=nodes, intra_link=intra_link)
+    rkw = dict(ranks=replica_ranks, latency_s=latency_s, nodes=replica_nodes, intra_link=intra_link,
+               bus_bytes_per_s=bus_bytes_per_s if replica_bus_bytes_per_s is None else replica_bus_bytes_per_s)
+    ekw = dict(ranks=expert_ranks, latency_s=latency_s, nodes=expert_nodes, intra_link=intra_link,
+               bus_bytes_per_s=bus_bytes_per_s if expert_bus_bytes_per_s is None else expert_bus_bytes_per_s)
+    # the expert weights in ``expert_layer_gathers`` separate all-gathers of an equal share each
+    gathers = expert_layer_gathers if expert_layer_gathers > 1 and expert_ranks > 1 else 1.0
+    return ShardedUnitSeconds(
+        all_gather_s=layer_gather_prep_s + all_gather_seconds(total_bytes=layer_weight_bytes, **kw)
+        + gathers * all_gather_seconds(total_bytes=expert_layer_weight_bytes / gathers, **ekw),
+        reduce_scatter_s=reduce_scatter_seconds(total_bytes=layer_grad_bytes, **kw) + reduce_scatter_seconds(
+            total_bytes=expert_layer_grad_bytes, **ekw),
+        all_reduce_s=all_reduce_seconds(total_bytes=replica_layer_grad_bytes, **rkw),
+        root_all_gather_s=all_gather_seconds(total_bytes=root_weight_bytes, **kw),
+        root_reduce_scatter_s=reduce_scatter_seconds(total_bytes=root_grad_bytes, **kw),
+        root_all_reduce_s=all_reduce_seconds(total_bytes=replica_root_grad_bytes, **rkw),
+    )
+
+
 def exposed_sharded(
     *, layers: int, layer_weight_bytes: float, layer_grad_bytes: float, root_weight_bytes: float,
     root_grad_bytes: float, ranks: int, bus_bytes_per_s: float, latency_s: float | None = None,
@@ -705,21 +749,18 @@ def exposed_sharded(
     through the NICs: ``training.hsdp_links``), so per layer they add up instead of overlapping each other; both still
     run behind the compute. ``nodes`` / ``expert_nodes`` / ``replica_nodes``: the nodes each group spans, for NCCL's
     latency (``latency_s`` None: ``nccl_collective_seconds``)."""
-    kw = dict(ranks=ranks, bus_bytes_per_s=bus_bytes_per_s, latency_s=latency_s, nodes=nodes, intra_link=intra_link)
-    rkw = dict(ranks=replica_ranks, latency_s=latency_s, nodes=replica_nodes, intra_link=intra_link,
-               bus_bytes_per_s=bus_bytes_per_s if replica_bus_bytes_per_s is None else replica_bus_bytes_per_s)
-    ekw = dict(ranks=expert_ranks, latency_s=latency_s, nodes=expert_nodes, intra_link=intra_link,
-               bus_bytes_per_s=bus_bytes_per_s if expert_bus_bytes_per_s is None else expert_bus_bytes_per_s)
-    # the expert weights in ``expert_layer_gathers`` separate all-gathers of an equal share each
-    gathers = expert_layer_gathers if expert_layer_gathers > 1 and expert_ranks > 1 else 1.0
-    ag = layer_gather_prep_s + all_gather_seconds(total_bytes=layer_weight_bytes, **kw) + gathers * all_gather_seconds(
-        total_bytes=expert_layer_weight_bytes / gathers, **ekw)
-    rs = reduce_scatter_seconds(total_bytes=layer_grad_bytes, **kw) + reduce_scatter_seconds(
-        total_bytes=expert_layer_grad_bytes, **ekw)
-    root = all_gather_seconds(total_bytes=root_weight_bytes, **kw) + reduce_scatter_seconds(
-        total_bytes=root_grad_bytes, **kw)
-    ar = all_reduce_seconds(total_bytes=replica_layer_grad_bytes, **rkw)
-    root += all_reduce_seconds(total_bytes=replica_root_grad_bytes, **rkw)
+    unit = sharded_unit_seconds(
+        layer_weight_bytes=layer_weight_bytes, layer_grad_bytes=layer_grad_bytes, root_weight_bytes=root_weight_bytes,
+        root_grad_bytes=root_grad_bytes, ranks=ranks, bus_bytes_per_s=bus_bytes_per_s, latency_s=latency_s,
+        expert_layer_weight_bytes=expert_layer_weight_bytes, expert_layer_grad_bytes=expert_layer_grad_bytes,
+        expert_ranks=expert_ranks, expert_bus_bytes_per_s=expert_bus_bytes_per_s,
+        replica_layer_grad_bytes=replica_layer_grad_bytes, replica_root_grad_bytes=replica_root_grad_bytes,
+        replica_ranks=replica_ranks, replica_bus_bytes_per_s=replica_bus_bytes_per_s,
+        expert_layer_gathers=expert_layer_gathers, nodes=nodes, expert_nodes=expert_nodes, replica_nodes=replica_nodes,
+        intra_link=intra_link, layer_gather_prep_s=layer_gather_prep_s)
+    ag, rs, ar = unit.all_gather_s, unit.reduce_scatter_s, unit.all_reduce_s
+    root = unit.root_all_gather_s + unit.root_reduce_scatter_s
+    root += unit.root_all_reduce_s
     bwd_comm = (ag if reshard_after_forward else 0.0) + rs
     fwd_exposed = ag + (layers - 1) * max(0.0, ag - layer_forward_s)
     busy = bwd_comm + ar if replica_shares_link else max(bwd_comm, ar)
@@ -735,26 +776,35 @@ def sharded_reductions_seconds(
     expert_bus_bytes_per_s: float | None = None, replica_layer_grad_bytes: float = 0.0,
     replica_root_grad_bytes: float = 0.0, replica_ranks: int = 1, replica_bus_bytes_per_s: float | None = None,
     nodes: int = 1, expert_nodes: int = 1, replica_nodes: int = 1, intra_link: IntraLink | None = None,
-    **_gathers,
 ) -> float:
     """Seconds of one micro-batch's gradient reductions of every FSDP unit, one after another, as ``exposed_sharded``
-    prices each (its keyword arguments; the gathers' are ignored): per layer the dense reduce-scatter over ``ranks``,
-    the routed experts' over ``expert_ranks`` and HSDP's replica all-reduce over ``replica_ranks``, then the root
-    unit's. What a micro-batch waits for when every unit's gradient must land before the next unit's backward is
-    launched (FSDP2's CPU offload accumulating on the host: ``foreach_reduce`` runs the HSDP all-reduce on its stream
-    after the reduce-scatter and the blocking copy waits for both, torch 2.13.0 ``_fsdp_collectives.py`` l.634-672,
-    l.729-749; ``offload.fsdp2_offload_accumulation_seconds``)."""
-    kw = dict(ranks=ranks, bus_bytes_per_s=bus_bytes_per_s, latency_s=latency_s, nodes=nodes, intra_link=intra_link)
-    rkw = dict(ranks=replica_ranks, latency_s=latency_s, nodes=replica_nodes, intra_link=intra_link,
-               bus_bytes_per_s=bus_bytes_per_s if replica_bus_bytes_per_s is None else replica_bus_bytes_per_s)
-    ekw = dict(ranks=expert_ranks, latency_s=latency_s, nodes=expert_nodes, intra_link=intra_link,
-               bus_bytes_per_s=bus_bytes_per_s if expert_bus_bytes_per_s is None else expert_bus_bytes_per_s)
-    layer = (reduce_scatter_seconds(total_bytes=layer_grad_bytes, **kw)
-             + reduce_scatter_seconds(total_bytes=expert_layer_grad_bytes, **ekw)
-             + all_reduce_seconds(total_bytes=replica_layer_grad_bytes, **rkw))
-    root = (reduce_scatter_seconds(total_bytes=root_grad_bytes, **kw)
-            + all_reduce_seconds(total_bytes=replica_root_grad_bytes, **rkw))
+    prices each (``sharded_unit_seconds``): per layer the dense reduce-scatter over ``ranks``, the routed experts'
+    over ``expert_ranks`` and HSDP's replica all-reduce over ``replica_ranks``, then the root unit's. What a
+    micro-batch waits for when every unit's gradient must land before the next unit's backward is launched (FSDP2's
+    CPU offload accumulating on the host: ``foreach_reduce`` runs the HSDP all-reduce on its stream after the
+    reduce-scatter and the blocking copy waits for both, torch 2.13.0 ``_fsdp_collectives.py`` l.634-672,
+    l.729-749; ``offload.fsdp2_offload_accumulation_seconds``). Its keyword arguments are ``exposed_sharded``'s
+    reduction ones (``SHARDED_REDUCTION_KEYWORDS``)."""
+    unit = sharded_unit_seconds(
+        layer_grad_bytes=layer_grad_bytes, root_grad_bytes=root_grad_bytes, ranks=ranks,
+        bus_bytes_per_s=bus_bytes_per_s, latency_s=latency_s, expert_layer_grad_bytes=expert_layer_grad_bytes,
+        expert_ranks=expert_ranks, expert_bus_bytes_per_s=expert_bus_bytes_per_s,
+        replica_layer_grad_bytes=replica_layer_grad_bytes, replica_root_grad_bytes=replica_root_grad_bytes,
+        replica_ranks=replica_ranks, replica_bus_bytes_per_s=replica_bus_bytes_per_s, nodes=nodes,
+        expert_nodes=expert_nodes, replica_nodes=replica_nodes, intra_link=intra_link)
+    layer = unit.reduce_scatter_s + unit.all_reduce_s
+    root = unit.root_reduce_scatter_s + unit.root_all_reduce_s
     return layers * layer + root
+
+
+SHARDED_REDUCTION_KEYWORDS = (
+    "layers", "layer_grad_bytes", "root_grad_bytes", "ranks", "bus_bytes_per_s", "latency_s",
+    "expert_layer_grad_bytes", "expert_ranks", "expert_bus_bytes_per_s", "replica_layer_grad_bytes",
+    "replica_root_grad_bytes", "replica_ranks", "replica_bus_bytes_per_s", "nodes", "expert_nodes", "replica_nodes",
+    "intra_link",
+)
+"""The keyword arguments of ``sharded_reductions_seconds``: the subset of ``exposed_sharded``'s a caller holding
+the latter's keywords passes on (tests/compute pin it to the signature)."""
 
 
 def exposed_data_parallel(

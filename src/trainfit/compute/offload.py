@@ -323,13 +323,15 @@ GLIBC_MMAP_THRESHOLD_MAX_BYTES = 32 * 2**20
 above it is always a fresh ``mmap``, returned with ``munmap`` when freed (``PAGEABLE_FIRST_TOUCH_BYTES_PER_S``)."""
 
 
-ONE_THREAD_ADD_BYTES_PER_S = {2.0: 30e9, 4.0: 45e9}
+ONE_THREAD_ADD_BYTES_PER_S = {2.0: 29.9e9, 4.0: 45.4e9}
 """Host-memory bytes per second (three per gradient byte: two reads, one write) of one thread's in-place add
 ``a += b`` of two host tensors, by element bytes (bf16, fp32), torch 2.13.0+cpu, Python 3.11.7,
 ``torch.set_num_threads(1)`` on this project's shared 2-vCPU AMD EPYC VM, 2026-12-03, best of 5-7 rounds of 128 and
 512 MiB tensors over seven runs (benchmarks/fsdp2_host_add_cpu.py): bf16 15.9-33.1 GB/s, median 29.9; fp32
-28.3-47.9 GB/s, median 45.4 (bf16 converts each element through fp32, so it streams slower). Medians taken. The run's
-host CPU is not this one: a measured lower bound of what a thread does, not the H100 host's own figure."""
+28.3-47.9 GB/s, median 45.4 (bf16 converts each element through fp32, so it streams slower). The medians as
+measured. A floor: a shared 2-vCPU VM, whose neighbours take memory bandwidth and whose runs spread by 2x; the
+run's host CPU is not this one, and a dedicated server core streams at least as fast. Not the H100 host's own
+figure."""
 
 
 def fsdp2_host_add_bytes_per_s(*, rank_share_bytes_per_s: float, element_bytes: float) -> float:

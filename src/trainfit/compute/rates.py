@@ -28,8 +28,8 @@ Sources of the defaults (each is listed in the plan's assumptions when used):
   (pretrain 9.0 -> 8.6 %, SFT 8.8 -> 8.0 %, LoRA 8.4 -> 8.5 %). Every fp8 GEMM at the 70.9 % instead (forward too)
   gives the pairs -0.1 % but LoRA 8.4 -> 9.2 % (its frozen base has no wgrad; its bf16 rows run 8-13 % slow already).
 * FP32 matmul (SIMT, TF32 off): the datasheet FP32 rate, except where a card's torch.mm fp32 is published
-  (``_FP32_MATMUL_FRACTION``: RTX PRO 6000 Blackwell 61.7 %, H100 SXM 77.7 %, H100 PCIe 72.2 %, A100 SXM4 80GB
-  98.4 %, RTX 4090 48GB 66.2 %).
+  (``_FP32_MATMUL_FRACTION``: every catalog card the torch-performance-test-data database measures in fp32, 51-98 %
+  of the datasheet rate, e.g. RTX PRO 6000 Blackwell 61.7 %, H100 SXM 77.7 %, A100 SXM4 80GB 98.4 %).
 * HBM: a streaming copy reaches about 90 % of the datasheet bandwidth on A100/H100 (NVIDIA's
   ``nvbandwidth`` / STREAM-style results); assumed for every card without a measurement of its own
   (``_HBM_FRACTION``: MI300X 77.5 %).
@@ -192,25 +192,43 @@ This database reads at or below the MAMF table on the cards both measure (H200 7
 figure is a floor. The H20's 96.0 % and the L20's 95.5 % are taken: far above the 80 % either card took before, and
 a floor. The L40S's 269.15 TFLOP/s (74.3 %, database.md l.55) is within that offset of the 80 % default and is not
 taken."""
+_FP32_DB = "github.com/zzc0721/torch-performance-test-data database.md @9d82827637262c4351e3f9483f96b8cff57a601f"
+
+
+def _fp32_measured(tflops: tuple[float, ...], lines: tuple[int, ...], datasheet_tflops: float,
+                   card: str) -> tuple[float, str]:
+    """(mean of a card's torch.mm fp32 lines / its datasheet fp32 rate, source) for ``_FP32_MATMUL_FRACTION``."""
+    mean = sum(tflops) / len(tflops)
+    figures = " / ".join(f"{t:.2f}" for t in tflops)
+    where = ", ".join(f"l.{n}" for n in lines)
+    return (round(mean / datasheet_tflops, 4),
+            f"torch.mm fp32 with TF32 off, the best of square 1,024-10,240 (test.py l.223-225), {figures} TFLOP/s on"
+            f" {card}: {_FP32_DB} ({where}); mean {mean:.2f} of the datasheet's {datasheet_tflops:g} FP32")
+
+
 _FP32_MATMUL_FRACTION = {
-    "rtx-pro-6000": (0.617, "torch.mm fp32 with TF32 off, the best of square 1,024-10,240 (test.py), 77.24 TFLOP/s on"
-                            " an RTX PRO 6000 Blackwell Workstation Edition (bare metal, torch 2.8.0) and 77.01 on a"
-                            " Server Edition (docker): github.com/zzc0721/torch-performance-test-data database.md"
-                            " @9d82827637262c4351e3f9483f96b8cff57a601f (l.35, l.56); their mean, 77.13, is 61.7 % of"
-                            " the datasheet's 125 FP32"),
-    "h100-sxm": (0.777, "torch.mm fp32 with TF32 off, the best of square 1,024-10,240 (test.py), 51.88 and 52.11 TFLOP/s"
-                        " on two H100 80GB HBM3: github.com/zzc0721/torch-performance-test-data database.md"
-                        " @9d82827637262c4351e3f9483f96b8cff57a601f (l.34, l.52); their mean, 52.0, is 77.7 % of the"
-                        " datasheet's 66.9 FP32"),
-    "h100-pcie": (0.722, "torch.mm fp32 with TF32 off (test.py), 36.95 TFLOP/s on an H100 PCIe: github.com/zzc0721/"
-                         "torch-performance-test-data database.md @9d82827637262c4351e3f9483f96b8cff57a601f (l.101);"
-                         " 72.2 % of the datasheet's 51.2 FP32"),
-    "a100-80gb": (0.984, "torch.mm fp32 with TF32 off (test.py), 19.18 TFLOP/s on an A100 SXM4 80GB: github.com/zzc0721/"
-                         "torch-performance-test-data database.md @9d82827637262c4351e3f9483f96b8cff57a601f (l.13);"
-                         " 98.4 % of the datasheet's 19.5 FP32"),
-    "rtx4090-48gb": (0.662, "torch.mm fp32 with TF32 off (test.py), 54.69 TFLOP/s on an RTX 4090 48GB: github.com/"
-                            "zzc0721/torch-performance-test-data database.md @9d82827637262c4351e3f9483f96b8cff57a601f"
-                            " (l.12); 66.2 % of the datasheet's 82.6 FP32"),
+    "rtx-pro-6000": _fp32_measured((77.24, 77.01), (35, 56), 125.0,
+                                   "an RTX PRO 6000 Blackwell Workstation Edition and a Server Edition"),
+    "h100-sxm": _fp32_measured((51.88, 52.11), (34, 52), 66.9, "two H100 80GB HBM3"),
+    "h100-pcie": _fp32_measured((36.95,), (101,), 51.2, "an H100 PCIe"),
+    "h200": _fp32_measured((51.34,), (57,), 66.9, "an H200 (torch's name of the SXM card; the NVL reads 'H200 NVL')"),
+    "h20": _fp32_measured((31.95, 31.99), (15, 85), 44.0, "two H20"),
+    "b200": _fp32_measured((66.24,), (3,), 75.0, "a B200 180GB (GCP a4-highgpu-8g)"),
+    "a100-80gb": _fp32_measured((19.18,), (13,), 19.5, "an A100 SXM4 80GB"),
+    "a100-pcie-40gb": _fp32_measured((17.56,), (112,), 19.5, "an A100-PCIE-40GB"),
+    "a800-80gb": _fp32_measured((19.08,), (14,), 19.5, "an A800 SXM4 80GB"),
+    "v100-sxm2-16gb": _fp32_measured((14.06,), (65,), 15.7, "a Tesla V100-SXM2-16GB"),
+    "l40s": _fp32_measured((46.88,), (55,), 91.6, "an L40S"),
+    "l20": _fp32_measured((37.27,), (111,), 59.35, "an L20"),
+    "l4": _fp32_measured((15.38,), (124,), 30.3, "an L4"),
+    "t4": _fp32_measured((4.17, 4.43, 4.35), (6, 39, 68), 8.1, "three Tesla T4 16GB"),
+    "rtx-a6000": _fp32_measured((23.92,), (58,), 38.7, "an RTX A6000"),
+    "rtx3090": _fp32_measured((24.46, 24.84, 24.79), (16, 29, 54), 35.6, "three RTX 3090 24GB"),
+    "rtx4090": _fp32_measured((55.01, 54.77, 46.48, 54.67), (21, 24, 27, 33), 82.6,
+                              "four RTX 4090 named 24GB"),
+    "rtx4090-48gb": _fp32_measured((54.69, 53.79, 56.01), (9, 31, 53), 82.6, "three RTX 4090 48GB"),
+    "rtx4090d": _fp32_measured((50.07,), (32,), 73.5, "an RTX 4090D 24GB"),
+    "rtx5090": _fp32_measured((69.16, 67.57, 63.99, 70.47), (28, 45, 88, 103), 104.8, "four RTX 5090 (32GB)"),
 }
 """Cards whose SIMT fp32 GEMM (TF32 off: ``torch.backends.cuda.matmul.allow_tf32`` False, torch's default since 1.12)
 is measured apart from the datasheet FP32 rate: (fraction of ``GpuSpec.fp32_flops_per_s``, source). The fraction scales
@@ -225,10 +243,16 @@ Edition, read 2026-12-03). At 125 the card's fp32 GEMMs ran 1.87x an H100 SXM's 
 universal-llm-trainer QLoRA rows (fp32 base GEMMs) publish the RTX PRO 6000 at 1.18-1.21x the H100's step
 (Llama-3.1-8B 30.7 / 26.1 s, Llama-2-13B 52.0 / 43.0, Phi-3-mini 20.7 / 17.6), where trainfit planned 0.77-0.88x.
 
-Every card the same database measures in fp32 is taken, one rule for all: the H100 SXM (77.7 %), the H100 PCIe
-(72.2 %), the A100 SXM4 80GB (98.4 %) and the RTX 4090 48GB (66.2 %). Not taken: its 18.11 TFLOP/s "A100 40GB" (l.7:
-92.9 % of 19.5), whose form factor (SXM4 or PCIe) the line does not name; the catalog's two 40 GB entries keep the
-datasheet rate."""
+One rule for every catalog card: each database line (the fp32 column is test.py's "FP32" pass, TF32 disabled,
+l.225) whose device name identifies exactly one catalog entry is taken, and a card with several lines takes their
+mean over the catalog's datasheet fp32 rate. Lines left out, and why: l.7 "A100 40GB" (18.11) names no form factor
+(SXM4 40GB or PCIe; the catalog's a100-40gb keeps the datasheet rate); l.64 and l.89 "NVIDIA GeForce RTX 4090" (51.57,
+53.84) are torch's device name, which the 48 GB board reports too (rtx4090-48gb's notes), so either entry (with them
+the 24 GB mean is 52.72 instead of 52.73: no difference); l.116 "H800 PCIe" is not the catalog's H800 (SXM5); l.26 /
+l.30 "RTX 4090D 48GB", l.5 "V100S", l.47 / l.99 "RTX 5090 D" and the laptop / other cards have no catalog entry.
+Read off the entries: GeForce and workstation cards run their SGEMM at 62-69 % of the datasheet's
+one-FFMA-per-core-per-clock count, the L4, L40S and T4 lower (50.8 %, 51.2 %, 53.3 %), the Hopper cards at 72-78 %,
+the B200 at 88.3 %, the A100 / A800 / V100 at 90-98 %."""
 _FP8_MATMUL_FRACTION = {
     "mi300x": (0.443, "hipBLASLt fp8 e4m3fnuz GEMM 1,159.2 TFLOP/s at 8192^3 on an Azure ND MI300X v5 (hipblaslt-bench,"
                       " default heuristic, no TunableOp): samuel-bohman/AI-benchmarking-guide"

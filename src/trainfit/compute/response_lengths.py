@@ -108,7 +108,10 @@ maximum first reduced to their median):
   end points are taken from one second-hand summary (https://zhangshuibai.github.io/paper-notes/agents/notes/
   11_ReTool_2504.11536.html, "10k -> 6k tokens", -40 %, read 2026-12-03). An RL run from the SFT checkpoint spends its
   steps along that curve, so the profile stands for the run's average, not its end point: with the curve unread, the
-  mean of the two stated end points, 8k tokens. ``θ`` = 9,882 tokens: the natural scale whose truncated mean at the
+  mean of the two stated end points, 8k tokens. That mean is an assumption, not a reading: it is the run average
+  only if the length falls linearly with the step. A curve that drops early (most of the 10k -> 6k fall in the first
+  100 of 400 steps) would put the run average nearer 6k tokens; one that holds near 10k and drops late, nearer 10k.
+  ``θ`` = 9,882 tokens: the natural scale whose truncated mean at the
   paper's 16,384 cap is 8k (``_solve_theta(7999, 16383)``; the 6k end point alone gives 6,530, the 10k start 15.1k).
   A 32B model's curve, one published run:
   a placeholder for tool-integrated tasks until runs that log their mean trajectory length are read. ``auto`` never
@@ -176,7 +179,7 @@ TOOL_INTEGRATED = LengthProfile(
     "ReTool (Feng et al., arXiv:2504.11536v2, Fig. 3, not read here): Qwen2.5-32B-Instruct trajectories with "
     "code-interpreter turns at a 16,384-token cap, about 10k tokens at the SFT start and 6k after RL as "
     "https://zhangshuibai.github.io/paper-notes/agents/notes/11_ReTool_2504.11536.html states them @2026-12-03; "
-    "the run average taken as their mean, 8k")
+    "the run average taken as their mean, 8k, which assumes a linear fall (an early drop would put it nearer 6k)")
 
 _THINKING = re.compile(r"qwq|deepseek-r1|r1-distill|deepscaler|thinking|reason|(^|/)qwen3[^/]*$", re.IGNORECASE)
 

@@ -983,7 +983,9 @@ def train_step_time(
             # blocking behind its reduce-scatter and, under HSDP, its replica all-reduce
             # (offload.fsdp2_offload_accumulation_seconds), the experts' over their own group: the reductions as
             # exposed_sharded prices them, one after another (collectives.sharded_reductions_seconds)
-            rs_s = coll.sharded_reductions_seconds(**sharded) if sharded is not None else 0.0
+            rs_s = (coll.sharded_reductions_seconds(
+                **{k: v for k, v in sharded.items() if k in coll.SHARDED_REDUCTION_KEYWORDS})
+                if sharded is not None else 0.0)
             # exposed_sharded already charged each micro-batch's reductions where they outran the backward; in the
             # later micro-batches the whole of them is the accumulation's, so that share of the communication goes
             grads = ("layer_grad_bytes", "root_grad_bytes", "expert_layer_grad_bytes", "replica_layer_grad_bytes",

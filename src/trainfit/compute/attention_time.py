@@ -429,10 +429,10 @@ def fp32_attention_ratio() -> float:
     masking and exponentials are not scaled (taken as hidden under the 6x longer MMA loop).
 
     What it explains (universal-llm-trainer, Llama-3.1-8B QLoRA loaded in float32, 2 x 8,192 tokens with a padding
-    mask): with the fp32 base GEMMs, head and residual stream, the planned QLoRA-minus-LoRA difference is 44.2 of the
-    published 46.1 s on A100, 15.7 of 19.7 s on H100 and 14.8 of 18.2 s on the RTX Pro 6000. Left on H100 (4.0 s)
-    and the RTX Pro 6000 (3.4 s), not attributed: the fp32 GEMMs are priced at the datasheet's non-tensor fp32 peak
-    (``DeviceRates.fp32_matmul_flops_per_s``), and no published sustained SGEMM share for those cards was read."""
+    mask): with the fp32 base GEMMs, head and residual stream at the datasheet's fp32 peak, the planned
+    QLoRA-minus-LoRA difference was 44.2 of the published 46.1 s on A100, 15.7 of 19.7 s on H100 and 14.8 of 18.2 s on
+    the RTX Pro 6000; with the measured SGEMM rates (``rates._FP32_MATMUL_FRACTION``: torch.mm fp32, TF32 off) it is
+    97 %, 96 % and 101 % of the gap (tests/benchmarks/test_step_times_universal_llm_trainer.py)."""
     return TF32_TO_BF16_TENSOR_RATE / FP32_ATTENTION_TENSOR_OPS_PER_PRODUCT
 
 

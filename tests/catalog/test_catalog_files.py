@@ -55,3 +55,10 @@ def test_names_that_are_not_ids_fall_back_to_the_catalog():
     assert gpus._spec_by_id("../models/qwen_qwen3-8b") is None
     with pytest.raises(CatalogError, match="not in the GPU catalog"):
         gpus.resolve_gpu("a100-41gb")
+
+
+def test_a_duplicate_id_in_a_folder_is_one_line():
+    from trainfit.catalog import files
+
+    with pytest.raises(CatalogError, match="^model catalog: duplicate id 'x'$"):
+        files.load_folder(models._DATA, lambda name: {"id": "x"}, lambda e: e["id"], "model catalog")

@@ -10,13 +10,12 @@ Resolution order for a card's ``model`` field:
 from __future__ import annotations
 
 import difflib
-import json
 from dataclasses import replace
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from trainfit.catalog.files import load_folder, load_own_file, read_json
 from trainfit.catalog.hf_config import spec_from_hf_config
 from trainfit.errors import CatalogError, ConfigError
 from trainfit.spec.model import ModelSpec
@@ -27,17 +26,12 @@ _DATA = "trainfit.catalog.data.models"
 @lru_cache(maxsize=None)
 def _load(file_name: str) -> dict[str, Any]:
     """One catalog file, parsed once per process (the whole catalog's load and a lookup by id share it)."""
-    return json.loads(resources.files(_DATA).joinpath(file_name).read_text())
+    return read_json(_DATA, file_name)
 
 
 @lru_cache(maxsize=1)
 def _entries() -> dict[str, dict[str, Any]]:
-    out: dict[str, dict[str, Any]] = {}
-    for f in resources.files(_DATA).iterdir():
-        if f.name.endswith(".json"):
-            entry = _load(f.name)
-            out[entry["id"]] = entry
-    return out
+    return load_folder(_DATA, _load, lambda entry: entry["id"], "model catalog")
 
 
 def entry_file_name(model_id: str) -> str:
@@ -51,15 +45,9 @@ def _entry_by_id(model_id: str) -> dict[str, Any] | None:
     """The entry whose id is exactly ``model_id``, read from its own file alone, or None (an alias, a path, a
     repo the catalog does not hold). A card names one model: parsing every file of the catalog for it cost a
     cold ``trainfit plan`` about 1% of its CPU. Ids are unique and win over aliases (``_index``), so this is
-    the entry (the same object) the index gives."""
-    name = entry_file_name(model_id)
-    if Path(name).name != name or name.startswith("."):  # not a plain file name of the folder
-        return None
-    try:
-        entry = _load(name)
-    except (OSError, ValueError):  # no such file (or an unreadable one: the whole catalog's load says why)
-        return None
-    return entry if isinstance(entry, dict) and entry.get("id") == model_id else None
+    the entry (the same object) the index gives (``catalog.files``)."""
+    return load_own_file(_load, entry_file_name(model_id),
+                         lambda entry: isinstance(entry, dict) and entry.get("id") == model_id)
 
 
 @lru_cache(maxsize=1)

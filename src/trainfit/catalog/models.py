@@ -9,6 +9,7 @@ Resolution order for a card's ``model`` field:
 
 from __future__ import annotations
 
+import copy
 import difflib
 from dataclasses import replace
 from functools import lru_cache
@@ -65,7 +66,15 @@ def catalog_ids() -> list[str]:
 
 
 def catalog_entry(model_id: str) -> dict[str, Any]:
-    """The raw catalog entry (id, aliases, source, verified, note, HF config)."""
+    """The raw catalog entry (id, aliases, source, verified, note, HF config), a deep copy: the parsed entry is
+    cached and shared by every lookup (``_load``, ``_entries``, ``_entry_by_id``), so a caller that edits what it
+    gets must not edit the catalog."""
+    return copy.deepcopy(_shared_entry(model_id))
+
+
+def _shared_entry(model_id: str) -> dict[str, Any]:
+    """The cached entry itself (the same object every lookup gives): for this module's readers, which never edit
+    it."""
     entry = _entry_by_id(model_id)
     if entry is not None:
         return entry
@@ -90,7 +99,7 @@ def unknown_model_message(name: str) -> str:
 
 @lru_cache(maxsize=256)
 def from_catalog(model_id: str) -> ModelSpec:
-    entry = catalog_entry(model_id)
+    entry = _shared_entry(model_id)
     return spec_from_hf_config(
         entry["config"],
         name=entry["id"],
@@ -107,8 +116,6 @@ def hf_config_of(model_id: str) -> dict[str, Any]:
     A deep copy: the catalog entry is cached, and callers (the GPU calibration's dry run) edit it. A Qwen (1.0) config
     (remote code: transformers has no class for it) comes back as the Qwen2 config it is planned on
     (``hf_config.qwen1_as_qwen2``)."""
-    import copy
-
     from trainfit.catalog.hf_config import QWEN1_MODEL_TYPE, qwen1_as_qwen2
 
     cfg = copy.deepcopy(catalog_entry(model_id)["config"])

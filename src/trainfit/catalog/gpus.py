@@ -162,7 +162,8 @@ def _spec_by_id(key: str) -> GpuSpec | None:
     """The entry whose lower-cased id is ``key``, read from its own file (``<id>.json``) alone, or None (an
     alias, an unknown name). A card names one GPU: parsing every file of the catalog for it cost a cold
     ``trainfit plan`` about 1% of its CPU. Ids win over aliases (``_index``), so this is the entry (the same
-    object) the index gives; ``tests/catalog/test_catalog_files.py`` holds every file's name to its id (``catalog.files``)."""
+    object) the index gives; ``tests/catalog/test_catalog_files.py`` holds every file's name to its
+    id (``catalog.files``)."""
     return load_own_file(_load, f"{key}.json", lambda spec: spec.id.lower() == key)
 
 

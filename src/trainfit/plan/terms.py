@@ -245,17 +245,19 @@ def zero_master_states(card: RunCard, strategy: Strategy, *, train_bytes: float,
     precision-aware optimizer its states are fp32, as the override gives.
 
     Such a card with ``precision.optimizer_impl: apex_distributed`` keeps a master copy only when its states' dtype
-    differs from the trained weights': NeMo 1.0's ``distributed_fused_adam`` (Apex ``DistributedFusedAdam``)
-    allocates its moments in the optimizer ``dtype`` and a parameter shard only with ``store_params`` (NVIDIA/apex apex/contrib/optimizers/distributed_fused_adam.py l.310-311, l.450-478
-    @f3f049246e5bdf6fdddf251ebe6b65dd4ca1ee29), which NeMo switches off when the optimizer ``dtype`` is the model's
-    (NVIDIA/NeMo nemo/collections/nlp/models/language_modeling/megatron_base_model.py l.790-812
+    differs from the trained weights': NeMo 1.0's ``distributed_fused_adam`` (Apex ``DistributedFusedAdam``) allocates
+    its moments in the optimizer ``dtype`` and a parameter shard only with ``store_params`` (NVIDIA/apex
+    apex/contrib/optimizers/distributed_fused_adam.py l.310-311, l.450-478 @f3f049246e5bdf6fdddf251ebe6b65dd4ca1ee29),
+    which NeMo switches off when the optimizer ``dtype`` is the model's (NVIDIA/NeMo
+    nemo/collections/nlp/models/language_modeling/megatron_base_model.py l.790-812
     @8e3d65dcfe3504689bfc5b6e67d502780aacad41): ``dtype: bf16`` on a bf16 O2 model keeps no master copy
-    (``optimizer_states: bf16``). ``precision.master_weights`` is not what decides it: the built-in default card
-    writes ``master_weights: none`` itself, and a Megatron card built from it keeps Megatron's fp32 master. Not modelled: the same optimizer at its default fp32
-    ``dtype`` on a bf16 model keeps ``store_param_remainders`` (l.808-810 there: the low 16 bits of each fp32 master,
-    2 B a parameter, not 4), which the card cannot state; such NeMo rows plan the fp32 master, 2 B a parameter of the
-    shard above the run's. NeMo's ``mcore_distributed_optim`` ignores ``optim.dtype`` (its ``OptimizerConfig`` is built
-    without it, nemo/core/classes/modelPT.py l.598-622 @v2.0.0 e938df32): fp32 master and moments."""
+    (``optimizer_states: bf16``). ``precision.master_weights`` is not what decides it: the built-in default card writes
+    ``master_weights: none`` itself, and a Megatron card built from it keeps Megatron's fp32 master. Not modelled: the
+    same optimizer at its default fp32 ``dtype`` on a bf16 model keeps ``store_param_remainders`` (l.808-810 there: the
+    low 16 bits of each fp32 master, 2 B a parameter, not 4), which the card cannot state; such NeMo rows plan the fp32
+    master, 2 B a parameter of the shard above the run's. NeMo's ``mcore_distributed_optim`` ignores ``optim.dtype``
+    (its ``OptimizerConfig`` is built without it, nemo/core/classes/modelPT.py l.598-622 @v2.0.0 e938df32): fp32 master
+    and moments."""
     if not (strategy in ZERO_STAGES and train_bytes < 4
             and card.precision.optimizer.value in ("adamw", "sgd", "adafactor")):
         return use_master, state_bytes, None

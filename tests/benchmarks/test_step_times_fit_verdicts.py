@@ -106,17 +106,19 @@ def test_vectorlm_benchmark_never_steps_its_optimizer(row_id: str) -> None:
     assert st.plan_card(card).fits is False
 
 
-@pytest.mark.parametrize(("row_id", "master"), [("nemo-h100-nemotron-340b-pretrain-fp8-2407", "none"),
-                                                ("nemo-h100-llama2-70b-sft-fp8-2407", None)])
-def test_nemo_distributed_fused_adam_bf16_state(row_id: str, master: str | None) -> None:
+@pytest.mark.parametrize(("row_id", "impl"), [("nemo-h100-nemotron-340b-pretrain-fp8-2407", "apex_distributed"),
+                                              ("nemo-h100-llama2-70b-sft-fp8-2407", None)])
+def test_nemo_distributed_fused_adam_bf16_state(row_id: str, impl: str | None) -> None:
     """NeMo 24.07's launcher sets optim.dtype bf16 for distributed_fused_adam (nemotron_340b.yaml l.162, peft/llama
     sft.yaml l.257 @8325688d): Apex keeps bf16 moments, and NeMo drops the parameter shard when the dtype is the model's
-    (megatron_base_model.py l.805-807 @8e3d65dc) but keeps it under fp8_params. The cards state it and fit; with fp32
-    state (the card before) they do not."""
+    (megatron_base_model.py l.805-807 @8e3d65dc) but keeps it under fp8_params. The entry that states no master copy
+    maps to optimizer_impl apex_distributed, whose rule drops it; the cards fit, and with fp32 state (the card before)
+    they do not."""
     card, _ = st.map_train(TRAIN[row_id])
     assert card["precision"]["optimizer_states"] == "bf16"
-    assert card["precision"].get("master_weights") == master
+    assert card["precision"].get("optimizer_impl") == impl
+    assert "master_weights" not in card["precision"]
     assert st.plan_card(card).fits is True
     card["precision"].pop("optimizer_states")
-    card["precision"].pop("master_weights", None)
+    card["precision"].pop("optimizer_impl", None)
     assert st.plan_card(card).fits is False

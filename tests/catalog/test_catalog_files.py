@@ -30,9 +30,9 @@ def test_every_gpu_file_is_named_after_its_id():
 
 def test_lookups_give_the_catalogs_own_objects():
     for mid, entry in models._entries().items():
-        assert models.catalog_entry(mid) is entry
+        assert models._shared_entry(mid) is entry
         for alias in entry.get("aliases", ()):
-            assert models.catalog_entry(alias) is models._entries()[models._index()[alias]]
+            assert models._shared_entry(alias) is models._entries()[models._index()[alias]]
     for gid, spec in gpus._entries().items():
         assert gpus.resolve_gpu(gid) is spec and gpus.resolve_gpu(f" {gid.upper()} ") is spec
         for alias in spec.aliases:
@@ -55,3 +55,22 @@ def test_names_that_are_not_ids_fall_back_to_the_catalog():
     assert gpus._spec_by_id("../models/qwen_qwen3-8b") is None
     with pytest.raises(CatalogError, match="not in the GPU catalog"):
         gpus.resolve_gpu("a100-41gb")
+
+
+def test_catalog_entry_is_a_copy_the_caller_may_edit():
+    """catalog_entry hands out a deep copy: editing it, its HF config included, leaves the cached entry (which
+    every later lookup and from_catalog read) as the file has it."""
+    got = models.catalog_entry("Qwen/Qwen3-8B")
+    assert got == models._entries()["Qwen/Qwen3-8B"] and got is not models._entries()["Qwen/Qwen3-8B"]
+    layers = got["config"]["num_hidden_layers"]
+    got["config"]["num_hidden_layers"] = 1
+    got["id"] = "edited"
+    again = models.catalog_entry("Qwen/Qwen3-8B")
+    assert again["id"] == "Qwen/Qwen3-8B" and again["config"]["num_hidden_layers"] == layers
+
+
+def test_a_duplicate_id_in_a_folder_is_one_line():
+    from trainfit.catalog import files
+
+    with pytest.raises(CatalogError, match="^model catalog: duplicate id 'x'$"):
+        files.load_folder(models._DATA, lambda name: {"id": "x"}, lambda e: e["id"], "model catalog")

@@ -217,6 +217,9 @@ def cards(draw):
         d["loss"]["inplace_backward"] = draw(st.booleans())
     d["precision"] = {"compute": draw(st.sampled_from(["bf16", "fp16", "bf16", "fp8"])),
                       "optimizer": draw(st.sampled_from(["adamw", "adamw_8bit", "paged_adamw_8bit", "sgd"]))}
+    if (par.get("tensor_parallel_impl") == "megatron" and d["precision"]["optimizer"] == "adamw"
+            and draw(st.integers(0, 3)) == 0):  # Apex's DistributedFusedAdam (NeMo distributed_fused_adam)
+        d["precision"]["optimizer_impl"] = "apex_distributed"
     if d["precision"]["compute"] == "fp8":
         d["precision"]["fp8_recipe"] = draw(st.sampled_from(["delayed", "current", "blockwise"]))
     if scope == "qlora" and draw(st.integers(0, 3)) == 0:  # an fp32 model load: the 4-bit base's GEMMs in fp32

@@ -71,18 +71,22 @@ def test_megatron_precision_aware_optimizer_keeps_bf16_moments():
     assert bf16 == pytest.approx(fp32 / 2)
 
 
-def test_megatron_card_that_states_no_master_keeps_none():
+def test_apex_distributed_fused_adam_at_the_model_dtype_keeps_no_master():
     """NeMo's distributed_fused_adam with ``dtype: bf16`` on a bf16 model: Apex keeps bf16 moments and no parameter
-    shard (store_params False, NeMo megatron_base_model.py l.805-807 @8e3d65dc): a Megatron card stating
-    master_weights none and optimizer_states bf16 plans no master copy; left unstated the master stays fp32, and a
-    DeepSpeed ZeRO card keeps its fp32 master whatever it states."""
-    assert _step_bytes(_megatron_card(optimizer_states="bf16", master_weights="none")) == ((2.0, 2.0, 2.0, False), 14.0)
+    shard (store_params False, NeMo megatron_base_model.py l.805-807 @8e3d65dc): a Megatron card with
+    optimizer_impl apex_distributed and optimizer_states bf16 plans no master copy; at fp32 states it keeps one. A
+    Megatron card that only states master_weights none (the built-in default card writes it) keeps Megatron's fp32
+    master, and a DeepSpeed ZeRO card keeps its fp32 master whatever it states."""
+    apex = {"optimizer_impl": "apex_distributed"}
+    assert _step_bytes(_megatron_card(optimizer_states="bf16", **apex)) == ((2.0, 2.0, 2.0, False), 14.0)
+    assert _step_bytes(_megatron_card(optimizer_states="fp32", **apex))[0][3] is True
     assert _step_bytes(_megatron_card(optimizer_states="bf16"))[0][3] is True
+    assert _step_bytes(_megatron_card(optimizer_states="bf16", master_weights="none"))[0][3] is True
     assert _step_bytes(_card("zero1", optimizer_states="bf16", master_weights="none"))[0][3] is True
     from trainfit.plan import make_plan
 
     plans = [make_plan(load_card_dict(_megatron_card(**p)))
-             for p in ({"optimizer_states": "bf16"}, {"optimizer_states": "bf16", "master_weights": "none"})]
+             for p in ({"optimizer_states": "bf16"}, {"optimizer_states": "bf16", **apex})]
     kept, none = (max(ph.components.get("master_weights", 0.0) for ph in p.phases) for p in plans)
     assert kept > 0 and none == 0.0
 
@@ -96,3 +100,32 @@ def test_megatron_bf16_moments_are_adam_only(optimizer):
     with pytest.raises(CardError, match=r"precision.optimizer_states: .*optimizer " + optimizer):
         load_card_dict(_megatron_card(optimizer=optimizer, optimizer_states="bf16"))
     assert _step_bytes(_megatron_card(optimizer=optimizer, optimizer_states="fp32"))[0][2] == 4.0
+
+
+@pytest.mark.parametrize("precision, parallel, named", [
+    ({"optimizer": "sgd"}, {"tensor_parallel_impl": "megatron"}, "precision.optimizer adamw (is 'sgd')"),
+    ({}, {}, "parallel.tensor_parallel_impl megatron (is 'dtensor')"),
+])
+def test_apex_distributed_needs_adamw_on_megatron(precision, parallel, named):
+    card = _card("zero1", optimizer_impl="apex_distributed", **precision)
+    card["parallel"].update(parallel)
+    from trainfit.errors import CardError
+
+    with pytest.raises(CardError) as e:
+        load_card_dict(card)
+    assert "precision.optimizer_impl: apex_distributed" in str(e.value) and named in str(e.value)
+
+
+def test_default_card_on_megatron_keeps_the_fp32_master():
+    """The built-in default card writes ``master_weights: none`` itself; set onto Megatron-Core's distributed
+    optimizer with fp32 states it keeps Megatron's fp32 master (4 B a parameter over the 8 data ranks: 3.81 GiB
+    for Qwen3-8B's 8.19e9 parameters)."""
+    from trainfit.cli.common import load_card
+    from trainfit.plan import make_plan
+    from trainfit.units import GIB
+
+    card = load_card(None, {}, ["parallel.strategy=zero1", "parallel.tensor_parallel_impl=megatron",
+                                "precision.optimizer_states=fp32", "hardware.gpu=h100-sxm"])
+    assert card.precision.master_weights.value == "none"
+    master = max(ph.components.get("master_weights", 0.0) for ph in make_plan(card).phases)
+    assert master / GIB == pytest.approx(3.81, abs=0.01)

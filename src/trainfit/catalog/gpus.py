@@ -25,13 +25,11 @@ Pure Python: no torch import.
 from __future__ import annotations
 
 import difflib
-import json
 from dataclasses import dataclass, fields
 from functools import lru_cache
-from importlib import resources
-from pathlib import Path
 from typing import Any
 
+from trainfit.catalog.files import load_folder, load_own_file, read_json
 from trainfit.errors import CatalogError
 
 _DATA = "trainfit.catalog.data.gpus"
@@ -128,19 +126,12 @@ def _spec(entry: dict[str, Any]) -> GpuSpec:
 @lru_cache(maxsize=None)
 def _load(file_name: str) -> GpuSpec:
     """One catalog file, parsed once per process (the whole catalog's load and a lookup by id share it)."""
-    return _spec(json.loads(resources.files(_DATA).joinpath(file_name).read_text()))
+    return _spec(read_json(_DATA, file_name))
 
 
 @lru_cache(maxsize=1)
 def _entries() -> dict[str, GpuSpec]:
-    out: dict[str, GpuSpec] = {}
-    for f in sorted(resources.files(_DATA).iterdir(), key=lambda p: p.name):
-        if f.name.endswith(".json"):
-            spec = _load(f.name)
-            if spec.id in out:
-                raise CatalogError(f"gpu catalog: duplicate id '{spec.id}'")
-            out[spec.id] = spec
-    return out
+    return load_folder(_DATA, _load, lambda spec: spec.id, "gpu catalog")
 
 
 @lru_cache(maxsize=1)
@@ -175,15 +166,9 @@ def _spec_by_id(key: str) -> GpuSpec | None:
     """The entry whose lower-cased id is ``key``, read from its own file (``<id>.json``) alone, or None (an
     alias, an unknown name). A card names one GPU: parsing every file of the catalog for it cost a cold
     ``trainfit plan`` about 1% of its CPU. Ids win over aliases (``_index``), so this is the entry (the same
-    object) the index gives; ``tests/catalog/test_catalog_files.py`` holds every file's name to its id."""
-    name = f"{key}.json"
-    if Path(name).name != name or name.startswith("."):  # not a plain file name of the folder
-        return None
-    try:
-        spec = _load(name)
-    except (OSError, ValueError):  # no such file (or an unreadable one: the whole catalog's load says why)
-        return None
-    return spec if spec.id.lower() == key else None
+    object) the index gives; ``tests/catalog/test_catalog_files.py`` holds every file's name to its
+    id (``catalog.files``)."""
+    return load_own_file(_load, f"{key}.json", lambda spec: spec.id.lower() == key)
 
 
 def resolve_gpu(name: str) -> GpuSpec:

@@ -9,14 +9,14 @@ Resolution order for a card's ``model`` field:
 
 from __future__ import annotations
 
+import copy
 import difflib
-import json
 from dataclasses import replace
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from trainfit.catalog.files import load_folder, load_own_file, read_json
 from trainfit.catalog.hf_config import spec_from_hf_config
 from trainfit.errors import CatalogError, ConfigError
 from trainfit.spec.model import ModelSpec
@@ -27,17 +27,12 @@ _DATA = "trainfit.catalog.data.models"
 @lru_cache(maxsize=None)
 def _load(file_name: str) -> dict[str, Any]:
     """One catalog file, parsed once per process (the whole catalog's load and a lookup by id share it)."""
-    return json.loads(resources.files(_DATA).joinpath(file_name).read_text())
+    return read_json(_DATA, file_name)
 
 
 @lru_cache(maxsize=1)
 def _entries() -> dict[str, dict[str, Any]]:
-    out: dict[str, dict[str, Any]] = {}
-    for f in resources.files(_DATA).iterdir():
-        if f.name.endswith(".json"):
-            entry = _load(f.name)
-            out[entry["id"]] = entry
-    return out
+    return load_folder(_DATA, _load, lambda entry: entry["id"], "model catalog")
 
 
 def entry_file_name(model_id: str) -> str:
@@ -51,15 +46,9 @@ def _entry_by_id(model_id: str) -> dict[str, Any] | None:
     """The entry whose id is exactly ``model_id``, read from its own file alone, or None (an alias, a path, a
     repo the catalog does not hold). A card names one model: parsing every file of the catalog for it cost a
     cold ``trainfit plan`` about 1% of its CPU. Ids are unique and win over aliases (``_index``), so this is
-    the entry (the same object) the index gives."""
-    name = entry_file_name(model_id)
-    if Path(name).name != name or name.startswith("."):  # not a plain file name of the folder
-        return None
-    try:
-        entry = _load(name)
-    except (OSError, ValueError):  # no such file (or an unreadable one: the whole catalog's load says why)
-        return None
-    return entry if isinstance(entry, dict) and entry.get("id") == model_id else None
+    the entry (the same object) the index gives (``catalog.files``)."""
+    return load_own_file(_load, entry_file_name(model_id),
+                         lambda entry: isinstance(entry, dict) and entry.get("id") == model_id)
 
 
 @lru_cache(maxsize=1)
@@ -77,7 +66,15 @@ def catalog_ids() -> list[str]:
 
 
 def catalog_entry(model_id: str) -> dict[str, Any]:
-    """The raw catalog entry (id, aliases, source, verified, note, HF config)."""
+    """The raw catalog entry (id, aliases, source, verified, note, HF config), a deep copy: the parsed entry is
+    cached and shared by every lookup (``_load``, ``_entries``, ``_entry_by_id``), so a caller that edits what it
+    gets must not edit the catalog."""
+    return copy.deepcopy(_shared_entry(model_id))
+
+
+def _shared_entry(model_id: str) -> dict[str, Any]:
+    """The cached entry itself (the same object every lookup gives): for this module's readers, which never edit
+    it."""
     entry = _entry_by_id(model_id)
     if entry is not None:
         return entry
@@ -102,7 +99,7 @@ def unknown_model_message(name: str) -> str:
 
 @lru_cache(maxsize=256)
 def from_catalog(model_id: str) -> ModelSpec:
-    entry = catalog_entry(model_id)
+    entry = _shared_entry(model_id)
     return spec_from_hf_config(
         entry["config"],
         name=entry["id"],
@@ -119,8 +116,6 @@ def hf_config_of(model_id: str) -> dict[str, Any]:
     A deep copy: the catalog entry is cached, and callers (the GPU calibration's dry run) edit it. A Qwen (1.0) config
     (remote code: transformers has no class for it) comes back as the Qwen2 config it is planned on
     (``hf_config.qwen1_as_qwen2``)."""
-    import copy
-
     from trainfit.catalog.hf_config import QWEN1_MODEL_TYPE, qwen1_as_qwen2
 
     cfg = copy.deepcopy(catalog_entry(model_id)["config"])

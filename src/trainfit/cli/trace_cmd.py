@@ -9,7 +9,7 @@ import typer
 
 from trainfit.cli.common import load_card, print_json
 from trainfit.errors import TrainfitError
-from trainfit.spec.enums import LoraDropoutPosition, Scope
+from trainfit.spec.enums import LoraDropoutPosition, OptimizerImpl, Scope
 
 
 class TraceCardError(TrainfitError):
@@ -104,7 +104,8 @@ def trace_request_kwargs(card, spec_config: dict[str, Any], *, layouts: bool = F
         "kept_output_dtype": card.loop.kept_output_dtype.value,
         "fsdp_shard_embeddings": card.parallel.fsdp_shard_embeddings,
         "precision": precision,
-        "optimizer_impl": p.optimizer_impl.value,
+        # Apex's DistributedFusedAdam is traced as torch's fused AdamW: one fused kernel, no step temporaries
+        "optimizer_impl": "fused" if p.optimizer_impl is OptimizerImpl.APEX_DISTRIBUTED else p.optimizer_impl.value,
         "world_size": world,
         **({"tensor_parallel": tp, "sequence_parallel": par.sequence_parallel} if tp > 1 else {}),
         **({"pipeline_parallel": pp, "micro_batches": card.batch.grad_accum,

@@ -117,9 +117,10 @@ def optimizer_seconds(
     (``rates.DTENSOR_OP_HOST_S``; module docstring)."""
     per = optimizer_bytes_per_param(optimizer=optimizer, weight_bytes=weight_bytes, grad_bytes=grad_bytes,
                                     state_bytes=state_bytes, master=master, clip=clip)
-    moved = params * per * (1.0 if impl == "fused" else MULTI_PASS_BYTES_FACTOR)
+    fused = impl in ("fused", "apex_distributed")  # Apex's DistributedFusedAdam: one multi-tensor kernel too
+    moved = params * per * (1.0 if fused else MULTI_PASS_BYTES_FACTOR)
     chunks = max(1, ceil(tensors / MULTI_TENSOR_CHUNK))
-    if impl == "fused":
+    if fused:
         kernels = chunks
     elif impl == "foreach":
         kernels = FOREACH_OPS * chunks

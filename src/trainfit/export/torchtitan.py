@@ -289,7 +289,10 @@ def _sections(card: RunCard, notes: list[str]) -> dict[str, dict[str, Any]]:
     else:
         ac = {"mode": "none"}
 
-    opt: dict[str, Any] = {"name": "AdamW", "implementation": _IMPL[prec.optimizer_impl]}
+    opt: dict[str, Any] = {"name": "AdamW", "implementation": _IMPL.get(prec.optimizer_impl, "fused")}
+    if prec.optimizer_impl not in _IMPL:  # Apex's DistributedFusedAdam: torchtitan builds torch's AdamW
+        notes.append(f"precision.optimizer_impl {prec.optimizer_impl.value}: torchtitan {VERSION} builds torch's AdamW;"
+                     " exported as fused")
     if prec.optimizer is not Optimizer.ADAMW:
         notes.append(f"precision.optimizer {prec.optimizer.value}: torchtitan {VERSION} builds Adam or AdamW; exported as AdamW")
     if prec.optimizer_in_backward:

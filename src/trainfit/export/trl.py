@@ -82,6 +82,9 @@ def hf_optim(card: RunCard, notes: list[str]) -> str:
     if o is Optimizer.ADAMW:
         if p.optimizer_impl is OptimizerImpl.FUSED:
             return "adamw_torch_fused"
+        if p.optimizer_impl is OptimizerImpl.APEX_DISTRIBUTED:
+            notes.append("precision.optimizer_impl apex_distributed: transformers has no Apex DistributedFusedAdam;"
+                         " exported as adamw_torch (not written)")
         if p.optimizer_impl is OptimizerImpl.FOR_LOOP:
             notes.append("precision.optimizer_impl for_loop: transformers' adamw_torch runs torch's default (foreach)")
         return "adamw_torch"

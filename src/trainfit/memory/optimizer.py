@@ -97,7 +97,7 @@ def step_temporary_bytes(
     *, optimizer: Optimizer, impl: OptimizerImpl, params: float, largest_tensor: float, state_bytes: float
 ) -> float:
     """Peak temporaries of one optimizer step (see module docstring)."""
-    if optimizer is not Optimizer.ADAMW or impl is OptimizerImpl.FUSED:
+    if optimizer is not Optimizer.ADAMW or impl in (OptimizerImpl.FUSED, OptimizerImpl.APEX_DISTRIBUTED):
         return 0.0
     if impl is OptimizerImpl.FOREACH:
         return params * state_bytes

@@ -147,7 +147,7 @@ def make_plan(card: RunCard, *, calibration=None) -> Plan:
         from trainfit.errors import CardError
 
         raise CardError(why)
-    if card.scope.value != "full" or card.attention.value == "eager":  # else neither refusal applies
+    if card.scope is not Scope.FULL or card.attention is Attention.EAGER:  # else neither refusal applies
         _arch_refusals(card, spec)
     if (why := bf16_layers_refusal(card, spec)) is not None:
         from trainfit.errors import CardError

@@ -46,6 +46,7 @@ from trainfit.spec.enums import (
     MasterWeights,
     Offload,
     Optimizer,
+    OptimizerImpl,
     QloraDequant,
     Scope,
     StatesDtype,
@@ -247,24 +248,28 @@ def zero_master_states(card: RunCard, strategy: Strategy, *, train_bytes: float,
     (__init__.py l.549-555), so the branch reads adamw; the card refuses ``optimizer_states`` bf16 on a Megatron-Core
     card with another optimizer (``spec.card``).
 
-    Such a card that also states ``precision.master_weights`` keeps that too: NeMo 1.0's ``distributed_fused_adam``
-    (Apex ``DistributedFusedAdam``) allocates its moments in the optimizer ``dtype`` and a parameter shard only with
-    ``store_params`` (NVIDIA/apex apex/contrib/optimizers/distributed_fused_adam.py l.310-311, l.450-478
-    @f3f049246e5bdf6fdddf251ebe6b65dd4ca1ee29), which NeMo switches off when the optimizer ``dtype`` is the model's
-    (NVIDIA/NeMo nemo/collections/nlp/models/language_modeling/megatron_base_model.py l.790-812
+    Such a card with ``precision.optimizer_impl: apex_distributed`` keeps a master copy only when its states' dtype
+    differs from the trained weights': NeMo 1.0's ``distributed_fused_adam`` (Apex ``DistributedFusedAdam``) allocates
+    its moments in the optimizer ``dtype`` and a parameter shard only with ``store_params`` (NVIDIA/apex
+    apex/contrib/optimizers/distributed_fused_adam.py l.310-311, l.450-478 @f3f049246e5bdf6fdddf251ebe6b65dd4ca1ee29),
+    which NeMo switches off when the optimizer ``dtype`` is the model's (NVIDIA/NeMo
+    nemo/collections/nlp/models/language_modeling/megatron_base_model.py l.790-812
     @8e3d65dcfe3504689bfc5b6e67d502780aacad41): ``dtype: bf16`` on a bf16 O2 model keeps no master copy
-    (``master_weights: none``, ``optimizer_states: bf16``). Not modelled: the same optimizer at its default fp32
-    ``dtype`` on a bf16 model keeps ``store_param_remainders`` (l.808-810 there: the low 16 bits of each fp32 master,
-    2 B a parameter, not 4), which the card cannot state; such NeMo rows plan the fp32 master, 2 B a parameter of the
-    shard above the run's. NeMo's ``mcore_distributed_optim`` ignores ``optim.dtype`` (its ``OptimizerConfig`` is built
-    without it, nemo/core/classes/modelPT.py l.598-622 @v2.0.0 e938df32): fp32 master and moments."""
+    (``optimizer_states: bf16``). ``precision.master_weights`` is not what decides it: the built-in default card writes
+    ``master_weights: none`` itself, and a Megatron card built from it keeps Megatron's fp32 master. Not modelled: the
+    same optimizer at its default fp32 ``dtype`` on a bf16 model keeps ``store_param_remainders`` (l.808-810 there: the
+    low 16 bits of each fp32 master, 2 B a parameter, not 4), which the card cannot state; such NeMo rows plan the fp32
+    master, 2 B a parameter of the shard above the run's. NeMo's ``mcore_distributed_optim`` ignores ``optim.dtype``
+    (its ``OptimizerConfig`` is built without it, nemo/core/classes/modelPT.py l.598-622 @v2.0.0 e938df32): fp32 master
+    and moments."""
     if not (strategy in ZERO_STAGES and train_bytes < 4
             and card.precision.optimizer.value in ("adamw", "sgd", "adafactor")):
         return use_master, state_bytes, None
     if (card.parallel.tensor_parallel_impl is TensorParallelImpl.MEGATRON and card.precision.optimizer is Optimizer.ADAMW
             and card.precision.optimizer_states is not StatesDtype.SAME_AS_WEIGHTS):
-        stated = "master_weights" in card.precision.model_fields_set
-        return (use_master if stated else True), state_bytes, None
+        if card.precision.optimizer_impl is OptimizerImpl.APEX_DISTRIBUTED:  # store_params: dtype not the model's
+            return state_bytes != train_bytes, state_bytes, None
+        return True, state_bytes, None
     note = None
     if not use_master or state_bytes != 4.0:
         from trainfit.memory.deepspeed import DEEPSPEED_VERSION  # DeepSpeed-only module: imported where used

@@ -154,7 +154,9 @@ class PrecisionSection(_Section):
     optimizer: Optimizer = Optimizer.ADAMW
     optimizer_states: StatesDtype = StatesDtype.SAME_AS_WEIGHTS
     optimizer_impl: OptimizerImpl = Field(
-        OptimizerImpl.FUSED, description="torch AdamW: fused (HF Trainer default), foreach (torch default), for_loop."
+        OptimizerImpl.FUSED, description="torch AdamW: fused (HF Trainer default), foreach (torch default), for_loop;"
+        " apex_distributed: Apex's DistributedFusedAdam (NeMo 1.0 distributed_fused_adam; tensor_parallel_impl"
+        " megatron, optimizer adamw): an fp32 master shard only when optimizer_states differs from the weights' dtype."
     )
     optimizer_in_backward: bool = Field(
         False, description="Step each parameter in its grad hook and free the gradient (torchtune optimizer_in_bwd)."
@@ -1420,6 +1422,14 @@ class RunCard(_Section):
             raise ValueError(f"precision.fp8_attention: Transformer Engine's fp8 attention (Megatron-Core"
                              f" fp8_dot_product_attention) needs precision.compute fp8 (is '{prec.compute.value}') and"
                              f" parallel.tensor_parallel_impl megatron (is '{self.parallel.tensor_parallel_impl.value}')")
+        if prec.optimizer_impl is OptimizerImpl.APEX_DISTRIBUTED and (
+                prec.optimizer is not Optimizer.ADAMW
+                or self.parallel.tensor_parallel_impl is not TensorParallelImpl.MEGATRON):
+            raise ValueError(f"precision.optimizer_impl: apex_distributed is Apex's DistributedFusedAdam (NeMo"
+                             f" distributed_fused_adam), read with precision.optimizer adamw (is"
+                             f" '{prec.optimizer.value}') and parallel.tensor_parallel_impl megatron (is"
+                             f" '{self.parallel.tensor_parallel_impl.value}'); allowed otherwise: fused, foreach,"
+                             " for_loop")
         if prec.fp4_params and prec.compute is not ComputeDtype.FP4:
             raise ValueError(f"precision.fp4_params: only read with precision.compute: fp4 (compute is"
                              f" '{prec.compute.value}')")

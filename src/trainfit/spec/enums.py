@@ -335,11 +335,20 @@ class Phase(StrEnum):
 
 
 class OptimizerImpl(StrEnum):
-    """How torch's AdamW runs its step (decides the step's temporaries)."""
+    """How torch's AdamW runs its step (decides the step's temporaries).
+
+    ``apex_distributed``: Apex's ``DistributedFusedAdam`` (NeMo 1.0's ``optim.name: distributed_fused_adam``), read
+    with ``parallel.tensor_parallel_impl: megatron``. Its step is one fused multi-tensor kernel over the rank's shard
+    (priced as ``fused``); it allocates its moments in the optimizer ``dtype`` (``precision.optimizer_states``) and an
+    fp32 parameter shard only with ``store_params``, which NeMo switches off when that dtype is the model's (NVIDIA/apex
+    apex/contrib/optimizers/distributed_fused_adam.py l.310-311, l.450-478 @f3f049246e5bdf6fdddf251ebe6b65dd4ca1ee29;
+    NVIDIA/NeMo nemo/collections/nlp/models/language_modeling/megatron_base_model.py l.790-812
+    @8e3d65dcfe3504689bfc5b6e67d502780aacad41): ``plan.terms.zero_master_states``."""
 
     FUSED = "fused"
     FOREACH = "foreach"
     FOR_LOOP = "for_loop"
+    APEX_DISTRIBUTED = "apex_distributed"
 
 
 class LoraDropoutPosition(StrEnum):

@@ -64,3 +64,29 @@ def test_a_float32_load_holds_the_unquantised_weights_and_activations_in_fp32():
     embed = spec.vocab_size * spec.hidden_size  # Qwen3-0.6B ties its head to the embedding
     assert fp32["weights"] - bf16["weights"] >= 2 * embed
     assert fp32["activations"] > 1.8 * bf16["activations"]
+
+
+@pytest.mark.parametrize("dequant", ["torchao", "autogptq_torch"])
+def test_fp32_compute_dtype_is_bitsandbytes_only(dequant):
+    """bitsandbytes' Linear4bit follows an fp32 input's dtype (set_compute_type); torchao's NF4Tensor and AutoGPTQ's
+    QuantLinear have no such rule, so the card refuses the setting with them (one line naming the field)."""
+    d = {"model": "Qwen/Qwen3-0.6B", "scope": "qlora", "hardware": {"gpu": "a100-80gb", "gpus_per_node": 1},
+         "parallel": {"strategy": "single", "gradient_checkpointing": True},
+         "batch": {"micro_batch_size": 2, "seq_len": 4096}, "precision": {"nf4_compute_dtype": "fp32"},
+         "lora": {"dequant": dequant}}
+    with pytest.raises(CardError, match=r"precision.nf4_compute_dtype: fp32 .*lora.dequant " + dequant):
+        load_card_dict(d)
+
+
+def test_a_float32_load_runs_the_routed_experts_in_fp32_too():
+    """A QLoRA MoE base loaded in float32: its dequantised routed experts' GEMMs are fp32 like the dense linears."""
+    from trainfit.catalog.models import from_catalog
+    from trainfit.compute.inventory import Adapter, step_inventory
+
+    spec = from_catalog("Qwen/Qwen3-30B-A3B")
+    experts = {"gate_up_proj", "down_proj"}
+    for base, want in ((4, {4}), (2, {2})):
+        inv = step_inventory(spec, adapter=Adapter(rank=8, targets=("all-linear",), nf4_base=True,
+                                                   base_dtype_bytes=base), micro_batch_size=1, seq_len=1024)
+        got = {g.dtype_bytes for g in inv.layers_forward.gemms if g.name in experts}
+        assert got == want, (base, got)

@@ -1256,7 +1256,9 @@ def step_inventory(
             # l.427: TE grouped GEMM "support ... FP8 Training"): fp8 GEMMs, with the input, weight and
             # output-gradient casts of the routed rows (not the sequence shard)
             te_fp8 = fp8 and casts.transformer_engine and not expert_loop
-            d = casts.gemm_operand_bytes if te_fp8 else 2.0
+            # a QLoRA model loaded in float32 (Adapter.base_dtype_bytes): its dequantised experts run fp32 GEMMs too
+            d = casts.gemm_operand_bytes if te_fp8 else (
+                float(adapter.base_dtype_bytes) if adapter is not None and adapter.nf4_base else 2.0)
             # Megatron-Core's TEGroupedMLP: TE's GroupedLinear launches one cuBLAS GEMM per local expert
             # (gemm.multi_stream_grouped_gemm_seconds), forward, dgrad and wgrad alike
             # grouped_gemm's gmm (expert_streams) is the same loop over four streams

@@ -1269,6 +1269,11 @@ class RunCard(_Section):
         if self.precision.nf4_compute_dtype is not Nf4ComputeDtype.BF16 and self.scope is not Scope.QLORA:
             raise ValueError(f"precision.nf4_compute_dtype: read for scope qlora (the 4-bit base's GEMMs); scope"
                              f" {self.scope.value} has none; allowed with it: bf16")
+        if (self.precision.nf4_compute_dtype is not Nf4ComputeDtype.BF16
+                and self.lora.dequant is not QloraDequant.BITSANDBYTES):
+            raise ValueError(f"precision.nf4_compute_dtype: {self.precision.nf4_compute_dtype.value} is bitsandbytes'"
+                             f" Linear4bit following its input's dtype; lora.dequant {self.lora.dequant.value} has no"
+                             " such rule; allowed with it: bf16")
         if (self.batch.padding is Padding.MASK
                 and self.parallel.tensor_parallel_impl in (TensorParallelImpl.MEGATRON, TensorParallelImpl.NANOTRON)):
             raise ValueError(f"batch.padding: mask is transformers' 4-D padding mask handed to SDPA;"

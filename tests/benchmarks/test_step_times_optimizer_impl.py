@@ -13,7 +13,7 @@ ENTRIES = {e["id"]: e for e in st.load_entries(st.TRAIN_DATA)}
 
 def test_stated_impls_are_card_values_and_cited():
     stated = {i: e["precision"]["optimizer_impl"] for i, e in ENTRIES.items() if e["precision"].get("optimizer_impl")}
-    assert set(stated.values()) <= {"fused", "foreach", "for_loop"}
+    assert set(stated.values()) <= {"fused", "foreach", "for_loop", "apex_distributed"}
     for i, impl in stated.items():
         assert f"AdamW {impl}:" in ENTRIES[i]["note"], i
 

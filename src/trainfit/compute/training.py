@@ -1150,6 +1150,15 @@ def train_step_time(
     return TrainStepTime(tuple(phases), total, float(micro_batch_size * seq_len * micro_steps), tuple(notes))
 
 
+def _unit_pipeline_exposed_seconds(*, unit_s: float, layers: int, pass_s: float, micro_steps: float,
+                                   once_s: float) -> float:
+    """Seconds a per-unit transfer of ``unit_s`` (a layer's all-gather, or its shard copied in from host memory)
+    adds to a no-grad pass of ``pass_s`` seconds over ``layers`` units, run ``micro_steps`` times: the first unit's
+    transfer is exposed and each later one only beyond the previous unit's compute (``pass_s / layers``); ``once_s``
+    (the root unit's, once a pass) is exposed whole."""
+    return micro_steps * (unit_s + (layers - 1) * max(0.0, unit_s - pass_s / layers)) + once_s
+
+
 def lockstep_wait_seconds(*, device_s: float, paced_s: float, excess: float) -> float:
     """Seconds the slowest of the ranks in lockstep adds to a micro-step whose GPU work takes ``device_s`` on one
     GPU and whose passes take ``paced_s`` (the larger of their host and device time, less the syncs' round trips):
@@ -1632,7 +1641,8 @@ def forward_only_time(
             root = root_unit_share(spec, embedding_unit=fsdp2_copies)
             ag += gathered_weight_bytes * (1.0 - root) / layers / ranks / host_shard_bytes_per_s
             root_copy_s = gathered_weight_bytes * root / ranks / host_shard_bytes_per_s
-        exposed = micro_steps * (ag + (layers - 1) * max(0.0, ag - one.seconds / layers)) + root_copy_s
+        exposed = _unit_pipeline_exposed_seconds(unit_s=ag, layers=layers, pass_s=one.seconds, micro_steps=micro_steps,
+                                                 once_s=root_copy_s)
         # the per-layer gathers hold the ranks in lockstep: the slowest sets the pace (collectives.slowest_rank_excess),
         # and with unequal micro-batches the rank holding the most tokens (collectives.lockstep_excess, ``work_cv``)
         exposed += coll.lockstep_excess(ranks=ranks, data_ranks=min(ranks, data_ranks or ranks),
@@ -1644,9 +1654,9 @@ def forward_only_time(
         # in before the unit runs, hidden behind the previous unit's compute as the gathers above are
         layers = spec.num_layers
         root = root_unit_share(spec, embedding_unit=fsdp2_copies)
-        copy = gathered_weight_bytes * (1.0 - root) / layers / host_shard_bytes_per_s
-        exposed = (micro_steps * (copy + (layers - 1) * max(0.0, copy - one.seconds / layers))
-                   + gathered_weight_bytes * root / host_shard_bytes_per_s)
+        exposed = _unit_pipeline_exposed_seconds(
+            unit_s=gathered_weight_bytes * (1.0 - root) / layers / host_shard_bytes_per_s, layers=layers,
+            pass_s=one.seconds, micro_steps=micro_steps, once_s=gathered_weight_bytes * root / host_shard_bytes_per_s)
         total = PassTime(total.seconds + exposed, total.gemm_s, total.attention_s, total.memory_s, total.host_s,
                          total.sync_s)
     if fsdp2_copies and parallel.strategy in ("fsdp", "fsdp_grad_op", "hsdp") and parallel.ranks > 1 \

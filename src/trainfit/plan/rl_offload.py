@@ -265,8 +265,12 @@ def nemo_rl_offload_bytes(card: RunCard, spec: ModelSpec, *, train_gpus: int) ->
     host rate measured here, would account for all eight rows. Nothing read in the code prices it. Per group there
     is one Ray call per worker and one per engine. There is no device synchronisation or ``empty_cache`` per group
     (vllm_backend.py ``update_weights_from_local_ipc_handles`` l.125-187 ends with ``load_weights``). The per-key
-    gathers, handles and loads are priced per key already. Not applied: no source measures a group's round trip, the
-    slope would be read off these four rows, and the two clusters would need values 3x apart."""
+    gathers, handles and loads are priced per key already. The one public figure on the group count is the PR that
+    set these ratios: doubling the Megatron ratio from 0.1 to 0.2 (half the groups, the same bytes) took a DeepSeek-V3
+    refit (Megatron, vLLM TP 64) from 105 s to 55 s (NVIDIA-NeMo/RL pull request #638, description of 2025-07-10,
+    https://github.com/NVIDIA-NeMo/RL/pull/638, read 2026-12-04). It states neither the group count nor the free
+    memory, so it gives no cost per group. Not applied: no source measures a group's round trip, the slope would be
+    read off these four rows, and the two clusters would need values 3x apart."""
     from trainfit.memory.lora import lora_trainable_params
     from trainfit.plan.resolve import trainable_spec
 

@@ -265,7 +265,11 @@ def nemo_rl_offload_bytes(card: RunCard, spec: ModelSpec, *, train_gpus: int) ->
     host rate measured here, would account for all eight rows. Nothing read in the code prices it. Per group there
     is one Ray call per worker and one per engine. There is no device synchronisation or ``empty_cache`` per group
     (vllm_backend.py ``update_weights_from_local_ipc_handles`` l.125-187 ends with ``load_weights``). The per-key
-    gathers, handles and loads are priced per key already. The one public figure on the group count is the PR that
+    gathers, handles and loads are priced per key already. The one host step per group and worker besides the Ray
+    calls is ``report_device_id`` (dtensor_policy_worker.py l.1216, megatron_policy_worker.py l.1443). It opens and
+    closes NVML on every call: ``get_device_uuid`` runs ``pynvml.nvmlInit()`` and ``nvmlShutdown()`` around one
+    UUID query (nemo_rl/utils/nvml.py l.21-36 and l.55-78). No source read times ``nvmlInit`` on an eight-GPU H100
+    host, and no GPU is at hand here to time it. The one public figure on the group count is the PR that
     set these ratios: doubling the Megatron ratio from 0.1 to 0.2 (half the groups, the same bytes) took a DeepSeek-V3
     refit (Megatron, vLLM TP 64) from 105 s to 55 s (NVIDIA-NeMo/RL pull request #638, description of 2025-07-10,
     https://github.com/NVIDIA-NeMo/RL/pull/638, read 2026-12-04). It states neither the group count nor the free

@@ -236,7 +236,45 @@ def nemo_rl_offload_bytes(card: RunCard, spec: ModelSpec, *, train_gpus: int) ->
     shorter. So with one pageable rate ``f`` and one pinned rate ``p``, Megatron minus DTensor is
     16.06 / p - 2.01 / f - 0.11 s: -0.90 s as planned (p 25, f 1.4 GB/s). Published it is +1 s (blog) and +2 s
     (rerun). Take ``f`` as the DTensor rows imply it, 4.0 and 2.4 GB/s. Then ``p`` must be 10 and 5.5 GB/s, not
-    25. Or the Megatron refit holds 1.5-3 s that neither the bytes nor the sync account for."""
+    25. Or the Megatron refit holds 1.5-3 s that neither the bytes nor the sync account for.
+
+    Checked, v0.3.0's lock-step refit groups (a null result; NVIDIA-NeMo/RL
+    @b1c86a816c5e2b4ca41ece193624a38dc62e6fdf). Every call of ``refit_policy_generation`` waits on all workers
+    (``ray.get`` in lm_policy.py l.540-548 for the two offloads), so no copy leaves the Refit timer. The CUDA-IPC
+    update runs one group of keys at a time: per group ``get_weights_ipc_handles`` on every worker, then
+    ``update_weights_from_ipc_handles`` on every engine (grpo.py l.419-433). ``prepare_weights_for_ipc`` sizes the
+    groups from the smallest NVML free memory over the workers, read after ``offload_before_refit`` and the vLLM
+    weight wake (lm_policy.py l.468-509). The DTensor worker takes 0.8 of it and counts each key at its full fp32 size
+    (dtensor_policy_worker.py l.1137-1146, l.1182). The Megatron worker takes 0.2 and counts the TP-gathered bf16
+    size (megatron_policy_worker.py l.1393-1413, refit_utils.py ``get_param_info`` l.164-209). On an 80 GiB card,
+    free memory is the card less the trainer's resident state (fp32 shard and v0.3.0's gradient shard, or the bf16
+    buffer) and vLLM's woken bf16 weights; CUDA contexts and graphs are left out, so these counts are lower bounds.
+    The groups below come from the driver's greedy split over the Llama keys in state-dict order (lm_policy.py
+    l.491-509):
+    * 8B DTensor: 32.1 GB of keys against 49.4 GB, 1 group;
+    * 8B Megatron: 16.1 GB against 10.8 GB, 2 groups;
+    * 70B DTensor: 282 GB against 33.4 GB, 9 groups (vLLM TP 4 holds 35.3 GB a GPU);
+    * 70B Megatron: 141 GB against 8.4 GB, 18 groups.
+    Replace ``PAGEABLE_FIRST_TOUCH_BYTES_PER_S`` with the rate measured on this project's CPU
+    (2.45 GB/s, ``benchmarks/host_first_touch.py``). The published Refit columns minus this plan are then, in the
+    same order: blog -1.9 / -0.6 / +1.2 / +3.2 s, rerun +0.1 / +2.4 / +6.2 / +15.2 s. On both clusters the
+    residual grows with the group count. A line through the four points has a slope of 0.28 s a group (blog,
+    intercept -1.6 s) and 0.84 s a group (rerun, intercept -0.3 s), and every row lies within 0.6 s (blog) or 1.1 s
+    (rerun) of it. The rerun's cluster moved its one-node 8B refits by 2-3 s and its eight-node 70B refits by 5-12 s,
+    which is what a cost per group round trip across nodes would do. So a fixed cost per lock-step group, with the
+    host rate measured here, would account for all eight rows. Nothing read in the code prices it. Per group there
+    is one Ray call per worker and one per engine. There is no device synchronisation or ``empty_cache`` per group
+    (vllm_backend.py ``update_weights_from_local_ipc_handles`` l.125-187 ends with ``load_weights``). The per-key
+    gathers, handles and loads are priced per key already. The one host step per group and worker besides the Ray
+    calls is ``report_device_id`` (dtensor_policy_worker.py l.1216, megatron_policy_worker.py l.1443). It opens and
+    closes NVML on every call: ``get_device_uuid`` runs ``pynvml.nvmlInit()`` and ``nvmlShutdown()`` around one
+    UUID query (nemo_rl/utils/nvml.py l.21-36 and l.55-78). No source read times ``nvmlInit`` on an eight-GPU H100
+    host, and no GPU is at hand here to time it. The one public figure on the group count is the PR that
+    set these ratios: doubling the Megatron ratio from 0.1 to 0.2 (half the groups, the same bytes) took a DeepSeek-V3
+    refit (Megatron, vLLM TP 64) from 105 s to 55 s (NVIDIA-NeMo/RL pull request #638, description of 2025-07-10,
+    https://github.com/NVIDIA-NeMo/RL/pull/638, read 2026-12-04). It states neither the group count nor the free
+    memory, so it gives no cost per group. Not applied: no source measures a group's round trip, the slope would be
+    read off these four rows, and the two clusters would need values 3x apart."""
     from trainfit.memory.lora import lora_trainable_params
     from trainfit.plan.resolve import trainable_spec
 

@@ -53,6 +53,11 @@ SOURCES = {
     "gsm8k_template": {"repo": "verl-project/verl", "path": "examples/data_preprocess/gsm8k.py",
                        "commit": "1dda039b9c6311889a9c9a26040677e1254814f9",
                        "note": "question + ' ' + 'Let's think step by step and output the final answer after \"####\".'"},
+    "areal_gsm8k_template": {"repo": "inclusionAI/AReaL", "path": "areal/dataset/gsm8k.py",
+                             "commit": "3a08204b82d9e2bfa0d63e719efbc6d8311d6661",
+                             "note": "get_gsm8k_rl_dataset l.35-55: one user message, question + '\\nPlease put your"
+                                     " final answer within \\\\boxed{}.' (the AReaL-lite GSM8K GRPO example,"
+                                     " examples/math/gsm8k_grpo.py), the model's chat template applied by the workflow"},
     "dapo": {"repo": "MasterVito/SvS", "path": "data/dapo_math_17k.parquet",
              "commit": "9fd8f35375b31b8632b52e715296c264a3ad4176", "file": "dapo_math_17k.parquet",
              "note": "17,917 rows: the unique problems of BytedTsinghua-SIA/DAPO-Math-17k with the instruction removed"},
@@ -85,6 +90,7 @@ DAPO_PREFIX = ("Solve the following math problem step by step. The last line of 
                " Answer: $Answer (without quotes) where $Answer is the answer to the problem.\n\n")
 DAPO_SUFFIX = '\n\nRemember to put your answer on its own line after "Answer:".'
 GSM8K_INSTRUCTION = 'Let\'s think step by step and output the final answer after "####".'
+GSM8K_AREAL_INSTRUCTION = "\nPlease put your final answer within \\boxed{}."  # source areal_gsm8k_template
 RETOOL_ANSWER_FORMAT = "\nThe answer format must be: \\boxed{'The final answer goes here.'}"
 RETOOL_TOOL = {"type": "function", "function": {
     "name": "code_interpreter", "description": "A tool for executing code.",
@@ -111,6 +117,9 @@ CHAT = {
     "Qwen/Qwen2-7B-Instruct": ("You are a helpful assistant.", "Qwen2-Instruct default system message"),
     "Qwen/Qwen2.5-0.5B-Instruct": ("You are Qwen, created by Alibaba Cloud. You are a helpful assistant.",
                                    "Qwen2.5-Instruct default system message"),
+    "Qwen/Qwen2.5-1.5B-Instruct": ("You are Qwen, created by Alibaba Cloud. You are a helpful assistant.",
+                                   "Qwen2.5-Instruct default system message (the template Qwen2.5-0.5B-Instruct's"
+                                   " entry uses; the Qwen2.5-Instruct sizes ship one chat template)"),
     "Qwen/Qwen2.5-Math-7B": ("Please reason step by step, and put your final answer within \\boxed{}.",
                              "Qwen2.5-Math default system message (source qwen25_math_template)"),
     "Qwen/Qwen2.5-7B-Instruct": (qwen25_tools_system([RETOOL_TOOL]),
@@ -126,6 +135,8 @@ MEASURE = [
     # (dataset, model, source keys, prompt builder)
     ("openai/gsm8k", "Qwen/Qwen2-7B-Instruct", ("gsm8k", "gsm8k_template"), "gsm8k"),
     ("openai/gsm8k", "Qwen/Qwen2.5-0.5B-Instruct", ("gsm8k", "gsm8k_template"), "gsm8k"),
+    ("openai/gsm8k (AReaL-lite boxed instruction)", "Qwen/Qwen2.5-1.5B-Instruct", ("gsm8k", "areal_gsm8k_template"),
+     "gsm8k_areal"),
     ("BytedTsinghua-SIA/DAPO-Math-17k", "Qwen/Qwen2.5-Math-7B", ("dapo", "dapo_template", "qwen25_math_template"),
      "dapo"),
     ("BytedTsinghua-SIA/DAPO-Math-17k", "Qwen/Qwen3-30B-A3B-Base", ("dapo", "dapo_template"), "dapo"),
@@ -155,6 +166,9 @@ def user_texts(kind: str, inputs: Path) -> list[str]:
     if kind == "gsm8k":
         rows = [json.loads(line) for line in (inputs / SOURCES["gsm8k"]["file"]).read_text().splitlines() if line]
         return [r["question"] + " " + GSM8K_INSTRUCTION for r in rows]
+    if kind == "gsm8k_areal":
+        rows = [json.loads(line) for line in (inputs / SOURCES["gsm8k"]["file"]).read_text().splitlines() if line]
+        return [r["question"] + GSM8K_AREAL_INSTRUCTION for r in rows]
     import pyarrow.parquet as pq
 
     table = pq.read_table(inputs / SOURCES["dapo"]["file"], columns=["prompt"]).to_pylist()

@@ -1,0 +1,66 @@
+"""benchmarks/step_times.py picks up published_rl_times_open_instruct_areal_lite_verl_qwen35.json: open-instruct's
+OLMo 2 1B RLVR stages (docs/olmo2.md), AReaL-lite's GSM8K GRPO example (examples/math/README.md) and verl PR #6660's
+Qwen3.5-27B GRPO run. Every entry cites a repository, path and 40-hex commit and quotes the figure it records; the
+step count a total time is divided by follows from the quoted flags; each entry maps to a card the planner plans."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from step_times_module import load_step_times
+
+S = load_step_times("trainfit_bench_step_times_open_instruct_areal_lite")
+DATA = S.RL_DATA.parent / "published_rl_times_open_instruct_areal_lite_verl_qwen35.json"
+ENTRIES = {e["id"]: e for e in json.loads(DATA.read_text())}
+
+
+def test_the_harness_loads_the_file_and_ids_are_unique() -> None:
+    assert DATA in set(S.data_files(S.RL_DATA))
+    loaded = [e for e in S.load_entries(S.RL_DATA) if e["id"] in ENTRIES]
+    assert sorted(e["_file"] for e in loaded) == [DATA.name] * len(ENTRIES) and len(ENTRIES) == 5
+    ids = [e["id"] for e in S.load_entries(S.RL_DATA)]
+    assert len(ids) == len(set(ids))
+
+
+@pytest.mark.parametrize("eid", sorted(ENTRIES))
+def test_each_entry_cites_and_quotes_its_figure(eid: str) -> None:
+    e = ENTRIES[eid]
+    src = e["source"]
+    assert src.get("repo") and (src.get("path") or src.get("url"))
+    assert re.fullmatch(r"[0-9a-f]{40}", src.get("commit", ""))
+    m = e["measured"]
+    if m["step_s"]:
+        assert f"step time `{m['step_s']}s`" in e["quote"]
+    else:
+        t = m["total_time"]
+        figure = {"h": f"{t['value']:.0f} hours per stage", "min": f"~{t['value']:.0f} minutes"}[t["unit"]]
+        assert figure in e["quote"]
+
+
+@pytest.mark.parametrize("eid", sorted(i for i in ENTRIES if i.startswith("open-instruct-")))
+def test_open_instruct_step_count_follows_from_the_quoted_flags(eid: str) -> None:
+    # grpo_vllm_thread_ray_gtrl.py l.1608-1614: world = sum(actor GPUs), rollout = local x world prompts,
+    # steps = total_episodes // (rollout x samples), mini-batches = rollout x samples / (local_mini x world)
+    e = ENTRIES[eid]
+    flag = lambda name: re.search(rf"--{name} ([\d ]+?)(?: --|$)", e["quote"]).group(1).split()  # noqa: E731
+    world = sum(int(x) for x in flag("actor_num_gpus_per_node"))
+    prompts = int(flag("local_rollout_batch_size")[0]) * world
+    samples = int(flag("number_samples_per_prompt")[0])
+    assert (prompts, samples) == (e["data"]["prompts_per_step"], e["data"]["n_per_prompt"])
+    assert int(flag("total_episodes")[0]) // (prompts * samples) == e["measured"]["total_time"]["steps"]
+    minis = prompts * samples // (int(flag("local_mini_batch_size")[0]) * world)
+    assert prompts // e["train"]["ppo_mini_batch_size"] == minis == 2
+    assert world + int(flag("vllm_tensor_parallel_size")[0]) == e["gpus"]
+
+
+@pytest.mark.parametrize("eid", sorted(ENTRIES))
+def test_each_entry_maps_to_a_card_the_planner_plans(eid: str) -> None:
+    e = ENTRIES[eid]
+    card, _ = S.map_rl(e)
+    assert card["hardware"]["gpus_per_node"] * card["hardware"]["nodes"] == e["gpus"]
+    assert card["rollout"]["prompts_per_step"] == e["data"]["prompts_per_step"]
+    assert card["rollout"]["num_generations"] == e["data"]["n_per_prompt"]
+    planned = S.plan_card(card)
+    assert planned.step_s is not None and planned.step_s > 0

@@ -127,6 +127,7 @@ from trainfit.plan.time import (
     fused_kernels,
     model_parallel_of,
     mxfp8_params_gather_bf16,
+    nemo_rl_dtensor,
     nemo_rl_pg_loss_of,
     nic_bytes_per_s,
     packed_flash_syncs,
@@ -397,6 +398,8 @@ def frozen_pass_phases(card: RunCard, spec: ModelSpec, r: DeviceRates, sharding:
             # verl's FSDP reference lives in pinned host memory (CPUOffload(offload_params=True)): each unit's shard
             # is copied in before its all-gather, every micro-batch (_reference_host_shard_bytes_per_s)
             host_shard_bytes_per_s=_reference_host_shard_bytes_per_s(card, r) if name == "ref_logprob" else 0.0,
+            # NeMo RL's DTensor modules cast their outputs to fp32, grad or not (compute.fsdp2_output_cast)
+            fsdp2_fp32_outputs=nemo_rl_dtensor(card),
         )
         comm = 0.0
         if mp.active:

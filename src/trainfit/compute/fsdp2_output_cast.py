@@ -21,7 +21,8 @@ dtype untouched). So, with ``b`` = 2 B (bf16) and ``f`` = 4 B (fp32), per micro-
   NeMo RL's ``ClippedPGLossFn`` on each packed sequence's slice, loss_functions.py l.140; ``get_logprobs``,
   dtensor_policy_worker.py l.991-1012, same commit) now find fp32 and cast nothing, so the root's cast stands in for
   theirs byte for byte: no bytes added, the kernel count one cast in place of ``cast_calls``;
-* where the loss slices the packed logits per sequence (``SequencePackingLossWrapper``, loss_functions.py l.621, its loop l.658-684),
+* where the loss slices the packed logits per sequence (``SequencePackingLossWrapper``, loss_functions.py l.621,
+  its loop l.658-684),
   each slice's ``SliceBackward`` writes a zero tensor of the whole micro-batch's logits and autograd adds them up
   (``compute.inventory.NEMO_RL_PG_LOSS``: ``b + 3b`` = 8 B per logit per sequence on bf16 logits); on fp32 logits
   that is ``f + 3f`` = 16 B: ``(f + 3f − b − 3b)`` = 8 B per logit per sequence more.
@@ -57,7 +58,8 @@ def fp32_output_cast_bytes(*, tokens: float, hidden_size: float, sharded_layers:
     layers_b = layer_cast_count(sharded_layers=sharded_layers) * CAST_BYTES_PER_ELEMENT * tokens * hidden_size
     if not backward:
         return layers_b
-    slices_b = SLICE_BACKWARD_WIDTHS * (FP32_BYTES - BF16_BYTES) * max(0.0, sliced_sequences) * tokens * logits_per_token
+    widths = SLICE_BACKWARD_WIDTHS * (FP32_BYTES - BF16_BYTES)
+    slices_b = widths * max(0.0, sliced_sequences) * tokens * logits_per_token
     return layers_b + slices_b
 
 

@@ -117,6 +117,7 @@ from trainfit.compute.attention_time import (
     windowed_attention_keys,
     windowed_attention_seq,
 )
+from trainfit.compute.fsdp2_output_cast import fp32_output_cast_bytes, fp32_output_cast_kernels
 from trainfit.compute.float8_casts import (  # noqa: F401 - the FP8_* constants are read from here too
     FP8_BACKWARD_KERNELS, FP8_CAST_BYTES, FP8_FORWARD_KERNELS, FP8_TRANSPOSE_BYTES, FP8_WEIGHT_BACKWARD_KERNELS,
     FP8_WEIGHT_FORWARD_KERNELS, TRANSFORMER_ENGINE, CastTraffic, linear_cast_traffic, recompute_cast_bytes,
@@ -1022,7 +1023,7 @@ def step_inventory(
     te_ring_context_parallel: int = 1,
     expert_bias_probs_grad: bool = True, loss_input_copy: bool = False, loss_input_slice_backward: bool = False,
     window_mask: bool = False, window_mask_dtype_bytes: float = 2.0, sdpa_copy_bytes_per_token: float = 0.0,
-    sdpa_copy_kernels: int = 0, hbm_bytes_per_s: float | None = None,
+    sdpa_copy_kernels: int = 0, hbm_bytes_per_s: float | None = None, fsdp2_fp32_outputs: bool = False,
 ) -> StepInventory:
     """The op inventory of one micro-step of ``micro_batch_size × seq_len`` tokens on one GPU.
 
@@ -1089,7 +1090,10 @@ def step_inventory(
     place of the lm_head GEMMs and the ``LOSS_*`` / ``FLASH_CE_*`` loss. ``nemo_rl_loss`` ("dtensor" / "megatron" /
     "megatron_logprob"):
     NeMo RL's GRPO loss run once per packed sequence (``nemo_rl_pg_loss``) over ``loss_sequences`` sequences of the
-    micro-batch, in place of the ``LOSS_*`` loss. ``rope_loop_samples`` > 0: the packed samples of the micro-batch
+    micro-batch, in place of the ``LOSS_*`` loss. ``fsdp2_fp32_outputs``: every decoder layer and the whole model are
+    FSDP2 modules with ``output_dtype=float32`` (NeMo RL's DTensor policy): their boundary casts, forward and backward,
+    with the loss's logits cast replaced by the root's and its per-sequence slices' backward in fp32
+    (``compute.fsdp2_output_cast``). ``rope_loop_samples`` > 0: the packed samples of the micro-batch
     over which Megatron-Core's unfused thd RoPE loops in every rotary attention layer (``thd_rope_loop``, with
     ``rope_loop_context_parallel``), in the forward, its recompute and the backward. ``a2a_thd_sequences`` > 0: the
     packed sequences of a row whose chunks Transformer Engine's a2a context parallel reorders around every attention
@@ -1761,6 +1765,19 @@ def step_inventory(
     # a re-entrant checkpoint re-runs what torch's early stop leaves out: the last linear and the add after it
     rec_whole = rec + PassInventory(tuple(last), 0.0, 0.0, RESIDUAL_BYTES * t * h * layers / sequence_shards,
                                     sum(g.count for g in last) + layers)
+    if fsdp2_fp32_outputs:
+        # FSDP2 modules with output_dtype float32 (NeMo RL's DTensor policy): the casts at every sharded layer's
+        # boundary and the root's logits cast, in place of the loss's own (compute.fsdp2_output_cast); not in ``rec``:
+        # no sharded module is re-run by the recompute of the MLPs
+        sliced = loss_sequences if nemo_rl_loss in ("dtensor", "megatron") and spec.head_outputs is None else 0.0
+        hidden = dict(tokens=t / sequence_shards, hidden_size=h, sharded_layers=layers, logits_per_token=0.0,
+                      sliced_sequences=0.0)
+        slices_b = fp32_output_cast_bytes(tokens=t, hidden_size=h, sharded_layers=0, logits_per_token=out,
+                                          sliced_sequences=sliced, backward=True)
+        cast_k = fp32_output_cast_kernels(sharded_layers=layers, cast_calls=max(1.0, sliced))
+        head_f = head_f + PassInventory((), 0.0, 0.0, fp32_output_cast_bytes(**hidden, backward=False), cast_k)
+        head_b = head_b + PassInventory((), 0.0, 0.0, fp32_output_cast_bytes(**hidden, backward=True) + slices_b,
+                                        cast_k)
     return StepInventory(layers_fwd, layers_bwd, rec, head_f, head_b, layers,
                          layers_recompute_op=rec_op, layers_recompute_core_attention=rec_core,
                          layers_recompute_parts=rec_parts, layers_recompute_whole=rec_whole)

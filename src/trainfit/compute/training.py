@@ -626,6 +626,7 @@ def train_step_time(
     recompute_whole_layer: bool = False, activation_offload_layers: int = 0,
     activation_offload_bytes_per_layer: float = 0.0, activation_offload_copy_bytes_per_s: float = 0.0,
     op_recomputes_attention: bool = False, fsdp2_offload_copy_bytes_per_s: tuple[float, float] | None = None,
+    fsdp2_fp32_outputs: bool = False,
 ) -> TrainStepTime:
     """Seconds of one optimizer step on one GPU (all GPUs of a data-parallel group run in lockstep).
 
@@ -698,6 +699,8 @@ def train_step_time(
     ``CPUOffloadPolicy`` (``plan.time.fsdp2_offload_copy_rates``, which returns None for every other layout): set, and
     with more than one micro-batch, the host-side gradient accumulation is priced
     (``offload.fsdp2_offload_accumulation_seconds``).
+    ``fsdp2_fp32_outputs``: as ``inventory.step_inventory`` (FSDP2 modules with ``output_dtype=float32``, NeMo RL's
+    DTensor policy: ``compute.fsdp2_output_cast``).
     """
     mp = model_parallel
     gradient_checkpointing = gradient_checkpointing or selective != "none" or bool(recompute_modules)
@@ -724,7 +727,8 @@ def train_step_time(
                          vocab_chunk_columns=vocab_chunk_columns, nemo_rl_loss=nemo_rl_loss, loss_sequences=loss_sequences,
                          rope_loop_samples=rope_loop_samples, rope_loop_context_parallel=rope_loop_context_parallel,
                          a2a_thd_sequences=a2a_thd_sequences, te_ring_context_parallel=te_ring_context_parallel,
-                         attention_fp8=attention_fp8, hbm_bytes_per_s=rates.hbm_bytes_per_s)
+                         attention_fp8=attention_fp8, hbm_bytes_per_s=rates.hbm_bytes_per_s,
+                         fsdp2_fp32_outputs=fsdp2_fp32_outputs)
     kw = dict(rates=rates, seq_len=attention_context or seq_len, memory_factor=memory_factor, kernel_factor=kernel_factor,
               attention_kernel=attention_kernel, launch_blocking=launch_blocking, attention_fp8=attention_fp8,
               fp8_precise_forward=bool(fp8 and fp8_casts is not None and fp8_casts.forward_split_accumulator))
@@ -1514,6 +1518,7 @@ def forward_only_time(
     te_ring_context_parallel: int = 1,
     te_layers: bool = False, window_mask: bool = False, window_mask_dtype_bytes: float = 2.0,
     attention_fp8: str = "", work_cv: float = 0.0, data_ranks: int = 0, host_shard_bytes_per_s: float = 0.0,
+    fsdp2_fp32_outputs: bool = False,
 ) -> PassTime:
     """A no-grad forward over ``micro_steps`` micro-batches (log-probs, values, rewards) on one GPU:
     the layers and the head (the log-softmax and gather cost about what the loss does), plus the
@@ -1563,7 +1568,7 @@ def forward_only_time(
     and kernels on the head; 0: none. Not for a value or reward head (``spec.head_outputs``). ``rope_loop_samples`` /
     ``rope_loop_context_parallel`` / ``a2a_thd_sequences`` / ``te_ring_context_parallel``: as ``train_step_time``
     (Megatron-Core's per-sample thd RoPE loop, Transformer Engine's a2a thd reorders and its ring glue run in the
-    forward whether or not it records a graph).
+    forward whether or not it records a graph). ``fsdp2_fp32_outputs``: as ``train_step_time`` (the forward's casts).
     ``te_layers``: as ``train_step_time`` (the forward's share, against the no-grad per-kernel rate charged).
     ``window_mask``: as ``inventory.step_inventory`` (the sliding-window layers run SDPA with transformers'
     materialised window mask, which ``_ignore_causal_mask_sdpa`` builds whether or not the pass records a graph:
@@ -1593,6 +1598,7 @@ def forward_only_time(
                                                             fp8_weight_cache=fp8_weight_cache, micro_steps=micro_steps),
                          fp8_casts=fp8_casts, fp8_layer_share=fp8_layer_share, packed_flash_syncs=packed_flash_syncs, expert_loop=expert_loop,
                          expert_loop_every=expert_loop_every, nemo_rl_loss=nemo_rl_loss,
+                         fsdp2_fp32_outputs=fsdp2_fp32_outputs,
                          loss_sequences=loss_sequences, fused_cross_entropy=fused_cross_entropy,
                          megatron_experts=megatron_experts, expert_streams=expert_streams,
                          moe_eager_launch=moe_eager_launch,

@@ -75,6 +75,41 @@ e0d035cd). Charging the rank spread to a log-prob count that stands for a token 
 fixed count: verl balances those micro-batches) sends verl-v050-rlinf-compare's log-prob pass from -16 to +38 %:
 not done.
 
+The RL update loops' per-micro-batch work, checked 2026-12-04 against the signed bias (actor update -19.3 %, 19 of 21
+rows under; log-prob -10.2 %, 16 of 20; RL step -10.0 %, 62 of 85). Taken: NeMo RL's DTensor modules cast their
+outputs to fp32 (``compute.fsdp2_output_cast``): Llama-3.1-8B DTensor updates -18.4 -> -16.5 % and -22.5 -> -20.6 %.
+verl's FSDP2 ``MixedPrecisionPolicy`` sets no ``output_dtype`` (volcengine/verl verl/workers/fsdp_workers.py l.544-546
+@b178a3cd56f58b2d502255daba591e92833930a7) and FSDP1 has none: nothing there. Checked and not the cause (each under
+1 % of a row's update):
+(1) host syncs per micro-batch. verl's ``update_policy`` reads ``kl_loss.item()`` before ``loss.backward()``, four
+metrics after it, the norm per step (``torch.isfinite``, ``.item()``), and ``unpad_input`` reads a ``nonzero`` and a
+``max().item()`` (dp_actor.py l.85, l.168, l.340, l.348-354, l.359 @e0d035cd4a6a5c29835516a58d78710a28e73b18);
+NeMo RL's loop ``global_valid_seqs.item()``, ``global_valid_toks.item()`` and ``loss.item()`` per micro-batch beside
+the loss's own (dtensor_policy_worker.py l.743-744, l.760 @b1c86a816c5e2b4ca41ece193624a38dc62e6fdf). The plan
+already times each pass of each micro-step as ``max(host, device)`` and adds them (``compute.training.
+train_step_time``: the forward, recompute and backward phases scaled by ``micro_steps``), so a drain at every pass
+and micro-batch boundary is implied; a sync adds only its refill and round trip (``synced_seconds``), under 0.5 ms a
+micro-batch: under 16 ms of play-verl's Qwen2-7B update (16 optimizer steps, 1.91 micro-batches each expected) and
+under 15 ms of NeMo RL's Llama-3.1-8B one (60 packed rows a rank, three syncs each).
+(2) the loss's passes over (tokens x vocabulary): verl's are counted in ``compute.inventory``'s module docstring (its
+``div_(temperature)``, flash-attn's loss, the entropy only where ``entropy_coeff`` is not 0; a 30 / 45 B charge moves
+no verl row by more than 8 points); NeMo RL's fp32 logits are the casts taken above.
+(3) unpad / pad per micro-batch (``unpad_input``, ``index_first_axis``, ``torch.roll``, ``pad_input``): about 15
+kernels on (tokens)-sized integer and log-prob tensors, under 1 MB; their host time after the drain about 1 ms a
+micro-batch at ``HOST_S_PER_FORWARD_KERNEL``: 32 ms of the Qwen2-7B update, 4 ms of the 0.5B GRPO update whose gap is
+0.28 s.
+(4) gradient clipping and the optimizer step: NeMo RL's above (19 ms a step); verl's FSDP1 ``clip_grad_norm_`` reads
+the fp32 gradient shard once (Qwen2-7B: 30 GB / 8 ranks, about 1 ms on an H100) and all-reduces a scalar; AdamW is
+planned.
+(5) dynamic batching: verl's ``rearrange_micro_batches`` takes the count from the rank's tokens, all-reduces it to
+the ranks' maximum and balances the sequences over the micro-batches (Karmarkar-Karp, seqlen_balancing.py l.224-232
+@e0d035cd), which ``rl_batches.dynamic_micro_batches`` models; no nearly empty last micro-batch.
+(6) the micro-batch counts match the frameworks' (play-verl Qwen2-7B: 40 sequences of 281 tokens a rank and step
+under a 12,000-token budget, 1.91 micro-batches expected; NeMo RL Llama-3.1-8B: 15 packed rows of 4,096 a rank and
+step), and the update packs the same sequences the log-prob passes do.
+What the FSDP updates still miss beyond their log-prob passes (NeMo RL DTensor 8B about 6-8 s of 38-40 s while the
+log-prob passes are within 4 %; play-verl's Qwen2-7B about 9 s of 33.5 s, log-prob -6 %) is none of these.
+
 Pure: no torch.
 """
 
@@ -127,6 +162,7 @@ from trainfit.plan.time import (
     fused_kernels,
     model_parallel_of,
     mxfp8_params_gather_bf16,
+    nemo_rl_dtensor,
     nemo_rl_pg_loss_of,
     nic_bytes_per_s,
     packed_flash_syncs,
@@ -397,6 +433,8 @@ def frozen_pass_phases(card: RunCard, spec: ModelSpec, r: DeviceRates, sharding:
             # verl's FSDP reference lives in pinned host memory (CPUOffload(offload_params=True)): each unit's shard
             # is copied in before its all-gather, every micro-batch (_reference_host_shard_bytes_per_s)
             host_shard_bytes_per_s=_reference_host_shard_bytes_per_s(card, r) if name == "ref_logprob" else 0.0,
+            # NeMo RL's DTensor modules cast their outputs to fp32, grad or not (compute.fsdp2_output_cast)
+            fsdp2_fp32_outputs=nemo_rl_dtensor(card),
         )
         comm = 0.0
         if mp.active:

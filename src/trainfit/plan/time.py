@@ -135,6 +135,14 @@ def llm_foundry_unpad_syncs(card: RunCard) -> bool:
     return pin_before((card.software.model_extra or {}).get("llm-foundry"), LLM_FOUNDRY_PRECOMPUTED_PADDING)
 
 
+def nemo_rl_dtensor(card: RunCard) -> bool:
+    """NeMo RL's DTensor policy (the nemo-rl preset on a torch FSDP strategy): every decoder layer and the whole model
+    are FSDP2 modules with ``MixedPrecisionPolicy(output_dtype=torch.float32)`` (NVIDIA-NeMo/RL
+    nemo_rl/models/dtensor/parallelize.py l.464-488 @b1c86a816c5e2b4ca41ece193624a38dc62e6fdf), whose boundary casts
+    every pass pays (``compute.fsdp2_output_cast``)."""
+    return card.preset == "nemo-rl" and card.parallel.strategy in FSDP_STRATEGIES
+
+
 def nemo_rl_pg_loss_of(card: RunCard) -> str:
     """NeMo RL's GRPO update on packed sequences runs its loss once per sequence (``SequencePackingLossWrapper``,
     ``compute.inventory.NEMO_RL_PG_LOSS``): "dtensor" for the DTensor policy at tensor parallel 1 (a plain logits
@@ -769,6 +777,8 @@ def training_time(
         if card.loss.chunked and card.loss.kernel is LossKernel.PRIME_RL else 0,
         # a packed row of seq_len tokens holds seq_len / attention_context sequences (plan.rl_batches)
         nemo_rl_loss=nemo_rl_pg_loss_of(card),
+        # NeMo RL's DTensor modules cast their outputs to fp32 (compute.fsdp2_output_cast)
+        fsdp2_fp32_outputs=nemo_rl_dtensor(card),
         loss_sequences=micro_batch_size * (seq_len / attention_context if attention_context else 1.0),
         # the loop's element-by-element reads walk the whole (unsharded) micro-batch (loop.token_scan_syncs)
         scan_syncs=card.loop.token_scan_syncs * max(0, micro_batch_size * seq_len - 1),

@@ -82,7 +82,8 @@ def test_a_release_before_4_53_shares_one_float_mask():
 
 
 def _card(**batch):
-    return load_card_dict({"model": {"config": LLAMA, "id": "llama"}, "hardware": {"gpu": "h100-sxm", "gpus_per_node": 1},
+    return load_card_dict({"model": {"config": LLAMA, "id": "llama"},
+                           "hardware": {"gpu": "h100-sxm", "gpus_per_node": 1},
                            "parallel": {"strategy": "single", "gradient_checkpointing": batch.pop("ckpt")},
                            "batch": {"micro_batch_size": B, "seq_len": S, **batch}})
 

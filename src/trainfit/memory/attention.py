@@ -167,8 +167,8 @@ def sdpa_padding_masked(spec: ModelSpec, *, layer: int, attention: Attention, pa
     src/transformers/masking_utils.py l.893-1020; models/llama/modeling_llama.py l.382-396 hands the one tensor to every
     decoder layer): ``_ignore_causal_mask_sdpa`` lets it go only when every padding entry is one (l.292-300), else
     ``sdpa_mask`` ands the causal function with ``padding_mask_function`` (l.166-177, 524-526) and expands it to a bool
-    (b, 1, q, k) tensor (l.528-548). Each SDPA call then converts it to the query's dtype and saves the copy, and, with a
-    mask, grouped-query k and v are repeated to every head: what a layer past the sliding window does
+    (b, 1, q, k) tensor (l.528-548). Each SDPA call then converts it to the query's dtype and saves the copy, and,
+    with a mask, grouped-query k and v are repeated to every head: what a layer past the sliding window does
     (``sdpa_window_masked``, ``sdpa_window_mask_saved_bytes``, ``sdpa_window_repeats_kv``). Softmax-attention layers
     only (linear-attention layers take no 4-D mask); eager builds its float masks whatever the padding
     (``eager_mask_bytes``); the flash path takes the 2-D mask and unpads (``flash_attention_mask``, l.621-661), not
@@ -306,8 +306,10 @@ def legacy_shared_mask(spec: ModelSpec, copies: HfSdpaCopies, *, padding_mask: b
     """Whether the masked layers share one float mask (``HF_SHARED_MASK_UNTIL``) instead of each saving its own: the
     windowed families' ``_update_causal_mask`` past the window, and, under a padding mask, every family's (before 4.53
     each model builds its SDPA mask there: transformers 4.52.4 src/transformers/models/llama/modeling_llama.py
-    ``LlamaModel._update_causal_mask``, a float (b, 1, q, k) mask of the dtype's minimum, cloned and filled where the
-    2-D ``attention_mask`` is 0, handed to every layer)."""
+    ``LlamaModel._update_causal_mask`` l.483-549 keeps the mask unless ``_ignore_causal_mask_sdpa`` lets it go
+    (l.508), ``_prepare_4d_causal_attention_mask_with_cache_position`` l.552-601 builds a float (b, 1, q, k) tensor of
+    the dtype's minimum, cloned and ``masked_fill``-ed where the 2-D ``attention_mask`` is 0, and l.436-455 hand the
+    one tensor to every layer; wheel transformers-4.52.4-py3-none-any.whl from PyPI, read 2026-12-04)."""
     return copies.shared_float_mask and (padding_mask or spec.family in SHARED_MASK_FAMILIES)
 
 

@@ -59,3 +59,19 @@ def test_zero3_offload_keeps_the_general_terms():
     cpu = PARAMS * CPU_ADAM_BYTES_PER_PARAM / A100.host_memory_bytes_per_s
     assert z3 < cpu + per_rank * 6.0 / A100.pcie_bytes_per_s
     assert z3 < _offload("zero2")
+
+
+def test_the_host_step_is_cpu_adam_with_deepspeeds_extra_passes():
+    """One CPU-Adam formula (``offload.cpu_adam_seconds``): DeepSpeed's host step is it with the clip and conversion
+    passes' bytes added, to the bit, and with no extra bytes it is the plain step."""
+    from trainfit.compute.offload import cpu_adam_seconds, rank_host_memory_bytes_per_s
+
+    ds = deepspeed_zero12_offload_seconds(params_per_rank=PARAMS / 2, tensors_per_rank=TENSORS / 2, ranks_per_node=2,
+                                          weight_bytes=2.0, sync_round_trip_s=SYNC_ROUND_TRIP_S, rates=A100)
+    assert ds.cpu_step_s == cpu_adam_seconds(params_per_rank=PARAMS / 2, ranks_per_node=2, rates=A100,
+                                             host_extra_bytes_per_param=DS_HOST_EXTRA_BYTES_PER_PARAM)
+    per_rank = rank_host_memory_bytes_per_s(host_memory_bytes_per_s=A100.host_memory_bytes_per_s, ranks_per_node=2,
+                                            host_numa_nodes=A100.host_numa_nodes)
+    assert cpu_adam_seconds(params_per_rank=PARAMS / 2, ranks_per_node=2, rates=A100) == \
+        PARAMS / 2 * CPU_ADAM_BYTES_PER_PARAM / per_rank
+    assert ds.cpu_step_s == PARAMS / 2 * (CPU_ADAM_BYTES_PER_PARAM + DS_HOST_EXTRA_BYTES_PER_PARAM) / per_rank

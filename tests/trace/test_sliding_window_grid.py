@@ -3,7 +3,7 @@
 From ``kv_length >= sliding_window`` on, transformers hands the windowed layers a materialised bool mask
 (``memory.attention.sdpa_window_masked``): under SDPA each such layer saves a float (b, 1, s, s) copy of it and, for
 1 < KV heads < heads, k and v repeated to every head (``sdpa_window_repeats_kv``; MQA's repeat is a view), and the
-bool mask is an input every checkpointed layer holds (``sdpa_window_bool_mask_bytes``). Eager builds its float masks at
+bool mask is an input every checkpointed layer holds (``sdpa_bool_mask_bytes``). Eager builds its float masks at
 every length (unchanged past the window). Shapes: Gemma-3 1B's MQA (five local layers and one global) and a GQA
 Gemma-3 (4B-like 8/4 heads), Phi-3 GQA (fused qkv_proj: repeated v is a copy, so qkv_proj's output is no longer kept)
 and MHA, Mistral GQA; windows 256-512, rows 2-3x the window.

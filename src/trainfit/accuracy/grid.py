@@ -74,6 +74,9 @@ class GridCase:
     """> 1: each of the ``world_size`` ranks holds 1/this of the experts (``trainfit.trace.expert_parallel``)."""
     num_virtual_tokens: int = 0
     """scope ``prompt_tuning``: the soft prompt's virtual tokens (``prompt_tuning.num_virtual_tokens``)."""
+    padding: str = "none"
+    """``mask``: samples padded to ``seq_len`` with an attention mask (``batch.padding``; the trace's
+    ``padding_mask``)."""
 
     @property
     def name(self) -> str:
@@ -88,7 +91,8 @@ class GridCase:
                 + ("" if self.micro_batches == 1 else f"-m{self.micro_batches}")
                 + ("" if self.context_parallel == 1 else f"-cp{self.context_parallel}{self.context_parallel_kind}")
                 + ("" if self.expert_parallel == 1 else f"-ep{self.expert_parallel}")
-                + ("" if not self.num_virtual_tokens else f"-vt{self.num_virtual_tokens}"))
+                + ("" if not self.num_virtual_tokens else f"-vt{self.num_virtual_tokens}")
+                + ("" if self.padding == "none" else f"-pad{self.padding}"))
 
     def hf_config(self) -> dict[str, Any]:
         return ARCHS[self.arch] if self.arch in ARCHS else {}
@@ -126,6 +130,8 @@ class GridCase:
             card["lora"] = {"rank": 16, "alpha": 32, "targets": "all-linear"}
         if self.scope == "prompt_tuning":
             card["prompt_tuning"] = {"num_virtual_tokens": self.num_virtual_tokens}
+        if self.padding != "none":
+            card["batch"]["padding"] = self.padding
         return card
 
     def trace_kwargs(self) -> dict[str, Any]:
@@ -134,6 +140,7 @@ class GridCase:
                 "lora_rank": 16, "lora_alpha": 32, "lora_targets": ("all-linear",), "precision": self.precision,
                 "optimizer_impl": self.optimizer_impl, "world_size": self.world_size // self.pipeline_parallel,
                 **({"num_virtual_tokens": self.num_virtual_tokens} if self.num_virtual_tokens else {}),
+                **({"padding_mask": True} if self.padding == "mask" else {}),
                 **({"tensor_parallel": self.tensor_parallel, "sequence_parallel": self.sequence_parallel}
                    if self.tensor_parallel > 1 else {}),
                 **({"pipeline_parallel": self.pipeline_parallel, "pipeline_stage": self.pipeline_stage,

@@ -9,7 +9,7 @@ import typer
 
 from trainfit.cli.common import load_card, print_json
 from trainfit.errors import TrainfitError
-from trainfit.spec.enums import LoraDropoutPosition, OptimizerImpl, Scope
+from trainfit.spec.enums import LoraDropoutPosition, OptimizerImpl, Padding, Scope
 
 
 class TraceCardError(TrainfitError):
@@ -103,6 +103,7 @@ def trace_request_kwargs(card, spec_config: dict[str, Any], *, layouts: bool = F
         "keep_outputs": card.loop.keeps_output_through_backward,
         "kept_output_dtype": card.loop.kept_output_dtype.value,
         "fsdp_shard_embeddings": card.parallel.fsdp_shard_embeddings,
+        "padding_mask": card.batch.padding is Padding.MASK,
         "precision": precision,
         # Apex's DistributedFusedAdam is traced as torch's fused AdamW: one fused kernel, no step temporaries
         "optimizer_impl": "fused" if p.optimizer_impl is OptimizerImpl.APEX_DISTRIBUTED else p.optimizer_impl.value,

@@ -109,6 +109,7 @@ from dataclasses import dataclass
 from enum import Enum
 from math import ceil, gcd
 from statistics import NormalDist
+from typing import Any
 
 from trainfit.compute.dist_optimizer import bucket_count, param_gather_exposed
 from trainfit.compute.rates import DeviceRates
@@ -768,6 +769,19 @@ def exposed_sharded(
     per_micro = fwd_exposed + bwd_exposed + root
     total = micro_steps * (layers * (ag + bwd_comm + ar) + root)
     return CommTime(total, micro_steps * per_micro)
+
+
+SHARDED_GRADIENT_KEYWORDS = ("layer_grad_bytes", "root_grad_bytes", "expert_layer_grad_bytes",
+                             "replica_layer_grad_bytes", "replica_root_grad_bytes")
+"""``exposed_sharded``'s gradient byte counts (dense, root, routed experts, HSDP replica shards)."""
+
+
+def exposed_sharded_gathers(**sharded: Any) -> CommTime:
+    """``exposed_sharded`` (same keyword arguments) with every gradient byte count zeroed
+    (``SHARDED_GRADIENT_KEYWORDS``): the parameter all-gathers alone, on the same per-layer schedule. What a caller
+    sets apart from the step's collectives: ZeRO-3 without ``overlap_comm`` (``reductions_on_compute_stream``), FSDP2's
+    CPU-offload accumulation (its reductions priced one after another, ``sharded_reductions_seconds``)."""
+    return exposed_sharded(**{**sharded, **dict.fromkeys(SHARDED_GRADIENT_KEYWORDS, 0.0)})
 
 
 def sharded_reductions_seconds(

@@ -214,12 +214,15 @@ def rank_host_memory_bytes_per_s(*, host_memory_bytes_per_s: float, ranks_per_no
     return host_memory_bytes_per_s / max(ranks_per_node, host_numa_nodes)
 
 
-def cpu_adam_seconds(*, params_per_rank: float, ranks_per_node: int, rates: DeviceRates) -> float:
+def cpu_adam_seconds(*, params_per_rank: float, ranks_per_node: int, rates: DeviceRates,
+                     host_extra_bytes_per_param: float = 0.0) -> float:
     """Host seconds of one Adam step over each rank's ``params_per_rank`` (all ranks of a node at once, each at
-    ``rank_host_memory_bytes_per_s``)."""
+    ``rank_host_memory_bytes_per_s``): ``CPU_ADAM_BYTES_PER_PARAM`` streamed per parameter, plus
+    ``host_extra_bytes_per_param`` for the host passes a framework runs beside the step (DeepSpeed's clip and
+    conversion, ``DS_HOST_EXTRA_BYTES_PER_PARAM``)."""
     per_rank = rank_host_memory_bytes_per_s(host_memory_bytes_per_s=rates.host_memory_bytes_per_s,
                                             ranks_per_node=ranks_per_node, host_numa_nodes=rates.host_numa_nodes)
-    return params_per_rank * CPU_ADAM_BYTES_PER_PARAM / per_rank
+    return params_per_rank * (CPU_ADAM_BYTES_PER_PARAM + host_extra_bytes_per_param) / per_rank
 
 
 def offload_seconds(
@@ -251,9 +254,8 @@ def deepspeed_zero12_offload_seconds(
     ``rank_host_memory_bytes_per_s``; the 16-bit weights back up. The copies of a node's ranks run at once
     (``host_copy_bytes_per_s``).
     ``tensors_per_rank``: parameter tensors in the rank's partition."""
-    per_rank = rank_host_memory_bytes_per_s(host_memory_bytes_per_s=rates.host_memory_bytes_per_s,
-                                            ranks_per_node=ranks_per_node, host_numa_nodes=rates.host_numa_nodes)
-    cpu = params_per_rank * (CPU_ADAM_BYTES_PER_PARAM + DS_HOST_EXTRA_BYTES_PER_PARAM) / per_rank
+    cpu = cpu_adam_seconds(params_per_rank=params_per_rank, ranks_per_node=ranks_per_node, rates=rates,
+                           host_extra_bytes_per_param=DS_HOST_EXTRA_BYTES_PER_PARAM)
     copy_rate = host_copy_bytes_per_s(pcie_bytes_per_s=rates.pcie_bytes_per_s,
                                       host_memory_bytes_per_s=rates.host_memory_bytes_per_s,
                                       gpus_per_node=ranks_per_node)

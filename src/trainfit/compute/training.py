@@ -905,8 +905,8 @@ def train_step_time(
             )
             comm = coll.exposed_sharded(**sharded)
             if not parallel.overlap_comm and st == "zero3":
-                comm = coll.reductions_on_compute_stream(overlapped=comm, gathers_only=coll.exposed_sharded(
-                    **{**sharded, "layer_grad_bytes": 0.0, "root_grad_bytes": 0.0, "expert_layer_grad_bytes": 0.0}))
+                comm = coll.reductions_on_compute_stream(overlapped=comm,
+                                                         gathers_only=coll.exposed_sharded_gathers(**sharded))
         else:
             stage = {"ddp": 0, "zero1": 1, "zero2": 2}.get(st, 0)
             dense = trained_params - expert_params
@@ -992,9 +992,7 @@ def train_step_time(
                 if sharded is not None else 0.0)
             # exposed_sharded already charged each micro-batch's reductions where they outran the backward; in the
             # later micro-batches the whole of them is the accumulation's, so that share of the communication goes
-            grads = ("layer_grad_bytes", "root_grad_bytes", "expert_layer_grad_bytes", "replica_layer_grad_bytes",
-                     "replica_root_grad_bytes")
-            gathers_only = (coll.exposed_sharded(**{**sharded, **dict.fromkeys(grads, 0.0)}) if sharded is not None
+            gathers_only = (coll.exposed_sharded_gathers(**sharded) if sharded is not None
                             else coll.CommTime(0.0, 0.0))
             gathers_exposed = gathers_only.total_s if launch_blocking else gathers_only.exposed_s
             reductions_exposed = max(0.0, comm.exposed_s - gathers_exposed) / micro_steps

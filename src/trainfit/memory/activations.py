@@ -115,7 +115,7 @@ from trainfit.memory.attention import (
     HfSdpaCopies,
     legacy_sdpa_repeats_kv,
     legacy_shared_mask,
-    sdpa_window_masked,
+    sdpa_masked,
     sdpa_window_repeats_kv,
 )
 from trainfit.memory.logits import SOFTCAP_FAMILIES
@@ -258,6 +258,9 @@ class _Ctx:
     ``trainfit.memory.fp8.saved_input_bytes``); 0: the compute dtype's (the input itself)."""
     hf_sdpa: HfSdpaCopies = V5_SDPA
     """What the pinned transformers release's SDPA path copies besides v5's (``attention.legacy_sdpa``)."""
+    padding_mask: bool = False
+    """The batch carries an attention mask with zeros (``batch.padding`` mask): SDPA layers take transformers' 4-D
+    mask (``attention.sdpa_padding_masked``)."""
     """Tokens of the residual stream on this rank: T, or T / tp under sequence parallel."""
 
 
@@ -378,9 +381,10 @@ def _rope_dim(spec: ModelSpec) -> int:
 
 def _attention(ctx: _Ctx, spec: ModelSpec, x_rg: bool, *, masked: bool = False) -> tuple[int, bool]:
     """Full attention block after the input norm (x = normalised input). Returns (bytes, out rg).
-    ``masked``: the layer runs SDPA with a materialised sliding-window mask (``attention.sdpa_window_masked``): the
-    call saves its float mask and, for grouped-query layers, k and v repeated to every head (``attention.
-    sdpa_window_repeats_kv``; then v is a copy, no longer a slice keeping Phi-3's whole qkv_proj output)."""
+    ``masked``: the layer runs SDPA with a materialised mask (``attention.sdpa_masked``: past the sliding window or
+    under a padding mask): the call saves its float mask and, for grouped-query layers, k and v repeated to every
+    head (``attention.sdpa_window_repeats_kv``; then v is a copy, no longer a slice keeping Phi-3's whole qkv_proj
+    output)."""
     T, a, s = ctx.T, ctx.a, ctx.s
     h, qd, kvd, H, KV, d = spec.hidden_size, spec.q_dim, spec.kv_dim, spec.num_attention_heads, spec.num_kv_heads, spec.head_dim
     zc = spec.family in ZERO_CENTRED_NORM_FAMILIES
@@ -418,7 +422,8 @@ def _attention(ctx: _Ctx, spec: ModelSpec, x_rg: bool, *, masked: bool = False) 
         legacy = ctx.hf_sdpa if ctx.attention is Attention.SDPA else V5_SDPA
         repeated = (masked and sdpa_window_repeats_kv(spec)) or legacy_sdpa_repeats_kv(spec, legacy)
         total += T * (2 * a * qd + 2 * a * (qd if repeated else kvd) + FP32 * H)
-        if masked and not legacy_shared_mask(spec, legacy):  # before 4.53: one shared mask (activation_bytes)
+        if masked and not legacy_shared_mask(spec, legacy, padding_mask=ctx.padding_mask):
+            # (before 4.53: one shared mask, activation_bytes)
             total += sdpa_window_mask_saved_bytes(micro_batch_size=ctx.b, seq_len=s, dtype_bytes=a)
         o_in_copy = gated  # Qwen3.5: q is contiguous after the partial-rotary cat, so is the output
         if spec.rotary_cat:  # the same rotary cat (GLM-4.5, ModelSpec.rotary_cat); its muls save only cos/sin
@@ -896,8 +901,9 @@ def _layer(ctx: _Ctx, spec: ModelSpec, i: int, x_rg: bool) -> tuple[int, bool]:
         return _post_norm_layer(ctx, spec, i, x_rg)
     total, n_rg = _norm(ctx, width=h, rows=1, zero_centred=zc, x_rg=x_rg, const_width=h, residual=True)
     if spec.layer_kind(i) is LayerKind.FULL_ATTENTION:
-        b, o_rg = _attention(ctx, spec, n_rg, masked=sdpa_window_masked(spec, layer=i, kv_tokens=ctx.s,
-                                                                        attention=ctx.attention))
+        b, o_rg = _attention(ctx, spec, n_rg, masked=sdpa_masked(spec, layer=i, kv_tokens=ctx.s,
+                                                                 attention=ctx.attention,
+                                                                 padding_mask=ctx.padding_mask))
     else:
         b, o_rg = _deltanet(ctx, spec, n_rg)
     total += b
@@ -1025,6 +1031,7 @@ def activation_bytes(
     bf16_layers: tuple[int, int] = (0, 0),
     hf_sdpa: HfSdpaCopies = V5_SDPA,
     gptq_torch_dequant: bool = False,
+    padding_mask: bool = False,
 ) -> ActivationBytes:
     """Saved-for-backward bytes per decoder layer, embedding and head (see the module docstring).
 
@@ -1062,6 +1069,11 @@ def activation_bytes(
     (``lora.dequant: autogptq_torch``): each frozen linear whose input needs a gradient saves its unpacked fp16 weight
     (``saved_frozen_weight_bytes``) in its layer's ``per_layer``: without checkpointing every layer's until its
     backward, under checkpointing only inside the recompute of one layer (the walk's largest ``per_layer``).
+
+    ``padding_mask``: the batch carries an attention mask with zeros (``batch.padding`` mask): every SDPA layer saves
+    the mask's float copy and repeated k/v (``attention.sdpa_padding_masked``); before transformers 4.53 the layers
+    share one float mask, counted once in ``embedding``. Without checkpointing the bool mask dies with the forward
+    (it is no saved tensor); under checkpointing ``plan.terms`` holds it (``attention.sdpa_bool_mask_bytes``).
     """
     b, s = micro_batch_size, seq_len
     T = b * s
@@ -1074,7 +1086,7 @@ def activation_bytes(
             if dropout and trainable.lora.dropout_post else {})
     ctx = _Ctx(T=T, b=b, s=s, a=a, full=full, targets=_targets(spec, trainable), attention=attention,
                adapter_bytes=adapter, lora_dropout=dropout, lora_dropout_out=post, T_seq=T_seq,
-               linear_input_bytes=linear_input_bytes, hf_sdpa=hf_sdpa)
+               linear_input_bytes=linear_input_bytes, hf_sdpa=hf_sdpa, padding_mask=padding_mask)
     frozen_w = saved_frozen_weight_bytes(gptq_torch_dequant=gptq_torch_dequant and not full, rows=T)
     per_layer = []
     kernel_bwd: list[int] = []
@@ -1147,10 +1159,11 @@ def activation_bytes(
     elif selective is SelectiveCheckpointing.CORE_ATTENTION:
         ckpt = tuple(max(0, n - _core_attention_bytes(ctx, spec, i)) for i, n in enumerate(per_layer))
         emb_ckpt = emb  # nothing outside the attention core is recomputed: the rotary cos/sin stay saved
-    if (attention is Attention.SDPA and legacy_shared_mask(spec, hf_sdpa)
-            and any(sdpa_window_masked(spec, layer=i, kv_tokens=s, attention=attention) for i in spec.sliding_layers)):
-        # transformers < 4.53: the one float mask every windowed layer saves (attention.HF_SHARED_MASK_UNTIL), alive
-        # from before layer 0 to its backward; under checkpointing plan.terms holds it (sdpa_window_bool_mask_bytes)
+    if (attention is Attention.SDPA and legacy_shared_mask(spec, hf_sdpa, padding_mask=padding_mask)
+            and any(sdpa_masked(spec, layer=i, kv_tokens=s, attention=attention, padding_mask=padding_mask)
+                    for i in range(spec.num_layers))):
+        # transformers < 4.53: the one float mask every masked layer saves (attention.HF_SHARED_MASK_UNTIL), alive
+        # from before layer 0 to its backward; under checkpointing plan.terms holds it (sdpa_bool_mask_bytes)
         emb += b * s * s * a
     hybrid = any(kernel_fwd)
     # a checkpointed forward inside DeltaNet layer j holds the inputs saved so far (embedding, layers <= j),

@@ -32,7 +32,7 @@ from typing import Any
 
 from trainfit.memory.logits import SOFTCAP_FAMILIES
 from trainfit.spec.card import pin_at_least, pin_before
-from trainfit.spec.enums import Attention
+from trainfit.spec.enums import Attention, LayerKind
 from trainfit.spec.model import ModelSpec
 
 FORWARD_CKPT_BYTES_PER_SCORE = 10
@@ -160,6 +160,50 @@ def sdpa_window_masked(spec: ModelSpec, *, layer: int, kv_tokens: int, attention
             and not runs_eager(spec.family, attention))
 
 
+def sdpa_padding_masked(spec: ModelSpec, *, layer: int, attention: Attention, padding_mask: bool) -> bool:
+    """Whether layer ``layer`` runs SDPA with transformers' materialised 4-D padding mask (``batch.padding`` mask: the
+    batch carries an ``attention_mask`` with zeros). ``create_causal_mask`` (and ``create_sliding_window_causal_mask``
+    for windowed layers) builds the mask once per model forward, before the first layer (transformers 5.24.0
+    src/transformers/masking_utils.py l.893-1020; models/llama/modeling_llama.py l.382-396 hands the one tensor to every
+    decoder layer): ``_ignore_causal_mask_sdpa`` lets it go only when every padding entry is one (l.292-300), else
+    ``sdpa_mask`` ands the causal function with ``padding_mask_function`` (l.166-177, 524-526) and expands it to a bool
+    (b, 1, q, k) tensor (l.528-548). Each SDPA call then converts it to the query's dtype and saves the copy, and,
+    with a mask, grouped-query k and v are repeated to every head: what a layer past the sliding window does
+    (``sdpa_window_masked``, ``sdpa_window_mask_saved_bytes``, ``sdpa_window_repeats_kv``). Softmax-attention layers
+    only (linear-attention layers take no 4-D mask); eager builds its float masks whatever the padding
+    (``eager_mask_bytes``); the flash path takes the 2-D mask and unpads (``flash_attention_mask``, l.621-661), not
+    counted here.
+
+    Not counted (measured, left as they are): the collator's int64 2-D mask, 8·b·s bytes, alive in the traced forward
+    (32 KiB at b 2 x 2048); under checkpointing, the running layer's float copy and repeated k/v in the forward, which
+    the forward's peak model (the loss point, ``memory.phases.forward_peak``) has no in-layer moment for: a 16-head
+    llama (hidden 256, 4 KV heads, head_dim 64, vocabulary 512) b 2 x 2048 checkpointed reads its forward 14.0% low
+    unpadded and 26.9% low padded (trace +25.5 MB, plan +8.4 MB), its peak (backward) +2.55% / +1.92%. The layouts of
+    ``memory.arch_activations`` (GPT-2, GPT-NeoX, OPT, MPT, gpt-oss, DeepSeek) keep their own attention model and take
+    no padding term."""
+    return (padding_mask and attention is Attention.SDPA and not runs_eager(spec.family, attention)
+            and spec.layer_kind(layer) is LayerKind.FULL_ATTENTION)
+
+
+def sdpa_masked(spec: ModelSpec, *, layer: int, kv_tokens: int, attention: Attention, padding_mask: bool) -> bool:
+    """Whether layer ``layer``'s SDPA call takes a materialised mask: past its sliding window
+    (``sdpa_window_masked``) or under a padding mask (``sdpa_padding_masked``)."""
+    return (sdpa_window_masked(spec, layer=layer, kv_tokens=kv_tokens, attention=attention)
+            or sdpa_padding_masked(spec, layer=layer, attention=attention, padding_mask=padding_mask))
+
+
+def sdpa_bool_masks(spec: ModelSpec, *, seq_len: int, attention: Attention, padding_mask: bool) -> int:
+    """How many bool (b, 1, s, s) masks one forward builds for masked SDPA layers (``sdpa_masked``): one per mask kind
+    in use, the sliding-window mask for windowed layers and the causal one for the others (Qwen3's and Gemma-3's
+    ``causal_mask_mapping`` holds both when both kinds of layer take one: transformers 5.24.0
+    models/qwen3/modeling_qwen3.py l.386-409)."""
+    kinds = set()
+    for i in range(spec.num_layers):
+        if sdpa_masked(spec, layer=i, kv_tokens=seq_len, attention=attention, padding_mask=padding_mask):
+            kinds.add(i in spec.sliding_layers)
+    return len(kinds)
+
+
 def sdpa_window_repeats_kv(spec: ModelSpec) -> bool:
     """Whether a masked SDPA call (``sdpa_window_masked``) saves k and v repeated to every query head as new tensors.
     transformers' ``use_gqa_in_sdpa`` takes SDPA's ``enable_gqa`` on CUDA only when ``attention_mask is None``
@@ -258,25 +302,33 @@ def sdpa_window_mask_saved_bytes(*, micro_batch_size: int, seq_len: int, dtype_b
     return micro_batch_size * seq_len * seq_len * dtype_bytes
 
 
-def legacy_shared_mask(spec: ModelSpec, copies: HfSdpaCopies) -> bool:
-    """Whether the windowed layers share one float mask (``HF_SHARED_MASK_UNTIL``) instead of each saving its own."""
-    return copies.shared_float_mask and spec.family in SHARED_MASK_FAMILIES
+def legacy_shared_mask(spec: ModelSpec, copies: HfSdpaCopies, *, padding_mask: bool = False) -> bool:
+    """Whether the masked layers share one float mask (``HF_SHARED_MASK_UNTIL``) instead of each saving its own: the
+    windowed families' ``_update_causal_mask`` past the window, and, under a padding mask, every family's (before 4.53
+    each model builds its SDPA mask there: transformers 4.52.4 src/transformers/models/llama/modeling_llama.py
+    ``LlamaModel._update_causal_mask`` l.483-549 keeps the mask unless ``_ignore_causal_mask_sdpa`` lets it go
+    (l.508), ``_prepare_4d_causal_attention_mask_with_cache_position`` l.552-601 builds a float (b, 1, q, k) tensor of
+    the dtype's minimum, cloned and ``masked_fill``-ed where the 2-D ``attention_mask`` is 0, and l.436-455 hand the
+    one tensor to every layer; wheel transformers-4.52.4-py3-none-any.whl from PyPI, read 2026-12-04)."""
+    return copies.shared_float_mask and (padding_mask or spec.family in SHARED_MASK_FAMILIES)
 
 
-def sdpa_window_bool_mask_bytes(spec: ModelSpec, *, micro_batch_size: int, seq_len: int,
-                                attention: Attention, copies: HfSdpaCopies = V5_SDPA, dtype_bytes: int = 2) -> int:
-    """The bool sliding-window mask built once per forward (``create_sliding_window_causal_mask``) when any layer
-    runs masked SDPA: an input of every checkpointed layer, held from before the first layer to its backward, as
-    eager's masks are (``eager_mask_bytes``). (b, 1, s, s), 1 B per element, when the batch carries an
-    ``attention_mask`` (the padding mask joins the mask function: ``padding_mask_function``, masking_utils.py
-    l.166-177, 524-526), as the Trainer's collators pass it; a forward on ``input_ids`` alone (the fake-tensor trace)
-    builds (1, 1, s, s) and expands it."""
-    if not any(sdpa_window_masked(spec, layer=i, kv_tokens=seq_len, attention=attention)
-               for i in spec.sliding_layers[:1]):
+def sdpa_bool_mask_bytes(spec: ModelSpec, *, micro_batch_size: int, seq_len: int, attention: Attention,
+                         padding_mask: bool = False, copies: HfSdpaCopies = V5_SDPA, dtype_bytes: int = 2) -> int:
+    """The masks built once per forward for masked SDPA layers (``sdpa_masked``): inputs of every checkpointed layer,
+    held from before the first layer to its backward, as eager's masks are (``eager_mask_bytes``). One bool (b, 1, s, s)
+    tensor, 1 B per element, per kind (``sdpa_bool_masks``), when the batch carries an ``attention_mask`` (the padding
+    mask joins the mask function: ``padding_mask_function``, masking_utils.py l.166-177, 524-526), as the Trainer's
+    collators pass it; a forward on ``input_ids`` alone (the fake-tensor trace without ``padding_mask``) builds
+    (1, 1, s, s) past the window and expands it. Fake-tensor trace under a padding mask (llama, hidden 256, 8 heads, 4
+    KV heads, 4 layers, b 2 x 512, checkpointed): the forward and backward peaks rise by 1.0 B per b x s x s over the
+    unmasked step. Before transformers 4.53 (``legacy_shared_mask``): the one float mask in the model's dtype."""
+    kinds = sdpa_bool_masks(spec, seq_len=seq_len, attention=attention, padding_mask=padding_mask)
+    if not kinds:
         return 0
-    if legacy_shared_mask(spec, copies):  # the one float mask of a release before 4.53
+    if legacy_shared_mask(spec, copies, padding_mask=padding_mask):  # the one float mask of a release before 4.53
         return micro_batch_size * seq_len * seq_len * dtype_bytes
-    return micro_batch_size * seq_len * seq_len
+    return kinds * micro_batch_size * seq_len * seq_len
 
 
 def mla_kv_bytes_per_token(spec: ModelSpec, *, dtype_bytes: float) -> float:

@@ -6,6 +6,8 @@ Pure: no torch.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from trainfit.catalog.gpus import GpuSpec
 from trainfit.compute.rates import DeviceRates
 from trainfit.compute.training import PhaseTime
@@ -35,6 +37,9 @@ from trainfit.spec.enums import (
 )
 from trainfit.spec.model import ModelSpec
 from trainfit.spec.training import TrainableSpec
+
+if TYPE_CHECKING:
+    from trainfit.compute.sync import SyncTime
 
 
 TRANSFORMERS_FUSED_EXPERTS_SINCE = (5, 0)
@@ -171,8 +176,7 @@ def sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding,
         request_s=sglang_tensor_request_seconds(num_tensors=hf_tensor_count(spec), tp=ro.tensor_parallel)
         if fs.sglang_tensor_requests else 0.0,
     )
-    return rl_phase("weight_sync", t.total_s, "communication", gather=t.gather_s, transfer=t.transfer_s,
-                  per_tensor=t.per_tensor_s, staging=t.staging_s)
+    return _weight_sync_phase(t)
 
 
 def _transport_sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding, rollout,
@@ -221,8 +225,14 @@ def _transport_sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding
                                                         max_tensor_bytes=largest),
             h2d_bytes_per_s=host_copy_rates(card, r, gpu, gpus_per_node=engine_per_node)[0],
             nic_bytes_per_s=nic_bytes_per_s(card), finalize=fp8)
+    return _weight_sync_phase(t)
+
+
+def _weight_sync_phase(t: SyncTime) -> PhaseTime:
+    """The ``weight_sync`` phase of a sync's seconds (``compute.sync.SyncTime``), its parts named as the plan shows
+    them, for the framework path and the transports alike."""
     return rl_phase("weight_sync", t.total_s, "communication", gather=t.gather_s, transfer=t.transfer_s,
-                  per_tensor=t.per_tensor_s, staging=t.staging_s)
+                    per_tensor=t.per_tensor_s, staging=t.staging_s)
 
 
 def sleep_wake_phase(card: RunCard, spec: ModelSpec, rollout, r: DeviceRates) -> PhaseTime | None:

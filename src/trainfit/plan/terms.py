@@ -47,6 +47,7 @@ from trainfit.spec.enums import (
     Offload,
     Optimizer,
     OptimizerImpl,
+    Padding,
     QloraDequant,
     Scope,
     StatesDtype,
@@ -294,6 +295,13 @@ def hf_sdpa_of(card: RunCard) -> attn.HfSdpaCopies:
     """The SDPA copies of the card's transformers pin (``memory.attention.legacy_sdpa``) when its layers are
     transformers' (``runs_hf_modelling_code``), else none (v5's path, ``V5_SDPA``)."""
     return attn.legacy_sdpa(card.software.transformers) if runs_hf_modelling_code(card) else attn.V5_SDPA
+
+
+def padding_mask_of(card: RunCard) -> bool:
+    """Whether the card's batch hands transformers' layers an attention mask with zeros (``batch.padding`` mask), so
+    its SDPA layers take the materialised 4-D mask (``memory.attention.sdpa_padding_masked``). Megatron-Core and
+    nanotron cards are refused the mask (``spec.card``); their own attention takes none."""
+    return card.batch.padding is Padding.MASK and runs_hf_modelling_code(card)
 
 
 def hf_loss_of(card: RunCard, spec: ModelSpec) -> HfLossCopies:
@@ -621,6 +629,7 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         bf16_layers=(card.precision.bf16_first_layers, card.precision.bf16_last_layers),
         hf_sdpa=hf_sdpa_of(card),
         gptq_torch_dequant=gptq_torch_dequant(card),
+        padding_mask=padding_mask_of(card),
     )
     if variant is not None:
         act = peft_variants.adjust_activations(act, spec, variant, micro_batch_size=card.batch.micro_batch_size,
@@ -677,11 +686,11 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         # forward to its backward
         mask = attn.eager_mask_bytes(spec, micro_batch_size=card.batch.micro_batch_size, seq_len=seq_len,
                                      eager=eager, dtype_bytes=act_dtype)
-        # SDPA past a sliding window: the one bool mask the windowed layers take (memory.attention)
-        mask += attn.sdpa_window_bool_mask_bytes(spec, micro_batch_size=card.batch.micro_batch_size,
-                                                 seq_len=seq_len, attention=card.attention,
-                                                 copies=hf_sdpa_of(card),
-                                                 dtype_bytes=act_dtype)
+        # SDPA past a sliding window or under a padding mask: the bool masks the masked layers take
+        # (memory.attention.sdpa_bool_mask_bytes)
+        mask += attn.sdpa_bool_mask_bytes(spec, micro_batch_size=card.batch.micro_batch_size, seq_len=seq_len,
+                                          attention=card.attention, padding_mask=padding_mask_of(card),
+                                          copies=hf_sdpa_of(card), dtype_bytes=act_dtype)
         if mask:
             act = replace(act, checkpointed_embedding=act.checkpointed_embedding + mask)
     scores = attn.score_elements(micro_batch_size=card.batch.micro_batch_size, seq_len=seq_len,

@@ -198,6 +198,7 @@ def activation_offload_of(card: RunCard, shard: ModelSpec, rates: DeviceRates, *
         fp8_linear_input_bytes,
         gptq_torch_dequant,
         hf_sdpa_of,
+        padding_mask_of,
         sac_saves_linear_outputs,
     )
 
@@ -210,7 +211,8 @@ def activation_offload_of(card: RunCard, shard: ModelSpec, rates: DeviceRates, *
                            sac_saves_attention=card.parallel.sac_saves_attention,
                            bf16_layers=(card.precision.bf16_first_layers, card.precision.bf16_last_layers),
                            hf_sdpa=hf_sdpa_of(card),
-                           gptq_torch_dequant=gptq_torch_dequant(card))
+                           gptq_torch_dequant=gptq_torch_dequant(card),
+                           padding_mask=padding_mask_of(card))
     n = min(n, len(act.per_layer))
     rate = host_copy_bytes_per_s(pcie_bytes_per_s=rates.pcie_bytes_per_s,
                                  host_memory_bytes_per_s=rates.host_memory_bytes_per_s,

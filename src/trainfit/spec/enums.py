@@ -243,7 +243,9 @@ class Padding(StrEnum):
       only an all-ones mask go: v4.49.0 modeling_attn_mask_utils.py l.288-291), builds the 4-D causal-and-padding
       mask and hands it to SDPA with ``is_causal`` False (integrations/sdpa_attention.py l.45-46); PyTorch's flash
       backend takes no ``attn_mask``, so the memory-efficient kernel runs every key block (no causal skip). The padded
-      tokens still run every GEMM: the row costs its full ``seq_len``.
+      tokens still run every GEMM: the row costs its full ``seq_len``. Memory: the bool mask built once per forward,
+      the float copy every SDPA layer saves and grouped-query k/v repeated to every head
+      (``memory.attention.sdpa_padding_masked``).
     """
 
     NONE = "none"

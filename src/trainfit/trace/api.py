@@ -58,6 +58,8 @@ def _trace_step(req: TraceRequest, progress: Progress | None, context_parallel: 
     if context_parallel > 1 or expert_parallel > 1:
         if req.checkpoint_every_n_layers is not None:
             raise TraceUnsupported("trace: checkpoint_every_n_layers is traced without context or expert parallel")
+        if req.padding_mask:
+            raise TraceUnsupported("trace: padding_mask is traced without context or expert parallel")
         return _trace_cp_ep(req, progress, context_parallel=context_parallel, kind=context_parallel_kind,
                             expert_parallel=expert_parallel)
     t0 = time.perf_counter()

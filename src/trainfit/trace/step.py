@@ -61,6 +61,8 @@ def _forward(model, ids, req: TraceRequest):  # noqa: ANN001, ANN202
             from trainfit.trace import tensor_parallel
 
             return tensor_parallel.forward(model, ids, req)
+        if req.padding_mask:  # a padding collator's int64 mask (its values never reach the fake tensors)
+            return model(input_ids=ids, labels=ids, attention_mask=torch.ones_like(ids))
         return model(input_ids=ids, labels=ids)
 
 

@@ -135,6 +135,14 @@ class TraceRequest:
     (``trainfit.trace.loops.prime_rl_sft_loss``): the logits cast to an fp32 copy, the model output dropped, the loss
     ``torch.nn.CrossEntropyLoss(reduction="none")`` on the copy, which is kept through backward."""
 
+    padding_mask: bool = False
+    """True: the step's forward also takes an ``attention_mask`` of the batch's shape (``batch.padding`` mask: every
+    sample padded to ``seq_len``, as a padding collator hands it). transformers cannot read a fake tensor's values, so
+    ``_ignore_causal_mask_sdpa`` keeps the mask whatever it holds (``is_tracing`` is True for a FakeTensor:
+    transformers 5.24.0 src/transformers/masking_utils.py l.280-281, utils/import_utils.py l.1948-1962), as a mask with
+    zeros keeps it on a GPU (l.292): the same tensors as a real padded batch. Train steps on one rank or FSDP2, no
+    tensor or pipeline parallel."""
+
     def __post_init__(self) -> None:
         for name, allowed in (
             ("attention", ATTENTIONS),
@@ -212,6 +220,10 @@ class TraceRequest:
             raise TraceUnsupported("trace: dpo_reference applies to pass_kind 'dpo_step' only")
         if not self.temperature > 0:
             raise TraceUnsupported(f"trace: temperature must be > 0, got {self.temperature}")
+        if self.padding_mask and (self.pass_kind != "train_step" or self.tensor_parallel > 1
+                                  or self.pipeline_parallel > 1 or self.micro_batches > 1):
+            raise TraceUnsupported("trace: padding_mask is traced for a train step on one rank or FSDP2 (no tensor or"
+                                   " pipeline parallel, one micro-batch)")
 
     @property
     def phase_names(self) -> tuple[str, ...]:

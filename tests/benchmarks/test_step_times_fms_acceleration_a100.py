@@ -78,3 +78,15 @@ def test_row_maps_to_a_card_that_validates(row_id: str) -> None:
     assert card["scope"] == {"sft_full": "full", "sft_lora": "lora", "sft_qlora": "qlora"}[e["kind"]]
     if card["scope"] != "full":
         assert card["lora"]["rank"] == 16 and card["lora"]["targets"] == ["q_proj", "k_proj", "v_proj", "o_proj"]
+
+
+@pytest.mark.parametrize("row_id", sorted(ROWS))
+def test_mixtral_rows_run_transformers_448s_expert_loop(row_id: str) -> None:
+    """transformers 4.48.1 (the run's pin) loops over every Mixtral expert by index (modeling_mixtral.py l.135-147 in
+    its wheel): the Mixtral cards state moe_experts loop_all; the dense cards state no expert setting."""
+    e = ROWS[row_id]
+    card, _ = st.map_train(e)
+    if "Mixtral" in e["model"]:
+        assert card["parallel"]["moe_experts"] == "loop_all" and "loop_all" in e["note"]
+    else:
+        assert "moe_experts" not in card["parallel"]

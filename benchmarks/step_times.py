@@ -129,7 +129,7 @@ FSDP_VERSIONS = {
     "vectorlm": "fsdp1",  # VectorInstitute/vectorlm vectorlm/utils/model_utils.py @9045f08a l.291 FSDP(model, **fsdp_cfg)
     # (torch.distributed.fsdp FullyShardedDataParallel, FULL_SHARD, MixedPrecision bf16, forward_prefetch True)
     "fms-hf-tuning": "fsdp1",  # accelerate 1.0.1 (fms-acceleration scripts/benchmarks/refs/requirements.txt
-    # @24bdadb2) wraps with torch.distributed.fsdp FullyShardedDataParallel: src/accelerate/accelerator.py l.1484,
+    # @24bdadb2) wraps with torch.distributed.fsdp FullyShardedDataParallel: accelerate/accelerator.py l.1484,
     # l.1511 ``model = FSDP(model, **kwargs)`` in the accelerate 1.0.1 wheel
     "llm-foundry": "fsdp1",  # Composer's FSDP (llm-foundry @c90b9b31 setup.py mosaicml>=0.23.4,<0.24; mosaicml/composer
     # v0.23.4 @ec8799d3 composer/distributed/dist_strategy.py l.544 FullyShardedDataParallel(...))

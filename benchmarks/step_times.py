@@ -97,6 +97,8 @@ MODEL_ALIASES = {
     "meta-llama/Meta-Llama-3-8B-Instruct": "meta-llama/Llama-3.1-8B",
     "meta-llama/Llama-3.3-70B-Instruct": "meta-llama/Llama-3.1-70B",
     "Qwen/Qwen2.5-0.5B-Instruct": "Qwen/Qwen2.5-0.5B",
+    "mistralai/Mixtral-8x7B-Instruct-v0.1": "mistralai/Mixtral-8x7B-v0.1",
+    "NousResearch/Llama-2-70b-hf": "meta-llama/Llama-2-70b-hf",  # a re-upload of the Meta checkpoint
 }
 GPU_ALIASES = {
     # the catalog's a800-80gb (A100-80GB compute and HBM, NVLink 400 GB/s): planned as itself, not as the A100
@@ -126,6 +128,9 @@ FSDP_VERSIONS = {
     # (torch.distributed.fsdp FullyShardedDataParallel, l.38)
     "vectorlm": "fsdp1",  # VectorInstitute/vectorlm vectorlm/utils/model_utils.py @9045f08a l.291 FSDP(model, **fsdp_cfg)
     # (torch.distributed.fsdp FullyShardedDataParallel, FULL_SHARD, MixedPrecision bf16, forward_prefetch True)
+    "fms-hf-tuning": "fsdp1",  # accelerate 1.0.1 (fms-acceleration scripts/benchmarks/refs/requirements.txt
+    # @24bdadb2) wraps with torch.distributed.fsdp FullyShardedDataParallel: accelerate/accelerator.py l.1484,
+    # l.1511 ``model = FSDP(model, **kwargs)`` in the accelerate 1.0.1 wheel
     "llm-foundry": "fsdp1",  # Composer's FSDP (llm-foundry @c90b9b31 setup.py mosaicml>=0.23.4,<0.24; mosaicml/composer
     # v0.23.4 @ec8799d3 composer/distributed/dist_strategy.py l.544 FullyShardedDataParallel(...))
     # Megatron-FSDP: parameters are views of its all-gather bucket, gradients of its reduce bucket, so no copy-out /

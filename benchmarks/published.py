@@ -971,15 +971,22 @@ def _litgpt_card(model: str, *, mbs: int, gpus: int, quant: str | None, mixed: b
     if quant:
         lora["double_quant"] = quant.endswith("-dq")
         prec.update(weights="nf4", optimizer="paged_adamw", optimizer_states="fp32")
+        card_software = {"bitsandbytes": "0.41.1"}  # the table's environment (resource-tables.md l.13)
+    else:
+        card_software = {}
     if mixed:  # bf16-mixed: fp32 model (adapters and AdamW states fp32), bf16 autocast
         prec.update(weights="fp32", optimizer_states="fp32")
     card: dict[str, Any] = {
         "model": model, "scope": "qlora" if quant else "lora", "lora": lora, "precision": prec,
         "hardware": {"gpu": "a100-40gb", "gpus_per_node": gpus},
+        # FSDP: every accumulating micro-batch inside fabric.no_backward_sync -> FSDP1 no_sync (l.219-221)
         "parallel": ({"strategy": "single", "gradient_checkpointing": False} if gpus == 1 else
-                     {"strategy": "fsdp", "fsdp_version": "fsdp1", "gradient_checkpointing": True}),
-        "batch": {"micro_batch_size": mbs, "seq_len": _LITGPT_SEQ[model]},
+                     {"strategy": "fsdp", "fsdp_version": "fsdp1", "gradient_checkpointing": True, "fsdp_no_sync": True}),
+        # batch_size 128 over micro-batches of mbs on each device: gradient_accumulation_iters = 128 // mbs (l.40-42)
+        "batch": {"micro_batch_size": mbs, "seq_len": _LITGPT_SEQ[model], "grad_accum": 128 // mbs},
     }
+    if card_software:
+        card["software"] = card_software
     if not mixed:  # bf16-true: the bf16 chunks scored as they are; under autocast cross_entropy runs in fp32
         card["loss"] = {"upcast": False}
     return card

@@ -949,7 +949,7 @@ POINTS.update({
 # defaults (foreach on CUDA), or bitsandbytes' 32-bit PagedAdamW under a bnb quantisation (l.138-143); one GPU: no
 # activation checkpointing; several: Fabric's FSDPStrategy (torch FSDP1, full shard) with activation checkpointing of
 # every Block (l.77-90). The loss: the lm_head runs in 128-token chunks that are all kept (``lm_head_chunk_size=128``,
-# l.225) and lit_gpt/utils.py chunked_cross_entropy (l.238-277) scores each bf16 chunk with F.cross_entropy, no fp32
+# l.216) and lit_gpt/utils.py chunked_cross_entropy (l.238-277) scores each bf16 chunk with F.cross_entropy, no fp32
 # copy (loss.upcast false; the chunks together hold the full logits). Attention: torch SDPA (lit_gpt/model.py).
 
 _LITGPT_LORA = {"rank": 8, "alpha": 16, "targets": ["q_proj", "v_proj"], "dropout": 0.05, "adapter_dtype": "bf16"}
@@ -979,7 +979,7 @@ def _litgpt_card(model: str, *, mbs: int, gpus: int, quant: str | None, mixed: b
     card: dict[str, Any] = {
         "model": model, "scope": "qlora" if quant else "lora", "lora": lora, "precision": prec,
         "hardware": {"gpu": "a100-40gb", "gpus_per_node": gpus},
-        # FSDP: every accumulating micro-batch inside fabric.no_backward_sync -> FSDP1 no_sync (l.219-221)
+        # FSDP: every accumulating micro-batch inside fabric.no_backward_sync -> FSDP1 no_sync (l.214-215)
         "parallel": ({"strategy": "single", "gradient_checkpointing": False} if gpus == 1 else
                      {"strategy": "fsdp", "fsdp_version": "fsdp1", "gradient_checkpointing": True, "fsdp_no_sync": True}),
         # batch_size 128 over micro-batches of mbs on each device: gradient_accumulation_iters = 128 // mbs (l.40-42)
@@ -993,7 +993,26 @@ def _litgpt_card(model: str, *, mbs: int, gpus: int, quant: str | None, mixed: b
 
 
 def _litgpt_mappings() -> dict[int, dict[str, Any]]:
-    """POINTS entries of the Lit-GPT points: their card, or why trainfit cannot plan the model."""
+    """POINTS entries of the Lit-GPT points: their card, or why trainfit cannot plan the model.
+
+    What is left after the two mechanisms these rows exposed (``memory.fsdp_no_sync``, ``memory.bnb_saved_input``):
+    the one-GPU bf16 LoRA rows stay 4-7 % low (#811 -4.7 %, #814 -6.9 %, #816 -4.1 %: about 1.0 GB per 1304-token
+    sample of Llama-2-7B, ~24 kB per token per layer) and the QLoRA rows ~11 % low. Checked and NOT the cause, as
+    both make Lit-GPT save less than the transformers layer trainfit models: its RMSNorm (lit_gpt/rmsnorm.py
+    @8641822) has no fp32 upcast (saves the bf16 input, 2h per token, where transformers saves an fp32 copy, 4h), and
+    its LoRAQKVLinear applies one dropout to the shared input of q and v where PEFT (trainfit's model) has one per
+    wrapped module. Its RoPE (lit_gpt/model.py apply_rope, fp32 cos/sin rebuilt outside the bf16 init context)
+    makes fp32 temporaries that no op saves. Part of the QLoRA residual is Lit-GPT's attention output:
+    ``y.reshape(B, T, C)`` of SDPA's transposed output is a copy (o_proj's input), which MatMul4Bit keeps (~0.34 GB
+    for Llama-2-7B at 1304 tokens) where transformers passes a view; not modelled (trainfit has no Lit-GPT layer).
+    Lit-GPT quantises the lm_head too (Fabric's BitsandbytesPrecision replaces every nn.Linear; lightning @71aed751
+    src/lightning/fabric/plugins/precision/bitsandbytes.py l.268-284), -0.2 GB for Llama-2-7B, not modelled either.
+    The OOM cell #815 (7B, micro-batch 4) is planned at 41.3 GB device on a 42.9 GB card: the same per-sample
+    shortfall.
+
+    No step-time rows: the tables' 'Time 1k iterations' covers 1,000 micro-batches of Alpaca samples padded per batch
+    to their longest (tokens not stated) and is the script's 'Training time', which includes the initial validate()
+    (100 eval batches and a 100-token sample, finetune/lora.py l.33-34, l.182) and one at every 100 steps."""
     path = ROOT / "benchmarks" / "data" / "published_memory_points_litgpt.json"
     if not path.is_file():
         return {}

@@ -11,7 +11,7 @@ gives "higher than expected gradient memory usage"; a LoRA adapter inside a deco
 gradient). Who runs it: Lightning Fabric's ``FSDPStrategy.no_backward_sync`` returns ``module.no_sync()``
 (Lightning-AI/lightning src/lightning/fabric/strategies/fsdp.py l.761-773 @71aed751f7f0ca8422ddca256e602099070f490b,
 with ``use_orig_params`` defaulted to True, l.175), which Lit-GPT's finetune scripts enter on every accumulating
-micro-batch (Lightning-AI/litgpt finetune/lora.py l.220-221 @8641822b3249bb94f068c254aa5d13decbc9f0a0).
+micro-batch (Lightning-AI/litgpt finetune/lora.py l.214-215 @8641822b3249bb94f068c254aa5d13decbc9f0a0).
 """
 
 from __future__ import annotations

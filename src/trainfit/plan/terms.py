@@ -149,6 +149,21 @@ def _autocast_copies(act: ActivationBytes, spec: ModelSpec, *, enabled: bool, sc
     return replace(act, per_layer=per_layer, head=act.head + 2 * (pb.lm_head or pb.embedding) * scale)
 
 
+def _autocast_frozen_copies(act: ActivationBytes, spec: ModelSpec, *, enabled: bool, scale: float) -> ActivationBytes:
+    """An adapter on a frozen fp32 base under 16-bit autocast: autocast caches only the casts of leaves that require a
+    gradient, so each frozen weight is cast anew at every use, and the matmul, whose input needs a gradient, saves that
+    16-bit copy for the input's gradient (2 B per weight). Measured on this CPU (torch 2.13.0, saved_tensors_hooks): a
+    frozen fp32 ``nn.Linear`` under ``torch.autocast('cpu', bfloat16)`` saves its bf16 weight and nothing else
+    (``tests/unit/test_autocast_frozen_weight.py``). Without checkpointing layer 0's attention input needs no gradient
+    (frozen embedding), so its q/k/v save nothing; a frozen head saves its copy (its input needs a gradient)."""
+    if not enabled:
+        return act
+    pb = param_breakdown(spec)
+    qkv = spec.hidden_size * (spec.num_attention_heads + 2 * spec.num_kv_heads) * spec.head_dim
+    per_layer = tuple(a + 2 * (p - (qkv if i == 0 else 0)) * scale for i, (a, p) in enumerate(zip(act.per_layer, pb.per_layer)))
+    return replace(act, per_layer=per_layer, head=act.head + 2 * (pb.lm_head or pb.embedding) * scale)
+
+
 def fsdp_casts_gathered_params(card: RunCard, sharding: Sharding) -> bool:
     """fp32 weights with bf16/fp16 compute under an FSDP strategy that gathers parameters: FSDP mixed precision
     casts each shard to the compute dtype on its way into the all-gather, so the gathered parameters are 16-bit
@@ -656,6 +671,7 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
     mp_gather = fsdp_casts_gathered_params(card, sharding)
     autocast = autocast_copies_weights(card, sharding)
     act = _autocast_copies(act, spec, enabled=autocast and trainable.lora is None, scale=scale)
+    act = _autocast_frozen_copies(act, spec, enabled=autocast and trainable.lora is not None, scale=scale)
     subset = card.parallel.checkpointed_layers(spec.num_layers)  # None: every layer as checkpoints_layers says
     if subset is not None:
         act = act.checkpointing_only(subset)

@@ -544,8 +544,9 @@ def published_only(ids: str | None, out: Path | None) -> int:
     import published
 
     rows = published.published_rows(with_peers=False)
-    print("(b) vs published, trainfit\n" + published.markdown_summary({"trainfit": published.summary(rows)["trainfit"]}))
-    data: dict[str, Any] = {"rows": rows, "summary": published.summary(rows)["trainfit"]}
+    summary = published.summary(rows)["trainfit"]
+    print("(b) vs published, trainfit\n" + published.markdown_summary({"trainfit": summary}))
+    data: dict[str, Any] = {"rows": rows, "summary": summary}
     if ids:
         first, _, last = ids.partition("-")
         lo, hi = int(first), int(last or first)
@@ -560,7 +561,8 @@ def published_only(ids: str | None, out: Path | None) -> int:
             err = "" if r["trainfit_error"] is None else f" {r['trainfit_error']:+.1%}"
             verdict = "" if r["trainfit_verdict_correct"] is None else (" verdict ok" if r["trainfit_verdict_correct"]
                                                                          else " VERDICT WRONG")
-            print(f"#{r['id']} {r['model']} {r['method']} {r['gpus']} {r['outcome']}: measured {meas}, trainfit {pred}{err}{verdict}")
+            print(f"#{r['id']} {r['model']} {r['method']} {r['gpus']} {r['outcome']}: measured {meas}, "
+                  f"trainfit {pred}{err}{verdict}")
         data["selected"] = {"ids": [lo, hi], "summary": published.summary(sel)["trainfit"]}
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
@@ -572,7 +574,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--no-slow", action="store_true", help="skip SLOW_GRID (the full-size Qwen3-8B traces)")
     ap.add_argument("--no-peers", action="store_true", help="score trainfit only")
-    ap.add_argument("--out", type=Path, default=HERE, help="directory for accuracy.md / accuracy.json")
+    ap.add_argument("--out", type=Path, default=None,
+                    help="directory for accuracy.md / accuracy.json (default: benchmarks/)")
     ap.add_argument("--only", choices=("published",), default=None,
                     help="published: score trainfit on part (b) only (no trace, no peers), print its summary and write "
                          "nothing unless --out is given (then published.json there)")
@@ -580,8 +583,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="with --only published: also print the summary and rows of the point ids FIRST..LAST")
     args = ap.parse_args(argv)
     if args.only == "published":
-        return published_only(args.ids, args.out if any(a == "--out" or a.startswith("--out=") for a in (argv or sys.argv[1:]))
-                              else None)
+        return published_only(args.ids, args.out)
+    args.out = args.out or HERE
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     warnings.filterwarnings("ignore", category=FutureWarning)
     warnings.filterwarnings("ignore", category=UserWarning)

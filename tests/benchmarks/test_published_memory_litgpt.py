@@ -85,3 +85,19 @@ def test_qlora_rows_keep_the_matmul_inputs(pid: int) -> None:
     """bitsandbytes 0.41.1's MatMul4Bit keeps its input (memory.bnb_saved_input); without it these rows were 21-23 %
     low."""
     assert abs(_error(pid)) < 0.15
+
+
+@pytest.mark.slow
+def test_accuracy_only_published_prints_the_selected_rows(capsys: pytest.CaptureFixture[str]) -> None:
+    """``benchmarks/accuracy.py --only published --ids`` scores part (b) alone and writes nothing without --out."""
+    if P.reference_path() is None:
+        pytest.skip("reference measurements not found (TRAINFIT_REFERENCE_DIR)")
+    spec = importlib.util.spec_from_file_location("trainfit_bench_accuracy", REPO / "benchmarks" / "accuracy.py")
+    acc = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    spec.loader.exec_module(acc)
+    before = sorted(p.name for p in (REPO / "benchmarks").iterdir())
+    assert acc.main(["--only", "published", "--ids", "830-832"]) == 0
+    out = capsys.readouterr().out
+    assert "(b) ids 830-832: 3 points" in out and "#831 Llama-2-7B LoRA 2x A100-SXM4-40GB ran" in out
+    assert sorted(p.name for p in (REPO / "benchmarks").iterdir()) == before

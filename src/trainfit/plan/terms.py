@@ -160,7 +160,8 @@ def _autocast_frozen_copies(act: ActivationBytes, spec: ModelSpec, *, enabled: b
         return act
     pb = param_breakdown(spec)
     qkv = spec.hidden_size * (spec.num_attention_heads + 2 * spec.num_kv_heads) * spec.head_dim
-    per_layer = tuple(a + 2 * (p - (qkv if i == 0 else 0)) * scale for i, (a, p) in enumerate(zip(act.per_layer, pb.per_layer)))
+    per_layer = tuple(a + 2 * (p - (qkv if i == 0 else 0)) * scale
+                      for i, (a, p) in enumerate(zip(act.per_layer, pb.per_layer)))
     return replace(act, per_layer=per_layer, head=act.head + 2 * (pb.lm_head or pb.embedding) * scale)
 
 
@@ -1089,11 +1090,13 @@ def _no_sync_grads(spec: ModelSpec, pb: ParamBreakdown, trainable: TrainableSpec
     n_adapter = (n_train - saved[0] - saved[1]) if lora else 0.0
     per_layer = tuple(
         no_sync_unit_grad_bytes(unit_params=p * scale + n_adapter / layers,
-                                unit_trainable_params=n_adapter / layers if lora else p * scale, grad_dtype_bytes=grad_bytes)
+                                unit_trainable_params=n_adapter / layers if lora else p * scale,
+                                grad_dtype_bytes=grad_bytes)
         for p in pb.per_layer)
     root = (pb.embedding + pb.lm_head + pb.positions + spec.hidden_size) * scale
     root_trainable = (saved[0] + saved[1]) if lora else root
-    grads_root = no_sync_unit_grad_bytes(unit_params=root, unit_trainable_params=root_trainable, grad_dtype_bytes=grad_bytes)
+    grads_root = no_sync_unit_grad_bytes(unit_params=root, unit_trainable_params=root_trainable,
+                                         grad_dtype_bytes=grad_bytes)
     return per_layer, grads_root, 0.0
 
 

@@ -999,13 +999,15 @@ def _litgpt_mappings() -> dict[int, dict[str, Any]]:
     the one-GPU bf16 LoRA rows stay 4-7 % low (#811 -4.7 %, #814 -6.9 %, #816 -4.1 %: about 1.0 GB per 1304-token
     sample of Llama-2-7B, ~24 kB per token per layer) and the QLoRA rows ~11 % low. Checked and NOT the cause, as
     both make Lit-GPT save less than the transformers layer trainfit models: its RMSNorm (lit_gpt/rmsnorm.py
-    @8641822) has no fp32 upcast (saves the bf16 input, 2h per token, where transformers saves an fp32 copy, 4h), and
-    its LoRAQKVLinear applies one dropout to the shared input of q and v where PEFT (trainfit's model) has one per
-    wrapped module. Its RoPE (lit_gpt/model.py apply_rope, fp32 cos/sin rebuilt outside the bf16 init context)
-    makes fp32 temporaries that no op saves. Part of the QLoRA residual is Lit-GPT's attention output:
-    ``y.reshape(B, T, C)`` of SDPA's transposed output is a copy (o_proj's input), which MatMul4Bit keeps (~0.34 GB
-    for Llama-2-7B at 1304 tokens) where transformers passes a view; not modelled (trainfit has no Lit-GPT layer).
-    Lit-GPT quantises the lm_head too (Fabric's BitsandbytesPrecision replaces every nn.Linear; lightning @71aed751
+    @8641822) has no fp32 upcast (saves the bf16 input, 2h per token, where transformers saves an fp32 copy, 4h),
+    and its LoRAQKVLinear applies one dropout to the shared input of q and v where PEFT (trainfit's model) has one
+    per wrapped module. Its RoPE (lit_gpt/model.py apply_rope, fp32 cos/sin rebuilt outside the bf16 init context)
+    makes fp32 temporaries that no op saves. Its attention output ``y.transpose(1, 2).reshape(B, T, C)`` is a view
+    of the flash / memory-efficient kernels' (B, T, heads, head_dim) output, as in transformers, so o_proj's input
+    costs MatMul4Bit nothing new there either. Counted op by op from the source (not measured; bf16-true, LoRA q,v,
+    SDPA), a Lit-GPT layer saves ~15h + 6I bytes per token (127 kB for Llama-2-7B), less than trainfit's
+    transformers layer: the shortfall is therefore outside the saved activations, and not found. Lit-GPT quantises
+    the lm_head too (Fabric's BitsandbytesPrecision replaces every nn.Linear; lightning @71aed751
     src/lightning/fabric/plugins/precision/bitsandbytes.py l.268-284), -0.2 GB for Llama-2-7B, not modelled either.
     The OOM cell #815 (7B, micro-batch 4) is planned at 41.3 GB device on a 42.9 GB card: the same per-sample
     shortfall.

@@ -1000,15 +1000,15 @@ def _litgpt_mappings() -> dict[int, dict[str, Any]]:
     sample of Llama-2-7B, ~24 kB per token per layer) and the QLoRA rows ~11 % low. Measured on this CPU (torch
     2.13.0, saved_tensors_hooks, storages deduplicated, parameters excluded) with Lit-GPT's own lit_gpt/lora.py and
     model.py of 8641822 on a 256-wide Llama layer (4 heads, I 688, LoRA r8 on q,v, no dropout, 512 tokens, bf16): a
-    layer saves 9,820 B per token where trainfit's transformers/PEFT layer saves 8,792 B (+4h). Two Lit-GPT details
-    make the difference: LoRAQKVLinear.zero_pad's ``index_copy`` saves its source, the q and v adapter outputs (2h
-    per token per adapted projection's width), and ``v.reshape`` of the permuted fused qkv output is a view, so
-    SDPA's saved v keeps the whole (q, k, v) projection output alive (6h instead of 2h); against them Lit-GPT's
-    RMSNorm saves its bf16 input (2h) where transformers saves an fp32 copy (4h), and its one dropout on the shared
-    q/v input (PEFT: one per module) saves 3h less with dropout 0.05. Net, with dropout, about +3h bytes per token
-    per layer: ~0.5 GB per Llama-2-7B sample, half the shortfall. Not modelled: trainfit has no Lit-GPT layer (its
-    LoRA terms are PEFT's on transformers' modules). Lit-GPT's RoPE makes fp32 temporaries (fp32 cos/sin rebuilt
-    outside the bf16 init context) that no op saves, and its attention output is a view of SDPA's, as in
+    layer saves 9,820 B per token where trainfit's transformers/PEFT layer saves 8,792 B (+4h bytes, h = 256). Two
+    Lit-GPT details make the difference: LoRAQKVLinear.zero_pad's ``index_copy`` saves its source, the q and v
+    adapter outputs (h values each per token, 4h bytes), and ``v.reshape`` of the permuted fused qkv output is a
+    view, so SDPA's saved v keeps the whole (q, k, v) projection output alive (6h instead of 2h); against them
+    Lit-GPT's RMSNorm saves its bf16 input (2h) where transformers saves an fp32 copy (4h), and its one dropout on
+    the shared q/v input (PEFT: one per module) saves 3h less with dropout 0.05. Net, with dropout, about +3h bytes
+    per token per layer: ~0.5 GB per Llama-2-7B sample, half the shortfall. Not modelled: trainfit has no Lit-GPT
+    layer (its LoRA terms are PEFT's on transformers' modules). Lit-GPT's RoPE makes fp32 temporaries (fp32 cos/sin
+    rebuilt outside the bf16 init context) that no op saves, and its attention output is a view of SDPA's, as in
     transformers. Lit-GPT quantises the lm_head too (Fabric's BitsandbytesPrecision replaces every nn.Linear;
     lightning @71aed751 src/lightning/fabric/plugins/precision/bitsandbytes.py l.268-284), -0.2 GB for Llama-2-7B,
     not modelled either. The OOM cell #815 (7B, micro-batch 4) is planned at 41.3 GB device on a 42.9 GB card: the

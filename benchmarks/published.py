@@ -1005,14 +1005,15 @@ def _litgpt_mappings() -> dict[int, dict[str, Any]]:
     adapter outputs (h values each per token, 4h bytes), and ``v.reshape`` of the permuted fused qkv output is a
     view, so SDPA's saved v keeps the whole (q, k, v) projection output alive (6h instead of 2h); against them
     Lit-GPT's RMSNorm saves its bf16 input (2h) where transformers saves an fp32 copy (4h), and its one dropout on
-    the shared q/v input (PEFT: one per module) saves 3h less with dropout 0.05. Net, with dropout, about +3h bytes
-    per token per layer: ~0.5 GB per Llama-2-7B sample, half the shortfall. Not modelled: trainfit has no Lit-GPT
-    layer (its LoRA terms are PEFT's on transformers' modules). Lit-GPT's RoPE makes fp32 temporaries (fp32 cos/sin
-    rebuilt outside the bf16 init context) that no op saves, and its attention output is a view of SDPA's, as in
-    transformers. Lit-GPT quantises the lm_head too (Fabric's BitsandbytesPrecision replaces every nn.Linear;
-    lightning @71aed751 src/lightning/fabric/plugins/precision/bitsandbytes.py l.268-284), -0.2 GB for Llama-2-7B,
-    not modelled either. The OOM cell #815 (7B, micro-batch 4) is planned at 41.3 GB device on a 42.9 GB card: the
-    same per-sample shortfall.
+    the shared q/v input (PEFT: one per module) adds 1h bytes with dropout 0.05 where PEFT's two add 4h (CUDA's bool
+    masks). Net, with dropout: about +1h bytes per token per layer, ~0.17 GB per Llama-2-7B sample, a sixth of the
+    shortfall; the rest is not found. Not modelled: trainfit has no Lit-GPT layer (its LoRA terms are PEFT's on
+    transformers' modules). Lit-GPT's RoPE makes fp32 temporaries (fp32 cos/sin rebuilt outside the bf16 init
+    context) that no op saves, and its attention output is a view of SDPA's, as in transformers. Lit-GPT quantises
+    the lm_head too (Fabric's BitsandbytesPrecision replaces every nn.Linear; lightning @71aed751
+    src/lightning/fabric/plugins/precision/bitsandbytes.py l.268-284), -0.2 GB for Llama-2-7B, not modelled either.
+    The OOM cell #815 (7B, micro-batch 4) is planned at 41.3 GB device on a 42.9 GB card: the same per-sample
+    shortfall.
 
     No step-time rows: the tables' 'Time 1k iterations' covers 1,000 micro-batches of Alpaca samples padded per batch
     to their longest (tokens not stated) and is the script's 'Training time', which includes the initial validate()

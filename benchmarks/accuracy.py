@@ -538,12 +538,53 @@ def render_md(data: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
+def published_only(ids: str | None, out: Path | None) -> int:
+    """Part (b) alone, trainfit only: the summary of every scored point and, with ``ids`` (``FIRST-LAST``), the
+    summary, split and rows of those points; ``out``: also write their rows and summaries to ``out/published.json``."""
+    import published
+
+    rows = published.published_rows(with_peers=False)
+    summary = published.summary(rows)["trainfit"]
+    print("(b) vs published, trainfit\n" + published.markdown_summary({"trainfit": summary}))
+    data: dict[str, Any] = {"rows": rows, "summary": summary}
+    if ids:
+        first, _, last = ids.partition("-")
+        lo, hi = int(first), int(last or first)
+        sel = [r for r in rows if lo <= r["id"] <= hi]
+        print(f"\n(b) ids {lo}-{hi}: {len(sel)} points\n"
+              + published.markdown_summary({"trainfit": published.summary(sel)["trainfit"]}))
+        print("\n" + published.markdown_split(published.split_summary(sel)) + "\n")
+        for r in sel:
+            tf = r["trainfit_bytes"]
+            meas = "-" if r["measured_bytes"] is None else f"{r['measured_bytes'] / 1e9:.2f} GB"
+            pred = tf if isinstance(tf, str) else f"{tf / 1e9:.2f} GB"
+            err = "" if r["trainfit_error"] is None else f" {r['trainfit_error']:+.1%}"
+            verdict = "" if r["trainfit_verdict_correct"] is None else (" verdict ok" if r["trainfit_verdict_correct"]
+                                                                         else " VERDICT WRONG")
+            print(f"#{r['id']} {r['model']} {r['method']} {r['gpus']} {r['outcome']}: measured {meas}, "
+                  f"trainfit {pred}{err}{verdict}")
+        data["selected"] = {"ids": [lo, hi], "summary": published.summary(sel)["trainfit"]}
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "published.json").write_text(json.dumps(data, indent=1, default=str) + "\n")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--no-slow", action="store_true", help="skip SLOW_GRID (the full-size Qwen3-8B traces)")
     ap.add_argument("--no-peers", action="store_true", help="score trainfit only")
-    ap.add_argument("--out", type=Path, default=HERE, help="directory for accuracy.md / accuracy.json")
+    ap.add_argument("--out", type=Path, default=None,
+                    help="directory for accuracy.md / accuracy.json (default: benchmarks/)")
+    ap.add_argument("--only", choices=("published",), default=None,
+                    help="published: score trainfit on part (b) only (no trace, no peers), print its summary and write "
+                         "nothing unless --out is given (then published.json there)")
+    ap.add_argument("--ids", default=None, metavar="FIRST-LAST",
+                    help="with --only published: also print the summary and rows of the point ids FIRST..LAST")
     args = ap.parse_args(argv)
+    if args.only == "published":
+        return published_only(args.ids, args.out)
+    args.out = args.out or HERE
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     warnings.filterwarnings("ignore", category=FutureWarning)
     warnings.filterwarnings("ignore", category=UserWarning)

@@ -941,6 +941,105 @@ POINTS.update({
           "GPU, --use_liger_kernel true -> loss.chunked liger; max_length 2048 -> 2048 (upper bound). " + _SWIFT_SFT_NOTE},
 })
 
+# ---- Lit-GPT's resource tables (published_memory_points_litgpt.json ids 801+, sources there)
+#
+# Lightning-AI/litgpt finetune/lora.py @8641822b3249bb94f068c254aa5d13decbc9f0a0 (the commit tutorials/resource-tables.md
+# names): LoRA r 8, alpha 16, dropout 0.05 on the query and value rows of the fused qkv only (l.46-54); precision
+# bf16-true converts the whole model, adapters included, to bf16 (Fabric's HalfPrecision); torch.optim.AdamW with its
+# defaults (foreach on CUDA), or bitsandbytes' 32-bit PagedAdamW under a bnb quantisation (l.138-143); one GPU: no
+# activation checkpointing; several: Fabric's FSDPStrategy (torch FSDP1, full shard) with activation checkpointing of
+# every Block (l.77-90). The loss: the lm_head runs in 128-token chunks that are all kept (``lm_head_chunk_size=128``,
+# l.216) and lit_gpt/utils.py chunked_cross_entropy (l.238-277) scores each bf16 chunk with F.cross_entropy, no fp32
+# copy (loss.upcast false; the chunks together hold the full logits). Attention: torch SDPA (lit_gpt/model.py).
+
+_LITGPT_LORA = {"rank": 8, "alpha": 16, "targets": ["q_proj", "v_proj"], "dropout": 0.05, "adapter_dtype": "bf16"}
+_LITGPT_SEQ = {"meta-llama/Llama-2-7b-hf": 1304, "meta-llama/Llama-2-13b-hf": 1304}
+"""Alpaca's longest sample per tokenizer (tutorials/resource-tables.md l.21-26 @0cc02afa1dca7434418cf612690da13d38d294fd)."""
+_LITGPT_UNSUPPORTED = {
+    "microsoft/phi-1_5": "phi: its lm_head carries a bias that ModelSpec has no field for (catalog.hf_config REFUSED_FAMILIES)",
+    "stabilityai/stablelm-base-alpha-3b": "scope lora is not planned for gpt_neox models (fused query_key_value has no "
+                                          "LoRA target name in trainfit yet)",
+    "tiiuae/falcon-40b": "Falcon layers have no activation model (catalog.hf_config COUNTED_FAMILIES: unplanned)",
+}
+
+
+def _litgpt_card(model: str, *, mbs: int, gpus: int, quant: str | None, mixed: bool = False) -> dict[str, Any]:
+    """A Lit-GPT finetune/lora.py run of the resource tables (A100-SXM4-40GB)."""
+    lora = dict(_LITGPT_LORA, adapter_dtype="fp32") if mixed else dict(_LITGPT_LORA)
+    prec: dict[str, Any] = {"weights": "bf16", "compute": "bf16", "master_weights": "none", "optimizer": "adamw",
+                            "optimizer_states": "same_as_weights", "optimizer_impl": "foreach"}
+    if quant:
+        lora["double_quant"] = quant.endswith("-dq")
+        prec.update(weights="nf4", optimizer="paged_adamw", optimizer_states="fp32")
+        card_software = {"bitsandbytes": "0.41.1"}  # the table's environment (resource-tables.md l.13)
+    else:
+        card_software = {}
+    if mixed:  # bf16-mixed: fp32 model (adapters and AdamW states fp32), bf16 autocast
+        prec.update(weights="fp32", optimizer_states="fp32")
+    card: dict[str, Any] = {
+        "model": model, "scope": "qlora" if quant else "lora", "lora": lora, "precision": prec,
+        "hardware": {"gpu": "a100-40gb", "gpus_per_node": gpus},
+        # FSDP: every accumulating micro-batch inside fabric.no_backward_sync -> FSDP1 no_sync (l.214-215)
+        "parallel": ({"strategy": "single", "gradient_checkpointing": False} if gpus == 1 else
+                     {"strategy": "fsdp", "fsdp_version": "fsdp1", "gradient_checkpointing": True, "fsdp_no_sync": True}),
+        # batch_size 128 over micro-batches of mbs on each device: gradient_accumulation_iters = 128 // mbs (l.40-42)
+        "batch": {"micro_batch_size": mbs, "seq_len": _LITGPT_SEQ[model], "grad_accum": 128 // mbs},
+    }
+    if card_software:
+        card["software"] = card_software
+    if not mixed:  # bf16-true: the bf16 chunks scored as they are; under autocast cross_entropy runs in fp32
+        card["loss"] = {"upcast": False}
+    return card
+
+
+def _litgpt_mappings() -> dict[int, dict[str, Any]]:
+    """POINTS entries of the Lit-GPT points: their card, or why trainfit cannot plan the model.
+
+    What is left after the two mechanisms these rows exposed (``memory.fsdp_no_sync``, ``memory.bnb_saved_input``):
+    the one-GPU bf16 LoRA rows stay 4-7 % low (#811 -4.7 %, #814 -6.9 %, #816 -4.1 %: about 1.0 GB per 1304-token
+    sample of Llama-2-7B, ~24 kB per token per layer) and the QLoRA rows ~11 % low. Measured on this CPU (torch
+    2.13.0, saved_tensors_hooks, storages deduplicated, parameters excluded) with Lit-GPT's own lit_gpt/lora.py and
+    model.py of 8641822 on a 256-wide Llama layer (4 heads, I 688, LoRA r8 on q,v, no dropout, 512 tokens, bf16): a
+    layer saves 9,820 B per token where trainfit's transformers/PEFT layer saves 8,792 B (+4h bytes, h = 256). Two
+    Lit-GPT details make the difference: LoRAQKVLinear.zero_pad's ``index_copy`` saves its source, the q and v
+    adapter outputs (h values each per token, 4h bytes), and ``v.reshape`` of the permuted fused qkv output is a
+    view, so SDPA's saved v keeps the whole (q, k, v) projection output alive (6h instead of 2h); against them
+    Lit-GPT's RMSNorm saves its bf16 input (2h) where transformers saves an fp32 copy (4h), and its one dropout on
+    the shared q/v input (PEFT: one per module) adds 1h bytes with dropout 0.05 where PEFT's two add 4h (CUDA's bool
+    masks). Net, with dropout: about +1h bytes per token per layer, ~0.17 GB per Llama-2-7B sample, a sixth of the
+    shortfall; the rest is not found. Not modelled: trainfit has no Lit-GPT layer (its LoRA terms are PEFT's on
+    transformers' modules). Lit-GPT's RoPE makes fp32 temporaries (fp32 cos/sin rebuilt outside the bf16 init
+    context) that no op saves, and its attention output is a view of SDPA's, as in transformers. Lit-GPT quantises
+    the lm_head too (Fabric's BitsandbytesPrecision replaces every nn.Linear; lightning @71aed751
+    src/lightning/fabric/plugins/precision/bitsandbytes.py l.268-284), -0.2 GB for Llama-2-7B, not modelled either.
+    The OOM cell #815 (7B, micro-batch 4) is planned at 41.3 GB device on a 42.9 GB card: the same per-sample
+    shortfall.
+
+    No step-time rows: the tables' 'Time 1k iterations' covers 1,000 micro-batches of Alpaca samples padded per batch
+    to their longest (tokens not stated) and is the script's 'Training time', which includes the initial validate()
+    (100 eval batches and a 100-token sample, finetune/lora.py l.33-34, l.182) and one at every 100 steps."""
+    path = ROOT / "benchmarks" / "data" / "published_memory_points_litgpt.json"
+    if not path.is_file():
+        return {}
+    out: dict[int, dict[str, Any]] = {}
+    for p in json.loads(path.read_text()):
+        quant = p["method"].split("bnb ")[1].rstrip(")") if "bnb" in p["method"] else None
+        mixed = p["precision"].startswith("bf16-mixed")
+        notes = (f"Lit-GPT finetune/lora.py: LoRA r8/a16 on q,v, {'bnb ' + quant + ' base, PagedAdamW' if quant else 'AdamW'}"
+                 f", {'bf16-mixed' if mixed else 'bf16-true'}, {p['num_gpus']}x A100-40GB "
+                 f"{'FSDP1 + checkpointing' if p['num_gpus'] > 1 else 'no checkpointing'}, mbs {p['micro_batch_size']}, "
+                 "the longest Alpaca sample. Metric: max_memory_allocated / 1e9 -> allocated, GB")
+        if p["hf_id"] in _LITGPT_UNSUPPORTED:
+            out[p["id"]] = {"card": None, "metric": "allocated", "unit": "GB", "notes": notes,
+                            "unsupported": _LITGPT_UNSUPPORTED[p["hf_id"]]}
+            continue
+        card = _litgpt_card(p["hf_id"], mbs=int(p["micro_batch_size"]), gpus=int(p["num_gpus"]), quant=quant, mixed=mixed)
+        out[p["id"]] = {"card": card, "metric": "allocated", "unit": "GB", "notes": notes}
+    return out
+
+
+POINTS.update(_litgpt_mappings())
+
 # ---- held-out points: prime-rl's CI benchmark peaks (published_memory_points.json ids 301+, ``heldout``)
 #
 # What prime-rl publishes (PrimeIntellect-ai/prime-rl @d8f290ef0358a804f1912bd29ea1b37cc56894b4): the trainer
@@ -1092,7 +1191,11 @@ step-time entry, ``train_file`` / ``train_entry``, or carrying its own entry in 
 ``swift sft`` example runs (mapped below, ``_swift_sft_card``). Every figure is the header comment of the script (or the
 doc's table) that states the run; the points say which log field it would be (``mem_metric``) and are flagged
 ambiguous, since no header says how it was read."""
-MEMORY_POINT_FILES = (MEMORY_POINTS, MEMORY_POINTS_QWEN_TORCHAO_PEFT, MEMORY_POINTS_NANOTRON, MEMORY_POINTS_MS_SWIFT)
+MEMORY_POINTS_LITGPT = ROOT / "benchmarks" / "data" / "published_memory_points_litgpt.json"
+"""Lit-GPT's resource tables (ids 801+, mapped by ``_litgpt_mappings``): max_memory_allocated of finetune/lora.py runs on
+A100-SXM4-40GB, and the out-of-memory cells as fit verdicts."""
+MEMORY_POINT_FILES = (MEMORY_POINTS, MEMORY_POINTS_QWEN_TORCHAO_PEFT, MEMORY_POINTS_NANOTRON, MEMORY_POINTS_MS_SWIFT,
+                      MEMORY_POINTS_LITGPT)
 
 POINTS.update(_train_entry_mappings())
 

@@ -12,7 +12,9 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from trainfit.errors import CardError
 from trainfit.memory import attention as attn
+from trainfit.memory import bnb_saved_input
 from trainfit.memory.activations import ZERO_CENTRED_NORM_FAMILIES, ActivationBytes, activation_bytes
+from trainfit.memory.fsdp_no_sync import no_sync_unit_grad_bytes
 from trainfit.memory.logits import (
     SOFTCAP_FAMILIES,
     HfLossCopies,
@@ -148,6 +150,22 @@ def _autocast_copies(act: ActivationBytes, spec: ModelSpec, *, enabled: bool, sc
     return replace(act, per_layer=per_layer, head=act.head + 2 * (pb.lm_head or pb.embedding) * scale)
 
 
+def _autocast_frozen_copies(act: ActivationBytes, spec: ModelSpec, *, enabled: bool, scale: float) -> ActivationBytes:
+    """An adapter on a frozen fp32 base under 16-bit autocast: autocast caches only the casts of leaves that require a
+    gradient, so each frozen weight is cast anew at every use, and the matmul, whose input needs a gradient, saves that
+    16-bit copy for the input's gradient (2 B per weight). Measured on this CPU (torch 2.13.0, saved_tensors_hooks): a
+    frozen fp32 ``nn.Linear`` under ``torch.autocast('cpu', bfloat16)`` saves its bf16 weight and nothing else
+    (``tests/unit/test_autocast_frozen_weight.py``). Without checkpointing layer 0's attention input needs no gradient
+    (frozen embedding), so its q/k/v save nothing; a frozen head saves its copy (its input needs a gradient)."""
+    if not enabled:
+        return act
+    pb = param_breakdown(spec)
+    qkv = spec.hidden_size * (spec.num_attention_heads + 2 * spec.num_kv_heads) * spec.head_dim
+    per_layer = tuple(a + 2 * (p - (qkv if i == 0 else 0)) * scale
+                      for i, (a, p) in enumerate(zip(act.per_layer, pb.per_layer)))
+    return replace(act, per_layer=per_layer, head=act.head + 2 * (pb.lm_head or pb.embedding) * scale)
+
+
 def fsdp_casts_gathered_params(card: RunCard, sharding: Sharding) -> bool:
     """fp32 weights with bf16/fp16 compute under an FSDP strategy that gathers parameters: FSDP mixed precision
     casts each shard to the compute dtype on its way into the all-gather, so the gathered parameters are 16-bit
@@ -192,6 +210,15 @@ def autocast_copies_weights(card: RunCard, sharding: Sharding) -> bool:
     (``plan.ranks``)."""
     return (card.weights_dtype is Dtype.FP32 and card.precision.compute is not ComputeDtype.FP32
             and not fsdp_casts_gathered_params(card, sharding))
+
+
+def bnb_saves_matmul_input(card: RunCard, spec: ModelSpec) -> bool:
+    """A QLoRA card on bitsandbytes' 4-bit base with a ``software.bitsandbytes`` pin before 0.43.2, whose MatMul4Bit
+    keeps its input (``memory.bnb_saved_input``); dense layers only (no MoE, no linear attention)."""
+    pin = (card.software.model_extra or {}).get("bitsandbytes")
+    return (card.scope is Scope.QLORA and card.lora is not None and card.lora.dequant is QloraDequant.BITSANDBYTES
+            and spec.moe is None and spec.linear_attention is None
+            and bnb_saved_input.saves_input(str(pin) if pin is not None else None))
 
 
 def gptq_torch_dequant(card: RunCard) -> bool:
@@ -613,6 +640,13 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         grads_embed = saved_emb * s_grad * grads_scale
         tied_grad = 0.0
 
+    if card.parallel.fsdp_no_sync and card.batch.grad_accum > 1 and sharding.gathers_params:
+        # FSDP1 no_sync: each unit with a trainable parameter keeps its whole unsharded gradient (memory.fsdp_no_sync)
+        per_layer_grads, grads_head, grads_embed = _no_sync_grads(spec, pb, trainable, scale=scale, n_train=n_train,
+                                                                  saved=(saved_emb, saved_head), grad_bytes=grad_bytes)
+        notes.append(f"FSDP1 no_sync accumulation: {sum(per_layer_grads) + grads_head + grads_embed:.3g} B of unsharded"
+                     " gradients (every unit with a trainable parameter, frozen ones included) held across micro-batches")
+
     act_dtype = 4 if compute is ComputeDtype.FP32 else 2
     act = activation_bytes(
         spec,
@@ -635,9 +669,19 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         act = peft_variants.adjust_activations(act, spec, variant, micro_batch_size=card.batch.micro_batch_size,
                                                seq_len=seq_len, compute_dtype_bytes=act_dtype,
                                                zero_centred_norm=spec.family in ZERO_CENTRED_NORM_FAMILIES)
+    if bnb_saves_matmul_input(card, spec):
+        # bitsandbytes before 0.43.2: each frozen 4-bit linear keeps its input for the backward (memory.bnb_saved_input)
+        extra = [bnb_saved_input.saved_input_bytes_per_layer(
+            tokens=card.batch.micro_batch_size * seq_len, hidden_size=spec.hidden_size,
+            intermediate_size=spec.intermediate_size, dtype_bytes=act_dtype, attention_input_needs_grad=i > 0)
+            for i in range(len(act.per_layer))]
+        act = replace(act, per_layer=tuple(p + e for p, e in zip(act.per_layer, extra)))
+        notes.append(f"bitsandbytes {card.software.model_extra.get('bitsandbytes')}: MatMul4Bit keeps each frozen"
+                     f" 4-bit linear's input ({sum(extra) / GIB:.2f} GiB over the layers without checkpointing)")
     mp_gather = fsdp_casts_gathered_params(card, sharding)
     autocast = autocast_copies_weights(card, sharding)
     act = _autocast_copies(act, spec, enabled=autocast and trainable.lora is None, scale=scale)
+    act = _autocast_frozen_copies(act, spec, enabled=autocast and trainable.lora is not None, scale=scale)
     subset = card.parallel.checkpointed_layers(spec.num_layers)  # None: every layer as checkpoints_layers says
     if subset is not None:
         act = act.checkpointing_only(subset)
@@ -1042,6 +1086,27 @@ def torchao_fp8_gather_units(card: RunCard, spec: ModelSpec, fsdp: dict[str, flo
     note = (f"FSDP units with torchao's float8 all-gather: one per decoder layer ({unit / GIB:.2f} GiB gathered, the"
             " linears' weights as fp8), current + one prefetched; root unit (embedding, norm, output) in param_dtype")
     return dict(fsdp, fsdp_layer_units=2 * unit), note
+
+
+def _no_sync_grads(spec: ModelSpec, pb: ParamBreakdown, trainable: TrainableSpec, *, scale: float, n_train: float,
+                   saved: tuple[float, float], grad_bytes: float) -> tuple[tuple[float, ...], float, float]:
+    """Per-layer, head and embedding gradient bytes held under FSDP1 ``no_sync`` accumulation (units: one per decoder
+    layer, and the root with the embedding, final norm and head): each unit's whole unsharded flat parameter once any
+    of its parameters trains (``memory.fsdp_no_sync.no_sync_unit_grad_bytes``). LoRA: the adapters of a layer train
+    in its unit; the root trains only with ``lora.modules_to_save``."""
+    layers = max(1, spec.num_layers)
+    lora = trainable.lora is not None
+    n_adapter = (n_train - saved[0] - saved[1]) if lora else 0.0
+    per_layer = tuple(
+        no_sync_unit_grad_bytes(unit_params=p * scale + n_adapter / layers,
+                                unit_trainable_params=n_adapter / layers if lora else p * scale,
+                                grad_dtype_bytes=grad_bytes)
+        for p in pb.per_layer)
+    root = (pb.embedding + pb.lm_head + pb.positions + spec.hidden_size) * scale
+    root_trainable = (saved[0] + saved[1]) if lora else root
+    grads_root = no_sync_unit_grad_bytes(unit_params=root, unit_trainable_params=root_trainable,
+                                         grad_dtype_bytes=grad_bytes)
+    return per_layer, grads_root, 0.0
 
 
 def _fsdp_terms(

@@ -354,6 +354,12 @@ class ParallelSection(_Section):
                                       " reduce-scatter copy-in run on the compute stream). Default fsdp2, as trainfit's"
                                       " trace and its torchtitan export shard. Not read with other strategies (a"
                                       " search over parallel.strategy keeps it).")
+    fsdp_no_sync: bool = Field(
+        False, description="With strategy fsdp and fsdp_version fsdp1 and batch.grad_accum > 1: the accumulating"
+        " micro-batches run inside FullyShardedDataParallel.no_sync() (Lightning Fabric's no_backward_sync, as Lit-GPT's"
+        " finetune scripts call it), so every unit with a trainable parameter keeps its whole unsharded gradient, frozen"
+        " parameters of the unit included under use_orig_params, until the synced micro-batch"
+        " (memory.fsdp_no_sync). false: each backward reduce-scatters (sharded gradients).")
     hsdp_shard_size: int | None = Field(
         None, ge=1, le=100_000, description="With strategy hsdp: the GPUs one shard group spans (parameters, gradients"
         " and optimizer states split over them, replicated over the other data x context ranks; the shard group is the"
@@ -492,6 +498,9 @@ class ParallelSection(_Section):
 
     @model_validator(mode="after")
     def _one_checkpointing(self) -> "ParallelSection":
+        if self.fsdp_no_sync and not (self.strategy is Strategy.FSDP and self.fsdp_version is FsdpVersion.FSDP1):
+            raise ValueError(f"parallel.fsdp_no_sync: FSDP1's no_sync (strategy fsdp, fsdp_version fsdp1); got strategy"
+                             f" '{self.strategy.value}', fsdp_version '{self.fsdp_version.value}'; allowed with them: false")
         if self.gradient_checkpointing and self.selective_checkpointing is not SelectiveCheckpointing.NONE:
             raise ValueError(f"parallel.selective_checkpointing: '{self.selective_checkpointing.value}' with"
                              " gradient_checkpointing: true (full recompute already); allowed with it: none")

@@ -1,0 +1,47 @@
+"""bitsandbytes' 4-bit matmul before 0.43.2 keeps its input for the backward.
+
+``MatMul4Bit.forward`` (bitsandbytes/autograd/_functions.py) multiplies the input ``A`` with the dequantised 4-bit weight
+and, whenever the input or the weight needs a gradient, stores ``ctx.tensors = (A, B)``; its backward only needs ``B``
+for the input's gradient (the weight is frozen). Up to 0.43.1 the input was kept (bitsandbytes-foundation/bitsandbytes
+@a06a0f6a08cb23754b110359a109e069fa97ce9e, the 0.41.0 tag, l.522-523); commit
+9e75374104cec965d9a4a630a68ce4e2b77b066f (2024-07-16, "fix QLoRA mem bug: delete useless buffered activation", #1270,
+first released in 0.43.2) stores ``(None, B)``. A frozen 16-bit ``nn.Linear`` saves no input (``memory.activations``),
+so with an older bitsandbytes every frozen 4-bit linear of a layer whose input needs a gradient saves that input,
+unless another op already saves the same tensor.
+
+Per dense decoder layer of the transformers Llama layout (what ``memory.activations`` models): q/k/v share the
+attention norm's output (h per token), o_proj's input is a view of SDPA's saved output (nothing new), gate/up share the
+MLP norm's output (h), down_proj takes the gated product (I). Without checkpointing layer 0's attention input needs no
+gradient (frozen embedding), so its q/k/v save nothing.
+"""
+
+from __future__ import annotations
+
+import re
+
+from trainfit.spec.card import pin_before
+
+FIXED_IN = (0, 43, 2)
+"""The first bitsandbytes release whose MatMul4Bit drops the input (9e75374104cec965d9a4a630a68ce4e2b77b066f)."""
+
+
+def saves_input(bitsandbytes_version: str | None) -> bool:
+    """True for a ``software.bitsandbytes`` pin whose every release keeps the input: before 0.43 (``pin_before``), or
+    exactly 0.43.0 / 0.43.1. None, a range or anything unparsable: False (today's releases drop it)."""
+    if not bitsandbytes_version:
+        return False
+    if pin_before(bitsandbytes_version, FIXED_IN[:2]):
+        return True
+    m = re.fullmatch(r"(?:==)?\s*v?(\d+)\.(\d+)\.(\d+)", str(bitsandbytes_version).strip())
+    return m is not None and tuple(int(x) for x in m.groups()) < FIXED_IN
+
+
+def saved_input_bytes_per_layer(*, tokens: int, hidden_size: int, intermediate_size: int, dtype_bytes: int,
+                                attention_input_needs_grad: bool) -> int:
+    """Bytes one dense decoder layer's frozen 4-bit linears save beyond a 16-bit layer: the attention norm's output
+    (when it needs a gradient), the MLP norm's output and the gated product, each ``tokens`` rows in the compute
+    dtype. ``tokens``: micro-batch x sequence; ``dtype_bytes``: the compute dtype's size."""
+    if min(tokens, hidden_size, intermediate_size, dtype_bytes) < 0:
+        raise ValueError("tokens, hidden_size, intermediate_size and dtype_bytes must be >= 0")
+    per_token = (hidden_size if attention_input_needs_grad else 0) + hidden_size + intermediate_size
+    return tokens * per_token * dtype_bytes

@@ -1,0 +1,49 @@
+"""memory.fsdp_no_sync: FSDP1's unsharded gradients under no_sync, and the plan term of a card that states it."""
+
+from __future__ import annotations
+
+import pytest
+
+from trainfit.errors import CardError
+from trainfit.memory.fsdp_no_sync import no_sync_unit_grad_bytes
+from trainfit.plan import make_plan
+from trainfit.spec.card import load_card_dict
+
+
+def test_unit_with_a_trainable_parameter_holds_its_whole_flat_gradient() -> None:
+    # a LoRA layer: 200 M frozen + 0.13 M adapter parameters, bf16 -> the whole flat parameter's gradient
+    assert no_sync_unit_grad_bytes(unit_params=200e6 + 131072, unit_trainable_params=131072,
+                                   grad_dtype_bytes=2) == pytest.approx((200e6 + 131072) * 2)
+    assert no_sync_unit_grad_bytes(unit_params=200e6, unit_trainable_params=0, grad_dtype_bytes=2) == 0.0
+    with pytest.raises(ValueError):
+        no_sync_unit_grad_bytes(unit_params=-1, unit_trainable_params=0, grad_dtype_bytes=2)
+
+
+def _card(**parallel: object) -> dict:
+    return {"model": "meta-llama/Llama-2-7b-hf", "scope": "lora",
+            "lora": {"rank": 8, "alpha": 16, "targets": ["q_proj", "v_proj"], "adapter_dtype": "bf16"},
+            "precision": {"weights": "bf16", "compute": "bf16", "master_weights": "none", "optimizer": "adamw",
+                          "optimizer_states": "same_as_weights", "optimizer_impl": "foreach"},
+            "hardware": {"gpu": "a100-80gb", "gpus_per_node": 2},
+            "parallel": {"strategy": "fsdp", "fsdp_version": "fsdp1", "gradient_checkpointing": True, **parallel},
+            "batch": {"micro_batch_size": 1, "seq_len": 1024, "grad_accum": 8}}
+
+
+def test_plan_holds_every_layer_unsharded_gradient() -> None:
+    base = make_plan(load_card_dict(_card())).peak
+    synced = make_plan(load_card_dict(_card(fsdp_no_sync=True))).peak
+    # Llama-2-7B: 32 decoder layers of 202,383,360 parameters, bf16 -> 12.95 GB held on each of the 2 ranks
+    layers = 32 * 202_383_360 * 2
+    assert synced.components["gradients"] == pytest.approx(layers, rel=0.01)
+    assert synced.allocated - base.allocated == pytest.approx(layers, rel=0.05)
+
+
+def test_no_accumulation_no_term() -> None:
+    card, plain = _card(fsdp_no_sync=True), _card()
+    card["batch"]["grad_accum"] = plain["batch"]["grad_accum"] = 1
+    assert make_plan(load_card_dict(card)).peak.allocated == make_plan(load_card_dict(plain)).peak.allocated
+
+
+def test_refused_outside_fsdp1() -> None:
+    with pytest.raises((CardError, ValueError), match="fsdp_no_sync"):
+        load_card_dict(_card(fsdp_no_sync=True, fsdp_version="fsdp2"))

@@ -5,8 +5,8 @@ bitsandbytes 0.50.2 (PyPI wheel, files as installed):
 * **Forward** (``MatMul4Bit.forward`` -> ``bitsandbytes::gemm_4bit``, ``autograd/_functions.py`` l.322-346) on CUDA
   runs the unfused ``_dequant_linear_fallback`` (``backends/cuda/ops.py`` l.904-916) for more than 1,536 rows
   (l.922-926, l.954) and for every row count at which ``_gemm_4bit_use_custom_cuda`` (l.584-812) prefers it: on
-  sm90 (H100/H200) a weight of 4 Mi elements or more takes the fused kernel only up to 16-64 rows (l.744-757),
-  on sm80 up to 16-128 rows (l.712-732), on sm100 none beyond 32 (l.617-623). The fallback holds ``absmax_dq``
+  sm90 (H100/H200) a weight of 4 Mi elements or more takes the fused kernel only up to 16-64 rows (l.745-757),
+  on sm80 up to 16-128 rows (l.711-734), on sm100 none beyond 32 (l.618-623). The fallback holds ``absmax_dq``
   (fp32, one per 64-element block) and ``absmax = absmax_dq + offset`` (another) when double quantization nests
   the absmax, and the weight dequantised to the input's dtype, until ``F.linear`` has written its output.
   Short rows on the fused kernel hold none of this: the term is an upper bound there.
@@ -44,7 +44,7 @@ def forward_gemm_bytes(*, in_features: int, out_features: int, rows: int, comput
     weight dequantised to the compute dtype (``out × in``), the output (``rows × out``) and the input
     (``rows × in``), which MatMul4Bit does not save; less what an adapter on this linear saves of that input
     (``adapter_input_bytes`` per element: PEFT's fp32 copy for lora_A, made after the base GEMM,
-    ``peft/tuners/lora/bnb.py`` l.515-534) and the layer's saved set already counts."""
+    ``peft/tuners/lora/bnb.py`` l.527, l.546-549) and the layer's saved set already counts."""
     n = in_features * out_features
     absmax = 2 * _absmax_fp32_bytes(n) if double_quant else 0
     return (absmax + n * compute_dtype_bytes + rows * out_features * compute_dtype_bytes

@@ -51,7 +51,7 @@ _QUANT_STATE_BUFFERS = ("absmax", "code", "offset", "absmax2", "code2")
 
 def require_bitsandbytes() -> None:
     """Import bitsandbytes, or raise the one-line refusal when it is not installed. Its CPU backend logs a warning
-    at import when the optional ``kernels`` package is missing (``backends/cpu/ops.py`` l.245-256: a CPU inference
+    at import when the optional ``kernels`` package is missing (``backends/cpu/ops.py`` l.242-256: a CPU inference
     kernel the trace never runs); that logger is quietened for the import only."""
     if importlib.util.find_spec("bitsandbytes") is None:
         raise TraceUnsupported(f"trace: scope 'qlora' cannot be traced: bitsandbytes is not installed (pip install"

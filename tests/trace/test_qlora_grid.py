@@ -50,3 +50,23 @@ def test_qlora_grid_covers_its_axes():
     assert {c.nf4_compute_dtype for c in QLORA_GRID} == {"bf16", "fp32"}
     assert {c.attention for c in QLORA_GRID} == {"sdpa", "eager"}
     assert {"llama_widemlp", "qwen2"} <= {c.arch for c in QLORA_GRID}
+
+
+@pytest.mark.trace
+def test_qlora_without_double_quant_weights_to_the_byte_and_one_trace_extrapolation():
+    """``lora.double_quant: false``: an fp32 absmax per 64-block and the per-weight NF4 code table (memory/quant.py);
+    the extrapolated trace (quantization state owned by its layer) equals the full-depth one."""
+    from trainfit.accuracy.grid import GridCase
+
+    case = GridCase("llama", scope="qlora", seq_len=256)
+    card = case.card()
+    card["lora"]["double_quant"] = False
+    plan = make_plan(load_card_dict(card))
+    req = TraceRequest(**dict(case.trace_kwargs(), double_quant=False))
+    traced = trace_step(req)
+    step = {p.phase.value: p for p in plan.phases}["optimizer_step"].components
+    buffers = _unquantized_buffer_bytes(req, 4)
+    assert traced.phase("optimizer_step").breakdown["weights"] == step["weights"] + step["adapter_weights"] + buffers
+    full = trace_step(TraceRequest(**dict(case.trace_kwargs(), double_quant=False, layers=4)))
+    assert traced.layers_traced != full.layers_traced
+    assert [p.peak_bytes for p in traced.phases] == [p.peak_bytes for p in full.phases]

@@ -34,6 +34,9 @@ def build_meta(req: TraceRequest, num_layers: int, *, scope: str | None = None) 
     ``num_labels=1``: the decoder and a ``score`` head, as TRL's PPO value model and reward model).
     ``scope`` overrides ``req.scope`` (a DPO reference copy is built with ``"full"``).
     """
+    from trainfit.trace.qlora import import_quietly
+
+    import_quietly()  # before transformers and PEFT import it (any scope, once bitsandbytes is installed)
     from transformers import AutoModelForCausalLM, AutoModelForSequenceClassification
 
     scope = req.scope if scope is None else scope

@@ -34,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import logging
+import sys
 from typing import Any, Iterator
 
 import torch
@@ -50,12 +51,20 @@ _QUANT_STATE_BUFFERS = ("absmax", "code", "offset", "absmax2", "code2")
 
 
 def require_bitsandbytes() -> None:
-    """Import bitsandbytes, or raise the one-line refusal when it is not installed. Its CPU backend logs a warning
-    at import when the optional ``kernels`` package is missing (``backends/cpu/ops.py`` l.242-256: a CPU inference
-    kernel the trace never runs); that logger is quietened for the import only."""
+    """Import bitsandbytes, or raise the one-line refusal when it is not installed."""
     if importlib.util.find_spec("bitsandbytes") is None:
         raise TraceUnsupported(f"trace: scope 'qlora' cannot be traced: bitsandbytes is not installed (pip install"
                                f" -c constraints.txt bitsandbytes=={BITSANDBYTES_PIN})")
+    import_quietly()
+
+
+def import_quietly() -> None:
+    """Import bitsandbytes (when installed) before transformers or PEFT do: its CPU backend logs a warning at import
+    when the optional ``kernels`` package is missing (``backends/cpu/ops.py`` l.242-256: a CPU inference kernel the
+    trace never runs), and PEFT imports bitsandbytes for every LoRA model once it is installed. That logger is
+    quietened for the import only."""
+    if "bitsandbytes" in sys.modules or importlib.util.find_spec("bitsandbytes") is None:
+        return
     log = logging.getLogger("bitsandbytes.backends.cpu.ops")
     level = log.level
     log.setLevel(logging.ERROR)

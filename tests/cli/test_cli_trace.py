@@ -47,7 +47,28 @@ def test_trace_refuses_in_one_line(argv, expected, capsys):
     assert rc == 2 and err.count("\n") == 1 and expected in err
 
 
-def test_qlora_trace_says_why(capsys):
+def test_qlora_trace_without_bitsandbytes_says_why(capsys, monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "bitsandbytes" else real(name, *a))
     rc = main(["trace", "--set", TINY, "--scope", "qlora", "--gpus", "1", "--strategy", "single", "--seq", "32"])
     err = capsys.readouterr().err
-    assert rc == 2 and "qlora" in err.lower() and err.count("\n") == 1
+    assert rc == 2 and "bitsandbytes is not installed" in err and err.count("\n") == 1
+
+
+@pytest.mark.trace
+def test_qlora_trace_json_matches_plan(capsys):
+    pytest.importorskip("bitsandbytes")
+    rc = main(["trace", "--set", TINY, "--scope", "qlora", "--gpus", "1", "--strategy", "single", "--seq", "64",
+               "--no-ckpt", "--json"])
+    assert rc == 0
+    obj = json.loads(capsys.readouterr().out)
+    assert obj["traced_peak_phase"] == obj["planned_peak_phase"] and abs(obj["peak_error"]) < 0.02
+
+
+def test_qlora_trace_refuses_another_dequant_kernel(capsys):
+    rc = main(["trace", "--set", TINY, "--scope", "qlora", "--set", "lora.dequant=torchao", "--gpus", "1",
+               "--strategy", "single", "--seq", "32"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "lora.dequant" in err and err.count("\n") == 1

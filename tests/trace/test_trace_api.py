@@ -46,11 +46,15 @@ def test_progress_is_monotone_and_ends_at_one():
     assert [p.name for p in r.phases] == ["forward", "backward", "optimizer_step"]
 
 
-def test_qlora_without_bitsandbytes_says_why():
+def test_qlora_without_bitsandbytes_says_why(monkeypatch):
     pytest.importorskip("torch")
+    import importlib.util
+
     from trainfit.trace.api import trace_step
 
-    with pytest.raises(TraceUnsupported, match="bitsandbytes"):
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "bitsandbytes" else real(name, *a))
+    with pytest.raises(TraceUnsupported, match="bitsandbytes is not installed"):
         trace_step(TraceRequest(hf_config=TINY, seq_len=32, scope="qlora"))
 
 

@@ -60,3 +60,13 @@ def test_hybrid_period_four_extrapolates_exactly():
     full = trace_step(TraceRequest(layers=16, **kw))
     assert ext.layers_traced == (12,)
     assert [p.peak_bytes for p in ext.phases] == [p.peak_bytes for p in full.phases]
+
+
+def test_qlora_ground_truth():
+    """GROUND_TRUTH §9: Qwen3-8B QLoRA (bitsandbytes 0.50.2 NF4, double quantization) r=16 all-linear with
+    checkpointing, 11,592,017,112 B."""
+    pytest.importorskip("bitsandbytes")
+    r = trace_step(TraceRequest(hf_config=hf_config_of("Qwen/Qwen3-8B"), scope="qlora", gradient_checkpointing=True,
+                                keep_outputs=True))
+    assert (r.params_total, r.params_trainable) == (8_190_735_360 + 43_646_976, 43_646_976)
+    assert r.peak_bytes == 11_592_017_112 and r.peak_phase == "backward"

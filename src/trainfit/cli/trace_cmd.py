@@ -9,7 +9,7 @@ import typer
 
 from trainfit.cli.common import load_card, print_json
 from trainfit.errors import TrainfitError
-from trainfit.spec.enums import LoraDropoutPosition, OptimizerImpl, Padding, Scope
+from trainfit.spec.enums import LoraDropoutPosition, OptimizerImpl, Padding, QloraDequant, Scope
 
 
 class TraceCardError(TrainfitError):
@@ -68,8 +68,13 @@ def trace_request_kwargs(card, spec_config: dict[str, Any], *, layouts: bool = F
         raise TraceCardError("precision.compute: fp8 is not traced (no fp8 GEMMs on the CPU trace); its fp8 weight"
                              " copies and scaling state rest on memory/fp8.py; trace compute bf16 for the rest")
     w = card.weights_dtype.value
+    qlora: dict[str, Any] = {}
     if card.scope.value == "qlora":
+        if card.lora.dequant is not QloraDequant.BITSANDBYTES:
+            raise TraceCardError(f"lora.dequant: the qlora trace runs bitsandbytes' NF4 Linear4bit, got"
+                                 f" '{card.lora.dequant.value}'")
         precision = "bf16"
+        qlora = {"double_quant": card.lora.double_quant, "nf4_compute_dtype": p.nf4_compute_dtype.value}
     elif w == "bf16" and p.master_weights.value == "none":
         precision = "bf16"
     elif w == "fp32" and p.compute.value == "bf16":
@@ -105,6 +110,7 @@ def trace_request_kwargs(card, spec_config: dict[str, Any], *, layouts: bool = F
         "fsdp_shard_embeddings": card.parallel.fsdp_shard_embeddings,
         "padding_mask": card.batch.padding is Padding.MASK,
         "precision": precision,
+        **qlora,
         # Apex's DistributedFusedAdam is traced as torch's fused AdamW: one fused kernel, no step temporaries
         "optimizer_impl": "fused" if p.optimizer_impl is OptimizerImpl.APEX_DISTRIBUTED else p.optimizer_impl.value,
         "world_size": world,

@@ -326,7 +326,9 @@ def _adapter_saved(ctx: _Ctx, name: str, in_features: int, r: int, *, input_save
     """What one LoRA-wrapped module saves on top of its base.
 
     fp32 adapters on a bf16 base: PEFT casts the input to fp32 (4·in, a new tensor per module)
-    and ``lora_B`` saves the fp32 ``lora_A`` output (4r). Adapters in the compute dtype: no cast,
+    and ``lora_B`` saves the fp32 ``lora_A`` output (4r). Adapters in the compute dtype (fp32 adapters on a model
+    run in fp32 too: ``BaseTunerLayer._cast_input_dtype`` returns the input itself when the dtypes match,
+    peft 0.21.2 ``peft/tuners/tuners_utils.py`` l.2233): no cast,
     so ``lora_A`` saves the module's own input (shared by q/k/v and by gate/up: one storage, counted
     once per layer, and nothing when something else already saves it) and ``lora_B`` the rank-r output.
 
@@ -349,7 +351,7 @@ def _adapter_saved(ctx: _Ctx, name: str, in_features: int, r: int, *, input_save
     if ctx.lora_dropout:
         mask = ctx.T * DROPOUT_MASK_BYTES * in_features if x_rg else 0
         return ctx.T * ctx.adapter_bytes * (in_features + r) + mask
-    if ctx.adapter_bytes == FP32:
+    if ctx.adapter_bytes == FP32 and ctx.a < FP32:  # an fp32 model: PEFT's cast returns the input itself
         if ctx.compiled:  # one fp32 cast per distinct input: Inductor merges q/k/v's (gate/up's) identical casts
             key = "fp32:" + _SHARED_INPUT.get(name, name)
             first = key not in ctx.saved_inputs

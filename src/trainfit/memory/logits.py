@@ -122,6 +122,11 @@ from trainfit.spec.card import pin_before
 
 FORWARD_PEAK_BYTES_PER_LOGIT = 10
 """bf16 logits + fp32 upcast + fp32 log-softmax output."""
+FP32_LOGITS_FORWARD_PEAK_BYTES_PER_LOGIT = 8
+"""A model whose logits are fp32 already (loaded and run in float32 without autocast, e.g. a QLoRA model with
+``precision.nf4_compute_dtype`` fp32): the logits (4) and the log-softmax output (4); the loss's ``.float()`` returns
+the same tensor (torch ``Tensor.float`` on a float32 tensor), so there is no upcast copy. Checked against the
+fake-tensor trace (tests/trace/test_qlora_grid.py, the fp32-loaded cells)."""
 RETAINED_BYTES_PER_LOGIT = 4
 """fp32 log-softmax output saved for backward."""
 BACKWARD_PEAK_BYTES_PER_LOGIT = 12
@@ -577,6 +582,8 @@ def logits_bytes(
         return LogitsBytes(forward_peak=lg.forward_peak + softcap, retained=lg.retained + held,
                            backward_peak=lg.backward_peak + held)
     fwd = KEPT_FP32_FORWARD_PEAK_BYTES_PER_LOGIT if kept_fp32 and head_outputs is None else FORWARD_PEAK_BYTES_PER_LOGIT
+    if compute_dtype_bytes >= 4 and not kept_fp32:
+        fwd = FP32_LOGITS_FORWARD_PEAK_BYTES_PER_LOGIT
     shifted = 0.0
     if head_outputs is None and not kept_fp32:
         shifted = hf_shifted_copy_bytes(micro_batch_size=micro_batch_size, seq_len=seq_len, vocab_size=width,

@@ -105,6 +105,9 @@ class StepTerms:
     forward beside the activations saved so far (``peft_variants.dora_forward_transient_bytes``; under
     checkpointing the recompute's are in ``layer_backward_transient``). The allocator replay leaves them out:
     they add to allocated, the reserved beyond is the rest of the step's."""
+    adapter_forward_what: str = "DoRA weight-norm temporaries"
+    """What ``adapter_forward_transient`` is, for the peak's label (QLoRA: bitsandbytes' dequantisation temporaries,
+    ``trainfit.memory.nf4_dequant``)."""
     accumulation_transient: float = 0.0
     """Gradient accumulation: the last gradient of the backward (the embedding's, computed whole
     before it is added into ``.grad``), live beside the gradients held from earlier micro-batches."""
@@ -226,7 +229,7 @@ def forward_peak(t: StepTerms) -> PhasePeak:
     if t.adapter_forward_transient > max(t.logits.forward_peak, t.attention_forward_transient,
                                          t.layer_forward_transient, t.comm_forward_transient):
         adapter = dict(comps, logits=0.0, activation_transients=t.adapter_forward_transient)
-        return PhasePeak(Phase.FORWARD, adapter, "last layer's forward (DoRA weight-norm temporaries)")
+        return PhasePeak(Phase.FORWARD, adapter, f"last layer's forward ({t.adapter_forward_what})")
     if t.attention_forward_transient and t.attention_forward_transient > t.logits.forward_peak:
         scores = dict(comps, logits=0.0, attention_scores=t.attention_forward_transient)
         return PhasePeak(Phase.FORWARD, scores, "last layer's attention (eager scores)")

@@ -6,7 +6,9 @@ Formulas follow the storage layout of the libraries that produce them:
   64-element block. With double quantization the absmax is uint8 (1 B per block) plus an fp32
   second-level absmax per 256 blocks, offsets and per-layer code tables; measured on
   bitsandbytes 0.50.2 (GROUND_TRUTH.md §9): ``0.5·n + n/64 + 4·ceil(n/16384) + 1,092`` B.
-  Without double quantization the absmax is fp32: ``0.5·n + 4·n/64``.
+  Without double quantization the absmax is fp32: ``0.5·n + 4·n/64 + 64`` (the 64 B: the 16-entry fp32 NF4 code
+  table every ``QuantState`` holds, a new tensor per weight: bitsandbytes 0.50.2 ``functional.py`` l.854
+  ``get_4bit_type``, called by ``quantize_4bit`` l.936; checked on the fake-tensor trace, tests/trace/test_qlora_grid.py).
 * **int8 (bitsandbytes ``Linear8bitLt``, LLM.int8())**: 1 B per weight plus one fp32 scale per
   output row (``SCB``).
 * **fp8 (per-tensor scaled, e.g. torchao/TE float8 weights)**: 1 B per weight plus one fp32
@@ -24,8 +26,12 @@ NF4_BLOCK = 64
 """bitsandbytes 4-bit block size (elements per absmax)."""
 NF4_DQ_BLOCK_ELEMENTS = 64 * 256
 """Elements covered by one fp32 second-level absmax under double quantization."""
+NF4_CODE_BYTES = 64
+"""The 16-entry fp32 NF4 code table of each quantized weight's ``QuantState`` (with or without double quantization)."""
 NF4_DQ_FIXED_BYTES = 1_092
-"""Per-layer fixed bytes under double quantization (offset, two 16/256-entry code tables, shapes)."""
+"""Per-layer fixed bytes under double quantization: the NF4 code table (64), the 256-entry fp32 dynamic map copied
+per weight for the absmax's own state (1,024: ``functional.py`` l.670 ``code.to(A.device, copy=True)``) and the fp32
+offset (4)."""
 
 QUANTIZED = frozenset({Dtype.NF4, Dtype.INT8, Dtype.FP8})
 
@@ -35,7 +41,7 @@ def nf4_linear_bytes(*, weight_elements: int, double_quant: bool = True) -> floa
     blocks = ceil(weight_elements / NF4_BLOCK)
     if double_quant:
         return 0.5 * weight_elements + blocks + 4 * ceil(weight_elements / NF4_DQ_BLOCK_ELEMENTS) + NF4_DQ_FIXED_BYTES
-    return 0.5 * weight_elements + 4 * blocks
+    return 0.5 * weight_elements + 4 * blocks + NF4_CODE_BYTES
 
 
 def int8_linear_bytes(*, weight_elements: int, out_features: int) -> float:

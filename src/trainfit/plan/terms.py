@@ -30,7 +30,7 @@ from trainfit.memory.lora import (
     saved_module_params,
     targeted_groups,
 )
-from trainfit.memory import peft_variants
+from trainfit.memory import nf4_dequant, peft_variants
 from trainfit.memory.optimizer import PAGED, master_weight_bytes, optimizer_state_bytes, step_temporary_bytes
 from trainfit.memory.params import ParamBreakdown, TensorGroup, param_breakdown, param_tensors
 from trainfit.memory.phases import StepTerms
@@ -753,6 +753,17 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
             on = subset or (True,) * len(transient)
             transient = tuple(max(x, recompute) if c else x for x, c in zip(transient, on))
             other = tuple(max(x, recompute) if c else x for x, c in zip(other, on))
+    if card.scope is Scope.QLORA and card.lora.dequant is QloraDequant.BITSANDBYTES:
+        # each Linear4bit's dequantised weight and fp32 absmax while its GEMM runs (memory/nf4_dequant.py): the forward
+        # holds the fallback path's; the backward its own, and a checkpointed layer's recompute the forward's again
+        fwd, bwd = nf4_dequant.layer_moments(spec, rows=tokens, compute_dtype_bytes=act_dtype,
+                                             double_quant=card.lora.double_quant,
+                                             adapted=frozenset(g.name for g in targeted_groups(spec, trainable.lora)),
+                                             adapter_dtype_bytes=trainable.lora.adapter_dtype_bytes)
+        on = (subset or (True,) * len(transient)) if card.parallel.checkpoints_layers else (False,) * len(transient)
+        transient = tuple(max(x, bwd, fwd if c else 0.0) for x, c in zip(transient, on))
+        other = tuple(max(x, bwd, fwd if c else 0.0) for x, c in zip(other, on))
+        adapter_forward = max(adapter_forward, fwd)
     kernel = act.kernel_extra(gradient_checkpointing=card.parallel.checkpoints_layers)
     if kernel:  # Gated DeltaNet layers: the chunked kernel's buffers (memory/activations._deltanet_live)
         transient = tuple(max(t, k) for t, k in zip(transient, kernel))
@@ -862,6 +873,8 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         attention_forward_transient=attention_forward,
         layer_forward_transient=act.kernel_forward_checkpointed if card.parallel.checkpoints_layers else 0.0,
         adapter_forward_transient=adapter_forward,
+        **({"adapter_forward_what": "bitsandbytes NF4 dequantisation temporaries"}
+           if card.scope is Scope.QLORA and adapter_forward else {}),
         tied_embedding_grad_transient=tied_grad,
         optimizer_temporaries=temps_gpu,
         grad_accumulation=card.batch.grad_accum > 1,

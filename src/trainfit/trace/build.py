@@ -21,6 +21,9 @@ _DTYPES = {"bf16": torch.bfloat16, "fp32_autocast": torch.float32}
 
 
 def param_dtype(req: TraceRequest) -> torch.dtype:
+    """The dtype the model is built (loaded) in: QLoRA with ``nf4_compute_dtype`` fp32 loads it in float32."""
+    if req.scope == "qlora" and req.nf4_compute_dtype == "fp32":
+        return torch.float32
     return _DTYPES[req.precision]
 
 
@@ -31,6 +34,9 @@ def build_meta(req: TraceRequest, num_layers: int, *, scope: str | None = None) 
     ``num_labels=1``: the decoder and a ``score`` head, as TRL's PPO value model and reward model).
     ``scope`` overrides ``req.scope`` (a DPO reference copy is built with ``"full"``).
     """
+    from trainfit.trace.qlora import import_quietly
+
+    import_quietly()  # before transformers and PEFT import it (any scope, once bitsandbytes is installed)
     from transformers import AutoModelForCausalLM, AutoModelForSequenceClassification
 
     scope = req.scope if scope is None else scope
@@ -56,15 +62,13 @@ def build_meta(req: TraceRequest, num_layers: int, *, scope: str | None = None) 
     model.config.use_cache = False
     if scope == "full":
         return model
-    if scope == "qlora":
-        import importlib.util
+    if scope == "qlora":  # bitsandbytes NF4 bases (trainfit.trace.qlora), then PEFT's LoRA as below
+        from trainfit.trace import qlora
 
-        why = (
-            "bitsandbytes is not installed (pip install -c constraints.txt bitsandbytes==0.50.2)"
-            if importlib.util.find_spec("bitsandbytes") is None
-            else "fake-tensor NF4 quantization and the gemm_4bit decomposition are not implemented in this trace"
-        )
-        raise TraceUnsupported(f"trace: scope 'qlora' cannot be traced: {why}")
+        qlora.require_bitsandbytes()
+        qlora.check_request(req)
+        qlora.quantize_linears_meta(model, decoder_layers(model), compute_dtype=param_dtype(req),
+                                    double_quant=req.double_quant)
     if scope in ("ia3", "prompt_tuning") or (scope == "dora" and req.pass_kind == "train_step"):
         return peft_variant(model, req, scope)
     if req.lora_impl == "automodel":
@@ -236,6 +240,13 @@ def count_params(model: nn.Module) -> tuple[int, int]:
     seen: dict[int, nn.Parameter] = {}
     for p in model.parameters():
         seen[id(p)] = p
-    total = sum(p.numel() for p in seen.values())
-    train = sum(p.numel() for p in seen.values() if p.requires_grad)
+    total = sum(logical_numel(p) for p in seen.values())
+    train = sum(logical_numel(p) for p in seen.values() if p.requires_grad)
     return total, train
+
+
+def logical_numel(p: torch.Tensor) -> int:
+    """Elements of the weight a parameter stands for: a packed 4-bit QLoRA weight (``trainfit.trace.qlora``)
+    counts the elements of the matrix it quantizes (``quant_state.shape``), not its packed bytes."""
+    state = getattr(p, "quant_state", None)
+    return int(torch.Size(state.shape).numel()) if state is not None else p.numel()

@@ -68,6 +68,9 @@ def _trace_ops(req: TraceRequest, progress: Progress | None) -> OpInventory:
     t0 = time.perf_counter()
     if req.pass_kind != "train_step":
         raise TraceUnsupported(f"trace --time: pass_kind '{req.pass_kind}' is not counted yet (train_step only)")
+    if req.scope == "qlora":
+        raise TraceUnsupported("trace --time: scope qlora's 4-bit GEMMs (bitsandbytes::gemm_4bit) are not counted;"
+                               " trace its memory without --time")
     if req.world_size > 1:
         raise TraceUnsupported("trace --time: counts one GPU's step without FSDP for now (world_size 1; "
                                "--gpus 1 --strategy single)")

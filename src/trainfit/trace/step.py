@@ -140,8 +140,8 @@ def run_depth_pair(
         rename = region_namer(depth, window)
         peaks, bds, regs, _, tr = _traced_step_fast(model, opt, ids, req, progress, rename, middle=middle)
         mid = {id(p): p for j in middle for p in build.decoder_layers(model)[j].parameters()}.values()
-        shallow_params = (total - sum(p.numel() for p in mid),
-                          trainable - sum(p.numel() for p in mid if p.requires_grad))
+        shallow_params = (total - sum(build.logical_numel(p) for p in mid),
+                          trainable - sum(build.logical_numel(p) for p in mid if p.requires_grad))
         s_peaks, s_bds, s_regs = tr.without_layers(rename)
     progress("done", 1.0)
     return (DepthRun(depth - period, s_peaks, s_bds, s_regs, notes=tr.notes, params=shallow_params),
@@ -182,6 +182,10 @@ def warmed_up(
             stack.enter_context(loss_parallel())
         stack.enter_context(FakeTensorMode())
         model = build.materialize_fake(meta)
+        if req.scope == "qlora":
+            from trainfit.trace.qlora import quantize_fake
+
+            quantize_fake(model, weight_dtype=build.param_dtype(req), double_quant=req.double_quant)
         model.train()
         if req.gradient_checkpointing or req.selective_checkpointing != "none":
             build.enable_checkpointing(model, selective=req.selective_checkpointing,
@@ -276,7 +280,12 @@ def _traced_step_fast(model, opt, ids, req, progress, rename, *, middle=None):  
         from trainfit.trace.tensor_parallel import propagation_uncounted
 
         uncounted = propagation_uncounted(tr)
-    with uncounted, tr:
+    decomposed = contextlib.nullcontext()
+    if req.scope == "qlora":
+        from trainfit.trace.qlora import Gemm4bitDecomposed
+
+        decomposed = Gemm4bitDecomposed()  # above the tracker: its steps are counted
+    with uncounted, tr, decomposed:
         steady_step(model, opt, ids, req, tr.phase, progress=progress, after_forward=tr.mark_activations,
                     after_backward=after_backward)
     regions.remove()

@@ -68,6 +68,11 @@ class TraceRequest:
     lora_dropout_position: str = "pre"
     """``pre``: dropout on the adapter's input (PEFT's only way); ``post`` (``lora_impl`` automodel): on its output."""
     lora_targets: tuple[str, ...] = ("all-linear",)
+    double_quant: bool = True
+    """scope ``qlora``: bitsandbytes double quantization of the NF4 absmax (``lora.double_quant``)."""
+    nf4_compute_dtype: str = "bf16"
+    """scope ``qlora``: ``bf16`` (the model loaded in bf16) or ``fp32``: loaded in float32, no autocast, so the
+    4-bit GEMMs, the embeddings, norms and head run in fp32 (``precision.nf4_compute_dtype``)."""
     lora_modules_to_save: tuple[str, ...] = ()
     ia3_targets: tuple[str, ...] = ()
     """scope ``ia3``: PEFT ``target_modules`` (empty: PEFT's default for the model type)."""
@@ -167,6 +172,9 @@ class TraceRequest:
                     or self.keep_outputs):
                 raise TraceUnsupported("trace: a pipeline stage (or micro-batches) is traced alone: one rank, full"
                                        " scope, mode 'fast', full depth, train step")
+        if self.nf4_compute_dtype not in ("bf16", "fp32") or (self.nf4_compute_dtype != "bf16" and self.scope != "qlora"):
+            raise TraceUnsupported(f"trace: nf4_compute_dtype '{self.nf4_compute_dtype}': bf16 | fp32, fp32 for scope"
+                                   " qlora only")
         if not 0 <= self.lora_dropout < 1:
             raise TraceUnsupported(f"trace: lora_dropout must be in [0, 1), got {self.lora_dropout}")
         if self.lora_impl not in ("peft", "automodel") or self.lora_dropout_position not in ("pre", "post"):

@@ -1,0 +1,63 @@
+"""bitsandbytes NF4 dequantisation temporaries (trainfit.memory.nf4_dequant), the fp32 model's loss without an upcast
+copy and PEFT's no-op input cast on an fp32 model: hand-computed bytes; the plan-vs-trace cells are
+tests/trace/test_qlora_grid.py."""
+
+from trainfit.accuracy.grid import ARCHS, GridCase
+from trainfit.memory import nf4_dequant
+from trainfit.memory.logits import logits_bytes
+from trainfit.plan import make_plan
+from trainfit.spec.card import load_card_dict
+
+
+def test_forward_gemm_bytes_is_the_cuda_fallbacks_buffers():
+    # 512 x 8192 weight, 128 rows, bf16: absmax_dq + (absmax_dq + offset): 2 x 4 B x 65,536 blocks; the bf16 weight;
+    # the output 128 x 512 x 2; the unsaved bf16 input 128 x 8192 x 2, less the fp32 copy lora_A saves (x 4)
+    n = 512 * 8192
+    got = nf4_dequant.forward_gemm_bytes(in_features=8192, out_features=512, rows=128, compute_dtype_bytes=2,
+                                         adapter_input_bytes=4)
+    assert got == 2 * 4 * n // 64 + 2 * n + 128 * 512 * 2 + 128 * 8192 * (2 - 4)
+    plain = nf4_dequant.forward_gemm_bytes(in_features=8192, out_features=512, rows=128, compute_dtype_bytes=2,
+                                           double_quant=False)
+    assert plain == 2 * n + 128 * 512 * 2 + 128 * 8192 * 2  # a plain fp32 absmax is used as it is
+
+
+def test_backward_gemm_bytes():
+    n = 512 * 8192
+    got = nf4_dequant.backward_gemm_bytes(in_features=8192, out_features=512, rows=128, compute_dtype_bytes=2,
+                                          adapter_input_bytes=4)
+    # grad_output, fp32 absmax, bf16 weight, grad_A; the adapter branch's pending input gradient less its saved copy
+    assert got == 128 * 512 * 2 + 4 * n // 64 + 2 * n + 128 * 8192 * 2 + 128 * 8192 * (2 - 4)
+
+
+
+def test_qlora_plan_has_the_dequant_moment_and_lora_does_not():
+    qlora = make_plan(load_card_dict(GridCase("llama_widemlp", scope="qlora", seq_len=128).card()))
+    lora = make_plan(load_card_dict(GridCase("llama_widemlp", scope="lora", seq_len=128).card()))
+    fq = {p.phase.value: p for p in qlora.phases}["forward"]
+    fl = {p.phase.value: p for p in lora.phases}["forward"]
+    assert "dequantisation" in fq.at and "dequantisation" not in fl.at
+    cfg = ARCHS["llama_widemlp"]
+    fwd = nf4_dequant.forward_gemm_bytes(in_features=cfg["intermediate_size"], out_features=cfg["hidden_size"],
+                                         rows=128, compute_dtype_bytes=2, adapter_input_bytes=4)
+    assert fq.components["activation_transients"] == fwd
+
+
+def test_fp32_logits_make_no_upcast_copy():
+    kw = dict(micro_batch_size=1, seq_len=512, vocab_size=32000, hidden_size=256)
+    e = 512 * 32000
+    assert logits_bytes(compute_dtype_bytes=2, **kw).forward_peak == 10 * e
+    assert logits_bytes(compute_dtype_bytes=4, **kw).forward_peak == 8 * e
+
+
+def test_fp32_model_adapter_saves_no_input_copy():
+    from trainfit.memory.activations import _adapter_saved, _Ctx
+    from trainfit.spec.enums import Attention
+
+    def ctx(a: int) -> _Ctx:
+        return _Ctx(T=128, b=1, s=128, a=a, full=False, targets={"q_proj": 16, "k_proj": 16}, attention=Attention.SDPA)
+
+    bf16 = ctx(2)  # a new fp32 copy of the input per module, and the fp32 rank-16 output
+    assert [_adapter_saved(bf16, m, 256, 16, input_saved=False) for m in ("q_proj", "k_proj")] == [128 * 4 * 272] * 2
+    fp32 = ctx(4)  # PEFT's cast returns the fp32 input itself: q and k share it, saved once
+    assert [_adapter_saved(fp32, m, 256, 16, input_saved=False) for m in ("q_proj", "k_proj")] == [
+        128 * 4 * (16 + 256), 128 * 4 * 16]

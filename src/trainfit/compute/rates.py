@@ -594,9 +594,44 @@ NVLINK_DOMAIN_GPUS = {"gb200": 72, "gb300": 72}
 """GPUs one NVLink domain spans where it is larger than a node (GB200 NVL72 and GB300 NVL72: 72 GPUs over 18 trays of
 4; https://www.nvidia.com/en-us/data-center/gb300-nvl72/, read 2026-12-03)."""
 HOST_MEMORY_BYTES_PER_S = 200e9
+"""Host DRAM bytes per second a node's CPU work (CPU Adam, host passes) and its GPUs' concurrent pinned copies share
+(``compute.offload.rank_host_memory_bytes_per_s``, ``host_copy_bytes_per_s``: 200 / 8 = 25 GB/s a GPU on an 8-GPU
+node). The value is one socket's DDR peak on a DGX A100 host, half the node's: a DGX A100 carries two AMD EPYC 7742
+(https://www.microway.com/hpc-tech-tips/dgx-a100-review-throughput-and-hardware-summary/, read 2026-12-04), each with
+8 channels of DDR4-3200, 8 x 25.6 = 204.8 GB/s a socket, 409.6 GB/s the node (the arithmetic for the same Rome
+platform, 2 x EPYC 7H12: https://orfeo-doc.areasciencepark.it/examples/STREAM/, read 2026-12-04). It is a sustained-
+rate assumption, not a measurement of this quantity. Checks: STREAM on an EPYC 7742 host reaches 148 GB/s over one
+socket's four NUMA nodes (``compute.offload`` module docstring, gist.github.com/v0dro/0559e1d9b205ca9ac0ad1a29fe10377b),
+about 296 GB/s for two sockets if they add. Checked with that figure (296e9, step-time benchmark): the ZenFlow
+core-binding DeepSpeed offload rows on the DGX A100 host go +33 / +25 % -> -1 / -6 % (Qwen2.5-3B / 1.5B), but
+tune-a100-70b-full-offload +3 -> -14 %, the checkpoint-engine broadcast weight syncs on H800 / H20 hosts -15 / -7 /
+-5 / -14 % -> -28 / -19 / -11 / -19 %, nemorl-v06-grpo-dsv3-gb200-bf16-256g-onpol's step -49.7 -> -51.3 % (a Grace
+host), the RL step median 13.4 -> 14.2 % (beyond 50 %: 2 -> 3), weight sync 23.6 -> 24.1 %, generation 17.2 ->
+17.5 %, all rows 10.2 -> 10.3 % (44 -> 45 beyond 50 %). The hosts of the H100 / H800 / H20 / GB200 rows are not the
+EPYC 7742 (no published STREAM or all-GPU pinned-copy result for them found), so one node-wide figure from the A100
+host does not transfer, and the value stands. A calibration file or ``hardware.host_memory_gbps`` replaces it per host."""
 CPU_ADAM_BYTES_PER_PARAM = 30.0
+"""Host-memory bytes one CPU Adam step moves per parameter: DeepSpeed's ``Adam_Optimizer::Step_AVX``
+(deepspeedai/DeepSpeed ``csrc/includes/cpu_adam.h`` @14e1981a4dc49c2d68f474523d2994f3a3ca3820) loads the fp32
+gradient, ``exp_avg``, ``exp_avg_sq`` and parameter (``simd_load`` x 4: 16 B) and stores the parameter and both
+moments (``simd_store`` x 3: 12 B) per element, 28 B; ZeRO-1/2 then writes the 16-bit copy on the CPU (2 B,
+``stage_1_and_2.py`` l.2011-2012 @1d7b90adc48d57c2283e8825f5c668a3730ff899, ``compute.offload`` module docstring):
+30 B. A byte count read from the code, no rate: the time is these bytes over the rank's share of
+``HOST_MEMORY_BYTES_PER_S``. Not counted: the write-allocate read of the 16-bit buffer's lines (+2 B on a cache
+without non-temporal stores) and the AVX arithmetic (``sqrt``, ``div``: memory-bound at 8+ threads)."""
 PCIE_EFFICIENCY = 0.80
-"""Pinned-memory cudaMemcpy reaches ~80 % of the PCIe x16 rate per direction."""
+"""Host <-> device copy rate over the link's per-direction rate (``DeviceRates.pcie_bytes_per_s``; NVLink-C2C too).
+Published pinned-copy measurements with NVIDIA's nvbandwidth: PCIe Gen4 x16 (32 GB/s): 8 x GeForce RTX 4090,
+``host_to_device_memcpy_ce`` 23.90-26.38 GB/s (0.75-0.82), ``device_to_host_memcpy_ce`` 26.25-27.11 GB/s (0.82-0.85)
+(NVIDIA/nvbandwidth issue #15, https://github.com/NVIDIA/nvbandwidth/issues/15, 2024-01-06); A100-SXM4-40GB
+``host_to_device_memcpy_sm`` 25.13 GB/s at 512 MiB-1 GiB (0.785; issue #42, 2025-07-05); 8 x A100-SXM4-80GB
+device to host ~25 GB/s (0.78; issue #53 title, 2025-11-21). NVLink-C2C (GH200, 450 GB/s a direction):
+host to device CE 346 GB/s (0.77; issue #23, 2024-08-23). All read 2026-12-04. PCIe Gen5 x16 (64 GB/s): an H100 VM's
+host-to-device copies 56.68-57.07 GB/s on three of four GPUs (0.89; issue #6, 2023-07-11), an 8 x H100 host's
+``host_to_device_memcpy_sm`` 35.2 / ``device_to_host_memcpy_sm`` 52.8 GB/s (0.55 / 0.82; issue #24, 2024-09-11).
+0.80 stands for every link: at 0.89 for Gen5 cards (NVIDIA and AMD, host-link cards excepted) one published row moves
+(verl-grpo-deepseek-v3-671b-h20-96g step -16 -> -18 %), every subset median unchanged, and the two Gen5
+measurements disagree (copy engine vs SM copy), so no Gen5 figure is taken."""
 
 # vLLM engine host constants (``compute.decode_step``): defaults of the DeviceRates fields of the same names in
 # lower case, so that a calibration file (``trainfit calibrate`` on RL run records with generation times) can

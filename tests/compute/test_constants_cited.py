@@ -20,6 +20,7 @@ import io
 import math
 import re
 import tokenize
+from functools import cache
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "trainfit"
@@ -74,6 +75,7 @@ def scan_source(src: str) -> dict[str, tuple[int, float, bool]]:
     return found
 
 
+@cache
 def scan_tree() -> dict[str, tuple[int, float, bool]]:
     """``{"package/module.py:NAME": (line, value, cited)}`` over ``PACKAGES``."""
     out = {}
@@ -102,6 +104,7 @@ UNIT_DEFINITIONS = {
     "memory/peft_variants.py:INT64": "dtype width",
     "memory/alloc_sequence.py:STREAM_SHIFT": "bit position of an internal event-key encoding",
     "memory/expandable_segments.py:_SHIFT": "bit position of an internal block-key encoding",
+    "memory/caching_allocator.py:ADDR_BITS": "bit position bounding the simulated allocator's addresses",
     "compute/continuous_batching.py:_EPS": "numerical tolerance of a float comparison",
 }
 """Constants that need no source: what the value is follows from its definition (``key: reason``)."""
@@ -123,8 +126,7 @@ compute/cp_ring.py:BACKWARD_KERNELS_DIAGONAL compute/cp_ring.py:BACKWARD_KERNELS
 compute/cp_ring.py:BACKWARD_KERNELS_PER_LOWER_STEP compute/cp_ring.py:FORWARD_KERNELS_DIAGONAL
 compute/cp_ring.py:FORWARD_KERNELS_PER_STEP compute/cp_ring.py:FORWARD_KERNELS_SETUP
 compute/cp_ring.py:RING_DTYPE_BYTES compute/decode_step.py:DECODE_KERNELS_PER_LAYER
-compute/decode_step.py:SGLANG_GRAPH_MAX_BS_0_4 compute/dist_optimizer.py:MEGATRON_BUCKET_PARAMS_PER_DP_RANK
-compute/dist_optimizer.py:MEGATRON_MIN_BUCKET_PARAMS compute/engine_hosts.py:RAY_CGRAPH_CROSS_NODE_EXECUTIONS_PER_S
+compute/decode_step.py:SGLANG_GRAPH_MAX_BS_0_4 compute/engine_hosts.py:RAY_CGRAPH_CROSS_NODE_EXECUTIONS_PER_S
 compute/expert_loop.py:LOOP_ALL_EXPERT_KERNELS compute/expert_loop.py:LOOP_ALL_EXPERT_SYNCS
 compute/expert_loop.py:LOOP_ALL_LAYER_KERNELS compute/expert_loop.py:LOOP_ALL_LAYER_SYNCS
 compute/expert_loop.py:LOOP_EXPERT_BACKWARD_BYTES compute/expert_loop.py:LOOP_EXPERT_KERNELS
@@ -161,8 +163,8 @@ compute/moe_time.py:SIGMOID_ROUTER_INPUT_CAST_BYTES compute/offload.py:DS_BOUNDA
 compute/offload.py:DS_SYNCS_PER_TENSOR compute/offload.py:FSDP2_CPU_ACCUMULATE_BYTES_PER_GRAD_BYTE
 compute/offload.py:GLIBC_MMAP_THRESHOLD_MAX_BYTES compute/optimizer_time.py:CLIP_KERNELS
 compute/optimizer_time.py:FOREACH_OPS compute/optimizer_time.py:FOR_LOOP_OPS_PER_TENSOR
-compute/optimizer_time.py:MULTI_PASS_BYTES_FACTOR compute/optimizer_time.py:MULTI_TENSOR_CHUNK
-compute/rates.py:DEFAULT_MAMF_FRACTION compute/rates.py:DEFAULT_SM_COUNT compute/rates.py:DEVICE_S_PER_KERNEL_MIN
+compute/optimizer_time.py:MULTI_PASS_BYTES_FACTOR compute/rates.py:DEFAULT_MAMF_FRACTION
+compute/rates.py:DEFAULT_SM_COUNT compute/rates.py:DEVICE_S_PER_KERNEL_MIN
 compute/rates.py:EAGER_DECODE_FORWARDS_PER_REQUEST compute/rates.py:ENGINE_S_PER_STEP
 compute/rates.py:ENGINE_V0_S_PER_SEQUENCE compute/rates.py:HBM_FRACTION compute/rates.py:HF_ROOT_MODULES
 compute/rates.py:HOST_S_PER_BACKWARD_KERNEL compute/rates.py:POWER_CLOCK_EXPONENT
@@ -176,14 +178,8 @@ memory/activations.py:DROPOUT_MASK_BYTES memory/activations.py:QWEN3_5_PARTIAL_R
 memory/alloc_sequence.py:ADAPTER_TENSORS_PER_LAYER memory/arch_activations.py:GELU_NEW_SAVED
 memory/arch_activations.py:LAYERNORM_STATS_BYTES memory/attention.py:BACKWARD_BYTES_PER_SCORE
 memory/attention.py:FORWARD_BYTES_PER_SCORE memory/attention.py:FORWARD_CKPT_BYTES_PER_SCORE
-memory/caching_allocator.py:ADDR_BITS memory/caching_allocator.py:LARGE_BUFFER memory/caching_allocator.py:MIN_BLOCK
-memory/caching_allocator.py:MIN_LARGE_ALLOC memory/caching_allocator.py:ROUND_LARGE
-memory/caching_allocator.py:SMALL_BUFFER memory/caching_allocator.py:SMALL_SIZE
-memory/expandable_segments.py:ADDRESS_SPACE memory/expandable_segments.py:LARGE_PAGE
-memory/expandable_segments.py:MIN_BLOCK memory/expandable_segments.py:SMALL_PAGE
-memory/expandable_segments.py:SMALL_SIZE memory/fp8.py:AMAX_HISTORY_LEN memory/fp8.py:BLOCK
-memory/fp8.py:FP8_TENSORS_PER_LINEAR memory/fp8.py:MX_BLOCK memory/fp8.py:NVFP4_BLOCK
-memory/logits.py:BACKWARD_PEAK_BYTES_PER_LOGIT memory/logits.py:COMPILED_CE_ROW_SAVED_BYTES
+memory/fp8.py:AMAX_HISTORY_LEN memory/fp8.py:BLOCK memory/fp8.py:FP8_TENSORS_PER_LINEAR memory/fp8.py:MX_BLOCK
+memory/fp8.py:NVFP4_BLOCK memory/logits.py:BACKWARD_PEAK_BYTES_PER_LOGIT memory/logits.py:COMPILED_CE_ROW_SAVED_BYTES
 memory/logits.py:FLASH_CE_ROW_FORWARD_BYTES memory/logits.py:FLASH_CE_ROW_SAVED_BYTES
 memory/logits.py:FORWARD_PEAK_BYTES_PER_LOGIT memory/logits.py:HELD_LOGITS_BYTES_PER_LOGIT
 memory/logits.py:MEGATRON_SOFTMAX_BYTES_PER_LOGIT memory/logits.py:PRIME_RL_BACKWARD_BYTES_PER_CHUNK_LOGIT

@@ -136,12 +136,11 @@ compute/float8_all_gather.py:PRECOMPUTE_KERNELS compute/float8_casts.py:EAGER_AM
 compute/float8_casts.py:EAGER_CAST_KERNELS compute/float8_casts.py:FP8_CAST_BYTES
 compute/float8_casts.py:FP8_TRANSPOSE_BYTES compute/float8_casts.py:NVFP4_COPY_BYTES
 compute/float8_casts.py:TORCHAO_COMPILED_AMAX_KERNELS compute/gemm.py:FP32_TILE_M compute/gemm.py:FP32_TILE_N
-compute/gemm.py:K_HALF compute/gemm.py:NVFP4_SCALE_BYTES_PER_ELEMENT compute/gemm.py:TILE_M compute/gemm.py:TILE_N
-compute/generation.py:PREFILL_TOKENS_PER_PASS compute/hybrid_engine.py:DS_OPT_DECODE_KERNELS_PER_LAYER
-compute/hybrid_engine.py:DS_TP_ALL_REDUCES_PER_LAYER compute/hybrid_engine.py:HF_GREEDY_STEP_KERNELS
-compute/inventory.py:BACKWARD_BYTES_FACTOR compute/inventory.py:BACKWARD_KERNEL_FACTOR
-compute/inventory.py:BIAS_GRAD_BYTES compute/inventory.py:EMBED_BACKWARD_BYTES_PER_WEIGHT
-compute/inventory.py:FP32_LORA_CHAINED_BASE_OUTPUT_BYTES
+compute/gemm.py:K_HALF compute/gemm.py:TILE_M compute/gemm.py:TILE_N compute/generation.py:PREFILL_TOKENS_PER_PASS
+compute/hybrid_engine.py:DS_OPT_DECODE_KERNELS_PER_LAYER compute/hybrid_engine.py:DS_TP_ALL_REDUCES_PER_LAYER
+compute/hybrid_engine.py:HF_GREEDY_STEP_KERNELS compute/inventory.py:BACKWARD_BYTES_FACTOR
+compute/inventory.py:BACKWARD_KERNEL_FACTOR compute/inventory.py:BIAS_GRAD_BYTES
+compute/inventory.py:EMBED_BACKWARD_BYTES_PER_WEIGHT compute/inventory.py:FP32_LORA_CHAINED_BASE_OUTPUT_BYTES
 compute/inventory.py:GPTQ_TORCH_DEQUANT_FORWARD_BYTES_PER_WEIGHT
 compute/inventory.py:GPTQ_TORCH_DEQUANT_FORWARD_KERNELS compute/inventory.py:INTERLEAVED_ROTARY_FORWARD_KERNELS
 compute/inventory.py:LORA_BACKWARD_BYTES_FACTOR compute/inventory.py:LORA_BACKWARD_KERNEL_FACTOR
@@ -161,10 +160,9 @@ compute/moe_time.py:EXPERT_BIAS_BACKWARD_KERNELS_PER_EXPERT compute/moe_time.py:
 compute/moe_time.py:EXPERT_BIAS_FORWARD_KERNELS_PER_EXPERT compute/moe_time.py:EXPERT_PROJECTIONS
 compute/moe_time.py:SIGMOID_ROUTER_INPUT_CAST_BYTES compute/offload.py:DS_BOUNDARY_KERNELS_PER_TENSOR
 compute/offload.py:DS_SYNCS_PER_TENSOR compute/offload.py:FSDP2_CPU_ACCUMULATE_BYTES_PER_GRAD_BYTE
-compute/offload.py:GLIBC_MMAP_THRESHOLD_MAX_BYTES compute/optimizer_time.py:CLIP_KERNELS
-compute/optimizer_time.py:FOREACH_OPS compute/optimizer_time.py:FOR_LOOP_OPS_PER_TENSOR
-compute/optimizer_time.py:MULTI_PASS_BYTES_FACTOR compute/rates.py:DEFAULT_MAMF_FRACTION
-compute/rates.py:DEFAULT_SM_COUNT compute/rates.py:DEVICE_S_PER_KERNEL_MIN
+compute/optimizer_time.py:CLIP_KERNELS compute/optimizer_time.py:FOREACH_OPS
+compute/optimizer_time.py:FOR_LOOP_OPS_PER_TENSOR compute/optimizer_time.py:MULTI_PASS_BYTES_FACTOR
+compute/rates.py:DEFAULT_MAMF_FRACTION compute/rates.py:DEFAULT_SM_COUNT compute/rates.py:DEVICE_S_PER_KERNEL_MIN
 compute/rates.py:EAGER_DECODE_FORWARDS_PER_REQUEST compute/rates.py:ENGINE_S_PER_STEP
 compute/rates.py:ENGINE_V0_S_PER_SEQUENCE compute/rates.py:HBM_FRACTION compute/rates.py:HF_ROOT_MODULES
 compute/rates.py:HOST_S_PER_BACKWARD_KERNEL compute/rates.py:POWER_CLOCK_EXPONENT
@@ -178,19 +176,18 @@ memory/activations.py:DROPOUT_MASK_BYTES memory/activations.py:QWEN3_5_PARTIAL_R
 memory/alloc_sequence.py:ADAPTER_TENSORS_PER_LAYER memory/arch_activations.py:GELU_NEW_SAVED
 memory/arch_activations.py:LAYERNORM_STATS_BYTES memory/attention.py:BACKWARD_BYTES_PER_SCORE
 memory/attention.py:FORWARD_BYTES_PER_SCORE memory/attention.py:FORWARD_CKPT_BYTES_PER_SCORE
-memory/fp8.py:AMAX_HISTORY_LEN memory/fp8.py:BLOCK memory/fp8.py:FP8_TENSORS_PER_LINEAR memory/fp8.py:MX_BLOCK
-memory/fp8.py:NVFP4_BLOCK memory/logits.py:BACKWARD_PEAK_BYTES_PER_LOGIT memory/logits.py:COMPILED_CE_ROW_SAVED_BYTES
-memory/logits.py:FLASH_CE_ROW_FORWARD_BYTES memory/logits.py:FLASH_CE_ROW_SAVED_BYTES
-memory/logits.py:FORWARD_PEAK_BYTES_PER_LOGIT memory/logits.py:HELD_LOGITS_BYTES_PER_LOGIT
-memory/logits.py:MEGATRON_SOFTMAX_BYTES_PER_LOGIT memory/logits.py:PRIME_RL_BACKWARD_BYTES_PER_CHUNK_LOGIT
-memory/logits.py:PRIME_RL_TOKEN_BYTES memory/logits.py:RETAINED_BYTES_PER_LOGIT
-memory/logits.py:TORCHTUNE_OUTPUT_CHUNKS memory/logits.py:TORCHTUNE_ROW_STATS_BYTES
-memory/logits.py:TRL_FP32_STATS_PER_TOKEN memory/logits.py:VERL_VIEW_DIV_BACKWARD_TENSORS
-memory/nf4_load.py:NF4_BLOCK memory/nf4_load.py:NF4_CODES memory/nf4_load.py:SCALER_BLOCK
-memory/optimizer.py:BNB_BLOCK memory/optimizer.py:BNB_MIN_8BIT_SIZE memory/overhead.py:CUBLAS_WORKSPACE_OTHER_BYTES
-memory/overhead.py:NCCL_CHANNELS memory/peft_variants.py:DORA_CONSTANT_BYTES_PER_OUT memory/quant.py:NF4_BLOCK
-memory/quant.py:NF4_DQ_BLOCK_ELEMENTS memory/quant.py:NF4_DQ_FIXED_BYTES
-plan/rank_buffers.py:LOSS_PARALLEL_BACKWARD_BYTES_PER_LOGIT
+memory/fp8.py:FP8_TENSORS_PER_LINEAR memory/logits.py:BACKWARD_PEAK_BYTES_PER_LOGIT
+memory/logits.py:COMPILED_CE_ROW_SAVED_BYTES memory/logits.py:FLASH_CE_ROW_FORWARD_BYTES
+memory/logits.py:FLASH_CE_ROW_SAVED_BYTES memory/logits.py:FORWARD_PEAK_BYTES_PER_LOGIT
+memory/logits.py:HELD_LOGITS_BYTES_PER_LOGIT memory/logits.py:MEGATRON_SOFTMAX_BYTES_PER_LOGIT
+memory/logits.py:PRIME_RL_BACKWARD_BYTES_PER_CHUNK_LOGIT memory/logits.py:PRIME_RL_TOKEN_BYTES
+memory/logits.py:RETAINED_BYTES_PER_LOGIT memory/logits.py:TORCHTUNE_OUTPUT_CHUNKS
+memory/logits.py:TORCHTUNE_ROW_STATS_BYTES memory/logits.py:TRL_FP32_STATS_PER_TOKEN
+memory/logits.py:VERL_VIEW_DIV_BACKWARD_TENSORS memory/nf4_load.py:NF4_BLOCK memory/nf4_load.py:NF4_CODES
+memory/nf4_load.py:SCALER_BLOCK memory/optimizer.py:BNB_BLOCK memory/optimizer.py:BNB_MIN_8BIT_SIZE
+memory/overhead.py:CUBLAS_WORKSPACE_OTHER_BYTES memory/overhead.py:NCCL_CHANNELS
+memory/peft_variants.py:DORA_CONSTANT_BYTES_PER_OUT memory/quant.py:NF4_BLOCK memory/quant.py:NF4_DQ_BLOCK_ELEMENTS
+memory/quant.py:NF4_DQ_FIXED_BYTES plan/rank_buffers.py:LOSS_PARALLEL_BACKWARD_BYTES_PER_LOGIT
 plan/rank_buffers.py:LOSS_PARALLEL_RETAINED_BYTES_PER_LOGIT plan/result.py:PEAK_TIE_BYTES
 plan/rl_batches.py:DYNAMIC_COUNT_MIN_PROBABILITY plan/rl_batches.py:PACKING_SAMPLE_SEQUENCES
 plan/rl_offload.py:NEMO_RL_DTENSOR_OPTIMIZER_BYTES plan/time.py:COMPILE_KERNEL_FACTOR

@@ -162,10 +162,9 @@ compute/moe_time.py:SIGMOID_ROUTER_INPUT_CAST_BYTES compute/offload.py:DS_BOUNDA
 compute/offload.py:DS_SYNCS_PER_TENSOR compute/offload.py:FSDP2_CPU_ACCUMULATE_BYTES_PER_GRAD_BYTE
 compute/optimizer_time.py:CLIP_KERNELS compute/optimizer_time.py:FOREACH_OPS
 compute/optimizer_time.py:FOR_LOOP_OPS_PER_TENSOR compute/optimizer_time.py:MULTI_PASS_BYTES_FACTOR
-compute/rates.py:DEFAULT_MAMF_FRACTION compute/rates.py:DEFAULT_SM_COUNT compute/rates.py:DEVICE_S_PER_KERNEL_MIN
+compute/rates.py:DEFAULT_SM_COUNT compute/rates.py:DEVICE_S_PER_KERNEL_MIN
 compute/rates.py:EAGER_DECODE_FORWARDS_PER_REQUEST compute/rates.py:ENGINE_S_PER_STEP
-compute/rates.py:ENGINE_V0_S_PER_SEQUENCE compute/rates.py:HBM_FRACTION compute/rates.py:HF_ROOT_MODULES
-compute/rates.py:HOST_S_PER_BACKWARD_KERNEL compute/rates.py:POWER_CLOCK_EXPONENT
+compute/rates.py:ENGINE_V0_S_PER_SEQUENCE compute/rates.py:HF_ROOT_MODULES compute/rates.py:POWER_CLOCK_EXPONENT
 compute/reference_swap.py:BLOCKING_COPIES_PER_SWAP compute/reference_swap.py:COPIES_PER_SWAP
 compute/response_lengths.py:DEFAULT_QUANTILES compute/sleep_wake.py:KV_REMAP_S_PER_BYTE
 compute/sync.py:DISK_BYTES_PER_S compute/sync.py:FP8_SCALE_SIBLING_BYTES compute/sync.py:SGLANG_TENSOR_ENTRY_BYTES

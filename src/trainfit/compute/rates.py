@@ -324,6 +324,9 @@ Add 4.14, Triad 4.09, Dot 3.87 TB/s; repository samuel-bohman/AI-benchmarking-gu
 ``Azure_Results/ND_MI300X_v5_results.md`` @3de0c294fd1059a91a2c158712c4a078619d73e8): a copy kernel reaches
 4.11 / 5.3 = 77.5 % of the datasheet 5.3 TB/s, not 90 % (4.77 TB/s)."""
 DEFAULT_MAMF_FRACTION = 0.80
+"""MAMF / datasheet bf16 rate for an NVIDIA card without a published MAMF row: the H100 SXM's 80.3 % rounded
+(stas00/ml-engineering ``compute/accelerator/README.md`` @744d01e18b79512572f64a6bbd8b5f4a725203a7, BF16 table; module
+docstring); the same table's other NVIDIA rows run 72.9-86.9 %. Stated in the plan's assumptions when used."""
 _FABRIC_NOTES = {
     "mi300x": "intra-node collectives on AMD Infinity Fabric (xGMI: 7 links x 128 GB/s, a full mesh; kept in the"
               " catalog's nvlink fields), RCCL assumed to reach NCCL's NVLink bus fraction; the 896 GB/s aggregate"
@@ -347,6 +350,18 @@ for _gid in _BRIDGED_PAIRS[1:]:  # bridged PCIe cards: the same caveat
 DEFAULT_SM_COUNT = 108
 """SMs assumed for a card the catalog gives no ``sm_count`` for (the GPU catalog carries it, with sources)."""
 HBM_FRACTION = 0.90
+"""Streaming bandwidth / datasheet HBM rate for a card without ``_HBM_FRACTION`` entry: an assumption, not read
+from a measurement. Published STREAM-style rows run lower (samuel-bohman/AI-benchmarking-guide ``Azure_Results/``, the
+source of the MI300X entry): ND H100 v5 Copy 2.90 / Triad 2.97 TB/s of 3.35 (86.6 / 88.7 %; ``ND_H100_v5_results.md``
+@a6533f14ab325f14a5ff87666ee92436be22881f), ND H200 v5 Copy 4.01 / Triad 4.15 of 4.8 (83.5 / 86.5 %;
+``ND_H200_v5_results.md`` @5e2c4e5581b534ececa93041d7d67168065fc07b), ND A100 v4 (A100-SXM4-80GB) Copy 1.61 / Triad
+1.70 of 2.039 (79.0 / 83.4 %; ``ND_A100_v4_results.md`` @26d18e9458bb07bd43e3eda7aec8653aa592f2ec). Checked with the
+Copy fractions as ``_HBM_FRACTION`` entries for h100-sxm, h200 and a100-80gb (step-time benchmark): the A100 QLoRA
+rows move toward the published ones (qwen1-a100-72b-qlora-512 -9 -> -1 %), but generation 17.2 -> 19.5 %, pretrain
+8.6 -> 9.1 %, RL step 13.4 -> 14.0 %, the H200 held-out sets 4.7 / 4.1 / 3.2 -> 5.8 / 5.9 / 4.7 %, all rows 10.2
+-> 10.5 % (LoRA 10.4 -> 9.5 %, H200 default 7.0 -> 6.1 %, beyond 50 % unchanged). The model charges these bytes to
+decode weight reads and fused pointwise kernels, which a copy kernel's rate does not bound; not applied, so 0.90
+stays the stated assumption."""
 HOST_S_PER_FORWARD_KERNEL = 65e-6
 """Host seconds per kernel of an eager forward through transformers' modules (Python module calls,
 the views and casts around each kernel, dispatch, autograd recording, launch). Fitted on the 15
@@ -557,7 +572,9 @@ HF_ROOT_MODULES = 6
 ``model``, ``embed_tokens``, ``rotary_emb``, the final ``norm``, ``lm_head``; the ``layers`` ModuleList never runs):
 transformers 5.24 Qwen2ForCausalLM has 111 modules at 8 layers = 8 x 13 + 7."""
 HOST_S_PER_BACKWARD_KERNEL = 12e-6
-"""Autograd engine (C++) seconds per kernel of a backward; fitted with the forward figure."""
+"""Autograd engine (C++) seconds per kernel of a backward; fitted with the forward figure on the 15 H200 "default"
+cases measured on an H200 host (``benchmarks/gpu_calibration.md``, ``benchmarks/results/gpu_raw``; grid 8-20 us,
+``HOST_S_PER_FORWARD_KERNEL``)."""
 DEVICE_S_PER_KERNEL_MIN = 2.5e-6
 """Shortest kernel on the device (launch latency + a small grid)."""
 NVLINK_BUS_FRACTION = 370.0 / 450.0
@@ -629,9 +646,14 @@ device to host ~25 GB/s (0.78; issue #53 title, 2025-11-21). NVLink-C2C (GH200, 
 host to device CE 346 GB/s (0.77; issue #23, 2024-08-23). All read 2026-12-04. PCIe Gen5 x16 (64 GB/s): an H100 VM's
 host-to-device copies 56.68-57.07 GB/s on three of four GPUs (0.89; issue #6, 2023-07-11), an 8 x H100 host's
 ``host_to_device_memcpy_sm`` 35.2 / ``device_to_host_memcpy_sm`` 52.8 GB/s (0.55 / 0.82; issue #24, 2024-09-11).
-0.80 stands for every link: at 0.89 for Gen5 cards (NVIDIA and AMD, host-link cards excepted) one published row moves
-(verl-grpo-deepseek-v3-671b-h20-96g step -16 -> -18 %), every subset median unchanged, and the two Gen5
-measurements disagree (copy engine vs SM copy), so no Gen5 figure is taken."""
+Azure's nvbandwidth rows on 8-GPU hosts (samuel-bohman/AI-benchmarking-guide ``Azure_Results/``): ND H100 v5 host to
+device 51 / device to host 52 GB/s (0.80 / 0.81 of Gen5 x16; ``ND_H100_v5_results.md``
+@a6533f14ab325f14a5ff87666ee92436be22881f), ND H200 v5 52 / 52 (0.81; ``ND_H200_v5_results.md``
+@5e2c4e5581b534ececa93041d7d67168065fc07b), ND A100 v4 host to device 26.28 GB/s (0.82 of Gen4 x16; its device to host
+6.27 is an outlier; ``ND_A100_v4_results.md`` @26d18e9458bb07bd43e3eda7aec8653aa592f2ec). 0.80 stands for every link:
+at 0.89 for Gen5 cards (NVIDIA and AMD, host-link cards excepted) one published row moves
+(verl-grpo-deepseek-v3-671b-h20-96g step -16 -> -18 %), every subset median unchanged, and the Azure Gen5 rows give
+0.80-0.81, so the single 0.89 VM is not taken."""
 
 # vLLM engine host constants (``compute.decode_step``): defaults of the DeviceRates fields of the same names in
 # lower case, so that a calibration file (``trainfit calibrate`` on RL run records with generation times) can

@@ -114,10 +114,7 @@ compute/attention_time.py:BACKWARD_FLOPS_FACTOR compute/attention_time.py:BASE_H
 compute/attention_time.py:EXP_EXPOSED_FRACTION compute/attention_time.py:FP8_ATTENTION_BACKWARD_KERNELS
 compute/attention_time.py:FP8_ATTENTION_FORWARD_KERNELS compute/attention_time.py:SEQ_HALF
 compute/attention_time.py:TF32_TO_BF16_TENSOR_RATE compute/attention_time.py:WINDOW_MASK_KERNELS
-compute/attention_time.py:WINDOW_TILE_TOKENS compute/collectives.py:CUSTOM_AR_MAX_BYTES
-compute/collectives.py:CUSTOM_AR_ONE_STAGE_LATENCY_S compute/collectives.py:CUSTOM_AR_READ_BYTES_PER_S
-compute/collectives.py:CUSTOM_AR_TWO_STAGE_LATENCY_S compute/collectives.py:DDP_BUCKET_BYTES
-compute/collectives.py:DEFAULT_INTER_NODE_BYTES_PER_S compute/collectives.py:_NCCL_NET_OVERHEAD_US
+compute/attention_time.py:WINDOW_TILE_TOKENS compute/collectives.py:DDP_BUCKET_BYTES
 compute/continuous_batching.py:JUMP_FORCE_PERIODS compute/continuous_batching.py:JUMP_TOLERANCE
 compute/continuous_batching.py:MAX_CHUNKS_PER_LENGTH compute/continuous_batching.py:MIN_CHUNKS_PER_MEAN
 compute/continuous_batching.py:MIN_CHUNK_TOKENS compute/controller_transfer.py:DATAPROTO_DESERIALIZE_BYTES_PER_S
@@ -167,10 +164,10 @@ compute/rates.py:EAGER_DECODE_FORWARDS_PER_REQUEST compute/rates.py:ENGINE_S_PER
 compute/rates.py:ENGINE_V0_S_PER_SEQUENCE compute/rates.py:HF_ROOT_MODULES compute/rates.py:POWER_CLOCK_EXPONENT
 compute/reference_swap.py:BLOCKING_COPIES_PER_SWAP compute/reference_swap.py:COPIES_PER_SWAP
 compute/response_lengths.py:DEFAULT_QUANTILES compute/sleep_wake.py:KV_REMAP_S_PER_BYTE
-compute/sync.py:DISK_BYTES_PER_S compute/sync.py:FP8_SCALE_SIBLING_BYTES compute/sync.py:SGLANG_TENSOR_ENTRY_BYTES
-compute/sync.py:S_PER_BUCKET compute/sync.py:S_PER_SGLANG_OWN_COPY_BYTE compute/sync.py:S_PER_TENSOR_BUCKETED
-compute/sync.py:S_PER_TENSOR_IPC compute/sync.py:S_PER_TENSOR_RPC compute/sync.py:S_PER_TENSOR_SGLANG_LOAD
-compute/te_host.py:X86_OVER_GRACE_HOST memory/activations.py:DELTANET_CHUNK memory/activations.py:DELTANET_DQKWG_TILE
+compute/sync.py:FP8_SCALE_SIBLING_BYTES compute/sync.py:SGLANG_TENSOR_ENTRY_BYTES compute/sync.py:S_PER_BUCKET
+compute/sync.py:S_PER_SGLANG_OWN_COPY_BYTE compute/sync.py:S_PER_TENSOR_BUCKETED compute/sync.py:S_PER_TENSOR_IPC
+compute/sync.py:S_PER_TENSOR_RPC compute/sync.py:S_PER_TENSOR_SGLANG_LOAD compute/te_host.py:X86_OVER_GRACE_HOST
+memory/activations.py:DELTANET_CHUNK memory/activations.py:DELTANET_DQKWG_TILE
 memory/activations.py:DROPOUT_MASK_BYTES memory/activations.py:QWEN3_5_PARTIAL_ROTARY
 memory/alloc_sequence.py:ADAPTER_TENSORS_PER_LAYER memory/arch_activations.py:GELU_NEW_SAVED
 memory/arch_activations.py:LAYERNORM_STATS_BYTES memory/attention.py:BACKWARD_BYTES_PER_SCORE

@@ -104,6 +104,7 @@ UNIT_DEFINITIONS = {
     "memory/peft_variants.py:INT64": "dtype width",
     "memory/alloc_sequence.py:STREAM_SHIFT": "bit position of an internal event-key encoding",
     "memory/expandable_segments.py:_SHIFT": "bit position of an internal block-key encoding",
+    "memory/nf4_load.py:NF4_CODES": "2**4 codes of a 4-bit format",
     "memory/caching_allocator.py:ADDR_BITS": "bit position bounding the simulated allocator's addresses",
     "compute/continuous_batching.py:_EPS": "numerical tolerance of a float comparison",
 }
@@ -178,10 +179,10 @@ memory/logits.py:HELD_LOGITS_BYTES_PER_LOGIT memory/logits.py:MEGATRON_SOFTMAX_B
 memory/logits.py:PRIME_RL_BACKWARD_BYTES_PER_CHUNK_LOGIT memory/logits.py:PRIME_RL_TOKEN_BYTES
 memory/logits.py:RETAINED_BYTES_PER_LOGIT memory/logits.py:TORCHTUNE_OUTPUT_CHUNKS
 memory/logits.py:TORCHTUNE_ROW_STATS_BYTES memory/logits.py:TRL_FP32_STATS_PER_TOKEN
-memory/logits.py:VERL_VIEW_DIV_BACKWARD_TENSORS memory/nf4_load.py:NF4_BLOCK memory/nf4_load.py:NF4_CODES
-memory/nf4_load.py:SCALER_BLOCK memory/overhead.py:CUBLAS_WORKSPACE_OTHER_BYTES memory/overhead.py:NCCL_CHANNELS
-memory/peft_variants.py:DORA_CONSTANT_BYTES_PER_OUT memory/quant.py:NF4_BLOCK memory/quant.py:NF4_DQ_BLOCK_ELEMENTS
-memory/quant.py:NF4_DQ_FIXED_BYTES plan/rank_buffers.py:LOSS_PARALLEL_BACKWARD_BYTES_PER_LOGIT
+memory/logits.py:VERL_VIEW_DIV_BACKWARD_TENSORS memory/overhead.py:CUBLAS_WORKSPACE_OTHER_BYTES
+memory/overhead.py:NCCL_CHANNELS memory/peft_variants.py:DORA_CONSTANT_BYTES_PER_OUT memory/quant.py:NF4_BLOCK
+memory/quant.py:NF4_DQ_BLOCK_ELEMENTS memory/quant.py:NF4_DQ_FIXED_BYTES
+plan/rank_buffers.py:LOSS_PARALLEL_BACKWARD_BYTES_PER_LOGIT
 plan/rank_buffers.py:LOSS_PARALLEL_RETAINED_BYTES_PER_LOGIT plan/result.py:PEAK_TIE_BYTES
 plan/rl_batches.py:DYNAMIC_COUNT_MIN_PROBABILITY plan/rl_batches.py:PACKING_SAMPLE_SEQUENCES
 plan/rl_offload.py:NEMO_RL_DTENSOR_OPTIMIZER_BYTES plan/time.py:COMPILE_KERNEL_FACTOR

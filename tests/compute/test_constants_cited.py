@@ -160,29 +160,28 @@ compute/moe_time.py:SIGMOID_ROUTER_INPUT_CAST_BYTES compute/offload.py:DS_BOUNDA
 compute/offload.py:DS_SYNCS_PER_TENSOR compute/offload.py:FSDP2_CPU_ACCUMULATE_BYTES_PER_GRAD_BYTE
 compute/optimizer_time.py:CLIP_KERNELS compute/optimizer_time.py:FOREACH_OPS
 compute/optimizer_time.py:FOR_LOOP_OPS_PER_TENSOR compute/optimizer_time.py:MULTI_PASS_BYTES_FACTOR
-compute/rates.py:DEFAULT_SM_COUNT compute/rates.py:DEVICE_S_PER_KERNEL_MIN
-compute/rates.py:EAGER_DECODE_FORWARDS_PER_REQUEST compute/rates.py:ENGINE_S_PER_STEP
-compute/rates.py:ENGINE_V0_S_PER_SEQUENCE compute/rates.py:HF_ROOT_MODULES compute/rates.py:POWER_CLOCK_EXPONENT
-compute/reference_swap.py:BLOCKING_COPIES_PER_SWAP compute/reference_swap.py:COPIES_PER_SWAP
-compute/response_lengths.py:DEFAULT_QUANTILES compute/sleep_wake.py:KV_REMAP_S_PER_BYTE
-compute/sync.py:FP8_SCALE_SIBLING_BYTES compute/sync.py:SGLANG_TENSOR_ENTRY_BYTES
-compute/sync.py:S_PER_SGLANG_OWN_COPY_BYTE compute/sync.py:S_PER_TENSOR_SGLANG_LOAD
-compute/te_host.py:X86_OVER_GRACE_HOST memory/activations.py:DELTANET_CHUNK memory/activations.py:DELTANET_DQKWG_TILE
-memory/activations.py:DROPOUT_MASK_BYTES memory/activations.py:QWEN3_5_PARTIAL_ROTARY
-memory/alloc_sequence.py:ADAPTER_TENSORS_PER_LAYER memory/arch_activations.py:GELU_NEW_SAVED
-memory/arch_activations.py:LAYERNORM_STATS_BYTES memory/attention.py:BACKWARD_BYTES_PER_SCORE
-memory/attention.py:FORWARD_BYTES_PER_SCORE memory/attention.py:FORWARD_CKPT_BYTES_PER_SCORE
-memory/fp8.py:FP8_TENSORS_PER_LINEAR memory/logits.py:BACKWARD_PEAK_BYTES_PER_LOGIT
-memory/logits.py:COMPILED_CE_ROW_SAVED_BYTES memory/logits.py:FLASH_CE_ROW_FORWARD_BYTES
-memory/logits.py:FLASH_CE_ROW_SAVED_BYTES memory/logits.py:FORWARD_PEAK_BYTES_PER_LOGIT
-memory/logits.py:HELD_LOGITS_BYTES_PER_LOGIT memory/logits.py:MEGATRON_SOFTMAX_BYTES_PER_LOGIT
-memory/logits.py:PRIME_RL_BACKWARD_BYTES_PER_CHUNK_LOGIT memory/logits.py:PRIME_RL_TOKEN_BYTES
-memory/logits.py:RETAINED_BYTES_PER_LOGIT memory/logits.py:TORCHTUNE_OUTPUT_CHUNKS
-memory/logits.py:TORCHTUNE_ROW_STATS_BYTES memory/logits.py:TRL_FP32_STATS_PER_TOKEN
-memory/logits.py:VERL_VIEW_DIV_BACKWARD_TENSORS memory/overhead.py:CUBLAS_WORKSPACE_OTHER_BYTES
-memory/overhead.py:NCCL_CHANNELS memory/peft_variants.py:DORA_CONSTANT_BYTES_PER_OUT memory/quant.py:NF4_BLOCK
-memory/quant.py:NF4_DQ_BLOCK_ELEMENTS memory/quant.py:NF4_DQ_FIXED_BYTES
-plan/rank_buffers.py:LOSS_PARALLEL_BACKWARD_BYTES_PER_LOGIT
+compute/rates.py:DEVICE_S_PER_KERNEL_MIN compute/rates.py:EAGER_DECODE_FORWARDS_PER_REQUEST
+compute/rates.py:ENGINE_S_PER_STEP compute/rates.py:ENGINE_V0_S_PER_SEQUENCE compute/rates.py:HF_ROOT_MODULES
+compute/rates.py:POWER_CLOCK_EXPONENT compute/reference_swap.py:BLOCKING_COPIES_PER_SWAP
+compute/reference_swap.py:COPIES_PER_SWAP compute/response_lengths.py:DEFAULT_QUANTILES
+compute/sleep_wake.py:KV_REMAP_S_PER_BYTE compute/sync.py:FP8_SCALE_SIBLING_BYTES
+compute/sync.py:SGLANG_TENSOR_ENTRY_BYTES compute/sync.py:S_PER_SGLANG_OWN_COPY_BYTE
+compute/sync.py:S_PER_TENSOR_SGLANG_LOAD compute/te_host.py:X86_OVER_GRACE_HOST memory/activations.py:DELTANET_CHUNK
+memory/activations.py:DELTANET_DQKWG_TILE memory/activations.py:DROPOUT_MASK_BYTES
+memory/activations.py:QWEN3_5_PARTIAL_ROTARY memory/alloc_sequence.py:ADAPTER_TENSORS_PER_LAYER
+memory/arch_activations.py:GELU_NEW_SAVED memory/arch_activations.py:LAYERNORM_STATS_BYTES
+memory/attention.py:BACKWARD_BYTES_PER_SCORE memory/attention.py:FORWARD_BYTES_PER_SCORE
+memory/attention.py:FORWARD_CKPT_BYTES_PER_SCORE memory/fp8.py:FP8_TENSORS_PER_LINEAR
+memory/logits.py:BACKWARD_PEAK_BYTES_PER_LOGIT memory/logits.py:COMPILED_CE_ROW_SAVED_BYTES
+memory/logits.py:FLASH_CE_ROW_FORWARD_BYTES memory/logits.py:FLASH_CE_ROW_SAVED_BYTES
+memory/logits.py:FORWARD_PEAK_BYTES_PER_LOGIT memory/logits.py:HELD_LOGITS_BYTES_PER_LOGIT
+memory/logits.py:MEGATRON_SOFTMAX_BYTES_PER_LOGIT memory/logits.py:PRIME_RL_BACKWARD_BYTES_PER_CHUNK_LOGIT
+memory/logits.py:PRIME_RL_TOKEN_BYTES memory/logits.py:RETAINED_BYTES_PER_LOGIT
+memory/logits.py:TORCHTUNE_OUTPUT_CHUNKS memory/logits.py:TORCHTUNE_ROW_STATS_BYTES
+memory/logits.py:TRL_FP32_STATS_PER_TOKEN memory/logits.py:VERL_VIEW_DIV_BACKWARD_TENSORS
+memory/overhead.py:CUBLAS_WORKSPACE_OTHER_BYTES memory/overhead.py:NCCL_CHANNELS
+memory/peft_variants.py:DORA_CONSTANT_BYTES_PER_OUT memory/quant.py:NF4_BLOCK memory/quant.py:NF4_DQ_BLOCK_ELEMENTS
+memory/quant.py:NF4_DQ_FIXED_BYTES plan/rank_buffers.py:LOSS_PARALLEL_BACKWARD_BYTES_PER_LOGIT
 plan/rank_buffers.py:LOSS_PARALLEL_RETAINED_BYTES_PER_LOGIT plan/result.py:PEAK_TIE_BYTES
 plan/rl_batches.py:DYNAMIC_COUNT_MIN_PROBABILITY plan/rl_batches.py:PACKING_SAMPLE_SEQUENCES
 plan/rl_offload.py:NEMO_RL_DTENSOR_OPTIMIZER_BYTES plan/time.py:COMPILE_KERNEL_FACTOR

@@ -348,7 +348,9 @@ for _gid in _BRIDGED_PAIRS[1:]:  # bridged PCIe cards: the same caveat
     _FABRIC_NOTES[_gid] = _FABRIC_NOTES["h100-nvl"]
 """Said in the plan's assumptions where a card's GPU-to-GPU fabric is not an NVSwitch (catalog notes give the sources)."""
 DEFAULT_SM_COUNT = 108
-"""SMs assumed for a card the catalog gives no ``sm_count`` for (the GPU catalog carries it, with sources)."""
+"""SMs assumed for a card the catalog gives no ``sm_count`` for (the GPU catalog carries it, with sources): the
+A100's 108 (NVIDIA A100 Tensor Core GPU Architecture whitepaper, "A100: 108 SMs", as cited in
+``catalog/data/gpus/a100-80gb.json``)."""
 HBM_FRACTION = 0.90
 """Streaming bandwidth / datasheet HBM rate for a card without ``_HBM_FRACTION`` entry: an assumption, not read
 from a measurement. Published STREAM-style rows run lower (samuel-bohman/AI-benchmarking-guide ``Azure_Results/``, the

@@ -179,9 +179,9 @@ memory/logits.py:MEGATRON_SOFTMAX_BYTES_PER_LOGIT memory/logits.py:PRIME_RL_BACK
 memory/logits.py:PRIME_RL_TOKEN_BYTES memory/logits.py:RETAINED_BYTES_PER_LOGIT
 memory/logits.py:TORCHTUNE_OUTPUT_CHUNKS memory/logits.py:TORCHTUNE_ROW_STATS_BYTES
 memory/logits.py:TRL_FP32_STATS_PER_TOKEN memory/logits.py:VERL_VIEW_DIV_BACKWARD_TENSORS
-memory/overhead.py:CUBLAS_WORKSPACE_OTHER_BYTES memory/overhead.py:NCCL_CHANNELS
-memory/peft_variants.py:DORA_CONSTANT_BYTES_PER_OUT memory/quant.py:NF4_BLOCK memory/quant.py:NF4_DQ_BLOCK_ELEMENTS
-memory/quant.py:NF4_DQ_FIXED_BYTES plan/rank_buffers.py:LOSS_PARALLEL_BACKWARD_BYTES_PER_LOGIT
+memory/overhead.py:NCCL_CHANNELS memory/peft_variants.py:DORA_CONSTANT_BYTES_PER_OUT memory/quant.py:NF4_BLOCK
+memory/quant.py:NF4_DQ_BLOCK_ELEMENTS memory/quant.py:NF4_DQ_FIXED_BYTES
+plan/rank_buffers.py:LOSS_PARALLEL_BACKWARD_BYTES_PER_LOGIT
 plan/rank_buffers.py:LOSS_PARALLEL_RETAINED_BYTES_PER_LOGIT plan/result.py:PEAK_TIE_BYTES
 plan/rl_batches.py:DYNAMIC_COUNT_MIN_PROBABILITY plan/rl_batches.py:PACKING_SAMPLE_SEQUENCES
 plan/rl_offload.py:NEMO_RL_DTENSOR_OPTIMIZER_BYTES plan/time.py:COMPILE_KERNEL_FACTOR

@@ -72,8 +72,8 @@ Pure Python: no torch import.
 from __future__ import annotations
 
 # Counted in huggingface/transformers src/transformers/models/qwen3_moe/modeling_qwen3_moe.py
-# @00d4b3d2142cb4ced2f51b90614b5d26bc045015 (``Qwen3MoeSparseMoeBlock.forward``, module docstring); the ``LOOP_ALL_*`` counts in the 4.51.0 / 4.52.4 wheels'
-# transformers/models/qwen3_moe/modeling_qwen3_moe.py (l.269-281).
+# @00d4b3d2142cb4ced2f51b90614b5d26bc045015 (``Qwen3MoeSparseMoeBlock.forward``; module docstring); the ``LOOP_ALL_*``
+# counts in the 4.51.0 / 4.52.4 wheels' transformers/models/qwen3_moe/modeling_qwen3_moe.py (l.269-281).
 LOOP_EXPERT_LINEARS = 3
 """gate_proj, up_proj, down_proj: separate ``nn.Linear`` modules, one GEMM each (``Qwen3MoeMLP``)."""
 LOOP_LAYER_KERNELS = 12  # qwen3_moe/modeling_qwen3_moe.py @00d4b3d2

@@ -115,7 +115,10 @@ from trainfit.compute.dist_optimizer import bucket_count, param_gather_exposed
 from trainfit.compute.rates import DeviceRates
 
 DEFAULT_INTER_NODE_BYTES_PER_S = 25e9
-"""One 200 Gb/s InfiniBand / RoCE NIC per GPU = 25·10⁹ B/s per direction (the card's default)."""
+"""One 200 Gb/s InfiniBand / RoCE NIC per GPU = 25·10⁹ B/s per direction (the card's default): a DGX A100's eight
+Mellanox 200 Gb/s HDR single-port adapters for its eight GPUs
+(https://www.microway.com/hpc-tech-tips/dgx-a100-review-throughput-and-hardware-summary/, read 2026-12-04). H100
+systems with 400 Gb/s NDR NICs state theirs on the card."""
 NIC_EFFICIENCY = 0.80
 """Share of a NIC's line rate a ring crossing nodes is planned at: an assumption, 0.80, below the isolated peak, which is
 0.96 as NCCL's maintainers state it: "We usually consider 24GB/s is the peak performance per 200G NIC (12 GB/s for
@@ -396,7 +399,8 @@ _NCCL_PCI_HOP_US = {("tree", "ll"): 1.0, ("tree", "ll128"): 1.9, ("tree", "simpl
 """``hwLat[NCCL_HW_PCI]`` (us per step inside a node over PCIe, or through host memory without P2P), the row as
 stored at @01afd20a77b5804e0ecf1042509dd9d20ebf9e93 (the NVLink and network rows above are the newer ones)."""
 _NCCL_NET_OVERHEAD_US = 1.0
-"""``getNetOverhead``: 1 us per network post on x86 Intel hosts (2 on AMD); x3 for Simple; inter-node rings only."""
+"""``getNetOverhead``: 1 us per network post on x86 Intel hosts (2 on AMD); x3 for Simple; inter-node rings only
+(NVIDIA/nccl ``src/graph/tuning.cc`` @5067397c2676d5aed50042fc39e5c8ee96eb0027, module docstring)."""
 _NCCL_BUS_FACTOR = {("tree", "ll"): 0.92 / 3.8, ("tree", "ll128"): 0.92 * 120 / 128, ("tree", "simple"): 0.92,
                     ("ring", "ll"): 0.5, ("ring", "ll128"): 0.92, ("ring", "simple"): 1.0}
 """The protocol's share of the ring/Simple bus bandwidth (tuning.cc "model refinements"; a tree all-reduce
@@ -630,11 +634,16 @@ CUSTOM_AR_WORLD_SIZES = (2, 4, 6, 8)
 """``CustomAllreduce._SUPPORTED_WORLD_SIZES`` (vllm ``vllm/distributed/device_communicators/custom_all_reduce.py``
 @00d618aab60448acdf3fac3e9c4e2e22d0c6c753)."""
 CUSTOM_AR_MAX_BYTES = 8192 * 1024
-"""``CustomAllreduce(max_size=8192 * 1024)``: ``should_custom_ar`` takes buffers strictly under 8 MiB (same file)."""
+"""``CustomAllreduce(max_size=8192 * 1024)``: ``should_custom_ar`` takes buffers strictly under 8 MiB (vllm
+``vllm/distributed/device_communicators/custom_all_reduce.py`` @00d618aab60448acdf3fac3e9c4e2e22d0c6c753)."""
 CUSTOM_AR_ONE_STAGE_LATENCY_S = 8.7e-6
+"""One-stage latency: least squares over the published H100 table of vLLM's kernel
+(https://github.com/sgl-project/sglang/pull/2904, 2025-01-15; comment above)."""
 CUSTOM_AR_TWO_STAGE_LATENCY_S = 16.0e-6
+"""Two-stage latency, the same fit to https://github.com/sgl-project/sglang/pull/2904's H100 table."""
 CUSTOM_AR_READ_BYTES_PER_S = 62e9
-"""Bytes per second one rank of the custom kernel reads from its peers (the one- and two-stage fits: 61 and 64 GB/s)."""
+"""Bytes per second one rank of the custom kernel reads from its peers (the one- and two-stage fits: 61 and 64 GB/s,
+to https://github.com/sgl-project/sglang/pull/2904's H100 table)."""
 
 
 def custom_all_reduce_seconds(*, total_bytes: float, ranks: int, full_nvlink: bool = True,

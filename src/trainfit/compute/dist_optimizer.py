@@ -46,9 +46,14 @@ from __future__ import annotations
 from math import ceil
 
 MEGATRON_MIN_BUCKET_PARAMS = 40_000_000
-"""``max(40000000, 1000000 * dp_group.size())``: the floor of Megatron-Core's default bucket (parameters)."""
+"""``max(40000000, 1000000 * dp_group.size())``: the floor of Megatron-Core's default bucket (parameters),
+NVIDIA/Megatron-LM ``megatron/core/distributed/distributed_data_parallel.py`` ``__init__``
+@d98e8a64ddf34856e74b24714e3bedb2f5a39553 (module docstring). At the older
+@293e10419fd1b79c8680a0f4a206fc0a373729b5 the default was a flat ``bucket_size: int = 40000000``, with no growth per
+rank."""
 MEGATRON_BUCKET_PARAMS_PER_DP_RANK = 1_000_000
-"""... and its growth per data-parallel rank (larger groups need larger buckets to stay bandwidth-bound)."""
+"""... and its growth per data-parallel rank (larger groups need larger buckets to stay bandwidth-bound), the same
+line of ``megatron/core/distributed/distributed_data_parallel.py`` @d98e8a64ddf34856e74b24714e3bedb2f5a39553."""
 
 
 def megatron_bucket_params(*, data_parallel: int) -> int:

@@ -71,29 +71,32 @@ Pure Python: no torch import.
 
 from __future__ import annotations
 
+# Counted in huggingface/transformers src/transformers/models/qwen3_moe/modeling_qwen3_moe.py
+# @00d4b3d2142cb4ced2f51b90614b5d26bc045015 (``Qwen3MoeSparseMoeBlock.forward``; module docstring); the ``LOOP_ALL_*``
+# counts in the 4.51.0 / 4.52.4 wheels' transformers/models/qwen3_moe/modeling_qwen3_moe.py (l.269-281).
 LOOP_EXPERT_LINEARS = 3
 """gate_proj, up_proj, down_proj: separate ``nn.Linear`` modules, one GEMM each (``Qwen3MoeMLP``)."""
-LOOP_LAYER_KERNELS = 12
+LOOP_LAYER_KERNELS = 12  # qwen3_moe/modeling_qwen3_moe.py @00d4b3d2
 """Per MoE layer forward besides the router GEMM and the experts: softmax, top-k, the top-k sum and divide, the cast
 (5); ``one_hot`` (zeros + scatter), the mask sum, ``greater``, ``nonzero`` (2: count, select), the output zeros (7)."""
-LOOP_EXPERT_KERNELS = 9
+LOOP_EXPERT_KERNELS = 9  # qwen3_moe/modeling_qwen3_moe.py @00d4b3d2
 """Per expert forward besides its three GEMMs: the mask row index, ``torch.where``'s ``nonzero`` (2), the row gather,
 SiLU, the gate·up multiply, the routing-weight gather, the weighting multiply, ``index_add_``. Backward is charged by
 the inventory's elementwise factor (``inventory.BACKWARD_KERNEL_FACTOR``)."""
-LOOP_LAYER_SYNCS = 1
+LOOP_LAYER_SYNCS = 1  # qwen3_moe/modeling_qwen3_moe.py @00d4b3d2
 """``expert_hit``'s ``nonzero`` per MoE layer forward."""
-LOOP_EXPERT_SYNCS = 2
+LOOP_EXPERT_SYNCS = 2  # qwen3_moe/modeling_qwen3_moe.py @00d4b3d2
 """Per expert forward: the ``ModuleList`` index by a CUDA tensor (``operator.index`` → ``.item()``) and
 ``torch.where``'s ``nonzero``."""
-LOOP_ALL_LAYER_KERNELS = 8
+LOOP_ALL_LAYER_KERNELS = 8  # 4.52.4 wheel: transformers/models/qwen3_moe/modeling_qwen3_moe.py l.269-281
 """transformers <= 4.52 (``loop_all``): ``LOOP_LAYER_KERNELS`` without the hit test (the mask sum, ``greater`` and
 ``nonzero``'s two kernels)."""
-LOOP_ALL_EXPERT_KERNELS = 8
+LOOP_ALL_EXPERT_KERNELS = 8  # 4.52.4 wheel: transformers/models/qwen3_moe/modeling_qwen3_moe.py
 """transformers <= 4.52: ``LOOP_EXPERT_KERNELS`` less the mask row's index kernel (``expert_mask[expert_idx]`` with a
 Python int is a view)."""
-LOOP_ALL_LAYER_SYNCS = 0
+LOOP_ALL_LAYER_SYNCS = 0  # 4.52.4 wheel: transformers/models/qwen3_moe/modeling_qwen3_moe.py
 """transformers <= 4.52: no hit test, no sync per layer."""
-LOOP_ALL_EXPERT_SYNCS = 1
+LOOP_ALL_EXPERT_SYNCS = 1  # 4.52.4 wheel: transformers/models/qwen3_moe/modeling_qwen3_moe.py
 """transformers <= 4.52: ``torch.where``'s ``nonzero`` only (the ``ModuleList`` index is a Python int)."""
 LOOP_EXPERT_BACKWARD_BYTES = 8.0
 """Bytes per element of the ``T × h`` input, per expert, in backward (bf16): the zero gradient written (2), then added

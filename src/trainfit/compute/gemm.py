@@ -60,7 +60,7 @@ bf16 (Transformer Engine ``general_gemm(..., out_dtype=activation_dtype)`` forwa
 transformer_engine/pytorch/module/linear.py l.536-540 and l.1086-1093 @d0067d0da6cb01811b8072a7d304f0e00344ce2b)."""
 NVFP4_SCALE_BYTES_PER_ELEMENT = 1.0 / 16
 """NVFP4's block scale read with each operand element: one 1-B E4M3 scale per 16 elements (``memory.fp8``'s
-``NVFP4_BLOCK``)."""
+``NVFP4_BLOCK``: cuDNN Block Scaling, https://docs.nvidia.com/cudnn/latest/operations/BlockScaling/llms.txt)."""
 
 
 def gemm_bytes(*, m: float, n: float, k: float, groups: float = 1, dtype_bytes: float = 2.0) -> float:

@@ -322,7 +322,10 @@ FSDP2_CPU_ACCUMULATE_BYTES_PER_GRAD_BYTE = 3.0
 (``fsdp2_offload_accumulation_seconds``): the accumulated shard and the new one read, the sum written."""
 GLIBC_MMAP_THRESHOLD_MAX_BYTES = 32 * 2**20
 """glibc's ceiling on its dynamic mmap threshold, ``DEFAULT_MMAP_THRESHOLD_MAX`` on 64-bit (32 MiB): an allocation
-above it is always a fresh ``mmap``, returned with ``munmap`` when freed (``PAGEABLE_FIRST_TOUCH_BYTES_PER_S``)."""
+above it is always a fresh ``mmap``, returned with ``munmap`` when freed (``PAGEABLE_FIRST_TOUCH_BYTES_PER_S``).
+glibc ``malloc/malloc.c`` r1.162, 2006-08-22: "(DEFAULT_MMAP_THRESHOLD_MAX): ... For 64-bit platforms as 32MB"
+(https://sourceware.org/ml/glibc-cvs/2006-q3/msg00288.html); mallopt(3): "4*1024*1024*sizeof(long) on 64-bit
+systems", the threshold rising to a freed block's size up to it (read 2026-12-04)."""
 
 
 ONE_THREAD_ADD_BYTES_PER_S = {2.0: 29.9e9, 4.0: 45.4e9}

@@ -66,7 +66,16 @@ from math import ceil
 from trainfit.compute.rates import DTENSOR_OP_HOST_S, DeviceRates
 
 MULTI_TENSOR_CHUNK = 110
-"""Tensors per multi_tensor_apply launch (ATen's ``depth_to_max_tensors`` for 4-5 lists)."""
+"""Tensors per ``multi_tensor_apply`` launch: ATen's ``depth_to_max_tensors = {110, 64, 48, 36, 30}``
+(pytorch/pytorch ``aten/src/ATen/native/cuda/MultiTensorApply.cuh`` @4b6fea91c74c185d6c4d58d88fffe6f41863919c), so 110
+is the one-list figure (``_foreach_mul_`` on one list), not the 4-5 lists of ``_fused_adamw_`` (param, grad, two
+moments: 36, 30), and a launch also stops at ``depth_to_max_blocks`` = 320 chunks of ``kChunkSize`` = 65536 elements
+(21.0 M elements). Later versions of that file raise both for CUDA >= 13 builds (``CUDART_VERSION >= 13000``: 770
+/ 448 / 336 / 252 / 210 tensors, 2240 blocks, the 32 KB kernel-argument limit, "naive values" from pytorch/pytorch
+PR #134373). Checked (step-time benchmark): 36 tensors for fused, 64 for
+foreach, and the 21 M-element cap move the H200 calibration rows by 1-3 points (Qwen3-30B-A3B LoRA fused -14 ->
+-11 %), every subset median unchanged, all rows 10.2 -> 10.3 %; the rows span torch builds on both sides of CUDA 13,
+so 110 stays."""
 FOREACH_OPS = 8
 FOR_LOOP_OPS_PER_TENSOR = 8
 MULTI_PASS_BYTES_FACTOR = 40.0 / 14.0

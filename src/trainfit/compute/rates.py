@@ -324,6 +324,9 @@ Add 4.14, Triad 4.09, Dot 3.87 TB/s; repository samuel-bohman/AI-benchmarking-gu
 ``Azure_Results/ND_MI300X_v5_results.md`` @3de0c294fd1059a91a2c158712c4a078619d73e8): a copy kernel reaches
 4.11 / 5.3 = 77.5 % of the datasheet 5.3 TB/s, not 90 % (4.77 TB/s)."""
 DEFAULT_MAMF_FRACTION = 0.80
+"""MAMF / datasheet bf16 rate for an NVIDIA card without a published MAMF row: the H100 SXM's 80.3 % rounded
+(stas00/ml-engineering ``compute/accelerator/README.md`` @744d01e18b79512572f64a6bbd8b5f4a725203a7, BF16 table; module
+docstring); the same table's other NVIDIA rows run 72.9-86.9 %. Stated in the plan's assumptions when used."""
 _FABRIC_NOTES = {
     "mi300x": "intra-node collectives on AMD Infinity Fabric (xGMI: 7 links x 128 GB/s, a full mesh; kept in the"
               " catalog's nvlink fields), RCCL assumed to reach NCCL's NVLink bus fraction; the 896 GB/s aggregate"
@@ -345,8 +348,22 @@ for _gid in _BRIDGED_PAIRS[1:]:  # bridged PCIe cards: the same caveat
     _FABRIC_NOTES[_gid] = _FABRIC_NOTES["h100-nvl"]
 """Said in the plan's assumptions where a card's GPU-to-GPU fabric is not an NVSwitch (catalog notes give the sources)."""
 DEFAULT_SM_COUNT = 108
-"""SMs assumed for a card the catalog gives no ``sm_count`` for (the GPU catalog carries it, with sources)."""
+"""SMs assumed for a card the catalog gives no ``sm_count`` for (the GPU catalog carries it, with sources): the
+A100's 108 (NVIDIA A100 Tensor Core GPU Architecture whitepaper, "A100: 108 SMs", as cited in
+``catalog/data/gpus/a100-80gb.json``)."""
 HBM_FRACTION = 0.90
+"""Streaming bandwidth / datasheet HBM rate for a card without ``_HBM_FRACTION`` entry: an assumption, not read
+from a measurement. Published STREAM-style rows run lower (samuel-bohman/AI-benchmarking-guide ``Azure_Results/``, the
+source of the MI300X entry): ND H100 v5 Copy 2.90 / Triad 2.97 TB/s of 3.35 (86.6 / 88.7 %; ``ND_H100_v5_results.md``
+@a6533f14ab325f14a5ff87666ee92436be22881f), ND H200 v5 Copy 4.01 / Triad 4.15 of 4.8 (83.5 / 86.5 %;
+``ND_H200_v5_results.md`` @5e2c4e5581b534ececa93041d7d67168065fc07b), ND A100 v4 (A100-SXM4-80GB) Copy 1.61 / Triad
+1.70 of 2.039 (79.0 / 83.4 %; ``ND_A100_v4_results.md`` @26d18e9458bb07bd43e3eda7aec8653aa592f2ec). Checked with the
+Copy fractions as ``_HBM_FRACTION`` entries for h100-sxm, h200 and a100-80gb (step-time benchmark): the A100 QLoRA
+rows move toward the published ones (qwen1-a100-72b-qlora-512 -9 -> -1 %), but generation 17.2 -> 19.5 %, pretrain
+8.6 -> 9.1 %, RL step 13.4 -> 14.0 %, the H200 held-out sets 4.7 / 4.1 / 3.2 -> 5.8 / 5.9 / 4.7 %, all rows 10.2
+-> 10.5 % (LoRA 10.4 -> 9.5 %, H200 default 7.0 -> 6.1 %, beyond 50 % unchanged). The model charges these bytes to
+decode weight reads and fused pointwise kernels, which a copy kernel's rate does not bound; not applied, so 0.90
+stays the stated assumption."""
 HOST_S_PER_FORWARD_KERNEL = 65e-6
 """Host seconds per kernel of an eager forward through transformers' modules (Python module calls,
 the views and casts around each kernel, dispatch, autograd recording, launch). Fitted on the 15
@@ -557,7 +574,9 @@ HF_ROOT_MODULES = 6
 ``model``, ``embed_tokens``, ``rotary_emb``, the final ``norm``, ``lm_head``; the ``layers`` ModuleList never runs):
 transformers 5.24 Qwen2ForCausalLM has 111 modules at 8 layers = 8 x 13 + 7."""
 HOST_S_PER_BACKWARD_KERNEL = 12e-6
-"""Autograd engine (C++) seconds per kernel of a backward; fitted with the forward figure."""
+"""Autograd engine (C++) seconds per kernel of a backward; fitted with the forward figure on the 15 H200 "default"
+cases measured on an H200 host (``benchmarks/gpu_calibration.md``, ``benchmarks/results/gpu_raw``; grid 8-20 us,
+``HOST_S_PER_FORWARD_KERNEL``)."""
 DEVICE_S_PER_KERNEL_MIN = 2.5e-6
 """Shortest kernel on the device (launch latency + a small grid)."""
 NVLINK_BUS_FRACTION = 370.0 / 450.0
@@ -594,9 +613,49 @@ NVLINK_DOMAIN_GPUS = {"gb200": 72, "gb300": 72}
 """GPUs one NVLink domain spans where it is larger than a node (GB200 NVL72 and GB300 NVL72: 72 GPUs over 18 trays of
 4; https://www.nvidia.com/en-us/data-center/gb300-nvl72/, read 2026-12-03)."""
 HOST_MEMORY_BYTES_PER_S = 200e9
+"""Host DRAM bytes per second a node's CPU work (CPU Adam, host passes) and its GPUs' concurrent pinned copies share
+(``compute.offload.rank_host_memory_bytes_per_s``, ``host_copy_bytes_per_s``: 200 / 8 = 25 GB/s a GPU on an 8-GPU
+node). The value is one socket's DDR peak on a DGX A100 host, half the node's: a DGX A100 carries two AMD EPYC 7742
+(https://www.microway.com/hpc-tech-tips/dgx-a100-review-throughput-and-hardware-summary/, read 2026-12-04), each with
+8 channels of DDR4-3200, 8 x 25.6 = 204.8 GB/s a socket, 409.6 GB/s the node (the arithmetic for the same Rome
+platform, 2 x EPYC 7H12: https://orfeo-doc.areasciencepark.it/examples/STREAM/, read 2026-12-04). It is a sustained-
+rate assumption, not a measurement of this quantity. Checks: STREAM on an EPYC 7742 host reaches 148 GB/s over one
+socket's four NUMA nodes (``compute.offload`` module docstring, gist.github.com/v0dro/0559e1d9b205ca9ac0ad1a29fe10377b),
+about 296 GB/s for two sockets if they add. Checked with that figure (296e9, step-time benchmark): the ZenFlow
+core-binding DeepSpeed offload rows on the DGX A100 host go +33 / +25 % -> -1 / -6 % (Qwen2.5-3B / 1.5B), but
+tune-a100-70b-full-offload +3 -> -14 %, the checkpoint-engine broadcast weight syncs on H800 / H20 hosts -15 / -7 /
+-5 / -14 % -> -28 / -19 / -11 / -19 %, nemorl-v06-grpo-dsv3-gb200-bf16-256g-onpol's step -49.7 -> -51.3 % (a Grace
+host), the RL step median 13.4 -> 14.2 % (beyond 50 %: 2 -> 3), weight sync 23.6 -> 24.1 %, generation 17.2 ->
+17.5 %, all rows 10.2 -> 10.3 % (44 -> 45 beyond 50 %). The hosts of the H100 / H800 / H20 / GB200 rows are not the
+EPYC 7742 (no published STREAM or all-GPU pinned-copy result for them found), so one node-wide figure from the A100
+host does not transfer, and the value stands. A calibration file or ``hardware.host_memory_gbps`` replaces it per host."""
 CPU_ADAM_BYTES_PER_PARAM = 30.0
+"""Host-memory bytes one CPU Adam step moves per parameter: DeepSpeed's ``Adam_Optimizer::Step_AVX``
+(deepspeedai/DeepSpeed ``csrc/includes/cpu_adam.h`` @14e1981a4dc49c2d68f474523d2994f3a3ca3820) loads the fp32
+gradient, ``exp_avg``, ``exp_avg_sq`` and parameter (``simd_load`` x 4: 16 B) and stores the parameter and both
+moments (``simd_store`` x 3: 12 B) per element, 28 B; ZeRO-1/2 then writes the 16-bit copy on the CPU (2 B,
+``stage_1_and_2.py`` l.2011-2012 @1d7b90adc48d57c2283e8825f5c668a3730ff899, ``compute.offload`` module docstring):
+30 B. A byte count read from the code, no rate: the time is these bytes over the rank's share of
+``HOST_MEMORY_BYTES_PER_S``. Not counted: the write-allocate read of the 16-bit buffer's lines (+2 B on a cache
+without non-temporal stores) and the AVX arithmetic (``sqrt``, ``div``: memory-bound at 8+ threads)."""
 PCIE_EFFICIENCY = 0.80
-"""Pinned-memory cudaMemcpy reaches ~80 % of the PCIe x16 rate per direction."""
+"""Host <-> device copy rate over the link's per-direction rate (``DeviceRates.pcie_bytes_per_s``; NVLink-C2C too).
+Published pinned-copy measurements with NVIDIA's nvbandwidth: PCIe Gen4 x16 (32 GB/s): 8 x GeForce RTX 4090,
+``host_to_device_memcpy_ce`` 23.90-26.38 GB/s (0.75-0.82), ``device_to_host_memcpy_ce`` 26.25-27.11 GB/s (0.82-0.85)
+(NVIDIA/nvbandwidth issue #15, https://github.com/NVIDIA/nvbandwidth/issues/15, 2024-01-06); A100-SXM4-40GB
+``host_to_device_memcpy_sm`` 25.13 GB/s at 512 MiB-1 GiB (0.785; issue #42, 2025-07-05); 8 x A100-SXM4-80GB
+device to host ~25 GB/s (0.78; issue #53 title, 2025-11-21). NVLink-C2C (GH200, 450 GB/s a direction):
+host to device CE 346 GB/s (0.77; issue #23, 2024-08-23). All read 2026-12-04. PCIe Gen5 x16 (64 GB/s): an H100 VM's
+host-to-device copies 56.68-57.07 GB/s on three of four GPUs (0.89; issue #6, 2023-07-11), an 8 x H100 host's
+``host_to_device_memcpy_sm`` 35.2 / ``device_to_host_memcpy_sm`` 52.8 GB/s (0.55 / 0.82; issue #24, 2024-09-11).
+Azure's nvbandwidth rows on 8-GPU hosts (samuel-bohman/AI-benchmarking-guide ``Azure_Results/``): ND H100 v5 host to
+device 51 / device to host 52 GB/s (0.80 / 0.81 of Gen5 x16; ``ND_H100_v5_results.md``
+@a6533f14ab325f14a5ff87666ee92436be22881f), ND H200 v5 52 / 52 (0.81; ``ND_H200_v5_results.md``
+@5e2c4e5581b534ececa93041d7d67168065fc07b), ND A100 v4 host to device 26.28 GB/s (0.82 of Gen4 x16; its device to host
+6.27 is an outlier; ``ND_A100_v4_results.md`` @26d18e9458bb07bd43e3eda7aec8653aa592f2ec). 0.80 stands for every link:
+at 0.89 for Gen5 cards (NVIDIA and AMD, host-link cards excepted) one published row moves
+(verl-grpo-deepseek-v3-671b-h20-96g step -16 -> -18 %), every subset median unchanged, and the Azure Gen5 rows give
+0.80-0.81, so the single 0.89 VM is not taken."""
 
 # vLLM engine host constants (``compute.decode_step``): defaults of the DeviceRates fields of the same names in
 # lower case, so that a calibration file (``trainfit calibrate`` on RL run records with generation times) can

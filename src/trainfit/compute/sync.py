@@ -337,9 +337,17 @@ from trainfit.spec.enums import LayerKind, Placement, RolloutEngine, WeightSync
 from trainfit.spec.model import ModelSpec
 
 S_PER_TENSOR_BUCKETED = 0.3e-3
+"""Host seconds per tensor of a flattened CUDA-IPC bucket sync: 6 s / 18,867 tensors (Qwen3-30B-A3B Megatron ->
+vLLM, 8 x H100; https://github.com/NovaSky-AI/SkyRL/pull/487; module docstring)."""
 S_PER_TENSOR_IPC = 2.5e-3
+"""Host seconds per tensor with one IPC handle each: the same run before flattening, 48 s / 18,867 tensors
+(https://github.com/NovaSky-AI/SkyRL/pull/487; module docstring: SGLang rows bound it at 1.7-2.3 ms)."""
 S_PER_TENSOR_RPC = 2.0e-3
+"""Host seconds per tensor with one request each: 0.6 s for Qwen2-0.5B's 290 tensors before batching
+(https://github.com/huggingface/trl/pull/5249; module docstring)."""
 S_PER_BUCKET = 3e-3
+"""Seconds per bucket: one IPC handle open / close or broadcast handshake, "IPC open 3 ms" in slime's profile of a
+512 MB bucket (https://hebiao064.github.io/rl-weight-sync, 2025-08-27; module docstring)."""
 S_PER_TENSOR_SGLANG_LOAD = 12e-3 / 160
 """SGLang's ``model.load_weights`` per tensor, Qwen3-30B-A3B on H100: 12 ms for the ~160 tensors of one 512 MB
 bucket (slime's weight-sync write-up, Biao He et al., hebiao064.github.io/rl-weight-sync 2025-08-27, the profile
@@ -368,8 +376,14 @@ S_PER_SGLANG_OWN_COPY_BYTE = 3.1e-9
 FP8_SCALE_SIBLING_BYTES = 4.0
 """Bytes of a ``*_scale_inv`` tensor's collective as trainfit prices it: a few (one fp32 per 128 x 128 block), so
 NCCL's latency is all it costs."""
-DISK_BYTES_PER_S = 2e9
-"""One NVMe SSD, sequential (write, then read); a network filesystem is slower: pass yours."""
+DISK_BYTES_PER_S = 8.2e9
+"""A GPU node's local NVMe, sequential (write, then read; one rate for both); a network filesystem is slower: pass
+yours. The slowest published 8-GPU node: Azure ND A100 v4 FIO sequential write 8.2 / read 9.3 GB/s at 1 MB
+(samuel-bohman/AI-benchmarking-guide ``Azure_Results/ND_A100_v4_results.md``
+@26d18e9458bb07bd43e3eda7aec8653aa592f2ec); ND H100 v5 33.9 / 55.3 GB/s (``ND_H100_v5_results.md``
+@a6533f14ab325f14a5ff87666ee92436be22881f), ND H200 v5 33.8 / 55.4 (``ND_H200_v5_results.md``
+@5e2c4e5581b534ececa93041d7d67168065fc07b). Was 2e9 ("one NVMe SSD", unsourced). No published row syncs through disk:
+the step-time benchmark moves no row at 8.2e9."""
 S_PER_SKYRL_WEIGHT_REQUEST = (4.4 - 1.6) / (443 - 25)
 """Host seconds of one awaited weight-update request to the engines, per tensor, on SkyRL's per-parameter paths
 (6.7 ms). SkyRL's colocated FSDP sync of a 14B model on one 8xH100 node (vLLM TP 2: four engines) took "around

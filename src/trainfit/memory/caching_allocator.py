@@ -51,12 +51,14 @@ from __future__ import annotations
 from bisect import bisect_left, insort
 from dataclasses import dataclass, field
 
-MIN_BLOCK = 512
-SMALL_SIZE = 1 << 20
-SMALL_BUFFER = 2 << 20
-LARGE_BUFFER = 20 << 20
-MIN_LARGE_ALLOC = 10 << 20
-ROUND_LARGE = 2 << 20
+# The allocator's size constants: pytorch/pytorch c10/cuda/CUDACachingAllocator.cpp
+# @001074d25084fdb87a799823e395a50f5ec044d3 (kMinBlockSize ... kRoundLarge).
+MIN_BLOCK = 512  # c10/cuda/CUDACachingAllocator.cpp kMinBlockSize: every size rounds up to 512 B
+SMALL_SIZE = 1 << 20  # c10/cuda/CUDACachingAllocator.cpp kSmallSize: largest small allocation
+SMALL_BUFFER = 2 << 20  # c10/cuda/CUDACachingAllocator.cpp kSmallBuffer: small-pool segment
+LARGE_BUFFER = 20 << 20  # c10/cuda/CUDACachingAllocator.cpp kLargeBuffer: 1-10 MiB requests' segment
+MIN_LARGE_ALLOC = 10 << 20  # c10/cuda/CUDACachingAllocator.cpp kMinLargeAlloc
+ROUND_LARGE = 2 << 20  # c10/cuda/CUDACachingAllocator.cpp kRoundLarge: large segments round to 2 MiB
 ADDR_BITS = 47
 """Addresses of the model stay below 2^47 (128 TiB; the small pool's expandable range starts at 2^46)."""
 

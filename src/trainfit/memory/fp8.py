@@ -106,15 +106,23 @@ from __future__ import annotations
 from trainfit.spec.enums import Fp4Recipe, Fp8Recipe, TensorParallelImpl
 
 AMAX_HISTORY_LEN = 1024
-"""TE ``DelayedScaling.amax_history_len`` default."""
+"""TE ``DelayedScaling.amax_history_len`` default: ``amax_history_len: int = 1024`` (NVIDIA/TransformerEngine
+``transformer_engine/common/recipe/__init__.py`` @799cf76be3c1bb0a9d7995614a1af5a2a77a9e10)."""
 FP8_TENSORS_PER_LINEAR = 5
 """Forward: input, weight, output; backward: output gradient, input gradient (TE's fp8 meta per module)."""
 FP32 = 4
 BLOCK = 128
+"""FP8 blockwise scaling's block edge, one fp32 scale per 1 x 128 activation tile and per 128 x 128 weight block:
+DeepSeek-V3's fine-grained quantization (arXiv 2412.19437, section 3.3), which TE's ``Float8BlockScaling`` runs (the
+"rather than 128" of https://nvidia.github.io/TransformerEngine/features/low_precision_training/mxfp8/mxfp8.html,
+read 2026-12-04)."""
 MX_BLOCK = 32
-"""MXFP8: elements per E8M0 scale (1 B)."""
+"""MXFP8: elements per E8M0 scale (1 B): "Block size is 32", one E8M0 scale per 32 consecutive values (same TE page,
+https://nvidia.github.io/TransformerEngine/features/low_precision_training/mxfp8/mxfp8.html, read 2026-12-04)."""
 NVFP4_BLOCK = 16
-"""NVFP4: elements per E4M3 scale (1 B)."""
+"""NVFP4: elements per E4M3 scale (1 B): "The NVFP4 recipe quantizes across 16 FP32 elements ... 16 FP4 output
+values (E2M1) and 1 FP8 scaling factor (E4M3)" (cuDNN Block Scaling,
+https://docs.nvidia.com/cudnn/latest/operations/BlockScaling/llms.txt, read 2026-12-04)."""
 TE_ONLY_RECIPES = (Fp8Recipe.DELAYED, Fp8Recipe.BLOCKWISE)
 """Recipes no other stack runs: a card that names them runs Transformer Engine's linears."""
 

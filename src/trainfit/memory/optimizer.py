@@ -32,9 +32,13 @@ from trainfit.memory.params import TensorGroup
 from trainfit.spec.enums import Optimizer, OptimizerImpl
 
 BNB_BLOCK = 256
-"""bitsandbytes blockwise optimizer quantization block (elements per fp32 absmax)."""
+"""bitsandbytes blockwise optimizer quantization block (elements per fp32 absmax): ``blocks = n // 256`` in
+``Optimizer2State.init_state`` / ``Optimizer1State.init_state`` (bitsandbytes-foundation/bitsandbytes
+``bitsandbytes/optim/optimizer.py`` @51294d909e914f80d2f2c85f9e9229dd4386ef85)."""
 BNB_MIN_8BIT_SIZE = 4096
-"""bitsandbytes: tensors with fewer elements keep 32-bit optimizer states."""
+"""bitsandbytes: tensors with fewer elements keep 32-bit optimizer states (``min_8bit_size=4096`` default, ``if
+p.numel() < config["min_8bit_size"]: dtype = torch.float32``; ``bitsandbytes/optim/optimizer.py``
+@51294d909e914f80d2f2c85f9e9229dd4386ef85, the same file)."""
 
 
 PAGED = frozenset({Optimizer.PAGED_ADAMW, Optimizer.PAGED_ADAMW_8BIT})

@@ -51,7 +51,11 @@ CUBLAS_WORKSPACE_SM90_BYTES = 32 * MIB
 """torch's default cuBLAS workspace on compute capability 9.x and later (``CUBLAS_WORKSPACE_CONFIG``
 :4096:8); cuBLASLt gets a workspace of the same size."""
 CUBLAS_WORKSPACE_OTHER_BYTES = 4096 * 1024 * 2 + 16 * 1024 * 8
-"""torch's default cuBLAS workspace before compute capability 9.0 (:4096:2:16:8)."""
+"""torch's default cuBLAS workspace before compute capability 9.0 (:4096:2:16:8): ``parseChosenWorkspaceSize``'s
+``default_size = sm90 ? 4096 * 8 * 1024 : 4096 * 1024 * 2 + 16 * 1024 * 8`` (pytorch/pytorch
+``aten/src/ATen/cuda/CublasHandlePool.cpp`` @26a39059ec580351411f180816c47e2ef5134ae1). At that commit the 32 MiB
+branch is ``major == 9 && minor == 0`` only, so a Blackwell card (10.x) takes this default there, not
+``CUBLAS_WORKSPACE_SM90_BYTES``'s "9.x and later"; not checked against other torch releases, not changed here."""
 NCCL_COMMUNICATOR_BYTES = 558 * MIB
 """nvidia-smi's growth when a process creates an NCCL communicator and runs its first all-reduce
 (NCCL's kernels and internal allocations, outside the caching allocator): measured with one rank

@@ -107,6 +107,9 @@ UNIT_DEFINITIONS = {
     "memory/nf4_load.py:NF4_CODES": "2**4 codes of a 4-bit format",
     "memory/caching_allocator.py:ADDR_BITS": "bit position bounding the simulated allocator's addresses",
     "compute/continuous_batching.py:_EPS": "numerical tolerance of a float comparison",
+    "compute/fsdp2_output_cast.py:BF16_BYTES": "dtype width",
+    "compute/fsdp2_output_cast.py:FP32_BYTES": "dtype width",
+    "memory/nf4_dequant.py:FP32": "dtype width",
 }
 """Constants that need no source: what the value is follows from its definition (``key: reason``)."""
 

@@ -41,7 +41,9 @@ CAST_BYTES_PER_ELEMENT = BF16_BYTES + FP32_BYTES
 """A bf16 <-> fp32 cast reads one width and writes the other, in either direction."""
 SLICE_BACKWARD_WIDTHS = 1.0 + 3.0
 """``SliceBackward``'s zero tensor (one write) and autograd's sum of it into the gradient (two reads, one write), in
-element widths per logit per sliced sequence."""
+element widths per logit per sliced sequence (torch 2.13.0 ``tools/autograd/derivatives.yaml``, ``slice.Tensor``:
+``slice_backward_wrapper`` allocates ``zeros(input_sizes)`` and copies the gradient into the slice; the accumulation
+of the per-sequence gradients is autograd's ``InputBuffer::add``)."""
 
 
 def layer_cast_count(*, sharded_layers: int) -> int:

@@ -29,7 +29,8 @@ from trainfit.memory.params import linear_groups
 from trainfit.spec.model import ModelSpec
 
 NF4_BLOCK = 64
-"""Elements per absmax (bitsandbytes' default 4-bit block, ``functional.quantize_4bit``)."""
+"""Elements per absmax (bitsandbytes' default 4-bit block: ``functional.quantize_4bit(..., blocksize=64)`` in
+bitsandbytes 0.50.2 ``bitsandbytes/functional.py``)."""
 FP32 = 4
 
 

@@ -27,7 +27,9 @@ NF4_BLOCK = 64
 NF4_DQ_BLOCK_ELEMENTS = 64 * 256
 """Elements covered by one fp32 second-level absmax under double quantization."""
 NF4_CODE_BYTES = 64
-"""The 16-entry fp32 NF4 code table of each quantized weight's ``QuantState`` (with or without double quantization)."""
+"""The 16-entry fp32 NF4 code table of each quantized weight's ``QuantState`` (with or without double quantization):
+16 x 4 B, a new tensor per ``quantize_4bit`` call (bitsandbytes 0.50.2 ``bitsandbytes/functional.py`` l.854
+``get_4bit_type``, l.936)."""
 NF4_DQ_FIXED_BYTES = 1_092
 """Per-layer fixed bytes under double quantization: the NF4 code table (64), the 256-entry fp32 dynamic map copied
 per weight for the absmax's own state (1,024: ``functional.py`` l.670 ``code.to(A.device, copy=True)``) and the fp32

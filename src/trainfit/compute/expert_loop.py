@@ -66,6 +66,16 @@ gap. The 55,000 per-expert-linear all-gathers a step (48 layers x 128 experts x 
 backward) would have to cost about 1 ms each to fill the gap, far above the plan's (3.46 s for all of them and the
 gradient reductions together); the run's inter-node network is not published.
 
+**QLoRA: every expert's dequantisation.** Under bitsandbytes 4-bit loading every ``nn.Linear`` outside
+``modules_to_not_convert`` (``lm_head``) becomes a ``bnb.nn.Linear4bit`` (transformers 4.48.1 wheel,
+``transformers/integrations/bitsandbytes.py`` ``_replace_with_bnb_linear`` l.168 and l.202, default l.259), so each
+expert's ``w1`` / ``w3`` / ``w2`` (``MixtralBlockSparseTop2MLP``, ``models/mixtral/modeling_mixtral.py`` l.67-81 in the
+same wheel) is one. ``matmul_4bit`` sends any input of more than one row to ``MatMul4Bit``, which dequantises the
+whole weight per call, ``F.dequantize_4bit(B, quant_state)`` in ``forward`` and again in ``backward`` for the input
+gradient (bitsandbytes 0.43.3 wheel, ``bitsandbytes/autograd/_functions.py`` l.509, l.540, l.567-579). The loop calls
+every expert on every pass, so all ``E`` experts' weights are dequantised in the forward, in the recompute and in the
+backward, the same per-use rule as the dense linears (``bnb_nf4_experts``).
+
 Pure Python: no torch import.
 """
 
@@ -126,3 +136,12 @@ def zero3_expert_gathers(*, local_experts: int, leaf: bool) -> float:
     """All-gathers of one MoE layer's routed-expert weights per pass under ZeRO-3: one per expert linear, or one for
     the block when it is a leaf module."""
     return 1.0 if leaf else float(LOOP_EXPERT_LINEARS * local_experts)
+
+
+def bnb_nf4_experts(*, nf4_base: bool, gptq: bool, torch_ops: bool) -> bool:
+    """Whether the loop's expert linears are bitsandbytes ``Linear4bit`` modules that dequantise their whole weight on
+    every call (module docstring, "QLoRA: every expert's dequantisation"): a QLoRA base (``nf4_base``) quantised by
+    bitsandbytes, not AutoGPTQ (``gptq``) nor torchao's ``NF4Tensor`` (``torch_ops``). The inventory then charges
+    each expert linear ``inventory.NF4_DEQUANT_BYTES_PER_WEIGHT`` and one kernel per forward, recompute and backward,
+    as it does a dense linear."""
+    return nf4_base and not gptq and not torch_ops

@@ -1772,9 +1772,12 @@ def step_inventory(
         layers_fwd, layers_bwd, rec = layers_fwd + ring_f, layers_bwd + ring_b, rec + ring_f
         # inside TEDotProductAttention, as the a2a reorders above: a core_attn recompute re-runs it
         rec_core = rec_core + ring_f
-    # a re-entrant checkpoint re-runs what torch's early stop leaves out: the last linear and the add after it
-    rec_whole = rec + PassInventory(tuple(last), 0.0, 0.0, RESIDUAL_BYTES * t * h * layers / sequence_shards,
-                                    sum(g.count for g in last) + layers)
+    # a re-entrant checkpoint re-runs what torch's early stop leaves out: the last linear and the add after it, and
+    # the linear's base dequantisation with it (lb / ls / lk, bitsandbytes' or GPTQ's, as ``rec`` leaves them out)
+    rec_whole = rec + PassInventory(tuple(last), 0.0, 0.0, RESIDUAL_BYTES * t * h * layers / sequence_shards + lb,
+                                    sum(g.count for g in last) + layers + lk, strided_bytes=ls,
+                                    fused_bytes=lb if deq_fused else 0.0, fused_kernels=lk if deq_fused else 0.0,
+                                    bare_kernels=lk if gptq else 0.0, fused_strided_bytes=ls)
     if fsdp2_fp32_outputs:
         # FSDP2 modules with output_dtype float32 (NeMo RL's DTensor policy): the casts at every sharded layer's
         # boundary and the root's logits cast, in place of the loss's own (compute.fsdp2_output_cast); not in ``rec``:

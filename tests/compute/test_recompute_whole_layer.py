@@ -108,3 +108,21 @@ def test_card_chooses_the_re_entrant_checkpoint():
         return next(p.seconds for p in make_plan(card).time.phases if p.name == "recompute")
 
     assert recompute_s(set_true) > recompute_s(plain)
+
+
+def test_whole_layer_recompute_re_runs_the_last_linears_nf4_dequantisation_too():
+    """QLoRA (bitsandbytes): the re-entrant recompute's down_proj dequantises its weight again (MatMul4Bit.forward,
+    bitsandbytes 0.43.3 bitsandbytes/autograd/_functions.py l.509); the early-stop recompute skips both the GEMM and
+    its dequantisation. So the whole-layer recompute carries every linear's dequantisation, as the forward does."""
+    b, s = 1, 4096
+    q = I.Adapter(rank=16, targets=("q_proj", "v_proj"), nf4_base=True)
+    inv = step_inventory(QWEN8, micro_batch_size=b, seq_len=s, adapter=q)
+    plain = step_inventory(QWEN8, micro_batch_size=b, seq_len=s, adapter=I.Adapter(rank=16, targets=("q_proj", "v_proj")))
+    L, h, f = QWEN8.num_layers, QWEN8.hidden_size, QWEN8.intermediate_size
+    down = I.NF4_DEQUANT_BYTES_PER_WEIGHT * f * h * L
+    extra_whole = inv.layers_recompute_whole.memory_bytes - plain.layers_recompute_whole.memory_bytes
+    extra_early = inv.layers_recompute.memory_bytes - plain.layers_recompute.memory_bytes
+    extra_fwd = inv.layers_forward.memory_bytes - plain.layers_forward.memory_bytes
+    assert extra_whole == pytest.approx(extra_fwd)
+    assert extra_whole - extra_early == pytest.approx(down)
+    assert inv.layers_recompute_whole.fused_bytes - plain.layers_recompute_whole.fused_bytes == pytest.approx(extra_fwd)

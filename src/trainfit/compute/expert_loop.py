@@ -66,6 +66,34 @@ gap. The 55,000 per-expert-linear all-gathers a step (48 layers x 128 experts x 
 backward) would have to cost about 1 ms each to fill the gap, far above the plan's (3.46 s for all of them and the
 gradient reductions together); the run's inter-node network is not published.
 
+**QLoRA: every expert's dequantisation.** Under bitsandbytes 4-bit loading every ``nn.Linear`` outside
+``modules_to_not_convert`` (``lm_head``) becomes a ``bnb.nn.Linear4bit`` (transformers 4.48.1 wheel,
+``transformers/integrations/bitsandbytes.py`` ``_replace_with_bnb_linear`` l.168 and l.202, default l.259), so each
+expert's ``w1`` / ``w3`` / ``w2`` (``MixtralBlockSparseTop2MLP``, ``models/mixtral/modeling_mixtral.py`` l.67-81 in the
+same wheel) is one. ``matmul_4bit`` sends any input of more than one row to ``MatMul4Bit``, which dequantises the
+whole weight per call, ``F.dequantize_4bit(B, quant_state)`` in ``forward`` and again in ``backward`` for the input
+gradient (bitsandbytes 0.43.3 wheel, ``bitsandbytes/autograd/_functions.py`` l.509, l.540, l.567-579). The loop calls
+every expert on every pass, so all ``E`` experts' weights are dequantised in the forward, in the recompute and in the
+backward, the same per-use rule as the dense linears (``bnb_nf4_experts``).
+
+**Checked on fms-acceleration's A100 Mixtral-8x7B rows (transformers 4.48.1, loop_all; 2026-12-04), null results.**
+(1) The loop's host time, measured on this project's CPU with ``MixtralSparseMoeBlock`` copied from the 4.48.1 wheel
+(8 experts, top-2, hidden 64, ffn 128, 256 tokens, bf16, torch 2.13.0+cpu, one thread): 2.49 ms a block forward
+without grad, 2.58 ms with grad, 6.39 ms forward and backward; the plan's Mixtral LoRA 2-GPU b4 forward launches
+0.154 s against Mistral-7B's 0.074 s, the same 2.5 ms a layer, while the device works about 35 ms a layer and pass:
+not host-bound. The path from each expert's sync to its first GEMM launch (``torch.where``, the row gather, the
+reshape, ``w1``), measured the same way: 128 us; 512 such syncs a step (forward and recompute) give 0.066 s against
+the 0.027 s the plan charges (``host_sync``): at most 0.04 s of a 1.25 s gap. (2) GEMM shape: at 2,048 rows per
+expert (2 GPUs, b4) ``gemm.wave_efficiency`` gives 97.6 % for w1 / w3 and 94.8 % for w2, against 99 % or more for the
+dense MLP at 8,192 rows: about 3 % more expert GEMM time, already planned. (3) FSDP1's unit all-gather, issued when
+the host reaches the next layer, which the per-expert syncs delay until only the last expert's work is queued: 4.4 ms
+of device work a segment (1.135 s forward / 257 segments) against at most 3.9 ms a layer's gather (the plan's whole
+0.379 s of communication over 96 layer gathers): hidden, and four times smaller under QLoRA. (4) What is left: published minus planned on the 2-GPU
+rows barely moves with the batch, LoRA 1.25 s (b4) / 1.05 s (b8), fused-kernel LoRA 1.52 / 1.55 s, QLoRA 1.22 /
+0.82 s before the experts' dequantisation (1.02 / 0.62 s after), while the Mistral-7B twins score -7 % / 0 %: a per-step
+cost of about 1 s that grows neither with the tokens nor with the weight bytes (bf16 and NF4 alike), about 2 ms per
+expert call of the forward and the recompute. No mechanism read here gives it; not checkable without a GPU.
+
 Pure Python: no torch import.
 """
 
@@ -129,3 +157,12 @@ def zero3_expert_gathers(*, local_experts: int, leaf: bool) -> float:
     """All-gathers of one MoE layer's routed-expert weights per pass under ZeRO-3: one per expert linear, or one for
     the block when it is a leaf module."""
     return 1.0 if leaf else float(LOOP_EXPERT_LINEARS * local_experts)
+
+
+def bnb_nf4_experts(*, nf4_base: bool, gptq: bool, torch_ops: bool) -> bool:
+    """Whether the loop's expert linears are bitsandbytes ``Linear4bit`` modules that dequantise their whole weight on
+    every call (module docstring, "QLoRA: every expert's dequantisation"): a QLoRA base (``nf4_base``) quantised by
+    bitsandbytes, not AutoGPTQ (``gptq``) nor torchao's ``NF4Tensor`` (``torch_ops``). The inventory then charges
+    each expert linear ``inventory.NF4_DEQUANT_BYTES_PER_WEIGHT`` and one kernel per forward, recompute and backward,
+    as it does a dense linear."""
+    return nf4_base and not gptq and not torch_ops

@@ -1303,6 +1303,14 @@ def step_inventory(
                 fwd_k += g.count * moe_time.expert_gemm_kernels(local_experts=g.experts, grouped_gemm=grouped_gemm) / per
                 bwd_k += g.count * moe_time.expert_gemm_kernels(local_experts=g.experts, grouped_gemm=grouped_gemm,
                                                                 backward=True, trained=not frozen) / per
+            if expert_loop and adapter is not None and expert_loop_time.bnb_nf4_experts(
+                    nf4_base=adapter.nf4_base, gptq=adapter.gptq_torch_dequant, torch_ops=adapter.nf4_torch_ops):
+                # each expert's frozen linears are bitsandbytes Linear4bit: one dequantisation per call and one in
+                # its backward, like the dense linears below (expert_loop.bnb_nf4_experts)
+                b_ = NF4_DEQUANT_BYTES_PER_WEIGHT * g.experts * g.in_features * g.out_features * g.count
+                nf_b, nf_k = nf_b + b_, nf_k + n
+                was = deq.get(g.name, (0.0, 0.0, 0.0))  # a dense linear of the same name (dense layers) adds up
+                deq[g.name] = (was[0] + b_, was[1], was[2] + n)
             if lora:
                 r = adapter.rank * g.lora_rank_multiplier
                 w = g.experts * g.in_features * g.out_features
@@ -1377,7 +1385,9 @@ def step_inventory(
             # backward l.546 @48763245): kept apart from the elementwise ops the backward factors scale
             nf_b += NF4_DEQUANT_BYTES_PER_WEIGHT * g.in_features * g.out_features * g.count
             nf_k += g.count
-            deq[g.name] = (NF4_DEQUANT_BYTES_PER_WEIGHT * g.in_features * g.out_features * g.count, 0.0, float(g.count))
+            was = deq.get(g.name, (0.0, 0.0, 0.0))  # routed experts of the same name (expert loop) add up
+            deq[g.name] = (was[0] + NF4_DEQUANT_BYTES_PER_WEIGHT * g.in_features * g.out_features * g.count, was[1],
+                           was[2] + float(g.count))
         if lora:
             r, d = adapter.rank, adapter.adapter_dtype_bytes
             fwd += [Gemm(g.name + ".A", t, r, g.in_features, g.count, 1, d), Gemm(g.name + ".B", t, g.out_features, r, g.count, 1, d)]
@@ -1762,9 +1772,12 @@ def step_inventory(
         layers_fwd, layers_bwd, rec = layers_fwd + ring_f, layers_bwd + ring_b, rec + ring_f
         # inside TEDotProductAttention, as the a2a reorders above: a core_attn recompute re-runs it
         rec_core = rec_core + ring_f
-    # a re-entrant checkpoint re-runs what torch's early stop leaves out: the last linear and the add after it
-    rec_whole = rec + PassInventory(tuple(last), 0.0, 0.0, RESIDUAL_BYTES * t * h * layers / sequence_shards,
-                                    sum(g.count for g in last) + layers)
+    # a re-entrant checkpoint re-runs what torch's early stop leaves out: the last linear and the add after it, and
+    # the linear's base dequantisation with it (lb / ls / lk, bitsandbytes' or GPTQ's, as ``rec`` leaves them out)
+    rec_whole = rec + PassInventory(tuple(last), 0.0, 0.0, RESIDUAL_BYTES * t * h * layers / sequence_shards + lb,
+                                    sum(g.count for g in last) + layers + lk, strided_bytes=ls,
+                                    fused_bytes=lb if deq_fused else 0.0, fused_kernels=lk if deq_fused else 0.0,
+                                    bare_kernels=lk if gptq else 0.0, fused_strided_bytes=ls)
     if fsdp2_fp32_outputs:
         # FSDP2 modules with output_dtype float32 (NeMo RL's DTensor policy): the casts at every sharded layer's
         # boundary and the root's logits cast, in place of the loss's own (compute.fsdp2_output_cast); not in ``rec``:

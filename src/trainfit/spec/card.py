@@ -113,7 +113,9 @@ class LoraSection(_Section):
         " l.190-201): every non-4-bit parameter (embeddings, norms, head) is cast to fp32 (peft 0.21.2"
         " utils/other.py l.204-209), so under bf16 autocast the residual stream and the norms run in fp32 and every"
         " 4-bit linear on that stream casts its input, its dequantised weight and its output (the GEMMs stay bf16)."
-        " Step time (compute.kbit_upcast) and memory (4-byte non-quantised weights). Default false.")
+        " TRL's SFTTrainer stopped calling it in v0.27; axolotl calls it but casts norms and embeddings back (not this);"
+        " LLaMA-Factory does not call it (compute.kbit_upcast). Step time (compute.kbit_upcast) and memory (4-byte"
+        " non-quantised weights, fp32 checkpointed layer inputs; memory.kbit_upcast). Default false.")
     dequant: QloraDequant = Field(
         QloraDequant.BITSANDBYTES, description="QLoRA: how the 4-bit base reaches the GEMMs. bitsandbytes (NF4, one"
         " dequantise kernel per use, which no compiler fuses), torchao (torchtune's NF4Tensor: the same dequantisation"

@@ -17,7 +17,8 @@ from step_times_module import load_step_times
 import trainfit
 
 S = load_step_times("trainfit_bench_step_times_kbit_upcast")
-DATA = Path(trainfit.__file__).resolve().parents[2] / "benchmarks" / "data" / "published_train_times_fms_acceleration_a100.json"
+DATA = (Path(trainfit.__file__).resolve().parents[2] / "benchmarks" / "data"
+        / "published_train_times_fms_acceleration_a100.json")
 ROWS = {e["id"]: {**e, "_file": DATA.name} for e in json.loads(DATA.read_text())}
 TWINS = {"fmsacc-a100-mistral7b-qlora-1g-b4": "fmsacc-a100-mistral7b-qlora-2g-b8",
          "fmsacc-a100-mixtral8x7b-instruct-qlora-1g-b4": "fmsacc-a100-mixtral8x7b-instruct-qlora-2g-b8"}
@@ -53,9 +54,11 @@ def test_the_recipe_makes_one_gpu_slower_than_its_two_gpu_twin(row_id: str) -> N
 @pytest.mark.parametrize("row_id", ["fmsacc-a100-mistral7b-qlora-1g-b4", "fmsacc-a100-mistral7b-qlora-1g-b8"])
 def test_the_recipe_closes_the_published_allocated_peak(row_id: str) -> None:
     """The CSV's mem_peak_torch_mem_alloc_in_bytes (torch.cuda.max_memory_allocated) of the Mistral-7B 1-GPU QLoRA
-    runs: 19.25 / 34.46 GiB; the plan without the recipe's fp32 parameters and fp32 checkpointed inputs is 27-30 %
-    short (14.12 / 24.23 GiB), with them within 6 % (18.61 / 32.72 GiB). Mixtral's rows are left out: the card plans
-    its experts unquantised (transformers v5's fused experts; 4.48.1 quantises each expert's nn.Linear)."""
+    runs: 19.25 / 34.46 GiB; the plan without the recipe is 27-30 % short (14.12 / 24.23 GiB), with its fp32
+    parameters, fp32 checkpointed inputs and the head's bf16 copy within 5 % (18.85 / 32.96 GiB). Mixtral's rows are
+    left out: the card plans its experts unquantised (transformers v5's fused experts; 4.48.1 quantises each
+    expert's nn.Linear)."""
+
     from trainfit.plan import make_plan
 
     published = ROWS[row_id]["measured"]["also"]["mem_peak_torch_mem_alloc_bytes"]
@@ -65,4 +68,4 @@ def test_the_recipe_closes_the_published_allocated_peak(row_id: str) -> None:
         card["lora"]["prepare_kbit"] = recipe
         peaks[recipe] = make_plan(S.validate(card)).peak.allocated
     assert peaks[False] / published - 1 < -0.2
-    assert abs(peaks[True] / published - 1) < 0.06
+    assert abs(peaks[True] / published - 1) < 0.05

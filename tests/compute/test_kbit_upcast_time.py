@@ -71,3 +71,16 @@ def test_card_refuses_the_recipe_off_bitsandbytes_qlora(override):
     assert base.lora.prepare_kbit is True
     with pytest.raises(ValueError, match="lora.prepare_kbit"):
         card_with(base, **override)
+
+
+def test_a_non_reentrant_recompute_skips_the_last_linears_casts():
+    """torch's non-re-entrant checkpoint does not re-run down_proj (``StepInventory.layers_recompute``): nor its casts;
+    a re-entrant one re-runs the whole layer, casts included."""
+    off = step_inventory(SPEC, adapter=_adapter(False), **KW)
+    on = step_inventory(SPEC, adapter=_adapter(True), **KW)
+    t, h, i, L = 4 * 4096.0, SPEC.hidden_size, SPEC.intermediate_size, SPEC.num_layers
+    down = KBIT_WEIGHT_CAST_BYTES_PER_WEIGHT * h * i + KBIT_ACTIVATION_CAST_BYTES * t * (i + h)
+    whole = on.layers_recompute_whole.memory_bytes - off.layers_recompute_whole.memory_bytes
+    partial = on.layers_recompute.memory_bytes - off.layers_recompute.memory_bytes
+    assert whole == pytest.approx(on.layers_forward.memory_bytes - off.layers_forward.memory_bytes)
+    assert whole - partial == pytest.approx(L * down)

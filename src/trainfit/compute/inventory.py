@@ -1138,6 +1138,7 @@ def step_inventory(
     # per linear group: its base's forward dequantisation (bytes, strided bytes, kernels), which a recompute pays only
     # for the GEMMs it re-runs
     deq: dict[str, tuple[float, float, float]] = {}
+    kbit_fwd: dict[str, tuple[float, float]] = {}  # per linear group: its kbit-recipe casts (compute.kbit_upcast)
     fq_b = bq_b = fq_k = bq_k = 0.0  # MoE dispatch, LayerNorm / GELU / bias-gradient work: each with its
     # own backward bytes, added after the backward factors
     layers = spec.num_layers
@@ -1409,6 +1410,7 @@ def step_inventory(
                 kb_b, kb_k = linear4bit_upcast_backward(**kw)
                 fq_b, fq_k = fq_b + kf_b * g.count, fq_k + kf_k * g.count
                 bq_b, bq_k = bq_b + kb_b * g.count, bq_k + kb_k * g.count
+                kbit_fwd[g.name] = (kf_b * g.count, kf_k * g.count)  # a recompute that skips the GEMM skips them
         if lora:
             r, d = adapter.rank, adapter.adapter_dtype_bytes
             fwd += [Gemm(g.name + ".A", t, r, g.in_features, g.count, 1, d), Gemm(g.name + ".B", t, g.out_features, r, g.count, 1, d)]
@@ -1732,9 +1734,12 @@ def step_inventory(
         return sum(d[0] for d in picked), sum(d[1] for d in picked), sum(d[2] for d in picked)
 
     lb, ls, lk = _deq(g.name for g in last)
+    # the kbit recipe's casts around a linear the recompute does not re-run (compute.kbit_upcast)
+    k_last = [kbit_fwd[n] for n in {g.name for g in last} if n in kbit_fwd]
+    kl_b, kl_k = sum(b for b, _ in k_last), sum(k for _, k in k_last)
     rec = PassInventory(tuple(g for g in fwd if g not in last), attn_fwd, float(full),
-                        fwd_bytes - RESIDUAL_BYTES * t * h * layers / sequence_shards - lb,
-                        fwd_k - sum(g.count for g in last) - layers - lk,
+                        fwd_bytes - RESIDUAL_BYTES * t * h * layers / sequence_shards - lb - kl_b,
+                        fwd_k - sum(g.count for g in last) - layers - lk - kl_k,
                         scores, strided + gq_s - ls, sync_f, fused_bytes=ff_b - (lb if deq_fused else 0.0),
                         fused_kernels=ff_k - (lk if deq_fused else 0.0), bare_kernels=gq_k - (lk if gptq else 0.0),
                         chained_reads=chain_f, fused_strided_bytes=gq_s - ls, **win)
@@ -1797,8 +1802,8 @@ def step_inventory(
         # inside TEDotProductAttention, as the a2a reorders above: a core_attn recompute re-runs it
         rec_core = rec_core + ring_f
     # a re-entrant checkpoint re-runs what torch's early stop leaves out: the last linear and the add after it
-    rec_whole = rec + PassInventory(tuple(last), 0.0, 0.0, RESIDUAL_BYTES * t * h * layers / sequence_shards,
-                                    sum(g.count for g in last) + layers)
+    rec_whole = rec + PassInventory(tuple(last), 0.0, 0.0, RESIDUAL_BYTES * t * h * layers / sequence_shards + kl_b,
+                                    sum(g.count for g in last) + layers + kl_k)
     if fsdp2_fp32_outputs:
         # FSDP2 modules with output_dtype float32 (NeMo RL's DTensor policy): the casts at every sharded layer's
         # boundary and the root's logits cast, in place of the loss's own (compute.fsdp2_output_cast); not in ``rec``:

@@ -35,8 +35,10 @@ run, foundation-model-stack/fms-acceleration scripts/benchmarks/refs/requirement
   not keep them: every call casts again); the GEMM itself stays bf16. ``Linear4bit.forward`` returns
   ``out.to(inp_dtype)``: the bf16 product cast to fp32 (modules.py l.472, l.479 in 0.43.3; l.626, l.637 in 0.50.2).
 * backward: the output cast's gradient comes back fp32 and is cast to bf16; ``MatMul4Bit.backward`` multiplies
-  it by the dequantised weight ``.to(grad_output.dtype)`` = bf16 (no extra cast; _functions.py l.540 in 0.43.3), and autograd casts the bf16
-  input gradient to the fp32 input's dtype (torch/csrc/autograd/engine.cpp ``validate_outputs``).
+  it by the dequantised weight ``.to(grad_output.dtype)`` = bf16 (no extra cast; _functions.py l.540 in 0.43.3),
+  and autograd casts the bf16 input gradient to the fp32 input's dtype (torch/csrc/autograd/engine.cpp
+  ``validate_outputs``; checked with torch 2.13.0+cpu: an autograd Function returning a bf16 gradient for an fp32
+  input leaves an fp32 ``.grad``).
 * transformers' flash-attention path casts fp32 q / k / v to the autocast dtype before the kernel
   (transformers 4.48.1 integrations/flash_attention.py l.32-45: "In PEFT, usually we cast the layer norms in
   float32"; modeling_flash_attention_utils.py l.220-222; SDPA under autocast casts them as well):

@@ -637,7 +637,9 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
     if kbit:  # the recipe's fp32 residual stream: each checkpointed layer saves fp32 hidden states
         extra = kbit_upcast.checkpoint_input_extra_bytes(tokens=card.batch.micro_batch_size * seq_len,
                                                          hidden_size=spec.hidden_size, stream_bytes=act_dtype)
-        act = replace(act, checkpointed_per_layer=tuple(int(c + extra) for c in act.checkpointed_per_layer))
+        act = replace(act, checkpointed_per_layer=tuple(int(c + extra) for c in act.checkpointed_per_layer),
+                      head=act.head + int(kbit_upcast.head_cast_copy_bytes(
+                          vocab_size=spec.head_outputs or spec.vocab_size, hidden_size=spec.hidden_size)))
     if variant is not None:
         act = peft_variants.adjust_activations(act, spec, variant, micro_batch_size=card.batch.micro_batch_size,
                                                seq_len=seq_len, compute_dtype_bytes=act_dtype,

@@ -1520,6 +1520,9 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         elif scope == "qlora" and e.get("framework") == "torchtune":
             card["lora"]["dequant"] = "torchao"
             notes.append(TORCHTUNE_NF4)
+        if scope == "qlora" and e.get("prepare_kbit"):  # PEFT's prepare_model_for_kbit_training, where the source calls it
+            card["lora"]["prepare_kbit"] = bool(e["prepare_kbit"]["value"])
+            notes.append(f"lora.prepare_kbit {card['lora']['prepare_kbit']} ({e['prepare_kbit']['source']})")
     elif scope in ("ia3", "prompt_tuning"):
         card[scope] = dict(peft_method.get(scope) or {})
         notes.append(f"{scope}: " + (", ".join(f"{k} {v}" for k, v in card[scope].items()) or "PEFT's defaults"))

@@ -118,6 +118,7 @@ from trainfit.compute.attention_time import (
     windowed_attention_seq,
 )
 from trainfit.compute.fsdp2_output_cast import fp32_output_cast_bytes, fp32_output_cast_kernels
+from trainfit.compute.kbit_upcast import attention_input_cast, linear4bit_upcast_backward, linear4bit_upcast_forward
 from trainfit.compute.float8_casts import (  # noqa: F401 - the FP8_* constants are read from here too
     FP8_BACKWARD_KERNELS, FP8_CAST_BYTES, FP8_FORWARD_KERNELS, FP8_TRANSPOSE_BYTES, FP8_WEIGHT_BACKWARD_KERNELS,
     FP8_WEIGHT_FORWARD_KERNELS, TRANSFORMER_ENGINE, CastTraffic, linear_cast_traffic, recompute_cast_bytes,
@@ -789,9 +790,24 @@ class Adapter:
     """With ``nf4_base``: 4 where the frozen 4-bit base's dequantised GEMMs (forward, recompute, the backward's dX)
     run in fp32 (``spec.enums.Nf4ComputeDtype``: bitsandbytes' Linear4bit on an fp32 input), at the fp32
     non-tensor-core rate (``gemm.gemm_seconds`` with 4-byte operands); 2: bf16 / fp16."""
+    kbit_upcast: bool = False
+    """With ``nf4_base`` (bitsandbytes): PEFT's ``prepare_model_for_kbit_training`` made the non-4-bit parameters
+    fp32 under bf16 autocast: an fp32 residual stream, and casts around every 4-bit linear on it
+    (``compute.kbit_upcast``); the GEMMs stay bf16."""
     adapter_dtype_bytes: int = 2
     """4 for fp32 adapters (PEFT keeps them fp32 under a bf16 base when autocast_adapter_dtype):
     the input is cast up, both products run in fp32, the output is cast back."""
+
+
+KBIT_BF16_INPUT_GROUPS = ("o_proj",)
+"""Linear groups whose input stays bf16 under ``Adapter.kbit_upcast``: the attention output projection reads the
+fused attention kernel's bf16 output (``compute.kbit_upcast``); every other 4-bit linear reads the fp32 stream."""
+
+
+def _kbit(adapter: Adapter | None) -> bool:
+    """PEFT's kbit recipe on a bitsandbytes 4-bit base (``Adapter.kbit_upcast``)."""
+    return (adapter is not None and adapter.nf4_base and adapter.kbit_upcast and not adapter.gptq_torch_dequant
+            and not adapter.nf4_torch_ops and adapter.base_dtype_bytes < 4)
 
 
 @lru_cache(maxsize=2048)
@@ -1122,6 +1138,7 @@ def step_inventory(
     # per linear group: its base's forward dequantisation (bytes, strided bytes, kernels), which a recompute pays only
     # for the GEMMs it re-runs
     deq: dict[str, tuple[float, float, float]] = {}
+    kbit_fwd: dict[str, tuple[float, float]] = {}  # per linear group: its kbit-recipe casts (compute.kbit_upcast)
     fq_b = bq_b = fq_k = bq_k = 0.0  # MoE dispatch, LayerNorm / GELU / bias-gradient work: each with its
     # own backward bytes, added after the backward factors
     layers = spec.num_layers
@@ -1295,6 +1312,14 @@ def step_inventory(
                     weight_transposes=tr, stream_bytes_per_s=hbm_bytes_per_s)
                 nq = g.count * q_e
                 cf_b, cb_b, cf_k, cb_k = (cf_b + f_b * nq, cb_b + b_b * nq, cf_k + f_k * nq, cb_k + b_k * nq)
+            if _kbit(adapter):  # the recipe's casts around each expert's Linear4bit (compute.kbit_upcast)
+                kw = dict(tokens=rows * g.experts, in_features=g.in_features, out_features=g.out_features,
+                          fp32_input=True)
+                kf_b, kf_k = linear4bit_upcast_forward(weight_elements=g.experts * g.in_features * g.out_features,
+                                                       **kw)
+                kb_b, kb_k = linear4bit_upcast_backward(**kw)
+                fq_b, fq_k = fq_b + kf_b * g.count, fq_k + kf_k * g.count * g.experts
+                bq_b, bq_k = bq_b + kb_b * g.count, bq_k + kb_k * g.count * g.experts
             per = moe_time.EXPERT_PROJECTIONS  # the launches of this projection: half the expert MLP's
             if expert_loop:  # one launch per GEMM; the loop's other kernels with the MoE block below
                 fwd_k += n
@@ -1388,6 +1413,14 @@ def step_inventory(
             was = deq.get(g.name, (0.0, 0.0, 0.0))  # routed experts of the same name (expert loop) add up
             deq[g.name] = (was[0] + NF4_DEQUANT_BYTES_PER_WEIGHT * g.in_features * g.out_features * g.count, was[1],
                            was[2] + float(g.count))
+            if _kbit(adapter):  # the recipe's casts around the Linear4bit (compute.kbit_upcast)
+                kw = dict(tokens=t, in_features=g.in_features, out_features=g.out_features,
+                          fp32_input=g.name not in KBIT_BF16_INPUT_GROUPS)
+                kf_b, kf_k = linear4bit_upcast_forward(weight_elements=g.in_features * g.out_features, **kw)
+                kb_b, kb_k = linear4bit_upcast_backward(**kw)
+                fq_b, fq_k = fq_b + kf_b * g.count, fq_k + kf_k * g.count
+                bq_b, bq_k = bq_b + kb_b * g.count, bq_k + kb_k * g.count
+                kbit_fwd[g.name] = (kf_b * g.count, kf_k * g.count)  # a recompute that skips the GEMM skips them
         if lora:
             r, d = adapter.rank, adapter.adapter_dtype_bytes
             fwd += [Gemm(g.name + ".A", t, r, g.in_features, g.count, 1, d), Gemm(g.name + ".B", t, g.out_features, r, g.count, 1, d)]
@@ -1568,7 +1601,10 @@ def step_inventory(
         bwd.append(Gemm("deltanet.chunk.bwd", t, la.value_dim, 8 * la.key_head_dim, n))
         fwd_bytes += 40.0 * t * (la.conv_dim + la.value_dim) * n
         fwd_k += 30 * n
-    if model_dtype_bytes >= 4 and not spec.layer_norm:  # a float32 residual stream around a QLoRA base
+    if _kbit(adapter) and full:  # the recipe's fp32 q / k / v cast to bf16 before the fused kernel
+        af_b, ab_b, a_k = attention_input_cast(tokens=t, q_dim=spec.q_dim, kv_dim=spec.kv_dim, layers=full)
+        fq_b, bq_b, fq_k, bq_k = fq_b + af_b, bq_b + ab_b, fq_k + a_k, bq_k + a_k
+    if (model_dtype_bytes >= 4 or _kbit(adapter)) and not spec.layer_norm:  # an fp32 residual stream (QLoRA base)
         x_b, x_k = fp32_stream_extra_forward_bytes(
             tokens=t, hidden_size=h, norms=norms / sequence_shards, residual_layers=layers / sequence_shards,
             rotary_elements_per_token=qkv * rot_share * eager_rotary, glue_layers=0 if unpad else full,
@@ -1708,9 +1744,12 @@ def step_inventory(
         return sum(d[0] for d in picked), sum(d[1] for d in picked), sum(d[2] for d in picked)
 
     lb, ls, lk = _deq(g.name for g in last)
+    # the kbit recipe's casts around a linear the recompute does not re-run (compute.kbit_upcast)
+    k_last = [kbit_fwd[n] for n in {g.name for g in last} if n in kbit_fwd]
+    kl_b, kl_k = sum(b for b, _ in k_last), sum(k for _, k in k_last)
     rec = PassInventory(tuple(g for g in fwd if g not in last), attn_fwd, float(full),
-                        fwd_bytes - RESIDUAL_BYTES * t * h * layers / sequence_shards - lb,
-                        fwd_k - sum(g.count for g in last) - layers - lk,
+                        fwd_bytes - RESIDUAL_BYTES * t * h * layers / sequence_shards - lb - kl_b,
+                        fwd_k - sum(g.count for g in last) - layers - lk - kl_k,
                         scores, strided + gq_s - ls, sync_f, fused_bytes=ff_b - (lb if deq_fused else 0.0),
                         fused_kernels=ff_k - (lk if deq_fused else 0.0), bare_kernels=gq_k - (lk if gptq else 0.0),
                         chained_reads=chain_f, fused_strided_bytes=gq_s - ls, **win)
@@ -1774,8 +1813,10 @@ def step_inventory(
         rec_core = rec_core + ring_f
     # a re-entrant checkpoint re-runs what torch's early stop leaves out: the last linear and the add after it, and
     # the linear's base dequantisation with it (lb / ls / lk, bitsandbytes' or GPTQ's, as ``rec`` leaves them out)
-    rec_whole = rec + PassInventory(tuple(last), 0.0, 0.0, RESIDUAL_BYTES * t * h * layers / sequence_shards + lb,
-                                    sum(g.count for g in last) + layers + lk, strided_bytes=ls,
+    # and the kbit recipe's casts around it (kl_b / kl_k)
+    rec_whole = rec + PassInventory(tuple(last), 0.0, 0.0,
+                                    RESIDUAL_BYTES * t * h * layers / sequence_shards + lb + kl_b,
+                                    sum(g.count for g in last) + layers + lk + kl_k, strided_bytes=ls,
                                     fused_bytes=lb if deq_fused else 0.0, fused_kernels=lk if deq_fused else 0.0,
                                     bare_kernels=lk if gptq else 0.0, fused_strided_bytes=ls)
     if fsdp2_fp32_outputs:

@@ -192,6 +192,10 @@ def shared_notes(card: RunCard, target: str, *, megatron_has: set[str] | None = 
                      " take the dtype of the activations bitsandbytes is handed (a float32 model load without autocast"
                      f" gives fp32); the {target} file loads the model in its 16-bit compute dtype; not written (read"
                      " back as bf16)")
+    if card.lora.prepare_kbit and card.scope is Scope.QLORA:
+        notes.append(f"lora.prepare_kbit true: the run calls peft's prepare_model_for_kbit_training (fp32 embeddings,"
+                     f" norms and head under bf16 autocast; TRL's SFTTrainer did on a non-sharded 4-bit model before"
+                     f" v0.27); the {target} file does not call it; not written (read back as false)")
     if b.padding is not Padding.NONE:
         notes.append(f"batch.padding {b.padding.value}: samples padded to batch.seq_len with an attention mask of zeros"
                      f" after each sample are a property of the data and its collator; the {target} file has no setting"

@@ -30,7 +30,7 @@ from trainfit.memory.lora import (
     saved_module_params,
     targeted_groups,
 )
-from trainfit.memory import nf4_dequant, peft_variants
+from trainfit.memory import kbit_upcast, nf4_dequant, peft_variants
 from trainfit.memory.optimizer import PAGED, master_weight_bytes, optimizer_state_bytes, step_temporary_bytes
 from trainfit.memory.params import ParamBreakdown, TensorGroup, param_breakdown, param_tensors
 from trainfit.memory.phases import StepTerms
@@ -516,7 +516,9 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
     pb = param_breakdown(spec)
     wdtype = card.weights_dtype
     compute = ComputeDtype.BF16 if prec.compute.quantized_gemms else model_dtype(card)  # fp8 / fp4: only the GEMMs
-    w = weight_bytes(spec, weights=wdtype, compute=compute, trainable=trainable)
+    # PEFT's prepare_model_for_kbit_training: the non-4-bit parameters are fp32 (memory.kbit_upcast)
+    kbit = card.scope is Scope.QLORA and card.lora.prepare_kbit
+    w = weight_bytes(spec, weights=wdtype, compute=ComputeDtype.FP32 if kbit else compute, trainable=trainable)
 
     if trainable.lora is not None:
         n_train = lora_trainable_params(spec, trainable.lora) * scale
@@ -665,6 +667,12 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         gptq_torch_dequant=gptq_torch_dequant(card),
         padding_mask=padding_mask_of(card),
     )
+    if kbit:  # the recipe's fp32 residual stream: each checkpointed layer saves fp32 hidden states
+        extra = kbit_upcast.checkpoint_input_extra_bytes(tokens=card.batch.micro_batch_size * seq_len,
+                                                         hidden_size=spec.hidden_size, stream_bytes=act_dtype)
+        act = replace(act, checkpointed_per_layer=tuple(int(c + extra) for c in act.checkpointed_per_layer),
+                      head=act.head + int(kbit_upcast.head_cast_copy_bytes(
+                          vocab_size=spec.head_outputs or spec.vocab_size, hidden_size=spec.hidden_size)))
     if variant is not None:
         act = peft_variants.adjust_activations(act, spec, variant, micro_batch_size=card.batch.micro_batch_size,
                                                seq_len=seq_len, compute_dtype_bytes=act_dtype,

@@ -248,7 +248,9 @@ def adapter_of(card: RunCard, spec: ModelSpec) -> Adapter | None:
                                                                  or card.preset == "torchtune"),
                    adapter_dtype_bytes=4 if lo.adapter_dtype is AdapterDtype.FP32 else 2,
                    # bitsandbytes' Linear4bit: the dtype its dequantised GEMMs run in (spec.enums.Nf4ComputeDtype)
-                   base_dtype_bytes=4 if card.precision.nf4_compute_dtype is Nf4ComputeDtype.FP32 else 2)
+                   base_dtype_bytes=4 if card.precision.nf4_compute_dtype is Nf4ComputeDtype.FP32 else 2,
+                   # PEFT's prepare_model_for_kbit_training: fp32 stream, casts around the 4-bit linears
+                   kbit_upcast=card.scope is Scope.QLORA and card.lora.prepare_kbit)
 
 
 def _trained(card: RunCard, spec: ModelSpec) -> tuple[float, float, OptimizerSpec]:

@@ -1,0 +1,86 @@
+"""PEFT's prepare_model_for_kbit_training on a bitsandbytes 4-bit base under bf16 autocast (``lora.prepare_kbit``,
+``compute.kbit_upcast``): an fp32 residual stream, casts around every 4-bit linear on it, bf16 GEMMs."""
+
+from __future__ import annotations
+
+import pytest
+
+from trainfit.catalog.models import from_catalog
+from trainfit.compute.inventory import Adapter, step_inventory
+from trainfit.compute.kbit_upcast import (
+    KBIT_ACTIVATION_CAST_BYTES,
+    KBIT_WEIGHT_CAST_BYTES_PER_WEIGHT,
+    attention_input_cast,
+    linear4bit_upcast_backward,
+    linear4bit_upcast_forward,
+)
+
+SPEC = from_catalog("mistralai/Mistral-7B-v0.1")
+KW = dict(micro_batch_size=4, seq_len=4096)
+
+
+def _adapter(kbit: bool) -> Adapter:
+    return Adapter(rank=16, targets=("q_proj", "k_proj", "v_proj", "o_proj"), dropout=0.1, nf4_base=True,
+                   kbit_upcast=kbit)
+
+
+def test_linear4bit_term_counts_weight_chain_and_activation_casts():
+    # 12 B a weight (bf16 -> fp32 .to(A.dtype), autocast's fp32 -> bf16) and 6 B an input / output element
+    assert (KBIT_WEIGHT_CAST_BYTES_PER_WEIGHT, KBIT_ACTIVATION_CAST_BYTES) == (12.0, 6.0)
+    b, k = linear4bit_upcast_forward(tokens=10.0, in_features=4.0, out_features=8.0, weight_elements=32.0,
+                                     fp32_input=True)
+    assert (b, k) == (12.0 * 32 + 6.0 * 10 * (4 + 8), 4.0)
+    bb, bk = linear4bit_upcast_backward(tokens=10.0, in_features=4.0, out_features=8.0, fp32_input=True)
+    assert (bb, bk) == (6.0 * 10 * 12, 2.0)  # no weight cast: the backward dequantises to the bf16 grad's dtype
+    assert linear4bit_upcast_forward(tokens=10.0, in_features=4.0, out_features=8.0, weight_elements=32.0,
+                                     fp32_input=False) == (0.0, 0.0)
+    assert attention_input_cast(tokens=2.0, q_dim=4.0, kv_dim=1.0, layers=3.0) == (6.0 * 2 * 6 * 3,) * 2 + (9.0,)
+
+
+def test_inventory_adds_the_casts_but_keeps_bf16_gemms():
+    off = step_inventory(SPEC, adapter=_adapter(False), **KW)
+    on = step_inventory(SPEC, adapter=_adapter(True), **KW)
+    assert [g.dtype_bytes for g in on.layers_forward.gemms] == [g.dtype_bytes for g in off.layers_forward.gemms]
+    assert on.layers_forward.gemm_flops == off.layers_forward.gemm_flops
+    assert on.layers_forward.attention_dtype_bytes == 2.0
+    t, h, i, L = 4 * 4096.0, SPEC.hidden_size, SPEC.intermediate_size, SPEC.num_layers
+    q, kv = SPEC.q_dim, SPEC.kv_dim
+    # the six 4-bit linears on the fp32 stream (q, k, v, gate, up, down; not o_proj), per layer
+    weights = h * q + 2 * h * kv + 3 * h * i
+    acts = (h + q) + 2 * (h + kv) + 2 * (h + i) + (i + h)
+    casts = KBIT_WEIGHT_CAST_BYTES_PER_WEIGHT * weights + KBIT_ACTIVATION_CAST_BYTES * t * acts
+    extra = on.layers_forward.memory_bytes - off.layers_forward.memory_bytes
+    assert extra > L * casts  # plus the fp32 stream's elementwise bytes and the attention input casts
+    assert extra < 1.6 * L * casts
+    assert on.layers_backward.memory_bytes > off.layers_backward.memory_bytes
+    assert on.layers_forward.kernels > off.layers_forward.kernels
+
+
+def test_recipe_is_off_without_a_bitsandbytes_base():
+    a = Adapter(rank=16, targets=("q_proj",), kbit_upcast=True)  # no 4-bit base: nothing to cast
+    assert (step_inventory(SPEC, adapter=a, **KW).layers_forward.memory_bytes
+            == step_inventory(SPEC, adapter=Adapter(rank=16, targets=("q_proj",)), **KW).layers_forward.memory_bytes)
+
+
+@pytest.mark.parametrize("override", [dict(scope="lora"), dict(lora__dequant="torchao")])
+def test_card_refuses_the_recipe_off_bitsandbytes_qlora(override):
+    from trainfit.plan.resolve import card_with
+    from trainfit.spec.card import RunCard
+
+    base = RunCard.model_validate({"scope": "qlora", "lora": {"prepare_kbit": True}})
+    assert base.lora.prepare_kbit is True
+    with pytest.raises(ValueError, match="lora.prepare_kbit"):
+        card_with(base, **override)
+
+
+def test_a_non_reentrant_recompute_skips_the_last_linears_casts():
+    """torch's non-re-entrant checkpoint does not re-run down_proj (``StepInventory.layers_recompute``): nor its casts;
+    a re-entrant one re-runs the whole layer, casts included."""
+    off = step_inventory(SPEC, adapter=_adapter(False), **KW)
+    on = step_inventory(SPEC, adapter=_adapter(True), **KW)
+    t, h, i, L = 4 * 4096.0, SPEC.hidden_size, SPEC.intermediate_size, SPEC.num_layers
+    down = KBIT_WEIGHT_CAST_BYTES_PER_WEIGHT * h * i + KBIT_ACTIVATION_CAST_BYTES * t * (i + h)
+    whole = on.layers_recompute_whole.memory_bytes - off.layers_recompute_whole.memory_bytes
+    partial = on.layers_recompute.memory_bytes - off.layers_recompute.memory_bytes
+    assert whole == pytest.approx(on.layers_forward.memory_bytes - off.layers_forward.memory_bytes)
+    assert whole - partial == pytest.approx(L * down)

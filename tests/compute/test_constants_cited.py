@@ -110,6 +110,8 @@ UNIT_DEFINITIONS = {
     "compute/fsdp2_output_cast.py:BF16_BYTES": "dtype width",
     "compute/fsdp2_output_cast.py:FP32_BYTES": "dtype width",
     "memory/nf4_dequant.py:FP32": "dtype width",
+    "memory/kbit_upcast.py:KBIT_UPCAST_PARAM_BYTES": "dtype width (fp32)",
+    "memory/kbit_upcast.py:KBIT_STREAM_BYTES": "dtype width (fp32)",
 }
 """Constants that need no source: what the value is follows from its definition (``key: reason``)."""
 

@@ -55,10 +55,15 @@ from __future__ import annotations
 KBIT_WEIGHT_CAST_BYTES_PER_WEIGHT = 12.0
 """Per 4-bit weight element per forward call of a ``Linear4bit`` on an fp32 input: ``.to(A.dtype)`` of the
 dequantised bf16 weight (read 2, write 4) and autocast's cast of that fp32 non-leaf back to bf16 for ``F.linear``
-(read 4, write 2); bitsandbytes 0.43.3 ``MatMul4Bit.forward``, torch autocast's cast policy for ``linear``."""
+(read 4, write 2); bitsandbytes 0.43.3 ``MatMul4Bit.forward`` (wheel ``bitsandbytes/autograd/_functions.py`` l.488,
+l.509), torch autocast's cast policy for ``linear``."""
 KBIT_WEIGHT_CAST_KERNELS = 2
+"""The two casts of ``KBIT_WEIGHT_CAST_BYTES_PER_WEIGHT``, one kernel each (``bitsandbytes/autograd/_functions.py``
+l.509 ``.to(A.dtype)``, then autocast's ``F.linear`` input cast)."""
 KBIT_ACTIVATION_CAST_BYTES = 6.0
-"""Per element of one fp32 <-> bf16 cast of an activation or its gradient: read 4, write 2 (or read 2, write 4)."""
+"""Per element of one fp32 <-> bf16 cast of an activation or its gradient: read 4, write 2 (or read 2, write 4); the
+casts at each ``Linear4bit``'s fp32 input and output (bitsandbytes 0.43.3 wheel ``bitsandbytes/nn/modules.py``
+l.472-479)."""
 
 
 def linear4bit_upcast_forward(*, tokens: float, in_features: float, out_features: float,

@@ -248,7 +248,8 @@ def adapter_of(card: RunCard, spec: ModelSpec) -> Adapter | None:
                                                                  or card.preset == "torchtune"),
                    adapter_dtype_bytes=4 if lo.adapter_dtype is AdapterDtype.FP32 else 2,
                    # bitsandbytes' Linear4bit: the dtype its dequantised GEMMs run in (spec.enums.Nf4ComputeDtype)
-                   base_dtype_bytes=4 if card.precision.nf4_compute_dtype is Nf4ComputeDtype.FP32 else 2)
+                   base_dtype_bytes=4 if card.precision.nf4_compute_dtype is Nf4ComputeDtype.FP32 else 2,
+                   saved_head="lm_head" in lo.modules_to_save, saved_embedding="embed_tokens" in lo.modules_to_save)
 
 
 def saved_trained(card: RunCard, spec: ModelSpec) -> tuple[float, float]:

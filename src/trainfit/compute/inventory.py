@@ -797,6 +797,12 @@ class Adapter:
     adapter_dtype_bytes: int = 2
     """4 for fp32 adapters (PEFT keeps them fp32 under a bf16 base when autocast_adapter_dtype):
     the input is cast up, both products run in fp32, the output is cast back."""
+    saved_head: bool = False
+    """``lora.modules_to_save`` names ``lm_head``: PEFT trains a full copy of the head (ModulesToSaveWrapper, peft
+    0.13.2 peft/utils/other.py l.242-263), so the head's backward adds its weight-gradient GEMM (``lm_head.dW``)."""
+    saved_embedding: bool = False
+    """``lora.modules_to_save`` names ``embed_tokens``: the trained copy's backward writes the dense embedding
+    gradient (``EMBED_BACKWARD_BYTES_PER_WEIGHT`` per weight), as a full fine-tune's does."""
 
 
 KBIT_BF16_INPUT_GROUPS = ("o_proj",)
@@ -1699,8 +1705,10 @@ def step_inventory(
                            fused_kernels=(loss_fk if compiled_ce else 0.0) + copy_fk,
                            chained_reads=() if ln else norm_chained_reads([(t * h, 1)], backward_bytes_per_element=None))
     head_train = adapter is None
-    hb = [Gemm("lm_head.dX", t, h, out, dtype_bytes=hd_b)] + ([Gemm("lm_head.dW", h, out, t)] if head_train else [])
-    emb = EMBED_BACKWARD_BYTES_PER_WEIGHT * spec.vocab_size * h if (head_train and train_embedding) else 0.0
+    head_dw = head_train or adapter.saved_head  # a LoRA card's saved head trains too (Adapter.saved_head)
+    hb = [Gemm("lm_head.dX", t, h, out, dtype_bytes=hd_b)] + ([Gemm("lm_head.dW", h, out, t)] if head_dw else [])
+    emb_trained = (head_train and train_embedding) or (adapter is not None and adapter.saved_embedding)
+    emb = EMBED_BACKWARD_BYTES_PER_WEIGHT * spec.vocab_size * h if emb_trained else 0.0
     if emb and pos:  # the position rows' dense gradient from the same dY
         emb += EMBED_BACKWARD_BYTES_PER_WEIGHT * (spec.learned_positions * h + t * h)
     head_b = PassInventory(tuple(hb), 0.0, 0.0,
@@ -1715,7 +1723,7 @@ def step_inventory(
         scaled = SCALAR_MULTIPLIER_BYTES * t * (out + h)
         head_f = replace(head_f, memory_bytes=head_f.memory_bytes + scaled,
                          kernels=head_f.kernels + 2 * SCALAR_MULTIPLIER_KERNELS)
-        emb_grad = head_train and train_embedding  # the embedding multiplier's backward runs when the embedding trains
+        emb_grad = emb_trained  # the embedding multiplier's backward runs when the embedding trains
         head_b = replace(head_b, memory_bytes=head_b.memory_bytes + SCALAR_MULTIPLIER_BYTES * t * (
             out + (h if emb_grad else 0)), kernels=head_b.kernels + SCALAR_MULTIPLIER_KERNELS * (2 if emb_grad else 1))
     if vocab_chunk_columns > 0 and spec.head_outputs is None:

@@ -250,7 +250,22 @@ def adapter_of(card: RunCard, spec: ModelSpec) -> Adapter | None:
                    # bitsandbytes' Linear4bit: the dtype its dequantised GEMMs run in (spec.enums.Nf4ComputeDtype)
                    base_dtype_bytes=4 if card.precision.nf4_compute_dtype is Nf4ComputeDtype.FP32 else 2,
                    # PEFT's prepare_model_for_kbit_training: fp32 stream, casts around the 4-bit linears
-                   kbit_upcast=card.scope is Scope.QLORA and card.lora.prepare_kbit)
+                   kbit_upcast=card.scope is Scope.QLORA and card.lora.prepare_kbit,
+                   saved_head="lm_head" in lo.modules_to_save, saved_embedding="embed_tokens" in lo.modules_to_save)
+
+
+def saved_trained(card: RunCard, spec: ModelSpec) -> tuple[float, float]:
+    """(parameters, tensors) the optimizer steps beside a LoRA adapter for ``lora.modules_to_save``: PEFT's
+    ModulesToSaveWrapper deep-copies each named module and marks the copy trainable (peft 0.13.2 wheel,
+    peft/utils/other.py l.242-263: ``copy.deepcopy(self.original_module)``, ``requires_grad_(True)``), so AdamW,
+    the gradient clip and zero_grad walk its full weight (one tensor per module). The memory terms count the copy
+    already (``plan.terms``); the step time did not."""
+    if card.lora is None or not card.lora.modules_to_save:
+        return 0.0, 0.0
+    from trainfit.memory.lora import saved_module_params
+
+    sizes = saved_module_params(spec, tuple(card.lora.modules_to_save))
+    return float(sum(sizes)) * count_scale(spec), float(sum(1 for n in sizes if n))
 
 
 def _trained(card: RunCard, spec: ModelSpec) -> tuple[float, float, OptimizerSpec]:
@@ -265,6 +280,7 @@ def _trained(card: RunCard, spec: ModelSpec) -> tuple[float, float, OptimizerSpe
     elif trainable.lora is not None:
         params = lora_trainable_params(spec, trainable.lora) * count_scale(spec)
         tensors = 2.0 * sum(g.count * g.experts for g in targeted_groups(spec, trainable.lora))
+        params, tensors = params + (saved := saved_trained(card, spec))[0], tensors + saved[1]
     else:
         params = float(total_params(spec))
         tensors = float(sum(t.count for t in param_tensors(spec)))

@@ -120,7 +120,7 @@ def nemo_rl_dtensor_packed(card: RunCard) -> bool:
     ``attn_implementation="flash_attention_2"`` (the card's ``attention: flash``; NVIDIA-NeMo/RL
     nemo_rl/models/policy/dtensor_policy_worker.py l.181-199 @27d0af945b96c5bf9fa928bf45fd1a6ce016632d, v0.3.1; v0.3.0
     @b1c86a816c5e2b4ca41ece193624a38dc62e6fdf the same). Without packing it keeps transformers' default (SDPA)."""
-    return card.preset == "nemo-rl" and card.parallel.strategy in FSDP_STRATEGIES and card.attention is Attention.FLASH
+    return nemo_rl_dtensor(card) and card.attention is Attention.FLASH
 
 
 LLM_FOUNDRY_PRECOMPUTED_PADDING = (0, 5)
@@ -139,8 +139,9 @@ def nemo_rl_dtensor(card: RunCard) -> bool:
     """NeMo RL's DTensor policy (the nemo-rl preset on a torch FSDP strategy): every decoder layer and the whole model
     are FSDP2 modules with ``MixedPrecisionPolicy(output_dtype=torch.float32)`` (NVIDIA-NeMo/RL
     nemo_rl/models/dtensor/parallelize.py l.464-488 @b1c86a816c5e2b4ca41ece193624a38dc62e6fdf), whose boundary casts
-    every pass pays (``compute.fsdp2_output_cast``)."""
-    return card.preset == "nemo-rl" and card.parallel.strategy in FSDP_STRATEGIES
+    every pass pays (``compute.fsdp2_output_cast``). ``output_dtype`` exists only in FSDP2's
+    ``MixedPrecisionPolicy``: a card with ``fsdp_version`` fsdp1 does not take it (``parallel.fsdp2``)."""
+    return card.preset == "nemo-rl" and card.parallel.fsdp2
 
 
 def nemo_rl_pg_loss_of(card: RunCard) -> str:

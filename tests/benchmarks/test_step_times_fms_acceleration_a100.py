@@ -104,3 +104,13 @@ def test_mixtral_rows_run_transformers_448s_expert_loop(row_id: str) -> None:
         assert card["parallel"]["moe_experts"] == "loop_all" and "loop_all" in e["note"]
     else:
         assert "moe_experts" not in card["parallel"]
+
+
+@pytest.mark.parametrize("row_id", sorted(r for r in ALL if ALL[r].get("fused_kernels")))
+def test_fused_kernel_rows_are_worded_by_framework(row_id: str) -> None:
+    """FOAK's Triton kernels are fms-acceleration's, not Megatron-Core's; the foak-fast-kernels rows (not the Liger
+    ones, whose loss is the card's liger) state that fast_loss has no matching loss setting."""
+    _, notes = st.map_train(ALL[row_id])
+    text = " ".join(notes)
+    assert "Megatron-Core" not in text and "fused-ops-and-kernels plugin" in text
+    assert ("FastForCausalLMLoss" in text) is (row_id in ROWS)

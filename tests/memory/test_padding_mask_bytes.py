@@ -124,3 +124,18 @@ def test_mask_kinds_one_rule_for_eager_and_sdpa():
     assert mask_kinds(spec, layers=range(4)) == 1
     assert mask_kinds(spec, layers=[]) == 0
     assert eager_mask_bytes(spec, micro_batch_size=B, seq_len=S, eager=True) == 4_194_304
+
+
+def test_a_tensor_parallel_checkpointed_card_holds_the_bool_mask():
+    """The per-rank layout path (tensor parallel 2, checkpointed) holds the one bool (b, 1, s, s) mask the masked SDPA
+    layers take, as the one-rank path does: b 2 x 1024 x 1024 x 1 B = 2,097,152 B more at the backward peak with the
+    padding mask (the recomputed layer's copy not at the peak at this size)."""
+    def card(**batch):
+        return load_card_dict({"model": {"config": LLAMA, "id": "llama"},
+                               "hardware": {"gpu": "h100-sxm", "gpus_per_node": 2},
+                               "parallel": {"strategy": "ddp", "tensor_parallel": 2, "gradient_checkpointing": True},
+                               "batch": {"micro_batch_size": B, "seq_len": S, **batch}})
+
+    on = {p.phase.value: p.tensor_bytes for p in make_plan(card(padding="mask")).phases}
+    off = {p.phase.value: p.tensor_bytes for p in make_plan(card()).phases}
+    assert on["backward"] - off["backward"] == 2_097_152

@@ -66,3 +66,10 @@ def test_gemma2_sdpa_is_unsupported_by_transformers():
                final_logit_softcapping=30.0, sliding_window=16, hidden_activation="gelu_pytorch_tanh")
     with pytest.raises(TraceUnsupported, match="gemma2"):
         trace_step(TraceRequest(hf_config=cfg, seq_len=32, attention="sdpa"))
+
+
+def test_padding_mask_refused_on_prime_rl_sft_loop():
+    # prime_rl_sft_loss calls model(input_ids=ids) without a mask: the request would silently drop it
+    with pytest.raises(TraceUnsupported, match="padding_mask"):
+        TraceRequest(hf_config=TINY, padding_mask=True, keep_outputs=True, kept_output_dtype="fp32")
+    TraceRequest(hf_config=TINY, padding_mask=True, keep_outputs=True)  # the compute-dtype kept output takes it

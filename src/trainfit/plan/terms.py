@@ -172,8 +172,10 @@ def fsdp_casts_gathered_params(card: RunCard, sharding: Sharding) -> bool:
     and autocast, finding 16-bit weights, makes no copies of them. FSDP2 ``MixedPrecisionPolicy(param_dtype)``
     (torch 2.13.0 ``distributed/fsdp/_fully_shard/_fsdp_collectives.py`` l.418-420: the all-gather input buffer
     is allocated in ``param_dtype``), FSDP1 ``MixedPrecision(param_dtype)``; set by torchtitan
-    (``mixed_precision_param``), NeMo RL's DTensor policy (``MixedPrecisionPolicy(param_dtype=policy.precision,
-    reduce_dtype=float32)``, export/nemo_rl.py) and accelerate (huggingface/accelerate 1.15.0
+    (``mixed_precision_param``), NeMo RL's DTensor policy (``MixedPrecisionPolicy(param_dtype=bfloat16,
+    reduce_dtype=float32, output_dtype=float32)``, NVIDIA-NeMo/RL nemo_rl/models/dtensor/parallelize.py l.464-488
+    @b1c86a816c5e2b4ca41ece193624a38dc62e6fdf; the output casts are timed in ``compute.fsdp2_output_cast``) and
+    accelerate (huggingface/accelerate 1.15.0
     ``utils/dataclasses.py`` l.2136-2143 ``set_mixed_precision``: ``param_dtype`` = the mixed-precision dtype for
     FSDP1 and FSDP2; ``utils/fsdp_utils.py`` l.779 passes it to ``fully_shard``). Only the gathered copy and the
     autocast copies change: the local shard, its gradient and the optimizer stay fp32. Traced (8 fake ranks,

@@ -21,8 +21,15 @@ only backward. Frameworks that enter FSDP1's ``no_sync()`` on every micro-batch 
   2026-07-22, which v0.8.0 does not hold): ``VERL_NO_SYNC_SINCE``; a ``software.verl`` pin before 0.9 syncs
   each micro-batch.
 * Lightning Fabric's ``FSDPStrategy.no_backward_sync`` is ``module.no_sync()`` (``memory.fsdp_no_sync``), but Fabric
-  enters it only where the script asks (Lit-GPT's finetune scripts do); no preset is Fabric's, so such a card says
-  ``parallel.fsdp_no_sync: true`` itself.
+  enters it only where the script asks (Lit-GPT's finetune scripts do). The Lightning Trainer's automatic loop runs
+  every accumulating batch's closure in ``_block_parallel_sync_behavior`` (Lightning-AI/pytorch-lightning
+  @7f0c3436cd3f6ad3753125672024fc415cbcb414 src/lightning/pytorch/loops/optimization/automatic.py l.174-185, unless
+  the strategy ``handles_gradient_accumulation``, DeepSpeed only), whose ``block_backward_sync`` enters
+  ``self.model.no_sync()`` for a model that passes the runtime-checkable ``DistributedDataParallel`` Protocol
+  (strategies/parallel.py l.116-128; utilities/types.py l.52-70, whose only protocol member is ``no_sync``): the
+  ``FullyShardedDataParallel`` that ``FSDPStrategy._setup_model`` wraps (strategies/fsdp.py l.302-326) passes it
+  (checked here with torch 2.13 and Python 3.11: ``isinstance`` is True). No preset is Lightning's, so such a card
+  says ``parallel.fsdp_no_sync: true`` itself.
 
 Not a default elsewhere: FSDP2 has no ``no_sync`` (torchtune, torchtitan: a card with fsdp_version fsdp2 never
 resolves true), and a card without a preset names no framework (false, each backward reduce-scatters).

@@ -62,3 +62,11 @@ def test_accelerate_fsdp1_accumulation_says_what_no_sync_does(no_sync, says):
     text = " ".join(export(card, "accelerate").notes)
     assert "no_sync" in text and says in text
     assert "no_sync" not in " ".join(export(_card("fsdp", "fsdp1"), "accelerate").notes)
+
+
+def test_verl_fsdp1_says_it_cannot_sync_each_micro_batch():
+    # verl's engine has no knob against its no_sync (plan.fsdp_no_sync): a card planned without it is told
+    card = _card("fsdp", "fsdp1", method="grpo", batch={"grad_accum": 4},
+                 parallel={"strategy": "fsdp", "fsdp_version": "fsdp1", "fsdp_no_sync": False})
+    assert "no_sync" in " ".join(export(card, "verl").notes)
+    assert "no_sync" not in " ".join(export(_card("fsdp", "fsdp1", method="grpo", batch={"grad_accum": 4}), "verl").notes)

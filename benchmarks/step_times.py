@@ -154,6 +154,14 @@ def fsdp_version_of(framework: str, strategy: str | None) -> tuple[str | None, s
                      f"FSDP API of {framework} not mapped: the card's default fsdp2")
 
 
+FSDP1_NO_SYNC_FRAMEWORKS = {
+    # frameworks whose trainer runs accumulating FSDP1 micro-batches under no_sync by default, for entries that name
+    # no preset (a preset's own default: plan.fsdp_no_sync)
+    "fms-hf-tuning": "the HF Trainer on accelerate 1.0.1 (FSDP_VERSIONS): Accelerator.accumulate enters"
+    " model.no_sync() unless sync_each_batch, default False (accelerate 1.0.1 wheel accelerate/accelerator.py"
+    " l.990-992, 1101-1113; accelerate/utils/dataclasses.py l.905-906)",
+}
+
 CARD_PRESETS = ("trl", "verl", "openrlhf", "nemo-rl", "miles", "skyrl")  # miles: its weight sync (compute.sync
 # MILES_BROADCAST); skyrl: its colocated offload, log-prob passes and CUDA-IPC sync (methods.presets)
 PHASES = ("generation", "weight_sync", "logprob", "actor_update")
@@ -1355,6 +1363,9 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         version, n = fsdp_version_of(e["framework"], e["parallel"]["strategy"])
         mp.update({"fsdp_version": version} if version else {})
         notes.append(n)
+        if version == "fsdp1" and strategy == "fsdp" and e["framework"] in FSDP1_NO_SYNC_FRAMEWORKS:
+            mp["fsdp_no_sync"] = True  # the framework's trainer accumulates under FSDP1 no_sync (plan.fsdp_no_sync)
+            notes.append(f"parallel.fsdp_no_sync: {FSDP1_NO_SYNC_FRAMEWORKS[e['framework']]}")
     card: dict[str, Any] = {
         "model": model, "method": "sft", "scope": scope, "hardware": hw,
         "parallel": {"strategy": strategy, "offload": e["parallel"].get("offload") or "none",

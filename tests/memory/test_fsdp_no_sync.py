@@ -47,3 +47,30 @@ def test_no_accumulation_no_term() -> None:
 def test_refused_outside_fsdp1() -> None:
     with pytest.raises((CardError, ValueError), match="fsdp_no_sync"):
         load_card_dict(_card(fsdp_no_sync=True, fsdp_version="fsdp2"))
+
+
+def test_default_follows_the_preset_framework() -> None:
+    # null: the HF Trainer on accelerate (trl) and verl from 0.9 run no_sync; no preset, or a verl before 0.9, syncs
+    from trainfit.plan.fsdp_no_sync import fsdp_no_sync
+
+    plain = load_card_dict(_card())
+    assert plain.parallel.fsdp_no_sync is None and not fsdp_no_sync(plain)
+    assert fsdp_no_sync(load_card_dict({**_card(), "preset": "trl"}))
+    assert fsdp_no_sync(load_card_dict({**_card(), "preset": "verl"}))
+    assert not fsdp_no_sync(load_card_dict({**_card(), "preset": "verl", "software": {"verl": "0.8.0"}}))
+    assert fsdp_no_sync(load_card_dict({**_card(), "preset": "verl", "software": {"verl": "0.9.0"}}))
+    # explicit values are honoured; no accumulation or FSDP2: never
+    assert not fsdp_no_sync(load_card_dict({**_card(fsdp_no_sync=False), "preset": "trl"}))
+    assert fsdp_no_sync(load_card_dict(_card(fsdp_no_sync=True)))
+    one = _card()
+    one["batch"]["grad_accum"] = 1
+    assert not fsdp_no_sync(load_card_dict({**one, "preset": "trl"}))
+    assert not fsdp_no_sync(load_card_dict({**_card(fsdp_version="fsdp2"), "preset": "trl"}))
+
+
+def test_trl_card_plans_the_unsharded_gradients_by_default() -> None:
+    # the same card under preset trl holds what an explicit fsdp_no_sync true holds (accelerate's default)
+    by_default = make_plan(load_card_dict({**_card(), "preset": "trl"})).peak
+    stated = make_plan(load_card_dict({**_card(fsdp_no_sync=True), "preset": "trl"})).peak
+    assert by_default.components["gradients"] == pytest.approx(stated.components["gradients"])
+    assert by_default.components["gradients"] == pytest.approx(32 * 202_383_360 * 2, rel=0.01)

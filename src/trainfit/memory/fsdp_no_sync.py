@@ -11,7 +11,9 @@ gives "higher than expected gradient memory usage"; a LoRA adapter inside a deco
 gradient). Who runs it: Lightning Fabric's ``FSDPStrategy.no_backward_sync`` returns ``module.no_sync()``
 (Lightning-AI/lightning src/lightning/fabric/strategies/fsdp.py l.761-773 @71aed751f7f0ca8422ddca256e602099070f490b,
 with ``use_orig_params`` defaulted to True, l.175), which Lit-GPT's finetune scripts enter on every accumulating
-micro-batch (Lightning-AI/litgpt finetune/lora.py l.214-215 @8641822b3249bb94f068c254aa5d13decbc9f0a0).
+micro-batch (Lightning-AI/litgpt finetune/lora.py l.214-215 @8641822b3249bb94f068c254aa5d13decbc9f0a0). It is the
+default of accelerate and the HF Trainer (``sync_each_batch`` False), of verl's FSDP engine from 0.9 and of the
+Lightning Trainer's accumulation: ``plan.fsdp_no_sync`` resolves a card's null from its preset and cites the lines.
 """
 
 from __future__ import annotations

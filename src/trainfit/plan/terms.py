@@ -36,6 +36,7 @@ from trainfit.memory.params import ParamBreakdown, TensorGroup, param_breakdown,
 from trainfit.memory.phases import StepTerms
 from trainfit.memory.sharding import Sharding
 from trainfit.memory.weights import WeightBytes, count_scale, total_params, weight_bytes
+from trainfit.plan.fsdp_no_sync import fsdp_no_sync as resolved_fsdp_no_sync
 from trainfit.plan.resolve import card_with, model_dtype, trainable_spec
 from trainfit.spec.card import RunCard, verl_actor_loss
 from trainfit.spec.enums import (
@@ -644,7 +645,7 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         grads_embed = saved_emb * s_grad * grads_scale
         tied_grad = 0.0
 
-    if card.parallel.fsdp_no_sync and card.batch.grad_accum > 1 and sharding.gathers_params:
+    if resolved_fsdp_no_sync(card) and sharding.gathers_params:
         # FSDP1 no_sync: each unit with a trainable parameter keeps its whole unsharded gradient (memory.fsdp_no_sync)
         per_layer_grads, grads_head, grads_embed = _no_sync_grads(spec, pb, trainable, scale=scale, n_train=n_train,
                                                                   saved=(saved_emb, saved_head), grad_bytes=grad_bytes)

@@ -363,12 +363,14 @@ class ParallelSection(_Section):
                                       " reduce-scatter copy-in run on the compute stream). Default fsdp2, as trainfit's"
                                       " trace and its torchtitan export shard. Not read with other strategies (a"
                                       " search over parallel.strategy keeps it).")
-    fsdp_no_sync: bool = Field(
-        False, description="With strategy fsdp and fsdp_version fsdp1 and batch.grad_accum > 1: the accumulating"
-        " micro-batches run inside FullyShardedDataParallel.no_sync() (Lightning Fabric's no_backward_sync, as Lit-GPT's"
-        " finetune scripts call it), so every unit with a trainable parameter keeps its whole unsharded gradient, frozen"
-        " parameters of the unit included under use_orig_params, until the synced micro-batch"
-        " (memory.fsdp_no_sync). false: each backward reduce-scatters (sharded gradients).")
+    fsdp_no_sync: bool | None = Field(
+        None, description="With strategy fsdp and fsdp_version fsdp1 and batch.grad_accum > 1: the accumulating"
+        " micro-batches run inside FullyShardedDataParallel.no_sync() (accelerate's and the HF Trainer's default,"
+        " verl's FSDP engine from 0.9, Lightning Fabric's no_backward_sync as Lit-GPT's finetune scripts call it), so"
+        " every unit with a trainable parameter keeps its whole unsharded gradient, frozen parameters of the unit"
+        " included under use_orig_params, until the synced micro-batch (memory.fsdp_no_sync). false: each backward"
+        " reduce-scatters (sharded gradients; accelerate's sync_each_batch). null: the preset's framework default"
+        " (plan.fsdp_no_sync: true for trl, llamafactory-*, ms-swift-* and verl from 0.9; false without a preset).")
     hsdp_shard_size: int | None = Field(
         None, ge=1, le=100_000, description="With strategy hsdp: the GPUs one shard group spans (parameters, gradients"
         " and optimizer states split over them, replicated over the other data x context ranks; the shard group is the"

@@ -111,3 +111,16 @@ def test_a_non_reentrant_recompute_skips_the_last_linears_casts():
     partial = on.layers_recompute.memory_bytes - off.layers_recompute.memory_bytes
     assert whole == pytest.approx(on.layers_forward.memory_bytes - off.layers_forward.memory_bytes)
     assert whole - partial == pytest.approx(L * down)
+
+
+@pytest.mark.parametrize("recipe,says", [("peft", "fp32 embeddings, norms and head"),
+                                         ("trl", "fp32 norms, bf16 embeddings and head")])
+def test_export_notes_name_the_recipe(recipe, says):
+    from trainfit.export.common import shared_notes
+    from trainfit.spec.card import RunCard
+
+    card = RunCard.model_validate({"scope": "qlora", "lora": {"prepare_kbit": recipe}})
+    note = next(n for n in shared_notes(card, "trl") if n.startswith("lora.prepare_kbit"))
+    assert f"lora.prepare_kbit {recipe}:" in note and says in note and "read back as none" in note
+    assert not [n for n in shared_notes(RunCard.model_validate({"scope": "qlora"}), "trl")
+                if n.startswith("lora.prepare_kbit")]

@@ -1562,7 +1562,7 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
             card["lora"]["dequant"] = "torchao"
             notes.append(TORCHTUNE_NF4)
         if scope == "qlora" and e.get("prepare_kbit"):  # PEFT's prepare_model_for_kbit_training, where the source calls it
-            card["lora"]["prepare_kbit"] = bool(e["prepare_kbit"]["value"])
+            card["lora"]["prepare_kbit"] = e["prepare_kbit"]["value"]  # spec.enums.KbitPrepare
             notes.append(f"lora.prepare_kbit {card['lora']['prepare_kbit']} ({e['prepare_kbit']['source']})")
     elif scope in ("ia3", "prompt_tuning"):
         card[scope] = dict(peft_method.get(scope) or {})

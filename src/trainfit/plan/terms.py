@@ -40,6 +40,7 @@ from trainfit.plan.fsdp_no_sync import fsdp_no_sync as resolved_fsdp_no_sync
 from trainfit.plan.resolve import card_with, model_dtype, trainable_spec
 from trainfit.spec.card import RunCard, verl_actor_loss
 from trainfit.spec.enums import (
+    KbitPrepare,
     AdapterDtype,
     ComputeDtype,
     Dtype,
@@ -520,8 +521,12 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
     wdtype = card.weights_dtype
     compute = ComputeDtype.BF16 if prec.compute.quantized_gemms else model_dtype(card)  # fp8 / fp4: only the GEMMs
     # PEFT's prepare_model_for_kbit_training: the non-4-bit parameters are fp32 (memory.kbit_upcast)
-    kbit = card.scope is Scope.QLORA and card.lora.prepare_kbit
+    kbit = card.scope is Scope.QLORA and card.lora.prepare_kbit is not KbitPrepare.NONE
     w = weight_bytes(spec, weights=wdtype, compute=ComputeDtype.FP32 if kbit else compute, trainable=trainable)
+    trl_cast = kbit and card.lora.prepare_kbit is KbitPrepare.TRL
+    if trl_cast:  # TRL's peft_module_casting_to_bf16: the embeddings and the head go back to bf16 (memory.kbit_upcast)
+        w = replace(w, base=w.base - kbit_upcast.trl_bf16_cast_saving_bytes(
+            embedding_params=(pb.embedding + pb.positions) * scale, head_params=pb.lm_head * scale))
 
     if trainable.lora is not None:
         n_train = lora_trainable_params(spec, trainable.lora) * scale
@@ -673,9 +678,12 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
     if kbit:  # the recipe's fp32 residual stream: each checkpointed layer saves fp32 hidden states
         extra = kbit_upcast.checkpoint_input_extra_bytes(tokens=card.batch.micro_batch_size * seq_len,
                                                          hidden_size=spec.hidden_size, stream_bytes=act_dtype)
-        act = replace(act, checkpointed_per_layer=tuple(int(c + extra) for c in act.checkpointed_per_layer),
-                      head=act.head + int(kbit_upcast.head_cast_copy_bytes(
-                          vocab_size=spec.head_outputs or spec.vocab_size, hidden_size=spec.hidden_size)))
+        # under TRL's cast the embedding is bf16: the first layer's input is bf16, and the bf16 head saves its own
+        # weight (no autocast copy); under PEFT alone the fp32 head's bf16 copy is saved (memory.kbit_upcast)
+        act = replace(act, checkpointed_per_layer=tuple(
+            int(c + (0.0 if trl_cast and i == 0 else extra)) for i, c in enumerate(act.checkpointed_per_layer)),
+                      head=act.head + (0 if trl_cast else int(kbit_upcast.head_cast_copy_bytes(
+                          vocab_size=spec.head_outputs or spec.vocab_size, hidden_size=spec.hidden_size))))
     if variant is not None:
         act = peft_variants.adjust_activations(act, spec, variant, micro_batch_size=card.batch.micro_batch_size,
                                                seq_len=seq_len, compute_dtype_bytes=act_dtype,

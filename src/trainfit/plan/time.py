@@ -46,7 +46,7 @@ from trainfit.spec.enums import Attention, ComputeDtype, ContextParallelKind, Dt
 from trainfit.spec.enums import AdapterDtype, LayerKind, LoraDropoutPosition, QloraDequant
 from trainfit.spec.enums import FSDP_STRATEGIES, LossKernel, MoeDispatcher, MoeExperts, TensorParallelImpl
 from trainfit.spec.enums import MoeLaunch, Nf4ComputeDtype, Offload, Padding
-from trainfit.spec.enums import Zero1ParamSync
+from trainfit.spec.enums import KbitPrepare, Zero1ParamSync
 from trainfit.spec.model import ModelSpec
 from trainfit.units import BYTES_PER_DTYPE
 
@@ -252,7 +252,7 @@ def adapter_of(card: RunCard, spec: ModelSpec) -> Adapter | None:
                    # bitsandbytes' Linear4bit: the dtype its dequantised GEMMs run in (spec.enums.Nf4ComputeDtype)
                    base_dtype_bytes=4 if card.precision.nf4_compute_dtype is Nf4ComputeDtype.FP32 else 2,
                    # PEFT's prepare_model_for_kbit_training: fp32 stream, casts around the 4-bit linears
-                   kbit_upcast=card.scope is Scope.QLORA and card.lora.prepare_kbit,
+                   kbit_upcast=card.scope is Scope.QLORA and card.lora.prepare_kbit is not KbitPrepare.NONE,
                    saved_head="lm_head" in lo.modules_to_save, saved_embedding="embed_tokens" in lo.modules_to_save)
 
 

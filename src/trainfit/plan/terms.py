@@ -14,7 +14,7 @@ from trainfit.errors import CardError
 from trainfit.memory import attention as attn
 from trainfit.memory import bnb_saved_input
 from trainfit.memory.activations import ZERO_CENTRED_NORM_FAMILIES, ActivationBytes, activation_bytes
-from trainfit.memory.fsdp_no_sync import no_sync_unit_grad_bytes
+from trainfit.memory.fsdp_no_sync import no_sync_step_grad_bytes, no_sync_unit_grad_bytes
 from trainfit.memory.logits import (
     SOFTCAP_FAMILIES,
     HfLossCopies,
@@ -632,6 +632,7 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
 
     # gradients per layer, in backward order
     layers = spec.num_layers
+    step_grads: dict[str, float] = {}  # FSDP1 no_sync: what the optimizer step reads (StepTerms.optimizer_step_grads)
     if trainable.lora is None:
         per_layer_grads = _scaled(pb.per_layer, scale * grad_bytes * grads_scale)
         head_params = (pb.lm_head or pb.embedding) + spec.hidden_size
@@ -656,6 +657,9 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
                                                                   saved=(saved_emb, saved_head), grad_bytes=grad_bytes)
         notes.append(f"FSDP1 no_sync accumulation: {sum(per_layer_grads) + grads_head + grads_embed:.3g} B of unsharded"
                      " gradients (every unit with a trainable parameter, frozen ones included) held across micro-batches")
+        # the synced last backward reduce-scatters them: the optimizer step reads the shards
+        step_grads["optimizer_step_grads"] = no_sync_step_grad_bytes(
+            unsharded_grad_bytes=sum(per_layer_grads) + grads_head + grads_embed, shards=sharding.grads_divisor)
 
     act_dtype = 4 if compute is ComputeDtype.FP32 else 2
     act = activation_bytes(
@@ -826,6 +830,10 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
             fsdp, note = _megatron_fsdp_fp8_units(card, spec, fsdp, pb=pb, scale=scale)
         fsdp, note = torchao_fp8_gather_units(card, spec, fsdp, pb=pb, scale=scale,
                                               weights_divisor=sharding.weights_divisor) or (fsdp, note)
+        if step_grads and not zero:
+            # the gradient autograd makes for a unit spans its whole flat parameter (memory.fsdp_no_sync); from the
+            # second micro-batch on it is added into the held .grad, both alive at once
+            fsdp["fsdp_unsharded_grads"] = max(per_layer_grads, default=0.0)
         if not zero:
             notes.append(note)
     zero_terms: dict[str, float | bool] = {}
@@ -912,6 +920,7 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         kept_output_fp32=_kept_fp32(card) and not card.loss.chunked,
         **fsdp,
         **zero_terms,
+        **step_grads,
     )
     return terms, host, notes
 

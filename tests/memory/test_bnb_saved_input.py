@@ -52,3 +52,24 @@ def test_mlp_only_adapters_leave_layer_0s_frozen_inputs_unsaved() -> None:
     # already, down_proj keeps the gated product (I)
     mlp = ("gate_proj", "up_proj")
     assert _activations("0.41.1", mlp) - _activations("0.45.0", mlp) == T * I * 2 + 31 * T * (H + I) * 2
+
+
+def test_old_pins_forward_dequantisation_adds_no_saved_input_and_one_absmax() -> None:
+    # the wide-MLP grid model (down_proj 8192 -> 512, fp32 adapters on all linears, 128 tokens), whose forward peak is
+    # the last down_proj's dequantisation: 0.41.1 keeps that input in the layer's saved set and makes one fp32 absmax
+    # in place; 0.45.0 one absmax, the input live but unsaved; unpinned (0.50 fallback) two. lora_A's fp32 copy of
+    # the input is counted in the saved set but made after the base GEMM: subtracted on every pin
+    from trainfit.accuracy.grid import GridCase
+
+    def forward_transient(pin: str | None) -> float:
+        card = GridCase("llama_widemlp", scope="qlora", seq_len=128).card()
+        if pin:
+            card["software"] = {"bitsandbytes": pin}
+        return {p.phase.value: p for p in make_plan(load_card_dict(card)).phases}["forward"].components[
+            "activation_transients"]
+
+    n, rows, absmax = 8192 * 512, 128, 4 * 8192 * 512 // 64
+    base = 2 * n + rows * 512 * 2 - rows * 8192 * 4
+    assert forward_transient("0.41.1") == absmax + base
+    assert forward_transient("0.45.0") == absmax + base + rows * 8192 * 2
+    assert forward_transient(None) == 2 * absmax + base + rows * 8192 * 2

@@ -1061,7 +1061,8 @@ def activation_bytes(
 
     ``Attention.FLASH`` is treated as SDPA (same saved set). Gemma-2 with SDPA is eager: transformers
     5 refuses SDPA for it (softcapping) and its default falls back to eager. QLoRA saves what LoRA
-    saves: bitsandbytes' 4-bit matmul keeps only the (packed) weight, and its input is already bf16.
+    saves: bitsandbytes' 4-bit matmul keeps only the (packed) weight from 0.43.2 on, and its input is already bf16
+    (before 0.43.2 it keeps its input too: ``frozen_saves_input``).
 
     ``selective``: ``checkpointed_per_layer`` (and ``checkpointed_embedding``) hold what a layer keeps under
     that selective policy (module docstring); the planner then walks the step as a checkpointed one.

@@ -5,11 +5,11 @@ bitsandbytes 0.50.2 (PyPI wheel, files as installed):
 * **Forward** (``MatMul4Bit.forward`` -> ``bitsandbytes::gemm_4bit``, ``autograd/_functions.py`` l.322-346) on CUDA
   runs the unfused ``_dequant_linear_fallback`` (``backends/cuda/ops.py`` l.904-916) for more than 1,536 rows
   (l.922-926, l.954) and for every row count at which ``_gemm_4bit_use_custom_cuda`` (l.584-812) prefers it. That
-  choice reads the weight's output width, not its size: ``n_blocks = ceil(out_features / 64)`` (l.603) against the
+  choice reads the weight's output width, not its size: ``n_blocks = ceil(out_features / 64)`` (l.604) against the
   GPU's SM count. fp32 inputs (and GPUs before sm75) have no MMA kernel and take the fused one below 8 rows only
-  (l.607-608); on sm90 (H100/H200) 16-bit inputs take it up to 64 rows at ``n_blocks >= 3·SMs``, 48 at ``>= 2·SMs``,
+  (l.608-609); on sm90 (H100/H200) 16-bit inputs take it up to 64 rows at ``n_blocks >= 3·SMs``, 48 at ``>= 2·SMs``,
   32 at ``>= SMs``, 16 (none for ``in >= out`` below 3/4 of a wave) at ``>= SMs/2`` and never below that
-  (l.745-757); sm80 has its own ladder up to 128 rows (l.711-734), sm100 none beyond 32 (l.618-623). The fallback
+  (l.745-759); sm80 has its own ladder up to 128 rows (l.711-734), sm100 none beyond 32 (l.618-623). The fallback
   holds ``absmax_dq`` (fp32, one per 64-element block) and ``absmax = absmax_dq + offset`` (another) when double
   quantization nests the absmax, and the weight dequantised to the input's dtype, until ``F.linear`` has written its
   output. Short rows on the fused kernel hold none of this: the term is an upper bound there. Releases before 0.50.0
@@ -87,7 +87,7 @@ def layer_moments(spec: ModelSpec, *, rows: int, compute_dtype_bytes: int, doubl
                   adapted: frozenset[str] = frozenset(), adapter_dtype_bytes: int = 4,
                   bitsandbytes_version: str | None = None, base_saves_input: bool = False
                   ) -> tuple[float, float, float]:
-    """(forward, backward) moments of a decoder layer's MLP output projection (``in`` the intermediate size, ``out``
+    """(forward, forward without grad, backward) moments of a decoder layer's MLP output projection (``in`` the intermediate size, ``out``
     the hidden size; the largest linear when no group has that shape): the last 4-bit GEMM of the layer's forward,
     when all the layer saves but that projection's adapter input is there, and the first of its backward, before
     any saved tensor but its adapter's is freed. The gate/up projections have as many weights but their forward
@@ -95,8 +95,9 @@ def layer_moments(spec: ModelSpec, *, rows: int, compute_dtype_bytes: int, doubl
     projection have freed theirs; the attention projections are smaller. ``rows``: one micro-batch's tokens;
     ``adapted``: names of the linear groups the adapter wraps (``memory.lora.targeted_groups``);
     ``bitsandbytes_version``: the card's ``software.bitsandbytes`` pin (the forward's absmax copies);
-    ``base_saves_input``: MatMul4Bit keeps its input and the layer's saved set counts it (``memory.bnb_saved_input``). Returns (forward with grad, forward without grad, backward):
-    a checkpointed layer's first forward runs without grad, so its adapter saves no input copy to subtract."""
+    ``base_saves_input``: MatMul4Bit keeps its input and the layer's saved set counts it
+    (``memory.bnb_saved_input``). A checkpointed layer's first forward runs without grad: its adapter saves no input
+    copy to subtract, and MatMul4Bit keeps nothing (the second moment)."""
     groups = [g for g in linear_groups(spec) if not g.is_fused_experts and not g.routed]
     if not groups:
         return 0.0, 0.0, 0.0

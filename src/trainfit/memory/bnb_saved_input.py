@@ -15,6 +15,12 @@ The bytes are counted where the layer's other saved tensors are (``memory.activa
 precedes it), once per distinct input (q/k/v share the attention norm's output, gate/up the MLP norm's; down_proj
 takes the gated product; o_proj's input is a view of SDPA's saved output unless attention copied it), and a LoRA
 adapter in the compute dtype, whose lora_A saves the same tensor, adds nothing more.
+
+Checked on the published LitGPT QLoRA rows on this pin (benchmarks/data/published_memory_points_litgpt.json, ids 812,
+813, 817, 818): their planned peak is the same bytes with this accounting as with the earlier per-layer sum (every
+frozen input added, attention from layer 1, MLP always), -11.2 / -11.5 / -10.2 / -10.5 %; that earlier sum only
+double counted inputs a compute-dtype adapter already saves, and these rows' peak is in backward, where the forward
+dequantisation moment (``memory.nf4_dequant``) does not reach.
 """
 
 from __future__ import annotations

@@ -18,9 +18,10 @@ adapter in the compute dtype, whose lora_A saves the same tensor, adds nothing m
 
 Checked on the published LitGPT QLoRA rows on this pin (benchmarks/data/published_memory_points_litgpt.json, ids 812,
 813, 817, 818): their planned peak is the same bytes with this accounting as with the earlier per-layer sum (every
-frozen input added, attention from layer 1, MLP always), -11.2 / -11.5 / -10.2 / -10.5 %; that earlier sum only
-double counted inputs a compute-dtype adapter already saves, and these rows' peak is in backward, where the forward
-dequantisation moment (``memory.nf4_dequant``) does not reach.
+frozen input added, attention from layer 1, MLP always), -11.2 / -11.5 / -10.2 / -10.5 %: their adapters run LoRA
+dropout 0.05 (benchmarks/published.py ``_LITGPT_LORA``), so lora_A saves its own dropout output and shares no input
+with the frozen base (the earlier sum double counted only inputs a dropout-free compute-dtype adapter saves), and
+their peak is in backward, where the forward dequantisation moment (``memory.nf4_dequant``) does not reach.
 """
 
 from __future__ import annotations
